@@ -1,0 +1,152 @@
+"""Deep Q-Network (Mnih et al., 2015, https://www.nature.com/articles/nature14236).
+
+* ``DQNPolicy`` -- epsilon-greedy action selection over a ``QNetwork``.
+* ``DQNTrainer`` -- ``step(batch)``: one regression of ``Q(s, a)`` onto TD targets from
+  the target network.
+* ``DQN`` -- the local ``Agent``: stores transitions in a replay buffer and lets the
+  trainer take ``gradient_steps`` steps every ``update_frequency`` steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from looprl.agents.losses import dqn_loss, td_target
+from looprl.core import Agent, Policy, State, StateArray, Trainer
+from looprl.core.namedarray import NamedArray
+from looprl.policies import GreedyPolicy
+
+
+class DQNPolicy(Policy):
+    """Epsilon-greedy policy over a ``QNetwork``.
+
+    Args:
+        q: the ``QNetwork``.
+        num_actions: size of the discrete action space.
+        epsilon: exploration rate, a float or a schedule with a ``value`` property.
+    """
+
+    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0):
+        self.q = q
+        self.num_actions = num_actions
+        self.greedy = GreedyPolicy(q, num_actions, epsilon=epsilon)
+        self.version = 0
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.q.model
+
+    def act(self, state: State) -> Any:
+        """An epsilon-greedy action for one state or each row of a ``StateArray``."""
+        return self.greedy.no_grad(state)
+
+    def rollout(self, request: NamedArray, **kwargs: Any) -> NamedArray:
+        """Epsilon-greedy actions for the batch ``request.obs`` (greedy if ``is_evaluation``)."""
+        n = request.obs.shape[0]
+        state = StateArray({"observation": request.obs}, (n,), device=request.obs.device)
+        evaluation = getattr(request, "is_evaluation", None)
+        if evaluation is not None and bool(evaluation):
+            return NamedArray(action=self.greedy.eval(state))
+        return NamedArray(action=self.greedy.no_grad(state))
+
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
+        """``Q(s, a)`` of the stored ``(states, actions)``, with gradients."""
+        states, actions = sample[0], sample[1]
+        return self.q(states, actions)
+
+
+class DQNTrainer(Trainer):
+    """One gradient step of Q-learning per ``step`` call.
+
+    Args:
+        policy: the ``DQNPolicy`` whose ``QNetwork`` (and its target network) is trained.
+        discount_factor: gamma.
+        huber: Huber loss (default) or mean squared error.
+    """
+
+    def __init__(self, policy: DQNPolicy, discount_factor: float = 0.99, huber: bool = True):
+        self._policy = policy
+        self.discount_factor = discount_factor
+        self.huber = huber
+
+    @property
+    def policy(self) -> DQNPolicy:
+        return self._policy
+
+    def step(self, batch: tuple) -> dict[str, torch.Tensor]:
+        """``batch`` is ``(states, actions, rewards, next_states, weights)`` from replay."""
+        states, actions, rewards, next_states, weights = batch
+        q = self._policy.q
+        values = q(states, actions)
+        next_values = q.target(next_states).max(dim=-1).values
+        targets = td_target(rewards, next_values, next_states.mask, self.discount_factor)
+        loss = dqn_loss(values, targets, weights, huber=self.huber)
+        q.reinforce(loss)
+        self._policy.version += 1
+        return {"loss": loss.detach()}
+
+
+class DQN(Agent):
+    """Local DQN agent (single environment), as in seed 003.
+
+    Args:
+        policy, trainer: the algorithm.
+        replay_buffer: an ``ExperienceReplayBuffer``.
+        minibatch_size: transitions per gradient step.
+        replay_start_size: steps collected before training starts.
+        update_frequency: steps between training phases.
+        gradient_steps: gradient steps per training phase.
+    """
+
+    def __init__(
+        self,
+        policy: DQNPolicy,
+        trainer: DQNTrainer,
+        replay_buffer: Any,
+        minibatch_size: int = 32,
+        replay_start_size: int = 1000,
+        update_frequency: int = 1,
+        gradient_steps: int = 1,
+    ):
+        self.policy = policy
+        self.trainer = trainer
+        self.replay_buffer = replay_buffer
+        self.minibatch_size = minibatch_size
+        self.replay_start_size = replay_start_size
+        self.update_frequency = update_frequency
+        self.gradient_steps = gradient_steps
+        self._state: State | None = None
+        self._action: Any = None
+        self._frames_seen = 0
+
+    def act(self, state: State) -> Any:
+        self.replay_buffer.store(self._state, self._action, state)
+        self._train()
+        self._state = state
+        self._action = self.policy.act(state)
+        return self._action
+
+    def _should_train(self) -> bool:
+        self._frames_seen += 1
+        return (
+            self._frames_seen > self.replay_start_size
+            and self._frames_seen % self.update_frequency == 0
+        )
+
+    def _train(self) -> None:
+        if self._should_train():
+            for _ in range(self.gradient_steps):
+                self.trainer.step(self.replay_buffer.sample(self.minibatch_size))
+
+
+class DQNTestAgent(Agent):
+    """Evaluation agent: greedy actions (with a small ``epsilon``), no training."""
+
+    def __init__(self, policy: DQNPolicy, epsilon: float = 0.0):
+        self.policy = policy
+        self.greedy = GreedyPolicy(policy.q, policy.num_actions, epsilon=epsilon)
+
+    def act(self, state: State) -> Any:
+        return self.greedy.no_grad(state) if self.greedy.epsilon else self.greedy.eval(state)

@@ -1,0 +1,242 @@
+"""Proximal Policy Optimization (Schulman et al., 2017, https://arxiv.org/abs/1707.06347).
+
+* ``PPOPolicy`` -- acts (``rollout``) and re-evaluates stored batches (``analyze``).
+* ``PPOTrainer`` -- ``step(batch)``: epochs of shuffled minibatches of ``ppo_loss``.
+* ``PPO`` -- the local ``ParallelAgent``: fills a ``RolloutBuffer`` from a vector
+  environment and lets the trainer step whenever a rollout is complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.agents.losses import normalize, ppo_loss
+from looprl.core import DummyLogger, Logger, ParallelAgent, Policy, State, StateArray, Trainer
+from looprl.core.namedarray import NamedArray
+from looprl.memory import RolloutBuffer
+from looprl.policies.distributions import CategoricalHead
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic networks over the same observation (SB3's default)."""
+
+    def __init__(self, actor: nn.Module, critic: nn.Module):
+        super().__init__()
+        self.actor = actor
+        self.critic = critic
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action logits (or distribution parameters) and state values ``V(s)``."""
+        return self.actor(observation), self.critic(observation).squeeze(-1)
+
+
+class PPOPolicy(Policy):
+    """Stochastic actor-critic policy.
+
+    Args:
+        approximation: an ``Approximation`` over an ``ActorCritic``-like module mapping
+            observations to ``(distribution parameters, values)``; its optimizer is the one
+            the trainer uses.
+        head: the action distribution (``CategoricalHead`` for discrete actions).
+    """
+
+    def __init__(self, approximation: Any, head: CategoricalHead):
+        self.approximation = approximation
+        self.head = head
+        self.version = 0
+
+    @property
+    def module(self) -> nn.Module:
+        return self.approximation.model
+
+    def rollout(self, request: NamedArray, **kwargs: Any) -> NamedArray:
+        """Actions, their log-probabilities and values for ``request.obs`` (no gradients).
+
+        ``request.is_evaluation`` (optional, a bool) selects the most likely action.
+        """
+        with torch.no_grad():
+            params, value = self.approximation.model(request.obs)
+            evaluation = getattr(request, "is_evaluation", None)
+            if evaluation is not None and bool(evaluation):
+                action = self.head.mode(params)
+            else:
+                action = self.head.sample(params)
+            log_prob = self.head.log_prob(params, action)
+        return NamedArray(action=action, log_prob=log_prob, value=value)
+
+    def value(self, observation: torch.Tensor) -> torch.Tensor:
+        """``V(s)`` without gradients."""
+        with torch.no_grad():
+            return self.approximation.model(observation)[1]
+
+    def analyze(self, sample: NamedArray, target: str | None = None, **kwargs: Any):
+        """``(log_prob, entropy, value)`` of the stored actions under the current parameters."""
+        params, value = self.approximation(sample.observation)
+        log_prob, entropy = self.head.log_prob_and_entropy(params, sample.action)
+        return log_prob, entropy, value
+
+
+class PPOTrainer(Trainer):
+    """Runs ``epochs`` passes of shuffled minibatches of the PPO loss over a rollout.
+
+    Args:
+        policy: the ``PPOPolicy`` to optimize (through its approximation's optimizer).
+        epochs: passes over each rollout.
+        minibatch_size: samples per gradient step.
+        clip: clipping range of the probability ratio, or a function of training
+            progress in ``[0, 1]`` returning it (``linear(0.2)`` anneals it to 0).
+        value_coef, entropy_coef: loss weights.
+        value_clip: clip value predictions around the old values (``None``: off).
+        normalize_advantages: normalize advantages per minibatch.
+        total_updates: number of ``step`` calls over which schedules anneal.
+        generator: RNG for minibatch shuffling.
+    """
+
+    def __init__(
+        self,
+        policy: PPOPolicy,
+        epochs: int = 10,
+        minibatch_size: int = 64,
+        clip: float | Callable[[float], float] = 0.2,
+        value_coef: float = 0.5,
+        entropy_coef: float = 0.0,
+        value_clip: float | None = None,
+        normalize_advantages: bool = True,
+        total_updates: float = float("inf"),
+        generator: torch.Generator | None = None,
+    ):
+        self._policy = policy
+        self.epochs = epochs
+        self.minibatch_size = minibatch_size
+        self.clip = clip
+        self.value_coef = value_coef
+        self.entropy_coef = entropy_coef
+        self.value_clip = value_clip
+        self.normalize_advantages = normalize_advantages
+        self.total_updates = total_updates
+        self.generator = generator
+        self.updates = 0
+
+    @property
+    def policy(self) -> PPOPolicy:
+        return self._policy
+
+    @property
+    def progress(self) -> float:
+        """Fraction of ``total_updates`` done, in ``[0, 1]``."""
+        return min(self.updates / self.total_updates, 1.0)
+
+    def _clip(self) -> float:
+        return self.clip(self.progress) if callable(self.clip) else self.clip
+
+    def step(self, batch: NamedArray) -> dict[str, torch.Tensor]:
+        """Optimize on a rollout ``batch`` (fields of ``RolloutBuffer.compute``)."""
+        clip = self._clip()
+        n = batch.advantage.shape[0]
+        parts: dict[str, torch.Tensor] = {}
+        for _ in range(self.epochs):
+            order = torch.randperm(n, generator=self.generator)
+            for index in order.split(self.minibatch_size):
+                parts = self._minibatch_step(batch[index], clip)
+        self.updates += 1
+        self._policy.version += 1
+        return {**parts, "clip": clip}
+
+    def _minibatch_step(self, minibatch: NamedArray, clip: float) -> dict[str, torch.Tensor]:
+        log_prob, entropy, value = self._policy.analyze(minibatch)
+        advantage = minibatch.advantage
+        if self.normalize_advantages and advantage.shape[0] > 1:
+            advantage = normalize(advantage)
+        loss, parts = ppo_loss(
+            log_prob,
+            minibatch.log_prob,
+            advantage,
+            value,
+            minibatch.returns,
+            entropy,
+            clip,
+            self.value_coef,
+            self.entropy_coef,
+            old_values=minibatch.value,
+            value_clip=self.value_clip,
+        )
+        self._policy.approximation.reinforce(loss)
+        return parts
+
+
+class PPO(ParallelAgent):
+    """Local PPO agent over ``n_envs`` parallel environments.
+
+    Each ``act`` records the outcome of the previous step, trains when ``n_steps`` steps
+    are stored, and samples new actions.
+
+    Args:
+        policy, trainer: the algorithm.
+        n_envs, n_steps: rollout shape (``n_envs * n_steps`` transitions per update).
+        discount_factor, lam: GAE's gamma and lambda.
+        logger: receives the trainer's statistics.
+    """
+
+    def __init__(
+        self,
+        policy: PPOPolicy,
+        trainer: PPOTrainer,
+        n_envs: int,
+        n_steps: int = 128,
+        discount_factor: float = 0.99,
+        lam: float = 0.95,
+        logger: Logger | None = None,
+    ):
+        self.policy = policy
+        self.trainer = trainer
+        self.buffer = RolloutBuffer(n_steps, n_envs)
+        self.discount_factor = discount_factor
+        self.lam = lam
+        self.logger = logger or DummyLogger()
+        self._acting = False
+
+    def act(self, state: StateArray) -> torch.Tensor:
+        if self._acting:
+            self.buffer.store_outcome(state.reward, state.done, state.mask)
+        if self.buffer.full:
+            self._train(state)
+        result = self.policy.rollout(NamedArray(obs=state.observation))
+        self.buffer.store(
+            state.done,
+            observation=state.observation,
+            action=result.action,
+            log_prob=result.log_prob,
+            value=result.value,
+        )
+        self._acting = True
+        return result.action
+
+    def _train(self, state: StateArray) -> None:
+        last_value = self.policy.value(state.observation)
+        batch = self.buffer.compute(last_value, self.discount_factor, self.lam)
+        self.buffer.clear()
+        stats = self.trainer.step(batch)
+        if self.logger.verbose:
+            for name, value in stats.items():
+                self.logger.add_loss(name, value)
+
+
+class PPOTestAgent(ParallelAgent):
+    """Evaluation agent: the most likely action under the policy, no training.
+
+    Accepts a ``StateArray`` (returns one action per row) or a single ``State``.
+    """
+
+    def __init__(self, policy: PPOPolicy):
+        self.policy = policy
+
+    def act(self, state: State) -> torch.Tensor:
+        if isinstance(state, StateArray):
+            request = NamedArray(obs=state.observation, is_evaluation=True)
+            return self.policy.rollout(request).action
+        request = NamedArray(obs=state.observation.unsqueeze(0), is_evaluation=True)
+        return self.policy.rollout(request).action[0]

@@ -1,0 +1,42 @@
+"""Function approximation: ``Approximation`` and its wrappers, targets, schedules."""
+
+from looprl.approximation.approximation import Approximation
+from looprl.approximation.checkpointer import (
+    Checkpointer,
+    DummyCheckpointer,
+    PeriodicCheckpointer,
+)
+from looprl.approximation.feature_network import FeatureModule, FeatureNetwork
+from looprl.approximation.q_network import QModule, QNetwork, gather_actions
+from looprl.approximation.schedules import (
+    ConstantSchedule,
+    LinearLR,
+    LinearScheduler,
+    Schedule,
+    linear_schedule,
+)
+from looprl.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget
+from looprl.approximation.v_network import VModule, VNetwork
+
+__all__ = [
+    "Approximation",
+    "Checkpointer",
+    "ConstantSchedule",
+    "DummyCheckpointer",
+    "FeatureModule",
+    "FeatureNetwork",
+    "FixedTarget",
+    "LinearLR",
+    "LinearScheduler",
+    "PeriodicCheckpointer",
+    "PolyakTarget",
+    "QModule",
+    "QNetwork",
+    "Schedule",
+    "TargetNetwork",
+    "TrivialTarget",
+    "VModule",
+    "VNetwork",
+    "gather_actions",
+    "linear_schedule",
+]

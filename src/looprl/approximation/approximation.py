@@ -1,0 +1,222 @@
+"""``Approximation``: a model, its optimizer and everything around an update.
+
+Agents talk to ``Approximation`` objects instead of to ``nn.Module`` and ``Optimizer``
+objects (seed 003). Gradient clipping, loss scaling, target networks, learning-rate
+schedules, checkpointing and logging are configured here, so an agent's update reads::
+
+    values = self.q(states, actions)
+    targets = rewards + discount * self.q.target(next_states).max(dim=-1)[0]
+    self.q.reinforce(mse_loss(values, targets))
+
+The hot path is lean: no ``.item()`` and no host-device synchronization per update. The
+loss is logged, and checked for NaN/inf, only every ``log_every`` updates (the check
+reads the loss on the host, which costs a synchronization on accelerators), so a
+divergence is reported at the next such update rather than immediately.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
+from looprl.approximation.target import TargetNetwork, TrivialTarget
+
+__all__ = ["Approximation"]
+
+
+class Approximation:
+    """A function approximator: forward passes, updates and their bookkeeping.
+
+    Args:
+        model: the ``nn.Module`` to train.
+        optimizer: optimizer over ``model``'s parameters; required by ``reinforce``/``step``.
+        checkpointer: saves the model after updates (``DummyCheckpointer`` by default).
+        clip_grad: maximum gradient norm; ``0`` disables clipping.
+        device: device of the model (default: that of its parameters, else CPU).
+        loss_scaling: factor the loss is multiplied by before ``backward``.
+        lr_scheduler: a ``torch.optim.lr_scheduler`` object stepped after every update.
+        name: used in log keys (``loss/<name>``) and checkpoint file names.
+        target: a ``TargetNetwork`` (``TrivialTarget``, i.e. the model itself, by default).
+        logger: a ``looprl.core.Logger``; ``None`` disables logging.
+        log_every: log the loss and learning rate (and check the loss for NaN/inf) every
+            this many updates.
+
+    Example:
+        >>> model = nn.Linear(16, 1)
+        >>> f = Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-2))
+        >>> x = torch.randn(16, 16)
+        >>> _ = f.reinforce(nn.functional.mse_loss(f(x), x.sum(1, keepdim=True)))
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        checkpointer: Checkpointer | None = None,
+        clip_grad: float = 0,
+        device: str | torch.device | None = None,
+        loss_scaling: float = 1,
+        lr_scheduler: Any = None,
+        name: str = "approximation",
+        target: TargetNetwork | None = None,
+        logger: Any = None,
+        log_every: int = 100,
+    ):
+        if log_every < 1:
+            raise ValueError(f"log_every must be >= 1, got {log_every}")
+        self.model = model
+        self.name = name
+        self.device = torch.device(device) if device is not None else _device_of(model)
+        self.optimizer = optimizer
+        self.logger = logger
+        self._params = list(model.parameters())
+        self._clip_grad = float(clip_grad)
+        self._loss_scaling = loss_scaling
+        self._scales_loss = loss_scaling != 1
+        self._lr_scheduler = lr_scheduler
+        self._log_every = log_every
+        self._updates = 0
+        self._target = target if target is not None else TrivialTarget()
+        self._target.init(model)
+        self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
+        self._checkpointer.init(model, _checkpoint_file(logger, name))
+
+    # -- forward passes -----------------------------------------------------------------
+    def __call__(self, *inputs: Any) -> Any:
+        """Forward pass through the model, tracking gradients."""
+        return self.model(*inputs)
+
+    def no_grad(self, *inputs: Any) -> Any:
+        """Forward pass under ``torch.no_grad()``."""
+        with torch.no_grad():
+            return self.model(*inputs)
+
+    def eval(self, *inputs: Any) -> Any:
+        """Forward pass in eval mode under ``torch.no_grad()``; the mode is then restored."""
+        was_training = self.model.training
+        if was_training:
+            self.model.eval()
+        try:
+            with torch.no_grad():
+                return self.model(*inputs)
+        finally:
+            if was_training:
+                self.model.train()
+
+    def target(self, *inputs: Any) -> Any:
+        """Forward pass through the target network, under ``torch.no_grad()``."""
+        return self._target(*inputs)
+
+    # -- updates ------------------------------------------------------------------------
+    @property
+    def updates(self) -> int:
+        """Number of optimizer steps taken so far."""
+        return self._updates
+
+    def reinforce(self, loss: torch.Tensor) -> Approximation:
+        """Backpropagate ``loss * loss_scaling`` and take an optimizer ``step``.
+
+        Args:
+            loss: a scalar tensor to minimize.
+
+        Returns:
+            ``self``.
+        """
+        if self.optimizer is None:
+            raise self._no_optimizer("reinforce")
+        scaled = loss * self._loss_scaling if self._scales_loss else loss
+        scaled.backward()
+        return self.step(loss)
+
+    def step(self, loss: torch.Tensor | None = None) -> Approximation:
+        """Apply the accumulated gradients and do the per-update bookkeeping.
+
+        Clips gradients, steps the optimizer, clears the gradients, updates the target
+        network, steps the lr scheduler and calls the checkpointer. Every ``log_every``
+        updates, ``loss`` (if given, before scaling) is checked for NaN/inf and logged.
+
+        Args:
+            loss: the loss whose gradients were just computed, for logging only.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            FloatingPointError: the (checked) loss is NaN or infinite.
+        """
+        if self.optimizer is None:
+            raise self._no_optimizer("step")
+        if self._updates % self._log_every == 0:
+            self._check_and_log(loss)
+        if self._clip_grad > 0:
+            nn.utils.clip_grad_norm_(self._params, self._clip_grad, foreach=True)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self._target.update()
+        if self._lr_scheduler is not None:
+            self._lr_scheduler.step()
+        self._checkpointer()
+        self._updates += 1
+        return self
+
+    def zero_grad(self) -> Approximation:
+        """Clear the gradients of the model's parameters."""
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+        else:
+            self.model.zero_grad(set_to_none=True)
+        return self
+
+    def _check_and_log(self, loss: torch.Tensor | None) -> None:
+        if loss is not None:
+            loss = loss.detach()
+            if not bool(torch.isfinite(loss).all()):
+                self.optimizer.zero_grad(set_to_none=True)
+                raise FloatingPointError(
+                    f"Approximation '{self.name}': the loss is {loss.tolist()} at update "
+                    f"{self._updates}; training diverged. Try a lower learning rate, "
+                    "gradient clipping (clip_grad) or a smaller loss_scaling."
+                )
+        if self.logger is None:
+            return
+        if loss is not None:
+            self.logger.add_loss(self.name, loss)
+        self.logger.add_schedule(f"{self.name}/lr", self.optimizer.param_groups[0]["lr"])
+
+    def _no_optimizer(self, method: str) -> RuntimeError:
+        return RuntimeError(
+            f"Approximation '{self.name}' has no optimizer: pass one to the constructor "
+            f"before calling {method}()."
+        )
+
+    # -- passthroughs -------------------------------------------------------------------
+    def parameters(self) -> Any:
+        """The model's parameters."""
+        return self.model.parameters()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The model's ``state_dict``."""
+        return self.model.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> Any:
+        """Load the model's ``state_dict`` and copy it into the target network."""
+        result = self.model.load_state_dict(state_dict, strict=strict)
+        self._target.sync()
+        return result
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    """Device of the first parameter of ``model`` (CPU for parameterless models)."""
+    for param in model.parameters():
+        return param.device
+    return torch.device("cpu")
+
+
+def _checkpoint_file(logger: Any, name: str) -> str:
+    """``<logger.log_dir>/<name>.pt`` if the logger has a ``log_dir``, else ``<name>.pt``."""
+    log_dir = getattr(logger, "log_dir", None)
+    return os.path.join(log_dir, f"{name}.pt") if log_dir else f"{name}.pt"

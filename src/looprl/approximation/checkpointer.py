@@ -1,0 +1,71 @@
+"""Checkpointers: save a model to disk as training goes.
+
+``Approximation`` calls its checkpointer after every optimizer step. The file name is set
+by ``init(model, filename)`` (the approximation passes ``<logger.log_dir>/<name>.pt``, or
+``<name>.pt`` when its logger has no ``log_dir``), unless one was given explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import nn
+
+__all__ = ["Checkpointer", "DummyCheckpointer", "PeriodicCheckpointer"]
+
+
+class Checkpointer:
+    """Interface: ``init(model, filename)`` once, then call it after every update."""
+
+    def init(self, model: nn.Module, filename: str) -> None:
+        """Attach the checkpointer to ``model`` and the file it writes."""
+
+    def __call__(self) -> None:
+        """Called after every update; may save the model."""
+
+
+class DummyCheckpointer(Checkpointer):
+    """Never saves anything."""
+
+
+class PeriodicCheckpointer(Checkpointer):
+    """Saves the whole model (``torch.save(model, filename)``) every ``frequency`` updates.
+
+    Args:
+        frequency: number of updates between saves.
+        filename: file to write; when given, it takes precedence over the one ``init``
+            receives.
+    """
+
+    def __init__(self, frequency: int, filename: str | None = None):
+        if frequency < 1:
+            raise ValueError(f"frequency must be >= 1, got {frequency}")
+        self.frequency = frequency
+        self._explicit_filename = filename
+        self._filename = filename
+        self._model: nn.Module | None = None
+        self._updates = 0
+
+    @property
+    def filename(self) -> str | None:
+        """The file the model is written to."""
+        return self._filename
+
+    def init(self, model: nn.Module, filename: str) -> None:
+        self._model = model
+        self._filename = self._explicit_filename or filename
+
+    def __call__(self) -> None:
+        self._updates += 1
+        if self._updates % self.frequency == 0:
+            self.save()
+
+    def save(self) -> None:
+        """Write the model now."""
+        if self._model is None or self._filename is None:
+            raise RuntimeError("PeriodicCheckpointer.init(model, filename) was never called")
+        directory = os.path.dirname(self._filename)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        torch.save(self._model, self._filename)

@@ -1,0 +1,70 @@
+"""``FeatureNetwork``: a shared body whose output replaces the state's observation.
+
+``f(state)`` returns ``state.update('observation', features)``, so heads (``QNetwork``,
+``VNetwork``, policies) can be applied to its output as to any state. A feature network
+is trained by the losses of its heads: backpropagate them (e.g. ``loss.backward()`` or
+the heads' ``reinforce``), then call ``f.reinforce()`` (or ``f.step()``) to apply the
+gradients that accumulated in the body, as in the autonomous-learning-library's A2C::
+
+    features = f(states)
+    loss = value_loss + policy_loss          # both computed from `features`
+    loss.backward()
+    v.step(loss=value_loss); policy.step(loss=policy_loss); f.step()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.approximation.approximation import Approximation
+
+__all__ = ["FeatureModule", "FeatureNetwork"]
+
+
+class FeatureModule(nn.Module):
+    """Applies ``model`` to the observations of a ``State``/``StateArray``."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, state: Any) -> Any:
+        features = state.as_output(self.model(state.as_input("observation")))
+        return state.update("observation", features)
+
+
+class FeatureNetwork(Approximation):
+    """Feature extractor shared by several heads (see the module docstring).
+
+    Args:
+        model: maps a batch of observations to a batch of features.
+        optimizer: optimizer over ``model``'s parameters.
+        name: log/checkpoint name.
+        **kwargs: see ``Approximation``.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        name: str = "feature",
+        **kwargs: Any,
+    ):
+        super().__init__(FeatureModule(model), optimizer, name=name, **kwargs)
+
+    def reinforce(self, loss: torch.Tensor | None = None) -> FeatureNetwork:
+        """Step on the gradients a downstream loss left in the body.
+
+        Args:
+            loss: optional loss to backpropagate first (scaled by ``loss_scaling``); by
+                default the gradients must already have been computed.
+
+        Returns:
+            ``self``.
+        """
+        if loss is not None:
+            return super().reinforce(loss)
+        return self.step()

@@ -1,0 +1,64 @@
+"""``QNetwork``: an ``Approximation`` of action values ``Q(s, .)`` over discrete actions.
+
+``q(state)`` returns the values of every action, shape ``(*state.shape, num_actions)``,
+zeroed where the episode terminated; ``q(state, actions)`` gathers the values of the
+given actions, shape ``state.shape``. The same holds for ``q.no_grad``, ``q.eval`` and
+``q.target``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.approximation.approximation import Approximation
+from looprl.nn import RLNetwork
+
+__all__ = ["QModule", "QNetwork"]
+
+
+class QModule(RLNetwork):
+    """Maps a ``State``/``StateArray`` (and optionally actions) to action values."""
+
+    def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
+        values = state.apply(self.model, "observation")
+        if actions is None:
+            return values
+        return gather_actions(values, actions)
+
+
+def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
+    """Select ``values[..., actions]`` row by row.
+
+    Args:
+        values: tensor of shape ``(*batch, num_actions)``.
+        actions: integer actions of shape ``batch`` (tensor, list, array or int).
+
+    Returns:
+        Tensor of shape ``batch``.
+    """
+    if not isinstance(actions, torch.Tensor):
+        actions = torch.as_tensor(actions, device=values.device)
+    return values.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+
+class QNetwork(Approximation):
+    """Action-value approximation (see the module docstring).
+
+    Args:
+        model: maps a batch of observations to ``(batch, num_actions)`` values.
+        optimizer: optimizer over ``model``'s parameters.
+        name: log/checkpoint name.
+        **kwargs: see ``Approximation``.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        name: str = "q",
+        **kwargs: Any,
+    ):
+        super().__init__(QModule(model), optimizer, name=name, **kwargs)

@@ -1,0 +1,176 @@
+"""Schedules of hyperparameters (exploration rates, learning rates).
+
+* ``linear_schedule(initial, final, start, end, step)`` -- a pure function.
+* ``Schedule`` -- a schedule is a function of a step (``schedule(step)``) that also keeps
+  its own counter: reading ``schedule.value`` returns the value at the counter and then
+  advances it by one, exactly like ``all.optim.LinearScheduler`` (so a ``GreedyPolicy``
+  whose ``epsilon`` is a schedule advances it once per action). ``current`` peeks
+  without advancing.
+* ``LinearScheduler`` / ``ConstantSchedule`` -- the usual schedules.
+* ``LinearLR(optimizer, total_updates)`` -- a ``LambdaLR`` that anneals the learning rate
+  linearly to ``final_fraction`` of its initial value (PPO's linear lr annealing). Its
+  multiplier is a picklable object, so presets holding it can be ``torch.save``-d.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LambdaLR
+
+__all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedule", "linear_schedule"]
+
+
+def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
+    """Interpolate linearly from ``initial`` (at ``start``) to ``final`` (at ``end``).
+
+    Args:
+        initial: value up to and including step ``start``.
+        final: value from step ``end`` on.
+        start: step at which the decay begins.
+        end: step at which the decay ends.
+        step: the step to evaluate.
+
+    Returns:
+        The scheduled value at ``step``.
+    """
+    if step <= start:
+        return initial
+    if step >= end:
+        return final
+    alpha = (step - start) / (end - start)
+    return initial + alpha * (final - initial)
+
+
+class Schedule:
+    """A hyperparameter that changes with a step count (see the module docstring).
+
+    Args:
+        name: the name under which the value is logged (``schedule/<name>``).
+        logger: optional ``Logger``; the value is logged every ``log_every`` reads.
+        log_every: how many ``value`` reads between two log entries.
+    """
+
+    def __init__(self, name: str = "variable", logger: Any = None, log_every: int = 100):
+        self.name = name
+        self.step = 0
+        self._logger = logger
+        self._log_every = log_every
+
+    def at(self, step: int) -> float:
+        """The value at ``step``; subclasses override this."""
+        raise NotImplementedError
+
+    def __call__(self, step: int) -> float:
+        return self.at(step)
+
+    @property
+    def current(self) -> float:
+        """The value at the internal counter, without advancing it."""
+        return self.at(self.step)
+
+    @property
+    def value(self) -> float:
+        """The value at the internal counter; reading it advances the counter by one."""
+        result = self.at(self.step)
+        if self._logger is not None and self.step % self._log_every == 0:
+            self._logger.add_schedule(self.name, result)
+        self.step += 1
+        return result
+
+
+class ConstantSchedule(Schedule):
+    """A schedule that always returns ``value``.
+
+    Args:
+        constant: the value.
+        **kwargs: see ``Schedule``.
+    """
+
+    def __init__(self, constant: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.constant = constant
+
+    def at(self, step: int) -> float:
+        return self.constant
+
+
+class LinearScheduler(Schedule):
+    """Linear decay from ``initial_value`` to ``final_value`` between two step counts.
+
+    The value is ``initial_value`` up to read ``decay_start``, reaches ``final_value`` at
+    read ``decay_end`` and stays there.
+
+    Args:
+        initial_value: value before the decay.
+        final_value: value after the decay.
+        decay_start: step at which the decay begins.
+        decay_end: step at which the decay ends.
+        name: logged name.
+        **kwargs: ``logger`` and ``log_every``, see ``Schedule``.
+
+    Example:
+        >>> epsilon = LinearScheduler(1.0, 0.1, 0, 10)
+        >>> [round(epsilon.value, 2) for _ in range(3)]
+        [1.0, 0.91, 0.82]
+    """
+
+    def __init__(
+        self,
+        initial_value: float,
+        final_value: float,
+        decay_start: int,
+        decay_end: int,
+        name: str = "variable",
+        **kwargs: Any,
+    ):
+        if decay_end < decay_start:
+            raise ValueError(f"decay_end ({decay_end}) must be >= decay_start ({decay_start})")
+        super().__init__(name=name, **kwargs)
+        self.initial_value = initial_value
+        self.final_value = final_value
+        self.decay_start = decay_start
+        self.decay_end = decay_end
+
+    def at(self, step: int) -> float:
+        return linear_schedule(
+            self.initial_value, self.final_value, self.decay_start, self.decay_end, step
+        )
+
+
+class _LinearDecay:
+    """Picklable multiplier ``max(final, 1 - (1 - final) * update / total)``."""
+
+    def __init__(self, total_updates: int, final_fraction: float):
+        self.total_updates = total_updates
+        self.final_fraction = final_fraction
+
+    def __call__(self, update: int) -> float:
+        return linear_schedule(1.0, self.final_fraction, 0, self.total_updates, update)
+
+
+class LinearLR(LambdaLR):
+    """Anneal every learning rate of ``optimizer`` linearly over ``total_updates`` steps.
+
+    After ``k`` calls of ``step()`` the learning rate is
+    ``lr0 * (1 - (1 - final_fraction) * k / total_updates)``, then stays at
+    ``lr0 * final_fraction``.
+
+    Args:
+        optimizer: the optimizer whose learning rates are scheduled.
+        total_updates: number of updates over which the rate decays.
+        final_fraction: fraction of the initial rate reached at the end (``0`` by default).
+        last_epoch: passed to ``LambdaLR`` (for resuming).
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        total_updates: int,
+        final_fraction: float = 0.0,
+        last_epoch: int = -1,
+    ):
+        if total_updates < 1:
+            raise ValueError(f"total_updates must be >= 1, got {total_updates}")
+        super().__init__(optimizer, _LinearDecay(total_updates, final_fraction), last_epoch)

@@ -1,0 +1,158 @@
+"""The ``looprl`` command: ``train``, ``plot`` and ``watch``.
+
+    looprl train AGENT ENV [--frames N] [key=value ...]
+    looprl plot [RUNS_DIR]
+    looprl watch RUN_DIR [--episodes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+FAMILIES = ("classic_control",)
+
+
+def available_agents() -> dict[str, Any]:
+    """``{name: builder}`` of every preset, as ``family.name`` and (first family) ``name``."""
+    agents: dict[str, Any] = {}
+    for family in FAMILIES:
+        module = importlib.import_module(f"looprl.presets.{family}")
+        for name in module.__all__:
+            agents[f"{family}.{name}"] = getattr(module, name)
+            agents.setdefault(name, getattr(module, name))
+    return agents
+
+
+def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
+    """``['lr=1e-3', 'hidden=128']`` -> ``{'lr': 0.001, 'hidden': 128}``."""
+    result = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"Hyperparameters are key=value pairs, got {pair!r}")
+        try:
+            result[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            result[key] = value
+    return result
+
+
+def resolve_agent(name: str) -> Any:
+    agents = available_agents()
+    if name not in agents:
+        raise ValueError(f"Unknown agent {name!r}. Available: {', '.join(sorted(agents))}")
+    return agents[name]
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import plot_returns_100, run_experiment
+
+    builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
+    if args.device:
+        builder = builder.device(args.device)
+    env = GymEnvironment(args.env)
+    preset = builder.env(env).build()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    (result,) = run_experiment(
+        preset, env, args.frames, logdir=args.logdir, quiet=args.quiet,
+        test_episodes=args.test_episodes, seed=args.seed,
+    )
+    run_dir = Path(result.log_dir)
+    preset.save(str(run_dir / "preset.pt"))
+    plot = plot_returns_100(str(run_dir), filename=str(run_dir / "returns100.png"))
+    print(f"{result.agent} on {result.env}: {result.frames} frames, {result.episodes} episodes")
+    if result.test_returns:
+        print(
+            f"evaluation: mean return {result.test_mean:.1f} +/- {result.test_std:.1f} "
+            f"over {len(result.test_returns)} episodes"
+        )
+    print(f"logs:   {run_dir}  (tensorboard --logdir {args.logdir})")
+    print(f"plot:   {plot}")
+    print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {run_dir})")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from looprl.experiments import plot_returns_100
+
+    print(plot_returns_100(args.runs_dir, timesteps=args.timesteps))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from looprl.experiments import watch
+    from looprl.presets import load_preset
+
+    run_dir = Path(args.run_dir)
+    preset_file = run_dir / "preset.pt" if run_dir.is_dir() else run_dir
+    if not preset_file.exists():
+        raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl train)")
+    env_id = args.env or json.loads((preset_file.parent / "run.json").read_text())["env"]
+    preset = load_preset(str(preset_file))
+    gif = args.gif or (None if watch.has_display() else str(preset_file.parent / "watch.gif"))
+    returns, path = watch.watch(preset.test_agent(), env_id, args.episodes, args.fps, gif)
+    for i, episode_return in enumerate(returns):
+        print(f"episode {i + 1}: return {episode_return:.1f}")
+    if path is not None:
+        print(f"animation: {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="looprl", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train a preset on an environment")
+    train.add_argument("agent", help="preset name, e.g. ppo, dqn, classic_control.ppo")
+    train.add_argument("env", help="Gymnasium environment id, e.g. CartPole-v1")
+    train.add_argument("hparams", nargs="*", metavar="key=value", help="hyperparameters")
+    train.add_argument("--frames", type=float, default=100_000, help="training steps")
+    train.add_argument("--logdir", default="runs")
+    train.add_argument("--device", default=None)
+    train.add_argument("--seed", type=int, default=None)
+    train.add_argument("--test-episodes", type=int, default=100)
+    train.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (0: torch's default)"
+    )
+    train.add_argument("--quiet", action="store_true")
+    train.set_defaults(func=cmd_train)
+    plot = sub.add_parser("plot", help="plot returns100.csv of every run under RUNS_DIR")
+    plot.add_argument("runs_dir", nargs="?", default="runs")
+    plot.add_argument("--timesteps", type=int, default=-1)
+    plot.set_defaults(func=cmd_plot)
+    watch = sub.add_parser("watch", help="play a saved preset (window, or a GIF without display)")
+    watch.add_argument("run_dir", help="a run directory holding preset.pt, or the .pt file")
+    watch.add_argument("--episodes", type=int, default=1)
+    watch.add_argument("--env", default=None, help="environment id (default: the run's)")
+    watch.add_argument("--fps", type=float, default=50.0)
+    watch.add_argument("--gif", default=None, help="write the episodes to this GIF")
+    watch.set_defaults(func=cmd_watch)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``looprl`` command; errors print one line and exit with 2."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, KeyError, TypeError, FileNotFoundError) as error:
+        if os.environ.get("LOOPRL_DEBUG"):
+            raise
+        print(f"looprl: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""The ``Logger`` interface that agents and approximations write to.
+
+The concrete logger (TensorBoard event files plus ``returns100.csv``) lives in
+``looprl.experiments``; lower layers only see this interface. Values may be floats or
+0-d tensors: implementations convert lazily so that callers never force a sync.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Logger:
+    """Interface of experiment loggers. Every method is a no-op here (see ``DummyLogger``)."""
+
+    #: When False, ``add_loss``/``add_info``/``add_schedule`` may be skipped by callers.
+    verbose: bool = False
+
+    def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log a training loss (``loss/<name>``)."""
+
+    def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log a scheduled hyperparameter (``schedule/<name>``)."""
+
+    def add_info(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log any debugging statistic (``info/<name>``)."""
+
+    def add_eval(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log an evaluation statistic (``eval/<name>``), e.g. episode returns."""
+
+    def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
+        """Log mean/std/min/max of a list of values (``summary/<name>/...``)."""
+
+    def close(self) -> None:
+        """Flush and release files."""
+
+
+class DummyLogger(Logger):
+    """A logger that records nothing."""

@@ -1,0 +1,344 @@
+"""``NamedArray``: a fixed set of named arrays that share leading (batch) dimensions.
+
+A ``NamedArray`` is the SRL-style container used for batches, rollouts and policy states
+throughout looprl. It behaves like a small record of *fields* whose values (*leaves*) are
+numpy arrays, torch tensors, nested ``NamedArray`` s or ``None``. Indexing with anything but
+a field name is applied to every leaf, so a batch can be sliced, gathered, stacked or
+written into a preallocated buffer as if it were a single array::
+
+    @namedarray
+    class MyPolicyState:
+        hx: np.ndarray
+
+    state = MyPolicyState(hx=np.zeros((num_rnn_layers, 1, rnn_hidden_dim), dtype=np.float32))
+    buf = NamedArray(obs=np.zeros((100, 4)), reward=np.zeros(100))
+    buf[3] = sample          # writes every leaf in place
+    batch = buf[[1, 5, 7]]   # gathers every leaf
+
+Conventions: ``iter(x)`` iterates over field names (like a dict), ``len(x)`` is the batch
+size (leading dimension of the first non-``None`` leaf) and ``x.fields`` the field names.
+``None`` leaves are carried along unchanged by every operation.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+T = TypeVar("T", bound="NamedArray")
+
+
+def _convert_index(idx: Any, leaf: Any) -> Any:
+    """Converts ``idx`` to the array library of ``leaf`` (numpy <-> torch)."""
+    if isinstance(leaf, torch.Tensor):
+        if isinstance(idx, np.ndarray):
+            return torch.from_numpy(idx)
+    elif isinstance(idx, torch.Tensor):
+        return idx.detach().cpu().numpy()
+    if isinstance(idx, tuple):
+        return tuple(_convert_index(i, leaf) for i in idx)
+    return idx
+
+
+def _as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.to(device, dtype)
+    if isinstance(value, np.ndarray) and any(s < 0 for s in value.strides):
+        value = value.copy()  # torch cannot view negative strides
+    return torch.as_tensor(value, dtype=dtype, device=device)
+
+
+def _as_numpy(value: Any) -> Any:
+    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+
+
+def _copy_leaf(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    return value.copy() if isinstance(value, np.ndarray) else copy.deepcopy(value)
+
+
+def _leaf_repr(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"Tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
+    if isinstance(value, np.ndarray):
+        return f"ndarray(shape={value.shape}, dtype={value.dtype})"
+    return repr(value)
+
+
+class NamedArray:
+    """A record of named arrays (numpy, torch, nested ``NamedArray`` or ``None``).
+
+    Construct it with keyword arguments, ``NamedArray(obs=x, reward=r)``; fields keep their
+    insertion order and cannot be added later. Decorate a class with :func:`namedarray` to
+    declare a fixed set of fields instead.
+
+    Args:
+        **fields: the field names and their values.
+
+    Raises:
+        ValueError: a field name clashes with a ``NamedArray`` attribute (e.g. ``values``).
+    """
+
+    _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
+    _defaults: dict[str, Any] = {}
+    _fields: tuple[str, ...]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self._field_names is None:
+            if args:
+                raise TypeError(f"{type(self).__name__}() takes keyword arguments only")
+            _check_names(kwargs)
+            values = kwargs
+        else:
+            values = self._bind(args, kwargs)
+        self.__dict__.update(values)
+        self.__dict__["_fields"] = self._field_names or tuple(values)
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Binds positional and keyword arguments to the declared fields."""
+        name, names = type(self).__name__, self._field_names
+        if len(args) > len(names):
+            raise TypeError(f"{name}() takes {len(names)} positional arguments, got {len(args)}")
+        values = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{name}() got an unexpected field {key!r}")
+            if key in values:
+                raise TypeError(f"{name}() got multiple values for field {key!r}")
+            values[key] = value
+        missing = [n for n in names if n not in values and n not in self._defaults]
+        if missing:
+            raise TypeError(f"{name}() missing required field(s): {', '.join(map(repr, missing))}")
+        return {n: values[n] if n in values else self._defaults[n] for n in names}
+
+    @classmethod
+    def _from_fields(cls: type[T], fields: tuple[str, ...], values: Sequence[Any]) -> T:
+        """Fast constructor without checks, used by indexing and aggregation."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(zip(fields, values))
+        obj.__dict__["_fields"] = fields
+        return obj
+
+    # -- dict-like access ---------------------------------------------------------------
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The field names, in order."""
+        return self._fields
+
+    def keys(self) -> tuple[str, ...]:
+        """The field names, in order."""
+        return self._fields
+
+    def values(self) -> tuple[Any, ...]:
+        """The field values, in field order."""
+        d = self.__dict__
+        return tuple(d[k] for k in self._fields)
+
+    def items(self) -> tuple[tuple[str, Any], ...]:
+        """``(name, value)`` pairs, in field order."""
+        return tuple(zip(self._fields, self.values()))
+
+    def __iter__(self) -> Iterator[str]:
+        """Iterates over field names, like a dict."""
+        return iter(self._fields)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._fields
+
+    def __len__(self) -> int:
+        """The batch size: the leading dimension of the first non-``None`` leaf."""
+        value = next((v for v in self.values() if v is not None), None)
+        if isinstance(value, NamedArray):
+            return len(value)
+        if getattr(value, "ndim", 0) > 0:
+            return value.shape[0]
+        raise TypeError(f"len() of unsized {type(self).__name__}")
+
+    def __bool__(self) -> bool:
+        return True  # never falsy, even with batch size 0 (unlike len())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._fields:
+            self.__dict__[name] = value
+        elif isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)
+        else:
+            msg = f"{type(self).__name__} has no field {name!r}; fields are {self._fields}"
+            raise AttributeError(msg)
+
+    # -- indexing -----------------------------------------------------------------------
+    def __getitem__(self: T, idx: Any) -> Any:
+        """Returns field ``idx`` if it is a string, else indexes every leaf with ``idx``."""
+        if isinstance(idx, str):
+            if idx in self._fields:
+                return self.__dict__[idx]
+            raise KeyError(f"{type(self).__name__} has no field {idx!r}")
+        return recursive_apply(self, lambda leaf: leaf[_convert_index(idx, leaf)])
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        """Sets field ``idx`` if it is a string, else writes ``value`` into every leaf in place.
+
+        ``value`` is a ``NamedArray`` with the same fields (converted to each leaf's library)
+        or anything that broadcasts into every leaf, e.g. ``0``.
+        """
+        if isinstance(idx, str):
+            if idx not in self._fields:
+                raise KeyError(f"{type(self).__name__} has no field {idx!r}")
+            self.__dict__[idx] = value
+            return
+        named = isinstance(value, NamedArray)
+        if named and set(value._fields) != set(self._fields):
+            raise ValueError(f"fields {value._fields} do not match {self._fields}")
+        for name, leaf in self.items():
+            src = value.__dict__[name] if named else value
+            if named and (leaf is None) != (src is None):
+                raise ValueError(f"cannot assign between None and an array in {name!r}")
+            if leaf is None:
+                continue
+            if isinstance(leaf, NamedArray):
+                leaf[idx] = src
+            elif isinstance(leaf, torch.Tensor):
+                leaf[_convert_index(idx, leaf)] = _as_tensor(src, leaf.device, leaf.dtype)
+            else:
+                leaf[_convert_index(idx, leaf)] = _as_numpy(src)
+
+    # -- conversion ---------------------------------------------------------------------
+    def to(self: T, device: str | torch.device) -> T:
+        """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted)."""
+        return recursive_apply(self, lambda leaf: _as_tensor(leaf, device))
+
+    def to_torch(self: T, device: str | torch.device = "cpu") -> T:
+        """Same as :meth:`to`, defaulting to the CPU."""
+        return self.to(device)
+
+    def to_numpy(self: T) -> T:
+        """Converts every torch leaf to a numpy array (``detach().cpu().numpy()``)."""
+        return recursive_apply(self, _as_numpy)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A (nested) dict of the fields; nested ``NamedArray`` s become dicts."""
+        return {k: v.to_dict() if isinstance(v, NamedArray) else v for k, v in self.items()}
+
+    @classmethod
+    def from_dict(cls: type[T], d: dict[str, Any]) -> T:
+        """Builds a ``cls`` from a dict; nested dicts become plain ``NamedArray`` s."""
+        nest = NamedArray.from_dict
+        return cls(**{k: nest(v) if isinstance(v, dict) else v for k, v in d.items()})
+
+    @property
+    def shape(self) -> dict[str, Any]:
+        """A dict of field name to shape tuple (a nested dict for nested fields, or None)."""
+        return {
+            k: v.shape if isinstance(v, NamedArray) else None if v is None else tuple(np.shape(v))
+            for k, v in self.items()
+        }
+
+    def clone(self: T) -> T:
+        """A deep copy: numpy leaves are copied and torch leaves cloned."""
+        return recursive_apply(self, _copy_leaf)
+
+    @staticmethod
+    def stack(xs: Sequence[T], dim: int = 0) -> T:
+        """See :func:`stack`."""
+        return stack(xs, dim)
+
+    @staticmethod
+    def cat(xs: Sequence[T], dim: int = 0) -> T:
+        """See :func:`concat`."""
+        return concat(xs, dim)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={_leaf_repr(v)}" for k, v in self.items())
+        return f"{type(self).__name__}({body})"
+
+
+_RESERVED = frozenset(dir(NamedArray)) | {"_fields"}
+
+
+def _check_names(names: Any) -> None:
+    clash = _RESERVED.intersection(names)
+    if clash:
+        raise ValueError(f"field name(s) {sorted(clash)} clash with NamedArray attributes")
+
+
+def namedarray(cls: type) -> type[NamedArray]:
+    """Class decorator turning an annotated class into a ``NamedArray`` subclass.
+
+    Every annotated name is a field, in order (after the fields of a decorated base); a
+    class-level value is its default, which makes the field optional. The class keeps its
+    name, docstring and methods, and can be built positionally or by keyword.
+
+    Args:
+        cls: the class to convert.
+
+    Returns:
+        A new ``NamedArray`` subclass with the same name.
+    """
+    if issubclass(cls, NamedArray):
+        base, bases = cls, cls.__bases__
+    else:
+        base, bases = NamedArray, (NamedArray, *(b for b in cls.__bases__ if b is not object))
+    own = list(inspect.get_annotations(cls))
+    _check_names(own)
+    inherited = base._field_names or ()
+    namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    defaults = {k: namespace.pop(k) for k in own if k in namespace}
+    namespace["_defaults"] = {**base._defaults, **defaults}
+    namespace["_field_names"] = inherited + tuple(k for k in own if k not in inherited)
+    return type(cls.__name__, bases, namespace)
+
+
+def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
+    """Applies ``fn`` to every non-``None`` leaf of ``x``, keeping its structure and types."""
+    values = [
+        None if v is None else recursive_apply(v, fn) if isinstance(v, NamedArray) else fn(v)
+        for v in x.values()
+    ]
+    return type(x)._from_fields(x._fields, values)
+
+
+def recursive_aggregate(xs: Sequence[T], fn: Callable[[list[Any]], Any]) -> T:
+    """Applies ``fn`` to the list of each leaf across ``xs`` (all with the same fields).
+
+    Raises:
+        ValueError: ``xs`` is empty, fields differ, or a leaf is ``None`` in only some items.
+    """
+    if not xs:
+        raise ValueError("cannot aggregate an empty sequence of NamedArrays")
+    first = xs[0]
+    if any(x._fields != first._fields for x in xs):
+        raise ValueError("cannot aggregate NamedArrays with different fields")
+    values = []
+    for name in first._fields:
+        leaves = [x.__dict__[name] for x in xs]
+        nones = sum(leaf is None for leaf in leaves)
+        if nones and nones != len(leaves):
+            raise ValueError(f"field {name!r} is None in some items but not in others")
+        if nones:
+            values.append(None)
+        elif isinstance(leaves[0], NamedArray):
+            values.append(recursive_aggregate(leaves, fn))
+        else:
+            values.append(fn(leaves))
+    return type(first)._from_fields(first._fields, values)
+
+
+def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[list[Any]], Any]:
+    """A leaf aggregator calling ``torch_fn`` on tensors and ``np_fn`` on anything else."""
+    return lambda xs: torch_fn(xs, dim) if isinstance(xs[0], torch.Tensor) else np_fn(xs, dim)
+
+
+def stack(xs: Sequence[T], dim: int = 0) -> T:
+    """Stacks ``xs`` along a new dimension ``dim`` (``np.stack`` or ``torch.stack`` per leaf)."""
+    return recursive_aggregate(xs, _per_library(np.stack, torch.stack, dim))
+
+
+def concat(xs: Sequence[T], dim: int = 0) -> T:
+    """Concatenates ``xs`` along ``dim`` (``np.concatenate`` or ``torch.cat`` per leaf)."""
+    return recursive_aggregate(xs, _per_library(np.concatenate, torch.cat, dim))

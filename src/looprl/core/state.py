@@ -1,0 +1,315 @@
+"""``State``, ``StateArray`` and ``MultiagentState``: what an agent sees at one time step.
+
+A ``State`` is a dict with four default entries, as in seed 003:
+
+* ``observation`` -- a tensor;
+* ``reward`` -- the reward of the transition that led here (``0.`` after a reset);
+* ``done`` -- ``True`` when the episode ended here (terminated *or* truncated);
+* ``mask`` -- ``0.`` when the episode *terminated* here, else ``1.``: multiply bootstrapped
+  values by it. Time-limit truncation keeps ``mask == 1`` because bootstrapping is correct
+  there, so termination and truncation stay apart (see ``terminated`` / ``truncated``).
+
+Arbitrary further entries may be added; ``StateArray`` stacks, slices and reshapes them
+along with the defaults, so code acts on the abstraction, not on the shape of the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+DEFAULT_KEYS = ("observation", "reward", "done", "mask")
+
+
+def _to_tensor(value: Any, device: str | torch.device, dtype: torch.dtype | None = None):
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, np.ndarray):
+        tensor = torch.from_numpy(value)
+        if tensor.dtype == torch.float64:
+            tensor = tensor.float()
+        return tensor.to(device) if dtype is None else tensor.to(device, dtype)
+    return torch.as_tensor(value, device=device, dtype=dtype)
+
+
+class State(dict):
+    """The information available to an agent at one time step (see the module docstring).
+
+    Args:
+        x: a dict with at least ``observation``, or an observation on its own.
+        device: where tensors live.
+        **kwargs: further entries (they override entries of ``x``).
+    """
+
+    def __init__(self, x: Any = None, device: str | torch.device = "cpu", **kwargs: Any):
+        if not isinstance(x, dict):
+            x = {"observation": x} if x is not None else {}
+        x = {**x, **kwargs}
+        if "observation" not in x:
+            raise KeyError("State requires an 'observation' entry")
+        x.setdefault("reward", 0.0)
+        x.setdefault("done", False)
+        x.setdefault("mask", 1.0 - float(x["done"]))
+        super().__init__(x)
+        self.device = device
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def array(cls, list_of_states: Sequence[State]) -> StateArray:
+        """Stack states (same keys) into a ``StateArray`` of shape ``(len(list_of_states),)``."""
+        if not list_of_states:
+            raise ValueError("State.array needs at least one state")
+        device = list_of_states[0].device
+        x = {}
+        for key in list_of_states[0]:
+            values = [state[key] for state in list_of_states]
+            if isinstance(values[0], torch.Tensor):
+                x[key] = torch.stack(values)
+            elif isinstance(values[0], (bool, int, float, np.number, np.bool_, np.ndarray)):
+                x[key] = _to_tensor(np.array(values), device)
+            else:
+                x[key] = values
+        return StateArray(x, (len(list_of_states),), device=device)
+
+    @classmethod
+    def from_gym(
+        cls,
+        gym_output: tuple,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype | None = None,
+    ) -> State:
+        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output.
+
+        Entries of ``info`` become entries of the state.
+        """
+        if len(gym_output) == 2:
+            obs, info = gym_output
+            reward, terminated, truncated = 0.0, False, False
+        else:
+            obs, reward, terminated, truncated, info = gym_output
+        x = {
+            "observation": _to_tensor(np.asarray(obs), device, dtype),
+            "reward": float(reward),
+            "done": bool(terminated or truncated),
+            "mask": 0.0 if terminated else 1.0,
+        }
+        for key, value in (info or {}).items():
+            x.setdefault(key, value)
+        return cls(x, device=device)
+
+    # -- the default entries --------------------------------------------------------------
+    @property
+    def observation(self) -> torch.Tensor:
+        return self["observation"]
+
+    @property
+    def reward(self) -> Any:
+        return self["reward"]
+
+    @property
+    def done(self) -> Any:
+        return self["done"]
+
+    @property
+    def mask(self) -> Any:
+        return self["mask"]
+
+    @property
+    def terminated(self) -> Any:
+        """The episode ended in a terminal state (no bootstrapping past it)."""
+        if isinstance(self.mask, torch.Tensor):
+            return self.mask == 0
+        return self.mask == 0.0
+
+    @property
+    def truncated(self) -> Any:
+        """The episode was cut off (e.g. by a time limit); bootstrapping is still correct."""
+        if isinstance(self.done, torch.Tensor):
+            return self.done & (self.mask != 0)
+        return bool(self.done) and self.mask != 0.0
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+    def __len__(self) -> int:  # a single state counts as one
+        return 1
+
+    # -- applying models -------------------------------------------------------------------
+    def apply(self, model: Any, *keys: str) -> torch.Tensor:
+        """``model(*[self[k] for k in keys])``, reshaped for batches and zeroed where terminal."""
+        return self.apply_mask(self.as_output(model(*[self.as_input(key) for key in keys])))
+
+    def as_input(self, key: str) -> torch.Tensor:
+        """The entry ``key`` shaped as a model input."""
+        return self[key]
+
+    def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A model output shaped back to this state's shape."""
+        return tensor
+
+    def apply_mask(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Zero ``tensor`` where the episode terminated."""
+        return tensor * self.mask
+
+    # -- copies ------------------------------------------------------------------------
+    def _new(self, x: dict[str, Any]) -> State:
+        return type(self)(x, device=self.device)
+
+    def update(self, key: str | dict | None = None, value: Any = None, **kwargs: Any) -> State:
+        """Return a copy with ``key`` set to ``value`` (the original is unchanged)."""
+        x = dict(self)
+        if isinstance(key, dict):
+            x.update(key)
+        elif key is not None:
+            x[key] = value
+        x.update(kwargs)
+        return self._new(x)
+
+    def to(self, device: str | torch.device) -> State:
+        """A copy with every tensor entry on ``device``."""
+        if device == self.device:
+            return self
+        x = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.items()}
+        new = self._new(x)
+        new.device = device
+        return new
+
+
+class StateArray(State):
+    """A batch of states; every tensor entry has ``shape`` as its leading dimensions.
+
+    Indexing with an integer, slice, list or tensor indexes every entry; indexing with a
+    string returns that entry. ``as_input`` flattens the batch dimensions for a model and
+    ``as_output`` restores them.
+    """
+
+    def __init__(
+        self,
+        x: dict[str, Any],
+        shape: tuple[int, ...],
+        device: str | torch.device = "cpu",
+        **kwargs: Any,
+    ):
+        if not isinstance(x, dict):
+            x = {"observation": x}
+        x = {**x, **kwargs}
+        if "observation" not in x:
+            raise KeyError("StateArray requires an 'observation' entry")
+        if "reward" not in x:
+            x["reward"] = torch.zeros(shape, device=device)
+        if "done" not in x:
+            x["done"] = torch.zeros(shape, dtype=torch.bool, device=device)
+        if "mask" not in x:
+            x["mask"] = 1.0 - x["done"].float()
+        dict.__init__(self, x)
+        self._shape = tuple(shape)
+        self.device = device
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    def __len__(self) -> int:
+        return self._shape[0]
+
+    def _new(self, x: dict[str, Any], shape: tuple[int, ...] | None = None) -> StateArray:
+        return StateArray(x, self._shape if shape is None else shape, device=self.device)
+
+    def _batched(self, value: Any) -> bool:
+        return (
+            isinstance(value, torch.Tensor)
+            and value.shape[: len(self._shape)] == torch.Size(self._shape)
+        )
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return dict.__getitem__(self, key)
+        x = {}
+        for k, v in self.items():
+            if self._batched(v):
+                x[k] = v[key]
+            elif isinstance(v, list):
+                x[k] = np.array(v, dtype=object)[_numpy_index(key)].tolist()
+            else:
+                x[k] = v
+        shape = x["observation"].shape[: max(len(self._shape) - _dims_removed(key), 0)]
+        if len(shape) == 0:
+            return State(x, device=self.device)
+        return self._new(x, tuple(shape))
+
+    def as_input(self, key: str) -> torch.Tensor:
+        value = self[key]
+        return value.reshape((-1, *value.shape[len(self._shape):]))
+
+    def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.view((*self._shape, *tensor.shape[1:]))
+
+    def apply_mask(self, tensor: torch.Tensor) -> torch.Tensor:
+        mask = self.mask.view((*self._shape, *([1] * (tensor.dim() - len(self._shape)))))
+        return tensor * mask
+
+    def view(self, shape: tuple[int, ...]) -> StateArray:
+        """Reshape the batch dimensions of every batched entry."""
+        n = len(self._shape)
+        x = {
+            k: v.view((*shape, *v.shape[n:])) if self._batched(v) else v for k, v in self.items()
+        }
+        return self._new(x, tuple(shape))
+
+    def flatten(self) -> StateArray:
+        """Collapse the batch dimensions into one."""
+        return self.view((int(np.prod(self._shape)),))
+
+    @classmethod
+    def cat(cls, state_array_list: Iterable[StateArray], axis: int = 0) -> StateArray:
+        """Concatenate state arrays along batch axis ``axis``."""
+        arrays = list(state_array_list)
+        first = arrays[0]
+        x = {}
+        for key, value in first.items():
+            if first._batched(value):
+                x[key] = torch.cat([a[key] for a in arrays], dim=axis)
+        shape = list(first.shape)
+        shape[axis] = sum(a.shape[axis] for a in arrays)
+        return StateArray(x, tuple(shape), device=first.device)
+
+
+class MultiagentState(State):
+    """A ``State`` with an ``agent`` entry naming the agent it belongs to."""
+
+    def __init__(self, x: Any = None, device: str | torch.device = "cpu", **kwargs: Any):
+        super().__init__(x, device=device, **kwargs)
+        if "agent" not in self:
+            raise KeyError("MultiagentState requires an 'agent' entry")
+
+    @property
+    def agent(self) -> str:
+        return self["agent"]
+
+    @classmethod
+    def from_zoo(
+        cls,
+        agent: str,
+        zoo_output: tuple,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype | None = None,
+    ) -> MultiagentState:
+        """Build from a PettingZoo ``env.last()`` tuple ``(obs, reward, term, trunc, info)``."""
+        state = State.from_gym(zoo_output, device=device, dtype=dtype)
+        return cls(dict(state), device=device, agent=agent)
+
+
+def _dims_removed(key: Any) -> int:
+    if isinstance(key, int) or (isinstance(key, torch.Tensor) and key.dim() == 0):
+        return 1
+    if isinstance(key, tuple):
+        return sum(_dims_removed(k) for k in key)
+    return 0
+
+
+def _numpy_index(key: Any) -> Any:
+    return key.cpu().numpy() if isinstance(key, torch.Tensor) else key

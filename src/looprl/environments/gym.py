@@ -1,0 +1,117 @@
+"""Gymnasium environments as looprl environments (numpy <-> torch at the boundary)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from looprl.core import State
+from looprl.environments.base import Environment
+
+
+def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make`` with a one-line error for unknown environment ids."""
+    check_env_id(env_id)
+    return gym.make(env_id, **kwargs)
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ``ValueError`` naming close matches if ``env_id`` is not registered."""
+    if env_id in gym.registry:
+        return
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise ValueError(
+        f"Unknown environment {env_id!r}.{hint} "
+        "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)"
+    )
+
+
+def action_to_numpy(action: Any, space: gym.Space) -> Any:
+    """Convert an agent's action (tensor, array or number) to what ``space`` expects."""
+    if isinstance(action, torch.Tensor):
+        action = action.detach().cpu().numpy()
+    if isinstance(space, gym.spaces.Discrete):
+        return int(np.asarray(action).reshape(()))
+    if isinstance(space, gym.spaces.Box):
+        return np.asarray(action, dtype=space.dtype).reshape(space.shape)
+    return action
+
+
+class GymEnvironment(Environment):
+    """A Gymnasium environment whose states are torch ``State`` objects.
+
+    Args:
+        env: an environment id (``'CartPole-v1'``) or an existing ``gym.Env``.
+        device: where observation tensors are put.
+        name: display name (defaults to the id).
+        seed: seed of the first reset (later resets continue the environment's RNG).
+        **make_kwargs: passed to ``gym.make`` (``render_mode='rgb_array'``, ...).
+    """
+
+    def __init__(
+        self,
+        env: str | gym.Env,
+        device: str | torch.device = "cpu",
+        name: str | None = None,
+        seed: int | None = None,
+        **make_kwargs: Any,
+    ):
+        if isinstance(env, str):
+            self._id = env
+            self._make_kwargs = make_kwargs
+            env = make_gym_env(env, **make_kwargs)
+        else:
+            self._id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+            self._make_kwargs = {}
+        self._env = env
+        self.name = name or self._id
+        self.device = device
+        self._seed = seed
+        self._state: State | None = None
+
+    @property
+    def env(self) -> gym.Env:
+        """The wrapped Gymnasium environment."""
+        return self._env
+
+    def reset(self, seed: int | None = None) -> State:
+        seed = seed if seed is not None else self._seed
+        self._seed = None
+        self._state = State.from_gym(self._env.reset(seed=seed), device=self.device)
+        return self._state
+
+    def step(self, action: Any) -> State:
+        gym_action = action_to_numpy(action, self._env.action_space)
+        self._state = State.from_gym(self._env.step(gym_action), device=self.device)
+        return self._state
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self._env.observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self._env.action_space
+
+    def render(self, **kwargs: Any) -> Any:
+        return self._env.render(**kwargs)
+
+    def close(self) -> None:
+        self._env.close()
+
+    def duplicate(self, n: int):
+        """``n`` copies as a ``GymVectorEnvironment`` (native vectorized where available)."""
+        from looprl.environments.vector import GymVectorEnvironment
+
+        return GymVectorEnvironment(self._id, n, device=self.device, name=self.name)

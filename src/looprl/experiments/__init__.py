@@ -1,0 +1,21 @@
+"""Experiments: control loops, ``run_experiment``, logging, plots and watching."""
+
+from looprl.experiments import watch
+from looprl.experiments.experiment import Experiment, ParallelEnvExperiment, SingleEnvExperiment
+from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.plots import plot_returns_100
+from looprl.experiments.progress import TrainingProgress
+from looprl.experiments.run import ExperimentResult, make_experiment, run_experiment
+
+__all__ = [
+    "Experiment",
+    "ExperimentLogger",
+    "ExperimentResult",
+    "ParallelEnvExperiment",
+    "SingleEnvExperiment",
+    "TrainingProgress",
+    "make_experiment",
+    "plot_returns_100",
+    "run_experiment",
+    "watch",
+]

@@ -1,0 +1,201 @@
+"""Control loops: run a preset's agent in an environment, log, and evaluate.
+
+``SingleEnvExperiment`` runs an ``Agent`` in one environment, ``ParallelEnvExperiment`` a
+``ParallelAgent`` in a vector environment. Each loop is split into small methods
+(``_reset``, ``_step``, ``_end_episode``...) so that behaviour can be added at those points.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.core import Preset
+from looprl.environments import Environment, VectorEnvironment
+from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.progress import TrainingProgress
+
+
+class Experiment(ABC):
+    """Trains one preset's agent on one environment and evaluates it.
+
+    Args:
+        preset: a built ``Preset``.
+        env: the environment.
+        name: run name (defaults to the preset's name).
+        train_steps: the training budget in frames (schedules anneal over it).
+        logdir: root directory of run directories.
+        quiet: no progress bar or printed results.
+        render: render the environment during training.
+        verbose: write losses and debugging statistics to TensorBoard.
+        logger: a logger to use instead of a new ``ExperimentLogger``.
+        seed: seeds torch and the environment for a reproducible run.
+    """
+
+    def __init__(
+        self,
+        preset: Preset,
+        env: Any,
+        name: str | None = None,
+        train_steps: float = math.inf,
+        logdir: str = "runs",
+        quiet: bool = False,
+        render: bool = False,
+        verbose: bool = True,
+        logger: Any = None,
+        seed: int | None = None,
+    ):
+        if seed is not None:
+            torch.manual_seed(seed)
+            np.random.seed(seed)
+        self.preset = preset
+        self.env = env
+        self.name = name or preset.name
+        self.train_steps = train_steps
+        self.quiet = quiet
+        self.render = render
+        self.seed = seed
+        self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
+        self.agent = preset.agent(logger=self.logger, train_steps=train_steps)
+        self.test_returns: list[float] = []
+
+    @property
+    def frame(self) -> int:
+        """Environment steps taken so far."""
+        return self.logger.frame
+
+    @property
+    def episode(self) -> int:
+        """Training episodes completed so far."""
+        return self.logger.episode
+
+    def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
+        """Train until ``frames`` frames or ``episodes`` episodes have passed."""
+        if math.isinf(frames) and math.isinf(episodes):
+            raise ValueError("train() needs a budget: frames=... or episodes=...")
+        total = int(frames) if math.isfinite(frames) else 0
+        description = f"{self.name} on {self.env.name}"
+        with TrainingProgress(total, description, quiet=self.quiet) as self._progress:
+            self._train(frames, episodes)
+
+    @abstractmethod
+    def _train(self, frames: float, episodes: float) -> None:
+        """The training loop."""
+
+    @abstractmethod
+    def test(self, episodes: int = 100) -> list[float]:
+        """Run ``episodes`` evaluation episodes with the test agent; return their returns."""
+
+    def _log_training_episode(self, episode_return: float) -> None:
+        self.logger.add_episode_return(float(episode_return))
+        self.logger.episode += 1
+
+    def _log_test(self, returns: list[float]) -> None:
+        self.test_returns = returns
+        self.logger.add_test_returns(returns)
+
+    def _update_progress(self) -> None:
+        self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
+
+    def close(self) -> None:
+        """Close the logger and the environment."""
+        self.logger.close()
+        self.env.close()
+
+
+class SingleEnvExperiment(Experiment):
+    """An ``Agent`` acting in one ``Environment`` (the seed's control loop, with logging)."""
+
+    def _train(self, frames: float, episodes: float) -> None:
+        while self.logger.frame < frames and self.logger.episode < episodes:
+            self._run_training_episode()
+
+    def _reset(self) -> Any:
+        if self.seed is not None and self.logger.episode == 0:
+            return self.env.reset(seed=self.seed)
+        return self.env.reset()
+
+    def _run_training_episode(self) -> None:
+        state = self._reset()
+        action = self.agent.act(state)
+        episode_return = 0.0
+        while not state.done:
+            if self.render:
+                self.env.render()
+            state = self.env.step(action)
+            self.logger.frame += 1
+            episode_return += state.reward
+            action = self.agent.act(state)
+            self._update_progress()
+        self._log_training_episode(episode_return)
+
+    def test(self, episodes: int = 100) -> list[float]:
+        agent = self.preset.test_agent()
+        returns = [self._run_test_episode(agent) for _ in range(episodes)]
+        self._log_test(returns)
+        return returns
+
+    def _run_test_episode(self, agent: Any) -> float:
+        state = self.env.reset()
+        episode_return = 0.0
+        while not state.done:
+            state = self.env.step(agent.act(state))
+            episode_return += state.reward
+        return episode_return
+
+
+class ParallelEnvExperiment(Experiment):
+    """A ``ParallelAgent`` acting in ``preset.n_envs`` copies of an environment at once."""
+
+    def __init__(self, preset: Any, env: Any, **kwargs: Any):
+        if isinstance(env, VectorEnvironment):
+            self.vector_env = env
+        elif isinstance(env, Environment):
+            self.vector_env = env.duplicate(preset.n_envs)
+        else:
+            raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
+        super().__init__(preset, env, **kwargs)
+
+    def _train(self, frames: float, episodes: float) -> None:
+        env = self.vector_env
+        n = env.n_envs
+        state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
+        returns = np.zeros(n, dtype=np.float64)
+        while self.logger.frame < frames and self.logger.episode < episodes:
+            state = env.step(self.agent.act(state))
+            self.logger.frame += n
+            returns += state.reward.cpu().numpy()
+            done = state.done.cpu().numpy()
+            if done.any():
+                for i in np.flatnonzero(done):
+                    self._log_training_episode(returns[i])
+                returns[done] = 0.0
+            self._update_progress()
+
+    def test(self, episodes: int = 100) -> list[float]:
+        """Evaluate in the vector environment, each copy running its share of episodes."""
+        agent = self.preset.parallel_test_agent()
+        env = self.vector_env
+        quota = np.full(env.n_envs, episodes // env.n_envs)
+        quota[: episodes % env.n_envs] += 1
+        returns: list[float] = []
+        running = np.zeros(env.n_envs)
+        state = env.reset()
+        while (quota > 0).any():
+            state = env.step(agent.act(state))
+            running += state.reward.cpu().numpy()
+            for i in np.flatnonzero(state.done.cpu().numpy()):
+                if quota[i] > 0:
+                    returns.append(float(running[i]))
+                    quota[i] -= 1
+                running[i] = 0.0
+        self._log_test(returns)
+        return returns
+
+    def close(self) -> None:
+        super().close()
+        self.vector_env.close()

@@ -1,0 +1,237 @@
+"""``ExperimentLogger``: TensorBoard event files plus plain-text return summaries.
+
+One logger is created per (agent, environment) run. It owns the run directory
+``{logdir}/{agent}/{env}`` (``{env}_2``, ``{env}_3``, ... when a previous run already
+used it) and writes there:
+
+* ``run.json`` -- ``{"agent": ..., "env": ..., "started": <ISO time>}``;
+* TensorBoard events for losses, schedules, debugging info, evaluations and summaries;
+* ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the
+  last 100 episode returns (fast to read and plot, see ``plot_returns_100``);
+* ``test_returns.csv`` -- the returns of the final test episodes.
+
+The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
+``step`` argument of every logging method picks which of them is the x-axis.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+from looprl.core.logger import Logger
+
+__all__ = ["ExperimentLogger"]
+
+RETURNS100_HEADER = "frame,mean,std,max,min"
+_WINDOW = 100
+
+
+def _safe_component(name: str) -> str:
+    """Turn ``name`` into a single path component (``ALE/Pong-v5`` -> ``ALE_Pong-v5``)."""
+    cleaned = str(name).replace("/", "_").replace("\\", "_").strip()
+    return cleaned if cleaned not in ("", ".", "..") else "_"
+
+
+def _claim_run_dir(parent: Path, name: str) -> Path:
+    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty."""
+    parent.mkdir(parents=True, exist_ok=True)
+    index = 1
+    while True:
+        candidate = parent / (name if index == 1 else f"{name}_{index}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            if candidate.is_dir() and not any(candidate.iterdir()):
+                return candidate
+        index += 1
+
+
+def _to_array(values: Any) -> np.ndarray:
+    """Convert a list of floats / 0-d tensors, a tensor or an array to a flat float array."""
+    if isinstance(values, torch.Tensor):
+        return values.detach().to("cpu", torch.float64).numpy().ravel()
+    return np.asarray([float(v) for v in values], dtype=np.float64).ravel()
+
+
+def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
+    """Return ``(mean, std, max, min)`` of a non-empty array (population std)."""
+    return (
+        float(values.mean()),
+        float(values.std()),
+        float(values.max()),
+        float(values.min()),
+    )
+
+
+class ExperimentLogger(Logger):
+    """Logger writing TensorBoard events and return summaries into one run directory.
+
+    Args:
+        agent_name: Name of the agent (first directory level under ``logdir``).
+        env_name: Name of the environment (second directory level).
+        logdir: Root directory of all runs.
+        verbose: When False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
+        loss_every: Write only every ``loss_every``-th call of ``add_loss`` per loss name
+            (the first call is always written).
+
+    Attributes:
+        log_dir: The run directory (a ``str``).
+        frame: Current frame counter, set by the experiment loop.
+        episode: Current episode counter, set by the experiment loop.
+    """
+
+    def __init__(
+        self,
+        agent_name: str,
+        env_name: str,
+        logdir: str = "runs",
+        verbose: bool = True,
+        loss_every: int = 1,
+    ) -> None:
+        if int(loss_every) < 1:
+            raise ValueError(f"loss_every must be >= 1, got {loss_every}")
+        self.agent_name = agent_name
+        self.env_name = env_name
+        self.verbose = verbose
+        self.loss_every = int(loss_every)
+        self.frame = 0
+        self.episode = 0
+        run_dir = _claim_run_dir(
+            Path(logdir) / _safe_component(agent_name), _safe_component(env_name)
+        )
+        self.log_dir = str(run_dir)
+        self._write_run_json(run_dir)
+        self._returns100_path = run_dir / "returns100.csv"
+        self._returns100_path.write_text(RETURNS100_HEADER + "\n")
+        self._returns: deque[float] = deque(maxlen=_WINDOW)
+        self._n_returns = 0
+        self._mean100 = math.nan
+        self._loss_calls: dict[str, int] = {}
+        self._writer = SummaryWriter(log_dir=self.log_dir)
+
+    def _write_run_json(self, run_dir: Path) -> None:
+        """Write ``run.json`` describing this run."""
+        meta = {
+            "agent": self.agent_name,
+            "env": self.env_name,
+            "started": datetime.now().astimezone().isoformat(timespec="seconds"),
+        }
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+    # ------------------------------------------------------------------ helpers
+    def _step(self, step: str) -> int:
+        """Return the counter selected by ``step`` (``"frame"`` or ``"episode"``)."""
+        if step == "frame":
+            return self.frame
+        if step == "episode":
+            return self.episode
+        raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
+
+    def _scalar(self, tag: str, value: Any, step: str) -> None:
+        """Write one scalar; ``float()`` happens here, i.e. only for written values."""
+        self._writer.add_scalar(tag, float(value), self._step(step))
+
+    # --------------------------------------------------------------- interface
+    def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log a training loss as ``loss/<name>`` (every ``loss_every``-th call)."""
+        if not self.verbose:
+            return
+        if self.loss_every > 1:
+            calls = self._loss_calls.get(name, 0)
+            self._loss_calls[name] = calls + 1
+            if calls % self.loss_every:
+                return
+        self._scalar("loss/" + name, value, step)
+
+    def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log a scheduled hyperparameter as ``schedule/<name>`` (verbose only)."""
+        if self.verbose:
+            self._scalar("schedule/" + name, value, step)
+
+    def add_info(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log a debugging statistic as ``info/<name>`` (verbose only)."""
+        if self.verbose:
+            self._scalar("info/" + name, value, step)
+
+    def add_eval(self, name: str, value: Any, step: str = "frame") -> None:
+        """Log an evaluation statistic as ``eval/<name>`` (always written)."""
+        self._scalar("eval/" + name, value, step)
+
+    def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
+        """Log ``summary/<name>/{mean,std,max,min}`` of ``values`` (ignored when empty)."""
+        array = _to_array(values)
+        if array.size == 0:
+            return
+        x = self._step(step)
+        for key, stat in zip(("mean", "std", "max", "min"), _stats(array)):
+            self._writer.add_scalar(f"summary/{name}/{key}", stat, x)
+
+    def close(self) -> None:
+        """Flush and close the event file (safe to call more than once)."""
+        self._writer.flush()
+        self._writer.close()
+
+    def __enter__(self) -> ExperimentLogger:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ returns
+    @property
+    def mean_return100(self) -> float:
+        """Mean of the last (up to) 100 training-episode returns; ``nan`` if none yet.
+
+        Cached when a return is added, so reading it every step is cheap.
+        """
+        return self._mean100
+
+    def add_episode_return(self, ret: float) -> None:
+        """Record the return of one finished training episode.
+
+        Writes ``eval/returns/episode`` and ``eval/returns/frame``; every 100 episodes it
+        also appends ``frame,mean,std,max,min`` of the last 100 returns to
+        ``returns100.csv`` and writes ``summary/returns100/...``.
+
+        Args:
+            ret: The undiscounted return of the episode.
+        """
+        ret = float(ret)
+        self._scalar("eval/returns/episode", ret, "episode")
+        self._scalar("eval/returns/frame", ret, "frame")
+        self._returns.append(ret)
+        self._mean100 = math.fsum(self._returns) / len(self._returns)
+        self._n_returns += 1
+        if self._n_returns % _WINDOW == 0:
+            self._write_returns100()
+
+    def _write_returns100(self) -> None:
+        """Append one row for the current window to ``returns100.csv`` and TensorBoard."""
+        values = np.fromiter(self._returns, dtype=np.float64)
+        mean, std, vmax, vmin = _stats(values)
+        with open(self._returns100_path, "a", encoding="utf-8") as file:
+            file.write(f"{self.frame},{mean!r},{std!r},{vmax!r},{vmin!r}\n")
+            file.flush()
+        self.add_summary("returns100", values, step="frame")
+
+    def add_test_returns(self, returns: list[float]) -> None:
+        """Write the final test returns to ``test_returns.csv`` and as summary scalars.
+
+        Args:
+            returns: One return per test episode.
+        """
+        array = _to_array(returns)
+        lines = ["return"] + [repr(float(r)) for r in array]
+        (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
+        self.add_summary("test_returns", array, step="frame")
+        self._writer.flush()

@@ -1,0 +1,128 @@
+"""``run_experiment``: train each agent on each environment, evaluate, and log."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from looprl.core import ParallelPreset, Preset
+from looprl.experiments.experiment import (
+    Experiment,
+    ParallelEnvExperiment,
+    SingleEnvExperiment,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExperimentResult:
+    """What one (agent, environment) run produced."""
+
+    agent: str
+    env: str
+    log_dir: str
+    frames: int
+    episodes: int
+    test_returns: list[float]
+
+    @property
+    def test_mean(self) -> float:
+        return float(np.mean(self.test_returns)) if self.test_returns else math.nan
+
+    @property
+    def test_std(self) -> float:
+        return float(np.std(self.test_returns)) if self.test_returns else math.nan
+
+
+def _as_list(x: Any) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def build_preset(agent: Any, env: Any) -> Preset:
+    """A built preset from a ``PresetBuilder`` (configured with ``env``) or a ``Preset``."""
+    if isinstance(agent, Preset):
+        return agent
+    if hasattr(agent, "env") and hasattr(agent, "build"):
+        return agent.env(env).build()
+    raise TypeError(f"Expected a preset builder or a Preset, got {type(agent).__name__}")
+
+
+def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Experiment:
+    """A ``ParallelEnvExperiment`` for parallel presets, else a ``SingleEnvExperiment``."""
+    if isinstance(preset, ParallelPreset):
+        return ParallelEnvExperiment(preset, env, **kwargs)
+    return SingleEnvExperiment(preset, env, **kwargs)
+
+
+def run_experiment(
+    agents: Any,
+    envs: Any,
+    frames: float,
+    logdir: str = "runs",
+    quiet: bool = False,
+    render: bool = False,
+    test_episodes: int = 100,
+    verbose: bool = True,
+    seed: int | None = None,
+) -> list[ExperimentResult]:
+    """Train every agent on every environment for ``frames`` frames, then evaluate.
+
+    Args:
+        agents: preset builders (``classic_control.ppo``) or built presets, one or a list.
+        envs: environments, one or a list.
+        frames: training budget per run, in environment steps.
+        logdir: where run directories (TensorBoard events, ``returns100.csv``) go.
+        quiet: no progress bar or printed results.
+        render: render during training (slow).
+        test_episodes: evaluation episodes after training (0 to skip).
+        verbose: write losses and debugging statistics to TensorBoard.
+        seed: seed each run for reproducibility.
+
+    Returns:
+        One ``ExperimentResult`` per run.
+    """
+    results = []
+    for env in _as_list(envs):
+        for agent in _as_list(agents):
+            preset = build_preset(agent, env)
+            experiment = make_experiment(
+                preset,
+                env,
+                train_steps=frames,
+                logdir=logdir,
+                quiet=quiet,
+                render=render,
+                verbose=verbose,
+                seed=seed,
+            )
+            results.append(_run(experiment, frames, test_episodes))
+    return results
+
+
+def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
+    experiment.train(frames=frames)
+    returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
+    result = ExperimentResult(
+        agent=experiment.name,
+        env=experiment.env.name,
+        log_dir=str(experiment.logger.log_dir),
+        frames=experiment.frame,
+        episodes=experiment.episode,
+        test_returns=returns,
+    )
+    if returns:
+        log.info(
+            "%s on %s: test return %.1f +/- %.1f over %d episodes",
+            result.agent, result.env, result.test_mean, result.test_std, len(returns),
+        )
+    experiment.logger.close()
+    return result
+
+
+__all__: Sequence[str] = ["ExperimentResult", "build_preset", "make_experiment", "run_experiment"]

@@ -1,0 +1,6 @@
+"""Memory: replay buffers and on-policy rollout storage (preallocated, O(1) add)."""
+
+from looprl.memory.replay import ExperienceReplayBuffer
+from looprl.memory.rollout import RolloutBuffer, generalized_advantage_estimate
+
+__all__ = ["ExperienceReplayBuffer", "RolloutBuffer", "generalized_advantage_estimate"]

@@ -1,0 +1,74 @@
+"""Small building blocks for models: initialization helpers and a few custom layers.
+
+* ``orthogonal_init`` -- orthogonal weights and zero biases, as in SB3 and CleanRL.
+* ``Flatten`` -- flatten everything but the batch dimension.
+* ``Linear0`` -- a linear layer whose weights and bias start at zero.
+* ``Dueling`` -- the dueling head of Wang et al. (2016): ``Q = V + A - mean(A)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["Dueling", "Flatten", "Linear0", "orthogonal_init"]
+
+#: The gain SB3 and CleanRL use for hidden layers followed by (Tanh/ReLU) activations.
+HIDDEN_GAIN = math.sqrt(2.0)
+
+
+def orthogonal_init(layer: nn.Module, gain: float = HIDDEN_GAIN, bias: float = 0.0) -> nn.Module:
+    """Initialize ``layer.weight`` orthogonally with ``gain`` and fill ``layer.bias``.
+
+    Args:
+        layer: a module with a ``weight`` (and optionally a ``bias``), e.g. ``nn.Linear``.
+        gain: scaling factor of the orthogonal matrix.
+        bias: constant the bias is filled with.
+
+    Returns:
+        The same layer, for chaining.
+    """
+    nn.init.orthogonal_(layer.weight, gain)
+    if getattr(layer, "bias", None) is not None:
+        nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class Flatten(nn.Module):
+    """Flatten all dimensions but the first (the batch dimension)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0], -1)
+
+
+class Linear0(nn.Linear):
+    """An ``nn.Linear`` whose weight and bias are initialized to zero.
+
+    Useful as the last layer of a network whose initial output should be exactly zero.
+    """
+
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+
+class Dueling(nn.Module):
+    """Dueling head: ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)``.
+
+    Args:
+        value_model: maps features to one value per input, shape ``(..., 1)``.
+        advantage_model: maps the same features to one advantage per action.
+    """
+
+    def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
+        super().__init__()
+        self.value_model = value_model
+        self.advantage_model = advantage_model
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        value = self.value_model(features)
+        advantages = self.advantage_model(features)
+        return value + advantages - advantages.mean(dim=-1, keepdim=True)

@@ -1,0 +1,115 @@
+"""The fluent, immutable preset builder::
+
+    preset = dqn.env(env).hyperparameters(lr=1e-3).device('cpu').build()
+
+Every call returns a new builder, so a configured builder can be reused as a template.
+Unknown hyperparameter names raise an error that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from looprl.core import Preset
+
+
+class UnknownHyperparameterError(KeyError):
+    """A hyperparameter name the preset does not have (the message lists the valid ones)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def default_device() -> str:
+    """``'cuda'`` when a GPU is available, else ``'cpu'``."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class PresetBuilder:
+    """Configures and builds a ``Preset``.
+
+    Args:
+        default_name: the preset's name (used for run directories).
+        default_hyperparameters: every valid hyperparameter with its default value.
+        constructor: ``constructor(env, name, device, hyperparameters) -> Preset``.
+    """
+
+    def __init__(
+        self,
+        default_name: str,
+        default_hyperparameters: dict[str, Any],
+        constructor: Callable[..., Preset],
+        device: str | torch.device | None = None,
+        env: Any = None,
+        hyperparameters: dict[str, Any] | None = None,
+        name: str | None = None,
+    ):
+        self.default_name = default_name
+        self.default_hyperparameters = dict(default_hyperparameters)
+        self.constructor = constructor
+        self._device = device
+        self._env = env
+        self._hyperparameters = {**default_hyperparameters, **(hyperparameters or {})}
+        self._name = name or default_name
+
+    def __call__(self, **kwargs: Any) -> PresetBuilder:
+        return self._preset_builder(**kwargs)
+
+    def _preset_builder(self, **changes: Any) -> PresetBuilder:
+        kwargs = {
+            "default_name": self.default_name,
+            "default_hyperparameters": self.default_hyperparameters,
+            "constructor": self.constructor,
+            "device": self._device,
+            "env": self._env,
+            "hyperparameters": self._hyperparameters,
+            "name": self._name,
+        }
+        kwargs.update(changes)
+        return PresetBuilder(**kwargs)
+
+    def env(self, env: Any) -> PresetBuilder:
+        """Set the environment the preset's agents will act in."""
+        return self._preset_builder(env=env)
+
+    def device(self, device: str | torch.device) -> PresetBuilder:
+        """Set the device of the preset's networks (default: CUDA if available, else CPU)."""
+        return self._preset_builder(device=device)
+
+    def name(self, name: str) -> PresetBuilder:
+        """Set the preset's display name."""
+        return self._preset_builder(name=name)
+
+    def hyperparameters(self, **hyperparameters: Any) -> PresetBuilder:
+        """Override hyperparameters.
+
+        Unknown names raise ``UnknownHyperparameterError`` (a ``KeyError``) listing the
+        valid ones.
+        """
+        for key in hyperparameters:
+            if key not in self.default_hyperparameters:
+                raise UnknownHyperparameterError(self._unknown(key))
+        return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
+
+    def _unknown(self, key: str) -> str:
+        valid = sorted(self.default_hyperparameters)
+        close = difflib.get_close_matches(key, valid, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        name = self.default_name
+        return f"Unknown hyperparameter {key!r} for {name}.{hint} Valid: {', '.join(valid)}"
+
+    @property
+    def hyperparameter_defaults(self) -> dict[str, Any]:
+        """The valid hyperparameters and their defaults."""
+        return dict(self.default_hyperparameters)
+
+    def build(self) -> Preset:
+        """Build the preset; requires ``env`` to have been set."""
+        if self._env is None:
+            raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
+        device = self._device if self._device is not None else default_device()
+        return self.constructor(self._env, self._name, device, dict(self._hyperparameters))

@@ -1,0 +1,174 @@
+"""Tests of ``looprl.experiments.logger.ExperimentLogger``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from looprl.core.logger import Logger
+from looprl.experiments.logger import ExperimentLogger
+
+
+def _scalars(log_dir: str) -> dict[str, list[tuple[int, float]]]:
+    """Read every scalar of a run directory as ``{tag: [(step, value), ...]}``."""
+    acc = EventAccumulator(log_dir, size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def test_is_a_logger(tmp_path: Path) -> None:
+    with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
+        assert isinstance(logger, Logger)
+        assert logger.verbose is True
+        assert (logger.frame, logger.episode) == (0, 0)
+
+
+def test_run_dir_naming_with_collisions(tmp_path: Path) -> None:
+    loggers = [ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) for _ in range(3)]
+    try:
+        names = [Path(lg.log_dir) for lg in loggers]
+        assert names == [
+            tmp_path / "dqn" / "CartPole-v1",
+            tmp_path / "dqn" / "CartPole-v1_2",
+            tmp_path / "dqn" / "CartPole-v1_3",
+        ]
+        other = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+        assert Path(other.log_dir) == tmp_path / "ppo" / "CartPole-v1"
+        other.close()
+    finally:
+        for lg in loggers:
+            lg.close()
+
+
+def test_existing_empty_dir_is_reused(tmp_path: Path) -> None:
+    (tmp_path / "a2c" / "Pong").mkdir(parents=True)
+    with ExperimentLogger("a2c", "Pong", logdir=str(tmp_path)) as logger:
+        assert Path(logger.log_dir) == tmp_path / "a2c" / "Pong"
+
+
+def test_slashes_in_names_stay_one_directory(tmp_path: Path) -> None:
+    with ExperimentLogger("dqn", "ALE/Pong-v5", logdir=str(tmp_path)) as logger:
+        assert Path(logger.log_dir) == tmp_path / "dqn" / "ALE_Pong-v5"
+        meta = json.loads((Path(logger.log_dir) / "run.json").read_text())
+    assert meta["env"] == "ALE/Pong-v5"
+
+
+def test_run_json_contents(tmp_path: Path) -> None:
+    before = datetime.now().astimezone().replace(microsecond=0)
+    with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
+        meta = json.loads((Path(logger.log_dir) / "run.json").read_text())
+    assert set(meta) == {"agent", "env", "started"}
+    assert (meta["agent"], meta["env"]) == ("dqn", "CartPole-v1")
+    started = datetime.fromisoformat(meta["started"])
+    assert abs((started - before).total_seconds()) < 60
+
+
+def test_returns100_csv_after_250_episodes(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    csv_path = Path(logger.log_dir) / "returns100.csv"
+    assert csv_path.read_text() == "frame,mean,std,max,min\n"
+    returns = [float((i * 7) % 23) for i in range(250)]
+    for i, ret in enumerate(returns):
+        logger.frame, logger.episode = 10 * (i + 1), i + 1
+        logger.add_episode_return(ret)
+        if i == 99:  # flushed right away, before close()
+            assert len(csv_path.read_text().splitlines()) == 2
+    assert logger.mean_return100 == pytest.approx(np.mean(returns[150:]))
+    logger.close()
+
+    with open(csv_path, newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == 2
+    for row, window, frame in zip(rows, (returns[:100], returns[100:200]), (1000, 2000)):
+        assert int(row["frame"]) == frame
+        assert float(row["mean"]) == pytest.approx(np.mean(window))
+        assert float(row["std"]) == pytest.approx(np.std(window))
+        assert float(row["max"]) == max(window)
+        assert float(row["min"]) == min(window)
+
+    scalars = _scalars(logger.log_dir)
+    assert len(scalars["eval/returns/episode"]) == 250
+    assert scalars["eval/returns/episode"][-1] == (250, returns[-1])
+    assert scalars["eval/returns/frame"][-1] == (2500, returns[-1])
+    assert [s for s, _ in scalars["summary/returns100/mean"]] == [1000, 2000]
+
+
+def test_mean_return100_is_nan_when_empty(tmp_path: Path) -> None:
+    with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
+        assert math.isnan(logger.mean_return100)
+        logger.add_episode_return(torch.tensor(3.0))
+        logger.add_episode_return(5)
+        assert logger.mean_return100 == 4.0
+
+
+def test_verbose_false_writes_no_loss_events(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path), verbose=False)
+    for frame in range(20):
+        logger.frame = frame
+        logger.add_loss("q", torch.tensor(1.0, requires_grad=True) * 2)
+        logger.add_info("grad_norm", 0.5)
+        logger.add_schedule("epsilon", 0.1)
+    logger.add_eval("returns/test", 1.0)
+    logger.close()
+    tags = set(_scalars(logger.log_dir))
+    assert tags == {"eval/returns/test"}
+
+
+def test_verbose_writes_losses_with_frame_and_episode_steps(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame, logger.episode = 7, 2
+    logger.add_loss("q", torch.tensor(0.25))
+    logger.add_info("grad_norm", np.float32(1.5), step="episode")
+    logger.add_schedule("epsilon", 0.5)
+    logger.close()
+    scalars = _scalars(logger.log_dir)
+    assert scalars["loss/q"] == [(7, 0.25)]
+    assert scalars["info/grad_norm"] == [(2, 1.5)]
+    assert scalars["schedule/epsilon"] == [(7, 0.5)]
+
+
+def test_loss_every_counts_calls_per_name(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path), loss_every=3)
+    for frame in range(10):
+        logger.frame = frame
+        logger.add_loss("q", float(frame))
+        if frame % 2 == 0:
+            logger.add_loss("pi", float(frame))
+    logger.close()
+    scalars = _scalars(logger.log_dir)
+    assert [s for s, _ in scalars["loss/q"]] == [0, 3, 6, 9]
+    assert [s for s, _ in scalars["loss/pi"]] == [0, 6]
+
+
+def test_add_summary_and_test_returns(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame = 42
+    logger.add_summary("batch", torch.tensor([1.0, 2.0, 3.0]))
+    logger.add_summary("empty", [])
+    logger.add_test_returns([10.0, 20.0, 30.0, 40.0])
+    logger.close()
+    lines = (Path(logger.log_dir) / "test_returns.csv").read_text().splitlines()
+    assert lines == ["return", "10.0", "20.0", "30.0", "40.0"]
+    scalars = _scalars(logger.log_dir)
+    assert scalars["summary/batch/mean"] == [(42, 2.0)]
+    assert scalars["summary/batch/max"] == [(42, 3.0)]
+    assert scalars["summary/test_returns/mean"] == [(42, 25.0)]
+    assert scalars["summary/test_returns/std"][0][1] == pytest.approx(np.std([10, 20, 30, 40]))
+    assert scalars["summary/test_returns/min"] == [(42, 10.0)]
+    assert not any(tag.startswith("summary/empty") for tag in scalars)
+
+
+def test_invalid_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="loss_every"):
+        ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path), loss_every=0)
+    with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
+        with pytest.raises(ValueError, match="step"):
+            logger.add_eval("x", 1.0, step="epoch")

@@ -1,0 +1,110 @@
+"""Tests of GreedyPolicy and ParallelGreedyPolicy."""
+
+from __future__ import annotations
+
+import collections
+import copy
+
+import torch
+from torch import nn
+
+from looprl.approximation import LinearScheduler, QNetwork
+from looprl.core import State, StateArray
+from looprl.policies import GreedyPolicy, ParallelGreedyPolicy
+
+
+class CountingQ(QNetwork):
+    """A QNetwork that counts its forward passes."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.calls = 0
+
+    def no_grad(self, *inputs):
+        self.calls += 1
+        return super().no_grad(*inputs)
+
+
+def _q(num_actions: int = 4) -> CountingQ:
+    torch.manual_seed(0)
+    return CountingQ(nn.Linear(3, num_actions))
+
+
+def _array(n: int) -> StateArray:
+    return StateArray({"observation": torch.randn(n, 3)}, (n,))
+
+
+def test_epsilon_zero_picks_argmax_for_state_and_array():
+    q = _q()
+    policy = GreedyPolicy(q, 4, epsilon=0.0)
+    state = State(torch.randn(3))
+    action = policy(state)
+    assert action.shape == () and action.dtype == torch.long
+    assert action.item() == q.no_grad(state).argmax().item()
+    states = _array(10)
+    actions = policy.no_grad(states)
+    assert actions.shape == (10,) and actions.dtype == torch.long
+    assert torch.equal(actions, q.no_grad(states).argmax(-1))
+
+
+def test_epsilon_one_is_roughly_uniform_and_skips_the_network():
+    q = _q()
+    policy = GreedyPolicy(q, 4, epsilon=1.0, seed=123)
+    state = State(torch.randn(3))
+    counts = collections.Counter(policy(state).item() for _ in range(4000))
+    assert q.calls == 0
+    assert set(counts) == {0, 1, 2, 3}
+    assert all(850 < c < 1150 for c in counts.values())
+
+
+def test_seeded_policies_are_reproducible():
+    state = State(torch.randn(3))
+    runs = []
+    for _ in range(2):
+        policy = GreedyPolicy(_q(), 4, epsilon=0.5, seed=7)
+        runs.append([policy(state).item() for _ in range(50)])
+    assert runs[0] == runs[1]
+
+
+def test_eval_is_greedy_even_with_full_exploration():
+    q = _q()
+    policy = GreedyPolicy(q, 4, epsilon=1.0)
+    states = _array(8)
+    assert torch.equal(policy.eval(states), q.no_grad(states).argmax(-1))
+
+
+def test_scheduled_epsilon_advances_once_per_action():
+    epsilon = LinearScheduler(1.0, 0.0, 0, 10)
+    policy = GreedyPolicy(_q(), 4, epsilon=epsilon, seed=0)
+    state = State(torch.randn(3))
+    for _ in range(5):
+        policy(state)
+    assert epsilon.step == 5
+    policy.no_grad(_array(6))
+    assert epsilon.step == 6
+    policy.eval(state)
+    assert epsilon.step == 6
+    policy.epsilon = 0.0
+    assert policy(state).item() == policy.eval(state).item()
+
+
+def test_parallel_policy_explores_per_row():
+    q = _q()
+    policy = ParallelGreedyPolicy(q, 4, epsilon=0.5, seed=0)
+    states = _array(4000)
+    greedy = q.no_grad(states).argmax(-1)
+    actions = policy(states)
+    assert actions.shape == (4000,) and actions.dtype == torch.long
+    # explore half of the rows, a quarter of which pick the greedy action anyway
+    agreement = (actions == greedy).float().mean().item()
+    assert 0.58 < agreement < 0.67
+    assert ParallelGreedyPolicy(q, 4, epsilon=0.0)(states).equal(greedy)
+    assert policy(State(torch.randn(3))).shape == ()
+
+
+def test_policy_with_seed_can_be_deep_copied():
+    policy = GreedyPolicy(_q(), 4, epsilon=0.5, seed=1)
+    policy(_array(3))
+    clone = copy.deepcopy(policy)
+    assert clone(_array(3)).shape == (3,)
+    assert copy.deepcopy(GreedyPolicy(_q(), 4, epsilon=0.5)).num_actions == 4
