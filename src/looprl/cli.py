@@ -57,11 +57,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from looprl.environments import GymEnvironment
     from looprl.experiments import plot_returns_100, run_experiment
+    from looprl.experiments.experiment import seed_everything
 
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
     env = GymEnvironment(args.env)
+    if args.seed is not None:
+        seed_everything(args.seed)
     preset = builder.env(env).build()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -71,7 +74,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     run_dir = Path(result.log_dir)
     preset.save(str(run_dir / "preset.pt"))
-    plot = plot_returns_100(str(run_dir), filename=str(run_dir / "returns100.png"))
     print(f"{result.agent} on {result.env}: {result.frames} frames, {result.episodes} episodes")
     if result.test_returns:
         print(
@@ -79,7 +81,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"over {len(result.test_returns)} episodes"
         )
     print(f"logs:   {run_dir}  (tensorboard --logdir {args.logdir})")
-    print(f"plot:   {plot}")
+    if result.episodes >= 100:
+        plot = plot_returns_100(str(run_dir), filename=str(run_dir / "returns100.png"))
+        print(f"plot:   {plot}")
+    else:
+        print(f"plot:   none (returns100.csv gets a row every 100 episodes; {result.episodes} ran)")
     print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {run_dir})")
     return 0
 
@@ -108,6 +114,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if path is not None:
         print(f"animation: {path}")
     return 0
+
+
+def gym_error() -> type[Exception]:
+    """Gymnasium's base error (missing optional dependencies, bad ids...)."""
+    import gymnasium
+
+    return gymnasium.error.Error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,10 +157,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``looprl`` command; errors print one line and exit with 2."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    pairs = [x for x in extra if "=" in x and not x.startswith("-")]
+    if len(pairs) != len(extra) or (pairs and args.command != "train"):
+        parser.error(f"unrecognized arguments: {' '.join(x for x in extra if x not in pairs)}")
+    if pairs:
+        args.hparams = [*args.hparams, *pairs]
     try:
         return args.func(args)
-    except (ValueError, KeyError, TypeError, FileNotFoundError) as error:
+    except (ValueError, KeyError, TypeError, FileNotFoundError, gym_error()) as error:
         if os.environ.get("LOOPRL_DEBUG"):
             raise
         print(f"looprl: error: {error}", file=sys.stderr)

@@ -133,6 +133,7 @@ class DQN(Agent):
         return (
             self._frames_seen > self.replay_start_size
             and self._frames_seen % self.update_frequency == 0
+            and len(self.replay_buffer) > 0
         )
 
     def _train(self) -> None:

@@ -233,10 +233,14 @@ class StateArray(State):
             if self._batched(v):
                 x[k] = v[key]
             elif isinstance(v, list):
-                x[k] = np.array(v, dtype=object)[_numpy_index(key)].tolist()
+                picked = np.array(v, dtype=object)[_numpy_index(key)]
+                x[k] = picked.tolist() if isinstance(picked, np.ndarray) else picked
             else:
                 x[k] = v
-        shape = x["observation"].shape[: max(len(self._shape) - _dims_removed(key), 0)]
+        observation = self["observation"]
+        feature_dims = observation.dim() - len(self._shape)
+        indexed = x["observation"]
+        shape = indexed.shape[: indexed.dim() - feature_dims]
         if len(shape) == 0:
             return State(x, device=self.device)
         return self._new(x, tuple(shape))
@@ -273,6 +277,8 @@ class StateArray(State):
         for key, value in first.items():
             if first._batched(value):
                 x[key] = torch.cat([a[key] for a in arrays], dim=axis)
+            elif isinstance(value, list) and axis == 0:
+                x[key] = [item for a in arrays for item in a[key]]
         shape = list(first.shape)
         shape[axis] = sum(a.shape[axis] for a in arrays)
         return StateArray(x, tuple(shape), device=first.device)
@@ -301,14 +307,6 @@ class MultiagentState(State):
         """Build from a PettingZoo ``env.last()`` tuple ``(obs, reward, term, trunc, info)``."""
         state = State.from_gym(zoo_output, device=device, dtype=dtype)
         return cls(dict(state), device=device, agent=agent)
-
-
-def _dims_removed(key: Any) -> int:
-    if isinstance(key, int) or (isinstance(key, torch.Tensor) and key.dim() == 0):
-        return 1
-    if isinstance(key, tuple):
-        return sum(_dims_removed(k) for k in key)
-    return 0
 
 
 def _numpy_index(key: Any) -> Any:

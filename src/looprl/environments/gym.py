@@ -71,6 +71,7 @@ class GymEnvironment(Environment):
         self._env = env
         self.name = name or self._id
         self.device = device
+        self.seed = seed
         self._seed = seed
         self._state: State | None = None
 
@@ -114,4 +115,6 @@ class GymEnvironment(Environment):
         """``n`` copies as a ``GymVectorEnvironment`` (native vectorized where available)."""
         from looprl.environments.vector import GymVectorEnvironment
 
-        return GymVectorEnvironment(self._id, n, device=self.device, name=self.name)
+        return GymVectorEnvironment(
+            self._id, n, device=self.device, name=self.name, seed=self.seed, **self._make_kwargs
+        )

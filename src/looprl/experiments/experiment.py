@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import random
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -18,6 +19,13 @@ from looprl.core import Preset
 from looprl.environments import Environment, VectorEnvironment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global random number generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 class Experiment(ABC):
@@ -50,8 +58,7 @@ class Experiment(ABC):
         seed: int | None = None,
     ):
         if seed is not None:
-            torch.manual_seed(seed)
-            np.random.seed(seed)
+            seed_everything(seed)
         self.preset = preset
         self.env = env
         self.name = name or preset.name
@@ -158,16 +165,20 @@ class ParallelEnvExperiment(Experiment):
             self.vector_env = env.duplicate(preset.n_envs)
         else:
             raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
+        self._state = None
+        self._returns = np.zeros(self.vector_env.n_envs)
         super().__init__(preset, env, **kwargs)
 
     def _train(self, frames: float, episodes: float) -> None:
+        """Step all copies until the budget is used; a later call continues the episodes."""
         env = self.vector_env
-        n = env.n_envs
-        state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
-        returns = np.zeros(n, dtype=np.float64)
+        if self._state is None:
+            self._state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
+            self._returns = np.zeros(env.n_envs, dtype=np.float64)
+        state, returns = self._state, self._returns
         while self.logger.frame < frames and self.logger.episode < episodes:
             state = env.step(self.agent.act(state))
-            self.logger.frame += n
+            self.logger.frame += env.n_envs
             returns += state.reward.cpu().numpy()
             done = state.done.cpu().numpy()
             if done.any():
@@ -175,16 +186,17 @@ class ParallelEnvExperiment(Experiment):
                     self._log_training_episode(returns[i])
                 returns[done] = 0.0
             self._update_progress()
+        self._state = state
 
     def test(self, episodes: int = 100) -> list[float]:
         """Evaluate in the vector environment, each copy running its share of episodes."""
         agent = self.preset.parallel_test_agent()
-        env = self.vector_env
+        env = self._test_env()
         quota = np.full(env.n_envs, episodes // env.n_envs)
         quota[: episodes % env.n_envs] += 1
         returns: list[float] = []
         running = np.zeros(env.n_envs)
-        state = env.reset()
+        state = env.reset(seed=None if self.seed is None else self.seed + 10_000)
         while (quota > 0).any():
             state = env.step(agent.act(state))
             running += state.reward.cpu().numpy()
@@ -193,8 +205,15 @@ class ParallelEnvExperiment(Experiment):
                     returns.append(float(running[i]))
                     quota[i] -= 1
                 running[i] = 0.0
+        if env is not self.vector_env:
+            env.close()
         self._log_test(returns)
         return returns
+
+    def _test_env(self) -> VectorEnvironment:
+        if isinstance(self.env, Environment):
+            return self.env.duplicate(self.vector_env.n_envs)
+        return self.vector_env
 
     def close(self) -> None:
         super().close()

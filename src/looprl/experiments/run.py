@@ -15,6 +15,7 @@ from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
     SingleEnvExperiment,
+    seed_everything,
 )
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ def run_experiment(
     results = []
     for env in _as_list(envs):
         for agent in _as_list(agents):
+            if seed is not None:
+                seed_everything(seed)
             preset = build_preset(agent, env)
             experiment = make_experiment(
                 preset,

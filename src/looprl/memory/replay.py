@@ -65,6 +65,7 @@ class ExperienceReplayBuffer:
             reward=torch.as_tensor(next_state.reward, dtype=torch.float32),
             next_observation=next_state.observation,
             mask=torch.as_tensor(next_state.mask, dtype=torch.float32),
+            done=torch.as_tensor(next_state.done, dtype=torch.bool),
         )
 
     def _write(self, **transition: torch.Tensor) -> None:
@@ -84,6 +85,7 @@ class ExperienceReplayBuffer:
             "reward": next_state.reward[keep].float(),
             "next_observation": next_state.observation[keep],
             "mask": next_state.mask[keep].float(),
+            "done": next_state.done[keep],
         }
         n = rows["observation"].shape[0]
         if n == 0:
@@ -120,8 +122,9 @@ class ExperienceReplayBuffer:
         mask = s["mask"][index].to(device)
         n = index.shape[0]
         states = StateArray({"observation": obs}, (n,), device=device)
+        done = s["done"][index].to(device)
         next_states = StateArray(
-            {"observation": next_obs, "reward": rewards, "mask": mask, "done": mask == 0},
+            {"observation": next_obs, "reward": rewards, "mask": mask, "done": done},
             (n,),
             device=device,
         )

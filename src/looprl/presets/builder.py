@@ -24,6 +24,23 @@ class UnknownHyperparameterError(KeyError):
         return str(self.args[0])
 
 
+def check_type(key: str, value: Any, default: Any) -> None:
+    """``TypeError`` unless ``value`` has the kind of the default (int, float, bool, str)."""
+    if default is None or value is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        kind = type(default).__name__
+        raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
+
+
 def default_device() -> str:
     """``'cuda'`` when a GPU is available, else ``'cpu'``."""
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -90,9 +107,10 @@ class PresetBuilder:
         Unknown names raise ``UnknownHyperparameterError`` (a ``KeyError``) listing the
         valid ones.
         """
-        for key in hyperparameters:
+        for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
                 raise UnknownHyperparameterError(self._unknown(key))
+            check_type(key, value, self.default_hyperparameters[key])
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
 
     def _unknown(self, key: str) -> str:

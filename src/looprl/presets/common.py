@@ -13,7 +13,7 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
     if not isinstance(space, gym.spaces.Discrete):
         raise ValueError(
             f"{algorithm} needs a discrete action space, but {env.name} has {space}; "
-            "use a preset for continuous actions (looprl.presets.continuous) instead"
+            "choose an algorithm for continuous actions"
         )
     return int(space.n)
 
@@ -27,3 +27,11 @@ def require_flat_observations(env: Any, algorithm: str) -> int:
             f"{env.name} has {space}; use an Atari preset for images"
         )
     return int(space.shape[0])
+
+
+def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:
+    """``ValueError`` naming the first of ``keys`` whose value is not > 0."""
+    for key in keys:
+        if not hyperparameters[key] > 0:
+            value = hyperparameters[key]
+            raise ValueError(f"Hyperparameter {key!r} must be positive, got {value!r}")

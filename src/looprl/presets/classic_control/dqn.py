@@ -16,7 +16,11 @@ from looprl.core import DummyLogger, Preset
 from looprl.memory import ExperienceReplayBuffer
 from looprl.nn import MLP
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_flat_observations
+from looprl.presets.common import (
+    require_discrete_actions,
+    require_flat_observations,
+    require_positive,
+)
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -46,6 +50,10 @@ class DQNClassicControlPreset(Preset):
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
+        require_positive(
+            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
+            "target_update_frequency", "replay_buffer_size", "hidden",
+        )
         self.num_actions = require_discrete_actions(env, "DQN")
         obs_dim = require_flat_observations(env, "DQN")
         hidden = hyperparameters["hidden"]
@@ -56,7 +64,7 @@ class DQNClassicControlPreset(Preset):
         hp = self.hyperparameters
         return QNetwork(
             self.model,
-            optim.Adam(self.model.parameters(), lr=hp["lr"]),
+            optim.Adam(self.model.parameters(), lr=hp["lr"], fused=True),
             target=FixedTarget(hp["target_update_frequency"]),
             clip_grad=hp["clip_grad"],
             logger=logger,

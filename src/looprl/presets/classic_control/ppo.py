@@ -18,7 +18,11 @@ from looprl.core import DummyLogger, ParallelPreset
 from looprl.nn import MLP
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_flat_observations
+from looprl.presets.common import (
+    require_discrete_actions,
+    require_flat_observations,
+    require_positive,
+)
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98,
@@ -54,6 +58,9 @@ class PPOClassicControlPreset(ParallelPreset):
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
+        require_positive(
+            hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden"
+        )
         self.n_envs = hyperparameters["n_envs"]
         num_actions = require_discrete_actions(env, "PPO")
         obs_dim = require_flat_observations(env, "PPO")
@@ -65,7 +72,7 @@ class PPOClassicControlPreset(ParallelPreset):
 
     def _policy(self, logger: Any, train_steps: float) -> tuple[PPOPolicy, float]:
         hp = self.hyperparameters
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"])
+        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
         updates = train_steps / (hp["n_envs"] * hp["n_steps"])
         minibatches = math.ceil(hp["n_envs"] * hp["n_steps"] / hp["minibatch_size"])
         scheduler = None

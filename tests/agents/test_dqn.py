@@ -1,0 +1,165 @@
+"""Tests of the DQN policy, trainer and agent (looprl.agents.dqn)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn, optim
+
+from looprl.agents import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.approximation import FixedTarget, QNetwork
+from looprl.core import Agent, NamedArray, State, StateArray, Trainer
+from looprl.environments import GymEnvironment
+from looprl.memory import ExperienceReplayBuffer
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _q(seed: int = 0, lr: float = 1e-2, target: object = None) -> QNetwork:
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    return QNetwork(model, optim.Adam(model.parameters(), lr=lr), target=target)
+
+
+class CountingTrainer(Trainer):
+    """Records the batches it is given instead of training."""
+
+    def __init__(self, policy: DQNPolicy):
+        self._policy = policy
+        self.batches: list[tuple] = []
+
+    @property
+    def policy(self) -> DQNPolicy:
+        return self._policy
+
+    def step(self, batch: tuple) -> dict:
+        self.batches.append(batch)
+        return {}
+
+
+def test_agent_calls_trainer_on_schedule() -> None:
+    policy = DQNPolicy(_q(), 2, epsilon=1.0)
+    trainer = CountingTrainer(policy)
+    agent = DQN(
+        policy,
+        trainer,
+        ExperienceReplayBuffer(100),
+        minibatch_size=5,
+        replay_start_size=10,
+        update_frequency=4,
+        gradient_steps=3,
+    )
+    assert isinstance(agent, Agent)
+    env = GymEnvironment("CartPole-v1", seed=0)
+    env.reset()
+    acts = 0
+    while acts < 30:
+        action = agent.act(env.state)
+        acts += 1
+        assert int(action) in (0, 1)
+        if env.done:
+            env.reset()
+        else:
+            env.step(action)
+    # acts 1..30 count as frames; training at frames > 10 divisible by 4: 12, 16, 20, 24, 28
+    assert len(trainer.batches) == 5 * 3
+    states, actions, rewards, next_states, weights = trainer.batches[0]
+    assert states.shape == (5,) and actions.shape == (5,)
+    assert rewards.shape == (5,) and next_states.shape == (5,) and weights.shape == (5,)
+
+
+def test_agent_stores_transitions_but_not_out_of_done_states() -> None:
+    policy = DQNPolicy(_q(), 2)
+    buffer = ExperienceReplayBuffer(100)
+    agent = DQN(policy, CountingTrainer(policy), buffer, replay_start_size=1000)
+    states = [State(torch.full((4,), float(i))) for i in range(3)]
+    states.append(State(torch.full((4,), 3.0), done=True, reward=1.0))
+    states.append(State(torch.full((4,), 4.0)))  # new episode: no transition from 3 to 4
+    for state in states:
+        agent.act(state)
+    assert len(buffer) == 3
+    _, _, rewards, next_states, _ = buffer.gather(torch.arange(3))
+    assert torch.equal(next_states.observation[:, 0], torch.tensor([1.0, 2.0, 3.0]))
+    assert torch.equal(next_states.mask, torch.tensor([1.0, 1.0, 0.0]))
+    assert torch.equal(rewards, torch.tensor([0.0, 0.0, 1.0]))
+
+
+def _fixed_batch() -> tuple:
+    generator = torch.Generator().manual_seed(0)
+    n = 32
+    states = StateArray({"observation": torch.randn(n, 4, generator=generator)}, (n,))
+    next_obs = torch.randn(n, 4, generator=generator)
+    mask = (torch.arange(n) % 4 != 0).float()
+    rewards = torch.randn(n, generator=generator)
+    next_states = StateArray(
+        {"observation": next_obs, "reward": rewards, "mask": mask, "done": mask == 0}, (n,)
+    )
+    actions = torch.randint(0, 2, (n,), generator=generator)
+    return states, actions, rewards, next_states, torch.ones(n)
+
+
+def _td_error(q: QNetwork, batch: tuple, discount: float) -> float:
+    states, actions, rewards, next_states, _ = batch
+    with torch.no_grad():
+        values = q(states, actions)
+    targets = rewards + discount * next_states.mask * q.target(next_states).max(dim=-1).values
+    return float((values - targets).abs().mean())
+
+
+def test_trainer_step_reduces_td_error_on_fixed_batch() -> None:
+    q = _q(target=FixedTarget(10_000))  # the targets stay fixed during the test
+    policy = DQNPolicy(q, 2)
+    trainer = DQNTrainer(policy, discount_factor=0.9)
+    batch = _fixed_batch()
+    before = _td_error(q, batch, 0.9)
+    losses = [float(trainer.step(batch)["loss"]) for _ in range(100)]
+    after = _td_error(q, batch, 0.9)
+    assert after < 0.5 * before
+    assert losses[-1] < losses[0]
+    assert policy.version == 100
+    assert q.updates == 100
+
+
+def test_trainer_mse_loss_value() -> None:
+    q = _q(lr=0.0)
+    trainer = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.9, huber=False)
+    batch = _fixed_batch()
+    states, actions, rewards, next_states, _ = batch
+    with torch.no_grad():
+        expected = (q(states, actions) - (rewards + 0.9 * next_states.mask * q.target(
+            next_states).max(-1).values)) ** 2
+    loss = trainer.step(batch)["loss"]
+    assert torch.isclose(loss, expected.mean(), rtol=1e-5)
+
+
+def test_policy_rollout_and_analyze() -> None:
+    q = _q()
+    policy = DQNPolicy(q, 2, epsilon=0.0)
+    obs = torch.randn(6, 4)
+    greedy = q.no_grad(StateArray({"observation": obs}, (6,))).argmax(-1)
+    result = policy.rollout(NamedArray(obs=obs))
+    assert torch.equal(result.action, greedy)
+    evaluation = policy.rollout(NamedArray(obs=obs, is_evaluation=True))
+    assert torch.equal(evaluation.action, greedy)
+    explore = DQNPolicy(q, 2, epsilon=1.0).rollout(NamedArray(obs=torch.randn(200, 4)))
+    assert set(explore.action.tolist()) == {0, 1}
+    states = StateArray({"observation": obs}, (6,))
+    values = policy.analyze((states, greedy))
+    assert values.shape == (6,) and values.requires_grad
+    assert policy.module is q.model
+
+
+def test_test_agent_is_greedy_and_does_not_train() -> None:
+    q = _q()
+    agent = DQNTestAgent(DQNPolicy(q, 2))
+    obs = torch.randn(4)
+    expected = q.no_grad(State(obs)).argmax(-1)
+    assert torch.equal(agent.act(State(obs)), expected)
+    assert q.updates == 0

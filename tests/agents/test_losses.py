@@ -1,0 +1,148 @@
+"""Tests of the pure loss functions in ``looprl.agents.losses`` against hand computations."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from looprl.agents.losses import (
+    dqn_loss,
+    normalize,
+    ppo_loss,
+    ppo_policy_loss,
+    td_target,
+    value_loss,
+)
+
+
+def test_td_target() -> None:
+    rewards = torch.tensor([1.0, 2.0, -1.0])
+    next_values = torch.tensor([10.0, 5.0, 3.0])
+    masks = torch.tensor([1.0, 0.0, 1.0])
+    expected = torch.tensor([1.0 + 0.9 * 10.0, 2.0, -1.0 + 0.9 * 3.0])
+    assert torch.allclose(td_target(rewards, next_values, masks, 0.9), expected)
+
+
+def test_dqn_loss_huber_and_mse() -> None:
+    values = torch.zeros(3)
+    targets = torch.tensor([0.5, 2.0, -3.0])
+    # Huber (beta 1): 0.5 * d^2 if |d| < 1 else |d| - 0.5
+    huber = [0.5 * 0.5**2, 2.0 - 0.5, 3.0 - 0.5]
+    assert torch.isclose(dqn_loss(values, targets), torch.tensor(sum(huber) / 3))
+    mse = [0.25, 4.0, 9.0]
+    assert torch.isclose(dqn_loss(values, targets, huber=False), torch.tensor(sum(mse) / 3))
+
+
+def test_dqn_loss_weights() -> None:
+    values = torch.zeros(3)
+    targets = torch.tensor([0.5, 2.0, -3.0])
+    weights = torch.tensor([1.0, 2.0, 0.0])
+    expected_huber = (1.0 * 0.125 + 2.0 * 1.5 + 0.0 * 2.5) / 3
+    assert torch.isclose(dqn_loss(values, targets, weights), torch.tensor(expected_huber))
+    expected_mse = (1.0 * 0.25 + 2.0 * 4.0 + 0.0 * 9.0) / 3
+    loss = dqn_loss(values, targets, weights, huber=False)
+    assert torch.isclose(loss, torch.tensor(expected_mse))
+
+
+def test_dqn_loss_does_not_backpropagate_into_targets() -> None:
+    values = torch.zeros(2, requires_grad=True)
+    targets = torch.ones(2, requires_grad=True)
+    dqn_loss(values, targets, huber=False).backward()
+    assert targets.grad is None
+    assert torch.allclose(values.grad, torch.tensor([-1.0, -1.0]))  # d/dv mean((v-1)^2)
+
+
+def test_ppo_policy_loss_exercises_every_clipping_branch() -> None:
+    clip = 0.2
+    ratio = torch.tensor([1.5, 0.5, 1.5, 0.5, 1.1])
+    advantages = torch.tensor([2.0, -1.0, -1.0, 1.0, 3.0])
+    old_log_probs = torch.tensor([-0.3, -1.2, -0.7, -2.0, -0.1])
+    log_probs = old_log_probs + torch.log(ratio)
+    terms = [
+        1.2 * 2.0,  # A > 0, ratio above 1 + clip: clipped
+        0.8 * -1.0,  # A < 0, ratio below 1 - clip: clipped
+        1.5 * -1.0,  # A < 0, ratio above 1 + clip: unclipped (pessimistic)
+        0.5 * 1.0,  # A > 0, ratio below 1 - clip: unclipped (pessimistic)
+        1.1 * 3.0,  # inside the clip range
+    ]
+    expected = -sum(terms) / 5  # -0.78
+    loss = ppo_policy_loss(log_probs, old_log_probs, advantages, clip)
+    assert math.isclose(float(loss), expected, rel_tol=1e-5)
+    assert math.isclose(float(loss), -0.78, rel_tol=1e-5)
+
+
+def test_ppo_policy_loss_gradient_vanishes_where_clipped() -> None:
+    advantages = torch.tensor([2.0, -1.0, -1.0])
+    old = torch.zeros(3)
+    log_probs = torch.log(torch.tensor([1.5, 0.5, 1.5])).requires_grad_()
+    ppo_policy_loss(log_probs, old, advantages, 0.2).backward()
+    # clipped branches have zero gradient; d(-r*A/3)/dlog r = -r*A/3 for the third
+    assert torch.allclose(log_probs.grad, torch.tensor([0.0, 0.0, 1.5 / 3]))
+
+
+def test_value_loss_with_and_without_clip() -> None:
+    values = torch.tensor([1.0, 2.0, 3.0, -1.0])
+    returns = torch.tensor([2.0, 2.0, 0.0, 1.0])
+    old_values = torch.tensor([0.0, 2.0, 2.8, -0.2])
+    unclipped = [1.0, 0.0, 9.0, 4.0]
+    assert math.isclose(float(value_loss(values, returns)), sum(unclipped) / 4, rel_tol=1e-6)
+    # clipped predictions: old + clamp(v - old, -0.5, 0.5) = [0.5, 2.0, 3.0, -0.7]
+    clipped = [(0.5 - 2.0) ** 2, 0.0, (3.0 - 0.0) ** 2, (-0.7 - 1.0) ** 2]
+    expected = sum(max(u, c) for u, c in zip(unclipped, clipped)) / 4  # 15.25 / 4
+    loss = value_loss(values, returns, old_values, clip=0.5)
+    assert math.isclose(float(loss), expected, rel_tol=1e-6)
+    assert math.isclose(float(loss), 3.8125, rel_tol=1e-6)
+    # clip without old values (or old values without clip) is plain MSE
+    assert math.isclose(float(value_loss(values, returns, clip=0.5)), 3.5, rel_tol=1e-6)
+    assert math.isclose(float(value_loss(values, returns, old_values)), 3.5, rel_tol=1e-6)
+
+
+def test_normalize() -> None:
+    assert torch.allclose(normalize(torch.tensor([1.0, 2.0, 3.0])), torch.tensor([-1.0, 0.0, 1.0]))
+    x = torch.tensor([3.0, -1.0, 7.0, 0.5])
+    y = normalize(x)
+    assert abs(float(y.mean())) < 1e-6
+    assert math.isclose(float(y.std()), 1.0, rel_tol=1e-6)
+
+
+def test_ppo_loss_total_is_weighted_sum_of_parts() -> None:
+    log_probs = torch.log(torch.tensor([1.5, 0.5, 1.0]))
+    old = torch.zeros(3)
+    advantages = torch.tensor([2.0, -1.0, 1.0])
+    values = torch.tensor([1.0, 0.0, 2.0])
+    returns = torch.tensor([0.0, 0.0, 0.0])
+    entropy = torch.tensor([0.6, 0.3, 0.9])
+    total, parts = ppo_loss(
+        log_probs, old, advantages, values, returns, entropy, 0.2,
+        value_coef=0.5, entropy_coef=0.01,
+    )
+    policy = -(1.2 * 2.0 + 0.8 * -1.0 + 1.0 * 1.0) / 3
+    value = (1.0 + 0.0 + 4.0) / 3
+    entropy_mean = 0.6
+    assert math.isclose(float(parts["policy"]), policy, rel_tol=1e-5)
+    assert math.isclose(float(parts["value"]), value, rel_tol=1e-5)
+    assert math.isclose(float(parts["entropy"]), entropy_mean, rel_tol=1e-5)
+    expected = policy + 0.5 * value - 0.01 * entropy_mean
+    assert math.isclose(float(total), expected, rel_tol=1e-5)
+    assert all(not p.requires_grad for p in parts.values())
+
+
+def test_ppo_loss_value_clip_is_passed_through() -> None:
+    args = (torch.zeros(2), torch.zeros(2), torch.ones(2))
+    values, returns = torch.tensor([2.0, 0.0]), torch.tensor([0.0, 0.0])
+    old_values = torch.tensor([0.0, 0.0])
+    _, plain = ppo_loss(*args, values, returns, torch.zeros(2), 0.2)
+    _, clipped = ppo_loss(
+        *args, values, returns, torch.zeros(2), 0.2, old_values=old_values, value_clip=0.5
+    )
+    assert math.isclose(float(plain["value"]), 2.0)
+    assert math.isclose(float(clipped["value"]), 2.0)  # max(4, 0.25) / 2: unclipped wins
+    values = torch.tensor([0.2, 0.0])
+    returns = torch.tensor([1.0, 0.0])
+    old_values = torch.tensor([-1.0, 0.0])
+    _, clipped = ppo_loss(
+        *args, values, returns, torch.zeros(2), 0.2, old_values=old_values, value_clip=0.5
+    )
+    # clipped prediction -0.5: (1.5)^2 = 2.25 > (0.8)^2 = 0.64
+    assert math.isclose(float(clipped["value"]), 2.25 / 2, rel_tol=1e-6)

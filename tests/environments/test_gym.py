@@ -1,0 +1,200 @@
+"""Tests of ``GymEnvironment`` and ``GymVectorEnvironment`` (looprl.environments)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from looprl.core import State, StateArray
+from looprl.environments import (
+    Environment,
+    GymEnvironment,
+    GymVectorEnvironment,
+    VectorEnvironment,
+    check_env_id,
+)
+
+
+# -- GymEnvironment ------------------------------------------------------------------------
+def test_reset_and_step_with_tensor_and_int_actions() -> None:
+    env = GymEnvironment("CartPole-v1", seed=0)
+    assert isinstance(env, Environment)
+    assert env.name == "CartPole-v1"
+    state = env.reset()
+    assert isinstance(state, State)
+    assert state.observation.shape == (4,)
+    assert state.observation.dtype == torch.float32
+    assert (state.reward, state.done, state.mask) == (0.0, False, 1.0)
+    assert env.state is state and env.done is False
+    for action in (torch.tensor(1), 0, torch.tensor([1]), np.int64(0)):
+        state = env.step(action)
+        assert state.reward == 1.0
+        assert env.state is state
+    env.close()
+
+
+def test_state_before_reset_raises() -> None:
+    env = GymEnvironment("CartPole-v1")
+    with pytest.raises(RuntimeError, match="reset"):
+        _ = env.state
+
+
+def test_spaces() -> None:
+    env = GymEnvironment("CartPole-v1")
+    assert env.action_space == gym.spaces.Discrete(2)
+    assert isinstance(env.observation_space, gym.spaces.Box)
+    assert env.observation_space.shape == (4,)
+    assert env.state_space is env.observation_space
+
+
+def test_episode_ends_with_done_and_zero_mask() -> None:
+    env = GymEnvironment("CartPole-v1", seed=1)
+    env.reset()
+    for _ in range(500):
+        state = env.step(1)  # always pushing right falls over quickly
+        if env.done:
+            break
+    assert env.done and state.done
+    assert state.mask == 0.0 and state.terminated and not state.truncated
+
+
+def test_same_seed_same_first_observation() -> None:
+    first = GymEnvironment("CartPole-v1", seed=123).reset().observation
+    again = GymEnvironment("CartPole-v1", seed=123).reset().observation
+    other = GymEnvironment("CartPole-v1", seed=124).reset().observation
+    assert torch.equal(first, again)
+    assert not torch.equal(first, other)
+    env = GymEnvironment("CartPole-v1")
+    assert torch.equal(env.reset(seed=123).observation, first)
+
+
+def test_unknown_id_suggests_close_match() -> None:
+    with pytest.raises(ValueError, match="Did you mean 'CartPole-v1'") as info:
+        GymEnvironment("CartPol-v1")
+    assert "CartPol-v1" in str(info.value)
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError):
+        check_env_id("NoSuchThingAtAll-v9")
+    check_env_id("CartPole-v1")  # no error for a registered id
+
+
+def test_wraps_existing_gym_env() -> None:
+    env = GymEnvironment(gym.make("CartPole-v1"))
+    assert env.name == "CartPole-v1"
+    assert env.reset().observation.shape == (4,)
+
+
+def test_truncation_keeps_mask_one() -> None:
+    env = GymEnvironment("CartPole-v1", seed=0, max_episode_steps=5)
+    env.reset()
+    states = [env.step(i % 2) for i in range(5)]  # alternate: does not fall in 5 steps
+    assert [s.done for s in states] == [False] * 4 + [True]
+    assert states[-1].mask == 1.0
+    assert states[-1].truncated and not states[-1].terminated
+    assert env.done
+
+
+def test_pendulum_continuous_actions() -> None:
+    env = GymEnvironment("Pendulum-v1", seed=0)
+    assert isinstance(env.action_space, gym.spaces.Box)
+    state = env.reset()
+    assert state.observation.shape == (3,) and state.observation.dtype == torch.float32
+    for action in (torch.tensor([0.5]), np.array([0.1], dtype=np.float32), 0.3):
+        state = env.step(action)
+        assert isinstance(state.reward, float) and state.reward <= 0.0
+        assert state.observation.shape == (3,)
+
+
+# -- GymVectorEnvironment ------------------------------------------------------------------
+def test_duplicate_shapes_and_dtypes() -> None:
+    env = GymEnvironment("CartPole-v1").duplicate(4)
+    assert isinstance(env, GymVectorEnvironment) and isinstance(env, VectorEnvironment)
+    assert env.n_envs == 4 and env.name == "CartPole-v1"
+    assert env.observation_space.shape == (4,)
+    assert env.action_space == gym.spaces.Discrete(2)
+    for state in (env.reset(), env.step(torch.ones(4, dtype=torch.long))):
+        assert isinstance(state, StateArray) and state.shape == (4,)
+        assert state.observation.shape == (4, 4)
+        assert state.observation.dtype == torch.float32
+        assert state.reward.dtype == torch.float32 and state.reward.shape == (4,)
+        assert state.done.dtype == torch.bool and state.done.shape == (4,)
+        assert state.mask.dtype == torch.float32 and state.mask.shape == (4,)
+    assert env.state is env.state_array
+    env.close()
+
+
+def test_vector_reset_values() -> None:
+    env = GymVectorEnvironment("CartPole-v1", 3, seed=7)
+    state = env.reset()
+    assert torch.equal(state.reward, torch.zeros(3))
+    assert not state.done.any()
+    assert torch.equal(state.mask, torch.ones(3))
+    again = GymVectorEnvironment("CartPole-v1", 3, seed=7).reset()
+    assert torch.equal(state.observation, again.observation)
+
+
+def test_next_step_autoreset() -> None:
+    env = GymVectorEnvironment("CartPole-v1", 4, seed=0)
+    env.reset()
+    checked = 0
+    for _ in range(200):
+        previous = env.state
+        state = env.step(torch.ones(4, dtype=torch.long))  # falls over after ~10 steps
+        rows = previous.done
+        if rows.any():
+            assert torch.equal(state.reward[rows], torch.zeros(int(rows.sum())))
+            assert not state.done[rows].any()
+            assert torch.equal(state.mask[rows], torch.ones(int(rows.sum())))
+            checked += int(rows.sum())
+        live = ~previous.done
+        assert torch.equal(state.reward[live], torch.ones(int(live.sum())))
+        if checked >= 4:
+            break
+    assert checked >= 4
+    done_state = previous
+    assert torch.equal(done_state.mask[done_state.done], torch.zeros(int(done_state.done.sum())))
+
+
+def test_vector_truncation_keeps_mask_one() -> None:
+    env = GymVectorEnvironment("CartPole-v1", 2, seed=0, max_episode_steps=5)
+    env.reset()
+    for t in range(5):
+        state = env.step(torch.tensor([t % 2, 1 - t % 2]))
+        if t < 4:
+            assert not state.done.any()
+    assert torch.equal(state.done, torch.tensor([True, True]))
+    assert torch.equal(state.mask, torch.ones(2))
+    assert torch.equal(state.truncated, torch.tensor([True, True]))
+    after = env.step(torch.tensor([0, 0]))
+    assert not after.done.any() and torch.equal(after.reward, torch.zeros(2))
+
+
+def test_duplicate_keeps_make_kwargs() -> None:
+    env = GymEnvironment("CartPole-v1", max_episode_steps=5).duplicate(2)
+    env.reset()
+    for t in range(5):
+        state = env.step(torch.tensor([t % 2, 1 - t % 2]))
+    assert state.done.all()
+
+
+def test_pendulum_vector_uses_sync_fallback() -> None:
+    env = GymEnvironment("Pendulum-v1").duplicate(3)
+    assert isinstance(env.env, gym.vector.SyncVectorEnv)
+    assert isinstance(env.action_space, gym.spaces.Box)
+    env.reset()
+    state = env.step(torch.zeros(3, 1))
+    assert state.observation.shape == (3, 3) and state.observation.dtype == torch.float32
+    assert state.reward.shape == (3,) and (state.reward <= 0).all()
+    assert not state.done.any()
+
+
+def test_cartpole_vector_is_native() -> None:
+    env = GymVectorEnvironment("CartPole-v1", 2)
+    assert not isinstance(env.env, gym.vector.SyncVectorEnv)
+
+
+def test_vector_unknown_id() -> None:
+    with pytest.raises(ValueError, match="Did you mean"):
+        GymVectorEnvironment("CartPol-v1", 2)

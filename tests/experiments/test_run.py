@@ -1,0 +1,219 @@
+"""Tests of ``run_experiment`` and the experiment loops (looprl.experiments)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from looprl.environments import GymEnvironment, GymVectorEnvironment
+from looprl.experiments import (
+    ExperimentResult,
+    ParallelEnvExperiment,
+    SingleEnvExperiment,
+    make_experiment,
+    run_experiment,
+)
+from looprl.presets.classic_control import dqn, ppo
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+HEADER = ["frame", "mean", "std", "max", "min"]
+SMALL_DQN = dqn.hyperparameters(
+    replay_start_size=200, update_frequency=16, gradient_steps=4, hidden=32
+)
+# a tiny learning rate keeps CartPole episodes short, so 3000 frames hold >= 100 episodes
+SLOW_PPO = ppo.hyperparameters(lr=1e-6)
+
+
+def _scalar_tags(log_dir: str) -> set[str]:
+    accumulator = EventAccumulator(log_dir, size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return set(accumulator.Tags()["scalars"])
+
+
+def _returns100(run_dir: Path) -> list[list[float]]:
+    with open(run_dir / "returns100.csv", newline="") as file:
+        rows = list(csv.reader(file))
+    assert rows[0] == HEADER
+    return [[float(v) for v in row] for row in rows[1:]]
+
+
+def test_run_experiment_ppo_writes_logs(tmp_path: Path) -> None:
+    results = run_experiment(
+        SLOW_PPO, GymEnvironment("CartPole-v1"), 3000,
+        logdir=str(tmp_path), quiet=True, test_episodes=5, seed=0,
+    )
+    assert len(results) == 1
+    result = results[0]
+    assert isinstance(result, ExperimentResult)
+    assert (result.agent, result.env) == ("ppo", "CartPole-v1")
+    assert result.frames >= 3000 and result.frames % 8 == 0
+    assert result.episodes >= 100
+    assert len(result.test_returns) == 5
+    assert all(1.0 <= r <= 500.0 for r in result.test_returns)
+    assert result.test_mean == pytest.approx(sum(result.test_returns) / 5)
+    run_dir = Path(result.log_dir)
+    assert run_dir == tmp_path / "ppo" / "CartPole-v1"
+    rows = _returns100(run_dir)
+    assert len(rows) == result.episodes // 100
+    for frame, mean, std, high, low in rows:
+        assert 0 < frame <= result.frames
+        assert low <= mean <= high and std >= 0
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["agent"] == "ppo" and meta["env"] == "CartPole-v1"
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    test_csv = (run_dir / "test_returns.csv").read_text().split()
+    assert test_csv[0] == "return" and len(test_csv) == 6
+    tags = _scalar_tags(str(run_dir))
+    assert "eval/returns/episode" in tags
+    assert "loss/policy" in tags and "loss/value" in tags
+    assert "summary/test_returns/mean" in tags
+
+
+def test_run_experiment_dqn_small_budget(tmp_path: Path) -> None:
+    (result,) = run_experiment(
+        SMALL_DQN, GymEnvironment("CartPole-v1"), 2000,
+        logdir=str(tmp_path), quiet=True, test_episodes=3, seed=0,
+    )
+    assert (result.agent, result.env) == ("dqn", "CartPole-v1")
+    assert 2000 <= result.frames < 2000 + 500  # the last episode is finished
+    assert len(result.test_returns) == 3
+    run_dir = Path(result.log_dir)
+    assert len(_returns100(run_dir)) == result.episodes // 100
+    assert (run_dir / "run.json").exists()
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    assert "loss/q" in _scalar_tags(str(run_dir))
+
+
+def test_run_experiment_verbose_false_writes_no_losses(tmp_path: Path) -> None:
+    (result,) = run_experiment(
+        SMALL_DQN, GymEnvironment("CartPole-v1"), 500,
+        logdir=str(tmp_path), quiet=True, test_episodes=1, verbose=False,
+        seed=0,
+    )
+    tags = _scalar_tags(result.log_dir)
+    assert "eval/returns/episode" in tags
+    assert not any(tag.startswith("loss/") for tag in tags)
+
+
+def test_run_experiment_zero_test_episodes(tmp_path: Path) -> None:
+    (result,) = run_experiment(
+        SMALL_DQN, GymEnvironment("CartPole-v1"), 100,
+        logdir=str(tmp_path), quiet=True, test_episodes=0,
+    )
+    assert result.test_returns == []
+    assert not (Path(result.log_dir) / "test_returns.csv").exists()
+
+
+def test_quiet_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    run_experiment(
+        [SMALL_DQN, SLOW_PPO], GymEnvironment("CartPole-v1"), 300,
+        logdir=str(tmp_path), quiet=True, test_episodes=2,
+    )
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_not_quiet_draws_progress(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    run_experiment(
+        SMALL_DQN, GymEnvironment("CartPole-v1"), 300,
+        logdir=str(tmp_path), quiet=False, test_episodes=1,
+    )
+    out, err = capfd.readouterr()
+    assert "frames" in out + err
+
+
+def test_single_env_experiment_train_twice_continues(tmp_path: Path) -> None:
+    preset = SMALL_DQN.env(GymEnvironment("CartPole-v1")).build()
+    experiment = make_experiment(
+        preset, GymEnvironment("CartPole-v1"), logdir=str(tmp_path), quiet=True, seed=1
+    )
+    assert isinstance(experiment, SingleEnvExperiment)
+    experiment.train(frames=300)
+    frame, episode = experiment.frame, experiment.episode
+    assert frame >= 300 and episode >= 1
+    experiment.train(frames=600)
+    assert experiment.frame >= 600 and experiment.frame > frame
+    assert experiment.episode > episode
+    episode = experiment.episode
+    experiment.train(episodes=episode + 2)
+    assert experiment.episode == episode + 2
+    returns = experiment.test(episodes=3)
+    assert len(returns) == 3 and experiment.test_returns == returns
+    with pytest.raises(ValueError, match="budget"):
+        experiment.train()
+    experiment.close()
+
+
+def test_parallel_env_experiment_train_twice_continues(tmp_path: Path) -> None:
+    preset = ppo.hyperparameters(n_envs=4, n_steps=16).env(GymEnvironment("CartPole-v1")).build()
+    experiment = make_experiment(
+        preset, GymEnvironment("CartPole-v1"), logdir=str(tmp_path), quiet=True, train_steps=1000
+    )
+    assert isinstance(experiment, ParallelEnvExperiment)
+    experiment.train(frames=300)
+    assert experiment.frame == 300
+    episodes = experiment.episode
+    experiment.train(frames=600)
+    assert experiment.frame == 600
+    assert experiment.episode >= episodes
+    experiment.close()
+
+
+@pytest.mark.parametrize("episodes", [1, 3, 4, 9])
+def test_parallel_env_experiment_test_returns_exactly_episodes(
+    tmp_path: Path, episodes: int
+) -> None:
+    preset = ppo.hyperparameters(n_envs=4).env(GymEnvironment("CartPole-v1")).build()
+    experiment = ParallelEnvExperiment(
+        preset, GymEnvironment("CartPole-v1"), logdir=str(tmp_path), quiet=True
+    )
+    assert experiment.vector_env.n_envs == 4
+    returns = experiment.test(episodes=episodes)
+    assert len(returns) == episodes
+    assert all(r >= 1.0 for r in returns)
+    experiment.close()
+
+
+def test_parallel_env_experiment_accepts_vector_env(tmp_path: Path) -> None:
+    vector_env = GymVectorEnvironment("CartPole-v1", 2)
+    preset = ppo.hyperparameters(n_envs=2, n_steps=8).env(vector_env).build()
+    experiment = ParallelEnvExperiment(preset, vector_env, logdir=str(tmp_path), quiet=True)
+    assert experiment.vector_env is vector_env
+    experiment.train(frames=40)
+    assert experiment.frame == 40
+    assert len(experiment.test(episodes=3)) == 3
+    with pytest.raises(TypeError):
+        ParallelEnvExperiment(preset, "CartPole-v1", logdir=str(tmp_path))
+
+
+def _episode_returns(log_dir: str) -> list[float]:
+    accumulator = EventAccumulator(log_dir, size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return [event.value for event in accumulator.Scalars("eval/returns/episode")]
+
+
+def test_seeded_run_experiment_is_reproducible(tmp_path: Path) -> None:
+    runs = [
+        run_experiment(
+            SMALL_DQN, GymEnvironment("CartPole-v1"), 1000,
+            logdir=str(tmp_path), quiet=True, test_episodes=3, seed=0,
+        )[0]
+        for _ in range(2)
+    ]
+    assert runs[0].log_dir != runs[1].log_dir
+    assert _episode_returns(runs[0].log_dir) == _episode_returns(runs[1].log_dir)
+    assert runs[0].test_returns == runs[1].test_returns

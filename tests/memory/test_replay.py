@@ -1,0 +1,153 @@
+"""Tests of ``ExperienceReplayBuffer`` (looprl.memory.replay)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from looprl.core import State, StateArray
+from looprl.memory import ExperienceReplayBuffer
+
+
+def _state(i: int, **kwargs) -> State:
+    return State(torch.full((2,), float(i)), **kwargs)
+
+
+def _fill(buffer: ExperienceReplayBuffer, n: int) -> None:
+    """Store transitions i -> i+1 with action i % 2 and reward i."""
+    for i in range(n):
+        buffer.store(_state(i), i % 2, _state(i + 1, reward=float(i)))
+
+
+def test_store_none_is_skipped() -> None:
+    buffer = ExperienceReplayBuffer(10)
+    buffer.store(None, None, _state(0))
+    assert len(buffer) == 0
+
+
+def test_sample_shapes_and_types() -> None:
+    buffer = ExperienceReplayBuffer(10, generator=torch.Generator().manual_seed(0))
+    _fill(buffer, 4)
+    states, actions, rewards, next_states, weights = buffer.sample(7)
+    assert isinstance(states, StateArray) and states.shape == (7,)
+    assert isinstance(next_states, StateArray) and next_states.shape == (7,)
+    assert states.observation.shape == (7, 2)
+    assert next_states.observation.shape == (7, 2)
+    assert actions.shape == (7,) and actions.dtype == torch.int64
+    assert rewards.shape == (7,) and rewards.dtype == torch.float32
+    assert torch.equal(weights, torch.ones(7))
+    # every sampled transition is one of the stored ones: next = obs + 1, reward = obs
+    assert torch.equal(next_states.observation, states.observation + 1)
+    assert torch.equal(rewards, states.observation[:, 0])
+    assert torch.equal(actions, states.observation[:, 0].long() % 2)
+    assert torch.equal(next_states.reward, rewards)
+
+
+def test_gather_values_in_store_order() -> None:
+    buffer = ExperienceReplayBuffer(10)
+    _fill(buffer, 3)
+    states, actions, rewards, next_states, _ = buffer.gather(torch.arange(3))
+    assert torch.equal(states.observation[:, 0], torch.tensor([0.0, 1.0, 2.0]))
+    assert torch.equal(actions, torch.tensor([0, 1, 0]))
+    assert torch.equal(rewards, torch.tensor([0.0, 1.0, 2.0]))
+    assert torch.equal(next_states.observation[:, 1], torch.tensor([1.0, 2.0, 3.0]))
+    assert torch.equal(next_states.mask, torch.ones(3))
+
+
+def test_transitions_out_of_done_states_are_skipped() -> None:
+    buffer = ExperienceReplayBuffer(10)
+    buffer.store(_state(0, done=True), 1, _state(1))
+    terminal = State.from_gym((np.zeros(2), 1.0, False, True, {}))  # truncated: done too
+    buffer.store(terminal, 1, _state(1))
+    assert len(buffer) == 0
+
+
+def test_next_states_mask_termination_vs_truncation() -> None:
+    buffer = ExperienceReplayBuffer(10)
+    terminated = State.from_gym((np.ones(2), 2.0, True, False, {}))
+    truncated = State.from_gym((np.ones(2), 3.0, False, True, {}))
+    buffer.store(_state(0), 0, terminated)
+    buffer.store(_state(0), 1, truncated)
+    _, actions, rewards, next_states, _ = buffer.gather(torch.arange(2))
+    assert torch.equal(actions, torch.tensor([0, 1]))
+    assert torch.equal(rewards, torch.tensor([2.0, 3.0]))
+    assert torch.equal(next_states.mask, torch.tensor([0.0, 1.0]))
+    assert torch.equal(next_states.done, torch.tensor([True, True]))
+    assert torch.equal(next_states.terminated, torch.tensor([True, False]))
+    assert torch.equal(next_states.truncated, torch.tensor([False, True]))
+
+
+def test_ring_overwrites_oldest() -> None:
+    buffer = ExperienceReplayBuffer(3)
+    _fill(buffer, 5)
+    assert len(buffer) == 3
+    states, actions, rewards, _, _ = buffer.gather(torch.arange(3))
+    # slots 0 and 1 were overwritten by transitions 3 and 4; slot 2 still holds 2
+    assert torch.equal(states.observation[:, 0], torch.tensor([3.0, 4.0, 2.0]))
+    assert torch.equal(rewards, torch.tensor([3.0, 4.0, 2.0]))
+    assert torch.equal(actions, torch.tensor([1, 0, 0]))
+    sampled = buffer.sample(50)[0].observation[:, 0]
+    assert set(sampled.tolist()) <= {2.0, 3.0, 4.0}
+
+
+def test_batch_store_skips_done_rows() -> None:
+    buffer = ExperienceReplayBuffer(100)
+    state = StateArray(
+        {
+            "observation": torch.arange(4.0).unsqueeze(1),
+            "done": torch.tensor([False, True, False, False]),
+        },
+        (4,),
+    )
+    next_state = StateArray(
+        {
+            "observation": torch.arange(4.0).unsqueeze(1) + 10,
+            "reward": torch.tensor([1.0, 2.0, 3.0, 4.0]),
+            "mask": torch.tensor([1.0, 1.0, 0.0, 1.0]),
+            "done": torch.tensor([False, False, True, False]),
+        },
+        (4,),
+    )
+    buffer.store(state, torch.tensor([0, 1, 2, 3]), next_state)
+    assert len(buffer) == 3
+    states, actions, rewards, next_states, _ = buffer.gather(torch.arange(3))
+    assert torch.equal(states.observation.squeeze(1), torch.tensor([0.0, 2.0, 3.0]))
+    assert torch.equal(actions, torch.tensor([0, 2, 3]))
+    assert torch.equal(rewards, torch.tensor([1.0, 3.0, 4.0]))
+    assert torch.equal(next_states.observation.squeeze(1), torch.tensor([10.0, 12.0, 13.0]))
+    assert torch.equal(next_states.mask, torch.tensor([1.0, 0.0, 1.0]))
+
+
+def test_batch_store_all_done_stores_nothing() -> None:
+    buffer = ExperienceReplayBuffer(10)
+    state = StateArray({"observation": torch.zeros(2, 1), "done": torch.ones(2, dtype=bool)}, (2,))
+    buffer.store(state, torch.zeros(2, dtype=torch.long), state)
+    assert len(buffer) == 0
+
+
+def test_batch_store_wraps_around() -> None:
+    buffer = ExperienceReplayBuffer(4)
+    _fill(buffer, 3)  # position 3
+    state = StateArray({"observation": torch.full((2, 2), 7.0)}, (2,))
+    next_state = StateArray({"observation": torch.full((2, 2), 8.0)}, (2,))
+    buffer.store(state, torch.tensor([1, 1]), next_state)
+    assert len(buffer) == 4
+    states = buffer.gather(torch.arange(4))[0]
+    assert torch.equal(states.observation[:, 0], torch.tensor([7.0, 1.0, 2.0, 7.0]))
+
+
+def test_invalid_size_and_empty_sample() -> None:
+    with pytest.raises(ValueError):
+        ExperienceReplayBuffer(0)
+    with pytest.raises(RuntimeError, match="empty"):
+        ExperienceReplayBuffer(3).sample(2)
+
+
+def test_generator_makes_sampling_reproducible() -> None:
+    def draw() -> torch.Tensor:
+        buffer = ExperienceReplayBuffer(20, generator=torch.Generator().manual_seed(5))
+        _fill(buffer, 20)
+        return buffer.sample(10)[0].observation
+
+    assert torch.equal(draw(), draw())

@@ -1,0 +1,189 @@
+"""Tests of the preset builder and the classic-control presets (looprl.presets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import looprl.presets
+from looprl.agents import DQN, PPO, DQNTestAgent, PPOTestAgent
+from looprl.core import ParallelPreset, Preset, State, StateArray
+from looprl.environments import GymEnvironment
+from looprl.presets import UnknownHyperparameterError, classic_control, default_device, load_preset
+from looprl.presets.classic_control import dqn, ppo
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def cartpole() -> GymEnvironment:
+    return GymEnvironment("CartPole-v1")
+
+
+def _states(n: int = 16) -> StateArray:
+    observation = torch.randn(n, 4, generator=torch.Generator().manual_seed(3))
+    return StateArray({"observation": observation}, (n,))
+
+
+def _perturb(model: torch.nn.Module) -> None:
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter))
+
+
+def test_builder_is_immutable() -> None:
+    default_lr = dqn.hyperparameter_defaults["lr"]
+    changed = dqn.hyperparameters(lr=0.5)
+    assert changed is not dqn
+    assert changed.hyperparameters(hidden=8) is not changed
+    env = GymEnvironment("CartPole-v1")
+    assert changed.env(env).device("cpu").build().hyperparameters["lr"] == 0.5
+    assert dqn.env(env).device("cpu").build().hyperparameters["lr"] == default_lr
+    named = ppo.name("my_ppo")
+    assert named.env(env).build().name == "my_ppo"
+    assert ppo.env(env).build().name == "ppo"
+    with_env = dqn.env(env)
+    assert with_env is not dqn
+    with pytest.raises(ValueError):
+        dqn.build()  # the original builder still has no environment
+
+
+def test_hyperparameters_accumulate() -> None:
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.hyperparameters(lr=0.1).hyperparameters(hidden=8).env(env).build()
+    assert preset.hyperparameters["lr"] == 0.1 and preset.hyperparameters["hidden"] == 8
+    assert preset.hyperparameters["minibatch_size"] == dqn.hyperparameter_defaults["minibatch_size"]
+
+
+def test_unknown_hyperparameter_error() -> None:
+    with pytest.raises(UnknownHyperparameterError) as info:
+        dqn.hyperparameters(lrr=0.1)
+    error = info.value
+    assert isinstance(error, KeyError)
+    message = str(error)
+    assert "\n" not in message
+    assert "'lrr'" in message
+    assert "Did you mean 'lr'?" in message
+    for name in dqn.hyperparameter_defaults:
+        assert name in message
+    assert not message.startswith('"')  # not KeyError's quoted repr
+
+
+def test_unknown_hyperparameter_without_close_match() -> None:
+    with pytest.raises(KeyError) as info:
+        ppo.hyperparameters(zzzzzz=1)
+    assert "Did you mean" not in str(info.value)
+    assert "n_steps" in str(info.value)
+
+
+def test_build_without_env_raises() -> None:
+    with pytest.raises(ValueError, match=r"\.env"):
+        ppo.build()
+
+
+@pytest.mark.parametrize("builder, name", [(dqn, "DQN"), (ppo, "PPO")])
+def test_continuous_env_is_rejected(builder, name: str) -> None:
+    with pytest.raises(ValueError, match="discrete") as info:
+        builder.env(GymEnvironment("Pendulum-v1")).build()
+    assert name in str(info.value) and "Pendulum-v1" in str(info.value)
+
+
+def test_default_device_is_cpu_here(cartpole: GymEnvironment) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is available")
+    assert default_device() == "cpu"
+    preset = dqn.env(cartpole).build()
+    assert preset.device == "cpu"
+    assert next(preset.model.parameters()).device.type == "cpu"
+
+
+def test_families_and_types(cartpole: GymEnvironment) -> None:
+    assert classic_control.dqn is dqn and classic_control.ppo is ppo
+    dqn_preset = dqn.env(cartpole).build()
+    ppo_preset = ppo.env(cartpole).build()
+    assert isinstance(dqn_preset, Preset) and not isinstance(dqn_preset, ParallelPreset)
+    assert isinstance(ppo_preset, ParallelPreset)
+    assert ppo_preset.n_envs == ppo.hyperparameter_defaults["n_envs"]
+    assert isinstance(dqn_preset.agent(), DQN) and isinstance(dqn_preset.test_agent(), DQNTestAgent)
+    assert isinstance(ppo_preset.agent(), PPO) and isinstance(ppo_preset.test_agent(), PPOTestAgent)
+
+
+def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:
+    preset = dqn.hyperparameters(hidden=16).env(cartpole).build()
+    first, second = preset.agent(), preset.agent()
+    states = _states()
+    assert first.policy.q.model.model is preset.model
+    assert second.policy.q.model.model is preset.model
+    test_agent = preset.test_agent()
+    q_before = test_agent.policy.q.no_grad(states)
+    assert torch.allclose(q_before, first.policy.q.no_grad(states))
+    _perturb(preset.model)
+    assert torch.equal(test_agent.policy.q.no_grad(states), q_before)  # a copy
+    assert not torch.allclose(first.policy.q.no_grad(states), q_before)  # shared
+    assert torch.equal(first.policy.q.no_grad(states), second.policy.q.no_grad(states))
+    fresh = preset.test_agent()
+    assert torch.equal(fresh.policy.q.no_grad(states), first.policy.q.no_grad(states))
+
+
+def test_ppo_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:
+    preset = ppo.hyperparameters(hidden=16).env(cartpole).build()
+    agent = preset.agent()
+    assert agent.policy.approximation.model is preset.model
+    states = _states()
+    test_agent = preset.test_agent()
+    parallel = preset.parallel_test_agent()
+    logits_before = test_agent.policy.module(states.observation)[0].detach()
+    _perturb(preset.model)
+    assert torch.equal(test_agent.policy.module(states.observation)[0].detach(), logits_before)
+    after = preset.model(states.observation)[0].detach()
+    assert not torch.allclose(after, logits_before)
+    assert torch.equal(preset.test_agent().act(states), after.argmax(-1))
+    assert parallel.policy.module is not preset.model
+
+
+def test_training_changes_shared_weights_not_test_copy(cartpole: GymEnvironment) -> None:
+    preset = dqn.hyperparameters(
+        hidden=16, replay_start_size=10, update_frequency=1, gradient_steps=1, minibatch_size=8
+    ).env(cartpole).build()
+    test_agent = preset.test_agent()
+    states = _states()
+    q_test = test_agent.policy.q.no_grad(states)
+    agent = preset.agent()
+    env = GymEnvironment("CartPole-v1", seed=0)
+    env.reset()
+    for _ in range(30):
+        action = agent.act(env.state)
+        if env.done:
+            env.reset()
+        else:
+            env.step(action)
+    assert torch.equal(test_agent.policy.q.no_grad(states), q_test)
+    assert not torch.allclose(preset.test_agent().policy.q.no_grad(states), q_test)
+
+
+@pytest.mark.parametrize("builder", [dqn, ppo])
+def test_save_and_load_preset(builder, cartpole: GymEnvironment, tmp_path: Path) -> None:
+    preset = builder.hyperparameters(hidden=16).env(cartpole).build()
+    _perturb(preset.model)  # not the freshly initialized weights
+    path = tmp_path / "preset.pt"
+    preset.save(str(path))
+    assert path.stat().st_size > 0
+    loaded = load_preset(str(path))
+    assert type(loaded) is type(preset)
+    assert loaded.hyperparameters == preset.hyperparameters
+    assert str(loaded.device) == "cpu"
+    states = _states(64)
+    assert torch.equal(loaded.test_agent().act(states), preset.test_agent().act(states))
+    single = State(states.observation[0])
+    assert torch.equal(loaded.test_agent().act(single), preset.test_agent().act(single))
+    assert loaded.model is not preset.model
+    assert looprl.presets.load_preset is load_preset

@@ -1,0 +1,244 @@
+"""Tests of the ``looprl`` command (looprl.cli), in-process and as a subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import looprl.experiments.watch as watch_module
+from looprl.cli import available_agents, main, parse_hyperparameters
+from looprl.environments import GymEnvironment
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# A tiny learning rate keeps CartPole episodes short (~20 steps), so that 3000 frames hold
+# more than 100 episodes and returns100.csv gets a row to plot (with fewer, `train` prints no plot).
+TRAIN = ["train", "ppo", "CartPole-v1", "lr=1e-6", "--frames", "3000", "--test-episodes", "3"]
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """``looprl train`` sets torch's thread count; keep it from leaking into other tests."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _no_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One in-process ``looprl train`` run: (logdir, its stdout)."""
+    logdir = tmp_path_factory.mktemp("cli_runs")
+    threads = torch.get_num_threads()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([*TRAIN, "--logdir", str(logdir), "--quiet", "--seed", "0"])
+    torch.set_num_threads(threads)
+    assert code == 0
+    return logdir, out.getvalue()
+
+
+def _error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("looprl: error: ")
+    return lines[0]
+
+
+# -- train ---------------------------------------------------------------------------------
+def test_train_writes_run_directory(trained: tuple[Path, str]) -> None:
+    logdir, stdout = trained
+    run_dir = logdir / "ppo" / "CartPole-v1"
+    assert (run_dir / "preset.pt").stat().st_size > 0
+    assert (run_dir / "returns100.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert (run_dir / "returns100.csv").read_text().startswith("frame,mean,std,max,min\n")
+    assert (run_dir / "run.json").exists()
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    lines = stdout.splitlines()
+    assert lines[0].startswith("ppo on CartPole-v1: 3000 frames, ")
+    assert any(line.startswith("evaluation: mean return ") and "over 3 episodes" in line
+               for line in lines)
+    assert any(line.startswith("logs:") and str(run_dir) in line for line in lines)
+    assert any(line.startswith("plot:") and str(run_dir / "returns100.png") in line
+               for line in lines)
+    assert any(line.startswith("preset:") and "preset.pt" in line for line in lines)
+
+
+def test_train_quiet_prints_only_the_summary(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # never trains and always explores: a fast agent with ~22-step episodes, so that
+    # 3000 frames hold the 100 episodes that returns100.csv needs for a row to plot
+    argv = ["train", "dqn", "CartPole-v1", "hidden=16", "replay_start_size=1000000",
+            "final_exploration=1.0", "--frames", "3000", "--test-episodes", "1",
+            "--logdir", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    out, err = capfd.readouterr()
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("dqn on CartPole-v1: ")
+    assert [line.split(":")[0] for line in lines[1:]] == ["evaluation", "logs", "plot", "preset"]
+    assert (tmp_path / "dqn" / "CartPole-v1" / "preset.pt").exists()
+
+
+def test_hyperparameters_after_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["train", "dqn", "CartPole-v1", "--frames", "3000", "--test-episodes", "1",
+            "--logdir", str(tmp_path), "--quiet", "hidden=16", "replay_start_size=1000000"]
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 0
+
+
+def test_train_as_a_subprocess(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("looprl")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "looprl.cli"]
+    done = subprocess.run(
+        [*command, *TRAIN, "--logdir", str(tmp_path), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "LOOPRL_DEBUG": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "evaluation: mean return" in done.stdout
+    assert (tmp_path / "ppo" / "CartPole-v1" / "preset.pt").exists()
+    assert (tmp_path / "ppo" / "CartPole-v1" / "returns100.png").exists()
+
+
+def test_short_train_run_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["train", "ppo", "CartPole-v1", "--frames", "400", "--test-episodes", "1",
+                 "--logdir", str(tmp_path), "--quiet"])
+    assert code == 0
+    assert "evaluation: mean return" in capsys.readouterr().out
+
+
+# -- errors: exit 2 with one line ----------------------------------------------------------------
+def test_unknown_env(capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["train", "ppo", "CartPol-v1", "--quiet"])
+    assert "'CartPol-v1'" in line and "Did you mean 'CartPole-v1'" in line
+
+
+def test_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["train", "dqnn", "CartPole-v1", "--quiet"])
+    assert "'dqnn'" in line
+    assert "dqn" in line.split("Available:")[1] and "ppo" in line.split("Available:")[1]
+
+
+def test_unknown_hyperparameter(capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["train", "ppo", "CartPole-v1", "lrr=0.1", "--quiet"])
+    assert "'lrr'" in line and "Did you mean 'lr'?" in line and "n_steps" in line
+
+
+def test_dqn_on_continuous_env(capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["train", "dqn", "Pendulum-v1", "--quiet"])
+    assert "DQN" in line and "discrete" in line and "Pendulum-v1" in line
+
+
+def test_malformed_hyperparameter(capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["train", "ppo", "CartPole-v1", "lr", "--quiet"])
+    assert "key=value" in line
+
+
+def test_invalid_hyperparameter_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _error_line(capsys, ["train", "ppo", "CartPole-v1", "n_envs=0", "--frames", "100",
+                         "--logdir", str(tmp_path), "--quiet"])
+
+
+def test_watch_missing_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["watch", str(tmp_path / "nothing")])
+    assert "No saved preset" in line
+
+
+def test_plot_empty_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["plot", str(tmp_path)])
+    assert "returns100.csv" in line
+
+
+def test_bad_usage_exits_2() -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["fly"])
+    assert info.value.code == 2
+
+
+def test_parse_hyperparameters_and_agents() -> None:
+    parsed = parse_hyperparameters(["lr=1e-3", "hidden=128", "huber=False", "name=abc"])
+    assert parsed == {"lr": 0.001, "hidden": 128, "huber": False, "name": "abc"}
+    agents = available_agents()
+    assert {"dqn", "ppo", "classic_control.dqn", "classic_control.ppo"} <= set(agents)
+    assert agents["ppo"] is agents["classic_control.ppo"]
+
+
+# -- plot and watch --------------------------------------------------------------------------
+def test_plot(trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    logdir, _ = trained
+    assert main(["plot", str(logdir)]) == 0
+    path = Path(capsys.readouterr().out.strip())
+    assert path == logdir / "returns100.png"
+    assert path.read_bytes().startswith(PNG_SIGNATURE)
+
+
+class _FakeRenderEnv(GymEnvironment):
+    """Renders a distinct small frame per call, without pygame."""
+
+    def render(self, **kwargs):
+        self._frames = getattr(self, "_frames", 0) + 1
+        return np.full((8, 8, 3), self._frames % 256, dtype=np.uint8)
+
+
+def _gif_frames(path: Path) -> int:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.n_frames
+
+
+def test_watch_writes_gif_without_display(
+    trained: tuple[Path, str], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(watch_module, "GymEnvironment", _FakeRenderEnv)
+    run_dir = trained[0] / "ppo" / "CartPole-v1"
+    assert main(["watch", str(run_dir), "--episodes", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    gif = run_dir / "watch.gif"
+    assert out[-1] == f"animation: {gif}"
+    assert out[0].startswith("episode 1: return ")
+    episode_return = float(out[0].split("return ")[1])
+    assert gif.read_bytes()[:6] == b"GIF89a"
+    assert _gif_frames(gif) == int(episode_return) + 1  # one frame per state
+    gif.unlink()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pygame") is None, reason="needs pygame")
+def test_watch_renders_cartpole_with_pygame(
+    trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = trained[0] / "ppo" / "CartPole-v1"
+    assert main(["watch", str(run_dir), "--episodes", "1"]) == 0
+    assert (run_dir / "watch.gif").read_bytes()[:6] == b"GIF89a"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pygame") is not None, reason="pygame installed")
+def test_watch_without_pygame_is_a_one_line_error(
+    trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _error_line(capsys, ["watch", str(trained[0] / "ppo" / "CartPole-v1"), "--episodes", "1"])

@@ -1,0 +1,47 @@
+"""Learning checks: short, seeded training runs that only a working algorithm passes.
+
+A random policy scores about 22 on CartPole-v1; 195 is the classic "solved" bar of v0.
+Like the learning benchmarks, the agent is evaluated (greedy test agent, 10 episodes)
+every few thousand frames and passes when an evaluation reaches the bar within budget.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment
+from looprl.experiments import make_experiment
+from looprl.presets.classic_control import dqn, ppo
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize(
+    ("builder", "frames", "eval_every"),
+    [(ppo, 60_000, 4096), (dqn, 50_000, 5_000)],
+    ids=["ppo", "dqn"],
+)
+def test_solves_cartpole(builder, frames, eval_every, tmp_path):
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.env(env).device("cpu").build()
+    experiment = make_experiment(
+        preset, env, train_steps=frames, logdir=str(tmp_path), quiet=True, verbose=False, seed=1
+    )
+    evaluations = []
+    for target in range(eval_every, frames + 1, eval_every):
+        experiment.train(frames=target)
+        evaluations.append(sum(experiment.test(episodes=10)) / 10)
+        if evaluations[-1] >= 195:
+            break
+    experiment.close()
+    assert max(evaluations) >= 195, f"{preset.name} evaluations: {evaluations}"
+    assert experiment.episode > 0
+    csv = tmp_path / preset.name / "CartPole-v1" / "returns100.csv"
+    assert csv.read_text().startswith("frame,mean,std,max,min")

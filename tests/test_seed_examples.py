@@ -1,0 +1,286 @@
+"""Every example call of seed 003 (the autonomous-learning-library's basic concepts) works
+as written, with ``looprl`` in place of ``all``.
+
+The Atari and MuJoCo examples need extras (and modules) that are not installed here; they
+are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import ABC
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn, optim
+
+from looprl.approximation import Approximation, FixedTarget, QNetwork
+from looprl.core import Agent, Multiagent, MultiagentState, ParallelAgent, Preset, State, StateArray
+from looprl.environments import GymEnvironment
+from looprl.memory import ExperienceReplayBuffer
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# -- Agent-Based Design -------------------------------------------------------------------------
+@pytest.mark.parametrize("interface", [Agent, ParallelAgent, Multiagent])
+def test_agent_interfaces_are_abstract_act(interface: type) -> None:
+    assert issubclass(interface, ABC)
+    assert interface.__abstractmethods__ == frozenset({"act"})
+    with pytest.raises(TypeError):
+        interface()
+
+
+def test_agent_implementations() -> None:
+    class Constant(Agent):
+        def act(self, state):
+            return 1
+
+    class PerRow(ParallelAgent):
+        def act(self, state_array):
+            return torch.zeros(state_array.shape, dtype=torch.long)
+
+    class ByName(Multiagent):
+        def act(self, multiagent_state):
+            return {"first_0": 0, "second_0": 1}[multiagent_state["agent"]]
+
+    states = [State(torch.zeros(2)), State(torch.ones(2))]
+    assert Constant().act(states[0]) == 1
+    assert PerRow().act(State.array(states)).shape == (2,)
+    assert ByName().act(MultiagentState(torch.zeros(2), agent="second_0")) == 1
+
+
+def test_state_default_entries_and_array() -> None:
+    list_of_states = [State({"observation": torch.ones(3) * i, "lives": i}) for i in range(4)]
+    state = list_of_states[0]
+    for key in ("observation", "reward", "done", "mask"):
+        assert key in state
+    state_array = State.array(list_of_states)
+    assert isinstance(state_array, StateArray)
+    assert state_array["observation"].shape == (4, 3)
+    assert torch.equal(state_array["lives"], torch.arange(4))
+    assert torch.equal(state_array[1:3]["lives"], torch.tensor([1, 2]))
+
+
+# -- Function Approximation ------------------------------------------------------------------
+def test_supervised_approximation_example() -> None:
+    torch.manual_seed(0)
+    # create a pytorch module
+    model = nn.Linear(16, 1)
+    # create an associated pytorch optimizer
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    # create the function approximator
+    f = Approximation(model, optimizer)
+    losses = []
+    for _ in range(200):
+        x = torch.randn((16, 16))
+        y = x.sum(1, keepdim=True)
+        y_hat = f(x)
+        loss = nn.functional.mse_loss(y_hat, y)
+        f.reinforce(loss)
+        losses.append(float(loss.detach()))
+    assert sum(losses[-10:]) < 0.1 * sum(losses[:10])
+    x = torch.randn(4, 16)
+    assert torch.allclose(f.no_grad(x), f.eval(x))
+    assert torch.allclose(f.target(x), f.no_grad(x))
+    assert not f.no_grad(x).requires_grad
+
+
+class _SeedDQN:
+    """The seed's ``_train`` written against looprl objects."""
+
+    def __init__(self, q: QNetwork, replay_buffer: ExperienceReplayBuffer):
+        self.q = q
+        self.replay_buffer = replay_buffer
+        self.minibatch_size = 16
+        self.discount_factor = 0.9
+        self.loss = nn.functional.mse_loss
+
+    def _should_train(self) -> bool:
+        return len(self.replay_buffer) >= self.minibatch_size
+
+    def _train(self):
+        if self._should_train():
+            # sample transitions from buffer
+            (states, actions, rewards, next_states, _) = self.replay_buffer.sample(
+                self.minibatch_size
+            )
+            # forward pass
+            values = self.q(states, actions)
+            # compute targets
+            targets = rewards + self.discount_factor * torch.max(
+                self.q.target(next_states), dim=1
+            )[0]
+            # compute loss
+            loss = self.loss(values, targets)
+            # backward pass
+            self.q.reinforce(loss)
+            return loss.detach()
+
+
+def test_dqn_train_example_pattern() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    q = QNetwork(model, optim.Adam(model.parameters(), lr=1e-2), target=FixedTarget(1000))
+    buffer = ExperienceReplayBuffer(1000, generator=torch.Generator().manual_seed(0))
+    env = GymEnvironment("CartPole-v1", seed=0)
+    state = env.reset()
+    for t in range(200):
+        action = t % 2
+        next_state = env.step(action)
+        buffer.store(state, action, next_state)
+        state = env.reset() if next_state.done else next_state
+    agent = _SeedDQN(q, buffer)
+    states, actions, rewards, next_states, weights = buffer.sample(8)
+    assert states.shape == next_states.shape == (8,)
+    assert agent.q(states, actions).shape == (8,)
+    assert agent.q.target(next_states).shape == (8, 2)
+    # terminal next states contribute no bootstrapped value
+    assert torch.equal(agent.q.target(next_states)[next_states.mask == 0], torch.zeros(
+        int((next_states.mask == 0).sum()), 2))
+    losses = [float(agent._train()) for _ in range(150)]
+    assert q.updates == 150
+    assert sum(losses[-10:]) < sum(losses[:10])
+
+
+# -- Environments ----------------------------------------------------------------------------
+def test_create_classic_control_environment() -> None:
+    # create a classic control environment on the cpu
+    env = GymEnvironment("CartPole-v0")
+    state = env.reset()
+    assert isinstance(state, State)
+    assert isinstance(state.observation, torch.Tensor)
+    assert env.state is state and env.done is False
+
+
+def test_atari_environment_example() -> None:
+    pytest.importorskip("ale_py", reason="the 'atari' extra is not installed")
+    from looprl.environments import AtariEnvironment
+
+    env = AtariEnvironment("Breakout", device="cpu")
+    assert env.reset().observation.shape[0] > 0
+
+
+def test_mujoco_environment_example() -> None:
+    pytest.importorskip("mujoco", reason="the 'mujoco' extra is not installed")
+    from looprl.environments import MujocoEnvironment
+
+    env = MujocoEnvironment("HalfCheetah-v4")
+    assert env.reset().observation.shape == (17,)
+
+
+def test_control_loop_with_preset_agent() -> None:
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v0")
+    preset = dqn.env(env).hyperparameters(
+        hidden=16, replay_start_size=50, update_frequency=4, gradient_steps=1
+    ).build()
+    agent = preset.agent()
+    episodes = 0
+    # initialize the environment
+    env.reset()
+    # Loop for some arbitrary number of timesteps.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rendering without a render_mode warns
+        for _timesteps in range(300):
+            env.render()
+            action = agent.act(env.state)
+            env.step(action)
+            if env.done:
+                # terminal update
+                agent.act(env.state)
+                # reset the environment
+                env.reset()
+                episodes += 1
+    assert episodes >= 3  # an (almost) random agent ends episodes quickly
+    assert len(agent.replay_buffer) > 250
+    assert agent.policy.version > 0  # it trained
+
+
+# -- Presets ----------------------------------------------------------------------------------
+def test_preset_example_and_interface(tmp_path: Path) -> None:
+    from looprl.presets.classic_control import dqn
+
+    # create an environment
+    env = GymEnvironment("CartPole-v1")
+    # configure and build the preset
+    preset = dqn.env(env).build()
+    # use the preset to create an agent
+    agent = preset.agent()
+    assert isinstance(preset, Preset)
+    assert isinstance(agent, Agent)
+    assert isinstance(preset.agent(logger=None, train_steps=float("inf")), Agent)
+    test_agent = preset.test_agent()
+    state = env.reset()
+    assert int(test_agent.act(state)) in (0, 1)
+    filename = tmp_path / "dqn.pt"
+    assert preset.save(str(filename)) is None
+    loaded = torch.load(str(filename), weights_only=False)
+    assert type(loaded) is type(preset)
+    assert torch.equal(loaded.test_agent().act(state), test_agent.act(state))
+
+
+def test_atari_preset_example() -> None:
+    pytest.importorskip("ale_py", reason="the 'atari' extra is not installed")
+    from looprl.presets.atari import dqn
+
+    from looprl.environments import AtariEnvironment
+
+    preset = dqn.env(AtariEnvironment("Breakout")).build()
+    assert isinstance(preset.agent(), Agent)
+
+
+# -- Experiments ----------------------------------------------------------------------------
+def test_run_experiment_and_plot_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from looprl.experiments import plot_returns_100, run_experiment
+    from looprl.presets import classic_control
+
+    monkeypatch.chdir(tmp_path)
+    agents = [
+        # never trains and always explores: ~22-step episodes, >= 100 of them in 3000 frames
+        classic_control.dqn.hyperparameters(
+            hidden=16, replay_start_size=10**6, final_exploration=1.0
+        ),
+        classic_control.ppo.hyperparameters(lr=1e-6, n_envs=4, n_steps=64),
+    ]
+    envs = [GymEnvironment(env) for env in ["CartPole-v1"]]
+    results = run_experiment(agents, envs, 3e3, quiet=True, test_episodes=4)
+    assert [(r.agent, r.env) for r in results] == [("dqn", "CartPole-v1"), ("ppo", "CartPole-v1")]
+    for result in results:
+        assert len(result.test_returns) == 4
+        assert not math.isnan(result.test_mean)
+    # By default, run_experiment will write the results to ./runs
+    for agent in ("dqn", "ppo"):
+        csv = tmp_path / "runs" / agent / "CartPole-v1" / "returns100.csv"
+        lines = csv.read_text().splitlines()
+        assert lines[0] == "frame,mean,std,max,min"
+        assert len(lines) >= 2  # >= 100 short episodes in 3000 frames
+    path = plot_returns_100("./runs")
+    assert Path(path).resolve() == (tmp_path / "runs" / "returns100.png").resolve()
+    assert Path(path).read_bytes().startswith(b"\x89PNG")
+
+
+def test_run_experiment_defaults_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from looprl.experiments import run_experiment
+    from looprl.presets import classic_control
+
+    monkeypatch.chdir(tmp_path)
+    agents = [classic_control.dqn.hyperparameters(hidden=16, replay_start_size=10**6)]
+    envs = [GymEnvironment("CartPole-v1")]
+    (result,) = run_experiment(agents, envs, 200)  # test_episodes defaults to 100
+    assert len(result.test_returns) == 100
+    assert (tmp_path / "runs" / "dqn" / "CartPole-v1" / "test_returns.csv").exists()
