@@ -25,14 +25,6 @@ TRAIN = ["train", "ppo", "CartPole-v1", "lr=1e-6", "--frames", "3000", "--test-e
 
 
 @pytest.fixture(autouse=True)
-def _restore_torch_threads():
-    """``looprl train`` sets torch's thread count; keep it from leaking into other tests."""
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
 def _no_display(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)

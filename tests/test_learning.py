@@ -8,19 +8,10 @@ every few thousand frames and passes when an evaluation reaches the bar within b
 from __future__ import annotations
 
 import pytest
-import torch
 
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.presets.classic_control import dqn, ppo
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize(

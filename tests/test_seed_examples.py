@@ -22,15 +22,6 @@ from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 # -- Agent-Based Design -------------------------------------------------------------------------
 @pytest.mark.parametrize("interface", [Agent, ParallelAgent, Multiagent])
 def test_agent_interfaces_are_abstract_act(interface: type) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch import nn, optim
 
@@ -11,15 +10,6 @@ from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import Agent, NamedArray, State, StateArray, Trainer
 from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _q(seed: int = 0, lr: float = 1e-2, target: object = None) -> QNetwork:

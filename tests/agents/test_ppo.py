@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch import nn, optim
 
@@ -11,15 +10,6 @@ from looprl.approximation import Approximation
 from looprl.core import NamedArray, ParallelAgent, State, StateArray
 from looprl.environments import GymVectorEnvironment
 from looprl.policies.distributions import CategoricalHead
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _policy(seed: int = 0, lr: float = 1e-2, n_actions: int = 3) -> PPOPolicy:

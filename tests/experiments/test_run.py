@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from looprl.environments import GymEnvironment, GymVectorEnvironment
@@ -19,16 +18,6 @@ from looprl.experiments import (
     run_experiment,
 )
 from looprl.presets.classic_control import dqn, ppo
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 HEADER = ["frame", "mean", "std", "max", "min"]
 SMALL_DQN = dqn.hyperparameters(

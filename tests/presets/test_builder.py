@@ -15,15 +15,6 @@ from looprl.presets import UnknownHyperparameterError, classic_control, default_
 from looprl.presets.classic_control import dqn, ppo
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small networks train fastest on one thread (and do not stall on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def cartpole() -> GymEnvironment:
     return GymEnvironment("CartPole-v1")

@@ -131,14 +131,18 @@ class SingleEnvExperiment(Experiment):
         action = self.agent.act(state)
         episode_return = 0.0
         while not state.done:
-            if self.render:
-                self.env.render()
-            state = self.env.step(action)
-            self.logger.frame += 1
+            state, action = self._step(action)
             episode_return += state.reward
-            action = self.agent.act(state)
             self._update_progress()
         self._log_training_episode(episode_return)
+
+    def _step(self, action: Any) -> tuple[Any, Any]:
+        """Apply ``action``; return the next state and the agent's next action."""
+        if self.render:
+            self.env.render()
+        state = self.env.step(action)
+        self.logger.frame += 1
+        return state, self.agent.act(state)
 
     def test(self, episodes: int = 100) -> list[float]:
         agent = self.preset.test_agent()
@@ -171,21 +175,27 @@ class ParallelEnvExperiment(Experiment):
 
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used; a later call continues the episodes."""
-        env = self.vector_env
         if self._state is None:
-            self._state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
-            self._returns = np.zeros(env.n_envs, dtype=np.float64)
-        state, returns = self._state, self._returns
+            self._reset()
         while self.logger.frame < frames and self.logger.episode < episodes:
-            state = env.step(self.agent.act(state))
-            self.logger.frame += env.n_envs
-            returns += state.reward.cpu().numpy()
-            done = state.done.cpu().numpy()
-            if done.any():
-                for i in np.flatnonzero(done):
-                    self._log_training_episode(returns[i])
-                returns[done] = 0.0
+            self._step()
             self._update_progress()
+
+    def _reset(self) -> None:
+        env = self.vector_env
+        self._state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
+        self._returns = np.zeros(env.n_envs, dtype=np.float64)
+
+    def _step(self) -> None:
+        """One step of every copy: act, step, and log the episodes that ended."""
+        state = self.vector_env.step(self.agent.act(self._state))
+        self.logger.frame += self.vector_env.n_envs
+        self._returns += state.reward.cpu().numpy()
+        done = state.done.cpu().numpy()
+        if done.any():
+            for i in np.flatnonzero(done):
+                self._log_training_episode(self._returns[i])
+            self._returns[done] = 0.0
         self._state = state
 
     def test(self, episodes: int = 100) -> list[float]:
@@ -205,7 +215,9 @@ class ParallelEnvExperiment(Experiment):
                     returns.append(float(running[i]))
                     quota[i] -= 1
                 running[i] = 0.0
-        if env is not self.vector_env:
+        if env is self.vector_env:
+            self._state = None  # training resumes with fresh episodes
+        else:
             env.close()
         self._log_test(returns)
         return returns

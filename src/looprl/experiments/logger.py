@@ -8,6 +8,11 @@ used it) and writes there:
 * TensorBoard events for losses, schedules, debugging info, evaluations and summaries;
 * ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the
   last 100 episode returns (fast to read and plot, see ``plot_returns_100``);
+* ``returns.csv`` -- ``frame,episode,return``: one row per training episode (``frame`` is
+  the frame counter when the episode was recorded, ``episode`` its 1-based index). Rows are
+  buffered in memory and appended every 100 episodes, by ``close()``, and -- for a logger
+  that is never closed -- when it is garbage-collected or the interpreter exits normally
+  (``weakref.finalize``); only a crash or kill can lose the last (< 100) rows;
 * ``test_returns.csv`` -- the returns of the final test episodes.
 
 The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
@@ -17,7 +22,9 @@ The experiment loop keeps the public counters ``frame`` and ``episode`` up to da
 from __future__ import annotations
 
 import json
+import logging
 import math
+import weakref
 from collections import deque
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +38,10 @@ from looprl.core.logger import Logger
 
 __all__ = ["ExperimentLogger"]
 
+log = logging.getLogger(__name__)
+
 RETURNS100_HEADER = "frame,mean,std,max,min"
+RETURNS_HEADER = "frame,episode,return"
 _WINDOW = 100
 
 
@@ -54,6 +64,23 @@ def _claim_run_dir(parent: Path, name: str) -> Path:
             if candidate.is_dir() and not any(candidate.iterdir()):
                 return candidate
         index += 1
+
+
+def _append_lines(path: Path, lines: list[str]) -> None:
+    """Append the buffered ``lines`` to ``path`` and empty the buffer (in place)."""
+    if not lines:
+        return
+    with open(path, "a", encoding="utf-8") as file:
+        file.write("".join(lines))
+    lines.clear()
+
+
+def _flush_at_exit(path: Path, lines: list[str]) -> None:
+    """Finalizer of a logger that was never closed: write what is still buffered."""
+    try:
+        _append_lines(path, lines)
+    except OSError as error:
+        log.warning("could not write %d buffered rows to %s: %s", len(lines), path, error)
 
 
 def _to_array(values: Any) -> np.ndarray:
@@ -116,6 +143,11 @@ class ExperimentLogger(Logger):
         self._returns: deque[float] = deque(maxlen=_WINDOW)
         self._n_returns = 0
         self._mean100 = math.nan
+        self._returns_path = run_dir / "returns.csv"
+        self._returns_path.write_text(RETURNS_HEADER + "\n")
+        self._pending_rows: list[str] = []
+        # Holds the path and the buffer, never ``self``: the logger stays collectable.
+        weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         self._loss_calls: dict[str, int] = {}
         self._writer = SummaryWriter(log_dir=self.log_dir)
 
@@ -177,7 +209,11 @@ class ExperimentLogger(Logger):
             self._writer.add_scalar(f"summary/{name}/{key}", stat, x)
 
     def close(self) -> None:
-        """Flush and close the event file (safe to call more than once)."""
+        """Write the buffered ``returns.csv`` rows, flush and close the event file.
+
+        Safe to call more than once.
+        """
+        _append_lines(self._returns_path, self._pending_rows)
         self._writer.flush()
         self._writer.close()
 
@@ -199,8 +235,9 @@ class ExperimentLogger(Logger):
     def add_episode_return(self, ret: float) -> None:
         """Record the return of one finished training episode.
 
-        Writes ``eval/returns/episode`` and ``eval/returns/frame``; every 100 episodes it
-        also appends ``frame,mean,std,max,min`` of the last 100 returns to
+        Writes ``eval/returns/episode`` and ``eval/returns/frame`` and buffers a
+        ``returns.csv`` row; every 100 episodes it appends the buffered rows to
+        ``returns.csv``, appends ``frame,mean,std,max,min`` of the last 100 returns to
         ``returns100.csv`` and writes ``summary/returns100/...``.
 
         Args:
@@ -212,7 +249,9 @@ class ExperimentLogger(Logger):
         self._returns.append(ret)
         self._mean100 = math.fsum(self._returns) / len(self._returns)
         self._n_returns += 1
+        self._pending_rows.append(f"{self.frame},{self._n_returns},{ret!r}\n")
         if self._n_returns % _WINDOW == 0:
+            _append_lines(self._returns_path, self._pending_rows)
             self._write_returns100()
 
     def _write_returns100(self) -> None:

@@ -1,9 +1,12 @@
-"""Plot the ``returns100.csv`` files of a whole ``runs`` directory.
+"""Plot the training returns of every run in a whole ``runs`` directory.
 
-``plot_returns_100`` draws one subplot per environment and one line per run (the mean
-return of the last 100 episodes, shaded by one standard deviation) and saves a PNG. It
-uses matplotlib's Agg canvas directly, so it works without a display and leaves the
-pyplot backend untouched.
+``plot_returns_100`` draws one subplot per environment and one line per run: the mean
+return of the last (up to) 100 episodes, shaded by one standard deviation, and saves a
+PNG. Runs are found by their ``returns100.csv``. When the run also has a ``returns.csv``
+(one row per episode), the curve is the rolling mean at every episode, drawn over the raw
+episode returns as a faint thin line; otherwise it is the ``returns100.csv`` rows (one
+point per 100 episodes). It uses matplotlib's Agg canvas directly, so it works without a
+display and leaves the pyplot backend untouched.
 """
 
 from __future__ import annotations
@@ -20,22 +23,64 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["plot_returns_100"]
+__all__ = ["plot_returns_100", "rolling_mean_std"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_COLUMNS = 3
 _LINESTYLES = ("-", "--", ":", "-.")
+_WINDOW = 100
 
 
 @dataclass
 class _Run:
-    """The returns100 curve of one run."""
+    """The curve of one run: rolling mean and std at ``frame``, and the raw returns."""
 
     agent: str
     env: str
     path: Path
-    data: np.ndarray  # shape (rows, 5): frame, mean, std, max, min
+    frame: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    raw: np.ndarray | None  # per-episode returns at ``frame``; None for returns100 data
+
+    def until(self, timesteps: int) -> _Run:
+        """This run restricted to frames ``<= timesteps`` (all of it when not positive)."""
+        if timesteps <= 0:
+            return self
+        keep = self.frame <= timesteps
+        raw = None if self.raw is None else self.raw[keep]
+        return _Run(
+            self.agent, self.env, self.path, self.frame[keep], self.mean[keep], self.std[keep], raw
+        )
+
+
+def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and population std of the last (up to) ``window`` values, at every index.
+
+    Element ``i`` summarises ``values[max(0, i - window + 1) : i + 1]``.
+
+    Args:
+        values: 1-d sequence of numbers.
+        window: Window length (``>= 1``).
+
+    Returns:
+        ``(mean, std)``, two float arrays shaped like ``values``.
+    """
+    if int(window) < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        return x.copy(), x.copy()
+    offset = x.mean()
+    x = x - offset  # centring keeps the sum-of-squares formula accurate
+    sums = np.concatenate(([0.0], np.cumsum(x)))
+    squares = np.concatenate(([0.0], np.cumsum(x * x)))
+    end = np.arange(1, x.size + 1)
+    start = np.maximum(end - int(window), 0)
+    mean = (sums[end] - sums[start]) / (end - start)
+    var = (squares[end] - squares[start]) / (end - start) - mean**2
+    return mean + offset, np.sqrt(np.maximum(var, 0.0))
 
 
 def _run_names(csv_path: Path) -> tuple[str, str]:
@@ -48,36 +93,56 @@ def _run_names(csv_path: Path) -> tuple[str, str]:
         return csv_path.parent.parent.name, csv_path.parent.name
 
 
-def _read_rows(csv_path: Path) -> np.ndarray:
-    """Read the numeric rows of a returns100 csv; malformed rows are skipped."""
+def _read_rows(csv_path: Path, width: int) -> np.ndarray:
+    """Read the numeric rows (``width`` columns) of a csv; malformed rows are skipped."""
     rows = []
     with open(csv_path, newline="", encoding="utf-8") as file:
         for line_no, row in enumerate(csv.reader(file), start=1):
             if line_no == 1 or not row:
                 continue
             try:
-                rows.append([float(v) for v in row[:5]])
+                rows.append([float(v) for v in row[:width]])
             except ValueError:
                 logger.warning("%s: skipping malformed line %d", csv_path, line_no)
-    rows = [r for r in rows if len(r) == 5]
-    return np.asarray(rows, dtype=np.float64).reshape(-1, 5)
+    rows = [r for r in rows if len(r) == width]
+    return np.asarray(rows, dtype=np.float64).reshape(-1, width)
+
+
+def _load_run(path: Path) -> _Run | None:
+    """Load one run from its ``returns100.csv`` path, preferring the sibling ``returns.csv``."""
+    agent, env = _run_names(path)
+    episodes_path = path.parent / "returns.csv"
+    if episodes_path.is_file():
+        episodes = _read_rows(episodes_path, 3)
+        episodes = episodes[np.isfinite(episodes).all(axis=1)]
+        if episodes.shape[0]:
+            mean, std = rolling_mean_std(episodes[:, 2])
+            return _Run(agent, env, path, episodes[:, 0], mean, std, episodes[:, 2])
+    data = _read_rows(path, 5)
+    if data.shape[0] == 0:
+        return None
+    return _Run(agent, env, path, data[:, 0], data[:, 1], data[:, 2], None)
 
 
 def _load_runs(runs_dir: Path) -> list[_Run]:
-    """Load every non-empty ``returns100.csv`` under ``runs_dir``."""
+    """Load every run under ``runs_dir`` that has data (found by its ``returns100.csv``)."""
     paths = sorted(runs_dir.rglob("returns100.csv"))
     if not paths:
         raise FileNotFoundError(f"no returns100.csv found under runs directory {runs_dir!s}")
     runs = []
     for path in paths:
-        data = _read_rows(path)
-        if data.shape[0] == 0:
-            logger.warning("%s has no data rows yet; skipping it", path)
+        run = _load_run(path)
+        if run is None:
+            logger.warning(
+                "%s has no data rows yet (and no episodes in returns.csv); skipping it", path
+            )
             continue
-        agent, env = _run_names(path)
-        runs.append(_Run(agent, env, path, data))
+        runs.append(run)
     if not runs:
-        raise ValueError(f"every returns100.csv under {runs_dir!s} is empty (header only)")
+        raise ValueError(
+            f"every run under {runs_dir!s} is empty (returns100.csv header "
+            "only, no episodes in returns.csv)"
+        )
     return runs
 
 
@@ -87,22 +152,31 @@ def _label(run: _Run, runs: list[_Run]) -> str:
     return run.agent if len(same) == 1 else f"{run.agent} ({run.path.parent.name})"
 
 
+def _draw_run(ax: Axes, run: _Run, label: str, color: str, linestyle: str) -> None:
+    """Draw one run: faint raw returns (if any), the std band, then the mean line."""
+    if run.raw is not None:
+        ax.plot(run.frame, run.raw, color=color, alpha=0.25, linewidth=0.6, zorder=1)
+    ax.fill_between(
+        run.frame,
+        run.mean - run.std,
+        run.mean + run.std,
+        color=color,
+        alpha=0.15,
+        linewidth=0,
+        zorder=2,
+    )
+    ax.plot(
+        run.frame, run.mean, label=label, color=color, linestyle=linestyle, linewidth=1.8, zorder=3
+    )
+
+
 def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], timesteps: int) -> None:
     """Draw all runs of one environment on ``ax``."""
     seen: dict[str, int] = {}
     for run in runs:
-        data = run.data if timesteps <= 0 else run.data[run.data[:, 0] <= timesteps]
-        frame, mean, std = data[:, 0], data[:, 1], data[:, 2]
         repeat = seen[run.agent] = seen.get(run.agent, -1) + 1
-        color = colors[run.agent]
-        ax.plot(
-            frame,
-            mean,
-            label=_label(run, runs),
-            color=color,
-            linestyle=_LINESTYLES[repeat % len(_LINESTYLES)],
-        )
-        ax.fill_between(frame, mean - std, mean + std, color=color, alpha=0.15)
+        linestyle = _LINESTYLES[repeat % len(_LINESTYLES)]
+        _draw_run(ax, run.until(timesteps), _label(run, runs), colors[run.agent], linestyle)
     if timesteps > 0:
         ax.set_xlim(0, timesteps)
     ax.set_title(env)
@@ -139,6 +213,10 @@ def plot_returns_100(
 ) -> str:
     """Plot the 100-episode mean returns of every run under ``runs_dir``.
 
+    A run with a ``returns.csv`` is drawn at every episode (rolling mean and std of the
+    last up to 100 returns, plus the raw returns faintly); one without is drawn from its
+    ``returns100.csv`` rows.
+
     Args:
         runs_dir: Directory searched recursively for ``returns100.csv`` files.
         timesteps: When positive, only frames up to ``timesteps`` are drawn.
@@ -149,7 +227,8 @@ def plot_returns_100(
 
     Raises:
         FileNotFoundError: If no ``returns100.csv`` exists under ``runs_dir``.
-        ValueError: If every ``returns100.csv`` found holds only its header.
+        ValueError: If no run has data: every ``returns100.csv`` found holds only its
+            header and there is no episode in a sibling ``returns.csv``.
     """
     runs = _load_runs(Path(runs_dir))
     out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"

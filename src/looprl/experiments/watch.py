@@ -35,6 +35,9 @@ def watch(
     the GIF path (or ``None``).
     """
     to_file = gif is not None or not has_display()
+    if not has_display():  # pygame renders off-screen without complaining
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     env = GymEnvironment(env_id, render_mode="rgb_array" if to_file else "human", seed=seed)
     frames: list[np.ndarray] = []
     returns = []
