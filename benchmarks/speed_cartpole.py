@@ -16,6 +16,7 @@ import argparse
 import math
 import platform
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,46 @@ def sb3_run(algo: str, seed: int, eval_every: int, eval_episodes: int) -> Run:
     return run
 
 
+# -- the arithmetic floor -------------------------------------------------------------------
+def floor_seconds(algo: str) -> float:
+    """Seconds of the bare work both libraries must do: the same env steps and gradient steps.
+
+    Raw Gymnasium steps with one no-grad forward per step for acting, plus the same number
+    of forward/backward/Adam steps on the same network and batch shapes, in a bare PyTorch
+    loop (no buffers, no logging, no library). No implementation can beat this by much.
+    """
+    import gymnasium as gym
+    from torch import nn
+
+    def mlp(out: int, hidden: int, act) -> nn.Sequential:
+        return nn.Sequential(nn.Linear(4, hidden), act(), nn.Linear(hidden, hidden), act(),
+                             nn.Linear(hidden, out))
+
+    if algo == "ppo":
+        n_envs, batch, grad_steps = 8, 256, BUDGET[algo] // 256 * 20
+        nets = nn.ModuleList([mlp(2, 64, nn.Tanh), mlp(1, 64, nn.Tanh)])
+    else:
+        n_envs, batch, grad_steps = 1, 64, (BUDGET[algo] - 1000) // 256 * 128
+        nets = nn.ModuleList([mlp(2, 256, nn.ReLU), mlp(2, 256, nn.ReLU)])  # online, target
+    env = gym.make_vec(ENV, num_envs=n_envs, vectorization_mode="vector_entry_point")
+    optimizer = torch.optim.Adam(nets[0].parameters(), fused=True)
+    obs, _ = env.reset(seed=0)
+    x = torch.randn(batch, 4)
+    start = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(BUDGET[algo] // n_envs):
+            action = nets[0](torch.from_numpy(obs)).argmax(-1).numpy()
+            obs, *_ = env.step(action)
+    for _ in range(grad_steps):
+        with torch.no_grad():
+            target = nets[1](x).max(-1).values
+        loss = (nets[0](x).max(-1).values - target).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
 def summarize(runs: list[Run]) -> str:
     rows = []
     for algo in sorted({r.algorithm for r in runs}):
@@ -123,15 +164,18 @@ def summarize(runs: list[Run]) -> str:
         solved = {lib: sum(math.isfinite(r.time_to(SOLVED)) for r in rs)
                   for lib, rs in by_lib.items()}
         n = len(by_lib["looprl"])
+        floor = floor_seconds(algo)
         rows.append([
             algo.upper(), f"{BUDGET[algo]:,}",
             f"{sps['looprl']:,.0f}", f"{sps['sb3']:,.0f}", f"{sps['looprl'] / sps['sb3']:.1f}x",
             f"{tts['looprl']:.1f} ({solved['looprl']}/{n})",
             f"{tts['sb3']:.1f} ({solved['sb3']}/{n})",
             f"{tts['sb3'] / tts['looprl']:.1f}x",
+            f"{BUDGET[algo] / floor:,.0f} ({BUDGET[algo] / floor / sps['sb3']:.1f}x)",
         ])
     header = ["algo", "steps", "looprl steps/s", "SB3 steps/s", "speed ratio",
-              "looprl s to 475 (solved)", "SB3 s to 475 (solved)", "time ratio"]
+              "looprl s to 475 (solved)", "SB3 s to 475 (solved)", "time ratio",
+              "floor steps/s (max ratio)"]
     return format_table(rows, header)
 
 

@@ -19,8 +19,7 @@ from looprl.cli import available_agents, main, parse_hyperparameters
 from looprl.environments import GymEnvironment
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# A tiny learning rate keeps CartPole episodes short (~20 steps), so that 3000 frames hold
-# more than 100 episodes and returns100.csv gets a row to plot (with fewer, `train` prints no plot).
+# A tiny learning rate keeps CartPole episodes short (~20 steps) and the run fast.
 TRAIN = ["train", "ppo", "CartPole-v1", "lr=1e-6", "--frames", "3000", "--test-episodes", "3"]
 
 
@@ -77,8 +76,7 @@ def test_train_writes_run_directory(trained: tuple[Path, str]) -> None:
 def test_train_quiet_prints_only_the_summary(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    # never trains and always explores: a fast agent with ~22-step episodes, so that
-    # 3000 frames hold the 100 episodes that returns100.csv needs for a row to plot
+    # never trains and always explores: a fast agent with ~22-step episodes
     argv = ["train", "dqn", "CartPole-v1", "hidden=16", "replay_start_size=1000000",
             "final_exploration=1.0", "--frames", "3000", "--test-episodes", "1",
             "--logdir", str(tmp_path), "--quiet"]

@@ -81,11 +81,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"over {len(result.test_returns)} episodes"
         )
     print(f"logs:   {run_dir}  (tensorboard --logdir {args.logdir})")
-    if result.episodes >= 100:
+    if result.episodes > 0:
         plot = plot_returns_100(str(run_dir), filename=str(run_dir / "returns100.png"))
         print(f"plot:   {plot}")
-    else:
-        print(f"plot:   none (returns100.csv gets a row every 100 episodes; {result.episodes} ran)")
     print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {run_dir})")
     return 0
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import math
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -172,3 +175,60 @@ def test_invalid_arguments(tmp_path: Path) -> None:
     with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
         with pytest.raises(ValueError, match="step"):
             logger.add_eval("x", 1.0, step="epoch")
+
+
+def _returns_rows(log_dir: str) -> list[dict[str, str]]:
+    with open(Path(log_dir) / "returns.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def _expected_rows(returns: list[float], frames: list[int]) -> list[dict[str, str]]:
+    return [
+        {"frame": str(f), "episode": str(i + 1), "return": repr(r)}
+        for i, (f, r) in enumerate(zip(frames, returns))
+    ]
+
+
+def test_returns_csv_buffered_every_100_and_written_by_close(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    path = Path(logger.log_dir) / "returns.csv"
+    assert path.read_text() == "frame,episode,return\n"
+    returns = [float(i % 7) - 0.5 for i in range(150)]
+    frames = [13 * (i + 1) for i in range(150)]
+    for ret, frame in zip(returns, frames):
+        logger.frame = frame
+        logger.add_episode_return(ret)
+        logger.episode += 1  # the experiment loop counts the episode after logging it
+    expected = _expected_rows(returns, frames)
+    assert _returns_rows(logger.log_dir) == expected[:100]  # 50 rows still buffered
+    logger.close()
+    assert _returns_rows(logger.log_dir) == expected
+    logger.close()  # idempotent: nothing written twice
+    assert _returns_rows(logger.log_dir) == expected
+    assert path.read_text().count("\n") == 151
+
+
+def test_returns_csv_written_when_logger_is_garbage_collected(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    log_dir = logger.log_dir
+    for i in range(30):
+        logger.frame = i
+        logger.add_episode_return(float(i))
+    assert _returns_rows(log_dir) == []
+    del logger
+    gc.collect()
+    assert _returns_rows(log_dir) == _expected_rows([float(i) for i in range(30)], list(range(30)))
+
+
+def test_returns_csv_written_at_normal_exit_without_close(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from looprl.experiments.logger import ExperimentLogger\n"
+        "logger = ExperimentLogger('ppo', 'CartPole-v1', logdir=sys.argv[1])\n"
+        "for i in range(120):\n"
+        "    logger.frame = 2 * i\n"
+        "    logger.add_episode_return(i / 4)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
+    rows = _returns_rows(str(tmp_path / "ppo" / "CartPole-v1"))
+    assert rows == _expected_rows([i / 4 for i in range(120)], [2 * i for i in range(120)])

@@ -6,10 +6,12 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 from looprl.experiments.logger import ExperimentLogger
-from looprl.experiments.plots import plot_returns_100
+from looprl.experiments.plots import plot_returns_100, rolling_mean_std
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -77,4 +79,117 @@ def test_only_header_only_runs_raise(tmp_path: Path) -> None:
 def test_no_csv_raises_file_not_found(tmp_path: Path) -> None:
     (tmp_path / "dqn").mkdir()
     with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        plot_returns_100(str(tmp_path))
+
+
+@pytest.fixture
+def saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
+    """Collect every figure that ``plot_returns_100`` saves (the PNG is still written)."""
+    figures: list[Figure] = []
+    original = Figure.savefig
+
+    def savefig(self: Figure, *args: object, **kwargs: object) -> None:
+        figures.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return figures
+
+
+def _episode_run(root: Path, agent: str, env: str, returns: list[float]) -> str:
+    """Log ``returns`` (one episode every 10 frames) through a real ExperimentLogger."""
+    logger = ExperimentLogger(agent, env, logdir=str(root))
+    for i, ret in enumerate(returns):
+        logger.frame = 10 * (i + 1)
+        logger.add_episode_return(ret)
+    logger.close()
+    return logger.log_dir
+
+
+def test_rolling_mean_std_hand_computed() -> None:
+    mean, std = rolling_mean_std([1.0, 2.0, 3.0, 4.0, 5.0], window=3)
+    np.testing.assert_allclose(mean, [1.0, 1.5, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(std, [0.0, 0.5, np.sqrt(2 / 3), np.sqrt(2 / 3), np.sqrt(2 / 3)])
+    mean, std = rolling_mean_std([4.0, 0.0, 8.0])  # default window 100: expanding mean
+    np.testing.assert_allclose(mean, [4.0, 2.0, 4.0])
+    np.testing.assert_allclose(std, [0.0, 2.0, np.sqrt(32 / 3)])
+
+
+def test_rolling_mean_std_matches_windows_of_100() -> None:
+    values = np.random.default_rng(0).normal(500.0, 3.0, size=350)
+    mean, std = rolling_mean_std(values)
+    for i in (0, 57, 99, 100, 101, 349):
+        window = values[max(0, i - 99) : i + 1]
+        assert mean[i] == pytest.approx(window.mean(), rel=1e-12)
+        assert std[i] == pytest.approx(window.std(), rel=1e-6)
+
+
+def test_rolling_mean_std_edge_cases() -> None:
+    mean, std = rolling_mean_std([])
+    assert mean.shape == std.shape == (0,)
+    mean, std = rolling_mean_std([7.0, 7.0, 7.0], window=1)
+    np.testing.assert_array_equal(mean, [7.0, 7.0, 7.0])
+    np.testing.assert_array_equal(std, [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="window"):
+        rolling_mean_std([1.0], window=0)
+
+
+def test_plot_draws_rolling_mean_of_returns_csv(
+    tmp_path: Path, saved_figures: list[Figure]
+) -> None:
+    _episode_run(tmp_path, "dqn", "CartPole-v1", [2.0, 4.0, 9.0, 1.0])
+    _assert_png(plot_returns_100(str(tmp_path)))
+    (ax,) = [ax for ax in saved_figures[0].axes if ax.get_visible()]
+    raw, mean = ax.get_lines()
+    assert mean.get_label() == "dqn"
+    np.testing.assert_allclose(mean.get_xdata(), [10, 20, 30, 40])
+    np.testing.assert_allclose(mean.get_ydata(), [2.0, 3.0, 5.0, 4.0])
+    np.testing.assert_allclose(raw.get_ydata(), [2.0, 4.0, 9.0, 1.0])
+    assert raw.get_color() == mean.get_color()
+    assert raw.get_alpha() < 0.5 and raw.get_linewidth() < mean.get_linewidth()
+    assert len(ax.collections) == 1  # the std band
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["dqn"]
+
+
+def test_fewer_than_100_episodes_are_plotted(tmp_path: Path, saved_figures: list[Figure]) -> None:
+    log_dir = _episode_run(tmp_path, "ppo", "CartPole-v1", [float(i) for i in range(30)])
+    assert (Path(log_dir) / "returns100.csv").read_text() == "frame,mean,std,max,min\n"
+    _assert_png(plot_returns_100(str(tmp_path)))
+    mean = saved_figures[0].axes[0].get_lines()[1]
+    assert len(mean.get_ydata()) == 30
+    assert mean.get_ydata()[-1] == pytest.approx(14.5)
+
+
+def test_timesteps_cap_applies_to_episode_curves(
+    tmp_path: Path, saved_figures: list[Figure]
+) -> None:
+    _episode_run(tmp_path, "dqn", "CartPole-v1", [float(i) for i in range(250)])
+    plot_returns_100(str(tmp_path), timesteps=1000)
+    ax = saved_figures[0].axes[0]
+    for line in ax.get_lines():
+        assert max(line.get_xdata()) == 1000
+    assert ax.get_xlim() == (0.0, 1000.0)
+
+
+def test_fallback_to_returns100_without_returns_csv(
+    tmp_path: Path, saved_figures: list[Figure]
+) -> None:
+    run_dir = _fake_run(tmp_path, "dqn", "CartPole-v1", rows=4)
+    assert not (run_dir / "returns.csv").exists()
+    _assert_png(plot_returns_100(str(tmp_path)))
+    ax = saved_figures[0].axes[0]
+    (mean,) = ax.get_lines()  # no raw line
+    np.testing.assert_allclose(mean.get_xdata(), [1000, 2000, 3000, 4000])
+    np.testing.assert_allclose(mean.get_ydata(), [0.0, 1.5, 3.0, 4.5])
+
+
+def test_header_only_returns_csv_falls_back_to_returns100(
+    tmp_path: Path, saved_figures: list[Figure]
+) -> None:
+    run_dir = _fake_run(tmp_path, "dqn", "CartPole-v1", rows=3)
+    (run_dir / "returns.csv").write_text("frame,episode,return\n")
+    _assert_png(plot_returns_100(str(tmp_path)))
+    np.testing.assert_allclose(saved_figures[0].axes[0].get_lines()[0].get_ydata(), [0, 1.5, 3])
+    (run_dir / "returns100.csv").write_text("frame,mean,std,max,min\n")
+    with pytest.raises(ValueError, match="empty"):
         plot_returns_100(str(tmp_path))

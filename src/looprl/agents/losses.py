@@ -96,6 +96,8 @@ def ppo_loss(
     policy = ppo_policy_loss(log_probs, old_log_probs, advantages, clip)
     value = value_loss(values, returns, old_values, value_clip)
     entropy_mean = entropy.mean()
-    total = policy + value_coef * value - entropy_coef * entropy_mean
+    total = policy + value_coef * value
+    if entropy_coef:  # leave the entropy out of the graph when its weight is zero
+        total = total - entropy_coef * entropy_mean
     parts = {"policy": policy.detach(), "value": value.detach(), "entropy": entropy_mean.detach()}
     return total, parts
