@@ -7,7 +7,15 @@ from torch import nn, optim
 
 from looprl.agents import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
-from looprl.core import Agent, NamedArray, State, StateArray, Trainer
+from looprl.core import (
+    Agent,
+    NamedArray,
+    RolloutRequest,
+    RolloutResult,
+    State,
+    StateArray,
+    Trainer,
+)
 from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
 
@@ -140,6 +148,13 @@ def test_policy_rollout_and_analyze() -> None:
     assert torch.equal(evaluation.action, greedy)
     explore = DQNPolicy(q, 2, epsilon=1.0).rollout(NamedArray(obs=torch.randn(200, 4)))
     assert set(explore.action.tolist()) == {0, 1}
+    many = torch.randn(200, 4)
+    greedy_many = q.no_grad(StateArray({"observation": many}, (200,))).argmax(-1)
+    rows = torch.arange(200) < 100
+    mixed = DQNPolicy(q, 2, epsilon=1.0).rollout(RolloutRequest(obs=many, is_evaluation=rows))
+    assert isinstance(mixed, RolloutResult)
+    assert torch.equal(mixed.action[rows], greedy_many[rows])
+    assert not torch.equal(mixed.action[~rows], greedy_many[~rows])
     states = StateArray({"observation": obs}, (6,))
     values = policy.analyze((states, greedy))
     assert values.shape == (6,) and values.requires_grad

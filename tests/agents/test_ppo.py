@@ -7,7 +7,14 @@ from torch import nn, optim
 
 from looprl.agents import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
 from looprl.approximation import Approximation
-from looprl.core import NamedArray, ParallelAgent, State, StateArray
+from looprl.core import (
+    NamedArray,
+    ParallelAgent,
+    RolloutRequest,
+    RolloutResult,
+    State,
+    StateArray,
+)
 from looprl.environments import GymVectorEnvironment
 from looprl.policies.distributions import CategoricalHead
 
@@ -47,6 +54,19 @@ def test_rollout_is_evaluation_gives_argmax() -> None:
     assert torch.equal(result.action, logits.argmax(-1))
     not_eval = policy.rollout(NamedArray(obs=obs, is_evaluation=False))
     assert not_eval.action.shape == (50,)
+
+
+def test_rollout_request_and_result_types_with_per_row_evaluation() -> None:
+    policy = _policy()
+    obs = torch.randn(400, 4)
+    with torch.no_grad():  # a near-uniform policy, so that sampling differs from argmax
+        policy.module.actor.weight.mul_(1e-3)
+    logits, _ = policy.module(obs)
+    rows = torch.arange(400) % 2 == 0
+    result = policy.rollout(RolloutRequest(obs=obs.numpy(), is_evaluation=rows))
+    assert isinstance(result, RolloutResult) and result.policy_state is None
+    assert torch.equal(result.action[rows], logits.argmax(-1)[rows])
+    assert not torch.equal(result.action[~rows], logits.argmax(-1)[~rows])
 
 
 def test_sampling_follows_the_distribution() -> None:

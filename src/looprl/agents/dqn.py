@@ -14,8 +14,16 @@ from typing import Any
 import torch
 
 from looprl.agents.losses import dqn_loss, td_target
-from looprl.core import Agent, Policy, State, StateArray, Trainer
-from looprl.core.namedarray import NamedArray
+from looprl.core import (
+    Agent,
+    Policy,
+    RolloutRequest,
+    RolloutResult,
+    State,
+    StateArray,
+    Trainer,
+    deterministic_rows,
+)
 from looprl.policies import GreedyPolicy
 
 
@@ -40,16 +48,20 @@ class DQNPolicy(Policy):
 
     def act(self, state: State) -> Any:
         """An epsilon-greedy action for one state or each row of a ``StateArray``."""
-        return self.greedy.no_grad(state)
+        return self.greedy.no_grad(state.to(self.q.device))
 
-    def rollout(self, request: NamedArray, **kwargs: Any) -> NamedArray:
-        """Epsilon-greedy actions for the batch ``request.obs`` (greedy if ``is_evaluation``)."""
-        n = request.obs.shape[0]
-        state = StateArray({"observation": request.obs}, (n,), device=request.obs.device)
-        evaluation = getattr(request, "is_evaluation", None)
-        if evaluation is not None and bool(evaluation):
-            return NamedArray(action=self.greedy.eval(state))
-        return NamedArray(action=self.greedy.no_grad(state))
+    def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
+        """Epsilon-greedy actions for ``request.obs``; greedy rows where ``is_evaluation``."""
+        obs = torch.as_tensor(request.obs, device=self.q.device)
+        state = StateArray({"observation": obs}, (obs.shape[0],), device=self.q.device)
+        deterministic = deterministic_rows(request)
+        if isinstance(deterministic, torch.Tensor):
+            greedy = self.greedy.eval(state)
+            explore = self.greedy.no_grad(state)
+            return RolloutResult(action=torch.where(deterministic.to(obs.device), greedy, explore))
+        if deterministic:
+            return RolloutResult(action=self.greedy.eval(state))
+        return RolloutResult(action=self.greedy.no_grad(state))
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
         """``Q(s, a)`` of the stored ``(states, actions)``, with gradients."""
@@ -150,4 +162,5 @@ class DQNTestAgent(Agent):
         self.greedy = GreedyPolicy(policy.q, policy.num_actions, epsilon=epsilon)
 
     def act(self, state: State) -> Any:
+        state = state.to(self.policy.q.device)
         return self.greedy.no_grad(state) if self.greedy.epsilon else self.greedy.eval(state)

@@ -15,7 +15,18 @@ import torch
 from torch import nn
 
 from looprl.agents.losses import normalize, ppo_loss
-from looprl.core import DummyLogger, Logger, ParallelAgent, Policy, State, StateArray, Trainer
+from looprl.core import (
+    DummyLogger,
+    Logger,
+    ParallelAgent,
+    Policy,
+    RolloutRequest,
+    RolloutResult,
+    State,
+    StateArray,
+    Trainer,
+    deterministic_rows,
+)
 from looprl.core.namedarray import NamedArray
 from looprl.memory import RolloutBuffer
 from looprl.policies.distributions import CategoricalHead
@@ -47,26 +58,35 @@ class PPOPolicy(Policy):
     def __init__(self, approximation: Any, head: CategoricalHead):
         self.approximation = approximation
         self.head = head
+        self.device = approximation.device
         self.version = 0
 
     @property
     def module(self) -> nn.Module:
         return self.approximation.model
 
-    def rollout(self, request: NamedArray, **kwargs: Any) -> NamedArray:
+    def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions, their log-probabilities and values for ``request.obs`` (no gradients).
 
-        ``request.is_evaluation`` (optional, a bool) selects the most likely action.
+        ``request.obs`` may be a numpy array or a tensor on any device; results are on the
+        policy's device. Rows marked by ``request.is_evaluation`` take the most likely
+        action, the others sample.
         """
+        obs = torch.as_tensor(request.obs, device=self.device)
+        deterministic = deterministic_rows(request)
         with torch.no_grad():
-            params, value = self.approximation.model(request.obs)
-            evaluation = getattr(request, "is_evaluation", None)
-            if evaluation is not None and bool(evaluation):
+            params, value = self.approximation.model(obs)
+            if isinstance(deterministic, torch.Tensor):
+                deterministic = deterministic.to(self.device)
+                action = torch.where(
+                    deterministic, self.head.mode(params), self.head.sample(params)
+                )
+            elif deterministic:
                 action = self.head.mode(params)
             else:
                 action = self.head.sample(params)
             log_prob = self.head.log_prob(params, action)
-        return NamedArray(action=action, log_prob=log_prob, value=value)
+        return RolloutResult(action=action, log_prob=log_prob, value=value)
 
     def value(self, observation: torch.Tensor) -> torch.Tensor:
         """``V(s)`` without gradients."""
@@ -193,18 +213,20 @@ class PPO(ParallelAgent):
     ):
         self.policy = policy
         self.trainer = trainer
-        self.buffer = RolloutBuffer(n_steps, n_envs)
+        self.device = policy.device
+        self.buffer = RolloutBuffer(n_steps, n_envs, device=policy.device)
         self.discount_factor = discount_factor
         self.lam = lam
         self.logger = logger or DummyLogger()
         self._acting = False
 
     def act(self, state: StateArray) -> torch.Tensor:
+        state = state.to(self.device)
         if self._acting:
             self.buffer.store_outcome(state.reward, state.done, state.mask)
         if self.buffer.full:
             self._train(state)
-        result = self.policy.rollout(NamedArray(obs=state.observation))
+        result = self.policy.rollout(RolloutRequest(obs=state.observation))
         self.buffer.store(
             state.done,
             observation=state.observation,
@@ -236,7 +258,7 @@ class PPOTestAgent(ParallelAgent):
 
     def act(self, state: State) -> torch.Tensor:
         if isinstance(state, StateArray):
-            request = NamedArray(obs=state.observation, is_evaluation=True)
+            request = RolloutRequest(obs=state.observation, is_evaluation=True)
             return self.policy.rollout(request).action
-        request = NamedArray(obs=state.observation.unsqueeze(0), is_evaluation=True)
+        request = RolloutRequest(obs=state.observation.unsqueeze(0), is_evaluation=True)
         return self.policy.rollout(request).action[0]

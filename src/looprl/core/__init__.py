@@ -7,7 +7,10 @@ from looprl.core.interfaces import (
     ParallelPreset,
     Policy,
     Preset,
+    RolloutRequest,
+    RolloutResult,
     Trainer,
+    deterministic_rows,
 )
 from looprl.core.logger import DummyLogger, Logger
 from looprl.core.namedarray import NamedArray, namedarray, recursive_aggregate, recursive_apply
@@ -24,9 +27,12 @@ __all__ = [
     "ParallelPreset",
     "Policy",
     "Preset",
+    "RolloutRequest",
+    "RolloutResult",
     "State",
     "StateArray",
     "Trainer",
+    "deterministic_rows",
     "namedarray",
     "recursive_aggregate",
     "recursive_apply",

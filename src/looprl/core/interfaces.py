@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from looprl.core.namedarray import namedarray
+
 
 class Agent(ABC):
     """Accepts a ``State`` and returns an action."""
@@ -135,3 +137,46 @@ class ParallelPreset(Preset):
     @abstractmethod
     def parallel_test_agent(self) -> ParallelAgent:
         """Build an evaluation agent acting on ``StateArray`` batches."""
+
+
+@namedarray
+class RolloutRequest:
+    """What an actor sends a policy: a batch of observations (seed 004).
+
+    Attributes:
+        obs: observations, batched along the first dimension (numpy or torch).
+        policy_state: recurrent memory per row (``None`` for feed-forward policies).
+        is_evaluation: act deterministically; a bool for the whole batch or one per row.
+    """
+
+    obs: Any
+    policy_state: Any = None
+    is_evaluation: Any = None
+
+
+@namedarray
+class RolloutResult:
+    """What a policy answers: actions plus what its trainer needs later (seed 004).
+
+    Attributes:
+        action: one action per row.
+        policy_state: recurrent memory after this step (``None`` for feed-forward policies).
+        log_prob: ``log pi(action | obs)`` (policy-gradient methods).
+        value: ``V(obs)`` (actor-critic methods).
+    """
+
+    action: Any
+    policy_state: Any = None
+    log_prob: Any = None
+    value: Any = None
+
+
+def deterministic_rows(request: RolloutRequest) -> bool | torch.Tensor:
+    """``request.is_evaluation`` as a bool (whole batch) or a per-row bool tensor."""
+    evaluation = getattr(request, "is_evaluation", None)
+    if evaluation is None:
+        return False
+    if isinstance(evaluation, bool):
+        return evaluation
+    evaluation = torch.as_tensor(evaluation, dtype=torch.bool)
+    return bool(evaluation) if evaluation.dim() == 0 else evaluation

@@ -171,7 +171,7 @@ class State(dict):
 
     def to(self, device: str | torch.device) -> State:
         """A copy with every tensor entry on ``device``."""
-        if device == self.device:
+        if str(device) == str(self.device):
             return self
         x = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.items()}
         new = self._new(x)
