@@ -1,0 +1,15 @@
+"""Losses of the algorithms in ``looprl.agents``: short pure functions of tensors.
+
+One module per family (``value``, ``policy_gradient``); each function is tested against a
+hand-computed reference in ``tests/agents/test_losses.py``.
+"""
+
+from looprl.agents.losses.policy_gradient import (
+    normalize,
+    ppo_loss,
+    ppo_policy_loss,
+    value_loss,
+)
+from looprl.agents.losses.value import dqn_loss, td_target
+
+__all__ = ["dqn_loss", "normalize", "ppo_loss", "ppo_policy_loss", "td_target", "value_loss"]
