@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("classic_control",)
+FAMILIES = ("classic_control", "multiagent")
 
 
 def available_agents() -> dict[str, Any]:
@@ -52,17 +52,27 @@ def resolve_agent(name: str) -> Any:
     return agents[name]
 
 
+def make_env(agent: str, env_id: str) -> Any:
+    """The environment ``env_id`` in the form the family of preset ``agent`` acts in."""
+    if agent.startswith("multiagent."):
+        from looprl.environments import MultiagentPettingZooEnv
+
+        return MultiagentPettingZooEnv(env_id)
+    from looprl.environments import GymEnvironment
+
+    return GymEnvironment(env_id)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from looprl.environments import GymEnvironment
     from looprl.experiments import plot_returns_100, run_experiment
     from looprl.experiments.experiment import seed_everything
 
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
-    env = GymEnvironment(args.env)
+    env = make_env(args.agent, args.env)
     if args.seed is not None:
         seed_everything(args.seed)
     preset = builder.env(env).build()

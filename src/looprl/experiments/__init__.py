@@ -3,6 +3,7 @@
 from looprl.experiments import watch
 from looprl.experiments.experiment import Experiment, ParallelEnvExperiment, SingleEnvExperiment
 from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.multiagent import MultiagentEnvExperiment, play
 from looprl.experiments.plots import plot_returns_100
 from looprl.experiments.progress import TrainingProgress
 from looprl.experiments.run import ExperimentResult, make_experiment, run_experiment
@@ -11,11 +12,13 @@ __all__ = [
     "Experiment",
     "ExperimentLogger",
     "ExperimentResult",
+    "MultiagentEnvExperiment",
     "ParallelEnvExperiment",
     "SingleEnvExperiment",
     "TrainingProgress",
     "make_experiment",
     "plot_returns_100",
     "run_experiment",
+    "play",
     "watch",
 ]

@@ -11,12 +11,14 @@ from typing import Any
 import numpy as np
 
 from looprl.core import ParallelPreset, Preset
+from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
     SingleEnvExperiment,
     seed_everything,
 )
+from looprl.experiments.multiagent import MultiagentEnvExperiment
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +56,14 @@ def build_preset(agent: Any, env: Any) -> Preset:
     raise TypeError(f"Expected a preset builder or a Preset, got {type(agent).__name__}")
 
 
-def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Experiment:
-    """A ``ParallelEnvExperiment`` for parallel presets, else a ``SingleEnvExperiment``."""
+def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Any:
+    """The experiment for ``preset`` and ``env``.
+
+    A ``MultiagentEnvExperiment`` for multi-agent environments, a ``ParallelEnvExperiment``
+    for parallel presets, else a ``SingleEnvExperiment``.
+    """
+    if isinstance(env, MultiagentEnvironment):
+        return MultiagentEnvExperiment(preset, env, **kwargs)
     if isinstance(preset, ParallelPreset):
         return ParallelEnvExperiment(preset, env, **kwargs)
     return SingleEnvExperiment(preset, env, **kwargs)
@@ -111,6 +119,8 @@ def run_experiment(
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
     experiment.train(frames=frames)
     returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
+    if isinstance(returns, dict):  # multi-agent: one list per agent; keep the team return
+        returns = [sum(r) for r in zip(*returns.values())]
     result = ExperimentResult(
         agent=experiment.name,
         env=experiment.env.name,
@@ -124,7 +134,7 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
             "%s on %s: test return %.1f +/- %.1f over %d episodes",
             result.agent, result.env, result.test_mean, result.test_std, len(returns),
         )
-    experiment.logger.close()
+    getattr(experiment, "close_loggers", experiment.logger.close)()
     return result
 
 

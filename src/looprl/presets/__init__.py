@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from looprl.core import Preset
-from looprl.presets import classic_control
+from looprl.presets import classic_control, multiagent
 from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError, default_device
 
 
@@ -30,4 +30,5 @@ __all__ = [
     "classic_control",
     "default_device",
     "load_preset",
+    "multiagent",
 ]

@@ -1,0 +1,251 @@
+"""Independent learners over a ``MultiagentEnvironment``: one single-agent preset per agent.
+
+::
+
+    env = MultiagentPettingZooEnv('tictactoe_v3')
+    preset = independent(classic_control.dqn).env(env).hyperparameters(lr=1e-3).build()
+    preset = independent({'player_1': classic_control.dqn, 'player_2': classic_control.ppo})...
+
+Each agent's preset is built on that agent's view of the environment (``env.subenv``).
+Parallel presets (PPO, ...) are built with ``n_envs=1`` and act on single states through
+``SingleStateAgent``. For agents with action masks the view's observation has the mask
+appended, the preset's ``model`` is wrapped in a ``MaskedModule`` and the agents in a
+``MaskedAgent`` (see ``looprl.agents.independent``).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from looprl.agents.independent import (
+    IndependentMultiagent,
+    MaskedAgent,
+    MaskedModule,
+    SingleStateAgent,
+)
+from looprl.core import Agent, ParallelAgent, Preset
+from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError, default_device
+
+
+class IndependentMultiagentPreset(Preset):
+    """One preset per agent; ``agent()`` routes each state to that agent's own agent.
+
+    Args:
+        name: the preset's name.
+        device: device of every agent's networks.
+        presets: one built single-agent ``Preset`` per agent name.
+        masked: the agents whose states carry an ``action_mask``.
+        hyperparameters: the overrides the presets were built with (each agent's preset
+            keeps its full set in ``presets[name].hyperparameters``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        device: str | torch.device,
+        presets: dict[str, Preset],
+        masked: set[str] | None = None,
+        hyperparameters: dict[str, Any] | None = None,
+    ):
+        self.presets = dict(presets)
+        self.masked = set(masked or ())
+        super().__init__(name, device, dict(hyperparameters or {}))
+
+    @property
+    def device(self) -> str | torch.device:
+        return self._device
+
+    @device.setter
+    def device(self, device: str | torch.device) -> None:
+        """Setting the device moves every agent's networks (``load_preset`` relies on it)."""
+        self._device = device
+        for preset in self.presets.values():
+            preset.device = device
+            for value in vars(preset).values():
+                if isinstance(value, nn.Module):
+                    value.to(device)
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentMultiagent:
+        """Training agents sharing the presets' networks.
+
+        Args:
+            logger: one logger for all agents, or a dict of one logger per agent name.
+            train_steps: the budget in frames; each agent's schedules anneal over its share,
+                ``train_steps / len(presets)`` (agents take turns).
+        """
+        loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
+        steps = train_steps / len(self.presets) if math.isfinite(train_steps) else train_steps
+        return IndependentMultiagent(
+            {
+                name: self._adapt(name, preset.agent(logger=loggers.get(name), train_steps=steps))
+                for name, preset in self.presets.items()
+            }
+        )
+
+    def test_agent(self) -> IndependentMultiagent:
+        """Evaluation agents with copies of the current parameters."""
+        return IndependentMultiagent(
+            {name: self._adapt(name, preset.test_agent()) for name, preset in self.presets.items()}
+        )
+
+    def _adapt(self, name: str, agent: Any) -> Agent:
+        if isinstance(agent, ParallelAgent):
+            agent = SingleStateAgent(agent)
+        return MaskedAgent(agent) if name in self.masked else agent
+
+
+def masked_view(view: Any) -> Any:
+    """A copy of an agent's view whose flat observations have the action mask appended."""
+    space, actions = view.observation_space, view.action_space
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise ValueError(f"Action masks need flat observations, but {view.name} has {space}")
+    n = int(actions.n)
+    masked = copy.copy(view)
+    masked.observation_space = gym.spaces.Box(
+        np.concatenate((space.low, np.zeros(n, np.float32))),
+        np.concatenate((space.high, np.ones(n, np.float32))),
+    )
+    return masked
+
+
+def mask_model(preset: Preset, view: Any) -> None:
+    """Wrap ``preset.model`` in a ``MaskedModule``; ``ValueError`` if its outputs do not fit."""
+    model = getattr(preset, "model", None)
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"Preset {preset.name!r} has no 'model' network whose actions to mask")
+    n = int(view.action_space.n)
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        out = model(torch.zeros((1, *view.observation_space.shape), device=device))
+    actions = out[0] if isinstance(out, tuple) else out
+    if actions.shape[-1] != n:
+        raise ValueError(
+            f"Preset {preset.name!r} outputs shape {tuple(actions.shape)}, not one value per "
+            f"action ({n}); its actions cannot be masked"
+        )
+    preset.model = MaskedModule(model, n)
+
+
+class IndependentPresetBuilder:
+    """Builds an ``IndependentMultiagentPreset`` from single-agent preset builders.
+
+    ``hyperparameters(**kwargs)`` sets each name in every agent's builder that has it;
+    ``n_envs`` is always 1. Each agent's preset is named ``{name}.{agent}``.
+
+    Args:
+        builders: one ``PresetBuilder`` for every agent, or a dict agent name -> builder.
+        name: the preset's name.
+    """
+
+    def __init__(
+        self,
+        builders: PresetBuilder | dict[str, PresetBuilder],
+        name: str = "independent",
+        device: str | torch.device | None = None,
+        env: Any = None,
+        hyperparameters: dict[str, Any] | None = None,
+    ):
+        self.builders = builders
+        self._name = name
+        self._device = device
+        self._env = env
+        self._hyperparameters = dict(hyperparameters or {})
+
+    def _with(self, **changes: Any) -> IndependentPresetBuilder:
+        kwargs = {
+            "builders": self.builders,
+            "name": self._name,
+            "device": self._device,
+            "env": self._env,
+            "hyperparameters": self._hyperparameters,
+        }
+        return IndependentPresetBuilder(**{**kwargs, **changes})
+
+    def env(self, env: Any) -> IndependentPresetBuilder:
+        """Set the ``MultiagentEnvironment``."""
+        return self._with(env=env)
+
+    def device(self, device: str | torch.device) -> IndependentPresetBuilder:
+        """Set the device of every agent's networks."""
+        return self._with(device=device)
+
+    def name(self, name: str) -> IndependentPresetBuilder:
+        """Set the preset's display name."""
+        return self._with(name=name)
+
+    def _all_builders(self) -> list[PresetBuilder]:
+        return list(self.builders.values()) if isinstance(self.builders, dict) else [self.builders]
+
+    @property
+    def hyperparameter_defaults(self) -> dict[str, Any]:
+        """Every agent builder's hyperparameters and defaults (the first builder's win)."""
+        defaults: dict[str, Any] = {}
+        for builder in self._all_builders():
+            for key, value in builder.hyperparameter_defaults.items():
+                defaults.setdefault(key, value)
+        return defaults
+
+    def hyperparameters(self, **hyperparameters: Any) -> IndependentPresetBuilder:
+        """Override hyperparameters of the agents' builders that have them."""
+        valid = self.hyperparameter_defaults
+        for key in hyperparameters:
+            if key not in valid:
+                close = difflib.get_close_matches(key, list(valid), n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise UnknownHyperparameterError(
+                    f"Unknown hyperparameter {key!r} for {self._name}.{hint} "
+                    f"Valid: {', '.join(sorted(valid))}"
+                )
+        for builder in self._all_builders():  # type errors now rather than at build()
+            defaults = builder.hyperparameter_defaults
+            builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
+        return self._with(hyperparameters={**self._hyperparameters, **hyperparameters})
+
+    def _builder_for(self, agent: str) -> PresetBuilder:
+        if not isinstance(self.builders, dict):
+            return self.builders
+        if agent not in self.builders:
+            raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(self.builders)})")
+        return self.builders[agent]
+
+    def build(self) -> IndependentMultiagentPreset:
+        """Build one preset per agent of the environment; requires ``env``."""
+        if self._env is None:
+            raise ValueError(f"Call .env(environment) on the {self._name} builder first")
+        device = self._device if self._device is not None else default_device()
+        presets, masked = {}, set()
+        for agent in self._env.possible_agents:
+            view = self._env.subenv(agent)
+            if view.has_action_mask:
+                view = masked_view(view)
+                masked.add(agent)
+            presets[agent] = self._build_one(agent, view, device)
+            if agent in masked:
+                mask_model(presets[agent], view)
+        return IndependentMultiagentPreset(
+            self._name, device, presets, masked, dict(self._hyperparameters)
+        )
+
+    def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:
+        builder = self._builder_for(agent)
+        defaults = builder.hyperparameter_defaults
+        hyperparameters = {k: v for k, v in self._hyperparameters.items() if k in defaults}
+        if "n_envs" in defaults:
+            hyperparameters["n_envs"] = 1
+        builder = builder.hyperparameters(**hyperparameters).name(f"{self._name}.{agent}")
+        return builder.device(device).env(view).build()
+
+
+def independent(
+    builders: PresetBuilder | dict[str, PresetBuilder], name: str = "independent"
+) -> IndependentPresetBuilder:
+    """An ``IndependentPresetBuilder``: the same builder for every agent, or one per agent."""
+    return IndependentPresetBuilder(builders, name=name)

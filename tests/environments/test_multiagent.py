@@ -1,0 +1,128 @@
+"""PettingZoo AEC and parallel environments as ``MultiagentPettingZooEnv``."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+import torch
+
+pytest.importorskip("pettingzoo")
+
+from pettingzoo.butterfly import knights_archers_zombies_v11  # noqa: E402
+from pettingzoo.classic import rps_v2, tictactoe_v3  # noqa: E402
+
+from looprl.core import MultiagentState  # noqa: E402
+from looprl.environments.multiagent import (  # noqa: E402
+    MultiagentEnvironment,
+    MultiagentPettingZooEnv,
+    make_zoo_env,
+)
+
+
+def test_tictactoe_states_carry_agent_observation_and_mask():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env(), seed=0)
+    assert isinstance(env, MultiagentEnvironment)
+    assert env.name == "tictactoe_v3"
+    assert env.possible_agents == ["player_1", "player_2"]
+    assert env.observation_space("player_1") == gym.spaces.Box(0.0, 1.0, (18,))
+    assert env.action_space("player_2") == gym.spaces.Discrete(9)
+    assert env.has_action_mask("player_1")
+
+    state = env.reset()
+    assert isinstance(state, MultiagentState)
+    assert state["agent"] == env.agent_selection == "player_1"
+    assert state.observation.dtype == torch.float32 and state.observation.shape == (18,)
+    assert state["action_mask"].dtype == torch.bool and state["action_mask"].all()
+    assert (state.reward, state.done, state.mask) == (0.0, False, 1.0)
+
+    state = env.step(torch.tensor(4))
+    assert state["agent"] == "player_2"
+    assert state["action_mask"].tolist() == [True] * 4 + [False] + [True] * 4
+    assert state.observation.sum() == 1.0  # the opponent's mark, seen by player_2
+    assert env.state["agent"] == "player_2"
+
+
+def test_tictactoe_game_end_gives_each_agent_a_terminal_state():
+    env = MultiagentPettingZooEnv("classic.tictactoe_v3")
+    env.reset(seed=1)
+    for action in (0, 3, 1, 4):
+        env.step(action)
+    state = env.step(2)  # player_1 completes a line and wins
+    assert env.is_done("player_1") and env.is_done("player_2")
+    finals = {}
+    while state is not None:
+        finals[state["agent"]] = state
+        assert state.done and state.mask == 0.0  # terminated: no bootstrapping
+        state = env.step(None)  # done agents step None
+    assert finals["player_1"].reward == 1.0
+    assert finals["player_2"].reward == -1.0
+    assert env.done and env.agents == []
+
+
+def test_agent_iter_loop_and_duplicate_are_independent():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    (copy,) = env.duplicate(1)
+    env.reset(seed=0)
+    copy.reset(seed=0)
+    env.step(0)
+    assert copy.last()["action_mask"].all()
+    seen = []
+    for agent in env.agent_iter():
+        state = env.last()
+        seen.append(agent)
+        assert state["agent"] == agent
+        legal = state["action_mask"].nonzero().flatten()
+        env.step(None if state.done else legal[0])
+    assert seen[:2] == ["player_2", "player_1"] and env.done
+
+
+def test_parallel_rps_is_converted_and_truncates_with_mask_one():
+    env = MultiagentPettingZooEnv(rps_v2.parallel_env(num_actions=3, max_cycles=4))
+    assert env.name == "rps_v2"
+    assert env.observation_space("player_0") == gym.spaces.Box(0.0, 1.0, (4,))  # one-hot
+    assert not env.has_action_mask("player_0")
+    state = env.reset(seed=0)
+    assert state.observation.tolist() == [0.0, 0.0, 0.0, 1.0]  # "no move yet"
+    assert "action_mask" not in state
+    agents, states = [], []
+    for agent in env.agent_iter():
+        state = env.last()
+        agents.append(agent)
+        states.append(state)
+        env.step(None if state.done else 0)  # rock for everyone: all ties
+    assert agents[:4] == ["player_0", "player_1"] * 2
+    finals = states[-2:]
+    assert all(s.done and s.mask == 1.0 for s in finals)  # truncated, not terminated
+    assert all(s.reward == 0.0 for s in states)
+
+
+def test_parallel_butterfly_environment_routes_every_agent():
+    env = MultiagentPettingZooEnv(knights_archers_zombies_v11.parallel_env(max_cycles=10))
+    assert env.observation_space("knight_0").shape == (135,)
+    env.reset(seed=0)
+    agents = set()
+    for agent in env.agent_iter():
+        state = env.last()
+        assert state["agent"] == agent and state.observation.shape == (135,)
+        agents.add(agent)
+        env.step(None if state.done else env.action_space(agent).sample())
+    assert agents == {"archer_0", "archer_1", "knight_0", "knight_1"}
+
+
+def test_subenv_gives_one_agents_spaces():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    view = env.subenv("player_2")
+    assert view.name == "tictactoe_v3/player_2"
+    assert view.observation_space.shape == (18,) and view.action_space.n == 9
+    assert view.has_action_mask
+
+
+def test_unflattened_observations_keep_their_shape():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env(), flatten=False)
+    assert env.observation_space("player_1").shape == (3, 3, 2)
+    assert env.reset(seed=0).observation.shape == (3, 3, 2)
+
+
+def test_unknown_environment_name_is_a_value_error():
+    with pytest.raises(ValueError, match="Unknown PettingZoo environment 'tictactoe_v99'"):
+        make_zoo_env("tictactoe_v99")

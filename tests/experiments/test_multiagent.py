@@ -1,0 +1,74 @@
+"""``MultiagentEnvExperiment``: the multi-agent control loop and its logs."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+from pettingzoo.classic import tictactoe_v3  # noqa: E402
+
+from looprl.agents.independent import IndependentMultiagent, RandomAgent  # noqa: E402
+from looprl.core import Agent, Preset  # noqa: E402
+from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
+from looprl.experiments.multiagent import MultiagentEnvExperiment, play  # noqa: E402
+
+
+class CountingRandom(Agent):
+    def __init__(self, space, seed):
+        self.random = RandomAgent(space, seed)
+        self.done_states = 0
+        self.logger = None
+
+    def act(self, state):
+        self.done_states += bool(state.done)
+        return self.random.act(state)
+
+
+class RandomPreset(Preset):
+    def __init__(self, env):
+        super().__init__("random", "cpu", {})
+        self.spaces = {agent: env.action_space(agent) for agent in env.possible_agents}
+        self.agents = {}
+
+    def agent(self, logger=None, train_steps=float("inf")):
+        for i, (name, space) in enumerate(self.spaces.items()):
+            self.agents[name] = CountingRandom(space, i)
+            self.agents[name].logger = logger[name]
+        return IndependentMultiagent(self.agents)
+
+    def test_agent(self):
+        return IndependentMultiagent({n: RandomAgent(s, 9) for n, s in self.spaces.items()})
+
+
+def test_logs_each_agents_returns_and_the_team_return(tmp_path):
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    preset = RandomPreset(env)
+    experiment = MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(episodes=100)
+    assert experiment.episode == 100
+    assert all(agent.done_states == 100 for agent in preset.agents.values())  # terminal acts
+    run = tmp_path / "random" / "tictactoe_v3"
+    assert experiment.logger.log_dir == str(run)
+    for name in ("player_1", "player_2"):
+        assert preset.agents[name].logger is experiment.agent_loggers[name]
+        rows = (run / f"random.{name}" / "tictactoe_v3" / "returns100.csv").read_text().split()
+        assert rows[0] == "frame,mean,std,max,min" and len(rows) == 2
+    team = (run / "returns100.csv").read_text().split()[1].split(",")
+    assert float(team[1]) == 0.0  # zero-sum game: the agents' returns cancel
+    returns = experiment.test(episodes=10)
+    assert [len(returns[name]) for name in ("player_1", "player_2")] == [10, 10]
+    assert all(a == -b for a, b in zip(returns["player_1"], returns["player_2"]))
+    experiment.close()
+    assert (run / "random.player_1" / "tictactoe_v3" / "test_returns.csv").exists()
+
+
+def test_play_returns_each_agents_returns_per_episode():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    names = env.possible_agents
+    agents = {name: RandomAgent(env.action_space(name), seed=i) for i, name in enumerate(names)}
+    returns = play(env, IndependentMultiagent(agents), episodes=30, seed=3)
+    assert len(returns["player_1"]) == 30
+    wins = sum(r > 0 for r in returns["player_1"])
+    losses = sum(r > 0 for r in returns["player_2"])
+    assert wins + losses <= 30 and wins > losses  # the first player's edge

@@ -1,0 +1,117 @@
+"""Multi-agent presets: independent learners built from single-agent presets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+pytest.importorskip("pettingzoo")
+
+from pettingzoo.classic import rps_v2, tictactoe_v3  # noqa: E402
+
+from looprl.agents.independent import (  # noqa: E402
+    IndependentMultiagent,
+    MaskedAgent,
+    MaskedModule,
+    RandomAgent,
+    SingleStateAgent,
+)
+from looprl.core import Preset  # noqa: E402
+from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
+from looprl.experiments.multiagent import MultiagentEnvExperiment, play  # noqa: E402
+from looprl.presets import UnknownHyperparameterError, load_preset  # noqa: E402
+from looprl.presets import classic_control as cc  # noqa: E402
+from looprl.presets.multiagent import dqn, independent, ppo  # noqa: E402
+from looprl.presets.multiagent.independent import mask_model, masked_view  # noqa: E402
+
+
+def updates(agent):
+    while not hasattr(agent, "trainer"):
+        agent = agent.agent  # through MaskedAgent and SingleStateAgent
+    return agent.trainer.policy.version
+
+
+@pytest.mark.parametrize(
+    ("builder", "hyperparameters"),
+    [(dqn, {"replay_start_size": 100}), (ppo, {"n_steps": 64})],
+    ids=["dqn", "ppo"],
+)
+def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_path):
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    preset = builder.env(env).device("cpu").hyperparameters(**hyperparameters).build()
+    experiment = MultiagentEnvExperiment(
+        preset, env, train_steps=600, logdir=str(tmp_path), quiet=True, verbose=False, seed=0
+    )
+    experiment.train(frames=600)  # MaskedAgent raises on any illegal action
+    assert experiment.frame >= 600 and experiment.episode > 50
+    assert all(updates(agent) > 0 for agent in experiment.agent.agents.values())
+    preset.save(str(tmp_path / "preset.pt"))
+    loaded = load_preset(str(tmp_path / "preset.pt"), device="cpu")
+    assert set(loaded.presets) == {"player_1", "player_2"}
+    agent = loaded.test_agent()
+    opponent = RandomAgent(env.action_space("player_2"), seed=0)
+    returns = play(env, IndependentMultiagent({**agent.agents, "player_2": opponent}), 20)
+    assert len(returns["player_1"]) == 20
+    assert set(returns["player_1"]) <= {-1.0, 0.0, 1.0}
+    test_returns = experiment.test(episodes=4)
+    assert {k: len(v) for k, v in test_returns.items()} == {"player_1": 4, "player_2": 4}
+    experiment.close()
+
+
+def test_agents_of_a_masked_env_are_wrapped_and_parallel_presets_use_one_env():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    preset = ppo.env(env).device("cpu").build()
+    assert preset.masked == {"player_1", "player_2"}
+    sub = preset.presets["player_2"]
+    assert sub.n_envs == 1 and sub.name == "independent_ppo.player_2"
+    assert isinstance(sub.model, MaskedModule)
+    assert sub.model.module.actor[0].in_features == 18 + 9  # observation + mask
+    agent = preset.agent().agents["player_1"]
+    assert isinstance(agent, MaskedAgent) and isinstance(agent.agent, SingleStateAgent)
+    assert isinstance(preset.test_agent().agents["player_2"], MaskedAgent)
+
+
+def test_one_builder_per_agent_and_unmasked_parallel_env():
+    env = MultiagentPettingZooEnv(rps_v2.parallel_env())
+    builder = independent({"player_0": cc.dqn, "player_1": cc.ppo}, name="mixed")
+    preset = builder.env(env).hyperparameters(hidden=32).device("cpu").build()
+    assert preset.name == "mixed" and preset.masked == set()
+    assert not isinstance(preset.presets["player_0"].model, MaskedModule)
+    assert preset.presets["player_0"].hyperparameters["hidden"] == 32
+    assert preset.presets["player_1"].hyperparameters["hidden"] == 32
+    returns = play(env, preset.agent(), episodes=2, seed=0)
+    assert set(returns) == {"player_0", "player_1"}
+
+
+def test_builder_errors_name_the_problem():
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    with pytest.raises(UnknownHyperparameterError, match="Did you mean 'lr'"):
+        dqn.hyperparameters(lrr=1e-3)
+    with pytest.raises(TypeError, match="'hidden' must be int"):
+        ppo.hyperparameters(hidden=1.5)
+    with pytest.raises(ValueError, match="Call .env"):
+        dqn.build()
+    with pytest.raises(ValueError, match="No preset builder for agent 'player_2'"):
+        independent({"player_1": cc.dqn}).env(env).device("cpu").build()
+
+
+def test_mask_model_rejects_outputs_that_are_not_one_value_per_action():
+    view = masked_view(MultiagentPettingZooEnv(tictactoe_v3.env()).subenv("player_1"))
+
+    class WrongPreset(Preset):
+        def __init__(self):
+            super().__init__("wrong", "cpu", {})
+            self.model = nn.Linear(27, 4)
+
+        def agent(self, logger=None, train_steps=float("inf")):
+            raise NotImplementedError
+
+        def test_agent(self):
+            raise NotImplementedError
+
+    with pytest.raises(ValueError, match="cannot be masked"):
+        mask_model(WrongPreset(), view)
+    assert view.observation_space.shape == (27,)
+    assert view.observation_space.high[-9:].tolist() == [1.0] * 9
+    assert torch.equal(torch.as_tensor(view.observation_space.low[-9:]), torch.zeros(9))
