@@ -6,7 +6,11 @@ path of a rollout these few tensor operations are several times cheaper.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import torch
+from torch import nn
 
 
 class CategoricalHead:
@@ -40,3 +44,199 @@ class CategoricalHead:
         log_p = torch.log_softmax(logits, dim=-1)
         entropy = -(log_p.exp() * log_p).sum(-1)
         return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), entropy
+
+
+# -- continuous actions ----------------------------------------------------------------------
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
+
+
+class ActionBounds:
+    """The affine map between normalized actions in ``[-1, 1]`` and a ``Box``'s bounds.
+
+    ``to_env(x) = center + scale * x`` with ``center = (high + low) / 2`` and
+    ``scale = (high - low) / 2``; unbounded dimensions are left unscaled. Tensors are
+    cached per device, so heads work wherever their inputs live.
+
+    Args:
+        low, high: the bounds of the action space (arrays of the action's shape).
+    """
+
+    def __init__(self, low: Any, high: Any):
+        low = torch.as_tensor(low, dtype=torch.float32).flatten()
+        high = torch.as_tensor(high, dtype=torch.float32).flatten()
+        finite = torch.isfinite(low) & torch.isfinite(high)
+        self.low, self.high = low, high
+        self.center = torch.where(finite, (high + low) / 2, torch.zeros_like(low))
+        self.scale = torch.where(finite, (high - low) / 2, torch.ones_like(low))
+        self.action_dim = int(low.numel())
+        self._cache: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+
+    def on(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """``(center, scale, low, high)`` on ``device``."""
+        tensors = self._cache.get(device)
+        if tensors is None:
+            tensors = tuple(t.to(device) for t in (self.center, self.scale, self.low, self.high))
+            self._cache[device] = tensors
+        return tensors
+
+    def to_env(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalized actions -> actions in the space's bounds (for ``x`` in ``[-1, 1]``)."""
+        center, scale, _, _ = self.on(x.device)
+        return center + scale * x
+
+    def to_unit(self, action: torch.Tensor) -> torch.Tensor:
+        """Actions in the space's bounds -> normalized actions."""
+        center, scale, _, _ = self.on(action.device)
+        return (action - center) / scale
+
+    def clip(self, action: torch.Tensor) -> torch.Tensor:
+        """``action`` clamped to ``[low, high]``."""
+        _, _, low, high = self.on(action.device)
+        return torch.clamp(action, low, high)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": {}}
+
+
+def _normal_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """``sum_i log N(x_i; mean_i, exp(log_std_i))`` over the last dimension."""
+    z = (x - mean) * torch.exp(-log_std)
+    return (-0.5 * z * z - log_std - _HALF_LOG_2PI).sum(-1)
+
+
+class GaussianActor(nn.Module):
+    """Mean network plus a learned, state-independent log standard deviation.
+
+    ``forward(obs)`` returns ``cat(mean(obs), log_std)``, the parameters ``GaussianHead``
+    expects. For a state-dependent standard deviation use any model with ``2 * action_dim``
+    outputs instead.
+
+    Args:
+        mean_model: maps observations to ``(batch, action_dim)`` means.
+        action_dim: size of the action.
+        log_std_init: initial log standard deviation (normalized units).
+    """
+
+    def __init__(self, mean_model: nn.Module, action_dim: int, log_std_init: float = 0.0):
+        super().__init__()
+        self.mean_model = mean_model
+        self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        mean = self.mean_model(observation)
+        return torch.cat((mean, self.log_std.expand_as(mean)), dim=-1)
+
+
+class GaussianHead:
+    """A diagonal Gaussian over ``Box`` actions; parameters are ``cat(mean, log_std)``.
+
+    The Gaussian lives in normalized units and is mapped affinely onto the bounds:
+    ``action = center + scale * (mean + std * eps)``. Samples are not clipped (the
+    environment clips), so log-probabilities stay exact. ``log_prob`` is the density of the
+    normalized action ``(action - center) / scale``; it differs from the density of the
+    action itself by the constant ``sum(log scale)``, which cancels in PPO's ratio.
+
+    Args:
+        low, high: bounds of the action space.
+        log_std_min, log_std_max: ``log_std`` is clamped to this range.
+    """
+
+    def __init__(self, low: Any, high: Any, log_std_min: float = -20.0, log_std_max: float = 2.0):
+        self.bounds = ActionBounds(low, high)
+        self.action_dim = self.bounds.action_dim
+        self.log_std_min = log_std_min
+        self.log_std_max = log_std_max
+
+    def split(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, log_std)`` from the network output (``log_std`` clamped)."""
+        mean, log_std = params.chunk(2, dim=-1)
+        return mean, log_std.clamp(self.log_std_min, self.log_std_max)
+
+    def sample(self, params: torch.Tensor) -> torch.Tensor:
+        """One action per row."""
+        mean, log_std = self.split(params)
+        return self.bounds.to_env(mean + torch.exp(log_std) * torch.randn_like(mean))
+
+    def mode(self, params: torch.Tensor) -> torch.Tensor:
+        """The most likely action per row (the mean, clamped to the bounds)."""
+        return self.bounds.clip(self.bounds.to_env(self.split(params)[0]))
+
+    def log_prob(self, params: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``log pi(a | s)`` of the normalized ``actions`` (one per row)."""
+        mean, log_std = self.split(params)
+        return _normal_log_prob(self.bounds.to_unit(actions), mean, log_std)
+
+    def log_prob_and_entropy(
+        self, params: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(a | s)`` and the entropy ``sum(log_std + 0.5 + 0.5 log 2 pi)``."""
+        mean, log_std = self.split(params)
+        log_prob = _normal_log_prob(self.bounds.to_unit(actions), mean, log_std)
+        entropy = (log_std + 0.5 + _HALF_LOG_2PI).sum(-1)
+        return log_prob, entropy
+
+
+def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
+    """``sum_i log(1 - tanh(u_i)^2)``, computed stably as ``2 (log 2 - u - softplus(-2u))``."""
+    return (2.0 * (_LOG_2 - u - nn.functional.softplus(-2.0 * u))).sum(-1)
+
+
+class TanhGaussianHead(GaussianHead):
+    """A Gaussian squashed by ``tanh`` into the bounds (SAC, Haarnoja et al. 2018, App. C).
+
+    ``u ~ N(mean, std)``, ``action = center + scale * tanh(u)`` and
+    ``log pi(a | s) = log N(u; mean, std) - sum log(1 - tanh(u)^2)``: the density of the
+    normalized action ``tanh(u)`` (as in SB3, so that SAC's target entropy ``-|A|`` means
+    the same for every action range).
+
+    Args:
+        low, high: bounds of the action space.
+        log_std_min, log_std_max: ``log_std`` is clamped to this range.
+        epsilon: margin that keeps ``atanh`` finite when evaluating given actions.
+    """
+
+    def __init__(
+        self,
+        low: Any,
+        high: Any,
+        log_std_min: float = -20.0,
+        log_std_max: float = 2.0,
+        epsilon: float = 1e-6,
+    ):
+        super().__init__(low, high, log_std_min, log_std_max)
+        self.epsilon = epsilon
+
+    def rsample(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterized action per row and its ``log pi`` (gradients flow through both)."""
+        mean, log_std = self.split(params)
+        noise = torch.randn_like(mean)
+        u = mean + torch.exp(log_std) * noise
+        log_prob = (-0.5 * noise * noise - log_std - _HALF_LOG_2PI).sum(-1) - tanh_log_det(u)
+        return self.bounds.to_env(torch.tanh(u)), log_prob
+
+    def sample(self, params: torch.Tensor) -> torch.Tensor:
+        """One action per row."""
+        return self.rsample(params)[0]
+
+    def mode(self, params: torch.Tensor) -> torch.Tensor:
+        """``center + scale * tanh(mean)`` per row (the deterministic action of SAC)."""
+        return self.bounds.to_env(torch.tanh(self.split(params)[0]))
+
+    def log_prob(self, params: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``log pi(a | s)`` of given ``actions``, inverting the squashing with ``atanh``."""
+        mean, log_std = self.split(params)
+        y = self.bounds.to_unit(actions).clamp(-1.0 + self.epsilon, 1.0 - self.epsilon)
+        u = torch.atanh(y)
+        return _normal_log_prob(u, mean, log_std) - tanh_log_det(u)
+
+    def log_prob_and_entropy(
+        self, params: torch.Tensor, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(a | s)`` and a one-sample estimate ``-log pi(a')`` of the entropy.
+
+        The squashed Gaussian has no closed-form entropy; ``a'`` is a fresh
+        reparameterized sample, so the estimate is differentiable.
+        """
+        return self.log_prob(params, actions), -self.rsample(params)[1]

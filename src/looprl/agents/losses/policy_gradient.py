@@ -69,3 +69,95 @@ def ppo_loss(
         total = total - entropy_coef * entropy_mean
     parts = {"policy": policy.detach(), "value": value.detach(), "entropy": entropy_mean.detach()}
     return total, parts
+
+
+# -- REINFORCE / actor-critic / A2C (Williams, 1992; Mnih et al., 2016) -------------------
+
+
+def policy_gradient_loss(log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """The likelihood-ratio (REINFORCE) policy loss ``-mean(log pi(a | s) * A)``.
+
+    ``advantages`` are treated as constants (no gradient flows into them), so the gradient
+    is ``-mean(A * grad log pi(a | s))`` (Williams, 1992; Sutton et al., 2000).
+    """
+    return -(log_probs * advantages.detach()).mean()
+
+
+def a2c_loss(
+    log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    entropy: torch.Tensor,
+    value_coef: float = 0.5,
+    entropy_coef: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Advantage actor-critic loss: policy + ``value_coef`` * value - ``entropy_coef`` * entropy.
+
+    ``policy = -mean(log pi(a | s) * A)``, ``value = mean((V(s) - R)^2)`` (``R`` constant),
+    ``entropy = mean(H(pi(. | s)))``. Shared by VPG (Monte-Carlo ``R``), VAC (one-step
+    ``R``) and A2C (n-step ``R``). Returns the total loss and its detached parts.
+    """
+    policy = policy_gradient_loss(log_probs, advantages)
+    value = value_loss(values, returns.detach())
+    entropy_mean = entropy.mean()
+    total = policy + value_coef * value
+    if entropy_coef:
+        total = total - entropy_coef * entropy_mean
+    parts = {"policy": policy.detach(), "value": value.detach(), "entropy": entropy_mean.detach()}
+    return total, parts
+
+
+def n_step_returns(
+    rewards: torch.Tensor,
+    next_values: torch.Tensor,
+    next_masks: torch.Tensor,
+    next_dones: torch.Tensor,
+    gamma: float,
+) -> torch.Tensor:
+    """Discounted returns to the end of a rollout, bootstrapped from ``V``; time along dim 0.
+
+    ``R_t = r_t + gamma * mask_{t+1} * (V(s_{t+1}) if done_{t+1} or t = T-1 else R_{t+1})``:
+    the sum of rewards up to the next episode end or the rollout's end, whichever comes
+    first, plus the discounted value there. ``mask`` (0 at termination) removes the
+    bootstrap, so a finished episode gives its Monte-Carlo return and a time-limit
+    truncation bootstraps from the value of its final observation. Equals
+    ``GAE(lambda=1) + V`` (``memory.rollout.generalized_advantage_estimate``).
+    """
+    returns = torch.empty_like(rewards)
+    running = next_values[-1]
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        bootstrap = torch.where(next_dones[t], next_values[t], running)
+        running = rewards[t] + gamma * next_masks[t] * bootstrap
+        returns[t] = running
+    return returns
+
+
+# -- Phasic Policy Gradient (Cobbe et al., 2021) ---------------------------------------------
+
+
+def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """``KL(pi_old || pi)`` per row of categorical logits: ``sum_a p_old (log p_old - log p)``."""
+    old_log_p = torch.log_softmax(old_logits, dim=-1)
+    log_p = torch.log_softmax(logits, dim=-1)
+    return (old_log_p.exp() * (old_log_p - log_p)).sum(-1)
+
+
+def ppg_aux_loss(
+    aux_values: torch.Tensor,
+    returns: torch.Tensor,
+    old_logits: torch.Tensor,
+    logits: torch.Tensor,
+    beta_clone: float = 1.0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPG's joint loss of the auxiliary phase (Cobbe et al., 2021, eq. 2).
+
+    ``L_joint = 0.5 * mean((V_aux(s) - R)^2) + beta_clone * mean(KL(pi_old(.|s) || pi(.|s)))``:
+    distil the value targets ``R`` into the policy network's auxiliary value head while
+    the behaviour-cloning term keeps the policy where it was at the start of the phase
+    (``old_logits``, treated as constants). Returns the total and its detached parts.
+    """
+    aux = 0.5 * ((aux_values - returns.detach()) ** 2).mean()
+    kl = categorical_kl(old_logits.detach(), logits).mean()
+    total = aux + beta_clone * kl
+    return total, {"aux_value": aux.detach(), "kl": kl.detach()}

@@ -32,3 +32,104 @@ def dqn_loss(
     if weights is not None:
         elementwise = elementwise * weights
     return elementwise.mean()
+
+
+def double_q_target(
+    rewards: torch.Tensor,
+    next_online_values: torch.Tensor,
+    next_target_values: torch.Tensor,
+    masks: torch.Tensor,
+    discount: float | torch.Tensor,
+) -> torch.Tensor:
+    """Double Q-learning target (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
+
+    ``r + discount * mask * Q_target(s', argmax_a Q_online(s', a))``: the online network
+    picks the action, the target network evaluates it. ``discount`` may be a tensor
+    (``gamma^k`` of n-step returns).
+    """
+    best = next_online_values.argmax(dim=-1, keepdim=True)
+    next_values = next_target_values.gather(-1, best).squeeze(-1)
+    return rewards + discount * masks * next_values
+
+
+def categorical_projection(
+    rewards: torch.Tensor,
+    masks: torch.Tensor,
+    discount: float | torch.Tensor,
+    next_probs: torch.Tensor,
+    atoms: torch.Tensor,
+) -> torch.Tensor:
+    """C51's projection of ``r + discount * mask * Z(s')`` onto ``atoms`` (Bellemare et al.,
+    2017, https://arxiv.org/abs/1707.06887, Algorithm 1).
+
+    Each shifted atom ``Tz_j = clamp(r + discount * mask * z_j, v_min, v_max)`` lands at
+    ``b_j = (Tz_j - v_min) / dz``; its probability ``p_j`` is split between the neighbours
+    ``l = floor(b_j)`` and ``u = ceil(b_j)`` as ``p_j (u - b_j)`` and ``p_j (b_j - l)`` (all of
+    it to ``l`` when ``b_j`` is integral).
+
+    Args:
+        rewards, masks: shape ``(batch,)``; ``mask`` is 0 at termination.
+        discount: a float or a ``(batch,)`` tensor.
+        next_probs: ``(batch, n_atoms)`` probabilities of the bootstrapped distribution.
+        atoms: the ``n_atoms`` evenly spaced support points ``v_min .. v_max``.
+
+    Returns:
+        ``(batch, n_atoms)`` target probabilities.
+    """
+    v_min, v_max = atoms[0], atoms[-1]
+    delta = (v_max - v_min) / (atoms.shape[0] - 1)
+    scale = (discount * masks).unsqueeze(-1)
+    shifted = (rewards.unsqueeze(-1) + scale * atoms).clamp(v_min, v_max)
+    b = ((shifted - v_min) / delta).clamp(0, atoms.shape[0] - 1)
+    lower = b.floor()
+    upper = b.ceil()
+    lower_weight = torch.where(upper == lower, torch.ones_like(b), upper - b)
+    target = torch.zeros_like(next_probs)
+    target.scatter_add_(-1, lower.long(), next_probs * lower_weight)
+    target.scatter_add_(-1, upper.long(), next_probs * (b - lower))
+    return target
+
+
+def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:
+    """Per-sample ``-sum_i target_i * log(p_i)`` over the last dimension (C51's loss).
+
+    ``probs`` are clamped at ``1e-6`` before the log; ``target_probs`` are not differentiated.
+    """
+    return -(target_probs.detach() * probs.clamp_min(1e-6).log()).sum(-1)
+
+
+def c51_loss(
+    probs: torch.Tensor, target_probs: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Mean (importance-weighted) cross-entropy of ``probs`` against projected targets."""
+    elementwise = categorical_cross_entropy(probs, target_probs)
+    if weights is not None:
+        elementwise = elementwise * weights
+    return elementwise.mean()
+
+
+def n_step_return(
+    rewards: torch.Tensor, dones: torch.Tensor, masks: torch.Tensor, discount: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The n-step return of the first step of a window, stopped at the first episode end.
+
+    For a window of ``n = rewards.shape[0]`` steps (time first; ``rewards[k]``, ``dones[k]``
+    and ``masks[k]`` describe the state reached by step ``k``), with ``K`` the number of steps
+    up to and including the first ``done`` (else ``n``):
+    ``R = sum_{k<K} discount^k r_k``, bootstrapped as ``R + discount^K * mask_{K-1} * V``.
+
+    Returns:
+        ``(R, discount^K, mask_{K-1})``: termination gives mask 0, truncation keeps mask 1.
+    """
+    n = rewards.shape[0]
+    alive = torch.ones_like(rewards[0])
+    ret = torch.zeros_like(rewards[0])
+    steps = torch.zeros_like(rewards[0])
+    mask = torch.ones_like(rewards[0])
+    for k in range(n):
+        ret = ret + alive * discount**k * rewards[k]
+        steps = steps + alive
+        mask = torch.where(alive > 0, masks[k].to(mask.dtype), mask)
+        alive = alive * (~dones[k].bool()).to(alive.dtype)
+    return ret, discount**steps, mask
+
