@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("classic_control", "multiagent")
+FAMILIES = ("classic_control", "atari", "multiagent")
 
 
 def available_agents() -> dict[str, Any]:
@@ -54,6 +54,10 @@ def resolve_agent(name: str) -> Any:
 
 def make_env(agent: str, env_id: str) -> Any:
     """The environment ``env_id`` in the form the family of preset ``agent`` acts in."""
+    if agent.startswith("atari."):
+        from looprl.environments import AtariEnvironment
+
+        return AtariEnvironment(env_id)
     if agent.startswith("multiagent."):
         from looprl.environments import MultiagentPettingZooEnv
 

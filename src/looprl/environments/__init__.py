@@ -1,6 +1,17 @@
 """Environments: Gymnasium wrappers producing ``State``/``StateArray`` objects."""
 
+from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment, atari_games
 from looprl.environments.base import Environment, VectorEnvironment
+from looprl.environments.bodies import (
+    Body,
+    EpisodicLife,
+    FrameStack,
+    ObservationNormalization,
+    RewardClipping,
+    RunningMeanStd,
+    TimeFeature,
+    deepmind_atari_body,
+)
 from looprl.environments.gym import GymEnvironment, check_env_id
 from looprl.environments.multiagent import (
     AgentView,
@@ -10,6 +21,17 @@ from looprl.environments.multiagent import (
 from looprl.environments.vector import GymVectorEnvironment
 
 __all__ = [
+    "AtariEnvironment",
+    "AtariVectorEnvironment",
+    "Body",
+    "EpisodicLife",
+    "FrameStack",
+    "ObservationNormalization",
+    "RewardClipping",
+    "RunningMeanStd",
+    "TimeFeature",
+    "atari_games",
+    "deepmind_atari_body",
     "AgentView",
     "MultiagentEnvironment",
     "MultiagentPettingZooEnv",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from looprl.core import Preset
-from looprl.presets import classic_control, multiagent
+from looprl.presets import atari, classic_control, multiagent
 from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError, default_device
 
 
@@ -25,6 +25,7 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
 
 
 __all__ = [
+    "atari",
     "PresetBuilder",
     "UnknownHyperparameterError",
     "classic_control",

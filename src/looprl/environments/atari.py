@@ -1,0 +1,318 @@
+"""Atari 2600 games on the Arcade Learning Environment (``ale-py``) with DeepMind preprocessing.
+
+``AtariEnvironment('Breakout')`` plays the game ``ALE/Breakout-v5`` with the preprocessing of
+Mnih et al. (2015, https://www.nature.com/articles/nature14236) and Machado et al.'s
+recommended evaluation settings where they agree:
+
+* the raw emulator runs with ``frameskip=1`` and ``repeat_action_probability=0`` (no sticky
+  actions, as in the DeepMind setup);
+* no-op reset: a random number (1 to ``noop_max``) of no-ops starts each episode;
+* frame skip 4, max-pooling the last two frames of each skip;
+* fire reset: games that need FIRE to start (Breakout, ...) get it on reset;
+* 84x84 grayscale frames, the last 4 stacked: observations are ``(4, 84, 84)`` uint8 tensors
+  (frames before the episode start are zeros);
+* episodes are truncated after 108,000 emulator frames (30 minutes of play).
+
+The pipeline runs natively in ale-py's ``AtariVectorEnv`` (C++, no OpenCV needed); one
+environment is a vector of one, so a single environment and ``duplicate(n)`` produce the
+very same frames.
+
+**Episodic life and reward clipping are agent-side** (``looprl.environments.bodies``), as in
+the autonomous-learning-library: the environment reports true game scores and ends an
+episode only at game over, so experiments log the scores papers report. Every state carries
+``life_lost`` (``True`` on the step a life was lost) and ``lives``; the ``EpisodicLife`` body
+turns ``life_lost`` into a terminal state for learning while the game goes on, and the
+``RewardClipping`` body clips rewards to their sign. The Atari presets apply both
+(``deepmind_atari_body``). ``clip_rewards=True`` clips in the emulator instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from looprl.core import State, StateArray
+from looprl.environments.base import Environment, VectorEnvironment
+
+#: Options of the DeepMind preprocessing and their defaults (see the module docstring).
+DEEPMIND_OPTIONS: dict[str, Any] = {
+    "noop_max": 30,
+    "frame_skip": 4,
+    "frame_stack": 4,
+    "screen_size": 84,
+    "fire_reset": True,
+    "clip_rewards": False,
+    "repeat_action_probability": 0.0,
+    "max_episode_frames": 108_000,
+    "full_action_space": False,
+}
+
+
+def _import_ale() -> Any:
+    try:
+        import ale_py
+    except ImportError as error:
+        raise ModuleNotFoundError(
+            "Atari environments need ale-py: pip install 'looprl[atari]'"
+        ) from error
+    return ale_py
+
+
+def _camel(rom_id: str) -> str:
+    return "".join(part.capitalize() for part in rom_id.split("_"))
+
+
+def atari_games() -> list[str]:
+    """The games ale-py ships (their ROMs are inside the package), as ``'Breakout'`` names."""
+    return sorted(_camel(rom) for rom in _import_ale().roms.get_all_rom_ids())
+
+
+def rom_id(name: str) -> str:
+    """ale-py's ROM id of a game name.
+
+    Accepts ``'Breakout'``, ``'breakout'``, ``'ALE/Breakout-v5'`` and
+    ``'BreakoutNoFrameskip-v4'`` (all give ``'breakout'``); ``'MsPacman'`` gives
+    ``'ms_pacman'``.
+
+    Raises:
+        ValueError: unknown game (the message names close matches).
+    """
+    roms = set(_import_ale().roms.get_all_rom_ids())
+    short = re.sub(r"^ALE/|-v\d+$", "", name.strip())
+    short = re.sub(r"(NoFrameskip|Deterministic)$", "", short)
+    candidate = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", short).lower()
+    if candidate in roms:
+        return candidate
+    close = difflib.get_close_matches(_camel(candidate), atari_games(), n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise ValueError(
+        f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari.atari_games() "
+        f"lists the {len(roms)} games ale-py ships.)"
+    )
+
+
+def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, **options: Any):
+    """ale-py's ``AtariVectorEnv`` with the DeepMind preprocessing and next-step autoreset.
+
+    Args:
+        name: a game name accepted by ``rom_id``.
+        n_envs: number of copies.
+        num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
+        **options: overrides of ``DEEPMIND_OPTIONS``.
+    """
+    ale_py = _import_ale()
+    unknown = set(options) - set(DEEPMIND_OPTIONS)
+    if unknown:
+        valid = ", ".join(sorted(DEEPMIND_OPTIONS))
+        raise TypeError(f"Unknown Atari options {sorted(unknown)}; valid: {valid}")
+    o = {**DEEPMIND_OPTIONS, **options}
+    threads = num_threads or max(1, min(n_envs, os.cpu_count() or 1))
+    return ale_py.AtariVectorEnv(
+        rom_id(name),
+        n_envs,
+        num_threads=threads,
+        max_num_frames_per_episode=o["max_episode_frames"],
+        repeat_action_probability=o["repeat_action_probability"],
+        full_action_space=o["full_action_space"],
+        img_height=o["screen_size"],
+        img_width=o["screen_size"],
+        stack_num=o["frame_stack"],
+        frameskip=o["frame_skip"],
+        noop_max=o["noop_max"],
+        use_fire_reset=o["fire_reset"],
+        reward_clipping=o["clip_rewards"],
+        episodic_life=False,
+        life_loss_info=False,
+    )
+
+
+def _actions(action: Any, n: int) -> np.ndarray:
+    if isinstance(action, torch.Tensor):
+        action = action.detach().cpu().numpy()
+    return np.asarray(action, dtype=np.int64).reshape(n)
+
+
+class AtariVectorEnvironment(VectorEnvironment):
+    """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env.
+
+    States are ``StateArray`` batches with ``observation`` ``(n_envs, 4, 84, 84)`` uint8 plus
+    ``life_lost`` (bool) and ``lives`` (int) per row. Autoreset is next-step (see
+    ``VectorEnvironment``).
+
+    Args:
+        name: game name (``'Breakout'``, ``'ALE/Breakout-v5'``...).
+        n_envs: number of copies.
+        device: where tensors are put.
+        seed: seed of the first reset (copy ``i`` gets ``seed + i``).
+        num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
+        **options: overrides of ``DEEPMIND_OPTIONS``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        n_envs: int,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        num_threads: int | None = None,
+        **options: Any,
+    ):
+        self._env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
+        self.name = _camel(rom_id(name))
+        self.n_envs = n_envs
+        self.device = device
+        self.options = {**DEEPMIND_OPTIONS, **options}
+        self._seed = seed
+        self._lives = np.zeros(n_envs, dtype=np.int32)
+        self._state: StateArray | None = None
+
+    @property
+    def env(self) -> Any:
+        """The wrapped ``ale_py.AtariVectorEnv``."""
+        return self._env
+
+    def reset(self, seed: int | None = None) -> StateArray:
+        seed = seed if seed is not None else self._seed
+        self._seed = None
+        obs, info = self._env.reset(seed=seed)
+        zeros = np.zeros(self.n_envs, dtype=bool)
+        self._lives = info["lives"]
+        reward = np.zeros(self.n_envs, np.float32)
+        self._state = self._make_state(obs, reward, zeros, zeros, zeros, info["lives"])
+        return self._state
+
+    def step(self, action: Any) -> StateArray:
+        obs, reward, terminated, truncated, info = self._env.step(_actions(action, self.n_envs))
+        lives = info["lives"]
+        life_lost = lives < self._lives
+        self._lives = lives
+        self._state = self._make_state(obs, reward, terminated, truncated, life_lost, lives)
+        return self._state
+
+    def _make_state(self, obs, reward, terminated, truncated, life_lost, lives) -> StateArray:
+        device = self.device
+        x = {
+            "observation": torch.from_numpy(obs).to(device),
+            "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(device),
+            "done": torch.from_numpy(terminated | truncated).to(device),
+            "mask": torch.from_numpy((~terminated).astype(np.float32)).to(device),
+            "life_lost": torch.from_numpy(np.asarray(life_lost, dtype=bool)).to(device),
+            "lives": torch.from_numpy(np.asarray(lives, dtype=np.int64)).to(device),
+        }
+        return StateArray(x, (self.n_envs,), device=device)
+
+    @property
+    def state_array(self) -> StateArray:
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self._env.single_observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self._env.single_action_space
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class AtariEnvironment(Environment):
+    """One Atari game with the DeepMind preprocessing (see the module docstring).
+
+    Args:
+        name: game name: ``'Breakout'``, ``'Pong'``, ``'MsPacman'``, or an ALE id such as
+            ``'ALE/Breakout-v5'``.
+        device: where observation tensors are put.
+        seed: seed of the first reset (later resets continue the emulator's RNG).
+        **options: overrides of ``DEEPMIND_OPTIONS`` (``noop_max``, ``frame_skip``,
+            ``frame_stack``, ``screen_size``, ``fire_reset``, ``clip_rewards``,
+            ``repeat_action_probability``, ``max_episode_frames``, ``full_action_space``).
+
+    Raises:
+        ModuleNotFoundError: ale-py is not installed (install the ``atari`` extra).
+        ValueError: unknown game (the message names close matches).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        **options: Any,
+    ):
+        self._vector = AtariVectorEnvironment(name, 1, device=device, num_threads=1, **options)
+        self.name = self._vector.name
+        self.device = device
+        self.seed = seed
+        self.options = dict(options)
+        self._seed = seed
+        self._state: State | None = None
+
+    @property
+    def ale_id(self) -> str:
+        """The Gymnasium id of the game (``'ALE/Breakout-v5'``)."""
+        return f"ALE/{self.name}-v5"
+
+    @property
+    def env(self) -> Any:
+        """The wrapped ``ale_py.AtariVectorEnv`` (of one environment)."""
+        return self._vector.env
+
+    def reset(self, seed: int | None = None) -> State:
+        seed = seed if seed is not None else self._seed
+        self._seed = None
+        self._state = self._single(self._vector.reset(seed=seed))
+        return self._state
+
+    def step(self, action: Any) -> State:
+        self._state = self._single(self._vector.step(action))
+        return self._state
+
+    @staticmethod
+    def _single(states: StateArray) -> State:
+        x = {
+            "observation": states.observation[0],
+            "reward": float(states.reward[0]),
+            "done": bool(states.done[0]),
+            "mask": float(states.mask[0]),
+            "life_lost": bool(states["life_lost"][0]),
+            "lives": int(states["lives"][0]),
+        }
+        return State(x, device=states.device)
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self._vector.observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self._vector.action_space
+
+    def render(self, **kwargs: Any) -> np.ndarray:
+        """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""
+        frame = self.state.observation[-1].cpu().numpy()
+        return np.repeat(frame[..., None], 3, axis=-1)
+
+    def close(self) -> None:
+        self._vector.close()
+
+    def duplicate(self, n: int) -> AtariVectorEnvironment:
+        """``n`` copies with the same options, stepped by ale-py's native vector env."""
+        return AtariVectorEnvironment(
+            self.name, n, device=self.device, seed=self.seed, **self.options
+        )

@@ -1,0 +1,240 @@
+"""Bodies: agent-side preprocessing, as in the autonomous-learning-library.
+
+A ``Body`` wraps an ``Agent`` or ``ParallelAgent``: ``act(state)`` transforms the state
+(``process_state``), lets the wrapped agent act on it, and transforms the action back
+(``process_action``). Bodies keep the environment generic and the preprocessing part of the
+agent, so the environment can report true scores while the agent learns from, e.g., clipped
+rewards. Every body accepts a single ``State`` or a ``StateArray`` (one row per environment).
+
+* ``FrameStack`` -- stack the last ``size`` observations along a new axis.
+* ``RewardClipping`` -- rewards clipped to their sign (DeepMind's Atari setup).
+* ``EpisodicLife`` -- a lost life (``state['life_lost']``) ends the episode for learning.
+* ``TimeFeature`` -- append the time in the episode to flat observations (Pardo et al., 2018).
+* ``ObservationNormalization`` -- normalize observations by running mean and variance.
+* ``deepmind_atari_body`` -- ``EpisodicLife`` + ``RewardClipping``, what the Atari presets use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from looprl.core import Agent, ParallelAgent, State
+
+__all__ = [
+    "Body",
+    "EpisodicLife",
+    "FrameStack",
+    "ObservationNormalization",
+    "RewardClipping",
+    "RunningMeanStd",
+    "TimeFeature",
+    "deepmind_atari_body",
+]
+
+
+class Body(Agent, ParallelAgent):
+    """Wraps ``agent``; subclasses override ``process_state`` and/or ``process_action``."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+
+    def act(self, state: Any) -> Any:
+        return self.process_action(self.agent.act(self.process_state(state)))
+
+    def process_state(self, state: Any) -> Any:
+        """The state the wrapped agent sees."""
+        return state
+
+    def process_action(self, action: Any) -> Any:
+        """The action sent to the environment."""
+        return action
+
+    def __getattr__(self, name: str) -> Any:
+        # reach the wrapped agent's attributes (policy, replay_buffer...) through the body
+        if name == "agent":
+            raise AttributeError(name)
+        return getattr(self.agent, name)
+
+
+def _batch_dims(state: State) -> int:
+    return len(state.shape)
+
+
+def _as_tensor(value: Any, like: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(value, device=like.device)
+
+
+class FrameStack(Body):
+    """Stack the last ``size`` observations along a new axis after the batch dimensions.
+
+    A new episode (the first state, or a row whose previous state was ``done``) starts
+    with ``size`` copies of its first observation.
+    """
+
+    def __init__(self, agent: Any, size: int = 4):
+        super().__init__(agent)
+        if size < 1:
+            raise ValueError(f"FrameStack size must be positive, got {size}")
+        self.size = size
+        self._frames: torch.Tensor | None = None
+        self._done: torch.Tensor | None = None
+
+    def process_state(self, state: State) -> State:
+        observation = state.observation
+        axis = _batch_dims(state)
+        new = observation.unsqueeze(axis)
+        if self._frames is None or self._frames.shape[axis + 1 :] != observation.shape[axis:]:
+            frames = new.expand(*observation.shape[:axis], self.size, *observation.shape[axis:])
+        else:
+            frames = torch.cat((self._frames.narrow(axis, 1, self.size - 1), new), dim=axis)
+            restart = self._done
+            if axis == 0 and bool(restart):
+                frames = new.expand_as(frames)
+            elif axis > 0 and bool(restart.any()):
+                view = restart.view(*restart.shape, *([1] * (frames.dim() - axis)))
+                frames = torch.where(view, new.expand_as(frames), frames)
+        self._frames = frames.contiguous()
+        self._done = _as_tensor(state.done, observation).bool()
+        return state.update("observation", self._frames)
+
+
+class RewardClipping(Body):
+    """Rewards clipped to their sign, ``-1``, ``0`` or ``1`` (Mnih et al., 2015)."""
+
+    def process_state(self, state: State) -> State:
+        reward = state.reward
+        if isinstance(reward, torch.Tensor):
+            return state.update("reward", torch.sign(reward))
+        return state.update("reward", float((reward > 0) - (reward < 0)))
+
+
+class EpisodicLife(Body):
+    """A lost life is a terminal state for learning; the game itself goes on.
+
+    Reads ``state['life_lost']`` (``AtariEnvironment`` provides it) and marks those states
+    ``done`` with ``mask = 0``, so no value is bootstrapped across a lost life and the
+    agent does not learn from the step out of it, while the environment resets only at
+    game over (Mnih et al., 2015). States without ``life_lost`` pass through unchanged.
+    """
+
+    def process_state(self, state: State) -> State:
+        if "life_lost" not in state:
+            return state
+        lost = state["life_lost"]
+        if isinstance(lost, torch.Tensor):
+            if not bool(lost.any()):
+                return state
+            return state.update(done=state.done | lost, mask=state.mask * (~lost).float())
+        if not lost:
+            return state
+        return state.update(done=True, mask=0.0)
+
+
+class TimeFeature(Body):
+    """Append the time in the current episode to flat observations.
+
+    The feature is ``1 - t / max_steps`` (Pardo et al., 2018, https://arxiv.org/abs/1712.00378,
+    and SB3's ``TimeFeatureWrapper``) when ``max_steps`` is given, else ``scale * t`` (the
+    autonomous-learning-library's ``TimeFeature``); ``t`` restarts after ``done``.
+    """
+
+    def __init__(self, agent: Any, scale: float = 0.001, max_steps: int | None = None):
+        super().__init__(agent)
+        self.scale = scale
+        self.max_steps = max_steps
+        self._t: torch.Tensor | None = None
+
+    def process_state(self, state: State) -> State:
+        observation = state.observation
+        done = _as_tensor(state.done, observation).bool()
+        if self._t is None or self._t.shape != done.shape:
+            self._t = torch.zeros(done.shape, device=observation.device)
+        t = self._t
+        if self.max_steps:
+            feature = 1.0 - t / self.max_steps
+        else:
+            feature = self.scale * t
+        observation = torch.cat((observation.float(), feature.unsqueeze(-1).float()), dim=-1)
+        self._t = torch.where(done, torch.zeros_like(t), t + 1)
+        return state.update("observation", observation)
+
+
+class RunningMeanStd:
+    """Running mean and variance of batches (Chan et al.'s parallel update).
+
+    Args:
+        shape: shape of one observation.
+        epsilon: initial pseudo-count (avoids division by zero).
+    """
+
+    def __init__(self, shape: tuple[int, ...] | torch.Size, epsilon: float = 1e-4):
+        self.mean = torch.zeros(shape, dtype=torch.float64)
+        self.var = torch.ones(shape, dtype=torch.float64)
+        self.count = epsilon
+
+    def update(self, batch: torch.Tensor) -> None:
+        """Fold a batch ``(n, *shape)`` into the statistics."""
+        batch = batch.detach().to("cpu", torch.float64)
+        n = batch.shape[0]
+        mean, var = batch.mean(0), batch.var(0, unbiased=False)
+        delta = mean - self.mean
+        total = self.count + n
+        self.mean = self.mean + delta * n / total
+        m2 = self.var * self.count + var * n + delta.square() * self.count * n / total
+        self.var = m2 / total
+        self.count = total
+
+
+class ObservationNormalization(Body):
+    """``clip((obs - mean) / sqrt(var + epsilon), -clip, clip)`` with running statistics.
+
+    Args:
+        agent: the wrapped agent.
+        stats: a ``RunningMeanStd`` (pass the same one to training and test agents to
+            share it); created from the first observation if ``None``.
+        update: fold observations into ``stats`` (``False`` for evaluation).
+        clip: bound of the normalized values.
+        epsilon: added to the variance.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        stats: RunningMeanStd | None = None,
+        update: bool = True,
+        clip: float = 10.0,
+        epsilon: float = 1e-8,
+    ):
+        super().__init__(agent)
+        self.stats = stats
+        self.update = update
+        self.clip = clip
+        self.epsilon = epsilon
+
+    def process_state(self, state: State) -> State:
+        observation = state.observation
+        batch = observation.reshape(-1, *observation.shape[_batch_dims(state) :])
+        if self.stats is None:
+            self.stats = RunningMeanStd(batch.shape[1:])
+        if self.update:
+            self.stats.update(batch)
+        mean = self.stats.mean.to(observation.device, torch.float32)
+        std = (self.stats.var + self.epsilon).sqrt().to(observation.device, torch.float32)
+        normalized = ((observation.float() - mean) / std).clamp(-self.clip, self.clip)
+        return state.update("observation", normalized)
+
+
+def deepmind_atari_body(
+    agent: Any, episodic_life: bool = True, clip_rewards: bool = True
+) -> Any:
+    """The agent-side half of the DeepMind Atari preprocessing (``AtariEnvironment`` does
+    the rest): a lost life ends the episode for learning and rewards are clipped to their
+    sign."""
+    if clip_rewards:
+        agent = RewardClipping(agent)
+    if episodic_life:
+        agent = EpisodicLife(agent)
+    return agent
+

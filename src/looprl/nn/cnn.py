@@ -1,0 +1,149 @@
+"""The Nature CNN (Mnih et al., 2015, https://www.nature.com/articles/nature14236) and heads.
+
+Models take stacked uint8 frames ``(batch, 4, 84, 84)`` and scale them by 1/255 inside, so
+observations stay uint8 (4x smaller) in replay and rollout buffers until the forward pass.
+
+* ``NatureConv`` -- the three convolutions (32x8x8/4, 64x4x4/2, 64x3x3/1), flattened to
+  ``3136`` features for 84x84 inputs.
+* ``NatureCNN`` -- ``NatureConv`` + a 512-unit ReLU layer: the feature extractor.
+* ``nature_features(kind)`` -- the feature-extractor factory presets use; further kinds
+  (e.g. IMPALA's ResNet) register in ``FEATURE_EXTRACTORS``.
+* ``nature_dqn`` / ``nature_dueling_dqn`` / ``nature_categorical_dqn`` -- Q-networks:
+  features + a linear head (dueling: separate value and advantage streams; categorical:
+  ``num_actions * atoms`` logits).
+* ``SharedActorCritic`` / ``nature_actor_critic`` -- one body, a policy head and a value
+  head, mapping observations to ``(logits, values)`` as ``looprl.agents.ppo`` expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from looprl.nn.layers import HIDDEN_GAIN, Dueling, orthogonal_init
+
+__all__ = [
+    "FEATURE_EXTRACTORS",
+    "NatureCNN",
+    "NatureConv",
+    "SharedActorCritic",
+    "nature_actor_critic",
+    "nature_categorical_dqn",
+    "nature_dqn",
+    "nature_dueling_dqn",
+    "nature_features",
+]
+
+
+class NatureConv(nn.Module):
+    """The Nature DQN convolutions over uint8 frames, scaled by 1/255 inside.
+
+    Args:
+        frames: stacked frames (input channels).
+        screen_size: height and width of the frames.
+    """
+
+    def __init__(self, frames: int = 4, screen_size: int = 84):
+        super().__init__()
+        self.layers = nn.Sequential(
+            orthogonal_init(nn.Conv2d(frames, 32, 8, stride=4)),
+            nn.ReLU(),
+            orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            probe = torch.zeros(1, frames, screen_size, screen_size)
+            self.out_features = int(self.layers(probe).shape[1])
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        """Features ``(batch, out_features)``; one unbatched ``(frames, H, W)`` input gives
+        ``(out_features,)`` (single states are not batched)."""
+        if frames.dim() == 3:
+            return self.forward(frames.unsqueeze(0)).squeeze(0)
+        return self.layers(frames.float() * (1.0 / 255.0))
+
+
+class NatureCNN(nn.Sequential):
+    """``NatureConv`` followed by a ``features``-unit ReLU layer (512 in the paper)."""
+
+    def __init__(self, frames: int = 4, features: int = 512, screen_size: int = 84):
+        conv = NatureConv(frames, screen_size)
+        super().__init__(conv, orthogonal_init(nn.Linear(conv.out_features, features)), nn.ReLU())
+        self.out_features = features
+
+
+#: Feature extractors by name: ``factory(frames) -> module`` with an ``out_features`` attribute.
+FEATURE_EXTRACTORS: dict[str, Callable[[int], nn.Module]] = {"nature": NatureCNN}
+
+
+def nature_features(kind: str = "nature", frames: int = 4) -> nn.Module:
+    """A feature extractor from ``FEATURE_EXTRACTORS`` (``ValueError`` for unknown kinds)."""
+    if kind not in FEATURE_EXTRACTORS:
+        choices = ", ".join(sorted(FEATURE_EXTRACTORS))
+        raise ValueError(f"Unknown feature extractor {kind!r}; choose from {choices}")
+    return FEATURE_EXTRACTORS[kind](frames)
+
+
+def nature_dqn(num_actions: int, frames: int = 4, features: str = "nature") -> nn.Sequential:
+    """The Nature DQN: features and a linear layer of one value per action."""
+    body = nature_features(features, frames)
+    return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features, num_actions), 1.0))
+
+
+def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> nn.Sequential:
+    """Dueling DQN (Wang et al., 2016): the Nature convolutions, then value and advantage
+    streams of ``hidden`` ReLU units each, combined as ``V + A - mean(A)``."""
+    conv = NatureConv(frames)
+
+    def stream(out: int) -> nn.Sequential:
+        return nn.Sequential(
+            orthogonal_init(nn.Linear(conv.out_features, hidden), HIDDEN_GAIN),
+            nn.ReLU(),
+            orthogonal_init(nn.Linear(hidden, out), 1.0),
+        )
+
+    return nn.Sequential(conv, Dueling(stream(1), stream(num_actions)))
+
+
+def nature_categorical_dqn(
+    num_actions: int, atoms: int = 51, frames: int = 4, features: str = "nature"
+) -> nn.Sequential:
+    """C51's network (Bellemare et al., 2017): ``num_actions * atoms`` logits per state,
+    reshaped to ``(batch, num_actions, atoms)``."""
+    body = nature_features(features, frames)
+    head = orthogonal_init(nn.Linear(body.out_features, num_actions * atoms), 1.0)
+    return nn.Sequential(body, head, nn.Unflatten(-1, (num_actions, atoms)))
+
+
+class SharedActorCritic(nn.Module):
+    """A shared body with a policy head and a value head.
+
+    ``forward(observation)`` returns ``(policy_head(f), value_head(f).squeeze(-1))`` with
+    ``f = body(observation)``, the interface of ``looprl.agents.ppo.ActorCritic``.
+    """
+
+    def __init__(self, body: nn.Module, policy_head: nn.Module, value_head: nn.Module):
+        super().__init__()
+        self.body = body
+        self.policy_head = policy_head
+        self.value_head = value_head
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.body(observation)
+        return self.policy_head(features), self.value_head(features).squeeze(-1)
+
+
+def nature_actor_critic(
+    num_actions: int, frames: int = 4, features: str = "nature"
+) -> SharedActorCritic:
+    """The Nature CNN shared by a policy head (gain 0.01) and a value head (gain 1), as in
+    the PPO and A2C Atari baselines."""
+    body = nature_features(features, frames)
+    policy = orthogonal_init(nn.Linear(body.out_features, num_actions), 0.01)
+    value = orthogonal_init(nn.Linear(body.out_features, 1), 1.0)
+    return SharedActorCritic(body, policy, value)

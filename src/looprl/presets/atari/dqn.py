@@ -1,0 +1,104 @@
+"""DQN preset for Atari (Mnih et al., 2015, https://www.nature.com/articles/nature14236).
+
+The Nature CNN over 4 stacked 84x84 frames, a 1M-frame ``AtariReplayBuffer`` (uint8 frames
+stored once: about 7 GB when full), Adam at 1e-4, a target network copied every 1,000
+updates, one update every 4 steps after 80,000 steps, and epsilon annealed from 1 to 0.01
+over 250,000 steps (1M frames): the autonomous-learning-library's Atari settings.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from torch import optim
+
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
+from looprl.core import DummyLogger, Preset
+from looprl.environments.bodies import deepmind_atari_body
+from looprl.memory.atari_replay import AtariReplayBuffer
+from looprl.nn.cnn import nature_dqn
+from looprl.presets.atari.common import require_frames
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import require_discrete_actions, require_positive
+
+default_hyperparameters: dict[str, Any] = {
+    "discount_factor": 0.99,
+    "lr": 1e-4,
+    "eps": 1.5e-4,
+    "minibatch_size": 32,
+    "update_frequency": 4,
+    "gradient_steps": 1,
+    "target_update_frequency": 1000,
+    "replay_start_size": 80_000,
+    "replay_buffer_size": 1_000_000,
+    "initial_exploration": 1.0,
+    "final_exploration": 0.01,
+    "final_exploration_step": 250_000,
+    "test_exploration": 0.001,
+    "clip_grad": 0.0,
+    "huber": True,
+    "episodic_life": True,
+    "clip_rewards": True,
+    "features": "nature",
+}
+
+
+class DQNAtariPreset(Preset):
+    """Builds DQN agents with the Nature CNN.
+
+    ``target_update_frequency`` counts gradient steps; ``update_frequency``,
+    ``replay_start_size`` and ``final_exploration_step`` count agent steps (4 frames each).
+    ``episodic_life`` and ``clip_rewards`` configure the training agent's body.
+    """
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        require_positive(
+            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
+            "target_update_frequency", "replay_buffer_size",
+        )
+        self.num_actions = require_discrete_actions(env, "DQN")
+        frames = require_frames(env, "DQN")
+        model = nature_dqn(self.num_actions, frames, features=hyperparameters["features"])
+        self.model = model.to(device)
+
+    def _q(self, logger: Any) -> QNetwork:
+        hp = self.hyperparameters
+        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
+        return QNetwork(
+            self.model,
+            optimizer,
+            target=FixedTarget(hp["target_update_frequency"]),
+            clip_grad=hp["clip_grad"],
+            logger=logger,
+        )
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+        hp = self.hyperparameters
+        epsilon = LinearScheduler(
+            hp["initial_exploration"],
+            hp["final_exploration"],
+            0,
+            hp["final_exploration_step"],
+            name="epsilon",
+        )
+        policy = DQNPolicy(self._q(logger or DummyLogger()), self.num_actions, epsilon)
+        agent = DQN(
+            policy,
+            DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
+            AtariReplayBuffer(hp["replay_buffer_size"], device=self.device),
+            minibatch_size=hp["minibatch_size"],
+            replay_start_size=hp["replay_start_size"],
+            update_frequency=hp["update_frequency"],
+            gradient_steps=hp["gradient_steps"],
+        )
+        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+
+    def test_agent(self) -> DQNTestAgent:
+        policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+
+
+dqn = PresetBuilder("dqn", default_hyperparameters, DQNAtariPreset)

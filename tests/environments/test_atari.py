@@ -1,0 +1,146 @@
+"""Tests of AtariEnvironment on the real emulator (ale-py): DeepMind preprocessing."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+pytest.importorskip("ale_py")
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from looprl.environments.atari import (  # noqa: E402
+    AtariEnvironment,
+    AtariVectorEnvironment,
+    _import_ale,
+    atari_games,
+    rom_id,
+)
+
+NOOP, FIRE = 0, 1
+
+
+def test_observations_are_stacked_uint8_frames() -> None:
+    env = AtariEnvironment("Breakout", seed=0)
+    state = env.reset()
+    assert env.name == "Breakout" and env.ale_id == "ALE/Breakout-v5"
+    assert env.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    assert env.action_space == gym.spaces.Discrete(4)
+    assert state.observation.shape == (4, 84, 84) and state.observation.dtype == torch.uint8
+    assert not state.observation[:3].any() and state.observation[3].any()  # zero padding
+    assert state.reward == 0.0 and not state.done and state.mask == 1.0 and state["lives"] == 5
+    previous = state.observation
+    for t in range(10):
+        state = env.step(t % 4)
+        assert state.observation.shape == (4, 84, 84) and state.observation.dtype == torch.uint8
+        assert torch.equal(state.observation[:-1], previous[1:])  # the stack shifts by one
+        previous = state.observation
+    assert env.render().shape == (84, 84, 3)
+
+
+def test_game_names_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("Breakout", "breakout", "ALE/Breakout-v5", "BreakoutNoFrameskip-v4"):
+        assert rom_id(name) == "breakout"
+    assert rom_id("MsPacman") == "ms_pacman" and rom_id("SpaceInvaders") == "space_invaders"
+    assert "Pong" in atari_games() and len(atari_games()) > 50
+    with pytest.raises(ValueError, match="Did you mean 'Breakout'") as info:
+        AtariEnvironment("Breakot")
+    assert "\n" not in str(info.value)
+    monkeypatch.setitem(sys.modules, "ale_py", None)
+    with pytest.raises(ModuleNotFoundError, match=r"looprl\[atari\]") as info:
+        _import_ale()
+    assert "\n" not in str(info.value)
+
+
+def _reset_frames(seed: int, **options) -> torch.Tensor:
+    return AtariEnvironment("Breakout", seed=seed, **options).reset().observation
+
+
+def test_noop_reset_randomizes_the_start() -> None:
+    random_starts = {_reset_frames(seed).numpy().tobytes() for seed in range(6)}
+    fixed_starts = {_reset_frames(seed, noop_max=0).numpy().tobytes() for seed in range(3)}
+    assert len(random_starts) > 1  # a random number of no-ops moves the launched ball
+    assert len(fixed_starts) == 1  # no sticky actions: without no-ops the start is fixed
+
+
+def _lives_after_noops(steps: int, **options) -> int:
+    env = AtariEnvironment("Breakout", seed=0, **options)
+    env.reset()
+    for _ in range(steps):
+        state = env.step(NOOP)
+    return state["lives"]
+
+
+def test_fire_reset_launches_the_ball() -> None:
+    assert _lives_after_noops(150) < 5  # the ball was launched and missed
+    assert _lives_after_noops(150, fire_reset=False) == 5  # never launched without FIRE
+
+
+def test_a_lost_life_is_flagged_but_the_game_goes_on_until_game_over() -> None:
+    env = AtariEnvironment("Breakout", seed=0)
+    state = env.reset()
+    losses, steps = 0, 0
+    while not state.done:
+        previous = state
+        state = env.step(FIRE if steps % 2 else NOOP)  # FIRE relaunches after a lost life
+        steps += 1
+        if state["life_lost"]:
+            losses += 1
+            assert state["lives"] == previous["lives"] - 1
+            if not state.done:  # only the environment's state: no reset happens
+                assert state.mask == 1.0
+                assert torch.equal(state.observation[:-1], previous.observation[1:])
+        assert steps < 2000
+    assert losses == 5 and state["lives"] == 0
+    assert state.done and state.mask == 0.0  # game over terminates
+    assert env.reset()["lives"] == 5
+
+
+def _play(env: AtariEnvironment, actions: np.ndarray) -> list[float]:
+    env.reset()
+    return [env.step(int(a)).reward for a in actions]
+
+
+def test_reward_clipping_option() -> None:
+    actions = np.random.default_rng(0).integers(0, 6, 300)
+    raw = _play(AtariEnvironment("SpaceInvaders", seed=1), actions)
+    clipped = _play(AtariEnvironment("SpaceInvaders", seed=1, clip_rewards=True), actions)
+    assert max(raw) > 1  # true game scores by default
+    assert clipped == [float(np.sign(r)) for r in raw]
+
+
+def test_same_seed_same_frames() -> None:
+    actions = np.random.default_rng(1).integers(0, 4, 50)
+    first, second = AtariEnvironment("Breakout", seed=3), AtariEnvironment("Breakout", seed=3)
+    first.reset(), second.reset()
+    for a in actions:
+        assert torch.equal(first.step(int(a)).observation, second.step(int(a)).observation)
+
+
+def test_duplicate_is_a_native_vector_env_with_next_step_autoreset() -> None:
+    env = AtariEnvironment("Breakout", seed=5)
+    vector = env.duplicate(3)
+    assert isinstance(vector, AtariVectorEnvironment) and vector.n_envs == 3
+    assert vector.observation_space == env.observation_space
+    assert vector.action_space == env.action_space
+    states = vector.reset()
+    single = env.reset()
+    assert states.observation.shape == (3, 4, 84, 84) and states.observation.dtype == torch.uint8
+    assert torch.equal(states.observation[0], single.observation)  # copy 0 has the env's seed
+    ended = None
+    for t in range(3000):
+        action = torch.full((3,), FIRE if t % 2 else NOOP)
+        previous, states = states, vector.step(action)
+        assert torch.equal(states.observation[0], env.step(int(action[0])).observation)
+        assert states["life_lost"].dtype == torch.bool and states["lives"].shape == (3,)
+        if ended is not None:
+            break
+        if states.done.any():
+            ended = int(states.done.nonzero()[0])
+    assert ended is not None
+    assert states["lives"][ended] == 5 and states.reward[ended] == 0  # reset on the next step
+    assert not states.observation[ended, :3].any()
+    assert previous.mask[ended] == 0.0

@@ -1,0 +1,158 @@
+"""Tests of the bodies (agent-side preprocessing) in looprl.environments.bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from looprl.core import Agent, State, StateArray
+from looprl.environments.bodies import (
+    Body,
+    EpisodicLife,
+    FrameStack,
+    ObservationNormalization,
+    RewardClipping,
+    RunningMeanStd,
+    TimeFeature,
+    deepmind_atari_body,
+)
+
+
+class Recorder(Agent):
+    """Records the states it is given and answers action 7."""
+
+    def __init__(self) -> None:
+        self.states: list[Any] = []
+        self.policy = "the policy"
+
+    def act(self, state: Any) -> int:
+        self.states.append(state)
+        return 7
+
+
+def _state(observation: list[float], **kwargs: Any) -> State:
+    return State(torch.tensor(observation), **kwargs)
+
+
+def _array(observation: list[list[float]], **kwargs: Any) -> StateArray:
+    n = len(observation)
+    return StateArray({"observation": torch.tensor(observation), **kwargs}, (n,))
+
+
+def test_body_delegates_and_exposes_the_agent() -> None:
+    class AddOne(Body):
+        def process_action(self, action: int) -> int:
+            return action + 1
+
+    inner = Recorder()
+    body = AddOne(inner)
+    state = _state([1.0])
+    assert body.act(state) == 8 and inner.states == [state]
+    assert body.policy == "the policy"  # attributes of the wrapped agent pass through
+    with pytest.raises(AttributeError):
+        _ = body.no_such_attribute
+
+
+def test_frame_stack_single_states() -> None:
+    inner = Recorder()
+    body = FrameStack(inner, size=3)
+    body.act(_state([1.0, 1.0]))
+    body.act(_state([2.0, 2.0]))
+    body.act(_state([3.0, 3.0], done=True))
+    body.act(_state([4.0, 4.0]))  # first state of a new episode
+    seen = [s.observation[:, 0].tolist() for s in inner.states]
+    assert seen == [[1, 1, 1], [1, 1, 2], [1, 2, 3], [4, 4, 4]]
+    assert inner.states[0].observation.shape == (3, 2)
+
+
+def test_frame_stack_restarts_rows_that_were_done() -> None:
+    inner = Recorder()
+    body = FrameStack(inner, size=2)
+    body.act(_array([[1.0], [10.0]]))
+    body.act(_array([[2.0], [20.0]], done=torch.tensor([False, True])))
+    body.act(_array([[3.0], [30.0]]))
+    last = inner.states[-1].observation
+    assert last.shape == (2, 2, 1)
+    assert last[:, :, 0].tolist() == [[2.0, 3.0], [30.0, 30.0]]
+
+
+def test_reward_clipping_to_sign() -> None:
+    inner = Recorder()
+    body = RewardClipping(inner)
+    for reward, clipped in [(7.0, 1.0), (-0.5, -1.0), (0.0, 0.0), (1.0, 1.0)]:
+        body.act(_state([0.0], reward=reward))
+        assert inner.states[-1].reward == clipped
+    body.act(_array([[0.0]] * 3, reward=torch.tensor([4.0, 0.0, -2.0])))
+    assert inner.states[-1].reward.tolist() == [1.0, 0.0, -1.0]
+
+
+def test_episodic_life_makes_a_lost_life_terminal_for_learning() -> None:
+    inner = Recorder()
+    body = EpisodicLife(inner)
+    body.act(_state([0.0], life_lost=True))
+    assert inner.states[-1].done and inner.states[-1].mask == 0.0
+    body.act(_state([0.0], life_lost=False))
+    assert not inner.states[-1].done and inner.states[-1].mask == 1.0
+    plain = _state([0.0])
+    body.act(plain)
+    assert inner.states[-1] is plain  # states without lives pass through
+    lost = torch.tensor([True, False, False])
+    truncated = torch.tensor([False, False, True])
+    body.act(_array([[0.0]] * 3, life_lost=lost, done=truncated, mask=torch.ones(3)))
+    assert inner.states[-1].done.tolist() == [True, False, True]
+    assert inner.states[-1].mask.tolist() == [0.0, 1.0, 1.0]
+
+
+def test_time_feature() -> None:
+    inner = Recorder()
+    body = TimeFeature(inner, scale=0.5)
+    body.act(_state([9.0]))
+    body.act(_state([9.0], done=True))
+    body.act(_state([9.0]))
+    assert [s.observation.tolist() for s in inner.states] == [[9.0, 0.0], [9.0, 0.5], [9.0, 0.0]]
+    inner = Recorder()
+    body = TimeFeature(inner, max_steps=4)  # 1 - t / max_steps
+    body.act(_array([[1.0], [2.0]]))
+    body.act(_array([[1.0], [2.0]], done=torch.tensor([True, False])))
+    body.act(_array([[1.0], [2.0]]))
+    assert inner.states[-1].observation.tolist() == [[1.0, 1.0], [2.0, 0.5]]
+
+
+def test_running_mean_std_matches_numpy() -> None:
+    data = np.array([[1.0, 10.0], [3.0, 10.0], [5.0, 40.0], [7.0, 20.0], [9.0, 20.0]])
+    stats = RunningMeanStd((2,), epsilon=0.0)
+    stats.update(torch.tensor(data[:2]))
+    stats.update(torch.tensor(data[2:]))
+    # mean = (25 / 5, 100 / 5) = (5, 20); var = ((16+4+0+4+16) / 5, (100+100+400+0+0) / 5)
+    assert stats.mean.tolist() == pytest.approx([5.0, 20.0])
+    assert stats.var.tolist() == pytest.approx([8.0, 120.0])
+    assert stats.count == 5
+
+
+def test_observation_normalization() -> None:
+    inner = Recorder()
+    body = ObservationNormalization(inner, clip=3.0)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        batch = torch.randn(16, 3, generator=generator) * torch.tensor([1.0, 10.0, 100.0]) + 5.0
+        body.act(StateArray({"observation": batch}, (16,)))
+    seen = torch.cat([s.observation for s in inner.states[-10:]])
+    assert seen.mean(0).abs().max() < 0.2 and (seen.std(0) - 1.0).abs().max() < 0.2
+    assert seen.abs().max() <= 3.0
+    frozen = ObservationNormalization(Recorder(), stats=body.stats, update=False)
+    count = body.stats.count
+    frozen.act(_state([5.0, 5.0, 5.0]))
+    assert body.stats.count == count  # evaluation does not update the shared statistics
+    assert frozen.agent.states[-1].observation.abs().max() < 0.5
+
+
+def test_deepmind_atari_body() -> None:
+    inner = Recorder()
+    body = deepmind_atari_body(inner)
+    body.act(_state([0.0], reward=4.0, life_lost=True))
+    state = inner.states[-1]
+    assert state.reward == 1.0 and state.done and state.mask == 0.0
+    assert deepmind_atari_body(inner, episodic_life=False, clip_rewards=False) is inner

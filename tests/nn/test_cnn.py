@@ -1,0 +1,58 @@
+"""Tests of the Nature CNN and its heads (looprl.nn.cnn)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from looprl.nn.cnn import (
+    NatureCNN,
+    NatureConv,
+    SharedActorCritic,
+    nature_actor_critic,
+    nature_categorical_dqn,
+    nature_dqn,
+    nature_dueling_dqn,
+    nature_features,
+)
+
+
+def _frames(n: int = 3) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(0)
+    return torch.randint(0, 256, (n, 4, 84, 84), dtype=torch.uint8, generator=generator)
+
+
+def test_nature_conv_shapes_and_scaling() -> None:
+    conv = NatureConv()
+    assert conv.out_features == 64 * 7 * 7
+    frames = _frames()
+    features = conv(frames)
+    assert features.shape == (3, 3136)
+    assert torch.allclose(conv.layers(frames.float() / 255.0), features, atol=1e-6)  # scaled
+    assert torch.allclose(conv(frames[0]), features[0], atol=1e-6)  # one unbatched input
+    cnn = NatureCNN()
+    assert cnn.out_features == 512 and cnn(frames).shape == (3, 512)
+    assert (cnn(frames) >= 0).all()  # ends with a ReLU
+
+
+def test_heads() -> None:
+    frames = _frames()
+    assert nature_dqn(6)(frames).shape == (3, 6)
+    assert nature_dqn(6)(frames[0]).shape == (6,)
+    assert nature_categorical_dqn(6, atoms=51)(frames).shape == (3, 6, 51)
+    dueling = nature_dueling_dqn(6)
+    q = dueling(frames)
+    _, head = dueling
+    features = dueling[0](frames)
+    value = head.value_model(features)
+    assert q.shape == (3, 6) and torch.allclose(q.mean(-1, keepdim=True), value, atol=1e-5)
+    model = nature_actor_critic(6)
+    assert isinstance(model, SharedActorCritic)
+    logits, values = model(frames)
+    assert logits.shape == (3, 6) and values.shape == (3,)
+    assert logits.abs().max() < 0.5  # the policy head starts near uniform (gain 0.01)
+
+
+def test_unknown_feature_extractor() -> None:
+    with pytest.raises(ValueError, match="nature"):
+        nature_features("resnet")
