@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("classic_control", "atari", "multiagent")
+FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
 
 
 def available_agents() -> dict[str, Any]:
@@ -58,6 +58,11 @@ def make_env(agent: str, env_id: str) -> Any:
         from looprl.environments import AtariEnvironment
 
         return AtariEnvironment(env_id)
+    if agent.startswith("continuous."):
+        from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
+
+        if is_mujoco_id(env_id):
+            return MujocoEnvironment(env_id)
     if agent.startswith("multiagent."):
         from looprl.environments import MultiagentPettingZooEnv
 

@@ -29,7 +29,6 @@ from looprl.core import (
 )
 from looprl.core.namedarray import NamedArray
 from looprl.memory import RolloutBuffer
-from looprl.policies.distributions import CategoricalHead
 
 
 class ActorCritic(nn.Module):
@@ -52,10 +51,11 @@ class PPOPolicy(Policy):
         approximation: an ``Approximation`` over an ``ActorCritic``-like module mapping
             observations to ``(distribution parameters, values)``; its optimizer is the one
             the trainer uses.
-        head: the action distribution (``CategoricalHead`` for discrete actions).
+        head: the action distribution (``CategoricalHead`` for discrete actions,
+            ``GaussianHead`` for continuous ones).
     """
 
-    def __init__(self, approximation: Any, head: CategoricalHead):
+    def __init__(self, approximation: Any, head: Any):
         self.approximation = approximation
         self.head = head
         self.device = approximation.device
@@ -77,10 +77,9 @@ class PPOPolicy(Policy):
         with torch.no_grad():
             params, value = self.approximation.model(obs)
             if isinstance(deterministic, torch.Tensor):
-                deterministic = deterministic.to(self.device)
-                action = torch.where(
-                    deterministic, self.head.mode(params), self.head.sample(params)
-                )
+                mode = self.head.mode(params)
+                rows = deterministic.to(self.device).view(-1, *([1] * (mode.dim() - 1)))
+                action = torch.where(rows, mode, self.head.sample(params))
             elif deterministic:
                 action = self.head.mode(params)
             else:

@@ -13,6 +13,7 @@ from looprl.environments.bodies import (
     deepmind_atari_body,
 )
 from looprl.environments.gym import GymEnvironment, check_env_id
+from looprl.environments.mujoco import MujocoEnvironment
 from looprl.environments.multiagent import (
     AgentView,
     MultiagentEnvironment,
@@ -33,6 +34,7 @@ __all__ = [
     "atari_games",
     "deepmind_atari_body",
     "AgentView",
+    "MujocoEnvironment",
     "MultiagentEnvironment",
     "MultiagentPettingZooEnv",
     "Environment",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from looprl.core import Preset
-from looprl.presets import atari, classic_control, multiagent
+from looprl.presets import atari, classic_control, continuous, multiagent
 from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError, default_device
 
 
@@ -29,6 +29,7 @@ __all__ = [
     "PresetBuilder",
     "UnknownHyperparameterError",
     "classic_control",
+    "continuous",
     "default_device",
     "load_preset",
     "multiagent",

@@ -4,6 +4,16 @@ One module per family (``value``, ``policy_gradient``); each function is tested 
 hand-computed reference in ``tests/agents/test_losses.py``.
 """
 
+from looprl.agents.losses.continuous import (
+    critic_loss,
+    deterministic_actor_loss,
+    sac_actor_loss,
+    sac_target,
+    sac_temperature_loss,
+    smoothed_target_action,
+    td3_target,
+    twin_critic_loss,
+)
 from looprl.agents.losses.policy_gradient import (
     normalize,
     ppo_loss,
@@ -12,4 +22,19 @@ from looprl.agents.losses.policy_gradient import (
 )
 from looprl.agents.losses.value import dqn_loss, td_target
 
-__all__ = ["dqn_loss", "normalize", "ppo_loss", "ppo_policy_loss", "td_target", "value_loss"]
+__all__ = [
+    "critic_loss",
+    "deterministic_actor_loss",
+    "dqn_loss",
+    "normalize",
+    "ppo_loss",
+    "ppo_policy_loss",
+    "sac_actor_loss",
+    "sac_target",
+    "sac_temperature_loss",
+    "smoothed_target_action",
+    "td3_target",
+    "td_target",
+    "twin_critic_loss",
+    "value_loss",
+]

@@ -1,0 +1,293 @@
+"""Deep Deterministic Policy Gradient (Lillicrap et al., 2016, https://arxiv.org/abs/1509.02971).
+
+* ``ContinuousQ`` / ``TwinQ`` -- critics ``Q(s, a)`` over ``cat(observation, action)``.
+* ``ContinuousPolicy`` -- acts with a deterministic or soft-deterministic actor; the base
+  of ``DDPGPolicy`` and SAC's policy.
+* ``DDPGTrainer`` -- ``step(batch)``: one critic and one actor update (TD3 extends it).
+* ``OffPolicyAgent`` -- the local single-environment agent of DDPG, TD3 and SAC: uniform
+  random actions until ``replay_start_size`` steps, replay, and a training schedule.
+* ``ContinuousTestAgent`` -- deterministic actions, no training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss
+from looprl.agents.losses.value import td_target
+from looprl.approximation import Approximation
+from looprl.core import (
+    Agent,
+    DummyLogger,
+    Logger,
+    Policy,
+    RolloutRequest,
+    RolloutResult,
+    State,
+    StateArray,
+    Trainer,
+    deterministic_rows,
+)
+from looprl.policies.deterministic import DeterministicPolicy
+
+
+class ContinuousQ(nn.Module):
+    """``Q(s, a) = model(cat(s, a))``, one value per row.
+
+    Args:
+        model: maps ``(batch, obs_dim + action_dim)`` inputs to ``(batch, 1)`` values.
+    """
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.model(torch.cat((observation, action), dim=-1)).squeeze(-1)
+
+
+class TwinQ(nn.Module):
+    """Two independent critics (TD3, SAC); ``forward`` returns ``(Q1(s, a), Q2(s, a))``."""
+
+    def __init__(self, model1: nn.Module, model2: nn.Module):
+        super().__init__()
+        self.q1 = ContinuousQ(model1)
+        self.q2 = ContinuousQ(model2)
+
+    def forward(
+        self, observation: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.q1(observation, action), self.q2(observation, action)
+
+
+@contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Stop gradients from accumulating in ``module``'s parameters (e.g. the critic while
+    the actor's loss is backpropagated through it)."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    for param in params:
+        param.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for param in params:
+            param.requires_grad_(True)
+
+
+class ContinuousPolicy(Policy):
+    """Acting half of DDPG, TD3 and SAC over a ``Box`` action space.
+
+    Args:
+        actor: a ``DeterministicPolicy`` or ``SoftDeterministicPolicy`` (anything with
+            ``explore`` or ``sample``, ``mode`` and ``uniform``).
+    """
+
+    def __init__(self, actor: Any):
+        self.actor = actor
+        self.device = actor.device
+        self.version = 0
+
+    @property
+    def module(self) -> nn.Module:
+        return self.actor.model
+
+    def explore(self, observation: torch.Tensor) -> torch.Tensor:
+        """Exploratory actions for a batch of observations (no gradients)."""
+        return self.actor.explore(observation)
+
+    def act(self, state: State) -> torch.Tensor:
+        """An exploratory action for one ``State``."""
+        return self.explore(state.observation.to(self.device).unsqueeze(0))[0]
+
+    def uniform(self) -> torch.Tensor:
+        """One action drawn uniformly within the bounds."""
+        return self.actor.uniform(1)[0]
+
+    def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
+        """Actions for ``request.obs``: deterministic rows where ``is_evaluation``."""
+        obs = torch.as_tensor(request.obs, device=self.device)
+        deterministic = deterministic_rows(request)
+        if isinstance(deterministic, torch.Tensor):
+            rows = deterministic.to(self.device).unsqueeze(-1)
+            action = torch.where(rows, self.actor.mode(obs), self.explore(obs))
+        elif deterministic:
+            action = self.actor.mode(obs)
+        else:
+            action = self.explore(obs)
+        return RolloutResult(action=action)
+
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+        """The actor's output on ``sample.observation``, with gradients."""
+        return self.actor(sample.observation)
+
+
+class DDPGPolicy(ContinuousPolicy):
+    """Deterministic actor ``mu(s)`` with Gaussian exploration noise.
+
+    Args:
+        actor: a ``DeterministicPolicy`` (with a target network for DDPG and TD3).
+    """
+
+    def __init__(self, actor: DeterministicPolicy):
+        super().__init__(actor)
+
+
+class DDPGTrainer(Trainer):
+    """One critic update and one actor update per ``step`` (Lillicrap et al., 2016).
+
+    Args:
+        policy: the ``DDPGPolicy`` whose actor (and its target network) is trained.
+        q: an ``Approximation`` of a ``ContinuousQ`` with a target network.
+        discount_factor: gamma.
+    """
+
+    def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99):
+        self._policy = policy
+        self.q = q
+        self.discount_factor = discount_factor
+        self.steps = 0
+
+    @property
+    def policy(self) -> DDPGPolicy:
+        return self._policy
+
+    def step(self, batch: tuple) -> dict[str, torch.Tensor]:
+        """``batch`` is ``(states, actions, rewards, next_states, weights)`` from replay."""
+        states, actions, rewards, next_states, _ = batch
+        self.steps += 1
+        obs = states.observation
+        targets = self._targets(rewards, next_states.observation, next_states.mask)
+        stats = {"critic": self._critic_step(obs, actions, targets)}
+        if self._should_update_actor():
+            stats["actor"] = self._actor_step(obs)
+        self._policy.version += 1
+        return stats
+
+    def _targets(
+        self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
+    ) -> torch.Tensor:
+        """``r + gamma * mask * Q'(s', mu'(s'))``."""
+        next_values = self.q.target(next_obs, self._policy.actor.target(next_obs))
+        return td_target(rewards, next_values, masks, self.discount_factor)
+
+    def _critic_step(
+        self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
+    ) -> torch.Tensor:
+        loss = critic_loss(self.q(obs, actions), targets)
+        self.q.reinforce(loss)
+        return loss.detach()
+
+    def _should_update_actor(self) -> bool:
+        return True
+
+    def _actor_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The critic's values of the actor's actions (``Q1`` for twin critics)."""
+        return self.q(obs, actions)
+
+    def _actor_step(self, obs: torch.Tensor) -> torch.Tensor:
+        actor = self._policy.actor
+        with frozen(self.q.model):
+            loss = deterministic_actor_loss(self._actor_values(obs, actor(obs)))
+            actor.reinforce(loss)
+        return loss.detach()
+
+
+class OffPolicyAgent(Agent):
+    """Local replay-based agent of DDPG, TD3 and SAC (single environment).
+
+    Acts uniformly at random for the first ``replay_start_size`` steps, then with the
+    policy's exploration; trains ``gradient_steps`` times every ``update_frequency`` steps.
+
+    Args:
+        policy, trainer: the algorithm.
+        replay_buffer: an ``ExperienceReplayBuffer`` (float actions are stored as given).
+        minibatch_size: transitions per gradient step.
+        replay_start_size: steps collected (at random) before training starts.
+        update_frequency: steps between training phases.
+        gradient_steps: gradient steps per training phase.
+        logger: receives the trainer's statistics every ``log_every`` gradient steps.
+        log_every: gradient steps between logged statistics.
+    """
+
+    def __init__(
+        self,
+        policy: ContinuousPolicy,
+        trainer: Trainer,
+        replay_buffer: Any,
+        minibatch_size: int = 256,
+        replay_start_size: int = 1000,
+        update_frequency: int = 1,
+        gradient_steps: int = 1,
+        logger: Logger | None = None,
+        log_every: int = 1000,
+    ):
+        self.policy = policy
+        self.trainer = trainer
+        self.replay_buffer = replay_buffer
+        self.minibatch_size = minibatch_size
+        self.replay_start_size = replay_start_size
+        self.update_frequency = update_frequency
+        self.gradient_steps = gradient_steps
+        self.logger = logger or DummyLogger()
+        self.log_every = log_every
+        self._state: State | None = None
+        self._action: Any = None
+        self._frames_seen = 0
+        self._updates = 0
+
+    def act(self, state: State) -> torch.Tensor:
+        self.replay_buffer.store(self._state, self._action, state)
+        self._train()
+        self._state = state
+        if self._frames_seen <= self.replay_start_size:
+            self._action = self.policy.uniform()
+        else:
+            self._action = self.policy.act(state)
+        return self._action
+
+    def _should_train(self) -> bool:
+        self._frames_seen += 1
+        return (
+            self._frames_seen > self.replay_start_size
+            and self._frames_seen % self.update_frequency == 0
+            and len(self.replay_buffer) > 0
+        )
+
+    def _train(self) -> None:
+        if not self._should_train():
+            return
+        for _ in range(self.gradient_steps):
+            stats = self.trainer.step(self.replay_buffer.sample(self.minibatch_size))
+            self._updates += 1
+            if self.logger.verbose and self._updates % self.log_every == 0:
+                for name, value in stats.items():
+                    self.logger.add_info(name, value)
+
+
+class ContinuousTestAgent(Agent):
+    """Evaluation agent: the policy's deterministic action, no training.
+
+    Accepts a single ``State`` (returns one action) or a ``StateArray`` (one per row).
+    """
+
+    def __init__(self, policy: ContinuousPolicy):
+        self.policy = policy
+
+    def act(self, state: State) -> torch.Tensor:
+        observation = state.observation.to(self.policy.device)
+        if isinstance(state, StateArray):
+            return self.policy.actor.mode(observation)
+        return self.policy.actor.mode(observation.unsqueeze(0))[0]
+
+
+class DDPG(OffPolicyAgent):
+    """Local DDPG agent (single environment); see ``OffPolicyAgent`` for the arguments."""
+
+
+class DDPGTestAgent(ContinuousTestAgent):
+    """Evaluation agent of DDPG: ``mu(s)`` without noise."""

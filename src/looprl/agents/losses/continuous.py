@@ -1,0 +1,105 @@
+"""Continuous-control losses: DDPG, TD3 and SAC (critics, actors, temperature).
+
+Targets are computed without gradients by the trainers; ``mask`` is 0 at termination.
+
+* DDPG (Lillicrap et al. 2016, https://arxiv.org/abs/1509.02971):
+  ``y = r + gamma * mask * Q'(s', mu'(s'))``, critic ``mean((Q - y)^2)``,
+  actor ``-mean(Q(s, mu(s)))``.
+* TD3 (Fujimoto et al. 2018, https://arxiv.org/abs/1802.09477): target-policy smoothing
+  ``a' = clip(mu'(s') + scale * clip(sigma * eps, -c, c), low, high)`` and the clipped
+  double-Q target ``y = r + gamma * mask * min(Q1'(s', a'), Q2'(s', a'))``.
+* SAC (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905):
+  ``y = r + gamma * mask * (min(Q1', Q2')(s', a') - alpha * log pi(a'|s'))`` with
+  ``a' ~ pi(.|s')``, actor ``mean(alpha * log pi(a|s) - min(Q1, Q2)(s, a))``, temperature
+  ``-mean(log_alpha * (log pi(a|s) + target_entropy))``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def critic_loss(values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``mean((Q(s, a) - y)^2)`` onto fixed targets ``y``."""
+    return (values - targets.detach()).pow(2).mean()
+
+
+def twin_critic_loss(
+    values1: torch.Tensor, values2: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """``mean((Q1 - y)^2) + mean((Q2 - y)^2)``: both critics regress onto the same target."""
+    targets = targets.detach()
+    return (values1 - targets).pow(2).mean() + (values2 - targets).pow(2).mean()
+
+
+def deterministic_actor_loss(values: torch.Tensor) -> torch.Tensor:
+    """DDPG/TD3 actor loss ``-mean(Q(s, mu(s)))``."""
+    return -values.mean()
+
+
+def smoothed_target_action(
+    target_actions: torch.Tensor,
+    noise: torch.Tensor,
+    sigma: float,
+    noise_clip: float,
+    scale: torch.Tensor,
+    low: torch.Tensor,
+    high: torch.Tensor,
+) -> torch.Tensor:
+    """TD3's target-policy smoothing: ``clip(a' + scale * clip(sigma * eps, -c, c), low, high)``.
+
+    Args:
+        target_actions: ``mu'(s')``.
+        noise: standard normal ``eps`` of the same shape.
+        sigma, noise_clip: the noise's standard deviation and clipping range ``c``, in units
+            of half the action range ``scale``.
+        scale, low, high: half-range and bounds of the action space.
+    """
+    smoothing = torch.clamp(sigma * noise, -noise_clip, noise_clip) * scale
+    return torch.clamp(target_actions + smoothing, low, high)
+
+
+def td3_target(
+    rewards: torch.Tensor,
+    next_values1: torch.Tensor,
+    next_values2: torch.Tensor,
+    masks: torch.Tensor,
+    discount: float,
+) -> torch.Tensor:
+    """Clipped double-Q target ``r + discount * mask * min(Q1'(s', a'), Q2'(s', a'))``."""
+    return rewards + discount * masks * torch.min(next_values1, next_values2)
+
+
+def sac_target(
+    rewards: torch.Tensor,
+    next_values1: torch.Tensor,
+    next_values2: torch.Tensor,
+    next_log_probs: torch.Tensor,
+    masks: torch.Tensor,
+    discount: float,
+    alpha: torch.Tensor | float,
+) -> torch.Tensor:
+    """Soft target ``r + discount * mask * (min(Q1', Q2') - alpha * log pi(a'|s'))``."""
+    soft_values = torch.min(next_values1, next_values2) - alpha * next_log_probs
+    return rewards + discount * masks * soft_values
+
+
+def sac_actor_loss(
+    values1: torch.Tensor,
+    values2: torch.Tensor,
+    log_probs: torch.Tensor,
+    alpha: torch.Tensor | float,
+) -> torch.Tensor:
+    """``mean(alpha * log pi(a|s) - min(Q1(s, a), Q2(s, a)))`` with ``a ~ pi(.|s)``."""
+    return (alpha * log_probs - torch.min(values1, values2)).mean()
+
+
+def sac_temperature_loss(
+    log_alpha: torch.Tensor, log_probs: torch.Tensor, target_entropy: float
+) -> torch.Tensor:
+    """``-mean(log_alpha * (log pi(a|s) + target_entropy))`` (log-probs are held fixed).
+
+    Its gradient raises ``alpha`` when the policy's entropy ``-log pi`` falls below
+    ``target_entropy`` and lowers it otherwise (optimizing ``log_alpha``, as SB3 does).
+    """
+    return -(log_alpha * (log_probs.detach() + target_entropy)).mean()

@@ -1,0 +1,108 @@
+"""Twin Delayed DDPG (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477).
+
+DDPG plus three changes, each in a small override of ``DDPGTrainer``:
+
+* clipped double Q-learning: twin critics, the target takes their minimum;
+* target-policy smoothing: clipped Gaussian noise on the target action;
+* delayed updates: the actor (and, through ``DelayedPolyakTarget``, the critics' target)
+  is updated once every ``policy_delay`` critic updates.
+
+``TD3`` is the local single-environment agent (``OffPolicyAgent``), ``TD3TestAgent`` the
+deterministic evaluation agent.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from looprl.agents.ddpg import ContinuousTestAgent, DDPGPolicy, DDPGTrainer, OffPolicyAgent
+from looprl.agents.losses.continuous import smoothed_target_action, td3_target, twin_critic_loss
+from looprl.approximation import Approximation, PolyakTarget
+
+TD3Policy = DDPGPolicy
+
+
+class DelayedPolyakTarget(PolyakTarget):
+    """A ``PolyakTarget`` that moves only at every ``every``-th update (TD3's delay).
+
+    Args:
+        rate: interpolation factor ``tau``.
+        every: updates between two moves.
+    """
+
+    def __init__(self, rate: float, every: int = 2):
+        super().__init__(rate)
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.every = every
+        self._calls = 0
+
+    def update(self) -> None:
+        self._calls += 1
+        if self._calls % self.every == 0:
+            super().update()
+
+
+class TD3Trainer(DDPGTrainer):
+    """TD3's update: twin critics every step, the actor every ``policy_delay`` steps.
+
+    Args:
+        policy: the ``TD3Policy`` (a ``DDPGPolicy``) whose actor has a target network.
+        q: an ``Approximation`` of a ``TwinQ`` with a target network (use
+            ``DelayedPolyakTarget(tau, policy_delay)`` for the paper's delayed target).
+        discount_factor: gamma.
+        policy_delay: critic updates per actor update.
+        target_noise, noise_clip: standard deviation and clipping range of the smoothing
+            noise, in units of half the action range.
+    """
+
+    def __init__(
+        self,
+        policy: DDPGPolicy,
+        q: Approximation,
+        discount_factor: float = 0.99,
+        policy_delay: int = 2,
+        target_noise: float = 0.2,
+        noise_clip: float = 0.5,
+    ):
+        super().__init__(policy, q, discount_factor)
+        self.policy_delay = policy_delay
+        self.target_noise = target_noise
+        self.noise_clip = noise_clip
+
+    def _targets(
+        self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
+    ) -> torch.Tensor:
+        """``r + gamma * mask * min(Q1', Q2')(s', smoothed mu'(s'))``."""
+        actor = self._policy.actor
+        next_actions = actor.target(next_obs)
+        _, scale, low, high = actor.bounds.on(next_actions.device)
+        noise = torch.randn_like(next_actions)
+        next_actions = smoothed_target_action(
+            next_actions, noise, self.target_noise, self.noise_clip, scale, low, high
+        )
+        next_q1, next_q2 = self.q.target(next_obs, next_actions)
+        return td3_target(rewards, next_q1, next_q2, masks, self.discount_factor)
+
+    def _critic_step(
+        self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
+    ) -> torch.Tensor:
+        q1, q2 = self.q(obs, actions)
+        loss = twin_critic_loss(q1, q2, targets)
+        self.q.reinforce(loss)
+        return loss.detach()
+
+    def _should_update_actor(self) -> bool:
+        return self.steps % self.policy_delay == 0
+
+    def _actor_values(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``Q1(s, mu(s))``, as in the paper."""
+        return self.q.model.q1(obs, actions)
+
+
+class TD3(OffPolicyAgent):
+    """Local TD3 agent (single environment); see ``OffPolicyAgent`` for the arguments."""
+
+
+class TD3TestAgent(ContinuousTestAgent):
+    """Evaluation agent of TD3: ``mu(s)`` without noise."""

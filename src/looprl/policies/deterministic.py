@@ -1,0 +1,162 @@
+"""Policies over ``Box`` actions: deterministic (DDPG, TD3) and soft-deterministic (SAC).
+
+* ``DeterministicPolicy`` -- an ``Approximation`` of ``mu(s) = center + scale * tanh(f(s))``
+  whose ``explore`` adds clipped Gaussian noise (Lillicrap et al. 2016; Fujimoto et al. 2018).
+* ``SoftDeterministicPolicy`` -- an ``Approximation`` of a tanh-squashed Gaussian whose call
+  returns a reparameterized ``(action, log_prob)`` (Haarnoja et al. 2018).
+
+Both take batches of observation tensors and return actions within the space's bounds;
+``uniform`` draws random actions there (for the warm-up before learning starts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.approximation import Approximation
+from looprl.policies.distributions import ActionBounds, TanhGaussianHead
+
+__all__ = [
+    "DeterministicActor",
+    "DeterministicPolicy",
+    "SoftDeterministicActor",
+    "SoftDeterministicPolicy",
+]
+
+
+def _uniform(bounds: ActionBounds, n: int, device: torch.device) -> torch.Tensor:
+    """``n`` actions drawn uniformly within the (finite) bounds."""
+    unit = torch.rand((n, bounds.action_dim), device=device) * 2.0 - 1.0
+    return bounds.to_env(unit)
+
+
+class DeterministicActor(nn.Module):
+    """``center + scale * tanh(model(obs))``: actions within the bounds of ``space``.
+
+    Args:
+        model: maps observations to ``(batch, action_dim)`` pre-activations.
+        space: a ``gymnasium.spaces.Box`` (anything with ``low`` and ``high``).
+    """
+
+    def __init__(self, model: nn.Module, space: Any):
+        super().__init__()
+        self.model = model
+        self.bounds = ActionBounds(space.low, space.high)
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        return self.bounds.to_env(torch.tanh(self.model(observation)))
+
+
+class DeterministicPolicy(Approximation):
+    """Deterministic policy with Gaussian exploration noise (DDPG, TD3).
+
+    ``policy(obs)`` is ``mu(obs)`` with gradients; ``explore(obs)`` adds
+    ``N(0, (noise * scale)^2)`` and clips to the bounds.
+
+    Args:
+        model: maps observations to ``(batch, action_dim)`` pre-activations.
+        optimizer: optimizer over ``model``'s parameters.
+        space: the ``Box`` action space.
+        noise: standard deviation of the exploration noise, in units of half the range.
+        name: log/checkpoint name.
+        **kwargs: see ``Approximation``.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        space: Any = None,
+        noise: float = 0.1,
+        name: str = "policy",
+        **kwargs: Any,
+    ):
+        actor = model if isinstance(model, DeterministicActor) else DeterministicActor(model, space)
+        super().__init__(actor, optimizer, name=name, **kwargs)
+        self.bounds = actor.bounds
+        self.noise = noise
+
+    def mode(self, observation: torch.Tensor) -> torch.Tensor:
+        """``mu(obs)`` without gradients."""
+        return self.no_grad(observation)
+
+    def explore(self, observation: torch.Tensor) -> torch.Tensor:
+        """``clip(mu(obs) + noise * scale * eps)`` with ``eps ~ N(0, I)``, without gradients."""
+        action = self.no_grad(observation)
+        if self.noise <= 0:
+            return action
+        _, scale, _, _ = self.bounds.on(action.device)
+        return self.bounds.clip(action + self.noise * scale * torch.randn_like(action))
+
+    def uniform(self, n: int) -> torch.Tensor:
+        """``n`` actions drawn uniformly within the bounds."""
+        return _uniform(self.bounds, n, self.device)
+
+
+class SoftDeterministicActor(nn.Module):
+    """A tanh-Gaussian actor: ``forward(obs)`` returns a reparameterized ``(action, log_prob)``.
+
+    Args:
+        model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_std)``.
+        space: the ``Box`` action space.
+        log_std_min, log_std_max: clamping range of ``log_std``.
+    """
+
+    def __init__(
+        self, model: nn.Module, space: Any, log_std_min: float = -20.0, log_std_max: float = 2.0
+    ):
+        super().__init__()
+        self.model = model
+        self.head = TanhGaussianHead(space.low, space.high, log_std_min, log_std_max)
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head.rsample(self.model(observation))
+
+    def mode(self, observation: torch.Tensor) -> torch.Tensor:
+        """``center + scale * tanh(mean(obs))``."""
+        return self.head.mode(self.model(observation))
+
+
+class SoftDeterministicPolicy(Approximation):
+    """Stochastic tanh-Gaussian policy of SAC.
+
+    ``policy(obs)`` returns a reparameterized ``(action, log_prob)`` with gradients;
+    ``sample`` and ``mode`` return actions without gradients.
+
+    Args:
+        model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_std)``.
+        optimizer: optimizer over ``model``'s parameters.
+        space: the ``Box`` action space.
+        name: log/checkpoint name.
+        **kwargs: see ``Approximation``.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        space: Any = None,
+        name: str = "policy",
+        **kwargs: Any,
+    ):
+        is_actor = isinstance(model, SoftDeterministicActor)
+        actor = model if is_actor else SoftDeterministicActor(model, space)
+        super().__init__(actor, optimizer, name=name, **kwargs)
+        self.head = actor.head
+        self.bounds = actor.head.bounds
+
+    def sample(self, observation: torch.Tensor) -> torch.Tensor:
+        """A sampled action per row, without gradients."""
+        return self.no_grad(observation)[0]
+
+    def mode(self, observation: torch.Tensor) -> torch.Tensor:
+        """The deterministic action ``center + scale * tanh(mean)`` per row."""
+        with torch.no_grad():
+            return self.model.mode(observation)
+
+    def uniform(self, n: int) -> torch.Tensor:
+        """``n`` actions drawn uniformly within the bounds."""
+        return _uniform(self.bounds, n, self.device)

@@ -1,0 +1,63 @@
+"""PPO preset for continuous control: Gaussian actions with a learned log-std.
+
+The actor outputs the mean of a diagonal Gaussian in normalized units (mapped onto the
+action bounds by ``GaussianHead``); the log standard deviation is a free parameter. The
+training machinery (rollouts, GAE, clipped surrogate, annealing) is the classic-control
+PPO preset's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from looprl.agents.ppo import ActorCritic
+from looprl.core import ParallelPreset
+from looprl.nn import MLP
+from looprl.policies.distributions import GaussianActor, GaussianHead
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.ppo import PPOClassicControlPreset
+from looprl.presets.common import require_positive
+from looprl.presets.continuous.ddpg import require_box_actions, require_flat_box_observations
+
+default_hyperparameters: dict[str, Any] = {
+    "discount_factor": 0.9,
+    "lam": 0.95,
+    "lr": 1e-3,
+    "linear_lr": False,
+    "eps": 1e-5,
+    "n_envs": 8,
+    "n_steps": 256,
+    "epochs": 10,
+    "minibatch_size": 256,
+    "clip": 0.2,
+    "linear_clip": False,
+    "value_coef": 0.5,
+    "entropy_coef": 0.0,
+    "value_clip": None,
+    "clip_grad": 0.5,
+    "hidden": 64,
+    "log_std_init": 0.0,
+}
+
+
+class PPOContinuousPreset(PPOClassicControlPreset):
+    """Builds PPO agents with separate tanh actor and critic MLPs and Gaussian actions."""
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        ParallelPreset.__init__(self, name, device, hyperparameters)
+        require_positive(
+            hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden"
+        )
+        self.n_envs = hyperparameters["n_envs"]
+        space = require_box_actions(env, "PPO", bounded=False)
+        obs_dim = require_flat_box_observations(env, "PPO")
+        action_dim = int(space.shape[0])
+        hidden = (hyperparameters["hidden"],) * 2
+        mean = MLP(obs_dim, action_dim, hidden=hidden, output_gain=0.01)
+        actor = GaussianActor(mean, action_dim, hyperparameters["log_std_init"])
+        critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
+        self.model = ActorCritic(actor, critic).to(device)
+        self.head = GaussianHead(space.low, space.high)
+
+
+ppo = PresetBuilder("ppo", default_hyperparameters, PPOContinuousPreset)

@@ -1,0 +1,88 @@
+"""SAC preset for continuous control, with automatic entropy tuning.
+
+Defaults (256x256 ReLU networks, lr 1e-3, 1,000 random warm-up steps, tau 0.005, initial
+temperature 1, target entropy ``-|A|``) learn Pendulum-v1 (mean return above -400) within
+15,000 steps.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from looprl.agents.ddpg import TwinQ
+from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
+from looprl.approximation import Approximation, PolyakTarget
+from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import require_positive
+from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
+
+default_hyperparameters: dict[str, Any] = {
+    "discount_factor": 0.99,
+    "lr_actor": 1e-3,
+    "lr_critic": 1e-3,
+    "lr_temperature": 1e-3,
+    "minibatch_size": 256,
+    "replay_start_size": 1000,
+    "replay_buffer_size": 1_000_000,
+    "update_frequency": 1,
+    "gradient_steps": 1,
+    "polyak_rate": 0.005,
+    "alpha": 1.0,
+    "entropy_tuning": True,
+    "target_entropy": None,
+    "hidden": 256,
+}
+
+
+class SACContinuousPreset(OffPolicyContinuousPreset):
+    """Builds SAC agents: a tanh-Gaussian actor and twin critics, all 2 x ``hidden``.
+
+    ``target_entropy=None`` means ``-|A|``; ``entropy_tuning=False`` keeps ``alpha`` fixed.
+    """
+
+    algorithm = "SAC"
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(env, name, device, hyperparameters)
+        require_positive(hyperparameters, "lr_temperature", "alpha")
+        hidden, in_dim = hyperparameters["hidden"], self.obs_dim + self.action_dim
+        actor = mlp(self.obs_dim, 2 * self.action_dim, hidden)
+        self.actor = SoftDeterministicActor(actor, self.action_space).to(device)
+        self.critic = TwinQ(mlp(in_dim, 1, hidden), mlp(in_dim, 1, hidden)).to(device)
+        self.temperature = Temperature(hyperparameters["alpha"]).to(device)
+
+    @property
+    def target_entropy(self) -> float:
+        target = self.hyperparameters["target_entropy"]
+        return -float(self.action_dim) if target is None else float(target)
+
+    def _agent_class(self) -> type:
+        return SAC
+
+    def _policy_and_trainer(self, logger: Any) -> tuple[SACPolicy, SACTrainer]:
+        hp = self.hyperparameters
+        actor = SoftDeterministicPolicy(
+            self.actor, adam(self.actor, hp["lr_actor"]), name="actor", logger=logger
+        )
+        q = Approximation(
+            self.critic,
+            adam(self.critic, hp["lr_critic"]),
+            target=PolyakTarget(hp["polyak_rate"]),
+            name="critic",
+            logger=logger,
+        )
+        optimizer = adam(self.temperature, hp["lr_temperature"]) if hp["entropy_tuning"] else None
+        temperature = Approximation(self.temperature, optimizer, name="temperature", logger=logger)
+        policy = SACPolicy(actor)
+        trainer = SACTrainer(
+            policy, q, temperature, hp["discount_factor"], target_entropy=self.target_entropy
+        )
+        return policy, trainer
+
+    def test_agent(self) -> SACTestAgent:
+        return SACTestAgent(SACPolicy(SoftDeterministicPolicy(copy.deepcopy(self.actor))))
+
+
+sac = PresetBuilder("sac", default_hyperparameters, SACContinuousPreset)

@@ -1,0 +1,278 @@
+"""DDPG, TD3, SAC and Gaussian PPO: trainers, agents, presets and MuJoCo environments."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn, optim
+
+from looprl.agents.ddpg import (
+    DDPG,
+    ContinuousPolicy,
+    ContinuousQ,
+    DDPGPolicy,
+    DDPGTrainer,
+    OffPolicyAgent,
+    TwinQ,
+)
+from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTrainer
+from looprl.agents.sac import SACPolicy, SACTrainer, Temperature
+from looprl.agents.td3 import DelayedPolyakTarget, TD3Trainer
+from looprl.approximation import Approximation, PolyakTarget
+from looprl.core import Agent, NamedArray, RolloutRequest, State, StateArray, Trainer
+from looprl.environments import GymEnvironment, GymVectorEnvironment
+from looprl.experiments import make_experiment
+from looprl.memory import ExperienceReplayBuffer
+from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
+from looprl.policies.distributions import GaussianActor, GaussianHead
+from looprl.presets import load_preset
+from looprl.presets.continuous.ddpg import ddpg
+from looprl.presets.continuous.ppo import ppo
+from looprl.presets.continuous.sac import sac
+from looprl.presets.continuous.td3 import td3
+
+PENDULUM = GymEnvironment("Pendulum-v1").action_space  # Box(-2, 2, (1,))
+SMALL = {"hidden": 32, "replay_start_size": 100, "minibatch_size": 32}
+SMALL_PPO = {"hidden": 16, "n_envs": 2, "n_steps": 64, "minibatch_size": 64, "epochs": 2}
+
+
+def _mlp(in_dim: int, out_dim: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(in_dim, 16), nn.ReLU(), nn.Linear(16, out_dim))
+
+
+def _batch(n: int = 16, seed: int = 0) -> tuple:
+    generator = torch.Generator().manual_seed(seed)
+    obs = torch.randn(n, 3, generator=generator)
+    next_obs = torch.randn(n, 3, generator=generator)
+    actions = torch.rand(n, 1, generator=generator) * 4 - 2
+    rewards = torch.randn(n, generator=generator)
+    mask = torch.ones(n)
+    next_states = StateArray({"observation": next_obs, "reward": rewards, "mask": mask}, (n,))
+    return StateArray({"observation": obs}, (n,)), actions, rewards, next_states, torch.ones(n)
+
+
+def _ddpg_parts(twin: bool = False) -> tuple[DDPGPolicy, Approximation]:
+    torch.manual_seed(0)
+    actor = DeterministicPolicy(
+        _mlp(3, 1), None, PENDULUM, noise=0.1, target=PolyakTarget(0.5), name="actor"
+    )
+    actor.optimizer = optim.Adam(actor.parameters(), lr=1e-2)
+    critic = TwinQ(_mlp(4, 1), _mlp(4, 1)) if twin else ContinuousQ(_mlp(4, 1))
+    target = DelayedPolyakTarget(0.5, 2) if twin else PolyakTarget(0.5)
+    q = Approximation(critic, optim.Adam(critic.parameters(), lr=1e-2), target=target)
+    return DDPGPolicy(actor), q
+
+
+def _snapshot(module: nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def _changed(before: list[torch.Tensor], module: nn.Module) -> bool:
+    return any(not torch.equal(b, a) for b, a in zip(before, module.parameters()))
+
+
+def test_critics_output_one_value_per_row() -> None:
+    obs, actions = torch.randn(5, 3), torch.randn(5, 1)
+    assert ContinuousQ(_mlp(4, 1))(obs, actions).shape == (5,)
+    q1, q2 = TwinQ(_mlp(4, 1), _mlp(4, 1))(obs, actions)
+    assert q1.shape == q2.shape == (5,) and not torch.equal(q1, q2)
+
+
+def test_ddpg_trainer_updates_actor_and_critic() -> None:
+    policy, q = _ddpg_parts()
+    trainer = DDPGTrainer(policy, q, discount_factor=0.9)
+    assert isinstance(trainer, Trainer)
+    actor_before, critic_before = _snapshot(policy.module), _snapshot(q.model)
+    stats = trainer.step(_batch())
+    assert set(stats) == {"critic", "actor"} and policy.version == 1
+    assert _changed(actor_before, policy.module) and _changed(critic_before, q.model)
+    # the actor's loss must not leave gradients in the critic
+    assert all(p.grad is None for p in q.model.parameters())
+
+
+def test_td3_delays_the_actor_and_the_critic_target() -> None:
+    policy, q = _ddpg_parts(twin=True)
+    trainer = TD3Trainer(policy, q, policy_delay=2)
+    target_before = _snapshot(q._target._target)
+    stats = trainer.step(_batch())
+    assert "actor" not in stats and policy.actor.updates == 0
+    assert not _changed(target_before, q._target._target)
+    stats = trainer.step(_batch(seed=1))
+    assert "actor" in stats and policy.actor.updates == 1 and q.updates == 2
+    assert _changed(target_before, q._target._target)
+
+
+def test_sac_trainer_tunes_the_temperature() -> None:
+    torch.manual_seed(0)
+    actor = SoftDeterministicPolicy(_mlp(3, 2), None, PENDULUM, name="actor")
+    actor.optimizer = optim.Adam(actor.parameters(), lr=1e-2)
+    critic = TwinQ(_mlp(4, 1), _mlp(4, 1))
+    q = Approximation(critic, optim.Adam(critic.parameters(), lr=1e-2), target=PolyakTarget(0.5))
+    temperature = Temperature(0.5)
+    tuned = Approximation(temperature, optim.Adam(temperature.parameters(), lr=0.1))
+    trainer = SACTrainer(SACPolicy(actor), q, tuned, target_entropy=-1.0)
+    stats = trainer.step(_batch())
+    assert {"critic", "actor", "alpha", "temperature"} <= set(stats)
+    assert torch.isclose(stats["alpha"], torch.tensor(0.5))
+    assert not torch.isclose(trainer.alpha, torch.tensor(0.5))
+    fixed = SACTrainer(SACPolicy(actor), q, Approximation(Temperature(0.2)))
+    assert "temperature" not in fixed.step(_batch())
+    assert torch.isclose(fixed.alpha, torch.tensor(0.2))
+
+
+def test_continuous_policy_rollout_respects_per_row_evaluation() -> None:
+    policy, _ = _ddpg_parts()
+    policy.actor.noise = 1.0
+    obs = torch.randn(200, 3)
+    rows = torch.arange(200) % 2 == 0
+    action = policy.rollout(RolloutRequest(obs=obs.numpy(), is_evaluation=rows)).action
+    mode = policy.actor.mode(obs)
+    assert action.shape == (200, 1)
+    assert torch.equal(action[rows], mode[rows]) and not torch.equal(action[~rows], mode[~rows])
+    assert (action.abs() <= 2).all()
+    assert torch.equal(policy.rollout(RolloutRequest(obs=obs, is_evaluation=True)).action, mode)
+
+
+class CountingTrainer(Trainer):
+    def __init__(self, policy: ContinuousPolicy):
+        self._policy = policy
+        self.batches: list[tuple] = []
+
+    @property
+    def policy(self) -> ContinuousPolicy:
+        return self._policy
+
+    def step(self, batch: tuple) -> dict:
+        self.batches.append(batch)
+        return {}
+
+
+def test_off_policy_agent_warms_up_at_random_then_trains_on_schedule() -> None:
+    policy, _ = _ddpg_parts()
+    trainer = CountingTrainer(policy)
+    agent = DDPG(
+        policy,
+        trainer,
+        ExperienceReplayBuffer(100),
+        8,
+        replay_start_size=10,
+        update_frequency=2,
+        gradient_steps=3,
+    )
+    assert isinstance(agent, OffPolicyAgent) and isinstance(agent, Agent)
+    env = GymEnvironment("Pendulum-v1", seed=0)
+    state = env.reset()
+    for _ in range(20):
+        action = agent.act(state)
+        assert action.shape == (1,) and action.abs().max() <= 2
+        state = env.step(action)
+    # frames 12, 14, ..., 20 train: 5 phases of 3 gradient steps
+    assert len(trainer.batches) == 15
+    states, actions, rewards, next_states, _ = trainer.batches[0]
+    assert actions.shape == (8, 1) and actions.dtype == torch.float32
+    assert states.observation.shape == (8, 3) and rewards.shape == (8,)
+
+
+def test_ppo_trains_with_gaussian_vector_actions() -> None:
+    torch.manual_seed(0)
+    model = ActorCritic(GaussianActor(_mlp(3, 1), 1), _mlp(3, 1))
+    approximation = Approximation(model, optim.Adam(model.parameters(), lr=1e-3))
+    policy = PPOPolicy(approximation, GaussianHead(PENDULUM.low, PENDULUM.high))
+    batches = []
+    trainer = PPOTrainer(policy, epochs=1, minibatch_size=16)
+    trainer.step = lambda batch: batches.append(batch) or PPOTrainer.step(trainer, batch)
+    agent = PPO(policy, trainer, n_envs=2, n_steps=8)
+    env = GymVectorEnvironment("Pendulum-v1", 2, seed=0)
+    state = env.reset()
+    for _ in range(17):
+        action = agent.act(state)
+        assert action.shape == (2, 1) and action.dtype == torch.float32
+        state = env.step(action)
+    assert len(batches) == 2 and policy.version == 2
+    batch = batches[0]
+    assert batch.action.shape == (16, 1) and batch.log_prob.shape == (16,)
+    log_prob, entropy, _ = policy.analyze(
+        NamedArray(observation=batch.observation, action=batch.action)
+    )
+    assert entropy.shape == (16,) and log_prob.shape == (16,)
+
+
+@pytest.mark.parametrize("builder", [ddpg, td3, sac, ppo], ids=["ddpg", "td3", "sac", "ppo"])
+def test_presets_reject_discrete_actions(builder) -> None:
+    with pytest.raises(ValueError, match="continuous"):
+        builder.env(GymEnvironment("CartPole-v1")).device("cpu").build()
+
+
+@pytest.mark.parametrize(
+    ("builder", "hyperparameters"),
+    [(ddpg, SMALL), (td3, SMALL), (sac, SMALL), (ppo, SMALL_PPO)],
+    ids=["ddpg", "td3", "sac", "ppo"],
+)
+def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_path) -> None:
+    env = GymEnvironment("Pendulum-v1")
+    preset = builder.env(env).device("cpu").hyperparameters(**hyperparameters).build()
+    experiment = make_experiment(
+        preset, env, train_steps=400, logdir=str(tmp_path), quiet=True, verbose=False, seed=0
+    )
+    experiment.train(frames=400)
+    assert experiment.frame >= 400
+    path = tmp_path / "preset.pt"
+    preset.save(str(path))
+    loaded = load_preset(str(path), device="cpu")
+    obs = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    states = StateArray({"observation": obs}, (5,))
+    expected = preset.test_agent().act(states)
+    assert expected.shape == (5, 1) and (expected.abs() <= 2).all()
+    assert torch.allclose(loaded.test_agent().act(states), expected)
+    assert loaded.test_agent().act(State(obs[0])).shape == (1,)
+    returns = experiment.test(episodes=2)
+    assert len(returns) == 2 and all(-2000 < r <= 0 for r in returns)
+    experiment.close()
+
+
+def test_mujoco_environment_resets_and_steps() -> None:
+    pytest.importorskip("mujoco")
+    from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
+
+    assert is_mujoco_id("HalfCheetah-v5") and not is_mujoco_id("Pendulum-v1")
+    env = MujocoEnvironment("HalfCheetah", seed=0)
+    assert env.name == "HalfCheetah-v5"
+    state = env.reset()
+    assert state.observation.shape == (17,) and state.observation.dtype == torch.float32
+    state = env.step(torch.full((6,), 5.0))  # clipped to the bounds
+    assert isinstance(state.reward, float) and not state.done
+    vector = env.duplicate(2)
+    assert vector.reset().observation.shape == (2, 17)
+    env.close()
+    vector.close()
+
+
+@pytest.mark.parametrize("builder", [sac, ppo], ids=["sac", "ppo"])
+def test_preset_trains_on_halfcheetah(builder, tmp_path) -> None:
+    pytest.importorskip("mujoco")
+    from looprl.environments.mujoco import MujocoEnvironment
+
+    env = MujocoEnvironment("HalfCheetah-v5")
+    small = SMALL if builder is sac else SMALL_PPO
+    preset = builder.env(env).device("cpu").hyperparameters(**small).build()
+    experiment = make_experiment(
+        preset, env, train_steps=300, logdir=str(tmp_path), quiet=True, verbose=False, seed=0
+    )
+    experiment.train(frames=300)
+    preset.save(str(tmp_path / "preset.pt"))
+    loaded = load_preset(str(tmp_path / "preset.pt"), device="cpu")
+    assert loaded.test_agent().act(State(torch.zeros(17))).shape == (6,)
+    experiment.close()
+
+
+def test_missing_mujoco_names_the_extra(monkeypatch) -> None:
+    import importlib.util
+
+    from looprl.environments import mujoco as module
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mujoco" else real(name, *a)
+    )
+    with pytest.raises(ImportError, match=r"looprl\[mujoco\]"):
+        module.MujocoEnvironment("HalfCheetah-v5")
