@@ -15,7 +15,12 @@ from looprl.agents.losses.continuous import (
     twin_critic_loss,
 )
 from looprl.agents.losses.policy_gradient import (
+    a2c_loss,
+    categorical_kl,
+    n_step_returns,
     normalize,
+    policy_gradient_loss,
+    ppg_aux_loss,
     ppo_loss,
     ppo_policy_loss,
     value_loss,
@@ -23,10 +28,15 @@ from looprl.agents.losses.policy_gradient import (
 from looprl.agents.losses.value import dqn_loss, td_target
 
 __all__ = [
+    "a2c_loss",
+    "categorical_kl",
     "critic_loss",
     "deterministic_actor_loss",
     "dqn_loss",
+    "n_step_returns",
     "normalize",
+    "policy_gradient_loss",
+    "ppg_aux_loss",
     "ppo_loss",
     "ppo_policy_loss",
     "sac_actor_loss",

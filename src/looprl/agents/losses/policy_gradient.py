@@ -1,4 +1,8 @@
-"""Policy-gradient losses: PPO's clipped surrogate, value regression, normalization."""
+"""Policy-gradient losses.
+
+REINFORCE/A2C, PPO's clipped surrogate, PPG's auxiliary loss, value regression, n-step
+returns and advantage normalization.
+"""
 
 from __future__ import annotations
 

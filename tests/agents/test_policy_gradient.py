@@ -1,0 +1,329 @@
+"""Tests of the VPG, VAC, A2C and PPG agents and their classic-control presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn, optim
+
+from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
+from looprl.agents.ppg import PPG, PPGPolicy, PPGTestAgent, PPGTrainer
+from looprl.agents.ppo import ActorCritic
+from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
+from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
+from looprl.approximation import Approximation
+from looprl.core import Agent, NamedArray, ParallelAgent, ParallelPreset, Preset, StateArray
+from looprl.environments import GymEnvironment, GymVectorEnvironment
+from looprl.experiments import make_experiment
+from looprl.policies.distributions import CategoricalHead
+from looprl.presets import load_preset
+from looprl.presets.classic_control.a2c import a2c
+from looprl.presets.classic_control.ppg import ppg, ppg_network
+from looprl.presets.classic_control.vac import vac
+from looprl.presets.classic_control.vpg import vpg
+
+
+def _policy(cls=A2CPolicy, seed: int = 0, lr: float = 1e-2):
+    torch.manual_seed(seed)
+    model = ActorCritic(nn.Linear(4, 2), nn.Linear(4, 1))
+    return cls(Approximation(model, optim.Adam(model.parameters(), lr=lr)), CategoricalHead(2))
+
+
+class Recording:
+    """Wraps a trainer's ``step`` to keep every batch it was given."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.batches: list[NamedArray] = []
+        original = trainer.step
+
+        def step(batch):
+            self.batches.append(batch)
+            return original(batch)
+
+        trainer.step = step
+
+
+# -- A2C ---------------------------------------------------------------------------------
+
+
+def _batch(policy, n: int = 16) -> NamedArray:
+    generator = torch.Generator().manual_seed(1)
+    obs = torch.randn(n, 4, generator=generator)
+    result = policy.rollout(NamedArray(obs=obs))
+    advantage = torch.randn(n, generator=generator)
+    return NamedArray(
+        observation=obs,
+        action=result.action,
+        value=result.value,
+        advantage=advantage,
+        returns=advantage + result.value,
+    )
+
+
+def test_a2c_trainer_takes_one_step_per_batch_and_skips_empty_ones() -> None:
+    policy = _policy()
+    trainer = A2CTrainer(policy, value_coef=0.5, entropy_coef=0.01, normalize_advantages=True)
+    before = [p.detach().clone() for p in policy.module.parameters()]
+    stats = trainer.step(_batch(policy))
+    assert set(stats) == {"policy", "value", "entropy"}
+    assert any(not torch.equal(b, a) for b, a in zip(before, policy.module.parameters()))
+    assert policy.approximation.updates == 1 and policy.version == 1 and trainer.updates == 1
+    assert trainer.step(_batch(policy)[torch.zeros(16, dtype=torch.bool)]) == {}
+    assert policy.approximation.updates == 1
+
+
+def test_a2c_agent_trains_once_per_rollout() -> None:
+    policy = _policy()
+    recording = Recording(A2CTrainer(policy))
+    agent = A2C(policy, recording.trainer, n_envs=2, n_steps=4, discount_factor=0.9)
+    assert isinstance(agent, ParallelAgent)
+    env = GymVectorEnvironment("CartPole-v1", 2, seed=0)
+    state = env.reset()
+    for _ in range(13):
+        state = env.step(agent.act(state))
+    assert len(recording.batches) == 3 and policy.version == 3
+    for batch in recording.batches:
+        assert 0 < batch.advantage.shape[0] <= 8
+        assert torch.allclose(batch.returns, batch.advantage + batch.value)
+
+
+# -- VAC ---------------------------------------------------------------------------------
+
+
+def test_vac_trains_every_step_on_one_step_targets() -> None:
+    policy = _policy(VACPolicy)
+    recording = Recording(VACTrainer(policy))
+    agent = VAC(policy, recording.trainer, n_envs=3, discount_factor=0.9)
+    assert isinstance(agent, ParallelAgent)
+    env = GymVectorEnvironment("CartPole-v1", 3, seed=0)
+    previous = env.reset()
+    state = env.step(agent.act(previous))  # the first act only acts
+    for i in range(40):
+        next_values = policy.value(state.observation)
+        action = agent.act(state)  # trains on previous -> state, then acts
+        batch = recording.batches[-1]
+        target = (state.reward + 0.9 * state.mask * next_values)[~previous.done]
+        assert torch.allclose(batch.returns, target, atol=1e-5)
+        assert len(recording.batches) == i + 1
+        previous, state = state, env.step(action)
+    assert policy.approximation.updates == 40 and policy.version == 40
+
+
+def test_vac_trainer_advantage_uses_the_current_critic() -> None:
+    batch = _batch(_policy())
+    vac_policy, a2c_policy = _policy(VACPolicy), _policy()
+    _, _, value = vac_policy.analyze(batch)
+    VACTrainer(vac_policy).step(batch)  # the stored advantages are ignored
+    correct = NamedArray(**dict(batch.items()))
+    correct.advantage = batch.returns - value.detach()
+    A2CTrainer(a2c_policy).step(correct)
+    for p, q in zip(vac_policy.module.parameters(), a2c_policy.module.parameters()):
+        assert torch.allclose(p, q)
+
+
+# -- VPG ---------------------------------------------------------------------------------
+
+
+def test_episode_buffer_monte_carlo_returns_by_hand() -> None:
+    buffer = EpisodeBuffer(capacity=2)  # grows to 4
+    values = [1.0, 2.0, 3.0]
+    for t, value in enumerate(values):
+        buffer.store(
+            observation=torch.full((2,), float(t)),
+            action=torch.tensor(t),
+            value=torch.tensor(value),
+        )
+        if t == 0:
+            buffer.store_outcome(1.0, False, 1.0, 0.0)
+        elif t == 1:  # episode 1 terminates
+            buffer.store_outcome(2.0, True, 0.0, 99.0)
+        else:  # episode 2 is truncated after one step: bootstrap from V(final) = 4
+            buffer.store_outcome(1.0, True, 1.0, 4.0)
+    assert len(buffer) == 3 and buffer.capacity == 4
+    batch = buffer.compute(0.5)
+    returns = [1 + 0.5 * 2, 2.0, 1 + 0.5 * 4]  # [2, 2, 3]
+    assert torch.allclose(batch.returns, torch.tensor(returns))
+    assert torch.allclose(batch.advantage, torch.tensor(returns) - torch.tensor(values))
+    assert torch.equal(batch.observation[:, 0], torch.tensor([0.0, 1.0, 2.0]))
+    assert torch.equal(batch.action, torch.tensor([0, 1, 2]))
+    buffer.clear()
+    buffer.store(observation=torch.zeros(2), action=torch.tensor(0), value=torch.tensor(0.0))
+    buffer.store_outcome(1.0, False, 1.0, 0.0)
+    with pytest.raises(RuntimeError):
+        buffer.compute(0.5)  # the episode has not ended
+
+
+def test_vpg_trains_after_complete_episodes() -> None:
+    policy = _policy(VPGPolicy)
+    recording = Recording(VPGTrainer(policy))
+    agent = VPG(policy, recording.trainer, discount_factor=1.0, min_batch_size=40)
+    assert isinstance(agent, Agent) and not isinstance(agent, ParallelAgent)
+    env = GymEnvironment("CartPole-v1", seed=0)
+    groups, current = [], []  # the episodes each update should see
+    for _ in range(15):
+        state = env.reset()
+        steps = 0
+        while not state.done:
+            state = env.step(agent.act(state))
+            steps += 1
+        agent.act(state)
+        current.append(steps)
+        if sum(current) >= 40:
+            groups.append(current)
+            current = []
+    assert len(recording.batches) == len(groups) > 0
+    assert policy.version == len(groups)
+    for batch, lengths in zip(recording.batches, groups):
+        # reward 1 per step, gamma 1, episodes terminated: returns count down to 1
+        expected = torch.cat([torch.arange(n, 0, -1, dtype=torch.float32) for n in lengths])
+        assert torch.equal(batch.returns, expected)
+        assert torch.allclose(batch.advantage, batch.returns - batch.value)
+        assert batch.observation.shape == (sum(lengths), 4)
+
+
+# -- PPG ---------------------------------------------------------------------------------
+
+
+def _ppg_policy() -> PPGPolicy:
+    torch.manual_seed(0)
+    model = ppg_network(4, 2, hidden=16)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    return PPGPolicy(Approximation(model, optimizer), CategoricalHead(2))
+
+
+def _ppg_batch(policy: PPGPolicy, seed: int) -> NamedArray:
+    generator = torch.Generator().manual_seed(seed)
+    obs = torch.randn(32, 4, generator=generator)
+    result = policy.rollout(NamedArray(obs=obs))
+    returns = 5.0 + obs.sum(-1)
+    return NamedArray(
+        observation=obs,
+        action=result.action,
+        log_prob=result.log_prob,
+        value=result.value,
+        advantage=returns - result.value,
+        returns=returns,
+    )
+
+
+def test_ppg_alternates_policy_and_auxiliary_phases() -> None:
+    policy = _ppg_policy()
+    trainer = PPGTrainer(
+        policy, n_policy=2, aux_epochs=3, beta_clone=1.0, epochs=1, minibatch_size=16
+    )
+    aux_head = policy.module.aux_head
+    phases = []
+    for i in range(6):
+        head_before = aux_head.weight.detach().clone()
+        stats = trainer.step(_ppg_batch(policy, i))
+        aux_ran = "aux/aux_value" in stats
+        phases.append(aux_ran)
+        # only the auxiliary phase trains the aux head
+        assert torch.equal(aux_head.weight, head_before) != aux_ran
+        if aux_ran:
+            assert {"aux/kl", "aux/value", "policy", "value"} <= set(stats)
+            assert float(stats["aux/kl"]) < 0.05  # the cloning term keeps the policy
+    assert phases == [False, True] * 3
+    assert trainer.aux_phases == 3 and trainer.updates == 6
+    assert policy.version == 6 + 3
+    # 1 epoch x 2 minibatches per PPO step, 3 epochs x 4 minibatches per aux phase
+    assert policy.approximation.updates == 6 * 2 + 3 * 3 * 4
+
+
+def test_ppg_auxiliary_phase_fits_the_value_targets() -> None:
+    policy = _ppg_policy()
+    trainer = PPGTrainer(policy, n_policy=1, aux_epochs=1, epochs=1, minibatch_size=32)
+    batch = _ppg_batch(policy, 0)
+    sample = NamedArray(observation=batch.observation)
+
+    def aux_error() -> float:
+        with torch.no_grad():
+            _, aux_value, _ = policy.analyze(sample, target="aux")
+        return float(((aux_value - batch.returns) ** 2).mean())
+
+    first = aux_error()
+    trainer.aux_epochs = 50
+    trainer.step(batch)
+    assert aux_error() < 0.5 * first
+    logits, aux_value, value = policy.analyze(sample, target="aux")
+    assert logits.shape == (32, 2) and aux_value.shape == (32,) and value.shape == (32,)
+    _, _, ppo_value = policy.analyze(batch)  # the PPO view of the same network
+    assert torch.allclose(value, ppo_value)
+
+
+# -- presets -----------------------------------------------------------------------------
+
+SMOKE = {
+    "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, VPGTestAgent),
+    "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, VACTestAgent),
+    "a2c": (a2c, {"n_envs": 4, "n_steps": 5, "hidden": 16}, ParallelPreset, A2CTestAgent),
+    "ppg": (
+        ppg,
+        {"n_envs": 2, "n_steps": 16, "n_policy": 2, "minibatch_size": 16, "hidden": 16},
+        ParallelPreset,
+        PPGTestAgent,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SMOKE))
+def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> None:
+    builder, hyperparameters, kind, test_agent_type = SMOKE[name]
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.hyperparameters(**hyperparameters).env(env).device("cpu").build()
+    assert isinstance(preset, kind) and preset.name == name
+    before = {k: v.clone() for k, v in preset.model.state_dict().items()}
+    experiment = make_experiment(
+        preset, env, train_steps=400, logdir=str(tmp_path), quiet=True, verbose=True, seed=0
+    )
+    experiment.train(frames=400)
+    agent = experiment.agent
+    assert agent.policy.module is preset.model  # training agents share the preset's model
+    assert agent.policy.version > 0
+    after = preset.model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    if name == "ppg":
+        assert agent.trainer.aux_phases >= 1
+    path = tmp_path / "preset.pt"
+    preset.save(str(path))
+    loaded = load_preset(str(path))
+    assert type(loaded) is type(preset) and loaded.hyperparameters == preset.hyperparameters
+    states = StateArray({"observation": torch.randn(8, 4)}, (8,))
+    test_agent = loaded.test_agent()
+    assert isinstance(test_agent, test_agent_type)
+    assert torch.equal(test_agent.act(states), preset.test_agent().act(states))
+    returns = experiment.test(episodes=2)
+    assert len(returns) == 2 and all(r >= 1 for r in returns)
+    experiment.close()
+
+
+@pytest.mark.parametrize("name", list(SMOKE))
+def test_preset_test_agent_copies_parameters(name: str) -> None:
+    builder, hyperparameters, _, _ = SMOKE[name]
+    preset = builder.hyperparameters(**hyperparameters).env(GymEnvironment("CartPole-v1")).build()
+    test_agent = preset.test_agent()
+    assert test_agent.policy.module is not preset.model
+    with torch.no_grad():
+        for parameter in preset.model.parameters():
+            parameter.add_(torch.randn_like(parameter))
+    states = StateArray({"observation": torch.randn(32, 4)}, (32,))
+    fresh = preset.test_agent().act(states)
+    assert torch.equal(fresh, preset.model(states.observation)[0].argmax(-1))
+    if isinstance(preset, ParallelPreset):
+        assert isinstance(preset.agent(), (A2C, VAC, PPG))
+        assert preset.parallel_test_agent().policy.module is not preset.model
+    else:
+        assert isinstance(preset.agent(), VPG)
+
+
+@pytest.mark.parametrize("name", list(SMOKE))
+def test_preset_rejects_bad_spaces_and_hyperparameters(name: str) -> None:
+    builder = SMOKE[name][0]
+    with pytest.raises(ValueError, match="discrete action space"):
+        builder.env(GymEnvironment("Pendulum-v1")).build()
+    key = "min_batch_size" if name == "vpg" else "n_envs"
+    with pytest.raises(ValueError, match=key):
+        builder.hyperparameters(**{key: 0}).env(GymEnvironment("CartPole-v1")).build()
