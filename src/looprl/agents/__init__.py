@@ -1,6 +1,7 @@
 """Agents: one module per algorithm, each a policy + a trainer + a local agent."""
 
 from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
+from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
@@ -12,6 +13,7 @@ from looprl.agents.ddpg import (
     OffPolicyAgent,
     TwinQ,
 )
+from looprl.agents.ddqn import DDQN, DDQNTrainer
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.agents.independent import (
     IndependentMultiagent,
@@ -21,10 +23,13 @@ from looprl.agents.independent import (
 )
 from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
 from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
+from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
 from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
+from looprl.agents.vqn import VQN, OnlineAgent
+from looprl.agents.vsarsa import SarsaTrainer, VSarsa
 
 __all__ = [
     "A2C",
@@ -32,6 +37,10 @@ __all__ = [
     "A2CTestAgent",
     "A2CTrainer",
     "ActorCritic",
+    "C51",
+    "C51Policy",
+    "C51TestAgent",
+    "C51Trainer",
     "ContinuousPolicy",
     "ContinuousQ",
     "ContinuousTestAgent",
@@ -39,6 +48,8 @@ __all__ = [
     "DDPGPolicy",
     "DDPGTestAgent",
     "DDPGTrainer",
+    "DDQN",
+    "DDQNTrainer",
     "DQN",
     "DQNPolicy",
     "DQNTestAgent",
@@ -48,6 +59,7 @@ __all__ = [
     "IndependentMultiagent",
     "MaskedAgent",
     "OffPolicyAgent",
+    "OnlineAgent",
     "PPG",
     "PPGNetwork",
     "PPGPolicy",
@@ -57,11 +69,14 @@ __all__ = [
     "PPOPolicy",
     "PPOTestAgent",
     "PPOTrainer",
+    "Rainbow",
+    "RainbowTestAgent",
     "RandomAgent",
     "SAC",
     "SACPolicy",
     "SACTestAgent",
     "SACTrainer",
+    "SarsaTrainer",
     "SingleStateAgent",
     "TD3",
     "TD3Policy",
@@ -77,4 +92,7 @@ __all__ = [
     "VPGPolicy",
     "VPGTestAgent",
     "VPGTrainer",
+    "VQN",
+    "VSarsa",
+    "rainbow_policy_and_trainer",
 ]

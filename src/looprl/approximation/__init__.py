@@ -7,6 +7,7 @@ from looprl.approximation.checkpointer import (
     PeriodicCheckpointer,
 )
 from looprl.approximation.feature_network import FeatureModule, FeatureNetwork
+from looprl.approximation.q_dist import ExpectedQ, QDist, QDistModule
 from looprl.approximation.q_network import QModule, QNetwork, gather_actions
 from looprl.approximation.schedules import (
     ConstantSchedule,
@@ -23,6 +24,7 @@ __all__ = [
     "Checkpointer",
     "ConstantSchedule",
     "DummyCheckpointer",
+    "ExpectedQ",
     "FeatureModule",
     "FeatureNetwork",
     "FixedTarget",
@@ -30,6 +32,8 @@ __all__ = [
     "LinearScheduler",
     "PeriodicCheckpointer",
     "PolyakTarget",
+    "QDist",
+    "QDistModule",
     "QModule",
     "QNetwork",
     "Schedule",

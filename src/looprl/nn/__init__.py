@@ -11,10 +11,14 @@ from looprl.nn.cnn import (
     nature_dueling_dqn,
     nature_features,
 )
+from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.layers import Dueling, Flatten, Linear0, orthogonal_init
 from looprl.nn.models import MLP, RLNetwork
+from looprl.nn.noisy import NoisyFactorizedLinear
 
 __all__ = [
+    "CategoricalDueling",
+    "CategoricalQHead",
     "Dueling",
     "FEATURE_EXTRACTORS",
     "Flatten",
@@ -22,6 +26,7 @@ __all__ = [
     "MLP",
     "NatureCNN",
     "NatureConv",
+    "NoisyFactorizedLinear",
     "RLNetwork",
     "SharedActorCritic",
     "nature_actor_critic",

@@ -25,14 +25,27 @@ from looprl.agents.losses.policy_gradient import (
     ppo_policy_loss,
     value_loss,
 )
-from looprl.agents.losses.value import dqn_loss, td_target
+from looprl.agents.losses.value import (
+    c51_loss,
+    categorical_cross_entropy,
+    categorical_projection,
+    double_q_target,
+    dqn_loss,
+    n_step_return,
+    td_target,
+)
 
 __all__ = [
     "a2c_loss",
+    "c51_loss",
+    "categorical_cross_entropy",
     "categorical_kl",
+    "categorical_projection",
     "critic_loss",
     "deterministic_actor_loss",
+    "double_q_target",
     "dqn_loss",
+    "n_step_return",
     "n_step_returns",
     "normalize",
     "policy_gradient_loss",

@@ -1,0 +1,89 @@
+"""Double DQN (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
+
+DQN with one change to the target: the online network picks the next action and the target
+network evaluates it, which removes Q-learning's overestimation bias. Acting is DQN's.
+
+* ``DDQNTrainer`` -- ``DQNTrainer`` with the double-Q target (``double=False`` gives DQN's
+  max target). It reads ``next_states['discount']`` (``gamma^k`` from n-step replay) when
+  present, weights the loss by the batch's importance weights and returns per-sample TD
+  errors for prioritized replay.
+* ``DDQN`` -- ``DQN``'s local agent that also feeds the trainer's TD errors back to the
+  buffer's ``update_priorities`` (a no-op for uniform replay).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
+from looprl.agents.losses import dqn_loss, td_target
+from looprl.agents.losses.value import double_q_target
+
+__all__ = ["DDQN", "DDQNTrainer", "discount_of"]
+
+
+def discount_of(next_states: Any, discount_factor: float) -> float | torch.Tensor:
+    """``next_states['discount']`` (n-step replay's ``gamma^k``) if stored, else gamma."""
+    return next_states["discount"] if "discount" in next_states else discount_factor
+
+
+class DDQNTrainer(DQNTrainer):
+    """One gradient step of double Q-learning per ``step`` call.
+
+    Args:
+        policy: the ``DQNPolicy`` whose ``QNetwork`` (and target network) is trained.
+        discount_factor: gamma (for transitions without a stored ``discount``).
+        huber: Huber loss (default) or mean squared error.
+        double: the double-Q target; ``False`` gives DQN's ``max`` target.
+    """
+
+    def __init__(
+        self,
+        policy: DQNPolicy,
+        discount_factor: float = 0.99,
+        huber: bool = True,
+        double: bool = True,
+    ):
+        super().__init__(policy, discount_factor, huber)
+        self.double = double
+
+    def targets(self, rewards: torch.Tensor, next_states: Any) -> torch.Tensor:
+        """TD targets of a batch (no gradients)."""
+        q = self._policy.q
+        discount = discount_of(next_states, self.discount_factor)
+        next_target = q.target(next_states)
+        if not self.double:
+            return td_target(rewards, next_target.max(dim=-1).values, next_states.mask, discount)
+        next_online = q.no_grad(next_states)
+        return double_q_target(rewards, next_online, next_target, next_states.mask, discount)
+
+    def step(self, batch: tuple) -> dict[str, torch.Tensor]:
+        """``batch`` is ``(states, actions, rewards, next_states, weights)`` from replay.
+
+        Returns the loss and ``td_error`` (per sample, detached) for priority updates.
+        """
+        states, actions, rewards, next_states, weights = batch
+        q = self._policy.q
+        values = q(states, actions)
+        targets = self.targets(rewards, next_states)
+        loss = dqn_loss(values, targets, weights, huber=self.huber)
+        q.reinforce(loss)
+        self._policy.version += 1
+        return {"loss": loss.detach(), "td_error": (targets - values).detach()}
+
+
+class DDQN(DQN):
+    """Local replay agent that updates the buffer's priorities after every gradient step.
+
+    Same arguments as ``DQN``; with a ``PrioritizedReplayBuffer`` (or an
+    ``NStepReplayBuffer`` around one) the trainer's ``td_error`` becomes the new priority
+    of the sampled transitions.
+    """
+
+    def _train(self) -> None:
+        if self._should_train():
+            for _ in range(self.gradient_steps):
+                stats = self.trainer.step(self.replay_buffer.sample(self.minibatch_size))
+                self.replay_buffer.update_priorities(stats["td_error"])

@@ -1,0 +1,158 @@
+"""Prioritized experience replay (Schaul et al., 2016, https://arxiv.org/abs/1511.05952).
+
+* ``SumTree`` -- a numpy array-backed segment tree of priorities: batched ``update`` and
+  prefix-sum ``find`` in ``O(log n)`` per element, vectorized over the batch.
+* ``PrioritizedReplayBuffer`` -- proportional prioritization: transition ``i`` is sampled
+  with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``; the batch carries importance
+  weights ``(N P(i))^-beta / max w``; ``update_priorities(td_errors)`` sets
+  ``p_i = |td_i| + eps`` for the transitions of the last sample; new transitions enter at
+  the largest priority seen so far.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.core import State, StateArray
+from looprl.memory.replay import ExperienceReplayBuffer
+
+__all__ = ["PrioritizedReplayBuffer", "SumTree", "importance_weights"]
+
+
+def importance_weights(probabilities: torch.Tensor, size: int, beta: float) -> torch.Tensor:
+    """Prioritized replay's importance-sampling weights.
+
+    ``w_i = (size * P(i))^-beta``, divided by the largest weight of the batch so that
+    weights only ever scale updates down.
+    """
+    weights = (size * probabilities) ** (-beta)
+    return weights / weights.max()
+
+
+class SumTree:
+    """Binary tree whose leaves hold priorities and whose inner nodes hold subtree sums.
+
+    Node 1 is the root; node ``k`` has children ``2k`` and ``2k + 1``; leaf ``i`` is node
+    ``capacity + i`` (``capacity`` rounded up to a power of two).
+
+    Args:
+        size: number of leaves in use.
+    """
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self.capacity = 1 << max(0, (self.size - 1).bit_length())
+        self.depth = self.capacity.bit_length() - 1
+        self.tree = np.zeros(2 * self.capacity, dtype=np.float64)
+
+    @property
+    def total(self) -> float:
+        """Sum of all priorities."""
+        return float(self.tree[1])
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        """Priorities of the leaves ``index``."""
+        return self.tree[self.capacity + np.asarray(index)]
+
+    def update(self, index: Any, priorities: Any) -> None:
+        """Set the priorities of leaves ``index`` (later duplicates win) and fix the sums."""
+        nodes = self.capacity + np.asarray(index, dtype=np.int64).reshape(-1)
+        self.tree[nodes] = np.asarray(priorities, dtype=np.float64).reshape(-1)
+        for _ in range(self.depth):
+            nodes = nodes >> 1  # duplicates recompute the same sum: no need for np.unique
+            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
+
+    def find(self, values: np.ndarray) -> np.ndarray:
+        """Leaves ``i`` with ``sum(p[:i]) <= value < sum(p[:i + 1])``, one per value.
+
+        Never returns a leaf of zero priority (values past the total land on the last
+        leaf with a positive priority).
+        """
+        values = np.asarray(values, dtype=np.float64).copy()
+        nodes = np.ones(values.shape, dtype=np.int64)
+        for _ in range(self.depth):
+            left = self.tree[2 * nodes]
+            right = (values >= left) & (self.tree[2 * nodes + 1] > 0)
+            values -= np.where(right, left, 0.0)
+            nodes = 2 * nodes + right
+        return nodes - self.capacity
+
+
+class PrioritizedReplayBuffer(ExperienceReplayBuffer):
+    """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``.
+
+    Args:
+        size: capacity in transitions.
+        alpha: how much prioritization is used (``0``: uniform).
+        beta: importance-sampling exponent, a float or a schedule with a ``value``
+            property read once per ``sample`` (anneal it to 1 over training).
+        epsilon: added to ``|td_error|`` so that no priority is zero.
+        device, store_device, generator: see ``ExperienceReplayBuffer``; ``generator``
+            draws the stratified uniforms of ``sample_indices``.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        alpha: float = 0.6,
+        beta: Any = 0.4,
+        epsilon: float = 1e-5,
+        device: str | torch.device = "cpu",
+        store_device: str | torch.device | None = None,
+        generator: torch.Generator | None = None,
+    ):
+        super().__init__(size, device=device, store_device=store_device, generator=generator)
+        if alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {alpha}")
+        self.alpha = alpha
+        self.beta = beta
+        self.epsilon = epsilon
+        self.tree = SumTree(self.size)
+        self.max_priority = 1.0
+        self._scheduled_beta = hasattr(type(beta), "value")
+        self._last_index: np.ndarray | None = None
+
+    def store(self, state: State | None, action: Any, next_state: State) -> None:
+        """Store transitions (see ``ExperienceReplayBuffer``) at the maximal priority."""
+        if state is None:
+            return
+        if isinstance(state, StateArray):
+            n = int((~state.done).sum())
+        else:
+            n = 0 if state.done else 1
+        if n == 0:
+            return
+        start = self._pos
+        super().store(state, action, next_state)
+        index = (start + np.arange(min(n, self.size))) % self.size
+        self.tree.update(index, self.max_priority**self.alpha)
+
+    def sample_indices(self, batch_size: int) -> torch.Tensor:
+        """Indices drawn proportionally to priority, one per equal segment of the total."""
+        if self._len == 0:
+            raise RuntimeError("Cannot sample from an empty replay buffer")
+        uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
+        values = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
+        index = np.minimum(self.tree.find(values), self._len - 1)
+        return torch.from_numpy(index)
+
+    def gather(self, index: torch.Tensor):
+        """The transitions at ``index`` with their importance weights; remembers ``index``
+        for ``update_priorities``."""
+        states, actions, rewards, next_states, _ = super().gather(index)
+        self._last_index = index.cpu().numpy()
+        probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
+        beta = self.beta.value if self._scheduled_beta else self.beta
+        weights = importance_weights(probabilities, self._len, beta).float().to(self.device)
+        return states, actions, rewards, next_states, weights
+
+    def update_priorities(self, td_errors: torch.Tensor) -> None:
+        """Set ``p_i = |td_error_i| + epsilon`` for the transitions of the last sample."""
+        if self._last_index is None:
+            raise RuntimeError("update_priorities() needs a sample() first")
+        priorities = td_errors.detach().abs().double().cpu().numpy().reshape(-1) + self.epsilon
+        self.max_priority = max(self.max_priority, float(priorities.max()))
+        self.tree.update(self._last_index, priorities**self.alpha)

@@ -1,0 +1,66 @@
+"""Noisy linear layers (Fortunato et al., 2018, https://arxiv.org/abs/1706.10295).
+
+``NoisyFactorizedLinear`` learns a mean and a scale for every weight and draws factorized
+Gaussian noise: ``W = mu_W + sigma_W * (f(eps_out) f(eps_in)^T)``, ``b = mu_b + sigma_b *
+f(eps_out)`` with ``f(x) = sign(x) sqrt(|x|)``. Fresh noise is drawn at every forward pass in
+training mode; in eval mode the layer is the deterministic mean ``mu``, so greedy test agents
+(which evaluate with ``Approximation.eval``) act on the mean network.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["NoisyFactorizedLinear"]
+
+
+class NoisyFactorizedLinear(nn.Module):
+    """A linear layer with learned, factorized Gaussian parameter noise.
+
+    Args:
+        in_features, out_features: sizes as in ``nn.Linear``.
+        sigma_init: ``sigma_0``; every sigma starts at ``sigma_0 / sqrt(in_features)``.
+        bias: learn a (noisy) bias.
+    """
+
+    def __init__(
+        self, in_features: int, out_features: int, sigma_init: float = 0.5, bias: bool = True
+    ):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = 1.0 / math.sqrt(in_features)
+        sigma = sigma_init / math.sqrt(in_features)
+        weight = torch.empty(out_features, in_features).uniform_(-bound, bound)
+        self.weight_mu = nn.Parameter(weight)
+        self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), sigma))
+        if bias:
+            self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+            self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma))
+        else:
+            self.register_parameter("bias_mu", None)
+            self.register_parameter("bias_sigma", None)
+
+    @staticmethod
+    def _scaled_noise(n: int, like: torch.Tensor) -> torch.Tensor:
+        noise = torch.randn(n, device=like.device, dtype=like.dtype)
+        return noise.sign() * noise.abs().sqrt()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = F.linear(x, self.weight_mu, self.bias_mu)
+        if not self.training:
+            return mean
+        eps_in = self._scaled_noise(self.in_features, x)
+        eps_out = self._scaled_noise(self.out_features, x)
+        # sigma_W (eps_out eps_in^T) x == eps_out * (sigma_W (eps_in * x)): no n x m noise matrix
+        noise = F.linear(x * eps_in, self.weight_sigma) * eps_out
+        if self.bias_sigma is not None:
+            noise = noise + self.bias_sigma * eps_out
+        return mean + noise
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"

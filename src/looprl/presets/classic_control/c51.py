@@ -1,0 +1,105 @@
+"""C51 preset for classic control: a two-layer ReLU network with a categorical head.
+
+DQN's replay schedule (``classic_control.dqn``) with 51 atoms on ``[v_min, v_max]``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from torch import nn, optim
+
+from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
+from looprl.approximation import FixedTarget, LinearScheduler
+from looprl.approximation.q_dist import QDist
+from looprl.core import DummyLogger, Preset
+from looprl.nn import MLP
+from looprl.nn.distributional import CategoricalQHead
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.ddqn import replay_buffer
+from looprl.presets.common import (
+    require_discrete_actions,
+    require_flat_observations,
+    require_positive,
+)
+
+default_hyperparameters: dict[str, Any] = {
+    "discount_factor": 0.99,
+    "lr": 1e-3,
+    "minibatch_size": 64,
+    "update_frequency": 256,
+    "gradient_steps": 128,
+    "target_update_frequency": 128,
+    "replay_start_size": 1000,
+    "replay_buffer_size": 100_000,
+    "initial_exploration": 1.0,
+    "final_exploration": 0.04,
+    "final_exploration_step": 8000,
+    "test_exploration": 0.0,
+    "hidden": 256,
+    "clip_grad": 10.0,
+    "atoms": 51,
+    "v_min": -100.0,
+    "v_max": 100.0,
+    "prioritized": False,
+    "alpha": 0.6,
+    "beta": 0.4,
+}
+
+
+class C51ClassicControlPreset(Preset):
+    """Builds C51 agents (hyperparameters: see ``default_hyperparameters``)."""
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        require_positive(
+            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
+            "target_update_frequency", "replay_buffer_size", "hidden", "atoms",
+        )
+        if not hyperparameters["v_min"] < hyperparameters["v_max"]:
+            raise ValueError(f"v_min must be < v_max, got {hyperparameters['v_min']} and "
+                             f"{hyperparameters['v_max']}")
+        self.num_actions = require_discrete_actions(env, "C51")
+        obs_dim = require_flat_observations(env, "C51")
+        hidden, atoms = hyperparameters["hidden"], hyperparameters["atoms"]
+        mlp = MLP(obs_dim, self.num_actions * atoms, hidden=(hidden, hidden), activation=nn.ReLU)
+        self.model = CategoricalQHead(mlp, self.num_actions, atoms).to(device)
+
+    def _dist(self, model: nn.Module, logger: Any = None, optimizer: Any = None, **kwargs) -> QDist:
+        hp = self.hyperparameters
+        return QDist(
+            model, optimizer, self.num_actions, hp["atoms"], hp["v_min"], hp["v_max"],
+            logger=logger, **kwargs,
+        )
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> C51:
+        hp = self.hyperparameters
+        epsilon = LinearScheduler(
+            hp["initial_exploration"], hp["final_exploration"], 0,
+            hp["final_exploration_step"], name="epsilon",
+        )
+        dist = self._dist(
+            self.model,
+            logger or DummyLogger(),
+            optim.Adam(self.model.parameters(), lr=hp["lr"], fused=True),
+            target=FixedTarget(hp["target_update_frequency"]),
+            clip_grad=hp["clip_grad"],
+        )
+        policy = C51Policy(dist, self.num_actions, epsilon)
+        return C51(
+            policy,
+            C51Trainer(policy, hp["discount_factor"]),
+            replay_buffer(hp, self.device, train_steps),
+            minibatch_size=hp["minibatch_size"],
+            replay_start_size=hp["replay_start_size"],
+            update_frequency=hp["update_frequency"],
+            gradient_steps=hp["gradient_steps"],
+        )
+
+    def test_agent(self) -> C51TestAgent:
+        policy = C51Policy(self._dist(copy.deepcopy(self.model)), self.num_actions)
+        return C51TestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+
+
+c51 = PresetBuilder("c51", default_hyperparameters, C51ClassicControlPreset)

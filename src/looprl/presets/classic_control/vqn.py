@@ -1,0 +1,92 @@
+"""VQN preset for classic control: online Q-learning over ``n_envs`` parallel environments.
+
+No replay; a target network copied every ``target_update_frequency`` updates keeps the
+bootstrap from chasing itself (``0`` bootstraps from the online network, which diverges on
+CartPole). Epsilon decays linearly over ``final_exploration_step`` batched steps (each
+step acts in all ``n_envs`` environments). The short horizon (``discount_factor`` 0.95)
+keeps online bootstrapping stable.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from torch import nn, optim
+
+from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents.vqn import VQN
+from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
+from looprl.core import DummyLogger, ParallelPreset
+from looprl.nn import MLP
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import (
+    require_discrete_actions,
+    require_flat_observations,
+    require_positive,
+)
+
+default_hyperparameters: dict[str, Any] = {
+    "discount_factor": 0.95,
+    "lr": 1e-3,
+    "eps": 1e-5,
+    "n_envs": 16,
+    "initial_exploration": 1.0,
+    "final_exploration": 0.02,
+    "final_exploration_step": 2000,
+    "test_exploration": 0.0,
+    "hidden": 64,
+    "target_update_frequency": 50,
+    "clip_grad": 10.0,
+    "huber": True,
+}
+
+
+class OnlineClassicControlPreset(ParallelPreset):
+    """Shared by the VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs``."""
+
+    algorithm = "VQN"
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        require_positive(hyperparameters, "lr", "n_envs", "hidden")
+        self.n_envs = hyperparameters["n_envs"]
+        self.num_actions = require_discrete_actions(env, self.algorithm)
+        obs_dim = require_flat_observations(env, self.algorithm)
+        hidden = hyperparameters["hidden"]
+        self.model = MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
+        self.model = self.model.to(device)
+
+    def _policy(self, logger: Any) -> DQNPolicy:
+        hp = self.hyperparameters
+        q = QNetwork(
+            self.model,
+            optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True),
+            clip_grad=hp["clip_grad"],
+            target=self._target(),
+            logger=logger or DummyLogger(),
+        )
+        epsilon = LinearScheduler(
+            hp["initial_exploration"], hp["final_exploration"], 0,
+            hp["final_exploration_step"], name="epsilon",
+        )
+        return DQNPolicy(q, self.num_actions, epsilon)
+
+    def _target(self) -> FixedTarget | None:
+        frequency = self.hyperparameters["target_update_frequency"]
+        return FixedTarget(frequency) if frequency else None
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VQN:
+        hp = self.hyperparameters
+        policy = self._policy(logger)
+        return VQN(policy, DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]))
+
+    def test_agent(self) -> DQNTestAgent:
+        policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+
+    def parallel_test_agent(self) -> DQNTestAgent:
+        return self.test_agent()
+
+
+vqn = PresetBuilder("vqn", default_hyperparameters, OnlineClassicControlPreset)

@@ -1,0 +1,39 @@
+"""VSarsa preset for classic control: online SARSA over ``n_envs`` parallel environments.
+
+The same network as ``classic_control.vqn``; only the target differs (``Q(s', a')`` of the
+action actually taken next). SARSA evaluates its own exploring policy, so it uses more
+environments per batch, a smaller learning rate, a shorter horizon (``discount_factor`` 0.9),
+a slower epsilon decay and a higher final epsilon than VQN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
+from looprl.presets.classic_control.vqn import default_hyperparameters as vqn_defaults
+
+default_hyperparameters: dict[str, Any] = {
+    **vqn_defaults,
+    "discount_factor": 0.9,
+    "n_envs": 32,
+    "lr": 5e-4,
+    "final_exploration": 0.05,
+    "final_exploration_step": 4000,
+}
+
+
+class VSarsaClassicControlPreset(OnlineClassicControlPreset):
+    """Builds VSarsa agents (see ``OnlineClassicControlPreset``)."""
+
+    algorithm = "VSarsa"
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VSarsa:
+        hp = self.hyperparameters
+        policy = self._policy(logger)
+        return VSarsa(policy, SarsaTrainer(policy, hp["discount_factor"], huber=hp["huber"]))
+
+
+vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaClassicControlPreset)

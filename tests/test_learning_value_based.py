@@ -1,0 +1,50 @@
+"""Learning checks of the value-based presets: short, seeded runs on CartPole-v1.
+
+A random policy scores about 22 on CartPole-v1. Each run evaluates the greedy test agent
+(10 episodes) periodically and passes when an evaluation reaches 100 within the budget,
+which only a learning agent does (vqn and vsarsa reached it on six of six seeds tried,
+ddqn, c51 and rainbow on three of three). The seed also fixes the initial weights.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from looprl.environments import GymEnvironment
+from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
+from looprl.presets.classic_control.c51 import c51
+from looprl.presets.classic_control.ddqn import ddqn
+from looprl.presets.classic_control.rainbow import rainbow
+from looprl.presets.classic_control.vqn import vqn
+from looprl.presets.classic_control.vsarsa import vsarsa
+
+BAR = 100
+
+
+@pytest.mark.parametrize(
+    ("builder", "frames", "eval_every"),
+    [
+        (ddqn, 40_000, 5_000),
+        (c51, 25_000, 5_000),
+        (rainbow, 10_000, 2_000),
+        (vqn, 200_000, 20_000),
+        (vsarsa, 200_000, 20_000),
+    ],
+    ids=["ddqn", "c51", "rainbow", "vqn", "vsarsa"],
+)
+def test_beats_random_on_cartpole(builder, frames, eval_every, tmp_path):
+    seed_everything(1)  # the initial weights too
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.env(env).device("cpu").build()
+    experiment = make_experiment(
+        preset, env, train_steps=frames, logdir=str(tmp_path), quiet=True, verbose=False, seed=1
+    )
+    evaluations = []
+    for target in range(eval_every, frames + 1, eval_every):
+        experiment.train(frames=target)
+        evaluations.append(sum(experiment.test(episodes=10)) / 10)
+        if evaluations[-1] >= BAR:
+            break
+    experiment.close()
+    assert max(evaluations) >= BAR, f"{preset.name} evaluations: {evaluations}"
