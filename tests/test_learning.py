@@ -11,6 +11,7 @@ import pytest
 
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
 from looprl.presets.classic_control import dqn, ppo
 
 
@@ -21,6 +22,7 @@ from looprl.presets.classic_control import dqn, ppo
 )
 def test_solves_cartpole(builder, frames, eval_every, tmp_path):
     env = GymEnvironment("CartPole-v1")
+    seed_everything(1)  # before building, so that the initial weights are seeded too
     preset = builder.env(env).device("cpu").build()
     experiment = make_experiment(
         preset, env, train_steps=frames, logdir=str(tmp_path), quiet=True, verbose=False, seed=1

@@ -125,7 +125,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     env_id = args.env or json.loads((preset_file.parent / "run.json").read_text())["env"]
     preset = load_preset(str(preset_file))
     gif = args.gif or (None if watch.has_display() else str(preset_file.parent / "watch.gif"))
-    returns, path = watch.watch(preset.test_agent(), env_id, args.episodes, args.fps, gif)
+    env = watch.watch_env(preset, env_id, to_file=gif is not None)
+    returns, path = watch.watch(
+        preset.test_agent(), env, args.episodes, args.fps, gif, max_steps=args.max_steps
+    )
     for i, episode_return in enumerate(returns):
         print(f"episode {i + 1}: return {episode_return:.1f}")
     if path is not None:
@@ -167,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--env", default=None, help="environment id (default: the run's)")
     watch.add_argument("--fps", type=float, default=50.0)
     watch.add_argument("--gif", default=None, help="write the episodes to this GIF")
+    watch.add_argument("--max-steps", type=int, default=10_000, help="cut longer episodes")
     watch.set_defaults(func=cmd_watch)
     return parser
 

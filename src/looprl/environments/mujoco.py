@@ -39,7 +39,9 @@ def require_mujoco() -> None:
 
 
 def _log_warning(message: str) -> None:
-    log.warning("MuJoCo: %s", message)
+    # deprecation notices about Gymnasium's bundled models are not the user's to act on
+    level = logging.DEBUG if "deprecated" in message else logging.WARNING
+    log.log(level, "MuJoCo: %s", message)
 
 
 def versioned(env_id: str) -> str:

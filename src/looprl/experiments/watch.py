@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from looprl.environments import GymEnvironment
+from looprl.environments import AtariEnvironment, GymEnvironment, MujocoEnvironment
+from looprl.environments.mujoco import is_mujoco_id
 
 log = logging.getLogger(__name__)
 
@@ -20,51 +21,70 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def offscreen_rendering() -> None:
+    """Let pygame and MuJoCo render without a display (unless the user chose otherwise)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
+    """The environment a saved ``preset`` acts in, set up for rendering.
+
+    Atari presets get an ``AtariEnvironment`` (which renders its preprocessed frames),
+    MuJoCo ids a ``MujocoEnvironment``, anything else a ``GymEnvironment``.
+    """
+    family = type(preset).__module__.split(".")[2]
+    if family == "multiagent":
+        raise ValueError("Watching multi-agent presets is not supported yet")
+    if to_file:
+        offscreen_rendering()
+    if family == "atari":
+        return AtariEnvironment(env_id)
+    make = MujocoEnvironment if is_mujoco_id(env_id) else GymEnvironment
+    return make(env_id, render_mode="rgb_array" if to_file else "human")
+
+
 def watch(
     agent: Any,
-    env_id: str,
+    env: Any,
     episodes: int = 1,
     fps: float = 50.0,
     gif: str | Path | None = None,
-    seed: int | None = None,
+    max_steps: int = 10_000,
 ) -> tuple[list[float], Path | None]:
-    """Play ``episodes`` episodes of ``agent`` in ``env_id`` and show them.
+    """Play ``episodes`` episodes of ``agent`` in ``env`` and show them.
 
-    With a display and no ``gif`` the episodes play in a window at ``fps``; otherwise
-    frames are rendered off-screen and written to ``gif``. Returns the episode returns and
-    the GIF path (or ``None``).
+    With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
+    at ``fps``; otherwise ``env.render()`` frames are written to ``gif``. An episode is cut
+    after ``max_steps`` steps. Returns the episode returns and the GIF path (or ``None``).
     """
-    to_file = gif is not None or not has_display()
-    if not has_display():  # pygame renders off-screen without complaining
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    env = GymEnvironment(env_id, render_mode="rgb_array" if to_file else "human", seed=seed)
-    frames: list[np.ndarray] = []
-    returns = []
+    frames: list[np.ndarray] | None = [] if gif is not None else None
     try:
-        for _ in range(episodes):
-            returns.append(_play(agent, env, frames if to_file else None, fps))
+        returns = [_play(agent, env, frames, fps, max_steps) for _ in range(episodes)]
     finally:
         env.close()
-    if not to_file:
+    if frames is None:
         return returns, None
-    path = Path(gif) if gif is not None else Path("watch.gif")
+    path = Path(gif)
     write_gif(frames, path, fps)
     return returns, path
 
 
-def _play(agent: Any, env: GymEnvironment, frames: list | None, fps: float) -> float:
+def _play(agent: Any, env: Any, frames: list | None, fps: float, max_steps: int) -> float:
     state = env.reset()
     episode_return = 0.0
-    while True:
+    for step in range(max_steps + 1):
         if frames is not None:
             frames.append(env.render())
         else:
             time.sleep(1.0 / fps)
-        if state.done:
+        if state.done or step == max_steps:
+            if not state.done:
+                log.warning("Episode cut after %d steps (max_steps)", max_steps)
             return episode_return
         state = env.step(agent.act(state))
-        episode_return += state.reward
+        episode_return += float(state.reward)
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
