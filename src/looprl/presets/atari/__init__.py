@@ -1,12 +1,37 @@
 """Presets for Atari games (``AtariEnvironment``), with Nature-CNN models (Mnih et al., 2015).
 
-Each training agent is wrapped in ``deepmind_atari_body`` (a lost life ends the episode for
-learning, rewards clipped to their sign); the environment reports true game scores.
-Further Atari presets plug their networks in from ``looprl.nn.cnn``
-(``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``, ``nature_actor_critic``).
+The same algorithms as ``looprl.presets.classic_control``, with the autonomous-learning-
+library's (published) Atari settings. Each training agent is wrapped in
+``deepmind_atari_body`` (a lost life ends the episode for learning, rewards clipped to their
+sign); the environment reports true game scores. Networks come from ``looprl.nn.cnn``
+(``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``, ``nature_actor_critic``)
+and ``looprl.nn.atari_models`` (``nature_c51``, ``nature_rainbow``, ``nature_value``);
+replay-based presets store frames once in ``AtariReplayBuffer`` (Rainbow's n-step and
+prioritized replay store whole observations: see ``atari.rainbow``).
 """
 
+from looprl.presets.atari.a2c import a2c
+from looprl.presets.atari.c51 import c51
+from looprl.presets.atari.ddqn import ddqn
 from looprl.presets.atari.dqn import dqn
+from looprl.presets.atari.ppg import ppg
 from looprl.presets.atari.ppo import ppo
+from looprl.presets.atari.rainbow import rainbow
+from looprl.presets.atari.vac import vac
+from looprl.presets.atari.vpg import vpg
+from looprl.presets.atari.vqn import vqn
+from looprl.presets.atari.vsarsa import vsarsa
 
-__all__ = ["dqn", "ppo"]
+__all__ = [
+    "a2c",
+    "c51",
+    "ddqn",
+    "dqn",
+    "ppg",
+    "ppo",
+    "rainbow",
+    "vac",
+    "vpg",
+    "vqn",
+    "vsarsa",
+]

@@ -1,0 +1,88 @@
+"""Double DQN preset for Atari (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
+
+The autonomous-learning-library's Atari DDQN: the double-Q target over a dueling Nature
+network (Wang et al., 2016, https://arxiv.org/abs/1511.06581), with DQN's Atari schedule
+(``atari.dqn``: Adam at 1e-4, a target network copied every 1,000 updates, one update every
+4 steps after 80,000 steps, epsilon from 1 to 0.01 over 250,000 steps).
+
+Replay is the frame-deduplicating ``AtariReplayBuffer`` (about 7 GB for 1M transitions).
+``prioritized=True`` switches to ``PrioritizedReplayBuffer`` (alpha 0.5, beta 0.5 annealed to
+1), as the library does; that buffer stores both stacked observations of every transition,
+**about 56 KB per transition** (56 GB for 1M), so pick ``replay_buffer_size`` to fit memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from looprl.agents.ddqn import DDQN, DDQNTrainer
+from looprl.agents.dqn import DQNPolicy
+from looprl.approximation import LinearScheduler
+from looprl.core import DummyLogger
+from looprl.environments.bodies import deepmind_atari_body
+from looprl.memory.atari_replay import AtariReplayBuffer
+from looprl.memory.prioritized import PrioritizedReplayBuffer
+from looprl.nn.cnn import nature_dueling_dqn
+from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.dqn import DQNAtariPreset
+from looprl.presets.atari.dqn import default_hyperparameters as dqn_defaults
+from looprl.presets.builder import PresetBuilder
+
+default_hyperparameters: dict[str, Any] = {
+    **dqn_defaults,
+    "dueling": True,
+    "prioritized": False,
+    "alpha": 0.5,
+    "beta": 0.5,
+}
+
+
+def prioritized_replay(
+    hp: dict[str, Any], device: Any, train_steps: float
+) -> PrioritizedReplayBuffer:
+    """A ``PrioritizedReplayBuffer`` kept in CPU memory whose beta anneals to 1 over the
+    gradient steps of ``train_steps`` agent steps (constant when the budget is unknown)."""
+    beta: Any = hp["beta"]
+    if train_steps != float("inf"):
+        steps = max(train_steps - hp["replay_start_size"], 1)
+        samples = int(steps / hp["update_frequency"] * hp["gradient_steps"])
+        beta = LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")
+    return PrioritizedReplayBuffer(
+        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta, device=device, store_device="cpu"
+    )
+
+
+class DDQNAtariPreset(DQNAtariPreset):
+    """Builds Double DQN agents; ``dueling`` picks ``nature_dueling_dqn`` over ``nature_dqn``
+    (``features`` applies to the latter only)."""
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(env, name, device, hyperparameters)
+        if hyperparameters["dueling"]:  # replaces DQN's plain Nature network
+            frames = require_frames(env, "DDQN")
+            self.model = nature_dueling_dqn(self.num_actions, frames).to(device)
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+        hp = self.hyperparameters
+        epsilon = LinearScheduler(
+            hp["initial_exploration"], hp["final_exploration"], 0,
+            hp["final_exploration_step"], name="epsilon",
+        )
+        policy = DQNPolicy(self._q(logger or DummyLogger()), self.num_actions, epsilon)
+        if hp["prioritized"]:
+            buffer: Any = prioritized_replay(hp, self.device, train_steps)
+        else:
+            buffer = AtariReplayBuffer(hp["replay_buffer_size"], device=self.device)
+        agent = DDQN(
+            policy,
+            DDQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
+            buffer,
+            minibatch_size=hp["minibatch_size"],
+            replay_start_size=hp["replay_start_size"],
+            update_frequency=hp["update_frequency"],
+            gradient_steps=hp["gradient_steps"],
+        )
+        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+
+
+ddqn = PresetBuilder("ddqn", default_hyperparameters, DDQNAtariPreset)

@@ -1,0 +1,151 @@
+"""Rainbow preset for Atari (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
+
+The autonomous-learning-library's Atari settings: a dueling, noisy (sigma_0 = 0.5),
+distributional (51 atoms on ``[-10, 10]``) Nature network (``nn.atari_models.nature_rainbow``),
+double-Q targets, 3-step returns, prioritized replay (alpha 0.5, beta 0.5 annealed to 1),
+Adam at 6.25e-5 (eps 1.5e-4), one update every 4 steps after 80,000 steps, a target network
+copied every 1,000 updates and epsilon from 0.02 to 0 over 250,000 steps on top of the
+noise. Every extension has its switch (``double``, ``dueling``, ``noisy``, ``n_steps``,
+``prioritized``, ``distributional``), as in ``classic_control.rainbow``.
+
+**Memory.** ``NStepReplayBuffer`` and ``PrioritizedReplayBuffer`` store both stacked
+observations of every transition (``ExperienceReplayBuffer`` storage, kept in CPU memory):
+about 56 KB per transition, so the paper's 1M transitions would need 56 GB. The default
+``replay_buffer_size`` is therefore 100,000 (5.6 GB); raise it where memory allows. With
+``n_steps=1`` and ``prioritized=False`` the preset uses the frame-deduplicating
+``AtariReplayBuffer`` instead (7 KB per transition).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from torch import nn, optim
+
+from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
+from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
+from looprl.approximation.q_dist import QDist
+from looprl.core import DummyLogger, Preset
+from looprl.environments.bodies import deepmind_atari_body
+from looprl.memory.atari_replay import AtariReplayBuffer
+from looprl.memory.nstep import NStepReplayBuffer
+from looprl.memory.replay import ExperienceReplayBuffer
+from looprl.nn.atari_models import nature_rainbow
+from looprl.presets.atari.c51 import require_support
+from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.ddqn import prioritized_replay
+from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import require_discrete_actions, require_positive
+
+default_hyperparameters: dict[str, Any] = {
+    "discount_factor": 0.99,
+    "lr": 6.25e-5,
+    "eps": 1.5e-4,
+    "minibatch_size": 32,
+    "update_frequency": 4,
+    "gradient_steps": 1,
+    "target_update_frequency": 1000,
+    "replay_start_size": 80_000,
+    "replay_buffer_size": 100_000,
+    "initial_exploration": 0.02,
+    "final_exploration": 0.0,
+    "final_exploration_step": 250_000,
+    "test_exploration": 0.001,
+    "clip_grad": 0.0,
+    "huber": True,
+    "hidden": 512,
+    "double": True,
+    "dueling": True,
+    "noisy": True,
+    "sigma": 0.5,
+    "n_steps": 3,
+    "prioritized": True,
+    "alpha": 0.5,
+    "beta": 0.5,
+    "distributional": True,
+    "atoms": 51,
+    "v_min": -10.0,
+    "v_max": 10.0,
+    "episodic_life": True,
+    "clip_rewards": True,
+}
+
+
+class RainbowAtariPreset(Preset):
+    """Builds Rainbow agents (steps count agent steps of 4 frames, as in ``atari.dqn``)."""
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        require_positive(
+            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
+            "target_update_frequency", "replay_buffer_size", "hidden", "atoms", "n_steps",
+        )
+        require_support(hyperparameters)
+        self.num_actions = require_discrete_actions(env, "Rainbow")
+        frames = require_frames(env, "Rainbow")
+        hp = hyperparameters
+        model = nature_rainbow(
+            self.num_actions, hp["atoms"], frames, hp["hidden"], hp["sigma"],
+            dueling=hp["dueling"], noisy=hp["noisy"], distributional=hp["distributional"],
+        )
+        self.model = model.to(device)
+
+    def _q(self, model: nn.Module, **kwargs: Any) -> QDist | QNetwork:
+        hp = self.hyperparameters
+        if hp["distributional"]:
+            return QDist(
+                model, num_actions=self.num_actions, num_atoms=hp["atoms"],
+                v_min=hp["v_min"], v_max=hp["v_max"], **kwargs,
+            )
+        return QNetwork(model, **kwargs)
+
+    def _replay(self, train_steps: float) -> Any:
+        """N-step around prioritized (or uniform) replay; ``AtariReplayBuffer`` for neither."""
+        hp = self.hyperparameters
+        if hp["prioritized"]:
+            buffer: Any = prioritized_replay(hp, self.device, train_steps)
+        elif hp["n_steps"] > 1:
+            buffer = ExperienceReplayBuffer(
+                hp["replay_buffer_size"], device=self.device, store_device="cpu"
+            )
+        else:
+            return AtariReplayBuffer(hp["replay_buffer_size"], device=self.device)
+        if hp["n_steps"] > 1:
+            buffer = NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], buffer)
+        return buffer
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+        hp = self.hyperparameters
+        q = self._q(
+            self.model,
+            optimizer=optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True),
+            target=FixedTarget(hp["target_update_frequency"]),
+            clip_grad=hp["clip_grad"],
+            logger=logger or DummyLogger(),
+        )
+        epsilon = LinearScheduler(
+            hp["initial_exploration"], hp["final_exploration"], 0,
+            hp["final_exploration_step"], name="epsilon",
+        )
+        policy, trainer = rainbow_policy_and_trainer(
+            q, self.num_actions, epsilon, hp["discount_factor"], double=hp["double"],
+            huber=hp["huber"],
+        )
+        agent = Rainbow(
+            policy,
+            trainer,
+            self._replay(train_steps),
+            minibatch_size=hp["minibatch_size"],
+            replay_start_size=hp["replay_start_size"],
+            update_frequency=hp["update_frequency"],
+            gradient_steps=hp["gradient_steps"],
+        )
+        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+
+    def test_agent(self) -> RainbowTestAgent:
+        policy, _ = rainbow_policy_and_trainer(self._q(copy.deepcopy(self.model)), self.num_actions)
+        return RainbowTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+
+
+rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowAtariPreset)
