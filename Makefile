@@ -20,11 +20,11 @@ demo: setup
 	$(BIN)/looprl train ppo CartPole-v1 --frames 60000 --logdir runs/demo
 
 test: setup
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check --no-cache src tests benchmarks
 	$(BIN)/python -m pytest -q tests
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check --no-cache src tests benchmarks
 
 bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

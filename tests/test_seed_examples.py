@@ -223,9 +223,8 @@ def test_preset_example_and_interface(tmp_path: Path) -> None:
 
 def test_atari_preset_example() -> None:
     pytest.importorskip("ale_py", reason="the 'atari' extra is not installed")
-    from looprl.presets.atari import dqn
-
     from looprl.environments import AtariEnvironment
+    from looprl.presets.atari import dqn
 
     preset = dqn.env(AtariEnvironment("Breakout")).build()
     assert isinstance(preset.agent(), Agent)
