@@ -30,6 +30,9 @@ bench: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python benchmarks/speed_cartpole.py
 	$(BIN)/python benchmarks/learning_cartpole.py
+	$(BIN)/python benchmarks/learning_classic_control.py
+	$(BIN)/python benchmarks/learning_continuous.py
+	$(BIN)/python benchmarks/atari_throughput.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache
