@@ -9,7 +9,6 @@ in place of RMSprop).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from torch import optim
@@ -22,7 +21,7 @@ from looprl.nn.cnn import SharedActorCritic, nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.common import require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_positive
+from looprl.presets.common import ActorCriticTestAgents, require_discrete_actions, require_positive
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -51,8 +50,11 @@ def atari_actor_critic(
     return model.to(device), CategoricalHead(num_actions)
 
 
-class A2CAtariPreset(ParallelPreset):
+class A2CAtariPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring)."""
+
+    policy_class = A2CPolicy
+    test_agent_class = A2CTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -76,15 +78,6 @@ class A2CAtariPreset(ParallelPreset):
             discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
         )
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
-
-    def _test_policy(self) -> A2CPolicy:
-        return A2CPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> A2CTestAgent:
-        return A2CTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> A2CTestAgent:
-        return A2CTestAgent(self._test_policy())
 
 
 a2c = PresetBuilder("a2c", default_hyperparameters, A2CAtariPreset)

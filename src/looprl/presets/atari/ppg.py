@@ -16,7 +16,6 @@ of activations for 8 x 1,024 states.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -33,7 +32,7 @@ from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.common import require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import linear
-from looprl.presets.common import require_discrete_actions, require_positive
+from looprl.presets.common import ActorCriticTestAgents, require_discrete_actions, require_positive
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -70,8 +69,11 @@ def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> P
     return PPGNetwork(trunk, policy_head, aux_head, nature_value(frames, features))
 
 
-class PPGAtariPreset(ParallelPreset):
+class PPGAtariPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds PPG agents over ``n_envs`` Atari environments (see the module docstring)."""
+
+    policy_class = PPGPolicy
+    test_agent_class = PPGTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -131,15 +133,6 @@ class PPGAtariPreset(ParallelPreset):
             discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
         )
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
-
-    def _test_policy(self) -> PPGPolicy:
-        return PPGPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> PPGTestAgent:
-        return PPGTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> PPGTestAgent:
-        return PPGTestAgent(self._test_policy())
 
 
 ppg = PresetBuilder("ppg", default_hyperparameters, PPGAtariPreset)

@@ -8,7 +8,6 @@ linearly to 0 over the training budget, entropy bonus 0.01: the PPO paper's Atar
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -22,7 +21,7 @@ from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.common import require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_positive
+from looprl.presets.common import ActorCriticTestAgents, require_discrete_actions, require_positive
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -53,8 +52,11 @@ def _linear(initial: float):
     return schedule
 
 
-class PPOAtariPreset(ParallelPreset):
+class PPOAtariPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds PPO agents with a shared Nature CNN (see the module docstring)."""
+
+    policy_class = PPOPolicy
+    test_agent_class = PPOTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -100,15 +102,6 @@ class PPOAtariPreset(ParallelPreset):
             discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
         )
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
-
-    def _test_policy(self) -> PPOPolicy:
-        return PPOPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> PPOTestAgent:
-        return PPOTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> PPOTestAgent:
-        return PPOTestAgent(self._test_policy())
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOAtariPreset)

@@ -9,7 +9,6 @@ plus A3C's entropy bonus of 0.01 (Mnih et al., 2016, https://arxiv.org/abs/1602.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -22,7 +21,7 @@ from looprl.environments.bodies import deepmind_atari_body
 from looprl.nn.cnn import SharedActorCritic
 from looprl.presets.atari.a2c import atari_actor_critic
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_positive
+from looprl.presets.common import ActorCriticTestAgents, require_positive
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -52,8 +51,11 @@ def shared_actor_critic_optimizer(
     return optim.Adam(groups, eps=eps, fused=True)
 
 
-class VACAtariPreset(ParallelPreset):
+class VACAtariPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds online actor-critic agents over ``n_envs`` Atari environments."""
+
+    policy_class = VACPolicy
+    test_agent_class = VACTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -74,15 +76,6 @@ class VACAtariPreset(ParallelPreset):
         )
         agent = VAC(policy, trainer, hp["n_envs"], hp["discount_factor"], logger=logger)
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
-
-    def _test_policy(self) -> VACPolicy:
-        return VACPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> VACTestAgent:
-        return VACTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> VACTestAgent:
-        return VACTestAgent(self._test_policy())
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACAtariPreset)

@@ -11,7 +11,6 @@ presets.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -25,6 +24,7 @@ from looprl.nn import MLP
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
+    ActorCriticTestAgents,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
@@ -68,8 +68,11 @@ def actor_critic_optimizer(
     return optim.Adam(groups, eps=eps, fused=True)
 
 
-class A2CClassicControlPreset(ParallelPreset):
+class A2CClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds A2C agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
+
+    policy_class = A2CPolicy
+    test_agent_class = A2CTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -97,15 +100,6 @@ class A2CClassicControlPreset(ParallelPreset):
             lam=hp["lam"],
             logger=logger,
         )
-
-    def _test_policy(self) -> A2CPolicy:
-        return A2CPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> A2CTestAgent:
-        return A2CTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> A2CTestAgent:
-        return A2CTestAgent(self._test_policy())
 
 
 a2c = PresetBuilder("a2c", default_hyperparameters, A2CClassicControlPreset)

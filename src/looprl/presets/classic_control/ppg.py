@@ -11,7 +11,6 @@ with ``aux_epochs = 2`` Acrobot-v1 stalled near -190 (seed 0 of
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -26,6 +25,7 @@ from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import linear
 from looprl.presets.common import (
+    ActorCriticTestAgents,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
@@ -64,8 +64,11 @@ def ppg_network(obs_dim: int, num_actions: int, hidden: int) -> PPGNetwork:
     return PPGNetwork(trunk, policy_head, aux_head, critic)
 
 
-class PPGClassicControlPreset(ParallelPreset):
+class PPGClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds PPG agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
+
+    policy_class = PPGPolicy
+    test_agent_class = PPGTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -133,15 +136,6 @@ class PPGClassicControlPreset(ParallelPreset):
             lam=hp["lam"],
             logger=logger,
         )
-
-    def _test_policy(self) -> PPGPolicy:
-        return PPGPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> PPGTestAgent:
-        return PPGTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> PPGTestAgent:
-        return PPGTestAgent(self._test_policy())
 
 
 ppg = PresetBuilder("ppg", default_hyperparameters, PPGClassicControlPreset)

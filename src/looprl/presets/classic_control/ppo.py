@@ -6,7 +6,6 @@ solve CartPole-v1 (mean return >= 475) within 100,000 steps.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -19,6 +18,7 @@ from looprl.nn import MLP
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
+    ActorCriticTestAgents,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
@@ -53,8 +53,11 @@ def linear(initial: float):
     return schedule
 
 
-class PPOClassicControlPreset(ParallelPreset):
+class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds PPO agents with separate tanh actor and critic MLPs (SB3's architecture)."""
+
+    policy_class = PPOPolicy
+    test_agent_class = PPOTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -112,15 +115,6 @@ class PPOClassicControlPreset(ParallelPreset):
             lam=hp["lam"],
             logger=logger,
         )
-
-    def _test_policy(self) -> PPOPolicy:
-        return PPOPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> PPOTestAgent:
-        return PPOTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> PPOTestAgent:
-        return PPOTestAgent(self._test_policy())
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOClassicControlPreset)

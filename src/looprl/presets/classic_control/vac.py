@@ -9,7 +9,6 @@ CartPole-v1 peaked at 464 and collapsed (seed 0 of
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
@@ -17,7 +16,7 @@ from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import actor_critic_model, actor_critic_optimizer
-from looprl.presets.common import require_positive
+from looprl.presets.common import ActorCriticTestAgents, require_positive
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98,
@@ -33,8 +32,11 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VACClassicControlPreset(ParallelPreset):
+class VACClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds online actor-critic agents over ``n_envs`` environments."""
+
+    policy_class = VACPolicy
+    test_agent_class = VACTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -54,15 +56,6 @@ class VACClassicControlPreset(ParallelPreset):
             policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"]
         )
         return VAC(policy, trainer, hp["n_envs"], hp["discount_factor"], logger=logger)
-
-    def _test_policy(self) -> VACPolicy:
-        return VACPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> VACTestAgent:
-        return VACTestAgent(self._test_policy())
-
-    def parallel_test_agent(self) -> VACTestAgent:
-        return VACTestAgent(self._test_policy())
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACClassicControlPreset)
