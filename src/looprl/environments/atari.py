@@ -39,6 +39,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.environments.base import Environment, VectorEnvironment
+from looprl.environments.vector import state_array_from_numpy
 
 #: Options of the DeepMind preprocessing and their defaults (see the module docstring).
 DEEPMIND_OPTIONS: dict[str, Any] = {
@@ -196,16 +197,10 @@ class AtariVectorEnvironment(VectorEnvironment):
         return self._state
 
     def _make_state(self, obs, reward, terminated, truncated, life_lost, lives) -> StateArray:
-        device = self.device
-        x = {
-            "observation": torch.from_numpy(obs).to(device),
-            "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(device),
-            "done": torch.from_numpy(terminated | truncated).to(device),
-            "mask": torch.from_numpy((~terminated).astype(np.float32)).to(device),
-            "life_lost": torch.from_numpy(np.asarray(life_lost, dtype=bool)).to(device),
-            "lives": torch.from_numpy(np.asarray(lives, dtype=np.int64)).to(device),
-        }
-        return StateArray(x, (self.n_envs,), device=device)
+        return state_array_from_numpy(
+            obs, reward, terminated, truncated, self.device,
+            life_lost=np.asarray(life_lost, dtype=bool), lives=np.asarray(lives, dtype=np.int64),
+        )
 
     @property
     def state_array(self) -> StateArray:

@@ -24,6 +24,32 @@ def make_vector_env(env_id: str, n_envs: int, **kwargs: Any) -> gym.vector.Vecto
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **kwargs)
 
 
+def state_array_from_numpy(
+    obs: np.ndarray,
+    reward: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    device: str | torch.device,
+    **extra: np.ndarray,
+) -> StateArray:
+    """A ``StateArray`` from one batched Gymnasium step; ``extra`` arrays become entries too.
+
+    ``done`` is terminated or truncated and ``mask`` is 0 only where terminated.
+    """
+    obs = np.asarray(obs)
+    if obs.dtype == np.float64:
+        obs = obs.astype(np.float32)
+    x = {
+        "observation": torch.from_numpy(obs).to(device),
+        "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(device),
+        "done": torch.from_numpy(terminated | truncated).to(device),
+        "mask": torch.from_numpy((~terminated).astype(np.float32)).to(device),
+    }
+    for key, value in extra.items():
+        x[key] = torch.from_numpy(np.asarray(value)).to(device)
+    return StateArray(x, (len(x["reward"]),), device=device)
+
+
 class GymVectorEnvironment(VectorEnvironment):
     """``n_envs`` copies of a Gymnasium environment, stepped as one batch.
 
@@ -77,16 +103,7 @@ class GymVectorEnvironment(VectorEnvironment):
         return self._state
 
     def _make_state(self, obs, reward, terminated, truncated) -> StateArray:
-        device = self.device
-        obs = np.asarray(obs)
-        if obs.dtype == np.float64:
-            obs = obs.astype(np.float32)
-        observation = torch.from_numpy(obs).to(device)
-        done = torch.from_numpy(terminated | truncated).to(device)
-        mask = torch.from_numpy((~terminated).astype(np.float32)).to(device)
-        reward = torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(device)
-        x = {"observation": observation, "reward": reward, "done": done, "mask": mask}
-        return StateArray(x, (self.n_envs,), device=device)
+        return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
 
     @property
     def state_array(self) -> StateArray:
