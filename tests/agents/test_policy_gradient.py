@@ -254,6 +254,28 @@ def test_ppg_auxiliary_phase_fits_the_value_targets() -> None:
     assert torch.allclose(value, ppo_value)
 
 
+def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
+    """The old policy is computed minibatch by minibatch: memory does not grow with n_policy."""
+    policy = _ppg_policy()
+    trainer = PPGTrainer(
+        policy, n_policy=4, aux_epochs=1, epochs=1, minibatch_size=32, aux_minibatch_size=8
+    )
+    sizes: list[int] = []
+    handle = policy.module.trunk.register_forward_hook(
+        lambda module, inputs, output: sizes.append(inputs[0].shape[0])
+    )
+    batches = [_ppg_batch(policy, i) for i in range(4)]
+    for batch in batches[:3]:
+        trainer.step(batch)
+    sizes.clear()
+    stats = trainer.step(batches[3])
+    handle.remove()
+    assert "aux/kl" in stats and trainer.aux_phases == 1
+    assert max(sizes) == 32  # the PPO step's rollout-sized passes; aux passes are smaller
+    aux_sizes = sizes[-(4 * 32 // 8) * 2 :]
+    assert set(aux_sizes) == {8}  # 16 no-grad chunks for the old policy, 16 minibatches
+
+
 # -- presets -----------------------------------------------------------------------------
 
 SMOKE = {

@@ -115,8 +115,9 @@ class PPGTrainer(PPOTrainer):
         observation = torch.cat([m.observation for m in self._memory])
         returns = torch.cat([m.returns for m in self._memory])
         self._memory.clear()
-        with torch.no_grad():
-            old_logits = self._policy.module(observation)[0]
+        with torch.no_grad():  # in minibatches: a phase may hold tens of thousands of frames
+            chunks = observation.split(self.aux_minibatch_size)
+            old_logits = torch.cat([self._policy.module(chunk)[0] for chunk in chunks])
         parts: dict[str, torch.Tensor] = {}
         for _ in range(self.aux_epochs):
             order = torch.randperm(returns.shape[0], generator=self.generator)
