@@ -144,3 +144,12 @@ def test_duplicate_is_a_native_vector_env_with_next_step_autoreset() -> None:
     assert states["lives"][ended] == 5 and states.reward[ended] == 0  # reset on the next step
     assert not states.observation[ended, :3].any()
     assert previous.mask[ended] == 0.0
+
+
+def test_vector_copy_has_the_same_options() -> None:
+    vector = AtariVectorEnvironment("Breakout", 2, frame_skip=2, repeat_action_probability=0.0)
+    copy = vector.copy()
+    assert (copy.name, copy.n_envs, copy.options) == (vector.name, 2, vector.options)
+    assert copy.reset().observation.shape == vector.reset().observation.shape
+    vector.close()
+    copy.close()

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from looprl.environments import GymEnvironment, GymVectorEnvironment
@@ -184,9 +185,27 @@ def test_parallel_env_experiment_accepts_vector_env(tmp_path: Path) -> None:
     assert experiment.vector_env is vector_env
     experiment.train(frames=40)
     assert experiment.frame == 40
+    state = experiment._state
     assert len(experiment.test(episodes=3)) == 3
+    # evaluation ran in a copy: the training episodes go on where they were
+    assert experiment._state is state
+    assert torch.equal(vector_env.state.observation, state.observation)
+    experiment.train(frames=48)
+    assert experiment.frame == 48
     with pytest.raises(TypeError):
         ParallelEnvExperiment(preset, "CartPole-v1", logdir=str(tmp_path))
+
+
+def test_vector_env_copies_are_independent() -> None:
+    env = GymVectorEnvironment("CartPole-v1", 3, seed=1)
+    copy = env.copy()
+    assert (copy.n_envs, copy.name, copy.action_space) == (3, env.name, env.action_space)
+    first = env.reset().observation.clone()
+    copy.reset(seed=5)
+    copy.step(torch.zeros(3, dtype=torch.long))
+    assert torch.equal(env.state.observation, first)
+    env.close()
+    copy.close()
 
 
 def _episode_returns(log_dir: str) -> list[float]:

@@ -165,6 +165,7 @@ class AtariVectorEnvironment(VectorEnvironment):
         **options: Any,
     ):
         self._env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
+        self._arguments = (name, num_threads, options)
         self.name = _camel(rom_id(name))
         self.n_envs = n_envs
         self.device = device
@@ -215,6 +216,12 @@ class AtariVectorEnvironment(VectorEnvironment):
     @property
     def action_space(self) -> gym.Space:
         return self._env.single_action_space
+
+    def copy(self) -> AtariVectorEnvironment:
+        name, num_threads, options = self._arguments
+        return AtariVectorEnvironment(
+            name, self.n_envs, self.device, num_threads=num_threads, **options
+        )
 
     def close(self) -> None:
         self._env.close()

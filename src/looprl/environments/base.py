@@ -119,5 +119,14 @@ class VectorEnvironment(ABC):
     def state_space(self) -> Any:
         return self.observation_space
 
+    def copy(self) -> VectorEnvironment:
+        """A new, independent vector environment of the same kind and size.
+
+        Evaluation runs in a copy so that the training episodes continue undisturbed.
+        Subclasses that cannot be rebuilt from their arguments raise
+        ``NotImplementedError`` (the default).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement copy()")
+
     def close(self) -> None:
         """Release the environments' resources."""

@@ -75,6 +75,7 @@ class GymVectorEnvironment(VectorEnvironment):
     ):
         self._env = make_vector_env(env, n_envs, **make_kwargs)
         self._id = env
+        self._make_kwargs = make_kwargs
         self.name = name or env
         self.n_envs = n_envs
         self.device = device
@@ -118,6 +119,11 @@ class GymVectorEnvironment(VectorEnvironment):
     @property
     def action_space(self) -> gym.Space:
         return self._env.single_action_space
+
+    def copy(self) -> GymVectorEnvironment:
+        return GymVectorEnvironment(
+            self._id, self.n_envs, self.device, self.name, **self._make_kwargs
+        )
 
     def close(self) -> None:
         self._env.close()

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from abc import ABC, abstractmethod
@@ -19,6 +20,8 @@ from looprl.core import Preset
 from looprl.environments import Environment, VectorEnvironment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
+
+log = logging.getLogger(__name__)
 
 
 def seed_everything(seed: int) -> None:
@@ -223,9 +226,18 @@ class ParallelEnvExperiment(Experiment):
         return returns
 
     def _test_env(self) -> VectorEnvironment:
+        """A separate copy of the training environments, so that training episodes go on
+        undisturbed; the training environments themselves if they cannot be copied."""
         if isinstance(self.env, Environment):
             return self.env.duplicate(self.vector_env.n_envs)
-        return self.vector_env
+        try:
+            return self.vector_env.copy()
+        except NotImplementedError:
+            log.warning(
+                "%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
+                "environments, which restarts their episodes", type(self.vector_env).__name__
+            )
+            return self.vector_env
 
     def close(self) -> None:
         super().close()
