@@ -6,6 +6,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from looprl.environments.bodies import deepmind_atari_body
+
 
 def require_frames(env: Any, algorithm: str) -> int:
     """The number of stacked frames of ``env``'s ``(frames, H, W)`` uint8 observations.
@@ -20,3 +22,14 @@ def require_frames(env: Any, algorithm: str) -> int:
             f"{env.name} has {space}; use AtariEnvironment or a classic-control preset"
         )
     return int(space.shape[0])
+
+
+class DeepMindBody:
+    """``_wrap`` for presets: the DeepMind Atari bodies around the agent, switched by the
+    ``episodic_life`` and ``clip_rewards`` hyperparameters."""
+
+    hyperparameters: dict[str, Any]
+
+    def _wrap(self, agent: Any) -> Any:
+        hp = self.hyperparameters
+        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])

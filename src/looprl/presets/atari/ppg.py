@@ -15,23 +15,19 @@ The auxiliary phase keeps every state of the phase as uint8 frames (28 KB each: 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
-from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
-from looprl.approximation import Approximation, LinearLR
-from looprl.core import DummyLogger, ParallelPreset
-from looprl.environments.bodies import deepmind_atari_body
+from looprl.agents.ppg import PPGNetwork
 from looprl.nn.atari_models import nature_value
 from looprl.nn.cnn import nature_features
 from looprl.nn.layers import orthogonal_init
 from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.ppo import linear
-from looprl.presets.common import ActorCriticTestAgents, require_discrete_actions, require_positive
+from looprl.presets.classic_control.ppg import PPGClassicControlPreset
+from looprl.presets.common import require_discrete_actions
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -68,70 +64,16 @@ def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> P
     return PPGNetwork(trunk, policy_head, aux_head, nature_value(frames, features))
 
 
-class PPGAtariPreset(ActorCriticTestAgents, ParallelPreset):
+class PPGAtariPreset(DeepMindBody, PPGClassicControlPreset):
     """Builds PPG agents over ``n_envs`` Atari environments (see the module docstring)."""
 
-    policy_class = PPGPolicy
-    test_agent_class = PPGTestAgent
+    positive = tuple(k for k in PPGClassicControlPreset.positive if k != "hidden")
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size",
-            "n_policy", "aux_epochs", "aux_minibatch_size",
-        )
-        self.n_envs = hyperparameters["n_envs"]
-        num_actions = require_discrete_actions(env, "PPG")
-        frames = require_frames(env, "PPG")
-        self.model = nature_ppg(num_actions, frames, hyperparameters["features"]).to(device)
-        self.head = CategoricalHead(num_actions)
-
-    def _optimizer_steps(self, updates: float) -> int:
-        """Optimizer steps of ``updates`` PPO iterations and their auxiliary phases."""
-        hp = self.hyperparameters
-        rollout = hp["n_envs"] * hp["n_steps"]
-        policy = hp["epochs"] * math.ceil(rollout / hp["minibatch_size"])
-        aux_minibatches = math.ceil(rollout * hp["n_policy"] / hp["aux_minibatch_size"])
-        aux = hp["aux_epochs"] * aux_minibatches / hp["n_policy"]
-        return max(int(updates * (policy + aux)), 1)
-
-    def _policy(self, logger: Any, updates: float) -> PPGPolicy:
-        hp = self.hyperparameters
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        scheduler = None
-        if hp["linear_lr"] and math.isfinite(updates):
-            scheduler = LinearLR(optimizer, self._optimizer_steps(updates))
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], lr_scheduler=scheduler,
-            name="ppg", logger=logger,
-        )
-        return PPGPolicy(approximation, self.head)
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        updates = train_steps / (hp["n_envs"] * hp["n_steps"])
-        policy = self._policy(logger, updates)
-        clip = linear(hp["clip"]) if hp["linear_clip"] and math.isfinite(updates) else hp["clip"]
-        trainer = PPGTrainer(
-            policy,
-            n_policy=hp["n_policy"],
-            aux_epochs=hp["aux_epochs"],
-            beta_clone=hp["beta_clone"],
-            aux_minibatch_size=hp["aux_minibatch_size"],
-            epochs=hp["epochs"],
-            minibatch_size=hp["minibatch_size"],
-            clip=clip,
-            value_coef=hp["value_coef"],
-            entropy_coef=hp["entropy_coef"],
-            value_clip=hp["value_clip"],
-            total_updates=updates,
-        )
-        agent = PPG(
-            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
-        )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+    def _build(self, env: Any) -> tuple[PPGNetwork, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        frames = require_frames(env, self.algorithm)
+        model = nature_ppg(num_actions, frames, self.hyperparameters["features"])
+        return model, CategoricalHead(num_actions)
 
 
 ppg = PresetBuilder("ppg", default_hyperparameters, PPGAtariPreset)

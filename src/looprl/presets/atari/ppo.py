@@ -8,20 +8,16 @@ linearly to 0 over the training budget, entropy bonus 0.01: the PPO paper's Atar
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from torch import optim
+from torch import nn
 
-from looprl.agents.ppo import PPO, PPOPolicy, PPOTestAgent, PPOTrainer
-from looprl.approximation import Approximation, LinearLR
-from looprl.core import DummyLogger, ParallelPreset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import ActorCriticTestAgents, require_discrete_actions, require_positive
+from looprl.presets.classic_control.ppo import PPOClassicControlPreset
+from looprl.presets.common import require_discrete_actions
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -45,63 +41,16 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-def _linear(initial: float):
-    def schedule(progress: float) -> float:
-        return initial * (1.0 - progress)
-
-    return schedule
-
-
-class PPOAtariPreset(ActorCriticTestAgents, ParallelPreset):
+class PPOAtariPreset(DeepMindBody, PPOClassicControlPreset):
     """Builds PPO agents with a shared Nature CNN (see the module docstring)."""
 
-    policy_class = PPOPolicy
-    test_agent_class = PPOTestAgent
+    positive = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size")
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size")
-        self.n_envs = hyperparameters["n_envs"]
-        num_actions = require_discrete_actions(env, "PPO")
-        frames = require_frames(env, "PPO")
-        model = nature_actor_critic(num_actions, frames, features=hyperparameters["features"])
-        self.model = model.to(device)
-        self.head = CategoricalHead(num_actions)
-
-    def _policy(self, logger: Any, train_steps: float) -> tuple[PPOPolicy, float]:
-        hp = self.hyperparameters
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        updates = train_steps / (hp["n_envs"] * hp["n_steps"])
-        minibatches = math.ceil(hp["n_envs"] * hp["n_steps"] / hp["minibatch_size"])
-        scheduler = None
-        if hp["linear_lr"] and math.isfinite(updates):
-            scheduler = LinearLR(optimizer, max(1, int(updates * hp["epochs"] * minibatches)))
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], lr_scheduler=scheduler,
-            name="ppo", logger=logger,
-        )
-        return PPOPolicy(approximation, self.head), updates
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        policy, updates = self._policy(logger, train_steps)
-        linear = hp["linear_clip"] and math.isfinite(updates)
-        trainer = PPOTrainer(
-            policy,
-            epochs=hp["epochs"],
-            minibatch_size=hp["minibatch_size"],
-            clip=_linear(hp["clip"]) if linear else hp["clip"],
-            value_coef=hp["value_coef"],
-            entropy_coef=hp["entropy_coef"],
-            value_clip=hp["value_clip"],
-            total_updates=updates,
-        )
-        agent = PPO(
-            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
-        )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+    def _build(self, env: Any) -> tuple[nn.Module, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        frames = require_frames(env, self.algorithm)
+        model = nature_actor_critic(num_actions, frames, self.hyperparameters["features"])
+        return model, CategoricalHead(num_actions)
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOAtariPreset)

@@ -14,22 +14,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
 from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
-from looprl.approximation import Approximation, LinearLR
-from looprl.core import DummyLogger, ParallelPreset
 from looprl.nn import MLP
 from looprl.nn.layers import orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.ppo import linear
-from looprl.presets.common import (
-    ActorCriticTestAgents,
-    require_discrete_actions,
-    require_flat_observations,
-    require_positive,
-)
+from looprl.presets.classic_control.ppo import PPOClassicControlPreset
+from looprl.presets.common import require_discrete_actions, require_flat_observations
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98,
@@ -64,23 +57,22 @@ def ppg_network(obs_dim: int, num_actions: int, hidden: int) -> PPGNetwork:
     return PPGNetwork(trunk, policy_head, aux_head, critic)
 
 
-class PPGClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
+class PPGClassicControlPreset(PPOClassicControlPreset):
     """Builds PPG agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
 
+    algorithm = "PPG"
     policy_class = PPGPolicy
     test_agent_class = PPGTestAgent
+    agent_class = PPG
+    positive = (
+        *PPOClassicControlPreset.positive, "n_policy", "aux_epochs", "aux_minibatch_size"
+    )
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size",
-            "n_policy", "aux_epochs", "aux_minibatch_size", "hidden",
-        )
-        self.n_envs = hyperparameters["n_envs"]
-        num_actions = require_discrete_actions(env, "PPG")
-        obs_dim = require_flat_observations(env, "PPG")
-        self.model = ppg_network(obs_dim, num_actions, hyperparameters["hidden"]).to(device)
-        self.head = CategoricalHead(num_actions)
+    def _build(self, env: Any) -> tuple[PPGNetwork, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        obs_dim = require_flat_observations(env, self.algorithm)
+        model = ppg_network(obs_dim, num_actions, self.hyperparameters["hidden"])
+        return model, CategoricalHead(num_actions)
 
     def _optimizer_steps(self, updates: float) -> int:
         """Optimizer steps of ``updates`` PPO iterations and their auxiliary phases."""
@@ -91,50 +83,12 @@ class PPGClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         aux = hp["aux_epochs"] * aux_minibatches / hp["n_policy"]
         return max(int(updates * (policy + aux)), 1)
 
-    def _policy(self, logger: Any, updates: float) -> PPGPolicy:
+    def _trainer(self, policy: PPGPolicy, updates: float) -> PPGTrainer:
         hp = self.hyperparameters
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        scheduler = None
-        if hp["linear_lr"] and math.isfinite(updates):
-            scheduler = LinearLR(optimizer, self._optimizer_steps(updates))
-        approximation = Approximation(
-            self.model,
-            optimizer,
-            clip_grad=hp["clip_grad"],
-            lr_scheduler=scheduler,
-            name="ppg",
-            logger=logger,
-        )
-        return PPGPolicy(approximation, self.head)
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> PPG:
-        hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        updates = train_steps / (hp["n_envs"] * hp["n_steps"])
-        policy = self._policy(logger, updates)
-        clip = linear(hp["clip"]) if hp["linear_clip"] and math.isfinite(updates) else hp["clip"]
-        trainer = PPGTrainer(
-            policy,
-            n_policy=hp["n_policy"],
-            aux_epochs=hp["aux_epochs"],
-            beta_clone=hp["beta_clone"],
-            aux_minibatch_size=hp["aux_minibatch_size"],
-            epochs=hp["epochs"],
-            minibatch_size=hp["minibatch_size"],
-            clip=clip,
-            value_coef=hp["value_coef"],
-            entropy_coef=hp["entropy_coef"],
-            value_clip=hp["value_clip"],
-            total_updates=updates,
-        )
-        return PPG(
-            policy,
-            trainer,
-            n_envs=hp["n_envs"],
-            n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"],
-            lam=hp["lam"],
-            logger=logger,
+        return PPGTrainer(
+            policy, n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],
+            beta_clone=hp["beta_clone"], aux_minibatch_size=hp["aux_minibatch_size"],
+            **self._ppo_arguments(updates),
         )
 
 

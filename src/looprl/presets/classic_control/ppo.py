@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from torch import optim
+from torch import nn, optim
 
 from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
 from looprl.approximation import Approximation, LinearLR
@@ -54,67 +54,81 @@ def linear(initial: float):
 
 
 class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
-    """Builds PPO agents with separate tanh actor and critic MLPs (SB3's architecture)."""
+    """Builds PPO agents with separate tanh actor and critic MLPs (SB3's architecture).
 
-    policy_class = PPOPolicy
-    test_agent_class = PPOTestAgent
+    The base of every PPO-family preset: subclasses for other networks or environment
+    families override ``_build`` (the network and action head), ``_wrap`` (bodies around the
+    agent) and, for other trainers, ``_trainer`` and ``_optimizer_steps``.
+    """
+
+    algorithm = "PPO"
+    policy_class: Any = PPOPolicy
+    test_agent_class: Any = PPOTestAgent
+    agent_class: Any = PPO
+    #: hyperparameters that must be positive
+    positive: tuple[str, ...] = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden")
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden"
-        )
+        require_positive(hyperparameters, *self.positive)
         self.n_envs = hyperparameters["n_envs"]
-        num_actions = require_discrete_actions(env, "PPO")
-        obs_dim = require_flat_observations(env, "PPO")
-        hidden = (hyperparameters["hidden"],) * 2
+        model, self.head = self._build(env)
+        self.model = model.to(device)
+
+    def _build(self, env: Any) -> tuple[nn.Module, Any]:
+        """The network (outputs ``(action parameters, values)``) and the action head."""
+        num_actions = require_discrete_actions(env, self.algorithm)
+        obs_dim = require_flat_observations(env, self.algorithm)
+        hidden = (self.hyperparameters["hidden"],) * 2
         actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)
         critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
-        self.model = ActorCritic(actor, critic).to(device)
-        self.head = CategoricalHead(num_actions)
+        return ActorCritic(actor, critic), CategoricalHead(num_actions)
 
-    def _policy(self, logger: Any, train_steps: float) -> tuple[PPOPolicy, float]:
+    def _optimizer_steps(self, updates: float) -> int:
+        """Optimizer steps of ``updates`` rollouts (the horizon of the lr schedule)."""
+        hp = self.hyperparameters
+        minibatches = math.ceil(hp["n_envs"] * hp["n_steps"] / hp["minibatch_size"])
+        return max(int(updates * hp["epochs"] * minibatches), 1)
+
+    def _policy(self, logger: Any, updates: float) -> Any:
         hp = self.hyperparameters
         optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        updates = train_steps / (hp["n_envs"] * hp["n_steps"])
-        minibatches = math.ceil(hp["n_envs"] * hp["n_steps"] / hp["minibatch_size"])
         scheduler = None
         if hp["linear_lr"] and math.isfinite(updates):
-            scheduler = LinearLR(optimizer, int(updates * hp["epochs"] * minibatches))
+            scheduler = LinearLR(optimizer, self._optimizer_steps(updates))
         approximation = Approximation(
-            self.model,
-            optimizer,
-            clip_grad=hp["clip_grad"],
-            lr_scheduler=scheduler,
-            name="ppo",
-            logger=logger,
+            self.model, optimizer, clip_grad=hp["clip_grad"], lr_scheduler=scheduler,
+            name=self.algorithm.lower(), logger=logger,
         )
-        return PPOPolicy(approximation, self.head), updates
+        return self.policy_class(approximation, self.head)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> PPO:
+    def _trainer(self, policy: Any, updates: float) -> PPOTrainer:
+        return PPOTrainer(policy, **self._ppo_arguments(updates))
+
+    def _ppo_arguments(self, updates: float) -> dict[str, Any]:
+        """``PPOTrainer``'s arguments; the clip range anneals when the budget is known."""
+        hp = self.hyperparameters
+        clip = linear(hp["clip"]) if hp["linear_clip"] and math.isfinite(updates) else hp["clip"]
+        return dict(
+            epochs=hp["epochs"], minibatch_size=hp["minibatch_size"], clip=clip,
+            value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
+            value_clip=hp["value_clip"], total_updates=updates,
+        )
+
+    def _wrap(self, agent: Any) -> Any:
+        """Bodies around the agent (none for classic control)."""
+        return agent
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         hp = self.hyperparameters
         logger = logger or DummyLogger()
-        policy, updates = self._policy(logger, train_steps)
-        clip = linear(hp["clip"]) if hp["linear_clip"] and math.isfinite(updates) else hp["clip"]
-        trainer = PPOTrainer(
-            policy,
-            epochs=hp["epochs"],
-            minibatch_size=hp["minibatch_size"],
-            clip=clip,
-            value_coef=hp["value_coef"],
-            entropy_coef=hp["entropy_coef"],
-            value_clip=hp["value_clip"],
-            total_updates=updates,
+        updates = train_steps / (hp["n_envs"] * hp["n_steps"])
+        policy = self._policy(logger, updates)
+        agent = self.agent_class(
+            policy, self._trainer(policy, updates), n_envs=hp["n_envs"], n_steps=hp["n_steps"],
+            discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
         )
-        return PPO(
-            policy,
-            trainer,
-            n_envs=hp["n_envs"],
-            n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"],
-            lam=hp["lam"],
-            logger=logger,
-        )
+        return self._wrap(agent)
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOClassicControlPreset)

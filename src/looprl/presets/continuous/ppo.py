@@ -11,12 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.agents.ppo import ActorCritic
-from looprl.core import ParallelPreset
 from looprl.nn import MLP
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
-from looprl.presets.common import require_positive
 from looprl.presets.continuous.ddpg import require_box_actions, require_flat_box_observations
 
 default_hyperparameters: dict[str, Any] = {
@@ -43,21 +41,16 @@ default_hyperparameters: dict[str, Any] = {
 class PPOContinuousPreset(PPOClassicControlPreset):
     """Builds PPO agents with separate tanh actor and critic MLPs and Gaussian actions."""
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        ParallelPreset.__init__(self, name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden"
-        )
-        self.n_envs = hyperparameters["n_envs"]
-        space = require_box_actions(env, "PPO", bounded=False)
-        obs_dim = require_flat_box_observations(env, "PPO")
+    def _build(self, env: Any) -> tuple[ActorCritic, GaussianHead]:
+        space = require_box_actions(env, self.algorithm, bounded=False)
+        obs_dim = require_flat_box_observations(env, self.algorithm)
         action_dim = int(space.shape[0])
-        hidden = (hyperparameters["hidden"],) * 2
+        hp = self.hyperparameters
+        hidden = (hp["hidden"],) * 2
         mean = MLP(obs_dim, action_dim, hidden=hidden, output_gain=0.01)
-        actor = GaussianActor(mean, action_dim, hyperparameters["log_std_init"])
+        actor = GaussianActor(mean, action_dim, hp["log_std_init"])
         critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
-        self.model = ActorCritic(actor, critic).to(device)
-        self.head = GaussianHead(space.low, space.high)
+        return ActorCritic(actor, critic), GaussianHead(space.low, space.high)
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOContinuousPreset)
