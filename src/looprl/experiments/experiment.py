@@ -69,9 +69,14 @@ class Experiment(ABC):
         self.quiet = quiet
         self.render = render
         self.seed = seed
+        self.verbose = verbose
         self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
-        self.agent = preset.agent(logger=self.logger, train_steps=train_steps)
-        self.test_returns: list[float] = []
+        self.agent = self._make_agent()
+        self.test_returns: Any = []
+
+    def _make_agent(self) -> Any:
+        """The preset's training agent, logging to this experiment's logger."""
+        return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
 
     @property
     def frame(self) -> int:

@@ -13,15 +13,13 @@ It logs into one run directory ``{logdir}/{name}/{env}``:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any
 
-from looprl.core import Multiagent, Preset
+from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
-from looprl.experiments.experiment import seed_everything
+from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
-from looprl.experiments.progress import TrainingProgress
 
 
 def play(
@@ -49,72 +47,28 @@ def play(
     return dict(returns)
 
 
-class MultiagentEnvExperiment:
+class MultiagentEnvExperiment(Experiment):
     """Trains a multi-agent preset in a ``MultiagentEnvironment`` and evaluates it.
 
-    Args:
-        preset: a built multi-agent preset (e.g. ``IndependentMultiagentPreset``); its
-            ``agent(logger=...)`` receives a dict of one logger per agent.
-        env: the environment.
-        name: run name (defaults to the preset's name).
-        train_steps: the training budget in frames (one frame = one agent's turn).
-        logdir: root directory of run directories.
-        quiet: no progress bar.
-        render: render the environment during training.
-        verbose: write losses and debugging statistics to TensorBoard.
-        logger: a logger to use instead of a new ``ExperimentLogger``.
-        seed: seeds torch and the environment for a reproducible run.
+    The arguments are ``Experiment``'s; ``train_steps`` counts frames of one agent's turn
+    each, and the preset's ``agent(logger=...)`` (e.g. ``IndependentMultiagentPreset``'s)
+    receives a dict of one ``ExperimentLogger`` per agent.
     """
 
-    def __init__(
-        self,
-        preset: Preset,
-        env: MultiagentEnvironment,
-        name: str | None = None,
-        train_steps: float = math.inf,
-        logdir: str = "runs",
-        quiet: bool = False,
-        render: bool = False,
-        verbose: bool = True,
-        logger: Any = None,
-        seed: int | None = None,
-    ):
-        if seed is not None:
-            seed_everything(seed)
-        self.preset = preset
-        self.env = env
-        self.name = name or preset.name
-        self.train_steps = train_steps
-        self.quiet = quiet
-        self.render = render
-        self.seed = seed
-        self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
+    env: MultiagentEnvironment
+
+    def _make_agent(self) -> Multiagent:
         self.agent_loggers = {
-            agent: ExperimentLogger(f"{self.name}.{agent}", env.name, self.logger.log_dir, verbose)
-            for agent in env.possible_agents
+            agent: ExperimentLogger(
+                f"{self.name}.{agent}", self.env.name, self.logger.log_dir, self.verbose
+            )
+            for agent in self.env.possible_agents
         }
-        self.agent = preset.agent(logger=self.agent_loggers, train_steps=train_steps)
-        self.test_returns: dict[str, list[float]] = {}
+        return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
-    @property
-    def frame(self) -> int:
-        """Agent turns taken so far."""
-        return self.logger.frame
-
-    @property
-    def episode(self) -> int:
-        """Training episodes completed so far."""
-        return self.logger.episode
-
-    def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
-        """Train until ``frames`` frames or ``episodes`` episodes have passed."""
-        if math.isinf(frames) and math.isinf(episodes):
-            raise ValueError("train() needs a budget: frames=... or episodes=...")
-        total = int(frames) if math.isfinite(frames) else 0
-        description = f"{self.name} on {self.env.name}"
-        with TrainingProgress(total, description, quiet=self.quiet) as self._progress:
-            while self.logger.frame < frames and self.logger.episode < episodes:
-                self._run_training_episode()
+    def _train(self, frames: float, episodes: float) -> None:
+        while self.logger.frame < frames and self.logger.episode < episodes:
+            self._run_training_episode()
 
     def _reset(self) -> None:
         if self.seed is not None and self.logger.episode == 0:
