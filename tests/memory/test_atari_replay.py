@@ -1,13 +1,25 @@
-"""Tests of AtariReplayBuffer: frames stored once, stacks rebuilt exactly at sample time."""
+"""Tests of AtariReplayBuffer: frames stored once, stacks rebuilt exactly at sample time;
+n-step returns from the ring and PrioritizedAtariReplayBuffer."""
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
+import numpy as np
 import pytest
 import torch
 
+from looprl.approximation import LinearScheduler
 from looprl.core import State, StateArray
 from looprl.environments.bodies import EpisodicLife
-from looprl.memory.atari_replay import AtariReplayBuffer
+from looprl.memory import (
+    AtariReplayBuffer,
+    ExperienceReplayBuffer,
+    NStepReplayBuffer,
+    PrioritizedAtariReplayBuffer,
+    importance_weights,
+)
 
 FRAME = 84 * 84
 
@@ -123,3 +135,265 @@ def test_sampling_is_reproducible_and_validated() -> None:
     assert set(first.tolist()) <= set(range(29))
     with pytest.raises(TypeError):
         buffer.store(StateArray({"observation": _frames(0)[None]}, (1,)), 0, states[0])
+
+
+# -- n-step returns and prioritized replay ------------------------------------------------
+
+GAMMA = 0.5
+
+
+def _stream(steps: int, seed: int) -> list[tuple]:
+    """``(previous, action, state)`` as ``DQN.act`` stores them, action ``i`` at step ``i``:
+    random rewards, terminations (mask 0), truncations (mask 1) and EpisodicLife-like life
+    losses (done, mask 0, but the frames go on into the next agent episode). Every frame is
+    unique: a counter written in two bytes."""
+    rng = random.Random(seed)
+    counter = 0
+
+    def frame() -> torch.Tensor:
+        nonlocal counter
+        counter += 1
+        return torch.tensor([[counter % 256, counter // 256]], dtype=torch.uint8)
+
+    stack = torch.stack([frame() for _ in range(4)])
+    out, previous, life_lost = [], None, False
+    for i in range(steps):
+        if previous is None or previous.done:
+            if life_lost:  # the game goes on: the next frame starts the agent's episode
+                stack = torch.cat([stack[1:], frame()[None]])
+            else:  # a reset: fresh frames
+                stack = torch.stack([frame() for _ in range(4)])
+            state = State(stack)
+        else:
+            stack = torch.cat([stack[1:], frame()[None]])
+            event = rng.random()
+            done, life_lost = event < 0.1, 0.07 <= event < 0.1
+            mask = float(not done or 0.04 <= event < 0.07)  # truncations keep mask 1
+            state = State(stack, reward=float(rng.choice([0, 1, -1, 3])), done=done, mask=mask)
+        out.append((previous, i - 1, state))
+        previous = state
+    return out
+
+
+def _reference(records: dict[int, tuple], i: int, n: int) -> tuple | None:
+    """The n-step transition of step ``i`` computed by hand from the stream (``None`` while
+    its window is incomplete)."""
+    ret, m, j = 0.0, 0, i
+    while True:
+        state = records[j][1]
+        ret += GAMMA**m * state.reward
+        m += 1
+        if state.done or m == n:
+            break
+        if j + 1 not in records:
+            return None  # pending
+        j += 1
+    return records[i][0].observation, ret, state.observation, state.mask, state.done, GAMMA**m
+
+
+def _ready(buffer: AtariReplayBuffer):
+    return buffer.gather(buffer.ready.nonzero().squeeze(-1))
+
+
+def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: Any) -> None:
+    """Every sampleable transition equals the hand-computed one and ``NStepReplayBuffer``'s;
+    the buffer holds exactly the newest complete transitions."""
+    n = buffer.n_steps
+    states, actions, rewards, next_states, _ = _ready(buffer)
+    ids = actions.tolist()
+    assert len(ids) == len(buffer) > 0
+    complete = {i for i in records if _reference(records, i, n) is not None}
+    assert set(ids) == {i for i in complete if i >= min(ids)}
+    theirs = nstep.gather(torch.arange(len(nstep)))
+    row_of = {i: row for row, i in enumerate(theirs[1].tolist())}
+    assert complete == set(row_of)
+    discounts = next_states["discount"] if n > 1 else torch.full((len(ids),), GAMMA)
+    assert ("discount" in next_states) == (n > 1)
+    for row, i in enumerate(ids):
+        observation, ret, next_observation, mask, done, discount = _reference(records, i, n)
+        assert torch.equal(states.observation[row], observation)
+        assert torch.equal(next_states.observation[row], next_observation)
+        assert rewards[row] == pytest.approx(ret) and next_states.reward[row] == rewards[row]
+        assert next_states.mask[row] == mask and next_states.done[row] == done
+        assert discounts[row] == pytest.approx(discount)
+        other = row_of[i]
+        assert torch.equal(theirs[0].observation[other], observation)
+        assert torch.equal(theirs[3].observation[other], next_observation)
+        assert rewards[row] == pytest.approx(theirs[2][other].item())
+        assert next_states.mask[row] == theirs[3].mask[other]
+        assert discounts[row] == pytest.approx(theirs[3]["discount"][other].item())
+
+
+@pytest.mark.parametrize("n_steps", [1, 3])
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_n_step_transitions_match_hand_computed_ones_and_nstep_replay(
+    kind: type, n_steps: int
+) -> None:
+    steps = 500
+    buffer = kind(60, n_steps=n_steps, discount_factor=GAMMA)  # wraps about 9 times
+    nstep = NStepReplayBuffer(n_steps, GAMMA, ExperienceReplayBuffer(steps))
+    records: dict[int, tuple] = {}
+    waited = 0
+    for t, (previous, action, state) in enumerate(_stream(steps, seed=n_steps)):
+        buffer.store(previous, action, state)
+        nstep.store(previous, action, state)
+        if previous is not None and not previous.done:
+            records[action] = (previous, state)
+        if t % 23 == 22:
+            _check_against_references(buffer, records, nstep)
+            waited += int(buffer.valid.sum()) - len(buffer)  # pending transitions
+            if kind is PrioritizedAtariReplayBuffer:  # exactly the ready slots have priority
+                buffer.sample_indices(1)
+                assert np.array_equal(buffer.tree[np.arange(60)] > 0, buffer.ready.numpy())
+    dones = [state.done for _, state in records.values()]
+    assert sum(dones) > 20 and len(records) > 400  # many episodes
+    assert (waited > 0) == (n_steps > 1)
+    if n_steps == 1:
+        assert torch.equal(buffer.ready, buffer.valid)  # nothing waits: as before n-step
+
+
+def test_n_step_returns_by_hand_and_pending_transitions() -> None:
+    buffer = AtariReplayBuffer(40, n_steps=3, discount_factor=GAMMA)
+    # frames 1.. shift by one per step; rewards 1, 2, 4, 8; the 4th step terminates
+    states = [State(_frames(1))] + [State(_frames(1 + t), reward=2.0 ** (t - 1)) for t in (1, 2, 3)]
+    states.append(State(_frames(5), reward=8.0, done=True))
+    buffer.store(None, None, states[0])
+    for t in range(3):
+        buffer.store(states[t], t, states[t + 1])
+        assert len(buffer) == max(0, t - 1)  # t = 0 is complete once 3 steps are stored
+    assert buffer.sample(4)[1].tolist() == [0] * 4  # only the complete transition is drawn
+    buffer.store(states[3], 3, states[4])  # the termination completes every window
+    _, actions, returns, next_states, _ = _ready(buffer)
+    assert actions.tolist() == [0, 1, 2, 3]
+    # R_0 = 1 + 0.5 * 2 + 0.25 * 4 = 3; R_1 = 2 + 0.5 * 4 + 0.25 * 8 = 6; R_2 = 8; R_3 = 8
+    assert returns.tolist() == [3.0, 6.0, 8.0, 8.0]
+    assert next_states["discount"].tolist() == [0.125, 0.125, 0.25, 0.5]
+    assert next_states.mask.tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert next_states.done.tolist() == [False, True, True, True]
+    for row, last in enumerate([3, 4, 4, 4]):
+        assert torch.equal(next_states.observation[row], states[last].observation)
+
+
+def test_a_break_in_the_stored_sequence_ends_the_windows() -> None:
+    buffer = AtariReplayBuffer(40, n_steps=3, discount_factor=GAMMA)
+    a = [State(_frames(1))] + [State(_frames(1 + t), reward=float(t)) for t in (1, 2)]
+    buffer.store(None, None, a[0])
+    buffer.store(a[0], 0, a[1])
+    buffer.store(a[1], 1, a[2])
+    assert len(buffer) == 0
+    buffer.store(a[2], 2, State(_frames(9)))  # does not continue: skipped, ends the sequence
+    assert buffer.skipped == 1
+    _, actions, returns, next_states, _ = _ready(buffer)
+    assert actions.tolist() == [0, 1] and returns.tolist() == [1.0 + GAMMA * 2.0, 2.0]
+    assert next_states["discount"].tolist() == [GAMMA**2, GAMMA]
+    assert next_states.done.tolist() == [False, False] and next_states.mask.tolist() == [1, 1]
+    assert all(torch.equal(o, a[2].observation) for o in next_states.observation)
+    # a state that is not the last stored one also starts a new sequence (new frames)
+    b = [State(_frames(20)), State(_frames(21), reward=5.0), State(_frames(22), reward=7.0)]
+    buffer.store(b[0], 3, b[1])
+    buffer.store(State(_frames(21)), 4, b[2])  # equal frames, another state: a new sequence
+    _, actions, returns, next_states, _ = _ready(buffer)
+    assert actions.tolist() == [0, 1, 3] and returns[2] == 5.0
+    assert torch.equal(next_states.observation[2], b[1].observation)
+
+
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_overwritten_frames_invalidate_the_transitions_that_need_them(kind: type) -> None:
+    size, n = 10, 2
+    buffer = kind(size, n_steps=n, discount_factor=GAMMA)
+    states = [State(_frames(i)) for i in range(40)]
+    buffer.store(None, None, states[0])
+    for t in range(1, 30):  # one sequence: t transitions, 4 + t frames written
+        buffer.store(states[t - 1], t - 1, states[t])
+        # transition i needs frames i .. i + 5 (4 + 2 steps): the oldest is overwritten first
+        expected = list(range(max(0, 4 + t - size), t - 1))
+        assert sorted(buffer.action[buffer.ready].tolist()) == expected
+        assert len(buffer) == len(expected)
+        if expected:
+            states_, actions, _, next_states, _ = _ready(buffer)
+            for row, i in enumerate(actions.tolist()):
+                assert torch.equal(states_.observation[row], states[i].observation)
+                assert torch.equal(next_states.observation[row], states[i + 2].observation)
+            buffer.sample(8)
+        if kind is PrioritizedAtariReplayBuffer and expected:
+            assert np.array_equal(buffer.tree[np.arange(size)] > 0, buffer.ready.numpy())
+    with pytest.raises(ValueError, match="too small"):
+        AtariReplayBuffer(7, n_steps=3).store(states[0], 0, states[1])
+    with pytest.raises(ValueError):
+        AtariReplayBuffer(10, n_steps=0)
+
+
+def _episode(buffer: AtariReplayBuffer, first: int, steps: int, action: int = 0) -> None:
+    """One episode of ``steps`` transitions (actions ``action`` on) ending with a termination."""
+    states = [State(_frames(first + t), reward=1.0, done=t == steps) for t in range(steps + 1)]
+    for t in range(steps):
+        buffer.store(states[t], action + t, states[t + 1])
+
+
+def _frequencies(buffer: PrioritizedAtariReplayBuffer, draws: int = 200) -> np.ndarray:
+    counts = np.zeros(buffer.size)
+    for _ in range(draws):
+        counts += np.bincount(buffer.sample_indices(64).numpy(), minlength=buffer.size)
+    return counts / counts.sum()
+
+
+@pytest.mark.parametrize("n_steps", [1, 3])
+def test_prioritized_sampling_follows_the_priorities(n_steps: int) -> None:
+    generator = torch.Generator().manual_seed(0)
+    buffer = PrioritizedAtariReplayBuffer(
+        40, generator=generator, n_steps=n_steps, alpha=1.0, beta=1.0, epsilon=0.0
+    )
+    _episode(buffer, 1, 8)
+    slots = buffer.ready.nonzero().squeeze(-1)
+    assert len(buffer) == 8
+    frequencies = _frequencies(buffer)
+    assert np.allclose(frequencies[slots.numpy()], 1 / 8, atol=0.01)  # all at max priority
+    assert frequencies[~buffer.ready.numpy()].sum() == 0
+    buffer.gather(slots)
+    priorities = torch.arange(1.0, 9.0)
+    buffer.update_priorities(priorities)
+    assert np.allclose(buffer.tree[slots.numpy()], priorities.numpy())
+    frequencies = _frequencies(buffer)
+    assert np.allclose(frequencies[slots.numpy()], priorities.numpy() / 36, atol=0.01)
+    # new transitions enter at the largest priority so far
+    _episode(buffer, 50, 3, action=100)
+    new = buffer.ready.nonzero().squeeze(-1)[8:]
+    assert len(buffer) == 11
+    buffer.sample_indices(1)
+    assert buffer.tree[new.numpy()].tolist() == [8.0] * 3
+
+
+def test_prioritized_weights_and_alpha() -> None:
+    beta = LinearScheduler(0.5, 1.0, 0, 4, name="beta")
+    generator = torch.Generator().manual_seed(1)
+    buffer = PrioritizedAtariReplayBuffer(40, generator=generator, alpha=0.5, beta=beta)
+    _episode(buffer, 1, 10)
+    index = buffer.sample_indices(8)
+    buffer.gather(index)
+    td = torch.linspace(-2.0, 3.0, 8)
+    buffer.update_priorities(td)
+    leaves = buffer.tree[index.numpy()]
+    last = {k: p for k, p in zip(index.tolist(), (td.abs() + 1e-5) ** 0.5)}  # later wins
+    assert np.allclose(leaves, [float(last[k]) for k in index.tolist()])
+    for expected_beta in (0.625, 0.75):  # beta is read once per gather
+        _, _, _, _, weights = buffer.sample(16)
+        index = torch.from_numpy(buffer._last_index)
+        probabilities = torch.from_numpy(buffer.tree[index.numpy()] / buffer.tree.total)
+        assert torch.allclose(weights, importance_weights(probabilities, 10, expected_beta).float())
+        assert weights.max() == 1.0 and weights.min() < 1.0
+    with pytest.raises(RuntimeError):
+        PrioritizedAtariReplayBuffer(40).update_priorities(td)
+
+
+def test_prioritized_and_uniform_buffers_return_the_same_transitions() -> None:
+    uniform, prioritized = AtariReplayBuffer(50), PrioritizedAtariReplayBuffer(50)
+    for previous, action, state in _stream(200, seed=5):
+        uniform.store(previous, action, state)
+        prioritized.store(previous, action, state)
+    index = uniform.sample_indices(32)
+    ours, theirs = uniform.gather(index), prioritized.gather(index)
+    for a, b in zip(ours[:3], theirs[:3]):
+        assert torch.equal(a.observation if isinstance(a, StateArray) else a,
+                           b.observation if isinstance(b, StateArray) else b)
+    assert set(ours[3]) == set(theirs[3]) == {"observation", "reward", "mask", "done"}
+    assert prioritized.nbytes == uniform.nbytes + prioritized.tree.tree.nbytes

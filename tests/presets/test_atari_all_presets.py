@@ -29,10 +29,10 @@ from looprl.environments.atari import AtariEnvironment  # noqa: E402
 from looprl.environments.bodies import EpisodicLife, RewardClipping  # noqa: E402
 from looprl.experiments import run_experiment  # noqa: E402
 from looprl.experiments.run import make_experiment  # noqa: E402
-from looprl.memory.atari_replay import AtariReplayBuffer  # noqa: E402
-from looprl.memory.nstep import NStepReplayBuffer  # noqa: E402
-from looprl.memory.prioritized import PrioritizedReplayBuffer  # noqa: E402
-from looprl.memory.replay import ExperienceReplayBuffer  # noqa: E402
+from looprl.memory.atari_replay import (  # noqa: E402
+    AtariReplayBuffer,
+    PrioritizedAtariReplayBuffer,
+)
 from looprl.nn.atari_models import nature_c51, nature_rainbow, nature_value  # noqa: E402
 from looprl.presets import load_preset  # noqa: E402
 
@@ -104,8 +104,8 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
     if name in {"dqn", "ddqn", "c51"}:
         assert isinstance(agent.replay_buffer, AtariReplayBuffer) and len(agent.replay_buffer)
     if name == "rainbow":
-        assert isinstance(agent.replay_buffer, NStepReplayBuffer)
-        assert isinstance(agent.replay_buffer.buffer, PrioritizedReplayBuffer)
+        assert type(agent.replay_buffer) is PrioritizedAtariReplayBuffer
+        assert agent.replay_buffer.n_steps == 3 and len(agent.replay_buffer)
     if name == "ppg":
         assert agent.trainer.aux_phases >= 1
 
@@ -118,15 +118,18 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("name", "switches", "buffers"),
+    ("name", "switches", "buffer_type", "n_steps"),
     [
-        ("ddqn", {"prioritized": True}, (PrioritizedReplayBuffer,)),
-        ("rainbow", {"n_steps": 1, "prioritized": False}, (AtariReplayBuffer,)),
+        ("ddqn", {"prioritized": True}, PrioritizedAtariReplayBuffer, 1),
+        ("ddqn", {"n_steps": 3}, AtariReplayBuffer, 3),
+        ("rainbow", {"n_steps": 1, "prioritized": False}, AtariReplayBuffer, 1),
         ("rainbow", {"prioritized": False, "distributional": False, "noisy": False,
-                     "dueling": False}, (NStepReplayBuffer, ExperienceReplayBuffer)),
+                     "dueling": False}, AtariReplayBuffer, 3),
     ],
 )
-def test_replay_switches(name: str, switches: dict, buffers: tuple, tmp_path: Path) -> None:
+def test_replay_switches(
+    name: str, switches: dict, buffer_type: type, n_steps: int, tmp_path: Path
+) -> None:
     env = _env()
     hp = {**SMALL[name], **switches}
     preset = getattr(atari, name).env(env).device("cpu").hyperparameters(**hp).build()
@@ -134,9 +137,7 @@ def test_replay_switches(name: str, switches: dict, buffers: tuple, tmp_path: Pa
     experiment = make_experiment(preset, env, train_steps=80, logdir=str(tmp_path), quiet=True)
     experiment.train(frames=80)
     buffer = _inner(experiment.agent).replay_buffer
-    assert type(buffer) is buffers[0]
-    if len(buffers) > 1:
-        assert type(buffer.buffer) is buffers[1]
+    assert type(buffer) is buffer_type and buffer.n_steps == n_steps
     assert len(buffer) > 0 and not torch.equal(_weights(preset.model), before)
 
 

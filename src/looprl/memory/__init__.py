@@ -1,6 +1,6 @@
 """Memory: replay buffers and on-policy rollout storage (preallocated, O(1) add)."""
 
-from looprl.memory.atari_replay import AtariReplayBuffer
+from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.nstep import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
@@ -10,6 +10,7 @@ __all__ = [
     "AtariReplayBuffer",
     "ExperienceReplayBuffer",
     "NStepReplayBuffer",
+    "PrioritizedAtariReplayBuffer",
     "PrioritizedReplayBuffer",
     "RolloutBuffer",
     "SumTree",

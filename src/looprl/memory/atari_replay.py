@@ -15,6 +15,19 @@ action, reward, ``mask`` and ``done`` of the transition out of it are kept at sl
 needed the frame it overwrites. Like ``ExperienceReplayBuffer``, transitions out of a ``done``
 state are skipped, so episode boundaries (including the ``EpisodicLife`` body's life losses)
 are never crossed.
+
+**N-step returns** (``n_steps > 1``) are computed from the ring when sampling, as Dopamine
+does: slot ``k`` gives ``R = sum_{j<m} gamma^j r[k + j]`` and the state ``m`` steps later,
+with ``m = n_steps`` or fewer when a step in between is ``done`` or the stored sequence
+breaks (slot ``k + j`` holds no stored continuation); ``mask`` and ``done`` are those of the
+last step and ``next_states["discount"]`` is ``gamma^m``. A window only reaches newer
+frames, which the ring overwrites last, so the invalidation above covers it. A transition
+can be sampled (``ready``) once its window is complete: the newest ``n_steps - 1``
+transitions of a running episode wait.
+
+``PrioritizedAtariReplayBuffer`` adds proportional prioritized replay over the ring's slots
+(``memory.prioritized``'s ``SumTree``): slots enter at the largest priority when they become
+ready and drop to 0 when invalidated.
 """
 
 from __future__ import annotations
@@ -26,15 +39,22 @@ import numpy as np
 import torch
 
 from looprl.core import State, StateArray
+from looprl.memory.prioritized import SumTree, importance_weights
+
+__all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
 log = logging.getLogger(__name__)
 
-#: Bytes per slot besides the frame: action (int64), reward and mask (float32), done, valid.
-_METADATA_BYTES = 8 + 4 + 4 + 1 + 1
+#: Bytes per slot besides the frame: action (int64), reward and mask (float32), done, valid,
+#: ready.
+_METADATA_BYTES = 8 + 4 + 4 + 1 + 1 + 1
+
+#: Pending priority changes kept before ``PrioritizedAtariReplayBuffer`` applies them anyway.
+_MAX_PENDING_UPDATES = 4096
 
 
 class AtariReplayBuffer:
-    """Uniform replay of transitions between stacked uint8 frame observations.
+    """Uniform replay of (n-step) transitions between stacked uint8 frame observations.
 
     The interface is that of ``ExperienceReplayBuffer`` (``store``, ``sample``, ``gather``,
     ``len``) for a single environment: each ``next_state``'s observation must be the
@@ -48,6 +68,8 @@ class AtariReplayBuffer:
         generator: torch RNG used for sampling (for reproducibility).
         check_stacking: verify on every ``store`` that frames continue (a few microseconds);
             without it a discontinuous transition is stored with wrong frames.
+        n_steps: steps per transition (``1``: one-step transitions, no ``discount`` entry).
+        discount_factor: gamma of the n-step returns.
     """
 
     def __init__(
@@ -56,17 +78,24 @@ class AtariReplayBuffer:
         device: str | torch.device = "cpu",
         generator: torch.Generator | None = None,
         check_stacking: bool = True,
+        n_steps: int = 1,
+        discount_factor: float = 0.99,
     ):
         if size < 2:
             raise ValueError(f"Replay buffer size must be at least 2, got {size}")
+        if n_steps < 1:
+            raise ValueError(f"n_steps must be >= 1, got {n_steps}")
         self.size = int(size)
         self.device = device
         self.generator = generator
         self.check_stacking = check_stacking
+        self.n_steps = int(n_steps)
+        self.discount_factor = discount_factor
         self.stack = 0
         self._pos = 0  # next slot to write
         self._filled = 0  # slots written so far (up to size)
-        self._count = 0  # valid transitions
+        self._count = 0  # ready transitions
+        self._waiting = 0  # newest transitions of the open sequence that are not ready yet
         self._last: State | None = None  # the state whose newest frame is at _pos - 1
         self.skipped = 0  # transitions skipped because their frames did not continue
         self.frames: torch.Tensor | None = None
@@ -81,26 +110,35 @@ class AtariReplayBuffer:
         """Bytes allocated by the storage (0 before the first ``store``)."""
         if self.frames is None:
             return 0
-        arrays = (self.frames, self.action, self.reward, self.mask, self.done, self.valid)
+        arrays = (
+            self.frames, self.action, self.reward, self.mask, self.done, self.valid, self.ready
+        )
         return sum(a.nbytes for a in arrays)
 
     def __len__(self) -> int:
+        """The number of transitions that can be sampled."""
         return self._count
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
-        if self.size < self.stack + 2:
-            raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack}")
+        if self.size < self.stack + self.n_steps + 1:
+            raise ValueError(
+                f"Replay size {self.size} is too small for stacks of {self.stack} "
+                f"and {self.n_steps}-step returns"
+            )
         frame_shape = tuple(observation.shape[1:])
         self.frames = torch.empty((self.size, *frame_shape), dtype=observation.dtype)
         self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
         self.reward = torch.zeros(self.size, dtype=torch.float32)
         self.mask = torch.zeros(self.size, dtype=torch.float32)
         self.done = torch.zeros(self.size, dtype=torch.bool)
-        self.valid = torch.zeros(self.size, dtype=torch.bool)
+        self.valid = torch.zeros(self.size, dtype=torch.bool)  # a transition is stored
+        self.ready = torch.zeros(self.size, dtype=torch.bool)  # ... and its window complete
         # numpy views of the same memory: scalar writes cost ~0.1 us instead of ~3 us
-        self._np = {k: getattr(self, k).numpy() for k in ("reward", "mask", "done", "valid")}
-        self._offsets = torch.arange(-self.stack + 1, 2)  # a state's frames and the next one
+        names = ("reward", "mask", "done", "valid", "ready")
+        self._np = {k: getattr(self, k).numpy() for k in names}
+        # a state's frames relative to its newest one, and those followed by the next frame
+        self._offsets = (torch.arange(-self.stack + 1, 1), torch.arange(-self.stack + 1, 2))
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store the transition ``state --action--> next_state`` (skipped if ``state`` is
@@ -115,6 +153,7 @@ class AtariReplayBuffer:
         if self.check_stacking and not self._continues(state.observation, next_state):
             return
         if state is not self._last:  # the first transition of a new sequence of frames
+            self._close()
             for frame in state.observation.cpu():
                 self._write_frame(frame)
         k = (self._pos - 1) % self.size
@@ -123,10 +162,16 @@ class AtariReplayBuffer:
         n = self._np
         n["reward"][k] = float(next_state.reward)
         n["mask"][k] = float(next_state.mask)
-        n["done"][k] = bool(next_state.done)
+        done = bool(next_state.done)
+        n["done"][k] = done
         n["valid"][k] = True
-        self._count += 1
         self._last = next_state
+        self._waiting += 1
+        if done:
+            self._close()
+        elif self._waiting == self.n_steps:  # the window of k - n + 1 is now complete
+            self._waiting -= 1
+            self._make_ready((k - self.n_steps + 1) % self.size)
 
     def _continues(self, observation: torch.Tensor, next_state: State) -> bool:
         """Whether ``next_state``'s frames continue ``observation``'s; if not, the
@@ -135,6 +180,7 @@ class AtariReplayBuffer:
         if torch.equal(observation[1:], next_state.observation[:-1]):
             return True
         self.skipped += 1
+        self._close()
         self._last = None
         if self.skipped == 1:
             log.warning(
@@ -143,57 +189,203 @@ class AtariReplayBuffer:
             )
         return False
 
+    def _close(self) -> None:
+        """End the open sequence: its waiting transitions' windows stop at its last state."""
+        newest = self._pos - 2  # the slot of the last stored transition
+        for j in range(self._waiting):
+            self._make_ready((newest - j) % self.size)
+        self._waiting = 0
+
+    def _make_ready(self, k: int) -> None:
+        """Let slot ``k``'s stored transition be sampled."""
+        n = self._np
+        if n["valid"][k] and not n["ready"][k]:
+            n["ready"][k] = True
+            self._count += 1
+            self._entered(k)
+
     def _write_frame(self, frame: torch.Tensor) -> None:
         """Write ``frame`` at the next slot, invalidating the transitions that needed it."""
         p = self._pos
-        valid = self._np["valid"]
+        valid, ready = self._np["valid"], self._np["ready"]
         for j in range(p, p + self.stack):  # transitions whose window starts at or covers p
             j %= self.size
             if valid[j]:
                 valid[j] = False
-                self._count -= 1
+                if ready[j]:
+                    ready[j] = False
+                    self._count -= 1
+                    self._left(j)
         self.frames[p] = frame
         self._pos = (p + 1) % self.size
         self._filled = min(self._filled + 1, self.size)
 
+    def _entered(self, k: int) -> None:
+        """Called when slot ``k`` becomes ready (a hook for prioritized replay)."""
+
+    def _left(self, k: int) -> None:
+        """Called when ready slot ``k`` is invalidated (a hook for prioritized replay)."""
+
     def sample_indices(self, batch_size: int) -> torch.Tensor:
-        """Uniform slots among those holding a valid transition (rejection sampling)."""
+        """Uniform slots among those holding a ready transition (rejection sampling)."""
         if self._count == 0:
             raise RuntimeError("Cannot sample from an empty replay buffer")
         chosen: list[torch.Tensor] = []
         found = 0
         while found < batch_size:
             candidates = torch.randint(0, self._filled, (2 * batch_size,), generator=self.generator)
-            candidates = candidates[self.valid[candidates]]
+            candidates = candidates[self.ready[candidates]]
             chosen.append(candidates)
             found += candidates.shape[0]
         return torch.cat(chosen)[:batch_size]
 
     def sample(self, batch_size: int):
         """A minibatch ``(states, actions, rewards, next_states, weights)`` with stacked
-        uint8 observations (see ``ExperienceReplayBuffer.sample``)."""
+        uint8 observations (see ``ExperienceReplayBuffer.sample``); with ``n_steps > 1``
+        rewards are n-step returns and ``next_states["discount"]`` holds ``gamma^m``."""
         return self.gather(self.sample_indices(batch_size))
+
+    def _windows(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The discounted return, the number of steps ``m`` and the last slot of the n-step
+        window of each slot in ``index`` (one vectorized pass per step)."""
+        returns = self.reward[index]
+        steps = torch.ones_like(index)
+        going = torch.ones_like(index, dtype=torch.bool)
+        for j in range(1, self.n_steps):
+            previous, slot = (index + j - 1) % self.size, (index + j) % self.size
+            going &= ~self.done[previous] & self.valid[slot]  # episode end or break: stop
+            returns = returns + torch.where(going, self.discount_factor**j * self.reward[slot], 0.0)
+            steps += going
+        return returns, steps, (index + steps - 1) % self.size
 
     def gather(self, index: torch.Tensor):
         """The transitions at slots ``index``, in the format of ``sample``."""
-        window = self.frames[(index.unsqueeze(-1) + self._offsets) % self.size]
+        index = index.cpu()
+        returns, steps, last = self._windows(index)
         device = self.device
-        window = window.to(device)
+        if self.n_steps == 1:  # one window of stack + 1 frames holds both observations
+            window = self.frames[(index.unsqueeze(-1) + self._offsets[1]) % self.size].to(device)
+            observation, next_observation = window[:, :-1], window[:, 1:]
+        else:
+            slots = torch.stack([index, last + 1]).unsqueeze(-1) + self._offsets[0]
+            observation, next_observation = self.frames[slots % self.size].to(device)
         n = index.shape[0]
-        rewards = self.reward[index].to(device)
-        states = StateArray({"observation": window[:, :-1]}, (n,), device=device)
+        rewards = returns.to(device)
+        states = StateArray({"observation": observation}, (n,), device=device)
         next_states = StateArray(
             {
-                "observation": window[:, 1:],
+                "observation": next_observation,
                 "reward": rewards,
-                "mask": self.mask[index].to(device),
-                "done": self.done[index].to(device),
+                "mask": self.mask[last].to(device),
+                "done": self.done[last].to(device),
             },
             (n,),
             device=device,
         )
+        if self.n_steps > 1:
+            next_states["discount"] = (self.discount_factor ** steps.float()).to(device)
         weights = torch.ones(n, device=device)
         return states, self.action[index].to(device), rewards, next_states, weights
 
     def update_priorities(self, td_errors: torch.Tensor) -> None:
         """Uniform replay ignores priorities (kept for interface compatibility)."""
+
+
+class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
+    """``AtariReplayBuffer`` with proportional prioritized replay (Schaul et al., 2016).
+
+    Slot ``k`` is sampled with probability ``p_k^alpha / sum_j p_j^alpha``; slots enter at
+    the largest priority seen so far when their transition becomes ready and drop to 0 when
+    it is invalidated, so waiting and overwritten slots are never drawn. ``store`` only
+    queues these changes; the ``SumTree`` applies them in one vectorized update before
+    sampling. Weights and ``update_priorities`` are those of ``PrioritizedReplayBuffer``.
+
+    Args:
+        size, device, generator, check_stacking, n_steps, discount_factor: see
+            ``AtariReplayBuffer``.
+        alpha: how much prioritization is used (``0``: uniform over ready slots).
+        beta: importance-sampling exponent, a float or a schedule with a ``value``
+            property read once per ``gather`` (anneal it to 1 over training).
+        epsilon: added to ``|td_error|`` so that no priority is zero.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        device: str | torch.device = "cpu",
+        generator: torch.Generator | None = None,
+        check_stacking: bool = True,
+        n_steps: int = 1,
+        discount_factor: float = 0.99,
+        alpha: float = 0.6,
+        beta: Any = 0.4,
+        epsilon: float = 1e-5,
+    ):
+        super().__init__(size, device, generator, check_stacking, n_steps, discount_factor)
+        if alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {alpha}")
+        self.alpha = alpha
+        self.beta = beta
+        self.epsilon = epsilon
+        self.tree = SumTree(self.size)
+        self.max_priority = 1.0
+        self._scheduled_beta = hasattr(type(beta), "value")
+        self._updates: list[tuple[int, float]] = []  # (slot, priority or -1 for the maximum)
+        self._last_index: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated by the storage and the sum tree."""
+        return super().nbytes + self.tree.tree.nbytes
+
+    def _entered(self, k: int) -> None:
+        self._queue(k, -1.0)
+
+    def _left(self, k: int) -> None:
+        self._queue(k, 0.0)
+
+    def _queue(self, k: int, priority: float) -> None:
+        self._updates.append((k, priority))
+        if len(self._updates) >= _MAX_PENDING_UPDATES:
+            self._apply_updates()
+
+    def _apply_updates(self) -> None:
+        """Apply the queued priority changes in order (the last one per slot wins)."""
+        if not self._updates:
+            return
+        updates = np.asarray(self._updates)
+        self._updates.clear()
+        priorities = updates[:, 1]
+        priorities[priorities < 0] = self.max_priority**self.alpha
+        self.tree.update(updates[:, 0].astype(np.int64), priorities)
+
+    def sample_indices(self, batch_size: int) -> torch.Tensor:
+        """Slots drawn proportionally to priority, one per equal segment of the total."""
+        self._apply_updates()
+        if self._count == 0:
+            raise RuntimeError("Cannot sample from an empty replay buffer")
+        uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
+        values = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
+        return torch.from_numpy(self.tree.find(values))
+
+    def gather(self, index: torch.Tensor):
+        """The transitions at ``index`` with importance weights normalized over the ready
+        transitions; remembers ``index`` for ``update_priorities``."""
+        self._apply_updates()
+        states, actions, rewards, next_states, _ = super().gather(index)
+        self._last_index = index.cpu().numpy()
+        probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
+        beta = self.beta.value if self._scheduled_beta else self.beta
+        weights = importance_weights(probabilities, self._count, beta).float().to(self.device)
+        return states, actions, rewards, next_states, weights
+
+    def update_priorities(self, td_errors: torch.Tensor) -> None:
+        """Set ``p_k = |td_error_k| + epsilon`` for the slots of the last sample that are
+        still ready."""
+        if self._last_index is None:
+            raise RuntimeError("update_priorities() needs a sample() first")
+        self._apply_updates()
+        priorities = td_errors.detach().abs().double().cpu().numpy().reshape(-1) + self.epsilon
+        self.max_priority = max(self.max_priority, float(priorities.max()))
+        keep = self._np["ready"][self._last_index]
+        self.tree.update(self._last_index[keep], priorities[keep] ** self.alpha)

@@ -6,8 +6,8 @@ library's (published) Atari settings. Each training agent is wrapped in
 sign); the environment reports true game scores. Networks come from ``looprl.nn.cnn``
 (``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``, ``nature_actor_critic``)
 and ``looprl.nn.atari_models`` (``nature_c51``, ``nature_rainbow``, ``nature_value``);
-replay-based presets store frames once in ``AtariReplayBuffer`` (Rainbow's n-step and
-prioritized replay store whole observations: see ``atari.rainbow``).
+replay-based presets store each frame once in ``AtariReplayBuffer`` or, with prioritized
+replay, ``PrioritizedAtariReplayBuffer``; both sample n-step returns from the same ring.
 """
 
 from looprl.presets.atari.a2c import a2c

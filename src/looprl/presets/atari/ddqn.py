@@ -5,10 +5,10 @@ network (Wang et al., 2016, https://arxiv.org/abs/1511.06581), with DQN's Atari 
 (``atari.dqn``: Adam at 1e-4, a target network copied every 1,000 updates, one update every
 4 steps after 80,000 steps, epsilon from 1 to 0.01 over 250,000 steps).
 
-Replay is the frame-deduplicating ``AtariReplayBuffer`` (about 7 GB for 1M transitions).
-``prioritized=True`` switches to ``PrioritizedReplayBuffer`` (alpha 0.5, beta 0.5 annealed to
-1), as the library does; that buffer stores both stacked observations of every transition,
-**about 56 KB per transition** (56 GB for 1M), so pick ``replay_buffer_size`` to fit memory.
+Replay stores each frame once (about 7 GB for 1M transitions): ``AtariReplayBuffer``, or
+with ``prioritized=True`` ``PrioritizedAtariReplayBuffer`` (alpha 0.5, beta 0.5 annealed to
+1), as the library does. ``n_steps > 1`` (default 1) samples n-step returns from the same
+ring. ``replay_buffer`` builds these buffers for ``atari.rainbow`` too.
 """
 
 from __future__ import annotations
@@ -20,35 +20,38 @@ from looprl.agents.dqn import DQNPolicy
 from looprl.approximation import LinearScheduler
 from looprl.core import DummyLogger
 from looprl.environments.bodies import deepmind_atari_body
-from looprl.memory.atari_replay import AtariReplayBuffer
-from looprl.memory.prioritized import PrioritizedReplayBuffer
+from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.nn.cnn import nature_dueling_dqn
 from looprl.presets.atari.common import require_frames
 from looprl.presets.atari.dqn import DQNAtariPreset
 from looprl.presets.atari.dqn import default_hyperparameters as dqn_defaults
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import require_positive
 
 default_hyperparameters: dict[str, Any] = {
     **dqn_defaults,
     "dueling": True,
+    "n_steps": 1,
     "prioritized": False,
     "alpha": 0.5,
     "beta": 0.5,
 }
 
 
-def prioritized_replay(
-    hp: dict[str, Any], device: Any, train_steps: float
-) -> PrioritizedReplayBuffer:
-    """A ``PrioritizedReplayBuffer`` kept in CPU memory whose beta anneals to 1 over the
+def replay_buffer(hp: dict[str, Any], device: Any, train_steps: float) -> AtariReplayBuffer:
+    """The frame ring of ``hp['replay_buffer_size']`` slots with ``hp['n_steps']``-step
+    returns, prioritized when ``hp['prioritized']``: beta then anneals to 1 over the
     gradient steps of ``train_steps`` agent steps (constant when the budget is unknown)."""
+    size, n_steps, gamma = hp["replay_buffer_size"], hp["n_steps"], hp["discount_factor"]
+    if not hp["prioritized"]:
+        return AtariReplayBuffer(size, device, n_steps=n_steps, discount_factor=gamma)
     beta: Any = hp["beta"]
     if train_steps != float("inf"):
         steps = max(train_steps - hp["replay_start_size"], 1)
         samples = int(steps / hp["update_frequency"] * hp["gradient_steps"])
         beta = LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")
-    return PrioritizedReplayBuffer(
-        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta, device=device, store_device="cpu"
+    return PrioritizedAtariReplayBuffer(
+        size, device, n_steps=n_steps, discount_factor=gamma, alpha=hp["alpha"], beta=beta
     )
 
 
@@ -58,6 +61,7 @@ class DDQNAtariPreset(DQNAtariPreset):
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
+        require_positive(hyperparameters, "n_steps")
         if hyperparameters["dueling"]:  # replaces DQN's plain Nature network
             frames = require_frames(env, "DDQN")
             self.model = nature_dueling_dqn(self.num_actions, frames).to(device)
@@ -69,14 +73,10 @@ class DDQNAtariPreset(DQNAtariPreset):
             hp["final_exploration_step"], name="epsilon",
         )
         policy = DQNPolicy(self._q(logger or DummyLogger()), self.num_actions, epsilon)
-        if hp["prioritized"]:
-            buffer: Any = prioritized_replay(hp, self.device, train_steps)
-        else:
-            buffer = AtariReplayBuffer(hp["replay_buffer_size"], device=self.device)
         agent = DDQN(
             policy,
             DDQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
-            buffer,
+            replay_buffer(hp, self.device, train_steps),
             minibatch_size=hp["minibatch_size"],
             replay_start_size=hp["replay_start_size"],
             update_frequency=hp["update_frequency"],

@@ -8,12 +8,11 @@ copied every 1,000 updates and epsilon from 0.02 to 0 over 250,000 steps on top 
 noise. Every extension has its switch (``double``, ``dueling``, ``noisy``, ``n_steps``,
 ``prioritized``, ``distributional``), as in ``classic_control.rainbow``.
 
-**Memory.** ``NStepReplayBuffer`` and ``PrioritizedReplayBuffer`` store both stacked
-observations of every transition (``ExperienceReplayBuffer`` storage, kept in CPU memory):
-about 56 KB per transition, so the paper's 1M transitions would need 56 GB. The default
-``replay_buffer_size`` is therefore 100,000 (5.6 GB); raise it where memory allows. With
-``n_steps=1`` and ``prioritized=False`` the preset uses the frame-deduplicating
-``AtariReplayBuffer`` instead (7 KB per transition).
+**Memory.** Replay is the frame ring of ``atari.ddqn.replay_buffer``:
+``PrioritizedAtariReplayBuffer`` (or ``AtariReplayBuffer`` with ``prioritized=False``), which
+stores each frame once and computes the n-step returns when sampling, about 7 KB per
+transition. The default ``replay_buffer_size`` is the paper's 1,000,000 (about 7 GB of CPU
+memory when full, allocated lazily).
 """
 
 from __future__ import annotations
@@ -28,13 +27,10 @@ from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
 from looprl.environments.bodies import deepmind_atari_body
-from looprl.memory.atari_replay import AtariReplayBuffer
-from looprl.memory.nstep import NStepReplayBuffer
-from looprl.memory.replay import ExperienceReplayBuffer
 from looprl.nn.atari_models import nature_rainbow
 from looprl.presets.atari.c51 import require_support
 from looprl.presets.atari.common import require_frames
-from looprl.presets.atari.ddqn import prioritized_replay
+from looprl.presets.atari.ddqn import replay_buffer
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -47,7 +43,7 @@ default_hyperparameters: dict[str, Any] = {
     "gradient_steps": 1,
     "target_update_frequency": 1000,
     "replay_start_size": 80_000,
-    "replay_buffer_size": 100_000,
+    "replay_buffer_size": 1_000_000,
     "initial_exploration": 0.02,
     "final_exploration": 0.0,
     "final_exploration_step": 250_000,
@@ -100,21 +96,6 @@ class RainbowAtariPreset(Preset):
             )
         return QNetwork(model, **kwargs)
 
-    def _replay(self, train_steps: float) -> Any:
-        """N-step around prioritized (or uniform) replay; ``AtariReplayBuffer`` for neither."""
-        hp = self.hyperparameters
-        if hp["prioritized"]:
-            buffer: Any = prioritized_replay(hp, self.device, train_steps)
-        elif hp["n_steps"] > 1:
-            buffer = ExperienceReplayBuffer(
-                hp["replay_buffer_size"], device=self.device, store_device="cpu"
-            )
-        else:
-            return AtariReplayBuffer(hp["replay_buffer_size"], device=self.device)
-        if hp["n_steps"] > 1:
-            buffer = NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], buffer)
-        return buffer
-
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         hp = self.hyperparameters
         q = self._q(
@@ -135,7 +116,7 @@ class RainbowAtariPreset(Preset):
         agent = Rainbow(
             policy,
             trainer,
-            self._replay(train_steps),
+            replay_buffer(hp, self.device, train_steps),
             minibatch_size=hp["minibatch_size"],
             replay_start_size=hp["replay_start_size"],
             update_frequency=hp["update_frequency"],
