@@ -116,9 +116,11 @@ def sb3_run(algo: str, seed: int, eval_every: int, eval_episodes: int) -> Run:
 def floor_seconds(algo: str) -> float:
     """Seconds of the bare work both libraries must do: the same env steps and gradient steps.
 
-    Raw Gymnasium steps with one no-grad forward per step for acting, plus the same number
-    of forward/backward/Adam steps on the same network and batch shapes, in a bare PyTorch
-    loop (no buffers, no logging, no library). No implementation can beat this by much.
+    Raw Gymnasium steps with the no-grad forward passes of acting (PPO: actor and critic),
+    plus the same number of forward/backward/Adam steps on the same networks and batch
+    shapes (PPO: actor and critic together, as both libraries train them), in a bare PyTorch
+    loop (no buffers, no losses beyond a trivial one, no logging, no library). No eager
+    PyTorch implementation can beat this by much.
     """
     import gymnasium as gym
     from torch import nn
@@ -127,25 +129,34 @@ def floor_seconds(algo: str) -> float:
         return nn.Sequential(nn.Linear(4, hidden), act(), nn.Linear(hidden, hidden), act(),
                              nn.Linear(hidden, out))
 
-    if algo == "ppo":
+    ppo = algo == "ppo"
+    if ppo:  # actor and critic, both used to act and both trained by one optimizer
         n_envs, batch, grad_steps = 8, 256, BUDGET[algo] // 256 * 20
         nets = nn.ModuleList([mlp(2, 64, nn.Tanh), mlp(1, 64, nn.Tanh)])
-    else:
+        trained = nets.parameters()
+    else:  # the online network acts and is trained; the target network gives targets
         n_envs, batch, grad_steps = 1, 64, (BUDGET[algo] - 1000) // 256 * 128
-        nets = nn.ModuleList([mlp(2, 256, nn.ReLU), mlp(2, 256, nn.ReLU)])  # online, target
+        nets = nn.ModuleList([mlp(2, 256, nn.ReLU), mlp(2, 256, nn.ReLU)])
+        trained = nets[0].parameters()
     env = gym.make_vec(ENV, num_envs=n_envs, vectorization_mode="vector_entry_point")
-    optimizer = torch.optim.Adam(nets[0].parameters(), fused=True)
+    optimizer = torch.optim.Adam(trained, fused=True)
     obs, _ = env.reset(seed=0)
     x = torch.randn(batch, 4)
     start = time.perf_counter()
     with torch.no_grad():
         for _ in range(BUDGET[algo] // n_envs):
-            action = nets[0](torch.from_numpy(obs)).argmax(-1).numpy()
+            observation = torch.from_numpy(obs)
+            action = nets[0](observation).argmax(-1).numpy()
+            if ppo:
+                nets[1](observation)
             obs, *_ = env.step(action)
     for _ in range(grad_steps):
-        with torch.no_grad():
-            target = nets[1](x).max(-1).values
-        loss = (nets[0](x).max(-1).values - target).square().mean()
+        if ppo:
+            loss = nets[0](x).max(-1).values.mean() + nets[1](x).square().mean()
+        else:
+            with torch.no_grad():
+                target = nets[1](x).max(-1).values
+            loss = (nets[0](x).max(-1).values - target).square().mean()
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

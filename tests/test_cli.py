@@ -218,6 +218,22 @@ def test_watch_writes_gif_without_display(
     gif.unlink()
 
 
+def test_watch_a_trained_multiagent_preset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = ["train", "multiagent.dqn", "tictactoe_v3", "--frames", "100", "--test-episodes",
+             "1", "--logdir", str(tmp_path), "--quiet", "--seed", "0"]
+    assert main(train) == 0
+    run_dir = tmp_path / "independent_dqn" / "tictactoe_v3"
+    capsys.readouterr()
+    assert main(["watch", str(run_dir), "--episodes", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("episode 1: returns player_1 ")
+    assert out[1].startswith("episode 2: returns player_1 ")
+    assert out[-1] == f"animation: {run_dir / 'watch.gif'}"
+    assert (run_dir / "watch.gif").read_bytes()[:6] == b"GIF89a"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pygame") is None, reason="needs pygame")
 def test_watch_renders_cartpole_with_pygame(
     trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]

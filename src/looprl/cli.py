@@ -130,7 +130,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
         preset.test_agent(), env, args.episodes, args.fps, gif, max_steps=args.max_steps
     )
     for i, episode_return in enumerate(returns):
-        print(f"episode {i + 1}: return {episode_return:.1f}")
+        if isinstance(episode_return, dict):  # a multi-agent episode: each agent's return
+            episode_return = ", ".join(f"{k} {v:.1f}" for k, v in episode_return.items())
+            print(f"episode {i + 1}: returns {episode_return}")
+        else:
+            print(f"episode {i + 1}: return {episode_return:.1f}")
     if path is not None:
         print(f"animation: {path}")
     return 0

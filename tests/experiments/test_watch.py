@@ -48,10 +48,38 @@ def test_watch_env_for_atari_and_mujoco() -> None:
     env.close()
 
 
-def test_watch_env_rejects_multiagent_presets() -> None:
+def test_watch_multiagent_preset_plays_turns_into_a_gif(tmp_path) -> None:
+    from looprl.agents import IndependentMultiagent, RandomAgent
     from looprl.environments import MultiagentPettingZooEnv
     from looprl.presets.multiagent import dqn
 
     preset = dqn.env(MultiagentPettingZooEnv("tictactoe_v3")).device("cpu").build()
-    with pytest.raises(ValueError, match="multi-agent"):
-        watch.watch_env(preset, "tictactoe_v3", to_file=True)
+    env = watch.watch_env(preset, "tictactoe_v3", to_file=True)
+    assert isinstance(env, MultiagentPettingZooEnv)
+    players = {name: RandomAgent(env.action_space(name), seed=i)
+               for i, name in enumerate(env.possible_agents)}
+    returns, path = watch.watch(IndependentMultiagent(players), env, episodes=3,
+                                gif=tmp_path / "game.gif")
+    assert len(returns) == 3
+    for episode in returns:
+        assert set(episode) == {"player_1", "player_2"}
+        assert sum(episode.values()) == 0.0  # a zero-sum game: win/loss +-1 or a draw
+        assert set(episode.values()) <= {-1.0, 0.0, 1.0}
+    assert any(v != 0.0 for episode in returns for v in episode.values())  # someone won
+    assert path.read_bytes()[:6] == b"GIF89a"
+
+
+def test_watch_multiagent_max_steps_cuts_the_game(tmp_path) -> None:
+    from looprl.agents import IndependentMultiagent, RandomAgent
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.environments.multiagent import make_zoo_env
+
+    env = MultiagentPettingZooEnv(make_zoo_env("tictactoe_v3", render_mode="rgb_array"))
+    players = {name: RandomAgent(env.action_space(name)) for name in env.possible_agents}
+    returns, _ = watch.watch(IndependentMultiagent(players), env, max_steps=2,
+                             gif=tmp_path / "cut.gif")
+    assert returns == [{"player_1": 0.0, "player_2": 0.0}]
+    from PIL import Image
+
+    with Image.open(tmp_path / "cut.gif") as image:
+        assert image.n_frames == 3  # two turns played, then the cut

@@ -1,4 +1,9 @@
-"""Watch a trained agent: on screen when a display exists, else into a GIF file."""
+"""Watch a trained agent: on screen when a display exists, else into a GIF file.
+
+Single-agent environments play one episode at a time; multi-agent ones
+(``MultiagentEnvironment``) play seed 003's turn-by-turn loop, and their returns are one
+``{agent: return}`` dict per episode.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,11 @@ import numpy as np
 
 from looprl.environments import AtariEnvironment, GymEnvironment, MujocoEnvironment
 from looprl.environments.mujoco import is_mujoco_id
+from looprl.environments.multiagent import (
+    MultiagentEnvironment,
+    MultiagentPettingZooEnv,
+    make_zoo_env,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +42,17 @@ def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
     """The environment a saved ``preset`` acts in, set up for rendering.
 
     Atari presets get an ``AtariEnvironment`` (which renders its preprocessed frames),
-    MuJoCo ids a ``MujocoEnvironment``, anything else a ``GymEnvironment``.
+    multi-agent presets a ``MultiagentPettingZooEnv``, MuJoCo ids a ``MujocoEnvironment``,
+    anything else a ``GymEnvironment``.
     """
     family = type(preset).__module__.split(".")[2]
-    if family == "multiagent":
-        raise ValueError("Watching multi-agent presets is not supported yet")
     if to_file:
         offscreen_rendering()
     if family == "atari":
         return AtariEnvironment(env_id)
+    if family == "multiagent":
+        zoo_env = make_zoo_env(env_id, render_mode="rgb_array" if to_file else "human")
+        return MultiagentPettingZooEnv(zoo_env, name=env_id)
     make = MujocoEnvironment if is_mujoco_id(env_id) else GymEnvironment
     return make(env_id, render_mode="rgb_array" if to_file else "human")
 
@@ -52,16 +64,19 @@ def watch(
     fps: float = 50.0,
     gif: str | Path | None = None,
     max_steps: int = 10_000,
-) -> tuple[list[float], Path | None]:
+) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """Play ``episodes`` episodes of ``agent`` in ``env`` and show them.
 
     With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
     at ``fps``; otherwise ``env.render()`` frames are written to ``gif``. An episode is cut
-    after ``max_steps`` steps. Returns the episode returns and the GIF path (or ``None``).
+    after ``max_steps`` steps (turns, in a multi-agent environment). Returns the episode
+    returns (``{agent: return}`` dicts for a ``MultiagentEnvironment``, whose ``agent`` is a
+    ``Multiagent``) and the GIF path (or ``None``).
     """
     frames: list[np.ndarray] | None = [] if gif is not None else None
+    play = _play_multiagent if isinstance(env, MultiagentEnvironment) else _play
     try:
-        returns = [_play(agent, env, frames, fps, max_steps) for _ in range(episodes)]
+        returns = [play(agent, env, frames, fps, max_steps) for _ in range(episodes)]
     finally:
         env.close()
     if frames is None:
@@ -85,6 +100,25 @@ def _play(agent: Any, env: Any, frames: list | None, fps: float, max_steps: int)
             return episode_return
         state = env.step(agent.act(state))
         episode_return += float(state.reward)
+
+
+def _play_multiagent(
+    multiagent: Any, env: MultiagentEnvironment, frames: list | None, fps: float, max_steps: int
+) -> dict[str, float]:
+    env.reset()
+    returns = dict.fromkeys(env.possible_agents, 0.0)
+    for turn, name in enumerate(env.agent_iter()):
+        if frames is not None:
+            frames.append(env.render())
+        else:
+            time.sleep(1.0 / fps)
+        if turn == max_steps:
+            log.warning("Episode cut after %d turns (max_steps)", max_steps)
+            break
+        state = env.last()
+        returns[name] += float(state.reward)
+        env.step(None if state.done else multiagent.act(state))
+    return returns
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
