@@ -99,6 +99,26 @@ def test_presets_reject_bad_hyperparameters() -> None:
         vqn.env(GymEnvironment("Pendulum-v1")).build()
 
 
+def _lr_after_50_updates(builder, train_steps: float, **hyperparameters) -> float:
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.env(env).hyperparameters(n_envs=4, lr=1e-3, **hyperparameters)
+    agent = preset.device("cpu").build().agent(train_steps=train_steps)
+    states = StateArray({"observation": torch.zeros(4, 4), "reward": torch.zeros(4),
+                         "done": torch.zeros(4, dtype=torch.bool)}, (4,))
+    for _ in range(51):  # the first call only acts; the next 50 each take one update
+        agent.act(states)
+    return agent.policy.q.optimizer.param_groups[0]["lr"]
+
+
+def test_vqn_linear_lr_decays_over_the_training_budget() -> None:
+    # 400 steps of 4 environments are 100 updates: after 50 the rate is halved
+    assert _lr_after_50_updates(vqn, 400) == pytest.approx(5e-4)
+    assert _lr_after_50_updates(vqn, 400, linear_lr=False) == 1e-3
+    assert _lr_after_50_updates(vqn, float("inf")) == 1e-3  # no budget, nothing to decay over
+    assert _lr_after_50_updates(vsarsa, 400) == 1e-3  # vsarsa keeps a constant rate
+    assert _lr_after_50_updates(vsarsa, 400, linear_lr=True) == pytest.approx(5e-4)
+
+
 def test_noisy_layer_is_noisy_in_training_and_mean_in_eval() -> None:
     torch.manual_seed(0)
     layer = NoisyFactorizedLinear(3, 2, sigma_init=0.5)
