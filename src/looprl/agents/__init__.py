@@ -24,6 +24,7 @@ from looprl.agents.independent import (
 from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
 from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
 from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
+from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
@@ -72,6 +73,7 @@ __all__ = [
     "Rainbow",
     "RainbowTestAgent",
     "RandomAgent",
+    "ReplayAgent",
     "SAC",
     "SACPolicy",
     "SACTestAgent",

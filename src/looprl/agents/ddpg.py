@@ -20,6 +20,7 @@ from torch import nn
 
 from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss
 from looprl.agents.losses.value import td_target
+from looprl.agents.replay import ReplayAgent
 from looprl.approximation import Approximation
 from looprl.core import (
     Agent,
@@ -197,7 +198,7 @@ class DDPGTrainer(Trainer):
         return loss.detach()
 
 
-class OffPolicyAgent(Agent):
+class OffPolicyAgent(ReplayAgent):
     """Local replay-based agent of DDPG, TD3 and SAC (single environment).
 
     Acts uniformly at random for the first ``replay_start_size`` steps, then with the
@@ -226,18 +227,12 @@ class OffPolicyAgent(Agent):
         logger: Logger | None = None,
         log_every: int = 1000,
     ):
-        self.policy = policy
-        self.trainer = trainer
-        self.replay_buffer = replay_buffer
-        self.minibatch_size = minibatch_size
-        self.replay_start_size = replay_start_size
-        self.update_frequency = update_frequency
-        self.gradient_steps = gradient_steps
+        super().__init__(
+            policy, trainer, replay_buffer,
+            minibatch_size, replay_start_size, update_frequency, gradient_steps,
+        )
         self.logger = logger or DummyLogger()
         self.log_every = log_every
-        self._state: State | None = None
-        self._action: Any = None
-        self._frames_seen = 0
         self._updates = 0
 
     def act(self, state: State) -> torch.Tensor:
@@ -249,14 +244,6 @@ class OffPolicyAgent(Agent):
         else:
             self._action = self.policy.act(state)
         return self._action
-
-    def _should_train(self) -> bool:
-        self._frames_seen += 1
-        return (
-            self._frames_seen > self.replay_start_size
-            and self._frames_seen % self.update_frequency == 0
-            and len(self.replay_buffer) > 0
-        )
 
     def _train(self) -> None:
         if not self._should_train():

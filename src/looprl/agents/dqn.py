@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from looprl.agents.losses import dqn_loss, td_target
+from looprl.agents.replay import ReplayAgent
 from looprl.core import (
     Agent,
     Policy,
@@ -100,7 +101,7 @@ class DQNTrainer(Trainer):
         return {"loss": loss.detach()}
 
 
-class DQN(Agent):
+class DQN(ReplayAgent):
     """Local DQN agent (single environment), as in seed 003.
 
     Args:
@@ -122,16 +123,10 @@ class DQN(Agent):
         update_frequency: int = 1,
         gradient_steps: int = 1,
     ):
-        self.policy = policy
-        self.trainer = trainer
-        self.replay_buffer = replay_buffer
-        self.minibatch_size = minibatch_size
-        self.replay_start_size = replay_start_size
-        self.update_frequency = update_frequency
-        self.gradient_steps = gradient_steps
-        self._state: State | None = None
-        self._action: Any = None
-        self._frames_seen = 0
+        super().__init__(
+            policy, trainer, replay_buffer,
+            minibatch_size, replay_start_size, update_frequency, gradient_steps,
+        )
 
     def act(self, state: State) -> Any:
         self.replay_buffer.store(self._state, self._action, state)
@@ -139,14 +134,6 @@ class DQN(Agent):
         self._state = state
         self._action = self.policy.act(state)
         return self._action
-
-    def _should_train(self) -> bool:
-        self._frames_seen += 1
-        return (
-            self._frames_seen > self.replay_start_size
-            and self._frames_seen % self.update_frequency == 0
-            and len(self.replay_buffer) > 0
-        )
 
     def _train(self) -> None:
         if self._should_train():

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 
 from looprl.core import State, StateArray
-from looprl.environments.base import Environment, VectorEnvironment
-from looprl.environments.vector import state_array_from_numpy
+from looprl.environments.base import Environment
+from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
 
 #: Options of the DeepMind preprocessing and their defaults (see the module docstring).
 DEEPMIND_OPTIONS: dict[str, Any] = {
@@ -139,7 +139,7 @@ def _actions(action: Any, n: int) -> np.ndarray:
     return np.asarray(action, dtype=np.int64).reshape(n)
 
 
-class AtariVectorEnvironment(VectorEnvironment):
+class AtariVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env.
 
     States are ``StateArray`` batches with ``observation`` ``(n_envs, 4, 84, 84)`` uint8 plus
@@ -164,15 +164,11 @@ class AtariVectorEnvironment(VectorEnvironment):
         num_threads: int | None = None,
         **options: Any,
     ):
-        self._env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
+        env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
+        super().__init__(env, _camel(rom_id(name)), n_envs, device, seed)
         self._arguments = (name, num_threads, options)
-        self.name = _camel(rom_id(name))
-        self.n_envs = n_envs
-        self.device = device
         self.options = {**DEEPMIND_OPTIONS, **options}
-        self._seed = seed
         self._lives = np.zeros(n_envs, dtype=np.int32)
-        self._state: StateArray | None = None
 
     @property
     def env(self) -> Any:
@@ -203,28 +199,11 @@ class AtariVectorEnvironment(VectorEnvironment):
             life_lost=np.asarray(life_lost, dtype=bool), lives=np.asarray(lives, dtype=np.int64),
         )
 
-    @property
-    def state_array(self) -> StateArray:
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
-
-    @property
-    def observation_space(self) -> gym.Space:
-        return self._env.single_observation_space
-
-    @property
-    def action_space(self) -> gym.Space:
-        return self._env.single_action_space
-
     def copy(self) -> AtariVectorEnvironment:
         name, num_threads, options = self._arguments
         return AtariVectorEnvironment(
             name, self.n_envs, self.device, num_threads=num_threads, **options
         )
-
-    def close(self) -> None:
-        self._env.close()
 
 
 class AtariEnvironment(Environment):
@@ -290,12 +269,6 @@ class AtariEnvironment(Environment):
             "lives": int(states["lives"][0]),
         }
         return State(x, device=states.device)
-
-    @property
-    def state(self) -> State:
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
 
     @property
     def observation_space(self) -> gym.Space:

@@ -24,11 +24,39 @@ import torch
 from looprl.core import State, StateArray
 
 
-class Environment(ABC):
-    """A single environment producing torch ``State`` objects."""
+class _Spaces(ABC):
+    """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces."""
 
     name: str
     device: str | torch.device
+
+    @property
+    @abstractmethod
+    def observation_space(self) -> Any:
+        """The Gymnasium observation space of one (sub-)environment."""
+
+    @property
+    @abstractmethod
+    def action_space(self) -> Any:
+        """The Gymnasium action space of one (sub-)environment."""
+
+    @property
+    def state_space(self) -> Any:
+        """Alias of ``observation_space`` (the autonomous-learning-library's name)."""
+        return self.observation_space
+
+    def close(self) -> None:
+        """Release the environment's resources."""
+
+
+class Environment(_Spaces):
+    """A single environment producing torch ``State`` objects.
+
+    ``reset`` and ``step`` store the state they return in ``_state``, which ``state``
+    reads (or a subclass overrides ``state``).
+    """
+
+    _state: State | None = None
 
     @abstractmethod
     def reset(self) -> State:
@@ -39,53 +67,39 @@ class Environment(ABC):
         """Apply ``action`` (a tensor or python number) and return the next state."""
 
     @property
-    @abstractmethod
     def state(self) -> State:
-        """The current state."""
+        """The current state: what the last ``reset`` or ``step`` stored in ``_state``."""
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
 
     @property
     def done(self) -> bool:
         """Whether the current episode has ended (terminated or truncated)."""
         return bool(self.state.done)
 
-    @property
-    @abstractmethod
-    def observation_space(self) -> Any:
-        """The Gymnasium observation space of one environment."""
-
-    @property
-    @abstractmethod
-    def action_space(self) -> Any:
-        """The Gymnasium action space of one environment."""
-
-    @property
-    def state_space(self) -> Any:
-        """Alias of ``observation_space`` (the autonomous-learning-library's name)."""
-        return self.observation_space
-
     def render(self, **kwargs: Any) -> Any:
         """Render the environment (if it was created with a ``render_mode``)."""
-
-    def close(self) -> None:
-        """Release the environment's resources."""
 
     @abstractmethod
     def duplicate(self, n: int) -> VectorEnvironment:
         """A vector environment of ``n`` independent copies of this environment."""
 
 
-class VectorEnvironment(ABC):
+class VectorEnvironment(_Spaces):
     """``n_envs`` environments stepped together, producing ``StateArray`` batches.
 
     Sub-environments reset automatically on the step *after* they report ``done``
     (Gymnasium's next-step autoreset): the action sent to a ``done`` row is ignored and
     the row comes back as the first state of a new episode with reward 0. Agents treat the
     transition out of a ``done`` state as invalid.
+
+    ``reset`` and ``step`` store the batch they return in ``_state``, which
+    ``state_array`` reads (or a subclass overrides ``state_array``).
     """
 
-    name: str
-    device: str | torch.device
     n_envs: int
+    _state: StateArray | None = None
 
     @abstractmethod
     def reset(self) -> StateArray:
@@ -96,28 +110,16 @@ class VectorEnvironment(ABC):
         """Step every sub-environment with one action per row."""
 
     @property
-    @abstractmethod
     def state_array(self) -> StateArray:
-        """The current batch of states."""
+        """The current batch: what the last ``reset`` or ``step`` stored in ``_state``."""
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
 
     @property
     def state(self) -> StateArray:
         """Alias of ``state_array``."""
         return self.state_array
-
-    @property
-    @abstractmethod
-    def observation_space(self) -> Any:
-        """The observation space of one sub-environment."""
-
-    @property
-    @abstractmethod
-    def action_space(self) -> Any:
-        """The action space of one sub-environment."""
-
-    @property
-    def state_space(self) -> Any:
-        return self.observation_space
 
     def copy(self) -> VectorEnvironment:
         """A new, independent vector environment of the same kind and size.
@@ -127,6 +129,3 @@ class VectorEnvironment(ABC):
         ``NotImplementedError`` (the default).
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement copy()")
-
-    def close(self) -> None:
-        """Release the environments' resources."""

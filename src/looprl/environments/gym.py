@@ -92,12 +92,6 @@ class GymEnvironment(Environment):
         return self._state
 
     @property
-    def state(self) -> State:
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
-
-    @property
     def observation_space(self) -> gym.Space:
         return self._env.observation_space
 

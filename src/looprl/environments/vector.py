@@ -50,7 +50,49 @@ def state_array_from_numpy(
     return StateArray(x, (len(x["reward"]),), device=device)
 
 
-class GymVectorEnvironment(VectorEnvironment):
+class NumpyVectorEnvironment(VectorEnvironment):
+    """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API.
+
+    Holds the wrapped environment (in ``_env``) and gives its spaces; subclasses implement
+    ``reset`` and ``step``, storing the batch they return in ``_state``.
+
+    Args:
+        env: the wrapped vector environment (``single_observation_space``,
+            ``single_action_space``, ``reset(seed=...)``, ``step``, ``close``).
+        name: display name.
+        n_envs: number of copies.
+        device: where tensors are put.
+        seed: seed of the first reset (copy ``i`` gets ``seed + i``).
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        name: str,
+        n_envs: int,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+    ):
+        self._env = env
+        self.name = name
+        self.n_envs = n_envs
+        self.device = device
+        self._seed = seed
+        self._state: StateArray | None = None
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self._env.single_observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self._env.single_action_space
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class GymVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of a Gymnasium environment, stepped as one batch.
 
     Autoreset is next-step (see ``VectorEnvironment``). Observations, rewards, ``done``
@@ -73,14 +115,10 @@ class GymVectorEnvironment(VectorEnvironment):
         seed: int | None = None,
         **make_kwargs: Any,
     ):
-        self._env = make_vector_env(env, n_envs, **make_kwargs)
+        vector_env = make_vector_env(env, n_envs, **make_kwargs)
+        super().__init__(vector_env, name or env, n_envs, device, seed)
         self._id = env
         self._make_kwargs = make_kwargs
-        self.name = name or env
-        self.n_envs = n_envs
-        self.device = device
-        self._seed = seed
-        self._state: StateArray | None = None
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
 
     @property
@@ -106,24 +144,7 @@ class GymVectorEnvironment(VectorEnvironment):
     def _make_state(self, obs, reward, terminated, truncated) -> StateArray:
         return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
 
-    @property
-    def state_array(self) -> StateArray:
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
-
-    @property
-    def observation_space(self) -> gym.Space:
-        return self._env.single_observation_space
-
-    @property
-    def action_space(self) -> gym.Space:
-        return self._env.single_action_space
-
     def copy(self) -> GymVectorEnvironment:
         return GymVectorEnvironment(
             self._id, self.n_envs, self.device, self.name, **self._make_kwargs
         )
-
-    def close(self) -> None:
-        self._env.close()

@@ -1,0 +1,58 @@
+"""``ReplayAgent``: the base of the local agents that learn from a replay buffer.
+
+DQN (and DDQN, C51, Rainbow) and the continuous agents (DDPG, TD3, SAC) share how they
+hold their parts and when they train: nothing for the first ``replay_start_size`` steps,
+then every ``update_frequency`` steps. Each subclass writes its own ``act`` and
+``_train``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from looprl.core import Agent, Policy, State, Trainer
+
+__all__ = ["ReplayAgent"]
+
+
+class ReplayAgent(Agent):
+    """Base of local replay agents (single environment): their parts and training schedule.
+
+    Args:
+        policy, trainer: the algorithm.
+        replay_buffer: an ``ExperienceReplayBuffer`` (or a prioritized/n-step one).
+        minibatch_size: transitions per gradient step.
+        replay_start_size: steps collected before training starts.
+        update_frequency: steps between training phases.
+        gradient_steps: gradient steps per training phase.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        trainer: Trainer,
+        replay_buffer: Any,
+        minibatch_size: int,
+        replay_start_size: int,
+        update_frequency: int,
+        gradient_steps: int,
+    ):
+        self.policy = policy
+        self.trainer = trainer
+        self.replay_buffer = replay_buffer
+        self.minibatch_size = minibatch_size
+        self.replay_start_size = replay_start_size
+        self.update_frequency = update_frequency
+        self.gradient_steps = gradient_steps
+        self._state: State | None = None
+        self._action: Any = None
+        self._frames_seen = 0
+
+    def _should_train(self) -> bool:
+        """Count this step; whether a training phase is due after it."""
+        self._frames_seen += 1
+        return (
+            self._frames_seen > self.replay_start_size
+            and self._frames_seen % self.update_frequency == 0
+            and len(self.replay_buffer) > 0
+        )
