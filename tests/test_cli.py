@@ -64,7 +64,7 @@ def test_train_writes_run_directory(trained: tuple[Path, str]) -> None:
     assert (run_dir / "run.json").exists()
     assert list(run_dir.glob("events.out.tfevents.*"))
     lines = stdout.splitlines()
-    assert lines[0].startswith("ppo on CartPole-v1: 3000 frames, ")
+    assert lines[0].startswith("ppo on CartPole-v1: 3,000 frames, ")
     assert any(line.startswith("evaluation: mean return ") and "over 3 episodes" in line
                for line in lines)
     assert any(line.startswith("logs:") and str(run_dir) in line for line in lines)

@@ -93,7 +93,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     run_dir = Path(result.log_dir)
     preset.save(str(run_dir / "preset.pt"))
-    print(f"{result.agent} on {result.env}: {result.frames} frames, {result.episodes} episodes")
+    print(f"{result.agent} on {result.env}: {result.frames:,} frames, {result.episodes:,} episodes")
     if result.test_returns:
         print(
             f"evaluation: mean return {result.test_mean:.1f} +/- {result.test_std:.1f} "

@@ -35,7 +35,7 @@ def test_bar_shows_frames_episodes_and_return() -> None:
             bar.update(frame + 1, 17, 123.456)
     text = buffer.getvalue()
     assert "dqn CartPole-v1" in text
-    assert "2000/2000" in text
+    assert "2,000/2,000 frames" in text
     assert "fps" in text
     assert "episodes 17" in text
     assert "return(100) 123.5" in text
@@ -51,3 +51,45 @@ def test_nan_return_and_update_outside_context() -> None:
     bar.close()
     bar.close()  # idempotent
     assert "return(100) -" in buffer.getvalue()
+
+
+def _plain_console(buffer: io.StringIO) -> Console:
+    return Console(file=buffer, force_terminal=False, width=80, color_system=None)
+
+
+def test_plain_lines_at_every_tenth_when_not_a_terminal() -> None:
+    buffer = io.StringIO()
+    with TrainingProgress(2000, "ppo on CartPole-v1", console=_plain_console(buffer)) as bar:
+        for frame in range(8, 2001, 8):  # 8 environments per step
+            bar.update(frame, frame // 100, 50.0)
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 10  # one per tenth, none cut to the console's 80 columns
+    assert lines[0].startswith("ppo on CartPole-v1: 200/2,000 frames (10%), ")
+    assert lines[-1].startswith("ppo on CartPole-v1: 2,000/2,000 frames (100%), ")
+    assert lines[-1].endswith("episodes 20, return(100) 50")
+    assert all(" fps, " in line and " elapsed" in line for line in lines)
+
+
+def test_plain_lines_also_by_time_and_for_episode_budgets() -> None:
+    buffer = io.StringIO()
+    bar = TrainingProgress(0, "dqn", console=_plain_console(buffer), line_interval=0.0)
+    with bar:  # no frame budget: every update is due by time alone
+        for frame in (5, 10, 15):
+            bar.update(frame, 1, None)
+    lines = buffer.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == ["dqn: 5 frames", "dqn: 10 frames",
+                                                      "dqn: 15 frames"]
+    assert lines[-1].endswith("episodes 1, return(100) -")
+
+
+def test_narrow_terminal_gets_a_bar_that_fits() -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=80, color_system=None)
+    with TrainingProgress(60_000, "rainbow on Acrobot-v1", console=console) as bar:
+        for frame in range(0, 60_001, 8):
+            bar.update(frame, 1261, -123.25)
+    text = buffer.getvalue()
+    assert text.startswith("rainbow on Acrobot-v1\n")  # the description on its own line
+    last = text.split("\r")[-1]  # the final redraw
+    assert "60,000/60,000" in last and "episodes 1261" in last
+    assert "return(100) -123.2" in last and "…" not in last

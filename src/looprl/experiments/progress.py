@@ -3,7 +3,10 @@
 ``TrainingProgress`` shows frames done/total, frames per second, elapsed and remaining
 time, the episode count and the mean return of the last 100 episodes. ``update`` may be
 called every environment step: it only checks a monotonic clock and redraws the bar at
-most ``refresh_per_second`` times per second. With ``quiet=True`` nothing is ever drawn.
+most ``refresh_per_second`` times per second. When the console is not a terminal (a log
+file, a CI job, a pipe) it prints the same values as plain lines instead, at every tenth
+of the run and at least once a minute, so that logs stay readable. With ``quiet=True``
+nothing is ever printed.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     ProgressColumn,
     Task,
@@ -27,6 +29,8 @@ from rich.text import Text
 
 __all__ = ["TrainingProgress"]
 
+WIDE = 120  # columns a console needs for the full one-line bar
+
 
 class _FramesPerSecondColumn(ProgressColumn):
     """Frames per second, from rich's moving speed estimate."""
@@ -35,6 +39,26 @@ class _FramesPerSecondColumn(ProgressColumn):
         """Render the current speed of ``task``."""
         speed = task.speed
         return Text("? fps" if speed is None else f"{speed:,.0f} fps", style="progress.data.speed")
+
+
+class _FramesColumn(ProgressColumn):
+    """``done/total frames`` with thousands separators (``unit=False``: without "frames")."""
+
+    def __init__(self, unit: bool = True):
+        super().__init__()
+        self.unit = " frames" if unit else ""
+
+    def render(self, task: Task) -> Text:
+        """Render the frame count of ``task``."""
+        total = "?" if task.total is None else f"{int(task.total):,}"
+        text = f"{int(task.completed):,}/{total}{self.unit}"
+        return Text(text, style="progress.download")
+
+
+def _format_duration(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}"
 
 
 def _format_return(mean_return: float | None) -> str:
@@ -53,6 +77,8 @@ class TrainingProgress:
         quiet: When True, nothing is printed.
         console: Console to draw on; defaults to a new console on stderr.
         refresh_per_second: Maximum number of redraws per second.
+        line_interval: On a console that is not a terminal, the most seconds between two
+            plain progress lines (a line is also printed at every tenth of the run).
 
     Example:
         >>> with TrainingProgress(1000, "dqn", quiet=True) as bar:
@@ -66,6 +92,7 @@ class TrainingProgress:
         quiet: bool = False,
         console: Console | None = None,
         refresh_per_second: float = 10.0,
+        line_interval: float = 60.0,
     ) -> None:
         self.total_frames = int(total_frames)
         self.description = description
@@ -76,30 +103,62 @@ class TrainingProgress:
         self._progress: Progress | None = None
         self._task = None
         self._console = console
+        self._line_interval = line_interval
+        self._lines: Console | None = None  # plain-line mode (the console is no terminal)
+        self._start = 0.0
+        self._next_line_frame = 0.0
+        self._printed_frame = -1
+        self._first_frame: int | None = None  # frames may start above 0 (resumed training)
 
-    def _make_progress(self) -> Progress:
-        """Create the (not yet started) rich progress display."""
-        return Progress(
+    def _make_progress(self, console: Console) -> Progress:
+        """Create the (not yet started) rich progress display.
+
+        A console narrower than ``WIDE`` columns gets the description on a line of its own
+        and a shorter bar without the elapsed time, so that nothing is cut.
+        """
+        wide = console.width >= WIDE
+        columns = [
             TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("frames"),
+            BarColumn(bar_width=24),
+            _FramesColumn(),
             _FramesPerSecondColumn(),
             TimeElapsedColumn(),
             TextColumn("<"),
             TimeRemainingColumn(),
+        ] if wide else [
+            BarColumn(bar_width=10),
+            _FramesColumn(unit=False),
+            _FramesPerSecondColumn(),
+            TimeRemainingColumn(),
+        ]
+        if not wide:
+            console.print(self.description, markup=False, highlight=False)
+        return Progress(
+            *columns,
             TextColumn("episodes {task.fields[episodes]}"),
             TextColumn("return(100) {task.fields[mean_return]}"),
-            console=self._console or Console(stderr=True),
+            console=console,
             auto_refresh=False,
             transient=False,
         )
 
+    def _lines_or_console(self) -> Console:
+        if self._console is None:
+            self._console = Console(stderr=True)
+        return self._console
+
     def start(self) -> None:
         """Show the bar (no-op when quiet or already started)."""
-        if self.quiet or self._progress is not None:
+        if self.quiet or self._progress is not None or self._lines is not None:
             return
-        self._progress = self._make_progress()
+        self._start = time.monotonic()
+        console = self._lines_or_console()
+        if not console.is_terminal:
+            self._lines = console
+            self._next_refresh = self._start + self._line_interval
+            self._next_line_frame = self._next_milestone(0)
+            return
+        self._progress = self._make_progress(console)
         self._task = self._progress.add_task(
             self.description, total=self.total_frames, episodes=0, mean_return="-"
         )
@@ -114,6 +173,14 @@ class TrainingProgress:
             episode: Episodes done so far.
             mean_return: Mean return of the last 100 episodes (``None``/``nan`` if unknown).
         """
+        if self._lines is not None:
+            self._last = (frame, episode, mean_return)
+            if self._first_frame is None:
+                self._first_frame = frame
+            now = time.monotonic()
+            if frame >= self._next_line_frame or now >= self._next_refresh:
+                self._print_line(now)
+            return
         if self._progress is None:
             return
         now = time.monotonic()
@@ -122,6 +189,36 @@ class TrainingProgress:
             return
         self._next_refresh = now + self._interval
         self._draw(frame, episode, mean_return)
+
+    def _next_milestone(self, frame: int) -> float:
+        """The first frame of the next tenth of the run after ``frame``."""
+        if self.total_frames <= 0:  # a budget of episodes: lines by time only
+            return math.inf
+        tenth = max(self.total_frames / 10, 1)
+        return math.floor(frame / tenth + 1) * tenth
+
+    def _print_line(self, now: float) -> None:
+        """Print the last values received as one plain line."""
+        assert self._lines is not None
+        frame, episode, mean_return = self._last
+        elapsed = now - self._start
+        fps = (frame - (self._first_frame or 0)) / elapsed if elapsed > 0 else 0.0
+        frames = f"{frame:,} frames"
+        left = ""
+        if self.total_frames > 0:
+            percent = 100 * frame / self.total_frames
+            frames = f"{frame:,}/{self.total_frames:,} frames ({percent:.0f}%)"
+            if fps > 0:
+                left = f", {_format_duration((self.total_frames - frame) / fps)} left"
+        line = (
+            f"{self.description}: {frames}, {fps:,.0f} fps, {_format_duration(elapsed)} elapsed"
+            + left
+            + f", episodes {episode}, return(100) {_format_return(mean_return)}"
+        )
+        self._lines.print(line, markup=False, highlight=False, soft_wrap=True)
+        self._printed_frame = frame
+        self._next_line_frame = self._next_milestone(frame)
+        self._next_refresh = now + self._line_interval
 
     def _draw(self, frame: int, episode: int, mean_return: float | None) -> None:
         """Push the values to rich and redraw."""
@@ -137,6 +234,11 @@ class TrainingProgress:
 
     def close(self) -> None:
         """Draw the last values received and stop the display."""
+        if self._lines is not None:
+            if self._last[0] != self._printed_frame:
+                self._print_line(time.monotonic())
+            self._lines = None
+            return
         if self._progress is None:
             return
         self._draw(*self._last)
