@@ -25,33 +25,17 @@ from looprl.nn.cnn import nature_features
 from looprl.nn.layers import orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.common import DeepMindBody, require_frames
+from looprl.presets.atari.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppg import PPGClassicControlPreset
 from looprl.presets.common import require_discrete_actions
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lam": 0.95,
-    "lr": 2.5e-4,
-    "linear_lr": True,
-    "eps": 1e-5,
-    "n_envs": 8,
-    "n_steps": 128,
-    "epochs": 4,
-    "minibatch_size": 256,
-    "clip": 0.1,
-    "linear_clip": True,
-    "value_coef": 0.5,
-    "entropy_coef": 0.01,
-    "value_clip": None,
-    "clip_grad": 0.5,
+    **ppo_defaults,  # the policy phase is the PPO preset's
     "n_policy": 32,
     "aux_epochs": 6,
     "beta_clone": 1.0,
     "aux_minibatch_size": 256,
-    "episodic_life": True,
-    "clip_rewards": True,
-    "features": "nature",
 }
 
 

@@ -22,29 +22,15 @@ from looprl.nn.layers import orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
+from looprl.presets.classic_control.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.common import require_discrete_actions, require_flat_observations
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.98,
-    "lam": 0.8,
-    "lr": 1e-3,
-    "linear_lr": True,
-    "eps": 1e-5,
-    "n_envs": 8,
-    "n_steps": 32,
-    "epochs": 20,
-    "minibatch_size": 256,
-    "clip": 0.2,
-    "linear_clip": True,
-    "value_coef": 0.5,
-    "entropy_coef": 0.0,
-    "value_clip": None,
-    "clip_grad": 0.5,
+    **ppo_defaults,  # the policy phase is the PPO preset's
     "n_policy": 4,
     "aux_epochs": 1,
     "beta_clone": 1.0,
     "aux_minibatch_size": 256,
-    "hidden": 64,
 }
 
 
