@@ -153,6 +153,33 @@ def test_invalid_hyperparameter_value(tmp_path: Path, capsys: pytest.CaptureFixt
                          "--logdir", str(tmp_path), "--quiet"])
 
 
+def test_atari_game_given_to_a_classic_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ale_py")
+    line = _error_line(capsys, ["train", "ppo", "Breakout", "--quiet"])
+    assert "'Breakout' is an Atari game" in line and "looprl train atari.ppo Breakout" in line
+    # once ale-py has registered its ids, the classic preset's space check points the way
+    line = _error_line(capsys, ["train", "ppo", "ALE/Breakout-v5", "--quiet"])
+    assert "Atari preset" in line
+
+
+@pytest.mark.parametrize("frames", ["0", "-5"])
+def test_frames_must_be_positive(frames: str, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error_line(capsys, ["train", "dqn", "CartPole-v1", "--frames", frames, "--quiet"])
+    assert "--frames must be positive" in line
+
+
+def test_diverging_training_is_one_line_and_keeps_its_logs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _error_line(capsys, ["train", "dqn", "CartPole-v1", "lr=1e12", "clip_grad=0",
+                                "--frames", "3000", "--logdir", str(tmp_path), "--quiet",
+                                "--seed", "0"])
+    run_dir = tmp_path / "dqn" / "CartPole-v1"
+    assert "training diverged" in line and f"Logs until then: {run_dir}" in line
+    assert (run_dir / "returns.csv").read_text().count("\n") > 1  # episodes before the NaN
+    assert any(run_dir.glob("events.out.tfevents.*"))
+
+
 def test_watch_missing_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line = _error_line(capsys, ["watch", str(tmp_path / "nothing")])
     assert "No saved preset" in line

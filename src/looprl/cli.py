@@ -78,6 +78,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from looprl.experiments import plot_returns_100, run_experiment
     from looprl.experiments.experiment import seed_everything
 
+    if not args.frames > 0:
+        raise ValueError(f"--frames must be positive, got {args.frames:g}")
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
@@ -191,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         args.hparams = [*args.hparams, *pairs]
     try:
         return args.func(args)
-    except (ValueError, KeyError, TypeError, FileNotFoundError, gym_error()) as error:
+    except (
+        ValueError, KeyError, TypeError, FileNotFoundError, FloatingPointError, gym_error()
+    ) as error:
         if os.environ.get("LOOPRL_DEBUG"):
             raise
         print(f"looprl: error: {error}", file=sys.stderr)

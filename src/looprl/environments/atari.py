@@ -74,6 +74,12 @@ def atari_games() -> list[str]:
     return sorted(_camel(rom) for rom in _import_ale().roms.get_all_rom_ids())
 
 
+def game_name(name: str) -> str:
+    """The game's name as ``AtariEnvironment`` shows it (``'ALE/MsPacman-v5'`` gives
+    ``'MsPacman'``); ``ValueError`` for an unknown game (see ``rom_id``)."""
+    return _camel(rom_id(name))
+
+
 def rom_id(name: str) -> str:
     """ale-py's ROM id of a game name.
 
@@ -165,7 +171,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         **options: Any,
     ):
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
-        super().__init__(env, _camel(rom_id(name)), n_envs, device, seed)
+        super().__init__(env, game_name(name), n_envs, device, seed)
         self._arguments = (name, num_threads, options)
         self.options = {**DEEPMIND_OPTIONS, **options}
         self._lives = np.zeros(n_envs, dtype=np.int32)

@@ -19,10 +19,30 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
+def _atari_game(env_id: str) -> str | None:
+    """The game's name if ``env_id`` names an Atari game ale-py ships, else ``None``."""
+    from looprl.environments.atari import game_name
+
+    try:
+        return game_name(env_id)
+    except (ImportError, ValueError):
+        return None
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` naming close matches if ``env_id`` is not registered."""
+    """Raise ``ValueError`` naming close matches if ``env_id`` is not registered.
+
+    An Atari game (``'ALE/Breakout-v5'``, ``'Breakout'``) gets a pointer to the Atari presets
+    and ``AtariEnvironment``, which add the standard preprocessing.
+    """
     if env_id in gym.registry:
         return
+    game = _atari_game(env_id)
+    if game is not None:
+        raise ValueError(
+            f"{env_id!r} is an Atari game: train it with an Atari preset "
+            f"(looprl train atari.ppo {game}) or play it in AtariEnvironment({game!r})"
+        )
     close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise ValueError(

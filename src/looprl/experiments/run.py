@@ -117,8 +117,20 @@ def run_experiment(
 
 
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
-    experiment.train(frames=frames)
-    returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
+    """Train and test ``experiment``; its logs are flushed and closed even if training fails.
+
+    Raises:
+        FloatingPointError: training diverged (the message names the run's log directory,
+            which keeps everything logged until then).
+    """
+    close_loggers = getattr(experiment, "close_loggers", experiment.logger.close)
+    try:
+        experiment.train(frames=frames)
+        returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
+    except FloatingPointError as error:
+        raise FloatingPointError(f"{error} Logs until then: {experiment.logger.log_dir}") from error
+    finally:
+        close_loggers()
     if isinstance(returns, dict):  # multi-agent: one list per agent; keep the team return
         returns = [sum(r) for r in zip(*returns.values())]
     result = ExperimentResult(
@@ -134,8 +146,4 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
             "%s on %s: test return %.1f +/- %.1f over %d episodes",
             result.agent, result.env, result.test_mean, result.test_std, len(returns),
         )
-    getattr(experiment, "close_loggers", experiment.logger.close)()
     return result
-
-
-__all__: Sequence[str] = ["ExperimentResult", "build_preset", "make_experiment", "run_experiment"]

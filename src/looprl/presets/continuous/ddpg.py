@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from abc import abstractmethod
 from typing import Any
 
 import gymnasium as gym
@@ -96,8 +97,9 @@ class OffPolicyContinuousPreset(Preset):
         hp = self.hyperparameters
         return ContinuousQ(mlp(self.obs_dim + self.action_dim, 1, hp["hidden"]))
 
+    @abstractmethod
     def _policy_and_trainer(self, logger: Any) -> tuple[Any, Any]:
-        raise NotImplementedError
+        """The algorithm's policy and trainer, logging to ``logger``."""
 
     def _agent_class(self) -> type:
         return DDPG
