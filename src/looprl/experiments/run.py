@@ -147,3 +147,6 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
             result.agent, result.env, result.test_mean, result.test_std, len(returns),
         )
     return result
+
+
+__all__: Sequence[str] = ["ExperimentResult", "build_preset", "make_experiment", "run_experiment"]
