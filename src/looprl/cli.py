@@ -78,8 +78,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from looprl.experiments import plot_returns_100, run_experiment
     from looprl.experiments.experiment import seed_everything
 
-    if not args.frames > 0:
-        raise ValueError(f"--frames must be positive, got {args.frames:g}")
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)

@@ -198,3 +198,11 @@ def test_cartpole_vector_is_native() -> None:
 def test_vector_unknown_id() -> None:
     with pytest.raises(ValueError, match="Did you mean"):
         GymVectorEnvironment("CartPol-v1", 2)
+
+
+def test_invalid_action_is_a_clear_error() -> None:
+    env = GymEnvironment("CartPole-v1")
+    env.reset()
+    expected = r"Invalid action 5 for CartPole-v1 \(action space Discrete\(2\)\)"
+    with pytest.raises(ValueError, match=expected):
+        env.step(5)

@@ -225,3 +225,8 @@ def test_seeded_run_experiment_is_reproducible(tmp_path: Path) -> None:
     assert runs[0].log_dir != runs[1].log_dir
     assert _episode_returns(runs[0].log_dir) == _episode_returns(runs[1].log_dir)
     assert runs[0].test_returns == runs[1].test_returns
+
+
+def test_run_experiment_needs_a_positive_budget(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="frames must be positive"):
+        run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 0, logdir=str(tmp_path))

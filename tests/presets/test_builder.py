@@ -178,3 +178,21 @@ def test_save_and_load_preset(builder, cartpole: GymEnvironment, tmp_path: Path)
     assert torch.equal(loaded.test_agent().act(single), preset.test_agent().act(single))
     assert loaded.model is not preset.model
     assert looprl.presets.load_preset is load_preset
+
+
+def test_loading_something_else_is_a_clear_error(tmp_path: Path) -> None:
+    torch.save({"weights": 1}, tmp_path / "dict.pt")
+    with pytest.raises(ValueError, match="holds a dict, not a looprl preset"):
+        load_preset(str(tmp_path / "dict.pt"))
+    (tmp_path / "text.pt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="is not a saved looprl preset"):
+        load_preset(str(tmp_path / "text.pt"))
+
+
+def test_devices_torch_cannot_use_are_refused_at_once(cartpole: GymEnvironment) -> None:
+    with pytest.raises(ValueError, match="Unknown device 'gpu'"):
+        dqn.device("gpu")
+    assert str(dqn.device(torch.device("cpu")).env(cartpole).build().device) == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA GPU"):
+            ppo.device("cuda:0")

@@ -108,7 +108,14 @@ class GymEnvironment(Environment):
 
     def step(self, action: Any) -> State:
         gym_action = action_to_numpy(action, self._env.action_space)
-        self._state = State.from_gym(self._env.step(gym_action), device=self.device)
+        try:
+            outcome = self._env.step(gym_action)
+        except AssertionError as error:  # Gymnasium's check of the action
+            raise ValueError(
+                f"Invalid action {gym_action!r} for {self.name} (action space "
+                f"{self._env.action_space}): {error}"
+            ) from None
+        self._state = State.from_gym(outcome, device=self.device)
         return self._state
 
     @property

@@ -95,7 +95,13 @@ def run_experiment(
 
     Returns:
         One ``ExperimentResult`` per run.
+
+    Raises:
+        ValueError: ``frames`` is not positive.
+        FloatingPointError: a run diverged (its logs until then are kept).
     """
+    if not frames > 0:
+        raise ValueError(f"frames must be positive, got {frames!r}")
     results = []
     for env in _as_list(envs):
         for agent in _as_list(agents):

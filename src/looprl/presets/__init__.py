@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import pickle
+
 import torch
 
 from looprl.core import Preset
 from looprl.presets import atari, classic_control, continuous, multiagent
-from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError, default_device
+from looprl.presets.builder import (
+    PresetBuilder,
+    UnknownHyperparameterError,
+    check_device,
+    default_device,
+)
 
 
 def load_preset(filename: str, device: str | None = None) -> Preset:
@@ -15,7 +22,17 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     Args:
         device: where to put its networks (default: the saved device if available, else CPU).
     """
-    preset = torch.load(filename, weights_only=False, map_location="cpu")
+    try:
+        preset = torch.load(filename, weights_only=False, map_location="cpu")
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
+        raise ValueError(f"{filename} is not a saved looprl preset ({error})") from None
+    if not isinstance(preset, Preset):
+        raise ValueError(
+            f"{filename} holds a {type(preset).__name__}, not a looprl preset "
+            "(save one with preset.save(filename))"
+        )
+    if device is not None:
+        check_device(device)
     device = device or (preset.device if str(preset.device) == "cpu" else default_device())
     preset.device = device
     for value in vars(preset).values():
@@ -30,6 +47,7 @@ __all__ = [
     "UnknownHyperparameterError",
     "classic_control",
     "continuous",
+    "check_device",
     "default_device",
     "load_preset",
     "multiagent",

@@ -46,6 +46,20 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def check_device(device: str | torch.device) -> str | torch.device:
+    """Return ``device`` if torch can use it here, else raise a one-line ``ValueError``."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ValueError(f"Unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"Device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU "
+            "here; use 'cpu'"
+        )
+    return device
+
+
 class PresetBuilder:
     """Configures and builds a ``Preset``.
 
@@ -94,8 +108,12 @@ class PresetBuilder:
         return self._preset_builder(env=env)
 
     def device(self, device: str | torch.device) -> PresetBuilder:
-        """Set the device of the preset's networks (default: CUDA if available, else CPU)."""
-        return self._preset_builder(device=device)
+        """Set the device of the preset's networks (default: CUDA if available, else CPU).
+
+        Raises:
+            ValueError: torch does not know ``device``, or it is CUDA and no GPU is present.
+        """
+        return self._preset_builder(device=check_device(device))
 
     def name(self, name: str) -> PresetBuilder:
         """Set the preset's display name."""

@@ -32,7 +32,12 @@ from looprl.agents.independent import (
     SingleStateAgent,
 )
 from looprl.core import Agent, ParallelAgent, Preset
-from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError, default_device
+from looprl.presets.builder import (
+    PresetBuilder,
+    UnknownHyperparameterError,
+    check_device,
+    default_device,
+)
 
 
 class IndependentMultiagentPreset(Preset):
@@ -174,8 +179,8 @@ class IndependentPresetBuilder:
         return self._with(env=env)
 
     def device(self, device: str | torch.device) -> IndependentPresetBuilder:
-        """Set the device of every agent's networks."""
-        return self._with(device=device)
+        """Set the device of every agent's networks (``ValueError`` if torch cannot use it)."""
+        return self._with(device=check_device(device))
 
     def name(self, name: str) -> IndependentPresetBuilder:
         """Set the preset's display name."""
