@@ -153,3 +153,14 @@ def test_vector_copy_has_the_same_options() -> None:
     assert copy.reset().observation.shape == vector.reset().observation.shape
     vector.close()
     copy.close()
+
+
+def test_out_of_range_actions_are_refused_before_ale_sees_them() -> None:
+    env = AtariEnvironment("Breakout")  # 4 actions; ale-py's vector env hangs on action 10
+    env.reset()
+    with pytest.raises(ValueError, match=r"Invalid actions \[10\] for Breakout: .* 0\.\.3"):
+        env.step(10)
+    with pytest.raises(ValueError, match="Invalid actions"):
+        env.step(-1)
+    assert env.step(1).observation.shape == (4, 84, 84)  # still usable
+    env.close()

@@ -206,3 +206,10 @@ def test_invalid_action_is_a_clear_error() -> None:
     expected = r"Invalid action 5 for CartPole-v1 \(action space Discrete\(2\)\)"
     with pytest.raises(ValueError, match=expected):
         env.step(5)
+
+
+def test_invalid_vector_actions_are_a_clear_error() -> None:
+    env = GymEnvironment("CartPole-v1").duplicate(4)
+    env.reset()
+    with pytest.raises(ValueError, match=r"Invalid actions .* Discrete\(2\)"):
+        env.step(torch.tensor([0, 1, 5, 0]))

@@ -139,10 +139,16 @@ def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, 
     )
 
 
-def _actions(action: Any, n: int) -> np.ndarray:
+def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
+    """``n`` actions as int64, checked: ale-py's vector env hangs on an out-of-range one."""
     if isinstance(action, torch.Tensor):
         action = action.detach().cpu().numpy()
-    return np.asarray(action, dtype=np.int64).reshape(n)
+    actions = np.asarray(action, dtype=np.int64).reshape(n)
+    if actions.min() < 0 or actions.max() >= num_actions:
+        raise ValueError(
+            f"Invalid actions {actions.tolist()} for {name}: its actions are 0..{num_actions - 1}"
+        )
+    return actions
 
 
 class AtariVectorEnvironment(NumpyVectorEnvironment):
@@ -192,7 +198,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         return self._state
 
     def step(self, action: Any) -> StateArray:
-        obs, reward, terminated, truncated, info = self._env.step(_actions(action, self.n_envs))
+        actions = _actions(action, self.n_envs, self.action_space.n, self.name)
+        obs, reward, terminated, truncated, info = self._env.step(actions)
         lives = info["lives"]
         life_lost = lives < self._lives
         self._lives = lives

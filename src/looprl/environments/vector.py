@@ -137,7 +137,13 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
     def step(self, action: Any) -> StateArray:
         if isinstance(action, torch.Tensor):
             action = action.detach().cpu().numpy()
-        obs, reward, terminated, truncated, _ = self._env.step(action)
+        try:
+            obs, reward, terminated, truncated, _ = self._env.step(action)
+        except AssertionError as error:  # Gymnasium's check of the actions
+            raise ValueError(
+                f"Invalid actions {action!r} for {self.name} (action space of each of the "
+                f"{self.n_envs} environments: {self.action_space}): {error}"
+            ) from None
         self._state = self._make_state(obs, reward, terminated, truncated)
         return self._state
 
