@@ -213,3 +213,54 @@ def test_invalid_vector_actions_are_a_clear_error() -> None:
     env.reset()
     with pytest.raises(ValueError, match=r"Invalid actions .* Discrete\(2\)"):
         env.step(torch.tensor([0, 1, 5, 0]))
+
+
+def _flat_frozen_lake() -> GymEnvironment:
+    return GymEnvironment(gym.wrappers.FlattenObservation(gym.make("FrozenLake-v1")))
+
+
+def test_integer_observations_become_float32() -> None:
+    env = _flat_frozen_lake()  # one-hot int64 observations
+    observation = env.reset(seed=0).observation
+    assert observation.dtype == torch.float32 and observation.shape == (16,)
+    assert observation.sum() == 1.0
+    batch = env.duplicate(2).reset(seed=0).observation
+    assert batch.dtype == torch.float32 and batch.shape == (2, 16)
+
+
+def test_duplicate_keeps_the_wrappers_and_gives_each_copy_its_own_rng() -> None:
+    env = _flat_frozen_lake()
+    vector = env.duplicate(3)
+    assert vector.name == "FrozenLake-v1" and vector.n_envs == 3
+    copies = vector.env.envs
+    assert all(isinstance(c, gym.wrappers.FlattenObservation) for c in copies)
+    assert len({id(c) for c in copies} | {id(env.env)}) == 4
+    seeds = {str(c.unwrapped.np_random.bit_generator.state) for c in copies}
+    assert len(seeds) == 3  # unseeded resets differ between copies
+
+    def rollout(seed: int) -> list[torch.Tensor]:
+        copy = env.duplicate(3)
+        states = [copy.reset(seed=seed).observation]
+        for _ in range(20):
+            states.append(copy.step(torch.tensor([0, 1, 2])).observation)
+        return states
+
+    assert all(torch.equal(a, b) for a, b in zip(rollout(7), rollout(7)))  # seeded: same
+
+
+class _Locked(gym.Wrapper):
+    """An environment that cannot be deep-copied (it holds a lock)."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        import threading
+
+        self.lock = threading.Lock()
+
+
+def test_duplicate_of_an_uncopyable_env_says_what_to_do() -> None:
+    env = GymEnvironment(_Locked(gym.make("CartPole-v1")))
+    with pytest.raises(ValueError, match="give GymVectorEnvironment a function that makes one"):
+        env.duplicate(2)
+    vector = GymVectorEnvironment(lambda: _Locked(gym.make("CartPole-v1")), 2)
+    assert vector.name == "CartPole-v1" and vector.reset().observation.shape == (2, 4)

@@ -230,3 +230,15 @@ def test_seeded_run_experiment_is_reproducible(tmp_path: Path) -> None:
 def test_run_experiment_needs_a_positive_budget(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="frames must be positive"):
         run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 0, logdir=str(tmp_path))
+
+
+def test_wrapped_environment_with_integer_observations_trains(tmp_path: Path) -> None:
+    import gymnasium
+
+    env = GymEnvironment(gymnasium.wrappers.FlattenObservation(gymnasium.make("FrozenLake-v1")))
+    results = run_experiment(
+        [SMALL_DQN, ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16)], env, 600,
+        logdir=str(tmp_path), quiet=True, test_episodes=2,
+    )
+    assert [r.frames >= 600 for r in results] == [True, True]
+    assert all(len(r.test_returns) == 2 for r in results)

@@ -35,6 +35,15 @@ def _to_tensor(value: Any, device: str | torch.device, dtype: torch.dtype | None
     return torch.as_tensor(value, device=device, dtype=dtype)
 
 
+def as_observation(obs: np.ndarray) -> np.ndarray:
+    """An observation array as networks take it: ``float32``, except ``uint8`` images, which
+    stay compact (the image models scale them). Integer and boolean observations (one-hot
+    ``FlattenObservation`` output, grid worlds) become ``float32`` too."""
+    if obs.dtype == np.float32 or obs.dtype == np.uint8:
+        return obs
+    return obs.astype(np.float32)
+
+
 class State(dict):
     """The information available to an agent at one time step (see the module docstring).
 
@@ -91,7 +100,7 @@ class State(dict):
         else:
             obs, reward, terminated, truncated, info = gym_output
         x = {
-            "observation": _to_tensor(np.asarray(obs), device, dtype),
+            "observation": _to_tensor(as_observation(np.asarray(obs)), device, dtype),
             "reward": float(reward),
             "done": bool(terminated or truncated),
             "mask": 0.0 if terminated else 1.0,

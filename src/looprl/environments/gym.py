@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
+import math
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -58,7 +61,10 @@ def action_to_numpy(action: Any, space: gym.Space) -> Any:
     if isinstance(space, gym.spaces.Discrete):
         return int(np.asarray(action).reshape(()))
     if isinstance(space, gym.spaces.Box):
-        return np.asarray(action, dtype=space.dtype).reshape(space.shape)
+        array = np.asarray(action, dtype=space.dtype)
+        if array.size != math.prod(space.shape):
+            raise ValueError(f"Action of shape {array.shape} does not fit the action space {space}")
+        return array.reshape(space.shape)
     return action
 
 
@@ -81,6 +87,7 @@ class GymEnvironment(Environment):
         seed: int | None = None,
         **make_kwargs: Any,
     ):
+        self._given: gym.Env | None = None  # a user's environment (wrappers included)
         if isinstance(env, str):
             self._id = env
             self._make_kwargs = make_kwargs
@@ -88,6 +95,7 @@ class GymEnvironment(Environment):
         else:
             self._id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
             self._make_kwargs = {}
+            self._given = env
         self._env = env
         self.name = name or self._id
         self.device = device
@@ -133,9 +141,34 @@ class GymEnvironment(Environment):
         self._env.close()
 
     def duplicate(self, n: int):
-        """``n`` copies as a ``GymVectorEnvironment`` (native vectorized where available)."""
+        """``n`` copies as a ``GymVectorEnvironment``.
+
+        Made from an id, the copies use Gymnasium's native vectorized implementation where
+        one exists; made from a ``gym.Env``, they are deep copies of it, wrappers included,
+        each with its own random seed.
+        """
         from looprl.environments.vector import GymVectorEnvironment
 
+        env = self._id if self._given is None else copies_of(self._given, self.name)
         return GymVectorEnvironment(
-            self._id, n, device=self.device, name=self.name, seed=self.seed, **self._make_kwargs
+            env, n, device=self.device, name=self.name, seed=self.seed, **self._make_kwargs
         )
+
+
+def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
+    """A factory of independent deep copies of ``env`` (``ValueError`` if it cannot copy)."""
+    try:
+        copy.deepcopy(env)
+    except Exception as error:  # noqa: BLE001 - any failure means the same advice
+        raise ValueError(
+            f"Cannot copy the environment {name} to run it in parallel ({error}); give "
+            "GymVectorEnvironment a function that makes one, e.g. "
+            "GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), n_envs)"
+        ) from None
+
+    def make() -> gym.Env:
+        clone = copy.deepcopy(env)
+        clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
+        return clone
+
+    return make

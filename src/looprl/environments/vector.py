@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -9,16 +10,22 @@ import numpy as np
 import torch
 
 from looprl.core import StateArray
+from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.gym import check_env_id
 
 
-def make_vector_env(env_id: str, n_envs: int, **kwargs: Any) -> gym.vector.VectorEnv:
+def make_vector_env(
+    env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
+) -> gym.vector.VectorEnv:
     """Gymnasium's native vectorized implementation if it has one, else a ``SyncVectorEnv``.
 
     Native implementations (``CartPoleVectorEnv``...) step all copies in one numpy call
-    and are several times faster than a loop of single environments.
+    and are several times faster than a loop of single environments. ``env_id`` may also
+    be a function that makes one environment (a ``SyncVectorEnv`` of ``n_envs`` of them).
     """
+    if callable(env_id):
+        return gym.vector.SyncVectorEnv([env_id] * n_envs)
     check_env_id(env_id)
     mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **kwargs)
@@ -36,9 +43,7 @@ def state_array_from_numpy(
 
     ``done`` is terminated or truncated and ``mask`` is 0 only where terminated.
     """
-    obs = np.asarray(obs)
-    if obs.dtype == np.float64:
-        obs = obs.astype(np.float32)
+    obs = as_observation(np.asarray(obs))
     x = {
         "observation": torch.from_numpy(obs).to(device),
         "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(device),
@@ -99,16 +104,17 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
     and ``mask`` come back as tensors of leading shape ``(n_envs,)``.
 
     Args:
-        env: an environment id.
+        env: an environment id, or a function that makes one ``gym.Env`` (for wrapped or
+            custom environments; the copies then run in a ``SyncVectorEnv``).
         n_envs: number of copies.
         device: where tensors are put.
-        name: display name (defaults to the id).
+        name: display name (defaults to the id, or the made environment's id).
         seed: seed of the first reset (copy ``i`` gets ``seed + i``).
     """
 
     def __init__(
         self,
-        env: str,
+        env: str | Callable[[], gym.Env],
         n_envs: int,
         device: str | torch.device = "cpu",
         name: str | None = None,
@@ -116,6 +122,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         **make_kwargs: Any,
     ):
         vector_env = make_vector_env(env, n_envs, **make_kwargs)
+        if name is None and not isinstance(env, str):
+            spec = vector_env.envs[0].spec
+            name = spec.id if spec is not None else type(vector_env.envs[0].unwrapped).__name__
         super().__init__(vector_env, name or env, n_envs, device, seed)
         self._id = env
         self._make_kwargs = make_kwargs

@@ -21,15 +21,26 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
     return int(space.n)
 
 
-def require_flat_observations(env: Any, algorithm: str) -> int:
-    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` otherwise."""
+def require_flat_observations(env: Any, algorithm: str, family: str = "classic-control") -> int:
+    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` otherwise.
+
+    The error's advice depends on the space: images go to the Atari presets, other
+    spaces through Gymnasium's ``FlattenObservation`` (one-hot for ``Discrete``).
+    """
     space = env.observation_space
-    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-        raise ValueError(
-            f"The classic-control {algorithm} preset needs flat Box observations, but "
-            f"{env.name} has {space}; use an Atari preset for images"
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+        return int(space.shape[0])
+    if isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3):
+        advice = "use an Atari preset for images"
+    else:
+        advice = (
+            "wrap the environment in gymnasium.wrappers.FlattenObservation "
+            "(GymEnvironment(FlattenObservation(gymnasium.make(...))))"
         )
-    return int(space.shape[0])
+    raise ValueError(
+        f"The {family} {algorithm} preset needs flat Box observations, but {env.name} has "
+        f"{space}; {advice}"
+    )
 
 
 def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:

@@ -28,7 +28,7 @@ from looprl.memory import ExperienceReplayBuffer
 from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_positive
+from looprl.presets.common import require_flat_observations, require_positive
 
 
 def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.spaces.Box:
@@ -42,17 +42,6 @@ def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.s
     if bounded and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
         raise ValueError(f"{algorithm} needs finite action bounds, but {env.name} has {space}")
     return space
-
-
-def require_flat_box_observations(env: Any, algorithm: str) -> int:
-    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` otherwise."""
-    space = env.observation_space
-    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-        raise ValueError(
-            f"The continuous {algorithm} preset needs flat Box observations, but {env.name} "
-            f"has {space}"
-        )
-    return int(space.shape[0])
 
 
 def mlp(in_dim: int, out_dim: int, hidden: int) -> MLP:
@@ -90,7 +79,7 @@ class OffPolicyContinuousPreset(Preset):
         if hyperparameters["replay_start_size"] < 0:
             raise ValueError("Hyperparameter 'replay_start_size' must be >= 0")
         self.action_space = require_box_actions(env, self.algorithm)
-        self.obs_dim = require_flat_box_observations(env, self.algorithm)
+        self.obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         self.action_dim = int(self.action_space.shape[0])
 
     def _critic_model(self) -> ContinuousQ:

@@ -15,7 +15,8 @@ from looprl.nn import MLP
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
-from looprl.presets.continuous.ddpg import require_box_actions, require_flat_box_observations
+from looprl.presets.common import require_flat_observations
+from looprl.presets.continuous.ddpg import require_box_actions
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.9,
@@ -43,7 +44,7 @@ class PPOContinuousPreset(PPOClassicControlPreset):
 
     def _build(self, env: Any) -> tuple[ActorCritic, GaussianHead]:
         space = require_box_actions(env, self.algorithm, bounded=False)
-        obs_dim = require_flat_box_observations(env, self.algorithm)
+        obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         action_dim = int(space.shape[0])
         hp = self.hyperparameters
         hidden = (hp["hidden"],) * 2
