@@ -158,6 +158,9 @@ class PPOTrainer(Trainer):
         n = batch.advantage.shape[0]
         parts: dict[str, torch.Tensor] = {}
         for _ in range(self.epochs):
+            if self.minibatch_size >= n:  # one minibatch, the whole rollout: order is moot
+                parts = self._minibatch_step(batch, clip)
+                continue
             order = torch.randperm(n, generator=self.generator)
             for index in order.split(self.minibatch_size):
                 parts = self._minibatch_step(batch[index], clip)
