@@ -172,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("run_dir", help="a run directory holding preset.pt, or the .pt file")
     watch.add_argument("--episodes", type=int, default=1)
     watch.add_argument("--env", default=None, help="environment id (default: the run's)")
-    watch.add_argument("--fps", type=float, default=50.0)
+    watch.add_argument("--fps", type=float, default=None,
+                       help="frames per second (default: the environment's real time)")
     watch.add_argument("--gif", default=None, help="write the episodes to this GIF")
     watch.add_argument("--max-steps", type=int, default=10_000, help="cut longer episodes")
     watch.set_defaults(func=cmd_watch)

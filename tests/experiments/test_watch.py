@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 
@@ -83,3 +85,12 @@ def test_watch_multiagent_max_steps_cuts_the_game(tmp_path) -> None:
 
     with Image.open(tmp_path / "cut.gif") as image:
         assert image.n_frames == 3  # two turns played, then the cut
+
+
+def test_default_fps_is_the_environments_real_time() -> None:
+    from looprl.environments import AtariEnvironment, MultiagentPettingZooEnv
+
+    assert watch.default_fps(GymEnvironment("CartPole-v1")) == 50.0
+    assert watch.default_fps(MultiagentPettingZooEnv("tictactoe_v3")) == 1.0
+    if importlib.util.find_spec("ale_py") is not None:
+        assert watch.default_fps(AtariEnvironment("Breakout")) == 15.0

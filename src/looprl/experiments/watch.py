@@ -57,22 +57,33 @@ def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
     return make(env_id, render_mode="rgb_array" if to_file else "human")
 
 
+def default_fps(env: Any) -> float:
+    """The environment's real-time speed: its ``render_fps`` (CartPole 50, HalfCheetah 20,
+    tic-tac-toe 1), 15 for Atari (60 Hz, 4 frames a step), else 50."""
+    metadata = getattr(getattr(env, "env", None), "metadata", None) or {}
+    if metadata.get("render_fps"):
+        return float(metadata["render_fps"])
+    return 15.0 if isinstance(env, AtariEnvironment) else 50.0
+
+
 def watch(
     agent: Any,
     env: Any,
     episodes: int = 1,
-    fps: float = 50.0,
+    fps: float | None = None,
     gif: str | Path | None = None,
     max_steps: int = 10_000,
 ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """Play ``episodes`` episodes of ``agent`` in ``env`` and show them.
 
     With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
-    at ``fps``; otherwise ``env.render()`` frames are written to ``gif``. An episode is cut
-    after ``max_steps`` steps (turns, in a multi-agent environment). Returns the episode
-    returns (``{agent: return}`` dicts for a ``MultiagentEnvironment``, whose ``agent`` is a
+    at ``fps`` (default: ``default_fps(env)``, real time); otherwise ``env.render()`` frames
+    are written to ``gif``, played back at ``fps``. An episode is cut after ``max_steps``
+    steps (turns, in a multi-agent environment). Returns the episode returns
+    (``{agent: return}`` dicts for a ``MultiagentEnvironment``, whose ``agent`` is a
     ``Multiagent``) and the GIF path (or ``None``).
     """
+    fps = fps or default_fps(env)
     frames: list[np.ndarray] | None = [] if gif is not None else None
     play = _play_multiagent if isinstance(env, MultiagentEnvironment) else _play
     try:
