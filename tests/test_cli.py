@@ -204,6 +204,13 @@ def test_parse_hyperparameters_and_agents() -> None:
     assert agents["ppo"] is agents["classic_control.ppo"]
 
 
+def test_default_threads_per_family() -> None:
+    from looprl.cli import default_threads
+
+    assert default_threads("ppo") == default_threads("continuous.sac") == 1  # small MLPs
+    assert default_threads("atari.dqn") == 0  # torch's default: CNN updates use every core
+
+
 # -- plot and watch --------------------------------------------------------------------------
 def test_plot(trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
     logdir, _ = trained

@@ -72,6 +72,12 @@ def make_env(agent: str, env_id: str) -> Any:
     return GymEnvironment(env_id)
 
 
+def default_threads(agent: str) -> int:
+    """Torch CPU threads for ``agent``'s family: 1 for small MLPs (more threads only add
+    overhead), 0 (torch's default, one per core) for the Atari CNNs, which gain from them."""
+    return 0 if agent.startswith("atari.") else 1
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
@@ -85,8 +91,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.seed is not None:
         seed_everything(args.seed)
     preset = builder.env(env).build()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    threads = default_threads(args.agent) if args.threads is None else args.threads
+    if threads:
+        torch.set_num_threads(threads)
     (result,) = run_experiment(
         preset, env, args.frames, logdir=args.logdir, quiet=args.quiet,
         test_episodes=args.test_episodes, seed=args.seed,
@@ -160,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=None)
     train.add_argument("--test-episodes", type=int, default=100)
     train.add_argument(
-        "--threads", type=int, default=1, help="torch CPU threads (0: torch's default)"
+        "--threads", type=int, default=None,
+        help="torch CPU threads (0: torch's default; default: 1, or torch's default for Atari)",
     )
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=cmd_train)
