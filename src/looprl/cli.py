@@ -131,7 +131,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl train)")
     env_id = args.env or json.loads((preset_file.parent / "run.json").read_text())["env"]
     preset = load_preset(str(preset_file))
-    gif = args.gif or (None if watch.has_display() else str(preset_file.parent / "watch.gif"))
+    window = watch.shows_in_window(preset)
+    gif = args.gif or (None if window else str(preset_file.parent / "watch.gif"))
     env = watch.watch_env(preset, env_id, to_file=gif is not None)
     returns, path = watch.watch(
         preset.test_agent(), env, args.episodes, args.fps, gif, max_steps=args.max_steps

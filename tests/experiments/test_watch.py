@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import numpy as np
 import pytest
 import torch
 
@@ -94,3 +95,27 @@ def test_default_fps_is_the_environments_real_time() -> None:
     assert watch.default_fps(MultiagentPettingZooEnv("tictactoe_v3")) == 1.0
     if importlib.util.find_spec("ale_py") is not None:
         assert watch.default_fps(AtariEnvironment("Breakout")) == 15.0
+
+
+def test_small_frames_are_enlarged_in_the_gif(tmp_path) -> None:
+    from PIL import Image
+
+    frames = [np.full((84, 84, 3), i * 40, dtype=np.uint8) for i in range(3)]
+    watch.write_gif(frames, tmp_path / "atari.gif", fps=15)
+    with Image.open(tmp_path / "atari.gif") as image:
+        assert image.size == (336, 336) and image.n_frames == 3
+
+
+def test_atari_presets_are_watched_in_a_gif_even_with_a_display(monkeypatch) -> None:
+    pytest.importorskip("ale_py")
+    from looprl.environments import AtariEnvironment
+    from looprl.presets.atari import dqn
+    from looprl.presets.classic_control import ppo
+
+    monkeypatch.setenv("DISPLAY", ":0")
+    atari = dqn.env(AtariEnvironment("Breakout")).device("cpu").build()
+    assert not watch.shows_in_window(atari)
+    assert watch.shows_in_window(ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build())
+    monkeypatch.delenv("DISPLAY")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert not watch.shows_in_window(ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build())

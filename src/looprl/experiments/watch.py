@@ -8,6 +8,7 @@ Single-agent environments play one episode at a time; multi-agent ones
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -29,6 +30,12 @@ log = logging.getLogger(__name__)
 def has_display() -> bool:
     """Whether a window can be opened (an X11 or Wayland display is set)."""
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def shows_in_window(preset: Any) -> bool:
+    """Whether ``preset``'s environment can be watched in a window here (a display exists
+    and it is not an Atari preset: ale-py's vector env has no window, so Atari is a GIF)."""
+    return has_display() and type(preset).__module__.split(".")[2] != "atari"
 
 
 def offscreen_rendering() -> None:
@@ -133,13 +140,20 @@ def _play_multiagent(
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
-    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``)."""
+    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``).
+
+    Frames smaller than 300 pixels (Atari's 84 x 84) are enlarged for viewing.
+    """
     from PIL import Image
 
     if not frames:
         raise ValueError("No frames to write")
     step = max(1, len(frames) // max_frames)
-    images = [Image.fromarray(frame) for frame in frames[::step]]
+    scale = max(1, math.ceil(300 / max(frames[0].shape[:2])))
+    images = [
+        Image.fromarray(frame.repeat(scale, axis=0).repeat(scale, axis=1))
+        for frame in frames[::step]
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     duration = int(1000 * step / fps)
     images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)
