@@ -242,3 +242,22 @@ def test_wrapped_environment_with_integer_observations_trains(tmp_path: Path) ->
     )
     assert [r.frames >= 600 for r in results] == [True, True]
     assert all(len(r.test_returns) == 2 for r in results)
+
+
+def test_render_needs_an_environment_that_shows_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(ValueError, match="render_mode='human'"):
+        run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 100, logdir=str(tmp_path),
+                       quiet=True, render=True)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # a window without a screen
+    pytest.importorskip("pygame")
+    env = GymEnvironment("CartPole-v1", render_mode="human")
+    (result,) = run_experiment(SMALL_DQN, env, 100, logdir=str(tmp_path), quiet=True,
+                               render=True, test_episodes=0)
+    assert result.frames >= 100
+    small_ppo = ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16)
+    with caplog.at_level("WARNING"):
+        run_experiment(small_ppo, GymEnvironment("CartPole-v1"), 64, logdir=str(tmp_path),
+                       quiet=True, render=True, test_episodes=0)
+    assert "render=True is ignored" in caplog.text

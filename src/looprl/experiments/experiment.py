@@ -41,7 +41,8 @@ class Experiment(ABC):
         train_steps: the training budget in frames (schedules anneal over it).
         logdir: root directory of run directories.
         quiet: no progress bar or printed results.
-        render: render the environment during training.
+        render: show the environment while training; it must have been created with
+            ``render_mode='human'`` (it then draws itself on every step).
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger to use instead of a new ``ExperimentLogger``.
         seed: seeds torch and the environment for a reproducible run.
@@ -70,9 +71,20 @@ class Experiment(ABC):
         self.render = render
         self.seed = seed
         self.verbose = verbose
+        self._check_render()
         self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
         self.agent = self._make_agent()
         self.test_returns: Any = []
+
+    def _check_render(self) -> None:
+        """``ValueError`` if ``render=True`` but the environment cannot show itself."""
+        if self.render and getattr(getattr(self.env, "env", None), "render_mode", None) != "human":
+            raise ValueError(
+                f"render=True needs an environment that shows itself: create it with "
+                f"render_mode='human' (GymEnvironment({self.env.name!r}, render_mode='human'), "
+                f"or for PettingZoo make_zoo_env({self.env.name!r}, render_mode='human')); "
+                "Atari environments have no window: watch a saved preset with looprl watch"
+            )
 
     def _make_agent(self) -> Any:
         """The preset's training agent, logging to this experiment's logger."""
@@ -146,8 +158,6 @@ class SingleEnvExperiment(Experiment):
 
     def _step(self, action: Any) -> tuple[Any, Any]:
         """Apply ``action``; return the next state and the agent's next action."""
-        if self.render:
-            self.env.render()
         state = self.env.step(action)
         self.logger.frame += 1
         return state, self.agent.act(state)
@@ -180,6 +190,14 @@ class ParallelEnvExperiment(Experiment):
         self._state = None
         self._returns = np.zeros(self.vector_env.n_envs)
         super().__init__(preset, env, **kwargs)
+
+    def _check_render(self) -> None:
+        if self.render:
+            log.warning(
+                "render=True is ignored by %s, which trains in %d environments at once; "
+                "watch it after training with looprl watch or looprl.experiments.watch",
+                self.name, self.vector_env.n_envs,
+            )
 
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used; a later call continues the episodes."""

@@ -88,8 +88,6 @@ class MultiagentEnvExperiment(Experiment):
 
     def _step(self, state: Any) -> None:
         """The selected agent acts on ``state``; the environment advances one turn."""
-        if self.render:
-            self.env.render()
         action = self.agent.act(state)
         self.env.step(None if state.done else action)
         self.logger.frame += 1
