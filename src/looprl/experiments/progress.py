@@ -142,7 +142,8 @@ class TrainingProgress:
             transient=False,
         )
 
-    def _lines_or_console(self) -> Console:
+    def _get_console(self) -> Console:
+        """The console given, else a new one on stderr."""
         if self._console is None:
             self._console = Console(stderr=True)
         return self._console
@@ -152,7 +153,7 @@ class TrainingProgress:
         if self.quiet or self._progress is not None or self._lines is not None:
             return
         self._start = time.monotonic()
-        console = self._lines_or_console()
+        console = self._get_console()
         if not console.is_terminal:
             self._lines = console
             self._next_refresh = self._start + self._line_interval
