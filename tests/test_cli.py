@@ -180,6 +180,28 @@ def test_diverging_training_is_one_line_and_keeps_its_logs(
     assert any(run_dir.glob("events.out.tfevents.*"))
 
 
+def test_ctrl_c_keeps_the_preset_and_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from looprl.experiments import ParallelEnvExperiment
+
+    train = ParallelEnvExperiment._train
+
+    def interrupted(self, frames, episodes):  # the user presses Ctrl-C after 2,000 frames
+        train(self, 2_000, episodes)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ParallelEnvExperiment, "_train", interrupted)
+    code = main(["train", "ppo", "CartPole-v1", "--frames", "50000", "--logdir",
+                 str(tmp_path), "--quiet"])
+    out = capsys.readouterr().out.splitlines()
+    run_dir = tmp_path / "ppo" / "CartPole-v1"
+    assert code == 130
+    assert out[0] == "interrupted at frame 2,000; the preset as trained so far is saved"
+    assert (run_dir / "preset.pt").exists() and (run_dir / "returns.csv").exists()
+    assert main(["watch", str(run_dir), "--max-steps", "5"]) == 0  # the saved preset plays
+
+
 def test_watch_missing_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line = _error_line(capsys, ["watch", str(tmp_path / "nothing")])
     assert "No saved preset" in line

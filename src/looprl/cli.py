@@ -81,7 +81,7 @@ def default_threads(agent: str) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from looprl.experiments import plot_returns_100, run_experiment
+    from looprl.experiments import TrainingInterrupted, plot_returns_100, run_experiment
     from looprl.experiments.experiment import seed_everything
 
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
@@ -94,10 +94,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     threads = default_threads(args.agent) if args.threads is None else args.threads
     if threads:
         torch.set_num_threads(threads)
-    (result,) = run_experiment(
-        preset, env, args.frames, logdir=args.logdir, quiet=args.quiet,
-        test_episodes=args.test_episodes, seed=args.seed,
-    )
+    try:
+        (result,) = run_experiment(
+            preset, env, args.frames, logdir=args.logdir, quiet=args.quiet,
+            test_episodes=args.test_episodes, seed=args.seed,
+        )
+    except TrainingInterrupted as stop:  # Ctrl-C: keep what was trained
+        preset.save(str(Path(stop.log_dir) / "preset.pt"))
+        print(f"interrupted at frame {stop.frame:,}; the preset as trained so far is saved")
+        print(f"logs:   {stop.log_dir}  (tensorboard --logdir {args.logdir})")
+        print(f"preset: {Path(stop.log_dir) / 'preset.pt'}  (looprl watch {stop.log_dir})")
+        return 130
     run_dir = Path(result.log_dir)
     preset.save(str(run_dir / "preset.pt"))
     print(f"{result.agent} on {result.env}: {result.frames:,} frames, {result.episodes:,} episodes")

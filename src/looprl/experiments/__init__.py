@@ -6,7 +6,12 @@ from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.multiagent import MultiagentEnvExperiment, play
 from looprl.experiments.plots import plot_returns_100
 from looprl.experiments.progress import TrainingProgress
-from looprl.experiments.run import ExperimentResult, make_experiment, run_experiment
+from looprl.experiments.run import (
+    ExperimentResult,
+    TrainingInterrupted,
+    make_experiment,
+    run_experiment,
+)
 
 __all__ = [
     "Experiment",
@@ -15,6 +20,7 @@ __all__ = [
     "MultiagentEnvExperiment",
     "ParallelEnvExperiment",
     "SingleEnvExperiment",
+    "TrainingInterrupted",
     "TrainingProgress",
     "make_experiment",
     "plot_returns_100",

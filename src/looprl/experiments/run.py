@@ -43,6 +43,20 @@ class ExperimentResult:
         return float(np.std(self.test_returns)) if self.test_returns else math.nan
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run_experiment``: the run's logs were flushed and closed.
+
+    Attributes:
+        log_dir: the interrupted run's directory.
+        frame: frames trained until the interruption.
+    """
+
+    def __init__(self, log_dir: str, frame: int):
+        super().__init__(f"Training interrupted at frame {frame:,}; logs in {log_dir}")
+        self.log_dir = log_dir
+        self.frame = frame
+
+
 def _as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
@@ -99,6 +113,8 @@ def run_experiment(
     Raises:
         ValueError: ``frames`` is not positive.
         FloatingPointError: a run diverged (its logs until then are kept).
+        TrainingInterrupted: Ctrl-C (a ``KeyboardInterrupt`` naming the run's directory,
+            whose logs until then are kept).
     """
     if not frames > 0:
         raise ValueError(f"frames must be positive, got {frames!r}")
@@ -135,6 +151,8 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
         returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
     except FloatingPointError as error:
         raise FloatingPointError(f"{error} Logs until then: {experiment.logger.log_dir}") from error
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(str(experiment.logger.log_dir), experiment.frame) from None
     finally:
         close_loggers()
     if isinstance(returns, dict):  # multi-agent: one list per agent; keep the team return
@@ -155,4 +173,10 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
     return result
 
 
-__all__: Sequence[str] = ["ExperimentResult", "build_preset", "make_experiment", "run_experiment"]
+__all__: Sequence[str] = [
+    "ExperimentResult",
+    "TrainingInterrupted",
+    "build_preset",
+    "make_experiment",
+    "run_experiment",
+]
