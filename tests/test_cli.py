@@ -202,6 +202,19 @@ def test_ctrl_c_keeps_the_preset_and_logs(
     assert main(["watch", str(run_dir), "--max-steps", "5"]) == 0  # the saved preset plays
 
 
+def test_list_presets_and_hyperparameters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("classic_control: a2c, c51, ddqn, dqn, ppg, ppo, rainbow, vac")
+    assert any(line.startswith("continuous: ddpg, ppo, sac, td3") for line in lines)
+    assert main(["list", "continuous.sac"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "continuous.sac hyperparameters (defaults; set them as key=value):"
+    assert "  discount_factor = 0.99" in lines
+    line = _error_line(capsys, ["list", "pppo"])
+    assert "Did you mean 'ppo'" in line
+
+
 def test_watch_missing_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line = _error_line(capsys, ["watch", str(tmp_path / "nothing")])
     assert "No saved preset" in line

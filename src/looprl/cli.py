@@ -1,6 +1,7 @@
 """The ``looprl`` command: ``train``, ``plot`` and ``watch``.
 
     looprl train AGENT ENV [--frames N] [key=value ...]
+    looprl list [AGENT]
     looprl plot [RUNS_DIR]
     looprl watch RUN_DIR [--episodes N]
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import importlib
 import json
 import logging
@@ -48,7 +50,11 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
 def resolve_agent(name: str) -> Any:
     agents = available_agents()
     if name not in agents:
-        raise ValueError(f"Unknown agent {name!r}. Available: {', '.join(sorted(agents))}")
+        close = difflib.get_close_matches(name, list(agents), n=3, cutoff=0.6)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"Unknown agent {name!r}.{hint} Available: {', '.join(sorted(agents))}"
+        )
     return agents[name]
 
 
@@ -121,6 +127,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    """Every preset by family, or one preset's hyperparameters with their defaults."""
+    if args.agent:
+        builder = resolve_agent(args.agent)
+        print(f"{args.agent} hyperparameters (defaults; set them as key=value):")
+        for key, value in builder.hyperparameter_defaults.items():
+            print(f"  {key} = {value!r}")
+        return 0
+    for family in FAMILIES:
+        module = importlib.import_module(f"looprl.presets.{family}")
+        summary = (module.__doc__ or "").strip().splitlines()[0].replace("``", "")
+        print(f"{family}: {', '.join(sorted(module.__all__))}  ({summary})")
+    print("\nlooprl train FAMILY.NAME ENV (a bare NAME is classic_control); "
+          "looprl list NAME shows its hyperparameters")
+    return 0
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from looprl.experiments import plot_returns_100
 
@@ -180,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=cmd_train)
+    listing = sub.add_parser("list", help="list the presets, or one preset's hyperparameters")
+    listing.add_argument("agent", nargs="?", help="a preset, e.g. ppo or atari.dqn")
+    listing.set_defaults(func=cmd_list)
     plot = sub.add_parser("plot", help="plot returns100.csv of every run under RUNS_DIR")
     plot.add_argument("runs_dir", nargs="?", default="runs")
     plot.add_argument("--timesteps", type=int, default=-1)
