@@ -2,7 +2,8 @@
 
 No replay; a target network copied every ``target_update_frequency`` updates keeps the
 bootstrap from chasing itself (``0`` bootstraps from the online network, which diverges on
-CartPole). Epsilon decays linearly over ``final_exploration_step`` batched steps (each
+CartPole; 25 reached the bar with 3 of 3 seeds there, 50 with 2 of 3, while Acrobot-v1
+needs 50). Epsilon decays linearly over ``final_exploration_step`` batched steps (each
 step acts in all ``n_envs`` environments), and with ``linear_lr`` the learning rate decays
 linearly to 0 over the training budget, which lets the online updates settle on a good
 policy instead of oscillating around it. The short horizon (``discount_factor`` 0.95) keeps
@@ -40,7 +41,7 @@ default_hyperparameters: dict[str, Any] = {
     "final_exploration_step": 2000,
     "test_exploration": 0.0,
     "hidden": 64,
-    "target_update_frequency": 50,
+    "target_update_frequency": 25,
     "linear_lr": True,
     "clip_grad": 10.0,
     "huber": True,

@@ -24,6 +24,7 @@ default_hyperparameters: dict[str, Any] = {
     "final_exploration": 0.05,
     "final_exploration_step": 4000,
     "linear_lr": False,
+    "target_update_frequency": 50,
 }
 
 
