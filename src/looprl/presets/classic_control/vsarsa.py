@@ -3,7 +3,8 @@
 The same network as ``classic_control.vqn``; only the target differs (``Q(s', a')`` of the
 action actually taken next). SARSA evaluates its own exploring policy, so it uses more
 environments per batch, a smaller learning rate, a shorter horizon (``discount_factor`` 0.9),
-a slower epsilon decay and a higher final epsilon than VQN, and a constant learning rate
+a slower epsilon decay, a higher final epsilon and a slower target (copied every 50
+updates) than VQN, and a constant learning rate
 (``linear_lr`` False: decaying it slowed SARSA down more than it steadied it).
 """
 
