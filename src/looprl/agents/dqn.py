@@ -104,29 +104,10 @@ class DQNTrainer(Trainer):
 class DQN(ReplayAgent):
     """Local DQN agent (single environment), as in seed 003.
 
-    Args:
-        policy, trainer: the algorithm.
-        replay_buffer: an ``ExperienceReplayBuffer``.
-        minibatch_size: transitions per gradient step.
-        replay_start_size: steps collected before training starts.
-        update_frequency: steps between training phases.
-        gradient_steps: gradient steps per training phase.
+    Takes ``ReplayAgent``'s arguments: the ``DQNPolicy`` and ``DQNTrainer``, a replay buffer,
+    ``minibatch_size`` (32), ``replay_start_size`` (1000), ``update_frequency`` (1) and
+    ``gradient_steps`` (1).
     """
-
-    def __init__(
-        self,
-        policy: DQNPolicy,
-        trainer: DQNTrainer,
-        replay_buffer: Any,
-        minibatch_size: int = 32,
-        replay_start_size: int = 1000,
-        update_frequency: int = 1,
-        gradient_steps: int = 1,
-    ):
-        super().__init__(
-            policy, trainer, replay_buffer,
-            minibatch_size, replay_start_size, update_frequency, gradient_steps,
-        )
 
     def act(self, state: State) -> Any:
         self.replay_buffer.store(self._state, self._action, state)

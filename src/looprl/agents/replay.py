@@ -32,10 +32,10 @@ class ReplayAgent(Agent):
         policy: Policy,
         trainer: Trainer,
         replay_buffer: Any,
-        minibatch_size: int,
-        replay_start_size: int,
-        update_frequency: int,
-        gradient_steps: int,
+        minibatch_size: int = 32,
+        replay_start_size: int = 1000,
+        update_frequency: int = 1,
+        gradient_steps: int = 1,
     ):
         self.policy = policy
         self.trainer = trainer
