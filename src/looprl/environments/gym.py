@@ -32,6 +32,11 @@ def _atari_game(env_id: str) -> str | None:
         return None
 
 
+def env_name(env: gym.Env) -> str:
+    """A Gymnasium environment's id, or its class name when it was not registered."""
+    return env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+
+
 def check_env_id(env_id: str) -> None:
     """Raise ``ValueError`` naming close matches if ``env_id`` is not registered.
 
@@ -93,7 +98,7 @@ class GymEnvironment(Environment):
             self._make_kwargs = make_kwargs
             env = make_gym_env(env, **make_kwargs)
         else:
-            self._id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+            self._id = env_name(env)
             self._make_kwargs = {}
             self._given = env
         self._env = env
@@ -156,18 +161,20 @@ class GymEnvironment(Environment):
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
-    """A factory of independent deep copies of ``env`` (``ValueError`` if it cannot copy)."""
-    try:
-        copy.deepcopy(env)
-    except Exception as error:  # noqa: BLE001 - any failure means the same advice
-        raise ValueError(
-            f"Cannot copy the environment {name} to run it in parallel ({error}); give "
-            "GymVectorEnvironment a function that makes one, e.g. "
-            "GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), n_envs)"
-        ) from None
+    """A factory of independent deep copies of ``env``, each with its own random seed.
+
+    A copy that fails raises ``ValueError`` saying what to give instead.
+    """
 
     def make() -> gym.Env:
-        clone = copy.deepcopy(env)
+        try:
+            clone = copy.deepcopy(env)
+        except Exception as error:  # noqa: BLE001 - any failure means the same advice
+            raise ValueError(
+                f"Cannot copy the environment {name} to run it in parallel ({error}); give "
+                "GymVectorEnvironment a function that makes one, e.g. "
+                "GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), n_envs)"
+            ) from None
         clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
         return clone
 

@@ -12,7 +12,7 @@ import torch
 from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.gym import check_env_id
+from looprl.environments.gym import check_env_id, env_name
 
 
 def make_vector_env(
@@ -83,7 +83,6 @@ class NumpyVectorEnvironment(VectorEnvironment):
         self.n_envs = n_envs
         self.device = device
         self._seed = seed
-        self._state: StateArray | None = None
 
     @property
     def observation_space(self) -> gym.Space:
@@ -122,10 +121,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         **make_kwargs: Any,
     ):
         vector_env = make_vector_env(env, n_envs, **make_kwargs)
-        if name is None and not isinstance(env, str):
-            spec = vector_env.envs[0].spec
-            name = spec.id if spec is not None else type(vector_env.envs[0].unwrapped).__name__
-        super().__init__(vector_env, name or env, n_envs, device, seed)
+        if name is None:
+            name = env if isinstance(env, str) else env_name(vector_env.envs[0])
+        super().__init__(vector_env, name, n_envs, device, seed)
         self._id = env
         self._make_kwargs = make_kwargs
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
