@@ -32,10 +32,15 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def preset_family(preset: Any) -> str:
+    """``'classic_control'``, ``'atari'``, ``'continuous'`` or ``'multiagent'``."""
+    return type(preset).__module__.split(".")[2]
+
+
 def shows_in_window(preset: Any) -> bool:
     """Whether ``preset``'s environment can be watched in a window here (a display exists
     and it is not an Atari preset: ale-py's vector env has no window, so Atari is a GIF)."""
-    return has_display() and type(preset).__module__.split(".")[2] != "atari"
+    return has_display() and preset_family(preset) != "atari"
 
 
 def offscreen_rendering() -> None:
@@ -52,7 +57,7 @@ def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
     multi-agent presets a ``MultiagentPettingZooEnv``, MuJoCo ids a ``MujocoEnvironment``,
     anything else a ``GymEnvironment``.
     """
-    family = type(preset).__module__.split(".")[2]
+    family = preset_family(preset)
     if to_file:
         offscreen_rendering()
     if family == "atari":
@@ -104,14 +109,19 @@ def watch(
     return returns, path
 
 
+def _show(env: Any, frames: list | None, fps: float) -> None:
+    """Record the current frame (GIF), or give a window-rendering environment 1/fps s."""
+    if frames is not None:
+        frames.append(env.render())
+    else:
+        time.sleep(1.0 / fps)
+
+
 def _play(agent: Any, env: Any, frames: list | None, fps: float, max_steps: int) -> float:
     state = env.reset()
     episode_return = 0.0
     for step in range(max_steps + 1):
-        if frames is not None:
-            frames.append(env.render())
-        else:
-            time.sleep(1.0 / fps)
+        _show(env, frames, fps)
         if state.done or step == max_steps:
             if not state.done:
                 log.warning("Episode cut after %d steps (max_steps)", max_steps)
@@ -126,10 +136,7 @@ def _play_multiagent(
     env.reset()
     returns = dict.fromkeys(env.possible_agents, 0.0)
     for turn, name in enumerate(env.agent_iter()):
-        if frames is not None:
-            frames.append(env.render())
-        else:
-            time.sleep(1.0 / fps)
+        _show(env, frames, fps)
         if turn == max_steps:
             log.warning("Episode cut after %d turns (max_steps)", max_steps)
             break

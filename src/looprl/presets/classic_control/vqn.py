@@ -63,7 +63,7 @@ class OnlineClassicControlPreset(ParallelPreset):
         self.model = MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
         self.model = self.model.to(device)
 
-    def _policy(self, logger: Any, train_steps: float = math.inf) -> DQNPolicy:
+    def _policy(self, logger: Any, train_steps: float) -> DQNPolicy:
         hp = self.hyperparameters
         optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
         scheduler = None
