@@ -73,7 +73,7 @@ def builder(name: str):
 
 def learning_curve(
     name: str, env_id: str, budget: int, evals: int, seed: int, stop_at_bar: bool,
-    hyperparameters: dict | None = None,
+    hyperparameters: dict,
 ) -> tuple[Curve, float]:
     """``(frame, mean evaluation return)`` pairs of one seeded run, and its wall seconds.
 
@@ -82,8 +82,7 @@ def learning_curve(
     start = time.perf_counter()
     env = GymEnvironment(env_id)
     seed_everything(seed)  # before building, so that the initial weights are seeded too
-    preset = builder(name).env(env).device("cpu").hyperparameters(**(hyperparameters or {}))
-    preset = preset.build()
+    preset = builder(name).env(env).device("cpu").hyperparameters(**hyperparameters).build()
     experiment = make_experiment(
         preset, env, train_steps=budget, logdir="/tmp/looprl-learning", quiet=True,
         verbose=False, seed=seed,
