@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import torch
 import looprl.experiments.watch as watch_module
 from looprl.cli import available_agents, main, parse_hyperparameters
 from looprl.environments import GymEnvironment
+from looprl.presets import load_preset
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # A tiny learning rate keeps CartPole episodes short (~20 steps) and the run fast.
@@ -285,6 +287,28 @@ def test_watch_writes_gif_without_display(
     assert gif.read_bytes()[:6] == b"GIF89a"
     assert _gif_frames(gif) == int(episode_return) + 1  # one frame per state
     gif.unlink()
+
+
+def test_watch_a_preset_file_outside_its_run_directory(
+    trained: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(watch_module, "GymEnvironment", _FakeRenderEnv)
+    moved = tmp_path / "my_cartpole.pt"
+    shutil.copy(trained[0] / "ppo" / "CartPole-v1" / "preset.pt", moved)
+    gif = tmp_path / "out.gif"
+    # the preset knows its environment: no run.json needed
+    assert main(["watch", str(moved), "--max-steps", "5", "--gif", str(gif)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("episode 1: return ")
+    assert gif.exists()
+    # a preset saved without its environment's name (older files) says to pass --env
+    preset = load_preset(str(moved))
+    preset.env_name = None
+    preset.save(str(moved))
+    line = _error_line(capsys, ["watch", str(moved)])
+    assert "no run.json beside it" in line and "--env ENV_ID" in line
+    assert main(["watch", str(moved), "--env", "CartPole-v1", "--max-steps", "5",
+                 "--gif", str(gif)]) == 0
 
 
 def test_watch_a_trained_multiagent_preset(

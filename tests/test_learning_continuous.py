@@ -15,6 +15,8 @@ import pytest
 
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
+from looprl.presets.continuous.ddpg import ddpg
 from looprl.presets.continuous.ppo import ppo
 from looprl.presets.continuous.sac import sac
 from looprl.presets.continuous.td3 import td3
@@ -34,8 +36,9 @@ def _evaluate_until(preset, env, frames, eval_every, bar, logdir, seed=1):
     return evaluations
 
 
-@pytest.mark.parametrize("builder", [sac, td3], ids=["sac", "td3"])
+@pytest.mark.parametrize("builder", [ddpg, sac, td3], ids=["ddpg", "sac", "td3"])
 def test_off_policy_swings_up_pendulum(builder, tmp_path):
+    seed_everything(1)  # before building, so that the initial weights are seeded too
     env = GymEnvironment("Pendulum-v1")
     preset = builder.env(env).device("cpu").hyperparameters(hidden=64).build()
     evaluations = _evaluate_until(preset, env, 15_000, 1_000, -400, str(tmp_path))
@@ -44,6 +47,7 @@ def test_off_policy_swings_up_pendulum(builder, tmp_path):
 
 
 def test_gaussian_ppo_improves_on_pendulum(tmp_path):
+    seed_everything(1)  # before building, so that the initial weights are seeded too
     env = GymEnvironment("Pendulum-v1")
     preset = ppo.env(env).device("cpu").build()
     evaluations = _evaluate_until(preset, env, 65_536, 8_192, -500, str(tmp_path))

@@ -17,6 +17,7 @@ pytest.importorskip("pettingzoo")
 
 from looprl.agents.independent import IndependentMultiagent, RandomAgent  # noqa: E402
 from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
+from looprl.experiments.experiment import seed_everything  # noqa: E402
 from looprl.experiments.multiagent import MultiagentEnvExperiment, play  # noqa: E402
 from looprl.presets.multiagent import dqn, ppo  # noqa: E402
 
@@ -46,6 +47,7 @@ def test_random_play_scores_about_zero():
     ids=["dqn", "ppo"],
 )
 def test_independent_learners_beat_a_random_player(builder, frames, eval_every, tmp_path):
+    seed_everything(1)  # before building, so that the initial weights are seeded too
     env = MultiagentPettingZooEnv("tictactoe_v3")
     preset = builder.env(env).device("cpu").build()
     experiment = MultiagentEnvExperiment(

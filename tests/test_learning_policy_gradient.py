@@ -11,6 +11,7 @@ import pytest
 
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
 from looprl.presets.classic_control.a2c import a2c
 from looprl.presets.classic_control.ppg import ppg
 from looprl.presets.classic_control.vac import vac
@@ -23,6 +24,7 @@ from looprl.presets.classic_control.vpg import vpg
     ids=["vpg", "vac", "a2c", "ppg"],
 )
 def test_beats_random_on_cartpole(builder, frames, eval_every, tmp_path):
+    seed_everything(1)  # before building, so that the initial weights are seeded too
     env = GymEnvironment("CartPole-v1")
     preset = builder.env(env).device("cpu").build()
     experiment = make_experiment(

@@ -151,6 +151,21 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def trained_env(preset_file: Path, preset: Any) -> str:
+    """The environment a saved preset was trained on: from the ``run.json`` of its run
+    directory, else from the preset itself; ``FileNotFoundError`` saying to pass ``--env``."""
+    run_json = preset_file.parent / "run.json"
+    if run_json.exists():
+        return json.loads(run_json.read_text())["env"]
+    if preset.env_name:
+        return preset.env_name
+    raise FileNotFoundError(
+        f"{preset_file} does not say which environment it was trained on, and there is no "
+        f"run.json beside it (looprl train writes one in each run directory): give the "
+        "environment with --env ENV_ID"
+    )
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     from looprl.experiments import watch
     from looprl.presets import load_preset
@@ -159,8 +174,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     preset_file = run_dir / "preset.pt" if run_dir.is_dir() else run_dir
     if not preset_file.exists():
         raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl train)")
-    env_id = args.env or json.loads((preset_file.parent / "run.json").read_text())["env"]
     preset = load_preset(str(preset_file))
+    env_id = args.env or trained_env(preset_file, preset)
     window = watch.shows_in_window(preset)
     gif = args.gif or (None if window else str(preset_file.parent / "watch.gif"))
     env = watch.watch_env(preset, env_id, to_file=gif is not None)

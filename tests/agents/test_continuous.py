@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import math
+
 import pytest
 import torch
 from torch import nn, optim
@@ -22,6 +25,7 @@ from looprl.approximation import Approximation, PolyakTarget
 from looprl.core import Agent, NamedArray, RolloutRequest, State, StateArray, Trainer
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
 from looprl.memory import ExperienceReplayBuffer
 from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
 from looprl.policies.distributions import GaussianActor, GaussianHead
@@ -100,6 +104,93 @@ def test_td3_delays_the_actor_and_the_critic_target() -> None:
     stats = trainer.step(_batch(seed=1))
     assert "actor" in stats and policy.actor.updates == 1 and q.updates == 2
     assert _changed(target_before, q._target._target)
+
+
+def _batch_with_terminals(n: int = 16) -> tuple:
+    """``_batch`` whose every fourth next state is terminal (mask 0)."""
+    states, actions, rewards, next_states, weights = _batch(n)
+    mask = (torch.arange(n) % 4 != 0).float()
+    next_states = StateArray(
+        {"observation": next_states.observation, "reward": rewards, "mask": mask}, (n,)
+    )
+    return states, actions, rewards, next_states, weights
+
+
+def _move_away_from_targets(*modules: nn.Module) -> None:
+    """Perturb online networks so that a trainer using them instead of the targets differs."""
+    with torch.no_grad():
+        for module in modules:
+            for parameter in module.parameters():
+                parameter.add_(0.3 * torch.randn_like(parameter))
+
+
+def test_td3_trainer_targets_use_smoothed_target_actions_and_the_twin_minimum() -> None:
+    policy, q = _ddpg_parts(twin=True)
+    actor = policy.actor
+    _move_away_from_targets(actor.model, q.model)
+    trainer = TD3Trainer(policy, q, discount_factor=0.9, target_noise=1.0, noise_clip=0.3)
+    batch = _batch_with_terminals()
+    states, actions, rewards, next_states, _ = batch
+    obs, next_obs, mask = states.observation, next_states.observation, next_states.mask
+    torch.manual_seed(5)
+    eps = torch.randn(16, 1)  # the trainer's smoothing noise: its first draw after the seed
+    assert (eps.abs() > 0.3).any() and (eps.abs() < 0.3).any()  # the noise clip is exercised
+    with torch.no_grad():
+        # a' = clip(mu'(s') + scale * clip(sigma * eps, -c, c), low, high), scale 2 on [-2, 2]
+        target_actions = actor.target(next_obs)
+        smoothed = (target_actions + 2.0 * (1.0 * eps).clamp(-0.3, 0.3)).clamp(-2, 2)
+        next_q1, next_q2 = q.target(next_obs, smoothed)
+        y = rewards + 0.9 * mask * torch.min(next_q1, next_q2)
+        q1, q2 = q.model(obs, actions)
+        expected = ((q1 - y) ** 2).mean() + ((q2 - y) ** 2).mean()
+    seen = []  # the inputs of the target critics
+    target = q.target
+    q.target = lambda *inputs: seen.append(inputs) or target(*inputs)
+    torch.manual_seed(5)
+    stats = trainer.step(batch)
+    assert len(seen) == 1 and torch.equal(seen[0][0], next_obs)
+    assert torch.allclose(seen[0][1], smoothed, rtol=0, atol=1e-6)
+    assert (seen[0][1] - target_actions).abs().max() > 0.5  # the smoothing is not negligible
+    assert torch.allclose(stats["critic"], expected, rtol=1e-5, atol=0)
+
+
+def test_sac_trainer_critic_target_and_actor_loss_carry_the_entropy_term() -> None:
+    torch.manual_seed(0)
+    actor = SoftDeterministicPolicy(_mlp(3, 2), None, PENDULUM, name="actor")
+    actor.optimizer = optim.Adam(actor.parameters(), lr=1e-2)
+    critic = TwinQ(_mlp(4, 1), _mlp(4, 1))
+    q = Approximation(critic, optim.Adam(critic.parameters(), lr=1e-2), target=PolyakTarget(0.5))
+    _move_away_from_targets(critic)
+    temperature = Temperature(2.0)
+    tuned = Approximation(temperature, optim.Adam(temperature.parameters(), lr=0.1))
+    trainer = SACTrainer(SACPolicy(actor), q, tuned, discount_factor=0.9, target_entropy=-1.0)
+    batch = _batch_with_terminals()
+    states, actions, rewards, next_states, _ = batch
+    obs, next_obs, mask = states.observation, next_states.observation, next_states.mask
+    alpha = 2.0
+    old_actor = copy.deepcopy(actor.model)  # the actor before the step updates it
+    torch.manual_seed(5)
+    with torch.no_grad():
+        next_actions, next_log_probs = old_actor(next_obs)  # the trainer's first draw
+        after_first_draw = torch.get_rng_state()
+        next_q1, next_q2 = q.target(next_obs, next_actions)
+        y = rewards + 0.9 * mask * (torch.min(next_q1, next_q2) - alpha * next_log_probs)
+        q1, q2 = q.model(obs, actions)
+        critic_expected = ((q1 - y) ** 2).mean() + ((q2 - y) ** 2).mean()
+    torch.manual_seed(5)
+    stats = trainer.step(batch)
+    assert torch.allclose(stats["critic"], critic_expected, rtol=1e-5, atol=0)
+    # the actor's loss: the trainer's second draw, through the critic this step updated
+    torch.set_rng_state(after_first_draw)
+    with torch.no_grad():
+        new_actions, log_probs = old_actor(obs)
+        q1, q2 = q.model(obs, new_actions)
+        actor_expected = (alpha * log_probs - torch.min(q1, q2)).mean()
+        temperature_expected = -(math.log(alpha) * (log_probs - 1.0)).mean()
+    assert torch.allclose(stats["actor"], actor_expected, rtol=1e-5, atol=0)
+    assert torch.allclose(stats["temperature"], temperature_expected, rtol=1e-5, atol=0)
+    # the entropy terms are not negligible: without them the losses would be others
+    assert (alpha * next_log_probs.abs()).mean() > 0.1 and (alpha * log_probs).mean().abs() > 0.1
 
 
 def test_sac_trainer_tunes_the_temperature() -> None:
@@ -203,12 +294,41 @@ def test_presets_reject_discrete_actions(builder) -> None:
         builder.env(GymEnvironment("CartPole-v1")).device("cpu").build()
 
 
+def _replay_episodes(agent, seed: int, episodes: int) -> list[float]:
+    """Returns of ``agent`` in ``episodes`` Pendulum episodes after a ``reset(seed=seed)``."""
+    env = GymEnvironment("Pendulum-v1")
+    env.reset(seed=seed)
+    returns = []
+    for _ in range(episodes):
+        state, total = env.reset(), 0.0
+        while not state.done:
+            state = env.step(agent.act(state))
+            total += state.reward
+        returns.append(total)
+    env.close()
+    return returns
+
+
+def _replay_first_episodes(agent, n_envs: int, seed: int) -> list[float]:
+    """Returns of the first episode of the first two copies of a vector Pendulum reset with
+    ``seed`` (its episodes all last 200 steps, so they end together, in copy order)."""
+    env = GymVectorEnvironment("Pendulum-v1", n_envs)
+    state, totals = env.reset(seed=seed), [0.0, 0.0]
+    while not state.done[0]:
+        state = env.step(agent.act(state))
+        totals = [total + float(reward) for total, reward in zip(totals, state.reward[:2])]
+    assert state.done[:2].all()
+    env.close()
+    return totals
+
+
 @pytest.mark.parametrize(
     ("builder", "hyperparameters"),
     [(ddpg, SMALL), (td3, SMALL), (sac, SMALL), (ppo, SMALL_PPO)],
     ids=["ddpg", "td3", "sac", "ppo"],
 )
 def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_path) -> None:
+    seed_everything(0)  # the initial weights too
     env = GymEnvironment("Pendulum-v1")
     preset = builder.env(env).device("cpu").hyperparameters(**hyperparameters).build()
     experiment = make_experiment(
@@ -225,8 +345,13 @@ def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_p
     assert expected.shape == (5, 1) and (expected.abs() <= 2).all()
     assert torch.allclose(loaded.test_agent().act(states), expected)
     assert loaded.test_agent().act(State(obs[0])).shape == (1,)
-    returns = experiment.test(episodes=2)
-    assert len(returns) == 2 and all(-2000 < r <= 0 for r in returns)
+    # evaluation is the loaded (deterministic) test agent's, replayed in fresh environments
+    if builder is ppo:  # ParallelEnvExperiment.test: a copy of the vector env, seed + 10,000
+        replayed = _replay_first_episodes(loaded.test_agent(), preset.n_envs, seed=10_000)
+    else:
+        experiment.env.reset(seed=7)  # the evaluation episodes continue this RNG
+        replayed = _replay_episodes(loaded.test_agent(), seed=7, episodes=2)
+    assert experiment.test(episodes=2) == replayed
     experiment.close()
 
 

@@ -125,16 +125,59 @@ def test_trainer_step_reduces_td_error_on_fixed_batch() -> None:
     assert q.updates == 100
 
 
-def test_trainer_mse_loss_value() -> None:
-    q = _q(lr=0.0)
-    trainer = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.9, huber=False)
-    batch = _fixed_batch()
-    states, actions, rewards, next_states, _ = batch
+# A two-action linear Q-function Q(s) = W s (no bias) whose online and target weights differ,
+# and a batch of three transitions whose targets are worked out by hand below.
+ONLINE_W = [[1.0, 0.0], [0.0, 2.0]]
+TARGET_W = [[2.0, 3.0], [5.0, 1.0]]
+
+
+def _linear_q(lr: float) -> tuple[QNetwork, nn.Linear]:
+    """A ``QNetwork`` with target weights ``TARGET_W`` and online weights ``ONLINE_W``, and
+    its ``nn.Linear``."""
+    model = nn.Linear(2, 2, bias=False)
     with torch.no_grad():
-        expected = (q(states, actions) - (rewards + 0.9 * next_states.mask * q.target(
-            next_states).max(-1).values)) ** 2
+        model.weight.copy_(torch.tensor(TARGET_W))
+    q = QNetwork(model, optim.SGD(model.parameters(), lr=lr), target=FixedTarget(1000))
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor(ONLINE_W))
+    return q, model
+
+
+def _hand_batch() -> tuple:
+    """``(states, actions, rewards, next_states, weights)``; the last transition terminates.
+
+    Online values Q(s, a): s=[1, 1], a=1: 2; s=[1, -1], a=0: 1; s=[0, 1], a=1: 2.
+    Next states: [1, 0] has online values [1, 0] and target values [2, 5];
+    [0, 1] has online values [0, 2] and target values [3, 1]; [1, 1] is terminal.
+    """
+    states = StateArray({"observation": torch.tensor([[1.0, 1.0], [1.0, -1.0], [0.0, 1.0]])},
+                        (3,))
+    next_states = StateArray({"observation": torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+                              "mask": torch.tensor([1.0, 1.0, 0.0])}, (3,))
+    actions = torch.tensor([1, 0, 1])
+    rewards = torch.tensor([2.0, -1.0, 3.0])
+    weights = torch.tensor([1.0, 2.0, 0.5])
+    return states, actions, rewards, next_states, weights
+
+
+def test_trainer_regresses_onto_the_target_networks_max_by_hand() -> None:
+    q, linear = _linear_q(lr=0.3)
+    batch = _hand_batch()
+    assert not torch.equal(q.target(batch[3]), q.no_grad(batch[3]))  # two different networks
+    trainer = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, huber=False)
+    # targets r + 0.5 * mask * max_a Q_target(s', a) = [2 + 0.5 * 5, -1 + 0.5 * 3, 3]
+    #   = [4.5, 0.5, 3]; values [2, 1, 2]; TD errors [2.5, -0.5, 1]
+    # (the online network's max would give [2.5, 0, 3], a mean over actions [3.75, 0, 3],
+    # bootstrapping past the terminal state 3 + 0.5 * 6 = 6)
+    # weighted MSE: (1 * 2.5^2 + 2 * 0.5^2 + 0.5 * 1^2) / 3 = 7.25 / 3
     loss = trainer.step(batch)["loss"]
-    assert torch.isclose(loss, expected.mean(), rtol=1e-5)
+    assert torch.isclose(loss, torch.tensor(7.25 / 3))
+    # one SGD step, W[a] += lr * 2/3 * sum_i w_i td_i s_i over the rows with action a:
+    # W[0] += 0.3 * 2/3 * 2 * -0.5 * [1, -1] = [-0.2, 0.2]
+    # W[1] += 0.3 * 2/3 * (1 * 2.5 * [1, 1] + 0.5 * 1 * [0, 1]) = [0.5, 0.6]
+    expected = torch.tensor([[0.8, 0.2], [0.5, 2.6]])
+    assert torch.allclose(linear.weight, expected)
+    assert torch.equal(q.target(batch[3]), torch.tensor([[2.0, 5.0], [3.0, 1.0], [0.0, 0.0]]))
 
 
 def test_policy_rollout_and_analyze() -> None:

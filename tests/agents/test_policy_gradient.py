@@ -17,12 +17,15 @@ from looprl.approximation import Approximation
 from looprl.core import Agent, NamedArray, ParallelAgent, ParallelPreset, Preset, StateArray
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets import load_preset
 from looprl.presets.classic_control.a2c import a2c
 from looprl.presets.classic_control.ppg import ppg, ppg_network
+from looprl.presets.classic_control.ppo import ppo
 from looprl.presets.classic_control.vac import vac
 from looprl.presets.classic_control.vpg import vpg
+from looprl.presets.continuous.ppo import ppo as continuous_ppo
 
 
 def _policy(cls=A2CPolicy, seed: int = 0, lr: float = 1e-2):
@@ -278,6 +281,41 @@ def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
 
 # -- presets -----------------------------------------------------------------------------
 
+
+def _replay_episodes(agent, seed: int, episodes: int) -> list[float]:
+    """Returns of ``agent`` in ``episodes`` CartPole episodes after a ``reset(seed=seed)``."""
+    env = GymEnvironment("CartPole-v1")
+    env.reset(seed=seed)
+    returns = []
+    for _ in range(episodes):
+        state, total = env.reset(), 0.0
+        while not state.done:
+            state = env.step(agent.act(state))
+            total += state.reward
+        returns.append(total)
+    env.close()
+    return returns
+
+
+def _replay_first_episodes(agent, n_envs: int, seed: int, quota: list[int]) -> list[float]:
+    """Returns of the first ``quota[i]`` episodes of copy ``i`` of a vector CartPole reset
+    with ``seed``, in the order the episodes end (copy order within a step)."""
+    env = GymVectorEnvironment("CartPole-v1", n_envs)
+    state = env.reset(seed=seed)
+    running, left, returns = [0.0] * n_envs, quota + [0] * (n_envs - len(quota)), []
+    while any(left):
+        state = env.step(agent.act(state))
+        for i in range(n_envs):
+            running[i] += float(state.reward[i])
+            if state.done[i]:
+                if left[i]:
+                    returns.append(running[i])
+                    left[i] -= 1
+                running[i] = 0.0
+    env.close()
+    return returns
+
+
 SMOKE = {
     "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, VPGTestAgent),
     "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, VACTestAgent),
@@ -294,6 +332,7 @@ SMOKE = {
 @pytest.mark.parametrize("name", list(SMOKE))
 def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> None:
     builder, hyperparameters, kind, test_agent_type = SMOKE[name]
+    seed_everything(0)  # the initial weights too
     env = GymEnvironment("CartPole-v1")
     preset = builder.hyperparameters(**hyperparameters).env(env).device("cpu").build()
     assert isinstance(preset, kind) and preset.name == name
@@ -317,8 +356,58 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
     test_agent = loaded.test_agent()
     assert isinstance(test_agent, test_agent_type)
     assert torch.equal(test_agent.act(states), preset.test_agent().act(states))
-    returns = experiment.test(episodes=2)
-    assert len(returns) == 2 and all(r >= 1 for r in returns)
+    # evaluation is the loaded (greedy) test agent's, replayed here in fresh environments
+    if kind is Preset:
+        experiment.env.reset(seed=7)  # the evaluation episodes continue this RNG
+        replayed = _replay_episodes(test_agent, seed=7, episodes=2)
+    else:  # ParallelEnvExperiment.test: a copy of the vector env, reset with seed + 10,000
+        replayed = _replay_first_episodes(test_agent, preset.n_envs, seed=10_000, quota=[1, 1])
+    assert experiment.test(episodes=2) == replayed
+    experiment.close()
+
+
+# rollouts of 2 x 8 transitions in minibatches of 6: 3 optimizer steps per epoch (2 with
+# fewer than 13 rows: rows leaving a terminal state are dropped); PPG adds an auxiliary
+# phase every second rollout, whose minibatch count also depends on the dropped rows
+SCHEDULED = {
+    "ppo": (ppo, "CartPole-v1", {}),
+    "ppg": (ppg, "CartPole-v1", {"n_policy": 2, "aux_minibatch_size": 8}),
+    "continuous-ppo": (continuous_ppo, "Pendulum-v1", {"linear_lr": True}),
+    "ppg-dropped-rows": (ppg, "CartPole-v1", {"n_policy": 2, "aux_minibatch_size": 6}),
+}
+
+
+@pytest.mark.parametrize("case", list(SCHEDULED.values()), ids=list(SCHEDULED))
+def test_linear_lr_decays_to_zero_over_the_training_budget(case, tmp_path: Path) -> None:
+    builder, env_id, extra = case
+    hyperparameters = {"n_envs": 2, "n_steps": 8, "epochs": 2, "minibatch_size": 6, "hidden": 8}
+    seed_everything(0)
+    env = GymVectorEnvironment(env_id, 2, seed=0)
+    preset = builder.hyperparameters(**hyperparameters, **extra).env(env).device("cpu").build()
+    rollouts, budget = 4, 4 * 2 * 8
+    experiment = make_experiment(preset, env, train_steps=budget, logdir=str(tmp_path),
+                                 quiet=True, seed=0)
+    trainer, approximation = experiment.agent.trainer, experiment.agent.policy.approximation
+    lr = preset.hyperparameters["lr"]
+    assert approximation.optimizer.param_groups[0]["lr"] == lr
+    used = []  # (update, learning rate) of every optimizer step
+    step = approximation.step
+
+    def recording_step(loss=None):
+        used.append((trainer.updates, approximation.optimizer.param_groups[0]["lr"]))
+        return step(loss)
+
+    approximation.step = recording_step
+    experiment.train(frames=budget)
+    # the last rollout of the budget is trained within it, and the rate ends at 0
+    assert trainer.updates == rollouts
+    assert approximation.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert all(rate > 0 for _, rate in used)
+    for k in range(rollouts):  # the j-th of an update's m steps: lr * (1 - (k + j / m) / 4)
+        rates = [rate for update, rate in used if update == k]
+        m = len(rates)
+        expected = [lr * (1 - (k + j / m) / rollouts) for j in range(m)]
+        assert rates == pytest.approx(expected, rel=1e-9)
     experiment.close()
 
 

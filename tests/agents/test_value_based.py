@@ -1,7 +1,9 @@
-"""Smoke tests of the value-based presets (ddqn, c51, rainbow, vqn, vsarsa) and their parts."""
+"""Tests of the value-based presets (ddqn, c51, rainbow, vqn, vsarsa) and of their parts,
+whose targets are worked out by hand."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -10,9 +12,10 @@ import torch
 from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.ddqn import DDQNTrainer
 from looprl.agents.dqn import DQNPolicy
+from looprl.agents.vsarsa import SarsaTrainer, VSarsa
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.approximation.q_dist import QDist
-from looprl.core import ParallelPreset, State, StateArray
+from looprl.core import ParallelPreset, State, StateArray, Trainer
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.nn.distributional import CategoricalQHead
@@ -51,6 +54,7 @@ def _states(n: int = 32) -> StateArray:
 def test_preset_trains_saves_loads_and_evaluates(case: str, tmp_path: Path) -> None:
     builder, hyperparameters = CASES[case]
     env = GymEnvironment("CartPole-v1")
+    torch.manual_seed(0)
     preset = builder.env(env).hyperparameters(**hyperparameters).device("cpu").build()
     before = [p.detach().clone() for p in preset.model.parameters()]
     experiment = make_experiment(preset, env, train_steps=400, logdir=str(tmp_path), quiet=True,
@@ -68,9 +72,41 @@ def test_preset_trains_saves_loads_and_evaluates(case: str, tmp_path: Path) -> N
     assert single.shape == () and int(single) in (0, 1)
     if isinstance(preset, ParallelPreset):
         assert loaded.parallel_test_agent().act(states).shape == (32,)
-    returns = experiment.test(episodes=2)
-    assert len(returns) == 2 and all(r >= 1 for r in returns)
+    # the experiment evaluates the original preset; replaying the same seeded episodes with
+    # the loaded preset's greedy agent gives the very same returns
+    if isinstance(preset, ParallelPreset):  # evaluated in 4 copies reset with seed 10_000
+        returns = sorted(experiment.test(episodes=2))  # the first episodes of copies 0 and 1
+        expected = sorted(_first_returns(loaded.parallel_test_agent(), 10_000)[:2])
+    else:
+        env.reset(seed=123)  # seeds the resets of the evaluation episodes
+        returns = experiment.test(episodes=2)
+        replay = GymEnvironment("CartPole-v1")
+        replay.reset(seed=123)
+        expected = [_episode(loaded.test_agent(), replay) for _ in range(2)]
+    assert returns == expected
     experiment.close()
+
+
+def _episode(agent, env: GymEnvironment) -> float:
+    """The return of one episode of ``agent`` from ``env.reset()``."""
+    state, episode_return = env.reset(), 0.0
+    while not state.done:
+        state = env.step(agent.act(state))
+        episode_return += state.reward
+    return episode_return
+
+
+def _first_returns(agent, seed: int, n_envs: int = 4) -> list[float]:
+    """The returns of the first episode of each copy of a CartPole vector environment."""
+    env = GymEnvironment("CartPole-v1").duplicate(n_envs)
+    state, returns = env.reset(seed=seed), torch.zeros(n_envs)
+    ended = torch.zeros(n_envs, dtype=torch.bool)
+    while not ended.all():
+        state = env.step(agent.act(state))
+        returns += state.reward * ~ended
+        ended |= state.done
+    env.close()
+    return returns.tolist()
 
 
 def test_rainbow_switches_build_the_right_parts() -> None:
@@ -133,23 +169,116 @@ def test_noisy_layer_is_noisy_in_training_and_mean_in_eval() -> None:
     assert layer.weight_sigma.grad is not None and layer.weight_sigma.grad.abs().sum() > 0
 
 
-def test_ddqn_trainer_matches_hand_target_and_returns_td_errors() -> None:
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 2)
-    q = QNetwork(model, torch.optim.SGD(model.parameters(), lr=0.0), target=FixedTarget(1000))
-    trainer = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.9, huber=False)
-    states = _states(8)
-    next_states = StateArray({"observation": torch.randn(8, 4), "mask": torch.ones(8)}, (8,))
-    next_states["discount"] = torch.full((8,), 0.5)
-    actions, rewards = torch.zeros(8, dtype=torch.long), torch.ones(8)
-    stats = trainer.step((states, actions, rewards, next_states, torch.ones(8)))
+# A two-action linear Q-function Q(s) = W s whose online and target weights differ (the same
+# as in test_dqn.py), and three transitions, the last one terminal:
+# online values Q(s, a): s=[1, 1], a=1: 2; s=[1, -1], a=0: 1; s=[0, 1], a=1: 2.
+# next state [1, 0]: online values [1, 0], target values [2, 5];
+# next state [0, 1]: online values [0, 2], target values [3, 1]; [1, 1] is terminal.
+ONLINE_W = [[1.0, 0.0], [0.0, 2.0]]
+TARGET_W = [[2.0, 3.0], [5.0, 1.0]]
+
+
+def _linear_q(lr: float) -> tuple[QNetwork, torch.nn.Linear]:
+    model = torch.nn.Linear(2, 2, bias=False)
     with torch.no_grad():
-        online = model(next_states.observation)
-        best = online.argmax(-1, keepdim=True)
-        target = 1.0 + 0.5 * model(next_states.observation).gather(-1, best).squeeze(-1)
-        values = model(states.observation)[:, 0]
-    assert torch.allclose(stats["td_error"], target - values, atol=1e-6)
-    assert torch.isclose(stats["loss"], ((target - values) ** 2).mean())
+        model.weight.copy_(torch.tensor(TARGET_W))
+    q = QNetwork(model, torch.optim.SGD(model.parameters(), lr=lr), target=FixedTarget(1000))
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor(ONLINE_W))
+    return q, model
+
+
+def _hand_batch() -> tuple:
+    states = StateArray({"observation": torch.tensor([[1.0, 1.0], [1.0, -1.0], [0.0, 1.0]])},
+                        (3,))
+    next_states = StateArray({"observation": torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+                              "mask": torch.tensor([1.0, 1.0, 0.0])}, (3,))
+    actions, rewards = torch.tensor([1, 0, 1]), torch.tensor([2.0, -1.0, 3.0])
+    return states, actions, rewards, next_states, torch.tensor([1.0, 2.0, 0.5])
+
+
+def test_ddqn_trainer_matches_hand_target_and_returns_td_errors() -> None:
+    q, linear = _linear_q(lr=0.3)
+    states, actions, rewards, next_states, weights = _hand_batch()
+    next_states["discount"] = torch.tensor([0.5, 0.25, 0.9])  # gamma^k from n-step replay
+    trainer = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.9, huber=False)
+    stats = trainer.step((states, actions, rewards, next_states, weights))
+    # the online network picks actions 0 and 1 at the next states, the target network
+    # values them 2 and 1: targets [2 + 0.5 * 2, -1 + 0.25 * 1, 3] = [3, -0.75, 3]
+    # (DQN's max target would give [4.5, -0.25, 3], the online network's own values
+    # [2.5, -0.5, 3], discount_factor 0.9 in place of the stored discount [3.8, -0.1, 3])
+    assert torch.allclose(stats["td_error"], torch.tensor([1.0, -1.75, 1.0]))
+    # weighted MSE (1 * 1 + 2 * 1.75^2 + 0.5 * 1) / 3
+    assert torch.isclose(stats["loss"], torch.tensor(7.625 / 3))
+    # one SGD step, W[a] += lr * 2/3 * sum_i w_i td_i s_i over the rows with action a:
+    # W[0] += 0.2 * 2 * -1.75 * [1, -1]; W[1] += 0.2 * (1 * [1, 1] + 0.5 * [0, 1])
+    assert torch.allclose(linear.weight, torch.tensor([[0.3, 0.7], [0.2, 2.3]]))
+    assert torch.equal(q.target(next_states), torch.tensor([[2.0, 5.0], [3.0, 1.0], [0.0, 0.0]]))
+
+
+def test_ddqn_trainer_huber_loss_and_dqn_switch() -> None:
+    q, _ = _linear_q(lr=0.0)
+    states, actions, rewards, next_states, weights = _hand_batch()
+    batch = (states, actions, rewards, next_states, weights)
+    double = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.5)  # Huber by default
+    # targets [2 + 0.5 * 2, -1 + 0.5 * 1, 3] = [3, -0.5, 3]; TD errors [1, -1.5, 1];
+    # Huber [0.5, 1.5 - 0.5, 0.5], weighted (0.5 + 2 * 1 + 0.5 * 0.5) / 3
+    stats = double.step(batch)
+    assert torch.allclose(stats["td_error"], torch.tensor([1.0, -1.5, 1.0]))
+    assert torch.isclose(stats["loss"], torch.tensor(2.75 / 3))
+    plain = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, double=False)
+    # DQN's target [2 + 0.5 * 5, -1 + 0.5 * 3, 3] = [4.5, 0.5, 3]
+    assert torch.allclose(plain.step(batch)["td_error"], torch.tensor([2.5, -0.5, 1.0]))
+
+
+def test_sarsa_trainer_bootstraps_from_the_action_taken_next() -> None:
+    q, linear = _linear_q(lr=0.3)
+    states, actions, rewards, next_states, weights = _hand_batch()
+    # the actions taken next are not the target network's greedy ones (1 at [1, 0], 0 at [0, 1])
+    next_actions = torch.tensor([0, 1, 0])
+    trainer = SarsaTrainer(DQNPolicy(q, 2), discount_factor=0.5, huber=False)
+    loss = trainer.step((states, actions, rewards, next_states, weights, next_actions))["loss"]
+    # targets r + 0.5 * mask * Q_target(s', a') = [2 + 0.5 * 2, -1 + 0.5 * 1, 3] = [3, -0.5, 3];
+    # TD errors [1, -1.5, 1] (Q-learning's max would give [4.5, 0.5, 3]);
+    # weighted MSE (1 * 1 + 2 * 1.5^2 + 0.5 * 1) / 3 = 2
+    assert torch.isclose(loss, torch.tensor(2.0))
+    # W[0] += 0.2 * 2 * -1.5 * [1, -1]; W[1] += 0.2 * (1 * [1, 1] + 0.5 * [0, 1])
+    assert torch.allclose(linear.weight, torch.tensor([[0.4, 0.6], [0.2, 2.3]]))
+
+
+class RecordingTrainer(Trainer):
+    """Records the batches it is given instead of training."""
+
+    def __init__(self, policy: DQNPolicy):
+        self._policy = policy
+        self.batches: list[tuple] = []
+
+    @property
+    def policy(self) -> DQNPolicy:
+        return self._policy
+
+    def step(self, batch: tuple) -> dict:
+        self.batches.append(batch)
+        return {}
+
+
+def test_vsarsa_agent_passes_the_next_action_it_takes_to_the_trainer() -> None:
+    torch.manual_seed(0)
+    q = QNetwork(torch.nn.Linear(4, 2))
+    policy = DQNPolicy(q, 2, epsilon=1.0)  # random actions: rarely the greedy ones
+    trainer = RecordingTrainer(policy)
+    agent = VSarsa(policy, trainer)
+    first = _states(64)
+    second = StateArray({"observation": torch.randn(64, 4), "reward": torch.arange(64.0)}, (64,))
+    first_actions = agent.act(first)
+    assert trainer.batches == []  # nothing to learn from before the second step
+    second_actions = agent.act(second)
+    assert not torch.equal(second_actions, q.no_grad(second).argmax(-1))
+    assert not torch.equal(second_actions, first_actions)
+    (states, actions, rewards, next_states, weights, next_actions), = trainer.batches
+    assert states is first and next_states is second
+    assert torch.equal(actions, first_actions) and torch.equal(next_actions, second_actions)
+    assert torch.equal(rewards, torch.arange(64.0)) and torch.equal(weights, torch.ones(64))
 
 
 def test_qdist_masks_terminal_states_to_zero_return() -> None:
@@ -165,3 +294,99 @@ def test_qdist_masks_terminal_states_to_zero_return() -> None:
     assert torch.equal(chosen[0], probs[0, 1]) and torch.equal(chosen[2], probs[2, 1])
     expected = (probs * dist.atoms).sum(-1)
     assert torch.allclose(dist.expectation.no_grad(states), expected)
+
+
+class ProbabilityTable(torch.nn.Module):
+    """C51 model of one-hot observations: ``probs[s]``, shape ``(actions, atoms)``, per state."""
+
+    def __init__(self, probs: list) -> None:
+        super().__init__()
+        self.probs = torch.nn.Parameter(torch.tensor(probs))
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("bs,saz->baz", observation, self.probs)
+
+
+def _c51_trainer(target: list, online: list, double: bool = False) -> C51Trainer:
+    """A ``C51Trainer`` over atoms [-1, 0, 1] whose target and online networks are the
+    probability tables ``target`` and ``online``."""
+    table = ProbabilityTable(target)
+    dist = QDist(table, torch.optim.SGD(table.parameters(), lr=0.0), num_actions=2, num_atoms=3,
+                 v_min=-1.0, v_max=1.0, target=FixedTarget(1000))
+    with torch.no_grad():
+        table.probs.copy_(torch.tensor(online))
+    return C51Trainer(C51Policy(dist, 2), discount_factor=0.9, double=double)
+
+
+def _next_states(n: int, discount: list | None = None, mask: list | None = None) -> StateArray:
+    """``n`` next states, all the first of the table's states."""
+    observation = torch.zeros(n, 2)
+    observation[:, 0] = 1.0
+    mask = torch.tensor(mask) if mask is not None else torch.ones(n)
+    states = StateArray({"observation": observation, "mask": mask}, (n,))
+    if discount is not None:
+        states["discount"] = torch.tensor(discount)
+    return states
+
+
+# the target distribution of the action with the higher expected value, [0, 0.5, 0.5] at atoms
+# [-1, 0, 1], projected after reward 0.5 and discount 0.5: Tz = [0, 0.5, 1] -> 0.5 splits
+# between atoms 0 and 1, 0.5 lands on 1: [0, 0.25, 0.75]
+PROJECTED_BEST = [0.0, 0.25, 0.75]
+UNUSED_STATE = [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+
+
+def test_c51_target_bootstraps_the_action_with_the_highest_expected_value() -> None:
+    # action 0: [0.3, 0.7, 0], expected value -0.3 but the most probable single atom (0.7);
+    # action 1: [0, 0.5, 0.5], expected value 0.5
+    table = [[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], UNUSED_STATE]
+    trainer = _c51_trainer(table, table)
+    targets = trainer.targets(torch.tensor([0.5]), _next_states(1, discount=[0.5]))
+    # action 0 would project to [0, 0.3 + 0.35, 0.35]
+    assert torch.allclose(targets, torch.tensor([PROJECTED_BEST]))
+
+
+def test_c51_double_chooses_with_the_online_network_and_evaluates_with_the_target() -> None:
+    # target network: action 0 [0, 0.5, 0.5] (expected 0.5), action 1 [0.6, 0.4, 0] (-0.6);
+    # online network: action 0 [0.5, 0.5, 0] (-0.5), action 1 [0, 0, 1] (1)
+    target = [[[0.0, 0.5, 0.5], [0.6, 0.4, 0.0]], UNUSED_STATE]
+    online = [[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], UNUSED_STATE]
+    rewards, next_states = torch.tensor([0.5]), _next_states(1, discount=[0.5])
+    # double: online picks action 1, the target network's [0.6, 0.4, 0] is projected:
+    # Tz = [0, 0.5, 1]: 0.6 on atom 0, 0.4 split evenly between atoms 0 and 1
+    double = _c51_trainer(target, online, double=True).targets(rewards, next_states)
+    assert torch.allclose(double, torch.tensor([[0.0, 0.8, 0.2]]))
+    # not double: the target network picks (and evaluates) its action 0;
+    # the online network's own action 1 would give [0, 0, 1]
+    single = _c51_trainer(target, online, double=False).targets(rewards, next_states)
+    assert torch.allclose(single, torch.tensor([PROJECTED_BEST]))
+
+
+def _projection(reward: float, discount: float, probs: list[float]) -> list[float]:
+    """Algorithm 1 of Bellemare et al. (2017) for atoms [-1, 0, 1], one atom at a time."""
+    atoms, target = [-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]
+    for z, p in zip(atoms, probs):
+        b = min(max(reward + discount * z, -1.0), 1.0) + 1.0  # (Tz - v_min) / dz
+        lower, upper = math.floor(b), math.ceil(b)
+        if lower == upper:
+            target[lower] += p
+        else:
+            target[lower] += p * (upper - b)
+            target[upper] += p * (b - lower)
+    return target
+
+
+def test_c51_target_uses_the_stored_n_step_discount() -> None:
+    table = [[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], UNUSED_STATE]
+    trainer = _c51_trainer(table, table)  # discount_factor 0.9
+    rewards = torch.tensor([0.0, 0.0, 0.5])
+    next_states = _next_states(3, discount=[0.5, 0.25, 0.9], mask=[1.0, 1.0, 0.0])
+    targets = trainer.targets(rewards, next_states)
+    # row 0: Tz = [-0.5, 0, 0.5] -> [0, 0.5 + 0.25, 0.25]; row 1: Tz = [-0.25, 0, 0.25] ->
+    # [0, 0.5 + 0.375, 0.125] (discount_factor 0.9 would give [0, 0.55, 0.45] for both);
+    # row 2 is terminal: everything lands on r = 0.5, half on atom 0 and half on atom 1
+    expected = [[0.0, 0.75, 0.25], [0.0, 0.875, 0.125], [0.0, 0.5, 0.5]]
+    assert torch.allclose(targets, torch.tensor(expected))
+    reference = [_projection(0.0, 0.5, [0.0, 0.5, 0.5]), _projection(0.0, 0.25, [0.0, 0.5, 0.5]),
+                 _projection(0.5, 0.0, [0.0, 1.0, 0.0])]
+    assert torch.allclose(targets, torch.tensor(reference))

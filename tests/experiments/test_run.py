@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -18,6 +21,7 @@ from looprl.experiments import (
     make_experiment,
     run_experiment,
 )
+from looprl.experiments.experiment import seed_everything
 from looprl.presets.classic_control import dqn, ppo
 
 HEADER = ["frame", "mean", "std", "max", "min"]
@@ -167,15 +171,41 @@ def test_parallel_env_experiment_train_twice_continues(tmp_path: Path) -> None:
 def test_parallel_env_experiment_test_returns_exactly_episodes(
     tmp_path: Path, episodes: int
 ) -> None:
+    seed_everything(0)
     preset = ppo.hyperparameters(n_envs=4).env(GymEnvironment("CartPole-v1")).build()
+    with torch.no_grad():  # large random weights: episodes of varied lengths (the untrained
+        for parameter in preset.model.parameters():  # policy always pushes the same way)
+            parameter.normal_()
     experiment = ParallelEnvExperiment(
-        preset, GymEnvironment("CartPole-v1"), logdir=str(tmp_path), quiet=True
+        preset, GymEnvironment("CartPole-v1"), logdir=str(tmp_path), quiet=True, seed=3
     )
     assert experiment.vector_env.n_envs == 4
     returns = experiment.test(episodes=episodes)
     assert len(returns) == episodes
-    assert all(r >= 1.0 for r in returns)
+    # copy i runs the first quota[i] episodes of a copy of the environments reset with
+    # seed + 10,000; replayed here with the (greedy, deterministic) test agent
+    quota = [episodes // 4 + (i < episodes % 4) for i in range(4)]
+    assert returns == _replay_first_episodes(preset.test_agent(), 4, 10_003, quota)
     experiment.close()
+
+
+def _replay_first_episodes(agent, n_envs: int, seed: int, quota: list[int]) -> list[float]:
+    """Returns of the first ``quota[i]`` episodes of copy ``i`` of a vector CartPole reset
+    with ``seed``, in the order the episodes end (copy order within a step)."""
+    env = GymVectorEnvironment("CartPole-v1", n_envs)
+    state = env.reset(seed=seed)
+    running, left, returns = [0.0] * n_envs, list(quota), []
+    while any(left):
+        state = env.step(agent.act(state))
+        for i in range(n_envs):
+            running[i] += float(state.reward[i])
+            if state.done[i]:
+                if left[i]:
+                    returns.append(running[i])
+                    left[i] -= 1
+                running[i] = 0.0
+    env.close()
+    return returns
 
 
 def test_parallel_env_experiment_accepts_vector_env(tmp_path: Path) -> None:
@@ -261,3 +291,55 @@ def test_render_needs_an_environment_that_shows_itself(
         run_experiment(small_ppo, GymEnvironment("CartPole-v1"), 64, logdir=str(tmp_path),
                        quiet=True, render=True, test_episodes=0)
     assert "render=True is ignored" in caplog.text
+
+
+class CounterEnv(gymnasium.Env):
+    """Observation = steps since reset; the episode terminates after ``length`` steps."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 100.0, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+    length = 7
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= self.length, False, {}
+
+
+class UncopyableVectorEnv(GymVectorEnvironment):
+    def copy(self) -> GymVectorEnvironment:
+        raise NotImplementedError
+
+
+def _assert_only_real_transitions(observations, dones) -> None:
+    """Out of a state that is not done, the next observation is the env's successor (+1)."""
+    for prev, nxt, prev_done in zip(observations[:-1], observations[1:], dones[:-1]):
+        real = ~prev_done
+        torch.testing.assert_close(nxt[real], prev[real] + 1)
+
+
+def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen(
+    tmp_path: Path,
+) -> None:
+    """An uncopyable vector env is evaluated in place: the cut episodes end as truncated."""
+    env = UncopyableVectorEnv(CounterEnv, 2)
+    preset = ppo.hyperparameters(n_envs=2, n_steps=64, hidden=8).env(env).build()
+    experiment = ParallelEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(frames=2 * 10)  # the agent has acted on states 0 .. 10
+    assert len(experiment.test(episodes=2)) == 2
+    assert experiment.frame == 2 * 11  # the actions chosen on state 10 were applied, then cut
+    experiment.train(frames=2 * 30)
+    buffer = experiment.agent.buffer  # 31 steps complete, below n_steps: nothing trained yet
+    t = buffer._t
+    observations = buffer._data["observation"][:t]
+    dones = buffer.dones[:t]
+    # out of each state that is not done, the next stored state is the env's successor
+    _assert_only_real_transitions(observations, dones)
+    # step 10 ends in a truncation (mask 1: bootstrapped), step 11 leaves a done state
+    assert buffer.next_dones[10].all() and (buffer.next_masks[10] == 1).all()
+    assert dones[11].all() and (observations[12] == 0).all()
+    experiment.close()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("ale_py")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from looprl.agents.dqn import DQN, DQNTestAgent  # noqa: E402
@@ -39,22 +41,34 @@ def _weights(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()]).clone()
 
 
+def _evaluate(agent, env: AtariEnvironment) -> tuple[int, float, object]:
+    """Steps and score of one evaluation episode from a seeded reset, and its last state.
+
+    The test agents' small epsilon draws from Python's ``random``: it is seeded too."""
+    random.seed(0)
+    state, steps, score = env.reset(seed=1), 0, 0.0
+    while not state.done:
+        state = env.step(agent.act(state))
+        steps, score = steps + 1, score + state.reward
+    return steps, score, state
+
+
 def _load_and_evaluate(preset, tmp_path: Path, env: AtariEnvironment) -> None:
     path = tmp_path / "preset.pt"
     preset.save(str(path))
     loaded = load_preset(str(path))
     assert type(loaded) is type(preset) and loaded.hyperparameters == preset.hyperparameters
     assert torch.equal(_weights(loaded.model), _weights(preset.model))
-    agent = loaded.test_agent()
-    state, steps, score = env.reset(), 0, 0.0
-    while not state.done:
-        state = env.step(agent.act(state))
-        steps, score = steps + 1, score + state.reward
-    assert 0 < steps <= 300 and score >= 0
+    steps, score, state = _evaluate(loaded.test_agent(), env)
+    # the episode ends at game over or is truncated after 1,200 frames: 300 agent steps
+    assert (state.mask == 0.0 and state["lives"] == 0) or (steps == 300 and state.mask == 1.0)
+    # the loaded preset plays the original's episode (the same seeded game), step for step
+    assert (steps, score) == _evaluate(preset.test_agent(), env)[:2]
 
 
 def test_dqn_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     env = _env()
+    torch.manual_seed(0)
     preset = (
         dqn.env(env).device("cpu")
         .hyperparameters(replay_start_size=50, replay_buffer_size=1000,
@@ -77,6 +91,7 @@ def test_dqn_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
 
 def test_ppo_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     env = _env()
+    torch.manual_seed(0)
     preset = (
         ppo.env(env).device("cpu")
         .hyperparameters(n_envs=2, n_steps=32, minibatch_size=32, epochs=2)
@@ -96,14 +111,87 @@ def test_ppo_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     _load_and_evaluate(preset, tmp_path, env)
 
 
-def test_defaults_are_the_deepmind_settings() -> None:
-    d = dqn.hyperparameter_defaults
-    assert (d["lr"], d["replay_buffer_size"], d["target_update_frequency"]) == (1e-4, 10**6, 1000)
-    assert (d["final_exploration"], d["final_exploration_step"], d["update_frequency"]) == (
-        0.01, 250_000, 4
-    )
-    p = ppo.hyperparameter_defaults
-    assert (p["n_envs"], p["n_steps"], p["epochs"], p["clip"]) == (8, 128, 4, 0.1)
+def test_dqn_defaults_behave_like_the_deepmind_setup() -> None:
+    # the default hyperparameters, but a small replay buffer (1M frames would be 7 GB)
+    env = AtariEnvironment("SpaceInvaders", seed=0)  # rewards above 1, three lives
+    torch.manual_seed(0)
+    preset = dqn.env(env).device("cpu").hyperparameters(replay_buffer_size=10_000).build()
+    agent = preset.agent()
+    inner = _inner(agent)
+    random.seed(0)
+    state, previous, acts, best = env.reset(), None, 0, 0.0
+    expected_rewards, expected_masks, life_lost = [], [], None
+    while life_lost is None or acts < life_lost + 20:
+        previous, state = state, env.step(agent.act(state))
+        acts, best = acts + 1, max(best, state.reward)
+        if previous["life_lost"]:  # done for the agent: the step out of it is not learned
+            continue
+        expected_rewards.append(float(state.reward > 0) - float(state.reward < 0))
+        expected_masks.append(0.0 if state["life_lost"] or state.mask == 0.0 else 1.0)
+        if state["life_lost"] and life_lost is None:
+            life_lost = acts
+            assert not state.done and state.mask == 1.0  # the game itself goes on
+        assert acts < 2000
+    agent.act(state)  # stores the last transition
+    acts += 1
+    # the agent learned from clipped rewards, and a lost life was terminal for it
+    buffer = inner.replay_buffer
+    states, _, rewards, next_states, _ = buffer.gather(buffer.ready.nonzero().squeeze(1))
+    assert best > 1.0 and 0.0 in expected_masks  # the env reported true scores
+    assert rewards.tolist() == expected_rewards and next_states.mask.tolist() == expected_masks
+    assert states.observation.shape[1:] == (4, 84, 84) and states.observation.dtype == torch.uint8
+    # epsilon anneals from 1 to 0.01 over 250,000 agent steps; no training before 80,000
+    assert inner.policy.greedy.epsilon.current == pytest.approx(1.0 - 0.99 * acts / 250_000)
+    assert inner.policy.q.updates == 0
+    # the target network is copied from the online one every 1,000 gradient steps
+    q, x = inner.policy.q, states[:2]
+    target = q.target(x)
+    with torch.no_grad():
+        for parameter in preset.model.parameters():
+            parameter.add_(0.01)
+    online = q.no_grad(x)
+    assert not torch.equal(online, target)
+    for _ in range(999):
+        q.step()
+    assert torch.equal(q.target(x), target)
+    q.step()
+    assert torch.equal(q.target(x), online)
+    # one agent step is 4 emulator frames
+    frames = env.env.step(np.zeros(1, dtype=np.int64))[4]["episode_frame_number"]
+    for _ in range(5):
+        env.step(0)
+    after = env.env.step(np.zeros(1, dtype=np.int64))[4]["episode_frame_number"]
+    assert int(after[0] - frames[0]) == 4 * 6
+
+
+def test_ppo_defaults_collect_8_by_128_steps_per_update_in_16_minibatches(monkeypatch) -> None:
+    env = AtariEnvironment("Breakout", seed=0)
+    torch.manual_seed(0)
+    preset = ppo.env(env).device("cpu").build()
+    agent = preset.agent(train_steps=10 * 8 * 128)
+    trainer = _inner(agent).trainer
+    minibatches = []
+
+    def record(minibatch, clip: float) -> dict:  # in place of a gradient step
+        minibatches.append((minibatch.advantage.shape[0], clip))
+        return {}
+
+    monkeypatch.setattr(trainer, "_minibatch_step", record)
+    vector = env.duplicate(preset.n_envs)
+    state, leaving_done = vector.reset(), 0
+    assert state.observation.shape == (8, 4, 84, 84)
+    for _ in range(128):  # 128 steps of the 8 environments fill the rollout
+        leaving_done += int((state.done | state["life_lost"]).sum())  # (a lost life is done)
+        state = vector.step(agent.act(state))
+    assert minibatches == []
+    agent.act(state)  # the 129th act records the last outcome and trains
+    # 4 epochs over the rollout's transitions (less those leaving a done state) in minibatches
+    # of 256, clipped at 0.1 (annealed from there)
+    n = 8 * 128 - leaving_done
+    assert 768 < n <= 1024 and trainer.updates == 1
+    sizes = [256] * (n // 256) + ([n % 256] if n % 256 else [])
+    assert minibatches == [(size, pytest.approx(0.1)) for size in sizes] * 4
+    vector.close()
 
 
 @pytest.mark.parametrize("builder", [dqn, ppo])

@@ -17,16 +17,11 @@ from typing import Any
 
 import torch
 
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer, discount_of
 from looprl.agents.losses import dqn_loss, td_target
 from looprl.agents.losses.value import double_q_target
 
 __all__ = ["DDQN", "DDQNTrainer", "discount_of"]
-
-
-def discount_of(next_states: Any, discount_factor: float) -> float | torch.Tensor:
-    """``next_states['discount']`` (n-step replay's ``gamma^k``) if stored, else gamma."""
-    return next_states["discount"] if "discount" in next_states else discount_factor
 
 
 class DDQNTrainer(DQNTrainer):

@@ -28,6 +28,11 @@ from looprl.core import (
 from looprl.policies import GreedyPolicy
 
 
+def discount_of(next_states: Any, discount_factor: float) -> float | torch.Tensor:
+    """``next_states['discount']`` (n-step replay's ``gamma^k``) if stored, else gamma."""
+    return next_states["discount"] if "discount" in next_states else discount_factor
+
+
 class DQNPolicy(Policy):
     """Epsilon-greedy policy over a ``QNetwork``.
 
@@ -75,7 +80,7 @@ class DQNTrainer(Trainer):
 
     Args:
         policy: the ``DQNPolicy`` whose ``QNetwork`` (and its target network) is trained.
-        discount_factor: gamma.
+        discount_factor: gamma (for transitions without a stored ``discount``).
         huber: Huber loss (default) or mean squared error.
     """
 
@@ -94,7 +99,8 @@ class DQNTrainer(Trainer):
         q = self._policy.q
         values = q(states, actions)
         next_values = q.target(next_states).max(dim=-1).values
-        targets = td_target(rewards, next_values, next_states.mask, self.discount_factor)
+        discount = discount_of(next_states, self.discount_factor)
+        targets = td_target(rewards, next_values, next_states.mask, discount)
         loss = dqn_loss(values, targets, weights, huber=self.huber)
         q.reinforce(loss)
         self._policy.version += 1
@@ -123,12 +129,12 @@ class DQN(ReplayAgent):
 
 
 class DQNTestAgent(Agent):
-    """Evaluation agent: greedy actions (with a small ``epsilon``), no training."""
+    """Evaluation agent: greedy actions of the network in eval mode (noise-free noisy layers),
+    with a small ``epsilon`` on top; no training."""
 
     def __init__(self, policy: DQNPolicy, epsilon: float = 0.0):
         self.policy = policy
-        self.greedy = GreedyPolicy(policy.q, policy.num_actions, epsilon=epsilon)
+        self.greedy = GreedyPolicy(policy.q, policy.num_actions, epsilon=epsilon, evaluation=True)
 
     def act(self, state: State) -> Any:
-        state = state.to(self.policy.q.device)
-        return self.greedy.no_grad(state) if self.greedy.epsilon else self.greedy.eval(state)
+        return self.greedy.no_grad(state.to(self.policy.q.device))

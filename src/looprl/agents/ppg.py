@@ -18,6 +18,7 @@ Training alternates two phases, as in SRL's PPG:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -104,11 +105,20 @@ class PPGTrainer(PPOTrainer):
 
     def step(self, batch: NamedArray) -> dict[str, torch.Tensor]:
         """A PPO iteration on ``batch``; then the auxiliary phase if the phase is over."""
-        stats = super().step(batch)
+        clip = self._clip()
         self._memory.append(NamedArray(observation=batch.observation, returns=batch.returns))
-        if len(self._memory) >= self.n_policy:
+        aux = len(self._memory) >= self.n_policy
+        steps = self._policy_steps(batch.advantage.shape[0])
+        self._begin_update(steps + (self._aux_steps() if aux else 0))
+        stats = {**self._policy_phase(batch, clip), "clip": clip}
+        if aux:
             stats.update(self.auxiliary_phase())
-        return stats
+        return self._end_update(stats)
+
+    def _aux_steps(self) -> int:
+        """Optimizer steps of an auxiliary phase over the stored memory."""
+        n = sum(m.returns.shape[0] for m in self._memory)
+        return self.aux_epochs * math.ceil(n / self.aux_minibatch_size)
 
     def auxiliary_phase(self) -> dict[str, torch.Tensor]:
         """Distil the stored value targets into the policy network; clear the memory."""
@@ -134,6 +144,7 @@ class PPGTrainer(PPOTrainer):
         logits, aux_value, value = self._policy.analyze(sample, target="aux")
         joint, parts = ppg_aux_loss(aux_value, sample.returns, old_logits, logits, self.beta_clone)
         critic = 0.5 * value_loss(value, sample.returns)
+        self._schedule_lr()
         self._policy.approximation.reinforce(joint + critic)
         return {f"aux/{k}": v for k, v in parts.items()} | {"aux/value": critic.detach()}
 

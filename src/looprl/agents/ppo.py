@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -113,6 +114,11 @@ class PPOTrainer(Trainer):
         normalize_advantages: normalize advantages per minibatch.
         total_updates: number of ``step`` calls over which schedules anneal.
         generator: RNG for minibatch shuffling.
+        lr: ``None`` leaves the learning rate to the optimizer; a function of training
+            progress in ``[0, 1]`` (``linear(3e-4)``) sets it before every optimizer step,
+            progress counting each update's optimizer steps as fractions of that update, so
+            it reaches ``lr(1)`` after the last update of the budget however many
+            minibatches each update has.
     """
 
     def __init__(
@@ -127,6 +133,7 @@ class PPOTrainer(Trainer):
         normalize_advantages: bool = True,
         total_updates: float = float("inf"),
         generator: torch.Generator | None = None,
+        lr: Callable[[float], float] | None = None,
     ):
         self._policy = policy
         self.epochs = epochs
@@ -138,7 +145,10 @@ class PPOTrainer(Trainer):
         self.normalize_advantages = normalize_advantages
         self.total_updates = total_updates
         self.generator = generator
+        self.lr = lr
         self.updates = 0
+        self._steps_in_update = 1  # optimizer steps of the current update (lr schedule)
+        self._step_in_update = 0
 
     @property
     def policy(self) -> PPOPolicy:
@@ -155,6 +165,15 @@ class PPOTrainer(Trainer):
     def step(self, batch: NamedArray) -> dict[str, torch.Tensor]:
         """Optimize on a rollout ``batch`` (fields of ``RolloutBuffer.compute``)."""
         clip = self._clip()
+        self._begin_update(self._policy_steps(batch.advantage.shape[0]))
+        return self._end_update({**self._policy_phase(batch, clip), "clip": clip})
+
+    def _policy_steps(self, n: int) -> int:
+        """Optimizer steps of the policy phase on a rollout of ``n`` samples."""
+        return self.epochs * (1 if self.minibatch_size >= n else math.ceil(n / self.minibatch_size))
+
+    def _policy_phase(self, batch: NamedArray, clip: float) -> dict[str, torch.Tensor]:
+        """``epochs`` passes of shuffled minibatches over ``batch``."""
         n = batch.advantage.shape[0]
         parts: dict[str, torch.Tensor] = {}
         for _ in range(self.epochs):
@@ -164,9 +183,28 @@ class PPOTrainer(Trainer):
             order = torch.randperm(n, generator=self.generator)
             for index in order.split(self.minibatch_size):
                 parts = self._minibatch_step(batch[index], clip)
+        return parts
+
+    def _begin_update(self, optimizer_steps: int) -> None:
+        self._steps_in_update, self._step_in_update = max(optimizer_steps, 1), 0
+
+    def _schedule_lr(self) -> None:
+        """Before an optimizer step: the learning rate at the progress reached so far."""
+        if self.lr is not None:
+            fraction = self._step_in_update / self._steps_in_update
+            self._set_lr(min((self.updates + fraction) / self.total_updates, 1.0))
+            self._step_in_update += 1
+
+    def _set_lr(self, progress: float) -> None:
+        for group in self._policy.approximation.optimizer.param_groups:
+            group["lr"] = self.lr(progress)
+
+    def _end_update(self, stats: dict[str, Any]) -> dict[str, Any]:
         self.updates += 1
         self._policy.version += 1
-        return {**parts, "clip": clip}
+        if self.lr is not None:
+            self._set_lr(self.progress)
+        return stats
 
     def _minibatch_step(self, minibatch: NamedArray, clip: float) -> dict[str, torch.Tensor]:
         log_prob, entropy, value = self._policy.analyze(minibatch)
@@ -186,6 +224,7 @@ class PPOTrainer(Trainer):
             old_values=minibatch.value,
             value_clip=self.value_clip,
         )
+        self._schedule_lr()
         self._policy.approximation.reinforce(loss)
         return parts
 

@@ -105,7 +105,10 @@ class Preset(ABC):
 
     ``agent`` builds a training agent, ``test_agent`` a greedy copy for evaluation; agents
     built by one preset share its networks. ``save`` pickles the preset (with weights).
+    ``env_name`` names the environment it was built for (set by the builders).
     """
+
+    env_name: str | None = None
 
     def __init__(self, name: str, device: str | torch.device, hyperparameters: dict[str, Any]):
         self.name = name

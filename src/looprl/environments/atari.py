@@ -162,7 +162,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         name: game name (``'Breakout'``, ``'ALE/Breakout-v5'``...).
         n_envs: number of copies.
         device: where tensors are put.
-        seed: seed of the first reset (copy ``i`` gets ``seed + i``).
+        seed: seed of the first reset (the copies' seeds are derived from it).
         num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
         **options: overrides of ``DEEPMIND_OPTIONS``.
     """

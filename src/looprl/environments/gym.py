@@ -59,17 +59,29 @@ def check_env_id(env_id: str) -> None:
     )
 
 
-def action_to_numpy(action: Any, space: gym.Space) -> Any:
-    """Convert an agent's action (tensor, array or number) to what ``space`` expects."""
+def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
+    """Convert an agent's action (tensor, array or number) to what ``space`` expects.
+
+    ``Box`` actions are clipped to the space's bounds: this is the one place where every
+    looprl environment, single and vector, clips continuous actions (as SB3 and CleanRL do
+    before the environment), so that rewards such as MuJoCo's control cost see the action
+    that was applied. The agent keeps its unclipped sample for the log-probability.
+
+    Args:
+        action: one action, or with ``n_envs`` one action per row.
+        space: the action space of one environment.
+        n_envs: the number of rows of a vector environment's batch of actions.
+    """
     if isinstance(action, torch.Tensor):
         action = action.detach().cpu().numpy()
-    if isinstance(space, gym.spaces.Discrete):
+    if isinstance(space, gym.spaces.Discrete) and n_envs is None:
         return int(np.asarray(action).reshape(()))
     if isinstance(space, gym.spaces.Box):
+        shape = space.shape if n_envs is None else (n_envs, *space.shape)
         array = np.asarray(action, dtype=space.dtype)
-        if array.size != math.prod(space.shape):
+        if array.size != math.prod(shape):
             raise ValueError(f"Action of shape {array.shape} does not fit the action space {space}")
-        return array.reshape(space.shape)
+        return np.clip(array.reshape(shape), space.low, space.high)
     return action
 
 

@@ -1,8 +1,8 @@
 """MuJoCo environments (``HalfCheetah-v5``, ``Hopper-v5``, ...) on the ``mujoco`` package.
 
 ``MujocoEnvironment`` is a ``GymEnvironment`` that checks the ``mujoco`` extra is
-installed, accepts ids without a version (``'HalfCheetah'`` means ``'HalfCheetah-v5'``),
-clips actions to the action space's bounds, and routes MuJoCo's warnings to Python logging
+installed, accepts ids without a version (``'HalfCheetah'`` means ``'HalfCheetah-v5'``)
+and routes MuJoCo's warnings to Python logging
 instead of a ``MUJOCO_LOG.TXT`` file in the working directory.
 """
 
@@ -14,11 +14,9 @@ import re
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
-from looprl.core import State
-from looprl.environments.gym import GymEnvironment, action_to_numpy
+from looprl.environments.gym import GymEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +81,3 @@ class MujocoEnvironment(GymEnvironment):
         if isinstance(env, str):
             env = versioned(env)
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
-        space = self.action_space
-        self._low, self._high = space.low, space.high
-
-    def step(self, action: Any) -> State:
-        """Apply ``action``, clipped to the action space's bounds."""
-        gym_action = action_to_numpy(action, self._env.action_space)
-        gym_action = np.clip(gym_action, self._low, self._high)
-        self._state = State.from_gym(self._env.step(gym_action), device=self.device)
-        return self._state

@@ -12,7 +12,7 @@ import torch
 from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.gym import check_env_id, env_name
+from looprl.environments.gym import action_to_numpy, check_env_id, env_name
 
 
 def make_vector_env(
@@ -67,7 +67,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
         name: display name.
         n_envs: number of copies.
         device: where tensors are put.
-        seed: seed of the first reset (copy ``i`` gets ``seed + i``).
+        seed: seed of the first reset (Gymnasium seeds the copies from it: one generator for
+            a native vector env, ``seed + i`` for copy ``i`` of a ``SyncVectorEnv``).
     """
 
     def __init__(
@@ -108,7 +109,8 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         n_envs: number of copies.
         device: where tensors are put.
         name: display name (defaults to the id, or the made environment's id).
-        seed: seed of the first reset (copy ``i`` gets ``seed + i``).
+        seed: seed of the first reset (Gymnasium seeds the copies from it: one generator for
+            a native vector env, ``seed + i`` for copy ``i`` of a ``SyncVectorEnv``).
     """
 
     def __init__(
@@ -142,8 +144,8 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         return self._state
 
     def step(self, action: Any) -> StateArray:
-        if isinstance(action, torch.Tensor):
-            action = action.detach().cpu().numpy()
+        """Step every copy with one action per row (``Box`` actions clipped to the bounds)."""
+        action = action_to_numpy(action, self.action_space, self.n_envs)
         try:
             obs, reward, terminated, truncated, _ = self._env.step(action)
         except AssertionError as error:  # Gymnasium's check of the actions

@@ -18,6 +18,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.environments import Environment, VectorEnvironment
+from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 
@@ -75,6 +76,7 @@ class Experiment(ABC):
         self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
         self.agent = self._make_agent()
         self.test_returns: Any = []
+        self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
@@ -107,7 +109,14 @@ class Experiment(ABC):
         total = int(frames) if math.isfinite(frames) else 0
         description = f"{self.name} on {self.env.name}"
         with TrainingProgress(total, description, quiet=self.quiet) as self._progress:
-            self._train(frames, episodes)
+            try:
+                self._train(frames, episodes)
+            except FloatingPointError as error:
+                message = explain_divergence(
+                    error, self.env.name, self.frame, self._nonfinite_episode,
+                    self._running_return_nonfinite(),
+                )
+                raise FloatingPointError(message) from error
 
     @abstractmethod
     def _train(self, frames: float, episodes: float) -> None:
@@ -118,8 +127,18 @@ class Experiment(ABC):
         """Run ``episodes`` evaluation episodes with the test agent; return their returns."""
 
     def _log_training_episode(self, episode_return: float) -> None:
+        self._check_finite(episode_return)
         self.logger.add_episode_return(float(episode_return))
         self.logger.episode += 1
+
+    def _check_finite(self, episode_return: float) -> None:
+        """Remember the first episode whose return is NaN or inf (to explain a divergence)."""
+        if self._nonfinite_episode is None and not math.isfinite(episode_return):
+            self._nonfinite_episode = (self.logger.episode + 1, self.logger.frame)
+
+    def _running_return_nonfinite(self) -> bool:
+        """Whether an unfinished training episode has a non-finite return so far."""
+        return False
 
     def _log_test(self, returns: list[float]) -> None:
         self.test_returns = returns
@@ -137,6 +156,8 @@ class Experiment(ABC):
 class SingleEnvExperiment(Experiment):
     """An ``Agent`` acting in one ``Environment`` (the seed's control loop, with logging)."""
 
+    _return = 0.0  # of the running training episode
+
     def _train(self, frames: float, episodes: float) -> None:
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._run_training_episode()
@@ -149,12 +170,15 @@ class SingleEnvExperiment(Experiment):
     def _run_training_episode(self) -> None:
         state = self._reset()
         action = self.agent.act(state)
-        episode_return = 0.0
+        self._return = 0.0
         while not state.done:
             state, action = self._step(action)
-            episode_return += state.reward
+            self._return += state.reward
             self._update_progress()
-        self._log_training_episode(episode_return)
+        self._log_training_episode(self._return)
+
+    def _running_return_nonfinite(self) -> bool:
+        return not math.isfinite(self._return)
 
     def _step(self, action: Any) -> tuple[Any, Any]:
         """Apply ``action``; return the next state and the agent's next action."""
@@ -187,7 +211,8 @@ class ParallelEnvExperiment(Experiment):
             self.vector_env = env.duplicate(preset.n_envs)
         else:
             raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
-        self._state = None
+        self._state = None  # the current states, on which the agent chose ``_action``
+        self._action = None
         self._returns = np.zeros(self.vector_env.n_envs)
         super().__init__(preset, env, **kwargs)
 
@@ -200,7 +225,12 @@ class ParallelEnvExperiment(Experiment):
             )
 
     def _train(self, frames: float, episodes: float) -> None:
-        """Step all copies until the budget is used; a later call continues the episodes."""
+        """Step all copies until the budget is used; a later call continues the episodes.
+
+        The agent acts on every state the environments return, the last one included, so a
+        rollout that fills on the budget's last step is trained within the budget; the action
+        it chose there is applied by the next call.
+        """
         if self._state is None:
             self._reset()
         while self.logger.frame < frames and self.logger.episode < episodes:
@@ -211,10 +241,16 @@ class ParallelEnvExperiment(Experiment):
         env = self.vector_env
         self._state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
         self._returns = np.zeros(env.n_envs, dtype=np.float64)
+        self._action = self.agent.act(self._state)
 
     def _step(self) -> None:
-        """One step of every copy: act, step, and log the episodes that ended."""
-        state = self.vector_env.step(self.agent.act(self._state))
+        """One step of every copy with the agent's pending actions; the agent then acts."""
+        self._state = self._env_step(self._action)
+        self._action = self.agent.act(self._state)
+
+    def _env_step(self, action: Any) -> Any:
+        """Step every copy, count the frames and log the episodes that ended."""
+        state = self.vector_env.step(action)
         self.logger.frame += self.vector_env.n_envs
         self._returns += state.reward.cpu().numpy()
         done = state.done.cpu().numpy()
@@ -222,12 +258,14 @@ class ParallelEnvExperiment(Experiment):
             for i in np.flatnonzero(done):
                 self._log_training_episode(self._returns[i])
             self._returns[done] = 0.0
-        self._state = state
+        return state
 
     def test(self, episodes: int = 100) -> list[float]:
         """Evaluate in the vector environment, each copy running its share of episodes."""
         agent = self.preset.parallel_test_agent()
         env = self._test_env()
+        if env is self.vector_env:
+            self._truncate_training_episodes()
         quota = np.full(env.n_envs, episodes // env.n_envs)
         quota[: episodes % env.n_envs] += 1
         returns: list[float] = []
@@ -241,12 +279,28 @@ class ParallelEnvExperiment(Experiment):
                     returns.append(float(running[i]))
                     quota[i] -= 1
                 running[i] = 0.0
-        if env is self.vector_env:
-            self._state = None  # training resumes with fresh episodes
-        else:
+        if env is not self.vector_env:
             env.close()
         self._log_test(returns)
         return returns
+
+    def _truncate_training_episodes(self) -> None:
+        """End the running training episodes before evaluation restarts their environments.
+
+        The actions the agent chose on the current states are applied (a real step), and
+        the agent receives the states that follow marked ``done`` with ``mask`` unchanged, as
+        if a time limit had cut the episodes there: it bootstraps from them, and treats the
+        step out of them (into the first state after evaluation) as invalid, as after every
+        episode end. Training then resumes with fresh episodes; the cut episodes are not
+        logged as training episodes.
+        """
+        if self._state is not None:
+            state = self._env_step(self._action)
+            self.agent.act(state.update("done", torch.ones_like(state.done)))
+            self._state = None
+
+    def _running_return_nonfinite(self) -> bool:
+        return not np.isfinite(self._returns).all()
 
     def _test_env(self) -> VectorEnvironment:
         """A separate copy of the training environments, so that training episodes go on
@@ -258,7 +312,8 @@ class ParallelEnvExperiment(Experiment):
         except NotImplementedError:
             log.warning(
                 "%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
-                "environments, which restarts their episodes", type(self.vector_env).__name__
+                "environments, which cuts their episodes short (the agent sees them truncated)",
+                type(self.vector_env).__name__,
             )
             return self.vector_env
 

@@ -94,6 +94,7 @@ class MultiagentEnvExperiment(Experiment):
         self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
 
     def _log_training_episode(self, returns: dict[str, float]) -> None:
+        self._check_finite(sum(returns.values()))
         for agent, value in returns.items():
             logger = self.agent_loggers[agent]
             logger.frame = self.logger.frame

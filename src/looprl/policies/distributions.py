@@ -133,8 +133,10 @@ class GaussianHead:
     """A diagonal Gaussian over ``Box`` actions; parameters are ``cat(mean, log_std)``.
 
     The Gaussian lives in normalized units and is mapped affinely onto the bounds:
-    ``action = center + scale * (mean + std * eps)``. Samples are not clipped (the
-    environment clips), so log-probabilities stay exact. ``log_prob`` is the density of the
+    ``action = center + scale * (mean + std * eps)``. Samples are not clipped: every looprl
+    environment clips ``Box`` actions to their bounds before applying them
+    (``environments.gym.action_to_numpy``), while the agent stores the unclipped sample, so
+    log-probabilities stay exact. ``log_prob`` is the density of the
     normalized action ``(action - center) / scale``; it differs from the density of the
     action itself by the constant ``sum(log scale)``, which cancels in PPO's ratio.
 

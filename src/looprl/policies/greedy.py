@@ -11,6 +11,10 @@
 ``epsilon`` is a float or a schedule with a ``value`` property (e.g.
 ``LinearScheduler``), read once per call -- once per action for a single state, once
 per batch for a ``StateArray``. ``eval`` always acts greedily.
+
+With ``evaluation=True`` the action values come from the network in eval mode (the mean
+weights of noisy layers, no dropout): evaluation agents use it, so that epsilon applies on
+top of the noise-free network.
 """
 
 from __future__ import annotations
@@ -34,10 +38,19 @@ class GreedyPolicy:
         epsilon: exploration probability, a float or a schedule with a ``value``.
         seed: seeds the policy's own random generators; ``None`` uses the global ``random``
             module (and torch's global generator for batches).
+        evaluation: compute action values with the network in eval mode (``q.eval``).
     """
 
-    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None):
+    def __init__(
+        self,
+        q: Any,
+        num_actions: int,
+        epsilon: Any = 0.0,
+        seed: int | None = None,
+        evaluation: bool = False,
+    ):
         self.q = q
+        self._values = q.eval if evaluation else q.no_grad
         self.num_actions = num_actions
         self.epsilon = epsilon
         self.device = getattr(q, "device", torch.device("cpu"))
@@ -72,7 +85,7 @@ class GreedyPolicy:
             rng = self._rng or random
             if rng.random() < epsilon:
                 return torch.tensor(rng.randrange(self.num_actions), device=self.device)
-        return self.q.no_grad(state).argmax(dim=-1)
+        return self._values(state).argmax(dim=-1)
 
     def eval(self, state: Any) -> torch.Tensor:
         """Greedy actions for ``state``, with the Q network in eval mode."""
@@ -81,7 +94,7 @@ class GreedyPolicy:
     def _batch(self, state: Any) -> torch.Tensor:
         """Per-row epsilon-greedy actions for a batch of states."""
         epsilon = self._next_epsilon()
-        greedy = self.q.no_grad(state).argmax(dim=-1)
+        greedy = self._values(state).argmax(dim=-1)
         if epsilon <= 0:
             return greedy
         generator = self._torch_generator(greedy.device)

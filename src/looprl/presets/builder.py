@@ -148,4 +148,6 @@ class PresetBuilder:
         if self._env is None:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
         device = self._device if self._device is not None else default_device()
-        return self.constructor(self._env, self._name, device, dict(self._hyperparameters))
+        preset = self.constructor(self._env, self._name, device, dict(self._hyperparameters))
+        preset.env_name = getattr(self._env, "name", None)
+        return preset

@@ -11,7 +11,6 @@ with ``aux_epochs = 2`` Acrobot-v1 stalled near -190 (seed 0 of
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from torch import nn
@@ -59,15 +58,6 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
         obs_dim = require_flat_observations(env, self.algorithm)
         model = ppg_network(obs_dim, num_actions, self.hyperparameters["hidden"])
         return model, CategoricalHead(num_actions)
-
-    def _optimizer_steps(self, updates: float) -> int:
-        """Optimizer steps of ``updates`` PPO iterations and their auxiliary phases."""
-        hp = self.hyperparameters
-        rollout = hp["n_envs"] * hp["n_steps"]
-        policy = hp["epochs"] * math.ceil(rollout / hp["minibatch_size"])
-        aux_minibatches = math.ceil(rollout * hp["n_policy"] / hp["aux_minibatch_size"])
-        aux = hp["aux_epochs"] * aux_minibatches / hp["n_policy"]
-        return max(int(updates * (policy + aux)), 1)
 
     def _trainer(self, policy: PPGPolicy, updates: float) -> PPGTrainer:
         hp = self.hyperparameters

@@ -12,7 +12,7 @@ from typing import Any
 from torch import nn, optim
 
 from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
-from looprl.approximation import Approximation, LinearLR
+from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.nn import MLP
 from looprl.policies.distributions import CategoricalHead
@@ -58,7 +58,7 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
 
     The base of every PPO-family preset: subclasses for other networks or environment
     families override ``_build`` (the network and action head), ``_wrap`` (bodies around the
-    agent) and, for other trainers, ``_trainer`` and ``_optimizer_steps``.
+    agent) and, for other trainers, ``_trainer``.
     """
 
     algorithm = "PPO"
@@ -84,21 +84,12 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
         return ActorCritic(actor, critic), CategoricalHead(num_actions)
 
-    def _optimizer_steps(self, updates: float) -> int:
-        """Optimizer steps of ``updates`` rollouts (the horizon of the lr schedule)."""
-        hp = self.hyperparameters
-        minibatches = math.ceil(hp["n_envs"] * hp["n_steps"] / hp["minibatch_size"])
-        return max(int(updates * hp["epochs"] * minibatches), 1)
-
-    def _policy(self, logger: Any, updates: float) -> Any:
+    def _policy(self, logger: Any) -> Any:
         hp = self.hyperparameters
         optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        scheduler = None
-        if hp["linear_lr"] and math.isfinite(updates):
-            scheduler = LinearLR(optimizer, self._optimizer_steps(updates))
         approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], lr_scheduler=scheduler,
-            name=self.algorithm.lower(), logger=logger,
+            self.model, optimizer, clip_grad=hp["clip_grad"], name=self.algorithm.lower(),
+            logger=logger,
         )
         return self.policy_class(approximation, self.head)
 
@@ -106,11 +97,14 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         return PPOTrainer(policy, **self._ppo_arguments(updates))
 
     def _ppo_arguments(self, updates: float) -> dict[str, Any]:
-        """``PPOTrainer``'s arguments; the clip range anneals when the budget is known."""
+        """``PPOTrainer``'s arguments; the clip range and the learning rate anneal to 0 over
+        the budget when it is known (and ``linear_clip`` / ``linear_lr`` say so)."""
         hp = self.hyperparameters
-        clip = linear(hp["clip"]) if hp["linear_clip"] and math.isfinite(updates) else hp["clip"]
+        known = math.isfinite(updates)
         return dict(
-            epochs=hp["epochs"], minibatch_size=hp["minibatch_size"], clip=clip,
+            epochs=hp["epochs"], minibatch_size=hp["minibatch_size"],
+            clip=linear(hp["clip"]) if hp["linear_clip"] and known else hp["clip"],
+            lr=linear(hp["lr"]) if hp["linear_lr"] and known else None,
             value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
             value_clip=hp["value_clip"], total_updates=updates,
         )
@@ -123,7 +117,7 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         hp = self.hyperparameters
         logger = logger or DummyLogger()
         updates = train_steps / (hp["n_envs"] * hp["n_steps"])
-        policy = self._policy(logger, updates)
+        policy = self._policy(logger)
         agent = self.agent_class(
             policy, self._trainer(policy, updates), n_envs=hp["n_envs"], n_steps=hp["n_steps"],
             discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,

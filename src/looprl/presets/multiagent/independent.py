@@ -235,9 +235,11 @@ class IndependentPresetBuilder:
             presets[agent] = self._build_one(agent, view, device)
             if agent in masked:
                 mask_model(presets[agent], view)
-        return IndependentMultiagentPreset(
+        preset = IndependentMultiagentPreset(
             self._name, device, presets, masked, dict(self._hyperparameters)
         )
+        preset.env_name = self._env.name
+        return preset
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:
         builder = self._builder_for(agent)

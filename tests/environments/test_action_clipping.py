@@ -1,0 +1,89 @@
+"""Continuous actions are clipped to the action space's bounds by every environment, single
+and vector, while agents keep their unclipped samples (for exact log-probabilities)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment, GymVectorEnvironment
+from looprl.experiments.experiment import seed_everything
+from looprl.presets.continuous.ppo import ppo
+
+
+class RecordingEnv(gym.Env):
+    """A one-dimensional task that records the actions it receives; reward = the action."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Box(
+        np.array([-1.0, 0.0], np.float32), np.array([1.0, 2.0], np.float32)
+    )
+
+    def __init__(self) -> None:
+        self.received: list[np.ndarray] = []
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.received.append(np.array(action))
+        return np.zeros(2, np.float32), float(np.sum(action)), False, False, {}
+
+
+def test_single_environment_clips_box_actions() -> None:
+    env = GymEnvironment(RecordingEnv())
+    env.reset()
+    env.step(torch.tensor([5.0, -3.0]))
+    np.testing.assert_array_equal(env.env.received[-1], [1.0, 0.0])
+    env.step(torch.tensor([0.5, 1.5]))  # inside the bounds: unchanged
+    np.testing.assert_array_equal(env.env.received[-1], [0.5, 1.5])
+
+
+def test_vector_environment_clips_box_actions() -> None:
+    envs = GymVectorEnvironment(RecordingEnv, 2)
+    envs.reset(seed=0)
+    state = envs.step(torch.tensor([[5.0, -3.0], [-7.0, 9.0]]))
+    received = [e.unwrapped.received[-1] for e in envs.env.envs]
+    np.testing.assert_array_equal(np.stack(received), [[1.0, 0.0], [-1.0, 2.0]])
+    torch.testing.assert_close(state.reward, torch.tensor([1.0, 1.0]))
+
+
+def test_mujoco_reward_is_the_same_in_a_single_and_a_vector_environment() -> None:
+    """MuJoCo's control cost is computed on the action it gets: 5.0 must arrive as 1.0."""
+    pytest.importorskip("mujoco")
+    from looprl.environments.mujoco import MujocoEnvironment
+
+    single = MujocoEnvironment("HalfCheetah-v5", seed=0)
+    single.reset()
+    clipped_reward = float(single.step(torch.full((6,), 5.0)).reward)
+    bound = MujocoEnvironment("HalfCheetah-v5", seed=0)
+    bound.reset()
+    assert clipped_reward == pytest.approx(float(bound.step(torch.ones(6)).reward))
+    vector = single.duplicate(1)
+    vector.reset(seed=0)
+    vector_reward = float(vector.step(torch.full((1, 6), 5.0)).reward[0])
+    assert vector_reward == pytest.approx(clipped_reward)
+
+
+def test_gaussian_ppo_stores_its_unclipped_sample_and_the_env_gets_the_clipped_one() -> None:
+    seed_everything(0)
+    env = GymEnvironment(RecordingEnv())
+    preset = ppo.env(env).hyperparameters(n_envs=2, n_steps=8, log_std_init=2.0).build()
+    agent = preset.agent()
+    vector = GymVectorEnvironment(RecordingEnv, 2)
+    state = vector.reset(seed=0)
+    action = agent.act(state)
+    assert ((action < torch.tensor([-1.0, 0.0])) | (action > torch.tensor([1.0, 2.0]))).any()
+    stored = agent.buffer._data["action"][0]
+    torch.testing.assert_close(stored, action)  # the sample itself, for its log-probability
+    log_prob = agent.buffer._data["log_prob"][0]
+    params = agent.policy.approximation.no_grad(state.observation)[0]
+    torch.testing.assert_close(log_prob, agent.policy.head.log_prob(params, action))
+    vector.step(action)
+    received = np.stack([e.unwrapped.received[-1] for e in vector.env.envs])
+    np.testing.assert_array_equal(received, np.clip(action.numpy(), [-1.0, 0.0], [1.0, 2.0]))
