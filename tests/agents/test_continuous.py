@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn, optim
 
+from episodes import replay_episodes
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
@@ -294,21 +295,6 @@ def test_presets_reject_discrete_actions(builder) -> None:
         builder.env(GymEnvironment("CartPole-v1")).device("cpu").build()
 
 
-def _replay_episodes(agent, seed: int, episodes: int) -> list[float]:
-    """Returns of ``agent`` in ``episodes`` Pendulum episodes after a ``reset(seed=seed)``."""
-    env = GymEnvironment("Pendulum-v1")
-    env.reset(seed=seed)
-    returns = []
-    for _ in range(episodes):
-        state, total = env.reset(), 0.0
-        while not state.done:
-            state = env.step(agent.act(state))
-            total += state.reward
-        returns.append(total)
-    env.close()
-    return returns
-
-
 def _replay_first_episodes(agent, n_envs: int, seed: int) -> list[float]:
     """Returns of the first episode of the first two copies of a vector Pendulum reset with
     ``seed`` (its episodes all last 200 steps, so they end together, in copy order)."""
@@ -350,7 +336,7 @@ def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_p
         replayed = _replay_first_episodes(loaded.test_agent(), preset.n_envs, seed=10_000)
     else:
         experiment.env.reset(seed=7)  # the evaluation episodes continue this RNG
-        replayed = _replay_episodes(loaded.test_agent(), seed=7, episodes=2)
+        replayed = replay_episodes(loaded.test_agent(), "Pendulum-v1", seed=7, episodes=2)
     assert experiment.test(episodes=2) == replayed
     experiment.close()
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn, optim
 
+from episodes import replay_episodes, replay_first_episodes
 from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
 from looprl.agents.ppg import PPG, PPGPolicy, PPGTestAgent, PPGTrainer
 from looprl.agents.ppo import ActorCritic
@@ -282,40 +283,6 @@ def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
 # -- presets -----------------------------------------------------------------------------
 
 
-def _replay_episodes(agent, seed: int, episodes: int) -> list[float]:
-    """Returns of ``agent`` in ``episodes`` CartPole episodes after a ``reset(seed=seed)``."""
-    env = GymEnvironment("CartPole-v1")
-    env.reset(seed=seed)
-    returns = []
-    for _ in range(episodes):
-        state, total = env.reset(), 0.0
-        while not state.done:
-            state = env.step(agent.act(state))
-            total += state.reward
-        returns.append(total)
-    env.close()
-    return returns
-
-
-def _replay_first_episodes(agent, n_envs: int, seed: int, quota: list[int]) -> list[float]:
-    """Returns of the first ``quota[i]`` episodes of copy ``i`` of a vector CartPole reset
-    with ``seed``, in the order the episodes end (copy order within a step)."""
-    env = GymVectorEnvironment("CartPole-v1", n_envs)
-    state = env.reset(seed=seed)
-    running, left, returns = [0.0] * n_envs, quota + [0] * (n_envs - len(quota)), []
-    while any(left):
-        state = env.step(agent.act(state))
-        for i in range(n_envs):
-            running[i] += float(state.reward[i])
-            if state.done[i]:
-                if left[i]:
-                    returns.append(running[i])
-                    left[i] -= 1
-                running[i] = 0.0
-    env.close()
-    return returns
-
-
 SMOKE = {
     "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, VPGTestAgent),
     "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, VACTestAgent),
@@ -359,9 +326,11 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
     # evaluation is the loaded (greedy) test agent's, replayed here in fresh environments
     if kind is Preset:
         experiment.env.reset(seed=7)  # the evaluation episodes continue this RNG
-        replayed = _replay_episodes(test_agent, seed=7, episodes=2)
+        replayed = replay_episodes(test_agent, "CartPole-v1", seed=7, episodes=2)
     else:  # ParallelEnvExperiment.test: a copy of the vector env, reset with seed + 10,000
-        replayed = _replay_first_episodes(test_agent, preset.n_envs, seed=10_000, quota=[1, 1])
+        replayed = replay_first_episodes(
+            test_agent, "CartPole-v1", preset.n_envs, seed=10_000, quota=[1, 1]
+        )
     assert experiment.test(episodes=2) == replayed
     experiment.close()
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from episodes import replay_first_episodes
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import (
     ExperimentResult,
@@ -185,27 +186,8 @@ def test_parallel_env_experiment_test_returns_exactly_episodes(
     # copy i runs the first quota[i] episodes of a copy of the environments reset with
     # seed + 10,000; replayed here with the (greedy, deterministic) test agent
     quota = [episodes // 4 + (i < episodes % 4) for i in range(4)]
-    assert returns == _replay_first_episodes(preset.test_agent(), 4, 10_003, quota)
+    assert returns == replay_first_episodes(preset.test_agent(), "CartPole-v1", 4, 10_003, quota)
     experiment.close()
-
-
-def _replay_first_episodes(agent, n_envs: int, seed: int, quota: list[int]) -> list[float]:
-    """Returns of the first ``quota[i]`` episodes of copy ``i`` of a vector CartPole reset
-    with ``seed``, in the order the episodes end (copy order within a step)."""
-    env = GymVectorEnvironment("CartPole-v1", n_envs)
-    state = env.reset(seed=seed)
-    running, left, returns = [0.0] * n_envs, list(quota), []
-    while any(left):
-        state = env.step(agent.act(state))
-        for i in range(n_envs):
-            running[i] += float(state.reward[i])
-            if state.done[i]:
-                if left[i]:
-                    returns.append(running[i])
-                    left[i] -= 1
-                running[i] = 0.0
-    env.close()
-    return returns
 
 
 def test_parallel_env_experiment_accepts_vector_env(tmp_path: Path) -> None:

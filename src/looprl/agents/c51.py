@@ -87,6 +87,7 @@ class C51Trainer(Trainer):
         self._policy.dist.reinforce(loss)
         self._policy.version += 1
         cross_entropy = categorical_cross_entropy(probs.detach(), targets)
+        self.predictions = {"q_values": (probs.detach() * self._policy.dist.atoms).sum(-1)}
         return {"loss": loss.detach(), "td_error": cross_entropy}
 
 

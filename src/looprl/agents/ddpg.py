@@ -179,8 +179,10 @@ class DDPGTrainer(Trainer):
     def _critic_step(
         self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
     ) -> torch.Tensor:
-        loss = critic_loss(self.q(obs, actions), targets)
+        values = self.q(obs, actions)
+        loss = critic_loss(values, targets)
         self.q.reinforce(loss)
+        self.predictions = {"q_values": values.detach()}
         return loss.detach()
 
     def _should_update_actor(self) -> bool:

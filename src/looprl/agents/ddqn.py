@@ -66,6 +66,7 @@ class DDQNTrainer(DQNTrainer):
         loss = dqn_loss(values, targets, weights, huber=self.huber)
         q.reinforce(loss)
         self._policy.version += 1
+        self.predictions = {"q_values": values.detach()}
         return {"loss": loss.detach(), "td_error": (targets - values).detach()}
 
 

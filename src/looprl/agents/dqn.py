@@ -103,6 +103,7 @@ class DQNTrainer(Trainer):
         targets = td_target(rewards, next_values, next_states.mask, discount)
         loss = dqn_loss(values, targets, weights, huber=self.huber)
         q.reinforce(loss)
+        self.predictions = {"q_values": values.detach()}
         self._policy.version += 1
         return {"loss": loss.detach()}
 

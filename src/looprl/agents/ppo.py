@@ -226,6 +226,7 @@ class PPOTrainer(Trainer):
         )
         self._schedule_lr()
         self._policy.approximation.reinforce(loss)
+        self.predictions = {"values": value.detach(), "log_probs": log_prob.detach()}
         return parts
 
 

@@ -105,6 +105,7 @@ class SACTrainer(Trainer):
         q1, q2 = self.q(obs, actions)
         critic = twin_critic_loss(q1, q2, targets)
         self.q.reinforce(critic)
+        self.predictions = {"q_values": q1.detach()}
         actor, log_probs = self._actor_step(obs, alpha)
         stats = {"critic": critic.detach(), "actor": actor, "alpha": alpha}
         if self.temperature.optimizer is not None:

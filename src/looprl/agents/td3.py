@@ -90,6 +90,7 @@ class TD3Trainer(DDPGTrainer):
         q1, q2 = self.q(obs, actions)
         loss = twin_critic_loss(q1, q2, targets)
         self.q.reinforce(loss)
+        self.predictions = {"q_values": q1.detach()}
         return loss.detach()
 
     def _should_update_actor(self) -> bool:

@@ -80,6 +80,10 @@ class Approximation:
         self._lr_scheduler = lr_scheduler
         self._log_every = log_every
         self._updates = 0
+        #: The global gradient norm before clipping of the last step (a tensor), when it
+        #: clips gradients or ``track_grad_norm`` is set (meta components use it).
+        self.grad_norm: torch.Tensor | None = None
+        self.track_grad_norm = False
         self._target = target if target is not None else TrivialTarget()
         self._target.init(model)
         self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
@@ -153,7 +157,10 @@ class Approximation:
         if self._updates % self._log_every == 0:
             self._check_and_log(loss)
         if self._clip_grad > 0:
-            nn.utils.clip_grad_norm_(self._params, self._clip_grad, foreach=True)
+            self.grad_norm = nn.utils.clip_grad_norm_(self._params, self._clip_grad, foreach=True)
+        elif self.track_grad_norm:
+            grads = [p.grad for p in self._params if p.grad is not None]
+            self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self._target.update()

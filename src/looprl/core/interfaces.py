@@ -88,7 +88,14 @@ class Policy(ABC):
 
 
 class Trainer(ABC):
-    """Learning half of an algorithm: updates ``policy`` from batches of experience."""
+    """Learning half of an algorithm: updates ``policy`` from batches of experience.
+
+    After ``step``, ``predictions`` holds what the update computed (``q_values``,
+    ``values``, ``log_probs``: detached tensors) for the metrics dictionary; it is replaced
+    by each step, never mutated.
+    """
+
+    predictions: dict[str, Any] = {}  # noqa: B006
 
     @property
     @abstractmethod
@@ -105,10 +112,12 @@ class Preset(ABC):
 
     ``agent`` builds a training agent, ``test_agent`` a greedy copy for evaluation; agents
     built by one preset share its networks. ``save`` pickles the preset (with weights).
-    ``env_name`` names the environment it was built for (set by the builders).
+    ``env_name`` names the environment it was built for (set by the builders), ``meta``
+    lists the meta components attached to its experiments (``PresetBuilder.meta``).
     """
 
     env_name: str | None = None
+    meta: tuple[Any, ...] | list[Any] = ()
 
     def __init__(self, name: str, device: str | torch.device, hyperparameters: dict[str, Any]):
         self.name = name

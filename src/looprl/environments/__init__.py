@@ -12,6 +12,12 @@ from looprl.environments.bodies import (
     TimeFeature,
     deepmind_atari_body,
 )
+from looprl.environments.contextual import (
+    ContextualEnv,
+    ContextualEnvironment,
+    contextual_envs,
+    sample_contexts,
+)
 from looprl.environments.gym import GymEnvironment, check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
 from looprl.environments.multiagent import (
@@ -22,6 +28,10 @@ from looprl.environments.multiagent import (
 from looprl.environments.vector import GymVectorEnvironment
 
 __all__ = [
+    "ContextualEnv",
+    "ContextualEnvironment",
+    "contextual_envs",
+    "sample_contexts",
     "AtariEnvironment",
     "AtariVectorEnvironment",
     "Body",

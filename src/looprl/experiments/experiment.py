@@ -11,6 +11,7 @@ import logging
 import math
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,8 @@ from looprl.environments import Environment, VectorEnvironment
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
+from looprl.meta.component import MetaComponent
+from looprl.meta.hub import MetaHub
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ class Experiment(ABC):
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger to use instead of a new ``ExperimentLogger``.
         seed: seeds torch and the environment for a reproducible run.
+        meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``);
+            with none, the loop calls no hook at all.
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class Experiment(ABC):
         verbose: bool = True,
         logger: Any = None,
         seed: int | None = None,
+        meta: Sequence[MetaComponent] = (),
     ):
         if seed is not None:
             seed_everything(seed)
@@ -77,6 +83,26 @@ class Experiment(ABC):
         self.agent = self._make_agent()
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
+        self.hub: MetaHub | None = None
+        components = [*preset.meta, *meta]
+        if components and type(self)._meta_step is Experiment._meta_step:
+            raise ValueError(
+                f"{type(self).__name__} does not run meta components yet; use them with "
+                "single-environment or parallel presets"
+            )
+        if components:
+            self.hub = MetaHub(components, self.agent, self.training_env,
+                               getattr(preset, "model", None))
+            self._step = self._meta_step  # the plain loop stays free of hook calls
+
+    @property
+    def training_env(self) -> Any:
+        """The environment the agent trains in (``metrics['env']``)."""
+        return self.env
+
+    def _meta_step(self, *args: Any) -> Any:
+        """``_step`` with the meta components' hooks (used when any is attached)."""
+        raise NotImplementedError
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
@@ -169,6 +195,9 @@ class SingleEnvExperiment(Experiment):
 
     def _run_training_episode(self) -> None:
         state = self._reset()
+        start = self.logger.frame
+        if self.hub is not None:
+            self.hub.pre_episode()
         action = self.agent.act(state)
         self._return = 0.0
         while not state.done:
@@ -176,6 +205,9 @@ class SingleEnvExperiment(Experiment):
             self._return += state.reward
             self._update_progress()
         self._log_training_episode(self._return)
+        if self.hub is not None:
+            ended = torch.ones(1, dtype=torch.bool)
+            self.hub.post_episode(ended, [float(self._return)], [self.logger.frame - start])
 
     def _running_return_nonfinite(self) -> bool:
         return not math.isfinite(self._return)
@@ -185,6 +217,15 @@ class SingleEnvExperiment(Experiment):
         state = self.env.step(action)
         self.logger.frame += 1
         return state, self.agent.act(state)
+
+    def _meta_step(self, action: Any) -> tuple[Any, Any]:
+        """``_step`` with the step hooks; the agent learns from the reward they leave."""
+        previous = self.env.state
+        self.hub.pre_step(previous)
+        state = self.env.step(action)
+        self.logger.frame += 1
+        learned = self.hub.post_step(previous, action, state, self.logger.frame)
+        return state, self.agent.act(learned)
 
     def test(self, episodes: int = 100) -> list[float]:
         agent = self.preset.test_agent()
@@ -237,16 +278,41 @@ class ParallelEnvExperiment(Experiment):
             self._step()
             self._update_progress()
 
+    @property
+    def training_env(self) -> Any:
+        return self.vector_env
+
     def _reset(self) -> None:
         env = self.vector_env
         self._state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
         self._returns = np.zeros(env.n_envs, dtype=np.float64)
+        self._lengths = np.zeros(env.n_envs, dtype=np.int64)
+        if self.hub is not None:
+            self.hub.pre_episode()
         self._action = self.agent.act(self._state)
 
     def _step(self) -> None:
         """One step of every copy with the agent's pending actions; the agent then acts."""
         self._state = self._env_step(self._action)
         self._action = self.agent.act(self._state)
+
+    def _meta_step(self) -> None:
+        """``_step`` with the step and episode hooks; the agent learns from the rewards the
+        post-step hooks leave."""
+        hub, previous, action = self.hub, self._state, self._action
+        hub.pre_step(previous)
+        self._lengths += 1
+        ended_returns = self._returns.copy()
+        self._state = self._env_step(action)
+        learned = hub.post_step(previous, action, self._state, self.logger.frame)
+        done = self._state.done.cpu().numpy()
+        if done.any():
+            ended_returns += self._state.reward.cpu().numpy()
+            hub.post_episode(torch.from_numpy(done), ended_returns[done].tolist(),
+                             self._lengths[done].tolist())
+            self._lengths[done] = 0
+            hub.pre_episode()
+        self._action = self.agent.act(learned)
 
     def _env_step(self, action: Any) -> Any:
         """Step every copy, count the frames and log the episodes that ended."""

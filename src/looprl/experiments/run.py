@@ -93,6 +93,7 @@ def run_experiment(
     test_episodes: int = 100,
     verbose: bool = True,
     seed: int | None = None,
+    meta: Sequence[Any] = (),
 ) -> list[ExperimentResult]:
     """Train every agent on every environment for ``frames`` frames, then evaluate.
 
@@ -106,6 +107,8 @@ def run_experiment(
         test_episodes: evaluation episodes after training (0 to skip).
         verbose: write losses and debugging statistics to TensorBoard.
         seed: seed each run for reproducibility.
+        meta: meta components (``looprl.meta``) hooked into every run, after the ones
+            attached to the preset; stateful components are shared by the runs.
 
     Returns:
         One ``ExperimentResult`` per run.
@@ -133,6 +136,7 @@ def run_experiment(
                 render=render,
                 verbose=verbose,
                 seed=seed,
+                meta=meta,
             )
             results.append(_run(experiment, frames, test_episodes))
     return results

@@ -78,6 +78,7 @@ class PresetBuilder:
         env: Any = None,
         hyperparameters: dict[str, Any] | None = None,
         name: str | None = None,
+        meta: tuple[Any, ...] = (),
     ):
         self.default_name = default_name
         self.default_hyperparameters = dict(default_hyperparameters)
@@ -86,6 +87,7 @@ class PresetBuilder:
         self._env = env
         self._hyperparameters = {**default_hyperparameters, **(hyperparameters or {})}
         self._name = name or default_name
+        self._meta = tuple(meta)
 
     def __call__(self, **kwargs: Any) -> PresetBuilder:
         return self._preset_builder(**kwargs)
@@ -99,6 +101,7 @@ class PresetBuilder:
             "env": self._env,
             "hyperparameters": self._hyperparameters,
             "name": self._name,
+            "meta": self._meta,
         }
         kwargs.update(changes)
         return PresetBuilder(**kwargs)
@@ -114,6 +117,15 @@ class PresetBuilder:
             ValueError: torch does not know ``device``, or it is CUDA and no GPU is present.
         """
         return self._preset_builder(device=check_device(device))
+
+    def meta(self, *components: Any) -> PresetBuilder:
+        """Attach meta components (``looprl.meta``), whose hooks run in this order in every
+        experiment of the preset: ``ppo.env(env).meta(RND(), CosineLRSchedule(...)).build()``.
+        """
+        from looprl.meta import MetaStack
+
+        MetaStack(components)  # TypeError now for anything that is not a MetaComponent
+        return self._preset_builder(meta=self._meta + components)
 
     def name(self, name: str) -> PresetBuilder:
         """Set the preset's display name."""
@@ -150,4 +162,5 @@ class PresetBuilder:
         device = self._device if self._device is not None else default_device()
         preset = self.constructor(self._env, self._name, device, dict(self._hyperparameters))
         preset.env_name = getattr(self._env, "name", None)
+        preset.meta = self._meta
         return preset

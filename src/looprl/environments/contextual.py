@@ -1,0 +1,480 @@
+"""Contextual environments: Gymnasium's own environments with their physics as a context.
+
+As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102), a *context* is a set of
+physical parameters (gravity, masses, lengths, ...) and an *instance set* maps instance ids
+to contexts. ``ContextualEnv`` picks an instance on every reset and writes its context into
+the unwrapped Gymnasium environment, so that one environment trains or tests an agent on a
+family of tasks. It is built on Gymnasium 1.x directly (the ``carl-bench`` package needs
+``gymnasium<1.0``).
+
+Curriculum components (PLR, SPaCE) choose the next level through ``next_instance`` and widen
+the training set through ``set_instance_set``; ``contextual_envs`` finds the wrappers inside a
+looprl environment, one per copy of a vector environment.
+
+Example:
+    >>> train = sample_contexts('CartPole-v1', 8, {'length': (0.25, 1.0)}, seed=0)
+    >>> env = ContextualEnvironment('CartPole-v1', train, seed=0).duplicate(4)
+    >>> len(contextual_envs(env))
+    4
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from looprl.environments.gym import GymEnvironment, make_gym_env
+from looprl.environments.mujoco import is_mujoco_id, require_mujoco
+from looprl.environments.vector import GymVectorEnvironment
+
+Context = dict[str, float]
+INSTANCE_MODES = ("random", "round_robin")
+
+
+@dataclass(frozen=True)
+class ContextFeature:
+    """One physical parameter of an environment: its Gymnasium default and allowed range."""
+
+    default: float
+    low: float
+    high: float
+
+
+def _mujoco_features(torso_mass: float) -> dict[str, ContextFeature]:
+    """Features of a MuJoCo locomotion task whose root body is ``torso``."""
+    return {
+        "gravity": ContextFeature(9.81, 0.1, 50.0),  # magnitude: opt.gravity[2] = -gravity
+        "friction": ContextFeature(1.0, 0.05, 10.0),  # scale of every geom's friction
+        "torso_mass": ContextFeature(torso_mass, torso_mass / 10, torso_mass * 10),
+    }
+
+
+#: The context features of each supported environment id, in the order they are appended to
+#: observations. Defaults are Gymnasium's own values.
+CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
+    "CartPole-v1": {
+        "gravity": ContextFeature(9.8, 0.1, 100.0),
+        "masscart": ContextFeature(1.0, 0.01, 10.0),
+        "masspole": ContextFeature(0.1, 0.01, 10.0),
+        "length": ContextFeature(0.5, 0.05, 10.0),  # half the pole's length
+        "force_mag": ContextFeature(10.0, 1.0, 100.0),
+        "tau": ContextFeature(0.02, 0.002, 0.2),
+    },
+    "Pendulum-v1": {
+        "g": ContextFeature(10.0, 0.1, 100.0),
+        "m": ContextFeature(1.0, 0.05, 10.0),
+        "l": ContextFeature(1.0, 0.1, 10.0),
+        "max_speed": ContextFeature(8.0, 0.5, 40.0),
+        # The action space stays [-2, 2] and looprl clips actions to it: a larger limit
+        # would have no effect, so the torque can only be weakened.
+        "max_torque": ContextFeature(2.0, 0.1, 2.0),
+        "dt": ContextFeature(0.05, 0.005, 0.5),
+    },
+    "MountainCar-v0": {
+        "force": ContextFeature(0.001, 0.0001, 0.01),
+        "gravity": ContextFeature(0.0025, 0.0001, 0.01),
+        "goal_position": ContextFeature(0.5, 0.0, 0.6),  # positions are clipped to 0.6
+        "max_speed": ContextFeature(0.07, 0.01, 0.5),
+    },
+    "Acrobot-v1": {
+        "LINK_LENGTH_1": ContextFeature(1.0, 0.1, 10.0),
+        "LINK_LENGTH_2": ContextFeature(1.0, 0.1, 10.0),  # drawn only: not in the dynamics
+        "LINK_MASS_1": ContextFeature(1.0, 0.1, 10.0),
+        "LINK_MASS_2": ContextFeature(1.0, 0.1, 10.0),
+        "LINK_COM_POS_1": ContextFeature(0.5, 0.05, 5.0),
+        "LINK_COM_POS_2": ContextFeature(0.5, 0.05, 5.0),
+        "LINK_MOI": ContextFeature(1.0, 0.05, 10.0),  # of both links
+    },
+    "HalfCheetah-v5": _mujoco_features(6.25020920502092),
+    "Hopper-v5": _mujoco_features(3.6651914291880923),
+    "Walker2d-v5": _mujoco_features(3.6651914291880923),
+    "Ant-v5": _mujoco_features(0.32724923474893675),
+}
+
+#: Observation entries bounded by ``±feature``: the observation space is widened to the
+#: feature's upper bound so that every context's observations lie in it.
+_OBSERVATION_LIMITS: dict[str, dict[int, str]] = {
+    "Pendulum-v1": {2: "max_speed"},
+    "MountainCar-v0": {1: "max_speed"},
+}
+
+
+# -- applying a context --------------------------------------------------------------------
+def _set_attributes(env: gym.Env, context: Mapping[str, float], baseline: Any) -> None:
+    """Classic control: the features are attributes that ``step`` reads."""
+    for name, value in context.items():
+        setattr(env, name, value)
+
+
+def _set_cartpole(env: gym.Env, context: Mapping[str, float], baseline: Any) -> None:
+    """CartPole caches ``total_mass`` and ``polemass_length`` in ``__init__``: recompute them."""
+    _set_attributes(env, context, baseline)
+    env.total_mass = env.masspole + env.masscart
+    env.polemass_length = env.masspole * env.length
+
+
+def _set_mujoco(env: gym.Env, context: Mapping[str, float], baseline: Any) -> None:
+    """MuJoCo: gravity, friction (a scale of the friction when wrapped) and torso mass."""
+    import mujoco
+
+    model = env.model
+    model.opt.gravity[2] = -context["gravity"]
+    model.geom_friction[:] = baseline * context["friction"]
+    model.body_mass[model.body("torso").id] = context["torso_mass"]
+    mujoco.mj_setConst(model, env.data)  # derived constants (subtree masses, inverse weights)
+
+
+_APPLY: dict[str, Callable[[gym.Env, Mapping[str, float], Any], None]] = {
+    "CartPole-v1": _set_cartpole,
+    "Pendulum-v1": _set_attributes,
+    "MountainCar-v0": _set_attributes,
+    "Acrobot-v1": _set_attributes,
+    "HalfCheetah-v5": _set_mujoco,
+    "Hopper-v5": _set_mujoco,
+    "Walker2d-v5": _set_mujoco,
+    "Ant-v5": _set_mujoco,
+}
+
+
+def _baseline(env_id: str, env: gym.Env) -> Any:
+    """What a context is applied relative to: a MuJoCo model's friction when wrapped."""
+    return env.model.geom_friction.copy() if _APPLY[env_id] is _set_mujoco else None
+
+
+# -- validation ----------------------------------------------------------------------------
+def features_of(env_id: str) -> dict[str, ContextFeature]:
+    """The context features of ``env_id``; ``ValueError`` listing the supported ids if none."""
+    if env_id not in CONTEXT_FEATURES:
+        raise ValueError(
+            f"No context features for {env_id!r}; supported environments: "
+            f"{', '.join(CONTEXT_FEATURES)}"
+        )
+    return CONTEXT_FEATURES[env_id]
+
+
+def _feature(env_id: str, name: str) -> ContextFeature:
+    features = features_of(env_id)
+    if name not in features:
+        close = difflib.get_close_matches(name, list(features), n=3, cutoff=0.6)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"{env_id} has no context feature {name!r}.{hint} Valid features: {', '.join(features)}"
+        )
+    return features[name]
+
+
+def _check_value(env_id: str, name: str, value: Any) -> float:
+    feature = _feature(env_id, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{env_id} feature {name!r} must be a number, got {value!r}")
+    if not feature.low <= value <= feature.high:  # also rejects nan
+        raise ValueError(
+            f"{env_id} feature {name!r} = {value!r} is outside its bounds "
+            f"[{feature.low}, {feature.high}]"
+        )
+    return float(value)
+
+
+def full_context(env_id: str, context: Mapping[str, Any]) -> Context:
+    """``context`` validated and completed with the defaults, in the features' order."""
+    given = {name: _check_value(env_id, name, value) for name, value in context.items()}
+    return {name: given.get(name, f.default) for name, f in features_of(env_id).items()}
+
+
+def _check_instance_set(
+    env_id: str, contexts: Mapping[int, Mapping[str, Any]] | None
+) -> dict[int, Context]:
+    if contexts is None:
+        return {0: full_context(env_id, {})}
+    if not isinstance(contexts, Mapping) or len(contexts) == 0:
+        raise ValueError(
+            f"contexts must be a non-empty dict of instance id -> context, got {contexts!r}"
+        )
+    for key in contexts:
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            raise ValueError(f"Instance ids must be integers, got {key!r}")
+    return {int(key): full_context(env_id, ctx) for key, ctx in contexts.items()}
+
+
+# -- the wrapper ---------------------------------------------------------------------------
+def _instance_rng(seed: int | None) -> np.random.Generator:
+    """The instance-choosing RNG: a stream apart from the environment's own ``np_random``."""
+    return np.random.default_rng(None if seed is None else [seed, 0xC0471E7])
+
+
+class ContextualEnv(gym.Wrapper):
+    """A Gymnasium environment whose physics is set from an instance set on every reset.
+
+    On each reset the wrapper picks an instance: ``next_instance`` if one was set (then
+    cleared), else one drawn by ``instance_mode``; it writes that context into the unwrapped
+    environment and records ``instance_id`` and ``context`` (the info of every reset and
+    step also gets ``instance_id``). A seeded ``reset(seed=...)`` restarts the choice of
+    instances too: it re-seeds the random choice (so that the copies of a vector environment,
+    seeded ``seed + i``, draw different instances) and restarts round robin.
+
+    Args:
+        env_or_id: a supported environment id (see ``CONTEXT_FEATURES``) or an environment
+            made from one.
+        contexts: instance id -> context (feature -> value; missing features take their
+            defaults). ``None``: one instance (id 0) with the default context.
+        hide_context: if ``False``, the context's features are appended to the observation
+            (float32 values, in ``CONTEXT_FEATURES`` order; Box bounds are the features').
+        instance_mode: ``'random'`` (uniform, own seeded RNG) or ``'round_robin'`` (the
+            instance set's order, ``next_instance`` not counted).
+        seed: seed of the instance-choosing RNG.
+        **make_kwargs: passed to ``gym.make`` when ``env_or_id`` is an id.
+    """
+
+    def __init__(
+        self,
+        env_or_id: str | gym.Env,
+        contexts: Mapping[int, Mapping[str, float]] | None = None,
+        hide_context: bool = True,
+        instance_mode: str = "random",
+        seed: int | None = None,
+        **make_kwargs: Any,
+    ):
+        env_id = env_or_id if isinstance(env_or_id, str) else _registered_id(env_or_id)
+        features_of(env_id)
+        if instance_mode not in INSTANCE_MODES:
+            raise ValueError(
+                f"Unknown instance_mode {instance_mode!r}; use one of {', '.join(INSTANCE_MODES)}"
+            )
+        if isinstance(env_or_id, str):
+            if is_mujoco_id(env_id):
+                require_mujoco()
+            env_or_id = make_gym_env(env_id, **make_kwargs)
+        super().__init__(env_or_id)
+        self.env_id = env_id
+        self.hide_context = hide_context
+        self.instance_mode = instance_mode
+        self.instance_id: int | None = None
+        self.context: Context | None = None
+        self._instances = _check_instance_set(env_id, contexts)
+        self._next: int | None = None
+        self._cursor = 0
+        self._rng = _instance_rng(seed)
+        self._baseline = _baseline(env_id, self.env.unwrapped)
+        self._observation_space = self._make_observation_space()
+
+    @property
+    def feature_names(self) -> list[str]:
+        """The context features of this environment, in the order they are appended."""
+        return list(features_of(self.env_id))
+
+    @property
+    def instance_ids(self) -> list[int]:
+        """The ids of the instance set, in round-robin order."""
+        return list(self._instances)
+
+    @property
+    def contexts(self) -> dict[int, Context]:
+        """The instance set: instance id -> full context (a copy)."""
+        return {key: dict(ctx) for key, ctx in self._instances.items()}
+
+    @property
+    def next_instance(self) -> int | None:
+        """The instance the next reset uses (then cleared); ``None`` lets ``instance_mode`` pick."""
+        return self._next
+
+    @next_instance.setter
+    def next_instance(self, instance_id: int | None) -> None:
+        if instance_id is not None and instance_id not in self._instances:
+            raise ValueError(
+                f"next_instance {instance_id!r} is not in the instance set "
+                f"(ids {_ids_text(self.instance_ids)})"
+            )
+        self._next = instance_id
+
+    def set_instance_set(self, contexts: Mapping[int, Mapping[str, float]] | None) -> None:
+        """Replace the instance set (from the next reset on).
+
+        Round robin starts again from the first instance; a ``next_instance`` that is not
+        in the new set is cleared.
+        """
+        self._instances = _check_instance_set(self.env_id, contexts)
+        self._cursor = 0
+        if self._next not in self._instances:
+            self._next = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        if seed is not None:
+            self._rng, self._cursor = _instance_rng(seed), 0
+        self._apply(self._choose())
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._observe(obs), {**info, "instance_id": self.instance_id}
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = {**info, "instance_id": self.instance_id}
+        return self._observe(obs), reward, terminated, truncated, info
+
+    def _choose(self) -> int:
+        if self._next is not None:
+            chosen, self._next = self._next, None
+            return chosen  # in the set: checked when set, cleared when the set changes
+        ids = self.instance_ids
+        if self.instance_mode == "round_robin":
+            self._cursor += 1
+            return ids[(self._cursor - 1) % len(ids)]
+        return ids[int(self._rng.integers(len(ids)))]
+
+    def _apply(self, instance_id: int) -> None:
+        self.instance_id = instance_id
+        self.context = dict(self._instances[instance_id])
+        _APPLY[self.env_id](self.env.unwrapped, self.context, self._baseline)
+
+    def _observe(self, obs: Any) -> Any:
+        if self.hide_context:
+            return obs
+        values = np.array(list(self.context.values()), dtype=np.float32)
+        return np.concatenate([obs, values]).astype(self._observation_space.dtype)
+
+    def _make_observation_space(self) -> gym.Space:
+        space = _widened(self.env_id, self.env.observation_space)
+        if self.hide_context:
+            return space
+        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+            raise ValueError(
+                f"hide_context=False needs a flat Box observation space, {self.env_id} has {space}"
+            )
+        features = features_of(self.env_id).values()
+        dtype = np.promote_types(space.dtype, np.float32)
+        low = np.array([f.low for f in features], dtype=np.float32)
+        high = np.array([f.high for f in features], dtype=np.float32)
+        return gym.spaces.Box(
+            np.concatenate([space.low, low]).astype(dtype),
+            np.concatenate([space.high, high]).astype(dtype),
+            dtype=dtype,
+        )
+
+
+def _registered_id(env: gym.Env) -> str:
+    if env.spec is None:
+        raise ValueError(
+            "ContextualEnv needs an environment made by gymnasium.make (it has no spec); "
+            f"supported environments: {', '.join(CONTEXT_FEATURES)}"
+        )
+    return env.spec.id
+
+
+def _widened(env_id: str, space: gym.Space) -> gym.Space:
+    """``space`` with the entries bounded by a feature widened to that feature's bounds."""
+    limits = _OBSERVATION_LIMITS.get(env_id)
+    if not limits:
+        return space
+    low, high = space.low.copy(), space.high.copy()
+    for index, name in limits.items():
+        bound = features_of(env_id)[name].high
+        low[index], high[index] = min(low[index], -bound), max(high[index], bound)
+    return gym.spaces.Box(low, high, dtype=space.dtype)
+
+
+def _ids_text(ids: list[int], most: int = 10) -> str:
+    shown = ", ".join(str(i) for i in ids[:most])
+    return shown + (f", ... ({len(ids)} in all)" if len(ids) > most else "")
+
+
+# -- instance sets and looprl environments ---------------------------------------------------
+def sample_contexts(
+    env_id: str,
+    n: int,
+    features: Mapping[str, tuple[float, float]],
+    seed: int | None = None,
+) -> dict[int, Context]:
+    """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ranges.
+
+    Features not named keep their defaults. Each range ``(low, high)`` must lie within the
+    feature's bounds; use disjoint ranges or seeds for training and held-out test sets.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive number of instances, got {n!r}")
+    ranges = {name: _check_range(env_id, name, span) for name, span in features.items()}
+    order = [name for name in features_of(env_id) if name in ranges]
+    rng = np.random.default_rng(seed)
+    return {i: {name: float(rng.uniform(*ranges[name])) for name in order} for i in range(n)}
+
+
+def _check_range(env_id: str, name: str, span: Any) -> tuple[float, float]:
+    if not isinstance(span, (tuple, list)) or len(span) != 2:
+        raise ValueError(f"The range of {name!r} must be a (low, high) pair, got {span!r}")
+    low, high = (_check_value(env_id, name, value) for value in span)
+    if not low <= high:
+        raise ValueError(f"The range of {name!r} must have low <= high, got {span!r}")
+    return low, high
+
+
+def contextual_envs(env: Any) -> list[ContextualEnv]:
+    """The ``ContextualEnv`` wrappers inside ``env``, one per copy, in order.
+
+    Args:
+        env: a ``GymEnvironment`` or ``GymVectorEnvironment`` (or a ``gym.Env`` or a
+            Gymnasium vector environment with an ``envs`` list, such as ``SyncVectorEnv``).
+    """
+    found = [_find_contextual(single) for single in _gym_envs(env)]
+    if not found or any(wrapper is None for wrapper in found):
+        name = getattr(env, "name", type(env).__name__)
+        raise ValueError(
+            f"{name} holds no ContextualEnv; make it with ContextualEnvironment(env_id, "
+            "contexts) (and .duplicate(n) for copies)"
+        )
+    return found
+
+
+def _gym_envs(env: Any) -> list[gym.Env]:
+    if isinstance(env, (GymEnvironment, GymVectorEnvironment)):
+        env = env.env
+    if isinstance(env, gym.Env):
+        return [env]
+    if isinstance(env, gym.vector.VectorEnv):
+        if not hasattr(env, "envs"):
+            raise ValueError(
+                f"{type(env).__name__} has no list of environments to search for a "
+                "ContextualEnv; make copies with ContextualEnvironment(...).duplicate(n)"
+            )
+        return list(env.envs)
+    raise TypeError(f"contextual_envs needs a looprl or Gymnasium environment, got {env!r}")
+
+
+def _find_contextual(env: gym.Env) -> ContextualEnv | None:
+    while not isinstance(env, ContextualEnv):
+        if not isinstance(env, gym.Wrapper):
+            return None
+        env = env.env
+    return env
+
+
+class ContextualEnvironment(GymEnvironment):
+    """A looprl ``GymEnvironment`` around a ``ContextualEnv``.
+
+    ``duplicate(n)`` makes ``n`` deep copies in a ``SyncVectorEnv`` (a
+    ``GymVectorEnvironment``), each choosing its own instances; ``contextual_envs`` finds
+    their wrappers. The arguments are ``ContextualEnv``'s and ``GymEnvironment``'s.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        contexts: Mapping[int, Mapping[str, float]] | None = None,
+        hide_context: bool = True,
+        instance_mode: str = "random",
+        seed: int | None = None,
+        device: str | torch.device = "cpu",
+        name: str | None = None,
+        **make_kwargs: Any,
+    ):
+        wrapper = ContextualEnv(env_id, contexts, hide_context, instance_mode, seed, **make_kwargs)
+        super().__init__(wrapper, device=device, name=name or env_id, seed=seed)
+
+    @property
+    def contextual(self) -> ContextualEnv:
+        """The ``ContextualEnv`` this environment steps."""
+        return self.env

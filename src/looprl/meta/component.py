@@ -1,0 +1,100 @@
+"""Meta components: code that hooks into the training loop at named points (seeds 000, 001).
+
+A ``MetaComponent`` keeps six lists of methods, one per hook. Each method receives the run's
+metrics dictionary (``looprl.meta.metrics``) and may change it; the loop calls them in the
+order the components were attached, and each list in the order the component filled it::
+
+    class LogNovelty(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.post_step_methods.append(self.note)
+
+        def note(self, metrics):
+            metrics["transition"]["reward"] = metrics["transition"]["reward"] + 0.1
+
+Components stack: the same class may be attached twice with different settings.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+#: The hook points, in the order they occur around one step, update and episode.
+HOOKS = ("pre_episode", "pre_step", "post_step", "pre_update", "post_update", "post_episode")
+
+Hook = Callable[[dict[str, Any]], Any]
+
+
+class MetaComponent:
+    """Base of meta components: one list of methods per hook (``<hook>_methods``)."""
+
+    def __init__(self) -> None:
+        self.pre_step_methods: list[Hook] = []
+        self.post_step_methods: list[Hook] = []
+        self.pre_update_methods: list[Hook] = []
+        self.post_update_methods: list[Hook] = []
+        self.pre_episode_methods: list[Hook] = []
+        self.post_episode_methods: list[Hook] = []
+
+    def methods(self, hook: str) -> list[Hook]:
+        """The methods this component runs at ``hook`` (one of ``HOOKS``)."""
+        return getattr(self, f"{check_hook(hook)}_methods")
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint must hold to continue this component exactly (override)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned (override)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def check_hook(hook: str) -> str:
+    """``hook`` if it is one of ``HOOKS``, else ``ValueError`` naming the valid ones."""
+    if hook not in HOOKS:
+        close = difflib.get_close_matches(hook, HOOKS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"Unknown hook {hook!r}.{hint} The hooks are: {', '.join(HOOKS)}")
+    return hook
+
+
+class MetaStack:
+    """The components attached to one run, called hook by hook in their order.
+
+    ``active`` is ``False`` for an empty stack: the loop then skips every hook, so that
+    training without components costs nothing extra.
+    """
+
+    def __init__(self, components: Iterable[MetaComponent] = ()):
+        self.components = list(components)
+        for component in self.components:
+            if not isinstance(component, MetaComponent):
+                raise TypeError(
+                    f"{component!r} is not a MetaComponent: attach instances of "
+                    "looprl.meta components (e.g. RND()), or subclass MetaComponent"
+                )
+        self._hooks = {hook: [m for c in self.components for m in c.methods(hook)]
+                       for hook in HOOKS}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.components)
+
+    def has(self, hook: str) -> bool:
+        """Whether any component runs at ``hook``."""
+        return bool(self._hooks[check_hook(hook)])
+
+    def __call__(self, hook: str, metrics: dict[str, Any]) -> None:
+        """Run every method of ``hook`` on ``metrics``, in order."""
+        for method in self._hooks[hook]:
+            method(metrics)
+
+    def __iter__(self):
+        return iter(self.components)
+
+    def __len__(self) -> int:
+        return len(self.components)

@@ -1,0 +1,172 @@
+"""``MetaHub``: the metrics dictionary of one run, and the calls of its components' hooks.
+
+The experiment loop owns a hub when meta components are attached (and none otherwise, so
+that training without components runs the plain loop). The hub
+
+* writes what the loop knows into the metrics dictionary (``looprl.meta.metrics``) and calls
+  the step and episode hooks;
+* wraps the agent's trainer in a ``MetaTrainer``, which calls the update hooks around every
+  ``Trainer.step`` and writes the batch, losses, TD errors, predictions and gradient norm;
+* publishes the agent's hyperparameters as ``hp/*`` keys and applies the ones a hook changed
+  before the next step or update.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from looprl.core import StateArray, Trainer
+from looprl.meta.component import MetaComponent, MetaStack
+from looprl.meta.hyperparameters import (
+    Hyperparameter,
+    agent_hyperparameters,
+    approximations,
+    inner_agent,
+)
+
+
+class MetaTrainer(Trainer):
+    """A trainer whose every ``step`` runs the pre- and post-update hooks around the real one.
+
+    Args:
+        trainer: the agent's trainer.
+        hub: the run's ``MetaHub``.
+    """
+
+    def __init__(self, trainer: Trainer, hub: MetaHub):
+        self.trainer = trainer
+        self.hub = hub
+
+    @property
+    def policy(self) -> Any:
+        return self.trainer.policy
+
+    def step(self, batch: Any) -> dict[str, Any]:
+        metrics = self.hub.metrics
+        metrics["batch"] = batch
+        self.hub.run("pre_update")
+        stats = self.trainer.step(metrics["batch"])
+        metrics["update"] = metrics.get("update", 0) + 1
+        metrics["losses"] = {k: v for k, v in stats.items() if k != "td_error"}
+        metrics["td_error"] = stats.get("td_error")
+        metrics["predictions"] = self.trainer.predictions
+        metrics["grad_norm"] = {name: a.grad_norm for name, a in self.hub.approximations.items()}
+        self.hub.run("post_update")
+        return stats
+
+    def __getattr__(self, name: str) -> Any:  # the wrapped trainer's other attributes
+        return getattr(self.trainer, name)
+
+
+class MetaHub:
+    """The metrics dictionary and the meta components of one run.
+
+    Args:
+        components: the components, in the order their hooks run.
+        agent: the training agent (bodies included); its trainer is wrapped.
+        env: the (vector) environment, published as ``metrics['env']``.
+        model: the preset's main network, published as ``metrics['model']``.
+    """
+
+    def __init__(self, components: list[MetaComponent], agent: Any, env: Any, model: Any = None):
+        self.stack = MetaStack(components)
+        self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
+                                        "update": 0}
+        inner = inner_agent(agent)
+        if isinstance(inner.trainer, MetaTrainer):  # attached before: the real trainer
+            inner.trainer = inner.trainer.trainer
+        # found on the real trainer, so that setters change it and not the wrapper
+        self.hyperparameters: dict[str, Hyperparameter] = agent_hyperparameters(inner)
+        self.approximations = approximations(inner)
+        for approximation in self.approximations.values():
+            approximation.track_grad_norm = True
+        inner.trainer = MetaTrainer(inner.trainer, self)
+        self._published: dict[str, Any] = {}
+        self._publish()
+
+    def run(self, hook: str) -> None:
+        """Apply changed ``hp/*`` values, run ``hook``'s methods, apply them again."""
+        self._apply()
+        self.stack(hook, self.metrics)
+        self._apply()
+
+    def _publish(self) -> None:
+        for key, hyperparameter in self.hyperparameters.items():
+            value = hyperparameter.get()
+            self.metrics[key] = value
+            self._published[key] = value
+
+    def _apply(self) -> None:
+        """Apply every ``hp/*`` key whose value differs from the one last published."""
+        metrics, published = self.metrics, self._published
+        for key, value in published.items():
+            new = metrics.get(key, value)
+            if new is not value and new != value:
+                self.hyperparameters[key].set(new)
+                published[key] = new
+        for key in metrics:
+            if key.startswith("hp/") and key not in published:
+                raise KeyError(
+                    f"{key!r} is not a hyperparameter of this agent; it has: "
+                    f"{', '.join(sorted(published))}"
+                )
+
+    # -- what the loop reports -----------------------------------------------------------
+    def pre_episode(self) -> None:
+        self.run("pre_episode")
+
+    def pre_step(self, state: Any) -> None:
+        self.metrics["state"] = state
+        self.run("pre_step")
+
+    def post_step(self, state: Any, action: Any, next_state: Any, step: int) -> Any:
+        """Publish the transition, run the post-step hooks, and return ``next_state`` with
+        the reward the hooks left in ``transition['reward']`` (what the agent learns from)."""
+        batched = isinstance(next_state, StateArray)
+        transition = transition_of(state, action, next_state, step, batched)
+        self.metrics["transition"] = transition
+        self.metrics["step"] = step
+        if not self.stack.has("post_step"):
+            return next_state
+        self.run("post_step")
+        reward = transition["reward"]
+        check_transition(reward, len(transition["terminated"]))
+        return next_state.update("reward", reward if batched else float(reward[0]))
+
+    def post_episode(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
+        self.metrics["ended"] = ended
+        self.metrics["episode_returns"] = returns
+        self.metrics["episode_lengths"] = lengths
+        self.metrics["episode"] = self.metrics.get("episode", 0) + len(returns)
+        self.run("post_episode")
+
+
+def transition_of(state: Any, action: Any, next_state: Any, step: int, batched: bool) -> dict:
+    """The ``transition`` entry: one row per env copy (a single environment gives one row)."""
+
+    def rows(x: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+        x = torch.as_tensor(x, dtype=dtype)
+        return x if batched else x.unsqueeze(0)
+
+    return {
+        "state": rows(state.observation), "action": rows(action),
+        "reward": rows(next_state.reward, torch.float32),
+        "next_state": rows(next_state.observation),
+        "terminated": rows(next_state.terminated, torch.bool),
+        "truncated": rows(next_state.truncated, torch.bool),
+        "env_step": step,
+    }
+
+
+def check_transition(reward: Any, n: int) -> None:
+    """``ValueError`` if a hook left ``transition['reward']`` with the wrong shape or type."""
+    if not isinstance(reward, torch.Tensor) or tuple(reward.shape) != (n,):
+        shape = tuple(reward.shape) if hasattr(reward, "shape") else type(reward).__name__
+        raise ValueError(
+            f"A meta component wrote transition['reward'] as {shape}; it must stay a float "
+            f"tensor of shape ({n},), one reward per environment copy"
+        )
+    if not reward.is_floating_point():
+        raise ValueError(f"transition['reward'] must be a float tensor, got {reward.dtype}")

@@ -1,0 +1,46 @@
+"""The metrics dictionary: the single information hub of a run (seed 001).
+
+One plain ``dict`` per run. The loop, the agent and the meta components read and write it;
+this table is the contract. Batched entries have one row per environment copy (a single
+environment has one row).
+
+=========================== ===================== ============================================
+key                          written by            contents
+=========================== ===================== ============================================
+``env``                      loop, at the start    the (vector) environment being trained in
+``step``                     loop, every step      environment steps taken so far (frames)
+``episode``                  loop, every episode   training episodes completed so far
+``transition``               loop, post-step       dict, one row per env copy:
+                                                   ``state``, ``action``, ``reward``,
+                                                   ``next_state`` (observation tensors),
+                                                   ``terminated``, ``truncated`` (bool),
+                                                   ``env_step`` (int). Components may change
+                                                   ``reward`` (the agent learns from it) and
+                                                   add keys (``intrinsic_reward``).
+``episode_returns``          loop, post-episode    returns of the episodes that just ended
+``episode_lengths``          loop, post-episode    their lengths in steps
+``ended``                    loop, post-episode    bool per env copy: which ones just ended
+``update``                   agent, pre-update     updates taken so far
+``batch``                    agent, pre-update     the batch the trainer is about to learn
+                                                   from (components may replace it)
+``losses``                   agent, post-update    dict of the trainer's losses (tensors)
+``td_error``                 agent, post-update    per-sample TD errors (value methods)
+``predictions``              agent, post-update    dict: ``q_values`` / ``values`` /
+                                                   ``log_probs`` the update computed
+``grad_norm``                agent, post-update    dict: per approximation (``q``, ``actor``...)
+                                                   the gradient norm of the last optimizer
+                                                   step, before clipping (a tensor)
+``hp/<name>``                agent, before hooks;  the agent's hyperparameters (``hp/lr``,
+                             anyone may change     ``hp/epsilon``, ``hp/discount``,
+                                                   ``hp/batch_size``, ...): a changed value is
+                                                   applied before the next step or update.
+=========================== ===================== ============================================
+
+Writers and readers of each component document the keys they touch.
+"""
+
+from __future__ import annotations
+
+TRANSITION_KEYS = (
+    "state", "action", "reward", "next_state", "terminated", "truncated", "env_step"
+)

@@ -1,0 +1,62 @@
+"""Meta components by name, for configurations: ``make_component('rnd', lr=1e-4)``."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+from looprl.meta.component import MetaComponent
+from looprl.meta.reset import NetworkReset
+from looprl.meta.rnd import RND, NovelD
+from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+
+__all__ = ["COMPONENTS", "make_component"]
+
+COMPONENTS: dict[str, type[MetaComponent]] = {
+    "rnd": RND,
+    "noveld": NovelD,
+    "cosine_lr": CosineLRSchedule,
+    "hp_schedule": HPSchedule,
+    "network_reset": NetworkReset,
+}
+
+
+def accepted_arguments(cls: type) -> list[str]:
+    """The keyword arguments ``cls(...)`` accepts, following ``**kwargs`` up the classes."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass in (MetaComponent, object):
+            continue
+        parameters = inspect.signature(klass.__init__).parameters.values()
+        names += [p.name for p in parameters
+                  if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
+
+
+def _hint(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def make_component(name: str, **kwargs: Any) -> MetaComponent:
+    """The component registered as ``name`` in ``COMPONENTS``, built with ``kwargs``.
+
+    Raises:
+        ValueError: an unknown name or keyword argument (with the valid ones).
+    """
+    if name not in COMPONENTS:
+        choices = sorted(COMPONENTS)
+        raise ValueError(f"Unknown meta component {name!r}.{_hint(name, choices)} "
+                         f"Valid: {', '.join(choices)}")
+    cls = COMPONENTS[name]
+    accepted = accepted_arguments(cls)
+    unknown = [key for key in kwargs if key not in accepted]
+    if unknown:
+        raise ValueError(f"{name!r} ({cls.__name__}) got unknown argument(s) "
+                         f"{', '.join(map(repr, unknown))}.{_hint(unknown[0], accepted)} "
+                         f"Accepted: {', '.join(accepted)}")
+    return cls(**kwargs)

@@ -1,0 +1,168 @@
+"""``NetworkReset``: periodic re-initialization of a network's layers, a meta component.
+
+Resetting the last layers every few updates counters the loss of plasticity of deep RL
+agents (Nikishin et al., 2022, "The Primacy Bias in Deep RL",
+https://arxiv.org/abs/2205.07802); shrink-and-perturb (Ash & Adams, 2020, "On Warm-Starting
+Neural Network Training", https://arxiv.org/abs/1910.08475) keeps part of what was learned:
+``theta <- shrink * theta + perturb * theta_fresh``.
+
+Reads ``metrics['model']`` (an ``nn.Module`` the loop publishes; another key with
+``model_key``) at ``post_update``; changes its parameters in place. The optimizer's state
+(e.g. Adam's moments) is kept.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.meta.component import MetaComponent
+
+__all__ = ["NetworkReset", "layers_of"]
+
+MODES = ("reset", "shrink_perturb")
+
+
+def layers_of(model: nn.Module) -> dict[str, nn.Module]:
+    """The modules of ``model`` that own parameters directly, by name, in registration
+    order (``nn.Sequential``'s ``'0'``, ``'2'``, ...; nested ``'body.0'``)."""
+    return {name: module for name, module in model.named_modules()
+            if next(module.parameters(recurse=False), None) is not None}
+
+
+class NetworkReset(MetaComponent):
+    """Every ``every`` updates, re-initialize chosen layers of ``metrics['model']``.
+
+    Hook: ``post_update -> maybe_reset``; it resets after its ``every``-th,
+    ``2 * every``-th, ... call. A fresh initialization is a copy of the layer re-initialized
+    by ``initializer`` (default: the layer's ``reset_parameters``, PyTorch's default init;
+    pass e.g. ``looprl.nn.orthogonal_init`` for the presets' initialization).
+
+    Args:
+        every: updates between two resets.
+        layers: layer names or name prefixes (``'head'`` selects ``'head.0'``, ``'head.2'``).
+        last: select the last ``last`` layers (the default, 1, when ``layers`` is not given).
+        mode: ``'reset'`` (fresh initialization; buffers too) or ``'shrink_perturb'``.
+        shrink: ``lambda`` of shrink-and-perturb.
+        perturb: ``sigma`` of shrink-and-perturb.
+        initializer: re-initializes a layer in place.
+        model_key: the metrics key of the network.
+
+    Raises:
+        ValueError: at the first update, for a layer name the model lacks (with its names).
+    """
+
+    def __init__(self, every: int, layers: Sequence[str] | None = None,
+                 last: int | None = None, mode: str = "reset", shrink: float = 0.4,
+                 perturb: float = 0.1, initializer: Callable[[nn.Module], Any] | None = None,
+                 model_key: str = "model"):
+        super().__init__()
+        if every < 1:
+            raise ValueError(f"every must be a positive number of updates, got {every}")
+        if layers is not None and last is not None:
+            raise ValueError("Choose layers by name (layers=...) or by position (last=...), "
+                             "not both")
+        if mode not in MODES:
+            raise ValueError(f"Unknown mode {mode!r}; choose from {', '.join(MODES)}")
+        if isinstance(layers, str):
+            layers = [layers]
+        self.every, self.mode = int(every), mode
+        self.layers = None if layers is None else tuple(layers)
+        self.last = 1 if layers is None and last is None else last
+        self.shrink, self.perturb = float(shrink), float(perturb)
+        self.initializer = initializer
+        self.model_key = model_key
+        self.updates = 0
+        self.resets = 0
+        self._chosen: tuple[int, dict[str, nn.Module]] | None = None
+        self.post_update_methods.append(self.maybe_reset)
+
+    def chosen_layers(self, model: nn.Module) -> dict[str, nn.Module]:
+        """The layers of ``model`` this component resets (``ValueError`` if one is missing)."""
+        if self._chosen is not None and self._chosen[0] == id(model):
+            return self._chosen[1]
+        layers = layers_of(model)
+        if self.layers is None:
+            chosen = self._last_layers(layers)
+        else:
+            chosen = {name: layers[name] for prefix in self.layers
+                      for name in self._matching(prefix, layers)}
+        self._check_resettable(chosen)
+        self._chosen = (id(model), chosen)
+        return chosen
+
+    def _last_layers(self, layers: dict[str, nn.Module]) -> dict[str, nn.Module]:
+        if not 1 <= self.last <= len(layers):
+            raise ValueError(f"last={self.last}, but the model has {len(layers)} layers: "
+                             f"{', '.join(layers)}")
+        return dict(list(layers.items())[-self.last:])
+
+    @staticmethod
+    def _matching(prefix: str, layers: dict[str, nn.Module]) -> list[str]:
+        names = [n for n in layers if n == prefix or n.startswith(prefix + ".")]
+        if not names:
+            raise ValueError(f"The model has no layer {prefix!r}; its layers (or prefixes of "
+                             f"them) are: {', '.join(layers)}")
+        return names
+
+    def _check_resettable(self, chosen: dict[str, nn.Module]) -> None:
+        if self.initializer is not None:
+            return
+        for name, layer in chosen.items():
+            if not callable(getattr(layer, "reset_parameters", None)):
+                raise ValueError(f"Layer {name!r} ({type(layer).__name__}) has no "
+                                 "reset_parameters(); pass initializer=...")
+
+    def maybe_reset(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Count the update; reset the chosen layers when it completes a period."""
+        model = metrics.get(self.model_key)
+        if not isinstance(model, nn.Module):
+            raise KeyError(f"NetworkReset needs the network as metrics[{self.model_key!r}] "
+                           f"(an nn.Module), got {type(model).__name__}")
+        chosen = self.chosen_layers(model)
+        self.updates += 1
+        if self.updates % self.every == 0:
+            self.reset(chosen)
+        return metrics
+
+    def reset(self, layers: dict[str, nn.Module]) -> None:
+        """Re-initialize (or shrink and perturb) ``layers`` now, in order."""
+        with torch.no_grad():
+            for layer in layers.values():
+                self._reset_layer(layer, self.fresh(layer))
+        self.resets += 1
+
+    def fresh(self, layer: nn.Module) -> nn.Module:
+        """A freshly initialized copy of ``layer``."""
+        fresh = copy.deepcopy(layer)
+        if self.initializer is not None:
+            self.initializer(fresh)
+        else:
+            fresh.reset_parameters()
+        return fresh
+
+    def _reset_layer(self, layer: nn.Module, fresh: nn.Module) -> None:
+        new = dict(fresh.named_parameters(recurse=False))
+        for name, parameter in layer.named_parameters(recurse=False):
+            if self.mode == "reset":
+                parameter.copy_(new[name])
+            else:
+                parameter.mul_(self.shrink).add_(new[name], alpha=self.perturb)
+        if self.mode == "reset":
+            new_buffers = dict(fresh.named_buffers(recurse=False))
+            for name, buffer in layer.named_buffers(recurse=False):
+                buffer.copy_(new_buffers[name])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"updates": self.updates, "resets": self.resets}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.updates, self.resets = int(state["updates"]), int(state["resets"])
+
+    def __repr__(self) -> str:
+        which = f"layers={list(self.layers)}" if self.layers else f"last={self.last}"
+        return f"NetworkReset(every={self.every}, {which}, mode={self.mode!r})"

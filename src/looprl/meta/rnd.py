@@ -1,0 +1,497 @@
+"""Intrinsic rewards from novelty: ``RND`` and ``NovelD`` meta components.
+
+* ``RND`` -- Random Network Distillation (Burda et al., 2018,
+  https://arxiv.org/abs/1810.12894): a fixed, randomly initialized *target* network and a
+  *predictor* trained to match it on the states the agent visits. The predictor's error on a
+  state is small where the agent has often been and large where it has not; the intrinsic
+  reward is that error on ``next_state``, optionally divided by a running standard deviation
+  of the rewards, times ``internal_reward_weight``.
+* ``NovelD`` (Zhang et al., NeurIPS 2021,
+  https://proceedings.neurips.cc/paper/2021/hash/d428d070622e0f4363fceae11f4a3576-Abstract.html;
+  preprint "BeBold", https://arxiv.org/abs/2012.08621) -- the novelty *difference*
+  ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, which rewards crossing the
+  boundary of the explored region, optionally only on the first visit of ``s'`` in the
+  episode.
+
+Both are ``MetaComponent`` s (seed 001) and touch these metrics keys:
+
+================================= ===== =======================================================
+key                               hook  use
+================================= ===== =======================================================
+``transition['next_state']``      post- read: one observation row per env copy
+``transition['state']``           step  read (NovelD only)
+``transition['reward']``                changed: ``+ weight * bonus``
+``transition['intrinsic_reward']``      written: ``weight * bonus`` (for logging)
+``batch``                         post- read: the predictor trains on its next states
+                                  update (replay tuples) or observations (``NamedArray`` s),
+                                        else on the recently buffered next states
+``losses['rnd']``                       written (when ``losses`` is a dict): predictor loss
+``ended``                         post- read (NovelD, episodic): whose visit counts to clear
+                                  episode
+================================= ===== =======================================================
+
+Observations are flat vectors (an MLP is built) or channels-first images ``(C, H, W)`` (a
+small CNN; ``uint8`` frames are scaled by 1/255). Any other network comes from ``network``:
+a name in ``looprl.nn.FEATURE_EXTRACTORS`` or a factory ``shape -> nn.Module``. The paper's
+observation normalization is left to the environment's preprocessing.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from looprl.meta.component import MetaComponent
+from looprl.nn import FEATURE_EXTRACTORS, MLP, nature_features, orthogonal_init
+
+__all__ = ["RND", "NovelD", "RNDNetwork", "RunningStd", "ToFloat", "image_network"]
+
+NetworkFactory = Callable[[tuple[int, ...]], nn.Module]
+
+
+class ToFloat(nn.Module):
+    """``uint8`` inputs scaled by 1/255, any other input cast to ``float32``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float() * (1.0 / 255.0) if x.dtype == torch.uint8 else x.float()
+
+
+def image_network(shape: Sequence[int], features: int) -> nn.Sequential:
+    """A CNN for channels-first images: the Nature convolutions (32x8x8/4, 64x4x4/2,
+    64x3x3/1) for images of at least 36 pixels a side, three 3x3 convolutions otherwise
+    (grid worlds), then a linear layer of ``features`` outputs."""
+    channels, height, width = shape
+    if min(height, width) >= 36:
+        specs = [(32, 8, 4, 0), (64, 4, 2, 0), (64, 3, 1, 0)]
+    else:
+        specs = [(32, 3, 1, 1), (64, 3, 1, 1), (64, 3, 1, 1)]
+    layers: list[nn.Module] = [ToFloat()]
+    for out, kernel, stride, padding in specs:
+        layers += [orthogonal_init(nn.Conv2d(channels, out, kernel, stride, padding)),
+                   nn.LeakyReLU()]
+        channels = out
+    convs = nn.Sequential(*layers, nn.Flatten())
+    with torch.no_grad():
+        flat = convs(torch.zeros(1, *shape)).shape[1]
+    return nn.Sequential(*convs, orthogonal_init(nn.Linear(flat, features), 1.0))
+
+
+class RNDNetwork(nn.Module):
+    """A fixed random ``target`` and a trained ``predictor`` of the same output size.
+
+    ``get_error(x)`` is the per-row mean squared difference of their outputs (no gradient);
+    ``errors(x)`` the same with a gradient into the predictor, for training.
+    """
+
+    def __init__(self, target: nn.Module, predictor: nn.Module):
+        super().__init__()
+        self.target = target.requires_grad_(False)
+        self.predictor = predictor
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.predictor.parameters()).device
+
+    def errors(self, x: torch.Tensor) -> torch.Tensor:
+        """``mean_j (predictor(x)_j - target(x)_j)^2`` per row, differentiable."""
+        with torch.no_grad():
+            target = self.target(x).flatten(1)
+        return (self.predictor(x).flatten(1) - target).pow(2).mean(dim=1)
+
+    def get_error(self, x: Any) -> torch.Tensor:
+        """The prediction error of each row of ``x`` (array-like, one state per row)."""
+        with torch.no_grad():
+            return self.errors(as_rows(x, self.device))
+
+
+class RunningStd:
+    """Running mean and standard deviation of a stream of batches (Chan et al.'s parallel
+    update), kept as tensors so updating costs no device synchronization.
+
+    ``std`` is 1 until two values have been seen, and never below ``eps``.
+    """
+
+    def __init__(self, device: str | torch.device = "cpu", eps: float = 1e-8):
+        dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
+        self.count = torch.zeros((), dtype=dtype, device=device)
+        self.mean = torch.zeros((), dtype=dtype, device=device)
+        self.m2 = torch.zeros((), dtype=dtype, device=device)
+        self.eps = eps
+
+    def update(self, x: torch.Tensor) -> None:
+        x = x.detach().reshape(-1).to(self.mean.dtype)
+        n = x.numel()
+        batch_mean = x.mean()
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.m2 += (x - batch_mean).pow(2).sum() + delta.pow(2) * self.count * n / total
+        self.mean += delta * n / total
+        self.count = total
+
+    @property
+    def std(self) -> torch.Tensor:
+        var = self.m2 / (self.count - 1).clamp_min(1.0)
+        std = var.clamp_min(self.eps**2).sqrt()
+        return torch.where(self.count > 1, std, torch.ones_like(std))
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"count": self.count.clone(), "mean": self.mean.clone(), "m2": self.m2.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for key in ("count", "mean", "m2"):
+            setattr(self, key, state[key].to(self.mean.device, self.mean.dtype).clone())
+
+
+class RecentObservations:
+    """A preallocated ring buffer of the last ``capacity`` observation rows."""
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        self.storage: torch.Tensor | None = None
+        self.pos = 0
+        self.size = 0
+
+    def add(self, rows: torch.Tensor) -> None:
+        rows = rows[-self.capacity:]
+        if self.storage is None:
+            self.storage = rows.new_empty((self.capacity, *rows.shape[1:]))
+        n = rows.shape[0]
+        index = (torch.arange(n, device=rows.device) + self.pos) % self.capacity
+        self.storage[index] = rows
+        self.pos = (self.pos + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor | None:
+        """Up to ``n`` stored rows drawn uniformly without replacement (``None`` if empty)."""
+        if self.size == 0:
+            return None
+        if self.size <= n:
+            return self.storage[: self.size]
+        index = torch.randperm(self.size, generator=generator)[:n]
+        return self.storage[index.to(self.storage.device)]
+
+
+def as_rows(x: Any, device: torch.device | str) -> torch.Tensor:
+    """Observations as a tensor on ``device``: a ``State``/``StateArray``'s ``observation``,
+    numpy arrays converted (``float64`` to ``float32``)."""
+    if isinstance(x, dict):
+        x = x["observation"]
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(np.ascontiguousarray(x))
+    x = torch.as_tensor(x, device=device)
+    return x.float() if x.dtype == torch.float64 else x
+
+
+def batch_observations(batch: Any) -> Any:
+    """The observations a training ``batch`` holds, or ``None``: the ``next_states`` of a
+    replay tuple ``(states, actions, rewards, next_states, weights)``, a ``NamedArray``'s
+    ``next_observation`` or ``observation``, a ``StateArray``'s ``observation``."""
+    if isinstance(batch, (tuple, list)) and len(batch) >= 4:
+        return batch_observations(batch[3])
+    if isinstance(batch, dict):
+        return batch.get("next_observation", batch.get("observation"))
+    fields = getattr(batch, "fields", ())
+    for name in ("next_observation", "observation"):
+        if name in fields:
+            return getattr(batch, name)
+    return None
+
+
+def add_bonus(reward: Any, bonus: torch.Tensor) -> Any:
+    """``reward + bonus`` in the type (tensor or array) and shape of ``reward``."""
+    if isinstance(reward, np.ndarray):
+        return reward + bonus.cpu().numpy().reshape(reward.shape)
+    reward = torch.as_tensor(reward)
+    return reward + bonus.to(reward.device).reshape(reward.shape)
+
+
+class RND(MetaComponent):
+    """Random Network Distillation (Burda et al., 2018, https://arxiv.org/abs/1810.12894).
+
+    Hooks: ``post_step -> get_reward`` (the bonus), ``post_update -> update_predictor``.
+    The networks are built on the first ``get_reward`` (from the shape of
+    ``transition['next_state']``) unless ``obs_shape`` is given.
+
+    Args:
+        internal_reward_weight: scale of the intrinsic reward added to the reward.
+        normalize: divide the prediction errors by a running standard deviation of them
+            (the paper divides by that of intrinsic returns); off, the bonus is exactly
+            ``weight * rnd_net.get_error(next_state)`` as in seed 001.
+        network: ``"auto"`` (MLP for flat observations, CNN for ``(C, H, W)`` images),
+            ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS`` (with a
+            linear head), or a factory ``shape -> nn.Module`` called once per network.
+        feature_dim: output size of the target and predictor.
+        hidden: hidden layer sizes of the MLP.
+        lr: Adam learning rate of the predictor.
+        batch_size: rows per predictor update (a larger training batch is used whole).
+        gradient_steps: predictor updates per ``post_update`` call.
+        buffer_size: recent next states kept for training while the agent's batches hold
+            no observations (buffering stops, and the buffer is freed, at the first batch
+            that does).
+        obs_shape: build the networks at once for observations of this shape.
+        device: where the networks run.
+        seed: seeds the networks' initialization and the buffer sampling.
+    """
+
+    def __init__(
+        self,
+        internal_reward_weight: float = 0.1,
+        normalize: bool = False,
+        network: str | NetworkFactory = "auto",
+        feature_dim: int = 128,
+        hidden: Sequence[int] = (256, 256),
+        lr: float = 1e-3,
+        batch_size: int = 256,
+        gradient_steps: int = 1,
+        buffer_size: int = 1024,
+        obs_shape: Sequence[int] | None = None,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+    ):
+        super().__init__()
+        check_network(network)
+        self.internal_reward_weight = float(internal_reward_weight)
+        self.normalize = normalize
+        self.network = network
+        self.feature_dim = int(feature_dim)
+        self.hidden = tuple(hidden)
+        self.lr = float(lr)
+        self.batch_size = int(batch_size)
+        self.gradient_steps = int(gradient_steps)
+        self.device = torch.device(device)
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.rnd_net: RNDNetwork | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.obs_shape: tuple[int, ...] | None = None
+        self.reward_stats = RunningStd(self.device)
+        self.recent: RecentObservations | None = RecentObservations(buffer_size)
+        self.last_loss: torch.Tensor | None = None
+        self.post_step_methods.append(self.get_reward)
+        self.post_update_methods.append(self.update_predictor)
+        if obs_shape is not None:
+            self.initialize_networks(obs_shape)
+
+    # -- networks ---------------------------------------------------------------------------
+    def initialize_networks(self, shape: Sequence[int]) -> None:
+        """Build the target, the predictor and its optimizer for observations of ``shape``."""
+        shape = tuple(int(s) for s in shape)
+        if self.seed is None:
+            target, predictor = self._build(shape), self._build(shape)
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)
+                target, predictor = self._build(shape), self._build(shape)
+        self.rnd_net = RNDNetwork(target, predictor).to(self.device)
+        self.optimizer = torch.optim.Adam(self.rnd_net.predictor.parameters(), lr=self.lr)
+        self.obs_shape = shape
+
+    def _build(self, shape: tuple[int, ...]) -> nn.Module:
+        network = self.network
+        if callable(network):
+            module = network(shape)
+        elif network == "mlp" or (network == "auto" and len(shape) != 3):
+            layers = MLP(math.prod(shape), self.feature_dim, self.hidden, nn.ReLU, 1.0)
+            module = nn.Sequential(ToFloat(), nn.Flatten(), *layers)
+        elif network in ("cnn", "auto"):
+            module = image_network(shape, self.feature_dim)
+        else:
+            body = nature_features(network, frames=shape[0])
+            module = nn.Sequential(body, nn.Linear(body.out_features, self.feature_dim))
+        return probe(module, shape, network)
+
+    # -- hooks ------------------------------------------------------------------------------
+    def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Add ``weight * error(next_state)`` to the transition's reward (seed 001)."""
+        next_state = as_rows(metrics["transition"]["next_state"], self.device)
+        if self.rnd_net is None:
+            self.initialize_networks(next_state.shape[1:])
+
+        self._remember(next_state)
+        rnd_error = self._normalized(self.rnd_net.get_error(next_state))
+        metrics["transition"]["intrinsic_reward"] = self.internal_reward_weight * rnd_error
+        metrics["transition"]["reward"] = add_bonus(
+            metrics["transition"]["reward"], self.internal_reward_weight * rnd_error
+        )
+        return metrics
+
+    def _remember(self, next_state: torch.Tensor) -> None:
+        if self.recent is not None:
+            self.recent.add(next_state)
+
+    def _normalized(self, bonus: torch.Tensor) -> torch.Tensor:
+        if not self.normalize:
+            return bonus
+        self.reward_stats.update(bonus)
+        return bonus / self.reward_stats.std.to(bonus.dtype)
+
+    def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Train the predictor on the batch's (next) observations, else on recent ones."""
+        if self.rnd_net is None:
+            return metrics
+        observations = self.training_observations(metrics.get("batch"))
+        if observations is None:
+            return metrics
+        for _ in range(self.gradient_steps):
+            loss = self.rnd_net.errors(observations).mean()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+        self.last_loss = loss.detach()
+        if isinstance(metrics.get("losses"), dict):
+            metrics["losses"]["rnd"] = self.last_loss
+        return metrics
+
+    def training_observations(self, batch: Any) -> torch.Tensor | None:
+        """Rows of the batch's observations that fit the networks, else buffered rows."""
+        observations = batch_observations(batch)
+        if observations is not None:
+            rows = as_rows(observations, self.device)
+            if tuple(rows.shape[-len(self.obs_shape):]) == self.obs_shape:
+                self.recent = None  # the agent's batches suffice: stop buffering
+                return rows.reshape(-1, *self.obs_shape)
+        if self.recent is None:
+            return None
+        return self.recent.sample(self.batch_size, self.generator)
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The networks, the optimizer and the reward statistics (not the recent buffer)."""
+        if self.rnd_net is None:
+            return {"obs_shape": None}
+        return {
+            "obs_shape": self.obs_shape,
+            "rnd_net": copy.deepcopy(self.rnd_net.state_dict()),
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "reward_stats": self.reward_stats.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("obs_shape") is None:
+            return
+        self.initialize_networks(state["obs_shape"])
+        self.rnd_net.load_state_dict(state["rnd_net"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.reward_stats.load_state_dict(state["reward_stats"])
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(internal_reward_weight={self.internal_reward_weight}, "
+                f"normalize={self.normalize}, network={self.network!r})")
+
+
+def check_network(network: Any) -> None:
+    """``ValueError`` unless ``network`` is a factory or a known network name."""
+    names = ("auto", "mlp", "cnn", *FEATURE_EXTRACTORS)
+    if not callable(network) and network not in names:
+        raise ValueError(f"Unknown RND network {network!r}; use a factory shape -> "
+                         f"nn.Module or one of: {', '.join(names)}")
+
+
+def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
+    """``module`` after checking that it maps a batch of ``shape`` to one row per input."""
+    try:
+        with torch.no_grad():
+            out = module(torch.zeros(2, *shape))
+    except RuntimeError as error:
+        raise ValueError(f"RND network {network!r} does not accept observations of shape "
+                         f"{shape}: {error}") from error
+    if out.shape[0] != 2:
+        raise ValueError(f"RND network {network!r} must output one row per input row, got "
+                         f"{tuple(out.shape)} for 2 inputs of shape {shape}")
+    return module
+
+
+class NovelD(RND):
+    """NovelD (Zhang et al., NeurIPS 2021; https://arxiv.org/abs/2012.08621 as "BeBold"):
+    the bonus ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND prediction error, times
+    ``1[first visit of s' this episode]`` when ``episodic``.
+
+    Hooks as ``RND``, plus ``post_episode -> reset_episodes`` when ``episodic``: it clears the
+    visit counts of the env copies ``metrics['ended']`` marks (all of them without it).
+    Visits are counted per env copy on observations discretized as
+    ``floor(obs / resolution)`` (integer observations with ``resolution=1`` as they are);
+    counting moves one row of keys to the CPU per step.
+
+    Args:
+        alpha: weight of the current state's novelty (0.5 in the paper).
+        episodic: restrict the bonus to the first visit of ``s'`` in the episode.
+        resolution: cell size of the visit discretization.
+        **kwargs: ``RND``'s arguments.
+    """
+
+    def __init__(self, alpha: float = 0.5, episodic: bool = True, resolution: float = 1.0,
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        self.alpha = float(alpha)
+        self.episodic = episodic
+        self.resolution = float(resolution)
+        self.visited: list[set[int]] = []
+        if episodic:
+            self.post_episode_methods.append(self.reset_episodes)
+
+    def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Add ``weight * max(N(s') - alpha N(s), 0) [* first visit]`` to the reward."""
+        transition = metrics["transition"]
+        next_state = as_rows(transition["next_state"], self.device)
+        state = as_rows(transition["state"], self.device)
+        if self.rnd_net is None:
+            self.initialize_networks(next_state.shape[1:])
+        self._remember(next_state)
+        novelty_next, novelty = self.rnd_net.get_error(torch.cat([next_state, state])).chunk(2)
+        bonus = self._normalized((novelty_next - self.alpha * novelty).clamp_min(0.0))
+        if self.episodic:
+            bonus = bonus * self.first_visits(next_state).to(bonus.device)
+        bonus = self.internal_reward_weight * bonus
+        transition["intrinsic_reward"] = bonus
+        transition["reward"] = add_bonus(transition["reward"], bonus)
+        return metrics
+
+    def first_visits(self, observations: torch.Tensor) -> torch.Tensor:
+        """1 for the rows whose (discretized) observation its env copy has not yet visited
+        this episode, else 0; records the visits."""
+        keys = self._keys(observations)
+        while len(self.visited) < len(keys):
+            self.visited.append(set())
+        first = torch.zeros(len(keys))
+        for i, key in enumerate(keys):
+            if key not in self.visited[i]:
+                self.visited[i].add(key)
+                first[i] = 1.0
+        return first
+
+    def _keys(self, observations: torch.Tensor) -> list[int]:
+        cells = observations
+        if observations.is_floating_point() or self.resolution != 1.0:
+            cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
+        rows = cells.cpu().numpy()
+        return [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
+
+    def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Forget the visits of the env copies whose episode ended."""
+        ended = metrics.get("ended")
+        if ended is None:
+            flags = [True] * len(self.visited)
+        else:
+            flags = np.asarray(torch.as_tensor(ended).cpu(), dtype=bool).reshape(-1).tolist()
+        for i, done in enumerate(flags[: len(self.visited)]):
+            if done:
+                self.visited[i].clear()
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        """``RND``'s state and the visit sets of the current episodes."""
+        return {**super().state_dict(), "visited": [set(v) for v in self.visited]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.visited = [set(v) for v in state.get("visited", [])]
+
+    def __repr__(self) -> str:
+        return (f"NovelD(alpha={self.alpha}, episodic={self.episodic}, "
+                f"internal_reward_weight={self.internal_reward_weight})")

@@ -1,0 +1,221 @@
+"""Hyperparameter schedules as meta components: they write ``hp/*`` keys of the metrics
+dictionary before steps or updates, and the loop applies the new values (seed 001).
+
+* ``CosineLRSchedule`` -- cosine annealing with warm restarts (SGDR, Loshchilov & Hutter,
+  2017, https://arxiv.org/abs/1608.03983) of ``hp/lr``, counted in updates.
+* ``HPSchedule`` -- any ``hp/*`` key on a ``linear``, ``cosine``, ``step`` or ``exponential``
+  schedule, counted in steps or in updates.
+
+Both count *their own hook calls* by default: the ``k``-th call (from 0) writes the value at
+``t = k``. ``HPSchedule(clock='metrics')`` reads ``t`` from the loop's counters instead:
+``metrics['step']`` (environment frames taken so far; a vector environment advances it by
+its number of copies per step) or ``metrics['update']`` (updates taken so far).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any
+
+from looprl.meta.component import MetaComponent
+
+__all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
+
+
+def cosine_restarts(
+    t: int, initial: float, minimum: float, period: float, period_mult: float = 1.0
+) -> float:
+    """The SGDR value at ``t``: ``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2`` with
+    ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i`` the length
+    of the current (``i``-th) cycle; at ``t_cur = 0`` the value restarts at ``initial``."""
+    t_cur, t_i = float(t), float(period)
+    if period_mult == 1.0:
+        t_cur = math.fmod(t_cur, t_i)
+    else:
+        while t_cur >= t_i:
+            t_cur -= t_i
+            t_i *= period_mult
+    return minimum + 0.5 * (initial - minimum) * (1.0 + math.cos(math.pi * t_cur / t_i))
+
+
+def check_key(key: str) -> str:
+    """``key`` if it is an ``hp/*`` key, else ``ValueError``."""
+    if not isinstance(key, str) or not key.startswith("hp/") or key == "hp/":
+        raise ValueError(f"Schedules write hyperparameter keys 'hp/<name>' (e.g. 'hp/lr', "
+                         f"'hp/epsilon'), got {key!r}")
+    return key
+
+
+def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
+    if value not in choices:
+        close = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
+    return value
+
+
+def check_positive(**values: float | None) -> None:
+    for name, value in values.items():
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+
+
+class CosineLRSchedule(MetaComponent):
+    """SGDR (Loshchilov & Hutter, 2017, https://arxiv.org/abs/1608.03983) on ``hp/lr``.
+
+    Hook: ``pre_update -> adapt_lr``, which writes ``metrics[key] =
+    cosine_restarts(k, initial_lr, min_lr, period, period_mult)`` at its ``k``-th call.
+
+    Args:
+        initial_lr: the learning rate at the start of every cycle.
+        min_lr: the learning rate the cycles anneal towards.
+        period: length of the first cycle in updates (``T_0``).
+        period_mult: factor by which each cycle is longer than the previous (``T_mult``).
+        key: the key written (``hp/lr``, or ``hp/lr/<name>`` for one optimizer).
+    """
+
+    def __init__(self, initial_lr: float = 1e-3, min_lr: float = 0.0, period: int = 1000,
+                 period_mult: float = 1.0, key: str = "hp/lr"):
+        super().__init__()
+        check_positive(initial_lr=initial_lr, period=period)
+        if period_mult < 1.0:
+            raise ValueError(f"period_mult must be at least 1, got {period_mult}")
+        if min_lr < 0 or min_lr > initial_lr:
+            raise ValueError(f"min_lr must lie in [0, initial_lr={initial_lr}], got {min_lr}")
+        self.initial_lr, self.min_lr = float(initial_lr), float(min_lr)
+        self.period, self.period_mult = period, float(period_mult)
+        self.key = check_key(key)
+        self.updates = 0
+        self.pre_update_methods.append(self.adapt_lr)
+
+    def value(self, t: int) -> float:
+        """The learning rate at update ``t``."""
+        return cosine_restarts(t, self.initial_lr, self.min_lr, self.period, self.period_mult)
+
+    def adapt_lr(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Write the learning rate of this update and count it."""
+        metrics[self.key] = self.value(self.updates)
+        self.updates += 1
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.updates = int(state["updates"])
+
+    def __repr__(self) -> str:
+        return (f"CosineLRSchedule(initial_lr={self.initial_lr}, min_lr={self.min_lr}, "
+                f"period={self.period}, period_mult={self.period_mult})")
+
+
+#: What each kind of ``HPSchedule`` needs besides ``start``.
+KIND_ARGUMENTS = {
+    "linear": ("end", "duration"),
+    "cosine": ("end", "duration"),
+    "step": ("every", "factor"),
+    "exponential": ("decay",),
+}
+PER = ("step", "update")
+CLOCKS = ("calls", "metrics")
+
+
+class HPSchedule(MetaComponent):
+    """A schedule of any ``hp/*`` key, written before every step or every update.
+
+    At time ``t`` (see the module docstring for how it is counted) the value is
+
+    * ``linear``: ``start + (end - start) * min(t / duration, 1)``;
+    * ``cosine``: ``end + (start - end) * (1 + cos(pi * min(t / duration, 1))) / 2``;
+    * ``step``: ``start * factor ** (t // every)``;
+    * ``exponential``: ``start * decay ** t``;
+
+    where ``step`` and ``exponential`` stop at ``end`` when it is given. Hook:
+    ``pre_step -> write`` (``per='step'``) or ``pre_update -> write`` (``per='update'``).
+
+    Args:
+        key: the ``hp/*`` key written, e.g. ``'hp/epsilon'``.
+        kind: ``'linear'``, ``'cosine'``, ``'step'`` or ``'exponential'``.
+        start: the value at ``t = 0``.
+        end: the final value (linear, cosine) or a bound (step, exponential).
+        duration: ``t`` at which linear and cosine schedules reach ``end``.
+        every: ``t`` between two steps of a step schedule.
+        factor: multiplier of each step.
+        decay: multiplier per unit of ``t`` of an exponential schedule.
+        per: ``'step'`` or ``'update'``: the unit of ``t`` and the hook.
+        clock: ``'calls'`` (count own calls) or ``'metrics'`` (read ``metrics['step']`` or
+            ``metrics['update']``).
+        integer: round values to ``int`` (``hp/batch_size``, ``hp/epochs``).
+    """
+
+    def __init__(self, key: str, kind: str, start: float, end: float | None = None,
+                 duration: int | None = None, every: int | None = None,
+                 factor: float | None = None, decay: float | None = None,
+                 per: str = "update", clock: str = "calls", integer: bool = False):
+        super().__init__()
+        self.key = check_key(key)
+        self.kind = check_choice("schedule kind", kind, tuple(KIND_ARGUMENTS))
+        self.per = check_choice("per", per, PER)
+        self.clock = check_choice("clock", clock, CLOCKS)
+        self.start, self.end = float(start), None if end is None else float(end)
+        self.duration, self.every, self.factor, self.decay = duration, every, factor, decay
+        self._check_arguments()
+        self.integer = integer
+        self.calls = 0
+        self.methods(f"pre_{per}").append(self.write)
+
+    def _check_arguments(self) -> None:
+        missing = [name for name in KIND_ARGUMENTS[self.kind] if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"A {self.kind!r} schedule needs {', '.join(missing)} "
+                             f"(it takes start, {', '.join(KIND_ARGUMENTS[self.kind])})")
+        check_positive(duration=self.duration, every=self.every, decay=self.decay)
+
+    def value(self, t: float) -> float:
+        """The scheduled value at ``t``."""
+        value = getattr(self, f"_{self.kind}")(t)
+        return round(value) if self.integer else value
+
+    def _linear(self, t: float) -> float:
+        return self.start + (self.end - self.start) * min(t / self.duration, 1.0)
+
+    def _cosine(self, t: float) -> float:
+        fraction = min(t / self.duration, 1.0)
+        return self.end + (self.start - self.end) * 0.5 * (1.0 + math.cos(math.pi * fraction))
+
+    def _step(self, t: float) -> float:
+        return self._bounded(self.start * self.factor ** (t // self.every))
+
+    def _exponential(self, t: float) -> float:
+        return self._bounded(self.start * self.decay**t)
+
+    def _bounded(self, value: float) -> float:
+        if self.end is None:
+            return value
+        return max(value, self.end) if self.start >= self.end else min(value, self.end)
+
+    def now(self, metrics: dict[str, Any]) -> float:
+        """``t`` of this call: own calls so far, or the loop's step or update counter."""
+        if self.clock == "calls":
+            return self.calls
+        if self.per not in metrics:
+            raise KeyError(f"HPSchedule(clock='metrics') reads metrics[{self.per!r}], which "
+                           "the loop has not written; use clock='calls' to count calls")
+        return metrics[self.per]
+
+    def write(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Write the value at the current ``t`` into ``metrics[key]``."""
+        metrics[self.key] = self.value(self.now(metrics))
+        self.calls += 1
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.calls = int(state["calls"])
+
+    def __repr__(self) -> str:
+        return f"HPSchedule({self.key!r}, {self.kind!r}, start={self.start}, per={self.per!r})"

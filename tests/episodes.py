@@ -1,0 +1,41 @@
+"""Test helpers: replay an agent's evaluation episodes independently of the experiment code,
+so that tests can compare ``Experiment.test`` with what the agent really scores."""
+
+from __future__ import annotations
+
+from looprl.environments import GymEnvironment, GymVectorEnvironment
+
+
+def replay_episodes(agent, env_id: str, seed: int, episodes: int) -> list[float]:
+    """Returns of ``agent`` in ``episodes`` episodes of ``env_id`` after a ``reset(seed=seed)``."""
+    env = GymEnvironment(env_id)
+    env.reset(seed=seed)
+    returns = []
+    for _ in range(episodes):
+        state, total = env.reset(), 0.0
+        while not state.done:
+            state = env.step(agent.act(state))
+            total += state.reward
+        returns.append(total)
+    env.close()
+    return returns
+
+
+def replay_first_episodes(agent, env_id: str, n_envs: int, seed: int,
+                          quota: list[int]) -> list[float]:
+    """Returns of the first ``quota[i]`` episodes of copy ``i`` of a vector ``env_id`` reset
+    with ``seed``, in the order the episodes end (copy order within a step)."""
+    env = GymVectorEnvironment(env_id, n_envs)
+    state = env.reset(seed=seed)
+    running, left, returns = [0.0] * n_envs, quota + [0] * (n_envs - len(quota)), []
+    while any(left):
+        state = env.step(agent.act(state))
+        for i in range(n_envs):
+            running[i] += float(state.reward[i])
+            if state.done[i]:
+                if left[i]:
+                    returns.append(running[i])
+                    left[i] -= 1
+                running[i] = 0.0
+    env.close()
+    return returns

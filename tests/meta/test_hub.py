@@ -1,0 +1,202 @@
+"""The metrics dictionary and the hooks in the local experiment loops (looprl.meta.hub)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment
+from looprl.experiments import make_experiment, run_experiment
+from looprl.experiments.experiment import seed_everything
+from looprl.meta import HOOKS, MetaComponent, MetaStack
+from looprl.meta.hub import MetaTrainer
+from looprl.presets.classic_control import dqn, ppo
+from looprl.presets.continuous import sac
+
+SMALL_DQN = dqn.hyperparameters(replay_start_size=50, update_frequency=8, gradient_steps=2,
+                                minibatch_size=16, hidden=16)
+SMALL_PPO = ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1, hidden=16)
+SMALL_SAC = sac.hyperparameters(replay_start_size=50, minibatch_size=16, hidden=16)
+
+
+class Recorder(MetaComponent):
+    """Records ``(tag, hook, keys of the metrics dictionary)`` at every hook."""
+
+    def __init__(self, tag: str, log: list):
+        super().__init__()
+        self.tag, self.log = tag, log
+        for hook in HOOKS:
+            self.methods(hook).append(self._recorder(hook))
+
+    def _recorder(self, hook: str):
+        def record(metrics: dict[str, Any]) -> None:
+            self.log.append((self.tag, hook, dict(metrics)))
+
+        return record
+
+
+class SetHyperparameter(MetaComponent):
+    """Writes ``value`` to ``key`` before every step."""
+
+    def __init__(self, key: str, value: Any):
+        super().__init__()
+        self.key, self.value = key, value
+        self.pre_step_methods.append(lambda metrics: metrics.__setitem__(key, value))
+
+
+class BonusReward(MetaComponent):
+    def __init__(self, bonus: float):
+        super().__init__()
+        self.post_step_methods.append(self.add)
+        self.bonus = bonus
+
+    def add(self, metrics: dict[str, Any]) -> None:
+        metrics["transition"]["reward"] = metrics["transition"]["reward"] + self.bonus
+
+
+def _experiment(builder, env_id: str, tmp_path: Path, frames: int = 0, **kwargs):
+    seed_everything(0)
+    env = GymEnvironment(env_id)
+    preset = builder.env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0,
+                                 train_steps=max(frames, 1), **kwargs)
+    if frames:
+        experiment.train(frames=frames)
+    return experiment
+
+
+@pytest.mark.parametrize("builder", [SMALL_DQN, SMALL_PPO], ids=["dqn", "ppo"])
+def test_hooks_run_in_order_and_stack(builder, tmp_path: Path) -> None:
+    log: list = []
+    experiment = _experiment(builder, "CartPole-v1", tmp_path, 200,
+                             meta=[Recorder("a", log), Recorder("b", log)])
+    calls = [(tag, hook) for tag, hook, _ in log]
+    # the same class twice: each hook runs a, then b
+    for (tag, hook), (next_tag, next_hook) in zip(calls[::2], calls[1::2]):
+        assert (tag, next_tag, hook) == ("a", "b", next_hook)
+    hooks = [hook for tag, hook in calls if tag == "a"]
+    assert hooks[0] == "pre_episode"
+    steps = experiment.frame // getattr(experiment.training_env, "n_envs", 1)
+    assert hooks.count("pre_step") == hooks.count("post_step") == steps
+    assert hooks.count("pre_update") == hooks.count("post_update") > 0
+    assert hooks.count("post_episode") > 0
+    # within a step: pre_step, (updates), post_step; updates come in pre/post pairs
+    order = [h for h in hooks if h in ("pre_step", "post_step")]
+    assert order == ["pre_step", "post_step"] * steps
+    updates = [h for h in hooks if h in ("pre_update", "post_update")]
+    assert updates == ["pre_update", "post_update"] * (len(updates) // 2)
+
+
+@pytest.mark.parametrize("builder", [SMALL_DQN, SMALL_PPO], ids=["dqn", "ppo"])
+def test_each_hook_receives_its_documented_keys(builder, tmp_path: Path) -> None:
+    log: list = []
+    experiment = _experiment(builder, "CartPole-v1", tmp_path, 200, meta=[Recorder("a", log)])
+    n = getattr(experiment.training_env, "n_envs", 1)
+    seen = {hook: metrics for _, hook, metrics in log}
+    assert {"env", "model", "step", "episode", "hp/lr", "hp/discount"} <= set(seen["pre_step"])
+    transition = seen["post_step"]["transition"]
+    assert set(transition) == {"state", "action", "reward", "next_state", "terminated",
+                               "truncated", "env_step"}
+    assert transition["state"].shape == transition["next_state"].shape == (n, 4)
+    assert transition["reward"].shape == transition["terminated"].shape == (n,)
+    assert transition["terminated"].dtype == torch.bool
+    assert seen["pre_update"]["batch"] is not None
+    post_update = seen["post_update"]
+    assert {"losses", "td_error", "predictions", "grad_norm", "update"} <= set(post_update)
+    assert post_update["losses"] and all(torch.is_tensor(v) or isinstance(v, float)
+                                         for v in post_update["losses"].values())
+    predictions = post_update["predictions"]
+    assert set(predictions) == ({"q_values"} if n == 1 else {"values", "log_probs"})
+    assert all(p.dim() == 1 and p.shape[0] > 1 for p in predictions.values())
+    norms = post_update["grad_norm"]
+    assert norms and all(torch.is_tensor(v) and v > 0 for v in norms.values())
+    episode = seen["post_episode"]
+    assert episode["ended"].shape == (n,) and episode["ended"].any()
+    assert len(episode["episode_returns"]) == len(episode["episode_lengths"]) >= 1
+    assert all(length >= 8 for length in episode["episode_lengths"])  # CartPole lasts >= 8
+
+
+@pytest.mark.parametrize(
+    ("builder", "env_id"),
+    [(SMALL_DQN, "CartPole-v1"), (SMALL_PPO, "CartPole-v1"), (SMALL_SAC, "Pendulum-v1")],
+    ids=["dqn", "ppo", "sac"],
+)
+def test_hp_lr_changes_the_optimizers_learning_rate(builder, env_id, tmp_path: Path) -> None:
+    experiment = _experiment(builder, env_id, tmp_path, 120,
+                             meta=[SetHyperparameter("hp/lr", 1.5e-5)])
+    hub = experiment.hub
+    approximations = [v for k, v in hub.hyperparameters.items() if k.startswith("hp/lr/")]
+    assert approximations
+    for hyperparameter in approximations:
+        assert hyperparameter.get() == 1.5e-5
+    # it stays applied through the updates (PPO's own linear schedule gave way)
+    assert hub.metrics["update"] > 0
+    assert all(h.get() == 1.5e-5 for h in approximations)
+
+
+def test_hp_epsilon_changes_how_dqn_acts(tmp_path: Path) -> None:
+    builder = SMALL_DQN.hyperparameters(replay_start_size=10_000)  # no training: fixed greedy
+    greedy = _experiment(builder, "CartPole-v1", tmp_path, 0,
+                         meta=[SetHyperparameter("hp/epsilon", 0.0)])
+    random = _experiment(builder, "CartPole-v1", tmp_path, 0,
+                         meta=[SetHyperparameter("hp/epsilon", 1.0)])
+    actions = {}
+    for name, experiment in (("greedy", greedy), ("random", random)):
+        log: list = []
+        experiment.hub.stack = MetaStack([*experiment.hub.stack, Recorder("r", log)])
+        experiment.train(frames=300)
+        taken = torch.cat([m["transition"]["action"] for _, h, m in log if h == "post_step"])
+        states = torch.cat([m["transition"]["state"] for _, h, m in log if h == "post_step"])
+        actions[name] = (taken, states)
+    taken, states = actions["greedy"]
+    q = greedy.agent.policy.q
+    expected = q.no_grad(greedy.agent._state.__class__({"observation": states})).argmax(-1)
+    assert torch.equal(taken[1:], expected[1:])  # the first action was chosen before the hook
+    taken, states = actions["random"]
+    expected = random.agent.policy.q.no_grad(
+        random.agent._state.__class__({"observation": states})).argmax(-1)
+    assert (taken != expected).float().mean() > 0.3  # uniform over 2 actions: ~0.5
+
+
+def test_a_changed_reward_is_what_the_agent_learns_from(tmp_path: Path) -> None:
+    experiment = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 100, meta=[BonusReward(100.0)])
+    buffer = experiment.agent.replay_buffer
+    rewards = buffer._storage["reward"][: len(buffer)]
+    assert torch.all(rewards == 101.0)  # CartPole's 1 plus the bonus
+    assert experiment.logger.mean_return100 < 100  # logged returns stay the env's own
+
+
+def test_no_component_no_hub_and_no_wrapped_trainer(tmp_path: Path) -> None:
+    experiment = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 60)
+    assert experiment.hub is None and not isinstance(experiment.agent.trainer, MetaTrainer)
+
+
+def test_builder_meta_and_run_experiment_meta(tmp_path: Path) -> None:
+    log: list = []
+    preset = SMALL_DQN.env(GymEnvironment("CartPole-v1")).meta(Recorder("preset", log)).build()
+    run_experiment(preset, GymEnvironment("CartPole-v1"), 60, logdir=str(tmp_path), quiet=True,
+                   test_episodes=0, meta=[Recorder("run", log)])
+    tags = [tag for tag, hook, _ in log if hook == "post_step"]
+    assert tags[:4] == ["preset", "run", "preset", "run"]
+    with pytest.raises(TypeError, match="not a MetaComponent"):
+        SMALL_DQN.meta("rnd")
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="Unknown hook 'post_stepp'.*Did you mean 'post_step'"):
+        MetaComponent().methods("post_stepp")
+    with pytest.raises(KeyError, match="'hp/momentum' is not a hyperparameter.*hp/lr"):
+        _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20,
+                    meta=[SetHyperparameter("hp/momentum", 0.9)])
+
+    class WrongShape(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.post_step_methods.append(
+                lambda m: m["transition"].__setitem__("reward", torch.zeros(3, 3)))
+
+    with pytest.raises(ValueError, match=r"transition\['reward'\] as \(3, 3\).*shape \(1,\)"):
+        _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20, meta=[WrongShape()])

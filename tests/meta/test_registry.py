@@ -1,0 +1,42 @@
+"""Meta components by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from looprl.meta.registry import COMPONENTS, accepted_arguments, make_component
+from looprl.meta.reset import NetworkReset
+from looprl.meta.rnd import RND, NovelD
+from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+
+
+def test_every_name_builds_its_class():
+    built = {
+        "rnd": make_component("rnd", internal_reward_weight=0.2),
+        "noveld": make_component("noveld", alpha=0.3, lr=1e-4),  # RND's arguments too
+        "cosine_lr": make_component("cosine_lr", initial_lr=0.1, period=10),
+        "hp_schedule": make_component("hp_schedule", key="hp/epsilon", kind="linear",
+                                      start=1.0, end=0.1, duration=10),
+        "network_reset": make_component("network_reset", every=5, last=2),
+    }
+    classes = {"rnd": RND, "noveld": NovelD, "cosine_lr": CosineLRSchedule,
+               "hp_schedule": HPSchedule, "network_reset": NetworkReset}
+    assert set(COMPONENTS) == set(classes)
+    for name, component in built.items():
+        assert type(component) is classes[name]
+    assert built["noveld"].alpha == 0.3 and built["noveld"].lr == 1e-4
+
+
+def test_unknown_name_lists_valid_ones_with_a_suggestion():
+    with pytest.raises(ValueError, match="Unknown meta component 'novel_d'. Did you mean "
+                                         "'noveld'.*cosine_lr, hp_schedule, network_reset"):
+        make_component("novel_d")
+
+
+def test_unknown_argument_lists_accepted_ones():
+    with pytest.raises(ValueError) as error:
+        make_component("noveld", alfa=0.5)
+    message = str(error.value)
+    assert "'alfa'" in message and "Did you mean 'alpha'" in message
+    assert "internal_reward_weight" in message and "\n" not in message
+    assert accepted_arguments(NovelD)[:3] == ["alpha", "episodic", "resolution"]

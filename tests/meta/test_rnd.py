@@ -1,0 +1,238 @@
+"""RND and NovelD against synthetic metrics dictionaries."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from looprl.core import NamedArray, StateArray
+from looprl.meta.rnd import RND, NovelD, RunningStd
+
+CENTER = torch.tensor([2.0, 0.0, 0.0, 0.0])
+
+
+def cluster(center: torch.Tensor, n: int) -> torch.Tensor:
+    return center + 0.1 * torch.randn(n, center.shape[0])
+
+
+def replay_batch(next_obs: torch.Tensor) -> tuple:
+    """A batch as looprl's replay buffers return it."""
+    n = len(next_obs)
+    next_states = StateArray({"observation": next_obs}, (n,))
+    states = StateArray({"observation": torch.zeros_like(next_obs)}, (n,))
+    return states, torch.zeros(n, dtype=torch.long), torch.zeros(n), next_states, torch.ones(n)
+
+
+def small_rnd(**kwargs) -> RND:
+    return RND(seed=0, feature_dim=32, hidden=(64, 64), **kwargs)
+
+
+def seen_and_novel_errors(rnd: RND) -> tuple[float, float]:
+    errors = rnd.rnd_net.get_error
+    return errors(cluster(CENTER, 256)).mean().item(), errors(cluster(-CENTER, 256)).mean().item()
+
+
+def test_rnd_rewards_novel_states_more_than_often_seen_ones():
+    torch.manual_seed(0)
+    rnd = small_rnd(obs_shape=(4,))
+    seen_before, novel_before = seen_and_novel_errors(rnd)
+    assert seen_before > 0.5 * novel_before  # untrained: no preference for the far cluster
+    for _ in range(200):
+        rnd.update_predictor({"batch": replay_batch(cluster(CENTER, 64)), "losses": {}})
+    seen, novel = seen_and_novel_errors(rnd)
+    assert seen < 0.05 * novel
+    assert novel > 0.5 * novel_before  # the far cluster stays novel
+
+    metrics = {"transition": {"next_state": torch.stack([CENTER, -CENTER]),
+                              "reward": torch.zeros(2)}}
+    rnd.get_reward(metrics)
+    bonus = metrics["transition"]["intrinsic_reward"]
+    assert bonus[1] > 10 * bonus[0]
+
+
+def test_seed_get_reward_example_as_written():
+    """Seed 001: networks built lazily from next_state's shape; intrinsic_reward is
+    weight * rnd_net.get_error(next_state) and the reward grows by the same amount."""
+    torch.manual_seed(1)
+    rnd = RND(internal_reward_weight=0.5)
+    assert rnd.rnd_net is None
+    next_state = torch.randn(3, 5)
+    reward = torch.tensor([1.0, -1.0, 0.0])
+    metrics = {"transition": {"state": torch.randn(3, 5), "next_state": next_state,
+                              "reward": reward.clone()}}
+    assert rnd.post_step_methods == [rnd.get_reward]
+    for method in rnd.post_step_methods:
+        metrics = method(metrics)
+    assert rnd.rnd_net is not None and rnd.obs_shape == (5,)
+    error = rnd.rnd_net.get_error(next_state)
+    assert error.shape == (3,) and bool((error > 0).all())
+    torch.testing.assert_close(metrics["transition"]["intrinsic_reward"], 0.5 * error)
+    torch.testing.assert_close(metrics["transition"]["reward"], reward + 0.5 * error)
+    assert metrics["transition"]["reward"].shape == (3,)
+
+
+def test_normalized_bonus_divides_by_running_std_of_errors():
+    torch.manual_seed(2)
+    rnd = small_rnd(internal_reward_weight=2.0, normalize=True)
+    observed = []
+    for _ in range(3):
+        next_state = torch.randn(4, 3)
+        metrics = {"transition": {"next_state": next_state, "reward": torch.zeros(4)}}
+        rnd.get_reward(metrics)
+        observed.append(rnd.rnd_net.get_error(next_state))
+    std = torch.cat(observed).double().std()  # sample std of all 12 errors seen
+    expected = 2.0 * observed[-1] / std.float()
+    torch.testing.assert_close(metrics["transition"]["intrinsic_reward"], expected)
+
+
+def test_running_std_matches_numpy_and_is_one_before_two_values():
+    stats = RunningStd()
+    stats.update(torch.tensor([3.0]))
+    assert stats.std.item() == 1.0
+    values = np.random.default_rng(0).normal(size=50)
+    stats = RunningStd()
+    for chunk in np.split(values, [1, 7, 20, 21]):
+        stats.update(torch.as_tensor(chunk))
+    assert stats.std.item() == pytest.approx(values.std(ddof=1), rel=1e-9)
+    assert stats.mean.item() == pytest.approx(values.mean(), rel=1e-9)
+
+
+def test_predictor_trains_on_ppo_batches_and_on_buffered_states():
+    for make_batch in (lambda obs: NamedArray(observation=obs, action=torch.zeros(len(obs))),
+                       lambda obs: None):
+        torch.manual_seed(3)
+        rnd = small_rnd(batch_size=64)
+        for _ in range(200):
+            obs = cluster(CENTER, 64)
+            rnd.get_reward({"transition": {"next_state": obs, "reward": torch.zeros(64)}})
+            metrics = {"batch": make_batch(obs), "losses": {}}
+            rnd.update_predictor(metrics)
+        assert "rnd" in metrics["losses"]
+        seen, novel = seen_and_novel_errors(rnd)
+        assert seen < 0.05 * novel
+
+
+def test_predictor_uses_the_batch_not_the_buffer():
+    """A replay batch's next states are what the predictor learns, even when the recent
+    transitions were elsewhere."""
+    torch.manual_seed(4)
+    rnd = small_rnd(obs_shape=(4,))
+    rnd.get_reward({"transition": {"next_state": cluster(-CENTER, 64), "reward": torch.zeros(64)}})
+    assert rnd.recent.size == 64
+    for _ in range(200):
+        rnd.update_predictor({"batch": replay_batch(cluster(CENTER, 64))})
+    seen, novel = seen_and_novel_errors(rnd)
+    assert seen < 0.05 * novel
+    assert rnd.recent is None  # batches hold observations: no more buffering
+    rnd.get_reward({"transition": {"next_state": cluster(-CENTER, 8), "reward": torch.zeros(8)}})
+
+
+def test_image_observations_uint8_and_feature_extractor_and_factory():
+    torch.manual_seed(5)
+    frames = torch.randint(0, 256, (2, 3, 7, 7), dtype=torch.uint8)
+    rnd = RND(seed=0)
+    metrics = {"transition": {"next_state": frames, "reward": torch.zeros(2)}}
+    rnd.get_reward(metrics)
+    assert isinstance(rnd.rnd_net.target[1], nn.Conv2d)
+    # uint8 frames are scaled by 1/255: the same error as the float frames / 255
+    torch.testing.assert_close(rnd.rnd_net.get_error(frames),
+                               rnd.rnd_net.get_error(frames.float() / 255.0))
+    atari = RND(network="nature", obs_shape=(4, 84, 84))
+    assert atari.rnd_net.get_error(torch.zeros(2, 4, 84, 84, dtype=torch.uint8)).shape == (2,)
+
+    def factory(shape):
+        return nn.Sequential(nn.Flatten(), nn.Linear(int(np.prod(shape)), 8))
+
+    custom = RND(network=factory, obs_shape=(2, 3))
+    assert custom.rnd_net.predictor[1].out_features == 8
+
+
+def test_bad_networks_raise_clear_errors():
+    with pytest.raises(ValueError, match="Unknown RND network 'resnet'.*mlp"):
+        RND(network="resnet")
+    with pytest.raises(ValueError, match=r"does not accept observations of shape \(4, 10, 10\)"):
+        RND(network="nature", obs_shape=(4, 10, 10))
+
+
+def test_state_dict_round_trip_gives_identical_rewards():
+    torch.manual_seed(6)
+    rnd = small_rnd(normalize=True)
+    for _ in range(5):
+        obs = torch.randn(8, 4)
+        rnd.get_reward({"transition": {"next_state": obs, "reward": torch.zeros(8)}})
+        rnd.update_predictor({"batch": replay_batch(obs)})
+    buffer = io.BytesIO()
+    torch.save(rnd.state_dict(), buffer)
+    buffer.seek(0)
+    restored = RND(feature_dim=32, hidden=(64, 64), normalize=True)
+    restored.load_state_dict(torch.load(buffer, weights_only=False))
+
+    batch, probe = replay_batch(torch.randn(8, 4)), torch.randn(8, 4)
+    for component in (rnd, restored):  # one more update must also match (optimizer state)
+        component.update_predictor({"batch": batch})
+    rewards = []
+    for component in (rnd, restored):
+        metrics = {"transition": {"next_state": probe, "reward": torch.zeros(8)}}
+        component.get_reward(metrics)
+        rewards.append(metrics["transition"]["intrinsic_reward"])
+    torch.testing.assert_close(rewards[0], rewards[1], rtol=0, atol=0)
+
+
+def noveld_metrics(state: torch.Tensor, next_state: torch.Tensor) -> dict:
+    return {"transition": {"state": state, "next_state": next_state,
+                           "reward": torch.ones(len(state))}}
+
+
+def test_noveld_bonus_is_clipped_novelty_difference():
+    torch.manual_seed(7)
+    noveld = NovelD(alpha=0.5, episodic=False, internal_reward_weight=0.3, seed=0,
+                    obs_shape=(4,))
+    near, far = torch.zeros(1, 4), 5 * torch.ones(1, 4)
+    state = torch.cat([near, far, torch.randn(4, 4)])
+    next_state = torch.cat([far, near, torch.randn(4, 4)])
+    metrics = noveld_metrics(state, next_state)
+    noveld.get_reward(metrics)
+    error = noveld.rnd_net.get_error
+    expected = 0.3 * (error(next_state) - 0.5 * error(state)).clamp_min(0.0)
+    bonus = metrics["transition"]["intrinsic_reward"]
+    torch.testing.assert_close(bonus, expected)
+    assert bonus[0] > 0 and bonus[1] == 0  # into the unexplored: bonus; back: none
+    torch.testing.assert_close(metrics["transition"]["reward"], 1.0 + expected)
+
+
+def test_noveld_episodic_bonus_only_on_first_visit_until_episode_ends():
+    torch.manual_seed(8)
+    noveld = NovelD(alpha=0.0, episodic=True, seed=0, obs_shape=(2,), resolution=0.5)
+    state = torch.zeros(2, 2)
+    next_state = torch.tensor([[3.0, 1.0], [-2.0, 4.0]])
+
+    def bonus(next_obs: torch.Tensor) -> torch.Tensor:
+        metrics = noveld_metrics(state, next_obs)
+        for method in noveld.post_step_methods:
+            method(metrics)
+        return metrics["transition"]["intrinsic_reward"]
+
+    first = bonus(next_state)
+    assert bool((first > 0).all())
+    assert bool((bonus(next_state + 0.1) == 0).all())  # same cells again: no bonus
+    for method in noveld.post_episode_methods:
+        method({"ended": torch.tensor([True, False])})
+    again = bonus(next_state)
+    assert again[0] > 0 and again[1] == 0
+    torch.testing.assert_close(again[0], first[0])
+    assert noveld.post_episode_methods == [noveld.reset_episodes]
+    assert NovelD(episodic=False).post_episode_methods == []
+
+
+def test_noveld_state_dict_keeps_visits():
+    noveld = NovelD(seed=0, obs_shape=(2,))
+    noveld.get_reward(noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2)))
+    restored = NovelD(obs_shape=(2,))
+    restored.load_state_dict(noveld.state_dict())
+    metrics = noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2))
+    restored.get_reward(metrics)
+    assert metrics["transition"]["intrinsic_reward"].item() == 0.0

@@ -1,0 +1,151 @@
+"""Schedules against hand-computed values, written in the hook they claim."""
+
+from __future__ import annotations
+
+import pytest
+
+from looprl.meta.component import HOOKS, MetaStack
+from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+
+COS_PI_4 = 0.7071067811865476  # cos(pi / 4)
+COS_PI_16 = 0.9807852804032304  # cos(pi / 16)
+
+
+def run(component, hook: str, calls: int, **metrics) -> list[float]:
+    """The values ``component`` writes in ``calls`` calls of ``hook`` through a stack."""
+    stack, metrics, written = MetaStack([component]), dict(metrics), []
+    for _ in range(calls):
+        stack(hook, metrics)
+        written.append(metrics[getattr(component, "key", "hp/lr")])
+    return written
+
+
+def test_cosine_lr_with_warm_restarts_matches_hand_computed_values():
+    schedule = CosineLRSchedule(initial_lr=1.1, min_lr=0.1, period=4, period_mult=2)
+    lrs = run(schedule, "pre_update", 14)
+    expected = {
+        0: 1.1,
+        1: 0.1 + 0.5 * (1 + COS_PI_4),  # 0.95355...
+        2: 0.6,
+        3: 0.1 + 0.5 * (1 - COS_PI_4),
+        4: 1.1,  # restart: the second cycle lasts 8 updates
+        5: 0.1 + 0.5 * (1 + 0.9238795325112867),  # cos(pi / 8)
+        6: 0.1 + 0.5 * (1 + COS_PI_4),
+        8: 0.6,
+        11: 0.1 + 0.5 * (1 - 0.9238795325112867),  # cos(7 pi / 8)
+        12: 1.1,  # restart: the third cycle lasts 16
+        13: 0.1 + 0.5 * (1 + COS_PI_16),
+    }
+    for t, lr in expected.items():
+        assert lrs[t] == pytest.approx(lr, abs=1e-12), t
+    assert schedule.updates == 14
+
+
+def test_cosine_lr_constant_period_restarts_every_period():
+    lrs = run(CosineLRSchedule(initial_lr=1.0, period=3), "pre_update", 7)
+    assert lrs == pytest.approx([1.0, 0.75, 0.25, 1.0, 0.75, 0.25, 1.0], abs=1e-12)
+
+
+def test_cosine_lr_writes_only_before_updates_and_resumes_from_state_dict():
+    schedule = CosineLRSchedule(initial_lr=1.0, period=4, key="hp/lr/actor")
+    assert [h for h in HOOKS if schedule.methods(h)] == ["pre_update"]
+    metrics: dict = {}
+    for hook in ("pre_step", "post_step", "post_update", "pre_episode", "post_episode"):
+        MetaStack([schedule])(hook, metrics)
+    assert metrics == {}
+    run(schedule, "pre_update", 3)
+    resumed = CosineLRSchedule(initial_lr=1.0, period=4, key="hp/lr/actor")
+    resumed.load_state_dict(schedule.state_dict())
+    assert run(resumed, "pre_update", 1) == pytest.approx([0.5 * (1 - COS_PI_4)])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (dict(kind="linear", start=1.0, end=0.1, duration=10),
+         {0: 1.0, 5: 0.55, 10: 0.1, 15: 0.1}),
+        (dict(kind="cosine", start=1.0, end=0.0, duration=4),
+         {0: 1.0, 1: 0.5 * (1 + COS_PI_4), 2: 0.5, 4: 0.0, 9: 0.0}),
+        (dict(kind="step", start=1.0, factor=0.5, every=3),
+         {0: 1.0, 2: 1.0, 3: 0.5, 5: 0.5, 6: 0.25, 9: 0.125}),
+        (dict(kind="step", start=1.0, factor=0.5, every=3, end=0.3),
+         {3: 0.5, 6: 0.3, 12: 0.3}),
+        (dict(kind="exponential", start=2.0, decay=0.9),
+         {0: 2.0, 1: 1.8, 3: 1.458}),
+        (dict(kind="exponential", start=2.0, decay=0.9, end=1.5),
+         {2: 1.62, 3: 1.5, 10: 1.5}),
+        (dict(kind="step", start=32, factor=2, every=2, end=100, integer=True),
+         {0: 32, 2: 64, 4: 100}),
+    ],
+)
+def test_hp_schedule_kinds_match_hand_computed_values(kwargs, expected):
+    values = run(HPSchedule("hp/x", per="update", **kwargs), "pre_update", 16)
+    for t, value in expected.items():
+        assert values[t] == pytest.approx(value, abs=1e-12), t
+    if kwargs.get("integer"):
+        assert all(isinstance(v, int) for v in values)
+
+
+def test_hp_schedule_hook_follows_per():
+    per_step = HPSchedule("hp/epsilon", "linear", 1.0, 0.0, duration=2, per="step")
+    assert per_step.pre_step_methods == [per_step.write]
+    assert [h for h in HOOKS if per_step.methods(h)] == ["pre_step"]
+    metrics: dict = {}
+    MetaStack([per_step])("pre_update", metrics)
+    assert "hp/epsilon" not in metrics
+    assert run(per_step, "pre_step", 3) == pytest.approx([1.0, 0.5, 0.0])
+    per_update = HPSchedule("hp/epsilon", "linear", 1.0, 0.0, duration=2)
+    assert [h for h in HOOKS if per_update.methods(h)] == ["pre_update"]
+
+
+def test_hp_schedule_metrics_clock_reads_the_loops_counter():
+    schedule = HPSchedule("hp/epsilon", "linear", 1.0, 0.0, duration=100, per="step",
+                          clock="metrics")
+    metrics = {"step": 40}
+    MetaStack([schedule])("pre_step", metrics)
+    assert metrics["hp/epsilon"] == pytest.approx(0.6)
+    metrics["step"] = 48  # a vector env of 8 copies took one step
+    MetaStack([schedule])("pre_step", metrics)
+    assert metrics["hp/epsilon"] == pytest.approx(0.52)
+    with pytest.raises(KeyError, match="metrics\\['update'\\]"):
+        HPSchedule("hp/lr", "exponential", 1.0, decay=0.5, clock="metrics").write({})
+
+
+def test_hp_schedule_state_dict_resumes():
+    schedule = HPSchedule("hp/lr", "exponential", 1.0, decay=0.5)
+    run(schedule, "pre_update", 3)
+    resumed = HPSchedule("hp/lr", "exponential", 1.0, decay=0.5)
+    resumed.load_state_dict(schedule.state_dict())
+    assert run(resumed, "pre_update", 1) == [0.125]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (("hp/lr", "cosin", 1.0), dict(end=0.0, duration=5),
+         "Unknown schedule kind 'cosin'. Did you mean 'cosine'.*linear, cosine, step, "
+         "exponential"),
+        (("lr", "linear", 1.0), dict(end=0.0, duration=5), "'hp/<name>'.*got 'lr'"),
+        (("hp/lr", "linear", 1.0), dict(end=0.0), "'linear' schedule needs duration"),
+        (("hp/lr", "step", 1.0), dict(every=3), "needs factor"),
+        (("hp/lr", "linear", 1.0), dict(end=0.0, duration=0), "duration must be positive"),
+        (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, per="episode"),
+         "Unknown per 'episode'.*step, update"),
+        (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, clock="own"),
+         "Unknown clock 'own'.*calls, metrics"),
+    ],
+)
+def test_hp_schedule_bad_inputs_raise(args, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        HPSchedule(*args, **kwargs)
+
+
+def test_cosine_lr_bad_inputs_raise():
+    with pytest.raises(ValueError, match="period must be positive"):
+        CosineLRSchedule(period=0)
+    with pytest.raises(ValueError, match="period_mult must be at least 1"):
+        CosineLRSchedule(period_mult=0.5)
+    with pytest.raises(ValueError, match="min_lr must lie"):
+        CosineLRSchedule(initial_lr=1e-3, min_lr=1e-2)
+    with pytest.raises(ValueError, match="'hp/<name>'"):
+        CosineLRSchedule(key="lr")
