@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from looprl.meta.plr import PLR
 from looprl.meta.registry import COMPONENTS, accepted_arguments, make_component
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+from looprl.meta.space import SPaCE
 
 
 def test_every_name_builds_its_class():
@@ -18,9 +20,12 @@ def test_every_name_builds_its_class():
         "hp_schedule": make_component("hp_schedule", key="hp/epsilon", kind="linear",
                                       start=1.0, end=0.1, duration=10),
         "network_reset": make_component("network_reset", every=5, last=2),
+        "plr": make_component("plr", strategy="gae"),
+        "space": make_component("space", increment=2),
     }
     classes = {"rnd": RND, "noveld": NovelD, "cosine_lr": CosineLRSchedule,
-               "hp_schedule": HPSchedule, "network_reset": NetworkReset}
+               "hp_schedule": HPSchedule, "network_reset": NetworkReset, "plr": PLR,
+               "space": SPaCE}
     assert set(COMPONENTS) == set(classes)
     for name, component in built.items():
         assert type(component) is classes[name]

@@ -4,14 +4,17 @@
 * ``RND``, ``NovelD`` -- intrinsic rewards from novelty.
 * ``CosineLRSchedule``, ``HPSchedule`` -- schedules of ``hp/*`` keys.
 * ``NetworkReset`` -- periodic layer resets and shrink-and-perturb.
+* ``PLR``, ``SPaCE`` -- curricula over the instances of a contextual environment.
 * ``COMPONENTS`` / ``make_component`` -- the components by name, for configurations.
 """
 
 from looprl.meta.component import HOOKS, MetaComponent, MetaStack
+from looprl.meta.plr import PLR
 from looprl.meta.registry import COMPONENTS, make_component
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+from looprl.meta.space import SPaCE
 
 __all__ = [
     "COMPONENTS",
@@ -22,6 +25,8 @@ __all__ = [
     "MetaStack",
     "NetworkReset",
     "NovelD",
+    "PLR",
     "RND",
+    "SPaCE",
     "make_component",
 ]

@@ -83,6 +83,7 @@ class MetaHub:
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
         inner.trainer = MetaTrainer(inner.trainer, self)
+        self.metrics["policy"] = getattr(inner, "policy", None)
         self._published: dict[str, Any] = {}
         self._publish()
 

@@ -8,6 +8,8 @@ environment has one row).
 key                          written by            contents
 =========================== ===================== ============================================
 ``env``                      loop, at the start    the (vector) environment being trained in
+``policy``                   loop, at the start    the agent's ``Policy`` (to score states, as
+                                                   PLR does: read it, do not train it)
 ``step``                     loop, every step      environment steps taken so far (frames)
 ``episode``                  loop, every episode   training episodes completed so far
 ``transition``               loop, post-step       dict, one row per env copy:

@@ -7,9 +7,11 @@ import inspect
 from typing import Any
 
 from looprl.meta.component import MetaComponent
+from looprl.meta.plr import PLR
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
+from looprl.meta.space import SPaCE
 
 __all__ = ["COMPONENTS", "make_component"]
 
@@ -19,6 +21,8 @@ COMPONENTS: dict[str, type[MetaComponent]] = {
     "cosine_lr": CosineLRSchedule,
     "hp_schedule": HPSchedule,
     "network_reset": NetworkReset,
+    "plr": PLR,
+    "space": SPaCE,
 }
 
 

@@ -1,0 +1,351 @@
+"""Prioritized Level Replay over the instance set of a ``ContextualEnvironment``.
+
+PLR (Jiang, Grefenstette and Rocktäschel, ICML 2021, https://arxiv.org/abs/2010.03934)
+scores every level (here: every instance id of the contextual environment) by how much the
+agent can still learn on it, and picks the next level of each environment copy either among
+the levels never played (uniformly) or by replaying a played one with probability
+
+    P = (1 - rho) * P_S + rho * P_C,
+    P_S(i) ∝ h(S_i) ** (1 / beta),  h(S_i) = 1 / rank(S_i)  (rank 1: the highest score),
+    P_C(i) ∝ c - C_i                (c: episodes scored so far, C_i: c when i was last scored).
+
+Only seen levels have replay probability. The replay decision follows the paper's
+Algorithm 1: with probability ``replay_prob`` (and once at least ``min_seen`` levels were
+seen) replay, else play an unseen level; when every level has been seen, always replay.
+
+Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episode):
+
+=================== ===========================================================
+``random``           a uniform draw in [0, 1) (a baseline)
+``policy_entropy``   mean of ``-sum_a p log p``
+``least_confidence`` mean of ``1 - max_a p``
+``min_margin``       mean of ``1 - (p_1 - p_2)`` (``p_1 - p_2``: margin between the
+                     two most likely actions; small margins rank higher)
+``one_step_td_error`` mean of ``|r_t + gamma V(s_{t+1}) - V(s_t)|``
+``gae``              mean of the GAE advantages ``A_t`` (gamma, lam)
+``value_l1``         mean of ``|A_t|`` (the paper's default)
+=================== ===========================================================
+
+``V(s_T)`` is 0 after a termination and the value of the last observation after a
+truncation. ``p`` and ``V`` come from ``metrics['policy']`` (``logits_and_values``), taken
+when the step happens (one batched forward per step, only for the strategies that need it).
+
+Hooks (metrics keys, ``looprl.meta.metrics``):
+
+* ``pre_episode -> setup``: reads ``env`` (the levels are the first copy's instance ids).
+* ``post_step -> record``: reads ``transition`` (``state``, ``reward``, ``terminated``,
+  ``truncated``) and ``policy``.
+* ``post_episode -> score_and_choose``: reads ``ended``; for each ended copy it scores the
+  episode on the level it played (``instance_id`` of the copy's ``ContextualEnv``), updates
+  that level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``; the default
+  ``score_ema=1`` replaces it, as in the paper) and sets the copy's ``next_instance``: the
+  vector environment autoresets that copy on its next step, on that level. Writes
+  ``plr/mean_score`` (mean over seen levels) and ``plr/seen`` (number of seen levels).
+
+The first episodes of a run are already reset when the hooks first run: they play the
+environment's own choice of instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.core import StateArray
+from looprl.environments.base import VectorEnvironment
+from looprl.environments.contextual import contextual_envs
+from looprl.meta.component import MetaComponent
+
+STRATEGIES = ("random", "policy_entropy", "least_confidence", "min_margin",
+              "one_step_td_error", "gae", "value_l1")
+PROBABILITY_STRATEGIES = ("policy_entropy", "least_confidence", "min_margin")
+VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
+
+
+def check_strategy(strategy: str) -> str:
+    """``strategy`` if it is one of ``STRATEGIES``, else a one-line ``ValueError``."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"Unknown PLR scoring strategy {strategy!r}; valid: "
+                         f"{', '.join(STRATEGIES)}")
+    return strategy
+
+
+# -- the policy's outputs ------------------------------------------------------------------
+def logits_and_values(policy: Any, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logits, values)`` of ``policy`` for the observation rows ``obs`` (no gradients).
+
+    A PPO-style policy (``policy.approximation.model(obs) -> (params, values)``) gives its
+    distribution parameters (logits for discrete actions) and values; a DQN-style policy
+    (``policy.q``) gives its Q-values as logits (``softmax(Q)`` are the probabilities) and
+    ``max_a Q`` as values. Results are on the CPU, values of shape ``(n,)``.
+    """
+    with torch.no_grad():
+        approximation = getattr(policy, "approximation", None)
+        if approximation is not None and hasattr(approximation, "model"):
+            device = getattr(approximation, "device", None)
+            logits, values = approximation.model(torch.as_tensor(obs, device=device))
+        elif getattr(policy, "q", None) is not None:
+            q = policy.q
+            device = getattr(q, "device", None)
+            obs = torch.as_tensor(obs, device=device)
+            if hasattr(q, "no_grad"):
+                logits = q.no_grad(StateArray({"observation": obs}, (obs.shape[0],),
+                                              device=device))
+            else:
+                logits = q.model(obs)
+            values = logits.max(dim=-1).values
+        else:
+            raise ValueError(
+                f"Cannot get action probabilities and values from {type(policy).__name__}: "
+                "PLR needs a PPO-style policy (policy.approximation.model(obs) -> (logits, "
+                "values)) or a DQN-style one (policy.q)"
+            )
+    return logits.detach().float().cpu(), values.detach().float().reshape(-1).cpu()
+
+
+# -- scores of one episode -------------------------------------------------------------------
+def policy_entropy(logits: torch.Tensor) -> float:
+    """Mean over steps of the entropy of ``softmax(logits)`` (rows: steps)."""
+    log_p = torch.log_softmax(logits, dim=-1)
+    return float(-(log_p.exp() * log_p).sum(-1).mean())
+
+
+def least_confidence(logits: torch.Tensor) -> float:
+    """Mean over steps of ``1 - max_a p``."""
+    return float((1 - torch.softmax(logits, dim=-1).max(-1).values).mean())
+
+
+def min_margin(logits: torch.Tensor) -> float:
+    """Mean over steps of ``1 - (p_1 - p_2)``, the two largest probabilities."""
+    top = torch.softmax(logits, dim=-1).topk(2, dim=-1).values
+    return float((1 - (top[:, 0] - top[:, 1])).mean())
+
+
+def td_errors(rewards: torch.Tensor, values: torch.Tensor, last_value: float,
+              gamma: float) -> torch.Tensor:
+    """``delta_t = r_t + gamma V(s_{t+1}) - V(s_t)`` with ``V(s_T) = last_value``."""
+    next_values = torch.cat([values[1:], torch.tensor([float(last_value)])])
+    return rewards + gamma * next_values - values
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, last_value: float, gamma: float,
+        lam: float) -> torch.Tensor:
+    """GAE advantages ``A_t = sum_k (gamma lam)^(k-t) delta_k`` of one episode."""
+    deltas = td_errors(rewards, values, last_value, gamma)
+    advantages = torch.zeros_like(deltas)
+    running = 0.0
+    for t in range(len(deltas) - 1, -1, -1):
+        running = float(deltas[t]) + gamma * lam * running
+        advantages[t] = running
+    return advantages
+
+
+def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | None = None,
+                  values: torch.Tensor | None = None, last_value: float = 0.0,
+                  gamma: float = 0.99, lam: float = 0.95,
+                  rng: np.random.Generator | None = None) -> float:
+    """The score of one episode (``T`` steps: ``rewards`` ``(T,)``, ``logits`` ``(T, A)``,
+    ``values`` ``(T,)``) by ``strategy``; ``last_value`` is ``V(s_T)`` (0 if terminated)."""
+    check_strategy(strategy)
+    if strategy == "random":
+        return float((rng or np.random.default_rng()).random())
+    if strategy == "policy_entropy":
+        return policy_entropy(logits)
+    if strategy == "least_confidence":
+        return least_confidence(logits)
+    if strategy == "min_margin":
+        return min_margin(logits)
+    rewards, values = rewards.float(), values.float()
+    if strategy == "one_step_td_error":
+        return float(td_errors(rewards, values, last_value, gamma).abs().mean())
+    advantages = gae(rewards, values, last_value, gamma, lam)
+    return float(advantages.mean() if strategy == "gae" else advantages.abs().mean())
+
+
+# -- the component ---------------------------------------------------------------------------
+class PLR(MetaComponent):
+    """Prioritized Level Replay (see the module's docstring).
+
+    Args:
+        strategy: the scoring strategy, one of ``STRATEGIES``.
+        replay_prob: probability of replaying a seen level (the paper's ``P_D``).
+        beta: temperature of the rank prioritization.
+        rho: weight of the staleness distribution.
+        gamma, lam: discount and GAE lambda of the value-based scores.
+        score_ema: weight of a new score (1: replace the old one).
+        min_seen: levels that must have been seen before any replay.
+        levels: the level (instance) ids; ``None``: the environment's, at the first hook.
+        seed: seed of the level choices (and of the ``random`` scores).
+    """
+
+    def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
+                 rho: float = 0.1, gamma: float = 0.99, lam: float = 0.95,
+                 score_ema: float = 1.0, min_seen: int = 1,
+                 levels: Sequence[int] | None = None, seed: int | None = None):
+        super().__init__()
+        self.strategy = check_strategy(strategy)
+        if not 0.0 <= replay_prob <= 1.0 or not 0.0 <= rho <= 1.0 or not 0.0 < score_ema <= 1.0:
+            raise ValueError(f"replay_prob and rho must lie in [0, 1] and score_ema in (0, 1], "
+                             f"got {replay_prob}, {rho}, {score_ema}")
+        if beta <= 0:
+            raise ValueError(f"beta must be positive, got {beta}")
+        self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
+        self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
+        self.min_seen = int(min_seen)
+        self.rng = np.random.default_rng(seed)
+        self.levels: list[int] = []
+        self.scores = np.zeros(0)
+        self.seen = np.zeros(0, dtype=bool)
+        self.last_played = np.zeros(0, dtype=np.int64)
+        self.episodes = 0  # c: episodes scored so far
+        self.choices: list[tuple[int, int, bool]] = []  # (copy, level, replayed)
+        if levels is not None:
+            self.set_levels(levels)
+        self._steps: list[dict[str, torch.Tensor | None]] = []
+        self._offset = 0  # global index of self._steps[0]
+        self._start = np.zeros(0, dtype=np.int64)  # first step of each copy's episode
+        self._last_obs: torch.Tensor | None = None
+        self.pre_episode_methods.append(self.setup)
+        self.post_step_methods.append(self.record)
+        self.post_episode_methods.append(self.score_and_choose)
+
+    # -- levels and sampling ---------------------------------------------------------------
+    def set_levels(self, levels: Sequence[int]) -> None:
+        """Start over with the level ids ``levels`` (all unseen)."""
+        self.levels = [int(level) for level in levels]
+        if not self.levels:
+            raise ValueError("PLR needs at least one level")
+        n = len(self.levels)
+        self.scores, self.seen = np.zeros(n), np.zeros(n, dtype=bool)
+        self.last_played = np.zeros(n, dtype=np.int64)
+        self._index = {level: i for i, level in enumerate(self.levels)}
+
+    def update_score(self, level: int, score: float) -> None:
+        """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played."""
+        i = self._index[int(level)]
+        old = self.scores[i] if self.seen[i] else score
+        self.scores[i] = (1 - self.score_ema) * old + self.score_ema * score
+        self.seen[i] = True
+        self.episodes += 1
+        self.last_played[i] = self.episodes
+
+    def score_weights(self) -> np.ndarray:
+        """``P_S``: rank prioritization over the seen levels (0 for the unseen)."""
+        weights = np.zeros(len(self.levels))
+        seen = np.flatnonzero(self.seen)
+        if len(seen) == 0:
+            return weights
+        order = seen[np.argsort(-self.scores[seen], kind="stable")]
+        ranks = np.empty(len(order))
+        ranks[:] = np.arange(1, len(order) + 1)
+        weights[order] = (1.0 / ranks) ** (1.0 / self.beta)
+        return weights / weights.sum()
+
+    def staleness_weights(self) -> np.ndarray:
+        """``P_C``: proportional to ``c - C_i`` over the seen levels (uniform if all 0)."""
+        weights = np.where(self.seen, self.episodes - self.last_played, 0).astype(float)
+        if weights.sum() <= 0:
+            weights = self.seen.astype(float)
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+    def replay_distribution(self) -> np.ndarray:
+        """``P = (1 - rho) P_S + rho P_C`` over ``levels``."""
+        return (1 - self.rho) * self.score_weights() + self.rho * self.staleness_weights()
+
+    def sample_level(self) -> tuple[int, bool]:
+        """The next level and whether it is a replay (the paper's Algorithm 1)."""
+        unseen = np.flatnonzero(~self.seen)
+        n_seen = len(self.levels) - len(unseen)
+        replay = n_seen > 0 and (len(unseen) == 0 or (
+            n_seen >= self.min_seen and self.rng.random() < self.replay_prob))
+        if replay:
+            return self.levels[int(self.rng.choice(len(self.levels),
+                                                   p=self.replay_distribution()))], True
+        return self.levels[int(unseen[self.rng.integers(len(unseen))])], False
+
+    # -- hooks -------------------------------------------------------------------------------
+    def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Take the levels from the environment (once)."""
+        if not self.levels:
+            self.set_levels(contextual_envs(metrics["env"])[0].instance_ids)
+        return metrics
+
+    def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Keep the step's rewards and flags (and logits/values the strategy needs)."""
+        transition = metrics["transition"]
+        reward = torch.as_tensor(transition["reward"]).detach().float().cpu()
+        n = len(reward)
+        if len(self._start) != n:
+            self._start = np.full(n, self._offset + len(self._steps), dtype=np.int64)
+        step: dict[str, torch.Tensor | None] = {
+            "reward": reward, "terminated": torch.as_tensor(transition["terminated"]).cpu(),
+            "logits": None, "values": None}
+        if self.strategy in PROBABILITY_STRATEGIES + VALUE_STRATEGIES:
+            step["logits"], step["values"] = logits_and_values(metrics["policy"],
+                                                               transition["state"])
+        self._steps.append(step)
+        self._last_obs = transition["next_state"]
+        return metrics
+
+    def score_and_choose(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Score the episodes that ended and choose their copies' next levels."""
+        if not self._steps:
+            return metrics
+        self.setup(metrics)
+        wrappers = contextual_envs(metrics["env"])
+        ended = np.asarray(torch.as_tensor(metrics["ended"]).cpu(), dtype=bool).reshape(-1)
+        end = self._offset + len(self._steps)  # one past the last recorded step
+        # A vector environment spends the next step of an ended copy on its reset.
+        skip = 2 if isinstance(metrics["env"], VectorEnvironment) else 1
+        for i in np.flatnonzero(ended):
+            score = self._score_copy(int(i), end, metrics)
+            self.update_score(wrappers[i].instance_id, score)
+            level, replayed = self.sample_level()
+            wrappers[i].next_instance = level
+            self.choices.append((int(i), level, replayed))
+            self._start[i] = end - 1 + skip
+        drop = int(min(self._start.min(), end)) - self._offset
+        if drop > 0:
+            del self._steps[:drop]
+            self._offset += drop
+        metrics["plr/mean_score"] = float(self.scores[self.seen].mean())
+        metrics["plr/seen"] = int(self.seen.sum())
+        return metrics
+
+    def _score_copy(self, i: int, end: int, metrics: dict[str, Any]) -> float:
+        steps = self._steps[int(self._start[i]) - self._offset: end - self._offset]
+        if not steps:
+            return 0.0
+        rewards = torch.stack([s["reward"][i] for s in steps])
+        logits = values = None
+        last_value = 0.0
+        if steps[0]["logits"] is not None:
+            logits = torch.stack([s["logits"][i] for s in steps])
+            values = torch.stack([s["values"][i] for s in steps])
+            if self.strategy in VALUE_STRATEGIES and not bool(steps[-1]["terminated"][i]):
+                last_obs = torch.as_tensor(self._last_obs)[i: i + 1]  # truncated: bootstrap
+                last_value = float(logits_and_values(metrics["policy"], last_obs)[1][0])
+        return episode_score(self.strategy, rewards, logits, values, last_value, self.gamma,
+                             self.lam, self.rng)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Levels, scores, staleness and the RNG (not the unfinished episodes)."""
+        return {"levels": list(self.levels), "scores": self.scores.copy(),
+                "seen": self.seen.copy(), "last_played": self.last_played.copy(),
+                "episodes": self.episodes, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("levels"):
+            self.set_levels(state["levels"])
+            self.scores, self.seen = state["scores"].copy(), state["seen"].copy()
+            self.last_played, self.episodes = state["last_played"].copy(), state["episodes"]
+        self.rng.bit_generator.state = state["rng"]
+
+    def __repr__(self) -> str:
+        return (f"PLR(strategy={self.strategy!r}, replay_prob={self.replay_prob}, "
+                f"beta={self.beta}, rho={self.rho})")

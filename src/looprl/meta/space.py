@@ -1,0 +1,178 @@
+"""Self-Paced Context Evaluation: a training instance set that grows as learning stalls.
+
+SPaCE (Eimer, Biedenkapp, Hutter and Lindauer, ICML 2021, https://arxiv.org/abs/2106.05009)
+trains on a small set of instances first, the ones the agent values most (the easiest), and
+adds instances whenever the agent's performance on the current set stops improving.
+
+What this component measures, every ``check_every`` ended episodes (counted over all
+copies):
+
+* ``measure='value'``: the mean, over the instances of the current set, of the agent's value
+  estimate ``V(s_0^i)`` of instance ``i``'s start state. Start states are taken once, by
+  resetting a private deep copy of the first copy's ``ContextualEnv`` on each instance with
+  ``seed``; values come from ``metrics['policy']`` (``looprl.meta.plr.logits_and_values``).
+* ``measure='return'``: the mean return of the episodes that ended during the window
+  (``metrics['episode_returns']``), whatever instance they played.
+
+The first check only records a baseline. At each later check, if the performance change
+since the previous check (signed: ``P_now - P_before``) is below ``eta``, the set grows by
+``increment`` instances (up to the full set). After a growth the value baseline is measured
+again on the new set (the return baseline stays this window's mean). Instances are ordered
+by ``V(s_0)``, highest first, when a policy with values is available (the initial set; each
+growth adds the remaining instances with the highest current values), else in the given
+order of the instance set.
+
+Hooks (metrics keys): ``pre_episode -> setup`` and ``post_episode -> evaluate`` read
+``env``, ``policy``, ``ended``, ``episode_returns``; both write the current set to every copy
+(``set_instance_set`` of ``contextual_envs(metrics['env'])``, from each copy's next reset on)
+and ``space/instance_set_size``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.environments.contextual import Context, contextual_envs
+from looprl.meta.component import MetaComponent
+from looprl.meta.plr import logits_and_values
+
+MEASURES = ("value", "return")
+
+
+class SPaCE(MetaComponent):
+    """Self-Paced Context Evaluation (see the module's docstring).
+
+    Args:
+        initial_size: instances in the first training set.
+        increment: instances added at each growth.
+        eta: performance-change threshold below which the set grows.
+        check_every: ended episodes between two evaluations.
+        measure: ``'value'`` (mean start-state value) or ``'return'`` (mean episode return).
+        seed: seed of the resets that give the start states.
+    """
+
+    def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
+                 check_every: int = 10, measure: str = "value", seed: int | None = 0):
+        super().__init__()
+        if measure not in MEASURES:
+            raise ValueError(f"Unknown SPaCE measure {measure!r}; valid: {', '.join(MEASURES)}")
+        for name, value in (("initial_size", initial_size), ("increment", increment),
+                            ("check_every", check_every)):
+            if value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.initial_size, self.increment = int(initial_size), int(increment)
+        self.eta, self.check_every, self.measure = float(eta), int(check_every), measure
+        self.seed = seed
+        self.contexts: dict[int, Context] = {}
+        self.current: list[int] = []  # the training set, in the order instances were added
+        self.history: list[float] = []  # the performance at each check
+        self.last: float | None = None
+        self._window: list[float] = []
+        self._episodes = 0
+        self._start_obs: dict[int, torch.Tensor] = {}
+        self.pre_episode_methods.append(self.setup)
+        self.post_episode_methods.append(self.evaluate)
+
+    @property
+    def size(self) -> int:
+        return len(self.current)
+
+    # -- values ------------------------------------------------------------------------------
+    def start_states(self, env: Any) -> dict[int, torch.Tensor]:
+        """Instance id -> the start observation of that instance (computed once)."""
+        if not self._start_obs:
+            probe = copy.deepcopy(contextual_envs(env)[0])
+            probe.set_instance_set(self.contexts)
+            for instance in self.contexts:
+                probe.next_instance = instance
+                obs, _ = probe.reset(seed=self.seed)
+                self._start_obs[instance] = torch.as_tensor(np.asarray(obs))
+            probe.close()
+        return self._start_obs
+
+    def values(self, metrics: dict[str, Any], instances: list[int]) -> np.ndarray | None:
+        """``V(s_0)`` of ``instances`` from ``metrics['policy']``; ``None`` without a policy."""
+        policy = metrics.get("policy")
+        if policy is None or not instances:
+            return None
+        starts = self.start_states(metrics["env"])
+        obs = torch.stack([starts[i] for i in instances])
+        return logits_and_values(policy, obs)[1].numpy().astype(float)
+
+    def _by_value(self, metrics: dict[str, Any], instances: list[int]) -> list[int]:
+        values = self.values(metrics, instances)
+        if values is None:
+            return list(instances)
+        return [instances[j] for j in np.argsort(-values, kind="stable")]
+
+    # -- hooks -------------------------------------------------------------------------------
+    def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """At the first call: the initial set, written to every copy."""
+        if not self.contexts:
+            self.contexts = contextual_envs(metrics["env"])[0].contexts
+            self.current = self._by_value(metrics, list(self.contexts))[: self.initial_size]
+            self._write(metrics)
+        metrics["space/instance_set_size"] = self.size
+        return metrics
+
+    def evaluate(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Count the ended episodes; at each check, grow the set if improvement < eta."""
+        self.setup(metrics)
+        self._window += [float(r) for r in metrics.get("episode_returns", [])]
+        ended = metrics.get("ended")
+        self._episodes += (int(torch.as_tensor(ended).sum()) if ended is not None
+                           else len(metrics.get("episode_returns", [])))
+        if self._episodes >= self.check_every:
+            self._episodes = 0
+            self._check(metrics)
+        metrics["space/instance_set_size"] = self.size
+        return metrics
+
+    def performance(self, metrics: dict[str, Any]) -> float:
+        """The measured performance now (see the module's docstring)."""
+        if self.measure == "value":
+            values = self.values(metrics, self.current)
+            if values is None:
+                raise ValueError("SPaCE(measure='value') needs metrics['policy'] with values; "
+                                 "use measure='return' without one")
+            return float(values.mean())
+        return float(np.mean(self._window)) if self._window else float("nan")
+
+    def _check(self, metrics: dict[str, Any]) -> None:
+        now = self.performance(metrics)
+        self._window = []
+        self.history.append(now)
+        before, self.last = self.last, now
+        if before is None or len(self.current) == len(self.contexts):
+            return
+        if now - before < self.eta:
+            rest = [i for i in self.contexts if i not in self.current]
+            self.current += self._by_value(metrics, rest)[: self.increment]
+            self._write(metrics)
+            if self.measure == "value":
+                self.last = self.performance(metrics)
+
+    def _write(self, metrics: dict[str, Any]) -> None:
+        subset = {i: self.contexts[i] for i in self.current}
+        for wrapper in contextual_envs(metrics["env"]):
+            wrapper.set_instance_set(subset)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"contexts": copy.deepcopy(self.contexts), "current": list(self.current),
+                "history": list(self.history), "last": self.last,
+                "window": list(self._window), "episodes": self._episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.contexts = copy.deepcopy(state["contexts"])
+        self.current, self.history = list(state["current"]), list(state["history"])
+        self.last, self._window = state["last"], list(state["window"])
+        self._episodes = state["episodes"]
+
+    def __repr__(self) -> str:
+        return (f"SPaCE(initial_size={self.initial_size}, increment={self.increment}, "
+                f"eta={self.eta}, check_every={self.check_every}, measure={self.measure!r})")

@@ -1,0 +1,174 @@
+"""PLR: sampling, scores against hand-computed values, and a run on a contextual CartPole."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment
+from looprl.environments.contextual import (
+    ContextualEnvironment,
+    contextual_envs,
+    sample_contexts,
+)
+from looprl.experiments import run_experiment
+from looprl.experiments.experiment import seed_everything
+from looprl.meta import COMPONENTS, PLR, MetaComponent
+from looprl.meta.plr import episode_score, logits_and_values
+from looprl.presets.classic_control import ppo
+
+SMALL_PPO = ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1, hidden=16)
+
+
+def seen_plr(scores, **kwargs) -> PLR:
+    plr = PLR(levels=range(len(scores)), **kwargs)
+    for level, score in enumerate(scores):
+        plr.update_score(level, score)
+    return plr
+
+
+def test_rank_prioritization_matches_hand_computed_distribution():
+    plr = seen_plr([0.1, 0.5, 0.3], beta=0.5, rho=0.0)
+    # ranks: level 1 -> 1, level 2 -> 2, level 0 -> 3; h^(1/beta) = (1/rank)^2
+    expected = np.array([1 / 9, 1.0, 1 / 4]) / (1 + 1 / 4 + 1 / 9)
+    np.testing.assert_allclose(plr.replay_distribution(), expected)
+    assert COMPONENTS["plr"] is PLR
+
+
+def test_staleness_raises_old_levels_probability():
+    plr = seen_plr([0.1, 0.5, 0.3], beta=0.5, rho=0.5)
+    # c = 3; levels last played at episodes 1, 2, 3: staleness 2, 1, 0
+    np.testing.assert_allclose(plr.staleness_weights(), [2 / 3, 1 / 3, 0.0])
+    before = plr.replay_distribution()[0]
+    for _ in range(4):
+        plr.update_score(1, 0.5)
+        plr.update_score(2, 0.3)
+    assert plr.replay_distribution()[0] > before  # level 0 grew staler
+    # c = 11; last played at 1, 10, 11
+    np.testing.assert_allclose(plr.staleness_weights(), [10 / 11, 1 / 11, 0.0])
+
+
+def test_high_score_levels_are_sampled_more_often():
+    plr = seen_plr([0.0, 4.0, 1.0, 3.0, 2.0], beta=1.0, rho=0.0, seed=0)
+    counts = np.zeros(5)
+    for _ in range(2000):
+        level, replayed = plr.sample_level()
+        assert replayed  # every level is seen: always replay
+        counts[level] += 1
+    assert list(np.argsort(-counts)) == [1, 3, 4, 2, 0]
+    np.testing.assert_allclose(counts / 2000, plr.replay_distribution(), atol=0.03)
+
+
+def test_unseen_levels_are_played_with_probability_one_minus_replay_prob():
+    plr = PLR(levels=range(10), replay_prob=0.3, seed=1)
+    plr.update_score(0, 1.0)
+    draws = [plr.sample_level() for _ in range(2000)]
+    replays = np.mean([replayed for _, replayed in draws])
+    assert replays == pytest.approx(0.3, abs=0.04)
+    assert all(level == 0 for level, replayed in draws if replayed)
+    assert {level for level, replayed in draws if not replayed} == set(range(1, 10))
+    assert PLR(levels=range(3), seed=0).sample_level()[1] is False  # nothing seen yet
+
+
+def test_scores_against_hand_computed_values():
+    logits = torch.tensor([[0.0, 0.0], [math.log(3.0), 0.0]])  # p = (.5, .5), (.75, .25)
+    entropy = (math.log(2) - (0.75 * math.log(0.75) + 0.25 * math.log(0.25))) / 2
+    rewards, values = torch.tensor([1.0, 2.0]), torch.tensor([0.5, 1.0])
+    assert episode_score("policy_entropy", rewards, logits) == pytest.approx(entropy)
+    assert episode_score("least_confidence", rewards, logits) == pytest.approx((0.5 + 0.25) / 2)
+    # margins p1 - p2: 0 and 0.5; the score is 1 - margin
+    assert episode_score("min_margin", rewards, logits) == pytest.approx((1.0 + 0.5) / 2)
+    g, lam = 0.9, 0.5
+    # terminated: V(s_2) = 0. deltas: 1 + .9 * 1 - .5 = 1.4; 2 + 0 - 1 = 1
+    kwargs = {"logits": logits, "values": values, "gamma": g, "lam": lam}
+    assert episode_score("one_step_td_error", rewards, **kwargs) == pytest.approx(1.2)
+    advantages = [1.4 + g * lam * 1.0, 1.0]
+    assert episode_score("gae", rewards, **kwargs) == pytest.approx(np.mean(advantages))
+    # truncated with V(s_2) = 4: deltas 1.4 and 2 + 3.6 - 1 = 4.6
+    negative = torch.tensor([-3.0, 0.0])
+    deltas = [-3 + 0.9 - 0.5, 0 + 0.9 * 4.0 - 1.0]
+    adv = [deltas[0] + g * lam * deltas[1], deltas[1]]
+    assert episode_score("value_l1", negative, last_value=4.0, **kwargs) == pytest.approx(
+        np.mean(np.abs(adv)))
+    assert episode_score("gae", negative, last_value=4.0, **kwargs) == pytest.approx(
+        np.mean(adv))
+    assert episode_score("one_step_td_error", negative, last_value=4.0,
+                         **kwargs) == pytest.approx(np.mean(np.abs(deltas)))
+    assert 0 <= episode_score("random", rewards, rng=np.random.default_rng(0)) < 1
+
+
+def test_logits_and_values_of_dqn_style_policy_and_unknown_one():
+    class Q:
+        device = "cpu"
+
+        @staticmethod
+        def model(obs):
+            return torch.stack([obs.sum(1), -obs.sum(1)], dim=1)
+
+    policy = type("P", (), {"q": Q()})()
+    logits, values = logits_and_values(policy, torch.tensor([[1.0, 2.0], [-1.0, 0.0]]))
+    torch.testing.assert_close(values, torch.tensor([3.0, 1.0]))
+    assert logits.shape == (2, 2)
+    with pytest.raises(ValueError, match="Cannot get action probabilities.*PPO-style"):
+        logits_and_values(object(), torch.zeros(1, 2))
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="Unknown PLR scoring strategy 'td'; valid: random, "
+                                         "policy_entropy.*value_l1"):
+        PLR(strategy="td")
+    plr = PLR()
+    with pytest.raises(ValueError, match="holds no ContextualEnv"):
+        plr.setup({"env": GymEnvironment("CartPole-v1")})
+
+
+class Follow(MetaComponent):
+    """Runs after PLR: the level PLR set for each ended copy, and the instance that copy
+    actually played after its reset step."""
+
+    def __init__(self):
+        super().__init__()
+        self.chosen: list[list[int]] = [[], []]
+        self.played: list[list[int]] = [[], []]
+        self.pending = [False, False]
+        self.post_step_methods.append(self.follow)
+        self.post_episode_methods.append(self.note)
+
+    def note(self, metrics):
+        for i, wrapper in enumerate(contextual_envs(metrics["env"])):
+            if bool(metrics["ended"][i]):
+                self.chosen[i].append(wrapper.next_instance)
+                self.pending[i] = True
+        return metrics
+
+    def follow(self, metrics):  # the reset step of a copy that ended
+        for i, wrapper in enumerate(contextual_envs(metrics["env"])):
+            if self.pending[i]:
+                self.played[i].append(wrapper.instance_id)
+                self.pending[i] = False
+        return metrics
+
+
+def test_plr_on_ppo_replays_levels_it_chose(tmp_path: Path) -> None:
+    seed_everything(0)
+    contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
+    env = ContextualEnvironment("CartPole-v1", contexts, seed=0)
+    plr = PLR(strategy="value_l1", replay_prob=0.5, seed=0)
+    follow = Follow()
+    run_experiment(SMALL_PPO, env, 600, logdir=str(tmp_path), quiet=True, test_episodes=0,
+                   seed=0, meta=[plr, follow])
+    assert len(plr.choices) >= 10
+    assert plr.seen.sum() >= 3 and np.isfinite(plr.scores).all()
+    assert (plr.scores[plr.seen] > 0).all()  # value_l1 of real episodes is positive
+    assert any(replayed for *_, replayed in plr.choices)
+    assert any(not replayed for *_, replayed in plr.choices)
+    for i in range(2):
+        mine = [level for copy, level, _ in plr.choices if copy == i]
+        assert mine and follow.chosen[i] == mine  # PLR set next_instance of the ended copy
+        # ... and the copy played it: the last choice may not be reached within the budget
+        assert follow.played[i] == mine[: len(follow.played[i])]
+        assert len(follow.played[i]) >= len(mine) - 1

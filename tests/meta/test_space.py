@@ -1,0 +1,84 @@
+"""SPaCE against synthetic metrics on a real contextual CartPole duplicated into 2 copies."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment
+from looprl.environments.contextual import (
+    ContextualEnvironment,
+    contextual_envs,
+    sample_contexts,
+)
+from looprl.meta import COMPONENTS, SPaCE
+
+
+def two_copies(hide_context: bool = True):
+    contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
+    return ContextualEnvironment("CartPole-v1", contexts, hide_context=hide_context,
+                                 seed=0).duplicate(2)
+
+
+def end_both(space: SPaCE, metrics: dict, returns: float) -> int:
+    metrics.update(ended=torch.tensor([True, True]), episode_returns=[returns, returns])
+    space.evaluate(metrics)
+    sizes = {len(w.instance_ids) for w in contextual_envs(metrics["env"])}
+    assert sizes == {metrics["space/instance_set_size"]}  # written to both copies
+    return metrics["space/instance_set_size"]
+
+
+def test_set_grows_at_plateaus_and_stays_while_improving():
+    env = two_copies()
+    space = SPaCE(initial_size=2, increment=1, eta=1.0, check_every=2, measure="return")
+    metrics = {"env": env, "policy": None}
+    space.setup(metrics)
+    assert metrics["space/instance_set_size"] == 2
+    assert [w.instance_ids for w in contextual_envs(env)] == [[0, 1], [0, 1]]  # given order
+    returns = [10, 20, 30, 30.5, 40, 60, 60.2, 60.1, 61.5, 61.6, 61.6, 61.6]
+    sizes = [end_both(space, metrics, r) for r in returns]
+    # baseline, +10, +10: stay; +0.5: grow; +9.5, +20: stay; +0.2, -0.1: grow twice;
+    # +1.4: stay; +0.1: grow to the full set, which then stays
+    assert sizes == [2, 2, 2, 3, 3, 3, 4, 5, 5, 6, 6, 6]
+    assert [w.instance_ids for w in contextual_envs(env)] == [list(range(6))] * 2
+    assert COMPONENTS["space"] is SPaCE
+
+
+def test_window_counts_episodes_and_value_measure_orders_by_start_value():
+    env = two_copies(hide_context=False)  # the observation ends with the context: length 4th
+    scale = {"k": 1.0}
+
+    def model(obs):  # V(s_0) = -k * length: short poles are "easy"
+        return torch.zeros(len(obs), 2), -scale["k"] * obs[:, 4 + 3]
+
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    space = SPaCE(initial_size=2, increment=2, eta=0.05, check_every=4, measure="value")
+    metrics = {"env": env, "policy": policy}
+    lengths = {i: c["length"] for i, c in contextual_envs(env)[0].contexts.items()}
+    space.setup(metrics)
+    by_length = sorted(lengths, key=lengths.get)
+    assert space.current == by_length[:2]
+    assert set(contextual_envs(env)[1].instance_ids) == set(by_length[:2])
+    end_both(space, metrics, 0.0)
+    assert len(space.history) == 0  # 2 of 4 episodes: no check yet
+    end_both(space, metrics, 0.0)  # baseline
+    scale["k"] = 0.5  # values rise by 0.5 * mean length > eta: keep the set
+    assert end_both(space, metrics, 0.0) == 2 and end_both(space, metrics, 0.0) == 2
+    end_both(space, metrics, 0.0)
+    assert end_both(space, metrics, 0.0) == 4  # no change: grow by the next easiest two
+    assert space.current == by_length[:4]
+    with pytest.raises(ValueError, match="measure='value'.*policy"):
+        SPaCE(measure="value", check_every=1).evaluate({"env": two_copies(), "policy": None,
+                                                        "ended": torch.tensor([True]),
+                                                        "episode_returns": [1.0]})
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="Unknown SPaCE measure 'reward'; valid: value, return"):
+        SPaCE(measure="reward")
+    with pytest.raises(ValueError, match="increment must be a positive integer"):
+        SPaCE(increment=0)
+    with pytest.raises(ValueError, match="holds no ContextualEnv"):
+        SPaCE().setup({"env": GymEnvironment("CartPole-v1")})
