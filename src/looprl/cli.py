@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import difflib
 import importlib
 import json
 import logging
@@ -18,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from looprl.core.suggest import did_you_mean
 
 FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
 
@@ -50,8 +51,7 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
 def resolve_agent(name: str) -> Any:
     agents = available_agents()
     if name not in agents:
-        close = difflib.get_close_matches(name, list(agents), n=3, cutoff=0.6)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, list(agents), n=3)
         raise ValueError(
             f"Unknown agent {name!r}.{hint} Available: {', '.join(sorted(agents))}"
         )

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn, optim
 
-from episodes import replay_episodes
+from helpers import replay_episodes
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,

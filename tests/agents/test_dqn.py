@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn, optim
 
+from helpers import RecordingTrainer
 from looprl.agents import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import (
@@ -14,7 +15,6 @@ from looprl.core import (
     RolloutResult,
     State,
     StateArray,
-    Trainer,
 )
 from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
@@ -26,25 +26,9 @@ def _q(seed: int = 0, lr: float = 1e-2, target: object = None) -> QNetwork:
     return QNetwork(model, optim.Adam(model.parameters(), lr=lr), target=target)
 
 
-class CountingTrainer(Trainer):
-    """Records the batches it is given instead of training."""
-
-    def __init__(self, policy: DQNPolicy):
-        self._policy = policy
-        self.batches: list[tuple] = []
-
-    @property
-    def policy(self) -> DQNPolicy:
-        return self._policy
-
-    def step(self, batch: tuple) -> dict:
-        self.batches.append(batch)
-        return {}
-
-
 def test_agent_calls_trainer_on_schedule() -> None:
     policy = DQNPolicy(_q(), 2, epsilon=1.0)
-    trainer = CountingTrainer(policy)
+    trainer = RecordingTrainer(policy)
     agent = DQN(
         policy,
         trainer,
@@ -76,7 +60,7 @@ def test_agent_calls_trainer_on_schedule() -> None:
 def test_agent_stores_transitions_but_not_out_of_done_states() -> None:
     policy = DQNPolicy(_q(), 2)
     buffer = ExperienceReplayBuffer(100)
-    agent = DQN(policy, CountingTrainer(policy), buffer, replay_start_size=1000)
+    agent = DQN(policy, RecordingTrainer(policy), buffer, replay_start_size=1000)
     states = [State(torch.full((4,), float(i))) for i in range(3)]
     states.append(State(torch.full((4,), 3.0), done=True, reward=1.0))
     states.append(State(torch.full((4,), 4.0)))  # new episode: no transition from 3 to 4

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn, optim
 
-from episodes import replay_episodes, replay_first_episodes
+from helpers import replay_episodes, replay_first_episodes
 from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
 from looprl.agents.ppg import PPG, PPGPolicy, PPGTestAgent, PPGTrainer
 from looprl.agents.ppo import ActorCritic

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import RecordingTrainer
 from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.ddqn import DDQNTrainer
 from looprl.agents.dqn import DQNPolicy
 from looprl.agents.vsarsa import SarsaTrainer, VSarsa
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.approximation.q_dist import QDist
-from looprl.core import ParallelPreset, State, StateArray, Trainer
+from looprl.core import ParallelPreset, State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.nn.distributional import CategoricalQHead
@@ -244,22 +245,6 @@ def test_sarsa_trainer_bootstraps_from_the_action_taken_next() -> None:
     assert torch.isclose(loss, torch.tensor(2.0))
     # W[0] += 0.2 * 2 * -1.5 * [1, -1]; W[1] += 0.2 * (1 * [1, 1] + 0.5 * [0, 1])
     assert torch.allclose(linear.weight, torch.tensor([[0.4, 0.6], [0.2, 2.3]]))
-
-
-class RecordingTrainer(Trainer):
-    """Records the batches it is given instead of training."""
-
-    def __init__(self, policy: DQNPolicy):
-        self._policy = policy
-        self.batches: list[tuple] = []
-
-    @property
-    def policy(self) -> DQNPolicy:
-        return self._policy
-
-    def step(self, batch: tuple) -> dict:
-        self.batches.append(batch)
-        return {}
 
 
 def test_vsarsa_agent_passes_the_next_action_it_takes_to_the_trainer() -> None:

@@ -13,7 +13,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from episodes import replay_first_episodes
+from helpers import replay_first_episodes
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import (
     ExperimentResult,

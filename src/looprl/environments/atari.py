@@ -28,7 +28,6 @@ turns ``life_lost`` into a terminal state for learning while the game goes on, a
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from typing import Any
@@ -38,6 +37,7 @@ import numpy as np
 import torch
 
 from looprl.core import State, StateArray
+from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
 
@@ -96,8 +96,7 @@ def rom_id(name: str) -> str:
     candidate = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", short).lower()
     if candidate in roms:
         return candidate
-    close = difflib.get_close_matches(_camel(candidate), atari_games(), n=3, cutoff=0.6)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(_camel(candidate), atari_games(), n=3)
     raise ValueError(
         f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari.atari_games() "
         f"lists the {len(roms)} games ale-py ships.)"

@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from looprl.core.suggest import did_you_mean
 from looprl.environments.gym import GymEnvironment, make_gym_env
 from looprl.environments.mujoco import is_mujoco_id, require_mujoco
 from looprl.environments.vector import GymVectorEnvironment
@@ -161,8 +161,7 @@ def features_of(env_id: str) -> dict[str, ContextFeature]:
 def _feature(env_id: str, name: str) -> ContextFeature:
     features = features_of(env_id)
     if name not in features:
-        close = difflib.get_close_matches(name, list(features), n=3, cutoff=0.6)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, list(features), n=3)
         raise ValueError(
             f"{env_id} has no context feature {name!r}.{hint} Valid features: {', '.join(features)}"
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 
 from looprl.core import State
+from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
 
 
@@ -51,8 +51,7 @@ def check_env_id(env_id: str) -> None:
             f"{env_id!r} is an Atari game: train it with an Atari preset "
             f"(looprl train atari.ppo {game}) or play it in AtariEnvironment({game!r})"
         )
-    close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(env_id, list(gym.registry), n=3)
     raise ValueError(
         f"Unknown environment {env_id!r}.{hint} "
         "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)"

@@ -302,13 +302,11 @@ class ParallelEnvExperiment(Experiment):
         hub, previous, action = self.hub, self._state, self._action
         hub.pre_step(previous)
         self._lengths += 1
-        ended_returns = self._returns.copy()
         self._state = self._env_step(action)
         learned = hub.post_step(previous, action, self._state, self.logger.frame)
         done = self._state.done.cpu().numpy()
         if done.any():
-            ended_returns += self._state.reward.cpu().numpy()
-            hub.post_episode(torch.from_numpy(done), ended_returns[done].tolist(),
+            hub.post_episode(torch.from_numpy(done), self._ended_returns,
                              self._lengths[done].tolist())
             self._lengths[done] = 0
             hub.pre_episode()
@@ -321,8 +319,9 @@ class ParallelEnvExperiment(Experiment):
         self._returns += state.reward.cpu().numpy()
         done = state.done.cpu().numpy()
         if done.any():
-            for i in np.flatnonzero(done):
-                self._log_training_episode(self._returns[i])
+            self._ended_returns = self._returns[done].tolist()
+            for episode_return in self._ended_returns:
+                self._log_training_episode(episode_return)
             self._returns[done] = 0.0
         return state
 

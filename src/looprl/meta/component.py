@@ -17,9 +17,10 @@ Components stack: the same class may be attached twice with different settings.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from looprl.core.suggest import did_you_mean
 
 #: The hook points, in the order they occur around one step, update and episode.
 HOOKS = ("pre_episode", "pre_step", "post_step", "pre_update", "post_update", "post_episode")
@@ -56,8 +57,7 @@ class MetaComponent:
 def check_hook(hook: str) -> str:
     """``hook`` if it is one of ``HOOKS``, else ``ValueError`` naming the valid ones."""
     if hook not in HOOKS:
-        close = difflib.get_close_matches(hook, HOOKS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(hook, HOOKS)
         raise ValueError(f"Unknown hook {hook!r}.{hint} The hooks are: {', '.join(HOOKS)}")
     return hook
 

@@ -88,10 +88,10 @@ class MetaHub:
         self._publish()
 
     def run(self, hook: str) -> None:
-        """Apply changed ``hp/*`` values, run ``hook``'s methods, apply them again."""
-        self._apply()
-        self.stack(hook, self.metrics)
-        self._apply()
+        """Run ``hook``'s methods, then apply the ``hp/*`` values they changed."""
+        if self.stack.has(hook):
+            self.stack(hook, self.metrics)
+            self._apply()
 
     def _publish(self) -> None:
         for key, hyperparameter in self.hyperparameters.items():

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from typing import Any
 
+from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import PLR
 from looprl.meta.reset import NetworkReset
@@ -41,11 +41,6 @@ def accepted_arguments(cls: type) -> list[str]:
     return names
 
 
-def _hint(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
     """The component registered as ``name`` in ``COMPONENTS``, built with ``kwargs``.
 
@@ -54,13 +49,13 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
     """
     if name not in COMPONENTS:
         choices = sorted(COMPONENTS)
-        raise ValueError(f"Unknown meta component {name!r}.{_hint(name, choices)} "
+        raise ValueError(f"Unknown meta component {name!r}.{did_you_mean(name, choices)} "
                          f"Valid: {', '.join(choices)}")
     cls = COMPONENTS[name]
     accepted = accepted_arguments(cls)
     unknown = [key for key in kwargs if key not in accepted]
     if unknown:
         raise ValueError(f"{name!r} ({cls.__name__}) got unknown argument(s) "
-                         f"{', '.join(map(repr, unknown))}.{_hint(unknown[0], accepted)} "
+                         f"{', '.join(map(repr, unknown))}.{did_you_mean(unknown[0], accepted)} "
                          f"Accepted: {', '.join(accepted)}")
     return cls(**kwargs)

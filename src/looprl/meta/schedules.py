@@ -14,10 +14,10 @@ its number of copies per step) or ``metrics['update']`` (updates taken so far).
 
 from __future__ import annotations
 
-import difflib
 import math
 from typing import Any
 
+from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -50,8 +50,7 @@ def check_key(key: str) -> str:
 def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
     if value not in choices:
-        close = difflib.get_close_matches(str(value), choices, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(str(value), choices)
         raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
     return value
 

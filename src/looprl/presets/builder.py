@@ -8,13 +8,13 @@ Unknown hyperparameter names raise an error that lists the valid ones.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from looprl.core import Preset
+from looprl.core.suggest import did_you_mean
 
 
 class UnknownHyperparameterError(KeyError):
@@ -145,8 +145,7 @@ class PresetBuilder:
 
     def _unknown(self, key: str) -> str:
         valid = sorted(self.default_hyperparameters)
-        close = difflib.get_close_matches(key, valid, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(key, valid)
         name = self.default_name
         return f"Unknown hyperparameter {key!r} for {name}.{hint} Valid: {', '.join(valid)}"
 

@@ -16,7 +16,6 @@ appended, the preset's ``model`` is wrapped in a ``MaskedModule`` and the agents
 from __future__ import annotations
 
 import copy
-import difflib
 import math
 from typing import Any
 
@@ -32,6 +31,7 @@ from looprl.agents.independent import (
     SingleStateAgent,
 )
 from looprl.core import Agent, ParallelAgent, Preset
+from looprl.core.suggest import did_you_mean
 from looprl.presets.builder import (
     PresetBuilder,
     UnknownHyperparameterError,
@@ -203,8 +203,7 @@ class IndependentPresetBuilder:
         valid = self.hyperparameter_defaults
         for key in hyperparameters:
             if key not in valid:
-                close = difflib.get_close_matches(key, list(valid), n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(key, list(valid))
                 raise UnknownHyperparameterError(
                     f"Unknown hyperparameter {key!r} for {self._name}.{hint} "
                     f"Valid: {', '.join(sorted(valid))}"

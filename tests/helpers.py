@@ -1,9 +1,27 @@
-"""Test helpers: replay an agent's evaluation episodes independently of the experiment code,
-so that tests can compare ``Experiment.test`` with what the agent really scores."""
+"""Test helpers: replay an agent's evaluation episodes independently of the experiment code
+(so that tests can compare ``Experiment.test`` with what the agent really scores), and a
+trainer that records its batches instead of training."""
 
 from __future__ import annotations
 
+from looprl.core import Trainer
 from looprl.environments import GymEnvironment, GymVectorEnvironment
+
+
+class RecordingTrainer(Trainer):
+    """Records the batches it is given instead of training."""
+
+    def __init__(self, policy):
+        self._policy = policy
+        self.batches: list = []
+
+    @property
+    def policy(self):
+        return self._policy
+
+    def step(self, batch) -> dict:
+        self.batches.append(batch)
+        return {}
 
 
 def replay_episodes(agent, env_id: str, seed: int, episodes: int) -> list[float]:
