@@ -15,23 +15,28 @@ from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.presets.classic_control.c51 import c51
 from looprl.presets.classic_control.ddqn import ddqn
+from looprl.presets.classic_control.dqn import dqn
 from looprl.presets.classic_control.rainbow import rainbow
 from looprl.presets.classic_control.vqn import vqn
 from looprl.presets.classic_control.vsarsa import vsarsa
 
 BAR = 100
+#: DQN with every part swapped by name (looprl.presets.parts)
+SWAPPED = dqn.hyperparameters(exploration="ez_greedy", epsilon=0.1, buffer="prioritized",
+                              update="clipped_double_q")
 
 
 @pytest.mark.parametrize(
     ("builder", "frames", "eval_every"),
     [
         (ddqn, 40_000, 5_000),
+        (SWAPPED, 40_000, 5_000),
         (c51, 25_000, 5_000),
         (rainbow, 10_000, 2_000),
         (vqn, 200_000, 20_000),
         (vsarsa, 200_000, 20_000),
     ],
-    ids=["ddqn", "c51", "rainbow", "vqn", "vsarsa"],
+    ids=["ddqn", "dqn-swapped-parts", "c51", "rainbow", "vqn", "vsarsa"],
 )
 def test_beats_random_on_cartpole(builder, frames, eval_every, tmp_path):
     seed_everything(1)  # the initial weights too

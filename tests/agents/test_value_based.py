@@ -32,7 +32,7 @@ SMALL = {"hidden": 16, "replay_start_size": 50, "update_frequency": 8, "gradient
          "minibatch_size": 16}
 CASES = {
     "ddqn": (ddqn, SMALL),
-    "ddqn-per": (ddqn, {**SMALL, "prioritized": True}),
+    "ddqn-per": (ddqn, {**SMALL, "buffer": "prioritized"}),
     "c51": (c51, SMALL),
     "rainbow": (rainbow, SMALL),
     "rainbow-no-double": (rainbow, {**SMALL, "double": False}),
@@ -121,7 +121,7 @@ def test_rainbow_switches_build_the_right_parts() -> None:
     off = {"double": False, "noisy": False, "n_steps": 1, "prioritized": False,
            "distributional": False, "dueling": False}
     plain = rainbow.env(env).hyperparameters(**off).device("cpu").build().agent()
-    assert isinstance(plain.trainer, DDQNTrainer) and not plain.trainer.double
+    assert isinstance(plain.trainer, DDQNTrainer) and plain.trainer.update == "q_learning"
     assert type(plain.replay_buffer).__name__ == "ExperienceReplayBuffer"
     assert not any(isinstance(m, NoisyFactorizedLinear) for m in plain.policy.module.modules())
 
@@ -217,6 +217,23 @@ def test_ddqn_trainer_matches_hand_target_and_returns_td_errors() -> None:
     assert torch.equal(q.target(next_states), torch.tensor([[2.0, 5.0], [3.0, 1.0], [0.0, 0.0]]))
 
 
+def test_clipped_double_q_takes_the_smaller_estimate_of_the_online_argmax() -> None:
+    q, _ = _linear_q(lr=0.0)
+    states, actions, rewards, next_states, weights = _hand_batch()
+    next_states["discount"] = torch.tensor([0.5, 0.25, 0.9])
+    trainer = DDQNTrainer(DQNPolicy(q, 2), huber=False, update="clipped_double_q")
+    stats = trainer.step((states, actions, rewards, next_states, weights))
+    # online argmax values [1, 2], target values of those actions [2, 1]: min [1, 1];
+    # targets [2 + 0.5 * 1, -1 + 0.25 * 1, 3] = [2.5, -0.75, 3] against Q(s, a) = [2, 1, 2]
+    assert torch.allclose(stats["td_error"], torch.tensor([0.5, -1.75, 1.0]))
+
+
+def test_unknown_update_lists_the_valid_ones() -> None:
+    q, _ = _linear_q(lr=0.0)
+    with pytest.raises(ValueError, match="'double_qq'.*Did you mean 'double_q'.*q_learning"):
+        DDQNTrainer(DQNPolicy(q, 2), update="double_qq")
+
+
 def test_ddqn_trainer_huber_loss_and_dqn_switch() -> None:
     q, _ = _linear_q(lr=0.0)
     states, actions, rewards, next_states, weights = _hand_batch()
@@ -227,7 +244,7 @@ def test_ddqn_trainer_huber_loss_and_dqn_switch() -> None:
     stats = double.step(batch)
     assert torch.allclose(stats["td_error"], torch.tensor([1.0, -1.5, 1.0]))
     assert torch.isclose(stats["loss"], torch.tensor(2.75 / 3))
-    plain = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, double=False)
+    plain = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, update="q_learning")
     # DQN's target [2 + 0.5 * 5, -1 + 0.5 * 3, 3] = [4.5, 0.5, 3]
     assert torch.allclose(plain.step(batch)["td_error"], torch.tensor([2.5, -0.5, 1.0]))
 

@@ -152,9 +152,9 @@ def test_image_observations_uint8_and_feature_extractor_and_factory():
 
 
 def test_bad_networks_raise_clear_errors():
-    with pytest.raises(ValueError, match="Unknown RND network 'resnet'.*mlp"):
-        RND(network="resnet")
-    with pytest.raises(ValueError, match=r"does not accept observations of shape \(4, 10, 10\)"):
+    with pytest.raises(ValueError, match="Unknown RND network 'resnett'.*mlp"):
+        RND(network="resnett")
+    with pytest.raises(ValueError, match=r"does not fit inputs of shape \(4, 10, 10\)"):
         RND(network="nature", obs_shape=(4, 10, 10))
 
 

@@ -57,5 +57,5 @@ def test_heads() -> None:
 
 
 def test_unknown_feature_extractor() -> None:
-    with pytest.raises(ValueError, match="nature"):
-        nature_features("resnet")
+    with pytest.raises(ValueError, match="Unknown feature extractor 'resnett'.*'resnet'"):
+        nature_features("resnett")

@@ -40,12 +40,14 @@ class DQNPolicy(Policy):
         q: the ``QNetwork``.
         num_actions: size of the discrete action space.
         epsilon: exploration rate, a float or a schedule with a ``value`` property.
+        exploration: another exploration policy over ``q`` (``looprl.policies.exploration``:
+            ez-greedy, Boltzmann); it replaces the epsilon-greedy one.
     """
 
-    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0):
+    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None):
         self.q = q
         self.num_actions = num_actions
-        self.greedy = GreedyPolicy(q, num_actions, epsilon=epsilon)
+        self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon)
         self.version = 0
 
     @property

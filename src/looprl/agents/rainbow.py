@@ -53,7 +53,8 @@ def rainbow_policy_and_trainer(
         policy = C51Policy(q, num_actions, epsilon)
         return policy, C51Trainer(policy, discount_factor, double=double)
     policy = DQNPolicy(q, num_actions, epsilon)
-    return policy, DDQNTrainer(policy, discount_factor, huber=huber, double=double)
+    update = "double_q" if double else "q_learning"
+    return policy, DDQNTrainer(policy, discount_factor, huber=huber, update=update)
 
 
 class Rainbow(DDQN):

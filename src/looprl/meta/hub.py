@@ -7,8 +7,10 @@ that training without components runs the plain loop). The hub
   the step and episode hooks;
 * wraps the agent's trainer in a ``MetaTrainer``, which calls the update hooks around every
   ``Trainer.step`` and writes the batch, losses, TD errors, predictions and gradient norm;
-* publishes the agent's hyperparameters as ``hp/*`` keys and applies the ones a hook changed
-  before the next step or update.
+* publishes the agent's hyperparameters as ``hp/*`` keys before every hook call and applies
+  the ones a hook changed before the next step or update;
+* gives the agent's exploration policy and buffer the metrics dictionary (their ``metrics``
+  attribute, where they have one).
 """
 
 from __future__ import annotations
@@ -84,12 +86,18 @@ class MetaHub:
             approximation.track_grad_norm = True
         inner.trainer = MetaTrainer(inner.trainer, self)
         self.metrics["policy"] = getattr(inner, "policy", None)
+        self.metrics["buffer"] = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
+        for part in (getattr(self.metrics["policy"], "greedy", None), self.metrics["buffer"]):
+            if hasattr(part, "metrics"):  # exploration policies, buffers that ask for it
+                part.metrics = self.metrics
         self._published: dict[str, Any] = {}
         self._publish()
 
     def run(self, hook: str) -> None:
-        """Run ``hook``'s methods, then apply the ``hp/*`` values they changed."""
+        """Publish the agent's current ``hp/*`` values (its own schedules move them), run
+        ``hook``'s methods, then apply the values they changed."""
         if self.stack.has(hook):
+            self._publish()
             self.stack(hook, self.metrics)
             self._apply()
 

@@ -9,7 +9,9 @@ key                what it changes
 ================== ========================================================================
 ``hp/lr``          the learning rate of every optimizer (``hp/lr/<name>`` of one, e.g.
                    ``hp/lr/actor``); setting it takes over from the preset's lr schedule
-``hp/epsilon``     the exploration rate of epsilon-greedy policies (DQN family, VQN, VSarsa)
+``hp/epsilon``     the exploration rate of epsilon-greedy policies (DQN family, VQN, VSarsa;
+                   a list with one epsilon per env copy) and of ez-greedy
+``hp/temperature`` the temperature of Boltzmann exploration (``exploration='stochastic'``)
 ``hp/discount``    gamma, in the trainer and (on-policy) the advantage estimation
 ``hp/batch_size``  transitions per gradient step (replay) or per minibatch (PPO, PPG)
 ``hp/clip``        PPO's ratio clipping range
@@ -29,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from looprl.approximation import Approximation
 from looprl.approximation.target import FixedTarget, PolyakTarget
@@ -97,11 +101,12 @@ def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
     agent = inner_agent(agent)
     found: dict[str, Hyperparameter] = {}
     _learning_rates(agent, found)
-    if hasattr(getattr(agent, "policy", None), "greedy"):
-        greedy = agent.policy.greedy
-        found["hp/epsilon"] = Hyperparameter(
-            lambda: _current(greedy.epsilon), lambda v: setattr(greedy, "epsilon", float(v))
-        )
+    greedy = getattr(getattr(agent, "policy", None), "greedy", None)
+    if hasattr(greedy, "temperature"):
+        found["hp/temperature"] = _attribute(greedy, "temperature")
+    elif greedy is not None:
+        found["hp/epsilon"] = Hyperparameter(lambda: _current(greedy.epsilon),
+                                             lambda v: setattr(greedy, "epsilon", _epsilon(v)))
     for name, paths in ATTRIBUTES.items():
         for path in paths:
             owner = _resolve(agent, path)
@@ -112,9 +117,17 @@ def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
     return found
 
 
-def _current(value: Any) -> float:
-    """A float, or a schedule's current value (without advancing it)."""
-    return float(value.current) if hasattr(type(value), "current") else float(value)
+def _current(value: Any) -> float | list[float]:
+    """A float, a schedule's current value (without advancing it), or one float per env copy."""
+    if hasattr(type(value), "current"):
+        return float(value.current)
+    if isinstance(value, torch.Tensor) and value.dim() == 1:
+        return value.tolist()
+    return float(value)
+
+
+def _epsilon(value: Any) -> float | list[float]:
+    return [float(v) for v in value] if isinstance(value, list | tuple) else float(value)
 
 
 def _attribute(owner: Any, name: str) -> Hyperparameter:

@@ -10,6 +10,8 @@ key                          written by            contents
 ``env``                      loop, at the start    the (vector) environment being trained in
 ``policy``                   loop, at the start    the agent's ``Policy`` (to score states, as
                                                    PLR does: read it, do not train it)
+``buffer``                   loop, at the start    the agent's replay or rollout buffer
+                                                   (read it; the agent writes it)
 ``step``                     loop, every step      environment steps taken so far (frames)
 ``episode``                  loop, every episode   training episodes completed so far
 ``transition``               loop, post-step       dict, one row per env copy:
@@ -19,6 +21,8 @@ key                          written by            contents
                                                    ``env_step`` (int). Components may change
                                                    ``reward`` (the agent learns from it) and
                                                    add keys (``intrinsic_reward``).
+``explored``                 exploration policy,   bool per env copy: the action just taken
+                             every action          was exploratory (value-based agents)
 ``episode_returns``          loop, post-episode    returns of the episodes that just ended
 ``episode_lengths``          loop, post-episode    their lengths in steps
 ``ended``                    loop, post-episode    bool per env copy: which ones just ended
@@ -32,9 +36,9 @@ key                          written by            contents
 ``grad_norm``                agent, post-update    dict: per approximation (``q``, ``actor``...)
                                                    the gradient norm of the last optimizer
                                                    step, before clipping (a tensor)
-``hp/<name>``                agent, before hooks;  the agent's hyperparameters (``hp/lr``,
-                             anyone may change     ``hp/epsilon``, ``hp/discount``,
-                                                   ``hp/batch_size``, ...): a changed value is
+``hp/<name>``                hub, before each      the agent's hyperparameters (``hp/lr``,
+                             hook; anyone may      ``hp/epsilon``, ``hp/discount``,
+                             change them           ``hp/batch_size``, ...): a changed value is
                                                    applied before the next step or update.
 =========================== ===================== ============================================
 

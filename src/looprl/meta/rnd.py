@@ -48,7 +48,7 @@ import torch
 from torch import nn
 
 from looprl.meta.component import MetaComponent
-from looprl.nn import FEATURE_EXTRACTORS, MLP, nature_features, orthogonal_init
+from looprl.nn import FEATURE_EXTRACTORS, MLP, feature_extractor, orthogonal_init
 
 __all__ = ["RND", "NovelD", "RNDNetwork", "RunningStd", "ToFloat", "image_network"]
 
@@ -302,7 +302,7 @@ class RND(MetaComponent):
         elif network in ("cnn", "auto"):
             module = image_network(shape, self.feature_dim)
         else:
-            body = nature_features(network, frames=shape[0])
+            body = feature_extractor(network, shape)
             module = nn.Sequential(body, nn.Linear(body.out_features, self.feature_dim))
         return probe(module, shape, network)
 

@@ -3,11 +3,10 @@
 Models take stacked uint8 frames ``(batch, 4, 84, 84)`` and scale them by 1/255 inside, so
 observations stay uint8 (4x smaller) in replay and rollout buffers until the forward pass.
 
-* ``NatureConv`` -- the three convolutions (32x8x8/4, 64x4x4/2, 64x3x3/1), flattened to
-  ``3136`` features for 84x84 inputs.
-* ``NatureCNN`` -- ``NatureConv`` + a 512-unit ReLU layer: the feature extractor.
-* ``nature_features(kind)`` -- the feature-extractor factory presets use; further kinds
-  (e.g. IMPALA's ResNet) register in ``FEATURE_EXTRACTORS``.
+* ``NatureConv``, ``NatureCNN`` -- the convolutions and the feature extractor
+  (``looprl.nn.features``).
+* ``nature_features(kind)`` -- a feature extractor of ``looprl.nn.features`` over stacked
+  84x84 frames (``"nature"``, ``"resnet"``, ``"cnn"`` or a combination).
 * ``nature_dqn`` / ``nature_dueling_dqn`` / ``nature_categorical_dqn`` -- Q-networks:
   features + a linear head (dueling: separate value and advantage streams; categorical:
   ``num_actions * atoms`` logits).
@@ -17,11 +16,12 @@ observations stay uint8 (4x smaller) in replay and rollout buffers until the for
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
+from looprl.nn.features import FEATURE_EXTRACTORS, NatureCNN, NatureConv, feature_extractor
 from looprl.nn.layers import HIDDEN_GAIN, Dueling, orthogonal_init
 
 __all__ = [
@@ -37,56 +37,10 @@ __all__ = [
 ]
 
 
-class NatureConv(nn.Module):
-    """The Nature DQN convolutions over uint8 frames, scaled by 1/255 inside.
-
-    Args:
-        frames: stacked frames (input channels).
-        screen_size: height and width of the frames.
-    """
-
-    def __init__(self, frames: int = 4, screen_size: int = 84):
-        super().__init__()
-        self.layers = nn.Sequential(
-            orthogonal_init(nn.Conv2d(frames, 32, 8, stride=4)),
-            nn.ReLU(),
-            orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
-            nn.ReLU(),
-            orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
-            nn.ReLU(),
-            nn.Flatten(),
-        )
-        with torch.no_grad():
-            probe = torch.zeros(1, frames, screen_size, screen_size)
-            self.out_features = int(self.layers(probe).shape[1])
-
-    def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        """Features ``(batch, out_features)``; one unbatched ``(frames, H, W)`` input gives
-        ``(out_features,)`` (single states are not batched)."""
-        if frames.dim() == 3:
-            return self.forward(frames.unsqueeze(0)).squeeze(0)
-        return self.layers(frames.float() * (1.0 / 255.0))
-
-
-class NatureCNN(nn.Sequential):
-    """``NatureConv`` followed by a ``features``-unit ReLU layer (512 in the paper)."""
-
-    def __init__(self, frames: int = 4, features: int = 512, screen_size: int = 84):
-        conv = NatureConv(frames, screen_size)
-        super().__init__(conv, orthogonal_init(nn.Linear(conv.out_features, features)), nn.ReLU())
-        self.out_features = features
-
-
-#: Feature extractors by name: ``factory(frames) -> module`` with an ``out_features`` attribute.
-FEATURE_EXTRACTORS: dict[str, Callable[[int], nn.Module]] = {"nature": NatureCNN}
-
-
-def nature_features(kind: str = "nature", frames: int = 4) -> nn.Module:
-    """A feature extractor from ``FEATURE_EXTRACTORS`` (``ValueError`` for unknown kinds)."""
-    if kind not in FEATURE_EXTRACTORS:
-        choices = ", ".join(sorted(FEATURE_EXTRACTORS))
-        raise ValueError(f"Unknown feature extractor {kind!r}; choose from {choices}")
-    return FEATURE_EXTRACTORS[kind](frames)
+def nature_features(kind: Any = "nature", frames: int = 4) -> nn.Module:
+    """The feature extractor ``kind`` (a spec of ``looprl.nn.features.feature_extractor``)
+    over ``frames`` stacked 84x84 frames."""
+    return feature_extractor(kind, (frames, 84, 84))
 
 
 def nature_dqn(num_actions: int, frames: int = 4, features: str = "nature") -> nn.Sequential:

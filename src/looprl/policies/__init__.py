@@ -1,4 +1,5 @@
-"""Action selection: epsilon-greedy and softmax policies."""
+"""Action selection: epsilon-greedy, ez-greedy, Boltzmann, softmax, Gaussian and deterministic
+policies."""
 
 from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
 from looprl.policies.distributions import (
@@ -8,13 +9,17 @@ from looprl.policies.distributions import (
     GaussianHead,
     TanhGaussianHead,
 )
-from looprl.policies.greedy import GreedyPolicy, ParallelGreedyPolicy
+from looprl.policies.exploration import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy
+from looprl.policies.greedy import GreedyPolicy, ParallelGreedyPolicy, apex_epsilons
 from looprl.policies.softmax import SoftmaxPolicy, SoftmaxPolicyNetwork
 
 __all__ = [
+    "EXPLORATION",
     "ActionBounds",
+    "BoltzmannPolicy",
     "CategoricalHead",
     "DeterministicPolicy",
+    "EZGreedyPolicy",
     "GaussianActor",
     "GaussianHead",
     "GreedyPolicy",
@@ -23,4 +28,5 @@ __all__ = [
     "SoftmaxPolicy",
     "SoftmaxPolicyNetwork",
     "TanhGaussianHead",
+    "apex_epsilons",
 ]

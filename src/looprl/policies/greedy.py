@@ -8,9 +8,14 @@
   exploration decision per row, all in torch ops (no Python loop); returns a
   ``LongTensor`` of shape ``state.shape``.
 
-``epsilon`` is a float or a schedule with a ``value`` property (e.g.
-``LinearScheduler``), read once per call -- once per action for a single state, once
-per batch for a ``StateArray``. ``eval`` always acts greedily.
+``epsilon`` is a float, a schedule with a ``value`` property (e.g. ``LinearScheduler``),
+read once per call -- once per action for a single state, once per batch for a
+``StateArray`` -- or a sequence of one epsilon per env copy (batches only; Ape-X's
+``apex_epsilons`` gives the usual spread). ``eval`` always acts greedily.
+
+Like every exploration policy (``looprl.policies.exploration``), it has a ``metrics``
+attribute: ``None`` unless meta components are attached, else the run's metrics dictionary,
+where each call writes ``explored`` (a bool per row: the action was exploratory).
 
 With ``evaluation=True`` the action values come from the network in eval mode (the mean
 weights of noisy layers, no dropout): evaluation agents use it, so that epsilon applies on
@@ -26,7 +31,7 @@ import torch
 
 from looprl.core.state import StateArray
 
-__all__ = ["GreedyPolicy", "ParallelGreedyPolicy"]
+__all__ = ["GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons"]
 
 
 class GreedyPolicy:
@@ -35,7 +40,8 @@ class GreedyPolicy:
     Args:
         q: a ``QNetwork`` (anything with ``no_grad``/``eval`` returning action values).
         num_actions: number of discrete actions.
-        epsilon: exploration probability, a float or a schedule with a ``value``.
+        epsilon: exploration probability: a float, a schedule with a ``value``, or one float
+            per env copy.
         seed: seeds the policy's own random generators; ``None`` uses the global ``random``
             module (and torch's global generator for batches).
         evaluation: compute action values with the network in eval mode (``q.eval``).
@@ -52,11 +58,12 @@ class GreedyPolicy:
         self.q = q
         self._values = q.eval if evaluation else q.no_grad
         self.num_actions = num_actions
-        self.epsilon = epsilon
         self.device = getattr(q, "device", torch.device("cpu"))
+        self.epsilon = epsilon
         self._rng = random.Random(seed) if seed is not None else None
         self._seed = seed
         self._generator: torch.Generator | None = None
+        self.metrics: dict[str, Any] | None = None
 
     @property
     def epsilon(self) -> Any:
@@ -65,9 +72,15 @@ class GreedyPolicy:
 
     @epsilon.setter
     def epsilon(self, epsilon: Any) -> None:
-        self._epsilon = epsilon
         # look the property up on the type: reading it would advance the schedule
         self._scheduled = hasattr(type(epsilon), "value")
+        self._per_env = not self._scheduled and not isinstance(epsilon, int | float)
+        if self._per_env:
+            epsilon = torch.as_tensor(epsilon, dtype=torch.float32, device=self.device)
+            if epsilon.dim() != 1:
+                raise ValueError(f"epsilon must be a float, a schedule or one float per env "
+                                 f"copy, got shape {tuple(epsilon.shape)}")
+        self._epsilon = epsilon
 
     def _next_epsilon(self) -> float:
         return self._epsilon.value if self._scheduled else self._epsilon
@@ -80,11 +93,15 @@ class GreedyPolicy:
         """Epsilon-greedy actions for ``state`` under ``torch.no_grad()``."""
         if isinstance(state, StateArray):
             return self._batch(state)
+        if self._per_env:
+            raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
         epsilon = self._next_epsilon()
-        if epsilon > 0:
-            rng = self._rng or random
-            if rng.random() < epsilon:
-                return torch.tensor(rng.randrange(self.num_actions), device=self.device)
+        explored = epsilon > 0 and (self._rng or random).random() < epsilon
+        if self.metrics is not None:
+            self.metrics["explored"] = torch.tensor([explored])
+        if explored:
+            return torch.tensor((self._rng or random).randrange(self.num_actions),
+                                device=self.device)
         return self._values(state).argmax(dim=-1)
 
     def eval(self, state: Any) -> torch.Tensor:
@@ -95,12 +112,19 @@ class GreedyPolicy:
         """Per-row epsilon-greedy actions for a batch of states."""
         epsilon = self._next_epsilon()
         greedy = self._values(state).argmax(dim=-1)
-        if epsilon <= 0:
+        if not self._per_env and epsilon <= 0:
+            if self.metrics is not None:
+                self.metrics["explored"] = torch.zeros(greedy.shape, dtype=torch.bool)
             return greedy
+        if self._per_env and epsilon.shape != greedy.shape:
+            raise ValueError(f"{len(epsilon)} epsilons (one per env copy) for a batch of "
+                             f"{tuple(greedy.shape)} states")
         generator = self._torch_generator(greedy.device)
         shape = greedy.shape
         explore = torch.rand(shape, device=greedy.device, generator=generator) < epsilon
         actions = torch.randint(self.num_actions, shape, device=greedy.device, generator=generator)
+        if self.metrics is not None:
+            self.metrics["explored"] = explore
         return torch.where(explore, actions, greedy)
 
     def _torch_generator(self, device: torch.device) -> torch.Generator | None:
@@ -109,6 +133,15 @@ class GreedyPolicy:
         if self._generator is None or self._generator.device != device:
             self._generator = torch.Generator(device=device).manual_seed(self._seed)
         return self._generator
+
+
+def apex_epsilons(n: int, epsilon: float = 0.4, alpha: float = 7.0) -> list[float]:
+    """Ape-X's per-actor exploration rates (Horgan et al., 2018,
+    https://arxiv.org/abs/1803.00933): ``epsilon ** (1 + alpha * i / (n - 1))`` for copy ``i``.
+    """
+    if n == 1:
+        return [epsilon]
+    return [epsilon ** (1 + alpha * i / (n - 1)) for i in range(n)]
 
 
 class ParallelGreedyPolicy(GreedyPolicy):

@@ -52,6 +52,26 @@ def double_q_target(
     return rewards + discount * masks * next_values
 
 
+def clipped_double_q_target(
+    rewards: torch.Tensor,
+    next_online_values: torch.Tensor,
+    next_target_values: torch.Tensor,
+    masks: torch.Tensor,
+    discount: float | torch.Tensor,
+) -> torch.Tensor:
+    """Clipped double Q-learning target (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477),
+    for discrete actions as in Mighty's ``ClippedDoubleQLearning``.
+
+    ``r + discount * mask * min(Q_online(s', a*), Q_target(s', a*))`` with
+    ``a* = argmax_a Q_online(s', a)``: the smaller of the two estimates of the chosen action
+    bounds the overestimation further than double Q.
+    """
+    best = next_online_values.argmax(dim=-1, keepdim=True)
+    online = next_online_values.gather(-1, best).squeeze(-1)
+    target = next_target_values.gather(-1, best).squeeze(-1)
+    return rewards + discount * masks * torch.minimum(online, target)
+
+
 def categorical_projection(
     rewards: torch.Tensor,
     masks: torch.Tensor,

@@ -36,6 +36,7 @@ default_hyperparameters: dict[str, Any] = {
     "aux_epochs": 6,
     "beta_clone": 1.0,
     "aux_minibatch_size": 256,
+    "update": "ppg",
 }
 
 

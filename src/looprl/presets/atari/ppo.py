@@ -38,7 +38,12 @@ default_hyperparameters: dict[str, Any] = {
     "episodic_life": True,
     "clip_rewards": True,
     "features": "nature",
+    # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
+    "exploration": "stochastic",
+    "buffer": "rollout",
+    "update": "ppo",
 }
+
 
 
 class PPOAtariPreset(DeepMindBody, PPOClassicControlPreset):

@@ -17,12 +17,12 @@ from looprl.core import DummyLogger, Preset
 from looprl.nn import MLP
 from looprl.nn.distributional import CategoricalQHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.ddqn import replay_buffer
 from looprl.presets.common import (
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
+from looprl.presets.parts import replay_buffer
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -90,7 +90,8 @@ class C51ClassicControlPreset(Preset):
         return C51(
             policy,
             C51Trainer(policy, hp["discount_factor"]),
-            replay_buffer(hp, self.device, train_steps),
+            replay_buffer("prioritized" if hp["prioritized"] else "uniform", hp, self.device,
+                          train_steps),
             minibatch_size=hp["minibatch_size"],
             replay_start_size=hp["replay_start_size"],
             update_frequency=hp["update_frequency"],

@@ -1,6 +1,13 @@
 """DQN preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults.
 
 The defaults solve CartPole-v1 (mean return >= 475) within 50,000 steps.
+
+Its parts are chosen by name (``looprl.presets.parts``): ``exploration`` (any of
+``EXPLORATION``), ``buffer`` (``uniform``, ``prioritized``, ``nstep``) and ``update``
+(``q_learning``, ``double_q``, ``clipped_double_q``), e.g.
+``dqn.hyperparameters(exploration="ez_greedy", buffer="prioritized", update="double_q")``.
+The network's body is configurable too: ``features`` takes a ``looprl.nn.feature_extractor``
+spec (MLP, CNN, ResNet or a combination), which also opens the preset to image observations.
 """
 
 from __future__ import annotations
@@ -10,17 +17,19 @@ from typing import Any
 
 from torch import nn, optim
 
+from looprl.agents.ddqn import DDQN, DDQNTrainer
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
+from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import DummyLogger, Preset
-from looprl.memory import ExperienceReplayBuffer
-from looprl.nn import MLP
+from looprl.nn import MLP, feature_extractor, orthogonal_init
+from looprl.policies import EXPLORATION
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
+from looprl.presets.parts import UPDATES, choose, exploration_policy, replay_buffer
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -38,6 +47,19 @@ default_hyperparameters: dict[str, Any] = {
     "hidden": 256,
     "clip_grad": 10.0,
     "huber": True,
+    # None: two ReLU layers of `hidden` units; else a spec of looprl.nn.feature_extractor
+    # (e.g. "resnet" for images, {"type": "mlp", "hidden": [128, 128]}) and a linear head
+    "features": None,
+    # swappable parts (looprl.presets.parts) and their settings
+    "exploration": "decaying_epsilon_greedy",
+    "epsilon": 0.05,  # epsilon_greedy, ez_greedy
+    "ez_mu": 2.0,
+    "temperature": 1.0,  # stochastic
+    "buffer": "uniform",
+    "alpha": 0.6,  # prioritized
+    "beta": 0.4,
+    "n_steps": 3,  # nstep
+    "update": "q_learning",
 }
 
 
@@ -52,12 +74,21 @@ class DQNClassicControlPreset(Preset):
         super().__init__(name, device, hyperparameters)
         require_positive(
             hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
-            "target_update_frequency", "replay_buffer_size", "hidden",
+            "target_update_frequency", "replay_buffer_size", "hidden", "n_steps",
         )
+        choose("exploration", hyperparameters["exploration"], EXPLORATION, name)
+        choose("buffer", hyperparameters["buffer"], ("uniform", "prioritized", "nstep"), name)
+        choose("update", hyperparameters["update"], UPDATES[:3], name)
         self.num_actions = require_discrete_actions(env, "DQN")
-        obs_dim = require_flat_observations(env, "DQN")
-        hidden = hyperparameters["hidden"]
-        self.model = MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
+        features = hyperparameters["features"]
+        if features is None:
+            obs_dim = require_flat_observations(env, "DQN")
+            hidden = hyperparameters["hidden"]
+            self.model = MLP(obs_dim, self.num_actions, (hidden, hidden), activation=nn.ReLU)
+        else:
+            body = feature_extractor(features, env.observation_space.shape)
+            head = orthogonal_init(nn.Linear(body.out_features, self.num_actions), 1.0)
+            self.model = nn.Sequential(body, head)
         self.model = self.model.to(device)
 
     def _q(self, logger: Any) -> QNetwork:
@@ -72,23 +103,22 @@ class DQNClassicControlPreset(Preset):
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> DQN:
         hp = self.hyperparameters
-        epsilon = LinearScheduler(
-            hp["initial_exploration"],
-            hp["final_exploration"],
-            0,
-            hp["final_exploration_step"],
-            name="epsilon",
-        )
-        policy = DQNPolicy(self._q(logger or DummyLogger()), self.num_actions, epsilon)
-        return DQN(
-            policy,
-            DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
-            ExperienceReplayBuffer(hp["replay_buffer_size"], device=self.device),
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-        )
+        q = self._q(logger or DummyLogger())
+        exploration = exploration_policy(hp, q, self.num_actions, self.name)
+        policy = DQNPolicy(q, self.num_actions, exploration=exploration)
+        buffer = replay_buffer(hp["buffer"], hp, self.device, train_steps)
+        schedule = {
+            "minibatch_size": hp["minibatch_size"],
+            "replay_start_size": hp["replay_start_size"],
+            "update_frequency": hp["update_frequency"],
+            "gradient_steps": hp["gradient_steps"],
+        }
+        if hp["update"] == "q_learning" and hp["buffer"] != "prioritized":
+            return DQN(policy, DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
+                       buffer, **schedule)
+        trainer = DDQNTrainer(policy, hp["discount_factor"], huber=hp["huber"],
+                              update=hp["update"])
+        return DDQN(policy, trainer, buffer, **schedule)  # feeds TD errors to priorities
 
     def test_agent(self) -> DQNTestAgent:
         q = QNetwork(copy.deepcopy(self.model))

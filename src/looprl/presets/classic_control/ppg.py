@@ -25,11 +25,13 @@ from looprl.presets.classic_control.ppo import default_hyperparameters as ppo_de
 from looprl.presets.common import require_discrete_actions, require_flat_observations
 
 default_hyperparameters: dict[str, Any] = {
-    **ppo_defaults,  # the policy phase is the PPO preset's
+    # the policy phase is the PPO preset's (with PPG's own network, not a `features` spec)
+    **{key: value for key, value in ppo_defaults.items() if key != "features"},
     "n_policy": 4,
     "aux_epochs": 1,
     "beta_clone": 1.0,
     "aux_minibatch_size": 256,
+    "update": "ppg",
 }
 
 
@@ -46,6 +48,7 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
     """Builds PPG agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
 
     algorithm = "PPG"
+    parts = {**PPOClassicControlPreset.parts, "update": ("ppg",)}
     policy_class = PPGPolicy
     test_agent_class = PPGTestAgent
     agent_class = PPG

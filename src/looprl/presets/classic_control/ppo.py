@@ -14,7 +14,7 @@ from torch import nn, optim
 from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
-from looprl.nn import MLP
+from looprl.nn import MLP, SharedActorCritic, feature_extractor, orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
@@ -23,6 +23,7 @@ from looprl.presets.common import (
     require_flat_observations,
     require_positive,
 )
+from looprl.presets.parts import check_parts
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98,
@@ -41,7 +42,15 @@ default_hyperparameters: dict[str, Any] = {
     "value_clip": None,
     "clip_grad": 0.5,
     "hidden": 64,
+    # None: separate tanh actor and critic MLPs of 2 x `hidden`; else a spec of
+    # looprl.nn.feature_extractor for one body shared by a policy and a value head
+    "features": None,
+    # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
+    "exploration": "stochastic",
+    "buffer": "rollout",
+    "update": "ppo",
 }
+
 
 
 def linear(initial: float):
@@ -67,10 +76,15 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     agent_class: Any = PPO
     #: hyperparameters that must be positive
     positive: tuple[str, ...] = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden")
+    #: the part names (``looprl.presets.parts``) it takes
+    parts: dict[str, tuple[str, ...]] = {
+        "exploration": ("stochastic",), "buffer": ("rollout",), "update": ("ppo",),
+    }
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
         require_positive(hyperparameters, *self.positive)
+        check_parts(hyperparameters, name, self.parts)
         self.n_envs = hyperparameters["n_envs"]
         model, self.head = self._build(env)
         self.model = model.to(device)
@@ -78,6 +92,12 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     def _build(self, env: Any) -> tuple[nn.Module, Any]:
         """The network (outputs ``(action parameters, values)``) and the action head."""
         num_actions = require_discrete_actions(env, self.algorithm)
+        features = self.hyperparameters.get("features")
+        if features is not None:  # one shared body, a policy head and a value head
+            body = feature_extractor(features, env.observation_space.shape)
+            policy = orthogonal_init(nn.Linear(body.out_features, num_actions), 0.01)
+            value = orthogonal_init(nn.Linear(body.out_features, 1), 1.0)
+            return SharedActorCritic(body, policy, value), CategoricalHead(num_actions)
         obs_dim = require_flat_observations(env, self.algorithm)
         hidden = (self.hyperparameters["hidden"],) * 2
         actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)

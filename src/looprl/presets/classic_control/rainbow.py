@@ -24,12 +24,12 @@ from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.ddqn import replay_buffer
 from looprl.presets.common import (
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
+from looprl.presets.parts import replay_buffer
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -130,7 +130,8 @@ class RainbowClassicControlPreset(Preset):
         policy, trainer = rainbow_policy_and_trainer(
             q, self.num_actions, self._epsilon(), hp["discount_factor"], double=hp["double"]
         )
-        buffer = replay_buffer(hp, self.device, train_steps)
+        kind = "prioritized" if hp["prioritized"] else "uniform"
+        buffer = replay_buffer(kind, hp, self.device, train_steps)
         if hp["n_steps"] > 1:
             buffer = NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], buffer)
         return Rainbow(

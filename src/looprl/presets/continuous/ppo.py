@@ -36,7 +36,12 @@ default_hyperparameters: dict[str, Any] = {
     "clip_grad": 0.5,
     "hidden": 64,
     "log_std_init": 0.0,
+    # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
+    "exploration": "stochastic",
+    "buffer": "rollout",
+    "update": "ppo",
 }
+
 
 
 class PPOContinuousPreset(PPOClassicControlPreset):

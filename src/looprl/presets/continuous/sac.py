@@ -17,6 +17,7 @@ from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterminis
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_positive
 from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
+from looprl.presets.parts import check_parts
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -33,6 +34,10 @@ default_hyperparameters: dict[str, Any] = {
     "entropy_tuning": True,
     "target_entropy": None,
     "hidden": 256,
+    # the parts of looprl.presets.parts this preset takes (SAC's own, named for configs)
+    "exploration": "stochastic",
+    "buffer": "uniform",
+    "update": "sac",
 }
 
 
@@ -47,6 +52,8 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
         require_positive(hyperparameters, "lr_temperature", "alpha")
+        check_parts(hyperparameters, name, {"exploration": ("stochastic",),
+                                            "buffer": ("uniform",), "update": ("sac",)})
         hidden, in_dim = hyperparameters["hidden"], self.obs_dim + self.action_dim
         actor = mlp(self.obs_dim, 2 * self.action_dim, hidden)
         self.actor = SoftDeterministicActor(actor, self.action_space).to(device)

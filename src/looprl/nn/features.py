@@ -1,0 +1,254 @@
+"""Configurable feature extractors: MLP, CNN, ResNet-style, and combinations (Mighty's
+``feature_extractor`` configs).
+
+``feature_extractor(spec, input_shape)`` builds an ``nn.Module`` mapping a batch of
+observations of ``input_shape`` to ``(batch, out_features)`` features (its ``out_features``
+attribute). A spec is
+
+* a name in ``FEATURE_EXTRACTORS`` with its default options: ``"mlp"``, ``"cnn"``,
+  ``"nature"`` or ``"resnet"``;
+* a dict ``{"type": name, **options}``, e.g. ``{"type": "mlp", "hidden": [128, 128]}``;
+* a list of specs, chained: each is built on the previous one's output, e.g.
+  ``["resnet", {"type": "mlp", "hidden": [256]}]`` (a combination).
+
+==========  ==============================================================================
+name        options (defaults)
+==========  ==============================================================================
+``mlp``     ``hidden`` (64, 64), ``activation`` ("relu"); flattens its input first
+``cnn``     ``channels`` (32, 64, 64), ``kernels`` (8, 4, 3), ``strides`` (4, 2, 1),
+            ``activation`` ("relu"); then flattened
+``nature``  ``features`` (512): the Nature DQN convolutions and a 512-unit layer
+``resnet``  ``channels`` (16, 32, 32), ``blocks`` (2), ``features`` (256): the IMPALA CNN
+            (Espeholt et al., 2018, https://arxiv.org/abs/1802.01561)
+==========  ==============================================================================
+
+Image extractors take channels-first ``(C, H, W)`` inputs and scale ``uint8`` ones by 1/255.
+All accept one unbatched observation too. Weights are orthogonal (gain ``sqrt(2)``), biases
+zero.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.core.suggest import did_you_mean
+from looprl.nn.layers import orthogonal_init
+
+__all__ = [
+    "ACTIVATIONS",
+    "FEATURE_EXTRACTORS",
+    "ConvFeatures",
+    "MLPFeatures",
+    "NatureCNN",
+    "NatureConv",
+    "ResNetFeatures",
+    "feature_extractor",
+]
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU,
+}
+
+
+def activation_layer(name: str) -> nn.Module:
+    """A new activation layer by name (``ValueError`` naming the valid ones otherwise)."""
+    if name not in ACTIVATIONS:
+        hint = did_you_mean(name, list(ACTIVATIONS))
+        raise ValueError(f"Unknown activation {name!r}.{hint} Valid: {', '.join(ACTIVATIONS)}")
+    return ACTIVATIONS[name]()
+
+
+class _Unbatched(nn.Module):
+    """Runs ``self.layers`` on a batch; an unbatched input of ``input_shape`` gets one."""
+
+    input_dims: int
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == self.input_dims:
+            return self.forward(x.unsqueeze(0)).squeeze(0)
+        if x.dtype == torch.uint8:
+            x = x.float() * (1.0 / 255.0)
+        return self.layers(x.float())
+
+
+class MLPFeatures(_Unbatched):
+    """Flatten, then ``Linear`` + activation per hidden size."""
+
+    def __init__(self, input_shape: Sequence[int], hidden: Sequence[int] = (64, 64),
+                 activation: str = "relu"):
+        super().__init__()
+        self.input_dims = len(input_shape)
+        layers: list[nn.Module] = [nn.Flatten()]
+        last = math.prod(input_shape)
+        for size in hidden:
+            layers += [orthogonal_init(nn.Linear(last, size)), activation_layer(activation)]
+            last = size
+        self.layers = nn.Sequential(*layers)
+        self.out_features = last
+
+
+class ConvFeatures(_Unbatched):
+    """A stack of convolutions (``channels``/``kernels``/``strides``), then flattened."""
+
+    def __init__(self, input_shape: Sequence[int], channels: Sequence[int] = (32, 64, 64),
+                 kernels: Sequence[int] = (8, 4, 3), strides: Sequence[int] = (4, 2, 1),
+                 activation: str = "relu"):
+        super().__init__()
+        _require_image(input_shape, "cnn")
+        if not len(channels) == len(kernels) == len(strides):
+            raise ValueError("cnn needs as many kernels and strides as channels, got "
+                             f"{len(channels)}, {len(kernels)} and {len(strides)}")
+        self.input_dims = 3
+        layers: list[nn.Module] = []
+        last = input_shape[0]
+        for out, kernel, stride in zip(channels, kernels, strides, strict=True):
+            layers += [orthogonal_init(nn.Conv2d(last, out, kernel, stride)),
+                       activation_layer(activation)]
+            last = out
+        self.layers = nn.Sequential(*layers, nn.Flatten())
+        self.out_features = _probe(self.layers, input_shape, "cnn")
+
+
+class _Residual(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.block = nn.Sequential(
+            nn.ReLU(), orthogonal_init(nn.Conv2d(channels, channels, 3, padding=1)),
+            nn.ReLU(), orthogonal_init(nn.Conv2d(channels, channels, 3, padding=1)),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x)
+
+
+class ResNetFeatures(_Unbatched):
+    """The IMPALA CNN: per stage a 3x3 convolution, 3x3 max-pooling (stride 2) and
+    ``blocks`` residual blocks; then ReLU, flatten and a ``features``-unit ReLU layer."""
+
+    def __init__(self, input_shape: Sequence[int], channels: Sequence[int] = (16, 32, 32),
+                 blocks: int = 2, features: int = 256):
+        super().__init__()
+        _require_image(input_shape, "resnet")
+        self.input_dims = 3
+        layers: list[nn.Module] = []
+        last = input_shape[0]
+        for out in channels:
+            layers += [orthogonal_init(nn.Conv2d(last, out, 3, padding=1)),
+                       nn.MaxPool2d(3, stride=2, padding=1)]
+            layers += [_Residual(out) for _ in range(blocks)]
+            last = out
+        conv = nn.Sequential(*layers, nn.ReLU(), nn.Flatten())
+        flat = _probe(conv, input_shape, "resnet")
+        self.layers = nn.Sequential(conv, orthogonal_init(nn.Linear(flat, features)), nn.ReLU())
+        self.out_features = features
+
+
+class NatureConv(nn.Module):
+    """The Nature DQN convolutions over uint8 frames, scaled by 1/255 inside.
+
+    Args:
+        frames: stacked frames (input channels).
+        screen_size: height and width of the frames.
+    """
+
+    def __init__(self, frames: int = 4, screen_size: int = 84):
+        super().__init__()
+        self.layers = nn.Sequential(
+            orthogonal_init(nn.Conv2d(frames, 32, 8, stride=4)),
+            nn.ReLU(),
+            orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            probe = torch.zeros(1, frames, screen_size, screen_size)
+            self.out_features = int(self.layers(probe).shape[1])
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        """Features ``(batch, out_features)``; one unbatched ``(frames, H, W)`` input gives
+        ``(out_features,)`` (single states are not batched)."""
+        if frames.dim() == 3:
+            return self.forward(frames.unsqueeze(0)).squeeze(0)
+        return self.layers(frames.float() * (1.0 / 255.0))
+
+
+class NatureCNN(nn.Sequential):
+    """``NatureConv`` followed by a ``features``-unit ReLU layer (512 in the paper)."""
+
+    def __init__(self, frames: int = 4, features: int = 512, screen_size: int = 84):
+        conv = NatureConv(frames, screen_size)
+        super().__init__(conv, orthogonal_init(nn.Linear(conv.out_features, features)), nn.ReLU())
+        self.out_features = features
+
+
+
+def _nature(input_shape: Sequence[int], features: int = 512) -> NatureCNN:
+    _require_image(input_shape, "nature")
+    if input_shape[1] != input_shape[2]:
+        raise ValueError(f"nature needs square frames, got {tuple(input_shape)}")
+    try:
+        return NatureCNN(input_shape[0], features, input_shape[1])
+    except RuntimeError:
+        raise ValueError(f"The nature feature extractor does not fit inputs of shape "
+                         f"{tuple(input_shape)}; it needs frames of at least 36x36") from None
+
+
+#: Feature extractors by name: ``factory(input_shape, **options)`` -> a module with
+#: ``out_features``.
+FEATURE_EXTRACTORS: dict[str, Callable[..., nn.Module]] = {
+    "mlp": MLPFeatures, "cnn": ConvFeatures, "nature": _nature, "resnet": ResNetFeatures,
+}
+
+
+def feature_extractor(spec: Any, input_shape: Sequence[int]) -> nn.Module:
+    """The feature extractor ``spec`` describes (see the module docstring) for inputs of
+    ``input_shape``; one-line ``ValueError`` s for unknown names, options or shapes."""
+    input_shape = tuple(int(n) for n in input_shape)
+    if isinstance(spec, list | tuple):
+        if not spec:
+            raise ValueError("An empty list is no feature extractor; name at least one")
+        modules = []
+        for part in spec:
+            modules.append(feature_extractor(part, input_shape))
+            input_shape = (modules[-1].out_features,)
+        chain = nn.Sequential(*modules)
+        chain.out_features = modules[-1].out_features
+        return chain
+    options = dict(spec) if isinstance(spec, dict) else {"type": spec}
+    name = options.pop("type", None)
+    if name not in FEATURE_EXTRACTORS:
+        hint = did_you_mean(str(name), list(FEATURE_EXTRACTORS))
+        raise ValueError(f"Unknown feature extractor {name!r}.{hint} "
+                         f"Valid: {', '.join(FEATURE_EXTRACTORS)}")
+    factory = FEATURE_EXTRACTORS[name]
+    valid = [p for p in inspect.signature(factory).parameters if p != "input_shape"]
+    for option in options:
+        if option not in valid:
+            raise ValueError(f"Feature extractor {name!r} has no option {option!r}; "
+                             f"options: {', '.join(valid)}")
+    return factory(input_shape, **options)
+
+
+def _require_image(input_shape: Sequence[int], name: str) -> None:
+    if len(input_shape) != 3:
+        raise ValueError(f"The {name} feature extractor needs channels-first images (C, H, W), "
+                         f"got inputs of shape {tuple(input_shape)}; use 'mlp' for vectors")
+
+
+def _probe(layers: nn.Module, input_shape: Sequence[int], name: str) -> int:
+    """The flat output size of ``layers`` on one input; ``ValueError`` if it is too small."""
+    try:
+        with torch.no_grad():
+            return int(layers(torch.zeros(1, *input_shape)).shape[1])
+    except RuntimeError as error:
+        raise ValueError(f"The {name} feature extractor does not fit inputs of shape "
+                         f"{tuple(input_shape)} (too small for its kernels and strides): "
+                         f"{str(error).splitlines()[0]}") from None

@@ -1,0 +1,138 @@
+"""Exploration policies over Q-values, chosen by name (``EXPLORATION``), as in Mighty.
+
+All share ``GreedyPolicy``'s interface (``no_grad(state)`` to act while training, ``eval``
+to act greedily, a ``metrics`` attribute), so the DQN family's ``DQNPolicy`` takes any of
+them as its ``exploration``:
+
+========================= ==================================================================
+name                      behaviour
+========================= ==================================================================
+``epsilon_greedy``        ``GreedyPolicy`` with a fixed epsilon, or one epsilon per env copy
+``decaying_epsilon_greedy`` ``GreedyPolicy`` with a linearly decaying epsilon
+``ez_greedy``             ``EZGreedyPolicy``: temporally extended epsilon-greedy
+``stochastic``            ``BoltzmannPolicy``: samples from ``softmax(Q / temperature)``
+========================= ==================================================================
+
+Each call writes ``metrics['explored']`` (bool per row) when a metrics dictionary is set.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+from looprl.core.state import StateArray
+from looprl.policies.greedy import GreedyPolicy
+
+__all__ = ["EXPLORATION", "BoltzmannPolicy", "EZGreedyPolicy"]
+
+#: Exploration names accepted by the value-based presets (``exploration`` hyperparameter).
+EXPLORATION = ("epsilon_greedy", "decaying_epsilon_greedy", "ez_greedy", "stochastic")
+
+
+class EZGreedyPolicy(GreedyPolicy):
+    """Temporally extended epsilon-greedy, "ez-greedy" (Dabney et al., 2021,
+    https://arxiv.org/abs/2006.01782).
+
+    With probability ``epsilon`` an *option* starts: one uniformly random action, repeated
+    for ``n ~ zeta(mu)`` steps (truncated at ``max_duration``), during which no new decision
+    is taken. Options end with the episode (none starts on a terminal state). Each env copy
+    of a batch has its own option.
+
+    Args:
+        q, num_actions, epsilon, seed: as ``GreedyPolicy`` (``epsilon`` may be a schedule).
+        mu: exponent of the zeta distribution of durations (> 1; 2 in the paper).
+        max_duration: the longest option.
+    """
+
+    def __init__(
+        self,
+        q: Any,
+        num_actions: int,
+        epsilon: Any = 0.01,
+        mu: float = 2.0,
+        max_duration: int = 100,
+        seed: int | None = None,
+    ):
+        super().__init__(q, num_actions, epsilon, seed)
+        if mu <= 1 or max_duration < 1:
+            raise ValueError(f"ez-greedy needs mu > 1 and max_duration >= 1, got {mu}, "
+                             f"{max_duration}")
+        self.mu = mu
+        lengths = torch.arange(1, max_duration + 1, dtype=torch.float64)
+        self._probs = (lengths ** -mu / (lengths ** -mu).sum()).float()
+        self._lengths = lengths.long().tolist()
+        self._cumulative = self._probs.cumsum(0).tolist()
+        self._left: Any = 0  # steps left of the running option(s)
+        self._repeat: Any = 0  # the repeated action(s)
+
+    def no_grad(self, state: Any) -> torch.Tensor:
+        """ez-greedy actions for ``state`` under ``torch.no_grad()``."""
+        if isinstance(state, StateArray):
+            return self._batch(state)
+        rng = self._rng or random
+        done = bool(state.get("done", False))
+        if not isinstance(self._left, int) or done:
+            self._left = 0
+        explored = not done and self._left == 0 and rng.random() < self._next_epsilon()
+        if explored:
+            self._left = rng.choices(self._lengths, cum_weights=self._cumulative)[0]
+            self._repeat = rng.randrange(self.num_actions)
+        if self.metrics is not None:
+            self.metrics["explored"] = torch.tensor([self._left > 0])
+        if self._left > 0:
+            self._left -= 1
+            return torch.tensor(self._repeat, device=self.device)
+        return self._values(state).argmax(dim=-1)
+
+    def _batch(self, state: Any) -> torch.Tensor:
+        epsilon = self._next_epsilon()
+        greedy = self._values(state).argmax(dim=-1)
+        shape, device = greedy.shape, greedy.device
+        generator = self._torch_generator(device)
+        if not isinstance(self._left, torch.Tensor) or self._left.shape != shape:
+            self._left = torch.zeros(shape, dtype=torch.long, device=device)
+            self._repeat = torch.zeros(shape, dtype=torch.long, device=device)
+        done = torch.as_tensor(state["done"], device=device)
+        left = self._left.masked_fill(done, 0)
+        explore = torch.rand(shape, device=device, generator=generator) < epsilon
+        start = (left == 0) & explore & ~done
+        count = greedy.numel()
+        durations = torch.multinomial(self._probs.to(device), count, True, generator=generator)
+        left = torch.where(start, durations.view(shape) + 1, left)
+        actions = torch.randint(self.num_actions, shape, device=device, generator=generator)
+        self._repeat = torch.where(start, actions, self._repeat)
+        acting = left > 0
+        self._left = left - acting.long()
+        if self.metrics is not None:
+            self.metrics["explored"] = acting
+        return torch.where(acting, self._repeat, greedy)
+
+
+class BoltzmannPolicy(GreedyPolicy):
+    """Stochastic (Boltzmann) exploration: actions sampled from ``softmax(Q / temperature)``.
+
+    Args:
+        q, num_actions, seed: as ``GreedyPolicy``.
+        temperature: > 0; high values approach uniform sampling, low ones greedy acting.
+    """
+
+    def __init__(self, q: Any, num_actions: int, temperature: float = 1.0,
+                 seed: int | None = None):
+        super().__init__(q, num_actions, 0.0, seed)
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature = temperature
+
+    def no_grad(self, state: Any) -> torch.Tensor:
+        """Sampled actions for ``state`` (one per row of a batch) without gradients."""
+        values = self._values(state)
+        generator = self._torch_generator(values.device)
+        probs = torch.softmax(values / self.temperature, dim=-1)
+        actions = torch.multinomial(probs.reshape(-1, self.num_actions), 1, generator=generator)
+        actions = actions.view(values.shape[:-1])
+        if self.metrics is not None:
+            self.metrics["explored"] = (actions != values.argmax(dim=-1)).reshape(-1)
+        return actions

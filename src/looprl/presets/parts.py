@@ -1,0 +1,104 @@
+"""Swappable algorithm parts chosen by name: exploration, buffers and updates (seed 000).
+
+A preset's ``exploration``, ``buffer`` and ``update`` hyperparameters name its parts, so that
+a config (or ``.hyperparameters(...)``) swaps them without touching an algorithm:
+
+=============== ========================================== ===================================
+kind            names                                      implemented by
+=============== ========================================== ===================================
+exploration     ``epsilon_greedy``, ``decaying_epsilon_``  ``looprl.policies.exploration``
+                ``greedy``, ``ez_greedy``, ``stochastic``
+buffer          ``uniform``, ``prioritized``, ``nstep``,   ``looprl.memory``
+                ``rollout``
+update          ``q_learning``, ``double_q``,              ``looprl.agents.ddqn.UPDATES``,
+                ``clipped_double_q``, ``ppo``, ``ppg``,    ``PPOTrainer``, ``PPGTrainer``,
+                ``sac``                                    ``SACTrainer``
+=============== ========================================== ===================================
+
+Each preset takes the names that fit its policy: the classic-control ``dqn`` and ``ddqn``
+take every exploration, the three replay buffers and the three Q updates; the PPO presets
+take ``stochastic``, ``rollout`` and ``ppo`` (PPG: ``ppg``); ``sac`` takes ``stochastic``,
+``uniform`` and ``sac``. ``choose`` gives a one-line error naming the valid ones otherwise.
+When meta components are attached, the exploration policy and the buffer get the run's
+metrics dictionary as their ``metrics`` attribute (``looprl.meta.hub``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from looprl.agents.ddqn import UPDATES as Q_UPDATES
+from looprl.approximation import LinearScheduler
+from looprl.core.suggest import did_you_mean
+from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
+from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
+
+__all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "check_parts", "choose",
+           "exploration_policy", "replay_buffer"]
+
+BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
+UPDATES = (*Q_UPDATES, "ppo", "ppg", "sac")
+PARTS: dict[str, Sequence[str]] = {"exploration": EXPLORATION, "buffer": BUFFERS,
+                                   "update": UPDATES}
+
+
+def choose(kind: str, name: str, valid: Sequence[str], algorithm: str) -> str:
+    """``name`` if ``algorithm`` takes it as its ``kind`` part, else a one-line ``ValueError``
+    naming the valid choices."""
+    if name in valid:
+        return name
+    choices = ", ".join(valid)
+    if name in PARTS[kind]:
+        raise ValueError(f"{algorithm} cannot use the {kind} {name!r}; it takes: {choices}")
+    hint = did_you_mean(name, list(PARTS[kind]))
+    raise ValueError(f"Unknown {kind} {name!r}.{hint} {algorithm} takes: {choices}")
+
+
+def check_parts(hp: dict[str, Any], algorithm: str, parts: dict[str, Sequence[str]]) -> None:
+    """``choose`` for each kind of ``parts`` (kind -> valid names) that ``hp`` names."""
+    for kind, valid in parts.items():
+        if kind in hp:
+            choose(kind, hp[kind], valid, algorithm)
+
+
+def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: str) -> Any:
+    """The exploration policy ``hp['exploration']`` names, over the Q approximation ``q``.
+
+    ``decaying_epsilon_greedy`` decays linearly from ``initial_exploration`` to
+    ``final_exploration`` over ``final_exploration_step`` steps; ``epsilon_greedy`` and
+    ``ez_greedy`` (options of ``zeta(ez_mu)`` steps) keep ``epsilon``; ``stochastic`` samples
+    from ``softmax(Q / temperature)``.
+    """
+    name = choose("exploration", hp["exploration"], EXPLORATION, algorithm)
+    if name == "decaying_epsilon_greedy":
+        epsilon = LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
+                                  hp["final_exploration_step"], name="epsilon")
+        return GreedyPolicy(q, num_actions, epsilon)
+    if name == "epsilon_greedy":
+        return GreedyPolicy(q, num_actions, hp["epsilon"])
+    if name == "ez_greedy":
+        return EZGreedyPolicy(q, num_actions, hp["epsilon"], mu=hp["ez_mu"])
+    return BoltzmannPolicy(q, num_actions, hp["temperature"])
+
+
+def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float) -> Any:
+    """The replay buffer ``name`` (``uniform``, ``prioritized`` or ``nstep``) of
+    ``replay_buffer_size`` transitions.
+
+    Prioritized replay uses ``alpha``, and ``beta`` annealed to 1 over the gradient steps of
+    ``train_steps`` frames; ``nstep`` stores ``n_steps``-step returns in uniform replay.
+    """
+    if name == "nstep":
+        inner = replay_buffer("uniform", hp, device, train_steps)
+        return NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], inner)
+    if name == "uniform":
+        return ExperienceReplayBuffer(hp["replay_buffer_size"], device=device)
+    beta: Any = hp["beta"]
+    if train_steps != float("inf"):
+        frames = max(train_steps - hp["replay_start_size"], 1)
+        samples = int(frames / hp["update_frequency"] * hp["gradient_steps"])
+        beta = LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")
+    return PrioritizedReplayBuffer(
+        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta, device=device
+    )

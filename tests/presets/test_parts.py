@@ -1,0 +1,225 @@
+"""Swappable parts chosen by name: exploration policies, buffers and updates."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from looprl.agents.ddqn import DDQNTrainer
+from looprl.agents.dqn import DQNTrainer
+from looprl.approximation import QNetwork
+from looprl.core import State, StateArray
+from looprl.environments import GymEnvironment
+from looprl.experiments import make_experiment
+from looprl.experiments.experiment import seed_everything
+from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
+from looprl.meta import MetaComponent
+from looprl.policies import BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy, apex_epsilons
+from looprl.presets.classic_control import dqn, ppo
+from looprl.presets.continuous import sac
+
+SMALL = {"replay_start_size": 50, "update_frequency": 8, "gradient_steps": 2,
+         "minibatch_size": 16, "hidden": 16}
+
+
+class ConstantQ(torch.nn.Module):
+    """Q-values ``values`` for every observation (action 0 is the greedy one)."""
+
+    def __init__(self, values: list[float]):
+        super().__init__()
+        self.values = torch.tensor(values)
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        return self.values.expand(*observation.shape[:-1], len(self.values))
+
+
+def _q(values: list[float]) -> QNetwork:
+    return QNetwork(ConstantQ(values))
+
+
+def _batch(n: int, done: bool = False) -> StateArray:
+    return StateArray({"observation": torch.zeros(n, 1),
+                       "done": torch.full((n,), done)}, (n,))
+
+
+def _agent(cartpole: GymEnvironment, **hp: Any) -> Any:
+    return dqn.env(cartpole).hyperparameters(**SMALL, **hp).device("cpu").build().agent()
+
+
+@pytest.fixture
+def cartpole():
+    env = GymEnvironment("CartPole-v1")
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("decaying_epsilon_greedy", GreedyPolicy), ("epsilon_greedy", GreedyPolicy),
+    ("ez_greedy", EZGreedyPolicy), ("stochastic", BoltzmannPolicy),
+])
+def test_exploration_by_name(cartpole, name: str, kind: type) -> None:
+    policy = _agent(cartpole, exploration=name, epsilon=0.2).policy
+    assert type(policy.greedy) is kind
+    if name == "epsilon_greedy":
+        assert policy.greedy.epsilon == 0.2
+    if name == "decaying_epsilon_greedy":
+        assert policy.greedy.epsilon.current == 1.0  # dqn's initial_exploration
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("uniform", ExperienceReplayBuffer), ("prioritized", PrioritizedReplayBuffer),
+    ("nstep", NStepReplayBuffer),
+])
+def test_buffer_by_name(cartpole, name: str, kind: type) -> None:
+    assert type(_agent(cartpole, buffer=name, n_steps=4).replay_buffer) is kind
+
+
+@pytest.mark.parametrize("name", ["q_learning", "double_q", "clipped_double_q"])
+def test_update_by_name(cartpole, name: str) -> None:
+    trainer = _agent(cartpole, update=name).trainer
+    if name == "q_learning":  # the plain DQN trainer, as fast as before
+        assert type(trainer) is DQNTrainer
+    else:
+        assert type(trainer) is DDQNTrainer and trainer.update == name
+
+
+@pytest.mark.parametrize("builder, hp, message", [
+    (dqn, {"exploration": "ez-greedy"}, "Unknown exploration 'ez-greedy'. Did you mean "
+     "'ez_greedy'"),
+    (dqn, {"buffer": "rollout"}, "dqn cannot use the buffer 'rollout'; it takes: uniform, "
+     "prioritized, nstep"),
+    (dqn, {"update": "ppo"}, "dqn cannot use the update 'ppo'; it takes: q_learning"),
+    (ppo, {"update": "double_q"}, "ppo cannot use the update 'double_q'; it takes: ppo"),
+    (ppo, {"exploration": "ez_greedy"}, "it takes: stochastic"),
+    (ppo, {"buffer": "nsteps"}, "Unknown buffer 'nsteps'. Did you mean 'nstep'"),
+])
+def test_wrong_part_names_say_what_is_valid(cartpole, builder, hp, message) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        builder.env(cartpole).hyperparameters(**hp).device("cpu").build()
+
+
+def test_sac_validates_its_parts() -> None:
+    env = GymEnvironment("Pendulum-v1")
+    with pytest.raises(ValueError, match="sac cannot use the update 'clipped_double_q'"):
+        sac.env(env).hyperparameters(update="clipped_double_q").device("cpu").build()
+    env.close()
+
+
+def test_one_epsilon_per_env_copy() -> None:
+    torch.manual_seed(0)
+    policy = GreedyPolicy(_q([1.0, 0.0, 0.0, 0.0]), 4, epsilon=[0.0, 1.0], seed=0)
+    actions = torch.stack([policy.no_grad(_batch(2)) for _ in range(400)])
+    assert (actions[:, 0] == 0).all()  # epsilon 0: always greedy
+    # epsilon 1: uniform over 4 actions, so the greedy action about a quarter of the time
+    assert 0.15 < (actions[:, 1] == 0).float().mean() < 0.35
+    with pytest.raises(ValueError, match="2 epsilons .* for a batch of \\(3,\\)"):
+        policy.no_grad(_batch(3))
+    assert apex_epsilons(3, 0.4, 7.0) == pytest.approx([0.4, 0.4 ** 4.5, 0.4 ** 8])
+
+
+def _runs(actions: list[int]) -> list[int]:
+    lengths, last = [], None
+    for action in actions:
+        if action == last:
+            lengths[-1] += 1
+        else:
+            lengths.append(1)
+        last = action
+    return lengths
+
+
+def test_ez_greedy_repeats_random_actions_for_zeta_distributed_durations() -> None:
+    # epsilon 1: back-to-back options; 50 actions, so two options rarely share one
+    policy = EZGreedyPolicy(_q([0.0] * 50), 50, epsilon=1.0, mu=2.0, max_duration=100, seed=1)
+    state = State({"observation": torch.zeros(1), "done": False})
+    actions = [int(policy.no_grad(state)) for _ in range(20_000)]
+    runs = _runs(actions)
+    # P(n) = n^-2 / sum_{k<=100} k^-2: P(1) = 0.6145, mean = H_100 / sum k^-2 = 3.16
+    norm = sum(k ** -2 for k in range(1, 101))
+    assert runs.count(1) / len(runs) == pytest.approx(1 / norm, abs=0.03)
+    mean = sum(1 / k for k in range(1, 101)) / norm
+    assert sum(runs) / len(runs) == pytest.approx(mean, rel=0.1)
+    # plain epsilon-greedy at epsilon 1 changes action 49 times in 50
+    plain = GreedyPolicy(_q([0.0] * 50), 50, epsilon=1.0, seed=1)
+    plain_runs = _runs([int(plain.no_grad(state)) for _ in range(2000)])
+    assert sum(plain_runs) / len(plain_runs) < 1.1
+
+
+def test_ez_greedy_batches_keep_one_option_per_row_and_end_it_with_the_episode() -> None:
+    policy = EZGreedyPolicy(_q([1.0, 0.0, 0.0]), 3, epsilon=1.0, mu=1.01, seed=0)
+    first = policy.no_grad(_batch(256))
+    # mu close to 1: most options last long, so most rows repeat their random action
+    assert (policy.no_grad(_batch(256)) == first).float().mean() > 0.8
+    policy.epsilon = 0.0  # no new option: running ones go on, ended episodes stop theirs
+    assert (policy.no_grad(_batch(256)) == first).float().mean() > 0.7
+    assert (policy.no_grad(_batch(256, done=True)) == 0).all()
+    assert (policy.no_grad(_batch(256)) == 0).all()
+
+
+def test_stochastic_exploration_samples_the_boltzmann_distribution() -> None:
+    # Q = [0, ln 3]: softmax gives [1/4, 3/4] at temperature 1, [1/2, 1/2] as T grows
+    policy = BoltzmannPolicy(_q([0.0, math.log(3.0)]), 2, temperature=1.0, seed=0)
+    actions = policy.no_grad(_batch(20_000))
+    assert actions.float().mean() == pytest.approx(0.75, abs=0.015)
+    policy.temperature = 1000.0
+    assert policy.no_grad(_batch(20_000)).float().mean() == pytest.approx(0.5, abs=0.015)
+    policy.temperature = 0.01
+    assert (policy.no_grad(_batch(100)) == 1).all()
+    assert policy.no_grad(State({"observation": torch.zeros(1)})).shape == ()
+
+
+class HPRecorder(MetaComponent):
+    def __init__(self, key: str):
+        super().__init__()
+        self.values: list = []
+        self.explored: list = []
+        self.post_step_methods.append(self.record)
+
+    def record(self, metrics: dict[str, Any]) -> None:
+        self.values.append(metrics.get("hp/epsilon", metrics.get("hp/temperature")))
+        self.explored.append(metrics["explored"])
+
+
+def _train(builder, tmp_path: Path, frames: int, meta: list) -> Any:
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0,
+                                 train_steps=frames, meta=meta)
+    experiment.train(frames=frames)
+    return experiment
+
+
+def test_exploration_and_buffer_receive_the_metrics_and_hp_values_stay_current(
+    tmp_path: Path,
+) -> None:
+    recorder = HPRecorder("hp/epsilon")
+    builder = dqn.hyperparameters(**SMALL, final_exploration_step=100, buffer="prioritized")
+    experiment = _train(builder, tmp_path, 150, [recorder])
+    agent = experiment.agent
+    metrics = experiment.hub.metrics
+    assert agent.policy.greedy.metrics is metrics
+    assert metrics["buffer"] is agent.replay_buffer
+    # the agent's own schedule moves epsilon; hooks see its current value
+    assert recorder.values[0] == pytest.approx(1.0, abs=0.02)
+    assert recorder.values[120] == pytest.approx(0.04)
+    # exploratory actions: nearly all at first, about epsilon's share at the end
+    explored = torch.cat(recorder.explored).float()
+    assert explored[:10].mean() > 0.7 and explored[110:].mean() < 0.2
+
+
+def test_stochastic_exploration_publishes_its_temperature(tmp_path: Path) -> None:
+    class Cool(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.pre_step_methods.append(lambda m: m.__setitem__("hp/temperature", 0.5))
+
+    recorder = HPRecorder("hp/temperature")
+    experiment = _train(dqn.hyperparameters(**SMALL, exploration="stochastic"), tmp_path, 20,
+                        [Cool(), recorder])
+    assert experiment.agent.policy.greedy.temperature == 0.5
+    assert recorder.values[-1] == 0.5
