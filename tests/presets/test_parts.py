@@ -223,3 +223,29 @@ def test_stochastic_exploration_publishes_its_temperature(tmp_path: Path) -> Non
                         [Cool(), recorder])
     assert experiment.agent.policy.greedy.temperature == 0.5
     assert recorder.values[-1] == 0.5
+
+
+def test_a_component_can_give_each_env_copy_its_own_epsilon(tmp_path: Path) -> None:
+    from looprl.presets.classic_control import vqn
+
+    class PerCopy(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.seen: list = []
+            self.pre_step_methods.append(self.set)
+
+        def set(self, metrics: dict[str, Any]) -> None:
+            self.seen.append(metrics["hp/epsilon"])
+            metrics["hp/epsilon"] = apex_epsilons(4)
+
+    component = PerCopy()
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = vqn.env(env).hyperparameters(n_envs=4, hidden=16).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0,
+                                 train_steps=40, meta=[component])
+    experiment.train(frames=40)
+    greedy = experiment.agent.policy.greedy
+    assert greedy.epsilon.tolist() == pytest.approx(apex_epsilons(4))
+    assert isinstance(component.seen[0], float)  # the preset's schedule, before the change
+    assert component.seen[-1] == pytest.approx(apex_epsilons(4))  # published back as a list

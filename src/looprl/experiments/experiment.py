@@ -91,9 +91,13 @@ class Experiment(ABC):
                 "single-environment or parallel presets"
             )
         if components:
-            self.hub = MetaHub(components, self.agent, self.training_env,
-                               getattr(preset, "model", None))
+            self._attach(components)
             self._step = self._meta_step  # the plain loop stays free of hook calls
+
+    def _attach(self, components: list[MetaComponent]) -> None:
+        """Build the run's ``MetaHub`` for ``components``."""
+        self.hub = MetaHub(components, self.agent, self.training_env,
+                           getattr(self.preset, "model", None))
 
     @property
     def training_env(self) -> Any:

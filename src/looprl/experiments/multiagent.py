@@ -9,17 +9,29 @@ It logs into one run directory ``{logdir}/{name}/{env}``:
 * one ``ExperimentLogger`` per agent, in ``{run dir}/{name}.{agent}/{env}``, records that
   agent's episode returns (its own ``returns100.csv``), its losses (each agent's preset
   logs to its own logger) and its test returns.
+
+Meta components run per agent: each agent gets its own copy of every component
+(``copy.deepcopy``: register hooks as bound methods, which are copied with their component,
+not as lambdas that capture it) and its own metrics dictionary (``self.hubs[name]``, with
+``metrics['agent'] = name``). An agent's transition ends when its next turn comes: then its
+``post_step`` hooks run (and may change the reward it learns from), then ``pre_step``, then
+it acts. Episode hooks run for every agent at the start and the end of each episode.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from typing import Any
+
+import torch
 
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
+from looprl.meta.component import MetaComponent
+from looprl.meta.hub import MetaHub
 
 
 def play(
@@ -66,6 +78,38 @@ class MultiagentEnvExperiment(Experiment):
         }
         return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
+    def _attach(self, components: list[MetaComponent]) -> None:
+        """One ``MetaHub`` per agent, over its own copies of ``components``."""
+        agents = getattr(self.agent, "agents", None)
+        if agents is None:
+            raise ValueError(f"{type(self.agent).__name__} has no per-agent `agents`; meta "
+                             "components need independent agents (presets.multiagent)")
+        presets = getattr(self.preset, "presets", {})
+        self.hubs: dict[str, MetaHub] = {}
+        for name, agent in agents.items():
+            model = getattr(presets.get(name), "model", None)
+            hub = MetaHub(copy.deepcopy(components), agent, self.env, model)
+            hub.metrics["agent"] = name
+            self.hubs[name] = hub
+
+    def _meta_step(self, state: Any) -> None:
+        """``_step`` with the acting agent's hooks: the post-step hooks of its previous turn,
+        then (unless its episode is over) its pre-step hooks."""
+        name = state["agent"]
+        hub = self.hubs[name]
+        if name in self._pending:
+            previous, action = self._pending.pop(name)
+            state = hub.post_step(previous, action, state, self.logger.frame)
+        if not state.done:
+            hub.pre_step(state)
+        action = self.agent.act(state)
+        if not state.done:
+            self._pending[name] = (state, action)
+            self._turns[name] += 1
+        self.env.step(None if state.done else action)
+        self.logger.frame += 1
+        self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
+
     def _train(self, frames: float, episodes: float) -> None:
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._run_training_episode()
@@ -78,6 +122,9 @@ class MultiagentEnvExperiment(Experiment):
 
     def _run_training_episode(self) -> None:
         self._reset()
+        self._pending, self._turns = {}, defaultdict(int)
+        for hub in getattr(self, "hubs", {}).values():
+            hub.pre_episode()
         returns: dict[str, float] = defaultdict(float)
         for agent in self.env.agent_iter():
             state = self.env.last()
@@ -85,6 +132,8 @@ class MultiagentEnvExperiment(Experiment):
             self.agent_loggers[agent].frame = self.logger.frame
             self._step(state)
         self._log_training_episode(returns)
+        for name, hub in getattr(self, "hubs", {}).items():
+            hub.post_episode(torch.tensor([True]), [returns[name]], [self._turns.pop(name, 0)])
 
     def _step(self, state: Any) -> None:
         """The selected agent acts on ``state``; the environment advances one turn."""

@@ -12,6 +12,8 @@ key                          written by            contents
                                                    PLR does: read it, do not train it)
 ``buffer``                   loop, at the start    the agent's replay or rollout buffer
                                                    (read it; the agent writes it)
+``agent``                    loop, at the start    multi-agent runs: the agent this
+                                                   dictionary belongs to (one per agent)
 ``step``                     loop, every step      environment steps taken so far (frames)
 ``episode``                  loop, every episode   training episodes completed so far
 ``transition``               loop, post-step       dict, one row per env copy:

@@ -157,12 +157,14 @@ class IndependentPresetBuilder:
         device: str | torch.device | None = None,
         env: Any = None,
         hyperparameters: dict[str, Any] | None = None,
+        meta: tuple[Any, ...] = (),
     ):
         self.builders = builders
         self._name = name
         self._device = device
         self._env = env
         self._hyperparameters = dict(hyperparameters or {})
+        self._meta = tuple(meta)
 
     def _with(self, **changes: Any) -> IndependentPresetBuilder:
         kwargs = {
@@ -171,6 +173,7 @@ class IndependentPresetBuilder:
             "device": self._device,
             "env": self._env,
             "hyperparameters": self._hyperparameters,
+            "meta": self._meta,
         }
         return IndependentPresetBuilder(**{**kwargs, **changes})
 
@@ -185,6 +188,14 @@ class IndependentPresetBuilder:
     def name(self, name: str) -> IndependentPresetBuilder:
         """Set the preset's display name."""
         return self._with(name=name)
+
+    def meta(self, *components: Any) -> IndependentPresetBuilder:
+        """Attach meta components; each agent runs its own copy of them (see
+        ``looprl.experiments.multiagent``)."""
+        from looprl.meta import MetaStack
+
+        MetaStack(components)  # TypeError now for anything that is not a MetaComponent
+        return self._with(meta=self._meta + components)
 
     def _all_builders(self) -> list[PresetBuilder]:
         return list(self.builders.values()) if isinstance(self.builders, dict) else [self.builders]
@@ -238,6 +249,7 @@ class IndependentPresetBuilder:
             self._name, device, presets, masked, dict(self._hyperparameters)
         )
         preset.env_name = self._env.name
+        preset.meta = self._meta
         return preset
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:

@@ -1,0 +1,69 @@
+"""Meta components in multi-agent experiments: one hub and one copy per agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+from pettingzoo.classic import tictactoe_v3  # noqa: E402
+
+from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
+from looprl.experiments.experiment import seed_everything  # noqa: E402
+from looprl.experiments.multiagent import MultiagentEnvExperiment  # noqa: E402
+from looprl.meta import MetaComponent  # noqa: E402
+from looprl.meta.hyperparameters import inner_agent  # noqa: E402
+from looprl.presets.multiagent import dqn  # noqa: E402
+
+
+class Bonus(MetaComponent):
+    """Adds 100 to every reward and records what each hook saw."""
+
+    def __init__(self):
+        super().__init__()
+        self.log: list[tuple[str, Any]] = []
+        self.post_step_methods.append(self.add)  # bound methods: copied with the component
+        self.pre_step_methods.append(self.pre_step)
+        self.post_episode_methods.append(self.post_episode)
+
+    def pre_step(self, metrics: dict[str, Any]) -> None:
+        self.log.append(("pre_step", metrics["agent"]))
+
+    def post_episode(self, metrics: dict[str, Any]) -> None:
+        self.log.append(("post_episode", (metrics["agent"], metrics["episode_returns"])))
+
+    def add(self, metrics: dict[str, Any]) -> None:
+        self.log.append(("post_step", metrics["agent"]))
+        metrics["transition"]["reward"] = metrics["transition"]["reward"] + 100.0
+
+
+def test_each_agent_gets_its_own_hub_and_learns_the_changed_reward(tmp_path) -> None:
+    seed_everything(0)
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    component = Bonus()
+    builder = dqn.env(env).device("cpu").hyperparameters(replay_start_size=50).meta(component)
+    experiment = MultiagentEnvExperiment(builder.build(), env, train_steps=400,
+                                         logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(episodes=20)
+    assert component.log == []  # each agent got its own copy
+    hubs = experiment.hubs
+    assert set(hubs) == {"player_1", "player_2"}
+    for name, hub in hubs.items():
+        bonus = hub.stack.components[0]
+        assert bonus is not component and hub.metrics["agent"] == name
+        assert {agent for _, agent in bonus.log if isinstance(agent, str)} == {name}
+        episodes = [value for hook, value in bonus.log if hook == "post_episode"]
+        assert len(episodes) == 20
+        # the returns the hooks see (and the logs keep) are the game's
+        assert all(agent == name and abs(r[0]) <= 1 for agent, r in episodes)
+        assert experiment.agent_loggers[name].episode == 20
+        # every turn but the last of an episode ends in a post-step of the next turn
+        steps = [hook for hook, _ in bonus.log if hook in ("pre_step", "post_step")]
+        assert steps.count("pre_step") == steps.count("post_step")
+        # the agent learned from the changed rewards (the game's are -1, 0 or 1)
+        buffer = inner_agent(experiment.agent.agents[name]).replay_buffer
+        _, _, rewards, _, _ = buffer.sample(64)
+        assert (rewards >= 99).all()
+    env.close()
