@@ -92,10 +92,12 @@ class Trainer(ABC):
 
     After ``step``, ``predictions`` holds what the update computed (``q_values``,
     ``values``, ``log_probs``: detached tensors) for the metrics dictionary; it is replaced
-    by each step, never mutated.
+    by each step, never mutated. ``metrics`` is the run's metrics dictionary when meta
+    components are attached (``None`` otherwise), for update rules that read it.
     """
 
     predictions: dict[str, Any] = {}  # noqa: B006
+    metrics: dict[str, Any] | None = None
 
     @property
     @abstractmethod

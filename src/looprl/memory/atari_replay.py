@@ -72,6 +72,9 @@ class AtariReplayBuffer:
         discount_factor: gamma of the n-step returns.
     """
 
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
+
     def __init__(
         self,
         size: int,

@@ -34,6 +34,9 @@ class NStepReplayBuffer:
             discounts kept here stay aligned with its slots.
     """
 
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
+
     def __init__(self, n: int, discount_factor: float, buffer: Any):
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")

@@ -24,6 +24,9 @@ class ExperienceReplayBuffer:
         generator: torch RNG used for sampling (for reproducibility).
     """
 
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
+
     def __init__(
         self,
         size: int,

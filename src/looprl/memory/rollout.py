@@ -12,6 +12,8 @@ the value of their final observation, which is the next stored observation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from looprl.core.namedarray import NamedArray
@@ -50,6 +52,9 @@ class RolloutBuffer:
         n_envs: number of parallel environments.
         device: where tensors live.
     """
+
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
 
     FIELDS = ("observation", "action", "log_prob", "value")
 

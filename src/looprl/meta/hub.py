@@ -9,8 +9,8 @@ that training without components runs the plain loop). The hub
   ``Trainer.step`` and writes the batch, losses, TD errors, predictions and gradient norm;
 * publishes the agent's hyperparameters as ``hp/*`` keys before every hook call and applies
   the ones a hook changed before the next step or update;
-* gives the agent's exploration policy and buffer the metrics dictionary (their ``metrics``
-  attribute, where they have one).
+* gives the agent's exploration policy, buffer and trainer (its update rule) the metrics
+  dictionary, as their ``metrics`` attribute.
 """
 
 from __future__ import annotations
@@ -87,8 +87,10 @@ class MetaHub:
         inner.trainer = MetaTrainer(inner.trainer, self)
         self.metrics["policy"] = getattr(inner, "policy", None)
         self.metrics["buffer"] = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
-        for part in (getattr(self.metrics["policy"], "greedy", None), self.metrics["buffer"]):
-            if hasattr(part, "metrics"):  # exploration policies, buffers that ask for it
+        parts = (getattr(self.metrics["policy"], "greedy", None), self.metrics["buffer"],
+                 inner.trainer.trainer)
+        for part in parts:
+            if hasattr(part, "metrics"):  # exploration, buffer and update (trainer)
                 part.metrics = self.metrics
         self._published: dict[str, Any] = {}
         self._publish()

@@ -19,8 +19,8 @@ Each preset takes the names that fit its policy: the classic-control ``dqn`` and
 take every exploration, the three replay buffers and the three Q updates; the PPO presets
 take ``stochastic``, ``rollout`` and ``ppo`` (PPG: ``ppg``); ``sac`` takes ``stochastic``,
 ``uniform`` and ``sac``. ``choose`` gives a one-line error naming the valid ones otherwise.
-When meta components are attached, the exploration policy and the buffer get the run's
-metrics dictionary as their ``metrics`` attribute (``looprl.meta.hub``).
+When meta components are attached, the exploration policy, the buffer and the trainer get
+the run's metrics dictionary as their ``metrics`` attribute (``looprl.meta.hub``).
 """
 
 from __future__ import annotations
