@@ -74,12 +74,14 @@ class GreedyPolicy:
     def epsilon(self, epsilon: Any) -> None:
         # look the property up on the type: reading it would advance the schedule
         self._scheduled = hasattr(type(epsilon), "value")
-        self._per_env = not self._scheduled and not isinstance(epsilon, int | float)
-        if self._per_env:
+        self._per_env = False
+        if not self._scheduled and not isinstance(epsilon, int | float):
             epsilon = torch.as_tensor(epsilon, dtype=torch.float32, device=self.device)
-            if epsilon.dim() != 1:
+            if epsilon.dim() > 1:
                 raise ValueError(f"epsilon must be a float, a schedule or one float per env "
                                  f"copy, got shape {tuple(epsilon.shape)}")
+            self._per_env = epsilon.dim() == 1
+            epsilon = epsilon if self._per_env else float(epsilon)
         self._epsilon = epsilon
 
     def _next_epsilon(self) -> float:
