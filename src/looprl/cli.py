@@ -1,6 +1,7 @@
-"""The ``looprl`` command: ``train``, ``plot`` and ``watch``.
+"""The ``looprl`` command: ``train``, ``run``, ``list``, ``plot`` and ``watch``.
 
     looprl train AGENT ENV [--frames N] [key=value ...]
+    looprl run [key=value ...] [-m] [--help]     (config-driven, Hydra; see looprl.configs)
     looprl list [AGENT]
     looprl plot [RUNS_DIR]
     looprl watch RUN_DIR [--episodes N]
@@ -15,23 +16,11 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
-
-FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
-
-
-def available_agents() -> dict[str, Any]:
-    """``{name: builder}`` of every preset, as ``family.name`` and (first family) ``name``."""
-    agents: dict[str, Any] = {}
-    for family in FAMILIES:
-        module = importlib.import_module(f"looprl.presets.{family}")
-        for name in module.__all__:
-            agents[f"{family}.{name}"] = getattr(module, name)
-            agents.setdefault(name, getattr(module, name))
-    return agents
+from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
 
 
 def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
@@ -46,36 +35,6 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
         except (ValueError, SyntaxError):
             result[key] = value
     return result
-
-
-def resolve_agent(name: str) -> Any:
-    agents = available_agents()
-    if name not in agents:
-        hint = did_you_mean(name, list(agents), n=3)
-        raise ValueError(
-            f"Unknown agent {name!r}.{hint} Available: {', '.join(sorted(agents))}"
-        )
-    return agents[name]
-
-
-def make_env(agent: str, env_id: str) -> Any:
-    """The environment ``env_id`` in the form the family of preset ``agent`` acts in."""
-    if agent.startswith("atari."):
-        from looprl.environments import AtariEnvironment
-
-        return AtariEnvironment(env_id)
-    if agent.startswith("continuous."):
-        from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
-
-        if is_mujoco_id(env_id):
-            return MujocoEnvironment(env_id)
-    if agent.startswith("multiagent."):
-        from looprl.environments import MultiagentPettingZooEnv
-
-        return MultiagentPettingZooEnv(env_id)
-    from looprl.environments import GymEnvironment
-
-    return GymEnvironment(env_id)
 
 
 def default_threads(agent: str) -> int:
@@ -240,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``looprl`` command; errors print one line and exit with 2."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:  # Hydra parses the rest (key=value overrides, -m, --help)
+        return _guarded(lambda: cmd_run(argv[1:]))
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     pairs = [x for x in extra if "=" in x and not x.startswith("-")]
@@ -247,8 +209,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(x for x in extra if x not in pairs)}")
     if pairs:
         args.hparams = [*args.hparams, *pairs]
+    return _guarded(lambda: args.func(args))
+
+
+def cmd_run(argv: list[str]) -> int:
+    """``looprl run``: a config-driven run (``looprl.configs.app``)."""
+    from looprl.configs.app import main as run_main
+
+    return run_main(argv)
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """Run ``command``; errors print one line and return 2 (``LOOPRL_DEBUG=1`` re-raises)."""
     try:
-        return args.func(args)
+        return command()
     except (
         ValueError, KeyError, TypeError, FileNotFoundError, FloatingPointError, gym_error()
     ) as error:

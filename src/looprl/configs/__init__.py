@@ -1,0 +1,178 @@
+"""Config-driven runs: the Hydra config groups of ``looprl run``.
+
+A run is described by one config, composed by Hydra from these groups and fields:
+
+=============== ================================================================================
+key             contents
+=============== ================================================================================
+``algorithm``   group: one option per preset (``ppo``, ``dqn``, ... for classic control;
+                ``atari/ppo``, ``continuous/sac``, ... for the other families). Its fields are
+                the preset's ``preset`` name and every hyperparameter with the preset's default,
+                read from the preset itself, so the two never drift apart:
+                ``algorithm=dqn algorithm.lr=1e-3``.
+``meta``        group, several at once: ``meta=[rnd,plr]``; each option's fields are the
+                component's arguments (``meta.rnd.internal_reward_weight=0.5``)
+``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs
+``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
+                the algorithm's (``null`` keeps them)
+``frames``      training budget in environment steps
+``seed``        seeds torch, numpy, random and the environment
+``test_episodes`` evaluation episodes after training
+``device``      ``null`` (CUDA if available) or a torch device
+``logging``     ``tensorboard``/``verbose`` switches, ``quiet`` (no progress bar)
+=============== ================================================================================
+
+``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
+config into a preset, an environment and meta components, with one-line errors for unknown
+names, keys and wrongly typed values.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from looprl.core.suggest import did_you_mean
+
+__all__ = ["Run", "algorithm_options", "build", "register"]
+
+PRIMITIVES = (bool, int, float, str, type(None))
+HELP_HEADER = """looprl run: train a preset on an environment, described by a config.
+
+    looprl run algorithm=dqn env=CartPole-v1 meta=[rnd] seed=0 algorithm.lr=1e-3
+    looprl run -m seed=0,1,2 algorithm.lr=1e-3,3e-4     (a multirun over a grid)
+"""
+HELP_FOOTER = """Other families: algorithm=atari/ppo env=ALE/Pong-v5, algorithm=continuous/sac.
+Parallel jobs: -m ... hydra/launcher=joblib; SLURM: hydra/launcher=submitit_slurm
+(submitit_local runs the same path without a cluster). Show the composed config without
+running: --cfg job. Runs go to outputs/DATE/TIME (multirun/DATE/TIME/N with -m).
+"""
+
+
+def algorithm_options() -> dict[str, str]:
+    """Option name of the ``algorithm`` group -> preset (``family.name``)."""
+    from looprl.presets.catalog import FAMILIES, available_agents
+
+    options = {}
+    for key in available_agents():
+        family, _, name = key.rpartition(".")
+        if family in FAMILIES:
+            options[name if family == "classic_control" else f"{family}/{name}"] = key
+    return options
+
+
+def _config_value(value: Any) -> Any:
+    """``value`` as OmegaConf can hold it (tuples become lists), or ``None`` if it cannot."""
+    if isinstance(value, PRIMITIVES):
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, PRIMITIVES) for v in value):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return None
+
+
+def _component_node(cls: type) -> dict[str, Any]:
+    """A meta component's arguments with their defaults (``???``: required)."""
+    from looprl.meta.registry import accepted_arguments
+
+    node: dict[str, Any] = {}
+    parameters: dict[str, inspect.Parameter] = {}
+    for klass in reversed(cls.__mro__):
+        if "__init__" in vars(klass):
+            parameters.update(inspect.signature(klass.__init__).parameters)
+    for name in accepted_arguments(cls):
+        default = parameters[name].default
+        if default is inspect.Parameter.empty:
+            node[name] = "???"
+        elif _config_value(default) is not None or default is None:
+            node[name] = _config_value(default)
+    return node
+
+
+def register() -> None:
+    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``."""
+    from hydra.core.config_store import ConfigStore
+
+    from looprl.meta.registry import COMPONENTS
+    from looprl.presets.catalog import resolve_agent
+
+    store = ConfigStore.instance()
+    for option, preset in algorithm_options().items():
+        defaults = resolve_agent(preset).hyperparameter_defaults
+        node = {"preset": preset, **{k: _config_value(v) for k, v in defaults.items()}}
+        group, _, name = f"algorithm/{option}".rpartition("/")
+        store.store(group=group, name=name, node=node, package="algorithm")
+    for name, cls in COMPONENTS.items():
+        store.store(group="meta", name=name, node=_component_node(cls), package=f"meta.{name}")
+    store.store(name="looprl", node={
+        "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}],
+        "env": "CartPole-v1",
+        "exploration": None,
+        "buffer": None,
+        "update": None,
+        "frames": 100_000,
+        "seed": 0,
+        "test_episodes": 10,
+        "device": None,
+        "logging": {"tensorboard": True, "verbose": False, "quiet": False},
+        "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
+                           "footer": HELP_FOOTER}},
+    })
+
+
+@dataclass
+class Run:
+    """What a config describes, built: the preset (with its meta components), its env."""
+
+    preset: Any
+    env: Any
+    meta: list[Any]
+
+
+def _plain(node: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(node, resolve=True) if node is not None else None
+
+
+def build(cfg: Any) -> Run:
+    """The preset, environment and meta components ``cfg`` describes.
+
+    Raises:
+        ValueError: an unknown preset, part or component name (with the valid ones), or a
+            hyperparameter the preset does not have.
+        TypeError: a hyperparameter of the wrong type.
+    """
+    from looprl.experiments.experiment import seed_everything
+    from looprl.meta.registry import make_component
+    from looprl.presets.catalog import make_env, resolve_agent
+
+    algorithm = dict(_plain(cfg.algorithm))
+    preset_name = algorithm.pop("preset")
+    for part in ("exploration", "buffer", "update"):
+        if cfg[part] is not None:
+            if part not in algorithm:
+                raise ValueError(f"{preset_name} has no `{part}` part to replace; drop "
+                                 f"{part}={cfg[part]} (presets with parts: dqn, ddqn, ppo, sac)")
+            algorithm[part] = cfg[part]
+    builder = resolve_agent(preset_name).hyperparameters(**algorithm)
+    if cfg.device is not None:
+        builder = builder.device(cfg.device)
+    env = make_env(preset_name, cfg.env)
+    seed_everything(cfg.seed)
+    components = [make_component(name, **(kwargs or {}))
+                  for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
+    return Run(builder.env(env).build(), env, components)
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """A one-line ``ValueError`` for an override of an unknown group option, before Hydra
+    composes anything (Hydra's own message lists the options without a close match)."""
+    options = {"algorithm": list(algorithm_options())}
+    for override in overrides:
+        key, sep, value = override.lstrip("+~").partition("=")
+        if sep and key in options and "," not in value and value not in options[key]:
+            hint = did_you_mean(value, options[key])
+            raise ValueError(f"Unknown {key} {value!r}.{hint} Valid: {', '.join(options[key])}")

@@ -1,0 +1,60 @@
+"""The presets by name, for the command line and configs: ``resolve_agent('atari.ppo')``.
+
+Each family module (``looprl.presets.classic_control``, ``atari``, ``continuous``,
+``multiagent``) lists its presets in ``__all__``; ``make_env`` makes an environment id in the
+form a preset's family acts in.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from looprl.core.suggest import did_you_mean
+
+__all__ = ["FAMILIES", "available_agents", "make_env", "resolve_agent"]
+
+FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
+
+
+def available_agents() -> dict[str, Any]:
+    """``{name: builder}`` of every preset, as ``family.name`` and (first family) ``name``."""
+    agents: dict[str, Any] = {}
+    for family in FAMILIES:
+        module = importlib.import_module(f"looprl.presets.{family}")
+        for name in module.__all__:
+            agents[f"{family}.{name}"] = getattr(module, name)
+            agents.setdefault(name, getattr(module, name))
+    return agents
+
+
+def resolve_agent(name: str) -> Any:
+    """The preset builder ``name`` (``ppo``, ``atari.ppo``); ``ValueError`` listing the
+    available ones otherwise."""
+    agents = available_agents()
+    if name not in agents:
+        hint = did_you_mean(name, list(agents), n=3)
+        raise ValueError(
+            f"Unknown agent {name!r}.{hint} Available: {', '.join(sorted(agents))}"
+        )
+    return agents[name]
+
+
+def make_env(agent: str, env_id: str) -> Any:
+    """The environment ``env_id`` in the form the family of preset ``agent`` acts in."""
+    if agent.startswith("atari."):
+        from looprl.environments import AtariEnvironment
+
+        return AtariEnvironment(env_id)
+    if agent.startswith("continuous."):
+        from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
+
+        if is_mujoco_id(env_id):
+            return MujocoEnvironment(env_id)
+    if agent.startswith("multiagent."):
+        from looprl.environments import MultiagentPettingZooEnv
+
+        return MultiagentPettingZooEnv(env_id)
+    from looprl.environments import GymEnvironment
+
+    return GymEnvironment(env_id)
