@@ -68,8 +68,25 @@ def test_hp_keys_and_parameters_are_applied_to_the_running_agent(small_ppo):
     runner = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5), "hp/epochs": (1, 4)},
                  search_params=True, train_agent=False, strategy="cma")
     first_agent = runner.experiment.agent
+    seen = []
+    evaluate = runner.evaluate
+
+    def record(*args, **kwargs):
+        hp = runner.hyperparameters()
+        seen.append((hp["hp/clip"].get(), hp["hp/epochs"].get(), runner.parameter_vector()))
+        return evaluate(*args, **kwargs)
+
+    runner.evaluate = record
     results, _ = runner.run()
     best = results["best"]
+    individuals = [v for h in results["history"] for v in h["values"]]
+    fitness = [f for h in results["history"] for f in h["fitness"]]
+    assert len(seen) == len(individuals) + 1 == 9
+    for (clip, epochs, _), values in zip(seen, individuals):
+        assert clip == pytest.approx(values["hp/clip"]) and epochs == values["hp/epochs"]
+    vectors = [vector for _, _, vector in seen[:-1]]
+    assert len({vector.tobytes() for vector in vectors}) == 8
+    assert vectors[int(np.argmax(fitness))] == pytest.approx(best["parameters"], abs=1e-6)
     assert runner.experiment.agent is first_agent  # one agent through the whole search
     hp = runner.hyperparameters()
     assert hp["hp/clip"].get() == pytest.approx(best["values"]["hp/clip"])
