@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from looprl.environments import GymEnvironment
+from looprl.meta import HPSchedule
 from looprl.presets.classic_control import ppo
 from looprl.runners import EVAL_KEYS, TRAIN_KEYS, OnlineRunner, Runner
 
@@ -54,3 +55,17 @@ def test_evaluate_before_any_agent_and_bad_inputs_are_clear_errors(small_ppo):
         Runner(ppo.env(GymEnvironment("CartPole-v1")).build(), "CartPole-v1")
     with pytest.raises(ValueError, match="num_steps must be positive"):
         OnlineRunner(small_ppo, "CartPole-v1", num_steps=0)
+
+
+def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo):
+    schedule = HPSchedule("hp/entropy_coef", "linear", 0.01, 0.0, duration=100, per="step")
+    runner = Runner(small_ppo.hyperparameters(linear_clip=False), "CartPole-v1",
+                    meta=[schedule], quiet=True)
+    runner.new_agent(train_steps=128)
+    runner.set_hyperparameters({"hp/clip": 0.33})
+    runner.train(64)
+    metrics = runner.experiment.hub.metrics  # published from the trainer's own getters
+    assert metrics["hp/clip"] == pytest.approx(0.33)
+    assert 0.0 <= metrics["hp/entropy_coef"] < 0.01
+    with pytest.raises(KeyError, match="'hp/nope' is not a hyperparameter.*hp/clip"):
+        runner.set_hyperparameters({"hp/nope": 1})
