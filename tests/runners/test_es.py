@@ -98,10 +98,21 @@ def test_hp_keys_and_parameters_are_applied_to_the_running_agent(small_ppo):
 
 
 def test_train_agent_trains_each_individual(small_ppo):
-    runner = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5)}, iterations=1,
+    runner = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5)}, iterations=2,
                  popsize=2, train_agent=True)
-    runner.run()
-    assert runner.experiment.frame >= 2 * 64
+    evaluated = []
+    evaluate = runner.evaluate
+
+    def record(*args, **kwargs):
+        evaluated.append((runner.experiment.frame, runner.parameter_vector()))
+        return evaluate(*args, **kwargs)
+
+    runner.evaluate = record
+    results, _ = runner.run()
+    assert [frame for frame, _ in evaluated] == [64, 128, 192, 256, 256]
+    fitness = [f for h in results["history"] for f in h["fitness"]]
+    best_network = evaluated[int(np.argmax(fitness))][1]
+    assert evaluated[-1][1] == pytest.approx(best_network)  # the best network, restored
     untrained = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5)}, iterations=1,
                     popsize=2, train_agent=False)
     untrained.run()

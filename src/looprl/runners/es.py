@@ -22,8 +22,9 @@ How an individual reaches the agent:
   ``train_agent``, and it is evaluated. ``reset_agent=True`` builds a fresh agent per
   individual instead; ``reset_agent=False`` with preset targets is an error.
 
-At the end the best individual found is restored (its agent, kept, when agents are fresh;
-else its ``hp/*`` values and parameters applied to the running agent) and evaluated again.
+At the end the best individual found is restored and evaluated again: its agent, kept,
+when agents are fresh; else, on the running agent, its ``hp/*`` values and the network
+parameters as they were when it was evaluated (after its training, if ``train_agent``).
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ class ESRunner(Runner):
                            self.strategy_options)
         self._best: dict[str, Any] = {"fitness": -math.inf}
         self._best_run: tuple[Any, Any] | None = None
+        self._best_network: np.ndarray | None = None
         history = []
         for iteration in range(1, self.iterations + 1):
             population = es.ask()
@@ -204,7 +206,16 @@ class ESRunner(Runner):
                           "parameters": None if params is None else params.copy()}
             if self.fresh_agents:
                 self._keep_best_agent()
+            else:  # the network as evaluated (trained from the individual's parameters)
+                self._best_network = self._network_or_none()
         return fitness, values
+
+    def _network_or_none(self) -> np.ndarray | None:
+        """The network's parameter vector; ``None`` for a preset without a ``model``."""
+        try:
+            return self.parameter_vector()
+        except TypeError:
+            return None
 
     def _keep_best_agent(self) -> None:
         """Keep the current agent (the best so far) open; close the one it replaces."""
@@ -220,8 +231,8 @@ class ESRunner(Runner):
             return
         values = self._best["values"]
         self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
-        if self._best["parameters"] is not None:
-            self.apply_parameters(self._best["parameters"])
+        if self._best_network is not None:
+            self.apply_parameters(self._best_network)
 
     def _generation(self, iteration: int, fitness: np.ndarray,
                     values: list[dict[str, Any]]) -> dict[str, Any]:

@@ -56,11 +56,13 @@ class OpenAIES:
         self._eps: np.ndarray | None = None
 
     def ask(self) -> np.ndarray:
+        """``popsize`` individuals: ``mean + sigma * eps`` for ``eps`` and ``-eps``."""
         half = self._rng.standard_normal((self.popsize // 2, self.mean.size))
         self._eps = np.concatenate([half, -half])
         return self.mean + self.sigma * self._eps
 
     def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
+        """One gradient step of the mean on the (shaped) fitness of ``solutions``."""
         eps = (np.asarray(solutions, dtype=np.float64) - self.mean) / self.sigma
         gradient = np.asarray(fitness, dtype=np.float64) @ eps / (len(eps) * self.sigma)
         self.mean = self.mean + self.learning_rate * gradient
@@ -96,12 +98,15 @@ class CMAES:
 
     @property
     def mean(self) -> np.ndarray:
+        """The distribution's current mean."""
         return np.asarray(self._es.mean, dtype=np.float64)
 
     def ask(self) -> np.ndarray:
+        """``popsize`` individuals sampled by CMA-ES."""
         return np.asarray(self._es.ask(), dtype=np.float64)
 
     def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
+        """Update CMA-ES (which minimises) with the negated fitness."""
         self._es.tell(list(solutions), list(-np.asarray(fitness, dtype=np.float64)))
 
 
