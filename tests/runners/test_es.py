@@ -138,3 +138,9 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
         with pytest.raises(error, match=message) as info:
             _es(small_ppo, **kwargs)
         assert "\n" not in str(info.value)
+
+
+def test_a_seeded_search_is_reproducible(small_ppo):
+    runs = [_es(small_ppo, search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1,
+                popsize=2, strategy="cma").run()[0]["history"] for _ in range(2)]
+    assert runs[0] == runs[1]

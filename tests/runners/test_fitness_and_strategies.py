@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -74,3 +76,17 @@ def test_bad_strategy_names_and_sizes_are_one_line_errors():
         make_strategy("pso", np.zeros(2), 0.1, 4, 0)
     with pytest.raises(ValueError, match="popsize must be even"):
         make_strategy("openai", np.zeros(2), 0.1, 5, 0)
+
+
+def test_cma_searches_one_dimension_too():
+    es = make_strategy("cma", np.array([0.5]), 0.2, popsize=4, seed=0)
+    for _ in range(30):
+        population = es.ask()
+        es.tell(population, -((population[:, 0] - 0.8) ** 2))
+    assert es.mean[0] == pytest.approx(0.8, abs=0.01)
+
+
+def test_cma_without_the_package_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cma", None)
+    with pytest.raises(ImportError, match=r"pip install looprl\[hpo\]"):
+        make_strategy("cma", np.zeros(2), 0.1, 4, 0)

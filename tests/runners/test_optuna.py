@@ -118,3 +118,9 @@ def test_runners_import_without_optuna_and_say_how_to_install_it(small_ppo, monk
     runners = importlib.import_module("looprl.runners")
     with pytest.raises(ImportError, match=r"pip install looprl\[hpo\]"):
         runners.OptunaRunner(small_ppo, "CartPole-v1", SPACE)
+
+
+def test_the_default_tpe_sampler_is_seeded(small_ppo):
+    runs = [_runner(small_ppo, None, num_steps=64, n_evaluations=1).run()[0]["history"]
+            for _ in range(2)]
+    assert runs[0] == runs[1]

@@ -92,8 +92,6 @@ class CMAES:
         settings = {"popsize": int(popsize), "seed": np.nan, "verbose": -9,
                     "randn": lambda lam, n: rng.standard_normal((lam, n)),
                     "CMA_diagonal": x0.size > DIAGONAL_ABOVE, **(options or {})}
-        if x0.size == 1:
-            raise ValueError("CMA-ES needs at least 2 dimensions; use strategy='openai'")
         self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
 
     @property
