@@ -66,6 +66,9 @@ class ESRunner(Runner):
         reset_agent: a fresh agent per individual (default: when there are preset targets).
         **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
             ``eval_episodes``).
+
+    The constructor builds a first agent, to check the targets against its hyperparameters
+    and to read their current values (the search starts there) and its parameter vector.
     """
 
     def __init__(

@@ -173,7 +173,8 @@ class OptunaRunner(Runner):
             trial), or ``{}`` when no trial completed.
         """
         study = self.study()
-        study.optimize(self.objective, n_trials=self.n_trials, catch=(FloatingPointError,))
+        study.optimize(self.objective, n_trials=self.n_trials, catch=(FloatingPointError,),
+                       callbacks=[_log_trial])
         self.close()
         history = [_record(t) for t in study.trials]
         complete = [t for t in study.trials if t.state.name == "COMPLETE"]
@@ -217,3 +218,9 @@ def _chunks(total: int, n: int) -> list[int]:
 def _record(trial: Any) -> dict[str, Any]:
     return {"number": trial.number, "state": trial.state.name, "value": trial.value,
             "values": dict(trial.params), "step": trial.user_attrs.get("step")}
+
+
+def _log_trial(study: Any, trial: Any) -> None:
+    """One log line per finished trial."""
+    log.info("Optuna %s trial %d %s: value %s, %s", study.study_name, trial.number,
+             trial.state.name, trial.value, trial.params)
