@@ -1,0 +1,259 @@
+"""``Runner``: the outer loop's handle on one agent, through the public experiment API.
+
+A runner holds a preset builder, an environment, a seed and meta components. It builds a
+fresh agent (``new_agent``), trains it (``train``), evaluates it (``evaluate``) and changes
+it between runs: its preset hyperparameters (a rebuilt agent), its ``hp/*`` keys
+(``looprl.meta.hyperparameters``) and its network parameters as one flat vector. It only
+calls ``make_experiment``, ``Experiment.train`` and ``Experiment.test``, never algorithm
+internals.
+
+The dictionaries it returns, documented once here:
+
+``train(num_steps)`` -> ``TRAIN_KEYS``
+
+=================== ====================================================================
+``step``            environment steps the current agent has trained in total
+``episodes``        training episodes it has completed in total
+``returns``         returns of the training episodes that ended during this call
+``mean_return``     their mean (``nan`` when none ended)
+``wall_time``       seconds this call took
+=================== ====================================================================
+
+``evaluate(episodes)`` -> ``EVAL_KEYS``
+
+=================== ====================================================================
+``mean_eval_reward`` mean return of the evaluation episodes (the key of Mighty's runners)
+``std_eval_reward`` their standard deviation
+``returns``         the return of each evaluation episode
+``episodes``        how many were run
+``step``            environment steps the evaluated agent had trained
+=================== ====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.core.logger import Logger
+from looprl.environments import Environment, GymEnvironment
+from looprl.experiments.experiment import seed_everything
+from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.run import make_experiment
+from looprl.meta.hyperparameters import Hyperparameter, agent_hyperparameters
+
+#: Keys of the dictionary ``Runner.train`` returns (see the module docstring).
+TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
+#: Keys of the dictionary ``Runner.evaluate`` returns (see the module docstring).
+EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
+                              "step")
+
+
+class MemoryLogger(Logger):
+    """An experiment logger that keeps the training returns in memory and writes no file."""
+
+    log_dir: str | None = None
+
+    def __init__(self) -> None:
+        self.frame = 0
+        self.episode = 0
+        self.returns: list[float] = []
+
+    @property
+    def mean_return100(self) -> float:
+        """Mean of the last (up to) 100 training returns; ``nan`` if none yet."""
+        return float(np.mean(self.returns[-100:])) if self.returns else math.nan
+
+    def add_episode_return(self, ret: float) -> None:
+        """Record the return of one finished training episode."""
+        self.returns.append(float(ret))
+
+    def add_test_returns(self, returns: list[float]) -> None:
+        """Evaluation returns are returned by ``Runner.evaluate``; nothing to keep."""
+
+
+class RecordingLogger(ExperimentLogger):
+    """An ``ExperimentLogger`` (files in a run directory) that also keeps the returns."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.returns: list[float] = []
+
+    def add_episode_return(self, ret: float) -> None:
+        """Record the return of one finished training episode (and log it to files)."""
+        self.returns.append(float(ret))
+        super().add_episode_return(ret)
+
+
+class Runner:
+    """Trains and evaluates agents of one preset on one environment.
+
+    Args:
+        agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo`` (configured
+            with ``.hyperparameters(...)`` if wanted).
+        env: an environment, or a Gymnasium id (``"CartPole-v1"``).
+        seed: seeds every new agent (network initialisation, torch, NumPy, environments).
+        logdir: a directory for run directories (TensorBoard, CSV); ``None`` (default):
+            nothing is written, returns are kept in memory.
+        meta: meta components (``looprl.meta``) hooked into every agent's experiment.
+        device: the networks' device (default: the builder's, CUDA if available).
+        quiet: no progress bar while training.
+        eval_episodes: the default number of episodes of ``evaluate``.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        env: Any,
+        seed: int = 0,
+        logdir: str | None = None,
+        meta: Sequence[Any] = (),
+        device: str | None = None,
+        quiet: bool = False,
+        eval_episodes: int = 10,
+    ):
+        if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
+            raise TypeError(
+                f"Runners take a preset builder (e.g. looprl.presets.classic_control.ppo), "
+                f"got {type(agent).__name__}"
+            )
+        self.builder = agent.device(device) if device is not None else agent
+        self.env = GymEnvironment(env) if isinstance(env, str) else env
+        if not isinstance(self.env, Environment):
+            raise TypeError(f"Expected an Environment or a Gymnasium id, got {type(env).__name__}")
+        self.seed = int(seed)
+        self.logdir = logdir
+        self.meta = tuple(meta)
+        self.quiet = quiet
+        self.eval_episodes = int(eval_episodes)
+        self.experiment: Any = None
+        self.preset: Any = None
+
+    # -- the agent ---------------------------------------------------------------------
+    def new_agent(self, hyperparameters: dict[str, Any] | None = None,
+                  train_steps: float = math.inf) -> None:
+        """Build a fresh, seeded agent from the builder with ``hyperparameters`` overridden.
+
+        Args:
+            hyperparameters: preset hyperparameters to override (validated by the builder).
+            train_steps: the training budget its schedules (e.g. linear lr) anneal over.
+        """
+        self.close()
+        builder = self.builder.hyperparameters(**(hyperparameters or {}))
+        seed_everything(self.seed)
+        self.preset = builder.env(self.env).build()
+        self.experiment = make_experiment(
+            self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
+            logger=self._logger(), seed=self.seed, meta=self.meta,
+        )
+
+    def _logger(self) -> Logger:
+        if self.logdir is None:
+            return MemoryLogger()
+        return RecordingLogger(self.preset.name, self.env.name, self.logdir, verbose=False)
+
+    def _require_agent(self) -> None:
+        if self.experiment is None:
+            raise RuntimeError("No agent yet: call new_agent() or train() first")
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The current agent's ``hp/*`` keys, each with a getter and a setter."""
+        self._require_agent()
+        hub = getattr(self.experiment, "hub", None)
+        if hub is not None:  # the hub holds the setters of the real (unwrapped) trainer
+            return hub.hyperparameters
+        return agent_hyperparameters(self.experiment.agent)
+
+    def set_hyperparameters(self, values: dict[str, Any]) -> None:
+        """Set ``hp/*`` keys of the current agent (``{"hp/lr": 1e-3}``)."""
+        found = self.hyperparameters()
+        for key, value in values.items():
+            if key not in found:
+                raise KeyError(f"{key!r} is not a hyperparameter of this agent; it has: "
+                               f"{', '.join(sorted(found))}")
+            found[key].set(value)
+
+    # -- network parameters ------------------------------------------------------------
+    def _model(self) -> torch.nn.Module:
+        self._require_agent()
+        model = getattr(self.preset, "model", None)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"The {self.preset.name} preset has no 'model' network to search")
+        return model
+
+    def parameter_vector(self) -> np.ndarray:
+        """The preset's network parameters as one flat float64 vector."""
+        vector = torch.nn.utils.parameters_to_vector(self._model().parameters())
+        return vector.detach().cpu().double().numpy()
+
+    def apply_parameters(self, vector: Any) -> None:
+        """Copy a flat vector (as ``parameter_vector`` returns) into the preset's network."""
+        parameters = list(self._model().parameters())
+        size = sum(p.numel() for p in parameters)
+        vector = torch.as_tensor(np.asarray(vector), dtype=torch.float64).flatten()
+        if vector.numel() != size:
+            raise ValueError(f"The parameter vector has {vector.numel()} values; the network "
+                             f"has {size} parameters")
+        offset = 0
+        with torch.no_grad():
+            for parameter in parameters:
+                n = parameter.numel()
+                parameter.copy_(vector[offset:offset + n].view_as(parameter))
+                offset += n
+
+    # -- train and evaluate ------------------------------------------------------------
+    def train(self, num_steps: int) -> dict[str, Any]:
+        """Train the current agent (a fresh one if none) for ``num_steps`` more steps.
+
+        Returns:
+            The dictionary of ``TRAIN_KEYS`` (module docstring).
+        """
+        if self.experiment is None:
+            self.new_agent(train_steps=num_steps)
+        start, logger = time.perf_counter(), self.experiment.logger
+        seen = len(logger.returns)
+        self.experiment.train(frames=self.experiment.frame + int(num_steps))
+        returns = logger.returns[seen:]
+        return {
+            "step": self.experiment.frame,
+            "episodes": self.experiment.episode,
+            "returns": returns,
+            "mean_return": float(np.mean(returns)) if returns else math.nan,
+            "wall_time": time.perf_counter() - start,
+        }
+
+    def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
+        """Evaluate the current agent's test agent for ``episodes`` episodes.
+
+        Returns:
+            The dictionary of ``EVAL_KEYS`` (module docstring).
+        """
+        self._require_agent()
+        episodes = self.eval_episodes if episodes is None else int(episodes)
+        returns = [float(r) for r in self.experiment.test(episodes=episodes)]
+        return {
+            "mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+            "returns": returns,
+            "episodes": len(returns),
+            "step": self.experiment.frame,
+        }
+
+    def close_experiment(self, experiment: Any) -> None:
+        """Close an experiment's logger and the environments it made (not ``self.env``)."""
+        experiment.logger.close()
+        training_env = experiment.training_env
+        if training_env is not self.env:
+            training_env.close()
+
+    def close(self) -> None:
+        """Close the current agent's experiment (see ``close_experiment``)."""
+        if self.experiment is not None:
+            self.close_experiment(self.experiment)
+        self.experiment = None
+        self.preset = None

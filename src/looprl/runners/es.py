@@ -1,0 +1,257 @@
+"""``ESRunner``: evolution strategies over hyperparameters, network parameters, or both.
+
+Each generation, the strategy proposes a population (``ask``); every individual is applied
+to an agent, optionally trained, and evaluated; the evaluation returns, shaped, go back to
+the strategy (``tell``). An individual is one vector:
+
+* first, with ``search_params=True``, the preset's network parameters (``Runner.
+  parameter_vector``), copied in with ``apply_parameters``;
+* then one coordinate in [0, 1] per search target, mapped onto the target's bounds (linear
+  or log) and clipped to them; integer targets are rounded.
+
+How an individual reaches the agent:
+
+* **preset hyperparameters** (names like ``"lr"``, ``"minibatch_size"``, ``"hidden"``): a
+  fresh agent is built (seeded with the runner's seed, so every individual starts from the
+  same initial weights and episodes) from the builder with these values, then trained for
+  ``num_steps_per_iteration`` if ``train_agent``;
+* **``hp/*`` keys** (``"hp/lr"``, ``"hp/clip"``, see ``looprl.meta.hyperparameters``): set on
+  the running agent through its getters and setters. Without preset targets (the default
+  ``reset_agent=None``) one agent runs through the whole search, as in Mighty: each
+  individual's values (and parameters) are applied to it, it trains further if
+  ``train_agent``, and it is evaluated. ``reset_agent=True`` builds a fresh agent per
+  individual instead; ``reset_agent=False`` with preset targets is an error.
+
+At the end the best individual found is restored and evaluated again: its agent, kept,
+when agents are fresh; else, on the running agent, its ``hp/*`` values and the network
+parameters as they were when it was evaluated (after its training, if ``train_agent``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from looprl.runners.base import Runner
+from looprl.runners.fitness import fitness_shaper
+from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space
+from looprl.runners.strategies import STRATEGIES, make_strategy
+
+log = logging.getLogger(__name__)
+
+
+class ESRunner(Runner):
+    """Evolution strategies with ask/tell (``"cma"`` or ``"openai"``), as in Mighty.
+
+    Args:
+        agent: a preset builder (``looprl.presets.classic_control.ppo``).
+        env: an environment or a Gymnasium id.
+        search_targets: name -> bounds: ``(low, high)``, ``(low, high, "log")`` or a spec
+            dict of ``looprl.runners.space``; names are preset hyperparameters or ``hp/*``.
+        search_params: also search the network parameters, as one flat vector.
+        train_agent: train each individual for ``num_steps_per_iteration`` before its
+            evaluation.
+        iterations: generations.
+        popsize: individuals per generation.
+        num_steps_per_iteration: training steps of each individual.
+        strategy: ``"cma"`` (CMA-ES, the ``cma`` package) or ``"openai"``.
+        sigma: initial standard deviation of the search, in parameter units and in the unit
+            coordinates of the targets.
+        fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
+        strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
+        reset_agent: a fresh agent per individual (default: when there are preset targets).
+        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
+            ``eval_episodes``).
+
+    The constructor builds a first agent, to check the targets against its hyperparameters
+    and to read their current values (the search starts there) and its parameter vector.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        env: Any,
+        search_targets: Mapping[str, Any] | None = None,
+        search_params: bool = False,
+        train_agent: bool = True,
+        iterations: int = 10,
+        popsize: int = 8,
+        num_steps_per_iteration: int = 10_000,
+        strategy: str = "cma",
+        sigma: float = 0.1,
+        fitness_shaping: str = "centered_ranks",
+        strategy_options: dict[str, Any] | None = None,
+        reset_agent: bool | None = None,
+        **kwargs: Any,
+    ):
+        kwargs.setdefault("quiet", True)
+        super().__init__(agent, env, **kwargs)
+        if strategy not in STRATEGIES:
+            raise ValueError(f"Unknown ES strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+        self.shape = fitness_shaper(fitness_shaping)
+        targets = dict(search_targets or {})
+        if not targets and not search_params:
+            raise ValueError("Nothing to search: give search_targets, search_params=True, "
+                             "or both")
+        self.search_params, self.train_agent = search_params, train_agent
+        self.iterations, self.popsize = int(iterations), int(popsize)
+        self.num_steps_per_iteration = int(num_steps_per_iteration)
+        self.strategy, self.sigma, self.strategy_options = strategy, sigma, strategy_options
+        self.fresh_agents = self._fresh_agents(targets, reset_agent)
+        self.new_agent(train_steps=self._budget())
+        self.dimensions = self._dimensions(targets)
+        self.x0 = self._initial_vector()
+        self.n_params = self.x0.size - len(self.dimensions)
+
+    def _fresh_agents(self, targets: dict[str, Any], reset_agent: bool | None) -> bool:
+        preset_targets = [name for name in targets if not name.startswith("hp/")]
+        if reset_agent is False and preset_targets:
+            raise ValueError(f"Preset hyperparameters ({', '.join(preset_targets)}) need a "
+                             "fresh agent per individual: reset_agent=False cannot apply them")
+        return bool(preset_targets) if reset_agent is None else reset_agent
+
+    def _budget(self) -> float:
+        """What schedules anneal over: one individual's training, or the whole search."""
+        if not self.train_agent:
+            return math.inf
+        per_agent = 1 if self.fresh_agents else self.iterations * self.popsize
+        return per_agent * self.num_steps_per_iteration
+
+    def _current_values(self) -> dict[str, Any]:
+        """Every preset hyperparameter and ``hp/*`` key of the agent, with its value."""
+        hp = {key: h.get() for key, h in self.hyperparameters().items()}
+        return {**self.preset.hyperparameters, **hp}
+
+    def _dimensions(self, targets: dict[str, Any]) -> list[Dimension]:
+        if not targets:
+            return []
+        dimensions = parse_search_space(targets, self._current_values(), self.preset.name)
+        for dimension in dimensions:
+            if dimension.kind == "categorical":
+                raise SearchSpaceError(f"ES searches numeric ranges; {dimension.name!r} is "
+                                       "categorical (use OptunaRunner for choices)")
+        return dimensions
+
+    def _initial_vector(self) -> np.ndarray:
+        """The parameters (if searched), then each target's current value in unit coordinates."""
+        current = self._current_values()
+        units = [d.encode(current[d.name]) for d in self.dimensions]
+        params = self.parameter_vector() if self.search_params else np.zeros(0)
+        return np.concatenate([params, np.asarray(units, dtype=np.float64)])
+
+    # -- individuals -------------------------------------------------------------------
+    def decode(self, individual: np.ndarray) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """``(parameters or None, {target: value})`` of one individual."""
+        individual = np.asarray(individual, dtype=np.float64)
+        params = individual[: self.n_params] if self.search_params else None
+        units = individual[self.n_params:]
+        return params, {d.name: d.decode(u) for d, u in zip(self.dimensions, units)}
+
+    def apply_individual(self, individual: np.ndarray) -> dict[str, Any]:
+        """Apply an individual (module docstring); return its target values."""
+        params, values = self.decode(individual)
+        preset_values = {k: v for k, v in values.items() if not k.startswith("hp/")}
+        if self.fresh_agents:
+            self.new_agent(preset_values, train_steps=self._budget())
+        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
+        if params is not None:
+            self.apply_parameters(params)
+        return values
+
+    def _fitness(self, individual: np.ndarray) -> tuple[float, dict[str, Any]]:
+        values = self.apply_individual(individual)
+        try:
+            if self.train_agent:
+                self.train(self.num_steps_per_iteration)
+            fitness = self.evaluate()["mean_eval_reward"]
+        except FloatingPointError as error:  # a diverging individual is the worst one
+            log.warning("ES individual %s diverged: %s", values, error)
+            return -math.inf, values
+        return (fitness if math.isfinite(fitness) else -math.inf), values
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Search, then evaluate the best individual.
+
+        Returns:
+            ``({"step": iterations, "best": {...}, "history": [...]}, eval_results)``.
+            ``best``: ``fitness`` (mean evaluation return), ``iteration``, ``values`` (the
+            targets) and ``parameters`` (the vector, or ``None``). ``history``: one dict
+            per generation with ``iteration``, ``fitness`` and ``values`` (per individual),
+            ``mean_fitness``, ``max_fitness`` and ``best_fitness`` (so far).
+            ``eval_results``: ``Runner.evaluate``'s keys.
+        """
+        es = make_strategy(self.strategy, self.x0, self.sigma, self.popsize, self.seed,
+                           self.strategy_options)
+        self._best: dict[str, Any] = {"fitness": -math.inf}
+        self._best_run: tuple[Any, Any] | None = None
+        self._best_network: np.ndarray | None = None
+        history = []
+        for iteration in range(1, self.iterations + 1):
+            population = es.ask()
+            scored = [self._score(x, iteration) for x in population]
+            fitness = np.array([f for f, _ in scored])
+            es.tell(population, self.shape(_finite(fitness)))
+            history.append(self._generation(iteration, fitness, [v for _, v in scored]))
+        self._restore_best()
+        return {"step": self.iterations, "best": self._best, "history": history}, \
+            self.evaluate()
+
+    def _score(self, individual: np.ndarray, iteration: int) -> tuple[float, dict[str, Any]]:
+        fitness, values = self._fitness(individual)
+        if fitness > self._best["fitness"] or "values" not in self._best:
+            params, _ = self.decode(individual)
+            self._best = {"fitness": fitness, "iteration": iteration, "values": values,
+                          "parameters": None if params is None else params.copy()}
+            if self.fresh_agents:
+                self._keep_best_agent()
+            else:  # the network as evaluated (trained from the individual's parameters)
+                self._best_network = self._network_or_none()
+        return fitness, values
+
+    def _network_or_none(self) -> np.ndarray | None:
+        """The network's parameter vector; ``None`` for a preset without a ``model``."""
+        try:
+            return self.parameter_vector()
+        except TypeError:
+            return None
+
+    def _keep_best_agent(self) -> None:
+        """Keep the current agent (the best so far) open; close the one it replaces."""
+        previous, self._best_run = self._best_run, (self.experiment, self.preset)
+        self.experiment = None  # the next new_agent leaves it open
+        if previous is not None:
+            self.close_experiment(previous[0])
+
+    def _restore_best(self) -> None:
+        if self.fresh_agents:
+            self.close()
+            self.experiment, self.preset = self._best_run
+            return
+        values = self._best["values"]
+        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
+        if self._best_network is not None:
+            self.apply_parameters(self._best_network)
+
+    def _generation(self, iteration: int, fitness: np.ndarray,
+                    values: list[dict[str, Any]]) -> dict[str, Any]:
+        record = {
+            "iteration": iteration, "fitness": fitness.tolist(), "values": values,
+            "mean_fitness": float(np.mean(fitness)), "max_fitness": float(np.max(fitness)),
+            "best_fitness": float(self._best["fitness"]),
+        }
+        log.info("ES %s %d/%d: fitness mean %.4g, max %.4g; best so far %.4g %s",
+                 self.strategy, iteration, self.iterations, record["mean_fitness"],
+                 record["max_fitness"], record["best_fitness"], self._best["values"])
+        return record
+
+
+def _finite(fitness: np.ndarray) -> np.ndarray:
+    """``fitness`` with non-finite values (diverged individuals) just below the worst other."""
+    finite = fitness[np.isfinite(fitness)]
+    worst = finite.min() - 1.0 if finite.size else 0.0
+    return np.where(np.isfinite(fitness), fitness, worst)

@@ -1,0 +1,226 @@
+"""``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies).
+
+Each trial samples the search space (``looprl.runners.space``: a plain dict, so a config can
+hold it), builds a fresh agent seeded with the runner's seed, and trains it for
+``num_steps`` steps in ``n_evaluations`` chunks. After each chunk it evaluates the agent and
+reports the mean evaluation return to Optuna, whose pruner stops trials that fall behind
+(``MedianPruner`` by default). The trial's value is its last evaluation.
+
+A study stored in SQLite (``storage="sqlite:///search.db"``) or in Optuna's journal file
+(``storage="search.log"``) is loaded when it exists, so running the same runner again, after
+an interruption or for more trials, continues it: ``run()`` adds ``n_trials`` trials. The
+sampler is seeded with ``seed`` plus the number of trials already in the study, so a resumed
+search does not repeat the trials it started with.
+
+Optuna is an optional dependency (``pip install looprl[hpo]``), imported only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from looprl.runners.base import Runner
+from looprl.runners.space import Dimension, parse_search_space
+
+log = logging.getLogger(__name__)
+
+SAMPLERS: tuple[str, ...] = ("random", "tpe")
+PRUNERS: tuple[str, ...] = ("hyperband", "median", "none", "successive_halving")
+
+
+def import_optuna() -> Any:
+    """The ``optuna`` module, or an ``ImportError`` saying how to install it."""
+    try:
+        import optuna
+    except ImportError:
+        raise ImportError("OptunaRunner needs Optuna: pip install looprl[hpo]") from None
+    return optuna
+
+
+class OptunaRunner(Runner):
+    """Hyperparameter search on Optuna.
+
+    Args:
+        agent: a preset builder (``looprl.presets.classic_control.ppo``).
+        env: an environment or a Gymnasium id.
+        search_space: name -> spec (``looprl.runners.space``); names are preset
+            hyperparameters or ``hp/*`` keys of the agent.
+        n_trials: trials each ``run()`` adds to the study.
+        num_steps: training steps per trial.
+        n_evaluations: evaluations per trial (each reported to the pruner).
+        storage: ``None`` (in memory), a database URL (``"sqlite:///search.db"``), a journal
+            file path (any other string or path), or an Optuna storage.
+        study_name: the study's name in the storage.
+        sampler: ``"tpe"`` (default), ``"random"``, or an Optuna sampler.
+        pruner: ``"median"`` (default), ``"none"``, ``"hyperband"``,
+            ``"successive_halving"``, or an Optuna pruner.
+        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
+            ``eval_episodes``).
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        env: Any,
+        search_space: Mapping[str, Any],
+        n_trials: int = 20,
+        num_steps: int = 50_000,
+        n_evaluations: int = 4,
+        storage: Any = None,
+        study_name: str = "looprl",
+        sampler: Any = "tpe",
+        pruner: Any = "median",
+        **kwargs: Any,
+    ):
+        kwargs.setdefault("quiet", True)
+        super().__init__(agent, env, **kwargs)
+        self.optuna = import_optuna()
+        if not 1 <= int(n_evaluations) <= int(num_steps):
+            raise ValueError(f"n_evaluations must be in [1, num_steps={num_steps}], "
+                             f"got {n_evaluations!r}")
+        self.n_trials, self.num_steps = int(n_trials), int(num_steps)
+        self.n_evaluations = int(n_evaluations)
+        self.storage, self.study_name = storage, study_name
+        self.sampler, self.pruner = _check_name("sampler", sampler, SAMPLERS), \
+            _check_name("pruner", pruner, PRUNERS)
+        self.dimensions = parse_search_space(search_space, self._searchable(search_space),
+                                             self.builder.default_name)
+
+    def _searchable(self, space: Mapping[str, Any]) -> dict[str, Any]:
+        """The preset's hyperparameters (and, if the space names any, the ``hp/*`` keys)."""
+        values = dict(self.builder.hyperparameter_defaults)
+        if any(str(name).startswith("hp/") for name in space):
+            self.new_agent()
+            values.update({key: h.get() for key, h in self.hyperparameters().items()})
+            self.close()
+        return values
+
+    # -- the study ---------------------------------------------------------------------
+    def study(self) -> Any:
+        """The study, created in the storage or loaded from it."""
+        optuna = self.optuna
+        storage = self._storage()
+        existing = 0
+        if storage is not None:
+            names = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
+            existing = names[self.study_name].n_trials if self.study_name in names else 0
+        return optuna.create_study(
+            storage=storage, study_name=self.study_name, direction="maximize",
+            sampler=self._sampler(self.seed + existing), pruner=self._pruner(),
+            load_if_exists=True,
+        )
+
+    def _storage(self) -> Any:
+        storage = self.storage
+        if storage is None or not isinstance(storage, (str, os.PathLike)):
+            return storage
+        if "://" in str(storage):
+            return str(storage)
+        journal = self.optuna.storages.journal
+        return journal.JournalStorage(journal.JournalFileBackend(os.fspath(storage)))
+
+    def _sampler(self, seed: int) -> Any:
+        samplers = self.optuna.samplers
+        if self.sampler == "tpe":
+            return samplers.TPESampler(seed=seed)
+        if self.sampler == "random":
+            return samplers.RandomSampler(seed=seed)
+        return self.sampler
+
+    def _pruner(self) -> Any:
+        pruners = self.optuna.pruners
+        named = {"median": pruners.MedianPruner, "none": pruners.NopPruner,
+                 "hyperband": pruners.HyperbandPruner,
+                 "successive_halving": pruners.SuccessiveHalvingPruner}
+        return named[self.pruner]() if isinstance(self.pruner, str) else self.pruner
+
+    # -- trials ------------------------------------------------------------------------
+    def objective(self, trial: Any) -> float:
+        """Train a fresh agent with the trial's values, reporting each evaluation."""
+        values = {d.name: _suggest(trial, d) for d in self.dimensions}
+        self._configure(values)
+        chunks = _chunks(self.num_steps, self.n_evaluations)
+        value = math.nan
+        for chunk in chunks:
+            train = self.train(chunk)
+            value = self.evaluate()["mean_eval_reward"]
+            trial.report(value, step=train["step"])
+            trial.set_user_attr("step", train["step"])
+            if trial.should_prune():
+                raise self.optuna.TrialPruned()
+        return value
+
+    def _configure(self, values: dict[str, Any]) -> None:
+        """A fresh agent with the preset values, then the ``hp/*`` values set on it."""
+        self.new_agent({k: v for k, v in values.items() if not k.startswith("hp/")},
+                       train_steps=self.num_steps)
+        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
+
+    def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Add ``n_trials`` trials to the study, then retrain and evaluate the best values.
+
+        Returns:
+            ``({"step": trials in the study, "best": {...} or None, "history": [...],
+            "study_name": ...}, eval_results)``. ``best``: ``value``, ``values`` (the
+            sampled hyperparameters) and ``trial`` (its number). ``history``: one dict per
+            trial: ``number``, ``state`` (``COMPLETE``, ``PRUNED``, ``FAIL``...), ``value``,
+            ``values`` and ``step`` (steps trained). ``eval_results``: ``Runner.evaluate``'s
+            keys for a fresh agent trained with the best values (same seed and budget as its
+            trial), or ``{}`` when no trial completed.
+        """
+        study = self.study()
+        study.optimize(self.objective, n_trials=self.n_trials, catch=(FloatingPointError,),
+                       callbacks=[_log_trial])
+        self.close()
+        history = [_record(t) for t in study.trials]
+        complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+        best = None
+        eval_results: dict[str, Any] = {}
+        if complete:
+            trial = study.best_trial
+            best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
+            self._configure(dict(trial.params))
+            self.train(self.num_steps)
+            eval_results = self.evaluate()
+        else:
+            log.warning("No trial of study %r completed: nothing to evaluate", self.study_name)
+        results = {"step": len(study.trials), "best": best, "history": history,
+                   "study_name": self.study_name}
+        return results, eval_results
+
+
+def _check_name(kind: str, value: Any, valid: tuple[str, ...]) -> Any:
+    if isinstance(value, str) and value not in valid:
+        raise ValueError(f"Unknown {kind} {value!r}; valid: {', '.join(valid)} "
+                         f"(or an Optuna {kind} object)")
+    return value
+
+
+def _suggest(trial: Any, dimension: Dimension) -> Any:
+    d = dimension
+    if d.kind == "categorical":
+        return trial.suggest_categorical(d.name, list(d.choices))
+    if d.kind == "int":
+        return trial.suggest_int(d.name, int(d.low), int(d.high), log=d.log,
+                                 step=int(d.step or 1))
+    return trial.suggest_float(d.name, float(d.low), float(d.high), log=d.log, step=d.step)
+
+
+def _chunks(total: int, n: int) -> list[int]:
+    """``n`` training chunks that add up to ``total``."""
+    return [total // n + (1 if i < total % n else 0) for i in range(n)]
+
+
+def _record(trial: Any) -> dict[str, Any]:
+    return {"number": trial.number, "state": trial.state.name, "value": trial.value,
+            "values": dict(trial.params), "step": trial.user_attrs.get("step")}
+
+
+def _log_trial(study: Any, trial: Any) -> None:
+    """One log line per finished trial."""
+    log.info("Optuna %s trial %d %s: value %s, %s", study.study_name, trial.number,
+             trial.state.name, trial.value, trial.params)

@@ -1,0 +1,166 @@
+"""Search spaces declared as plain data, so that a config file can hold them.
+
+``parse_search_space`` reads a dict from hyperparameter name to a spec, and checks it::
+
+    {
+        "lr": {"type": "float", "low": 1e-5, "high": 1e-2, "log": True},
+        "n_steps": {"type": "int", "low": 16, "high": 256},
+        "clip": {"type": "categorical", "choices": [0.1, 0.2]},
+        "hp/entropy_coef": (0.0, 0.05),          # (low, high): the type of the current value
+        "minibatch_size": (32, 512, "log"),      # (low, high, "log")
+    }
+
+A name is a preset hyperparameter (``looprl list ppo``) or an ``hp/*`` key of the agent
+(``looprl.meta.hyperparameters``). Without ``"type"`` the type follows the current value
+(int or float). Every mistake is one ``SearchSpaceError`` line naming the valid choices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from looprl.core.suggest import did_you_mean
+
+TYPES: tuple[str, ...] = ("categorical", "float", "int")
+SPEC_KEYS: tuple[str, ...] = ("choices", "high", "log", "low", "step", "type")
+
+
+class SearchSpaceError(ValueError):
+    """A search space entry that cannot be searched (the message says why, in one line)."""
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One searched hyperparameter: a numeric range (``float``/``int``) or ``choices``."""
+
+    name: str
+    kind: str
+    low: float = 0.0
+    high: float = 1.0
+    log: bool = False
+    step: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def _warp(self, value: float) -> float:
+        """Where the range is linear: ``log(value)`` on a log scale."""
+        return math.log(value) if self.log else float(value)
+
+    def decode(self, unit: float) -> Any:
+        """The value at ``unit`` in [0, 1] of the range (clipped; ints rounded)."""
+        unit = float(np.clip(unit, 0.0, 1.0))
+        low, high = self._warp(self.low), self._warp(self.high)
+        value = low + unit * (high - low)
+        value = min(max(math.exp(value) if self.log else value, self.low), self.high)
+        return int(np.clip(round(value), self.low, self.high)) if self.kind == "int" else value
+
+    def encode(self, value: Any) -> float:
+        """The unit coordinate of ``value`` (0.5 for ``None``), clipped to [0, 1]."""
+        if value is None:
+            return 0.5
+        value = min(max(float(value), self.low), self.high)
+        low, high = self._warp(self.low), self._warp(self.high)
+        return (self._warp(value) - low) / (high - low)
+
+
+def parse_search_space(space: Mapping[str, Any], current: Mapping[str, Any],
+                       owner: str = "the preset") -> list[Dimension]:
+    """Check ``space`` and return one ``Dimension`` per entry.
+
+    Args:
+        space: name -> spec (see the module docstring).
+        current: every searchable name with its current value (types are inferred from it).
+        owner: what the names belong to, for error messages (``"ppo"``).
+
+    Raises:
+        SearchSpaceError: an unknown name, type or spec key, an empty range, a log range
+            that is not positive, or a type that does not fit the hyperparameter.
+    """
+    if not isinstance(space, Mapping) or not space:
+        raise SearchSpaceError("The search space must be a non-empty dict: name -> spec")
+    return [_dimension(name, spec, current, owner) for name, spec in space.items()]
+
+
+def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> Dimension:
+    if name not in current:
+        valid = sorted(current)
+        raise SearchSpaceError(
+            f"{name!r} is not a hyperparameter of {owner}.{did_you_mean(name, valid)} "
+            f"Valid: {', '.join(valid)}"
+        )
+    spec = _as_dict(name, spec)
+    default = current[name]
+    kind = spec.get("type", _kind_of(default, spec))
+    if kind not in TYPES:
+        raise SearchSpaceError(f"Search space entry {name!r}: unknown type {kind!r}; "
+                               f"valid types: {', '.join(TYPES)}")
+    if kind == "categorical":
+        return _categorical(name, spec)
+    _check_kind(name, kind, default)
+    return _numeric(name, kind, spec)
+
+
+def _as_dict(name: str, spec: Any) -> dict[str, Any]:
+    """A spec dict from a dict, ``(low, high)`` or ``(low, high, "log")``."""
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - set(SPEC_KEYS))
+        if unknown:
+            raise SearchSpaceError(f"Search space entry {name!r}: unknown key {unknown[0]!r}; "
+                                   f"valid keys: {', '.join(SPEC_KEYS)}")
+        return dict(spec)
+    if isinstance(spec, (tuple, list)) and len(spec) in (2, 3):
+        if len(spec) == 3 and spec[2] not in ("log", True):
+            raise SearchSpaceError(f"Search space entry {name!r}: the third element of "
+                                   f"{tuple(spec)!r} must be 'log'")
+        return {"low": spec[0], "high": spec[1], "log": len(spec) == 3}
+    raise SearchSpaceError(f"Search space entry {name!r}: expected a dict with 'type', 'low', "
+                           f"'high' (or 'choices'), or a tuple (low, high[, 'log']); got {spec!r}")
+
+
+def _kind_of(default: Any, spec: Mapping[str, Any]) -> str:
+    if "choices" in spec:
+        return "categorical"
+    is_int = isinstance(default, int) and not isinstance(default, bool)
+    return "int" if is_int else "float"
+
+
+def _check_kind(name: str, kind: str, default: Any) -> None:
+    """A numeric range must fit the hyperparameter: ints for ints, no ranges of bools/strs."""
+    if isinstance(default, (bool, str)):
+        raise SearchSpaceError(f"{name!r} is a {type(default).__name__} hyperparameter "
+                               f"(now {default!r}): use type 'categorical' with choices")
+    if kind == "float" and isinstance(default, int):
+        raise SearchSpaceError(f"{name!r} is an int hyperparameter (now {default!r}): "
+                               "use type 'int'")
+
+
+def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
+    if "low" not in spec or "high" not in spec:
+        raise SearchSpaceError(f"Search space entry {name!r}: a {kind} range needs 'low' "
+                               "and 'high'")
+    low, high, log = spec["low"], spec["high"], bool(spec.get("log", False))
+    if not (isinstance(low, (int, float)) and isinstance(high, (int, float))):
+        raise SearchSpaceError(f"Search space entry {name!r}: low and high must be numbers, "
+                               f"got {low!r} and {high!r}")
+    if not low < high:
+        raise SearchSpaceError(f"Search space entry {name!r}: empty range, low ({low!r}) must "
+                               f"be < high ({high!r})")
+    if log and low <= 0:
+        raise SearchSpaceError(f"Search space entry {name!r}: a log range needs low > 0, "
+                               f"got {low!r}")
+    if kind == "int" and not (float(low).is_integer() and float(high).is_integer()):
+        raise SearchSpaceError(f"Search space entry {name!r}: an int range needs int bounds, "
+                               f"got {low!r} and {high!r}")
+    return Dimension(name, kind, low, high, log, spec.get("step"))
+
+
+def _categorical(name: str, spec: Mapping[str, Any]) -> Dimension:
+    choices = spec.get("choices")
+    if not isinstance(choices, (list, tuple)) or not choices:
+        raise SearchSpaceError(f"Search space entry {name!r}: a categorical entry needs a "
+                               f"non-empty list of 'choices', got {choices!r}")
+    return Dimension(name, "categorical", choices=tuple(choices))

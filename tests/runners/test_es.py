@@ -1,0 +1,146 @@
+"""ESRunner: searched hyperparameters and parameters reach the agent; bad inputs are errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from looprl.runners import ESRunner, SearchSpaceError
+
+
+def _es(builder, **kwargs):
+    defaults = dict(iterations=2, popsize=4, num_steps_per_iteration=64, eval_episodes=1,
+                    seed=0, strategy="openai", sigma=0.3)
+    return ESRunner(builder, "CartPole-v1", **{**defaults, **kwargs})
+
+
+def test_apply_parameters_puts_the_vector_into_the_model(small_ppo):
+    runner = _es(small_ppo, search_params=True, train_agent=False)
+    vector = np.random.default_rng(0).standard_normal(runner.n_params)
+    runner.apply_parameters(vector)
+    assert runner.parameter_vector() == pytest.approx(vector, abs=1e-6)
+    model_vector = np.concatenate([p.detach().numpy().ravel()
+                                   for p in runner.preset.model.parameters()])
+    assert model_vector == pytest.approx(vector, abs=1e-6)
+    with pytest.raises(ValueError, match=f"has {runner.n_params} parameters"):
+        runner.apply_parameters(vector[:-1])
+
+
+def test_integer_targets_are_ints_clipped_to_their_bounds(small_ppo):
+    runner = _es(small_ppo, search_targets={"minibatch_size": (16, 128),
+                                            "lr": (1e-4, 1e-2, "log")})
+    for units, expected in (([-3.0, -3.0], (16, 1e-4)), ([7.0, 7.0], (128, 1e-2)),
+                            ([0.5, 0.5], (72, 1e-3))):
+        _, values = runner.decode(np.array(units))
+        assert type(values["minibatch_size"]) is int
+        assert values["minibatch_size"] == expected[0]
+        assert values["lr"] == pytest.approx(expected[1])
+
+
+def test_preset_targets_build_each_individual_with_its_values(small_ppo):
+    runner = _es(small_ppo.hyperparameters(linear_lr=False),
+                 search_targets={"minibatch_size": (16, 128), "lr": (1e-4, 1e-2)})
+    seen = []
+    evaluate = runner.evaluate
+
+    def record(*args, **kwargs):
+        hp = runner.hyperparameters()
+        seen.append((hp["hp/batch_size"].get(), runner.preset.hyperparameters["lr"],
+                     hp["hp/lr"].get()))
+        return evaluate(*args, **kwargs)
+
+    runner.evaluate = record
+    results, eval_results = runner.run()
+    evaluated = seen[:-1]  # the last call evaluates the best agent again
+    assert len(evaluated) == 8 and len({s[:2] for s in evaluated}) == 8
+    for (batch, lr, agent_lr), values in zip(evaluated, [v for h in results["history"]
+                                                          for v in h["values"]]):
+        assert (batch, lr) == (values["minibatch_size"], values["lr"])
+        assert type(batch) is int and 16 <= batch <= 128 and 1e-4 <= lr <= 1e-2
+        assert agent_lr == pytest.approx(lr)  # the agent's optimizer runs the searched lr
+    best = results["best"]
+    assert runner.preset.hyperparameters["minibatch_size"] == best["values"]["minibatch_size"]
+    assert best["fitness"] == max(max(h["fitness"]) for h in results["history"])
+    assert results["step"] == 2 and set(eval_results) >= {"mean_eval_reward", "returns"}
+
+
+def test_hp_keys_and_parameters_are_applied_to_the_running_agent(small_ppo):
+    runner = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5), "hp/epochs": (1, 4)},
+                 search_params=True, train_agent=False, strategy="cma")
+    first_agent = runner.experiment.agent
+    seen = []
+    evaluate = runner.evaluate
+
+    def record(*args, **kwargs):
+        hp = runner.hyperparameters()
+        seen.append((hp["hp/clip"].get(), hp["hp/epochs"].get(), runner.parameter_vector()))
+        return evaluate(*args, **kwargs)
+
+    runner.evaluate = record
+    results, _ = runner.run()
+    best = results["best"]
+    individuals = [v for h in results["history"] for v in h["values"]]
+    fitness = [f for h in results["history"] for f in h["fitness"]]
+    assert len(seen) == len(individuals) + 1 == 9
+    for (clip, epochs, _), values in zip(seen, individuals):
+        assert clip == pytest.approx(values["hp/clip"]) and epochs == values["hp/epochs"]
+    vectors = [vector for _, _, vector in seen[:-1]]
+    assert len({vector.tobytes() for vector in vectors}) == 8
+    assert vectors[int(np.argmax(fitness))] == pytest.approx(best["parameters"], abs=1e-6)
+    assert runner.experiment.agent is first_agent  # one agent through the whole search
+    hp = runner.hyperparameters()
+    assert hp["hp/clip"].get() == pytest.approx(best["values"]["hp/clip"])
+    assert hp["hp/epochs"].get() == best["values"]["hp/epochs"]
+    assert type(best["values"]["hp/epochs"]) is int
+    assert hp["hp/clip"].get() != pytest.approx(0.2)  # moved from the preset's value
+    assert runner.parameter_vector() == pytest.approx(best["parameters"], abs=1e-6)
+    assert not np.allclose(best["parameters"], runner.x0[: runner.n_params])
+
+
+def test_train_agent_trains_each_individual(small_ppo):
+    runner = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5)}, iterations=2,
+                 popsize=2, train_agent=True)
+    evaluated = []
+    evaluate = runner.evaluate
+
+    def record(*args, **kwargs):
+        evaluated.append((runner.experiment.frame, runner.parameter_vector()))
+        return evaluate(*args, **kwargs)
+
+    runner.evaluate = record
+    results, _ = runner.run()
+    assert [frame for frame, _ in evaluated] == [64, 128, 192, 256, 256]
+    fitness = [f for h in results["history"] for f in h["fitness"]]
+    best_network = evaluated[int(np.argmax(fitness))][1]
+    assert evaluated[-1][1] == pytest.approx(best_network)  # the best network, restored
+    untrained = _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5)}, iterations=1,
+                    popsize=2, train_agent=False)
+    untrained.run()
+    assert untrained.experiment.frame == 0
+
+
+def test_bad_inputs_are_one_line_errors(small_ppo):
+    cases = [
+        (dict(search_targets={"lr": (1e-2, 1e-4)}), SearchSpaceError, "empty range"),
+        (dict(search_targets={"lrr": (1e-4, 1e-2)}), SearchSpaceError,
+         "Did you mean 'lr'.*Valid: .*hp/clip"),
+        (dict(search_targets={"clip": {"choices": [0.1, 0.2]}}), SearchSpaceError,
+         "categorical"),
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, fitness_shaping="rank"), ValueError,
+         "valid: raw, centered_ranks, z_score"),
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="pso"), ValueError,
+         "valid: cma, openai"),
+        (dict(), ValueError, "Nothing to search"),
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, reset_agent=False), ValueError,
+         "need a fresh agent"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message) as info:
+            _es(small_ppo, **kwargs)
+        assert "\n" not in str(info.value)
+
+
+def test_a_seeded_search_is_reproducible(small_ppo):
+    runs = [_es(small_ppo, search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1,
+                popsize=2, strategy="cma").run()[0]["history"] for _ in range(2)]
+    assert runs[0] == runs[1]

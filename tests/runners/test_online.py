@@ -1,0 +1,71 @@
+"""OnlineRunner and the Runner base: the documented keys of train and evaluate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from looprl.environments import GymEnvironment
+from looprl.meta import HPSchedule
+from looprl.presets.classic_control import ppo
+from looprl.runners import EVAL_KEYS, TRAIN_KEYS, OnlineRunner, Runner
+
+
+def test_run_returns_train_and_eval_results_with_the_documented_keys(small_ppo):
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=256, seed=0, eval_episodes=3,
+                          quiet=True)
+    train_results, eval_results = runner.run()
+    assert tuple(train_results) == TRAIN_KEYS
+    assert tuple(eval_results) == EVAL_KEYS
+    assert train_results["step"] >= 256
+    assert train_results["episodes"] == len(train_results["returns"]) > 0
+    assert train_results["mean_return"] == pytest.approx(np.mean(train_results["returns"]))
+    assert eval_results["episodes"] == len(eval_results["returns"]) == 3
+    assert eval_results["mean_eval_reward"] == pytest.approx(np.mean(eval_results["returns"]))
+    assert eval_results["std_eval_reward"] == pytest.approx(np.std(eval_results["returns"]))
+    assert eval_results["step"] == train_results["step"]
+    assert all(r >= 1 for r in eval_results["returns"])  # CartPole: >= 1 per episode
+
+
+def test_train_continues_the_agent_and_reports_only_this_calls_episodes(small_ppo):
+    runner = Runner(small_ppo, GymEnvironment("CartPole-v1"), seed=0, quiet=True)
+    first = runner.train(128)
+    second = runner.train(128)
+    assert second["step"] >= first["step"] + 128
+    assert second["episodes"] == first["episodes"] + len(second["returns"])
+
+
+def test_a_seeded_run_is_reproducible(small_ppo):
+    results = [OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, seed=3, quiet=True,
+                            eval_episodes=2).run() for _ in range(2)]
+    assert results[0][0]["returns"] == results[1][0]["returns"]
+    assert results[0][1]["returns"] == results[1][1]["returns"]
+
+
+def test_logdir_writes_a_run_directory(small_ppo, tmp_path):
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, logdir=str(tmp_path), quiet=True,
+                 eval_episodes=1).run()
+    assert (tmp_path / "ppo" / "CartPole-v1" / "returns.csv").exists()
+
+
+def test_evaluate_before_any_agent_and_bad_inputs_are_clear_errors(small_ppo):
+    with pytest.raises(RuntimeError, match="No agent yet"):
+        Runner(small_ppo, "CartPole-v1").evaluate()
+    with pytest.raises(TypeError, match="preset builder"):
+        Runner(ppo.env(GymEnvironment("CartPole-v1")).build(), "CartPole-v1")
+    with pytest.raises(ValueError, match="num_steps must be positive"):
+        OnlineRunner(small_ppo, "CartPole-v1", num_steps=0)
+
+
+def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo):
+    schedule = HPSchedule("hp/entropy_coef", "linear", 0.01, 0.0, duration=100, per="step")
+    runner = Runner(small_ppo.hyperparameters(linear_clip=False), "CartPole-v1",
+                    meta=[schedule], quiet=True)
+    runner.new_agent(train_steps=128)
+    runner.set_hyperparameters({"hp/clip": 0.33})
+    runner.train(64)
+    metrics = runner.experiment.hub.metrics  # published from the trainer's own getters
+    assert metrics["hp/clip"] == pytest.approx(0.33)
+    assert 0.0 <= metrics["hp/entropy_coef"] < 0.01
+    with pytest.raises(KeyError, match="'hp/nope' is not a hyperparameter.*hp/clip"):
+        runner.set_hyperparameters({"hp/nope": 1})

@@ -1,0 +1,126 @@
+"""OptunaRunner: resumable studies, pruning, the search space's errors, optional Optuna."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+import looprl.runners
+
+optuna = pytest.importorskip("optuna")
+
+from looprl.runners import OptunaRunner, SearchSpaceError  # noqa: E402
+
+SPACE = {
+    "lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
+    "n_steps": {"type": "int", "low": 8, "high": 32},
+    "clip": {"type": "categorical", "choices": [0.1, 0.2]},
+}
+
+
+@pytest.fixture(autouse=True)
+def _quiet_optuna():
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    yield
+    optuna.logging.set_verbosity(verbosity)
+
+
+def _runner(builder, storage, **kwargs):
+    defaults = dict(n_trials=2, num_steps=128, n_evaluations=2, eval_episodes=1, seed=0,
+                    storage=storage)
+    return OptunaRunner(builder, "CartPole-v1", SPACE, **{**defaults, **kwargs})
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_a_study_resumes_from_its_storage(small_ppo, tmp_path, kind):
+    storage = f"sqlite:///{tmp_path / 'search.db'}" if kind == "sqlite" else tmp_path / "j.log"
+    first, _ = _runner(small_ppo, storage).run()
+    assert first["step"] == 2
+    results, eval_results = _runner(small_ppo, storage).run()  # a new runner, same storage
+    assert results["step"] == 4 and [h["number"] for h in results["history"]] == [0, 1, 2, 3]
+    assert len(optuna.load_study(study_name="looprl", storage=str(storage) if kind == "sqlite"
+                                 else _journal(storage)).trials) == 4
+    values = [h["values"] for h in results["history"]]
+    assert values[:2] == [h["values"] for h in first["history"]]
+    assert values[2] not in values[:2]  # the resumed sampler does not repeat the first trials
+    best = results["best"]
+    assert best["value"] == max(h["value"] for h in results["history"])
+    assert 1e-4 <= best["values"]["lr"] <= 1e-2 and best["values"]["clip"] in (0.1, 0.2)
+    assert eval_results["mean_eval_reward"] >= 1
+
+
+def _journal(path):
+    journal = optuna.storages.journal
+    return journal.JournalStorage(journal.JournalFileBackend(str(path)))
+
+
+def test_trials_are_pruned_from_their_intermediate_evaluations(small_ppo, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'pruned.db'}"
+    results, eval_results = _runner(small_ppo, storage, n_evaluations=4,
+                                    pruner=optuna.pruners.ThresholdPruner(lower=1e9)).run()
+    assert [h["state"] for h in results["history"]] == ["PRUNED", "PRUNED"]
+    assert all(h["step"] < 128 for h in results["history"])  # stopped after the first chunk
+    assert results["best"] is None and eval_results == {}
+    study = optuna.load_study(study_name="looprl", storage=storage)
+    assert len(study.trials[0].intermediate_values) == 1
+
+
+def test_the_preset_values_reach_the_agent(small_ppo):
+    runner = _runner(small_ppo, None, n_trials=1, n_evaluations=1,
+                     sampler=optuna.samplers.RandomSampler(seed=1))
+    seen = []
+    train = runner.train
+
+    def record(num_steps):
+        seen.append((runner.preset.hyperparameters["n_steps"],
+                     runner.hyperparameters()["hp/lr"].get()))
+        return train(num_steps)
+
+    runner.train = record
+    results, _ = runner.run()
+    values = results["history"][0]["values"]
+    assert seen[0][0] == values["n_steps"]
+    assert seen[0][1] == pytest.approx(values["lr"])  # before annealing starts
+
+
+@pytest.mark.parametrize("space, message", [
+    ({"lr": {"type": "float", "low": 1e-2, "high": 1e-2}}, "empty range, low"),
+    ({"lr": {"type": "normal", "low": 0, "high": 1}},
+     "unknown type 'normal'; valid types: categorical, float, int"),
+    ({"learning_rate": {"type": "float", "low": 0, "high": 1}},
+     "'learning_rate' is not a hyperparameter of ppo.* Valid: .*clip.*lr.*n_steps"),
+    ({"n_steps": {"type": "float", "low": 8, "high": 32}}, "int hyperparameter"),
+    ({"lr": {"type": "float", "lo": 0, "high": 1}}, "unknown key 'lo'; valid keys"),
+    ({"lr": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}, "needs low > 0"),
+    ({"clip": {"type": "categorical", "choices": []}}, "non-empty list of 'choices'"),
+])
+def test_bad_search_spaces_are_one_line_errors(small_ppo, space, message):
+    with pytest.raises(SearchSpaceError, match=message) as info:
+        OptunaRunner(small_ppo, "CartPole-v1", space)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_sampler_or_pruner_names(small_ppo):
+    with pytest.raises(ValueError, match="Unknown pruner 'mean'; valid: .*median"):
+        OptunaRunner(small_ppo, "CartPole-v1", SPACE, pruner="mean")
+    with pytest.raises(ValueError, match="Unknown sampler 'cmaes'; valid: random, tpe"):
+        OptunaRunner(small_ppo, "CartPole-v1", SPACE, sampler="cmaes")
+
+
+def test_runners_import_without_optuna_and_say_how_to_install_it(small_ppo, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` now fails
+    monkeypatch.setattr(looprl, "runners", looprl.runners)  # restored with the modules
+    for name in [n for n in sys.modules if n.startswith("looprl.runners")]:
+        monkeypatch.delitem(sys.modules, name)
+    runners = importlib.import_module("looprl.runners")
+    with pytest.raises(ImportError, match=r"pip install looprl\[hpo\]"):
+        runners.OptunaRunner(small_ppo, "CartPole-v1", SPACE)
+
+
+def test_the_default_tpe_sampler_is_seeded(small_ppo):
+    runs = [_runner(small_ppo, None, num_steps=64, n_evaluations=1).run()[0]["history"]
+            for _ in range(2)]
+    assert runs[0] == runs[1]
