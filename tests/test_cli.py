@@ -16,9 +16,10 @@ import pytest
 import torch
 
 import looprl.experiments.watch as watch_module
-from looprl.cli import available_agents, main, parse_hyperparameters
+from looprl.cli import main, parse_hyperparameters
 from looprl.environments import GymEnvironment
 from looprl.presets import load_preset
+from looprl.presets.catalog import available_agents
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # A tiny learning rate keeps CartPole episodes short (~20 steps) and the run fast.

@@ -216,7 +216,10 @@ def cmd_run(argv: list[str]) -> int:
     """``looprl run``: a config-driven run (``looprl.configs.app``)."""
     from looprl.configs.app import main as run_main
 
-    return run_main(argv)
+    try:
+        return run_main(argv)
+    except SystemExit as stop:  # Hydra's --help, or a bad config reported in one line
+        return stop.code if isinstance(stop.code, int) else 1
 
 
 def _guarded(command: Callable[[], int]) -> int:

@@ -200,3 +200,13 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match=r"transition\['reward'\] as \(3, 3\).*shape \(1,\)"):
         _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20, meta=[WrongShape()])
+
+
+def test_setting_an_attribute_of_the_wrapped_trainer_changes_the_real_one(tmp_path) -> None:
+    from looprl.meta.hyperparameters import agent_hyperparameters
+
+    experiment = _experiment(SMALL_PPO, "CartPole-v1", tmp_path, meta=[Recorder("a", [])])
+    wrapper = experiment.agent.trainer
+    assert isinstance(wrapper, MetaTrainer)
+    agent_hyperparameters(experiment.agent)["hp/clip"].set(0.33)
+    assert wrapper.trainer.clip == 0.33 and wrapper.clip == 0.33

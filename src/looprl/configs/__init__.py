@@ -12,6 +12,9 @@ key             contents
                 ``algorithm=dqn algorithm.lr=1e-3``.
 ``meta``        group, several at once: ``meta=[rnd,plr]``; each option's fields are the
                 component's arguments (``meta.rnd.internal_reward_weight=0.5``)
+``runner``      group: ``online`` (default: train ``frames`` steps, evaluate), ``es``
+                (evolution strategies) or ``optuna`` (hyperparameter search); its fields are
+                the runner's arguments (``runner.search_space``, ``runner.n_trials``, ...)
 ``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs
 ``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
                 the algorithm's (``null`` keeps them)
@@ -91,6 +94,25 @@ def _component_node(cls: type) -> dict[str, Any]:
     return node
 
 
+def runners() -> dict[str, type]:
+    """The ``runner`` group's options: name -> runner class (``looprl.runners``)."""
+    from looprl.runners import ESRunner, OnlineRunner, OptunaRunner
+
+    return {"online": OnlineRunner, "es": ESRunner, "optuna": OptunaRunner}
+
+
+#: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
+RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes")
+
+
+def _runner_node(name: str, cls: type) -> dict[str, Any]:
+    node = {k: v for k, v in _component_node(cls).items() if k not in RUN_ARGUMENTS}
+    for budget in ("num_steps",):  # the run's budget unless the runner node says otherwise
+        if budget in node:
+            node[budget] = "${frames}"
+    return {"name": name, **node}
+
+
 def register() -> None:
     """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``."""
     from hydra.core.config_store import ConfigStore
@@ -106,8 +128,10 @@ def register() -> None:
         store.store(group=group, name=name, node=node, package="algorithm")
     for name, cls in COMPONENTS.items():
         store.store(group="meta", name=name, node=_component_node(cls), package=f"meta.{name}")
+    for name, cls in runners().items():
+        store.store(group="runner", name=name, node=_runner_node(name, cls), package="runner")
     store.store(name="looprl", node={
-        "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}],
+        "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"}],
         "env": "CartPole-v1",
         "exploration": None,
         "buffer": None,
@@ -124,11 +148,13 @@ def register() -> None:
 
 @dataclass
 class Run:
-    """What a config describes, built: the preset (with its meta components), its env."""
+    """What a config describes, built: the configured preset builder, the environment, the
+    meta components and the runner that drives them."""
 
-    preset: Any
+    builder: Any
     env: Any
     meta: list[Any]
+    runner: Any
 
 
 def _plain(node: Any) -> Any:
@@ -137,8 +163,9 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if node is not None else None
 
 
-def build(cfg: Any) -> Run:
-    """The preset, environment and meta components ``cfg`` describes.
+def build(cfg: Any, output_dir: str | None = None) -> Run:
+    """The preset builder, environment, meta components and runner ``cfg`` describes; the
+    runner writes its run directories under ``output_dir``.
 
     Raises:
         ValueError: an unknown preset, part or component name (with the valid ones), or a
@@ -149,6 +176,10 @@ def build(cfg: Any) -> Run:
     from looprl.meta.registry import make_component
     from looprl.presets.catalog import make_env, resolve_agent
 
+    for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
+        value = cfg[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
     for part in ("exploration", "buffer", "update"):
@@ -158,21 +189,76 @@ def build(cfg: Any) -> Run:
                                  f"{part}={cfg[part]} (presets with parts: dqn, ddqn, ppo, sac)")
             algorithm[part] = cfg[part]
     builder = resolve_agent(preset_name).hyperparameters(**algorithm)
-    if cfg.device is not None:
-        builder = builder.device(cfg.device)
     env = make_env(preset_name, cfg.env)
+    builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
     components = [make_component(name, **(kwargs or {}))
                   for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
-    return Run(builder.env(env).build(), env, components)
+    options = dict(_plain(cfg.runner))
+    runner_class = runners()[options.pop("name")]
+    runner = runner_class(
+        builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
+        quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes, **options,
+    )
+    return Run(builder, env, components, runner)
 
 
 def check_overrides(overrides: list[str]) -> None:
-    """A one-line ``ValueError`` for an override of an unknown group option, before Hydra
-    composes anything (Hydra's own message lists the options without a close match)."""
-    options = {"algorithm": list(algorithm_options())}
-    for override in overrides:
-        key, sep, value = override.lstrip("+~").partition("=")
-        if sep and key in options and "," not in value and value not in options[key]:
-            hint = did_you_mean(value, options[key])
-            raise ValueError(f"Unknown {key} {value!r}.{hint} Valid: {', '.join(options[key])}")
+    """One-line ``ValueError`` s for overrides naming an unknown group option, key or
+    argument, before Hydra composes anything (its own messages are multi-line tracebacks
+    without the valid choices). Hydra's own flags and ``hydra.*`` keys pass through."""
+    from hydra.core.config_store import ConfigStore
+
+    repo = ConfigStore.instance().repo
+    pairs = [o.lstrip("+~").partition("=")[::2] for o in overrides if not o.startswith("-")]
+    pairs = [(key, value) for key, value in pairs if not key.startswith("hydra")]
+    chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": []}
+    options = {"algorithm": list(algorithm_options()), "runner": list(runners()),
+               "meta": _names(repo["meta"])}
+    for key, value in pairs:
+        if key in options:
+            values = [v for v in value.strip("[]").split(",") if v]
+            for v in values:
+                _check_choice(key, v, options[key])
+            chosen[key] = values
+    primary = repo["looprl.yaml"].node
+    for key, _ in pairs:
+        group, _, field = key.partition(".")
+        if group in options and field:
+            _check_field(group, field, chosen[group], repo)
+        elif group not in options and group not in primary:
+            _check_choice("config key", group, [k for k in primary if k != "defaults"])
+
+
+def _names(group: dict[str, Any]) -> list[str]:
+    return sorted(name.removesuffix(".yaml") for name in group)
+
+
+def _check_choice(kind: str, value: str, valid: list[str]) -> None:
+    if value not in valid:
+        hint = did_you_mean(value, valid)
+        raise ValueError(f"Unknown {kind} {value!r}.{hint} Valid: {', '.join(valid)}")
+
+
+def _check_field(group: str, field: str, chosen: list[str], repo: dict[str, Any]) -> None:
+    """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
+    if group == "meta":
+        name, _, field = field.partition(".")
+        if name not in chosen:
+            raise ValueError(f"meta.{name}.{field} sets an argument of {name!r}, which is not "
+                             f"attached: add it with meta=[{','.join([*chosen, name])}]")
+        chosen = [name]
+    head = field.split(".")[0]
+    for option in chosen:
+        path = f"{group}/{option}".split("/")
+        node: Any = repo
+        for part in path[:-1]:
+            node = node[part]
+        keys = list(node[f"{path[-1]}.yaml"].node)
+        if head in keys:
+            return
+    what = {"algorithm": "a hyperparameter of", "runner": "an argument of the runner",
+            "meta": "an argument of"}[group]
+    valid = [k for k in keys if k != "name"]
+    raise ValueError(f"{group}.{field}: {head!r} is not {what} {'/'.join(chosen)}."
+                     f"{did_you_mean(head, valid)} Valid: {', '.join(valid)}")

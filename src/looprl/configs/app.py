@@ -6,15 +6,18 @@
     looprl run -m seed=0,1 hydra/launcher=submitit_slurm        # on a SLURM cluster
     looprl run --help                                            # the groups and options
 
-Each run trains the preset for ``frames`` steps in Hydra's run directory (``outputs/...``, or
-``multirun/.../N`` per job), evaluates it for ``test_episodes`` episodes, and leaves there
-the resolved config (``.hydra/config.yaml``), the experiment's logs (TensorBoard events,
-``returns.csv``, ``returns100.csv``), the trained ``preset.pt`` and ``eval.json``.
+Each run builds the config's runner (``runner=online``: train ``frames`` steps, then evaluate
+``test_episodes`` episodes) in Hydra's run directory (``outputs/...``, or
+``multirun/.../N`` per job) and leaves there the resolved config (``.hydra/config.yaml``),
+the experiments' logs (TensorBoard events, ``returns.csv``, ``returns100.csv``), the final
+``preset.pt`` and ``results.json`` (the runner's train and eval results).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,27 +28,32 @@ __all__ = ["execute", "main"]
 
 
 def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
-    """Build and run the config ``cfg`` in ``output_dir``; the evaluation results."""
+    """Build the config ``cfg`` and run its runner in ``output_dir``; the results (also
+    written to ``results.json``)."""
     import torch
 
-    from looprl.experiments import make_experiment
-
     torch.set_num_threads(1)
-    run = build(cfg)
-    logging = cfg.logging
-    experiment = make_experiment(
-        run.preset, run.env, train_steps=cfg.frames, logdir=output_dir, quiet=logging.quiet,
-        verbose=logging.verbose, seed=cfg.seed, meta=run.meta,
-    )
-    experiment.train(frames=cfg.frames)
-    returns = experiment.test(episodes=cfg.test_episodes) if cfg.test_episodes else []
-    experiment.close()
-    run.preset.save(str(Path(output_dir) / "preset.pt"))
-    mean = float(sum(returns) / len(returns)) if returns else float("nan")
-    results = {"mean_eval_reward": mean, "eval_returns": [float(r) for r in returns],
-               "frames": experiment.frame, "episodes": experiment.episode}
-    (Path(output_dir) / "eval.json").write_text(json.dumps(results, indent=1))
+    run = build(cfg, output_dir)
+    train_results, eval_results = run.runner.run()
+    if run.runner.preset is not None:
+        run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
+    run.runner.close()
+    results = {"train": _jsonable(train_results), "eval": _jsonable(eval_results)}
+    (Path(output_dir) / "results.json").write_text(json.dumps(results, indent=1))
     return results
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def main(argv: list[str]) -> int:
@@ -58,13 +66,22 @@ def main(argv: list[str]) -> int:
 
     @hydra.main(version_base="1.3", config_path=None, config_name="looprl")
     def app(cfg: Any) -> float:
-        results = execute(cfg, HydraConfig.get().runtime.output_dir)
-        return results["mean_eval_reward"]  # what a sweeper (e.g. Optuna's) optimizes
+        try:
+            results = execute(cfg, HydraConfig.get().runtime.output_dir)
+        except (ValueError, TypeError, KeyError) as error:  # a bad config: one line, exit 2
+            if os.environ.get("LOOPRL_DEBUG"):
+                raise
+            message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            print(f"looprl: error: {message}", file=sys.stderr)
+            raise SystemExit(2) from None
+        return results["eval"]["mean_eval_reward"]  # what a sweeper (e.g. Optuna's) optimizes
 
-    saved = sys.argv
+    saved, root = sys.argv, logging.getLogger()
+    handlers, level = root.handlers[:], root.level
     sys.argv = ["looprl run", *argv]
     try:
         app()
-    finally:
+    finally:  # Hydra configures logging for its jobs: leave the caller's as it was
         sys.argv = saved
+        root.handlers[:], root.level = handlers, level
     return 0

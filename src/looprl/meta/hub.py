@@ -61,6 +61,12 @@ class MetaTrainer(Trainer):
     def __getattr__(self, name: str) -> Any:  # the wrapped trainer's other attributes
         return getattr(self.trainer, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:  # ... which setting changes there
+        if name in ("trainer", "hub"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.trainer, name, value)
+
 
 class MetaHub:
     """The metrics dictionary and the meta components of one run.

@@ -1,0 +1,107 @@
+"""Config-driven runs: the Hydra groups, ``looprl run``, multiruns and launchers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hydra")
+
+from hydra import compose, initialize  # noqa: E402
+
+from looprl.cli import main as cli  # noqa: E402
+from looprl.configs import algorithm_options, build, register  # noqa: E402
+from looprl.configs.app import main as run  # noqa: E402
+from looprl.meta import RND  # noqa: E402
+from looprl.presets.catalog import resolve_agent  # noqa: E402
+from looprl.runners import ESRunner, OnlineRunner  # noqa: E402
+
+QUIET = ["logging.quiet=true", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+SMALL = ["frames=256", "test_episodes=2", "algorithm.n_envs=2", "algorithm.n_steps=64",
+         "algorithm.hidden=16", *QUIET]
+
+
+def _compose(overrides: list[str]):
+    register()
+    with initialize(version_base="1.3", config_path=None):
+        return compose("looprl", overrides=overrides)
+
+
+def test_the_algorithm_group_is_read_from_the_presets() -> None:
+    cfg = _compose(["algorithm=dqn"])
+    assert cfg.algorithm.preset == "classic_control.dqn"
+    assert set(algorithm_options()) >= {"ppo", "dqn", "atari/ppo", "continuous/sac"}
+    for option, preset in algorithm_options().items():
+        node = _compose([f"algorithm={option}"]).algorithm
+        defaults = resolve_agent(preset).hyperparameter_defaults
+        assert set(node) == {"preset", *defaults}, option
+
+
+def test_a_config_builds_preset_parts_components_and_runner() -> None:
+    cfg = _compose(["algorithm=dqn", "algorithm.lr=1e-3", "exploration=ez_greedy",
+                    "meta=[rnd]", "meta.rnd.internal_reward_weight=0.5", "frames=1000"])
+    built = build(cfg)
+    preset = built.builder.env(built.env).build()
+    assert preset.hyperparameters["lr"] == 1e-3
+    assert preset.hyperparameters["exploration"] == "ez_greedy"
+    (rnd,) = built.meta
+    assert isinstance(rnd, RND) and rnd.internal_reward_weight == 0.5
+    assert isinstance(built.runner, OnlineRunner) and built.runner.num_steps == 1000
+    es = build(_compose(["runner=es", "runner.search_targets={lr: [1e-4, 1e-2, log]}",
+                         "runner.strategy=openai", "runner.popsize=2"]))
+    assert isinstance(es.runner, ESRunner) and es.runner.popsize == 2
+
+
+def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
+    run([*SMALL, f"hydra.run.dir={tmp_path}"])
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["step"] >= 256 and len(results["eval"]["returns"]) == 2
+    assert "frames: 256" in (tmp_path / ".hydra" / "config.yaml").read_text()
+    assert (tmp_path / "preset.pt").exists()
+
+
+def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> None:
+    run(["-m", "seed=0,1", *SMALL, f"hydra.sweep.dir={tmp_path}"])
+    runs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and p.name.isdigit())
+    assert [p.name for p in runs] == ["0", "1"]
+    seeds = [(p / ".hydra" / "config.yaml").read_text() for p in runs]
+    assert "seed: 0" in seeds[0] and "seed: 1" in seeds[1]
+    returns = [json.loads((p / "results.json").read_text())["train"]["returns"] for p in runs]
+    assert returns[0] != returns[1]  # the seed reached the run
+
+
+def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    run(["-m", "seed=3", "hydra/launcher=submitit_local", *SMALL,
+         f"hydra.sweep.dir={tmp_path}"])
+    assert json.loads((tmp_path / "0" / "results.json").read_text())["eval"]["episodes"] == 2
+    assert (tmp_path / ".submitit").is_dir()  # it went through submitit
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["algorithm=ppoo"], "Unknown algorithm 'ppoo'. Did you mean 'ppo'?"),
+    (["algorithm.lrr=1"], "'lrr' is not a hyperparameter of ppo. Did you mean 'lr'?"),
+    (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
+    (["meta=[rndd]"], "Unknown meta 'rndd'. Did you mean 'rnd'?"),
+    (["meta.rnd.lr=1"], "add it with meta=[rnd]"),
+    (["runner=es", "runner.popsze=3"], "'popsze' is not an argument of the runner es"),
+    (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
+    (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),
+    (["runner=optuna", "runner.search_space={lr: {low: 1, high: 1}}", *QUIET],
+     "empty range"),
+])
+def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
+    assert cli(["run", *overrides, f"hydra.run.dir={tmp_path}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and message in error[0], error
+
+
+def test_help_lists_the_groups_and_their_options(capsys) -> None:
+    with pytest.raises(SystemExit):
+        run(["--help"])
+    out = capsys.readouterr().out
+    assert "algorithm: a2c, c51, ddqn, dqn" in out
+    assert "meta: cosine_lr, hp_schedule, network_reset, noveld, plr, rnd, space" in out
+    assert "runner: es, online, optuna" in out
