@@ -93,3 +93,47 @@ def test_narrow_terminal_gets_a_bar_that_fits() -> None:
     last = text.split("\r")[-1]  # the final redraw
     assert "60,000/60,000" in last and "episodes 1261" in last
     assert "return(100) -123.2" in last and "…" not in last
+
+
+def test_dashboard_shows_the_status_lines_under_the_bar_and_in_plain_lines() -> None:
+    calls: list[int] = []
+
+    def status() -> list[str]:
+        calls.append(1)
+        return ["loss/q 0.5", "hp/lr 0.001  hp/epsilon 0.1"]
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=200, color_system=None)
+    with TrainingProgress(100_000, "dqn", console=console, status=status) as bar:
+        for frame in range(100_000):
+            bar.update(frame + 1, 1, 1.0)
+    lines = buffer.getvalue().splitlines()
+    bar_line = next(i for i, line in enumerate(lines) if "100,000/100,000 frames" in line)
+    assert lines[bar_line + 1:bar_line + 3] == ["loss/q 0.5", "hp/lr 0.001  hp/epsilon 0.1"]
+    assert len(calls) < 1000  # computed at redraws only, not at every update
+    plain = io.StringIO()
+    with TrainingProgress(10, "dqn", console=_plain_console(plain), status=status) as bar:
+        bar.update(10, 1, 1.0)
+    assert plain.getvalue().strip().endswith("; loss/q 0.5; hp/lr 0.001  hp/epsilon 0.1")
+
+
+def test_experiment_dashboard_reads_the_last_losses_and_current_hyperparameters(
+    tmp_path,
+) -> None:
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.experiments.experiment import dashboard, seed_everything
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(replay_start_size=50, update_frequency=16,
+                                          gradient_steps=1, hidden=16).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=300, logdir=str(tmp_path), quiet=True)
+    experiment.train(frames=300)
+    losses, hyperparameters = dashboard(experiment.logger, experiment._hyperparameters())()
+    last = float(experiment.logger.last_losses["q"])
+    assert losses == f"loss/q {last:.4g}"
+    epsilon = experiment.agent.policy.greedy.epsilon.current
+    assert f"hp/epsilon {epsilon:.4g}" in hyperparameters and epsilon < 1.0
+    assert "hp/lr 0.0023" in hyperparameters

@@ -11,7 +11,7 @@ import logging
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub
+from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,29 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def dashboard(logger: Any, hyperparameters: dict[str, Any]) -> Callable[[], list[str]]:
+    """The live dashboard's lines under the progress bar: the last value of each loss the
+    logger received, and the agent's current ``hp/*`` values."""
+
+    def number(value: Any) -> str:
+        try:
+            return f"{float(value):.4g}"
+        except (TypeError, ValueError):
+            return str(value)
+
+    def lines() -> list[str]:
+        losses = getattr(logger, "last_losses", {})
+        shown = []
+        if losses:
+            shown.append("  ".join(f"loss/{k} {number(v)}" for k, v in sorted(losses.items())))
+        if hyperparameters:
+            shown.append("  ".join(f"{k} {number(h.get())}"
+                                   for k, h in sorted(hyperparameters.items())))
+        return shown
+
+    return lines
 
 
 class Experiment(ABC):
@@ -138,7 +162,9 @@ class Experiment(ABC):
             raise ValueError("train() needs a budget: frames=... or episodes=...")
         total = int(frames) if math.isfinite(frames) else 0
         description = f"{self.name} on {self.env.name}"
-        with TrainingProgress(total, description, quiet=self.quiet) as self._progress:
+        status = dashboard(self.logger, self._hyperparameters())
+        with TrainingProgress(total, description, quiet=self.quiet,
+                              status=status) as self._progress:
             try:
                 self._train(frames, episodes)
             except FloatingPointError as error:
@@ -147,6 +173,12 @@ class Experiment(ABC):
                     self._running_return_nonfinite(),
                 )
                 raise FloatingPointError(message) from error
+
+    def _hyperparameters(self) -> dict[str, Any]:
+        """The agent's ``hp/*`` keys (the hub's, which set the real trainer, when one runs)."""
+        if self.hub is not None:
+            return self.hub.hyperparameters
+        return agent_hyperparameters(self.agent)
 
     @abstractmethod
     def _train(self, frames: float, episodes: float) -> None:

@@ -149,6 +149,7 @@ class ExperimentLogger(Logger):
         # Holds the path and the buffer, never ``self``: the logger stays collectable.
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         self._loss_calls: dict[str, int] = {}
+        self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._writer = SummaryWriter(log_dir=self.log_dir)
 
     def _write_run_json(self, run_dir: Path) -> None:
@@ -175,7 +176,9 @@ class ExperimentLogger(Logger):
 
     # --------------------------------------------------------------- interface
     def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
-        """Log a training loss as ``loss/<name>`` (every ``loss_every``-th call)."""
+        """Log a training loss as ``loss/<name>`` (every ``loss_every``-th call); the last
+        value of each is kept in ``last_losses``, written or not."""
+        self.last_losses[name] = value
         if not self.verbose:
             return
         if self.loss_every > 1:

@@ -1,21 +1,24 @@
-"""A cheap rich progress bar for training loops.
+"""A cheap rich progress bar, and live dashboard, for training loops.
 
 ``TrainingProgress`` shows frames done/total, frames per second, elapsed and remaining
-time, the episode count and the mean return of the last 100 episodes. ``update`` may be
-called every environment step: it only checks a monotonic clock and redraws the bar at
-most ``refresh_per_second`` times per second. When the console is not a terminal (a log
-file, a CI job, a pipe) it prints the same values as plain lines instead, at every tenth
-of the run and at least once a minute, so that logs stay readable. With ``quiet=True``
-nothing is ever printed.
+time, the episode count and the mean return of the last 100 episodes; given a ``status``
+callable, it shows under the bar the lines it returns (the experiments' dashboard: the last
+losses and the current ``hp/*`` values), computed only when the display is redrawn.
+``update`` may be called every environment step: it only checks a monotonic clock and
+redraws at most ``refresh_per_second`` times per second. When the console is not a
+terminal (a log file, a CI job, a pipe) it prints the same values as plain lines instead, at
+every tenth of the run and at least once a minute, so that logs stay readable. With
+``quiet=True`` nothing is ever printed.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable
 from types import TracebackType
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     Progress,
@@ -55,6 +58,20 @@ class _FramesColumn(ProgressColumn):
         return Text(text, style="progress.download")
 
 
+class _Dashboard(Progress):
+    """A ``Progress`` that shows the lines of ``status()`` under its bar."""
+
+    def __init__(self, *columns: ProgressColumn | str, status: Callable[[], list[str]],
+                 **kwargs: object):
+        self._status = status  # before Progress.__init__, which may render already
+        super().__init__(*columns, **kwargs)  # type: ignore[arg-type]
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        for line in self._status():
+            yield Text(line, style="dim", overflow="ellipsis", no_wrap=True)
+
+
 def _format_duration(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -79,6 +96,8 @@ class TrainingProgress:
         refresh_per_second: Maximum number of redraws per second.
         line_interval: On a console that is not a terminal, the most seconds between two
             plain progress lines (a line is also printed at every tenth of the run).
+        status: Returns lines to show under the bar (appended to plain lines), called at
+            each redraw only.
 
     Example:
         >>> with TrainingProgress(1000, "dqn", quiet=True) as bar:
@@ -93,8 +112,10 @@ class TrainingProgress:
         console: Console | None = None,
         refresh_per_second: float = 10.0,
         line_interval: float = 60.0,
+        status: Callable[[], list[str]] | None = None,
     ) -> None:
         self.total_frames = int(total_frames)
+        self.status = status
         self.description = description
         self.quiet = quiet
         self._interval = 1.0 / refresh_per_second
@@ -133,14 +154,14 @@ class TrainingProgress:
         ]
         if not wide:
             console.print(self.description, markup=False, highlight=False)
-        return Progress(
-            *columns,
+        columns += [
             TextColumn("episodes {task.fields[episodes]}"),
             TextColumn("return(100) {task.fields[mean_return]}"),
-            console=console,
-            auto_refresh=False,
-            transient=False,
-        )
+        ]
+        options = {"console": console, "auto_refresh": False, "transient": False}
+        if self.status is not None:
+            return _Dashboard(*columns, status=self.status, **options)
+        return Progress(*columns, **options)
 
     def _get_console(self) -> Console:
         """The console given, else a new one on stderr."""
@@ -216,6 +237,8 @@ class TrainingProgress:
             + left
             + f", episodes {episode}, return(100) {_format_return(mean_return)}"
         )
+        if self.status is not None:
+            line = "; ".join([line, *self.status()])
         self._lines.print(line, markup=False, highlight=False, soft_wrap=True)
         self._printed_frame = frame
         self._next_line_frame = self._next_milestone(frame)
