@@ -19,6 +19,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.environments import Environment, VectorEnvironment
+from looprl.experiments.checkpoint import save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
@@ -76,6 +77,8 @@ class Experiment(ABC):
         seed: seeds torch and the environment for a reproducible run.
         meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``);
             with none, the loop calls no hook at all.
+        checkpoint_every: save ``checkpoint.pt`` in the run directory every this many frames
+            (``looprl.experiments.checkpoint``; ``None``: never).
     """
 
     def __init__(
@@ -91,7 +94,13 @@ class Experiment(ABC):
         logger: Any = None,
         seed: int | None = None,
         meta: Sequence[MetaComponent] = (),
+        checkpoint_every: int | None = None,
     ):
+        if checkpoint_every is not None and checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be a positive number of frames, got "
+                             f"{checkpoint_every!r}")
+        self.checkpoint_every = checkpoint_every
+        self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:
             seed_everything(seed)
         self.preset = preset
@@ -117,6 +126,19 @@ class Experiment(ABC):
         if components:
             self._attach(components)
             self._step = self._meta_step  # the plain loop stays free of hook calls
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For checkpoints: everything but the progress display."""
+        state = dict(self.__dict__)
+        state.pop("_progress", None)
+        return state
+
+    def _maybe_checkpoint(self) -> None:
+        """Save a checkpoint when ``checkpoint_every`` frames have passed since the last."""
+        if self.logger.frame >= self._next_checkpoint:
+            every = self.checkpoint_every
+            self._next_checkpoint = (self.logger.frame // every + 1) * every
+            save_checkpoint(self)
 
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""
@@ -223,6 +245,7 @@ class SingleEnvExperiment(Experiment):
     def _train(self, frames: float, episodes: float) -> None:
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._run_training_episode()
+            self._maybe_checkpoint()
 
     def _reset(self) -> Any:
         if self.seed is not None and self.logger.episode == 0:
@@ -313,6 +336,7 @@ class ParallelEnvExperiment(Experiment):
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._step()
             self._update_progress()
+            self._maybe_checkpoint()
 
     @property
     def training_env(self) -> Any:

@@ -75,6 +75,13 @@ def _append_lines(path: Path, lines: list[str]) -> None:
     lines.clear()
 
 
+def _keep_rows(path: Path, rows: int) -> None:
+    """Keep the header and the first ``rows`` rows of the CSV file ``path``."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    if len(lines) > rows + 1:
+        path.write_text("".join(lines[: rows + 1]), encoding="utf-8")
+
+
 def _flush_at_exit(path: Path, lines: list[str]) -> None:
     """Finalizer of a logger that was never closed: write what is still buffered."""
     try:
@@ -152,6 +159,23 @@ class ExperimentLogger(Logger):
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._writer = SummaryWriter(log_dir=self.log_dir)
 
+    # ------------------------------------------------------------- checkpoints
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the event writer (reopened on load; see ``__setstate__``)."""
+        state = dict(self.__dict__)
+        del state["_writer"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Continue the run directory of a checkpoint: the CSV rows written after it was
+        taken (by the run that went on, then died) are dropped, and TensorBoard appends."""
+        self.__dict__.update(state)
+        written = self._n_returns - len(self._pending_rows)
+        _keep_rows(self._returns_path, written)
+        _keep_rows(self._returns100_path, self._n_returns // _WINDOW)
+        weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
+        self._writer = SummaryWriter(log_dir=self.log_dir, purge_step=self.frame)
+
     def _write_run_json(self, run_dir: Path) -> None:
         """Write ``run.json`` describing this run."""
         meta = {
@@ -210,6 +234,11 @@ class ExperimentLogger(Logger):
         x = self._step(step)
         for key, stat in zip(("mean", "std", "max", "min"), _stats(array)):
             self._writer.add_scalar(f"summary/{name}/{key}", stat, x)
+
+    def flush(self) -> None:
+        """Write the buffered ``returns.csv`` rows and flush the event file."""
+        _append_lines(self._returns_path, self._pending_rows)
+        self._writer.flush()
 
     def close(self) -> None:
         """Write the buffered ``returns.csv`` rows, flush and close the event file.

@@ -59,6 +59,8 @@ class MetaTrainer(Trainer):
         return stats
 
     def __getattr__(self, name: str) -> Any:  # the wrapped trainer's other attributes
+        if name in ("trainer", "hub"):  # not set yet (while unpickling)
+            raise AttributeError(name)
         return getattr(self.trainer, name)
 
     def __setattr__(self, name: str, value: Any) -> None:  # ... which setting changes there
@@ -82,11 +84,11 @@ class MetaHub:
         self.stack = MetaStack(components)
         self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
                                         "update": 0}
-        inner = inner_agent(agent)
+        inner = self._inner = inner_agent(agent)
         if isinstance(inner.trainer, MetaTrainer):  # attached before: the real trainer
             inner.trainer = inner.trainer.trainer
         # found on the real trainer, so that setters change it and not the wrapper
-        self.hyperparameters: dict[str, Hyperparameter] = agent_hyperparameters(inner)
+        self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         self.approximations = approximations(inner)
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
@@ -100,6 +102,20 @@ class MetaHub:
                 part.metrics = self.metrics
         self._published: dict[str, Any] = {}
         self._publish()
+
+    @property
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The agent's ``hp/*`` keys with their getters and setters."""
+        if self._hyperparameters is None:  # loaded from a checkpoint: find them again
+            inner = self._inner
+            wrapper, inner.trainer = inner.trainer, inner.trainer.trainer
+            self._hyperparameters = agent_hyperparameters(inner)
+            inner.trainer = wrapper
+        return self._hyperparameters
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For checkpoints: the getters and setters (closures) are found again on load."""
+        return {**self.__dict__, "_hyperparameters": None}
 
     def run(self, hook: str) -> None:
         """Publish the agent's current ``hp/*`` values (its own schedules move them), run

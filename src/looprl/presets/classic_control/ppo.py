@@ -53,13 +53,15 @@ default_hyperparameters: dict[str, Any] = {
 
 
 
-def linear(initial: float):
-    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)``."""
+class linear:  # noqa: N801 -- used like a function: linear(3e-4)
+    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (a class,
+    not a closure, so that checkpoints can pickle it)."""
 
-    def schedule(progress: float) -> float:
-        return initial * (1.0 - progress)
+    def __init__(self, initial: float):
+        self.initial = initial
 
-    return schedule
+    def __call__(self, progress: float) -> float:
+        return self.initial * (1.0 - progress)
 
 
 class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):

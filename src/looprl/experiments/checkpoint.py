@@ -1,0 +1,85 @@
+"""Checkpoints of a running experiment: everything needed to continue it exactly.
+
+``save_checkpoint(experiment)`` writes ``checkpoint.pt`` into the run directory: the whole
+experiment object -- the preset and its networks, the agent (target networks, optimizers, lr
+and epsilon schedules, its replay or rollout buffer, its own random generators), the meta
+components and the metrics dictionary, the environment (with its random generator) and the
+logger's counters -- and the global random states of torch, NumPy and ``random``. The file is
+written to a temporary name and renamed, so a run killed while saving (even by SIGKILL) keeps
+its previous checkpoint.
+
+``load_checkpoint(path)`` restores the random states and returns the experiment; training on
+(``experiment.train(frames=...)``) then continues as if it had never stopped: on CPU, the
+returns and the final parameters equal those of an uninterrupted run. The logger drops the
+CSV rows that the dead run wrote after the checkpoint.
+
+Experiments checkpoint themselves every ``checkpoint_every`` frames (single environments:
+at the first episode end after that many frames; vector environments: after that step).
+Everything must pickle: Gymnasium's classic-control environments and vector environments
+do; components whose hooks are lambdas do not (register bound methods).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["CHECKPOINT", "load_checkpoint", "save_checkpoint"]
+
+CHECKPOINT = "checkpoint.pt"
+
+
+def rng_states() -> dict[str, Any]:
+    """The global random states of torch, NumPy and ``random``."""
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+            "random": random.getstate()}
+
+
+def set_rng_states(states: dict[str, Any]) -> None:
+    """Restore states from ``rng_states``."""
+    torch.set_rng_state(states["torch"])
+    np.random.set_state(states["numpy"])
+    random.setstate(states["random"])
+
+
+def save_checkpoint(experiment: Any, path: str | Path | None = None) -> Path:
+    """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
+    its run directory); return the path.
+
+    Raises:
+        TypeError: a part of the experiment cannot be pickled (named in the message).
+    """
+    path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
+    if hasattr(experiment.logger, "flush"):
+        experiment.logger.flush()
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        torch.save({"experiment": experiment, "rng": rng_states()}, temporary)
+    except (TypeError, AttributeError, RuntimeError) as error:
+        temporary.unlink(missing_ok=True)
+        raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
+                        "meta components must pickle; register hooks as bound methods)") from None
+    os.replace(temporary, path)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> Any:
+    """The experiment saved at ``path`` (a file, or a run directory holding
+    ``checkpoint.pt``), with the global random states it had.
+
+    Raises:
+        FileNotFoundError: there is no checkpoint there.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT
+    if not path.is_file():
+        raise FileNotFoundError(f"No checkpoint at {path}: nothing to resume")
+    state = torch.load(path, weights_only=False)
+    set_rng_states(state["rng"])
+    return state["experiment"]

@@ -1,0 +1,135 @@
+"""Checkpoints: a run killed with SIGKILL and resumed ends exactly as an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment
+from looprl.experiments import make_experiment
+from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
+from looprl.experiments.experiment import seed_everything
+from looprl.meta import MetaComponent
+
+FRAMES, EVERY = 2500, 400
+
+# Trains (mode "train") or resumes (mode "resume") a small run; writes the final parameters.
+SCRIPT = """
+import sys, torch
+torch.set_num_threads(1)
+from looprl.environments import GymEnvironment
+from looprl.experiments import make_experiment
+from looprl.experiments.checkpoint import load_checkpoint
+from looprl.experiments.experiment import seed_everything
+from looprl.meta import RND
+from looprl.presets.classic_control import dqn, ppo
+algorithm, mode, logdir, frames, every = sys.argv[1:6]
+frames, every = int(frames), int(every)
+if mode == "train":
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    builder = {
+        "dqn": dqn.hyperparameters(replay_start_size=100, update_frequency=8, gradient_steps=2,
+                                   hidden=32, final_exploration_step=2000),
+        "ppo": ppo.hyperparameters(n_envs=4, n_steps=32, hidden=32, epochs=2),
+    }[algorithm]
+    preset = builder.env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir, quiet=True,
+                                 seed=0, checkpoint_every=every, meta=[RND(seed=1)])
+else:
+    experiment = load_checkpoint(logdir)
+experiment.train(frames=frames)
+experiment.close()
+parameters = torch.nn.utils.parameters_to_vector(experiment.preset.model.parameters())
+torch.save(parameters, experiment.logger.log_dir + "/final_parameters.pt")
+print(experiment.logger.log_dir)
+"""
+
+
+def _python(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process: subprocess.Popen) -> str:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    return out.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("algorithm", ["dqn", "ppo"])
+def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_path) -> None:
+    full = _finish(_python(algorithm, "train", str(tmp_path / "full"), str(FRAMES), str(EVERY)))
+    killed = _python(algorithm, "train", str(tmp_path / "killed"), str(FRAMES), str(EVERY))
+    run_dir = tmp_path / "killed" / algorithm / "CartPole-v1"
+    deadline = time.monotonic() + 300
+    while not (run_dir / "checkpoint.pt").exists() and killed.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.05)
+    time.sleep(0.5)  # let it run on past the checkpoint, then kill it without warning
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert killed.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    resumed = _finish(_python(algorithm, "resume", str(run_dir), str(FRAMES), str(EVERY)))
+    assert resumed == str(run_dir)
+    full_dir = Path(full)
+    assert (run_dir / "returns.csv").read_text() == (full_dir / "returns.csv").read_text()
+    assert (run_dir / "returns100.csv").read_text() == (full_dir / "returns100.csv").read_text()
+    assert torch.equal(torch.load(run_dir / "final_parameters.pt"),
+                       torch.load(full_dir / "final_parameters.pt"))
+
+
+def test_no_checkpoint_and_unpicklable_parts_give_clear_errors(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="No checkpoint at .*nothing to resume"):
+        load_checkpoint(tmp_path)
+
+    class Lambda(MetaComponent):
+        def __init__(self):
+            super().__init__()
+            self.post_step_methods.append(lambda metrics: None)
+
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=8).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True,
+                                 meta=[Lambda()])
+    with pytest.raises(TypeError, match="cannot be checkpointed.*bound methods"):
+        save_checkpoint(experiment)
+    assert not list(Path(experiment.logger.log_dir).glob("checkpoint.pt*"))
+    with pytest.raises(ValueError, match="checkpoint_every must be a positive"):
+        make_experiment(preset, env, logdir=str(tmp_path), quiet=True, checkpoint_every=0)
+
+
+def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path) -> None:
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=10_000).device("cpu")
+    experiment = make_experiment(preset.build(), env, logdir=str(tmp_path), quiet=True,
+                                 seed=0, checkpoint_every=1000)
+    experiment.train(frames=1000)
+    run_dir = Path(experiment.logger.log_dir)
+    saved = (run_dir / "checkpoint.pt").read_bytes()
+    rows = (run_dir / "returns.csv").read_text()
+    episodes = experiment.episode
+    assert len(rows.splitlines()) == episodes + 1  # flushed when the checkpoint was taken
+    experiment.train(frames=6000)  # on past the next checkpoints and 100-episode flushes
+    experiment.close()
+    assert len((run_dir / "returns.csv").read_text().splitlines()) > episodes + 100
+    (run_dir / "checkpoint.pt").write_bytes(saved)  # as if killed right after that one
+    resumed = load_checkpoint(run_dir)
+    assert resumed.episode == episodes
+    assert (run_dir / "returns.csv").read_text() == rows
+    assert len((run_dir / "returns100.csv").read_text().splitlines()) == 1 + episodes // 100
+    resumed.close()
