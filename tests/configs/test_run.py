@@ -105,3 +105,22 @@ def test_help_lists_the_groups_and_their_options(capsys) -> None:
     assert "algorithm: a2c, c51, ddqn, dqn" in out
     assert "meta: cosine_lr, hp_schedule, network_reset, noveld, plr, rnd, space" in out
     assert "runner: es, online, optuna" in out
+
+
+def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsys) -> None:
+    run([*SMALL, "checkpoint_every=128", f"hydra.run.dir={tmp_path}"])
+    config = tmp_path / ".hydra" / "config.yaml"
+    before = (config.read_text(), config.stat().st_mtime_ns)
+    assert cli(["run", "--resume", str(tmp_path), "algorithm.lr=0.1"]) == 2
+    assert "was run with another config (algorithm.lr: 0.001 -> 0.1)" in capsys.readouterr().err
+    assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing overwritten
+    run(["--resume", str(tmp_path), "frames=512"])  # a longer budget: trains on
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["step"] >= 512
+    assert len(results["train"]["returns"]) < results["train"]["episodes"]  # continued
+    assert cli(["run", "--resume", str(tmp_path / "ppo")]) == 2
+    assert "is no looprl run directory" in capsys.readouterr().err
+    other = tmp_path / "no_checkpoint"
+    run([*SMALL, f"hydra.run.dir={other}"])
+    assert cli(["run", "--resume", str(other)]) == 2
+    assert "No checkpoint in" in capsys.readouterr().err

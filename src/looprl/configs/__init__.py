@@ -22,6 +22,8 @@ key             contents
 ``seed``        seeds torch, numpy, random and the environment
 ``test_episodes`` evaluation episodes after training
 ``device``      ``null`` (CUDA if available) or a torch device
+``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
+                the run directory's checkpoint (``looprl run --resume RUN_DIR``)
 ``logging``     ``tensorboard``/``verbose`` switches, ``quiet`` (no progress bar)
 =============== ================================================================================
 
@@ -102,7 +104,8 @@ def runners() -> dict[str, type]:
 
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
-RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes")
+RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
+                 "checkpoint_every", "resume_from")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -140,6 +143,8 @@ def register() -> None:
         "seed": 0,
         "test_episodes": 10,
         "device": None,
+        "checkpoint_every": None,
+        "resume": False,
         "logging": {"tensorboard": True, "verbose": False, "quiet": False},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
@@ -195,12 +200,32 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     components = [make_component(name, **(kwargs or {}))
                   for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
     options = dict(_plain(cfg.runner))
-    runner_class = runners()[options.pop("name")]
-    runner = runner_class(
+    name = options.pop("name")
+    if cfg.resume:
+        options["resume_from"] = find_checkpoint(output_dir, name)
+    runner = runners()[name](
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
-        quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes, **options,
+        quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
+        checkpoint_every=cfg.checkpoint_every, **options,
     )
     return Run(builder, env, components, runner)
+
+
+def find_checkpoint(run_dir: str | None, runner: str) -> str:
+    """The one ``checkpoint.pt`` under ``run_dir``; one-line errors otherwise."""
+    from pathlib import Path
+
+    if runner != "online":
+        raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
+                         "Optuna search resumes from its storage: run it again)")
+    found = sorted(Path(run_dir or ".").glob("**/checkpoint.pt"))
+    if not found:
+        raise FileNotFoundError(f"No checkpoint in {run_dir}: nothing to resume (runs write "
+                                "them with checkpoint_every=N)")
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} checkpoints in {run_dir}; resume one experiment at a "
+                         f"time: {', '.join(map(str, found))}")
+    return str(found[0])
 
 
 def check_overrides(overrides: list[str]) -> None:

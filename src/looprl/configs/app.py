@@ -4,6 +4,8 @@
     looprl run -m seed=0,1,2 algorithm.lr=1e-3,3e-4             # a multirun (a grid)
     looprl run -m seed=0,1,2,3 hydra/launcher=joblib            # its jobs in parallel
     looprl run -m seed=0,1 hydra/launcher=submitit_slurm        # on a SLURM cluster
+    looprl run checkpoint_every=10000 ...                        # checkpoints as it trains
+    looprl run --resume outputs/DATE/TIME                        # continue a killed run
     looprl run --help                                            # the groups and options
 
 Each run builds the config's runner (``runner=online``: train ``frames`` steps, then evaluate
@@ -56,19 +58,85 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
+def resume_arguments(argv: list[str]) -> list[str]:
+    """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
+    run's own overrides, then these, in its directory with ``resume=true``.
+
+    Raises:
+        FileNotFoundError: ``RUN_DIR`` holds no run or no checkpoint.
+        ValueError: the overrides change the run's config (other than ``frames``, to train
+            further, and ``logging``); the message lists what differs. Nothing is written.
+    """
+    from omegaconf import OmegaConf
+
+    from looprl.configs import find_checkpoint
+
+    run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
+    if "--resume" in argv:
+        at = argv.index("--resume")
+        if at + 1 >= len(argv):
+            raise ValueError("--resume needs the run directory: looprl run --resume RUN_DIR")
+        run_dirs, argv = [argv[at + 1]], argv[:at] + argv[at + 2:]
+    elif "resume=true" not in argv:
+        return argv
+    if not run_dirs:
+        raise ValueError("resume=true needs the run directory: looprl run --resume RUN_DIR")
+    run_dir = Path(run_dirs[0])
+    saved = run_dir / ".hydra"
+    if not (saved / "config.yaml").is_file():
+        raise FileNotFoundError(f"{run_dir} is no looprl run directory (no .hydra/config.yaml)")
+    old = OmegaConf.load(saved / "config.yaml")
+    find_checkpoint(str(run_dir), old.runner.name)
+    kept = [o for o in OmegaConf.load(saved / "overrides.yaml")
+            if not o.startswith(("resume=", "hydra."))]
+    extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
+    differences = _differences(old, _compose([*kept, *extra]))
+    if differences:
+        raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
+                         "resume it with its own, or start a new run")
+    return [*kept, *extra, f"hydra.run.dir={run_dir}", "resume=true"]
+
+
+def _compose(overrides: list[str]) -> Any:
+    from hydra import compose, initialize
+
+    with initialize(version_base="1.3", config_path=None):
+        return compose("looprl", overrides=overrides)
+
+
+def _differences(old: Any, new: Any) -> list[str]:
+    """``key: old -> new`` for every leaf that differs, but ``frames``, ``resume``,
+    ``logging``."""
+    from omegaconf import OmegaConf
+
+    def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
+        if isinstance(node, dict):
+            return {k: v for key, value in node.items()
+                    for k, v in leaves(value, f"{prefix}{key}.").items()}
+        return {prefix[:-1]: node}
+
+    before = leaves(OmegaConf.to_container(old, resolve=True))
+    after = leaves(OmegaConf.to_container(new, resolve=True))
+    ignored = ("frames", "resume", "logging.", "runner.num_steps")
+    return [f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
+            for key in sorted(set(before) | set(after))
+            if not key.startswith(ignored) and before.get(key) != after.get(key)]
+
+
 def main(argv: list[str]) -> int:
     """Run the Hydra application on ``argv`` (overrides and Hydra flags)."""
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
     register()
+    argv = resume_arguments(argv)
     check_overrides(argv)
 
     @hydra.main(version_base="1.3", config_path=None, config_name="looprl")
     def app(cfg: Any) -> float:
         try:
             results = execute(cfg, HydraConfig.get().runtime.output_dir)
-        except (ValueError, TypeError, KeyError) as error:  # a bad config: one line, exit 2
+        except (ValueError, TypeError, KeyError, FileNotFoundError) as error:  # bad config
             if os.environ.get("LOOPRL_DEBUG"):
                 raise
             message = error.args[0] if isinstance(error, KeyError) and error.args else error

@@ -42,6 +42,7 @@ import torch
 
 from looprl.core.logger import Logger
 from looprl.environments import Environment, GymEnvironment
+from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
@@ -104,6 +105,8 @@ class Runner:
         device: the networks' device (default: the builder's, CUDA if available).
         quiet: no progress bar while training.
         eval_episodes: the default number of episodes of ``evaluate``.
+        checkpoint_every: experiments save ``checkpoint.pt`` every this many frames (in their
+            run directory, so it needs a ``logdir``); ``resume`` continues from one.
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class Runner:
         device: str | None = None,
         quiet: bool = False,
         eval_episodes: int = 10,
+        checkpoint_every: int | None = None,
     ):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(
@@ -131,6 +135,9 @@ class Runner:
         self.meta = tuple(meta)
         self.quiet = quiet
         self.eval_episodes = int(eval_episodes)
+        if checkpoint_every is not None and logdir is None:
+            raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
+        self.checkpoint_every = checkpoint_every
         self.experiment: Any = None
         self.preset: Any = None
 
@@ -150,7 +157,14 @@ class Runner:
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger(), seed=self.seed, meta=self.meta,
+            checkpoint_every=self.checkpoint_every,
         )
+
+    def resume(self, path: str) -> None:
+        """Continue the experiment saved at ``path`` (``looprl.experiments.checkpoint``)."""
+        self.close()
+        self.experiment = load_checkpoint(path)
+        self.preset = self.experiment.preset
 
     def _logger(self) -> Logger:
         if self.logdir is None:
