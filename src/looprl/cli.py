@@ -130,7 +130,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from looprl.presets import load_preset
 
     run_dir = Path(args.run_dir)
-    preset_file = run_dir / "preset.pt" if run_dir.is_dir() else run_dir
+    name = "best_preset.pt" if args.best else "preset.pt"
+    preset_file = run_dir / name if run_dir.is_dir() else run_dir
     if not preset_file.exists():
         raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl train)")
     preset = load_preset(str(preset_file))
@@ -187,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch = sub.add_parser("watch", help="play a saved preset (window, or a GIF without display)")
     watch.add_argument("run_dir", help="a run directory holding preset.pt, or the .pt file")
     watch.add_argument("--episodes", type=int, default=1)
+    watch.add_argument("--best", action="store_true",
+                       help="play the best agent so far (best_preset.pt, runs with eval_every)")
     watch.add_argument("--env", default=None, help="environment id (default: the run's)")
     watch.add_argument("--fps", type=float, default=None,
                        help="frames per second (default: the environment's real time)")

@@ -69,3 +69,33 @@ def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo)
     assert 0.0 <= metrics["hp/entropy_coef"] < 0.01
     with pytest.raises(KeyError, match="'hp/nope' is not a hyperparameter.*hp/clip"):
         runner.set_hyperparameters({"hp/nope": 1})
+
+
+def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):
+    import torch
+
+    from looprl.cli import main as cli
+    from looprl.presets import load_preset
+
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=640, seed=0, eval_episodes=2,
+                          quiet=True, logdir=str(tmp_path), eval_every=128)
+    snapshots = []
+    keep = runner._evaluate_and_keep_best
+
+    def evaluate_and_keep_best():
+        keep()
+        model = runner.preset.model.parameters()
+        snapshots.append(torch.nn.utils.parameters_to_vector(model).detach().clone())
+
+    runner._evaluate_and_keep_best = evaluate_and_keep_best
+    train_results, _ = runner.run()
+    evaluations = train_results["evaluations"]
+    assert [step for step, _ in evaluations] == [128, 256, 384, 512, 640]
+    rows = (tmp_path / "eval_results.csv").read_text().splitlines()
+    assert rows[0] == "step,mean_eval_reward,std_eval_reward,episodes" and len(rows) == 6
+    best = max(range(5), key=lambda i: evaluations[i][1])  # the first of equal bests
+    assert train_results["best"] == evaluations[best]
+    saved = load_preset(str(tmp_path / "best_preset.pt"), device="cpu").model.parameters()
+    assert torch.equal(torch.nn.utils.parameters_to_vector(saved), snapshots[best])
+    assert cli(["watch", str(tmp_path), "--best", "--env", "CartPole-v1", "--gif",
+                str(tmp_path / "best.gif"), "--max-steps", "20"]) == 0

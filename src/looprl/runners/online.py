@@ -1,10 +1,24 @@
-"""``OnlineRunner``: train one agent, then evaluate it (Mighty's basic runner)."""
+"""``OnlineRunner``: train one agent, then evaluate it (Mighty's basic runner).
+
+With ``eval_every``, it also evaluates the agent every ``eval_every`` training steps and
+keeps the best agent so far: ``best_preset.pt`` in ``logdir`` (``looprl watch RUN_DIR
+--best`` plays it), also ``self.best_preset``. Value-based agents that solve a task and then
+fall back (DDQN on CartPole dropping to ~100) still hand over the solved policy. Each
+evaluation is a row of ``eval_results.csv`` (``step,mean_eval_reward,std_eval_reward,
+episodes``).
+"""
 
 from __future__ import annotations
 
+import copy
+import math
+import time
+from pathlib import Path
 from typing import Any
 
 from looprl.runners.base import Runner
+
+EVAL_HEADER = "step,mean_eval_reward,std_eval_reward,episodes\n"
 
 
 class OnlineRunner(Runner):
@@ -16,25 +30,72 @@ class OnlineRunner(Runner):
         num_steps: the training budget (the agent's schedules anneal over it).
         resume_from: a checkpoint (or a run directory holding one) to continue up to
             ``num_steps`` steps, instead of a fresh agent.
+        eval_every: also evaluate every this many steps and keep the best agent so far.
         **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
             ``eval_episodes``, ``checkpoint_every``).
+
+    ``run()``'s train results hold, with ``eval_every``, two more keys: ``evaluations``
+    (``[step, mean_eval_reward]`` of each) and ``best`` (the best of them).
     """
 
     def __init__(self, agent: Any, env: Any, num_steps: int = 100_000,
-                 resume_from: str | None = None, **kwargs: Any):
+                 resume_from: str | None = None, eval_every: int | None = None, **kwargs: Any):
         super().__init__(agent, env, **kwargs)
         if int(num_steps) <= 0:
             raise ValueError(f"num_steps must be positive, got {num_steps!r}")
+        if eval_every is not None and int(eval_every) <= 0:
+            raise ValueError(f"eval_every must be positive, got {eval_every!r}")
         self.num_steps = int(num_steps)
         self.resume_from = resume_from
+        self.eval_every = None if eval_every is None else int(eval_every)
+        self.best_preset: Any = None
+        self.evaluations: list[list[float]] = []
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``
         with the keys of ``looprl.runners.base`` (``TRAIN_KEYS``, ``EVAL_KEYS``)."""
         if self.resume_from is not None:
             self.resume(self.resume_from)
+            self.evaluations = self._read_evaluations()
         else:
             self.new_agent(train_steps=self.num_steps)
-        train_results = self.train(max(self.num_steps - self.experiment.frame, 0))
-        eval_results = self.evaluate()
-        return train_results, eval_results
+        start, returns = time.perf_counter(), []
+        chunk = self.eval_every or self.num_steps
+        while True:
+            steps = min(chunk, self.num_steps - self.experiment.frame)
+            train_results = self.train(max(steps, 0))
+            returns += train_results["returns"]
+            if self.eval_every is None or steps <= 0:
+                break
+            self._evaluate_and_keep_best()
+        train_results["returns"] = returns
+        train_results["mean_return"] = sum(returns) / len(returns) if returns else math.nan
+        train_results["wall_time"] = time.perf_counter() - start
+        if self.eval_every is not None:
+            train_results["evaluations"] = self.evaluations
+            train_results["best"] = max(self.evaluations, key=lambda e: e[1], default=None)
+        return train_results, self.evaluate()
+
+    def _evaluate_and_keep_best(self) -> None:
+        results = self.evaluate()
+        best = max((mean for _, mean in self.evaluations), default=-math.inf)
+        self.evaluations.append([results["step"], results["mean_eval_reward"]])
+        if self.logdir is not None:
+            path = Path(self.logdir) / "eval_results.csv"
+            if not path.exists():
+                path.write_text(EVAL_HEADER)
+            with open(path, "a", encoding="utf-8") as file:
+                file.write(f"{results['step']},{results['mean_eval_reward']!r},"
+                           f"{results['std_eval_reward']!r},{results['episodes']}\n")
+        if results["mean_eval_reward"] > best:
+            self.best_preset = copy.deepcopy(self.preset)
+            if self.logdir is not None:
+                self.preset.save(str(Path(self.logdir) / "best_preset.pt"))
+
+    def _read_evaluations(self) -> list[list[float]]:
+        """The evaluations of the run being resumed (its ``eval_results.csv``)."""
+        path = Path(self.logdir or ".") / "eval_results.csv"
+        if self.logdir is None or not path.exists():
+            return []
+        rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
+        return [[int(row[0]), float(row[1])] for row in rows]
