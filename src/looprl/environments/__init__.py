@@ -18,6 +18,7 @@ from looprl.environments.contextual import (
     contextual_envs,
     sample_contexts,
 )
+from looprl.environments.deepsea import DeepSea
 from looprl.environments.gym import GymEnvironment, check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
 from looprl.environments.multiagent import (
@@ -31,6 +32,7 @@ __all__ = [
     "ContextualEnv",
     "ContextualEnvironment",
     "contextual_envs",
+    "DeepSea",
     "sample_contexts",
     "AtariEnvironment",
     "AtariVectorEnvironment",

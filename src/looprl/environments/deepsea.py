@@ -1,0 +1,100 @@
+"""DeepSea: the exploration benchmark of bsuite as a Gymnasium environment.
+
+From "Behaviour Suite for Reinforcement Learning" (Osband et al., 2019,
+https://arxiv.org/abs/1908.03568), after Osband et al.'s "Deep Exploration via Randomized
+Value Functions" (https://arxiv.org/abs/1703.07608). An ``N x N`` grid; the agent starts in
+the top-left cell and every step moves it down one row and one column left or right
+(clipped at the edges), so an episode lasts exactly ``N`` steps. Moving right costs
+``0.01 / N``; moving right out of the bottom-right cell (reachable only by going right ``N``
+times) pays ``+1``. The optimal return is ``0.99``; every other policy gets at most ``0``, so
+an agent that does not explore deliberately learns to go left, and uniformly random actions
+find the treasure once in ``2**N`` episodes.
+
+Which action means 'right' is drawn per cell from ``mapping_seed`` (bsuite's
+``randomize_actions``; with the same seed the mapping is bsuite's); the mapping is part of
+the task and does not change with the seed of ``reset``. Observations are the one-hot
+position flattened to ``N * N`` floats (bsuite's ``N x N`` image), all zeros after the last
+step. Registered as ``looprl/DeepSea-v0`` (``gymnasium.make('looprl/DeepSea-v0', size=10)``).
+
+Example:
+    >>> env = DeepSea(size=3, randomize_actions=False)
+    >>> _ = env.reset()
+    >>> [env.step(1)[1] for _ in range(3)]  # right, right, right: two costs, then the treasure
+    [-0.0033333333333333335, -0.0033333333333333335, 0.9966666666666667]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["DeepSea"]
+
+
+class DeepSea(gym.Env):
+    """The deterministic DeepSea of bsuite.
+
+    Args:
+        size: ``N``, the grid's side and the episode length.
+        randomize_actions: draw which action is 'right' per cell; off, action 1 is always
+            right and action 0 always left.
+        mapping_seed: seed of that draw.
+        move_cost: the cost of ``N`` moves right (each right move costs ``move_cost / N``).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, size: int = 10, randomize_actions: bool = True, mapping_seed: int = 0,
+                 move_cost: float = 0.01):
+        if size < 1:
+            raise ValueError(f"DeepSea size must be at least 1, got {size}")
+        self.size = int(size)
+        self.move_cost = float(move_cost)
+        if randomize_actions:
+            rng = np.random.RandomState(mapping_seed)
+            self.action_mapping = rng.binomial(1, 0.5, [self.size, self.size])
+        else:
+            self.action_mapping = np.ones([self.size, self.size], dtype=np.int64)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.size * self.size,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.row = self.column = 0
+
+    @property
+    def optimal_return(self) -> float:
+        """The return of going right ``N`` times: ``1 - move_cost``."""
+        return 1.0 - self.move_cost
+
+    def _observation(self) -> np.ndarray:
+        observation = np.zeros(self.size * self.size, dtype=np.float32)
+        if self.row < self.size:
+            observation[self.row * self.size + self.column] = 1.0
+        return observation
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.row = self.column = 0
+        return self._observation(), {}
+
+    def step(self, action: Any):
+        if self.row >= self.size:
+            raise RuntimeError("DeepSea episode has ended: call reset()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"Invalid DeepSea action {action!r}: use 0 or 1")
+        right = int(action) == self.action_mapping[self.row, self.column]
+        reward = 0.0
+        if right:
+            if self.column == self.size - 1:
+                reward += 1.0
+            reward -= self.move_cost / self.size
+            self.column = min(self.column + 1, self.size - 1)
+        else:
+            self.column = max(self.column - 1, 0)
+        self.row += 1
+        terminated = self.row == self.size
+        return self._observation(), reward, terminated, False, {}
+
+
+if "looprl/DeepSea-v0" not in gym.registry:
+    gym.register("looprl/DeepSea-v0", entry_point="looprl.environments.deepsea:DeepSea")
