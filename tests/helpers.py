@@ -1,11 +1,15 @@
 """Test helpers: replay an agent's evaluation episodes independently of the experiment code
-(so that tests can compare ``Experiment.test`` with what the agent really scores), and a
-trainer that records its batches instead of training."""
+(so that tests can compare ``Experiment.test`` with what the agent really scores), a
+trainer that records its batches instead of training, and a meta component that records
+what every hook sees."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from looprl.core import Trainer
 from looprl.environments import GymEnvironment, GymVectorEnvironment
+from looprl.meta import HOOKS, MetaComponent
 
 
 class RecordingTrainer(Trainer):
@@ -57,3 +61,19 @@ def replay_first_episodes(agent, env_id: str, n_envs: int, seed: int,
                 running[i] = 0.0
     env.close()
     return returns
+
+
+class Recorder(MetaComponent):
+    """Records ``(tag, hook, keys of the metrics dictionary)`` at every hook."""
+
+    def __init__(self, tag: str, log: list):
+        super().__init__()
+        self.tag, self.log = tag, log
+        for hook in HOOKS:
+            self.methods(hook).append(self._recorder(hook))
+
+    def _recorder(self, hook: str):
+        def record(metrics: dict[str, Any]) -> None:
+            self.log.append((self.tag, hook, dict(metrics)))
+
+        return record

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 import torch
 
+from helpers import Recorder
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment, run_experiment
 from looprl.experiments.experiment import seed_everything
-from looprl.meta import HOOKS, MetaComponent, MetaStack
+from looprl.meta import MetaComponent, MetaStack
 from looprl.meta.hub import MetaTrainer
 from looprl.presets.classic_control import dqn, ppo
 from looprl.presets.continuous import sac
@@ -20,22 +21,6 @@ SMALL_DQN = dqn.hyperparameters(replay_start_size=50, update_frequency=8, gradie
                                 minibatch_size=16, hidden=16)
 SMALL_PPO = ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1, hidden=16)
 SMALL_SAC = sac.hyperparameters(replay_start_size=50, minibatch_size=16, hidden=16)
-
-
-class Recorder(MetaComponent):
-    """Records ``(tag, hook, keys of the metrics dictionary)`` at every hook."""
-
-    def __init__(self, tag: str, log: list):
-        super().__init__()
-        self.tag, self.log = tag, log
-        for hook in HOOKS:
-            self.methods(hook).append(self._recorder(hook))
-
-    def _recorder(self, hook: str):
-        def record(metrics: dict[str, Any]) -> None:
-            self.log.append((self.tag, hook, dict(metrics)))
-
-        return record
 
 
 class SetHyperparameter(MetaComponent):
