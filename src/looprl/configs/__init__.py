@@ -24,7 +24,7 @@ key             contents
 ``device``      ``null`` (CUDA if available) or a torch device
 ``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
                 the run directory's checkpoint (``looprl run --resume RUN_DIR``)
-``logging``     ``tensorboard``/``verbose`` switches, ``quiet`` (no progress bar)
+``logging``     ``quiet``: no progress display
 =============== ================================================================================
 
 ``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
@@ -110,9 +110,8 @@ RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "e
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
     node = {k: v for k, v in _component_node(cls).items() if k not in RUN_ARGUMENTS}
-    for budget in ("num_steps",):  # the run's budget unless the runner node says otherwise
-        if budget in node:
-            node[budget] = "${frames}"
+    if "num_steps" in node:  # the run's budget unless the runner node says otherwise
+        node["num_steps"] = "${frames}"
     return {"name": name, **node}
 
 
@@ -145,7 +144,7 @@ def register() -> None:
         "device": None,
         "checkpoint_every": None,
         "resume": False,
-        "logging": {"tensorboard": True, "verbose": False, "quiet": False},
+        "logging": {"quiet": False},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
     })
