@@ -115,13 +115,14 @@ def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path) -> None:
 
     seed_everything(0)
     env = GymEnvironment("CartPole-v1")
-    preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=10_000).device("cpu")
+    preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=200).device("cpu")
     experiment = make_experiment(preset.build(), env, logdir=str(tmp_path), quiet=True,
                                  seed=0, checkpoint_every=1000)
     experiment.train(frames=1000)
     run_dir = Path(experiment.logger.log_dir)
     saved = (run_dir / "checkpoint.pt").read_bytes()
     rows = (run_dir / "returns.csv").read_text()
+    frame = experiment.frame
     episodes = experiment.episode
     assert len(rows.splitlines()) == episodes + 1  # flushed when the checkpoint was taken
     experiment.train(frames=6000)  # on past the next checkpoints and 100-episode flushes
@@ -132,4 +133,8 @@ def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path) -> None:
     assert resumed.episode == episodes
     assert (run_dir / "returns.csv").read_text() == rows
     assert len((run_dir / "returns100.csv").read_text().splitlines()) == 1 + episodes // 100
+    for table in ("losses.csv", "hyperparameters.csv"):  # rows up to the checkpoint's frame
+        frames = [int(line.split(",")[0]) for line in
+                  (run_dir / table).read_text().splitlines()[1:]]
+        assert frames and max(frames) <= frame, table
     resumed.close()

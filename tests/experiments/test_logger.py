@@ -232,3 +232,36 @@ def test_returns_csv_written_at_normal_exit_without_close(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
     rows = _returns_rows(str(tmp_path / "ppo" / "CartPole-v1"))
     assert rows == _expected_rows([i / 4 for i in range(120)], [2 * i for i in range(120)])
+
+
+def test_verbose_experiments_write_the_losses_and_the_hp_trajectory(tmp_path) -> None:
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.experiments.experiment import seed_everything
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    builder = dqn.hyperparameters(hidden=8, replay_start_size=100, update_frequency=4,
+                                  gradient_steps=1, final_exploration_step=1000)
+    for verbose in (True, False):
+        experiment = make_experiment(builder.env(env).device("cpu").build(), env,
+                                     logdir=str(tmp_path / str(verbose)), quiet=True,
+                                     verbose=verbose)
+        experiment.train(frames=600)
+        experiment.close()
+        run_dir = Path(experiment.logger.log_dir)
+        if not verbose:
+            assert not (run_dir / "losses.csv").exists()
+            assert not (run_dir / "hyperparameters.csv").exists()
+            continue
+        losses = (run_dir / "losses.csv").read_text().splitlines()
+        # the Q-network logs every 100th update (log_every): here updates 1 and 101
+        assert losses[0] == "frame,name,value" and len(losses) == 3
+        assert [line.split(",")[1] for line in losses[1:]] == ["q", "q"]
+        table = (run_dir / "hyperparameters.csv").read_text().splitlines()
+        header = table[0].split(",")
+        assert header[0] == "frame" and "hp/epsilon" in header and "hp/lr" in header
+        epsilons = [float(row.split(",")[header.index("hp/epsilon")]) for row in table[1:]]
+        assert len(epsilons) == experiment.episode  # one row per training episode
+        assert epsilons == sorted(epsilons, reverse=True) and epsilons[-1] < 0.6

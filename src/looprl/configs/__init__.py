@@ -24,7 +24,8 @@ key             contents
 ``device``      ``null`` (CUDA if available) or a torch device
 ``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
                 the run directory's checkpoint (``looprl run --resume RUN_DIR``)
-``logging``     ``quiet``: no progress display
+``logging``     ``quiet``: no progress display; ``verbose``: losses and the ``hp/*``
+                trajectory in TensorBoard, ``losses.csv`` and ``hyperparameters.csv``
 =============== ================================================================================
 
 ``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
@@ -105,7 +106,7 @@ def runners() -> dict[str, type]:
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
-                 "checkpoint_every", "resume_from")
+                 "checkpoint_every", "resume_from", "verbose")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def register() -> None:
         "device": None,
         "checkpoint_every": None,
         "resume": False,
-        "logging": {"quiet": False},
+        "logging": {"quiet": False, "verbose": True},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
     })
@@ -205,7 +206,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     runner = runners()[name](
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
-        checkpoint_every=cfg.checkpoint_every, **options,
+        checkpoint_every=cfg.checkpoint_every, verbose=cfg.logging.verbose, **options,
     )
     return Run(builder, env, components, runner)
 

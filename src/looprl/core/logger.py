@@ -31,6 +31,9 @@ class Logger:
     def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
         """Log mean/std/min/max of a list of values (``summary/<name>/...``)."""
 
+    def add_hyperparameters(self, values: dict[str, Any]) -> None:
+        """Record the agent's current ``hp/*`` values (one row of a trajectory)."""
+
     def close(self) -> None:
         """Flush and release files."""
 

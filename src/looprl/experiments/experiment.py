@@ -131,6 +131,7 @@ class Experiment(ABC):
         """For checkpoints: everything but the progress display."""
         state = dict(self.__dict__)
         state.pop("_progress", None)
+        state.pop("_hp", None)  # getters and setters (closures), found again by train()
         return state
 
     def _maybe_checkpoint(self) -> None:
@@ -184,7 +185,8 @@ class Experiment(ABC):
             raise ValueError("train() needs a budget: frames=... or episodes=...")
         total = int(frames) if math.isfinite(frames) else 0
         description = f"{self.name} on {self.env.name}"
-        status = dashboard(self.logger, self._hyperparameters())
+        self._hp = self._hyperparameters()
+        status = dashboard(self.logger, self._hp)
         with TrainingProgress(total, description, quiet=self.quiet,
                               status=status) as self._progress:
             try:
@@ -214,6 +216,8 @@ class Experiment(ABC):
         self._check_finite(episode_return)
         self.logger.add_episode_return(float(episode_return))
         self.logger.episode += 1
+        if self.logger.verbose:
+            self.logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
 
     def _check_finite(self, episode_return: float) -> None:
         """Remember the first episode whose return is NaN or inf (to explain a divergence)."""

@@ -13,7 +13,11 @@ used it) and writes there:
   buffered in memory and appended every 100 episodes, by ``close()``, and -- for a logger
   that is never closed -- when it is garbage-collected or the interpreter exits normally
   (``weakref.finalize``); only a crash or kill can lose the last (< 100) rows;
-* ``test_returns.csv`` -- the returns of the final test episodes.
+* ``test_returns.csv`` -- the returns of the final test episodes;
+* ``losses.csv`` -- ``frame,name,value``: every loss written to TensorBoard (verbose only);
+* ``hyperparameters.csv`` -- ``frame,hp/...``: the agent's ``hp/*`` values at the end of each
+  training episode (verbose only), the trajectory schedules and meta components give them.
+  Both are buffered like ``returns.csv`` and written every 100 episodes and on ``flush``.
 
 The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
 ``step`` argument of every logging method picks which of them is the x-axis.
@@ -80,6 +84,23 @@ def _keep_rows(path: Path, rows: int) -> None:
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     if len(lines) > rows + 1:
         path.write_text("".join(lines[: rows + 1]), encoding="utf-8")
+
+
+def _keep_frames(path: Path, frame: int) -> None:
+    """Drop the rows of the CSV file ``path`` (if any) whose first column is after ``frame``."""
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = lines[:1] + [line for line in lines[1:] if int(line.split(",")[0]) <= frame]
+        path.write_text("".join(kept), encoding="utf-8")
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell: a float for numbers and 0-d tensors, a quoted text for anything else (a
+    list of per-env epsilons)."""
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return '"' + str(value).replace('"', "'") + '"'
 
 
 def _flush_at_exit(path: Path, lines: list[str]) -> None:
@@ -156,6 +177,9 @@ class ExperimentLogger(Logger):
         # Holds the path and the buffer, never ``self``: the logger stays collectable.
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         self._loss_calls: dict[str, int] = {}
+        self._loss_rows: list[tuple[int, str, Any]] = []
+        self._hp_rows: list[tuple[int, dict[str, Any]]] = []
+        self._hp_columns: list[str] | None = None
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._writer = SummaryWriter(log_dir=self.log_dir)
 
@@ -173,6 +197,8 @@ class ExperimentLogger(Logger):
         written = self._n_returns - len(self._pending_rows)
         _keep_rows(self._returns_path, written)
         _keep_rows(self._returns100_path, self._n_returns // _WINDOW)
+        for table in ("losses.csv", "hyperparameters.csv"):
+            _keep_frames(Path(self.log_dir) / table, self.frame)
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         self._writer = SummaryWriter(log_dir=self.log_dir, purge_step=self.frame)
 
@@ -211,6 +237,32 @@ class ExperimentLogger(Logger):
             if calls % self.loss_every:
                 return
         self._scalar("loss/" + name, value, step)
+        self._loss_rows.append((self.frame, name, value))
+
+    def add_hyperparameters(self, values: dict[str, Any]) -> None:
+        """Buffer a ``hyperparameters.csv`` row of ``values`` at this frame (verbose only)."""
+        if self.verbose:
+            self._hp_rows.append((self.frame, values))
+
+    def _write_tables(self) -> None:
+        """Append the buffered ``losses.csv`` and ``hyperparameters.csv`` rows."""
+        run_dir = Path(self.log_dir)
+        if self._loss_rows:
+            path = run_dir / "losses.csv"
+            lines = [] if path.exists() else ["frame,name,value\n"]
+            lines += [f"{frame},{name},{float(value)!r}\n" for frame, name, value in
+                      self._loss_rows]
+            _append_lines(path, lines)
+            self._loss_rows.clear()
+        if self._hp_rows:
+            path = run_dir / "hyperparameters.csv"
+            if self._hp_columns is None:
+                self._hp_columns = sorted(self._hp_rows[0][1])
+                path.write_text(",".join(["frame", *self._hp_columns]) + "\n")
+            lines = [",".join([str(frame), *(_cell(values.get(c)) for c in self._hp_columns)])
+                     + "\n" for frame, values in self._hp_rows]
+            _append_lines(path, lines)
+            self._hp_rows.clear()
 
     def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
         """Log a scheduled hyperparameter as ``schedule/<name>`` (verbose only)."""
@@ -236,8 +288,9 @@ class ExperimentLogger(Logger):
             self._writer.add_scalar(f"summary/{name}/{key}", stat, x)
 
     def flush(self) -> None:
-        """Write the buffered ``returns.csv`` rows and flush the event file."""
+        """Write the buffered CSV rows and flush the event file."""
         _append_lines(self._returns_path, self._pending_rows)
+        self._write_tables()
         self._writer.flush()
 
     def close(self) -> None:
@@ -246,6 +299,7 @@ class ExperimentLogger(Logger):
         Safe to call more than once.
         """
         _append_lines(self._returns_path, self._pending_rows)
+        self._write_tables()
         self._writer.flush()
         self._writer.close()
 
@@ -284,6 +338,7 @@ class ExperimentLogger(Logger):
         self._pending_rows.append(f"{self.frame},{self._n_returns},{ret!r}\n")
         if self._n_returns % _WINDOW == 0:
             _append_lines(self._returns_path, self._pending_rows)
+            self._write_tables()
             self._write_returns100()
 
     def _write_returns100(self) -> None:

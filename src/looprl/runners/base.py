@@ -107,6 +107,8 @@ class Runner:
         eval_episodes: the default number of episodes of ``evaluate``.
         checkpoint_every: experiments save ``checkpoint.pt`` every this many frames (in their
             run directory, so it needs a ``logdir``); ``resume`` continues from one.
+        verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
+            and the ``hp/*`` trajectory (``hyperparameters.csv``).
     """
 
     def __init__(
@@ -120,6 +122,7 @@ class Runner:
         quiet: bool = False,
         eval_episodes: int = 10,
         checkpoint_every: int | None = None,
+        verbose: bool = False,
     ):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(
@@ -138,6 +141,7 @@ class Runner:
         if checkpoint_every is not None and logdir is None:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every = checkpoint_every
+        self.verbose = verbose
         self.experiment: Any = None
         self.preset: Any = None
 
@@ -169,7 +173,8 @@ class Runner:
     def _logger(self) -> Logger:
         if self.logdir is None:
             return MemoryLogger()
-        return RecordingLogger(self.preset.name, self.env.name, self.logdir, verbose=False)
+        return RecordingLogger(self.preset.name, self.env.name, self.logdir,
+                               verbose=self.verbose)
 
     def _require_agent(self) -> None:
         if self.experiment is None:
