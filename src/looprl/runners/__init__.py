@@ -5,6 +5,9 @@
   network parameters, or both.
 * ``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies);
   Optuna is imported only when it is constructed (``pip install looprl[hpo]``).
+* ``PBTRunner``: population-based training on Ray Tune (exploit: a member continues from a
+  better one's checkpoint; explore: perturbed ``hp/*`` values); Ray is imported only when it
+  is constructed (``pip install looprl[distributed]``).
 
 The keys of the dictionaries ``Runner.train`` and ``Runner.evaluate`` return are documented
 in ``looprl.runners.base`` (``TRAIN_KEYS``, ``EVAL_KEYS``).
@@ -15,6 +18,7 @@ from looprl.runners.es import ESRunner
 from looprl.runners.fitness import SHAPERS, fitness_shaper
 from looprl.runners.hpo import OptunaRunner
 from looprl.runners.online import OnlineRunner
+from looprl.runners.pbt import PBTRunner
 from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space
 from looprl.runners.strategies import STRATEGIES, make_strategy
 
@@ -27,6 +31,7 @@ __all__ = [
     "ESRunner",
     "OnlineRunner",
     "OptunaRunner",
+    "PBTRunner",
     "Runner",
     "SearchSpaceError",
     "fitness_shaper",

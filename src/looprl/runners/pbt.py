@@ -1,0 +1,173 @@
+"""``PBTRunner``: population-based training (Jaderberg et al., 2017,
+https://arxiv.org/abs/1711.09846) on Ray Tune.
+
+A population of agents trains in parallel Ray Tune trials. Every ``perturbation_interval``
+steps each member evaluates its test agent and saves a checkpoint
+(``looprl.experiments.checkpoint``: networks, optimizers, schedules, buffer, meta components,
+environment, random states). Tune's ``PopulationBasedTraining`` then lets the worst quarter
+**exploit** a member of the best quarter -- it continues from that member's checkpoint, so it
+copies its weights, optimizer and schedules -- and **explore**: the copied ``hp/*`` values are
+perturbed (x0.8 or x1.2, or resampled) and applied through the agent's ``hp/*`` setters
+(``looprl.meta.hyperparameters``), the same way meta components change them.
+
+Ray is an optional extra (``pip install looprl[distributed]``); it is imported when a PBT
+runner is built, never by the rest of the library.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looprl.experiments import make_experiment
+from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
+from looprl.experiments.experiment import seed_everything
+from looprl.runners.base import Runner
+
+__all__ = ["PBTRunner", "tune_name"]
+
+
+def tune_name(key: str) -> str:
+    """A Tune config name for ``hp/*`` key ``key`` (Tune puts them in directory names)."""
+    return key.replace("/", "_")
+
+
+def import_tune() -> Any:
+    try:
+        from ray import tune
+    except ImportError:
+        raise ImportError("PBTRunner needs Ray Tune: pip install looprl[distributed]") from None
+    return tune
+
+
+def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
+    """One member of the population, as a Ray Tune function trainable; member ``i`` of the
+    first generation is seeded with ``seed + i``."""
+    tune = import_tune()
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:  # a new trial, or exploit: continue from that checkpoint
+        with checkpoint.as_directory() as directory:
+            experiment = load_checkpoint(directory)
+    else:
+        seed = spec["seed"] + int(tune.get_context().get_trial_id().rsplit("_", 1)[-1])
+        seed_everything(seed)
+        preset = spec["builder"].env(spec["env"]).build()
+        experiment = make_experiment(preset, spec["env"], train_steps=spec["num_steps"],
+                                     quiet=True, verbose=False, seed=seed,
+                                     logdir=spec["logdir"])
+    found = experiment._hyperparameters()
+    for key in spec["keys"]:  # explore: the (perturbed) values of this trial's config
+        found[key].set(config[tune_name(key)])
+    while experiment.frame < spec["num_steps"]:
+        experiment.train(frames=experiment.frame + spec["interval"])
+        returns = experiment.test(episodes=spec["eval_episodes"])
+        with tempfile.TemporaryDirectory() as directory:
+            save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
+            tune.report({"mean_eval_reward": float(np.mean(returns)), "step": experiment.frame},
+                        checkpoint=tune.Checkpoint.from_directory(directory))
+
+
+class PBTRunner(Runner):
+    """Population-based training of ``population`` agents on Ray Tune.
+
+    Args:
+        agent: a preset builder (``looprl.presets.classic_control.ppo``).
+        env: an environment or a Gymnasium id.
+        mutations: ``hp/*`` key -> ``(low, high)`` or ``(low, high, "log")``: the initial
+            values are drawn from these ranges, and explore perturbs or resamples them.
+        population: members trained at once (Ray runs as many in parallel as it has CPUs).
+        num_steps: training steps of each member.
+        perturbation_interval: steps between evaluations, checkpoints and exploit/explore.
+        quantile_fraction: the bottom and top fractions of the population for exploit.
+        resample_probability: the chance that explore resamples a value instead of scaling it.
+        num_cpus: CPUs of the local Ray instance if the runner starts one.
+        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``device``, ``quiet``, ``eval_episodes``).
+    """
+
+    def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
+                 num_steps: int = 100_000, perturbation_interval: int = 10_000,
+                 quantile_fraction: float = 0.25, resample_probability: float = 0.25,
+                 num_cpus: int | None = None, **kwargs: Any):
+        super().__init__(agent, env, **kwargs)
+        self.tune = import_tune()
+        if not mutations:
+            raise ValueError("PBT needs hp/* mutations, e.g. {'hp/lr': (1e-5, 1e-2, 'log')}")
+        self.new_agent()
+        found = self.hyperparameters()
+        for key in mutations:
+            if key not in found:
+                raise KeyError(f"{key!r} is not a hyperparameter of this agent; it has: "
+                               f"{', '.join(sorted(found))}")
+        self.close()
+        self.mutations = {key: _bounds(key, value) for key, value in mutations.items()}
+        self.population, self.num_steps = int(population), int(num_steps)
+        self.interval = int(perturbation_interval)
+        self.quantile_fraction, self.resample_probability = quantile_fraction, resample_probability
+        self.num_cpus = num_cpus
+
+    def _space(self, key: str) -> Any:
+        low, high, log = self.mutations[key]
+        return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
+
+    def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Train the population; ``({"step", "best", "members"}, eval_results of the best)``,
+        where ``best`` and each of ``members`` give the final ``mean_eval_reward`` and the
+        ``hp/*`` values a member ended with."""
+        import ray
+        from ray.tune.schedulers import PopulationBasedTraining
+
+        if not ray.is_initialized():
+            ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+        tune = self.tune
+        names = {tune_name(key): key for key in self.mutations}
+        scheduler = PopulationBasedTraining(
+            time_attr="step", perturbation_interval=self.interval,
+            hyperparam_mutations={name: self._space(key) for name, key in names.items()},
+            quantile_fraction=self.quantile_fraction,
+            resample_probability=self.resample_probability,
+        )
+        spec = {"builder": self.builder, "env": self.env, "seed": self.seed,
+                "num_steps": self.num_steps, "interval": self.interval,
+                "keys": list(names.values()), "eval_episodes": self.eval_episodes,
+                "logdir": self.logdir or tempfile.mkdtemp()}
+        storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
+        trainable = tune.with_resources(tune.with_parameters(_member, spec=spec), {"cpu": 1})
+        tuner = tune.Tuner(
+            trainable,
+            param_space={name: self._space(key) for name, key in names.items()},
+            tune_config=tune.TuneConfig(scheduler=scheduler, num_samples=self.population,
+                                        metric="mean_eval_reward", mode="max"),
+            run_config=tune.RunConfig(storage_path=str(storage), name="population",
+                                      verbose=0, stop={"step": self.num_steps}),
+        )
+        results = tuner.fit()
+        members = []
+        for result in results:
+            hp = {names[name]: result.config[name] for name in names}
+            members.append({"mean_eval_reward": result.metrics["mean_eval_reward"], "hp": hp,
+                            "checkpoint": result.checkpoint})
+        best = max(members, key=lambda member: member["mean_eval_reward"])
+        with best["checkpoint"].as_directory() as directory:
+            self.experiment = load_checkpoint(directory)
+        self.preset = self.experiment.preset
+        for member in members:
+            member.pop("checkpoint")
+        return ({"step": self.num_steps, "best": best, "members": members},
+                self.evaluate())
+
+
+def _bounds(key: str, value: Any) -> tuple[float, float, bool]:
+    """``(low, high, log)`` of a mutation; one-line errors for bad ranges."""
+    if not isinstance(value, list | tuple) or len(value) not in (2, 3):
+        raise ValueError(f"Mutation {key!r} must be (low, high) or (low, high, 'log'), "
+                         f"got {value!r}")
+    low, high, log = float(value[0]), float(value[1]), len(value) == 3 and value[2] == "log"
+    if not low < high or (log and low <= 0) or not math.isfinite(high):
+        raise ValueError(f"Mutation {key!r}: empty or invalid range [{low}, {high}]"
+                         f"{' (log needs low > 0)' if log else ''}")
+    return low, high, log
