@@ -86,13 +86,18 @@ class PBTRunner(Runner):
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
         num_cpus: CPUs of the local Ray instance if the runner starts one.
+        initial: the members' starting ``hp/*`` values, one dict each (then ``population``
+            is their number), instead of draws from ``mutations``.
+        exploit: ``False`` trains the same population without exploit and explore (the
+            baseline PBT is compared with).
         **kwargs: ``Runner``'s (``seed``, ``logdir``, ``device``, ``quiet``, ``eval_episodes``).
     """
 
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
                  num_steps: int = 100_000, perturbation_interval: int = 10_000,
                  quantile_fraction: float = 0.25, resample_probability: float = 0.25,
-                 num_cpus: int | None = None, **kwargs: Any):
+                 num_cpus: int | None = None, initial: list[dict[str, float]] | None = None,
+                 exploit: bool = True, **kwargs: Any):
         super().__init__(agent, env, **kwargs)
         self.tune = import_tune()
         if not mutations:
@@ -109,6 +114,11 @@ class PBTRunner(Runner):
         self.interval = int(perturbation_interval)
         self.quantile_fraction, self.resample_probability = quantile_fraction, resample_probability
         self.num_cpus = num_cpus
+        self.initial, self.exploit = initial, exploit
+        if initial is not None:
+            self.population = len(initial)
+            if any(set(values) != set(self.mutations) for values in initial):
+                raise ValueError(f"Each initial dict needs exactly the keys {sorted(mutations)}")
 
     def _space(self, key: str) -> Any:
         low, high, log = self.mutations[key]
@@ -137,11 +147,20 @@ class PBTRunner(Runner):
                 "logdir": self.logdir or tempfile.mkdtemp()}
         storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec), {"cpu": 1})
+        space = {name: self._space(key) for name, key in names.items()}
+        samples = self.population
+        if self.initial is not None:  # one trial per given start, in this order
+            starts = list(self.initial)
+            space = {"start": tune.grid_search(list(range(len(starts)))),
+                     **{name: tune.sample_from(lambda spec, k=key: starts[spec.config.start][k])
+                        for name, key in names.items()}}
+            samples = 1
         tuner = tune.Tuner(
             trainable,
-            param_space={name: self._space(key) for name, key in names.items()},
-            tune_config=tune.TuneConfig(scheduler=scheduler, num_samples=self.population,
-                                        metric="mean_eval_reward", mode="max"),
+            param_space=space,
+            tune_config=tune.TuneConfig(scheduler=scheduler if self.exploit else None,
+                                        num_samples=samples, metric="mean_eval_reward",
+                                        mode="max"),
             run_config=tune.RunConfig(storage_path=str(storage), name="population",
                                       verbose=0, stop={"step": self.num_steps}),
         )
