@@ -16,7 +16,7 @@ from looprl.configs import algorithm_options, build, register  # noqa: E402
 from looprl.configs.app import main as run  # noqa: E402
 from looprl.meta import RND  # noqa: E402
 from looprl.presets.catalog import resolve_agent  # noqa: E402
-from looprl.runners import ESRunner, OnlineRunner  # noqa: E402
+from looprl.runners import ESRunner, OnlineRunner, PBTRunner  # noqa: E402
 
 QUIET = ["logging.quiet=true", "hydra/job_logging=none", "hydra/hydra_logging=none"]
 SMALL = ["frames=256", "test_episodes=2", "algorithm.n_envs=2", "algorithm.n_steps=64",
@@ -52,6 +52,11 @@ def test_a_config_builds_preset_parts_components_and_runner() -> None:
     es = build(_compose(["runner=es", "runner.search_targets={lr: [1e-4, 1e-2, log]}",
                          "runner.strategy=openai", "runner.popsize=2"]))
     assert isinstance(es.runner, ESRunner) and es.runner.popsize == 2
+    pytest.importorskip("ray.tune")
+    pbt = build(_compose(["runner=pbt", "runner.mutations={hp/lr: [1e-4, 1e-2, log]}",
+                          "runner.population=2", "frames=2000"]))
+    assert isinstance(pbt.runner, PBTRunner) and pbt.runner.num_steps == 2000
+    assert pbt.runner.mutations == {"hp/lr": (1e-4, 1e-2, True)}
 
 
 def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
@@ -104,7 +109,7 @@ def test_help_lists_the_groups_and_their_options(capsys) -> None:
     out = capsys.readouterr().out
     assert "algorithm: a2c, c51, ddqn, dqn" in out
     assert "meta: cosine_lr, hp_schedule, network_reset, noveld, plr, rnd, space" in out
-    assert "runner: es, online, optuna" in out
+    assert "runner: es, online, optuna, pbt" in out
 
 
 def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsys) -> None:

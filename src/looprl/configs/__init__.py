@@ -13,7 +13,8 @@ key             contents
 ``meta``        group, several at once: ``meta=[rnd,plr]``; each option's fields are the
                 component's arguments (``meta.rnd.internal_reward_weight=0.5``)
 ``runner``      group: ``online`` (default: train ``frames`` steps, evaluate), ``es``
-                (evolution strategies) or ``optuna`` (hyperparameter search); its fields are
+                (evolution strategies), ``optuna`` (hyperparameter search) or ``pbt``
+                (population-based training on Ray Tune); its fields are
                 the runner's arguments (``runner.search_space``, ``runner.n_trials``, ...)
 ``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs
 ``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
@@ -99,9 +100,9 @@ def _component_node(cls: type) -> dict[str, Any]:
 
 def runners() -> dict[str, type]:
     """The ``runner`` group's options: name -> runner class (``looprl.runners``)."""
-    from looprl.runners import ESRunner, OnlineRunner, OptunaRunner
+    from looprl.runners import ESRunner, OnlineRunner, OptunaRunner, PBTRunner
 
-    return {"online": OnlineRunner, "es": ESRunner, "optuna": OptunaRunner}
+    return {"online": OnlineRunner, "es": ESRunner, "optuna": OptunaRunner, "pbt": PBTRunner}
 
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
