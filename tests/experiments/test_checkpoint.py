@@ -18,7 +18,7 @@ from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent
 
-FRAMES, EVERY = 2500, 400
+FRAMES, EVERY = 1500, 300
 
 # Trains (mode "train") or resumes (mode "resume") a small run; writes the final parameters.
 SCRIPT = """

@@ -15,7 +15,8 @@ from looprl.presets.catalog import available_agents, make_env
 #: small values for the hyperparameters a preset has (fast runs, updates within 400 frames)
 SMALL = {"hidden": 16, "replay_start_size": 64, "minibatch_size": 32, "n_envs": 2,
          "n_steps": 16, "update_frequency": 4, "gradient_steps": 1, "epochs": 1,
-         "min_batch_size": 32, "n_policy": 1, "aux_minibatch_size": 32, "atoms": 11}
+         "min_batch_size": 32, "n_policy": 1, "aux_minibatch_size": 32, "atoms": 11,
+         "replay_buffer_size": 1000}
 
 CASES = [
     *[(f"classic_control.{name}", "CartPole-v1") for name in
