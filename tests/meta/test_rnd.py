@@ -236,3 +236,16 @@ def test_noveld_state_dict_keeps_visits():
     metrics = noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2))
     restored.get_reward(metrics)
     assert metrics["transition"]["intrinsic_reward"].item() == 0.0
+
+
+def test_update_every_trains_the_predictor_at_every_nth_update_only():
+    torch.manual_seed(5)
+    rnd = small_rnd(obs_shape=(4,), update_every=3)
+    losses = []
+    for _ in range(7):
+        rnd.last_loss = None
+        rnd.update_predictor({"batch": replay_batch(cluster(CENTER, 16)), "losses": {}})
+        losses.append(rnd.last_loss is not None)
+    assert losses == [False, False, True, False, False, True, False]
+    with pytest.raises(ValueError, match="update_every must be >= 1"):
+        RND(update_every=0)

@@ -231,6 +231,9 @@ class RND(MetaComponent):
         lr: Adam learning rate of the predictor.
         batch_size: rows per predictor update (a larger training batch is used whole).
         gradient_steps: predictor updates per ``post_update`` call.
+        update_every: train the predictor at every this-many-th ``post_update`` call only
+            (agents that take many gradient steps per environment step, like the DQN
+            preset's 128 per 256 frames, need it far less often than they update).
         buffer_size: recent next states kept for training while the agent's batches hold
             no observations (buffering stops, and the buffer is freed, at the first batch
             that does).
@@ -249,6 +252,7 @@ class RND(MetaComponent):
         lr: float = 1e-3,
         batch_size: int = 256,
         gradient_steps: int = 1,
+        update_every: int = 1,
         buffer_size: int = 1024,
         obs_shape: Sequence[int] | None = None,
         device: str | torch.device = "cpu",
@@ -264,6 +268,10 @@ class RND(MetaComponent):
         self.lr = float(lr)
         self.batch_size = int(batch_size)
         self.gradient_steps = int(gradient_steps)
+        if int(update_every) < 1:
+            raise ValueError(f"update_every must be >= 1, got {update_every!r}")
+        self.update_every = int(update_every)
+        self._update_calls = 0
         self.device = torch.device(device)
         self.seed = seed
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
@@ -334,6 +342,9 @@ class RND(MetaComponent):
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Train the predictor on the batch's (next) observations, else on recent ones."""
         if self.rnd_net is None:
+            return metrics
+        self._update_calls += 1
+        if self._update_calls % self.update_every:
             return metrics
         observations = self.training_observations(metrics.get("batch"))
         if observations is None:
