@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,atari,mujoco,multiagent,hpo,config,distributed]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,atari,mujoco,multiagent,hpo,config,distributed,wandb]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -129,3 +129,13 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     run([*SMALL, f"hydra.run.dir={other}"])
     assert cli(["run", "--resume", str(other)]) == 2
     assert "No checkpoint in" in capsys.readouterr().err
+
+
+def test_wandb_logging_in_offline_mode(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run([*SMALL, "logging.wandb={mode: offline, project: looprl-test}",
+         f"hydra.run.dir={tmp_path}"])
+    (offline,) = (tmp_path / "ppo" / "CartPole-v1" / "wandb").glob("offline-run-*")
+    (events,) = offline.glob("run-*.wandb")
+    assert events.stat().st_size > 0  # the run's metrics, ready for `wandb sync`

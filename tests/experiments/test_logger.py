@@ -265,3 +265,18 @@ def test_verbose_experiments_write_the_losses_and_the_hp_trajectory(tmp_path) ->
         epsilons = [float(row.split(",")[header.index("hp/epsilon")]) for row in table[1:]]
         assert len(epsilons) == experiment.episode  # one row per training episode
         assert epsilons == sorted(epsilons, reverse=True) and epsilons[-1] < 0.6
+
+
+def test_wandb_mirrors_every_scalar_in_offline_mode(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    logger = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path), wandb={"mode": "offline"})
+    logger.frame = 10
+    logger.add_loss("q", 0.5)
+    logger.frame = 20
+    logger.add_episode_return(12.0)
+    summary = dict(logger._wandb.summary)
+    assert summary["loss/q"] == 0.5 and summary["eval/returns/episode"] == 12.0
+    assert summary["frame"] == 20  # the x-axis of every metric
+    logger.close()
+    assert list((Path(logger.log_dir) / "wandb").glob("offline-run-*/run-*.wandb"))

@@ -26,7 +26,8 @@ key             contents
 ``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
                 the run directory's checkpoint (``looprl run --resume RUN_DIR``)
 ``logging``     ``quiet``: no progress display; ``verbose``: losses and the ``hp/*``
-                trajectory in TensorBoard, ``losses.csv`` and ``hyperparameters.csv``
+                trajectory in TensorBoard, ``losses.csv`` and ``hyperparameters.csv``;
+                ``wandb``: ``null``, or ``wandb.init`` arguments (``{mode: offline}``)
 =============== ================================================================================
 
 ``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
@@ -107,7 +108,7 @@ def runners() -> dict[str, type]:
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
-                 "checkpoint_every", "resume_from", "verbose")
+                 "checkpoint_every", "resume_from", "verbose", "wandb")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -146,7 +147,7 @@ def register() -> None:
         "device": None,
         "checkpoint_every": None,
         "resume": False,
-        "logging": {"quiet": False, "verbose": True},
+        "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
     })
@@ -207,7 +208,8 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     runner = runners()[name](
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
-        checkpoint_every=cfg.checkpoint_every, verbose=cfg.logging.verbose, **options,
+        checkpoint_every=cfg.checkpoint_every, verbose=cfg.logging.verbose,
+        wandb=_plain(cfg.logging.wandb), **options,
     )
     return Run(builder, env, components, runner)
 

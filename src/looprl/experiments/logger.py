@@ -21,6 +21,10 @@ used it) and writes there:
 
 The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
 ``step`` argument of every logging method picks which of them is the x-axis.
+
+With ``wandb={"project": ..., "mode": "offline", ...}`` (the ``wandb`` extra) every scalar also
+goes to a Weights & Biases run stored in the run directory, with ``frame`` as its x-axis;
+TensorBoard and the CSV files stay as they are.
 """
 
 from __future__ import annotations
@@ -84,6 +88,21 @@ def _keep_rows(path: Path, rows: int) -> None:
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     if len(lines) > rows + 1:
         path.write_text("".join(lines[: rows + 1]), encoding="utf-8")
+
+
+def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
+    """A W&B run in the logger's run directory (``options``: ``wandb.init`` arguments, e.g.
+    ``project``, ``mode="offline"``), with ``frame`` as the x-axis of every metric."""
+    try:
+        import wandb
+    except ImportError:
+        raise ImportError("W&B logging needs wandb: pip install looprl[wandb]") from None
+    options = {"project": "looprl", "name": f"{logger.agent_name}/{logger.env_name}", **options}
+    run = wandb.init(dir=logger.log_dir, id=run_id, resume="allow" if run_id else None,
+                     reinit="create_new", **options)
+    run.define_metric("frame")
+    run.define_metric("*", step_metric="frame")
+    return run
 
 
 def _keep_frames(path: Path, frame: int) -> None:
@@ -152,6 +171,7 @@ class ExperimentLogger(Logger):
         logdir: str = "runs",
         verbose: bool = True,
         loss_every: int = 1,
+        wandb: dict[str, Any] | None = None,
     ) -> None:
         if int(loss_every) < 1:
             raise ValueError(f"loss_every must be >= 1, got {loss_every}")
@@ -182,12 +202,16 @@ class ExperimentLogger(Logger):
         self._hp_columns: list[str] | None = None
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._writer = SummaryWriter(log_dir=self.log_dir)
+        self._wandb_options = wandb
+        self._wandb = _wandb_run(self, wandb) if wandb is not None else None
 
     # ------------------------------------------------------------- checkpoints
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the event writer (reopened on load; see ``__setstate__``)."""
+        """Everything but the event writer and the W&B run (reopened on load)."""
         state = dict(self.__dict__)
         del state["_writer"]
+        state["_wandb_id"] = self._wandb.id if self._wandb is not None else None
+        state["_wandb"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -201,6 +225,8 @@ class ExperimentLogger(Logger):
             _keep_frames(Path(self.log_dir) / table, self.frame)
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         self._writer = SummaryWriter(log_dir=self.log_dir, purge_step=self.frame)
+        if self._wandb_options is not None:  # the same W&B run goes on
+            self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
     def _write_run_json(self, run_dir: Path) -> None:
         """Write ``run.json`` describing this run."""
@@ -222,7 +248,10 @@ class ExperimentLogger(Logger):
 
     def _scalar(self, tag: str, value: Any, step: str) -> None:
         """Write one scalar; ``float()`` happens here, i.e. only for written values."""
-        self._writer.add_scalar(tag, float(value), self._step(step))
+        value = float(value)
+        self._writer.add_scalar(tag, value, self._step(step))
+        if self._wandb is not None:
+            self._wandb.log({tag: value, "frame": self.frame})
 
     # --------------------------------------------------------------- interface
     def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
@@ -302,6 +331,9 @@ class ExperimentLogger(Logger):
         self._write_tables()
         self._writer.flush()
         self._writer.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
 
     def __enter__(self) -> ExperimentLogger:
         return self

@@ -109,6 +109,8 @@ class Runner:
             run directory, so it needs a ``logdir``); ``resume`` continues from one.
         verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
+        wandb: also log to Weights & Biases: ``wandb.init`` arguments (``project``,
+            ``mode="offline"``, ...); needs a ``logdir``.
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class Runner:
         eval_episodes: int = 10,
         checkpoint_every: int | None = None,
         verbose: bool = False,
+        wandb: dict[str, Any] | None = None,
     ):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(
@@ -142,6 +145,9 @@ class Runner:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every = checkpoint_every
         self.verbose = verbose
+        if wandb is not None and logdir is None:
+            raise ValueError("wandb logging needs a logdir (its runs are stored there)")
+        self.wandb = wandb
         self.experiment: Any = None
         self.preset: Any = None
 
@@ -174,7 +180,7 @@ class Runner:
         if self.logdir is None:
             return MemoryLogger()
         return RecordingLogger(self.preset.name, self.env.name, self.logdir,
-                               verbose=self.verbose)
+                               verbose=self.verbose, wandb=self.wandb)
 
     def _require_agent(self) -> None:
         if self.experiment is None:
