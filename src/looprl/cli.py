@@ -234,7 +234,8 @@ def _guarded(command: Callable[[], int]) -> int:
     ) as error:
         if os.environ.get("LOOPRL_DEBUG"):
             raise
-        print(f"looprl: error: {error}", file=sys.stderr)
+        message = error.args[0] if type(error) is KeyError and error.args else error
+        print(f"looprl: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ from typing import Any
 from looprl.configs import build, check_overrides, register
 
 __all__ = ["execute", "main"]
+
+log = logging.getLogger(__name__)
 
 
 def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
@@ -132,6 +135,8 @@ def main(argv: list[str]) -> int:
     argv = resume_arguments(argv)
     check_overrides(argv)
 
+    failures: list[Exception] = []
+
     @hydra.main(version_base="1.3", config_path=None, config_name="looprl")
     def app(cfg: Any) -> float:
         try:
@@ -139,9 +144,9 @@ def main(argv: list[str]) -> int:
         except (ValueError, TypeError, KeyError, FileNotFoundError) as error:  # bad config
             if os.environ.get("LOOPRL_DEBUG"):
                 raise
-            message = error.args[0] if isinstance(error, KeyError) and error.args else error
-            print(f"looprl: error: {message}", file=sys.stderr)
-            raise SystemExit(2) from None
+            log.error("%s", error)  # in the job's log (a launcher's job runs elsewhere)
+            failures.append(error)  # raised after Hydra: the command reports it in one line
+            return math.nan
         return results["eval"]["mean_eval_reward"]  # what a sweeper (e.g. Optuna's) optimizes
 
     saved, root = sys.argv, logging.getLogger()
@@ -152,4 +157,6 @@ def main(argv: list[str]) -> int:
     finally:  # Hydra configures logging for its jobs: leave the caller's as it was
         sys.argv = saved
         root.handlers[:], root.level = handlers, level
+    if failures:
+        raise failures[0]
     return 0
