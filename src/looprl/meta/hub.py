@@ -107,10 +107,8 @@ class MetaHub:
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The agent's ``hp/*`` keys with their getters and setters."""
         if self._hyperparameters is None:  # loaded from a checkpoint: find them again
-            inner = self._inner
-            wrapper, inner.trainer = inner.trainer, inner.trainer.trainer
-            self._hyperparameters = agent_hyperparameters(inner)
-            inner.trainer = wrapper
+            # (through the MetaTrainer, which forwards reads and writes to the real trainer)
+            self._hyperparameters = agent_hyperparameters(self._inner)
         return self._hyperparameters
 
     def __getstate__(self) -> dict[str, Any]:

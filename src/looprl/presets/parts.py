@@ -34,8 +34,8 @@ from looprl.core.suggest import did_you_mean
 from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
-__all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "check_parts", "choose",
-           "exploration_policy", "replay_buffer"]
+__all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "beta_schedule", "check_parts",
+           "choose", "exploration_policy", "replay_buffer"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
 UPDATES = (*Q_UPDATES, "ppo", "ppg", "sac")
@@ -94,11 +94,17 @@ def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float
         return NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], inner)
     if name == "uniform":
         return ExperienceReplayBuffer(hp["replay_buffer_size"], device=device)
-    beta: Any = hp["beta"]
-    if train_steps != float("inf"):
-        frames = max(train_steps - hp["replay_start_size"], 1)
-        samples = int(frames / hp["update_frequency"] * hp["gradient_steps"])
-        beta = LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")
     return PrioritizedReplayBuffer(
-        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta, device=device
+        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta_schedule(hp, train_steps),
+        device=device,
     )
+
+
+def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:
+    """Prioritized replay's importance exponent: ``hp['beta']`` annealed linearly to 1 over
+    the gradient steps of ``train_steps`` steps, constant when the budget is unknown."""
+    if train_steps == float("inf"):
+        return hp["beta"]
+    steps = max(train_steps - hp["replay_start_size"], 1)
+    samples = int(steps / hp["update_frequency"] * hp["gradient_steps"])
+    return LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")

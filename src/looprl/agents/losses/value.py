@@ -34,6 +34,11 @@ def dqn_loss(
     return elementwise.mean()
 
 
+def _value_at(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """``values[..., a]`` for the ``(..., 1)``-shaped ``actions``."""
+    return values.gather(-1, actions).squeeze(-1)
+
+
 def double_q_target(
     rewards: torch.Tensor,
     next_online_values: torch.Tensor,
@@ -48,8 +53,7 @@ def double_q_target(
     (``gamma^k`` of n-step returns).
     """
     best = next_online_values.argmax(dim=-1, keepdim=True)
-    next_values = next_target_values.gather(-1, best).squeeze(-1)
-    return rewards + discount * masks * next_values
+    return rewards + discount * masks * _value_at(next_target_values, best)
 
 
 def clipped_double_q_target(
@@ -67,8 +71,7 @@ def clipped_double_q_target(
     bounds the overestimation further than double Q.
     """
     best = next_online_values.argmax(dim=-1, keepdim=True)
-    online = next_online_values.gather(-1, best).squeeze(-1)
-    target = next_target_values.gather(-1, best).squeeze(-1)
+    online, target = _value_at(next_online_values, best), _value_at(next_target_values, best)
     return rewards + discount * masks * torch.minimum(online, target)
 
 

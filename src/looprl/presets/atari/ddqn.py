@@ -27,6 +27,7 @@ from looprl.presets.atari.dqn import DQNAtariPreset
 from looprl.presets.atari.dqn import default_hyperparameters as dqn_defaults
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_positive
+from looprl.presets.parts import beta_schedule
 
 default_hyperparameters: dict[str, Any] = {
     **dqn_defaults,
@@ -45,13 +46,9 @@ def replay_buffer(hp: dict[str, Any], device: Any, train_steps: float) -> AtariR
     size, n_steps, gamma = hp["replay_buffer_size"], hp["n_steps"], hp["discount_factor"]
     if not hp["prioritized"]:
         return AtariReplayBuffer(size, device, n_steps=n_steps, discount_factor=gamma)
-    beta: Any = hp["beta"]
-    if train_steps != float("inf"):
-        steps = max(train_steps - hp["replay_start_size"], 1)
-        samples = int(steps / hp["update_frequency"] * hp["gradient_steps"])
-        beta = LinearScheduler(hp["beta"], 1.0, 0, max(samples, 1), name="beta")
     return PrioritizedAtariReplayBuffer(
-        size, device, n_steps=n_steps, discount_factor=gamma, alpha=hp["alpha"], beta=beta
+        size, device, n_steps=n_steps, discount_factor=gamma, alpha=hp["alpha"],
+        beta=beta_schedule(hp, train_steps),
     )
 
 
