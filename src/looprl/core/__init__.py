@@ -9,8 +9,12 @@ from looprl.core.interfaces import (
     Preset,
     RolloutRequest,
     RolloutResult,
+    SampleBatch,
     Trainer,
+    TrainerStepResult,
     deterministic_rows,
+    register_policy,
+    register_trainer,
 )
 from looprl.core.logger import DummyLogger, Logger
 from looprl.core.namedarray import NamedArray, namedarray, recursive_aggregate, recursive_apply
@@ -29,6 +33,10 @@ __all__ = [
     "Preset",
     "RolloutRequest",
     "RolloutResult",
+    "SampleBatch",
+    "TrainerStepResult",
+    "register_policy",
+    "register_trainer",
     "State",
     "StateArray",
     "Trainer",

@@ -17,12 +17,22 @@ objects, which is what lets one algorithm serve all three runtimes.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC, ABCMeta, abstractmethod
 from typing import Any
 
 import torch
 
 from looprl.core.namedarray import namedarray
+
+
+class _ByName(ABCMeta):
+    """Lets ``Policy(type_=name, ...)`` / ``Trainer(type_=name, ...)`` build by name."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        registry = _BY_NAME.get(cls) if "type_" in kwargs else None
+        if registry is not None:
+            return registry.make(kwargs.pop("type_"), *args, **kwargs)
+        return super().__call__(*args, **kwargs)
 
 
 class Agent(ABC):
@@ -49,11 +59,14 @@ class Multiagent(ABC):
         """Select an action for the agent named by ``multiagent_state['agent']``."""
 
 
-class Policy(ABC):
+class Policy(metaclass=_ByName):
     """Acting half of an algorithm: a model plus the rule that turns outputs into actions.
 
     ``rollout`` is called by actors (batched over environments and agents); ``analyze`` by
     trainers. A policy owns its parameters; a trainer optimizes them.
+
+    ``Policy(type_="actor-critic-separate", args=dict(...))`` builds a registered policy
+    by name, as in seed 004 (see :func:`register_policy`).
     """
 
     #: Incremented by the trainer at every update; lets distributed workers track staleness.
@@ -87,8 +100,11 @@ class Policy(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not expose a module")
 
 
-class Trainer(ABC):
+class Trainer(metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches of experience.
+
+    ``Trainer(type_="ppo", policy=policy, args=dict(...))`` builds a registered trainer by
+    name (see :func:`register_trainer`).
 
     After ``step``, ``predictions`` holds what the update computed (``q_values``,
     ``values``, ``log_probs``: detached tensors) for the metrics dictionary; it is replaced
@@ -194,3 +210,105 @@ def deterministic_rows(request: RolloutRequest) -> bool | torch.Tensor:
         return evaluation
     evaluation = torch.as_tensor(evaluation, dtype=torch.bool)
     return bool(evaluation) if evaluation.dim() == 0 else evaluation
+
+
+@namedarray
+class SampleBatch:
+    """Time-major trajectory segments ``[T + 1, B, ...]`` sent by actors to trainers (seed 004).
+
+    Row ``t`` of a stream holds what the actor saw and did at step ``t``: the observation,
+    the policy's outputs for it, and the ``reward``/``done``/``truncated`` that arrived
+    *with* that observation (from the previous action). A stream that ends an episode at row
+    ``t`` (``done`` or ``truncated``) holds the final observation there; the row after it
+    starts the next episode (reward 0). Consecutive segments of a stream overlap by one row,
+    so row ``T`` is the bootstrap row of this segment and row 0 of the next one.
+
+    Attributes:
+        obs: ``NamedArray`` of observation fields (the env's obs dict).
+        action: the action taken at each row.
+        reward, done, truncated: what arrived with each row's observation.
+        policy_state: recurrent memory *before* each row (``None`` for feed-forward).
+        log_prob, value: the policy's outputs at each row (actor-critic methods).
+        policy_version: the ``Policy.version`` that chose each row's action.
+    """
+
+    obs: Any
+    action: Any = None
+    reward: Any = None
+    done: Any = None
+    truncated: Any = None
+    policy_state: Any = None
+    log_prob: Any = None
+    value: Any = None
+    policy_version: Any = None
+
+
+class TrainerStepResult:
+    """What ``Trainer.step`` returns in the SRL API (seed 004).
+
+    Attributes:
+        stats: scalar statistics to log (floats or 0-d tensors).
+        step: the trainer's step count after this step.
+        priorities: new replay priorities of the sampled rows (Ape-X style), or ``None``.
+    """
+
+    def __init__(self, stats: dict[str, Any], step: int, priorities: Any = None):
+        self.stats = stats
+        self.step = step
+        self.priorities = priorities
+
+    def __repr__(self) -> str:
+        return f"TrainerStepResult(step={self.step}, stats={self.stats})"
+
+
+class _Registry:
+    """Names to classes, or to lazily imported ``"module.path:ClassName"`` strings."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.entries: dict[str, type | str] = {}
+
+    def register(self, name: str, cls: type | str) -> None:
+        if name in self.entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
+        self.entries[name] = cls
+
+    def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name not in self.entries:
+            known = ", ".join(sorted(self.entries)) or "none"
+            raise KeyError(f"unknown {self.kind} {name!r}; registered: {known}")
+        options = kwargs.pop("args", None) or {}
+        return _resolve(self.entries[name])(*args, **kwargs, **options)
+
+
+def _resolve(target: type | str) -> type:
+    """A class, or the class a ``"module.path:ClassName"`` string names (imported now)."""
+    if not isinstance(target, str):
+        return target
+    import importlib
+
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+_POLICIES = _Registry("policy")
+_TRAINERS = _Registry("trainer")
+_BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
+
+
+def register_policy(name: str, cls: type | str) -> None:
+    """Register a ``Policy`` class (or a lazy ``"module:Class"`` path) under ``name``.
+
+    Raises:
+        ValueError: ``name`` is already registered.
+    """
+    _POLICIES.register(name, cls)
+
+
+def register_trainer(name: str, cls: type | str) -> None:
+    """Register a ``Trainer`` class (or a lazy ``"module:Class"`` path) under ``name``.
+
+    Raises:
+        ValueError: ``name`` is already registered.
+    """
+    _TRAINERS.register(name, cls)

@@ -229,9 +229,8 @@ class StateArray(State):
         return StateArray(x, self._shape if shape is None else shape, device=self.device)
 
     def _batched(self, value: Any) -> bool:
-        return (
-            isinstance(value, torch.Tensor)
-            and value.shape[: len(self._shape)] == torch.Size(self._shape)
+        return isinstance(value, torch.Tensor) and value.shape[: len(self._shape)] == torch.Size(
+            self._shape
         )
 
     def __getitem__(self, key: Any) -> Any:
@@ -256,7 +255,7 @@ class StateArray(State):
 
     def as_input(self, key: str) -> torch.Tensor:
         value = self[key]
-        return value.reshape((-1, *value.shape[len(self._shape):]))
+        return value.reshape((-1, *value.shape[len(self._shape) :]))
 
     def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.view((*self._shape, *tensor.shape[1:]))
@@ -268,9 +267,7 @@ class StateArray(State):
     def view(self, shape: tuple[int, ...]) -> StateArray:
         """Reshape the batch dimensions of every batched entry."""
         n = len(self._shape)
-        x = {
-            k: v.view((*shape, *v.shape[n:])) if self._batched(v) else v for k, v in self.items()
-        }
+        x = {k: v.view((*shape, *v.shape[n:])) if self._batched(v) else v for k, v in self.items()}
         return self._new(x, tuple(shape))
 
     def flatten(self) -> StateArray:
