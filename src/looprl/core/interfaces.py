@@ -177,11 +177,14 @@ class RolloutRequest:
         obs: observations, batched along the first dimension (numpy or torch).
         policy_state: recurrent memory per row (``None`` for feed-forward policies).
         is_evaluation: act deterministically; a bool for the whole batch or one per row.
+        exploration: an exploration rate per row (e.g. each Ape-X actor's epsilon), for
+            policies that take one; ``None`` leaves the policy's own.
     """
 
     obs: Any
     policy_state: Any = None
     is_evaluation: Any = None
+    exploration: Any = None
 
 
 @namedarray
