@@ -179,7 +179,7 @@ def test_diverging_training_is_one_line_and_keeps_its_logs(
                                 "--seed", "0"])
     run_dir = tmp_path / "dqn" / "CartPole-v1"
     assert "training diverged" in line and f"Logs until then: {run_dir}" in line
-    assert (run_dir / "returns.csv").read_text().count("\n") > 1  # episodes before the NaN
+    assert (run_dir / "results.csv").read_text().count("\n") > 1  # episodes before the NaN
     assert any(run_dir.glob("events.out.tfevents.*"))
 
 
@@ -201,7 +201,7 @@ def test_ctrl_c_keeps_the_preset_and_logs(
     run_dir = tmp_path / "ppo" / "CartPole-v1"
     assert code == 130
     assert out[0] == "interrupted at frame 2,000; the preset as trained so far is saved"
-    assert (run_dir / "preset.pt").exists() and (run_dir / "returns.csv").exists()
+    assert (run_dir / "preset.pt").exists() and (run_dir / "results.csv").exists()
     assert main(["watch", str(run_dir), "--max-steps", "5"]) == 0  # the saved preset plays
 
 

@@ -81,7 +81,7 @@ def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_pa
     resumed = _finish(_python(algorithm, "resume", str(run_dir), str(FRAMES), str(EVERY)))
     assert resumed == str(run_dir)
     full_dir = Path(full)
-    assert (run_dir / "returns.csv").read_text() == (full_dir / "returns.csv").read_text()
+    assert (run_dir / "results.csv").read_text() == (full_dir / "results.csv").read_text()
     assert (run_dir / "returns100.csv").read_text() == (full_dir / "returns100.csv").read_text()
     assert torch.equal(torch.load(run_dir / "final_parameters.pt"),
                        torch.load(full_dir / "final_parameters.pt"))
@@ -121,20 +121,62 @@ def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path) -> None:
     experiment.train(frames=1000)
     run_dir = Path(experiment.logger.log_dir)
     saved = (run_dir / "checkpoint.pt").read_bytes()
-    rows = (run_dir / "returns.csv").read_text()
+    rows = (run_dir / "results.csv").read_text()
     frame = experiment.frame
     episodes = experiment.episode
     assert len(rows.splitlines()) == episodes + 1  # flushed when the checkpoint was taken
     experiment.train(frames=6000)  # on past the next checkpoints and 100-episode flushes
     experiment.close()
-    assert len((run_dir / "returns.csv").read_text().splitlines()) > episodes + 100
+    assert len((run_dir / "results.csv").read_text().splitlines()) > episodes + 100
     (run_dir / "checkpoint.pt").write_bytes(saved)  # as if killed right after that one
     resumed = load_checkpoint(run_dir)
     assert resumed.episode == episodes
-    assert (run_dir / "returns.csv").read_text() == rows
+    assert (run_dir / "results.csv").read_text() == rows
     assert len((run_dir / "returns100.csv").read_text().splitlines()) == 1 + episodes // 100
     for table in ("losses.csv", "hyperparameters.csv"):  # rows up to the checkpoint's frame
         frames = [int(line.split(",")[0]) for line in
                   (run_dir / table).read_text().splitlines()[1:]]
         assert frames and max(frames) <= frame, table
     resumed.close()
+
+
+def test_checkpoints_without_the_replay_buffer_restore_it_empty(tmp_path) -> None:
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    builder = dqn.env(env).hyperparameters(hidden=8, replay_start_size=200, buffer="prioritized")
+    experiment = make_experiment(builder.device("cpu").build(), env, logdir=str(tmp_path),
+                                 quiet=True, seed=0)
+    experiment.train(frames=600)
+    buffer = experiment.agent.replay_buffer
+    assert len(buffer) > 500
+    full = save_checkpoint(experiment, tmp_path / "full.pt")
+    empty = save_checkpoint(experiment, tmp_path / "empty.pt", replay=False)
+    assert len(buffer) > 500  # saving leaves the running buffer alone
+    assert empty.stat().st_size < full.stat().st_size / 2
+    assert len(load_checkpoint(full).agent.replay_buffer) == len(buffer)
+    resumed = load_checkpoint(empty)
+    restored = resumed.agent.replay_buffer
+    assert len(restored) == 0 and restored.tree.total == 0 and restored.size == buffer.size
+    resumed.train(frames=1200)  # refills, then trains again
+    assert len(restored) > 500
+    experiment.close()
+    resumed.close()
+
+
+def test_atari_replay_buffers_are_saved_empty_on_request() -> None:
+    import io
+
+    from looprl.memory.atari_replay import PrioritizedAtariReplayBuffer
+    from looprl.memory.replay import replay_contents_saved
+
+    buffer = PrioritizedAtariReplayBuffer(64)
+    buffer.frames, buffer._count = torch.ones(64, 84, 84, dtype=torch.uint8), 10
+    for saved, count in ((True, 10), (False, 0)):
+        stream = io.BytesIO()
+        with replay_contents_saved(saved):
+            torch.save(buffer, stream)
+        stream.seek(0)
+        restored = torch.load(stream, weights_only=False)
+        assert len(restored) == count and (restored.frames is None) == (not saved)

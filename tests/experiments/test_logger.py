@@ -178,7 +178,7 @@ def test_invalid_arguments(tmp_path: Path) -> None:
 
 
 def _returns_rows(log_dir: str) -> list[dict[str, str]]:
-    with open(Path(log_dir) / "returns.csv", newline="") as file:
+    with open(Path(log_dir) / "results.csv", newline="") as file:
         return list(csv.DictReader(file))
 
 
@@ -191,7 +191,7 @@ def _expected_rows(returns: list[float], frames: list[int]) -> list[dict[str, st
 
 def test_returns_csv_buffered_every_100_and_written_by_close(tmp_path: Path) -> None:
     logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
-    path = Path(logger.log_dir) / "returns.csv"
+    path = Path(logger.log_dir) / "results.csv"
     assert path.read_text() == "frame,episode,return\n"
     returns = [float(i % 7) - 0.5 for i in range(150)]
     frames = [13 * (i + 1) for i in range(150)]

@@ -175,7 +175,7 @@ def test_fallback_to_returns100_without_returns_csv(
     tmp_path: Path, saved_figures: list[Figure]
 ) -> None:
     run_dir = _fake_run(tmp_path, "dqn", "CartPole-v1", rows=4)
-    assert not (run_dir / "returns.csv").exists()
+    assert not (run_dir / "results.csv").exists()
     _assert_png(plot_returns_100(str(tmp_path)))
     ax = saved_figures[0].axes[0]
     (mean,) = ax.get_lines()  # no raw line
@@ -187,7 +187,7 @@ def test_header_only_returns_csv_falls_back_to_returns100(
     tmp_path: Path, saved_figures: list[Figure]
 ) -> None:
     run_dir = _fake_run(tmp_path, "dqn", "CartPole-v1", rows=3)
-    (run_dir / "returns.csv").write_text("frame,episode,return\n")
+    (run_dir / "results.csv").write_text("frame,episode,return\n")
     _assert_png(plot_returns_100(str(tmp_path)))
     np.testing.assert_allclose(saved_figures[0].axes[0].get_lines()[0].get_ydata(), [0, 1.5, 3])
     (run_dir / "returns100.csv").write_text("frame,mean,std,max,min\n")

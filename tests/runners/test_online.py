@@ -45,7 +45,7 @@ def test_a_seeded_run_is_reproducible(small_ppo):
 def test_logdir_writes_a_run_directory(small_ppo, tmp_path):
     OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, logdir=str(tmp_path), quiet=True,
                  eval_episodes=1).run()
-    assert (tmp_path / "ppo" / "CartPole-v1" / "returns.csv").exists()
+    assert (tmp_path / "ppo" / "CartPole-v1" / "results.csv").exists()
 
 
 def test_evaluate_before_any_agent_and_bad_inputs_are_clear_errors(small_ppo):

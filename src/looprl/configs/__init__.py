@@ -25,6 +25,7 @@ key             contents
 ``device``      ``null`` (CUDA if available) or a torch device
 ``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
                 the run directory's checkpoint (``looprl run --resume RUN_DIR``)
+``checkpoint_replay`` checkpoints hold the replay buffer (``false``: saved empty, smaller)
 ``logging``     ``quiet``: no progress display; ``verbose``: losses and the ``hp/*``
                 trajectory in TensorBoard, ``losses.csv`` and ``hyperparameters.csv``;
                 ``wandb``: ``null``, or ``wandb.init`` arguments (``{mode: offline}``)
@@ -108,7 +109,7 @@ def runners() -> dict[str, type]:
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
-                 "checkpoint_every", "resume_from", "verbose", "wandb")
+                 "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -146,6 +147,7 @@ def register() -> None:
         "test_episodes": 10,
         "device": None,
         "checkpoint_every": None,
+        "checkpoint_replay": True,
         "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
@@ -208,7 +210,8 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     runner = runners()[name](
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
-        checkpoint_every=cfg.checkpoint_every, verbose=cfg.logging.verbose,
+        checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
+        verbose=cfg.logging.verbose,
         wandb=_plain(cfg.logging.wandb), **options,
     )
     return Run(builder, env, components, runner)

@@ -11,7 +11,7 @@
 Each run builds the config's runner (``runner=online``: train ``frames`` steps, then evaluate
 ``test_episodes`` episodes) in Hydra's run directory (``outputs/...``, or
 ``multirun/.../N`` per job) and leaves there the resolved config (``.hydra/config.yaml``),
-the experiments' logs (TensorBoard events, ``returns.csv``, ``returns100.csv``), the final
+the experiments' logs (TensorBoard events, ``results.csv``, ``returns100.csv``), the final
 ``preset.pt`` and ``results.json`` (the runner's train and eval results).
 """
 

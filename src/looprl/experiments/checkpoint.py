@@ -13,7 +13,8 @@ its previous checkpoint.
 returns and the final parameters equal those of an uninterrupted run. The logger drops the
 CSV rows that the dead run wrote after the checkpoint.
 
-Experiments checkpoint themselves every ``checkpoint_every`` frames (single environments:
+Experiments checkpoint themselves every ``checkpoint_every`` frames, with their replay
+buffer unless ``checkpoint_replay=False`` (single environments:
 at the first episode end after that many frames; vector environments: after that step).
 Everything must pickle: Gymnasium's classic-control environments and vector environments
 do; components whose hooks are lambdas do not (register bound methods).
@@ -28,6 +29,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from looprl.memory.replay import replay_contents_saved
 
 __all__ = ["CHECKPOINT", "load_checkpoint", "save_checkpoint"]
 
@@ -47,9 +50,13 @@ def set_rng_states(states: dict[str, Any]) -> None:
     random.setstate(states["random"])
 
 
-def save_checkpoint(experiment: Any, path: str | Path | None = None) -> Path:
+def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
     """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
     its run directory); return the path.
+
+    With ``replay=False`` the replay buffers are saved empty (their capacity, position-free
+    state and random generators kept): a much smaller file, and a resumed run that refills
+    its buffer before it trains again, so it no longer equals an uninterrupted one.
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
@@ -59,7 +66,8 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None) -> Path:
         experiment.logger.flush()
     temporary = path.with_name(path.name + ".tmp")
     try:
-        torch.save({"experiment": experiment, "rng": rng_states()}, temporary)
+        with replay_contents_saved(replay):
+            torch.save({"experiment": experiment, "rng": rng_states()}, temporary)
     except (TypeError, AttributeError, RuntimeError) as error:
         temporary.unlink(missing_ok=True)
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "

@@ -79,6 +79,8 @@ class Experiment(ABC):
             with none, the loop calls no hook at all.
         checkpoint_every: save ``checkpoint.pt`` in the run directory every this many frames
             (``looprl.experiments.checkpoint``; ``None``: never).
+        checkpoint_replay: checkpoints hold the replay buffer's transitions (``False``:
+            saved empty; smaller files, but a resumed run refills it before training).
     """
 
     def __init__(
@@ -95,11 +97,13 @@ class Experiment(ABC):
         seed: int | None = None,
         meta: Sequence[MetaComponent] = (),
         checkpoint_every: int | None = None,
+        checkpoint_replay: bool = True,
     ):
         if checkpoint_every is not None and checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be a positive number of frames, got "
                              f"{checkpoint_every!r}")
         self.checkpoint_every = checkpoint_every
+        self.checkpoint_replay = checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:
             seed_everything(seed)
@@ -139,7 +143,7 @@ class Experiment(ABC):
         if self.logger.frame >= self._next_checkpoint:
             every = self.checkpoint_every
             self._next_checkpoint = (self.logger.frame // every + 1) * every
-            save_checkpoint(self)
+            save_checkpoint(self, replay=self.checkpoint_replay)
 
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""

@@ -8,7 +8,7 @@ used it) and writes there:
 * TensorBoard events for losses, schedules, debugging info, evaluations and summaries;
 * ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the
   last 100 episode returns (fast to read and plot, see ``plot_returns_100``);
-* ``returns.csv`` -- ``frame,episode,return``: one row per training episode (``frame`` is
+* ``results.csv`` -- ``frame,episode,return``: one row per training episode (``frame`` is
   the frame counter when the episode was recorded, ``episode`` its 1-based index). Rows are
   buffered in memory and appended every 100 episodes, by ``close()``, and -- for a logger
   that is never closed -- when it is garbage-collected or the interpreter exits normally
@@ -17,7 +17,7 @@ used it) and writes there:
 * ``losses.csv`` -- ``frame,name,value``: every loss written to TensorBoard (verbose only);
 * ``hyperparameters.csv`` -- ``frame,hp/...``: the agent's ``hp/*`` values at the end of each
   training episode (verbose only), the trajectory schedules and meta components give them.
-  Both are buffered like ``returns.csv`` and written every 100 episodes and on ``flush``.
+  Both are buffered like ``results.csv`` and written every 100 episodes and on ``flush``.
 
 The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
 ``step`` argument of every logging method picks which of them is the x-axis.
@@ -191,7 +191,7 @@ class ExperimentLogger(Logger):
         self._returns: deque[float] = deque(maxlen=_WINDOW)
         self._n_returns = 0
         self._mean100 = math.nan
-        self._returns_path = run_dir / "returns.csv"
+        self._returns_path = run_dir / "results.csv"
         self._returns_path.write_text(RETURNS_HEADER + "\n")
         self._pending_rows: list[str] = []
         # Holds the path and the buffer, never ``self``: the logger stays collectable.
@@ -323,7 +323,7 @@ class ExperimentLogger(Logger):
         self._writer.flush()
 
     def close(self) -> None:
-        """Write the buffered ``returns.csv`` rows, flush and close the event file.
+        """Write the buffered ``results.csv`` rows, flush and close the event file.
 
         Safe to call more than once.
         """
@@ -354,8 +354,8 @@ class ExperimentLogger(Logger):
         """Record the return of one finished training episode.
 
         Writes ``eval/returns/episode`` and ``eval/returns/frame`` and buffers a
-        ``returns.csv`` row; every 100 episodes it appends the buffered rows to
-        ``returns.csv``, appends ``frame,mean,std,max,min`` of the last 100 returns to
+        ``results.csv`` row; every 100 episodes it appends the buffered rows to
+        ``results.csv``, appends ``frame,mean,std,max,min`` of the last 100 returns to
         ``returns100.csv`` and writes ``summary/returns100/...``.
 
         Args:

@@ -2,7 +2,7 @@
 
 ``plot_returns_100`` draws one subplot per environment and one line per run: the mean
 return of the last (up to) 100 episodes, shaded by one standard deviation, and saves a
-PNG. Runs are found by their ``returns100.csv``. When the run also has a ``returns.csv``
+PNG. Runs are found by their ``returns100.csv``. When the run also has a ``results.csv``
 (one row per episode), the curve is the rolling mean at every episode, drawn over the raw
 episode returns as a faint thin line; otherwise it is the ``returns100.csv`` rows (one
 point per 100 episodes). It uses matplotlib's Agg canvas directly, so it works without a
@@ -109,9 +109,9 @@ def _read_rows(csv_path: Path, width: int) -> np.ndarray:
 
 
 def _load_run(path: Path) -> _Run | None:
-    """Load one run from its ``returns100.csv`` path, preferring the sibling ``returns.csv``."""
+    """Load one run from its ``returns100.csv`` path, preferring the sibling ``results.csv``."""
     agent, env = _run_names(path)
-    episodes_path = path.parent / "returns.csv"
+    episodes_path = path.parent / "results.csv"
     if episodes_path.is_file():
         episodes = _read_rows(episodes_path, 3)
         episodes = episodes[np.isfinite(episodes).all(axis=1)]
@@ -134,14 +134,14 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
         run = _load_run(path)
         if run is None:
             logger.warning(
-                "%s has no data rows yet (and no episodes in returns.csv); skipping it", path
+                "%s has no data rows yet (and no episodes in results.csv); skipping it", path
             )
             continue
         runs.append(run)
     if not runs:
         raise ValueError(
             f"every run under {runs_dir!s} is empty (returns100.csv header "
-            "only, no episodes in returns.csv)"
+            "only, no episodes in results.csv)"
         )
     return runs
 
@@ -213,7 +213,7 @@ def plot_returns_100(
 ) -> str:
     """Plot the 100-episode mean returns of every run under ``runs_dir``.
 
-    A run with a ``returns.csv`` is drawn at every episode (rolling mean and std of the
+    A run with a ``results.csv`` is drawn at every episode (rolling mean and std of the
     last up to 100 returns, plus the raw returns faintly); one without is drawn from its
     ``returns100.csv`` rows.
 
@@ -228,7 +228,7 @@ def plot_returns_100(
     Raises:
         FileNotFoundError: If no ``returns100.csv`` exists under ``runs_dir``.
         ValueError: If no run has data: every ``returns100.csv`` found holds only its
-            header and there is no episode in a sibling ``returns.csv``.
+            header and there is no episode in a sibling ``results.csv``.
     """
     runs = _load_runs(Path(runs_dir))
     out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"

@@ -40,6 +40,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.memory.prioritized import SumTree, importance_weights
+from looprl.memory.replay import ReplayContents
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
@@ -53,7 +54,7 @@ _METADATA_BYTES = 8 + 4 + 4 + 1 + 1 + 1
 _MAX_PENDING_UPDATES = 4096
 
 
-class AtariReplayBuffer:
+class AtariReplayBuffer(ReplayContents):
     """Uniform replay of (n-step) transitions between stacked uint8 frame observations.
 
     The interface is that of ``ExperienceReplayBuffer`` (``store``, ``sample``, ``gather``,
@@ -121,6 +122,11 @@ class AtariReplayBuffer:
     def __len__(self) -> int:
         """The number of transitions that can be sampled."""
         return self._count
+
+    def _empty_contents(self) -> dict[str, Any]:
+        arrays = ("frames", "action", "reward", "mask", "done", "valid", "ready")
+        counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0, "_waiting": 0}
+        return {**dict.fromkeys(arrays), **counters, "_last": None}
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
@@ -335,6 +341,11 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
         self._scheduled_beta = hasattr(type(beta), "value")
         self._updates: list[tuple[int, float]] = []  # (slot, priority or -1 for the maximum)
         self._last_index: np.ndarray | None = None
+
+    def _empty_contents(self) -> dict[str, Any]:
+        fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_updates": [],
+                 "_last_index": None}
+        return {**super()._empty_contents(), **fresh}
 
     @property
     def nbytes(self) -> int:

@@ -115,6 +115,10 @@ class PrioritizedReplayBuffer(ExperienceReplayBuffer):
         self._scheduled_beta = hasattr(type(beta), "value")
         self._last_index: np.ndarray | None = None
 
+    def _empty_contents(self) -> dict[str, Any]:
+        fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
+        return {**super()._empty_contents(), **fresh}
+
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store transitions (see ``ExperienceReplayBuffer``) at the maximal priority."""
         if state is None:

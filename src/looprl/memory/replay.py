@@ -7,14 +7,48 @@ environment was reset and the action discarded), as are stores with no previous 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
 
 from looprl.core import State, StateArray
 
+_SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=True)
 
-class ExperienceReplayBuffer:
+
+@contextmanager
+def replay_contents_saved(saved: bool) -> Iterator[None]:
+    """While active, pickling a replay buffer keeps (``True``) or drops its transitions.
+
+    Checkpoints use it to leave the replay buffer out (``checkpoint_replay=False``): the
+    restored buffer is empty, with its capacity and random generator, and refills as the
+    agent acts.
+    """
+    token = _SAVE_CONTENTS.set(saved)
+    try:
+        yield
+    finally:
+        _SAVE_CONTENTS.reset(token)
+
+
+class ReplayContents:
+    """Mixin for buffers whose transitions a checkpoint may leave out."""
+
+    def _empty_contents(self) -> dict[str, Any]:
+        """The attributes of an empty buffer (replacing the stored transitions)."""
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if not _SAVE_CONTENTS.get():
+            state.update(self._empty_contents())
+        return state
+
+
+class ExperienceReplayBuffer(ReplayContents):
     """Uniform replay of ``(state, action, reward, next_state)`` transitions.
 
     Args:
@@ -46,6 +80,9 @@ class ExperienceReplayBuffer:
 
     def __len__(self) -> int:
         return self._len
+
+    def _empty_contents(self) -> dict[str, Any]:
+        return {"_storage": None, "_pos": 0, "_len": 0}
 
     def _allocate(self, example: dict[str, torch.Tensor]) -> None:
         self._storage = {

@@ -107,6 +107,7 @@ class Runner:
         eval_episodes: the default number of episodes of ``evaluate``.
         checkpoint_every: experiments save ``checkpoint.pt`` every this many frames (in their
             run directory, so it needs a ``logdir``); ``resume`` continues from one.
+        checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
         verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
         wandb: also log to Weights & Biases: ``wandb.init`` arguments (``project``,
@@ -124,6 +125,7 @@ class Runner:
         quiet: bool = False,
         eval_episodes: int = 10,
         checkpoint_every: int | None = None,
+        checkpoint_replay: bool = True,
         verbose: bool = False,
         wandb: dict[str, Any] | None = None,
     ):
@@ -144,6 +146,7 @@ class Runner:
         if checkpoint_every is not None and logdir is None:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every = checkpoint_every
+        self.checkpoint_replay = checkpoint_replay
         self.verbose = verbose
         if wandb is not None and logdir is None:
             raise ValueError("wandb logging needs a logdir (its runs are stored there)")
@@ -167,7 +170,7 @@ class Runner:
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger(), seed=self.seed, meta=self.meta,
-            checkpoint_every=self.checkpoint_every,
+            checkpoint_every=self.checkpoint_every, checkpoint_replay=self.checkpoint_replay,
         )
 
     def resume(self, path: str) -> None:
