@@ -26,6 +26,18 @@ from looprl.environments.multiagent import (
     MultiagentEnvironment,
     MultiagentPettingZooEnv,
 )
+from looprl.environments.srl import Environment as SRLEnvironment
+from looprl.environments.srl import (
+    StepResult,
+    make,
+    register,
+    registered_environments,
+)
+from looprl.environments.srl_adapters import (
+    AtariGameEnvironment,
+    GymnasiumEnvironment,
+    PettingZooEnvironment,
+)
 from looprl.environments.vector import GymVectorEnvironment
 
 __all__ = [
@@ -54,4 +66,12 @@ __all__ = [
     "GymVectorEnvironment",
     "VectorEnvironment",
     "check_env_id",
+    "SRLEnvironment",
+    "AtariGameEnvironment",
+    "GymnasiumEnvironment",
+    "PettingZooEnvironment",
+    "StepResult",
+    "make",
+    "register",
+    "registered_environments",
 ]

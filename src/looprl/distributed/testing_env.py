@@ -1,0 +1,287 @@
+"""``test_environment``: check an SRL environment in one process before a distributed run.
+
+::
+
+    from looprl.distributed import test_environment
+
+    report = test_environment("CartPole-v1")               # any Gymnasium id
+    report = test_environment("pettingzoo", {"env": "pettingzoo.classic.tictactoe_v3"})
+    report = test_environment("my_env", {"level": 3}, test_stepping=False)  # no action_spaces
+
+The first problem raises ``EnvironmentCheckError`` (a ``ValueError``) with a one-line message
+naming the environment, the agent and the field, e.g.
+``env 'foo': step() returned 3 results for 2 agents``. No Ray is imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from looprl.environments.srl import Environment, StepResult, make
+
+logger = logging.getLogger(__name__)
+
+MASK = "action_mask"
+
+
+class EnvironmentCheckError(ValueError):
+    """An environment broke the SRL environment API (the message says where)."""
+
+
+@dataclasses.dataclass
+class EnvironmentReport:
+    """What ``test_environment`` saw.
+
+    Attributes:
+        env_name: the name the environment was made from.
+        agent_count: the number of agents.
+        obs_shapes: per agent, the shape of each obs entry (``None`` for an agent that never
+            received a ``StepResult``).
+        obs_dtypes: per agent, the dtype name of each obs entry.
+        episodes: episodes completed while stepping.
+        steps: ``step`` calls made.
+    """
+
+    env_name: str
+    agent_count: int
+    obs_shapes: list[dict[str, tuple[int, ...]] | None]
+    obs_dtypes: list[dict[str, str] | None]
+    episodes: int = 0
+    steps: int = 0
+
+
+def test_environment(
+    env_name: str,
+    env_args: dict | None = None,
+    test_stepping: bool = True,
+    steps: int = 200,
+    seed: int = 0,
+) -> EnvironmentReport:
+    """Make ``env_name`` and check that it follows the SRL environment API.
+
+    Checks that ``agent_count`` is a positive int; that ``reset``/``step`` return lists of
+    ``agent_count`` entries, each a ``StepResult`` or ``None``; that observations are dicts
+    of numpy arrays whose keys, shapes and dtypes stay the same for each agent (and lie in
+    ``observation_spaces`` when it is defined); that ``reward`` is float32 and ``done`` and
+    ``truncated`` bool arrays of shape ``(1,)``, and ``info`` a dict. With ``test_stepping``
+    it steps ``steps`` times, sampling actions from ``action_spaces`` (only legal ones when
+    the obs has an ``"action_mask"``) for every agent whose latest result is neither done nor
+    truncated, and resets when no agent is left to act.
+
+    Args:
+        env_name: a registered name or a Gymnasium id.
+        env_args: keyword arguments of ``make``.
+        test_stepping: step the environment (needs ``action_spaces``).
+        steps: number of ``step`` calls.
+        seed: seed of the environment (when it implements ``seed``) and of the actions.
+
+    Returns:
+        An ``EnvironmentReport``.
+
+    Raises:
+        EnvironmentCheckError: the first problem found (one line).
+    """
+    env = make(env_name, **(env_args or {}))
+    try:
+        report = _Checker(env_name, env, seed).run(test_stepping, steps)
+    finally:
+        env.close()
+    logger.info("environment %r passed test_environment: %s", env_name, report)
+    return report
+
+
+test_environment.__test__ = False  # not a pytest test, despite its name
+
+
+class _Checker:
+    """Runs the checks of ``test_environment`` on one environment."""
+
+    def __init__(self, env_name: str, env: Environment, seed: int):
+        self.name = env_name
+        self.env = env
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.n = self._agent_count()
+        self.obs_spaces = self._spaces("observation_spaces")
+        self.action_spaces = self._spaces("action_spaces")
+        self.signatures: list[dict[str, tuple[tuple[int, ...], np.dtype]] | None] = [None] * self.n
+
+    def fail(self, message: str, agent: int | None = None) -> EnvironmentCheckError:
+        where = f"agent {agent}: " if agent is not None else ""
+        return EnvironmentCheckError(f"env {self.name!r}: {where}{message}")
+
+    def _agent_count(self) -> int:
+        count = self.env.agent_count
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise self.fail(f"agent_count must be a positive int, got {count!r}")
+        return int(count)
+
+    def _spaces(self, attribute: str) -> list[gym.Space] | None:
+        try:
+            spaces = getattr(self.env, attribute)
+        except NotImplementedError:
+            return None
+        if not isinstance(spaces, (list, tuple)) or len(spaces) != self.n:
+            got = len(spaces) if isinstance(spaces, (list, tuple)) else type(spaces).__name__
+            raise self.fail(f"{attribute} must be a list of {self.n} spaces, got {got}")
+        for i, space in enumerate(spaces):
+            if not isinstance(space, gym.Space):
+                raise self.fail(f"{attribute}[{i}] is a {type(space).__name__}, not a gym space")
+        return list(spaces)
+
+    def run(self, test_stepping: bool, steps: int) -> EnvironmentReport:
+        try:
+            self.env.seed(self.seed)
+        except NotImplementedError:
+            pass
+        results = self._reset()
+        episodes = done_steps = 0
+        if test_stepping:
+            if self.action_spaces is None:
+                raise self.fail(
+                    "action_spaces is not implemented: implement it to let "
+                    "test_environment step the env, or pass test_stepping=False"
+                )
+            for i, space in enumerate(self.action_spaces):
+                space.seed(self.seed + i)
+            ended = False
+            for _ in range(steps):
+                done_steps += 1
+                actions = [self._action(i, r) if _live(r) else None for i, r in enumerate(results)]
+                results = self._call("step", actions)
+                ended = ended or any(r is not None and not _live(r) for r in results)
+                if not any(_live(r) for r in results):
+                    if not ended:
+                        raise self.fail(
+                            "step() returned None for every agent although no "
+                            "agent's episode ended: nobody is left to act"
+                        )
+                    episodes += 1
+                    results, ended = self._reset(), False
+        return self._report(episodes, done_steps if test_stepping else 0)
+
+    def _reset(self) -> list[StepResult | None]:
+        results = self._call("reset")
+        if all(r is None for r in results):
+            raise self.fail("reset() returned None for every agent: at least one must act")
+        return results
+
+    def _call(self, method: str, *args: Any) -> list[StepResult | None]:
+        try:
+            results = getattr(self.env, method)(*args)
+        except EnvironmentCheckError:
+            raise
+        except Exception as error:
+            raise self.fail(f"{method}() raised {type(error).__name__}: {error}") from error
+        if not isinstance(results, (list, tuple)):
+            raise self.fail(f"{method}() must return a list, got {type(results).__name__}")
+        if len(results) != self.n:
+            raise self.fail(f"{method}() returned {len(results)} results for {self.n} agents")
+        for i, result in enumerate(results):
+            if result is not None:
+                self._check_result(method, i, result)
+        return list(results)
+
+    def _check_result(self, method: str, i: int, result: Any) -> None:
+        if not isinstance(result, StepResult):
+            raise self.fail(
+                f"{method}() result is a {type(result).__name__}, not a StepResult or None", i
+            )
+        self._check_obs(method, i, result.obs)
+        _array_field(self, method, i, "reward", result.reward, np.float32)
+        if not np.all(np.isfinite(result.reward)):
+            raise self.fail(f"{method}() reward is {result.reward[0]}, not finite", i)
+        _array_field(self, method, i, "done", result.done, np.bool_)
+        _array_field(self, method, i, "truncated", result.truncated, np.bool_)
+        if not isinstance(result.info, dict):
+            raise self.fail(f"{method}() info is a {type(result.info).__name__}, not a dict", i)
+
+    def _check_obs(self, method: str, i: int, obs: Any) -> None:
+        if not isinstance(obs, dict) or not obs:
+            kind = "an empty dict" if isinstance(obs, dict) else f"a {type(obs).__name__}"
+            raise self.fail(
+                f"{method}() obs is {kind}, not a dict of numpy arrays (e.g. {{'obs': array}})", i
+            )
+        for key, value in obs.items():
+            if not isinstance(key, str):
+                raise self.fail(f"{method}() obs key {key!r} is not a string", i)
+            if not isinstance(value, np.ndarray) or value.dtype == object:
+                raise self.fail(
+                    f"{method}() obs[{key!r}] is a {type(value).__name__}, "
+                    "not a numeric numpy array",
+                    i,
+                )
+        signature = {key: (value.shape, value.dtype) for key, value in obs.items()}
+        if self.signatures[i] is None:
+            self.signatures[i] = signature
+        elif signature != self.signatures[i]:
+            raise self.fail(
+                f"{method}() obs changed from {_show(self.signatures[i])} to {_show(signature)}", i
+            )
+        if self.obs_spaces is not None:
+            self._check_obs_space(method, i, obs)
+
+    def _check_obs_space(self, method: str, i: int, obs: dict[str, np.ndarray]) -> None:
+        space = self.obs_spaces[i]
+        spaces = space.spaces if isinstance(space, gym.spaces.Dict) else {"obs": space}
+        if set(spaces) != set(obs):
+            raise self.fail(
+                f"{method}() obs keys {sorted(obs)} differ from "
+                f"observation_spaces[{i}] keys {sorted(spaces)}",
+                i,
+            )
+        for key, value in obs.items():
+            if not spaces[key].contains(value):
+                raise self.fail(
+                    f"{method}() obs[{key!r}] (shape {value.shape}, {value.dtype}) is "
+                    f"not in observation_spaces[{i}][{key!r}] = {spaces[key]}",
+                    i,
+                )
+
+    def _action(self, i: int, result: StepResult) -> Any:
+        space = self.action_spaces[i]
+        mask = result.obs.get(MASK)
+        if mask is None or not isinstance(space, gym.spaces.Discrete):
+            return space.sample()
+        legal = np.flatnonzero(np.asarray(mask).reshape(-1))
+        if legal.size == 0:
+            raise self.fail("its action_mask allows no action although it must act", i)
+        return space.start + legal[self.rng.integers(legal.size)]
+
+    def _report(self, episodes: int, steps: int) -> EnvironmentReport:
+        shapes = [None if s is None else {k: v[0] for k, v in s.items()} for s in self.signatures]
+        dtypes = [
+            None if s is None else {k: str(v[1]) for k, v in s.items()} for s in self.signatures
+        ]
+        return EnvironmentReport(self.name, self.n, shapes, dtypes, episodes, steps)
+
+
+def _live(result: StepResult | None) -> bool:
+    """Whether an agent with this latest result must act next."""
+    return result is not None and not (bool(result.done[0]) or bool(result.truncated[0]))
+
+
+def _array_field(
+    checker: _Checker, method: str, i: int, field: str, value: Any, dtype: type
+) -> None:
+    ok = isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype == dtype
+    if not ok:
+        got = (
+            f"shape {value.shape}, {value.dtype}"
+            if isinstance(value, np.ndarray)
+            else type(value).__name__
+        )
+        raise checker.fail(
+            f"{method}() {field} must be a numpy array of shape (1,) and dtype "
+            f"{np.dtype(dtype).name}, got {got}",
+            i,
+        )
+
+
+def _show(signature: dict[str, tuple[tuple[int, ...], np.dtype]]) -> str:
+    return "{" + ", ".join(f"{k}: {s} {d}" for k, (s, d) in signature.items()) + "}"

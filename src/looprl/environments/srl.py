@@ -1,0 +1,297 @@
+"""The SRL multi-agent environment API (seed 004): ``StepResult`` lists, ``register`` and ``make``.
+
+Unlike Gymnasium, ``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``,
+one entry per agent, with ``None`` for an agent that does not act (and receives nothing) this
+step. ``step`` takes one action per agent in the same order, ``None`` for an agent that got
+``None``. Observations are dicts of numpy arrays; ``reward``, ``done`` and ``truncated`` are
+arrays of shape ``(1,)`` (float32, bool, bool). After every agent is done or truncated the
+caller calls ``reset()``.
+
+Write an environment, register it, and check it before a distributed run::
+
+    import numpy as np
+    from looprl.environments import SRLEnvironment, StepResult, make, register
+    from looprl.distributed import test_environment
+
+    class Countdown(SRLEnvironment):
+        def __init__(self, length: int = 10):
+            self.length, self.t = length, 0
+
+        @property
+        def agent_count(self) -> int:
+            return 1
+
+        def reset(self):
+            self.t = 0
+            return [self._result(0.0)]
+
+        def step(self, actions):
+            self.t += 1
+            return [self._result(1.0)]
+
+        def _result(self, reward):
+            return StepResult(
+                obs={"obs": np.array([self.t], np.float32)},
+                reward=np.array([reward], np.float32),
+                done=np.array([self.t >= self.length]),
+                info={},
+            )
+
+    register("countdown", Countdown)        # or register("countdown", "my_pkg.envs:Countdown")
+    env = make("countdown", length=5)
+    test_environment("countdown", {"length": 5}, test_stepping=False)
+
+Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on first use):
+
+* ``make("CartPole-v1")`` -- any Gymnasium id not registered under another name runs through
+  ``GymnasiumEnvironment`` (same as ``make("gym", env_id="CartPole-v1")``);
+* ``make("atari", game="Breakout")`` -- an Atari game with the DeepMind preprocessing,
+  observations ``{"obs": (4, 84, 84) uint8}``; ``make("ALE/Breakout-v5", atari_wrappers=True)``
+  is the same;
+* ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` -- a PettingZoo AEC env, or
+  ``parallel=True`` for a parallel one.
+
+Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
+``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from looprl.core.namedarray import NamedArray
+from looprl.core.suggest import did_you_mean
+
+
+@dataclasses.dataclass
+class StepResult:
+    """What one agent receives from ``reset`` or ``step`` (SRL's field order).
+
+    Attributes:
+        obs: named observation arrays, e.g. ``{"obs": ..., "action_mask": ...}``.
+        reward: shape ``(1,)`` float32: the reward since the agent's previous ``StepResult``.
+        done: shape ``(1,)`` bool: the agent's episode terminated.
+        info: anything else (not used for learning).
+        truncated: shape ``(1,)`` bool: the agent's episode was cut short (time limit).
+    """
+
+    obs: dict[str, np.ndarray]
+    reward: np.ndarray
+    done: np.ndarray
+    info: dict
+    truncated: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(1, dtype=bool))
+
+
+def step_result(
+    obs: dict[str, Any],
+    reward: float,
+    done: bool,
+    info: dict | None = None,
+    truncated: bool = False,
+) -> StepResult:
+    """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes."""
+    return StepResult(
+        obs={key: np.asarray(value) for key, value in obs.items()},
+        reward=np.array([reward], dtype=np.float32),
+        done=np.array([bool(done)]),
+        info=dict(info or {}),
+        truncated=np.array([bool(truncated)]),
+    )
+
+
+def action_value(action: Any) -> Any:
+    """The plain value of an action: unwraps a ``NamedArray`` (field ``x``, or its only field)
+    and moves a torch tensor to numpy; anything else is returned unchanged."""
+    if isinstance(action, NamedArray):
+        if "x" in action.fields:
+            action = action.x
+        elif len(action.fields) == 1:
+            action = action[action.fields[0]]
+        else:
+            raise TypeError(
+                f"cannot read an action from a NamedArray with fields {list(action.fields)}: "
+                "put the action in a field named 'x' (SRL's DiscreteAction(x=...))"
+            )
+    if hasattr(action, "detach") and hasattr(action, "cpu"):  # a torch tensor
+        action = action.detach().cpu().numpy()
+    return action
+
+
+class Environment(ABC):
+    """An SRL environment: several agents, lists of ``StepResult`` (see the module docstring).
+
+    Subclasses implement ``agent_count``, ``reset`` and ``step``; ``observation_spaces``,
+    ``action_spaces`` (needed by ``test_environment(test_stepping=True)``), ``seed``,
+    ``set_curriculum_stage`` and ``close`` are optional.
+    """
+
+    @property
+    @abstractmethod
+    def agent_count(self) -> int:
+        """The number of agents, i.e. the length of every list ``reset`` and ``step`` return."""
+
+    @abstractmethod
+    def reset(self) -> list[StepResult | None]:
+        """Start a new episode: one ``StepResult`` per agent, ``None`` for one that waits."""
+
+    @abstractmethod
+    def step(self, actions: list[Any | None]) -> list[StepResult | None]:
+        """Apply one action per agent (``None`` for agents that got ``None``); return results."""
+
+    @property
+    def observation_spaces(self) -> list[Any]:
+        """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not define observation_spaces; implement the property "
+            "(a list of gymnasium spaces, one per agent) to let tools check observations"
+        )
+
+    @property
+    def action_spaces(self) -> list[Any]:
+        """One Gymnasium space per agent, for sampling and checking actions."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not define action_spaces; implement the property "
+            "(a list of gymnasium spaces, one per agent) or call "
+            "test_environment(..., test_stepping=False)"
+        )
+
+    def seed(self, seed: int) -> int:
+        """Seed the environment's randomness (from the next ``reset`` on); return the seed."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement seed(seed)")
+
+    def set_curriculum_stage(self, stage_name: str) -> None:
+        """Switch to the curriculum stage ``stage_name`` (from the next ``reset`` on)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no curriculum: it cannot set the stage {stage_name!r}"
+        )
+
+    def close(self) -> None:
+        """Release the environment's resources."""
+
+
+class UnknownEnvironmentError(KeyError):
+    """A ``KeyError`` whose message prints without the quotes ``KeyError`` adds."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+_REGISTRY: dict[str, type | str] = {}
+
+_ADAPTERS = "looprl.environments.srl_adapters"
+
+
+def register(name: str, env_class: type | str) -> None:
+    """Register an environment class under ``name``, for ``make(name, **env_args)``.
+
+    Args:
+        name: the name ``make`` takes.
+        env_class: an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path
+            that ``make`` imports on first use (so that registering costs no import).
+
+    Raises:
+        ValueError: ``name`` is already registered, or ``env_class`` is a string without ``:``.
+        TypeError: ``name`` is not a non-empty string, or ``env_class`` is neither a class
+            nor a string.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
+    if name in _REGISTRY:
+        raise ValueError(
+            f"environment {name!r} is already registered (to {_describe(_REGISTRY[name])}); "
+            "pick another name"
+        )
+    if isinstance(env_class, str):
+        module, sep, attr = env_class.partition(":")
+        if not (module and sep and attr):
+            raise ValueError(
+                f"environment {name!r}: expected a 'package.module:ClassName' path, "
+                f"got {env_class!r}"
+            )
+    elif not isinstance(env_class, type):
+        raise TypeError(
+            f"environment {name!r}: register a class or a 'package.module:ClassName' path, "
+            f"got {type(env_class).__name__}"
+        )
+    _REGISTRY[name] = env_class
+
+
+def registered_environments() -> list[str]:
+    """The registered names, sorted (Gymnasium ids work in ``make`` without registration)."""
+    return sorted(_REGISTRY)
+
+
+def make(name: str, **env_args: Any) -> Environment:
+    """Build the environment registered as ``name`` with ``env_args``.
+
+    A name that is not registered but is a Gymnasium id (``"CartPole-v1"``,
+    ``"ALE/Breakout-v5"``) runs through ``GymnasiumEnvironment``; with ``atari_wrappers=True``
+    an Atari id gets the DeepMind preprocessing (``AtariGameEnvironment``).
+
+    Raises:
+        KeyError: ``name`` is neither registered nor a Gymnasium id (one line, listing names).
+        ImportError: a lazily registered ``"module:Class"`` path cannot be imported.
+        TypeError: the registered class did not build an ``Environment``.
+    """
+    if name in _REGISTRY:
+        env = _resolve(name, _REGISTRY[name])(**env_args)
+    else:
+        env = _make_gym(name, env_args)
+    if not isinstance(env, Environment):
+        raise TypeError(
+            f"environment {name!r} built a {type(env).__name__}, not a "
+            "looprl.environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment"
+        )
+    return env
+
+
+def _describe(target: type | str) -> str:
+    return target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
+
+
+def _resolve(name: str, target: type | str) -> type:
+    """The class ``target`` names, imported now if it is a ``"module:Class"`` path."""
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"environment {name!r}: cannot import {target!r}: {error}") from error
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ImportError(
+            f"environment {name!r}: module {module_name!r} has no attribute {attr!r} "
+            f"(registered as {target!r})"
+        ) from None
+
+
+def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:
+    """The Gymnasium fallback of ``make``, or a one-line ``KeyError`` for an unknown name."""
+    adapters = importlib.import_module(_ADAPTERS)
+    if not adapters.is_gymnasium_id(name):
+        raise UnknownEnvironmentError(_unknown_message(name, adapters.gymnasium_ids()))
+    if env_args.pop("atari_wrappers", False):
+        return adapters.AtariGameEnvironment(name, **env_args)
+    return adapters.GymnasiumEnvironment(name, **env_args)
+
+
+def _unknown_message(name: str, gym_ids: list[str]) -> str:
+    known = ", ".join(registered_environments()) or "none"
+    hint = did_you_mean(name, [*_REGISTRY, *gym_ids], n=3)
+    return (
+        f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
+        "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own with "
+        "looprl.environments.register(name, 'package.module:ClassName')"
+    )
+
+
+register("gym", f"{_ADAPTERS}:GymnasiumEnvironment")
+register("atari", f"{_ADAPTERS}:AtariGameEnvironment")
+register("pettingzoo", f"{_ADAPTERS}:PettingZooEnvironment")

@@ -1,0 +1,375 @@
+"""The SRL environment API: StepResult lists, register/make, adapters, test_environment."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from pettingzoo.utils.env import ParallelEnv
+
+from looprl.core.namedarray import NamedArray
+from looprl.distributed import test_environment
+from looprl.distributed.testing_env import EnvironmentCheckError
+from looprl.environments import (
+    GymnasiumEnvironment,
+    PettingZooEnvironment,
+    SRLEnvironment,
+    StepResult,
+    make,
+    register,
+    registered_environments,
+    srl,
+)
+from looprl.environments.srl import action_value, step_result
+
+
+@pytest.fixture(autouse=True)
+def _restore_registry():
+    saved = dict(srl._REGISTRY)
+    yield
+    srl._REGISTRY.clear()
+    srl._REGISTRY.update(saved)
+
+
+class Countdown(SRLEnvironment):
+    """Two agents; agent 1 acts only on even steps; the episode lasts ``length`` steps."""
+
+    def __init__(self, length: int = 4):
+        self.length, self.t = length, 0
+
+    @property
+    def agent_count(self) -> int:
+        return 2
+
+    @property
+    def observation_spaces(self):
+        return [gym.spaces.Dict({"obs": gym.spaces.Box(0, 100, (1,), np.float32)})] * 2
+
+    @property
+    def action_spaces(self):
+        return [gym.spaces.Discrete(3)] * 2
+
+    def reset(self):
+        self.t = 0
+        return [self._result(), self._result()]
+
+    def step(self, actions):
+        assert actions[0] is not None
+        self.t += 1
+        return [self._result(), self._result() if self.t % 2 == 0 else None]
+
+    def _result(self):
+        obs = {"obs": np.array([self.t], np.float32)}
+        return step_result(obs, 1.0, self.t >= self.length)
+
+
+class Broken(Countdown):
+    """``Countdown`` with one defect chosen by ``defect``."""
+
+    def __init__(self, defect: str):
+        super().__init__()
+        self.defect = defect
+
+    def step(self, actions):
+        results = super().step(actions)
+        if self.defect == "count":
+            return [*results, None]
+        if self.defect == "obs":
+            results[0].obs = np.zeros(1, np.float32)
+        if self.defect == "reward":
+            results[0].reward = np.array([1.0])  # float64
+        if self.defect == "shape":
+            results[0].obs = {"obs": np.zeros(2, np.float32)}
+        return results
+
+
+# --- register / make ------------------------------------------------------------------------
+
+
+def test_register_and_make_with_arguments():
+    register("countdown-test", Countdown)
+    env = make("countdown-test", length=7)
+    assert isinstance(env, Countdown) and env.length == 7
+    assert "countdown-test" in registered_environments()
+    assert {"gym", "atari", "pettingzoo"} <= set(registered_environments())
+
+
+def test_duplicate_name_is_refused():
+    register("dup-test", Countdown)
+    with pytest.raises(ValueError, match="environment 'dup-test' is already registered"):
+        register("dup-test", Broken)
+    with pytest.raises(ValueError, match="already registered"):
+        register("gym", Countdown)
+
+
+def test_lazy_path_is_imported_at_make():
+    register("lazy-cartpole", "looprl.environments.srl_adapters:GymnasiumEnvironment")
+    env = make("lazy-cartpole", env_id="CartPole-v1")
+    assert isinstance(env, GymnasiumEnvironment) and env.agent_count == 1
+
+
+def test_bad_lazy_paths_name_the_path():
+    register("bad-module", "no_such_package.envs:Env")
+    register("bad-attr", "looprl.environments.srl:NoSuchClass")
+    with pytest.raises(ImportError, match="no_such_package.envs:Env"):
+        make("bad-module")
+    with pytest.raises(ImportError, match="has no attribute 'NoSuchClass'"):
+        make("bad-attr")
+    with pytest.raises(ValueError, match="package.module:ClassName"):
+        register("no-colon", "looprl.environments.srl")
+
+
+def test_unknown_name_is_a_one_line_key_error():
+    with pytest.raises(KeyError) as info:
+        make("CartPol-v1")
+    message = str(info.value)
+    assert "\n" not in message and not message.startswith("'")
+    assert "'CartPole-v1'" in message  # close match
+    assert "Registered: atari, gym, pettingzoo" in message
+    assert "Gymnasium" in message and "register" in message
+
+
+def test_a_class_that_is_not_an_srl_environment_is_refused():
+    register("not-srl", gym.Env)
+    with pytest.raises(TypeError, match="not a looprl.environments.SRLEnvironment"):
+        make("not-srl")
+
+
+def test_optional_methods_say_what_is_missing():
+    class Minimal(Countdown):
+        observation_spaces = SRLEnvironment.observation_spaces
+        action_spaces = SRLEnvironment.action_spaces
+
+    env = Minimal()
+    with pytest.raises(NotImplementedError, match="action_spaces"):
+        _ = env.action_spaces
+    with pytest.raises(NotImplementedError, match="curriculum"):
+        env.set_curriculum_stage("hard")
+    assert (
+        StepResult({"obs": np.zeros(1)}, np.zeros(1), np.zeros(1, bool), {}).truncated.dtype == bool
+    )
+
+
+def test_action_value_unwraps_named_arrays_and_tensors():
+    import torch
+
+    assert action_value(NamedArray(x=np.array([2]))).tolist() == [2]
+    assert action_value(torch.tensor([1.5])).tolist() == [1.5]
+    assert action_value(3) == 3
+    with pytest.raises(TypeError, match="field named 'x'"):
+        action_value(NamedArray(a=np.zeros(1), b=np.zeros(1)))
+
+
+# --- Gymnasium ------------------------------------------------------------------------------
+
+
+def test_gymnasium_id_falls_back_to_the_adapter_and_passes_the_check():
+    env = make("CartPole-v1")
+    assert isinstance(env, GymnasiumEnvironment)
+    [first] = env.reset()
+    assert set(first.obs) == {"obs"} and first.obs["obs"].shape == (4,)
+    [result] = env.step([NamedArray(x=np.array([1]))])  # SRL's DiscreteAction(x=...) style
+    assert result.reward.dtype == np.float32 and result.done.dtype == bool
+    report = test_environment("CartPole-v1", steps=150)
+    assert report.agent_count == 1 and report.obs_shapes == [{"obs": (4,)}]
+    assert report.steps == 150 and report.episodes >= 1
+
+
+def test_gymnasium_seed_makes_resets_reproducible_and_truncation_is_separate():
+    a, b = make("gym", env_id="CartPole-v1"), make("gym", env_id="CartPole-v1", max_episode_steps=3)
+    a.seed(3), b.seed(3)
+    np.testing.assert_array_equal(a.reset()[0].obs["obs"], b.reset()[0].obs["obs"])
+    results = [b.step([0])[0] for _ in range(3)]
+    assert results[-1].truncated[0] and not results[-1].done[0]
+
+
+def test_gymnasium_dict_observations_keep_their_keys():
+    class DictEnv(gym.Env):
+        observation_space = gym.spaces.Dict(
+            {"image": gym.spaces.Box(0, 1, (2, 2), np.float32), "pos": gym.spaces.Discrete(5)}
+        )
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), 1.0, True, False, {}
+
+    env = GymnasiumEnvironment(DictEnv())
+    assert set(env.reset()[0].obs) == {"image", "pos"}
+    assert set(env.observation_spaces[0].spaces) == {"image", "pos"}
+
+
+def test_gymnasium_invalid_id_is_one_line():
+    with pytest.raises(ValueError, match="Unknown environment 'NoSuchEnv-v0'"):
+        make("gym", env_id="NoSuchEnv-v0")
+
+
+def test_atari_adapter_gives_stacked_84x84_frames():
+    pytest.importorskip("ale_py")
+    for env in (make("atari", game="Breakout"), make("ALE/Breakout-v5", atari_wrappers=True)):
+        env.seed(0)
+        [first] = env.reset()
+        [result] = env.step([1])
+        for obs in (first.obs, result.obs):
+            assert obs["obs"].shape == (4, 84, 84) and obs["obs"].dtype == np.uint8
+        assert env.observation_spaces[0]["obs"].contains(result.obs["obs"])
+        assert result.info["lives"] == 5
+        with pytest.raises(ValueError, match="actions are 0..3"):
+            env.step([7])
+        env.close()
+
+
+# --- PettingZoo -----------------------------------------------------------------------------
+
+
+def _play(env, moves):
+    """Play ``moves`` in turn; return the result list after each step."""
+    results, history = env.reset(), []
+    for move in moves:
+        actions = [move if r is not None and not r.done[0] else None for r in results]
+        results = env.step(actions)
+        history.append(results)
+    return history
+
+
+def test_tictactoe_only_the_player_to_move_gets_a_result_and_the_end_pays_both():
+    env = make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")
+    assert env.agent_count == 2
+    first = env.reset()
+    assert first[0] is not None and first[1] is None
+    assert set(first[0].obs) == {"obs", "action_mask"} and first[0].obs["action_mask"].all()
+    # player_0 takes cells 0, 1, 2 (a line), player_1 takes 3, 4.
+    history = _play(env, [0, 3, 1, 4, 2])
+    for results in history[:-1]:
+        assert sum(r is not None for r in results) == 1  # the other player waits
+    winner, loser = history[-1]
+    assert winner.done[0] and loser.done[0]
+    assert winner.reward[0] == 1.0 and loser.reward[0] == -1.0
+
+
+def test_aec_rewards_earned_during_other_turns_are_not_lost():
+    from pettingzoo.classic import rps_v2
+
+    env = PettingZooEnvironment(rps_v2.env(num_actions=3, max_cycles=30))
+    env.seed(1)
+    results, totals, rng = env.reset(), np.zeros(2), np.random.default_rng(0)
+    while any(r is not None and not (r.done[0] or r.truncated[0]) for r in results):
+        actions = [None if r is None else int(rng.integers(3)) for r in results]
+        results = env.step(actions)
+        totals += [0.0 if r is None else r.reward[0] for r in results]
+    assert np.abs(totals).sum() > 0
+    assert totals[0] == -totals[1]  # zero-sum: no reward dropped on the way
+
+
+def test_pettingzoo_envs_pass_the_check():
+    report = test_environment("pettingzoo", {"env": "pettingzoo.classic.tictactoe_v3"}, steps=120)
+    assert report.agent_count == 2 and report.episodes >= 5
+    assert report.obs_shapes[1] == {"obs": (3, 3, 2), "action_mask": (9,)}
+    assert report.obs_dtypes[1]["action_mask"] == "bool"
+    report = test_environment("pettingzoo", {"env": "classic.rps_v2", "parallel": True}, steps=60)
+    assert report.agent_count == 2 and report.episodes >= 1
+
+
+class _Relay(ParallelEnv):
+    """A tiny PettingZoo parallel env: agent 'b' leaves after 2 steps, 'a' after 4."""
+
+    metadata = {"name": "relay"}
+
+    def __init__(self):
+        self.possible_agents = ["a", "b"]
+        self.lifetimes = {"a": 4, "b": 2}
+
+    def observation_space(self, agent):
+        return gym.spaces.Box(0, 10, (1,), np.float32)
+
+    def action_space(self, agent):
+        return gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        self.t, self.agents = 0, list(self.possible_agents)
+        return {a: np.zeros(1, np.float32) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        assert set(actions) == set(self.agents)
+        self.t += 1
+        obs = {a: np.full(1, self.t, np.float32) for a in self.agents}
+        done = {a: self.t >= self.lifetimes[a] for a in self.agents}
+        rewards = {a: float(actions[a]) for a in self.agents}
+        infos = {a: {} for a in self.agents}
+        self.agents = [a for a in self.agents if not done[a]]
+        return obs, rewards, done, dict.fromkeys(done, False), infos
+
+
+def test_parallel_env_gives_none_to_agents_no_longer_alive():
+    env = PettingZooEnvironment(_Relay())
+    assert env.agent_count == 2 and all(r is not None for r in env.reset())
+    history = [env.step([1, 1 if t < 2 else None]) for t in range(4)]
+    assert history[1][1].done[0] and history[1][1].reward[0] == 1.0
+    assert history[2][1] is None and history[3][1] is None
+    assert history[3][0].done[0]
+    with pytest.raises(ValueError, match="call reset"):
+        env.step([1, 1])
+    env.reset()
+    with pytest.raises(ValueError, match="agent 0 \\('a'\\) must act"):
+        env.step([None, 0])
+
+
+def test_parallel_custom_env_passes_the_check():
+    register("relay-test", PettingZooEnvironment)
+    report = test_environment("relay-test", {"env": _Relay()}, steps=20)
+    assert report.episodes == 5 and report.steps == 20
+
+
+# --- test_environment on broken environments ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("defect", "message"),
+    [
+        ("count", "env 'broken': step\\(\\) returned 3 results for 2 agents$"),
+        ("obs", "env 'broken': agent 0: step\\(\\) obs is a ndarray, not a dict"),
+        (
+            "reward",
+            "agent 0: step\\(\\) reward must be .* dtype float32, got shape \\(1,\\), float64",
+        ),
+        ("shape", "agent 0: step\\(\\) obs changed from \\{obs: \\(1,\\) float32\\}"),
+    ],
+)
+def test_broken_env_gives_a_one_line_error(defect, message):
+    register("broken", Broken)
+    with pytest.raises(EnvironmentCheckError, match=message) as info:
+        test_environment("broken", {"defect": defect}, steps=10)
+    assert "\n" not in str(info.value) and isinstance(info.value, ValueError)
+
+
+def test_countdown_passes_and_stepping_needs_action_spaces():
+    register("countdown-test", Countdown)
+    report = test_environment("countdown-test", {"length": 4}, steps=12)
+    assert report.episodes == 3 and report.obs_shapes == [{"obs": (1,)}, {"obs": (1,)}]
+
+    class NoSpaces(Countdown):
+        action_spaces = SRLEnvironment.action_spaces
+
+    register("no-spaces", NoSpaces)
+    assert test_environment("no-spaces", test_stepping=False).steps == 0
+    with pytest.raises(EnvironmentCheckError, match="test_stepping=False"):
+        test_environment("no-spaces")
+
+
+def test_obs_outside_the_observation_space_and_bad_agent_count_are_caught():
+    class OutOfSpace(Countdown):
+        def __init__(self):
+            super().__init__(length=500)  # obs grows past the space's high of 100
+
+    class NoAgents(Countdown):
+        agent_count = 0
+
+    register("out-of-space", OutOfSpace)
+    register("no-agents", NoAgents)
+    with pytest.raises(EnvironmentCheckError, match="agent 0: step\\(\\) obs\\['obs'\\] .* not in"):
+        test_environment("out-of-space", steps=200)
+    with pytest.raises(EnvironmentCheckError, match="agent_count must be a positive int, got 0"):
+        test_environment("no-agents")
