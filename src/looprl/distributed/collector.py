@@ -1,0 +1,238 @@
+"""``EnvRunner``: steps copies of a registered environment and cuts their trajectories into
+``SampleBatch`` segments. No Ray: the Ray actor worker and ``test_pipeline`` both use it.
+
+Every (env copy, agent) pair is a *stream*. At each step, the runner asks for one action per
+stream that received a ``StepResult`` (``request``), then hands the actions to the envs
+(``step``). A stream's rows follow ``SampleBatch``'s convention: the row of an observation
+holds the reward/done/truncated that came with it and the policy's outputs for it; a row that
+ends an episode is followed by the first row of the next one. Every ``segment_length`` rows
+a stream yields a ``[segment_length + 1]`` segment, whose last row starts the next segment.
+
+The envs are split into ``groups``: while the policy answers one group's request, the caller
+may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch
+from looprl.core.namedarray import concat, recursive_apply, stack
+
+__all__ = ["Episode", "EnvRunner", "RolloutSizeError"]
+
+
+class RolloutSizeError(ValueError):
+    """A policy's ``rollout`` answered with a different number of rows than it was asked."""
+
+
+@dataclass
+class Episode:
+    """One finished episode of one env copy: the return summed over its agents."""
+
+    ret: float
+    length: int
+    env: int
+
+
+@dataclass
+class _Stream:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    policy_state: Any = None
+
+
+def _numpy(value: Any) -> Any:
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, NamedArray):
+        return value.to_numpy()
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+class EnvRunner:
+    """Steps ``n_envs`` copies of the environment ``env_name`` for one actor.
+
+    Args:
+        env_name: a registered environment name or a Gymnasium id
+            (``looprl.environments.make``), or a function of no arguments building one.
+        env_args: keyword arguments of ``make``.
+        n_envs: env copies stepped by this runner.
+        segment_length: ``T`` of the ``[T + 1, B]`` segments it yields.
+        default_policy_state: the policy's ``default_policy_state`` (``None``: feed-forward).
+        groups: how many groups the envs are split into (see the module docstring).
+        seed: env copy ``i`` is seeded with ``seed + i``.
+        exploration: an exploration rate sent with every row (Ape-X epsilons), or ``None``.
+        is_evaluation: ask for deterministic actions.
+    """
+
+    def __init__(
+        self,
+        env_name: str | Any,
+        env_args: dict[str, Any] | None = None,
+        n_envs: int = 1,
+        segment_length: int = 64,
+        default_policy_state: Any = None,
+        groups: int = 1,
+        seed: int = 0,
+        exploration: float | None = None,
+        is_evaluation: bool = False,
+    ):
+        from looprl.environments.srl import make
+
+        build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
+        if n_envs < groups or groups < 1:
+            raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, n_envs={n_envs}")
+        if segment_length < 1:
+            raise ValueError(f"segment_length must be >= 1, got {segment_length}")
+        self.envs = [build() for _ in range(n_envs)]
+        self.segment_length = segment_length
+        self.default_policy_state = default_policy_state
+        self.exploration = exploration
+        self.is_evaluation = is_evaluation
+        self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
+        self.frames = 0
+        self.episodes: list[Episode] = []
+        self._streams: dict[tuple[int, int], _Stream] = {}
+        self._segments: list[SampleBatch] = []
+        self._asked: dict[int, list[tuple[int, int]]] = {}
+        self._returns = np.zeros(n_envs)
+        self._lengths = np.zeros(n_envs, dtype=np.int64)
+        self._results = []
+        for i, env in enumerate(self.envs):
+            if hasattr(env, "seed"):
+                env.seed(seed + i)
+            self._results.append(self._check(env.reset(), env, "reset"))
+        self.env_seconds = 0.0
+
+    @property
+    def agent_count(self) -> int:
+        """Agents per env copy."""
+        return self.envs[0].agent_count
+
+    def _check(self, results: Any, env: Any, call: str) -> list[Any]:
+        if not isinstance(results, list | tuple) or len(results) != env.agent_count:
+            n = len(results) if isinstance(results, list | tuple) else type(results).__name__
+            raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
+                             f"{env.agent_count} agents; return one StepResult (or None) per agent")
+        return list(results)
+
+    # -- the actor's loop ------------------------------------------------------------------
+    def request(self, group: int = 0) -> RolloutRequest | None:
+        """The observations of ``group``'s streams that wait for an action (``None``: none)."""
+        keys = [(i, a) for i in self.groups[group]
+                for a, result in enumerate(self._results[i]) if result is not None]
+        self._asked[group] = keys
+        if not keys:
+            return None
+        obs = stack([NamedArray(**self._results[i][a].obs) for i, a in keys])
+        states = None
+        if self.default_policy_state is not None:
+            states = stack([self._stream(key).policy_state for key in keys])
+        n = len(keys)
+        exploration = None if self.exploration is None else np.full(n, self.exploration,
+                                                                     np.float32)
+        return RolloutRequest(obs=obs, policy_state=states,
+                              is_evaluation=np.full(n, self.is_evaluation), exploration=exploration)
+
+    def step(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
+        """Record ``result`` (the answer to ``request(group)``) and step ``group``'s envs.
+
+        Raises:
+            RolloutSizeError: ``result`` has another number of rows than the request.
+        """
+        keys = self._asked.pop(group, [])
+        actions: dict[int, list[Any]] = {i: [None] * self.agent_count for i in self.groups[group]}
+        if keys:
+            result = recursive_apply(result, _numpy)
+            n = len(result.action)
+            if n != len(keys):
+                raise RolloutSizeError(f"rollout returned {n} actions for a request of "
+                                       f"{len(keys)} rows; return one row per request row")
+            for row, key in enumerate(keys):
+                actions[key[0]][key[1]] = self._record(key, result, row, version)
+        start = time.perf_counter()
+        for i, agent_actions in actions.items():
+            self._advance(i, agent_actions)
+        self.env_seconds += time.perf_counter() - start
+
+    def segments(self) -> list[SampleBatch]:
+        """The finished segments since the last call, batched along dim 1 where they match."""
+        done, self._segments = self._segments, []
+        if not done:
+            return []
+        batches: dict[Any, list[SampleBatch]] = {}
+        for segment in done:
+            batches.setdefault(str(segment.shape), []).append(segment)
+        return [concat(group, dim=1) for group in batches.values()]
+
+    def pop_episodes(self) -> list[Episode]:
+        """The episodes finished since the last call."""
+        done, self.episodes = self.episodes, []
+        return done
+
+    # -- internals ---------------------------------------------------------------------------
+    def _stream(self, key: tuple[int, int]) -> _Stream:
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = _Stream(policy_state=self.default_policy_state)
+        return stream
+
+    def _record(self, key: tuple[int, int], result: RolloutResult, row: int, version: int) -> Any:
+        """Append the row of stream ``key``; return its action."""
+        stream = self._stream(key)
+        step = self._results[key[0]][key[1]]
+        action = result.action[row]
+        stream.rows.append({
+            "obs": NamedArray(**step.obs),
+            "action": action,
+            "reward": np.float32(np.asarray(step.reward).reshape(-1)[0]),
+            "done": bool(np.asarray(step.done).reshape(-1)[0]),
+            "truncated": bool(np.asarray(step.truncated).reshape(-1)[0]),
+            "policy_state": stream.policy_state,
+            "log_prob": None if result.log_prob is None else np.float32(result.log_prob[row]),
+            "value": None if result.value is None else np.float32(result.value[row]),
+            "policy_version": np.int64(version),
+        })
+        ended = stream.rows[-1]["done"] or stream.rows[-1]["truncated"]
+        if self.default_policy_state is not None:
+            stream.policy_state = (self.default_policy_state if ended
+                                   else result.policy_state[row])
+        if len(stream.rows) == self.segment_length + 1:
+            self._segments.append(_segment(stream.rows))
+            stream.rows = stream.rows[-1:]
+        return action
+
+    def _advance(self, i: int, actions: list[Any]) -> None:
+        """Step env copy ``i`` (or reset it when all of its agents are done)."""
+        env, results = self.envs[i], self._results[i]
+        rewards = [float(np.sum(r.reward)) for r in results if r is not None]
+        self._returns[i] += sum(rewards)
+        over = all(bool(np.any(r.done) or np.any(r.truncated)) for r in results if r is not None)
+        if over and any(r is not None for r in results):
+            self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
+            self._returns[i], self._lengths[i] = 0.0, 0
+            self._results[i] = self._check(env.reset(), env, "reset")
+            return
+        self._results[i] = self._check(env.step(actions), env, "step")
+        self._lengths[i] += 1
+        self.frames += 1
+
+
+def _segment(rows: list[dict[str, Any]]) -> SampleBatch:
+    """Stack ``rows`` into a ``[T + 1, 1]`` ``SampleBatch``."""
+    first = rows[0]
+
+    def column(name: str) -> Any:
+        if first[name] is None:
+            return None
+        if isinstance(first[name], NamedArray):
+            return stack([row[name] for row in rows])[:, None]
+        return np.stack([np.asarray(row[name]) for row in rows])[:, None]
+
+    return SampleBatch(**{name: column(name) for name in SampleBatch._field_names})

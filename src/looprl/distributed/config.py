@@ -1,0 +1,187 @@
+"""What a distributed run is made of: the algorithm (``AlgorithmSpec``) and the runtime
+(``RuntimeConfig``: worker counts and resources, where Ray runs). No Ray import here."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["AlgorithmSpec", "RuntimeConfig"]
+
+
+@dataclass
+class AlgorithmSpec:
+    """An environment, a policy and a trainer, all built by name (seed 004).
+
+    Attributes:
+        env: a registered environment name or a Gymnasium id (``looprl.environments.make``).
+        policy: the ``Policy`` type and its arguments, ``Policy(type_=policy, args=policy_args)``.
+        trainer: the ``Trainer`` type and its arguments.
+        env_args, policy_args, trainer_args: their keyword arguments.
+        buffer: the trainer worker's sample buffer, ``"on_policy"`` or ``"prioritized"``
+            (``None``: the trainer's own ``buffer`` attribute says).
+        buffer_args: its keyword arguments (``batch_streams``, ``capacity_segments``, ...).
+        explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
+    """
+
+    env: str
+    policy: str
+    trainer: str
+    env_args: dict[str, Any] = field(default_factory=dict)
+    policy_args: dict[str, Any] = field(default_factory=dict)
+    trainer_args: dict[str, Any] = field(default_factory=dict)
+    buffer: str | None = None
+    buffer_args: dict[str, Any] = field(default_factory=dict)
+    explorations: list[float] | None = None
+    registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+    def make_env(self) -> Any:
+        """A fresh environment."""
+        from looprl.environments.srl import make
+
+        self.install()
+        return make(self.env, **self.env_args)
+
+    def make_policy(self) -> Any:
+        """A fresh policy (imports ``looprl.agents``, which registers the built-in ones)."""
+        from looprl.core import Policy
+
+        self.install()
+        return Policy(type_=self.policy, args=self.policy_args)
+
+    def make_trainer(self, policy: Any) -> Any:
+        """A fresh trainer of ``policy``."""
+        from looprl.core import Trainer
+
+        self.install()
+        return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
+
+    def portable(self) -> AlgorithmSpec:
+        """This spec, carrying the registrations of its names made in this process.
+
+        Names registered by the user's own code (``register``, ``register_policy``,
+        ``register_trainer``) exist only in the process that ran it; a portable spec takes
+        their classes (or ``"module:Class"`` paths) along, and ``install`` registers them in a
+        worker's process.
+        """
+        for kind, name in (("env", self.env), ("policy", self.policy),
+                           ("trainer", self.trainer)):
+            entry = _registries()[kind].get(name)
+            if entry is not None:
+                self.registrations[kind] = (name, entry)
+        return self
+
+    def install(self) -> None:
+        """Register, in this process, the names ``portable`` carried that are missing here."""
+        registries = _registries()
+        for kind, (name, entry) in self.registrations.items():
+            if name not in registries[kind]:
+                _REGISTER[kind](name, entry)
+
+
+def _registries() -> dict[str, dict[str, Any]]:
+    import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
+    from looprl.core import interfaces
+    from looprl.environments import srl
+
+    return {"env": srl._REGISTRY, "policy": interfaces._POLICIES.entries,
+            "trainer": interfaces._TRAINERS.entries}
+
+
+def _register(kind: str) -> Any:
+    def register(name: str, entry: Any) -> None:
+        from looprl.core import register_policy, register_trainer
+        from looprl.environments.srl import register as register_env
+
+        {"env": register_env, "policy": register_policy, "trainer": register_trainer}[kind](
+            name, entry)
+
+    return register
+
+
+_REGISTER = {kind: _register(kind) for kind in ("env", "policy", "trainer")}
+
+
+@dataclass
+class RuntimeConfig:
+    """Worker counts and resources of a Ray run (``looprl run ... runtime=ray runtime.actors=4``).
+
+    Attributes:
+        address: ``None`` starts a local Ray instance (loopback only, no dashboard); else the
+            address of a running cluster to join (``"HOST:6379"`` or ``"auto"``).
+        actors: actor workers; each steps ``envs_per_actor`` env copies.
+        envs_per_actor: env copies per actor worker.
+        groups: each actor's envs are split in this many groups, so that it steps one group
+            while the policy answers another (1: no overlap).
+        policy_workers: workers that batch inference across actors (0: each actor runs its
+            own copy of the policy).
+        eval_workers: workers that play deterministic episodes with the latest parameters.
+        segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
+        max_lag: samples whose policy version is more than this many trainer steps old are
+            dropped (``None``: keep all).
+        publish_every: trainer steps between parameter publications.
+        pull_every: rollouts between parameter pulls of a policy copy.
+        checkpoint_every: trainer steps between trainer checkpoints (``None``: never; a
+            trainer that dies then restarts from scratch).
+        cpus_per_actor, cpus_per_policy, cpus_per_trainer: Ray CPUs each worker reserves.
+        gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses).
+        num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
+            machine's cores).
+        max_restarts: how often Ray restarts a worker that died.
+        torch_threads: torch threads per worker.
+        runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how
+            your environment code reaches workers on other machines.
+        placement_timeout: seconds to wait for the cluster to place every worker.
+    """
+
+    address: str | None = None
+    actors: int = 2
+    envs_per_actor: int = 4
+    groups: int = 2
+    policy_workers: int = 1
+    eval_workers: int = 0
+    segment_length: int = 64
+    max_lag: int | None = None
+    publish_every: int = 1
+    pull_every: int = 4
+    checkpoint_every: int | None = 20
+    cpus_per_actor: float = 1.0
+    cpus_per_policy: float = 1.0
+    cpus_per_trainer: float = 1.0
+    gpus_per_policy: float = 0.0
+    gpus_per_trainer: float = 0.0
+    num_cpus: int | None = None
+    max_restarts: int = 3
+    torch_threads: int = 1
+    runtime_env: dict[str, Any] | None = None
+    placement_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("actors", "envs_per_actor", "groups", "segment_length", "publish_every",
+                     "pull_every", "torch_threads"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"runtime.{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("policy_workers", "eval_workers", "max_restarts"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.groups > self.envs_per_actor:
+            raise ValueError(f"runtime.groups ({self.groups}) cannot exceed "
+                             f"runtime.envs_per_actor ({self.envs_per_actor})")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RuntimeConfig:
+        """Build from a dict, with a one-line error for an unknown key."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise KeyError(f"unknown runtime option(s) {unknown}; valid: {sorted(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as a plain dict."""
+        return asdict(self)
+
+    def reserved_cpus(self) -> float:
+        """CPUs all workers reserve together."""
+        return (self.actors * self.cpus_per_actor + self.policy_workers * self.cpus_per_policy
+                + self.cpus_per_trainer + self.eval_workers * self.cpus_per_actor)

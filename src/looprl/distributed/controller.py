@@ -1,0 +1,396 @@
+"""``DistributedRun``: starts, monitors and stops the Ray workers of one training run.
+
+    from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args=dict(obs_dim={"obs": 4}, action_dim=2),
+                         trainer="ppo", trainer_args=dict(epochs=4))
+    result = DistributedRun(spec, RuntimeConfig(actors=2), frames=100_000).run()
+
+The controller polls every worker twice a second: it logs the finished episodes (the same
+``results.csv``, ``returns100.csv`` and TensorBoard events as a local run), the trainer's
+statistics (``losses.csv``) and each worker's throughput (``throughput.csv``). A worker that
+dies is restarted by Ray and its loop started again; a trainer resumes from its latest
+checkpoint. Episodes are reported to the controller, not to the trainer, so a trainer's
+death loses none of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+
+__all__ = ["DistributedResult", "DistributedRun", "start_ray"]
+
+logger = logging.getLogger(__name__)
+
+THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
+
+
+def start_ray(runtime: RuntimeConfig) -> bool:
+    """Join ``runtime.address`` or start a local instance on loopback; return whether this
+    call started Ray (and so must stop it).
+
+    Raises:
+        ConnectionError: the address cannot be reached (checked within 3 seconds).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if runtime.address not in (None, "auto", "local"):
+        _check_reachable(runtime.address)
+        ray.init(address=runtime.address, runtime_env=runtime.runtime_env,
+                 logging_level=logging.WARNING)
+        return True
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # bind to 127.0.0.1 only
+    cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
+    ray.init(num_cpus=cpus, include_dashboard=False, runtime_env=runtime.runtime_env,
+             logging_level=logging.WARNING, log_to_driver=False)
+    return True
+
+
+def _check_reachable(address: str) -> None:
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
+            return
+    except (OSError, ValueError) as error:
+        raise ConnectionError(f"cannot reach a Ray cluster at {address!r} ({error}); start one "
+                              "with `ray start --head` or leave runtime.address unset to run "
+                              "locally") from None
+
+
+@dataclass
+class DistributedResult:
+    """What a distributed run did.
+
+    Attributes:
+        frames: env steps taken by the actor workers.
+        returns: every training episode's return, in the order they were reported.
+        train_steps: ``Trainer.step`` calls.
+        seconds: wall time of the training loop.
+        restarts: worker deaths the run recovered from, as ``(worker, frame)``.
+        eval_returns: the evaluation workers' episode returns.
+        log_dir: the run directory (``None`` without one).
+        nodes: the Ray node each worker ran on.
+    """
+
+    frames: int = 0
+    returns: list[float] = field(default_factory=list)
+    train_steps: int = 0
+    seconds: float = 0.0
+    restarts: list[tuple[str, int]] = field(default_factory=list)
+    eval_returns: list[float] = field(default_factory=list)
+    log_dir: str | None = None
+    nodes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def frames_per_second(self) -> float:
+        """Env frames per second of the whole run."""
+        return self.frames / self.seconds if self.seconds else 0.0
+
+    def mean_return(self, last: int = 100) -> float:
+        """Mean of the last ``last`` training returns (``nan`` before the first)."""
+        return float(np.mean(self.returns[-last:])) if self.returns else math.nan
+
+
+class DistributedRun:
+    """One training run on Ray: actor, policy, trainer and evaluation workers.
+
+    Args:
+        spec: the environment, policy and trainer.
+        runtime: worker counts, resources, and where Ray runs.
+        frames: the training budget in env steps (summed over actors).
+        logdir: root of run directories (``None``: write nothing; the trainer then cannot
+            checkpoint).
+        seed: seeds the trainer, the policies and (offset per actor) the envs.
+        name: the run's name in its directory, ``{logdir}/{name}/{env}``.
+        quiet: no progress display.
+    """
+
+    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig | None = None,
+                 frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
+                 name: str | None = None, quiet: bool = False):
+        self.spec = spec.portable()
+        self.runtime = runtime or RuntimeConfig()
+        self.frames = int(frames)
+        self.seed = seed
+        self.quiet = quiet
+        self.name = name or f"{spec.trainer}-ray"
+        self.logdir = logdir
+        if logdir is None and self.runtime.checkpoint_every:
+            self.runtime.checkpoint_every = None
+        self.workers: dict[str, Any] = {}
+        self.result = DistributedResult()
+        self._runs: dict[str, Any] = {}
+        self._log: Any = None
+        self._throughput: Path | None = None
+        self._started_ray = False
+
+    # -- life cycle ------------------------------------------------------------------------
+    def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
+        """Train for ``frames`` env steps; return what happened.
+
+        Args:
+            callback: called after every poll with this run (e.g. to kill a worker in a test).
+
+        Raises:
+            ConnectionError: ``runtime.address`` cannot be reached.
+            RuntimeError: the cluster cannot place the workers within
+                ``runtime.placement_timeout`` seconds, or a worker failed (its error inside).
+        """
+        self._check_spec()
+        self._started_ray = start_ray(self.runtime)
+        try:
+            self._open_logs()
+            self._start_workers()
+            self._loop(callback)
+        finally:
+            self._shutdown()
+        return self.result
+
+    def _check_spec(self) -> None:
+        """Build the env, policy and trainer here first: a bad name fails in one line, now."""
+        self.spec.make_env().close()
+        self.spec.make_trainer(self.spec.make_policy())
+
+    def _open_logs(self) -> None:
+        if self.logdir is None:
+            return
+        from looprl.experiments.logger import ExperimentLogger
+
+        self._log = ExperimentLogger(self.name, self.spec.env, self.logdir, verbose=True)
+        self.result.log_dir = self._log.log_dir
+        self._throughput = Path(self._log.log_dir) / "throughput.csv"
+        self._throughput.write_text(THROUGHPUT_HEADER + "\n")
+
+    def _start_workers(self) -> None:
+        import ray
+
+        from looprl.distributed.workers import (
+            ActorWorker,
+            ParameterServer,
+            PolicyWorker,
+            TrainerWorker,
+        )
+
+        rt, spec = self.runtime, self.spec
+        restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
+        server = ParameterServer.remote()
+        run_dir = self.result.log_dir or str(Path.cwd())
+        self.workers["trainer"] = TrainerWorker.options(
+            num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **restart,
+        ).remote(spec, rt, server, run_dir, self.seed)
+        policies = [
+            PolicyWorker.options(num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy,
+                                 **restart).remote(spec, rt, server, _served(rt, i))
+            for i in range(rt.policy_workers)
+        ]
+        for i, worker in enumerate(policies):
+            self.workers[f"policy{i}"] = worker
+        for i in range(rt.actors):
+            self.workers[f"actor{i}"] = ActorWorker.options(
+                num_cpus=rt.cpus_per_actor, **restart,
+            ).remote(i, spec, rt, server, self.workers["trainer"],
+                     policies[i % len(policies)] if policies else None, self.seed)
+        for i in range(rt.eval_workers):
+            self.workers[f"eval{i}"] = ActorWorker.options(
+                num_cpus=rt.cpus_per_actor, **restart,
+            ).remote(rt.actors + i, spec, rt, server, None, None, self.seed, True)
+        self.workers["server"] = server
+        self._wait_placed(ray)
+        for name, worker in self.workers.items():
+            if name not in ("server",) and not name.startswith("policy"):
+                self._runs[name] = worker.run.remote()
+
+    def _wait_placed(self, ray: Any) -> None:
+        names = [n for n in self.workers if n != "server"]
+        refs = [self.workers[n].ready.remote() for n in names]
+        done, waiting = ray.wait(refs, num_returns=len(refs), timeout=self.runtime.placement_timeout)
+        if waiting:
+            missing = [n for n, r in zip(names, refs, strict=True) if r in waiting]
+            available = ray.available_resources().get("CPU", 0)
+            raise RuntimeError(
+                f"the cluster did not place worker(s) {missing} within "
+                f"{self.runtime.placement_timeout:.0f}s: the run reserves "
+                f"{self.runtime.reserved_cpus():g} CPUs and the cluster has {available:g} free; "
+                "lower runtime.actors or the runtime.cpus_per_* options, or add nodes")
+        for name, ref in zip(names, refs, strict=True):
+            answer = _get(ray, ref, name)
+            self.result.nodes[name] = answer["node"] if isinstance(answer, dict) else answer
+            if name == "trainer" and answer["resumed_from"] is not None:
+                logger.warning("trainer resumed from its checkpoint at step %d",
+                               answer["resumed_from"])
+
+    def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:
+        from looprl.experiments.progress import TrainingProgress
+
+        start = last = time.perf_counter()
+        description = f"{self.name} on {self.spec.env} ({self.runtime.actors} actors)"
+        with TrainingProgress(self.frames, description, quiet=self.quiet) as progress:
+            while self.result.frames < self.frames:
+                time.sleep(0.5)
+                now = time.perf_counter()
+                self._poll(now - last)
+                last = now
+                self._check_workers()
+                progress.update(self.result.frames, len(self.result.returns),
+                                self.result.mean_return())
+                if callback is not None:
+                    callback(self)
+        self.result.seconds = time.perf_counter() - start
+
+    # -- monitoring ------------------------------------------------------------------------
+    def _poll(self, seconds: float) -> None:
+        import ray
+
+        names = [n for n in self.workers if n != "server"]
+        refs = {n: self.workers[n].stats.remote() for n in names}
+        stats = {}
+        for name, ref in refs.items():
+            try:
+                stats[name] = ray.get(ref, timeout=30)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                continue  # dead or restarting: _check_workers handles it
+        batch_rows = [n for name, s in stats.items() if name.startswith("policy")
+                      for n in s["batch_rows"]]
+        trainer = stats.get("trainer")
+        for name, s in stats.items():
+            if name.startswith(("actor", "eval")):
+                self._record_actor(name, s, seconds, batch_rows, trainer)
+        if trainer is not None:
+            self._record_trainer(trainer)
+
+    def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
+                      batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
+        evaluation = name.startswith("eval")
+        if not evaluation:
+            self.result.frames += stats["frames"]
+        for ret, _ in stats["episodes"]:
+            if evaluation:
+                self.result.eval_returns.append(ret)
+            else:
+                self.result.returns.append(ret)
+                if self._log is not None:
+                    self._log.frame = self.result.frames
+                    self._log.episode += 1
+                    self._log.add_episode_return(ret)
+        if evaluation and stats["episodes"] and self._log is not None:
+            returns = [ret for ret, _ in stats["episodes"]]
+            self._log.add_eval("returns/mean", float(np.mean(returns)))
+        if self._throughput is None or seconds <= 0:
+            return
+        lags = trainer["lags"] if trainer else []
+        row = [f"{time.time():.1f}", name, f"{stats['frames'] / seconds:.1f}",
+               f"{stats['env_seconds'] / seconds:.3f}",
+               f"{stats['inference_seconds'] / seconds:.3f}",
+               f"{np.mean(batch_rows):.1f}" if batch_rows else "",
+               f"{np.mean(lags):.2f}" if lags else "",
+               str(trainer["dropped"]) if trainer else ""]
+        with open(self._throughput, "a", encoding="utf-8") as file:
+            file.write(",".join(row) + "\n")
+
+    def _record_trainer(self, stats: dict[str, Any]) -> None:
+        self.result.train_steps = stats["steps"]
+        if self._log is None or not stats["stats"]:
+            return
+        self._log.frame = self.result.frames
+        for key in stats["stats"][-1]:
+            values = [s[key] for s in stats["stats"] if key in s]
+            self._log.add_loss(key, float(np.mean(values)))
+
+    def _check_workers(self) -> None:
+        """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it)."""
+        import ray
+
+        finished, _ = ray.wait(list(self._runs.values()), num_returns=len(self._runs), timeout=0)
+        for name, ref in list(self._runs.items()):
+            if ref not in finished:
+                continue
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError as error:
+                self._restart(ray, name, error)
+                continue
+            except ray.exceptions.RayTaskError as error:
+                cause = error.as_instanceof_cause()
+                raise RuntimeError(f"{name} worker failed: {type(cause).__name__}: "
+                                   f"{_first_line(cause)}") from None
+            raise RuntimeError(f"{name} worker stopped on its own")
+
+    def _restart(self, ray: Any, name: str, error: Exception) -> None:
+        restarts = sum(1 for worker, _ in self.result.restarts if worker == name)
+        if restarts >= self.runtime.max_restarts:
+            raise RuntimeError(f"{name} worker died {restarts + 1} times (runtime.max_restarts="
+                               f"{self.runtime.max_restarts}); last: {_first_line(error)}")
+        logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
+                       name, self.result.frames, _first_line(error))
+        answer = _get(ray, self.workers[name].ready.remote(), name, timeout=120)
+        if name == "trainer":
+            logger.warning("trainer resumed from its checkpoint at step %s",
+                           answer["resumed_from"])
+        self.result.restarts.append((name, self.result.frames))
+        self._runs[name] = self.workers[name].run.remote()
+
+    def _shutdown(self) -> None:
+        import ray
+
+        try:
+            if self._runs:
+                self._finish(ray)
+        finally:
+            for worker in self.workers.values():
+                ray.kill(worker, no_restart=True)
+            self.workers.clear()
+            if self._log is not None:
+                self._log.close()
+            if self._started_ray:
+                ray.shutdown()
+
+    def _finish(self, ray: Any) -> None:
+        """Stop the loops, save the trained policy (``policy.pt``) and a last checkpoint."""
+        for name in self._runs:
+            self.workers[name].stop.remote()
+        ray.wait(list(self._runs.values()), num_returns=len(self._runs), timeout=30)
+        if self.result.log_dir is None:
+            return
+        trainer = self.workers["trainer"]
+        try:
+            checkpoint = ray.get(trainer.policy_checkpoint.remote(), timeout=60)
+            torch.save(checkpoint, Path(self.result.log_dir) / "policy.pt")
+            if self.runtime.checkpoint_every:
+                ray.get(trainer.checkpoint.remote(), timeout=60)
+        except (ray.exceptions.RayError, OSError) as error:
+            logger.warning("could not save the final policy: %s", _first_line(error))
+
+
+def _served(runtime: RuntimeConfig, index: int) -> int:
+    """Requests policy worker ``index`` batches together: one per actor it serves."""
+    return len(range(index, runtime.actors, runtime.policy_workers))
+
+
+def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
+    try:
+        return ray.get(ref, timeout=timeout)
+    except ray.exceptions.RayTaskError as error:
+        cause = error.as_instanceof_cause()
+        raise RuntimeError(f"{name} worker failed to start: {type(cause).__name__}: "
+                           f"{_first_line(cause)}") from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[-1] if text else type(error).__name__

@@ -1,0 +1,209 @@
+"""The trainer's side of a run (``TrainerCore``) and ``test_pipeline``, which runs an
+environment, a policy and a trainer together in one process before a distributed run.
+
+No Ray: the Ray trainer worker wraps a ``TrainerCore``, and ``test_pipeline`` drives one with
+an ``EnvRunner`` in a plain loop, so a pipeline that passes here runs the same code remotely.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.core import SampleBatch, TrainerStepResult
+from looprl.distributed.collector import EnvRunner
+from looprl.distributed.config import AlgorithmSpec
+
+__all__ = ["PipelineReport", "TrainerCore", "test_pipeline"]
+
+logger = logging.getLogger(__name__)
+
+
+class TrainerCore:
+    """A trainer and the sample buffer it learns from.
+
+    Args:
+        trainer: an SRL ``Trainer`` (``step(SampleBatch) -> TrainerStepResult``).
+        buffer: ``"on_policy"`` or ``"prioritized"`` (``None``: ``trainer.sample_buffer``).
+        buffer_args: the buffer's arguments. On-policy buffers take ``batch_streams`` (default
+            8) and ``max_lag``; prioritized replay takes ``capacity_segments`` (default 2000),
+            ``batch`` (segments per step, default 32), ``min_size`` (default ``batch``) and
+            ``alpha``/``beta``.
+    """
+
+    def __init__(self, trainer: Any, buffer: str | None = None,
+                 buffer_args: dict[str, Any] | None = None, max_lag: int | None = None):
+        from looprl.memory.samples import make_sample_buffer
+
+        self.trainer = trainer
+        args = dict(buffer_args or {})
+        kind = buffer or getattr(trainer, "sample_buffer", None)
+        self.prioritized = kind == "prioritized"
+        if self.prioritized:
+            self.batch = int(args.pop("batch", 32))
+            self.min_size = int(args.pop("min_size", self.batch))
+            args.setdefault("capacity_segments", 2000)
+        else:
+            args.setdefault("batch_streams", 8)
+            args.setdefault("max_lag", max_lag)
+        self.buffer = make_sample_buffer(kind, **args)
+        self.received = 0  # segments put
+        self.dropped = 0  # segments dropped as too old
+
+    @property
+    def policy(self) -> Any:
+        """The trained policy."""
+        return self.trainer.policy
+
+    def put(self, sample: SampleBatch) -> None:
+        """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
+        columns = sample.reward.shape[1]
+        self.received += columns
+        if not self.buffer.put(sample, self.policy.version):
+            self.dropped += columns
+
+    def ready(self) -> bool:
+        """Whether ``train_step`` would train now."""
+        return self.buffer.ready(self.min_size) if self.prioritized else self.buffer.ready()
+
+    def train_step(self) -> TrainerStepResult | None:
+        """One ``Trainer.step`` on what the buffer holds (``None``: not enough yet)."""
+        batch = self.next_batch()
+        if batch is None:
+            return None
+        result = self.learn(batch)
+        self.finish(batch, result)
+        return result
+
+    def next_batch(self) -> tuple[SampleBatch, Any, Any] | None:
+        """``(sample, weights, indices)`` for the next step (``None``: not ready). Weights and
+        indices are ``None`` for on-policy buffers."""
+        if not self.ready():
+            return None
+        if not self.prioritized:
+            return self.buffer.get(), None, None
+        return self.buffer.sample(self.batch)
+
+    def learn(self, batch: tuple[SampleBatch, Any, Any]) -> TrainerStepResult:
+        """``Trainer.step`` on ``batch`` (touches the trainer only, not the buffer)."""
+        sample, weights, _ = batch
+        return self.trainer.step(sample) if weights is None else self.trainer.step(sample, weights)
+
+    def finish(self, batch: tuple[SampleBatch, Any, Any], result: TrainerStepResult) -> None:
+        """Hand the step's new priorities back to a prioritized buffer."""
+        if self.prioritized and result.priorities is not None:
+            self.buffer.update_priorities(batch[2], result.priorities)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The trainer, its policy (with optimizer) and counters, for a checkpoint."""
+        return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict``'s output."""
+        self.trainer = state["trainer"]
+        self.received, self.dropped = state["received"], state["dropped"]
+
+
+@dataclass
+class PipelineReport:
+    """What ``test_pipeline`` saw.
+
+    Attributes:
+        frames: env steps taken.
+        episodes: episode returns (summed over agents), in order.
+        train_steps: ``Trainer.step`` calls.
+        stats: the last step's statistics.
+    """
+
+    frames: int = 0
+    episodes: list[float] = field(default_factory=list)
+    train_steps: int = 0
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def mean_return(self) -> float:
+        """Mean return of the last (up to) 20 episodes (``nan`` before the first)."""
+        last = self.episodes[-20:]
+        return float(np.mean(last)) if last else math.nan
+
+
+def test_pipeline(
+    spec: AlgorithmSpec | None = None,
+    episodes: int = 5,
+    max_frames: int = 100_000,
+    n_envs: int = 2,
+    segment_length: int = 32,
+    seed: int = 0,
+    **spec_kwargs: Any,
+) -> PipelineReport:
+    """Run an environment, a policy and a trainer together in this process.
+
+    It checks what a distributed run needs: the env returns ``StepResult`` lists, the
+    policy's ``rollout`` answers every row, its segments fit the trainer's buffer, and
+    ``Trainer.step`` runs (with finite statistics) and bumps ``policy.version``. It stops after
+    ``episodes`` episodes with at least one training step, or at ``max_frames``.
+
+    Args:
+        spec: the algorithm; or give ``env=``, ``policy=``, ``trainer=`` (``AlgorithmSpec``'s
+            fields) as keywords.
+        episodes: episodes to play.
+        max_frames: the most env steps.
+        n_envs, segment_length: the actor's env copies and segment length.
+        seed: seeds torch, NumPy and the envs.
+
+    Raises:
+        ValueError: a part misbehaves (the message names it), e.g. a policy whose
+            ``rollout`` returns the wrong batch size, or a trainer returning non-finite stats.
+    """
+    spec = spec or AlgorithmSpec(**spec_kwargs)
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    policy = spec.make_policy()
+    core = TrainerCore(spec.make_trainer(policy), spec.buffer, spec.buffer_args)
+    runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
+                       policy.default_policy_state, seed=seed,
+                       exploration=(spec.explorations or [None])[0])
+    report = PipelineReport()
+    while runner.frames < max_frames:
+        _collect(runner, policy)
+        report.episodes += [episode.ret for episode in runner.pop_episodes()]
+        for sample in runner.segments():
+            core.put(sample)
+        _train(core, report)
+        if len(report.episodes) >= episodes and report.train_steps > 0:
+            break
+    report.frames = runner.frames
+    if report.train_steps == 0:
+        raise ValueError(f"the trainer never stepped in {runner.frames} frames: its buffer was "
+                         "never ready (give more max_frames or a smaller batch)")
+    return report
+
+
+def _collect(runner: EnvRunner, policy: Any) -> None:
+    request = runner.request(0)
+    result = None if request is None else policy.rollout(request)
+    runner.step(0, result, policy.version)
+
+
+def _train(core: TrainerCore, report: PipelineReport) -> None:
+    while core.ready():
+        version = core.policy.version
+        result = core.train_step()
+        stats = {k: float(v) for k, v in result.stats.items()}
+        bad = sorted(k for k, v in stats.items() if not math.isfinite(v))
+        if bad:
+            raise ValueError(f"trainer {type(core.trainer).__name__} returned non-finite "
+                             f"stats {bad} at step {result.step}")
+        if core.policy.version == version:
+            raise ValueError(f"trainer {type(core.trainer).__name__}.step did not increment "
+                             "policy.version; workers could not tell new parameters apart")
+        report.train_steps += 1
+        report.stats = stats
+
+
+test_pipeline.__test__ = False  # not a pytest test

@@ -1,0 +1,412 @@
+"""The Ray workers of a distributed run (seed 004's actor, policy and trainer workers).
+
+* ``ParameterServer`` -- holds the latest published parameters by version.
+* ``ActorWorker`` -- steps env copies (``EnvRunner``), asks a policy worker (or its own policy
+  copy) for actions, and sends ``[T + 1, B]`` segments to the trainer. Its envs are split in
+  groups, so it steps one group while the policy answers another.
+* ``PolicyWorker`` -- an async actor: batches the requests of many actors into one
+  ``rollout`` and pulls new parameters by version.
+* ``TrainerWorker`` -- owns the sample buffer (``TrainerCore``), runs ``Trainer.step``,
+  publishes parameters, checkpoints, and resumes from its checkpoint after a restart.
+* ``EvalWorker`` -- an actor worker that plays deterministic episodes and sends no samples.
+
+Each worker's long-running loop is a method (``run``) the controller calls; ``stats`` and
+``stop`` run beside it (threaded actors). Ray restarts a worker that dies; the controller
+calls ``run`` again. Importing this module imports Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+import torch
+from ray.exceptions import RayActorError, RayTaskError
+
+from looprl.distributed.collector import EnvRunner, RolloutSizeError
+from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.pipeline import TrainerCore
+
+__all__ = ["ActorWorker", "EvalWorker", "ParameterServer", "PolicyWorker", "TrainerWorker"]
+
+logger = logging.getLogger(__name__)
+
+TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
+
+
+def _restarted() -> bool:
+    return ray.get_runtime_context().was_current_actor_reconstructed
+
+
+def _parameters(policy: Any) -> dict[str, Any]:
+    """The policy's parameters as CPU tensors (cheap to ship through the object store)."""
+    return {k: v.detach().cpu() for k, v in policy.module.state_dict().items()}
+
+
+@ray.remote(num_cpus=0)
+class ParameterServer:
+    """The latest parameters a trainer published, by version."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.parameters: dict[str, Any] | None = None
+
+    def put(self, version: int, parameters: dict[str, Any]) -> None:
+        """Publish ``parameters`` as ``version`` (older versions are ignored)."""
+        if version > self.version:
+            self.version, self.parameters = version, parameters
+
+    def get(self, newer_than: int) -> tuple[int, dict[str, Any]] | None:
+        """``(version, parameters)`` if newer than ``newer_than``, else ``None``."""
+        return (self.version, self.parameters) if self.version > newer_than else None
+
+
+class _PolicyCopy:
+    """A policy that pulls parameters from the ``ParameterServer`` every few rollouts."""
+
+    def __init__(self, spec: AlgorithmSpec, server: Any, pull_every: int):
+        self.policy = spec.make_policy()
+        self.server = server
+        self.pull_every = pull_every
+        self._calls = 0
+        self._pending: Any = None
+
+    def maybe_pull(self, wait: bool = False) -> None:
+        self._calls += 1
+        if self._pending is None and (wait or self._calls % self.pull_every == 0):
+            self._pending = self.server.get.remote(self.policy.version)
+        if self._pending is None:
+            return
+        ready, _ = ray.wait([self._pending], timeout=None if wait else 0)
+        if ready:
+            self._load(ray.get(self._pending))
+
+    async def maybe_pull_async(self) -> None:
+        self._calls += 1
+        if self._pending is None and self._calls % self.pull_every == 0:
+            self._pending = self.server.get.remote(self.policy.version)
+        if self._pending is not None:
+            ready, _ = await asyncio.wait([asyncio.ensure_future(self._pending)], timeout=0)
+            if ready:
+                self._load(await self._pending)
+
+    def _load(self, found: tuple[int, dict[str, Any]] | None) -> None:
+        self._pending = None
+        if found is not None:
+            self.policy.module.load_state_dict(found[1])
+            self.policy.version = found[0]
+
+
+@ray.remote(max_concurrency=2)
+class ActorWorker:
+    """Steps ``runtime.envs_per_actor`` env copies and sends segments to the trainer.
+
+    Args:
+        index: this worker's number (seeds its envs, picks its policy worker and epsilon).
+        spec: the algorithm.
+        runtime: the runtime options.
+        server: the ``ParameterServer``.
+        trainer: the ``TrainerWorker`` (``None``: no samples are sent, e.g. evaluation).
+        policy_worker: a ``PolicyWorker`` (``None``: this worker runs its own policy copy).
+        seed: the run's seed.
+        evaluation: deterministic actions.
+    """
+
+    def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
+                 trainer: Any, policy_worker: Any, seed: int, evaluation: bool = False):
+        torch.set_num_threads(runtime.torch_threads)
+        self.index = index
+        self.trainer = trainer
+        self.policy_worker = policy_worker
+        self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
+            spec, server, runtime.pull_every)
+        default_state = (self.local.policy if self.local else spec.make_policy()
+                         ).default_policy_state
+        explorations = spec.explorations
+        exploration = explorations[index % len(explorations)] if explorations else None
+        restart = 1 if _restarted() else 0
+        self.runner = EnvRunner(
+            spec.make_env, None, runtime.envs_per_actor, runtime.segment_length,
+            default_state, groups=1 if self.local else runtime.groups,
+            seed=seed + 10_000 * index + 1_000_000 * restart, exploration=exploration,
+            is_evaluation=evaluation,
+        )
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stats = {"frames": 0, "episodes": [], "inference_seconds": 0.0,
+                       "send_seconds": 0.0, "rows": 0, "requests": 0}
+        self._put: Any = None
+
+    def ready(self) -> str:
+        """The node this worker runs on (the controller waits for it: placement check)."""
+        return ray.get_runtime_context().get_node_id()
+
+    def stop(self) -> None:
+        """End ``run`` after the current step."""
+        self._stop.set()
+
+    def stats(self) -> dict[str, Any]:
+        """Frames, finished episodes and timings since the last call (then reset)."""
+        with self._lock:
+            stats = dict(self._stats)
+            self._stats.update(frames=0, episodes=[], inference_seconds=0.0, send_seconds=0.0,
+                               rows=0, requests=0)
+        stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
+        return stats
+
+    def run(self) -> None:
+        """Step envs until ``stop``."""
+        if self.local is not None:
+            self.local.maybe_pull(wait=True)
+            while not self._stop.is_set():
+                self._local_step()
+            return
+        groups = len(self.runner.groups)
+        pending = [self._ask(g) for g in range(groups)]
+        while not self._stop.is_set():
+            for g in range(groups):
+                result, version = self._answer(g, pending[g])
+                self.runner.step(g, result, version)
+                pending[g] = self._ask(g)
+                self._after_step()
+
+    def _local_step(self) -> None:
+        start = time.perf_counter()
+        self.local.maybe_pull()
+        request = self.runner.request(0)
+        result = None if request is None else self.local.policy.rollout(request)
+        self._count(request, time.perf_counter() - start)
+        self.runner.step(0, result, self.local.policy.version)
+        self._after_step()
+
+    def _ask(self, group: int) -> tuple[Any, Any]:
+        request = self.runner.request(group)
+        ref = None if request is None else self.policy_worker.rollout.remote(request)
+        return request, ref
+
+    def _answer(self, group: int, pending: tuple[Any, Any]) -> tuple[Any, int]:
+        request, ref = pending
+        if ref is None:
+            return None, 0
+        start = time.perf_counter()
+        while True:
+            try:
+                result, version = ray.get(ref)
+                break
+            except RayActorError:  # the policy worker died: Ray restarts it, ask again
+                logger.warning("actor %d: policy worker unreachable, asking again", self.index)
+                time.sleep(0.5)
+                ref = self.policy_worker.rollout.remote(request)
+            except RayTaskError as error:  # the policy itself failed: stop with its message
+                raise error.as_instanceof_cause() from None
+        self._count(request, time.perf_counter() - start)
+        return result, version
+
+    def _count(self, request: Any, seconds: float) -> None:
+        with self._lock:
+            self._stats["inference_seconds"] += seconds
+            if request is not None:
+                self._stats["rows"] += len(request.obs)
+                self._stats["requests"] += 1
+
+    def _after_step(self) -> None:
+        episodes = self.runner.pop_episodes()
+        frames, self.runner.frames = self.runner.frames, 0
+        with self._lock:
+            self._stats["frames"] += frames
+            self._stats["episodes"] += [(e.ret, e.length) for e in episodes]
+        segments = self.runner.segments()
+        if segments and self.trainer is not None:
+            self._send(segments)
+
+    def _send(self, segments: list[Any]) -> None:
+        """Send ``segments`` once the previous batch arrived (backpressure)."""
+        start = time.perf_counter()
+        if self._put is not None:
+            try:
+                ray.get(self._put)
+            except RayActorError:
+                logger.warning("actor %d: trainer unreachable, its last samples are lost",
+                               self.index)
+        self._put = self.trainer.put.remote(segments)
+        with self._lock:
+            self._stats["send_seconds"] += time.perf_counter() - start
+
+
+EvalWorker = ActorWorker  # built with trainer=None, evaluation=True
+
+
+@ray.remote
+class PolicyWorker:
+    """Batches the rollout requests of many actor workers (an async Ray actor).
+
+    Requests are answered together once ``batch_requests`` of them wait, or after
+    ``max_wait`` seconds. Parameters are pulled every ``runtime.pull_every`` batches.
+    """
+
+    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
+                 batch_requests: int, max_wait: float = 0.002):
+        torch.set_num_threads(runtime.torch_threads)
+        self.copy = _PolicyCopy(spec, server, runtime.pull_every)
+        self.batch_requests = max(1, batch_requests)
+        self.max_wait = max_wait
+        self._waiting: list[tuple[Any, asyncio.Future]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._batches: list[int] = []
+
+    def ready(self) -> str:
+        """The node this worker runs on."""
+        return ray.get_runtime_context().get_node_id()
+
+    def stats(self) -> dict[str, Any]:
+        """Rows per batched rollout since the last call, and the policy version."""
+        batches, self._batches = self._batches, []
+        return {"batch_rows": batches, "version": self.copy.policy.version}
+
+    async def rollout(self, request: Any) -> tuple[Any, int]:
+        """The policy's answer to ``request`` and the version that gave it."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((request, future))
+        if len(self._waiting) >= self.batch_requests:
+            await self._flush()
+        elif self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.max_wait,
+                                          lambda: asyncio.ensure_future(self._flush()))
+        return await future
+
+    async def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        waiting, self._waiting = self._waiting, []
+        if not waiting:
+            return
+        await self.copy.maybe_pull_async()
+        from looprl.core.namedarray import concat, recursive_apply
+
+        requests = [request for request, _ in waiting]
+        sizes = [len(request.obs) for request in requests]
+        try:
+            result = self.copy.policy.rollout(concat(requests))
+            result = recursive_apply(result, _to_numpy)
+            _check_size(result, sum(sizes), self.copy.policy)
+        except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
+            for _, future in waiting:
+                future.set_exception(error)
+            return
+        self._batches.append(sum(sizes))
+        version = self.copy.policy.version
+        start = 0
+        for (_, future), size in zip(waiting, sizes, strict=True):
+            future.set_result((result[start:start + size], version))
+            start += size
+
+
+def _to_numpy(leaf: Any) -> Any:
+    return leaf.detach().cpu().numpy() if isinstance(leaf, torch.Tensor) else leaf
+
+
+def _check_size(result: Any, rows: int, policy: Any) -> None:
+    n = len(result.action)
+    if n != rows:
+        raise RolloutSizeError(f"{type(policy).__name__}.rollout returned {n} actions for a "
+                               f"request of {rows} rows; return one row per request row")
+
+
+@ray.remote(max_concurrency=4)
+class TrainerWorker:
+    """Owns the sample buffer, runs ``Trainer.step``, publishes parameters, checkpoints.
+
+    After a restart (Ray restarts a trainer that died) it continues from its latest
+    checkpoint in ``run_dir``.
+    """
+
+    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
+                 run_dir: str, seed: int):
+        torch.set_num_threads(runtime.torch_threads)
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        self.runtime = runtime
+        self.server = server
+        self.path = Path(run_dir) / TRAINER_CHECKPOINT
+        self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
+                                spec.buffer_args, runtime.max_lag)
+        self.resumed_from: int | None = None
+        if self.path.exists():
+            state = torch.load(self.path, weights_only=False)
+            self.core.load_state_dict(state["core"])
+            self.resumed_from = state["steps"]
+        self.steps = self.resumed_from or 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stats: list[dict[str, float]] = []
+        self._lags: list[float] = []
+        self._publish()
+
+    def ready(self) -> dict[str, Any]:
+        """The node, and the step this trainer resumed from (``None``: a fresh start)."""
+        return {"node": ray.get_runtime_context().get_node_id(), "resumed_from": self.resumed_from}
+
+    def put(self, segments: list[Any]) -> None:
+        """Receive segments from an actor worker."""
+        with self._lock:
+            version = self.core.policy.version
+            for sample in segments:
+                self.core.put(sample)
+                if sample.policy_version is not None:
+                    self._lags.append(float(version - np.min(sample.policy_version)))
+
+    def stop(self) -> None:
+        """End ``run`` after the current step."""
+        self._stop.set()
+
+    def stats(self) -> dict[str, Any]:
+        """Train steps, their statistics and the sample lags since the last call."""
+        with self._lock:
+            stats, self._stats = self._stats, []
+            lags, self._lags = self._lags, []
+            return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
+                    "lags": lags, "received": self.core.received, "dropped": self.core.dropped}
+
+    def run(self) -> None:
+        """Train whenever the buffer is ready, until ``stop``."""
+        while not self._stop.is_set():
+            with self._lock:
+                batch = self.core.next_batch()
+            if batch is None:
+                time.sleep(0.001)
+                continue
+            result = self.core.learn(batch)  # actors keep sending meanwhile
+            with self._lock:
+                self.core.finish(batch, result)
+            self.steps += 1
+            stats = {k: float(v) for k, v in result.stats.items()}
+            with self._lock:
+                self._stats.append(stats)
+            if self.steps % self.runtime.publish_every == 0:
+                self._publish()
+            every = self.runtime.checkpoint_every
+            if every and self.steps % every == 0:
+                self.checkpoint()
+
+    def checkpoint(self) -> int:
+        """Save the trainer (policy, optimizer, counters) to ``run_dir``; return the step."""
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        torch.save({"core": self.core.state_dict(), "steps": self.steps}, temporary)
+        temporary.replace(self.path)
+        return self.steps
+
+    def policy_checkpoint(self) -> dict[str, Any]:
+        """The policy's ``get_checkpoint()``."""
+        return self.core.policy.get_checkpoint()
+
+    def _publish(self) -> None:
+        policy = self.core.policy
+        self.server.put.remote(policy.version, _parameters(policy))
