@@ -31,6 +31,12 @@ from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
 from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
 from looprl.agents.vqn import VQN, OnlineAgent
 from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.core import register_trainer
+
+# -- SRL trainers (seed 004), imported lazily by name ----------------------------------------
+register_trainer("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
+register_trainer("ppg", "looprl.agents.srl_trainers:SRLPPGTrainer")
+register_trainer("dqn", "looprl.agents.srl_trainers:SRLDQNTrainer")
 
 __all__ = [
     "A2C",

@@ -5,15 +5,19 @@ from looprl.memory.nstep import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
 from looprl.memory.rollout import RolloutBuffer, generalized_advantage_estimate
+from looprl.memory.samples import OnPolicyBuffer, PrioritizedSegmentReplay, make_sample_buffer
 
 __all__ = [
     "AtariReplayBuffer",
     "ExperienceReplayBuffer",
     "NStepReplayBuffer",
+    "OnPolicyBuffer",
     "PrioritizedAtariReplayBuffer",
     "PrioritizedReplayBuffer",
+    "PrioritizedSegmentReplay",
     "RolloutBuffer",
     "SumTree",
     "generalized_advantage_estimate",
     "importance_weights",
+    "make_sample_buffer",
 ]

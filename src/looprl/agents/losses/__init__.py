@@ -35,6 +35,7 @@ from looprl.agents.losses.value import (
     n_step_return,
     td_target,
 )
+from looprl.agents.losses.vtrace import segment_gae, segment_mask, vtrace
 
 __all__ = [
     "a2c_loss",
@@ -57,9 +58,12 @@ __all__ = [
     "sac_actor_loss",
     "sac_target",
     "sac_temperature_loss",
+    "segment_gae",
+    "segment_mask",
     "smoothed_target_action",
     "td3_target",
     "td_target",
     "twin_critic_loss",
     "value_loss",
+    "vtrace",
 ]

@@ -1,0 +1,114 @@
+"""Targets on time-major trajectory segments ``[T + 1, B]``: GAE and V-trace.
+
+Both functions follow ``SampleBatch``'s row convention: row ``t`` holds the observation
+``s_t``, ``V(s_t)`` and the policy's log-probability of the action taken there, plus the
+``reward``/``done``/``truncated`` that arrived *with* ``s_t``. So the transition out of row
+``t`` earns ``reward[t + 1]`` and ends the episode when ``done[t + 1]`` (termination: no
+bootstrap) or ``truncated[t + 1]`` (time limit: bootstrap from ``value[t + 1]``, the value
+of the final observation). A row that is itself ``done``/``truncated`` holds a final
+observation whose action was never executed: it is not a training row (``mask`` is
+``False`` there) and nothing is bootstrapped across it. Row ``T`` only bootstraps.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from looprl.memory.rollout import generalized_advantage_estimate
+
+
+def segment_mask(done: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """Training rows of a ``[T + 1, B]`` segment: ``[T, B]``, ``False`` at final observations."""
+    return ~(done[:-1].bool() | truncated[:-1].bool())
+
+
+def segment_gae(
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    done: torch.Tensor,
+    truncated: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """GAE(gamma, lambda) (Schulman et al., 2016) on ``[T + 1, B]`` segments.
+
+    ``delta_t = reward[t+1] + gamma * (1 - done[t+1]) * V[t+1] - V[t]`` and
+    ``A_t = delta_t + gamma * lam * (1 - end[t+1]) * A_{t+1}`` with ``end = done | truncated``
+    and ``A_T = 0``; the recursion is ``memory.rollout.generalized_advantage_estimate``.
+
+    Args:
+        reward, value, done, truncated: ``[T + 1, B]`` tensors in the row convention above.
+        gamma, lam: discount and GAE's lambda.
+
+    Returns:
+        ``(advantages, returns, mask)``, each ``[T, B]``; ``returns = advantages + V`` and
+        both are 0 on masked rows.
+    """
+    done, truncated = done.bool(), truncated.bool()
+    value = value.float()
+    end = done | truncated
+    advantages = generalized_advantage_estimate(
+        reward[1:].float(), value[:-1], value[1:], (~done[1:]).float(), end[1:], gamma, lam
+    )
+    mask = segment_mask(done, truncated)
+    advantages = torch.where(mask, advantages, torch.zeros_like(advantages))
+    returns = torch.where(mask, advantages + value[:-1], torch.zeros_like(advantages))
+    return advantages, returns, mask
+
+
+@torch.no_grad()
+def vtrace(
+    behaviour_log_prob: torch.Tensor,
+    target_log_prob: torch.Tensor,
+    reward: torch.Tensor,
+    value: torch.Tensor,
+    done: torch.Tensor,
+    truncated: torch.Tensor,
+    gamma: float,
+    lam: float = 1.0,
+    clip_rho: float = 1.0,
+    clip_c: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """V-trace targets (Espeholt et al., 2018, https://arxiv.org/abs/1802.01561, eq. 1).
+
+    With ``rho_t = min(clip_rho, pi/mu)``, ``c_t = lam * min(clip_c, pi/mu)`` and
+    ``delta_t = rho_t * (reward[t+1] + gamma * (1 - done[t+1]) * V[t+1] - V[t])``:
+    ``v_t = V[t] + delta_t + gamma * c_t * (1 - end[t+1]) * (v_{t+1} - V[t+1])`` (``v_T = V[T]``),
+    and the policy-gradient advantage is
+    ``rho_t * (reward[t+1] + gamma * (1 - done[t+1]) * v'_{t+1} - V[t])`` where ``v'_{t+1}``
+    is ``v_{t+1}``, or ``V[t+1]`` when row ``t + 1`` ends the episode or the segment.
+    On-policy with ``lam = 1`` (all ratios 1), ``v_t`` is the discounted return to the end of
+    the episode or segment, bootstrapped from ``V`` there (GAE(1) returns).
+
+    Args:
+        behaviour_log_prob, target_log_prob: ``log mu(a_t | s_t)`` of the actor and
+            ``log pi(a_t | s_t)`` of the learner, ``[T, B]`` (rows ``0..T-1``).
+        reward, value, done, truncated: ``[T + 1, B]``, in the row convention of the module.
+        gamma: discount; lam: the lambda of ``c_t``; clip_rho, clip_c: ``rho_bar``, ``c_bar``.
+
+    Returns:
+        ``(vs, pg_advantages)``, each ``[T, B]``, without gradients; 0 on masked rows.
+    """
+    done, truncated = done.bool(), truncated.bool()
+    value = value.float()
+    end = done | truncated
+    ratio = torch.exp(target_log_prob.float() - behaviour_log_prob.float())
+    ratio = torch.where(end[:-1], torch.ones_like(ratio), ratio)  # never-executed actions
+    rho = torch.clamp(ratio, max=clip_rho)
+    c = lam * torch.clamp(ratio, max=clip_c)
+    discount = gamma * (~done[1:]).float()
+    td = reward[1:].float() + discount * value[1:] - value[:-1]
+    deltas = torch.where(end[:-1], torch.zeros_like(td), rho * td)  # 0 at final observations
+    decay = torch.where(end[1:], torch.zeros_like(c), gamma * c)
+    correction = torch.empty_like(deltas)  # v_t - V[t]
+    running = torch.zeros_like(deltas[0])
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        running = deltas[t] + decay[t] * running
+        correction[t] = running
+    vs = value[:-1] + correction
+    next_vs = torch.cat((vs[1:], value[-1:]))
+    next_vs = torch.where(end[1:], value[1:], next_vs)
+    advantages = rho * (reward[1:].float() + discount * next_vs - value[:-1])
+    mask = segment_mask(done, truncated)
+    zero = torch.zeros_like(vs)
+    return torch.where(mask, vs, zero), torch.where(mask, advantages, zero)

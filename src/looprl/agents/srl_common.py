@@ -1,0 +1,75 @@
+"""Helpers shared by the SRL trainers (``srl_ppo``, ``srl_dqn``): sample checks, updates, stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from looprl.core import SampleBatch
+from looprl.core.namedarray import NamedArray, recursive_apply
+
+
+def prepare_sample(
+    sample: SampleBatch, device: Any, trainer: str, required: tuple[str, ...]
+) -> SampleBatch:
+    """``sample`` as torch tensors on ``device``, checked to be ``[T + 1, B]`` segments.
+
+    Raises:
+        TypeError: ``sample`` is not a ``NamedArray``.
+        ValueError: a required field is missing or ``reward`` is not ``[T + 1, B]``, ``T >= 1``.
+    """
+    if not isinstance(sample, NamedArray):
+        raise TypeError(f"{trainer} trainer: expected a SampleBatch, got {type(sample).__name__}")
+    missing = [name for name in required if getattr(sample, name, None) is None]
+    if missing:
+        raise ValueError(
+            f"{trainer} trainer: the sample lacks field(s) {missing}; actors must record them"
+        )
+    sample = sample.to(device)
+    if sample.reward.dim() != 2 or sample.reward.shape[0] < 2:
+        raise ValueError(
+            f"{trainer} trainer: reward must be [T + 1, B] with T >= 1, "
+            f"got shape {tuple(sample.reward.shape)}"
+        )
+    return sample
+
+
+def transpose01(x: NamedArray) -> NamedArray:
+    """Swap the two leading dimensions of every leaf (time-major <-> stream-major)."""
+    return recursive_apply(x, lambda leaf: leaf.transpose(0, 1))
+
+
+def reinforce(approximation: Any, loss: torch.Tensor, max_grad_norm: float | None) -> None:
+    """One optimizer step on ``loss``, clipping the global gradient norm to ``max_grad_norm``."""
+    if not max_grad_norm:
+        approximation.reinforce(loss)
+        return
+    loss.backward()
+    nn.utils.clip_grad_norm_(approximation.model.parameters(), max_grad_norm)
+    approximation.step(loss)
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)`` (nan when the returns are constant)."""
+    if returns.numel() < 2:
+        return float("nan")
+    variance = returns.var()
+    return float(1.0 - (returns - values).var() / variance) if variance > 0 else float("nan")
+
+
+def sample_lag(sample: SampleBatch, mask: torch.Tensor, version: int) -> dict[str, float]:
+    """Mean and max ``version - policy_version`` of the training rows (empty if unrecorded)."""
+    versions = sample.policy_version
+    if versions is None:
+        return {}
+    lag = (version - versions[:-1].reshape(mask.shape)[mask]).float()
+    if lag.numel() == 0:
+        return {}
+    return {"sample_lag": float(lag.mean()), "sample_lag_max": float(lag.max())}
+
+
+def scalars(stats: dict[str, Any]) -> dict[str, float]:
+    """Statistics as plain floats (picklable, loggable)."""
+    return {key: float(value) for key, value in stats.items()}

@@ -1,0 +1,275 @@
+"""Trainer-side buffers of SRL sample segments (``SampleBatch``, time-major ``[T + 1, B]``).
+
+Trainer workers put the segments that actors send into one of these and take training
+batches out (no Ray here: plain numpy or torch, whichever the samples hold):
+
+* ``OnPolicyBuffer`` (PPO, PPG) -- drops segments made by a policy more than ``max_lag``
+  versions old and concatenates the rest along the stream dimension into batches of
+  ``batch_streams`` columns.
+* ``PrioritizedSegmentReplay`` (Ape-X DQN) -- stores each stream of a segment as one replay
+  item, samples items in proportion to ``priority^alpha`` with importance weights, and takes
+  new priorities back from the trainer.
+
+``make_sample_buffer(trainer_or_kind, **kwargs)`` picks the one a trainer names in its
+``sample_buffer`` class attribute (``"on_policy"`` or ``"prioritized"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.core import SampleBatch
+from looprl.core.namedarray import NamedArray, recursive_apply
+from looprl.memory.prioritized import SumTree, importance_weights
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["OnPolicyBuffer", "PrioritizedSegmentReplay", "make_sample_buffer"]
+
+
+def _rows_and_streams(sample: SampleBatch) -> tuple[int, int]:
+    """``(T + 1, B)`` of a segment, read from ``reward``."""
+    reward = getattr(sample, "reward", None)
+    if reward is None or len(np.shape(reward)) != 2:
+        shape = None if reward is None else tuple(np.shape(reward))
+        raise ValueError(f"a sample segment needs reward of shape [T + 1, B], got {shape}")
+    return tuple(np.shape(reward))  # type: ignore[return-value]
+
+
+def _columns(sample: SampleBatch, index: Any) -> SampleBatch:
+    """The streams ``index`` (a slice or indices) of a time-major segment."""
+    return recursive_apply(sample, lambda leaf: leaf[:, index])
+
+
+def _oldest_version(sample: SampleBatch) -> int | None:
+    versions = getattr(sample, "policy_version", None)
+    if versions is None:
+        return None
+    if isinstance(versions, torch.Tensor):
+        return int(versions.min())
+    return int(np.min(versions))
+
+
+class OnPolicyBuffer:
+    """Collects fresh segments into batches of ``batch_streams`` streams (PPO, PPG).
+
+    Args:
+        batch_streams: streams (columns ``B``) per batch returned by ``get``.
+        max_lag: drop a segment whose oldest ``policy_version`` is more than this many
+            versions behind the trainer's (``None``: keep all).
+
+    Attributes:
+        received, dropped: numbers of segments put and of segments dropped for lag.
+    """
+
+    def __init__(self, batch_streams: int, max_lag: int | None = None):
+        if batch_streams < 1:
+            raise ValueError(f"batch_streams must be >= 1, got {batch_streams}")
+        if max_lag is not None and max_lag < 0:
+            raise ValueError(f"max_lag must be >= 0 or None, got {max_lag}")
+        self.batch_streams = batch_streams
+        self.max_lag = max_lag
+        self.received = 0
+        self.dropped = 0
+        self._pending: list[SampleBatch] = []
+        self._rows: int | None = None
+
+    def __len__(self) -> int:
+        """Streams waiting to be batched."""
+        return sum(_rows_and_streams(s)[1] for s in self._pending)
+
+    def put(self, sample: SampleBatch, current_version: int) -> bool:
+        """Keep ``sample`` unless it is too old for the policy at ``current_version``.
+
+        Returns:
+            Whether the sample was kept.
+
+        Raises:
+            ValueError: ``sample`` has another segment length than the ones before it.
+        """
+        rows, _ = _rows_and_streams(sample)
+        self.received += 1
+        oldest = _oldest_version(sample)
+        if self.max_lag is not None and oldest is not None:
+            if current_version - oldest > self.max_lag:
+                self.dropped += 1
+                return False
+        if self._rows is not None and rows != self._rows:
+            raise ValueError(f"segments must all have T + 1 = {self._rows} rows, got {rows}")
+        self._rows = rows
+        self._pending.append(sample)
+        return True
+
+    def ready(self) -> bool:
+        """Whether ``get`` can return a full batch."""
+        return len(self) >= self.batch_streams
+
+    def get(self) -> SampleBatch:
+        """The oldest ``batch_streams`` pending streams as one ``[T + 1, batch_streams]`` batch;
+        streams beyond the batch stay pending.
+
+        Raises:
+            RuntimeError: not ``ready()``.
+        """
+        if not self.ready():
+            raise RuntimeError(f"OnPolicyBuffer holds {len(self)} of {self.batch_streams} streams")
+        parts, taken = [], 0
+        while taken < self.batch_streams:
+            sample = self._pending.pop(0)
+            streams = _rows_and_streams(sample)[1]
+            need = self.batch_streams - taken
+            if streams > need:
+                self._pending.insert(0, _columns(sample, slice(need, None)))
+                sample = _columns(sample, slice(0, need))
+                streams = need
+            parts.append(sample)
+            taken += streams
+        return parts[0] if len(parts) == 1 else NamedArray.cat(parts, dim=1)
+
+    def clear(self) -> None:
+        """Drop everything pending (e.g. after a trainer restart)."""
+        self._pending.clear()
+
+
+class PrioritizedSegmentReplay:
+    """Proportional prioritized replay of segment streams (Ape-X; Schaul et al., 2016).
+
+    Each stream (column) of a ``[T + 1, B]`` segment is one item: ``put`` stores ``B`` items
+    at the largest priority seen so far, ``sample(b)`` draws ``b`` items with probability
+    ``p_i^alpha / sum_k p_k^alpha`` and importance weights ``(N P(i))^-beta / max w``, and
+    ``update_priorities`` sets new priorities (``|p| + epsilon``). Storage is preallocated at
+    the first ``put``; the oldest items are overwritten when full.
+
+    Args:
+        capacity_segments: items (streams) it holds.
+        alpha: prioritization exponent (0: uniform).
+        beta: importance-sampling exponent, a float or a schedule with a ``value`` property.
+        epsilon: added to new priorities so that none is zero.
+        seed: seeds the sampling.
+    """
+
+    def __init__(
+        self,
+        capacity_segments: int,
+        alpha: float = 0.6,
+        beta: Any = 0.4,
+        epsilon: float = 1e-6,
+        seed: int | None = None,
+    ):
+        if capacity_segments < 1:
+            raise ValueError(f"capacity_segments must be >= 1, got {capacity_segments}")
+        if alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {alpha}")
+        self.capacity = capacity_segments
+        self.alpha = alpha
+        self.beta = beta
+        self.epsilon = epsilon
+        self.rng = np.random.default_rng(seed)
+        self.tree = SumTree(capacity_segments)
+        self.max_priority = 1.0
+        self.received = 0
+        self._storage: NamedArray | None = None
+        self._pos = 0
+        self._len = 0
+
+    def __len__(self) -> int:
+        """Items (streams) stored."""
+        return self._len
+
+    def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
+        """Store every stream of ``sample`` at the maximal priority.
+
+        ``current_version`` is accepted for the same call as ``OnPolicyBuffer.put``; replay
+        keeps old samples. Returns ``True``.
+        """
+        rows, streams = _rows_and_streams(sample)
+        items = recursive_apply(sample, lambda leaf: leaf.swapaxes(0, 1))  # [B, T + 1, ...]
+        if self._storage is None:
+            self._storage = recursive_apply(items, self._allocate)
+        stored = self._storage.reward.shape[1]
+        if rows != stored:
+            raise ValueError(f"segments must all have T + 1 = {stored} rows, got {rows}")
+        index = (self._pos + np.arange(streams)) % self.capacity
+        if streams > self.capacity:  # only the last `capacity` streams survive
+            index, items = index[-self.capacity :], items[streams - self.capacity :]
+        self._storage[index] = items
+        self.tree.update(index, self.max_priority**self.alpha)
+        self._pos = int((self._pos + streams) % self.capacity)
+        self._len = min(self._len + streams, self.capacity)
+        self.received += 1
+        return True
+
+    def _allocate(self, leaf: Any) -> Any:
+        shape = (self.capacity, *leaf.shape[1:])
+        if isinstance(leaf, torch.Tensor):
+            return torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
+        return np.zeros(shape, dtype=np.asarray(leaf).dtype)
+
+    def ready(self, min_size: int) -> bool:
+        """Whether at least ``min_size`` items are stored."""
+        return self._len >= min_size
+
+    def sample(self, batch: int) -> tuple[SampleBatch, torch.Tensor, np.ndarray]:
+        """Draw ``batch`` items, one per equal stratum of the priority mass.
+
+        Returns:
+            ``(segments [T + 1, batch], weights [batch] float32 tensor, indices [batch])``;
+            pass ``indices`` back to ``update_priorities``.
+
+        Raises:
+            RuntimeError: the replay is empty.
+        """
+        if self._len == 0:
+            raise RuntimeError("cannot sample from an empty PrioritizedSegmentReplay")
+        values = (np.arange(batch) + self.rng.random(batch)) * (self.tree.total / batch)
+        indices = np.minimum(self.tree.find(values), self._len - 1)
+        probabilities = torch.from_numpy(self.tree[indices] / self.tree.total)
+        beta = self.beta.value if hasattr(type(self.beta), "value") else self.beta
+        weights = importance_weights(probabilities, self._len, beta).float()
+        segments = recursive_apply(self._storage[indices], lambda leaf: leaf.swapaxes(0, 1))
+        return segments, weights, indices
+
+    def update_priorities(self, indices: Any, priorities: Any) -> None:
+        """Set the priorities of the items ``indices`` to ``|priorities| + epsilon``.
+
+        Raises:
+            ValueError: ``indices`` and ``priorities`` differ in length.
+        """
+        if isinstance(priorities, torch.Tensor):
+            priorities = priorities.detach().cpu().numpy()
+        priorities = np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1)) + self.epsilon
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if indices.shape != priorities.shape:
+            raise ValueError(f"got {indices.size} indices but {priorities.size} priorities")
+        self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
+        self.tree.update(indices, priorities**self.alpha)
+
+
+_KINDS = {"on_policy": OnPolicyBuffer, "prioritized": PrioritizedSegmentReplay}
+
+
+def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
+    """The trainer-side buffer a trainer needs, built with ``kwargs``.
+
+    Args:
+        trainer_or_kind: a trainer (instance or class) whose ``sample_buffer`` attribute
+            names the kind, or the kind itself: ``"on_policy"`` (``OnPolicyBuffer``) or
+            ``"prioritized"`` (``PrioritizedSegmentReplay``).
+        **kwargs: the buffer's constructor arguments.
+
+    Raises:
+        KeyError: the kind is unknown.
+    """
+    kind = trainer_or_kind
+    if not isinstance(kind, str):
+        kind = getattr(trainer_or_kind, "sample_buffer", None)
+    if kind not in _KINDS:
+        raise KeyError(
+            f"unknown sample buffer {kind!r} (from {trainer_or_kind!r}); "
+            f"expected one of {sorted(_KINDS)} or a trainer with a sample_buffer attribute"
+        )
+    return _KINDS[kind](**kwargs)
