@@ -3,8 +3,6 @@ loopback only, and stopped (with every process it started) at the module's end."
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -13,7 +11,9 @@ ray = pytest.importorskip("ray")
 @pytest.fixture(scope="module")
 def local_ray():
     """``ray.init`` on 127.0.0.1 with 4 logical CPUs and no dashboard."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from looprl.distributed.controller import loopback_only
+
+    loopback_only()
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
              logging_level="ERROR")
     try:

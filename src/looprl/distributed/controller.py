@@ -32,7 +32,7 @@ import torch
 
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 
-__all__ = ["DistributedResult", "DistributedRun", "start_ray"]
+__all__ = ["DistributedResult", "DistributedRun", "loopback_only", "start_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +55,23 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         ray.init(address=runtime.address, runtime_env=runtime.runtime_env,
                  logging_level=logging.WARNING)
         return True
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # bind to 127.0.0.1 only
+    loopback_only()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
     ray.init(num_cpus=cpus, include_dashboard=False, runtime_env=runtime.runtime_env,
              logging_level=logging.WARNING, log_to_driver=False)
     return True
+
+
+def loopback_only() -> None:
+    """Make the next local Ray instance listen on 127.0.0.1 only (not the host's address).
+
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when it is imported; this sets the
+    variable (for processes started later) and the constant of an already imported Ray.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def _check_reachable(address: str) -> None:
@@ -385,10 +397,12 @@ def _served(runtime: RuntimeConfig, index: int) -> int:
 def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
     try:
         return ray.get(ref, timeout=timeout)
-    except ray.exceptions.RayTaskError as error:
-        cause = error.as_instanceof_cause()
-        raise RuntimeError(f"{name} worker failed to start: {type(cause).__name__}: "
-                           f"{_first_line(cause)}") from None
+    except ray.exceptions.RayError as error:
+        reason = _first_line(error)
+        hint = (" (code your workers import must reach them: install it on every node or "
+                "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
+                if "No module named" in reason else "")
+        raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
 
 
 def _first_line(error: BaseException) -> str:
