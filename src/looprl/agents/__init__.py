@@ -31,6 +31,7 @@ from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
 from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
 from looprl.agents.vqn import VQN, OnlineAgent
 from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.core import register_policy
 
 __all__ = [
     "A2C",
@@ -98,3 +99,15 @@ __all__ = [
     "VSarsa",
     "rainbow_policy_and_trainer",
 ]
+
+# Ready-made SRL policies (seed 004): Policy(type_=name, args=dict(...)), imported on first use.
+_AC = "looprl.agents.actor_critic:"
+register_policy("actor-critic", _AC + "ActorCriticPolicy")
+register_policy("actor-critic-separate", _AC + "SeparateActorCriticPolicy")
+register_policy("actor-critic-shared", _AC + "SharedActorCriticPolicy")
+register_policy("actor-critic-auxiliary", _AC + "AuxiliaryActorCriticPolicy")
+register_policy(
+    "actor-critic-separate-continuous-action", _AC + "SeparateContinuousActorCriticPolicy"
+)
+register_policy("actor-critic-shared-continuous-action", _AC + "SharedContinuousActorCriticPolicy")
+register_policy("q-network", "looprl.agents.q_policy:QPolicy")
