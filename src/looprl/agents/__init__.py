@@ -31,12 +31,7 @@ from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
 from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
 from looprl.agents.vqn import VQN, OnlineAgent
 from looprl.agents.vsarsa import SarsaTrainer, VSarsa
-from looprl.core import register_trainer
-
-# -- SRL trainers (seed 004), imported lazily by name ----------------------------------------
-register_trainer("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
-register_trainer("ppg", "looprl.agents.srl_trainers:SRLPPGTrainer")
-register_trainer("dqn", "looprl.agents.srl_trainers:SRLDQNTrainer")
+from looprl.core import register_policy, register_trainer
 
 __all__ = [
     "A2C",
@@ -104,3 +99,19 @@ __all__ = [
     "VSarsa",
     "rainbow_policy_and_trainer",
 ]
+
+# SRL trainers and ready-made policies (seed 004): Trainer(type_=name, ...) and
+# Policy(type_=name, args=dict(...)) import them on first use.
+register_trainer("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
+register_trainer("ppg", "looprl.agents.srl_trainers:SRLPPGTrainer")
+register_trainer("dqn", "looprl.agents.srl_trainers:SRLDQNTrainer")
+_AC = "looprl.agents.actor_critic:"
+register_policy("actor-critic", _AC + "ActorCriticPolicy")
+register_policy("actor-critic-separate", _AC + "SeparateActorCriticPolicy")
+register_policy("actor-critic-shared", _AC + "SharedActorCriticPolicy")
+register_policy("actor-critic-auxiliary", _AC + "AuxiliaryActorCriticPolicy")
+register_policy(
+    "actor-critic-separate-continuous-action", _AC + "SeparateContinuousActorCriticPolicy"
+)
+register_policy("actor-critic-shared-continuous-action", _AC + "SharedContinuousActorCriticPolicy")
+register_policy("q-network", "looprl.agents.q_policy:QPolicy")

@@ -278,6 +278,10 @@ class _Registry:
 
     def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if name not in self.entries:
+            import importlib
+
+            importlib.import_module("looprl.agents")  # registers the built-in names
+        if name not in self.entries:
             known = ", ".join(sorted(self.entries)) or "none"
             raise KeyError(f"unknown {self.kind} {name!r}; registered: {known}")
         options = kwargs.pop("args", None) or {}

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import ray
 import torch
+from ray import cloudpickle
 from ray.exceptions import RayActorError, RayTaskError
 
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
@@ -340,7 +341,7 @@ class TrainerWorker:
                                 spec.buffer_args, runtime.max_lag)
         self.resumed_from: int | None = None
         if self.path.exists():
-            state = torch.load(self.path, weights_only=False)
+            state = torch.load(self.path, weights_only=False, pickle_module=cloudpickle)
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
@@ -399,7 +400,8 @@ class TrainerWorker:
     def checkpoint(self) -> int:
         """Save the trainer (policy, optimizer, counters) to ``run_dir``; return the step."""
         temporary = self.path.with_name(self.path.name + ".tmp")
-        torch.save({"core": self.core.state_dict(), "steps": self.steps}, temporary)
+        torch.save({"core": self.core.state_dict(), "steps": self.steps}, temporary,
+                   pickle_module=cloudpickle)  # user classes defined in scripts pickle too
         temporary.replace(self.path)
         return self.steps
 

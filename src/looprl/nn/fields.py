@@ -1,0 +1,206 @@
+"""Observation fields to features: the encoders of the SRL-style policies (seed 004).
+
+SRL observations are dicts of named fields. A policy declares the fields it reads as
+``{field: dim or shape}`` (``obs_dim``/``state_dim``; an int or a shape alone is the field
+``obs``). ``observation_fields`` checks and flattens a batch of them, ``ObservationEncoder``
+concatenates their encodings (flat fields as they are, ``(C, H, W)`` images through a CNN)
+and ``Backbone`` adds an MLP and an optional GRU.
+
+* ``field_shapes`` -- ``obs_dim`` as ``{field: shape}``.
+* ``observation_fields`` -- the declared fields of a batch, its leading shape and the
+  ``action_mask`` field, with one-line errors for missing fields and wrong shapes.
+* ``ObservationEncoder``, ``Backbone`` -- the modules.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from looprl.core.namedarray import NamedArray
+from looprl.nn.features import activation_layer, feature_extractor
+from looprl.nn.layers import orthogonal_init
+
+__all__ = [
+    "ACTION_MASK",
+    "Backbone",
+    "ObservationEncoder",
+    "as_tensor",
+    "field_shapes",
+    "observation_fields",
+]
+
+#: The obs field that masks discrete actions (one 0/1 per action).
+ACTION_MASK = "action_mask"
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+def field_shapes(dims: Any, what: str = "obs_dim") -> Shapes:
+    """``obs_dim``/``state_dim`` as ``{field: shape}``: an int or a shape is the field ``obs``.
+
+    Raises:
+        TypeError, ValueError: ``dims`` is not an int, a shape or a dict of them.
+    """
+    if isinstance(dims, dict):
+        if not dims:
+            raise ValueError(f"{what} is an empty dict; name at least one observation field")
+        return {str(k): _shape(v, f"{what}[{k!r}]") for k, v in dims.items()}
+    return {"obs": _shape(dims, what)}
+
+
+def _shape(dim: Any, what: str) -> tuple[int, ...]:
+    shape = (dim,) if isinstance(dim, int | np.integer) else dim
+    if not isinstance(shape, tuple | list) or not shape:
+        raise TypeError(f"{what} must be an int or a shape tuple, got {dim!r}")
+    if not all(isinstance(n, int | np.integer) and n > 0 for n in shape):
+        raise ValueError(f"{what} must hold positive ints, got {dim!r}")
+    return tuple(int(n) for n in shape)
+
+
+def as_tensor(x: Any, device: torch.device) -> torch.Tensor:
+    """``x`` (numpy, torch or a list) as a tensor on ``device``, copying only if needed."""
+    if isinstance(x, np.ndarray) and any(s < 0 for s in x.strides):
+        x = x.copy()  # torch cannot view negative strides
+    return torch.as_tensor(x, device=device)
+
+
+def observation_fields(
+    obs: Any, shapes: Shapes, device: torch.device
+) -> tuple[dict[str, torch.Tensor], tuple[int, ...], torch.Tensor | None]:
+    """The declared fields of ``obs`` flattened to ``[N, *shape]``, the leading shape, and
+    the ``action_mask`` (``[N, A]`` bool) if ``obs`` has one.
+
+    ``obs`` is a ``NamedArray``/dict of fields (numpy or torch), or one array for the only
+    field (``obs`` when several are declared). Fields must be ``[*lead, *shape]`` with the
+    same leading shape.
+
+    Raises:
+        ValueError: a declared field is missing or has the wrong trailing shape.
+    """
+    if isinstance(obs, NamedArray | dict):
+        items = dict(obs.items())
+    else:
+        items = {next(iter(shapes)) if len(shapes) == 1 else "obs": obs}
+    missing = [k for k in shapes if items.get(k) is None]
+    if missing:
+        raise ValueError(
+            f"observation has no field(s) {missing}; the policy reads {list(shapes)} "
+            f"(obs_dim/state_dim), got {[k for k, v in items.items() if v is not None]}"
+        )
+    fields, lead = {}, None
+    for name, shape in shapes.items():
+        x = as_tensor(items[name], device)
+        trailing = tuple(x.shape[x.dim() - len(shape) :]) if x.dim() >= len(shape) else None
+        if trailing != shape:
+            raise ValueError(
+                f"obs field {name!r} has shape {tuple(x.shape)}, expected [*batch, *{shape}] "
+                "(from obs_dim/state_dim)"
+            )
+        here = tuple(x.shape[: x.dim() - len(shape)])
+        if lead is not None and here != lead:
+            raise ValueError(f"obs field {name!r} has leading shape {here}, others {lead}")
+        lead = here
+        fields[name] = x.reshape(-1, *shape)
+    mask = items.get(ACTION_MASK) if ACTION_MASK not in shapes else None
+    if mask is not None:
+        mask = as_tensor(mask, device).reshape(math.prod(lead), -1).bool()
+    return fields, lead, mask
+
+
+def _image_extractor(shape: tuple[int, ...]) -> nn.Module:
+    """The Nature CNN for square images of at least 36x36, a small CNN for smaller ones."""
+    if shape[1] == shape[2] and shape[1] >= 36:
+        return feature_extractor("nature", shape)
+    return feature_extractor(
+        {"type": "cnn", "channels": (16, 32), "kernels": (3, 3), "strides": (1, 1)}, shape
+    )
+
+
+class ObservationEncoder(nn.Module):
+    """Encodes the fields of ``shapes`` and concatenates them into ``[N, out_features]``.
+
+    Flat (and other non-image) fields are flattened as they are; ``(C, H, W)`` fields go
+    through a CNN (``_image_extractor``), one per field.
+
+    Args:
+        shapes: ``{field: shape}`` of the fields to read (``field_shapes``).
+    """
+
+    def __init__(self, shapes: Shapes):
+        super().__init__()
+        self.shapes = dict(shapes)
+        self.images = nn.ModuleDict(
+            {_key(k): _image_extractor(s) for k, s in shapes.items() if len(s) == 3}
+        )
+        self.out_features = sum(
+            self.images[_key(k)].out_features if _key(k) in self.images else math.prod(s)
+            for k, s in shapes.items()
+        )
+
+    def forward(self, fields: dict[str, torch.Tensor]) -> torch.Tensor:
+        parts = []
+        for name in self.shapes:
+            x = fields[name]
+            key = _key(name)
+            parts.append(self.images[key](x) if key in self.images else x.reshape(len(x), -1))
+        return torch.cat([p.float() for p in parts], dim=-1)
+
+
+def _key(name: str) -> str:
+    return "field_" + name.replace(".", "_")
+
+
+class Backbone(nn.Module):
+    """Encoder, an MLP of ``num_layers`` x ``hidden_dim`` and optionally a GRU.
+
+    Args:
+        shapes: the fields it reads.
+        hidden_dim, num_layers, activation: the MLP.
+        rnn_hidden_dim, num_rnn_layers: the GRU (``rnn_hidden_dim=0``: no GRU).
+    """
+
+    def __init__(
+        self,
+        shapes: Shapes,
+        hidden_dim: int,
+        num_layers: int,
+        activation: str,
+        rnn_hidden_dim: int = 0,
+        num_rnn_layers: int = 1,
+    ):
+        super().__init__()
+        self.encoder = ObservationEncoder(shapes)
+        layers: list[nn.Module] = []
+        last = self.encoder.out_features
+        for _ in range(num_layers):
+            layers += [orthogonal_init(nn.Linear(last, hidden_dim)), activation_layer(activation)]
+            last = hidden_dim
+        self.mlp = nn.Sequential(*layers)
+        self.rnn = nn.GRU(last, rnn_hidden_dim, num_rnn_layers) if rnn_hidden_dim else None
+        self.out_features = rnn_hidden_dim or last
+
+    def features(self, fields: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[N, F]`` features before the GRU."""
+        return self.mlp(self.encoder(fields))
+
+    def unroll(
+        self, x: torch.Tensor, hx: torch.Tensor, reset: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The GRU over ``x`` ``[T, B, F]`` from ``hx`` ``[L, B, H]``; the memory of column
+        ``b`` is zeroed (the default) before row ``t`` where ``reset[t, b]``."""
+        if reset is None or not bool(reset.any()):
+            return self.rnn(x, hx)
+        keep = (~reset).to(x.dtype)
+        starts = torch.nonzero(reset.any(dim=1)).flatten().tolist()
+        edges = sorted({0, *starts, x.shape[0]})
+        outs = []
+        for start, end in zip(edges[:-1], edges[1:]):
+            hx = hx * keep[start].view(1, -1, 1)
+            out, hx = self.rnn(x[start:end], hx)
+            outs.append(out)
+        return torch.cat(outs), hx

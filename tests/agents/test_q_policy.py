@@ -1,0 +1,115 @@
+"""Tests of the ready-made SRL Q-network policy (looprl.agents.q_policy)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+
+import looprl.agents  # noqa: F401 -- registers the policies
+from looprl.agents.q_policy import MASKED_Q, QPolicy
+from looprl.core import NamedArray, Policy, RolloutRequest, RolloutResult, SampleBatch
+
+
+def _policy(**args) -> QPolicy:
+    args = {"obs_dim": {"obs": 4}, "action_dim": 3, "seed": 0, **args}
+    return Policy(type_="q-network", args=args)
+
+
+def _obs(rows: int, seed: int = 0) -> NamedArray:
+    rng = np.random.default_rng(seed)
+    return NamedArray(obs=rng.standard_normal((rows, 4)).astype(np.float32))
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+@pytest.mark.parametrize("rows", [1, 7])
+def test_rollout_shapes_dtypes_and_values(rows: int, dueling: bool) -> None:
+    policy = _policy(dueling=dueling, epsilon=0.0)
+    assert isinstance(policy, QPolicy) and policy.default_policy_state is None
+    obs = _obs(rows)
+    result = policy.rollout(RolloutRequest(obs=obs))
+    assert isinstance(result, RolloutResult) and result.policy_state is None
+    assert result.action.shape == (rows,) and result.action.dtype == torch.int64
+    q = policy.analyze(NamedArray(obs=obs))
+    assert q.shape == (rows, 3)
+    assert torch.equal(result.action, q.argmax(-1))  # epsilon 0: greedy
+    assert torch.allclose(result.value, q.max(-1).values)
+
+
+def test_per_row_epsilon_and_evaluation_rows() -> None:
+    policy = _policy(epsilon=0.0)
+    rows = 3000
+    obs = _obs(rows)
+    greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
+    eps = np.where(np.arange(rows) % 2 == 0, 1.0, 0.0).astype(np.float32)
+    result = policy.rollout(RolloutRequest(obs=obs, exploration=eps))
+    random_rows = torch.as_tensor(eps == 1.0)
+    assert torch.equal(result.action[~random_rows], greedy[~random_rows])
+    # eps=1 rows are uniform: each action about a third of the time, about 2/3 not greedy
+    counts = torch.bincount(result.action[random_rows], minlength=3).float() / (rows / 2)
+    assert torch.allclose(counts, torch.full((3,), 1 / 3), atol=0.05)
+    differs = (result.action[random_rows] != greedy[random_rows]).float().mean()
+    assert 0.55 < float(differs) < 0.78
+    # evaluation rows are greedy even with eps=1
+    evaluation = np.arange(rows) % 3 == 0
+    mixed = policy.rollout(
+        RolloutRequest(obs=obs, exploration=np.ones(rows), is_evaluation=evaluation)
+    )
+    assert torch.equal(mixed.action[evaluation], greedy[evaluation])
+    assert not torch.equal(mixed.action[~evaluation], greedy[~evaluation])
+
+
+def test_default_epsilon_and_scalar_exploration() -> None:
+    obs = _obs(500)
+    explorer = _policy(epsilon=1.0)
+    greedy = explorer.analyze(NamedArray(obs=obs)).argmax(-1)
+    assert not torch.equal(explorer.rollout(RolloutRequest(obs=obs)).action, greedy)
+    assert torch.equal(explorer.rollout(RolloutRequest(obs=obs, exploration=0.0)).action, greedy)
+    assert torch.equal(explorer.rollout(RolloutRequest(obs=obs, is_evaluation=True)).action, greedy)
+    with pytest.raises(ValueError, match="exploration has 3 rates for 500 rows"):
+        explorer.rollout(RolloutRequest(obs=obs, exploration=np.zeros(3)))
+
+
+def test_action_mask_restricts_greedy_and_random_actions() -> None:
+    policy = _policy(action_dim=4)
+    rows = 400
+    mask = np.zeros((rows, 4), dtype=bool)
+    mask[np.arange(rows), np.arange(rows) % 4] = True
+    mask[np.arange(rows), (np.arange(rows) + 1) % 4] = True  # two valid actions per row
+    obs = NamedArray(obs=_obs(rows).obs, action_mask=mask)
+    for eps in (0.0, 1.0):
+        action = policy.rollout(RolloutRequest(obs=obs, exploration=eps)).action
+        assert mask[np.arange(rows), action.numpy()].all()
+    q = policy.analyze(NamedArray(obs=obs))
+    assert (q[torch.as_tensor(~mask)] == MASKED_Q).all()
+
+
+def test_analyze_any_leading_shape_with_gradients() -> None:
+    policy = _policy(dueling=True)
+    sample = SampleBatch(obs=NamedArray(obs=np.zeros((5, 2, 4), dtype=np.float32)))
+    q = policy.analyze(sample, target="q")
+    assert q.shape == (5, 2, 3) and q.requires_grad
+    q.sum().backward()
+    assert all(p.grad is not None for p in policy.parameters())
+    before = [p.detach().clone() for p in policy.parameters()]
+    policy.approximation.reinforce(policy.analyze(sample).sum())  # it has an optimizer
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
+    with pytest.raises(ValueError, match="unknown analyze target 'ppo'"):
+        policy.analyze(sample, target="ppo")
+    with pytest.raises(ValueError, match="obs field 'obs' has shape"):
+        policy.analyze(NamedArray(obs=np.zeros((5, 3))))
+
+
+def test_checkpoint_round_trip() -> None:
+    policy = _policy()
+    policy.version = 4
+    buffer = io.BytesIO()
+    torch.save(policy.get_checkpoint(), buffer)
+    other = _policy(seed=1)
+    obs = NamedArray(obs=_obs(6).obs)
+    assert not torch.allclose(other.analyze(obs), policy.analyze(obs))
+    other.load_checkpoint(torch.load(io.BytesIO(buffer.getvalue())))
+    assert other.version == 4
+    assert torch.equal(other.analyze(obs), policy.analyze(obs))
