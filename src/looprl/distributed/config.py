@@ -113,8 +113,9 @@ class RuntimeConfig:
         envs_per_actor: env copies per actor worker.
         groups: each actor's envs are split in this many groups, so that it steps one group
             while the policy answers another (1: no overlap).
-        policy_workers: workers that batch inference across actors (0: each actor runs its
-            own copy of the policy).
+        policy_workers: workers that batch inference across actors and serve it from one
+            model (worth it with a GPU or a large network); 0 (default): each actor runs its
+            own copy of the policy, which pulls new parameters every ``pull_every`` rollouts.
         eval_workers: workers that play deterministic episodes with the latest parameters.
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
@@ -138,7 +139,7 @@ class RuntimeConfig:
     actors: int = 2
     envs_per_actor: int = 4
     groups: int = 2
-    policy_workers: int = 1
+    policy_workers: int = 0
     eval_workers: int = 0
     segment_length: int = 64
     max_lag: int | None = None

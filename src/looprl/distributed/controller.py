@@ -231,7 +231,8 @@ class DistributedRun:
     def _wait_placed(self, ray: Any) -> None:
         names = [n for n in self.workers if n != "server"]
         refs = [self.workers[n].ready.remote() for n in names]
-        done, waiting = ray.wait(refs, num_returns=len(refs), timeout=self.runtime.placement_timeout)
+        timeout = self.runtime.placement_timeout
+        _, waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout)
         if waiting:
             missing = [n for n, r in zip(names, refs, strict=True) if r in waiting]
             available = ray.available_resources().get("CPU", 0)

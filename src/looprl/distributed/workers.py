@@ -91,11 +91,9 @@ class _PolicyCopy:
     async def maybe_pull_async(self) -> None:
         self._calls += 1
         if self._pending is None and self._calls % self.pull_every == 0:
-            self._pending = self.server.get.remote(self.policy.version)
-        if self._pending is not None:
-            ready, _ = await asyncio.wait([asyncio.ensure_future(self._pending)], timeout=0)
-            if ready:
-                self._load(await self._pending)
+            self._pending = asyncio.ensure_future(self.server.get.remote(self.policy.version))
+        if self._pending is not None and self._pending.done():
+            self._load(self._pending.result())
 
     def _load(self, found: tuple[int, dict[str, Any]] | None) -> None:
         self._pending = None
