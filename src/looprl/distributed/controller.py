@@ -215,7 +215,7 @@ class DistributedRun:
             self.workers[f"policy{i}"] = worker
         for i in range(rt.actors):
             self.workers[f"actor{i}"] = ActorWorker.options(
-                num_cpus=rt.cpus_per_actor, **restart,
+                num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart,
             ).remote(i, spec, rt, server, self.workers["trainer"],
                      policies[i % len(policies)] if policies else None, self.seed)
         for i in range(rt.eval_workers):
@@ -351,12 +351,27 @@ class DistributedRun:
                                f"{self.runtime.max_restarts}); last: {_first_line(error)}")
         logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
                        name, self.result.frames, _first_line(error))
-        answer = _get(ray, self.workers[name].ready.remote(), name, timeout=120)
+        answer = self._wait_restarted(ray, name)
         if name == "trainer":
             logger.warning("trainer resumed from its checkpoint at step %s",
                            answer["resumed_from"])
         self.result.restarts.append((name, self.result.frames))
         self._runs[name] = self.workers[name].run.remote()
+
+    def _wait_restarted(self, ray: Any, name: str, timeout: float = 120) -> Any:
+        """The worker's ``ready()`` answer once Ray has restarted it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return ray.get(self.workers[name].ready.remote(), timeout=timeout)
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
+                                       "after it died") from None
+                time.sleep(0.2)
+            except ray.exceptions.RayError as error:
+                raise RuntimeError(f"{name} worker could not be restarted: "
+                                   f"{_first_line(error)}") from None
 
     def _shutdown(self) -> None:
         import ray

@@ -191,7 +191,10 @@ def _collect(runner: EnvRunner, policy: Any) -> None:
 
 
 def _train(core: TrainerCore, report: PipelineReport) -> None:
-    while core.ready():
+    """Train on everything an on-policy buffer holds; one step per env step from replay."""
+    steps = 1 if core.prioritized else math.inf
+    while steps > 0 and core.ready():
+        steps -= 1
         version = core.policy.version
         result = core.train_step()
         stats = {k: float(v) for k, v in result.stats.items()}

@@ -339,7 +339,7 @@ class TrainerWorker:
                                 spec.buffer_args, runtime.max_lag)
         self.resumed_from: int | None = None
         if self.path.exists():
-            state = torch.load(self.path, weights_only=False, pickle_module=cloudpickle)
+            state = torch.load(self.path, weights_only=False)  # plain pickle reads cloudpickle
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0

@@ -1,0 +1,106 @@
+"""The local checks before a distributed run (no Ray): ``test_pipeline`` and bad input."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from looprl.core import register_policy
+from looprl.distributed import (
+    AlgorithmSpec,
+    DistributedRun,
+    EnvRunner,
+    RolloutSizeError,
+    RuntimeConfig,
+    test_pipeline,
+)
+
+CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
+
+
+def ppo_spec(**kwargs) -> AlgorithmSpec:
+    return AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate", policy_args=CARTPOLE,
+                         trainer="ppo", trainer_args={"epochs": 2},
+                         buffer_args={"batch_streams": 4}, **kwargs)
+
+
+def test_pipeline_runs_a_ppo_policy_and_trainer() -> None:
+    report = test_pipeline(ppo_spec(), episodes=5, segment_length=16, seed=0)
+    assert report.train_steps >= 1 and len(report.episodes) >= 5
+    assert {"policy", "value", "approx_kl"} <= set(report.stats), report.stats
+    assert report.frames == pytest.approx(sum(report.episodes), abs=64)  # CartPole: 1 per step
+
+
+def test_pipeline_runs_a_dqn_pair_with_prioritized_replay() -> None:
+    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
+                         trainer="dqn", trainer_args={"n_step": 3, "target_update": 10},
+                         buffer_args={"batch": 8, "capacity_segments": 100},
+                         explorations=[0.5])
+    report = test_pipeline(spec, episodes=3, segment_length=4, seed=0)
+    assert report.train_steps >= 1 and "td" in report.stats
+
+
+def test_pipeline_learns_cartpole() -> None:
+    """The same loop as the Ray workers, in one process, learns (random play: ~22)."""
+    spec = ppo_spec()
+    spec.policy_args = {**CARTPOLE, "lr": 1e-3}
+    spec.trainer_args = {"epochs": 4, "minibatch_size": 128, "entropy_coef": 0.0}
+    spec.buffer_args = {"batch_streams": 8}
+    report = test_pipeline(spec, episodes=10**6, max_frames=30_000, n_envs=8, segment_length=32)
+    assert report.mean_return > 150, report.mean_return
+
+
+class WrongSize:
+    """A policy answering one row fewer than asked."""
+
+    default_policy_state = None
+    version = 0
+
+    def __init__(self, **_):
+        from looprl.core import Policy
+
+        self.inner = Policy(type_="actor-critic-separate", args=CARTPOLE)
+
+    def rollout(self, request):
+        return self.inner.rollout(request)[:-1]
+
+
+def test_a_rollout_of_the_wrong_batch_size_is_one_line() -> None:
+    runner = EnvRunner("CartPole-v1", n_envs=3)
+    request = runner.request(0)
+    with pytest.raises(RolloutSizeError, match="returned 2 actions for a request of 3 rows"):
+        runner.step(0, WrongSize().rollout(request))
+
+
+def test_unknown_names_fail_before_any_worker_starts() -> None:
+    start = time.perf_counter()
+    with pytest.raises(KeyError, match="unknown environment 'CartPol-v1'"):
+        DistributedRun(AlgorithmSpec(env="CartPol-v1", policy="actor-critic-separate",
+                                     trainer="ppo")).run()
+    with pytest.raises(KeyError, match="unknown policy 'actor-critic-sep'.*actor-critic-separate"):
+        test_pipeline(AlgorithmSpec(env="CartPole-v1", policy="actor-critic-sep", trainer="ppo"))
+    assert time.perf_counter() - start < 30
+
+
+def test_an_unreachable_ray_address_is_one_line_without_hanging() -> None:
+    start = time.perf_counter()
+    with pytest.raises(ConnectionError, match="cannot reach a Ray cluster at '127.0.0.1:1'"):
+        DistributedRun(ppo_spec(), RuntimeConfig(address="127.0.0.1:1"), logdir=None).run()
+    assert time.perf_counter() - start < 30
+
+
+def test_runtime_options_are_checked() -> None:
+    with pytest.raises(KeyError, match="unknown runtime option.*'actor'.*valid"):
+        RuntimeConfig.from_dict({"actor": 2})
+    with pytest.raises(ValueError, match="runtime.actors must be >= 1"):
+        RuntimeConfig(actors=0)
+    with pytest.raises(ValueError, match="groups .3. cannot exceed runtime.envs_per_actor .2."):
+        RuntimeConfig(envs_per_actor=2, groups=3)
+
+
+def test_user_registrations_travel_with_the_spec() -> None:
+    register_policy("tests-wrong-size", WrongSize)
+    spec = AlgorithmSpec(env="CartPole-v1", policy="tests-wrong-size", trainer="ppo").portable()
+    assert spec.registrations["policy"] == ("tests-wrong-size", WrongSize)
+    assert spec.registrations["trainer"] == ("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
