@@ -21,6 +21,7 @@ import asyncio
 import logging
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,9 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
 
 
 def _restarted() -> bool:
-    return ray.get_runtime_context().was_current_actor_reconstructed
+    with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ray.get_runtime_context().was_current_actor_reconstructed
 
 
 def _parameters(policy: Any) -> dict[str, Any]:
