@@ -104,3 +104,22 @@ def test_a_policy_answering_the_wrong_batch_size_stops_the_run_in_one_line(local
                                            "request of 4 rows"):
         DistributedRun(spec, runtime(groups=1), frames=10**6, logdir=None, quiet=True).run()
     assert time.perf_counter() - start < 60
+
+
+def test_looprl_run_with_runtime_ray_trains_ape_x_dqn(local_ray, tmp_path):
+    """``looprl run algorithm=dqn runtime=ray``: the preset's hyperparameters on Ray workers
+    (Ape-X: an epsilon per actor, prioritized segments), then a local evaluation."""
+    import json
+
+    from looprl.configs.app import main
+
+    code = main(["algorithm=dqn", "runtime=ray", "runtime.actors=2", "runtime.envs_per_actor=2",
+                 "algorithm.replay_start_size=300", "algorithm.hidden=32", "frames=3000",
+                 "test_episodes=2", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
+    assert code == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["frames"] >= 3000 and results["train"]["train_steps"] > 0
+    assert len(results["eval"]["returns"]) == 2
+    run_dir = tmp_path / "dqn" / "CartPole-v1"
+    assert (run_dir / "throughput.csv").exists() and (run_dir / "policy.pt").exists()
+    assert "td" in (run_dir / "losses.csv").read_text()

@@ -16,6 +16,10 @@ key             contents
                 (evolution strategies), ``optuna`` (hyperparameter search) or ``pbt``
                 (population-based training on Ray Tune); its fields are
                 the runner's arguments (``runner.search_space``, ``runner.n_trials``, ...)
+``runtime``     group: ``local`` (default: this process) or ``ray`` (the preset's policy and
+                trainer on Ray actor, policy and trainer workers: ``ppo``, ``ppg``, ``dqn``,
+                ``ddqn``); its fields are ``looprl.distributed.RuntimeConfig``'s
+                (``runtime.actors=4``, ``runtime.address=HOST:6379``)
 ``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs
 ``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
                 the algorithm's (``null`` keeps them)
@@ -136,8 +140,11 @@ def register() -> None:
         store.store(group="meta", name=name, node=_component_node(cls), package=f"meta.{name}")
     for name, cls in runners().items():
         store.store(group="runner", name=name, node=_runner_node(name, cls), package="runner")
+    for name, node in runtimes().items():
+        store.store(group="runtime", name=name, node=node, package="runtime")
     store.store(name="looprl", node={
-        "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"}],
+        "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"},
+                     {"runtime": "local"}],
         "env": "CartPole-v1",
         "exploration": None,
         "buffer": None,
@@ -153,6 +160,43 @@ def register() -> None:
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
     })
+
+
+def runtimes() -> dict[str, dict[str, Any]]:
+    """The ``runtime`` group: ``local`` (this process) and ``ray`` (``RuntimeConfig``'s
+    options: worker counts, resources, ``address``)."""
+    from looprl.distributed.config import RuntimeConfig
+
+    return {"local": {"name": "local"}, "ray": {"name": "ray", **RuntimeConfig().to_dict()}}
+
+
+def build_distributed(cfg: Any, output_dir: str) -> Any:
+    """The ``DistributedRun`` a ``runtime=ray`` config describes (the same preset
+    hyperparameters, mapped by ``looprl.distributed.presets``).
+
+    Raises:
+        ValueError: the preset has no distributed counterpart, or the config asks for what
+            the Ray runtime does not run (meta components, runners other than ``online``,
+            resuming, swapped parts).
+    """
+    from looprl.distributed import DistributedRun, RuntimeConfig
+    from looprl.distributed.presets import algorithm_spec
+
+    unsupported = {"meta": bool(_plain(cfg.get("meta"))), "runner": cfg.runner.name != "online",
+                   "resume": cfg.resume,
+                   **{part: cfg[part] is not None for part in ("exploration", "buffer", "update")}}
+    asked = [key for key, value in unsupported.items() if value]
+    if asked:
+        raise ValueError(f"runtime=ray does not run {', '.join(asked)} yet; drop "
+                         f"{', '.join(asked)} or use runtime=local")
+    options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
+    algorithm = dict(_plain(cfg.algorithm))
+    preset = algorithm.pop("preset")
+    spec, implied = algorithm_spec(preset, algorithm, cfg.env, cfg.frames,
+                                   actors=options.get("actors", 1))
+    runtime = RuntimeConfig.from_dict({**options, **implied})
+    return DistributedRun(spec, runtime, frames=cfg.frames, logdir=output_dir, seed=cfg.seed,
+                          name=preset.rpartition(".")[2], quiet=cfg.logging.quiet)
 
 
 @dataclass
@@ -243,9 +287,9 @@ def check_overrides(overrides: list[str]) -> None:
     repo = ConfigStore.instance().repo
     pairs = [o.lstrip("+~").partition("=")[::2] for o in overrides if not o.startswith("-")]
     pairs = [(key, value) for key, value in pairs if not key.startswith("hydra")]
-    chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": []}
+    chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
     options = {"algorithm": list(algorithm_options()), "runner": list(runners()),
-               "meta": _names(repo["meta"])}
+               "meta": _names(repo["meta"]), "runtime": list(runtimes())}
     for key, value in pairs:
         if key in options:
             values = [v for v in value.strip("[]").split(",") if v]
@@ -289,7 +333,7 @@ def _check_field(group: str, field: str, chosen: list[str], repo: dict[str, Any]
         if head in keys:
             return
     what = {"algorithm": "a hyperparameter of", "runner": "an argument of the runner",
-            "meta": "an argument of"}[group]
+            "meta": "an argument of", "runtime": "an option of the runtime"}[group]
     valid = [k for k in keys if k != "name"]
     raise ValueError(f"{group}.{field}: {head!r} is not {what} {'/'.join(chosen)}."
                      f"{did_you_mean(head, valid)} Valid: {', '.join(valid)}")

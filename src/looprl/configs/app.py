@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from looprl.configs import build, check_overrides, register
 
 __all__ = ["execute", "main"]
@@ -38,6 +40,8 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
+    if cfg.runtime.name == "ray":
+        return _execute_distributed(cfg, output_dir)
     run = build(cfg, output_dir)
     train_results, eval_results = run.runner.run()
     if run.runner.preset is not None:
@@ -45,6 +49,35 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     run.runner.close()
     results = {"train": _jsonable(train_results), "eval": _jsonable(eval_results)}
     (Path(output_dir) / "results.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
+    """``runtime=ray``: the preset's policy and trainer on Ray workers, then ``test_episodes``
+    deterministic episodes of the final policy here."""
+    import torch
+
+    from looprl.configs import build_distributed
+    from looprl.distributed.pipeline import evaluate
+
+    run = build_distributed(cfg, output_dir)
+    result = run.run()
+    policy = Path(result.log_dir) / "policy.pt"
+    returns = evaluate(run.spec, torch.load(policy) if policy.exists() else None,
+                       cfg.test_episodes, seed=cfg.seed) if cfg.test_episodes else []
+    train = {"frames": result.frames, "episodes": len(result.returns),
+             "mean_return": result.mean_return(), "train_steps": result.train_steps,
+             "seconds": result.seconds, "frames_per_second": result.frames_per_second,
+             "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir}
+    evaluation = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+                  "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+                  "returns": returns}
+    results = {"train": train, "eval": evaluation}
+    (Path(output_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=1))
+    if not cfg.logging.quiet:
+        log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
+                 run.name, cfg.env, run.runtime.actors, result.frames,
+                 result.frames_per_second, evaluation["mean_eval_reward"])
     return results
 
 

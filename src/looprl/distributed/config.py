@@ -115,13 +115,13 @@ class RuntimeConfig:
             while the policy answers another (1: no overlap).
         policy_workers: workers that batch inference across actors and serve it from one
             model (worth it with a GPU or a large network); 0 (default): each actor runs its
-            own copy of the policy, which pulls new parameters every ``pull_every`` rollouts.
+            own copy of the policy, which pulls new parameters every ``pull_interval`` s.
         eval_workers: workers that play deterministic episodes with the latest parameters.
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
             dropped (``None``: keep all).
         publish_every: trainer steps between parameter publications.
-        pull_every: rollouts between parameter pulls of a policy copy.
+        pull_interval: seconds between parameter pulls of a policy copy.
         checkpoint_every: trainer steps between trainer checkpoints (``None``: never; a
             trainer that dies then restarts from scratch).
         cpus_per_actor, cpus_per_policy, cpus_per_trainer: Ray CPUs each worker reserves.
@@ -144,7 +144,7 @@ class RuntimeConfig:
     segment_length: int = 64
     max_lag: int | None = None
     publish_every: int = 1
-    pull_every: int = 4
+    pull_interval: float = 0.1
     checkpoint_every: int | None = 20
     cpus_per_actor: float = 1.0
     cpus_per_policy: float = 1.0
@@ -159,7 +159,7 @@ class RuntimeConfig:
 
     def __post_init__(self) -> None:
         for name in ("actors", "envs_per_actor", "groups", "segment_length", "publish_every",
-                     "pull_every", "torch_threads"):
+                     "torch_threads"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"runtime.{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("policy_workers", "eval_workers", "max_restarts"):

@@ -19,7 +19,7 @@ from looprl.core import SampleBatch, TrainerStepResult
 from looprl.distributed.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
 
-__all__ = ["PipelineReport", "TrainerCore", "test_pipeline"]
+__all__ = ["PipelineReport", "TrainerCore", "evaluate", "test_pipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -210,3 +210,20 @@ def _train(core: TrainerCore, report: PipelineReport) -> None:
 
 
 test_pipeline.__test__ = False  # not a pytest test
+
+
+def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: int = 10,
+             seed: int = 0, n_envs: int = 1) -> list[float]:
+    """Returns of ``episodes`` deterministic episodes of the policy restored from
+    ``checkpoint`` (``Policy.get_checkpoint()``; ``None``: a fresh policy), in this process."""
+    policy = spec.make_policy()
+    if checkpoint is not None:
+        policy.load_checkpoint(checkpoint)
+    runner = EnvRunner(spec.make_env, None, n_envs, 1, policy.default_policy_state, seed=seed,
+                       is_evaluation=True)
+    returns: list[float] = []
+    while len(returns) < episodes:
+        _collect(runner, policy)
+        runner.segments()  # not kept
+        returns += [episode.ret for episode in runner.pop_episodes()]
+    return returns[:episodes]

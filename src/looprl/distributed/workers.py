@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 import warnings
@@ -72,18 +73,24 @@ class ParameterServer:
 
 
 class _PolicyCopy:
-    """A policy that pulls parameters from the ``ParameterServer`` every few rollouts."""
+    """A policy that pulls parameters from the ``ParameterServer`` every ``interval`` seconds."""
 
-    def __init__(self, spec: AlgorithmSpec, server: Any, pull_every: int):
+    def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
         self.policy = spec.make_policy()
         self.server = server
-        self.pull_every = pull_every
-        self._calls = 0
+        self.interval = interval
+        self._next = 0.0
         self._pending: Any = None
 
+    def _due(self) -> bool:
+        now = time.monotonic()
+        if self._pending is None and now >= self._next:
+            self._next = now + self.interval
+            return True
+        return False
+
     def maybe_pull(self, wait: bool = False) -> None:
-        self._calls += 1
-        if self._pending is None and (wait or self._calls % self.pull_every == 0):
+        if self._due() or (wait and self._pending is None):
             self._pending = self.server.get.remote(self.policy.version)
         if self._pending is None:
             return
@@ -92,8 +99,7 @@ class _PolicyCopy:
             self._load(ray.get(self._pending))
 
     async def maybe_pull_async(self) -> None:
-        self._calls += 1
-        if self._pending is None and self._calls % self.pull_every == 0:
+        if self._due():
             self._pending = asyncio.ensure_future(self.server.get.remote(self.policy.version))
         if self._pending is not None and self._pending.done():
             self._load(self._pending.result())
@@ -127,7 +133,7 @@ class ActorWorker:
         self.trainer = trainer
         self.policy_worker = policy_worker
         self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
-            spec, server, runtime.pull_every)
+            spec, server, runtime.pull_interval)
         default_state = (self.local.policy if self.local else spec.make_policy()
                          ).default_policy_state
         explorations = spec.explorations
@@ -249,13 +255,13 @@ class PolicyWorker:
     """Batches the rollout requests of many actor workers (an async Ray actor).
 
     Requests are answered together once ``batch_requests`` of them wait, or after
-    ``max_wait`` seconds. Parameters are pulled every ``runtime.pull_every`` batches.
+    ``max_wait`` seconds. Parameters are pulled every ``runtime.pull_interval`` seconds.
     """
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  batch_requests: int, max_wait: float = 0.002):
         torch.set_num_threads(runtime.torch_threads)
-        self.copy = _PolicyCopy(spec, server, runtime.pull_every)
+        self.copy = _PolicyCopy(spec, server, runtime.pull_interval)
         self.batch_requests = max(1, batch_requests)
         self.max_wait = max_wait
         self._waiting: list[tuple[Any, asyncio.Future]] = []
@@ -333,6 +339,7 @@ class TrainerWorker:
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  run_dir: str, seed: int):
         torch.set_num_threads(runtime.torch_threads)
+        sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed)
         np.random.seed(seed)
         self.runtime = runtime
