@@ -274,3 +274,53 @@ def test_run_experiment_defaults_as_written(
     (result,) = run_experiment(agents, envs, 200)  # test_episodes defaults to 100
     assert len(result.test_returns) == 100
     assert (tmp_path / "runs" / "dqn" / "CartPole-v1" / "test_returns.csv").exists()
+
+
+# -- seed 004 (SRL): the calls its quick start shows ------------------------------------------
+def test_srl_actor_critic_policy_as_the_seed_builds_it() -> None:
+    import numpy as np
+
+    from looprl.core import NamedArray, Policy, RolloutRequest
+
+    policy = Policy(type_="actor-critic-separate",
+                    args=dict(obs_dim={"obs": 187}, state_dim={"state": 623}, action_dim=16))
+    obs = NamedArray(obs=np.zeros((5, 187), np.float32), state=np.zeros((5, 623), np.float32))
+    result = policy.rollout(RolloutRequest(obs=obs, is_evaluation=np.zeros(5, bool)))
+    assert tuple(result.action.shape) == (5,) and int(result.action.max()) < 16
+    assert tuple(result.log_prob.shape) == (5,) and tuple(result.value.shape) == (5,)
+
+
+def test_srl_policy_state_as_a_namedarray() -> None:
+    import numpy as np
+
+    from looprl.core import namedarray
+
+    num_rnn_layers, rnn_hidden_dim = 2, 8
+
+    @namedarray
+    class MyPolicyState:
+        hx: np.ndarray
+
+    default_policy_state = MyPolicyState(
+        hx=np.zeros((num_rnn_layers, 1, rnn_hidden_dim), dtype=np.float32)
+    )
+    assert default_policy_state.hx.shape == (2, 1, 8)
+
+
+def test_srl_environment_test_and_trainer_step() -> None:
+    from looprl.core import Policy, SampleBatch, Trainer, TrainerStepResult
+    from looprl.distributed import EnvRunner, test_environment
+
+    report = test_environment("CartPole-v1", test_stepping=True)
+    assert report.agent_count == 1
+    policy = Policy(type_="actor-critic-separate", args=dict(obs_dim={"obs": 4}, action_dim=2))
+    trainer = Trainer(type_="ppo", policy=policy, args=dict(epochs=1))
+    runner = EnvRunner("CartPole-v1", n_envs=2, segment_length=8)
+    while True:
+        runner.step(0, policy.rollout(runner.request(0)))
+        samples = runner.segments()
+        if samples:
+            break
+    assert isinstance(samples[0], SampleBatch)
+    result = trainer.step(samples[0])
+    assert isinstance(result, TrainerStepResult) and result.step == 1 and policy.version == 1

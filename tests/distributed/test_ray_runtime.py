@@ -40,12 +40,15 @@ def test_ppo_on_two_actors_learns_and_survives_a_killed_actor(local_ray, tmp_pat
             ray.kill(run.workers["actor0"], no_restart=False)
 
     caplog.set_level(logging.WARNING, "looprl.distributed")
-    run = DistributedRun(ppo_spec(), runtime(), frames=36_000, logdir=str(tmp_path), quiet=True)
+    run = DistributedRun(ppo_spec(), runtime(eval_workers=1),
+                         frames=36_000, logdir=str(tmp_path), quiet=True)
     result = run.run(callback=kill_an_actor)
     assert killed and [name for name, _ in result.restarts] == ["actor0"]
     assert "actor0 worker died" in caplog.text
     assert result.frames >= 36_000 and result.train_steps > 10
     assert result.mean_return(20) > 150, result.mean_return(20)  # random play: ~22
+    assert len(result.eval_returns) >= 5  # the evaluation worker played with new parameters
+    assert max(result.eval_returns) > 150, result.eval_returns
     log_dir = Path(result.log_dir)
     rows = (log_dir / "results.csv").read_text().splitlines()
     assert len(rows) == len(result.returns) + 1  # every episode reported is in results.csv

@@ -130,6 +130,7 @@ class ActorWorker:
                  trainer: Any, policy_worker: Any, seed: int, evaluation: bool = False):
         torch.set_num_threads(runtime.torch_threads)
         self.index = index
+        self.evaluation = evaluation
         self.trainer = trainer
         self.policy_worker = policy_worker
         self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
@@ -191,7 +192,17 @@ class ActorWorker:
         result = None if request is None else self.local.policy.rollout(request)
         self._count(request, time.perf_counter() - start)
         self.runner.step(0, result, self.local.policy.version)
+        ended = bool(self.runner.episodes)
         self._after_step()
+        if ended and self.evaluation:
+            self._wait_for_new_parameters()
+
+    def _wait_for_new_parameters(self) -> None:
+        """Evaluation plays each parameter version once, instead of spinning a CPU."""
+        version = self.local.policy.version
+        while self.local.policy.version == version and not self._stop.is_set():
+            time.sleep(self.local.interval)
+            self.local.maybe_pull()
 
     def _ask(self, group: int) -> tuple[Any, Any]:
         request = self.runner.request(group)
