@@ -56,20 +56,25 @@ def _parameters(policy: Any) -> dict[str, Any]:
 
 @ray.remote(num_cpus=0)
 class ParameterServer:
-    """The latest parameters a trainer published, by version."""
+    """The latest parameters a trainer published.
+
+    Each publication gets the next serial number, and copies pull by serial, not by policy
+    version: a trainer restarted from an older checkpoint publishes an older version, which
+    must still replace what its dead predecessor published.
+    """
 
     def __init__(self) -> None:
-        self.version = -1
-        self.parameters: dict[str, Any] | None = None
+        self.serial = 0
+        self.latest: tuple[int, int, dict[str, Any]] | None = None
 
     def put(self, version: int, parameters: dict[str, Any]) -> None:
-        """Publish ``parameters`` as ``version`` (older versions are ignored)."""
-        if version > self.version:
-            self.version, self.parameters = version, parameters
+        """Publish ``parameters`` (of policy ``version``)."""
+        self.serial += 1
+        self.latest = (self.serial, version, parameters)
 
-    def get(self, newer_than: int) -> tuple[int, dict[str, Any]] | None:
-        """``(version, parameters)`` if newer than ``newer_than``, else ``None``."""
-        return (self.version, self.parameters) if self.version > newer_than else None
+    def get(self, newer_than: int) -> tuple[int, int, dict[str, Any]] | None:
+        """``(serial, version, parameters)`` if published after serial ``newer_than``."""
+        return self.latest if self.latest is not None and self.serial > newer_than else None
 
 
 class _PolicyCopy:
@@ -79,6 +84,7 @@ class _PolicyCopy:
         self.policy = spec.make_policy()
         self.server = server
         self.interval = interval
+        self.serial = 0  # the last publication loaded
         self._next = 0.0
         self._pending: Any = None
 
@@ -91,7 +97,7 @@ class _PolicyCopy:
 
     def maybe_pull(self, wait: bool = False) -> None:
         if self._due() or (wait and self._pending is None):
-            self._pending = self.server.get.remote(self.policy.version)
+            self._pending = self.server.get.remote(self.serial)
         if self._pending is None:
             return
         ready, _ = ray.wait([self._pending], timeout=None if wait else 0)
@@ -100,15 +106,15 @@ class _PolicyCopy:
 
     async def maybe_pull_async(self) -> None:
         if self._due():
-            self._pending = asyncio.ensure_future(self.server.get.remote(self.policy.version))
+            self._pending = asyncio.ensure_future(self.server.get.remote(self.serial))
         if self._pending is not None and self._pending.done():
             self._load(self._pending.result())
 
-    def _load(self, found: tuple[int, dict[str, Any]] | None) -> None:
+    def _load(self, found: tuple[int, int, dict[str, Any]] | None) -> None:
         self._pending = None
         if found is not None:
-            self.policy.module.load_state_dict(found[1])
-            self.policy.version = found[0]
+            self.serial, self.policy.version = found[0], found[1]
+            self.policy.module.load_state_dict(found[2])
 
 
 @ray.remote(max_concurrency=2)
@@ -199,8 +205,8 @@ class ActorWorker:
 
     def _wait_for_new_parameters(self) -> None:
         """Evaluation plays each parameter version once, instead of spinning a CPU."""
-        version = self.local.policy.version
-        while self.local.policy.version == version and not self._stop.is_set():
+        serial = self.local.serial
+        while self.local.serial == serial and not self._stop.is_set():
             time.sleep(self.local.interval)
             self.local.maybe_pull()
 
