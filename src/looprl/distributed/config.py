@@ -56,6 +56,12 @@ class AlgorithmSpec:
         self.install()
         return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
 
+    def on_device(self, device: str) -> AlgorithmSpec:
+        """A copy whose policy is built on ``device`` (workers given a GPU use ``"cuda"``)."""
+        from dataclasses import replace
+
+        return replace(self, policy_args={**self.policy_args, "device": device})
+
     def portable(self) -> AlgorithmSpec:
         """This spec, carrying the registrations of its names made in this process.
 

@@ -278,6 +278,8 @@ class PolicyWorker:
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  batch_requests: int, max_wait: float = 0.002):
         torch.set_num_threads(runtime.torch_threads)
+        if runtime.gpus_per_policy:
+            spec = spec.on_device("cuda")
         self.copy = _PolicyCopy(spec, server, runtime.pull_interval)
         self.batch_requests = max(1, batch_requests)
         self.max_wait = max_wait
@@ -362,6 +364,8 @@ class TrainerWorker:
         self.runtime = runtime
         self.server = server
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
+        if runtime.gpus_per_trainer:
+            spec = spec.on_device("cuda")
         self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
                                 spec.buffer_args, runtime.max_lag)
         self.resumed_from: int | None = None
