@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
-from looprl.core import register_policy
+from looprl.core import Policy, register_policy
 from looprl.distributed import (
     AlgorithmSpec,
     DistributedRun,
@@ -104,3 +105,22 @@ def test_user_registrations_travel_with_the_spec() -> None:
     spec = AlgorithmSpec(env="CartPole-v1", policy="tests-wrong-size", trainer="ppo").portable()
     assert spec.registrations["policy"] == ("tests-wrong-size", WrongSize)
     assert spec.registrations["trainer"] == ("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
+
+
+def test_a_step_result_with_scalar_fields_is_one_line() -> None:
+    from looprl.environments import SRLEnvironment, StepResult
+
+    class Scalars(SRLEnvironment):
+        agent_count = 1
+
+        def reset(self):
+            return [StepResult({"obs": np.zeros(2, np.float32)}, 0.0, False, {})]
+
+        def step(self, actions):
+            return self.reset()
+
+    runner = EnvRunner(Scalars, n_envs=1)
+    request = runner.request(0)
+    with pytest.raises(ValueError, match="must be shape-.1,. arrays.*step_result"):
+        runner.step(0, Policy(type_="actor-critic-separate",
+                              args={"obs_dim": 2, "action_dim": 2}).rollout(request))

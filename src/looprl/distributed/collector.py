@@ -100,7 +100,7 @@ class EnvRunner:
         self.episodes: list[Episode] = []
         self._streams: dict[tuple[int, int], _Stream] = {}
         self._segments: list[SampleBatch] = []
-        self._asked: dict[int, list[tuple[int, int]]] = {}
+        self._asked: dict[int, tuple[list[tuple[int, int]], list[NamedArray]]] = {}
         self._returns = np.zeros(n_envs)
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._results = []
@@ -127,10 +127,11 @@ class EnvRunner:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
         keys = [(i, a) for i in self.groups[group]
                 for a, result in enumerate(self._results[i]) if result is not None]
-        self._asked[group] = keys
+        rows = [NamedArray(**self._results[i][a].obs) for i, a in keys]
+        self._asked[group] = (keys, rows)
         if not keys:
             return None
-        obs = stack([NamedArray(**self._results[i][a].obs) for i, a in keys])
+        obs = stack(rows)
         states = None
         if self.default_policy_state is not None:
             states = stack([self._stream(key).policy_state for key in keys])
@@ -146,7 +147,7 @@ class EnvRunner:
         Raises:
             RolloutSizeError: ``result`` has another number of rows than the request.
         """
-        keys = self._asked.pop(group, [])
+        keys, rows = self._asked.pop(group, ([], []))
         actions: dict[int, list[Any]] = {i: [None] * self.agent_count for i in self.groups[group]}
         if keys:
             result = recursive_apply(result, _numpy)
@@ -155,7 +156,7 @@ class EnvRunner:
                 raise RolloutSizeError(f"rollout returned {n} actions for a request of "
                                        f"{len(keys)} rows; return one row per request row")
             for row, key in enumerate(keys):
-                actions[key[0]][key[1]] = self._record(key, result, row, version)
+                actions[key[0]][key[1]] = self._record(key, rows[row], result, row, version)
         start = time.perf_counter()
         for i, agent_actions in actions.items():
             self._advance(i, agent_actions)
@@ -183,17 +184,18 @@ class EnvRunner:
             stream = self._streams[key] = _Stream(policy_state=self.default_policy_state)
         return stream
 
-    def _record(self, key: tuple[int, int], result: RolloutResult, row: int, version: int) -> Any:
+    def _record(self, key: tuple[int, int], obs: NamedArray, result: RolloutResult, row: int,
+                version: int) -> Any:
         """Append the row of stream ``key``; return its action."""
         stream = self._stream(key)
-        step = self._results[key[0]][key[1]]
+        reward, done, truncated = _scalars(self._results[key[0]][key[1]])
         action = result.action[row]
         stream.rows.append({
-            "obs": NamedArray(**step.obs),
+            "obs": obs,
             "action": action,
-            "reward": np.float32(np.asarray(step.reward).reshape(-1)[0]),
-            "done": bool(np.asarray(step.done).reshape(-1)[0]),
-            "truncated": bool(np.asarray(step.truncated).reshape(-1)[0]),
+            "reward": np.float32(reward),
+            "done": done,
+            "truncated": truncated,
             "policy_state": stream.policy_state,
             "log_prob": None if result.log_prob is None else np.float32(result.log_prob[row]),
             "value": None if result.value is None else np.float32(result.value[row]),
@@ -211,10 +213,9 @@ class EnvRunner:
     def _advance(self, i: int, actions: list[Any]) -> None:
         """Step env copy ``i`` (or reset it when all of its agents are done)."""
         env, results = self.envs[i], self._results[i]
-        rewards = [float(np.sum(r.reward)) for r in results if r is not None]
-        self._returns[i] += sum(rewards)
-        over = all(bool(np.any(r.done) or np.any(r.truncated)) for r in results if r is not None)
-        if over and any(r is not None for r in results):
+        present = [_scalars(r) for r in results if r is not None]
+        self._returns[i] += sum(reward for reward, _, _ in present)
+        if present and all(done or truncated for _, done, truncated in present):
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
             self._returns[i], self._lengths[i] = 0.0, 0
             self._results[i] = self._check(env.reset(), env, "reset")
@@ -222,6 +223,16 @@ class EnvRunner:
         self._results[i] = self._check(env.step(actions), env, "step")
         self._lengths[i] += 1
         self.frames += 1
+
+
+def _scalars(result: Any) -> tuple[float, bool, bool]:
+    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays)."""
+    try:
+        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
+    except (TypeError, IndexError):
+        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
+                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
+                         "results with looprl.environments.step_result(...)") from None
 
 
 def _segment(rows: list[dict[str, Any]]) -> SampleBatch:
