@@ -109,14 +109,16 @@ def test_a_policy_answering_the_wrong_batch_size_stops_the_run_in_one_line(local
     assert time.perf_counter() - start < 60
 
 
-def test_looprl_run_with_runtime_ray_trains_ape_x_dqn(local_ray, tmp_path):
+def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(local_ray, tmp_path):
     """``looprl run algorithm=dqn runtime=ray``: the preset's hyperparameters on Ray workers
-    (Ape-X: an epsilon per actor, prioritized segments), then a local evaluation."""
+    (Ape-X: an epsilon per actor, prioritized segments; a policy worker batching both actors'
+    requests), then a local evaluation."""
     import json
 
     from looprl.configs.app import main
 
     code = main(["algorithm=dqn", "runtime=ray", "runtime.actors=2", "runtime.envs_per_actor=2",
+                 "runtime.policy_workers=1",
                  "algorithm.replay_start_size=300", "algorithm.hidden=32", "frames=3000",
                  "test_episodes=2", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
     assert code == 0
@@ -126,3 +128,6 @@ def test_looprl_run_with_runtime_ray_trains_ape_x_dqn(local_ray, tmp_path):
     run_dir = tmp_path / "dqn" / "CartPole-v1"
     assert (run_dir / "throughput.csv").exists() and (run_dir / "policy.pt").exists()
     assert "td" in (run_dir / "losses.csv").read_text()
+    rows = [line.split(",") for line in (run_dir / "throughput.csv").read_text().splitlines()]
+    batch_rows = [float(row[5]) for row in rows[1:] if row[5]]
+    assert batch_rows and max(batch_rows) >= 2  # the policy worker answered batched requests
