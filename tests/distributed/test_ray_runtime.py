@@ -130,4 +130,5 @@ def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(lo
     assert "td" in (run_dir / "losses.csv").read_text()
     rows = [line.split(",") for line in (run_dir / "throughput.csv").read_text().splitlines()]
     batch_rows = [float(row[5]) for row in rows[1:] if row[5]]
-    assert batch_rows and max(batch_rows) >= 2  # the policy worker answered batched requests
+    # 2 envs in 2 groups: 1 row per request; more rows per rollout = requests batched together
+    assert batch_rows and max(batch_rows) > 1.2, batch_rows
