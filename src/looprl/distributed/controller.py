@@ -341,16 +341,16 @@ class DistributedRun:
             except ray.exceptions.RayTaskError as error:
                 cause = error.as_instanceof_cause()
                 raise RuntimeError(f"{name} worker failed: {type(cause).__name__}: "
-                                   f"{_first_line(cause)}") from None
+                                   f"{_message(cause)}") from None
             raise RuntimeError(f"{name} worker stopped on its own")
 
     def _restart(self, ray: Any, name: str, error: Exception) -> None:
         restarts = sum(1 for worker, _ in self.result.restarts if worker == name)
         if restarts >= self.runtime.max_restarts:
             raise RuntimeError(f"{name} worker died {restarts + 1} times (runtime.max_restarts="
-                               f"{self.runtime.max_restarts}); last: {_first_line(error)}")
+                               f"{self.runtime.max_restarts}); last: {_message(error)}")
         logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
-                       name, self.result.frames, _first_line(error))
+                       name, self.result.frames, _message(error))
         answer = self._wait_restarted(ray, name)
         if name == "trainer":
             logger.warning("trainer resumed from its checkpoint at step %s",
@@ -371,7 +371,7 @@ class DistributedRun:
                 time.sleep(0.2)
             except ray.exceptions.RayError as error:
                 raise RuntimeError(f"{name} worker could not be restarted: "
-                                   f"{_first_line(error)}") from None
+                                   f"{_message(error)}") from None
 
     def _shutdown(self) -> None:
         import ray
@@ -402,7 +402,7 @@ class DistributedRun:
             if self.runtime.checkpoint_every:
                 ray.get(trainer.checkpoint.remote(), timeout=60)
         except (ray.exceptions.RayError, OSError) as error:
-            logger.warning("could not save the final policy: %s", _first_line(error))
+            logger.warning("could not save the final policy: %s", _message(error))
 
 
 def _served(runtime: RuntimeConfig, index: int) -> int:
@@ -414,13 +414,14 @@ def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
     try:
         return ray.get(ref, timeout=timeout)
     except ray.exceptions.RayError as error:
-        reason = _first_line(error)
+        reason = _message(error)
         hint = (" (code your workers import must reach them: install it on every node or "
                 "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
                 if "No module named" in reason else "")
         raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
 
 
-def _first_line(error: BaseException) -> str:
+def _message(error: BaseException) -> str:
+    """The last line of ``error``'s text (Ray's errors end with the original message)."""
     text = str(error).strip()
     return text.splitlines()[-1] if text else type(error).__name__

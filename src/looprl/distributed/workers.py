@@ -8,7 +8,8 @@
   ``rollout`` and pulls new parameters by version.
 * ``TrainerWorker`` -- owns the sample buffer (``TrainerCore``), runs ``Trainer.step``,
   publishes parameters, checkpoints, and resumes from its checkpoint after a restart.
-* ``EvalWorker`` -- an actor worker that plays deterministic episodes and sends no samples.
+* evaluation workers -- ``ActorWorker`` s built with ``evaluation=True`` and no trainer: they
+  play deterministic episodes, once per parameter publication, and send no samples.
 
 Each worker's long-running loop is a method (``run``) the controller calls; ``stats`` and
 ``stop`` run beside it (threaded actors). Ray restarts a worker that dies; the controller
@@ -36,7 +37,7 @@ from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import TrainerCore
 
-__all__ = ["ActorWorker", "EvalWorker", "ParameterServer", "PolicyWorker", "TrainerWorker"]
+__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "TrainerWorker"]
 
 logger = logging.getLogger(__name__)
 
@@ -262,9 +263,6 @@ class ActorWorker:
         self._put = self.trainer.put.remote(segments)
         with self._lock:
             self._stats["send_seconds"] += time.perf_counter() - start
-
-
-EvalWorker = ActorWorker  # built with trainer=None, evaluation=True
 
 
 @ray.remote
