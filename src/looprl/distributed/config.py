@@ -126,6 +126,9 @@ class RuntimeConfig:
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
             dropped (``None``: keep all).
+        queue_batches: an on-policy trainer accepts samples while it holds fewer than this
+            many batches; actors then wait (backpressure), so that no sample is made only
+            to be trained on many versions later.
         publish_every: trainer steps between parameter publications.
         pull_interval: seconds between parameter pulls of a policy copy.
         checkpoint_every: trainer steps between trainer checkpoints (``None``: never; a
@@ -149,6 +152,7 @@ class RuntimeConfig:
     eval_workers: int = 0
     segment_length: int = 64
     max_lag: int | None = None
+    queue_batches: int = 2
     publish_every: int = 1
     pull_interval: float = 0.1
     checkpoint_every: int | None = 20
@@ -164,8 +168,8 @@ class RuntimeConfig:
     placement_timeout: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("actors", "envs_per_actor", "groups", "segment_length", "publish_every",
-                     "torch_threads"):
+        for name in ("actors", "envs_per_actor", "groups", "segment_length", "queue_batches",
+                     "publish_every", "torch_threads"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"runtime.{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("policy_workers", "eval_workers", "max_restarts"):

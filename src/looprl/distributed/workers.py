@@ -345,7 +345,7 @@ def _check_size(result: Any, rows: int, policy: Any) -> None:
                                f"request of {rows} rows; return one row per request row")
 
 
-@ray.remote(max_concurrency=4)
+@ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
 class TrainerWorker:
     """Owns the sample buffer, runs ``Trainer.step``, publishes parameters, checkpoints.
 
@@ -366,6 +366,7 @@ class TrainerWorker:
             spec = spec.on_device("cuda")
         self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
                                 spec.buffer_args, runtime.max_lag)
+        self._capacity = runtime.queue_batches * getattr(self.core.buffer, "batch_streams", 0)
         self.resumed_from: int | None = None
         if self.path.exists():
             state = torch.load(self.path, weights_only=False)  # plain pickle reads cloudpickle
@@ -383,7 +384,14 @@ class TrainerWorker:
         return {"node": ray.get_runtime_context().get_node_id(), "resumed_from": self.resumed_from}
 
     def put(self, segments: list[Any]) -> None:
-        """Receive segments from an actor worker."""
+        """Receive segments from an actor worker. An on-policy buffer holding
+        ``runtime.queue_batches`` batches makes the caller wait (backpressure: actors do not
+        make samples that could only be trained on late)."""
+        while not self.core.prioritized and not self._stop.is_set():
+            with self._lock:
+                if len(self.core.buffer) < self._capacity:
+                    break
+            time.sleep(0.002)
         with self._lock:
             version = self.core.policy.version
             for sample in segments:
