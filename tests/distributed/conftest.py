@@ -14,7 +14,7 @@ def local_ray():
     from looprl.distributed.controller import loopback_only
 
     loopback_only()
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              logging_level="ERROR")
     try:
         yield ray

@@ -35,9 +35,9 @@ def test_a_run_joins_a_two_node_cluster_and_uses_both_nodes(two_nodes, tmp_path)
     runtime = RuntimeConfig(address=two_nodes.address, actors=2, envs_per_actor=2,
                             segment_length=16)
     nodes = []
-    run = DistributedRun(spec, runtime, frames=3000, logdir=str(tmp_path), quiet=True)
+    run = DistributedRun(spec, runtime, frames=1500, logdir=str(tmp_path), quiet=True)
     result = run.run(callback=lambda _: nodes.append(ray.nodes()) if not nodes else None)
-    assert result.frames >= 3000 and result.train_steps >= 1
+    assert result.frames >= 1500 and result.train_steps >= 1
     actor_nodes = {result.nodes["actor0"], result.nodes["actor1"]}
     assert len(actor_nodes) == 2  # spread over both nodes
     assert len(nodes[0]) == 2

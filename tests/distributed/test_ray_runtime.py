@@ -67,7 +67,7 @@ def test_a_killed_trainer_resumes_from_its_checkpoint(local_ray, tmp_path, caplo
             ray.kill(run.workers["trainer"], no_restart=False)
 
     caplog.set_level(logging.WARNING, "looprl.distributed")
-    run = DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=14_000,
+    run = DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=10_000,
                          logdir=str(tmp_path), quiet=True)
     result = run.run(callback=kill_the_trainer)
     assert [name for name, _ in result.restarts] == ["trainer"]
@@ -119,11 +119,11 @@ def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(lo
 
     code = main(["algorithm=dqn", "runtime=ray", "runtime.actors=2", "runtime.envs_per_actor=2",
                  "runtime.policy_workers=1",
-                 "algorithm.replay_start_size=300", "algorithm.hidden=32", "frames=3000",
+                 "algorithm.replay_start_size=200", "algorithm.hidden=32", "frames=1500",
                  "test_episodes=2", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
     assert code == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["train"]["frames"] >= 3000 and results["train"]["train_steps"] > 0
+    assert results["train"]["frames"] >= 1500 and results["train"]["train_steps"] > 0
     assert len(results["eval"]["returns"]) == 2
     run_dir = tmp_path / "dqn" / "CartPole-v1"
     assert (run_dir / "throughput.csv").exists() and (run_dir / "policy.pt").exists()

@@ -57,8 +57,9 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         return True
     loopback_only()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
-    ray.init(num_cpus=cpus, include_dashboard=False, runtime_env=runtime.runtime_env,
-             logging_level=logging.WARNING, log_to_driver=False)
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
+             runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's Ray
+             log_to_driver=False)
     return True
 
 
