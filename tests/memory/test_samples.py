@@ -123,3 +123,14 @@ def test_make_sample_buffer_by_trainer_or_kind():
     assert isinstance(make_sample_buffer("on_policy", batch_streams=1), OnPolicyBuffer)
     with pytest.raises(KeyError, match="on_policy"):
         make_sample_buffer("fifo")
+
+
+def test_on_policy_segments_that_aged_while_waiting_are_dropped_before_training():
+    from looprl.memory.samples import OnPolicyBuffer
+
+    buffer = OnPolicyBuffer(batch_streams=1, max_lag=1)
+    for _ in range(3):
+        assert buffer.put(segment(1, version=0), current_version=0)
+    assert buffer.drop_stale(current_version=1) == 0  # lag 1: still fresh enough
+    assert buffer.drop_stale(current_version=4) == 3 and not buffer.ready()
+    assert buffer.dropped == 3

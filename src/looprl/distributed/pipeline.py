@@ -83,6 +83,8 @@ class TrainerCore:
     def next_batch(self) -> tuple[SampleBatch, Any, Any] | None:
         """``(sample, weights, indices)`` for the next step (``None``: not ready). Weights and
         indices are ``None`` for on-policy buffers."""
+        if not self.prioritized:
+            self.dropped += self.buffer.drop_stale(self.policy.version)
         if not self.ready():
             return None
         if not self.prioritized:

@@ -104,6 +104,21 @@ class OnPolicyBuffer:
         self._pending.append(sample)
         return True
 
+    def drop_stale(self, current_version: int) -> int:
+        """Drop pending segments now more than ``max_lag`` versions behind; return how many
+        streams (columns) went (``put`` checks a segment when it arrives, this when the
+        trainer is about to use it)."""
+        if self.max_lag is None:
+            return 0
+        def fresh(sample: SampleBatch) -> bool:
+            oldest = _oldest_version(sample)
+            return oldest is None or current_version - oldest <= self.max_lag
+
+        stale = [sample for sample in self._pending if not fresh(sample)]
+        self._pending = [sample for sample in self._pending if fresh(sample)]
+        self.dropped += len(stale)
+        return sum(_rows_and_streams(sample)[1] for sample in stale)
+
     def ready(self) -> bool:
         """Whether ``get`` can return a full batch."""
         return len(self) >= self.batch_streams
