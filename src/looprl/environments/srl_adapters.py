@@ -81,7 +81,37 @@ def _action(action: Any, space: gym.Space) -> Any:
     return action_to_numpy(action_value(action), space)
 
 
-class GymnasiumEnvironment(Environment):
+class _SingleAgent(Environment):
+    """What the one-agent adapters share: spaces from ``_obs_space``/``_action_space`` and a
+    ``seed`` that applies to the next ``reset`` and to the action space."""
+
+    _obs_space: gym.spaces.Dict
+    _seed: int | None = None
+
+    @property
+    def _action_space(self) -> gym.Space:
+        return self._env.action_space
+
+    @property
+    def agent_count(self) -> int:
+        return 1
+
+    @property
+    def observation_spaces(self) -> list[gym.Space]:
+        return [self._obs_space]
+
+    @property
+    def action_spaces(self) -> list[gym.Space]:
+        return [self._action_space]
+
+    def seed(self, seed: int) -> int:
+        """Seed the next ``reset`` and the action space."""
+        self._seed = seed
+        self._action_space.seed(seed)
+        return seed
+
+
+class GymnasiumEnvironment(_SingleAgent):
     """A single-agent Gymnasium environment as an SRL environment (``agent_count`` 1).
 
     Args:
@@ -106,24 +136,6 @@ class GymnasiumEnvironment(Environment):
         """The wrapped Gymnasium environment."""
         return self._env
 
-    @property
-    def agent_count(self) -> int:
-        return 1
-
-    @property
-    def observation_spaces(self) -> list[gym.Space]:
-        return [self._obs_space]
-
-    @property
-    def action_spaces(self) -> list[gym.Space]:
-        return [self._env.action_space]
-
-    def seed(self, seed: int) -> int:
-        """Seed the next ``reset`` and the action space."""
-        self._seed = seed
-        self._env.action_space.seed(seed)
-        return seed
-
     def reset(self) -> list[StepResult | None]:
         obs, info = self._env.reset(seed=self._seed)
         self._seed = None
@@ -142,7 +154,7 @@ class GymnasiumEnvironment(Environment):
         self._env.close()
 
 
-class AtariGameEnvironment(Environment):
+class AtariGameEnvironment(_SingleAgent):
     """An Atari game with the DeepMind preprocessing as a single-agent SRL environment.
 
     The same pipeline as ``looprl.environments.AtariEnvironment`` (ale-py's native
@@ -164,22 +176,8 @@ class AtariGameEnvironment(Environment):
         self._obs_space = gym.spaces.Dict({"obs": self._env.single_observation_space})
 
     @property
-    def agent_count(self) -> int:
-        return 1
-
-    @property
-    def observation_spaces(self) -> list[gym.Space]:
-        return [self._obs_space]
-
-    @property
-    def action_spaces(self) -> list[gym.Space]:
-        return [self._env.single_action_space]
-
-    def seed(self, seed: int) -> int:
-        """Seed the next ``reset`` and the action space."""
-        self._seed = seed
-        self._env.single_action_space.seed(seed)
-        return seed
+    def _action_space(self) -> gym.Space:
+        return self._env.single_action_space
 
     def reset(self) -> list[StepResult | None]:
         obs, info = self._env.reset(seed=self._seed)
