@@ -75,6 +75,9 @@ RUNTIMES: dict[str, dict] = {
     "2x4-lag0": dict(actors=2, envs_per_actor=4, segment_length=32, max_lag=0),
     "2x4-lag1": dict(actors=2, envs_per_actor=4, segment_length=32, max_lag=1),
     "2x4-vtrace": dict(actors=2, envs_per_actor=4, segment_length=32, vtrace=True),
+    "1x4-sync": dict(actors=1, envs_per_actor=4, segment_length=32, sync=True),
+    "2x4-sync": dict(actors=2, envs_per_actor=4, segment_length=32, sync=True),
+    "1x8-sync": dict(actors=1, envs_per_actor=8, segment_length=32, sync=True),
     "2x4-q1": dict(actors=2, envs_per_actor=4, segment_length=32, queue_batches=1,
                    pull_interval=0.02),
 }

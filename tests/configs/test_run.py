@@ -139,3 +139,16 @@ def test_wandb_logging_in_offline_mode(tmp_path: Path, monkeypatch) -> None:
     (offline,) = (tmp_path / "ppo" / "CartPole-v1" / "wandb").glob("offline-run-*")
     (events,) = offline.glob("run-*.wandb")
     assert events.stat().st_size > 0  # the run's metrics, ready for `wandb sync`
+
+
+def test_resuming_a_ray_run_looks_for_the_controller_checkpoint(tmp_path: Path, capsys) -> None:
+    """``looprl run --resume`` of a ``runtime=ray`` run continues its controller checkpoint
+    (tested on Ray in tests/distributed); a directory without one is a one-line error."""
+    from omegaconf import OmegaConf
+
+    saved = tmp_path / ".hydra"
+    saved.mkdir()
+    OmegaConf.save(_compose(["runtime=ray"]), saved / "config.yaml")
+    OmegaConf.save(OmegaConf.create(["runtime=ray"]), saved / "overrides.yaml")
+    assert cli(["run", "--resume", str(tmp_path)]) == 2
+    assert "No distributed run to resume in" in capsys.readouterr().err

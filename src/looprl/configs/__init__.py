@@ -177,13 +177,12 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     Raises:
         ValueError: the preset has no distributed counterpart, or the config asks for what
             the Ray runtime does not run (meta components, runners other than ``online``,
-            resuming, swapped parts).
+            swapped parts).
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.distributed.presets import algorithm_spec
 
     unsupported = {"meta": bool(_plain(cfg.get("meta"))), "runner": cfg.runner.name != "online",
-                   "resume": cfg.resume,
                    **{part: cfg[part] is not None for part in ("exploration", "buffer", "update")}}
     asked = [key for key, value in unsupported.items() if value]
     if asked:
@@ -196,7 +195,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                                    actors=options.get("actors", 1))
     runtime = RuntimeConfig.from_dict({**options, **implied})
     return DistributedRun(spec, runtime, frames=cfg.frames, logdir=output_dir, seed=cfg.seed,
-                          name=preset.rpartition(".")[2], quiet=cfg.logging.quiet)
+                          name=preset.rpartition(".")[2], quiet=cfg.logging.quiet,
+                          resume_from=output_dir if cfg.resume else None)
 
 
 @dataclass
@@ -261,10 +261,15 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     return Run(builder, env, components, runner)
 
 
-def find_checkpoint(run_dir: str | None, runner: str) -> str:
-    """The one ``checkpoint.pt`` under ``run_dir``; one-line errors otherwise."""
+def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") -> str:
+    """The one ``checkpoint.pt`` (``runtime="ray"``: ``controller_checkpoint.pt``) under
+    ``run_dir``; one-line errors otherwise."""
     from pathlib import Path
 
+    if runtime == "ray":
+        from looprl.distributed.controller import find_controller_checkpoint
+
+        return str(find_controller_checkpoint(run_dir or "."))
     if runner != "online":
         raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
                          "Optuna search resumes from its storage: run it again)")

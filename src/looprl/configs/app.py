@@ -122,7 +122,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not (saved / "config.yaml").is_file():
         raise FileNotFoundError(f"{run_dir} is no looprl run directory (no .hydra/config.yaml)")
     old = OmegaConf.load(saved / "config.yaml")
-    find_checkpoint(str(run_dir), old.runner.name)
+    find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
     kept = [o for o in OmegaConf.load(saved / "overrides.yaml")
             if not o.startswith(("resume=", "hydra."))]
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]

@@ -126,6 +126,10 @@ class RuntimeConfig:
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
             dropped (``None``: keep all).
+        sync: synchronous sampling (on-policy parity with the local runtime): after sending
+            samples, an actor waits until the trainer has stepped on them and loads the new
+            parameters, so every sample comes from the latest policy (lag 0) and env
+            stepping no longer overlaps training. Needs ``policy_workers=0``.
         queue_batches: an on-policy trainer accepts samples while it holds fewer than this
             many batches; actors then wait (backpressure), so that no sample is made only
             to be trained on many versions later.
@@ -152,6 +156,7 @@ class RuntimeConfig:
     eval_workers: int = 0
     segment_length: int = 64
     max_lag: int | None = None
+    sync: bool = False
     queue_batches: int = 2
     publish_every: int = 1
     pull_interval: float = 0.1
@@ -175,6 +180,9 @@ class RuntimeConfig:
         for name in ("policy_workers", "eval_workers", "max_restarts"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.sync and self.policy_workers:
+            raise ValueError("runtime.sync needs each actor's own policy copy: set "
+                             "runtime.policy_workers=0 (or runtime.sync=false)")
         if self.groups > self.envs_per_actor:
             raise ValueError(f"runtime.groups ({self.groups}) cannot exceed "
                              f"runtime.envs_per_actor ({self.envs_per_actor})")

@@ -13,6 +13,15 @@ statistics (``losses.csv``) and each worker's throughput (``throughput.csv``). A
 dies is restarted by Ray and its loop started again; a trainer resumes from its latest
 checkpoint. Episodes are reported to the controller, not to the trainer, so a trainer's
 death loses none of them.
+
+Whenever the trainer has checkpointed (every ``runtime.checkpoint_every`` steps), the
+controller saves its own state beside it (``controller_checkpoint.pt``: the logger's
+counters and the result so far). A run whose controller died (Ctrl-C, SIGKILL, a lost
+machine) continues with ``DistributedRun(..., resume_from=RUN_DIR)`` (``looprl run --resume
+RUN_DIR``): the trainer from its latest checkpoint, the logs and counters from the
+controller's, the CSV rows written after it dropped. Samples in flight and episodes in
+progress are lost; the run is asynchronous anyway, so it does not repeat an uninterrupted
+one step for step.
 """
 
 from __future__ import annotations
@@ -32,10 +41,12 @@ import torch
 
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 
-__all__ = ["DistributedResult", "DistributedRun", "loopback_only", "start_ray"]
+__all__ = ["CONTROLLER_CHECKPOINT", "DistributedResult", "DistributedRun", "loopback_only",
+           "start_ray"]
 
 logger = logging.getLogger(__name__)
 
+CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
 
 
@@ -132,11 +143,14 @@ class DistributedRun:
         seed: seeds the trainer, the policies and (offset per actor) the envs.
         name: the run's name in its directory, ``{logdir}/{name}/{env}``.
         quiet: no progress display.
+        resume_from: a run directory (or a folder above it) holding the
+            ``controller_checkpoint.pt`` of a run to continue (see the module docstring);
+            ``frames`` is the whole run's budget, as it was or extended.
     """
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig | None = None,
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
-                 name: str | None = None, quiet: bool = False):
+                 name: str | None = None, quiet: bool = False, resume_from: str | None = None):
         self.spec = spec.portable()
         self.runtime = runtime or RuntimeConfig()
         self.frames = int(frames)
@@ -152,6 +166,8 @@ class DistributedRun:
         self._log: Any = None
         self._throughput: Path | None = None
         self._started_ray = False
+        self.resume_from = resume_from
+        self._snapshots = 0  # controller checkpoints taken
 
     # -- life cycle ------------------------------------------------------------------------
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
@@ -181,6 +197,9 @@ class DistributedRun:
         self.spec.make_trainer(self.spec.make_policy())
 
     def _open_logs(self) -> None:
+        if self.resume_from is not None:
+            self._resume()
+            return
         if self.logdir is None:
             return
         from looprl.experiments.logger import ExperimentLogger
@@ -189,6 +208,33 @@ class DistributedRun:
         self.result.log_dir = self._log.log_dir
         self._throughput = Path(self._log.log_dir) / "throughput.csv"
         self._throughput.write_text(THROUGHPUT_HEADER + "\n")
+
+    def _resume(self) -> None:
+        """Continue the logs and counters of ``resume_from``'s controller checkpoint; the
+        trainer finds its own checkpoint in the same directory."""
+        from looprl.experiments.checkpoint import load_checkpoint
+
+        state = load_checkpoint(find_controller_checkpoint(self.resume_from))
+        self._log, self.result = state.logger, state.result
+        self._throughput = Path(self._log.log_dir) / "throughput.csv"
+        self._snapshots = self.result.train_steps // (self.runtime.checkpoint_every or 1)
+        self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
+        logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
+                       self.result.frames, len(self.result.returns))
+
+    def _snapshot(self, final: bool = False) -> None:
+        """Save the controller's state whenever the trainer has checkpointed since the last
+        (``final``: now, beside the trainer's last checkpoint)."""
+        every = self.runtime.checkpoint_every
+        if not every or self._log is None:
+            return
+        if not final and self.result.train_steps // every <= self._snapshots:
+            return
+        from looprl.experiments.checkpoint import save_checkpoint
+
+        self._snapshots = self.result.train_steps // every
+        save_checkpoint(_ControllerState(self._log, self.result),
+                        Path(self._log.log_dir) / CONTROLLER_CHECKPOINT)
 
     def _start_workers(self) -> None:
         import ray
@@ -261,6 +307,7 @@ class DistributedRun:
                 self._poll(now - last)
                 last = now
                 self._check_workers()
+                self._snapshot()
                 progress.update(self.result.frames, len(self.result.returns),
                                 self.result.mean_return())
                 if callback is not None:
@@ -402,8 +449,36 @@ class DistributedRun:
             torch.save(checkpoint, Path(self.result.log_dir) / "policy.pt")
             if self.runtime.checkpoint_every:
                 ray.get(trainer.checkpoint.remote(), timeout=60)
+                self._snapshot(final=True)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", _message(error))
+
+
+@dataclass
+class _ControllerState:
+    """What ``controller_checkpoint.pt`` holds (``save_checkpoint`` flushes the logger)."""
+
+    logger: Any
+    result: DistributedResult
+
+
+def find_controller_checkpoint(run_dir: str | Path) -> Path:
+    """The one ``controller_checkpoint.pt`` in or under ``run_dir``.
+
+    Raises:
+        FileNotFoundError: none there (the message says how runs write them).
+        ValueError: several (resume one run at a time).
+    """
+    run_dir = Path(run_dir)
+    found = sorted(run_dir.glob(f"**/{CONTROLLER_CHECKPOINT}"))
+    if not found:
+        raise FileNotFoundError(f"No distributed run to resume in {run_dir}: no "
+                                f"{CONTROLLER_CHECKPOINT} (runs write one every "
+                                "runtime.checkpoint_every trainer steps)")
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} distributed runs in {run_dir}; resume one at a time: "
+                         f"{', '.join(map(str, found))}")
+    return found[0]
 
 
 def _served(runtime: RuntimeConfig, index: int) -> int:

@@ -105,6 +105,13 @@ class _PolicyCopy:
         if ready:
             self._load(ray.get(self._pending))
 
+    def pull_until(self, version: int) -> None:
+        """Block until the loaded parameters are of ``version`` or newer (sync sampling)."""
+        while self.policy.version < version:
+            self.maybe_pull(wait=True)
+            if self.policy.version < version:
+                time.sleep(0.001)  # published, but not yet arrived at the server
+
     async def maybe_pull_async(self) -> None:
         if self._due():
             self._pending = asyncio.ensure_future(self.server.get.remote(self.serial))
@@ -140,6 +147,7 @@ class ActorWorker:
         self.evaluation = evaluation
         self.trainer = trainer
         self.policy_worker = policy_worker
+        self.sync = runtime.sync and trainer is not None
         self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
             spec, server, runtime.pull_interval)
         default_state = (self.local.policy if self.local else spec.make_policy()
@@ -252,17 +260,30 @@ class ActorWorker:
             self._send(segments)
 
     def _send(self, segments: list[Any]) -> None:
-        """Send ``segments`` once the previous batch arrived (backpressure)."""
+        """Send ``segments`` once the previous batch arrived (backpressure). With
+        ``runtime.sync``, wait for the trainer's answer and load the version it names, so
+        that the next samples come from the parameters trained on these."""
         start = time.perf_counter()
-        if self._put is not None:
-            try:
-                ray.get(self._put)
-            except RayActorError:
-                logger.warning("actor %d: trainer unreachable, its last samples are lost",
-                               self.index)
+        self._wait_put()
         self._put = self.trainer.put.remote(segments)
+        if self.sync:
+            version = self._wait_put()
+            if version is not None:
+                self.local.pull_until(version)
         with self._lock:
             self._stats["send_seconds"] += time.perf_counter() - start
+
+    def _wait_put(self) -> int | None:
+        """The trainer's answer to the last ``put`` (``None``: no put, or the trainer died)."""
+        put, self._put = self._put, None
+        if put is None:
+            return None
+        try:
+            return ray.get(put)
+        except RayActorError:
+            logger.warning("actor %d: trainer unreachable, its last samples are lost",
+                           self.index)
+            return None
 
 
 @ray.remote
@@ -373,8 +394,13 @@ class TrainerWorker:
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified after every step (sync sampling)
         self._stop = threading.Event()
+        self._feeders = runtime.actors  # actor workers sending to this trainer
+        self._waiting = 0  # sync: puts waiting for the step their samples join
+        self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
+        self._published = -1
+        self._training = False  # a batch has been taken and is being trained on
         self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
         self._publish()
@@ -383,10 +409,15 @@ class TrainerWorker:
         """The node, and the step this trainer resumed from (``None``: a fresh start)."""
         return {"node": ray.get_runtime_context().get_node_id(), "resumed_from": self.resumed_from}
 
-    def put(self, segments: list[Any]) -> None:
-        """Receive segments from an actor worker. An on-policy buffer holding
-        ``runtime.queue_batches`` batches makes the caller wait (backpressure: actors do not
-        make samples that could only be trained on late)."""
+    def put(self, segments: list[Any]) -> int:
+        """Receive segments from an actor worker; return the policy version the actor should
+        sample with next.
+
+        An on-policy buffer holding ``runtime.queue_batches`` batches makes the caller wait
+        (backpressure: actors do not make samples that could only be trained on late). With
+        ``runtime.sync``, the caller waits until a step has trained on its samples, unless
+        every actor feeding this trainer waits and the batch still needs more samples.
+        """
         while not self.core.prioritized and not self._stop.is_set():
             with self._lock:
                 if len(self.core.buffer) < self._capacity:
@@ -398,6 +429,24 @@ class TrainerWorker:
                 self.core.put(sample)
                 if sample.policy_version is not None:
                     self._lags.append(float(version - np.min(sample.policy_version)))
+            if self.runtime.sync:
+                self._wait_trained(version)
+            return self._published
+
+    def _wait_trained(self, version: int, timeout: float = 30.0) -> None:
+        """Sync sampling (holding the lock): wait until parameters newer than ``version``
+        are published, or until every feeder waits for a batch that needs more samples."""
+        self._waiting += 1
+        generation = self._more
+        deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
+        while (self._published <= version and generation == self._more
+               and not self._stop.is_set() and time.monotonic() < deadline):
+            if self._waiting >= self._feeders and not self._training and not self.core.ready():
+                self._more += 1
+                self._lock.notify_all()
+                break
+            self._lock.wait(0.05)
+        self._waiting -= 1
 
     def stop(self) -> None:
         """End ``run`` after the current step."""
@@ -416,18 +465,19 @@ class TrainerWorker:
         while not self._stop.is_set():
             with self._lock:
                 batch = self.core.next_batch()
+                self._training = batch is not None
             if batch is None:
                 time.sleep(0.001)
                 continue
             result = self.core.learn(batch)  # actors keep sending meanwhile
-            with self._lock:
-                self.core.finish(batch, result)
             self.steps += 1
-            stats = {k: float(v) for k, v in result.stats.items()}
-            with self._lock:
-                self._stats.append(stats)
             if self.steps % self.runtime.publish_every == 0:
                 self._publish()
+            with self._lock:
+                self.core.finish(batch, result)
+                self._stats.append({k: float(v) for k, v in result.stats.items()})
+                self._training = False
+                self._lock.notify_all()  # sync: waiting puts see the new version
             every = self.runtime.checkpoint_every
             if every and self.steps % every == 0:
                 self.checkpoint()
@@ -447,3 +497,4 @@ class TrainerWorker:
     def _publish(self) -> None:
         policy = self.core.policy
         self.server.put.remote(policy.version, _parameters(policy))
+        self._published = policy.version
