@@ -164,3 +164,34 @@ def test_out_of_range_actions_are_refused_before_ale_sees_them() -> None:
         env.step(-1)
     assert env.step(1).observation.shape == (4, 84, 84)  # still usable
     env.close()
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_pickled_environment_resets_as_the_original_after_a_checkpoint(vector: bool) -> None:
+    import pickle
+
+    options = {"seed": 3, "max_episode_frames": 160}  # 40 steps per episode
+    env = AtariVectorEnvironment("Breakout", 2, **options) if vector else \
+        AtariEnvironment("Breakout", **options)
+    actions = np.random.default_rng(0).integers(0, 4, 130)
+
+    def step(environment, t: int):
+        action = np.full(2, actions[t]) if vector else int(actions[t])
+        state = environment.step(action)
+        return environment.reset() if not vector and state.done else state
+
+    env.reset()
+    for t in range(30):
+        step(env, t)
+    env.prepare_checkpoint(1000)
+    restored = pickle.loads(pickle.dumps(env))
+    assert restored.needs_reset and not env.needs_reset and restored.options == env.options
+    with pytest.raises(RuntimeError, match=r"restored from a checkpoint.*reset\(\) it before"):
+        step(restored, 0)
+    # both reset with the seed the checkpoint fixed, and play the same episodes on
+    assert torch.equal(env.reset().observation, restored.reset().observation)
+    assert not restored.needs_reset
+    for t in range(130):  # a few episodes: later resets continue the same emulator RNG
+        first, second = step(env, t), step(restored, t)
+        assert torch.equal(first.observation, second.observation), t
+        assert torch.equal(torch.as_tensor(first.reward), torch.as_tensor(second.reward))

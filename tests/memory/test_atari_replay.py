@@ -397,3 +397,16 @@ def test_prioritized_and_uniform_buffers_return_the_same_transitions() -> None:
                            b.observation if isinstance(b, StateArray) else b)
     assert set(ours[3]) == set(theirs[3]) == {"observation", "reward", "mask", "done"}
     assert prioritized.nbytes == uniform.nbytes + prioritized.tree.tree.nbytes
+
+
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_a_pickled_buffer_goes_on_storing_into_its_own_storage(kind: type) -> None:
+    import pickle
+
+    buffer = kind(30)
+    _episode(buffer, 1, 5)
+    restored = pickle.loads(pickle.dumps(buffer))
+    _episode(restored, 40, 3, action=10)  # written through the numpy views of the storage
+    _, actions, rewards, next_states, _ = _all_valid(restored)
+    assert len(restored) == 8 and actions.tolist() == [0, 1, 2, 3, 4, 10, 11, 12]
+    assert rewards.tolist() == [1.0] * 8 and next_states.done.sum() == 2

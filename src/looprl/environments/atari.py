@@ -24,6 +24,12 @@ episode only at game over, so experiments log the scores papers report. Every st
 turns ``life_lost`` into a terminal state for learning while the game goes on, and the
 ``RewardClipping`` body clips rewards to their sign. The Atari presets apply both
 (``deepmind_atari_body``). ``clip_rewards=True`` clips in the emulator instead.
+
+**Checkpoints**: the environments pickle without their emulator, whose state ale-py cannot
+save; unpickling builds a new one that must be reset before it is stepped (``needs_reset``).
+``prepare_checkpoint(frame)`` (called as a checkpoint is taken) fixes the seed of the next
+reset, derived from the run's seed and ``frame``, in the running environment and so in the
+saved one: both reset alike, and a run resumed at an episode end equals the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -138,6 +144,14 @@ def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, 
     )
 
 
+def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
+    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root``: unrelated
+    seeds for different frames, below ``2**31 - n_envs`` (ale-py seeds copy ``i`` with
+    ``seed + i`` as a 32-bit integer)."""
+    words = np.random.SeedSequence([root % 2**32, frame]).generate_state(1)
+    return int(words[0]) % (2**31 - n_envs)
+
+
 def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
     """``n`` actions as int64, checked: ale-py's vector env hangs on an out-of-range one."""
     if isinstance(action, torch.Tensor):
@@ -155,7 +169,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
     States are ``StateArray`` batches with ``observation`` ``(n_envs, 4, 84, 84)`` uint8 plus
     ``life_lost`` (bool) and ``lives`` (int) per row. Autoreset is next-step (see
-    ``VectorEnvironment``).
+    ``VectorEnvironment``). Pickles without the emulator (see the module docstring).
 
     Args:
         name: game name (``'Breakout'``, ``'ALE/Breakout-v5'``...).
@@ -180,16 +194,43 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self._arguments = (name, num_threads, options)
         self.options = {**DEEPMIND_OPTIONS, **options}
         self._lives = np.zeros(n_envs, dtype=np.int32)
+        # the seed checkpoints derive reset seeds from: the last one given, else a random one
+        self._root_seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
+        self._needs_reset = False
 
     @property
     def env(self) -> Any:
         """The wrapped ``ale_py.AtariVectorEnv``."""
         return self._env
 
+    @property
+    def needs_reset(self) -> bool:
+        return self._needs_reset
+
+    def prepare_checkpoint(self, frame: int) -> None:
+        """The next reset without a seed uses ``derived_seed(run's seed, frame)``."""
+        self._seed = derived_seed(self._root_seed, frame, self.n_envs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the emulator (and the current batch, which a reset replaces)."""
+        state = dict(self.__dict__)
+        del state["_env"]
+        state.update(_state=None, _needs_reset=True)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild the emulator, not reset yet (``needs_reset``)."""
+        self.__dict__.update(state)
+        name, num_threads, options = self._arguments
+        self._env = make_ale_vector_env(name, self.n_envs, num_threads=num_threads, **options)
+
     def reset(self, seed: int | None = None) -> StateArray:
+        if seed is not None:
+            self._root_seed = seed
         seed = seed if seed is not None else self._seed
         self._seed = None
         obs, info = self._env.reset(seed=seed)
+        self._needs_reset = False
         zeros = np.zeros(self.n_envs, dtype=bool)
         self._lives = info["lives"]
         reward = np.zeros(self.n_envs, np.float32)
@@ -197,6 +238,9 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         return self._state
 
     def step(self, action: Any) -> StateArray:
+        if self._needs_reset:
+            raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
+                               "the emulator's state: reset() it before step()")
         actions = _actions(action, self.n_envs, self.action_space.n, self.name)
         obs, reward, terminated, truncated, info = self._env.step(actions)
         lives = info["lives"]
@@ -225,7 +269,8 @@ class AtariEnvironment(Environment):
         name: game name: ``'Breakout'``, ``'Pong'``, ``'MsPacman'``, or an ALE id such as
             ``'ALE/Breakout-v5'``.
         device: where observation tensors are put.
-        seed: seed of the first reset (later resets continue the emulator's RNG).
+        seed: seed of the first reset (later resets continue the emulator's RNG, but the
+            first after a checkpoint: see the module docstring).
         **options: overrides of ``DEEPMIND_OPTIONS`` (``noop_max``, ``frame_skip``,
             ``frame_stack``, ``screen_size``, ``fire_reset``, ``clip_rewards``,
             ``repeat_action_probability``, ``max_episode_frames``, ``full_action_space``).
@@ -259,6 +304,19 @@ class AtariEnvironment(Environment):
     def env(self) -> Any:
         """The wrapped ``ale_py.AtariVectorEnv`` (of one environment)."""
         return self._vector.env
+
+    @property
+    def needs_reset(self) -> bool:
+        return self._vector.needs_reset
+
+    def prepare_checkpoint(self, frame: int) -> None:
+        """The next reset without a seed uses ``derived_seed(run's seed, frame)``."""
+        self._vector.prepare_checkpoint(frame)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the current state, which the reset a restored copy needs replaces
+        (the emulator is left out by ``AtariVectorEnvironment``)."""
+        return {**self.__dict__, "_state": None}
 
     def reset(self, seed: int | None = None) -> State:
         seed = seed if seed is not None else self._seed

@@ -48,6 +48,20 @@ class _Spaces(ABC):
     def close(self) -> None:
         """Release the environment's resources."""
 
+    def prepare_checkpoint(self, frame: int) -> None:
+        """Called just before a checkpoint of the run is saved at ``frame``.
+
+        Environments whose own state cannot be saved (Atari's emulator) fix here the seed of
+        their next reset, derived from ``frame``, so that the run that goes on and a run
+        resumed from the checkpoint reset alike. Default: nothing.
+        """
+
+    @property
+    def needs_reset(self) -> bool:
+        """Whether ``reset`` must come before the next ``step``: ``True`` once restored from a
+        checkpoint that could not hold the running episodes (Atari), else ``False``."""
+        return False
+
 
 class Environment(_Spaces):
     """A single environment producing torch ``State`` objects.

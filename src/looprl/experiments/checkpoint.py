@@ -18,6 +18,18 @@ buffer unless ``checkpoint_replay=False`` (single environments:
 at the first episode end after that many frames; vector environments: after that step).
 Everything must pickle: Gymnasium's classic-control environments and vector environments
 do; components whose hooks are lambdas do not (register bound methods).
+
+**Atari** (``looprl.environments.atari``): ale-py cannot save its emulator, so the
+environments are saved without it and a restored one is reset before it steps again
+(``needs_reset``). Before saving, ``save_checkpoint`` calls ``experiment.prepare_checkpoint()``,
+which lets the environment fix the seed of its next reset (derived from the run's seed and the
+frame), in the running run too. With one environment (the DQN family) checkpoints fall on
+episode ends, so the uninterrupted and the resumed run start the next episode from the same
+seed: the resume is exact. Vector environments (PPO, A2C...) are saved in mid-episode: the
+resumed run gives up the running episodes (the agent sees their last states again, with
+reward 0, as truncated; they are not logged) and starts new ones from that seed. Networks,
+optimizers, buffers, schedules, counters and random states continue, but the run is no longer
+step for step the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -62,6 +74,8 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         TypeError: a part of the experiment cannot be pickled (named in the message).
     """
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
+    if hasattr(experiment, "prepare_checkpoint"):
+        experiment.prepare_checkpoint()
     if hasattr(experiment.logger, "flush"):
         experiment.logger.flush()
     temporary = path.with_name(path.name + ".tmp")

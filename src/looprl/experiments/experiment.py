@@ -145,6 +145,14 @@ class Experiment(ABC):
             self._next_checkpoint = (self.logger.frame // every + 1) * every
             save_checkpoint(self, replay=self.checkpoint_replay)
 
+    def prepare_checkpoint(self) -> None:
+        """Let the training environment prepare for a checkpoint at this frame
+        (``Environment.prepare_checkpoint``: Atari fixes its next reset's seed);
+        ``save_checkpoint`` calls it."""
+        prepare = getattr(self.training_env, "prepare_checkpoint", None)
+        if prepare is not None:
+            prepare(self.frame)
+
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""
         self.hub = MetaHub(components, self.agent, self.training_env,
@@ -337,10 +345,14 @@ class ParallelEnvExperiment(Experiment):
 
         The agent acts on every state the environments return, the last one included, so a
         rollout that fills on the budget's last step is trained within the budget; the action
-        it chose there is applied by the next call.
+        it chose there is applied by the next call. An environment restored from a checkpoint
+        without its running episodes (``needs_reset``: Atari) starts new ones.
         """
+        if self._state is not None and self.vector_env.needs_reset:
+            self._truncate_training_episodes()
+            self._reset(seed=None)  # the seed the environment chose at the checkpoint
         if self._state is None:
-            self._reset()
+            self._reset(self.seed)
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._step()
             self._update_progress()
@@ -350,9 +362,9 @@ class ParallelEnvExperiment(Experiment):
     def training_env(self) -> Any:
         return self.vector_env
 
-    def _reset(self) -> None:
+    def _reset(self, seed: int | None) -> None:
         env = self.vector_env
-        self._state = env.reset(seed=self.seed) if self.seed is not None else env.reset()
+        self._state = env.reset(seed=seed) if seed is not None else env.reset()
         self._returns = np.zeros(env.n_envs, dtype=np.float64)
         self._lengths = np.zeros(env.n_envs, dtype=np.int64)
         if self.hub is not None:
@@ -426,11 +438,18 @@ class ParallelEnvExperiment(Experiment):
         step out of them (into the first state after evaluation) as invalid, as after every
         episode end. Training then resumes with fresh episodes; the cut episodes are not
         logged as training episodes.
+
+        An environment restored from a checkpoint without its episodes (``needs_reset``)
+        cannot take that step: the agent receives the current states again, with reward 0.
         """
-        if self._state is not None:
+        if self._state is None:
+            return
+        if self.vector_env.needs_reset:
+            state = self._state.update("reward", torch.zeros_like(self._state.reward))
+        else:
             state = self._env_step(self._action)
-            self.agent.act(state.update("done", torch.ones_like(state.done)))
-            self._state = None
+        self.agent.act(state.update("done", torch.ones_like(state.done)))
+        self._state = None
 
     def _running_return_nonfinite(self) -> bool:
         return not np.isfinite(self._returns).all()
