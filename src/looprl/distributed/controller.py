@@ -329,29 +329,39 @@ class DistributedRun:
         batch_rows = [n for name, s in stats.items() if name.startswith("policy")
                       for n in s["batch_rows"]]
         trainer = stats.get("trainer")
+        self._record_episodes([s for name, s in stats.items() if name.startswith("actor")])
         for name, s in stats.items():
             if name.startswith(("actor", "eval")):
                 self._record_actor(name, s, seconds, batch_rows, trainer)
         if trainer is not None:
             self._record_trainer(trainer)
 
+    def _record_episodes(self, actors: list[dict[str, Any]]) -> None:
+        """Log the training episodes of one poll in the order they ended, each at an estimate
+        of the run's frame then: actors step at about the same rate, so an episode that ended
+        after a share of its worker's frames of this poll ended after that share of all."""
+        base = self.result.frames
+        total = sum(s["frames"] for s in actors)
+        ended = sorted((base + total * at / max(s["frames"], 1), ret)
+                       for s in actors for ret, _, at in s["episodes"])
+        self.result.frames = base + total
+        for frame, ret in ended:
+            self.result.returns.append(ret)
+            if self._log is not None:
+                self._log.frame = round(frame)
+                self._log.episode += 1
+                self._log.add_episode_return(ret)
+        if self._log is not None:
+            self._log.frame = self.result.frames
+
     def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
-        evaluation = name.startswith("eval")
-        if not evaluation:
-            self.result.frames += stats["frames"]
-        for ret, _ in stats["episodes"]:
-            if evaluation:
-                self.result.eval_returns.append(ret)
-            else:
-                self.result.returns.append(ret)
-                if self._log is not None:
-                    self._log.frame = self.result.frames
-                    self._log.episode += 1
-                    self._log.add_episode_return(ret)
-        if evaluation and stats["episodes"] and self._log is not None:
-            returns = [ret for ret, _ in stats["episodes"]]
-            self._log.add_eval("returns/mean", float(np.mean(returns)))
+        """Evaluation returns and a ``throughput.csv`` row of an actor or evaluation worker."""
+        if name.startswith("eval") and stats["episodes"]:
+            returns = [ret for ret, *_ in stats["episodes"]]
+            self.result.eval_returns += returns
+            if self._log is not None:
+                self._log.add_eval("returns/mean", float(np.mean(returns)))
         if self._throughput is None or seconds <= 0:
             return
         lags = trainer["lags"] if trainer else []

@@ -154,12 +154,12 @@ class ActorWorker:
                          ).default_policy_state
         explorations = spec.explorations
         exploration = explorations[index % len(explorations)] if explorations else None
-        restart = 1 if _restarted() else 0
+        own_seed = seed + 10_000 * index + (1_000_000 if _restarted() else 0)
+        torch.manual_seed(own_seed)  # the policy copy's sampling
         self.runner = EnvRunner(
             spec.make_env, None, runtime.envs_per_actor, runtime.segment_length,
             default_state, groups=1 if self.local else runtime.groups,
-            seed=seed + 10_000 * index + 1_000_000 * restart, exploration=exploration,
-            is_evaluation=evaluation,
+            seed=own_seed, exploration=exploration, is_evaluation=evaluation,
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -254,7 +254,9 @@ class ActorWorker:
         frames, self.runner.frames = self.runner.frames, 0
         with self._lock:
             self._stats["frames"] += frames
-            self._stats["episodes"] += [(e.ret, e.length) for e in episodes]
+            # (return, length, this worker's frames since the last ``stats`` when it ended)
+            self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"])
+                                        for e in episodes]
         segments = self.runner.segments()
         if segments and self.trainer is not None:
             self._send(segments)
