@@ -51,6 +51,21 @@ def reinforce(approximation: Any, loss: torch.Tensor, max_grad_norm: float | Non
     approximation.step(loss)
 
 
+def common_units(approximation: Any, n: int) -> int:
+    """The fewest of ``n`` over the processes ``approximation`` averages gradients with
+    (``Approximation.distribute``; ``n`` itself when it trains alone).
+
+    Trainers synchronized by DDP must take equally many gradient steps: each trains on this
+    many of its rows, as a ``DistributedSampler`` gives every process an equal share.
+    """
+    group = getattr(approximation, "process_group", None)
+    if group is None:
+        return n
+    count = torch.tensor([n], dtype=torch.int64)
+    torch.distributed.all_reduce(count, op=torch.distributed.ReduceOp.MIN, group=group)
+    return int(count)
+
+
 def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
     """``1 - Var(returns - values) / Var(returns)`` (nan when the returns are constant)."""
     if returns.numel() < 2:

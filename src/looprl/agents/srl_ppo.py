@@ -14,6 +14,10 @@ optionally ``logits`` (categorical policies, for PPG's exact KL). Feed-forward p
 (``default_policy_state is None``) accept any leading shape; the trainer then trains on
 shuffled valid rows. Recurrent policies get minibatches of whole streams (columns of the
 segment) and rebuild their memory from ``policy_state[0]``.
+
+Trainers whose ``policy.approximation`` is distributed (``Approximation.distribute``, DDP) must
+take equally many gradient steps: each step then trains on as many units on every trainer,
+the smallest count among them (a random subset of the others' units).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from looprl.agents.losses import normalize, ppg_aux_loss, ppo_loss, segment_gae,
 from looprl.agents.losses.vtrace import segment_mask, vtrace
 from looprl.agents.ppo import PPOTrainer
 from looprl.agents.srl_common import (
+    common_units,
     explained_variance,
     prepare_sample,
     reinforce,
@@ -146,12 +151,21 @@ class SRLPPOTrainer(PPOTrainer):
             **sample_lag(sample, mask, self._policy.version),
         }
         if not self.recurrent:
-            return rows[mask], stats
+            return self._common(rows[mask]), stats
         recurrent = NamedArray(
             **dict(rows.items()), policy_state=sample.policy_state[:-1],
             done=sample.done[:-1], truncated=sample.truncated[:-1], mask=mask,
         )  # fmt: skip
-        return transpose01(recurrent), stats
+        return self._common(transpose01(recurrent)), stats
+
+    def _common(self, batch: NamedArray) -> NamedArray:
+        """``batch``, or a random part of it as large as the smallest batch of the trainers
+        this one is synchronized with (DDP: all take as many gradient steps)."""
+        n = batch.advantage.shape[0]
+        common = common_units(self._policy.approximation, n if self._has_rows(batch) else 0)
+        if common == n:
+            return batch
+        return batch[torch.randperm(n, generator=self.generator)[:common]]
 
     def _targets(self, sample: SampleBatch) -> tuple[torch.Tensor, ...]:
         """``(advantage, returns, old value)``, each ``[T, B]``."""

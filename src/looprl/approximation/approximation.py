@@ -89,10 +89,13 @@ class Approximation:
         self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
         self._checkpointer.init(model, _checkpoint_file(logger, name))
 
+    #: the ``DistributedDataParallel`` wrapper of ``model`` once ``distribute`` is called
+    _ddp: nn.Module | None = None
+
     # -- forward passes -----------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
-        """Forward pass through the model, tracking gradients."""
-        return self.model(*inputs)
+        """Forward pass through the model, tracking gradients (through DDP once distributed)."""
+        return self.model(*inputs) if self._ddp is None else self._ddp(*inputs)
 
     def no_grad(self, *inputs: Any) -> Any:
         """Forward pass under ``torch.no_grad()``."""
@@ -199,6 +202,42 @@ class Approximation:
             f"Approximation '{self.name}' has no optimizer: pass one to the constructor "
             f"before calling {method}()."
         )
+
+    # -- several processes ----------------------------------------------------------------
+    def distribute(self, process_group: Any = None) -> Approximation:
+        """Average gradients over the processes of ``process_group`` (default: torch.distributed's
+        default group) with ``DistributedDataParallel``.
+
+        Forward passes with gradients (``__call__``) then go through a DDP wrapper, so that
+        each ``backward`` all-reduces the mean gradient, and every process must take the same
+        number of them; ``model``, its parameters and ``state_dict`` stay the plain module's
+        (same keys), and ``no_grad``/``eval`` passes use it directly, without communication.
+        DDP copies the parameters of the group's first process to the others now. Copies and
+        pickles of this object are not distributed.
+
+        Returns:
+            ``self``.
+        """
+        import inspect
+
+        from torch.nn.parallel import DistributedDataParallel
+
+        no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(
+            DistributedDataParallel).parameters else "broadcast_buffers")
+        self._ddp = DistributedDataParallel(  # unused outputs (PPG's aux head in PPO) are fine
+            self.model, process_group=process_group, find_unused_parameters=True,
+            **{no_sync: False})  # no collective in forward passes: ranks may make unequal ones
+        return self
+
+    @property
+    def process_group(self) -> Any:
+        """The process group gradients are averaged over (``None``: not distributed)."""
+        return None if self._ddp is None else self._ddp.process_group
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_ddp", None)  # a process group neither pickles nor copies
+        return state
 
     # -- passthroughs -------------------------------------------------------------------
     def parameters(self) -> Any:

@@ -192,7 +192,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     algorithm = dict(_plain(cfg.algorithm))
     preset = algorithm.pop("preset")
     spec, implied = algorithm_spec(preset, algorithm, cfg.env, cfg.frames,
-                                   actors=options.get("actors", 1))
+                                   actors=options.get("actors", 1),
+                                   trainers=options.get("trainers", 1))
     runtime = RuntimeConfig.from_dict({**options, **implied})
     return DistributedRun(spec, runtime, frames=cfg.frames, logdir=output_dir, seed=cfg.seed,
                           name=preset.rpartition(".")[2], quiet=cfg.logging.quiet,

@@ -123,6 +123,13 @@ class RuntimeConfig:
             model (worth it with a GPU or a large network); 0 (default): each actor runs its
             own copy of the policy, which pulls new parameters every ``pull_interval`` s.
         eval_workers: workers that play deterministic episodes with the latest parameters.
+        trainers: trainer workers. With N > 1, actor ``i`` sends its samples to trainer
+            ``i % N`` (each owns its buffer; ``batch_streams``/``batch`` are per trainer), and
+            the trainers average their gradients with torch DDP and step together; trainer 0
+            publishes parameters and checkpoints. Needs ``actors >= trainers``.
+        trainer_timeout: seconds a trainer waits for the others in a collective (with
+            several trainers); after that, or when one dies, the controller restarts them all
+            from trainer 0's latest checkpoint.
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
             dropped (``None``: keep all).
@@ -154,6 +161,8 @@ class RuntimeConfig:
     groups: int = 2
     policy_workers: int = 0
     eval_workers: int = 0
+    trainers: int = 1
+    trainer_timeout: float = 300.0
     segment_length: int = 64
     max_lag: int | None = None
     sync: bool = False
@@ -174,7 +183,7 @@ class RuntimeConfig:
 
     def __post_init__(self) -> None:
         for name in ("actors", "envs_per_actor", "groups", "segment_length", "queue_batches",
-                     "publish_every", "torch_threads"):
+                     "publish_every", "torch_threads", "trainers"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"runtime.{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("policy_workers", "eval_workers", "max_restarts"):
@@ -186,6 +195,17 @@ class RuntimeConfig:
         if self.groups > self.envs_per_actor:
             raise ValueError(f"runtime.groups ({self.groups}) cannot exceed "
                              f"runtime.envs_per_actor ({self.envs_per_actor})")
+        self._check_trainers()
+
+    def _check_trainers(self) -> None:
+        if self.trainers > self.actors:
+            raise ValueError(f"runtime.trainers ({self.trainers}) cannot exceed runtime.actors "
+                             f"({self.actors}): each trainer learns from its own actors")
+        if self.trainers > 1 and 0 < self.gpus_per_trainer < 1:
+            raise ValueError(f"runtime.trainers > 1 with GPUs needs gpus_per_trainer >= 1 (NCCL "
+                             f"gives each trainer its own GPU), got {self.gpus_per_trainer}")
+        if self.trainer_timeout <= 0:
+            raise ValueError(f"runtime.trainer_timeout must be > 0, got {self.trainer_timeout}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RuntimeConfig:
@@ -203,4 +223,4 @@ class RuntimeConfig:
     def reserved_cpus(self) -> float:
         """CPUs all workers reserve together."""
         return (self.actors * self.cpus_per_actor + self.policy_workers * self.cpus_per_policy
-                + self.cpus_per_trainer + self.eval_workers * self.cpus_per_actor)
+                + self.trainers * self.cpus_per_trainer + self.eval_workers * self.cpus_per_actor)

@@ -14,6 +14,13 @@ dies is restarted by Ray and its loop started again; a trainer resumes from its 
 checkpoint. Episodes are reported to the controller, not to the trainer, so a trainer's
 death loses none of them.
 
+With ``runtime.trainers = N > 1`` the controller starts trainers ``trainer`` (rank 0),
+``trainer1``, ..., gives actor ``i`` trainer ``i % N``, and forms their torch.distributed group
+(rank 0 names the rendezvous, all join, DDP averages gradients). Statistics and losses are
+trainer 0's (sample counts summed over trainers). When one trainer dies, or a collective
+fails, the others cannot go on alone: the controller kills them all, Ray restarts them, they
+form a new group and resume from trainer 0's latest checkpoint.
+
 Whenever the trainer has checkpointed (every ``runtime.checkpoint_every`` steps), the
 controller saves its own state beside it (``controller_checkpoint.pt``: the logger's
 counters and the result so far). A run whose controller died (Ctrl-C, SIGKILL, a lost
@@ -28,8 +35,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.distributed.cluster import loopback_only, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 
 __all__ = ["CONTROLLER_CHECKPOINT", "DistributedResult", "DistributedRun", "loopback_only",
@@ -48,53 +54,6 @@ logger = logging.getLogger(__name__)
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
-
-
-def start_ray(runtime: RuntimeConfig) -> bool:
-    """Join ``runtime.address`` or start a local instance on loopback; return whether this
-    call started Ray (and so must stop it).
-
-    Raises:
-        ConnectionError: the address cannot be reached (checked within 3 seconds).
-    """
-    import ray
-
-    if ray.is_initialized():
-        return False
-    if runtime.address not in (None, "auto", "local"):
-        _check_reachable(runtime.address)
-        ray.init(address=runtime.address, runtime_env=runtime.runtime_env,
-                 logging_level=logging.WARNING)
-        return True
-    loopback_only()
-    cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
-    ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
-             runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's Ray
-             log_to_driver=False)
-    return True
-
-
-def loopback_only() -> None:
-    """Make the next local Ray instance listen on 127.0.0.1 only (not the host's address).
-
-    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when it is imported; this sets the
-    variable (for processes started later) and the constant of an already imported Ray.
-    """
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    from ray._private import ray_constants
-
-    ray_constants.ENABLE_RAY_CLUSTER = False
-
-
-def _check_reachable(address: str) -> None:
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
-            return
-    except (OSError, ValueError) as error:
-        raise ConnectionError(f"cannot reach a Ray cluster at {address!r} ({error}); start one "
-                              "with `ray start --head` or leave runtime.address unset to run "
-                              "locally") from None
 
 
 @dataclass
@@ -110,6 +69,9 @@ class DistributedResult:
         eval_returns: the evaluation workers' episode returns.
         log_dir: the run directory (``None`` without one).
         nodes: the Ray node each worker ran on.
+        trainer_steps: each trainer's ``Trainer.step`` calls at the end.
+        trainers_in_sync: whether all trainers ended with the same parameters (``None``:
+            unknown).
     """
 
     frames: int = 0
@@ -120,6 +82,8 @@ class DistributedResult:
     eval_returns: list[float] = field(default_factory=list)
     log_dir: str | None = None
     nodes: dict[str, str] = field(default_factory=dict)
+    trainer_steps: list[int] = field(default_factory=list)
+    trainers_in_sync: bool | None = None
 
     @property
     def frames_per_second(self) -> float:
@@ -168,6 +132,8 @@ class DistributedRun:
         self._started_ray = False
         self.resume_from = resume_from
         self._snapshots = 0  # controller checkpoints taken
+        self._pids: dict[str, int] = {}  # trainer processes, to tell restarted ones apart
+        self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
 
     # -- life cycle ------------------------------------------------------------------------
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
@@ -250,9 +216,12 @@ class DistributedRun:
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         server = ParameterServer.remote()
         run_dir = self.result.log_dir or str(Path.cwd())
-        self.workers["trainer"] = TrainerWorker.options(
-            num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **restart,
-        ).remote(spec, rt, server, run_dir, self.seed)
+        grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
+        trainers = [TrainerWorker.options(
+            num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped,
+        ).remote(spec, rt, server, run_dir, self.seed, rank) for rank in range(rt.trainers)]
+        for name, worker in zip(self._trainer_names(), trainers, strict=True):
+            self.workers[name] = worker
         policies = [
             PolicyWorker.options(num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy,
                                  **restart).remote(spec, rt, server, _served(rt, i))
@@ -263,7 +232,7 @@ class DistributedRun:
         for i in range(rt.actors):
             self.workers[f"actor{i}"] = ActorWorker.options(
                 num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart,
-            ).remote(i, spec, rt, server, self.workers["trainer"],
+            ).remote(i, spec, rt, server, trainers[i % rt.trainers],
                      policies[i % len(policies)] if policies else None, self.seed)
         for i in range(rt.eval_workers):
             self.workers[f"eval{i}"] = ActorWorker.options(
@@ -271,6 +240,7 @@ class DistributedRun:
             ).remote(rt.actors + i, spec, rt, server, None, None, self.seed, True)
         self.workers["server"] = server
         self._wait_placed(ray)
+        self._form_trainer_group(ray)
         for name, worker in self.workers.items():
             if name not in ("server",) and not name.startswith("policy"):
                 self._runs[name] = worker.run.remote()
@@ -291,9 +261,26 @@ class DistributedRun:
         for name, ref in zip(names, refs, strict=True):
             answer = _get(ray, ref, name)
             self.result.nodes[name] = answer["node"] if isinstance(answer, dict) else answer
+            if isinstance(answer, dict):
+                self._pids[name] = answer["id"]
             if name == "trainer" and answer["resumed_from"] is not None:
                 logger.warning("trainer resumed from its checkpoint at step %d",
                                answer["resumed_from"])
+
+    def _trainer_names(self) -> list[str]:
+        return ["trainer"] + [f"trainer{rank}" for rank in range(1, self.runtime.trainers)]
+
+    def _form_trainer_group(self, ray: Any) -> None:
+        """Several trainers: rank 0 names a rendezvous, all join one torch.distributed group."""
+        if self.runtime.trainers == 1:
+            return
+        names = self._trainer_names()
+        init_method = _get(ray, self.workers["trainer"].rendezvous.remote(), "trainer")
+        if init_method.startswith("file://"):
+            self._rendezvous.append(init_method.removeprefix("file://"))
+        refs = [self.workers[name].join_group.remote(init_method) for name in names]
+        for name, ref in zip(names, refs, strict=True):
+            _get(ray, ref, name, timeout=self.runtime.trainer_timeout + 60)
 
     def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:
         from looprl.experiments.progress import TrainingProgress
@@ -328,7 +315,7 @@ class DistributedRun:
                 continue  # dead or restarting: _check_workers handles it
         batch_rows = [n for name, s in stats.items() if name.startswith("policy")
                       for n in s["batch_rows"]]
-        trainer = stats.get("trainer")
+        trainer = self._trainer_stats(stats)
         self._record_episodes([s for name, s in stats.items() if name.startswith("actor")])
         for name, s in stats.items():
             if name.startswith(("actor", "eval")):
@@ -353,6 +340,17 @@ class DistributedRun:
                 self._log.add_episode_return(ret)
         if self._log is not None:
             self._log.frame = self.result.frames
+
+    def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
+        """Trainer 0's statistics, with the sample counts and lags of every trainer."""
+        trainer = stats.get("trainer")
+        for name in self._trainer_names()[1:]:
+            other = stats.get(name)
+            if trainer is not None and other is not None:
+                trainer["received"] += other["received"]
+                trainer["dropped"] += other["dropped"]
+                trainer["lags"] = trainer["lags"] + other["lags"]
+        return trainer
 
     def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
@@ -387,20 +385,32 @@ class DistributedRun:
         """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it)."""
         import ray
 
+        from looprl.distributed.ddp import TrainerGroupError
+
         finished, _ = ray.wait(list(self._runs.values()), num_returns=len(self._runs), timeout=0)
+        grouped = set(self._trainer_names()) if self.runtime.trainers > 1 else set()
+        broken: list[tuple[str, Exception]] = []  # trainers of the group that died or failed
         for name, ref in list(self._runs.items()):
             if ref not in finished:
                 continue
             try:
                 ray.get(ref)
             except ray.exceptions.RayActorError as error:
+                if name in grouped:
+                    broken.append((name, error))
+                    continue
                 self._restart(ray, name, error)
                 continue
             except ray.exceptions.RayTaskError as error:
                 cause = error.as_instanceof_cause()
+                if name in grouped and isinstance(cause, TrainerGroupError):
+                    broken.append((name, cause))
+                    continue
                 raise RuntimeError(f"{name} worker failed: {type(cause).__name__}: "
                                    f"{_message(cause)}") from None
             raise RuntimeError(f"{name} worker stopped on its own")
+        if broken:
+            self._restart_trainers(ray, broken)
 
     def _restart(self, ray: Any, name: str, error: Exception) -> None:
         restarts = sum(1 for worker, _ in self.result.restarts if worker == name)
@@ -416,20 +426,51 @@ class DistributedRun:
         self.result.restarts.append((name, self.result.frames))
         self._runs[name] = self.workers[name].run.remote()
 
-    def _wait_restarted(self, ray: Any, name: str, timeout: float = 120) -> Any:
-        """The worker's ``ready()`` answer once Ray has restarted it."""
+    def _restart_trainers(self, ray: Any, broken: list[tuple[str, Exception]]) -> None:
+        """One trainer of several died or failed in a collective: restart them all, form a new
+        group; they resume from trainer 0's latest checkpoint."""
+        dead = [name for name, error in broken if isinstance(error, ray.exceptions.RayActorError)]
+        name, error = next((b for b in broken if b[0] in dead), broken[0])
+        restarts = sum(1 for worker, _ in self.result.restarts if worker.startswith("trainer"))
+        if restarts >= self.runtime.max_restarts:
+            raise RuntimeError(f"the trainers failed {restarts + 1} times (runtime.max_restarts="
+                               f"{self.runtime.max_restarts}); last: {name}: {_message(error)}")
+        logger.warning("%s worker failed at frame %d (%s); restarting all %d trainers",
+                       name, self.result.frames, _message(error), self.runtime.trainers)
+        for other in self._trainer_names():
+            if other not in dead:
+                ray.kill(self.workers[other], no_restart=False)
+        answers = {other: self._wait_restarted(ray, other, former=self._pids.get(other))
+                   for other in self._trainer_names()}
+        self._pids.update({other: answer["id"] for other, answer in answers.items()})
+        logger.warning("trainers resumed from trainer 0's checkpoint at step %s",
+                       answers["trainer"]["resumed_from"])
+        self.result.restarts.append((name, self.result.frames))
+        self._form_trainer_group(ray)
+        for other in self._trainer_names():
+            self._runs[other] = self.workers[other].run.remote()
+
+    def _wait_restarted(self, ray: Any, name: str, timeout: float = 120,
+                        former: int | None = None) -> Any:
+        """The worker's ``ready()`` answer once Ray has restarted it (in a process other than
+        ``former``, when given: it was just killed)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
-                return ray.get(self.workers[name].ready.remote(), timeout=timeout)
-            except ray.exceptions.ActorUnavailableError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
-                                       "after it died") from None
-                time.sleep(0.2)
+                answer = ray.get(self.workers[name].ready.remote(), timeout=timeout)
+                if former is None or answer["id"] != former:
+                    return answer
+            except ray.exceptions.RayActorError as error:
+                if former is None and not isinstance(error, ray.exceptions.ActorUnavailableError):
+                    raise RuntimeError(f"{name} worker could not be restarted: "
+                                       f"{_message(error)}") from None
             except ray.exceptions.RayError as error:
                 raise RuntimeError(f"{name} worker could not be restarted: "
                                    f"{_message(error)}") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
+                                   "after it died")
+            time.sleep(0.2)
 
     def _shutdown(self) -> None:
         import ray
@@ -441,6 +482,8 @@ class DistributedRun:
             for worker in self.workers.values():
                 ray.kill(worker, no_restart=True)
             self.workers.clear()
+            for path in self._rendezvous:
+                Path(path).unlink(missing_ok=True)
             if self._log is not None:
                 self._log.close()
             if self._started_ray:
@@ -451,6 +494,7 @@ class DistributedRun:
         for name in self._runs:
             self.workers[name].stop.remote()
         ray.wait(list(self._runs.values()), num_returns=len(self._runs), timeout=30)
+        self._compare_trainers(ray)
         if self.result.log_dir is None:
             return
         trainer = self.workers["trainer"]
@@ -462,6 +506,20 @@ class DistributedRun:
                 self._snapshot(final=True)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", _message(error))
+
+    def _compare_trainers(self, ray: Any) -> None:
+        """Record each trainer's steps and whether they ended with the same parameters."""
+        names = self._trainer_names()
+        try:
+            answers = ray.get([self.workers[n].digest.remote() for n in names], timeout=60)
+        except ray.exceptions.RayError as error:
+            logger.warning("could not compare the trainers: %s", _message(error))
+            return
+        self.result.trainer_steps = [answer["steps"] for answer in answers]
+        self.result.trainers_in_sync = len({answer["digest"] for answer in answers}) == 1
+        if not self.result.trainers_in_sync:
+            logger.warning("the trainers ended with different parameters (steps %s)",
+                           self.result.trainer_steps)
 
 
 @dataclass

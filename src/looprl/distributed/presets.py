@@ -29,10 +29,11 @@ def apex_epsilons(n: int, base: float = 0.4, alpha: float = 7.0) -> list[float]:
 
 
 def algorithm_spec(preset: str, hyperparameters: dict[str, Any], env: str, frames: int,
-                   actors: int = 1, env_args: dict[str, Any] | None = None
+                   actors: int = 1, env_args: dict[str, Any] | None = None, trainers: int = 1
                    ) -> tuple[AlgorithmSpec, dict[str, Any]]:
     """The ``AlgorithmSpec`` of ``preset`` with ``hyperparameters`` on ``env``, and the runtime
-    options it implies (``segment_length``).
+    options it implies (``segment_length``). Schedules span ``frames`` shared by ``trainers``
+    trainers, each stepping on its own batches.
 
     Raises:
         ValueError: ``preset`` has no distributed counterpart (the message lists them).
@@ -46,7 +47,7 @@ def algorithm_spec(preset: str, hyperparameters: dict[str, Any], env: str, frame
     spaces = _spaces(env, env_args or {})
     hp = hyperparameters
     if preset in ("ppo", "ppg"):
-        return _actor_critic(preset, hp, env, env_args or {}, frames, *spaces)
+        return _actor_critic(preset, hp, env, env_args or {}, frames / trainers, *spaces)
     return _q_learning(hp, env, env_args or {}, actors, *spaces)
 
 
@@ -71,7 +72,7 @@ def _action_args(action: Any) -> dict[str, Any]:
 
 
 def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str, Any],
-                  frames: int, obs_dim: dict[str, Any], action: Any
+                  frames: float, obs_dim: dict[str, Any], action: Any
                   ) -> tuple[AlgorithmSpec, dict[str, Any]]:
     from looprl.presets.classic_control.ppo import linear
 

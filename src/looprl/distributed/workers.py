@@ -7,7 +7,10 @@
 * ``PolicyWorker`` -- an async actor: batches the requests of many actors into one
   ``rollout`` and pulls new parameters by version.
 * ``TrainerWorker`` -- owns the sample buffer (``TrainerCore``), runs ``Trainer.step``,
-  publishes parameters, checkpoints, and resumes from its checkpoint after a restart.
+  publishes parameters, checkpoints, and resumes from its checkpoint after a restart. With
+  ``runtime.trainers = N > 1``, N of them (ranks 0..N-1) form one torch.distributed group
+  (``looprl.distributed.ddp``): each learns from its own actors' samples, DDP averages their
+  gradients, all step together, and rank 0 alone publishes and checkpoints.
 * evaluation workers -- ``ActorWorker`` s built with ``evaluation=True`` and no trainer: they
   play deterministic episodes, once per parameter publication, and send no samples.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 import time
@@ -33,6 +37,7 @@ import torch
 from ray import cloudpickle
 from ray.exceptions import RayActorError, RayTaskError
 
+from looprl.distributed import ddp
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import TrainerCore
@@ -373,15 +378,18 @@ class TrainerWorker:
     """Owns the sample buffer, runs ``Trainer.step``, publishes parameters, checkpoints.
 
     After a restart (Ray restarts a trainer that died) it continues from its latest
-    checkpoint in ``run_dir``.
+    checkpoint in ``run_dir``. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
     """
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
-                 run_dir: str, seed: int):
+                 run_dir: str, seed: int, rank: int = 0):
         torch.set_num_threads(runtime.torch_threads)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
-        torch.manual_seed(seed)
-        np.random.seed(seed)
+        torch.manual_seed(seed + rank)
+        np.random.seed(seed + rank)  # each rank samples its own prioritized batches
+        self.rank = rank
+        self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
+            rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
         self.runtime = runtime
         self.server = server
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
@@ -391,14 +399,14 @@ class TrainerWorker:
                                 spec.buffer_args, runtime.max_lag)
         self._capacity = runtime.queue_batches * getattr(self.core.buffer, "batch_streams", 0)
         self.resumed_from: int | None = None
-        if self.path.exists():
+        if self.path.exists() and rank == 0:
             state = torch.load(self.path, weights_only=False)  # plain pickle reads cloudpickle
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
         self._lock = threading.Condition()  # notified after every step (sync sampling)
         self._stop = threading.Event()
-        self._feeders = runtime.actors  # actor workers sending to this trainer
+        self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
         self._waiting = 0  # sync: puts waiting for the step their samples join
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
         self._published = -1
@@ -408,8 +416,26 @@ class TrainerWorker:
         self._publish()
 
     def ready(self) -> dict[str, Any]:
-        """The node, and the step this trainer resumed from (``None``: a fresh start)."""
-        return {"node": ray.get_runtime_context().get_node_id(), "resumed_from": self.resumed_from}
+        """The node, the step resumed from (``None``: a fresh start) and this process's id."""
+        return {"node": ray.get_runtime_context().get_node_id(),
+                "resumed_from": self.resumed_from, "id": os.getpid()}
+
+    def rendezvous(self) -> str:
+        """Rank 0: where a new trainer group meets (an ``init_method``)."""
+        return ddp.rendezvous(ray.util.get_node_ip_address())
+
+    def join_group(self, init_method: str) -> None:
+        """Form the trainer group (``rendezvous`` on rank 0 names ``init_method``), take rank 0's
+        trainer and step count (its checkpoint's, after a restart), average gradients (DDP)."""
+        self.group.join(init_method)
+        mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
+        self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
+        self.group.distribute(self.core.policy)
+        self._first_step = self.steps + 1
+
+    def digest(self) -> dict[str, Any]:
+        """Train steps and a hash of the policy's parameters (equal on synchronized ranks)."""
+        return {"steps": self.steps, "digest": ddp.digest(self.core.policy.module)}
 
     def put(self, segments: list[Any]) -> int:
         """Receive segments from an actor worker; return the policy version the actor should
@@ -463,26 +489,51 @@ class TrainerWorker:
                     "lags": lags, "received": self.core.received, "dropped": self.core.dropped}
 
     def run(self) -> None:
-        """Train whenever the buffer is ready, until ``stop``."""
+        """Train whenever the buffer is ready, until ``stop``. Several trainers step together
+        (each step waits for every one's batch) and all end when one is stopped.
+
+        Raises:
+            TrainerGroupError: a collective failed (another trainer died or hung).
+        """
+        try:
+            while (batch := self._next_batch()) is not None:
+                self._train(batch)
+        except RuntimeError as error:
+            if self.group is None or not ddp.collective_failure(error):
+                raise
+            raise ddp.TrainerGroupError(f"trainer {self.rank}: a collective of the trainers "
+                                        f"failed ({str(error).splitlines()[0][:200]})") from None
+
+    def _next_batch(self) -> Any:
+        """The next batch once the buffer is ready; ``None`` once any trainer is stopped."""
         while not self._stop.is_set():
             with self._lock:
                 batch = self.core.next_batch()
                 self._training = batch is not None
-            if batch is None:
-                time.sleep(0.001)
-                continue
-            result = self.core.learn(batch)  # actors keep sending meanwhile
-            self.steps += 1
-            if self.steps % self.runtime.publish_every == 0:
-                self._publish()
-            with self._lock:
-                self.core.finish(batch, result)
-                self._stats.append({k: float(v) for k, v in result.stats.items()})
-                self._training = False
-                self._lock.notify_all()  # sync: waiting puts see the new version
-            every = self.runtime.checkpoint_every
-            if every and self.steps % every == 0:
-                self.checkpoint()
+            if batch is not None:
+                break
+            time.sleep(0.001)
+        else:
+            batch = None
+        if self.group is not None and not self.group.agree(batch is not None):
+            return None
+        return batch
+
+    def _train(self, batch: Any) -> None:
+        result = self.core.learn(batch)  # actors keep sending meanwhile
+        self.steps += 1
+        if self.group is not None and self.steps == self._first_step:
+            self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
+        if self.steps % self.runtime.publish_every == 0:
+            self._publish()
+        with self._lock:
+            self.core.finish(batch, result)
+            self._stats.append({k: float(v) for k, v in result.stats.items()})
+            self._training = False
+            self._lock.notify_all()  # sync: waiting puts see the new version
+        every = self.runtime.checkpoint_every
+        if every and self.steps % every == 0 and self.rank == 0:
+            self.checkpoint()
 
     def checkpoint(self) -> int:
         """Save the trainer (policy, optimizer, counters) to ``run_dir``; return the step."""
@@ -498,5 +549,6 @@ class TrainerWorker:
 
     def _publish(self) -> None:
         policy = self.core.policy
-        self.server.put.remote(policy.version, _parameters(policy))
-        self._published = policy.version
+        if self.rank == 0:
+            self.server.put.remote(policy.version, _parameters(policy))
+        self._published = policy.version  # trainers step together: rank 0 published it too

@@ -1,0 +1,60 @@
+"""Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance that
+listens on 127.0.0.1 only (``loopback_only``)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+
+from looprl.distributed.config import RuntimeConfig
+
+__all__ = ["loopback_only", "start_ray"]
+
+
+def start_ray(runtime: RuntimeConfig) -> bool:
+    """Join ``runtime.address`` or start a local instance on loopback; return whether this
+    call started Ray (and so must stop it).
+
+    Raises:
+        ConnectionError: the address cannot be reached (checked within 3 seconds).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if runtime.address not in (None, "auto", "local"):
+        _check_reachable(runtime.address)
+        ray.init(address=runtime.address, runtime_env=runtime.runtime_env,
+                 logging_level=logging.WARNING)
+        return True
+    loopback_only()
+    cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
+             runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's Ray
+             log_to_driver=False)
+    return True
+
+
+def loopback_only() -> None:
+    """Make the next local Ray instance listen on 127.0.0.1 only (not the host's address).
+
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when it is imported; this sets the
+    variable (for processes started later) and the constant of an already imported Ray.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _check_reachable(address: str) -> None:
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
+            return
+    except (OSError, ValueError) as error:
+        raise ConnectionError(f"cannot reach a Ray cluster at {address!r} ({error}); start one "
+                              "with `ray start --head` or leave runtime.address unset to run "
+                              "locally") from None

@@ -1,0 +1,156 @@
+"""Several trainers synchronized with torch DDP (``runtime.trainers``): the gradient averaging
+in two plain processes (gloo over a rendezvous file), then a Ray run with two trainers, one
+of them killed mid-run, and the bad input."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from pathlib import Path
+
+import pytest
+import torch
+
+from looprl.agents.srl_trainers import SRLDQNTrainer, SRLPPGTrainer, SRLPPOTrainer
+from looprl.core import NamedArray, Policy, SampleBatch
+from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+from looprl.distributed.ddp import TrainerGroup
+
+CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
+
+
+def policy(kind: str = "actor-critic-separate") -> Policy:
+    return Policy(type_=kind, args={**CARTPOLE, "seed": 0, "lr": 1e-2})
+
+
+def sample(seed: int, ends: bool, rows: int = 9, streams: int = 6) -> SampleBatch:
+    """Random ``[rows, streams]`` CartPole segments; with ``ends``, episodes end at random."""
+    g = torch.Generator().manual_seed(seed)
+    done = (torch.rand(rows, streams, generator=g) < 0.2) if ends else torch.zeros(
+        rows, streams, dtype=torch.bool)
+    return SampleBatch(
+        obs=NamedArray(obs=torch.randn(rows, streams, 4, generator=g)),
+        action=torch.randint(2, (rows, streams), generator=g), done=done,
+        reward=torch.randn(rows, streams, generator=g), truncated=torch.zeros_like(done),
+        log_prob=-torch.rand(rows, streams, generator=g) - 0.5,
+        value=torch.randn(rows, streams, generator=g),
+    )
+
+
+def vector(p: Policy) -> torch.Tensor:
+    return torch.nn.utils.parameters_to_vector(p.module.parameters()).detach().clone()
+
+
+def one_rank(rank: int, init_method: str, out: str) -> None:
+    """Trainer ``rank`` of 2: a PPO step, PPG steps on unequal valid rows (several minibatches
+    and an auxiliary phase) and a DQN step, each on this rank's own samples."""
+    torch.set_num_threads(1)
+    group = TrainerGroup(rank, 2, gpus=False, timeout=60)
+    group.join(init_method)
+    results = {}
+    ppo = policy()
+    trainer = SRLPPOTrainer(ppo, epochs=1, minibatch_size=1000)  # one gradient step
+    group.distribute(ppo)
+    trainer.step(sample(seed=rank, ends=False))
+    results["ppo"] = vector(ppo)
+    ppg = policy("actor-critic-auxiliary")
+    trainer = SRLPPGTrainer(ppg, n_policy=2, aux_epochs=1, epochs=2, minibatch_size=8)
+    group.distribute(ppg)
+    for step in range(2):
+        trainer.step(sample(seed=10 * step + rank, ends=True))
+    results["ppg"], results["aux_phases"] = vector(ppg), trainer.aux_phases
+    dqn = Policy(type_="q-network", args={**CARTPOLE, "seed": 0})
+    trainer = SRLDQNTrainer(dqn, target_update=1)
+    group.distribute(dqn)
+    trainer.step(sample(seed=rank, ends=True), torch.rand(6))
+    results["dqn"] = vector(dqn)
+    torch.save(results, out)
+
+
+def mean_gradient_step() -> torch.Tensor:
+    """The parameters after one PPO step on the mean of the two ranks' gradients."""
+    gradients = []
+    for rank in range(2):
+        p = policy()
+        trainer = SRLPPOTrainer(p, epochs=1, minibatch_size=1000)
+        p.approximation.step = lambda loss=None, p=p: None  # backward only
+        trainer.step(sample(seed=rank, ends=False))
+        gradients.append([q.grad.clone() for q in p.module.parameters()])
+    reference = policy()
+    for q, g0, g1 in zip(reference.module.parameters(), *gradients, strict=True):
+        q.grad = (g0 + g1) / 2
+    reference.approximation.step()
+    return vector(reference)
+
+
+def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    init = f"file://{tmp_path / 'rendezvous'}"
+    ranks = [context.Process(target=one_rank, args=(r, init, str(tmp_path / f"{r}.pt")))
+             for r in range(2)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(timeout=120)
+        if process.is_alive():
+            process.kill()
+    assert [process.exitcode for process in ranks] == [0, 0]
+    first, second = (torch.load(tmp_path / f"{r}.pt") for r in range(2))
+    for key in ("ppo", "ppg", "dqn"):
+        assert torch.equal(first[key], second[key]), key  # the ranks stayed in sync
+    assert first["aux_phases"] == second["aux_phases"] == 1
+    alone = policy()
+    SRLPPOTrainer(alone, epochs=1, minibatch_size=1000).step(sample(seed=0, ends=False))
+    assert not torch.allclose(first["ppo"], vector(alone), atol=1e-5)  # rank 0 did not step alone
+    torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
+
+
+def test_more_trainers_than_actors_is_a_one_line_error():
+    with pytest.raises(ValueError, match=r"^runtime.trainers \(3\) cannot exceed runtime.actors "
+                                         r"\(2\): each trainer learns from its own actors$"):
+        RuntimeConfig(actors=2, trainers=3)
+    with pytest.raises(ValueError, match="gpus_per_trainer >= 1"):
+        RuntimeConfig(trainers=2, gpus_per_trainer=0.5)
+    assert RuntimeConfig(actors=4, trainers=2, cpus_per_trainer=0.5).reserved_cpus() == 5
+
+
+def test_looprl_run_accepts_runtime_trainers(tmp_path):
+    pytest.importorskip("hydra")
+    from hydra import compose, initialize
+
+    from looprl.configs import build_distributed, register
+
+    register()
+    with initialize(version_base="1.3", config_path=None):
+        cfg = compose("looprl", overrides=["runtime=ray", "runtime.trainers=2"])
+    run = build_distributed(cfg, str(tmp_path))
+    assert run.runtime.trainers == 2 and run.runtime.actors == 2
+
+
+def test_two_ddp_trainers_stay_in_sync_and_survive_a_killed_trainer(local_ray, tmp_path, caplog):
+    ray = local_ray
+    killed = []
+
+    def kill_trainer1(run: DistributedRun) -> None:
+        if not killed and run.result.train_steps >= 4:
+            killed.append(run.result.train_steps)
+            ray.kill(run.workers["trainer1"], no_restart=False)
+
+    caplog.set_level(logging.WARNING, "looprl.distributed")
+    spec = AlgorithmSpec(
+        env="CartPole-v1", policy="actor-critic-separate", policy_args={**CARTPOLE, "lr": 1e-3},
+        trainer="ppo", trainer_args={"epochs": 2, "minibatch_size": 64},
+        buffer_args={"batch_streams": 4})
+    runtime = RuntimeConfig(actors=2, trainers=2, envs_per_actor=4, segment_length=32,
+                            cpus_per_actor=0.5, cpus_per_trainer=0.5, checkpoint_every=2)
+    run = DistributedRun(spec, runtime, frames=10_000, logdir=str(tmp_path), quiet=True)
+    result = run.run(callback=kill_trainer1)
+    assert [name for name, _ in result.restarts] == ["trainer1"], caplog.text
+    assert "restarting all 2 trainers" in caplog.text
+    resumed = [r.getMessage() for r in caplog.records if "trainers resumed" in r.getMessage()]
+    step = int(resumed[-1].split()[-1])
+    assert 2 <= step <= killed[0] + 2  # trainer 0's latest checkpoint, not a fresh start
+    steps = result.trainer_steps
+    assert len(steps) == 2 and steps[0] == steps[1] > step, steps  # both stepped, together
+    assert result.trainers_in_sync  # identical parameters on both ranks
+    assert (Path(result.log_dir) / "policy.pt").exists()
