@@ -268,7 +268,7 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
     from pathlib import Path
 
     if runtime == "ray":
-        from looprl.distributed.controller import find_controller_checkpoint
+        from looprl.distributed.run_state import find_controller_checkpoint
 
         return str(find_controller_checkpoint(run_dir or "."))
     if runner != "online":

@@ -34,10 +34,8 @@ one step for step.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,53 +44,18 @@ import torch
 
 from looprl.distributed.cluster import loopback_only, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.run_state import (
+    CONTROLLER_CHECKPOINT,
+    ControllerState,
+    DistributedResult,
+    find_controller_checkpoint,
+)
 
-__all__ = ["CONTROLLER_CHECKPOINT", "DistributedResult", "DistributedRun", "loopback_only",
-           "start_ray"]
+__all__ = ["DistributedResult", "DistributedRun", "loopback_only", "start_ray"]
 
 logger = logging.getLogger(__name__)
 
-CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
-
-
-@dataclass
-class DistributedResult:
-    """What a distributed run did.
-
-    Attributes:
-        frames: env steps taken by the actor workers.
-        returns: every training episode's return, in the order they were reported.
-        train_steps: ``Trainer.step`` calls.
-        seconds: wall time of the training loop.
-        restarts: worker deaths the run recovered from, as ``(worker, frame)``.
-        eval_returns: the evaluation workers' episode returns.
-        log_dir: the run directory (``None`` without one).
-        nodes: the Ray node each worker ran on.
-        trainer_steps: each trainer's ``Trainer.step`` calls at the end.
-        trainers_in_sync: whether all trainers ended with the same parameters (``None``:
-            unknown).
-    """
-
-    frames: int = 0
-    returns: list[float] = field(default_factory=list)
-    train_steps: int = 0
-    seconds: float = 0.0
-    restarts: list[tuple[str, int]] = field(default_factory=list)
-    eval_returns: list[float] = field(default_factory=list)
-    log_dir: str | None = None
-    nodes: dict[str, str] = field(default_factory=dict)
-    trainer_steps: list[int] = field(default_factory=list)
-    trainers_in_sync: bool | None = None
-
-    @property
-    def frames_per_second(self) -> float:
-        """Env frames per second of the whole run."""
-        return self.frames / self.seconds if self.seconds else 0.0
-
-    def mean_return(self, last: int = 100) -> float:
-        """Mean of the last ``last`` training returns (``nan`` before the first)."""
-        return float(np.mean(self.returns[-last:])) if self.returns else math.nan
 
 
 class DistributedRun:
@@ -199,18 +162,14 @@ class DistributedRun:
         from looprl.experiments.checkpoint import save_checkpoint
 
         self._snapshots = self.result.train_steps // every
-        save_checkpoint(_ControllerState(self._log, self.result),
+        save_checkpoint(ControllerState(self._log, self.result),
                         Path(self._log.log_dir) / CONTROLLER_CHECKPOINT)
 
     def _start_workers(self) -> None:
         import ray
 
-        from looprl.distributed.workers import (
-            ActorWorker,
-            ParameterServer,
-            PolicyWorker,
-            TrainerWorker,
-        )
+        from looprl.distributed.trainer_worker import TrainerWorker
+        from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
 
         rt, spec = self.runtime, self.spec
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
@@ -520,33 +479,6 @@ class DistributedRun:
         if not self.result.trainers_in_sync:
             logger.warning("the trainers ended with different parameters (steps %s)",
                            self.result.trainer_steps)
-
-
-@dataclass
-class _ControllerState:
-    """What ``controller_checkpoint.pt`` holds (``save_checkpoint`` flushes the logger)."""
-
-    logger: Any
-    result: DistributedResult
-
-
-def find_controller_checkpoint(run_dir: str | Path) -> Path:
-    """The one ``controller_checkpoint.pt`` in or under ``run_dir``.
-
-    Raises:
-        FileNotFoundError: none there (the message says how runs write them).
-        ValueError: several (resume one run at a time).
-    """
-    run_dir = Path(run_dir)
-    found = sorted(run_dir.glob(f"**/{CONTROLLER_CHECKPOINT}"))
-    if not found:
-        raise FileNotFoundError(f"No distributed run to resume in {run_dir}: no "
-                                f"{CONTROLLER_CHECKPOINT} (runs write one every "
-                                "runtime.checkpoint_every trainer steps)")
-    if len(found) > 1:
-        raise ValueError(f"{len(found)} distributed runs in {run_dir}; resume one at a time: "
-                         f"{', '.join(map(str, found))}")
-    return found[0]
 
 
 def _served(runtime: RuntimeConfig, index: int) -> int:

@@ -6,11 +6,8 @@
   groups, so it steps one group while the policy answers another.
 * ``PolicyWorker`` -- an async actor: batches the requests of many actors into one
   ``rollout`` and pulls new parameters by version.
-* ``TrainerWorker`` -- owns the sample buffer (``TrainerCore``), runs ``Trainer.step``,
-  publishes parameters, checkpoints, and resumes from its checkpoint after a restart. With
-  ``runtime.trainers = N > 1``, N of them (ranks 0..N-1) form one torch.distributed group
-  (``looprl.distributed.ddp``): each learns from its own actors' samples, DDP averages their
-  gradients, all step together, and rank 0 alone publishes and checkpoints.
+* ``TrainerWorker`` (``looprl.distributed.trainer_worker``) -- owns the sample buffer, runs
+  ``Trainer.step``, publishes parameters and checkpoints.
 * evaluation workers -- ``ActorWorker`` s built with ``evaluation=True`` and no trainer: they
   play deterministic episodes, once per parameter publication, and send no samples.
 
@@ -23,41 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import threading
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import ray
 import torch
-from ray import cloudpickle
 from ray.exceptions import RayActorError, RayTaskError
 
-from looprl.distributed import ddp
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.pipeline import TrainerCore
 
-__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "TrainerWorker"]
+__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker"]
 
 logger = logging.getLogger(__name__)
-
-TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
-
 
 def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
         warnings.simplefilter("ignore", DeprecationWarning)
         return ray.get_runtime_context().was_current_actor_reconstructed
-
-
-def _parameters(policy: Any) -> dict[str, Any]:
-    """The policy's parameters as CPU tensors (cheap to ship through the object store)."""
-    return {k: v.detach().cpu() for k, v in policy.module.state_dict().items()}
 
 
 @ray.remote(num_cpus=0)
@@ -371,184 +353,3 @@ def _check_size(result: Any, rows: int, policy: Any) -> None:
     if n != rows:
         raise RolloutSizeError(f"{type(policy).__name__}.rollout returned {n} actions for a "
                                f"request of {rows} rows; return one row per request row")
-
-
-@ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
-class TrainerWorker:
-    """Owns the sample buffer, runs ``Trainer.step``, publishes parameters, checkpoints.
-
-    After a restart (Ray restarts a trainer that died) it continues from its latest
-    checkpoint in ``run_dir``. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
-    """
-
-    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
-                 run_dir: str, seed: int, rank: int = 0):
-        torch.set_num_threads(runtime.torch_threads)
-        sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
-        torch.manual_seed(seed + rank)
-        np.random.seed(seed + rank)  # each rank samples its own prioritized batches
-        self.rank = rank
-        self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
-            rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
-        self.runtime = runtime
-        self.server = server
-        self.path = Path(run_dir) / TRAINER_CHECKPOINT
-        if runtime.gpus_per_trainer:
-            spec = spec.on_device("cuda")
-        self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
-                                spec.buffer_args, runtime.max_lag)
-        self._capacity = runtime.queue_batches * getattr(self.core.buffer, "batch_streams", 0)
-        self.resumed_from: int | None = None
-        if self.path.exists() and rank == 0:
-            state = torch.load(self.path, weights_only=False)  # plain pickle reads cloudpickle
-            self.core.load_state_dict(state["core"])
-            self.resumed_from = state["steps"]
-        self.steps = self.resumed_from or 0
-        self._lock = threading.Condition()  # notified after every step (sync sampling)
-        self._stop = threading.Event()
-        self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
-        self._waiting = 0  # sync: puts waiting for the step their samples join
-        self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
-        self._published = -1
-        self._training = False  # a batch has been taken and is being trained on
-        self._stats: list[dict[str, float]] = []
-        self._lags: list[float] = []
-        self._publish()
-
-    def ready(self) -> dict[str, Any]:
-        """The node, the step resumed from (``None``: a fresh start) and this process's id."""
-        return {"node": ray.get_runtime_context().get_node_id(),
-                "resumed_from": self.resumed_from, "id": os.getpid()}
-
-    def rendezvous(self) -> str:
-        """Rank 0: where a new trainer group meets (an ``init_method``)."""
-        return ddp.rendezvous(ray.util.get_node_ip_address())
-
-    def join_group(self, init_method: str) -> None:
-        """Form the trainer group (``rendezvous`` on rank 0 names ``init_method``), take rank 0's
-        trainer and step count (its checkpoint's, after a restart), average gradients (DDP)."""
-        self.group.join(init_method)
-        mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
-        self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
-        self.group.distribute(self.core.policy)
-        self._first_step = self.steps + 1
-
-    def digest(self) -> dict[str, Any]:
-        """Train steps and a hash of the policy's parameters (equal on synchronized ranks)."""
-        return {"steps": self.steps, "digest": ddp.digest(self.core.policy.module)}
-
-    def put(self, segments: list[Any]) -> int:
-        """Receive segments from an actor worker; return the policy version the actor should
-        sample with next.
-
-        An on-policy buffer holding ``runtime.queue_batches`` batches makes the caller wait
-        (backpressure: actors do not make samples that could only be trained on late). With
-        ``runtime.sync``, the caller waits until a step has trained on its samples, unless
-        every actor feeding this trainer waits and the batch still needs more samples.
-        """
-        while not self.core.prioritized and not self._stop.is_set():
-            with self._lock:
-                if len(self.core.buffer) < self._capacity:
-                    break
-            time.sleep(0.002)
-        with self._lock:
-            version = self.core.policy.version
-            for sample in segments:
-                self.core.put(sample)
-                if sample.policy_version is not None:
-                    self._lags.append(float(version - np.min(sample.policy_version)))
-            if self.runtime.sync:
-                self._wait_trained(version)
-            return self._published
-
-    def _wait_trained(self, version: int, timeout: float = 30.0) -> None:
-        """Sync sampling (holding the lock): wait until parameters newer than ``version``
-        are published, or until every feeder waits for a batch that needs more samples."""
-        self._waiting += 1
-        generation = self._more
-        deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
-        while (self._published <= version and generation == self._more
-               and not self._stop.is_set() and time.monotonic() < deadline):
-            if self._waiting >= self._feeders and not self._training and not self.core.ready():
-                self._more += 1
-                self._lock.notify_all()
-                break
-            self._lock.wait(0.05)
-        self._waiting -= 1
-
-    def stop(self) -> None:
-        """End ``run`` after the current step."""
-        self._stop.set()
-
-    def stats(self) -> dict[str, Any]:
-        """Train steps, their statistics and the sample lags since the last call."""
-        with self._lock:
-            stats, self._stats = self._stats, []
-            lags, self._lags = self._lags, []
-            return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
-                    "lags": lags, "received": self.core.received, "dropped": self.core.dropped}
-
-    def run(self) -> None:
-        """Train whenever the buffer is ready, until ``stop``. Several trainers step together
-        (each step waits for every one's batch) and all end when one is stopped.
-
-        Raises:
-            TrainerGroupError: a collective failed (another trainer died or hung).
-        """
-        try:
-            while (batch := self._next_batch()) is not None:
-                self._train(batch)
-        except RuntimeError as error:
-            if self.group is None or not ddp.collective_failure(error):
-                raise
-            raise ddp.TrainerGroupError(f"trainer {self.rank}: a collective of the trainers "
-                                        f"failed ({str(error).splitlines()[0][:200]})") from None
-
-    def _next_batch(self) -> Any:
-        """The next batch once the buffer is ready; ``None`` once any trainer is stopped."""
-        while not self._stop.is_set():
-            with self._lock:
-                batch = self.core.next_batch()
-                self._training = batch is not None
-            if batch is not None:
-                break
-            time.sleep(0.001)
-        else:
-            batch = None
-        if self.group is not None and not self.group.agree(batch is not None):
-            return None
-        return batch
-
-    def _train(self, batch: Any) -> None:
-        result = self.core.learn(batch)  # actors keep sending meanwhile
-        self.steps += 1
-        if self.group is not None and self.steps == self._first_step:
-            self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
-        if self.steps % self.runtime.publish_every == 0:
-            self._publish()
-        with self._lock:
-            self.core.finish(batch, result)
-            self._stats.append({k: float(v) for k, v in result.stats.items()})
-            self._training = False
-            self._lock.notify_all()  # sync: waiting puts see the new version
-        every = self.runtime.checkpoint_every
-        if every and self.steps % every == 0 and self.rank == 0:
-            self.checkpoint()
-
-    def checkpoint(self) -> int:
-        """Save the trainer (policy, optimizer, counters) to ``run_dir``; return the step."""
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        torch.save({"core": self.core.state_dict(), "steps": self.steps}, temporary,
-                   pickle_module=cloudpickle)  # user classes defined in scripts pickle too
-        temporary.replace(self.path)
-        return self.steps
-
-    def policy_checkpoint(self) -> dict[str, Any]:
-        """The policy's ``get_checkpoint()``."""
-        return self.core.policy.get_checkpoint()
-
-    def _publish(self) -> None:
-        policy = self.core.policy
-        if self.rank == 0:
-            self.server.put.remote(policy.version, _parameters(policy))
-        self._published = policy.version  # trainers step together: rank 0 published it too
