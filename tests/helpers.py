@@ -1,7 +1,7 @@
 """Test helpers: replay an agent's evaluation episodes independently of the experiment code
-(so that tests can compare ``Experiment.test`` with what the agent really scores), a
-trainer that records its batches instead of training, and a meta component that records
-what every hook sees."""
+(so that tests can compare ``Experiment.test`` with what the agent really scores); a
+trainer that records its batches instead of training; a meta component that records what
+every hook sees; a callback that kills a worker of a distributed run."""
 
 from __future__ import annotations
 
@@ -77,3 +77,18 @@ class Recorder(MetaComponent):
             self.log.append((self.tag, hook, dict(metrics)))
 
         return record
+
+
+def kill_after_train_steps(worker: str, steps: int) -> tuple[Any, list[int]]:
+    """A ``DistributedRun`` callback that kills ``worker`` once (Ray restarts it) when the run
+    has taken ``steps`` trainer steps, and the list it records the step count in."""
+    killed: list[int] = []
+
+    def kill(run: Any) -> None:
+        import ray
+
+        if not killed and run.result.train_steps >= steps:
+            killed.append(run.result.train_steps)
+            ray.kill(run.workers[worker], no_restart=False)
+
+    return kill, killed

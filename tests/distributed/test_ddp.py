@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import kill_after_train_steps
 from looprl.agents.srl_trainers import SRLDQNTrainer, SRLPPGTrainer, SRLPPOTrainer
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
@@ -128,14 +129,7 @@ def test_looprl_run_accepts_runtime_trainers(tmp_path):
 
 
 def test_two_ddp_trainers_stay_in_sync_and_survive_a_killed_trainer(local_ray, tmp_path, caplog):
-    ray = local_ray
-    killed = []
-
-    def kill_trainer1(run: DistributedRun) -> None:
-        if not killed and run.result.train_steps >= 4:
-            killed.append(run.result.train_steps)
-            ray.kill(run.workers["trainer1"], no_restart=False)
-
+    kill_trainer1, killed = kill_after_train_steps("trainer1", 4)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     spec = AlgorithmSpec(
         env="CartPole-v1", policy="actor-critic-separate", policy_args={**CARTPOLE, "lr": 1e-3},

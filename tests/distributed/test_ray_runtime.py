@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import kill_after_train_steps
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 
 ray = pytest.importorskip("ray")
@@ -59,13 +60,7 @@ def test_ppo_on_two_actors_learns_and_survives_a_killed_actor(local_ray, tmp_pat
 
 
 def test_a_killed_trainer_resumes_from_its_checkpoint(local_ray, tmp_path, caplog):
-    killed = []
-
-    def kill_the_trainer(run: DistributedRun) -> None:
-        if not killed and run.result.train_steps >= 4:
-            killed.append(run.result.train_steps)
-            ray.kill(run.workers["trainer"], no_restart=False)
-
+    kill_the_trainer, killed = kill_after_train_steps("trainer", 4)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     run = DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=10_000,
                          logdir=str(tmp_path), quiet=True)
