@@ -42,3 +42,39 @@ def test_a_run_joins_a_two_node_cluster_and_uses_both_nodes(two_nodes, tmp_path)
     assert len(actor_nodes) == 2  # spread over both nodes
     assert len(nodes[0]) == 2
     assert {node["NodeManagerAddress"] for node in nodes[0]} == {"127.0.0.1"}
+
+
+USER_ENV = """
+from looprl.environments.srl_adapters import GymnasiumEnvironment
+
+
+class UserCartPole(GymnasiumEnvironment):
+    def __init__(self):
+        super().__init__("CartPole-v1")
+"""
+
+
+def test_runtime_env_ships_the_users_environment_code_to_the_cluster(two_nodes, tmp_path,
+                                                                     monkeypatch):
+    """An environment registered by its ``"module:Class"`` path from a package only this
+    process can import: the workers fail to build it, in one line with a hint, until
+    ``runtime.runtime_env`` ships the package (``py_modules``) to the cluster's nodes."""
+    from looprl.environments import srl
+
+    package = tmp_path / "user_envs"
+    package.mkdir()
+    (package / "__init__.py").write_text(USER_ENV)
+    monkeypatch.syspath_prepend(str(tmp_path))  # here only: workers do not see this sys.path
+    monkeypatch.setattr(srl, "_REGISTRY", dict(srl._REGISTRY))
+    srl.register("user-cartpole", "user_envs:UserCartPole")
+    spec = AlgorithmSpec(env="user-cartpole", policy="actor-critic-separate",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo",
+                         trainer_args={"epochs": 1}, buffer_args={"batch_streams": 2})
+    options = dict(address=two_nodes.address, actors=1, envs_per_actor=2, segment_length=16,
+                   placement_timeout=30)
+    with pytest.raises(RuntimeError, match="No module named 'user_envs'.*runtime_env"):
+        DistributedRun(spec, RuntimeConfig(**options), frames=300, logdir=None,
+                       quiet=True).run()
+    shipped = RuntimeConfig(**options, runtime_env={"py_modules": [str(package)]})
+    result = DistributedRun(spec, shipped, frames=300, logdir=None, quiet=True).run()
+    assert result.frames >= 300 and result.returns

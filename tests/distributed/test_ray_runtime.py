@@ -208,3 +208,27 @@ def test_resuming_a_directory_without_a_distributed_run_is_one_line(local_ray, t
     with pytest.raises(FileNotFoundError, match="No distributed run to resume in"):
         DistributedRun(ppo_spec(), runtime(), logdir=str(tmp_path), quiet=True,
                        resume_from=str(tmp_path)).run()
+
+
+
+def test_a_runtime_env_with_ray_already_initialized_is_one_line(local_ray):
+    with pytest.raises(RuntimeError, match="runtime.runtime_env takes effect when the run"):
+        DistributedRun(ppo_spec(), runtime(runtime_env={"py_modules": ["."]}), logdir=None,
+                       quiet=True).run()
+
+
+def test_a_killed_policy_worker_is_restarted_and_the_run_goes_on(local_ray, caplog):
+    killed = []
+
+    def kill_the_policy_worker(run: DistributedRun) -> None:
+        if not killed and run.result.frames > 2_000:
+            killed.append(run.result.frames)
+            ray.kill(run.workers["policy0"], no_restart=False)
+
+    caplog.set_level(logging.WARNING, "looprl.distributed")
+    run = DistributedRun(ppo_spec(), runtime(policy_workers=1), frames=8_000, logdir=None,
+                         quiet=True)
+    result = run.run(callback=kill_the_policy_worker)
+    assert [name for name, _ in result.restarts] == ["policy0"]
+    assert "policy0 worker died and Ray restarted it" in caplog.text
+    assert result.frames >= 8_000 and result.train_steps > 10

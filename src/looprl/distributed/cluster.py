@@ -19,10 +19,16 @@ def start_ray(runtime: RuntimeConfig) -> bool:
 
     Raises:
         ConnectionError: the address cannot be reached (checked within 3 seconds).
+        RuntimeError: ``runtime.runtime_env`` is set but Ray is already initialized (Ray
+            ships local code only with ``ray.init``).
     """
     import ray
 
     if ray.is_initialized():
+        if runtime.runtime_env:
+            raise RuntimeError("runtime.runtime_env takes effect when the run starts or joins "
+                               "Ray, and Ray is already initialized in this process: pass it "
+                               "to your own ray.init(runtime_env=...), or leave Ray to the run")
         return False
     if runtime.address not in (None, "auto", "local"):
         _check_reachable(runtime.address)

@@ -95,7 +95,7 @@ class DistributedRun:
         self._started_ray = False
         self.resume_from = resume_from
         self._snapshots = 0  # controller checkpoints taken
-        self._pids: dict[str, int] = {}  # trainer processes, to tell restarted ones apart
+        self._pids: dict[str, int] = {}  # worker processes, to tell restarted ones apart
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
 
     # -- life cycle ------------------------------------------------------------------------
@@ -274,6 +274,7 @@ class DistributedRun:
                 continue  # dead or restarting: _check_workers handles it
         batch_rows = [n for name, s in stats.items() if name.startswith("policy")
                       for n in s["batch_rows"]]
+        self._check_policy_workers(stats)
         trainer = self._trainer_stats(stats)
         self._record_episodes([s for name, s in stats.items() if name.startswith("actor")])
         for name, s in stats.items():
@@ -281,6 +282,18 @@ class DistributedRun:
                 self._record_actor(name, s, seconds, batch_rows, trainer)
         if trainer is not None:
             self._record_trainer(trainer)
+
+    def _check_policy_workers(self, stats: dict[str, Any]) -> None:
+        """Log and count the policy workers Ray restarted since the last poll (they have no
+        loop to end: a new process id tells; actors ask a restarted one again)."""
+        for name, s in stats.items():
+            if not name.startswith("policy"):
+                continue
+            if s["id"] != self._pids.get(name, s["id"]):
+                logger.warning("%s worker died and Ray restarted it (frame %d); actors ask it "
+                               "again and the run goes on", name, self.result.frames)
+                self.result.restarts.append((name, self.result.frames))
+            self._pids[name] = s["id"]
 
     def _record_episodes(self, actors: list[dict[str, Any]]) -> None:
         """Log the training episodes of one poll in the order they ended, each at an estimate

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 import warnings
@@ -295,14 +296,15 @@ class PolicyWorker:
         self._timer: asyncio.TimerHandle | None = None
         self._batches: list[int] = []
 
-    def ready(self) -> str:
-        """The node this worker runs on."""
-        return ray.get_runtime_context().get_node_id()
+    def ready(self) -> dict[str, Any]:
+        """The node this worker runs on and its process id."""
+        return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
 
     def stats(self) -> dict[str, Any]:
-        """Rows per batched rollout since the last call, and the policy version."""
+        """Rows per batched rollout since the last call, the policy version, and the process
+        id (a new one: Ray restarted this worker)."""
         batches, self._batches = self._batches, []
-        return {"batch_rows": batches, "version": self.copy.policy.version}
+        return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid()}
 
     async def rollout(self, request: Any) -> tuple[Any, int]:
         """The policy's answer to ``request`` and the version that gave it."""
