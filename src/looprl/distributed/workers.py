@@ -37,6 +37,7 @@ __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker"]
 
 logger = logging.getLogger(__name__)
 
+
 def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -93,9 +94,12 @@ class _PolicyCopy:
         if ready:
             self._load(ray.get(self._pending))
 
-    def pull_until(self, version: int) -> None:
-        """Block until the loaded parameters are of ``version`` or newer (sync sampling)."""
-        while self.policy.version < version:
+    def pull_until(self, version: int, timeout: float = 30.0) -> None:
+        """Block until the loaded parameters are of ``version`` or newer (sync sampling), at
+        most ``timeout`` seconds: a trainer that died and resumed from an older checkpoint
+        publishes older versions."""
+        deadline = time.monotonic() + timeout
+        while self.policy.version < version and time.monotonic() < deadline:
             self.maybe_pull(wait=True)
             if self.policy.version < version:
                 time.sleep(0.001)  # published, but not yet arrived at the server
