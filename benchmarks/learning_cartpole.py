@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from harness import format_table  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.experiments import make_experiment  # noqa: E402
+from looprl.experiments.experiment import seed_everything  # noqa: E402
 from looprl.presets.classic_control import dqn, ppo  # noqa: E402
 
 ENV = "CartPole-v1"
@@ -32,6 +33,7 @@ BUILDERS = {"ppo": ppo, "dqn": dqn}
 
 def learning_curve(algo: str, seed: int, eval_every: int) -> list[tuple[int, float]]:
     """``(frame, mean evaluation return)`` pairs over one seeded run."""
+    seed_everything(seed)  # before building, so that the initial weights are seeded too
     env = GymEnvironment(ENV)
     preset = BUILDERS[algo].env(env).device("cpu").build()
     experiment = make_experiment(

@@ -35,9 +35,11 @@ def looprl_run(algo: str, seed: int, eval_every: int, eval_episodes: int) -> Run
     from looprl.core import StateArray
     from looprl.environments import GymEnvironment
     from looprl.experiments import make_experiment
+    from looprl.experiments.experiment import seed_everything
     from looprl.presets.classic_control import dqn, ppo
 
     builder = {"ppo": ppo, "dqn": dqn}[algo]
+    seed_everything(seed)  # before building, so that the initial weights are seeded too
     env = GymEnvironment(ENV)
     preset = builder.env(env).device("cpu").build()
     experiment = make_experiment(
