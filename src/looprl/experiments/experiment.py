@@ -74,7 +74,9 @@ class Experiment(ABC):
             ``render_mode='human'`` (it then draws itself on every step).
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger to use instead of a new ``ExperimentLogger``.
-        seed: seeds torch and the environment for a reproducible run.
+        seed: seeds torch and the environment for a reproducible run. The preset was built
+            before: seed its initial weights with ``seed_everything(seed)`` before building it,
+            as ``run_experiment`` does.
         meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``);
             with none, the loop calls no hook at all.
         checkpoint_every: save ``checkpoint.pt`` in the run directory every this many frames
