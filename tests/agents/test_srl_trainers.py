@@ -284,6 +284,35 @@ def test_ppo_recurrent_minibatches_are_whole_streams(vtrace):
         trainer.step(make_sample(None))
 
 
+@pytest.mark.parametrize("distributed", [False, True])
+def test_a_minibatch_without_valid_rows_steps_only_beside_ddp_trainers(distributed, tmp_path):
+    """Trainers synchronized by DDP must take as many gradient steps as each other (every
+    backward is a collective): a recurrent minibatch of final observations only is skipped
+    alone, and is a zero-gradient step beside other trainers."""
+    import torch.distributed as dist
+
+    policy = RecurrentPolicy()
+    sample = make_sample(policy, rows=3, streams=2, seed=1)
+    sample.done[:] = False
+    sample.truncated[:] = False
+    sample.done[:2, 0] = True  # stream 0: both training rows end an episode
+    sample.policy_state = policy.states(sample.obs.obs, sample.done, sample.truncated)
+    trainer = SRLPPOTrainer(policy, epochs=1, minibatch_size=2, seed=0)  # one stream each
+    steps = []
+    step = policy.approximation.step
+    policy.approximation.step = lambda loss=None: (steps.append(loss), step(loss))
+    if distributed:  # a group of one: DDP's collectives run, trivially
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'group'}", rank=0,
+                                world_size=1)
+        policy.approximation.distribute()
+    try:
+        trainer.step(sample)
+    finally:
+        if distributed:
+            dist.destroy_process_group()
+    assert len(steps) == (2 if distributed else 1)
+
+
 def test_ppo_rejects_bad_samples_and_skips_empty_ones():
     policy = FeedForwardPolicy()
     trainer = SRLPPOTrainer(policy)

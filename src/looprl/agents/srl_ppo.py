@@ -238,7 +238,7 @@ class SRLPPOTrainer(PPOTrainer):
     def _minibatch_step(self, minibatch: NamedArray, clip: float) -> dict[str, torch.Tensor]:
         analysis, rows = self._valid(minibatch, self._analyze_units(minibatch))
         if rows.advantage.shape[0] == 0:
-            return {}
+            return self._empty_step(analysis)
         advantage = rows.advantage
         if self.normalize_advantages and advantage.shape[0] > 1:
             advantage = normalize(advantage)
@@ -259,6 +259,15 @@ class SRLPPOTrainer(PPOTrainer):
             "log_probs": analysis.log_prob.detach(),
         }
         return parts
+
+
+    def _empty_step(self, analysis: NamedArray) -> dict[str, torch.Tensor]:
+        """A minibatch without valid rows (recurrent streams of final observations only):
+        no step, unless the trainer is synchronized by DDP, whose every backward is a
+        collective of all trainers: then a zero-gradient step beside theirs."""
+        if getattr(self._policy.approximation, "process_group", None) is not None:
+            reinforce(self._policy.approximation, 0.0 * analysis.value.sum(), self.max_grad_norm)
+        return {}
 
 
 class SRLPPGTrainer(SRLPPOTrainer):
@@ -382,7 +391,7 @@ class SRLPPGTrainer(SRLPPOTrainer):
     def _aux_minibatch_step(self, units: NamedArray) -> dict[str, torch.Tensor]:
         analysis, rows = self._valid(units, self._analyze_units(units))
         if rows.returns.shape[0] == 0:
-            return {}
+            return self._empty_step(analysis)
         logits = getattr(analysis, "logits", None)
         if logits is not None and "old_logits" in rows:
             joint, parts = ppg_aux_loss(
