@@ -79,16 +79,17 @@ class Recorder(MetaComponent):
         return record
 
 
-def kill_after_train_steps(worker: str, steps: int) -> tuple[Any, list[int]]:
-    """A ``DistributedRun`` callback that kills ``worker`` once (Ray restarts it) when the run
-    has taken ``steps`` trainer steps, and the list it records the step count in."""
+def kill_worker_when(worker: str, counter: str, at: int) -> tuple[Any, list[int]]:
+    """A ``DistributedRun`` callback that kills ``worker`` once (Ray restarts it) when the
+    run's ``counter`` (``"frames"`` or ``"train_steps"``) reaches ``at``, and the list it
+    records that count in."""
     killed: list[int] = []
 
     def kill(run: Any) -> None:
         import ray
 
-        if not killed and run.result.train_steps >= steps:
-            killed.append(run.result.train_steps)
+        if not killed and getattr(run.result, counter) >= at:
+            killed.append(getattr(run.result, counter))
             ray.kill(run.workers[worker], no_restart=False)
 
     return kill, killed

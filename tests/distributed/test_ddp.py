@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import kill_after_train_steps
+from helpers import kill_worker_when
 from looprl.agents.srl_trainers import SRLDQNTrainer, SRLPPGTrainer, SRLPPOTrainer
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
@@ -129,7 +129,7 @@ def test_looprl_run_accepts_runtime_trainers(tmp_path):
 
 
 def test_two_ddp_trainers_stay_in_sync_and_survive_a_killed_trainer(local_ray, tmp_path, caplog):
-    kill_trainer1, killed = kill_after_train_steps("trainer1", 4)
+    kill_trainer1, killed = kill_worker_when("trainer1", "train_steps", 4)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     spec = AlgorithmSpec(
         env="CartPole-v1", policy="actor-critic-separate", policy_args={**CARTPOLE, "lr": 1e-3},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import kill_after_train_steps
+from helpers import kill_worker_when
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 
 ray = pytest.importorskip("ray")
@@ -33,13 +33,7 @@ def runtime(**options) -> RuntimeConfig:
 
 
 def test_ppo_on_two_actors_learns_and_survives_a_killed_actor(local_ray, tmp_path, caplog):
-    killed = []
-
-    def kill_an_actor(run: DistributedRun) -> None:
-        if not killed and run.result.frames > 6000:
-            killed.append(run.result.frames)
-            ray.kill(run.workers["actor0"], no_restart=False)
-
+    kill_an_actor, killed = kill_worker_when("actor0", "frames", 6000)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     run = DistributedRun(ppo_spec(), runtime(eval_workers=1),
                          frames=36_000, logdir=str(tmp_path), quiet=True)
@@ -60,7 +54,7 @@ def test_ppo_on_two_actors_learns_and_survives_a_killed_actor(local_ray, tmp_pat
 
 
 def test_a_killed_trainer_resumes_from_its_checkpoint(local_ray, tmp_path, caplog):
-    kill_the_trainer, killed = kill_after_train_steps("trainer", 4)
+    kill_the_trainer, killed = kill_worker_when("trainer", "train_steps", 4)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     run = DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=10_000,
                          logdir=str(tmp_path), quiet=True)
@@ -218,17 +212,11 @@ def test_a_runtime_env_with_ray_already_initialized_is_one_line(local_ray):
 
 
 def test_a_killed_policy_worker_is_restarted_and_the_run_goes_on(local_ray, caplog):
-    killed = []
-
-    def kill_the_policy_worker(run: DistributedRun) -> None:
-        if not killed and run.result.frames > 2_000:
-            killed.append(run.result.frames)
-            ray.kill(run.workers["policy0"], no_restart=False)
-
+    kill_the_policy_worker, killed = kill_worker_when("policy0", "frames", 2_000)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     run = DistributedRun(ppo_spec(), runtime(policy_workers=1), frames=8_000, logdir=None,
                          quiet=True)
     result = run.run(callback=kill_the_policy_worker)
-    assert [name for name, _ in result.restarts] == ["policy0"]
+    assert killed and [name for name, _ in result.restarts] == ["policy0"]
     assert "policy0 worker died and Ray restarted it" in caplog.text
     assert result.frames >= 8_000 and result.train_steps > 10
