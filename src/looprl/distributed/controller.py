@@ -219,9 +219,7 @@ class DistributedRun:
                 "lower runtime.actors or the runtime.cpus_per_* options, or add nodes")
         for name, ref in zip(names, refs, strict=True):
             answer = _get(ray, ref, name)
-            self.result.nodes[name] = answer["node"] if isinstance(answer, dict) else answer
-            if isinstance(answer, dict):
-                self._pids[name] = answer["id"]
+            self.result.nodes[name], self._pids[name] = answer["node"], answer["id"]
             if name == "trainer" and answer["resumed_from"] is not None:
                 logger.warning("trainer resumed from its checkpoint at step %d",
                                answer["resumed_from"])
@@ -384,11 +382,15 @@ class DistributedRun:
         if broken:
             self._restart_trainers(ray, broken)
 
-    def _restart(self, ray: Any, name: str, error: Exception) -> None:
-        restarts = sum(1 for worker, _ in self.result.restarts if worker == name)
+    def _check_restarts_left(self, names: list[str], what: str, last: str) -> None:
+        """Raise once ``names`` together have been restarted ``runtime.max_restarts`` times."""
+        restarts = sum(1 for worker, _ in self.result.restarts if worker in names)
         if restarts >= self.runtime.max_restarts:
-            raise RuntimeError(f"{name} worker died {restarts + 1} times (runtime.max_restarts="
-                               f"{self.runtime.max_restarts}); last: {_message(error)}")
+            raise RuntimeError(f"{what} {restarts + 1} times (runtime.max_restarts="
+                               f"{self.runtime.max_restarts}); last: {last}")
+
+    def _restart(self, ray: Any, name: str, error: Exception) -> None:
+        self._check_restarts_left([name], f"{name} worker died", _message(error))
         logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
                        name, self.result.frames, _message(error))
         answer = self._wait_restarted(ray, name)
@@ -403,10 +405,8 @@ class DistributedRun:
         group; they resume from trainer 0's latest checkpoint."""
         dead = [name for name, error in broken if isinstance(error, ray.exceptions.RayActorError)]
         name, error = next((b for b in broken if b[0] in dead), broken[0])
-        restarts = sum(1 for worker, _ in self.result.restarts if worker.startswith("trainer"))
-        if restarts >= self.runtime.max_restarts:
-            raise RuntimeError(f"the trainers failed {restarts + 1} times (runtime.max_restarts="
-                               f"{self.runtime.max_restarts}); last: {name}: {_message(error)}")
+        self._check_restarts_left(self._trainer_names(), "the trainers failed",
+                                  f"{name}: {_message(error)}")
         logger.warning("%s worker failed at frame %d (%s); restarting all %d trainers",
                        name, self.result.frames, _message(error), self.runtime.trainers)
         for other in self._trainer_names():

@@ -10,7 +10,6 @@ Importing this module imports Ray.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -25,6 +24,7 @@ from ray import cloudpickle
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import TrainerCore
+from looprl.distributed.workers import whereabouts
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
 
@@ -79,9 +79,8 @@ class TrainerWorker:
         self._publish()
 
     def ready(self) -> dict[str, Any]:
-        """The node, the step resumed from (``None``: a fresh start) and this process's id."""
-        return {"node": ray.get_runtime_context().get_node_id(),
-                "resumed_from": self.resumed_from, "id": os.getpid()}
+        """``whereabouts()`` and the step resumed from (``None``: a fresh start)."""
+        return {**whereabouts(), "resumed_from": self.resumed_from}
 
     def rendezvous(self) -> str:
         """Rank 0: where a new trainer group meets (an ``init_method``)."""

@@ -44,6 +44,12 @@ def _restarted() -> bool:
         return ray.get_runtime_context().was_current_actor_reconstructed
 
 
+def whereabouts() -> dict[str, Any]:
+    """A worker's ``ready()`` answer: its Ray node and its process id (a new one after Ray
+    restarted it)."""
+    return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
+
+
 @ray.remote(num_cpus=0)
 class ParameterServer:
     """The latest parameters a trainer published.
@@ -159,9 +165,9 @@ class ActorWorker:
                        "send_seconds": 0.0, "rows": 0, "requests": 0}
         self._put: Any = None
 
-    def ready(self) -> str:
-        """The node this worker runs on (the controller waits for it: placement check)."""
-        return ray.get_runtime_context().get_node_id()
+    def ready(self) -> dict[str, Any]:
+        """``whereabouts()`` (the controller waits for it: placement check)."""
+        return whereabouts()
 
     def stop(self) -> None:
         """End ``run`` after the current step."""
@@ -301,8 +307,8 @@ class PolicyWorker:
         self._batches: list[int] = []
 
     def ready(self) -> dict[str, Any]:
-        """The node this worker runs on and its process id."""
-        return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
+        """``whereabouts()``."""
+        return whereabouts()
 
     def stats(self) -> dict[str, Any]:
         """Rows per batched rollout since the last call, the policy version, and the process
