@@ -152,3 +152,14 @@ def test_resuming_a_ray_run_looks_for_the_controller_checkpoint(tmp_path: Path, 
     OmegaConf.save(OmegaConf.create(["runtime=ray"]), saved / "overrides.yaml")
     assert cli(["run", "--resume", str(tmp_path)]) == 2
     assert "No distributed run to resume in" in capsys.readouterr().err
+
+
+def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
+    """Workers compute on the GPUs they reserve: ``device=cuda`` would be silently ignored."""
+    pytest.importorskip("ray")
+    from looprl.configs import build_distributed
+
+    with pytest.raises(ValueError, match=r"^device=cuda does not apply to runtime=ray: .*"
+                                         r"runtime.gpus_per_trainer=1"):
+        build_distributed(_compose(["runtime=ray", "device=cuda"]), str(tmp_path))
+    assert build_distributed(_compose(["runtime=ray", "device=cpu"]), str(tmp_path))

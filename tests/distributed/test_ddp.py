@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from helpers import kill_worker_when
 from looprl.agents.srl_trainers import SRLDQNTrainer, SRLPPGTrainer, SRLPPOTrainer
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
-from looprl.distributed.ddp import TrainerGroup
+from looprl.distributed.ddp import TrainerGroup, rendezvous, tcp_rendezvous
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 
@@ -104,6 +105,43 @@ def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
     SRLPPOTrainer(alone, epochs=1, minibatch_size=1000).step(sample(seed=0, ends=False))
     assert not torch.allclose(first["ppo"], vector(alone), atol=1e-5)  # rank 0 did not step alone
     torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
+
+
+def tcp_rank(rank: int, init_method: str, out: str) -> None:
+    """Trainer ``rank`` of 2 meeting over ``tcp://``: the collectives a trainer group runs."""
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # the test stays on loopback
+    group = TrainerGroup(rank, 2, gpus=False, timeout=60)
+    group.join(init_method)
+    torch.manual_seed(0)
+    module = torch.nn.Linear(3, 2)
+    group.check_in_sync(module)  # equal parameters pass
+    torch.nn.init.constant_(module.weight, float(rank))
+    try:
+        group.check_in_sync(module)
+        differ = False
+    except ValueError:
+        differ = True
+    torch.save({"agree": group.agree(rank == 0), "share": group.share(b"rank 0" if rank == 0
+                                                                      else None),
+                "differ": differ}, out)
+
+
+def test_trainers_on_different_nodes_meet_over_tcp(tmp_path):
+    init = tcp_rendezvous("127.0.0.1")
+    assert init.startswith("tcp://127.0.0.1:") and rendezvous("127.0.0.1").startswith("file://")
+    context = multiprocessing.get_context("spawn")
+    ranks = [context.Process(target=tcp_rank, args=(r, init, str(tmp_path / f"{r}.pt")))
+             for r in range(2)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(timeout=120)
+        if process.is_alive():
+            process.kill()
+    assert [process.exitcode for process in ranks] == [0, 0]
+    for rank in range(2):
+        answers = torch.load(tmp_path / f"{rank}.pt")
+        assert answers == {"agree": False, "share": b"rank 0", "differ": True}
 
 
 def test_more_trainers_than_actors_is_a_one_line_error():

@@ -4,6 +4,7 @@ joins the cluster by address, places its workers on both nodes, and finishes."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 
@@ -20,7 +21,8 @@ def two_nodes():
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 2, "include_dashboard": False, "node_ip_address": "127.0.0.1"})
     try:
-        cluster.add_node(num_cpus=2, node_ip_address="127.0.0.1")
+        cluster.add_node(num_cpus=2, num_gpus=1,  # Ray's only: torch sees none
+                         node_ip_address="127.0.0.1")
         cluster.wait_for_nodes()
         yield cluster
     finally:
@@ -78,3 +80,17 @@ def test_runtime_env_ships_the_users_environment_code_to_the_cluster(two_nodes, 
     shipped = RuntimeConfig(**options, runtime_env={"py_modules": [str(package)]})
     result = DistributedRun(spec, shipped, frames=300, logdir=None, quiet=True).run()
     assert result.frames >= 300 and result.returns
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_a_gpu_worker_whose_torch_sees_no_cuda_is_one_line(two_nodes, tmp_path):
+    """The second node declares a GPU to Ray that torch cannot use: the trainer that reserves
+    it is placed there, and says so in one line instead of failing deep inside torch."""
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo")
+    runtime = RuntimeConfig(address=two_nodes.address, actors=1, gpus_per_trainer=1)
+    with pytest.raises(RuntimeError, match=r"^trainer worker failed to start: RuntimeError: "
+                                           r"the trainer worker reserved runtime.gpus_per_"
+                                           r"trainer=1 GPU\(s\), but torch .* sees no CUDA "
+                                           r"device \(CUDA_VISIBLE_DEVICES='0'\): install"):
+        DistributedRun(spec, runtime, frames=1000, logdir=str(tmp_path), quiet=True).run()

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from looprl.core import Policy, register_policy
 from looprl.distributed import (
@@ -89,6 +90,53 @@ def test_an_unreachable_ray_address_is_one_line_without_hanging() -> None:
     with pytest.raises(ConnectionError, match="cannot reach a Ray cluster at '127.0.0.1:1'"):
         DistributedRun(ppo_spec(), RuntimeConfig(address="127.0.0.1:1"), logdir=None).run()
     assert time.perf_counter() - start < 30
+
+
+def test_runtime_address_auto_follows_ray_address_and_fails_in_one_line(monkeypatch) -> None:
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # Ray's own rule for address="auto"
+    with pytest.raises(ConnectionError, match="cannot reach a Ray cluster at '127.0.0.1:1'"):
+        DistributedRun(ppo_spec(), RuntimeConfig(address="auto"), logdir=None).run()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_gpus_a_local_instance_lacks_are_one_line_at_once() -> None:
+    pytest.importorskip("ray")
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"^the run reserves 1.5 GPUs and the local Ray "
+                                           r"instance has 0: lower runtime.gpus_per_trainer"):
+        DistributedRun(ppo_spec(), RuntimeConfig(actors=1, gpus_per_trainer=1, policy_workers=1,
+                                                 gpus_per_policy=0.5),
+                       logdir=None, quiet=True).run()
+    assert time.perf_counter() - start < 60
+
+
+def test_a_policy_device_in_the_spec_is_one_line() -> None:
+    """Ray workers compute on the GPUs they reserve, not on a device the spec names."""
+    spec = ppo_spec()
+    spec.policy_args = {**CARTPOLE, "device": "cuda"}
+    with pytest.raises(ValueError, match=r"^policy_args device='cuda': on Ray, each worker "
+                                         r"computes on the GPUs it reserves; .*gpus_per_trainer"):
+        DistributedRun(spec, logdir=None).run()
+
+
+def test_a_trainer_checkpoint_from_another_kind_of_device_is_refused() -> None:
+    """A trainer saved on the CPU does not silently replace one built on a GPU (``meta``
+    stands in for CUDA here), nor the other way round."""
+    from looprl.core import Trainer
+    from looprl.distributed.pipeline import TrainerCore
+
+    def core() -> TrainerCore:
+        policy = Policy(type_="actor-critic-separate", args=CARTPOLE)
+        return TrainerCore(Trainer(type_="ppo", policy=policy))
+
+    saved = core().state_dict()
+    core().load_state_dict(saved)  # the same device: fine
+    fresh = core()
+    fresh.policy.module.to("meta")
+    with pytest.raises(ValueError, match="the checkpoint's trainer trained on cpu and this one "
+                                         "runs on meta: resume with the first run's runtime."
+                                         "gpus_per_trainer"):
+        fresh.load_state_dict(saved)
 
 
 def test_runtime_options_are_checked() -> None:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from helpers import kill_worker_when
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
@@ -98,6 +99,16 @@ def test_a_policy_answering_the_wrong_batch_size_stops_the_run_in_one_line(local
                                            "request of 4 rows"):
         DistributedRun(spec, runtime(groups=1), frames=10**6, logdir=None, quiet=True).run()
     assert time.perf_counter() - start < 60
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
+    with pytest.raises(RuntimeError, match=r"did not place worker\(s\) \[.*'policy0'.*\] within "
+                                           r"10s: the run reserves 4 CPUs and 1 GPUs and the "
+                                           r"cluster has .* CPUs and 0 GPUs free"):
+        DistributedRun(ppo_spec(), runtime(policy_workers=1, gpus_per_policy=1,
+                                           placement_timeout=10),
+                       frames=10**6, logdir=None, quiet=True).run()
 
 
 def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(local_ray, tmp_path):

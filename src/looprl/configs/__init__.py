@@ -188,6 +188,10 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     if asked:
         raise ValueError(f"runtime=ray does not run {', '.join(asked)} yet; drop "
                          f"{', '.join(asked)} or use runtime=local")
+    if cfg.device is not None and str(cfg.device) != "cpu":
+        raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
+                         "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
+                         "runtime.gpus_per_policy) instead")
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
     algorithm = dict(_plain(cfg.algorithm))
     preset = algorithm.pop("preset")

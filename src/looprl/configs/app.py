@@ -63,8 +63,12 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     run = build_distributed(cfg, output_dir)
     result = run.run()
     policy = Path(result.log_dir) / "policy.pt"
-    returns = evaluate(run.spec, torch.load(policy) if policy.exists() else None,
-                       cfg.test_episodes, seed=cfg.seed) if cfg.test_episodes else []
+    returns = []
+    if cfg.test_episodes and policy.exists():
+        returns = evaluate(run.spec, torch.load(policy, map_location="cpu"), cfg.test_episodes,
+                           seed=cfg.seed)
+    elif cfg.test_episodes:  # never score an untrained policy as the run's result
+        log.warning("no test episodes: the run saved no final policy (%s)", policy)
     train = {"frames": result.frames, "episodes": len(result.returns),
              "mean_return": result.mean_return(), "train_steps": result.train_steps,
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,

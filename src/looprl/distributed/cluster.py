@@ -10,7 +10,7 @@ import socket
 
 from looprl.distributed.config import RuntimeConfig
 
-__all__ = ["loopback_only", "start_ray"]
+__all__ = ["error_line", "is_local", "loopback_only", "start_ray"]
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -30,10 +30,19 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                "Ray, and Ray is already initialized in this process: pass it "
                                "to your own ray.init(runtime_env=...), or leave Ray to the run")
         return False
-    if runtime.address not in (None, "auto", "local"):
-        _check_reachable(runtime.address)
-        ray.init(address=runtime.address, runtime_env=runtime.runtime_env,
-                 logging_level=logging.WARNING)
+    if not is_local(runtime):
+        address = runtime.address
+        if address == "auto":  # as Ray: $RAY_ADDRESS, else the cluster started on this machine
+            address = os.environ.get("RAY_ADDRESS") or "auto"
+        if address != "auto":
+            _check_reachable(address)
+        try:
+            ray.init(address=address, runtime_env=runtime.runtime_env,
+                     logging_level=logging.WARNING)
+        except ConnectionError as error:
+            raise ConnectionError(f"runtime.address={runtime.address!r}: {error_line(error)}; "
+                                  "start a cluster with `ray start --head` or leave "
+                                  "runtime.address unset to run locally") from None
         return True
     loopback_only()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
@@ -41,6 +50,11 @@ def start_ray(runtime: RuntimeConfig) -> bool:
              runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's Ray
              log_to_driver=False)
     return True
+
+
+def is_local(runtime: RuntimeConfig) -> bool:
+    """Whether the run starts its own local instance (no ``runtime.address`` to join)."""
+    return runtime.address in (None, "local")
 
 
 def loopback_only() -> None:
@@ -53,6 +67,12 @@ def loopback_only() -> None:
     from ray._private import ray_constants
 
     ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def error_line(error: BaseException) -> str:
+    """The last line of ``error``'s text (Ray's errors end with the original message)."""
+    text = str(error).strip()
+    return text.splitlines()[-1] if text else type(error).__name__
 
 
 def _check_reachable(address: str) -> None:

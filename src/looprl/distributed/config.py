@@ -224,3 +224,7 @@ class RuntimeConfig:
         """CPUs all workers reserve together."""
         return (self.actors * self.cpus_per_actor + self.policy_workers * self.cpus_per_policy
                 + self.trainers * self.cpus_per_trainer + self.eval_workers * self.cpus_per_actor)
+
+    def reserved_gpus(self) -> float:
+        """GPUs all workers reserve together."""
+        return self.trainers * self.gpus_per_trainer + self.policy_workers * self.gpus_per_policy

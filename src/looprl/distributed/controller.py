@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.distributed.cluster import loopback_only, start_ray
+from looprl.distributed.cluster import error_line as _message
+from looprl.distributed.cluster import is_local, loopback_only, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import (
     CONTROLLER_CHECKPOINT,
@@ -113,6 +114,8 @@ class DistributedRun:
         self._check_spec()
         self._started_ray = start_ray(self.runtime)
         try:
+            if self._started_ray and is_local(self.runtime):
+                self._check_local_resources()
             self._open_logs()
             self._start_workers()
             self._loop(callback)
@@ -121,9 +124,35 @@ class DistributedRun:
         return self.result
 
     def _check_spec(self) -> None:
-        """Build the env, policy and trainer here first: a bad name fails in one line, now."""
+        """Build the env, policy and trainer here first: a bad name fails in one line, now.
+
+        Raises:
+            ValueError: the spec puts the policy on a GPU (workers compute where they reserved
+                GPUs: ``runtime.gpus_per_trainer``, ``runtime.gpus_per_policy``).
+        """
+        device = self.spec.policy_args.get("device")
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "
+                             "the GPUs it reserves; drop the device and set "
+                             "runtime.gpus_per_trainer (and runtime.gpus_per_policy) instead; "
+                             "actors run on the CPU")
         self.spec.make_env().close()
         self.spec.make_trainer(self.spec.make_policy())
+
+    def _check_local_resources(self) -> None:
+        """A local instance never grows: a run that reserves more than it has fails now."""
+        import ray
+
+        have = ray.cluster_resources()
+        for kind, wanted, options in (
+                ("CPU", self.runtime.reserved_cpus(), "runtime.num_cpus, runtime.actors or the "
+                 "runtime.cpus_per_* options"),
+                ("GPU", self.runtime.reserved_gpus(), "runtime.gpus_per_trainer and "
+                 "runtime.gpus_per_policy")):
+            if wanted > have.get(kind, 0):
+                raise RuntimeError(f"the run reserves {wanted:g} {kind}s and the local Ray "
+                                   f"instance has {have.get(kind, 0):g}: lower {options}, or "
+                                   "join a cluster that has them (runtime.address=...)")
 
     def _open_logs(self) -> None:
         if self.resume_from is not None:
@@ -211,12 +240,14 @@ class DistributedRun:
         _, waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout)
         if waiting:
             missing = [n for n, r in zip(names, refs, strict=True) if r in waiting]
-            available = ray.available_resources().get("CPU", 0)
+            free = ray.available_resources()
             raise RuntimeError(
                 f"the cluster did not place worker(s) {missing} within "
                 f"{self.runtime.placement_timeout:.0f}s: the run reserves "
-                f"{self.runtime.reserved_cpus():g} CPUs and the cluster has {available:g} free; "
-                "lower runtime.actors or the runtime.cpus_per_* options, or add nodes")
+                f"{self.runtime.reserved_cpus():g} CPUs and {self.runtime.reserved_gpus():g} "
+                f"GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
+                f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
+                "runtime.cpus_per_*/gpus_per_* options, or add nodes")
         for name, ref in zip(names, refs, strict=True):
             answer = _get(ray, ref, name)
             self.result.nodes[name], self._pids[name] = answer["node"], answer["id"]
@@ -509,8 +540,3 @@ def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
                 if "No module named" in reason else "")
         raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None
 
-
-def _message(error: BaseException) -> str:
-    """The last line of ``error``'s text (Ray's errors end with the original message)."""
-    text = str(error).strip()
-    return text.splitlines()[-1] if text else type(error).__name__

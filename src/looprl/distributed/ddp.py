@@ -23,7 +23,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["TrainerGroup", "TrainerGroupError", "collective_failure", "digest", "rendezvous"]
+__all__ = ["TrainerGroup", "TrainerGroupError", "collective_failure", "digest", "rendezvous",
+           "tcp_rendezvous"]
 
 
 class TrainerGroupError(RuntimeError):
@@ -34,6 +35,11 @@ def rendezvous(node_ip: str) -> str:
     """An ``init_method`` for a new group whose rank 0 runs on ``node_ip`` (this process)."""
     if node_ip.startswith("127."):
         return "file://" + os.path.join(tempfile.gettempdir(), f"looprl-ddp-{uuid.uuid4().hex}")
+    return tcp_rendezvous(node_ip)
+
+
+def tcp_rendezvous(node_ip: str) -> str:
+    """A ``tcp://`` ``init_method`` on a free port of ``node_ip`` (trainers on several nodes)."""
     with socket.socket() as probe:
         probe.bind((node_ip, 0))
         port = probe.getsockname()[1]
@@ -77,6 +83,8 @@ class TrainerGroup:
             loopback = [name for _, name in socket.if_nameindex() if name.startswith("lo")]
             if loopback:
                 os.environ.setdefault("GLOO_SOCKET_IFNAME", loopback[0])
+                if self.gpus:
+                    os.environ.setdefault("NCCL_SOCKET_IFNAME", loopback[0])
         if self.gpus:
             torch.cuda.set_device(0)  # Ray shows each trainer its own GPU(s) only
         dist.init_process_group("cpu:gloo,cuda:nccl" if self.gpus else "gloo",

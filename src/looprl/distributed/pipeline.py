@@ -106,9 +106,24 @@ class TrainerCore:
         return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore ``state_dict``'s output."""
+        """Restore ``state_dict``'s output.
+
+        Raises:
+            ValueError: it was trained on another kind of device (a GPU and the CPU).
+        """
+        saved, here = _device(state["trainer"]), _device(self.trainer)
+        if saved != here:
+            raise ValueError(f"the checkpoint's trainer trained on {saved} and this one runs on "
+                             f"{here}: resume with the first run's runtime.gpus_per_trainer")
         self.trainer = state["trainer"]
         self.received, self.dropped = state["received"], state["dropped"]
+
+
+def _device(trainer: Any) -> str:
+    """The kind of device (``"cpu"``, ``"cuda"``) ``trainer``'s policy computes on."""
+    module = getattr(trainer.policy, "module", None)
+    parameter = next(module.parameters(), None) if module is not None else None
+    return parameter.device.type if parameter is not None else "cpu"
 
 
 @dataclass

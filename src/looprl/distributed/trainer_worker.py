@@ -24,16 +24,12 @@ from ray import cloudpickle
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import TrainerCore
-from looprl.distributed.workers import whereabouts
+from looprl.distributed.workers import cuda_device, on_cpu, whereabouts
+from looprl.experiments.checkpoint import load_saved
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
 
 TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
-
-
-def _parameters(policy: Any) -> dict[str, Any]:
-    """The policy's parameters as CPU tensors (cheap to ship through the object store)."""
-    return {k: v.detach().cpu() for k, v in policy.module.state_dict().items()}
 
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
@@ -57,13 +53,13 @@ class TrainerWorker:
         self.server = server
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
-            spec = spec.on_device("cuda")
+            spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
                                 spec.buffer_args, runtime.max_lag)
         self._capacity = runtime.queue_batches * getattr(self.core.buffer, "batch_streams", 0)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
-            state = torch.load(self.path, weights_only=False)  # plain pickle reads cloudpickle
+            state = load_saved(self.path)  # plain pickle reads cloudpickle
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
@@ -206,11 +202,11 @@ class TrainerWorker:
         return self.steps
 
     def policy_checkpoint(self) -> dict[str, Any]:
-        """The policy's ``get_checkpoint()``."""
-        return self.core.policy.get_checkpoint()
+        """The policy's ``get_checkpoint()``, its tensors on the CPU (any process loads it)."""
+        return on_cpu(self.core.policy.get_checkpoint())
 
     def _publish(self) -> None:
         policy = self.core.policy
         if self.rank == 0:
-            self.server.put.remote(policy.version, _parameters(policy))
+            self.server.put.remote(policy.version, on_cpu(policy.module.state_dict()))
         self._published = policy.version  # trainers step together: rank 0 published it too

@@ -33,7 +33,8 @@ from ray.exceptions import RayActorError, RayTaskError
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 
-__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker"]
+__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device",
+           "on_cpu", "whereabouts"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,22 @@ def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
         warnings.simplefilter("ignore", DeprecationWarning)
         return ray.get_runtime_context().was_current_actor_reconstructed
+
+
+def cuda_device(role: str, gpus: float) -> str:
+    """The device of a ``role`` worker that reserved ``gpus`` > 0 Ray GPUs: ``"cuda"`` (Ray
+    shows each worker its own GPUs only).
+
+    Raises:
+        RuntimeError: torch in this process sees no CUDA device.
+    """
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"the {role} worker reserved runtime.gpus_per_{role}={gpus:g} GPU(s), but torch "
+            f"{torch.__version__} in its process sees no CUDA device (CUDA_VISIBLE_DEVICES="
+            f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}): install a CUDA build of torch on "
+            f"the GPU nodes, or set runtime.gpus_per_{role}=0")
+    return "cuda"
 
 
 def whereabouts() -> dict[str, Any]:
@@ -298,7 +315,7 @@ class PolicyWorker:
                  batch_requests: int, max_wait: float = 0.002):
         torch.set_num_threads(runtime.torch_threads)
         if runtime.gpus_per_policy:
-            spec = spec.on_device("cuda")
+            spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, server, runtime.pull_interval)
         self.batch_requests = max(1, batch_requests)
         self.max_wait = max_wait
@@ -354,6 +371,18 @@ class PolicyWorker:
         for (_, future), size in zip(waiting, sizes, strict=True):
             future.set_result((result[start:start + size], version))
             start += size
+
+
+def on_cpu(value: Any) -> Any:
+    """``value`` (a tensor, or dicts, lists and tuples of them) with every tensor detached on
+    the CPU: what may cross to a process without a GPU."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return type(value)((key, on_cpu(item)) for key, item in value.items())
+    if type(value) in (list, tuple):
+        return type(value)(on_cpu(item) for item in value)
+    return value
 
 
 def _to_numpy(leaf: Any) -> Any:

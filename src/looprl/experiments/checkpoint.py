@@ -4,14 +4,16 @@
 experiment object -- the preset and its networks, the agent (target networks, optimizers, lr
 and epsilon schedules, its replay or rollout buffer, its own random generators), the meta
 components and the metrics dictionary, the environment (with its random generator) and the
-logger's counters -- and the global random states of torch, NumPy and ``random``. The file is
+logger's counters -- and the global random states of torch (CUDA's too, on a GPU), NumPy and
+``random``. The file is
 written to a temporary name and renamed, so a run killed while saving (even by SIGKILL) keeps
 its previous checkpoint.
 
 ``load_checkpoint(path)`` restores the random states and returns the experiment; training on
 (``experiment.train(frames=...)``) then continues as if it had never stopped: on CPU, the
 returns and the final parameters equal those of an uninterrupted run. The logger drops the
-CSV rows that the dead run wrote after the checkpoint.
+CSV rows that the dead run wrote after the checkpoint. (On a GPU, CUDA kernels need not be
+deterministic, so the run may drift; a checkpoint saved on a GPU resumes on a GPU.)
 
 Experiments checkpoint themselves every ``checkpoint_every`` frames, with their replay
 buffer unless ``checkpoint_replay=False`` (single environments:
@@ -44,22 +46,28 @@ import torch
 
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "load_checkpoint", "save_checkpoint"]
+__all__ = ["CHECKPOINT", "load_checkpoint", "load_saved", "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
 
 
 def rng_states() -> dict[str, Any]:
-    """The global random states of torch, NumPy and ``random``."""
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-            "random": random.getstate()}
+    """The global random states of torch (and of every CUDA device), NumPy and ``random``."""
+    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+              "random": random.getstate()}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
 
 
 def set_rng_states(states: dict[str, Any]) -> None:
-    """Restore states from ``rng_states``."""
+    """Restore states from ``rng_states`` (CUDA ones where this process has the same GPUs)."""
     torch.set_rng_state(states["torch"])
     np.random.set_state(states["numpy"])
     random.setstate(states["random"])
+    cuda = states.get("cuda")
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
 
 
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
@@ -102,6 +110,21 @@ def load_checkpoint(path: str | Path) -> Any:
         path = path / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"No checkpoint at {path}: nothing to resume")
-    state = torch.load(path, weights_only=False)
+    state = load_saved(path)
     set_rng_states(state["rng"])
     return state["experiment"]
+
+
+def load_saved(path: str | Path) -> Any:
+    """``torch.load`` of a checkpoint this library wrote (full pickles).
+
+    Raises:
+        RuntimeError: it holds CUDA tensors and this process has no GPU (one line).
+    """
+    try:
+        return torch.load(path, weights_only=False)
+    except RuntimeError as error:
+        if "CUDA" not in str(error) or torch.cuda.is_available():
+            raise
+        raise RuntimeError(f"{path} was saved by a run on a GPU and torch here sees none: "
+                           "resume it on a machine with a GPU") from None
