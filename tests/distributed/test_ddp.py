@@ -124,6 +124,8 @@ def tcp_rank(rank: int, init_method: str, out: str) -> None:
     torch.save({"agree": group.agree(rank == 0), "share": group.share(b"rank 0" if rank == 0
                                                                       else None),
                 "differ": differ}, out)
+    torch.distributed.barrier()  # rank 0 serves the tcp store: it leaves last
+    torch.distributed.destroy_process_group()
 
 
 def test_trainers_on_different_nodes_meet_over_tcp(tmp_path):

@@ -146,6 +146,8 @@ def test_runtime_options_are_checked() -> None:
         RuntimeConfig(actors=0)
     with pytest.raises(ValueError, match="groups .3. cannot exceed runtime.envs_per_actor .2."):
         RuntimeConfig(envs_per_actor=2, groups=3)
+    with pytest.raises(ValueError, match=r"runtime.trainer_threads must be >= 1 \(or null"):
+        RuntimeConfig(trainer_threads=0)
 
 
 def test_user_registrations_travel_with_the_spec() -> None:

@@ -150,6 +150,8 @@ class RuntimeConfig:
             machine's cores).
         max_restarts: how often Ray restarts a worker that died.
         torch_threads: torch threads per worker.
+        trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``);
+            the trainer is the busiest worker, and on few cores can use more than one.
         runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how
             your environment code reaches workers on other machines.
         placement_timeout: seconds to wait for the cluster to place every worker.
@@ -178,6 +180,7 @@ class RuntimeConfig:
     num_cpus: int | None = None
     max_restarts: int = 3
     torch_threads: int = 1
+    trainer_threads: int | None = None
     runtime_env: dict[str, Any] | None = None
     placement_timeout: float = 60.0
 
@@ -189,6 +192,9 @@ class RuntimeConfig:
         for name in ("policy_workers", "eval_workers", "max_restarts"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.trainer_threads is not None and int(self.trainer_threads) < 1:
+            raise ValueError(f"runtime.trainer_threads must be >= 1 (or null: torch_threads), "
+                             f"got {self.trainer_threads!r}")
         if self.sync and self.policy_workers:
             raise ValueError("runtime.sync needs each actor's own policy copy: set "
                              "runtime.policy_workers=0 (or runtime.sync=false)")

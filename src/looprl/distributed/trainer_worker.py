@@ -42,7 +42,7 @@ class TrainerWorker:
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  run_dir: str, seed: int, rank: int = 0):
-        torch.set_num_threads(runtime.torch_threads)
+        torch.set_num_threads(runtime.trainer_threads or runtime.torch_threads)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches
