@@ -85,10 +85,10 @@ def mean_gradient_step() -> torch.Tensor:
     return vector(reference)
 
 
-def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
+def two_ranks(target, init_method: str, tmp_path: Path) -> list[dict]:
+    """Run ``target(rank, init_method, out)`` in two spawned processes; their saved outputs."""
     context = multiprocessing.get_context("spawn")
-    init = f"file://{tmp_path / 'rendezvous'}"
-    ranks = [context.Process(target=one_rank, args=(r, init, str(tmp_path / f"{r}.pt")))
+    ranks = [context.Process(target=target, args=(r, init_method, str(tmp_path / f"{r}.pt")))
              for r in range(2)]
     for process in ranks:
         process.start()
@@ -97,7 +97,11 @@ def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
         if process.is_alive():
             process.kill()
     assert [process.exitcode for process in ranks] == [0, 0]
-    first, second = (torch.load(tmp_path / f"{r}.pt") for r in range(2))
+    return [torch.load(tmp_path / f"{r}.pt") for r in range(2)]
+
+
+def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
+    first, second = two_ranks(one_rank, f"file://{tmp_path / 'rendezvous'}", tmp_path)
     for key in ("ppo", "ppg", "dqn"):
         assert torch.equal(first[key], second[key]), key  # the ranks stayed in sync
     assert first["aux_phases"] == second["aux_phases"] == 1
@@ -131,18 +135,7 @@ def tcp_rank(rank: int, init_method: str, out: str) -> None:
 def test_trainers_on_different_nodes_meet_over_tcp(tmp_path):
     init = tcp_rendezvous("127.0.0.1")
     assert init.startswith("tcp://127.0.0.1:") and rendezvous("127.0.0.1").startswith("file://")
-    context = multiprocessing.get_context("spawn")
-    ranks = [context.Process(target=tcp_rank, args=(r, init, str(tmp_path / f"{r}.pt")))
-             for r in range(2)]
-    for process in ranks:
-        process.start()
-    for process in ranks:
-        process.join(timeout=120)
-        if process.is_alive():
-            process.kill()
-    assert [process.exitcode for process in ranks] == [0, 0]
-    for rank in range(2):
-        answers = torch.load(tmp_path / f"{rank}.pt")
+    for answers in two_ranks(tcp_rank, init, tmp_path):
         assert answers == {"agree": False, "share": b"rank 0", "differ": True}
 
 
