@@ -132,6 +132,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     name = "best_preset.pt" if args.best else "preset.pt"
     preset_file = run_dir / name if run_dir.is_dir() else run_dir
+    if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
+            run_dir / "algorithm.pt").exists():
+        return watch_distributed(run_dir, args)
     if not preset_file.exists():
         raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl train)")
     preset = load_preset(str(preset_file))
@@ -142,6 +145,24 @@ def cmd_watch(args: argparse.Namespace) -> int:
     returns, path = watch.watch(
         preset.test_agent(), env, args.episodes, args.fps, gif, max_steps=args.max_steps
     )
+    print_episodes(returns, path)
+    return 0
+
+
+def watch_distributed(run_dir: Path, args: argparse.Namespace) -> int:
+    """``looprl watch`` of a distributed (Ray) run: its final policy (``policy.pt``)."""
+    from looprl.distributed.watch import watch_run
+
+    if args.best:
+        raise ValueError("--best: a distributed run saves only its final policy (policy.pt); "
+                         "drop --best")
+    returns, path = watch_run(run_dir, args.episodes, args.fps, args.gif, args.max_steps)
+    print_episodes(returns, path)
+    return 0
+
+
+def print_episodes(returns: list, path: Path | None) -> None:
+    """One line per watched episode, and where the animation went."""
     for i, episode_return in enumerate(returns):
         if isinstance(episode_return, dict):  # a multi-agent episode: each agent's return
             episode_return = ", ".join(f"{k} {v:.1f}" for k, v in episode_return.items())
@@ -150,7 +171,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print(f"episode {i + 1}: return {episode_return:.1f}")
     if path is not None:
         print(f"animation: {path}")
-    return 0
 
 
 def gym_error() -> type[Exception]:
@@ -186,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--timesteps", type=int, default=-1)
     plot.set_defaults(func=cmd_plot)
     watch = sub.add_parser("watch", help="play a saved preset (window, or a GIF without display)")
-    watch.add_argument("run_dir", help="a run directory holding preset.pt, or the .pt file")
+    watch.add_argument("run_dir", help="a run directory holding preset.pt (or a distributed "
+                       "run's policy.pt and algorithm.pt), or the .pt file")
     watch.add_argument("--episodes", type=int, default=1)
     watch.add_argument("--best", action="store_true",
                        help="play the best agent so far (best_preset.pt, runs with eval_every)")

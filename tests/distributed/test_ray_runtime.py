@@ -13,6 +13,7 @@ import torch
 
 from helpers import kill_worker_when
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+from looprl.distributed.watch import load_run
 
 ray = pytest.importorskip("ray")
 
@@ -50,8 +51,10 @@ def test_ppo_on_two_actors_learns_and_survives_a_killed_actor(local_ray, tmp_pat
     log_dir = Path(result.log_dir)
     rows = (log_dir / "results.csv").read_text().splitlines()
     assert len(rows) == len(result.returns) + 1  # every episode reported is in results.csv
-    for name in ("returns100.csv", "losses.csv", "throughput.csv", "policy.pt"):
+    for name in ("returns100.csv", "losses.csv", "throughput.csv", "policy.pt", "algorithm.pt"):
         assert (log_dir / name).exists(), name
+    spec, policy = load_run(log_dir)  # what looprl watch plays
+    assert spec.env == "CartPole-v1" and policy.version == result.trainer_steps[0]
     throughput = (log_dir / "throughput.csv").read_text().splitlines()
     assert throughput[0].startswith("time,worker,frames_per_s") and len(throughput) > 4
 

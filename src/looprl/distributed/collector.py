@@ -174,6 +174,11 @@ class EnvRunner:
             batches.setdefault(str(segment.shape), []).append(segment)
         return [concat(group, dim=1) for group in batches.values()]
 
+    @property
+    def running_returns(self) -> np.ndarray:
+        """Each env copy's return so far in its episode in progress."""
+        return self._returns.copy()
+
     def pop_episodes(self) -> list[Episode]:
         """The episodes finished since the last call."""
         done, self.episodes = self.episodes, []

@@ -51,6 +51,7 @@ from looprl.distributed.run_state import (
     DistributedResult,
     find_controller_checkpoint,
 )
+from looprl.distributed.watch import save_spec
 
 __all__ = ["DistributedResult", "DistributedRun", "loopback_only", "start_ray"]
 
@@ -164,6 +165,7 @@ class DistributedRun:
 
         self._log = ExperimentLogger(self.name, self.spec.env, self.logdir, verbose=True)
         self.result.log_dir = self._log.log_dir
+        save_spec(self.spec, self._log.log_dir)  # for looprl watch
         self._throughput = Path(self._log.log_dir) / "throughput.csv"
         self._throughput.write_text(THROUGHPUT_HEADER + "\n")
 

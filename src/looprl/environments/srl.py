@@ -127,7 +127,7 @@ class Environment(ABC):
 
     Subclasses implement ``agent_count``, ``reset`` and ``step``; ``observation_spaces``,
     ``action_spaces`` (needed by ``test_environment(test_stepping=True)``), ``seed``,
-    ``set_curriculum_stage`` and ``close`` are optional.
+    ``set_curriculum_stage``, ``render`` and ``close`` are optional.
     """
 
     @property
@@ -169,6 +169,13 @@ class Environment(ABC):
         raise NotImplementedError(
             f"{type(self).__name__} has no curriculum: it cannot set the stage {stage_name!r}"
         )
+
+    def render(self) -> Any:
+        """The current frame as an ``(H, W, 3)`` uint8 RGB array (``looprl watch`` of a
+        distributed run); Gymnasium and PettingZoo envs built with ``render_mode="human"``
+        draw a window instead and return ``None``."""
+        raise NotImplementedError(f"{type(self).__name__} does not render: implement "
+                                  "render() returning an RGB array to watch it")
 
     def close(self) -> None:
         """Release the environment's resources."""

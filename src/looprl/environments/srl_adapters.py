@@ -150,6 +150,10 @@ class GymnasiumEnvironment(_SingleAgent):
         obs = _obs_dict(obs, self._env.observation_space)
         return [step_result(obs, float(reward), terminated, info, truncated)]
 
+    def render(self) -> Any:
+        """``gym.Env.render()`` (build with ``render_mode="rgb_array"`` for frames)."""
+        return self._env.render()
+
     def close(self) -> None:
         self._env.close()
 
@@ -168,12 +172,18 @@ class AtariGameEnvironment(_SingleAgent):
             (``frame_stack``, ``screen_size``, ``noop_max``, ``clip_rewards``...).
     """
 
-    def __init__(self, game: str, **options: Any):
+    render_fps = 15.0  # 60 Hz, 4 frames a step
+
+    def __init__(self, game: str, render_mode: str | None = None, **options: Any):
         from looprl.environments.atari import make_ale_vector_env
 
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"AtariGameEnvironment renders its preprocessed frames "
+                             f"(render_mode='rgb_array'), not render_mode={render_mode!r}")
         self._env = make_ale_vector_env(game, 1, num_threads=1, **options)
         self._seed: int | None = None
         self._obs_space = gym.spaces.Dict({"obs": self._env.single_observation_space})
+        self._frame: np.ndarray | None = None
 
     @property
     def _action_space(self) -> gym.Space:
@@ -182,6 +192,7 @@ class AtariGameEnvironment(_SingleAgent):
     def reset(self) -> list[StepResult | None]:
         obs, info = self._env.reset(seed=self._seed)
         self._seed = None
+        self._frame = obs[0, -1]
         return [step_result({"obs": obs[0].copy()}, 0.0, False, {"lives": int(info["lives"][0])})]
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
@@ -191,10 +202,17 @@ class AtariGameEnvironment(_SingleAgent):
         if not space.contains(action):
             raise ValueError(f"invalid Atari action {action!r}: the actions are 0..{space.n - 1}")
         obs, reward, terminated, truncated, info = self._env.step(np.array([action]))
+        self._frame = obs[0, -1]
         info = {"lives": int(info["lives"][0])}
         return [
             step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0], info, truncated[0])
         ]
+
+    def render(self) -> np.ndarray:
+        """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""
+        if self._frame is None:
+            raise RuntimeError("AtariGameEnvironment.render() before reset(): nothing to show")
+        return np.repeat(self._frame[..., None], 3, axis=-1)
 
     def close(self) -> None:
         self._env.close()
@@ -384,6 +402,10 @@ class PettingZooEnvironment(Environment):
                 break
             self._env.step(None)  # PettingZoo removes a finished agent when it steps None
         return results
+
+    def render(self) -> Any:
+        """The PettingZoo env's ``render()`` (build it with ``render_mode="rgb_array"``)."""
+        return self._env.render()
 
     def close(self) -> None:
         self._env.close()

@@ -1,0 +1,146 @@
+"""Watch the policy a distributed run trained (``looprl watch RUN_DIR`` of a Ray run).
+
+A distributed run directory holds ``policy.pt`` (the policy's ``get_checkpoint()``) and
+``algorithm.pt`` (its ``AlgorithmSpec``: the environment, the policy and their arguments).
+``watch_run`` rebuilds the policy from them and plays deterministic episodes in one env copy
+of the run's environment, through the same ``EnvRunner`` as the actor workers: in a window
+when a display exists and the environment draws one (Gymnasium and PettingZoo envs built
+with ``render_mode="human"``), else into a GIF of its ``render()`` frames. No Ray here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from looprl.distributed.collector import EnvRunner
+from looprl.distributed.config import AlgorithmSpec
+from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, write_gif
+
+__all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
+
+SPEC_FILE = "algorithm.pt"
+POLICY_FILE = "policy.pt"
+
+log = logging.getLogger(__name__)
+
+
+def save_spec(spec: AlgorithmSpec, run_dir: str | Path) -> None:
+    """Write ``spec`` to ``run_dir`` (cloudpickle: registrations made in scripts travel)."""
+    from ray import cloudpickle
+
+    torch.save(spec, Path(run_dir) / SPEC_FILE, pickle_module=cloudpickle)
+
+
+def load_run(run_dir: str | Path) -> tuple[AlgorithmSpec, Any]:
+    """The spec of the distributed run in ``run_dir`` and its trained policy (on the CPU).
+
+    Raises:
+        FileNotFoundError: ``run_dir`` lacks ``policy.pt`` or ``algorithm.pt`` (named).
+    """
+    run_dir = Path(run_dir)
+    for name in (POLICY_FILE, SPEC_FILE):
+        if not (run_dir / name).exists():
+            raise FileNotFoundError(f"No {name} in {run_dir}: a distributed run writes "
+                                    f"{SPEC_FILE} when it starts and {POLICY_FILE} when it ends")
+    spec = torch.load(run_dir / SPEC_FILE, weights_only=False)
+    spec.install()
+    policy = spec.make_policy()
+    policy.load_checkpoint(torch.load(run_dir / POLICY_FILE, map_location="cpu",
+                                      weights_only=False))
+    return spec, policy
+
+
+def watch_run(
+    run_dir: str | Path,
+    episodes: int = 1,
+    fps: float | None = None,
+    gif: str | Path | None = None,
+    max_steps: int = 10_000,
+    seed: int = 0,
+) -> tuple[list[float], Path | None]:
+    """Play ``episodes`` deterministic episodes of the policy in ``run_dir``.
+
+    Args:
+        run_dir: the run directory (``results.csv``, ``policy.pt``, ``algorithm.pt``).
+        episodes: episodes to play.
+        fps: frames per second of the window or the GIF (default: the environment's real
+            time, its ``render_fps``).
+        gif: write the frames to this GIF (default: a window when a display exists and the
+            environment can draw one, else ``run_dir/watch.gif``).
+        max_steps: watching stops after an episode of this many steps (cut, with a warning).
+        seed: the env copy's seed.
+
+    Returns:
+        The episode returns (summed over agents) and the GIF path (``None``: a window).
+
+    Raises:
+        FileNotFoundError: not a distributed run directory.
+        ValueError: the environment cannot render frames (its ``render()``).
+    """
+    spec, policy = load_run(run_dir)
+    env, window = _render_env(spec, window=gif is None and has_display())
+    fps = fps or getattr(env, "render_fps", None) or default_fps(env)
+    if not window:
+        gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"
+    runner = EnvRunner(lambda: env, n_envs=1, segment_length=64,
+                       default_policy_state=policy.default_policy_state, seed=seed,
+                       is_evaluation=True)
+    frames: list[np.ndarray] = []
+    returns: list[float] = []
+    steps = 0
+    try:
+        while len(returns) < episodes:
+            if window:
+                time.sleep(1.0 / fps)
+            else:
+                frames.append(_frame(env))
+            request = runner.request(0)
+            runner.step(0, None if request is None else policy.rollout(request), policy.version)
+            runner.segments()  # not kept
+            ended = runner.pop_episodes()
+            returns += [episode.ret for episode in ended]
+            steps = 0 if ended else steps + 1
+            if steps >= max_steps:
+                log.warning("Episode cut after %d steps (max_steps); watching stops", max_steps)
+                returns.append(float(runner.running_returns[0]))
+                break
+    finally:
+        env.close()
+    if window:
+        return returns, None
+    write_gif(frames, Path(gif), fps)
+    return returns, Path(gif)
+
+
+def _render_env(spec: AlgorithmSpec, window: bool) -> tuple[Any, bool]:
+    """The run's environment, built to draw a window (``window``) or to render frames; and
+    whether it draws a window. An environment without ``render_mode`` renders frames."""
+    from looprl.environments.srl import make
+
+    if window:
+        try:
+            return make(spec.env, **spec.env_args, render_mode="human"), True
+        except (TypeError, ValueError):
+            pass  # no window here (e.g. Atari): frames into a GIF
+    offscreen_rendering()
+    try:
+        return make(spec.env, **spec.env_args, render_mode="rgb_array"), False
+    except TypeError:
+        return make(spec.env, **spec.env_args), False
+
+
+def _frame(env: Any) -> np.ndarray:
+    try:
+        frame = env.render()
+    except NotImplementedError as error:
+        raise ValueError(str(error)) from None
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+        raise ValueError(f"{type(env).__name__}.render() gave {type(frame).__name__}, not an "
+                         "(H, W, 3) RGB array: nothing to write to the GIF")
+    return frame

@@ -1,0 +1,83 @@
+"""``looprl watch`` of a distributed run: the policy in ``policy.pt``, rebuilt from the
+run's ``algorithm.pt``, plays in the run's environment (a GIF without a display)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from looprl.cli import main as cli
+from looprl.distributed import AlgorithmSpec
+from looprl.distributed.pipeline import evaluate
+from looprl.distributed.watch import save_spec, watch_run
+from looprl.environments.srl import Environment, make, register, step_result
+
+CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
+
+
+def run_dir(tmp_path, spec: AlgorithmSpec, seed: int = 3):
+    """What a distributed run leaves: its spec and a policy checkpoint (here: an untrained
+    policy of ``seed``, unlike the one ``spec.make_policy()`` builds)."""
+    save_spec(spec, tmp_path)
+    policy = spec.make_policy() if seed is None else AlgorithmSpec(
+        env=spec.env, policy=spec.policy, policy_args={**spec.policy_args, "seed": seed},
+        trainer=spec.trainer).make_policy()
+    torch.save(policy.get_checkpoint(), tmp_path / "policy.pt")
+    return policy
+
+
+def test_watching_a_run_plays_its_policy_into_a_gif(tmp_path, capsys):
+    pytest.importorskip("pygame")
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={**CARTPOLE, "seed": 0}, trainer="ppo")
+    saved = run_dir(tmp_path, spec)
+    returns, path = watch_run(tmp_path, episodes=2, gif=tmp_path / "w.gif", seed=5)
+    # the saved policy, not the spec's own initial one, played: evaluate() agrees
+    assert returns == evaluate(spec, saved.get_checkpoint(), 2, seed=5)
+    assert returns != evaluate(spec, None, 2, seed=5)
+    assert path == tmp_path / "w.gif" and path.stat().st_size > 1000
+    assert cli(["watch", str(tmp_path), "--episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    first = evaluate(spec, saved.get_checkpoint(), 1, seed=0)[0]  # the CLI's seed: 0
+    assert f"episode 1: return {first:.1f}" in out and "watch.gif" in out
+    assert cli(["watch", str(tmp_path), "--best"]) == 2
+    assert "saves only its final policy" in capsys.readouterr().err
+
+
+def test_an_atari_run_renders_its_preprocessed_frames(tmp_path):
+    pytest.importorskip("ale_py")
+    env = make("atari", game="Breakout", render_mode="rgb_array")
+    with pytest.raises(RuntimeError, match="before reset"):
+        env.render()
+    env.reset()
+    frame = env.render()
+    assert frame.shape == (84, 84, 3) and frame.dtype == np.uint8
+    env.close()
+    with pytest.raises(ValueError, match="not render_mode='human'"):
+        make("atari", game="Breakout", render_mode="human")
+
+
+class Blind(Environment):
+    """An environment that cannot render."""
+
+    agent_count = 1
+
+    def reset(self):
+        return [step_result({"obs": np.zeros(4, np.float32)}, 0.0, False)]
+
+    def step(self, actions):
+        return [step_result({"obs": np.zeros(4, np.float32)}, 1.0, True)]
+
+
+def test_watching_an_environment_that_cannot_render_is_one_line(tmp_path, capsys):
+    register("tests-blind", Blind)
+    run_dir(tmp_path, AlgorithmSpec(env="tests-blind", policy="actor-critic-separate",
+                                    policy_args=CARTPOLE, trainer="ppo"))
+    assert cli(["watch", str(tmp_path)]) == 2
+    assert "Blind does not render: implement render()" in capsys.readouterr().err
+
+
+def test_a_directory_without_a_run_is_one_line(tmp_path, capsys):
+    assert cli(["watch", str(tmp_path)]) == 2
+    assert "No saved preset at" in capsys.readouterr().err
