@@ -139,6 +139,24 @@ def test_a_trainer_checkpoint_from_another_kind_of_device_is_refused() -> None:
         fresh.load_state_dict(saved)
 
 
+def test_sample_counts_survive_trainer_restarts() -> None:
+    """The run's received/dropped counts (``throughput.csv``) keep what trainers counted
+    before they died: a restarted trainer starts from its checkpoint's counts, or zero."""
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=2, trainers=2), logdir=None)
+
+    def poll(counts: dict[str, tuple[int, int]]) -> tuple[int, int]:
+        stats = {name: {"received": r, "dropped": d, "lags": []}
+                 for name, (r, d) in counts.items()}
+        trainer = run._trainer_stats(stats)
+        return trainer["received"], trainer["dropped"]
+
+    assert poll({"trainer": (10, 1), "trainer1": (12, 2)}) == (22, 3)
+    run._restarted_trainer("trainer", {"counts": (8, 1)})  # its checkpoint's counts
+    run._restarted_trainer("trainer1", {"counts": (0, 0)})
+    assert poll({"trainer": (9, 1), "trainer1": (3, 0)}) == (9 + 2 + 3 + 12, 1 + 0 + 0 + 2)
+    assert poll({"trainer": (11, 1)}) == (11 + 2 + 3 + 12, 3)  # trainer1 missed this poll
+
+
 def test_runtime_options_are_checked() -> None:
     with pytest.raises(KeyError, match="unknown runtime option.*'actor'.*valid"):
         RuntimeConfig.from_dict({"actor": 2})

@@ -98,6 +98,8 @@ class DistributedRun:
         self.resume_from = resume_from
         self._snapshots = 0  # controller checkpoints taken
         self._pids: dict[str, int] = {}  # worker processes, to tell restarted ones apart
+        self._counts: dict[str, np.ndarray] = {}  # each trainer's (received, dropped) polled
+        self._counted: dict[str, np.ndarray] = {}  # ... and those of its earlier processes
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
 
     # -- life cycle ------------------------------------------------------------------------
@@ -345,15 +347,27 @@ class DistributedRun:
             self._log.frame = self.result.frames
 
     def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
-        """Trainer 0's statistics, with the sample counts and lags of every trainer."""
+        """Trainer 0's statistics, with the sample lags of every trainer and the sample
+        counts of the whole run (every trainer, restarted ones with their earlier counts)."""
+        for name in self._trainer_names():
+            if name in stats:
+                self._counts[name] = np.array([stats[name]["received"], stats[name]["dropped"]])
         trainer = stats.get("trainer")
+        if trainer is None:
+            return None
         for name in self._trainer_names()[1:]:
-            other = stats.get(name)
-            if trainer is not None and other is not None:
-                trainer["received"] += other["received"]
-                trainer["dropped"] += other["dropped"]
-                trainer["lags"] = trainer["lags"] + other["lags"]
+            trainer["lags"] = trainer["lags"] + stats.get(name, {}).get("lags", [])
+        total = sum(self._counted.get(n, 0) + self._counts.get(n, 0)
+                    for n in self._trainer_names())
+        trainer["received"], trainer["dropped"] = (int(count) for count in total)
         return trainer
+
+    def _restarted_trainer(self, name: str, answer: dict[str, Any]) -> None:
+        """Keep the counts of trainer ``name``'s dead process; its new one starts from its
+        checkpoint's (``answer``: its ``ready()``)."""
+        start = np.array(answer["counts"])
+        self._counted[name] = self._counted.get(name, 0) + self._counts.get(name, start) - start
+        self._counts[name] = start
 
     def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
@@ -430,6 +444,7 @@ class DistributedRun:
         if name == "trainer":
             logger.warning("trainer resumed from its checkpoint at step %s",
                            answer["resumed_from"])
+            self._restarted_trainer(name, answer)
         self.result.restarts.append((name, self.result.frames))
         self._runs[name] = self.workers[name].run.remote()
 
@@ -447,7 +462,9 @@ class DistributedRun:
                 ray.kill(self.workers[other], no_restart=False)
         answers = {other: self._wait_restarted(ray, other, former=self._pids.get(other))
                    for other in self._trainer_names()}
-        self._pids.update({other: answer["id"] for other, answer in answers.items()})
+        for other, answer in answers.items():
+            self._pids[other] = answer["id"]
+            self._restarted_trainer(other, answer)
         logger.warning("trainers resumed from trainer 0's checkpoint at step %s",
                        answers["trainer"]["resumed_from"])
         self.result.restarts.append((name, self.result.frames))

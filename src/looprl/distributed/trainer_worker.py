@@ -75,8 +75,10 @@ class TrainerWorker:
         self._publish()
 
     def ready(self) -> dict[str, Any]:
-        """``whereabouts()`` and the step resumed from (``None``: a fresh start)."""
-        return {**whereabouts(), "resumed_from": self.resumed_from}
+        """``whereabouts()``, the step resumed from (``None``: a fresh start) and the sample
+        counts it starts with (its checkpoint's)."""
+        return {**whereabouts(), "resumed_from": self.resumed_from,
+                "counts": (self.core.received, self.core.dropped)}
 
     def rendezvous(self) -> str:
         """Rank 0: where a new trainer group meets (an ``init_method``)."""
