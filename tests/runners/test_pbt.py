@@ -47,3 +47,14 @@ def test_bad_mutations_are_clear_errors(small_ppo) -> None:
         PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-2, 1e-4)})
     with pytest.raises(ValueError, match="needs hp/\\* mutations"):
         PBTRunner(small_ppo, "CartPole-v1", {})
+
+
+def test_members_train_on_the_gpus_ray_reserves_for_them(small_ppo, local_ray) -> None:
+    with pytest.raises(ValueError, match=r"device='cuda' with gpus_per_member=0: PBT members "
+                                         r"train on the GPUs Ray reserves"):
+        PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, device="cuda")
+    # the runner's own checks build the agent on the CPU, whatever its members reserve
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, gpus_per_member=1)
+    if ray.cluster_resources().get("GPU", 0) < 1:
+        with pytest.raises(ValueError, match="gpus_per_member=1 but the Ray cluster has 0 GPUs"):
+            runner.run()

@@ -56,7 +56,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     else:
         seed = spec["seed"] + int(tune.get_context().get_trial_id().rsplit("_", 1)[-1])
         seed_everything(seed)
-        preset = spec["builder"].env(spec["env"]).build()
+        preset = spec["builder"].device(spec["device"]).env(spec["env"]).build()
         experiment = make_experiment(preset, spec["env"], train_steps=spec["num_steps"],
                                      quiet=True, verbose=False, seed=seed,
                                      logdir=spec["logdir"])
@@ -86,6 +86,9 @@ class PBTRunner(Runner):
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
         num_cpus: CPUs of the local Ray instance if the runner starts one.
+        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU); members
+            train on CUDA with a reservation and on the CPU without one (Ray places work only
+            on GPUs it reserved), so ``device`` must agree.
         initial: the members' starting ``hp/*`` values, one dict each (then ``population``
             is their number), instead of draws from ``mutations``.
         exploit: ``False`` trains the same population without exploit and explore (the
@@ -97,8 +100,15 @@ class PBTRunner(Runner):
                  num_steps: int = 100_000, perturbation_interval: int = 10_000,
                  quantile_fraction: float = 0.25, resample_probability: float = 0.25,
                  num_cpus: int | None = None, initial: list[dict[str, float]] | None = None,
-                 exploit: bool = True, **kwargs: Any):
+                 exploit: bool = True, gpus_per_member: float = 0.0, **kwargs: Any):
+        device = kwargs.get("device")
+        if device is not None and (str(device).startswith("cuda")) != (gpus_per_member > 0):
+            raise ValueError(f"device={device!r} with gpus_per_member={gpus_per_member:g}: PBT "
+                             "members train on the GPUs Ray reserves for them; set "
+                             "gpus_per_member > 0 for CUDA, or leave device unset")
+        kwargs["device"] = "cpu"  # here: the checks below; the members: see _member
         super().__init__(agent, env, **kwargs)
+        self.gpus_per_member = float(gpus_per_member)
         self.tune = import_tune()
         if not mutations:
             raise ValueError("PBT needs hp/* mutations, e.g. {'hp/lr': (1e-5, 1e-2, 'log')}")
@@ -133,6 +143,10 @@ class PBTRunner(Runner):
 
         if not ray.is_initialized():
             ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+        gpus = ray.cluster_resources().get("GPU", 0)
+        if self.gpus_per_member > gpus:
+            raise ValueError(f"gpus_per_member={self.gpus_per_member:g} but the Ray cluster has "
+                             f"{gpus:g} GPUs: lower it (0 trains on the CPU)")
         tune = self.tune
         names = {tune_name(key): key for key in self.mutations}
         scheduler = PopulationBasedTraining(
@@ -142,11 +156,13 @@ class PBTRunner(Runner):
             resample_probability=self.resample_probability,
         )
         spec = {"builder": self.builder, "env": self.env, "seed": self.seed,
+                "device": "cuda" if self.gpus_per_member else "cpu",
                 "num_steps": self.num_steps, "interval": self.interval,
                 "keys": list(names.values()), "eval_episodes": self.eval_episodes,
                 "logdir": self.logdir or tempfile.mkdtemp()}
         storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
-        trainable = tune.with_resources(tune.with_parameters(_member, spec=spec), {"cpu": 1})
+        trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
+                                        {"cpu": 1, "gpu": self.gpus_per_member})
         space = {name: self._space(key) for name, key in names.items()}
         samples = self.population
         if self.initial is not None:  # one trial per given start, in this order
