@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.tune")
@@ -58,3 +59,13 @@ def test_members_train_on_the_gpus_ray_reserves_for_them(small_ppo, local_ray) -
     if ray.cluster_resources().get("GPU", 0) < 1:
         with pytest.raises(ValueError, match="gpus_per_member=1 but the Ray cluster has 0 GPUs"):
             runner.run()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_population_shares_a_gpu(small_ppo, tmp_path, local_ray) -> None:
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
+                       population=2, num_steps=128, perturbation_interval=64,
+                       gpus_per_member=0.5, eval_episodes=1, logdir=str(tmp_path), seed=0)
+    train_results, _ = runner.run()
+    assert len(train_results["members"]) == 2
+    assert str(runner.experiment.preset.device).startswith("cuda")
