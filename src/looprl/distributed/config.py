@@ -35,6 +35,12 @@ class AlgorithmSpec:
     explorations: list[float] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
+    @property
+    def env_label(self) -> str:
+        """The environment's name in logs and run directories (for ``"atari"``, the game)."""
+        game = self.env_args.get("game") if self.env == "atari" else None
+        return str(game).removeprefix("ALE/") if game else self.env
+
     def make_env(self) -> Any:
         """A fresh environment."""
         from looprl.environments.srl import make

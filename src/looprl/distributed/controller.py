@@ -165,7 +165,7 @@ class DistributedRun:
             return
         from looprl.experiments.logger import ExperimentLogger
 
-        self._log = ExperimentLogger(self.name, self.spec.env, self.logdir, verbose=True)
+        self._log = ExperimentLogger(self.name, self.spec.env_label, self.logdir, verbose=True)
         self.result.log_dir = self._log.log_dir
         save_spec(self.spec, self._log.log_dir)  # for looprl watch
         self._throughput = Path(self._log.log_dir) / "throughput.csv"
@@ -278,7 +278,7 @@ class DistributedRun:
         from looprl.experiments.progress import TrainingProgress
 
         start = last = time.perf_counter()
-        description = f"{self.name} on {self.spec.env} ({self.runtime.actors} actors)"
+        description = f"{self.name} on {self.spec.env_label} ({self.runtime.actors} actors)"
         with TrainingProgress(self.frames, description, quiet=self.quiet) as progress:
             while self.result.frames < self.frames:
                 time.sleep(0.5)

@@ -6,6 +6,14 @@ PPG) with the preset's MLP, optimizer settings and schedules, trained on segment
 ``n_steps`` rows from ``n_envs`` streams per update (the local rollout's shape); ``dqn`` and
 ``ddqn`` become a ``q-network`` with Ape-X exploration rates per actor and the ``dqn`` trainer
 on prioritized segments.
+
+``atari.ppo`` and ``atari.ppg`` run on the ``"atari"`` environment (``AtariGameEnvironment``:
+the same DeepMind preprocessing, rewards clipped as the preset says) with the Nature CNN shared
+by the policy and value heads (``actor-critic-shared``; PPG's ``actor-critic-auxiliary``).
+Unlike the local presets they do not end an episode at each lost life (``episodic_life``): the
+actors report whole games. The Atari DQN family stays local: its replay of a million frames
+lives in the local Atari replay, which stores each frame once, while segments would hold every
+stacked frame.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from looprl.distributed.config import AlgorithmSpec
 
 __all__ = ["DISTRIBUTED_PRESETS", "algorithm_spec", "apex_epsilons"]
 
-DISTRIBUTED_PRESETS = ("ppo", "ppg", "dqn", "ddqn")
+DISTRIBUTED_PRESETS = ("ppo", "ppg", "dqn", "ddqn", "atari.ppo", "atari.ppg")
 
 
 def apex_epsilons(n: int, base: float = 0.4, alpha: float = 7.0) -> list[float]:
@@ -39,16 +47,20 @@ def algorithm_spec(preset: str, hyperparameters: dict[str, Any], env: str, frame
         ValueError: ``preset`` has no distributed counterpart (the message lists them).
     """
     family, _, name = preset.rpartition(".")
-    if family not in ("", "classic_control") or name not in DISTRIBUTED_PRESETS:
-        raise ValueError(f"runtime=ray runs the classic-control presets "
-                         f"{', '.join(DISTRIBUTED_PRESETS)}; {preset!r} runs locally only "
-                         "(runtime=local), or build an AlgorithmSpec in Python")
-    preset = name
-    spaces = _spaces(env, env_args or {})
+    key = name if family in ("", "classic_control") else preset
+    if key not in DISTRIBUTED_PRESETS:
+        raise ValueError(f"runtime=ray runs the presets {', '.join(DISTRIBUTED_PRESETS)}; "
+                         f"{preset!r} runs locally only (runtime=local), or build an "
+                         "AlgorithmSpec in Python")
     hp = hyperparameters
-    if preset in ("ppo", "ppg"):
-        return _actor_critic(preset, hp, env, env_args or {}, frames / trainers, *spaces)
-    return _q_learning(hp, env, env_args or {}, actors, *spaces)
+    env_args = dict(env_args or {})
+    if family == "atari":  # env is the game
+        env_args = {"game": env, "clip_rewards": bool(hp["clip_rewards"]), **env_args}
+        env = "atari"
+    spaces = _spaces(env, env_args)
+    if name in ("ppo", "ppg"):
+        return _actor_critic(name, hp, env, env_args, frames / trainers, *spaces)
+    return _q_learning(hp, env, env_args, actors, *spaces)
 
 
 def _spaces(env: str, env_args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -78,8 +90,13 @@ def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str,
 
     rows = hp["n_envs"] * hp["n_steps"]
     updates = max(frames / rows, 1.0)
-    policy_args = {"obs_dim": obs_dim, **_action_args(action), "hidden_dim": hp["hidden"],
-                   "lr": hp["lr"], "clip_grad": hp["clip_grad"] or 0.0}
+    policy_args = {"obs_dim": obs_dim, **_action_args(action), "lr": hp["lr"],
+                   "clip_grad": hp["clip_grad"] or 0.0}
+    images = env == "atari"
+    if images:  # the Nature CNN's own 512-unit layer feeds the heads, as in the local preset
+        policy_args["num_layers"] = 0
+    else:
+        policy_args["hidden_dim"] = hp["hidden"]
     trainer_args = {
         "epochs": hp["epochs"], "minibatch_size": hp["minibatch_size"],
         "clip": linear(hp["clip"]) if hp["linear_clip"] else hp["clip"],
@@ -88,7 +105,7 @@ def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str,
         "value_clip": hp["value_clip"], "discount_factor": hp["discount_factor"],
         "gae_lambda": hp["lam"],
     }
-    policy = "actor-critic-separate"
+    policy = "actor-critic-shared" if images else "actor-critic-separate"
     if preset == "ppg":
         policy = "actor-critic-auxiliary"
         trainer_args.update(n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],
