@@ -178,6 +178,7 @@ class DistributedRun:
 
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
         self._log, self.result = state.logger, state.result
+        self._counts = dict(state.trainer_counts)  # the trainers rebase on them when placed
         self._throughput = Path(self._log.log_dir) / "throughput.csv"
         self._snapshots = self.result.train_steps // (self.runtime.checkpoint_every or 1)
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
@@ -195,7 +196,9 @@ class DistributedRun:
         from looprl.experiments.checkpoint import save_checkpoint
 
         self._snapshots = self.result.train_steps // every
-        save_checkpoint(ControllerState(self._log, self.result),
+        counts = {name: self._counted.get(name, 0) + count
+                  for name, count in self._counts.items()}
+        save_checkpoint(ControllerState(self._log, self.result, counts),
                         Path(self._log.log_dir) / CONTROLLER_CHECKPOINT)
 
     def _start_workers(self) -> None:
@@ -255,6 +258,8 @@ class DistributedRun:
         for name, ref in zip(names, refs, strict=True):
             answer = _get(ray, ref, name)
             self.result.nodes[name], self._pids[name] = answer["node"], answer["id"]
+            if name in self._trainer_names():
+                self._restarted_trainer(name, answer)  # a resumed run: its counts go on
             if name == "trainer" and answer["resumed_from"] is not None:
                 logger.warning("trainer resumed from its checkpoint at step %d",
                                answer["resumed_from"])
@@ -363,8 +368,9 @@ class DistributedRun:
         return trainer
 
     def _restarted_trainer(self, name: str, answer: dict[str, Any]) -> None:
-        """Keep the counts of trainer ``name``'s dead process; its new one starts from its
-        checkpoint's (``answer``: its ``ready()``)."""
+        """Keep the counts of trainer ``name``'s earlier process (one that died, or that of
+        the run this one resumes); its new one starts from its checkpoint's (``answer``: its
+        ``ready()``)."""
         start = np.array(answer["counts"])
         self._counted[name] = self._counted.get(name, 0) + self._counts.get(name, start) - start
         self._counts[name] = start

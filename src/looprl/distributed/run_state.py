@@ -58,10 +58,12 @@ class DistributedResult:
 
 @dataclass
 class ControllerState:
-    """What ``controller_checkpoint.pt`` holds (``save_checkpoint`` flushes the logger)."""
+    """What ``controller_checkpoint.pt`` holds (``save_checkpoint`` flushes the logger):
+    the logger, the result so far, and each trainer's sample counts (received, dropped)."""
 
     logger: Any
     result: DistributedResult
+    trainer_counts: dict[str, Any] = field(default_factory=dict)
 
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
