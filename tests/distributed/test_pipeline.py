@@ -151,16 +151,16 @@ def test_sample_counts_survive_trainer_restarts() -> None:
         return trainer["received"], trainer["dropped"]
 
     assert poll({"trainer": (10, 1), "trainer1": (12, 2)}) == (22, 3)
-    run._restarted_trainer("trainer", {"counts": (8, 1)})  # its checkpoint's counts
-    run._restarted_trainer("trainer1", {"counts": (0, 0)})
+    run._trainer_started("trainer", {"counts": (8, 1)})  # its checkpoint's counts
+    run._trainer_started("trainer1", {"counts": (0, 0)})
     assert poll({"trainer": (9, 1), "trainer1": (3, 0)}) == (9 + 2 + 3 + 12, 1 + 0 + 0 + 2)
     assert poll({"trainer": (11, 1)}) == (11 + 2 + 3 + 12, 3)  # trainer1 missed this poll
     # a resumed run (a new controller) continues the counts its controller checkpoint holds
     saved = {name: run._counted[name] + count for name, count in run._counts.items()}
     run = DistributedRun(ppo_spec(), RuntimeConfig(actors=2, trainers=2), logdir=None)
     run._counts = saved
-    run._restarted_trainer("trainer", {"counts": (8, 1)})  # placed, from its checkpoint
-    run._restarted_trainer("trainer1", {"counts": (0, 0)})
+    run._trainer_started("trainer", {"counts": (8, 1)})  # placed, from its checkpoint
+    run._trainer_started("trainer1", {"counts": (0, 0)})
     assert poll({"trainer": (9, 1), "trainer1": (1, 0)}) == (13 - 8 + 9 + 15 + 1, 1 - 1 + 1 + 2)
 
 

@@ -259,7 +259,7 @@ class DistributedRun:
             answer = _get(ray, ref, name)
             self.result.nodes[name], self._pids[name] = answer["node"], answer["id"]
             if name in self._trainer_names():
-                self._restarted_trainer(name, answer)  # a resumed run: its counts go on
+                self._trainer_started(name, answer)  # a resumed run: its counts go on
             if name == "trainer" and answer["resumed_from"] is not None:
                 logger.warning("trainer resumed from its checkpoint at step %d",
                                answer["resumed_from"])
@@ -367,7 +367,7 @@ class DistributedRun:
         trainer["received"], trainer["dropped"] = (int(count) for count in total)
         return trainer
 
-    def _restarted_trainer(self, name: str, answer: dict[str, Any]) -> None:
+    def _trainer_started(self, name: str, answer: dict[str, Any]) -> None:
         """Keep the counts of trainer ``name``'s earlier process (one that died, or that of
         the run this one resumes); its new one starts from its checkpoint's (``answer``: its
         ``ready()``)."""
@@ -450,7 +450,7 @@ class DistributedRun:
         if name == "trainer":
             logger.warning("trainer resumed from its checkpoint at step %s",
                            answer["resumed_from"])
-            self._restarted_trainer(name, answer)
+            self._trainer_started(name, answer)
         self.result.restarts.append((name, self.result.frames))
         self._runs[name] = self.workers[name].run.remote()
 
@@ -470,7 +470,7 @@ class DistributedRun:
                    for other in self._trainer_names()}
         for other, answer in answers.items():
             self._pids[other] = answer["id"]
-            self._restarted_trainer(other, answer)
+            self._trainer_started(other, answer)
         logger.warning("trainers resumed from trainer 0's checkpoint at step %s",
                        answers["trainer"]["resumed_from"])
         self.result.restarts.append((name, self.result.frames))

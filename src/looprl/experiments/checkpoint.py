@@ -5,9 +5,8 @@ experiment object -- the preset and its networks, the agent (target networks, op
 and epsilon schedules, its replay or rollout buffer, its own random generators), the meta
 components and the metrics dictionary, the environment (with its random generator) and the
 logger's counters -- and the global random states of torch (CUDA's too, on a GPU), NumPy and
-``random``. The file is
-written to a temporary name and renamed, so a run killed while saving (even by SIGKILL) keeps
-its previous checkpoint.
+``random``. The file is written to a temporary name and renamed, so a run killed while saving
+(even by SIGKILL) keeps its previous checkpoint.
 
 ``load_checkpoint(path)`` restores the random states and returns the experiment; training on
 (``experiment.train(frames=...)``) then continues as if it had never stopped: on CPU, the
