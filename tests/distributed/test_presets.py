@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 pytest.importorskip("hydra")
@@ -37,5 +39,17 @@ def test_atari_ppo_runs_on_the_atari_environment_with_the_nature_cnn(tmp_path):
 
 def test_the_atari_dqn_family_stays_local_in_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"^runtime=ray runs the presets ppo, ppg, dqn, ddqn, "
-                                         r"atari.ppo, atari.ppg; 'atari.dqn' runs locally only"):
+                                         r"atari.ppo, atari.ppg, continuous.ppo; 'atari.dqn' runs "
+                                         r"locally only"):
         distributed(tmp_path, "algorithm=atari/dqn", "env=Breakout")
+
+
+def test_continuous_ppo_runs_with_gaussian_actions_on_the_env_bounds(tmp_path):
+    run = distributed(tmp_path, "algorithm=continuous/ppo", "env=Pendulum-v1",
+                      "algorithm.n_envs=2", "algorithm.n_steps=32")
+    args = run.spec.policy_args
+    assert run.spec.policy == "actor-critic-separate" and args["continuous_action"]
+    assert (args["action_low"], args["action_high"]) == ([-2.0], [2.0])
+    assert args["init_log_std"] == 0.0 and args["hidden_dim"] == 64
+    report = test_pipeline(run.spec, episodes=1, n_envs=2, segment_length=32)
+    assert report.train_steps >= 1 and math.isfinite(report.stats["policy"])

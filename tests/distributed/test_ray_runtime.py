@@ -147,6 +147,20 @@ def _mean_sample_lag(log_dir: str) -> float:
     return sum(lags) / len(lags)
 
 
+def test_continuous_ppo_preset_learns_pendulum_on_two_actors(local_ray):
+    """``looprl run algorithm=continuous/ppo runtime=ray``'s spec: Gaussian actions learn
+    (random play and the untrained policy: about -1200; this reaches about -200)."""
+    from looprl.distributed.presets import algorithm_spec
+    from looprl.presets.continuous import ppo
+
+    spec, implied = algorithm_spec("continuous.ppo", ppo.hyperparameter_defaults,
+                                   "Pendulum-v1", 150_000, actors=2)
+    run = DistributedRun(spec, runtime(sync=True, **implied), frames=150_000, logdir=None,
+                         quiet=True)
+    result = run.run()
+    assert sum(result.returns[-20:]) / 20 > -500, result.returns[-20:]
+
+
 def test_sync_sampling_trains_every_sample_with_the_policy_that_made_it(local_ray, tmp_path):
     """``runtime.sync``: two actors fill each 8-stream batch together and wait for the step
     trained on it, so samples are not older than the trained policy (asynchronous sampling:

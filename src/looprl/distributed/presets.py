@@ -7,6 +7,9 @@ PPG) with the preset's MLP, optimizer settings and schedules, trained on segment
 ``ddqn`` become a ``q-network`` with Ape-X exploration rates per actor and the ``dqn`` trainer
 on prioritized segments.
 
+``continuous.ppo`` is ``ppo`` with Gaussian actions (the same MLPs, the preset's initial
+log-std, actions mapped onto the env's bounds).
+
 ``atari.ppo`` and ``atari.ppg`` run on the ``"atari"`` environment (``AtariGameEnvironment``:
 the same DeepMind preprocessing, rewards clipped as the preset says) with the Nature CNN shared
 by the policy and value heads (``actor-critic-shared``; PPG's ``actor-critic-auxiliary``).
@@ -26,7 +29,7 @@ from looprl.distributed.config import AlgorithmSpec
 
 __all__ = ["DISTRIBUTED_PRESETS", "algorithm_spec", "apex_epsilons"]
 
-DISTRIBUTED_PRESETS = ("ppo", "ppg", "dqn", "ddqn", "atari.ppo", "atari.ppg")
+DISTRIBUTED_PRESETS = ("ppo", "ppg", "dqn", "ddqn", "atari.ppo", "atari.ppg", "continuous.ppo")
 
 
 def apex_epsilons(n: int, base: float = 0.4, alpha: float = 7.0) -> list[float]:
@@ -97,6 +100,8 @@ def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str,
         policy_args["num_layers"] = 0
     else:
         policy_args["hidden_dim"] = hp["hidden"]
+    if "log_std_init" in hp:  # Gaussian actions (continuous.ppo)
+        policy_args["init_log_std"] = hp["log_std_init"]
     trainer_args = {
         "epochs": hp["epochs"], "minibatch_size": hp["minibatch_size"],
         "clip": linear(hp["clip"]) if hp["linear_clip"] else hp["clip"],
