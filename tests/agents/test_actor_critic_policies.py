@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import looprl.agents  # noqa: F401 -- registers the policies
-from looprl.agents import PPO, PPOTrainer
+from looprl.agents import OnPolicyAgent, PPOTrainer
 from looprl.agents.actor_critic import (
     ActorCriticAnalysis,
     ActorCriticPolicy,
@@ -319,19 +319,6 @@ def test_continuous_actions_have_a_state_independent_log_std() -> None:
     assert ((mode >= -2) & (mode <= 2)).all()
 
 
-def test_local_ppg_analyze_forms() -> None:
-    policy = _policy("actor-critic-auxiliary")
-    batch = NamedArray(observation=torch.randn(6, 5), action=torch.zeros(6, dtype=torch.long))
-    log_prob, entropy, value = policy.analyze(batch)
-    assert log_prob.shape == entropy.shape == value.shape == (6,)
-    logits, aux_value, value = policy.analyze(batch, target="aux")
-    assert logits.shape == (6, 3) and aux_value.shape == (6,)
-    with pytest.raises(ValueError, match="auxiliary_head"):
-        _policy().analyze(batch, target="aux")
-    with pytest.raises(ValueError, match="recurrent"):
-        _policy(rnn_type="gru").analyze(batch)
-
-
 def test_local_ppo_learns_cartpole() -> None:
     """The local PPO agent trains a registered SRL policy: same classes, both runtimes."""
     torch.manual_seed(1)
@@ -339,10 +326,9 @@ def test_local_ppo_learns_cartpole() -> None:
         type_="actor-critic-separate",
         args=dict(obs_dim=4, action_dim=2, lr=1e-3, clip_grad=0.5, seed=1),
     )
-    trainer = PPOTrainer(
-        policy, epochs=10, minibatch_size=256, generator=torch.Generator().manual_seed(1)
-    )
-    agent = PPO(policy, trainer, n_envs=8, n_steps=32, discount_factor=0.98, lam=0.8)
+    trainer = PPOTrainer(policy, epochs=10, minibatch_size=256, entropy_coef=0.0,
+                         discount_factor=0.98, gae_lambda=0.8, seed=1)
+    agent = OnPolicyAgent(policy, trainer, n_envs=8, n_steps=32)
     env = GymVectorEnvironment("CartPole-v1", 8, seed=1)
     state, returns, episodes = env.reset(), torch.zeros(8), []
     for _ in range(40_000 // 8):

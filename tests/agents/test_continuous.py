@@ -10,6 +10,7 @@ import torch
 from torch import nn, optim
 
 from helpers import replay_episodes
+from looprl.agents import ActorCriticPolicy, OnPolicyAgent, PPOTrainer
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
@@ -19,7 +20,6 @@ from looprl.agents.ddpg import (
     OffPolicyAgent,
     TwinQ,
 )
-from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTrainer
 from looprl.agents.sac import SACPolicy, SACTrainer, Temperature
 from looprl.agents.td3 import DelayedPolyakTarget, TD3Trainer
 from looprl.approximation import Approximation, PolyakTarget
@@ -28,6 +28,7 @@ from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.memory import ExperienceReplayBuffer
+from looprl.nn import ActorCritic
 from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets import load_preset
@@ -269,11 +270,11 @@ def test_ppo_trains_with_gaussian_vector_actions() -> None:
     torch.manual_seed(0)
     model = ActorCritic(GaussianActor(_mlp(3, 1), 1), _mlp(3, 1))
     approximation = Approximation(model, optim.Adam(model.parameters(), lr=1e-3))
-    policy = PPOPolicy(approximation, GaussianHead(PENDULUM.low, PENDULUM.high))
+    policy = ActorCriticPolicy(approximation, GaussianHead(PENDULUM.low, PENDULUM.high))
     batches = []
     trainer = PPOTrainer(policy, epochs=1, minibatch_size=16)
-    trainer.step = lambda batch: batches.append(batch) or PPOTrainer.step(trainer, batch)
-    agent = PPO(policy, trainer, n_envs=2, n_steps=8)
+    trainer.step = lambda batch: batches.append(batch.clone()) or PPOTrainer.step(trainer, batch)
+    agent = OnPolicyAgent(policy, trainer, n_envs=2, n_steps=8)
     env = GymVectorEnvironment("Pendulum-v1", 2, seed=0)
     state = env.reset()
     for _ in range(17):
@@ -282,11 +283,10 @@ def test_ppo_trains_with_gaussian_vector_actions() -> None:
         state = env.step(action)
     assert len(batches) == 2 and policy.version == 2
     batch = batches[0]
-    assert batch.action.shape == (16, 1) and batch.log_prob.shape == (16,)
-    log_prob, entropy, _ = policy.analyze(
-        NamedArray(observation=batch.observation, action=batch.action)
-    )
-    assert entropy.shape == (16,) and log_prob.shape == (16,)
+    assert batch.action.shape == (9, 2, 1) and batch.log_prob.shape == (9, 2)
+    analysis = policy.analyze(NamedArray(obs=batch.obs, action=batch.action))
+    assert analysis.entropy.shape == (9, 2) and analysis.logits is None
+    assert torch.isfinite(analysis.log_prob).all()
 
 
 @pytest.mark.parametrize("builder", [ddpg, td3, sac, ppo], ids=["ddpg", "td3", "sac", "ppo"])

@@ -16,8 +16,9 @@ from looprl.agents.independent import (
     RandomAgent,
     SingleStateAgent,
 )
+from looprl.agents.losses import segment_gae
 from looprl.approximation import QNetwork
-from looprl.core import Agent, MultiagentState, ParallelAgent, StateArray
+from looprl.core import Agent, MultiagentState, ParallelAgent, StateArray, TrainerStepResult
 from looprl.policies import GreedyPolicy
 from looprl.presets.classic_control import ppo
 
@@ -83,9 +84,9 @@ def test_ppo_with_one_env_drops_the_transition_out_of_an_episode_end():
     preset = ppo.env(View()).hyperparameters(n_envs=1, n_steps=4).device("cpu").build()
     inner = preset.agent()
     batches = []
-    inner.trainer.step = lambda batch: batches.append(batch) or {}
+    inner.trainer.step = lambda batch: batches.append(batch.clone()) or TrainerStepResult({}, 0)
     agent = SingleStateAgent(inner)
-    # episode 1: s0, s1, s2 (terminal); episode 2: s3, s4 -> 4 stored steps, 3 valid
+    # episode 1: s0, s1, s2 (terminal); episode 2: s3, s4 -> a segment of 5 rows, 3 valid
     agent.act(ma_state("a", (0.0, 0.0)))
     agent.act(ma_state("a", (0.1, 0.0), reward=1.0))
     agent.act(ma_state("a", (0.2, 0.0), reward=2.0, done=True))
@@ -93,9 +94,12 @@ def test_ppo_with_one_env_drops_the_transition_out_of_an_episode_end():
     assert batches == []
     agent.act(ma_state("a", (0.4, 0.0), reward=4.0))
     (batch,) = batches
-    assert batch.observation[:, 0].tolist() == pytest.approx([0.0, 0.1, 0.3])
-    # the terminal step is not bootstrapped: A(s1) = r - V(s1) with r = 2
-    assert batch.returns[1].item() == pytest.approx(2.0)
+    assert batch.obs[:, 0, 0].tolist() == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+    _, returns, mask = segment_gae(batch.reward, batch.value, batch.done, batch.truncated,
+                                   0.98, 0.8)
+    assert mask[:, 0].tolist() == [True, True, False, True]  # s2 is a final observation
+    # the terminal step is not bootstrapped: the return of s1 is r = 2
+    assert returns[1, 0].item() == pytest.approx(2.0)
 
 
 def test_masked_module_fills_illegal_outputs():

@@ -6,14 +6,13 @@ import math
 
 import torch
 
+from looprl.agents.losses import generalized_advantage_estimate
 from looprl.agents.losses.policy_gradient import (
     a2c_loss,
     categorical_kl,
-    n_step_returns,
     policy_gradient_loss,
     ppg_aux_loss,
 )
-from looprl.memory.rollout import generalized_advantage_estimate
 
 
 def test_policy_gradient_loss_value_and_gradient() -> None:
@@ -61,14 +60,17 @@ def test_a2c_loss_value_gradient_and_no_entropy_term() -> None:
     assert returns.grad is None and entropy.grad is None
 
 
-def test_n_step_returns_by_hand() -> None:
+def test_gae_with_lambda_one_gives_n_step_returns_by_hand() -> None:
     gamma = 0.5
     # env 0 terminates after step 1; env 1 is truncated after step 1 (mask stays 1)
     rewards = torch.tensor([[1.0, 1.0], [2.0, 1.0], [3.0, 1.0], [4.0, 1.0]])
     next_values = torch.tensor([[10.0, 5.0], [20.0, 8.0], [30.0, 0.0], [40.0, 2.0]])
+    values = torch.tensor([[0.0, 0.0], [10.0, 5.0], [0.0, 0.0], [30.0, 0.0]])  # V(s_t)
     next_masks = torch.tensor([[1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
     next_dones = torch.tensor([[False, False], [True, True], [False, False], [False, False]])
-    returns = n_step_returns(rewards, next_values, next_masks, next_dones, gamma)
+    advantages = generalized_advantage_estimate(
+        rewards, values, next_values, next_masks, next_dones, gamma, 1.0
+    )
     env0 = [
         1 + 0.5 * 2,  # R0 = r0 + g * R1 = 2
         2.0,  # terminal: no bootstrap
@@ -81,24 +83,7 @@ def test_n_step_returns_by_hand() -> None:
         1 + 0.5 * 2,  # 2
         1 + 0.5 * 2,  # 2
     ]
-    assert torch.allclose(returns, torch.tensor([env0, env1]).T)
-
-
-def test_n_step_returns_equal_gae_with_lambda_one() -> None:
-    generator = torch.Generator().manual_seed(0)
-    shape = (7, 3)
-    rewards = torch.randn(shape, generator=generator)
-    values = torch.randn(shape, generator=generator)
-    last = torch.randn(3, generator=generator)
-    next_values = torch.cat((values[1:], last[None]))
-    next_dones = torch.rand(shape, generator=generator) < 0.3
-    next_masks = torch.where(torch.rand(shape, generator=generator) < 0.5, 0.0, 1.0)
-    next_masks = torch.where(next_dones, next_masks, 1.0)  # only episode ends terminate
-    returns = n_step_returns(rewards, next_values, next_masks, next_dones, 0.9)
-    advantages = generalized_advantage_estimate(
-        rewards, values, next_values, next_masks, next_dones, 0.9, 1.0
-    )
-    assert torch.allclose(returns, advantages + values, atol=1e-5)
+    assert torch.allclose(advantages + values, torch.tensor([env0, env1]).T)
 
 
 def test_categorical_kl_by_hand() -> None:
@@ -132,3 +117,59 @@ def test_ppg_aux_loss_by_hand() -> None:
     # d KL / d logits = p - p_old per row; times beta / rows = 2 / 2
     expected = torch.tensor([[0.5 - 0.25, 0.5 - 0.75], [0.0, 0.0]])
     assert torch.allclose(logits.grad, expected, atol=1e-6)
+
+
+# -- generalized advantage estimation ------------------------------------------------------
+
+GAMMA, LAM = 0.9, 0.8
+
+
+def _col(*values: float) -> torch.Tensor:
+    """A (T, 1) column: T time steps of one environment."""
+    return torch.tensor(values).unsqueeze(1)
+
+
+def test_gae_with_termination() -> None:
+    # step 1 ends in a terminal state: no bootstrap and no recursion past it
+    rewards, values = _col(1.0, 2.0, 3.0), _col(0.5, 1.0, 1.5)
+    next_values = _col(1.0, 1.5, 2.0)
+    next_masks, next_dones = _col(1.0, 0.0, 1.0), _col(0.0, 1.0, 0.0).bool()
+    d0 = 1.0 + 0.9 * 1.0 * 1.0 - 0.5  # 1.4
+    d1 = 2.0 + 0.9 * 0.0 * 1.5 - 1.0  # 1.0
+    d2 = 3.0 + 0.9 * 1.0 * 2.0 - 1.5  # 3.3
+    a2 = d2
+    a1 = d1 + 0.9 * 0.8 * 0.0 * a2
+    a0 = d0 + 0.9 * 0.8 * 1.0 * a1  # 2.12
+    advantages = generalized_advantage_estimate(
+        rewards, values, next_values, next_masks, next_dones, GAMMA, LAM
+    )
+    assert advantages.shape == (3, 1)
+    assert torch.allclose(advantages, _col(a0, a1, a2))
+    assert torch.allclose(advantages, _col(2.12, 1.0, 3.3))
+
+
+def test_gae_with_truncation() -> None:
+    # step 1 is truncated: bootstrap from V(final observation) but stop the recursion
+    rewards, values = _col(1.0, 2.0, 3.0), _col(0.5, 1.0, 1.5)
+    next_values = _col(1.0, 1.5, 2.0)
+    next_masks, next_dones = _col(1.0, 1.0, 1.0), _col(0.0, 1.0, 0.0).bool()
+    d0 = 1.0 + 0.9 * 1.0 - 0.5  # 1.4
+    d1 = 2.0 + 0.9 * 1.5 - 1.0  # 2.35
+    d2 = 3.0 + 0.9 * 2.0 - 1.5  # 3.3
+    a2 = d2
+    a1 = d1
+    a0 = d0 + 0.9 * 0.8 * a1  # 3.092
+    advantages = generalized_advantage_estimate(
+        rewards, values, next_values, next_masks, next_dones, GAMMA, LAM
+    )
+    assert torch.allclose(advantages, _col(a0, a1, a2))
+    assert torch.allclose(advantages, _col(3.092, 2.35, 3.3))
+
+
+def test_gae_without_episode_end_matches_discounted_sum() -> None:
+    rewards, values = _col(1.0, 1.0, 1.0), _col(0.0, 0.0, 0.0)
+    ones = torch.ones(3, 1)
+    advantages = generalized_advantage_estimate(
+        rewards, values, torch.zeros(3, 1), ones, torch.zeros(3, 1, dtype=torch.bool), 1.0, 1.0
+    )
+    assert torch.allclose(advantages, _col(3.0, 2.0, 1.0))

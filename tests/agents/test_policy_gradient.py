@@ -6,19 +6,33 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn, optim
+from torch import optim
 
 from helpers import replay_episodes, replay_first_episodes
-from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
-from looprl.agents.ppg import PPG, PPGPolicy, PPGTestAgent, PPGTrainer
-from looprl.agents.ppo import ActorCritic
-from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
-from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
+from looprl.agents import (
+    VPG,
+    A2CTrainer,
+    ActorCriticPolicy,
+    ActorCriticTestAgent,
+    OnPolicyAgent,
+    PPGTrainer,
+    VACTrainer,
+)
+from looprl.agents.losses import segment_gae
 from looprl.approximation import Approximation
-from looprl.core import Agent, NamedArray, ParallelAgent, ParallelPreset, Preset, StateArray
+from looprl.core import (
+    Agent,
+    NamedArray,
+    ParallelAgent,
+    ParallelPreset,
+    Preset,
+    SampleBatch,
+    StateArray,
+)
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
+from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets import load_preset
 from looprl.presets.classic_control.a2c import a2c
@@ -29,141 +43,69 @@ from looprl.presets.classic_control.vpg import vpg
 from looprl.presets.continuous.ppo import ppo as continuous_ppo
 
 
-def _policy(cls=A2CPolicy, seed: int = 0, lr: float = 1e-2):
+def _policy(seed: int = 0, lr: float = 1e-2) -> ActorCriticPolicy:
     torch.manual_seed(seed)
-    model = ActorCritic(nn.Linear(4, 2), nn.Linear(4, 1))
-    return cls(Approximation(model, optim.Adam(model.parameters(), lr=lr)), CategoricalHead(2))
+    model = ActorCritic(MLP(4, 2, hidden=(16,)), MLP(4, 1, hidden=(16,)))
+    return ActorCriticPolicy(Approximation(model, optim.Adam(model.parameters(), lr=lr)),
+                             CategoricalHead(2))
 
 
 class Recording:
-    """Wraps a trainer's ``step`` to keep every batch it was given."""
+    """Wraps a trainer's ``step`` to keep (a copy of) every segment it was given."""
 
     def __init__(self, trainer):
         self.trainer = trainer
-        self.batches: list[NamedArray] = []
+        self.batches: list[SampleBatch] = []
         original = trainer.step
 
         def step(batch):
-            self.batches.append(batch)
+            self.batches.append(batch.clone())
             return original(batch)
 
         trainer.step = step
 
 
-# -- A2C ---------------------------------------------------------------------------------
-
-
-def _batch(policy, n: int = 16) -> NamedArray:
-    generator = torch.Generator().manual_seed(1)
-    obs = torch.randn(n, 4, generator=generator)
-    result = policy.rollout(NamedArray(obs=obs))
-    advantage = torch.randn(n, generator=generator)
-    return NamedArray(
-        observation=obs,
-        action=result.action,
-        value=result.value,
-        advantage=advantage,
-        returns=advantage + result.value,
-    )
-
-
-def test_a2c_trainer_takes_one_step_per_batch_and_skips_empty_ones() -> None:
+def test_a2c_agent_trains_once_per_segment_with_n_step_targets() -> None:
     policy = _policy()
-    trainer = A2CTrainer(policy, value_coef=0.5, entropy_coef=0.01, normalize_advantages=True)
-    before = [p.detach().clone() for p in policy.module.parameters()]
-    stats = trainer.step(_batch(policy))
-    assert set(stats) == {"policy", "value", "entropy"}
-    assert any(not torch.equal(b, a) for b, a in zip(before, policy.module.parameters()))
-    assert policy.approximation.updates == 1 and policy.version == 1 and trainer.updates == 1
-    assert trainer.step(_batch(policy)[torch.zeros(16, dtype=torch.bool)]) == {}
-    assert policy.approximation.updates == 1
-
-
-def test_a2c_agent_trains_once_per_rollout() -> None:
-    policy = _policy()
-    recording = Recording(A2CTrainer(policy))
-    agent = A2C(policy, recording.trainer, n_envs=2, n_steps=4, discount_factor=0.9)
-    assert isinstance(agent, ParallelAgent)
+    recording = Recording(A2CTrainer(policy, discount_factor=0.9))
+    agent = OnPolicyAgent(policy, recording.trainer, n_envs=2, n_steps=4)
     env = GymVectorEnvironment("CartPole-v1", 2, seed=0)
     state = env.reset()
     for _ in range(13):
         state = env.step(agent.act(state))
     assert len(recording.batches) == 3 and policy.version == 3
+    assert policy.approximation.updates == 3  # one gradient step per segment
     for batch in recording.batches:
-        assert 0 < batch.advantage.shape[0] <= 8
-        assert torch.allclose(batch.returns, batch.advantage + batch.value)
-
-
-# -- VAC ---------------------------------------------------------------------------------
+        assert batch.reward.shape == (5, 2)
 
 
 def test_vac_trains_every_step_on_one_step_targets() -> None:
-    policy = _policy(VACPolicy)
-    recording = Recording(VACTrainer(policy))
-    agent = VAC(policy, recording.trainer, n_envs=3, discount_factor=0.9)
-    assert isinstance(agent, ParallelAgent)
+    policy = _policy()
+    recording = Recording(VACTrainer(policy, discount_factor=0.9))
+    agent = OnPolicyAgent(policy, recording.trainer, n_envs=3, n_steps=1)
     env = GymVectorEnvironment("CartPole-v1", 3, seed=0)
     previous = env.reset()
     state = env.step(agent.act(previous))  # the first act only acts
     for i in range(40):
-        next_values = policy.value(state.observation)
         action = agent.act(state)  # trains on previous -> state, then acts
         batch = recording.batches[-1]
-        target = (state.reward + 0.9 * state.mask * next_values)[~previous.done]
-        assert torch.allclose(batch.returns, target, atol=1e-5)
-        assert len(recording.batches) == i + 1
+        assert len(recording.batches) == i + 1 and batch.reward.shape == (2, 3)
+        assert torch.equal(batch.obs[0], previous.observation)
+        assert torch.equal(batch.obs[1], state.observation)
+        # one-step targets: r + gamma * mask' * V(s') on the rows that are not final
+        _, returns, mask = segment_gae(batch.reward, batch.value, batch.done, batch.truncated,
+                                       0.9, 0.0)
+        target = state.reward + 0.9 * state.mask * batch.value[1]
+        assert torch.equal(mask[0], ~previous.done)
+        assert torch.allclose(returns[0][mask[0]], target[mask[0]], atol=1e-5)
         previous, state = state, env.step(action)
     assert policy.approximation.updates == 40 and policy.version == 40
 
 
-def test_vac_trainer_advantage_uses_the_current_critic() -> None:
-    batch = _batch(_policy())
-    vac_policy, a2c_policy = _policy(VACPolicy), _policy()
-    _, _, value = vac_policy.analyze(batch)
-    VACTrainer(vac_policy).step(batch)  # the stored advantages are ignored
-    correct = NamedArray(**dict(batch.items()))
-    correct.advantage = batch.returns - value.detach()
-    A2CTrainer(a2c_policy).step(correct)
-    for p, q in zip(vac_policy.module.parameters(), a2c_policy.module.parameters()):
-        assert torch.allclose(p, q)
-
-
-# -- VPG ---------------------------------------------------------------------------------
-
-
-def test_episode_buffer_monte_carlo_returns_by_hand() -> None:
-    buffer = EpisodeBuffer(capacity=2)  # grows to 4
-    values = [1.0, 2.0, 3.0]
-    for t, value in enumerate(values):
-        buffer.store(
-            observation=torch.full((2,), float(t)),
-            action=torch.tensor(t),
-            value=torch.tensor(value),
-        )
-        if t == 0:
-            buffer.store_outcome(1.0, False, 1.0, 0.0)
-        elif t == 1:  # episode 1 terminates
-            buffer.store_outcome(2.0, True, 0.0, 99.0)
-        else:  # episode 2 is truncated after one step: bootstrap from V(final) = 4
-            buffer.store_outcome(1.0, True, 1.0, 4.0)
-    assert len(buffer) == 3 and buffer.capacity == 4
-    batch = buffer.compute(0.5)
-    returns = [1 + 0.5 * 2, 2.0, 1 + 0.5 * 4]  # [2, 2, 3]
-    assert torch.allclose(batch.returns, torch.tensor(returns))
-    assert torch.allclose(batch.advantage, torch.tensor(returns) - torch.tensor(values))
-    assert torch.equal(batch.observation[:, 0], torch.tensor([0.0, 1.0, 2.0]))
-    assert torch.equal(batch.action, torch.tensor([0, 1, 2]))
-    buffer.clear()
-    buffer.store(observation=torch.zeros(2), action=torch.tensor(0), value=torch.tensor(0.0))
-    buffer.store_outcome(1.0, False, 1.0, 0.0)
-    with pytest.raises(RuntimeError):
-        buffer.compute(0.5)  # the episode has not ended
-
-
 def test_vpg_trains_after_complete_episodes() -> None:
-    policy = _policy(VPGPolicy)
-    recording = Recording(VPGTrainer(policy))
-    agent = VPG(policy, recording.trainer, discount_factor=1.0, min_batch_size=40)
+    policy = _policy()
+    recording = Recording(A2CTrainer(policy, discount_factor=1.0))
+    agent = VPG(policy, recording.trainer, min_batch_size=40)
     assert isinstance(agent, Agent) and not isinstance(agent, ParallelAgent)
     env = GymEnvironment("CartPole-v1", seed=0)
     groups, current = [], []  # the episodes each update should see
@@ -181,36 +123,37 @@ def test_vpg_trains_after_complete_episodes() -> None:
     assert len(recording.batches) == len(groups) > 0
     assert policy.version == len(groups)
     for batch, lengths in zip(recording.batches, groups):
+        # one stream of whole episodes, each ending in its final observation
+        assert batch.reward.shape == (sum(lengths) + len(lengths), 1)
+        assert int(batch.done.sum()) == len(lengths) and bool(batch.done[-1])
         # reward 1 per step, gamma 1, episodes terminated: returns count down to 1
+        _, returns, mask = segment_gae(batch.reward, batch.value, batch.done, batch.truncated,
+                                       1.0, 1.0)
         expected = torch.cat([torch.arange(n, 0, -1, dtype=torch.float32) for n in lengths])
-        assert torch.equal(batch.returns, expected)
-        assert torch.allclose(batch.advantage, batch.returns - batch.value)
-        assert batch.observation.shape == (sum(lengths), 4)
+        assert torch.allclose(returns[mask], expected, atol=1e-4)
 
 
 # -- PPG ---------------------------------------------------------------------------------
 
 
-def _ppg_policy() -> PPGPolicy:
+def _ppg_policy() -> ActorCriticPolicy:
     torch.manual_seed(0)
     model = ppg_network(4, 2, hidden=16)
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
-    return PPGPolicy(Approximation(model, optimizer), CategoricalHead(2))
+    return ActorCriticPolicy(Approximation(model, optimizer), CategoricalHead(2))
 
 
-def _ppg_batch(policy: PPGPolicy, seed: int) -> NamedArray:
+def _ppg_segment(policy: ActorCriticPolicy, seed: int, rows: int = 9, streams: int = 4):
+    """A ``[rows, streams]`` segment without episode ends whose discounted returns
+    (gamma 0.99, lambda 0.95) depend on the observations."""
     generator = torch.Generator().manual_seed(seed)
-    obs = torch.randn(32, 4, generator=generator)
-    result = policy.rollout(NamedArray(obs=obs))
-    returns = 5.0 + obs.sum(-1)
-    return NamedArray(
-        observation=obs,
-        action=result.action,
-        log_prob=result.log_prob,
-        value=result.value,
-        advantage=returns - result.value,
-        returns=returns,
-    )
+    obs = torch.randn(rows, streams, 4, generator=generator)
+    result = policy.rollout(NamedArray(obs=obs.reshape(-1, 4)))
+    no = torch.zeros(rows, streams, dtype=torch.bool)
+    return SampleBatch(obs=obs, action=result.action.reshape(rows, streams),
+                       reward=1.0 + obs.sum(-1), done=no, truncated=no,
+                       log_prob=result.log_prob.reshape(rows, streams),
+                       value=result.value.reshape(rows, streams))
 
 
 def test_ppg_alternates_policy_and_auxiliary_phases() -> None:
@@ -222,7 +165,7 @@ def test_ppg_alternates_policy_and_auxiliary_phases() -> None:
     phases = []
     for i in range(6):
         head_before = aux_head.weight.detach().clone()
-        stats = trainer.step(_ppg_batch(policy, i))
+        stats = trainer.step(_ppg_segment(policy, i)).stats
         aux_ran = "aux/aux_value" in stats
         phases.append(aux_ran)
         # only the auxiliary phase trains the aux head
@@ -233,29 +176,27 @@ def test_ppg_alternates_policy_and_auxiliary_phases() -> None:
     assert phases == [False, True] * 3
     assert trainer.aux_phases == 3 and trainer.updates == 6
     assert policy.version == 6 + 3
-    # 1 epoch x 2 minibatches per PPO step, 3 epochs x 4 minibatches per aux phase
+    # 1 epoch x 2 minibatches of 32 rows per PPO step, 3 epochs x 4 minibatches per aux phase
     assert policy.approximation.updates == 6 * 2 + 3 * 3 * 4
 
 
 def test_ppg_auxiliary_phase_fits_the_value_targets() -> None:
     policy = _ppg_policy()
     trainer = PPGTrainer(policy, n_policy=1, aux_epochs=1, epochs=1, minibatch_size=32)
-    batch = _ppg_batch(policy, 0)
-    sample = NamedArray(observation=batch.observation)
+    segment = _ppg_segment(policy, 0)
+    _, returns, _ = segment_gae(segment.reward, segment.value, segment.done, segment.truncated,
+                                0.99, 0.95)
 
     def aux_error() -> float:
         with torch.no_grad():
-            _, aux_value, _ = policy.analyze(sample, target="aux")
-        return float(((aux_value - batch.returns) ** 2).mean())
+            aux_value = policy.analyze(NamedArray(obs=segment.obs[:-1],
+                                                  action=segment.action[:-1])).aux_value
+        return float(((aux_value - returns) ** 2).mean())
 
     first = aux_error()
     trainer.aux_epochs = 50
-    trainer.step(batch)
+    trainer.step(segment)
     assert aux_error() < 0.5 * first
-    logits, aux_value, value = policy.analyze(sample, target="aux")
-    assert logits.shape == (32, 2) and aux_value.shape == (32,) and value.shape == (32,)
-    _, _, ppo_value = policy.analyze(batch)  # the PPO view of the same network
-    assert torch.allclose(value, ppo_value)
 
 
 def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
@@ -268,14 +209,14 @@ def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
     handle = policy.module.trunk.register_forward_hook(
         lambda module, inputs, output: sizes.append(inputs[0].shape[0])
     )
-    batches = [_ppg_batch(policy, i) for i in range(4)]
-    for batch in batches[:3]:
-        trainer.step(batch)
+    segments = [_ppg_segment(policy, i) for i in range(4)]
+    for segment in segments[:3]:
+        trainer.step(segment)
     sizes.clear()
-    stats = trainer.step(batches[3])
+    stats = trainer.step(segments[3]).stats
     handle.remove()
     assert "aux/kl" in stats and trainer.aux_phases == 1
-    assert max(sizes) == 32  # the PPO step's rollout-sized passes; aux passes are smaller
+    assert max(sizes) == 32  # the PPO step's full-minibatch passes; aux passes are smaller
     aux_sizes = sizes[-(4 * 32 // 8) * 2 :]
     assert set(aux_sizes) == {8}  # 16 no-grad chunks for the old policy, 16 minibatches
 
@@ -284,14 +225,15 @@ def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
 
 
 SMOKE = {
-    "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, VPGTestAgent),
-    "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, VACTestAgent),
-    "a2c": (a2c, {"n_envs": 4, "n_steps": 5, "hidden": 16}, ParallelPreset, A2CTestAgent),
+    "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, ActorCriticTestAgent),
+    "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, ActorCriticTestAgent),
+    "a2c": (a2c, {"n_envs": 4, "n_steps": 5, "hidden": 16}, ParallelPreset,
+            ActorCriticTestAgent),
     "ppg": (
         ppg,
         {"n_envs": 2, "n_steps": 16, "n_policy": 2, "minibatch_size": 16, "hidden": 16},
         ParallelPreset,
-        PPGTestAgent,
+        ActorCriticTestAgent,
     ),
 }
 
@@ -393,7 +335,7 @@ def test_preset_test_agent_copies_parameters(name: str) -> None:
     fresh = preset.test_agent().act(states)
     assert torch.equal(fresh, preset.model(states.observation)[0].argmax(-1))
     if isinstance(preset, ParallelPreset):
-        assert isinstance(preset.agent(), (A2C, VAC, PPG))
+        assert isinstance(preset.agent(), OnPolicyAgent)
         assert preset.parallel_test_agent().policy.module is not preset.model
     else:
         assert isinstance(preset.agent(), VPG)

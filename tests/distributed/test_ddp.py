@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from helpers import kill_worker_when
-from looprl.agents.srl_trainers import SRLDQNTrainer, SRLPPGTrainer, SRLPPOTrainer
+from looprl.agents import PPGTrainer, PPOTrainer
+from looprl.agents.srl_dqn import SRLDQNTrainer
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 from looprl.distributed.ddp import TrainerGroup, rendezvous, tcp_rendezvous
@@ -51,12 +52,12 @@ def one_rank(rank: int, init_method: str, out: str) -> None:
     group.join(init_method)
     results = {}
     ppo = policy()
-    trainer = SRLPPOTrainer(ppo, epochs=1, minibatch_size=1000)  # one gradient step
+    trainer = PPOTrainer(ppo, epochs=1, minibatch_size=1000)  # one gradient step
     group.distribute(ppo)
     trainer.step(sample(seed=rank, ends=False))
     results["ppo"] = vector(ppo)
     ppg = policy("actor-critic-auxiliary")
-    trainer = SRLPPGTrainer(ppg, n_policy=2, aux_epochs=1, epochs=2, minibatch_size=8)
+    trainer = PPGTrainer(ppg, n_policy=2, aux_epochs=1, epochs=2, minibatch_size=8)
     group.distribute(ppg)
     for step in range(2):
         trainer.step(sample(seed=10 * step + rank, ends=True))
@@ -74,7 +75,7 @@ def mean_gradient_step() -> torch.Tensor:
     gradients = []
     for rank in range(2):
         p = policy()
-        trainer = SRLPPOTrainer(p, epochs=1, minibatch_size=1000)
+        trainer = PPOTrainer(p, epochs=1, minibatch_size=1000)
         p.approximation.step = lambda loss=None, p=p: None  # backward only
         trainer.step(sample(seed=rank, ends=False))
         gradients.append([q.grad.clone() for q in p.module.parameters()])
@@ -106,7 +107,7 @@ def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
         assert torch.equal(first[key], second[key]), key  # the ranks stayed in sync
     assert first["aux_phases"] == second["aux_phases"] == 1
     alone = policy()
-    SRLPPOTrainer(alone, epochs=1, minibatch_size=1000).step(sample(seed=0, ends=False))
+    PPOTrainer(alone, epochs=1, minibatch_size=1000).step(sample(seed=0, ends=False))
     assert not torch.allclose(first["ppo"], vector(alone), atol=1e-5)  # rank 0 did not step alone
     torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
 

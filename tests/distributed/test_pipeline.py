@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from looprl.agents import PPOTrainer
 from looprl.core import Policy, register_policy
 from looprl.distributed import (
     AlgorithmSpec,
@@ -179,7 +180,7 @@ def test_user_registrations_travel_with_the_spec() -> None:
     register_policy("tests-wrong-size", WrongSize)
     spec = AlgorithmSpec(env="CartPole-v1", policy="tests-wrong-size", trainer="ppo").portable()
     assert spec.registrations["policy"] == ("tests-wrong-size", WrongSize)
-    assert spec.registrations["trainer"] == ("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
+    assert spec.registrations["trainer"] == ("ppo", PPOTrainer)
 
 
 def test_a_step_result_with_scalar_fields_is_one_line() -> None:

@@ -315,13 +315,14 @@ def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen
     assert len(experiment.test(episodes=2)) == 2
     assert experiment.frame == 2 * 11  # the actions chosen on state 10 were applied, then cut
     experiment.train(frames=2 * 30)
-    buffer = experiment.agent.buffer  # 31 steps complete, below n_steps: nothing trained yet
-    t = buffer._t
-    observations = buffer._data["observation"][:t]
-    dones = buffer.dones[:t]
+    buffer = experiment.agent.buffer  # 31 rows, below n_steps + 1: nothing trained yet
+    t = len(buffer)
+    observations = buffer._data["obs"][:t]
+    dones = buffer._data["end"][:t]
     # out of each state that is not done, the next stored state is the env's successor
     _assert_only_real_transitions(observations, dones)
-    # step 10 ends in a truncation (mask 1: bootstrapped), step 11 leaves a done state
-    assert buffer.next_dones[10].all() and (buffer.next_masks[10] == 1).all()
-    assert dones[11].all() and (observations[12] == 0).all()
+    # the observation of row 11 ends in a truncation (mask 1: bootstrapped); row 12 starts over
+    segment = buffer.segment()
+    assert segment.truncated[11].all() and not segment.done[11].any()
+    assert (observations[12] == 0).all()
     experiment.close()

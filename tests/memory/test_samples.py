@@ -115,9 +115,10 @@ def test_replay_overwrites_the_oldest_streams():
 
 
 def test_make_sample_buffer_by_trainer_or_kind():
-    from looprl.agents.srl_trainers import SRLDQNTrainer, SRLPPOTrainer
+    from looprl.agents import PPOTrainer
+    from looprl.agents.srl_dqn import SRLDQNTrainer
 
-    assert isinstance(make_sample_buffer(SRLPPOTrainer, batch_streams=2), OnPolicyBuffer)
+    assert isinstance(make_sample_buffer(PPOTrainer, batch_streams=2), OnPolicyBuffer)
     replay = make_sample_buffer(SRLDQNTrainer, capacity_segments=4)
     assert isinstance(replay, PrioritizedSegmentReplay)
     assert isinstance(make_sample_buffer("on_policy", batch_streams=1), OnPolicyBuffer)

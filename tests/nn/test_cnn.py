@@ -51,8 +51,8 @@ def test_heads() -> None:
     assert q.shape == (3, 6) and torch.allclose(q.mean(-1, keepdim=True), value, atol=1e-5)
     model = nature_actor_critic(6)
     assert isinstance(model, SharedActorCritic)
-    logits, values = model(frames)
-    assert logits.shape == (3, 6) and values.shape == (3,)
+    logits, values, aux, memory = model(frames)
+    assert logits.shape == (3, 6) and values.shape == (3,) and aux is None and memory is None
     assert logits.abs().max() < 0.5  # the policy head starts near uniform (gain 0.01)
 
 

@@ -80,7 +80,7 @@ def test_presets_build_their_networks_from_a_spec() -> None:
     model = dqn.env(env).hyperparameters(features=spec).device("cpu").build().model
     assert isinstance(model[0], MLPFeatures) and model[1].out_features == 2
     preset = ppo.env(env).hyperparameters(features=spec, n_envs=2).device("cpu").build()
-    logits, values = preset.model(torch.zeros(3, 4))
+    logits, values, _, _ = preset.model(torch.zeros(3, 4))
     assert isinstance(preset.model.body, MLPFeatures)
     assert logits.shape == (3, 2) and values.shape == (3,)
     env.close()

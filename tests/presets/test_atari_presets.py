@@ -12,8 +12,8 @@ pytest.importorskip("ale_py")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from looprl.agents import ActorCriticTestAgent, OnPolicyAgent  # noqa: E402
 from looprl.agents.dqn import DQN, DQNTestAgent  # noqa: E402
-from looprl.agents.ppo import PPO, PPOTestAgent  # noqa: E402
 from looprl.core import ParallelPreset, Preset  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.environments.atari import AtariEnvironment  # noqa: E402
@@ -104,9 +104,9 @@ def test_ppo_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     )
     experiment.train(frames=320)
     agent = _inner(experiment.agent)
-    assert isinstance(agent, PPO) and agent.trainer.updates >= 4
+    assert isinstance(agent, OnPolicyAgent) and agent.trainer.updates >= 4
     assert not torch.equal(_weights(preset.model), before)
-    assert isinstance(preset.parallel_test_agent(), PPOTestAgent)
+    assert isinstance(preset.parallel_test_agent(), ActorCriticTestAgent)
     assert len(experiment.test(episodes=2)) == 2  # in the vector environment
     _load_and_evaluate(preset, tmp_path, env)
 
@@ -172,8 +172,8 @@ def test_ppo_defaults_collect_8_by_128_steps_per_update_in_16_minibatches(monkey
     trainer = _inner(agent).trainer
     minibatches = []
 
-    def record(minibatch, clip: float) -> dict:  # in place of a gradient step
-        minibatches.append((minibatch.advantage.shape[0], clip))
+    def record(minibatch) -> dict:  # in place of a gradient step
+        minibatches.append((minibatch.advantage.shape[0], trainer._clip_now))
         return {}
 
     monkeypatch.setattr(trainer, "_minibatch_step", record)

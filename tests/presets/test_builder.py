@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import looprl.presets
-from looprl.agents import DQN, PPO, DQNTestAgent, PPOTestAgent
+from looprl.agents import DQN, ActorCriticTestAgent, DQNTestAgent, OnPolicyAgent
 from looprl.core import ParallelPreset, Preset, State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.presets import UnknownHyperparameterError, classic_control, default_device, load_preset
@@ -105,7 +105,8 @@ def test_families_and_types(cartpole: GymEnvironment) -> None:
     assert isinstance(ppo_preset, ParallelPreset)
     assert ppo_preset.n_envs == ppo.hyperparameter_defaults["n_envs"]
     assert isinstance(dqn_preset.agent(), DQN) and isinstance(dqn_preset.test_agent(), DQNTestAgent)
-    assert isinstance(ppo_preset.agent(), PPO) and isinstance(ppo_preset.test_agent(), PPOTestAgent)
+    assert isinstance(ppo_preset.agent(), OnPolicyAgent)
+    assert isinstance(ppo_preset.test_agent(), ActorCriticTestAgent)
 
 
 def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:

@@ -1,6 +1,14 @@
 """Agents: one module per algorithm, each a policy + a trainer + a local agent."""
 
-from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
+from looprl.agents.a2c import A2CTrainer
+from looprl.agents.actor_critic import (
+    VARIANTS,
+    ActorCriticNetwork,
+    ActorCriticPolicy,
+    ActorCriticTestAgent,
+    actor_critic_policy,
+    variant,
+)
 from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
 from looprl.agents.ddpg import (
     DDPG,
@@ -21,24 +29,24 @@ from looprl.agents.independent import (
     RandomAgent,
     SingleStateAgent,
 )
-from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
-from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
+from looprl.agents.on_policy import OnPolicyAgent, OnPolicyTrainer
+from looprl.agents.ppg import PPGTrainer
+from looprl.agents.ppo import PPOTrainer
 from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
 from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
-from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
-from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
+from looprl.agents.vac import VACTrainer
+from looprl.agents.vpg import VPG
 from looprl.agents.vqn import VQN, OnlineAgent
 from looprl.agents.vsarsa import SarsaTrainer, VSarsa
 from looprl.core import register_policy, register_trainer
 
 __all__ = [
-    "A2C",
-    "A2CPolicy",
-    "A2CTestAgent",
     "A2CTrainer",
-    "ActorCritic",
+    "ActorCriticNetwork",
+    "ActorCriticPolicy",
+    "ActorCriticTestAgent",
     "C51",
     "C51Policy",
     "C51TestAgent",
@@ -57,19 +65,13 @@ __all__ = [
     "DQNTestAgent",
     "DQNTrainer",
     "DelayedPolyakTarget",
-    "EpisodeBuffer",
     "IndependentMultiagent",
     "MaskedAgent",
     "OffPolicyAgent",
+    "OnPolicyAgent",
+    "OnPolicyTrainer",
     "OnlineAgent",
-    "PPG",
-    "PPGNetwork",
-    "PPGPolicy",
-    "PPGTestAgent",
     "PPGTrainer",
-    "PPO",
-    "PPOPolicy",
-    "PPOTestAgent",
     "PPOTrainer",
     "Rainbow",
     "RainbowTestAgent",
@@ -87,31 +89,21 @@ __all__ = [
     "TD3Trainer",
     "Temperature",
     "TwinQ",
-    "VAC",
-    "VACPolicy",
-    "VACTestAgent",
     "VACTrainer",
     "VPG",
-    "VPGPolicy",
-    "VPGTestAgent",
-    "VPGTrainer",
     "VQN",
     "VSarsa",
+    "actor_critic_policy",
     "rainbow_policy_and_trainer",
 ]
 
-# SRL trainers and ready-made policies (seed 004): Trainer(type_=name, ...) and
-# Policy(type_=name, args=dict(...)) import them on first use.
-register_trainer("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
-register_trainer("ppg", "looprl.agents.srl_trainers:SRLPPGTrainer")
-register_trainer("dqn", "looprl.agents.srl_trainers:SRLDQNTrainer")
-_AC = "looprl.agents.actor_critic:"
-register_policy("actor-critic", _AC + "ActorCriticPolicy")
-register_policy("actor-critic-separate", _AC + "SeparateActorCriticPolicy")
-register_policy("actor-critic-shared", _AC + "SharedActorCriticPolicy")
-register_policy("actor-critic-auxiliary", _AC + "AuxiliaryActorCriticPolicy")
-register_policy(
-    "actor-critic-separate-continuous-action", _AC + "SeparateContinuousActorCriticPolicy"
-)
-register_policy("actor-critic-shared-continuous-action", _AC + "SharedContinuousActorCriticPolicy")
+# Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and
+# Policy(type_=name, args=dict(...)).
+register_trainer("ppo", PPOTrainer)
+register_trainer("ppg", PPGTrainer)
+register_trainer("a2c", A2CTrainer)
+register_trainer("vac", VACTrainer)
+register_trainer("dqn", "looprl.agents.srl_dqn:SRLDQNTrainer")
+for _name in VARIANTS:
+    register_policy(_name, variant(_name))
 register_policy("q-network", "looprl.agents.q_policy:QPolicy")

@@ -1,5 +1,12 @@
-"""Ready-made actor-critic policies of the SRL API (seed 004), for PPO and PPG.
+"""The actor-critic policy of PPO, PPG, A2C, VAC and VPG, on every runtime (seed 004 API).
 
+``ActorCriticPolicy(approximation, head)`` acts (``rollout``) and re-evaluates stored
+segments (``analyze``) with any ``looprl.nn.ActorCriticModel``: the local presets' small
+networks (``ActorCritic``, ``SharedActorCritic``, ``PPGNetwork``) or the field-reading
+``ActorCriticNetwork`` below. The local agents, the runners and the Ray workers all use it.
+
+``actor_critic_policy(obs_dim=..., action_dim=..., ...)`` builds one with an
+``ActorCriticNetwork``; it is registered under the seed's names, so that
 ``Policy(type_="actor-critic-separate", args=dict(obs_dim={"obs": 187},
 state_dim={"state": 623}, action_dim=16))`` builds one, as the seed shows. Variants:
 
@@ -25,13 +32,11 @@ rnn_hidden_dim)``; separate recurrent policies also carry the critic's ``critic_
 
 An obs field ``action_mask`` (one 0/1 per action, not declared in ``obs_dim``) masks
 invalid discrete actions: their logits become ``MASKED_LOGIT``, so they are never sampled.
-
-The same classes serve the local agents: they are ``PPOPolicy`` s with an ``approximation``
-(Adam), so ``PPO(policy, PPOTrainer(policy), n_envs=8)`` trains one on a vector env.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from typing import Any
@@ -40,11 +45,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.agents.ppo import PPOPolicy
 from looprl.approximation import Approximation
-from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
+from looprl.core import (
+    ParallelAgent,
+    Policy,
+    RolloutRequest,
+    RolloutResult,
+    State,
+    StateArray,
+    deterministic_rows,
+)
 from looprl.core.namedarray import NamedArray, namedarray
-from looprl.nn import orthogonal_init
+from looprl.nn import ActorCriticModel, orthogonal_init
 from looprl.nn.fields import Backbone, as_tensor, field_shapes, observation_fields
 from looprl.policies.distributions import CategoricalHead, GaussianActor, GaussianHead
 
@@ -52,13 +64,10 @@ __all__ = [
     "ActorCriticAnalysis",
     "ActorCriticNetwork",
     "ActorCriticPolicy",
-    "AuxiliaryActorCriticPolicy",
+    "ActorCriticTestAgent",
     "GRUPolicyState",
-    "SeparateActorCriticPolicy",
-    "SeparateContinuousActorCriticPolicy",
     "SeparateGRUPolicyState",
-    "SharedActorCriticPolicy",
-    "SharedContinuousActorCriticPolicy",
+    "actor_critic_policy",
 ]
 
 logger = logging.getLogger(__name__)
@@ -76,12 +85,15 @@ class ActorCriticAnalysis:
         entropy: entropy of ``pi(. | obs)`` (``None`` for target ``value``).
         value: ``V(obs)`` (of the critic's inputs).
         aux_value: the auxiliary value head on the actor backbone (``None`` without one).
+        logits: the action logits ``[T, B, A]`` of discrete policies (``None`` for Gaussian
+            ones), for PPG's exact KL.
     """
 
     log_prob: Any
     entropy: Any
     value: Any
     aux_value: Any = None
+    logits: Any = None
 
 
 @namedarray
@@ -100,7 +112,7 @@ class SeparateGRUPolicyState:
     critic_hx: Any
 
 
-class ActorCriticNetwork(nn.Module):
+class ActorCriticNetwork(ActorCriticModel):
     """Actor and critic backbones (one, if shared) with policy, value and auxiliary heads.
 
     ``forward(obs, hx=None, reset=None)`` returns ``(params, value, aux_value, next_hx)``:
@@ -141,6 +153,51 @@ class ActorCriticNetwork(nn.Module):
     @property
     def recurrent(self) -> bool:
         return self.actor.rnn is not None
+
+    def initial_state(self) -> NamedArray | None:
+        """Zeros of shape ``(num_rnn_layers, 1, rnn_hidden_dim)`` per GRU, or ``None``."""
+        if not self.recurrent:
+            return None
+        rnn = self.actor.rnn
+        hx = np.zeros((rnn.num_layers, 1, rnn.hidden_size), dtype=np.float32)
+        if self.critic is None:
+            return GRUPolicyState(hx=hx)
+        return SeparateGRUPolicyState(hx=hx, critic_hx=hx.copy())
+
+    def memory_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """``[B, L, 1, H]`` leaves of a request's ``policy_state`` as GRU memories ``[L, B, H]``.
+
+        Raises:
+            ValueError: a leaf is missing or has another shape than ``initial_state``'s rows.
+        """
+        if not self.recurrent or state is None:
+            return None
+        names = ("hx",) if self.critic is None else ("hx", "critic_hx")
+        layers, hidden = self.actor.rnn.num_layers, self.actor.rnn.hidden_size
+        device = self.value_head.weight.device
+        memories = []
+        for name in names:
+            leaf = state[name] if name in state else None
+            if leaf is None:
+                raise ValueError(
+                    f"policy_state has no {name!r}; pass rows of "
+                    f"default_policy_state ({', '.join(names)})"
+                )
+            x = as_tensor(leaf, device).float()
+            if x.dim() != 4 or tuple(x.shape[1:]) != (layers, 1, hidden):
+                raise ValueError(
+                    f"policy_state.{name} has shape {tuple(x.shape)}, expected "
+                    f"[B, {layers}, 1, {hidden}] (default_policy_state per row)"
+                )
+            memories.append(x.squeeze(2).transpose(0, 1).contiguous())
+        return memories[0], memories[1] if len(memories) > 1 else None
+
+    def memory_out(self, hx: tuple | None) -> NamedArray | None:
+        """GRU memories ``[L, B, H]`` as rows of a ``policy_state`` (``memory_in``'s inverse)."""
+        if hx is None:
+            return None
+        leaves = [h.transpose(0, 1).unsqueeze(2) for h in hx if h is not None]
+        return (GRUPolicyState if self.critic is None else SeparateGRUPolicyState)(*leaves)
 
     def forward(self, obs: Any, hx: tuple | None = None, reset: torch.Tensor | None = None):
         device = self.value_head.weight.device
@@ -184,30 +241,189 @@ class ActorCriticNetwork(nn.Module):
         return outs[0], outs[1], tuple(memories)
 
 
+
+
 # -- the policy ----------------------------------------------------------------------------------
 
 
-class ActorCriticPolicy(PPOPolicy):
-    """Actor-critic policy of the SRL API (see the module docstring); also a ``PPOPolicy``.
+class ActorCriticPolicy(Policy):
+    """Stochastic actor-critic policy over an ``ActorCriticModel`` (see the module docstring).
 
-    ``rollout`` takes a ``RolloutRequest`` batched along dim 0 (``obs`` a ``NamedArray``/dict
-    of fields or one array; ``policy_state`` leaves ``[B, *default leaf shape]``) and returns
-    ``action`` (``[B]`` int64, or ``[B, action_dim]`` float32), ``log_prob``, ``value`` and
-    the next ``policy_state`` (``None`` without GRU). Rows marked by ``is_evaluation`` take
-    the most likely action.
+    ``rollout`` takes a ``RolloutRequest`` batched along dim 0 (``obs`` a tensor/array, or a
+    ``NamedArray``/dict of fields for field-reading networks; ``policy_state`` leaves
+    ``[B, *default leaf shape]``) and returns ``action`` (``[B]`` int64, or
+    ``[B, action_dim]`` float32), ``log_prob``, ``value`` and the next ``policy_state``
+    (``None`` without GRU). Rows marked by ``is_evaluation`` take the most likely action.
 
-    ``analyze(sample, target)`` has two forms:
+    ``analyze(sample, target)``: ``sample`` has ``obs`` and ``action`` (and, for GRU policies,
+    ``policy_state``, ``done``, ``truncated``), time-major ``[T, B, ...]``; ``target="ppo"``
+    (default) gives an ``ActorCriticAnalysis``, ``target="value"`` one with only
+    ``value``/``aux_value``. Feed-forward policies accept any leading shape. GRU policies
+    unroll over ``T`` from ``policy_state[0]``, resetting the memory to the default after rows
+    that are ``done`` or ``truncated``, so that log-probs equal those of the rollout.
 
-    * SRL: ``sample`` has ``obs`` and ``action`` (and, for GRU policies, ``policy_state``,
-      ``done``, ``truncated``), time-major ``[T, B, ...]``; ``target="ppo"`` (default) gives an
-      ``ActorCriticAnalysis``, ``target="value"`` one with only ``value``/``aux_value``.
-      Feed-forward policies accept any leading shape. GRU policies unroll over ``T`` from
-      ``policy_state[0]``, resetting the memory to the default after rows that are ``done``
-      or ``truncated``, so that log-probs equal those of the rollout.
-    * Local (``looprl.agents.ppo``): ``sample`` has ``observation`` and ``action`` (a flat
-      ``RolloutBuffer`` batch); it gives the tuple ``(log_prob, entropy, value)`` that
-      ``PPOTrainer`` expects, and ``target="aux"`` gives ``(params, aux_value, value)`` for
-      ``PPGTrainer`` (with ``auxiliary_head=True``). Feed-forward policies only.
+    Args:
+        approximation: an ``Approximation`` over an ``ActorCriticModel``; its optimizer is
+            the one the trainers use.
+        head: the action distribution (``CategoricalHead`` or ``GaussianHead``).
+        seed: seeds the action sampling (``None``: torch's global RNG).
+    """
+
+    def __init__(self, approximation: Approximation, head: Any, seed: int | None = None):
+        self.approximation = approximation
+        self.head = head
+        self.device = approximation.device
+        self.continuous_action = isinstance(head, GaussianHead)
+        self.version = 0
+        self._generator = None
+        if seed is not None:
+            self._generator = torch.Generator(self.device).manual_seed(seed)
+        self._initial_state = approximation.model.initial_state()
+
+    @property
+    def module(self) -> nn.Module:
+        return self.approximation.model
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the network has a recurrent memory (a ``policy_state``)."""
+        return self._initial_state is not None
+
+    @property
+    def default_policy_state(self) -> NamedArray | None:
+        """The memory of one stream at an episode start (``None`` for feed-forward networks)."""
+        return self._initial_state
+
+    def parameters(self) -> Any:
+        """The parameters of ``module``."""
+        return self.module.parameters()
+
+    def _obs(self, obs: Any) -> Any:
+        """``obs`` as the network takes it: fields as they are, one array as a tensor here."""
+        return obs if isinstance(obs, NamedArray | dict) else as_tensor(obs, self.device)
+
+    def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
+        """Actions, log-probs, values and next policy states for a batch (no gradients)."""
+        state = request.policy_state if self.recurrent else None
+        with torch.no_grad():
+            hx = self.module.memory_in(state) if state is not None else None
+            params, value, _, next_hx = self.module(self._obs(request.obs), hx)
+            if value.dim() != 1:
+                raise ValueError(
+                    f"rollout takes obs batched along dim 0 only, got leading "
+                    f"shape {tuple(value.shape)}"
+                )
+            action = self._act(params, deterministic_rows(request))
+            log_prob = self.head.log_prob(params, action)
+        policy_state = self.module.memory_out(next_hx) if next_hx is not None else None
+        return RolloutResult(action=action, policy_state=policy_state, log_prob=log_prob,
+                             value=value)
+
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+        """Re-evaluate stored ``sample`` rows with gradients (see the class docstring).
+
+        Raises:
+            ValueError: unknown ``target``, or a sample a GRU policy cannot unroll.
+        """
+        target = target or "ppo"
+        if target not in ("ppo", "value"):
+            raise ValueError(
+                f"unknown analyze target {target!r}; {type(self).__name__} "
+                "supports 'ppo' and 'value'"
+            )
+        hx, reset = self._unroll_inputs(sample) if self.recurrent else (None, None)
+        params, value, aux, _ = self.approximation(self._obs(sample.obs), hx, reset)
+        if target == "value":
+            return ActorCriticAnalysis(log_prob=None, entropy=None, value=value, aux_value=aux)
+        action = as_tensor(sample.action, self.device)
+        action = action.float() if self.continuous_action else action
+        log_prob, entropy = self.head.log_prob_and_entropy(params, action)
+        logits = None if self.continuous_action else params
+        return ActorCriticAnalysis(log_prob=log_prob, entropy=entropy, value=value,
+                                   aux_value=aux, logits=logits)
+
+    # -- actions -------------------------------------------------------------------------
+
+    def _act(self, params: torch.Tensor, deterministic: bool | torch.Tensor) -> torch.Tensor:
+        if deterministic is True:
+            return self.head.mode(params)
+        sample = self.head.sample(params, self._generator)
+        if not isinstance(deterministic, torch.Tensor):
+            return sample
+        if deterministic.numel() != len(sample):
+            raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {len(sample)}")
+        rows = deterministic.to(params.device).view(-1, *([1] * (sample.dim() - 1)))
+        return torch.where(rows, self.head.mode(params), sample)
+
+    # -- recurrent memory ----------------------------------------------------------------
+
+    def _unroll_inputs(self, sample: Any) -> tuple[tuple | None, torch.Tensor | None]:
+        """The memory before row 0 and the resets ``[T, B]`` after ``done``/``truncated`` rows."""
+        state = sample["policy_state"] if "policy_state" in sample else None
+        if state is None:
+            raise ValueError("a recurrent policy analyzes samples with policy_state [T, B, ...]")
+        first = self.module.memory_in({name: state[name][0] for name in state})
+        ends = None
+        for name in ("done", "truncated"):
+            flag = sample[name] if name in sample else None
+            if flag is not None:
+                flag = as_tensor(flag, self.device).bool()
+                ends = flag if ends is None else ends | flag
+        if ends is None:
+            return first, None
+        if ends.dim() != 2:
+            raise ValueError(
+                f"a recurrent policy analyzes [T, B] samples; done/truncated have "
+                f"shape {tuple(ends.shape)}"
+            )
+        reset = torch.zeros_like(ends)
+        reset[1:] = ends[:-1]
+        return first, reset
+
+
+class ActorCriticTestAgent(ParallelAgent):
+    """Evaluation agent: the most likely action under the policy, no training.
+
+    Accepts a ``StateArray`` (returns one action per row) or a single ``State``.
+    """
+
+    def __init__(self, policy: ActorCriticPolicy):
+        self.policy = policy
+
+    def act(self, state: State) -> torch.Tensor:
+        if isinstance(state, StateArray):
+            request = RolloutRequest(obs=state.observation, is_evaluation=True)
+            return self.policy.rollout(request).action
+        request = RolloutRequest(obs=state.observation.unsqueeze(0), is_evaluation=True)
+        return self.policy.rollout(request).action[0]
+
+
+# -- the factory of the SRL names ----------------------------------------------------------------
+
+
+def actor_critic_policy(
+    obs_dim: Any,
+    action_dim: int,
+    state_dim: Any = None,
+    hidden_dim: int = 64,
+    num_layers: int = 2,
+    activation: str = "tanh",
+    rnn_type: str | None = None,
+    num_rnn_layers: int = 1,
+    rnn_hidden_dim: int | None = None,
+    shared_backbone: bool = False,
+    continuous_action: bool = False,
+    auxiliary_head: bool = False,
+    init_log_std: float = 0.0,
+    action_low: Any = None,
+    action_high: Any = None,
+    lr: float = 3e-4,
+    eps: float = 1e-5,
+    clip_grad: float = 0.0,
+    device: str | torch.device = "cpu",
+    seed: int | None = None,
+) -> ActorCriticPolicy:
+    """An ``ActorCriticPolicy`` over an ``ActorCriticNetwork`` with Adam (seed 004's policies).
 
     Args:
         obs_dim: ``{field: dim or shape}`` the actor reads; an int or a shape is ``{"obs": ...}``.
@@ -221,229 +437,42 @@ class ActorCriticPolicy(PPOPolicy):
         auxiliary_head: an extra value head on the actor backbone (PPG).
         init_log_std: initial log-std of Gaussian actions.
         action_low, action_high: bounds the Gaussian is mapped onto (default: unbounded).
-        lr: Adam's learning rate (the ``approximation``'s optimizer).
+        lr, eps: Adam's learning rate and epsilon (the ``approximation``'s optimizer).
         clip_grad: maximum gradient norm of the approximation's updates (0: off).
         device: where the parameters live.
         seed: seeds the initial weights and the action sampling (``None``: torch's global RNG).
+
+    Raises:
+        ValueError: a bad ``action_dim``, layer size or ``rnn_type``.
     """
-
-    def __init__(
-        self,
-        obs_dim: Any,
-        action_dim: int,
-        state_dim: Any = None,
-        hidden_dim: int = 64,
-        num_layers: int = 2,
-        activation: str = "tanh",
-        rnn_type: str | None = None,
-        num_rnn_layers: int = 1,
-        rnn_hidden_dim: int | None = None,
-        shared_backbone: bool = False,
-        continuous_action: bool = False,
-        auxiliary_head: bool = False,
-        init_log_std: float = 0.0,
-        action_low: Any = None,
-        action_high: Any = None,
-        lr: float = 3e-4,
-        clip_grad: float = 0.0,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-    ):
-        _check_options(action_dim, hidden_dim, num_layers, rnn_type, num_rnn_layers)
-        if shared_backbone and state_dim is not None:
-            logger.warning("state_dim has no effect on a shared backbone: the critic reads obs")
-            state_dim = None
-        rnn = (rnn_hidden_dim or hidden_dim) if rnn_type else 0
-        options = dict(
-            hidden_dim=hidden_dim,
-            num_layers=num_layers,
-            activation=activation,
-            rnn_hidden_dim=rnn,
-            num_rnn_layers=num_rnn_layers,
-        )
-        with torch.random.fork_rng(devices=[], enabled=seed is not None):
-            if seed is not None:
-                torch.manual_seed(seed)
-            actor = Backbone(field_shapes(obs_dim), **options)
-            critic = (
-                None
-                if shared_backbone
-                else Backbone(
-                    field_shapes(obs_dim if state_dim is None else state_dim, "state_dim"),
-                    **options,
-                )
-            )
-            model = ActorCriticNetwork(
-                actor, critic, action_dim, continuous_action, auxiliary_head, init_log_std
-            )
-        device = torch.device(device)
-        model = model.to(device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=1e-5)
-        approximation = Approximation(
-            model, optimizer, clip_grad=clip_grad, device=device, name="actor_critic"
-        )
-        super().__init__(
-            approximation, _head(action_dim, continuous_action, action_low, action_high)
-        )
-        self.shared_backbone = shared_backbone
-        self.continuous_action = continuous_action
-        self._rnn = (num_rnn_layers, rnn)
-        self._generator = None
+    _check_options(action_dim, hidden_dim, num_layers, rnn_type, num_rnn_layers)
+    if shared_backbone and state_dim is not None:
+        logger.warning("state_dim has no effect on a shared backbone: the critic reads obs")
+        state_dim = None
+    options = dict(
+        hidden_dim=hidden_dim, num_layers=num_layers, activation=activation,
+        rnn_hidden_dim=(rnn_hidden_dim or hidden_dim) if rnn_type else 0,
+        num_rnn_layers=num_rnn_layers,
+    )  # fmt: skip
+    with torch.random.fork_rng(devices=[], enabled=seed is not None):
         if seed is not None:
-            self._generator = torch.Generator(device).manual_seed(seed)
-
-    @property
-    def recurrent(self) -> bool:
-        """Whether the policy has a GRU (and so a ``policy_state``)."""
-        return self._rnn[1] > 0
-
-    @property
-    def default_policy_state(self) -> NamedArray | None:
-        """Zeros of shape ``(num_rnn_layers, 1, rnn_hidden_dim)`` per GRU, or ``None``."""
-        if not self.recurrent:
-            return None
-        hx = np.zeros((self._rnn[0], 1, self._rnn[1]), dtype=np.float32)
-        if self.shared_backbone:
-            return GRUPolicyState(hx=hx)
-        return SeparateGRUPolicyState(hx=hx, critic_hx=hx.copy())
-
-    def parameters(self) -> Any:
-        """The parameters of ``module``."""
-        return self.module.parameters()
-
-    def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Actions, log-probs, values and next policy states for a batch (no gradients)."""
-        hx = self._hx_in(getattr(request, "policy_state", None))
-        with torch.no_grad():
-            params, value, _, next_hx = self.module(request.obs, hx)
-            if value.dim() != 1:
-                raise ValueError(
-                    f"rollout takes obs batched along dim 0 only, got leading "
-                    f"shape {tuple(value.shape)}"
-                )
-            action = self._act(params, deterministic_rows(request))
-            log_prob = self.head.log_prob(params, action)
-        return RolloutResult(
-            action=action, policy_state=self._hx_out(next_hx), log_prob=log_prob, value=value
+            torch.manual_seed(seed)
+        actor = Backbone(field_shapes(obs_dim), **options)
+        critic = None
+        if not shared_backbone:
+            critic_fields = obs_dim if state_dim is None else state_dim
+            critic = Backbone(field_shapes(critic_fields, "state_dim"), **options)
+        model = ActorCriticNetwork(
+            actor, critic, action_dim, continuous_action, auxiliary_head, init_log_std
         )
-
-    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
-        """Re-evaluate stored ``sample`` rows with gradients (see the class docstring).
-
-        Raises:
-            ValueError: unknown ``target``, or a sample a GRU policy cannot unroll.
-        """
-        if "obs" not in sample and "observation" in sample:
-            return self._analyze_local(sample, target)
-        target = target or "ppo"
-        if target not in ("ppo", "value"):
-            raise ValueError(
-                f"unknown analyze target {target!r}; {type(self).__name__} "
-                "supports 'ppo' and 'value'"
-            )
-        hx, reset = self._unroll_inputs(sample) if self.recurrent else (None, None)
-        params, value, aux, _ = self.approximation(sample.obs, hx, reset)
-        if target == "value":
-            return ActorCriticAnalysis(log_prob=None, entropy=None, value=value, aux_value=aux)
-        action = as_tensor(sample.action, self.device)
-        action = action.float() if self.continuous_action else action
-        log_prob, entropy = self.head.log_prob_and_entropy(params, action)
-        return ActorCriticAnalysis(log_prob=log_prob, entropy=entropy, value=value, aux_value=aux)
-
-    def _analyze_local(self, sample: Any, target: str | None) -> tuple[torch.Tensor, ...]:
-        if self.recurrent:
-            raise ValueError(
-                "a recurrent actor-critic policy analyzes time-major samples with "
-                "obs and policy_state (the SRL trainers), not flat local batches"
-            )
-        if target not in (None, "ppo", "aux"):
-            raise ValueError(
-                f"unknown analyze target {target!r} for a local batch; use None/'ppo' or 'aux'"
-            )
-        params, value, aux, _ = self.approximation(sample.observation)
-        if target == "aux":
-            if aux is None:
-                raise ValueError("analyze target 'aux' needs a policy with auxiliary_head=True")
-            return params, aux, value
-        log_prob, entropy = self.head.log_prob_and_entropy(params, sample.action)
-        return log_prob, entropy, value
-
-    # -- actions -------------------------------------------------------------------------
-
-    def _act(self, params: torch.Tensor, deterministic: bool | torch.Tensor) -> torch.Tensor:
-        if deterministic is True:
-            return self.head.mode(params)
-        sample = self._sample(params)
-        if not isinstance(deterministic, torch.Tensor):
-            return sample
-        if deterministic.numel() != len(sample):
-            raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {len(sample)}")
-        rows = deterministic.to(params.device).view(-1, *([1] * (sample.dim() - 1)))
-        return torch.where(rows, self.head.mode(params), sample)
-
-    def _sample(self, params: torch.Tensor) -> torch.Tensor:
-        """One action per row, from the policy's own generator when seeded."""
-        if self.continuous_action:
-            mean, log_std = self.head.split(params)
-            noise = torch.randn(mean.shape, generator=self._generator, device=mean.device)
-            return self.head.bounds.to_env(mean + torch.exp(log_std) * noise)
-        u = torch.rand(params.shape, generator=self._generator, device=params.device)
-        return torch.argmax(params - u.clamp_min(1e-20).log().neg().log(), dim=-1)
-
-    # -- recurrent memory ----------------------------------------------------------------
-
-    def _hx_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None] | None:
-        """``[B, L, 1, H]`` leaves of a request's ``policy_state`` as GRU memories ``[L, B, H]``."""
-        if not self.recurrent or state is None:
-            return None
-        names = ("hx",) if self.shared_backbone else ("hx", "critic_hx")
-        layers, hidden = self._rnn
-        memories = []
-        for name in names:
-            leaf = state[name] if name in state else None
-            if leaf is None:
-                raise ValueError(
-                    f"policy_state has no {name!r}; pass rows of "
-                    f"default_policy_state ({', '.join(names)})"
-                )
-            x = as_tensor(leaf, self.device).float()
-            if x.dim() != 4 or tuple(x.shape[1:]) != (layers, 1, hidden):
-                raise ValueError(
-                    f"policy_state.{name} has shape {tuple(x.shape)}, expected "
-                    f"[B, {layers}, 1, {hidden}] (default_policy_state per row)"
-                )
-            memories.append(x.squeeze(2).transpose(0, 1).contiguous())
-        return memories[0], memories[1] if len(memories) > 1 else None
-
-    def _hx_out(self, hx: tuple | None) -> NamedArray | None:
-        if hx is None:
-            return None
-        leaves = [h.transpose(0, 1).unsqueeze(2) for h in hx if h is not None]
-        state_class = GRUPolicyState if self.shared_backbone else SeparateGRUPolicyState
-        return state_class(*leaves)
-
-    def _unroll_inputs(self, sample: Any) -> tuple[tuple | None, torch.Tensor | None]:
-        """The memory before row 0 and the resets ``[T, B]`` after ``done``/``truncated`` rows."""
-        state = sample["policy_state"] if "policy_state" in sample else None
-        if state is None:
-            raise ValueError("a recurrent policy analyzes samples with policy_state [T, B, ...]")
-        first = {name: state[name][0] for name in state}
-        ends = None
-        for name in ("done", "truncated"):
-            flag = sample[name] if name in sample else None
-            if flag is not None:
-                flag = as_tensor(flag, self.device).bool()
-                ends = flag if ends is None else ends | flag
-        if ends is None:
-            return self._hx_in(first), None
-        if ends.dim() != 2:
-            raise ValueError(
-                f"a recurrent policy analyzes [T, B] samples; done/truncated have "
-                f"shape {tuple(ends.shape)}"
-            )
-        reset = torch.zeros_like(ends)
-        reset[1:] = ends[:-1]
-        return self._hx_in(first), reset
+    device = torch.device(device)
+    model = model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=eps)
+    approximation = Approximation(
+        model, optimizer, clip_grad=clip_grad, device=device, name="actor_critic"
+    )
+    head = _head(action_dim, continuous_action, action_low, action_high)
+    return ActorCriticPolicy(approximation, head, seed=seed)
 
 
 def _head(action_dim: int, continuous: bool, low: Any, high: Any) -> Any:
@@ -468,40 +497,19 @@ def _check_options(
         raise ValueError(f"rnn_type must be None or 'gru', got {rnn_type!r}")
 
 
-class SeparateActorCriticPolicy(ActorCriticPolicy):
-    """``actor-critic-separate``: separate actor and critic backbones, discrete actions."""
-
-    def __init__(self, obs_dim: Any, action_dim: int, **kwargs: Any):
-        super().__init__(obs_dim, action_dim, shared_backbone=False, **kwargs)
-
-
-class SharedActorCriticPolicy(ActorCriticPolicy):
-    """``actor-critic-shared``: one backbone with policy and value heads, discrete actions."""
-
-    def __init__(self, obs_dim: Any, action_dim: int, **kwargs: Any):
-        super().__init__(obs_dim, action_dim, shared_backbone=True, **kwargs)
-
-
-class AuxiliaryActorCriticPolicy(ActorCriticPolicy):
-    """``actor-critic-auxiliary``: separate backbones plus PPG's auxiliary value head."""
-
-    def __init__(self, obs_dim: Any, action_dim: int, **kwargs: Any):
-        super().__init__(obs_dim, action_dim, shared_backbone=False, auxiliary_head=True, **kwargs)
+#: The registered names (``looprl.agents``) and the options each fixes.
+VARIANTS: dict[str, dict[str, bool]] = {
+    "actor-critic": {},
+    "actor-critic-separate": {"shared_backbone": False},
+    "actor-critic-shared": {"shared_backbone": True},
+    "actor-critic-auxiliary": {"shared_backbone": False, "auxiliary_head": True},
+    "actor-critic-separate-continuous-action": {
+        "shared_backbone": False, "continuous_action": True,
+    },
+    "actor-critic-shared-continuous-action": {"shared_backbone": True, "continuous_action": True},
+}
 
 
-class SeparateContinuousActorCriticPolicy(ActorCriticPolicy):
-    """``actor-critic-separate-continuous-action``: separate backbones, Gaussian actions."""
-
-    def __init__(self, obs_dim: Any, action_dim: int, **kwargs: Any):
-        super().__init__(
-            obs_dim, action_dim, shared_backbone=False, continuous_action=True, **kwargs
-        )
-
-
-class SharedContinuousActorCriticPolicy(ActorCriticPolicy):
-    """``actor-critic-shared-continuous-action``: one backbone, Gaussian actions."""
-
-    def __init__(self, obs_dim: Any, action_dim: int, **kwargs: Any):
-        super().__init__(
-            obs_dim, action_dim, shared_backbone=True, continuous_action=True, **kwargs
-        )
+def variant(name: str) -> Any:
+    """``actor_critic_policy`` with the options of the registered ``name`` fixed."""
+    return functools.partial(actor_critic_policy, **VARIANTS[name])

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from looprl.core import Agent, Multiagent, ParallelAgent, State, StateArray
+from looprl.nn import ActorCriticModel, single_field
 from looprl.policies import GreedyPolicy
 
 #: Value given to the Q-values / logits of illegal actions. Finite, so that products with
@@ -98,13 +99,17 @@ class MaskedModule(nn.Module):
         self.module = module
         self.num_actions = num_actions
 
-    def forward(self, x: torch.Tensor) -> Any:
-        out = self.module(x)
-        mask = x[..., -self.num_actions :] > 0.5
+    def forward(self, x: torch.Tensor, *args: Any) -> Any:
+        out = self.module(x, *args)
+        mask = single_field(x)[..., -self.num_actions :] > 0.5
         illegal = ~mask & mask.any(-1, keepdim=True)
         if isinstance(out, tuple):
             return (out[0].masked_fill(illegal, ILLEGAL), *out[1:])
         return out.masked_fill(illegal, ILLEGAL)
+
+    def initial_state(self) -> Any:
+        """The wrapped actor-critic's recurrent memory (``ActorCriticModel``), or ``None``."""
+        return self.module.initial_state() if isinstance(self.module, ActorCriticModel) else None
 
 
 class MaskedGreedyPolicy(GreedyPolicy):

@@ -9,11 +9,11 @@ Training alternates two phases, as in SRL's PPG:
   KL term clones the policy as it was at the start of the phase (``ppg_aux_loss``), and
   training the value network further on the same targets.
 
-* ``PPGNetwork`` -- policy trunk with logits and auxiliary value heads, plus a value net.
-* ``PPGPolicy`` -- PPO's policy; ``analyze(sample, target='aux')`` adds the aux head.
 * ``PPGTrainer`` -- ``PPOTrainer`` plus the auxiliary phase every ``n_policy`` steps.
-* ``PPG`` -- the local ``ParallelAgent`` (PPO's rollout loop).
-* ``PPGTestAgent`` -- the most likely action, no training.
+  Registered as ``Trainer(type_="ppg", ...)``.
+* The policy is an ``ActorCriticPolicy`` whose network has an auxiliary value head
+  (``looprl.nn.PPGNetwork``, or ``actor_critic_policy(auxiliary_head=True)``); the local
+  agent is ``OnPolicyAgent``.
 """
 
 from __future__ import annotations
@@ -22,73 +22,37 @@ import math
 from typing import Any
 
 import torch
-from torch import nn
 
-from looprl.agents.losses.policy_gradient import ppg_aux_loss, value_loss
-from looprl.agents.ppo import PPO, PPOPolicy, PPOTestAgent, PPOTrainer
+from looprl.agents.losses import ppg_aux_loss, value_loss
+from looprl.agents.ppo import PPOTrainer
+from looprl.core import Policy
 from looprl.core.namedarray import NamedArray
 
-
-class PPGNetwork(nn.Module):
-    """The policy network (a trunk with policy and auxiliary value heads) and a value net.
-
-    Args:
-        trunk: maps observations to features.
-        policy_head: maps features to action logits.
-        aux_head: maps features to one auxiliary value.
-        critic: maps observations to one value (the true value network).
-    """
-
-    def __init__(
-        self, trunk: nn.Module, policy_head: nn.Module, aux_head: nn.Module, critic: nn.Module
-    ):
-        super().__init__()
-        self.trunk = trunk
-        self.policy_head = policy_head
-        self.aux_head = aux_head
-        self.critic = critic
-
-    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Action logits and values ``V(s)`` of the value network (``ActorCritic``'s API)."""
-        return self.policy_head(self.trunk(observation)), self.critic(observation).squeeze(-1)
-
-    def aux(self, observation: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Action logits, auxiliary values and values of the value network."""
-        features = self.trunk(observation)
-        aux_value = self.aux_head(features).squeeze(-1)
-        value = self.critic(observation).squeeze(-1)
-        return self.policy_head(features), aux_value, value
-
-
-class PPGPolicy(PPOPolicy):
-    """``PPOPolicy`` over a ``PPGNetwork``.
-
-    ``analyze(sample)`` gives ``(log_prob, entropy, value)`` as for PPO;
-    ``analyze(sample, target='aux')`` gives ``(logits, aux_value, value)`` for the
-    auxiliary phase.
-    """
-
-    def analyze(self, sample: NamedArray, target: str | None = None, **kwargs: Any):
-        if target == "aux":
-            return self.approximation.model.aux(sample.observation)
-        return super().analyze(sample, target, **kwargs)
+__all__ = ["PPGTrainer"]
 
 
 class PPGTrainer(PPOTrainer):
-    """PPO updates, with an auxiliary phase after every ``n_policy`` of them.
+    """PPO updates on ``[T + 1, B]`` segments, with an auxiliary phase every ``n_policy`` of them.
+
+    The cloning term is ``ppg_aux_loss``'s exact categorical KL when ``analyze`` returns
+    ``logits`` (discrete actions); otherwise the sampled estimate
+    ``mean(log pi_old(a) - log pi(a))`` over the stored actions (any action space).
 
     Args:
-        policy: a ``PPGPolicy``.
+        policy: an actor-critic policy with an auxiliary value head.
         n_policy: PPO iterations (``step`` calls) per phase (the paper's ``N_pi``).
-        aux_epochs: passes over the phase's states in the auxiliary phase (``E_aux``).
-        beta_clone: weight of the behaviour-cloning KL term.
-        aux_minibatch_size: samples per auxiliary gradient step (default: ``minibatch_size``).
-        **ppo_kwargs: the ``PPOTrainer`` arguments of the policy phase.
+        aux_epochs: passes over the phase's training units in the auxiliary phase (``E_aux``).
+        beta_clone: weight of the behaviour-cloning term.
+        aux_minibatch_size: rows per auxiliary gradient step (default: ``minibatch_size``).
+        **ppo_kwargs: ``PPOTrainer``'s arguments of the policy phase.
+
+    Raises:
+        ValueError: at the first ``step``, if the policy has no auxiliary value head.
     """
 
     def __init__(
         self,
-        policy: PPGPolicy,
+        policy: Policy,
         n_policy: int = 32,
         aux_epochs: int = 6,
         beta_clone: float = 1.0,
@@ -102,57 +66,95 @@ class PPGTrainer(PPOTrainer):
         self.aux_minibatch_size = aux_minibatch_size or self.minibatch_size
         self.aux_phases = 0
         self._memory: list[NamedArray] = []
+        self._checked = False
 
-    def step(self, batch: NamedArray) -> dict[str, torch.Tensor]:
+    def _update(self, batch: NamedArray) -> dict[str, Any]:
         """A PPO iteration on ``batch``; then the auxiliary phase if the phase is over."""
-        clip = self._clip()
-        self._memory.append(NamedArray(observation=batch.observation, returns=batch.returns))
+        if not self._checked:
+            self._check_aux_head(batch)
+        keep = ("obs", "action", "returns") + (
+            ("policy_state", "done", "truncated", "mask") if self.recurrent else ()
+        )
+        self._memory.append(NamedArray(**{key: batch[key] for key in keep}))
         aux = len(self._memory) >= self.n_policy
-        steps = self._policy_steps(batch.advantage.shape[0])
-        self._begin_update(steps + (self._aux_steps() if aux else 0))
-        stats = {**self._policy_phase(batch, clip), "clip": clip}
+        if aux:  # the learning-rate schedule spans both phases' optimizer steps
+            self._begin_update(self._policy_steps(batch) + self._aux_steps())
+        stats = super()._update(batch)
         if aux:
             stats.update(self.auxiliary_phase())
-        return self._end_update(stats)
+        return stats
+
+    def _check_aux_head(self, batch: NamedArray) -> None:
+        with torch.no_grad():
+            analysis = self._analyze_units(batch[:1])
+        if analysis.aux_value is None:
+            raise ValueError(
+                f"PPG needs a policy with an auxiliary value head; {type(self._policy).__name__}"
+                " returned aux_value=None (build it with auxiliary_head=True, or a PPGNetwork)"
+            )
+        self._checked = True
+
+    def _aux_units(self, memory: NamedArray) -> int:
+        """Rows (feed-forward) or whole streams (recurrent) per auxiliary minibatch."""
+        size = self.aux_minibatch_size or memory.returns.numel()
+        if not self.recurrent:
+            return size
+        return max(1, size // memory.returns.shape[1])
 
     def _aux_steps(self) -> int:
-        """Optimizer steps of an auxiliary phase over the stored memory."""
         n = sum(m.returns.shape[0] for m in self._memory)
-        return self.aux_epochs * math.ceil(n / self.aux_minibatch_size)
+        return self.aux_epochs * math.ceil(n / self._aux_units(self._memory[0]))
 
     def auxiliary_phase(self) -> dict[str, torch.Tensor]:
-        """Distil the stored value targets into the policy network; clear the memory."""
-        observation = torch.cat([m.observation for m in self._memory])
-        returns = torch.cat([m.returns for m in self._memory])
+        """Distil the phase's value targets into the auxiliary head; clear the memory."""
+        if self.recurrent and len({m.returns.shape[1] for m in self._memory}) > 1:
+            self._memory.clear()
+            raise ValueError("PPG with a recurrent policy needs segments of one length T")
+        memory = NamedArray.cat(self._memory)
         self._memory.clear()
-        with torch.no_grad():  # in minibatches: a phase may hold tens of thousands of frames
-            chunks = observation.split(self.aux_minibatch_size)
-            old_logits = torch.cat([self._policy.module(chunk)[0] for chunk in chunks])
-        parts: dict[str, torch.Tensor] = {}
+        n = memory.returns.shape[0]
+        size = self._aux_units(memory)
+        memory = self._with_old_policy(memory, size)
+        totals: dict[str, torch.Tensor] = {}
+        count = 0
         for _ in range(self.aux_epochs):
-            order = torch.randperm(returns.shape[0], generator=self.generator)
-            for index in order.split(self.aux_minibatch_size):
-                sample = NamedArray(observation=observation[index], returns=returns[index])
-                parts = self._aux_minibatch_step(sample, old_logits[index])
+            order = torch.randperm(n, generator=self.generator)
+            for index in order.split(size):
+                parts = self._aux_minibatch_step(memory[index])
+                for key, value in parts.items():
+                    totals[key] = totals.get(key, 0.0) + value
+                count += 1
         self.aux_phases += 1
         self._policy.version += 1
-        return parts
+        return {key: value / max(count, 1) for key, value in totals.items()}
 
-    def _aux_minibatch_step(
-        self, sample: NamedArray, old_logits: torch.Tensor
-    ) -> dict[str, torch.Tensor]:
-        logits, aux_value, value = self._policy.analyze(sample, target="aux")
-        joint, parts = ppg_aux_loss(aux_value, sample.returns, old_logits, logits, self.beta_clone)
-        critic = 0.5 * value_loss(value, sample.returns)
-        self._schedule_lr()
-        self._policy.approximation.reinforce(joint + critic)
+    def _with_old_policy(self, memory: NamedArray, size: int) -> NamedArray:
+        """``memory`` plus the log-probs (and logits) of the policy at the start of the phase
+        (in minibatches: a phase may hold tens of thousands of frames)."""
+        with torch.no_grad():
+            chunks = [
+                self._analyze_units(memory[index])
+                for index in torch.arange(memory.returns.shape[0]).split(size)
+            ]
+        old = {"old_log_prob": torch.cat([chunk.log_prob for chunk in chunks])}
+        if chunks[0].logits is not None:
+            old["old_logits"] = torch.cat([chunk.logits for chunk in chunks])
+        return NamedArray(**dict(memory.items()), **old)
+
+    def _aux_minibatch_step(self, units: NamedArray) -> dict[str, torch.Tensor]:
+        analysis, rows = self._valid(units, self._analyze_units(units))
+        if rows.returns.shape[0] == 0:
+            return self._empty_step(analysis)
+        if analysis.logits is not None and "old_logits" in rows:
+            joint, parts = ppg_aux_loss(
+                analysis.aux_value, rows.returns, rows.old_logits, analysis.logits,
+                self.beta_clone,
+            )  # fmt: skip
+        else:
+            aux = 0.5 * value_loss(analysis.aux_value, rows.returns.detach())
+            kl = (rows.old_log_prob - analysis.log_prob).mean()
+            joint = aux + self.beta_clone * kl
+            parts = {"aux_value": aux.detach(), "kl": kl.detach()}
+        critic = 0.5 * value_loss(analysis.value, rows.returns)
+        self._reinforce(joint + critic)
         return {f"aux/{k}": v for k, v in parts.items()} | {"aux/value": critic.detach()}
-
-
-class PPG(PPO):
-    """Local PPG agent: PPO's rollout loop over ``n_envs`` environments (see ``PPO``);
-    the phases are the ``PPGTrainer``'s business."""
-
-
-class PPGTestAgent(PPOTestAgent):
-    """Evaluation agent: the most likely action under the policy (see ``PPOTestAgent``)."""

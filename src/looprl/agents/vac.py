@@ -6,86 +6,46 @@ The one-step actor-critic of Sutton & Barto (2018, section 13.5) and Konda & Tsi
 advantage of the actor's update and the critic regresses ``V(s)`` onto
 ``r + gamma * mask' * V(s')``.
 
-* ``VACPolicy`` -- PPO's stochastic actor-critic policy.
-* ``VACTrainer`` -- ``A2CTrainer``: one gradient step of ``a2c_loss`` per batch.
-* ``VAC`` -- the local ``ParallelAgent``: a one-step rollout, trained at every step.
-* ``VACTestAgent`` -- the most likely action, no training.
+* ``VACTrainer`` -- ``A2CTrainer`` on one-step segments (``T = 1``, ``lam = 0``), with the
+  advantage taken from the current critic.
+* The policy is ``ActorCriticPolicy`` and the local agent ``OnPolicyAgent`` with
+  ``n_steps=1``: each ``act`` evaluates the new states once, their values bootstrap the
+  targets of the previous step (which the trainer then learns from) and their actions are
+  returned.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from looprl.agents.a2c import A2CTrainer
-from looprl.agents.ppo import PPO, PPOPolicy, PPOTestAgent
-from looprl.core import Logger, RolloutRequest, StateArray, Trainer
+from looprl.agents.losses import normalize
+from looprl.core import Policy
 from looprl.core.namedarray import NamedArray
 
-
-class VACPolicy(PPOPolicy):
-    """Stochastic actor-critic policy; identical to ``PPOPolicy`` (see there)."""
+__all__ = ["VACTrainer"]
 
 
 class VACTrainer(A2CTrainer):
     """One gradient step of ``a2c_loss`` on the TD errors of one step of every env.
 
-    The advantage is ``R - V(s)`` with ``R = r + gamma * mask' * V(s')`` from the batch and
+    The advantage is ``R - V(s)`` with ``R = r + gamma * mask' * V(s')`` from the segment and
     ``V(s)`` from the current critic, so both values come from the same parameters (the
     stored ``V(s)`` is one update older).
-    """
-
-    def _advantage(self, batch: NamedArray, value: torch.Tensor) -> torch.Tensor:
-        return batch.returns - value.detach()
-
-
-class VAC(PPO):
-    """Local online actor-critic agent over ``n_envs`` parallel environments.
-
-    Each ``act`` evaluates the new states once: their values bootstrap the TD targets of
-    the previous step (which the trainer then learns from) and their actions are returned.
-    Transitions out of ``done`` states (next-step autoreset) are skipped.
 
     Args:
-        policy, trainer: the algorithm.
-        n_envs: number of parallel environments.
-        discount_factor: gamma.
-        logger: receives the trainer's statistics.
+        policy: the policy to optimize.
+        **kwargs: ``A2CTrainer``'s arguments (``gae_lambda`` is 0: one-step targets).
     """
 
-    def __init__(
-        self,
-        policy: PPOPolicy,
-        trainer: Trainer,
-        n_envs: int,
-        discount_factor: float = 0.99,
-        logger: Logger | None = None,
-    ):
-        super().__init__(policy, trainer, n_envs, 1, discount_factor, 0.0, logger)
+    def __init__(self, policy: Policy, **kwargs: Any):
+        super().__init__(policy, **{"gae_lambda": 0.0, **kwargs})
 
-    def act(self, state: StateArray) -> torch.Tensor:
-        state = state.to(self.device)
-        result = self.policy.rollout(RolloutRequest(obs=state.observation))
-        if self._acting:
-            self.buffer.store_outcome(state.reward, state.done, state.mask)
-            self._update(result.value)
-        self.buffer.store(
-            state.done,
-            observation=state.observation,
-            action=result.action,
-            log_prob=result.log_prob,
-            value=result.value,
-        )
-        self._acting = True
-        return result.action
-
-    def _update(self, next_value: torch.Tensor) -> None:
-        batch = self.buffer.compute(next_value, self.discount_factor, 0.0)
-        self.buffer.clear()
-        stats = self.trainer.step(batch)
-        if self.logger.verbose:
-            for name, value in stats.items():
-                self.logger.add_loss(name, value)
-
-
-class VACTestAgent(PPOTestAgent):
-    """Evaluation agent: the most likely action under the policy (see ``PPOTestAgent``)."""
+    def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        advantage = rows.returns - analysis.value.detach()
+        if self.normalize_advantages and advantage.shape[0] > 1:
+            advantage = normalize(advantage)
+        return super()._loss(analysis, rows, advantage)

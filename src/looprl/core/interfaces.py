@@ -18,6 +18,7 @@ objects, which is what lets one algorithm serve all three runtimes.
 from __future__ import annotations
 
 from abc import ABC, ABCMeta, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -265,13 +266,13 @@ class TrainerStepResult:
 
 
 class _Registry:
-    """Names to classes, or to lazily imported ``"module.path:ClassName"`` strings."""
+    """Names to classes (or factories), or to lazily imported ``"module.path:Name"`` strings."""
 
     def __init__(self, kind: str):
         self.kind = kind
-        self.entries: dict[str, type | str] = {}
+        self.entries: dict[str, Callable[..., Any] | str] = {}
 
-    def register(self, name: str, cls: type | str) -> None:
+    def register(self, name: str, cls: Callable[..., Any] | str) -> None:
         if name in self.entries:
             raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
         self.entries[name] = cls
@@ -288,8 +289,8 @@ class _Registry:
         return _resolve(self.entries[name])(*args, **kwargs, **options)
 
 
-def _resolve(target: type | str) -> type:
-    """A class, or the class a ``"module.path:ClassName"`` string names (imported now)."""
+def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A class or factory, or the one a ``"module.path:Name"`` string names (imported now)."""
     if not isinstance(target, str):
         return target
     import importlib
@@ -303,8 +304,8 @@ _TRAINERS = _Registry("trainer")
 _BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
 
 
-def register_policy(name: str, cls: type | str) -> None:
-    """Register a ``Policy`` class (or a lazy ``"module:Class"`` path) under ``name``.
+def register_policy(name: str, cls: Callable[..., Policy] | str) -> None:
+    """Register a ``Policy`` class or factory (or a lazy ``"module:Name"`` path) under ``name``.
 
     Raises:
         ValueError: ``name`` is already registered.
@@ -312,7 +313,7 @@ def register_policy(name: str, cls: type | str) -> None:
     _POLICIES.register(name, cls)
 
 
-def register_trainer(name: str, cls: type | str) -> None:
+def register_trainer(name: str, cls: Callable[..., Trainer] | str) -> None:
     """Register a ``Trainer`` class (or a lazy ``"module:Class"`` path) under ``name``.
 
     Raises:

@@ -93,7 +93,7 @@ def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str,
 
     rows = hp["n_envs"] * hp["n_steps"]
     updates = max(frames / rows, 1.0)
-    policy_args = {"obs_dim": obs_dim, **_action_args(action), "lr": hp["lr"],
+    policy_args = {"obs_dim": obs_dim, **_action_args(action), "lr": hp["lr"], "eps": hp["eps"],
                    "clip_grad": hp["clip_grad"] or 0.0}
     images = env == "atari"
     if images:  # the Nature CNN's own 512-unit layer feeds the heads, as in the local preset

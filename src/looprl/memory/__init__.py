@@ -1,11 +1,11 @@
-"""Memory: replay buffers and on-policy rollout storage (preallocated, O(1) add)."""
+"""Memory: replay buffers and on-policy segment storage (preallocated, O(1) add)."""
 
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.nstep import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
-from looprl.memory.rollout import RolloutBuffer, generalized_advantage_estimate
 from looprl.memory.samples import OnPolicyBuffer, PrioritizedSegmentReplay, make_sample_buffer
+from looprl.memory.segments import SegmentBuffer
 
 __all__ = [
     "AtariReplayBuffer",
@@ -15,9 +15,8 @@ __all__ = [
     "PrioritizedAtariReplayBuffer",
     "PrioritizedReplayBuffer",
     "PrioritizedSegmentReplay",
-    "RolloutBuffer",
+    "SegmentBuffer",
     "SumTree",
-    "generalized_advantage_estimate",
     "importance_weights",
     "make_sample_buffer",
 ]

@@ -44,7 +44,7 @@ ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "clip": ("trainer.clip",),
     "entropy_coef": ("trainer.entropy_coef",),
     "value_coef": ("trainer.value_coef",),
-    "lam": ("lam",),
+    "lam": ("trainer.gae_lambda", "lam"),
     "epochs": ("trainer.epochs",),
     "update_frequency": ("update_frequency",),
     "gradient_steps": ("gradient_steps",),

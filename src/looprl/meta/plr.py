@@ -86,7 +86,7 @@ def logits_and_values(policy: Any, obs: torch.Tensor) -> tuple[torch.Tensor, tor
         approximation = getattr(policy, "approximation", None)
         if approximation is not None and hasattr(approximation, "model"):
             device = getattr(approximation, "device", None)
-            logits, values = approximation.model(torch.as_tensor(obs, device=device))
+            logits, values = approximation.model(torch.as_tensor(obs, device=device))[:2]
         elif getattr(policy, "q", None) is not None:
             q = policy.q
             device = getattr(q, "device", None)

@@ -1,8 +1,14 @@
 """Layers and models: ``MLP``, ``RLNetwork``, ``Dueling``, ``Flatten``, ``Linear0``; feature
 extractors by spec (``feature_extractor``: MLP, CNN, ResNet, combinations)."""
 
-from looprl.nn.cnn import (
+from looprl.nn.actor_critic import (
+    ActorCritic,
+    ActorCriticModel,
+    PPGNetwork,
     SharedActorCritic,
+    single_field,
+)
+from looprl.nn.cnn import (
     nature_actor_critic,
     nature_categorical_dqn,
     nature_dqn,
@@ -24,6 +30,9 @@ from looprl.nn.models import MLP, RLNetwork
 from looprl.nn.noisy import NoisyFactorizedLinear
 
 __all__ = [
+    "ActorCritic",
+    "ActorCriticModel",
+    "PPGNetwork",
     "CategoricalDueling",
     "CategoricalQHead",
     "ConvFeatures",
@@ -46,4 +55,5 @@ __all__ = [
     "nature_dueling_dqn",
     "nature_features",
     "orthogonal_init",
+    "single_field",
 ]

@@ -10,17 +10,17 @@ observations stay uint8 (4x smaller) in replay and rollout buffers until the for
 * ``nature_dqn`` / ``nature_dueling_dqn`` / ``nature_categorical_dqn`` -- Q-networks:
   features + a linear head (dueling: separate value and advantage streams; categorical:
   ``num_actions * atoms`` logits).
-* ``SharedActorCritic`` / ``nature_actor_critic`` -- one body, a policy head and a value
-  head, mapping observations to ``(logits, values)`` as ``looprl.agents.ppo`` expects.
+* ``nature_actor_critic`` -- the Nature CNN shared by a policy head and a value head
+  (a ``looprl.nn.actor_critic.SharedActorCritic``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import nn
 
+from looprl.nn.actor_critic import SharedActorCritic
 from looprl.nn.features import FEATURE_EXTRACTORS, NatureCNN, NatureConv, feature_extractor
 from looprl.nn.layers import HIDDEN_GAIN, Dueling, orthogonal_init
 
@@ -28,7 +28,6 @@ __all__ = [
     "FEATURE_EXTRACTORS",
     "NatureCNN",
     "NatureConv",
-    "SharedActorCritic",
     "nature_actor_critic",
     "nature_categorical_dqn",
     "nature_dqn",
@@ -72,24 +71,6 @@ def nature_categorical_dqn(
     body = nature_features(features, frames)
     head = orthogonal_init(nn.Linear(body.out_features, num_actions * atoms), 1.0)
     return nn.Sequential(body, head, nn.Unflatten(-1, (num_actions, atoms)))
-
-
-class SharedActorCritic(nn.Module):
-    """A shared body with a policy head and a value head.
-
-    ``forward(observation)`` returns ``(policy_head(f), value_head(f).squeeze(-1))`` with
-    ``f = body(observation)``, the interface of ``looprl.agents.ppo.ActorCritic``.
-    """
-
-    def __init__(self, body: nn.Module, policy_head: nn.Module, value_head: nn.Module):
-        super().__init__()
-        self.body = body
-        self.policy_head = policy_head
-        self.value_head = value_head
-
-    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = self.body(observation)
-        return self.policy_head(features), self.value_head(features).squeeze(-1)
 
 
 def nature_actor_critic(

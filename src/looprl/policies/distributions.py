@@ -20,10 +20,10 @@ class CategoricalHead:
         self.n = n
 
     @staticmethod
-    def sample(logits: torch.Tensor) -> torch.Tensor:
-        """Sample one action per row (Gumbel-max trick)."""
-        noise = torch.rand_like(logits).log_().neg_().log_()
-        return torch.argmax(logits - noise, dim=-1)
+    def sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Sample one action per row (Gumbel-max trick), from ``generator`` if given."""
+        u = torch.rand(logits.shape, generator=generator, device=logits.device)
+        return torch.argmax(logits - u.clamp_min_(1e-20).log_().neg_().log_(), dim=-1)
 
     @staticmethod
     def mode(logits: torch.Tensor) -> torch.Tensor:
@@ -156,10 +156,13 @@ class GaussianHead:
         mean, log_std = params.chunk(2, dim=-1)
         return mean, log_std.clamp(self.log_std_min, self.log_std_max)
 
-    def sample(self, params: torch.Tensor) -> torch.Tensor:
-        """One action per row."""
+    def sample(
+        self, params: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """One action per row, from ``generator`` if given."""
         mean, log_std = self.split(params)
-        return self.bounds.to_env(mean + torch.exp(log_std) * torch.randn_like(mean))
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device)
+        return self.bounds.to_env(mean + torch.exp(log_std) * noise)
 
     def mode(self, params: torch.Tensor) -> torch.Tensor:
         """The most likely action per row (the mean, clamped to the bounds)."""

@@ -17,7 +17,6 @@ from looprl.agents.losses.continuous import (
 from looprl.agents.losses.policy_gradient import (
     a2c_loss,
     categorical_kl,
-    n_step_returns,
     normalize,
     policy_gradient_loss,
     ppg_aux_loss,
@@ -35,7 +34,12 @@ from looprl.agents.losses.value import (
     n_step_return,
     td_target,
 )
-from looprl.agents.losses.vtrace import segment_gae, segment_mask, vtrace
+from looprl.agents.losses.vtrace import (
+    generalized_advantage_estimate,
+    segment_gae,
+    segment_mask,
+    vtrace,
+)
 
 __all__ = [
     "a2c_loss",
@@ -48,8 +52,8 @@ __all__ = [
     "deterministic_actor_loss",
     "double_q_target",
     "dqn_loss",
+    "generalized_advantage_estimate",
     "n_step_return",
-    "n_step_returns",
     "normalize",
     "policy_gradient_loss",
     "ppg_aux_loss",

@@ -112,33 +112,6 @@ def a2c_loss(
     return total, parts
 
 
-def n_step_returns(
-    rewards: torch.Tensor,
-    next_values: torch.Tensor,
-    next_masks: torch.Tensor,
-    next_dones: torch.Tensor,
-    gamma: float,
-) -> torch.Tensor:
-    """Discounted returns to the end of a rollout, bootstrapped from ``V``; time along dim 0.
-
-    ``R_t = r_t + gamma * mask_{t+1} * (V(s_{t+1}) if done_{t+1} or t = T-1 else R_{t+1})``:
-    the sum of rewards up to the next episode end or the rollout's end, whichever comes
-    first, plus the discounted value there. ``mask`` (0 at termination) removes the
-    bootstrap, so a finished episode gives its Monte-Carlo return and a time-limit
-    truncation bootstraps from the value of its final observation. Equals
-    ``GAE(lambda=1) + V`` (``memory.rollout.generalized_advantage_estimate``).
-    """
-    returns = torch.empty_like(rewards)
-    running = next_values[-1]
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        bootstrap = torch.where(next_dones[t], next_values[t], running)
-        running = rewards[t] + gamma * next_masks[t] * bootstrap
-        returns[t] = running
-    return returns
-
-
-# -- Phasic Policy Gradient (Cobbe et al., 2021) ---------------------------------------------
-
 
 def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     """``KL(pi_old || pi)`` per row of categorical logits: ``sum_a p_old (log p_old - log p)``."""

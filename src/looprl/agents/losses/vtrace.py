@@ -14,12 +14,36 @@ from __future__ import annotations
 
 import torch
 
-from looprl.memory.rollout import generalized_advantage_estimate
-
 
 def segment_mask(done: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
     """Training rows of a ``[T + 1, B]`` segment: ``[T, B]``, ``False`` at final observations."""
     return ~(done[:-1].bool() | truncated[:-1].bool())
+
+
+def generalized_advantage_estimate(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    next_masks: torch.Tensor,
+    next_dones: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """GAE(gamma, lambda) advantages (Schulman et al., 2016), time along dimension 0.
+
+    ``delta_t = r_t + gamma * mask_{t+1} * V(s_{t+1}) - V(s_t)`` and
+    ``A_t = delta_t + gamma * lam * (1 - done_{t+1}) * A_{t+1}``: ``mask`` stops
+    bootstrapping at terminal states, ``done`` stops the recursion at any episode end.
+    """
+    deltas = rewards + gamma * next_masks * next_values - values
+    decay = gamma * lam * (1.0 - next_dones.float())
+    advantages = torch.empty_like(deltas)
+    last = torch.zeros_like(deltas[0])
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        last = deltas[t] + decay[t] * last
+        advantages[t] = last
+    return advantages
+
 
 
 def segment_gae(
@@ -34,7 +58,7 @@ def segment_gae(
 
     ``delta_t = reward[t+1] + gamma * (1 - done[t+1]) * V[t+1] - V[t]`` and
     ``A_t = delta_t + gamma * lam * (1 - end[t+1]) * A_{t+1}`` with ``end = done | truncated``
-    and ``A_T = 0``; the recursion is ``memory.rollout.generalized_advantage_estimate``.
+    and ``A_T = 0``; the recursion is ``generalized_advantage_estimate``.
 
     Args:
         reward, value, done, truncated: ``[T + 1, B]`` tensors in the row convention above.

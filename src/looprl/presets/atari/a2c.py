@@ -13,11 +13,14 @@ from typing import Any
 
 from torch import optim
 
-from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
+from looprl.agents.a2c import A2CTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.environments.bodies import deepmind_atari_body
-from looprl.nn.cnn import SharedActorCritic, nature_actor_critic
+from looprl.nn import SharedActorCritic
+from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.common import require_frames
 from looprl.presets.builder import PresetBuilder
@@ -53,8 +56,8 @@ def atari_actor_critic(
 class A2CAtariPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring)."""
 
-    policy_class = A2CPolicy
-    test_agent_class = A2CTestAgent
+    policy_class = ActorCriticPolicy
+    test_agent_class = ActorCriticTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -69,13 +72,13 @@ class A2CAtariPreset(ActorCriticTestAgents, ParallelPreset):
         approximation = Approximation(
             self.model, optimizer, clip_grad=hp["clip_grad"], name="a2c", logger=logger
         )
-        policy = A2CPolicy(approximation, self.head)
+        policy = ActorCriticPolicy(approximation, self.head)
         trainer = A2CTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"]
+            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
+            discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
         )
-        agent = A2C(
-            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
+        agent = OnPolicyAgent(
+            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"], logger=logger
         )
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 

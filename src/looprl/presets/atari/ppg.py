@@ -19,7 +19,7 @@ from typing import Any
 
 from torch import nn
 
-from looprl.agents.ppg import PPGNetwork
+from looprl.nn import PPGNetwork
 from looprl.nn.atari_models import nature_value
 from looprl.nn.cnn import nature_features
 from looprl.nn.layers import orthogonal_init

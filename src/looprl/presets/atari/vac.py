@@ -14,11 +14,13 @@ from typing import Any
 import torch
 from torch import optim
 
-from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.on_policy import OnPolicyAgent
+from looprl.agents.vac import VACTrainer
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.environments.bodies import deepmind_atari_body
-from looprl.nn.cnn import SharedActorCritic
+from looprl.nn import SharedActorCritic
 from looprl.presets.atari.a2c import atari_actor_critic
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import ActorCriticTestAgents, require_positive
@@ -54,8 +56,8 @@ def shared_actor_critic_optimizer(
 class VACAtariPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds online actor-critic agents over ``n_envs`` Atari environments."""
 
-    policy_class = VACPolicy
-    test_agent_class = VACTestAgent
+    policy_class = ActorCriticPolicy
+    test_agent_class = ActorCriticTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -70,11 +72,12 @@ class VACAtariPreset(ActorCriticTestAgents, ParallelPreset):
         approximation = Approximation(
             self.model, optimizer, clip_grad=hp["clip_grad"], name="vac", logger=logger
         )
-        policy = VACPolicy(approximation, self.head)
+        policy = ActorCriticPolicy(approximation, self.head)
         trainer = VACTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"]
+            policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
+            normalize_advantages=hp["normalize_advantages"], discount_factor=hp["discount_factor"],
         )
-        agent = VAC(policy, trainer, hp["n_envs"], hp["discount_factor"], logger=logger)
+        agent = OnPolicyAgent(policy, trainer, hp["n_envs"], n_steps=1, logger=logger)
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from looprl.agents.vpg import VPG, VPGPolicy, VPGTestAgent, VPGTrainer
+from looprl.agents.a2c import A2CTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.vpg import VPG
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, Preset
 from looprl.environments.bodies import deepmind_atari_body
@@ -53,18 +55,17 @@ class VPGAtariPreset(Preset):
         approximation = Approximation(
             self.model, optimizer, clip_grad=hp["clip_grad"], name="vpg", logger=logger
         )
-        policy = VPGPolicy(approximation, self.head)
-        trainer = VPGTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"]
+        policy = ActorCriticPolicy(approximation, self.head)
+        trainer = A2CTrainer(
+            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
+            discount_factor=hp["discount_factor"], gae_lambda=1.0,
         )
-        agent = VPG(
-            policy, trainer, discount_factor=hp["discount_factor"],
-            min_batch_size=hp["min_batch_size"], logger=logger,
-        )
+        agent = VPG(policy, trainer, min_batch_size=hp["min_batch_size"], logger=logger)
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
-    def test_agent(self) -> VPGTestAgent:
-        return VPGTestAgent(VPGPolicy(Approximation(copy.deepcopy(self.model)), self.head))
+    def test_agent(self) -> ActorCriticTestAgent:
+        policy = ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head)
+        return ActorCriticTestAgent(policy)
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGAtariPreset)

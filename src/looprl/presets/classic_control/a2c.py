@@ -16,11 +16,12 @@ from typing import Any
 import torch
 from torch import optim
 
-from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
-from looprl.agents.ppo import ActorCritic
+from looprl.agents.a2c import A2CTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
-from looprl.nn import MLP
+from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
@@ -71,8 +72,8 @@ def actor_critic_optimizer(
 class A2CClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds A2C agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
 
-    policy_class = A2CPolicy
-    test_agent_class = A2CTestAgent
+    policy_class = ActorCriticPolicy
+    test_agent_class = ActorCriticTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -80,25 +81,20 @@ class A2CClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         self.n_envs = hyperparameters["n_envs"]
         self.model, self.head = actor_critic_model(env, hyperparameters, "A2C", device)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> A2C:
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> OnPolicyAgent:
         hp = self.hyperparameters
         logger = logger or DummyLogger()
         optimizer = actor_critic_optimizer(self.model, hp["lr"], hp["lr"], hp["eps"])
         approximation = Approximation(
             self.model, optimizer, clip_grad=hp["clip_grad"], name="a2c", logger=logger
         )
-        policy = A2CPolicy(approximation, self.head)
+        policy = ActorCriticPolicy(approximation, self.head)
         trainer = A2CTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"]
+            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
+            discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
         )
-        return A2C(
-            policy,
-            trainer,
-            n_envs=hp["n_envs"],
-            n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"],
-            lam=hp["lam"],
-            logger=logger,
+        return OnPolicyAgent(
+            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"], logger=logger
         )
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from torch import nn
 
-from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
-from looprl.nn import MLP
+from looprl.agents.ppg import PPGTrainer
+from looprl.nn import MLP, PPGNetwork
 from looprl.nn.layers import orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
@@ -49,9 +49,6 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
 
     algorithm = "PPG"
     parts = {**PPOClassicControlPreset.parts, "update": ("ppg",)}
-    policy_class = PPGPolicy
-    test_agent_class = PPGTestAgent
-    agent_class = PPG
     positive = (
         *PPOClassicControlPreset.positive, "n_policy", "aux_epochs", "aux_minibatch_size"
     )
@@ -62,7 +59,7 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
         model = ppg_network(obs_dim, num_actions, self.hyperparameters["hidden"])
         return model, CategoricalHead(num_actions)
 
-    def _trainer(self, policy: PPGPolicy, updates: float) -> PPGTrainer:
+    def _trainer(self, policy: Any, updates: float) -> PPGTrainer:
         hp = self.hyperparameters
         return PPGTrainer(
             policy, n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],

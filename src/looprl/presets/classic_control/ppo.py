@@ -11,10 +11,12 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.on_policy import OnPolicyAgent
+from looprl.agents.ppo import PPOTrainer
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
-from looprl.nn import MLP, SharedActorCritic, feature_extractor, orthogonal_init
+from looprl.nn import MLP, ActorCritic, SharedActorCritic, feature_extractor, orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
@@ -73,9 +75,8 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """
 
     algorithm = "PPO"
-    policy_class: Any = PPOPolicy
-    test_agent_class: Any = PPOTestAgent
-    agent_class: Any = PPO
+    policy_class: Any = ActorCriticPolicy
+    test_agent_class: Any = ActorCriticTestAgent
     #: hyperparameters that must be positive
     positive: tuple[str, ...] = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden")
     #: the part names (``looprl.presets.parts``) it takes
@@ -129,6 +130,7 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
             lr=linear(hp["lr"]) if hp["linear_lr"] and known else None,
             value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
             value_clip=hp["value_clip"], total_updates=updates,
+            discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
         )
 
     def _wrap(self, agent: Any) -> Any:
@@ -140,9 +142,9 @@ class PPOClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         logger = logger or DummyLogger()
         updates = train_steps / (hp["n_envs"] * hp["n_steps"])
         policy = self._policy(logger)
-        agent = self.agent_class(
+        agent = OnPolicyAgent(
             policy, self._trainer(policy, updates), n_envs=hp["n_envs"], n_steps=hp["n_steps"],
-            discount_factor=hp["discount_factor"], lam=hp["lam"], logger=logger,
+            logger=logger,
         )
         return self._wrap(agent)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.on_policy import OnPolicyAgent
+from looprl.agents.vac import VACTrainer
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.presets.builder import PresetBuilder
@@ -35,8 +37,8 @@ default_hyperparameters: dict[str, Any] = {
 class VACClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
     """Builds online actor-critic agents over ``n_envs`` environments."""
 
-    policy_class = VACPolicy
-    test_agent_class = VACTestAgent
+    policy_class = ActorCriticPolicy
+    test_agent_class = ActorCriticTestAgent
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
@@ -44,18 +46,19 @@ class VACClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
         self.n_envs = hyperparameters["n_envs"]
         self.model, self.head = actor_critic_model(env, hyperparameters, "VAC", device)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VAC:
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> OnPolicyAgent:
         hp = self.hyperparameters
         logger = logger or DummyLogger()
         optimizer = actor_critic_optimizer(self.model, hp["lr_pi"], hp["lr_v"], hp["eps"])
         approximation = Approximation(
             self.model, optimizer, clip_grad=hp["clip_grad"], name="vac", logger=logger
         )
-        policy = VACPolicy(approximation, self.head)
+        policy = ActorCriticPolicy(approximation, self.head)
         trainer = VACTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"]
+            policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
+            normalize_advantages=hp["normalize_advantages"], discount_factor=hp["discount_factor"],
         )
-        return VAC(policy, trainer, hp["n_envs"], hp["discount_factor"], logger=logger)
+        return OnPolicyAgent(policy, trainer, hp["n_envs"], n_steps=1, logger=logger)
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACClassicControlPreset)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.ppo import ActorCritic
-from looprl.nn import MLP
+from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset

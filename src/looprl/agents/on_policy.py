@@ -1,0 +1,361 @@
+"""What the on-policy actor-critic algorithms (PPO, PPG, A2C, VAC, VPG) share, on every runtime.
+
+* ``OnPolicyTrainer`` -- ``step(sample) -> TrainerStepResult`` on ``SampleBatch`` segments
+  ``[T + 1, B]`` (see ``looprl.core.SampleBatch`` for the row convention): GAE (or V-trace)
+  targets per segment (pure functions of ``looprl.agents.losses``), then ``epochs`` passes of
+  shuffled minibatches of the subclass's loss. The same object trains in the local agent, in
+  the runners and in a Ray trainer worker.
+* ``OnPolicyAgent`` -- the local ``ParallelAgent``: writes one row per step into a
+  ``SegmentBuffer`` (the collector's convention) and lets the trainer step on every segment.
+
+The policy contract (``looprl.agents.actor_critic.ActorCriticPolicy`` follows it):
+``policy.analyze(sample, target="ppo")`` takes a ``NamedArray`` with ``obs``, ``action`` and, for
+recurrent policies, ``policy_state``, ``done`` and ``truncated``, all ``[T, B, ...]``, and
+returns a ``NamedArray`` with ``log_prob``, ``entropy``, ``value`` and ``aux_value`` (``[T, B]``,
+with gradients; ``aux_value`` may be ``None``), and ``logits`` (categorical policies).
+Feed-forward policies (``default_policy_state is None``) accept any leading shape; the trainer
+then trains on shuffled valid rows. Recurrent policies get minibatches of whole streams
+(columns of the segment) and rebuild their memory from ``policy_state[0]``.
+
+Trainers whose ``policy.approximation`` is distributed (``Approximation.distribute``, DDP) must
+take equally many gradient steps: each step then trains on as many units on every trainer,
+the smallest count among them (a random subset of the others' units).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from looprl.agents.losses import normalize, segment_gae
+from looprl.agents.losses.vtrace import segment_mask, vtrace
+from looprl.agents.srl_common import (
+    common_units,
+    explained_variance,
+    prepare_sample,
+    sample_lag,
+    scalars,
+    transpose01,
+)
+from looprl.core import (
+    DummyLogger,
+    Logger,
+    ParallelAgent,
+    Policy,
+    RolloutRequest,
+    SampleBatch,
+    StateArray,
+    Trainer,
+    TrainerStepResult,
+)
+from looprl.core.namedarray import NamedArray
+from looprl.memory.segments import SegmentBuffer
+
+logger = logging.getLogger(__name__)
+
+_REQUIRED = ("obs", "action", "reward", "done", "truncated", "log_prob")
+
+
+class OnPolicyTrainer(Trainer):
+    """Targets and minibatches of an on-policy actor-critic update; subclasses give the loss.
+
+    Each ``step`` is one update (``epochs`` passes of minibatches; the loss parts are averaged
+    over them) and increments ``policy.version``.
+
+    Args:
+        policy: an actor-critic policy (see the module docstring) whose ``approximation`` holds
+            the optimizer (and clips gradients: its ``clip_grad``).
+        epochs: passes over each sample.
+        minibatch_size: rows per gradient step (``None``: the whole sample in one step);
+            recurrent policies take ``max(1, minibatch_size // T)`` whole streams per minibatch.
+        value_coef, entropy_coef: loss weights.
+        discount_factor, gae_lambda: gamma and lambda of GAE (and the lambda of V-trace).
+        normalize_advantages: normalize advantages per minibatch.
+        vtrace: targets by V-trace from the current policy's values and log-probs, which
+            corrects for the lag of samples made by older policy versions; otherwise GAE
+            from the values stored by the actors.
+        clip_rho, clip_c: V-trace's truncation levels.
+        total_updates: number of ``step`` calls over which schedules anneal.
+        lr: ``None`` leaves the learning rate to the optimizer; a function of training
+            progress in ``[0, 1]`` (``linear(3e-4)``) sets it before every optimizer step,
+            progress counting each update's optimizer steps as fractions of that update.
+        seed: seeds the minibatch shuffling.
+    """
+
+    #: the trainer-side buffer the runtime pairs with it (``looprl.memory.make_sample_buffer``)
+    sample_buffer = "on_policy"
+
+    def __init__(
+        self,
+        policy: Policy,
+        epochs: int = 1,
+        minibatch_size: int | None = None,
+        value_coef: float = 0.5,
+        entropy_coef: float = 0.0,
+        discount_factor: float = 0.99,
+        gae_lambda: float = 0.95,
+        normalize_advantages: bool = False,
+        vtrace: bool = False,
+        clip_rho: float = 1.0,
+        clip_c: float = 1.0,
+        total_updates: float = float("inf"),
+        lr: Callable[[float], float] | None = None,
+        seed: int | None = None,
+    ):
+        if epochs < 1 or (minibatch_size is not None and minibatch_size < 1):
+            raise ValueError(
+                f"epochs and minibatch_size must be >= 1, got {epochs}, {minibatch_size}"
+            )
+        self._policy = policy
+        self.epochs = epochs
+        self.minibatch_size = minibatch_size
+        self.value_coef = value_coef
+        self.entropy_coef = entropy_coef
+        self.discount_factor = discount_factor
+        self.gae_lambda = gae_lambda
+        self.normalize_advantages = normalize_advantages
+        self.vtrace = vtrace
+        self.clip_rho = clip_rho
+        self.clip_c = clip_c
+        self.total_updates = total_updates
+        self.lr = lr
+        self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.recurrent = policy.default_policy_state is not None
+        self.updates = 0
+        self._steps_in_update = 1  # optimizer steps of the current update (lr schedule)
+        self._step_in_update = 0
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @property
+    def progress(self) -> float:
+        """Fraction of ``total_updates`` done, in ``[0, 1]``."""
+        return min(self.updates / self.total_updates, 1.0)
+
+    # -- the step -------------------------------------------------------------------------
+    def step(self, sample: SampleBatch) -> TrainerStepResult:
+        """One update on ``sample`` (``[T + 1, B]`` segments); see the class docstring."""
+        sample = self._prepare(sample)
+        batch, stats = self._batch(sample)
+        if not self._has_rows(batch):
+            logger.warning("%s: no training rows in the sample; skipped", type(self).__name__)
+            return TrainerStepResult(scalars(stats), self.updates)
+        self._begin_update(self._policy_steps(batch))
+        stats.update(self._update(batch))
+        return TrainerStepResult(scalars(self._end_update(stats)), self.updates)
+
+    def _update(self, batch: NamedArray) -> dict[str, Any]:
+        """The optimizer steps of one update on the training units ``batch``."""
+        return self._policy_phase(batch)
+
+    @abstractmethod
+    def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``(loss, detached parts)`` of a minibatch: the policy's ``analysis`` of ``rows``."""
+
+    def _prepare(self, sample: SampleBatch) -> SampleBatch:
+        required = _REQUIRED + (("policy_state",) if self.recurrent else ())
+        required += () if self.vtrace else ("value",)
+        return prepare_sample(sample, self._policy.device, type(self).__name__, required)
+
+    def _has_rows(self, batch: NamedArray) -> bool:
+        return bool(batch.mask.any()) if self.recurrent else batch.advantage.shape[0] > 0
+
+    def _batch(self, sample: SampleBatch) -> tuple[NamedArray, dict[str, Any]]:
+        """Training units with targets: valid rows ``[N]`` (feed-forward) or streams ``[B, T]``."""
+        advantage, returns, old_value = self._targets(sample)
+        mask = segment_mask(sample.done, sample.truncated)
+        rows = NamedArray(
+            obs=sample.obs[:-1], action=sample.action[:-1], log_prob=sample.log_prob[:-1],
+            value=old_value, advantage=advantage, returns=returns,
+        )  # fmt: skip
+        stats = {
+            "explained_variance": explained_variance(old_value[mask], returns[mask]),
+            "valid_rows": float(mask.sum()),
+            **sample_lag(sample, mask, self._policy.version),
+        }
+        if not self.recurrent:
+            return self._common(rows[mask]), stats
+        recurrent = NamedArray(
+            **dict(rows.items()), policy_state=sample.policy_state[:-1],
+            done=sample.done[:-1], truncated=sample.truncated[:-1], mask=mask,
+        )  # fmt: skip
+        return self._common(transpose01(recurrent)), stats
+
+    def _common(self, batch: NamedArray) -> NamedArray:
+        """``batch``, or a random part of it as large as the smallest batch of the trainers
+        this one is synchronized with (DDP: all take as many gradient steps)."""
+        n = batch.advantage.shape[0]
+        common = common_units(self._policy.approximation, n if self._has_rows(batch) else 0)
+        if common == n:
+            return batch
+        return batch[torch.randperm(n, generator=self.generator)[:common]]
+
+    def _targets(self, sample: SampleBatch) -> tuple[torch.Tensor, ...]:
+        """``(advantage, returns, old value)``, each ``[T, B]``."""
+        gamma, lam = self.discount_factor, self.gae_lambda
+        if not self.vtrace:
+            advantage, returns, _ = segment_gae(
+                sample.reward, sample.value, sample.done, sample.truncated, gamma, lam
+            )
+            return advantage, returns, sample.value[:-1].float()
+        with torch.no_grad():
+            analysis = self._policy.analyze(self._analysis_input(sample), target="ppo")
+        returns, advantage = vtrace(
+            sample.log_prob[:-1], analysis.log_prob[:-1], sample.reward, analysis.value,
+            sample.done, sample.truncated, gamma, lam, self.clip_rho, self.clip_c,
+        )  # fmt: skip
+        value = sample.value if sample.value is not None else analysis.value
+        return advantage, returns, value[:-1].float()
+
+    def _analysis_input(self, segment: NamedArray) -> NamedArray:
+        """What ``policy.analyze`` reads from a time-major segment."""
+        if not self.recurrent:
+            return NamedArray(obs=segment.obs, action=segment.action)
+        return NamedArray(
+            obs=segment.obs, action=segment.action, policy_state=segment.policy_state,
+            done=segment.done, truncated=segment.truncated,
+        )  # fmt: skip
+
+    # -- minibatches ----------------------------------------------------------------------
+    def _units_per_minibatch(self, batch: NamedArray) -> int:
+        """Rows (feed-forward) or whole streams (recurrent) per minibatch."""
+        size = self.minibatch_size or batch.advantage.numel()
+        if not self.recurrent:
+            return size
+        return max(1, size // batch.advantage.shape[1])
+
+    def _policy_steps(self, batch: NamedArray) -> int:
+        """Optimizer steps of ``_policy_phase`` on ``batch``."""
+        n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
+        return self.epochs * (1 if size >= n else math.ceil(n / size))
+
+    def _policy_phase(self, batch: NamedArray) -> dict[str, torch.Tensor]:
+        """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches."""
+        n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
+        totals: dict[str, torch.Tensor] = {}
+        count = 0
+        for _ in range(self.epochs):
+            if size >= n:  # one minibatch, the whole batch: order is moot
+                minibatches = [batch]
+            else:
+                order = torch.randperm(n, generator=self.generator)
+                minibatches = [batch[index] for index in order.split(size)]
+            for minibatch in minibatches:
+                parts = self._minibatch_step(minibatch)
+                for key, value in parts.items():
+                    totals[key] = totals.get(key, 0.0) + value
+                count += bool(parts)
+        return {key: value / max(count, 1) for key, value in totals.items()}
+
+    def _analyze_units(self, units: NamedArray) -> NamedArray:
+        """``policy.analyze`` of training units, in the units' layout."""
+        if not self.recurrent:
+            return self._policy.analyze(self._analysis_input(units), target="ppo")
+        segment = transpose01(units)
+        return transpose01(self._policy.analyze(self._analysis_input(segment), target="ppo"))
+
+    def _valid(self, units: NamedArray, analysis: NamedArray) -> tuple[NamedArray, NamedArray]:
+        """The analysis and the units at valid rows only, flattened."""
+        if not self.recurrent:
+            return analysis, units
+        return analysis[units.mask], units[units.mask]
+
+    def _minibatch_step(self, minibatch: NamedArray) -> dict[str, torch.Tensor]:
+        analysis, rows = self._valid(minibatch, self._analyze_units(minibatch))
+        if rows.advantage.shape[0] == 0:
+            return self._empty_step(analysis)
+        advantage = rows.advantage
+        if self.normalize_advantages and advantage.shape[0] > 1:
+            advantage = normalize(advantage)
+        loss, parts = self._loss(analysis, rows, advantage)
+        self._reinforce(loss)
+        self.predictions = {
+            "values": analysis.value.detach(),
+            "log_probs": analysis.log_prob.detach(),
+        }
+        return parts
+
+    def _empty_step(self, analysis: NamedArray) -> dict[str, torch.Tensor]:
+        """A minibatch without valid rows (recurrent streams of final observations only):
+        no step, unless the trainer is synchronized by DDP, whose every backward is a
+        collective of all trainers: then a zero-gradient step beside theirs."""
+        if getattr(self._policy.approximation, "process_group", None) is not None:
+            self._reinforce(0.0 * analysis.value.sum())
+        return {}
+
+    # -- optimizer steps and schedules ----------------------------------------------------
+    def _reinforce(self, loss: torch.Tensor) -> None:
+        """One optimizer step (the learning rate of the schedule first)."""
+        if self.lr is not None:
+            fraction = self._step_in_update / self._steps_in_update
+            self._set_lr(min((self.updates + fraction) / self.total_updates, 1.0))
+            self._step_in_update += 1
+        self._policy.approximation.reinforce(loss)
+
+    def _begin_update(self, optimizer_steps: int) -> None:
+        self._steps_in_update, self._step_in_update = max(optimizer_steps, 1), 0
+
+    def _set_lr(self, progress: float) -> None:
+        for group in self._policy.approximation.optimizer.param_groups:
+            group["lr"] = self.lr(progress)
+
+    def _end_update(self, stats: dict[str, Any]) -> dict[str, Any]:
+        self.updates += 1
+        self._policy.version += 1
+        if self.lr is not None:
+            self._set_lr(self.progress)
+        return stats
+
+
+class OnPolicyAgent(ParallelAgent):
+    """Local on-policy agent over ``n_envs`` parallel environments (PPO, PPG, A2C, VAC).
+
+    Each ``act`` writes the new observations (with the rewards and ends that came with them)
+    and the policy's outputs for them as one row of a ``SegmentBuffer``; every ``n_steps``
+    steps the segment goes to ``trainer.step`` and its last row starts the next one.
+
+    Args:
+        policy, trainer: the algorithm.
+        n_envs, n_steps: segment shape (``n_envs * n_steps`` transitions per update).
+        logger: receives the trainer's statistics.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        trainer: Trainer,
+        n_envs: int,
+        n_steps: int = 128,
+        logger: Logger | None = None,
+    ):
+        self.policy = policy
+        self.trainer = trainer
+        self.device = policy.device
+        self.buffer = SegmentBuffer(n_steps, n_envs, device=policy.device)
+        self.logger = logger or DummyLogger()
+
+    def act(self, state: StateArray) -> torch.Tensor:
+        state = state.to(self.device)
+        result = self.policy.rollout(RolloutRequest(obs=state.observation))
+        self.buffer.store(state.observation, state.reward, state.done, state.mask, result,
+                          self.policy.version)
+        if self.buffer.full:
+            self.train(self.buffer.segment())
+            self.buffer.restart(keep_last=True)
+        return result.action
+
+    def train(self, segment: SampleBatch) -> TrainerStepResult:
+        """One ``trainer.step`` on ``segment``; its statistics go to the logger."""
+        result = self.trainer.step(segment)
+        if self.logger.verbose:
+            for name, value in result.stats.items():
+                self.logger.add_loss(name, value)
+        return result

@@ -1,0 +1,115 @@
+"""Actor-critic networks: the one forward contract every actor-critic policy builds on.
+
+``ActorCriticModel.forward(obs, hx=None, reset=None)`` returns
+``(params, value, aux_value, next_hx)``: action-distribution parameters (logits, or
+``cat(mean, log_std)``), state values ``V(obs)``, PPG's auxiliary values (``None`` without an
+auxiliary head) and the next recurrent memory (``None`` for feed-forward networks).
+``initial_state()`` is the memory of one stream at the start of an episode (``None``: no
+memory). ``looprl.agents.actor_critic.ActorCriticPolicy`` acts and analyzes with any model
+that follows it: the small ones here, which read one observation tensor, or the
+field-reading ``ActorCriticNetwork`` (encoders per observation field, optional GRU).
+
+* ``ActorCritic`` -- separate actor and critic networks (SB3's default).
+* ``SharedActorCritic`` -- one body with a policy head and a value head (Atari).
+* ``PPGNetwork`` -- PPG's policy trunk with logits and auxiliary value heads, and a critic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "SharedActorCritic", "single_field"]
+
+
+def single_field(obs: Any) -> torch.Tensor:
+    """The observation tensor of ``obs``: itself, or the only field of a ``NamedArray``/dict
+    (what the SRL environments send: ``{"obs": ...}``).
+
+    Raises:
+        ValueError: ``obs`` has several fields (use a field-reading ``ActorCriticNetwork``).
+    """
+    if isinstance(obs, torch.Tensor):
+        return obs
+    items = [value for _, value in obs.items() if value is not None]
+    if len(items) != 1:
+        raise ValueError(
+            f"this network reads one observation tensor, got fields {list(obs.keys())}: build "
+            "the policy with obs_dim naming its fields (looprl.agents.actor_critic_policy)"
+        )
+    return items[0]
+
+
+class ActorCriticModel(nn.Module):
+    """Base of actor-critic networks (see the module docstring for the contract)."""
+
+    def initial_state(self) -> Any:
+        """Recurrent memory of one stream at an episode start (``None``: feed-forward)."""
+        return None
+
+
+class ActorCritic(ActorCriticModel):
+    """Separate actor and critic networks over the same observation (SB3's default).
+
+    Args:
+        actor: observations to distribution parameters.
+        critic: observations to one value.
+    """
+
+    def __init__(self, actor: nn.Module, critic: nn.Module):
+        super().__init__()
+        self.actor = actor
+        self.critic = critic
+
+    def forward(self, obs: Any, hx: Any = None, reset: Any = None) -> tuple:
+        x = single_field(obs)
+        return self.actor(x), self.critic(x).squeeze(-1), None, None
+
+
+class SharedActorCritic(ActorCriticModel):
+    """A shared body with a policy head and a value head.
+
+    Args:
+        body: observations to features.
+        policy_head: features to distribution parameters.
+        value_head: features to one value.
+    """
+
+    def __init__(self, body: nn.Module, policy_head: nn.Module, value_head: nn.Module):
+        super().__init__()
+        self.body = body
+        self.policy_head = policy_head
+        self.value_head = value_head
+
+    def forward(self, obs: Any, hx: Any = None, reset: Any = None) -> tuple:
+        features = self.body(single_field(obs))
+        return self.policy_head(features), self.value_head(features).squeeze(-1), None, None
+
+
+class PPGNetwork(ActorCriticModel):
+    """The policy network (a trunk with policy and auxiliary value heads) and a value network
+    (Cobbe et al., 2021, https://arxiv.org/abs/2009.04416).
+
+    Args:
+        trunk: observations to features.
+        policy_head: features to action logits.
+        aux_head: features to one auxiliary value.
+        critic: observations to one value (the true value network).
+    """
+
+    def __init__(
+        self, trunk: nn.Module, policy_head: nn.Module, aux_head: nn.Module, critic: nn.Module
+    ):
+        super().__init__()
+        self.trunk = trunk
+        self.policy_head = policy_head
+        self.aux_head = aux_head
+        self.critic = critic
+
+    def forward(self, obs: Any, hx: Any = None, reset: Any = None) -> tuple:
+        x = single_field(obs)
+        features = self.trunk(x)
+        aux_value = self.aux_head(features).squeeze(-1)
+        return self.policy_head(features), self.critic(x).squeeze(-1), aux_value, None
