@@ -18,6 +18,8 @@ from looprl.distributed import (
     RuntimeConfig,
     test_pipeline,
 )
+from looprl.distributed.monitor import RunMonitor
+from looprl.distributed.run_state import DistributedResult, SampleCounts
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 
@@ -143,26 +145,36 @@ def test_a_trainer_checkpoint_from_another_kind_of_device_is_refused() -> None:
 def test_sample_counts_survive_trainer_restarts() -> None:
     """The run's received/dropped counts (``throughput.csv``) keep what trainers counted
     before they died: a restarted trainer starts from its checkpoint's counts, or zero."""
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=2, trainers=2), logdir=None)
+    counts = SampleCounts()
 
-    def poll(counts: dict[str, tuple[int, int]]) -> tuple[int, int]:
-        stats = {name: {"received": r, "dropped": d, "lags": []}
-                 for name, (r, d) in counts.items()}
-        trainer = run._trainer_stats(stats)
-        return trainer["received"], trainer["dropped"]
+    def poll(polled: dict[str, tuple[int, int]]) -> tuple[int, int]:
+        for name, (received, dropped) in polled.items():
+            counts.polled(name, received, dropped)
+        return counts.total(["trainer", "trainer1"])
 
     assert poll({"trainer": (10, 1), "trainer1": (12, 2)}) == (22, 3)
-    run._trainer_started("trainer", {"counts": (8, 1)})  # its checkpoint's counts
-    run._trainer_started("trainer1", {"counts": (0, 0)})
+    counts.started("trainer", (8, 1))  # its checkpoint's counts
+    counts.started("trainer1", (0, 0))
     assert poll({"trainer": (9, 1), "trainer1": (3, 0)}) == (9 + 2 + 3 + 12, 1 + 0 + 0 + 2)
     assert poll({"trainer": (11, 1)}) == (11 + 2 + 3 + 12, 3)  # trainer1 missed this poll
     # a resumed run (a new controller) continues the counts its controller checkpoint holds
-    saved = {name: run._counted[name] + count for name, count in run._counts.items()}
-    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=2, trainers=2), logdir=None)
-    run._counts = saved
-    run._trainer_started("trainer", {"counts": (8, 1)})  # placed, from its checkpoint
-    run._trainer_started("trainer1", {"counts": (0, 0)})
+    counts = SampleCounts(counts.saved())
+    counts.started("trainer", (8, 1))  # placed, from its checkpoint
+    counts.started("trainer1", (0, 0))
     assert poll({"trainer": (9, 1), "trainer1": (1, 0)}) == (13 - 8 + 9 + 15 + 1, 1 - 1 + 1 + 2)
+
+
+def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:
+    counts = SampleCounts()
+    monitor = RunMonitor(DistributedResult(), counts, None, ["trainer", "trainer1"])
+    stats = {"trainer": {"received": 5, "dropped": 1, "lags": [1], "steps": 3, "stats": []},
+             "trainer1": {"received": 7, "dropped": 0, "lags": [2, 3]},
+             "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)]}}
+    monitor.record(stats, 0.5)
+    assert monitor.result.frames == 40 and monitor.result.returns == [1.0, 2.0]
+    assert monitor.result.train_steps == 3
+    assert stats["trainer"]["lags"] == [1, 2, 3]
+    assert (stats["trainer"]["received"], stats["trainer"]["dropped"]) == (12, 1)
 
 
 def test_runtime_options_are_checked() -> None:

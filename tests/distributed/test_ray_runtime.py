@@ -203,7 +203,7 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
     def die(run: DistributedRun) -> None:
         if run.result.train_steps >= 5:
             died.append(run.result.frames)
-            run._finish = lambda ray: None  # a dead controller saves nothing on its way out
+            run._finish = lambda: None  # a dead controller saves nothing on its way out
             raise ControllerDied
 
     with pytest.raises(ControllerDied):

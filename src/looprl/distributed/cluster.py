@@ -1,5 +1,6 @@
 """Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance that
-listens on 127.0.0.1 only (``loopback_only``)."""
+listens on 127.0.0.1 only (``loopback_only``); ``check_local_resources`` says at once when a
+local instance cannot hold the run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import socket
 
 from looprl.distributed.config import RuntimeConfig
 
-__all__ = ["error_line", "is_local", "loopback_only", "start_ray"]
+__all__ = ["check_local_resources", "error_line", "is_local", "loopback_only", "start_ray"]
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -50,6 +51,26 @@ def start_ray(runtime: RuntimeConfig) -> bool:
              runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's Ray
              log_to_driver=False)
     return True
+
+
+def check_local_resources(runtime: RuntimeConfig) -> None:
+    """A local instance never grows: a run that reserves more than it has fails now.
+
+    Raises:
+        RuntimeError: the run reserves more CPUs or GPUs than the running Ray instance has.
+    """
+    import ray
+
+    have = ray.cluster_resources()
+    for kind, wanted, options in (
+            ("CPU", runtime.reserved_cpus(), "runtime.num_cpus, runtime.actors or the "
+             "runtime.cpus_per_* options"),
+            ("GPU", runtime.reserved_gpus(), "runtime.gpus_per_trainer and "
+             "runtime.gpus_per_policy")):
+        if wanted > have.get(kind, 0):
+            raise RuntimeError(f"the run reserves {wanted:g} {kind}s and the local Ray "
+                               f"instance has {have.get(kind, 0):g}: lower {options}, or "
+                               "join a cluster that has them (runtime.address=...)")
 
 
 def is_local(runtime: RuntimeConfig) -> bool:

@@ -1,6 +1,7 @@
-"""What a distributed run has done so far (``DistributedResult``), and the controller's
-checkpoint (``controller_checkpoint.pt``) from which a run whose controller died continues
-(``DistributedRun(..., resume_from=RUN_DIR)``). No Ray import here."""
+"""What a distributed run has done so far (``DistributedResult``, ``SampleCounts``), and the
+controller's checkpoint (``controller_checkpoint.pt``, ``ControllerCheckpoint``) from which a
+run whose controller died continues (``DistributedRun(..., resume_from=RUN_DIR)``). No Ray
+import here."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CONTROLLER_CHECKPOINT", "ControllerState", "DistributedResult",
-           "find_controller_checkpoint"]
+__all__ = ["CONTROLLER_CHECKPOINT", "ControllerCheckpoint", "ControllerState",
+           "DistributedResult", "SampleCounts", "find_controller_checkpoint",
+           "load_controller_state"]
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 
@@ -83,3 +85,78 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
         raise ValueError(f"{len(found)} distributed runs in {run_dir}; resume one at a time: "
                          f"{', '.join(map(str, found))}")
     return found[0]
+
+
+def load_controller_state(run_dir: str | Path) -> ControllerState:
+    """The ``ControllerState`` that the one ``controller_checkpoint.pt`` in or under
+    ``run_dir`` holds (see ``find_controller_checkpoint`` for what it raises)."""
+    from looprl.experiments.checkpoint import load_checkpoint
+
+    return load_checkpoint(find_controller_checkpoint(run_dir))
+
+
+class SampleCounts:
+    """Each trainer's sample counts (received, dropped) over the whole run: those its current
+    process reported, plus those of its earlier processes (ones that died, or those of the
+    run this one resumes).
+
+    Args:
+        saved: the counts a controller checkpoint holds (``saved()`` of the run resumed);
+            each trainer rebases on them when it is placed (``started``).
+    """
+
+    def __init__(self, saved: dict[str, Any] | None = None) -> None:
+        self._current: dict[str, Any] = dict(saved or {})
+        self._earlier: dict[str, Any] = {}
+
+    def polled(self, name: str, received: int, dropped: int) -> None:
+        """Trainer ``name``'s current process has counted ``received`` and ``dropped``."""
+        self._current[name] = np.array([received, dropped])
+
+    def started(self, name: str, counts: Any) -> None:
+        """Trainer ``name`` starts a new process from ``counts`` (its checkpoint's, or zero):
+        keep what its earlier process counted beyond them."""
+        start = np.array(counts)
+        self._earlier[name] = self._earlier.get(name, 0) + self._current.get(name, start) - start
+        self._current[name] = start
+
+    def total(self, names: list[str]) -> tuple[int, int]:
+        """Samples received and dropped by the trainers ``names`` over the whole run."""
+        total = sum(self._earlier.get(name, 0) + self._current.get(name, 0) for name in names)
+        received, dropped = (int(count) for count in total)
+        return received, dropped
+
+    def saved(self) -> dict[str, Any]:
+        """Each trainer's counts so far, for the controller checkpoint."""
+        return {name: self._earlier.get(name, 0) + count for name, count in self._current.items()}
+
+
+class ControllerCheckpoint:
+    """Saves the controller's state (``controller_checkpoint.pt`` in the run directory)
+    whenever the trainer has checkpointed since the last save, so that the two match.
+
+    Args:
+        every: the trainer checkpoints every ``every`` steps (``None``: never; nor does this).
+        log: the run's ``ExperimentLogger`` (``None``: no run directory, nothing saved).
+        result: the run's result so far (its ``train_steps`` tell the trainer's checkpoints).
+        counts: the trainers' sample counts.
+    """
+
+    def __init__(self, every: int | None, log: Any, result: DistributedResult,
+                 counts: SampleCounts) -> None:
+        self.every, self.log, self.result, self.counts = every, log, result, counts
+        self._saved = result.train_steps // every if every else 0  # a resumed run's, saved
+
+    def save(self, final: bool = False) -> None:
+        """Save if the trainer has checkpointed since the last save (``final``: now, beside
+        the trainer's last checkpoint)."""
+        if not self.every or self.log is None:
+            return
+        taken = self.result.train_steps // self.every
+        if not final and taken <= self._saved:
+            return
+        from looprl.experiments.checkpoint import save_checkpoint
+
+        self._saved = taken
+        save_checkpoint(ControllerState(self.log, self.result, self.counts.saved()),
+                        Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

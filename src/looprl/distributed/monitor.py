@@ -1,0 +1,122 @@
+"""What a distributed run logs: ``RunMonitor`` turns each poll of the workers' statistics into
+the result so far and the run directory's logs (the same ``results.csv``, ``returns100.csv``
+and TensorBoard events as a local run, the trainer's ``losses.csv``, and each worker's
+``throughput.csv``). No Ray import here."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from looprl.distributed.config import AlgorithmSpec
+from looprl.distributed.run_state import DistributedResult, SampleCounts
+from looprl.distributed.watch import save_spec
+
+__all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
+
+THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
+
+
+def open_run_log(name: str, spec: AlgorithmSpec, logdir: str) -> Any:
+    """A new run directory ``{logdir}/{name}/{env}``: its ``ExperimentLogger``, the spec
+    (for ``looprl watch``) and the header of ``throughput.csv``."""
+    from looprl.experiments.logger import ExperimentLogger
+
+    log = ExperimentLogger(name, spec.env_label, logdir, verbose=True)
+    save_spec(spec, log.log_dir)
+    (Path(log.log_dir) / "throughput.csv").write_text(THROUGHPUT_HEADER + "\n")
+    return log
+
+
+class RunMonitor:
+    """Records each poll of the workers' ``stats()`` answers.
+
+    Args:
+        result: the run's result, updated in place (frames, returns, train steps).
+        counts: the trainers' sample counts.
+        log: the run's ``ExperimentLogger`` (``None``: no run directory, nothing written).
+        trainers: the trainers' worker names, rank 0 first.
+    """
+
+    def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
+                 trainers: list[str]) -> None:
+        self.result, self.counts, self.log, self.trainers = result, counts, log, trainers
+        self.throughput = Path(log.log_dir) / "throughput.csv" if log is not None else None
+
+    def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
+        """Log one poll: ``stats`` by worker name (workers that did not answer left out),
+        ``seconds`` since the last poll."""
+        batch_rows = [n for name, s in stats.items() if name.startswith("policy")
+                      for n in s["batch_rows"]]
+        trainer = self._trainer_stats(stats)
+        self._record_episodes([s for name, s in stats.items() if name.startswith("actor")])
+        for name, s in stats.items():
+            if name.startswith(("actor", "eval")):
+                self._record_actor(name, s, seconds, batch_rows, trainer)
+        if trainer is not None:
+            self._record_trainer(trainer)
+
+    def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
+        """Trainer 0's statistics, with the sample lags of every trainer and the sample
+        counts of the whole run (every trainer, restarted ones with their earlier counts)."""
+        for name in self.trainers:
+            if name in stats:
+                self.counts.polled(name, stats[name]["received"], stats[name]["dropped"])
+        trainer = stats.get(self.trainers[0])
+        if trainer is None:
+            return None
+        for name in self.trainers[1:]:
+            trainer["lags"] = trainer["lags"] + stats.get(name, {}).get("lags", [])
+        trainer["received"], trainer["dropped"] = self.counts.total(self.trainers)
+        return trainer
+
+    def _record_episodes(self, actors: list[dict[str, Any]]) -> None:
+        """Log the training episodes of one poll in the order they ended, each at an estimate
+        of the run's frame then: actors step at about the same rate, so an episode that ended
+        after a share of its worker's frames of this poll ended after that share of all."""
+        base = self.result.frames
+        total = sum(s["frames"] for s in actors)
+        ended = sorted((base + total * at / max(s["frames"], 1), ret)
+                       for s in actors for ret, _, at in s["episodes"])
+        self.result.frames = base + total
+        for frame, ret in ended:
+            self.result.returns.append(ret)
+            if self.log is not None:
+                self.log.frame = round(frame)
+                self.log.episode += 1
+                self.log.add_episode_return(ret)
+        if self.log is not None:
+            self.log.frame = self.result.frames
+
+    def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
+                      batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
+        """Evaluation returns and a ``throughput.csv`` row of an actor or evaluation worker."""
+        if name.startswith("eval") and stats["episodes"]:
+            returns = [ret for ret, *_ in stats["episodes"]]
+            self.result.eval_returns += returns
+            if self.log is not None:
+                self.log.add_eval("returns/mean", float(np.mean(returns)))
+        if self.throughput is None or seconds <= 0:
+            return
+        lags = trainer["lags"] if trainer else []
+        row = [f"{time.time():.1f}", name, f"{stats['frames'] / seconds:.1f}",
+               f"{stats['env_seconds'] / seconds:.3f}",
+               f"{stats['inference_seconds'] / seconds:.3f}",
+               f"{np.mean(batch_rows):.1f}" if batch_rows else "",
+               f"{np.mean(lags):.2f}" if lags else "",
+               str(trainer["dropped"]) if trainer else ""]
+        with open(self.throughput, "a", encoding="utf-8") as file:
+            file.write(",".join(row) + "\n")
+
+    def _record_trainer(self, stats: dict[str, Any]) -> None:
+        """The trainer's step count, and the mean of each statistic of its latest steps."""
+        self.result.train_steps = stats["steps"]
+        if self.log is None or not stats["stats"]:
+            return
+        self.log.frame = self.result.frames
+        for key in stats["stats"][-1]:
+            values = [s[key] for s in stats["stats"] if key in s]
+            self.log.add_loss(key, float(np.mean(values)))

@@ -1,0 +1,231 @@
+"""``WorkerPool``: the Ray workers of one run, from placement to shutdown.
+
+It starts the parameter server, the trainers (``trainer`` is rank 0, then ``trainer1``, ...),
+the policy workers, the actors (actor ``i`` feeds trainer ``i % N``) and the evaluation
+workers; waits until the cluster has placed them all; forms the trainers' torch.distributed
+group (rank 0 names the rendezvous, all join, DDP averages gradients); and starts each
+worker's loop. At the end it stops the loops, compares the trainers and saves the policy.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from looprl.distributed.cluster import error_line
+from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+__all__ = ["WorkerPool", "trainer_names"]
+
+logger = logging.getLogger(__name__)
+
+
+def trainer_names(runtime: RuntimeConfig) -> list[str]:
+    """The trainers' worker names, rank 0 first: ``trainer``, ``trainer1``, ..."""
+    return ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
+
+
+class WorkerPool:
+    """Places the workers of one run and runs their loops.
+
+    Args:
+        spec: the environment, policy and trainer.
+        runtime: worker counts and resources.
+        result: the run's result: the pool records each worker's node and, at the end, the
+            trainers' steps and whether they ended in sync.
+        counts: the trainers' sample counts (a placed trainer rebases on them).
+
+    Attributes:
+        workers: the Ray actors by name (``server``, ``trainer``, ``policy0``, ``actor0``,
+            ``eval0``, ...).
+        runs: the ``run()`` call in flight of each worker that has a loop.
+        pids: each worker's process id, to tell a restarted process from its former one.
+        trainers: the trainers' names, rank 0 first.
+    """
+
+    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, result: DistributedResult,
+                 counts: SampleCounts) -> None:
+        self.spec, self.runtime, self.result, self.counts = spec, runtime, result, counts
+        self.workers: dict[str, Any] = {}
+        self.runs: dict[str, Any] = {}
+        self.pids: dict[str, int] = {}
+        self.trainers = trainer_names(runtime)
+        self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
+
+    def start(self, run_dir: str, seed: int) -> None:
+        """Create the workers (the trainers checkpoint in ``run_dir``; ``seed`` seeds them),
+        wait until they are placed, form the trainer group and start the loops.
+
+        Raises:
+            RuntimeError: the cluster cannot place the workers within
+                ``runtime.placement_timeout`` seconds, or one failed to start.
+        """
+        import ray
+
+        self._create(run_dir, seed)
+        self._wait_placed(ray)
+        self.form_trainer_group()
+        for name in self.workers:
+            if name != "server" and not name.startswith("policy"):
+                self.start_loop(name)
+
+    def _create(self, run_dir: str, seed: int) -> None:
+        from looprl.distributed.trainer_worker import TrainerWorker
+        from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
+
+        rt, spec = self.runtime, self.spec
+        restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
+        server = ParameterServer.remote()
+        grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
+        trainers = [TrainerWorker.options(
+            num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped,
+        ).remote(spec, rt, server, run_dir, seed, rank) for rank in range(rt.trainers)]
+        self.workers.update(zip(self.trainers, trainers, strict=True))
+        policies = [
+            PolicyWorker.options(num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy,
+                                 **restart).remote(spec, rt, server, _served(rt, i))
+            for i in range(rt.policy_workers)
+        ]
+        self.workers.update((f"policy{i}", worker) for i, worker in enumerate(policies))
+        for i in range(rt.actors):
+            self.workers[f"actor{i}"] = ActorWorker.options(
+                num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart,
+            ).remote(i, spec, rt, server, trainers[i % rt.trainers],
+                     policies[i % len(policies)] if policies else None, seed)
+        for i in range(rt.eval_workers):
+            self.workers[f"eval{i}"] = ActorWorker.options(
+                num_cpus=rt.cpus_per_actor, **restart,
+            ).remote(rt.actors + i, spec, rt, server, None, None, seed, True)
+        self.workers["server"] = server
+
+    def _wait_placed(self, ray: Any) -> None:
+        """Wait for every worker's ``ready()``; record its node and process."""
+        names = [n for n in self.workers if n != "server"]
+        refs = [self.workers[n].ready.remote() for n in names]
+        _, waiting = ray.wait(refs, num_returns=len(refs), timeout=self.runtime.placement_timeout)
+        if waiting:
+            self._not_placed(ray, [n for n, r in zip(names, refs, strict=True) if r in waiting])
+        for name, ref in zip(names, refs, strict=True):
+            answer = _get(ray, ref, name)
+            self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
+            if name in self.trainers:
+                self.counts.started(name, answer["counts"])  # a resumed run: its counts go on
+            if name == "trainer" and answer["resumed_from"] is not None:
+                logger.warning("trainer resumed from its checkpoint at step %d",
+                               answer["resumed_from"])
+
+    def _not_placed(self, ray: Any, missing: list[str]) -> None:
+        rt, free = self.runtime, ray.available_resources()
+        raise RuntimeError(
+            f"the cluster did not place worker(s) {missing} within "
+            f"{rt.placement_timeout:.0f}s: the run reserves {rt.reserved_cpus():g} CPUs and "
+            f"{rt.reserved_gpus():g} GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
+            f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
+            "runtime.cpus_per_*/gpus_per_* options, or add nodes")
+
+    def form_trainer_group(self) -> None:
+        """Several trainers: rank 0 names a rendezvous, all join one torch.distributed group."""
+        import ray
+
+        if self.runtime.trainers == 1:
+            return
+        init_method = _get(ray, self.workers["trainer"].rendezvous.remote(), "trainer")
+        if init_method.startswith("file://"):
+            self._rendezvous.append(init_method.removeprefix("file://"))
+        refs = [self.workers[name].join_group.remote(init_method) for name in self.trainers]
+        for name, ref in zip(self.trainers, refs, strict=True):
+            _get(ray, ref, name, timeout=self.runtime.trainer_timeout + 60)
+
+    def start_loop(self, name: str) -> None:
+        """Start (or start again) worker ``name``'s loop."""
+        self.runs[name] = self.workers[name].run.remote()
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Each worker's ``stats()`` answer; a dead or restarting one is left out (its loop's
+        end tells)."""
+        import ray
+
+        refs = {n: worker.stats.remote() for n, worker in self.workers.items() if n != "server"}
+        stats = {}
+        for name, ref in refs.items():
+            try:
+                stats[name] = ray.get(ref, timeout=30)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                continue
+        return stats
+
+    def stop(self) -> None:
+        """Stop the loops (waiting up to 30 s for them to end) and compare the trainers."""
+        import ray
+
+        for name in self.runs:
+            self.workers[name].stop.remote()
+        ray.wait(list(self.runs.values()), num_returns=len(self.runs), timeout=30)
+        self._compare_trainers(ray)
+
+    def _compare_trainers(self, ray: Any) -> None:
+        """Record each trainer's steps and whether they ended with the same parameters."""
+        try:
+            answers = ray.get([self.workers[n].digest.remote() for n in self.trainers],
+                              timeout=60)
+        except ray.exceptions.RayError as error:
+            logger.warning("could not compare the trainers: %s", error_line(error))
+            return
+        self.result.trainer_steps = [answer["steps"] for answer in answers]
+        self.result.trainers_in_sync = len({answer["digest"] for answer in answers}) == 1
+        if not self.result.trainers_in_sync:
+            logger.warning("the trainers ended with different parameters (steps %s)",
+                           self.result.trainer_steps)
+
+    def save_policy(self, path: Path) -> None:
+        """Save trainer 0's trained policy to ``path``.
+
+        Raises:
+            ray.exceptions.RayError, OSError: it could not.
+        """
+        import ray
+
+        checkpoint = ray.get(self.workers["trainer"].policy_checkpoint.remote(), timeout=60)
+        torch.save(checkpoint, path)
+
+    def checkpoint_trainer(self) -> None:
+        """Have trainer 0 checkpoint now (raises ``ray.exceptions.RayError`` if it cannot)."""
+        import ray
+
+        ray.get(self.workers["trainer"].checkpoint.remote(), timeout=60)
+
+    def kill(self) -> None:
+        """Kill every worker (no restarts) and remove the rendezvous files."""
+        import ray
+
+        for worker in self.workers.values():
+            ray.kill(worker, no_restart=True)
+        self.workers.clear()
+        for path in self._rendezvous:
+            Path(path).unlink(missing_ok=True)
+
+
+def _served(runtime: RuntimeConfig, index: int) -> int:
+    """Requests policy worker ``index`` batches together: one per actor it serves."""
+    return len(range(index, runtime.actors, runtime.policy_workers))
+
+
+def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
+    """``ray.get(ref)`` of worker ``name`` starting; its failure as one line.
+
+    Raises:
+        RuntimeError: the worker failed to start (with a hint where code it imports is
+            missing on the node).
+    """
+    try:
+        return ray.get(ref, timeout=timeout)
+    except ray.exceptions.RayError as error:
+        reason = error_line(error)
+        hint = (" (code your workers import must reach them: install it on every node or "
+                "pass runtime.runtime_env={'py_modules': [...]} / {'working_dir': ...})"
+                if "No module named" in reason else "")
+        raise RuntimeError(f"{name} worker failed to start: {reason}{hint}") from None

@@ -1,0 +1,159 @@
+"""``Supervisor``: brings a run's workers back after Ray restarted them.
+
+A worker that dies is restarted by Ray and its loop started again; a trainer resumes from
+its latest checkpoint. With several trainers, one that dies (or a collective that fails)
+leaves the others unable to go on alone: the supervisor kills them all, Ray restarts them,
+they form a new group and resume from trainer 0's latest checkpoint. A policy worker has no
+loop: a new process id tells that Ray restarted it, and the actors ask it again. Each run
+recovers from at most ``runtime.max_restarts`` deaths of a worker (of the trainers together).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from looprl.distributed.cluster import error_line
+from looprl.distributed.config import RuntimeConfig
+from looprl.distributed.placement import WorkerPool
+from looprl.distributed.run_state import DistributedResult, SampleCounts
+
+__all__ = ["Supervisor"]
+
+logger = logging.getLogger(__name__)
+
+
+class Supervisor:
+    """Watches the workers' loops and restarts those that died.
+
+    Args:
+        pool: the run's workers.
+        runtime: ``max_restarts`` and the number of trainers.
+        result: the run's result: each recovered death goes to ``restarts``.
+        counts: the trainers' sample counts (a restarted trainer rebases on them).
+    """
+
+    def __init__(self, pool: WorkerPool, runtime: RuntimeConfig, result: DistributedResult,
+                 counts: SampleCounts) -> None:
+        self.pool, self.runtime, self.result, self.counts = pool, runtime, result, counts
+
+    def check_policy_workers(self, stats: dict[str, dict[str, Any]]) -> None:
+        """Log and count the policy workers Ray restarted since the last poll (``stats``: its
+        answers by worker name)."""
+        pids = self.pool.pids
+        for name, s in stats.items():
+            if not name.startswith("policy"):
+                continue
+            if s["id"] != pids.get(name, s["id"]):
+                logger.warning("%s worker died and Ray restarted it (frame %d); actors ask it "
+                               "again and the run goes on", name, self.result.frames)
+                self.result.restarts.append((name, self.result.frames))
+            pids[name] = s["id"]
+
+    def check_loops(self) -> None:
+        """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it).
+
+        Raises:
+            RuntimeError: a worker failed (its error inside), stopped on its own, could not
+                be restarted, or died more than ``runtime.max_restarts`` times.
+        """
+        import ray
+
+        runs = self.pool.runs
+        finished, _ = ray.wait(list(runs.values()), num_returns=len(runs), timeout=0)
+        broken: list[tuple[str, Exception]] = []  # trainers of the group that died or failed
+        for name, ref in list(runs.items()):
+            if ref in finished:
+                self._ended(ray, name, ref, broken)
+        if broken:
+            self._restart_trainers(ray, broken)
+
+    def _ended(self, ray: Any, name: str, ref: Any, broken: list[tuple[str, Exception]]) -> None:
+        """Worker ``name``'s loop ended: restart it, or add it to the ``broken`` trainers of
+        the group (restarted together)."""
+        from looprl.distributed.ddp import TrainerGroupError
+
+        grouped = self.runtime.trainers > 1 and name in self.pool.trainers
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError as error:
+            if grouped:
+                broken.append((name, error))
+                return
+            self._restart(ray, name, error)
+            return
+        except ray.exceptions.RayTaskError as error:
+            cause = error.as_instanceof_cause()
+            if grouped and isinstance(cause, TrainerGroupError):
+                broken.append((name, cause))
+                return
+            raise RuntimeError(f"{name} worker failed: {type(cause).__name__}: "
+                               f"{error_line(cause)}") from None
+        raise RuntimeError(f"{name} worker stopped on its own")
+
+    def _check_restarts_left(self, names: list[str], what: str, last: str) -> None:
+        """Raise once ``names`` together have been restarted ``runtime.max_restarts`` times."""
+        restarts = sum(1 for worker, _ in self.result.restarts if worker in names)
+        if restarts >= self.runtime.max_restarts:
+            raise RuntimeError(f"{what} {restarts + 1} times (runtime.max_restarts="
+                               f"{self.runtime.max_restarts}); last: {last}")
+
+    def _restart(self, ray: Any, name: str, error: Exception) -> None:
+        """Start the loop of worker ``name`` again once Ray has restarted it."""
+        self._check_restarts_left([name], f"{name} worker died", error_line(error))
+        logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
+                       name, self.result.frames, error_line(error))
+        answer = self._wait_restarted(ray, name)
+        if name == "trainer":
+            logger.warning("trainer resumed from its checkpoint at step %s",
+                           answer["resumed_from"])
+            self.counts.started(name, answer["counts"])
+        self.result.restarts.append((name, self.result.frames))
+        self.pool.start_loop(name)
+
+    def _restart_trainers(self, ray: Any, broken: list[tuple[str, Exception]]) -> None:
+        """One trainer of several died or failed in a collective: restart them all, form a new
+        group; they resume from trainer 0's latest checkpoint."""
+        trainers = self.pool.trainers
+        dead = [name for name, error in broken if isinstance(error, ray.exceptions.RayActorError)]
+        name, error = next((b for b in broken if b[0] in dead), broken[0])
+        self._check_restarts_left(trainers, "the trainers failed", f"{name}: {error_line(error)}")
+        logger.warning("%s worker failed at frame %d (%s); restarting all %d trainers",
+                       name, self.result.frames, error_line(error), len(trainers))
+        for other in trainers:
+            if other not in dead:
+                ray.kill(self.pool.workers[other], no_restart=False)
+        answers = {other: self._wait_restarted(ray, other, former=self.pool.pids.get(other))
+                   for other in trainers}
+        for other, answer in answers.items():
+            self.pool.pids[other] = answer["id"]
+            self.counts.started(other, answer["counts"])
+        logger.warning("trainers resumed from trainer 0's checkpoint at step %s",
+                       answers["trainer"]["resumed_from"])
+        self.result.restarts.append((name, self.result.frames))
+        self.pool.form_trainer_group()
+        for other in trainers:
+            self.pool.start_loop(other)
+
+    def _wait_restarted(self, ray: Any, name: str, timeout: float = 120,
+                        former: int | None = None) -> Any:
+        """The worker's ``ready()`` answer once Ray has restarted it (in a process other than
+        ``former``, when given: it was just killed)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                answer = ray.get(self.pool.workers[name].ready.remote(), timeout=timeout)
+                if former is None or answer["id"] != former:
+                    return answer
+            except ray.exceptions.RayActorError as error:
+                if former is None and not isinstance(error, ray.exceptions.ActorUnavailableError):
+                    raise RuntimeError(f"{name} worker could not be restarted: "
+                                       f"{error_line(error)}") from None
+            except ray.exceptions.RayError as error:
+                raise RuntimeError(f"{name} worker could not be restarted: "
+                                   f"{error_line(error)}") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
+                                   "after it died")
+            time.sleep(0.2)
