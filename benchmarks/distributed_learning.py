@@ -58,7 +58,7 @@ from looprl.experiments import make_experiment  # noqa: E402
 from looprl.experiments.experiment import seed_everything  # noqa: E402
 from looprl.presets.classic_control import ppo  # noqa: E402
 from looprl.presets.classic_control.ppo import default_hyperparameters as ZOO  # noqa: E402
-from looprl.presets.classic_control.ppo import linear  # noqa: E402
+from looprl.presets.on_policy import linear  # noqa: E402
 
 ENV = "CartPole-v1"
 SOLVED = 475.0

@@ -309,7 +309,7 @@ def test_ppo_step_by_name_updates_the_policy():
 
 
 def test_ppo_clip_and_lr_schedules_anneal_with_progress():
-    from looprl.presets.classic_control.ppo import linear
+    from looprl.presets.on_policy import linear
 
     policy = RecordingPolicy()
     trainer = PPOTrainer(policy, epochs=1, minibatch_size=None, clip=linear(0.2),

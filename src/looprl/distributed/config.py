@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -11,12 +12,18 @@ __all__ = ["AlgorithmSpec", "RuntimeConfig"]
 
 @dataclass
 class AlgorithmSpec:
-    """An environment, a policy and a trainer, all built by name (seed 004).
+    """An environment, a policy and a trainer, built by name (seed 004) or by a preset.
+
+    ``looprl.distributed.preset_spec(preset, frames)`` makes the spec of a preset: its
+    ``policy`` and ``trainer`` are then the preset's own factories (``preset.policy``,
+    ``preset.trainer``), so that the Ray workers build exactly the parts of the local agent.
 
     Attributes:
         env: a registered environment name or a Gymnasium id (``looprl.environments.make``).
-        policy: the ``Policy`` type and its arguments, ``Policy(type_=policy, args=policy_args)``.
-        trainer: the ``Trainer`` type and its arguments.
+        policy: the ``Policy`` type, ``Policy(type_=policy, args=policy_args)``, or a
+            (picklable) factory called as ``policy(**policy_args)``.
+        trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
+            **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
         buffer: the trainer worker's sample buffer, ``"on_policy"`` or ``"prioritized"``
             (``None``: the trainer's own ``buffer`` attribute says).
@@ -25,8 +32,8 @@ class AlgorithmSpec:
     """
 
     env: str
-    policy: str
-    trainer: str
+    policy: str | Callable[..., Any]
+    trainer: str | Callable[..., Any]
     env_args: dict[str, Any] = field(default_factory=dict)
     policy_args: dict[str, Any] = field(default_factory=dict)
     trainer_args: dict[str, Any] = field(default_factory=dict)
@@ -34,6 +41,13 @@ class AlgorithmSpec:
     buffer_args: dict[str, Any] = field(default_factory=dict)
     explorations: list[float] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm's name in logs: the trainer's registered name or factory's name."""
+        if isinstance(self.trainer, str):
+            return self.trainer
+        return str(getattr(self.trainer, "name", type(self.trainer).__name__))
 
     @property
     def env_label(self) -> str:
@@ -53,6 +67,8 @@ class AlgorithmSpec:
         from looprl.core import Policy
 
         self.install()
+        if callable(self.policy):
+            return self.policy(**self.policy_args)
         return Policy(type_=self.policy, args=self.policy_args)
 
     def make_trainer(self, policy: Any) -> Any:
@@ -60,6 +76,8 @@ class AlgorithmSpec:
         from looprl.core import Trainer
 
         self.install()
+        if callable(self.trainer):
+            return self.trainer(policy, **self.trainer_args)
         return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
 
     def on_device(self, device: str) -> AlgorithmSpec:
@@ -78,6 +96,8 @@ class AlgorithmSpec:
         """
         for kind, name in (("env", self.env), ("policy", self.policy),
                            ("trainer", self.trainer)):
+            if not isinstance(name, str):
+                continue  # a factory travels as it is
             entry = _registries()[kind].get(name)
             if entry is not None:
                 self.registrations[kind] = (name, entry)

@@ -95,7 +95,7 @@ class DistributedRun:
         self.frames = int(frames)
         self.seed = seed
         self.quiet = quiet
-        self.name = name or f"{spec.trainer}-ray"
+        self.name = name or f"{spec.algorithm}-ray"
         self.logdir = logdir
         if logdir is None and self.runtime.checkpoint_every:
             self.runtime.checkpoint_every = None

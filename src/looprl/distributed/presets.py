@@ -89,7 +89,7 @@ def _action_args(action: Any) -> dict[str, Any]:
 def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str, Any],
                   frames: float, obs_dim: dict[str, Any], action: Any
                   ) -> tuple[AlgorithmSpec, dict[str, Any]]:
-    from looprl.presets.classic_control.ppo import linear
+    from looprl.presets.on_policy import linear
 
     rows = hp["n_envs"] * hp["n_steps"]
     updates = max(frames / rows, 1.0)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import gymnasium as gym
-
-from looprl.approximation import Approximation
 
 
 def require_discrete_actions(env: Any, algorithm: str) -> int:
@@ -49,23 +46,3 @@ def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:
         if not hyperparameters[key] > 0:
             value = hyperparameters[key]
             raise ValueError(f"Hyperparameter {key!r} must be positive, got {value!r}")
-
-
-class ActorCriticTestAgents:
-    """``test_agent``/``parallel_test_agent`` for presets holding ``self.model``/``self.head``.
-
-    Subclasses name their ``policy_class`` (built as ``policy_class(approximation, head)``) and
-    ``test_agent_class``; test agents act on a copy of the current parameters.
-    """
-
-    policy_class: Any
-    test_agent_class: Any
-
-    def _test_policy(self) -> Any:
-        return self.policy_class(Approximation(copy.deepcopy(self.model)), self.head)
-
-    def test_agent(self) -> Any:
-        return self.test_agent_class(self._test_policy())
-
-    def parallel_test_agent(self) -> Any:
-        return self.test_agent()

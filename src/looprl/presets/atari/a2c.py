@@ -9,22 +9,17 @@ in place of RMSprop).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from torch import optim
-
 from looprl.agents.a2c import A2CTrainer
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
-from looprl.agents.on_policy import OnPolicyAgent
-from looprl.approximation import Approximation
-from looprl.core import DummyLogger, ParallelPreset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.nn import SharedActorCritic
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import ActorCriticTestAgents, require_discrete_actions, require_positive
+from looprl.presets.common import require_discrete_actions
+from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -44,43 +39,30 @@ default_hyperparameters: dict[str, Any] = {
 
 
 def atari_actor_critic(
-    env: Any, hyperparameters: dict[str, Any], algorithm: str, device: Any
+    env: Any, hyperparameters: dict[str, Any], algorithm: str
 ) -> tuple[SharedActorCritic, CategoricalHead]:
     """The shared Nature actor-critic for ``env`` (checked: stacked frames, discrete actions)."""
     num_actions = require_discrete_actions(env, algorithm)
     frames = require_frames(env, algorithm)
     model = nature_actor_critic(num_actions, frames, features=hyperparameters["features"])
-    return model.to(device), CategoricalHead(num_actions)
+    return model, CategoricalHead(num_actions)
 
 
-class A2CAtariPreset(ActorCriticTestAgents, ParallelPreset):
+class A2CAtariPreset(DeepMindBody, OnPolicyPreset):
     """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring)."""
 
-    policy_class = ActorCriticPolicy
-    test_agent_class = ActorCriticTestAgent
+    algorithm = "A2C"
+    positive = ("lr", "n_envs", "n_steps")
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr", "n_envs", "n_steps")
-        self.n_envs = hyperparameters["n_envs"]
-        self.model, self.head = atari_actor_critic(env, hyperparameters, "A2C", device)
+    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
+        return atari_actor_critic(env, self.hyperparameters, self.algorithm)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
         hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], name="a2c", logger=logger
-        )
-        policy = ActorCriticPolicy(approximation, self.head)
-        trainer = A2CTrainer(
+        return A2CTrainer(
             policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
             discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
         )
-        agent = OnPolicyAgent(
-            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"], logger=logger
-        )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
 
 a2c = PresetBuilder("a2c", default_hyperparameters, A2CAtariPreset)

@@ -9,21 +9,19 @@ plus A3C's entropy bonus of 0.01 (Mnih et al., 2016, https://arxiv.org/abs/1602.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import optim
 
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
-from looprl.agents.on_policy import OnPolicyAgent
 from looprl.agents.vac import VACTrainer
-from looprl.approximation import Approximation
-from looprl.core import DummyLogger, ParallelPreset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.nn import SharedActorCritic
+from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.a2c import atari_actor_critic
+from looprl.presets.atari.common import DeepMindBody
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import ActorCriticTestAgents, require_positive
+from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -53,32 +51,25 @@ def shared_actor_critic_optimizer(
     return optim.Adam(groups, eps=eps, fused=True)
 
 
-class VACAtariPreset(ActorCriticTestAgents, ParallelPreset):
+class VACAtariPreset(DeepMindBody, OnPolicyPreset):
     """Builds online actor-critic agents over ``n_envs`` Atari environments."""
 
-    policy_class = ActorCriticPolicy
-    test_agent_class = ActorCriticTestAgent
+    algorithm = "VAC"
+    positive = ("lr_pi", "lr_v", "n_envs")
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr_pi", "lr_v", "n_envs")
-        self.n_envs = hyperparameters["n_envs"]
-        self.model, self.head = atari_actor_critic(env, hyperparameters, "VAC", device)
+    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
+        return atari_actor_critic(env, self.hyperparameters, self.algorithm)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+    def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        optimizer = shared_actor_critic_optimizer(self.model, hp["lr_pi"], hp["lr_v"], hp["eps"])
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], name="vac", logger=logger
-        )
-        policy = ActorCriticPolicy(approximation, self.head)
-        trainer = VACTrainer(
+        return shared_actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
+
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> VACTrainer:
+        hp = self.hyperparameters
+        return VACTrainer(
             policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
             normalize_advantages=hp["normalize_advantages"], discount_factor=hp["discount_factor"],
         )
-        agent = OnPolicyAgent(policy, trainer, hp["n_envs"], n_steps=1, logger=logger)
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACAtariPreset)

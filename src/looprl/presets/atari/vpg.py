@@ -10,19 +10,15 @@ policy head and 5e-4 for the value head, value loss weight 0.25, gradients clipp
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from looprl.agents.a2c import A2CTrainer
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
-from looprl.agents.vpg import VPG
-from looprl.approximation import Approximation
-from looprl.core import DummyLogger, Preset
-from looprl.environments.bodies import deepmind_atari_body
+from looprl.nn import SharedActorCritic
+from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.a2c import atari_actor_critic
+from looprl.presets.atari.common import DeepMindBody
 from looprl.presets.atari.vac import shared_actor_critic_optimizer
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_positive
+from looprl.presets.classic_control.vpg import VPGClassicControlPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -40,32 +36,21 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VPGAtariPreset(Preset):
-    """Builds VPG agents for a single Atari environment."""
+class VPGAtariPreset(DeepMindBody, VPGClassicControlPreset):
+    """Builds VPG agents for a single Atari environment (``VPGClassicControlPreset``'s agent
+    and trainer with the shared Nature actor-critic and the DeepMind bodies)."""
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr_pi", "lr_v", "min_batch_size")
-        self.model, self.head = atari_actor_critic(env, hyperparameters, "VPG", device)
+    positive = ("lr_pi", "lr_v", "min_batch_size")
+
+    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
+        return atari_actor_critic(env, self.hyperparameters, self.algorithm)
+
+    def _optimizer(self, model: SharedActorCritic) -> Any:
+        hp = self.hyperparameters
+        return shared_actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        optimizer = shared_actor_critic_optimizer(self.model, hp["lr_pi"], hp["lr_v"], hp["eps"])
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], name="vpg", logger=logger
-        )
-        policy = ActorCriticPolicy(approximation, self.head)
-        trainer = A2CTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
-            discount_factor=hp["discount_factor"], gae_lambda=1.0,
-        )
-        agent = VPG(policy, trainer, min_batch_size=hp["min_batch_size"], logger=logger)
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
-
-    def test_agent(self) -> ActorCriticTestAgent:
-        policy = ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-        return ActorCriticTestAgent(policy)
+        return self._wrap(super().agent(logger, train_steps))
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGAtariPreset)

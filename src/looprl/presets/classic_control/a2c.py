@@ -11,25 +11,18 @@ presets.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import optim
 
 from looprl.agents.a2c import A2CTrainer
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
-from looprl.agents.on_policy import OnPolicyAgent
-from looprl.approximation import Approximation
-from looprl.core import DummyLogger, ParallelPreset
 from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import (
-    ActorCriticTestAgents,
-    require_discrete_actions,
-    require_flat_observations,
-    require_positive,
-)
+from looprl.presets.common import require_discrete_actions, require_flat_observations
+from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -47,7 +40,7 @@ default_hyperparameters: dict[str, Any] = {
 
 
 def actor_critic_model(
-    env: Any, hyperparameters: dict[str, Any], algorithm: str, device: Any
+    env: Any, hyperparameters: dict[str, Any], algorithm: str
 ) -> tuple[ActorCritic, CategoricalHead]:
     """Two-layer tanh actor and critic MLPs for ``env`` (checked: flat obs, discrete actions)."""
     num_actions = require_discrete_actions(env, algorithm)
@@ -55,7 +48,7 @@ def actor_critic_model(
     hidden = (hyperparameters["hidden"],) * 2
     actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)
     critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
-    return ActorCritic(actor, critic).to(device), CategoricalHead(num_actions)
+    return ActorCritic(actor, critic), CategoricalHead(num_actions)
 
 
 def actor_critic_optimizer(
@@ -69,32 +62,24 @@ def actor_critic_optimizer(
     return optim.Adam(groups, eps=eps, fused=True)
 
 
-class A2CClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
+class A2CClassicControlPreset(OnPolicyPreset):
     """Builds A2C agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
 
-    policy_class = ActorCriticPolicy
-    test_agent_class = ActorCriticTestAgent
+    algorithm = "A2C"
+    positive = ("lr", "n_envs", "n_steps", "hidden")
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr", "n_envs", "n_steps", "hidden")
-        self.n_envs = hyperparameters["n_envs"]
-        self.model, self.head = actor_critic_model(env, hyperparameters, "A2C", device)
+    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
+        return actor_critic_model(env, self.hyperparameters, self.algorithm)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> OnPolicyAgent:
+    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        optimizer = actor_critic_optimizer(self.model, hp["lr"], hp["lr"], hp["eps"])
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], name="a2c", logger=logger
-        )
-        policy = ActorCriticPolicy(approximation, self.head)
-        trainer = A2CTrainer(
+        return actor_critic_optimizer(model, hp["lr"], hp["lr"], hp["eps"])
+
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
+        hp = self.hyperparameters
+        return A2CTrainer(
             policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
             discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
-        )
-        return OnPolicyAgent(
-            policy, trainer, n_envs=hp["n_envs"], n_steps=hp["n_steps"], logger=logger
         )
 
 

@@ -11,6 +11,7 @@ with ``aux_epochs = 2`` Acrobot-v1 stalled near -190 (seed 0 of
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from torch import nn
@@ -59,12 +60,12 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
         model = ppg_network(obs_dim, num_actions, self.hyperparameters["hidden"])
         return model, CategoricalHead(num_actions)
 
-    def _trainer(self, policy: Any, updates: float) -> PPGTrainer:
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> PPGTrainer:
         hp = self.hyperparameters
         return PPGTrainer(
             policy, n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],
             beta_clone=hp["beta_clone"], aux_minibatch_size=hp["aux_minibatch_size"],
-            **self._ppo_arguments(updates),
+            **self._ppo_arguments(self.updates(train_steps)),
         )
 
 

@@ -9,16 +9,17 @@ CartPole-v1 peaked at 464 and collapsed (seed 0 of
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
-from looprl.agents.on_policy import OnPolicyAgent
+import torch
+
 from looprl.agents.vac import VACTrainer
-from looprl.approximation import Approximation
-from looprl.core import DummyLogger, ParallelPreset
+from looprl.nn import ActorCritic
+from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import actor_critic_model, actor_critic_optimizer
-from looprl.presets.common import ActorCriticTestAgents, require_positive
+from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.98,
@@ -34,31 +35,25 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VACClassicControlPreset(ActorCriticTestAgents, ParallelPreset):
-    """Builds online actor-critic agents over ``n_envs`` environments."""
+class VACClassicControlPreset(OnPolicyPreset):
+    """Builds online actor-critic agents over ``n_envs`` environments (one-step segments)."""
 
-    policy_class = ActorCriticPolicy
-    test_agent_class = ActorCriticTestAgent
+    algorithm = "VAC"
+    positive = ("lr_pi", "lr_v", "n_envs", "hidden")
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr_pi", "lr_v", "n_envs", "hidden")
-        self.n_envs = hyperparameters["n_envs"]
-        self.model, self.head = actor_critic_model(env, hyperparameters, "VAC", device)
+    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
+        return actor_critic_model(env, self.hyperparameters, self.algorithm)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> OnPolicyAgent:
+    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        optimizer = actor_critic_optimizer(self.model, hp["lr_pi"], hp["lr_v"], hp["eps"])
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], name="vac", logger=logger
-        )
-        policy = ActorCriticPolicy(approximation, self.head)
-        trainer = VACTrainer(
+        return actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
+
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> VACTrainer:
+        hp = self.hyperparameters
+        return VACTrainer(
             policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
             normalize_advantages=hp["normalize_advantages"], discount_factor=hp["discount_factor"],
         )
-        return OnPolicyAgent(policy, trainer, hp["n_envs"], n_steps=1, logger=logger)
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACClassicControlPreset)

@@ -7,17 +7,18 @@ evaluation on CartPole-v1 passes 195 within 30,000 steps (8 of 8 seeds).
 
 from __future__ import annotations
 
-import copy
+import math
 from typing import Any
 
+import torch
+
 from looprl.agents.a2c import A2CTrainer
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
 from looprl.agents.vpg import VPG
-from looprl.approximation import Approximation
-from looprl.core import DummyLogger, Preset
+from looprl.nn import ActorCritic
+from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import actor_critic_model, actor_critic_optimizer
-from looprl.presets.common import require_positive
+from looprl.presets.on_policy import ActorCriticPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -33,31 +34,31 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VPGClassicControlPreset(Preset):
+class VPGClassicControlPreset(ActorCriticPreset):
     """Builds VPG agents for a single environment."""
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr_pi", "lr_v", "min_batch_size", "hidden")
-        self.model, self.head = actor_critic_model(env, hyperparameters, "VPG", device)
+    algorithm = "VPG"
+    positive = ("lr_pi", "lr_v", "min_batch_size", "hidden")
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VPG:
+    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
+        return actor_critic_model(env, self.hyperparameters, self.algorithm)
+
+    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        optimizer = actor_critic_optimizer(self.model, hp["lr_pi"], hp["lr_v"], hp["eps"])
-        approximation = Approximation(
-            self.model, optimizer, clip_grad=hp["clip_grad"], name="vpg", logger=logger
-        )
-        policy = ActorCriticPolicy(approximation, self.head)
-        trainer = A2CTrainer(
+        return actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
+
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
+        """``A2CTrainer`` with ``gae_lambda=1``: on whole episodes, Monte-Carlo advantages."""
+        hp = self.hyperparameters
+        return A2CTrainer(
             policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
             discount_factor=hp["discount_factor"], gae_lambda=1.0,
         )
-        return VPG(policy, trainer, min_batch_size=hp["min_batch_size"], logger=logger)
 
-    def test_agent(self) -> ActorCriticTestAgent:
-        policy = ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head)
-        return ActorCriticTestAgent(policy)
+    def agent(self, logger: Any = None, train_steps: float = math.inf) -> VPG:
+        policy = self.policy(logger)
+        return VPG(policy, self.trainer(policy, train_steps),
+                   min_batch_size=self.hyperparameters["min_batch_size"], logger=logger)
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGClassicControlPreset)

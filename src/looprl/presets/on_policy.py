@@ -1,0 +1,133 @@
+"""``OnPolicyPreset``: the one builder of PPO, PPG, A2C and VAC (and VPG's parts), for every
+runtime.
+
+A preset says once how to make each part of its algorithm:
+
+* ``policy(logger, device)`` -- an ``ActorCriticPolicy`` over the preset's network, with its
+  optimizer (``_optimizer``) and gradient clipping;
+* ``trainer(policy, train_steps)`` -- the algorithm's trainer, its schedules spanning
+  ``train_steps`` env steps;
+* ``n_envs`` x ``n_steps`` -- the shape of the ``SampleBatch`` segments it learns from.
+
+The local ``agent`` composes them with an ``OnPolicyAgent`` (and the family's bodies, ``_wrap``);
+``looprl.distributed`` builds the very same parts in its Ray workers (``DistributedRun(preset,
+...)``: actors cut ``n_steps`` segments, the trainer steps on ``n_envs`` of them at a time).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from abc import abstractmethod
+from typing import Any
+
+import torch
+from torch import nn, optim
+
+from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.on_policy import OnPolicyAgent
+from looprl.approximation import Approximation
+from looprl.core import ParallelPreset, Preset, Trainer
+from looprl.presets.common import require_positive
+from looprl.presets.parts import check_parts
+
+__all__ = ["ActorCriticPreset", "OnPolicyPreset", "linear"]
+
+
+class linear:  # noqa: N801 -- used like a function: linear(3e-4)
+    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (a class,
+    not a closure, so that checkpoints can pickle it)."""
+
+    def __init__(self, initial: float):
+        self.initial = initial
+
+    def __call__(self, progress: float) -> float:
+        return self.initial * (1.0 - progress)
+
+
+class ActorCriticPreset(Preset):
+    """A preset whose policy is an ``ActorCriticPolicy`` over its network (see the module
+    docstring); ``OnPolicyPreset`` adds the parallel local agent, VPG's presets their own.
+
+    Subclasses give the network and action head (``_build``) and the trainer (``trainer``);
+    they may change the optimizer (``_optimizer``: Adam at ``lr`` by default).
+
+    Args:
+        env: the environment the preset is built for (its spaces size the network).
+        name, device, hyperparameters: as ``Preset``'s.
+    """
+
+    algorithm = "actor-critic"
+    #: hyperparameters that must be positive
+    positive: tuple[str, ...] = ()
+    #: the part names (``looprl.presets.parts``) it takes (none: no swappable parts)
+    parts: dict[str, tuple[str, ...]] = {}
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        require_positive(hyperparameters, *self.positive)
+        if self.parts:
+            check_parts(hyperparameters, name, self.parts)
+        model, self.head = self._build(env)
+        self.model = model.to(device)
+
+    @abstractmethod
+    def _build(self, env: Any) -> tuple[nn.Module, Any]:
+        """The network (an ``looprl.nn.ActorCriticModel``) and the action head for ``env``."""
+
+    @abstractmethod
+    def trainer(self, policy: ActorCriticPolicy, train_steps: float = math.inf) -> Trainer:
+        """The trainer of ``policy``; its schedules span ``train_steps`` env steps."""
+
+    def _optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        """Adam at the ``lr`` and ``eps`` hyperparameters."""
+        hp = self.hyperparameters
+        return optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
+
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> ActorCriticPolicy:
+        """An ``ActorCriticPolicy`` over the preset's network (a copy with ``copy_model``),
+        on ``device`` (default: the preset's), with its optimizer and gradient clipping."""
+        model = copy.deepcopy(self.model) if copy_model else self.model
+        device = torch.device(device if device is not None else self.device)
+        model = model.to(device)
+        clip = self.hyperparameters.get("clip_grad") or 0.0
+        approximation = Approximation(model, self._optimizer(model), clip_grad=clip,
+                                      device=device, name=self.algorithm.lower(), logger=logger)
+        return ActorCriticPolicy(approximation, self.head)
+
+    def test_agent(self) -> ActorCriticTestAgent:
+        """The most likely action under a copy of the current parameters."""
+        return ActorCriticTestAgent(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)),
+                                                      self.head))
+
+
+class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
+    """Base of the parallel on-policy presets (PPO, PPG, A2C, VAC): ``n_envs`` environments,
+    ``n_steps`` rows per segment (1 without an ``n_steps`` hyperparameter), one
+    ``OnPolicyAgent``; the family's bodies around it (``_wrap``).
+    """
+
+    positive: tuple[str, ...] = ("n_envs",)
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(env, name, device, hyperparameters)
+        self.n_envs = int(hyperparameters["n_envs"])
+        self.n_steps = int(hyperparameters.get("n_steps", 1))
+
+    def updates(self, train_steps: float) -> float:
+        """Trainer steps in ``train_steps`` env steps (one per ``n_envs * n_steps``)."""
+        return train_steps / (self.n_envs * self.n_steps)
+
+    def _wrap(self, agent: Any) -> Any:
+        """Bodies around the local agent (none by default)."""
+        return agent
+
+    def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
+        policy = self.policy(logger)
+        agent = OnPolicyAgent(policy, self.trainer(policy, train_steps), n_envs=self.n_envs,
+                              n_steps=self.n_steps, logger=logger)
+        return self._wrap(agent)
+
+    def parallel_test_agent(self) -> ActorCriticTestAgent:
+        return self.test_agent()
