@@ -13,12 +13,9 @@ import torch  # noqa: E402
 
 import looprl.presets.atari as atari  # noqa: E402
 from looprl.agents.a2c import A2C  # noqa: E402
-from looprl.agents.c51 import C51  # noqa: E402
-from looprl.agents.ddqn import DDQN  # noqa: E402
 from looprl.agents.dqn import DQN  # noqa: E402
 from looprl.agents.ppg import PPG  # noqa: E402
 from looprl.agents.ppo import PPO  # noqa: E402
-from looprl.agents.rainbow import Rainbow  # noqa: E402
 from looprl.agents.vac import VAC  # noqa: E402
 from looprl.agents.vpg import VPG  # noqa: E402
 from looprl.agents.vqn import VQN  # noqa: E402
@@ -55,7 +52,7 @@ SMALL: dict[str, dict] = {
     "ppg": {"n_envs": 2, "n_steps": 16, "minibatch_size": 16, "epochs": 1, "n_policy": 2,
             "aux_epochs": 1, "aux_minibatch_size": 32},
 }
-AGENTS = {"dqn": DQN, "ddqn": DDQN, "c51": C51, "rainbow": Rainbow, "a2c": A2C, "vac": VAC,
+AGENTS = {"dqn": DQN, "ddqn": DQN, "c51": DQN, "rainbow": DQN, "a2c": A2C, "vac": VAC,
           "vpg": VPG, "vqn": VQN, "vsarsa": VSarsa, "ppo": PPO, "ppg": PPG}
 PARALLEL = {"a2c", "vac", "vqn", "vsarsa", "ppo", "ppg"}
 

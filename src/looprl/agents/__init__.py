@@ -1,7 +1,7 @@
 """Agents: one module per algorithm, each a policy + a trainer + a local agent."""
 
 from looprl.agents.a2c import A2C, A2CPolicy, A2CTestAgent, A2CTrainer
-from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
+from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
@@ -13,8 +13,7 @@ from looprl.agents.ddpg import (
     OffPolicyAgent,
     TwinQ,
 )
-from looprl.agents.ddqn import DDQN, DDQNTrainer
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer, q_network_policy
 from looprl.agents.independent import (
     IndependentMultiagent,
     MaskedAgent,
@@ -23,14 +22,14 @@ from looprl.agents.independent import (
 )
 from looprl.agents.ppg import PPG, PPGNetwork, PPGPolicy, PPGTestAgent, PPGTrainer
 from looprl.agents.ppo import PPO, ActorCritic, PPOPolicy, PPOTestAgent, PPOTrainer
-from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
+from looprl.agents.rainbow import rainbow_policy_and_trainer
 from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.agents.vac import VAC, VACPolicy, VACTestAgent, VACTrainer
 from looprl.agents.vpg import VPG, EpisodeBuffer, VPGPolicy, VPGTestAgent, VPGTrainer
 from looprl.agents.vqn import VQN, OnlineAgent
-from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.agents.vsarsa import VSarsa
 from looprl.core import register_policy, register_trainer
 
 __all__ = [
@@ -39,9 +38,7 @@ __all__ = [
     "A2CTestAgent",
     "A2CTrainer",
     "ActorCritic",
-    "C51",
     "C51Policy",
-    "C51TestAgent",
     "C51Trainer",
     "ContinuousPolicy",
     "ContinuousQ",
@@ -50,8 +47,6 @@ __all__ = [
     "DDPGPolicy",
     "DDPGTestAgent",
     "DDPGTrainer",
-    "DDQN",
-    "DDQNTrainer",
     "DQN",
     "DQNPolicy",
     "DQNTestAgent",
@@ -71,15 +66,12 @@ __all__ = [
     "PPOPolicy",
     "PPOTestAgent",
     "PPOTrainer",
-    "Rainbow",
-    "RainbowTestAgent",
     "RandomAgent",
     "ReplayAgent",
     "SAC",
     "SACPolicy",
     "SACTestAgent",
     "SACTrainer",
-    "SarsaTrainer",
     "SingleStateAgent",
     "TD3",
     "TD3Policy",
@@ -97,6 +89,7 @@ __all__ = [
     "VPGTrainer",
     "VQN",
     "VSarsa",
+    "q_network_policy",
     "rainbow_policy_and_trainer",
 ]
 
@@ -104,7 +97,7 @@ __all__ = [
 # Policy(type_=name, args=dict(...)) import them on first use.
 register_trainer("ppo", "looprl.agents.srl_trainers:SRLPPOTrainer")
 register_trainer("ppg", "looprl.agents.srl_trainers:SRLPPGTrainer")
-register_trainer("dqn", "looprl.agents.srl_trainers:SRLDQNTrainer")
+register_trainer("dqn", "looprl.agents.dqn:DQNTrainer")
 _AC = "looprl.agents.actor_critic:"
 register_policy("actor-critic", _AC + "ActorCriticPolicy")
 register_policy("actor-critic-separate", _AC + "SeparateActorCriticPolicy")
@@ -114,4 +107,4 @@ register_policy(
     "actor-critic-separate-continuous-action", _AC + "SeparateContinuousActorCriticPolicy"
 )
 register_policy("actor-critic-shared-continuous-action", _AC + "SharedContinuousActorCriticPolicy")
-register_policy("q-network", "looprl.agents.q_policy:QPolicy")
+register_policy("q-network", "looprl.agents.dqn:q_network_policy")

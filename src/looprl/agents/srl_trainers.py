@@ -4,14 +4,12 @@ Registered by name in ``looprl.agents`` (``Trainer(type_="ppo", policy=p, args=d
 
 * ``"ppo"`` -- ``SRLPPOTrainer``: PPO on ``[T + 1, B]`` segments, GAE or V-trace targets.
 * ``"ppg"`` -- ``SRLPPGTrainer``: PPO plus PPG's auxiliary phase.
-* ``"dqn"`` -- ``SRLDQNTrainer``: Ape-X n-step double-Q on prioritized segments.
 
 Each class names the trainer-side buffer it needs in ``sample_buffer`` (``"on_policy"`` or
 ``"prioritized"``); ``looprl.memory.make_sample_buffer(trainer, ...)`` builds it. They use
 the same loss functions as the local agents (``looprl.agents.losses``).
 """
 
-from looprl.agents.srl_dqn import SRLDQNTrainer, n_step_bootstrap
 from looprl.agents.srl_ppo import SRLPPGTrainer, SRLPPOTrainer
 
-__all__ = ["SRLDQNTrainer", "SRLPPGTrainer", "SRLPPOTrainer", "n_step_bootstrap"]
+__all__ = ["SRLPPGTrainer", "SRLPPOTrainer"]

@@ -5,7 +5,7 @@ from looprl.memory.nstep import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
 from looprl.memory.rollout import RolloutBuffer, generalized_advantage_estimate
-from looprl.memory.samples import OnPolicyBuffer, PrioritizedSegmentReplay, make_sample_buffer
+from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
 
 __all__ = [
     "AtariReplayBuffer",
@@ -14,7 +14,6 @@ __all__ = [
     "OnPolicyBuffer",
     "PrioritizedAtariReplayBuffer",
     "PrioritizedReplayBuffer",
-    "PrioritizedSegmentReplay",
     "RolloutBuffer",
     "SumTree",
     "generalized_advantage_estimate",

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from looprl.core import StateArray, Trainer
+from looprl.core import StateArray, Trainer, TrainerStepResult
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
     Hyperparameter,
@@ -45,18 +45,20 @@ class MetaTrainer(Trainer):
     def policy(self) -> Any:
         return self.trainer.policy
 
-    def step(self, batch: Any) -> dict[str, Any]:
+    def step(self, batch: Any) -> Any:
         metrics = self.hub.metrics
         metrics["batch"] = batch
         self.hub.run("pre_update")
-        stats = self.trainer.step(metrics["batch"])
+        result = self.trainer.step(metrics["batch"])
+        stats = result.stats if isinstance(result, TrainerStepResult) else result
         metrics["update"] = metrics.get("update", 0) + 1
         metrics["losses"] = {k: v for k, v in stats.items() if k != "td_error"}
-        metrics["td_error"] = stats.get("td_error")
+        td_error = self.trainer.td_error
+        metrics["td_error"] = stats.get("td_error") if td_error is None else td_error
         metrics["predictions"] = self.trainer.predictions
         metrics["grad_norm"] = {name: a.grad_norm for name, a in self.hub.approximations.items()}
         self.hub.run("post_update")
-        return stats
+        return result
 
     def __getattr__(self, name: str) -> Any:  # the wrapped trainer's other attributes
         if name in ("trainer", "hub"):  # not set yet (while unpickling)

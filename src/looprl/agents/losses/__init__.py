@@ -32,6 +32,7 @@ from looprl.agents.losses.value import (
     clipped_double_q_target,
     double_q_target,
     dqn_loss,
+    n_step_bootstrap,
     n_step_return,
     td_target,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "deterministic_actor_loss",
     "double_q_target",
     "dqn_loss",
+    "n_step_bootstrap",
     "n_step_return",
     "n_step_returns",
     "normalize",
