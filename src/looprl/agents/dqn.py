@@ -85,6 +85,7 @@ class DQNPolicy(Policy):
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
         self.version = 0
         self._generator = None if seed is None else torch.Generator(q.device).manual_seed(seed)
+        self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
     @property
     def module(self) -> nn.Module:
@@ -104,8 +105,16 @@ class DQNPolicy(Policy):
         return self.greedy.no_grad(state.to(self.q.device))
 
     def states(self, obs: Any, shape: tuple[int, ...]) -> StateArray:
-        """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``."""
-        return StateArray({"observation": obs}, shape, device=self.q.device)
+        """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``
+        (not terminal: a ``SampleBatch``'s ``done`` rows say where episodes end)."""
+        entries = self._entries.get(shape)
+        if entries is None:  # made once per shape: no new tensors per update
+            device = self.q.device
+            done = torch.zeros(shape, dtype=torch.bool, device=device)
+            entries = {"reward": torch.zeros(shape, device=device), "done": done,
+                       "mask": torch.ones(shape, device=device)}
+            self._entries[shape] = entries
+        return StateArray({"observation": obs, **entries}, shape, device=self.q.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions for ``request.obs`` (``[B, ...]``) and ``max_a Q`` (``value``).
@@ -298,11 +307,10 @@ class DQNTrainer(Trainer):
 
 
 def row_weights(batch: SampleBatch) -> torch.Tensor:
-    """Row 0's weight per column: the importance weight (1 without), 0 where row 0 ended an
-    episode (no transition leaves a final observation)."""
-    ended = batch.done[0] | batch.truncated[0]
-    weights = (~ended).float()
-    return weights if batch.weight is None else weights * batch.weight[0]
+    """Row 0's weight per column: the importance weight (1 without: a bool), 0 where row 0
+    ended an episode (no transition leaves a final observation)."""
+    transition = ~(batch.done[0] | batch.truncated[0])
+    return transition if batch.weight is None else transition * batch.weight[0]
 
 
 def check_update(update: str) -> str:
