@@ -13,11 +13,13 @@ from looprl.core import (
     NamedArray,
     RolloutRequest,
     RolloutResult,
+    SampleBatch,
     State,
     StateArray,
 )
 from looprl.environments import GymEnvironment
 from looprl.memory import ExperienceReplayBuffer
+from looprl.memory.replay import transitions
 
 
 def _q(seed: int = 0, lr: float = 1e-2, target: object = None) -> QNetwork:
@@ -52,9 +54,10 @@ def test_agent_calls_trainer_on_schedule() -> None:
             env.step(action)
     # acts 1..30 count as frames; training at frames > 10 divisible by 4: 12, 16, 20, 24, 28
     assert len(trainer.batches) == 5 * 3
-    states, actions, rewards, next_states, weights = trainer.batches[0]
-    assert states.shape == (5,) and actions.shape == (5,)
-    assert rewards.shape == (5,) and next_states.shape == (5,) and weights.shape == (5,)
+    batch = trainer.batches[0]  # one-step windows [2, minibatch_size]
+    assert batch.obs.shape == (2, 5, 4) and batch.action.shape == (2, 5)
+    assert batch.reward.shape == batch.done.shape == batch.truncated.shape == (2, 5)
+    assert batch.weight is None  # uniform replay
 
 
 def test_agent_stores_transitions_but_not_out_of_done_states() -> None:
@@ -67,7 +70,7 @@ def test_agent_stores_transitions_but_not_out_of_done_states() -> None:
     for state in states:
         agent.act(state)
     assert len(buffer) == 3
-    _, _, rewards, next_states, _ = buffer.gather(torch.arange(3))
+    _, _, rewards, next_states, _ = transitions(buffer.gather(torch.arange(3)))
     assert torch.equal(next_states.observation[:, 0], torch.tensor([1.0, 2.0, 3.0]))
     assert torch.equal(next_states.mask, torch.tensor([1.0, 1.0, 0.0]))
     assert torch.equal(rewards, torch.tensor([0.0, 0.0, 1.0]))
@@ -87,6 +90,20 @@ def _fixed_batch() -> tuple:
     return states, actions, rewards, next_states, torch.ones(n)
 
 
+def _window(batch: tuple) -> SampleBatch:
+    """``(states, actions, rewards, next_states, weights)`` as one-step windows ``[2, B]``."""
+    states, actions, rewards, next_states, weights = batch
+    terminal = next_states.mask == 0
+    return SampleBatch(
+        obs=torch.stack([states.observation, next_states.observation]),
+        action=torch.stack([actions, torch.zeros_like(actions)]),
+        reward=torch.stack([torch.zeros_like(rewards), rewards]),
+        done=torch.stack([torch.zeros_like(terminal), terminal]),
+        truncated=torch.zeros(2, len(rewards), dtype=torch.bool),
+        weight=weights.expand(2, -1),
+    )
+
+
 def _td_error(q: QNetwork, batch: tuple, discount: float) -> float:
     states, actions, rewards, next_states, _ = batch
     with torch.no_grad():
@@ -101,7 +118,7 @@ def test_trainer_step_reduces_td_error_on_fixed_batch() -> None:
     trainer = DQNTrainer(policy, discount_factor=0.9)
     batch = _fixed_batch()
     before = _td_error(q, batch, 0.9)
-    losses = [float(trainer.step(batch)["loss"]) for _ in range(100)]
+    losses = [float(trainer.step(_window(batch)).stats["loss"]) for _ in range(100)]
     after = _td_error(q, batch, 0.9)
     assert after < 0.5 * before
     assert losses[-1] < losses[0]
@@ -154,7 +171,7 @@ def test_trainer_regresses_onto_the_target_networks_max_by_hand() -> None:
     # (the online network's max would give [2.5, 0, 3], a mean over actions [3.75, 0, 3],
     # bootstrapping past the terminal state 3 + 0.5 * 6 = 6)
     # weighted MSE: (1 * 2.5^2 + 2 * 0.5^2 + 0.5 * 1^2) / 3 = 7.25 / 3
-    loss = trainer.step(batch)["loss"]
+    loss = trainer.step(_window(batch)).stats["loss"]
     assert torch.isclose(loss, torch.tensor(7.25 / 3))
     # one SGD step, W[a] += lr * 2/3 * sum_i w_i td_i s_i over the rows with action a:
     # W[0] += 0.3 * 2/3 * 2 * -0.5 * [1, -1] = [-0.2, 0.2]
@@ -182,9 +199,11 @@ def test_policy_rollout_and_analyze() -> None:
     assert isinstance(mixed, RolloutResult)
     assert torch.equal(mixed.action[rows], greedy_many[rows])
     assert not torch.equal(mixed.action[~rows], greedy_many[~rows])
-    states = StateArray({"observation": obs}, (6,))
-    values = policy.analyze((states, greedy))
-    assert values.shape == (6,) and values.requires_grad
+    values = policy.analyze(NamedArray(obs=obs), target="q")  # Q(s, .) of any leading shape
+    assert values.shape == (6, 2) and values.requires_grad
+    assert torch.equal(values.argmax(-1), greedy)
+    segments = policy.analyze(SampleBatch(obs=obs.view(3, 2, 4), reward=torch.zeros(3, 2)))
+    assert segments.shape == (3, 2, 2)
     assert policy.module is q.model
 
 

@@ -1,4 +1,4 @@
-"""Tests of the ready-made SRL Q-network policy (looprl.agents.q_policy)."""
+"""Tests of the ready-made Q-network policy: ``Policy(type_="q-network")`` (seed 004)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import looprl.agents  # noqa: F401 -- registers the policies
-from looprl.agents.q_policy import MASKED_Q, QPolicy
+from looprl.agents.dqn import MASKED_Q, DQNPolicy
 from looprl.core import NamedArray, Policy, RolloutRequest, RolloutResult, SampleBatch
 
 
-def _policy(**args) -> QPolicy:
+def _policy(**args) -> DQNPolicy:
     args = {"obs_dim": {"obs": 4}, "action_dim": 3, "seed": 0, **args}
     return Policy(type_="q-network", args=args)
 
@@ -27,7 +27,7 @@ def _obs(rows: int, seed: int = 0) -> NamedArray:
 @pytest.mark.parametrize("rows", [1, 7])
 def test_rollout_shapes_dtypes_and_values(rows: int, dueling: bool) -> None:
     policy = _policy(dueling=dueling, epsilon=0.0)
-    assert isinstance(policy, QPolicy) and policy.default_policy_state is None
+    assert isinstance(policy, DQNPolicy) and policy.default_policy_state is None
     obs = _obs(rows)
     result = policy.rollout(RolloutRequest(obs=obs))
     assert isinstance(result, RolloutResult) and result.policy_state is None
@@ -92,10 +92,10 @@ def test_analyze_any_leading_shape_with_gradients() -> None:
     q = policy.analyze(sample, target="q")
     assert q.shape == (5, 2, 3) and q.requires_grad
     q.sum().backward()
-    assert all(p.grad is not None for p in policy.parameters())
-    before = [p.detach().clone() for p in policy.parameters()]
+    assert all(p.grad is not None for p in policy.module.parameters())
+    before = [p.detach().clone() for p in policy.module.parameters()]
     policy.approximation.reinforce(policy.analyze(sample).sum())  # it has an optimizer
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.module.parameters()))
     with pytest.raises(ValueError, match="unknown analyze target 'ppo'"):
         policy.analyze(sample, target="ppo")
     with pytest.raises(ValueError, match="obs field 'obs' has shape"):

@@ -11,12 +11,11 @@ import torch
 
 from helpers import RecordingTrainer
 from looprl.agents.c51 import C51Policy, C51Trainer
-from looprl.agents.ddqn import DDQNTrainer
-from looprl.agents.dqn import DQNPolicy
-from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.agents.dqn import DQNPolicy, DQNTrainer
+from looprl.agents.vsarsa import VSarsa
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.approximation.q_dist import QDist
-from looprl.core import ParallelPreset, State, StateArray
+from looprl.core import ParallelPreset, SampleBatch, State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.nn.distributional import CategoricalQHead
@@ -121,7 +120,7 @@ def test_rainbow_switches_build_the_right_parts() -> None:
     off = {"double": False, "noisy": False, "n_steps": 1, "prioritized": False,
            "distributional": False, "dueling": False}
     plain = rainbow.env(env).hyperparameters(**off).device("cpu").build().agent()
-    assert isinstance(plain.trainer, DDQNTrainer) and plain.trainer.update == "q_learning"
+    assert isinstance(plain.trainer, DQNTrainer) and plain.trainer.update == "q_learning"
     assert type(plain.replay_buffer).__name__ == "ExperienceReplayBuffer"
     assert not any(isinstance(m, NoisyFactorizedLinear) for m in plain.policy.module.modules())
 
@@ -189,73 +188,95 @@ def _linear_q(lr: float) -> tuple[QNetwork, torch.nn.Linear]:
     return q, model
 
 
-def _hand_batch() -> tuple:
-    states = StateArray({"observation": torch.tensor([[1.0, 1.0], [1.0, -1.0], [0.0, 1.0]])},
-                        (3,))
-    next_states = StateArray({"observation": torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
-                              "mask": torch.tensor([1.0, 1.0, 0.0])}, (3,))
-    actions, rewards = torch.tensor([1, 0, 1]), torch.tensor([2.0, -1.0, 3.0])
-    return states, actions, rewards, next_states, torch.tensor([1.0, 2.0, 0.5])
+def _hand_batch(next_actions: torch.Tensor | None = None) -> SampleBatch:
+    """One-step windows ``[2, 3]`` of hand-made transitions; the third one terminates."""
+    obs = torch.tensor([[[1.0, 1.0], [1.0, -1.0], [0.0, 1.0]],
+                        [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    taken = torch.zeros(3, dtype=torch.int64) if next_actions is None else next_actions
+    return SampleBatch(
+        obs=obs, action=torch.stack([torch.tensor([1, 0, 1]), taken]),
+        reward=torch.tensor([[0.0, 0.0, 0.0], [2.0, -1.0, 3.0]]),
+        done=torch.tensor([[False] * 3, [False, False, True]]),
+        truncated=torch.zeros(2, 3, dtype=torch.bool),
+        weight=torch.tensor([1.0, 2.0, 0.5]).expand(2, 3),
+    )
 
 
-def test_ddqn_trainer_matches_hand_target_and_returns_td_errors() -> None:
+def _hand_n_step_batch() -> SampleBatch:
+    """Two-step windows ``[3, 3]`` of the same transitions: the first is cut (truncated)
+    after one step, the second takes two (rewards -1 and 0), the third terminates."""
+    one = _hand_batch()
+    obs = torch.cat([one.obs, torch.tensor([[[7.0, 7.0], [0.0, 1.0], [7.0, 7.0]]])])
+    obs[1, 1] = torch.tensor([9.0, 9.0])  # the second window's middle state
+    return SampleBatch(
+        obs=obs, action=torch.cat([one.action, torch.zeros(1, 3, dtype=torch.int64)]),
+        reward=torch.cat([one.reward, torch.tensor([[5.0, 0.0, 5.0]])]),
+        done=torch.cat([one.done, torch.zeros(1, 3, dtype=torch.bool)]),
+        truncated=torch.tensor([[False] * 3, [True, False, False], [False] * 3]),
+        weight=torch.tensor([1.0, 2.0, 0.5]).expand(3, 3),
+    )
+
+
+def test_double_q_n_step_trainer_matches_hand_target_and_returns_priorities() -> None:
     q, linear = _linear_q(lr=0.3)
-    states, actions, rewards, next_states, weights = _hand_batch()
-    next_states["discount"] = torch.tensor([0.5, 0.25, 0.9])  # gamma^k from n-step replay
-    trainer = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.9, huber=False)
-    stats = trainer.step((states, actions, rewards, next_states, weights))
-    # the online network picks actions 0 and 1 at the next states, the target network
-    # values them 2 and 1: targets [2 + 0.5 * 2, -1 + 0.25 * 1, 3] = [3, -0.75, 3]
-    # (DQN's max target would give [4.5, -0.25, 3], the online network's own values
-    # [2.5, -0.5, 3], discount_factor 0.9 in place of the stored discount [3.8, -0.1, 3])
-    assert torch.allclose(stats["td_error"], torch.tensor([1.0, -1.75, 1.0]))
+    trainer = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, n_step=2, double_q=True,
+                         huber=False)
+    result = trainer.step(_hand_n_step_batch())
+    # returns [2, -1 + 0.5 * 0, 3] with discounts [0.5, 0.25, 0] at the bootstrap states
+    # [1, 0], [0, 1] (the terminal one's is not used); the online network picks actions 0 and
+    # 1 there, the target network values them 2 and 1: targets [2 + 0.5 * 2, -1 + 0.25 * 1, 3]
+    # = [3, -0.75, 3] (DQN's max target would give [4.5, -0.25, 3], the online network's own
+    # values [2.5, -0.5, 3])
+    td_error = trainer.td_error
+    assert torch.allclose(td_error, torch.tensor([1.0, -1.75, 1.0]))
+    assert torch.allclose(result.priorities, td_error.abs())
     # weighted MSE (1 * 1 + 2 * 1.75^2 + 0.5 * 1) / 3
-    assert torch.isclose(stats["loss"], torch.tensor(7.625 / 3))
+    assert torch.isclose(result.stats["loss"], torch.tensor(7.625 / 3))
     # one SGD step, W[a] += lr * 2/3 * sum_i w_i td_i s_i over the rows with action a:
     # W[0] += 0.2 * 2 * -1.75 * [1, -1]; W[1] += 0.2 * (1 * [1, 1] + 0.5 * [0, 1])
     assert torch.allclose(linear.weight, torch.tensor([[0.3, 0.7], [0.2, 2.3]]))
-    assert torch.equal(q.target(next_states), torch.tensor([[2.0, 5.0], [3.0, 1.0], [0.0, 0.0]]))
+    bootstrap = StateArray({"observation": torch.tensor([[1.0, 0.0], [0.0, 1.0]])}, (2,))
+    assert torch.equal(q.target(bootstrap), torch.tensor([[2.0, 5.0], [3.0, 1.0]]))
+    assert result.step == 1 and trainer.policy.version == 1
 
 
 def test_clipped_double_q_takes_the_smaller_estimate_of_the_online_argmax() -> None:
     q, _ = _linear_q(lr=0.0)
-    states, actions, rewards, next_states, weights = _hand_batch()
-    next_states["discount"] = torch.tensor([0.5, 0.25, 0.9])
-    trainer = DDQNTrainer(DQNPolicy(q, 2), huber=False, update="clipped_double_q")
-    stats = trainer.step((states, actions, rewards, next_states, weights))
+    trainer = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, n_step=2, huber=False,
+                         update="clipped_double_q")
+    trainer.step(_hand_n_step_batch())
     # online argmax values [1, 2], target values of those actions [2, 1]: min [1, 1];
     # targets [2 + 0.5 * 1, -1 + 0.25 * 1, 3] = [2.5, -0.75, 3] against Q(s, a) = [2, 1, 2]
-    assert torch.allclose(stats["td_error"], torch.tensor([0.5, -1.75, 1.0]))
+    assert torch.allclose(trainer.td_error, torch.tensor([0.5, -1.75, 1.0]))
 
 
 def test_unknown_update_lists_the_valid_ones() -> None:
     q, _ = _linear_q(lr=0.0)
     with pytest.raises(ValueError, match="'double_qq'.*Did you mean 'double_q'.*q_learning"):
-        DDQNTrainer(DQNPolicy(q, 2), update="double_qq")
+        DQNTrainer(DQNPolicy(q, 2), update="double_qq")
 
 
-def test_ddqn_trainer_huber_loss_and_dqn_switch() -> None:
+def test_dqn_trainer_huber_loss_and_double_q_switch() -> None:
     q, _ = _linear_q(lr=0.0)
-    states, actions, rewards, next_states, weights = _hand_batch()
-    batch = (states, actions, rewards, next_states, weights)
-    double = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.5)  # Huber by default
+    batch = _hand_batch()
+    double = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, double_q=True)  # Huber default
     # targets [2 + 0.5 * 2, -1 + 0.5 * 1, 3] = [3, -0.5, 3]; TD errors [1, -1.5, 1];
     # Huber [0.5, 1.5 - 0.5, 0.5], weighted (0.5 + 2 * 1 + 0.5 * 0.5) / 3
-    stats = double.step(batch)
-    assert torch.allclose(stats["td_error"], torch.tensor([1.0, -1.5, 1.0]))
-    assert torch.isclose(stats["loss"], torch.tensor(2.75 / 3))
-    plain = DDQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, update="q_learning")
+    result = double.step(batch)
+    assert torch.allclose(double.td_error, torch.tensor([1.0, -1.5, 1.0]))
+    assert torch.isclose(result.stats["loss"], torch.tensor(2.75 / 3))
+    plain = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.5)
     # DQN's target [2 + 0.5 * 5, -1 + 0.5 * 3, 3] = [4.5, 0.5, 3]
-    assert torch.allclose(plain.step(batch)["td_error"], torch.tensor([2.5, -0.5, 1.0]))
+    plain.step(batch)
+    assert torch.allclose(plain.td_error, torch.tensor([2.5, -0.5, 1.0]))
 
 
-def test_sarsa_trainer_bootstraps_from_the_action_taken_next() -> None:
+def test_sarsa_update_bootstraps_from_the_action_taken_next() -> None:
     q, linear = _linear_q(lr=0.3)
-    states, actions, rewards, next_states, weights = _hand_batch()
     # the actions taken next are not the target network's greedy ones (1 at [1, 0], 0 at [0, 1])
-    next_actions = torch.tensor([0, 1, 0])
-    trainer = SarsaTrainer(DQNPolicy(q, 2), discount_factor=0.5, huber=False)
-    loss = trainer.step((states, actions, rewards, next_states, weights, next_actions))["loss"]
+    batch = _hand_batch(next_actions=torch.tensor([0, 1, 0]))
+    trainer = DQNTrainer(DQNPolicy(q, 2), discount_factor=0.5, update="sarsa", huber=False)
+    loss = trainer.step(batch).stats["loss"]
     # targets r + 0.5 * mask * Q_target(s', a') = [2 + 0.5 * 2, -1 + 0.5 * 1, 3] = [3, -0.5, 3];
     # TD errors [1, -1.5, 1] (Q-learning's max would give [4.5, 0.5, 3]);
     # weighted MSE (1 * 1 + 2 * 1.5^2 + 0.5 * 1) / 3 = 2
@@ -277,10 +298,13 @@ def test_vsarsa_agent_passes_the_next_action_it_takes_to_the_trainer() -> None:
     second_actions = agent.act(second)
     assert not torch.equal(second_actions, q.no_grad(second).argmax(-1))
     assert not torch.equal(second_actions, first_actions)
-    (states, actions, rewards, next_states, weights, next_actions), = trainer.batches
-    assert states is first and next_states is second
-    assert torch.equal(actions, first_actions) and torch.equal(next_actions, second_actions)
-    assert torch.equal(rewards, torch.arange(64.0)) and torch.equal(weights, torch.ones(64))
+    batch, = trainer.batches
+    assert torch.equal(batch.obs[0], first.observation)
+    assert torch.equal(batch.obs[1], second.observation)
+    assert torch.equal(batch.action[0], first_actions)
+    assert torch.equal(batch.action[1], second_actions)
+    assert torch.equal(batch.reward[1], torch.arange(64.0)) and batch.weight is None
+    assert not (batch.done | batch.truncated).any()  # every row of `first` is a transition
 
 
 def test_qdist_masks_terminal_states_to_zero_return() -> None:
@@ -317,18 +341,16 @@ def _c51_trainer(target: list, online: list, double: bool = False) -> C51Trainer
                  v_min=-1.0, v_max=1.0, target=FixedTarget(1000))
     with torch.no_grad():
         table.probs.copy_(torch.tensor(online))
-    return C51Trainer(C51Policy(dist, 2), discount_factor=0.9, double=double)
+    return C51Trainer(C51Policy(dist, 2), discount_factor=0.5, n_step=2, double=double)
 
 
-def _next_states(n: int, discount: list | None = None, mask: list | None = None) -> StateArray:
-    """``n`` next states, all the first of the table's states."""
-    observation = torch.zeros(n, 2)
-    observation[:, 0] = 1.0
-    mask = torch.tensor(mask) if mask is not None else torch.ones(n)
-    states = StateArray({"observation": observation, "mask": mask}, (n,))
-    if discount is not None:
-        states["discount"] = torch.tensor(discount)
-    return states
+def _window(reward: float) -> SampleBatch:
+    """A one-step window from the table's second state to its first one."""
+    return SampleBatch(obs=torch.tensor([[[0.0, 1.0]], [[1.0, 0.0]]]),
+                       action=torch.zeros(2, 1, dtype=torch.int64),
+                       reward=torch.tensor([[0.0], [reward]]),
+                       done=torch.zeros(2, 1, dtype=torch.bool),
+                       truncated=torch.zeros(2, 1, dtype=torch.bool))
 
 
 # the target distribution of the action with the higher expected value, [0, 0.5, 0.5] at atoms
@@ -343,7 +365,7 @@ def test_c51_target_bootstraps_the_action_with_the_highest_expected_value() -> N
     # action 1: [0, 0.5, 0.5], expected value 0.5
     table = [[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], UNUSED_STATE]
     trainer = _c51_trainer(table, table)
-    targets = trainer.targets(torch.tensor([0.5]), _next_states(1, discount=[0.5]))
+    targets = trainer.targets(_window(0.5))
     # action 0 would project to [0, 0.3 + 0.35, 0.35]
     assert torch.allclose(targets, torch.tensor([PROJECTED_BEST]))
 
@@ -353,14 +375,14 @@ def test_c51_double_chooses_with_the_online_network_and_evaluates_with_the_targe
     # online network: action 0 [0.5, 0.5, 0] (-0.5), action 1 [0, 0, 1] (1)
     target = [[[0.0, 0.5, 0.5], [0.6, 0.4, 0.0]], UNUSED_STATE]
     online = [[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], UNUSED_STATE]
-    rewards, next_states = torch.tensor([0.5]), _next_states(1, discount=[0.5])
+    window = _window(0.5)
     # double: online picks action 1, the target network's [0.6, 0.4, 0] is projected:
     # Tz = [0, 0.5, 1]: 0.6 on atom 0, 0.4 split evenly between atoms 0 and 1
-    double = _c51_trainer(target, online, double=True).targets(rewards, next_states)
+    double = _c51_trainer(target, online, double=True).targets(window)
     assert torch.allclose(double, torch.tensor([[0.0, 0.8, 0.2]]))
     # not double: the target network picks (and evaluates) its action 0;
     # the online network's own action 1 would give [0, 0, 1]
-    single = _c51_trainer(target, online, double=False).targets(rewards, next_states)
+    single = _c51_trainer(target, online, double=False).targets(window)
     assert torch.allclose(single, torch.tensor([PROJECTED_BEST]))
 
 
@@ -378,14 +400,20 @@ def _projection(reward: float, discount: float, probs: list[float]) -> list[floa
     return target
 
 
-def test_c51_target_uses_the_stored_n_step_discount() -> None:
+def test_c51_target_uses_the_n_step_discount_of_each_window() -> None:
     table = [[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], UNUSED_STATE]
-    trainer = _c51_trainer(table, table)  # discount_factor 0.9
-    rewards = torch.tensor([0.0, 0.0, 0.5])
-    next_states = _next_states(3, discount=[0.5, 0.25, 0.9], mask=[1.0, 1.0, 0.0])
-    targets = trainer.targets(rewards, next_states)
-    # row 0: Tz = [-0.5, 0, 0.5] -> [0, 0.5 + 0.25, 0.25]; row 1: Tz = [-0.25, 0, 0.25] ->
-    # [0, 0.5 + 0.375, 0.125] (discount_factor 0.9 would give [0, 0.55, 0.45] for both);
+    trainer = _c51_trainer(table, table)  # discount_factor 0.5, n_step 2
+    first, second = [1.0, 0.0], [0.0, 1.0]
+    windows = SampleBatch(  # one step (cut), two steps (rewards 0, 0), terminal (reward 0.5)
+        obs=torch.tensor([[second] * 3, [first, second, first], [first] * 3]),
+        action=torch.zeros(3, 3, dtype=torch.int64),
+        reward=torch.tensor([[0.0, 0.0, 0.0], [0.0, 0.0, 0.5], [9.0, 0.0, 9.0]]),
+        done=torch.tensor([[False] * 3, [False, False, True], [False] * 3]),
+        truncated=torch.tensor([[False] * 3, [True, False, False], [False] * 3]),
+    )
+    targets = trainer.targets(windows)
+    # row 0: Tz = [-0.5, 0, 0.5] -> [0, 0.5 + 0.25, 0.25]; row 1 (discount 0.25):
+    # Tz = [-0.25, 0, 0.25] -> [0, 0.5 + 0.375, 0.125];
     # row 2 is terminal: everything lands on r = 0.5, half on atom 0 and half on atom 1
     expected = [[0.0, 0.75, 0.25], [0.0, 0.875, 0.125], [0.0, 0.5, 0.5]]
     assert torch.allclose(targets, torch.tensor(expected))

@@ -14,7 +14,7 @@ import torch
 
 from helpers import kill_worker_when
 from looprl.agents import PPGTrainer, PPOTrainer
-from looprl.agents.srl_dqn import SRLDQNTrainer
+from looprl.agents.dqn import DQNTrainer
 from looprl.core import NamedArray, Policy, SampleBatch
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 from looprl.distributed.ddp import TrainerGroup, rendezvous, tcp_rendezvous
@@ -63,9 +63,11 @@ def one_rank(rank: int, init_method: str, out: str) -> None:
         trainer.step(sample(seed=10 * step + rank, ends=True))
     results["ppg"], results["aux_phases"] = vector(ppg), trainer.aux_phases
     dqn = Policy(type_="q-network", args={**CARTPOLE, "seed": 0})
-    trainer = SRLDQNTrainer(dqn, target_update=1)
+    trainer = DQNTrainer(dqn, n_step=3, double_q=True)
     group.distribute(dqn)
-    trainer.step(sample(seed=rank, ends=True), torch.rand(6))
+    segment = sample(seed=rank, ends=True)
+    segment.weight = torch.rand(6).expand(segment.reward.shape[0], 6)
+    trainer.step(segment)
     results["dqn"] = vector(dqn)
     torch.save(results, out)
 

@@ -44,9 +44,10 @@ def tensors(value):
 def test_pipeline_trains_ppo_and_ape_x_dqn_on_cuda() -> None:
     report = test_pipeline(ppo_spec().on_device("cuda"), episodes=5, segment_length=16)
     assert report.train_steps >= 1 and "approx_kl" in report.stats
-    dqn = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
-                        trainer="dqn", trainer_args={"n_step": 3, "target_update": 10},
-                        buffer_args={"batch": 8, "capacity_segments": 100}, explorations=[0.5])
+    dqn = AlgorithmSpec(env="CartPole-v1", policy="q-network",
+                        policy_args={**CARTPOLE, "target_update": 10},
+                        trainer="dqn", trainer_args={"n_step": 3, "double_q": True},
+                        buffer_args={"batch": 8, "size": 400}, explorations=[0.5])
     report = test_pipeline(dqn.on_device("cuda"), episodes=3, segment_length=4)
     assert report.train_steps >= 1 and "td" in report.stats  # priorities came back
 

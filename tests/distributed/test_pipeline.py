@@ -38,12 +38,45 @@ def test_pipeline_runs_a_ppo_policy_and_trainer() -> None:
 
 
 def test_pipeline_runs_a_dqn_pair_with_prioritized_replay() -> None:
-    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
-                         trainer="dqn", trainer_args={"n_step": 3, "target_update": 10},
-                         buffer_args={"batch": 8, "capacity_segments": 100},
-                         explorations=[0.5])
+    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network",
+                         policy_args={**CARTPOLE, "target_update": 10},
+                         trainer="dqn", trainer_args={"n_step": 3, "double_q": True},
+                         buffer_args={"batch": 8, "size": 400}, explorations=[0.5])
     report = test_pipeline(spec, episodes=3, segment_length=4, seed=0)
     assert report.train_steps >= 1 and "td" in report.stats
+
+
+def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
+    """Ape-X is an option of DQN: the class the local preset trains with (n-step windows of
+    prioritized replay, priorities fed back) is the registered ``dqn`` trainer the pipeline
+    (and the Ray trainer worker) runs, on the same local replay buffer class."""
+    from looprl.agents.dqn import DQNTrainer
+    from looprl.distributed.pipeline import TrainerCore
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.memory import PrioritizedReplayBuffer
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).device("cpu").hyperparameters(
+        buffer="prioritized", update="double_q", replay_start_size=64, update_frequency=8,
+        gradient_steps=2).build()
+    experiment = make_experiment(preset, env, train_steps=300, logdir="/tmp/looprl-test",
+                                 quiet=True,
+                                 verbose=False)
+    experiment.train(frames=300)
+    agent = experiment.agent
+    local = type(agent.trainer)
+    assert local is DQNTrainer and agent.trainer.steps > 0
+    assert isinstance(agent.replay_buffer, PrioritizedReplayBuffer)
+    assert agent.replay_buffer.max_priority != 1.0  # the trainer's priorities came back
+    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
+                         trainer="dqn", trainer_args={"n_step": 3, "update": "double_q"},
+                         buffer_args={"batch": 8, "size": 400}, explorations=[0.5])
+    core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer, spec.buffer_args)
+    assert type(core.trainer) is local and type(core.buffer) is PrioritizedReplayBuffer
+    assert core.buffer.n_step == 3
+    assert test_pipeline(spec, episodes=2, segment_length=4, seed=0).train_steps >= 1
 
 
 def test_pipeline_learns_cartpole() -> None:

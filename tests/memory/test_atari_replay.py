@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import as_transitions
 from looprl.approximation import LinearScheduler
 from looprl.core import State, StateArray
 from looprl.environments.bodies import EpisodicLife
@@ -22,6 +23,7 @@ from looprl.memory import (
 )
 
 FRAME = 84 * 84
+GAMMA = 0.5
 
 
 def _play(buffer: AtariReplayBuffer, steps: int) -> dict[int, tuple]:
@@ -50,7 +52,7 @@ def _play(buffer: AtariReplayBuffer, steps: int) -> dict[int, tuple]:
 
 
 def _all_valid(buffer: AtariReplayBuffer):
-    return buffer.gather(buffer.valid.nonzero().squeeze(-1))
+    return as_transitions(buffer.gather(buffer.valid.nonzero().squeeze(-1)), GAMMA)
 
 
 def test_stacked_observations_are_rebuilt_exactly_across_episodes() -> None:
@@ -139,7 +141,7 @@ def test_sampling_is_reproducible_and_validated() -> None:
 
 # -- n-step returns and prioritized replay ------------------------------------------------
 
-GAMMA = 0.5
+
 
 
 def _stream(steps: int, seed: int) -> list[tuple]:
@@ -192,7 +194,7 @@ def _reference(records: dict[int, tuple], i: int, n: int) -> tuple | None:
 
 
 def _ready(buffer: AtariReplayBuffer):
-    return buffer.gather(buffer.ready.nonzero().squeeze(-1))
+    return as_transitions(buffer.gather(buffer.ready.nonzero().squeeze(-1)), GAMMA)
 
 
 def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: Any) -> None:
@@ -204,7 +206,7 @@ def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: A
     assert len(ids) == len(buffer) > 0
     complete = {i for i in records if _reference(records, i, n) is not None}
     assert set(ids) == {i for i in complete if i >= min(ids)}
-    theirs = nstep.gather(torch.arange(len(nstep)))
+    theirs = as_transitions(nstep.gather(torch.arange(len(nstep))), GAMMA)
     row_of = {i: row for row, i in enumerate(theirs[1].tolist())}
     assert complete == set(row_of)
     discounts = next_states["discount"] if n > 1 else torch.full((len(ids),), GAMMA)
@@ -221,7 +223,8 @@ def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: A
         assert torch.equal(theirs[3].observation[other], next_observation)
         assert rewards[row] == pytest.approx(theirs[2][other].item())
         assert next_states.mask[row] == theirs[3].mask[other]
-        assert discounts[row] == pytest.approx(theirs[3]["discount"][other].item())
+        their_discount = theirs[3].get("discount", torch.full((len(theirs[2]),), GAMMA))
+        assert discounts[row] == pytest.approx(their_discount[other].item())
 
 
 @pytest.mark.parametrize("n_steps", [1, 3])
@@ -230,8 +233,8 @@ def test_n_step_transitions_match_hand_computed_ones_and_nstep_replay(
     kind: type, n_steps: int
 ) -> None:
     steps = 500
-    buffer = kind(60, n_steps=n_steps, discount_factor=GAMMA)  # wraps about 9 times
-    nstep = NStepReplayBuffer(n_steps, GAMMA, ExperienceReplayBuffer(steps))
+    buffer = kind(60, n_steps=n_steps)  # wraps about 9 times
+    nstep = NStepReplayBuffer(n_steps, ExperienceReplayBuffer(steps, n_step=n_steps))
     records: dict[int, tuple] = {}
     waited = 0
     for t, (previous, action, state) in enumerate(_stream(steps, seed=n_steps)):
@@ -253,7 +256,7 @@ def test_n_step_transitions_match_hand_computed_ones_and_nstep_replay(
 
 
 def test_n_step_returns_by_hand_and_pending_transitions() -> None:
-    buffer = AtariReplayBuffer(40, n_steps=3, discount_factor=GAMMA)
+    buffer = AtariReplayBuffer(40, n_steps=3)
     # frames 1.. shift by one per step; rewards 1, 2, 4, 8; the 4th step terminates
     states = [State(_frames(1))] + [State(_frames(1 + t), reward=2.0 ** (t - 1)) for t in (1, 2, 3)]
     states.append(State(_frames(5), reward=8.0, done=True))
@@ -261,7 +264,8 @@ def test_n_step_returns_by_hand_and_pending_transitions() -> None:
     for t in range(3):
         buffer.store(states[t], t, states[t + 1])
         assert len(buffer) == max(0, t - 1)  # t = 0 is complete once 3 steps are stored
-    assert buffer.sample(4)[1].tolist() == [0] * 4  # only the complete transition is drawn
+    # only the complete transition is drawn
+    assert as_transitions(buffer.sample_batch(4), GAMMA)[1].tolist() == [0] * 4
     buffer.store(states[3], 3, states[4])  # the termination completes every window
     _, actions, returns, next_states, _ = _ready(buffer)
     assert actions.tolist() == [0, 1, 2, 3]
@@ -275,7 +279,7 @@ def test_n_step_returns_by_hand_and_pending_transitions() -> None:
 
 
 def test_a_break_in_the_stored_sequence_ends_the_windows() -> None:
-    buffer = AtariReplayBuffer(40, n_steps=3, discount_factor=GAMMA)
+    buffer = AtariReplayBuffer(40, n_steps=3)
     a = [State(_frames(1))] + [State(_frames(1 + t), reward=float(t)) for t in (1, 2)]
     buffer.store(None, None, a[0])
     buffer.store(a[0], 0, a[1])
@@ -286,7 +290,8 @@ def test_a_break_in_the_stored_sequence_ends_the_windows() -> None:
     _, actions, returns, next_states, _ = _ready(buffer)
     assert actions.tolist() == [0, 1] and returns.tolist() == [1.0 + GAMMA * 2.0, 2.0]
     assert next_states["discount"].tolist() == [GAMMA**2, GAMMA]
-    assert next_states.done.tolist() == [False, False] and next_states.mask.tolist() == [1, 1]
+    # the break cuts both windows: their last state is marked truncated (bootstrap from it)
+    assert next_states.done.tolist() == [True, True] and next_states.mask.tolist() == [1, 1]
     assert all(torch.equal(o, a[2].observation) for o in next_states.observation)
     # a state that is not the last stored one also starts a new sequence (new frames)
     b = [State(_frames(20)), State(_frames(21), reward=5.0), State(_frames(22), reward=7.0)]
@@ -300,7 +305,7 @@ def test_a_break_in_the_stored_sequence_ends_the_windows() -> None:
 @pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
 def test_overwritten_frames_invalidate_the_transitions_that_need_them(kind: type) -> None:
     size, n = 10, 2
-    buffer = kind(size, n_steps=n, discount_factor=GAMMA)
+    buffer = kind(size, n_steps=n)
     states = [State(_frames(i)) for i in range(40)]
     buffer.store(None, None, states[0])
     for t in range(1, 30):  # one sequence: t transitions, 4 + t frames written
@@ -314,7 +319,7 @@ def test_overwritten_frames_invalidate_the_transitions_that_need_them(kind: type
             for row, i in enumerate(actions.tolist()):
                 assert torch.equal(states_.observation[row], states[i].observation)
                 assert torch.equal(next_states.observation[row], states[i + 2].observation)
-            buffer.sample(8)
+            buffer.sample_batch(8)
         if kind is PrioritizedAtariReplayBuffer and expected:
             assert np.array_equal(buffer.tree[np.arange(size)] > 0, buffer.ready.numpy())
     with pytest.raises(ValueError, match="too small"):
@@ -391,7 +396,7 @@ def test_prioritized_and_uniform_buffers_return_the_same_transitions() -> None:
         uniform.store(previous, action, state)
         prioritized.store(previous, action, state)
     index = uniform.sample_indices(32)
-    ours, theirs = uniform.gather(index), prioritized.gather(index)
+    ours, theirs = as_transitions(uniform.gather(index)), as_transitions(prioritized.gather(index))
     for a, b in zip(ours[:3], theirs[:3]):
         assert torch.equal(a.observation if isinstance(a, StateArray) else a,
                            b.observation if isinstance(b, StateArray) else b)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers import as_transitions
 from looprl.agents.losses.value import n_step_return
 from looprl.core import State, StateArray
 from looprl.memory.nstep import NStepReplayBuffer
@@ -20,12 +21,12 @@ def _s(i: float, **kwargs) -> State:
 
 def _all(buffer: NStepReplayBuffer) -> tuple:
     """Every stored transition, sorted by the first feature of the starting observation."""
-    states, *_ = buffer.gather(torch.arange(len(buffer)))
-    return buffer.gather(states.observation[:, 0].argsort())
+    states = buffer.gather(torch.arange(len(buffer))).obs[0]
+    return as_transitions(buffer.gather(states[:, 0].argsort()), GAMMA)
 
 
 def test_single_stream_termination() -> None:
-    buffer = NStepReplayBuffer(3, GAMMA, ExperienceReplayBuffer(100))
+    buffer = NStepReplayBuffer(3, ExperienceReplayBuffer(100, n_step=3))
     # states 0 -> 1 -> 2 -> 3 -> 4 (terminal), rewards 1, 2, 4, 8
     states = [_s(0), _s(1, reward=1.0), _s(2, reward=2.0), _s(3, reward=4.0)]
     states.append(_s(4, reward=8.0, done=True))  # mask 0
@@ -44,7 +45,7 @@ def test_single_stream_termination() -> None:
 
 
 def test_truncation_keeps_bootstrapping_with_the_discount_used() -> None:
-    buffer = NStepReplayBuffer(3, GAMMA, ExperienceReplayBuffer(100))
+    buffer = NStepReplayBuffer(3, ExperienceReplayBuffer(100, n_step=3))
     states = [_s(0), _s(1, reward=1.0), _s(2, reward=2.0, done=True, mask=1.0)]  # truncated
     states += [_s(10), _s(11, reward=3.0)]  # new episode (the step out of done is skipped)
     for t in range(4):
@@ -66,7 +67,7 @@ def test_parallel_streams_match_the_pure_n_step_return() -> None:
     dones[4, 0] = True  # stream 0 terminates at step 4
     masks[4, 0] = 0.0
     dones[6, 1] = True  # stream 1 is truncated at step 6
-    buffer = NStepReplayBuffer(n, GAMMA, ExperienceReplayBuffer(100))
+    buffer = NStepReplayBuffer(n, ExperienceReplayBuffer(100, n_step=n))
     state = StateArray({"observation": torch.zeros(rows, 1)}, (rows,))
     for t in range(steps):
         nxt = StateArray(
@@ -92,12 +93,12 @@ def test_parallel_streams_match_the_pure_n_step_return() -> None:
 
 def test_n_one_gives_one_step_transitions_and_priorities_pass_through() -> None:
     inner = PrioritizedReplayBuffer(10, alpha=1.0, epsilon=0.0)
-    buffer = NStepReplayBuffer(1, 0.9, inner)
+    buffer = NStepReplayBuffer(1, inner)
     for t in range(3):
         buffer.store(_s(t), 0, _s(t + 1, reward=float(t)))
-    _, _, returns, next_states, weights = buffer.sample(4)
+    _, _, returns, next_states, weights = as_transitions(buffer.sample_batch(4), 0.9)
     assert torch.equal(returns, next_states.observation[:, 0] - 1)
-    assert torch.allclose(next_states["discount"], torch.full((4,), 0.9))
+    assert "discount" not in next_states  # one-step windows: gamma itself
     assert weights.shape == (4,)
     buffer.update_priorities(torch.full((4,), 7.0))
     assert inner.max_priority == 7.0
@@ -105,4 +106,4 @@ def test_n_one_gives_one_step_transitions_and_priorities_pass_through() -> None:
 
 def test_invalid_n() -> None:
     with pytest.raises(ValueError, match="n must be"):
-        NStepReplayBuffer(0, 0.9, ExperienceReplayBuffer(10))
+        NStepReplayBuffer(0, ExperienceReplayBuffer(10))

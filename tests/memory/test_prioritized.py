@@ -9,6 +9,7 @@ import torch
 from looprl.approximation import LinearScheduler
 from looprl.core import State, StateArray
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
+from looprl.memory.replay import transitions
 
 
 def test_sum_tree_totals_updates_and_find() -> None:
@@ -71,7 +72,7 @@ def test_update_priorities_changes_sampling_and_weights() -> None:
     assert buffer.tree[[0, 1, 2, 3]].tolist() == [1.0, 1.0, 1.0, 5.0]
     assert buffer.max_priority == 5.0
     assert np.allclose(_frequencies(buffer, 4), [1 / 8, 1 / 8, 1 / 8, 5 / 8], atol=0.02)
-    _, _, _, _, weights = buffer.gather(torch.tensor([0, 3]))
+    _, _, _, _, weights = transitions(buffer.gather(torch.tensor([0, 3])))
     # P = [1/8, 5/8], N = 4: (4 P)^-1 = [2, 0.4], divided by the max 2 -> [1, 0.2]
     assert torch.allclose(weights, torch.tensor([1.0, 0.2]))
     _fill(buffer, 1)  # a new transition gets the max priority seen so far
@@ -85,7 +86,7 @@ def test_alpha_flattens_priorities_and_beta_schedule_advances() -> None:
     buffer.gather(torch.tensor([0, 1]))
     buffer.update_priorities(torch.tensor([1.0, 4.0]))
     assert buffer.tree[[0, 1]].tolist() == [1.0, 2.0]  # p^alpha
-    _, _, _, _, weights = buffer.gather(torch.tensor([0, 1]))  # beta read: 0.7
+    _, _, _, _, weights = transitions(buffer.gather(torch.tensor([0, 1])))  # beta read: 0.7
     expected = importance_weights(torch.tensor([1 / 3, 2 / 3], dtype=torch.float64), 2, 0.7)
     assert torch.allclose(weights, expected.float())
     assert beta.step == 2

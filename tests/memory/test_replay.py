@@ -8,6 +8,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.memory import ExperienceReplayBuffer
+from looprl.memory.replay import transitions
 
 
 def _state(i: int, **kwargs) -> State:
@@ -47,7 +48,7 @@ def test_sample_shapes_and_types() -> None:
 def test_gather_values_in_store_order() -> None:
     buffer = ExperienceReplayBuffer(10)
     _fill(buffer, 3)
-    states, actions, rewards, next_states, _ = buffer.gather(torch.arange(3))
+    states, actions, rewards, next_states, _ = transitions(buffer.gather(torch.arange(3)))
     assert torch.equal(states.observation[:, 0], torch.tensor([0.0, 1.0, 2.0]))
     assert torch.equal(actions, torch.tensor([0, 1, 0]))
     assert torch.equal(rewards, torch.tensor([0.0, 1.0, 2.0]))
@@ -69,7 +70,7 @@ def test_next_states_mask_termination_vs_truncation() -> None:
     truncated = State.from_gym((np.ones(2), 3.0, False, True, {}))
     buffer.store(_state(0), 0, terminated)
     buffer.store(_state(0), 1, truncated)
-    _, actions, rewards, next_states, _ = buffer.gather(torch.arange(2))
+    _, actions, rewards, next_states, _ = transitions(buffer.gather(torch.arange(2)))
     assert torch.equal(actions, torch.tensor([0, 1]))
     assert torch.equal(rewards, torch.tensor([2.0, 3.0]))
     assert torch.equal(next_states.mask, torch.tensor([0.0, 1.0]))
@@ -82,7 +83,7 @@ def test_ring_overwrites_oldest() -> None:
     buffer = ExperienceReplayBuffer(3)
     _fill(buffer, 5)
     assert len(buffer) == 3
-    states, actions, rewards, _, _ = buffer.gather(torch.arange(3))
+    states, actions, rewards, _, _ = transitions(buffer.gather(torch.arange(3)))
     # slots 0 and 1 were overwritten by transitions 3 and 4; slot 2 still holds 2
     assert torch.equal(states.observation[:, 0], torch.tensor([3.0, 4.0, 2.0]))
     assert torch.equal(rewards, torch.tensor([3.0, 4.0, 2.0]))
@@ -111,7 +112,7 @@ def test_batch_store_skips_done_rows() -> None:
     )
     buffer.store(state, torch.tensor([0, 1, 2, 3]), next_state)
     assert len(buffer) == 3
-    states, actions, rewards, next_states, _ = buffer.gather(torch.arange(3))
+    states, actions, rewards, next_states, _ = transitions(buffer.gather(torch.arange(3)))
     assert torch.equal(states.observation.squeeze(1), torch.tensor([0.0, 2.0, 3.0]))
     assert torch.equal(actions, torch.tensor([0, 2, 3]))
     assert torch.equal(rewards, torch.tensor([1.0, 3.0, 4.0]))
@@ -133,7 +134,7 @@ def test_batch_store_wraps_around() -> None:
     next_state = StateArray({"observation": torch.full((2, 2), 8.0)}, (2,))
     buffer.store(state, torch.tensor([1, 1]), next_state)
     assert len(buffer) == 4
-    states = buffer.gather(torch.arange(4))[0]
+    states = transitions(buffer.gather(torch.arange(4)))[0]
     assert torch.equal(states.observation[:, 0], torch.tensor([7.0, 1.0, 2.0, 7.0]))
 
 

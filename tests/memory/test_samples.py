@@ -8,8 +8,9 @@ import torch
 
 from looprl.core import NamedArray, SampleBatch
 from looprl.memory import (
+    ExperienceReplayBuffer,
     OnPolicyBuffer,
-    PrioritizedSegmentReplay,
+    PrioritizedReplayBuffer,
     make_sample_buffer,
 )
 
@@ -67,60 +68,66 @@ def test_on_policy_buffer_rejects_other_segment_lengths():
 
 
 @pytest.mark.parametrize("numpy", [False, True])
-def test_replay_samples_time_major_segments_with_weights(numpy):
-    replay = PrioritizedSegmentReplay(capacity_segments=8, seed=0)
+def test_replay_put_cuts_segments_into_weighted_n_step_windows(numpy):
+    """The trainer worker's replay (the local buffer): each training row of a segment is one
+    n-step window, cut (truncated) at the segment's end."""
+    replay = PrioritizedReplayBuffer(size=64, n_step=2, generator=torch.Generator().manual_seed(0))
     assert not replay.ready(1)
-    replay.put(segment(3, start=0.0, numpy=numpy), current_version=0)
-    replay.put(segment(2, start=10.0, numpy=numpy), current_version=0)
-    assert len(replay) == 5 and replay.ready(5)
-    batch, weights, indices = replay.sample(4)
-    assert batch.reward.shape == (5, 4) and batch.obs.obs.shape == (5, 4, 3)
-    assert batch.policy_state.hx.shape == (5, 4, 1, 1, 2)
-    assert weights.shape == (4,) and weights.dtype == torch.float32
-    torch.testing.assert_close(weights, torch.ones(4))  # equal priorities: uniform
-    stored = [0.0, 1.0, 2.0, 10.0, 11.0]
-    assert np.asarray(batch.reward[0]).tolist() == [stored[i] for i in indices]
+    sample = segment(3, start=0.0, numpy=numpy)
+    sample.reward[:] = np.arange(5).reshape(5, 1) if numpy else torch.arange(5.0).view(5, 1)
+    sample.done[2, 1] = True  # stream 1 ends at row 2: row 2 is no training row
+    replay.put(sample, current_version=0)
+    assert len(replay) == 4 + 3 + 4 and replay.ready(11)
+    batch = replay.sample_batch(8)
+    assert batch.reward.shape == (3, 8) and batch.obs.obs.shape == (3, 8, 3)
+    assert batch.weight.shape == (3, 8) and batch.weight.dtype == torch.float32
+    torch.testing.assert_close(batch.weight, torch.ones(3, 8))  # equal priorities: uniform
+    stored = replay._storage
+    starts = stored["reward"][:11, 0].tolist()  # the row each window starts at
+    assert sorted(starts) == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 3]
+    last = [i for i in range(11) if starts[i] == 3]  # rows 3, 4 and the repeated row 4
+    assert all(stored["reward"][i].tolist() == [3, 4, 4] for i in last)
+    assert all(stored["truncated"][i].tolist() == [False, True, True] for i in last)
+    ended = [int(stored["done"][i].nonzero()) for i in range(11) if stored["done"][i].any()]
+    assert sorted(ended) == [1, 2]  # the windows from rows 0 and 1 of stream 1 reach row 2
 
 
 def test_replay_priorities_change_sampling_and_weights():
-    replay = PrioritizedSegmentReplay(capacity_segments=4, alpha=1.0, beta=1.0, seed=0)
-    replay.put(segment(4), current_version=0)
-    replay.update_priorities([0, 1, 2, 3], torch.tensor([1.0, 1.0, 1.0, 97.0]))
+    replay = PrioritizedReplayBuffer(size=4, alpha=1.0, beta=1.0)
+    replay.put(segment(4, rows=2), current_version=0)
+    replay.update_priorities(torch.tensor([1.0, 1.0, 1.0, 97.0]), [0, 1, 2, 3])
     counts = np.zeros(4)
     for _ in range(50):
-        _, weights, indices = replay.sample(4)
-        np.add.at(counts, indices, 1)
+        index = replay.sample_indices(4)
+        np.add.at(counts, index.numpy(), 1)
     assert counts[3] > 0.9 * counts.sum()  # P(3) = 0.97
-    _, weights, indices = replay.sample(64)
-    common = weights[torch.from_numpy(indices == 3)]
-    rare = weights[torch.from_numpy(indices != 3)]
+    index = replay.sample_indices(64)
+    weights = replay.gather(index).weight[0]
+    common, rare = weights[index == 3], weights[index != 3]
     assert rare.numel() > 0 and common.max() < rare.min()  # frequent items weigh less
     # new items enter at the largest priority seen so far
-    replay.put(segment(1, start=5.0), current_version=0)
+    replay.put(segment(1, rows=2, start=5.0), current_version=0)
     assert replay.tree[0] == pytest.approx(97.0, rel=1e-4)
-    with pytest.raises(ValueError, match="2 indices but 1 priorities"):
-        replay.update_priorities([0, 1], [1.0])
 
 
-def test_replay_overwrites_the_oldest_streams():
-    replay = PrioritizedSegmentReplay(capacity_segments=3, seed=0)
-    replay.put(segment(2, start=0.0), 0)
-    replay.put(segment(2, start=10.0), 0)
+def test_replay_overwrites_the_oldest_transitions():
+    replay = ExperienceReplayBuffer(3)
+    replay.put(segment(2, rows=2, start=0.0), 0)
+    replay.put(segment(2, rows=2, start=10.0), 0)
     assert len(replay) == 3
-    assert replay._storage.reward[:, 0].tolist() == [11.0, 1.0, 10.0]
-    with pytest.raises(ValueError, match="T \\+ 1 = 5"):
-        replay.put(segment(1, rows=4), 0)
+    assert replay._storage["obs"].obs[:, 0, 0].tolist() == [11.0, 1.0, 10.0]
     with pytest.raises(RuntimeError, match="empty"):
-        PrioritizedSegmentReplay(4).sample(2)
+        ExperienceReplayBuffer(4).sample_batch(2)
 
 
 def test_make_sample_buffer_by_trainer_or_kind():
     from looprl.agents import PPOTrainer
-    from looprl.agents.srl_dqn import SRLDQNTrainer
+    from looprl.agents.dqn import DQNTrainer
 
     assert isinstance(make_sample_buffer(PPOTrainer, batch_streams=2), OnPolicyBuffer)
-    replay = make_sample_buffer(SRLDQNTrainer, capacity_segments=4)
-    assert isinstance(replay, PrioritizedSegmentReplay)
+    replay = make_sample_buffer(DQNTrainer, size=4)
+    assert isinstance(replay, PrioritizedReplayBuffer)
+    assert type(make_sample_buffer("uniform", size=4)) is ExperienceReplayBuffer
     assert isinstance(make_sample_buffer("on_policy", batch_streams=1), OnPolicyBuffer)
     with pytest.raises(KeyError, match="on_policy"):
         make_sample_buffer("fifo")

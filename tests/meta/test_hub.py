@@ -149,7 +149,7 @@ def test_hp_epsilon_changes_how_dqn_acts(tmp_path: Path) -> None:
 def test_a_changed_reward_is_what_the_agent_learns_from(tmp_path: Path) -> None:
     experiment = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 100, meta=[BonusReward(100.0)])
     buffer = experiment.agent.replay_buffer
-    rewards = buffer._storage["reward"][: len(buffer)]
+    rewards = buffer._storage["reward"][: len(buffer), 1]  # what arrived after each action
     assert torch.all(rewards == 101.0)  # CartPole's 1 plus the bonus
     assert experiment.logger.mean_return100 < 100  # logged returns stay the env's own
 

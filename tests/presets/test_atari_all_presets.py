@@ -12,11 +12,8 @@ pytest.importorskip("ale_py")
 import torch  # noqa: E402
 
 import looprl.presets.atari as atari  # noqa: E402
-from looprl.agents.c51 import C51  # noqa: E402
-from looprl.agents.ddqn import DDQN  # noqa: E402
 from looprl.agents.dqn import DQN  # noqa: E402
 from looprl.agents.on_policy import OnPolicyAgent  # noqa: E402
-from looprl.agents.rainbow import Rainbow  # noqa: E402
 from looprl.agents.vpg import VPG  # noqa: E402
 from looprl.agents.vqn import VQN  # noqa: E402
 from looprl.agents.vsarsa import VSarsa  # noqa: E402
@@ -52,7 +49,7 @@ SMALL: dict[str, dict] = {
     "ppg": {"n_envs": 2, "n_steps": 16, "minibatch_size": 16, "epochs": 1, "n_policy": 2,
             "aux_epochs": 1, "aux_minibatch_size": 32},
 }
-AGENTS = {"dqn": DQN, "ddqn": DDQN, "c51": C51, "rainbow": Rainbow, "a2c": OnPolicyAgent,
+AGENTS = {"dqn": DQN, "ddqn": DQN, "c51": DQN, "rainbow": DQN, "a2c": OnPolicyAgent,
           "vac": OnPolicyAgent, "vpg": VPG, "vqn": VQN, "vsarsa": VSarsa, "ppo": OnPolicyAgent,
           "ppg": OnPolicyAgent}
 PARALLEL = {"a2c", "vac", "vqn", "vsarsa", "ppo", "ppg"}

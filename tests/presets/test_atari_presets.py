@@ -23,6 +23,7 @@ from looprl.experiments.experiment import (  # noqa: E402
     SingleEnvExperiment,
 )
 from looprl.memory.atari_replay import AtariReplayBuffer  # noqa: E402
+from looprl.memory.replay import transitions  # noqa: E402
 from looprl.presets import load_preset  # noqa: E402
 from looprl.presets.atari import dqn, ppo  # noqa: E402
 
@@ -136,7 +137,8 @@ def test_dqn_defaults_behave_like_the_deepmind_setup() -> None:
     acts += 1
     # the agent learned from clipped rewards, and a lost life was terminal for it
     buffer = inner.replay_buffer
-    states, _, rewards, next_states, _ = buffer.gather(buffer.ready.nonzero().squeeze(1))
+    ready = buffer.gather(buffer.ready.nonzero().squeeze(1))
+    states, _, rewards, next_states, _ = transitions(ready)
     assert best > 1.0 and 0.0 in expected_masks  # the env reported true scores
     assert rewards.tolist() == expected_rewards and next_states.mask.tolist() == expected_masks
     assert states.observation.shape[1:] == (4, 84, 84) and states.observation.dtype == torch.uint8

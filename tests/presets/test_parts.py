@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import torch
 
-from looprl.agents.ddqn import DDQNTrainer
 from looprl.agents.dqn import DQNTrainer
 from looprl.approximation import QNetwork
 from looprl.core import State, StateArray
@@ -81,10 +80,7 @@ def test_buffer_by_name(cartpole, name: str, kind: type) -> None:
 @pytest.mark.parametrize("name", ["q_learning", "double_q", "clipped_double_q"])
 def test_update_by_name(cartpole, name: str) -> None:
     trainer = _agent(cartpole, update=name).trainer
-    if name == "q_learning":  # the plain DQN trainer, as fast as before
-        assert type(trainer) is DQNTrainer
-    else:
-        assert type(trainer) is DDQNTrainer and trainer.update == name
+    assert type(trainer) is DQNTrainer and trainer.update == name
 
 
 @pytest.mark.parametrize("builder, hp, message", [

@@ -9,7 +9,7 @@ from looprl.agents.actor_critic import (
     actor_critic_policy,
     variant,
 )
-from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
+from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
@@ -21,8 +21,7 @@ from looprl.agents.ddpg import (
     OffPolicyAgent,
     TwinQ,
 )
-from looprl.agents.ddqn import DDQN, DDQNTrainer
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer, q_network_policy
 from looprl.agents.independent import (
     IndependentMultiagent,
     MaskedAgent,
@@ -32,14 +31,14 @@ from looprl.agents.independent import (
 from looprl.agents.on_policy import OnPolicyAgent, OnPolicyTrainer
 from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
-from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
+from looprl.agents.rainbow import rainbow_policy_and_trainer
 from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
 from looprl.agents.vqn import VQN, OnlineAgent
-from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.agents.vsarsa import VSarsa
 from looprl.core import register_policy, register_trainer
 
 __all__ = [
@@ -47,9 +46,7 @@ __all__ = [
     "ActorCriticNetwork",
     "ActorCriticPolicy",
     "ActorCriticTestAgent",
-    "C51",
     "C51Policy",
-    "C51TestAgent",
     "C51Trainer",
     "ContinuousPolicy",
     "ContinuousQ",
@@ -58,8 +55,6 @@ __all__ = [
     "DDPGPolicy",
     "DDPGTestAgent",
     "DDPGTrainer",
-    "DDQN",
-    "DDQNTrainer",
     "DQN",
     "DQNPolicy",
     "DQNTestAgent",
@@ -73,15 +68,12 @@ __all__ = [
     "OnlineAgent",
     "PPGTrainer",
     "PPOTrainer",
-    "Rainbow",
-    "RainbowTestAgent",
     "RandomAgent",
     "ReplayAgent",
     "SAC",
     "SACPolicy",
     "SACTestAgent",
     "SACTrainer",
-    "SarsaTrainer",
     "SingleStateAgent",
     "TD3",
     "TD3Policy",
@@ -94,6 +86,7 @@ __all__ = [
     "VQN",
     "VSarsa",
     "actor_critic_policy",
+    "q_network_policy",
     "rainbow_policy_and_trainer",
 ]
 
@@ -103,7 +96,7 @@ register_trainer("ppo", PPOTrainer)
 register_trainer("ppg", PPGTrainer)
 register_trainer("a2c", A2CTrainer)
 register_trainer("vac", VACTrainer)
-register_trainer("dqn", "looprl.agents.srl_dqn:SRLDQNTrainer")
+register_trainer("dqn", DQNTrainer)
 for _name in VARIANTS:
     register_policy(_name, variant(_name))
-register_policy("q-network", "looprl.agents.q_policy:QPolicy")
+register_policy("q-network", q_network_policy)

@@ -1,121 +1,336 @@
-"""Deep Q-Network (Mnih et al., 2015, https://www.nature.com/articles/nature14236).
+"""Deep Q-Networks (Mnih et al., 2015, https://www.nature.com/articles/nature14236), with
+Double DQN (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461) and Ape-X (Horgan
+et al., 2018, https://arxiv.org/abs/1803.00933) as options.
 
-* ``DQNPolicy`` -- epsilon-greedy action selection over a ``QNetwork``.
-* ``DQNTrainer`` -- ``step(batch)``: one regression of ``Q(s, a)`` onto TD targets from
-  the target network.
-* ``DQN`` -- the local ``Agent``: stores transitions in a replay buffer and lets the
-  trainer take ``gradient_steps`` steps every ``update_frequency`` steps.
+* ``DQNPolicy`` -- epsilon-greedy over a Q approximation: ``act(state)`` for local agents,
+  ``rollout(request)`` with one exploration rate per row (Ape-X's per-actor epsilons) and
+  ``analyze(sample, target="q")`` (seed 004). ``Policy(type_="q-network", args=...)`` builds
+  one over observation fields (``q_network_policy``).
+* ``DQNTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one regression of
+  ``Q(s_0, a_0)`` of each sampled window onto its n-step target (``update``: ``q_learning``,
+  ``double_q``, ``clipped_double_q`` or ``sarsa``), importance-weighted by the batch's
+  ``weight``; the new priorities are ``|td error|``. Registered as trainer ``"dqn"``.
+* ``DQN`` -- the local ``Agent``: stores transitions in a replay buffer, lets the trainer
+  take ``gradient_steps`` steps every ``update_frequency`` steps and gives the priorities
+  back to the buffer. Ape-X is the same trainer with ``n_step`` windows from a prioritized
+  buffer and actors exploring at ``apex_epsilons``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
-from looprl.agents.losses import dqn_loss, td_target
+from looprl.agents.losses import (
+    clipped_double_q_target,
+    double_q_target,
+    dqn_loss,
+    n_step_bootstrap,
+    td_target,
+)
 from looprl.agents.replay import ReplayAgent
+from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
     Agent,
     Policy,
     RolloutRequest,
     RolloutResult,
+    SampleBatch,
     State,
     StateArray,
     Trainer,
+    TrainerStepResult,
     deterministic_rows,
 )
+from looprl.core.namedarray import NamedArray, recursive_apply
+from looprl.core.suggest import did_you_mean
+from looprl.nn import Dueling, orthogonal_init
+from looprl.nn.fields import Backbone, field_shapes, observation_fields
 from looprl.policies import GreedyPolicy
 
+__all__ = [
+    "DQN", "DQNPolicy", "DQNTestAgent", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
+    "bootstrap", "q_network_policy",
+]
 
-def discount_of(next_states: Any, discount_factor: float) -> float | torch.Tensor:
-    """``next_states['discount']`` (n-step replay's ``gamma^k``) if stored, else gamma."""
-    return next_states["discount"] if "discount" in next_states else discount_factor
+#: The Q-value of an action masked out by the obs field ``action_mask``.
+MASKED_Q = -1e8
 
 
 class DQNPolicy(Policy):
-    """Epsilon-greedy policy over a ``QNetwork``.
+    """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or
+    an ``Approximation`` of a ``QModel``): anything whose ``q(state)`` / ``no_grad`` /
+    ``target`` map a ``StateArray`` to action values ``[*shape, num_actions]``.
+
+    Observations may be tensors or ``NamedArray`` s of observation fields (a ``QModel``
+    reads those, and masks actions by the field ``action_mask``).
 
     Args:
-        q: the ``QNetwork``.
+        q: the Q approximation.
         num_actions: size of the discrete action space.
         epsilon: exploration rate, a float or a schedule with a ``value`` property.
         exploration: another exploration policy over ``q`` (``looprl.policies.exploration``:
             ez-greedy, Boltzmann); it replaces the epsilon-greedy one.
+        seed: seeds the exploration (``None``: the global RNGs).
     """
 
-    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None):
+    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
+                 seed: int | None = None):
         self.q = q
         self.num_actions = num_actions
-        self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon)
+        self.epsilon = epsilon
+        self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
         self.version = 0
+        self._generator = None if seed is None else torch.Generator(q.device).manual_seed(seed)
+        self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
     @property
-    def module(self) -> torch.nn.Module:
+    def module(self) -> nn.Module:
         return self.q.model
+
+    @property
+    def device(self) -> torch.device:
+        return self.q.device
+
+    @property
+    def approximation(self) -> Any:
+        """The optimized approximation (``q``)."""
+        return self.q
 
     def act(self, state: State) -> Any:
         """An epsilon-greedy action for one state or each row of a ``StateArray``."""
         return self.greedy.no_grad(state.to(self.q.device))
 
+    def states(self, obs: Any, shape: tuple[int, ...]) -> StateArray:
+        """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``
+        (not terminal: a ``SampleBatch``'s ``done`` rows say where episodes end)."""
+        entries = self._entries.get(shape)
+        if entries is None:  # made once per shape: no new tensors per update
+            device = self.q.device
+            done = torch.zeros(shape, dtype=torch.bool, device=device)
+            entries = {"reward": torch.zeros(shape, device=device), "done": done,
+                       "mask": torch.ones(shape, device=device)}
+            self._entries[shape] = entries
+        return StateArray({"observation": obs, **entries}, shape, device=self.q.device)
+
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Epsilon-greedy actions for ``request.obs``; greedy rows where ``is_evaluation``."""
-        obs = torch.as_tensor(request.obs, device=self.q.device)
-        state = StateArray({"observation": obs}, (obs.shape[0],), device=self.q.device)
+        """Actions for ``request.obs`` (``[B, ...]``) and ``max_a Q`` (``value``).
+
+        Each row explores with its own rate (``request.exploration``, else the policy's
+        ``epsilon``), evaluation rows act greedily; an ``exploration`` policy given to the
+        constructor takes the rows without a rate.
+        """
+        obs = _on(request.obs, self.q.device)
+        state = self.states(obs, (_rows(obs),))
+        with torch.no_grad():
+            values = self.q.no_grad(state)
+        value, greedy = values.max(dim=-1)
         deterministic = deterministic_rows(request)
-        if isinstance(deterministic, torch.Tensor):
-            greedy = self.greedy.eval(state)
-            explore = self.greedy.no_grad(state)
-            return RolloutResult(action=torch.where(deterministic.to(obs.device), greedy, explore))
-        if deterministic:
-            return RolloutResult(action=self.greedy.eval(state))
-        return RolloutResult(action=self.greedy.no_grad(state))
+        rate = getattr(request, "exploration", None)
+        if rate is None and not isinstance(self.greedy, GreedyPolicy):
+            explored = self.greedy.no_grad(state)
+            if isinstance(deterministic, torch.Tensor):
+                explored = torch.where(deterministic.to(greedy.device), greedy, explored)
+            return RolloutResult(action=greedy if deterministic is True else explored,
+                                 value=value)
+        rows = len(values)
+        explore = self._rand(rows) < self._epsilons(rate, deterministic, rows)
+        return RolloutResult(action=torch.where(explore, self._random(values), greedy),
+                             value=value)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
-        """``Q(s, a)`` of the stored ``(states, actions)``, with gradients."""
-        states, actions = sample[0], sample[1]
-        return self.q(states, actions)
+        """``Q(sample.obs, .)`` ``[..., num_actions]`` with gradients, for obs of any leading
+        shape (that of ``sample.reward`` when the sample has one, else ``[B]``).
+
+        Raises:
+            ValueError: unknown ``target`` (only ``"q"``).
+        """
+        if (target or "q") != "q":
+            raise ValueError(f"unknown analyze target {target!r}; DQNPolicy supports 'q'")
+        obs = _on(sample["obs"], self.q.device)
+        reward = sample["reward"] if "reward" in sample.fields else None
+        shape = tuple(reward.shape) if reward is not None else (_rows(obs),)
+        return self.q(self.states(obs, shape))
+
+    def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> torch.Tensor:
+        """The exploration rate of each row (``rate``, else ``epsilon``): 0 on evaluation
+        rows."""
+        if rate is None:
+            rate = self.epsilon.value if hasattr(type(self.epsilon), "value") else self.epsilon
+        eps = torch.as_tensor(rate, dtype=torch.float32, device=self.q.device).flatten()
+        if eps.numel() not in (1, rows):
+            raise ValueError(f"exploration has {eps.numel()} rates for {rows} rows; give one "
+                             "per row or one for the batch")
+        eps = eps.expand(rows)
+        if isinstance(deterministic, torch.Tensor):
+            if deterministic.numel() != rows:
+                raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {rows}")
+            return torch.where(deterministic.to(eps.device), 0.0, eps)
+        return torch.zeros_like(eps) if deterministic else eps
+
+    def _rand(self, *shape: int) -> torch.Tensor:
+        return torch.rand(shape, generator=self._generator, device=self.q.device)
+
+    def _random(self, values: torch.Tensor) -> torch.Tensor:
+        """A uniformly random action per row, among the unmasked ones (``Q > MASKED_Q``)."""
+        scores = self._rand(*values.shape).masked_fill(values <= MASKED_Q, -1.0)
+        return scores.argmax(dim=-1)
+
+
+def _on(obs: Any, device: torch.device) -> Any:
+    if isinstance(obs, NamedArray):
+        return obs.to(device)
+    return torch.as_tensor(obs, device=device)
+
+
+def _rows(obs: Any) -> int:
+    if isinstance(obs, NamedArray):
+        return len(next(leaf for leaf in obs.values() if leaf is not None))
+    return obs.shape[0]
+
+
+# -- targets ------------------------------------------------------------------------------
+def bootstrap(batch: SampleBatch, gamma: float, n_step: int
+              ) -> tuple[torch.Tensor, torch.Tensor, Any, torch.Tensor]:
+    """Row 0's n-step return, discount (0 if terminal), the bootstrap observations and the
+    action taken there (``[B]`` each) of ``[T + 1, B]`` windows
+    (``looprl.agents.losses.n_step_bootstrap``)."""
+    if batch.reward.shape[0] == 2:  # one-step windows: no gathering
+        discount = torch.where(batch.done[1], 0.0, gamma)
+        return batch.reward[1], discount, batch.obs[1], batch.action[1]
+    returns, boot, discount = n_step_bootstrap(
+        batch.reward, batch.done, batch.truncated, gamma, n_step, rows=1
+    )
+    row, columns = boot[0], torch.arange(boot.shape[1], device=boot.device)
+
+    def at_boot(leaf: torch.Tensor) -> torch.Tensor:
+        return leaf[row.to(leaf.device), columns.to(leaf.device)]
+
+    obs = recursive_apply(batch.obs, at_boot) if isinstance(batch.obs, NamedArray) \
+        else at_boot(batch.obs)
+    return returns[0], discount[0], obs, at_boot(batch.action)
+
+
+def _max(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
+    return q.target(next_states).max(dim=-1).values
+
+
+def _double(target: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    def values(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
+        return target(0.0, q.no_grad(next_states), q.target(next_states), 1.0, 1.0)
+
+    return values
+
+
+def _sarsa(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
+    return q.target(next_states, next_actions)
+
+
+#: Bootstrap values of the DQN family by name: ``rule(q, next_states, next_actions)``
+#: (``looprl.agents.losses.value`` holds their math).
+UPDATES: dict[str, Callable[..., torch.Tensor]] = {
+    "q_learning": _max,
+    "double_q": _double(double_q_target),
+    "clipped_double_q": _double(clipped_double_q_target),
+    "sarsa": _sarsa,
+}
 
 
 class DQNTrainer(Trainer):
-    """One gradient step of Q-learning per ``step`` call.
+    """One gradient step of (n-step, double) Q-learning per ``step`` (registered ``"dqn"``).
+
+    ``step(batch)`` learns ``Q(s_0, a_0)`` of each column of ``[T + 1, B]`` windows (one
+    transition with the ``T`` steps after it; a column whose row 0 ended an episode weighs 0)
+    from ``r^(K) + gamma^K * V(s_K)``, ``K <= n_step`` cut at the episode's end, with the
+    target network's ``V`` as ``update`` says. The returned ``TrainerStepResult.priorities``
+    are ``|td error|`` per column, for a prioritized buffer.
 
     Args:
-        policy: the ``DQNPolicy`` whose ``QNetwork`` (and its target network) is trained.
-        discount_factor: gamma (for transitions without a stored ``discount``).
+        policy: the ``DQNPolicy`` whose ``q`` (with its target network) is trained.
+        discount_factor: gamma.
+        n_step: the most steps per return (the windows' ``T`` bounds it too).
+        update: the bootstrap value, a name in ``UPDATES``.
+        double_q: shorthand for ``update="double_q"`` (``False`` keeps ``update``).
         huber: Huber loss (default) or mean squared error.
+        seed: unused (no randomness); accepted for a uniform trainer signature.
     """
 
-    def __init__(self, policy: DQNPolicy, discount_factor: float = 0.99, huber: bool = True):
+    #: the trainer-side buffer of a distributed run (``looprl.memory.make_sample_buffer``)
+    sample_buffer = "prioritized"
+
+    def __init__(self, policy: DQNPolicy, discount_factor: float = 0.99, n_step: int = 1,
+                 update: str = "q_learning", double_q: bool = False, huber: bool = True,
+                 seed: int | None = None):
+        if n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {n_step}")
         self._policy = policy
         self.discount_factor = discount_factor
+        self.n_step = n_step
+        self.update = check_update("double_q" if double_q else update)
+        self._rule = UPDATES[self.update]
         self.huber = huber
+        self.steps = 0
 
     @property
     def policy(self) -> DQNPolicy:
         return self._policy
 
-    def step(self, batch: tuple) -> dict[str, torch.Tensor]:
-        """``batch`` is ``(states, actions, rewards, next_states, weights)`` from replay."""
-        states, actions, rewards, next_states, weights = batch
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        """One update on ``batch``; see the class docstring."""
         q = self._policy.q
-        values = q(states, actions)
-        next_values = q.target(next_states).max(dim=-1).values
-        discount = discount_of(next_states, self.discount_factor)
-        targets = td_target(rewards, next_values, next_states.mask, discount)
+        values, targets, weights = self._values_and_targets(batch)
         loss = dqn_loss(values, targets, weights, huber=self.huber)
         q.reinforce(loss)
-        self.predictions = {"q_values": values.detach()}
+        return self._finish(loss, values.detach(), targets - values.detach())
+
+    def _values_and_targets(self, batch: SampleBatch) -> tuple[torch.Tensor, ...]:
+        """``Q(s_0, a_0)`` (with gradients), the targets and the weights of ``batch``."""
+        policy, streams = self._policy, (batch.reward.shape[1],)
+        returns, discount, next_obs, next_action = bootstrap(
+            batch, self.discount_factor, self.n_step)
+        values = policy.q(policy.states(batch.obs[0], streams), batch.action[0])
+        next_values = self._rule(policy.q, policy.states(next_obs, streams), next_action)
+        targets = td_target(returns, next_values, 1.0, discount)
+        return values, targets, row_weights(batch)
+
+    def _finish(self, loss: torch.Tensor, values: torch.Tensor,
+                td_error: torch.Tensor) -> TrainerStepResult:
+        self.steps += 1
         self._policy.version += 1
-        return {"loss": loss.detach()}
+        self.predictions, self.td_error = {"q_values": values}, td_error
+        priorities = td_error.abs()
+        stats = {"loss": loss.detach(), "td": priorities.mean()}
+        return TrainerStepResult(stats, self.steps, priorities)
 
 
+def row_weights(batch: SampleBatch) -> torch.Tensor:
+    """Row 0's weight per column: the importance weight (1 without: a bool), 0 where row 0
+    ended an episode (no transition leaves a final observation)."""
+    transition = ~(batch.done[0] | batch.truncated[0])
+    return transition if batch.weight is None else transition * batch.weight[0]
+
+
+def check_update(update: str) -> str:
+    """``update`` if it names one of ``UPDATES``, else a one-line ``ValueError``."""
+    if update not in UPDATES:
+        hint = did_you_mean(update, list(UPDATES))
+        raise ValueError(
+            f"Unknown update {update!r} for the DQN family.{hint} Valid: {', '.join(UPDATES)}"
+        )
+    return update
+
+
+# -- local agents ---------------------------------------------------------------------------
 class DQN(ReplayAgent):
-    """Local DQN agent (single environment), as in seed 003.
+    """Local agent of the DQN family (single environment), as in seed 003.
 
-    Takes ``ReplayAgent``'s arguments: the ``DQNPolicy`` and ``DQNTrainer``, a replay buffer,
-    ``minibatch_size`` (32), ``replay_start_size`` (1000), ``update_frequency`` (1) and
-    ``gradient_steps`` (1).
+    Takes ``ReplayAgent``'s arguments: the policy and trainer, a replay buffer (uniform,
+    prioritized, n-step or Atari; its ``sample_batch`` windows feed ``trainer.step``, whose
+    priorities go back to ``update_priorities``), ``minibatch_size`` (32),
+    ``replay_start_size`` (1000), ``update_frequency`` (1) and ``gradient_steps`` (1).
     """
 
     def act(self, state: State) -> Any:
@@ -127,8 +342,11 @@ class DQN(ReplayAgent):
 
     def _train(self) -> None:
         if self._should_train():
+            buffer = self.replay_buffer
             for _ in range(self.gradient_steps):
-                self.trainer.step(self.replay_buffer.sample(self.minibatch_size))
+                result = self.trainer.step(buffer.sample_batch(self.minibatch_size))
+                if result.priorities is not None:
+                    buffer.update_priorities(result.priorities)
 
 
 class DQNTestAgent(Agent):
@@ -141,3 +359,70 @@ class DQNTestAgent(Agent):
 
     def act(self, state: State) -> Any:
         return self.greedy.no_grad(state.to(self.policy.q.device))
+
+
+# -- the ready-made Q-network over observation fields (seed 004) ----------------------------
+class QModel(nn.Module):
+    """Observation fields to action values ``[*lead, action_dim]``, for any leading shape.
+
+    ``forward(state, actions=None)`` reads ``state["observation"]`` (a ``NamedArray`` of
+    fields or one array); actions masked by the field ``action_mask`` get ``MASKED_Q``.
+
+    Args:
+        obs_dim: ``{field: dim or shape}`` it reads (an int or a shape: the field ``obs``).
+        action_dim: number of discrete actions.
+        hidden_dim, num_layers, activation: the MLP.
+        dueling: value and advantage streams instead of one linear layer.
+    """
+
+    def __init__(self, obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_layers: int = 2,
+                 activation: str = "relu", dueling: bool = False):
+        super().__init__()
+        self.backbone = Backbone(field_shapes(obs_dim), hidden_dim, num_layers, activation)
+        features = self.backbone.out_features
+
+        def linear(out: int) -> nn.Module:
+            return orthogonal_init(nn.Linear(features, out), 1.0)
+
+        self.head = Dueling(linear(1), linear(action_dim)) if dueling else linear(action_dim)
+
+    def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
+        obs = state["observation"] if isinstance(state, State) else state
+        device = next(self.parameters()).device
+        fields, lead, mask = observation_fields(obs, self.backbone.encoder.shapes, device)
+        values = self.head(self.backbone.features(fields))
+        if mask is not None:
+            values = values.masked_fill(~mask, MASKED_Q)
+        values = values.reshape(*lead, -1)
+        if actions is None:
+            return values
+        index = torch.as_tensor(actions, device=values.device).long().unsqueeze(-1)
+        return values.gather(-1, index).squeeze(-1)
+
+
+def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_layers: int = 2,
+                     activation: str = "relu", dueling: bool = False, epsilon: float = 0.05,
+                     lr: float = 3e-4, clip_grad: float = 10.0, target_update: int = 500,
+                     device: str | torch.device = "cpu", seed: int | None = None) -> DQNPolicy:
+    """A ``DQNPolicy`` over a ``QModel`` (registered as policy ``"q-network"``).
+
+    Args:
+        obs_dim, action_dim, hidden_dim, num_layers, activation, dueling: see ``QModel``.
+        epsilon: exploration rate of rows without a ``request.exploration``.
+        lr: Adam's learning rate.
+        clip_grad: maximum gradient norm of the updates (0: off).
+        target_update: updates between copies into the target network.
+        device: where the parameters live.
+        seed: seeds the initial weights and the exploration (``None``: torch's global RNG).
+    """
+    if not isinstance(action_dim, int) or action_dim <= 0:
+        raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
+    with torch.random.fork_rng(devices=[], enabled=seed is not None):
+        if seed is not None:
+            torch.manual_seed(seed)
+        model = QModel(obs_dim, action_dim, hidden_dim, num_layers, activation, dueling)
+    device = torch.device(device)
+    model = model.to(device)
+    q = Approximation(model, torch.optim.Adam(model.parameters(), lr=lr), clip_grad=clip_grad,
+                      device=device, target=FixedTarget(target_update), name="q")
+    return DQNPolicy(q, action_dim, epsilon, seed=seed)

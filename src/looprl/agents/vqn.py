@@ -6,9 +6,9 @@ once with the TD target ``r + gamma * mask * max_a Q(s', a)``; the parallel envi
 decorrelate the batch in place of a replay buffer.
 
 * ``DQNPolicy`` (epsilon-greedy, one decision per row) acts;
-* ``DQNTrainer`` (reused unchanged) takes one gradient step per batch;
-* ``VQN`` -- the local ``ParallelAgent`` that forms the batch from consecutive
-  ``StateArray`` s. Rows leaving a ``done`` state (next-step autoreset) get weight 0.
+* ``DQNTrainer`` takes one gradient step per batch: a ``[2, n_envs]`` ``SampleBatch`` of the
+  previous and the current step (rows leaving a ``done`` state, next-step autoreset, weigh 0);
+* ``VQN`` -- the local ``ParallelAgent``; ``OnlineAgent`` forms the batches.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from looprl.agents.dqn import DQNPolicy
-from looprl.core import ParallelAgent, StateArray, Trainer
+from looprl.core import ParallelAgent, SampleBatch, StateArray, Trainer
 
 __all__ = ["VQN", "OnlineAgent"]
 
@@ -28,7 +28,7 @@ class OnlineAgent(ParallelAgent):
 
     Args:
         policy: an epsilon-greedy ``DQNPolicy``.
-        trainer: steps on ``(states, actions, rewards, next_states, weights)`` batches.
+        trainer: steps on ``[2, n_envs]`` ``SampleBatch`` es (``DQNTrainer``).
     """
 
     def __init__(self, policy: DQNPolicy, trainer: Trainer):
@@ -38,10 +38,19 @@ class OnlineAgent(ParallelAgent):
         self._state: StateArray | None = None
         self._action: torch.Tensor | None = None
 
-    def _batch(self, state: StateArray) -> tuple:
-        """The transitions from the previous step to ``state``; invalid rows weigh 0."""
-        weights = (~self._state.done).float()
-        return self._state, self._action, state.reward, state, weights
+    def _batch(self, state: StateArray, action: Any = None) -> SampleBatch:
+        """The one-step segment from the previous step to ``state`` (``action``: the one
+        taken at ``state``, for SARSA)."""
+        previous = self._state
+        rows = (previous, state)
+        taken = self._action if action is None else action
+        return SampleBatch(
+            obs=torch.stack([s.observation for s in rows]),
+            action=torch.stack([self._action, taken]),
+            reward=torch.stack([previous.reward, state.reward]).float(),
+            done=torch.stack([s.terminated for s in rows]),
+            truncated=torch.stack([s.truncated for s in rows]),
+        )
 
 
 class VQN(OnlineAgent):

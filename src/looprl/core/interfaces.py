@@ -8,7 +8,8 @@ Read this file as the table of contents of the library:
 * ``Policy`` -- ``rollout(request) -> result`` turns a batch of observations into actions
   (plus what a trainer needs later); ``analyze(sample, target)`` re-evaluates a stored
   batch for a loss (seed 004).
-* ``Trainer`` -- ``step(batch) -> stats`` updates a policy's parameters from a batch.
+* ``Trainer`` -- ``step(batch) -> TrainerStepResult`` updates a policy's parameters from a
+  ``SampleBatch``.
 * ``Preset`` / ``ParallelPreset`` -- configured factories of training and test agents.
 
 The local experiment loop, the outer-loop runners and the Ray workers all use these same
@@ -109,11 +110,13 @@ class Trainer(metaclass=_ByName):
 
     After ``step``, ``predictions`` holds what the update computed (``q_values``,
     ``values``, ``log_probs``: detached tensors) for the metrics dictionary; it is replaced
-    by each step, never mutated. ``metrics`` is the run's metrics dictionary when meta
-    components are attached (``None`` otherwise), for update rules that read it.
+    by each step, never mutated. ``td_error`` holds the last step's per-sample TD errors
+    (value-based trainers; ``None`` otherwise). ``metrics`` is the run's metrics dictionary
+    when meta components are attached (``None`` otherwise), for update rules that read it.
     """
 
     predictions: dict[str, Any] = {}  # noqa: B006
+    td_error: Any = None
     metrics: dict[str, Any] | None = None
 
     @property
@@ -122,8 +125,9 @@ class Trainer(metaclass=_ByName):
         """The policy whose parameters this trainer optimizes."""
 
     @abstractmethod
-    def step(self, batch: Any) -> dict[str, float | torch.Tensor]:
-        """Advance one training step on ``batch``; return statistics to be logged."""
+    def step(self, batch: Any) -> Any:
+        """Advance one training step on ``batch`` (a ``SampleBatch``); return a
+        ``TrainerStepResult`` (statistics to log, new priorities)."""
 
 
 class Preset(ABC):
@@ -234,6 +238,11 @@ class SampleBatch:
         policy_state: recurrent memory *before* each row (``None`` for feed-forward).
         log_prob, value: the policy's outputs at each row (actor-critic methods).
         policy_version: the ``Policy.version`` that chose each row's action.
+        weight: importance weights of the streams ``[T + 1, B]``, constant along time
+            (prioritized replay); ``None`` weighs every stream 1.
+
+    A one-step replay transition ``(s, a, r, s')`` is a segment with ``T = 1``: row 0 holds
+    ``obs=s, action=a``, row 1 ``obs=s', reward=r`` and whether ``s'`` ended the episode.
     """
 
     obs: Any
@@ -245,6 +254,7 @@ class SampleBatch:
     log_prob: Any = None
     value: Any = None
     policy_version: Any = None
+    weight: Any = None
 
 
 class TrainerStepResult:

@@ -247,7 +247,7 @@ def _segment(rows: list[dict[str, Any]]) -> SampleBatch:
     first = rows[0]
 
     def column(name: str) -> Any:
-        if first[name] is None:
+        if first.get(name) is None:  # fields no actor records (weight) stay None
             return None
         if isinstance(first[name], NamedArray):
             return stack([row[name] for row in rows])[:, None]

@@ -28,12 +28,13 @@ class TrainerCore:
     """A trainer and the sample buffer it learns from.
 
     Args:
-        trainer: an SRL ``Trainer`` (``step(SampleBatch) -> TrainerStepResult``).
-        buffer: ``"on_policy"`` or ``"prioritized"`` (``None``: ``trainer.sample_buffer``).
+        trainer: a ``Trainer`` (``step(SampleBatch) -> TrainerStepResult``).
+        buffer: ``"on_policy"``, ``"uniform"`` or ``"prioritized"`` replay (``None``:
+            ``trainer.sample_buffer``).
         buffer_args: the buffer's arguments. On-policy buffers take ``batch_streams`` (default
-            8) and ``max_lag``; prioritized replay takes ``capacity_segments`` (default 2000),
-            ``batch`` (segments per step, default 32), ``min_size`` (default ``batch``) and
-            ``alpha``/``beta``.
+            8) and ``max_lag``; replay takes ``size`` (transitions, default 100,000),
+            ``batch`` (transitions per step, default 32), ``min_size`` (default ``batch``),
+            ``n_step`` (default: the trainer's) and, prioritized, ``alpha``/``beta``.
     """
 
     def __init__(self, trainer: Any, buffer: str | None = None,
@@ -43,11 +44,12 @@ class TrainerCore:
         self.trainer = trainer
         args = dict(buffer_args or {})
         kind = buffer or getattr(trainer, "sample_buffer", None)
-        self.prioritized = kind == "prioritized"
-        if self.prioritized:
+        self.replay = kind in ("uniform", "prioritized")
+        if self.replay:
             self.batch = int(args.pop("batch", 32))
             self.min_size = int(args.pop("min_size", self.batch))
-            args.setdefault("capacity_segments", 2000)
+            args.setdefault("size", 100_000)
+            args.setdefault("n_step", getattr(trainer, "n_step", 1))
         else:
             args.setdefault("batch_streams", 8)
             args.setdefault("max_lag", max_lag)
@@ -69,7 +71,7 @@ class TrainerCore:
 
     def ready(self) -> bool:
         """Whether ``train_step`` would train now."""
-        return self.buffer.ready(self.min_size) if self.prioritized else self.buffer.ready()
+        return self.buffer.ready(self.min_size) if self.replay else self.buffer.ready()
 
     def train_step(self) -> TrainerStepResult | None:
         """One ``Trainer.step`` on what the buffer holds (``None``: not enough yet)."""
@@ -80,26 +82,26 @@ class TrainerCore:
         self.finish(batch, result)
         return result
 
-    def next_batch(self) -> tuple[SampleBatch, Any, Any] | None:
-        """``(sample, weights, indices)`` for the next step (``None``: not ready). Weights and
-        indices are ``None`` for on-policy buffers."""
-        if not self.prioritized:
+    def next_batch(self) -> tuple[SampleBatch, Any] | None:
+        """``(sample, indices)`` for the next step (``None``: not ready); ``indices`` of
+        replayed transitions, ``None`` for on-policy buffers."""
+        if not self.replay:
             self.dropped += self.buffer.drop_stale(self.policy.version)
         if not self.ready():
             return None
-        if not self.prioritized:
-            return self.buffer.get(), None, None
-        return self.buffer.sample(self.batch)
+        if not self.replay:
+            return self.buffer.get(), None
+        index = self.buffer.sample_indices(self.batch)
+        return self.buffer.gather(index), index
 
-    def learn(self, batch: tuple[SampleBatch, Any, Any]) -> TrainerStepResult:
+    def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
         """``Trainer.step`` on ``batch`` (touches the trainer only, not the buffer)."""
-        sample, weights, _ = batch
-        return self.trainer.step(sample) if weights is None else self.trainer.step(sample, weights)
+        return self.trainer.step(batch[0])
 
-    def finish(self, batch: tuple[SampleBatch, Any, Any], result: TrainerStepResult) -> None:
-        """Hand the step's new priorities back to a prioritized buffer."""
-        if self.prioritized and result.priorities is not None:
-            self.buffer.update_priorities(batch[2], result.priorities)
+    def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
+        """Hand the step's new priorities back to a replay buffer."""
+        if self.replay and result.priorities is not None:
+            self.buffer.update_priorities(result.priorities, batch[1])
 
     def state_dict(self) -> dict[str, Any]:
         """The trainer, its policy (with optimizer) and counters, for a checkpoint."""
@@ -209,7 +211,7 @@ def _collect(runner: EnvRunner, policy: Any) -> None:
 
 def _train(core: TrainerCore, report: PipelineReport) -> None:
     """Train on everything an on-policy buffer holds; one step per env step from replay."""
-    steps = 1 if core.prioritized else math.inf
+    steps = 1 if core.replay else math.inf
     while steps > 0 and core.ready():
         steps -= 1
         version = core.policy.version

@@ -4,8 +4,8 @@ ready-made policy and an SRL trainer (``looprl run algorithm=ppo ... runtime=ray
 ``ppo`` and ``ppg`` become an ``actor-critic-separate`` policy (``actor-critic-auxiliary`` for
 PPG) with the preset's MLP, optimizer settings and schedules, trained on segments of
 ``n_steps`` rows from ``n_envs`` streams per update (the local rollout's shape); ``dqn`` and
-``ddqn`` become a ``q-network`` with Ape-X exploration rates per actor and the ``dqn`` trainer
-on prioritized segments.
+``ddqn`` become a ``q-network`` with Ape-X exploration rates per actor and the local presets'
+``DQNTrainer`` on n-step windows of prioritized replay.
 
 ``continuous.ppo`` is ``ppo`` with Gaussian actions (the same MLPs, the preset's initial
 log-std, actions mapped onto the env's bounds).
@@ -124,20 +124,21 @@ def _actor_critic(preset: str, hp: dict[str, Any], env: str, env_args: dict[str,
 
 def _q_learning(hp: dict[str, Any], env: str, env_args: dict[str, Any], actors: int,
                 obs_dim: dict[str, Any], action: Any) -> tuple[AlgorithmSpec, dict[str, Any]]:
+    """Ape-X: the local preset's ``DQNTrainer`` on ``n_steps`` windows (3 unless the preset
+    says) from prioritized replay, each actor exploring at its ``apex_epsilons`` rate."""
     if not hasattr(action, "n"):
         raise ValueError(f"dqn needs discrete actions; {env} has {action}")
     n_step = hp.get("n_steps", 3)
     policy_args = {"obs_dim": obs_dim, "action_dim": int(action.n), "hidden_dim": hp["hidden"],
-                   "lr": hp["lr"], "clip_grad": hp["clip_grad"] or 0.0}
+                   "lr": hp["lr"], "clip_grad": hp["clip_grad"] or 0.0,
+                   "target_update": hp["target_update_frequency"]}
     trainer_args = {"discount_factor": hp["discount_factor"], "n_step": n_step,
-                    "target_update": hp["target_update_frequency"],
-                    "double_q": hp.get("update", "double_q") != "q_learning",
-                    "huber": hp["huber"]}
-    buffer_args = {"capacity_segments": max(hp["replay_buffer_size"] // n_step, 1),
-                   "batch": hp["minibatch_size"],
-                   "min_size": max(hp["replay_start_size"] // n_step, hp["minibatch_size"]),
+                    "update": hp.get("update", "double_q"), "huber": hp["huber"]}
+    buffer_args = {"size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
+                   "min_size": max(hp["replay_start_size"], hp["minibatch_size"]),
                    "alpha": hp.get("alpha", 0.6), "beta": hp.get("beta", 0.4)}
     spec = AlgorithmSpec(env=env, env_args=env_args, policy="q-network",
                          policy_args=policy_args, trainer="dqn", trainer_args=trainer_args,
-                         buffer_args=buffer_args, explorations=apex_epsilons(actors))
+                         buffer="prioritized", buffer_args=buffer_args,
+                         explorations=apex_epsilons(actors))
     return spec, {"segment_length": n_step}

@@ -106,7 +106,7 @@ class TrainerWorker:
         ``runtime.sync``, the caller waits until a step has trained on its samples, unless
         every actor feeding this trainer waits and the batch still needs more samples.
         """
-        while not self.core.prioritized and not self._stop.is_set():
+        while not self.core.replay and not self._stop.is_set():
             with self._lock:
                 if len(self.core.buffer) < self._capacity:
                     break

@@ -4,7 +4,7 @@ from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplay
 from looprl.memory.nstep import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
-from looprl.memory.samples import OnPolicyBuffer, PrioritizedSegmentReplay, make_sample_buffer
+from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = [
@@ -14,7 +14,6 @@ __all__ = [
     "OnPolicyBuffer",
     "PrioritizedAtariReplayBuffer",
     "PrioritizedReplayBuffer",
-    "PrioritizedSegmentReplay",
     "SegmentBuffer",
     "SumTree",
     "importance_weights",

@@ -16,11 +16,13 @@ needed the frame it overwrites. Like ``ExperienceReplayBuffer``, transitions out
 state are skipped, so episode boundaries (including the ``EpisodicLife`` body's life losses)
 are never crossed.
 
-**N-step returns** (``n_steps > 1``) are computed from the ring when sampling, as Dopamine
-does: slot ``k`` gives ``R = sum_{j<m} gamma^j r[k + j]`` and the state ``m`` steps later,
-with ``m = n_steps`` or fewer when a step in between is ``done`` or the stored sequence
-breaks (slot ``k + j`` holds no stored continuation); ``mask`` and ``done`` are those of the
-last step and ``next_states["discount"]`` is ``gamma^m``. A window only reaches newer
+**Sampling** (``sample_batch``) gives each slot's window as ``[n_steps + 1, B]``
+``SampleBatch`` rows (as Dopamine reads n-step returns from the ring): row ``j`` is the state
+``j`` steps after slot ``k`` with the reward and episode end of the step into it, up to
+``m = n_steps`` steps or fewer when a step in between is ``done`` or the stored sequence
+breaks (slot ``k + j`` holds no stored continuation); row ``m`` is then repeated and marked
+``truncated`` unless it terminated, so the trainer's n-step return
+(``agents.losses.n_step_bootstrap``) stops there. A window only reaches newer
 frames, which the ring overwrites last, so the invalidation above covers it. A transition
 can be sampled (``ready``) once its window is complete: the newest ``n_steps - 1``
 transitions of a running episode wait.
@@ -38,9 +40,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core import State, StateArray
+from looprl.core import SampleBatch, State, StateArray
 from looprl.memory.prioritized import SumTree, importance_weights
-from looprl.memory.replay import ReplayContents
+from looprl.memory.replay import ReplayContents, transitions
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
@@ -69,8 +71,7 @@ class AtariReplayBuffer(ReplayContents):
         generator: torch RNG used for sampling (for reproducibility).
         check_stacking: verify on every ``store`` that frames continue (a few microseconds);
             without it a discontinuous transition is stored with wrong frames.
-        n_steps: steps per transition (``1``: one-step transitions, no ``discount`` entry).
-        discount_factor: gamma of the n-step returns.
+        n_steps: steps per window (``1``: one-step transitions).
     """
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
@@ -83,7 +84,6 @@ class AtariReplayBuffer(ReplayContents):
         generator: torch.Generator | None = None,
         check_stacking: bool = True,
         n_steps: int = 1,
-        discount_factor: float = 0.99,
     ):
         if size < 2:
             raise ValueError(f"Replay buffer size must be at least 2, got {size}")
@@ -94,7 +94,6 @@ class AtariReplayBuffer(ReplayContents):
         self.generator = generator
         self.check_stacking = check_stacking
         self.n_steps = int(n_steps)
-        self.discount_factor = discount_factor
         self.stack = 0
         self._pos = 0  # next slot to write
         self._filled = 0  # slots written so far (up to size)
@@ -262,55 +261,61 @@ class AtariReplayBuffer(ReplayContents):
             found += candidates.shape[0]
         return torch.cat(chosen)[:batch_size]
 
-    def sample(self, batch_size: int):
-        """A minibatch ``(states, actions, rewards, next_states, weights)`` with stacked
-        uint8 observations (see ``ExperienceReplayBuffer.sample``); with ``n_steps > 1``
-        rewards are n-step returns and ``next_states["discount"]`` holds ``gamma^m``."""
+    def sample_batch(self, batch_size: int) -> SampleBatch:
+        """``batch_size`` windows ``[n_steps + 1, batch_size]`` of stacked uint8 observations
+        (see ``ExperienceReplayBuffer.sample_batch``)."""
         return self.gather(self.sample_indices(batch_size))
 
-    def _windows(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The discounted return, the number of steps ``m`` and the last slot of the n-step
-        window of each slot in ``index`` (one vectorized pass per step)."""
-        returns = self.reward[index]
+    def sample(self, batch_size: int) -> tuple:
+        """Seed 003's ``(states, actions, rewards, next_states, weights)`` of one-step
+        windows (``looprl.memory.replay.transitions``)."""
+        return transitions(self.sample_batch(batch_size))
+
+    def _steps(self, index: torch.Tensor) -> torch.Tensor:
+        """The number of steps ``m`` of the n-step window of each slot in ``index``: up to
+        ``n_steps``, stopped by an episode end or a break in the stored sequence."""
         steps = torch.ones_like(index)
         going = torch.ones_like(index, dtype=torch.bool)
         for j in range(1, self.n_steps):
             previous, slot = (index + j - 1) % self.size, (index + j) % self.size
             going &= ~self.done[previous] & self.valid[slot]  # episode end or break: stop
-            returns = returns + torch.where(going, self.discount_factor**j * self.reward[slot], 0.0)
             steps += going
-        return returns, steps, (index + steps - 1) % self.size
+        return steps
 
-    def gather(self, index: torch.Tensor):
-        """The transitions at slots ``index``, in the format of ``sample``."""
+    def gather(self, index: torch.Tensor) -> SampleBatch:
+        """The windows of slots ``index`` as a time-major ``SampleBatch``: row ``k`` is the
+        state ``k`` steps after slot ``index`` (the last one repeated past the window's
+        end, which is ``truncated`` where the window was cut without a termination)."""
         index = index.cpu()
-        returns, steps, last = self._windows(index)
-        device = self.device
+        rows = torch.arange(self.n_steps + 1).unsqueeze(1)
+        steps = self._steps(index).unsqueeze(0)
+        offset = torch.minimum(rows, steps)  # [n + 1, B]
         if self.n_steps == 1:  # one window of stack + 1 frames holds both observations
-            window = self.frames[(index.unsqueeze(-1) + self._offsets[1]) % self.size].to(device)
-            observation, next_observation = window[:, :-1], window[:, 1:]
+            window = self.frames[(index.unsqueeze(-1) + self._offsets[1]) % self.size]
+            obs = torch.stack([window[:, :-1], window[:, 1:]])
         else:
-            slots = torch.stack([index, last + 1]).unsqueeze(-1) + self._offsets[0]
-            observation, next_observation = self.frames[slots % self.size].to(device)
-        n = index.shape[0]
-        rewards = returns.to(device)
-        states = StateArray({"observation": observation}, (n,), device=device)
-        next_states = StateArray(
-            {
-                "observation": next_observation,
-                "reward": rewards,
-                "mask": self.mask[last].to(device),
-                "done": self.done[last].to(device),
-            },
-            (n,),
-            device=device,
+            slots = (index + offset).unsqueeze(-1) + self._offsets[0]
+            obs = self.frames[slots % self.size]
+        arrived = (index + offset - 1) % self.size  # the transition each row arrived with
+        first = rows == 0
+        terminal = (self.mask[arrived] == 0) & ~first
+        cut = (rows >= steps) & (steps < self.n_steps)  # by a break in the sequence
+        truncated = (self.done[arrived] | cut) & ~terminal
+        device = self.device
+        return SampleBatch(
+            obs=obs.to(device),
+            action=self.action[(index + offset) % self.size].to(device),
+            reward=torch.where(first, 0.0, self.reward[arrived]).to(device),
+            done=terminal.to(device),
+            truncated=(truncated & ~first).to(device),
+            weight=self.weights(index),
         )
-        if self.n_steps > 1:
-            next_states["discount"] = (self.discount_factor ** steps.float()).to(device)
-        weights = torch.ones(n, device=device)
-        return states, self.action[index].to(device), rewards, next_states, weights
 
-    def update_priorities(self, td_errors: torch.Tensor) -> None:
+    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
+        """Importance weights of ``index`` (``None``: uniform replay)."""
+        return None
+
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Uniform replay ignores priorities (kept for interface compatibility)."""
 
 
@@ -324,7 +329,7 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
     sampling. Weights and ``update_priorities`` are those of ``PrioritizedReplayBuffer``.
 
     Args:
-        size, device, generator, check_stacking, n_steps, discount_factor: see
+        size, device, generator, check_stacking, n_steps: see
             ``AtariReplayBuffer``.
         alpha: how much prioritization is used (``0``: uniform over ready slots).
         beta: importance-sampling exponent, a float or a schedule with a ``value``
@@ -339,12 +344,11 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
         generator: torch.Generator | None = None,
         check_stacking: bool = True,
         n_steps: int = 1,
-        discount_factor: float = 0.99,
         alpha: float = 0.6,
         beta: Any = 0.4,
         epsilon: float = 1e-5,
     ):
-        super().__init__(size, device, generator, check_stacking, n_steps, discount_factor)
+        super().__init__(size, device, generator, check_stacking, n_steps)
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.alpha = alpha
@@ -396,24 +400,33 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
         values = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
         return torch.from_numpy(self.tree.find(values))
 
-    def gather(self, index: torch.Tensor):
-        """The transitions at ``index`` with importance weights normalized over the ready
-        transitions; remembers ``index`` for ``update_priorities``."""
+    def gather(self, index: torch.Tensor) -> SampleBatch:
         self._apply_updates()
-        states, actions, rewards, next_states, _ = super().gather(index)
+        return super().gather(index)
+
+    def weights(self, index: torch.Tensor) -> torch.Tensor:
+        """Importance weights ``[n_steps + 1, B]`` normalized over the ready transitions;
+        remembers ``index`` for ``update_priorities``."""
         self._last_index = index.cpu().numpy()
         probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
         beta = self.beta.value if self._scheduled_beta else self.beta
         weights = importance_weights(probabilities, self._count, beta).float().to(self.device)
-        return states, actions, rewards, next_states, weights
+        return weights.expand(self.n_steps + 1, -1)
 
-    def update_priorities(self, td_errors: torch.Tensor) -> None:
-        """Set ``p_k = |td_error_k| + epsilon`` for the slots of the last sample that are
-        still ready."""
-        if self._last_index is None:
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
+        """Set ``p_k = |priority_k| + epsilon`` for the slots ``index`` (default: those of
+        the last sample) that are still ready."""
+        index = self._last_index if index is None else np.asarray(index).reshape(-1)
+        if index is None:
             raise RuntimeError("update_priorities() needs a sample() first")
         self._apply_updates()
-        priorities = td_errors.detach().abs().double().cpu().numpy().reshape(-1) + self.epsilon
+        priorities = np.abs(_as_numpy(priorities)) + self.epsilon
         self.max_priority = max(self.max_priority, float(priorities.max()))
-        keep = self._np["ready"][self._last_index]
-        self.tree.update(self._last_index[keep], priorities[keep] ** self.alpha)
+        keep = self._np["ready"][index]
+        self.tree.update(index[keep], priorities[keep] ** self.alpha)
+
+
+def _as_numpy(values: Any) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=np.float64).reshape(-1)

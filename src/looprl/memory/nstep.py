@@ -1,11 +1,12 @@
-"""N-step replay: transitions ``(s_t, a_t, R_t^(n), s_{t+k}, mask, gamma^k)`` (Sutton, 1988;
-used by Rainbow, Hessel et al. 2018, https://arxiv.org/abs/1710.02298).
+"""N-step replay: each transition is stored with the ``n`` steps that follow it (Sutton,
+1988; used by Rainbow, Hessel et al. 2018, https://arxiv.org/abs/1710.02298).
 
-``R_t^(n) = sum_{j<k} gamma^j r_{t+j+1}`` with ``k = n``, or fewer steps when the episode
-ends first. Termination and truncation stay apart: ``mask`` is 0 only when the episode
-terminated within the ``k`` steps, so a truncated episode still bootstraps from its last
-state with ``gamma^k``. Sampled ``next_states`` carry that discount as the ``discount``
-entry, which the value-based trainers use in place of ``gamma``.
+``NStepReplayBuffer`` keeps the last ``n + 1`` rows of every stream and writes a window of
+``n + 1`` rows (``SampleBatch``'s row convention) into the wrapped buffer once a transition
+is ``n`` steps old, or when its episode ends; a window cut by the episode's end repeats its
+final row. The trainer computes the n-step return and its ``gamma^k`` from the window
+(``looprl.agents.losses.n_step_bootstrap``): termination and truncation stay apart, so a
+truncated episode still bootstraps from its final observation.
 """
 
 from __future__ import annotations
@@ -14,39 +15,34 @@ from typing import Any
 
 import torch
 
-from looprl.core import State, StateArray
+from looprl.core import SampleBatch, State, StateArray
 
 __all__ = ["NStepReplayBuffer"]
 
 
 class NStepReplayBuffer:
-    """Accumulates n-step returns per stream and stores them in a wrapped buffer.
+    """Cuts each stream into ``n``-step windows and stores them in a wrapped buffer.
 
-    A stream is a single environment (``State`` inputs) or one row of ``StateArray``
-    inputs. Each stream keeps its last ``n`` steps; a step's transition is written once
-    it is ``n`` steps old or when its episode ends (done), whichever comes first.
+    A stream is a single environment (``State`` inputs) or one row of ``StateArray`` inputs.
 
     Args:
         n: the number of steps (``1`` gives ordinary one-step transitions).
-        discount_factor: gamma.
         buffer: the wrapped ring buffer (an ``ExperienceReplayBuffer`` or
-            ``PrioritizedReplayBuffer``); this object must be its only writer, so that the
-            discounts kept here stay aligned with its slots.
+            ``PrioritizedReplayBuffer``) with ``n_step == n``.
     """
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
     metrics: dict[str, Any] | None = None
 
-    def __init__(self, n: int, discount_factor: float, buffer: Any):
+    def __init__(self, n: int, buffer: Any):
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
+        if buffer.n_step != n:
+            raise ValueError(f"the wrapped buffer stores {buffer.n_step}-step windows, not {n}")
         self.n = n
-        self.discount_factor = discount_factor
         self.buffer = buffer
-        self.discounts = torch.zeros(buffer.size, device=buffer.store_device)
-        self._written = 0
-        self._t = 0
-        self._pending: dict[str, torch.Tensor] | None = None
+        self._rows: dict[str, torch.Tensor] | None = None  # [streams, n + 1, ...]
+        self._length: torch.Tensor | None = None  # rows held per stream
 
     def __len__(self) -> int:
         return len(self.buffer)
@@ -56,84 +52,85 @@ class NStepReplayBuffer:
         return self.buffer.size
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Record one step per stream; write the transitions that are complete."""
+        """Record one step per stream; write the windows that are complete."""
         if state is None:
             return
         if not isinstance(state, StateArray):
             state, action, next_state = _as_batch(state, action, next_state)
         device = self.buffer.store_device
         state, next_state = state.to(device), next_state.to(device)
-        if self._pending is None:
-            self._allocate(state, torch.as_tensor(action, device=device))
-        self._add(state, torch.as_tensor(action, device=device), next_state)
-        self._t += 1
+        action = torch.as_tensor(action, device=device)
+        if self._rows is None:
+            self._allocate(state, action)
+        self._add(state, action, next_state)
 
     def _allocate(self, state: StateArray, action: torch.Tensor) -> None:
-        rows, n, device = state.shape[0], self.n, self.buffer.store_device
+        streams, rows, device = state.shape[0], self.n + 1, self.buffer.store_device
+
+        def zeros(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+            return torch.zeros((streams, rows, *shape), dtype=dtype, device=device)
+
         obs = state.observation
-        self._pending = {
-            "observation": torch.zeros((rows, n, *obs.shape[1:]), dtype=obs.dtype, device=device),
-            "action": torch.zeros((rows, n, *action.shape[1:]), dtype=action.dtype, device=device),
-            "return": torch.zeros((rows, n), device=device),
-            "age": torch.full((rows, n), -1, dtype=torch.long, device=device),
+        self._rows = {
+            "obs": zeros(obs.shape[1:], obs.dtype),
+            "action": zeros(action.shape[1:], action.dtype),
+            "reward": zeros((), torch.float32),
+            "done": zeros((), torch.bool),
+            "truncated": zeros((), torch.bool),
         }
+        self._length = torch.zeros(streams, dtype=torch.long, device=device)
 
     def _add(self, state: StateArray, action: torch.Tensor, next_state: StateArray) -> None:
-        p = self._pending
-        slot = self._t % self.n
+        r, length = self._rows, self._length
         valid = ~state.done
-        p["observation"][valid, slot] = state.observation[valid]
-        p["action"][valid, slot] = action[valid]
-        p["return"][valid, slot] = 0.0
-        p["age"][valid, slot] = 0
-        live = (p["age"] >= 0) & valid.unsqueeze(1)
-        reward = next_state.reward.float().unsqueeze(1)
-        p["return"] += torch.where(live, self.discount_factor ** p["age"].clamp_min(0) * reward, 0)
-        p["age"] += live.long()
-        ready = live & ((p["age"] >= self.n) | next_state.done.unsqueeze(1))
-        self._emit(ready, next_state)
+        start = valid & (length == 0)  # a stream's first step: its row 0 is `state`
+        if bool(start.any()):
+            r["obs"][start, 0] = state.observation[start]
+            for key in ("reward", "done", "truncated"):
+                r[key][start, 0] = 0
+            length[start] = 1
+        streams = valid.nonzero(as_tuple=True)[0]
+        last = length[streams]
+        r["action"][streams, last - 1] = action[streams]
+        terminal = next_state.mask[streams] == 0
+        r["obs"][streams, last] = next_state.observation[streams]
+        r["reward"][streams, last] = next_state.reward[streams].float()
+        r["done"][streams, last] = terminal
+        r["truncated"][streams, last] = next_state.done[streams] & ~terminal
+        length[streams] = last + 1
+        ended = torch.zeros_like(valid)
+        ended[streams] = next_state.done[streams].bool()
+        full = valid & (length == self.n + 1) & ~ended
+        if bool(full.any()):
+            self.buffer.write({key: value[full] for key, value in r.items()})
+            for value in r.values():
+                value[full, :-1] = value[full, 1:].clone()
+            length[full] = self.n
+        for stream in ended.nonzero(as_tuple=True)[0].tolist():
+            self._flush(stream)
 
-    def _emit(self, ready: torch.Tensor, next_state: StateArray) -> None:
-        rows, slots = ready.nonzero(as_tuple=True)
-        if rows.numel() == 0:
-            return
-        p = self._pending
-        k = rows.shape[0]
-        device = rows.device
-        states = StateArray({"observation": p["observation"][rows, slots]}, (k,), device=device)
-        ends = StateArray(
-            {
-                "observation": next_state.observation[rows],
-                "reward": p["return"][rows, slots],
-                "mask": next_state.mask[rows].float(),
-                "done": next_state.done[rows],
-            },
-            (k,),
-            device=device,
-        )
-        self.buffer.store(states, p["action"][rows, slots], ends)
-        index = (self._written + torch.arange(k, device=device)) % self.size
-        self.discounts[index] = self.discount_factor ** p["age"][rows, slots].float()
-        self._written += k
-        p["age"][rows, slots] = -1
+    def _flush(self, stream: int) -> None:
+        """Write every window of ``stream``'s finished episode, each cut at its final row."""
+        held = int(self._length[stream])
+        rows = torch.arange(held - 1).unsqueeze(1) + torch.arange(self.n + 1)
+        rows = rows.clamp(max=held - 1).to(self._length.device)
+        self.buffer.write({key: value[stream][rows] for key, value in self._rows.items()})
+        self._length[stream] = 0
 
-    def sample(self, batch_size: int):
-        """``(states, actions, returns, next_states, weights)``; ``next_states['discount']``
-        holds ``gamma^k`` of each transition."""
-        return self.gather(self.buffer.sample_indices(batch_size))
+    def sample_batch(self, batch_size: int) -> SampleBatch:
+        """``batch_size`` windows as one ``[n + 1, batch_size]`` ``SampleBatch``."""
+        return self.buffer.sample_batch(batch_size)
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         return self.buffer.sample_indices(batch_size)
 
-    def gather(self, index: torch.Tensor):
-        """The transitions at ``index`` in the format of ``sample``."""
-        states, actions, rewards, next_states, weights = self.buffer.gather(index)
-        next_states["discount"] = self.discounts[index].to(rewards.device)
-        return states, actions, rewards, next_states, weights
+    def gather(self, index: torch.Tensor) -> SampleBatch:
+        """The windows at ``index`` (see ``sample_batch``)."""
+        return self.buffer.gather(index)
 
-    def update_priorities(self, td_errors: torch.Tensor) -> None:
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Passed on to the wrapped buffer."""
-        self.buffer.update_priorities(td_errors)
+        self.buffer.update_priorities(priorities, index)
 
 
 def _as_batch(state: State, action: Any, next_state: State) -> tuple:

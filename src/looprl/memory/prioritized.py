@@ -4,9 +4,9 @@
   prefix-sum ``find`` in ``O(log n)`` per element, vectorized over the batch.
 * ``PrioritizedReplayBuffer`` -- proportional prioritization: transition ``i`` is sampled
   with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``; the batch carries importance
-  weights ``(N P(i))^-beta / max w``; ``update_priorities(td_errors)`` sets
-  ``p_i = |td_i| + eps`` for the transitions of the last sample; new transitions enter at
-  the largest priority seen so far.
+  weights ``(N P(i))^-beta / max w`` (``SampleBatch.weight``); ``update_priorities(p)`` sets
+  ``p_i = |p_i| + eps`` for the transitions of the last sample; new transitions enter at the
+  largest priority seen so far.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core import State, StateArray
 from looprl.memory.replay import ExperienceReplayBuffer
 
 __all__ = ["PrioritizedReplayBuffer", "SumTree", "importance_weights"]
@@ -84,14 +83,19 @@ class SumTree:
 class PrioritizedReplayBuffer(ExperienceReplayBuffer):
     """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``.
 
+    Sampled batches carry their importance weights in ``SampleBatch.weight``;
+    ``update_priorities(priorities)`` takes a trainer's new priorities
+    (``TrainerStepResult.priorities``, e.g. ``|td error|``) of the last sample, or of the
+    transitions ``index`` when given.
+
     Args:
         size: capacity in transitions.
         alpha: how much prioritization is used (``0``: uniform).
         beta: importance-sampling exponent, a float or a schedule with a ``value``
             property read once per ``sample`` (anneal it to 1 over training).
-        epsilon: added to ``|td_error|`` so that no priority is zero.
-        device, store_device, generator: see ``ExperienceReplayBuffer``; ``generator``
-            draws the stratified uniforms of ``sample_indices``.
+        epsilon: added to the new priorities so that none is zero.
+        device, store_device, generator, n_step: see ``ExperienceReplayBuffer``;
+            ``generator`` draws the stratified uniforms of ``sample_indices``.
     """
 
     def __init__(
@@ -103,8 +107,10 @@ class PrioritizedReplayBuffer(ExperienceReplayBuffer):
         device: str | torch.device = "cpu",
         store_device: str | torch.device | None = None,
         generator: torch.Generator | None = None,
+        n_step: int = 1,
     ):
-        super().__init__(size, device=device, store_device=store_device, generator=generator)
+        super().__init__(size, device=device, store_device=store_device, generator=generator,
+                         n_step=n_step)
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.alpha = alpha
@@ -119,20 +125,11 @@ class PrioritizedReplayBuffer(ExperienceReplayBuffer):
         fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
         return {**super()._empty_contents(), **fresh}
 
-    def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store transitions (see ``ExperienceReplayBuffer``) at the maximal priority."""
-        if state is None:
-            return
-        if isinstance(state, StateArray):
-            n = int((~state.done).sum())
-        else:
-            n = 0 if state.done else 1
-        if n == 0:
-            return
-        start = self._pos
-        super().store(state, action, next_state)
-        index = (start + np.arange(min(n, self.size))) % self.size
+    def _advance(self, n: int) -> None:
+        """New transitions enter at the largest priority seen so far."""
+        index = (self._pos + np.arange(n)) % self.size
         self.tree.update(index, self.max_priority**self.alpha)
+        super()._advance(n)
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Indices drawn proportionally to priority, one per equal segment of the total."""
@@ -143,20 +140,28 @@ class PrioritizedReplayBuffer(ExperienceReplayBuffer):
         index = np.minimum(self.tree.find(values), self._len - 1)
         return torch.from_numpy(index)
 
-    def gather(self, index: torch.Tensor):
-        """The transitions at ``index`` with their importance weights; remembers ``index``
-        for ``update_priorities``."""
-        states, actions, rewards, next_states, _ = super().gather(index)
+    def weights(self, index: torch.Tensor) -> torch.Tensor:
+        """Importance weights ``[n_step + 1, B]`` of ``index``; remembers ``index`` for
+        ``update_priorities``."""
         self._last_index = index.cpu().numpy()
         probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
         beta = self.beta.value if self._scheduled_beta else self.beta
         weights = importance_weights(probabilities, self._len, beta).float().to(self.device)
-        return states, actions, rewards, next_states, weights
+        return weights.expand(self._storage["reward"].shape[1], -1)
 
-    def update_priorities(self, td_errors: torch.Tensor) -> None:
-        """Set ``p_i = |td_error_i| + epsilon`` for the transitions of the last sample."""
-        if self._last_index is None:
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
+        """Set ``p_i = |priority_i| + epsilon`` for the transitions ``index`` (default: those
+        of the last sample)."""
+        index = self._last_index if index is None else np.asarray(index).reshape(-1)
+        if index is None:
             raise RuntimeError("update_priorities() needs a sample() first")
-        priorities = td_errors.detach().abs().double().cpu().numpy().reshape(-1) + self.epsilon
+        priorities = _host(priorities) + self.epsilon
         self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.tree.update(self._last_index, priorities**self.alpha)
+        self.tree.update(index, priorities**self.alpha)
+
+
+def _host(priorities: Any) -> np.ndarray:
+    """``|priorities|`` as a flat float64 numpy array."""
+    if isinstance(priorities, torch.Tensor):
+        priorities = priorities.detach().cpu().numpy()
+    return np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1))

@@ -1,8 +1,17 @@
 """Experience replay: a preallocated ring buffer of transitions with O(1) ``store``.
 
-Storage is allocated on the first ``store`` from the shapes and dtypes it sees, so no
-space needs to be declared up front. Transitions out of a ``done`` state are skipped (the
+Each item is one transition as a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds
+``s_t`` and ``a_t``, row ``k`` the observation and the ``reward``/``done``/``truncated`` that
+arrived ``k`` steps later; see ``looprl.core.SampleBatch``). ``sample_batch(b)`` returns
+``b`` of them as one time-major ``[n_step + 1, b]`` ``SampleBatch`` -- what the trainers
+learn from; ``sample(b)`` gives one-step windows as seed 003's
+``(states, actions, rewards, next_states, weights)`` tuple.
+
+Storage is allocated on the first write from the shapes and dtypes it sees, so no space
+needs to be declared up front. Transitions out of a ``done`` state are skipped (the
 environment was reset and the action discarded), as are stores with no previous state.
+``put(segment)`` cuts the ``[T + 1, B]`` segments actors send (``looprl.distributed``) into
+windows, one per training row.
 """
 
 from __future__ import annotations
@@ -14,9 +23,15 @@ from typing import Any
 
 import torch
 
-from looprl.core import State, StateArray
+from looprl.core import SampleBatch, State, StateArray
+from looprl.core.namedarray import NamedArray, recursive_apply
+
+__all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", "transitions"]
 
 _SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=True)
+
+#: The fields of a stored window besides ``obs``.
+_FIELDS = ("action", "reward", "done", "truncated")
 
 
 @contextmanager
@@ -48,14 +63,46 @@ class ReplayContents:
         return state
 
 
+def transitions(batch: SampleBatch) -> tuple:
+    """Seed 003's ``(states, actions, rewards, next_states, weights)`` view of one-step
+    windows ``[2, B]``: ``next_states.mask`` is 0 where the transition terminated and
+    ``next_states.done`` marks any episode end.
+
+    Raises:
+        ValueError: ``batch`` holds n-step windows (use the ``SampleBatch`` itself).
+    """
+    if batch.reward.shape[0] != 2:
+        raise ValueError(f"the (states, actions, ...) tuple needs one-step windows, got "
+                         f"{batch.reward.shape[0] - 1}-step ones: learn from the SampleBatch")
+    n = batch.reward.shape[1]
+    device = batch.reward.device
+    states = StateArray({"observation": batch.obs[0]}, (n,), device=device)
+    terminal = batch.done[1]
+    next_states = StateArray(
+        {"observation": batch.obs[1], "reward": batch.reward[1], "mask": (~terminal).float(),
+         "done": terminal | batch.truncated[1]}, (n,), device=device,
+    )
+    weights = torch.ones(n, device=device) if batch.weight is None else batch.weight[0]
+    return states, batch.action[0], batch.reward[1], next_states, weights
+
+
+def _time_major(x: Any) -> Any:
+    """Items ``[B, rows, ...]`` as ``[rows, B, ...]`` (a view), for tensors and NamedArrays."""
+    if isinstance(x, NamedArray):
+        return recursive_apply(x, lambda leaf: leaf.transpose(0, 1))
+    return x.transpose(0, 1)
+
+
 class ExperienceReplayBuffer(ReplayContents):
-    """Uniform replay of ``(state, action, reward, next_state)`` transitions.
+    """Uniform replay of transitions (see the module docstring).
 
     Args:
         size: capacity in transitions (the oldest are overwritten).
         device: where sampled batches are returned.
         store_device: where transitions are kept (defaults to ``device``).
         generator: torch RNG used for sampling (for reproducibility).
+        n_step: steps per window (``NStepReplayBuffer`` writes n-step windows; ``put``
+            cuts segments into windows of this many steps).
     """
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
@@ -67,16 +114,20 @@ class ExperienceReplayBuffer(ReplayContents):
         device: str | torch.device = "cpu",
         store_device: str | torch.device | None = None,
         generator: torch.Generator | None = None,
+        n_step: int = 1,
     ):
         if size < 1:
             raise ValueError(f"Replay buffer size must be positive, got {size}")
+        if n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {n_step}")
         self.size = int(size)
         self.device = device
         self.store_device = store_device or device
         self.generator = generator
+        self.n_step = int(n_step)
         self._pos = 0
         self._len = 0
-        self._storage: dict[str, torch.Tensor] | None = None
+        self._storage: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return self._len
@@ -84,12 +135,19 @@ class ExperienceReplayBuffer(ReplayContents):
     def _empty_contents(self) -> dict[str, Any]:
         return {"_storage": None, "_pos": 0, "_len": 0}
 
-    def _allocate(self, example: dict[str, torch.Tensor]) -> None:
+    def _allocate(self, window: dict[str, Any]) -> None:
+        """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
+
+        def empty(leaf: torch.Tensor) -> torch.Tensor:
+            return torch.zeros((self.size, *leaf.shape), dtype=leaf.dtype,
+                               device=self.store_device)
+
         self._storage = {
-            key: torch.empty((self.size, *value.shape), dtype=value.dtype, device=self.store_device)
-            for key, value in example.items()
+            key: recursive_apply(value, empty) if isinstance(value, NamedArray) else empty(value)
+            for key, value in window.items()
         }
 
+    # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store one transition (or one per row when given ``StateArray`` batches)."""
         if state is None:
@@ -99,77 +157,131 @@ class ExperienceReplayBuffer(ReplayContents):
             return
         if state.done:
             return
-        self._write(
-            observation=state.observation,
-            action=torch.as_tensor(action),
-            reward=torch.as_tensor(next_state.reward, dtype=torch.float32),
-            next_observation=next_state.observation,
-            mask=torch.as_tensor(next_state.mask, dtype=torch.float32),
-            done=torch.as_tensor(next_state.done, dtype=torch.bool),
-        )
-
-    def _write(self, **transition: torch.Tensor) -> None:
+        action = torch.as_tensor(action)
         if self._storage is None:
-            self._allocate(transition)
-        pos = self._pos
-        for key, value in transition.items():
-            self._storage[key][pos] = value
-        self._pos = (pos + 1) % self.size
-        self._len = min(self._len + 1, self.size)
+            self._allocate(_window_example(state.observation, action))
+        s, pos = self._storage, self._pos
+        s["obs"][pos, 0] = state.observation
+        s["obs"][pos, 1] = next_state.observation
+        s["action"][pos, 0] = action
+        s["reward"][pos, 1] = next_state.reward
+        terminal = next_state.mask == 0
+        s["done"][pos, 1] = terminal
+        s["truncated"][pos, 1] = bool(next_state.done) and not terminal
+        self._advance(1)
 
     def _store_batch(self, state: StateArray, action: Any, next_state: StateArray) -> None:
         keep = ~state.done
-        rows = {
-            "observation": state.observation[keep],
-            "action": torch.as_tensor(action)[keep],
-            "reward": next_state.reward[keep].float(),
-            "next_observation": next_state.observation[keep],
-            "mask": next_state.mask[keep].float(),
-            "done": next_state.done[keep],
-        }
-        n = rows["observation"].shape[0]
-        if n == 0:
+        if not bool(keep.any()):
             return
+        device = self.store_device
+        state, next_state = state[keep].to(device), next_state[keep].to(device)
+        action = torch.as_tensor(action, device=keep.device)[keep].to(device)
+        terminal = next_state.mask == 0
+        start = torch.zeros_like(terminal)
+        self.write({
+            "obs": torch.stack([state.observation, next_state.observation], 1),
+            "action": torch.stack([action, torch.zeros_like(action)], 1),
+            "reward": torch.stack([torch.zeros_like(next_state.reward).float(),
+                                   next_state.reward.float()], 1),
+            "done": torch.stack([start, terminal], 1),
+            "truncated": torch.stack([start, next_state.done & ~terminal], 1),
+        })
+
+    def write(self, items: dict[str, Any]) -> None:
+        """Store windows given item-major (``{field: [k, rows, ...]}``, ``obs`` a tensor or a
+        ``NamedArray``), overwriting the oldest."""
         if self._storage is None:
-            self._allocate({k: v[0] for k, v in rows.items()})
+            self._allocate({key: value[0] for key, value in items.items()})
+        n = len(items["reward"])
+        if n > self.size:  # only the last `size` survive
+            items = {key: value[n - self.size :] for key, value in items.items()}
+            n = self.size
         index = (torch.arange(n) + self._pos) % self.size
-        for key, value in rows.items():
-            self._storage[key][index] = value
+        for key, value in items.items():
+            self._storage[key][index.to(_device_of(self._storage[key]))] = value
+        self._advance(n)
+
+    def _advance(self, n: int) -> None:
         self._pos = (self._pos + n) % self.size
         self._len = min(self._len + n, self.size)
 
+    def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
+        """Store each training row of ``[T + 1, B]`` segments as an ``n_step`` window.
+
+        A window that would run past row ``T`` ends there: its last real row is marked
+        ``truncated`` (the stream is cut, so the target bootstraps from it) and repeated.
+        ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay keeps old
+        samples. Returns ``True``.
+        """
+        sample = sample.to(self.store_device)
+        last = sample.reward.shape[0] - 1
+        rows = torch.arange(last).unsqueeze(1) + torch.arange(self.n_step + 1)  # [T, n + 1]
+        cut = (rows >= last) & (rows[:, -1:] > last)  # windows running past row T end there
+        rows = rows.clamp(max=last).to(sample.reward.device)
+        train = ~(sample.done[:-1].bool() | sample.truncated[:-1].bool())  # [T, B]
+
+        def windows(leaf: torch.Tensor) -> torch.Tensor:  # [T, n + 1, B, ...] -> [k, n + 1, ...]
+            return leaf[rows].transpose(1, 2)[train]
+
+        items = {"obs": recursive_apply(sample.obs, windows) if isinstance(sample.obs, NamedArray)
+                 else windows(sample.obs)}
+        for key in _FIELDS:
+            items[key] = windows(torch.as_tensor(getattr(sample, key)))
+        items["done"], items["truncated"] = items["done"].bool(), items["truncated"].bool()
+        ends = cut.unsqueeze(1).expand(-1, train.shape[1], -1)[train].to(items["done"].device)
+        items["truncated"] |= ends & ~items["done"]
+        if len(items["reward"]):
+            self.write(items)
+        return True
+
+    def ready(self, min_size: int) -> bool:
+        """Whether at least ``min_size`` transitions are stored."""
+        return self._len >= min_size
+
+    # -- sampling -------------------------------------------------------------------------
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform indices of stored transitions."""
         if self._len == 0:
             raise RuntimeError("Cannot sample from an empty replay buffer")
         return torch.randint(0, self._len, (batch_size,), generator=self.generator)
 
-    def sample(self, batch_size: int):
-        """A minibatch ``(states, actions, rewards, next_states, weights)``.
-
-        ``states``/``next_states`` are ``StateArray`` objects (``next_states.mask`` is 0
-        where the transition terminated); ``weights`` are ones (uniform replay).
-        """
+    def sample_batch(self, batch_size: int) -> SampleBatch:
+        """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
         return self.gather(self.sample_indices(batch_size))
 
-    def gather(self, index: torch.Tensor):
-        """The transitions at ``index``, in the format of ``sample``."""
-        s = self._storage
-        device = self.device
-        obs = s["observation"][index].to(device)
-        next_obs = s["next_observation"][index].to(device)
-        rewards = s["reward"][index].to(device)
-        mask = s["mask"][index].to(device)
-        n = index.shape[0]
-        states = StateArray({"observation": obs}, (n,), device=device)
-        done = s["done"][index].to(device)
-        next_states = StateArray(
-            {"observation": next_obs, "reward": rewards, "mask": mask, "done": done},
-            (n,),
-            device=device,
-        )
-        weights = torch.ones(n, device=device)
-        return states, s["action"][index].to(device), rewards, next_states, weights
+    def sample(self, batch_size: int) -> tuple:
+        """A minibatch ``(states, actions, rewards, next_states, weights)`` (seed 003; see
+        ``transitions``); trainers use ``sample_batch``."""
+        return transitions(self.sample_batch(batch_size))
 
-    def update_priorities(self, td_errors: torch.Tensor) -> None:
+    def gather(self, index: torch.Tensor) -> SampleBatch:
+        """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
+        s, device = self._storage, self.device
+        fields = {key: _time_major(value[index]).to(device) for key, value in s.items()}
+        return SampleBatch(**fields, weight=self.weights(index))
+
+    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
+        """Importance weights of ``index`` (``None``: uniform replay)."""
+        return None
+
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Uniform replay ignores priorities (kept for interface compatibility)."""
+
+
+def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
+    """A zeroed one-step window of ``observation``'s and ``action``'s shapes and dtypes."""
+    obs = torch.as_tensor(observation)
+    return {
+        "obs": obs.unsqueeze(0).expand(2, *obs.shape),
+        "action": action.unsqueeze(0).expand(2, *action.shape),
+        "reward": torch.zeros(2),
+        "done": torch.zeros(2, dtype=torch.bool),
+        "truncated": torch.zeros(2, dtype=torch.bool),
+    }
+
+
+def _device_of(storage: Any) -> torch.device:
+    if isinstance(storage, NamedArray):
+        return next(leaf for leaf in storage.values() if leaf is not None).device
+    return storage.device

@@ -6,12 +6,12 @@ batches out (no Ray here: plain numpy or torch, whichever the samples hold):
 * ``OnPolicyBuffer`` (PPO, PPG) -- drops segments made by a policy more than ``max_lag``
   versions old and concatenates the rest along the stream dimension into batches of
   ``batch_streams`` columns.
-* ``PrioritizedSegmentReplay`` (Ape-X DQN) -- stores each stream of a segment as one replay
-  item, samples items in proportion to ``priority^alpha`` with importance weights, and takes
-  new priorities back from the trainer.
+* the local replay buffers (DQN, Ape-X) -- ``ExperienceReplayBuffer`` (``"uniform"``) and
+  ``PrioritizedReplayBuffer`` (``"prioritized"``) cut segments into ``n_step`` windows
+  (``put``) and sample ``SampleBatch`` es of them.
 
 ``make_sample_buffer(trainer_or_kind, **kwargs)`` picks the one a trainer names in its
-``sample_buffer`` class attribute (``"on_policy"`` or ``"prioritized"``).
+``sample_buffer`` class attribute (``"on_policy"``, ``"uniform"`` or ``"prioritized"``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ import torch
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, recursive_apply
-from looprl.memory.prioritized import SumTree, importance_weights
+from looprl.memory.prioritized import PrioritizedReplayBuffer
+from looprl.memory.replay import ExperienceReplayBuffer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OnPolicyBuffer", "PrioritizedSegmentReplay", "make_sample_buffer"]
+__all__ = ["OnPolicyBuffer", "make_sample_buffer"]
 
 
 def _rows_and_streams(sample: SampleBatch) -> tuple[int, int]:
@@ -150,121 +151,8 @@ class OnPolicyBuffer:
         self._pending.clear()
 
 
-class PrioritizedSegmentReplay:
-    """Proportional prioritized replay of segment streams (Ape-X; Schaul et al., 2016).
-
-    Each stream (column) of a ``[T + 1, B]`` segment is one item: ``put`` stores ``B`` items
-    at the largest priority seen so far, ``sample(b)`` draws ``b`` items with probability
-    ``p_i^alpha / sum_k p_k^alpha`` and importance weights ``(N P(i))^-beta / max w``, and
-    ``update_priorities`` sets new priorities (``|p| + epsilon``). Storage is preallocated at
-    the first ``put``; the oldest items are overwritten when full.
-
-    Args:
-        capacity_segments: items (streams) it holds.
-        alpha: prioritization exponent (0: uniform).
-        beta: importance-sampling exponent, a float or a schedule with a ``value`` property.
-        epsilon: added to new priorities so that none is zero.
-        seed: seeds the sampling.
-    """
-
-    def __init__(
-        self,
-        capacity_segments: int,
-        alpha: float = 0.6,
-        beta: Any = 0.4,
-        epsilon: float = 1e-6,
-        seed: int | None = None,
-    ):
-        if capacity_segments < 1:
-            raise ValueError(f"capacity_segments must be >= 1, got {capacity_segments}")
-        if alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {alpha}")
-        self.capacity = capacity_segments
-        self.alpha = alpha
-        self.beta = beta
-        self.epsilon = epsilon
-        self.rng = np.random.default_rng(seed)
-        self.tree = SumTree(capacity_segments)
-        self.max_priority = 1.0
-        self.received = 0
-        self._storage: NamedArray | None = None
-        self._pos = 0
-        self._len = 0
-
-    def __len__(self) -> int:
-        """Items (streams) stored."""
-        return self._len
-
-    def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
-        """Store every stream of ``sample`` at the maximal priority.
-
-        ``current_version`` is accepted for the same call as ``OnPolicyBuffer.put``; replay
-        keeps old samples. Returns ``True``.
-        """
-        rows, streams = _rows_and_streams(sample)
-        items = recursive_apply(sample, lambda leaf: leaf.swapaxes(0, 1))  # [B, T + 1, ...]
-        if self._storage is None:
-            self._storage = recursive_apply(items, self._allocate)
-        stored = self._storage.reward.shape[1]
-        if rows != stored:
-            raise ValueError(f"segments must all have T + 1 = {stored} rows, got {rows}")
-        index = (self._pos + np.arange(streams)) % self.capacity
-        if streams > self.capacity:  # only the last `capacity` streams survive
-            index, items = index[-self.capacity :], items[streams - self.capacity :]
-        self._storage[index] = items
-        self.tree.update(index, self.max_priority**self.alpha)
-        self._pos = int((self._pos + streams) % self.capacity)
-        self._len = min(self._len + streams, self.capacity)
-        self.received += 1
-        return True
-
-    def _allocate(self, leaf: Any) -> Any:
-        shape = (self.capacity, *leaf.shape[1:])
-        if isinstance(leaf, torch.Tensor):
-            return torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
-        return np.zeros(shape, dtype=np.asarray(leaf).dtype)
-
-    def ready(self, min_size: int) -> bool:
-        """Whether at least ``min_size`` items are stored."""
-        return self._len >= min_size
-
-    def sample(self, batch: int) -> tuple[SampleBatch, torch.Tensor, np.ndarray]:
-        """Draw ``batch`` items, one per equal stratum of the priority mass.
-
-        Returns:
-            ``(segments [T + 1, batch], weights [batch] float32 tensor, indices [batch])``;
-            pass ``indices`` back to ``update_priorities``.
-
-        Raises:
-            RuntimeError: the replay is empty.
-        """
-        if self._len == 0:
-            raise RuntimeError("cannot sample from an empty PrioritizedSegmentReplay")
-        values = (np.arange(batch) + self.rng.random(batch)) * (self.tree.total / batch)
-        indices = np.minimum(self.tree.find(values), self._len - 1)
-        probabilities = torch.from_numpy(self.tree[indices] / self.tree.total)
-        beta = self.beta.value if hasattr(type(self.beta), "value") else self.beta
-        weights = importance_weights(probabilities, self._len, beta).float()
-        segments = recursive_apply(self._storage[indices], lambda leaf: leaf.swapaxes(0, 1))
-        return segments, weights, indices
-
-    def update_priorities(self, indices: Any, priorities: Any) -> None:
-        """Set the priorities of the items ``indices`` to ``|priorities| + epsilon``.
-
-        Raises:
-            ValueError: ``indices`` and ``priorities`` differ in length.
-        """
-        if isinstance(priorities, torch.Tensor):
-            priorities = priorities.detach().cpu().numpy()
-        priorities = np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1)) + self.epsilon
-        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
-        if indices.shape != priorities.shape:
-            raise ValueError(f"got {indices.size} indices but {priorities.size} priorities")
-        self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
-        self.tree.update(indices, priorities**self.alpha)
-
-
-_KINDS = {"on_policy": OnPolicyBuffer, "prioritized": PrioritizedSegmentReplay}
+_KINDS = {"on_policy": OnPolicyBuffer, "uniform": ExperienceReplayBuffer,
+          "prioritized": PrioritizedReplayBuffer}
 
 
 def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
@@ -272,8 +160,9 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
 
     Args:
         trainer_or_kind: a trainer (instance or class) whose ``sample_buffer`` attribute
-            names the kind, or the kind itself: ``"on_policy"`` (``OnPolicyBuffer``) or
-            ``"prioritized"`` (``PrioritizedSegmentReplay``).
+            names the kind, or the kind itself: ``"on_policy"`` (``OnPolicyBuffer``),
+            ``"uniform"`` (``ExperienceReplayBuffer``) or ``"prioritized"``
+            (``PrioritizedReplayBuffer``).
         **kwargs: the buffer's constructor arguments.
 
     Raises:

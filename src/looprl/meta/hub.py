@@ -53,7 +53,8 @@ class MetaTrainer(Trainer):
         stats = result.stats if isinstance(result, TrainerStepResult) else result
         metrics["update"] = metrics.get("update", 0) + 1
         metrics["losses"] = {k: v for k, v in stats.items() if k != "td_error"}
-        metrics["td_error"] = stats.get("td_error")
+        td_error = self.trainer.td_error
+        metrics["td_error"] = stats.get("td_error") if td_error is None else td_error
         metrics["predictions"] = self.trainer.predictions
         metrics["grad_norm"] = {name: a.grad_norm for name, a in self.hub.approximations.items()}
         self.hub.run("post_update")

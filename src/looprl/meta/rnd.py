@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from looprl.core import SampleBatch
+from looprl.core.namedarray import NamedArray
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, MLP, feature_extractor, orthogonal_init
 
@@ -190,17 +191,18 @@ def as_rows(x: Any, device: torch.device | str) -> torch.Tensor:
 
 
 def batch_observations(batch: Any) -> Any:
-    """The observations a training ``batch`` holds, or ``None``: the ``next_states`` of a
-    replay tuple ``(states, actions, rewards, next_states, weights)``, a ``SampleBatch``'s
-    ``obs`` (the observations after row 0, flattened: the segments' next states), a
-    ``NamedArray``'s ``next_observation`` or ``observation``, a ``StateArray``'s
+    """The observations a training ``batch`` holds, or ``None``: rows ``1..T`` of a
+    ``SampleBatch``'s ``obs`` (its field ``obs`` when it holds several), flattened; the
+    ``next_states`` of a replay tuple ``(states, actions, rewards, next_states, weights)``
+    (DDPG, TD3, SAC), a ``NamedArray``'s ``next_observation`` or ``observation``, a ``StateArray``'s
     ``observation``."""
+    if isinstance(batch, SampleBatch):
+        obs = batch.obs
+        return (obs["obs"] if isinstance(obs, NamedArray) else obs)[1:].flatten(0, 1)
     if isinstance(batch, (tuple, list)) and len(batch) >= 4:
         return batch_observations(batch[3])
     if isinstance(batch, dict):
         return batch.get("next_observation", batch.get("observation"))
-    if isinstance(batch, SampleBatch):
-        return batch.obs[1:].flatten(0, 1) if isinstance(batch.obs, torch.Tensor) else None
     fields = getattr(batch, "fields", ())
     for name in ("next_observation", "observation"):
         if name in fields:

@@ -10,7 +10,7 @@ exploration     ``epsilon_greedy``, ``decaying_epsilon_``  ``looprl.policies.exp
                 ``greedy``, ``ez_greedy``, ``stochastic``
 buffer          ``uniform``, ``prioritized``, ``nstep``,   ``looprl.memory``
                 ``rollout``
-update          ``q_learning``, ``double_q``,              ``looprl.agents.ddqn.UPDATES``,
+update          ``q_learning``, ``double_q``,              ``looprl.agents.dqn.UPDATES``,
                 ``clipped_double_q``, ``ppo``, ``ppg``,    ``PPOTrainer``, ``PPGTrainer``,
                 ``sac``                                    ``SACTrainer``
 =============== ========================================== ===================================
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from looprl.agents.ddqn import UPDATES as Q_UPDATES
+from looprl.agents.dqn import UPDATES as Q_UPDATES
 from looprl.approximation import LinearScheduler
 from looprl.core.suggest import did_you_mean
 from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
@@ -38,7 +38,7 @@ __all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "beta_schedule", "check
            "choose", "exploration_policy", "replay_buffer"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
-UPDATES = (*Q_UPDATES, "ppo", "ppg", "sac")
+UPDATES = (*tuple(Q_UPDATES)[:3], "ppo", "ppg", "sac")  # sarsa: VSarsa's own
 PARTS: dict[str, Sequence[str]] = {"exploration": EXPLORATION, "buffer": BUFFERS,
                                    "update": UPDATES}
 
@@ -82,22 +82,25 @@ def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: 
     return BoltzmannPolicy(q, num_actions, hp["temperature"])
 
 
-def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float) -> Any:
+def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float,
+                  n_step: int = 1) -> Any:
     """The replay buffer ``name`` (``uniform``, ``prioritized`` or ``nstep``) of
     ``replay_buffer_size`` transitions.
 
     Prioritized replay uses ``alpha``, and ``beta`` annealed to 1 over the gradient steps of
-    ``train_steps`` frames; ``nstep`` stores ``n_steps``-step returns in uniform replay.
+    ``train_steps`` frames; ``nstep`` stores ``n_steps``-step windows in uniform replay
+    (``n_step`` > 1 does so for the others too).
     """
     if name == "nstep":
-        inner = replay_buffer("uniform", hp, device, train_steps)
-        return NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], inner)
+        name, n_step = "uniform", hp["n_steps"]
     if name == "uniform":
-        return ExperienceReplayBuffer(hp["replay_buffer_size"], device=device)
-    return PrioritizedReplayBuffer(
-        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta_schedule(hp, train_steps),
-        device=device,
-    )
+        buffer = ExperienceReplayBuffer(hp["replay_buffer_size"], device=device, n_step=n_step)
+    else:
+        buffer = PrioritizedReplayBuffer(
+            hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta_schedule(hp, train_steps),
+            device=device, n_step=n_step,
+        )
+    return NStepReplayBuffer(n_step, buffer) if n_step > 1 else buffer
 
 
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:

@@ -31,6 +31,7 @@ from looprl.agents.losses.value import (
     clipped_double_q_target,
     double_q_target,
     dqn_loss,
+    n_step_bootstrap,
     n_step_return,
     td_target,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "double_q_target",
     "dqn_loss",
     "generalized_advantage_estimate",
+    "n_step_bootstrap",
     "n_step_return",
     "normalize",
     "policy_gradient_loss",

@@ -13,7 +13,8 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
+from looprl.agents.c51 import C51Policy, C51Trainer
+from looprl.agents.dqn import DQN, DQNTestAgent
 from looprl.approximation import FixedTarget, LinearScheduler
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
@@ -91,7 +92,7 @@ class C51AtariPreset(Preset):
             logger=logger or DummyLogger(),
         )
         policy = C51Policy(dist, self.num_actions, epsilon)
-        agent = C51(
+        agent = DQN(
             policy,
             C51Trainer(policy, hp["discount_factor"]),
             AtariReplayBuffer(hp["replay_buffer_size"], device=self.device),
@@ -102,9 +103,9 @@ class C51AtariPreset(Preset):
         )
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
-    def test_agent(self) -> C51TestAgent:
+    def test_agent(self) -> DQNTestAgent:
         policy = C51Policy(self._dist(copy.deepcopy(self.model)), self.num_actions)
-        return C51TestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
 c51 = PresetBuilder("c51", default_hyperparameters, C51AtariPreset)

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.ddqn import DDQN, DDQNTrainer
-from looprl.agents.dqn import DQNPolicy
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
 from looprl.approximation import LinearScheduler
 from looprl.core import DummyLogger
 from looprl.environments.bodies import deepmind_atari_body
@@ -43,11 +42,11 @@ def replay_buffer(hp: dict[str, Any], device: Any, train_steps: float) -> AtariR
     """The frame ring of ``hp['replay_buffer_size']`` slots with ``hp['n_steps']``-step
     returns, prioritized when ``hp['prioritized']``: beta then anneals to 1 over the
     gradient steps of ``train_steps`` agent steps (constant when the budget is unknown)."""
-    size, n_steps, gamma = hp["replay_buffer_size"], hp["n_steps"], hp["discount_factor"]
+    size, n_steps = hp["replay_buffer_size"], hp["n_steps"]
     if not hp["prioritized"]:
-        return AtariReplayBuffer(size, device, n_steps=n_steps, discount_factor=gamma)
+        return AtariReplayBuffer(size, device, n_steps=n_steps)
     return PrioritizedAtariReplayBuffer(
-        size, device, n_steps=n_steps, discount_factor=gamma, alpha=hp["alpha"],
+        size, device, n_steps=n_steps, alpha=hp["alpha"],
         beta=beta_schedule(hp, train_steps),
     )
 
@@ -70,9 +69,10 @@ class DDQNAtariPreset(DQNAtariPreset):
             hp["final_exploration_step"], name="epsilon",
         )
         policy = DQNPolicy(self._q(logger or DummyLogger()), self.num_actions, epsilon)
-        agent = DDQN(
+        agent = DQN(
             policy,
-            DDQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
+            DQNTrainer(policy, hp["discount_factor"], hp["n_steps"], double_q=True,
+                       huber=hp["huber"]),
             replay_buffer(hp, self.device, train_steps),
             minibatch_size=hp["minibatch_size"],
             replay_start_size=hp["replay_start_size"],

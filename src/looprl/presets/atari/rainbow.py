@@ -22,7 +22,8 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
+from looprl.agents.dqn import DQN, DQNTestAgent
+from looprl.agents.rainbow import rainbow_policy_and_trainer
 from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
@@ -111,9 +112,9 @@ class RainbowAtariPreset(Preset):
         )
         policy, trainer = rainbow_policy_and_trainer(
             q, self.num_actions, epsilon, hp["discount_factor"], double=hp["double"],
-            huber=hp["huber"],
+            huber=hp["huber"], n_step=hp["n_steps"],
         )
-        agent = Rainbow(
+        agent = DQN(
             policy,
             trainer,
             replay_buffer(hp, self.device, train_steps),
@@ -124,9 +125,9 @@ class RainbowAtariPreset(Preset):
         )
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
-    def test_agent(self) -> RainbowTestAgent:
+    def test_agent(self) -> DQNTestAgent:
         policy, _ = rainbow_policy_and_trainer(self._q(copy.deepcopy(self.model)), self.num_actions)
-        return RainbowTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowAtariPreset)

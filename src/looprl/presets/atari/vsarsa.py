@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.agents.dqn import DQNTrainer
+from looprl.agents.vsarsa import VSarsa
 from looprl.presets.atari.vqn import OnlineAtariPreset
 from looprl.presets.atari.vqn import default_hyperparameters as vqn_defaults
 from looprl.presets.builder import PresetBuilder
@@ -25,7 +26,7 @@ class VSarsaAtariPreset(OnlineAtariPreset):
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         hp = self.hyperparameters
         policy = self._policy(logger)
-        trainer = SarsaTrainer(policy, hp["discount_factor"], huber=hp["huber"])
+        trainer = DQNTrainer(policy, hp["discount_factor"], update="sarsa", huber=hp["huber"])
         return self._body(VSarsa(policy, trainer))
 
 

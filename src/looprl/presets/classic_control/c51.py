@@ -10,7 +10,8 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.c51 import C51, C51Policy, C51TestAgent, C51Trainer
+from looprl.agents.c51 import C51Policy, C51Trainer
+from looprl.agents.dqn import DQN, DQNTestAgent
 from looprl.approximation import FixedTarget, LinearScheduler
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
@@ -73,7 +74,7 @@ class C51ClassicControlPreset(Preset):
             logger=logger, **kwargs,
         )
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> C51:
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> DQN:
         hp = self.hyperparameters
         epsilon = LinearScheduler(
             hp["initial_exploration"], hp["final_exploration"], 0,
@@ -87,7 +88,7 @@ class C51ClassicControlPreset(Preset):
             clip_grad=hp["clip_grad"],
         )
         policy = C51Policy(dist, self.num_actions, epsilon)
-        return C51(
+        return DQN(
             policy,
             C51Trainer(policy, hp["discount_factor"]),
             replay_buffer("prioritized" if hp["prioritized"] else "uniform", hp, self.device,
@@ -98,9 +99,9 @@ class C51ClassicControlPreset(Preset):
             gradient_steps=hp["gradient_steps"],
         )
 
-    def test_agent(self) -> C51TestAgent:
+    def test_agent(self) -> DQNTestAgent:
         policy = C51Policy(self._dist(copy.deepcopy(self.model)), self.num_actions)
-        return C51TestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
 c51 = PresetBuilder("c51", default_hyperparameters, C51ClassicControlPreset)

@@ -17,7 +17,6 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.ddqn import DDQN, DDQNTrainer
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import DummyLogger, Preset
@@ -113,12 +112,10 @@ class DQNClassicControlPreset(Preset):
             "update_frequency": hp["update_frequency"],
             "gradient_steps": hp["gradient_steps"],
         }
-        if hp["update"] == "q_learning" and hp["buffer"] != "prioritized":
-            return DQN(policy, DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
-                       buffer, **schedule)
-        trainer = DDQNTrainer(policy, hp["discount_factor"], huber=hp["huber"],
-                              update=hp["update"])
-        return DDQN(policy, trainer, buffer, **schedule)  # feeds TD errors to priorities
+        n_step = hp["n_steps"] if hp["buffer"] == "nstep" else 1
+        trainer = DQNTrainer(policy, hp["discount_factor"], n_step, update=hp["update"],
+                             huber=hp["huber"])
+        return DQN(policy, trainer, buffer, **schedule)  # feeds priorities back
 
     def test_agent(self) -> DQNTestAgent:
         q = QNetwork(copy.deepcopy(self.model))

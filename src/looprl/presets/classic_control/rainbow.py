@@ -15,11 +15,11 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.rainbow import Rainbow, RainbowTestAgent, rainbow_policy_and_trainer
+from looprl.agents.dqn import DQN, DQNTestAgent
+from looprl.agents.rainbow import rainbow_policy_and_trainer
 from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
-from looprl.memory.nstep import NStepReplayBuffer
 from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
@@ -118,7 +118,7 @@ class RainbowClassicControlPreset(Preset):
             hp["final_exploration_step"], name="epsilon",
         )
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Rainbow:
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> DQN:
         hp = self.hyperparameters
         q = self._q(
             self.model,
@@ -128,13 +128,12 @@ class RainbowClassicControlPreset(Preset):
             logger=logger or DummyLogger(),
         )
         policy, trainer = rainbow_policy_and_trainer(
-            q, self.num_actions, self._epsilon(), hp["discount_factor"], double=hp["double"]
+            q, self.num_actions, self._epsilon(), hp["discount_factor"], double=hp["double"],
+            n_step=hp["n_steps"],
         )
         kind = "prioritized" if hp["prioritized"] else "uniform"
-        buffer = replay_buffer(kind, hp, self.device, train_steps)
-        if hp["n_steps"] > 1:
-            buffer = NStepReplayBuffer(hp["n_steps"], hp["discount_factor"], buffer)
-        return Rainbow(
+        buffer = replay_buffer(kind, hp, self.device, train_steps, hp["n_steps"])
+        return DQN(
             policy,
             trainer,
             buffer,
@@ -144,10 +143,10 @@ class RainbowClassicControlPreset(Preset):
             gradient_steps=hp["gradient_steps"],
         )
 
-    def test_agent(self) -> RainbowTestAgent:
+    def test_agent(self) -> DQNTestAgent:
         q = self._q(copy.deepcopy(self.model))
         policy, _ = rainbow_policy_and_trainer(q, self.num_actions)
-        return RainbowTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowClassicControlPreset)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.vsarsa import SarsaTrainer, VSarsa
+from looprl.agents.dqn import DQNTrainer
+from looprl.agents.vsarsa import VSarsa
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
 from looprl.presets.classic_control.vqn import default_hyperparameters as vqn_defaults
@@ -37,7 +38,8 @@ class VSarsaClassicControlPreset(OnlineClassicControlPreset):
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VSarsa:
         hp = self.hyperparameters
         policy = self._policy(logger, train_steps)
-        return VSarsa(policy, SarsaTrainer(policy, hp["discount_factor"], huber=hp["huber"]))
+        trainer = DQNTrainer(policy, hp["discount_factor"], update="sarsa", huber=hp["huber"])
+        return VSarsa(policy, trainer)
 
 
 vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaClassicControlPreset)
