@@ -148,15 +148,17 @@ def _mean_sample_lag(log_dir: str) -> float:
 
 
 def test_continuous_ppo_preset_learns_pendulum_on_two_actors(local_ray):
-    """``looprl run algorithm=continuous/ppo runtime=ray``'s spec: Gaussian actions learn
-    (random play and the untrained policy: about -1200; this reaches about -200)."""
-    from looprl.distributed.presets import algorithm_spec
+    """``DistributedRun(preset, ...)`` from Python, as ``looprl run algorithm=continuous/ppo
+    runtime=ray``: the preset's own Gaussian policy and trainer learn (random play and the
+    untrained policy: about -1200; this reaches about -200)."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments.experiment import seed_everything
     from looprl.presets.continuous import ppo
 
-    spec, implied = algorithm_spec("continuous.ppo", ppo.hyperparameter_defaults,
-                                   "Pendulum-v1", 150_000, actors=2)
-    run = DistributedRun(spec, runtime(sync=True, **implied), frames=150_000, logdir=None,
-                         quiet=True)
+    seed_everything(0)
+    preset = ppo.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
+    run = DistributedRun(preset, runtime(sync=True), frames=150_000, logdir=None, quiet=True)
+    assert run.runtime.segment_length == preset.n_steps
     result = run.run()
     assert sum(result.returns[-20:]) / 20 > -500, result.returns[-20:]
 

@@ -299,8 +299,11 @@ class ActorCriticPolicy(Policy):
         return self.module.parameters()
 
     def _obs(self, obs: Any) -> Any:
-        """``obs`` as the network takes it: fields as they are, one array as a tensor here."""
-        return obs if isinstance(obs, NamedArray | dict) else as_tensor(obs, self.device)
+        """``obs`` (one array, or a ``NamedArray``/dict of fields) as tensors on the device."""
+        if isinstance(obs, NamedArray | dict):
+            return NamedArray(**{k: None if v is None else as_tensor(v, self.device)
+                                 for k, v in obs.items()})
+        return as_tensor(obs, self.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions, log-probs, values and next policy states for a batch (no gradients)."""

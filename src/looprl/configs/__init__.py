@@ -171,16 +171,17 @@ def runtimes() -> dict[str, dict[str, Any]]:
 
 
 def build_distributed(cfg: Any, output_dir: str) -> Any:
-    """The ``DistributedRun`` a ``runtime=ray`` config describes (the same preset
-    hyperparameters, mapped by ``looprl.distributed.presets``).
+    """The ``DistributedRun`` a ``runtime=ray`` config describes: the workers build the
+    preset's own policy and trainer, with the same hyperparameters
+    (``looprl.distributed.presets.preset_spec``).
 
     Raises:
-        ValueError: the preset has no distributed counterpart, or the config asks for what
-            the Ray runtime does not run (meta components, runners other than ``online``,
-            swapped parts).
+        ValueError: the preset runs locally only, or the config asks for what the Ray runtime
+            does not run (meta components, runners other than ``online``, swapped parts).
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
-    from looprl.distributed.presets import algorithm_spec
+    from looprl.experiments.experiment import seed_everything
+    from looprl.presets.catalog import make_env, resolve_agent
 
     unsupported = {"meta": bool(_plain(cfg.get("meta"))), "runner": cfg.runner.name != "online",
                    **{part: cfg[part] is not None for part in ("exploration", "buffer", "update")}}
@@ -194,13 +195,14 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "runtime.gpus_per_policy) instead")
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
     algorithm = dict(_plain(cfg.algorithm))
-    preset = algorithm.pop("preset")
-    spec, implied = algorithm_spec(preset, algorithm, cfg.env, cfg.frames,
-                                   actors=options.get("actors", 1),
-                                   trainers=options.get("trainers", 1))
-    runtime = RuntimeConfig.from_dict({**options, **implied})
-    return DistributedRun(spec, runtime, frames=cfg.frames, logdir=output_dir, seed=cfg.seed,
-                          name=preset.rpartition(".")[2], quiet=cfg.logging.quiet,
+    preset_name = algorithm.pop("preset")
+    env = make_env(preset_name, cfg.env)
+    seed_everything(cfg.seed)  # the initial weights every worker starts from
+    preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
+    env.close()
+    return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
+                          logdir=output_dir, seed=cfg.seed, name=preset_name.rpartition(".")[2],
+                          quiet=cfg.logging.quiet,
                           resume_from=output_dir if cfg.resume else None)
 
 

@@ -155,6 +155,11 @@ class Preset(ABC):
     def test_agent(self) -> Agent:
         """Build an evaluation agent from a copy of the current parameters."""
 
+    def remote_env(self) -> tuple[str | None, dict[str, Any]]:
+        """The registered environment (name, arguments) Ray actors step for this preset:
+        ``env_name`` itself (a Gymnasium id) unless the family says otherwise."""
+        return self.env_name, {}
+
     def save(self, filename: str) -> None:
         """Save the preset (configuration and current weights) with ``torch.save``."""
         torch.save(self, filename)

@@ -41,11 +41,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from looprl.core import Preset
 from looprl.distributed.cluster import (
     check_local_resources,
     error_line,
@@ -56,6 +58,7 @@ from looprl.distributed.cluster import (
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool
+from looprl.distributed.presets import preset_spec
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
     ControllerCheckpoint,
@@ -73,7 +76,10 @@ class DistributedRun:
     """One training run on Ray: actor, policy, trainer and evaluation workers.
 
     Args:
-        spec: the environment, policy and trainer.
+        spec: the environment, policy and trainer: an ``AlgorithmSpec``, or a built
+            ``Preset`` whose own parts the workers build (``preset_spec``: the same
+            hyperparameters as the local agent; ``runtime.segment_length`` is then the
+            preset's rollout length).
         runtime: worker counts, resources, and where Ray runs.
         frames: the training budget in env steps (summed over actors); a ``run`` callback
             may lower it to end the run after this poll.
@@ -87,11 +93,15 @@ class DistributedRun:
             ``frames`` is the whole run's budget, as it was or extended.
     """
 
-    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig | None = None,
+    def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None):
-        self.spec = spec.portable()
         self.runtime = runtime or RuntimeConfig()
+        if isinstance(spec, Preset):
+            name = name or spec.name
+            spec, implied = preset_spec(spec, frames, self.runtime.actors, self.runtime.trainers)
+            self.runtime = replace(self.runtime, **implied)
+        self.spec = spec.portable()
         self.frames = int(frames)
         self.seed = seed
         self.quiet = quiet

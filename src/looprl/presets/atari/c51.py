@@ -18,10 +18,9 @@ from looprl.agents.dqn import DQN, DQNTestAgent
 from looprl.approximation import FixedTarget, LinearScheduler
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer
 from looprl.nn.atari_models import nature_c51
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -56,7 +55,7 @@ def require_support(hyperparameters: dict[str, Any]) -> None:
         raise ValueError(f"Hyperparameters v_min < v_max needed, got {v_min} and {v_max}")
 
 
-class C51AtariPreset(Preset):
+class C51AtariPreset(DeepMindBody, Preset):
     """Builds C51 agents (counts as in ``atari.dqn``: steps are agent steps of 4 frames)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -101,7 +100,7 @@ class C51AtariPreset(Preset):
             update_frequency=hp["update_frequency"],
             gradient_steps=hp["gradient_steps"],
         )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+        return self._wrap(agent)
 
     def test_agent(self) -> DQNTestAgent:
         policy = C51Policy(self._dist(copy.deepcopy(self.model)), self.num_actions)

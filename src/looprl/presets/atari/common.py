@@ -29,7 +29,14 @@ class DeepMindBody:
     ``episodic_life`` and ``clip_rewards`` hyperparameters."""
 
     hyperparameters: dict[str, Any]
+    env_name: str | None
 
     def _wrap(self, agent: Any) -> Any:
         hp = self.hyperparameters
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        """Ray actors play the game in the ``"atari"`` environment (the same preprocessing,
+        rewards clipped as ``clip_rewards`` says; whole games, not lives)."""
+        clip = bool(self.hyperparameters["clip_rewards"])
+        return "atari", {"game": self.env_name, "clip_rewards": clip}

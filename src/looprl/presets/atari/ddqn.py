@@ -18,7 +18,6 @@ from typing import Any
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
 from looprl.approximation import LinearScheduler
 from looprl.core import DummyLogger
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.nn.cnn import nature_dueling_dqn
 from looprl.presets.atari.common import require_frames
@@ -79,7 +78,7 @@ class DDQNAtariPreset(DQNAtariPreset):
             update_frequency=hp["update_frequency"],
             gradient_steps=hp["gradient_steps"],
         )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+        return self._wrap(agent)
 
 
 ddqn = PresetBuilder("ddqn", default_hyperparameters, DDQNAtariPreset)

@@ -16,10 +16,9 @@ from torch import optim
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.core import DummyLogger, Preset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer
 from looprl.nn.cnn import nature_dqn
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -45,7 +44,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class DQNAtariPreset(Preset):
+class DQNAtariPreset(DeepMindBody, Preset):
     """Builds DQN agents with the Nature CNN.
 
     ``target_update_frequency`` counts gradient steps; ``update_frequency``,
@@ -94,7 +93,7 @@ class DQNAtariPreset(Preset):
             update_frequency=hp["update_frequency"],
             gradient_steps=hp["gradient_steps"],
         )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+        return self._wrap(agent)
 
     def test_agent(self) -> DQNTestAgent:
         policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)

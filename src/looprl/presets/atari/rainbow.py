@@ -27,10 +27,9 @@ from looprl.agents.rainbow import rainbow_policy_and_trainer
 from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger, Preset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.nn.atari_models import nature_rainbow
 from looprl.presets.atari.c51 import require_support
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.atari.ddqn import replay_buffer
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
@@ -69,7 +68,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class RainbowAtariPreset(Preset):
+class RainbowAtariPreset(DeepMindBody, Preset):
     """Builds Rainbow agents (steps count agent steps of 4 frames, as in ``atari.dqn``)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -123,7 +122,7 @@ class RainbowAtariPreset(Preset):
             update_frequency=hp["update_frequency"],
             gradient_steps=hp["gradient_steps"],
         )
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
+        return self._wrap(agent)
 
     def test_agent(self) -> DQNTestAgent:
         policy, _ = rainbow_policy_and_trainer(self._q(copy.deepcopy(self.model)), self.num_actions)

@@ -20,9 +20,8 @@ from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.agents.vqn import VQN
 from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.core import DummyLogger, ParallelPreset
-from looprl.environments.bodies import deepmind_atari_body
 from looprl.nn.cnn import nature_dueling_dqn
-from looprl.presets.atari.common import require_frames
+from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -43,7 +42,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class OnlineAtariPreset(ParallelPreset):
+class OnlineAtariPreset(DeepMindBody, ParallelPreset):
     """Shared by the Atari VQN and VSarsa presets: a dueling Nature Q-network over
     ``n_envs`` environments."""
 
@@ -73,14 +72,10 @@ class OnlineAtariPreset(ParallelPreset):
         )
         return DQNPolicy(q, self.num_actions, epsilon)
 
-    def _body(self, agent: Any) -> Any:
-        hp = self.hyperparameters
-        return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
-
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         hp = self.hyperparameters
         policy = self._policy(logger)
-        return self._body(VQN(policy, DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"])))
+        return self._wrap(VQN(policy, DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"])))
 
     def test_agent(self) -> DQNTestAgent:
         policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)

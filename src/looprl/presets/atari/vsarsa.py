@@ -27,7 +27,7 @@ class VSarsaAtariPreset(OnlineAtariPreset):
         hp = self.hyperparameters
         policy = self._policy(logger)
         trainer = DQNTrainer(policy, hp["discount_factor"], update="sarsa", huber=hp["huber"])
-        return self._body(VSarsa(policy, trainer))
+        return self._wrap(VSarsa(policy, trainer))
 
 
 vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaAtariPreset)
