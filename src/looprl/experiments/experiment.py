@@ -124,14 +124,14 @@ class Experiment(ABC):
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
         self.hub: MetaHub | None = None
         components = [*preset.meta, *meta]
-        if components and type(self)._meta_step is Experiment._meta_step:
+        if components and type(self)._hooked_step is Experiment._hooked_step:
             raise ValueError(
                 f"{type(self).__name__} does not run meta components yet; use them with "
                 "single-environment or parallel presets"
             )
+        self.hooked = bool(components)  # each step runs _hooked_step instead of the plain one
         if components:
             self._attach(components)
-            self._step = self._meta_step  # the plain loop stays free of hook calls
 
     def __getstate__(self) -> dict[str, Any]:
         """For checkpoints: everything but the progress display."""
@@ -165,8 +165,9 @@ class Experiment(ABC):
         """The environment the agent trains in (``metrics['env']``)."""
         return self.env
 
-    def _meta_step(self, *args: Any) -> Any:
-        """``_step`` with the meta components' hooks (used when any is attached)."""
+    def _hooked_step(self, *args: Any) -> Any:
+        """``_step`` with the meta components' hooks (``_step`` calls it when any is
+        attached, so that the plain loop makes no hook call)."""
         raise NotImplementedError
 
     def _check_render(self) -> None:
@@ -291,11 +292,13 @@ class SingleEnvExperiment(Experiment):
 
     def _step(self, action: Any) -> tuple[Any, Any]:
         """Apply ``action``; return the next state and the agent's next action."""
+        if self.hooked:
+            return self._hooked_step(action)
         state = self.env.step(action)
         self.logger.frame += 1
         return state, self.agent.act(state)
 
-    def _meta_step(self, action: Any) -> tuple[Any, Any]:
+    def _hooked_step(self, action: Any) -> tuple[Any, Any]:
         """``_step`` with the step hooks; the agent learns from the reward they leave."""
         previous = self.env.state
         self.hub.pre_step(previous)
@@ -375,10 +378,13 @@ class ParallelEnvExperiment(Experiment):
 
     def _step(self) -> None:
         """One step of every copy with the agent's pending actions; the agent then acts."""
+        if self.hooked:
+            self._hooked_step()
+            return
         self._state = self._env_step(self._action)
         self._action = self.agent.act(self._state)
 
-    def _meta_step(self) -> None:
+    def _hooked_step(self) -> None:
         """``_step`` with the step and episode hooks; the agent learns from the rewards the
         post-step hooks leave."""
         hub, previous, action = self.hub, self._state, self._action

@@ -68,6 +68,8 @@ class MultiagentEnvExperiment(Experiment):
     """
 
     env: MultiagentEnvironment
+    #: one ``MetaHub`` per agent when meta components are attached (``_attach``)
+    hubs: dict[str, MetaHub] = {}  # noqa: RUF012 -- replaced, never mutated
 
     def _make_agent(self) -> Multiagent:
         self.agent_loggers = {
@@ -92,7 +94,7 @@ class MultiagentEnvExperiment(Experiment):
             hub.metrics["agent"] = name
             self.hubs[name] = hub
 
-    def _meta_step(self, state: Any) -> None:
+    def _hooked_step(self, state: Any) -> None:
         """``_step`` with the acting agent's hooks: the post-step hooks of its previous turn,
         then (unless its episode is over) its pre-step hooks."""
         name = state["agent"]
@@ -123,7 +125,7 @@ class MultiagentEnvExperiment(Experiment):
     def _run_training_episode(self) -> None:
         self._reset()
         self._pending, self._turns = {}, defaultdict(int)
-        for hub in getattr(self, "hubs", {}).values():
+        for hub in self.hubs.values():
             hub.pre_episode()
         returns: dict[str, float] = defaultdict(float)
         for agent in self.env.agent_iter():
@@ -132,11 +134,14 @@ class MultiagentEnvExperiment(Experiment):
             self.agent_loggers[agent].frame = self.logger.frame
             self._step(state)
         self._log_training_episode(returns)
-        for name, hub in getattr(self, "hubs", {}).items():
+        for name, hub in self.hubs.items():
             hub.post_episode(torch.tensor([True]), [returns[name]], [self._turns.pop(name, 0)])
 
     def _step(self, state: Any) -> None:
         """The selected agent acts on ``state``; the environment advances one turn."""
+        if self.hooked:
+            self._hooked_step(state)
+            return
         action = self.agent.act(state)
         self.env.step(None if state.done else action)
         self.logger.frame += 1
