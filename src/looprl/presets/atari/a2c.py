@@ -9,15 +9,16 @@ in place of RMSprop).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from looprl.agents.a2c import A2CTrainer
+import torch
+
 from looprl.nn import SharedActorCritic
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.a2c import A2CClassicControlPreset
 from looprl.presets.common import require_discrete_actions
 from looprl.presets.on_policy import OnPolicyPreset
 
@@ -48,21 +49,17 @@ def atari_actor_critic(
     return model, CategoricalHead(num_actions)
 
 
-class A2CAtariPreset(DeepMindBody, OnPolicyPreset):
-    """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring)."""
+class A2CAtariPreset(DeepMindBody, A2CClassicControlPreset):
+    """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring):
+    the classic-control preset's trainer with the shared Nature actor-critic, one Adam."""
 
-    algorithm = "A2C"
     positive = ("lr", "n_envs", "n_steps")
 
     def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
         return atari_actor_critic(env, self.hyperparameters, self.algorithm)
 
-    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
-        hp = self.hyperparameters
-        return A2CTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
-            discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
-        )
+    def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
+        return OnPolicyPreset._optimizer(self, model)
 
 
 a2c = PresetBuilder("a2c", default_hyperparameters, A2CAtariPreset)

@@ -9,19 +9,17 @@ plus A3C's entropy bonus of 0.01 (Mnih et al., 2016, https://arxiv.org/abs/1602.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 from torch import optim
 
-from looprl.agents.vac import VACTrainer
 from looprl.nn import SharedActorCritic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.atari.a2c import atari_actor_critic
 from looprl.presets.atari.common import DeepMindBody
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.on_policy import OnPolicyPreset
+from looprl.presets.classic_control.vac import VACClassicControlPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -51,10 +49,10 @@ def shared_actor_critic_optimizer(
     return optim.Adam(groups, eps=eps, fused=True)
 
 
-class VACAtariPreset(DeepMindBody, OnPolicyPreset):
-    """Builds online actor-critic agents over ``n_envs`` Atari environments."""
+class VACAtariPreset(DeepMindBody, VACClassicControlPreset):
+    """Builds online actor-critic agents over ``n_envs`` Atari environments: the
+    classic-control preset's trainer with the shared Nature actor-critic."""
 
-    algorithm = "VAC"
     positive = ("lr_pi", "lr_v", "n_envs")
 
     def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
@@ -63,13 +61,6 @@ class VACAtariPreset(DeepMindBody, OnPolicyPreset):
     def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters
         return shared_actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
-
-    def trainer(self, policy: Any, train_steps: float = math.inf) -> VACTrainer:
-        hp = self.hyperparameters
-        return VACTrainer(
-            policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
-            normalize_advantages=hp["normalize_advantages"], discount_factor=hp["discount_factor"],
-        )
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACAtariPreset)
