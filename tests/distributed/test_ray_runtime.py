@@ -115,14 +115,16 @@ def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local
 
 
 def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(local_ray, tmp_path):
-    """``looprl run algorithm=dqn runtime=ray``: the preset's hyperparameters on Ray workers
-    (Ape-X: an epsilon per actor, prioritized segments; a policy worker batching both actors'
-    requests), then a local evaluation."""
+    """``looprl run algorithm=dqn algorithm.apex=true runtime=ray``: the preset's
+    hyperparameters on Ray workers (Ape-X, the preset's explicit option: an epsilon per
+    actor, prioritized n-step replay; a policy worker batching both actors' requests), then
+    a local evaluation."""
     import json
 
     from looprl.configs.app import main
 
-    code = main(["algorithm=dqn", "runtime=ray", "runtime.actors=2", "runtime.envs_per_actor=2",
+    code = main(["algorithm=dqn", "algorithm.apex=true", "runtime=ray", "runtime.actors=2",
+                 "runtime.envs_per_actor=2",
                  "runtime.policy_workers=1",
                  "algorithm.replay_start_size=200", "algorithm.hidden=32", "frames=1500",
                  "test_episodes=2", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])

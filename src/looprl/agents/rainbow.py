@@ -14,9 +14,9 @@ distributional ``QDist`` + ``C51Trainer``                    ``distributional``
 ============== ============================================= =============================
 
 ``rainbow_policy`` picks the policy for a Q approximation, ``rainbow_trainer`` its trainer
-(``rainbow_policy_and_trainer`` both); the local
-agent is ``DQN``, which feeds the trainer's priorities (TD errors or, when distributional,
-the cross-entropies) back to the buffer.
+(``rainbow_policy_and_trainer`` both); the local agent is ``DQN``, which feeds the
+trainer's priorities (TD errors or, when distributional, the cross-entropies) back to the
+buffer.
 """
 
 from __future__ import annotations

@@ -52,16 +52,19 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
 
     env, env_args = preset.remote_env()
     train_steps = frames / trainers
-    parts = {"env": env, "env_args": env_args, "policy": preset.policy,
-             "policy_args": {"copy_model": True},
-             "trainer": functools.partial(preset.trainer, train_steps=train_steps)}
+
+    def parts() -> dict[str, Any]:
+        return {"env": env, "env_args": env_args, "policy": preset.policy,
+                "policy_args": {"copy_model": True},
+                "trainer": functools.partial(preset.trainer, train_steps=train_steps)}
+
     if isinstance(preset, OnPolicyPreset | OnlineClassicControlPreset):
-        spec = AlgorithmSpec(**parts, buffer="on_policy",
+        spec = AlgorithmSpec(**parts(), buffer="on_policy",
                              buffer_args={"batch_streams": preset.n_envs})
         return spec, {"segment_length": preset.n_steps}
     if isinstance(preset, ReplayPreset) and env != "atari":
         buffer, buffer_args = preset.remote_replay(train_steps)
-        spec = AlgorithmSpec(**parts, buffer=buffer, buffer_args=buffer_args,
+        spec = AlgorithmSpec(**parts(), buffer=buffer, buffer_args=buffer_args,
                              explorations=apex_epsilons(actors) if preset.apex else None)
         return spec, {}
     raise ValueError(f"runtime=ray runs the on-policy presets (ppo, ppg, a2c, vac), the "
