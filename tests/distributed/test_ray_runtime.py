@@ -165,6 +165,30 @@ def test_continuous_ppo_preset_learns_pendulum_on_two_actors(local_ray):
     assert sum(result.returns[-20:]) / 20 > -500, result.returns[-20:]
 
 
+def test_sac_preset_learns_pendulum_on_ray(local_ray):
+    """``DistributedRun(sac_preset, ...)``, as ``looprl run algorithm=continuous/sac
+    env=Pendulum-v1 runtime=ray``: the preset's own SAC policy (random warm-up, then the
+    tanh-Gaussian) and trainer (twin critics, entropy tuning) learn from the trainer worker's
+    uniform replay, at most one gradient step per env step (random play: about -1200)."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments.experiment import seed_everything
+    from looprl.presets.continuous import sac
+
+    seed_everything(0)
+    preset = sac.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
+    run = DistributedRun(preset, runtime(actors=1, envs_per_actor=1, groups=1,
+                                         segment_length=4, checkpoint_every=None,
+                                         trainer_threads=2),
+                         frames=FRAMES_SAC, logdir=None, quiet=True)
+    assert run.spec.buffer_args["updates_per_frame"] == 1.0
+    result = run.run()
+    assert result.train_steps <= result.frames  # the local agent's update ratio bounds it
+    assert sum(result.returns[-5:]) / 5 > -600, (result.train_steps, result.returns)
+
+
+FRAMES_SAC = 6_000
+
+
 def test_sync_sampling_trains_every_sample_with_the_policy_that_made_it(local_ray, tmp_path):
     """``runtime.sync``: two actors fill each 8-stream batch together and wait for the step
     trained on it, so samples are not older than the trained policy (asynchronous sampling:

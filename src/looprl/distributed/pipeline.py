@@ -36,8 +36,9 @@ class TrainerCore:
             ``batch`` (transitions per step, default 32), ``min_size`` (default ``batch``),
             ``n_step`` (default: the trainer's), ``updates_per_frame`` (the most trainer
             steps per env step received beyond ``min_size``, the local agent's
-            ``gradient_steps / update_frequency``; ``None``: as fast as it can) and,
-            prioritized, ``alpha``/``beta``.
+            ``gradient_steps / update_frequency``; ``None``: as fast as it can),
+            ``max_ahead`` (env steps the actors may run ahead of that ratio before
+            ``ahead`` holds them back, default 256) and, prioritized, ``alpha``/``beta``.
     """
 
     def __init__(self, trainer: Any, buffer: str | None = None,
@@ -54,6 +55,7 @@ class TrainerCore:
         if self.replay:
             ratio = args.pop("updates_per_frame", None)
             self.updates_per_frame = None if ratio is None else float(ratio)
+            self.max_ahead = int(args.pop("max_ahead", 256))
             self.batch = int(args.pop("batch", 32))
             self.min_size = int(args.pop("min_size", self.batch))
             args.setdefault("size", 100_000)
@@ -86,6 +88,13 @@ class TrainerCore:
         ratio = self.updates_per_frame
         return self.buffer.ready(self.min_size) and (
             ratio is None or self.updates < ratio * (self.frames - self.min_size))
+
+    def ahead(self) -> bool:
+        """Whether the actors ran more than ``max_ahead`` env steps ahead of the update
+        ratio (a trainer worker then holds their samples back until it caught up)."""
+        ratio = self.updates_per_frame
+        return (self.replay and ratio is not None
+                and self.updates < ratio * (self.frames - self.min_size - self.max_ahead))
 
     def train_step(self) -> TrainerStepResult | None:
         """One ``Trainer.step`` on what the buffer holds (``None``: not enough yet)."""

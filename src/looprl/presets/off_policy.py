@@ -14,8 +14,9 @@ A preset says once how to make each part of its algorithm:
 The local ``agent`` composes them with a replay buffer (``replay_buffer``) and a
 ``ReplayAgent`` (``_agent``). ``looprl.distributed`` builds the very same policy and trainer
 in its Ray workers (``DistributedRun(preset, ...)``): actors explore with the policy's own
-exploration, the trainer worker keeps the replay ``remote_replay`` describes and steps at
-most ``updates_per_frame`` times per env step it received, the local agent's ratio.
+exploration, the trainer worker keeps the replay ``remote_replay`` describes and steps
+``updates_per_frame`` times per env step it received, the local agent's ratio: at most that
+often, and actors that run more than ``max_ahead`` env steps ahead wait for it.
 
 Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
 presets, not another algorithm: ``apex=True`` learns from prioritized ``n_steps`` windows,
