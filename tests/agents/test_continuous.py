@@ -23,7 +23,16 @@ from looprl.agents.ddpg import (
 from looprl.agents.sac import SACPolicy, SACTrainer, Temperature
 from looprl.agents.td3 import DelayedPolyakTarget, TD3Trainer
 from looprl.approximation import Approximation, PolyakTarget
-from looprl.core import Agent, NamedArray, RolloutRequest, State, StateArray, Trainer
+from looprl.core import (
+    Agent,
+    NamedArray,
+    RolloutRequest,
+    SampleBatch,
+    State,
+    StateArray,
+    Trainer,
+    TrainerStepResult,
+)
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
@@ -46,15 +55,25 @@ def _mlp(in_dim: int, out_dim: int) -> nn.Module:
     return nn.Sequential(nn.Linear(in_dim, 16), nn.ReLU(), nn.Linear(16, out_dim))
 
 
-def _batch(n: int = 16, seed: int = 0) -> tuple:
+def _batch(n: int = 16, seed: int = 0, terminal: torch.Tensor | None = None) -> SampleBatch:
+    """One-step windows ``[2, n]`` (what ``sample_batch`` returns); ``terminal`` marks the
+    next states that end their episode."""
     generator = torch.Generator().manual_seed(seed)
     obs = torch.randn(n, 3, generator=generator)
     next_obs = torch.randn(n, 3, generator=generator)
     actions = torch.rand(n, 1, generator=generator) * 4 - 2
     rewards = torch.randn(n, generator=generator)
-    mask = torch.ones(n)
-    next_states = StateArray({"observation": next_obs, "reward": rewards, "mask": mask}, (n,))
-    return StateArray({"observation": obs}, (n,)), actions, rewards, next_states, torch.ones(n)
+    done = torch.zeros(n, dtype=torch.bool) if terminal is None else terminal
+    no = torch.zeros(n, dtype=torch.bool)
+    return SampleBatch(obs=torch.stack([obs, next_obs]),
+                       action=torch.stack([actions, torch.zeros_like(actions)]),
+                       reward=torch.stack([torch.zeros(n), rewards]),
+                       done=torch.stack([no, done]), truncated=torch.stack([no, no]))
+
+
+def _unpack(batch: SampleBatch) -> tuple:
+    """``(obs, actions, rewards, next_obs, mask)`` of one-step windows."""
+    return batch.obs[0], batch.action[0], batch.reward[1], batch.obs[1], (~batch.done[1]).float()
 
 
 def _ddpg_parts(twin: bool = False) -> tuple[DDPGPolicy, Approximation]:
@@ -89,7 +108,7 @@ def test_ddpg_trainer_updates_actor_and_critic() -> None:
     trainer = DDPGTrainer(policy, q, discount_factor=0.9)
     assert isinstance(trainer, Trainer)
     actor_before, critic_before = _snapshot(policy.module), _snapshot(q.model)
-    stats = trainer.step(_batch())
+    stats = trainer.step(_batch()).stats
     assert set(stats) == {"critic", "actor"} and policy.version == 1
     assert _changed(actor_before, policy.module) and _changed(critic_before, q.model)
     # the actor's loss must not leave gradients in the critic
@@ -100,22 +119,17 @@ def test_td3_delays_the_actor_and_the_critic_target() -> None:
     policy, q = _ddpg_parts(twin=True)
     trainer = TD3Trainer(policy, q, policy_delay=2)
     target_before = _snapshot(q._target._target)
-    stats = trainer.step(_batch())
+    stats = trainer.step(_batch()).stats
     assert "actor" not in stats and policy.actor.updates == 0
     assert not _changed(target_before, q._target._target)
-    stats = trainer.step(_batch(seed=1))
+    stats = trainer.step(_batch(seed=1)).stats
     assert "actor" in stats and policy.actor.updates == 1 and q.updates == 2
     assert _changed(target_before, q._target._target)
 
 
-def _batch_with_terminals(n: int = 16) -> tuple:
+def _batch_with_terminals(n: int = 16) -> SampleBatch:
     """``_batch`` whose every fourth next state is terminal (mask 0)."""
-    states, actions, rewards, next_states, weights = _batch(n)
-    mask = (torch.arange(n) % 4 != 0).float()
-    next_states = StateArray(
-        {"observation": next_states.observation, "reward": rewards, "mask": mask}, (n,)
-    )
-    return states, actions, rewards, next_states, weights
+    return _batch(n, terminal=torch.arange(n) % 4 == 0)
 
 
 def _move_away_from_targets(*modules: nn.Module) -> None:
@@ -132,8 +146,7 @@ def test_td3_trainer_targets_use_smoothed_target_actions_and_the_twin_minimum() 
     _move_away_from_targets(actor.model, q.model)
     trainer = TD3Trainer(policy, q, discount_factor=0.9, target_noise=1.0, noise_clip=0.3)
     batch = _batch_with_terminals()
-    states, actions, rewards, next_states, _ = batch
-    obs, next_obs, mask = states.observation, next_states.observation, next_states.mask
+    obs, actions, rewards, next_obs, mask = _unpack(batch)
     torch.manual_seed(5)
     eps = torch.randn(16, 1)  # the trainer's smoothing noise: its first draw after the seed
     assert (eps.abs() > 0.3).any() and (eps.abs() < 0.3).any()  # the noise clip is exercised
@@ -149,7 +162,7 @@ def test_td3_trainer_targets_use_smoothed_target_actions_and_the_twin_minimum() 
     target = q.target
     q.target = lambda *inputs: seen.append(inputs) or target(*inputs)
     torch.manual_seed(5)
-    stats = trainer.step(batch)
+    stats = trainer.step(batch).stats
     assert len(seen) == 1 and torch.equal(seen[0][0], next_obs)
     assert torch.allclose(seen[0][1], smoothed, rtol=0, atol=1e-6)
     assert (seen[0][1] - target_actions).abs().max() > 0.5  # the smoothing is not negligible
@@ -167,8 +180,7 @@ def test_sac_trainer_critic_target_and_actor_loss_carry_the_entropy_term() -> No
     tuned = Approximation(temperature, optim.Adam(temperature.parameters(), lr=0.1))
     trainer = SACTrainer(SACPolicy(actor), q, tuned, discount_factor=0.9, target_entropy=-1.0)
     batch = _batch_with_terminals()
-    states, actions, rewards, next_states, _ = batch
-    obs, next_obs, mask = states.observation, next_states.observation, next_states.mask
+    obs, actions, rewards, next_obs, mask = _unpack(batch)
     alpha = 2.0
     old_actor = copy.deepcopy(actor.model)  # the actor before the step updates it
     torch.manual_seed(5)
@@ -180,7 +192,7 @@ def test_sac_trainer_critic_target_and_actor_loss_carry_the_entropy_term() -> No
         q1, q2 = q.model(obs, actions)
         critic_expected = ((q1 - y) ** 2).mean() + ((q2 - y) ** 2).mean()
     torch.manual_seed(5)
-    stats = trainer.step(batch)
+    stats = trainer.step(batch).stats
     assert torch.allclose(stats["critic"], critic_expected, rtol=1e-5, atol=0)
     # the actor's loss: the trainer's second draw, through the critic this step updated
     torch.set_rng_state(after_first_draw)
@@ -204,12 +216,12 @@ def test_sac_trainer_tunes_the_temperature() -> None:
     temperature = Temperature(0.5)
     tuned = Approximation(temperature, optim.Adam(temperature.parameters(), lr=0.1))
     trainer = SACTrainer(SACPolicy(actor), q, tuned, target_entropy=-1.0)
-    stats = trainer.step(_batch())
+    stats = trainer.step(_batch()).stats
     assert {"critic", "actor", "alpha", "temperature"} <= set(stats)
     assert torch.isclose(stats["alpha"], torch.tensor(0.5))
     assert not torch.isclose(trainer.alpha, torch.tensor(0.5))
     fixed = SACTrainer(SACPolicy(actor), q, Approximation(Temperature(0.2)))
-    assert "temperature" not in fixed.step(_batch())
+    assert "temperature" not in fixed.step(_batch()).stats
     assert torch.isclose(fixed.alpha, torch.tensor(0.2))
 
 
@@ -235,9 +247,9 @@ class CountingTrainer(Trainer):
     def policy(self) -> ContinuousPolicy:
         return self._policy
 
-    def step(self, batch: tuple) -> dict:
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
         self.batches.append(batch)
-        return {}
+        return TrainerStepResult({}, len(self.batches))
 
 
 def test_off_policy_agent_warms_up_at_random_then_trains_on_schedule() -> None:
@@ -261,9 +273,9 @@ def test_off_policy_agent_warms_up_at_random_then_trains_on_schedule() -> None:
         state = env.step(action)
     # frames 12, 14, ..., 20 train: 5 phases of 3 gradient steps
     assert len(trainer.batches) == 15
-    states, actions, rewards, next_states, _ = trainer.batches[0]
+    obs, actions, rewards, _, _ = _unpack(trainer.batches[0])  # one-step windows [2, 8]
     assert actions.shape == (8, 1) and actions.dtype == torch.float32
-    assert states.observation.shape == (8, 3) and rewards.shape == (8,)
+    assert obs.shape == (8, 3) and rewards.shape == (8,)
 
 
 def test_ppo_trains_with_gaussian_vector_actions() -> None:

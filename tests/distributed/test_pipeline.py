@@ -47,14 +47,16 @@ def test_pipeline_runs_a_dqn_pair_with_prioritized_replay() -> None:
 
 
 def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
-    """Ape-X is an option of DQN: the class the local preset trains with (n-step windows of
-    prioritized replay, priorities fed back) is the registered ``dqn`` trainer the pipeline
-    (and the Ray trainer worker) runs, on the same local replay buffer class."""
+    """Ape-X is an option of DQN (``apex=True``): the class the local preset trains with
+    (prioritized replay, priorities fed back) is the trainer the pipeline (and the Ray
+    trainer worker) runs for the Ape-X preset, on the same local replay buffer class."""
     from looprl.agents.dqn import DQNTrainer
     from looprl.distributed.pipeline import TrainerCore
+    from looprl.distributed.presets import preset_spec
     from looprl.environments import GymEnvironment
     from looprl.experiments import make_experiment
     from looprl.memory import PrioritizedReplayBuffer
+    from looprl.policies import apex_epsilons
     from looprl.presets.classic_control import dqn
 
     env = GymEnvironment("CartPole-v1")
@@ -70,12 +72,14 @@ def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
     assert local is DQNTrainer and agent.trainer.steps > 0
     assert isinstance(agent.replay_buffer, PrioritizedReplayBuffer)
     assert agent.replay_buffer.max_priority != 1.0  # the trainer's priorities came back
-    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
-                         trainer="dqn", trainer_args={"n_step": 3, "update": "double_q"},
-                         buffer_args={"batch": 8, "size": 400}, explorations=[0.5])
+    apex = dqn.env(env).device("cpu").hyperparameters(  # Ape-X: the DQN preset's option
+        apex=True, n_steps=3, update="double_q", replay_start_size=64, minibatch_size=8,
+        replay_buffer_size=400).build()
+    spec, _ = preset_spec(apex, frames=1000, actors=2)
+    assert spec.explorations == apex_epsilons(2)
     core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer, spec.buffer_args)
     assert type(core.trainer) is local and type(core.buffer) is PrioritizedReplayBuffer
-    assert core.buffer.n_step == 3
+    assert core.buffer.n_step == 3 and core.trainer.update == "double_q"
     assert test_pipeline(spec, episodes=2, segment_length=4, seed=0).train_steps >= 1
 
 

@@ -98,3 +98,81 @@ def test_continuous_ppo_runs_with_gaussian_actions_on_the_env_bounds(tmp_path):
     assert torch.equal(policy.module.actor.log_std, torch.zeros(1))  # log_std_init 0
     report = test_pipeline(run.spec, episodes=1, n_envs=2, segment_length=32)
     assert report.train_steps >= 1 and math.isfinite(report.stats["policy"])
+
+
+REPLAY_SMALL = {"hidden": 16, "replay_start_size": 40, "minibatch_size": 8,
+                "replay_buffer_size": 500}
+REPLAY = {"dqn": ("classic_control", {"update_frequency": 4, "gradient_steps": 2}),
+          "ddqn": ("classic_control", {"buffer": "nstep", "n_steps": 3}),
+          "c51": ("classic_control", {"prioritized": True, "atoms": 11}),
+          "rainbow": ("classic_control", {"atoms": 11}),
+          "vqn": ("classic_control", {"n_envs": 2, "hidden": 16}),
+          "vsarsa": ("classic_control", {"n_envs": 2, "hidden": 16}),
+          "ddpg": ("continuous", {}), "td3": ("continuous", {}), "sac": ("continuous", {})}
+
+
+@pytest.mark.parametrize("name", list(REPLAY))
+def test_ray_workers_build_the_replay_presets_own_policy_trainer_and_replay(name):
+    """Value-based and continuous presets on Ray: the local agent's policy (with its
+    exploration) and trainer classes and settings, its replay and its update ratio."""
+    import importlib
+
+    family, hyperparameters = REPLAY[name]
+    builder = getattr(importlib.import_module(f"looprl.presets.{family}"), name)
+    online = name in ("vqn", "vsarsa")
+    hyperparameters = {**({} if online else REPLAY_SMALL), **hyperparameters}
+    env = GymEnvironment("Pendulum-v1" if family == "continuous" else "CartPole-v1")
+    preset = builder.hyperparameters(**hyperparameters).env(env).device("cpu").build()
+    run = DistributedRun(preset, RuntimeConfig(actors=2), frames=10_000, logdir=None,
+                         quiet=True)
+    spec, local = run.spec, preset.agent(train_steps=10_000)
+    assert run.name == name and spec.explorations is None  # the policy's own exploration
+    policy = spec.make_policy()
+    assert type(policy) is type(local.policy) and policy.module is not local.policy.module
+    assert same_parameters(policy.module, local.policy.module)
+    trainer = spec.make_trainer(policy)
+    assert type(trainer) is type(local.trainer)
+    for key in ("discount_factor", "n_step", "update", "double", "policy_delay",
+                "target_entropy"):
+        assert getattr(trainer, key, None) == getattr(local.trainer, key, None), key
+    if online:  # one-step batches of n_envs streams, as the local agent's
+        assert (spec.buffer, spec.buffer_args) == ("on_policy", {"batch_streams": 2})
+        assert run.runtime.segment_length == 1
+        segment = 1
+    else:
+        buffer = local.replay_buffer
+        kind = "prioritized" if "Prioritized" in type(getattr(buffer, "buffer", buffer)).__name__ \
+            else "uniform"
+        assert spec.buffer == kind and spec.buffer_args["n_step"] == preset.n_step
+        assert spec.buffer_args["batch"] == local.minibatch_size == 8
+        assert spec.buffer_args["min_size"] == local.replay_start_size == 40
+        ratio = local.gradient_steps / local.update_frequency
+        assert spec.buffer_args["updates_per_frame"] == ratio
+        assert policy.random_steps == 40 if family == "continuous" else True
+        segment = 8
+    report = test_pipeline(spec, episodes=10**6, max_frames=120, n_envs=2,
+                           segment_length=segment)
+    assert report.train_steps >= 1
+    assert all(math.isfinite(value) for value in report.stats.values()), report.stats
+    if not online:  # the update ratio: one step per 1/ratio env steps past min_size (the
+        # trainer counts whole segments: up to one per env ahead of the actor's frames)
+        assert report.train_steps <= ratio * (report.frames + 2 * segment - 40) + 1
+    env.close()
+
+
+def test_ape_x_is_an_explicit_option_of_the_dqn_presets():
+    """``apex=True``: prioritized n-step replay and one exploration rate per actor; without
+    it, dqn on Ray is the local dqn (uniform one-step replay, the preset's epsilon)."""
+    from looprl.policies import apex_epsilons
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.hyperparameters(**REPLAY_SMALL, apex=True, n_steps=3).env(env).device(
+        "cpu").build()
+    spec = DistributedRun(preset, RuntimeConfig(actors=3), logdir=None, quiet=True).spec
+    assert spec.explorations == apex_epsilons(3) and spec.buffer == "prioritized"
+    assert spec.buffer_args["n_step"] == 3 and spec.make_trainer(spec.make_policy()).n_step == 3
+    assert type(preset.agent().replay_buffer).__name__ == "NStepReplayBuffer"
+    report = test_pipeline(spec, episodes=10**6, max_frames=100, segment_length=8)
+    assert report.train_steps >= 1
+    env.close()

@@ -115,14 +115,16 @@ def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local
 
 
 def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(local_ray, tmp_path):
-    """``looprl run algorithm=dqn runtime=ray``: the preset's hyperparameters on Ray workers
-    (Ape-X: an epsilon per actor, prioritized segments; a policy worker batching both actors'
-    requests), then a local evaluation."""
+    """``looprl run algorithm=dqn algorithm.apex=true runtime=ray``: the preset's
+    hyperparameters on Ray workers (Ape-X, the preset's explicit option: an epsilon per
+    actor, prioritized n-step replay; a policy worker batching both actors' requests), then
+    a local evaluation."""
     import json
 
     from looprl.configs.app import main
 
-    code = main(["algorithm=dqn", "runtime=ray", "runtime.actors=2", "runtime.envs_per_actor=2",
+    code = main(["algorithm=dqn", "algorithm.apex=true", "runtime=ray", "runtime.actors=2",
+                 "runtime.envs_per_actor=2",
                  "runtime.policy_workers=1",
                  "algorithm.replay_start_size=200", "algorithm.hidden=32", "frames=1500",
                  "test_episodes=2", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
@@ -161,6 +163,30 @@ def test_continuous_ppo_preset_learns_pendulum_on_two_actors(local_ray):
     assert run.runtime.segment_length == preset.n_steps
     result = run.run()
     assert sum(result.returns[-20:]) / 20 > -500, result.returns[-20:]
+
+
+def test_sac_preset_learns_pendulum_on_ray(local_ray):
+    """``DistributedRun(sac_preset, ...)``, as ``looprl run algorithm=continuous/sac
+    env=Pendulum-v1 runtime=ray``: the preset's own SAC policy (random warm-up, then the
+    tanh-Gaussian) and trainer (twin critics, entropy tuning) learn from the trainer worker's
+    uniform replay, at most one gradient step per env step (random play: about -1200)."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments.experiment import seed_everything
+    from looprl.presets.continuous import sac
+
+    seed_everything(0)
+    preset = sac.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
+    run = DistributedRun(preset, runtime(actors=1, envs_per_actor=1, groups=1,
+                                         segment_length=4, checkpoint_every=None,
+                                         trainer_threads=2),
+                         frames=FRAMES_SAC, logdir=None, quiet=True)
+    assert run.spec.buffer_args["updates_per_frame"] == 1.0
+    result = run.run()
+    assert result.train_steps <= result.frames  # the local agent's update ratio bounds it
+    assert sum(result.returns[-5:]) / 5 > -600, (result.train_steps, result.returns)
+
+
+FRAMES_SAC = 6_000
 
 
 def test_sync_sampling_trains_every_sample_with_the_policy_that_made_it(local_ray, tmp_path):

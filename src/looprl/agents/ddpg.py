@@ -2,8 +2,11 @@
 
 * ``ContinuousQ`` / ``TwinQ`` -- critics ``Q(s, a)`` over ``cat(observation, action)``.
 * ``ContinuousPolicy`` -- acts with a deterministic or soft-deterministic actor; the base
-  of ``DDPGPolicy`` and SAC's policy.
-* ``DDPGTrainer`` -- ``step(batch)``: one critic and one actor update (TD3 extends it).
+  of ``DDPGPolicy`` and SAC's policy. ``rollout(request)`` (seed 004) reads a tensor or the
+  one-field ``NamedArray`` the Ray environments send, and acts uniformly at random for its
+  first ``random_steps`` rows (the local agent's warm-up, counted per actor on Ray).
+* ``DDPGTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one critic and one actor
+  update on one-step windows ``[2, B]`` (TD3 extends it).
 * ``OffPolicyAgent`` -- the local single-environment agent of DDPG, TD3 and SAC: uniform
   random actions until ``replay_start_size`` steps, replay, and a training schedule.
 * ``ContinuousTestAgent`` -- deterministic actions, no training.
@@ -29,11 +32,15 @@ from looprl.core import (
     Policy,
     RolloutRequest,
     RolloutResult,
+    SampleBatch,
     State,
     StateArray,
     Trainer,
+    TrainerStepResult,
     deterministic_rows,
 )
+from looprl.core.namedarray import NamedArray
+from looprl.nn import single_field
 from looprl.policies.deterministic import DeterministicPolicy
 
 
@@ -86,12 +93,15 @@ class ContinuousPolicy(Policy):
     Args:
         actor: a ``DeterministicPolicy`` or ``SoftDeterministicPolicy`` (anything with
             ``explore`` or ``sample``, ``mode`` and ``uniform``).
+        random_steps: ``rollout`` acts uniformly at random for this many rows first.
     """
 
-    def __init__(self, actor: Any):
+    def __init__(self, actor: Any, random_steps: int = 0):
         self.actor = actor
         self.device = actor.device
         self.version = 0
+        self.random_steps = random_steps
+        self.rows = 0  # rows ``rollout`` acted on, evaluation excluded
 
     @property
     def module(self) -> nn.Module:
@@ -110,21 +120,33 @@ class ContinuousPolicy(Policy):
         return self.actor.uniform(1)[0]
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Actions for ``request.obs``: deterministic rows where ``is_evaluation``."""
-        obs = torch.as_tensor(request.obs, device=self.device)
+        """Actions for ``request.obs``: deterministic rows where ``is_evaluation``, uniformly
+        random ones during the first ``random_steps`` rows, else exploratory."""
+        obs = _tensor(request.obs, self.device)
         deterministic = deterministic_rows(request)
+        if deterministic is True:
+            return RolloutResult(action=self.actor.mode(obs))
+        action = self._explore_rows(obs)
         if isinstance(deterministic, torch.Tensor):
             rows = deterministic.to(self.device).unsqueeze(-1)
-            action = torch.where(rows, self.actor.mode(obs), self.explore(obs))
-        elif deterministic:
-            action = self.actor.mode(obs)
-        else:
-            action = self.explore(obs)
+            action = torch.where(rows, self.actor.mode(obs), action)
         return RolloutResult(action=action)
 
+    def _explore_rows(self, obs: torch.Tensor) -> torch.Tensor:
+        n, warm = len(obs), self.rows < self.random_steps
+        self.rows += n
+        return self.actor.uniform(n) if warm else self.explore(obs)
+
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
-        """The actor's output on ``sample.observation``, with gradients."""
-        return self.actor(sample.observation)
+        """The actor's output on ``sample.obs`` (a tensor or one field), with gradients."""
+        return self.actor(_tensor(sample["obs"], self.device))
+
+
+def _tensor(obs: Any, device: torch.device) -> torch.Tensor:
+    """Observations (an array, or the one field of a ``NamedArray``) as a tensor on ``device``."""
+    if isinstance(obs, NamedArray | dict):
+        obs = single_field(obs)
+    return torch.as_tensor(obs, device=device)
 
 
 class DDPGPolicy(ContinuousPolicy):
@@ -132,10 +154,21 @@ class DDPGPolicy(ContinuousPolicy):
 
     Args:
         actor: a ``DeterministicPolicy`` (with a target network for DDPG and TD3).
+        random_steps: see ``ContinuousPolicy``.
     """
 
-    def __init__(self, actor: DeterministicPolicy):
-        super().__init__(actor)
+    def __init__(self, actor: DeterministicPolicy, random_steps: int = 0):
+        super().__init__(actor, random_steps)
+
+
+def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
+    """``(s, a, r, s', mask)`` of one-step windows ``[2, B]``: ``mask`` is ``False`` where
+    ``s'`` ended the episode by termination (a truncated one still bootstraps)."""
+    if batch.reward.shape[0] != 2:
+        raise ValueError(f"DDPG, TD3 and SAC learn from one-step windows [2, B], got "
+                         f"{batch.reward.shape[0] - 1}-step ones")
+    obs = single_field(batch.obs)
+    return obs[0], batch.action[0], batch.reward[1], obs[1], ~batch.done[1]
 
 
 class DDPGTrainer(Trainer):
@@ -157,17 +190,16 @@ class DDPGTrainer(Trainer):
     def policy(self) -> DDPGPolicy:
         return self._policy
 
-    def step(self, batch: tuple) -> dict[str, torch.Tensor]:
-        """``batch`` is ``(states, actions, rewards, next_states, weights)`` from replay."""
-        states, actions, rewards, next_states, _ = batch
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        """One update on one-step windows ``[2, B]`` (``sample_batch`` of a replay buffer)."""
         self.steps += 1
-        obs = states.observation
-        targets = self._targets(rewards, next_states.observation, next_states.mask)
+        obs, actions, rewards, next_obs, masks = one_step(batch)
+        targets = self._targets(rewards, next_obs, masks)
         stats = {"critic": self._critic_step(obs, actions, targets)}
         if self._should_update_actor():
             stats["actor"] = self._actor_step(obs)
         self._policy.version += 1
-        return stats
+        return TrainerStepResult(stats, self.steps)
 
     def _targets(
         self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
@@ -251,10 +283,10 @@ class OffPolicyAgent(ReplayAgent):
         if not self._should_train():
             return
         for _ in range(self.gradient_steps):
-            stats = self.trainer.step(self.replay_buffer.sample(self.minibatch_size))
+            result = self.trainer.step(self.replay_buffer.sample_batch(self.minibatch_size))
             self._updates += 1
             if self.logger.verbose and self._updates % self.log_every == 0:
-                for name, value in stats.items():
+                for name, value in result.stats.items():
                     self.logger.add_info(name, value)
 
 

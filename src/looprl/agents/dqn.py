@@ -107,6 +107,7 @@ class DQNPolicy(Policy):
     def states(self, obs: Any, shape: tuple[int, ...]) -> StateArray:
         """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``
         (not terminal: a ``SampleBatch``'s ``done`` rows say where episodes end)."""
+        obs = _single(obs)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
             device = self.q.device
@@ -120,8 +121,9 @@ class DQNPolicy(Policy):
         """Actions for ``request.obs`` (``[B, ...]``) and ``max_a Q`` (``value``).
 
         Each row explores with its own rate (``request.exploration``, else the policy's
-        ``epsilon``), evaluation rows act greedily; an ``exploration`` policy given to the
-        constructor takes the rows without a rate.
+        epsilon: its schedule, when it has one, advances once per call, one step of every
+        env of the caller, as ``act`` does), evaluation rows act greedily; an ``exploration``
+        policy given to the constructor takes the rows without a rate.
         """
         obs = _on(request.obs, self.q.device)
         state = self.states(obs, (_rows(obs),))
@@ -158,8 +160,9 @@ class DQNPolicy(Policy):
     def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> torch.Tensor:
         """The exploration rate of each row (``rate``, else ``epsilon``): 0 on evaluation
         rows."""
-        if rate is None:
-            rate = self.epsilon.value if hasattr(type(self.epsilon), "value") else self.epsilon
+        if rate is None:  # the exploration policy's (the constructor's epsilon without one)
+            epsilon = self.greedy.epsilon
+            rate = epsilon.value if hasattr(type(epsilon), "value") else epsilon
         eps = torch.as_tensor(rate, dtype=torch.float32, device=self.q.device).flatten()
         if eps.numel() not in (1, rows):
             raise ValueError(f"exploration has {eps.numel()} rates for {rows} rows; give one "
@@ -178,6 +181,17 @@ class DQNPolicy(Policy):
         """A uniformly random action per row, among the unmasked ones (``Q > MASKED_Q``)."""
         scores = self._rand(*values.shape).masked_fill(values <= MASKED_Q, -1.0)
         return scores.argmax(dim=-1)
+
+
+def _single(obs: Any) -> Any:
+    """A ``NamedArray`` of one field (what the Ray environments send: ``{"obs": ...}``) as
+    that field's tensor, which plain networks read; several fields stay a ``NamedArray``
+    (a ``QModel`` reads them)."""
+    if isinstance(obs, NamedArray):
+        fields = [value for _, value in obs.items() if value is not None]
+        if len(fields) == 1:
+            return fields[0]
+    return obs
 
 
 def _on(obs: Any, device: torch.device) -> Any:
@@ -280,6 +294,8 @@ class DQNTrainer(Trainer):
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``batch``; see the class docstring."""
+        if not isinstance(batch.reward, torch.Tensor):  # numpy segments (VQN on Ray)
+            batch = batch.to_torch(self._policy.device)
         q = self._policy.q
         values, targets, weights = self._values_and_targets(batch)
         loss = dqn_loss(values, targets, weights, huber=self.huber)

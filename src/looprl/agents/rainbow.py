@@ -13,9 +13,10 @@ prioritized    ``memory.PrioritizedReplayBuffer``            ``prioritized``
 distributional ``QDist`` + ``C51Trainer``                    ``distributional``
 ============== ============================================= =============================
 
-``rainbow_policy_and_trainer`` picks the policy and trainer for a Q approximation; the local
-agent is ``DQN``, which feeds the trainer's priorities (TD errors or, when distributional,
-the cross-entropies) back to the buffer.
+``rainbow_policy`` picks the policy for a Q approximation, ``rainbow_trainer`` its trainer
+(``rainbow_policy_and_trainer`` both); the local agent is ``DQN``, which feeds the
+trainer's priorities (TD errors or, when distributional, the cross-entropies) back to the
+buffer.
 """
 
 from __future__ import annotations
@@ -27,7 +28,25 @@ from looprl.agents.dqn import DQNPolicy, DQNTrainer
 from looprl.approximation.q_dist import QDist
 from looprl.core import Policy, Trainer
 
-__all__ = ["rainbow_policy_and_trainer"]
+__all__ = ["rainbow_policy", "rainbow_policy_and_trainer", "rainbow_trainer"]
+
+
+def rainbow_policy(q: Any, num_actions: int, epsilon: Any = 0.0) -> DQNPolicy:
+    """The Rainbow policy over ``q``: a ``C51Policy`` over a ``QDist`` (distributional),
+    else a ``DQNPolicy`` over a ``QNetwork``; ``epsilon`` is 0 with noisy networks."""
+    if isinstance(q, QDist):
+        return C51Policy(q, num_actions, epsilon)
+    return DQNPolicy(q, num_actions, epsilon)
+
+
+def rainbow_trainer(policy: DQNPolicy, discount_factor: float = 0.99, double: bool = True,
+                    huber: bool = True, n_step: int = 1) -> Trainer:
+    """The Rainbow trainer of ``policy``: ``C51Trainer`` for a ``C51Policy``, else
+    ``DQNTrainer``; ``double`` picks the bootstrap action with the online network, ``huber``
+    is the non-distributional regression's loss, ``n_step`` the replay windows' steps."""
+    if isinstance(policy, C51Policy):
+        return C51Trainer(policy, discount_factor, n_step, double=double)
+    return DQNTrainer(policy, discount_factor, n_step, double_q=double, huber=huber)
 
 
 def rainbow_policy_and_trainer(
@@ -39,19 +58,6 @@ def rainbow_policy_and_trainer(
     huber: bool = True,
     n_step: int = 1,
 ) -> tuple[Policy, Trainer]:
-    """The Rainbow policy and trainer for ``q``.
-
-    Args:
-        q: a ``QDist`` (distributional) or a ``QNetwork`` (expected values).
-        num_actions: size of the action space.
-        epsilon: exploration rate (``0`` with noisy networks).
-        discount_factor: gamma.
-        double: use the double-Q bootstrap action.
-        huber: Huber loss for the non-distributional regression.
-        n_step: steps per return (the replay's windows).
-    """
-    if isinstance(q, QDist):
-        policy = C51Policy(q, num_actions, epsilon)
-        return policy, C51Trainer(policy, discount_factor, n_step, double=double)
-    policy = DQNPolicy(q, num_actions, epsilon)
-    return policy, DQNTrainer(policy, discount_factor, n_step, double_q=double, huber=huber)
+    """``rainbow_policy`` and its ``rainbow_trainer`` (the arguments are theirs)."""
+    policy = rainbow_policy(q, num_actions, epsilon)
+    return policy, rainbow_trainer(policy, discount_factor, double, huber, n_step)

@@ -6,7 +6,8 @@ towards ``target_entropy`` (``-|A|`` by default).
 
 * ``Temperature`` -- the learnable ``log_alpha`` as a module (saved with the preset).
 * ``SACPolicy`` -- samples from the tanh-Gaussian; ``mode`` for evaluation.
-* ``SACTrainer`` -- ``step(batch)``: critic, actor and temperature updates.
+* ``SACTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: critic, actor and
+  temperature updates on one-step windows ``[2, B]``.
 * ``SAC`` -- the local single-environment agent, ``SACTestAgent`` the deterministic one.
 """
 
@@ -17,7 +18,13 @@ import math
 import torch
 from torch import nn
 
-from looprl.agents.ddpg import ContinuousPolicy, ContinuousTestAgent, OffPolicyAgent, frozen
+from looprl.agents.ddpg import (
+    ContinuousPolicy,
+    ContinuousTestAgent,
+    OffPolicyAgent,
+    frozen,
+    one_step,
+)
 from looprl.agents.losses.continuous import (
     sac_actor_loss,
     sac_target,
@@ -25,7 +32,7 @@ from looprl.agents.losses.continuous import (
     twin_critic_loss,
 )
 from looprl.approximation import Approximation
-from looprl.core import Trainer
+from looprl.core import SampleBatch, Trainer, TrainerStepResult
 from looprl.policies.deterministic import SoftDeterministicPolicy
 
 
@@ -51,10 +58,11 @@ class SACPolicy(ContinuousPolicy):
 
     Args:
         actor: a ``SoftDeterministicPolicy``.
+        random_steps: see ``ContinuousPolicy``.
     """
 
-    def __init__(self, actor: SoftDeterministicPolicy):
-        super().__init__(actor)
+    def __init__(self, actor: SoftDeterministicPolicy, random_steps: int = 0):
+        super().__init__(actor, random_steps)
 
     def explore(self, observation: torch.Tensor) -> torch.Tensor:
         return self.actor.sample(observation)
@@ -96,12 +104,12 @@ class SACTrainer(Trainer):
         """The current temperature (no gradients)."""
         return self.temperature.model.log_alpha.detach().exp()
 
-    def step(self, batch: tuple) -> dict[str, torch.Tensor]:
-        """``batch`` is ``(states, actions, rewards, next_states, weights)`` from replay."""
-        states, actions, rewards, next_states, _ = batch
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        """One update on one-step windows ``[2, B]`` (``sample_batch`` of a replay buffer)."""
         self.steps += 1
-        obs, alpha = states.observation, self.alpha
-        targets = self._targets(rewards, next_states.observation, next_states.mask, alpha)
+        obs, actions, rewards, next_obs, masks = one_step(batch)
+        alpha = self.alpha
+        targets = self._targets(rewards, next_obs, masks, alpha)
         q1, q2 = self.q(obs, actions)
         critic = twin_critic_loss(q1, q2, targets)
         self.q.reinforce(critic)
@@ -111,7 +119,7 @@ class SACTrainer(Trainer):
         if self.temperature.optimizer is not None:
             stats["temperature"] = self._temperature_step(log_probs)
         self._policy.version += 1
-        return stats
+        return TrainerStepResult(stats, self.steps)
 
     def _targets(
         self,

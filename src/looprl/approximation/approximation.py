@@ -89,6 +89,16 @@ class Approximation:
         self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
         self._checkpointer.init(model, _checkpoint_file(logger, name))
 
+    @property
+    def lr_scheduler(self) -> Any:
+        """The learning-rate scheduler stepped after every update (``None``: none); a
+        trainer whose schedule spans its budget may set it."""
+        return self._lr_scheduler
+
+    @lr_scheduler.setter
+    def lr_scheduler(self, scheduler: Any) -> None:
+        self._lr_scheduler = scheduler
+
     #: the ``DistributedDataParallel`` wrapper of ``model`` once ``distribute`` is called
     _ddp: nn.Module | None = None
 

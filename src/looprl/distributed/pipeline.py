@@ -34,7 +34,11 @@ class TrainerCore:
         buffer_args: the buffer's arguments. On-policy buffers take ``batch_streams`` (default
             8) and ``max_lag``; replay takes ``size`` (transitions, default 100,000),
             ``batch`` (transitions per step, default 32), ``min_size`` (default ``batch``),
-            ``n_step`` (default: the trainer's) and, prioritized, ``alpha``/``beta``.
+            ``n_step`` (default: the trainer's), ``updates_per_frame`` (the most trainer
+            steps per env step received beyond ``min_size``, the local agent's
+            ``gradient_steps / update_frequency``; ``None``: as fast as it can),
+            ``max_ahead`` (env steps the actors may run ahead of that ratio before
+            ``ahead`` holds them back, default 256) and, prioritized, ``alpha``/``beta``.
     """
 
     def __init__(self, trainer: Any, buffer: str | None = None,
@@ -45,7 +49,13 @@ class TrainerCore:
         args = dict(buffer_args or {})
         kind = buffer or getattr(trainer, "sample_buffer", None)
         self.replay = kind in ("uniform", "prioritized")
+        self.updates_per_frame: float | None = None
+        self.frames = 0  # env steps received (replay)
+        self.updates = 0  # batches taken (replay)
         if self.replay:
+            ratio = args.pop("updates_per_frame", None)
+            self.updates_per_frame = None if ratio is None else float(ratio)
+            self.max_ahead = int(args.pop("max_ahead", 256))
             self.batch = int(args.pop("batch", 32))
             self.min_size = int(args.pop("min_size", self.batch))
             args.setdefault("size", 100_000)
@@ -64,14 +74,27 @@ class TrainerCore:
 
     def put(self, sample: SampleBatch) -> None:
         """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
-        columns = sample.reward.shape[1]
+        rows, columns = sample.reward.shape
         self.received += columns
+        self.frames += (rows - 1) * columns
         if not self.buffer.put(sample, self.policy.version):
             self.dropped += columns
 
     def ready(self) -> bool:
-        """Whether ``train_step`` would train now."""
-        return self.buffer.ready(self.min_size) if self.replay else self.buffer.ready()
+        """Whether ``train_step`` would train now: an on-policy batch is complete, or the
+        replay holds ``min_size`` transitions and the update ratio allows another step."""
+        if not self.replay:
+            return self.buffer.ready()
+        ratio = self.updates_per_frame
+        return self.buffer.ready(self.min_size) and (
+            ratio is None or self.updates < ratio * (self.frames - self.min_size))
+
+    def ahead(self) -> bool:
+        """Whether the actors ran more than ``max_ahead`` env steps ahead of the update
+        ratio (a trainer worker then holds their samples back until it caught up)."""
+        ratio = self.updates_per_frame
+        return (self.replay and ratio is not None
+                and self.updates < ratio * (self.frames - self.min_size - self.max_ahead))
 
     def train_step(self) -> TrainerStepResult | None:
         """One ``Trainer.step`` on what the buffer holds (``None``: not enough yet)."""
@@ -92,6 +115,7 @@ class TrainerCore:
         if not self.replay:
             return self.buffer.get(), None
         index = self.buffer.sample_indices(self.batch)
+        self.updates += 1
         return self.buffer.gather(index), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
@@ -105,7 +129,8 @@ class TrainerCore:
 
     def state_dict(self) -> dict[str, Any]:
         """The trainer, its policy (with optimizer) and counters, for a checkpoint."""
-        return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped}
+        return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped,
+                "frames": self.frames, "updates": self.updates}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore ``state_dict``'s output.
@@ -119,6 +144,7 @@ class TrainerCore:
                              f"{here}: resume with the first run's runtime.gpus_per_trainer")
         self.trainer = state["trainer"]
         self.received, self.dropped = state["received"], state["dropped"]
+        self.frames, self.updates = state.get("frames", 0), state.get("updates", 0)
 
 
 def _device(trainer: Any) -> str:
@@ -210,8 +236,9 @@ def _collect(runner: EnvRunner, policy: Any) -> None:
 
 
 def _train(core: TrainerCore, report: PipelineReport) -> None:
-    """Train on everything an on-policy buffer holds; one step per env step from replay."""
-    steps = 1 if core.replay else math.inf
+    """Train on everything an on-policy buffer holds; from replay, as often as the update
+    ratio allows (one step per env step without one)."""
+    steps = 1 if core.replay and core.updates_per_frame is None else math.inf
     while steps > 0 and core.ready():
         steps -= 1
         version = core.policy.version

@@ -102,7 +102,9 @@ class TrainerWorker:
         sample with next.
 
         An on-policy buffer holding ``runtime.queue_batches`` batches makes the caller wait
-        (backpressure: actors do not make samples that could only be trained on late). With
+        (backpressure: actors do not make samples that could only be trained on late), and
+        so does a replay whose trainer lags behind its update ratio (``TrainerCore.ahead``:
+        the local agent's gradient steps per env step, on both sides). With
         ``runtime.sync``, the caller waits until a step has trained on its samples, unless
         every actor feeding this trainer waits and the batch still needs more samples.
         """
@@ -110,6 +112,8 @@ class TrainerWorker:
             with self._lock:
                 if len(self.core.buffer) < self._capacity:
                     break
+            time.sleep(0.002)
+        while self.core.ahead() and not self._stop.is_set():  # replay: keep the update ratio
             time.sleep(0.002)
         with self._lock:
             version = self.core.policy.version

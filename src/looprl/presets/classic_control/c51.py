@@ -6,15 +6,16 @@ DQN's replay schedule (``classic_control.dqn``) with 51 atoms on ``[v_min, v_max
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from torch import nn, optim
 
 from looprl.agents.c51 import C51Policy, C51Trainer
-from looprl.agents.dqn import DQN, DQNTestAgent
+from looprl.agents.dqn import DQNTestAgent
 from looprl.approximation import FixedTarget, LinearScheduler
 from looprl.approximation.q_dist import QDist
-from looprl.core import DummyLogger, Preset
+from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.nn.distributional import CategoricalQHead
 from looprl.presets.builder import PresetBuilder
@@ -23,7 +24,7 @@ from looprl.presets.common import (
     require_flat_observations,
     require_positive,
 )
-from looprl.presets.parts import replay_buffer
+from looprl.presets.off_policy import ReplayPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -49,7 +50,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class C51ClassicControlPreset(Preset):
+class C51ClassicControlPreset(ReplayPreset):
     """Builds C51 agents (hyperparameters: see ``default_hyperparameters``)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -74,30 +75,23 @@ class C51ClassicControlPreset(Preset):
             logger=logger, **kwargs,
         )
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> DQN:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> C51Policy:
         hp = self.hyperparameters
         epsilon = LinearScheduler(
             hp["initial_exploration"], hp["final_exploration"], 0,
             hp["final_exploration_step"], name="epsilon",
         )
-        dist = self._dist(
-            self.model,
-            logger or DummyLogger(),
-            optim.Adam(self.model.parameters(), lr=hp["lr"], fused=True),
-            target=FixedTarget(hp["target_update_frequency"]),
-            clip_grad=hp["clip_grad"],
-        )
-        policy = C51Policy(dist, self.num_actions, epsilon)
-        return DQN(
-            policy,
-            C51Trainer(policy, hp["discount_factor"]),
-            replay_buffer("prioritized" if hp["prioritized"] else "uniform", hp, self.device,
-                          train_steps),
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-        )
+        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
+            device if device is not None else self.device)
+        dist = self._dist(model, logger or DummyLogger(),
+                          optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
+                          target=FixedTarget(hp["target_update_frequency"]),
+                          clip_grad=hp["clip_grad"])
+        return C51Policy(dist, self.num_actions, epsilon)
+
+    def trainer(self, policy: C51Policy, train_steps: float = math.inf) -> C51Trainer:
+        return C51Trainer(policy, self.hyperparameters["discount_factor"])
 
     def test_agent(self) -> DQNTestAgent:
         policy = C51Policy(self._dist(copy.deepcopy(self.model)), self.num_actions)

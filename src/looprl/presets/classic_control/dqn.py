@@ -13,22 +13,24 @@ spec (MLP, CNN, ResNet or a combination), which also opens the preset to image o
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
-from looprl.core import DummyLogger, Preset
+from looprl.core import DummyLogger
 from looprl.nn import MLP, feature_extractor, orthogonal_init
-from looprl.policies import EXPLORATION
+from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
-from looprl.presets.parts import UPDATES, choose, exploration_policy, replay_buffer
+from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.parts import UPDATES, choose, exploration_policy
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -59,14 +61,18 @@ default_hyperparameters: dict[str, Any] = {
     "beta": 0.4,
     "n_steps": 3,  # nstep
     "update": "q_learning",
+    # Ape-X: prioritized replay of n_steps windows, each Ray actor exploring at its own rate
+    # apex_epsilons(actors)[i] instead of the exploration above (locally one actor: 0.4)
+    "apex": False,
 }
 
 
-class DQNClassicControlPreset(Preset):
+class DQNClassicControlPreset(ReplayPreset):
     """Builds DQN agents with a two-layer ReLU Q-network.
 
     Hyperparameters (see ``default_hyperparameters``): ``target_update_frequency`` counts
-    gradient steps; ``update_frequency`` and ``final_exploration_step`` count env steps.
+    gradient steps; ``update_frequency`` and ``final_exploration_step`` count env steps (on
+    Ray, the schedule counts each actor's steps, one per step of all its envs).
     """
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -90,32 +96,32 @@ class DQNClassicControlPreset(Preset):
             self.model = nn.Sequential(body, head)
         self.model = self.model.to(device)
 
-    def _q(self, logger: Any) -> QNetwork:
-        hp = self.hyperparameters
-        return QNetwork(
-            self.model,
-            optim.Adam(self.model.parameters(), lr=hp["lr"], fused=True),
-            target=FixedTarget(hp["target_update_frequency"]),
-            clip_grad=hp["clip_grad"],
-            logger=logger,
-        )
+    @property
+    def prioritized(self) -> bool:
+        return self.apex or self.hyperparameters["buffer"] == "prioritized"
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> DQN:
+    @property
+    def n_step(self) -> int:
         hp = self.hyperparameters
-        q = self._q(logger or DummyLogger())
+        return hp["n_steps"] if self.apex or hp["buffer"] == "nstep" else 1
+
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
+        hp = self.hyperparameters
+        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
+            device if device is not None else self.device)
+        q = QNetwork(model, optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
+                     target=FixedTarget(hp["target_update_frequency"]),
+                     clip_grad=hp["clip_grad"], logger=logger or DummyLogger())
+        if self.apex:  # one actor here; on Ray each actor's rate overrides it
+            return DQNPolicy(q, self.num_actions, apex_epsilons(1)[0])
         exploration = exploration_policy(hp, q, self.num_actions, self.name)
-        policy = DQNPolicy(q, self.num_actions, exploration=exploration)
-        buffer = replay_buffer(hp["buffer"], hp, self.device, train_steps)
-        schedule = {
-            "minibatch_size": hp["minibatch_size"],
-            "replay_start_size": hp["replay_start_size"],
-            "update_frequency": hp["update_frequency"],
-            "gradient_steps": hp["gradient_steps"],
-        }
-        n_step = hp["n_steps"] if hp["buffer"] == "nstep" else 1
-        trainer = DQNTrainer(policy, hp["discount_factor"], n_step, update=hp["update"],
-                             huber=hp["huber"])
-        return DQN(policy, trainer, buffer, **schedule)  # feeds priorities back
+        return DQNPolicy(q, self.num_actions, exploration=exploration)
+
+    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
+        hp = self.hyperparameters
+        return DQNTrainer(policy, hp["discount_factor"], self.n_step, update=hp["update"],
+                          huber=hp["huber"])
 
     def test_agent(self) -> DQNTestAgent:
         q = QNetwork(copy.deepcopy(self.model))

@@ -11,15 +11,16 @@ epsilon is 0). The defaults reach a greedy return above 300 on CartPole-v1 withi
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.dqn import DQN, DQNTestAgent
-from looprl.agents.rainbow import rainbow_policy_and_trainer
+from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
 from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
 from looprl.approximation.q_dist import QDist
-from looprl.core import DummyLogger, Preset
+from looprl.core import DummyLogger
 from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
@@ -29,7 +30,7 @@ from looprl.presets.common import (
     require_flat_observations,
     require_positive,
 )
-from looprl.presets.parts import replay_buffer
+from looprl.presets.off_policy import ReplayPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -84,7 +85,7 @@ def rainbow_model(obs_dim: int, num_actions: int, hp: dict[str, Any]) -> nn.Modu
     return CategoricalQHead(head, num_actions, atoms) if hp["distributional"] else head
 
 
-class RainbowClassicControlPreset(Preset):
+class RainbowClassicControlPreset(ReplayPreset):
     """Builds Rainbow agents (hyperparameters: see ``default_hyperparameters``)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -118,35 +119,33 @@ class RainbowClassicControlPreset(Preset):
             hp["final_exploration_step"], name="epsilon",
         )
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> DQN:
+    @property
+    def n_step(self) -> int:
+        return self.hyperparameters["n_steps"]
+
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
         hp = self.hyperparameters
+        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
+            device if device is not None else self.device)
         q = self._q(
-            self.model,
-            optimizer=optim.Adam(self.model.parameters(), lr=hp["lr"], fused=True),
+            model,
+            optimizer=optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
             target=FixedTarget(hp["target_update_frequency"]),
             clip_grad=hp["clip_grad"],
             logger=logger or DummyLogger(),
         )
-        policy, trainer = rainbow_policy_and_trainer(
-            q, self.num_actions, self._epsilon(), hp["discount_factor"], double=hp["double"],
-            n_step=hp["n_steps"],
-        )
-        kind = "prioritized" if hp["prioritized"] else "uniform"
-        buffer = replay_buffer(kind, hp, self.device, train_steps, hp["n_steps"])
-        return DQN(
-            policy,
-            trainer,
-            buffer,
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-        )
+        return rainbow_policy(q, self.num_actions, self._epsilon())
+
+    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
+        hp = self.hyperparameters
+        return rainbow_trainer(policy, hp["discount_factor"], double=hp["double"],
+                               n_step=self.n_step)
 
     def test_agent(self) -> DQNTestAgent:
         q = self._q(copy.deepcopy(self.model))
-        policy, _ = rainbow_policy_and_trainer(q, self.num_actions)
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+        epsilon = self.hyperparameters["test_exploration"]
+        return DQNTestAgent(rainbow_policy(q, self.num_actions), epsilon=epsilon)
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowClassicControlPreset)

@@ -1,5 +1,9 @@
 """VQN preset for classic control: online Q-learning over ``n_envs`` parallel environments.
 
+The preset is its own builder (``policy``, ``trainer``, ``n_envs`` x ``n_steps`` = 1): on Ray
+(``looprl.distributed.preset_spec``) a trainer learns from ``n_envs`` one-step streams at a
+time, the local batch's shape, and each actor's epsilon counts its own batched steps.
+
 No replay; a target network copied every ``target_update_frequency`` updates keeps the
 bootstrap from chasing itself (``0`` bootstraps from the online network, which diverges on
 CartPole; 25 reached the bar with 3 of 3 seeds there, 50 with 2 of 3, while Acrobot-v1
@@ -63,34 +67,45 @@ class OnlineClassicControlPreset(ParallelPreset):
         self.model = MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
         self.model = self.model.to(device)
 
-    def _policy(self, logger: Any, train_steps: float) -> DQNPolicy:
+    @property
+    def n_steps(self) -> int:
+        """Rows per segment: one step of the ``n_envs`` environments per update."""
+        return 1
+
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
+        """Epsilon-greedy over the Q-network (a copy with ``copy_model``) on ``device``."""
         hp = self.hyperparameters
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        scheduler = None
-        if hp["linear_lr"] and math.isfinite(train_steps):
-            scheduler = LinearLR(optimizer, max(int(train_steps / self.n_envs), 1))
-        q = QNetwork(
-            self.model,
-            optimizer,
-            clip_grad=hp["clip_grad"],
-            lr_scheduler=scheduler,
-            target=self._target(),
-            logger=logger or DummyLogger(),
-        )
+        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
+            device if device is not None else self.device)
+        optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
+        q = QNetwork(model, optimizer, clip_grad=hp["clip_grad"], target=self._target(),
+                     logger=logger or DummyLogger())
         epsilon = LinearScheduler(
             hp["initial_exploration"], hp["final_exploration"], 0,
             hp["final_exploration_step"], name="epsilon",
         )
         return DQNPolicy(q, self.num_actions, epsilon)
 
+    #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
+    update = "q_learning"
+
+    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
+        """One-step ``update`` on each ``[2, n_envs]`` batch; with ``linear_lr`` the learning
+        rate decays to 0 over the ``train_steps / n_envs`` updates of the budget."""
+        hp = self.hyperparameters
+        if hp["linear_lr"] and math.isfinite(train_steps):
+            updates = max(int(train_steps / self.n_envs), 1)
+            policy.q.lr_scheduler = LinearLR(policy.q.optimizer, updates)
+        return DQNTrainer(policy, hp["discount_factor"], update=self.update, huber=hp["huber"])
+
     def _target(self) -> FixedTarget | None:
         frequency = self.hyperparameters["target_update_frequency"]
         return FixedTarget(frequency) if frequency else None
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VQN:
-        hp = self.hyperparameters
-        policy = self._policy(logger, train_steps)
-        return VQN(policy, DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]))
+        policy = self.policy(logger)
+        return VQN(policy, self.trainer(policy, train_steps))
 
     def test_agent(self) -> DQNTestAgent:
         policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.dqn import DQNTrainer
 from looprl.agents.vsarsa import VSarsa
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
@@ -35,11 +34,11 @@ class VSarsaClassicControlPreset(OnlineClassicControlPreset):
 
     algorithm = "VSarsa"
 
+    update = "sarsa"
+
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VSarsa:
-        hp = self.hyperparameters
-        policy = self._policy(logger, train_steps)
-        trainer = DQNTrainer(policy, hp["discount_factor"], update="sarsa", huber=hp["huber"])
-        return VSarsa(policy, trainer)
+        policy = self.policy(logger)
+        return VSarsa(policy, self.trainer(policy, train_steps))
 
 
 vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaClassicControlPreset)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import math
-from abc import abstractmethod
 from typing import Any
 
 import gymnasium as gym
@@ -23,12 +22,12 @@ from looprl.agents.ddpg import (
     DDPGTrainer,
 )
 from looprl.approximation import Approximation, PolyakTarget
-from looprl.core import DummyLogger, Preset
-from looprl.memory import ExperienceReplayBuffer
+from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_flat_observations, require_positive
+from looprl.presets.off_policy import ReplayPreset
 
 
 def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.spaces.Box:
@@ -65,10 +64,12 @@ OFF_POLICY_POSITIVE = (
 )
 
 
-class OffPolicyContinuousPreset(Preset):
-    """Shared setup of the DDPG, TD3 and SAC presets: checks, sizes, replay and agents.
+class OffPolicyContinuousPreset(ReplayPreset):
+    """Shared setup of the DDPG, TD3 and SAC presets: checks, sizes, and the local agent.
 
-    Subclasses build ``self.actor`` and ``self.critic`` and implement ``_policy_and_trainer``.
+    Subclasses build ``self.actor`` and ``self.critic`` and implement ``policy`` and
+    ``trainer``; the policy acts at random for the first ``replay_start_size`` rows of its
+    ``rollout`` (each Ray actor's warm-up; the local agent warms up by itself).
     """
 
     algorithm = "DDPG"
@@ -86,27 +87,22 @@ class OffPolicyContinuousPreset(Preset):
         hp = self.hyperparameters
         return ContinuousQ(mlp(self.obs_dim + self.action_dim, 1, hp["hidden"]))
 
-    @abstractmethod
-    def _policy_and_trainer(self, logger: Any) -> tuple[Any, Any]:
-        """The algorithm's policy and trainer, logging to ``logger``."""
+    def _model(self, model: nn.Module, copy_model: bool, device: Any) -> nn.Module:
+        """``model`` (a copy with ``copy_model``) on ``device`` (default: the preset's)."""
+        return (copy.deepcopy(model) if copy_model else model).to(
+            device if device is not None else self.device)
+
+    def _own(self, policy: Any, model: nn.Module) -> nn.Module:
+        """The preset's ``model`` for the policy over the preset's actor, else a copy on the
+        policy's device (a trainer of a copied policy trains its own critics)."""
+        return model if policy.module is self.actor else self._model(model, True, policy.device)
+
+    def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
+               **schedule: Any) -> Any:
+        return self._agent_class()(policy, trainer, buffer, logger=logger, **schedule)
 
     def _agent_class(self) -> type:
         return DDPG
-
-    def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
-        hp = self.hyperparameters
-        logger = logger or DummyLogger()
-        policy, trainer = self._policy_and_trainer(logger)
-        return self._agent_class()(
-            policy,
-            trainer,
-            ExperienceReplayBuffer(hp["replay_buffer_size"], device=self.device),
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-            logger=logger,
-        )
 
 
 default_hyperparameters: dict[str, Any] = {
@@ -135,31 +131,37 @@ class DDPGContinuousPreset(OffPolicyContinuousPreset):
         self.actor = DeterministicActor(actor, self.action_space).to(device)
         self.critic = self._critic_model().to(device)
 
-    def _actor(self, logger: Any) -> DeterministicPolicy:
+    def _actor(self, logger: Any, device: Any = None, copy_model: bool = False
+               ) -> DeterministicPolicy:
         hp = self.hyperparameters
+        actor = self._model(self.actor, copy_model, device)
         return DeterministicPolicy(
-            self.actor,
-            adam(self.actor, hp["lr_actor"]),
+            actor,
+            adam(actor, hp["lr_actor"]),
             noise=hp["noise"],
             target=PolyakTarget(hp["polyak_rate"]),
             name="actor",
-            logger=logger,
+            logger=logger or DummyLogger(),
         )
 
-    def _q(self, logger: Any, target: Any = None) -> Approximation:
+    def _q(self, policy: Any, target: Any = None) -> Approximation:
         hp = self.hyperparameters
+        critic = self._own(policy, self.critic)
         return Approximation(
-            self.critic,
-            adam(self.critic, hp["lr_critic"]),
+            critic,
+            adam(critic, hp["lr_critic"]),
             target=target or PolyakTarget(hp["polyak_rate"]),
             name="critic",
-            logger=logger,
+            logger=policy.actor.logger,
         )
 
-    def _policy_and_trainer(self, logger: Any) -> tuple[DDPGPolicy, DDPGTrainer]:
-        policy = DDPGPolicy(self._actor(logger))
-        trainer = DDPGTrainer(policy, self._q(logger), self.hyperparameters["discount_factor"])
-        return policy, trainer
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DDPGPolicy:
+        return DDPGPolicy(self._actor(logger, device, copy_model),
+                          self.hyperparameters["replay_start_size"])
+
+    def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> DDPGTrainer:
+        return DDPGTrainer(policy, self._q(policy), self.hyperparameters["discount_factor"])
 
     def test_agent(self) -> DDPGTestAgent:
         return DDPGTestAgent(DDPGPolicy(DeterministicPolicy(copy.deepcopy(self.actor))))

@@ -8,11 +8,13 @@ temperature 1, target entropy ``-|A|``) learn Pendulum-v1 (mean return above -40
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from looprl.agents.ddpg import TwinQ
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.approximation import Approximation, PolyakTarget
+from looprl.core import DummyLogger
 from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_positive
@@ -68,25 +70,25 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     def _agent_class(self) -> type:
         return SAC
 
-    def _policy_and_trainer(self, logger: Any) -> tuple[SACPolicy, SACTrainer]:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> SACPolicy:
         hp = self.hyperparameters
-        actor = SoftDeterministicPolicy(
-            self.actor, adam(self.actor, hp["lr_actor"]), name="actor", logger=logger
+        actor = self._model(self.actor, copy_model, device)
+        approximation = SoftDeterministicPolicy(actor, adam(actor, hp["lr_actor"]),
+                                                name="actor", logger=logger or DummyLogger())
+        return SACPolicy(approximation, hp["replay_start_size"])
+
+    def trainer(self, policy: SACPolicy, train_steps: float = math.inf) -> SACTrainer:
+        hp = self.hyperparameters
+        critic, logger = self._own(policy, self.critic), policy.actor.logger
+        q = Approximation(critic, adam(critic, hp["lr_critic"]),
+                          target=PolyakTarget(hp["polyak_rate"]), name="critic", logger=logger)
+        temperature = self._own(policy, self.temperature)
+        optimizer = adam(temperature, hp["lr_temperature"]) if hp["entropy_tuning"] else None
+        return SACTrainer(
+            policy, q, Approximation(temperature, optimizer, name="temperature", logger=logger),
+            hp["discount_factor"], target_entropy=self.target_entropy,
         )
-        q = Approximation(
-            self.critic,
-            adam(self.critic, hp["lr_critic"]),
-            target=PolyakTarget(hp["polyak_rate"]),
-            name="critic",
-            logger=logger,
-        )
-        optimizer = adam(self.temperature, hp["lr_temperature"]) if hp["entropy_tuning"] else None
-        temperature = Approximation(self.temperature, optimizer, name="temperature", logger=logger)
-        policy = SACPolicy(actor)
-        trainer = SACTrainer(
-            policy, q, temperature, hp["discount_factor"], target_entropy=self.target_entropy
-        )
-        return policy, trainer
 
     def test_agent(self) -> SACTestAgent:
         return SACTestAgent(SACPolicy(SoftDeterministicPolicy(copy.deepcopy(self.actor))))

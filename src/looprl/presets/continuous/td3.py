@@ -7,6 +7,7 @@ above -400) within 15,000 steps.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from looprl.agents.ddpg import TwinQ
@@ -40,19 +41,17 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
     def _agent_class(self) -> type:
         return TD3
 
-    def _policy_and_trainer(self, logger: Any) -> tuple[TD3Policy, TD3Trainer]:
+    def trainer(self, policy: TD3Policy, train_steps: float = math.inf) -> TD3Trainer:
         hp = self.hyperparameters
-        policy = TD3Policy(self._actor(logger))
         target = DelayedPolyakTarget(hp["polyak_rate"], hp["policy_delay"])
-        trainer = TD3Trainer(
+        return TD3Trainer(
             policy,
-            self._q(logger, target),
+            self._q(policy, target),
             hp["discount_factor"],
             policy_delay=hp["policy_delay"],
             target_noise=hp["target_noise"],
             noise_clip=hp["noise_clip"],
         )
-        return policy, trainer
 
     def test_agent(self) -> TD3TestAgent:
         return TD3TestAgent(super().test_agent().policy)

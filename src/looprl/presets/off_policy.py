@@ -1,0 +1,111 @@
+"""``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
+classic control; DDPG, TD3, SAC), for every runtime.
+
+A preset says once how to make each part of its algorithm:
+
+* ``policy(logger, device, copy_model)`` -- the acting half with its exploration (the
+  preset's epsilon schedule, noisy layers or action noise) and its optimizer;
+* ``trainer(policy, train_steps)`` -- the learning half (critics, targets, loss);
+* the replay it learns from: ``uniform`` or ``prioritized`` (``prioritized``), of
+  ``replay_buffer_size`` windows of ``n_step`` steps, ``minibatch_size`` windows per
+  gradient step, training from ``replay_start_size`` transitions on;
+* the update ratio: ``gradient_steps`` every ``update_frequency`` env steps.
+
+The local ``agent`` composes them with a replay buffer (``replay_buffer``) and a
+``ReplayAgent`` (``_agent``). ``looprl.distributed`` builds the very same policy and trainer
+in its Ray workers (``DistributedRun(preset, ...)``): actors explore with the policy's own
+exploration, the trainer worker keeps the replay ``remote_replay`` describes and steps
+``updates_per_frame`` times per env step it received, the local agent's ratio: at most that
+often, and actors that run more than ``max_ahead`` env steps ahead wait for it.
+
+Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
+presets, not another algorithm: ``apex=True`` learns from prioritized ``n_steps`` windows,
+and each actor explores at its own rate ``apex_epsilons(actors)[i]`` instead of the preset's
+schedule (locally: one actor, rate 0.4).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any
+
+from looprl.agents.dqn import DQN
+from looprl.core import Agent, Policy, Preset, Trainer
+from looprl.presets.parts import beta_schedule, replay_buffer
+
+__all__ = ["ReplayPreset"]
+
+
+class ReplayPreset(Preset):
+    """Base of the replay presets (see the module docstring).
+
+    Subclasses give ``policy`` and ``trainer``; they may change the replay (``prioritized``,
+    ``n_step``) and the local agent (``_agent``: ``DQN`` by default). Hyperparameters read
+    here: ``replay_buffer_size``, ``minibatch_size``, ``replay_start_size``,
+    ``update_frequency``, ``gradient_steps`` (and ``alpha``/``beta`` when prioritized).
+    """
+
+    @abstractmethod
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> Policy:
+        """The policy over the preset's network (a copy with ``copy_model``), on ``device``
+        (default: the preset's), with its exploration and optimizer."""
+
+    @abstractmethod
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> Trainer:
+        """The trainer of ``policy``; its schedules span ``train_steps`` env steps."""
+
+    @property
+    def apex(self) -> bool:
+        """Ape-X exploration on Ray: one rate per actor (``looprl.policies.apex_epsilons``)
+        instead of the policy's own (the ``apex`` hyperparameter)."""
+        return bool(self.hyperparameters.get("apex", False))
+
+    @property
+    def prioritized(self) -> bool:
+        """Prioritized replay (else uniform)."""
+        return bool(self.hyperparameters.get("prioritized", False))
+
+    @property
+    def n_step(self) -> int:
+        """Steps per replayed window (1: one-step transitions)."""
+        return 1
+
+    @property
+    def updates_per_frame(self) -> float:
+        """Gradient steps per env step: ``gradient_steps / update_frequency``."""
+        hp = self.hyperparameters
+        return hp["gradient_steps"] / hp["update_frequency"]
+
+    def replay_buffer(self, train_steps: float = math.inf) -> Any:
+        """The local agent's replay buffer."""
+        kind = "prioritized" if self.prioritized else "uniform"
+        return replay_buffer(kind, self.hyperparameters, self.device, train_steps, self.n_step)
+
+    def remote_replay(self, train_steps: float = math.inf) -> tuple[str, dict[str, Any]]:
+        """The trainer worker's replay (``TrainerCore``'s ``buffer`` and ``buffer_args``):
+        the local agent's, with its minibatch, start size and update ratio."""
+        hp = self.hyperparameters
+        args: dict[str, Any] = {
+            "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
+            "min_size": max(hp["replay_start_size"], 1), "n_step": self.n_step,
+            "updates_per_frame": self.updates_per_frame,
+        }
+        if not self.prioritized:
+            return "uniform", args
+        return "prioritized", {**args, "alpha": hp["alpha"],
+                               "beta": beta_schedule(hp, train_steps)}
+
+    def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
+               **schedule: Any) -> Agent:
+        """The local agent of the parts (``schedule``: ``ReplayAgent``'s training schedule)."""
+        return DQN(policy, trainer, buffer, **schedule)
+
+    def agent(self, logger: Any = None, train_steps: float = math.inf) -> Agent:
+        hp = self.hyperparameters
+        policy = self.policy(logger)
+        schedule = {key: hp[key] for key in ("minibatch_size", "replay_start_size",
+                                             "update_frequency", "gradient_steps")}
+        return self._agent(policy, self.trainer(policy, train_steps),
+                           self.replay_buffer(train_steps), logger, **schedule)
