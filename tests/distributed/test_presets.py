@@ -176,3 +176,16 @@ def test_ape_x_is_an_explicit_option_of_the_dqn_presets():
     report = test_pipeline(spec, episodes=10**6, max_frames=100, segment_length=8)
     assert report.train_steps >= 1
     env.close()
+
+
+@pytest.mark.parametrize("name", ["vqn", "vsarsa"])
+def test_atari_online_presets_run_on_the_atari_environment(tmp_path, name):
+    pytest.importorskip("ale_py")
+    run = distributed(tmp_path, f"algorithm=atari/{name}", "env=Breakout", "algorithm.n_envs=2")
+    spec = run.spec
+    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout", "clip_rewards": True})
+    assert run.runtime.segment_length == 1 and spec.buffer_args == {"batch_streams": 2}
+    trainer = spec.make_trainer(spec.make_policy())
+    assert trainer.update == ("sarsa" if name == "vsarsa" else "q_learning")
+    report = test_pipeline(spec, episodes=10**6, max_frames=8, n_envs=2, segment_length=1)
+    assert report.train_steps >= 1

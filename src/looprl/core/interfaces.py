@@ -125,9 +125,9 @@ class Trainer(metaclass=_ByName):
         """The policy whose parameters this trainer optimizes."""
 
     @abstractmethod
-    def step(self, batch: Any) -> Any:
-        """Advance one training step on ``batch`` (a ``SampleBatch``); return a
-        ``TrainerStepResult`` (statistics to log, new priorities)."""
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        """Advance one training step on ``batch`` (``[T + 1, B]`` segments); return the
+        statistics to log and, for prioritized replay, new priorities."""
 
 
 class Preset(ABC):

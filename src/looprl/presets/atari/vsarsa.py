@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.dqn import DQNTrainer
 from looprl.agents.vsarsa import VSarsa
 from looprl.presets.atari.vqn import OnlineAtariPreset
 from looprl.presets.atari.vqn import default_hyperparameters as vqn_defaults
@@ -22,12 +21,8 @@ class VSarsaAtariPreset(OnlineAtariPreset):
     """Builds VSarsa agents (see ``OnlineAtariPreset``)."""
 
     algorithm = "VSarsa"
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        hp = self.hyperparameters
-        policy = self._policy(logger)
-        trainer = DQNTrainer(policy, hp["discount_factor"], update="sarsa", huber=hp["huber"])
-        return self._wrap(VSarsa(policy, trainer))
+    agent_class = VSarsa
+    update = "sarsa"
 
 
 vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaAtariPreset)

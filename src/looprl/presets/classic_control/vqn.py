@@ -56,16 +56,23 @@ class OnlineClassicControlPreset(ParallelPreset):
     """Shared by the VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs``."""
 
     algorithm = "VQN"
+    #: the local agent (``VQN``; ``VSarsa`` for SARSA)
+    agent_class: type = VQN
+    #: hyperparameters that must be positive
+    positive: tuple[str, ...] = ("lr", "n_envs", "hidden")
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr", "n_envs", "hidden")
+        require_positive(hyperparameters, *self.positive)
         self.n_envs = hyperparameters["n_envs"]
         self.num_actions = require_discrete_actions(env, self.algorithm)
+        self.model = self._build(env).to(device)
+
+    def _build(self, env: Any) -> nn.Module:
+        """The Q-network: two ReLU layers of ``hidden`` units."""
         obs_dim = require_flat_observations(env, self.algorithm)
-        hidden = hyperparameters["hidden"]
-        self.model = MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
-        self.model = self.model.to(device)
+        hidden = self.hyperparameters["hidden"]
+        return MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
 
     @property
     def n_steps(self) -> int:
@@ -103,9 +110,13 @@ class OnlineClassicControlPreset(ParallelPreset):
         frequency = self.hyperparameters["target_update_frequency"]
         return FixedTarget(frequency) if frequency else None
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VQN:
+    def _wrap(self, agent: Any) -> Any:
+        """Bodies around the local agent (none for classic control)."""
+        return agent
+
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         policy = self.policy(logger)
-        return VQN(policy, self.trainer(policy, train_steps))
+        return self._wrap(self.agent_class(policy, self.trainer(policy, train_steps)))
 
     def test_agent(self) -> DQNTestAgent:
         policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)

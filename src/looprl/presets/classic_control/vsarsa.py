@@ -33,12 +33,8 @@ class VSarsaClassicControlPreset(OnlineClassicControlPreset):
     """Builds VSarsa agents (see ``OnlineClassicControlPreset``)."""
 
     algorithm = "VSarsa"
-
+    agent_class = VSarsa
     update = "sarsa"
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> VSarsa:
-        policy = self.policy(logger)
-        return VSarsa(policy, self.trainer(policy, train_steps))
 
 
 vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaClassicControlPreset)
