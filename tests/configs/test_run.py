@@ -163,3 +163,15 @@ def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
                                          r"runtime.gpus_per_trainer=1"):
         build_distributed(_compose(["runtime=ray", "device=cuda"]), str(tmp_path))
     assert build_distributed(_compose(["runtime=ray", "device=cpu"]), str(tmp_path))
+
+
+def test_plr_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
+    """PLR chooses levels at each reset of a contextual environment, which the Ray actors'
+    environments do not take yet; RND builds."""
+    from looprl.configs import build_distributed
+
+    with pytest.raises(ValueError, match=r"^runtime=ray cannot run PLR\(.*\): PLR chooses the "
+                                         r"levels of a contextual environment .*runtime=local$"):
+        build_distributed(_compose(["runtime=ray", "meta=[plr]"]), str(tmp_path))
+    run = build_distributed(_compose(["runtime=ray", "meta=[rnd]"]), str(tmp_path))
+    assert [type(c).__name__ for c in run.spec.meta] == ["RND"]

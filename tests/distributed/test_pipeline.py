@@ -244,8 +244,5 @@ def test_a_step_result_with_scalar_fields_is_one_line() -> None:
         def step(self, actions):
             return self.reset()
 
-    runner = EnvRunner(Scalars, n_envs=1)
-    request = runner.request(0)
     with pytest.raises(ValueError, match="must be shape-.1,. arrays.*step_result"):
-        runner.step(0, Policy(type_="actor-critic-separate",
-                              args={"obs_dim": 2, "action_dim": 2}).rollout(request))
+        EnvRunner(Scalars, n_envs=1)  # the rewards of the first results count already

@@ -177,13 +177,15 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
 
     Raises:
         ValueError: the preset runs locally only, or the config asks for what the Ray runtime
-            does not run (meta components, runners other than ``online``, swapped parts).
+            does not run (runners other than ``online``, swapped parts, a meta component
+            that says why it does not: ``MetaComponent.ray_unsupported``).
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
+    from looprl.meta.registry import make_component
     from looprl.presets.catalog import make_env, resolve_agent
 
-    unsupported = {"meta": bool(_plain(cfg.get("meta"))), "runner": cfg.runner.name != "online",
+    unsupported = {"runner": cfg.runner.name != "online",
                    **{part: cfg[part] is not None for part in ("exploration", "buffer", "update")}}
     asked = [key for key, value in unsupported.items() if value]
     if asked:
@@ -200,10 +202,12 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
     env.close()
+    components = [make_component(name, **(kwargs or {}))
+                  for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
                           logdir=output_dir, seed=cfg.seed, name=preset_name.rpartition(".")[2],
                           quiet=cfg.logging.quiet,
-                          resume_from=output_dir if cfg.resume else None)
+                          resume_from=output_dir if cfg.resume else None, meta=components)
 
 
 @dataclass

@@ -10,18 +10,27 @@ a stream yields a ``[segment_length + 1]`` segment, whose last row starts the ne
 
 The envs are split into ``groups``: while the policy answers one group's request, the caller
 may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
+
+With meta components (``meta``), the runner calls their step and episode hooks as the local
+loops do (``MetaHub.pre_step`` before a group's request, ``MetaHub.after_step`` after its
+envs stepped): ``transition`` holds one row per stream that stepped, and the reward the
+post-step hooks leave is the one its row records (returns stay the environment's).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch
 from looprl.core.namedarray import concat, recursive_apply, stack
+from looprl.meta.component import MetaComponent
+from looprl.meta.hub import MetaHub, Parts
 
 __all__ = ["Episode", "EnvRunner", "RolloutSizeError"]
 
@@ -69,6 +78,9 @@ class EnvRunner:
         seed: env copy ``i`` is seeded with ``seed + i``.
         exploration: an exploration rate sent with every row (Ape-X epsilons), or ``None``.
         is_evaluation: ask for deterministic actions.
+        meta: meta components whose step and episode hooks this runner calls (this copy's
+            own; ``metrics['env']`` is the list of env copies).
+        policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
     """
 
     def __init__(
@@ -82,6 +94,8 @@ class EnvRunner:
         seed: int = 0,
         exploration: float | None = None,
         is_evaluation: bool = False,
+        meta: Sequence[MetaComponent] = (),
+        policy: Any = None,
     ):
         from looprl.environments.srl import make
 
@@ -103,6 +117,12 @@ class EnvRunner:
         self._asked: dict[int, tuple[list[tuple[int, int]], list[NamedArray]]] = {}
         self._returns = np.zeros(n_envs)
         self._lengths = np.zeros(n_envs, dtype=np.int64)
+        self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
+        self.hub = MetaHub(list(meta), Parts(policy), self.envs) if meta else None
+        self._shaped: dict[tuple[int, int], float] = {}  # rewards the hooks changed
+        self.total_frames = 0
+        if self.hub is not None:
+            self.hub.pre_episode()
         self._results = []
         for i, env in enumerate(self.envs):
             try:
@@ -110,6 +130,7 @@ class EnvRunner:
             except (AttributeError, NotImplementedError):
                 pass  # an env without seed() runs unseeded
             self._results.append(self._check(env.reset(), env, "reset"))
+            self._took(i)
         self.env_seconds = 0.0
 
     @property
@@ -134,6 +155,8 @@ class EnvRunner:
         if not keys:
             return None
         obs = stack(rows)
+        if self.hub is not None:
+            self.hub.pre_step(_observations([self._results[i][a] for i, a in keys]))
         states = None
         if self.default_policy_state is not None:
             states = stack([self._stream(key).policy_state for key in keys])
@@ -159,10 +182,12 @@ class EnvRunner:
                                        f"{len(keys)} rows; return one row per request row")
             for row, key in enumerate(keys):
                 actions[key[0]][key[1]] = self._record(key, rows[row], result, row, version)
+        previous = {key: self._results[key[0]][key[1]] for key in keys} if self.hub else {}
         start = time.perf_counter()
-        for i, agent_actions in actions.items():
-            self._advance(i, agent_actions)
+        stepped = [i for i, agent_actions in actions.items() if self._advance(i, agent_actions)]
         self.env_seconds += time.perf_counter() - start
+        if self.hub is not None:
+            self._after_step(previous, actions, stepped)
 
     def segments(self) -> list[SampleBatch]:
         """The finished segments since the last call, batched along dim 1 where they match."""
@@ -196,6 +221,8 @@ class EnvRunner:
         """Append the row of stream ``key``; return its action."""
         stream = self._stream(key)
         reward, done, truncated = _scalars(self._results[key[0]][key[1]])
+        if self._shaped:
+            reward = self._shaped.pop(key, reward)
         action = result.action[row]
         stream.rows.append({
             "obs": obs,
@@ -217,19 +244,59 @@ class EnvRunner:
             stream.rows = stream.rows[-1:]
         return action
 
-    def _advance(self, i: int, actions: list[Any]) -> None:
-        """Step env copy ``i`` (or reset it when all of its agents are done)."""
-        env, results = self.envs[i], self._results[i]
-        present = [_scalars(r) for r in results if r is not None]
-        self._returns[i] += sum(reward for reward, _, _ in present)
-        if present and all(done or truncated for _, done, truncated in present):
+    def _advance(self, i: int, actions: list[Any]) -> bool:
+        """Step env copy ``i`` (``True``), or reset it when all of its agents are done."""
+        env = self.envs[i]
+        if self._over[i]:
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
             self._returns[i], self._lengths[i] = 0.0, 0
             self._results[i] = self._check(env.reset(), env, "reset")
-            return
+            self._took(i)
+            return False
         self._results[i] = self._check(env.step(actions), env, "step")
+        self._took(i)
         self._lengths[i] += 1
         self.frames += 1
+        self.total_frames += 1
+        return True
+
+    def _took(self, i: int) -> None:
+        """Add env copy ``i``'s new rewards to its return; note whether its episode is over."""
+        present = [_scalars(r) for r in self._results[i] if r is not None]
+        self._returns[i] += sum(reward for reward, _, _ in present)
+        self._over[i] = bool(present) and all(done or truncated for _, done, truncated in present)
+
+    def _after_step(self, previous: dict[tuple[int, int], Any], actions: dict[int, list[Any]],
+                    stepped: list[int]) -> None:
+        """Run the post-step (and, for episodes that just ended, the episode) hooks on the
+        streams that stepped; keep the rewards they leave for the rows."""
+        keys = [key for key in previous
+                if key[0] in stepped and self._results[key[0]][key[1]] is not None]
+        if not keys:
+            return
+        new = [self._results[i][a] for i, a in keys]
+        scalars = [_scalars(result) for result in new]
+        transition = {
+            "state": _observations([previous[key] for key in keys]),
+            "action": torch.as_tensor(np.stack([np.asarray(actions[i][a]) for i, a in keys])),
+            "reward": torch.tensor([reward for reward, _, _ in scalars], dtype=torch.float32),
+            "next_state": _observations(new),
+            "terminated": torch.tensor([done for _, done, _ in scalars], dtype=torch.bool),
+            "truncated": torch.tensor([cut for _, _, cut in scalars], dtype=torch.bool),
+            "env_step": self.total_frames,
+        }
+        ended = np.zeros(len(self.envs), dtype=bool)
+        ended[stepped] = self._over[stepped]
+        reward = self.hub.after_step(transition, self.total_frames, torch.from_numpy(ended),
+                                     self._returns[ended].tolist(),
+                                     self._lengths[ended].tolist())
+        for key, value in zip(keys, reward.tolist(), strict=True):
+            self._shaped[key] = value
+
+
+def _observations(results: list[Any]) -> torch.Tensor:
+    """The ``"obs"`` arrays of ``StepResult`` s, one row each (``transition['state']``)."""
+    return torch.as_tensor(np.stack([np.asarray(result.obs["obs"]) for result in results]))
 
 
 def _scalars(result: Any) -> tuple[float, bool, bool]:

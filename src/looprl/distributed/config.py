@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["AlgorithmSpec", "RuntimeConfig"]
+__all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
 
 
 @dataclass
@@ -30,6 +30,10 @@ class AlgorithmSpec:
         buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
             ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
+        meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
+            of its own copy (``make_meta``), the trainer worker the update hooks of its own;
+            what a component shares (``MetaComponent.shared_state``) travels with the policy
+            parameters.
     """
 
     env: str
@@ -42,6 +46,7 @@ class AlgorithmSpec:
     buffer_args: dict[str, Any] = field(default_factory=dict)
     explorations: list[float] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    meta: list[Any] = field(default_factory=list)
 
     @property
     def algorithm(self) -> str:
@@ -80,6 +85,12 @@ class AlgorithmSpec:
         if callable(self.trainer):
             return self.trainer(policy, **self.trainer_args)
         return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
+
+    def make_meta(self) -> list[Any]:
+        """A fresh copy of the meta components, for one worker."""
+        import copy
+
+        return copy.deepcopy(self.meta)
 
     def on_device(self, device: str) -> AlgorithmSpec:
         """A copy whose policy is built on ``device`` (workers given a GPU use ``"cuda"``)."""
@@ -261,3 +272,24 @@ class RuntimeConfig:
     def reserved_gpus(self) -> float:
         """GPUs all workers reserve together."""
         return self.trainers * self.gpus_per_trainer + self.policy_workers * self.gpus_per_policy
+
+
+def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
+    """One-line errors for meta components the Ray runtime cannot run as ``runtime`` says.
+
+    Raises:
+        TypeError: one is not a ``MetaComponent``.
+        ValueError: one says why it does not run on Ray (``ray_unsupported``), or actors
+            would have no policy copy of their own (``policy_workers``) to load the
+            components' shared state with.
+    """
+    from looprl.meta.component import MetaStack
+
+    for component in MetaStack(components):
+        if component.ray_unsupported:
+            raise ValueError(f"runtime=ray cannot run {component!r}: "
+                             f"{component.ray_unsupported}")
+    if components and runtime.policy_workers:
+        raise ValueError("meta components on Ray need each actor's own policy copy, which "
+                         "loads their shared state with the parameters: set "
+                         "runtime.policy_workers=0")

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from looprl.distributed.cluster import (
     loopback_only,
     start_ray,
 )
-from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool
 from looprl.distributed.presets import preset_spec
@@ -66,6 +66,7 @@ from looprl.distributed.run_state import (
     SampleCounts,
     load_controller_state,
 )
+from looprl.meta.component import MetaComponent
 
 __all__ = ["DistributedResult", "DistributedRun", "loopback_only", "start_ray"]
 
@@ -91,16 +92,23 @@ class DistributedRun:
         resume_from: a run directory (or a folder above it) holding the
             ``controller_checkpoint.pt`` of a run to continue (see the module docstring);
             ``frames`` is the whole run's budget, as it was or extended.
+        meta: meta components (``looprl.meta``), after the spec's own (``spec.meta``): each
+            actor runs the step and episode hooks of its own copy, the trainer the update
+            hooks; what they learn on the trainer's side travels with the parameters.
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
-                 name: str | None = None, quiet: bool = False, resume_from: str | None = None):
+                 name: str | None = None, quiet: bool = False, resume_from: str | None = None,
+                 meta: Sequence[MetaComponent] = ()):
         self.runtime = runtime or RuntimeConfig()
         if isinstance(spec, Preset):
             name = name or spec.name
             spec, implied = preset_spec(spec, frames, self.runtime.actors, self.runtime.trainers)
             self.runtime = replace(self.runtime, **implied)
+        if meta:
+            spec = replace(spec, meta=[*spec.meta, *meta])
+        check_meta(spec.meta, self.runtime)
         self.spec = spec.portable()
         self.frames = int(frames)
         self.seed = seed

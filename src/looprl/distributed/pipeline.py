@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +19,10 @@ import torch
 from looprl.core import SampleBatch, TrainerStepResult
 from looprl.distributed.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
+from looprl.meta.component import MetaComponent
+from looprl.meta.hub import MetaHub, MetaTrainer, Parts
 
-__all__ = ["PipelineReport", "TrainerCore", "evaluate", "test_pipeline"]
+__all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "test_pipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +42,13 @@ class TrainerCore:
             ``gradient_steps / update_frequency``; ``None``: as fast as it can),
             ``max_ahead`` (env steps the actors may run ahead of that ratio before
             ``ahead`` holds them back, default 256) and, prioritized, ``alpha``/``beta``.
+        meta: meta components whose update hooks run around every step (this copy's own;
+            ``metrics['batch']`` is the ``SampleBatch``).
     """
 
     def __init__(self, trainer: Any, buffer: str | None = None,
-                 buffer_args: dict[str, Any] | None = None, max_lag: int | None = None):
+                 buffer_args: dict[str, Any] | None = None, max_lag: int | None = None,
+                 meta: Sequence[MetaComponent] = ()):
         from looprl.memory.samples import make_sample_buffer
 
         self.trainer = trainer
@@ -64,6 +70,10 @@ class TrainerCore:
             args.setdefault("batch_streams", 8)
             args.setdefault("max_lag", max_lag)
         self.buffer = make_sample_buffer(kind, **args)
+        if meta:
+            parts = Parts(trainer.policy, trainer, self.buffer)
+            MetaHub(list(meta), parts, None)
+            self.trainer = parts.trainer  # a MetaTrainer: the update hooks run around step
         self.received = 0  # segments put
         self.dropped = 0  # segments dropped as too old
 
@@ -71,6 +81,12 @@ class TrainerCore:
     def policy(self) -> Any:
         """The trained policy."""
         return self.trainer.policy
+
+    def shared_state(self) -> list[dict[str, Any] | None]:
+        """Each meta component's ``shared_state`` (published with the policy parameters)."""
+        if not isinstance(self.trainer, MetaTrainer):
+            return []
+        return [component.shared_state() for component in self.trainer.hub.stack]
 
     def put(self, sample: SampleBatch) -> None:
         """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
@@ -209,17 +225,20 @@ def test_pipeline(
     torch.manual_seed(seed)
     np.random.seed(seed)
     policy = spec.make_policy()
-    core = TrainerCore(spec.make_trainer(policy), spec.buffer, spec.buffer_args)
+    core = TrainerCore(spec.make_trainer(policy), spec.buffer, spec.buffer_args,
+                       meta=spec.make_meta())
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
                        policy.default_policy_state, seed=seed,
-                       exploration=(spec.explorations or [None])[0])
+                       exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
+                       policy=policy)
     report = PipelineReport()
     while runner.frames < max_frames:
         _collect(runner, policy)
         report.episodes += [episode.ret for episode in runner.pop_episodes()]
         for sample in runner.segments():
             core.put(sample)
-        _train(core, report)
+        if _train(core, report) and runner.hub is not None:  # what a publication carries
+            load_shared_state(runner.hub.stack, core.shared_state())
         if len(report.episodes) >= episodes and report.train_steps > 0:
             break
     report.frames = runner.frames
@@ -235,9 +254,18 @@ def _collect(runner: EnvRunner, policy: Any) -> None:
     runner.step(0, result, policy.version)
 
 
-def _train(core: TrainerCore, report: PipelineReport) -> None:
+def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> None:
+    """Give each of an actor's ``components`` what the trainer's copy published
+    (``TrainerCore.shared_state``; ``None``: nothing)."""
+    for component, state in zip(components, shared, strict=True):
+        if state is not None:
+            component.load_shared_state(state)
+
+
+def _train(core: TrainerCore, report: PipelineReport) -> bool:
     """Train on everything an on-policy buffer holds; from replay, as often as the update
-    ratio allows (one step per env step without one)."""
+    ratio allows (one step per env step without one). Whether it stepped."""
+    trained = report.train_steps
     steps = 1 if core.replay and core.updates_per_frame is None else math.inf
     while steps > 0 and core.ready():
         steps -= 1
@@ -253,6 +281,7 @@ def _train(core: TrainerCore, report: PipelineReport) -> None:
                              "policy.version; workers could not tell new parameters apart")
         report.train_steps += 1
         report.stats = stats
+    return report.train_steps > trained
 
 
 test_pipeline.__test__ = False  # not a pytest test

@@ -55,7 +55,7 @@ class TrainerWorker:
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
-                                spec.buffer_args, runtime.max_lag)
+                                spec.buffer_args, runtime.max_lag, meta=spec.make_meta())
         self._capacity = runtime.queue_batches * getattr(self.core.buffer, "batch_streams", 0)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
@@ -214,5 +214,6 @@ class TrainerWorker:
     def _publish(self) -> None:
         policy = self.core.policy
         if self.rank == 0:
-            self.server.put.remote(policy.version, on_cpu(policy.module.state_dict()))
+            self.server.put.remote(policy.version, on_cpu(policy.module.state_dict()),
+                                   on_cpu(self.core.shared_state()))
         self._published = policy.version  # trainers step together: rank 0 published it too

@@ -32,6 +32,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.pipeline import load_shared_state
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device",
            "on_cpu", "whereabouts"]
@@ -78,23 +79,28 @@ class ParameterServer:
 
     def __init__(self) -> None:
         self.serial = 0
-        self.latest: tuple[int, int, dict[str, Any]] | None = None
+        self.latest: tuple[int, int, dict[str, Any], list[Any]] | None = None
 
-    def put(self, version: int, parameters: dict[str, Any]) -> None:
-        """Publish ``parameters`` (of policy ``version``)."""
+    def put(self, version: int, parameters: dict[str, Any], shared: list[Any] = ()) -> None:
+        """Publish ``parameters`` (of policy ``version``) and the meta components' ``shared``
+        states (``TrainerCore.shared_state``) learned with them."""
         self.serial += 1
-        self.latest = (self.serial, version, parameters)
+        self.latest = (self.serial, version, parameters, list(shared))
 
-    def get(self, newer_than: int) -> tuple[int, int, dict[str, Any]] | None:
-        """``(serial, version, parameters)`` if published after serial ``newer_than``."""
+    def get(self, newer_than: int) -> tuple[int, int, dict[str, Any], list[Any]] | None:
+        """``(serial, version, parameters, shared)`` if published after serial
+        ``newer_than``."""
         return self.latest if self.latest is not None and self.serial > newer_than else None
 
 
 class _PolicyCopy:
-    """A policy that pulls parameters from the ``ParameterServer`` every ``interval`` seconds."""
+    """A policy that pulls parameters from the ``ParameterServer`` every ``interval`` seconds;
+    ``components`` (an actor's meta components) load the shared states published with them."""
 
-    def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
+    def __init__(self, spec: AlgorithmSpec, server: Any, interval: float,
+                 components: list[Any] = ()):
         self.policy = spec.make_policy()
+        self.components = list(components)
         self.server = server
         self.interval = interval
         self.serial = 0  # the last publication loaded
@@ -133,11 +139,13 @@ class _PolicyCopy:
         if self._pending is not None and self._pending.done():
             self._load(self._pending.result())
 
-    def _load(self, found: tuple[int, int, dict[str, Any]] | None) -> None:
+    def _load(self, found: tuple[int, int, dict[str, Any], list[Any]] | None) -> None:
         self._pending = None
         if found is not None:
             self.serial, self.policy.version = found[0], found[1]
             self.policy.module.load_state_dict(found[2])
+            if self.components:
+                load_shared_state(self.components, found[3])
 
 
 @ray.remote(max_concurrency=2)
@@ -163,8 +171,9 @@ class ActorWorker:
         self.trainer = trainer
         self.policy_worker = policy_worker
         self.sync = runtime.sync and trainer is not None
+        meta = [] if evaluation else spec.make_meta()  # evaluation plays the env's rewards
         self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
-            spec, server, runtime.pull_interval)
+            spec, server, runtime.pull_interval, meta)
         default_state = (self.local.policy if self.local else spec.make_policy()
                          ).default_policy_state
         explorations = spec.explorations
@@ -175,6 +184,7 @@ class ActorWorker:
             spec.make_env, None, runtime.envs_per_actor, runtime.segment_length,
             default_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
+            meta=meta, policy=self.local.policy if self.local else None,
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()

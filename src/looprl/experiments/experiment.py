@@ -24,7 +24,7 @@ from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub
+from looprl.meta.hub import MetaHub, transition_of
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
@@ -385,20 +385,20 @@ class ParallelEnvExperiment(Experiment):
         self._action = self.agent.act(self._state)
 
     def _hooked_step(self) -> None:
-        """``_step`` with the step and episode hooks; the agent learns from the rewards the
-        post-step hooks leave."""
+        """``_step`` with the step and episode hooks (``MetaHub.after_step``); the agent
+        learns from the rewards the post-step hooks leave."""
         hub, previous, action = self.hub, self._state, self._action
         hub.pre_step(previous)
         self._lengths += 1
-        self._state = self._env_step(action)
-        learned = hub.post_step(previous, action, self._state, self.logger.frame)
-        done = self._state.done.cpu().numpy()
-        if done.any():
-            hub.post_episode(torch.from_numpy(done), self._ended_returns,
-                             self._lengths[done].tolist())
-            self._lengths[done] = 0
-            hub.pre_episode()
-        self._action = self.agent.act(learned)
+        state = self._state = self._env_step(action)
+        done = state.done.cpu().numpy()
+        frame = self.logger.frame
+        reward = hub.after_step(transition_of(previous, action, state, frame, True), frame,
+                                torch.from_numpy(done),
+                                self._ended_returns if done.any() else [],
+                                self._lengths[done].tolist())
+        self._lengths[done] = 0
+        self._action = self.agent.act(state.update("reward", reward))
 
     def _env_step(self, action: Any) -> Any:
         """Step every copy, count the frames and log the episodes that ended."""

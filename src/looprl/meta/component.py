@@ -13,12 +13,18 @@ order the components were attached, and each list in the order the component fil
             metrics["transition"]["reward"] = metrics["transition"]["reward"] + 0.1
 
 Components stack: the same class may be attached twice with different settings.
+
+On Ray each worker runs its own copy of the components: the actors run the step and episode
+hooks, the trainer worker the update hooks. What the trainer's copy learns and the actors'
+copies need (RND's predictor) is the component's *shared state* (``shared_state`` /
+``load_shared_state``): the trainer publishes it with the policy parameters, and an actor
+loads it with the parameters of the same version.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from looprl.core.suggest import did_you_mean
 
@@ -29,7 +35,13 @@ Hook = Callable[[dict[str, Any]], Any]
 
 
 class MetaComponent:
-    """Base of meta components: one list of methods per hook (``<hook>_methods``)."""
+    """Base of meta components: one list of methods per hook (``<hook>_methods``).
+
+    Attributes:
+        ray_unsupported: why the Ray runtime cannot run this component (empty: it can).
+    """
+
+    ray_unsupported: ClassVar[str] = ""
 
     def __init__(self) -> None:
         self.pre_step_methods: list[Hook] = []
@@ -49,6 +61,16 @@ class MetaComponent:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned (override)."""
+
+    def shared_state(self) -> dict[str, Any] | None:
+        """What the update hooks learned that the step hooks need, for the Ray runtime: the
+        trainer worker publishes it with the policy parameters, and each actor's copy loads it
+        (``load_shared_state``) with the parameters of the same version. ``None`` (the
+        default): nothing to share."""
+        return None
+
+    def load_shared_state(self, state: dict[str, Any]) -> None:
+        """Take what another copy's ``shared_state`` returned (override with it)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -11,10 +11,16 @@ that training without components runs the plain loop). The hub
   the ones a hook changed before the next step or update;
 * gives the agent's exploration policy, buffer and trainer (its update rule) the metrics
   dictionary, as their ``metrics`` attribute.
+
+The Ray workers have no agent: each builds a hub over its own ``Parts`` (an actor: its policy;
+the trainer worker: its policy, trainer and buffer). The collector (``EnvRunner``) reports
+its steps through the same calls as the local loops (``pre_step``, ``after_step``), so the
+hook sequence is written once, here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -72,12 +78,23 @@ class MetaTrainer(Trainer):
             setattr(self.trainer, name, value)
 
 
+@dataclass
+class Parts:
+    """What a hub sees in a Ray worker, which has no agent: the policy, and on the trainer's
+    side the trainer (wrapped in a ``MetaTrainer``) and its sample buffer."""
+
+    policy: Any
+    trainer: Any = None
+    buffer: Any = None
+
+
 class MetaHub:
     """The metrics dictionary and the meta components of one run.
 
     Args:
         components: the components, in the order their hooks run.
-        agent: the training agent (bodies included); its trainer is wrapped.
+        agent: the training agent (bodies included), or a Ray worker's ``Parts``; its
+            trainer (if any: an actor's parts have none) is wrapped.
         env: the (vector) environment, published as ``metrics['env']``.
         model: the preset's main network, published as ``metrics['model']``.
     """
@@ -89,16 +106,18 @@ class MetaHub:
         inner = self._inner = inner_agent(agent)
         if isinstance(inner.trainer, MetaTrainer):  # attached before: the real trainer
             inner.trainer = inner.trainer.trainer
+        trainer = inner.trainer
         # found on the real trainer, so that setters change it and not the wrapper
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         self.approximations = approximations(inner)
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
-        inner.trainer = MetaTrainer(inner.trainer, self)
+        if trainer is not None:
+            inner.trainer = MetaTrainer(trainer, self)
         self.metrics["policy"] = getattr(inner, "policy", None)
         self.metrics["buffer"] = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
         parts = (getattr(self.metrics["policy"], "greedy", None), self.metrics["buffer"],
-                 inner.trainer.trainer)
+                 trainer)
         for part in parts:
             if hasattr(part, "metrics"):  # exploration, buffer and update (trainer)
                 part.metrics = self.metrics
@@ -159,14 +178,29 @@ class MetaHub:
         the reward the hooks left in ``transition['reward']`` (what the agent learns from)."""
         batched = isinstance(next_state, StateArray)
         transition = transition_of(state, action, next_state, step, batched)
+        if not self.stack.has("post_step"):
+            self.metrics["transition"] = transition
+            self.metrics["step"] = step
+            return next_state
+        reward = self.after_step(transition, step)
+        return next_state.update("reward", reward if batched else float(reward[0]))
+
+    def after_step(self, transition: dict[str, Any], step: int, ended: Any = None,
+                   returns: list[float] = (), lengths: list[int] = ()) -> torch.Tensor:
+        """What every collector does after stepping its envs: publish ``transition`` (one row
+        per stream, ``looprl.meta.metrics``), run the post-step hooks, and where episodes
+        ``ended`` (bool per env copy; ``returns``, ``lengths`` of those episodes), run the
+        post-episode hooks, then the pre-episode hooks of the episodes that follow. Returns
+        the reward the hooks left, one float per row (what the learner learns from)."""
         self.metrics["transition"] = transition
         self.metrics["step"] = step
-        if not self.stack.has("post_step"):
-            return next_state
         self.run("post_step")
         reward = transition["reward"]
         check_transition(reward, len(transition["terminated"]))
-        return next_state.update("reward", reward if batched else float(reward[0]))
+        if ended is not None and bool(ended.any()):
+            self.post_episode(ended, list(returns), list(lengths))
+            self.pre_episode()
+        return reward
 
     def post_episode(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
         self.metrics["ended"] = ended

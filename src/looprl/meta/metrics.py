@@ -44,6 +44,11 @@ key                          written by            contents
                                                    applied before the next step or update.
 =========================== ===================== ============================================
 
+On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys of its own
+dictionary (``transition`` has one row per stream that stepped, ``env`` is the list of its env
+copies, ``policy`` its policy copy), and the trainer worker the update keys of its own
+(``batch`` is the ``SampleBatch``; ``env`` is ``None``).
+
 Writers and readers of each component document the keys they touch.
 """
 

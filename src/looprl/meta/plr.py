@@ -181,6 +181,10 @@ class PLR(MetaComponent):
         seed: seed of the level choices (and of the ``random`` scores).
     """
 
+    ray_unsupported = ("PLR chooses the levels of a contextual environment at each "
+                       "reset, which the Ray actors' environments do not take yet: use "
+                       "runtime=local")
+
     def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
                  rho: float = 0.1, gamma: float = 0.99, lam: float = 0.95,
                  score_ema: float = 1.0, min_seen: int = 1,

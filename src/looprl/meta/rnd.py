@@ -288,6 +288,7 @@ class RND(MetaComponent):
         self.reward_stats = RunningStd(self.device)
         self.recent: RecentObservations | None = RecentObservations(buffer_size)
         self.last_loss: torch.Tensor | None = None
+        self.shared_updates = 0  # predictor updates in the last shared state loaded (Ray)
         self.post_step_methods.append(self.get_reward)
         self.post_update_methods.append(self.update_predictor)
         if obs_shape is not None:
@@ -347,9 +348,14 @@ class RND(MetaComponent):
         return bonus / self.reward_stats.std.to(bonus.dtype)
 
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Train the predictor on the batch's (next) observations, else on recent ones."""
+        """Train the predictor on the batch's (next) observations, else on recent ones.
+        A copy that has not computed a bonus yet (the Ray trainer worker's) builds its
+        networks for the batch's observations."""
         if self.rnd_net is None:
-            return metrics
+            observations = batch_observations(metrics.get("batch"))
+            if observations is None:
+                return metrics
+            self.initialize_networks(as_rows(observations, self.device).shape[1:])
         self._update_calls += 1
         if self._update_calls % self.update_every:
             return metrics
@@ -377,6 +383,23 @@ class RND(MetaComponent):
         if self.recent is None:
             return None
         return self.recent.sample(self.batch_size, self.generator)
+
+    # -- the Ray runtime --------------------------------------------------------------------
+    def shared_state(self) -> dict[str, Any] | None:
+        """The networks (target and trained predictor) the trainer's copy holds, for the
+        actors' bonuses (``None`` before it built them). The reward statistics stay with
+        each actor: they follow the bonuses it computes."""
+        if self.rnd_net is None:
+            return None
+        return {"obs_shape": self.obs_shape, "rnd_net": self.rnd_net.state_dict(),
+                "updates": self._update_calls}
+
+    def load_shared_state(self, state: dict[str, Any]) -> None:
+        """Compute the bonuses with the trainer's networks (``shared_state``)."""
+        if self.obs_shape != tuple(state["obs_shape"]):
+            self.initialize_networks(state["obs_shape"])
+        self.rnd_net.load_state_dict(state["rnd_net"])
+        self.shared_updates = int(state["updates"])
 
     # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -55,6 +55,10 @@ class SPaCE(MetaComponent):
         seed: seed of the resets that give the start states.
     """
 
+    ray_unsupported = ("SPaCE chooses the instances of a contextual environment at each "
+                       "reset, which the Ray actors' environments do not take yet: use "
+                       "runtime=local")
+
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
         super().__init__()

@@ -1,0 +1,69 @@
+"""Meta components on Ray: the actors run the step and episode hooks of their own copies,
+the trainer worker the update hooks of its own, and what the trainer's copy learns (RND's
+networks) reaches the actors with the parameters of the same version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("ray")
+pytest.importorskip("hydra")
+
+from tests.meta.constant_bonus import ConstantBonus, records  # noqa: E402
+
+from looprl.distributed import DistributedRun, RuntimeConfig  # noqa: E402
+from looprl.environments import GymEnvironment  # noqa: E402
+from looprl.meta import RND  # noqa: E402
+from looprl.presets.classic_control import a2c  # noqa: E402
+
+
+def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray):
+    from looprl.distributed.config import AlgorithmSpec
+    from looprl.distributed.workers import ParameterServer, _PolicyCopy
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "hidden_dim": 8})
+    trainer_rnd, actor_rnd = RND(obs_shape=(4,), seed=0), RND(seed=1)
+    trainer_rnd.update_predictor({"batch": {"observation": torch.randn(64, 4)}})
+    server = ParameterServer.remote()
+    policy = spec.make_policy()
+    server.put.remote(7, policy.module.state_dict(), [trainer_rnd.shared_state()])
+    copy = _PolicyCopy(spec, server, 0.0, [actor_rnd])
+    copy.maybe_pull(wait=True)
+    assert copy.policy.version == 7 and actor_rnd.shared_updates == 1
+    for mine, theirs in zip(actor_rnd.rnd_net.parameters(), trainer_rnd.rnd_net.parameters(),
+                            strict=True):
+        assert torch.equal(mine, theirs)
+
+
+def test_a_user_component_runs_unchanged_on_ray(local_ray, tmp_path: Path):
+    env = GymEnvironment("CartPole-v1")
+    preset = a2c.hyperparameters(n_envs=2, n_steps=5, hidden=16).env(env).device("cpu").build()
+    run = DistributedRun(preset, RuntimeConfig(actors=1, envs_per_actor=2, groups=1),
+                         frames=600, logdir=None, quiet=True,
+                         meta=[ConstantBonus(record=str(tmp_path))])
+    result = run.run()
+    assert result.train_steps > 0
+    copies = records(tmp_path)
+    actor = [c for c in copies if "post_step" in c]
+    trainer = [c for c in copies if "pre_update" in c]
+    assert len(actor) == 1 and len(trainer) == 1, copies
+    assert actor[0]["pre_step"] > 0 and actor[0]["post_episode"] > 0
+    assert trainer[0]["post_update"] > 0 and trainer[0]["max_batch_reward"] >= 100
+    env.close()
+
+
+def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):
+    from looprl.configs.app import main
+
+    code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=1",
+                 "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
+                 "algorithm.hidden=32", "frames=800", "test_episodes=1", "logging.quiet=true",
+                 f"hydra.run.dir={tmp_path}"])
+    assert code == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["frames"] >= 800 and results["train"]["train_steps"] > 0
