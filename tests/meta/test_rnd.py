@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from looprl.core import NamedArray, StateArray
+from looprl.core import SampleBatch
 from looprl.meta.rnd import RND, NovelD, RunningStd
 
 CENTER = torch.tensor([2.0, 0.0, 0.0, 0.0])
@@ -19,12 +19,13 @@ def cluster(center: torch.Tensor, n: int) -> torch.Tensor:
     return center + 0.1 * torch.randn(n, center.shape[0])
 
 
-def replay_batch(next_obs: torch.Tensor) -> tuple:
-    """A batch as looprl's replay buffers return it."""
+def replay_batch(next_obs: torch.Tensor) -> SampleBatch:
+    """A batch as looprl's replay buffers give trainers (one-step windows ``[2, n]``)."""
     n = len(next_obs)
-    next_states = StateArray({"observation": next_obs}, (n,))
-    states = StateArray({"observation": torch.zeros_like(next_obs)}, (n,))
-    return states, torch.zeros(n, dtype=torch.long), torch.zeros(n), next_states, torch.ones(n)
+    no = torch.zeros(2, n, dtype=torch.bool)
+    return SampleBatch(obs=torch.stack((torch.zeros_like(next_obs), next_obs)),
+                       action=torch.zeros(2, n, dtype=torch.long), reward=torch.zeros(2, n),
+                       done=no, truncated=no)
 
 
 def small_rnd(**kwargs) -> RND:
@@ -101,9 +102,8 @@ def test_running_std_matches_numpy_and_is_one_before_two_values():
     assert stats.mean.item() == pytest.approx(values.mean(), rel=1e-9)
 
 
-def test_predictor_trains_on_ppo_batches_and_on_buffered_states():
-    for make_batch in (lambda obs: NamedArray(observation=obs, action=torch.zeros(len(obs))),
-                       lambda obs: None):
+def test_predictor_trains_on_segments_and_on_buffered_states():
+    for make_batch in (replay_batch, lambda obs: None):
         torch.manual_seed(3)
         rnd = small_rnd(batch_size=64)
         for _ in range(200):

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from looprl.core import StateArray, Trainer, TrainerStepResult
+from looprl.core import SampleBatch, StateArray, Trainer, TrainerStepResult
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
     Hyperparameter,
@@ -51,16 +51,14 @@ class MetaTrainer(Trainer):
     def policy(self) -> Any:
         return self.trainer.policy
 
-    def step(self, batch: Any) -> Any:
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
         metrics = self.hub.metrics
         metrics["batch"] = batch
         self.hub.run("pre_update")
         result = self.trainer.step(metrics["batch"])
-        stats = result.stats if isinstance(result, TrainerStepResult) else result
         metrics["update"] = metrics.get("update", 0) + 1
-        metrics["losses"] = {k: v for k, v in stats.items() if k != "td_error"}
-        td_error = self.trainer.td_error
-        metrics["td_error"] = stats.get("td_error") if td_error is None else td_error
+        metrics["losses"] = dict(result.stats)
+        metrics["td_error"] = self.trainer.td_error
         metrics["predictions"] = self.trainer.predictions
         metrics["grad_norm"] = {name: a.grad_norm for name, a in self.hub.approximations.items()}
         self.hub.run("post_update")

@@ -31,8 +31,10 @@ key                          written by            contents
 ``update``                   agent, pre-update     updates taken so far
 ``batch``                    agent, pre-update     the batch the trainer is about to learn
                                                    from (components may replace it)
-``losses``                   agent, post-update    dict of the trainer's losses (tensors)
-``td_error``                 agent, post-update    per-sample TD errors (value methods)
+``losses``                   agent, post-update    dict of the trainer's statistics
+                                                   (``TrainerStepResult.stats``: floats)
+``td_error``                 agent, post-update    per-sample TD errors (the DQN family's
+                                                   trainer, every step; ``None`` for others)
 ``predictions``              agent, post-update    dict: ``q_values`` / ``values`` /
                                                    ``log_probs`` the update computed
 ``grad_norm``                agent, post-update    dict: per approximation (``q``, ``actor``...)

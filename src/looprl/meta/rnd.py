@@ -190,24 +190,13 @@ def as_rows(x: Any, device: torch.device | str) -> torch.Tensor:
     return x.float() if x.dtype == torch.float64 else x
 
 
-def batch_observations(batch: Any) -> Any:
-    """The observations a training ``batch`` holds, or ``None``: rows ``1..T`` of a
-    ``SampleBatch``'s ``obs`` (its field ``obs`` when it holds several), flattened; the
-    ``next_states`` of a replay tuple ``(states, actions, rewards, next_states, weights)``
-    (DDPG, TD3, SAC), a ``NamedArray``'s ``next_observation`` or ``observation``, a ``StateArray``'s
-    ``observation``."""
-    if isinstance(batch, SampleBatch):
-        obs = batch.obs
-        return (obs["obs"] if isinstance(obs, NamedArray) else obs)[1:].flatten(0, 1)
-    if isinstance(batch, (tuple, list)) and len(batch) >= 4:
-        return batch_observations(batch[3])
-    if isinstance(batch, dict):
-        return batch.get("next_observation", batch.get("observation"))
-    fields = getattr(batch, "fields", ())
-    for name in ("next_observation", "observation"):
-        if name in fields:
-            return getattr(batch, name)
-    return None
+def batch_observations(batch: SampleBatch | None) -> Any:
+    """The next states of a training batch: rows ``1..T`` of its ``obs`` (the field ``obs``
+    when it holds several), flattened (``None`` before the first batch)."""
+    if batch is None:
+        return None
+    obs = batch.obs
+    return (obs["obs"] if isinstance(obs, NamedArray) else obs)[1:].flatten(0, 1)
 
 
 def add_bonus(reward: Any, bonus: torch.Tensor) -> Any:
