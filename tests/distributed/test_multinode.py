@@ -72,8 +72,10 @@ def test_runtime_env_ships_the_users_environment_code_to_the_cluster(two_nodes, 
     spec = AlgorithmSpec(env="user-cartpole", policy="actor-critic-separate",
                          policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo",
                          trainer_args={"epochs": 1}, buffer_args={"batch_streams": 2})
+    # Ray restarts an actor whose constructor failed (max_restarts) before its error reaches
+    # the controller: on a loaded machine that takes longer than 30 s
     options = dict(address=two_nodes.address, actors=1, envs_per_actor=2, segment_length=16,
-                   placement_timeout=30)
+                   placement_timeout=120)
     with pytest.raises(RuntimeError, match="No module named 'user_envs'.*runtime_env"):
         DistributedRun(spec, RuntimeConfig(**options), frames=300, logdir=None,
                        quiet=True).run()
