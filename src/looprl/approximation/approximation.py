@@ -74,6 +74,7 @@ class Approximation:
         self.optimizer = optimizer
         self.logger = logger
         self._params = list(model.parameters())
+        self._uniform = len({(p.device, p.dtype) for p in self._params}) <= 1
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
         self._scales_loss = loss_scaling != 1
@@ -160,12 +161,14 @@ class Approximation:
         if self._updates % self._log_every == 0:
             self._check_and_log(loss)
         if self._clip_grad > 0:
-            self.grad_norm = nn.utils.clip_grad_norm_(self._params, self._clip_grad, foreach=True)
+            self.grad_norm = _clip_grad_norm(self._params, self._clip_grad, self._uniform)
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
         self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        for group in self.optimizer.param_groups:  # zero_grad(set_to_none=True), minus its
+            for param in group["params"]:  # dispatch overhead (it shows on small networks)
+                param.grad = None
         self._target.update()
         if self._lr_scheduler is not None:
             self._lr_scheduler.step()
@@ -253,6 +256,21 @@ class Approximation:
         result = self.model.load_state_dict(state_dict, strict=strict)
         self._target.sync()
         return result
+
+
+def _clip_grad_norm(params: list[torch.Tensor], max_norm: float, uniform: bool) -> torch.Tensor:
+    """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` (the same arithmetic:
+    the 2-norm of the per-tensor norms, gradients scaled by ``min(1, max / (norm + 1e-6))``);
+    ``uniform`` (all on one device, of one dtype) skips its grouping of the gradients, whose
+    cost shows on small networks. Returns the norm before clipping."""
+    if not uniform:
+        return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    return norm
 
 
 def _device_of(model: nn.Module) -> torch.device:
