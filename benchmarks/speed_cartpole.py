@@ -162,6 +162,17 @@ def sb3_run(algo: str, seed: int, eval_every: int, eval_episodes: int) -> Run:
 
 # -- the arithmetic floor -------------------------------------------------------------------
 def floor_seconds(algo: str) -> float:
+    """The floor's seconds, with denormal floats flushed to zero, as looprl's optimizer steps
+    do (Adam's moments of weights that get no gradient decay into denormals, on which CPU
+    arithmetic is many times slower: without this the DQN floor ran slower than looprl)."""
+    torch.set_flush_denormal(True)
+    try:
+        return sac_floor_seconds() if algo == "sac" else discrete_floor_seconds(algo)
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def discrete_floor_seconds(algo: str) -> float:
     """Seconds of the bare work both libraries must do: the same env steps and gradient steps.
 
     Raw Gymnasium steps with the no-grad forward passes of acting (PPO: actor and critic),
@@ -170,8 +181,6 @@ def floor_seconds(algo: str) -> float:
     loop (no buffers, no losses beyond a trivial one, no logging, no library). No eager
     PyTorch implementation can beat this by much. SAC has its own: ``sac_floor_seconds``.
     """
-    if algo == "sac":
-        return sac_floor_seconds()
     import gymnasium as gym
     from torch import nn
 
