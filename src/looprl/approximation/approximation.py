@@ -82,6 +82,7 @@ class Approximation:
         self.logger = logger
         self._params = list(model.parameters())
         self._uniform = len({(p.device, p.dtype) for p in self._params}) <= 1
+        self._cpu = self._uniform and all(p.device.type == "cpu" for p in self._params)
         self._flush_denormal = flush_denormal and self.device.type == "cpu"
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
@@ -169,7 +170,8 @@ class Approximation:
         if self._updates % self._log_every == 0:
             self._check_and_log(loss)
         if self._clip_grad > 0:
-            self.grad_norm = _clip_grad_norm(self._params, self._clip_grad, self._uniform)
+            self.grad_norm = _clip_grad_norm(self._params, self._clip_grad, self._uniform,
+                                             self._cpu)
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
@@ -278,18 +280,22 @@ def _step_flushing_denormals(optimizer: torch.optim.Optimizer) -> None:
         torch.set_flush_denormal(False)
 
 
-def _clip_grad_norm(params: list[torch.Tensor], max_norm: float, uniform: bool) -> torch.Tensor:
+def _clip_grad_norm(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool
+                    ) -> torch.Tensor:
     """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` (the same arithmetic:
     the 2-norm of the per-tensor norms, gradients scaled by ``min(1, max / (norm + 1e-6))``);
     ``uniform`` (all on one device, of one dtype) skips its grouping of the gradients, whose
-    cost shows on small networks. Returns the norm before clipping."""
+    cost shows on small networks; ``cpu`` (all on the CPU) skips the scaling when there is
+    nothing to clip. Returns the norm before clipping."""
     if not uniform:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return torch.tensor(0.0)
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    if not (cpu and coef.item() == 1.0):  # on the CPU, reading it costs no synchronization
+        torch._foreach_mul_(grads, coef)  # (and multiplying by 1 changes nothing)
     return norm
 
 
