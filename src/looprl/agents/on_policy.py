@@ -238,22 +238,26 @@ class OnPolicyTrainer(Trainer):
         return self.epochs * (1 if size >= n else math.ceil(n / size))
 
     def _policy_phase(self, batch: NamedArray) -> dict[str, torch.Tensor]:
-        """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches."""
+        """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches.
+
+        When one minibatch holds the whole batch (feed-forward policies), its normalized
+        advantages are the same in every epoch and are computed once.
+        """
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
-        totals: dict[str, torch.Tensor] = {}
-        count = 0
+        whole = size >= n
+        advantage = self._advantage(batch.advantage) if whole and not self.recurrent else None
+        parts: list[dict[str, torch.Tensor]] = []
         for _ in range(self.epochs):
-            if size >= n:  # one minibatch, the whole batch: order is moot
+            if whole:  # one minibatch, the whole batch: order is moot
                 minibatches = [batch]
             else:
                 order = torch.randperm(n, generator=self.generator)
                 minibatches = [batch[index] for index in order.split(size)]
             for minibatch in minibatches:
-                parts = self._minibatch_step(minibatch)
-                for key, value in parts.items():
-                    totals[key] = totals.get(key, 0.0) + value
-                count += bool(parts)
-        return {key: value / max(count, 1) for key, value in totals.items()}
+                step_parts = self._minibatch_step(minibatch, advantage)
+                if step_parts:
+                    parts.append(step_parts)
+        return mean_parts(parts)
 
     def _analyze_units(self, units: NamedArray) -> NamedArray:
         """``policy.analyze`` of training units, in the units' layout."""
@@ -268,13 +272,21 @@ class OnPolicyTrainer(Trainer):
             return analysis, units
         return analysis[units.mask], units[units.mask]
 
-    def _minibatch_step(self, minibatch: NamedArray) -> dict[str, torch.Tensor]:
+    def _advantage(self, advantage: torch.Tensor) -> torch.Tensor:
+        """The advantages a loss sees: normalized (``normalize_advantages``) or as they are."""
+        if self.normalize_advantages and advantage.shape[0] > 1:
+            return normalize(advantage)
+        return advantage
+
+    def _minibatch_step(self, minibatch: NamedArray, advantage: torch.Tensor | None = None
+                        ) -> dict[str, torch.Tensor]:
+        """One optimizer step on ``minibatch`` (``advantage``: its rows' advantages as the
+        loss sees them, when already computed)."""
         analysis, rows = self._valid(minibatch, self._analyze_units(minibatch))
         if rows.advantage.shape[0] == 0:
             return self._empty_step(analysis)
-        advantage = rows.advantage
-        if self.normalize_advantages and advantage.shape[0] > 1:
-            advantage = normalize(advantage)
+        if advantage is None:
+            advantage = self._advantage(rows.advantage)
         loss, parts = self._loss(analysis, rows, advantage)
         self._reinforce(loss)
         self.predictions = {
@@ -313,6 +325,20 @@ class OnPolicyTrainer(Trainer):
         if self.lr is not None:
             self._set_lr(self.progress)
         return stats
+
+
+def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The mean of each loss part over minibatches (one stacked mean per part)."""
+    if not parts:
+        return {}
+    keys = parts[0].keys()
+    if all(p.keys() == keys for p in parts):
+        return {key: torch.stack([p[key] for p in parts]).mean(0) for key in keys}
+    totals: dict[str, Any] = {}
+    for step_parts in parts:
+        for key, value in step_parts.items():
+            totals[key] = totals.get(key, 0.0) + value
+    return {key: value / len(parts) for key, value in totals.items()}
 
 
 class OnPolicyAgent(ParallelAgent):

@@ -56,25 +56,41 @@ class PPOTrainer(OnPolicyTrainer):
         self.clip = clip
         self.value_clip = value_clip
         self._clip_now = self._clip()
+        self._log_ratios: list[torch.Tensor] = []
 
     def _clip(self) -> float:
         return self.clip(self.progress) if callable(self.clip) else self.clip
 
     def _update(self, batch: NamedArray) -> dict[str, Any]:
         self._clip_now = self._clip()
-        return {**self._policy_phase(batch), "clip": self._clip_now}
+        self._log_ratios = []
+        stats = self._policy_phase(batch)
+        if self._log_ratios:
+            stats.update(ratio_stats(self._log_ratios, self._clip_now))
+        return {**stats, "clip": self._clip_now}
 
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        clip = self._clip_now
         loss, parts = ppo_loss(
             analysis.log_prob, rows.log_prob, advantage, analysis.value, rows.returns,
-            analysis.entropy, clip, self.value_coef, self.entropy_coef,
+            analysis.entropy, self._clip_now, self.value_coef, self.entropy_coef,
             old_values=rows.value, value_clip=self.value_clip,
         )  # fmt: skip
-        with torch.no_grad():
-            log_ratio = analysis.log_prob - rows.log_prob
-            ratio = log_ratio.exp()
-            parts["approx_kl"] = ((ratio - 1.0) - log_ratio).mean()
-            parts["clip_fraction"] = ((ratio - 1.0).abs() > clip).float().mean()
+        # the ratio diagnostics of all minibatches are computed at once, after the update
+        self._log_ratios.append(analysis.log_prob.detach() - rows.log_prob)
         return loss, parts
+
+
+def ratio_stats(log_ratios: list[torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
+    """``approx_kl`` (``mean((ratio - 1) - log ratio)``, Schulman's low-variance estimator)
+    and ``clip_fraction`` (share of ``|ratio - 1| > clip``), each averaged over minibatches
+    from their probability log-ratios."""
+    if all(x.shape == log_ratios[0].shape for x in log_ratios):
+        log_ratio = torch.stack(log_ratios)
+        ratio = log_ratio.exp()
+        dims = tuple(range(1, log_ratio.dim()))
+        approx_kl = ((ratio - 1.0) - log_ratio).mean(dims).mean()
+        clip_fraction = ((ratio - 1.0).abs() > clip).float().mean(dims).mean()
+        return {"approx_kl": approx_kl, "clip_fraction": clip_fraction}
+    parts = [ratio_stats([x], clip) for x in log_ratios]
+    return {key: torch.stack([p[key] for p in parts]).mean() for key in parts[0]}
