@@ -34,7 +34,7 @@ import torch
 
 from looprl.agents.losses import normalize, segment_gae
 from looprl.agents.losses.vtrace import segment_mask, vtrace
-from looprl.agents.srl_common import (
+from looprl.agents.segments import (
     common_units,
     explained_variance,
     prepare_sample,

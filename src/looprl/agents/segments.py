@@ -1,11 +1,11 @@
-"""Helpers shared by the SRL trainers (``srl_ppo``, ``srl_dqn``): sample checks, updates, stats."""
+"""Checks and statistics of ``SampleBatch`` segments, for the trainers that learn from them
+(``looprl.agents.on_policy``): the sample check, stream-major views, DDP unit counts, stats."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
-from torch import nn
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, recursive_apply
@@ -39,16 +39,6 @@ def prepare_sample(
 def transpose01(x: NamedArray) -> NamedArray:
     """Swap the two leading dimensions of every leaf (time-major <-> stream-major)."""
     return recursive_apply(x, lambda leaf: leaf.transpose(0, 1))
-
-
-def reinforce(approximation: Any, loss: torch.Tensor, max_grad_norm: float | None) -> None:
-    """One optimizer step on ``loss``, clipping the global gradient norm to ``max_grad_norm``."""
-    if not max_grad_norm:
-        approximation.reinforce(loss)
-        return
-    loss.backward()
-    nn.utils.clip_grad_norm_(approximation.model.parameters(), max_grad_norm)
-    approximation.step(loss)
 
 
 def common_units(approximation: Any, n: int) -> int:
