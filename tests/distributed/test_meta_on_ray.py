@@ -15,6 +15,7 @@ pytest.importorskip("hydra")
 
 from tests.meta.constant_bonus import ConstantBonus, records  # noqa: E402
 
+from looprl.core import SampleBatch  # noqa: E402
 from looprl.distributed import DistributedRun, RuntimeConfig  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.meta import RND  # noqa: E402
@@ -28,7 +29,10 @@ def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray
     spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn",
                          policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "hidden_dim": 8})
     trainer_rnd, actor_rnd = RND(obs_shape=(4,), seed=0), RND(seed=1)
-    trainer_rnd.update_predictor({"batch": {"observation": torch.randn(64, 4)}})
+    no = torch.zeros(2, 32, dtype=torch.bool)
+    batch = SampleBatch(obs=torch.randn(2, 32, 4), action=torch.zeros(2, 32, dtype=torch.long),
+                        reward=torch.zeros(2, 32), done=no, truncated=no)
+    trainer_rnd.update_predictor({"batch": batch})
     server = ParameterServer.remote()
     policy = spec.make_policy()
     server.put.remote(7, policy.module.state_dict(), [trainer_rnd.shared_state()])

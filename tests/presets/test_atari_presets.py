@@ -174,7 +174,7 @@ def test_ppo_defaults_collect_8_by_128_steps_per_update_in_16_minibatches(monkey
     trainer = _inner(agent).trainer
     minibatches = []
 
-    def record(minibatch) -> dict:  # in place of a gradient step
+    def record(minibatch, advantage=None) -> dict:  # in place of a gradient step
         minibatches.append((minibatch.advantage.shape[0], trainer._clip_now))
         return {}
 
