@@ -177,7 +177,7 @@ def test_sac_preset_learns_pendulum_on_ray(local_ray):
     seed_everything(0)  # the local learning test's network size: 4x faster steps
     preset = sac.env(GymEnvironment("Pendulum-v1")).device("cpu").hyperparameters(hidden=64)
     run = DistributedRun(preset.build(), runtime(actors=1, envs_per_actor=1, groups=1,
-                                         segment_length=4, checkpoint_every=None,
+                                         segment_length=16, checkpoint_every=None,
                                          trainer_threads=2, publish_every=10),
                          frames=FRAMES_SAC, logdir=None, quiet=True)
     assert run.spec.buffer_args["updates_per_frame"] == 1.0
