@@ -380,8 +380,13 @@ class OnPolicyAgent(ParallelAgent):
 
     def train(self, segment: SampleBatch) -> TrainerStepResult:
         """One ``trainer.step`` on ``segment``; its statistics go to the logger."""
-        result = self.trainer.step(segment)
-        if self.logger.verbose:
-            for name, value in result.stats.items():
-                self.logger.add_loss(name, value)
-        return result
+        return train_and_log(self.trainer, segment, self.logger)
+
+
+def train_and_log(trainer: Trainer, segment: SampleBatch, logger: Logger) -> TrainerStepResult:
+    """``trainer.step(segment)``, its statistics written to a verbose ``logger``."""
+    result = trainer.step(segment)
+    if logger.verbose:
+        for name, value in result.stats.items():
+            logger.add_loss(name, value)
+    return result

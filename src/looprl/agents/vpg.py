@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from looprl.agents.on_policy import train_and_log
 from looprl.core import Agent, DummyLogger, Logger, Policy, RolloutRequest, State, Trainer
 from looprl.memory.segments import SegmentBuffer
 
@@ -61,9 +62,6 @@ class VPG(Agent):
         return result.action[0]
 
     def _train(self) -> None:
-        result = self.trainer.step(self.buffer.segment())
+        train_and_log(self.trainer, self.buffer.segment(), self.logger)
         self.buffer.restart(keep_last=False)  # the next row starts a new episode
         self._steps = 0
-        if self.logger.verbose:
-            for name, value in result.stats.items():
-                self.logger.add_loss(name, value)

@@ -5,7 +5,7 @@ per update, n-step advantages. With the defaults, a greedy evaluation on CartPol
 195 within 10,000 steps (8 of 8 seeds) and usually reaches 500; like all plain A2C runs
 without annealing, it can later drop again.
 
-``actor_critic_model`` and ``actor_critic_optimizer`` are shared with the VAC and VPG
+``SeparateMLPs`` (the network and the optimizer) is shared with the VAC and VPG
 presets.
 """
 
@@ -39,41 +39,40 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-def actor_critic_model(
-    env: Any, hyperparameters: dict[str, Any], algorithm: str
-) -> tuple[ActorCritic, CategoricalHead]:
-    """Two-layer tanh actor and critic MLPs for ``env`` (checked: flat obs, discrete actions)."""
-    num_actions = require_discrete_actions(env, algorithm)
-    obs_dim = require_flat_observations(env, algorithm)
-    hidden = (hyperparameters["hidden"],) * 2
-    actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)
-    critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
-    return ActorCritic(actor, critic), CategoricalHead(num_actions)
+class SeparateMLPs:
+    """``_build`` and ``_optimizer`` of the A2C, VAC and VPG classic-control presets: two-layer
+    tanh actor and critic MLPs (checked: flat obs, discrete actions), and Adam with the
+    actor's and the critic's learning rates (the hyperparameters ``lr_keys`` names) as two
+    parameter groups."""
+
+    algorithm: str
+    hyperparameters: dict[str, Any]
+    #: the hyperparameters of the actor's and the critic's learning rates
+    lr_keys: tuple[str, str] = ("lr_pi", "lr_v")
+
+    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        obs_dim = require_flat_observations(env, self.algorithm)
+        hidden = (self.hyperparameters["hidden"],) * 2
+        actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)
+        critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
+        return ActorCritic(actor, critic), CategoricalHead(num_actions)
+
+    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
+        hp = self.hyperparameters
+        groups = [
+            {"params": model.actor.parameters(), "lr": hp[self.lr_keys[0]]},
+            {"params": model.critic.parameters(), "lr": hp[self.lr_keys[1]]},
+        ]
+        return optim.Adam(groups, eps=hp["eps"], fused=True)
 
 
-def actor_critic_optimizer(
-    model: ActorCritic, lr_pi: float, lr_v: float, eps: float
-) -> torch.optim.Optimizer:
-    """Adam with the actor's and the critic's learning rates as two parameter groups."""
-    groups = [
-        {"params": model.actor.parameters(), "lr": lr_pi},
-        {"params": model.critic.parameters(), "lr": lr_v},
-    ]
-    return optim.Adam(groups, eps=eps, fused=True)
-
-
-class A2CClassicControlPreset(OnPolicyPreset):
+class A2CClassicControlPreset(SeparateMLPs, OnPolicyPreset):
     """Builds A2C agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
 
     algorithm = "A2C"
     positive = ("lr", "n_envs", "n_steps", "hidden")
-
-    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
-        return actor_critic_model(env, self.hyperparameters, self.algorithm)
-
-    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
-        hp = self.hyperparameters
-        return actor_critic_optimizer(model, hp["lr"], hp["lr"], hp["eps"])
+    lr_keys = ("lr", "lr")
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
         hp = self.hyperparameters

@@ -12,13 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
-
 from looprl.agents.vac import VACTrainer
-from looprl.nn import ActorCritic
-from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.a2c import actor_critic_model, actor_critic_optimizer
+from looprl.presets.classic_control.a2c import SeparateMLPs
 from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
@@ -35,18 +31,11 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VACClassicControlPreset(OnPolicyPreset):
+class VACClassicControlPreset(SeparateMLPs, OnPolicyPreset):
     """Builds online actor-critic agents over ``n_envs`` environments (one-step segments)."""
 
     algorithm = "VAC"
     positive = ("lr_pi", "lr_v", "n_envs", "hidden")
-
-    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
-        return actor_critic_model(env, self.hyperparameters, self.algorithm)
-
-    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
-        hp = self.hyperparameters
-        return actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> VACTrainer:
         hp = self.hyperparameters

@@ -10,14 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
-
 from looprl.agents.a2c import A2CTrainer
 from looprl.agents.vpg import VPG
-from looprl.nn import ActorCritic
-from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.classic_control.a2c import actor_critic_model, actor_critic_optimizer
+from looprl.presets.classic_control.a2c import SeparateMLPs
 from looprl.presets.on_policy import ActorCriticPreset
 
 default_hyperparameters: dict[str, Any] = {
@@ -34,18 +30,11 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VPGClassicControlPreset(ActorCriticPreset):
+class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
     """Builds VPG agents for a single environment."""
 
     algorithm = "VPG"
     positive = ("lr_pi", "lr_v", "min_batch_size", "hidden")
-
-    def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
-        return actor_critic_model(env, self.hyperparameters, self.algorithm)
-
-    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
-        hp = self.hyperparameters
-        return actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
         """``A2CTrainer`` with ``gae_lambda=1``: on whole episodes, Monte-Carlo advantages."""
