@@ -257,7 +257,7 @@ def test_segment_buffer_rows_ends_and_overlap() -> None:
     assert segment.truncated.tolist() == [[False, False], [False, False], [False, True]]
     assert segment.policy_version[:, 0].tolist() == [0, 1, 2]
     buffer.restart(keep_last=True)
-    assert len(buffer) == 1 and float(buffer.segment.__self__._data["obs"][0, 0, 0]) == 2.0
+    assert len(buffer) == 1 and float(buffer._data["obs"][0, 0, 0]) == 2.0
     with pytest.raises(RuntimeError, match="at least 2 rows"):
         buffer.segment()
 
