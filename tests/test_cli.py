@@ -168,7 +168,7 @@ def test_atari_game_given_to_a_classic_preset(capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize("frames", ["0", "-5"])
 def test_frames_must_be_positive(frames: str, capsys: pytest.CaptureFixture[str]) -> None:
     line = _error_line(capsys, ["train", "dqn", "CartPole-v1", "--frames", frames, "--quiet"])
-    assert "frames must be positive" in line
+    assert "frames must be a positive number" in line
 
 
 def test_diverging_training_is_one_line_and_keeps_its_logs(

@@ -198,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=cmd_train)
+    # ``run`` is dispatched to Hydra before this parser (main); listed here for --help
+    sub.add_parser("run", add_help=False,
+                   help="train from a config: groups, overrides, sweeps, Ray (looprl run --help)")
     listing = sub.add_parser("list", help="list the presets, or one preset's hyperparameters")
     listing.add_argument("agent", nargs="?", help="a preset, e.g. ppo or atari.dqn")
     listing.set_defaults(func=cmd_list)
@@ -251,7 +254,7 @@ def _guarded(command: Callable[[], int]) -> int:
     try:
         return command()
     except (
-        ValueError, KeyError, TypeError, FileNotFoundError, FloatingPointError, gym_error()
+        ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError, gym_error()
     ) as error:
         if os.environ.get("LOOPRL_DEBUG"):
             raise

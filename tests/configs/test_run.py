@@ -103,6 +103,23 @@ def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> N
     assert len(error) == 1 and message in error[0], error
 
 
+def test_a_rejected_config_is_one_line_and_leaves_no_run_directory(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # Hydra's default outputs/DATE/TIME, its job log included
+    assert cli(["run", "env=NoSuchEnv-v0", "frames=64"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "Unknown environment 'NoSuchEnv-v0'" in error[0], error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hydra_flags_take_their_value_as_the_next_argument(capsys) -> None:
+    assert cli(["run", "--cfg", "job", "algorithm=dqn"]) == 0
+    assert "preset: classic_control.dqn" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli(["--help"])
+    assert "{train,run,list,plot,watch}" in capsys.readouterr().out  # run is listed
+
+
 def test_help_lists_the_groups_and_their_options(capsys) -> None:
     with pytest.raises(SystemExit):
         run(["--help"])

@@ -240,7 +240,7 @@ def test_seeded_run_experiment_is_reproducible(tmp_path: Path) -> None:
 
 
 def test_run_experiment_needs_a_positive_budget(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="frames must be positive"):
+    with pytest.raises(ValueError, match="frames must be a positive number"):
         run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 0, logdir=str(tmp_path))
 
 

@@ -186,7 +186,7 @@ def test_loading_something_else_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="holds a dict, not a looprl preset"):
         load_preset(str(tmp_path / "dict.pt"))
     (tmp_path / "text.pt").write_text("not a checkpoint")
-    with pytest.raises(ValueError, match="is not a saved looprl preset"):
+    with pytest.raises(ValueError, match="is not a readable looprl preset"):
         load_preset(str(tmp_path / "text.pt"))
 
 

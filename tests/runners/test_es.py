@@ -39,7 +39,7 @@ def test_integer_targets_are_ints_clipped_to_their_bounds(small_ppo):
 
 def test_preset_targets_build_each_individual_with_its_values(small_ppo):
     runner = _es(small_ppo.hyperparameters(linear_lr=False),
-                 search_targets={"minibatch_size": (16, 128), "lr": (1e-4, 1e-2)})
+                 search_targets={"minibatch_size": (16, 64), "lr": (1e-4, 1e-2)})
     seen = []
     evaluate = runner.evaluate
 
@@ -56,7 +56,7 @@ def test_preset_targets_build_each_individual_with_its_values(small_ppo):
     for (batch, lr, agent_lr), values in zip(evaluated, [v for h in results["history"]
                                                           for v in h["values"]]):
         assert (batch, lr) == (values["minibatch_size"], values["lr"])
-        assert type(batch) is int and 16 <= batch <= 128 and 1e-4 <= lr <= 1e-2
+        assert type(batch) is int and 16 <= batch <= 64 and 1e-4 <= lr <= 1e-2
         assert agent_lr == pytest.approx(lr)  # the agent's optimizer runs the searched lr
     best = results["best"]
     assert runner.preset.hyperparameters["minibatch_size"] == best["values"]["minibatch_size"]

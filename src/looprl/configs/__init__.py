@@ -301,7 +301,7 @@ def check_overrides(overrides: list[str]) -> None:
     from hydra.core.config_store import ConfigStore
 
     repo = ConfigStore.instance().repo
-    pairs = [o.lstrip("+~").partition("=")[::2] for o in overrides if not o.startswith("-")]
+    pairs = [o.lstrip("+~").partition("=")[::2] for o in _overrides_only(overrides)]
     pairs = [(key, value) for key, value in pairs if not key.startswith("hydra")]
     chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
     options = {"algorithm": list(algorithm_options()), "runner": list(runners()),
@@ -319,6 +319,25 @@ def check_overrides(overrides: list[str]) -> None:
             _check_field(group, field, chosen[group], repo)
         elif group not in options and group not in primary:
             _check_choice("config key", group, [k for k in primary if k != "defaults"])
+
+
+#: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)
+_VALUED_FLAGS = frozenset({"--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path",
+                           "-cp", "--config-name", "-cn", "--config-dir", "-cd",
+                           "--experimental-rerun"})
+
+
+def _overrides_only(argv: list[str]) -> list[str]:
+    """The ``key=value`` overrides of ``argv``: without Hydra's flags and their values."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip and "=" not in arg:  # the flag's value (``--info`` may come without one)
+            skip = False
+            continue
+        skip = arg in _VALUED_FLAGS
+        if not arg.startswith("-"):
+            kept.append(arg)
+    return kept
 
 
 def _names(group: dict[str, Any]) -> list[str]:

@@ -17,10 +17,12 @@ the experiments' logs (TensorBoard events, ``results.csv``, ``returns100.csv``),
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -163,10 +165,24 @@ def _differences(old: Any, new: Any) -> list[str]:
             if not key.startswith(ignored) and before.get(key) != after.get(key)]
 
 
+def _remove_if_empty(output_dir: Path) -> None:
+    """Remove the run directory Hydra made for a run that was rejected before it wrote
+    anything (only ``.hydra/`` and the job's log), and Hydra's ``outputs/DATE`` above it if
+    that is now empty."""
+    if any(p.name != ".hydra" and p.suffix != ".log" for p in output_dir.iterdir()):
+        return  # the run wrote something: keep it
+    shutil.rmtree(output_dir, ignore_errors=True)
+    if output_dir.parent.parent.name == "outputs":  # Hydra's outputs/DATE/TIME
+        with contextlib.suppress(OSError):  # (rmdir removes empty directories only)
+            output_dir.parent.rmdir()
+            output_dir.parent.parent.rmdir()
+
+
 def main(argv: list[str]) -> int:
     """Run the Hydra application on ``argv`` (overrides and Hydra flags)."""
     import hydra
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     register()
     argv = resume_arguments(argv)
@@ -176,13 +192,17 @@ def main(argv: list[str]) -> int:
 
     @hydra.main(version_base="1.3", config_path=None, config_name="looprl")
     def app(cfg: Any) -> float:
+        output_dir = HydraConfig.get().runtime.output_dir
         try:
-            results = execute(cfg, HydraConfig.get().runtime.output_dir)
-        except (ValueError, TypeError, KeyError, FileNotFoundError) as error:  # bad config
+            results = execute(cfg, output_dir)
+        except (ValueError, TypeError, KeyError, OSError, ImportError) as error:  # bad input
             if os.environ.get("LOOPRL_DEBUG"):
                 raise
-            log.error("%s", error)  # in the job's log (a launcher's job runs elsewhere)
             failures.append(error)  # raised after Hydra: the command reports it in one line
+            if HydraConfig.get().mode == RunMode.MULTIRUN:  # (a launcher's job runs elsewhere)
+                log.error("%s", error)  # in the job's log: why this job failed
+            elif not cfg.resume:
+                _remove_if_empty(Path(output_dir))
             return math.nan
         return results["eval"]["mean_eval_reward"]  # what a sweeper (e.g. Optuna's) optimizes
 

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from looprl.core.namedarray import namedarray
+from looprl.core.suggest import did_you_mean
 
 
 class _ByName(ABCMeta):
@@ -299,7 +300,8 @@ class _Registry:
             importlib.import_module("looprl.agents")  # registers the built-in names
         if name not in self.entries:
             known = ", ".join(sorted(self.entries)) or "none"
-            raise KeyError(f"unknown {self.kind} {name!r}; registered: {known}")
+            hint = did_you_mean(str(name), self.entries)
+            raise KeyError(f"unknown {self.kind} {name!r}.{hint} Registered: {known}")
         options = kwargs.pop("args", None) or {}
         return _resolve(self.entries[name])(*args, **kwargs, **options)
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from looprl.core.suggest import did_you_mean
+
 __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
 
 
@@ -257,7 +259,8 @@ class RuntimeConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise KeyError(f"unknown runtime option(s) {unknown}; valid: {sorted(known)}")
+            hint = did_you_mean(unknown[0], known)
+            raise KeyError(f"unknown runtime option(s) {unknown}.{hint} Valid: {sorted(known)}")
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

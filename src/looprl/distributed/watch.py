@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core.files import load_file
 from looprl.distributed.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
 from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, write_gif
@@ -48,11 +49,12 @@ def load_run(run_dir: str | Path) -> tuple[AlgorithmSpec, Any]:
         if not (run_dir / name).exists():
             raise FileNotFoundError(f"No {name} in {run_dir}: a distributed run writes "
                                     f"{SPEC_FILE} when it starts and {POLICY_FILE} when it ends")
-    spec = torch.load(run_dir / SPEC_FILE, weights_only=False)
+    remedy = f"{run_dir} cannot be played; train the run again"
+    spec = load_file(run_dir / SPEC_FILE, "distributed run's algorithm", remedy)
     spec.install()
     policy = spec.make_policy()
-    policy.load_checkpoint(torch.load(run_dir / POLICY_FILE, map_location="cpu",
-                                      weights_only=False))
+    policy.load_checkpoint(load_file(run_dir / POLICY_FILE, "trained policy", remedy,
+                                     map_location="cpu"))
     return spec, policy
 
 

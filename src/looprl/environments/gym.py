@@ -95,6 +95,8 @@ class GymEnvironment(Environment):
         **make_kwargs: passed to ``gym.make`` (``render_mode='rgb_array'``, ...).
     """
 
+    _shape: Any = None  # of the first observation (all must have it)
+
     def __init__(
         self,
         env: str | gym.Env,
@@ -128,6 +130,7 @@ class GymEnvironment(Environment):
         seed = seed if seed is not None else self._seed
         self._seed = None
         self._state = State.from_gym(self._env.reset(seed=seed), device=self.device)
+        self._check_shape()
         return self._state
 
     def step(self, action: Any) -> State:
@@ -140,7 +143,16 @@ class GymEnvironment(Environment):
                 f"{self._env.action_space}): {error}"
             ) from None
         self._state = State.from_gym(outcome, device=self.device)
+        self._check_shape()
         return self._state
+
+    def _check_shape(self) -> None:
+        """``ValueError`` if the observation has another shape than the first one had."""
+        shape = _shape(self._state)
+        if self._shape is None:
+            self._shape = shape
+        elif shape != self._shape:
+            raise shape_changed(self.name, self._shape, shape)
 
     @property
     def observation_space(self) -> gym.Space:
@@ -190,3 +202,17 @@ def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
         return clone
 
     return make
+
+
+def _shape(state: State) -> Any:
+    """The observation's shape (``None`` for observations that are not one tensor)."""
+    observation = state.observation
+    return tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
+
+
+def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
+    """The one-line error for an environment whose observations change shape."""
+    got = f"shape {tuple(got)}" if got is not None else "another shape"
+    return ValueError(f"{name} returned an observation of {got} after observations of "
+                      f"shape {tuple(expected)}: an environment's observations must keep one "
+                      "shape (pad them to one size, and declare it in observation_space)")

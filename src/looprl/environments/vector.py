@@ -12,7 +12,7 @@ import torch
 from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.gym import action_to_numpy, check_env_id, env_name
+from looprl.environments.gym import action_to_numpy, check_env_id, env_name, shape_changed
 
 
 def make_vector_env(
@@ -153,6 +153,10 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                 f"Invalid actions {action!r} for {self.name} (action space of each of the "
                 f"{self.n_envs} environments: {self.action_space}): {error}"
             ) from None
+        except ValueError as error:  # Gymnasium stacks observations into preallocated arrays
+            if "shape" not in str(error):
+                raise
+            raise shape_changed(self.name, self._state.observation.shape[1:]) from None
         self._state = self._make_state(obs, reward, terminated, truncated)
         return self._state
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core.files import load_file
 from looprl.memory.replay import replay_contents_saved
 
 __all__ = ["CHECKPOINT", "load_checkpoint", "load_saved", "save_checkpoint"]
@@ -115,15 +116,7 @@ def load_checkpoint(path: str | Path) -> Any:
 
 
 def load_saved(path: str | Path) -> Any:
-    """``torch.load`` of a checkpoint this library wrote (full pickles).
-
-    Raises:
-        RuntimeError: it holds CUDA tensors and this process has no GPU (one line).
-    """
-    try:
-        return torch.load(path, weights_only=False)
-    except RuntimeError as error:
-        if "CUDA" not in str(error) or torch.cuda.is_available():
-            raise
-        raise RuntimeError(f"{path} was saved by a run on a GPU and torch here sees none: "
-                           "resume it on a machine with a GPU") from None
+    """``torch.load`` of a checkpoint this library wrote (full pickles); a file that cannot
+    be read is one line (``looprl.core.files.load_file``)."""
+    return load_file(path, "checkpoint", "start the run anew: the logs of the run so far stay "
+                     "in its directory")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import weakref
 from collections import deque
 from datetime import datetime
@@ -60,8 +61,19 @@ def _safe_component(name: str) -> str:
 
 
 def _claim_run_dir(parent: Path, name: str) -> Path:
-    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty."""
-    parent.mkdir(parents=True, exist_ok=True)
+    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty.
+
+    Raises:
+        ValueError: ``parent`` cannot be made or written (a file, no permission): one line.
+    """
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied", str(parent))
+    except OSError as error:
+        raise ValueError(f"cannot write the run's logs in {parent}: "
+                         f"{error.strerror or error} ({error.filename or parent}); choose a "
+                         "log directory you can write to (logdir=..., --logdir)") from None
     index = 1
     while True:
         candidate = parent / (name if index == 1 else f"{name}_{index}")

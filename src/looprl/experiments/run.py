@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from looprl.experiments.experiment import (
     seed_everything,
 )
 from looprl.experiments.multiagent import MultiagentEnvExperiment
+from looprl.presets.catalog import env_for
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ def run_experiment(
 
     Args:
         agents: preset builders (``classic_control.ppo``) or built presets, one or a list.
-        envs: environments, one or a list.
+        envs: environments, or environment ids (``"CartPole-v1"``: made in the form each
+            agent's family acts in, as ``looprl train`` does), one or a list.
         frames: training budget per run, in environment steps.
         logdir: where run directories (TensorBoard events, ``returns100.csv``) go.
         quiet: no progress bar or printed results.
@@ -114,16 +117,18 @@ def run_experiment(
         One ``ExperimentResult`` per run.
 
     Raises:
-        ValueError: ``frames`` is not positive.
+        ValueError: ``frames`` is not a positive number.
         FloatingPointError: a run diverged (its logs until then are kept).
         TrainingInterrupted: Ctrl-C (a ``KeyboardInterrupt`` naming the run's directory,
             whose logs until then are kept).
     """
-    if not frames > 0:
-        raise ValueError(f"frames must be positive, got {frames!r}")
+    if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
+        raise ValueError(f"frames must be a positive number of environment steps, got "
+                         f"{frames!r}")
     results = []
-    for env in _as_list(envs):
+    for env_or_id in _as_list(envs):
         for agent in _as_list(agents):
+            env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else env_or_id
             if seed is not None:
                 seed_everything(seed)
             preset = build_preset(agent, env)

@@ -24,6 +24,7 @@ import torch
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, recursive_apply
+from looprl.core.suggest import did_you_mean
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
 
@@ -172,8 +173,9 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
     if not isinstance(kind, str):
         kind = getattr(trainer_or_kind, "sample_buffer", None)
     if kind not in _KINDS:
+        hint = did_you_mean(str(kind), _KINDS)
         raise KeyError(
-            f"unknown sample buffer {kind!r} (from {trainer_or_kind!r}); "
+            f"unknown sample buffer {kind!r} (from {trainer_or_kind!r}).{hint} "
             f"expected one of {sorted(_KINDS)} or a trainer with a sample_buffer attribute"
         )
     return _KINDS[kind](**kwargs)

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from looprl.core import SampleBatch, StateArray, Trainer, TrainerStepResult
+from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
     Hyperparameter,
@@ -159,7 +160,8 @@ class MetaHub:
         for key in metrics:
             if key.startswith("hp/") and key not in published:
                 raise KeyError(
-                    f"{key!r} is not a hyperparameter of this agent; it has: "
+                    f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, published)}"
+                    " It has: "
                     f"{', '.join(sorted(published))}"
                 )
 

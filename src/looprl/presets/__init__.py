@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pickle
-
 import torch
 
 from looprl.core import Preset
+from looprl.core.files import load_file
 from looprl.presets import atari, classic_control, continuous, multiagent
 from looprl.presets.builder import (
     PresetBuilder,
@@ -22,10 +21,8 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     Args:
         device: where to put its networks (default: the saved device if available, else CPU).
     """
-    try:
-        preset = torch.load(filename, weights_only=False, map_location="cpu")
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
-        raise ValueError(f"{filename} is not a saved looprl preset ({error})") from None
+    preset = load_file(filename, "looprl preset", "save one with preset.save(filename), or "
+                       "train one with looprl train", map_location="cpu")
     if not isinstance(preset, Preset):
         raise ValueError(
             f"{filename} holds a {type(preset).__name__}, not a looprl preset "

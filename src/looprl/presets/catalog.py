@@ -12,7 +12,7 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["FAMILIES", "available_agents", "make_env", "resolve_agent"]
+__all__ = ["FAMILIES", "available_agents", "env_for", "make_env", "resolve_agent"]
 
 FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
 
@@ -58,3 +58,13 @@ def make_env(agent: str, env_id: str) -> Any:
     from looprl.environments import GymEnvironment
 
     return GymEnvironment(env_id)
+
+
+def env_for(agent: Any, env_id: str) -> Any:
+    """The environment ``env_id`` in the form the family of ``agent`` (a preset builder of
+    a family module, or its name) acts in; a Gymnasium environment for any other agent."""
+    if not isinstance(agent, str):
+        names = [name for name, builder in available_agents().items()
+                 if builder is agent and "." in name]
+        agent = names[0] if names else "classic_control.custom"
+    return make_env(agent, env_id)

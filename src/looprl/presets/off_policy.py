@@ -46,6 +46,14 @@ class ReplayPreset(Preset):
     ``update_frequency``, ``gradient_steps`` (and ``alpha``/``beta`` when prioritized).
     """
 
+    def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        batch, size = hyperparameters["minibatch_size"], hyperparameters["replay_buffer_size"]
+        if batch > size:
+            raise ValueError(f"minibatch_size={batch} is larger than the replay it is sampled "
+                             f"from (replay_buffer_size={size}): make it at most {size}, or "
+                             "raise replay_buffer_size")
+
     @abstractmethod
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> Policy:

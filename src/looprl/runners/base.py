@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from looprl.core.logger import Logger
+from looprl.core.suggest import did_you_mean
 from looprl.environments import Environment, GymEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
@@ -202,7 +203,8 @@ class Runner:
         found = self.hyperparameters()
         for key, value in values.items():
             if key not in found:
-                raise KeyError(f"{key!r} is not a hyperparameter of this agent; it has: "
+                raise KeyError(f"{key!r} is not a hyperparameter of this agent."
+                               f"{did_you_mean(key, found)} It has: "
                                f"{', '.join(sorted(found))}")
             found[key].set(value)
 

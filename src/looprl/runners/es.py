@@ -38,7 +38,12 @@ import numpy as np
 
 from looprl.runners.base import Runner
 from looprl.runners.fitness import fitness_shaper
-from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space
+from looprl.runners.space import (
+    Dimension,
+    SearchSpaceError,
+    parse_search_space,
+    search_mapping,
+)
 from looprl.runners.strategies import STRATEGIES, make_strategy
 
 log = logging.getLogger(__name__)
@@ -93,7 +98,7 @@ class ESRunner(Runner):
         if strategy not in STRATEGIES:
             raise ValueError(f"Unknown ES strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
         self.shape = fitness_shaper(fitness_shaping)
-        targets = dict(search_targets or {})
+        targets = search_mapping(search_targets, "search_targets")
         if not targets and not search_params:
             raise ValueError("Nothing to search: give search_targets, search_params=True, "
                              "or both")

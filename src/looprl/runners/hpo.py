@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from looprl.runners.base import Runner
-from looprl.runners.space import Dimension, parse_search_space
+from looprl.runners.space import Dimension, parse_search_space, search_mapping
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,7 @@ class OptunaRunner(Runner):
         self.storage, self.study_name = storage, study_name
         self.sampler, self.pruner = _check_name("sampler", sampler, SAMPLERS), \
             _check_name("pruner", pruner, PRUNERS)
+        search_space = search_mapping(search_space, "search_space")
         self.dimensions = parse_search_space(search_space, self._searchable(search_space),
                                              self.builder.default_name)
 

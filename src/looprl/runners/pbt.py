@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from looprl.core.suggest import did_you_mean
 from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.runners.base import Runner
+from looprl.runners.space import search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
 
@@ -110,13 +112,15 @@ class PBTRunner(Runner):
         super().__init__(agent, env, **kwargs)
         self.gpus_per_member = float(gpus_per_member)
         self.tune = import_tune()
+        mutations = search_mapping(mutations, "mutations", "hp/lr")
         if not mutations:
             raise ValueError("PBT needs hp/* mutations, e.g. {'hp/lr': (1e-5, 1e-2, 'log')}")
         self.new_agent()
         found = self.hyperparameters()
         for key in mutations:
             if key not in found:
-                raise KeyError(f"{key!r} is not a hyperparameter of this agent; it has: "
+                raise KeyError(f"{key!r} is not a hyperparameter of this agent."
+                               f"{did_you_mean(key, found)} It has: "
                                f"{', '.join(sorted(found))}")
         self.close()
         self.mutations = {key: _bounds(key, value) for key, value in mutations.items()}

@@ -67,6 +67,20 @@ class Dimension:
         return (self._warp(value) - low) / (high - low)
 
 
+def search_mapping(value: Any, argument: str, example: str = "lr") -> dict[str, Any]:
+    """``value`` (a runner's ``search_targets``, ``search_space`` or ``mutations``) as a dict.
+
+    Raises:
+        SearchSpaceError: it is neither a mapping nor empty (``search_targets=42``).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SearchSpaceError(f"{argument} must map names to ranges, e.g. "
+                               f"{argument}={{{example}: [1e-4, 1e-2, log]}}, got {value!r}")
+    return dict(value)
+
+
 def parse_search_space(space: Mapping[str, Any], current: Mapping[str, Any],
                        owner: str = "the preset") -> list[Dimension]:
     """Check ``space`` and return one ``Dimension`` per entry.

@@ -1,0 +1,51 @@
+"""``load_file``: read back a file looprl wrote with ``torch.save`` (presets, checkpoints,
+a distributed run's policy and spec), with every way it can fail said in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["load_file"]
+
+
+def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:
+    """``torch.load`` of ``path`` (a full pickle that looprl wrote).
+
+    Args:
+        path: the file.
+        what: what it should hold, for messages (``"looprl preset"``).
+        remedy: what to do when it cannot be read (``"train one with looprl train"``).
+        map_location: as ``torch.load``'s.
+
+    Raises:
+        FileNotFoundError: there is no file at ``path``.
+        ModuleNotFoundError: it needs a module (a user's component or environment) that is
+            not importable here (named).
+        ValueError: it holds CUDA tensors and this process has no GPU, or it is truncated,
+            corrupted or not looprl's.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No {what} at {path} ({remedy})")
+    try:
+        return torch.load(path, weights_only=False, map_location=map_location)
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError(f"{path} holds a {what} that needs the module "
+                                  f"{error.name!r}, which is not importable here: install it, "
+                                  "or run from the directory that holds it") from None
+    except RuntimeError as error:
+        if "CUDA" in str(error) and not torch.cuda.is_available():
+            raise ValueError(f"{path} was saved by a run on a GPU and torch here sees none: "
+                             "load it on a machine with a GPU") from None
+        raise _unreadable(path, what, remedy, error) from None
+    except Exception as error:  # a damaged pickle can fail in any of a dozen ways
+        raise _unreadable(path, what, remedy, error) from None
+
+
+def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueError:
+    reason = str(error).splitlines()[0][:120] if str(error) else ""
+    return ValueError(f"{path} is not a readable {what}: it is truncated, corrupted or not "
+                      f"written by looprl ({type(error).__name__}: {reason}); {remedy}")

@@ -1,0 +1,195 @@
+"""Bad input of every kind is one line that says what was wrong and how to fix it: in
+Python (a ``ValueError``/``KeyError`` with that line) and on the command line (one
+``looprl: error:`` line, no traceback), checked for every CLI error path in one subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from looprl.core import Policy
+from looprl.core.files import load_file
+from looprl.environments import GymEnvironment
+from looprl.experiments import run_experiment
+from looprl.experiments.checkpoint import load_checkpoint
+from looprl.presets import load_preset
+from looprl.presets.classic_control import dqn, ppo
+from looprl.presets.continuous import sac
+
+
+class ShapeShifter(gym.Env):
+    """Observations of shape (4,) for 3 steps, then (5,)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(4 if self.t < 3 else 5, np.float32), 1.0, self.t >= 10, False, {}
+
+
+def _one_line(error: pytest.ExceptionInfo, *parts: str) -> None:
+    message = str(error.value.args[0])
+    assert "\n" not in message, message
+    for part in parts:
+        assert part in message, message
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", b"PK\x03\x04 truncated zip", b""])
+def test_a_damaged_file_is_one_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "preset.pt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        load_preset(str(path))
+    _one_line(error, str(path), "not a readable looprl preset", "train one")
+    checkpoint = tmp_path / "checkpoint.pt"
+    checkpoint.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        load_checkpoint(tmp_path)
+    _one_line(error, "not a readable checkpoint", "start the run anew")
+
+
+def test_a_truncated_preset_is_one_line(tmp_path: Path) -> None:
+    whole = tmp_path / "whole.pt"
+    ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build().save(str(whole))
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(whole.read_bytes()[:3000])
+    with pytest.raises(ValueError) as error:
+        load_file(cut, "looprl preset", "train one")
+    _one_line(error, "truncated, corrupted")
+
+
+def test_a_file_as_log_directory_is_one_line(tmp_path: Path) -> None:
+    logdir = tmp_path / "a_file"
+    logdir.write_text("")
+    with pytest.raises(ValueError) as error:
+        run_experiment(ppo, GymEnvironment("CartPole-v1"), 64, logdir=str(logdir), quiet=True)
+    _one_line(error, "cannot write the run's logs", "Not a directory", "logdir=")
+
+
+@pytest.mark.parametrize("frames", [None, "abc", True, 0, -5])
+def test_the_budget_must_be_a_positive_number(frames: object) -> None:
+    with pytest.raises(ValueError) as error:
+        run_experiment(ppo, GymEnvironment("CartPole-v1"), frames, quiet=True)
+    _one_line(error, "frames must be a positive number", repr(frames))
+
+
+def test_an_environment_id_is_made_for_the_agents_family(tmp_path: Path) -> None:
+    (result,) = run_experiment(ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=32),
+                               "CartPole-v1", 64, logdir=str(tmp_path), quiet=True,
+                               test_episodes=1)
+    assert result.env == "CartPole-v1" and result.frames >= 64
+
+
+def test_a_minibatch_larger_than_its_data(caplog: pytest.LogCaptureFixture) -> None:
+    """On-policy: cut to the rows of an update, said in one warning, and what the trainer
+    uses, logs and saves is that size; replay: one line."""
+    env = GymEnvironment("CartPole-v1")
+    preset = ppo.env(env).hyperparameters(minibatch_size=512).device("cpu").build()
+    (warning,) = [r.getMessage() for r in caplog.records if "minibatch_size" in r.getMessage()]
+    assert "minibatch_size=512 is larger than the 256 rows" in warning and "\n" not in warning
+    assert preset.hyperparameters["minibatch_size"] == 256
+    agent = preset.agent()
+    assert agent.trainer.minibatch_size == 256
+    with pytest.raises(ValueError) as error:
+        dqn.env(env).hyperparameters(minibatch_size=64, replay_buffer_size=32).build()
+    _one_line(error, "minibatch_size=64", "replay_buffer_size=32")
+    with pytest.raises(ValueError):
+        sac.env(GymEnvironment("Pendulum-v1")).hyperparameters(
+            minibatch_size=64, replay_buffer_size=32).build()
+
+
+def test_a_misspelled_registered_name_suggests_the_right_one() -> None:
+    with pytest.raises(KeyError) as error:
+        Policy(type_="actor-critic-separat")
+    _one_line(error, "Did you mean 'actor-critic-separate'?")
+
+
+def test_search_ranges_that_are_not_a_mapping_are_one_line() -> None:
+    from looprl.runners.space import SearchSpaceError, search_mapping
+
+    with pytest.raises(SearchSpaceError) as error:
+        search_mapping(42, "search_targets")
+    _one_line(error, "search_targets must map names to ranges", "got 42")
+    assert search_mapping(None, "mutations") == {}
+
+
+def test_observations_that_change_shape_are_one_line(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    for builder in (dqn, ppo):  # one environment, then Gymnasium's vector environments
+        with pytest.raises(ValueError) as error:
+            run_experiment(builder, GymEnvironment(ShapeShifter()), 200, logdir=str(tmp_path),
+                           quiet=True, test_episodes=0)
+        _one_line(error, "ShapeShifter returned an observation of", "shape (4,)",
+                  "must keep one shape")
+
+
+# -- every CLI error path, through the real command, in one subprocess ---------------------
+def _cli_error_paths(tmp: Path) -> list[list[str]]:
+    (tmp / "file").write_text("")
+    (tmp / "bad").mkdir()
+    (tmp / "bad" / "preset.pt").write_bytes(b"garbage")
+    run = ["run", "frames=64", "test_episodes=0"]
+    return [
+        ["train", "ppoo", "CartPole-v1"],
+        ["train", "ppo", "NoSuchEnv-v0"],
+        ["train", "ppo", "CartPole-v1", "lrr=1"],
+        ["train", "ppo", "CartPole-v1", "lr=abc"],
+        ["train", "dqn", "Pendulum-v1"],
+        ["train", "ppo", "CartPole-v1", "--frames", "0"],
+        ["train", "ppo", "CartPole-v1", "--frames", "64", "--logdir", str(tmp / "file")],
+        ["watch", str(tmp / "bad")],
+        ["watch", str(tmp / "nothing_here")],
+        ["list", "ppoo"],
+        [*run, "algorithm=ppoo"],
+        [*run, "algorithm.lrr=1"],
+        [*run, "env=NoSuchEnv-v0"],
+        [*run, "runner=es", "runner.search_targets=42"],
+        [*run, "--resume", str(tmp / "bad")],
+        [*run, "runtime=ray", "runtime.actorz=2"],
+    ]
+
+
+_DRIVER = """
+import contextlib, io, json, sys
+from looprl.cli import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = stop.code
+    results.append([code, err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def test_every_cli_error_path_is_one_line_without_traceback(tmp_path: Path) -> None:
+    paths = _cli_error_paths(tmp_path)
+    done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(paths)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items() if k != "LOOPRL_DEBUG"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for argv, (code, err) in zip(paths, results, strict=True):
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2, (argv, code, err)
+        assert len(lines) == 1 and lines[0].startswith("looprl: error: "), (argv, err)
+        assert "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "outputs").exists()  # rejected configs leave no run directory
+
