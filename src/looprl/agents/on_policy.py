@@ -53,7 +53,7 @@ from looprl.core import (
     StateArray,
     Trainer,
     TrainerStepResult,
-    learner_hyperparameters,
+    parts_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray
 from looprl.memory.segments import SegmentBuffer
@@ -405,7 +405,7 @@ class OnPolicyAgent(ParallelAgent):
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Its policy's and trainer's ``hp/*`` keys."""
-        return learner_hyperparameters(self.policy, self.trainer)
+        return parts_hyperparameters(self.policy, self.trainer)
 
     def train(self, segment: SampleBatch) -> TrainerStepResult:
         """One ``trainer.step`` on ``segment``; its statistics go to the logger."""

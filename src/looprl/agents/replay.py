@@ -16,7 +16,7 @@ from looprl.core import (
     Policy,
     State,
     Trainer,
-    learner_hyperparameters,
+    parts_hyperparameters,
 )
 
 __all__ = ["ReplayAgent"]
@@ -60,7 +60,7 @@ class ReplayAgent(Agent):
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The policy's and trainer's keys, and the update ratio (see the class docstring)."""
-        return learner_hyperparameters(
+        return parts_hyperparameters(
             self.policy, self.trainer,
             batch_size=Hyperparameter.attribute(self, "minibatch_size", int),
             update_frequency=Hyperparameter.attribute(self, "update_frequency", int),

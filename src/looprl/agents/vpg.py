@@ -28,7 +28,7 @@ from looprl.core import (
     RolloutRequest,
     State,
     Trainer,
-    learner_hyperparameters,
+    parts_hyperparameters,
 )
 from looprl.memory.segments import SegmentBuffer
 
@@ -62,7 +62,7 @@ class VPG(Agent):
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Its policy's and trainer's ``hp/*`` keys."""
-        return learner_hyperparameters(self.policy, self.trainer)
+        return parts_hyperparameters(self.policy, self.trainer)
 
     def act(self, state: State) -> Any:
         state = state.to(self.device)

@@ -24,7 +24,7 @@ from looprl.core import (
     SampleBatch,
     StateArray,
     Trainer,
-    learner_hyperparameters,
+    parts_hyperparameters,
 )
 
 __all__ = ["VQN", "OnlineAgent"]
@@ -47,7 +47,7 @@ class OnlineAgent(ParallelAgent):
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Its policy's and trainer's ``hp/*`` keys."""
-        return learner_hyperparameters(self.policy, self.trainer)
+        return parts_hyperparameters(self.policy, self.trainer)
 
     def _batch(self, state: StateArray, action: Any = None) -> SampleBatch:
         """The one-step segment from the previous step to ``state`` (``action``: the one

@@ -3,7 +3,7 @@
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.interfaces import (
     Agent,
-    Learner,
+    AgentBase,
     Multiagent,
     ParallelAgent,
     ParallelPreset,
@@ -15,7 +15,7 @@ from looprl.core.interfaces import (
     Trainer,
     TrainerStepResult,
     deterministic_rows,
-    learner_hyperparameters,
+    parts_hyperparameters,
     register_policy,
     register_trainer,
 )
@@ -27,7 +27,7 @@ __all__ = [
     "Agent",
     "DummyLogger",
     "Hyperparameter",
-    "Learner",
+    "AgentBase",
     "Logger",
     "Multiagent",
     "NamedArray",
@@ -46,7 +46,7 @@ __all__ = [
     "StateArray",
     "Trainer",
     "deterministic_rows",
-    "learner_hyperparameters",
+    "parts_hyperparameters",
     "merge_hyperparameters",
     "namedarray",
     "recursive_aggregate",

@@ -21,14 +21,14 @@ class Hyperparameter:
 
     Attributes:
         get: the current value, without side effects (a schedule is read, not advanced).
-        set: applies a new value (converted to ``type`` by the declaring object).
-        type: the type of the values: ``float`` or ``int`` (``hp/epsilon`` may also be a
+        set: applies a new value (converted to ``kind`` by the declaring object).
+        kind: the type of the values: ``float`` or ``int`` (``hp/epsilon`` may also be a
             list of floats, one per env copy).
     """
 
     get: Callable[[], Any]
     set: Callable[[Any], None]
-    type: type = float
+    kind: type = float
 
     @classmethod
     def attribute(cls, owner: Any, name: str, kind: type = float) -> Hyperparameter:
@@ -45,7 +45,7 @@ class Hyperparameter:
             action()
             self.set(value)
 
-        return Hyperparameter(self.get, set_value, self.type)
+        return Hyperparameter(self.get, set_value, self.kind)
 
 
 def merge_hyperparameters(*declared: dict[str, Hyperparameter]) -> dict[str, Hyperparameter]:
@@ -64,4 +64,4 @@ def _all(hyperparameters: list[Hyperparameter]) -> Hyperparameter:
             hyperparameter.set(value)
 
     first = hyperparameters[0]
-    return Hyperparameter(first.get, set_all, first.type)
+    return Hyperparameter(first.get, set_all, first.kind)

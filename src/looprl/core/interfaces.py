@@ -42,7 +42,7 @@ class _ByName(ABCMeta):
         return super().__call__(*args, **kwargs)
 
 
-class Learner:
+class AgentBase:
     """What the agents declare besides ``act``: their ``hp/*`` keys and the agent inside
     wrappers. Wrappers (bodies, adapters) override both to forward to the wrapped agent."""
 
@@ -57,7 +57,7 @@ class Learner:
         return {}
 
 
-class Agent(Learner, ABC):
+class Agent(AgentBase, ABC):
     """Accepts a ``State`` and returns an action."""
 
     @abstractmethod
@@ -65,7 +65,7 @@ class Agent(Learner, ABC):
         """Select an action for ``state``; train if the agent's schedule says so."""
 
 
-class ParallelAgent(Learner, ABC):
+class ParallelAgent(AgentBase, ABC):
     """Accepts a ``StateArray`` (one row per environment) and returns a batch of actions."""
 
     @abstractmethod
@@ -73,7 +73,7 @@ class ParallelAgent(Learner, ABC):
         """Select one action per row of ``state_array``; train if the schedule says so."""
 
 
-class Multiagent(Learner, ABC):
+class Multiagent(AgentBase, ABC):
     """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is.
 
     Its ``hyperparameters()`` are ``{}``: each of its agents declares its own keys.
@@ -172,7 +172,7 @@ class Trainer(metaclass=_ByName):
         return _of_approximations(self.approximations())
 
 
-def learner_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
+def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
     """A local agent's keys: its ``policy``'s and ``trainer``'s, and ``own`` (``hp/<name>``
     for each ``name=...``: what the agent itself owns, e.g. a replay agent's update ratio)."""

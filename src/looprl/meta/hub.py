@@ -31,7 +31,7 @@ from looprl.core import (
     StateArray,
     Trainer,
     TrainerStepResult,
-    learner_hyperparameters,
+    parts_hyperparameters,
 )
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters
@@ -104,7 +104,7 @@ class Parts:
         """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys."""
         if self.trainer is None:
             return self.policy.hyperparameters()
-        return learner_hyperparameters(self.policy, self.trainer)
+        return parts_hyperparameters(self.policy, self.trainer)
 
 
 class MetaHub:
