@@ -1,5 +1,7 @@
 """Meta components work with every preset family in local experiments: each hook runs and
-sees its documented keys (classic control, continuous control, MuJoCo, Atari)."""
+sees its documented keys (classic control, continuous control, MuJoCo, Atari), and each
+agent declares the ``hp/*`` keys that ``looprl.meta.hyperparameters``' table promises for
+its family."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from helpers import Recorder
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
+from looprl.meta import hyperparameters
 from looprl.presets.catalog import available_agents, make_env
 
 #: small values for the hyperparameters a preset has (fast runs, updates within 400 frames)
@@ -17,6 +20,16 @@ SMALL = {"hidden": 16, "replay_start_size": 64, "minibatch_size": 32, "n_envs": 
          "n_steps": 16, "update_frequency": 4, "gradient_steps": 1, "epochs": 1,
          "min_batch_size": 32, "n_policy": 1, "aux_minibatch_size": 32, "atoms": 11,
          "replay_buffer_size": 1000}
+
+#: the ``hp/*`` keys of each family (besides one ``hp/lr/<name>`` per optimizer)
+ON_POLICY = {"hp/lr", "hp/discount", "hp/lam", "hp/entropy_coef", "hp/value_coef", "hp/epochs"}
+PPO = ON_POLICY | {"hp/clip", "hp/batch_size"}
+REPLAY = {"hp/lr", "hp/discount", "hp/batch_size", "hp/update_frequency", "hp/gradient_steps"}
+DQN = REPLAY | {"hp/epsilon", "hp/target_period"}
+ONLINE_Q = {"hp/lr", "hp/discount", "hp/epsilon", "hp/target_period"}
+KEYS = {"a2c": ON_POLICY, "vac": ON_POLICY, "vpg": ON_POLICY, "ppo": PPO, "ppg": PPO,
+        "dqn": DQN, "ddqn": DQN, "c51": DQN, "rainbow": DQN, "vqn": ONLINE_Q, "vsarsa": ONLINE_Q,
+        "ddpg": REPLAY | {"hp/tau"}, "td3": REPLAY | {"hp/tau"}, "sac": REPLAY | {"hp/tau"}}
 
 CASES = [
     *[(f"classic_control.{name}", "CartPole-v1") for name in
@@ -49,4 +62,8 @@ def test_every_hook_runs_with_its_keys(preset_name: str, env_id: str, tmp_path: 
     assert {"pre_episode", "pre_step", "post_step", "pre_update", "post_update"} <= set(seen)
     assert seen["post_step"]["transition"]["reward"].dim() == 1
     assert "losses" in seen["post_update"] and "grad_norm" in seen["post_update"]
-    assert any(key.startswith("hp/lr") for key in seen["pre_step"])
+    declared = {key for key in seen["pre_step"] if key.startswith("hp/")}
+    rates = {key for key in declared if key.startswith("hp/lr/")}
+    assert rates and declared - rates == KEYS[preset_name.split(".")[1]]
+    table = hyperparameters.__doc__
+    assert all(f"``{key}``" in table for key in declared - rates) and "``hp/lr/<name>``" in table

@@ -14,7 +14,6 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
 from looprl.experiments.experiment import seed_everything  # noqa: E402
 from looprl.experiments.multiagent import MultiagentEnvExperiment  # noqa: E402
 from looprl.meta import MetaComponent  # noqa: E402
-from looprl.meta.hyperparameters import inner_agent  # noqa: E402
 from looprl.presets.multiagent import dqn  # noqa: E402
 
 
@@ -63,7 +62,7 @@ def test_each_agent_gets_its_own_hub_and_learns_the_changed_reward(tmp_path) -> 
         steps = [hook for hook, _ in bonus.log if hook in ("pre_step", "post_step")]
         assert steps.count("pre_step") == steps.count("post_step")
         # the agent learned from the changed rewards (the game's are -1, 0 or 1)
-        buffer = inner_agent(experiment.agent.agents[name]).replay_buffer
+        buffer = experiment.agent.agents[name].unwrapped.replay_buffer
         _, _, rewards, _, _ = buffer.sample(64)
         assert (rewards >= 99).all()
     env.close()

@@ -154,6 +154,10 @@ class ActorCriticPolicy(Policy):
         """The parameters of ``module``."""
         return self.module.parameters()
 
+    def approximations(self) -> dict[str, Approximation]:
+        """``approximation``, by its name (its ``hp/lr/<name>`` is this policy's key)."""
+        return {self.approximation.name: self.approximation}
+
     def _obs(self, obs: Any) -> Any:
         """``obs`` (one array, or a ``NamedArray``/dict of fields) as tensors on the device."""
         if isinstance(obs, NamedArray | dict):

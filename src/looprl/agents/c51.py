@@ -40,6 +40,10 @@ class C51Policy(DQNPolicy):
         super().__init__(dist.expectation, num_actions, epsilon)
         self.dist = dist
 
+    def approximations(self) -> dict[str, QDist]:
+        """``dist`` (``q`` is its expectation), by its name."""
+        return {self.dist.name: self.dist}
+
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
         """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs``, with gradients."""
         obs = sample["obs"]

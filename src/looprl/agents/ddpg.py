@@ -28,6 +28,7 @@ from looprl.approximation import Approximation
 from looprl.core import (
     Agent,
     DummyLogger,
+    Hyperparameter,
     Logger,
     Policy,
     RolloutRequest,
@@ -106,6 +107,10 @@ class ContinuousPolicy(Policy):
     @property
     def module(self) -> nn.Module:
         return self.actor.model
+
+    def approximations(self) -> dict[str, Approximation]:
+        """``actor``, by its name."""
+        return {self.actor.name: self.actor}
 
     def explore(self, observation: torch.Tensor) -> torch.Tensor:
         """Exploratory actions for a batch of observations (no gradients)."""
@@ -189,6 +194,15 @@ class DDPGTrainer(Trainer):
     @property
     def policy(self) -> DDPGPolicy:
         return self._policy
+
+    def approximations(self) -> dict[str, Approximation]:
+        """The critic ``q``, by its name."""
+        return {self.q.name: self.q}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The critic's keys (``hp/lr/<name>``, ``hp/tau``) and ``hp/discount``."""
+        discount = Hyperparameter.attribute(self, "discount_factor", float)
+        return {**super().hyperparameters(), "hp/discount": discount}
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on one-step windows ``[2, B]`` (``sample_batch`` of a replay buffer)."""

@@ -35,6 +35,7 @@ from looprl.agents.replay import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
     Agent,
+    Hyperparameter,
     Policy,
     RolloutRequest,
     RolloutResult,
@@ -44,6 +45,7 @@ from looprl.core import (
     Trainer,
     TrainerStepResult,
     deterministic_rows,
+    merge_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.suggest import did_you_mean
@@ -67,6 +69,9 @@ class DQNPolicy(Policy):
 
     Observations may be tensors or ``NamedArray`` s of observation fields (a ``QModel``
     reads those, and masks actions by the field ``action_mask``).
+
+    Declares ``hp/epsilon`` (or ``hp/temperature``: its exploration policy's) and the keys
+    of ``q`` (``hp/lr/<name>``, ``hp/target_period``).
 
     Args:
         q: the Q approximation.
@@ -99,6 +104,14 @@ class DQNPolicy(Policy):
     def approximation(self) -> Any:
         """The optimized approximation (``q``)."""
         return self.q
+
+    def approximations(self) -> dict[str, Approximation]:
+        """``q``, by its name."""
+        return {self.q.name: self.q}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``q``'s keys and the exploration's rate (``hp/epsilon`` or ``hp/temperature``)."""
+        return merge_hyperparameters(super().hyperparameters(), self.greedy.hyperparameters())
 
     def act(self, state: State) -> Any:
         """An epsilon-greedy action for one state or each row of a ``StateArray``."""
@@ -264,7 +277,7 @@ class DQNTrainer(Trainer):
 
     Args:
         policy: the ``DQNPolicy`` whose ``q`` (with its target network) is trained.
-        discount_factor: gamma.
+        discount_factor: gamma (``hp/discount``).
         n_step: the most steps per return (the windows' ``T`` bounds it too).
         update: the bootstrap value, a name in ``UPDATES``.
         double_q: shorthand for ``update="double_q"`` (``False`` keeps ``update``).
@@ -291,6 +304,10 @@ class DQNTrainer(Trainer):
     @property
     def policy(self) -> DQNPolicy:
         return self._policy
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/discount``."""
+        return {"hp/discount": Hyperparameter.attribute(self, "discount_factor", float)}
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``batch``; see the class docstring."""

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core import Agent, Multiagent, ParallelAgent, State, StateArray
+from looprl.core import Agent, Hyperparameter, Multiagent, ParallelAgent, State, StateArray
 from looprl.nn import ActorCriticModel, single_field
 from looprl.policies import GreedyPolicy
 
@@ -61,6 +61,15 @@ class SingleStateAgent(Agent):
 
     def __init__(self, agent: ParallelAgent):
         self.agent = agent
+
+    @property
+    def unwrapped(self) -> Any:
+        """The wrapped agent's."""
+        return self.agent.unwrapped
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The wrapped agent's."""
+        return self.agent.hyperparameters()
 
     def act(self, state: State) -> Any:
         device = state.device
@@ -170,6 +179,15 @@ class MaskedAgent(Agent):
         self.check = check
         mask_exploration(agent)
         mask_exploration(getattr(agent, "agent", None))  # the agent inside an adapter
+
+    @property
+    def unwrapped(self) -> Any:
+        """The wrapped agent's."""
+        return self.agent.unwrapped
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The wrapped agent's."""
+        return self.agent.hyperparameters()
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]

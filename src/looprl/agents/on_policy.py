@@ -44,6 +44,7 @@ from looprl.agents.segments import (
 )
 from looprl.core import (
     DummyLogger,
+    Hyperparameter,
     Logger,
     ParallelAgent,
     Policy,
@@ -52,6 +53,7 @@ from looprl.core import (
     StateArray,
     Trainer,
     TrainerStepResult,
+    parts_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray
 from looprl.memory.segments import SegmentBuffer
@@ -66,6 +68,10 @@ class OnPolicyTrainer(Trainer):
 
     Each ``step`` is one update (``epochs`` passes of minibatches; the loss parts are averaged
     over them) and increments ``policy.version``.
+
+    Declares ``hp/discount``, ``hp/lam``, ``hp/entropy_coef``, ``hp/value_coef``,
+    ``hp/epochs``, ``hp/batch_size`` (with a ``minibatch_size``) and the policy's
+    ``hp/lr/<name>``, whose setting also ends the trainer's ``lr`` schedule.
 
     Args:
         policy: an actor-critic policy (see the module docstring) whose ``approximation`` holds
@@ -138,6 +144,25 @@ class OnPolicyTrainer(Trainer):
     def progress(self) -> float:
         """Fraction of ``total_updates`` done, in ``[0, 1]``."""
         return min(self.updates / self.total_updates, 1.0)
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Its ``hp/*`` keys (see the class docstring)."""
+        found = {
+            "hp/discount": Hyperparameter.attribute(self, "discount_factor", float),
+            "hp/lam": Hyperparameter.attribute(self, "gae_lambda", float),
+            "hp/entropy_coef": Hyperparameter.attribute(self, "entropy_coef", float),
+            "hp/value_coef": Hyperparameter.attribute(self, "value_coef", float),
+            "hp/epochs": Hyperparameter.attribute(self, "epochs", int),
+        }
+        if self.minibatch_size is not None:
+            found["hp/batch_size"] = Hyperparameter.attribute(self, "minibatch_size", int)
+        for key, rate in self._policy.hyperparameters().items():
+            if key.startswith("hp/lr/"):  # set from outside: no more schedule
+                found[key] = rate.on_set(self._end_lr_schedule)
+        return found
+
+    def _end_lr_schedule(self) -> None:
+        self.lr = None
 
     # -- the step -------------------------------------------------------------------------
     def step(self, sample: SampleBatch) -> TrainerStepResult:
@@ -377,6 +402,10 @@ class OnPolicyAgent(ParallelAgent):
             self.train(self.buffer.segment())
             self.buffer.restart(keep_last=True)
         return result.action
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Its policy's and trainer's ``hp/*`` keys."""
+        return parts_hyperparameters(self.policy, self.trainer)
 
     def train(self, segment: SampleBatch) -> TrainerStepResult:
         """One ``trainer.step`` on ``segment``; its statistics go to the logger."""

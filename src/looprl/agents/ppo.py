@@ -15,7 +15,7 @@ import torch
 
 from looprl.agents.losses import ppo_loss
 from looprl.agents.on_policy import OnPolicyTrainer
-from looprl.core import Policy
+from looprl.core import Hyperparameter, Policy
 from looprl.core.namedarray import NamedArray
 
 __all__ = ["PPOTrainer"]
@@ -57,6 +57,12 @@ class PPOTrainer(OnPolicyTrainer):
         self.value_clip = value_clip
         self._clip_now = self._clip()
         self._log_ratios: list[torch.Tensor] = []
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``OnPolicyTrainer``'s keys and ``hp/clip`` (the clip range now; setting it
+        replaces a schedule, from the next step on)."""
+        clip = Hyperparameter(self._clip, lambda value: setattr(self, "clip", float(value)))
+        return {**super().hyperparameters(), "hp/clip": clip}
 
     def _clip(self) -> float:
         return self.clip(self.progress) if callable(self.clip) else self.clip

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.core import Agent, Policy, State, Trainer
+from looprl.core import (
+    Agent,
+    Hyperparameter,
+    Policy,
+    State,
+    Trainer,
+    parts_hyperparameters,
+)
 
 __all__ = ["ReplayAgent"]
 
 
 class ReplayAgent(Agent):
     """Base of local replay agents (single environment): their parts and training schedule.
+
+    Its ``hp/*`` keys are its policy's and trainer's, and the update ratio it owns:
+    ``hp/batch_size``, ``hp/update_frequency`` and ``hp/gradient_steps``.
 
     Args:
         policy, trainer: the algorithm.
@@ -47,6 +57,15 @@ class ReplayAgent(Agent):
         self._state: State | None = None
         self._action: Any = None
         self._frames_seen = 0
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The policy's and trainer's keys, and the update ratio (see the class docstring)."""
+        return parts_hyperparameters(
+            self.policy, self.trainer,
+            batch_size=Hyperparameter.attribute(self, "minibatch_size", int),
+            update_frequency=Hyperparameter.attribute(self, "update_frequency", int),
+            gradient_steps=Hyperparameter.attribute(self, "gradient_steps", int),
+        )
 
     def _should_train(self) -> bool:
         """Count this step; whether a training phase is due after it."""

@@ -32,7 +32,7 @@ from looprl.agents.losses.continuous import (
     twin_critic_loss,
 )
 from looprl.approximation import Approximation
-from looprl.core import SampleBatch, Trainer, TrainerStepResult
+from looprl.core import Hyperparameter, SampleBatch, Trainer, TrainerStepResult
 from looprl.policies.deterministic import SoftDeterministicPolicy
 
 
@@ -98,6 +98,16 @@ class SACTrainer(Trainer):
     @property
     def policy(self) -> SACPolicy:
         return self._policy
+
+    def approximations(self) -> dict[str, Approximation]:
+        """The critics ``q`` and the ``temperature``, by name."""
+        return {self.q.name: self.q, self.temperature.name: self.temperature}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The keys of ``q`` and ``temperature`` (``hp/lr/<name>``, ``hp/tau``) and
+        ``hp/discount``."""
+        discount = Hyperparameter.attribute(self, "discount_factor", float)
+        return {**super().hyperparameters(), "hp/discount": discount}
 
     @property
     def alpha(self) -> torch.Tensor:

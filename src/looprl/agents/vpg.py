@@ -19,7 +19,17 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.agents.on_policy import train_and_log
-from looprl.core import Agent, DummyLogger, Logger, Policy, RolloutRequest, State, Trainer
+from looprl.core import (
+    Agent,
+    DummyLogger,
+    Hyperparameter,
+    Logger,
+    Policy,
+    RolloutRequest,
+    State,
+    Trainer,
+    parts_hyperparameters,
+)
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = ["VPG"]
@@ -49,6 +59,10 @@ class VPG(Agent):
         self.buffer = SegmentBuffer(capacity, 1, device=policy.device, grow=True)
         self.logger = logger or DummyLogger()
         self._steps = 0  # transitions stored since the last update
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Its policy's and trainer's ``hp/*`` keys."""
+        return parts_hyperparameters(self.policy, self.trainer)
 
     def act(self, state: State) -> Any:
         state = state.to(self.device)

@@ -18,7 +18,14 @@ from typing import Any
 import torch
 
 from looprl.agents.dqn import DQNPolicy
-from looprl.core import ParallelAgent, SampleBatch, StateArray, Trainer
+from looprl.core import (
+    Hyperparameter,
+    ParallelAgent,
+    SampleBatch,
+    StateArray,
+    Trainer,
+    parts_hyperparameters,
+)
 
 __all__ = ["VQN", "OnlineAgent"]
 
@@ -37,6 +44,10 @@ class OnlineAgent(ParallelAgent):
         self.device = policy.q.device
         self._state: StateArray | None = None
         self._action: torch.Tensor | None = None
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Its policy's and trainer's ``hp/*`` keys."""
+        return parts_hyperparameters(self.policy, self.trainer)
 
     def _batch(self, state: StateArray, action: Any = None) -> SampleBatch:
         """The one-step segment from the previous step to ``state`` (``action``: the one

@@ -24,6 +24,7 @@ from torch import nn
 
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.target import TargetNetwork, TrivialTarget
+from looprl.core.hyperparameter import Hyperparameter
 
 __all__ = ["Approximation"]
 
@@ -108,6 +109,23 @@ class Approximation:
     @lr_scheduler.setter
     def lr_scheduler(self, scheduler: Any) -> None:
         self._lr_scheduler = scheduler
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Its ``hp/*`` keys: ``hp/lr/<name>`` (with an optimizer: the learning rate of every
+        parameter group; setting it takes over from ``lr_scheduler``) and its target
+        network's rate (``hp/tau`` or ``hp/target_period``)."""
+        found = self._target.hyperparameters()
+        if self.optimizer is not None:
+            found[f"hp/lr/{self.name}"] = Hyperparameter(self._lr, self._set_lr, float)
+        return found
+
+    def _lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _set_lr(self, value: Any) -> None:
+        self._lr_scheduler = None  # the caller now drives the learning rate
+        for group in self.optimizer.param_groups:
+            group["lr"] = float(value)
 
     #: the ``DistributedDataParallel`` wrapper of ``model`` once ``distribute`` is called
     _ddp: nn.Module | None = None

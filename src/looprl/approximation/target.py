@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.core.hyperparameter import Hyperparameter
+
 __all__ = ["FixedTarget", "PolyakTarget", "TargetNetwork", "TrivialTarget"]
 
 
@@ -44,6 +46,10 @@ class TargetNetwork(ABC):
     @abstractmethod
     def sync(self) -> None:
         """Copy the model into the target now (e.g. after loading a checkpoint)."""
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The ``hp/*`` key of this target's rate (``{}``: none)."""
+        return {}
 
 
 class TrivialTarget(TargetNetwork):
@@ -81,18 +87,22 @@ class FixedTarget(_CopyTarget):
     """A copy of the model, hard-updated every ``update_frequency`` updates.
 
     Args:
-        update_frequency: number of ``update()`` calls between copies.
+        update_frequency: number of ``update()`` calls between copies (``hp/target_period``).
     """
 
     def __init__(self, update_frequency: int):
         if update_frequency < 1:
             raise ValueError(f"update_frequency must be >= 1, got {update_frequency}")
-        self._update_frequency = update_frequency
+        self.update_frequency = update_frequency
         self._updates = 0
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/target_period``: updates between copies."""
+        return {"hp/target_period": Hyperparameter.attribute(self, "update_frequency", int)}
 
     def update(self) -> None:
         self._updates += 1
-        if self._updates % self._update_frequency == 0:
+        if self._updates % self.update_frequency == 0:
             self.sync()
 
 
@@ -103,18 +113,22 @@ class PolyakTarget(_CopyTarget):
     buffers are copied.
 
     Args:
-        rate: interpolation factor in ``(0, 1]`` (often called ``tau``).
+        rate: interpolation factor in ``(0, 1]`` (often called ``tau``; ``hp/tau``).
     """
 
     def __init__(self, rate: float):
         if not 0.0 < rate <= 1.0:
             raise ValueError(f"rate must be in (0, 1], got {rate}")
-        self._rate = float(rate)
+        self.rate = float(rate)
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/tau``: the interpolation factor."""
+        return {"hp/tau": Hyperparameter.attribute(self, "rate", float)}
 
     @torch.no_grad()
     def update(self) -> None:
         if self._target_tensors:
-            torch._foreach_lerp_(self._target_tensors, self._source_tensors, self._rate)
+            torch._foreach_lerp_(self._target_tensors, self._source_tensors, self.rate)
         for target, source in zip(self._target_other, self._source_other):
             target.copy_(source)
 

@@ -1,7 +1,9 @@
 """Core data structures and interfaces (the bottom layer of looprl)."""
 
+from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.interfaces import (
     Agent,
+    AgentBase,
     Multiagent,
     ParallelAgent,
     ParallelPreset,
@@ -13,6 +15,7 @@ from looprl.core.interfaces import (
     Trainer,
     TrainerStepResult,
     deterministic_rows,
+    parts_hyperparameters,
     register_policy,
     register_trainer,
 )
@@ -23,6 +26,8 @@ from looprl.core.state import MultiagentState, State, StateArray
 __all__ = [
     "Agent",
     "DummyLogger",
+    "Hyperparameter",
+    "AgentBase",
     "Logger",
     "Multiagent",
     "NamedArray",
@@ -41,6 +46,8 @@ __all__ = [
     "StateArray",
     "Trainer",
     "deterministic_rows",
+    "parts_hyperparameters",
+    "merge_hyperparameters",
     "namedarray",
     "recursive_aggregate",
     "recursive_apply",

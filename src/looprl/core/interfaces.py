@@ -11,6 +11,10 @@ Read this file as the table of contents of the library:
 * ``Trainer`` -- ``step(batch) -> TrainerStepResult`` updates a policy's parameters from a
   ``SampleBatch``.
 * ``Preset`` / ``ParallelPreset`` -- configured factories of training and test agents.
+* ``hyperparameters()`` of agents, policies and trainers -- the ``hp/*`` keys each declares
+  (``Hyperparameter``: a getter and a setter), which meta components, schedules and runners
+  change while training (``looprl.meta.hyperparameters`` lists them). Wrappers of agents
+  (bodies) forward it and ``unwrapped`` to the agent they wrap.
 
 The local experiment loop, the outer-loop runners and the Ray workers all use these same
 objects, which is what lets one algorithm serve all three runtimes.
@@ -24,6 +28,7 @@ from typing import Any
 
 import torch
 
+from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.namedarray import namedarray
 from looprl.core.suggest import did_you_mean
 
@@ -38,7 +43,22 @@ class _ByName(ABCMeta):
         return super().__call__(*args, **kwargs)
 
 
-class Agent(ABC):
+class AgentBase:
+    """What the agents declare besides ``act``: their ``hp/*`` keys and the agent inside
+    wrappers. Wrappers (bodies, adapters) override both to forward to the wrapped agent."""
+
+    @property
+    def unwrapped(self) -> Any:
+        """The agent that holds the policy and trainer: ``self``, or a wrapper's inner agent."""
+        return self
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The ``hp/*`` keys this agent can change while training: its policy's, its
+        trainer's and its own (``{}``: none, e.g. evaluation agents)."""
+        return {}
+
+
+class Agent(AgentBase, ABC):
     """Accepts a ``State`` and returns an action."""
 
     @abstractmethod
@@ -46,7 +66,7 @@ class Agent(ABC):
         """Select an action for ``state``; train if the agent's schedule says so."""
 
 
-class ParallelAgent(ABC):
+class ParallelAgent(AgentBase, ABC):
     """Accepts a ``StateArray`` (one row per environment) and returns a batch of actions."""
 
     @abstractmethod
@@ -54,8 +74,11 @@ class ParallelAgent(ABC):
         """Select one action per row of ``state_array``; train if the schedule says so."""
 
 
-class Multiagent(ABC):
-    """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is."""
+class Multiagent(AgentBase, ABC):
+    """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is.
+
+    Its ``hyperparameters()`` are ``{}``: each of its agents declares its own keys.
+    """
 
     @abstractmethod
     def act(self, multiagent_state: Any) -> Any:
@@ -102,6 +125,15 @@ class Policy(metaclass=_ByName):
         """The ``nn.Module`` holding all parameters of this policy."""
         raise NotImplementedError(f"{type(self).__name__} does not expose a module")
 
+    def approximations(self) -> dict[str, Any]:
+        """The ``Approximation`` objects this policy owns, by name (``{}``: none)."""
+        return {}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The ``hp/*`` keys this policy declares: by default those of its approximations
+        (``hp/lr/<name>``, ``hp/tau``, ``hp/target_period``); exploration adds its rate."""
+        return _of_approximations(self.approximations())
+
 
 class Trainer(metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches of experience.
@@ -129,6 +161,28 @@ class Trainer(metaclass=_ByName):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """Advance one training step on ``batch`` (``[T + 1, B]`` segments); return the
         statistics to log and, for prioritized replay, new priorities."""
+
+    def approximations(self) -> dict[str, Any]:
+        """The ``Approximation`` objects this trainer owns besides its policy's (a critic,
+        a temperature), by name (``{}``: none)."""
+        return {}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The ``hp/*`` keys this trainer declares (``hp/discount``, ...): by default those
+        of its own approximations."""
+        return _of_approximations(self.approximations())
+
+
+def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
+                            ) -> dict[str, Hyperparameter]:
+    """A local agent's keys: its ``policy``'s and ``trainer``'s, and ``own`` (``hp/<name>``
+    for each ``name=...``: what the agent itself owns, e.g. a replay agent's update ratio)."""
+    mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
+    return merge_hyperparameters(policy.hyperparameters(), trainer.hyperparameters(), mine)
+
+
+def _of_approximations(approximations: dict[str, Any]) -> dict[str, Hyperparameter]:
+    return merge_hyperparameters(*(a.hyperparameters() for a in approximations.values()))
 
 
 class Preset(ABC):

@@ -25,15 +25,17 @@ from typing import Any
 
 import torch
 
-from looprl.core import SampleBatch, StateArray, Trainer, TrainerStepResult
+from looprl.core import (
+    Hyperparameter,
+    SampleBatch,
+    StateArray,
+    Trainer,
+    TrainerStepResult,
+    parts_hyperparameters,
+)
 from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent, MetaStack
-from looprl.meta.hyperparameters import (
-    Hyperparameter,
-    agent_hyperparameters,
-    approximations,
-    inner_agent,
-)
+from looprl.meta.hyperparameters import agent_hyperparameters
 
 
 class MetaTrainer(Trainer):
@@ -51,6 +53,14 @@ class MetaTrainer(Trainer):
     @property
     def policy(self) -> Any:
         return self.trainer.policy
+
+    def approximations(self) -> dict[str, Any]:
+        """The wrapped trainer's."""
+        return self.trainer.approximations()
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The wrapped trainer's (their setters change it, not this wrapper)."""
+        return self.trainer.hyperparameters()
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         metrics = self.hub.metrics
@@ -86,6 +96,17 @@ class Parts:
     trainer: Any = None
     buffer: Any = None
 
+    @property
+    def unwrapped(self) -> Parts:
+        """Itself (as ``Agent.unwrapped``: what holds the policy and trainer)."""
+        return self
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys."""
+        if self.trainer is None:
+            return self.policy.hyperparameters()
+        return parts_hyperparameters(self.policy, self.trainer)
+
 
 class MetaHub:
     """The metrics dictionary and the meta components of one run.
@@ -102,13 +123,13 @@ class MetaHub:
         self.stack = MetaStack(components)
         self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
                                         "update": 0}
-        inner = self._inner = inner_agent(agent)
+        inner = self._inner = agent.unwrapped
         if isinstance(inner.trainer, MetaTrainer):  # attached before: the real trainer
             inner.trainer = inner.trainer.trainer
         trainer = inner.trainer
-        # found on the real trainer, so that setters change it and not the wrapper
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
-        self.approximations = approximations(inner)
+        own = trainer.approximations() if trainer is not None else {}
+        self.approximations = {**inner.policy.approximations(), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
         if trainer is not None:
@@ -126,8 +147,8 @@ class MetaHub:
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The agent's ``hp/*`` keys with their getters and setters."""
-        if self._hyperparameters is None:  # loaded from a checkpoint: find them again
-            # (through the MetaTrainer, which forwards reads and writes to the real trainer)
+        if self._hyperparameters is None:  # loaded from a checkpoint: declared again
+            # (the MetaTrainer forwards to the real trainer's declaration)
             self._hyperparameters = agent_hyperparameters(self._inner)
         return self._hyperparameters
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
 from looprl.policies.greedy import GreedyPolicy
 
@@ -125,6 +126,10 @@ class BoltzmannPolicy(GreedyPolicy):
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.temperature = temperature
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/temperature`` (it explores by temperature, not by an epsilon)."""
+        return {"hp/temperature": Hyperparameter.attribute(self, "temperature", float)}
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Sampled actions for ``state`` (one per row of a batch) without gradients."""

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
 
 __all__ = ["GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons"]
@@ -83,6 +84,20 @@ class GreedyPolicy:
             self._per_env = epsilon.dim() == 1
             epsilon = epsilon if self._per_env else float(epsilon)
         self._epsilon = epsilon
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/epsilon``: a float (a schedule's current value, read without advancing it),
+        or one float per env copy; setting it replaces a schedule."""
+        return {"hp/epsilon": Hyperparameter(self._current_epsilon, self._set_epsilon, float)}
+
+    def _current_epsilon(self) -> float | list[float]:
+        if self._scheduled:
+            return float(self._epsilon.current)
+        return self._epsilon.tolist() if self._per_env else float(self._epsilon)
+
+    def _set_epsilon(self, value: Any) -> None:
+        many = isinstance(value, list | tuple)
+        self.epsilon = [float(v) for v in value] if many else float(value)
 
     def _next_epsilon(self) -> float:
         return self._epsilon.value if self._scheduled else self._epsilon
