@@ -284,6 +284,7 @@ class EnvRunner:
             "terminated": torch.tensor([done for _, done, _ in scalars], dtype=torch.bool),
             "truncated": torch.tensor([cut for _, _, cut in scalars], dtype=torch.bool),
             "env_step": self.total_frames,
+            "env_index": torch.tensor([i for i, _ in keys], dtype=torch.long),
         }
         ended = np.zeros(len(self.envs), dtype=bool)
         ended[stepped] = self._over[stepped]

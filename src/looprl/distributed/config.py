@@ -279,16 +279,12 @@ def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
 
     Raises:
         TypeError: one is not a ``MetaComponent``.
-        ValueError: one says why it does not run on Ray (``ray_unsupported``), or actors
-            would have no policy copy of their own (``policy_workers``) to load the
-            components' shared state with.
+        ValueError: actors would have no policy copy of their own (``policy_workers``) to
+            load the components' shared state with (and for PLR and SPaCE to score with).
     """
     from looprl.meta.component import MetaStack
 
-    for component in MetaStack(components):
-        if component.ray_unsupported:
-            raise ValueError(f"runtime=ray cannot run {component!r}: "
-                             f"{component.ray_unsupported}")
+    MetaStack(components)
     if components and runtime.policy_workers:
         raise ValueError("meta components on Ray need each actor's own policy copy, which "
                          "loads their shared state with the parameters: set "

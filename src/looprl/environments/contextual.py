@@ -31,6 +31,7 @@ import torch
 from looprl.core.suggest import did_you_mean
 from looprl.environments.gym import GymEnvironment, make_gym_env
 from looprl.environments.mujoco import is_mujoco_id, require_mujoco
+from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
 
 Context = dict[str, float]
@@ -416,7 +417,9 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
 
     Args:
         env: a ``GymEnvironment`` or ``GymVectorEnvironment`` (or a ``gym.Env`` or a
-            Gymnasium vector environment with an ``envs`` list, such as ``SyncVectorEnv``).
+            Gymnasium vector environment with an ``envs`` list, such as ``SyncVectorEnv``),
+            or a list of SRL environments (``make("contextual", ...)``: a Ray actor's copies,
+            ``metrics['env']`` in its collector).
     """
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
@@ -429,7 +432,9 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
 
 
 def _gym_envs(env: Any) -> list[gym.Env]:
-    if isinstance(env, (GymEnvironment, GymVectorEnvironment)):
+    if isinstance(env, list | tuple):
+        return [single for copy in env for single in _gym_envs(copy)]
+    if isinstance(env, (GymEnvironment, GymVectorEnvironment, GymnasiumEnvironment)):
         env = env.env
     if isinstance(env, gym.Env):
         return [env]
@@ -477,3 +482,22 @@ class ContextualEnvironment(GymEnvironment):
     def contextual(self) -> ContextualEnv:
         """The ``ContextualEnv`` this environment steps."""
         return self.env
+
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        """Ray actors play ``make("contextual", ...)`` with this instance set: the same
+        ``ContextualEnv``, whose ``next_instance`` their curriculum components set."""
+        wrapper = self.contextual
+        return "contextual", {"env_id": wrapper.env_id, "contexts": wrapper.contexts,
+                              "hide_context": wrapper.hide_context,
+                              "instance_mode": wrapper.instance_mode}
+
+
+def srl_environment(env_id: str, contexts: Mapping[int, Mapping[str, float]] | None = None,
+                    hide_context: bool = True, instance_mode: str = "random",
+                    **make_kwargs: Any) -> GymnasiumEnvironment:
+    """A ``ContextualEnv`` as a single-agent SRL environment (registered as ``"contextual"``:
+    ``make("contextual", env_id="CartPole-v1", contexts=...)``). Its ``seed(s)`` re-seeds the
+    instance choice at the next reset, as ``reset(seed=s)`` does; ``contextual_envs`` finds
+    its wrapper, so ``next_instance`` works as locally. Arguments are ``ContextualEnv``'s."""
+    return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
+                                              **make_kwargs))
