@@ -124,6 +124,13 @@ def test_bad_inputs():
     plr = PLR()
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         plr.setup({"env": GymEnvironment("CartPole-v1")})
+    no = torch.zeros(1, dtype=torch.bool)
+    transition = {"state": torch.zeros(1, 4), "reward": torch.zeros(1), "terminated": no,
+                  "next_state": torch.zeros(1, 4), "env_index": torch.zeros(1, dtype=torch.long)}
+    with pytest.raises(ValueError, match=r"^PLR\(strategy='value_l1'\) scores with the policy's "
+                                         r"outputs but metrics\['policy'\] is None"):
+        plr.record({"transition": transition, "policy": None})
+    PLR(strategy="random").record({"transition": transition, "policy": None})
 
 
 class Follow(MetaComponent):
