@@ -173,7 +173,7 @@ def test_a_contextual_env_with_plr_builds_for_runtime_ray(tmp_path: Path) -> Non
     env = "env={id: CartPole-v1, instances: 4, features: {length: [0.3, 0.9]}, seed: 1}"
     run = build_distributed(_compose(["runtime=ray", "meta=[plr]", env]), str(tmp_path))
     assert [type(c).__name__ for c in run.spec.meta] == ["PLR"]
-    assert run.spec.env == "contextual" and run.spec.env_args["env_id"] == "CartPole-v1"
+    assert run.spec.env == "contextual" and run.spec.env_label == "CartPole-v1"
     lengths = [c["length"] for c in run.spec.env_args["contexts"].values()]
     assert len(lengths) == 4 and all(0.3 <= x <= 0.9 for x in lengths)
     with pytest.raises(ValueError, match=r"^meta components on Ray need each actor's own "

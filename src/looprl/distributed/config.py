@@ -57,9 +57,11 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs and run directories (for ``"atari"``, the game)."""
-        game = self.env_args.get("game") if self.env == "atari" else None
-        return str(game).removeprefix("ALE/") if game else self.env
+        """The environment's name in logs and run directories (for ``"atari"``, the game; for
+        ``"contextual"``, the Gymnasium id)."""
+        key = {"atari": "game", "contextual": "env_id"}.get(self.env)
+        label = self.env_args.get(key) if key else None
+        return str(label).removeprefix("ALE/") if label else self.env
 
     def make_env(self) -> Any:
         """A fresh environment."""
