@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.environments import GymEnvironment
+from looprl.environments import GymEnvironment, make
 from looprl.environments.contextual import (
     ContextualEnvironment,
     contextual_envs,
@@ -124,6 +124,9 @@ def test_bad_inputs():
     plr = PLR()
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         plr.setup({"env": GymEnvironment("CartPole-v1")})
+    with pytest.raises(ValueError, match=r"^the env copies \(GymnasiumEnvironment\) hold no "
+                                         r"ContextualEnv; make them with make\('contextual'"):
+        plr.setup({"env": [make("CartPole-v1")]})  # a Ray actor's copies of a plain env
     no = torch.zeros(1, dtype=torch.bool)
     transition = {"state": torch.zeros(1, 4), "reward": torch.zeros(1), "terminated": no,
                   "next_state": torch.zeros(1, 4), "env_index": torch.zeros(1, dtype=torch.long)}

@@ -423,6 +423,12 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
     """
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
+        if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
+            raise ValueError(
+                f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold no "
+                "ContextualEnv; make them with make('contextual', env_id=..., contexts=...) "
+                "(a preset built on a ContextualEnvironment plays it on Ray)"
+            )
         name = getattr(env, "name", type(env).__name__)
         raise ValueError(
             f"{name} holds no ContextualEnv; make it with ContextualEnvironment(env_id, "
