@@ -496,14 +496,3 @@ class ContextualEnvironment(GymEnvironment):
         return "contextual", {"env_id": wrapper.env_id, "contexts": wrapper.contexts,
                               "hide_context": wrapper.hide_context,
                               "instance_mode": wrapper.instance_mode}
-
-
-def srl_environment(env_id: str, contexts: Mapping[int, Mapping[str, float]] | None = None,
-                    hide_context: bool = True, instance_mode: str = "random",
-                    **make_kwargs: Any) -> GymnasiumEnvironment:
-    """A ``ContextualEnv`` as a single-agent SRL environment (registered as ``"contextual"``:
-    ``make("contextual", env_id="CartPole-v1", contexts=...)``). Its ``seed(s)`` re-seeds the
-    instance choice at the next reset, as ``reset(seed=s)`` does; ``contextual_envs`` finds
-    its wrapper, so ``next_instance`` works as locally. Arguments are ``ContextualEnv``'s."""
-    return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
-                                              **make_kwargs))

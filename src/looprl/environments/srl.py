@@ -51,7 +51,7 @@ Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on fi
 * ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` -- a PettingZoo AEC env, or
   ``parallel=True`` for a parallel one.
 * ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})`` -- a
-  contextual environment (``looprl.environments.contextual.srl_environment``).
+  contextual environment (``looprl.environments.contextual``).
 
 Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
 ``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
@@ -305,4 +305,4 @@ def _unknown_message(name: str, gym_ids: list[str]) -> str:
 register("gym", f"{_ADAPTERS}:GymnasiumEnvironment")
 register("atari", f"{_ADAPTERS}:AtariGameEnvironment")
 register("pettingzoo", f"{_ADAPTERS}:PettingZooEnvironment")
-register("contextual", "looprl.environments.contextual:srl_environment")
+register("contextual", f"{_ADAPTERS}:contextual_environment")
