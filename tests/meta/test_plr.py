@@ -231,3 +231,24 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
     c = 0.9 * 0.5  # GAE of an all-ones episode of length L with V = 0, mean over steps
     expected = [np.mean([sum(c ** k for k in range(n - t)) for t in range(n)]) for n in lengths]
     assert sorted(plr.log[: len(lengths)]) == pytest.approx(sorted(expected))
+
+
+def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
+    """Episodes cut by a 5-step time limit bootstrap from ``V(s_T)``: with ``V = 1`` every
+    TD error is ``r + gamma - 1 = gamma`` (0 at the last step without the bootstrap)."""
+    from types import SimpleNamespace
+
+    from looprl.core import RolloutResult
+    from looprl.distributed.collector import EnvRunner
+
+    def model(obs):
+        return torch.zeros(len(obs), 2), torch.ones(len(obs))
+
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    plr = ScoreLog(strategy="one_step_td_error", gamma=0.9, seed=0)
+    runner = EnvRunner("contextual", {"env_id": "CartPole-v1", "max_episode_steps": 5},
+                       n_envs=2, segment_length=8, meta=[plr], policy=policy, seed=0)
+    while len(plr.log) < 4:
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), dtype=np.int64)))
+    assert plr.log == pytest.approx([0.9] * len(plr.log))

@@ -178,7 +178,6 @@ class _Step(NamedTuple):
     terminated: bool
     logits: torch.Tensor | None
     value: torch.Tensor | None
-    next_state: torch.Tensor
 
 
 class PLR(MetaComponent):
@@ -221,6 +220,7 @@ class PLR(MetaComponent):
             self.set_levels(levels)
         self._running: dict[int, list[_Step]] = {}  # env copy -> its running episode
         self._skip: dict[int, bool] = {}  # env copy -> its next row is a reset, not a step
+        self._last_obs: dict[int, torch.Tensor] = {}  # env copy -> its latest next_state
         self.pre_episode_methods.append(self.setup)
         self.post_step_methods.append(self.record)
         self.post_episode_methods.append(self.score_and_choose)
@@ -302,7 +302,8 @@ class PLR(MetaComponent):
                 continue  # a vector environment's reset of copy i: no step of an episode
             self._running.setdefault(i, []).append(_Step(
                 reward[row], bool(terminated[row]), None if logits is None else logits[row],
-                None if values is None else values[row], next_state[row]))
+                None if values is None else values[row]))
+            self._last_obs[i] = next_state[row].clone()
         return metrics
 
     def score_and_choose(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -313,7 +314,7 @@ class PLR(MetaComponent):
         # A vector environment spends the next step of an ended copy on its reset.
         vector = isinstance(metrics["env"], VectorEnvironment)
         for i in np.flatnonzero(ended).tolist():
-            score = self._score(self._running.pop(i, []), metrics)
+            score = self._score(i, self._running.pop(i, []), metrics)
             self.update_score(wrappers[i].instance_id, score)
             level, replayed = self.sample_level()
             wrappers[i].next_instance = level
@@ -332,8 +333,8 @@ class PLR(MetaComponent):
                              "copy); use strategy='random' without a policy")
         return policy
 
-    def _score(self, steps: list[_Step], metrics: dict[str, Any]) -> float:
-        """The strategy's score of one episode (``steps``: its rows, in order)."""
+    def _score(self, i: int, steps: list[_Step], metrics: dict[str, Any]) -> float:
+        """The strategy's score of copy ``i``'s episode (``steps``: its rows, in order)."""
         if not steps:
             return 0.0
         rewards = torch.stack([step.reward for step in steps])
@@ -343,7 +344,7 @@ class PLR(MetaComponent):
             logits = torch.stack([step.logits for step in steps])
             values = torch.stack([step.value for step in steps])
             if self.strategy in VALUE_STRATEGIES and not steps[-1].terminated:
-                last_obs = steps[-1].next_state[None]  # truncated: bootstrap
+                last_obs = self._last_obs[i][None]  # truncated: bootstrap
                 last_value = float(logits_and_values(self._policy(metrics), last_obs)[1][0])
         return episode_score(self.strategy, rewards, logits, values, last_value, self.gamma,
                              self.lam, self.rng)
