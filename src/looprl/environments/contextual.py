@@ -252,6 +252,7 @@ class ContextualEnv(gym.Wrapper):
             env_or_id = make_gym_env(env_id, **make_kwargs)
         super().__init__(env_or_id)
         self.env_id = env_id
+        self.make_kwargs = dict(make_kwargs)
         self.hide_context = hide_context
         self.instance_mode = instance_mode
         self.instance_id: int | None = None
@@ -495,4 +496,4 @@ class ContextualEnvironment(GymEnvironment):
         wrapper = self.contextual
         return "contextual", {"env_id": wrapper.env_id, "contexts": wrapper.contexts,
                               "hide_context": wrapper.hide_context,
-                              "instance_mode": wrapper.instance_mode}
+                              "instance_mode": wrapper.instance_mode, **wrapper.make_kwargs}
