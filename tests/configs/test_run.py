@@ -182,13 +182,22 @@ def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
     assert build_distributed(_compose(["runtime=ray", "device=cpu"]), str(tmp_path))
 
 
-def test_plr_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
-    """PLR chooses levels at each reset of a contextual environment, which the Ray actors'
-    environments do not take yet; RND builds."""
+def test_a_contextual_env_with_plr_builds_for_runtime_ray(tmp_path: Path) -> None:
+    """``env={id: ..., instances: ..., features: ...}`` is a contextual environment; on Ray
+    the actors make it by name with the same instance set, and PLR is accepted."""
     from looprl.configs import build_distributed
 
-    with pytest.raises(ValueError, match=r"^runtime=ray cannot run PLR\(.*\): PLR chooses the "
-                                         r"levels of a contextual environment .*runtime=local$"):
-        build_distributed(_compose(["runtime=ray", "meta=[plr]"]), str(tmp_path))
-    run = build_distributed(_compose(["runtime=ray", "meta=[rnd]"]), str(tmp_path))
-    assert [type(c).__name__ for c in run.spec.meta] == ["RND"]
+    env = "env={id: CartPole-v1, instances: 4, features: {length: [0.3, 0.9]}, seed: 1}"
+    run = build_distributed(_compose(["runtime=ray", "meta=[plr]", env]), str(tmp_path))
+    assert [type(c).__name__ for c in run.spec.meta] == ["PLR"]
+    assert run.spec.env == "contextual" and run.spec.env_label == "CartPole-v1"
+    lengths = [c["length"] for c in run.spec.env_args["contexts"].values()]
+    assert len(lengths) == 4 and all(0.3 <= x <= 0.9 for x in lengths)
+    with pytest.raises(ValueError, match=r"^meta components on Ray need each actor's own "
+                                         r"policy copy.*runtime.policy_workers=0$"):
+        build_distributed(_compose(["runtime=ray", "meta=[plr]", env,
+                                    "runtime.policy_workers=1"]), str(tmp_path))
+    with pytest.raises(ValueError, match=r"^a contextual env takes the keys id, instances, "
+                                         r"features.* got id, levels$"):
+        build_distributed(_compose(["runtime=ray", "env={id: CartPole-v1, levels: 4}"]),
+                          str(tmp_path))

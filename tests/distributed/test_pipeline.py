@@ -206,10 +206,12 @@ def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> 
     monitor = RunMonitor(DistributedResult(), counts, None, ["trainer", "trainer1"])
     stats = {"trainer": {"received": 5, "dropped": 1, "lags": [1], "steps": 3, "stats": []},
              "trainer1": {"received": 7, "dropped": 0, "lags": [2, 3]},
-             "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)]}}
+             "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)],
+                        "meta": {"plr/seen": 3.0}}}
     monitor.record(stats, 0.5)
     assert monitor.result.frames == 40 and monitor.result.returns == [1.0, 2.0]
     assert monitor.result.train_steps == 3
+    assert monitor.result.meta == {"actor0": {"plr/seen": 3.0}}  # each actor's curriculum
     assert stats["trainer"]["lags"] == [1, 2, 3]
     assert (stats["trainer"]["received"], stats["trainer"]["dropped"]) == (12, 1)
 

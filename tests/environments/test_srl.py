@@ -125,7 +125,7 @@ def test_unknown_name_is_a_one_line_key_error():
     message = str(info.value)
     assert "\n" not in message and not message.startswith("'")
     assert "'CartPole-v1'" in message  # close match
-    assert "Registered: atari, gym, pettingzoo" in message
+    assert "Registered: atari, contextual, gym, pettingzoo" in message
     assert "Gymnasium" in message and "register" in message
 
 

@@ -84,7 +84,8 @@ def test_each_hook_receives_its_documented_keys(builder, tmp_path: Path) -> None
     assert {"env", "model", "step", "episode", "hp/lr", "hp/discount"} <= set(seen["pre_step"])
     transition = seen["post_step"]["transition"]
     assert set(transition) == {"state", "action", "reward", "next_state", "terminated",
-                               "truncated", "env_step"}
+                               "truncated", "env_step", "env_index"}
+    assert transition["env_index"].tolist() == list(range(n))
     assert transition["state"].shape == transition["next_state"].shape == (n, 4)
     assert transition["reward"].shape == transition["terminated"].shape == (n,)
     assert transition["terminated"].dtype == torch.bool

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.environments import GymEnvironment
+from looprl.environments import GymEnvironment, make
 from looprl.environments.contextual import (
     ContextualEnvironment,
     contextual_envs,
@@ -124,6 +124,16 @@ def test_bad_inputs():
     plr = PLR()
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         plr.setup({"env": GymEnvironment("CartPole-v1")})
+    with pytest.raises(ValueError, match=r"^the env copies \(GymnasiumEnvironment\) hold no "
+                                         r"ContextualEnv; make them with make\('contextual'"):
+        plr.setup({"env": [make("CartPole-v1")]})  # a Ray actor's copies of a plain env
+    no = torch.zeros(1, dtype=torch.bool)
+    transition = {"state": torch.zeros(1, 4), "reward": torch.zeros(1), "terminated": no,
+                  "next_state": torch.zeros(1, 4), "env_index": torch.zeros(1, dtype=torch.long)}
+    with pytest.raises(ValueError, match=r"^PLR\(strategy='value_l1'\) scores with the policy's "
+                                         r"outputs but metrics\['policy'\] is None"):
+        plr.record({"transition": transition, "policy": None})
+    PLR(strategy="random").record({"transition": transition, "policy": None})
 
 
 class Follow(MetaComponent):
@@ -172,3 +182,73 @@ def test_plr_on_ppo_replays_levels_it_chose(tmp_path: Path) -> None:
         # ... and the copy played it: the last choice may not be reached within the budget
         assert follow.played[i] == mine[: len(follow.played[i])]
         assert len(follow.played[i]) >= len(mine) - 1
+
+
+class ScoreLog(PLR):
+    """PLR that keeps every episode score it records."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.log: list[float] = []
+
+    def update_score(self, level: int, score: float) -> None:
+        self.log.append(score)
+        super().update_score(level, score)
+
+
+def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_episodes():
+    """The collector of a Ray actor (``EnvRunner``, no Ray here) over ``make("contextual")``:
+    PLR's choice for a copy that ended is the level of that copy's next episode, and each
+    episode is scored on its own rows (GAE with V = 0 depends only on the length)."""
+    from types import SimpleNamespace
+
+    from looprl.core import RolloutResult
+    from looprl.distributed.collector import EnvRunner
+
+    def model(obs):  # logits and values of zeros: the GAE score is a function of length
+        return torch.zeros(len(obs), 2), torch.zeros(len(obs))
+
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
+    _, env_args = ContextualEnvironment("CartPole-v1", contexts).remote_env()
+    plr = ScoreLog(strategy="gae", gamma=0.9, lam=0.5, replay_prob=0.5, seed=0)
+    runner = EnvRunner("contextual", env_args, n_envs=3, segment_length=8, meta=[plr],
+                       policy=policy, seed=0)
+    wrappers = contextual_envs(runner.envs)
+    played: list[list[int]] = [[], [], []]  # each copy's level after each of its resets
+    rng = np.random.default_rng(0)
+    lengths = []
+    while len(plr.choices) < 12:
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=rng.integers(2, size=len(request.obs))))
+        for episode in runner.pop_episodes():  # the copy reset in this step
+            played[episode.env].append(wrappers[episode.env].instance_id)
+            lengths.append(episode.length)
+    for i in range(3):
+        mine = [level for copy, level, _ in plr.choices if copy == i]
+        assert mine and played[i] == mine[: len(played[i])]
+        assert len(played[i]) >= len(mine) - 1
+    c = 0.9 * 0.5  # GAE of an all-ones episode of length L with V = 0, mean over steps
+    expected = [np.mean([sum(c ** k for k in range(n - t)) for t in range(n)]) for n in lengths]
+    assert sorted(plr.log[: len(lengths)]) == pytest.approx(sorted(expected))
+
+
+def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
+    """Episodes cut by a 5-step time limit bootstrap from ``V(s_T)``: with ``V = 1`` every
+    TD error is ``r + gamma - 1 = gamma`` (0 at the last step without the bootstrap)."""
+    from types import SimpleNamespace
+
+    from looprl.core import RolloutResult
+    from looprl.distributed.collector import EnvRunner
+
+    def model(obs):
+        return torch.zeros(len(obs), 2), torch.ones(len(obs))
+
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    plr = ScoreLog(strategy="one_step_td_error", gamma=0.9, seed=0)
+    runner = EnvRunner("contextual", {"env_id": "CartPole-v1", "max_episode_steps": 5},
+                       n_envs=2, segment_length=8, meta=[plr], policy=policy, seed=0)
+    while len(plr.log) < 4:
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), dtype=np.int64)))
+    assert plr.log == pytest.approx([0.9] * len(plr.log))

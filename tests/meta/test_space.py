@@ -82,3 +82,32 @@ def test_bad_inputs():
         SPaCE(increment=0)
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         SPaCE().setup({"env": GymEnvironment("CartPole-v1")})
+
+
+def test_space_in_an_env_runner_plays_only_its_current_set():
+    """The collector of a Ray actor (``EnvRunner``, no Ray here) over ``make("contextual")``:
+    every episode, the first ones included, plays an instance of SPaCE's set at its reset,
+    and the set grows as the returns stall."""
+    import numpy as np
+
+    from looprl.core import RolloutResult
+    from looprl.distributed.collector import EnvRunner
+
+    contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
+    _, env_args = ContextualEnvironment("CartPole-v1", contexts,
+                                        max_episode_steps=50).remote_env()
+    assert env_args["max_episode_steps"] == 50  # gym.make's arguments travel too
+    space = SPaCE(initial_size=2, increment=2, eta=1e9, check_every=4, measure="return")
+    runner = EnvRunner("contextual", env_args, n_envs=3, segment_length=8, meta=[space], seed=0)
+    wrappers = contextual_envs(runner.envs)
+    assert wrappers[0].spec.max_episode_steps == 50
+    assert space.size == 2 and all(w.instance_id in space.current for w in wrappers)
+    rng = np.random.default_rng(0)
+    sizes = []
+    while space.size < 6:
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=rng.integers(2, size=len(request.obs))))
+        for episode in runner.pop_episodes():  # the copy reset in this step
+            assert wrappers[episode.env].instance_id in space.current
+            sizes.append(space.size)
+    assert sizes[0] == 2 and {2, 4} <= set(sizes) and len(sizes) > 8

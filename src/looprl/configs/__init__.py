@@ -20,7 +20,10 @@ key             contents
                 trainer on Ray actor, policy and trainer workers: ``ppo``, ``ppg``, ``dqn``,
                 ``ddqn``); its fields are ``looprl.distributed.RuntimeConfig``'s
                 (``runtime.actors=4``, ``runtime.address=HOST:6379``)
-``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs
+``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs,
+                or a contextual environment: ``env={id: CartPole-v1, instances: 8, features:
+                {length: [0.25, 1.0]}}`` (``looprl.presets.catalog.make_env``), for
+                ``meta=[plr]`` / ``meta=[space]``
 ``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
                 the algorithm's (``null`` keeps them)
 ``frames``      training budget in environment steps
@@ -177,8 +180,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
 
     Raises:
         ValueError: the preset runs locally only, or the config asks for what the Ray runtime
-            does not run (runners other than ``online``, swapped parts, a meta component
-            that says why it does not: ``MetaComponent.ray_unsupported``).
+            does not run (runners other than ``online``, swapped parts).
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
@@ -198,7 +200,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
-    env = make_env(preset_name, cfg.env)
+    env = make_env(preset_name, _plain(cfg.env))
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
     env.close()
@@ -224,7 +226,7 @@ class Run:
 def _plain(node: Any) -> Any:
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(node, resolve=True) if node is not None else None
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
 def build(cfg: Any, output_dir: str | None = None) -> Run:
@@ -253,7 +255,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
                                  f"{part}={cfg[part]} (presets with parts: dqn, ddqn, ppo, sac)")
             algorithm[part] = cfg[part]
     builder = resolve_agent(preset_name).hyperparameters(**algorithm)
-    env = make_env(preset_name, cfg.env)
+    env = make_env(preset_name, _plain(cfg.env))
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
     components = [make_component(name, **(kwargs or {}))

@@ -74,7 +74,8 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     train = {"frames": result.frames, "episodes": len(result.returns),
              "mean_return": result.mean_return(), "train_steps": result.train_steps,
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
-             "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir}
+             "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
+             "meta": result.meta}
     evaluation = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
                   "std_eval_reward": float(np.std(returns)) if returns else math.nan,
                   "returns": returns}

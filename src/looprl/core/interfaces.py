@@ -195,6 +195,7 @@ class Preset(ABC):
     """
 
     env_name: str | None = None
+    env_remote: tuple[str, dict[str, Any]] | None = None
     meta: tuple[Any, ...] | list[Any] = ()
 
     def __init__(self, name: str, device: str | torch.device, hyperparameters: dict[str, Any]):
@@ -212,8 +213,10 @@ class Preset(ABC):
 
     def remote_env(self) -> tuple[str | None, dict[str, Any]]:
         """The registered environment (name, arguments) Ray actors step for this preset:
-        ``env_name`` itself (a Gymnasium id) unless the family says otherwise."""
-        return self.env_name, {}
+        ``env_remote`` (the environment's own ``remote_env()``, set by the builders: a
+        contextual environment's instance set) or ``env_name`` itself (a Gymnasium id),
+        unless the family says otherwise."""
+        return self.env_remote or (self.env_name, {})
 
     def save(self, filename: str) -> None:
         """Save the preset (configuration and current weights) with ``torch.save``."""

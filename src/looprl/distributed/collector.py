@@ -204,6 +204,14 @@ class EnvRunner:
         """Each env copy's return so far in its episode in progress."""
         return self._returns.copy()
 
+    def meta_scalars(self) -> dict[str, float]:
+        """The numbers the meta components wrote under keys of their own (``plr/seen``,
+        ``space/instance_set_size``; not the ``hp/*`` keys): what this actor reports."""
+        metrics = self.hub.metrics if self.hub is not None else {}
+        return {key: float(value) for key, value in metrics.items()
+                if "/" in key and not key.startswith("hp/")
+                and isinstance(value, int | float) and not isinstance(value, bool)}
+
     def pop_episodes(self) -> list[Episode]:
         """The episodes finished since the last call."""
         done, self.episodes = self.episodes, []
@@ -284,6 +292,7 @@ class EnvRunner:
             "terminated": torch.tensor([done for _, done, _ in scalars], dtype=torch.bool),
             "truncated": torch.tensor([cut for _, _, cut in scalars], dtype=torch.bool),
             "env_step": self.total_frames,
+            "env_index": torch.tensor([i for i, _ in keys], dtype=torch.long),
         }
         ended = np.zeros(len(self.envs), dtype=bool)
         ended[stepped] = self._over[stepped]

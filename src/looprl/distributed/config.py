@@ -59,9 +59,11 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs and run directories (for ``"atari"``, the game)."""
-        game = self.env_args.get("game") if self.env == "atari" else None
-        return str(game).removeprefix("ALE/") if game else self.env
+        """The environment's name in logs and run directories (for ``"atari"``, the game; for
+        ``"contextual"``, the Gymnasium id)."""
+        key = {"atari": "game", "contextual": "env_id"}.get(self.env)
+        label = self.env_args.get(key) if key else None
+        return str(label).removeprefix("ALE/") if label else self.env
 
     def make_env(self) -> Any:
         """A fresh environment."""
@@ -282,16 +284,12 @@ def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
 
     Raises:
         TypeError: one is not a ``MetaComponent``.
-        ValueError: one says why it does not run on Ray (``ray_unsupported``), or actors
-            would have no policy copy of their own (``policy_workers``) to load the
-            components' shared state with.
+        ValueError: actors would have no policy copy of their own (``policy_workers``) to
+            load the components' shared state with (and for PLR and SPaCE to score with).
     """
     from looprl.meta.component import MetaStack
 
-    for component in MetaStack(components):
-        if component.ray_unsupported:
-            raise ValueError(f"runtime=ray cannot run {component!r}: "
-                             f"{component.ray_unsupported}")
+    MetaStack(components)
     if components and runtime.policy_workers:
         raise ValueError("meta components on Ray need each actor's own policy copy, which "
                          "loads their shared state with the parameters: set "

@@ -93,7 +93,13 @@ class RunMonitor:
 
     def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
-        """Evaluation returns and a ``throughput.csv`` row of an actor or evaluation worker."""
+        """An actor's meta-component numbers, evaluation returns, and a ``throughput.csv``
+        row of an actor or evaluation worker."""
+        if stats["meta"]:
+            self.result.meta[name] = stats["meta"]
+            if self.log is not None:
+                for key, value in stats["meta"].items():
+                    self.log.add_info(f"{name}/{key}", value)
         if name.startswith("eval") and stats["episodes"]:
             returns = [ret for ret, *_ in stats["episodes"]]
             self.result.eval_returns += returns

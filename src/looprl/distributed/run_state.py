@@ -35,6 +35,8 @@ class DistributedResult:
         trainer_steps: each trainer's ``Trainer.step`` calls at the end.
         trainers_in_sync: whether all trainers ended with the same parameters (``None``:
             unknown).
+        meta: by actor worker, the latest numbers its meta components wrote
+            (``plr/seen``, ``space/instance_set_size``: each actor's own curriculum).
     """
 
     frames: int = 0
@@ -47,6 +49,7 @@ class DistributedResult:
     nodes: dict[str, str] = field(default_factory=dict)
     trainer_steps: list[int] = field(default_factory=list)
     trainers_in_sync: bool | None = None
+    meta: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def frames_per_second(self) -> float:

@@ -201,12 +201,14 @@ class ActorWorker:
         self._stop.set()
 
     def stats(self) -> dict[str, Any]:
-        """Frames, finished episodes and timings since the last call (then reset)."""
+        """Frames, finished episodes and timings since the last call (then reset), and the
+        meta components' numbers now (``EnvRunner.meta_scalars``)."""
         with self._lock:
             stats = dict(self._stats)
             self._stats.update(frames=0, episodes=[], inference_seconds=0.0, send_seconds=0.0,
                                rows=0, requests=0)
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
+        stats["meta"] = self.runner.meta_scalars()
         return stats
 
     def run(self) -> None:

@@ -99,6 +99,11 @@ class Environment(_Spaces):
     def duplicate(self, n: int) -> VectorEnvironment:
         """A vector environment of ``n`` independent copies of this environment."""
 
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        """What Ray actors play for this environment: the name and arguments of
+        ``looprl.environments.make`` (the SRL API). Default: ``name`` (a Gymnasium id)."""
+        return self.name, {}
+
 
 class VectorEnvironment(_Spaces):
     """``n_envs`` environments stepped together, producing ``StateArray`` batches.

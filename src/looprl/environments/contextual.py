@@ -31,6 +31,7 @@ import torch
 from looprl.core.suggest import did_you_mean
 from looprl.environments.gym import GymEnvironment, make_gym_env
 from looprl.environments.mujoco import is_mujoco_id, require_mujoco
+from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
 
 Context = dict[str, float]
@@ -251,6 +252,7 @@ class ContextualEnv(gym.Wrapper):
             env_or_id = make_gym_env(env_id, **make_kwargs)
         super().__init__(env_or_id)
         self.env_id = env_id
+        self.make_kwargs = dict(make_kwargs)
         self.hide_context = hide_context
         self.instance_mode = instance_mode
         self.instance_id: int | None = None
@@ -416,10 +418,18 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
 
     Args:
         env: a ``GymEnvironment`` or ``GymVectorEnvironment`` (or a ``gym.Env`` or a
-            Gymnasium vector environment with an ``envs`` list, such as ``SyncVectorEnv``).
+            Gymnasium vector environment with an ``envs`` list, such as ``SyncVectorEnv``),
+            or a list of SRL environments (``make("contextual", ...)``: a Ray actor's copies,
+            ``metrics['env']`` in its collector).
     """
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
+        if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
+            raise ValueError(
+                f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold no "
+                "ContextualEnv; make them with make('contextual', env_id=..., contexts=...) "
+                "(a preset built on a ContextualEnvironment plays it on Ray)"
+            )
         name = getattr(env, "name", type(env).__name__)
         raise ValueError(
             f"{name} holds no ContextualEnv; make it with ContextualEnvironment(env_id, "
@@ -429,7 +439,9 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
 
 
 def _gym_envs(env: Any) -> list[gym.Env]:
-    if isinstance(env, (GymEnvironment, GymVectorEnvironment)):
+    if isinstance(env, list | tuple):
+        return [single for copy in env for single in _gym_envs(copy)]
+    if isinstance(env, (GymEnvironment, GymVectorEnvironment, GymnasiumEnvironment)):
         env = env.env
     if isinstance(env, gym.Env):
         return [env]
@@ -477,3 +489,11 @@ class ContextualEnvironment(GymEnvironment):
     def contextual(self) -> ContextualEnv:
         """The ``ContextualEnv`` this environment steps."""
         return self.env
+
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        """Ray actors play ``make("contextual", ...)`` with this instance set: the same
+        ``ContextualEnv``, whose ``next_instance`` their curriculum components set."""
+        wrapper = self.contextual
+        return "contextual", {"env_id": wrapper.env_id, "contexts": wrapper.contexts,
+                              "hide_context": wrapper.hide_context,
+                              "instance_mode": wrapper.instance_mode, **wrapper.make_kwargs}

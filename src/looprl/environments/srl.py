@@ -50,6 +50,8 @@ Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on fi
   is the same;
 * ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` -- a PettingZoo AEC env, or
   ``parallel=True`` for a parallel one.
+* ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})`` -- a
+  contextual environment (``looprl.environments.contextual``).
 
 Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
 ``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
@@ -199,7 +201,8 @@ def register(name: str, env_class: type | str) -> None:
     Args:
         name: the name ``make`` takes.
         env_class: an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path
-            that ``make`` imports on first use (so that registering costs no import).
+            that ``make`` imports on first use (so that registering costs no import; the path
+            may also name a function that returns an ``Environment``).
 
     Raises:
         ValueError: ``name`` is already registered, or ``env_class`` is a string without ``:``.
@@ -302,3 +305,4 @@ def _unknown_message(name: str, gym_ids: list[str]) -> str:
 register("gym", f"{_ADAPTERS}:GymnasiumEnvironment")
 register("atari", f"{_ADAPTERS}:AtariGameEnvironment")
 register("pettingzoo", f"{_ADAPTERS}:PettingZooEnvironment")
+register("contextual", f"{_ADAPTERS}:contextual_environment")

@@ -1,6 +1,6 @@
 """Adapters that run Gymnasium, Atari and PettingZoo environments as SRL environments.
 
-They are registered as ``"gym"``, ``"atari"`` and ``"pettingzoo"`` (see
+They are registered as ``"gym"``, ``"atari"``, ``"pettingzoo"`` and ``"contextual"`` (see
 ``looprl.environments.srl``), and ``make`` falls back to ``GymnasiumEnvironment`` for any
 Gymnasium id::
 
@@ -10,6 +10,7 @@ Gymnasium id::
     env = make("atari", game="Breakout")           # obs {"obs": (4, 84, 84) uint8}
     env = make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")   # AEC, turn-based
     env = make("pettingzoo", env="pettingzoo.classic.rps_v2", parallel=True)
+    env = make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})
 
 Observation conventions: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
 PettingZoo ``{"observation", "action_mask"}`` observation becomes
@@ -156,6 +157,21 @@ class GymnasiumEnvironment(_SingleAgent):
 
     def close(self) -> None:
         self._env.close()
+
+
+def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,
+                           instance_mode: str = "random", **make_kwargs: Any
+                           ) -> GymnasiumEnvironment:
+    """A ``looprl.environments.contextual.ContextualEnv`` as a single-agent SRL environment
+    (registered as ``"contextual"``: ``make("contextual", env_id="CartPole-v1",
+    contexts={0: {"length": 0.3}})``; what Ray actors play for a ``ContextualEnvironment``).
+    Its ``seed(s)`` re-seeds the instance choice at the next reset, as ``reset(seed=s)``
+    does; ``contextual_envs`` finds its wrapper, so ``next_instance`` works as locally.
+    Arguments are ``ContextualEnv``'s."""
+    from looprl.environments.contextual import ContextualEnv
+
+    return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
+                                              **make_kwargs))
 
 
 class AtariGameEnvironment(_SingleAgent):

@@ -24,7 +24,7 @@ loads it with the parameters of the same version.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
@@ -35,13 +35,7 @@ Hook = Callable[[dict[str, Any]], Any]
 
 
 class MetaComponent:
-    """Base of meta components: one list of methods per hook (``<hook>_methods``).
-
-    Attributes:
-        ray_unsupported: why the Ray runtime cannot run this component (empty: it can).
-    """
-
-    ray_unsupported: ClassVar[str] = ""
+    """Base of meta components: one list of methods per hook (``<hook>_methods``)."""
 
     def __init__(self) -> None:
         self.pre_step_methods: list[Hook] = []

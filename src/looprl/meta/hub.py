@@ -238,13 +238,13 @@ def transition_of(state: Any, action: Any, next_state: Any, step: int, batched: 
         x = torch.as_tensor(x, dtype=dtype)
         return x if batched else x.unsqueeze(0)
 
+    reward = rows(next_state.reward, torch.float32)
     return {
-        "state": rows(state.observation), "action": rows(action),
-        "reward": rows(next_state.reward, torch.float32),
+        "state": rows(state.observation), "action": rows(action), "reward": reward,
         "next_state": rows(next_state.observation),
         "terminated": rows(next_state.terminated, torch.bool),
         "truncated": rows(next_state.truncated, torch.bool),
-        "env_step": step,
+        "env_step": step, "env_index": torch.arange(len(reward)),
     }
 
 

@@ -20,9 +20,11 @@ key                          written by            contents
                                                    ``state``, ``action``, ``reward``,
                                                    ``next_state`` (observation tensors),
                                                    ``terminated``, ``truncated`` (bool),
-                                                   ``env_step`` (int). Components may change
-                                                   ``reward`` (the agent learns from it) and
-                                                   add keys (``intrinsic_reward``).
+                                                   ``env_step`` (int), ``env_index`` (the
+                                                   env copy of each row: long). Components
+                                                   may change ``reward`` (the agent learns
+                                                   from it) and add keys
+                                                   (``intrinsic_reward``).
 ``explored``                 exploration policy,   bool per env copy: the action just taken
                              every action          was exploratory (value-based agents)
 ``episode_returns``          loop, post-episode    returns of the episodes that just ended
@@ -47,9 +49,9 @@ key                          written by            contents
 =========================== ===================== ============================================
 
 On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys of its own
-dictionary (``transition`` has one row per stream that stepped, ``env`` is the list of its env
-copies, ``policy`` its policy copy), and the trainer worker the update keys of its own
-(``batch`` is the ``SampleBatch``; ``env`` is ``None``).
+dictionary (``transition`` has one row per stream that stepped, ``env_index`` naming its
+copy; ``env`` is the list of its env copies, ``policy`` its policy copy), and the trainer
+worker the update keys of its own (``batch`` is the ``SampleBatch``; ``env`` is ``None``).
 
 Writers and readers of each component document the keys they touch.
 """
@@ -57,5 +59,6 @@ Writers and readers of each component document the keys they touch.
 from __future__ import annotations
 
 TRANSITION_KEYS = (
-    "state", "action", "reward", "next_state", "terminated", "truncated", "env_step"
+    "state", "action", "reward", "next_state", "terminated", "truncated", "env_step",
+    "env_index",
 )

@@ -34,22 +34,27 @@ Hooks (metrics keys, ``looprl.meta.metrics``):
 
 * ``pre_episode -> setup``: reads ``env`` (the levels are the first copy's instance ids).
 * ``post_step -> record``: reads ``transition`` (``state``, ``reward``, ``terminated``,
-  ``truncated``) and ``policy``.
+  ``next_state``, ``env_index``: each row joins its copy's running episode) and ``policy``.
 * ``post_episode -> score_and_choose``: reads ``ended``; for each ended copy it scores the
   episode on the level it played (``instance_id`` of the copy's ``ContextualEnv``), updates
   that level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``; the default
   ``score_ema=1`` replaces it, as in the paper) and sets the copy's ``next_instance``: the
-  vector environment autoresets that copy on its next step, on that level. Writes
+  collector resets that copy on its next step, on that level. Writes
   ``plr/mean_score`` (mean over seen levels) and ``plr/seen`` (number of seen levels).
 
 The first episodes of a run are already reset when the hooks first run: they play the
 environment's own choice of instances.
+
+On Ray (``runtime=ray``) every actor runs its own copy of PLR over its own env copies
+(``make("contextual", ...)``) in its collector: a per-actor curriculum, with the actor's own
+scores, staleness and level choices (``plr/*`` keys in its metrics). Every strategy but
+``random`` reads the actor's own policy copy (``runtime.policy_workers=0``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -166,6 +171,15 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
 
 
 # -- the component ---------------------------------------------------------------------------
+class _Step(NamedTuple):
+    """One row of a running episode, as ``PLR.record`` keeps it."""
+
+    reward: torch.Tensor
+    terminated: bool
+    logits: torch.Tensor | None
+    value: torch.Tensor | None
+
+
 class PLR(MetaComponent):
     """Prioritized Level Replay (see the module's docstring).
 
@@ -180,10 +194,6 @@ class PLR(MetaComponent):
         levels: the level (instance) ids; ``None``: the environment's, at the first hook.
         seed: seed of the level choices (and of the ``random`` scores).
     """
-
-    ray_unsupported = ("PLR chooses the levels of a contextual environment at each "
-                       "reset, which the Ray actors' environments do not take yet: use "
-                       "runtime=local")
 
     def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
                  rho: float = 0.1, gamma: float = 0.99, lam: float = 0.95,
@@ -208,10 +218,9 @@ class PLR(MetaComponent):
         self.choices: list[tuple[int, int, bool]] = []  # (copy, level, replayed)
         if levels is not None:
             self.set_levels(levels)
-        self._steps: list[dict[str, torch.Tensor | None]] = []
-        self._offset = 0  # global index of self._steps[0]
-        self._start = np.zeros(0, dtype=np.int64)  # first step of each copy's episode
-        self._last_obs: torch.Tensor | None = None
+        self._running: dict[int, list[_Step]] = {}  # env copy -> its running episode
+        self._skip: dict[int, bool] = {}  # env copy -> its next row is a reset, not a step
+        self._last_obs: dict[int, torch.Tensor] = {}  # env copy -> its latest next_state
         self.pre_episode_methods.append(self.setup)
         self.post_step_methods.append(self.record)
         self.post_episode_methods.append(self.score_and_choose)
@@ -279,60 +288,64 @@ class PLR(MetaComponent):
         return metrics
 
     def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Keep the step's rewards and flags (and logits/values the strategy needs)."""
+        """Keep each row's reward and flag (and the logits/values the strategy needs) in the
+        running episode of its env copy (``transition['env_index']``)."""
         transition = metrics["transition"]
         reward = torch.as_tensor(transition["reward"]).detach().float().cpu()
-        n = len(reward)
-        if len(self._start) != n:
-            self._start = np.full(n, self._offset + len(self._steps), dtype=np.int64)
-        step: dict[str, torch.Tensor | None] = {
-            "reward": reward, "terminated": torch.as_tensor(transition["terminated"]).cpu(),
-            "logits": None, "values": None}
+        terminated = torch.as_tensor(transition["terminated"]).cpu()
+        logits = values = None
         if self.strategy in PROBABILITY_STRATEGIES + VALUE_STRATEGIES:
-            step["logits"], step["values"] = logits_and_values(metrics["policy"],
-                                                               transition["state"])
-        self._steps.append(step)
-        self._last_obs = transition["next_state"]
+            logits, values = logits_and_values(self._policy(metrics), transition["state"])
+        next_state = torch.as_tensor(transition["next_state"])
+        for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
+            if self._skip.pop(i, False):
+                continue  # a vector environment's reset of copy i: no step of an episode
+            self._running.setdefault(i, []).append(_Step(
+                reward[row], bool(terminated[row]), None if logits is None else logits[row],
+                None if values is None else values[row]))
+            self._last_obs[i] = next_state[row].clone()
         return metrics
 
     def score_and_choose(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Score the episodes that ended and choose their copies' next levels."""
-        if not self._steps:
-            return metrics
         self.setup(metrics)
         wrappers = contextual_envs(metrics["env"])
         ended = np.asarray(torch.as_tensor(metrics["ended"]).cpu(), dtype=bool).reshape(-1)
-        end = self._offset + len(self._steps)  # one past the last recorded step
         # A vector environment spends the next step of an ended copy on its reset.
-        skip = 2 if isinstance(metrics["env"], VectorEnvironment) else 1
-        for i in np.flatnonzero(ended):
-            score = self._score_copy(int(i), end, metrics)
+        vector = isinstance(metrics["env"], VectorEnvironment)
+        for i in np.flatnonzero(ended).tolist():
+            score = self._score(i, self._running.pop(i, []), metrics)
             self.update_score(wrappers[i].instance_id, score)
             level, replayed = self.sample_level()
             wrappers[i].next_instance = level
-            self.choices.append((int(i), level, replayed))
-            self._start[i] = end - 1 + skip
-        drop = int(min(self._start.min(), end)) - self._offset
-        if drop > 0:
-            del self._steps[:drop]
-            self._offset += drop
-        metrics["plr/mean_score"] = float(self.scores[self.seen].mean())
+            self.choices.append((i, level, replayed))
+            self._skip[i] = vector
+        metrics["plr/mean_score"] = float(self.scores[self.seen].mean()) if self.seen.any() else 0.0
         metrics["plr/seen"] = int(self.seen.sum())
         return metrics
 
-    def _score_copy(self, i: int, end: int, metrics: dict[str, Any]) -> float:
-        steps = self._steps[int(self._start[i]) - self._offset: end - self._offset]
+    def _policy(self, metrics: dict[str, Any]) -> Any:
+        policy = metrics.get("policy")
+        if policy is None:
+            raise ValueError(f"PLR(strategy={self.strategy!r}) scores with the policy's "
+                             "outputs but metrics['policy'] is None (on Ray: set "
+                             "runtime.policy_workers=0, so that each actor acts with its own "
+                             "copy); use strategy='random' without a policy")
+        return policy
+
+    def _score(self, i: int, steps: list[_Step], metrics: dict[str, Any]) -> float:
+        """The strategy's score of copy ``i``'s episode (``steps``: its rows, in order)."""
         if not steps:
             return 0.0
-        rewards = torch.stack([s["reward"][i] for s in steps])
+        rewards = torch.stack([step.reward for step in steps])
         logits = values = None
         last_value = 0.0
-        if steps[0]["logits"] is not None:
-            logits = torch.stack([s["logits"][i] for s in steps])
-            values = torch.stack([s["values"][i] for s in steps])
-            if self.strategy in VALUE_STRATEGIES and not bool(steps[-1]["terminated"][i]):
-                last_obs = torch.as_tensor(self._last_obs)[i: i + 1]  # truncated: bootstrap
-                last_value = float(logits_and_values(metrics["policy"], last_obs)[1][0])
+        if steps[0].logits is not None:
+            logits = torch.stack([step.logits for step in steps])
+            values = torch.stack([step.value for step in steps])
+            if self.strategy in VALUE_STRATEGIES and not steps[-1].terminated:
+                last_obs = self._last_obs[i][None]  # truncated: bootstrap
+                last_value = float(logits_and_values(self._policy(metrics), last_obs)[1][0])
         return episode_score(self.strategy, rewards, logits, values, last_value, self.gamma,
                              self.lam, self.rng)
 

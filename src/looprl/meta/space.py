@@ -26,6 +26,11 @@ Hooks (metrics keys): ``pre_episode -> setup`` and ``post_episode -> evaluate`` 
 ``env``, ``policy``, ``ended``, ``episode_returns``; both write the current set to every copy
 (``set_instance_set`` of ``contextual_envs(metrics['env'])``, from each copy's next reset on)
 and ``space/instance_set_size``.
+
+On Ray (``runtime=ray``) every actor runs its own copy of SPaCE over its own env copies
+(``make("contextual", ...)``) in its collector: a per-actor curriculum, whose set grows with
+that actor's episodes (``check_every`` counts them) and, with ``measure='value'``, the values
+of the actor's own policy copy (``runtime.policy_workers=0``).
 """
 
 from __future__ import annotations
@@ -54,10 +59,6 @@ class SPaCE(MetaComponent):
         measure: ``'value'`` (mean start-state value) or ``'return'`` (mean episode return).
         seed: seed of the resets that give the start states.
     """
-
-    ray_unsupported = ("SPaCE chooses the instances of a contextual environment at each "
-                       "reset, which the Ray actors' environments do not take yet: use "
-                       "runtime=local")
 
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):

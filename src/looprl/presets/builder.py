@@ -15,6 +15,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.suggest import did_you_mean
+from looprl.environments.base import Environment
 
 
 class UnknownHyperparameterError(KeyError):
@@ -161,5 +162,7 @@ class PresetBuilder:
         device = self._device if self._device is not None else default_device()
         preset = self.constructor(self._env, self._name, device, dict(self._hyperparameters))
         preset.env_name = getattr(self._env, "name", None)
+        if isinstance(self._env, Environment):
+            preset.env_remote = self._env.remote_env()
         preset.meta = self._meta
         return preset

@@ -8,6 +8,7 @@ form a preset's family acts in.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
@@ -40,8 +41,17 @@ def resolve_agent(name: str) -> Any:
     return agents[name]
 
 
-def make_env(agent: str, env_id: str) -> Any:
-    """The environment ``env_id`` in the form the family of preset ``agent`` acts in."""
+def make_env(agent: str, env_id: str | Mapping[str, Any]) -> Any:
+    """The environment ``env_id`` in the form the family of preset ``agent`` acts in.
+
+    A mapping makes a contextual environment (``looprl.environments.contextual``):
+    ``{id: CartPole-v1, instances: 8, features: {length: [0.25, 1.0]}}`` draws ``instances``
+    contexts with each named feature uniform in its range (``sample_contexts``); optional
+    ``hide_context`` (default true), ``instance_mode`` (``random``) and ``seed`` (0: of the
+    contexts drawn and of the instance choice).
+    """
+    if isinstance(env_id, Mapping):
+        return _contextual(agent, env_id)
     if agent.startswith("atari."):
         from looprl.environments import AtariEnvironment
 
@@ -68,3 +78,25 @@ def env_for(agent: Any, env_id: str) -> Any:
                  if builder is agent and "." in name]
         agent = names[0] if names else "classic_control.custom"
     return make_env(agent, env_id)
+
+
+CONTEXTUAL_KEYS = ("id", "instances", "features", "hide_context", "instance_mode", "seed")
+
+
+def _contextual(agent: str, options: Mapping[str, Any]) -> Any:
+    """The contextual environment ``options`` describes (see ``make_env``)."""
+    from looprl.environments.contextual import ContextualEnvironment, sample_contexts
+
+    unknown = sorted(set(options) - set(CONTEXTUAL_KEYS))
+    if unknown or "id" not in options:
+        raise ValueError(f"a contextual env takes the keys {', '.join(CONTEXTUAL_KEYS)} (id "
+                         f"required), got {', '.join(map(str, options))}")
+    if agent.startswith(("atari.", "multiagent.")):
+        raise ValueError(f"{agent} does not act in contextual environments; use a "
+                         "classic-control or continuous preset")
+    seed = options.get("seed", 0)
+    contexts = sample_contexts(options["id"], options.get("instances", 1),
+                               dict(options.get("features") or {}), seed=seed)
+    return ContextualEnvironment(options["id"], contexts,
+                                 hide_context=options.get("hide_context", True),
+                                 instance_mode=options.get("instance_mode", "random"), seed=seed)
