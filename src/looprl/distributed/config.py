@@ -26,7 +26,10 @@ class AlgorithmSpec:
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
         buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"`` or
-            ``"prioritized"`` (``None``: the trainer's own ``sample_buffer`` attribute says).
+            ``"prioritized"`` (``None``: the trainer's own ``sample_buffer`` attribute says);
+            ``"independent"``: one buffer per agent for an ``IndependentTrainer``
+            (``looprl.distributed.independent``), ``buffer_args={"agents": [(buffer,
+            buffer_args), ...]}`` in the agents' order.
         buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
             ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
@@ -47,6 +50,12 @@ class AlgorithmSpec:
     explorations: list[float] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.buffer == "independent" and self.meta:
+            raise ValueError("meta components do not run with independent learners on Ray "
+                             "(each agent would need its own copy); drop meta or use "
+                             "runtime=local")
 
     @property
     def algorithm(self) -> str:
