@@ -66,9 +66,13 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs and run directories (for ``"atari"``, the game)."""
+        """The environment's name in logs and run directories (for ``"atari"``, the game; for
+        ``"pettingzoo"``, the PettingZoo module's name)."""
         game = self.env_args.get("game") if self.env == "atari" else None
-        return str(game).removeprefix("ALE/") if game else self.env
+        if game:
+            return str(game).removeprefix("ALE/")
+        module = self.env_args.get("env") if self.env == "pettingzoo" else None
+        return str(module).partition(":")[0].rpartition(".")[2] if module else self.env
 
     def make_env(self) -> Any:
         """A fresh environment."""
