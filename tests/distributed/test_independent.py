@@ -3,6 +3,8 @@ only its own rows, and each agent's trainer learns only from its own streams."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -70,6 +72,14 @@ def test_each_agents_trainer_learns_only_from_its_own_streams():
             assert (batch.reward[1:] == agent).all()
     assert {name.split("/")[0] for r in steps for name in r.stats} == {"left", "right"}
     assert policy.version == len(steps) == policies[0].version == policies[1].version
+    saved = io.BytesIO()  # a trainer checkpoint: the agents' trainers and their policies
+    torch.save(core.state_dict(), saved)
+    saved.seek(0)
+    core.load_state_dict(torch.load(saved, weights_only=False))
+    assert core.policy is core.trainer.policy and core.policy.version == len(steps)
+    assert [c.trainer.policy for c in core.cores] == core.policy.policies
+    assert [c.received for c in core.cores] == [t.seen[-1].reward.shape[1] * len(t.seen)
+                                                for t in core.trainer.trainers]
 
 
 class Echo(Policy):

@@ -298,3 +298,4 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     assert len(results["eval"]["returns"]) == 2
     losses = (tmp_path / "ppo" / "tictactoe_v3" / "losses.csv").read_text()
     assert "player_1/policy" in losses and "player_2/policy" in losses
+
