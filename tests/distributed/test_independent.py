@@ -48,12 +48,35 @@ class Recording(PPOTrainer):
         return super().step(batch)
 
 
-def test_each_agents_trainer_learns_only_from_its_own_streams():
+def independent_ppo() -> IndependentTrainer:
     torch.manual_seed(0)
     policies = [actor_critic_policy(obs_dim=2, action_dim=2, hidden_dim=8, seed=i)
                 for i in range(2)]
     policy = IndependentPolicy(policies, ["left", "right"])
-    trainer = IndependentTrainer(policy, [Recording(p, epochs=1) for p in policies])
+    return IndependentTrainer(policy, [Recording(p, epochs=1) for p in policies])
+
+
+def test_independent_trainer_steps_each_agents_trainer_on_its_own_streams():
+    trainer = independent_ppo()
+    policy = trainer.policy
+    runner = EnvRunner(TwoAgents, n_envs=1, segment_length=4, seed=0)
+    while not (segments := runner.segments()):
+        runner.step(0, policy.rollout(runner.request(0)), policy.version)
+    result = trainer.step(segments[0])  # [5, 2]: one stream of each agent
+    assert {name.split("/")[0] for name in result.stats} == {"left", "right"}
+    for agent, agent_trainer in enumerate(trainer.trainers):
+        (batch,) = agent_trainer.seen
+        assert batch.reward.shape == (5, 1) and (batch.obs.obs[..., 0] == agent).all()
+    assert policy.version == 2 and result.step == 1
+    with pytest.raises(ValueError, match="^IndependentPolicy.analyze takes one agent's"):
+        policy.analyze(segments[0])
+    right = segments[0][:, segments[0].agent[0] == 1]  # the stream of agent 1 only
+    assert policy.analyze(right).value.shape == (5, 1)
+
+
+def test_each_agents_trainer_learns_only_from_its_own_streams():
+    trainer = independent_ppo()
+    policy, policies = trainer.policy, trainer.policy.policies
     core = IndependentCore(trainer, [("on_policy", {"batch_streams": 2})] * 2)
     runner = EnvRunner(TwoAgents, n_envs=2, segment_length=4, seed=0)
     steps = []
