@@ -30,6 +30,7 @@ learn behind one policy and one trainer:
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -253,7 +254,8 @@ class IndependentPolicy(Policy):
             others are not.
     """
 
-    def __init__(self, policies: list[Policy], names: list[str], masked: Any = ()):
+    def __init__(self, policies: list[Policy], names: list[str],
+                 masked: Collection[str] = ()):
         if len(names) != len(policies) or not policies:
             raise ValueError(f"IndependentPolicy needs one name per policy, got {len(names)} "
                              f"names for {len(policies)} policies")
