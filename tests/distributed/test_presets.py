@@ -189,3 +189,81 @@ def test_atari_online_presets_run_on_the_atari_environment(tmp_path, name):
     assert trainer.update == ("sarsa" if name == "vsarsa" else "q_learning")
     report = test_pipeline(spec, episodes=10**6, max_frames=8, n_envs=2, segment_length=1)
     assert report.train_steps >= 1
+
+
+MULTIAGENT = {"ppo": {"n_steps": 16, "minibatch_size": 16, "hidden": 16},
+              "dqn": {"replay_start_size": 40, "minibatch_size": 8, "hidden": 16,
+                      "replay_buffer_size": 500}}
+
+
+def multiagent_preset(name: str):
+    pytest.importorskip("pettingzoo")
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.presets import multiagent
+
+    env = MultiagentPettingZooEnv("tictactoe_v3")
+    builder = getattr(multiagent, name).hyperparameters(**MULTIAGENT[name])
+    return builder.env(env).device("cpu").build()
+
+
+def learner(agent):
+    while not hasattr(agent, "trainer"):
+        agent = agent.agent  # through MaskedAgent and SingleStateAgent
+    return agent
+
+
+@pytest.mark.parametrize("name", list(MULTIAGENT))
+def test_ray_workers_build_each_agents_own_policy_trainer_and_buffer(name):
+    """Independent learners on Ray: per agent, the local agent's policy (a copy of its masked
+    network) and trainer, and its own buffer (on-policy batches, or its replay and update
+    ratio); the actors step tictactoe's SRL adapter, observations flattened as locally."""
+    from looprl.agents.independent import IndependentPolicy, IndependentTrainer
+
+    preset = multiagent_preset(name)
+    run = DistributedRun(preset, RuntimeConfig(actors=2), frames=10_000, logdir=None,
+                         quiet=True)
+    spec, local = run.spec, preset.agent(train_steps=10_000)
+    assert run.name == f"independent_{name}" and spec.buffer == "independent"
+    assert (spec.env, spec.env_args) == ("pettingzoo", {"env": "tictactoe_v3", "flatten": True})
+    assert spec.env_label == "tictactoe_v3"  # the run directory's name
+    policy = spec.make_policy()
+    trainer = spec.make_trainer(policy)
+    assert isinstance(policy, IndependentPolicy) and isinstance(trainer, IndependentTrainer)
+    assert policy.names == ["player_1", "player_2"] and policy.masked == [True, True]
+    for i, agent in enumerate(policy.names):
+        mine, theirs = policy.policies[i], learner(local.agents[agent])
+        assert type(mine) is type(theirs.policy) and mine.module is not theirs.policy.module
+        assert same_parameters(mine.module, theirs.policy.module)  # its masked network
+        assert type(trainer.trainers[i]) is type(theirs.trainer)
+        for key in ("epochs", "minibatch_size", "discount_factor", "total_updates", "n_step",
+                    "update"):
+            assert getattr(trainer.trainers[i], key, None) == getattr(theirs.trainer, key,
+                                                                      None), key
+    (kind, args), second = spec.buffer_args["agents"]
+    assert second == (kind, args)
+    segment = run.runtime.segment_length
+    if name == "ppo":  # each agent steps on its own n_envs (1) segments of n_steps
+        assert (kind, args) == ("on_policy", {"batch_streams": 1}) and segment == 16
+    else:
+        segment = 8
+        dqn = learner(local.agents["player_1"])
+        assert kind == "uniform" and args["batch"] == dqn.minibatch_size == 8
+        assert args["min_size"] == dqn.replay_start_size == 40
+        assert args["updates_per_frame"] == dqn.gradient_steps / dqn.update_frequency
+    report = test_pipeline(spec, episodes=10**6, max_frames=100 if name == "ppo" else 160,
+                           n_envs=2, segment_length=segment)
+    assert report.train_steps >= 2 and report.stats
+    assert all(math.isfinite(value) for value in report.stats.values()), report.stats
+
+
+def test_independent_learners_run_in_one_trainer_worker_without_meta():
+    from looprl.meta import MetaComponent
+
+    preset = multiagent_preset("ppo")
+    with pytest.raises(ValueError, match=r"^'independent_ppo' \(independent learners\) trains "
+                                         r"in one trainer worker; set runtime.trainers=1"):
+        DistributedRun(preset, RuntimeConfig(actors=2, trainers=2), logdir=None, quiet=True)
+    with pytest.raises(ValueError, match="^meta components do not run with independent "
+                                         "learners on Ray"):
+        DistributedRun(preset, RuntimeConfig(), logdir=None, quiet=True,
+                       meta=[MetaComponent()])

@@ -278,3 +278,24 @@ def test_a_killed_policy_worker_is_restarted_and_the_run_goes_on(local_ray, capl
     assert killed and [name for name, _ in result.restarts] == ["policy0"]
     assert "policy0 worker died and Ray restarted it" in caplog.text
     assert result.frames >= 8_000 and result.train_steps > 10
+
+
+def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_ray, tmp_path):
+    """``looprl run algorithm=multiagent/ppo env=tictactoe_v3 runtime=ray``: one PPO per
+    agent (each its own trainer on its own streams, as locally), then a local evaluation."""
+    import json
+
+    from looprl.configs.app import main
+
+    pytest.importorskip("pettingzoo")
+    code = main(["algorithm=multiagent/ppo", "env=tictactoe_v3", "runtime=ray",
+                 "runtime.actors=1", "runtime.envs_per_actor=2", "algorithm.n_steps=16",
+                 "algorithm.minibatch_size=16", "frames=300", "test_episodes=2",
+                 "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
+    assert code == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["frames"] >= 300 and results["train"]["train_steps"] >= 2
+    assert len(results["eval"]["returns"]) == 2
+    losses = (tmp_path / "ppo" / "tictactoe_v3" / "losses.csv").read_text()
+    assert "player_1/policy" in losses and "player_2/policy" in losses
+

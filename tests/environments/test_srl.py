@@ -264,6 +264,25 @@ def test_aec_rewards_earned_during_other_turns_are_not_lost():
     assert totals[0] == -totals[1]  # zero-sum: no reward dropped on the way
 
 
+def test_flattened_pettingzoo_observations_are_the_local_envs():
+    """``flatten=True``: the observations the local ``MultiagentPettingZooEnv`` gives (what
+    the multi-agent presets' networks read), with the mask beside them; spaces to match."""
+    from looprl.environments import MultiagentPettingZooEnv
+
+    env, local = make("pettingzoo", env="tictactoe_v3", flatten=True), MultiagentPettingZooEnv(
+        "tictactoe_v3")
+    results, state = env.reset(), local.reset()
+    for action in (4, 0):
+        obs = next(r for r in results if r is not None).obs
+        assert obs["obs"].dtype == np.float32 and obs["obs"].shape == (18,)
+        assert np.array_equal(obs["obs"], state.observation.numpy())
+        assert np.array_equal(obs["action_mask"], state["action_mask"].numpy())
+        results, state = env.step([action, action]), local.step(action)
+    assert env.observation_spaces[1]["obs"] == local.observation_space("player_2")
+    report = test_environment("pettingzoo", {"env": "tictactoe_v3", "flatten": True}, steps=40)
+    assert report.obs_shapes[1] == {"obs": (18,), "action_mask": (9,)}
+
+
 def test_pettingzoo_envs_pass_the_check():
     report = test_environment("pettingzoo", {"env": "pettingzoo.classic.tictactoe_v3"}, steps=120)
     assert report.agent_count == 2 and report.episodes >= 5

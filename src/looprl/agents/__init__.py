@@ -24,6 +24,8 @@ from looprl.agents.ddpg import (
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer, q_network_policy
 from looprl.agents.independent import (
     IndependentMultiagent,
+    IndependentPolicy,
+    IndependentTrainer,
     MaskedAgent,
     RandomAgent,
     SingleStateAgent,
@@ -61,6 +63,8 @@ __all__ = [
     "DQNTrainer",
     "DelayedPolyakTarget",
     "IndependentMultiagent",
+    "IndependentPolicy",
+    "IndependentTrainer",
     "MaskedAgent",
     "OffPolicyAgent",
     "OnPolicyAgent",

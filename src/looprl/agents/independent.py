@@ -15,19 +15,45 @@ https://arxiv.org/abs/2011.09533) treat the other agents as part of the environm
   to ``ILLEGAL`` (invalid action masking, Huang & Ontanon, 2020,
   https://arxiv.org/abs/2006.14171), epsilon-greedy exploration draws among legal
   actions only (``MaskedGreedyPolicy``), and an illegal action raises ``RuntimeError``.
+
+On Ray, the same per-agent policies and trainers (each agent's preset builds them) act and
+learn behind one policy and one trainer:
+
+* ``IndependentPolicy`` answers a ``RolloutRequest`` of many agents' rows: row ``i`` goes to
+  the policy of agent ``request.agent[i]``, in that agent's view of the observation
+  (``view``: a masked agent's has the action mask appended, as ``MaskedAgent`` gives it).
+* ``IndependentTrainer`` splits ``SampleBatch`` segments by their ``agent`` streams
+  (``split``) and steps each agent's trainer on its own agent's streams only; the Ray
+  trainer worker keeps one buffer per agent (``looprl.distributed.independent``).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from looprl.core import Agent, Hyperparameter, Multiagent, ParallelAgent, State, StateArray
+from looprl.core import (
+    Agent,
+    Hyperparameter,
+    Multiagent,
+    ParallelAgent,
+    Policy,
+    RolloutRequest,
+    RolloutResult,
+    SampleBatch,
+    State,
+    StateArray,
+    Trainer,
+    TrainerStepResult,
+)
+from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.nn import ActorCriticModel, single_field
+from looprl.nn.fields import ACTION_MASK
 from looprl.policies import GreedyPolicy
 
 #: Value given to the Q-values / logits of illegal actions. Finite, so that products with
@@ -82,6 +108,16 @@ class SingleStateAgent(Agent):
             else:
                 x[key] = [value]
         return self.agent.act(StateArray(x, (1,), device=device))[0]
+
+
+def masked_observation(observation: Any, mask: Any) -> Any:
+    """``observation`` with the action ``mask`` appended as 0/1 features, float32 (what the
+    networks of a masked agent read); torch tensors stay torch, anything else is numpy."""
+    if isinstance(observation, torch.Tensor):
+        mask = torch.as_tensor(mask, device=observation.device)
+        return torch.cat((observation.float(), mask.float()), dim=-1)
+    return np.concatenate((np.asarray(observation, np.float32), np.asarray(mask, np.float32)),
+                          axis=-1)
 
 
 def legal_actions(state: State) -> torch.Tensor:
@@ -191,7 +227,7 @@ class MaskedAgent(Agent):
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]
-        observation = torch.cat((state.observation.float(), mask.float()), dim=-1)
+        observation = masked_observation(state.observation, mask)
         action = self.agent.act(state.update(observation=observation))
         if self.check and not state.done and not bool(mask[int(action)]):
             raise RuntimeError(
@@ -218,3 +254,218 @@ class RandomAgent(Agent):
             legal = np.flatnonzero(legal_actions(state).cpu().numpy())
             return int(self.rng.choice(legal))
         return int(self.rng.integers(self.num_actions))
+
+
+class IndependentPolicy(Policy):
+    """One policy per agent behind one ``rollout`` (see the module docstring).
+
+    All agents' policies share one ``version``: every step of any agent's trainer
+    increments it (``share_version``). ``module`` holds every agent's network, so that one
+    ``state_dict`` carries them all.
+
+    Args:
+        policies: one policy per agent, in the environment's agent order.
+        names: the agents' names, in the same order.
+        masked: the names of the agents whose observations carry an ``action_mask``.
+
+    Raises:
+        ValueError: ``names`` does not name every policy, or some policies are recurrent and
+            others are not.
+    """
+
+    def __init__(self, policies: list[Policy], names: list[str],
+                 masked: Collection[str] = ()):
+        if len(names) != len(policies) or not policies:
+            raise ValueError(f"IndependentPolicy needs one name per policy, got {len(names)} "
+                             f"names for {len(policies)} policies")
+        if len({p.default_policy_state is None for p in policies}) > 1:
+            raise ValueError("IndependentPolicy needs the policies of all agents recurrent or "
+                             "all feed-forward: the actors keep one policy_state per stream")
+        self.policies = list(policies)
+        self.names = list(names)
+        self.masked = [name in set(masked) for name in self.names]
+        self._module = nn.ModuleList([policy.module for policy in self.policies])
+
+    @property
+    def version(self) -> int:  # type: ignore[override]
+        """The newest version among the agents' policies; setting it sets all of them."""
+        return max(policy.version for policy in self.policies)
+
+    @version.setter
+    def version(self, value: int) -> None:
+        for policy in self.policies:
+            policy.version = value
+
+    def share_version(self) -> None:
+        """Give every agent's policy the newest version (after one agent's trainer stepped)."""
+        self.version = self.version
+
+    @property
+    def module(self) -> nn.Module:
+        return self._module
+
+    @property
+    def default_policy_state(self) -> Any:
+        return self.policies[0].default_policy_state
+
+    def view(self, agent: int, obs: Any) -> Any:
+        """``obs`` (a ``NamedArray`` of fields) as agent ``agent``'s networks read it: that of
+        a masked agent is ``{"obs"}`` with its ``action_mask`` appended."""
+        if not self.masked[agent]:
+            return obs
+        return NamedArray(obs=masked_observation(obs["obs"], obs[ACTION_MASK]))
+
+    def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
+        """Each agent's policy answers its own rows (``request.agent``), in its view.
+
+        Raises:
+            ValueError: the request does not say whose rows it holds.
+        """
+        agents = _agent_indices(request.agent, "request", len(self.policies))
+        results, rows = [], []
+        for agent in np.unique(agents):
+            index = np.flatnonzero(agents == agent)
+            results.append(self.policies[agent].rollout(self._rows(request, index, agent),
+                                                        **kwargs))
+            rows.append(index)
+        return _merge(results, rows)
+
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+        """The ``analyze`` of the policy of the one agent whose streams ``sample`` holds
+        (``sample['agent']``), in its view.
+
+        Raises:
+            ValueError: ``sample`` holds no ``agent`` field, or several agents' streams.
+        """
+        agents = np.unique(_agent_indices(sample["agent"] if "agent" in sample else None,
+                                          "sample", len(self.policies)))
+        if len(agents) != 1:
+            raise ValueError(f"IndependentPolicy.analyze takes one agent's streams, got agents "
+                             f"{agents.tolist()}: split the sample (IndependentTrainer.split)")
+        agent = int(agents[0])
+        sample = recursive_apply(sample, lambda leaf: leaf)  # a copy to set obs on
+        sample.obs = self.view(agent, sample.obs)
+        return self.policies[agent].analyze(sample, target, **kwargs)
+
+    def _rows(self, request: RolloutRequest, index: np.ndarray, agent: int) -> RolloutRequest:
+        """Agent ``agent``'s rows ``index`` of ``request``, its observations in its view."""
+        return RolloutRequest(
+            obs=self.view(agent, _take(request.obs, index)),
+            policy_state=_take(request.policy_state, index),
+            is_evaluation=_take(request.is_evaluation, index),
+            exploration=_take(request.exploration, index),
+        )
+
+
+class IndependentTrainer(Trainer):
+    """One trainer per agent: ``step`` trains each agent's trainer on its own streams.
+
+    Args:
+        policy: the agents' ``IndependentPolicy``.
+        trainers: one trainer per agent; trainer ``i`` trains ``policy.policies[i]``.
+
+    Raises:
+        ValueError: ``trainers`` do not train ``policy.policies``, one each, in order.
+    """
+
+    def __init__(self, policy: IndependentPolicy, trainers: list[Trainer]):
+        if [t.policy for t in trainers] != policy.policies:
+            raise ValueError(f"IndependentTrainer needs one trainer per agent of the policy, "
+                             f"trainer i training policy.policies[i] (agents {policy.names})")
+        self._policy = policy
+        self.trainers = list(trainers)
+        self.steps = 0
+
+    @property
+    def policy(self) -> IndependentPolicy:
+        return self._policy
+
+    def split(self, batch: SampleBatch) -> dict[int, SampleBatch]:
+        """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, their
+        observations in the agent's view (``IndependentPolicy.view``).
+
+        Raises:
+            ValueError: ``batch`` does not say whose streams it holds (``agent``).
+        """
+        agent = None if batch.agent is None else _numpy(batch.agent)[0]
+        agents = _agent_indices(agent, "batch", len(self.trainers))
+        parts = {}
+        for index in np.unique(agents):
+            part = batch[:, np.flatnonzero(agents == index)]
+            part.obs = self._policy.view(int(index), part.obs)
+            parts[int(index)] = part
+        return parts
+
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        """Step each agent's trainer on its own streams of ``batch``; statistics are named
+        ``{agent}/{name}``. Priorities are not returned: agents that learn from replay keep
+        their own (the Ray trainer worker's ``IndependentCore``)."""
+        stats: dict[str, Any] = {}
+        for agent, part in self.split(batch).items():
+            result = self.trainers[agent].step(part)
+            self._policy.share_version()
+            stats.update(agent_stats(self._policy.names[agent], result.stats))
+        self.steps += 1
+        return TrainerStepResult(stats, self.steps)
+
+
+def agent_stats(name: str, stats: dict[str, Any]) -> dict[str, Any]:
+    """``stats`` of agent ``name``'s trainer, named ``{name}/{key}``."""
+    return {f"{name}/{key}": value for key, value in stats.items()}
+
+
+def _numpy(value: Any) -> np.ndarray:
+    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+
+
+def _agent_indices(agent: Any, what: str, agents: int) -> np.ndarray:
+    """``agent`` as an int array of agent indices below ``agents``.
+
+    Raises:
+        ValueError: ``agent`` is ``None`` or names an agent that does not exist.
+    """
+    if agent is None:
+        raise ValueError(f"the {what} does not say whose rows it holds (agent is None): "
+                         "independent learners need an environment of several agents, whose "
+                         "runner records each row's agent")
+    indices = _numpy(agent).astype(np.int64).reshape(-1)
+    if len(indices) and (indices.min() < 0 or indices.max() >= agents):
+        raise ValueError(f"the {what} names agents {sorted(set(indices.tolist()))}, but there "
+                         f"are {agents} (0..{agents - 1})")
+    return indices
+
+
+def _take(value: Any, index: np.ndarray) -> Any:
+    """Rows ``index`` of an array, tensor or ``NamedArray``; ``None`` and scalars as they are."""
+    if isinstance(value, NamedArray):
+        return value[index]
+    if value is None or getattr(value, "ndim", 0) == 0:
+        return value
+    if isinstance(value, torch.Tensor):
+        return value[torch.as_tensor(index, device=value.device)]
+    return np.asarray(value)[index]
+
+
+def _merge(results: list[RolloutResult], rows: list[np.ndarray]) -> RolloutResult:
+    """One result of the agents' ``results`` for their ``rows``, in the request's order.
+
+    A float field (``log_prob``, ``value``) some agents' policies do not give is NaN in
+    their rows.
+    """
+    results = [recursive_apply(result, _numpy) for result in results]
+    if len(results) == 1:
+        return results[0]
+    inverse = np.argsort(np.concatenate(rows))
+    fields: dict[str, Any] = {}
+    for name in RolloutResult._field_names:
+        parts = [result[name] for result in results]
+        if all(part is None for part in parts):
+            continue
+        if any(part is None for part in parts):
+            if name == "policy_state":
+                raise ValueError("the agents' policies disagree on returning a policy_state")
+            parts = [np.full(len(index), np.nan, np.float32) if part is None else part
+                     for part, index in zip(parts, rows, strict=True)]
+        merged = concat(parts) if isinstance(parts[0], NamedArray) else np.concatenate(parts)
+        fields[name] = merged[inverse]
+    return RolloutResult(**fields)

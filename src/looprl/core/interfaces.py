@@ -247,12 +247,16 @@ class RolloutRequest:
         is_evaluation: act deterministically; a bool for the whole batch or one per row.
         exploration: an exploration rate per row (e.g. each Ape-X actor's epsilon), for
             policies that take one; ``None`` leaves the policy's own.
+        agent: the agent of each row, its index in the environment's agent list
+            (environments of several agents; ``None`` for one), for policies that act per
+            agent (``looprl.agents.independent.IndependentPolicy``).
     """
 
     obs: Any
     policy_state: Any = None
     is_evaluation: Any = None
     exploration: Any = None
+    agent: Any = None
 
 
 @namedarray
@@ -303,6 +307,8 @@ class SampleBatch:
         policy_version: the ``Policy.version`` that chose each row's action.
         weight: importance weights of the streams ``[T + 1, B]``, constant along time
             (prioritized replay); ``None`` weighs every stream 1.
+        agent: the agent of each stream ``[T + 1, B]`` (its index in the environment's agent
+            list, constant along time), from environments of several agents; ``None`` for one.
 
     A one-step replay transition ``(s, a, r, s')`` is a segment with ``T = 1``: row 0 holds
     ``obs=s, action=a``, row 1 ``obs=s', reward=r`` and whether ``s'`` ended the episode.
@@ -318,6 +324,7 @@ class SampleBatch:
     value: Any = None
     policy_version: Any = None
     weight: Any = None
+    agent: Any = None
 
 
 class TrainerStepResult:

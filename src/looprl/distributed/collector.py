@@ -7,6 +7,7 @@ stream that received a ``StepResult`` (``request``), then hands the actions to t
 holds the reward/done/truncated that came with it and the policy's outputs for it; a row that
 ends an episode is followed by the first row of the next one. Every ``segment_length`` rows
 a stream yields a ``[segment_length + 1]`` segment, whose last row starts the next segment.
+With several agents per env, requests and segments say whose rows they hold (``agent``).
 
 The envs are split into ``groups``: while the policy answers one group's request, the caller
 may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
@@ -163,8 +164,9 @@ class EnvRunner:
         n = len(keys)
         exploration = None if self.exploration is None else np.full(n, self.exploration,
                                                                      np.float32)
-        return RolloutRequest(obs=obs, policy_state=states,
-                              is_evaluation=np.full(n, self.is_evaluation), exploration=exploration)
+        agent = np.array([a for _, a in keys]) if self.agent_count > 1 else None
+        return RolloutRequest(obs=obs, policy_state=states, is_evaluation=np.full(
+            n, self.is_evaluation), exploration=exploration, agent=agent)
 
     def step(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
         """Record ``result`` (the answer to ``request(group)``) and step ``group``'s envs.
@@ -242,6 +244,7 @@ class EnvRunner:
             "log_prob": None if result.log_prob is None else np.float32(result.log_prob[row]),
             "value": None if result.value is None else np.float32(result.value[row]),
             "policy_version": np.int64(version),
+            "agent": np.int64(key[1]) if self.agent_count > 1 else None,
         })
         ended = stream.rows[-1]["done"] or stream.rows[-1]["truncated"]
         if self.default_policy_state is not None:

@@ -28,7 +28,10 @@ class AlgorithmSpec:
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
         buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"`` or
-            ``"prioritized"`` (``None``: the trainer's own ``sample_buffer`` attribute says).
+            ``"prioritized"`` (``None``: the trainer's own ``sample_buffer`` attribute says);
+            ``"independent"``: one buffer per agent for an ``IndependentTrainer``
+            (``looprl.distributed.independent``), ``buffer_args={"agents": [(buffer,
+            buffer_args), ...]}`` in the agents' order.
         buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
             ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
@@ -50,6 +53,12 @@ class AlgorithmSpec:
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.buffer == "independent" and self.meta:
+            raise ValueError("meta components do not run with independent learners on Ray "
+                             "(each agent would need its own copy); drop meta or use "
+                             "runtime=local")
+
     @property
     def algorithm(self) -> str:
         """The algorithm's name in logs: the trainer's registered name or factory's name."""
@@ -60,10 +69,15 @@ class AlgorithmSpec:
     @property
     def env_label(self) -> str:
         """The environment's name in logs and run directories (for ``"atari"``, the game; for
-        ``"contextual"``, the Gymnasium id)."""
-        key = {"atari": "game", "contextual": "env_id"}.get(self.env)
+        ``"contextual"``, the Gymnasium id; for ``"pettingzoo"``, the PettingZoo module's
+        name)."""
+        key = {"atari": "game", "contextual": "env_id", "pettingzoo": "env"}.get(self.env)
         label = self.env_args.get(key) if key else None
-        return str(label).removeprefix("ALE/") if label else self.env
+        if not label:
+            return self.env
+        if self.env == "pettingzoo":
+            return str(label).partition(":")[0].rpartition(".")[2]
+        return str(label).removeprefix("ALE/")
 
     def make_env(self) -> Any:
         """A fresh environment."""

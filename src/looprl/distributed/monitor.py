@@ -118,11 +118,12 @@ class RunMonitor:
             file.write(",".join(row) + "\n")
 
     def _record_trainer(self, stats: dict[str, Any]) -> None:
-        """The trainer's step count, and the mean of each statistic of its latest steps."""
+        """The trainer's step count, and the mean of each statistic of its latest steps (of
+        those that give it: independent learners' steps give their own agent's)."""
         self.result.train_steps = stats["steps"]
         if self.log is None or not stats["stats"]:
             return
         self.log.frame = self.result.frames
-        for key in stats["stats"][-1]:
+        for key in dict.fromkeys(key for step in stats["stats"] for key in step):
             values = [s[key] for s in stats["stats"] if key in s]
             self.log.add_loss(key, float(np.mean(values)))

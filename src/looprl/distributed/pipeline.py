@@ -22,7 +22,8 @@ from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, MetaTrainer, Parts
 
-__all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "test_pipeline"]
+__all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "test_pipeline",
+           "trainer_core"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,11 @@ class TrainerCore:
         return self.buffer.ready(self.min_size) and (
             ratio is None or self.updates < ratio * (self.frames - self.min_size))
 
+    def full(self, batches: int) -> bool:
+        """Whether an on-policy buffer holds ``batches`` whole batches (a trainer worker then
+        holds back more samples); a replay is never full."""
+        return not self.replay and len(self.buffer) >= batches * self.buffer.batch_streams
+
     def ahead(self) -> bool:
         """Whether the actors ran more than ``max_ahead`` env steps ahead of the update
         ratio (a trainer worker then holds their samples back until it caught up)."""
@@ -161,6 +167,19 @@ class TrainerCore:
         self.trainer = state["trainer"]
         self.received, self.dropped = state["received"], state["dropped"]
         self.frames, self.updates = state.get("frames", 0), state.get("updates", 0)
+
+
+def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None) -> Any:
+    """The trainer side of ``spec``, training ``policy`` (default: a new one): a
+    ``TrainerCore``, or for independent learners (``spec.buffer == "independent"``) an
+    ``IndependentCore`` of one ``TrainerCore`` per agent."""
+    trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
+    if spec.buffer != "independent":
+        return TrainerCore(trainer, spec.buffer, spec.buffer_args, max_lag,
+                           meta=spec.make_meta())
+    from looprl.distributed.independent import IndependentCore
+
+    return IndependentCore(trainer, spec.buffer_args["agents"], max_lag)
 
 
 def _device(trainer: Any) -> str:
@@ -225,8 +244,7 @@ def test_pipeline(
     torch.manual_seed(seed)
     np.random.seed(seed)
     policy = spec.make_policy()
-    core = TrainerCore(spec.make_trainer(policy), spec.buffer, spec.buffer_args,
-                       meta=spec.make_meta())
+    core = trainer_core(spec, policy)
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
                        policy.default_policy_state, seed=seed,
                        exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
@@ -262,7 +280,7 @@ def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> N
             component.load_shared_state(state)
 
 
-def _train(core: TrainerCore, report: PipelineReport) -> bool:
+def _train(core: Any, report: PipelineReport) -> bool:
     """Train on everything an on-policy buffer holds; from replay, as often as the update
     ratio allows (one step per env step without one). Whether it stepped."""
     trained = report.train_steps

@@ -17,6 +17,12 @@ local agent, with the same hyperparameters.
   layers, its action noise, its random warm-up), or, with the DQN presets' ``apex=True``,
   at Ape-X's rates, one per actor (``looprl.policies.apex_epsilons``).
 * VQN and VSarsa learn online, as on-policy presets with one-step segments.
+* Multi-agent presets (``IndependentMultiagentPreset``: ``multiagent.dqn``, ``multiagent.ppo``,
+  ``independent(builder)``): each agent's preset gives its own policy, trainer and buffer
+  (its own spec, as above, over its share of the frames); the actors' ``IndependentPolicy``
+  answers each row with its agent's policy, and the trainer worker keeps one buffer per
+  agent and steps each agent's trainer on its own agent's streams (``IndependentCore``).
+  The actors step the PettingZoo environment's SRL adapter (``"pettingzoo"``).
 
 Atari presets play the ``"atari"`` environment (``AtariGameEnvironment``: the same DeepMind
 preprocessing, rewards clipped as the preset says); unlike the local presets they do not end
@@ -45,6 +51,10 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
     Raises:
         ValueError: the preset runs locally only (the message says which run on Ray).
     """
+    from looprl.presets.multiagent import IndependentMultiagentPreset
+
+    if isinstance(preset, IndependentMultiagentPreset):
+        return _independent_spec(preset, frames, actors, trainers)
     from looprl.policies import apex_epsilons
     from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
     from looprl.presets.off_policy import ReplayPreset
@@ -68,6 +78,37 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
                              explorations=apex_epsilons(actors) if preset.apex else None)
         return spec, {}
     raise ValueError(f"runtime=ray runs the on-policy presets (ppo, ppg, a2c, vac), the "
-                     f"classic-control value-based ones (dqn, ddqn, c51, rainbow, vqn, vsarsa) "
-                     f"and the continuous ones (ddpg, td3, sac); {preset.name!r} on {env!r} "
+                     f"classic-control value-based ones (dqn, ddqn, c51, rainbow, vqn, vsarsa), "
+                     f"the continuous ones (ddpg, td3, sac) and the multi-agent ones built "
+                     f"of these; {preset.name!r} on {env!r} "
                      "runs locally only (runtime=local), or build an AlgorithmSpec in Python")
+
+
+def _independent_spec(preset: Any, frames: float, actors: int, trainers: int
+                      ) -> tuple[AlgorithmSpec, dict[str, Any]]:
+    """The spec of independent learners: the preset's ``IndependentPolicy`` and
+    ``IndependentTrainer`` over its agents' parts, and each agent's own buffer (from its
+    own spec over its share of ``frames``)."""
+    env, env_args = preset.remote_env()
+    if env is None:
+        raise ValueError(f"runtime=ray steps multi-agent presets in PettingZoo environments "
+                         f"(MultiagentPettingZooEnv); {preset.name!r} was built for another "
+                         "one: run it locally (runtime=local)")
+    if trainers > 1:
+        raise ValueError(f"{preset.name!r} (independent learners) trains in one trainer "
+                         f"worker; set runtime.trainers=1 (got {trainers})")
+    share = frames / len(preset.presets)
+    agents = [preset_spec(agent, share, actors) for agent in preset.presets.values()]
+    lengths = {options["segment_length"] for _, options in agents if options}
+    if len(lengths) > 1:
+        raise ValueError(f"the agents of {preset.name!r} learn from segments of "
+                         f"{sorted(lengths)} steps; give their presets one n_steps")
+    if len({str(spec.explorations) for spec, _ in agents}) > 1:
+        raise ValueError(f"the agents of {preset.name!r} explore differently on Ray (apex); "
+                         "set apex for all of them or for none")
+    spec = AlgorithmSpec(
+        env=env, env_args=env_args, policy=preset.policy, policy_args={"copy_model": True},
+        trainer=functools.partial(preset.trainer, train_steps=frames), buffer="independent",
+        buffer_args={"agents": [(spec.buffer, spec.buffer_args) for spec, _ in agents]},
+        explorations=agents[0][0].explorations)
+    return spec, ({"segment_length": lengths.pop()} if lengths else {})

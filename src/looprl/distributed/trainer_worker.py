@@ -23,7 +23,7 @@ from ray import cloudpickle
 
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.pipeline import TrainerCore
+from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.workers import cuda_device, on_cpu, whereabouts
 from looprl.experiments.checkpoint import load_saved
 
@@ -54,9 +54,7 @@ class TrainerWorker:
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
-        self.core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer,
-                                spec.buffer_args, runtime.max_lag, meta=spec.make_meta())
-        self._capacity = runtime.queue_batches * getattr(self.core.buffer, "batch_streams", 0)
+        self.core = trainer_core(spec, max_lag=runtime.max_lag)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
             state = load_saved(self.path)  # plain pickle reads cloudpickle
@@ -108,9 +106,9 @@ class TrainerWorker:
         ``runtime.sync``, the caller waits until a step has trained on its samples, unless
         every actor feeding this trainer waits and the batch still needs more samples.
         """
-        while not self.core.replay and not self._stop.is_set():
+        while not self._stop.is_set():
             with self._lock:
-                if len(self.core.buffer) < self._capacity:
+                if not self.core.full(self.runtime.queue_batches):
                     break
             time.sleep(0.002)
         while self.core.ahead() and not self._stop.is_set():  # replay: keep the update ratio

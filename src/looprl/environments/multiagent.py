@@ -149,9 +149,16 @@ def make_zoo_env(name: str, **kwargs: Any) -> Any:
     )
 
 
-def _flat_box(space: gym.Space) -> gym.spaces.Box:
+def flat_box(space: gym.Space) -> gym.spaces.Box:
+    """The float32 ``Box`` of ``space``'s observations flattened by ``flat_observation``."""
     flat = gym.spaces.flatten_space(space)
     return gym.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32))
+
+
+def flat_observation(space: gym.Space, obs: Any) -> np.ndarray:
+    """``obs`` of ``space`` as one float32 vector (``gymnasium.spaces.flatten``: ``Discrete``
+    becomes one-hot); the SRL PettingZoo adapter flattens the same way."""
+    return np.asarray(gym.spaces.flatten(space, obs), dtype=np.float32)
 
 
 class MultiagentPettingZooEnv(MultiagentEnvironment):
@@ -194,7 +201,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         space = self._env.observation_space(agent)
         masked = isinstance(space, gym.spaces.Dict) and "action_mask" in space.spaces
         inner = space["observation"] if masked else space
-        return space, masked, _flat_box(inner) if self.flatten else inner
+        return space, masked, flat_box(inner) if self.flatten else inner
 
     @property
     def env(self) -> Any:
@@ -231,7 +238,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     def _observation(self, obs: Any, space: gym.Space) -> np.ndarray:
         if not self.flatten:
             return np.asarray(obs)
-        return np.asarray(gym.spaces.flatten(space, obs), dtype=np.float32)
+        return flat_observation(space, obs)
 
     def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:
         return self._env.agent_iter(max_iter)

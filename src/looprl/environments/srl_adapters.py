@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.environments.gym import action_to_numpy, check_env_id
+from looprl.environments.multiagent import flat_box, flat_observation
 from looprl.environments.srl import Environment, StepResult, action_value, step_result
 
 MASK = "action_mask"
@@ -76,6 +77,16 @@ def _obs_space(space: gym.Space) -> gym.spaces.Dict:
             )
         return space
     return gym.spaces.Dict({"obs": space})
+
+
+def _masked(space: gym.Space) -> bool:
+    """Whether ``space`` is a PettingZoo ``{"observation", "action_mask"}`` space."""
+    return isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
+
+
+def _inner(space: gym.Space) -> gym.Space:
+    """The observation part of a ``{"observation", "action_mask"}`` space, else ``space``."""
+    return space["observation"] if _masked(space) else space
 
 
 def _action(action: Any, space: gym.Space) -> Any:
@@ -317,10 +328,14 @@ class PettingZooEnvironment(Environment):
         env: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or a module path for
             ``make_pettingzoo`` (``"pettingzoo.classic.tictactoe_v3"``).
         parallel: with a module path, build the module's ``parallel_env``.
+        flatten: ``"obs"`` is the observation (without the action mask) flattened to one
+            float32 vector, as ``MultiagentPettingZooEnv`` flattens it (the local presets'
+            view); otherwise it keeps its shape and dtype.
         **env_kwargs: passed to the module's factory.
     """
 
-    def __init__(self, env: Any, parallel: bool = False, **env_kwargs: Any):
+    def __init__(self, env: Any, parallel: bool = False, flatten: bool = False,
+                 **env_kwargs: Any):
         from pettingzoo.utils.env import ParallelEnv
 
         if isinstance(env, str):
@@ -332,6 +347,7 @@ class PettingZooEnvironment(Environment):
         self.agent_names: list[str] = list(env.possible_agents)
         self._index = {agent: i for i, agent in enumerate(self.agent_names)}
         self._spaces = [env.observation_space(agent) for agent in self.agent_names]
+        self.flatten = flatten
         self._seed: int | None = None
 
     @property
@@ -345,7 +361,11 @@ class PettingZooEnvironment(Environment):
 
     @property
     def observation_spaces(self) -> list[gym.Space]:
-        return [_obs_space(space) for space in self._spaces]
+        spaces = [_obs_space(space) for space in self._spaces]
+        if not self.flatten:
+            return spaces
+        return [gym.spaces.Dict({**space.spaces, "obs": flat_box(_inner(zoo))})
+                for space, zoo in zip(spaces, self._spaces, strict=True)]
 
     @property
     def action_spaces(self) -> list[gym.Space]:
@@ -375,7 +395,13 @@ class PettingZooEnvironment(Environment):
         return self._parallel_step(actions) if self.parallel else self._aec_step(actions)
 
     def _obs(self, agent: str, obs: Any) -> dict[str, np.ndarray]:
-        return _obs_dict(obs, self._spaces[self._index[agent]])
+        space = self._spaces[self._index[agent]]
+        if not self.flatten:
+            return _obs_dict(obs, space)
+        if not _masked(space):
+            return {"obs": flat_observation(space, obs)}
+        return {"obs": flat_observation(_inner(space), obs["observation"]),
+                MASK: np.asarray(obs[MASK], bool)}
 
     def _agent_action(self, agent: str, actions: list[Any | None]) -> Any:
         action = actions[self._index[agent]]

@@ -11,6 +11,11 @@ Parallel presets (PPO, ...) are built with ``n_envs=1`` and act on single states
 ``SingleStateAgent``. For agents with action masks the view's observation has the mask
 appended, the preset's ``model`` is wrapped in a ``MaskedModule`` and the agents in a
 ``MaskedAgent`` (see ``looprl.agents.independent``).
+
+On Ray (``DistributedRun(preset, ...)``, ``runtime=ray``), the preset is its own builder as
+the single-agent ones are: ``policy()`` is an ``IndependentPolicy`` over each agent's
+preset's policy, ``trainer()`` an ``IndependentTrainer`` over each agent's preset's trainer,
+and the actors step the PettingZoo environment's SRL adapter (``remote_env``).
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from torch import nn
 
 from looprl.agents.independent import (
     IndependentMultiagent,
+    IndependentPolicy,
+    IndependentTrainer,
     MaskedAgent,
     MaskedModule,
     SingleStateAgent,
 )
 from looprl.core import Agent, ParallelAgent, Preset
 from looprl.core.suggest import did_you_mean
+from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.presets.builder import (
     PresetBuilder,
     UnknownHyperparameterError,
@@ -41,7 +49,8 @@ from looprl.presets.builder import (
 
 
 class IndependentMultiagentPreset(Preset):
-    """One preset per agent; ``agent()`` routes each state to that agent's own agent.
+    """One preset per agent; ``agent()`` routes each state to that agent's own agent, and
+    ``policy()``/``trainer()`` compose the agents' parts for the Ray workers.
 
     Args:
         name: the preset's name.
@@ -78,6 +87,36 @@ class IndependentMultiagentPreset(Preset):
                 if isinstance(value, nn.Module):
                     value.to(device)
 
+    #: the SRL environment Ray actors step (``remote_env``); set by the builder
+    remote: tuple[str | None, dict[str, Any]] = (None, {})
+
+    def remote_env(self) -> tuple[str | None, dict[str, Any]]:
+        """The PettingZoo environment's SRL adapter, observations flattened as locally
+        (``(None, {})`` when it was built for another kind of environment)."""
+        return self.remote
+
+    def _agent_steps(self, train_steps: float) -> float:
+        """Each agent's share of ``train_steps`` frames (agents take turns)."""
+        return train_steps / len(self.presets) if math.isfinite(train_steps) else train_steps
+
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> IndependentPolicy:
+        """Each agent's preset's policy (over a copy of its network with ``copy_model``, on
+        ``device``: default the preset's), behind one ``IndependentPolicy``."""
+        policies = [preset.policy(logger=logger, device=device, copy_model=copy_model)
+                    for preset in self.presets.values()]
+        return IndependentPolicy(policies, list(self.presets), self.masked)
+
+    def trainer(self, policy: IndependentPolicy, train_steps: float = math.inf
+                ) -> IndependentTrainer:
+        """Each agent's preset's trainer of its policy, its schedules spanning its share of
+        ``train_steps`` frames, as ``agent()``'s."""
+        steps = self._agent_steps(train_steps)
+        trainers = [preset.trainer(agent_policy, train_steps=steps)
+                    for preset, agent_policy in zip(self.presets.values(), policy.policies,
+                                                    strict=True)]
+        return IndependentTrainer(policy, trainers)
+
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentMultiagent:
         """Training agents sharing the presets' networks.
 
@@ -87,7 +126,7 @@ class IndependentMultiagentPreset(Preset):
                 ``train_steps / len(presets)`` (agents take turns).
         """
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
-        steps = train_steps / len(self.presets) if math.isfinite(train_steps) else train_steps
+        steps = self._agent_steps(train_steps)
         return IndependentMultiagent(
             {
                 name: self._adapt(name, preset.agent(logger=loggers.get(name), train_steps=steps))
@@ -250,6 +289,9 @@ class IndependentPresetBuilder:
         )
         preset.env_name = self._env.name
         preset.meta = self._meta
+        if isinstance(self._env, MultiagentPettingZooEnv):  # its module, built afresh
+            module = self._env.env.metadata.get("name", self._env.name)
+            preset.remote = ("pettingzoo", {"env": module, "flatten": self._env.flatten})
         return preset
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:

@@ -1,0 +1,136 @@
+"""The trainer side of independent learners: one ``TrainerCore`` per agent.
+
+``IndependentCore`` puts each segment's streams into their agent's own core
+(``IndependentTrainer.split``), so that each agent's trainer learns from its own buffer at
+its own pace: its own on-policy batches, or its own replay, start size and update ratio, as
+each agent of the local ``IndependentMultiagent`` does with its own buffer. It answers what
+the trainer worker and ``test_pipeline`` ask a ``TrainerCore`` (``trainer_core`` builds one
+for a spec whose ``buffer`` is ``"independent"``). No Ray here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from looprl.agents.independent import IndependentPolicy, IndependentTrainer, agent_stats
+from looprl.core import SampleBatch, TrainerStepResult
+from looprl.distributed.pipeline import TrainerCore
+
+__all__ = ["IndependentCore"]
+
+
+class IndependentCore:
+    """One ``TrainerCore`` per agent of an ``IndependentTrainer``.
+
+    Args:
+        trainer: the agents' trainers.
+        buffers: ``(buffer, buffer_args)`` of each agent's core, in the agents' order
+            (``TrainerCore``'s arguments).
+        max_lag: as ``TrainerCore``'s.
+
+    Raises:
+        ValueError: not one buffer per agent.
+    """
+
+    def __init__(self, trainer: IndependentTrainer, buffers: list[tuple[str | None, Any]],
+                 max_lag: int | None = None):
+        if len(buffers) != len(trainer.trainers):
+            raise ValueError(f"IndependentCore needs one (buffer, buffer_args) per agent "
+                             f"({len(trainer.trainers)}), got {len(buffers)}")
+        self.trainer = trainer
+        self.cores = [TrainerCore(agent_trainer, kind, args, max_lag)
+                      for agent_trainer, (kind, args) in zip(trainer.trainers, buffers)]
+        self._next = 0  # the agent whose batch is looked for first (round robin)
+
+    @property
+    def policy(self) -> IndependentPolicy:
+        """The agents' policies."""
+        return self.trainer.policy
+
+    @property
+    def replay(self) -> bool:
+        """Whether an agent learns from a replay."""
+        return any(core.replay for core in self.cores)
+
+    @property
+    def updates_per_frame(self) -> float | None:
+        """The largest update ratio of the agents' replays (``None``: one of them trains
+        as often as it can, or none learns from a replay)."""
+        ratios = [core.updates_per_frame for core in self.cores if core.replay]
+        return None if not ratios or None in ratios else max(ratios)
+
+    @property
+    def received(self) -> int:
+        """Streams put, over all agents."""
+        return sum(core.received for core in self.cores)
+
+    @property
+    def dropped(self) -> int:
+        """Streams dropped as too old, over all agents."""
+        return sum(core.dropped for core in self.cores)
+
+    def shared_state(self) -> list[Any]:
+        """No meta components run with independent learners on Ray."""
+        return []
+
+    def put(self, sample: SampleBatch) -> None:
+        """Put each agent's streams of ``sample`` into its own core."""
+        for agent, part in self.trainer.split(sample).items():
+            self.cores[agent].put(part)
+
+    def ready(self) -> bool:
+        """Whether an agent's core would train now."""
+        return any(core.ready() for core in self.cores)
+
+    def full(self, batches: int) -> bool:
+        """Whether an agent's on-policy buffer holds ``batches`` whole batches."""
+        return any(core.full(batches) for core in self.cores)
+
+    def ahead(self) -> bool:
+        """Whether the actors ran ahead of an agent's update ratio."""
+        return any(core.ahead() for core in self.cores)
+
+    def next_batch(self) -> tuple[int, Any] | None:
+        """``(agent, its core's batch)`` of the next agent (in turn) whose core is ready;
+        ``None``: none is."""
+        count = len(self.cores)
+        for turn in range(count):
+            agent = (self._next + turn) % count
+            batch = self.cores[agent].next_batch()
+            if batch is not None:
+                self._next = (agent + 1) % count
+                return agent, batch
+        return None
+
+    def learn(self, batch: tuple[int, Any]) -> TrainerStepResult:
+        """The agent's own ``Trainer.step`` on its batch; statistics named ``{agent}/...``."""
+        agent, inner = batch
+        result = self.cores[agent].learn(inner)
+        self.policy.share_version()
+        stats = agent_stats(self.policy.names[agent], result.stats)
+        return TrainerStepResult(stats, result.step, result.priorities)
+
+    def finish(self, batch: tuple[int, Any], result: TrainerStepResult) -> None:
+        """Hand the step's new priorities back to the agent's replay."""
+        agent, inner = batch
+        self.cores[agent].finish(inner, result)
+
+    def train_step(self) -> TrainerStepResult | None:
+        """One step of the next ready agent's trainer (``None``: none is ready)."""
+        batch = self.next_batch()
+        if batch is None:
+            return None
+        result = self.learn(batch)
+        self.finish(batch, result)
+        return result
+
+    def state_dict(self) -> dict[str, Any]:
+        """The trainers (with the policies they share) and every agent's counters."""
+        return {"trainer": self.trainer, "agents": [core.state_dict() for core in self.cores]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict``'s output (pickled together: each agent's trainer is the
+        ``IndependentTrainer``'s)."""
+        for core, agent_state in zip(self.cores, state["agents"], strict=True):
+            core.load_state_dict(agent_state)
+        self.trainer = state["trainer"]
