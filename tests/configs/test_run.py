@@ -40,7 +40,7 @@ def test_the_algorithm_group_is_read_from_the_presets() -> None:
 
 
 def test_a_config_builds_preset_parts_components_and_runner() -> None:
-    cfg = _compose(["algorithm=dqn", "algorithm.lr=1e-3", "exploration=ez_greedy",
+    cfg = _compose(["algorithm=dqn", "algorithm.lr=1e-3", "algorithm.exploration=ez_greedy",
                     "meta=[rnd]", "meta.rnd.internal_reward_weight=0.5", "frames=1000"])
     built = build(cfg)
     preset = built.builder.env(built.env).build()
@@ -118,6 +118,14 @@ def test_hydra_flags_take_their_value_as_the_next_argument(capsys) -> None:
     with pytest.raises(SystemExit):
         cli(["--help"])
     assert "{train,run,list,plot,watch}" in capsys.readouterr().out  # run is listed
+
+
+def test_a_swapped_part_is_saved_once_under_the_algorithm(tmp_path: Path) -> None:
+    run(["algorithm=dqn", "exploration=ez_greedy", "frames=64", "test_episodes=0",
+         "algorithm.replay_start_size=32", *QUIET, f"hydra.run.dir={tmp_path}"])
+    saved = (tmp_path / ".hydra" / "config.yaml").read_text()
+    assert saved.count(" exploration:") == 1 and "  exploration: ez_greedy" in saved
+    assert "algorithm.exploration=ez_greedy" in (tmp_path / ".hydra" / "overrides.yaml").read_text()
 
 
 def test_help_lists_the_groups_and_their_options(capsys) -> None:
