@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("hydra")
@@ -138,22 +139,37 @@ def test_help_lists_the_groups_and_their_options(capsys) -> None:
 
 
 def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsys) -> None:
-    run([*SMALL, "checkpoint_every=128", f"hydra.run.dir={tmp_path}"])
+    run([*SMALL, "checkpoint_every=192", f"hydra.run.dir={tmp_path}"])  # runs past it to 256
     config = tmp_path / ".hydra" / "config.yaml"
     before = (config.read_text(), config.stat().st_mtime_ns)
     assert cli(["run", "--resume", str(tmp_path), "algorithm.lr=0.1"]) == 2
     assert "was run with another config (algorithm.lr: 0.001 -> 0.1)" in capsys.readouterr().err
     assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing overwritten
     run(["--resume", str(tmp_path), "frames=512"])  # a longer budget: trains on
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert results["train"]["step"] >= 512
-    assert len(results["train"]["returns"]) < results["train"]["episodes"]  # continued
+    results = json.loads((tmp_path / "results.json").read_text())["train"]
+    assert results["step"] >= 512
+    # the whole run's episodes, those before the resume included, as results.csv has them
+    csv = (tmp_path / "ppo" / "CartPole-v1" / "results.csv").read_text().splitlines()[1:]
+    assert results["returns"] == pytest.approx([float(row.split(",")[2]) for row in csv])
+    assert len(results["returns"]) == results["episodes"]
+    assert results["mean_return"] == pytest.approx(np.mean(results["returns"]))
+    assert _tensorboard_steps(tmp_path / "ppo" / "CartPole-v1", "episode") == list(
+        range(results["episodes"]))  # each episode once, though the first run went on past
     assert cli(["run", "--resume", str(tmp_path / "ppo")]) == 2
     assert "is no looprl run directory" in capsys.readouterr().err
     other = tmp_path / "no_checkpoint"
     run([*SMALL, f"hydra.run.dir={other}"])
     assert cli(["run", "--resume", str(other)]) == 2
     assert "No checkpoint in" in capsys.readouterr().err
+
+
+def _tensorboard_steps(log_dir: Path, counter: str) -> list[int]:
+    """The steps of every ``.../returns/<counter>`` scalar in the event files of ``log_dir``."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    return sorted(event.step for path in log_dir.glob("events.out.tfevents.*")
+                  for event in EventFileLoader(str(path)).Load()
+                  for value in event.summary.value if value.tag.endswith(f"returns/{counter}"))
 
 
 def test_wandb_logging_in_offline_mode(tmp_path: Path, monkeypatch) -> None:

@@ -125,6 +125,32 @@ def _keep_frames(path: Path, frame: int) -> None:
         path.write_text("".join(kept), encoding="utf-8")
 
 
+def _keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
+    """Drop the TensorBoard scalars that the run directory's event files hold past a
+    checkpoint: steps after ``frame`` (tags stepped by frame) or from ``episode`` on (tags
+    stepped by episode, ``episode_tags``), so that a resumed run writes each step once."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    def kept(event: Any) -> bool:
+        tags = [value.tag for value in event.summary.value]
+        if not tags:
+            return True  # file version, graphs, session logs
+        last = episode - 1 if tags[0] in episode_tags else frame
+        return event.step <= last
+
+    for path in sorted(log_dir.glob("events.out.tfevents.*")):
+        events = list(EventFileLoader(str(path)).Load())
+        if all(kept(event) for event in events):
+            continue
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "wb") as file:
+            writer = RecordWriter(file)
+            for event in filter(kept, events):
+                writer.write(event.SerializeToString())
+        os.replace(temporary, path)
+
+
 def _cell(value: Any) -> str:
     """A CSV cell: a float for numbers and 0-d tensors, a quoted text for anything else (a
     list of per-env epsilons)."""
@@ -213,6 +239,7 @@ class ExperimentLogger(Logger):
         self._hp_rows: list[tuple[int, dict[str, Any]]] = []
         self._hp_columns: list[str] | None = None
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
+        self._episode_tags: set[str] = set()  # tags written with step="episode"
         self._writer = SummaryWriter(log_dir=self.log_dir)
         self._wandb_options = wandb
         self._wandb = _wandb_run(self, wandb) if wandb is not None else None
@@ -227,8 +254,8 @@ class ExperimentLogger(Logger):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue the run directory of a checkpoint: the CSV rows written after it was
-        taken (by the run that went on, then died) are dropped, and TensorBoard appends."""
+        """Continue the run directory of a checkpoint: the CSV rows and TensorBoard scalars
+        written after it was taken (by the run that went on, then died) are dropped."""
         self.__dict__.update(state)
         written = self._n_returns - len(self._pending_rows)
         _keep_rows(self._returns_path, written)
@@ -236,7 +263,8 @@ class ExperimentLogger(Logger):
         for table in ("losses.csv", "hyperparameters.csv"):
             _keep_frames(Path(self.log_dir) / table, self.frame)
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
-        self._writer = SummaryWriter(log_dir=self.log_dir, purge_step=self.frame)
+        _keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
+        self._writer = SummaryWriter(log_dir=self.log_dir)
         if self._wandb_options is not None:  # the same W&B run goes on
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
@@ -260,6 +288,8 @@ class ExperimentLogger(Logger):
 
     def _scalar(self, tag: str, value: Any, step: str) -> None:
         """Write one scalar; ``float()`` happens here, i.e. only for written values."""
+        if step == "episode":
+            self._episode_tags.add(tag)  # (trimmed by episode at a resume)
         value = float(value)
         self._writer.add_scalar(tag, value, self._step(step))
         if self._wandb is not None:
