@@ -16,7 +16,7 @@ from looprl.configs import build_distributed, register  # noqa: E402
 from looprl.distributed import DistributedRun, RuntimeConfig, test_pipeline  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.policies.distributions import GaussianHead  # noqa: E402
-from looprl.presets.classic_control import a2c, ppg, ppo, vac  # noqa: E402
+from looprl.presets.classic_control import a2c, ppg, ppo, vac, vpg  # noqa: E402
 
 
 def distributed(tmp_path, *overrides: str):
@@ -66,6 +66,34 @@ def test_ray_workers_build_the_presets_own_policy_and_trainer(name):
     assert report.train_steps >= 1 and math.isfinite(report.stats["policy"])
     env.close()
 
+
+@pytest.mark.parametrize("family", ["classic_control", "atari"])
+def test_vpg_runs_on_ray_on_segments_of_whole_episodes(tmp_path, family):
+    """VPG on Ray: the preset's policy and ``A2CTrainer(gae_lambda=1)``, stepping on one
+    stream of whole episodes of at least ``min_batch_size`` steps at a time."""
+    if family == "atari":
+        pytest.importorskip("ale_py")
+        run = distributed(tmp_path, "algorithm=atari/vpg", "env=Breakout",
+                          "algorithm.min_batch_size=20")
+    else:
+        preset = vpg.hyperparameters(min_batch_size=60, hidden=16).env(
+            GymEnvironment("CartPole-v1")).device("cpu").build()
+        run = DistributedRun(preset, RuntimeConfig(actors=1), frames=10_000, logdir=None,
+                             quiet=True)
+    spec = run.spec
+    assert run.name == "vpg" and spec.whole_episodes
+    assert (spec.buffer, spec.buffer_args) == ("on_policy", {"batch_streams": 1})
+    size = run.runtime.segment_length
+    assert size == (20 if family == "atari" else 60)  # min_batch_size
+    policy = spec.make_policy()
+    trainer = spec.make_trainer(policy)
+    assert isinstance(policy, ActorCriticPolicy) and type(trainer).__name__ == "A2CTrainer"
+    assert trainer.gae_lambda == 1.0
+    lrs = [group["lr"] for group in policy.approximation.optimizer.param_groups]
+    assert lrs == ([1e-4, 5e-4] if family == "atari" else [3e-3, 5e-3])
+    report = test_pipeline(spec, episodes=1, n_envs=1, segment_length=size)
+    assert report.train_steps >= 1 and math.isfinite(report.stats["policy"])
+    assert report.stats["valid_rows"] >= size  # whole episodes: at least min_batch_size
 
 def test_atari_ppo_runs_on_the_atari_environment_with_the_nature_cnn(tmp_path):
     pytest.importorskip("ale_py")

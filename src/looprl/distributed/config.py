@@ -30,6 +30,9 @@ class AlgorithmSpec:
         buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
             ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
+        whole_episodes: actors cut each stream's segments at episode ends only, each at the
+            first one after ``runtime.segment_length`` steps (VPG's batches of whole episodes;
+            ``EnvRunner``'s ``whole_episodes``).
         meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
             of its own copy (``make_meta``), the trainer worker the update hooks of its own;
             what a component shares (``MetaComponent.shared_state``) travels with the policy
@@ -45,6 +48,7 @@ class AlgorithmSpec:
     buffer: str | None = None
     buffer_args: dict[str, Any] = field(default_factory=dict)
     explorations: list[float] | None = None
+    whole_episodes: bool = False
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 

@@ -230,7 +230,7 @@ def test_pipeline(
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
                        policy.default_policy_state, seed=seed,
                        exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
-                       policy=policy)
+                       policy=policy, whole_episodes=spec.whole_episodes)
     report = PipelineReport()
     while runner.frames < max_frames:
         _collect(runner, policy)

@@ -17,6 +17,10 @@ local agent, with the same hyperparameters.
   layers, its action noise, its random warm-up), or, with the DQN presets' ``apex=True``,
   at Ape-X's rates, one per actor (``looprl.policies.apex_epsilons``).
 * VQN and VSarsa learn online, as on-policy presets with one-step segments.
+* VPG (``A2CTrainer`` with ``gae_lambda=1``) learns from whole episodes, as locally: each
+  actor stream's segment ends at the first episode end after ``min_batch_size`` steps
+  (``AlgorithmSpec.whole_episodes``), and the trainer steps on each such segment alone, so
+  its advantages are Monte-Carlo returns minus the baseline, never bootstrapped mid-episode.
 
 Atari presets play the ``"atari"`` environment (``AtariGameEnvironment``: the same DeepMind
 preprocessing, rewards clipped as the preset says); unlike the local presets they do not end
@@ -46,6 +50,7 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
         ValueError: the preset runs locally only (the message says which run on Ray).
     """
     from looprl.policies import apex_epsilons
+    from looprl.presets.classic_control.vpg import VPGClassicControlPreset
     from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
     from looprl.presets.off_policy import ReplayPreset
     from looprl.presets.on_policy import OnPolicyPreset
@@ -58,6 +63,10 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
                 "policy_args": {"copy_model": True},
                 "trainer": functools.partial(preset.trainer, train_steps=train_steps)}
 
+    if isinstance(preset, VPGClassicControlPreset):
+        spec = AlgorithmSpec(**parts(), buffer="on_policy", buffer_args={"batch_streams": 1},
+                             whole_episodes=True)
+        return spec, {"segment_length": preset.hyperparameters["min_batch_size"]}
     if isinstance(preset, OnPolicyPreset | OnlineClassicControlPreset):
         spec = AlgorithmSpec(**parts(), buffer="on_policy",
                              buffer_args={"batch_streams": preset.n_envs})

@@ -59,7 +59,8 @@ class OnPolicyBuffer:
     """Collects fresh segments into batches of ``batch_streams`` streams (PPO, PPG).
 
     Args:
-        batch_streams: streams (columns ``B``) per batch returned by ``get``.
+        batch_streams: streams (columns ``B``) per batch returned by ``get``; with 1, the
+            segments may differ in length (VPG's whole episodes).
         max_lag: drop a segment whose oldest ``policy_version`` is more than this many
             versions behind the trainer's (``None``: keep all).
 
@@ -90,7 +91,8 @@ class OnPolicyBuffer:
             Whether the sample was kept.
 
         Raises:
-            ValueError: ``sample`` has another segment length than the ones before it.
+            ValueError: ``sample`` has another segment length than the ones before it (with
+                ``batch_streams > 1``).
         """
         rows, _ = _rows_and_streams(sample)
         self.received += 1
@@ -99,8 +101,10 @@ class OnPolicyBuffer:
             if current_version - oldest > self.max_lag:
                 self.dropped += 1
                 return False
-        if self._rows is not None and rows != self._rows:
-            raise ValueError(f"segments must all have T + 1 = {self._rows} rows, got {rows}")
+        if self._rows is not None and rows != self._rows and self.batch_streams > 1:
+            raise ValueError(f"segments batched {self.batch_streams} at a time must all have "
+                             f"T + 1 = {self._rows} rows, got {rows} (segments of whole "
+                             "episodes need batch_streams=1)")
         self._rows = rows
         self._pending.append(sample)
         return True
