@@ -72,12 +72,12 @@ def test_replay_put_cuts_segments_into_weighted_n_step_windows(numpy):
     """The trainer worker's replay (the local buffer): each training row of a segment is one
     n-step window, cut (truncated) at the segment's end."""
     replay = PrioritizedReplayBuffer(size=64, n_step=2, generator=torch.Generator().manual_seed(0))
-    assert not replay.ready(1)
+    assert len(replay) == 0
     sample = segment(3, start=0.0, numpy=numpy)
     sample.reward[:] = np.arange(5).reshape(5, 1) if numpy else torch.arange(5.0).view(5, 1)
     sample.done[2, 1] = True  # stream 1 ends at row 2: row 2 is no training row
     replay.put(sample, current_version=0)
-    assert len(replay) == 4 + 3 + 4 and replay.ready(11)
+    assert len(replay) == 4 + 3 + 4
     batch = replay.sample_batch(8)
     assert batch.reward.shape == (3, 8) and batch.obs.obs.shape == (3, 8, 3)
     assert batch.weight.shape == (3, 8) and batch.weight.dtype == torch.float32

@@ -25,8 +25,9 @@ class AlgorithmSpec:
         trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
-        buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"`` or
-            ``"prioritized"`` (``None``: the trainer's own ``sample_buffer`` attribute says).
+        buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"``,
+            ``"prioritized"``, ``"atari_uniform"`` or ``"atari_prioritized"`` (``None``: the
+            trainer's own ``sample_buffer`` attribute says).
         buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
             ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).

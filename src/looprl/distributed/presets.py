@@ -8,10 +8,11 @@ local agent, with the same hyperparameters.
 * On-policy presets (``OnPolicyPreset``: PPO, PPG, A2C, VAC in every family): actors cut
   segments of the preset's ``n_steps`` rows; a trainer steps on ``n_envs`` of them at a
   time, the local rollout's shape.
-* Replay presets (``ReplayPreset``: DQN, DDQN, C51, Rainbow on classic control; DDPG, TD3,
-  SAC): the trainer worker keeps the local agent's replay (uniform or prioritized, its size,
-  minibatch and start size; ``n_step`` windows cut from the actors' segments, a window that
-  would run past a segment's end bootstrapping there) and steps at most
+* Replay presets (``ReplayPreset``: DQN, DDQN, C51, Rainbow on classic control and Atari;
+  DDPG, TD3, SAC): the trainer worker keeps the local agent's replay (uniform or prioritized,
+  its size, minibatch and start size; ``n_step`` windows cut from the actors' segments, a
+  window that would run past a segment's end bootstrapping there; for Atari the frame ring
+  that stores each frame once, filled with each segment row's newest frame) and steps at most
   ``gradient_steps / update_frequency`` times per env step it received. Actors explore with
   the policy's own exploration (its epsilon schedule counting each actor's steps, its noisy
   layers, its action noise, its random warm-up), or, with the DQN presets' ``apex=True``,
@@ -24,9 +25,9 @@ local agent, with the same hyperparameters.
 
 Atari presets play the ``"atari"`` environment (``AtariGameEnvironment``: the same DeepMind
 preprocessing, rewards clipped as the preset says); unlike the local presets they do not end
-an episode at each lost life (``episodic_life``): the actors report whole games. The Atari
-DQN family stays local: its replay of a million frames lives in the local Atari replay, which
-stores each frame once, while segments would hold every stacked frame.
+an episode at each lost life (``episodic_life``): the actors report whole games.
+
+The multi-agent presets run locally only (a one-line error).
 """
 
 from __future__ import annotations
@@ -71,12 +72,11 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
         spec = AlgorithmSpec(**parts(), buffer="on_policy",
                              buffer_args={"batch_streams": preset.n_envs})
         return spec, {"segment_length": preset.n_steps}
-    if isinstance(preset, ReplayPreset) and env != "atari":
+    if isinstance(preset, ReplayPreset):
         buffer, buffer_args = preset.remote_replay(train_steps)
         spec = AlgorithmSpec(**parts(), buffer=buffer, buffer_args=buffer_args,
                              explorations=apex_epsilons(actors) if preset.apex else None)
         return spec, {}
-    raise ValueError(f"runtime=ray runs the on-policy presets (ppo, ppg, a2c, vac), the "
-                     f"classic-control value-based ones (dqn, ddqn, c51, rainbow, vqn, vsarsa) "
-                     f"and the continuous ones (ddpg, td3, sac); {preset.name!r} on {env!r} "
-                     "runs locally only (runtime=local), or build an AlgorithmSpec in Python")
+    raise ValueError(f"runtime=ray runs the single-agent presets (classic control, Atari, "
+                     f"continuous); {preset.name!r} ({type(preset).__name__}) runs locally "
+                     "only (runtime=local), or build an AlgorithmSpec in Python")
