@@ -9,6 +9,10 @@ ends an episode is followed by the first row of the next one. Every ``segment_le
 a stream yields a ``[segment_length + 1]`` segment, whose last row starts the next segment.
 With several agents per env, requests and segments say whose rows they hold (``agent``).
 
+With ``whole_episodes`` (VPG), a stream yields its rows only at the end of the episode that
+brings them to ``segment_length`` steps (rows that end an episode do not count), as the local
+VPG agent trains, and its next segment starts with the next episode's first row.
+
 The envs are split into ``groups``: while the policy answers one group's request, the caller
 may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
 
@@ -82,6 +86,7 @@ class EnvRunner:
         meta: meta components whose step and episode hooks this runner calls (this copy's
             own; ``metrics['env']`` is the list of env copies).
         policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
+        whole_episodes: cut segments at episode ends only (see the module docstring).
     """
 
     def __init__(
@@ -97,6 +102,7 @@ class EnvRunner:
         is_evaluation: bool = False,
         meta: Sequence[MetaComponent] = (),
         policy: Any = None,
+        whole_episodes: bool = False,
     ):
         from looprl.environments.srl import make
 
@@ -107,6 +113,7 @@ class EnvRunner:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
         self.envs = [build() for _ in range(n_envs)]
         self.segment_length = segment_length
+        self.whole_episodes = whole_episodes
         self.default_policy_state = default_policy_state
         self.exploration = exploration
         self.is_evaluation = is_evaluation
@@ -250,10 +257,17 @@ class EnvRunner:
         if self.default_policy_state is not None:
             stream.policy_state = (self.default_policy_state if ended
                                    else result.policy_state[row])
-        if len(stream.rows) == self.segment_length + 1:
+        if self._complete(stream.rows, ended):
             self._segments.append(_segment(stream.rows))
-            stream.rows = stream.rows[-1:]
+            stream.rows = [] if self.whole_episodes else stream.rows[-1:]
         return action
+
+    def _complete(self, rows: list[dict[str, Any]], ended: bool) -> bool:
+        """Whether ``rows`` (the last one ``ended`` its episode or not) make a segment."""
+        if not self.whole_episodes:
+            return len(rows) == self.segment_length + 1
+        steps = sum(not (row["done"] or row["truncated"]) for row in rows) if ended else 0
+        return steps >= self.segment_length
 
     def _advance(self, i: int, actions: list[Any]) -> bool:
         """Step env copy ``i`` (``True``), or reset it when all of its agents are done."""

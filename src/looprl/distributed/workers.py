@@ -187,6 +187,7 @@ class ActorWorker:
             default_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,
+            whole_episodes=spec.whole_episodes,
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()

@@ -1,5 +1,6 @@
 """``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
-classic control; DDPG, TD3, SAC), for every runtime.
+classic control and Atari, where ``AtariReplayPreset`` swaps in the frame ring; DDPG, TD3,
+SAC), for every runtime.
 
 A preset says once how to make each part of its algorithm:
 
