@@ -217,7 +217,7 @@ def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> 
 
 
 def test_runtime_options_are_checked() -> None:
-    with pytest.raises(KeyError, match="unknown runtime option.*'actor'.*valid"):
+    with pytest.raises(KeyError, match="runtime option.*'actor'.*mean 'actors'.*Valid"):
         RuntimeConfig.from_dict({"actor": 2})
     with pytest.raises(ValueError, match="runtime.actors must be >= 1"):
         RuntimeConfig(actors=0)

@@ -126,8 +126,8 @@ class LocalOnly(Preset):
 
 
 def test_a_preset_the_ray_runtime_cannot_build_is_one_line():
-    with pytest.raises(ValueError, match=r"^runtime=ray runs the single-agent presets .*; "
-                                         r"'mine' \(LocalOnly\) runs locally only"):
+    with pytest.raises(ValueError, match=r"^runtime=ray runs every preset of the families .*; "
+                                         r"'mine' \(LocalOnly\) is none of them"):
         preset_spec(LocalOnly("mine", "cpu", {}), frames=1000)
 
 

@@ -128,6 +128,7 @@ class EnvRunner:
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self.hub = MetaHub(list(meta), Parts(policy), self.envs) if meta else None
         self._shaped: dict[tuple[int, int], float] = {}  # rewards the hooks changed
+        self._shapes: dict[Any, dict[str, tuple]] = {}  # observation fields' shapes, by agents
         self.total_frames = 0
         if self.hub is not None:
             self.hub.pre_episode()
@@ -162,7 +163,7 @@ class EnvRunner:
         self._asked[group] = (keys, rows)
         if not keys:
             return None
-        obs = stack(rows)
+        obs = self._stack(rows, frozenset(a for _, a in keys) if self.agent_count > 1 else 0)
         if self.hub is not None:
             self.hub.pre_step(_observations([self._results[i][a] for i, a in keys]))
         states = None
@@ -227,6 +228,24 @@ class EnvRunner:
         return done
 
     # -- internals ---------------------------------------------------------------------------
+    def _stack(self, rows: list[NamedArray], agents: Any) -> NamedArray:
+        """The observations of a request, stacked; ``ValueError`` in one line if their fields
+        or shapes differ from each other or from those of the first request of the same
+        ``agents`` (agents may see different shapes)."""
+        try:
+            obs = stack(rows)
+            shapes = {name: value.shape[1:] for name, value in obs.items() if value is not None}
+        except (ValueError, RuntimeError, KeyError) as error:
+            shapes, reason = None, str(error).splitlines()[0]
+        else:
+            first = self._shapes.setdefault(agents, shapes)
+            reason = f"{shapes} after {first}"
+        if shapes is None or shapes != self._shapes[agents]:
+            raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape or "
+                             f"fields ({reason}): an environment's observations must keep one "
+                             "shape and one set of fields (pad them to one size)")
+        return obs
+
     def _stream(self, key: tuple[int, int]) -> _Stream:
         stream = self._streams.get(key)
         if stream is None:

@@ -102,7 +102,10 @@ class Parts:
         return self
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys."""
+        """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys (none in an
+        actor whose policy answers from a policy worker: ``policy=None``)."""
+        if self.policy is None:
+            return {}
         if self.trainer is None:
             return self.policy.hyperparameters()
         return parts_hyperparameters(self.policy, self.trainer)
@@ -129,7 +132,8 @@ class MetaHub:
         trainer = inner.trainer
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         own = trainer.approximations() if trainer is not None else {}
-        self.approximations = {**inner.policy.approximations(), **own}
+        policy = inner.policy  # None: an actor answered by a policy worker
+        self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
         if trainer is not None:
