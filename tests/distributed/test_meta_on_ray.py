@@ -90,4 +90,4 @@ def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path:
     assert results["train"]["train_steps"] > 0
     meta = results["train"]["meta"]
     assert set(meta) == {"actor0"}, meta  # 600 frames of ~20-step episodes: most levels
-    assert meta["actor0"]["plr/seen"] >= 4 and meta["actor0"]["plr/mean_score"] > 0, meta
+    assert meta["actor0"]["log/plr/seen"] >= 4 and meta["actor0"]["log/plr/mean_score"] > 0, meta
