@@ -297,7 +297,7 @@ def log_value(key: str, value: Any) -> float | None:
         return float(value)
     if isinstance(value, torch.Tensor | np.ndarray | np.generic) and value.ndim <= 1:
         array = torch.as_tensor(value).detach()
-        return float(array.double().mean()) if array.numel() else None
+        return float(array.float().mean()) if array.numel() else None
     shape = f" of shape {tuple(value.shape)}" if hasattr(value, "shape") else ""
     raise ValueError(f"metrics[{key!r}] is a {type(value).__name__}{shape}: a log/ key holds a "
                      "number or a 0-d or 1-d tensor (logged as its mean)")
