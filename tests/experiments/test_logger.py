@@ -292,3 +292,20 @@ def test_wandb_mirrors_every_scalar_in_offline_mode(tmp_path, monkeypatch) -> No
     assert summary["frame"] == 20  # the x-axis of every metric
     logger.close()
     assert list((Path(logger.log_dir) / "wandb").glob("offline-run-*/run-*.wandb"))
+
+
+def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> None:
+    import pickle
+
+    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame = 10
+    logger.add_log("my_bonus", 0.5)
+    logger.flush()
+    saved = pickle.dumps(logger)  # as a checkpoint at frame 10
+    logger.frame = 20
+    logger.add_log("my_bonus", 0.7)  # the run went on, then died
+    logger.close()
+    resumed = pickle.loads(saved)
+    resumed.close()
+    rows = (Path(logger.log_dir) / "log.csv").read_text().splitlines()
+    assert rows == ["frame,name,value", "10,my_bonus,0.5"]
