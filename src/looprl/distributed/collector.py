@@ -215,12 +215,10 @@ class EnvRunner:
         return self._returns.copy()
 
     def meta_scalars(self) -> dict[str, float]:
-        """The numbers the meta components wrote under keys of their own (``plr/seen``,
-        ``space/instance_set_size``; not the ``hp/*`` keys): what this actor reports."""
-        metrics = self.hub.metrics if self.hub is not None else {}
-        return {key: float(value) for key, value in metrics.items()
-                if "/" in key and not key.startswith("hp/")
-                and isinstance(value, int | float) and not isinstance(value, bool)}
+        """The ``log/*`` values the meta components wrote since the last call
+        (``MetaHub.log_scalars``: ``log/plr/seen``, ``log/rnd/intrinsic_reward_mean``...):
+        what this actor reports."""
+        return self.hub.log_scalars() if self.hub is not None else {}
 
     def pop_episodes(self) -> list[Episode]:
         """The episodes finished since the last call."""

@@ -90,6 +90,13 @@ class TrainerCore:
             return []
         return [component.shared_state() for component in self.trainer.hub.stack]
 
+    def log_scalars(self) -> dict[str, float]:
+        """The ``log/*`` values the update hooks wrote since the last call
+        (``MetaHub.log_scalars``; ``{}`` without meta components)."""
+        if not isinstance(self.trainer, MetaTrainer):
+            return {}
+        return self.trainer.hub.log_scalars()
+
     def put(self, sample: SampleBatch) -> None:
         """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
         rows, columns = sample.reward.shape

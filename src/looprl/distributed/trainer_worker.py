@@ -72,6 +72,7 @@ class TrainerWorker:
         self._training = False  # a batch has been taken and is being trained on
         self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
+        self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
         self._publish()
 
     def ready(self) -> dict[str, Any]:
@@ -145,12 +146,15 @@ class TrainerWorker:
         self._stop.set()
 
     def stats(self) -> dict[str, Any]:
-        """Train steps, their statistics and the sample lags since the last call."""
+        """Train steps, their statistics, the sample lags and the latest ``log/*`` values
+        of the update hooks, since the last call."""
         with self._lock:
             stats, self._stats = self._stats, []
             lags, self._lags = self._lags, []
+            meta, self._meta = self._meta, {}
             return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
-                    "lags": lags, "received": self.core.received, "dropped": self.core.dropped}
+                    "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
+                    "meta": meta}
 
     def run(self) -> None:
         """Train whenever the buffer is ready, until ``stop``. Several trainers step together
@@ -193,6 +197,7 @@ class TrainerWorker:
         with self._lock:
             self.core.finish(batch, result)
             self._stats.append({k: float(v) for k, v in result.stats.items()})
+            self._meta.update(self.core.log_scalars())  # here: the thread that writes them
             self._training = False
             self._lock.notify_all()  # sync: waiting puts see the new version
         every = self.runtime.checkpoint_every

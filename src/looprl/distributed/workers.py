@@ -205,7 +205,7 @@ class ActorWorker:
 
     def stats(self) -> dict[str, Any]:
         """Frames, finished episodes and timings since the last call (then reset), and the
-        meta components' numbers now (``EnvRunner.meta_scalars``)."""
+        ``log/*`` values the meta components wrote since then (``EnvRunner.meta_scalars``)."""
         with self._lock:
             stats = dict(self._stats)
             self._stats.update(frames=0, episodes=[], inference_seconds=0.0, send_seconds=0.0,
