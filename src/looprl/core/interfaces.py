@@ -135,11 +135,13 @@ class Preset(ABC):
 
     ``agent`` builds a training agent, ``test_agent`` a greedy copy for evaluation; agents
     built by one preset share its networks. ``save`` pickles the preset (with weights).
-    ``env_name`` names the environment it was built for (set by the builders), ``meta``
-    lists the meta components attached to its experiments (``PresetBuilder.meta``).
+    ``env_name`` names the environment it was built for and ``env_args`` the arguments it
+    was made with (set by the builders), ``meta`` lists the meta components attached to its
+    experiments (``PresetBuilder.meta``).
     """
 
     env_name: str | None = None
+    env_args: dict[str, Any] | None = None
     meta: tuple[Any, ...] | list[Any] = ()
 
     def __init__(self, name: str, device: str | torch.device, hyperparameters: dict[str, Any]):
@@ -157,8 +159,9 @@ class Preset(ABC):
 
     def remote_env(self) -> tuple[str | None, dict[str, Any]]:
         """The registered environment (name, arguments) Ray actors step for this preset:
-        ``env_name`` itself (a Gymnasium id) unless the family says otherwise."""
-        return self.env_name, {}
+        ``env_name`` itself (a Gymnasium id) with the ``gym.make`` arguments of the preset's
+        environment, unless the family says otherwise."""
+        return self.env_name, dict(self.env_args or {})
 
     def save(self, filename: str) -> None:
         """Save the preset (configuration and current weights) with ``torch.save``."""

@@ -161,5 +161,6 @@ class PresetBuilder:
         device = self._device if self._device is not None else default_device()
         preset = self.constructor(self._env, self._name, device, dict(self._hyperparameters))
         preset.env_name = getattr(self._env, "name", None)
+        preset.env_args = dict(getattr(self._env, "make_kwargs", None) or {})
         preset.meta = self._meta
         return preset
