@@ -265,6 +265,25 @@ def test_ape_x_is_an_explicit_option_of_the_dqn_presets():
     env.close()
 
 
+def test_ray_actors_make_the_presets_environment_with_its_arguments_and_meta():
+    """A preset built on ``GymEnvironment(id, **kwargs)`` and given meta components through
+    its builder: the spec's actors make the same env (its ``gym.make`` arguments) and run
+    copies of the same components."""
+    from looprl.meta import RND
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("looprl/DeepSea-v0", size=5, mapping_seed=3)
+    preset = dqn.hyperparameters(**REPLAY_SMALL).env(env).meta(RND(seed=0)).device(
+        "cpu").build()
+    spec = DistributedRun(preset, RuntimeConfig(actors=1), logdir=None, quiet=True).spec
+    assert spec.env == "looprl/DeepSea-v0" and spec.env_args == {"size": 5, "mapping_seed": 3}
+    remote = spec.make_env()
+    assert remote.env.unwrapped.size == 5
+    assert (remote.env.unwrapped.action_mapping == env.env.unwrapped.action_mapping).all()
+    assert [type(component) for component in spec.make_meta()] == [RND]
+    env.close()
+
+
 @pytest.mark.parametrize("name", ["vqn", "vsarsa"])
 def test_atari_online_presets_run_on_the_atari_environment(tmp_path, name):
     pytest.importorskip("ale_py")

@@ -192,8 +192,9 @@ class Preset(ABC):
 
     ``agent`` builds a training agent, ``test_agent`` a greedy copy for evaluation; agents
     built by one preset share its networks. ``save`` pickles the preset (with weights).
-    ``env_name`` names the environment it was built for (set by the builders), ``meta``
-    lists the meta components attached to its experiments (``PresetBuilder.meta``).
+    ``env_name`` names the environment it was built for and ``env_remote`` what Ray actors
+    make for it (set by the builders), ``meta`` lists the meta components attached to its
+    experiments (``PresetBuilder.meta``).
     """
 
     env_name: str | None = None
@@ -215,9 +216,9 @@ class Preset(ABC):
 
     def remote_env(self) -> tuple[str | None, dict[str, Any]]:
         """The registered environment (name, arguments) Ray actors step for this preset:
-        ``env_remote`` (the environment's own ``remote_env()``, set by the builders: a
-        contextual environment's instance set) or ``env_name`` itself (a Gymnasium id),
-        unless the family says otherwise."""
+        ``env_remote`` (the environment's own ``remote_env()``, set by the builders: its
+        Gymnasium id and ``gym.make`` arguments, or a contextual environment's instance set) or
+        ``env_name`` itself, unless the family says otherwise."""
         return self.env_remote or (self.env_name, {})
 
     def save(self, filename: str) -> None:

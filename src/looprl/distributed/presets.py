@@ -3,7 +3,9 @@
 Presets are their own builders: the spec's ``policy`` and ``trainer`` are the preset's
 ``policy`` and ``trainer`` methods, so the Ray workers build the very policy (network,
 optimizer, gradient clipping, exploration) and trainer (schedules, targets, loss) of the
-local agent, with the same hyperparameters.
+local agent, with the same hyperparameters. The actors make the preset's environment with
+the arguments it was made with (``Preset.remote_env``), and the meta components attached
+to the preset (``PresetBuilder.meta``) run on the workers as the spec's ``meta``.
 
 * On-policy presets (``OnPolicyPreset``: PPO, PPG, A2C, VAC in every family): actors cut
   segments of the preset's ``n_steps`` rows; a trainer steps on ``n_envs`` of them at a
@@ -73,7 +75,8 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
     def parts() -> dict[str, Any]:
         return {"env": env, "env_args": env_args, "policy": preset.policy,
                 "policy_args": {"copy_model": True},
-                "trainer": functools.partial(preset.trainer, train_steps=train_steps)}
+                "trainer": functools.partial(preset.trainer, train_steps=train_steps),
+                "meta": list(preset.meta)}
 
     if isinstance(preset, VPGClassicControlPreset):
         spec = AlgorithmSpec(**parts(), buffer="on_policy", buffer_args={"batch_streams": 1},
