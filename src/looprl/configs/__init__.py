@@ -11,7 +11,11 @@ key             contents
                 read from the preset itself, so the two never drift apart:
                 ``algorithm=dqn algorithm.lr=1e-3``.
 ``meta``        group, several at once: ``meta=[rnd,plr]``; each option's fields are the
-                component's arguments (``meta.rnd.internal_reward_weight=0.5``)
+                component's arguments (``meta.rnd.internal_reward_weight=0.5``). A user's
+                ``MetaComponent`` by import path: ``meta=[rnd,my_pkg.module:MyComponent]``,
+                its arguments under the class name (``meta.MyComponent.scale=0.1``); or
+                Hydra's form ``+meta.mine._target_=my_pkg.module.MyComponent
+                +meta.mine.scale=0.1``
 ``runner``      group: ``online`` (default: train ``frames`` steps, evaluate), ``es``
                 (evolution strategies), ``optuna`` (hyperparameter search) or ``pbt``
                 (population-based training on Ray Tune); its fields are
@@ -51,7 +55,7 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Run", "algorithm_options", "build", "register"]
+__all__ = ["Run", "algorithm_options", "build", "make_components", "register", "register_imports"]
 
 PRIMITIVES = (bool, int, float, str, type(None))
 HELP_HEADER = """looprl run: train a preset on an environment, described by a config.
@@ -126,8 +130,9 @@ def _runner_node(name: str, cls: type) -> dict[str, Any]:
     return {"name": name, **node}
 
 
-def register() -> None:
-    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``."""
+def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``, with an option
+    of the ``meta`` group for each import path ``overrides`` attach (``register_imports``)."""
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS
@@ -141,6 +146,7 @@ def register() -> None:
         store.store(group=group, name=name, node=node, package="algorithm")
     for name, cls in COMPONENTS.items():
         store.store(group="meta", name=name, node=_component_node(cls), package=f"meta.{name}")
+    register_imports(overrides)
     for name, cls in runners().items():
         store.store(group="runner", name=name, node=_runner_node(name, cls), package="runner")
     for name, node in runtimes().items():
@@ -165,6 +171,36 @@ def register() -> None:
     })
 
 
+def _meta_values(overrides: list[str] | tuple[str, ...]) -> list[str]:
+    """The options ``meta=[...]`` overrides choose."""
+    pairs = [o.lstrip("+~").partition("=")[::2] for o in _overrides_only(list(overrides))]
+    return [v.strip() for key, value in pairs if key == "meta"
+            for v in value.strip("[]").split(",") if v.strip()]
+
+
+def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
+    """Store an option of the ``meta`` group for each import path ``overrides`` attach
+    (``meta=[my_pkg.module:MyComponent]``): its node holds ``_target_`` and the class's
+    arguments, under ``meta.<class name>``. Options stored for earlier overrides are dropped.
+
+    Raises:
+        ImportError: a path does not import. TypeError: it names no ``MetaComponent``.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    from looprl.meta.registry import COMPONENTS, component_class
+
+    group = ConfigStore.instance().repo.setdefault("meta", {})
+    for name in [n for n in group if n.removesuffix(".yaml") not in COMPONENTS]:
+        del group[name]
+    for path in _meta_values(overrides):
+        if path in COMPONENTS or not (":" in path or "." in path):
+            continue  # a built-in name, or an unknown one (check_overrides says so)
+        cls = component_class(path)
+        ConfigStore.instance().store(group="meta", name=path, package=f"meta.{cls.__name__}",
+                                     node={"_target_": path, **_component_node(cls)})
+
+
 def runtimes() -> dict[str, dict[str, Any]]:
     """The ``runtime`` group: ``local`` (this process) and ``ray`` (``RuntimeConfig``'s
     options: worker counts, resources, ``address``)."""
@@ -184,7 +220,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-    from looprl.meta.registry import make_component
     from looprl.presets.catalog import make_env, resolve_agent
 
     unsupported = {"runner": cfg.runner.name != "online",
@@ -204,8 +239,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
     env.close()
-    components = [make_component(name, **(kwargs or {}))
-                  for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
+    components = make_components(cfg)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
                           logdir=output_dir, seed=cfg.seed, name=preset_name.rpartition(".")[2],
                           quiet=cfg.logging.quiet,
@@ -221,6 +255,15 @@ class Run:
     env: Any
     meta: list[Any]
     runner: Any
+
+
+def make_components(cfg: Any) -> list[Any]:
+    """The meta components of ``cfg.meta``: each node's key is a built-in name, or its
+    ``_target_`` names the class (``looprl.meta.registry.make_component``)."""
+    from looprl.meta.registry import make_component
+
+    return [make_component(name, **(kwargs or {}))
+            for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
 
 
 def _plain(node: Any) -> Any:
@@ -239,7 +282,6 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
         TypeError: a hyperparameter of the wrong type.
     """
     from looprl.experiments.experiment import seed_everything
-    from looprl.meta.registry import make_component
     from looprl.presets.catalog import make_env, resolve_agent
 
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
@@ -258,8 +300,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     env = make_env(preset_name, _plain(cfg.env))
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
-    components = [make_component(name, **(kwargs or {}))
-                  for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
+    components = make_components(cfg)
     options = dict(_plain(cfg.runner))
     name = options.pop("name")
     if cfg.resume:
@@ -315,9 +356,12 @@ def check_overrides(overrides: list[str]) -> None:
                 _check_choice(key, v, options[key])
             chosen[key] = values
     primary = repo["looprl.yaml"].node
+    targets = _meta_targets(pairs)
     for key, _ in pairs:
         group, _, field = key.partition(".")
-        if group in options and field:
+        if group == "meta" and field.partition(".")[0] in targets:
+            _check_target_field(field, targets)
+        elif group in options and field:
             _check_field(group, field, chosen[group], repo)
         elif group not in options and group not in primary:
             _check_choice("config key", group, [k for k in primary if k != "defaults"])
@@ -342,6 +386,14 @@ def _overrides_only(argv: list[str]) -> list[str]:
     return kept
 
 
+def _meta_key(option: str) -> str:
+    """The key of the ``meta`` option in the config: its name, or an import path's class
+    name."""
+    from looprl.meta.registry import COMPONENTS, component_class
+
+    return option if option in COMPONENTS else component_class(option).__name__
+
+
 def _names(group: dict[str, Any]) -> list[str]:
     return sorted(name.removesuffix(".yaml") for name in group)
 
@@ -352,14 +404,36 @@ def _check_choice(kind: str, value: str, valid: list[str]) -> None:
         raise ValueError(f"Unknown {kind} {value!r}.{hint} Valid: {', '.join(valid)}")
 
 
+def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
+    """``{key: class}`` of the ``meta.<key>._target_=PATH`` overrides (Hydra's form)."""
+    from looprl.meta.registry import component_class
+
+    return {key.split(".")[1]: component_class(value) for key, value in pairs
+            if key.startswith("meta.") and key.count(".") == 2 and key.endswith("._target_")}
+
+
+def _check_target_field(field: str, targets: dict[str, type]) -> None:
+    """``mine.scale`` must be an argument of the class ``meta.mine._target_`` names."""
+    from looprl.meta.registry import accepted_arguments
+
+    name, _, argument = field.partition(".")
+    valid = accepted_arguments(targets[name])
+    head = argument.split(".")[0]
+    if head != "_target_" and head not in valid:
+        raise ValueError(f"meta.{field}: {head!r} is not an argument of "
+                         f"{targets[name].__name__}.{did_you_mean(head, valid)} "
+                         f"Valid: {', '.join(valid)}")
+
+
 def _check_field(group: str, field: str, chosen: list[str], repo: dict[str, Any]) -> None:
     """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
     if group == "meta":
         name, _, field = field.partition(".")
-        if name not in chosen:
+        keys = {_meta_key(option): option for option in chosen}
+        if name not in keys:
             raise ValueError(f"meta.{name}.{field} sets an argument of {name!r}, which is not "
                              f"attached: add it with meta=[{','.join([*chosen, name])}]")
-        chosen = [name]
+        chosen = [keys[name]]
     head = field.split(".")[0]
     for option in chosen:
         path = f"{group}/{option}".split("/")

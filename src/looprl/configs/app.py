@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.configs import build, check_overrides, register
+from looprl.configs import build, check_overrides, register, register_imports
 
 __all__ = ["execute", "main"]
 
@@ -143,6 +143,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
 def _compose(overrides: list[str]) -> Any:
     from hydra import compose, initialize
 
+    register_imports(overrides)
     with initialize(version_base="1.3", config_path=None):
         return compose("looprl", overrides=overrides)
 
@@ -185,8 +186,9 @@ def main(argv: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    register()
+    register(argv)
     argv = resume_arguments(argv)
+    register_imports(argv)  # (a resumed run's own overrides may attach some)
     check_overrides(argv)
 
     failures: list[Exception] = []
