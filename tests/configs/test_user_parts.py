@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from looprl.cli import main as cli  # noqa: E402
 from looprl.configs import build, register  # noqa: E402
 from looprl.meta import RND  # noqa: E402
 
-USER = "configs.user_parts"
+USER = "tests.configs.user_parts"
 
 
 def _compose(overrides: list[str]):
@@ -24,7 +25,7 @@ def _compose(overrides: list[str]):
 
 
 def test_a_component_by_import_path_with_its_arguments_as_keys() -> None:
-    from configs.user_parts import ScaledReward
+    from tests.configs.user_parts import ScaledReward
 
     built = build(_compose([f"meta=[rnd,{USER}:ScaledReward]", "meta.ScaledReward.scale=0.1",
                             "frames=64"]))
@@ -34,7 +35,7 @@ def test_a_component_by_import_path_with_its_arguments_as_keys() -> None:
 
 
 def test_a_component_in_hydras_target_form() -> None:
-    from configs.user_parts import ScaledReward
+    from tests.configs.user_parts import ScaledReward
 
     built = build(_compose([f"+meta.mine._target_={USER}.ScaledReward", "+meta.mine.offset=2",
                             "frames=64"]))
@@ -45,7 +46,7 @@ def test_a_component_in_hydras_target_form() -> None:
 @pytest.mark.parametrize("overrides, message", [
     ([f"meta=[{USER}:Missing]"], f"module '{USER}' has no attribute 'Missing'"),
     (["meta=[no_such_package.module:X]"], "cannot import 'no_such_package.module'"),
-    ([f"meta=[{USER}:NotAComponent]"], "is a type, not a subclass of looprl.meta.MetaComponent"),
+    ([f"meta=[{USER}:NotAComponent]"], "is the class NotAComponent, not a subclass of looprl.meta"),
     ([f"meta=[{USER}:ScaledReward]", "meta.ScaledReward.scal=1"],
      "'scal' is not an argument of"),
     ([f"meta=[{USER}:ScaledReward]", "meta.Scaled.scale=1"], "which is not attached"),
@@ -68,3 +69,57 @@ def test_a_run_with_a_users_component(tmp_path: Path) -> None:
          f"hydra.run.dir={tmp_path}"])
     config = (tmp_path / ".hydra" / "config.yaml").read_text()
     assert f"_target_: {USER}:ScaledReward" in config and "scale: 0.0" in config
+
+
+SHORT = ["frames=96", "test_episodes=1", "algorithm.n_envs=2", "algorithm.n_steps=16",
+         "algorithm.hidden=8", "logging.quiet=true", "hydra/job_logging=none",
+         "hydra/hydra_logging=none"]
+
+
+@pytest.mark.parametrize("algorithm, env", [
+    ("ppo", f"{USER}:SignMatchEnv"),  # a Gymnasium class
+    ("ppo", f"{USER}:SignMatch-v0"),  # an id the module registers with Gymnasium
+    ("multiagent/ppo", f"{USER}:SignMatchPair"),  # an SRL multi-agent class
+    ("multiagent/ppo", f"{USER}:sign_match_pair"),  # a name the module registers (SRL)
+])
+def test_looprl_run_plays_a_users_environment(algorithm, env, tmp_path: Path) -> None:
+    from looprl.configs.app import main as run
+
+    run([f"algorithm={algorithm}", f"env={env}", *SHORT, f"hydra.run.dir={tmp_path}"])
+    results = json.loads((tmp_path / "results.json").read_text())
+    agents = 2 if algorithm.startswith("multiagent") else 1
+    assert results["train"]["episodes"] > 0
+    assert 0 <= results["eval"]["mean_eval_reward"] <= 8 * agents  # 8 steps, reward <= 1
+
+
+def test_looprl_train_plays_a_users_environment(tmp_path: Path, capsys) -> None:
+    args = ["--frames", "64", "--test-episodes", "1", "--logdir", str(tmp_path),
+            "n_envs=2", "n_steps=16", "hidden=8"]
+    assert cli(["train", "ppo", f"{USER}:SignMatchEnv", *args]) == 0
+    assert cli(["train", "multiagent.ppo", f"{USER}:SignMatchPair", *args[:-3]]) == 0
+    out = capsys.readouterr().out
+    assert f"on {USER}:SignMatchEnv" in out and f"on {USER}:SignMatchPair" in out
+
+
+def test_a_registered_srl_name_is_made_by_the_catalog() -> None:
+    import tests.configs.user_parts  # noqa: F401 - registers sign_match_pair
+
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.presets.catalog import make_env
+
+    env = make_env("multiagent.ppo", "sign_match_pair")
+    assert isinstance(env, MultiagentPettingZooEnv) and env.possible_agents == ["agent_0",
+                                                                                 "agent_1"]
+    assert env.remote_env() == ("sign_match_pair", {})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ppo", f"{USER}:Nope"], f"module '{USER}' has no 'Nope' and registered no environment"),
+    (["ppo", "no_such_pkg.envs:MyEnv"], "cannot import 'no_such_pkg.envs'"),
+    (["ppo", f"{USER}:ScaledReward"], "is the class ScaledReward, not a gymnasium.Env class"),
+    (["ppo", f"{USER}:SignMatchPair"], "is an SRL environment: train it with a multi-agent"),
+])
+def test_bad_environment_paths_fail_in_one_line(args, message, capsys, tmp_path) -> None:
+    assert cli(["train", *args, "--frames", "8", "--logdir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and message in error[0], error

@@ -62,7 +62,9 @@ def component_class(name: str) -> type[MetaComponent]:
                          "'package.module:MyComponent'")
     cls = import_object(name, "meta component")
     if not (isinstance(cls, type) and issubclass(cls, MetaComponent)):
-        raise TypeError(f"meta component {name!r} is a {type(cls).__name__}, not a subclass of "
+        what = f"the class {cls.__name__}" if isinstance(cls, type) else "a " + type(
+            cls).__name__
+        raise TypeError(f"meta component {name!r} is {what}, not a subclass of "
                         "looprl.meta.MetaComponent")
     return cls
 

@@ -16,6 +16,8 @@ from looprl.core.suggest import did_you_mean
 __all__ = ["FAMILIES", "available_agents", "env_for", "make_env", "resolve_agent"]
 
 FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
+#: SRL names of the adapters (``looprl.environments.srl``), not environments of their own
+BUILT_IN_SRL = ("gym", "atari", "pettingzoo", "contextual")
 
 
 def available_agents() -> dict[str, Any]:
@@ -44,6 +46,12 @@ def resolve_agent(name: str) -> Any:
 def make_env(agent: str, env_id: str | Mapping[str, Any]) -> Any:
     """The environment ``env_id`` in the form the family of preset ``agent`` acts in.
 
+    ``env_id`` is a Gymnasium id, a name ``looprl.environments.register`` ed, or an import
+    path ``package.module:NAME``: a ``gymnasium.Env`` class (played by single-agent presets)
+    or an SRL ``Environment`` class (by the multi-agent presets; locally through
+    ``SRLParallelEnv``), or a name that importing the module registers (either kind). Ray
+    actors make it by the same name (``looprl.environments.make``).
+
     A mapping makes a contextual environment (``looprl.environments.contextual``):
     ``{id: CartPole-v1, instances: 8, features: {length: [0.25, 1.0]}}`` draws ``instances``
     contexts with each named feature uniform in its range (``sample_contexts``); optional
@@ -52,6 +60,13 @@ def make_env(agent: str, env_id: str | Mapping[str, Any]) -> Any:
     """
     if isinstance(env_id, Mapping):
         return _contextual(agent, env_id)
+    kind, target = _kind_of(env_id)
+    if kind == "srl":
+        return _srl_env(agent, env_id, target)
+    if kind == "gym":
+        from looprl.environments import GymEnvironment
+
+        return GymEnvironment(target, name=env_id)  # Ray actors make it by this name
     if agent.startswith("atari."):
         from looprl.environments import AtariEnvironment
 
@@ -68,6 +83,33 @@ def make_env(agent: str, env_id: str | Mapping[str, Any]) -> Any:
     from looprl.environments import GymEnvironment
 
     return GymEnvironment(env_id)
+
+
+def _kind_of(env_id: str) -> tuple[str | None, str]:
+    """``("gym" | "srl", name)`` for an import path or an SRL-registered name (see
+    ``looprl.environments.srl.import_environment``); ``(None, env_id)`` otherwise."""
+    from looprl.core.imports import is_import_path
+    from looprl.environments import srl
+
+    if is_import_path(env_id):
+        return srl.import_environment(env_id)
+    if env_id in srl.registered_environments() and env_id not in BUILT_IN_SRL:
+        return "srl", env_id
+    return None, env_id
+
+
+def _srl_env(agent: str, env_id: str, name: str) -> Any:
+    """The SRL environment ``name`` for the multi-agent presets (the only ones that play
+    SRL environments): as a PettingZoo parallel env, that Ray actors play as itself."""
+    from looprl.environments import MultiagentPettingZooEnv, make
+    from looprl.environments.srl_parallel import SRLParallelEnv
+
+    if not agent.startswith("multiagent."):
+        raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
+                         "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
+                         "gymnasium.Env class for the single-agent ones")
+    return MultiagentPettingZooEnv(SRLParallelEnv(make(name), env_id), name=env_id,
+                                   remote=(env_id, {}))
 
 
 def env_for(agent: Any, env_id: str) -> Any:

@@ -42,7 +42,7 @@ import torch
 
 from looprl.core.logger import Logger
 from looprl.core.suggest import did_you_mean
-from looprl.environments import Environment, GymEnvironment
+from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
@@ -137,8 +137,9 @@ class Runner:
             )
         self.builder = agent.device(device) if device is not None else agent
         self.env = GymEnvironment(env) if isinstance(env, str) else env
-        if not isinstance(self.env, Environment):
-            raise TypeError(f"Expected an Environment or a Gymnasium id, got {type(env).__name__}")
+        if not isinstance(self.env, Environment | MultiagentEnvironment):
+            raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
+                            f"id, got {type(env).__name__}")
         self.seed = int(seed)
         self.logdir = logdir
         self.meta = tuple(meta)
@@ -265,7 +266,10 @@ class Runner:
         """
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
-        returns = [float(r) for r in self.experiment.test(episodes=episodes)]
+        returns = self.experiment.test(episodes=episodes)
+        if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
+            returns = [sum(values) for values in zip(*returns.values())]
+        returns = [float(r) for r in returns]
         return {
             "mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
             "std_eval_reward": float(np.std(returns)) if returns else math.nan,
