@@ -73,7 +73,7 @@ def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):
     assert results["train"]["frames"] >= 800 and results["train"]["train_steps"] > 0
 
 
-CONTEXTUAL_CARTPOLE = "env={id: CartPole-v1, instances: 6, features: {length: [0.2, 1.0]}}"
+CONTEXTUAL_CARTPOLE = ["context.train=6", "context.ranges.length=[0.2,1.0]"]
 
 
 def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path: Path):
@@ -81,7 +81,7 @@ def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path:
     own PLR (value_l1 from its own policy copy): it reports the levels it saw and scored."""
     from looprl.configs.app import main
 
-    code = main(["algorithm=ppo", CONTEXTUAL_CARTPOLE, "meta=[plr]", "runtime=ray",
+    code = main(["algorithm=ppo", *CONTEXTUAL_CARTPOLE, "meta=[plr]", "runtime=ray",
                  "runtime.actors=1", "runtime.envs_per_actor=2", "algorithm.n_envs=2",
                  "algorithm.n_steps=32", "algorithm.hidden=16", "frames=600",
                  "test_episodes=1", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])

@@ -24,10 +24,18 @@ key             contents
                 trainer on Ray actor, policy and trainer workers: ``ppo``, ``ppg``, ``dqn``,
                 ``ddqn``); its fields are ``looprl.distributed.RuntimeConfig``'s
                 (``runtime.actors=4``, ``runtime.address=HOST:6379``)
-``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs,
-                or a contextual environment: ``env={id: CartPole-v1, instances: 8, features:
-                {length: [0.25, 1.0]}}`` (``looprl.presets.catalog.make_env``), for
-                ``meta=[plr]`` / ``meta=[space]``
+``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs;
+                a name ``looprl.environments.register`` ed; or an import path
+                ``my_pkg.envs:MyEnv`` of a ``gymnasium.Env`` class, an SRL ``Environment``
+                class (multi-agent presets), or a name the module registers
+                (``looprl.presets.catalog.make_env``)
+``context``     the instance sets of a contextual ``env`` (``looprl.environments.contextual``,
+                for ``meta=[plr]`` / ``meta=[space]``): ``context.train=32 context.test=64
+                context.ranges.length=[0.05,2.0]`` draws the training and held-out sets
+                (seeds ``context.seed`` and ``context.seed + 1``), or ``context.train=FILE``
+                reads a YAML/JSON list of contexts; ``context.hide_context``,
+                ``context.instance_mode``. With a test set the run evaluates on it and
+                reports the training set's returns beside (``train_set`` / ``test_set``)
 ``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
                 the algorithm's (``null`` keeps them)
 ``frames``      training budget in environment steps
@@ -120,7 +128,8 @@ def runners() -> dict[str, type]:
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
-                 "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb")
+                 "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb",
+                 "test_env")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -155,6 +164,8 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"},
                      {"runtime": "local"}],
         "env": "CartPole-v1",
+        "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
+                    "instance_mode": "random"},
         "exploration": None,
         "buffer": None,
         "update": None,
@@ -220,7 +231,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-    from looprl.presets.catalog import make_env, resolve_agent
+    from looprl.presets.catalog import resolve_agent
 
     unsupported = {"runner": cfg.runner.name != "online",
                    **{part: cfg[part] is not None for part in ("exploration", "buffer", "update")}}
@@ -235,7 +246,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
-    env = make_env(preset_name, _plain(cfg.env))
+    env, _ = make_envs(preset_name, cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
     env.close()
@@ -255,6 +266,17 @@ class Run:
     env: Any
     meta: list[Any]
     runner: Any
+
+
+def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
+    """The training environment ``cfg.env`` / ``cfg.context`` describe, and the held-out
+    one (``None`` without ``context.test``)."""
+    from looprl.presets.catalog import context_sets, make_contextual, make_env
+
+    context = _plain(cfg.get("context")) or {}
+    env = make_env(preset, _plain(cfg.env), context)
+    _, test = context_sets(cfg.env, context) if context.get("test") is not None else (0, None)
+    return env, None if test is None else make_contextual(preset, cfg.env, test, context)
 
 
 def make_components(cfg: Any) -> list[Any]:
@@ -282,7 +304,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
         TypeError: a hyperparameter of the wrong type.
     """
     from looprl.experiments.experiment import seed_everything
-    from looprl.presets.catalog import make_env, resolve_agent
+    from looprl.presets.catalog import resolve_agent
 
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
@@ -297,7 +319,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
                                  f"{part}={cfg[part]} (presets with parts: dqn, ddqn, ppo, sac)")
             algorithm[part] = cfg[part]
     builder = resolve_agent(preset_name).hyperparameters(**algorithm)
-    env = make_env(preset_name, _plain(cfg.env))
+    env, test_env = make_envs(preset_name, cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
     components = make_components(cfg)
@@ -309,7 +331,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
-        verbose=cfg.logging.verbose,
+        verbose=cfg.logging.verbose, test_env=test_env,
         wandb=_plain(cfg.logging.wandb), **options,
     )
     return Run(builder, env, components, runner)
@@ -365,6 +387,8 @@ def check_overrides(overrides: list[str]) -> None:
             _check_field(group, field, chosen[group], repo)
         elif group not in options and group not in primary:
             _check_choice("config key", group, [k for k in primary if k != "defaults"])
+        elif field and group in ("context", "logging"):  # nodes of fixed keys
+            _check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
 
 
 #: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)

@@ -51,6 +51,12 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     run.runner.close()
     results = {"train": _jsonable(train_results), "eval": _jsonable(eval_results)}
     (Path(output_dir) / "results.json").write_text(json.dumps(results, indent=1))
+    if "test_set" in eval_results and not cfg.logging.quiet:
+        train_set, test_set = eval_results["train_set"], eval_results["test_set"]
+        log.info("test return on the training instances %.1f +/- %.1f, on the held-out "
+                 "instances %.1f +/- %.1f (%d episodes each)", train_set["mean_eval_reward"],
+                 train_set["std_eval_reward"], test_set["mean_eval_reward"],
+                 test_set["std_eval_reward"], test_set["episodes"])
     return results
 
 
@@ -186,6 +192,7 @@ def main(argv: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
     register(argv)
     argv = resume_arguments(argv)
     register_imports(argv)  # (a resumed run's own overrides may attach some)

@@ -27,6 +27,9 @@ The dictionaries it returns, documented once here:
 ``returns``         the return of each evaluation episode
 ``episodes``        how many were run
 ``step``            environment steps the evaluated agent had trained
+``train_set``       with a held-out ``test_env``: the same keys (but ``step``) on the
+                    training environment; the keys above are then the held-out set's
+``test_set``        with a ``test_env``: the held-out set's (the same as above)
 =================== ====================================================================
 """
 
@@ -113,6 +116,9 @@ class Runner:
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
         wandb: also log to Weights & Biases: ``wandb.init`` arguments (``project``,
             ``mode="offline"``, ...); needs a ``logdir``.
+        test_env: a held-out environment of the same spaces (a contextual environment's
+            test instance set): ``evaluate`` plays there, and reports the training
+            environment's returns beside (``train_set`` / ``test_set``).
     """
 
     def __init__(
@@ -129,6 +135,7 @@ class Runner:
         checkpoint_replay: bool = True,
         verbose: bool = False,
         wandb: dict[str, Any] | None = None,
+        test_env: Any = None,
     ):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(
@@ -140,6 +147,7 @@ class Runner:
         if not isinstance(self.env, Environment | MultiagentEnvironment):
             raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
                             f"id, got {type(env).__name__}")
+        self.test_env = test_env
         self.seed = int(seed)
         self.logdir = logdir
         self.meta = tuple(meta)
@@ -269,14 +277,11 @@ class Runner:
         returns = self.experiment.test(episodes=episodes)
         if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
             returns = [sum(values) for values in zip(*returns.values())]
-        returns = [float(r) for r in returns]
-        return {
-            "mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
-            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
-            "returns": returns,
-            "episodes": len(returns),
-            "step": self.experiment.frame,
-        }
+        results = _summary([float(r) for r in returns])
+        if self.test_env is not None:  # held-out instances: the evaluation's result
+            held_out = _summary(self.experiment.test(episodes=episodes, env=self.test_env))
+            results = {**held_out, "train_set": results, "test_set": held_out}
+        return {**results, "step": self.experiment.frame}
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
@@ -291,3 +296,11 @@ class Runner:
             self.close_experiment(self.experiment)
         self.experiment = None
         self.preset = None
+
+
+def _summary(returns: list[float]) -> dict[str, Any]:
+    """Mean, standard deviation, the returns and their number (``EVAL_KEYS`` but ``step``)."""
+    returns = [float(r) for r in returns]
+    return {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+            "returns": returns, "episodes": len(returns)}
