@@ -34,6 +34,8 @@ def test_a_gymnasium_class_and_a_users_component_on_ray(local_ray, tmp_path: Pat
     assert results["train"]["train_steps"] > 0
     assert results["train"]["mean_return"] <= 8  # SignMatchEnv's: 8 steps of reward <= 1
     assert len(results["eval"]["returns"]) == 1
+    run = json.loads((Path(results["train"]["log_dir"]) / "run.json").read_text())
+    assert run["hyperparameters"]["n_steps"] == 16  # run.json records them on Ray too
     actor = [c for c in records(record) if "post_step" in c]
     assert actor and actor[0]["post_episode"] > 0  # the user's component ran in the actor
 

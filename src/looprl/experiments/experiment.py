@@ -118,7 +118,9 @@ class Experiment(ABC):
         self.seed = seed
         self.verbose = verbose
         self._check_render()
-        self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
+        self.logger = logger or ExperimentLogger(
+            self.name, env.name, logdir, verbose,
+            run_info={"hyperparameters": getattr(preset, "hyperparameters", {})})
         self.agent = self._make_agent()
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)

@@ -162,6 +162,7 @@ class Runner:
             raise ValueError("wandb logging needs a logdir (its runs are stored there)")
         self.wandb = wandb
         self.experiment: Any = None
+        self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
         self.preset: Any = None
 
     # -- the agent ---------------------------------------------------------------------
@@ -189,11 +190,20 @@ class Runner:
         self.experiment = load_checkpoint(path)
         self.preset = self.experiment.preset
 
+    def label_next_run(self, name: str, **info: Any) -> None:
+        """Name the run directory of the next agent ``new_agent`` builds (under
+        ``{logdir}/{agent}/{env}``) and add ``info`` (which individual or trial it is, its
+        values) to its ``run.json``."""
+        self._next_run = (name, info)
+
     def _logger(self) -> Logger:
         if self.logdir is None:
             return MemoryLogger()
+        name, info = self._next_run or (None, {})
+        self._next_run = None
         return RecordingLogger(self.preset.name, self.env.name, self.logdir,
-                               verbose=self.verbose, wandb=self.wandb)
+                               verbose=self.verbose, wandb=self.wandb, run_name=name,
+                               run_info={**info, "hyperparameters": self.preset.hyperparameters})
 
     def _require_agent(self) -> None:
         if self.experiment is None:
