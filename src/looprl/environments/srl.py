@@ -52,6 +52,10 @@ Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on fi
   ``parallel=True`` for a parallel one.
 * ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})`` -- a
   contextual environment (``looprl.environments.contextual``).
+* ``make("my_pkg.envs:MyEnv")`` -- an import path: the module is imported and ``MyEnv`` is an
+  ``Environment`` class, a ``gymnasium.Env`` class (through ``GymnasiumEnvironment``), or a
+  name the module registers, with either API (``import_environment``). Ray workers make
+  environments given by import path this way (``env=my_pkg.envs:MyEnv`` in a config).
 
 Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
 ``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
