@@ -123,3 +123,18 @@ def test_bad_environment_paths_fail_in_one_line(args, message, capsys, tmp_path)
     assert cli(["train", *args, "--frames", "8", "--logdir", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0], error
+
+
+@pytest.mark.parametrize("name, agents", [
+    (f"{USER}:SignMatchEnv", 1), (f"{USER}:SignMatch-v0", 1),
+    (f"{USER}:SignMatchPair", 2), (f"{USER}:sign_match_pair", 2),
+])
+def test_make_builds_an_environment_by_import_path(name, agents) -> None:
+    """What a Ray actor calls for ``remote_env()``'s name: ``make`` imports the module."""
+    from looprl.environments import make
+
+    env = make(name)
+    results = env.reset()
+    assert env.agent_count == agents and len(results) == agents
+    assert results[0].obs["obs"].shape == (1,)
+    env.close()
