@@ -63,7 +63,8 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Run", "algorithm_options", "build", "make_components", "register", "register_imports"]
+__all__ = ["Run", "algorithm_options", "build", "make_components", "make_envs", "register",
+           "register_imports"]
 
 PRIMITIVES = (bool, int, float, str, type(None))
 HELP_HEADER = """looprl run: train a preset on an environment, described by a config.
