@@ -68,7 +68,7 @@ class SetSize(MetaComponent):
         self.post_episode_methods.append(self.note)
 
     def note(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        self.reached.setdefault(metrics["space/instance_set_size"], metrics["step"])
+        self.reached.setdefault(metrics["log/space/instance_set_size"], metrics["step"])
         return metrics
 
 

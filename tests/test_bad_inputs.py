@@ -95,8 +95,8 @@ def test_an_environment_id_is_made_for_the_agents_family(tmp_path: Path) -> None
 
 
 def test_a_minibatch_larger_than_its_data(caplog: pytest.LogCaptureFixture) -> None:
-    """On-policy: cut to the rows of an update, said in one warning, and what the trainer
-    uses, logs and saves is that size; replay: one line."""
+    """Cut to the rows of an update (on-policy) or to the replay, said in one warning: what
+    the trainer uses, logs and saves is that size."""
     env = GymEnvironment("CartPole-v1")
     preset = ppo.env(env).hyperparameters(minibatch_size=512).device("cpu").build()
     (warning,) = [r.getMessage() for r in caplog.records if "minibatch_size" in r.getMessage()]
@@ -104,12 +104,15 @@ def test_a_minibatch_larger_than_its_data(caplog: pytest.LogCaptureFixture) -> N
     assert preset.hyperparameters["minibatch_size"] == 256
     agent = preset.agent()
     assert agent.trainer.minibatch_size == 256
-    with pytest.raises(ValueError) as error:
-        dqn.env(env).hyperparameters(minibatch_size=64, replay_buffer_size=32).build()
-    _one_line(error, "minibatch_size=64", "replay_buffer_size=32")
-    with pytest.raises(ValueError):
-        sac.env(GymEnvironment("Pendulum-v1")).hyperparameters(
-            minibatch_size=64, replay_buffer_size=32).build()
+    caplog.clear()
+    replay = dqn.env(env).hyperparameters(minibatch_size=64, replay_buffer_size=32).build()
+    assert replay.hyperparameters["minibatch_size"] == 32
+    assert replay.agent().minibatch_size == 32
+    sac_preset = sac.env(GymEnvironment("Pendulum-v1")).hyperparameters(
+        minibatch_size=64, replay_buffer_size=32).build()
+    assert sac_preset.hyperparameters["minibatch_size"] == 32
+    warnings = [r.getMessage() for r in caplog.records if "replay_buffer_size=32" in r.getMessage()]
+    assert len(warnings) == 2 and "minibatch_size=64 is larger than the replay" in warnings[0]
 
 
 def test_a_misspelled_registered_name_suggests_the_right_one() -> None:
@@ -193,3 +196,30 @@ def test_every_cli_error_path_is_one_line_without_traceback(tmp_path: Path) -> N
         assert "Traceback" not in err, (argv, err)
     assert not (tmp_path / "outputs").exists()  # rejected configs leave no run directory
 
+
+
+def test_observations_that_change_shape_are_one_line_on_the_ray_collector() -> None:
+    from looprl.core import RolloutResult
+    from looprl.distributed.collector import EnvRunner
+    from looprl.environments import SRLEnvironment, step_result
+
+    class Growing(SRLEnvironment):
+        agent_count = 1
+
+        def __init__(self):
+            self.t = 0
+
+        def reset(self):
+            self.t = 0
+            return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)]
+
+        def step(self, actions):
+            self.t += 1
+            return [step_result({"obs": np.zeros(2 + self.t, np.float32)}, 1.0, False)]
+
+    runner = EnvRunner(Growing, n_envs=2)
+    request = runner.request()
+    runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
+    with pytest.raises(ValueError) as error:
+        runner.request()
+    _one_line(error, "Growing's observations changed shape", "(3,)", "(2,)", "keep one shape")

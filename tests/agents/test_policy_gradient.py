@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch import optim
@@ -27,8 +28,11 @@ from looprl.core import (
     ParallelPreset,
     Preset,
     SampleBatch,
+    State,
     StateArray,
+    TrainerStepResult,
 )
+from looprl.core.namedarray import recursive_apply
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
@@ -131,6 +135,102 @@ def test_vpg_trains_after_complete_episodes() -> None:
                                        1.0, 1.0)
         expected = torch.cat([torch.arange(n, 0, -1, dtype=torch.float32) for n in lengths])
         assert torch.allclose(returns[mask], expected, atol=1e-4)
+
+
+
+class Scripted:
+    """An SRL environment of scripted episodes (``LENGTHS`` steps; the second one is cut by a
+    time limit): observation ``[episode, t, 1, 0]``, reward ``t + episode`` on arrival."""
+
+    LENGTHS = (3, 6, 2, 5, 4, 3, 7, 2, 9)
+    agent_count = 1
+
+    def __init__(self):
+        self.episode, self.t = -1, 0
+
+    def reset(self):
+        self.episode, self.t = self.episode + 1, 0
+        return [self._result()]
+
+    def step(self, actions):
+        self.t += 1
+        return [self._result()]
+
+    def _result(self):
+        from looprl.environments.srl import step_result
+
+        end = self.t == self.LENGTHS[self.episode % len(self.LENGTHS)]
+        cut = end and self.episode % len(self.LENGTHS) == 1
+        obs = np.array([self.episode, self.t, 1.0, 0.0], np.float32)
+        return step_result({"obs": obs}, float(self.t + self.episode) if self.t else 0.0,
+                           end and not cut, truncated=cut)
+
+
+class Keep:
+    """A trainer that keeps (copies of) the segments it is given and does not learn."""
+
+    def __init__(self, policy):
+        self.policy, self.batches = policy, []
+
+    def step(self, batch):
+        self.batches.append(batch.clone())
+        return TrainerStepResult({}, len(self.batches))
+
+
+def _monte_carlo(segment: SampleBatch, gamma: float) -> torch.Tensor:
+    """Hand-computed discounted returns of the segment's rows that are not episode ends: to
+    the end of their episode, bootstrapped from the stored value only where a time limit
+    cut it."""
+    reward, end = segment.reward[:, 0].tolist(), (segment.done | segment.truncated)[:, 0]
+    returns, following = [], 0.0
+    for t in range(len(reward) - 1, -1, -1):
+        if end[t]:
+            following = float(segment.value[t, 0]) if segment.truncated[t, 0] else 0.0
+        else:
+            following = reward[t + 1] + gamma * following
+            returns.append(following)
+    return torch.tensor(returns[::-1])
+
+
+def test_vpg_on_ray_gets_the_local_whole_episode_targets() -> None:
+    """The Ray actors' ``EnvRunner`` with ``whole_episodes`` cuts the segments the local VPG
+    agent trains on (whole episodes, at least ``min_batch_size`` steps), so ``A2CTrainer``
+    (``gae_lambda=1``) gets the same Monte-Carlo targets, not bootstrapped mid-episode."""
+    from looprl.distributed.collector import EnvRunner
+
+    policy, gamma = _policy(), 0.9
+    trainer = A2CTrainer(policy, discount_factor=gamma)
+    runner = EnvRunner(Scripted, n_envs=1, segment_length=8, whole_episodes=True)
+    remote: list[SampleBatch] = []
+    for _ in range(sum(Scripted.LENGTHS) + len(Scripted.LENGTHS)):  # steps and resets
+        request = runner.request(0)
+        runner.step(0, policy.rollout(request), policy.version)
+        remote += [recursive_apply(s, torch.as_tensor) for s in runner.segments()]
+    local = Keep(policy)
+    agent, env = VPG(policy, local, min_batch_size=8), Scripted()
+    for _ in Scripted.LENGTHS:
+        result = env.reset()[0]
+        while True:
+            state = State(torch.as_tensor(result.obs["obs"]), reward=float(result.reward[0]),
+                          done=bool(result.done[0] or result.truncated[0]),
+                          mask=0.0 if result.done[0] else 1.0)
+            action = agent.act(state)
+            if state.done:
+                break
+            result = env.step([action])[0]
+    assert [s.reward.shape for s in remote] == [s.reward.shape for s in local.batches]
+    assert len(remote) == 4 and any(bool(s.truncated.any()) for s in remote)
+    for ray_segment, local_segment in zip(remote, local.batches, strict=True):
+        assert float(ray_segment.obs.obs[0, 0, 1]) == 0.0  # an episode's first row
+        assert bool((ray_segment.done | ray_segment.truncated)[-1, 0])  # ... to its end
+        assert torch.equal(ray_segment.obs.obs[:, 0], local_segment.obs[:, 0])
+        targets = []
+        for segment in (ray_segment, local_segment):
+            _, returns, mask = segment_gae(segment.reward, segment.value, segment.done,
+                                           segment.truncated, gamma, trainer.gae_lambda)
+            targets.append(returns[mask])
+        assert torch.allclose(targets[0], targets[1])
+        assert torch.allclose(targets[0], _monte_carlo(ray_segment, gamma), atol=1e-5)
 
 
 # -- PPG ---------------------------------------------------------------------------------

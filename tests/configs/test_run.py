@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("hydra")
@@ -40,7 +41,7 @@ def test_the_algorithm_group_is_read_from_the_presets() -> None:
 
 
 def test_a_config_builds_preset_parts_components_and_runner() -> None:
-    cfg = _compose(["algorithm=dqn", "algorithm.lr=1e-3", "exploration=ez_greedy",
+    cfg = _compose(["algorithm=dqn", "algorithm.lr=1e-3", "algorithm.exploration=ez_greedy",
                     "meta=[rnd]", "meta.rnd.internal_reward_weight=0.5", "frames=1000"])
     built = build(cfg)
     preset = built.builder.env(built.env).build()
@@ -120,6 +121,14 @@ def test_hydra_flags_take_their_value_as_the_next_argument(capsys) -> None:
     assert "{train,run,list,plot,watch}" in capsys.readouterr().out  # run is listed
 
 
+def test_a_swapped_part_is_saved_once_under_the_algorithm(tmp_path: Path) -> None:
+    run(["algorithm=dqn", "exploration=ez_greedy", "frames=64", "test_episodes=0",
+         "algorithm.replay_start_size=32", *QUIET, f"hydra.run.dir={tmp_path}"])
+    saved = (tmp_path / ".hydra" / "config.yaml").read_text()
+    assert saved.count(" exploration:") == 1 and "  exploration: ez_greedy" in saved
+    assert "algorithm.exploration=ez_greedy" in (tmp_path / ".hydra" / "overrides.yaml").read_text()
+
+
 def test_help_lists_the_groups_and_their_options(capsys) -> None:
     with pytest.raises(SystemExit):
         run(["--help"])
@@ -130,22 +139,37 @@ def test_help_lists_the_groups_and_their_options(capsys) -> None:
 
 
 def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsys) -> None:
-    run([*SMALL, "checkpoint_every=128", f"hydra.run.dir={tmp_path}"])
+    run([*SMALL, "checkpoint_every=192", f"hydra.run.dir={tmp_path}"])  # runs past it to 256
     config = tmp_path / ".hydra" / "config.yaml"
     before = (config.read_text(), config.stat().st_mtime_ns)
     assert cli(["run", "--resume", str(tmp_path), "algorithm.lr=0.1"]) == 2
     assert "was run with another config (algorithm.lr: 0.001 -> 0.1)" in capsys.readouterr().err
     assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing overwritten
     run(["--resume", str(tmp_path), "frames=512"])  # a longer budget: trains on
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert results["train"]["step"] >= 512
-    assert len(results["train"]["returns"]) < results["train"]["episodes"]  # continued
+    results = json.loads((tmp_path / "results.json").read_text())["train"]
+    assert results["step"] >= 512
+    # the whole run's episodes, those before the resume included, as results.csv has them
+    csv = (tmp_path / "ppo" / "CartPole-v1" / "results.csv").read_text().splitlines()[1:]
+    assert results["returns"] == pytest.approx([float(row.split(",")[2]) for row in csv])
+    assert len(results["returns"]) == results["episodes"]
+    assert results["mean_return"] == pytest.approx(np.mean(results["returns"]))
+    assert _tensorboard_steps(tmp_path / "ppo" / "CartPole-v1", "episode") == list(
+        range(results["episodes"]))  # each episode once, though the first run went on past
     assert cli(["run", "--resume", str(tmp_path / "ppo")]) == 2
     assert "is no looprl run directory" in capsys.readouterr().err
     other = tmp_path / "no_checkpoint"
     run([*SMALL, f"hydra.run.dir={other}"])
     assert cli(["run", "--resume", str(other)]) == 2
     assert "No checkpoint in" in capsys.readouterr().err
+
+
+def _tensorboard_steps(log_dir: Path, counter: str) -> list[int]:
+    """The steps of every ``.../returns/<counter>`` scalar in the event files of ``log_dir``."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    return sorted(event.step for path in log_dir.glob("events.out.tfevents.*")
+                  for event in EventFileLoader(str(path)).Load()
+                  for value in event.summary.value if value.tag.endswith(f"returns/{counter}"))
 
 
 def test_wandb_logging_in_offline_mode(tmp_path: Path, monkeypatch) -> None:

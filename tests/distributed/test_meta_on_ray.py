@@ -71,6 +71,9 @@ def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):
     assert code == 0
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["train"]["frames"] >= 800 and results["train"]["train_steps"] > 0
+    meta = results["train"]["meta"]  # the actor's bonuses, the trainer's predictor loss
+    assert meta["actor0"]["log/rnd/intrinsic_reward_max"] > 0, meta
+    assert meta["trainer"]["log/rnd/predictor_loss"] > 0, meta
 
 
 CONTEXTUAL_CARTPOLE = ["context.train=6", "context.ranges.length=[0.2,1.0]"]
@@ -95,4 +98,4 @@ def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path:
     assert evaluation["mean_eval_reward"] == evaluation["test_set"]["mean_eval_reward"]
     meta = results["train"]["meta"]
     assert set(meta) == {"actor0"}, meta  # 600 frames of ~20-step episodes: most levels
-    assert meta["actor0"]["plr/seen"] >= 4 and meta["actor0"]["plr/mean_score"] > 0, meta
+    assert meta["actor0"]["log/plr/seen"] >= 4 and meta["actor0"]["log/plr/mean_score"] > 0, meta

@@ -204,20 +204,37 @@ def test_sample_counts_survive_trainer_restarts() -> None:
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:
     counts = SampleCounts()
     monitor = RunMonitor(DistributedResult(), counts, None, ["trainer", "trainer1"])
-    stats = {"trainer": {"received": 5, "dropped": 1, "lags": [1], "steps": 3, "stats": []},
+    stats = {"trainer": {"received": 5, "dropped": 1, "lags": [1], "steps": 3, "stats": [],
+                         "meta": {"log/rnd/predictor_loss": 0.5}},
              "trainer1": {"received": 7, "dropped": 0, "lags": [2, 3]},
              "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)],
-                        "meta": {"plr/seen": 3.0}}}
+                        "meta": {"log/plr/seen": 3.0}}}
     monitor.record(stats, 0.5)
     assert monitor.result.frames == 40 and monitor.result.returns == [1.0, 2.0]
     assert monitor.result.train_steps == 3
-    assert monitor.result.meta == {"actor0": {"plr/seen": 3.0}}  # each actor's curriculum
+    assert monitor.result.meta == {"actor0": {"log/plr/seen": 3.0},  # each actor's curriculum
+                                   "trainer": {"log/rnd/predictor_loss": 0.5}}  # update hooks
     assert stats["trainer"]["lags"] == [1, 2, 3]
     assert (stats["trainer"]["received"], stats["trainer"]["dropped"]) == (12, 1)
 
 
+def test_the_monitor_logs_each_workers_log_keys_with_its_name_appended(tmp_path) -> None:
+    from looprl.experiments.logger import ExperimentLogger
+
+    log = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path))
+    monitor = RunMonitor(DistributedResult(), SampleCounts(), log, ["trainer"])
+    monitor.throughput = None
+    monitor.record({"trainer": {"received": 1, "dropped": 0, "lags": [], "steps": 1,
+                                "stats": [], "meta": {"log/rnd/predictor_loss": 0.5}},
+                    "actor0": {"frames": 8, "episodes": [], "meta": {"log/plr/seen": 3.0}}},
+                   0.5)
+    log.close()
+    rows = (tmp_path / "ppo" / "CartPole-v1" / "log.csv").read_text().splitlines()
+    assert sorted(rows[1:]) == ["8,plr/seen/actor0,3.0", "8,rnd/predictor_loss/trainer,0.5"]
+
+
 def test_runtime_options_are_checked() -> None:
-    with pytest.raises(KeyError, match="unknown runtime option.*'actor'.*valid"):
+    with pytest.raises(KeyError, match="runtime option.*'actor'.*mean 'actors'.*Valid"):
         RuntimeConfig.from_dict({"actor": 2})
     with pytest.raises(ValueError, match="runtime.actors must be >= 1"):
         RuntimeConfig(actors=0)

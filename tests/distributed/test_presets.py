@@ -13,10 +13,14 @@ from hydra import compose, initialize  # noqa: E402
 
 from looprl.agents import ActorCriticPolicy  # noqa: E402
 from looprl.configs import build_distributed, register  # noqa: E402
+from looprl.core import Preset  # noqa: E402
 from looprl.distributed import DistributedRun, RuntimeConfig, test_pipeline  # noqa: E402
+from looprl.distributed.pipeline import TrainerCore  # noqa: E402
+from looprl.distributed.presets import preset_spec  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
+from looprl.memory import PrioritizedAtariReplayBuffer  # noqa: E402
 from looprl.policies.distributions import GaussianHead  # noqa: E402
-from looprl.presets.classic_control import a2c, ppg, ppo, vac  # noqa: E402
+from looprl.presets.classic_control import a2c, ppg, ppo, vac, vpg  # noqa: E402
 
 
 def distributed(tmp_path, *overrides: str):
@@ -67,6 +71,34 @@ def test_ray_workers_build_the_presets_own_policy_and_trainer(name):
     env.close()
 
 
+@pytest.mark.parametrize("family", ["classic_control", "atari"])
+def test_vpg_runs_on_ray_on_segments_of_whole_episodes(tmp_path, family):
+    """VPG on Ray: the preset's policy and ``A2CTrainer(gae_lambda=1)``, stepping on one
+    stream of whole episodes of at least ``min_batch_size`` steps at a time."""
+    if family == "atari":
+        pytest.importorskip("ale_py")
+        run = distributed(tmp_path, "algorithm=atari/vpg", "env=Breakout",
+                          "algorithm.min_batch_size=20")
+    else:
+        preset = vpg.hyperparameters(min_batch_size=60, hidden=16).env(
+            GymEnvironment("CartPole-v1")).device("cpu").build()
+        run = DistributedRun(preset, RuntimeConfig(actors=1), frames=10_000, logdir=None,
+                             quiet=True)
+    spec = run.spec
+    assert run.name == "vpg" and spec.whole_episodes
+    assert (spec.buffer, spec.buffer_args) == ("on_policy", {"batch_streams": 1})
+    size = run.runtime.segment_length
+    assert size == (20 if family == "atari" else 60)  # min_batch_size
+    policy = spec.make_policy()
+    trainer = spec.make_trainer(policy)
+    assert isinstance(policy, ActorCriticPolicy) and type(trainer).__name__ == "A2CTrainer"
+    assert trainer.gae_lambda == 1.0
+    lrs = [group["lr"] for group in policy.approximation.optimizer.param_groups]
+    assert lrs == ([1e-4, 5e-4] if family == "atari" else [3e-3, 5e-3])
+    report = test_pipeline(spec, episodes=1, n_envs=1, segment_length=size)
+    assert report.train_steps >= 1 and math.isfinite(report.stats["policy"])
+    assert report.stats["valid_rows"] >= size  # whole episodes: at least min_batch_size
+
 def test_atari_ppo_runs_on_the_atari_environment_with_the_nature_cnn(tmp_path):
     pytest.importorskip("ale_py")
     run = distributed(tmp_path, "algorithm=atari/ppo", "env=Breakout", "algorithm.n_envs=2",
@@ -83,10 +115,65 @@ def test_atari_ppo_runs_on_the_atari_environment_with_the_nature_cnn(tmp_path):
     assert [c.out_channels for c in cnn] == [32, 64, 64]  # Nature
 
 
-def test_the_atari_dqn_family_stays_local_in_one_line(tmp_path):
-    with pytest.raises(ValueError, match=r"^runtime=ray runs the on-policy presets .*; "
-                                         r"'dqn' on 'atari' runs locally only"):
-        distributed(tmp_path, "algorithm=atari/dqn", "env=Breakout")
+class LocalOnly(Preset):
+    """A preset that says nothing about Ray (no ``OnPolicyPreset``/``ReplayPreset``)."""
+
+    def agent(self, logger=None, train_steps=math.inf):
+        raise NotImplementedError
+
+    def test_agent(self):
+        raise NotImplementedError
+
+
+def test_a_preset_the_ray_runtime_cannot_build_is_one_line():
+    with pytest.raises(ValueError, match=r"^runtime=ray runs every preset of the families .*; "
+                                         r"'mine' \(LocalOnly\) is none of them"):
+        preset_spec(LocalOnly("mine", "cpu", {}), frames=1000)
+
+
+ATARI_SMALL = {"replay_buffer_size": 300, "replay_start_size": 16, "minibatch_size": 8,
+               "update_frequency": 8}
+ATARI_REPLAY = {"dqn": {}, "ddqn": {"prioritized": True, "n_steps": 3},
+                "c51": {"atoms": 11}, "rainbow": {"atoms": 11, "hidden": 32}}
+
+
+@pytest.mark.parametrize("name", list(ATARI_REPLAY))
+def test_atari_replay_presets_run_on_ray_with_the_local_frame_ring(name):
+    """The Atari DQN family on Ray: the local agent's policy, trainer and frame ring (each
+    frame stored once, uniform or prioritized, its n-step windows), filled from the actors'
+    segments of the ``atari`` environment."""
+    pytest.importorskip("ale_py")
+    from looprl.environments.atari import AtariEnvironment
+    from looprl.presets import atari
+
+    env = AtariEnvironment("Breakout", device="cpu", seed=0)
+    builder = getattr(atari, name).hyperparameters(**ATARI_SMALL, **ATARI_REPLAY[name])
+    preset = builder.env(env).device("cpu").build()
+    run = DistributedRun(preset, RuntimeConfig(actors=1), frames=10_000, logdir=None,
+                         quiet=True)
+    spec, local = run.spec, preset.agent(train_steps=10_000).agent.agent  # inside the bodies
+    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout", "clip_rewards": True})
+    policy = spec.make_policy()
+    assert type(policy) is type(local.policy) and policy.module is not local.policy.module
+    assert same_parameters(policy.module, local.policy.module)
+    start = preset.hyperparameters["initial_exploration"]  # the preset's epsilon schedule
+    assert policy.epsilon.value == local.policy.epsilon.value == start
+    trainer = spec.make_trainer(policy)
+    assert type(trainer) is type(local.trainer)
+    for key in ("discount_factor", "n_step", "update", "double", "double_q"):
+        assert getattr(trainer, key, None) == getattr(local.trainer, key, None), key
+    replay = type(local.replay_buffer)
+    kind = "atari_prioritized" if replay is PrioritizedAtariReplayBuffer else "atari_uniform"
+    assert spec.buffer == kind and replay.__name__.endswith("AtariReplayBuffer")
+    assert spec.buffer_args["n_step"] == local.replay_buffer.n_step == preset.n_step
+    assert (spec.buffer_args["size"], spec.buffer_args["batch"], spec.buffer_args["min_size"]
+            ) == (300, 8, 16)
+    core = TrainerCore(trainer, spec.buffer, spec.buffer_args)
+    assert type(core.buffer) is replay and core.buffer.n_step == preset.n_step
+    report = test_pipeline(spec, episodes=10**6, max_frames=48, n_envs=2, segment_length=8)
+    assert 1 <= report.train_steps <= (48 + 16 - 16) / 8 + 1  # the update ratio
+    assert all(math.isfinite(value) for value in report.stats.values()), report.stats
+    env.close()
 
 
 def test_continuous_ppo_runs_with_gaussian_actions_on_the_env_bounds(tmp_path):

@@ -98,9 +98,9 @@ def test_returns100_csv_after_250_episodes(tmp_path: Path) -> None:
         assert float(row["min"]) == min(window)
 
     scalars = _scalars(logger.log_dir)
-    assert len(scalars["eval/returns/episode"]) == 250
-    assert scalars["eval/returns/episode"][-1] == (250, returns[-1])
-    assert scalars["eval/returns/frame"][-1] == (2500, returns[-1])
+    assert len(scalars["train/returns/episode"]) == 250
+    assert scalars["train/returns/episode"][-1] == (250, returns[-1])
+    assert scalars["train/returns/frame"][-1] == (2500, returns[-1])
     assert [s for s, _ in scalars["summary/returns100/mean"]] == [1000, 2000]
 
 
@@ -167,6 +167,18 @@ def test_add_summary_and_test_returns(tmp_path: Path) -> None:
     assert scalars["summary/test_returns/std"][0][1] == pytest.approx(np.std([10, 20, 30, 40]))
     assert scalars["summary/test_returns/min"] == [(42, 10.0)]
     assert not any(tag.startswith("summary/empty") for tag in scalars)
+
+
+def test_training_and_evaluation_returns_have_their_own_tags(tmp_path: Path) -> None:
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame, logger.episode = 10, 1
+    logger.add_episode_return(5.0)
+    logger.add_test_returns([10.0, 30.0])
+    logger.close()
+    returns = {tag: values for tag, values in _scalars(logger.log_dir).items()
+               if "/returns/" in tag}
+    assert returns == {"train/returns/episode": [(1, 5.0)], "train/returns/frame": [(10, 5.0)],
+                       "eval/returns/mean": [(10, 20.0)]}
 
 
 def test_invalid_arguments(tmp_path: Path) -> None:
@@ -276,7 +288,24 @@ def test_wandb_mirrors_every_scalar_in_offline_mode(tmp_path, monkeypatch) -> No
     logger.frame = 20
     logger.add_episode_return(12.0)
     summary = dict(logger._wandb.summary)
-    assert summary["loss/q"] == 0.5 and summary["eval/returns/episode"] == 12.0
+    assert summary["loss/q"] == 0.5 and summary["train/returns/episode"] == 12.0
     assert summary["frame"] == 20  # the x-axis of every metric
     logger.close()
     assert list((Path(logger.log_dir) / "wandb").glob("offline-run-*/run-*.wandb"))
+
+
+def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> None:
+    import pickle
+
+    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame = 10
+    logger.add_log("my_bonus", 0.5)
+    logger.flush()
+    saved = pickle.dumps(logger)  # as a checkpoint at frame 10
+    logger.frame = 20
+    logger.add_log("my_bonus", 0.7)  # the run went on, then died
+    logger.close()
+    resumed = pickle.loads(saved)
+    resumed.close()
+    rows = (Path(logger.log_dir) / "log.csv").read_text().splitlines()
+    assert rows == ["frame,name,value", "10,my_bonus,0.5"]

@@ -73,7 +73,7 @@ def test_run_experiment_ppo_writes_logs(tmp_path: Path) -> None:
     test_csv = (run_dir / "test_returns.csv").read_text().split()
     assert test_csv[0] == "return" and len(test_csv) == 6
     tags = _scalar_tags(str(run_dir))
-    assert "eval/returns/episode" in tags
+    assert "train/returns/episode" in tags
     assert "loss/policy" in tags and "loss/value" in tags
     assert "summary/test_returns/mean" in tags
 
@@ -100,7 +100,7 @@ def test_run_experiment_verbose_false_writes_no_losses(tmp_path: Path) -> None:
         seed=0,
     )
     tags = _scalar_tags(result.log_dir)
-    assert "eval/returns/episode" in tags
+    assert "train/returns/episode" in tags
     assert not any(tag.startswith("loss/") for tag in tags)
 
 
@@ -223,7 +223,7 @@ def test_vector_env_copies_are_independent() -> None:
 def _episode_returns(log_dir: str) -> list[float]:
     accumulator = EventAccumulator(log_dir, size_guidance={"scalars": 0})
     accumulator.Reload()
-    return [event.value for event in accumulator.Scalars("eval/returns/episode")]
+    return [event.value for event in accumulator.Scalars("train/returns/episode")]
 
 
 def test_seeded_run_experiment_is_reproducible(tmp_path: Path) -> None:

@@ -200,7 +200,7 @@ def _ready(buffer: AtariReplayBuffer):
 def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: Any) -> None:
     """Every sampleable transition equals the hand-computed one and ``NStepReplayBuffer``'s;
     the buffer holds exactly the newest complete transitions."""
-    n = buffer.n_steps
+    n = buffer.n_step
     states, actions, rewards, next_states, _ = _ready(buffer)
     ids = actions.tolist()
     assert len(ids) == len(buffer) > 0
@@ -233,7 +233,7 @@ def test_n_step_transitions_match_hand_computed_ones_and_nstep_replay(
     kind: type, n_steps: int
 ) -> None:
     steps = 500
-    buffer = kind(60, n_steps=n_steps)  # wraps about 9 times
+    buffer = kind(60, n_step=n_steps)  # wraps about 9 times
     nstep = NStepReplayBuffer(n_steps, ExperienceReplayBuffer(steps, n_step=n_steps))
     records: dict[int, tuple] = {}
     waited = 0
@@ -256,7 +256,7 @@ def test_n_step_transitions_match_hand_computed_ones_and_nstep_replay(
 
 
 def test_n_step_returns_by_hand_and_pending_transitions() -> None:
-    buffer = AtariReplayBuffer(40, n_steps=3)
+    buffer = AtariReplayBuffer(40, n_step=3)
     # frames 1.. shift by one per step; rewards 1, 2, 4, 8; the 4th step terminates
     states = [State(_frames(1))] + [State(_frames(1 + t), reward=2.0 ** (t - 1)) for t in (1, 2, 3)]
     states.append(State(_frames(5), reward=8.0, done=True))
@@ -279,7 +279,7 @@ def test_n_step_returns_by_hand_and_pending_transitions() -> None:
 
 
 def test_a_break_in_the_stored_sequence_ends_the_windows() -> None:
-    buffer = AtariReplayBuffer(40, n_steps=3)
+    buffer = AtariReplayBuffer(40, n_step=3)
     a = [State(_frames(1))] + [State(_frames(1 + t), reward=float(t)) for t in (1, 2)]
     buffer.store(None, None, a[0])
     buffer.store(a[0], 0, a[1])
@@ -305,7 +305,7 @@ def test_a_break_in_the_stored_sequence_ends_the_windows() -> None:
 @pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
 def test_overwritten_frames_invalidate_the_transitions_that_need_them(kind: type) -> None:
     size, n = 10, 2
-    buffer = kind(size, n_steps=n)
+    buffer = kind(size, n_step=n)
     states = [State(_frames(i)) for i in range(40)]
     buffer.store(None, None, states[0])
     for t in range(1, 30):  # one sequence: t transitions, 4 + t frames written
@@ -323,9 +323,9 @@ def test_overwritten_frames_invalidate_the_transitions_that_need_them(kind: type
         if kind is PrioritizedAtariReplayBuffer and expected:
             assert np.array_equal(buffer.tree[np.arange(size)] > 0, buffer.ready.numpy())
     with pytest.raises(ValueError, match="too small"):
-        AtariReplayBuffer(7, n_steps=3).store(states[0], 0, states[1])
+        AtariReplayBuffer(7, n_step=3).store(states[0], 0, states[1])
     with pytest.raises(ValueError):
-        AtariReplayBuffer(10, n_steps=0)
+        AtariReplayBuffer(10, n_step=0)
 
 
 def _episode(buffer: AtariReplayBuffer, first: int, steps: int, action: int = 0) -> None:
@@ -346,7 +346,7 @@ def _frequencies(buffer: PrioritizedAtariReplayBuffer, draws: int = 200) -> np.n
 def test_prioritized_sampling_follows_the_priorities(n_steps: int) -> None:
     generator = torch.Generator().manual_seed(0)
     buffer = PrioritizedAtariReplayBuffer(
-        40, generator=generator, n_steps=n_steps, alpha=1.0, beta=1.0, epsilon=0.0
+        40, generator=generator, n_step=n_steps, alpha=1.0, beta=1.0, epsilon=0.0
     )
     _episode(buffer, 1, 8)
     slots = buffer.ready.nonzero().squeeze(-1)
@@ -415,3 +415,51 @@ def test_a_pickled_buffer_goes_on_storing_into_its_own_storage(kind: type) -> No
     _, actions, rewards, next_states, _ = _all_valid(restored)
     assert len(restored) == 8 and actions.tolist() == [0, 1, 2, 3, 4, 10, 11, 12]
     assert rewards.tolist() == [1.0] * 8 and next_states.done.sum() == 2
+
+
+def _segments(steps: int, rows: int, seed: int) -> list:
+    """``_stream``'s rows (action ``i`` at row ``i``) cut as ``EnvRunner`` cuts them, into
+    ``[rows, 2]`` segments of two streams (consecutive segments share a row)."""
+    from looprl.core import SampleBatch
+
+    states = [state for _, _, state in _stream(steps, seed)]
+    cuts = [states[i : i + rows] for i in range(0, len(states) - rows + 1, rows - 1)]
+
+    def column(part: list, start: int) -> dict:
+        terminal = torch.tensor([bool(s.done) and float(s.mask) == 0 for s in part])
+        ended = torch.tensor([bool(s.done) for s in part])
+        return {"obs": torch.stack([s.observation for s in part]),
+                "action": torch.arange(start, start + len(part)),
+                "reward": torch.tensor([float(s.reward) for s in part]),
+                "done": terminal, "truncated": ended & ~terminal}
+
+    columns = [column(part, i * (rows - 1)) for i, part in enumerate(cuts)]
+    return [SampleBatch(**{key: torch.stack([a[key], b[key]], 1) for key in a})
+            for a, b in zip(columns[::2], columns[1::2], strict=False)]
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_put_stores_segments_as_the_replay_of_the_distributed_runtime_does(
+    kind: type, n_step: int
+) -> None:
+    """``put`` (the trainer worker's path) stores the windows ``ExperienceReplayBuffer.put``
+    cuts from the same segments (one per row that is not an episode end; an n-step window
+    ends at its segment's last row), keeping each frame once."""
+    buffer, reference = kind(1000, n_step=n_step), ExperienceReplayBuffer(1000, n_step=n_step)
+    segments = _segments(300, rows=9, seed=n_step)
+    for segment in segments:
+        assert buffer.put(segment) and reference.put(segment)
+    assert buffer.skipped == 0 and len(buffer) == len(reference) > 200
+    assert buffer._filled < 2 * len(buffer)  # frames, not stacks of them
+    ours, theirs = _ready(buffer), as_transitions(reference.gather(torch.arange(len(reference))),
+                                                  GAMMA)
+    row_of = {i: row for row, i in enumerate(theirs[1].tolist())}
+    assert sorted(ours[1].tolist()) == sorted(row_of)
+    for row, i in enumerate(ours[1].tolist()):
+        other = row_of[i]
+        assert torch.equal(ours[0].observation[row], theirs[0].observation[other])
+        for name in ("observation", "mask", "done", "reward"):
+            assert torch.equal(ours[3][name][row], theirs[3][name][other]), name
+        if n_step > 1:
+            assert ours[3]["discount"][row] == theirs[3]["discount"][other]

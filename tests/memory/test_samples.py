@@ -42,6 +42,20 @@ def test_on_policy_buffer_drops_samples_beyond_max_lag():
     assert no_limit.put(segment(2, version=0), current_version=1000)
 
 
+def test_on_policy_buffer_of_one_stream_takes_segments_of_any_length():
+    """VPG's segments of whole episodes differ in length: one stream per batch takes them
+    as they come; batches of several streams need equal lengths (a one-line error)."""
+    buffer = OnPolicyBuffer(batch_streams=1)
+    buffer.put(segment(2, rows=5), 0)
+    buffer.put(segment(1, rows=9, start=7.0), 0)
+    shapes = [tuple(buffer.get().reward.shape) for _ in range(3)]
+    assert shapes == [(5, 1), (5, 1), (9, 1)] and not buffer.ready()
+    several = OnPolicyBuffer(batch_streams=2)
+    several.put(segment(1, rows=5), 0)
+    with pytest.raises(ValueError, match=r"^segments batched 2 at a time must all have "
+                                         r"T \+ 1 = 5 rows, got 9 .*batch_streams=1"):
+        several.put(segment(1, rows=9), 0)
+
 @pytest.mark.parametrize("numpy", [False, True])
 def test_on_policy_buffer_concatenates_streams(numpy):
     buffer = OnPolicyBuffer(batch_streams=4)
@@ -72,12 +86,12 @@ def test_replay_put_cuts_segments_into_weighted_n_step_windows(numpy):
     """The trainer worker's replay (the local buffer): each training row of a segment is one
     n-step window, cut (truncated) at the segment's end."""
     replay = PrioritizedReplayBuffer(size=64, n_step=2, generator=torch.Generator().manual_seed(0))
-    assert not replay.ready(1)
+    assert len(replay) == 0
     sample = segment(3, start=0.0, numpy=numpy)
     sample.reward[:] = np.arange(5).reshape(5, 1) if numpy else torch.arange(5.0).view(5, 1)
     sample.done[2, 1] = True  # stream 1 ends at row 2: row 2 is no training row
     replay.put(sample, current_version=0)
-    assert len(replay) == 4 + 3 + 4 and replay.ready(11)
+    assert len(replay) == 4 + 3 + 4
     batch = replay.sample_batch(8)
     assert batch.reward.shape == (3, 8) and batch.obs.obs.shape == (3, 8, 3)
     assert batch.weight.shape == (3, 8) and batch.weight.dtype == torch.float32

@@ -196,3 +196,17 @@ def test_setting_an_attribute_of_the_wrapped_trainer_changes_the_real_one(tmp_pa
     assert isinstance(wrapper, MetaTrainer)
     agent_hyperparameters(experiment.agent)["hp/clip"].set(0.33)
     assert wrapper.trainer.clip == 0.33 and wrapper.clip == 0.33
+
+
+@pytest.mark.parametrize(
+    ("builder", "env_id"),
+    [(SMALL_DQN.hyperparameters(buffer="uniform"), "CartPole-v1"), (SMALL_SAC, "Pendulum-v1")],
+    ids=["dqn-uniform", "sac"],
+)
+def test_value_methods_fill_td_error_at_every_update(builder, env_id, tmp_path: Path) -> None:
+    experiment = _experiment(builder, env_id, tmp_path, 120, meta=[BonusReward(0.0)])
+    metrics = experiment.hub.metrics
+    assert metrics["update"] > 0
+    td_error, q_values = metrics["td_error"], metrics["predictions"]["q_values"]
+    assert td_error.shape == q_values.shape == (16,)  # one per sample of the minibatch
+    assert torch.isfinite(td_error).all() and not td_error.requires_grad

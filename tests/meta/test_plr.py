@@ -182,6 +182,13 @@ def test_plr_on_ppo_replays_levels_it_chose(tmp_path: Path) -> None:
         # ... and the copy played it: the last choice may not be reached within the budget
         assert follow.played[i] == mine[: len(follow.played[i])]
         assert len(follow.played[i]) >= len(mine) - 1
+    [table] = tmp_path.glob("*/*/log.csv")  # what PLR logged (log/plr/*)
+    rows = [line.split(",") for line in table.read_text().splitlines()[1:]]
+    logged = {name: [float(value) for _, n, value in rows if n == name]
+              for name in ("plr/mean_score", "plr/seen", "plr/replay_share")}
+    assert logged["plr/seen"][-1] == plr.seen.sum() and logged["plr/mean_score"][-1] > 0
+    shares = logged["plr/replay_share"]
+    assert all(0 <= share <= 1 for share in shares) and 0 < max(shares)
 
 
 class ScoreLog(PLR):
@@ -208,7 +215,8 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
     def model(obs):  # logits and values of zeros: the GAE score is a function of length
         return torch.zeros(len(obs), 2), torch.zeros(len(obs))
 
-    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"),
+                             hyperparameters=dict, approximations=dict)  # declares none
     contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
     _, env_args = ContextualEnvironment("CartPole-v1", contexts).remote_env()
     plr = ScoreLog(strategy="gae", gamma=0.9, lam=0.5, replay_prob=0.5, seed=0)
@@ -228,6 +236,8 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
         mine = [level for copy, level, _ in plr.choices if copy == i]
         assert mine and played[i] == mine[: len(played[i])]
         assert len(played[i]) >= len(mine) - 1
+    reported = runner.meta_scalars()  # what the actor reports: the same log/* keys
+    assert reported["log/plr/seen"] == plr.seen.sum() and runner.meta_scalars() == {}
     c = 0.9 * 0.5  # GAE of an all-ones episode of length L with V = 0, mean over steps
     expected = [np.mean([sum(c ** k for k in range(n - t)) for t in range(n)]) for n in lengths]
     assert sorted(plr.log[: len(lengths)]) == pytest.approx(sorted(expected))
@@ -244,7 +254,8 @@ def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
     def model(obs):
         return torch.zeros(len(obs), 2), torch.ones(len(obs))
 
-    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"),
+                             hyperparameters=dict, approximations=dict)  # declares none
     plr = ScoreLog(strategy="one_step_td_error", gamma=0.9, seed=0)
     runner = EnvRunner("contextual", {"env_id": "CartPole-v1", "max_episode_steps": 5},
                        n_envs=2, segment_length=8, meta=[plr], policy=policy, seed=0)

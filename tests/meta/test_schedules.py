@@ -140,12 +140,21 @@ def test_hp_schedule_bad_inputs_raise(args, kwargs, message):
         HPSchedule(*args, **kwargs)
 
 
+def test_cosine_lr_starts_from_the_agents_learning_rate():
+    """Without initial_lr, the first update's hp/lr (the agent's) is where cycles start."""
+    lrs = run(CosineLRSchedule(period=4), "pre_update", 5, **{"hp/lr": 3e-4})
+    assert lrs[0] == pytest.approx(3e-4) and lrs[2] == pytest.approx(1.5e-4)
+    assert lrs[4] == pytest.approx(3e-4)  # the restart returns to the agent's rate
+    with pytest.raises(KeyError, match="give initial_lr"):
+        run(CosineLRSchedule(), "pre_update", 1)
+
+
 def test_cosine_lr_bad_inputs_raise():
     with pytest.raises(ValueError, match="period must be positive"):
         CosineLRSchedule(period=0)
     with pytest.raises(ValueError, match="period_mult must be at least 1"):
         CosineLRSchedule(period_mult=0.5)
-    with pytest.raises(ValueError, match="min_lr must lie"):
+    with pytest.raises(ValueError, match="min_lr=0.01 must not exceed initial_lr=0.001"):
         CosineLRSchedule(initial_lr=1e-3, min_lr=1e-2)
     with pytest.raises(ValueError, match="'hp/<name>'"):
         CosineLRSchedule(key="lr")

@@ -26,8 +26,8 @@ def end_both(space: SPaCE, metrics: dict, returns: float) -> int:
     metrics.update(ended=torch.tensor([True, True]), episode_returns=[returns, returns])
     space.evaluate(metrics)
     sizes = {len(w.instance_ids) for w in contextual_envs(metrics["env"])}
-    assert sizes == {metrics["space/instance_set_size"]}  # written to both copies
-    return metrics["space/instance_set_size"]
+    assert sizes == {metrics["log/space/instance_set_size"]}  # written to both copies
+    return metrics["log/space/instance_set_size"]
 
 
 def test_set_grows_at_plateaus_and_stays_while_improving():
@@ -35,7 +35,7 @@ def test_set_grows_at_plateaus_and_stays_while_improving():
     space = SPaCE(initial_size=2, increment=1, eta=1.0, check_every=2, measure="return")
     metrics = {"env": env, "policy": None}
     space.setup(metrics)
-    assert metrics["space/instance_set_size"] == 2
+    assert metrics["log/space/instance_set_size"] == 2
     assert [w.instance_ids for w in contextual_envs(env)] == [[0, 1], [0, 1]]  # given order
     returns = [10, 20, 30, 30.5, 40, 60, 60.2, 60.1, 61.5, 61.6, 61.6, 61.6]
     sizes = [end_both(space, metrics, r) for r in returns]
@@ -53,7 +53,8 @@ def test_window_counts_episodes_and_value_measure_orders_by_start_value():
     def model(obs):  # V(s_0) = -k * length: short poles are "easy"
         return torch.zeros(len(obs), 2), -scale["k"] * obs[:, 4 + 3]
 
-    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"))
+    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"),
+                             hyperparameters=dict, approximations=dict)  # declares none
     space = SPaCE(initial_size=2, increment=2, eta=0.05, check_every=4, measure="value")
     metrics = {"env": env, "policy": policy}
     lengths = {i: c["length"] for i, c in contextual_envs(env)[0].contexts.items()}

@@ -100,7 +100,7 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
         assert isinstance(agent.replay_buffer, AtariReplayBuffer) and len(agent.replay_buffer)
     if name == "rainbow":
         assert type(agent.replay_buffer) is PrioritizedAtariReplayBuffer
-        assert agent.replay_buffer.n_steps == 3 and len(agent.replay_buffer)
+        assert agent.replay_buffer.n_step == 3 and len(agent.replay_buffer)
     if name == "ppg":
         assert agent.trainer.aux_phases >= 1
 
@@ -132,7 +132,7 @@ def test_replay_switches(
     experiment = make_experiment(preset, env, train_steps=80, logdir=str(tmp_path), quiet=True)
     experiment.train(frames=80)
     buffer = _inner(experiment.agent).replay_buffer
-    assert type(buffer) is buffer_type and buffer.n_steps == n_steps
+    assert type(buffer) is buffer_type and buffer.n_step == n_steps
     assert len(buffer) > 0 and not torch.equal(_weights(preset.model), before)
 
 

@@ -229,6 +229,7 @@ class DDPGTrainer(Trainer):
         loss = critic_loss(values, targets)
         self.q.reinforce(loss)
         self.predictions = {"q_values": values.detach()}
+        self.td_error = (targets - self.predictions["q_values"]).detach()
         return loss.detach()
 
     def _should_update_actor(self) -> bool:

@@ -124,6 +124,7 @@ class SACTrainer(Trainer):
         critic = twin_critic_loss(q1, q2, targets)
         self.q.reinforce(critic)
         self.predictions = {"q_values": q1.detach()}
+        self.td_error = (targets - self.predictions["q_values"]).detach()  # of Q1
         actor, log_probs = self._actor_step(obs, alpha)
         stats = {"critic": critic.detach(), "actor": actor, "alpha": alpha}
         if self.temperature.optimizer is not None:

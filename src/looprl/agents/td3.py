@@ -91,6 +91,7 @@ class TD3Trainer(DDPGTrainer):
         loss = twin_critic_loss(q1, q2, targets)
         self.q.reinforce(loss)
         self.predictions = {"q_values": q1.detach()}
+        self.td_error = (targets - self.predictions["q_values"]).detach()  # of Q1
         return loss.detach()
 
     def _should_update_actor(self) -> bool:

@@ -36,8 +36,9 @@ key             contents
                 reads a YAML/JSON list of contexts; ``context.hide_context``,
                 ``context.instance_mode``. With a test set the run evaluates on it and
                 reports the training set's returns beside (``train_set`` / ``test_set``)
-``exploration`` / ``buffer`` / ``update``: part names (``looprl.presets.parts``) that replace
-                the algorithm's (``null`` keeps them)
+``exploration`` / ``buffer`` / ``update``: shorthands for ``algorithm.exploration=...`` (the
+                preset's part names, ``looprl.presets.parts``): the saved config holds them
+                once, under ``algorithm``
 ``frames``      training budget in environment steps
 ``seed``        seeds torch, numpy, random and the environment
 ``test_episodes`` evaluation episodes after training
@@ -167,9 +168,6 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "env": "CartPole-v1",
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
-        "exploration": None,
-        "buffer": None,
-        "update": None,
         "frames": 100_000,
         "seed": 0,
         "test_episodes": 10,
@@ -234,12 +232,9 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     from looprl.experiments.experiment import seed_everything
     from looprl.presets.catalog import resolve_agent
 
-    unsupported = {"runner": cfg.runner.name != "online",
-                   **{part: cfg[part] is not None for part in ("exploration", "buffer", "update")}}
-    asked = [key for key, value in unsupported.items() if value]
-    if asked:
-        raise ValueError(f"runtime=ray does not run {', '.join(asked)} yet; drop "
-                         f"{', '.join(asked)} or use runtime=local")
+    if cfg.runner.name != "online":
+        raise ValueError(f"runtime=ray runs the online runner, not runner={cfg.runner.name}; "
+                         "drop runner= or use runtime=local")
     if cfg.device is not None and str(cfg.device) != "cpu":
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
@@ -313,12 +308,6 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
-    for part in ("exploration", "buffer", "update"):
-        if cfg[part] is not None:
-            if part not in algorithm:
-                raise ValueError(f"{preset_name} has no `{part}` part to replace; drop "
-                                 f"{part}={cfg[part]} (presets with parts: dqn, ddqn, ppo, sac)")
-            algorithm[part] = cfg[part]
     builder = resolve_agent(preset_name).hyperparameters(**algorithm)
     env, test_env = make_envs(preset_name, cfg)
     builder.env(env).build()  # wrong values fail now, in one line
@@ -358,6 +347,16 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
         raise ValueError(f"{len(found)} checkpoints in {run_dir}; resume one experiment at a "
                          f"time: {', '.join(map(str, found))}")
     return str(found[0])
+
+
+#: top-level shorthands for the preset's swappable parts (``exploration=ez_greedy``)
+PARTS = ("exploration", "buffer", "update")
+
+
+def expand_shorthands(overrides: list[str]) -> list[str]:
+    """``exploration=X`` (``buffer=``, ``update=``) -> ``algorithm.exploration=X``: the part
+    is a hyperparameter of the preset, and the config holds it once, there."""
+    return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else o for o in overrides]
 
 
 def check_overrides(overrides: list[str]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.configs import build, check_overrides, register, register_imports
+from looprl.configs import build, check_overrides, expand_shorthands, register, register_imports
 
 __all__ = ["execute", "main"]
 
@@ -167,8 +167,8 @@ def resume_arguments(argv: list[str]) -> list[str]:
         raise FileNotFoundError(f"{run_dir} is no looprl run directory (no .hydra/config.yaml)")
     old = OmegaConf.load(saved / "config.yaml")
     find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
-    kept = [o for o in OmegaConf.load(saved / "overrides.yaml")
-            if not o.startswith(("resume=", "hydra."))]
+    kept = expand_shorthands([o for o in OmegaConf.load(saved / "overrides.yaml")
+                              if not o.startswith(("resume=", "hydra."))])
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
     differences = _differences(old, _compose([*kept, *extra]))
     if differences:
@@ -225,7 +225,7 @@ def main(argv: list[str]) -> int:
 
     argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
     register(argv)
-    argv = resume_arguments(argv)
+    argv = resume_arguments(expand_shorthands(argv))
     register_imports(argv)  # (a resumed run's own overrides may attach some)
     check_overrides(argv)
 

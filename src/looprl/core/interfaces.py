@@ -144,7 +144,9 @@ class Trainer(metaclass=_ByName):
     After ``step``, ``predictions`` holds what the update computed (``q_values``,
     ``values``, ``log_probs``: detached tensors) for the metrics dictionary; it is replaced
     by each step, never mutated. ``td_error`` holds the last step's per-sample TD errors
-    (value-based trainers; ``None`` otherwise). ``metrics`` is the run's metrics dictionary
+    ``target - Q(s, a)`` (every step of the DQN family and of DDPG, TD3 and SAC, whose twin
+    critics give ``Q1``'s; C51: the per-sample cross-entropies, its priorities; ``None`` for
+    the policy-gradient trainers). ``metrics`` is the run's metrics dictionary
     when meta components are attached (``None`` otherwise), for update rules that read it.
     """
 

@@ -26,7 +26,10 @@ class Logger:
         """Log any debugging statistic (``info/<name>``)."""
 
     def add_eval(self, name: str, value: Any, step: str = "frame") -> None:
-        """Log an evaluation statistic (``eval/<name>``), e.g. episode returns."""
+        """Log an evaluation statistic (``eval/<name>``), e.g. evaluation returns."""
+
+    def add_log(self, name: str, value: float) -> None:
+        """Log a meta component's scalar (``log/<name>``, at the current frame)."""
 
     def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
         """Log mean/std/min/max of a list of values (``summary/<name>/...``)."""

@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import socket
+from typing import Any
 
 from looprl.distributed.config import RuntimeConfig
 
@@ -46,10 +47,19 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                   "runtime.address unset to run locally") from None
         return True
     loopback_only()
+    # a loopback-only instance needs no token (Ray warns about it at every start either way)
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
-    ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
-             runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's Ray
-             log_to_driver=False)
+    try:
+        ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
+                 runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's
+                 log_to_driver=False)  # Ray
+    except Exception as error:  # Ray raises a bare Exception when its processes do not start
+        if "during startup" not in str(error):
+            raise
+        raise ConnectionError(f"the local Ray instance did not start ({error_line(error)}); "
+                              "the machine may be overloaded: try again when it is quieter"
+                              ) from None
     return True
 
 
@@ -105,3 +115,25 @@ def _check_reachable(address: str) -> None:
         raise ConnectionError(f"cannot reach a Ray cluster at {address!r} ({error}); start one "
                               "with `ray start --head` or leave runtime.address unset to run "
                               "locally") from None
+
+
+def shipped(value: Any) -> list[Any]:
+    """``[ray.put(value)]``: a large constructor argument of the workers, put in the object
+    store once and passed by a reference inside a small list (``received`` unpacks it).
+
+    Ray warns at every start about restartable actors whose constructor arguments live in
+    the object store (a restart fails if they are gone); the caller keeps this list, so
+    they are not gone, and every worker shares the one copy.
+    """
+    import ray
+
+    return [ray.put(value)]
+
+
+def received(value: Any) -> Any:
+    """What ``shipped`` packed (a value passed directly is returned as it is)."""
+    if isinstance(value, list) and len(value) == 1:
+        import ray
+
+        return ray.get(value[0])
+    return value

@@ -9,6 +9,10 @@ ends an episode is followed by the first row of the next one. Every ``segment_le
 a stream yields a ``[segment_length + 1]`` segment, whose last row starts the next segment.
 With several agents per env, requests and segments say whose rows they hold (``agent``).
 
+With ``whole_episodes`` (VPG), a stream yields its rows only at the end of the episode that
+brings them to ``segment_length`` steps (rows that end an episode do not count), as the local
+VPG agent trains, and its next segment starts with the next episode's first row.
+
 The envs are split into ``groups``: while the policy answers one group's request, the caller
 may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
 
@@ -82,6 +86,7 @@ class EnvRunner:
         meta: meta components whose step and episode hooks this runner calls (this copy's
             own; ``metrics['env']`` is the list of env copies).
         policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
+        whole_episodes: cut segments at episode ends only (see the module docstring).
     """
 
     def __init__(
@@ -97,6 +102,7 @@ class EnvRunner:
         is_evaluation: bool = False,
         meta: Sequence[MetaComponent] = (),
         policy: Any = None,
+        whole_episodes: bool = False,
     ):
         from looprl.environments.srl import make
 
@@ -107,6 +113,7 @@ class EnvRunner:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
         self.envs = [build() for _ in range(n_envs)]
         self.segment_length = segment_length
+        self.whole_episodes = whole_episodes
         self.default_policy_state = default_policy_state
         self.exploration = exploration
         self.is_evaluation = is_evaluation
@@ -121,6 +128,7 @@ class EnvRunner:
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self.hub = MetaHub(list(meta), Parts(policy), self.envs) if meta else None
         self._shaped: dict[tuple[int, int], float] = {}  # rewards the hooks changed
+        self._shapes: dict[Any, dict[str, tuple]] = {}  # observation fields' shapes, by agents
         self.total_frames = 0
         if self.hub is not None:
             self.hub.pre_episode()
@@ -155,7 +163,7 @@ class EnvRunner:
         self._asked[group] = (keys, rows)
         if not keys:
             return None
-        obs = stack(rows)
+        obs = self._stack(rows, frozenset(a for _, a in keys) if self.agent_count > 1 else 0)
         if self.hub is not None:
             self.hub.pre_step(_observations([self._results[i][a] for i, a in keys]))
         states = None
@@ -207,12 +215,10 @@ class EnvRunner:
         return self._returns.copy()
 
     def meta_scalars(self) -> dict[str, float]:
-        """The numbers the meta components wrote under keys of their own (``plr/seen``,
-        ``space/instance_set_size``; not the ``hp/*`` keys): what this actor reports."""
-        metrics = self.hub.metrics if self.hub is not None else {}
-        return {key: float(value) for key, value in metrics.items()
-                if "/" in key and not key.startswith("hp/")
-                and isinstance(value, int | float) and not isinstance(value, bool)}
+        """The ``log/*`` values the meta components wrote since the last call
+        (``MetaHub.log_scalars``: ``log/plr/seen``, ``log/rnd/intrinsic_reward_mean``...):
+        what this actor reports."""
+        return self.hub.log_scalars() if self.hub is not None else {}
 
     def pop_episodes(self) -> list[Episode]:
         """The episodes finished since the last call."""
@@ -220,6 +226,24 @@ class EnvRunner:
         return done
 
     # -- internals ---------------------------------------------------------------------------
+    def _stack(self, rows: list[NamedArray], agents: Any) -> NamedArray:
+        """The observations of a request, stacked; ``ValueError`` in one line if their fields
+        or shapes differ from each other or from those of the first request of the same
+        ``agents`` (agents may see different shapes)."""
+        try:
+            obs = stack(rows)
+            shapes = {name: value.shape[1:] for name, value in obs.items() if value is not None}
+        except (ValueError, RuntimeError, KeyError) as error:
+            shapes, reason = None, str(error).splitlines()[0]
+        else:
+            first = self._shapes.setdefault(agents, shapes)
+            reason = f"{shapes} after {first}"
+        if shapes is None or shapes != self._shapes[agents]:
+            raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape or "
+                             f"fields ({reason}): an environment's observations must keep one "
+                             "shape and one set of fields (pad them to one size)")
+        return obs
+
     def _stream(self, key: tuple[int, int]) -> _Stream:
         stream = self._streams.get(key)
         if stream is None:
@@ -250,10 +274,17 @@ class EnvRunner:
         if self.default_policy_state is not None:
             stream.policy_state = (self.default_policy_state if ended
                                    else result.policy_state[row])
-        if len(stream.rows) == self.segment_length + 1:
+        if self._complete(stream.rows, ended):
             self._segments.append(_segment(stream.rows))
-            stream.rows = stream.rows[-1:]
+            stream.rows = [] if self.whole_episodes else stream.rows[-1:]
         return action
+
+    def _complete(self, rows: list[dict[str, Any]], ended: bool) -> bool:
+        """Whether ``rows`` (the last one ``ended`` its episode or not) make a segment."""
+        if not self.whole_episodes:
+            return len(rows) == self.segment_length + 1
+        steps = sum(not (row["done"] or row["truncated"]) for row in rows) if ended else 0
+        return steps >= self.segment_length
 
     def _advance(self, i: int, actions: list[Any]) -> bool:
         """Step env copy ``i`` (``True``), or reset it when all of its agents are done."""

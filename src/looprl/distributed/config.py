@@ -27,14 +27,17 @@ class AlgorithmSpec:
         trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
-        buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"`` or
-            ``"prioritized"`` (``None``: the trainer's own ``sample_buffer`` attribute says);
-            ``"independent"``: one buffer per agent for an ``IndependentTrainer``
-            (``looprl.distributed.independent``), ``buffer_args={"agents": [(buffer,
-            buffer_args), ...]}`` in the agents' order.
+        buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"``,
+            ``"prioritized"``, ``"atari_uniform"`` or ``"atari_prioritized"`` (``None``: the
+            trainer's own ``sample_buffer`` attribute says); ``"independent"``: one buffer
+            per agent for an ``IndependentTrainer`` (``looprl.distributed.independent``),
+            ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
         buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
             ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
+        whole_episodes: actors cut each stream's segments at episode ends only, each at the
+            first one after ``runtime.segment_length`` steps (VPG's batches of whole episodes;
+            ``EnvRunner``'s ``whole_episodes``).
         meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
             of its own copy (``make_meta``), the trainer worker the update hooks of its own;
             what a component shares (``MetaComponent.shared_state``) travels with the policy
@@ -50,6 +53,7 @@ class AlgorithmSpec:
     buffer: str | None = None
     buffer_args: dict[str, Any] = field(default_factory=dict)
     explorations: list[float] | None = None
+    whole_episodes: bool = False
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 

@@ -73,6 +73,10 @@ class IndependentCore:
         """No meta components run with independent learners on Ray."""
         return []
 
+    def log_scalars(self) -> dict[str, float]:
+        """No meta components run with independent learners on Ray: ``{}``."""
+        return {}
+
     def put(self, sample: SampleBatch) -> None:
         """Put each agent's streams of ``sample`` into its own core."""
         for agent, part in self.trainer.split(sample).items():

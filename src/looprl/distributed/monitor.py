@@ -97,11 +97,7 @@ class RunMonitor:
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
         """An actor's meta-component numbers, evaluation returns, and a ``throughput.csv``
         row of an actor or evaluation worker."""
-        if stats["meta"]:
-            self.result.meta[name] = stats["meta"]
-            if self.log is not None:
-                for key, value in stats["meta"].items():
-                    self.log.add_info(f"{name}/{key}", value)
+        self._record_meta(name, stats["meta"])
         if name.startswith("eval") and stats["episodes"]:
             returns = [ret for ret, *_ in stats["episodes"]]
             self.result.eval_returns += returns
@@ -119,10 +115,22 @@ class RunMonitor:
         with open(self.throughput, "a", encoding="utf-8") as file:
             file.write(",".join(row) + "\n")
 
+    def _record_meta(self, name: str, values: dict[str, float]) -> None:
+        """The ``log/*`` values worker ``name``'s meta components wrote since the last poll:
+        logged as the local loop logs them, with the worker's name appended
+        (``log/plr/seen/actor0``), and the latest of each kept in ``result.meta[name]``."""
+        if not values:
+            return
+        self.result.meta.setdefault(name, {}).update(values)
+        if self.log is not None:
+            for key, value in values.items():
+                self.log.add_log(f"{key[len('log/'):]}/{name}", value)
+
     def _record_trainer(self, stats: dict[str, Any]) -> None:
         """The trainer's step count, and the mean of each statistic of its latest steps (of
         those that give it: independent learners' steps give their own agent's)."""
         self.result.train_steps = stats["steps"]
+        self._record_meta(self.trainers[0], stats.get("meta", {}))
         if self.log is None or not stats["stats"]:
             return
         self.log.frame = self.result.frames

@@ -33,8 +33,9 @@ class TrainerCore:
 
     Args:
         trainer: a ``Trainer`` (``step(SampleBatch) -> TrainerStepResult``).
-        buffer: ``"on_policy"``, ``"uniform"`` or ``"prioritized"`` replay (``None``:
-            ``trainer.sample_buffer``).
+        buffer: ``"on_policy"``, or a replay: ``"uniform"``, ``"prioritized"``, or the Atari
+            frame rings ``"atari_uniform"``, ``"atari_prioritized"`` (``None``:
+            ``trainer.sample_buffer``; ``looprl.memory.samples``).
         buffer_args: the buffer's arguments. On-policy buffers take ``batch_streams`` (default
             8) and ``max_lag``; replay takes ``size`` (transitions, default 100,000),
             ``batch`` (transitions per step, default 32), ``min_size`` (default ``batch``),
@@ -50,12 +51,12 @@ class TrainerCore:
     def __init__(self, trainer: Any, buffer: str | None = None,
                  buffer_args: dict[str, Any] | None = None, max_lag: int | None = None,
                  meta: Sequence[MetaComponent] = ()):
-        from looprl.memory.samples import make_sample_buffer
+        from looprl.memory.samples import REPLAY_KINDS, make_sample_buffer
 
         self.trainer = trainer
         args = dict(buffer_args or {})
         kind = buffer or getattr(trainer, "sample_buffer", None)
-        self.replay = kind in ("uniform", "prioritized")
+        self.replay = kind in REPLAY_KINDS
         self.updates_per_frame: float | None = None
         self.frames = 0  # env steps received (replay)
         self.updates = 0  # batches taken (replay)
@@ -89,6 +90,13 @@ class TrainerCore:
             return []
         return [component.shared_state() for component in self.trainer.hub.stack]
 
+    def log_scalars(self) -> dict[str, float]:
+        """The ``log/*`` values the update hooks wrote since the last call
+        (``MetaHub.log_scalars``; ``{}`` without meta components)."""
+        if not isinstance(self.trainer, MetaTrainer):
+            return {}
+        return self.trainer.hub.log_scalars()
+
     def put(self, sample: SampleBatch) -> None:
         """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
         rows, columns = sample.reward.shape
@@ -103,7 +111,7 @@ class TrainerCore:
         if not self.replay:
             return self.buffer.ready()
         ratio = self.updates_per_frame
-        return self.buffer.ready(self.min_size) and (
+        return len(self.buffer) >= self.min_size and (
             ratio is None or self.updates < ratio * (self.frames - self.min_size))
 
     def full(self, batches: int) -> bool:
@@ -248,7 +256,7 @@ def test_pipeline(
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
                        policy.default_policy_state, seed=seed,
                        exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
-                       policy=policy)
+                       policy=policy, whole_episodes=spec.whole_episodes)
     report = PipelineReport()
     while runner.frames < max_frames:
         _collect(runner, policy)

@@ -8,15 +8,20 @@ local agent, with the same hyperparameters.
 * On-policy presets (``OnPolicyPreset``: PPO, PPG, A2C, VAC in every family): actors cut
   segments of the preset's ``n_steps`` rows; a trainer steps on ``n_envs`` of them at a
   time, the local rollout's shape.
-* Replay presets (``ReplayPreset``: DQN, DDQN, C51, Rainbow on classic control; DDPG, TD3,
-  SAC): the trainer worker keeps the local agent's replay (uniform or prioritized, its size,
-  minibatch and start size; ``n_step`` windows cut from the actors' segments, a window that
-  would run past a segment's end bootstrapping there) and steps at most
+* Replay presets (``ReplayPreset``: DQN, DDQN, C51, Rainbow on classic control and Atari;
+  DDPG, TD3, SAC): the trainer worker keeps the local agent's replay (uniform or prioritized,
+  its size, minibatch and start size; ``n_step`` windows cut from the actors' segments, a
+  window that would run past a segment's end bootstrapping there; for Atari the frame ring
+  that stores each frame once, filled with each segment row's newest frame) and steps at most
   ``gradient_steps / update_frequency`` times per env step it received. Actors explore with
   the policy's own exploration (its epsilon schedule counting each actor's steps, its noisy
   layers, its action noise, its random warm-up), or, with the DQN presets' ``apex=True``,
   at Ape-X's rates, one per actor (``looprl.policies.apex_epsilons``).
 * VQN and VSarsa learn online, as on-policy presets with one-step segments.
+* VPG (``A2CTrainer`` with ``gae_lambda=1``) learns from whole episodes, as locally: each
+  actor stream's segment ends at the first episode end after ``min_batch_size`` steps
+  (``AlgorithmSpec.whole_episodes``), and the trainer steps on each such segment alone, so
+  its advantages are Monte-Carlo returns minus the baseline, never bootstrapped mid-episode.
 * Multi-agent presets (``IndependentMultiagentPreset``: ``multiagent.dqn``, ``multiagent.ppo``,
   ``independent(builder)``): each agent's preset gives its own policy, trainer and buffer
   (its own spec, as above, over its share of the frames); the actors' ``IndependentPolicy``
@@ -26,9 +31,9 @@ local agent, with the same hyperparameters.
 
 Atari presets play the ``"atari"`` environment (``AtariGameEnvironment``: the same DeepMind
 preprocessing, rewards clipped as the preset says); unlike the local presets they do not end
-an episode at each lost life (``episodic_life``): the actors report whole games. The Atari
-DQN family stays local: its replay of a million frames lives in the local Atari replay, which
-stores each frame once, while segments would hold every stacked frame.
+an episode at each lost life (``episodic_life``): the actors report whole games.
+
+Every preset of the four families runs on Ray; any other ``Preset`` is a one-line error.
 """
 
 from __future__ import annotations
@@ -49,13 +54,15 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
     ``trainers`` trainers, each stepping on its own batches.
 
     Raises:
-        ValueError: the preset runs locally only (the message says which run on Ray).
+        ValueError: the preset is of no family (the message says which run on Ray), or a
+            multi-agent preset asks for what its agents cannot share.
     """
     from looprl.presets.multiagent import IndependentMultiagentPreset
 
     if isinstance(preset, IndependentMultiagentPreset):
         return _independent_spec(preset, frames, actors, trainers)
     from looprl.policies import apex_epsilons
+    from looprl.presets.classic_control.vpg import VPGClassicControlPreset
     from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
     from looprl.presets.off_policy import ReplayPreset
     from looprl.presets.on_policy import OnPolicyPreset
@@ -68,20 +75,23 @@ def preset_spec(preset: Preset, frames: float, actors: int = 1, trainers: int = 
                 "policy_args": {"copy_model": True},
                 "trainer": functools.partial(preset.trainer, train_steps=train_steps)}
 
+    if isinstance(preset, VPGClassicControlPreset):
+        spec = AlgorithmSpec(**parts(), buffer="on_policy", buffer_args={"batch_streams": 1},
+                             whole_episodes=True)
+        return spec, {"segment_length": preset.hyperparameters["min_batch_size"]}
     if isinstance(preset, OnPolicyPreset | OnlineClassicControlPreset):
         spec = AlgorithmSpec(**parts(), buffer="on_policy",
                              buffer_args={"batch_streams": preset.n_envs})
         return spec, {"segment_length": preset.n_steps}
-    if isinstance(preset, ReplayPreset) and env != "atari":
+    if isinstance(preset, ReplayPreset):
         buffer, buffer_args = preset.remote_replay(train_steps)
         spec = AlgorithmSpec(**parts(), buffer=buffer, buffer_args=buffer_args,
                              explorations=apex_epsilons(actors) if preset.apex else None)
         return spec, {}
-    raise ValueError(f"runtime=ray runs the on-policy presets (ppo, ppg, a2c, vac), the "
-                     f"classic-control value-based ones (dqn, ddqn, c51, rainbow, vqn, vsarsa), "
-                     f"the continuous ones (ddpg, td3, sac) and the multi-agent ones built "
-                     f"of these; {preset.name!r} on {env!r} "
-                     "runs locally only (runtime=local), or build an AlgorithmSpec in Python")
+    raise ValueError(f"runtime=ray runs every preset of the families (classic control, Atari, "
+                     f"continuous, multi-agent); {preset.name!r} ({type(preset).__name__}) "
+                     "is none of them: run it locally (runtime=local), or build an "
+                     "AlgorithmSpec in Python")
 
 
 def _independent_spec(preset: Any, frames: float, actors: int, trainers: int

@@ -35,8 +35,9 @@ class DistributedResult:
         trainer_steps: each trainer's ``Trainer.step`` calls at the end.
         trainers_in_sync: whether all trainers ended with the same parameters (``None``:
             unknown).
-        meta: by actor worker, the latest numbers its meta components wrote
-            (``plr/seen``, ``space/instance_set_size``: each actor's own curriculum).
+        meta: by worker (actors, and the trainer for the update hooks), the latest value of
+            each ``log/*`` key its meta components wrote (``log/plr/seen``,
+            ``log/space/instance_set_size``: each actor's own curriculum).
     """
 
     frames: int = 0

@@ -22,6 +22,7 @@ import torch
 from ray import cloudpickle
 
 from looprl.distributed import ddp
+from looprl.distributed.cluster import received
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.workers import cuda_device, on_cpu, whereabouts
@@ -43,6 +44,7 @@ class TrainerWorker:
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  run_dir: str, seed: int, rank: int = 0):
         torch.set_num_threads(runtime.trainer_threads or runtime.torch_threads)
+        spec = received(spec)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches
@@ -70,6 +72,7 @@ class TrainerWorker:
         self._training = False  # a batch has been taken and is being trained on
         self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
+        self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
         self._publish()
 
     def ready(self) -> dict[str, Any]:
@@ -143,12 +146,15 @@ class TrainerWorker:
         self._stop.set()
 
     def stats(self) -> dict[str, Any]:
-        """Train steps, their statistics and the sample lags since the last call."""
+        """Train steps, their statistics, the sample lags and the latest ``log/*`` values
+        of the update hooks, since the last call."""
         with self._lock:
             stats, self._stats = self._stats, []
             lags, self._lags = self._lags, []
+            meta, self._meta = self._meta, {}
             return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
-                    "lags": lags, "received": self.core.received, "dropped": self.core.dropped}
+                    "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
+                    "meta": meta}
 
     def run(self) -> None:
         """Train whenever the buffer is ready, until ``stop``. Several trainers step together
@@ -191,6 +197,7 @@ class TrainerWorker:
         with self._lock:
             self.core.finish(batch, result)
             self._stats.append({k: float(v) for k, v in result.stats.items()})
+            self._meta.update(self.core.log_scalars())  # here: the thread that writes them
             self._training = False
             self._lock.notify_all()  # sync: waiting puts see the new version
         every = self.runtime.checkpoint_every

@@ -30,6 +30,7 @@ import ray
 import torch
 from ray.exceptions import RayActorError, RayTaskError
 
+from looprl.distributed.cluster import received
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
@@ -166,6 +167,7 @@ class ActorWorker:
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  trainer: Any, policy_worker: Any, seed: int, evaluation: bool = False):
         torch.set_num_threads(runtime.torch_threads)
+        spec = received(spec)
         self.index = index
         self.evaluation = evaluation
         self.trainer = trainer
@@ -185,6 +187,7 @@ class ActorWorker:
             default_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,
+            whole_episodes=spec.whole_episodes,
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -202,7 +205,7 @@ class ActorWorker:
 
     def stats(self) -> dict[str, Any]:
         """Frames, finished episodes and timings since the last call (then reset), and the
-        meta components' numbers now (``EnvRunner.meta_scalars``)."""
+        ``log/*`` values the meta components wrote since then (``EnvRunner.meta_scalars``)."""
         with self._lock:
             stats = dict(self._stats)
             self._stats.update(frames=0, episodes=[], inference_seconds=0.0, send_seconds=0.0,
@@ -326,6 +329,7 @@ class PolicyWorker:
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  batch_requests: int, max_wait: float = 0.002):
         torch.set_num_threads(runtime.torch_threads)
+        spec = received(spec)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, server, runtime.pull_interval)

@@ -32,6 +32,7 @@ from looprl.environments.srl import (
     make,
     register,
     registered_environments,
+    step_result,
 )
 from looprl.environments.srl_adapters import (
     AtariGameEnvironment,
@@ -74,4 +75,5 @@ __all__ = [
     "make",
     "register",
     "registered_environments",
+    "step_result",
 ]

@@ -11,8 +11,9 @@ logger's counters -- and the global random states of torch (CUDA's too, on a GPU
 ``load_checkpoint(path)`` restores the random states and returns the experiment; training on
 (``experiment.train(frames=...)``) then continues as if it had never stopped: on CPU, the
 returns and the final parameters equal those of an uninterrupted run. The logger drops the
-CSV rows that the dead run wrote after the checkpoint. (On a GPU, CUDA kernels need not be
-deterministic, so the run may drift; a checkpoint saved on a GPU resumes on a GPU.)
+CSV rows and TensorBoard scalars that the dead run wrote after the checkpoint. (On a GPU,
+CUDA kernels need not be deterministic, so the run may drift; a checkpoint saved on a GPU
+resumes on a GPU.)
 
 Experiments checkpoint themselves every ``checkpoint_every`` frames, with their replay
 buffer unless ``checkpoint_replay=False`` (single environments:

@@ -248,6 +248,13 @@ class Experiment(ABC):
         """Whether an unfinished training episode has a non-finite return so far."""
         return False
 
+    def _log_meta_scalars(self, hub: MetaHub, logger: Any) -> None:
+        """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote since the last
+        call (the loops call it after the post-episode hooks: the logging interval of
+        ``log/*`` keys is the training episode; nothing to do when no component wrote one)."""
+        for key, value in hub.log_scalars().items():
+            logger.add_log(key[4:], value)
+
     def _log_test(self, returns: list[float]) -> None:
         self.test_returns = returns
         self.logger.add_test_returns(returns)
@@ -291,6 +298,7 @@ class SingleEnvExperiment(Experiment):
         if self.hub is not None:
             ended = torch.ones(1, dtype=torch.bool)
             self.hub.post_episode(ended, [float(self._return)], [self.logger.frame - start])
+            self._log_meta_scalars(self.hub, self.logger)
 
     def _running_return_nonfinite(self) -> bool:
         return not math.isfinite(self._return)
@@ -405,6 +413,8 @@ class ParallelEnvExperiment(Experiment):
                                 self._ended_returns if done.any() else [],
                                 self._lengths[done].tolist())
         self._lengths[done] = 0
+        if done.any():
+            self._log_meta_scalars(hub, self.logger)
         self._action = self.agent.act(state.update("reward", reward))
 
     def _env_step(self, action: Any) -> Any:

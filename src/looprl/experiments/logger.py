@@ -18,8 +18,14 @@ used it) and writes there:
 * ``test_returns.csv`` -- the returns of the final test episodes;
 * ``losses.csv`` -- ``frame,name,value``: every loss written to TensorBoard (verbose only);
 * ``hyperparameters.csv`` -- ``frame,hp/...``: the agent's ``hp/*`` values at the end of each
-  training episode (verbose only), the trajectory schedules and meta components give them.
-  Both are buffered like ``results.csv`` and written every 100 episodes and on ``flush``.
+  training episode (verbose only), the trajectory schedules and meta components give them;
+* ``log.csv`` -- ``frame,name,value``: the scalars meta components wrote under ``log/*``
+  (``add_log``; absent when none did). These three are buffered like ``results.csv`` and
+  written every 100 episodes and on ``flush``.
+
+The TensorBoard tags: ``train/returns/{episode,frame}`` (each training episode's return, by
+episode and by frame), ``eval/returns/mean`` (evaluation), ``loss/<name>``,
+``schedule/<name>``, ``info/<name>``, ``log/<name>`` and ``summary/...``.
 
 The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
 ``step`` argument of every logging method picks which of them is the x-axis.
@@ -135,6 +141,32 @@ def _keep_frames(path: Path, frame: int) -> None:
         path.write_text("".join(kept), encoding="utf-8")
 
 
+def _keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
+    """Drop the TensorBoard scalars that the run directory's event files hold past a
+    checkpoint: steps after ``frame`` (tags stepped by frame) or from ``episode`` on (tags
+    stepped by episode, ``episode_tags``), so that a resumed run writes each step once."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    def kept(event: Any) -> bool:
+        tags = [value.tag for value in event.summary.value]
+        if not tags:
+            return True  # file version, graphs, session logs
+        last = episode - 1 if tags[0] in episode_tags else frame
+        return event.step <= last
+
+    for path in sorted(log_dir.glob("events.out.tfevents.*")):
+        events = list(EventFileLoader(str(path)).Load())
+        if all(kept(event) for event in events):
+            continue
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "wb") as file:
+            writer = RecordWriter(file)
+            for event in filter(kept, events):
+                writer.write(event.SerializeToString())
+        os.replace(temporary, path)
+
+
 def _cell(value: Any) -> str:
     """A CSV cell: a float for numbers and 0-d tensors, a quoted text for anything else (a
     list of per-env epsilons)."""
@@ -229,8 +261,10 @@ class ExperimentLogger(Logger):
         self._loss_calls: dict[str, int] = {}
         self._loss_rows: list[tuple[int, str, Any]] = []
         self._hp_rows: list[tuple[int, dict[str, Any]]] = []
+        self._log_rows: list[tuple[int, str, float]] = []
         self._hp_columns: list[str] | None = None
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
+        self._episode_tags: set[str] = set()  # tags written with step="episode"
         self._writer = SummaryWriter(log_dir=self.log_dir)
         self._wandb_options = wandb
         self._wandb = _wandb_run(self, wandb) if wandb is not None else None
@@ -245,16 +279,18 @@ class ExperimentLogger(Logger):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue the run directory of a checkpoint: the CSV rows written after it was
-        taken (by the run that went on, then died) are dropped, and TensorBoard appends."""
+        """Continue the run directory of a checkpoint: the CSV rows and TensorBoard scalars
+        written after it was taken (by the run that went on, then died) are dropped."""
         self.__dict__.update(state)
         written = self._n_returns - len(self._pending_rows)
         _keep_rows(self._returns_path, written)
         _keep_rows(self._returns100_path, self._n_returns // _WINDOW)
-        for table in ("losses.csv", "hyperparameters.csv"):
+        self.__dict__.setdefault("_log_rows", [])  # a checkpoint from before log.csv
+        for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
             _keep_frames(Path(self.log_dir) / table, self.frame)
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
-        self._writer = SummaryWriter(log_dir=self.log_dir, purge_step=self.frame)
+        _keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
+        self._writer = SummaryWriter(log_dir=self.log_dir)
         if self._wandb_options is not None:  # the same W&B run goes on
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
@@ -279,6 +315,8 @@ class ExperimentLogger(Logger):
 
     def _scalar(self, tag: str, value: Any, step: str) -> None:
         """Write one scalar; ``float()`` happens here, i.e. only for written values."""
+        if step == "episode":
+            self._episode_tags.add(tag)  # (trimmed by episode at a resume)
         value = float(value)
         self._writer.add_scalar(tag, value, self._step(step))
         if self._wandb is not None:
@@ -304,16 +342,23 @@ class ExperimentLogger(Logger):
         if self.verbose:
             self._hp_rows.append((self.frame, values))
 
+    def add_log(self, name: str, value: float) -> None:
+        """Log a meta component's scalar as ``log/<name>`` and buffer a ``log.csv`` row
+        (written whatever ``verbose`` says: a component asked for it)."""
+        self._scalar("log/" + name, value, "frame")
+        self._log_rows.append((self.frame, name, value))
+
     def _write_tables(self) -> None:
-        """Append the buffered ``losses.csv`` and ``hyperparameters.csv`` rows."""
+        """Append the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv``
+        rows."""
         run_dir = Path(self.log_dir)
-        if self._loss_rows:
-            path = run_dir / "losses.csv"
-            lines = [] if path.exists() else ["frame,name,value\n"]
-            lines += [f"{frame},{name},{float(value)!r}\n" for frame, name, value in
-                      self._loss_rows]
-            _append_lines(path, lines)
-            self._loss_rows.clear()
+        for table, rows in (("losses.csv", self._loss_rows), ("log.csv", self._log_rows)):
+            if rows:
+                path = run_dir / table
+                lines = [] if path.exists() else ["frame,name,value\n"]
+                lines += [f"{frame},{name},{float(value)!r}\n" for frame, name, value in rows]
+                _append_lines(path, lines)
+                rows.clear()
         if self._hp_rows:
             path = run_dir / "hyperparameters.csv"
             if self._hp_columns is None:
@@ -384,7 +429,7 @@ class ExperimentLogger(Logger):
     def add_episode_return(self, ret: float) -> None:
         """Record the return of one finished training episode.
 
-        Writes ``eval/returns/episode`` and ``eval/returns/frame`` and buffers a
+        Writes ``train/returns/episode`` and ``train/returns/frame`` and buffers a
         ``results.csv`` row; every 100 episodes it appends the buffered rows to
         ``results.csv``, appends ``frame,mean,std,max,min`` of the last 100 returns to
         ``returns100.csv`` and writes ``summary/returns100/...``.
@@ -393,8 +438,8 @@ class ExperimentLogger(Logger):
             ret: The undiscounted return of the episode.
         """
         ret = float(ret)
-        self._scalar("eval/returns/episode", ret, "episode")
-        self._scalar("eval/returns/frame", ret, "frame")
+        self._scalar("train/returns/episode", ret, "episode")
+        self._scalar("train/returns/frame", ret, "frame")
         self._returns.append(ret)
         self._mean100 = math.fsum(self._returns) / len(self._returns)
         self._n_returns += 1
@@ -414,7 +459,8 @@ class ExperimentLogger(Logger):
         self.add_summary("returns100", values, step="frame")
 
     def add_test_returns(self, returns: list[float]) -> None:
-        """Write the final test returns to ``test_returns.csv`` and as summary scalars.
+        """Write the final test returns to ``test_returns.csv``, their mean as
+        ``eval/returns/mean`` (the tag of a distributed run's evaluation) and summary scalars.
 
         Args:
             returns: One return per test episode.
@@ -422,5 +468,7 @@ class ExperimentLogger(Logger):
         array = _to_array(returns)
         lines = ["return"] + [repr(float(r)) for r in array]
         (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
+        if array.size:
+            self._scalar("eval/returns/mean", float(array.mean()), "frame")
         self.add_summary("test_returns", array, step="frame")
         self._writer.flush()

@@ -136,6 +136,7 @@ class MultiagentEnvExperiment(Experiment):
         self._log_training_episode(returns)
         for name, hub in self.hubs.items():
             hub.post_episode(torch.tensor([True]), [returns[name]], [self._turns.pop(name, 0)])
+            self._log_meta_scalars(hub, self.agent_loggers[name])
 
     def _step(self, state: Any) -> None:
         """The selected agent acts on ``state``; the environment advances one turn."""

@@ -16,16 +16,20 @@ needed the frame it overwrites. Like ``ExperienceReplayBuffer``, transitions out
 state are skipped, so episode boundaries (including the ``EpisodicLife`` body's life losses)
 are never crossed.
 
-**Sampling** (``sample_batch``) gives each slot's window as ``[n_steps + 1, B]``
+**Sampling** (``sample_batch``) gives each slot's window as ``[n_step + 1, B]``
 ``SampleBatch`` rows (as Dopamine reads n-step returns from the ring): row ``j`` is the state
 ``j`` steps after slot ``k`` with the reward and episode end of the step into it, up to
-``m = n_steps`` steps or fewer when a step in between is ``done`` or the stored sequence
+``m = n_step`` steps or fewer when a step in between is ``done`` or the stored sequence
 breaks (slot ``k + j`` holds no stored continuation); row ``m`` is then repeated and marked
 ``truncated`` unless it terminated, so the trainer's n-step return
 (``agents.losses.n_step_bootstrap``) stops there. A window only reaches newer
 frames, which the ring overwrites last, so the invalidation above covers it. A transition
-can be sampled (``ready``) once its window is complete: the newest ``n_steps - 1``
+can be sampled (``ready``) once its window is complete: the newest ``n_step - 1``
 transitions of a running episode wait.
+
+**Segments** (``put``): the trainer worker of a distributed run fills the ring from the
+``[T + 1, B]`` segments actors send (every row a whole stacked observation), storing each
+row's newest frame as ``store`` does; each segment column is a sequence of its own.
 
 ``PrioritizedAtariReplayBuffer`` adds proportional prioritized replay over the ring's slots
 (``memory.prioritized``'s ``SumTree``): slots enter at the largest priority when they become
@@ -40,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core import SampleBatch, State, StateArray
+from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.memory.prioritized import SumTree, importance_weights
 from looprl.memory.replay import ReplayContents, transitions
 
@@ -59,8 +63,8 @@ _MAX_PENDING_UPDATES = 4096
 class AtariReplayBuffer(ReplayContents):
     """Uniform replay of (n-step) transitions between stacked uint8 frame observations.
 
-    The interface is that of ``ExperienceReplayBuffer`` (``store``, ``sample``, ``gather``,
-    ``len``) for a single environment: each ``next_state``'s observation must be the
+    The interface is that of ``ExperienceReplayBuffer`` (``store``, ``put``, ``sample``,
+    ``gather``, ``len``) for a single environment: each ``next_state``'s observation must be the
     previous one shifted by one frame (as ``AtariEnvironment`` and the ``FrameStack`` body
     produce); ``store`` checks it and skips (and counts in ``skipped``) transitions whose
     frames do not continue, such as one into a mid-episode reset.
@@ -71,7 +75,7 @@ class AtariReplayBuffer(ReplayContents):
         generator: torch RNG used for sampling (for reproducibility).
         check_stacking: verify on every ``store`` that frames continue (a few microseconds);
             without it a discontinuous transition is stored with wrong frames.
-        n_steps: steps per window (``1``: one-step transitions).
+        n_step: steps per window (``1``: one-step transitions).
     """
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
@@ -83,17 +87,17 @@ class AtariReplayBuffer(ReplayContents):
         device: str | torch.device = "cpu",
         generator: torch.Generator | None = None,
         check_stacking: bool = True,
-        n_steps: int = 1,
+        n_step: int = 1,
     ):
         if size < 2:
             raise ValueError(f"Replay buffer size must be at least 2, got {size}")
-        if n_steps < 1:
-            raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+        if n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {n_step}")
         self.size = int(size)
         self.device = device
         self.generator = generator
         self.check_stacking = check_stacking
-        self.n_steps = int(n_steps)
+        self.n_step = int(n_step)
         self.stack = 0
         self._pos = 0  # next slot to write
         self._filled = 0  # slots written so far (up to size)
@@ -129,10 +133,10 @@ class AtariReplayBuffer(ReplayContents):
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
-        if self.size < self.stack + self.n_steps + 1:
+        if self.size < self.stack + self.n_step + 1:
             raise ValueError(
                 f"Replay size {self.size} is too small for stacks of {self.stack} "
-                f"and {self.n_steps}-step returns"
+                f"and {self.n_step}-step returns"
             )
         frame_shape = tuple(observation.shape[1:])
         self.frames = torch.empty((self.size, *frame_shape), dtype=observation.dtype)
@@ -169,37 +173,73 @@ class AtariReplayBuffer(ReplayContents):
             raise TypeError("AtariReplayBuffer stores single-environment transitions, not batches")
         if state is None or state.done:
             return
+        first = state is not self._last  # the first transition of a new sequence of frames
+        if self._append(state.observation, action, next_state.observation,
+                        float(next_state.reward), float(next_state.mask),
+                        bool(next_state.done), first):
+            self._last = next_state
+
+    def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
+        """Store each training row of ``[T + 1, B]`` segments of stacked frames (what
+        ``looprl.distributed``'s actors send; ``obs`` a tensor, array or one-field
+        ``NamedArray``): of each row, the newest frame only, as ``store`` does.
+
+        Each segment column starts a new sequence (its first state's older frames are
+        written again), so an n-step window that would run past row ``T`` ends there and
+        bootstraps from it, as in ``ExperienceReplayBuffer.put``. ``current_version`` is
+        accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
+        """
+        obs, action = _frames(sample.obs), torch.as_tensor(sample.action)
+        reward = np.asarray(sample.reward, dtype=np.float32)
+        done = np.asarray(sample.done, dtype=bool)
+        end = done | np.asarray(sample.truncated, dtype=bool)
+        for b in range(reward.shape[1]):
+            first = True
+            for t in range(reward.shape[0] - 1):
+                if end[t, b]:  # a final observation: no transition leaves it
+                    first = True
+                    continue
+                first = not self._append(obs[t, b], action[t, b], obs[t + 1, b],
+                                         float(reward[t + 1, b]), float(not done[t + 1, b]),
+                                         bool(end[t + 1, b]), first)
+            self._close()
+            self._last = None
+        return True
+
+    def _append(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
+                reward: float, mask: float, done: bool, first: bool) -> bool:
+        """Write the transition ``observation --action--> next_observation`` (all its frames
+        when it is the ``first`` of a sequence, else the newest); whether it was stored."""
         action = torch.as_tensor(action)
         if self.frames is None:
-            self._allocate(state.observation, action)
-        if self.check_stacking and not self._continues(state.observation, next_state):
-            return
-        if state is not self._last:  # the first transition of a new sequence of frames
+            self._allocate(observation, action)
+        if self.check_stacking and not self._continues(observation, next_observation):
+            return False
+        if first:
             self._close()
-            for frame in state.observation.cpu():
+            for frame in observation.cpu():
                 self._write_frame(frame)
         k = (self._pos - 1) % self.size
-        self._write_frame(next_state.observation[-1].cpu())
+        self._write_frame(next_observation[-1].cpu())
         self.action[k] = action
         n = self._np
-        n["reward"][k] = float(next_state.reward)
-        n["mask"][k] = float(next_state.mask)
-        done = bool(next_state.done)
+        n["reward"][k] = reward
+        n["mask"][k] = mask
         n["done"][k] = done
         n["valid"][k] = True
-        self._last = next_state
         self._waiting += 1
         if done:
             self._close()
-        elif self._waiting == self.n_steps:  # the window of k - n + 1 is now complete
+        elif self._waiting == self.n_step:  # the window of k - n + 1 is now complete
             self._waiting -= 1
-            self._make_ready((k - self.n_steps + 1) % self.size)
+            self._make_ready((k - self.n_step + 1) % self.size)
+        return True
 
-    def _continues(self, observation: torch.Tensor, next_state: State) -> bool:
-        """Whether ``next_state``'s frames continue ``observation``'s; if not, the
+    def _continues(self, observation: torch.Tensor, next_observation: torch.Tensor) -> bool:
+        """Whether ``next_observation``'s frames continue ``observation``'s; if not, the
         transition cannot be stored (e.g. the environment was reset mid-episode) and is
         skipped like an episode boundary, counted in ``skipped``."""
-        if torch.equal(observation[1:], next_state.observation[:-1]):
+        if torch.equal(observation[1:], next_observation[:-1]):
             return True
         self.skipped += 1
         self._close()
@@ -262,7 +302,7 @@ class AtariReplayBuffer(ReplayContents):
         return torch.cat(chosen)[:batch_size]
 
     def sample_batch(self, batch_size: int) -> SampleBatch:
-        """``batch_size`` windows ``[n_steps + 1, batch_size]`` of stacked uint8 observations
+        """``batch_size`` windows ``[n_step + 1, batch_size]`` of stacked uint8 observations
         (see ``ExperienceReplayBuffer.sample_batch``)."""
         return self.gather(self.sample_indices(batch_size))
 
@@ -273,10 +313,10 @@ class AtariReplayBuffer(ReplayContents):
 
     def _steps(self, index: torch.Tensor) -> torch.Tensor:
         """The number of steps ``m`` of the n-step window of each slot in ``index``: up to
-        ``n_steps``, stopped by an episode end or a break in the stored sequence."""
+        ``n_step``, stopped by an episode end or a break in the stored sequence."""
         steps = torch.ones_like(index)
         going = torch.ones_like(index, dtype=torch.bool)
-        for j in range(1, self.n_steps):
+        for j in range(1, self.n_step):
             previous, slot = (index + j - 1) % self.size, (index + j) % self.size
             going &= ~self.done[previous] & self.valid[slot]  # episode end or break: stop
             steps += going
@@ -287,10 +327,10 @@ class AtariReplayBuffer(ReplayContents):
         state ``k`` steps after slot ``index`` (the last one repeated past the window's
         end, which is ``truncated`` where the window was cut without a termination)."""
         index = index.cpu()
-        rows = torch.arange(self.n_steps + 1).unsqueeze(1)
+        rows = torch.arange(self.n_step + 1).unsqueeze(1)
         steps = self._steps(index).unsqueeze(0)
         offset = torch.minimum(rows, steps)  # [n + 1, B]
-        if self.n_steps == 1:  # one window of stack + 1 frames holds both observations
+        if self.n_step == 1:  # one window of stack + 1 frames holds both observations
             window = self.frames[(index.unsqueeze(-1) + self._offsets[1]) % self.size]
             obs = torch.stack([window[:, :-1], window[:, 1:]])
         else:
@@ -299,7 +339,7 @@ class AtariReplayBuffer(ReplayContents):
         arrived = (index + offset - 1) % self.size  # the transition each row arrived with
         first = rows == 0
         terminal = (self.mask[arrived] == 0) & ~first
-        cut = (rows >= steps) & (steps < self.n_steps)  # by a break in the sequence
+        cut = (rows >= steps) & (steps < self.n_step)  # by a break in the sequence
         truncated = (self.done[arrived] | cut) & ~terminal
         device = self.device
         return SampleBatch(
@@ -329,7 +369,7 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
     sampling. Weights and ``update_priorities`` are those of ``PrioritizedReplayBuffer``.
 
     Args:
-        size, device, generator, check_stacking, n_steps: see
+        size, device, generator, check_stacking, n_step: see
             ``AtariReplayBuffer``.
         alpha: how much prioritization is used (``0``: uniform over ready slots).
         beta: importance-sampling exponent, a float or a schedule with a ``value``
@@ -343,12 +383,12 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
         device: str | torch.device = "cpu",
         generator: torch.Generator | None = None,
         check_stacking: bool = True,
-        n_steps: int = 1,
+        n_step: int = 1,
         alpha: float = 0.6,
         beta: Any = 0.4,
         epsilon: float = 1e-5,
     ):
-        super().__init__(size, device, generator, check_stacking, n_steps)
+        super().__init__(size, device, generator, check_stacking, n_step)
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.alpha = alpha
@@ -405,13 +445,13 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
         return super().gather(index)
 
     def weights(self, index: torch.Tensor) -> torch.Tensor:
-        """Importance weights ``[n_steps + 1, B]`` normalized over the ready transitions;
+        """Importance weights ``[n_step + 1, B]`` normalized over the ready transitions;
         remembers ``index`` for ``update_priorities``."""
         self._last_index = index.cpu().numpy()
         probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
         beta = self.beta.value if self._scheduled_beta else self.beta
         weights = importance_weights(probabilities, self._count, beta).float().to(self.device)
-        return weights.expand(self.n_steps + 1, -1)
+        return weights.expand(self.n_step + 1, -1)
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Set ``p_k = |priority_k| + epsilon`` for the slots ``index`` (default: those of
@@ -424,6 +464,18 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
         self.max_priority = max(self.max_priority, float(priorities.max()))
         keep = self._np["ready"][index]
         self.tree.update(index[keep], priorities[keep] ** self.alpha)
+
+
+def _frames(obs: Any) -> torch.Tensor:
+    """The stacked frames of a segment's ``obs``: a tensor, an array or a ``NamedArray`` of
+    one field (what the Ray environments send: ``{"obs": ...}``)."""
+    if isinstance(obs, NamedArray):
+        fields = [value for _, value in obs.items() if value is not None]
+        if len(fields) != 1:
+            raise ValueError(f"AtariReplayBuffer stores one observation field of stacked "
+                             f"frames, got {len(fields)}; send obs={{'obs': frames}}")
+        obs = fields[0]
+    return torch.as_tensor(obs)
 
 
 def _as_numpy(values: Any) -> np.ndarray:

@@ -235,10 +235,6 @@ class ExperienceReplayBuffer(ReplayContents):
             self.write(items)
         return True
 
-    def ready(self, min_size: int) -> bool:
-        """Whether at least ``min_size`` transitions are stored."""
-        return self._len >= min_size
-
     # -- sampling -------------------------------------------------------------------------
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform indices of stored transitions."""

@@ -8,10 +8,13 @@ batches out (no Ray here: plain numpy or torch, whichever the samples hold):
   ``batch_streams`` columns.
 * the local replay buffers (DQN, Ape-X) -- ``ExperienceReplayBuffer`` (``"uniform"``) and
   ``PrioritizedReplayBuffer`` (``"prioritized"``) cut segments into ``n_step`` windows
-  (``put``) and sample ``SampleBatch`` es of them.
+  (``put``) and sample ``SampleBatch`` es of them; the Atari presets' frame rings
+  ``AtariReplayBuffer`` (``"atari_uniform"``) and ``PrioritizedAtariReplayBuffer``
+  (``"atari_prioritized"``) store each segment row's newest frame and rebuild the windows.
 
 ``make_sample_buffer(trainer_or_kind, **kwargs)`` picks the one a trainer names in its
-``sample_buffer`` class attribute (``"on_policy"``, ``"uniform"`` or ``"prioritized"``).
+``sample_buffer`` class attribute (``"on_policy"``, ``"uniform"`` or ``"prioritized"``) or
+the kind it is given.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ import torch
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.suggest import did_you_mean
+from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OnPolicyBuffer", "make_sample_buffer"]
+__all__ = ["REPLAY_KINDS", "OnPolicyBuffer", "make_sample_buffer"]
 
 
 def _rows_and_streams(sample: SampleBatch) -> tuple[int, int]:
@@ -60,7 +64,8 @@ class OnPolicyBuffer:
     """Collects fresh segments into batches of ``batch_streams`` streams (PPO, PPG).
 
     Args:
-        batch_streams: streams (columns ``B``) per batch returned by ``get``.
+        batch_streams: streams (columns ``B``) per batch returned by ``get``; with 1, the
+            segments may differ in length (VPG's whole episodes).
         max_lag: drop a segment whose oldest ``policy_version`` is more than this many
             versions behind the trainer's (``None``: keep all).
 
@@ -91,7 +96,8 @@ class OnPolicyBuffer:
             Whether the sample was kept.
 
         Raises:
-            ValueError: ``sample`` has another segment length than the ones before it.
+            ValueError: ``sample`` has another segment length than the ones before it (with
+                ``batch_streams > 1``).
         """
         rows, _ = _rows_and_streams(sample)
         self.received += 1
@@ -100,8 +106,10 @@ class OnPolicyBuffer:
             if current_version - oldest > self.max_lag:
                 self.dropped += 1
                 return False
-        if self._rows is not None and rows != self._rows:
-            raise ValueError(f"segments must all have T + 1 = {self._rows} rows, got {rows}")
+        if self._rows is not None and rows != self._rows and self.batch_streams > 1:
+            raise ValueError(f"segments batched {self.batch_streams} at a time must all have "
+                             f"T + 1 = {self._rows} rows, got {rows} (segments of whole "
+                             "episodes need batch_streams=1)")
         self._rows = rows
         self._pending.append(sample)
         return True
@@ -153,7 +161,10 @@ class OnPolicyBuffer:
 
 
 _KINDS = {"on_policy": OnPolicyBuffer, "uniform": ExperienceReplayBuffer,
-          "prioritized": PrioritizedReplayBuffer}
+          "prioritized": PrioritizedReplayBuffer, "atari_uniform": AtariReplayBuffer,
+          "atari_prioritized": PrioritizedAtariReplayBuffer}
+#: the kinds that replay (every kind but ``"on_policy"``)
+REPLAY_KINDS = tuple(kind for kind in _KINDS if kind != "on_policy")
 
 
 def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
@@ -162,8 +173,9 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
     Args:
         trainer_or_kind: a trainer (instance or class) whose ``sample_buffer`` attribute
             names the kind, or the kind itself: ``"on_policy"`` (``OnPolicyBuffer``),
-            ``"uniform"`` (``ExperienceReplayBuffer``) or ``"prioritized"``
-            (``PrioritizedReplayBuffer``).
+            ``"uniform"`` (``ExperienceReplayBuffer``), ``"prioritized"``
+            (``PrioritizedReplayBuffer``), ``"atari_uniform"`` (``AtariReplayBuffer``) or
+            ``"atari_prioritized"`` (``PrioritizedAtariReplayBuffer``).
         **kwargs: the buffer's constructor arguments.
 
     Raises:

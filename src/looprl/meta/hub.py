@@ -10,7 +10,9 @@ that training without components runs the plain loop). The hub
 * publishes the agent's hyperparameters as ``hp/*`` keys before every hook call and applies
   the ones a hook changed before the next step or update;
 * gives the agent's exploration policy, buffer and trainer (its update rule) the metrics
-  dictionary, as their ``metrics`` attribute.
+  dictionary, as their ``metrics`` attribute;
+* keeps track of the ``log/*`` keys written (it looks for new keys only when the dictionary
+  grew during a hook) and hands their values to the loop's logger (``log_scalars``).
 
 The Ray workers have no agent: each builds a hub over its own ``Parts`` (an actor: its policy;
 the trainer worker: its policy, trainer and buffer). The collector (``EnvRunner``) reports
@@ -23,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core import (
@@ -102,7 +105,10 @@ class Parts:
         return self
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys."""
+        """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys (none in an
+        actor whose policy answers from a policy worker: ``policy=None``)."""
+        if self.policy is None:
+            return {}
         if self.trainer is None:
             return self.policy.hyperparameters()
         return parts_hyperparameters(self.policy, self.trainer)
@@ -129,7 +135,8 @@ class MetaHub:
         trainer = inner.trainer
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         own = trainer.approximations() if trainer is not None else {}
-        self.approximations = {**inner.policy.approximations(), **own}
+        policy = inner.policy  # None: an actor answered by a policy worker
+        self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
         if trainer is not None:
@@ -142,7 +149,9 @@ class MetaHub:
             if hasattr(part, "metrics"):  # exploration, buffer and update (trainer)
                 part.metrics = self.metrics
         self._published: dict[str, Any] = {}
+        self._log_keys: set[str] = set()  # the log/* keys seen so far
         self._publish()
+        self._size = len(self.metrics)  # keys when last looked at (new ones: see _new_keys)
 
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
@@ -155,6 +164,12 @@ class MetaHub:
     def __getstate__(self) -> dict[str, Any]:
         """For checkpoints: the getters and setters (closures) are found again on load."""
         return {**self.__dict__, "_hyperparameters": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A checkpoint's hub (one saved before ``log/*`` keys were tracked gets none)."""
+        state.setdefault("_log_keys", set())
+        state.setdefault("_size", -1)
+        self.__dict__.update(state)
 
     def run(self, hook: str) -> None:
         """Publish the agent's current ``hp/*`` values (its own schedules move them), run
@@ -171,20 +186,48 @@ class MetaHub:
             self._published[key] = value
 
     def _apply(self) -> None:
-        """Apply every ``hp/*`` key whose value differs from the one last published."""
+        """Apply every ``hp/*`` key whose value differs from the one last published; look
+        at the keys written since the last hook if there are new ones."""
         metrics, published = self.metrics, self._published
         for key, value in published.items():
             new = metrics.get(key, value)
             if new is not value and new != value:
                 self.hyperparameters[key].set(new)
                 published[key] = new
-        for key in metrics:
-            if key.startswith("hp/") and key not in published:
+        if len(metrics) != self._size:
+            self._new_keys()
+
+    def _new_keys(self) -> None:
+        """The dictionary changed size: check its ``hp/*`` keys, note its ``log/*`` keys."""
+        keys = list(self.metrics)  # a snapshot: a Ray worker's stats thread may pop log keys
+        self._size = len(keys)
+        published = self._published
+        for key in keys:
+            if key.startswith("log/"):
+                self._log_keys.add(key)
+            elif key.startswith("hp/") and key not in published:
                 raise KeyError(
                     f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, published)}"
                     " It has: "
                     f"{', '.join(sorted(published))}"
                 )
+
+    def log_scalars(self) -> dict[str, float]:
+        """The ``log/*`` values written since the last call, as floats (a tensor or array:
+        its mean), removed from the dictionary (a component that averages over the logging
+        interval starts a new one when its key is gone). ``{}`` at once when no component
+        ever wrote one; an empty tensor is left out."""
+        if not self._log_keys:
+            return {}
+        metrics, values = self.metrics, {}
+        for key in sorted(self._log_keys):
+            value = metrics.pop(key, None)
+            if value is not None:
+                number = log_value(key, value)
+                if number is not None:
+                    values[key] = number
+        self._size = len(metrics)  # a key written again is looked at again
+        return values
 
     # -- what the loop reports -----------------------------------------------------------
     def pre_episode(self) -> None:
@@ -246,6 +289,19 @@ def transition_of(state: Any, action: Any, next_state: Any, step: int, batched: 
         "truncated": rows(next_state.truncated, torch.bool),
         "env_step": step, "env_index": torch.arange(len(reward)),
     }
+
+
+def log_value(key: str, value: Any) -> float | None:
+    """The number a ``log/*`` key holds: a float, or the mean of a 0-d or 1-d tensor or array
+    (``None`` if empty); ``ValueError`` (one line) for anything else."""
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, torch.Tensor | np.ndarray | np.generic) and value.ndim <= 1:
+        array = torch.as_tensor(value).detach()
+        return float(array.float().mean()) if array.numel() else None
+    shape = f" of shape {tuple(value.shape)}" if hasattr(value, "shape") else ""
+    raise ValueError(f"metrics[{key!r}] is a {type(value).__name__}{shape}: a log/ key holds a "
+                     "number or a 0-d or 1-d tensor (logged as its mean)")
 
 
 def check_transition(reward: Any, n: int) -> None:

@@ -35,8 +35,12 @@ key                          written by            contents
                                                    from (components may replace it)
 ``losses``                   agent, post-update    dict of the trainer's statistics
                                                    (``TrainerStepResult.stats``: floats)
-``td_error``                 agent, post-update    per-sample TD errors (the DQN family's
-                                                   trainer, every step; ``None`` for others)
+``td_error``                 agent, post-update    per-sample TD errors ``target - Q(s, a)``
+                                                   of every update of the value methods,
+                                                   whatever the buffer (DQN family; DDPG,
+                                                   TD3, SAC: of ``Q1``; C51: the
+                                                   cross-entropies); ``None`` for the
+                                                   policy-gradient methods (PPO, A2C...)
 ``predictions``              agent, post-update    dict: ``q_values`` / ``values`` /
                                                    ``log_probs`` the update computed
 ``grad_norm``                agent, post-update    dict: per approximation (``q``, ``actor``...)
@@ -46,7 +50,26 @@ key                          written by            contents
                              hook; anyone may      ``hp/epsilon``, ``hp/discount``,
                              change them           ``hp/batch_size``, ...): a changed value is
                                                    applied before the next step or update.
+``log/<name>``               any component, any    a scalar to log: a number, or a 0-d or 1-d
+                             hook                  tensor meaning its mean. Writing the key is
+                                                   all it takes: the loop logs it as the
+                                                   TensorBoard tag ``log/<name>`` and a row
+                                                   of ``log.csv`` (``frame,name,value``) in
+                                                   the run directory, then removes it.
 =========================== ===================== ============================================
+
+Logging ``log/*`` keys: the hub notes the ``log/*`` keys a component writes (it looks for
+new keys only when the dictionary grew during a hook, so keys cost nothing per step, and a
+run with no meta component has no hub at all). After the post-episode hooks of a training
+episode (the logging interval of these keys) the loop logs the value each one holds and
+removes it: a key is logged once per value written, the latest value of the interval. A
+component that aggregates over the interval (RND's mean intrinsic reward) starts a new
+aggregate when it finds its key gone. Names used by looprl's components:
+``log/rnd/intrinsic_reward_mean``, ``log/rnd/intrinsic_reward_max``,
+``log/rnd/predictor_loss`` (``log/noveld/...`` for NovelD), ``log/plr/mean_score``,
+``log/plr/seen``, ``log/plr/replay_share``, ``log/space/instance_set_size``. On Ray each
+worker's values are logged with its name appended (``log/plr/seen/actor0``,
+``log/rnd/predictor_loss/trainer``) and the latest are in ``results.json``'s ``train.meta``.
 
 On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys of its own
 dictionary (``transition`` has one row per stream that stepped, ``env_index`` naming its

@@ -39,15 +39,18 @@ Hooks (metrics keys, ``looprl.meta.metrics``):
   episode on the level it played (``instance_id`` of the copy's ``ContextualEnv``), updates
   that level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``; the default
   ``score_ema=1`` replaces it, as in the paper) and sets the copy's ``next_instance``: the
-  collector resets that copy on its next step, on that level. Writes
-  ``plr/mean_score`` (mean over seen levels) and ``plr/seen`` (number of seen levels).
+  collector resets that copy on its next step, on that level. Logs (``log/*`` keys)
+  ``log/plr/mean_score`` (mean score over the seen levels), ``log/plr/seen`` (number of seen
+  levels) and ``log/plr/replay_share`` (share of the levels chosen since the last logging
+  that were replays).
 
 The first episodes of a run are already reset when the hooks first run: they play the
 environment's own choice of instances.
 
 On Ray (``runtime=ray``) every actor runs its own copy of PLR over its own env copies
 (``make("contextual", ...)``) in its collector: a per-actor curriculum, with the actor's own
-scores, staleness and level choices (``plr/*`` keys in its metrics). Every strategy but
+scores, staleness and level choices (its ``log/plr/*`` keys are logged with the actor's
+name appended: ``log/plr/seen/actor0``). Every strategy but
 ``random`` reads the actor's own policy copy (``runtime.policy_workers=0``).
 """
 
@@ -221,6 +224,7 @@ class PLR(MetaComponent):
         self._running: dict[int, list[_Step]] = {}  # env copy -> its running episode
         self._skip: dict[int, bool] = {}  # env copy -> its next row is a reset, not a step
         self._last_obs: dict[int, torch.Tensor] = {}  # env copy -> its latest next_state
+        self._replays = [0, 0]  # replays and level choices since the last logging
         self.pre_episode_methods.append(self.setup)
         self.post_step_methods.append(self.record)
         self.post_episode_methods.append(self.score_and_choose)
@@ -313,15 +317,20 @@ class PLR(MetaComponent):
         ended = np.asarray(torch.as_tensor(metrics["ended"]).cpu(), dtype=bool).reshape(-1)
         # A vector environment spends the next step of an ended copy on its reset.
         vector = isinstance(metrics["env"], VectorEnvironment)
+        if "log/plr/replay_share" not in metrics:  # logged: a new interval
+            self._replays = [0, 0]  # replays, choices
         for i in np.flatnonzero(ended).tolist():
             score = self._score(i, self._running.pop(i, []), metrics)
             self.update_score(wrappers[i].instance_id, score)
             level, replayed = self.sample_level()
             wrappers[i].next_instance = level
             self.choices.append((i, level, replayed))
+            self._replays = [self._replays[0] + replayed, self._replays[1] + 1]
             self._skip[i] = vector
-        metrics["plr/mean_score"] = float(self.scores[self.seen].mean()) if self.seen.any() else 0.0
-        metrics["plr/seen"] = int(self.seen.sum())
+        seen = self.seen.any()
+        metrics["log/plr/mean_score"] = float(self.scores[self.seen].mean()) if seen else 0.0
+        metrics["log/plr/seen"] = int(self.seen.sum())
+        metrics["log/plr/replay_share"] = self._replays[0] / max(self._replays[1], 1)
         return metrics
 
     def _policy(self, metrics: dict[str, Any]) -> Any:

@@ -30,6 +30,11 @@ key                               hook  use
                                   episode
 ================================= ===== =======================================================
 
+What they log (``log/*`` keys, ``looprl.meta.metrics``; ``noveld`` in place of ``rnd`` for
+``NovelD``): ``log/rnd/intrinsic_reward_mean`` and ``log/rnd/intrinsic_reward_max``, the mean
+and max of the intrinsic rewards (``weight * bonus``) of the steps since the last logging,
+written post-step; ``log/rnd/predictor_loss``, the last predictor loss, written post-update.
+
 Observations are flat vectors (an MLP is built) or channels-first images ``(C, H, W)`` (a
 small CNN; ``uint8`` frames are scaled by 1/255). Any other network comes from ``network``:
 a name in ``looprl.nn.FEATURE_EXTRACTORS`` or a factory ``shape -> nn.Module``. The paper's
@@ -238,6 +243,9 @@ class RND(MetaComponent):
         seed: seeds the networks' initialization and the buffer sampling.
     """
 
+    #: the ``log/<log_name>/...`` keys it writes
+    log_name = "rnd"
+
     def __init__(
         self,
         internal_reward_weight: float = 0.1,
@@ -277,6 +285,9 @@ class RND(MetaComponent):
         self.reward_stats = RunningStd(self.device)
         self.recent: RecentObservations | None = RecentObservations(buffer_size)
         self.last_loss: torch.Tensor | None = None
+        self._bonus_sum: torch.Tensor | None = None  # of the logging interval (log_bonus)
+        self._bonus_count = 0
+        self._bonus_max: torch.Tensor | None = None
         self.shared_updates = 0  # predictor updates in the last shared state loaded (Ray)
         self.post_step_methods.append(self.get_reward)
         self.post_update_methods.append(self.update_predictor)
@@ -324,7 +335,24 @@ class RND(MetaComponent):
         metrics["transition"]["reward"] = add_bonus(
             metrics["transition"]["reward"], self.internal_reward_weight * rnd_error
         )
+        self.log_bonus(metrics, metrics["transition"]["intrinsic_reward"])
         return metrics
+
+    def log_bonus(self, metrics: dict[str, Any], bonus: torch.Tensor) -> None:
+        """Write the mean and max of the intrinsic rewards since the last logging (the
+        logger took the keys away: a new interval starts) as ``log/<log_name>/...``."""
+        if bonus.numel() == 0:
+            return
+        key = f"log/{self.log_name}/intrinsic_reward_mean"
+        bonus = bonus.detach()
+        if key not in metrics or self._bonus_sum is None:
+            self._bonus_sum, self._bonus_count, self._bonus_max = bonus.sum(), 0, bonus.max()
+        else:
+            self._bonus_sum = self._bonus_sum + bonus.sum()
+            self._bonus_max = torch.maximum(self._bonus_max, bonus.max())
+        self._bonus_count += bonus.numel()
+        metrics[key] = self._bonus_sum / self._bonus_count
+        metrics[f"log/{self.log_name}/intrinsic_reward_max"] = self._bonus_max
 
     def _remember(self, next_state: torch.Tensor) -> None:
         if self.recent is not None:
@@ -357,6 +385,7 @@ class RND(MetaComponent):
             loss.backward()
             self.optimizer.step()
         self.last_loss = loss.detach()
+        metrics[f"log/{self.log_name}/predictor_loss"] = self.last_loss
         if isinstance(metrics.get("losses"), dict):
             metrics["losses"]["rnd"] = self.last_loss
         return metrics
@@ -455,6 +484,8 @@ class NovelD(RND):
         **kwargs: ``RND``'s arguments.
     """
 
+    log_name = "noveld"
+
     def __init__(self, alpha: float = 0.5, episodic: bool = True, resolution: float = 1.0,
                  **kwargs: Any):
         super().__init__(**kwargs)
@@ -480,6 +511,7 @@ class NovelD(RND):
         bonus = self.internal_reward_weight * bonus
         transition["intrinsic_reward"] = bonus
         transition["reward"] = add_bonus(transition["reward"], bonus)
+        self.log_bonus(metrics, bonus)
         return metrics
 
     def first_visits(self, observations: torch.Tensor) -> torch.Tensor:

@@ -68,42 +68,58 @@ class CosineLRSchedule(MetaComponent):
     cosine_restarts(k, initial_lr, min_lr, period, period_mult)`` at its ``k``-th call.
 
     Args:
-        initial_lr: the learning rate at the start of every cycle.
+        initial_lr: the learning rate at the start of every cycle (``None``: the agent's own
+            learning rate, ``metrics[key]`` when the first update starts).
         min_lr: the learning rate the cycles anneal towards.
         period: length of the first cycle in updates (``T_0``).
         period_mult: factor by which each cycle is longer than the previous (``T_mult``).
         key: the key written (``hp/lr``, or ``hp/lr/<name>`` for one optimizer).
     """
 
-    def __init__(self, initial_lr: float = 1e-3, min_lr: float = 0.0, period: int = 1000,
-                 period_mult: float = 1.0, key: str = "hp/lr"):
+    def __init__(self, initial_lr: float | None = None, min_lr: float = 0.0,
+                 period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
-        check_positive(initial_lr=initial_lr, period=period)
+        check_positive(period=period)
         if period_mult < 1.0:
             raise ValueError(f"period_mult must be at least 1, got {period_mult}")
-        if min_lr < 0 or min_lr > initial_lr:
-            raise ValueError(f"min_lr must lie in [0, initial_lr={initial_lr}], got {min_lr}")
-        self.initial_lr, self.min_lr = float(initial_lr), float(min_lr)
+        if min_lr < 0:
+            raise ValueError(f"min_lr must be >= 0, got {min_lr}")
+        self.initial_lr = None if initial_lr is None else self._checked(initial_lr, min_lr)
+        self.min_lr = float(min_lr)
         self.period, self.period_mult = period, float(period_mult)
         self.key = check_key(key)
         self.updates = 0
         self.pre_update_methods.append(self.adapt_lr)
+
+    @staticmethod
+    def _checked(initial_lr: float, min_lr: float) -> float:
+        check_positive(initial_lr=initial_lr)
+        if min_lr > initial_lr:
+            raise ValueError(f"min_lr={min_lr} must not exceed initial_lr={initial_lr}")
+        return float(initial_lr)
 
     def value(self, t: int) -> float:
         """The learning rate at update ``t``."""
         return cosine_restarts(t, self.initial_lr, self.min_lr, self.period, self.period_mult)
 
     def adapt_lr(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Write the learning rate of this update and count it."""
+        """Write the learning rate of this update and count it (the first call takes the
+        agent's learning rate as ``initial_lr`` when none was given)."""
+        if self.initial_lr is None:
+            if self.key not in metrics:
+                raise KeyError(f"CosineLRSchedule starts from the agent's {self.key}, which "
+                               "this agent does not declare; give initial_lr=...")
+            self.initial_lr = self._checked(float(metrics[self.key]), self.min_lr)
         metrics[self.key] = self.value(self.updates)
         self.updates += 1
         return metrics
 
     def state_dict(self) -> dict[str, Any]:
-        return {"updates": self.updates}
+        return {"updates": self.updates, "initial_lr": self.initial_lr}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.updates = int(state["updates"])
+        self.initial_lr = state.get("initial_lr", self.initial_lr)
 
     def __repr__(self) -> str:
         return (f"CosineLRSchedule(initial_lr={self.initial_lr}, min_lr={self.min_lr}, "

@@ -25,7 +25,7 @@ order of the instance set.
 Hooks (metrics keys): ``pre_episode -> setup`` and ``post_episode -> evaluate`` read
 ``env``, ``policy``, ``ended``, ``episode_returns``; both write the current set to every copy
 (``set_instance_set`` of ``contextual_envs(metrics['env'])``, from each copy's next reset on)
-and ``space/instance_set_size``.
+and log the set's size as ``log/space/instance_set_size`` (``self.size`` holds it too).
 
 On Ray (``runtime=ray``) every actor runs its own copy of SPaCE over its own env copies
 (``make("contextual", ...)``) in its collector: a per-actor curriculum, whose set grows with
@@ -121,7 +121,7 @@ class SPaCE(MetaComponent):
             self.contexts = contextual_envs(metrics["env"])[0].contexts
             self.current = self._by_value(metrics, list(self.contexts))[: self.initial_size]
             self._write(metrics)
-        metrics["space/instance_set_size"] = self.size
+        metrics["log/space/instance_set_size"] = self.size
         return metrics
 
     def evaluate(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +134,7 @@ class SPaCE(MetaComponent):
         if self._episodes >= self.check_every:
             self._episodes = 0
             self._check(metrics)
-        metrics["space/instance_set_size"] = self.size
+        metrics["log/space/instance_set_size"] = self.size
         return metrics
 
     def performance(self, metrics: dict[str, Any]) -> float:

@@ -1,5 +1,6 @@
 """``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
-classic control; DDPG, TD3, SAC), for every runtime.
+classic control and Atari, where ``AtariReplayPreset`` swaps in the frame ring; DDPG, TD3,
+SAC), for every runtime.
 
 A preset says once how to make each part of its algorithm:
 
@@ -26,6 +27,7 @@ schedule (locally: one actor, rate 0.4).
 
 from __future__ import annotations
 
+import logging
 import math
 from abc import abstractmethod
 from typing import Any
@@ -35,6 +37,8 @@ from looprl.core import Agent, Policy, Preset, Trainer
 from looprl.presets.parts import beta_schedule, replay_buffer
 
 __all__ = ["ReplayPreset"]
+
+log = logging.getLogger(__name__)
 
 
 class ReplayPreset(Preset):
@@ -47,12 +51,14 @@ class ReplayPreset(Preset):
     """
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
         batch, size = hyperparameters["minibatch_size"], hyperparameters["replay_buffer_size"]
-        if batch > size:
-            raise ValueError(f"minibatch_size={batch} is larger than the replay it is sampled "
-                             f"from (replay_buffer_size={size}): make it at most {size}, or "
-                             "raise replay_buffer_size")
+        if batch > size:  # cut to the replay, said once: what is used is what is logged
+            log.warning("%s: minibatch_size=%s is larger than the replay it is sampled from "
+                        "(replay_buffer_size=%s); it samples minibatches of %s. Set "
+                        "minibatch_size to at most %s (or raise replay_buffer_size) to silence "
+                        "this", name, batch, size, size, size)
+            hyperparameters = {**hyperparameters, "minibatch_size": size}
+        super().__init__(name, device, hyperparameters)
 
     @abstractmethod
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False

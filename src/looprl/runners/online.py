@@ -54,12 +54,14 @@ class OnlineRunner(Runner):
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train (or continue training), then evaluate: ``(train_results, eval_results)``
         with the keys of ``looprl.runners.base`` (``TRAIN_KEYS``, ``EVAL_KEYS``)."""
+        returns: list[float] = []
         if self.resume_from is not None:
             self.resume(self.resume_from)
             self.evaluations = self._read_evaluations()
+            returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
         else:
             self.new_agent(train_steps=self.num_steps)
-        start, returns = time.perf_counter(), []
+        start = time.perf_counter()
         chunk = self.eval_every or self.num_steps
         while True:
             steps = min(chunk, self.num_steps - self.experiment.frame)

@@ -9,18 +9,16 @@ epsilon from 0.02 to 0 over 250,000 steps: the autonomous-learning-library's Ata
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
 from looprl.agents.c51 import C51Policy, C51Trainer
-from looprl.agents.dqn import DQN, DQNTestAgent
-from looprl.approximation import FixedTarget, LinearScheduler
+from looprl.agents.dqn import DQNTestAgent
 from looprl.approximation.q_dist import QDist
-from looprl.core import DummyLogger, Preset
-from looprl.memory.atari_replay import AtariReplayBuffer
 from looprl.nn.atari_models import nature_c51
-from looprl.presets.atari.common import DeepMindBody, require_frames
+from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -55,7 +53,7 @@ def require_support(hyperparameters: dict[str, Any]) -> None:
         raise ValueError(f"Hyperparameters v_min < v_max needed, got {v_min} and {v_max}")
 
 
-class C51AtariPreset(DeepMindBody, Preset):
+class C51AtariPreset(AtariReplayPreset):
     """Builds C51 agents (counts as in ``atari.dqn``: steps are agent steps of 4 frames)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -77,30 +75,14 @@ class C51AtariPreset(DeepMindBody, Preset):
             v_min=hp["v_min"], v_max=hp["v_max"], **kwargs,
         )
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        hp = self.hyperparameters
-        epsilon = LinearScheduler(
-            hp["initial_exploration"], hp["final_exploration"], 0,
-            hp["final_exploration_step"], name="epsilon",
-        )
-        dist = self._dist(
-            self.model,
-            optimizer=optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True),
-            target=FixedTarget(hp["target_update_frequency"]),
-            clip_grad=hp["clip_grad"],
-            logger=logger or DummyLogger(),
-        )
-        policy = C51Policy(dist, self.num_actions, epsilon)
-        agent = DQN(
-            policy,
-            C51Trainer(policy, hp["discount_factor"]),
-            AtariReplayBuffer(hp["replay_buffer_size"], device=self.device),
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-        )
-        return self._wrap(agent)
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> C51Policy:
+        model = self._network(device, copy_model)
+        dist = self._dist(model, **self._approximation_args(model, logger))
+        return C51Policy(dist, self.num_actions, self._epsilon())
+
+    def trainer(self, policy: C51Policy, train_steps: float = math.inf) -> C51Trainer:
+        return C51Trainer(policy, self.hyperparameters["discount_factor"], self.n_step)
 
     def test_agent(self) -> DQNTestAgent:
         policy = C51Policy(self._dist(copy.deepcopy(self.model)), self.num_actions)

@@ -1,12 +1,22 @@
-"""Checks shared by the Atari presets."""
+"""What the Atari presets share: checks, the DeepMind bodies, and the base of the replay
+presets (``AtariReplayPreset``: DQN, DDQN, C51, Rainbow)."""
 
 from __future__ import annotations
 
+import copy
+import math
 from typing import Any
 
 import gymnasium as gym
+from torch import nn, optim
 
+from looprl.agents.dqn import DQN
+from looprl.approximation import FixedTarget, LinearScheduler
+from looprl.core import DummyLogger
 from looprl.environments.bodies import deepmind_atari_body
+from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
+from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.parts import beta_schedule
 
 
 def require_frames(env: Any, algorithm: str) -> int:
@@ -40,3 +50,58 @@ class DeepMindBody:
         rewards clipped as ``clip_rewards`` says; whole games, not lives)."""
         clip = bool(self.hyperparameters["clip_rewards"])
         return "atari", {"game": self.env_name, "clip_rewards": clip}
+
+
+class AtariReplayPreset(DeepMindBody, ReplayPreset):
+    """Base of the Atari DQN family: a ``ReplayPreset`` whose replay is the frame ring that
+    stores each frame once (``AtariReplayBuffer`` of ``replay_buffer_size`` slots, or with
+    ``prioritized`` ``PrioritizedAtariReplayBuffer``, beta annealed to 1) with ``n_steps``-step
+    windows (1 without that hyperparameter), and whose local agent wears the DeepMind bodies.
+    On Ray the trainer worker keeps the same ring and fills it from the actors' segments
+    (``remote_replay``: ``"atari_uniform"`` or ``"atari_prioritized"``).
+
+    Subclasses build ``self.model`` and give ``policy`` (from ``_network``, ``_epsilon`` and
+    ``_approximation_args``) and ``trainer``.
+    """
+
+    @property
+    def n_step(self) -> int:
+        return int(self.hyperparameters.get("n_steps", 1))
+
+    def replay_buffer(self, train_steps: float = math.inf) -> AtariReplayBuffer:
+        hp = self.hyperparameters
+        size, device = hp["replay_buffer_size"], self.device
+        if not self.prioritized:
+            return AtariReplayBuffer(size, device, n_step=self.n_step)
+        return PrioritizedAtariReplayBuffer(size, device, n_step=self.n_step, alpha=hp["alpha"],
+                                            beta=beta_schedule(hp, train_steps))
+
+    def remote_replay(self, train_steps: float = math.inf) -> tuple[str, dict[str, Any]]:
+        kind, args = super().remote_replay(train_steps)
+        return f"atari_{kind}", args
+
+    def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any, **schedule: Any
+               ) -> Any:
+        return self._wrap(DQN(policy, trainer, buffer, **schedule))
+
+    def _network(self, device: Any, copy_model: bool) -> nn.Module:
+        """The preset's network (a copy with ``copy_model``) on ``device`` (default: the
+        preset's)."""
+        model = copy.deepcopy(self.model) if copy_model else self.model
+        return model.to(device if device is not None else self.device)
+
+    def _approximation_args(self, model: nn.Module, logger: Any) -> dict[str, Any]:
+        """Adam at ``lr``/``eps``, a target copied every ``target_update_frequency`` updates,
+        gradients clipped at ``clip_grad``."""
+        hp = self.hyperparameters
+        return {"optimizer": optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"],
+                                        fused=True),
+                "target": FixedTarget(hp["target_update_frequency"]),
+                "clip_grad": hp["clip_grad"], "logger": logger or DummyLogger()}
+
+    def _epsilon(self) -> LinearScheduler:
+        """Epsilon from ``initial_exploration`` to ``final_exploration`` over
+        ``final_exploration_step`` steps (on Ray: each actor's steps)."""
+        hp = self.hyperparameters
+        return LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
+                               hp["final_exploration_step"], name="epsilon")

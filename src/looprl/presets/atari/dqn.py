@@ -9,16 +9,13 @@ over 250,000 steps (1M frames): the autonomous-learning-library's Atari settings
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
-from torch import optim
-
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
-from looprl.core import DummyLogger, Preset
-from looprl.memory.atari_replay import AtariReplayBuffer
+from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.approximation import QNetwork
 from looprl.nn.cnn import nature_dqn
-from looprl.presets.atari.common import DeepMindBody, require_frames
+from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -44,7 +41,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class DQNAtariPreset(DeepMindBody, Preset):
+class DQNAtariPreset(AtariReplayPreset):
     """Builds DQN agents with the Nature CNN.
 
     ``target_update_frequency`` counts gradient steps; ``update_frequency``,
@@ -63,37 +60,15 @@ class DQNAtariPreset(DeepMindBody, Preset):
         model = nature_dqn(self.num_actions, frames, features=hyperparameters["features"])
         self.model = model.to(device)
 
-    def _q(self, logger: Any) -> QNetwork:
-        hp = self.hyperparameters
-        optimizer = optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        return QNetwork(
-            self.model,
-            optimizer,
-            target=FixedTarget(hp["target_update_frequency"]),
-            clip_grad=hp["clip_grad"],
-            logger=logger,
-        )
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
+        model = self._network(device, copy_model)
+        q = QNetwork(model, **self._approximation_args(model, logger))
+        return DQNPolicy(q, self.num_actions, self._epsilon())
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
         hp = self.hyperparameters
-        epsilon = LinearScheduler(
-            hp["initial_exploration"],
-            hp["final_exploration"],
-            0,
-            hp["final_exploration_step"],
-            name="epsilon",
-        )
-        policy = DQNPolicy(self._q(logger or DummyLogger()), self.num_actions, epsilon)
-        agent = DQN(
-            policy,
-            DQNTrainer(policy, hp["discount_factor"], huber=hp["huber"]),
-            AtariReplayBuffer(hp["replay_buffer_size"], device=self.device),
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-        )
-        return self._wrap(agent)
+        return DQNTrainer(policy, hp["discount_factor"], self.n_step, huber=hp["huber"])
 
     def test_agent(self) -> DQNTestAgent:
         policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)

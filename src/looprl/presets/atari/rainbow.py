@@ -8,7 +8,7 @@ copied every 1,000 updates and epsilon from 0.02 to 0 over 250,000 steps on top 
 noise. Every extension has its switch (``double``, ``dueling``, ``noisy``, ``n_steps``,
 ``prioritized``, ``distributional``), as in ``classic_control.rainbow``.
 
-**Memory.** Replay is the frame ring of ``atari.ddqn.replay_buffer``:
+**Memory.** Replay is the frame ring of ``AtariReplayPreset.replay_buffer``:
 ``PrioritizedAtariReplayBuffer`` (or ``AtariReplayBuffer`` with ``prioritized=False``), which
 stores each frame once and computes the n-step returns when sampling, about 7 KB per
 transition. The default ``replay_buffer_size`` is the paper's 1,000,000 (about 7 GB of CPU
@@ -18,19 +18,19 @@ memory when full, allocated lazily).
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
-from looprl.agents.dqn import DQN, DQNTestAgent
-from looprl.agents.rainbow import rainbow_policy_and_trainer
-from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
+from looprl.agents.dqn import DQNPolicy, DQNTestAgent
+from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
+from looprl.approximation import QNetwork
 from looprl.approximation.q_dist import QDist
-from looprl.core import DummyLogger, Preset
+from looprl.core import Trainer
 from looprl.nn.atari_models import nature_rainbow
 from looprl.presets.atari.c51 import require_support
-from looprl.presets.atari.common import DeepMindBody, require_frames
-from looprl.presets.atari.ddqn import replay_buffer
+from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_positive
 
@@ -68,7 +68,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class RainbowAtariPreset(DeepMindBody, Preset):
+class RainbowAtariPreset(AtariReplayPreset):
     """Builds Rainbow agents (steps count agent steps of 4 frames, as in ``atari.dqn``)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -96,36 +96,19 @@ class RainbowAtariPreset(DeepMindBody, Preset):
             )
         return QNetwork(model, **kwargs)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
+        model = self._network(device, copy_model)
+        q = self._q(model, **self._approximation_args(model, logger))
+        return rainbow_policy(q, self.num_actions, self._epsilon())
+
+    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
         hp = self.hyperparameters
-        q = self._q(
-            self.model,
-            optimizer=optim.Adam(self.model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True),
-            target=FixedTarget(hp["target_update_frequency"]),
-            clip_grad=hp["clip_grad"],
-            logger=logger or DummyLogger(),
-        )
-        epsilon = LinearScheduler(
-            hp["initial_exploration"], hp["final_exploration"], 0,
-            hp["final_exploration_step"], name="epsilon",
-        )
-        policy, trainer = rainbow_policy_and_trainer(
-            q, self.num_actions, epsilon, hp["discount_factor"], double=hp["double"],
-            huber=hp["huber"], n_step=hp["n_steps"],
-        )
-        agent = DQN(
-            policy,
-            trainer,
-            replay_buffer(hp, self.device, train_steps),
-            minibatch_size=hp["minibatch_size"],
-            replay_start_size=hp["replay_start_size"],
-            update_frequency=hp["update_frequency"],
-            gradient_steps=hp["gradient_steps"],
-        )
-        return self._wrap(agent)
+        return rainbow_trainer(policy, hp["discount_factor"], double=hp["double"],
+                               huber=hp["huber"], n_step=self.n_step)
 
     def test_agent(self) -> DQNTestAgent:
-        policy, _ = rainbow_policy_and_trainer(self._q(copy.deepcopy(self.model)), self.num_actions)
+        policy = rainbow_policy(self._q(copy.deepcopy(self.model)), self.num_actions)
         return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
