@@ -20,11 +20,13 @@ training instance of each episode:
 - ``space``: ``SPaCE(...)`` (``SPACE_ARGS``: starts from the 4 instances of highest start
   value, adds 4 whenever the mean start value of the current set gains less than ``eta``).
 
-After training, each agent's deterministic test agent plays ``--episodes`` seeded episodes on
-every training and every test instance. Writes a Markdown table (method x seed: mean return
-over the training instances, over the test instances, and the gap) and a plot (test return per
-method with seed dots; test return against pole length) to ``benchmarks/results/``. This is a
-report: there is no bar to reach.
+After training, the runner's built-in evaluation (``OnlineRunner(..., test_env=held-out
+set)``, as ``looprl run ... context.train=32 context.test=64`` does) plays ``--episodes``
+episodes per test instance on the training set and on the test set (instances drawn at
+random), and then ``--episodes`` episodes on each test instance alone (for the plot).
+Writes a Markdown table (method x seed: mean return over the training instances, over the
+test instances, and the gap) and a plot (test return per method with seed dots; test return
+against pole length) to ``benchmarks/results/``. This is a report: there is no bar to reach.
 
     python benchmarks/generalization_contextual.py [--seeds 0 1 2] [--steps 150000]
         [--methods uniform plr space] [--observe visible hidden]
@@ -36,7 +38,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -46,16 +47,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import format_table  # noqa: E402
-from looprl.core import StateArray  # noqa: E402
-from looprl.environments.contextual import (  # noqa: E402
-    ContextualEnv,
-    ContextualEnvironment,
-    sample_contexts,
-)
-from looprl.experiments import make_experiment  # noqa: E402
-from looprl.experiments.experiment import seed_everything  # noqa: E402
+from looprl.environments.contextual import ContextualEnvironment, sample_contexts  # noqa: E402
 from looprl.meta import PLR, MetaComponent, SPaCE  # noqa: E402
 from looprl.presets.classic_control import ppo  # noqa: E402
+from looprl.runners import OnlineRunner  # noqa: E402
 
 ENV = "CartPole-v1"
 FEATURES = {"length": (0.05, 2.0), "masscart": (0.5, 5.0)}
@@ -87,27 +82,15 @@ def components(method: str, seed: int) -> list[Any]:
     return []
 
 
-def evaluate(agent: Any, contexts: dict, hidden: bool, episodes: int, seed: int) -> dict:
-    """Instance id -> mean return of ``agent`` over ``episodes`` seeded episodes on it.
-
-    Every (instance, episode) pair gets its own environment; they are stepped together, one
-    batched action per step.
-    """
-    envs = [(i, ContextualEnv(ENV, {i: context}, hide_context=hidden))
-            for i, context in contexts.items() for _ in range(episodes)]
-    obs = np.stack([env.reset(seed=seed + k)[0] for k, (_, env) in enumerate(envs)])
-    returns, alive = np.zeros(len(envs)), np.ones(len(envs), dtype=bool)
-    while alive.any():
-        rows = np.flatnonzero(alive)
-        state = StateArray({"observation": torch.as_tensor(obs[rows])}, (len(rows),))
-        for k, action in zip(rows, agent.act(state).numpy()):
-            obs[k], reward, terminated, truncated, _ = envs[k][1].step(int(action))
-            returns[k] += reward
-            alive[k] = not (terminated or truncated)
-    per_instance: dict[int, list[float]] = {}
-    for (i, _), episode_return in zip(envs, returns):
-        per_instance.setdefault(i, []).append(float(episode_return))
-    return {i: float(np.mean(r)) for i, r in per_instance.items()}
+def per_instance(runner: OnlineRunner, contexts: dict, hidden: bool, episodes: int) -> dict:
+    """Instance id -> mean return of the runner's test agent over ``episodes`` episodes on
+    that instance alone (``Experiment.test`` in a one-instance environment)."""
+    returns = {}
+    for i, context in contexts.items():
+        env = ContextualEnvironment(ENV, {i: context}, hide_context=hidden)
+        returns[i] = float(np.mean(runner.experiment.test(episodes, env=env)))
+        env.close()
+    return returns
 
 
 def curriculum(parts: list[Any]) -> str:
@@ -124,24 +107,23 @@ def curriculum(parts: list[Any]) -> str:
 
 
 def run(method: str, seed: int, hidden: bool, train: dict, test: dict, args: Any) -> dict:
-    """Train one agent with ``method`` and evaluate it on both instance sets."""
+    """Train one agent with ``method``; the runner's built-in evaluation plays the training
+    and the held-out set (``test_env``), then each test instance alone (for the plot)."""
     start = time.perf_counter()
     env = ContextualEnvironment(ENV, train, hide_context=hidden, seed=seed)
-    seed_everything(seed)  # before building, so that the initial weights are seeded too
-    preset = ppo.env(env).device("cpu").build()
+    held_out = ContextualEnvironment(ENV, test, hide_context=hidden, seed=seed)
     parts = components(method, seed)
-    with tempfile.TemporaryDirectory() as logdir:
-        experiment = make_experiment(preset, env, train_steps=args.steps, logdir=logdir,
-                                     quiet=True, verbose=False, seed=seed, meta=parts)
-        experiment.train(frames=args.steps)
-        experiment.close()
+    runner = OnlineRunner(ppo.device("cpu"), env, num_steps=args.steps, seed=seed, meta=parts,
+                          quiet=True, eval_episodes=args.episodes * len(test),
+                          test_env=held_out)
+    _, evaluation = runner.run()
     seconds = time.perf_counter() - start
-    agent = preset.test_agent()
-    train_returns = evaluate(agent, train, hidden, args.episodes, 10_000 + seed * 1000)
-    test_returns = evaluate(agent, test, hidden, args.episodes, 20_000 + seed * 1000)
+    instances = per_instance(runner, test, hidden, args.episodes)
+    runner.close()
     return {"method": method, "seed": seed, "observe": "hidden" if hidden else "visible",
-            "train": train_returns, "test": test_returns, "seconds": seconds,
-            "curriculum": curriculum(parts)}
+            "train": evaluation["train_set"]["mean_eval_reward"],
+            "test": evaluation["test_set"]["mean_eval_reward"], "per_instance": instances,
+            "seconds": seconds, "curriculum": curriculum(parts)}
 
 
 def table(runs: list[dict]) -> str:
@@ -150,8 +132,7 @@ def table(runs: list[dict]) -> str:
     for observe in dict.fromkeys(r["observe"] for r in runs):
         for method in dict.fromkeys(r["method"] for r in runs):
             mine = [r for r in runs if (r["method"], r["observe"]) == (method, observe)]
-            means = np.array([[np.mean(list(r[k].values())) for k in ("train", "test")]
-                              for r in mine])
+            means = np.array([[r[k] for k in ("train", "test")] for r in mine])
             for r, (tr, te) in zip(mine, means):
                 rows.append([method, observe, r["seed"], f"{tr:.1f}", f"{te:.1f}",
                              f"{tr - te:+.1f}", f"{r['seconds']:.0f}", r["curriculum"]])
@@ -178,17 +159,17 @@ def plot(runs: list[dict], test: dict, path: Path) -> None:
     for x, (method, observe) in enumerate(groups):
         mine = [r for r in runs if (r["method"], r["observe"]) == (method, observe)]
         for k, (key, shade) in enumerate((("train", 0.35), ("test", 0.9))):
-            values = [np.mean(list(r[key].values())) for r in mine]
+            values = [r[key] for r in mine]
             position = x + (k - 0.5) * 0.38
             bars.bar(position, np.mean(values), 0.36, color=colors[method], alpha=shade,
                      label=key if x == 0 else None)
             bars.scatter([position] * len(values), values, color="black", s=12, zorder=3)
-        per_instance = np.mean([[r["test"][i] for i in test] for r in mine], axis=0)
+        instances = np.mean([[r["per_instance"][i] for i in test] for r in mine], axis=0)
         which = np.digitize(lengths, edges[1:-1])
-        binned = [per_instance[which == b].mean() for b in range(len(edges) - 1)]
+        binned = [instances[which == b].mean() for b in range(len(edges) - 1)]
         label = method if len(groups) == len(colors) else f"{method} ({observe})"
         style = "-" if observe == "visible" else "--"
-        scatter.scatter(lengths, per_instance, color=colors[method], s=10, alpha=0.5)
+        scatter.scatter(lengths, instances, color=colors[method], s=10, alpha=0.5)
         scatter.plot((edges[1:] + edges[:-1]) / 2, binned, color=colors[method],
                      linestyle=style, marker="o", label=label)
     bars.set_xticks(range(len(groups)), [f"{m}\n{o}" for m, o in groups])
@@ -229,9 +210,8 @@ def main() -> None:
             for method in args.methods:
                 runs.append(run(method, seed, observe == "hidden", train, test, args))
                 r = runs[-1]
-                print(f"{method} {observe} seed {seed}: train "
-                      f"{np.mean(list(r['train'].values())):.1f}, test "
-                      f"{np.mean(list(r['test'].values())):.1f} ({r['seconds']:.0f} s; "
+                print(f"{method} {observe} seed {seed}: train {r['train']:.1f}, test "
+                      f"{r['test']:.1f} ({r['seconds']:.0f} s; "
                       f"{r['curriculum']})", flush=True)
     runs.sort(key=lambda r: (args.observe.index(r["observe"]), METHODS.index(r["method"]),
                              r["seed"]))
@@ -260,8 +240,9 @@ def report(runs: list[dict], test: dict, args: Any, minutes: float, load: float)
         f"beta 0.1, rho 0.1) with the agent's discount and lambda; SPaCE: {SPACE_ARGS}, "
         f"value measure. Context `visible`: appended to the observation; `hidden`: not (there"
         f" all instances have the same start values, so SPaCE grows its set in the training "
-        f"set's order). Returns: the deterministic test agent, {args.episodes} seeded "
-        f"episodes per instance, averaged over the instances of a set (500 is the most).\n\n"
+        f"set's order). Returns: the deterministic test agent, {args.episodes} episodes per "
+        f"instance of the test set, on each set (the runner's train-set / test-set "
+        f"evaluation; 500 is the most).\n\n"
         f"{text}\n\n"
         f"![generalization]({args.output}.png)\n"
     )

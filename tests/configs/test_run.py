@@ -207,21 +207,20 @@ def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_contextual_env_with_plr_builds_for_runtime_ray(tmp_path: Path) -> None:
-    """``env={id: ..., instances: ..., features: ...}`` is a contextual environment; on Ray
-    the actors make it by name with the same instance set, and PLR is accepted."""
+    """``context.train=N context.ranges...`` makes a contextual environment; on Ray the
+    actors make it by name with the same instance set, and PLR is accepted."""
     from looprl.configs import build_distributed
 
-    env = "env={id: CartPole-v1, instances: 4, features: {length: [0.3, 0.9]}, seed: 1}"
-    run = build_distributed(_compose(["runtime=ray", "meta=[plr]", env]), str(tmp_path))
+    env = ["context.train=4", "++context.ranges.length=[0.3,0.9]", "context.seed=1"]
+    run = build_distributed(_compose(["runtime=ray", "meta=[plr]", *env]), str(tmp_path))
     assert [type(c).__name__ for c in run.spec.meta] == ["PLR"]
     assert run.spec.env == "contextual" and run.spec.env_label == "CartPole-v1"
     lengths = [c["length"] for c in run.spec.env_args["contexts"].values()]
     assert len(lengths) == 4 and all(0.3 <= x <= 0.9 for x in lengths)
     with pytest.raises(ValueError, match=r"^meta components on Ray need each actor's own "
                                          r"policy copy.*runtime.policy_workers=0$"):
-        build_distributed(_compose(["runtime=ray", "meta=[plr]", env,
+        build_distributed(_compose(["runtime=ray", "meta=[plr]", *env,
                                     "runtime.policy_workers=1"]), str(tmp_path))
-    with pytest.raises(ValueError, match=r"^a contextual env takes the keys id, instances, "
-                                         r"features.* got id, levels$"):
+    with pytest.raises(ValueError, match=r"^env is an id or an import path, got \{'id'"):
         build_distributed(_compose(["runtime=ray", "env={id: CartPole-v1, levels: 4}"]),
                           str(tmp_path))

@@ -76,21 +76,26 @@ def test_looprl_run_dqn_with_rnd_on_ray(local_ray, tmp_path: Path):
     assert meta["trainer"]["log/rnd/predictor_loss"] > 0, meta
 
 
-CONTEXTUAL_CARTPOLE = "env={id: CartPole-v1, instances: 6, features: {length: [0.2, 1.0]}}"
+CONTEXTUAL_CARTPOLE = ["context.train=6", "context.ranges.length=[0.2,1.0]"]
 
 
 def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path: Path):
     """The actor plays ``make("contextual")`` with the config's instance set and runs its
-    own PLR (value_l1 from its own policy copy): it reports the levels it saw and scored."""
+    own PLR (value_l1 from its own policy copy): it reports the levels it saw and scored; the
+    final policy is evaluated on the held-out set and on the training set."""
     from looprl.configs.app import main
 
-    code = main(["algorithm=ppo", CONTEXTUAL_CARTPOLE, "meta=[plr]", "runtime=ray",
-                 "runtime.actors=1", "runtime.envs_per_actor=2", "algorithm.n_envs=2",
+    code = main(["algorithm=ppo", *CONTEXTUAL_CARTPOLE, "context.test=3", "meta=[plr]",
+                 "runtime=ray", "runtime.actors=1", "runtime.envs_per_actor=2",
+                 "algorithm.n_envs=2",
                  "algorithm.n_steps=32", "algorithm.hidden=16", "frames=600",
                  "test_episodes=1", "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
     assert code == 0
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["train"]["train_steps"] > 0
+    evaluation = results["eval"]  # on the held-out set, the training set's beside
+    assert len(evaluation["test_set"]["returns"]) == len(evaluation["train_set"]["returns"]) == 1
+    assert evaluation["mean_eval_reward"] == evaluation["test_set"]["mean_eval_reward"]
     meta = results["train"]["meta"]
     assert set(meta) == {"actor0"}, meta  # 600 frames of ~20-step episodes: most levels
     assert meta["actor0"]["log/plr/seen"] >= 4 and meta["actor0"]["log/plr/mean_score"] > 0, meta

@@ -11,7 +11,11 @@ key             contents
                 read from the preset itself, so the two never drift apart:
                 ``algorithm=dqn algorithm.lr=1e-3``.
 ``meta``        group, several at once: ``meta=[rnd,plr]``; each option's fields are the
-                component's arguments (``meta.rnd.internal_reward_weight=0.5``)
+                component's arguments (``meta.rnd.internal_reward_weight=0.5``). A user's
+                ``MetaComponent`` by import path: ``meta=[rnd,my_pkg.module:MyComponent]``,
+                its arguments under the class name (``meta.MyComponent.scale=0.1``); or
+                Hydra's form ``+meta.mine._target_=my_pkg.module.MyComponent
+                +meta.mine.scale=0.1``
 ``runner``      group: ``online`` (default: train ``frames`` steps, evaluate), ``es``
                 (evolution strategies), ``optuna`` (hyperparameter search) or ``pbt``
                 (population-based training on Ray Tune); its fields are
@@ -20,10 +24,18 @@ key             contents
                 trainer on Ray actor, policy and trainer workers: ``ppo``, ``ppg``, ``dqn``,
                 ``ddqn``); its fields are ``looprl.distributed.RuntimeConfig``'s
                 (``runtime.actors=4``, ``runtime.address=HOST:6379``)
-``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs,
-                or a contextual environment: ``env={id: CartPole-v1, instances: 8, features:
-                {length: [0.25, 1.0]}}`` (``looprl.presets.catalog.make_env``), for
-                ``meta=[plr]`` / ``meta=[space]``
+``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs;
+                a name ``looprl.environments.register`` ed; or an import path
+                ``my_pkg.envs:MyEnv`` of a ``gymnasium.Env`` class, an SRL ``Environment``
+                class (multi-agent presets), or a name the module registers
+                (``looprl.presets.catalog.make_env``)
+``context``     the instance sets of a contextual ``env`` (``looprl.environments.contextual``,
+                for ``meta=[plr]`` / ``meta=[space]``): ``context.train=32 context.test=64
+                context.ranges.length=[0.05,2.0]`` draws the training and held-out sets
+                (seeds ``context.seed`` and ``context.seed + 1``), or ``context.train=FILE``
+                reads a YAML/JSON list of contexts; ``context.hide_context``,
+                ``context.instance_mode``. With a test set the run evaluates on it and
+                reports the training set's returns beside (``train_set`` / ``test_set``)
 ``exploration`` / ``buffer`` / ``update``: shorthands for ``algorithm.exploration=...`` (the
                 preset's part names, ``looprl.presets.parts``): the saved config holds them
                 once, under ``algorithm``
@@ -52,7 +64,8 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Run", "algorithm_options", "build", "register"]
+__all__ = ["Run", "algorithm_options", "build", "make_components", "make_envs", "register",
+           "register_imports"]
 
 PRIMITIVES = (bool, int, float, str, type(None))
 HELP_HEADER = """looprl run: train a preset on an environment, described by a config.
@@ -117,7 +130,8 @@ def runners() -> dict[str, type]:
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
-                 "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb")
+                 "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb",
+                 "test_env")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -127,8 +141,9 @@ def _runner_node(name: str, cls: type) -> dict[str, Any]:
     return {"name": name, **node}
 
 
-def register() -> None:
-    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``."""
+def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``, with an option
+    of the ``meta`` group for each import path ``overrides`` attach (``register_imports``)."""
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS
@@ -142,6 +157,7 @@ def register() -> None:
         store.store(group=group, name=name, node=node, package="algorithm")
     for name, cls in COMPONENTS.items():
         store.store(group="meta", name=name, node=_component_node(cls), package=f"meta.{name}")
+    register_imports(overrides)
     for name, cls in runners().items():
         store.store(group="runner", name=name, node=_runner_node(name, cls), package="runner")
     for name, node in runtimes().items():
@@ -150,6 +166,8 @@ def register() -> None:
         "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"},
                      {"runtime": "local"}],
         "env": "CartPole-v1",
+        "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
+                    "instance_mode": "random"},
         "frames": 100_000,
         "seed": 0,
         "test_episodes": 10,
@@ -161,6 +179,36 @@ def register() -> None:
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
     })
+
+
+def _meta_values(overrides: list[str] | tuple[str, ...]) -> list[str]:
+    """The options ``meta=[...]`` overrides choose."""
+    pairs = [o.lstrip("+~").partition("=")[::2] for o in _overrides_only(list(overrides))]
+    return [v.strip() for key, value in pairs if key == "meta"
+            for v in value.strip("[]").split(",") if v.strip()]
+
+
+def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
+    """Store an option of the ``meta`` group for each import path ``overrides`` attach
+    (``meta=[my_pkg.module:MyComponent]``): its node holds ``_target_`` and the class's
+    arguments, under ``meta.<class name>``. Options stored for earlier overrides are dropped.
+
+    Raises:
+        ImportError: a path does not import. TypeError: it names no ``MetaComponent``.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    from looprl.meta.registry import COMPONENTS, component_class
+
+    group = ConfigStore.instance().repo.setdefault("meta", {})
+    for name in [n for n in group if n.removesuffix(".yaml") not in COMPONENTS]:
+        del group[name]
+    for path in _meta_values(overrides):
+        if path in COMPONENTS or not (":" in path or "." in path):
+            continue  # a built-in name, or an unknown one (check_overrides says so)
+        cls = component_class(path)
+        ConfigStore.instance().store(group="meta", name=path, package=f"meta.{cls.__name__}",
+                                     node={"_target_": path, **_component_node(cls)})
 
 
 def runtimes() -> dict[str, dict[str, Any]]:
@@ -182,8 +230,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-    from looprl.meta.registry import make_component
-    from looprl.presets.catalog import make_env, resolve_agent
+    from looprl.presets.catalog import resolve_agent
 
     if cfg.runner.name != "online":
         raise ValueError(f"runtime=ray runs the online runner, not runner={cfg.runner.name}; "
@@ -195,12 +242,11 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
-    env = make_env(preset_name, _plain(cfg.env))
+    env, _ = make_envs(preset_name, cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
     env.close()
-    components = [make_component(name, **(kwargs or {}))
-                  for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
+    components = make_components(cfg)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
                           logdir=output_dir, seed=cfg.seed, name=preset_name.rpartition(".")[2],
                           quiet=cfg.logging.quiet,
@@ -216,6 +262,26 @@ class Run:
     env: Any
     meta: list[Any]
     runner: Any
+
+
+def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
+    """The training environment ``cfg.env`` / ``cfg.context`` describe, and the held-out
+    one (``None`` without ``context.test``)."""
+    from looprl.presets.catalog import context_sets, make_contextual, make_env
+
+    context = _plain(cfg.get("context")) or {}
+    env = make_env(preset, _plain(cfg.env), context)
+    _, test = context_sets(cfg.env, context) if context.get("test") is not None else (0, None)
+    return env, None if test is None else make_contextual(preset, cfg.env, test, context)
+
+
+def make_components(cfg: Any) -> list[Any]:
+    """The meta components of ``cfg.meta``: each node's key is a built-in name, or its
+    ``_target_`` names the class (``looprl.meta.registry.make_component``)."""
+    from looprl.meta.registry import make_component
+
+    return [make_component(name, **(kwargs or {}))
+            for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
 
 
 def _plain(node: Any) -> Any:
@@ -234,8 +300,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
         TypeError: a hyperparameter of the wrong type.
     """
     from looprl.experiments.experiment import seed_everything
-    from looprl.meta.registry import make_component
-    from looprl.presets.catalog import make_env, resolve_agent
+    from looprl.presets.catalog import resolve_agent
 
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
@@ -244,11 +309,10 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
     builder = resolve_agent(preset_name).hyperparameters(**algorithm)
-    env = make_env(preset_name, _plain(cfg.env))
+    env, test_env = make_envs(preset_name, cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
-    components = [make_component(name, **(kwargs or {}))
-                  for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
+    components = make_components(cfg)
     options = dict(_plain(cfg.runner))
     name = options.pop("name")
     if cfg.resume:
@@ -257,7 +321,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
-        verbose=cfg.logging.verbose,
+        verbose=cfg.logging.verbose, test_env=test_env,
         wandb=_plain(cfg.logging.wandb), **options,
     )
     return Run(builder, env, components, runner)
@@ -314,12 +378,17 @@ def check_overrides(overrides: list[str]) -> None:
                 _check_choice(key, v, options[key])
             chosen[key] = values
     primary = repo["looprl.yaml"].node
+    targets = _meta_targets(pairs)
     for key, _ in pairs:
         group, _, field = key.partition(".")
-        if group in options and field:
+        if group == "meta" and field.partition(".")[0] in targets:
+            _check_target_field(field, targets)
+        elif group in options and field:
             _check_field(group, field, chosen[group], repo)
         elif group not in options and group not in primary:
             _check_choice("config key", group, [k for k in primary if k != "defaults"])
+        elif field and group in ("context", "logging"):  # nodes of fixed keys
+            _check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
 
 
 #: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)
@@ -341,6 +410,14 @@ def _overrides_only(argv: list[str]) -> list[str]:
     return kept
 
 
+def _meta_key(option: str) -> str:
+    """The key of the ``meta`` option in the config: its name, or an import path's class
+    name."""
+    from looprl.meta.registry import COMPONENTS, component_class
+
+    return option if option in COMPONENTS else component_class(option).__name__
+
+
 def _names(group: dict[str, Any]) -> list[str]:
     return sorted(name.removesuffix(".yaml") for name in group)
 
@@ -351,14 +428,36 @@ def _check_choice(kind: str, value: str, valid: list[str]) -> None:
         raise ValueError(f"Unknown {kind} {value!r}.{hint} Valid: {', '.join(valid)}")
 
 
+def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
+    """``{key: class}`` of the ``meta.<key>._target_=PATH`` overrides (Hydra's form)."""
+    from looprl.meta.registry import component_class
+
+    return {key.split(".")[1]: component_class(value) for key, value in pairs
+            if key.startswith("meta.") and key.count(".") == 2 and key.endswith("._target_")}
+
+
+def _check_target_field(field: str, targets: dict[str, type]) -> None:
+    """``mine.scale`` must be an argument of the class ``meta.mine._target_`` names."""
+    from looprl.meta.registry import accepted_arguments
+
+    name, _, argument = field.partition(".")
+    valid = accepted_arguments(targets[name])
+    head = argument.split(".")[0]
+    if head != "_target_" and head not in valid:
+        raise ValueError(f"meta.{field}: {head!r} is not an argument of "
+                         f"{targets[name].__name__}.{did_you_mean(head, valid)} "
+                         f"Valid: {', '.join(valid)}")
+
+
 def _check_field(group: str, field: str, chosen: list[str], repo: dict[str, Any]) -> None:
     """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
     if group == "meta":
         name, _, field = field.partition(".")
-        if name not in chosen:
+        keys = {_meta_key(option): option for option in chosen}
+        if name not in keys:
             raise ValueError(f"meta.{name}.{field} sets an argument of {name!r}, which is not "
                              f"attached: add it with meta=[{','.join([*chosen, name])}]")
-        chosen = [name]
+        chosen = [keys[name]]
     head = field.split(".")[0]
     for option in chosen:
         path = f"{group}/{option}".split("/")

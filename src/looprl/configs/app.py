@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.configs import build, check_overrides, expand_shorthands, register
+from looprl.configs import build, check_overrides, expand_shorthands, register, register_imports
 
 __all__ = ["execute", "main"]
 
@@ -51,7 +51,18 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     run.runner.close()
     results = {"train": _jsonable(train_results), "eval": _jsonable(eval_results)}
     (Path(output_dir) / "results.json").write_text(json.dumps(results, indent=1))
+    _log_sets(cfg, eval_results)
     return results
+
+
+def _log_sets(cfg: Any, evaluation: dict[str, Any]) -> None:
+    """The summary line of a run with a held-out set: both sets' test returns."""
+    if "test_set" in evaluation and not cfg.logging.quiet:
+        train_set, test_set = evaluation["train_set"], evaluation["test_set"]
+        log.info("test return on the training instances %.1f +/- %.1f, on the held-out "
+                 "instances %.1f +/- %.1f (%d episodes each)", train_set["mean_eval_reward"],
+                 train_set["std_eval_reward"], test_set["mean_eval_reward"],
+                 test_set["std_eval_reward"], test_set["episodes"])
 
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
@@ -65,10 +76,11 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     run = build_distributed(cfg, output_dir)
     result = run.run()
     policy = Path(result.log_dir) / "policy.pt"
-    returns = []
+    returns, held_out = [], None
     if cfg.test_episodes and policy.exists():
-        returns = evaluate(run.spec, torch.load(policy, map_location="cpu"), cfg.test_episodes,
-                           seed=cfg.seed)
+        checkpoint = torch.load(policy, map_location="cpu")
+        returns = evaluate(run.spec, checkpoint, cfg.test_episodes, seed=cfg.seed)
+        held_out = _held_out_returns(cfg, run.spec, checkpoint)
     elif cfg.test_episodes:  # never score an untrained policy as the run's result
         log.warning("no test episodes: the run saved no final policy (%s)", policy)
     train = {"frames": result.frames, "episodes": len(result.returns),
@@ -76,16 +88,41 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
-    evaluation = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
-                  "std_eval_reward": float(np.std(returns)) if returns else math.nan,
-                  "returns": returns}
+    evaluation = _summary(returns)
+    if held_out is not None:  # as runners report it (looprl.runners.base)
+        evaluation = {**_summary(held_out), "train_set": evaluation,
+                      "test_set": _summary(held_out)}
     results = {"train": train, "eval": evaluation}
     (Path(output_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=1))
     if not cfg.logging.quiet:
         log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
                  run.name, cfg.env, run.runtime.actors, result.frames,
                  result.frames_per_second, evaluation["mean_eval_reward"])
+    _log_sets(cfg, evaluation)
     return results
+
+
+def _summary(returns: list[float]) -> dict[str, Any]:
+    return {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+            "returns": returns, "episodes": len(returns)}
+
+
+def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
+    """The final policy's returns on ``context.test``'s held-out instances (``None``
+    without a test set): ``spec`` with the held-out environment in place of its own."""
+    from dataclasses import replace
+
+    from looprl.configs import make_envs
+    from looprl.distributed.pipeline import evaluate
+
+    _, test_env = make_envs(cfg.algorithm.preset, cfg)
+    if test_env is None:
+        return None
+    name, args = test_env.remote_env()
+    test_env.close()
+    return evaluate(replace(spec, env=name, env_args=args), checkpoint, cfg.test_episodes,
+                    seed=cfg.seed)
 
 
 def _jsonable(value: Any) -> Any:
@@ -143,6 +180,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
 def _compose(overrides: list[str]) -> Any:
     from hydra import compose, initialize
 
+    register_imports(overrides)
     with initialize(version_base="1.3", config_path=None):
         return compose("looprl", overrides=overrides)
 
@@ -185,8 +223,10 @@ def main(argv: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    register()
+    argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
+    register(argv)
     argv = resume_arguments(expand_shorthands(argv))
+    register_imports(argv)  # (a resumed run's own overrides may attach some)
     check_overrides(argv)
 
     failures: list[Exception] = []

@@ -102,6 +102,8 @@ class DistributedRun:
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = ()):
         self.runtime = runtime or RuntimeConfig()
+        #: the preset's hyperparameters (``run.json`` records them)
+        self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
             spec, implied = preset_spec(spec, frames, self.runtime.actors, self.runtime.trainers)
@@ -161,7 +163,8 @@ class DistributedRun:
         if self.resume_from is not None:
             return self._resume()
         if self.logdir is not None:
-            self._log = open_run_log(self.name, self.spec, self.logdir)
+            self._log = open_run_log(self.name, self.spec, self.logdir,
+                                     {"hyperparameters": self.hyperparameters})
             self.result.log_dir = self._log.log_dir
         return SampleCounts()
 

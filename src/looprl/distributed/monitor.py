@@ -20,12 +20,14 @@ __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
 THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
 
 
-def open_run_log(name: str, spec: AlgorithmSpec, logdir: str) -> Any:
-    """A new run directory ``{logdir}/{name}/{env}``: its ``ExperimentLogger``, the spec
-    (for ``looprl watch``) and the header of ``throughput.csv``."""
+def open_run_log(name: str, spec: AlgorithmSpec, logdir: str,
+                 run_info: dict[str, Any] | None = None) -> Any:
+    """A new run directory ``{logdir}/{name}/{env}``: its ``ExperimentLogger`` (``run_info``
+    in its ``run.json``), the spec (for ``looprl watch``) and the header of
+    ``throughput.csv``."""
     from looprl.experiments.logger import ExperimentLogger
 
-    log = ExperimentLogger(name, spec.env_label, logdir, verbose=True)
+    log = ExperimentLogger(name, spec.env_label, logdir, verbose=True, run_info=run_info)
     save_spec(spec, log.log_dir)
     (Path(log.log_dir) / "throughput.csv").write_text(THROUGHPUT_HEADER + "\n")
     return log

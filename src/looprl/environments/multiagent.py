@@ -171,6 +171,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         seed: seed of the first reset.
         flatten: flatten observations to 1-d float32 (``False`` keeps their shape and dtype,
             e.g. for images).
+        remote: what Ray actors play for it (``remote_env``): the name and arguments of
+            ``looprl.environments.make``; default the SRL PettingZoo adapter of its module.
     """
 
     def __init__(
@@ -180,6 +182,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         device: str | torch.device = "cpu",
         seed: int | None = None,
         flatten: bool = True,
+        remote: tuple[str, dict[str, Any]] | None = None,
     ):
         from pettingzoo.utils.conversions import parallel_to_aec
         from pettingzoo.utils.env import ParallelEnv
@@ -195,6 +198,13 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self.flatten = flatten
         self._seed = seed
         self._spaces = {agent: self._spaces_of(agent) for agent in zoo_env.possible_agents}
+        self._remote = remote
+
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        """What Ray actors play for this environment: ``remote``, or the PettingZoo
+        adapter of its module, observations flattened as here."""
+        module = self._env.metadata.get("name", self.name)
+        return self._remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
 
     def _spaces_of(self, agent: str) -> tuple[gym.Space, bool, gym.Space]:
         """``(zoo observation space, has mask, space of state['observation'])``."""
@@ -277,7 +287,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         """``n`` independent copies of this environment (deep copies)."""
         return [
             MultiagentPettingZooEnv(
-                copy.deepcopy(self._env), self.name, self.device, flatten=self.flatten
+                copy.deepcopy(self._env), self.name, self.device, flatten=self.flatten,
+                remote=self._remote,
             )
             for _ in range(n)
         ]

@@ -52,6 +52,10 @@ Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on fi
   ``parallel=True`` for a parallel one.
 * ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})`` -- a
   contextual environment (``looprl.environments.contextual``).
+* ``make("my_pkg.envs:MyEnv")`` -- an import path: the module is imported and ``MyEnv`` is an
+  ``Environment`` class, a ``gymnasium.Env`` class (through ``GymnasiumEnvironment``), or a
+  name the module registers, with either API (``import_environment``). Ray workers make
+  environments given by import path this way (``env=my_pkg.envs:MyEnv`` in a config).
 
 Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
 ``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
@@ -66,6 +70,7 @@ from typing import Any
 
 import numpy as np
 
+from looprl.core.imports import is_import_path
 from looprl.core.namedarray import NamedArray
 from looprl.core.suggest import did_you_mean
 
@@ -248,6 +253,11 @@ def make(name: str, **env_args: Any) -> Environment:
         ImportError: a lazily registered ``"module:Class"`` path cannot be imported.
         TypeError: the registered class did not build an ``Environment``.
     """
+    if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
+        kind, target = import_environment(name)
+        if kind == "gym":
+            return _make_gym(target, env_args)
+        name = target
     if name in _REGISTRY:
         env = _resolve(name, _REGISTRY[name])(**env_args)
     else:
@@ -258,6 +268,49 @@ def make(name: str, **env_args: Any) -> Environment:
             "looprl.environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment"
         )
     return env
+
+
+def import_environment(path: str) -> tuple[str, str]:
+    """Import the module of ``path`` (``package.module:NAME``) and find the environment
+    ``NAME`` stands for: ``("srl", name)`` for an ``Environment`` subclass (registered under
+    ``path``) or a name the module ``register`` ed; ``("gym", id)`` for a ``gymnasium.Env``
+    subclass (registered with Gymnasium as ``package.module.NAME``) or an id the module
+    registered with Gymnasium. ``make(path)`` builds it, here and in Ray workers (which
+    import the module too: it must be importable there, e.g. on ``PYTHONPATH``).
+
+    Raises:
+        ImportError: the module does not import, or holds and registered no ``NAME``.
+        TypeError: ``NAME`` is neither an ``Environment`` nor a ``gymnasium.Env`` class.
+    """
+    import gymnasium as gym
+
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"environment {path!r}: cannot import {module_name!r} ({error}); "
+                          "is its package on PYTHONPATH?") from error
+    found = getattr(module, attr, None)
+    if isinstance(found, type) and issubclass(found, Environment):
+        _REGISTRY.setdefault(path, found)
+        return "srl", path
+    if isinstance(found, type) and issubclass(found, gym.Env):
+        gym_id = f"{module_name}.{attr}"
+        if gym_id not in gym.registry:
+            gym.register(id=gym_id, entry_point=found)
+        return "gym", gym_id
+    if found is not None:
+        what = f"the class {found.__name__}" if isinstance(found, type) else "a " + type(
+            found).__name__
+        raise TypeError(f"environment {path!r} is {what}, not a gymnasium.Env class or a "
+                        "looprl.environments.SRLEnvironment class")
+    if attr in _REGISTRY:
+        return "srl", attr
+    if attr in gym.registry:
+        return "gym", attr
+    raise ImportError(f"environment {path!r}: module {module_name!r} has no {attr!r} and "
+                      f"registered no environment {attr!r} (with gymnasium.register or "
+                      "looprl.environments.register)")
 
 
 def _describe(target: type | str) -> str:

@@ -118,7 +118,9 @@ class Experiment(ABC):
         self.seed = seed
         self.verbose = verbose
         self._check_render()
-        self.logger = logger or ExperimentLogger(self.name, env.name, logdir, verbose)
+        self.logger = logger or ExperimentLogger(
+            self.name, env.name, logdir, verbose,
+            run_info={"hyperparameters": getattr(preset, "hyperparameters", {})})
         self.agent = self._make_agent()
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
@@ -224,8 +226,11 @@ class Experiment(ABC):
         """The training loop."""
 
     @abstractmethod
-    def test(self, episodes: int = 100) -> list[float]:
-        """Run ``episodes`` evaluation episodes with the test agent; return their returns."""
+    def test(self, episodes: int = 100, env: Any = None) -> list[float]:
+        """Run ``episodes`` evaluation episodes with the test agent; return their returns.
+
+        With ``env`` (an ``Environment`` of the same spaces, e.g. a held-out instance set),
+        the episodes are played there, and their returns are returned only (not logged)."""
 
     def _log_training_episode(self, episode_return: float) -> None:
         self._check_finite(episode_return)
@@ -315,17 +320,19 @@ class SingleEnvExperiment(Experiment):
         learned = self.hub.post_step(previous, action, state, self.logger.frame)
         return state, self.agent.act(learned)
 
-    def test(self, episodes: int = 100) -> list[float]:
+    def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         agent = self.preset.test_agent()
-        returns = [self._run_test_episode(agent) for _ in range(episodes)]
-        self._log_test(returns)
+        play = self.env if env is None else env
+        returns = [self._run_test_episode(agent, play) for _ in range(episodes)]
+        if env is None:
+            self._log_test(returns)
         return returns
 
-    def _run_test_episode(self, agent: Any) -> float:
-        state = self.env.reset()
+    def _run_test_episode(self, agent: Any, env: Any) -> float:
+        state = env.reset()
         episode_return = 0.0
         while not state.done:
-            state = self.env.step(agent.act(state))
+            state = env.step(agent.act(state))
             episode_return += state.reward
         return episode_return
 
@@ -423,10 +430,12 @@ class ParallelEnvExperiment(Experiment):
             self._returns[done] = 0.0
         return state
 
-    def test(self, episodes: int = 100) -> list[float]:
-        """Evaluate in the vector environment, each copy running its share of episodes."""
+    def test(self, episodes: int = 100, env: Any = None) -> list[float]:
+        """Evaluate in the vector environment (or ``n_envs`` copies of ``env``), each copy
+        running its share of episodes."""
         agent = self.preset.parallel_test_agent()
-        env = self._test_env()
+        given = env is not None
+        env = env.duplicate(self.vector_env.n_envs) if given else self._test_env()
         if env is self.vector_env:
             self._truncate_training_episodes()
         quota = np.full(env.n_envs, episodes // env.n_envs)
@@ -444,7 +453,8 @@ class ParallelEnvExperiment(Experiment):
                 running[i] = 0.0
         if env is not self.vector_env:
             env.close()
-        self._log_test(returns)
+        if not given:
+            self._log_test(returns)
         return returns
 
     def _truncate_training_episodes(self) -> None:

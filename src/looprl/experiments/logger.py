@@ -4,7 +4,9 @@ One logger is created per (agent, environment) run. It owns the run directory
 ``{logdir}/{agent}/{env}`` (``{env}_2``, ``{env}_3``, ... when a previous run already
 used it) and writes there:
 
-* ``run.json`` -- ``{"agent": ..., "env": ..., "started": <ISO time>}``;
+* ``run.json`` -- ``{"agent": ..., "env": ..., "started": <ISO time>}`` and the ``run_info``
+  the caller gives (experiments: the preset's ``hyperparameters``; runners: also which ES
+  individual and generation, or which Optuna trial, the run is, and its searched ``values``);
 * TensorBoard events for losses, schedules, debugging info, evaluations and summaries;
 * ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the
   last 100 episode returns (fast to read and plot, see ``plot_returns_100``);
@@ -64,6 +66,14 @@ def _safe_component(name: str) -> str:
     """Turn ``name`` into a single path component (``ALE/Pong-v5`` -> ``ALE_Pong-v5``)."""
     cleaned = str(name).replace("/", "_").replace("\\", "_").strip()
     return cleaned if cleaned not in ("", ".", "..") else "_"
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as JSON can hold it: a number for numpy scalars, else its ``repr``."""
+    try:
+        return value.item()  # numpy and torch scalars
+    except (AttributeError, ValueError, RuntimeError):
+        return repr(value)
 
 
 def _claim_run_dir(parent: Path, name: str) -> Path:
@@ -201,6 +211,11 @@ class ExperimentLogger(Logger):
         verbose: When False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
         loss_every: Write only every ``loss_every``-th call of ``add_loss`` per loss name
             (the first call is always written).
+        run_name: The run directory's name under ``{logdir}/{agent}/{env}`` (an ES
+            individual's ``gen001_ind002``, an Optuna trial's ``trial003``); ``None``: the
+            run directory is ``{logdir}/{agent}/{env}`` itself.
+        run_info: More entries of ``run.json`` (JSON-able; other values are written as their
+            ``repr``).
 
     Attributes:
         log_dir: The run directory (a ``str``).
@@ -216,6 +231,8 @@ class ExperimentLogger(Logger):
         verbose: bool = True,
         loss_every: int = 1,
         wandb: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_info: dict[str, Any] | None = None,
     ) -> None:
         if int(loss_every) < 1:
             raise ValueError(f"loss_every must be >= 1, got {loss_every}")
@@ -225,11 +242,12 @@ class ExperimentLogger(Logger):
         self.loss_every = int(loss_every)
         self.frame = 0
         self.episode = 0
-        run_dir = _claim_run_dir(
-            Path(logdir) / _safe_component(agent_name), _safe_component(env_name)
-        )
+        parent = Path(logdir) / _safe_component(agent_name)
+        if run_name is not None:
+            parent = parent / _safe_component(env_name)
+        run_dir = _claim_run_dir(parent, _safe_component(run_name or env_name))
         self.log_dir = str(run_dir)
-        self._write_run_json(run_dir)
+        self._write_run_json(run_dir, run_info or {})
         self._returns100_path = run_dir / "returns100.csv"
         self._returns100_path.write_text(RETURNS100_HEADER + "\n")
         self._returns: deque[float] = deque(maxlen=_WINDOW)
@@ -276,14 +294,15 @@ class ExperimentLogger(Logger):
         if self._wandb_options is not None:  # the same W&B run goes on
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
-    def _write_run_json(self, run_dir: Path) -> None:
-        """Write ``run.json`` describing this run."""
+    def _write_run_json(self, run_dir: Path, info: dict[str, Any]) -> None:
+        """Write ``run.json`` describing this run (``info`` added)."""
         meta = {
             "agent": self.agent_name,
             "env": self.env_name,
             "started": datetime.now().astimezone().isoformat(timespec="seconds"),
+            **info,
         }
-        (run_dir / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=_json_value) + "\n")
 
     # ------------------------------------------------------------------ helpers
     def _step(self, step: str) -> int:

@@ -1,10 +1,13 @@
-"""Meta components by name, for configurations: ``make_component('rnd', lr=1e-4)``."""
+"""Meta components by name or import path, for configurations: ``make_component('rnd',
+lr=1e-4)``, ``make_component('my_pkg.module:MyComponent', scale=0.1)``, or Hydra's form
+``make_component('mine', _target_='my_pkg.module.MyComponent', scale=0.1)``."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
+from looprl.core.imports import import_object, is_import_path
 from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import PLR
@@ -13,7 +16,7 @@ from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 from looprl.meta.space import SPaCE
 
-__all__ = ["COMPONENTS", "make_component"]
+__all__ = ["COMPONENTS", "component_class", "make_component"]
 
 COMPONENTS: dict[str, type[MetaComponent]] = {
     "rnd": RND,
@@ -41,17 +44,40 @@ def accepted_arguments(cls: type) -> list[str]:
     return names
 
 
+def component_class(name: str) -> type[MetaComponent]:
+    """The component class ``name`` stands for: a name in ``COMPONENTS`` or an import path
+    (``package.module:Class``, or Hydra's ``package.module.Class``) of a ``MetaComponent``.
+
+    Raises:
+        ValueError: an unknown name (with the valid ones).
+        ImportError: an import path that does not import.
+        TypeError: the path names something that is not a ``MetaComponent`` subclass.
+    """
+    if name in COMPONENTS:
+        return COMPONENTS[name]
+    if not (is_import_path(name) or "." in name):
+        choices = sorted(COMPONENTS)
+        raise ValueError(f"Unknown meta component {name!r}.{did_you_mean(name, choices)} "
+                         f"Valid: {', '.join(choices)}, or an import path "
+                         "'package.module:MyComponent'")
+    cls = import_object(name, "meta component")
+    if not (isinstance(cls, type) and issubclass(cls, MetaComponent)):
+        what = f"the class {cls.__name__}" if isinstance(cls, type) else "a " + type(
+            cls).__name__
+        raise TypeError(f"meta component {name!r} is {what}, not a subclass of "
+                        "looprl.meta.MetaComponent")
+    return cls
+
+
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
-    """The component registered as ``name`` in ``COMPONENTS``, built with ``kwargs``.
+    """The component ``name`` (see ``component_class``; a ``_target_`` argument, Hydra's
+    form, names the class instead), built with ``kwargs``.
 
     Raises:
         ValueError: an unknown name or keyword argument (with the valid ones).
+        ImportError / TypeError: see ``component_class``.
     """
-    if name not in COMPONENTS:
-        choices = sorted(COMPONENTS)
-        raise ValueError(f"Unknown meta component {name!r}.{did_you_mean(name, choices)} "
-                         f"Valid: {', '.join(choices)}")
-    cls = COMPONENTS[name]
+    cls = component_class(str(kwargs.pop("_target_", name)))
     accepted = accepted_arguments(cls)
     unknown = [key for key in kwargs if key not in accepted]
     if unknown:

@@ -13,9 +13,12 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["FAMILIES", "available_agents", "env_for", "make_env", "resolve_agent"]
+__all__ = ["FAMILIES", "available_agents", "context_sets", "env_for", "make_contextual",
+           "make_env", "resolve_agent"]
 
 FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
+#: SRL names of the adapters (``looprl.environments.srl``), not environments of their own
+BUILT_IN_SRL = ("gym", "atari", "pettingzoo", "contextual")
 
 
 def available_agents() -> dict[str, Any]:
@@ -41,17 +44,31 @@ def resolve_agent(name: str) -> Any:
     return agents[name]
 
 
-def make_env(agent: str, env_id: str | Mapping[str, Any]) -> Any:
+def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) -> Any:
     """The environment ``env_id`` in the form the family of preset ``agent`` acts in.
 
-    A mapping makes a contextual environment (``looprl.environments.contextual``):
-    ``{id: CartPole-v1, instances: 8, features: {length: [0.25, 1.0]}}`` draws ``instances``
-    contexts with each named feature uniform in its range (``sample_contexts``); optional
-    ``hide_context`` (default true), ``instance_mode`` (``random``) and ``seed`` (0: of the
-    contexts drawn and of the instance choice).
+    ``env_id`` is a Gymnasium id, a name ``looprl.environments.register`` ed, or an import
+    path ``package.module:NAME``: a ``gymnasium.Env`` class (played by single-agent presets)
+    or an SRL ``Environment`` class (by the multi-agent presets; locally through
+    ``SRLParallelEnv``), or a name that importing the module registers (either kind). Ray
+    actors make it by the same name (``looprl.environments.make``).
+
+    With ``context`` (``CONTEXT_KEYS``, see ``context_sets``) naming a training set, the
+    contextual environment of ``env_id`` over it (``looprl.environments.contextual``).
     """
-    if isinstance(env_id, Mapping):
-        return _contextual(agent, env_id)
+    if not isinstance(env_id, str):
+        raise ValueError(f"env is an id or an import path, got {env_id!r}; a contextual "
+                         "environment's instance sets are context.train / context.test")
+    if context and (context.get("train") is not None or context.get("test") is not None):
+        train, _ = context_sets(env_id, context)
+        return make_contextual(agent, env_id, train, context)
+    kind, target = _kind_of(env_id)
+    if kind == "srl":
+        return _srl_env(agent, env_id, target)
+    if kind == "gym":
+        from looprl.environments import GymEnvironment
+
+        return GymEnvironment(target, name=env_id)  # Ray actors make it by this name
     if agent.startswith("atari."):
         from looprl.environments import AtariEnvironment
 
@@ -70,6 +87,33 @@ def make_env(agent: str, env_id: str | Mapping[str, Any]) -> Any:
     return GymEnvironment(env_id)
 
 
+def _kind_of(env_id: str) -> tuple[str | None, str]:
+    """``("gym" | "srl", name)`` for an import path or an SRL-registered name (see
+    ``looprl.environments.srl.import_environment``); ``(None, env_id)`` otherwise."""
+    from looprl.core.imports import is_import_path
+    from looprl.environments import srl
+
+    if is_import_path(env_id):
+        return srl.import_environment(env_id)
+    if env_id in srl.registered_environments() and env_id not in BUILT_IN_SRL:
+        return "srl", env_id
+    return None, env_id
+
+
+def _srl_env(agent: str, env_id: str, name: str) -> Any:
+    """The SRL environment ``name`` for the multi-agent presets (the only ones that play
+    SRL environments): as a PettingZoo parallel env, that Ray actors play as itself."""
+    from looprl.environments import MultiagentPettingZooEnv, make
+    from looprl.environments.srl_parallel import SRLParallelEnv
+
+    if not agent.startswith("multiagent."):
+        raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
+                         "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
+                         "gymnasium.Env class for the single-agent ones")
+    return MultiagentPettingZooEnv(SRLParallelEnv(make(name), env_id), name=env_id,
+                                   remote=(env_id, {}))
+
+
 def env_for(agent: Any, env_id: str) -> Any:
     """The environment ``env_id`` in the form the family of ``agent`` (a preset builder of
     a family module, or its name) acts in; a Gymnasium environment for any other agent."""
@@ -80,23 +124,67 @@ def env_for(agent: Any, env_id: str) -> Any:
     return make_env(agent, env_id)
 
 
-CONTEXTUAL_KEYS = ("id", "instances", "features", "hide_context", "instance_mode", "seed")
+CONTEXT_KEYS = ("train", "test", "ranges", "seed", "hide_context", "instance_mode")
 
 
-def _contextual(agent: str, options: Mapping[str, Any]) -> Any:
-    """The contextual environment ``options`` describes (see ``make_env``)."""
-    from looprl.environments.contextual import ContextualEnvironment, sample_contexts
+def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The training and held-out instance sets ``context`` describes (``None`` where it
+    names none): ``train`` and ``test`` are a number of instances, drawn with each feature of
+    ``ranges`` uniform in its range (``sample_contexts``; seeds ``seed`` and ``seed + 1``),
+    or a YAML/JSON file holding a list of contexts (``[{length: 0.5}, ...]``).
 
-    unknown = sorted(set(options) - set(CONTEXTUAL_KEYS))
-    if unknown or "id" not in options:
-        raise ValueError(f"a contextual env takes the keys {', '.join(CONTEXTUAL_KEYS)} (id "
-                         f"required), got {', '.join(map(str, options))}")
+    Raises:
+        ValueError: an unknown key, or a set that is neither a number nor a file of contexts.
+    """
+    from looprl.environments.contextual import sample_contexts
+
+    unknown = sorted(set(context) - set(CONTEXT_KEYS))
+    if unknown:
+        raise ValueError(f"context takes the keys {', '.join(CONTEXT_KEYS)}, got "
+                         f"{', '.join(unknown)}")
+    ranges, seed = dict(context.get("ranges") or {}), int(context.get("seed") or 0)
+
+    def instances(given: Any, seed: int) -> Any:
+        if given is None:
+            return None
+        if isinstance(given, int) and not isinstance(given, bool):
+            return sample_contexts(env_id, given, ranges, seed=seed)
+        return _contexts_file(given)
+
+    return instances(context.get("train"), seed), instances(context.get("test"), seed + 1)
+
+
+def _contexts_file(path: Any) -> dict[int, dict[str, float]]:
+    """The contexts in the YAML/JSON file ``path`` (a list of dicts), by instance id."""
+    from pathlib import Path
+
+    import yaml
+
+    if not isinstance(path, str) or not Path(path).is_file():
+        raise ValueError(f"context.train / context.test is a number of instances or a YAML/JSON "
+                         f"file of contexts, got {path!r}")
+    try:
+        contexts = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path} is no YAML/JSON file ({str(error).splitlines()[0]})") from None
+    if not (isinstance(contexts, list) and contexts and all(isinstance(c, dict)
+                                                           for c in contexts)):
+        raise ValueError(f"{path} must hold a non-empty list of contexts, e.g. "
+                         "[{length: 0.5}, {length: 1.0}]")
+    return dict(enumerate(contexts))
+
+
+def make_contextual(agent: str, env_id: str, contexts: Any,
+                    context: Mapping[str, Any]) -> Any:
+    """The contextual environment of ``env_id`` over the instance set ``contexts``, with
+    ``context``'s ``hide_context`` (default true), ``instance_mode`` (``random``) and ``seed``
+    (of the instance choice)."""
+    from looprl.environments.contextual import ContextualEnvironment
+
     if agent.startswith(("atari.", "multiagent.")):
         raise ValueError(f"{agent} does not act in contextual environments; use a "
                          "classic-control or continuous preset")
-    seed = options.get("seed", 0)
-    contexts = sample_contexts(options["id"], options.get("instances", 1),
-                               dict(options.get("features") or {}), seed=seed)
-    return ContextualEnvironment(options["id"], contexts,
-                                 hide_context=options.get("hide_context", True),
-                                 instance_mode=options.get("instance_mode", "random"), seed=seed)
+    hide = context.get("hide_context")
+    return ContextualEnvironment(env_id, contexts, hide_context=True if hide is None else hide,
+                                 instance_mode=context.get("instance_mode") or "random",
+                                 seed=int(context.get("seed") or 0))

@@ -27,6 +27,9 @@ The dictionaries it returns, documented once here:
 ``returns``         the return of each evaluation episode
 ``episodes``        how many were run
 ``step``            environment steps the evaluated agent had trained
+``train_set``       with a held-out ``test_env``: the same keys (but ``step``) on the
+                    training environment; the keys above are then the held-out set's
+``test_set``        with a ``test_env``: the held-out set's (the same as above)
 =================== ====================================================================
 """
 
@@ -42,7 +45,7 @@ import torch
 
 from looprl.core.logger import Logger
 from looprl.core.suggest import did_you_mean
-from looprl.environments import Environment, GymEnvironment
+from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
@@ -113,6 +116,9 @@ class Runner:
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
         wandb: also log to Weights & Biases: ``wandb.init`` arguments (``project``,
             ``mode="offline"``, ...); needs a ``logdir``.
+        test_env: a held-out environment of the same spaces (a contextual environment's
+            test instance set): ``evaluate`` plays there, and reports the training
+            environment's returns beside (``train_set`` / ``test_set``).
     """
 
     def __init__(
@@ -129,6 +135,7 @@ class Runner:
         checkpoint_replay: bool = True,
         verbose: bool = False,
         wandb: dict[str, Any] | None = None,
+        test_env: Any = None,
     ):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(
@@ -137,8 +144,10 @@ class Runner:
             )
         self.builder = agent.device(device) if device is not None else agent
         self.env = GymEnvironment(env) if isinstance(env, str) else env
-        if not isinstance(self.env, Environment):
-            raise TypeError(f"Expected an Environment or a Gymnasium id, got {type(env).__name__}")
+        if not isinstance(self.env, Environment | MultiagentEnvironment):
+            raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
+                            f"id, got {type(env).__name__}")
+        self.test_env = test_env
         self.seed = int(seed)
         self.logdir = logdir
         self.meta = tuple(meta)
@@ -153,6 +162,7 @@ class Runner:
             raise ValueError("wandb logging needs a logdir (its runs are stored there)")
         self.wandb = wandb
         self.experiment: Any = None
+        self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
         self.preset: Any = None
 
     # -- the agent ---------------------------------------------------------------------
@@ -180,11 +190,20 @@ class Runner:
         self.experiment = load_checkpoint(path)
         self.preset = self.experiment.preset
 
+    def label_next_run(self, name: str, **info: Any) -> None:
+        """Name the run directory of the next agent ``new_agent`` builds (under
+        ``{logdir}/{agent}/{env}``) and add ``info`` (which individual or trial it is, its
+        values) to its ``run.json``."""
+        self._next_run = (name, info)
+
     def _logger(self) -> Logger:
         if self.logdir is None:
             return MemoryLogger()
+        name, info = self._next_run or (None, {})
+        self._next_run = None
         return RecordingLogger(self.preset.name, self.env.name, self.logdir,
-                               verbose=self.verbose, wandb=self.wandb)
+                               verbose=self.verbose, wandb=self.wandb, run_name=name,
+                               run_info={**info, "hyperparameters": self.preset.hyperparameters})
 
     def _require_agent(self) -> None:
         if self.experiment is None:
@@ -265,14 +284,14 @@ class Runner:
         """
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
-        returns = [float(r) for r in self.experiment.test(episodes=episodes)]
-        return {
-            "mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
-            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
-            "returns": returns,
-            "episodes": len(returns),
-            "step": self.experiment.frame,
-        }
+        returns = self.experiment.test(episodes=episodes)
+        if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
+            returns = [sum(values) for values in zip(*returns.values())]
+        results = _summary([float(r) for r in returns])
+        if self.test_env is not None:  # held-out instances: the evaluation's result
+            held_out = _summary(self.experiment.test(episodes=episodes, env=self.test_env))
+            results = {**held_out, "train_set": results, "test_set": held_out}
+        return {**results, "step": self.experiment.frame}
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
@@ -287,3 +306,11 @@ class Runner:
             self.close_experiment(self.experiment)
         self.experiment = None
         self.preset = None
+
+
+def _summary(returns: list[float]) -> dict[str, Any]:
+    """Mean, standard deviation, the returns and their number (``EVAL_KEYS`` but ``step``)."""
+    returns = [float(r) for r in returns]
+    return {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+            "returns": returns, "episodes": len(returns)}

@@ -198,7 +198,7 @@ class ESRunner(Runner):
         history = []
         for iteration in range(1, self.iterations + 1):
             population = es.ask()
-            scored = [self._score(x, iteration) for x in population]
+            scored = [self._score(x, iteration, index) for index, x in enumerate(population)]
             fitness = np.array([f for f, _ in scored])
             es.tell(population, self.shape(_finite(fitness)))
             history.append(self._generation(iteration, fitness, [v for _, v in scored]))
@@ -206,7 +206,12 @@ class ESRunner(Runner):
         return {"step": self.iterations, "best": self._best, "history": history}, \
             self.evaluate()
 
-    def _score(self, individual: np.ndarray, iteration: int) -> tuple[float, dict[str, Any]]:
+    def _score(self, individual: np.ndarray, iteration: int, index: int
+               ) -> tuple[float, dict[str, Any]]:
+        if self.fresh_agents:  # its own agent: its own run directory
+            _, values = self.decode(individual)
+            self.label_next_run(f"gen{iteration:03d}_ind{index:03d}", generation=iteration,
+                                individual=index, values=values)
         fitness, values = self._fitness(individual)
         if fitness > self._best["fitness"] or "values" not in self._best:
             params, _ = self.decode(individual)

@@ -143,6 +143,7 @@ class OptunaRunner(Runner):
     def objective(self, trial: Any) -> float:
         """Train a fresh agent with the trial's values, reporting each evaluation."""
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
+        self.label_next_run(f"trial{trial.number:03d}", trial=trial.number, values=values)
         self._configure(values)
         chunks = _chunks(self.num_steps, self.n_evaluations)
         value = math.nan
@@ -184,6 +185,7 @@ class OptunaRunner(Runner):
         if complete:
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
+            self.label_next_run("best", trial=trial.number, values=dict(trial.params))
             self._configure(dict(trial.params))
             self.train(self.num_steps)
             eval_results = self.evaluate()

@@ -91,8 +91,9 @@ class IndependentMultiagentPreset(Preset):
     remote: tuple[str | None, dict[str, Any]] = (None, {})
 
     def remote_env(self) -> tuple[str | None, dict[str, Any]]:
-        """The PettingZoo environment's SRL adapter, observations flattened as locally
-        (``(None, {})`` when it was built for another kind of environment)."""
+        """The SRL environment of its ``MultiagentPettingZooEnv`` (``remote_env``: the
+        PettingZoo adapter, or a user's SRL class); ``(None, {})`` when it was built for
+        another kind of environment."""
         return self.remote
 
     def _agent_steps(self, train_steps: float) -> float:
@@ -289,9 +290,8 @@ class IndependentPresetBuilder:
         )
         preset.env_name = self._env.name
         preset.meta = self._meta
-        if isinstance(self._env, MultiagentPettingZooEnv):  # its module, built afresh
-            module = self._env.env.metadata.get("name", self._env.name)
-            preset.remote = ("pettingzoo", {"env": module, "flatten": self._env.flatten})
+        if isinstance(self._env, MultiagentPettingZooEnv):  # built afresh in each actor
+            preset.remote = self._env.remote_env()
         return preset
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:

@@ -1,0 +1,45 @@
+"""Objects by import path, for configs: ``import_object('my_pkg.envs:MyEnv', 'environment')``."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["import_object", "is_import_path"]
+
+
+def is_import_path(text: Any) -> bool:
+    """Whether ``text`` has the ``package.module:Name`` form (a colon after a module name)."""
+    if not isinstance(text, str):
+        return False
+    module, sep, name = text.partition(":")
+    return bool(sep and module and name) and "/" not in text
+
+
+def import_object(path: str, what: str) -> Any:
+    """The object ``path`` names: ``package.module:Name`` (or Hydra's ``package.module.Name``).
+
+    Args:
+        path: the import path.
+        what: what the object is for, in messages (``"meta component"``, ``"environment"``).
+
+    Raises:
+        ImportError: the module does not import, or has no such attribute (one line).
+    """
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ImportError(f"{what} {path!r}: expected an import path 'package.module:Name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"{what} {path!r}: cannot import {module_name!r} ({error}); is its "
+                          "package on PYTHONPATH?") from error
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ImportError(f"{what} {path!r}: module {module_name!r} has no attribute "
+                              f"{attr!r}")
+        obj = getattr(obj, part)
+    return obj

@@ -1,0 +1,104 @@
+"""A user's own parts, attached from the config by import path
+(``tests.configs.user_parts:...``): importable wherever the repository root is on the path
+(``python -m pytest`` puts it there, and Ray passes the driver's path on to its local
+workers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from looprl.environments import SRLEnvironment, StepResult, register, registered_environments
+from looprl.environments.srl import action_value, step_result
+from looprl.meta import MetaComponent
+
+
+class ScaledReward(MetaComponent):
+    """Multiplies every reward by ``scale`` (and counts the steps it saw)."""
+
+    def __init__(self, scale: float = 1.0, offset: float = 0.0):
+        super().__init__()
+        self.scale, self.offset, self.steps = scale, offset, 0
+        self.post_step_methods.append(self.rescale)
+
+    def rescale(self, metrics: dict[str, Any]) -> None:
+        self.steps += 1
+        transition = metrics["transition"]
+        transition["reward"] = transition["reward"] * self.scale + self.offset
+
+
+class NotAComponent:
+    """A class that is no ``MetaComponent``."""
+
+
+LENGTH = 8
+
+
+class SignMatchEnv(gym.Env):
+    """Observe a sign (+1 or -1), earn 1 for the action that matches it; 8 steps."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def step(self, action: Any):
+        reward = float(int(action) == int(self.sign > 0))
+        self.t += 1
+        return self._observe(), reward, self.t >= LENGTH, False, {}
+
+    def _observe(self) -> np.ndarray:
+        self.sign = self.np_random.choice([-1.0, 1.0])
+        return np.array([self.sign], np.float32)
+
+
+class SignMatchPair(SRLEnvironment):
+    """Two agents, each matching its own sign (``SignMatchEnv`` as an SRL environment)."""
+
+    def __init__(self, length: int = LENGTH):
+        self.length, self.t = length, 0
+        self.rng = np.random.default_rng(0)
+
+    @property
+    def agent_count(self) -> int:
+        return 2
+
+    @property
+    def observation_spaces(self) -> list[gym.Space]:
+        return [gym.spaces.Dict({"obs": SignMatchEnv.observation_space})] * 2
+
+    @property
+    def action_spaces(self) -> list[gym.Space]:
+        return [SignMatchEnv.action_space] * 2
+
+    def seed(self, seed: int) -> int:
+        self.rng = np.random.default_rng(seed)
+        return seed
+
+    def reset(self) -> list[StepResult]:
+        self.t = 0
+        return self._results([0.0, 0.0])
+
+    def step(self, actions: list[Any]) -> list[StepResult]:
+        rewards = [float(int(action_value(a)) == int(s > 0))
+                   for a, s in zip(actions, self.signs)]
+        self.t += 1
+        return self._results(rewards)
+
+    def _results(self, rewards: list[float]) -> list[StepResult]:
+        self.signs = self.rng.choice([-1.0, 1.0], size=2)
+        return [step_result({"obs": np.array([s], np.float32)}, r, self.t >= self.length)
+                for s, r in zip(self.signs, rewards)]
+
+
+# Names registered on import: `env=tests.configs.user_parts:SignMatch-v0` (Gymnasium) and
+# `env=tests.configs.user_parts:sign_match_pair` (SRL) import this module, then make them.
+if "SignMatch-v0" not in gym.registry:
+    gym.register("SignMatch-v0", entry_point=SignMatchEnv)
+if "sign_match_pair" not in registered_environments():
+    register("sign_match_pair", SignMatchPair)

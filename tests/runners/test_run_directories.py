@@ -1,0 +1,64 @@
+"""Every ES individual and Optuna trial has a run directory whose name and ``run.json`` say
+which it is, with its values; every run's ``run.json`` holds its hyperparameters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from looprl.experiments import run_experiment
+from looprl.runners import ESRunner
+
+
+def _run_jsons(root: Path) -> dict[str, dict]:
+    return {str(p.parent.relative_to(root)): json.loads(p.read_text())
+            for p in sorted(root.glob("**/run.json"))}
+
+
+def test_each_es_individual_has_a_labelled_run_directory(small_ppo, tmp_path: Path):
+    runner = ESRunner(small_ppo, "CartPole-v1", search_targets={"lr": (1e-4, 1e-2)},
+                      iterations=2, popsize=2, num_steps_per_iteration=64, eval_episodes=1,
+                      seed=0, logdir=str(tmp_path), quiet=True)
+    results, _ = runner.run()
+    runs = _run_jsons(tmp_path)
+    labelled = {k: v for k, v in runs.items() if "gen" in k}
+    assert sorted(labelled) == [f"ppo/CartPole-v1/gen{g:03d}_ind{i:03d}"
+                                for g in (1, 2) for i in (0, 1)]
+    values = [v for h in results["history"] for v in h["values"]]
+    for (name, run), value in zip(sorted(labelled.items()), values):
+        label = name.rpartition("/")[2]  # genGGG_indIII
+        assert (run["generation"], run["individual"]) == (int(label[3:6]), int(label[10:]))
+        assert run["values"] == pytest.approx(value)
+        assert run["hyperparameters"]["lr"] == pytest.approx(value["lr"])  # the agent's own
+    runner.close()
+
+
+def test_each_optuna_trial_has_a_labelled_run_directory(small_ppo, tmp_path: Path):
+    pytest.importorskip("optuna")
+    from looprl.runners import OptunaRunner
+
+    space = {"lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}}
+    runner = OptunaRunner(small_ppo, "CartPole-v1", space, n_trials=2, num_steps=64,
+                          n_evaluations=1, eval_episodes=1, seed=0, logdir=str(tmp_path),
+                          quiet=True)
+    results, _ = runner.run()
+    runs = _run_jsons(tmp_path)
+    for number in (0, 1):
+        run = runs[f"ppo/CartPole-v1/trial{number:03d}"]
+        assert run["trial"] == number
+        assert run["hyperparameters"]["lr"] == pytest.approx(run["values"]["lr"])
+    assert runs["ppo/CartPole-v1/best"]["trial"] == results["best"]["trial"]
+    runner.close()
+
+
+def test_run_json_records_the_hyperparameters_of_a_plain_run(small_ppo, tmp_path: Path):
+    from looprl.environments import GymEnvironment
+
+    env = GymEnvironment("CartPole-v1")
+    preset = small_ppo.hyperparameters(lr=0.0123).env(env).build()
+    (result,) = run_experiment(preset, env, 32, logdir=str(tmp_path), quiet=True,
+                               test_episodes=0)
+    run = json.loads((Path(result.log_dir) / "run.json").read_text())
+    assert run["hyperparameters"]["lr"] == 0.0123 and run["hyperparameters"]["hidden"] == 8
