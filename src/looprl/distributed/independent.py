@@ -14,12 +14,12 @@ from typing import Any
 
 from looprl.agents.independent import IndependentPolicy, IndependentTrainer, agent_stats
 from looprl.core import SampleBatch, TrainerStepResult
-from looprl.distributed.pipeline import TrainerCore
+from looprl.distributed.pipeline import StepLoop, TrainerCore
 
 __all__ = ["IndependentCore"]
 
 
-class IndependentCore:
+class IndependentCore(StepLoop):
     """One ``TrainerCore`` per agent of an ``IndependentTrainer``.
 
     Args:
@@ -118,15 +118,6 @@ class IndependentCore:
         """Hand the step's new priorities back to the agent's replay."""
         agent, inner = batch
         self.cores[agent].finish(inner, result)
-
-    def train_step(self) -> TrainerStepResult | None:
-        """One step of the next ready agent's trainer (``None``: none is ready)."""
-        batch = self.next_batch()
-        if batch is None:
-            return None
-        result = self.learn(batch)
-        self.finish(batch, result)
-        return result
 
     def state_dict(self) -> dict[str, Any]:
         """The trainers (with the policies they share) and every agent's counters."""

@@ -28,7 +28,20 @@ __all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "te
 logger = logging.getLogger(__name__)
 
 
-class TrainerCore:
+class StepLoop:
+    """``train_step`` of a trainer-side core: ``next_batch``, ``learn``, ``finish``."""
+
+    def train_step(self) -> TrainerStepResult | None:
+        """One ``Trainer.step`` on what the buffer holds (``None``: not enough yet)."""
+        batch = self.next_batch()
+        if batch is None:
+            return None
+        result = self.learn(batch)
+        self.finish(batch, result)
+        return result
+
+
+class TrainerCore(StepLoop):
     """A trainer and the sample buffer it learns from.
 
     Args:
@@ -125,15 +138,6 @@ class TrainerCore:
         ratio = self.updates_per_frame
         return (self.replay and ratio is not None
                 and self.updates < ratio * (self.frames - self.min_size - self.max_ahead))
-
-    def train_step(self) -> TrainerStepResult | None:
-        """One ``Trainer.step`` on what the buffer holds (``None``: not enough yet)."""
-        batch = self.next_batch()
-        if batch is None:
-            return None
-        result = self.learn(batch)
-        self.finish(batch, result)
-        return result
 
     def next_batch(self) -> tuple[SampleBatch, Any] | None:
         """``(sample, indices)`` for the next step (``None``: not ready); ``indices`` of
