@@ -225,8 +225,8 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     (``looprl.distributed.presets.preset_spec``).
 
     Raises:
-        ValueError: the preset runs locally only, or the config asks for what the Ray runtime
-            does not run (runners other than ``online``, swapped parts).
+        ValueError: the preset is of no family, or the config asks for what the Ray runtime
+            does not run (runners other than ``online``).
     """
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything

@@ -128,7 +128,7 @@ class GymEnvironment(Environment):
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors make the same Gymnasium id with the same ``gym.make`` arguments."""
-        return self._id, self.make_kwargs
+        return self.name, self.make_kwargs
 
     @property
     def make_kwargs(self) -> dict[str, Any]:
