@@ -8,7 +8,6 @@ import logging
 import math
 import os
 import socket
-from typing import Any
 
 from looprl.distributed.config import RuntimeConfig
 
@@ -116,24 +115,3 @@ def _check_reachable(address: str) -> None:
                               "with `ray start --head` or leave runtime.address unset to run "
                               "locally") from None
 
-
-def shipped(value: Any) -> list[Any]:
-    """``[ray.put(value)]``: a large constructor argument of the workers, put in the object
-    store once and passed by a reference inside a small list (``received`` unpacks it).
-
-    Ray warns at every start about restartable actors whose constructor arguments live in
-    the object store (a restart fails if they are gone); the caller keeps this list, so
-    they are not gone, and every worker shares the one copy.
-    """
-    import ray
-
-    return [ray.put(value)]
-
-
-def received(value: Any) -> Any:
-    """What ``shipped`` packed (a value passed directly is returned as it is)."""
-    if isinstance(value, list) and len(value) == 1:
-        import ray
-
-        return ray.get(value[0])
-    return value

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from looprl.distributed.cluster import error_line, shipped
+from looprl.distributed.cluster import error_line
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 
@@ -77,8 +77,7 @@ class WorkerPool:
         from looprl.distributed.trainer_worker import TrainerWorker
         from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
 
-        rt, spec = self.runtime, shipped(self.spec)
-        self._shipped = spec  # held while the workers live (restarts rebuild from it)
+        rt, spec = self.runtime, self.spec
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         server = ParameterServer.remote()
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count

@@ -22,7 +22,6 @@ import torch
 from ray import cloudpickle
 
 from looprl.distributed import ddp
-from looprl.distributed.cluster import received
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.workers import cuda_device, on_cpu, whereabouts
@@ -44,7 +43,6 @@ class TrainerWorker:
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  run_dir: str, seed: int, rank: int = 0):
         torch.set_num_threads(runtime.trainer_threads or runtime.torch_threads)
-        spec = received(spec)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches

@@ -30,7 +30,6 @@ import ray
 import torch
 from ray.exceptions import RayActorError, RayTaskError
 
-from looprl.distributed.cluster import received
 from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
@@ -167,7 +166,6 @@ class ActorWorker:
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  trainer: Any, policy_worker: Any, seed: int, evaluation: bool = False):
         torch.set_num_threads(runtime.torch_threads)
-        spec = received(spec)
         self.index = index
         self.evaluation = evaluation
         self.trainer = trainer
@@ -329,7 +327,6 @@ class PolicyWorker:
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
                  batch_requests: int, max_wait: float = 0.002):
         torch.set_num_threads(runtime.torch_threads)
-        spec = received(spec)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, server, runtime.pull_interval)
