@@ -64,7 +64,7 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Run", "algorithm_options", "build", "make_components", "make_envs", "register",
+__all__ = ["BuiltConfig", "algorithm_options", "build", "make_components", "make_envs", "register",
            "register_imports"]
 
 PRIMITIVES = (bool, int, float, str, type(None))
@@ -254,7 +254,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
 
 
 @dataclass
-class Run:
+class BuiltConfig:
     """What a config describes, built: the configured preset builder, the environment, the
     meta components and the runner that drives them."""
 
@@ -290,7 +290,7 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def build(cfg: Any, output_dir: str | None = None) -> Run:
+def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     """The preset builder, environment, meta components and runner ``cfg`` describes; the
     runner writes its run directories under ``output_dir``.
 
@@ -324,7 +324,7 @@ def build(cfg: Any, output_dir: str | None = None) -> Run:
         verbose=cfg.logging.verbose, test_env=test_env,
         wandb=_plain(cfg.logging.wandb), **options,
     )
-    return Run(builder, env, components, runner)
+    return BuiltConfig(builder, env, components, runner)
 
 
 def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") -> str:
