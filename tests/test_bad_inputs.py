@@ -80,6 +80,43 @@ def test_a_file_as_log_directory_is_one_line(tmp_path: Path) -> None:
     _one_line(error, "cannot write the run's logs", "Not a directory", "logdir=")
 
 
+@pytest.fixture
+def read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory this process may not write in (``os.access`` says so: tests run as root,
+    whom a ``chmod`` does not stop)."""
+    path = tmp_path / "read_only"
+    path.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *args, **kwargs: (
+        not Path(p).is_relative_to(path) and access(p, mode, *args, **kwargs)))
+    return path
+
+
+def test_a_log_directory_without_write_permission_is_one_line(read_only: Path) -> None:
+    with pytest.raises(ValueError) as error:
+        run_experiment(ppo, GymEnvironment("CartPole-v1"), 64, logdir=str(read_only),
+                       quiet=True)
+    _one_line(error, "cannot write the run's logs", "Permission denied", "logdir=")
+    assert not any(read_only.iterdir())  # nothing made in it
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "ppo", "CartPole-v1", "--frames", "64", "--logdir", "{ro}"],
+    ["run", "frames=64", "test_episodes=0", "hydra.run.dir={ro}/run"],
+    ["run", "-m", "frames=64", "test_episodes=0", "hydra.sweep.dir={ro}"],
+])
+def test_a_log_directory_without_write_permission_is_one_line_in_the_cli(
+        read_only: Path, argv: list[str], capsys: pytest.CaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from looprl.cli import main
+
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    assert main([a.format(ro=read_only) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("looprl: error: cannot write"), err
+    assert "Permission denied" in err and not any(read_only.iterdir())
+
+
 @pytest.mark.parametrize("frames", [None, "abc", True, 0, -5])
 def test_the_budget_must_be_a_positive_number(frames: object) -> None:
     with pytest.raises(ValueError) as error:
@@ -162,6 +199,7 @@ def _cli_error_paths(tmp: Path) -> list[list[str]]:
         [*run, "env=NoSuchEnv-v0"],
         [*run, "runner=es", "runner.search_targets=42"],
         [*run, "--resume", str(tmp / "bad")],
+        [*run, f"hydra.run.dir={tmp / 'file' / 'run'}"],
         [*run, "runtime=ray", "runtime.actorz=2"],
     ]
 

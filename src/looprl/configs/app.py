@@ -31,7 +31,7 @@ import numpy as np
 
 from looprl.configs import build, check_overrides, expand_shorthands, register, register_imports
 
-__all__ = ["execute", "main"]
+__all__ = ["check_run_dir", "execute", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +217,24 @@ def _remove_if_empty(output_dir: Path) -> None:
             output_dir.parent.parent.rmdir()
 
 
+#: Hydra's flags that print something and write no run directory.
+_NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion")
+
+
+def check_run_dir(argv: list[str]) -> None:
+    """A run directory (``hydra.run.dir``, ``hydra.sweep.dir`` with ``-m``, by default under
+    the working directory) that cannot be written is a one-line ``ValueError`` before Hydra
+    starts (Hydra fails to make it in a traceback)."""
+    from looprl.core.files import check_writable
+
+    if any(a.partition("=")[0] in _NO_RUN for a in argv):
+        return
+    multirun = "-m" in argv or "--multirun" in argv
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
+    check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
+
+
 def main(argv: list[str]) -> int:
     """Run the Hydra application on ``argv`` (overrides and Hydra flags)."""
     import hydra
@@ -228,6 +246,7 @@ def main(argv: list[str]) -> int:
     argv = resume_arguments(expand_shorthands(argv))
     register_imports(argv)  # (a resumed run's own overrides may attach some)
     check_overrides(argv)
+    check_run_dir(argv)
 
     failures: list[Exception] = []
 

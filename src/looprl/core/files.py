@@ -1,14 +1,16 @@
 """``load_file``: read back a file looprl wrote with ``torch.save`` (presets, checkpoints,
-a distributed run's policy and spec), with every way it can fail said in one line."""
+a distributed run's policy and spec), with every way it can fail said in one line;
+``check_writable``: whether a run can write its logs in a directory, said in one line."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["load_file"]
+__all__ = ["check_writable", "load_file"]
 
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:
@@ -49,3 +51,26 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
     reason = str(error).splitlines()[0][:120] if str(error) else ""
     return ValueError(f"{path} is not a readable {what}: it is truncated, corrupted or not "
                       f"written by looprl ({type(error).__name__}: {reason}); {remedy}")
+
+
+def check_writable(path: str | Path, option: str) -> None:
+    """Check that the directory ``path`` exists and can be written in, or can be made: the
+    nearest of it and its parents that exists is a directory this process may write in.
+
+    Args:
+        path: where a run writes its logs.
+        option: the options that choose it, for the message (``"logdir=..., --logdir"``).
+
+    Raises:
+        ValueError: a file is in the way, or there is no write permission: one line.
+    """
+    path = Path(path)
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path.cwd())
+    if not existing.is_dir():
+        reason = "Not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        reason = "Permission denied"
+    else:
+        return
+    raise ValueError(f"cannot write the run's logs in {path}: {reason} ({existing}); choose a "
+                     f"log directory you can write to ({option})")

@@ -51,6 +51,7 @@ import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
+from looprl.core.files import check_writable
 from looprl.core.logger import Logger
 
 __all__ = ["ExperimentLogger"]
@@ -60,6 +61,7 @@ log = logging.getLogger(__name__)
 RETURNS100_HEADER = "frame,mean,std,max,min"
 RETURNS_HEADER = "frame,episode,return"
 _WINDOW = 100
+_OPTIONS = "logdir=..., --logdir"  # what chooses the log directory, for messages
 
 
 def _safe_component(name: str) -> str:
@@ -82,14 +84,13 @@ def _claim_run_dir(parent: Path, name: str) -> Path:
     Raises:
         ValueError: ``parent`` cannot be made or written (a file, no permission): one line.
     """
+    check_writable(parent, _OPTIONS)
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise PermissionError(13, "Permission denied", str(parent))
     except OSError as error:
         raise ValueError(f"cannot write the run's logs in {parent}: "
                          f"{error.strerror or error} ({error.filename or parent}); choose a "
-                         "log directory you can write to (logdir=..., --logdir)") from None
+                         f"log directory you can write to ({_OPTIONS})") from None
     index = 1
     while True:
         candidate = parent / (name if index == 1 else f"{name}_{index}")
