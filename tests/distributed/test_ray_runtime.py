@@ -299,3 +299,32 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     losses = (tmp_path / "ppo" / "tictactoe_v3" / "losses.csv").read_text()
     assert "player_1/policy" in losses and "player_2/policy" in losses
 
+
+
+_FRESH_DRIVER = """
+import sys
+from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+
+spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                     policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo",
+                     trainer_args={"epochs": 1}, buffer_args={"batch_streams": 2})
+runtime = RuntimeConfig(address=sys.argv[1], actors=1, envs_per_actor=2, segment_length=16,
+                        policy_workers=1, cpus_per_actor=1, cpus_per_trainer=1,
+                        cpus_per_policy=0.5)
+result = DistributedRun(spec, runtime, frames=200, logdir=None, quiet=True).run()
+assert result.frames >= 200
+"""
+
+
+def test_a_run_prints_no_ray_note_about_constructor_arguments(local_ray):
+    """Ray notes (once per driver process, on stderr) each restartable actor given an object
+    reference -- an actor handle too -- in its constructor arguments; the workers find each
+    other by name instead. A fresh driver process, joining this module's instance, so that
+    no earlier run here has printed the note already."""
+    import subprocess
+
+    address = local_ray.get_runtime_context().gcs_address
+    done = subprocess.run([sys.executable, "-c", _FRESH_DRIVER, address], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "has constructor arguments in the object store" not in done.stderr, done.stderr

@@ -10,6 +10,7 @@ worker's loop. At the end it stops the loops, compares the trainers and saves th
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ class WorkerPool:
         self.pids: dict[str, int] = {}
         self.trainers = trainer_names(runtime)
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
+        self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"  # the Ray names of this run's workers
 
     def start(self, run_dir: str, seed: int) -> None:
         """Create the workers (the trainers checkpoint in ``run_dir``; ``seed`` seeds them),
@@ -74,33 +76,37 @@ class WorkerPool:
                 self.start_loop(name)
 
     def _create(self, run_dir: str, seed: int) -> None:
+        """Create the workers. Each is a named Ray actor and finds the others by name
+        (``workers.named``): an actor handle in constructor arguments is an object reference,
+        and Ray notes at every start that a restartable actor given one may not restart."""
         from looprl.distributed.trainer_worker import TrainerWorker
         from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
 
-        rt, spec = self.runtime, self.spec
+        rt, spec, start = self.runtime, self.spec, self._start
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
-        server = ParameterServer.remote()
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
-        trainers = [TrainerWorker.options(
-            num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped,
-        ).remote(spec, rt, server, run_dir, seed, rank) for rank in range(rt.trainers)]
-        self.workers.update(zip(self.trainers, trainers, strict=True))
-        policies = [
-            PolicyWorker.options(num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy,
-                                 **restart).remote(spec, rt, server, _served(rt, i))
-            for i in range(rt.policy_workers)
-        ]
-        self.workers.update((f"policy{i}", worker) for i, worker in enumerate(policies))
+        server = start("server", ParameterServer, ())
+        trainers = [start(name, TrainerWorker, (spec, rt, server, run_dir, seed, rank),
+                          num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
+                    for rank, name in enumerate(self.trainers)]
+        policies = [start(f"policy{i}", PolicyWorker, (spec, rt, server, _served(rt, i)),
+                          num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
+                    for i in range(rt.policy_workers)]
         for i in range(rt.actors):
-            self.workers[f"actor{i}"] = ActorWorker.options(
-                num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart,
-            ).remote(i, spec, rt, server, trainers[i % rt.trainers],
-                     policies[i % len(policies)] if policies else None, seed)
+            start(f"actor{i}", ActorWorker,
+                  (i, spec, rt, server, trainers[i % rt.trainers],
+                   policies[i % len(policies)] if policies else None, seed),
+                  num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
         for i in range(rt.eval_workers):
-            self.workers[f"eval{i}"] = ActorWorker.options(
-                num_cpus=rt.cpus_per_actor, **restart,
-            ).remote(rt.actors + i, spec, rt, server, None, None, seed, True)
-        self.workers["server"] = server
+            start(f"eval{i}", ActorWorker, (rt.actors + i, spec, rt, server, None, None, seed,
+                                            True), num_cpus=rt.cpus_per_actor, **restart)
+
+    def _start(self, name: str, cls: Any, args: tuple[Any, ...], **options: Any) -> str:
+        """Create worker ``name``, ``cls(*args)`` with Ray ``options``, as a Ray actor named
+        uniquely for this run; return that Ray name."""
+        ray_name = f"{self._prefix}{name}"
+        self.workers[name] = cls.options(name=ray_name, **options).remote(*args)
+        return ray_name
 
     def _wait_placed(self, ray: Any) -> None:
         """Wait for every worker's ``ready()``; record its node and process."""

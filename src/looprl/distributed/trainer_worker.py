@@ -24,7 +24,7 @@ from ray import cloudpickle
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
-from looprl.distributed.workers import cuda_device, on_cpu, whereabouts
+from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts
 from looprl.experiments.checkpoint import load_saved
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
@@ -38,9 +38,10 @@ class TrainerWorker:
 
     After a restart (Ray restarts a trainer that died) it continues from its latest
     checkpoint in ``run_dir``. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
+    ``server`` is the ``ParameterServer``'s Ray name (``workers.named``).
     """
 
-    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
+    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  run_dir: str, seed: int, rank: int = 0):
         torch.set_num_threads(runtime.trainer_threads or runtime.torch_threads)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
@@ -50,7 +51,7 @@ class TrainerWorker:
         self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
         self.runtime = runtime
-        self.server = server
+        self.server = named(server)
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))

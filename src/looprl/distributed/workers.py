@@ -34,7 +34,7 @@ from looprl.distributed.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
 
-__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device",
+__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device", "named",
            "on_cpu", "whereabouts"]
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,12 @@ def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
         warnings.simplefilter("ignore", DeprecationWarning)
         return ray.get_runtime_context().was_current_actor_reconstructed
+
+
+def named(name: str | None) -> Any:
+    """The run's worker of Ray name ``name`` (``None``: none). Workers pass each other by
+    name: a restarted worker looks the others up again."""
+    return None if name is None else ray.get_actor(name)
 
 
 def cuda_device(role: str, gpus: float) -> str:
@@ -156,24 +162,27 @@ class ActorWorker:
         index: this worker's number (seeds its envs, picks its policy worker and epsilon).
         spec: the algorithm.
         runtime: the runtime options.
-        server: the ``ParameterServer``.
-        trainer: the ``TrainerWorker`` (``None``: no samples are sent, e.g. evaluation).
-        policy_worker: a ``PolicyWorker`` (``None``: this worker runs its own policy copy).
+        server: the ``ParameterServer``'s Ray name (``named``).
+        trainer: the ``TrainerWorker``'s Ray name (``None``: no samples are sent, e.g.
+            evaluation).
+        policy_worker: a ``PolicyWorker``'s Ray name (``None``: this worker runs its own
+            policy copy).
         seed: the run's seed.
         evaluation: deterministic actions.
     """
 
-    def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
-                 trainer: Any, policy_worker: Any, seed: int, evaluation: bool = False):
+    def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
+                 trainer: str | None, policy_worker: str | None, seed: int,
+                 evaluation: bool = False):
         torch.set_num_threads(runtime.torch_threads)
         self.index = index
         self.evaluation = evaluation
-        self.trainer = trainer
-        self.policy_worker = policy_worker
+        self.trainer = named(trainer)
+        self.policy_worker = named(policy_worker)
         self.sync = runtime.sync and trainer is not None
         meta = [] if evaluation else spec.make_meta()  # evaluation plays the env's rewards
         self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
-            spec, server, runtime.pull_interval, meta)
+            spec, named(server), runtime.pull_interval, meta)
         default_state = (self.local.policy if self.local else spec.make_policy()
                          ).default_policy_state
         explorations = spec.explorations
@@ -321,15 +330,16 @@ class PolicyWorker:
     """Batches the rollout requests of many actor workers (an async Ray actor).
 
     Requests are answered together once ``batch_requests`` of them wait, or after
-    ``max_wait`` seconds. Parameters are pulled every ``runtime.pull_interval`` seconds.
+    ``max_wait`` seconds. Parameters are pulled every ``runtime.pull_interval`` seconds
+    from ``server`` (the ``ParameterServer``'s Ray name).
     """
 
-    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: Any,
+    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  batch_requests: int, max_wait: float = 0.002):
         torch.set_num_threads(runtime.torch_threads)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
-        self.copy = _PolicyCopy(spec, server, runtime.pull_interval)
+        self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
         self.batch_requests = max(1, batch_requests)
         self.max_wait = max_wait
         self._waiting: list[tuple[Any, asyncio.Future]] = []
