@@ -35,6 +35,33 @@ def test_each_es_individual_has_a_labelled_run_directory(small_ppo, tmp_path: Pa
     runner.close()
 
 
+def test_es_individuals_of_one_shared_agent_have_their_own_run_directories(small_ppo,
+                                                                         tmp_path: Path):
+    """``reset_agent=False``: one agent through the search; each individual's part of its
+    training is logged in the individual's directory, the final evaluation in ``best``."""
+    runner = ESRunner(small_ppo, "CartPole-v1", search_targets={"hp/lr": (1e-4, 1e-2)},
+                      reset_agent=False, iterations=2, popsize=2, num_steps_per_iteration=64,
+                      eval_episodes=1, seed=0, logdir=str(tmp_path), quiet=True)
+    results, _ = runner.run()
+    root = tmp_path / "ppo" / "CartPole-v1"
+    values = [v for h in results["history"] for v in h["values"]]
+    names = [f"gen{g:03d}_ind{i:03d}" for g in (1, 2) for i in (0, 1)]
+    frames = []
+    for name, value in zip(names, values, strict=True):
+        run = json.loads((root / name / "run.json").read_text())
+        assert (run["generation"], run["individual"]) == (int(name[3:6]), int(name[10:]))
+        assert run["values"] == pytest.approx(value) and run["hyperparameters"]["hidden"] == 8
+        rows = (root / name / "results.csv").read_text().splitlines()[1:]
+        assert rows, name  # its own training episodes
+        frames.append([int(row.split(",")[0]) for row in rows])
+    assert all(a[-1] <= b[0] for a, b in zip(frames, frames[1:]))  # one agent's, in turn
+    best = json.loads((root / "best" / "run.json").read_text())
+    assert (best["generation"], best["individual"]) == (results["best"]["iteration"],
+                                                        results["best"]["individual"])
+    assert (root / "best" / "test_returns.csv").exists()
+    runner.close()
+
+
 def test_each_optuna_trial_has_a_labelled_run_directory(small_ppo, tmp_path: Path):
     pytest.importorskip("optuna")
     from looprl.runners import OptunaRunner

@@ -43,6 +43,9 @@ import math
 import os
 import weakref
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -54,7 +57,7 @@ from torch.utils.tensorboard import SummaryWriter
 from looprl.core.files import check_writable
 from looprl.core.logger import Logger
 
-__all__ = ["ExperimentLogger"]
+__all__ = ["ExperimentLogger", "moving_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,18 @@ RETURNS100_HEADER = "frame,mean,std,max,min"
 RETURNS_HEADER = "frame,episode,return"
 _WINDOW = 100
 _OPTIONS = "logdir=..., --logdir"  # what chooses the log directory, for messages
+_MOVING: ContextVar[bool] = ContextVar("looprl_moving_runs", default=False)
+
+
+@contextmanager
+def moving_runs() -> Iterator[None]:
+    """Loggers unpickled inside this block do not continue their run directory (no rows
+    dropped, no event file opened there): the caller gives each a new one (``start_run``)."""
+    token = _MOVING.set(True)
+    try:
+        yield
+    finally:
+        _MOVING.reset(token)
 
 
 def _safe_component(name: str) -> str:
@@ -243,10 +258,17 @@ class ExperimentLogger(Logger):
         self.loss_every = int(loss_every)
         self.frame = 0
         self.episode = 0
-        parent = Path(logdir) / _safe_component(agent_name)
+        self._logdir = logdir
+        self._wandb_options = wandb
+        self._open(run_name, run_info)
+
+    def _open(self, run_name: str | None, run_info: dict[str, Any] | None) -> None:
+        """Claim the run directory (``run_name``: under ``{logdir}/{agent}/{env}``) and start
+        its files."""
+        parent = Path(self._logdir) / _safe_component(self.agent_name)
         if run_name is not None:
-            parent = parent / _safe_component(env_name)
-        run_dir = _claim_run_dir(parent, _safe_component(run_name or env_name))
+            parent = parent / _safe_component(self.env_name)
+        run_dir = _claim_run_dir(parent, _safe_component(run_name or self.env_name))
         self.log_dir = str(run_dir)
         self._write_run_json(run_dir, run_info or {})
         self._returns100_path = run_dir / "returns100.csv"
@@ -267,8 +289,16 @@ class ExperimentLogger(Logger):
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._episode_tags: set[str] = set()  # tags written with step="episode"
         self._writer = SummaryWriter(log_dir=self.log_dir)
-        self._wandb_options = wandb
-        self._wandb = _wandb_run(self, wandb) if wandb is not None else None
+        self._wandb = None if self._wandb_options is None else _wandb_run(self, self._wandb_options)
+
+    def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
+        """Go on in a new run directory ``run_name`` under ``{logdir}/{agent}/{env}``, with
+        ``run_info`` in its ``run.json`` (one agent that becomes another run: an ES individual
+        on a shared agent, a PBT member after exploit). The current directory's files are
+        written and closed; the frame and episode counters go on."""
+        if getattr(self, "_writer", None) is not None:
+            self.close()
+        self._open(run_name, run_info)
 
     # ------------------------------------------------------------- checkpoints
     def __getstate__(self) -> dict[str, Any]:
@@ -283,6 +313,9 @@ class ExperimentLogger(Logger):
         """Continue the run directory of a checkpoint: the CSV rows and TensorBoard scalars
         written after it was taken (by the run that went on, then died) are dropped."""
         self.__dict__.update(state)
+        if _MOVING.get():  # the caller starts a new run directory (``start_run``)
+            self._writer, self._wandb = None, None
+            return
         written = self._n_returns - len(self._pending_rows)
         _keep_rows(self._returns_path, written)
         _keep_rows(self._returns100_path, self._n_returns // _WINDOW)

@@ -196,6 +196,15 @@ class Runner:
         values) to its ``run.json``."""
         self._next_run = (name, info)
 
+    def label_run(self, name: str, **info: Any) -> None:
+        """The current agent goes on in a new run directory ``name`` (under
+        ``{logdir}/{agent}/{env}``, ``info`` in its ``run.json``): a search that keeps one
+        agent gives each individual its own. Nothing without a ``logdir``."""
+        self._require_agent()
+        if self.logdir is not None:
+            self.experiment.logger.start_run(
+                name, {**info, "hyperparameters": self.preset.hyperparameters})
+
     def _logger(self) -> Logger:
         if self.logdir is None:
             return MemoryLogger()

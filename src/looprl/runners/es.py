@@ -25,6 +25,11 @@ How an individual reaches the agent:
 At the end the best individual found is restored and evaluated again: its agent, kept,
 when agents are fresh; else, on the running agent, its ``hp/*`` values and the network
 parameters as they were when it was evaluated (after its training, if ``train_agent``).
+
+With a ``logdir``, every individual has a run directory ``{logdir}/{agent}/{env}/genGGG_indIII``
+whose ``run.json`` says its generation, index and values: its own agent's, or, with one agent
+through the search, the part of that agent's training it did (the agent's logs go to each
+individual's directory in turn, then to ``best`` for the final evaluation).
 """
 
 from __future__ import annotations
@@ -184,8 +189,9 @@ class ESRunner(Runner):
 
         Returns:
             ``({"step": iterations, "best": {...}, "history": [...]}, eval_results)``.
-            ``best``: ``fitness`` (mean evaluation return), ``iteration``, ``values`` (the
-            targets) and ``parameters`` (the vector, or ``None``). ``history``: one dict
+            ``best``: ``fitness`` (mean evaluation return), ``iteration``, ``individual``
+            (its index there), ``values`` (the targets) and ``parameters`` (the vector, or
+            ``None``). ``history``: one dict
             per generation with ``iteration``, ``fitness`` and ``values`` (per individual),
             ``mean_fitness``, ``max_fitness`` and ``best_fitness`` (so far).
             ``eval_results``: ``Runner.evaluate``'s keys.
@@ -208,14 +214,16 @@ class ESRunner(Runner):
 
     def _score(self, individual: np.ndarray, iteration: int, index: int
                ) -> tuple[float, dict[str, Any]]:
-        if self.fresh_agents:  # its own agent: its own run directory
-            _, values = self.decode(individual)
-            self.label_next_run(f"gen{iteration:03d}_ind{index:03d}", generation=iteration,
-                                individual=index, values=values)
+        _, values = self.decode(individual)
+        # its own run directory: its fresh agent's, or the shared agent's from here on
+        label = self.label_next_run if self.fresh_agents else self.label_run
+        label(f"gen{iteration:03d}_ind{index:03d}", generation=iteration, individual=index,
+              values=values)
         fitness, values = self._fitness(individual)
         if fitness > self._best["fitness"] or "values" not in self._best:
             params, _ = self.decode(individual)
-            self._best = {"fitness": fitness, "iteration": iteration, "values": values,
+            self._best = {"fitness": fitness, "iteration": iteration, "individual": index,
+                          "values": values,
                           "parameters": None if params is None else params.copy()}
             if self.fresh_agents:
                 self._keep_best_agent()
@@ -243,6 +251,8 @@ class ESRunner(Runner):
             self.experiment, self.preset = self._best_run
             return
         values = self._best["values"]
+        self.label_run("best", generation=self._best["iteration"],
+                       individual=self._best["individual"], values=values)
         self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
         if self._best_network is not None:
             self.apply_parameters(self._best_network)
