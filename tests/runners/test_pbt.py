@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+import json
 import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -39,6 +46,90 @@ def test_a_population_trains_and_the_best_member_holds_its_explored_values(
     lr = runner.hyperparameters()["hp/lr"].get()
     assert lr == pytest.approx(best["hp"]["hp/lr"]) and lr != pytest.approx(1e-3)
     assert eval_results["episodes"] == 2
+    _check_member_runs(tmp_path / "ppo" / "CartPole-v1", members, interval=64)
+
+
+def _check_member_runs(root, members, interval: int) -> None:
+    """Each member starts in ``member00I_gen000``; an exploit goes on in a new run directory
+    named by the perturbation round (``test_a_member_that_exploits_...``). Each run.json
+    names the member, round, step and the hp/* values; a member ends with its last run's."""
+    runs = {path.parent.name: json.loads(path.read_text()) for path in root.glob("*/run.json")}
+    ended = {member["member"]: member["hp"] for member in members}
+    assert sorted(ended) == list(range(len(members)))  # (Tune's trial numbers)
+    last = {}
+    for name, run in sorted(runs.items()):
+        assert name == f"member{run['member']:03d}_gen{run['generation']:03d}"
+        assert run["generation"] == run["step"] // interval and set(run["values"]) == {"hp/lr"}
+        assert (run["exploited"] is None) == (run["step"] == 0)
+        last[run["member"]] = run["values"]
+    for index in ended:
+        start = runs[f"member{index:03d}_gen000"]
+        assert start["hyperparameters"]["lr"] == 1e-3  # the preset's; hp/lr explores
+        assert ended[index] == pytest.approx(last[index])
+
+
+class _Checkpoint:
+    """Tune's ``Checkpoint``: a copy of the reported directory."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @classmethod
+    def from_directory(cls, directory: str) -> _Checkpoint:
+        copy = Path(tempfile.mkdtemp())
+        shutil.copytree(directory, copy, dirs_exist_ok=True)
+        return cls(copy)
+
+    @contextmanager
+    def as_directory(self):
+        yield str(self.path)
+
+
+class _Tune:
+    """What a member sees of Ray Tune: its trial, the checkpoint it starts from, reports."""
+
+    Checkpoint = _Checkpoint
+
+    def __init__(self, member: int, checkpoint: _Checkpoint | None = None):
+        self.member, self.checkpoint, self.reports = member, checkpoint, []
+
+    def get_checkpoint(self) -> _Checkpoint | None:
+        return self.checkpoint
+
+    def get_context(self) -> SimpleNamespace:
+        return SimpleNamespace(get_trial_id=lambda: f"member_{self.member:05d}")
+
+    def report(self, metrics: dict, checkpoint: _Checkpoint) -> None:
+        self.reports.append((metrics, checkpoint))
+
+
+def test_a_member_that_exploits_goes_on_in_a_run_directory_of_its_own(
+        small_ppo, tmp_path, monkeypatch) -> None:
+    """Member 1 takes member 0's checkpoint at step 64 (perturbation round 1): its logs go to
+    ``member001_gen001``, whose run.json says so, and member 0's directory stays as it was."""
+    from looprl.environments import GymEnvironment
+    from looprl.runners import pbt
+
+    spec = {"builder": small_ppo, "env": GymEnvironment("CartPole-v1"), "seed": 0,
+            "device": "cpu", "num_steps": 64, "interval": 64, "keys": ["hp/lr"],
+            "eval_episodes": 1, "logdir": str(tmp_path)}
+    donor = _Tune(0)
+    monkeypatch.setattr(pbt, "import_tune", lambda: donor)
+    pbt._member({"hp_lr": 1e-3}, spec)
+    gc.collect()
+    root = tmp_path / "ppo" / "CartPole-v1"
+    before = {path.name: path.read_bytes() for path in (root / "member000_gen000").iterdir()}
+    exploiter = _Tune(1, donor.reports[-1][1])
+    monkeypatch.setattr(pbt, "import_tune", lambda: exploiter)
+    pbt._member({"hp_lr": 2e-3}, {**spec, "num_steps": 192})
+    run = json.loads((root / "member001_gen001" / "run.json").read_text())
+    assert (run["member"], run["generation"], run["step"], run["exploited"]) == (1, 1, 64, 0)
+    assert run["values"] == {"hp/lr": 2e-3} and run["hyperparameters"]["hidden"] == 8
+    rows = (root / "member001_gen001" / "results.csv").read_text().splitlines()[1:]
+    assert rows and all(int(row.split(",")[0]) > 64 for row in rows)  # trained on from 64
+    after = {path.name: path.read_bytes() for path in (root / "member000_gen000").iterdir()}
+    assert after.keys() == before.keys()  # no event file of the exploiter there
+    assert after["results.csv"] == before["results.csv"]  # no row dropped or added
 
 
 def test_bad_mutations_are_clear_errors(small_ppo) -> None:

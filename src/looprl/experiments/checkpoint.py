@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from looprl.core.files import load_file
+from looprl.experiments.logger import moving_runs
 from looprl.memory.replay import replay_contents_saved
 
 __all__ = ["CHECKPOINT", "load_checkpoint", "load_saved", "save_checkpoint"]
@@ -99,9 +100,19 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     return path
 
 
-def load_checkpoint(path: str | Path) -> Any:
+def load_checkpoint(path: str | Path, run_name: str | None = None,
+                    run_info: dict[str, Any] | None = None) -> Any:
     """The experiment saved at ``path`` (a file, or a run directory holding
     ``checkpoint.pt``), with the global random states it had.
+
+    Args:
+        path: the checkpoint.
+        run_name: the experiment goes on in a new run directory of this name (under
+            ``{logdir}/{agent}/{env}``; ``run_info`` and the preset's hyperparameters in its
+            ``run.json``), and the checkpoint's own is left as it is (a PBT member that
+            exploits another's checkpoint); ``None``: it continues the checkpoint's run
+            directory.
+        run_info: more entries of the new ``run.json``.
 
     Raises:
         FileNotFoundError: there is no checkpoint there.
@@ -111,7 +122,14 @@ def load_checkpoint(path: str | Path) -> Any:
         path = path / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"No checkpoint at {path}: nothing to resume")
-    state = load_saved(path)
+    if run_name is None:
+        state = load_saved(path)
+    else:
+        with moving_runs():
+            state = load_saved(path)
+        preset = state["experiment"].preset
+        state["experiment"].logger.start_run(run_name, {
+            **(run_info or {}), "hyperparameters": getattr(preset, "hyperparameters", {})})
     set_rng_states(state["rng"])
     return state["experiment"]
 

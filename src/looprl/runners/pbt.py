@@ -16,6 +16,7 @@ runner is built, never by the rest of the library.
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from collections.abc import Mapping
@@ -28,10 +29,13 @@ from looprl.core.suggest import did_you_mean
 from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
+from looprl.experiments.logger import ExperimentLogger
 from looprl.runners.base import Runner
 from looprl.runners.space import search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
+
+MEMBER_FILE = "member.json"  # beside a member's checkpoint: which member saved it, at which step
 
 
 def tune_name(key: str) -> str:
@@ -49,29 +53,56 @@ def import_tune() -> Any:
 
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     """One member of the population, as a Ray Tune function trainable; member ``i`` of the
-    first generation is seeded with ``seed + i``."""
+    first generation is seeded with ``seed + i``. Each start, and each exploit, is a run
+    directory of its own (``_member_run``)."""
     tune = import_tune()
     checkpoint = tune.get_checkpoint()
+    index = _index(tune.get_context().get_trial_id())
+    values = {key: config[tune_name(key)] for key in spec["keys"]}
     if checkpoint is not None:  # a new trial, or exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
-            experiment = load_checkpoint(directory)
+            donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
+            generation = donor["step"] // spec["interval"]
+            experiment = load_checkpoint(directory, *_member_run(
+                index, generation, values, step=donor["step"], exploited=donor["member"]))
     else:
-        seed = spec["seed"] + int(tune.get_context().get_trial_id().rsplit("_", 1)[-1])
+        seed = spec["seed"] + index
         seed_everything(seed)
         preset = spec["builder"].device(spec["device"]).env(spec["env"]).build()
+        name, info = _member_run(index, 0, values, step=0, exploited=None)
+        logger = ExperimentLogger(preset.name, spec["env"].name, spec["logdir"], verbose=False,
+                                  run_name=name, run_info={
+                                      **info, "hyperparameters": preset.hyperparameters})
         experiment = make_experiment(preset, spec["env"], train_steps=spec["num_steps"],
-                                     quiet=True, verbose=False, seed=seed,
-                                     logdir=spec["logdir"])
+                                     quiet=True, verbose=False, seed=seed, logger=logger)
     found = experiment._hyperparameters()
-    for key in spec["keys"]:  # explore: the (perturbed) values of this trial's config
-        found[key].set(config[tune_name(key)])
+    for key, value in values.items():  # explore: the (perturbed) values of this trial's config
+        found[key].set(value)
     while experiment.frame < spec["num_steps"]:
         experiment.train(frames=experiment.frame + spec["interval"])
         returns = experiment.test(episodes=spec["eval_episodes"])
         with tempfile.TemporaryDirectory() as directory:
             save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
+            (Path(directory) / MEMBER_FILE).write_text(
+                json.dumps({"member": index, "step": experiment.frame}))
             tune.report({"mean_eval_reward": float(np.mean(returns)), "step": experiment.frame},
                         checkpoint=tune.Checkpoint.from_directory(directory))
+    experiment.logger.close()  # its last rows
+
+
+def _index(trial_id: str) -> int:
+    """A member's index: its Tune trial's number (``..._00002`` -> 2)."""
+    return int(trial_id.rsplit("_", 1)[-1])
+
+
+def _member_run(index: int, generation: int, values: dict[str, float], step: int,
+                exploited: int | None) -> tuple[str, dict[str, Any]]:
+    """The run directory's name (``member002_gen003``) and ``run.json`` entries of member
+    ``index`` from perturbation round ``generation`` (at ``step``) on, after it took member
+    ``exploited``'s checkpoint (``None``: its start), with its ``hp/*`` ``values``."""
+    return f"member{index:03d}_gen{generation:03d}", {
+        "member": index, "generation": generation, "step": step, "exploited": exploited,
+        "values": values}
 
 
 class PBTRunner(Runner):
@@ -140,7 +171,8 @@ class PBTRunner(Runner):
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population; ``({"step", "best", "members"}, eval_results of the best)``,
-        where ``best`` and each of ``members`` give the final ``mean_eval_reward`` and the
+        where ``best`` and each of ``members`` give the ``member`` index (its run
+        directories are ``member{index:03d}_gen...``), the final ``mean_eval_reward`` and the
         ``hp/*`` values a member ended with."""
         import ray
         from ray.tune.schedulers import PopulationBasedTraining
@@ -188,7 +220,8 @@ class PBTRunner(Runner):
         members = []
         for result in results:
             hp = {names[name]: result.config[name] for name in names}
-            members.append({"mean_eval_reward": result.metrics["mean_eval_reward"], "hp": hp,
+            members.append({"member": _index(result.metrics["trial_id"]), "hp": hp,
+                            "mean_eval_reward": result.metrics["mean_eval_reward"],
                             "checkpoint": result.checkpoint})
         best = max(members, key=lambda member: member["mean_eval_reward"])
         with best["checkpoint"].as_directory() as directory:
