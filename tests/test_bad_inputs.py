@@ -261,3 +261,45 @@ def test_observations_that_change_shape_are_one_line_on_the_ray_collector() -> N
     with pytest.raises(ValueError) as error:
         runner.request()
     _one_line(error, "Growing's observations changed shape", "(3,)", "(2,)", "keep one shape")
+
+
+def test_agents_that_wait_are_one_line_on_the_local_runtime(tmp_path: Path, capsys,
+                                                            monkeypatch) -> None:
+    """An SRL environment whose agents do not all act at every step (``None`` results) runs
+    on Ray only: locally, ``looprl train`` and ``looprl run`` say so in one line."""
+    from looprl.cli import main
+
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    env = "tests.configs.user_parts:TakingTurns"
+    quiet_hydra = ["logging.quiet=true", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    for argv in (["train", "multiagent.ppo", env, "--frames", "64", "--quiet", "--logdir",
+                  str(tmp_path)],
+                 ["run", "algorithm=multiagent/ppo", f"env={env}", "frames=64",
+                  "test_episodes=0", *quiet_hydra, f"hydra.run.dir={tmp_path / 'run'}"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        (line,) = [line for line in err.splitlines() if line.startswith("looprl: error:")]
+        assert "Traceback" not in err, err
+        for part in (".step() gave no result for agent_1", "needs every agent to act",
+                     "runtime=ray"):
+            assert part in line, line
+
+
+def test_a_result_list_of_the_wrong_length_is_one_line_on_both_runtimes() -> None:
+    from tests.configs.user_parts import TakingTurns
+
+    from looprl.core import RolloutResult
+    from looprl.distributed.collector import EnvRunner
+    from looprl.environments.srl_parallel import SRLParallelEnv
+
+    local = SRLParallelEnv(TakingTurns(short=True), "pair")
+    local.reset(seed=0)
+    with pytest.raises(ValueError) as error:
+        local.step({"agent_0": 0, "agent_1": 1})
+    _one_line(error, "TakingTurns.step() returned 1 results for 2 agents",
+              "one StepResult (or None) per agent")
+    runner = EnvRunner(lambda: TakingTurns(short=True), n_envs=1)
+    request = runner.request()
+    with pytest.raises(ValueError) as error:
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
+    _one_line(error, "TakingTurns.step() returned 1 results for 2 agents")

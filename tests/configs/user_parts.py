@@ -102,3 +102,20 @@ if "SignMatch-v0" not in gym.registry:
     gym.register("SignMatch-v0", entry_point=SignMatchEnv)
 if "sign_match_pair" not in registered_environments():
     register("sign_match_pair", SignMatchPair)
+
+
+class TakingTurns(SignMatchPair):
+    """``SignMatchPair`` whose second agent acts at even steps only: ``None`` in between (the
+    SRL API's agent that waits), or with ``short=True`` a list of the first agent's result
+    alone (which the API does not allow)."""
+
+    def __init__(self, short: bool = False):
+        super().__init__()
+        self.short = short
+
+    def step(self, actions: list[Any]) -> list[StepResult | None]:
+        waited = actions[1] is None
+        results = super().step([actions[0], 0 if waited else actions[1]])
+        if self.t % 2 == 0:
+            return results
+        return results[:1] if self.short else [results[0], None]

@@ -34,6 +34,7 @@ import torch
 
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch
 from looprl.core.namedarray import concat, recursive_apply, stack
+from looprl.environments.srl import checked_results, make
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, Parts
 
@@ -104,8 +105,6 @@ class EnvRunner:
         policy: Any = None,
         whole_episodes: bool = False,
     ):
-        from looprl.environments.srl import make
-
         build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
         if n_envs < groups or groups < 1:
             raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, n_envs={n_envs}")
@@ -138,7 +137,7 @@ class EnvRunner:
                 env.seed(seed + i)
             except (AttributeError, NotImplementedError):
                 pass  # an env without seed() runs unseeded
-            self._results.append(self._check(env.reset(), env, "reset"))
+            self._results.append(checked_results(env.reset(), env, "reset"))
             self._took(i)
         self.env_seconds = 0.0
 
@@ -146,13 +145,6 @@ class EnvRunner:
     def agent_count(self) -> int:
         """Agents per env copy."""
         return self.envs[0].agent_count
-
-    def _check(self, results: Any, env: Any, call: str) -> list[Any]:
-        if not isinstance(results, list | tuple) or len(results) != env.agent_count:
-            n = len(results) if isinstance(results, list | tuple) else type(results).__name__
-            raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
-                             f"{env.agent_count} agents; return one StepResult (or None) per agent")
-        return list(results)
 
     # -- the actor's loop ------------------------------------------------------------------
     def request(self, group: int = 0) -> RolloutRequest | None:
@@ -292,10 +284,10 @@ class EnvRunner:
         if self._over[i]:
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
             self._returns[i], self._lengths[i] = 0.0, 0
-            self._results[i] = self._check(env.reset(), env, "reset")
+            self._results[i] = checked_results(env.reset(), env, "reset")
             self._took(i)
             return False
-        self._results[i] = self._check(env.step(actions), env, "step")
+        self._results[i] = checked_results(env.step(actions), env, "step")
         self._took(i)
         self._lengths[i] += 1
         self.frames += 1

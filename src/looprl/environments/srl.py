@@ -111,6 +111,20 @@ def step_result(
     )
 
 
+def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
+    """``results``, what ``env.reset()`` or ``env.step()`` (``call``) returned, as a list:
+    one ``StepResult`` or ``None`` per agent.
+
+    Raises:
+        ValueError: it is no list of ``env.agent_count`` entries: one line.
+    """
+    if not isinstance(results, list | tuple) or len(results) != env.agent_count:
+        n = len(results) if isinstance(results, list | tuple) else type(results).__name__
+        raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
+                         f"{env.agent_count} agents; return one StepResult (or None) per agent")
+    return list(results)
+
+
 def action_value(action: Any) -> Any:
     """The plain value of an action: unwraps a ``NamedArray`` (field ``x``, or its only field)
     and moves a torch tensor to numpy; anything else is returned unchanged."""

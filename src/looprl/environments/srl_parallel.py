@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 from pettingzoo.utils.env import ParallelEnv
 
-from looprl.environments.srl import Environment, StepResult
+from looprl.environments.srl import Environment, StepResult, checked_results
 
 MASK = "action_mask"
 
@@ -58,12 +58,13 @@ class SRLParallelEnv(ParallelEnv):
             except NotImplementedError:
                 pass  # an environment without randomness of its own
         self.agents = list(self.possible_agents)
-        results = self._results(self.env.reset())
+        results = self._results(self.env.reset(), "reset")
         return ({a: _observation(r) for a, r in results.items()},
                 {a: r.info for a, r in results.items()})
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        results = self._results(self.env.step([actions.get(a) for a in self.possible_agents]))
+        results = self._results(self.env.step([actions.get(a) for a in self.possible_agents]),
+                                "step")
         observations = {a: _observation(r) for a, r in results.items()}
         rewards = {a: float(r.reward[0]) for a, r in results.items()}
         terminations = {a: bool(r.done[0]) for a, r in results.items()}
@@ -72,13 +73,15 @@ class SRLParallelEnv(ParallelEnv):
         return (observations, rewards, terminations, truncations,
                 {a: r.info for a, r in results.items()})
 
-    def _results(self, results: list[StepResult | None]) -> dict[str, StepResult]:
+    def _results(self, results: Any, call: str) -> dict[str, StepResult]:
         """The results of the agents still in the episode (each must have one)."""
-        by_agent = dict(zip(self.possible_agents, results))
-        waiting = [a for a in self.agents if by_agent.get(a) is None]
+        by_agent = dict(zip(self.possible_agents, checked_results(results, self.env, call)))
+        waiting = [a for a in self.agents if by_agent[a] is None]
         if waiting:
-            raise ValueError(f"{self.metadata['name']} gave no result for {', '.join(waiting)}: "
-                             "locally every agent acts at every step; run it with runtime=ray")
+            raise ValueError(f"{self.metadata['name']}.{call}() gave no result for "
+                             f"{', '.join(waiting)}: the local runtime needs every agent to "
+                             "act at every step; run it on Ray (looprl run ... runtime=ray), "
+                             "where agents may wait")
         return {a: by_agent[a] for a in self.agents}
 
     def render(self) -> Any:

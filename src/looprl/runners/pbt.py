@@ -10,6 +10,11 @@ copies its weights, optimizer and schedules -- and **explore**: the copied ``hp/
 perturbed (x0.8 or x1.2, or resampled) and applied through the agent's ``hp/*`` setters
 (``looprl.meta.hyperparameters``), the same way meta components change them.
 
+Each member logs in a run directory of its own, ``{logdir}/{agent}/{env}/member002_gen000``;
+after an exploit it goes on in a new one named by the perturbation round
+(``member002_gen003``), whose ``run.json`` gives the step, the member whose checkpoint it took
+(``exploited``) and its explored ``hp/*`` values (``values``).
+
 Ray is an optional extra (``pip install looprl[distributed]``); it is imported when a PBT
 runner is built, never by the rest of the library.
 """
