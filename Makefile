@@ -21,7 +21,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 lint: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks

@@ -138,9 +138,9 @@ def start_local_ray(num_cpus: int) -> None:
     """
     import ray
 
-    from looprl.distributed.controller import loopback_only
+    from looprl.distributed.controller import local_instance_settings
 
-    loopback_only()
+    local_instance_settings()
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
              logging_level=logging.WARNING, log_to_driver=False)
 

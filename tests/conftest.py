@@ -1,5 +1,6 @@
-"""Shared test setup: one torch thread (fast and stable on a loaded 2-core machine), and the
-seed of the random test order printed at the end."""
+"""Shared test setup: one torch thread (fast and stable on a loaded 2-core machine), the tests
+that start Ray kept on one worker under ``pytest -n 2 --dist loadgroup`` (``make test``), and
+the seed of the random test order printed at the end."""
 
 from __future__ import annotations
 
@@ -13,6 +14,18 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+#: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
+#: ``pytest -n 2 --dist loadgroup`` they run one after another on one worker, so that the
+#: machine never holds two Ray instances, while the other worker runs everything else
+RAY_TESTS = ("tests/distributed/", "tests/runners/test_pbt.py")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if item.nodeid.startswith(RAY_TESTS) or "local_ray" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:

@@ -17,7 +17,7 @@ from looprl.presets.classic_control import dqn, ppo
 
 @pytest.mark.parametrize(
     ("builder", "frames", "eval_every"),
-    [(ppo, 60_000, 4096), (dqn, 50_000, 5_000)],
+    [(ppo, 60_000, 4096), (dqn, 50_000, 1_000)],
     ids=["ppo", "dqn"],
 )
 def test_solves_cartpole(builder, frames, eval_every, tmp_path):

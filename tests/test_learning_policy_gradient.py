@@ -20,7 +20,7 @@ from looprl.presets.classic_control.vpg import vpg
 
 @pytest.mark.parametrize(
     ("builder", "frames", "eval_every"),
-    [(vpg, 60_000, 5_000), (vac, 80_000, 5_000), (a2c, 60_000, 5_000), (ppg, 60_000, 4096)],
+    [(vpg, 60_000, 2_000), (vac, 80_000, 2_000), (a2c, 60_000, 5_000), (ppg, 60_000, 4096)],
     ids=["vpg", "vac", "a2c", "ppg"],
 )
 def test_beats_random_on_cartpole(builder, frames, eval_every, tmp_path):

@@ -1,9 +1,12 @@
 """Learning checks of the value-based presets: short, seeded runs on CartPole-v1.
 
-A random policy scores about 22 on CartPole-v1. Each run evaluates the greedy test agent
-(10 episodes) periodically and passes when an evaluation reaches 100 within the budget,
-which only a learning agent does (vqn and vsarsa reached it on six of six seeds tried,
-ddqn, c51 and rainbow on three of three). The seed also fixes the initial weights.
+A random policy scores about 22 on CartPole-v1, the untrained greedy agent about 10. Each
+run evaluates the greedy test agent (10 episodes) periodically and passes when an evaluation
+reaches 100 within the budget, which only a learning agent does: the replay methods get there
+in 2,000 to 5,000 frames, and with the terminal mask dropped from their targets (the one
+signal CartPole gives) they stay near 10 for the whole budget. The seed also fixes the
+initial weights; the evaluations share the training environment, so the evaluation interval
+is part of the seeded run.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ SWAPPED = dqn.hyperparameters(exploration="ez_greedy", epsilon=0.1, buffer="prio
 @pytest.mark.parametrize(
     ("builder", "frames", "eval_every"),
     [
-        (ddqn, 40_000, 5_000),
-        (SWAPPED, 40_000, 5_000),
-        (c51, 25_000, 5_000),
+        (ddqn, 40_000, 1_000),
+        (SWAPPED, 40_000, 1_000),
+        (c51, 25_000, 1_000),
         (rainbow, 10_000, 2_000),
         (vqn, 200_000, 20_000),
         (vsarsa, 200_000, 20_000),

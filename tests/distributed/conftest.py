@@ -11,9 +11,9 @@ ray = pytest.importorskip("ray")
 @pytest.fixture(scope="module")
 def local_ray():
     """``ray.init`` on 127.0.0.1 with 4 logical CPUs and no dashboard."""
-    from looprl.distributed.controller import loopback_only
+    from looprl.distributed.controller import local_instance_settings
 
-    loopback_only()
+    local_instance_settings()
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              logging_level="ERROR")
     try:

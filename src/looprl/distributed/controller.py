@@ -52,6 +52,7 @@ from looprl.distributed.cluster import (
     check_local_resources,
     error_line,
     is_local,
+    local_instance_settings,
     loopback_only,
     start_ray,
 )
@@ -68,7 +69,8 @@ from looprl.distributed.run_state import (
 )
 from looprl.meta.component import MetaComponent
 
-__all__ = ["DistributedResult", "DistributedRun", "loopback_only", "start_ray"]
+__all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "loopback_only",
+           "start_ray"]
 
 logger = logging.getLogger(__name__)
 

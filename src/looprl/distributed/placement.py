@@ -125,10 +125,16 @@ class WorkerPool:
                                answer["resumed_from"])
 
     def _not_placed(self, ray: Any, missing: list[str]) -> None:
-        rt, free = self.runtime, ray.available_resources()
+        rt, free, total = self.runtime, ray.available_resources(), ray.cluster_resources()
+        if rt.reserved_cpus() <= total.get("CPU", 0) and rt.reserved_gpus() <= total.get("GPU", 0):
+            raise RuntimeError(
+                f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
+                f"the cluster holds what the run reserves ({rt.reserved_cpus():g} CPUs, "
+                f"{rt.reserved_gpus():g} GPUs): its processes start slowly, so the machine may "
+                "be overloaded; raise runtime.placement_timeout or run when it is quieter")
         raise RuntimeError(
             f"the cluster did not place worker(s) {missing} within "
-            f"{rt.placement_timeout:.0f}s: the run reserves {rt.reserved_cpus():g} CPUs and "
+            f"{rt.placement_timeout:g}s: the run reserves {rt.reserved_cpus():g} CPUs and "
             f"{rt.reserved_gpus():g} GPUs and the cluster has {free.get('CPU', 0):g} CPUs and "
             f"{free.get('GPU', 0):g} GPUs free; lower runtime.actors or the "
             "runtime.cpus_per_*/gpus_per_* options, or add nodes")
