@@ -18,7 +18,7 @@ from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent
 
-FRAMES, EVERY = 1500, 300
+FRAMES, EVERY = 900, 300
 
 # Trains (mode "train") or resumes (mode "resume") a small run; writes the final parameters.
 SCRIPT = """
@@ -67,7 +67,8 @@ def _finish(process: subprocess.Popen) -> str:
 
 @pytest.mark.parametrize("algorithm", ["dqn", "ppo"])
 def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_path) -> None:
-    full = _finish(_python(algorithm, "train", str(tmp_path / "full"), str(FRAMES), str(EVERY)))
+    # the uninterrupted run and the one to kill run side by side
+    uninterrupted = _python(algorithm, "train", str(tmp_path / "full"), str(FRAMES), str(EVERY))
     killed = _python(algorithm, "train", str(tmp_path / "killed"), str(FRAMES), str(EVERY))
     run_dir = tmp_path / "killed" / algorithm / "CartPole-v1"
     deadline = time.monotonic() + 300
@@ -80,7 +81,7 @@ def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_pa
     assert killed.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     resumed = _finish(_python(algorithm, "resume", str(run_dir), str(FRAMES), str(EVERY)))
     assert resumed == str(run_dir)
-    full_dir = Path(full)
+    full_dir = Path(_finish(uninterrupted))
     assert (run_dir / "results.csv").read_text() == (full_dir / "results.csv").read_text()
     assert (run_dir / "returns100.csv").read_text() == (full_dir / "returns100.csv").read_text()
     assert torch.equal(torch.load(run_dir / "final_parameters.pt"),

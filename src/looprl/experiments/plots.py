@@ -17,11 +17,13 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn (0.5 s, e.g. in each Ray worker)
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_returns_100", "rolling_mean_std"]
 
@@ -197,6 +199,9 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
     envs = sorted({run.env for run in runs})
     ncols = min(len(envs), _MAX_COLUMNS)
     nrows = math.ceil(len(envs) / ncols)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(5.5 * ncols, 4.0 * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
