@@ -18,7 +18,7 @@ def _one_torch_thread():
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
 #: ``pytest -n 2 --dist loadgroup`` they run one after another on one worker, so that the
-#: machine never holds two Ray instances, while the other worker runs everything else
+#: machine never holds two Ray instances; the other tests are shared out between the workers
 RAY_TESTS = ("tests/distributed/", "tests/runners/test_pbt.py")
 
 

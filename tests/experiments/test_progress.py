@@ -70,6 +70,17 @@ def test_plain_lines_at_every_tenth_when_not_a_terminal() -> None:
     assert all(" fps, " in line and " elapsed" in line for line in lines)
 
 
+def test_a_run_past_its_budget_has_no_time_left() -> None:
+    """A run stops at a step (or, on Ray, a poll) after its budget: the frames go past it,
+    the time left stays 0 (it read "-1:59:59 left")."""
+    buffer = io.StringIO()
+    with TrainingProgress(100, "ppo", console=_plain_console(buffer), line_interval=0.0) as bar:
+        for frame in (60, 336):
+            bar.update(frame, 1, None)
+    lines = buffer.getvalue().splitlines()
+    assert lines[-1].startswith("ppo: 336/100 frames (336%), ") and " 0:00:00 left" in lines[-1]
+
+
 def test_plain_lines_also_by_time_and_for_episode_budgets() -> None:
     buffer = io.StringIO()
     bar = TrainingProgress(0, "dqn", console=_plain_console(buffer), line_interval=0.0)

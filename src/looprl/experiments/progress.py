@@ -231,7 +231,7 @@ class TrainingProgress:
             percent = 100 * frame / self.total_frames
             frames = f"{frame:,}/{self.total_frames:,} frames ({percent:.0f}%)"
             if fps > 0:
-                left = f", {_format_duration((self.total_frames - frame) / fps)} left"
+                left = f", {_format_duration(max(self.total_frames - frame, 0) / fps)} left"
         line = (
             f"{self.description}: {frames}, {fps:,.0f} fps, {_format_duration(elapsed)} elapsed"
             + left
