@@ -6,7 +6,9 @@ tensors of every parameter anew, and grouping them by device and dtype. The arit
 kernel calls (``_foreach_add_`` on the step counts, then ``_fused_adam_``). ``OptimizerStep``
 keeps the state lists between steps and makes those two calls itself, with the arguments
 ``Adam.step`` would pass: the parameters, optimizer state and results are exactly those of
-``optimizer.step()``. Every other optimizer, and a fused Adam with step hooks, gradient
+``optimizer.step()``. The step counts (one 0-d tensor per parameter, each incremented by its
+own small kernel) become views of one tensor, incremented by one ``add_``; their values and
+``state_dict()`` are unchanged. Every other optimizer, and a fused Adam with step hooks, gradient
 scaling, tensor learning rates or betas, or mixed devices/dtypes, takes ``optimizer.step()``.
 """
 
@@ -83,11 +85,15 @@ class OptimizerStep:
                 return []
             steps = [s["step"] for s in states]
             if any(not isinstance(t, torch.Tensor) or t.device != params[0].device
-                   for t in steps):
+                   or t.dim() != 0 or t.dtype != steps[0].dtype for t in steps):
                 return []
+            counts = torch.stack(steps)  # the step counts as views of one tensor: one add_
+            for i, state in enumerate(states):  # a step instead of one per parameter
+                state["step"] = counts[i]
             amsgrad = group["amsgrad"]
             lists = ([s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
-                     [s["max_exp_avg_sq"] for s in states] if amsgrad else [], steps)
+                     [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                     [s["step"] for s in states], counts)
             groups.append((group, params, lists))
         return groups
 
@@ -102,10 +108,12 @@ def _plain(group: dict[str, Any]) -> bool:
 
 def _fused_step(group: dict[str, Any], params: list[torch.Tensor], grads: list[torch.Tensor],
                 exp_avgs: list[torch.Tensor], exp_avg_sqs: list[torch.Tensor],
-                max_exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor]) -> None:
-    """The two kernel calls of ``torch.optim.adam._fused_adam`` for one group."""
+                max_exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor],
+                counts: torch.Tensor) -> None:
+    """The two kernel calls of ``torch.optim.adam._fused_adam`` for one group (``counts``:
+    the tensor whose elements ``steps`` are, so ``_foreach_add_(steps, 1)`` is one add)."""
     beta1, beta2 = group["betas"]
-    torch._foreach_add_(steps, 1)
+    counts.add_(1)
     kernel = torch._fused_adamw_ if group.get("decoupled_weight_decay") else torch._fused_adam_
     kernel(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
            amsgrad=group["amsgrad"], lr=group["lr"], beta1=beta1, beta2=beta2,
