@@ -20,6 +20,7 @@ Stable-Baselines3 is a benchmark-only dependency (``pip install -e '.[bench]'``)
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -317,11 +318,12 @@ def summarize(runs: list[Run], floors: dict[str, list[float]]) -> str:
         rows.append([
             f"{algo.upper()} ({ENV[algo]})", f"{BUDGET[algo]:,}",
             f"{sps['looprl']:,.0f}", baseline,
+            "-" if math.isnan(sps["sb3"]) else
             f"{sps['sb3']:,.0f} ({sps['looprl'] / sps['sb3']:.2f}x)",
             f"{floor:,.0f}", f"{100 * sps['looprl'] / floor:.0f}%",
-            f"{100 * sps['sb3'] / floor:.0f}%",
+            "-" if math.isnan(sps["sb3"]) else f"{100 * sps['sb3'] / floor:.0f}%",
             f"{tts['looprl']:.1f} ({solved['looprl']}/{n})",
-            f"{tts['sb3']:.1f} ({solved['sb3']}/{n})",
+            "-" if math.isnan(sps["sb3"]) else f"{tts['sb3']:.1f} ({solved['sb3']}/{n})",
         ])
     header = ["algo (env)", "steps", "looprl steps/s", "baseline steps/s (new/base)",
               "SB3 steps/s (looprl/SB3)", "floor steps/s", "looprl % of floor",
@@ -355,7 +357,11 @@ def main() -> None:
     fns = {"looprl": lambda a, s: looprl_run(a, s, args.eval_every, args.eval_episodes)}
     if checkout is not None:
         fns["baseline"] = lambda a, s: baseline_run(checkout, a, s, args)
-    fns["sb3"] = lambda a, s: sb3_run(a, s, args.eval_every, args.eval_episodes)
+    if importlib.util.find_spec("stable_baselines3") is not None:
+        fns["sb3"] = lambda a, s: sb3_run(a, s, args.eval_every, args.eval_episodes)
+    else:
+        print("stable_baselines3 is not installed (pip install -e '.[bench]'): "
+              "the SB3 columns stay empty", flush=True)
     runs, floors = [], {algo: [] for algo in args.algos}
     for algo in args.algos:
         for seed in args.seeds:

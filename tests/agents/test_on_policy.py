@@ -7,6 +7,7 @@ feed them segments directly (the local agent's and random ones).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -260,6 +261,35 @@ def test_segment_buffer_rows_ends_and_overlap() -> None:
     assert len(buffer) == 1 and float(buffer._data["obs"][0, 0, 0]) == 2.0
     with pytest.raises(RuntimeError, match="at least 2 rows"):
         buffer.segment()
+
+
+def test_segment_buffer_numpy_writes_match_tensor_writes_through_growth_and_copies() -> None:
+    """CPU rows are written through NumPy views; they hold what indexed tensor copies write,
+    also after the storage grows, and a (deep) copy writes into its own storage."""
+
+    def fill(buffer: SegmentBuffer, rows: range, offset: float = 0.0) -> None:
+        for t in rows:
+            outputs = RolloutResult(action=torch.tensor([t % 2, 1]),
+                                    log_prob=torch.full((2,), -0.1 * t, dtype=torch.float64),
+                                    value=torch.tensor([t + 0.25, offset]))
+            buffer.store(torch.full((2, OBS), t + offset), 1.0 / (t + 1),
+                         torch.tensor([t == 3, False]), torch.tensor([t != 3, True]).float(),
+                         outputs, version=t)
+
+    numpy_rows, tensor_rows = (SegmentBuffer(n_steps=2, n_envs=2, grow=True) for _ in "ab")
+    tensor_rows._numpy_views = dict  # no views: the indexed tensor copies
+    for buffer in (numpy_rows, tensor_rows):
+        fill(buffer, range(5))  # grows from 3 rows to 6 at the 4th
+    assert numpy_rows._views and not tensor_rows._views
+    a, b = numpy_rows.segment(), tensor_rows.segment()
+    for name in a.fields:
+        if getattr(a, name) is not None:
+            assert torch.equal(getattr(a, name), getattr(b, name)), name
+    copied = copy.deepcopy(numpy_rows)
+    fill(copied, range(5, 6), offset=100.0)
+    assert len(copied) == 6 and len(numpy_rows) == 5
+    assert float(copied.segment().obs[5, 0, 0]) == 105.0
+    assert float(numpy_rows._data["obs"][5, 0, 0]) == 0.0
 
 
 def test_agent_trains_on_overlapping_segments_every_n_steps() -> None:

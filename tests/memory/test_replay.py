@@ -152,3 +152,35 @@ def test_generator_makes_sampling_reproducible() -> None:
         return buffer.sample(10)[0].observation
 
     assert torch.equal(draw(), draw())
+
+
+def test_single_stores_through_numpy_views_match_tensor_copies_and_copies_keep_their_own() -> None:
+    """CPU storage is written through NumPy views: the same contents as indexed tensor
+    copies (terminal and truncated ends, tensor and int actions), a deep copy writes into
+    its own storage, and ``gather`` returns the rows advanced indexing would."""
+    import copy
+
+    def fill(buffer: ExperienceReplayBuffer, start: int, n: int) -> None:
+        for i in range(start, start + n):
+            end = {"done": True, "mask": 0.0} if i % 5 == 4 else \
+                {"done": True} if i % 7 == 6 else {}
+            action = torch.tensor(i % 3) if i % 2 else i % 3
+            buffer.store(_state(i), action, _state(i + 1, reward=0.5 * i, **end))
+
+    numpy_rows, tensor_rows = ExperienceReplayBuffer(8), ExperienceReplayBuffer(8)
+    tensor_rows._numpy_views = dict  # no views: indexed tensor copies
+    fill(numpy_rows, 0, 11)
+    fill(tensor_rows, 0, 11)
+    assert numpy_rows._views and not tensor_rows._views
+    for key, value in numpy_rows._storage.items():
+        assert torch.equal(value, tensor_rows._storage[key]), key
+    index = torch.tensor([3, 0, 7, 3])
+    batch = numpy_rows.gather(index)
+    for key, value in numpy_rows._storage.items():
+        assert torch.equal(getattr(batch, key), value[index].transpose(0, 1)), key
+    copied = copy.deepcopy(numpy_rows)
+    fill(copied, 100, 1)
+    position = (numpy_rows._pos - 1) % 8
+    assert float(copied._storage["obs"][numpy_rows._pos, 0, 0]) == 100.0
+    assert float(numpy_rows._storage["obs"][position, 0, 0]) == 10.0
+    assert torch.equal(numpy_rows._storage["obs"], tensor_rows._storage["obs"])

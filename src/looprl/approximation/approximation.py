@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
+from looprl.approximation.optimizer_step import OptimizerStep
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
 
@@ -129,6 +130,8 @@ class Approximation:
 
     #: the ``DistributedDataParallel`` wrapper of ``model`` once ``distribute`` is called
     _ddp: nn.Module | None = None
+    #: steps ``optimizer`` (``OptimizerStep``: a fused Adam's kernels without its Python work)
+    _stepper: OptimizerStep | None = None
 
     # -- forward passes -----------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
@@ -203,10 +206,13 @@ class Approximation:
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
+        stepper = self._stepper
+        if stepper is None or stepper.optimizer is not self.optimizer:
+            stepper = self._stepper = OptimizerStep(self.optimizer)
         if self._flush_denormal:
-            _step_flushing_denormals(self.optimizer)
+            _step_flushing_denormals(stepper)
         else:
-            self.optimizer.step()
+            stepper()
         for group in self.optimizer.param_groups:  # zero_grad(set_to_none=True), minus its
             for param in group["params"]:  # dispatch overhead (it shows on small networks)
                 param.grad = None
@@ -281,6 +287,7 @@ class Approximation:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_ddp", None)  # a process group neither pickles nor copies
+        state.pop("_stepper", None)  # lists of the optimizer's state: made again on a step
         return state
 
     # -- passthroughs -------------------------------------------------------------------
@@ -299,11 +306,11 @@ class Approximation:
         return result
 
 
-def _step_flushing_denormals(optimizer: torch.optim.Optimizer) -> None:
-    """``optimizer.step()`` with denormal floats flushed to zero (on this thread's CPU)."""
+def _step_flushing_denormals(step: OptimizerStep) -> None:
+    """``step()`` with denormal floats flushed to zero (on this thread's CPU)."""
     torch.set_flush_denormal(True)
     try:
-        optimizer.step()
+        step()
     finally:
         torch.set_flush_denormal(False)
 

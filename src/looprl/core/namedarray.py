@@ -53,8 +53,15 @@ def _as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> tor
     return torch.as_tensor(value, dtype=dtype, device=device)
 
 
-def _as_numpy(value: Any) -> Any:
-    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+def as_numpy(value: Any) -> Any:
+    """A tensor as a NumPy array (a view of a CPU tensor's data; a copy from other devices);
+    anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        try:
+            return value.numpy()  # one call on the CPU (this runs once per env step)
+        except (TypeError, RuntimeError):  # not on the CPU, or requires grad
+            return value.detach().cpu().numpy()
+    return value
 
 
 def _copy_leaf(value: Any) -> Any:
@@ -86,6 +93,8 @@ class NamedArray:
     """
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
+    _field_set: frozenset[str] = frozenset()  # the same, as a set
+    _required: frozenset[str] = frozenset()  # the fields without a default
     _defaults: dict[str, Any] = {}
     _fields: tuple[str, ...]
 
@@ -102,7 +111,11 @@ class NamedArray:
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Binds positional and keyword arguments to the declared fields."""
-        name, names = type(self).__name__, self._field_names
+        names, defaults = self._field_names, self._defaults
+        keys = kwargs.keys()
+        if not args and self._required <= keys <= self._field_set:  # the common call, checked
+            return {n: kwargs[n] if n in kwargs else defaults[n] for n in names}
+        name = type(self).__name__
         if len(args) > len(names):
             raise TypeError(f"{name}() takes {len(names)} positional arguments, got {len(args)}")
         values = dict(zip(names, args))
@@ -206,7 +219,7 @@ class NamedArray:
             elif isinstance(leaf, torch.Tensor):
                 leaf[_convert_index(idx, leaf)] = _as_tensor(src, leaf.device, leaf.dtype)
             else:
-                leaf[_convert_index(idx, leaf)] = _as_numpy(src)
+                leaf[_convert_index(idx, leaf)] = as_numpy(src)
 
     # -- conversion ---------------------------------------------------------------------
     def to(self: T, device: str | torch.device) -> T:
@@ -219,7 +232,7 @@ class NamedArray:
 
     def to_numpy(self: T) -> T:
         """Converts every torch leaf to a numpy array (``detach().cpu().numpy()``)."""
-        return recursive_apply(self, _as_numpy)
+        return recursive_apply(self, as_numpy)
 
     def to_dict(self) -> dict[str, Any]:
         """A (nested) dict of the fields; nested ``NamedArray`` s become dicts."""
@@ -291,6 +304,8 @@ def namedarray(cls: type) -> type[NamedArray]:
     defaults = {k: namespace.pop(k) for k in own if k in namespace}
     namespace["_defaults"] = {**base._defaults, **defaults}
     namespace["_field_names"] = inherited + tuple(k for k in own if k not in inherited)
+    namespace["_field_set"] = frozenset(namespace["_field_names"])
+    namespace["_required"] = namespace["_field_set"] - namespace["_defaults"].keys()
     return type(cls.__name__, bases, namespace)
 
 

@@ -162,7 +162,10 @@ class State(dict):
 
     def apply_mask(self, tensor: torch.Tensor) -> torch.Tensor:
         """Zero ``tensor`` where the episode terminated."""
-        return tensor * self.mask
+        mask = self.mask
+        if type(mask) is float and mask == 1.0 and tensor.is_floating_point():
+            return tensor  # not terminal: the product would equal it
+        return tensor * mask
 
     # -- copies ------------------------------------------------------------------------
     def _new(self, x: dict[str, Any]) -> State:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from looprl.core import State
+from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
 
@@ -71,8 +72,7 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
         space: the action space of one environment.
         n_envs: the number of rows of a vector environment's batch of actions.
     """
-    if isinstance(action, torch.Tensor):
-        action = action.detach().cpu().numpy()
+    action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
         return int(np.asarray(action).reshape(()))
     if isinstance(space, gym.spaces.Box):

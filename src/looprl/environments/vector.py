@@ -43,16 +43,17 @@ def state_array_from_numpy(
 
     ``done`` is terminated or truncated and ``mask`` is 0 only where terminated.
     """
-    obs = as_observation(np.asarray(obs))
-    x = {
-        "observation": torch.from_numpy(obs).to(device),
-        "reward": torch.from_numpy(np.asarray(reward, dtype=np.float32)).to(device),
-        "done": torch.from_numpy(terminated | truncated).to(device),
-        "mask": torch.from_numpy((~terminated).astype(np.float32)).to(device),
-    }
-    for key, value in extra.items():
-        x[key] = torch.from_numpy(np.asarray(value)).to(device)
-    return StateArray(x, (len(x["reward"]),), device=device)
+    reward = np.asarray(reward, dtype=np.float32)
+    arrays = {
+        "observation": as_observation(np.asarray(obs)), "reward": reward,
+        "done": terminated | truncated, "mask": (~terminated).astype(np.float32),
+        **{key: np.asarray(value) for key, value in extra.items()},
+    }  # fmt: skip
+    if device == "cpu" or getattr(device, "type", None) == "cpu":  # no .to() calls
+        x = {key: torch.from_numpy(value) for key, value in arrays.items()}
+    else:
+        x = {key: torch.from_numpy(value).to(device) for key, value in arrays.items()}
+    return StateArray(x, (reward.shape[0],), device=device)
 
 
 class NumpyVectorEnvironment(VectorEnvironment):

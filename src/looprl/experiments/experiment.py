@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from looprl.core import Preset
+from looprl.core.namedarray import as_numpy
 from looprl.environments import Environment, VectorEnvironment
 from looprl.experiments.checkpoint import save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
@@ -421,8 +422,8 @@ class ParallelEnvExperiment(Experiment):
         """Step every copy, count the frames and log the episodes that ended."""
         state = self.vector_env.step(action)
         self.logger.frame += self.vector_env.n_envs
-        self._returns += state.reward.cpu().numpy()
-        done = state.done.cpu().numpy()
+        self._returns += as_numpy(state.reward)
+        done = as_numpy(state.done)
         if done.any():
             self._ended_returns = self._returns[done].tolist()
             for episode_return in self._ended_returns:

@@ -9,16 +9,20 @@ stored, ``segment()`` is a ``[n_steps + 1, n_envs]`` ``SampleBatch`` for ``Train
 segments overlap by one row: row ``T`` is the bootstrap row of one and row 0 of the next).
 
 Storage is preallocated on the first ``store`` (``grow=True`` doubles it when full, for
-segments cut at episode ends), so a step costs a few indexed copies and nothing else.
+segments cut at episode ends), so a step costs a few indexed copies and nothing else; on the
+CPU those copies go through NumPy views of the storage, which cost a tenth of a tensor
+index-copy each.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core import RolloutResult, SampleBatch
+from looprl.core.namedarray import as_numpy
 
 __all__ = ["SegmentBuffer"]
 
@@ -46,6 +50,7 @@ class SegmentBuffer:
         self.grow = grow
         self._t = 0
         self._data: dict[str, torch.Tensor] | None = None
+        self._views: dict[str, np.ndarray] | None = None  # of _data ({}: not on the CPU)
 
     @property
     def full(self) -> bool:
@@ -78,16 +83,40 @@ class SegmentBuffer:
                 raise RuntimeError(f"SegmentBuffer holds {self._t} rows already; take the "
                                    "segment() and restart() before storing more")
             self._data = {k: torch.cat((v, torch.zeros_like(v))) for k, v in self._data.items()}
+            self._views = None
             self.n_steps = self._data["reward"].shape[0] - 1
-        t, data = self._t, self._data
-        data["obs"][t] = obs
-        data["reward"][t] = reward
-        data["end"][t] = end
-        data["mask"][t] = mask
-        for name in _OUTPUTS:
-            data[name][t] = getattr(result, name)
-        data["policy_version"][t] = version
+        t = self._t
+        rows = self._views if self._views is not None else self._numpy_views()
+        if not rows:  # off the CPU: indexed tensor copies
+            rows = self._data
+            outputs = [getattr(result, name) for name in _OUTPUTS]
+        else:
+            obs, reward, end, mask = as_numpy(obs), as_numpy(reward), as_numpy(end), as_numpy(mask)
+            outputs = [as_numpy(getattr(result, name)) for name in _OUTPUTS]
+        rows["obs"][t] = obs
+        rows["reward"][t] = reward
+        rows["end"][t] = end
+        rows["mask"][t] = mask
+        for name, value in zip(_OUTPUTS, outputs):
+            rows[name][t] = value
+        rows["policy_version"][t] = version
         self._t = t + 1
+
+    def _numpy_views(self) -> dict[str, np.ndarray]:
+        """NumPy views of the storage (empty off the CPU, or for dtypes NumPy lacks), made
+        again after it grows or is unpickled."""
+        self._views = {}
+        if all(v.device.type == "cpu" for v in self._data.values()):
+            try:
+                self._views = {k: v.numpy() for k, v in self._data.items()}
+            except TypeError:  # a dtype NumPy lacks (bfloat16): tensor copies
+                pass
+        return self._views
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_views"] = None  # views of the tensors: a copy would write elsewhere
+        return state
 
     def _allocate(self, obs: torch.Tensor, result: RolloutResult) -> None:
         if result.policy_state is not None:
@@ -119,7 +148,8 @@ class SegmentBuffer:
     def restart(self, keep_last: bool = True) -> None:
         """Start the next segment, from the last row (``keep_last``) or from nothing."""
         if keep_last and self._t > 0:
-            for value in self._data.values():
+            rows = self._views or self._data
+            for value in rows.values():
                 value[0] = value[self._t - 1]
             self._t = 1
         else:
