@@ -29,7 +29,6 @@ from looprl.agents.losses import (
     double_q_target,
     dqn_loss,
     n_step_bootstrap,
-    td_target,
 )
 from looprl.agents.replay import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
@@ -326,7 +325,7 @@ class DQNTrainer(Trainer):
             batch, self.discount_factor, self.n_step)
         values = policy.q(policy.states(batch.obs[0], streams), batch.action[0])
         next_values = self._rule(policy.q, policy.states(next_obs, streams), next_action)
-        targets = td_target(returns, next_values, 1.0, discount)
+        targets = returns + discount * next_values  # discount: gamma^K, 0 at termination
         return values, targets, row_weights(batch)
 
     def _finish(self, loss: torch.Tensor, values: torch.Tensor,

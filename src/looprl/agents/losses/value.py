@@ -10,8 +10,6 @@ def td_target(
     rewards: torch.Tensor, next_values: torch.Tensor, masks: torch.Tensor, discount: float
 ) -> torch.Tensor:
     """One-step TD target ``r + discount * mask * V(s')`` (``mask`` is 0 at termination)."""
-    if type(discount) is float and discount == 1.0:  # the n-step discount is in ``masks``
-        return rewards + masks * next_values  # (1.0 * masks is masks: one product less)
     return rewards + discount * masks * next_values
 
 
