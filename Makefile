@@ -21,7 +21,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+	$(BIN)/python -m pytest -q -n 2 tests
 
 lint: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks

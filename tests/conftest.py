@@ -1,5 +1,5 @@
 """Shared test setup: one torch thread (fast and stable on a loaded 2-core machine), the tests
-that start Ray kept on one worker under ``pytest -n 2 --dist loadgroup`` (``make test``), and
+that start Ray kept on one worker under ``pytest -n 2`` (``make test``), and
 the seed of the random test order printed at the end."""
 
 from __future__ import annotations
@@ -17,15 +17,22 @@ def _one_torch_thread():
 
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
-#: ``pytest -n 2 --dist loadgroup`` they run one after another on one worker, so that the
-#: machine never holds two Ray instances; the other tests are shared out between the workers
+#: ``pytest -n 2`` they run one after another on one worker, so that the machine never holds
+#: two Ray instances; the other tests are shared out between the workers
 RAY_TESTS = ("tests/distributed/", "tests/runners/test_pbt.py")
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    for item in items:
-        if item.nodeid.startswith(RAY_TESTS) or "local_ray" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group("ray"))
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler for ``-n``: the tests of ``RAY_TESTS`` are one unit of work,
+    every other test is a unit of its own (xdist's ``loadgroup`` does not group under pytest
+    9: it renames items after pytest has read their ids)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RayTestsOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "ray" if nodeid.startswith(RAY_TESTS) else nodeid
+
+    return RayTestsOnOneWorker(config, log)
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:
