@@ -119,6 +119,17 @@ def test_approximation_trains_as_with_optimizer_step(monkeypatch):
         assert torch.equal(a, b)
 
 
+def _step_side_by_side(n, step, model, reference, twin, x) -> None:
+    """``n`` steps of ``step`` on ``model`` and of ``reference.step()`` on ``twin``."""
+    for _ in range(n):
+        _backward(model, x)
+        step()
+        model.zero_grad(set_to_none=True)
+        _backward(twin, x)
+        reference.step()
+        twin.zero_grad(set_to_none=True)
+
+
 def test_saved_and_loaded_state_steps_on_like_the_reference():
     """The step counts are views of one tensor once the lean path runs: ``torch.save`` of
     the state dict and a fresh optimizer loading it go on as ``optimizer.step()`` does."""
@@ -127,25 +138,13 @@ def test_saved_and_loaded_state_steps_on_like_the_reference():
     (model, optimizer), (twin, reference) = _pair(
         lambda p: torch.optim.Adam(p, lr=1e-2, fused=True))
     step, x = OptimizerStep(optimizer), torch.randn(5, 3)
-    for _ in range(3):
-        _backward(model, x)
-        step()
-        model.zero_grad(set_to_none=True)
-        _backward(twin, x)
-        reference.step()
-        twin.zero_grad(set_to_none=True)
+    _step_side_by_side(3, step, model, reference, twin, x)
     file = io.BytesIO()
     torch.save(optimizer.state_dict(), file)
     file.seek(0)
     loaded = torch.optim.Adam(model.parameters(), lr=1e-2, fused=True)
     loaded.load_state_dict(torch.load(file))
     step = OptimizerStep(loaded)
-    for _ in range(2):
-        _backward(model, x)
-        step()
-        model.zero_grad(set_to_none=True)
-        _backward(twin, x)
-        reference.step()
-        twin.zero_grad(set_to_none=True)
+    _step_side_by_side(2, step, model, reference, twin, x)
     _assert_same(loaded, reference, model, twin)
     assert [float(s["step"]) for s in loaded.state.values()] == [5.0] * 4
