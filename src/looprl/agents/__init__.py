@@ -33,7 +33,6 @@ from looprl.agents.independent import (
 from looprl.agents.on_policy import OnPolicyAgent, OnPolicyTrainer
 from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
-from looprl.agents.rainbow import rainbow_policy_and_trainer
 from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
@@ -91,7 +90,6 @@ __all__ = [
     "VSarsa",
     "actor_critic_policy",
     "q_network_policy",
-    "rainbow_policy_and_trainer",
 ]
 
 # Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and

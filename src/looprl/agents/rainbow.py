@@ -13,10 +13,9 @@ prioritized    ``memory.PrioritizedReplayBuffer``            ``prioritized``
 distributional ``QDist`` + ``C51Trainer``                    ``distributional``
 ============== ============================================= =============================
 
-``rainbow_policy`` picks the policy for a Q approximation, ``rainbow_trainer`` its trainer
-(``rainbow_policy_and_trainer`` both); the local agent is ``DQN``, which feeds the
-trainer's priorities (TD errors or, when distributional, the cross-entropies) back to the
-buffer.
+``rainbow_policy`` picks the policy for a Q approximation, ``rainbow_trainer`` its trainer;
+the local agent is ``DQN``, which feeds the trainer's priorities (TD errors or, when
+distributional, the cross-entropies) back to the buffer.
 """
 
 from __future__ import annotations
@@ -26,9 +25,9 @@ from typing import Any
 from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.dqn import DQNPolicy, DQNTrainer
 from looprl.approximation.q_dist import QDist
-from looprl.core import Policy, Trainer
+from looprl.core import Trainer
 
-__all__ = ["rainbow_policy", "rainbow_policy_and_trainer", "rainbow_trainer"]
+__all__ = ["rainbow_policy", "rainbow_trainer"]
 
 
 def rainbow_policy(q: Any, num_actions: int, epsilon: Any = 0.0) -> DQNPolicy:
@@ -47,17 +46,3 @@ def rainbow_trainer(policy: DQNPolicy, discount_factor: float = 0.99, double: bo
     if isinstance(policy, C51Policy):
         return C51Trainer(policy, discount_factor, n_step, double=double)
     return DQNTrainer(policy, discount_factor, n_step, double_q=double, huber=huber)
-
-
-def rainbow_policy_and_trainer(
-    q: Any,
-    num_actions: int,
-    epsilon: Any = 0.0,
-    discount_factor: float = 0.99,
-    double: bool = True,
-    huber: bool = True,
-    n_step: int = 1,
-) -> tuple[Policy, Trainer]:
-    """``rainbow_policy`` and its ``rainbow_trainer`` (the arguments are theirs)."""
-    policy = rainbow_policy(q, num_actions, epsilon)
-    return policy, rainbow_trainer(policy, discount_factor, double, huber, n_step)
