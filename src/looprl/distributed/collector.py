@@ -153,11 +153,9 @@ class EnvRunner:
         self._rows: SampleBatch | None = None  # [rows, streams, ...], from the first rows
         self._t = np.zeros(n, dtype=np.int64)  # rows of each stream's segment in progress
         self._steps = np.zeros(n, dtype=np.int64)  # of them, rows that end no episode
-        self._default_state = None if default_policy_state is None else _numpy(
-            default_policy_state)
-        self._policy_state = None if default_policy_state is None else stack(
-            [self._default_state] * n) if isinstance(self._default_state, NamedArray) \
-            else np.stack([self._default_state] * n)
+        default = self._default_state = _numpy(default_policy_state)
+        self._policy_state = None if default is None else (
+            stack if isinstance(default, NamedArray) else np.stack)([default] * n)
 
     @property
     def agent_count(self) -> int:
@@ -237,30 +235,25 @@ class EnvRunner:
     def _observe(self, streams: np.ndarray) -> NamedArray:
         """The latest observations of ``streams``, ``[len(streams), ...]``; ``ValueError`` in
         one line if their fields or shapes differ from the first observations'."""
+        agents = self.agent_count
         if self._obs is None:
-            first = self._results[self._copy[streams[0]]][self._agent[streams[0]]].obs
+            first = self._results[streams[0] // agents][streams[0] % agents].obs
             self._obs = NamedArray(**{name: np.zeros((len(self._copy), *np.shape(value)),
                                                      np.asarray(value).dtype)
                                       for name, value in first.items()})
         stores = self._obs.items()
-        agents = self.agent_count
+        shapes = {name: store.shape[1:] for name, store in stores}
         for s in streams.tolist():
             obs = self._results[s // agents][s % agents].obs
-            if len(obs) != len(stores):
-                self._changed(obs)
+            seen = {name: np.shape(value) for name, value in obs.items()}
+            if seen != shapes:
+                raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape "
+                                 f"or fields ({seen} after {shapes}): an environment's "
+                                 "observations must keep one shape and one set of fields (pad "
+                                 "them to one size)")
             for name, store in stores:
-                value = obs.get(name)
-                if np.shape(value) != store.shape[1:]:
-                    self._changed(obs)
-                store[s] = value
+                store[s] = obs[name]
         return self._obs[streams]
-
-    def _changed(self, obs: dict[str, Any]) -> None:
-        shapes = {name: np.shape(value) for name, value in obs.items()}
-        first = {name: store.shape[1:] for name, store in self._obs.items()}
-        raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape or "
-                         f"fields ({shapes} after {first}): an environment's observations "
-                         "must keep one shape and one set of fields (pad them to one size)")
 
     def _record(self, streams: np.ndarray, obs: NamedArray, states: Any,
                 result: RolloutResult, version: int) -> None:
