@@ -5,6 +5,7 @@ segments handed out are the caller's to keep."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from looprl.core import NamedArray, RolloutResult
 from looprl.distributed import EnvRunner
@@ -87,3 +88,21 @@ def test_segments_handed_out_stay_as_they_were() -> None:
     kept = first.obs.obs.copy()
     collect(runner, 20)
     assert np.array_equal(first.obs.obs, kept)
+
+
+def test_agents_whose_observations_differ_in_shape_are_one_line() -> None:
+    class Uneven(Turns):  # agent 1 sees one more number, at its first turn (t = 2)
+        def _results(self):
+            results = super()._results()
+            if results[1] is not None and self.t:
+                results[1].obs["obs"] = np.zeros(3, np.float32)
+            return results
+
+    runner = EnvRunner(Uneven, n_envs=1, segment_length=3)
+    with pytest.raises(ValueError) as error:
+        collect(runner, 4)
+    message = str(error.value)
+    assert "\n" not in message
+    for part in ("Uneven's observations changed shape", "{'obs': (3,)} after {'obs': (2,)}",
+                 "the same for every agent"):
+        assert part in message

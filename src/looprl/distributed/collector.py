@@ -12,7 +12,8 @@ per env, requests and segments say whose rows they hold (``agent``).
 
 The rows are written in place, a batch at a time, into preallocated ``[T + 1, streams]``
 arrays (one write per field and step: a stream that does not act in a step, an agent that
-waits, is masked out of it), and segments are copied out of them.
+waits, is masked out of it), and segments are copied out of them. So every agent's
+observations have the same fields and shapes (pad them to one size).
 
 With ``whole_episodes`` (VPG), a stream yields its rows only at the end of the episode that
 brings them to ``segment_length`` steps (rows that end an episode do not count), as the local
@@ -249,8 +250,8 @@ class EnvRunner:
             if seen != shapes:
                 raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape "
                                  f"or fields ({seen} after {shapes}): an environment's "
-                                 "observations must keep one shape and one set of fields (pad "
-                                 "them to one size)")
+                                 "observations must keep one shape and one set of fields, the "
+                                 "same for every agent (pad them to one size)")
             for name, store in stores:
                 store[s] = obs[name]
         return self._obs[streams]
