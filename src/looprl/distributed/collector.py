@@ -275,9 +275,8 @@ class EnvRunner:
         if self.whole_episodes and t.max() == len(self._rows.reward):  # full: double it
             self._rows = recursive_apply(self._rows,
                                          lambda x: np.concatenate((x, np.zeros_like(x))))
-        index = self._index(streams, t)
         for store, value in zip(_leaves(self._rows), _leaves(rows), strict=True):
-            store[index] = value
+            store[t, streams] = value
         self._t[streams] = t + 1
         if self._policy_state is not None:
             self._policy_state[streams] = result.policy_state
@@ -285,24 +284,14 @@ class EnvRunner:
                 self._policy_state[streams[ended]] = self._default_state
         self._cut(streams, ended)
 
-    def _index(self, streams: np.ndarray, t: np.ndarray) -> tuple[Any, Any]:
-        """The index of row ``t[j]`` of stream ``streams[j]`` in the rows: basic (a row of
-        all streams) where it can be, which NumPy writes fastest."""
-        if len(streams) == len(self._copy) and t[0] == t[-1] and (t == t[0]).all():
-            return int(t[0]), slice(None)
-        return t, streams
-
     def _cut(self, streams: np.ndarray, ended: np.ndarray) -> None:
         """Copy out the segments the rows just written complete."""
         t, length = self._t[streams], self.segment_length
         if not self.whole_episodes:
             full = streams[t == length + 1]
             if len(full):
-                every = len(full) == len(self._copy)
-                index = slice(None) if every else full
-                segment = self._rows[:, index]  # a copy, or with every stream a view
-                self._segments.append(segment.clone() if every else segment)
-                self._rows[0, index] = self._rows[length, index]
+                self._segments.append(self._rows[:, full])  # a copy (an index array)
+                self._rows[0, full] = self._rows[length, full]
                 self._t[full] = 1
             return
         self._steps[streams] += ~ended
