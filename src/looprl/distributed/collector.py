@@ -1,13 +1,19 @@
 """``EnvRunner``: steps copies of a registered environment and cuts their trajectories into
 ``SampleBatch`` segments. No Ray: the Ray actor worker and ``test_pipeline`` both use it.
 
-Every (env copy, agent) pair is a *stream*. At each step, the runner asks for one action per
-stream that received a ``StepResult`` (``request``), then hands the actions to the envs
-(``step``). A stream's rows follow ``SampleBatch``'s convention: the row of an observation
-holds the reward/done/truncated that came with it and the policy's outputs for it; a row that
-ends an episode is followed by the first row of the next one. Every ``segment_length`` rows
-a stream yields a ``[segment_length + 1]`` segment, whose last row starts the next segment.
-With several agents per env, requests and segments say whose rows they hold (``agent``).
+Every (env copy, agent) pair is a *stream*; stream ``i * agent_count + a`` is agent ``a`` of
+copy ``i``. At each step, the runner asks for one action per stream that received a
+``StepResult`` (``request``), then hands the actions to the envs (``step``). A stream's rows
+follow ``SampleBatch``'s convention: the row of an observation holds the reward/done/truncated
+that came with it and the policy's outputs for it; a row that ends an episode is followed by
+the first row of the next one. Every ``segment_length`` rows a stream yields a
+``[segment_length + 1]`` segment, whose last row starts the next segment. With several agents
+per env, requests and segments say whose rows they hold (``agent``).
+
+The rows are written in place, a batch at a time, into preallocated ``[T + 1, streams]``
+arrays (one write per field and step: a stream that does not act in a step, an agent that
+waits, is masked out of it), and segments are copied out of them. So every agent's
+observations have the same fields and shapes (pad them to one size).
 
 With ``whole_episodes`` (VPG), a stream yields its rows only at the end of the episode that
 brings them to ``segment_length`` steps (rows that end an episode do not count), as the local
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,12 +58,6 @@ class Episode:
     ret: float
     length: int
     env: int
-
-
-@dataclass
-class _Stream:
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    policy_state: Any = None
 
 
 def _numpy(value: Any) -> Any:
@@ -118,28 +118,45 @@ class EnvRunner:
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
         self.frames = 0
+        self.total_frames = 0
+        self.env_seconds = 0.0
         self.episodes: list[Episode] = []
-        self._streams: dict[tuple[int, int], _Stream] = {}
+        self._streams_init(n_envs, default_policy_state)
         self._segments: list[SampleBatch] = []
-        self._asked: dict[int, tuple[list[tuple[int, int]], list[NamedArray]]] = {}
+        self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}
         self._returns = np.zeros(n_envs)
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self.hub = MetaHub(list(meta), Parts(policy), self.envs) if meta else None
-        self._shaped: dict[tuple[int, int], float] = {}  # rewards the hooks changed
-        self._shapes: dict[Any, dict[str, tuple]] = {}  # observation fields' shapes, by agents
-        self.total_frames = 0
         if self.hub is not None:
             self.hub.pre_episode()
-        self._results = []
+        self._results: list[list[Any]] = [[] for _ in range(n_envs)]
         for i, env in enumerate(self.envs):
             try:
                 env.seed(seed + i)
             except (AttributeError, NotImplementedError):
                 pass  # an env without seed() runs unseeded
-            self._results.append(checked_results(env.reset(), env, "reset"))
-            self._took(i)
-        self.env_seconds = 0.0
+            self._receive(i, checked_results(env.reset(), env, "reset"))
+
+    def _streams_init(self, n_envs: int, default_policy_state: Any) -> None:
+        """The per-stream arrays: what arrived with each stream's latest observation, its
+        rows of the segment in progress, and its recurrent state."""
+        agents = self.agent_count
+        n = n_envs * agents
+        self._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
+        self._agent = np.tile(np.arange(agents), n_envs)  # its agent
+        self._group_streams = [np.flatnonzero(np.isin(self._copy, g)) for g in self.groups]
+        self._present = np.zeros(n, dtype=bool)  # a result waits for an action
+        self._reward = np.zeros(n, dtype=np.float32)
+        self._done = np.zeros(n, dtype=bool)
+        self._truncated = np.zeros(n, dtype=bool)
+        self._obs: NamedArray | None = None  # [streams, ...], from the first observations
+        self._rows: SampleBatch | None = None  # [rows, streams, ...], from the first rows
+        self._t = np.zeros(n, dtype=np.int64)  # rows of each stream's segment in progress
+        self._steps = np.zeros(n, dtype=np.int64)  # of them, rows that end no episode
+        default = self._default_state = _numpy(default_policy_state)
+        self._policy_state = None if default is None else (
+            stack if isinstance(default, NamedArray) else np.stack)([default] * n)
 
     @property
     def agent_count(self) -> int:
@@ -149,22 +166,20 @@ class EnvRunner:
     # -- the actor's loop ------------------------------------------------------------------
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
-        keys = [(i, a) for i in self.groups[group]
-                for a, result in enumerate(self._results[i]) if result is not None]
-        rows = [NamedArray(**self._results[i][a].obs) for i, a in keys]
-        self._asked[group] = (keys, rows)
-        if not keys:
+        streams = self._group_streams[group]
+        asked = streams[self._present[streams]]
+        if not len(asked):
+            self._asked[group] = (asked, None, None)
             return None
-        obs = self._stack(rows, frozenset(a for _, a in keys) if self.agent_count > 1 else 0)
+        obs = self._observe(asked)
+        states = None if self._policy_state is None else self._policy_state[asked]
+        self._asked[group] = (asked, obs, states)
         if self.hub is not None:
-            self.hub.pre_step(_observations([self._results[i][a] for i, a in keys]))
-        states = None
-        if self.default_policy_state is not None:
-            states = stack([self._stream(key).policy_state for key in keys])
-        n = len(keys)
+            self.hub.pre_step(torch.as_tensor(obs["obs"]))
+        n = len(asked)
         exploration = None if self.exploration is None else np.full(n, self.exploration,
                                                                      np.float32)
-        agent = np.array([a for _, a in keys]) if self.agent_count > 1 else None
+        agent = self._agent[asked] if self.agent_count > 1 else None
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=np.full(
             n, self.is_evaluation), exploration=exploration, agent=agent)
 
@@ -174,22 +189,21 @@ class EnvRunner:
         Raises:
             RolloutSizeError: ``result`` has another number of rows than the request.
         """
-        keys, rows = self._asked.pop(group, ([], []))
-        actions: dict[int, list[Any]] = {i: [None] * self.agent_count for i in self.groups[group]}
-        if keys:
+        asked, obs, states = self._asked.pop(group, (self._group_streams[group][:0], None,
+                                                     None))
+        if len(asked):
             result = recursive_apply(result, _numpy)
             n = len(result.action)
-            if n != len(keys):
+            if n != len(asked):
                 raise RolloutSizeError(f"rollout returned {n} actions for a request of "
-                                       f"{len(keys)} rows; return one row per request row")
-            for row, key in enumerate(keys):
-                actions[key[0]][key[1]] = self._record(key, rows[row], result, row, version)
-        previous = {key: self._results[key[0]][key[1]] for key in keys} if self.hub else {}
+                                       f"{len(asked)} rows; return one row per request row")
+            self._record(asked, obs, states, result, version)
+        actions = self._actions(group, asked, result)
         start = time.perf_counter()
-        stepped = [i for i, agent_actions in actions.items() if self._advance(i, agent_actions)]
+        stepped = [i for i in self.groups[group] if self._advance(i, actions[i])]
         self.env_seconds += time.perf_counter() - start
-        if self.hub is not None:
-            self._after_step(previous, actions, stepped)
+        if self.hub is not None and len(asked):
+            self._after_step(asked, obs, result, stepped)
 
     def segments(self) -> list[SampleBatch]:
         """The finished segments since the last call, batched along dim 1 where they match."""
@@ -199,7 +213,8 @@ class EnvRunner:
         batches: dict[Any, list[SampleBatch]] = {}
         for segment in done:
             batches.setdefault(str(segment.shape), []).append(segment)
-        return [concat(group, dim=1) for group in batches.values()]
+        return [group[0] if len(group) == 1 else concat(group, dim=1)
+                for group in batches.values()]
 
     @property
     def running_returns(self) -> np.ndarray:
@@ -217,66 +232,81 @@ class EnvRunner:
         done, self.episodes = self.episodes, []
         return done
 
-    # -- internals ---------------------------------------------------------------------------
-    def _stack(self, rows: list[NamedArray], agents: Any) -> NamedArray:
-        """The observations of a request, stacked; ``ValueError`` in one line if their fields
-        or shapes differ from each other or from those of the first request of the same
-        ``agents`` (agents may see different shapes)."""
-        try:
-            obs = stack(rows)
-            shapes = {name: value.shape[1:] for name, value in obs.items() if value is not None}
-        except (ValueError, RuntimeError, KeyError) as error:
-            shapes, reason = None, str(error).splitlines()[0]
-        else:
-            first = self._shapes.setdefault(agents, shapes)
-            reason = f"{shapes} after {first}"
-        if shapes is None or shapes != self._shapes[agents]:
-            raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape or "
-                             f"fields ({reason}): an environment's observations must keep one "
-                             "shape and one set of fields (pad them to one size)")
-        return obs
+    # -- observations and rows ---------------------------------------------------------------
+    def _observe(self, streams: np.ndarray) -> NamedArray:
+        """The latest observations of ``streams``, ``[len(streams), ...]``; ``ValueError`` in
+        one line if their fields or shapes differ from the first observations'."""
+        agents = self.agent_count
+        if self._obs is None:
+            first = self._results[streams[0] // agents][streams[0] % agents].obs
+            self._obs = NamedArray(**{name: np.zeros((len(self._copy), *np.shape(value)),
+                                                     np.asarray(value).dtype)
+                                      for name, value in first.items()})
+        stores = self._obs.items()
+        shapes = {name: store.shape[1:] for name, store in stores}
+        for s in streams.tolist():
+            obs = self._results[s // agents][s % agents].obs
+            seen = {name: np.shape(value) for name, value in obs.items()}
+            if seen != shapes:
+                raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape "
+                                 f"or fields ({seen} after {shapes}): an environment's "
+                                 "observations must keep one shape and one set of fields, the "
+                                 "same for every agent (pad them to one size)")
+            for name, store in stores:
+                store[s] = obs[name]
+        return self._obs[streams]
 
-    def _stream(self, key: tuple[int, int]) -> _Stream:
-        stream = self._streams.get(key)
-        if stream is None:
-            stream = self._streams[key] = _Stream(policy_state=self.default_policy_state)
-        return stream
+    def _record(self, streams: np.ndarray, obs: NamedArray, states: Any,
+                result: RolloutResult, version: int) -> None:
+        """Write the rows of ``streams`` (one each), carry their recurrent states, and cut
+        the segments they complete."""
+        ended = self._done[streams] | self._truncated[streams]
+        rows = SampleBatch(
+            obs=obs, action=result.action, reward=self._reward[streams],
+            done=self._done[streams], truncated=self._truncated[streams], policy_state=states,
+            log_prob=_float32(result.log_prob), value=_float32(result.value),
+            policy_version=np.full(len(streams), version, np.int64),
+            agent=self._agent[streams] if self.agent_count > 1 else None,
+        )  # fmt: skip
+        if self._rows is None:
+            self._rows = recursive_apply(rows, lambda x: np.zeros(
+                (self.segment_length + 1, len(self._copy), *x.shape[1:]), x.dtype))
+        t = self._t[streams]
+        if self.whole_episodes and t.max() == len(self._rows.reward):  # full: double it
+            self._rows = recursive_apply(self._rows,
+                                         lambda x: np.concatenate((x, np.zeros_like(x))))
+        for store, value in zip(_leaves(self._rows), _leaves(rows), strict=True):
+            store[t, streams] = value
+        self._t[streams] = t + 1
+        if self._policy_state is not None:
+            self._policy_state[streams] = result.policy_state
+            if ended.any():
+                self._policy_state[streams[ended]] = self._default_state
+        self._cut(streams, ended)
 
-    def _record(self, key: tuple[int, int], obs: NamedArray, result: RolloutResult, row: int,
-                version: int) -> Any:
-        """Append the row of stream ``key``; return its action."""
-        stream = self._stream(key)
-        reward, done, truncated = _scalars(self._results[key[0]][key[1]])
-        if self._shaped:
-            reward = self._shaped.pop(key, reward)
-        action = result.action[row]
-        stream.rows.append({
-            "obs": obs,
-            "action": action,
-            "reward": np.float32(reward),
-            "done": done,
-            "truncated": truncated,
-            "policy_state": stream.policy_state,
-            "log_prob": None if result.log_prob is None else np.float32(result.log_prob[row]),
-            "value": None if result.value is None else np.float32(result.value[row]),
-            "policy_version": np.int64(version),
-            "agent": np.int64(key[1]) if self.agent_count > 1 else None,
-        })
-        ended = stream.rows[-1]["done"] or stream.rows[-1]["truncated"]
-        if self.default_policy_state is not None:
-            stream.policy_state = (self.default_policy_state if ended
-                                   else result.policy_state[row])
-        if self._complete(stream.rows, ended):
-            self._segments.append(_segment(stream.rows))
-            stream.rows = [] if self.whole_episodes else stream.rows[-1:]
-        return action
-
-    def _complete(self, rows: list[dict[str, Any]], ended: bool) -> bool:
-        """Whether ``rows`` (the last one ``ended`` its episode or not) make a segment."""
+    def _cut(self, streams: np.ndarray, ended: np.ndarray) -> None:
+        """Copy out the segments the rows just written complete."""
+        t, length = self._t[streams], self.segment_length
         if not self.whole_episodes:
-            return len(rows) == self.segment_length + 1
-        steps = sum(not (row["done"] or row["truncated"]) for row in rows) if ended else 0
-        return steps >= self.segment_length
+            full = streams[t == length + 1]
+            if len(full):
+                self._segments.append(self._rows[:, full])  # a copy (an index array)
+                self._rows[0, full] = self._rows[length, full]
+                self._t[full] = 1
+            return
+        self._steps[streams] += ~ended
+        for s in streams[ended & (self._steps[streams] >= length)].tolist():
+            self._segments.append(self._rows[: self._t[s], [s]])
+            self._t[s] = self._steps[s] = 0
+
+    # -- the envs --------------------------------------------------------------------------
+    def _actions(self, group: int, asked: np.ndarray, result: Any) -> dict[int, list[Any]]:
+        """Each env copy's list of actions, one per agent (``None`` for agents not asked)."""
+        agents = self.agent_count
+        actions: dict[int, list[Any]] = {i: [None] * agents for i in self.groups[group]}
+        for row, s in enumerate(asked.tolist()):
+            actions[s // agents][s % agents] = result.action[row]
+        return actions
 
     def _advance(self, i: int, actions: list[Any]) -> bool:
         """Step env copy ``i`` (``True``), or reset it when all of its agents are done."""
@@ -284,54 +314,71 @@ class EnvRunner:
         if self._over[i]:
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
             self._returns[i], self._lengths[i] = 0.0, 0
-            self._results[i] = checked_results(env.reset(), env, "reset")
-            self._took(i)
+            self._receive(i, checked_results(env.reset(), env, "reset"))
             return False
-        self._results[i] = checked_results(env.step(actions), env, "step")
-        self._took(i)
+        self._receive(i, checked_results(env.step(actions), env, "step"))
         self._lengths[i] += 1
         self.frames += 1
         self.total_frames += 1
         return True
 
-    def _took(self, i: int) -> None:
-        """Add env copy ``i``'s new rewards to its return; note whether its episode is over."""
-        present = [_scalars(r) for r in self._results[i] if r is not None]
-        self._returns[i] += sum(reward for reward, _, _ in present)
-        self._over[i] = bool(present) and all(done or truncated for _, done, truncated in present)
+    def _receive(self, i: int, results: list[Any]) -> None:
+        """Keep env copy ``i``'s new ``results`` for its streams; add their rewards to its
+        return; note whether its episode is over (all of its agents are done)."""
+        self._results[i] = results
+        base, total, present, over = i * self.agent_count, 0.0, False, True
+        for a, result in enumerate(results):
+            s = base + a
+            self._present[s] = result is not None
+            if result is None:
+                continue
+            reward, done, truncated = _scalars(result)
+            self._reward[s], self._done[s], self._truncated[s] = reward, done, truncated
+            total += reward
+            present, over = True, over and (done or truncated)
+        self._returns[i] += total
+        self._over[i] = present and over
 
-    def _after_step(self, previous: dict[tuple[int, int], Any], actions: dict[int, list[Any]],
+    def _after_step(self, asked: np.ndarray, obs: NamedArray, result: Any,
                     stepped: list[int]) -> None:
         """Run the post-step (and, for episodes that just ended, the episode) hooks on the
-        streams that stepped; keep the rewards they leave for the rows."""
-        keys = [key for key in previous
-                if key[0] in stepped and self._results[key[0]][key[1]] is not None]
-        if not keys:
+        streams that stepped; their rows record the rewards the hooks leave."""
+        moved = np.zeros(len(self.envs), dtype=bool)
+        moved[stepped] = True
+        keep = moved[self._copy[asked]] & self._present[asked]
+        keys = asked[keep]
+        if not len(keys):
             return
-        new = [self._results[i][a] for i, a in keys]
-        scalars = [_scalars(result) for result in new]
         transition = {
-            "state": _observations([previous[key] for key in keys]),
-            "action": torch.as_tensor(np.stack([np.asarray(actions[i][a]) for i, a in keys])),
-            "reward": torch.tensor([reward for reward, _, _ in scalars], dtype=torch.float32),
-            "next_state": _observations(new),
-            "terminated": torch.tensor([done for _, done, _ in scalars], dtype=torch.bool),
-            "truncated": torch.tensor([cut for _, _, cut in scalars], dtype=torch.bool),
+            "state": torch.as_tensor(obs["obs"][keep]),
+            "action": torch.as_tensor(np.asarray(result.action)[keep]),
+            "reward": torch.as_tensor(self._reward[keys]),
+            "next_state": torch.as_tensor(self._observe(keys)["obs"]),
+            "terminated": torch.as_tensor(self._done[keys]),
+            "truncated": torch.as_tensor(self._truncated[keys]),
             "env_step": self.total_frames,
-            "env_index": torch.tensor([i for i, _ in keys], dtype=torch.long),
+            "env_index": torch.as_tensor(self._copy[keys]),
         }
-        ended = np.zeros(len(self.envs), dtype=bool)
-        ended[stepped] = self._over[stepped]
+        ended = moved & self._over
         reward = self.hub.after_step(transition, self.total_frames, torch.from_numpy(ended),
                                      self._returns[ended].tolist(),
                                      self._lengths[ended].tolist())
-        for key, value in zip(keys, reward.tolist(), strict=True):
-            self._shaped[key] = value
+        self._reward[keys] = reward.detach().cpu().numpy()
 
 
-def _observations(results: list[Any]) -> torch.Tensor:
-    """The ``"obs"`` arrays of ``StepResult`` s, one row each (``transition['state']``)."""
-    return torch.as_tensor(np.stack([np.asarray(result.obs["obs"]) for result in results]))
+def _leaves(x: NamedArray) -> list[np.ndarray]:
+    """The arrays of ``x``, nested fields flattened, in field order (``None`` s left out)."""
+    found = []
+    for value in x.values():
+        if isinstance(value, NamedArray):
+            found += _leaves(value)
+        elif value is not None:
+            found.append(value)
+    return found
+
+
+def _float32(value: Any) -> Any:
+    return None if value is None else np.asarray(value, dtype=np.float32)
 
 
 def _scalars(result: Any) -> tuple[float, bool, bool]:
@@ -342,17 +389,3 @@ def _scalars(result: Any) -> tuple[float, bool, bool]:
         raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
                          f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
                          "results with looprl.environments.step_result(...)") from None
-
-
-def _segment(rows: list[dict[str, Any]]) -> SampleBatch:
-    """Stack ``rows`` into a ``[T + 1, 1]`` ``SampleBatch``."""
-    first = rows[0]
-
-    def column(name: str) -> Any:
-        if first.get(name) is None:  # fields no actor records (weight) stay None
-            return None
-        if isinstance(first[name], NamedArray):
-            return stack([row[name] for row in rows])[:, None]
-        return np.stack([np.asarray(row[name]) for row in rows])[:, None]
-
-    return SampleBatch(**{name: column(name) for name in SampleBatch._field_names})

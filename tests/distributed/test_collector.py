@@ -1,0 +1,108 @@
+"""``EnvRunner``'s batched rows (no Ray): streams that do not act are masked out of a step,
+recurrent states follow their streams, whole episodes outgrow the first allocation, and the
+segments handed out are the caller's to keep."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from looprl.core import NamedArray, RolloutResult
+from looprl.distributed import EnvRunner
+from looprl.environments import SRLEnvironment, step_result
+
+
+class Turns(SRLEnvironment):
+    """Two agents; agent ``a`` observes ``[a, t]``; agent 1 acts at even ``t`` only (``None``
+    in between); episodes of ``length`` steps."""
+
+    agent_count = 2
+
+    def __init__(self, length: int = 8):
+        self.length, self.t = length, 0
+
+    def reset(self):
+        self.t = 0
+        return self._results()
+
+    def step(self, actions):
+        assert (actions[1] is None) == (self.t % 2 == 1)  # only the agents asked got one
+        self.t += 1
+        return self._results()
+
+    def _results(self):
+        return [None if a == 1 and self.t % 2 else
+                step_result({"obs": np.array([a, self.t], np.float32)}, 1.0, self.t == self.length)
+                for a in range(2)]
+
+
+class Counting:
+    """Action 0; its recurrent state counts the rows it saw since the stream's episode start."""
+
+    default_policy_state = NamedArray(h=np.zeros(1, np.float32))
+
+    def rollout(self, request):
+        n, state = len(request.obs), request.policy_state
+        return RolloutResult(action=np.zeros(n, np.int64),
+                             policy_state=None if state is None else NamedArray(h=state.h + 1))
+
+
+def collect(runner: EnvRunner, steps: int) -> list:
+    policy, segments = Counting(), []
+    for _ in range(steps):
+        runner.step(0, policy.rollout(runner.request(0)))
+        segments += runner.segments()
+    return segments
+
+
+def test_agents_that_wait_get_no_rows_and_states_follow_their_streams() -> None:
+    runner = EnvRunner(Turns, n_envs=2, segment_length=3,
+                       default_policy_state=Counting.default_policy_state)
+    segments = collect(runner, 40)
+    assert segments and all(s.obs.obs.shape[:2] == (4, s.agent.shape[1]) for s in segments)
+    for segment in segments:
+        for stream in range(segment.agent.shape[1]):
+            agent, t = segment.agent[0, stream], segment.obs.obs[:, stream, 1]
+            assert (segment.obs.obs[:, stream, 0] == agent).all()
+            ends = (segment.done[:, stream])[:-1]
+            step = 1 if agent == 0 else 2  # agent 1 sees every other step only
+            expected = np.where(ends, -t[:-1], t[:-1] + step)  # the next row starts over
+            assert (t[1:] == np.maximum(expected, 0)).all(), t
+            # the state before each row: the rows seen since the episode started
+            assert (segment.policy_state.h[:, stream, 0] == t / step).all()
+
+
+def test_whole_episodes_outgrow_the_first_allocation() -> None:
+    runner = EnvRunner(lambda: Turns(length=10), n_envs=1, segment_length=3,
+                       whole_episodes=True)
+    segments = collect(runner, 30)
+    agent_0 = [s for s in segments if s.agent[0, 0] == 0]
+    assert len(agent_0) >= 2
+    for segment in agent_0:  # one whole episode, 11 rows, where 4 were allocated first
+        assert (segment.obs.obs[:, 0, 1] == np.arange(11)).all()
+
+
+def test_segments_handed_out_stay_as_they_were() -> None:
+    runner = EnvRunner("CartPole-v1", n_envs=2, segment_length=2)  # every stream at once
+    first = collect(runner, 3)[0]
+    kept = first.obs.obs.copy()
+    collect(runner, 20)
+    assert np.array_equal(first.obs.obs, kept)
+
+
+def test_agents_whose_observations_differ_in_shape_are_one_line() -> None:
+    class Uneven(Turns):  # agent 1 sees one more number, at its first turn (t = 2)
+        def _results(self):
+            results = super()._results()
+            if results[1] is not None and self.t:
+                results[1].obs["obs"] = np.zeros(3, np.float32)
+            return results
+
+    runner = EnvRunner(Uneven, n_envs=1, segment_length=3)
+    with pytest.raises(ValueError) as error:
+        collect(runner, 4)
+    message = str(error.value)
+    assert "\n" not in message
+    for part in ("Uneven's observations changed shape", "{'obs': (3,)} after {'obs': (2,)}",
+                 "the same for every agent"):
+        assert part in message
