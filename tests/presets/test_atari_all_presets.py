@@ -206,7 +206,7 @@ def test_seed_example_with_small_settings(tmp_path: Path) -> None:
         atari.a2c.hyperparameters(n_envs=2),
         atari.ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1),
     ]
-    _seed_example(agents, tmp_path, frames=64, steps=100)
+    _seed_example(agents, tmp_path, frames=64, steps=64)
 
 
 def test_seed_example_with_plain_builders(tmp_path: Path) -> None:
