@@ -6,7 +6,9 @@ The agent is evaluated (deterministic test agent, 10 episodes) periodically and 
 when an evaluation reaches the bar within budget.
 
 The off-policy checks use 64x64 networks instead of the presets' 256x256 ones: they learn
-just as fast per step on Pendulum and cost a quarter of the time on one CPU thread.
+just as fast per step on Pendulum and cost a quarter of the time on one CPU thread. SAC's
+actor and critic learning rates are 3e-3 (not 1e-3): it swings up by frame 3,000 instead of
+4,000. PPO learns at 3e-3 too (not 1e-3): it gets there by frame 24,576 instead of 49,152.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ def _evaluate_until(preset, env, frames, eval_every, bar, logdir, seed=1):
     return evaluations
 
 
-@pytest.mark.parametrize("builder", [ddpg, sac, td3], ids=["ddpg", "sac", "td3"])
+FAST_SAC = sac.hyperparameters(lr_actor=3e-3, lr_critic=3e-3)
+
+
+@pytest.mark.parametrize("builder", [ddpg, FAST_SAC, td3], ids=["ddpg", "sac", "td3"])
 def test_off_policy_swings_up_pendulum(builder, tmp_path):
     seed_everything(1)  # before building, so that the initial weights are seeded too
     env = GymEnvironment("Pendulum-v1")
@@ -49,7 +54,7 @@ def test_off_policy_swings_up_pendulum(builder, tmp_path):
 def test_gaussian_ppo_improves_on_pendulum(tmp_path):
     seed_everything(1)  # before building, so that the initial weights are seeded too
     env = GymEnvironment("Pendulum-v1")
-    preset = ppo.env(env).device("cpu").build()
+    preset = ppo.env(env).device("cpu").hyperparameters(lr=3e-3).build()
     evaluations = _evaluate_until(preset, env, 65_536, 8_192, -500, str(tmp_path))
     assert max(evaluations[1:]) > evaluations[0] + 500, f"ppo evaluations: {evaluations}"
     assert max(evaluations) > -500, f"ppo evaluations: {evaluations}"

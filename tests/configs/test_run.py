@@ -31,13 +31,14 @@ def _compose(overrides: list[str]):
 
 
 def test_the_algorithm_group_is_read_from_the_presets() -> None:
-    cfg = _compose(["algorithm=dqn"])
+    cfg = _compose(["algorithm=dqn"])  # registers the groups
     assert cfg.algorithm.preset == "classic_control.dqn"
     assert set(algorithm_options()) >= {"ppo", "dqn", "atari/ppo", "continuous/sac"}
-    for option, preset in algorithm_options().items():
-        node = _compose([f"algorithm={option}"]).algorithm
-        defaults = resolve_agent(preset).hyperparameter_defaults
-        assert set(node) == {"preset", *defaults}, option
+    with initialize(version_base="1.3", config_path=None):
+        for option, preset in algorithm_options().items():
+            node = compose("looprl", overrides=[f"algorithm={option}"]).algorithm
+            defaults = resolve_agent(preset).hyperparameter_defaults
+            assert set(node) == {"preset", *defaults}, option
 
 
 def test_a_config_builds_preset_parts_components_and_runner() -> None:

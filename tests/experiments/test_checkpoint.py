@@ -20,37 +20,46 @@ from looprl.meta import MetaComponent
 
 FRAMES, EVERY = 900, 300
 
-# Trains (mode "train") or resumes (mode "resume") a small run; writes the final parameters.
-SCRIPT = """
-import sys, torch
-torch.set_num_threads(1)
+# ``run(algorithm, mode, logdir, frames, every)`` trains (mode "train") or resumes (mode
+# "resume") a small run, writes the final parameters and returns the run directory.
+RUN = """
+import torch
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import RND
 from looprl.presets.classic_control import dqn, ppo
-algorithm, mode, logdir, frames, every = sys.argv[1:6]
-frames, every = int(frames), int(every)
-if mode == "train":
-    seed_everything(0)
-    env = GymEnvironment("CartPole-v1")
-    builder = {
-        "dqn": dqn.hyperparameters(replay_start_size=100, update_frequency=8, gradient_steps=2,
-                                   hidden=32, final_exploration_step=2000),
-        "ppo": ppo.hyperparameters(n_envs=4, n_steps=32, hidden=32, epochs=2),
-    }[algorithm]
-    preset = builder.env(env).device("cpu").build()
-    experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir, quiet=True,
-                                 seed=0, checkpoint_every=every, meta=[RND(seed=1)])
-else:
-    experiment = load_checkpoint(logdir)
-experiment.train(frames=frames)
-experiment.close()
-parameters = torch.nn.utils.parameters_to_vector(experiment.preset.model.parameters())
-torch.save(parameters, experiment.logger.log_dir + "/final_parameters.pt")
-print(experiment.logger.log_dir)
+def run(algorithm, mode, logdir, frames, every):
+    frames, every = int(frames), int(every)
+    torch.set_num_threads(1)
+    if mode == "train":
+        seed_everything(0)
+        env = GymEnvironment("CartPole-v1")
+        builder = {
+            "dqn": dqn.hyperparameters(replay_start_size=100, update_frequency=8,
+                                       gradient_steps=2, hidden=32, final_exploration_step=2000),
+            "ppo": ppo.hyperparameters(n_envs=4, n_steps=32, hidden=32, epochs=2),
+        }[algorithm]
+        preset = builder.env(env).device("cpu").build()
+        experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir, quiet=True,
+                                     seed=0, checkpoint_every=every, meta=[RND(seed=1)])
+    else:
+        experiment = load_checkpoint(logdir)
+    experiment.train(frames=frames)
+    experiment.close()
+    parameters = torch.nn.utils.parameters_to_vector(experiment.preset.model.parameters())
+    torch.save(parameters, experiment.logger.log_dir + "/final_parameters.pt")
+    return experiment.logger.log_dir
 """
+SCRIPT = RUN + "import sys\nprint(run(*sys.argv[1:6]))\n"
+
+
+def _run_here(*args: str) -> str:
+    """``RUN``'s ``run`` in this process."""
+    namespace: dict = {}
+    exec(RUN, namespace)
+    return namespace["run"](*args)
 
 
 def _python(*args: str) -> subprocess.Popen:
@@ -67,21 +76,21 @@ def _finish(process: subprocess.Popen) -> str:
 
 @pytest.mark.parametrize("algorithm", ["dqn", "ppo"])
 def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_path) -> None:
-    # the uninterrupted run and the one to kill run side by side
-    uninterrupted = _python(algorithm, "train", str(tmp_path / "full"), str(FRAMES), str(EVERY))
     killed = _python(algorithm, "train", str(tmp_path / "killed"), str(FRAMES), str(EVERY))
     run_dir = tmp_path / "killed" / algorithm / "CartPole-v1"
     deadline = time.monotonic() + 300
     while not (run_dir / "checkpoint.pt").exists() and killed.poll() is None:
         assert time.monotonic() < deadline, "no checkpoint was written"
         time.sleep(0.05)
-    time.sleep(0.5)  # let it run on past the checkpoint, then kill it without warning
+    time.sleep(0.2)  # let it run on past the checkpoint, then kill it without warning
     killed.send_signal(signal.SIGKILL)
     killed.wait()
     assert killed.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    resumed = _finish(_python(algorithm, "resume", str(run_dir), str(FRAMES), str(EVERY)))
-    assert resumed == str(run_dir)
-    full_dir = Path(_finish(uninterrupted))
+    # the resumed run (a new process) and the uninterrupted one (this process) side by side
+    resuming = _python(algorithm, "resume", str(run_dir), str(FRAMES), str(EVERY))
+    full_dir = Path(_run_here(algorithm, "train", str(tmp_path / "full"), str(FRAMES),
+                              str(EVERY)))
+    assert _finish(resuming) == str(run_dir)
     assert (run_dir / "results.csv").read_text() == (full_dir / "results.csv").read_text()
     assert (run_dir / "returns100.csv").read_text() == (full_dir / "returns100.csv").read_text()
     assert torch.equal(torch.load(run_dir / "final_parameters.pt"),

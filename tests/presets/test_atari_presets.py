@@ -72,7 +72,7 @@ def test_dqn_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     torch.manual_seed(0)
     preset = (
         dqn.env(env).device("cpu")
-        .hyperparameters(replay_start_size=50, replay_buffer_size=1000,
+        .hyperparameters(replay_start_size=50, replay_buffer_size=1000, minibatch_size=8,
                          final_exploration_step=200, target_update_frequency=20)
         .build()
     )
