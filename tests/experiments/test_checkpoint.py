@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,11 @@ from looprl.meta import MetaComponent
 
 FRAMES, EVERY = 900, 300
 
-# ``run(algorithm, mode, logdir, frames, every)`` trains (mode "train") or resumes (mode
-# "resume") a small run, writes the final parameters and returns the run directory.
+# ``run(algorithm, mode, logdir, frames, every, kill_at)`` trains (mode "train") or resumes
+# (mode "resume") a small run, writes the final parameters and returns the run directory; with
+# ``kill_at`` > 0 the process kills itself with SIGKILL once the run has passed that frame.
 RUN = """
+import os, signal, sys, threading, time
 import torch
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
@@ -30,7 +31,14 @@ from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import RND
 from looprl.presets.classic_control import dqn, ppo
-def run(algorithm, mode, logdir, frames, every):
+def kill_past(experiment, frame):
+    def watch():
+        while experiment.frame < frame:
+            time.sleep(0.0005)
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.setswitchinterval(0.0005)
+    threading.Thread(target=watch, daemon=True).start()
+def run(algorithm, mode, logdir, frames, every, kill_at="0"):
     frames, every = int(frames), int(every)
     torch.set_num_threads(1)
     if mode == "train":
@@ -46,13 +54,15 @@ def run(algorithm, mode, logdir, frames, every):
                                      seed=0, checkpoint_every=every, meta=[RND(seed=1)])
     else:
         experiment = load_checkpoint(logdir)
+    if int(kill_at):
+        kill_past(experiment, int(kill_at))
     experiment.train(frames=frames)
     experiment.close()
     parameters = torch.nn.utils.parameters_to_vector(experiment.preset.model.parameters())
     torch.save(parameters, experiment.logger.log_dir + "/final_parameters.pt")
     return experiment.logger.log_dir
 """
-SCRIPT = RUN + "import sys\nprint(run(*sys.argv[1:6]))\n"
+SCRIPT = RUN + "print(run(*sys.argv[1:7]))\n"
 
 
 def _run_here(*args: str) -> str:
@@ -76,16 +86,13 @@ def _finish(process: subprocess.Popen) -> str:
 
 @pytest.mark.parametrize("algorithm", ["dqn", "ppo"])
 def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_path) -> None:
-    killed = _python(algorithm, "train", str(tmp_path / "killed"), str(FRAMES), str(EVERY))
+    # killed without warning half-way between its first and second checkpoints
+    killed = _python(algorithm, "train", str(tmp_path / "killed"), str(FRAMES), str(EVERY),
+                     str(EVERY + EVERY // 2))
     run_dir = tmp_path / "killed" / algorithm / "CartPole-v1"
-    deadline = time.monotonic() + 300
-    while not (run_dir / "checkpoint.pt").exists() and killed.poll() is None:
-        assert time.monotonic() < deadline, "no checkpoint was written"
-        time.sleep(0.05)
-    time.sleep(0.2)  # let it run on past the checkpoint, then kill it without warning
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
+    killed.wait(timeout=300)
     assert killed.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert (run_dir / "checkpoint.pt").exists(), "no checkpoint was written"
     # the resumed run (a new process) and the uninterrupted one (this process) side by side
     resuming = _python(algorithm, "resume", str(run_dir), str(FRAMES), str(EVERY))
     full_dir = Path(_run_here(algorithm, "train", str(tmp_path / "full"), str(FRAMES),
