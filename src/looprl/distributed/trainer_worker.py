@@ -24,7 +24,7 @@ from ray import cloudpickle
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
-from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts
+from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts, worker_process
 from looprl.experiments.checkpoint import load_saved
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
@@ -43,7 +43,7 @@ class TrainerWorker:
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  run_dir: str, seed: int, rank: int = 0):
-        torch.set_num_threads(runtime.trainer_threads or runtime.torch_threads)
+        worker_process(runtime.trainer_threads or runtime.torch_threads)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches
