@@ -18,8 +18,30 @@ def _one_torch_thread():
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
 #: ``pytest -n 2`` they run one after another on one worker, so that the machine never holds
-#: two Ray instances; the other tests are shared out between the workers
-RAY_TESTS = ("tests/distributed/", "tests/runners/test_pbt.py")
+#: two Ray instances; the other tests, those of ``tests/distributed`` that start no Ray too,
+#: are shared out between the workers. A test that uses a Ray fixture (``RAY_FIXTURES``)
+#: outside these is an error at collection.
+RAY_TESTS = (
+    "tests/distributed/test_ray_runtime.py",
+    "tests/distributed/test_meta_on_ray.py",
+    "tests/distributed/test_multinode.py",
+    "tests/distributed/test_user_parts_on_ray.py",
+    "tests/distributed/test_gpu.py",
+    "tests/distributed/test_ddp.py::test_two_ddp_trainers_stay_in_sync_and_survive_a_killed",
+    "tests/distributed/test_pipeline.py::test_gpus_a_local_instance_lacks",  # starts its own
+    "tests/runners/test_pbt.py",
+)
+RAY_FIXTURES = {"local_ray", "two_nodes"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test that uses a Ray fixture is one of ``RAY_TESTS``."""
+    for item in items:
+        if RAY_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.nodeid.startswith(
+                RAY_TESTS):
+            raise pytest.UsageError(f"{item.nodeid} starts Ray (it uses a Ray fixture): add it "
+                                    "to RAY_TESTS in tests/conftest.py, so that it runs on the "
+                                    "worker of the Ray tests")
 
 
 def pytest_xdist_make_scheduler(config, log):
