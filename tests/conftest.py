@@ -1,6 +1,7 @@
 """Shared test setup: one torch thread (fast and stable on a loaded 2-core machine), the tests
-that start Ray kept on one worker under ``pytest -n 2`` (``make test``), and
-the seed of the random test order printed at the end."""
+that start Ray kept on one worker under ``pytest -n 2`` (``make test``) and the local Ray
+instance they share (``local_ray``), and the seed of the random test order printed at the
+end."""
 
 from __future__ import annotations
 
@@ -32,6 +33,38 @@ RAY_TESTS = (
     "tests/runners/test_pbt.py",
 )
 RAY_FIXTURES = {"local_ray", "two_nodes"}
+
+
+#: the test that runs after the one tearing down now (``pytest_runtest_teardown``)
+_NEXT_ITEM: list = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem) -> None:
+    _NEXT_ITEM[0] = nextitem
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A real local Ray instance, ``ray.init`` on 127.0.0.1 with 4 logical CPUs and no
+    dashboard, for the tests of a module. It stays up for the next module when that one uses
+    it too (starting one takes seconds), and is stopped, with every process it started,
+    before any other test: the tests that start Ray themselves find none running."""
+    ray = pytest.importorskip("ray")
+    from looprl.distributed.controller import local_instance_settings
+
+    if not ray.is_initialized():
+        local_instance_settings()
+        ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
+    try:
+        yield ray
+        addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
+        assert addresses == {"127.0.0.1"}, addresses
+    finally:
+        following = _NEXT_ITEM[0]
+        if following is None or "local_ray" not in getattr(following, "fixturenames", ()):
+            ray.shutdown()
 
 
 def pytest_collection_modifyitems(config, items) -> None:
