@@ -223,8 +223,10 @@ def test_sac_preset_learns_pendulum_on_ray(local_ray):
     from looprl.experiments.experiment import seed_everything
     from looprl.presets.continuous import sac
 
-    seed_everything(0)  # the local learning test's network size: 4x faster steps
-    preset = sac.env(GymEnvironment("Pendulum-v1")).device("cpu").hyperparameters(hidden=64)
+    seed_everything(0)  # the local learning test's network size, half the minibatch: faster
+    # steps; the returns pass -200 after about 3,800 frames (-1200 before)
+    preset = sac.env(GymEnvironment("Pendulum-v1")).device("cpu").hyperparameters(
+        hidden=64, minibatch_size=128)
     run = DistributedRun(preset.build(), runtime(actors=1, envs_per_actor=1, groups=1,
                                          segment_length=16, checkpoint_every=None,
                                          trainer_threads=2, publish_every=10),
@@ -235,7 +237,7 @@ def test_sac_preset_learns_pendulum_on_ray(local_ray):
     assert sum(result.returns[-5:]) / 5 > -600, (result.train_steps, result.returns)
 
 
-FRAMES_SAC = 6_000
+FRAMES_SAC = 5_000
 
 
 def test_a_sync_run_with_one_actor_repeats_itself(local_ray, tmp_path):
