@@ -54,13 +54,16 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
     kills = {"actor0": kill_worker_when("actor0", "frames", 3000),
              "policy0": kill_worker_when("policy0", "frames", 6000),
              "trainer": kill_worker_when("trainer", "train_steps", 30)}
-    dynamo: dict[str, bool] = {}
-    imports_dynamo = lambda worker: "torch._dynamo" in sys.modules  # noqa: E731 (by value)
+    # what a worker's start need not import: torch._dynamo (2-3 CPU s, ``worker_process``),
+    # the controller's logging and experiment code (``looprl.distributed``'s lazy names)
+    unneeded = ("torch._dynamo", "looprl.distributed.controller", "looprl.experiments")
+    imported: dict[str, list[str]] = {}
+    modules = lambda worker: [m for m in unneeded if m in sys.modules]  # noqa: E731 (by value)
 
     def callback(run: DistributedRun) -> None:
-        if not dynamo:  # torch._dynamo costs a worker 2-3 s of start (``worker_process``)
-            dynamo.update({name: ray.get(run.workers[name].__ray_call__.remote(imports_dynamo))
-                           for name in ("actor0", "policy0", "eval0")})
+        if not imported:
+            imported.update({name: ray.get(run.workers[name].__ray_call__.remote(modules))
+                             for name in ("actor0", "policy0", "eval0")})
         for kill, _ in kills.values():
             kill(run)
 
@@ -69,7 +72,7 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
                                              cpus_per_actor=0.5, checkpoint_every=2),
                          frames=16_000, logdir=str(tmp_path), quiet=True)
     result = run.run(callback=callback)
-    assert dynamo == dict.fromkeys(("actor0", "policy0", "eval0"), False), dynamo
+    assert imported == {"actor0": [], "policy0": [], "eval0": []}, imported
     assert all(killed for _, killed in kills.values()), kills
     assert [name for name, _ in result.restarts] == ["actor0", "policy0", "trainer"], caplog.text
     assert "actor0 worker died" in caplog.text, "the killed actor was not restarted"

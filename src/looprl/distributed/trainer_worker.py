@@ -25,7 +25,6 @@ from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts, worker_process
-from looprl.experiments.checkpoint import load_saved
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
 
@@ -58,6 +57,9 @@ class TrainerWorker:
         self.core = trainer_core(spec, max_lag=runtime.max_lag)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
+            # imported here: the actors, which hold a trainer's handle, import this module
+            from looprl.experiments.checkpoint import load_saved
+
             state = load_saved(self.path)  # plain pickle reads cloudpickle
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
