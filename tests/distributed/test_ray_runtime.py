@@ -128,17 +128,18 @@ def test_a_policy_answering_the_wrong_batch_size_stops_the_run_in_one_line(local
     start = time.perf_counter()
     with pytest.raises(RuntimeError, match="actor0 worker failed: .*returned 3 actions for a "
                                            "request of 4 rows"):
-        DistributedRun(spec, runtime(groups=1), frames=10**6, logdir=None, quiet=True).run()
+        DistributedRun(spec, runtime(actors=1, groups=1), frames=10**6, logdir=None,
+                       quiet=True).run()
     assert time.perf_counter() - start < 60
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_gpus_a_cluster_lacks_fail_after_the_placement_timeout_in_one_line(local_ray):
     with pytest.raises(RuntimeError, match=r"did not place worker\(s\) \[.*'policy0'.*\] within "
-                                           r"10s: the run reserves 4 CPUs and 1 GPUs and the "
+                                           r"3s: the run reserves 4 CPUs and 1 GPUs and the "
                                            r"cluster has .* CPUs and 0 GPUs free"):
         DistributedRun(ppo_spec(), runtime(policy_workers=1, gpus_per_policy=1,
-                                           placement_timeout=10),
+                                           placement_timeout=3),
                        frames=10**6, logdir=None, quiet=True).run()
 
 
@@ -277,7 +278,7 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
         DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=10**6,
                        logdir=str(tmp_path), quiet=True).run(callback=die)
     caplog.set_level(logging.WARNING, "looprl.distributed")
-    budget = died[0] + 4_000
+    budget = died[0] + 2_000
     run = DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=budget,
                          logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
     assert run.run() is run.result
