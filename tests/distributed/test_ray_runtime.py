@@ -188,34 +188,22 @@ def _mean_sample_lag(log_dir: str) -> float:
     return sum(lags) / len(lags)
 
 
-def test_continuous_ppo_preset_learns_pendulum_on_two_synchronous_actors(local_ray, tmp_path):
+def test_continuous_ppo_preset_learns_pendulum_on_two_actors(local_ray):
     """``DistributedRun(preset, ...)`` from Python, as ``looprl run algorithm=continuous/ppo
     runtime=ray``: the preset's own Gaussian policy and trainer learn (random play and the
     untrained policy: about -1200; the mean of 20 episodes passes -650 after about 40,000
-    frames and -450 after 45,000).
-
-    ``runtime.sync``: the two actors fill each 8-stream batch together and wait for the step
-    trained on it, so samples are not older than the trained policy (asynchronous sampling:
-    2-4 versions) and no actor runs ahead of the trainer."""
+    frames and -450 after 45,000)."""
     from looprl.environments import GymEnvironment
     from looprl.experiments.experiment import seed_everything
     from looprl.presets.continuous import ppo
 
     seed_everything(0)
     preset = ppo.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
-    run = DistributedRun(preset, runtime(sync=True), frames=50_000, logdir=str(tmp_path),
-                         quiet=True)
+    run = DistributedRun(preset, runtime(sync=True), frames=50_000, logdir=None, quiet=True)
     assert run.runtime.segment_length == preset.n_steps
-    result = run.run()
-    returns = result.returns
+    returns = run.run().returns
     means = [sum(returns[i - 20:i]) / 20 for i in range(20, len(returns) + 1)]
     assert means[0] < -1000 and max(means) > -600, means[::20]
-    rows = 2 * 4 * preset.n_steps  # one batch: both actors' segments
-    assert result.train_steps >= 10
-    assert result.frames <= (result.train_steps + 2) * rows, (result.frames, result.train_steps)
-    # only a segment's first row (its predecessor's bootstrap row) comes from the version
-    # before: a lag of 1 on 1 row in 257 (0.004)
-    assert _mean_sample_lag(result.log_dir) < 0.1
 
 
 def test_sac_preset_learns_pendulum_on_ray(local_ray):
@@ -242,6 +230,21 @@ def test_sac_preset_learns_pendulum_on_ray(local_ray):
 
 
 FRAMES_SAC = 5_000
+
+
+def test_sync_sampling_trains_every_sample_with_the_policy_that_made_it(local_ray, tmp_path):
+    """``runtime.sync``: two actors fill each 8-stream batch together and wait for the step
+    trained on it, so samples are not older than the trained policy (asynchronous sampling:
+    2-4 versions) and no actor runs ahead of the trainer."""
+    run = DistributedRun(ppo_spec(), runtime(sync=True), frames=5_000, logdir=str(tmp_path),
+                         quiet=True)
+    result = run.run()
+    rows = 2 * 4 * 32  # one batch: both actors' segments
+    assert result.train_steps >= 10
+    assert result.frames <= (result.train_steps + 2) * rows, (result.frames, result.train_steps)
+    # only a segment's first row (its predecessor's bootstrap row) comes from the version
+    # before: a lag of 1 on 1 row in 33 (0.03)
+    assert _mean_sample_lag(result.log_dir) < 0.1
 
 
 def test_a_sync_run_with_one_actor_repeats_itself(local_ray, tmp_path):
