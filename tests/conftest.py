@@ -1,6 +1,7 @@
 """Shared test setup: one torch thread (fast and stable on a loaded 2-core machine), the tests
-that start Ray kept on one worker under ``pytest -n 2`` (``make test``), and
-the seed of the random test order printed at the end."""
+that start Ray kept on one worker under ``pytest -n 2`` (``make test``) and the local Ray
+instance they share (``local_ray``), and the seed of the random test order printed at the
+end."""
 
 from __future__ import annotations
 
@@ -18,8 +19,62 @@ def _one_torch_thread():
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
 #: ``pytest -n 2`` they run one after another on one worker, so that the machine never holds
-#: two Ray instances; the other tests are shared out between the workers
-RAY_TESTS = ("tests/distributed/", "tests/runners/test_pbt.py")
+#: two Ray instances; the other tests, those of ``tests/distributed`` that start no Ray too,
+#: are shared out between the workers. A test that uses a Ray fixture (``RAY_FIXTURES``)
+#: outside these is an error at collection.
+RAY_TESTS = (
+    "tests/distributed/test_ray_runtime.py",
+    "tests/distributed/test_meta_on_ray.py",
+    "tests/distributed/test_multinode.py",
+    "tests/distributed/test_user_parts_on_ray.py",
+    "tests/distributed/test_gpu.py",
+    "tests/distributed/test_ddp.py::test_two_ddp_trainers_stay_in_sync_and_survive_a_killed",
+    "tests/distributed/test_pipeline.py::test_gpus_a_local_instance_lacks",  # starts its own
+    "tests/runners/test_pbt.py",
+)
+RAY_FIXTURES = {"local_ray", "two_nodes"}
+
+
+#: the test that runs after the one tearing down now (``pytest_runtest_teardown``)
+_NEXT_ITEM: list = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem) -> None:
+    _NEXT_ITEM[0] = nextitem
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A real local Ray instance, ``ray.init`` on 127.0.0.1 with 4 logical CPUs and no
+    dashboard, for the tests of a module. It stays up for the next module when that one uses
+    it too (starting one takes seconds), and is stopped, with every process it started,
+    before any other test: the tests that start Ray themselves find none running."""
+    ray = pytest.importorskip("ray")
+    from looprl.distributed.controller import local_instance_settings
+
+    if not ray.is_initialized():
+        local_instance_settings()
+        ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
+    try:
+        yield ray
+        addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
+        assert addresses == {"127.0.0.1"}, addresses
+    finally:
+        following = _NEXT_ITEM[0]
+        if following is None or "local_ray" not in getattr(following, "fixturenames", ()):
+            ray.shutdown()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test that uses a Ray fixture is one of ``RAY_TESTS``."""
+    for item in items:
+        if RAY_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.nodeid.startswith(
+                RAY_TESTS):
+            raise pytest.UsageError(f"{item.nodeid} starts Ray (it uses a Ray fixture): add it "
+                                    "to RAY_TESTS in tests/conftest.py, so that it runs on the "
+                                    "worker of the Ray tests")
 
 
 def pytest_xdist_make_scheduler(config, log):

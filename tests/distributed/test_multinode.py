@@ -1,5 +1,6 @@
 """Two Ray nodes on this machine, both on 127.0.0.1 (``ray.cluster_utils.Cluster``): a run
-joins the cluster by address, places its workers on both nodes, and finishes."""
+joins the cluster by address, places its workers on both nodes, and finishes; the user's
+code reaches them through ``runtime.runtime_env``."""
 
 from __future__ import annotations
 
@@ -30,22 +31,6 @@ def two_nodes():
         cluster.shutdown()
 
 
-def test_a_run_joins_a_two_node_cluster_and_uses_both_nodes(two_nodes, tmp_path):
-    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
-                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo",
-                         trainer_args={"epochs": 1}, buffer_args={"batch_streams": 4})
-    runtime = RuntimeConfig(address=two_nodes.address, actors=2, envs_per_actor=2,
-                            segment_length=16)
-    nodes = []
-    run = DistributedRun(spec, runtime, frames=1500, logdir=str(tmp_path), quiet=True)
-    result = run.run(callback=lambda _: nodes.append(ray.nodes()) if not nodes else None)
-    assert result.frames >= 1500 and result.train_steps >= 1
-    actor_nodes = {result.nodes["actor0"], result.nodes["actor1"]}
-    assert len(actor_nodes) == 2  # spread over both nodes
-    assert len(nodes[0]) == 2
-    assert {node["NodeManagerAddress"] for node in nodes[0]} == {"127.0.0.1"}
-
-
 USER_ENV = """
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 
@@ -56,11 +41,12 @@ class UserCartPole(GymnasiumEnvironment):
 """
 
 
-def test_runtime_env_ships_the_users_environment_code_to_the_cluster(two_nodes, tmp_path,
+def test_runtime_env_ships_the_users_code_to_both_nodes_of_a_cluster(two_nodes, tmp_path,
                                                                      monkeypatch):
     """An environment registered by its ``"module:Class"`` path from a package only this
     process can import: the workers fail to build it, in one line with a hint, until
-    ``runtime.runtime_env`` ships the package (``py_modules``) to the cluster's nodes."""
+    ``runtime.runtime_env`` ships the package (``py_modules``) to the cluster's nodes. The
+    run joins the cluster by address and spreads its actors over both nodes."""
     from looprl.environments import srl
 
     package = tmp_path / "user_envs"
@@ -71,17 +57,21 @@ def test_runtime_env_ships_the_users_environment_code_to_the_cluster(two_nodes, 
     srl.register("user-cartpole", "user_envs:UserCartPole")
     spec = AlgorithmSpec(env="user-cartpole", policy="actor-critic-separate",
                          policy_args={"obs_dim": {"obs": 4}, "action_dim": 2}, trainer="ppo",
-                         trainer_args={"epochs": 1}, buffer_args={"batch_streams": 2})
-    # Ray restarts an actor whose constructor failed (max_restarts) before its error reaches
-    # the controller: on a loaded machine that takes longer than 30 s
-    options = dict(address=two_nodes.address, actors=1, envs_per_actor=2, segment_length=16,
-                   placement_timeout=120)
+                         trainer_args={"epochs": 1}, buffer_args={"batch_streams": 4})
+    options = dict(address=two_nodes.address, actors=2, envs_per_actor=2, segment_length=16,
+                   placement_timeout=120)  # a loaded machine starts workers slowly
     with pytest.raises(RuntimeError, match="No module named 'user_envs'.*runtime_env"):
-        DistributedRun(spec, RuntimeConfig(**options), frames=300, logdir=None,
+        DistributedRun(spec, RuntimeConfig(**options), frames=600, logdir=None,
                        quiet=True).run()
     shipped = RuntimeConfig(**options, runtime_env={"py_modules": [str(package)]})
-    result = DistributedRun(spec, shipped, frames=300, logdir=None, quiet=True).run()
-    assert result.frames >= 300 and result.returns
+    nodes = []
+    run = DistributedRun(spec, shipped, frames=600, logdir=str(tmp_path), quiet=True)
+    result = run.run(callback=lambda _: nodes.append(ray.nodes()) if not nodes else None)
+    assert result.frames >= 600 and result.returns and result.train_steps >= 1
+    actor_nodes = {result.nodes["actor0"], result.nodes["actor1"]}
+    assert len(actor_nodes) == 2  # spread over both nodes
+    assert len(nodes[0]) == 2
+    assert {node["NodeManagerAddress"] for node in nodes[0]} == {"127.0.0.1"}
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

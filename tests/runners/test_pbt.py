@@ -19,17 +19,6 @@ pytest.importorskip("ray.tune")
 from looprl.runners import PBTRunner  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """One Ray instance for this module, on loopback, 2 CPUs, no dashboard."""
-    from looprl.distributed.controller import local_instance_settings
-
-    local_instance_settings()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_a_population_trains_and_the_best_member_holds_its_explored_values(
     small_ppo, tmp_path, local_ray
 ) -> None:

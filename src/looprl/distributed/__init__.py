@@ -6,13 +6,29 @@
   and trainer on actor, policy and trainer workers (Ray actors).
 
 Importing this package imports no Ray; ``DistributedRun.run`` does (the ``distributed`` extra).
+The names below are imported when first used: a Ray worker, which imports
+``looprl.distributed.workers``, does not import the controller's logging and experiment code.
 """
 
-from looprl.distributed.collector import EnvRunner, Episode, RolloutSizeError
-from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
-from looprl.distributed.controller import DistributedResult, DistributedRun
-from looprl.distributed.pipeline import PipelineReport, TrainerCore, test_pipeline
-from looprl.distributed.testing_env import EnvironmentCheckError, test_environment
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from looprl.distributed.collector import EnvRunner, Episode, RolloutSizeError
+    from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+    from looprl.distributed.controller import DistributedResult, DistributedRun
+    from looprl.distributed.pipeline import PipelineReport, TrainerCore, test_pipeline
+    from looprl.distributed.testing_env import EnvironmentCheckError, test_environment
+
+_MODULES = {
+    "EnvRunner": "collector", "Episode": "collector", "RolloutSizeError": "collector",
+    "AlgorithmSpec": "config", "RuntimeConfig": "config",
+    "DistributedResult": "controller", "DistributedRun": "controller",
+    "PipelineReport": "pipeline", "TrainerCore": "pipeline", "test_pipeline": "pipeline",
+    "EnvironmentCheckError": "testing_env", "test_environment": "testing_env",
+}
 
 __all__ = [
     "AlgorithmSpec",
@@ -28,3 +44,15 @@ __all__ = [
     "test_environment",
     "test_pipeline",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))

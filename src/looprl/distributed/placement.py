@@ -10,6 +10,7 @@ worker's loop. At the end it stops the loops, compares the trainers and saves th
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -109,14 +110,17 @@ class WorkerPool:
         return ray_name
 
     def _wait_placed(self, ray: Any) -> None:
-        """Wait for every worker's ``ready()``; record its node and process."""
-        names = [n for n in self.workers if n != "server"]
-        refs = [self.workers[n].ready.remote() for n in names]
-        _, waiting = ray.wait(refs, num_returns=len(refs), timeout=self.runtime.placement_timeout)
-        if waiting:
-            self._not_placed(ray, [n for n, r in zip(names, refs, strict=True) if r in waiting])
-        for name, ref in zip(names, refs, strict=True):
-            answer = _get(ray, ref, name)
+        """Wait for every worker's ``ready()``; record its node and process. A worker whose
+        constructor failed stops the wait at once (``_get`` raises), not after the others
+        have started."""
+        names = {self.workers[n].ready.remote(): n for n in self.workers if n != "server"}
+        deadline = time.monotonic() + self.runtime.placement_timeout
+        while names:
+            done, _ = ray.wait(list(names), timeout=max(0.0, deadline - time.monotonic()))
+            if not done:
+                self._not_placed(ray, list(names.values()))
+            name = names.pop(done[0])
+            answer = _get(ray, done[0], name)
             self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
             if name in self.trainers:
                 self.counts.started(name, answer["counts"])  # a resumed run: its counts go on

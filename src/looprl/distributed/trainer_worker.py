@@ -24,8 +24,7 @@ from ray import cloudpickle
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
-from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts
-from looprl.experiments.checkpoint import load_saved
+from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts, worker_process
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
 
@@ -43,7 +42,7 @@ class TrainerWorker:
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  run_dir: str, seed: int, rank: int = 0):
-        torch.set_num_threads(runtime.trainer_threads or runtime.torch_threads)
+        worker_process(runtime.trainer_threads or runtime.torch_threads)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches
@@ -58,6 +57,9 @@ class TrainerWorker:
         self.core = trainer_core(spec, max_lag=runtime.max_lag)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
+            # imported here: the actors, which hold a trainer's handle, import this module
+            from looprl.experiments.checkpoint import load_saved
+
             state = load_saved(self.path)  # plain pickle reads cloudpickle
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]

@@ -35,7 +35,7 @@ from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device", "named",
-           "on_cpu", "whereabouts"]
+           "on_cpu", "worker_process", "whereabouts"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,23 @@ def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
         warnings.simplefilter("ignore", DeprecationWarning)
         return ray.get_runtime_context().was_current_actor_reconstructed
+
+
+def worker_process(torch_threads: int) -> None:
+    """Set up a worker's process before it builds its parts: ``torch_threads`` threads, and
+    optimizers built without importing ``torch._dynamo``.
+
+    Every torch optimizer's constructor calls ``Optimizer.add_param_group``, which torch wraps
+    to keep it out of ``torch.compile`` graphs; the wrapper imports ``torch._dynamo`` on its
+    first call: 2-3 CPU seconds, more than importing torch itself, in every worker that builds
+    a policy (on a busy machine, most of a run's start). A worker never builds an optimizer
+    inside a compiled function, so this fills the wrapper's cache with the plain method.
+    Called in the worker processes only: the driver may be a user's process that compiles.
+    """
+    torch.set_num_threads(torch_threads)
+    method = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
+    if method is not None and getattr(method, "__dynamo_disable", None) is None:
+        method.__dynamo_disable = method  # what torch's wrapper calls once it has cached it
 
 
 def named(name: str | None) -> Any:
@@ -174,7 +191,7 @@ class ActorWorker:
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  trainer: str | None, policy_worker: str | None, seed: int,
                  evaluation: bool = False):
-        torch.set_num_threads(runtime.torch_threads)
+        worker_process(runtime.torch_threads)
         self.index = index
         self.evaluation = evaluation
         self.trainer = named(trainer)
@@ -336,7 +353,7 @@ class PolicyWorker:
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  batch_requests: int, max_wait: float = 0.002):
-        torch.set_num_threads(runtime.torch_threads)
+        worker_process(runtime.torch_threads)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
