@@ -113,7 +113,6 @@ class EnvRunner:
         self.envs = [build() for _ in range(n_envs)]
         self.segment_length = segment_length
         self.whole_episodes = whole_episodes
-        self.default_policy_state = default_policy_state
         self.exploration = exploration
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
