@@ -227,7 +227,7 @@ def raw_env_parallel(setup_name: str, copies: int, seconds: float, processes: in
 
 def actor_alone(setup: Setup, seconds: float) -> Row:
     """One actor's loop (``EnvRunner`` + its policy's ``rollout``) in this process."""
-    from looprl.distributed.collector import EnvRunner
+    from looprl.collector import EnvRunner
 
     policy = setup.spec.make_policy()
     runner = EnvRunner(setup.spec.make_env, None, ENV_COPIES, setup.segment_length, None)
@@ -246,7 +246,7 @@ def actor_alone(setup: Setup, seconds: float) -> Row:
 
 def trainer_alone(setup: Setup, seconds: float) -> Row:
     """``Trainer.step`` on one collected batch, repeated, in this process."""
-    from looprl.distributed.collector import EnvRunner
+    from looprl.collector import EnvRunner
     from looprl.distributed.pipeline import TrainerCore
 
     policy = setup.spec.make_policy()

@@ -13,7 +13,7 @@ from looprl.meta import HOOKS, MetaComponent
 
 
 class RecordingTrainer(Trainer):
-    """Records the batches it is given instead of training."""
+    """Records (copies of) the batches it is given instead of training."""
 
     def __init__(self, policy):
         self._policy = policy
@@ -24,7 +24,7 @@ class RecordingTrainer(Trainer):
         return self._policy
 
     def step(self, batch) -> TrainerStepResult:
-        self.batches.append(batch)
+        self.batches.append(batch.clone())  # a local agent's batch views its buffer
         return TrainerStepResult({}, len(self.batches))
 
 

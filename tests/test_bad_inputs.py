@@ -237,8 +237,8 @@ def test_every_cli_error_path_is_one_line_without_traceback(tmp_path: Path) -> N
 
 
 def test_observations_that_change_shape_are_one_line_on_the_ray_collector() -> None:
+    from looprl.collector import EnvRunner
     from looprl.core import RolloutResult
-    from looprl.distributed.collector import EnvRunner
     from looprl.environments import SRLEnvironment, step_result
 
     class Growing(SRLEnvironment):
@@ -257,9 +257,8 @@ def test_observations_that_change_shape_are_one_line_on_the_ray_collector() -> N
 
     runner = EnvRunner(Growing, n_envs=2)
     request = runner.request()
-    runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
     with pytest.raises(ValueError) as error:
-        runner.request()
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
     _one_line(error, "Growing's observations changed shape", "(3,)", "(2,)", "keep one shape")
 
 
@@ -288,8 +287,8 @@ def test_agents_that_wait_are_one_line_on_the_local_runtime(tmp_path: Path, caps
 def test_a_result_list_of_the_wrong_length_is_one_line_on_both_runtimes() -> None:
     from tests.configs.user_parts import TakingTurns
 
+    from looprl.collector import EnvRunner
     from looprl.core import RolloutResult
-    from looprl.distributed.collector import EnvRunner
     from looprl.environments.srl_parallel import SRLParallelEnv
 
     local = SRLParallelEnv(TakingTurns(short=True), "pair")

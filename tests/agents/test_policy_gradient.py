@@ -196,7 +196,7 @@ def test_vpg_on_ray_gets_the_local_whole_episode_targets() -> None:
     """The Ray actors' ``EnvRunner`` with ``whole_episodes`` cuts the segments the local VPG
     agent trains on (whole episodes, at least ``min_batch_size`` steps), so ``A2CTrainer``
     (``gae_lambda=1``) gets the same Monte-Carlo targets, not bootstrapped mid-episode."""
-    from looprl.distributed.collector import EnvRunner
+    from looprl.collector import EnvRunner
 
     policy, gamma = _policy(), 0.9
     trainer = A2CTrainer(policy, discount_factor=gamma)

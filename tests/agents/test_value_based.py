@@ -12,7 +12,7 @@ import torch
 from helpers import RecordingTrainer
 from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.dqn import DQNPolicy, DQNTrainer
-from looprl.agents.vsarsa import VSarsa
+from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.approximation.q_dist import QDist
 from looprl.core import ParallelPreset, SampleBatch, State, StateArray
@@ -290,7 +290,7 @@ def test_vsarsa_agent_passes_the_next_action_it_takes_to_the_trainer() -> None:
     q = QNetwork(torch.nn.Linear(4, 2))
     policy = DQNPolicy(q, 2, epsilon=1.0)  # random actions: rarely the greedy ones
     trainer = RecordingTrainer(policy)
-    agent = VSarsa(policy, trainer)
+    agent = OnPolicyAgent(policy, trainer, n_envs=64, n_steps=1)  # what vsarsa builds
     first = _states(64)
     second = StateArray({"observation": torch.randn(64, 4), "reward": torch.arange(64.0)}, (64,))
     first_actions = agent.act(first)

@@ -197,11 +197,10 @@ def test_parallel_env_experiment_accepts_vector_env(tmp_path: Path) -> None:
     assert experiment.vector_env is vector_env
     experiment.train(frames=40)
     assert experiment.frame == 40
-    state = experiment._state
+    state = vector_env.state
     assert len(experiment.test(episodes=3)) == 3
     # evaluation ran in a copy: the training episodes go on where they were
-    assert experiment._state is state
-    assert torch.equal(vector_env.state.observation, state.observation)
+    assert vector_env.state is state and not experiment.runner._restart
     experiment.train(frames=48)
     assert experiment.frame == 48
     with pytest.raises(TypeError):
@@ -313,16 +312,15 @@ def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen
     experiment = ParallelEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
     experiment.train(frames=2 * 10)  # the agent has acted on states 0 .. 10
     assert len(experiment.test(episodes=2)) == 2
-    assert experiment.frame == 2 * 11  # the actions chosen on state 10 were applied, then cut
+    assert experiment.frame == 2 * 10  # the episodes were cut at state 10: no step taken
     experiment.train(frames=2 * 30)
-    buffer = experiment.agent.buffer  # 31 rows, below n_steps + 1: nothing trained yet
-    t = len(buffer)
-    observations = buffer._data["obs"][:t]
-    dones = buffer._data["end"][:t]
+    runner = experiment.runner  # 32 rows, below n_steps + 1: nothing trained yet
+    t = int(runner._t[0])
+    rows = runner._rows[:t].to_torch()
+    observations = rows.obs["obs"]
     # out of each state that is not done, the next stored state is the env's successor
-    _assert_only_real_transitions(observations, dones)
-    # the observation of row 11 ends in a truncation (mask 1: bootstrapped); row 12 starts over
-    segment = buffer.segment()
-    assert segment.truncated[11].all() and not segment.done[11].any()
-    assert (observations[12] == 0).all()
+    _assert_only_real_transitions(observations, rows.done | rows.truncated)
+    # the observation of row 10 ends in a truncation (bootstrapped); row 11 starts over
+    assert t == 32 and rows.truncated[10].all() and not rows.done[10].any()
+    assert (observations[11] == 0).all()
     experiment.close()

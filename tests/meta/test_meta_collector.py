@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 from tests.meta.constant_bonus import ConstantBonus, records
 
+from looprl.collector import EnvRunner
 from looprl.distributed import test_pipeline
-from looprl.distributed.collector import EnvRunner
 from looprl.distributed.pipeline import TrainerCore, load_shared_state
 from looprl.distributed.presets import preset_spec
 from looprl.environments import GymEnvironment

@@ -209,8 +209,8 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
     episode is scored on its own rows (GAE with V = 0 depends only on the length)."""
     from types import SimpleNamespace
 
+    from looprl.collector import EnvRunner
     from looprl.core import RolloutResult
-    from looprl.distributed.collector import EnvRunner
 
     def model(obs):  # logits and values of zeros: the GAE score is a function of length
         return torch.zeros(len(obs), 2), torch.zeros(len(obs))
@@ -225,13 +225,15 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
     wrappers = contextual_envs(runner.envs)
     played: list[list[int]] = [[], [], []]  # each copy's level after each of its resets
     rng = np.random.default_rng(0)
-    lengths = []
+    lengths, ended = [], []
     while len(plr.choices) < 12:
         request = runner.request(0)
         runner.step(0, RolloutResult(action=rng.integers(2, size=len(request.obs))))
-        for episode in runner.pop_episodes():  # the copy reset in this step
-            played[episode.env].append(wrappers[episode.env].instance_id)
-            lengths.append(episode.length)
+        for i in ended:  # the copies whose episode ended at the last step reset in this one
+            played[i].append(wrappers[i].instance_id)
+        episodes = runner.pop_episodes()  # reported at the step that ends them
+        ended = [episode.env for episode in episodes]
+        lengths += [episode.length for episode in episodes]
     for i in range(3):
         mine = [level for copy, level, _ in plr.choices if copy == i]
         assert mine and played[i] == mine[: len(played[i])]
@@ -248,8 +250,8 @@ def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
     TD error is ``r + gamma - 1 = gamma`` (0 at the last step without the bootstrap)."""
     from types import SimpleNamespace
 
+    from looprl.collector import EnvRunner
     from looprl.core import RolloutResult
-    from looprl.distributed.collector import EnvRunner
 
     def model(obs):
         return torch.zeros(len(obs), 2), torch.ones(len(obs))

@@ -91,8 +91,8 @@ def test_space_in_an_env_runner_plays_only_its_current_set():
     and the set grows as the returns stall."""
     import numpy as np
 
+    from looprl.collector import EnvRunner
     from looprl.core import RolloutResult
-    from looprl.distributed.collector import EnvRunner
 
     contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
     _, env_args = ContextualEnvironment("CartPole-v1", contexts,

@@ -15,8 +15,6 @@ import looprl.presets.atari as atari  # noqa: E402
 from looprl.agents.dqn import DQN  # noqa: E402
 from looprl.agents.on_policy import OnPolicyAgent  # noqa: E402
 from looprl.agents.vpg import VPG  # noqa: E402
-from looprl.agents.vqn import VQN  # noqa: E402
-from looprl.agents.vsarsa import VSarsa  # noqa: E402
 from looprl.core import ParallelPreset  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.environments.atari import AtariEnvironment  # noqa: E402
@@ -49,9 +47,8 @@ SMALL: dict[str, dict] = {
     "ppg": {"n_envs": 2, "n_steps": 16, "minibatch_size": 16, "epochs": 1, "n_policy": 2,
             "aux_epochs": 1, "aux_minibatch_size": 32},
 }
-AGENTS = {"dqn": DQN, "ddqn": DQN, "c51": DQN, "rainbow": DQN, "a2c": OnPolicyAgent,
-          "vac": OnPolicyAgent, "vpg": VPG, "vqn": VQN, "vsarsa": VSarsa, "ppo": OnPolicyAgent,
-          "ppg": OnPolicyAgent}
+AGENTS = {"dqn": DQN, "ddqn": DQN, "c51": DQN, "rainbow": DQN, "vpg": VPG,
+          **dict.fromkeys(("a2c", "vac", "vqn", "vsarsa", "ppo", "ppg"), OnPolicyAgent)}
 PARALLEL = {"a2c", "vac", "vqn", "vsarsa", "ppo", "ppg"}
 
 

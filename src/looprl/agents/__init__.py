@@ -38,8 +38,6 @@ from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperat
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
-from looprl.agents.vqn import VQN, OnlineAgent
-from looprl.agents.vsarsa import VSarsa
 from looprl.core import register_policy, register_trainer
 
 __all__ = [
@@ -68,7 +66,6 @@ __all__ = [
     "OffPolicyAgent",
     "OnPolicyAgent",
     "OnPolicyTrainer",
-    "OnlineAgent",
     "PPGTrainer",
     "PPOTrainer",
     "RandomAgent",
@@ -86,8 +83,6 @@ __all__ = [
     "TwinQ",
     "VACTrainer",
     "VPG",
-    "VQN",
-    "VSarsa",
     "actor_critic_policy",
     "q_network_policy",
 ]

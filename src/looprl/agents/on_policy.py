@@ -367,11 +367,16 @@ def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
 
 
 class OnPolicyAgent(ParallelAgent):
-    """Local on-policy agent over ``n_envs`` parallel environments (PPO, PPG, A2C, VAC).
+    """Local agent over ``n_envs`` parallel environments that learns from each fresh segment:
+    the on-policy actor-critics (PPO, PPG, A2C, VAC) and, with ``n_steps=1``, online Q-learning
+    and SARSA (VQN, VSarsa: ``DQNTrainer`` on ``[2, n_envs]`` segments, SARSA reading the
+    next action from row 1).
 
     Each ``act`` writes the new observations (with the rewards and ends that came with them)
     and the policy's outputs for them as one row of a ``SegmentBuffer``; every ``n_steps``
-    steps the segment goes to ``trainer.step`` and its last row starts the next one.
+    steps the segment goes to ``trainer.step`` and its last row starts the next one. The
+    parallel experiments do not call ``act``: their collector (``looprl.collector``) writes
+    the same rows and calls ``train`` on each segment.
 
     Args:
         policy, trainer: the algorithm.
@@ -390,6 +395,7 @@ class OnPolicyAgent(ParallelAgent):
         self.policy = policy
         self.trainer = trainer
         self.device = policy.device
+        self.n_steps = n_steps
         self.buffer = SegmentBuffer(n_steps, n_envs, device=policy.device)
         self.logger = logger or DummyLogger()
 

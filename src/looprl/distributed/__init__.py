@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from looprl.distributed.collector import EnvRunner, Episode, RolloutSizeError
+    from looprl.collector import EnvRunner, Episode, RolloutSizeError
     from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
     from looprl.distributed.controller import DistributedResult, DistributedRun
     from looprl.distributed.pipeline import PipelineReport, TrainerCore, test_pipeline
@@ -49,7 +49,9 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name not in _MODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+    module = _MODULES[name]
+    module = "looprl.collector" if module == "collector" else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.collector import EnvRunner
 from looprl.core import SampleBatch, TrainerStepResult
-from looprl.distributed.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, MetaTrainer, Parts

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.collector import EnvRunner
 from looprl.core.files import load_file
-from looprl.distributed.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
 from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, write_gif
 

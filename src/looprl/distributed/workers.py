@@ -30,7 +30,7 @@ import ray
 import torch
 from ray.exceptions import RayActorError, RayTaskError
 
-from looprl.distributed.collector import EnvRunner, RolloutSizeError
+from looprl.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
 

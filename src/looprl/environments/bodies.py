@@ -30,6 +30,7 @@ __all__ = [
     "RewardClipping",
     "RunningMeanStd",
     "TimeFeature",
+    "body_states",
     "deepmind_atari_body",
 ]
 
@@ -248,3 +249,34 @@ def deepmind_atari_body(
         agent = EpisodicLife(agent)
     return agent
 
+
+
+class BodyStates:
+    """A state as the agent inside ``bodies`` sees it: each body's ``process_state`` in turn
+    (what the collector records for an agent that wears bodies)."""
+
+    def __init__(self, bodies: list[Body]):
+        self.bodies = bodies
+
+    def __call__(self, state: Any) -> Any:
+        for body in self.bodies:
+            state = body.process_state(state)
+        return state
+
+
+def body_states(agent: Any) -> BodyStates | None:
+    """``BodyStates`` of the bodies ``agent`` wears (``None``: it wears none).
+
+    Raises:
+        ValueError: a body changes actions (``process_action``), which the collector, that
+            sends the policy's actions to the environment, cannot apply.
+    """
+    bodies = []
+    while isinstance(agent, Body):
+        if type(agent).process_action is not Body.process_action:
+            raise ValueError(f"{type(agent).__name__} changes the agent's actions "
+                             "(process_action); the parallel experiments send the policy's "
+                             "actions as they are: change them in an environment wrapper")
+        bodies.append(agent)
+        agent = agent.agent
+    return BodyStates(bodies) if bodies else None

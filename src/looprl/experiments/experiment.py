@@ -17,15 +17,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.collector import EnvRunner
 from looprl.core import Preset
-from looprl.core.namedarray import as_numpy
 from looprl.environments import Environment, VectorEnvironment
+from looprl.environments.bodies import body_states
 from looprl.experiments.checkpoint import save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub, transition_of
+from looprl.meta.hub import MetaHub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
@@ -127,12 +128,7 @@ class Experiment(ABC):
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
         self.hub: MetaHub | None = None
         components = [*preset.meta, *meta]
-        if components and type(self)._hooked_step is Experiment._hooked_step:
-            raise ValueError(
-                f"{type(self).__name__} does not run meta components yet; use them with "
-                "single-environment or parallel presets"
-            )
-        self.hooked = bool(components)  # each step runs _hooked_step instead of the plain one
+        self.hooked = bool(components)  # the loop calls hooks (none at all without components)
         if components:
             self._attach(components)
 
@@ -167,11 +163,6 @@ class Experiment(ABC):
     def training_env(self) -> Any:
         """The environment the agent trains in (``metrics['env']``)."""
         return self.env
-
-    def _hooked_step(self, *args: Any) -> Any:
-        """``_step`` with the meta components' hooks (``_step`` calls it when any is
-        attached, so that the plain loop makes no hook call)."""
-        raise NotImplementedError
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
@@ -339,7 +330,15 @@ class SingleEnvExperiment(Experiment):
 
 
 class ParallelEnvExperiment(Experiment):
-    """A ``ParallelAgent`` acting in ``preset.n_envs`` copies of an environment at once."""
+    """A ``ParallelAgent`` acting in ``preset.n_envs`` copies of an environment at once.
+
+    The loop is the collector the Ray actors run (``looprl.collector.EnvRunner``, over the
+    vector environment, in process): it asks the agent's policy for actions, writes the rows
+    through the agent's bodies, calls the step and episode hooks and cuts ``SampleBatch``
+    segments of the agent's ``n_steps``; each segment goes to the agent's ``train`` (its
+    trainer, wrapped by the run's ``MetaHub`` when components are attached, which runs the
+    update hooks). The agent's own ``act`` is for loops written by hand (seed 003).
+    """
 
     def __init__(self, preset: Any, env: Any, **kwargs: Any):
         if isinstance(env, VectorEnvironment):
@@ -348,9 +347,7 @@ class ParallelEnvExperiment(Experiment):
             self.vector_env = env.duplicate(preset.n_envs)
         else:
             raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
-        self._state = None  # the current states, on which the agent chose ``_action``
-        self._action = None
-        self._returns = np.zeros(self.vector_env.n_envs)
+        self.runner: EnvRunner | None = None  # made by the first train()
         super().__init__(preset, env, **kwargs)
 
     def _check_render(self) -> None:
@@ -364,72 +361,51 @@ class ParallelEnvExperiment(Experiment):
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used; a later call continues the episodes.
 
-        The agent acts on every state the environments return, the last one included, so a
-        rollout that fills on the budget's last step is trained within the budget; the action
-        it chose there is applied by the next call. An environment restored from a checkpoint
-        without its running episodes (``needs_reset``: Atari) starts new ones.
+        An environment restored from a
+        checkpoint without its running episodes (``needs_reset``: Atari) starts new ones
+        (the runner truncates the old ones).
         """
-        if self._state is not None and self.vector_env.needs_reset:
-            self._truncate_training_episodes()
-            self._reset(seed=None)  # the seed the environment chose at the checkpoint
-        if self._state is None:
-            self._reset(self.seed)
+        if self.runner is None:
+            self.runner = self._make_runner()
+            self._act()
+        elif self.vector_env.needs_reset:
+            self.runner.truncate()
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._step()
             self._update_progress()
             self._maybe_checkpoint()
 
+    def _make_runner(self) -> EnvRunner:
+        learner = self.agent.unwrapped
+        return EnvRunner(self.vector_env, segment_length=learner.n_steps, seed=self.seed,
+                         hub=self.hub, process=body_states(self.agent))
+
     @property
     def training_env(self) -> Any:
         return self.vector_env
 
-    def _reset(self, seed: int | None) -> None:
-        env = self.vector_env
-        self._state = env.reset(seed=seed) if seed is not None else env.reset()
-        self._returns = np.zeros(env.n_envs, dtype=np.float64)
-        self._lengths = np.zeros(env.n_envs, dtype=np.int64)
-        if self.hub is not None:
-            self.hub.pre_episode()
-        self._action = self.agent.act(self._state)
-
     def _step(self) -> None:
-        """One step of every copy with the agent's pending actions; the agent then acts."""
-        if self.hooked:
-            self._hooked_step()
-            return
-        self._state = self._env_step(self._action)
-        self._action = self.agent.act(self._state)
+        """One step of every copy with the actions the policy chose, then ``_act``."""
+        runner = self.runner
+        frames = runner.total_frames
+        runner.advance()
+        self.logger.frame += runner.total_frames - frames
+        episodes = runner.pop_episodes()
+        for episode in episodes:
+            self._log_training_episode(episode.ret)
+        if episodes and self.hub is not None:
+            self._log_meta_scalars(self.hub, self.logger)
+        self._act()
 
-    def _hooked_step(self) -> None:
-        """``_step`` with the step and episode hooks (``MetaHub.after_step``); the agent
-        learns from the rewards the post-step hooks leave."""
-        hub, previous, action = self.hub, self._state, self._action
-        hub.pre_step(previous)
-        self._lengths += 1
-        state = self._state = self._env_step(action)
-        done = state.done.cpu().numpy()
-        frame = self.logger.frame
-        reward = hub.after_step(transition_of(previous, action, state, frame, True), frame,
-                                torch.from_numpy(done),
-                                self._ended_returns if done.any() else [],
-                                self._lengths[done].tolist())
-        self._lengths[done] = 0
-        if done.any():
-            self._log_meta_scalars(hub, self.logger)
-        self._action = self.agent.act(state.update("reward", reward))
-
-    def _env_step(self, action: Any) -> Any:
-        """Step every copy, count the frames and log the episodes that ended."""
-        state = self.vector_env.step(action)
-        self.logger.frame += self.vector_env.n_envs
-        self._returns += as_numpy(state.reward)
-        done = as_numpy(state.done)
-        if done.any():
-            self._ended_returns = self._returns[done].tolist()
-            for episode_return in self._ended_returns:
-                self._log_training_episode(episode_return)
-            self._returns[done] = 0.0
-        return state
+    def _act(self) -> None:
+        """The policy acts on the new observations, the runner records the rows, and every
+        segment they complete is trained (so a segment that fills on the budget's last step
+        is trained within the budget)."""
+        runner, learner = self.runner, self.agent.unwrapped
+        policy = learner.policy
+        runner.record(0, policy.rollout(runner.request()), policy.version)
+        for segment in runner.segments():
+            learner.train(segment.to(policy.device))
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         """Evaluate in the vector environment (or ``n_envs`` copies of ``env``), each copy
@@ -437,8 +413,8 @@ class ParallelEnvExperiment(Experiment):
         agent = self.preset.parallel_test_agent()
         given = env is not None
         env = env.duplicate(self.vector_env.n_envs) if given else self._test_env()
-        if env is self.vector_env:
-            self._truncate_training_episodes()
+        if env is self.vector_env and self.runner is not None:
+            self.runner.truncate()  # training resumes with new episodes
         quota = np.full(env.n_envs, episodes // env.n_envs)
         quota[: episodes % env.n_envs] += 1
         returns: list[float] = []
@@ -458,30 +434,8 @@ class ParallelEnvExperiment(Experiment):
             self._log_test(returns)
         return returns
 
-    def _truncate_training_episodes(self) -> None:
-        """End the running training episodes before evaluation restarts their environments.
-
-        The actions the agent chose on the current states are applied (a real step), and
-        the agent receives the states that follow marked ``done`` with ``mask`` unchanged, as
-        if a time limit had cut the episodes there: it bootstraps from them, and treats the
-        step out of them (into the first state after evaluation) as invalid, as after every
-        episode end. Training then resumes with fresh episodes; the cut episodes are not
-        logged as training episodes.
-
-        An environment restored from a checkpoint without its episodes (``needs_reset``)
-        cannot take that step: the agent receives the current states again, with reward 0.
-        """
-        if self._state is None:
-            return
-        if self.vector_env.needs_reset:
-            state = self._state.update("reward", torch.zeros_like(self._state.reward))
-        else:
-            state = self._env_step(self._action)
-        self.agent.act(state.update("done", torch.ones_like(state.done)))
-        self._state = None
-
     def _running_return_nonfinite(self) -> bool:
-        return not np.isfinite(self._returns).all()
+        return self.runner is not None and not np.isfinite(self.runner.running_returns).all()
 
     def _test_env(self) -> VectorEnvironment:
         """A separate copy of the training environments, so that training episodes go on

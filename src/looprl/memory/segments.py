@@ -26,7 +26,8 @@ from looprl.core.namedarray import as_numpy
 
 __all__ = ["SegmentBuffer"]
 
-#: the policy outputs stored per row (``RolloutResult`` fields)
+#: the policy outputs stored per row (``RolloutResult`` fields; those a policy leaves ``None``,
+#: as ``DQNPolicy`` its log-probabilities, are not)
 _OUTPUTS = ("action", "log_prob", "value")
 
 
@@ -87,17 +88,18 @@ class SegmentBuffer:
             self.n_steps = self._data["reward"].shape[0] - 1
         t = self._t
         rows = self._views if self._views is not None else self._numpy_views()
+        names = self._outputs
         if not rows:  # off the CPU: indexed tensor copies
             rows = self._data
-            outputs = [getattr(result, name) for name in _OUTPUTS]
+            outputs = [getattr(result, name) for name in names]
         else:
             obs, reward, end, mask = as_numpy(obs), as_numpy(reward), as_numpy(end), as_numpy(mask)
-            outputs = [as_numpy(getattr(result, name)) for name in _OUTPUTS]
+            outputs = [as_numpy(getattr(result, name)) for name in names]
         rows["obs"][t] = obs
         rows["reward"][t] = reward
         rows["end"][t] = end
         rows["mask"][t] = mask
-        for name, value in zip(_OUTPUTS, outputs):
+        for name, value in zip(names, outputs):
             rows[name][t] = value
         rows["policy_version"][t] = version
         self._t = t + 1
@@ -129,11 +131,12 @@ class SegmentBuffer:
             shape = (rows, n, *x.shape[1:]) if x.dim() > 0 else (rows, n)
             return torch.zeros(shape, dtype=dtype or x.dtype, device=device)
 
+        self._outputs = tuple(name for name in _OUTPUTS if getattr(result, name) is not None)
         self._data = {
             "obs": like(obs), "reward": like(0.0, torch.float32),
             "end": like(False, torch.bool), "mask": like(1.0, torch.float32),
             "policy_version": like(0, torch.int64),
-            **{name: like(getattr(result, name)) for name in _OUTPUTS},
+            **{name: like(getattr(result, name)) for name in self._outputs},
         }  # fmt: skip
 
     def segment(self) -> SampleBatch:

@@ -201,7 +201,8 @@ def batch_observations(batch: SampleBatch | None) -> Any:
     if batch is None:
         return None
     obs = batch.obs
-    return (obs["obs"] if isinstance(obs, NamedArray) else obs)[1:].flatten(0, 1)
+    obs = torch.as_tensor(obs["obs"] if isinstance(obs, NamedArray) else obs)  # or numpy (Ray)
+    return obs[1:].flatten(0, 1)
 
 
 def add_bonus(reward: Any, bonus: torch.Tensor) -> Any:

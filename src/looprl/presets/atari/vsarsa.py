@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.vsarsa import VSarsa
 from looprl.presets.atari.vqn import OnlineAtariPreset
 from looprl.presets.atari.vqn import default_hyperparameters as vqn_defaults
 from looprl.presets.builder import PresetBuilder
@@ -21,7 +20,6 @@ class VSarsaAtariPreset(OnlineAtariPreset):
     """Builds VSarsa agents (see ``OnlineAtariPreset``)."""
 
     algorithm = "VSarsa"
-    agent_class = VSarsa
     update = "sarsa"
 
 

@@ -1,4 +1,13 @@
-"""VQN preset for classic control: online Q-learning over ``n_envs`` parallel environments.
+"""VQN preset for classic control: online Q-learning over ``n_envs`` parallel environments,
+without replay (Watkins, 1989; the autonomous-learning-library's VQN,
+https://github.com/cpnota/autonomous-learning-library).
+
+Each step of ``n_envs`` environments yields one batch of transitions that is learned from at
+once with the TD target ``r + gamma * mask * max_a Q(s', a)``; the parallel environments
+decorrelate the batch in place of a replay buffer. ``DQNPolicy`` (epsilon-greedy) acts,
+``DQNTrainer`` takes one gradient step per ``[2, n_envs]`` segment (rows leaving a ``done``
+state, next-step autoreset, weigh 0), and the local agent is ``OnPolicyAgent`` with
+``n_steps=1``: it learns from every fresh segment.
 
 The preset is its own builder (``policy``, ``trainer``, ``n_envs`` x ``n_steps`` = 1): on Ray
 (``looprl.distributed.preset_spec``) a trainer learns from ``n_envs`` one-step streams at a
@@ -24,7 +33,7 @@ from typing import Any
 from torch import nn, optim
 
 from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.agents.vqn import VQN
+from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import FixedTarget, LinearLR, LinearScheduler, QNetwork
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.nn import MLP
@@ -56,8 +65,6 @@ class OnlineClassicControlPreset(ParallelPreset):
     """Shared by the VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs``."""
 
     algorithm = "VQN"
-    #: the local agent (``VQN``; ``VSarsa`` for SARSA)
-    agent_class: type = VQN
     #: hyperparameters that must be positive
     positive: tuple[str, ...] = ("lr", "n_envs", "hidden")
 
@@ -116,7 +123,8 @@ class OnlineClassicControlPreset(ParallelPreset):
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         policy = self.policy(logger)
-        return self._wrap(self.agent_class(policy, self.trainer(policy, train_steps)))
+        trainer = self.trainer(policy, train_steps)
+        return self._wrap(OnPolicyAgent(policy, trainer, self.n_envs, n_steps=1, logger=logger))
 
     def test_agent(self) -> DQNTestAgent:
         policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)

@@ -1,4 +1,10 @@
-"""VSarsa preset for classic control: online SARSA over ``n_envs`` parallel environments.
+"""VSarsa preset for classic control: online SARSA over ``n_envs`` parallel environments,
+without replay (Rummery & Niranjan, 1994; the autonomous-learning-library's VSarsa,
+https://github.com/cpnota/autonomous-learning-library).
+
+On-policy TD control: the target bootstraps from the action the policy actually takes next,
+``r + gamma * mask * Q(s', a')``, so the agent picks ``a'`` before it learns:
+``DQNTrainer(update="sarsa")`` reads ``a'`` from row 1 of each ``[2, n_envs]`` segment.
 
 The same network as ``classic_control.vqn``; only the target differs (``Q(s', a')`` of the
 action actually taken next). SARSA evaluates its own exploring policy, so it uses more
@@ -12,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.vsarsa import VSarsa
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
 from looprl.presets.classic_control.vqn import default_hyperparameters as vqn_defaults
@@ -33,7 +38,6 @@ class VSarsaClassicControlPreset(OnlineClassicControlPreset):
     """Builds VSarsa agents (see ``OnlineClassicControlPreset``)."""
 
     algorithm = "VSarsa"
-    agent_class = VSarsa
     update = "sarsa"
 
 

@@ -1,5 +1,14 @@
-"""``EnvRunner``: steps copies of a registered environment and cuts their trajectories into
-``SampleBatch`` segments. No Ray: the Ray actor worker and ``test_pipeline`` both use it.
+"""``EnvRunner``, the one collector: steps copies of an environment, asks the policy for actions
+and cuts the trajectories into ``SampleBatch`` segments. No Ray: the local parallel experiments
+(``ParallelEnvExperiment``), the Ray actor workers and ``test_pipeline`` all run it.
+
+It steps either copies of a registered (SRL) environment, one copy at a time (each step gives
+a list of per-agent ``StepResult`` s), or a ``VectorEnvironment`` (one agent per copy, all
+copies in one batched step, next-step autoreset: the step after a copy's episode ended resets
+it, and the action sent to it is ignored). A vector environment's states may first pass
+through the agent's bodies (``process``: frame stacks, clipped rewards, a lost life as a
+terminal state): the rows record what the bodies leave, the episode returns stay the
+environment's.
 
 Every (env copy, agent) pair is a *stream*; stream ``i * agent_count + a`` is agent ``a`` of
 copy ``i``. At each step, the runner asks for one action per stream that received a
@@ -31,15 +40,16 @@ post-step hooks leave is the one its row records (returns stay the environment's
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch
-from looprl.core.namedarray import concat, recursive_apply, stack
+from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
+from looprl.core.namedarray import as_numpy, concat, recursive_apply, stack
+from looprl.environments.base import VectorEnvironment
 from looprl.environments.srl import checked_results, make
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, Parts
@@ -75,7 +85,8 @@ class EnvRunner:
 
     Args:
         env_name: a registered environment name or a Gymnasium id
-            (``looprl.environments.make``), or a function of no arguments building one.
+            (``looprl.environments.make``), a function of no arguments building one, or a
+            ``VectorEnvironment`` (its copies; ``n_envs`` and ``groups`` are then its own).
         env_args: keyword arguments of ``make``.
         n_envs: env copies stepped by this runner.
         segment_length: ``T`` of the ``[T + 1, B]`` segments it yields.
@@ -88,6 +99,12 @@ class EnvRunner:
             own; ``metrics['env']`` is the list of env copies).
         policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
         whole_episodes: cut segments at episode ends only (see the module docstring).
+        hub: a ``MetaHub`` to report to instead of one of its own over ``meta`` (the local
+            experiment's, shared with its trainer).
+        process: a vector environment's states as the agent sees them (its bodies).
+
+    Attributes:
+        frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
     """
 
     def __init__(
@@ -104,13 +121,24 @@ class EnvRunner:
         meta: Sequence[MetaComponent] = (),
         policy: Any = None,
         whole_episodes: bool = False,
+        hub: MetaHub | None = None,
+        process: Callable[[StateArray], StateArray] | None = None,
     ):
-        build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
+        vector = env_name if isinstance(env_name, VectorEnvironment) else None
+        if vector is not None:
+            n_envs, groups = vector.n_envs, 1
         if n_envs < groups or groups < 1:
             raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, n_envs={n_envs}")
         if segment_length < 1:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
-        self.envs = [build() for _ in range(n_envs)]
+        if vector is not None:
+            self.envs: Any = vector
+            self._copies: Any = _VectorCopies(vector, process)
+        else:
+            build = env_name if callable(env_name) else lambda: make(env_name,
+                                                                     **(env_args or {}))
+            self.envs = [build() for _ in range(n_envs)]
+            self._copies = _SRLCopies(self.envs)
         self.segment_length = segment_length
         self.whole_episodes = whole_episodes
         self.exploration = exploration
@@ -122,20 +150,19 @@ class EnvRunner:
         self.episodes: list[Episode] = []
         self._streams_init(n_envs, default_policy_state)
         self._segments: list[SampleBatch] = []
-        self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}
+        self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
+        self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
         self._returns = np.zeros(n_envs)
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
-        self.hub = MetaHub(list(meta), Parts(policy), self.envs) if meta else None
+        self._restart = False  # the next step resets every copy (``truncate``)
+        self._flags: dict[int, np.ndarray] = {}
+        self.hub = hub
+        if hub is None and meta:
+            self.hub = MetaHub(list(meta), Parts(policy), self.envs)
         if self.hub is not None:
             self.hub.pre_episode()
-        self._results: list[list[Any]] = [[] for _ in range(n_envs)]
-        for i, env in enumerate(self.envs):
-            try:
-                env.seed(seed + i)
-            except (AttributeError, NotImplementedError):
-                pass  # an env without seed() runs unseeded
-            self._receive(i, checked_results(env.reset(), env, "reset"))
+        self._copies.reset(self, seed)
 
     def _streams_init(self, n_envs: int, default_policy_state: Any) -> None:
         """The per-stream arrays: what arrived with each stream's latest observation, its
@@ -160,13 +187,19 @@ class EnvRunner:
     @property
     def agent_count(self) -> int:
         """Agents per env copy."""
-        return self.envs[0].agent_count
+        return self._copies.agent_count
+
+    @property
+    def n_envs(self) -> int:
+        """Env copies stepped by this runner."""
+        return len(self._over)
 
     # -- the actor's loop ------------------------------------------------------------------
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
         streams = self._group_streams[group]
-        asked = streams[self._present[streams]]
+        present = self._present[streams]
+        asked = streams if present.all() else streams[present]
         if not len(asked):
             self._asked[group] = (asked, None, None)
             return None
@@ -179,30 +212,76 @@ class EnvRunner:
         exploration = None if self.exploration is None else np.full(n, self.exploration,
                                                                      np.float32)
         agent = self._agent[asked] if self.agent_count > 1 else None
-        return RolloutRequest(obs=obs, policy_state=states, is_evaluation=np.full(
-            n, self.is_evaluation), exploration=exploration, agent=agent)
+        return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
+                              exploration=exploration, agent=agent)
+
+    def _evaluation(self, n: int) -> np.ndarray:
+        """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""
+        flags = self._flags.get(n)
+        if flags is None:
+            flags = self._flags[n] = np.full(n, self.is_evaluation)
+        return flags
 
     def step(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
-        """Record ``result`` (the answer to ``request(group)``) and step ``group``'s envs.
+        """Record ``result`` (the answer to ``request(group)``) and step ``group``'s envs
+        (``record`` then ``advance``).
 
         Raises:
             RolloutSizeError: ``result`` has another number of rows than the request.
         """
+        self.record(group, result, version)
+        self.advance(group)
+
+    def record(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
+        """Write the rows of ``result`` (the answer to ``request(group)``, made by policy
+        ``version``) and cut the segments they complete; ``advance`` then steps the envs."""
         asked, obs, states = self._asked.pop(group, (self._group_streams[group][:0], None,
                                                      None))
         if len(asked):
-            result = recursive_apply(result, _numpy)
+            result = RolloutResult(action=_numpy(result.action),
+                                   policy_state=_numpy(result.policy_state),
+                                   log_prob=_numpy(result.log_prob), value=_numpy(result.value))
             n = len(result.action)
             if n != len(asked):
                 raise RolloutSizeError(f"rollout returned {n} actions for a request of "
                                        f"{len(asked)} rows; return one row per request row")
             self._record(asked, obs, states, result, version)
-        actions = self._actions(group, asked, result)
+        self._recorded[group] = (asked, obs, result)
+
+    def advance(self, group: int = 0) -> None:
+        """Step ``group``'s envs with the actions ``record`` wrote, and run the step and
+        episode hooks."""
+        asked, obs, result = self._recorded.pop(group)
         start = time.perf_counter()
-        stepped = [i for i in self.groups[group] if self._advance(i, actions[i])]
+        if self._restart:
+            self._restart = False
+            self._returns[:], self._lengths[:] = 0.0, 0
+            self._copies.reset(self, None)
+            if self.hub is not None:
+                self.hub.pre_episode()
+            return
+        stepped = self._copies.step(self, group, asked, result)
         self.env_seconds += time.perf_counter() - start
         if self.hub is not None and len(asked):
             self._after_step(asked, obs, result, stepped)
+
+    def truncate(self) -> None:
+        """End every episode in progress, as if a time limit cut it at the latest
+        observations: their rows (written by ``record``, or by the next one) end their
+        episodes as truncated (bootstrapped from), and the next ``advance`` resets every env
+        copy instead of stepping it. The cut episodes are not reported (``pop_episodes``).
+        Evaluation in the training environments calls it, and an experiment resumed with
+        environments that lost their episodes."""
+        cut = self._present & ~self._done & ~self._truncated
+        self._truncated |= cut
+        self._restart = True
+        if not self._recorded or self._rows is None:
+            return  # the next record writes the flags
+        streams = np.flatnonzero(cut & (self._t > 0))
+        self._rows.truncated[self._t[streams] - 1, streams] = True
+        if self._policy_state is not None:
+            self._policy_state[streams] = self._default_state
+        self._cut(streams, np.ones(len(streams), dtype=bool))
 
     def segments(self) -> list[SampleBatch]:
         """The finished segments since the last call, batched along dim 1 where they match."""
@@ -233,33 +312,67 @@ class EnvRunner:
 
     # -- observations and rows ---------------------------------------------------------------
     def _observe(self, streams: np.ndarray) -> NamedArray:
-        """The latest observations of ``streams``, ``[len(streams), ...]``; ``ValueError`` in
-        one line if their fields or shapes differ from the first observations'."""
-        agents = self.agent_count
-        if self._obs is None:
-            first = self._results[streams[0] // agents][streams[0] % agents].obs
-            self._obs = NamedArray(**{name: np.zeros((len(self._copy), *np.shape(value)),
-                                                     np.asarray(value).dtype)
-                                      for name, value in first.items()})
-        stores = self._obs.items()
-        shapes = {name: store.shape[1:] for name, store in stores}
-        for s in streams.tolist():
-            obs = self._results[s // agents][s % agents].obs
-            seen = {name: np.shape(value) for name, value in obs.items()}
-            if seen != shapes:
-                raise ValueError(f"{type(self.envs[0]).__name__}'s observations changed shape "
-                                 f"or fields ({seen} after {shapes}): an environment's "
-                                 "observations must keep one shape and one set of fields, the "
-                                 "same for every agent (pad them to one size)")
-            for name, store in stores:
-                store[s] = obs[name]
+        """The latest observations of ``streams``, ``[len(streams), ...]`` (a copy)."""
+        if len(streams) == len(self._copy):
+            return NamedArray(**{name: array.copy() for name, array in self._obs.items()})
         return self._obs[streams]
+
+    def _store_obs(self, streams: Any, obs: dict[str, Any]) -> None:
+        """Write the observations of ``streams`` (an index, or a slice for all of them);
+        ``ValueError`` in one line if their fields or shapes differ from the first ones'."""
+        batched = isinstance(streams, slice)
+        seen = {name: np.shape(value)[batched:] for name, value in obs.items()}
+        if self._obs is None:
+            self._obs = NamedArray(**{
+                name: np.zeros((len(self._copy), *seen[name]), np.asarray(value).dtype)
+                for name, value in obs.items()})
+        store = self._obs
+        shapes = {name: array.shape[1:] for name, array in store.items()}
+        if seen != shapes:
+            raise ValueError(f"{self._copies.name}'s observations changed shape or fields "
+                             f"({seen} after {shapes}): an environment's observations must keep "
+                             "one shape and one set of fields, the same for every agent (pad "
+                             "them to one size)")
+        for name, array in store.items():
+            array[streams] = obs[name]
 
     def _record(self, streams: np.ndarray, obs: NamedArray, states: Any,
                 result: RolloutResult, version: int) -> None:
         """Write the rows of ``streams`` (one each), carry their recurrent states, and cut
         the segments they complete."""
-        ended = self._done[streams] | self._truncated[streams]
+        every = len(streams) == len(self._copy)  # all streams at once (vector envs): slices
+        at = slice(None) if every else streams
+        done, truncated = self._done[at], self._truncated[at]
+        ended = done | truncated
+        outputs = (_float32(result.log_prob), _float32(result.value))
+        fields = [*_leaves(obs), result.action, self._reward[at], done, truncated,
+                  *(() if states is None else _leaves(states) if isinstance(states, NamedArray)
+                    else (states,)),
+                  *(x for x in outputs if x is not None), np.full(len(streams), version, np.int64),
+                  *((self._agent[streams],) if self.agent_count > 1 else ())]
+        if self._rows is None:
+            self._allocate(obs, states, result, version, streams)
+        t = self._t[at]
+        if self.whole_episodes and t.max() == len(self._rows.reward):  # full: double it
+            self._rows = recursive_apply(self._rows,
+                                         lambda x: np.concatenate((x, np.zeros_like(x))))
+            self._stores = _leaves(self._rows)
+        row = int(t[0]) if every and t.min() == t.max() else None  # one row: basic indexing
+        for store, value in zip(self._stores, fields, strict=True):
+            if row is None:
+                store[t, streams] = value
+            else:
+                store[row] = value
+        self._t[at] = t + 1
+        if self._policy_state is not None:
+            self._policy_state[streams] = result.policy_state
+            if ended.any():
+                self._policy_state[streams[ended]] = self._default_state
+        self._cut(streams, ended)
+
+    def _allocate(self, obs: NamedArray, states: Any, result: RolloutResult, version: int,
+                  streams: np.ndarray) -> None:
+        """The ``[T + 1, streams]`` row arrays, shaped after the first rows."""
         rows = SampleBatch(
             obs=obs, action=result.action, reward=self._reward[streams],
             done=self._done[streams], truncated=self._truncated[streams], policy_state=states,
@@ -267,21 +380,9 @@ class EnvRunner:
             policy_version=np.full(len(streams), version, np.int64),
             agent=self._agent[streams] if self.agent_count > 1 else None,
         )  # fmt: skip
-        if self._rows is None:
-            self._rows = recursive_apply(rows, lambda x: np.zeros(
-                (self.segment_length + 1, len(self._copy), *x.shape[1:]), x.dtype))
-        t = self._t[streams]
-        if self.whole_episodes and t.max() == len(self._rows.reward):  # full: double it
-            self._rows = recursive_apply(self._rows,
-                                         lambda x: np.concatenate((x, np.zeros_like(x))))
-        for store, value in zip(_leaves(self._rows), _leaves(rows), strict=True):
-            store[t, streams] = value
-        self._t[streams] = t + 1
-        if self._policy_state is not None:
-            self._policy_state[streams] = result.policy_state
-            if ended.any():
-                self._policy_state[streams[ended]] = self._default_state
-        self._cut(streams, ended)
+        self._rows = recursive_apply(rows, lambda x: np.zeros(
+            (self.segment_length + 1, len(self._copy), *x.shape[1:]), x.dtype))
+        self._stores = _leaves(self._rows)  # in the order of _record's fields
 
     def _cut(self, streams: np.ndarray, ended: np.ndarray) -> None:
         """Copy out the segments the rows just written complete."""
@@ -298,33 +399,20 @@ class EnvRunner:
             self._segments.append(self._rows[: self._t[s], [s]])
             self._t[s] = self._steps[s] = 0
 
-    # -- the envs --------------------------------------------------------------------------
-    def _actions(self, group: int, asked: np.ndarray, result: Any) -> dict[int, list[Any]]:
-        """Each env copy's list of actions, one per agent (``None`` for agents not asked)."""
-        agents = self.agent_count
-        actions: dict[int, list[Any]] = {i: [None] * agents for i in self.groups[group]}
-        for row, s in enumerate(asked.tolist()):
-            actions[s // agents][s % agents] = result.action[row]
-        return actions
-
-    def _advance(self, i: int, actions: list[Any]) -> bool:
-        """Step env copy ``i`` (``True``), or reset it when all of its agents are done."""
-        env = self.envs[i]
-        if self._over[i]:
+    # -- what the envs return -------------------------------------------------------------
+    def _report(self, copies: np.ndarray) -> None:
+        """Report the episodes that ``copies`` just finished (each starts its next one at its
+        next step, from a return of 0)."""
+        for i in copies[self._over[copies]].tolist():
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
-            self._returns[i], self._lengths[i] = 0.0, 0
-            self._receive(i, checked_results(env.reset(), env, "reset"))
-            return False
-        self._receive(i, checked_results(env.step(actions), env, "step"))
-        self._lengths[i] += 1
-        self.frames += 1
-        self.total_frames += 1
-        return True
+
+    def _count(self, frames: int) -> None:
+        self.frames += frames
+        self.total_frames += frames
 
     def _receive(self, i: int, results: list[Any]) -> None:
         """Keep env copy ``i``'s new ``results`` for its streams; add their rewards to its
         return; note whether its episode is over (all of its agents are done)."""
-        self._results[i] = results
         base, total, present, over = i * self.agent_count, 0.0, False, True
         for a, result in enumerate(results):
             s = base + a
@@ -333,16 +421,33 @@ class EnvRunner:
                 continue
             reward, done, truncated = _scalars(result)
             self._reward[s], self._done[s], self._truncated[s] = reward, done, truncated
+            self._store_obs(s, result.obs)
             total += reward
             present, over = True, over and (done or truncated)
         self._returns[i] += total
         self._over[i] = present and over
 
+    def _receive_all(self, state: StateArray, returned: np.ndarray, over: np.ndarray) -> None:
+        """Keep a vector environment's new states (as the agent sees them) for all streams;
+        add ``returned`` (the environment's rewards) to the returns; ``over``: whose episode
+        ended."""
+        done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
+        self._present[:] = True
+        self._reward[:] = as_numpy(state.reward)
+        np.logical_and(done, terminal, out=self._done)
+        np.logical_and(done, ~terminal, out=self._truncated)
+        if self._obs is None:
+            self._store_obs(slice(None), {"obs": as_numpy(state.observation)})
+        else:  # the vector environment keeps the shape (or says it changed)
+            self._obs.obs[:] = as_numpy(state.observation)
+        self._returns += returned
+        self._over[:] = over
+
     def _after_step(self, asked: np.ndarray, obs: NamedArray, result: Any,
                     stepped: list[int]) -> None:
         """Run the post-step (and, for episodes that just ended, the episode) hooks on the
         streams that stepped; their rows record the rewards the hooks leave."""
-        moved = np.zeros(len(self.envs), dtype=bool)
+        moved = np.zeros(self.n_envs, dtype=bool)
         moved[stepped] = True
         keep = moved[self._copy[asked]] & self._present[asked]
         keys = asked[keep]
@@ -363,6 +468,84 @@ class EnvRunner:
                                      self._returns[ended].tolist(),
                                      self._lengths[ended].tolist())
         self._reward[keys] = reward.detach().cpu().numpy()
+
+
+class _SRLCopies:
+    """Copies of a registered (SRL) environment, stepped one at a time."""
+
+    def __init__(self, envs: list[Any]):
+        self.envs = envs
+        self.agent_count = envs[0].agent_count
+        self.name = type(envs[0]).__name__
+
+    def reset(self, runner: EnvRunner, seed: int | None) -> None:
+        """Reset every copy (copy ``i`` seeded with ``seed + i`` the first time)."""
+        for i, env in enumerate(self.envs):
+            if seed is not None:
+                try:
+                    env.seed(seed + i)
+                except (AttributeError, NotImplementedError):
+                    pass  # an env without seed() runs unseeded
+            runner._receive(i, checked_results(env.reset(), env, "reset"))
+
+    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, result: Any) -> list[int]:
+        """Step ``group``'s copies with the actions of ``result`` (the answer for ``asked``);
+        reset those whose episode is over. Returns the copies that stepped."""
+        agents = self.agent_count
+        actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
+        for row, s in enumerate(asked.tolist()):
+            actions[s // agents][s % agents] = result.action[row]
+        stepped = []
+        for i, copy_actions in actions.items():
+            env = self.envs[i]
+            if runner._over[i]:
+                runner._returns[i], runner._lengths[i] = 0.0, 0
+                runner._receive(i, checked_results(env.reset(), env, "reset"))
+                continue
+            runner._receive(i, checked_results(env.step(copy_actions), env, "step"))
+            runner._lengths[i] += 1
+            runner._count(1)
+            stepped.append(i)
+        runner._report(np.array(stepped, dtype=np.int64))
+        return stepped
+
+
+class _VectorCopies:
+    """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
+    states passed through ``process`` (the agent's bodies) for the rows."""
+
+    agent_count = 1
+
+    def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None):
+        self.env = env
+        self.process = process
+        self.name = env.name
+
+    def reset(self, runner: EnvRunner, seed: int | None) -> None:
+        state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
+        none = np.zeros(self.env.n_envs, dtype=bool)
+        runner._receive_all(self._seen(state), np.zeros(self.env.n_envs), none)
+
+    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, result: Any) -> np.ndarray:
+        """Step every copy (those whose episode was over reset). Returns the copies that
+        stepped."""
+        if len(asked) != self.env.n_envs:
+            raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
+                               f"at once; {len(asked)} were asked for actions")
+        reset = runner._over.copy()
+        runner._returns[reset], runner._lengths[reset] = 0.0, 0
+        state = self.env.step(result.action)
+        stepped = ~reset
+        runner._lengths += stepped
+        runner._count(self.env.n_envs)
+        runner._receive_all(self._seen(state), as_numpy(state.reward) * stepped,
+                            as_numpy(state.done))
+        stepped = np.flatnonzero(stepped)
+        runner._report(stepped)
+        return stepped
+
+    def _seen(self, state: StateArray) -> StateArray:
+        return state if self.process is None else self.process(state)
 
 
 def _leaves(x: NamedArray) -> list[np.ndarray]:
