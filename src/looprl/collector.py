@@ -12,21 +12,13 @@ environment's.
 
 Every (env copy, agent) pair is a *stream*; stream ``i * agent_count + a`` is agent ``a`` of
 copy ``i``. At each step, the runner asks for one action per stream that received a
-``StepResult`` (``request``), then hands the actions to the envs (``step``). A stream's rows
-follow ``SampleBatch``'s convention: the row of an observation holds the reward/done/truncated
-that came with it and the policy's outputs for it; a row that ends an episode is followed by
-the first row of the next one. Every ``segment_length`` rows a stream yields a
-``[segment_length + 1]`` segment, whose last row starts the next segment. With several agents
-per env, requests and segments say whose rows they hold (``agent``).
-
-The rows are written in place, a batch at a time, into preallocated ``[T + 1, streams]``
-arrays (one write per field and step: a stream that does not act in a step, an agent that
-waits, is masked out of it), and segments are copied out of them. So every agent's
-observations have the same fields and shapes (pad them to one size).
-
-With ``whole_episodes`` (VPG), a stream yields its rows only at the end of the episode that
-brings them to ``segment_length`` steps (rows that end an episode do not count), as the local
-VPG agent trains, and its next segment starts with the next episode's first row.
+``StepResult`` (``request``), writes the policy's answer as one row per stream (``record``),
+then hands the actions to the envs (``advance``; ``step`` does both). The rows go into a
+``looprl.memory.SegmentBuffer`` (the row convention, ``segment_length`` segments, or with
+``whole_episodes`` (VPG) segments of whole episodes): one write per field and step, a stream
+that does not act in a step (an agent that waits) masked out of it. So every agent's
+observations have the same fields and shapes (pad them to one size). With several agents per
+env, requests and segments say whose rows they hold (``agent``).
 
 The envs are split into ``groups``: while the policy answers one group's request, the caller
 may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
@@ -48,9 +40,10 @@ import numpy as np
 import torch
 
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
-from looprl.core.namedarray import as_numpy, concat, recursive_apply, stack
+from looprl.core.namedarray import as_numpy, stack
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.srl import checked_results, make
+from looprl.memory.segments import SegmentBuffer
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, Parts
 
@@ -149,7 +142,6 @@ class EnvRunner:
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
         self._streams_init(n_envs, default_policy_state)
-        self._segments: list[SampleBatch] = []
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
         self._returns = np.zeros(n_envs)
@@ -177,9 +169,7 @@ class EnvRunner:
         self._done = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._obs: NamedArray | None = None  # [streams, ...], from the first observations
-        self._rows: SampleBatch | None = None  # [rows, streams, ...], from the first rows
-        self._t = np.zeros(n, dtype=np.int64)  # rows of each stream's segment in progress
-        self._steps = np.zeros(n, dtype=np.int64)  # of them, rows that end no episode
+        self.buffer = SegmentBuffer(self.segment_length, n, self.whole_episodes)
         default = self._default_state = _numpy(default_policy_state)
         self._policy_state = None if default is None else (
             stack if isinstance(default, NamedArray) else np.stack)([default] * n)
@@ -275,24 +265,16 @@ class EnvRunner:
         cut = self._present & ~self._done & ~self._truncated
         self._truncated |= cut
         self._restart = True
-        if not self._recorded or self._rows is None:
+        if not self._recorded:
             return  # the next record writes the flags
-        streams = np.flatnonzero(cut & (self._t > 0))
-        self._rows.truncated[self._t[streams] - 1, streams] = True
+        streams = np.flatnonzero(cut)
+        self.buffer.end_episodes(streams)
         if self._policy_state is not None:
             self._policy_state[streams] = self._default_state
-        self._cut(streams, np.ones(len(streams), dtype=bool))
 
     def segments(self) -> list[SampleBatch]:
         """The finished segments since the last call, batched along dim 1 where they match."""
-        done, self._segments = self._segments, []
-        if not done:
-            return []
-        batches: dict[Any, list[SampleBatch]] = {}
-        for segment in done:
-            batches.setdefault(str(segment.shape), []).append(segment)
-        return [group[0] if len(group) == 1 else concat(group, dim=1)
-                for group in batches.values()]
+        return self.buffer.segments()
 
     @property
     def running_returns(self) -> np.ndarray:
@@ -338,66 +320,22 @@ class EnvRunner:
 
     def _record(self, streams: np.ndarray, obs: NamedArray, states: Any,
                 result: RolloutResult, version: int) -> None:
-        """Write the rows of ``streams`` (one each), carry their recurrent states, and cut
-        the segments they complete."""
+        """Write the rows of ``streams`` (one each) and carry their recurrent states."""
         every = len(streams) == len(self._copy)  # all streams at once (vector envs): slices
         at = slice(None) if every else streams
         done, truncated = self._done[at], self._truncated[at]
         ended = done | truncated
-        outputs = (_float32(result.log_prob), _float32(result.value))
-        fields = [*_leaves(obs), result.action, self._reward[at], done, truncated,
-                  *(() if states is None else _leaves(states) if isinstance(states, NamedArray)
-                    else (states,)),
-                  *(x for x in outputs if x is not None), np.full(len(streams), version, np.int64),
-                  *((self._agent[streams],) if self.agent_count > 1 else ())]
-        if self._rows is None:
-            self._allocate(obs, states, result, version, streams)
-        t = self._t[at]
-        if self.whole_episodes and t.max() == len(self._rows.reward):  # full: double it
-            self._rows = recursive_apply(self._rows,
-                                         lambda x: np.concatenate((x, np.zeros_like(x))))
-            self._stores = _leaves(self._rows)
-        row = int(t[0]) if every and t.min() == t.max() else None  # one row: basic indexing
-        for store, value in zip(self._stores, fields, strict=True):
-            if row is None:
-                store[t, streams] = value
-            else:
-                store[row] = value
-        self._t[at] = t + 1
+        rows = SampleBatch(
+            obs=obs, action=result.action, reward=self._reward[at], done=done,
+            truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
+            value=_float32(result.value), policy_version=np.full(len(streams), version, np.int64),
+            agent=self._agent[streams] if self.agent_count > 1 else None,
+        )  # fmt: skip
+        self.buffer.write(None if every else streams, rows, ended)
         if self._policy_state is not None:
             self._policy_state[streams] = result.policy_state
             if ended.any():
                 self._policy_state[streams[ended]] = self._default_state
-        self._cut(streams, ended)
-
-    def _allocate(self, obs: NamedArray, states: Any, result: RolloutResult, version: int,
-                  streams: np.ndarray) -> None:
-        """The ``[T + 1, streams]`` row arrays, shaped after the first rows."""
-        rows = SampleBatch(
-            obs=obs, action=result.action, reward=self._reward[streams],
-            done=self._done[streams], truncated=self._truncated[streams], policy_state=states,
-            log_prob=_float32(result.log_prob), value=_float32(result.value),
-            policy_version=np.full(len(streams), version, np.int64),
-            agent=self._agent[streams] if self.agent_count > 1 else None,
-        )  # fmt: skip
-        self._rows = recursive_apply(rows, lambda x: np.zeros(
-            (self.segment_length + 1, len(self._copy), *x.shape[1:]), x.dtype))
-        self._stores = _leaves(self._rows)  # in the order of _record's fields
-
-    def _cut(self, streams: np.ndarray, ended: np.ndarray) -> None:
-        """Copy out the segments the rows just written complete."""
-        t, length = self._t[streams], self.segment_length
-        if not self.whole_episodes:
-            full = streams[t == length + 1]
-            if len(full):
-                self._segments.append(self._rows[:, full])  # a copy (an index array)
-                self._rows[0, full] = self._rows[length, full]
-                self._t[full] = 1
-            return
-        self._steps[streams] += ~ended
-        for s in streams[ended & (self._steps[streams] >= length)].tolist():
-            self._segments.append(self._rows[: self._t[s], [s]])
-            self._t[s] = self._steps[s] = 0
 
     # -- what the envs return -------------------------------------------------------------
     def _report(self, copies: np.ndarray) -> None:
@@ -546,17 +484,6 @@ class _VectorCopies:
 
     def _seen(self, state: StateArray) -> StateArray:
         return state if self.process is None else self.process(state)
-
-
-def _leaves(x: NamedArray) -> list[np.ndarray]:
-    """The arrays of ``x``, nested fields flattened, in field order (``None`` s left out)."""
-    found = []
-    for value in x.values():
-        if isinstance(value, NamedArray):
-            found += _leaves(value)
-        elif value is not None:
-            found.append(value)
-    return found
 
 
 def _float32(value: Any) -> Any:

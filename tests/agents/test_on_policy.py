@@ -7,7 +7,6 @@ feed them segments directly (the local agent's and random ones).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -41,6 +40,7 @@ from looprl.core import (
 )
 from looprl.environments import GymVectorEnvironment
 from looprl.memory import SegmentBuffer
+from looprl.memory.segments import rows_of
 from looprl.nn import MLP, ActorCritic, PPGNetwork
 from looprl.policies.distributions import CategoricalHead
 
@@ -241,55 +241,42 @@ def test_test_agent_on_state_and_state_array() -> None:
 
 
 def test_segment_buffer_rows_ends_and_overlap() -> None:
-    buffer = SegmentBuffer(n_steps=2, n_envs=2)
+    buffer = SegmentBuffer(segment_length=2, streams=2)
     outputs = RolloutResult(action=torch.tensor([1, 0]), log_prob=torch.zeros(2),
                             value=torch.tensor([0.5, 1.5]))
     # env 0 terminates at row 1, env 1 is truncated at row 2
     rows = [(0.0, [False, False], [1.0, 1.0]), (1.0, [True, False], [0.0, 1.0]),
             (2.0, [False, True], [1.0, 1.0])]
     for t, (reward, end, mask) in enumerate(rows):
-        assert not buffer.full
-        buffer.store(torch.full((2, OBS), float(t)), torch.tensor([reward, reward]),
-                     torch.tensor(end), torch.tensor(mask), outputs, version=t)
-    assert buffer.full
-    segment = buffer.segment()
+        assert buffer.segments() == []
+        buffer.write(None, *rows_of(torch.full((2, OBS), float(t)), torch.tensor([reward] * 2),
+                                    torch.tensor(end), torch.tensor(mask), outputs, version=t))
+    (segment,) = buffer.segments()
     assert segment.reward.shape == (3, 2) and segment.obs.shape == (3, 2, OBS)
     assert segment.done.tolist() == [[False, False], [True, False], [False, False]]
     assert segment.truncated.tolist() == [[False, False], [False, False], [False, True]]
     assert segment.policy_version[:, 0].tolist() == [0, 1, 2]
-    buffer.restart(keep_last=True)
-    assert len(buffer) == 1 and float(buffer._data["obs"][0, 0, 0]) == 2.0
-    with pytest.raises(RuntimeError, match="at least 2 rows"):
-        buffer.segment()
+    # the last row starts the next segment; the segment handed out is a copy
+    assert buffer.t.tolist() == [1, 1] and float(buffer.rows.obs[0, 0, 0]) == 2.0
+    buffer.rows.obs[:] = -1.0
+    assert float(segment.obs[2, 0, 0]) == 2.0
 
 
-def test_segment_buffer_numpy_writes_match_tensor_writes_through_growth_and_copies() -> None:
-    """CPU rows are written through NumPy views; they hold what indexed tensor copies write,
-    also after the storage grows, and a (deep) copy writes into its own storage."""
-
-    def fill(buffer: SegmentBuffer, rows: range, offset: float = 0.0) -> None:
-        for t in rows:
-            outputs = RolloutResult(action=torch.tensor([t % 2, 1]),
-                                    log_prob=torch.full((2,), -0.1 * t, dtype=torch.float64),
-                                    value=torch.tensor([t + 0.25, offset]))
-            buffer.store(torch.full((2, OBS), t + offset), 1.0 / (t + 1),
-                         torch.tensor([t == 3, False]), torch.tensor([t != 3, True]).float(),
-                         outputs, version=t)
-
-    numpy_rows, tensor_rows = (SegmentBuffer(n_steps=2, n_envs=2, grow=True) for _ in "ab")
-    tensor_rows._numpy_views = dict  # no views: the indexed tensor copies
-    for buffer in (numpy_rows, tensor_rows):
-        fill(buffer, range(5))  # grows from 3 rows to 6 at the 4th
-    assert numpy_rows._views and not tensor_rows._views
-    a, b = numpy_rows.segment(), tensor_rows.segment()
-    for name in a.fields:
-        if getattr(a, name) is not None:
-            assert torch.equal(getattr(a, name), getattr(b, name)), name
-    copied = copy.deepcopy(numpy_rows)
-    fill(copied, range(5, 6), offset=100.0)
-    assert len(copied) == 6 and len(numpy_rows) == 5
-    assert float(copied.segment().obs[5, 0, 0]) == 105.0
-    assert float(numpy_rows._data["obs"][5, 0, 0]) == 0.0
+def test_segment_buffer_whole_episodes_grow_and_start_with_the_next_episode() -> None:
+    """With ``whole_episodes`` a segment ends at the end of the episode that brings it to
+    ``segment_length`` steps, the storage doubling as it goes; streams are written apart."""
+    buffer = SegmentBuffer(segment_length=2, streams=2, whole_episodes=True)
+    outputs = RolloutResult(action=torch.tensor([0]), log_prob=torch.zeros(1),
+                            value=torch.zeros(1))
+    for t in range(6):  # stream 1: an episode of 5 steps ending at row 5 (terminal)
+        end = t == 5
+        buffer.write(np.array([1]), *rows_of(torch.full((1, OBS), float(t)), 1.0, end,
+                                             0.0 if end else 1.0, outputs, version=t))
+        assert (buffer.segments() != []) == end
+    assert len(buffer.rows.reward) == 6 and buffer.t.tolist() == [0, 0]  # 3 -> 6 rows
+    two = RolloutResult(action=torch.tensor([0, 0]), log_prob=torch.zeros(2), value=torch.zeros(2))
+    buffer.write(np.array([0, 1]), *rows_of(torch.zeros(2, OBS), 0.0, False, 1.0, two, 7))
+    assert buffer.t.tolist() == [1, 1]  # each starts a segment with its first row
 
 
 def test_agent_trains_on_overlapping_segments_every_n_steps() -> None:

@@ -315,8 +315,8 @@ def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen
     assert experiment.frame == 2 * 10  # the episodes were cut at state 10: no step taken
     experiment.train(frames=2 * 30)
     runner = experiment.runner  # 32 rows, below n_steps + 1: nothing trained yet
-    t = int(runner._t[0])
-    rows = runner._rows[:t].to_torch()
+    t = int(runner.buffer.t[0])
+    rows = runner.buffer.rows[:t].to_torch()
     observations = rows.obs["obs"]
     # out of each state that is not done, the next stored state is the env's successor
     _assert_only_real_transitions(observations, rows.done | rows.truncated)
@@ -324,3 +324,38 @@ def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen
     assert t == 32 and rows.truncated[10].all() and not rows.done[10].any()
     assert (observations[11] == 0).all()
     experiment.close()
+
+
+@pytest.mark.parametrize("name", ["ppo", "vsarsa"])
+def test_the_collector_trains_as_the_agents_own_act_loop(name: str, tmp_path: Path) -> None:
+    """``ParallelEnvExperiment`` runs the collector (``EnvRunner``) over the vector env and
+    hands its segments to the agent: the parameters end bit for bit where a loop of the
+    agent's own ``act`` (seed 003) takes them, over several updates and episode ends."""
+    from looprl.presets.classic_control import vsarsa
+
+    builder = {"ppo": ppo.hyperparameters(n_envs=4, n_steps=8, minibatch_size=16, hidden=16),
+               "vsarsa": vsarsa.hyperparameters(n_envs=4, hidden=16)}[name]
+    env = GymEnvironment("CartPole-v1")
+
+    def trained(loop: str) -> list[torch.Tensor]:
+        seed_everything(0)
+        preset = builder.env(env).device("cpu").build()
+        if loop == "collector":
+            experiment = ParallelEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True,
+                                               seed=0, verbose=False)
+            experiment.train(frames=4 * 100)
+            assert experiment.episode > 4  # episodes ended (and reset) on the way
+        else:
+            seed_everything(0)
+            agent, vector = preset.agent(), env.duplicate(4)
+            state = vector.reset(seed=0)
+            for _ in range(100):
+                state = vector.step(agent.act(state))
+            agent.act(state)
+        return [p.detach().clone() for p in preset.model.parameters()]
+
+    collector, act = trained("collector"), trained("act")
+    seed_everything(0)
+    untrained = list(builder.env(env).device("cpu").build().model.parameters())
+    assert not all(torch.equal(a, b) for a, b in zip(collector, untrained))  # it trained
+    assert all(torch.equal(a, b) for a, b in zip(collector, act))

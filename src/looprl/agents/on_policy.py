@@ -56,7 +56,7 @@ from looprl.core import (
     parts_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray
-from looprl.memory.segments import SegmentBuffer
+from looprl.memory.segments import SegmentBuffer, rows_of
 
 logger = logging.getLogger(__name__)
 
@@ -376,7 +376,7 @@ class OnPolicyAgent(ParallelAgent):
     and the policy's outputs for them as one row of a ``SegmentBuffer``; every ``n_steps``
     steps the segment goes to ``trainer.step`` and its last row starts the next one. The
     parallel experiments do not call ``act``: their collector (``looprl.collector``) writes
-    the same rows and calls ``train`` on each segment.
+    the same rows into its own ``SegmentBuffer`` and calls ``train`` on each segment.
 
     Args:
         policy, trainer: the algorithm.
@@ -396,17 +396,16 @@ class OnPolicyAgent(ParallelAgent):
         self.trainer = trainer
         self.device = policy.device
         self.n_steps = n_steps
-        self.buffer = SegmentBuffer(n_steps, n_envs, device=policy.device)
+        self.buffer = SegmentBuffer(n_steps, n_envs)
         self.logger = logger or DummyLogger()
 
     def act(self, state: StateArray) -> torch.Tensor:
         state = state.to(self.device)
         result = self.policy.rollout(RolloutRequest(obs=state.observation))
-        self.buffer.store(state.observation, state.reward, state.done, state.mask, result,
-                          self.policy.version)
-        if self.buffer.full:
-            self.train(self.buffer.segment())
-            self.buffer.restart(keep_last=True)
+        self.buffer.write(None, *rows_of(state.observation, state.reward, state.done,
+                                         state.mask, result, self.policy.version))
+        for segment in self.buffer.segments():
+            self.train(segment.to(self.device))
         return result.action
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:

@@ -30,7 +30,7 @@ from looprl.core import (
     Trainer,
     parts_hyperparameters,
 )
-from looprl.memory.segments import SegmentBuffer
+from looprl.memory.segments import SegmentBuffer, rows_of
 
 __all__ = ["VPG"]
 
@@ -55,10 +55,8 @@ class VPG(Agent):
         self.trainer = trainer
         self.device = policy.device
         self.min_batch_size = min_batch_size
-        capacity = max(2 * min_batch_size, 1024)
-        self.buffer = SegmentBuffer(capacity, 1, device=policy.device, grow=True)
+        self.buffer = SegmentBuffer(min_batch_size, 1, whole_episodes=True)
         self.logger = logger or DummyLogger()
-        self._steps = 0  # transitions stored since the last update
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Its policy's and trainer's ``hp/*`` keys."""
@@ -66,16 +64,10 @@ class VPG(Agent):
 
     def act(self, state: State) -> Any:
         state = state.to(self.device)
-        result = self.policy.rollout(RolloutRequest(obs=state.observation.unsqueeze(0)))
-        self.buffer.store(state.observation.unsqueeze(0), state.reward, state.done,
-                          state.mask, result, self.policy.version)
-        if not state.done:
-            self._steps += 1
-        elif self._steps >= self.min_batch_size:
-            self._train()
+        obs = state.observation.unsqueeze(0)
+        result = self.policy.rollout(RolloutRequest(obs=obs))
+        self.buffer.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
+                                         self.policy.version))
+        for segment in self.buffer.segments():  # whole episodes, min_batch_size steps or more
+            train_and_log(self.trainer, segment.to(self.device), self.logger)
         return result.action[0]
-
-    def _train(self) -> None:
-        train_and_log(self.trainer, self.buffer.segment(), self.logger)
-        self.buffer.restart(keep_last=False)  # the next row starts a new episode
-        self._steps = 0

@@ -1,159 +1,167 @@
-"""``SegmentBuffer``: the rows a local collector writes, cut into ``SampleBatch`` segments.
+"""``SegmentBuffer``: the rows a collector writes, cut into ``SampleBatch`` segments.
 
-The local on-policy agents (PPO, PPG, A2C, VAC, VPG) act in ``n_envs`` environments and
-write one row per environment and step, in ``SampleBatch``'s convention (as the Ray actors'
-``EnvRunner`` does): the observation, the reward and end flags that arrived *with* it, and
-the policy's outputs for it (action, log-prob, value, version). Once ``n_steps + 1`` rows are
-stored, ``segment()`` is a ``[n_steps + 1, n_envs]`` ``SampleBatch`` for ``Trainer.step``, and
-``restart(keep_last=True)`` makes its last row the first row of the next segment (consecutive
-segments overlap by one row: row ``T`` is the bootstrap row of one and row 0 of the next).
+Every collector writes through one: the ``EnvRunner`` of the local parallel experiments and of
+the Ray actors, and the local agents' ``act`` for loops written by hand (``OnPolicyAgent``,
+``VPG``). A *stream* is one env copy (or one agent of one copy); each ``write`` adds one row to
+some streams, in ``SampleBatch``'s convention: the observation, the reward and end flags that
+arrived *with* it, and the policy's outputs for it (action, log-prob, value, version). A row
+that ends an episode is followed by the first row of the next one.
 
-Storage is preallocated on the first ``store`` (``grow=True`` doubles it when full, for
-segments cut at episode ends), so a step costs a few indexed copies and nothing else; on the
-CPU those copies go through NumPy views of the storage, which cost a tenth of a tensor
-index-copy each.
+Every ``segment_length`` rows a stream completes a ``[segment_length + 1]`` segment, whose last
+row starts the next one (consecutive segments overlap by one row: the bootstrap row of one is
+row 0 of the next). With ``whole_episodes`` (VPG), a stream's rows make a segment only at the
+end of the episode that brings them to ``segment_length`` steps (rows that end an episode do
+not count), and its next segment starts with the next episode's first row.
+
+The rows live in preallocated ``[T + 1, streams]`` NumPy arrays, shaped after the first rows
+(doubled when whole episodes outgrow them); a step costs one write per field (a basic-index
+write when all streams are written at the same row), and a finished segment is copied out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from looprl.core import RolloutResult, SampleBatch
-from looprl.core.namedarray import as_numpy
+from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
 
-__all__ = ["SegmentBuffer"]
+__all__ = ["SegmentBuffer", "leaves", "rows_of"]
 
-#: the policy outputs stored per row (``RolloutResult`` fields; those a policy leaves ``None``,
-#: as ``DQNPolicy`` its log-probabilities, are not)
-_OUTPUTS = ("action", "log_prob", "value")
+
+def leaves(x: NamedArray) -> list[Any]:
+    """The arrays of ``x``, nested fields flattened, in field order (``None`` s left out)."""
+    found = []
+    for value in x.values():
+        if isinstance(value, NamedArray):
+            found += leaves(value)
+        elif value is not None:
+            found.append(value)
+    return found
 
 
 class SegmentBuffer:
-    """Preallocated ``[n_steps + 1, n_envs]`` rows of ``SampleBatch`` segments.
+    """Rows of ``streams`` streams, cut into ``SampleBatch`` segments (see the module docstring).
 
     Args:
-        n_steps: ``T``, the transitions per segment (``grow``: the initial capacity).
-        n_envs: streams (environments) per row.
-        device: where the rows live.
-        grow: double the capacity when it is full instead of refusing more rows.
+        segment_length: ``T`` of the ``[T + 1, B]`` segments.
+        streams: how many streams write rows.
+        whole_episodes: cut segments at episode ends only.
     """
 
-    def __init__(self, n_steps: int, n_envs: int, device: str | torch.device = "cpu",
-                 grow: bool = False):
-        if n_steps < 1 or n_envs < 1:
-            raise ValueError(f"n_steps and n_envs must be >= 1, got {n_steps}, {n_envs}")
-        self.n_steps = n_steps
-        self.n_envs = n_envs
-        self.device = device
-        self.grow = grow
-        self._t = 0
-        self._data: dict[str, torch.Tensor] | None = None
-        self._views: dict[str, np.ndarray] | None = None  # of _data ({}: not on the CPU)
+    def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False):
+        if segment_length < 1 or streams < 1:
+            raise ValueError(f"segment_length and streams must be >= 1, got {segment_length}, "
+                             f"{streams}")
+        self.segment_length = segment_length
+        self.whole_episodes = whole_episodes
+        self.rows: SampleBatch | None = None  # [capacity, streams, ...], from the first rows
+        self._stores: list[np.ndarray] = []  # the leaves of ``rows``
+        self.t = np.zeros(streams, dtype=np.int64)  # rows of each stream's segment so far
+        self._steps = np.zeros(streams, dtype=np.int64)  # of them, rows that end no episode
+        self._all = np.arange(streams)
+        self._segments: list[SampleBatch] = []
 
-    @property
-    def full(self) -> bool:
-        """Whether ``n_steps + 1`` rows are stored (a whole segment)."""
-        return self._t == self.n_steps + 1
-
-    def __len__(self) -> int:
-        """Rows stored in the segment in progress."""
-        return self._t
-
-    def store(self, obs: torch.Tensor, reward: Any, end: Any, mask: Any,
-              result: RolloutResult, version: int = 0) -> None:
-        """Write the next row: what arrived with ``obs`` and the policy's ``result`` for it.
+    def write(self, streams: np.ndarray | None, rows: SampleBatch, ended: np.ndarray) -> None:
+        """Write one row for each of ``streams`` (``None``: all of them, in order).
 
         Args:
-            obs: ``[n_envs, ...]`` observations.
-            reward: rewards that arrived with them.
-            end: whether each observation ends its episode (terminal or truncated).
-            mask: 0 where the end is terminal (no bootstrapping), 1 elsewhere.
-            result: the policy's ``rollout`` for ``obs``.
-            version: the policy version that made ``result``.
-
-        Raises:
-            RuntimeError: the buffer is full (and does not ``grow``).
+            streams: the streams written.
+            rows: their rows, a ``SampleBatch`` of ``[len(streams), ...]`` arrays (the same
+                fields at every write).
+            ended: whether each row ends its episode (done or truncated).
         """
-        if self._data is None:
-            self._allocate(obs, result)
-        elif self._t == self._data["reward"].shape[0]:
-            if not self.grow:
-                raise RuntimeError(f"SegmentBuffer holds {self._t} rows already; take the "
-                                   "segment() and restart() before storing more")
-            self._data = {k: torch.cat((v, torch.zeros_like(v))) for k, v in self._data.items()}
-            self._views = None
-            self.n_steps = self._data["reward"].shape[0] - 1
-        t = self._t
-        rows = self._views if self._views is not None else self._numpy_views()
-        names = self._outputs
-        if not rows:  # off the CPU: indexed tensor copies
-            rows = self._data
-            outputs = [getattr(result, name) for name in names]
+        every = streams is None
+        streams = self._all if every else streams
+        if self.rows is None:
+            self._allocate(rows)
+        t = self.t if every else self.t[streams]
+        if self.whole_episodes and t.max() == len(self.rows.reward):  # full: double it
+            self.rows = recursive_apply(self.rows, lambda x: np.concatenate((x, np.zeros_like(x))))
+            self._stores = leaves(self.rows)
+        same = every and t.min() == t.max()  # one row of every stream: a basic-index write
+        at = int(t[0]) if same else (t, streams)
+        for store, value in zip(self._stores, leaves(rows), strict=True):
+            store[at] = value
+        if every:
+            self.t += 1
         else:
-            obs, reward, end, mask = as_numpy(obs), as_numpy(reward), as_numpy(end), as_numpy(mask)
-            outputs = [as_numpy(getattr(result, name)) for name in names]
-        rows["obs"][t] = obs
-        rows["reward"][t] = reward
-        rows["end"][t] = end
-        rows["mask"][t] = mask
-        for name, value in zip(names, outputs):
-            rows[name][t] = value
-        rows["policy_version"][t] = version
-        self._t = t + 1
+            self.t[streams] = t + 1
+        self._cut(streams, ended)
 
-    def _numpy_views(self) -> dict[str, np.ndarray]:
-        """NumPy views of the storage (empty off the CPU, or for dtypes NumPy lacks), made
-        again after it grows or is unpickled."""
-        self._views = {}
-        if all(v.device.type == "cpu" for v in self._data.values()):
-            try:
-                self._views = {k: v.numpy() for k, v in self._data.items()}
-            except TypeError:  # a dtype NumPy lacks (bfloat16): tensor copies
-                pass
-        return self._views
+    def _allocate(self, rows: SampleBatch) -> None:
+        capacity, n = self.segment_length + 1, len(self.t)
+        self.rows = recursive_apply(rows, lambda x: np.zeros((capacity, n, *np.shape(x)[1:]),
+                                                             np.asarray(x).dtype))
+        self._stores = leaves(self.rows)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_views"] = None  # views of the tensors: a copy would write elsewhere
-        return state
+    def _cut(self, streams: np.ndarray, ended: np.ndarray) -> None:
+        """Copy out the segments the rows just written complete."""
+        t, length = self.t[streams], self.segment_length
+        if not self.whole_episodes:
+            full = streams[t == length + 1]
+            if len(full):
+                self._segments.append(self.rows[:, full])  # a copy (an index array)
+                self.rows[0, full] = self.rows[length, full]
+                self.t[full] = 1
+            return
+        self._steps[streams] += ~ended
+        for s in streams[ended & (self._steps[streams] >= length)].tolist():
+            self._segments.append(self.rows[: self.t[s], [s]])
+            self.t[s] = self._steps[s] = 0
 
-    def _allocate(self, obs: torch.Tensor, result: RolloutResult) -> None:
-        if result.policy_state is not None:
-            raise ValueError("the local on-policy agents run feed-forward policies; train "
-                             "recurrent ones with runtime=ray (looprl.distributed)")
-        rows, n, device = self.n_steps + 1, self.n_envs, self.device
+    def end_episodes(self, streams: np.ndarray) -> None:
+        """The latest rows of ``streams`` end their episodes as truncated (a time limit cut
+        them there: bootstrapped from); whole episodes are cut as at any episode end."""
+        streams = streams[self.t[streams] > 0]
+        if self.rows is None or not len(streams):
+            return
+        self.rows.truncated[self.t[streams] - 1, streams] = True
+        self._cut(streams, np.ones(len(streams), dtype=bool))
 
-        def like(x: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-            x = torch.as_tensor(x)
-            shape = (rows, n, *x.shape[1:]) if x.dim() > 0 else (rows, n)
-            return torch.zeros(shape, dtype=dtype or x.dtype, device=device)
+    def segments(self) -> list[SampleBatch]:
+        """The segments finished since the last call, batched along dim 1 where their shapes
+        match (a list of one segment when every stream finished one at the same step)."""
+        done, self._segments = self._segments, []
+        return batched(done)
 
-        self._outputs = tuple(name for name in _OUTPUTS if getattr(result, name) is not None)
-        self._data = {
-            "obs": like(obs), "reward": like(0.0, torch.float32),
-            "end": like(False, torch.bool), "mask": like(1.0, torch.float32),
-            "policy_version": like(0, torch.int64),
-            **{name: like(getattr(result, name)) for name in self._outputs},
-        }  # fmt: skip
 
-    def segment(self) -> SampleBatch:
-        """The stored rows as a ``[rows, n_envs]`` ``SampleBatch`` (views of the storage:
-        valid until the next ``store``)."""
-        if self._t < 2:
-            raise RuntimeError(f"a segment needs at least 2 rows, the buffer holds {self._t}")
-        data = {k: v[: self._t] for k, v in self._data.items()}
-        end, terminal = data.pop("end"), data.pop("mask") == 0
-        return SampleBatch(**data, done=end & terminal, truncated=end & ~terminal)
+def batched(segments: Sequence[SampleBatch]) -> list[SampleBatch]:
+    """``segments`` concatenated along dim 1 where their shapes match."""
+    if len(segments) < 2:
+        return list(segments)
+    groups: dict[str, list[SampleBatch]] = {}
+    for segment in segments:
+        groups.setdefault(str(segment.shape), []).append(segment)
+    return [group[0] if len(group) == 1 else concat(group, dim=1) for group in groups.values()]
 
-    def restart(self, keep_last: bool = True) -> None:
-        """Start the next segment, from the last row (``keep_last``) or from nothing."""
-        if keep_last and self._t > 0:
-            rows = self._views or self._data
-            for value in rows.values():
-                value[0] = value[self._t - 1]
-            self._t = 1
-        else:
-            self._t = 0
+
+def rows_of(obs: Any, reward: Any, end: Any, mask: Any, result: RolloutResult, version: int
+            ) -> tuple[SampleBatch, np.ndarray]:
+    """``(rows, ended)`` for ``SegmentBuffer.write`` from what an agent's ``act`` sees: the
+    observations ``[n, ...]``, the rewards and ends (``done``) that came with them, ``mask``
+    (0 where the end is terminal) and the policy's ``result`` for them (tensors or arrays).
+
+    Raises:
+        ValueError: a recurrent policy (``result.policy_state``): the local agents' ``act``
+            runs feed-forward policies.
+    """
+    if result.policy_state is not None:
+        raise ValueError("the local on-policy agents run feed-forward policies; train "
+                         "recurrent ones with runtime=ray (looprl.distributed)")
+    n = len(result.action)
+
+    def column(x: Any, dtype: Any = None) -> np.ndarray:
+        return np.broadcast_to(np.asarray(as_numpy(x), dtype), (n,))
+
+    ended, terminal = column(end, bool), column(mask) == 0
+    outputs = {name: None if value is None else np.asarray(as_numpy(value), np.float32)
+               for name, value in (("log_prob", result.log_prob), ("value", result.value))}
+    rows = SampleBatch(
+        obs=as_numpy(obs), action=as_numpy(result.action), reward=column(reward, np.float32),
+        done=ended & terminal, truncated=ended & ~terminal, **outputs,
+        policy_version=np.full(n, version, np.int64),
+    )  # fmt: skip
+    return rows, ended
