@@ -68,8 +68,8 @@ def _numpy(value: Any) -> Any:
         return value
     if isinstance(value, NamedArray):
         return value.to_numpy()
-    if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
+    if isinstance(value, torch.Tensor):
+        return as_numpy(value)
     return np.asarray(value)
 
 
@@ -197,7 +197,7 @@ class EnvRunner:
         states = None if self._policy_state is None else self._policy_state[asked]
         self._asked[group] = (asked, obs, states)
         if self.hub is not None:
-            self.hub.pre_step(torch.as_tensor(obs["obs"]))
+            self.hub.pre_step(torch.as_tensor(_main(obs)))
         n = len(asked)
         exploration = None if self.exploration is None else np.full(n, self.exploration,
                                                                      np.float32)
@@ -227,21 +227,19 @@ class EnvRunner:
         ``version``) and cut the segments they complete; ``advance`` then steps the envs."""
         asked, obs, states = self._asked.pop(group, (self._group_streams[group][:0], None,
                                                      None))
+        action = None
         if len(asked):
-            result = RolloutResult(action=_numpy(result.action),
-                                   policy_state=_numpy(result.policy_state),
-                                   log_prob=_numpy(result.log_prob), value=_numpy(result.value))
-            n = len(result.action)
-            if n != len(asked):
-                raise RolloutSizeError(f"rollout returned {n} actions for a request of "
-                                       f"{len(asked)} rows; return one row per request row")
-            self._record(asked, obs, states, result, version)
-        self._recorded[group] = (asked, obs, result)
+            action = _numpy(result.action)
+            if len(action) != len(asked):
+                raise RolloutSizeError(f"rollout returned {len(action)} actions for a request "
+                                       f"of {len(asked)} rows; return one row per request row")
+            self._record(asked, obs, states, action, result, version)
+        self._recorded[group] = (asked, obs, action)
 
     def advance(self, group: int = 0) -> None:
         """Step ``group``'s envs with the actions ``record`` wrote, and run the step and
         episode hooks."""
-        asked, obs, result = self._recorded.pop(group)
+        asked, obs, action = self._recorded.pop(group)
         start = time.perf_counter()
         if self._restart:
             self._restart = False
@@ -250,10 +248,10 @@ class EnvRunner:
             if self.hub is not None:
                 self.hub.pre_episode()
             return
-        stepped = self._copies.step(self, group, asked, result)
+        stepped = self._copies.step(self, group, asked, action)
         self.env_seconds += time.perf_counter() - start
         if self.hub is not None and len(asked):
-            self._after_step(asked, obs, result, stepped)
+            self._after_step(asked, obs, action, stepped)
 
     def truncate(self) -> None:
         """End every episode in progress, as if a time limit cut it at the latest
@@ -293,10 +291,12 @@ class EnvRunner:
         return done
 
     # -- observations and rows ---------------------------------------------------------------
-    def _observe(self, streams: np.ndarray) -> NamedArray:
-        """The latest observations of ``streams``, ``[len(streams), ...]`` (a copy)."""
-        if len(streams) == len(self._copy):
-            return NamedArray(**{name: array.copy() for name, array in self._obs.items()})
+    def _observe(self, streams: np.ndarray) -> Any:
+        """The latest observations of ``streams``, ``[len(streams), ...]`` (a copy): a
+        ``NamedArray`` of the SRL environment's fields, or a vector environment's array."""
+        if self._copies.plain:
+            obs = self._obs["obs"]
+            return obs.copy() if len(streams) == len(obs) else obs[streams]
         return self._obs[streams]
 
     def _store_obs(self, streams: Any, obs: dict[str, Any]) -> None:
@@ -318,7 +318,7 @@ class EnvRunner:
         for name, array in store.items():
             array[streams] = obs[name]
 
-    def _record(self, streams: np.ndarray, obs: NamedArray, states: Any,
+    def _record(self, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
                 result: RolloutResult, version: int) -> None:
         """Write the rows of ``streams`` (one each) and carry their recurrent states."""
         every = len(streams) == len(self._copy)  # all streams at once (vector envs): slices
@@ -326,14 +326,14 @@ class EnvRunner:
         done, truncated = self._done[at], self._truncated[at]
         ended = done | truncated
         rows = SampleBatch(
-            obs=obs, action=result.action, reward=self._reward[at], done=done,
+            obs=obs, action=action, reward=self._reward[at], done=done,
             truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
             value=_float32(result.value), policy_version=np.full(len(streams), version, np.int64),
             agent=self._agent[streams] if self.agent_count > 1 else None,
         )  # fmt: skip
         self.buffer.write(None if every else streams, rows, ended)
         if self._policy_state is not None:
-            self._policy_state[streams] = result.policy_state
+            self._policy_state[streams] = _numpy(result.policy_state)
             if ended.any():
                 self._policy_state[streams[ended]] = self._default_state
 
@@ -381,7 +381,7 @@ class EnvRunner:
         self._returns += returned
         self._over[:] = over
 
-    def _after_step(self, asked: np.ndarray, obs: NamedArray, result: Any,
+    def _after_step(self, asked: np.ndarray, obs: Any, action: np.ndarray,
                     stepped: list[int]) -> None:
         """Run the post-step (and, for episodes that just ended, the episode) hooks on the
         streams that stepped; their rows record the rewards the hooks leave."""
@@ -392,10 +392,10 @@ class EnvRunner:
         if not len(keys):
             return
         transition = {
-            "state": torch.as_tensor(obs["obs"][keep]),
-            "action": torch.as_tensor(np.asarray(result.action)[keep]),
+            "state": torch.as_tensor(_main(obs)[keep]),
+            "action": torch.as_tensor(action[keep]),
             "reward": torch.as_tensor(self._reward[keys]),
-            "next_state": torch.as_tensor(self._observe(keys)["obs"]),
+            "next_state": torch.as_tensor(_main(self._observe(keys))),
             "terminated": torch.as_tensor(self._done[keys]),
             "truncated": torch.as_tensor(self._truncated[keys]),
             "env_step": self.total_frames,
@@ -410,6 +410,8 @@ class EnvRunner:
 
 class _SRLCopies:
     """Copies of a registered (SRL) environment, stepped one at a time."""
+
+    plain = False  # observations are NamedArrays of the environment's fields
 
     def __init__(self, envs: list[Any]):
         self.envs = envs
@@ -426,13 +428,13 @@ class _SRLCopies:
                     pass  # an env without seed() runs unseeded
             runner._receive(i, checked_results(env.reset(), env, "reset"))
 
-    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, result: Any) -> list[int]:
-        """Step ``group``'s copies with the actions of ``result`` (the answer for ``asked``);
+    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> list[int]:
+        """Step ``group``'s copies with ``action`` (one row for each of ``asked``);
         reset those whose episode is over. Returns the copies that stepped."""
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         for row, s in enumerate(asked.tolist()):
-            actions[s // agents][s % agents] = result.action[row]
+            actions[s // agents][s % agents] = action[row]
         stepped = []
         for i, copy_actions in actions.items():
             env = self.envs[i]
@@ -453,41 +455,54 @@ class _VectorCopies:
     states passed through ``process`` (the agent's bodies) for the rows."""
 
     agent_count = 1
+    plain = True  # observations are arrays (as the agent's ``act`` sees them)
 
     def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None):
         self.env = env
         self.process = process
         self.name = env.name
+        self.all = np.arange(env.n_envs)
 
     def reset(self, runner: EnvRunner, seed: int | None) -> None:
         state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
         none = np.zeros(self.env.n_envs, dtype=bool)
         runner._receive_all(self._seen(state), np.zeros(self.env.n_envs), none)
 
-    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, result: Any) -> np.ndarray:
+    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
         """Step every copy (those whose episode was over reset). Returns the copies that
         stepped."""
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
-        reset = runner._over.copy()
-        runner._returns[reset], runner._lengths[reset] = 0.0, 0
-        state = self.env.step(result.action)
-        stepped = ~reset
-        runner._lengths += stepped
+        reset = runner._over.copy() if runner._over.any() else None
+        if reset is not None:
+            runner._returns[reset], runner._lengths[reset] = 0.0, 0
+        state = self.env.step(action)
+        returned = as_numpy(state.reward)
+        if reset is None:
+            runner._lengths += 1
+            stepped = self.all
+        else:
+            runner._lengths += ~reset
+            returned = returned * ~reset
+            stepped = np.flatnonzero(~reset)
         runner._count(self.env.n_envs)
-        runner._receive_all(self._seen(state), as_numpy(state.reward) * stepped,
-                            as_numpy(state.done))
-        stepped = np.flatnonzero(stepped)
-        runner._report(stepped)
+        runner._receive_all(self._seen(state), returned, as_numpy(state.done))
+        if runner._over.any():
+            runner._report(stepped)
         return stepped
 
     def _seen(self, state: StateArray) -> StateArray:
         return state if self.process is None else self.process(state)
 
 
+def _main(obs: Any) -> Any:
+    """The observation array the meta components see: the field ``obs`` of a ``NamedArray``."""
+    return obs["obs"] if isinstance(obs, NamedArray) else obs
+
+
 def _float32(value: Any) -> Any:
-    return None if value is None else np.asarray(value, dtype=np.float32)
+    return None if value is None else np.asarray(_numpy(value), dtype=np.float32)
 
 
 def _scalars(result: Any) -> tuple[float, bool, bool]:

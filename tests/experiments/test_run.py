@@ -317,7 +317,7 @@ def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen
     runner = experiment.runner  # 32 rows, below n_steps + 1: nothing trained yet
     t = int(runner.buffer.t[0])
     rows = runner.buffer.rows[:t].to_torch()
-    observations = rows.obs["obs"]
+    observations = rows.obs
     # out of each state that is not done, the next stored state is the env's successor
     _assert_only_real_transitions(observations, rows.done | rows.truncated)
     # the observation of row 10 ends in a truncation (bootstrapped); row 11 starts over

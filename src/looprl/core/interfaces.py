@@ -26,6 +26,7 @@ from abc import ABC, ABCMeta, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
@@ -280,12 +281,18 @@ class RolloutResult:
 
 
 def deterministic_rows(request: RolloutRequest) -> bool | torch.Tensor:
-    """``request.is_evaluation`` as a bool (whole batch) or a per-row bool tensor."""
+    """``request.is_evaluation`` as a bool (the whole batch: also when every row agrees, as
+    in a collector's requests) or a per-row bool tensor (rows that differ)."""
     evaluation = getattr(request, "is_evaluation", None)
     if evaluation is None:
         return False
     if isinstance(evaluation, bool):
         return evaluation
+    if isinstance(evaluation, np.ndarray) and evaluation.dtype == bool:
+        if not evaluation.any():
+            return False
+        if evaluation.all():
+            return True
     evaluation = torch.as_tensor(evaluation, dtype=torch.bool)
     return bool(evaluation) if evaluation.dim() == 0 else evaluation
 

@@ -62,6 +62,7 @@ class SegmentBuffer:
         self.t = np.zeros(streams, dtype=np.int64)  # rows of each stream's segment so far
         self._steps = np.zeros(streams, dtype=np.int64)  # of them, rows that end no episode
         self._all = np.arange(streams)
+        self._aligned = True  # every stream is at the same row (basic-index writes)
         self._segments: list[SampleBatch] = []
 
     def write(self, streams: np.ndarray | None, rows: SampleBatch, ended: np.ndarray) -> None:
@@ -74,22 +75,32 @@ class SegmentBuffer:
             ended: whether each row ends its episode (done or truncated).
         """
         every = streams is None
-        streams = self._all if every else streams
         if self.rows is None:
             self._allocate(rows)
+        if every and not self._aligned:
+            self._aligned = self.t.min() == self.t.max()
         t = self.t if every else self.t[streams]
         if self.whole_episodes and t.max() == len(self.rows.reward):  # full: double it
             self.rows = recursive_apply(self.rows, lambda x: np.concatenate((x, np.zeros_like(x))))
             self._stores = leaves(self.rows)
-        same = every and t.min() == t.max()  # one row of every stream: a basic-index write
-        at = int(t[0]) if same else (t, streams)
-        for store, value in zip(self._stores, leaves(rows), strict=True):
-            store[at] = value
-        if every:
+        if every and self._aligned:  # one row of every stream: basic-index writes
+            row = int(t[0])
+            for store, value in zip(self._stores, leaves(rows), strict=True):
+                store[row] = value
             self.t += 1
+            if not self.whole_episodes:
+                if row == self.segment_length:  # every stream completes a segment
+                    self._segments.append(recursive_apply(self.rows, np.copy))
+                    self.rows[0] = self.rows[row]
+                    self.t[:] = 1
+                return
         else:
+            self._aligned = False
+            streams = self._all if every else streams
+            for store, value in zip(self._stores, leaves(rows), strict=True):
+                store[t, streams] = value
             self.t[streams] = t + 1
-        self._cut(streams, ended)
+        self._cut(self._all if every else streams, ended)
 
     def _allocate(self, rows: SampleBatch) -> None:
         capacity, n = self.segment_length + 1, len(self.t)
@@ -111,6 +122,7 @@ class SegmentBuffer:
         for s in streams[ended & (self._steps[streams] >= length)].tolist():
             self._segments.append(self.rows[: self.t[s], [s]])
             self.t[s] = self._steps[s] = 0
+            self._aligned = False
 
     def end_episodes(self, streams: np.ndarray) -> None:
         """The latest rows of ``streams`` end their episodes as truncated (a time limit cut
@@ -153,10 +165,13 @@ def rows_of(obs: Any, reward: Any, end: Any, mask: Any, result: RolloutResult, v
                          "recurrent ones with runtime=ray (looprl.distributed)")
     n = len(result.action)
 
-    def column(x: Any, dtype: Any = None) -> np.ndarray:
-        return np.broadcast_to(np.asarray(as_numpy(x), dtype), (n,))
+    def column(x: Any, dtype: Any) -> np.ndarray:
+        x = as_numpy(x)
+        if isinstance(x, np.ndarray) and x.shape == (n,):
+            return x if x.dtype == dtype else x.astype(dtype)
+        return np.full(n, x, dtype)  # one value (a single state)
 
-    ended, terminal = column(end, bool), column(mask) == 0
+    ended, terminal = column(end, bool), column(mask, np.float32) == 0
     outputs = {name: None if value is None else np.asarray(as_numpy(value), np.float32)
                for name, value in (("log_prob", result.log_prob), ("value", result.value))}
     rows = SampleBatch(
