@@ -7,12 +7,19 @@ legal moves, in both seats: ``score`` is the mean over the two seats of
 second 29%); the test passes when an evaluation, made every few thousand frames, reaches
 0.3 -- over 200 games per seat, about six standard deviations above random play. (The
 evaluations share the training environment: their interval is part of the seeded run.)
+
+A DQN that bootstraps through the end of the game (terminal mask dropped from its targets)
+still beats a random player by frame 4,000, so the DQN check also reads its Q-values: with
+rewards in {-1, 0, 1} no return exceeds 1, and a correct DQN values its replayed positions
+at most about 1.4 (99th percentile, 1.5 by frame 8,000), while without the terminal mask
+they climb past 2 by frame 2,000 and past 5 by frame 4,000.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("pettingzoo")
 
@@ -34,6 +41,17 @@ def score(env, players: dict, games: int = GAMES) -> float:
         returns = play(env, IndependentMultiagent({seat: players[seat], other: opponent}), games)
         per_seat.append(float(np.mean(np.sign(returns[seat]))))
     return float(np.mean(per_seat))
+
+
+def replayed_values(agent) -> torch.Tensor:
+    """A DQN agent's greedy value ``max_a Q(s, a)`` (legal ``a``) of every position ``s`` in
+    its replay buffer that is not an episode's final one (which no update trains)."""
+    dqn = agent.unwrapped
+    buffer = dqn.replay_buffer
+    batch = buffer.gather(torch.arange(len(buffer)))  # every row: no draw from its generator
+    live = ~(batch.done[0] | batch.truncated[0])
+    q = dqn.policy.q.no_grad(dqn.policy.states(batch.obs[0], (len(buffer),)))
+    return q[live].max(dim=-1).values
 
 
 def test_random_play_scores_about_zero():
@@ -62,6 +80,10 @@ def test_independent_learners_beat_a_random_player(builder, frames, eval_every, 
             break
     experiment.close()
     assert max(scores) >= BAR, f"{preset.name} scores against a random player: {scores}"
+    if builder is dqn:  # values within reach of the returns: the targets stop at the end
+        for agent, learner in experiment.agent.agents.items():
+            high = float(replayed_values(learner).quantile(0.99))
+            assert high < 2.0, f"{agent}'s replayed positions are valued up to {high:.2f}"
     run = tmp_path / preset.name / "tictactoe_v3"
     for agent in ("player_1", "player_2"):
         assert (run / f"{preset.name}.{agent}" / "tictactoe_v3" / "returns100.csv").exists()

@@ -57,9 +57,10 @@ def test_every_hook_runs_with_its_keys(preset_name: str, env_id: str, tmp_path: 
     env = make_env(preset_name, env_id)
     preset = builder.hyperparameters(**small).env(env).device("cpu").build()
     log: list = []
+    frames = 128 if preset_name.startswith("atari") else 400  # Atari: 16 updates of DQN, 4 of PPO
     experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0,
-                                 train_steps=400, meta=[Recorder("a", log)])
-    experiment.train(frames=400)
+                                 train_steps=frames, meta=[Recorder("a", log)])
+    experiment.train(frames=frames)
     experiment.close()
     seen = {hook: metrics for _, hook, metrics in log}
     assert {"pre_episode", "pre_step", "post_step", "pre_update", "post_update"} <= set(seen)

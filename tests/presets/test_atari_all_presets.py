@@ -29,7 +29,7 @@ from looprl.nn.atari_models import nature_c51, nature_rainbow, nature_value  # n
 from looprl.presets import load_preset  # noqa: E402
 
 NAMES = ["a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]
-STEPS = 150  # agent steps per episode (600 emulator frames) and training budget per preset
+STEPS = 100  # agent steps per episode (400 emulator frames) and training budget per preset
 
 REPLAY = {"replay_start_size": 40, "replay_buffer_size": 1000, "minibatch_size": 8,
           "target_update_frequency": 10}
@@ -203,7 +203,7 @@ def test_seed_example_with_small_settings(tmp_path: Path) -> None:
         atari.a2c.hyperparameters(n_envs=2),
         atari.ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1),
     ]
-    _seed_example(agents, tmp_path, frames=64, steps=64)
+    _seed_example(agents, tmp_path, frames=32, steps=32)
 
 
 def test_seed_example_with_plain_builders(tmp_path: Path) -> None:

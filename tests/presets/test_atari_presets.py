@@ -29,8 +29,8 @@ from looprl.presets.atari import dqn, ppo  # noqa: E402
 
 
 def _env() -> AtariEnvironment:
-    # 1,200 emulator frames (300 agent steps) bound every episode, evaluation included
-    return AtariEnvironment("Breakout", seed=0, max_episode_frames=1200)
+    # 800 emulator frames (200 agent steps) bound every episode, evaluation included
+    return AtariEnvironment("Breakout", seed=0, max_episode_frames=800)
 
 
 def _inner(agent):
@@ -61,8 +61,8 @@ def _load_and_evaluate(preset, tmp_path: Path, env: AtariEnvironment) -> None:
     assert type(loaded) is type(preset) and loaded.hyperparameters == preset.hyperparameters
     assert torch.equal(_weights(loaded.model), _weights(preset.model))
     steps, score, state = _evaluate(loaded.test_agent(), env)
-    # the episode ends at game over or is truncated after 1,200 frames: 300 agent steps
-    assert (state.mask == 0.0 and state["lives"] == 0) or (steps == 300 and state.mask == 1.0)
+    # the episode ends at game over or is truncated after 800 frames: 200 agent steps
+    assert (state.mask == 0.0 and state["lives"] == 0) or (steps == 200 and state.mask == 1.0)
     # the loaded preset plays the original's episode (the same seeded game), step for step
     assert (steps, score) == _evaluate(preset.test_agent(), env)[:2]
 
@@ -80,7 +80,7 @@ def test_dqn_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     assert isinstance(preset.test_agent(), DQNTestAgent)
     before = _weights(preset.model)
     experiment = SingleEnvExperiment(preset, env, quiet=True, logdir=str(tmp_path), seed=0)
-    experiment.train(episodes=1)  # up to 300 steps
+    experiment.train(episodes=1)  # up to 200 steps
     agent = _inner(experiment.agent)
     assert isinstance(agent, DQN) and isinstance(agent.replay_buffer, AtariReplayBuffer)
     steps = experiment.frame
