@@ -361,9 +361,8 @@ class ParallelEnvExperiment(Experiment):
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used; a later call continues the episodes.
 
-        An environment restored from a
-        checkpoint without its running episodes (``needs_reset``: Atari) starts new ones
-        (the runner truncates the old ones).
+        An environment restored from a checkpoint without its running episodes
+        (``needs_reset``: Atari) starts new ones (the runner truncates the old ones).
         """
         if self.runner is None:
             self.runner = self._make_runner()
