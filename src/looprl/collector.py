@@ -149,6 +149,7 @@ class EnvRunner:
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self._restart = False  # the next step resets every copy (``truncate``)
         self._flags: dict[int, np.ndarray] = {}
+        self._version_rows = np.zeros(0, np.int64)
         self.hub = hub
         if hub is None and meta:
             self.hub = MetaHub(list(meta), Parts(policy), self.envs)
@@ -188,8 +189,10 @@ class EnvRunner:
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
         streams = self._group_streams[group]
-        present = self._present[streams]
-        asked = streams if present.all() else streams[present]
+        if not self._copies.plain:  # (a vector environment's copies all wait at every step)
+            present = self._present[streams]
+            streams = streams if present.all() else streams[present]
+        asked = streams
         if not len(asked):
             self._asked[group] = (asked, None, None)
             return None
@@ -204,6 +207,13 @@ class EnvRunner:
         agent = self._agent[asked] if self.agent_count > 1 else None
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
                               exploration=exploration, agent=agent)
+
+    def _versions(self, n: int, version: int) -> np.ndarray:
+        """``policy_version`` of ``n`` rows (made again when the version or size changes)."""
+        rows = self._version_rows
+        if len(rows) != n or (n and rows[0] != version):
+            rows = self._version_rows = np.full(n, version, np.int64)
+        return rows
 
     def _evaluation(self, n: int) -> np.ndarray:
         """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""
@@ -328,7 +338,7 @@ class EnvRunner:
         rows = SampleBatch(
             obs=obs, action=action, reward=self._reward[at], done=done,
             truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
-            value=_float32(result.value), policy_version=np.full(len(streams), version, np.int64),
+            value=_float32(result.value), policy_version=self._versions(len(streams), version),
             agent=self._agent[streams] if self.agent_count > 1 else None,
         )  # fmt: skip
         self.buffer.write(None if every else streams, rows, ended)
@@ -338,10 +348,10 @@ class EnvRunner:
                 self._policy_state[streams[ended]] = self._default_state
 
     # -- what the envs return -------------------------------------------------------------
-    def _report(self, copies: np.ndarray) -> None:
-        """Report the episodes that ``copies`` just finished (each starts its next one at its
-        next step, from a return of 0)."""
-        for i in copies[self._over[copies]].tolist():
+    def _report(self, moved: np.ndarray) -> None:
+        """Report the episodes that the copies that ``moved`` (a bool per copy) just finished
+        (each starts its next one at its next step, from a return of 0)."""
+        for i in np.flatnonzero(self._over & moved).tolist():
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
 
     def _count(self, frames: int) -> None:
@@ -373,7 +383,7 @@ class EnvRunner:
         self._present[:] = True
         self._reward[:] = as_numpy(state.reward)
         np.logical_and(done, terminal, out=self._done)
-        np.logical_and(done, ~terminal, out=self._truncated)
+        np.greater(done, terminal, out=self._truncated)  # done and not terminal
         if self._obs is None:
             self._store_obs(slice(None), {"obs": as_numpy(state.observation)})
         else:  # the vector environment keeps the shape (or says it changed)
@@ -382,11 +392,9 @@ class EnvRunner:
         self._over[:] = over
 
     def _after_step(self, asked: np.ndarray, obs: Any, action: np.ndarray,
-                    stepped: list[int]) -> None:
+                    moved: np.ndarray) -> None:
         """Run the post-step (and, for episodes that just ended, the episode) hooks on the
         streams that stepped; their rows record the rewards the hooks leave."""
-        moved = np.zeros(self.n_envs, dtype=bool)
-        moved[stepped] = True
         keep = moved[self._copy[asked]] & self._present[asked]
         keys = asked[keep]
         if not len(keys):
@@ -430,12 +438,12 @@ class _SRLCopies:
 
     def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> list[int]:
         """Step ``group``'s copies with ``action`` (one row for each of ``asked``);
-        reset those whose episode is over. Returns the copies that stepped."""
+        reset those whose episode is over. Returns which copies stepped (a bool each)."""
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         for row, s in enumerate(asked.tolist()):
             actions[s // agents][s % agents] = action[row]
-        stepped = []
+        stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
             env = self.envs[i]
             if runner._over[i]:
@@ -445,8 +453,8 @@ class _SRLCopies:
             runner._receive(i, checked_results(env.step(copy_actions), env, "step"))
             runner._lengths[i] += 1
             runner._count(1)
-            stepped.append(i)
-        runner._report(np.array(stepped, dtype=np.int64))
+            stepped[i] = True
+        runner._report(stepped)
         return stepped
 
 
@@ -461,7 +469,6 @@ class _VectorCopies:
         self.env = env
         self.process = process
         self.name = env.name
-        self.all = np.arange(env.n_envs)
 
     def reset(self, runner: EnvRunner, seed: int | None) -> None:
         state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
@@ -469,27 +476,20 @@ class _VectorCopies:
         runner._receive_all(self._seen(state), np.zeros(self.env.n_envs), none)
 
     def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
-        """Step every copy (those whose episode was over reset). Returns the copies that
-        stepped."""
+        """Step every copy (those whose episode was over reset). Returns which copies
+        stepped (a bool each)."""
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
-        reset = runner._over.copy() if runner._over.any() else None
-        if reset is not None:
-            runner._returns[reset], runner._lengths[reset] = 0.0, 0
+        stepped = ~runner._over  # the others reset (the env ignores their actions)
+        runner._returns *= stepped
         state = self.env.step(action)
-        returned = as_numpy(state.reward)
-        if reset is None:
-            runner._lengths += 1
-            stepped = self.all
-        else:
-            runner._lengths += ~reset
-            returned = returned * ~reset
-            stepped = np.flatnonzero(~reset)
+        runner._lengths += 1
+        runner._lengths *= stepped
         runner._count(self.env.n_envs)
-        runner._receive_all(self._seen(state), returned, as_numpy(state.done))
-        if runner._over.any():
-            runner._report(stepped)
+        runner._receive_all(self._seen(state), as_numpy(state.reward) * stepped,
+                            as_numpy(state.done))
+        runner._report(stepped)
         return stepped
 
     def _seen(self, state: StateArray) -> StateArray:
