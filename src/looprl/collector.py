@@ -132,8 +132,6 @@ class EnvRunner:
                                                                      **(env_args or {}))
             self.envs = [build() for _ in range(n_envs)]
             self._copies = _SRLCopies(self.envs)
-        self.segment_length = segment_length
-        self.whole_episodes = whole_episodes
         self.exploration = exploration
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
@@ -142,6 +140,7 @@ class EnvRunner:
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
         self._streams_init(n_envs, default_policy_state)
+        self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
         self._returns = np.zeros(n_envs)
@@ -149,7 +148,6 @@ class EnvRunner:
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self._restart = False  # the next step resets every copy (``truncate``)
         self._flags: dict[int, np.ndarray] = {}
-        self._version_rows = np.zeros(0, np.int64)
         self.hub = hub
         if hub is None and meta:
             self.hub = MetaHub(list(meta), Parts(policy), self.envs)
@@ -158,8 +156,8 @@ class EnvRunner:
         self._copies.reset(self, seed)
 
     def _streams_init(self, n_envs: int, default_policy_state: Any) -> None:
-        """The per-stream arrays: what arrived with each stream's latest observation, its
-        rows of the segment in progress, and its recurrent state."""
+        """The per-stream arrays: what arrived with each stream's latest observation and its
+        recurrent state."""
         agents = self.agent_count
         n = n_envs * agents
         self._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
@@ -170,7 +168,6 @@ class EnvRunner:
         self._done = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._obs: NamedArray | None = None  # [streams, ...], from the first observations
-        self.buffer = SegmentBuffer(self.segment_length, n, self.whole_episodes)
         default = self._default_state = _numpy(default_policy_state)
         self._policy_state = None if default is None else (
             stack if isinstance(default, NamedArray) else np.stack)([default] * n)
@@ -207,13 +204,6 @@ class EnvRunner:
         agent = self._agent[asked] if self.agent_count > 1 else None
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
                               exploration=exploration, agent=agent)
-
-    def _versions(self, n: int, version: int) -> np.ndarray:
-        """``policy_version`` of ``n`` rows (made again when the version or size changes)."""
-        rows = self._version_rows
-        if len(rows) != n or (n and rows[0] != version):
-            rows = self._version_rows = np.full(n, version, np.int64)
-        return rows
 
     def _evaluation(self, n: int) -> np.ndarray:
         """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""
@@ -338,7 +328,7 @@ class EnvRunner:
         rows = SampleBatch(
             obs=obs, action=action, reward=self._reward[at], done=done,
             truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
-            value=_float32(result.value), policy_version=self._versions(len(streams), version),
+            value=_float32(result.value), policy_version=np.full(len(streams), version, np.int64),
             agent=self._agent[streams] if self.agent_count > 1 else None,
         )  # fmt: skip
         self.buffer.write(None if every else streams, rows, ended)

@@ -88,12 +88,6 @@ class SegmentBuffer:
             for store, value in zip(self._stores, leaves(rows), strict=True):
                 store[row] = value
             self.t += 1
-            if not self.whole_episodes:
-                if row == self.segment_length:  # every stream completes a segment
-                    self._segments.append(recursive_apply(self.rows, np.copy))
-                    self.rows[0] = self.rows[row]
-                    self.t[:] = 1
-                return
         else:
             self._aligned = False
             streams = self._all if every else streams
@@ -113,7 +107,11 @@ class SegmentBuffer:
         t, length = self.t[streams], self.segment_length
         if not self.whole_episodes:
             full = streams[t == length + 1]
-            if len(full):
+            if len(full) == len(self.t):  # every stream at once: plain copies
+                self._segments.append(recursive_apply(self.rows, np.copy))
+                self.rows[0] = self.rows[length]
+                self.t[:] = 1
+            elif len(full):
                 self._segments.append(self.rows[:, full])  # a copy (an index array)
                 self.rows[0, full] = self.rows[length, full]
                 self.t[full] = 1
