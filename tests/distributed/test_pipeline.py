@@ -51,8 +51,8 @@ def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
     (prioritized replay, priorities fed back) is the trainer the pipeline (and the Ray
     trainer worker) runs for the Ape-X preset, on the same local replay buffer class."""
     from looprl.agents.dqn import DQNTrainer
+    from looprl.distributed import AlgorithmSpec
     from looprl.distributed.pipeline import TrainerCore
-    from looprl.distributed.presets import preset_spec
     from looprl.environments import GymEnvironment
     from looprl.experiments import make_experiment
     from looprl.memory import PrioritizedReplayBuffer
@@ -75,7 +75,7 @@ def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
     apex = dqn.env(env).device("cpu").hyperparameters(  # Ape-X: the DQN preset's option
         apex=True, n_steps=3, update="double_q", replay_start_size=64, minibatch_size=8,
         replay_buffer_size=400).build()
-    spec, _ = preset_spec(apex, frames=1000, actors=2)
+    spec, _ = AlgorithmSpec.of_preset(apex, frames=1000, actors=2)
     assert spec.explorations == apex_epsilons(2)
     core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer, spec.buffer_args)
     assert type(core.trainer) is local and type(core.buffer) is PrioritizedReplayBuffer

@@ -14,9 +14,13 @@ from hydra import compose, initialize  # noqa: E402
 from looprl.agents import ActorCriticPolicy  # noqa: E402
 from looprl.configs import build_distributed, register  # noqa: E402
 from looprl.core import Preset  # noqa: E402
-from looprl.distributed import DistributedRun, RuntimeConfig, test_pipeline  # noqa: E402
+from looprl.distributed import (  # noqa: E402
+    AlgorithmSpec,
+    DistributedRun,
+    RuntimeConfig,
+    test_pipeline,
+)
 from looprl.distributed.pipeline import TrainerCore  # noqa: E402
-from looprl.distributed.presets import preset_spec  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.memory import PrioritizedAtariReplayBuffer  # noqa: E402
 from looprl.policies.distributions import GaussianHead  # noqa: E402
@@ -116,7 +120,7 @@ def test_atari_ppo_runs_on_the_atari_environment_with_the_nature_cnn(tmp_path):
 
 
 class LocalOnly(Preset):
-    """A preset that says nothing about Ray (no ``OnPolicyPreset``/``ReplayPreset``)."""
+    """A preset of no family: it says nothing of how it learns (no ``learning``)."""
 
     def agent(self, logger=None, train_steps=math.inf):
         raise NotImplementedError
@@ -128,7 +132,7 @@ class LocalOnly(Preset):
 def test_a_preset_the_ray_runtime_cannot_build_is_one_line():
     with pytest.raises(ValueError, match=r"^runtime=ray runs every preset of the families .*; "
                                          r"'mine' \(LocalOnly\) is none of them"):
-        preset_spec(LocalOnly("mine", "cpu", {}), frames=1000)
+        AlgorithmSpec.of_preset(LocalOnly("mine", "cpu", {}), frames=1000)
 
 
 ATARI_SMALL = {"replay_buffer_size": 300, "replay_start_size": 16, "minibatch_size": 8,

@@ -11,9 +11,8 @@ import torch
 from tests.meta.constant_bonus import ConstantBonus, records
 
 from looprl.collector import EnvRunner
-from looprl.distributed import test_pipeline
+from looprl.distributed import AlgorithmSpec, test_pipeline
 from looprl.distributed.pipeline import TrainerCore, load_shared_state
-from looprl.distributed.presets import preset_spec
 from looprl.environments import GymEnvironment
 from looprl.experiments import ParallelEnvExperiment
 from looprl.meta import RND
@@ -37,7 +36,7 @@ def test_a_user_component_runs_unchanged_in_the_local_loop_and_in_the_collector(
     assert local["max_batch_reward"] >= 100  # the agent learned from the shaped rewards
 
     (tmp_path / "pipeline").mkdir()
-    spec, _ = preset_spec(preset, 1000)
+    spec, _ = AlgorithmSpec.of_preset(preset, 1000)
     spec = replace(spec, meta=[ConstantBonus(record=str(tmp_path / "pipeline"))])
     test_pipeline(spec, episodes=3, max_frames=400, n_envs=2, segment_length=5)
     copies = records(tmp_path / "pipeline")
@@ -54,7 +53,7 @@ def test_the_collectors_rnd_computes_its_bonus_with_the_trainers_networks():
     env = GymEnvironment("CartPole-v1")
     preset = dqn.hyperparameters(replay_start_size=32, minibatch_size=32,
                                  hidden=16).env(env).device("cpu").build()
-    spec, _ = preset_spec(preset, 1000)
+    spec, _ = AlgorithmSpec.of_preset(preset, 1000)
     policy = spec.make_policy()
     core = TrainerCore(spec.make_trainer(policy), spec.buffer, spec.buffer_args,
                        meta=[RND(seed=0)])

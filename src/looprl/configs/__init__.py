@@ -222,7 +222,7 @@ def runtimes() -> dict[str, dict[str, Any]]:
 def build_distributed(cfg: Any, output_dir: str) -> Any:
     """The ``DistributedRun`` a ``runtime=ray`` config describes: the workers build the
     preset's own policy and trainer, with the same hyperparameters
-    (``looprl.distributed.presets.preset_spec``).
+    (``AlgorithmSpec.of_preset``).
 
     Raises:
         ValueError: the preset is of no family, or the config asks for what the Ray runtime

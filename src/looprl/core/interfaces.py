@@ -222,6 +222,20 @@ class Preset(ABC):
         ``env_name`` itself, unless the family says otherwise."""
         return self.env_remote or (self.env_name, {})
 
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
+                 ) -> dict[str, Any]:
+        """How a trainer learns for this preset from segments that collectors elsewhere cut
+        (Ray's trainer worker; ``AlgorithmSpec.of_preset``): the ``AlgorithmSpec`` fields
+        ``buffer`` and ``buffer_args``, where they apply ``explorations`` (one rate per actor)
+        and ``whole_episodes``, and ``segment_length``, the rows of the actors' segments.
+        ``train_steps`` is the frames each of ``trainers`` trainers learns from. Each family
+        of presets says; any other preset is a one-line ``ValueError``."""
+        raise ValueError(f"runtime=ray runs every preset of the families (classic control, "
+                         f"Atari, continuous, multi-agent); {self.name!r} "
+                         f"({type(self).__name__}) is none of them: run it locally "
+                         "(runtime=local), give it a learning() method, or build an "
+                         "AlgorithmSpec in Python")
+
     def save(self, filename: str) -> None:
         """Save the preset (configuration and current weights) with ``torch.save``."""
         torch.save(self, filename)
@@ -231,6 +245,8 @@ class ParallelPreset(Preset):
     """A preset whose training agent is a ``ParallelAgent`` over ``n_envs`` environments."""
 
     n_envs: int = 1
+    #: rows of the segments it learns from
+    n_steps: int = 1
 
     @abstractmethod
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> ParallelAgent:
@@ -239,6 +255,13 @@ class ParallelPreset(Preset):
     @abstractmethod
     def parallel_test_agent(self) -> ParallelAgent:
         """Build an evaluation agent acting on ``StateArray`` batches."""
+
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
+                 ) -> dict[str, Any]:
+        """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows,
+        the local rollout's shape."""
+        return {"buffer": "on_policy", "buffer_args": {"batch_streams": self.n_envs},
+                "segment_length": self.n_steps}
 
 
 @namedarray

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -16,8 +17,8 @@ __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
 class AlgorithmSpec:
     """An environment, a policy and a trainer, built by name (seed 004) or by a preset.
 
-    ``looprl.distributed.preset_spec(preset, frames)`` makes the spec of a preset: its
-    ``policy`` and ``trainer`` are then the preset's own factories (``preset.policy``,
+    ``AlgorithmSpec.of_preset(preset, frames)`` makes the spec of a preset: its ``policy``
+    and ``trainer`` are then the preset's own factories (``preset.policy``,
     ``preset.trainer``), so that the Ray workers build exactly the parts of the local agent.
 
     Attributes:
@@ -62,6 +63,33 @@ class AlgorithmSpec:
             raise ValueError("meta components do not run with independent learners on Ray "
                              "(each agent would need its own copy); drop meta or use "
                              "runtime=local")
+
+    @classmethod
+    def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
+                  ) -> tuple[AlgorithmSpec, dict[str, Any]]:
+        """The spec of a built preset, and the runtime options it implies
+        (``segment_length``).
+
+        The preset is its own builder for both runtimes: the actors make its environment as
+        it was made (``preset.remote_env()``) and build its policy (``preset.policy``, with
+        its exploration, optimizer and clipping), the trainer worker its trainer (schedules
+        spanning ``frames`` shared by ``trainers``) and the buffer its ``learning`` names
+        (on-policy segments of its rollout's shape, its replay, or one per agent); its
+        attached meta components run on the workers.
+
+        Raises:
+            ValueError: the preset says nothing of how it learns from segments (one line).
+        """
+        train_steps = frames / trainers
+        learning = dict(preset.learning(train_steps, actors, trainers))
+        implied = {"segment_length": learning.pop("segment_length")} \
+            if "segment_length" in learning else {}
+        env, env_args = preset.remote_env()
+        spec = cls(env=env, env_args=env_args, policy=preset.policy,
+                   policy_args={"copy_model": True},
+                   trainer=functools.partial(preset.trainer, train_steps=train_steps),
+                   meta=list(preset.meta), **learning)
+        return spec, implied
 
     @property
     def algorithm(self) -> str:

@@ -59,7 +59,6 @@ from looprl.distributed.cluster import (
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool
-from looprl.distributed.presets import preset_spec
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
     ControllerCheckpoint,
@@ -80,7 +79,7 @@ class DistributedRun:
 
     Args:
         spec: the environment, policy and trainer: an ``AlgorithmSpec``, or a built
-            ``Preset`` whose own parts the workers build (``preset_spec``: the same
+            ``Preset`` whose own parts the workers build (``AlgorithmSpec.of_preset``: the same
             hyperparameters as the local agent; ``runtime.segment_length`` is then the
             preset's rollout length).
         runtime: worker counts, resources, and where Ray runs.
@@ -108,7 +107,8 @@ class DistributedRun:
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
-            spec, implied = preset_spec(spec, frames, self.runtime.actors, self.runtime.trainers)
+            spec, implied = AlgorithmSpec.of_preset(spec, frames, self.runtime.actors,
+                                                    self.runtime.trainers)
             self.runtime = replace(self.runtime, **implied)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])

@@ -34,6 +34,7 @@ from typing import Any
 
 from looprl.agents.dqn import DQN
 from looprl.core import Agent, Policy, Preset, Trainer
+from looprl.policies import apex_epsilons
 from looprl.presets.parts import beta_schedule, replay_buffer
 
 __all__ = ["ReplayPreset"]
@@ -96,6 +97,14 @@ class ReplayPreset(Preset):
         """The local agent's replay buffer."""
         kind = "prioritized" if self.prioritized else "uniform"
         return replay_buffer(kind, self.hyperparameters, self.device, train_steps, self.n_step)
+
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
+                 ) -> dict[str, Any]:
+        """The trainer keeps ``remote_replay``; with ``apex``, each actor explores at its own
+        Ape-X rate."""
+        buffer, buffer_args = self.remote_replay(train_steps)
+        return {"buffer": buffer, "buffer_args": buffer_args,
+                "explorations": apex_epsilons(actors) if self.apex else None}
 
     def remote_replay(self, train_steps: float = math.inf) -> tuple[str, dict[str, Any]]:
         """The trainer worker's replay (``TrainerCore``'s ``buffer`` and ``buffer_args``):

@@ -44,6 +44,15 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
             discount_factor=hp["discount_factor"], gae_lambda=1.0,
         )
 
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
+                 ) -> dict[str, Any]:
+        """Each actor stream's segment ends at the first episode end after
+        ``min_batch_size`` steps, and the trainer steps on each alone (Monte-Carlo
+        advantages, as locally)."""
+        return {"buffer": "on_policy", "buffer_args": {"batch_streams": 1},
+                "whole_episodes": True,
+                "segment_length": self.hyperparameters["min_batch_size"]}
+
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> VPG:
         policy = self.policy(logger)
         return VPG(policy, self.trainer(policy, train_steps),

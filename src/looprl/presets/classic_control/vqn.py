@@ -10,7 +10,7 @@ state, next-step autoreset, weigh 0), and the local agent is ``OnPolicyAgent`` w
 ``n_steps=1``: it learns from every fresh segment.
 
 The preset is its own builder (``policy``, ``trainer``, ``n_envs`` x ``n_steps`` = 1): on Ray
-(``looprl.distributed.preset_spec``) a trainer learns from ``n_envs`` one-step streams at a
+(``Preset.learning``) a trainer learns from ``n_envs`` one-step streams at a
 time, the local batch's shape, and each actor's epsilon counts its own batched steps.
 
 No replay; a target network copied every ``target_update_frequency`` updates keeps the
@@ -80,11 +80,6 @@ class OnlineClassicControlPreset(ParallelPreset):
         obs_dim = require_flat_observations(env, self.algorithm)
         hidden = self.hyperparameters["hidden"]
         return MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
-
-    @property
-    def n_steps(self) -> int:
-        """Rows per segment: one step of the ``n_envs`` environments per update."""
-        return 1
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:

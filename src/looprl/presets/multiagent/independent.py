@@ -96,6 +96,32 @@ class IndependentMultiagentPreset(Preset):
         another kind of environment."""
         return self.remote
 
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
+                 ) -> dict[str, Any]:
+        """One trainer worker keeps each agent's own buffer (its preset's ``learning`` over
+        its share of ``train_steps``) and steps each agent's trainer on its own streams."""
+        if self.remote[0] is None:
+            raise ValueError(f"runtime=ray steps multi-agent presets in PettingZoo environments "
+                             f"(MultiagentPettingZooEnv); {self.name!r} was built for another "
+                             "one: run it locally (runtime=local)")
+        if trainers > 1:
+            raise ValueError(f"{self.name!r} (independent learners) trains in one trainer "
+                             f"worker; set runtime.trainers=1 (got {trainers})")
+        share = self._agent_steps(train_steps)
+        agents = [preset.learning(share, actors) for preset in self.presets.values()]
+        lengths = {agent["segment_length"] for agent in agents if "segment_length" in agent}
+        if len(lengths) > 1:
+            raise ValueError(f"the agents of {self.name!r} learn from segments of "
+                             f"{sorted(lengths)} steps; give their presets one n_steps")
+        if len({str(agent.get("explorations")) for agent in agents}) > 1:
+            raise ValueError(f"the agents of {self.name!r} explore differently on Ray (apex); "
+                             "set apex for all of them or for none")
+        return {"buffer": "independent",
+                "buffer_args": {"agents": [(agent["buffer"], agent["buffer_args"])
+                                           for agent in agents]},
+                "explorations": agents[0].get("explorations"),
+                **({"segment_length": lengths.pop()} if lengths else {})}
+
     def _agent_steps(self, train_steps: float) -> float:
         """Each agent's share of ``train_steps`` frames (agents take turns)."""
         return train_steps / len(self.presets) if math.isfinite(train_steps) else train_steps
