@@ -377,3 +377,7 @@ def test_independent_learners_run_in_one_trainer_worker_without_meta():
                                          "learners on Ray"):
         DistributedRun(preset, RuntimeConfig(), logdir=None, quiet=True,
                        meta=[MetaComponent()])
+    preset.meta = [MetaComponent()]  # attached by the builder: refused, not dropped
+    with pytest.raises(ValueError, match="^meta components do not run with independent "
+                                         "learners on Ray"):
+        AlgorithmSpec.of_preset(preset, frames=1000)
