@@ -18,7 +18,7 @@ from looprl.environments.contextual import (
 from looprl.experiments import run_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import COMPONENTS, PLR, MetaComponent
-from looprl.meta.plr import episode_score, logits_and_values
+from looprl.meta.plr import episode_score
 from looprl.presets.classic_control import ppo
 
 SMALL_PPO = ppo.hyperparameters(n_envs=2, n_steps=16, minibatch_size=16, epochs=1, hidden=16)
@@ -101,20 +101,29 @@ def test_scores_against_hand_computed_values():
     assert 0 <= episode_score("random", rewards, rng=np.random.default_rng(0)) < 1
 
 
-def test_logits_and_values_of_dqn_style_policy_and_unknown_one():
-    class Q:
-        device = "cpu"
+def test_policies_give_logits_and_values_and_others_say_they_cannot():
+    """PLR and SPaCE read ``Policy.logits_and_values``: a Q policy gives ``Q`` as logits and
+    ``max_a Q`` as values, an actor-critic policy its logits and critic; a continuous
+    deterministic policy has none (one line)."""
+    from looprl.presets.classic_control import dqn
+    from looprl.presets.continuous import ddpg
 
-        @staticmethod
-        def model(obs):
-            return torch.stack([obs.sum(1), -obs.sum(1)], dim=1)
-
-    policy = type("P", (), {"q": Q()})()
-    logits, values = logits_and_values(policy, torch.tensor([[1.0, 2.0], [-1.0, 0.0]]))
-    torch.testing.assert_close(values, torch.tensor([3.0, 1.0]))
-    assert logits.shape == (2, 2)
-    with pytest.raises(ValueError, match="Cannot get action probabilities.*PPO-style"):
-        logits_and_values(object(), torch.zeros(1, 2))
+    torch.manual_seed(0)
+    obs = torch.randn(3, 4)
+    env = GymEnvironment("CartPole-v1")
+    q_policy = dqn.env(env).device("cpu").build().policy()
+    logits, values = q_policy.logits_and_values(obs)
+    q = q_policy.q.model.model(obs)
+    torch.testing.assert_close(logits, q.detach())
+    torch.testing.assert_close(values, q.detach().max(dim=-1).values)
+    ac_policy = ppo.env(env).device("cpu").build().policy()
+    logits, values = ac_policy.logits_and_values(obs.numpy())
+    params, value = ac_policy.module(obs)[:2]
+    torch.testing.assert_close(logits, params.detach())
+    torch.testing.assert_close(values, value.detach())
+    continuous = ddpg.env(GymEnvironment("Pendulum-v1")).device("cpu").build().policy()
+    with pytest.raises(ValueError, match="gives no action logits and values: PLR and SPaCE"):
+        continuous.logits_and_values(torch.zeros(1, 3))
 
 
 def test_bad_inputs():
@@ -191,6 +200,21 @@ def test_plr_on_ppo_replays_levels_it_chose(tmp_path: Path) -> None:
     assert all(0 <= share <= 1 for share in shares) and 0 < max(shares)
 
 
+def test_plr_on_dqn_scores_with_the_q_values(tmp_path: Path) -> None:
+    """A single-env DQN run: PLR scores its episodes with ``max_a Q`` as values."""
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    contexts = sample_contexts("CartPole-v1", 4, {"length": (0.2, 1.0)}, seed=0)
+    env = ContextualEnvironment("CartPole-v1", contexts, seed=0)
+    plr = PLR(strategy="one_step_td_error", replay_prob=0.5, seed=0)
+    preset = dqn.hyperparameters(replay_start_size=50, minibatch_size=16)
+    run_experiment(preset, env, 400, logdir=str(tmp_path), quiet=True, test_episodes=0,
+                   seed=0, meta=[plr])
+    assert len(plr.choices) >= 5 and plr.seen.sum() >= 2
+    assert np.isfinite(plr.scores).all() and (plr.scores[plr.seen] > 0).all()
+
+
 class ScoreLog(PLR):
     """PLR that keeps every episode score it records."""
 
@@ -215,7 +239,7 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
     def model(obs):  # logits and values of zeros: the GAE score is a function of length
         return torch.zeros(len(obs), 2), torch.zeros(len(obs))
 
-    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"),
+    policy = SimpleNamespace(logits_and_values=lambda obs: model(torch.as_tensor(obs)),
                              hyperparameters=dict, approximations=dict)  # declares none
     contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
     _, env_args = ContextualEnvironment("CartPole-v1", contexts).remote_env()
@@ -256,7 +280,7 @@ def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
     def model(obs):
         return torch.zeros(len(obs), 2), torch.ones(len(obs))
 
-    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"),
+    policy = SimpleNamespace(logits_and_values=lambda obs: model(torch.as_tensor(obs)),
                              hyperparameters=dict, approximations=dict)  # declares none
     plr = ScoreLog(strategy="one_step_td_error", gamma=0.9, seed=0)
     runner = EnvRunner("contextual", {"env_id": "CartPole-v1", "max_episode_steps": 5},

@@ -53,7 +53,7 @@ def test_window_counts_episodes_and_value_measure_orders_by_start_value():
     def model(obs):  # V(s_0) = -k * length: short poles are "easy"
         return torch.zeros(len(obs), 2), -scale["k"] * obs[:, 4 + 3]
 
-    policy = SimpleNamespace(approximation=SimpleNamespace(model=model, device="cpu"),
+    policy = SimpleNamespace(logits_and_values=lambda obs: model(torch.as_tensor(obs)),
                              hyperparameters=dict, approximations=dict)  # declares none
     space = SPaCE(initial_size=2, increment=2, eta=0.05, check_every=4, measure="value")
     metrics = {"env": env, "policy": policy}

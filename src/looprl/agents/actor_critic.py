@@ -182,6 +182,12 @@ class ActorCriticPolicy(Policy):
         return RolloutResult(action=action, policy_state=policy_state, log_prob=log_prob,
                              value=value)
 
+    def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """The action head's parameters (logits for discrete actions) and the values."""
+        with torch.no_grad():
+            params, value = self.module(self._obs(obs))[:2]
+        return params.float().cpu(), value.float().reshape(-1).cpu()
+
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         """Re-evaluate stored ``sample`` rows with gradients (see the class docstring).
 

@@ -130,6 +130,14 @@ class Policy(metaclass=_ByName):
         """The ``Approximation`` objects this policy owns, by name (``{}``: none)."""
         return {}
 
+    def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action logits (``softmax`` gives the probabilities) and state values of the
+        observation rows ``obs``, without gradients, on the CPU: ``[n, actions]`` and ``[n]``.
+        What scoring components read (PLR, SPaCE); policies over discrete actions say."""
+        raise ValueError(
+            f"{type(self).__name__} gives no action logits and values: PLR and SPaCE score "
+            "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
+
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The ``hp/*`` keys this policy declares: by default those of its approximations
         (``hp/lr/<name>``, ``hp/tau``, ``hp/target_period``); exploration adds its rate."""

@@ -27,8 +27,8 @@ Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episo
 =================== ===========================================================
 
 ``V(s_T)`` is 0 after a termination and the value of the last observation after a
-truncation. ``p`` and ``V`` come from ``metrics['policy']`` (``logits_and_values``), taken
-when the step happens (one batched forward per step, only for the strategies that need it).
+truncation. ``p`` and ``V`` come from ``metrics['policy']`` (``Policy.logits_and_values``),
+taken when the step happens (one batched forward per step, only for the strategies that need it).
 
 Hooks (metrics keys, ``looprl.meta.metrics``):
 
@@ -62,7 +62,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from looprl.core import StateArray
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
@@ -79,39 +78,6 @@ def check_strategy(strategy: str) -> str:
         raise ValueError(f"Unknown PLR scoring strategy {strategy!r}; valid: "
                          f"{', '.join(STRATEGIES)}")
     return strategy
-
-
-# -- the policy's outputs ------------------------------------------------------------------
-def logits_and_values(policy: Any, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(logits, values)`` of ``policy`` for the observation rows ``obs`` (no gradients).
-
-    A PPO-style policy (``policy.approximation.model(obs) -> (params, values)``) gives its
-    distribution parameters (logits for discrete actions) and values; a DQN-style policy
-    (``policy.q``) gives its Q-values as logits (``softmax(Q)`` are the probabilities) and
-    ``max_a Q`` as values. Results are on the CPU, values of shape ``(n,)``.
-    """
-    with torch.no_grad():
-        approximation = getattr(policy, "approximation", None)
-        if approximation is not None and hasattr(approximation, "model"):
-            device = getattr(approximation, "device", None)
-            logits, values = approximation.model(torch.as_tensor(obs, device=device))[:2]
-        elif getattr(policy, "q", None) is not None:
-            q = policy.q
-            device = getattr(q, "device", None)
-            obs = torch.as_tensor(obs, device=device)
-            if hasattr(q, "no_grad"):
-                logits = q.no_grad(StateArray({"observation": obs}, (obs.shape[0],),
-                                              device=device))
-            else:
-                logits = q.model(obs)
-            values = logits.max(dim=-1).values
-        else:
-            raise ValueError(
-                f"Cannot get action probabilities and values from {type(policy).__name__}: "
-                "PLR needs a PPO-style policy (policy.approximation.model(obs) -> (logits, "
-                "values)) or a DQN-style one (policy.q)"
-            )
-    return logits.detach().float().cpu(), values.detach().float().reshape(-1).cpu()
 
 
 # -- scores of one episode -------------------------------------------------------------------
@@ -299,7 +265,7 @@ class PLR(MetaComponent):
         terminated = torch.as_tensor(transition["terminated"]).cpu()
         logits = values = None
         if self.strategy in PROBABILITY_STRATEGIES + VALUE_STRATEGIES:
-            logits, values = logits_and_values(self._policy(metrics), transition["state"])
+            logits, values = self._policy(metrics).logits_and_values(transition["state"])
         next_state = torch.as_tensor(transition["next_state"])
         for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
             if self._skip.pop(i, False):
@@ -354,7 +320,7 @@ class PLR(MetaComponent):
             values = torch.stack([step.value for step in steps])
             if self.strategy in VALUE_STRATEGIES and not steps[-1].terminated:
                 last_obs = self._last_obs[i][None]  # truncated: bootstrap
-                last_value = float(logits_and_values(self._policy(metrics), last_obs)[1][0])
+                last_value = float(self._policy(metrics).logits_and_values(last_obs)[1][0])
         return episode_score(self.strategy, rewards, logits, values, last_value, self.gamma,
                              self.lam, self.rng)
 

@@ -10,7 +10,7 @@ copies):
 * ``measure='value'``: the mean, over the instances of the current set, of the agent's value
   estimate ``V(s_0^i)`` of instance ``i``'s start state. Start states are taken once, by
   resetting a private deep copy of the first copy's ``ContextualEnv`` on each instance with
-  ``seed``; values come from ``metrics['policy']`` (``looprl.meta.plr.logits_and_values``).
+  ``seed``; values come from ``metrics['policy']`` (``Policy.logits_and_values``).
 * ``measure='return'``: the mean return of the episodes that ended during the window
   (``metrics['episode_returns']``), whatever instance they played.
 
@@ -43,7 +43,6 @@ import torch
 
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
-from looprl.meta.plr import logits_and_values
 
 MEASURES = ("value", "return")
 
@@ -106,7 +105,7 @@ class SPaCE(MetaComponent):
             return None
         starts = self.start_states(metrics["env"])
         obs = torch.stack([starts[i] for i in instances])
-        return logits_and_values(policy, obs)[1].numpy().astype(float)
+        return policy.logits_and_values(obs)[1].numpy().astype(float)
 
     def _by_value(self, metrics: dict[str, Any], instances: list[int]) -> list[int]:
         values = self.values(metrics, instances)
