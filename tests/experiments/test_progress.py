@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from looprl.experiments.progress import TrainingProgress
+from looprl.meta.hyperparameters import agent_hyperparameters
 
 
 def test_quiet_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,7 +143,8 @@ def test_experiment_dashboard_reads_the_last_losses_and_current_hyperparameters(
                                           gradient_steps=1, hidden=16).device("cpu").build()
     experiment = make_experiment(preset, env, train_steps=300, logdir=str(tmp_path), quiet=True)
     experiment.train(frames=300)
-    losses, hyperparameters = dashboard(experiment.logger, experiment._hyperparameters())()
+    hp = agent_hyperparameters(experiment.agent)
+    losses, hyperparameters = dashboard(experiment.logger, hp)()
     last = float(experiment.logger.last_losses["q"])
     assert losses == f"loss/q {last:.4g}"
     epsilon = experiment.agent.policy.greedy.epsilon.current

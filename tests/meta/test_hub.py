@@ -13,7 +13,6 @@ from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment, run_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent, MetaStack
-from looprl.meta.hub import MetaTrainer
 from looprl.presets.classic_control import dqn, ppo
 from looprl.presets.continuous import sac
 
@@ -157,9 +156,9 @@ def test_a_changed_reward_is_what_the_agent_learns_from(tmp_path: Path) -> None:
     assert experiment.logger.mean_return100 < 100  # logged returns stay the env's own
 
 
-def test_no_component_no_hub_and_no_wrapped_trainer(tmp_path: Path) -> None:
+def test_no_component_no_hub(tmp_path: Path) -> None:
     experiment = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 60)
-    assert experiment.hub is None and not isinstance(experiment.agent.trainer, MetaTrainer)
+    assert experiment.hub is None and experiment.agent.trainer.hub is None
 
 
 def test_builder_meta_and_run_experiment_meta(tmp_path: Path) -> None:
@@ -188,16 +187,6 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match=r"transition\['reward'\] as \(3, 3\).*shape \(1,\)"):
         _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20, meta=[WrongShape()])
-
-
-def test_setting_an_attribute_of_the_wrapped_trainer_changes_the_real_one(tmp_path) -> None:
-    from looprl.meta.hyperparameters import agent_hyperparameters
-
-    experiment = _experiment(SMALL_PPO, "CartPole-v1", tmp_path, meta=[Recorder("a", [])])
-    wrapper = experiment.agent.trainer
-    assert isinstance(wrapper, MetaTrainer)
-    agent_hyperparameters(experiment.agent)["hp/clip"].set(0.33)
-    assert wrapper.trainer.clip == 0.33 and wrapper.clip == 0.33
 
 
 @pytest.mark.parametrize(

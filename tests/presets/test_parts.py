@@ -200,7 +200,7 @@ def test_exploration_and_buffer_receive_the_metrics_and_hp_values_stay_current(
     metrics = experiment.hub.metrics
     assert agent.policy.greedy.metrics is metrics
     assert metrics["buffer"] is agent.replay_buffer and agent.replay_buffer.metrics is metrics
-    assert agent.trainer.trainer.metrics is metrics  # the update rule, inside the MetaTrainer
+    assert agent.trainer.metrics is metrics  # the update rule
     # the agent's own schedule moves epsilon; hooks see its current value
     assert recorder.values[0] == pytest.approx(1.0, abs=0.02)
     assert recorder.values[120] == pytest.approx(0.04)

@@ -298,7 +298,7 @@ class OffPolicyAgent(ReplayAgent):
         if not self._should_train():
             return
         for _ in range(self.gradient_steps):
-            result = self.trainer.step(self.replay_buffer.sample_batch(self.minibatch_size))
+            result = self.trainer.learn(self.replay_buffer.sample_batch(self.minibatch_size))
             self._updates += 1
             if self.logger.verbose and self._updates % self.log_every == 0:
                 for name, value in result.stats.items():

@@ -383,7 +383,7 @@ class DQN(ReplayAgent):
         if self._should_train():
             buffer = self.replay_buffer
             for _ in range(self.gradient_steps):
-                result = self.trainer.step(buffer.sample_batch(self.minibatch_size))
+                result = self.trainer.learn(buffer.sample_batch(self.minibatch_size))
                 if result.priorities is not None:
                     buffer.update_priorities(result.priorities)
 

@@ -418,8 +418,8 @@ class OnPolicyAgent(ParallelAgent):
 
 
 def train_and_log(trainer: Trainer, segment: SampleBatch, logger: Logger) -> TrainerStepResult:
-    """``trainer.step(segment)``, its statistics written to a verbose ``logger``."""
-    result = trainer.step(segment)
+    """``trainer.learn(segment)``, its statistics written to a verbose ``logger``."""
+    result = trainer.learn(segment)
     if logger.verbose:
         for name, value in result.stats.items():
             logger.add_loss(name, value)

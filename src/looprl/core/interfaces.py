@@ -156,12 +156,14 @@ class Trainer(metaclass=_ByName):
     ``target - Q(s, a)`` (every step of the DQN family and of DDPG, TD3 and SAC, whose twin
     critics give ``Q1``'s; C51: the per-sample cross-entropies, its priorities; ``None`` for
     the policy-gradient trainers). ``metrics`` is the run's metrics dictionary
-    when meta components are attached (``None`` otherwise), for update rules that read it.
+    when meta components are attached (``None`` otherwise), for update rules that read it;
+    ``hub`` is then the run's ``MetaHub``, whose update hooks ``learn`` runs around ``step``.
     """
 
     predictions: dict[str, Any] = {}  # noqa: B006
     td_error: Any = None
     metrics: dict[str, Any] | None = None
+    hub: Any = None
 
     @property
     @abstractmethod
@@ -172,6 +174,13 @@ class Trainer(metaclass=_ByName):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """Advance one training step on ``batch`` (``[T + 1, B]`` segments); return the
         statistics to log and, for prioritized replay, new priorities."""
+
+    def learn(self, batch: SampleBatch) -> TrainerStepResult:
+        """``step`` with the run's update hooks around it (``hub.update``) when meta
+        components are attached: what every learner calls (the local agents, Ray's trainer
+        worker)."""
+        hub = self.hub
+        return self.step(batch) if hub is None else hub.update(self, batch)
 
     def approximations(self) -> dict[str, Any]:
         """The ``Approximation`` objects this trainer owns besides its policy's (a critic,

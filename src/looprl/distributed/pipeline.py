@@ -20,7 +20,7 @@ from looprl.collector import EnvRunner
 from looprl.core import SampleBatch, TrainerStepResult
 from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub, MetaTrainer, Parts
+from looprl.meta.hub import MetaHub, Parts
 
 __all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "test_pipeline",
            "trainer_core"]
@@ -85,10 +85,8 @@ class TrainerCore(StepLoop):
             args.setdefault("batch_streams", 8)
             args.setdefault("max_lag", max_lag)
         self.buffer = make_sample_buffer(kind, **args)
-        if meta:
-            parts = Parts(trainer.policy, trainer, self.buffer)
-            MetaHub(list(meta), parts, None)
-            self.trainer = parts.trainer  # a MetaTrainer: the update hooks run around step
+        if meta:  # the trainer's hub: its learn() runs the update hooks around each step
+            MetaHub(list(meta), Parts(trainer.policy, trainer, self.buffer), None)
         self.received = 0  # segments put
         self.dropped = 0  # segments dropped as too old
 
@@ -97,18 +95,22 @@ class TrainerCore(StepLoop):
         """The trained policy."""
         return self.trainer.policy
 
+    @property
+    def hub(self) -> MetaHub | None:
+        """The trainer's ``MetaHub`` (``None`` without meta components): a trainer restored
+        from a checkpoint or taken from rank 0 brings its own."""
+        return self.trainer.hub
+
     def shared_state(self) -> list[dict[str, Any] | None]:
         """Each meta component's ``shared_state`` (published with the policy parameters)."""
-        if not isinstance(self.trainer, MetaTrainer):
+        if self.hub is None:
             return []
-        return [component.shared_state() for component in self.trainer.hub.stack]
+        return [component.shared_state() for component in self.hub.stack]
 
     def log_scalars(self) -> dict[str, float]:
         """The ``log/*`` values the update hooks wrote since the last call
         (``MetaHub.log_scalars``; ``{}`` without meta components)."""
-        if not isinstance(self.trainer, MetaTrainer):
-            return {}
-        return self.trainer.hub.log_scalars()
+        return {} if self.hub is None else self.hub.log_scalars()
 
     def put(self, sample: SampleBatch) -> None:
         """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
@@ -154,7 +156,7 @@ class TrainerCore(StepLoop):
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
         """``Trainer.step`` on ``batch`` (touches the trainer only, not the buffer)."""
-        return self.trainer.step(batch[0])
+        return self.trainer.learn(batch[0])
 
     def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
         """Hand the step's new priorities back to a replay buffer."""

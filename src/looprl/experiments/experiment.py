@@ -194,7 +194,7 @@ class Experiment(ABC):
             raise ValueError("train() needs a budget: frames=... or episodes=...")
         total = int(frames) if math.isfinite(frames) else 0
         description = f"{self.name} on {self.env.name}"
-        self._hp = self._hyperparameters()
+        self._hp = agent_hyperparameters(self.agent)
         status = dashboard(self.logger, self._hp)
         with TrainingProgress(total, description, quiet=self.quiet,
                               status=status) as self._progress:
@@ -206,12 +206,6 @@ class Experiment(ABC):
                     self._running_return_nonfinite(),
                 )
                 raise FloatingPointError(message) from error
-
-    def _hyperparameters(self) -> dict[str, Any]:
-        """The agent's ``hp/*`` keys (the hub's, which set the real trainer, when one runs)."""
-        if self.hub is not None:
-            return self.hub.hyperparameters
-        return agent_hyperparameters(self.agent)
 
     @abstractmethod
     def _train(self, frames: float, episodes: float) -> None:

@@ -5,8 +5,9 @@ that training without components runs the plain loop). The hub
 
 * writes what the loop knows into the metrics dictionary (``looprl.meta.metrics``) and calls
   the step and episode hooks;
-* wraps the agent's trainer in a ``MetaTrainer``, which calls the update hooks around every
-  ``Trainer.step`` and writes the batch, losses, TD errors, predictions and gradient norm;
+* is the agent's trainer's ``hub``: ``Trainer.learn`` calls ``update``, which runs the update
+  hooks around ``Trainer.step`` and writes the batch, losses, TD errors, predictions and
+  gradient norm;
 * publishes the agent's hyperparameters as ``hp/*`` keys before every hook call and applies
   the ones a hook changed before the next step or update;
 * gives the agent's exploration policy, buffer and trainer (its update rule) the metrics
@@ -41,59 +42,10 @@ from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 
-class MetaTrainer(Trainer):
-    """A trainer whose every ``step`` runs the pre- and post-update hooks around the real one.
-
-    Args:
-        trainer: the agent's trainer.
-        hub: the run's ``MetaHub``.
-    """
-
-    def __init__(self, trainer: Trainer, hub: MetaHub):
-        self.trainer = trainer
-        self.hub = hub
-
-    @property
-    def policy(self) -> Any:
-        return self.trainer.policy
-
-    def approximations(self) -> dict[str, Any]:
-        """The wrapped trainer's."""
-        return self.trainer.approximations()
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The wrapped trainer's (their setters change it, not this wrapper)."""
-        return self.trainer.hyperparameters()
-
-    def step(self, batch: SampleBatch) -> TrainerStepResult:
-        metrics = self.hub.metrics
-        metrics["batch"] = batch
-        self.hub.run("pre_update")
-        result = self.trainer.step(metrics["batch"])
-        metrics["update"] = metrics.get("update", 0) + 1
-        metrics["losses"] = dict(result.stats)
-        metrics["td_error"] = self.trainer.td_error
-        metrics["predictions"] = self.trainer.predictions
-        metrics["grad_norm"] = {name: a.grad_norm for name, a in self.hub.approximations.items()}
-        self.hub.run("post_update")
-        return result
-
-    def __getattr__(self, name: str) -> Any:  # the wrapped trainer's other attributes
-        if name in ("trainer", "hub"):  # not set yet (while unpickling)
-            raise AttributeError(name)
-        return getattr(self.trainer, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:  # ... which setting changes there
-        if name in ("trainer", "hub"):
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.trainer, name, value)
-
-
 @dataclass
 class Parts:
     """What a hub sees in a Ray worker, which has no agent: the policy, and on the trainer's
-    side the trainer (wrapped in a ``MetaTrainer``) and its sample buffer."""
+    side the trainer and its sample buffer."""
 
     policy: Any
     trainer: Any = None
@@ -120,7 +72,7 @@ class MetaHub:
     Args:
         components: the components, in the order their hooks run.
         agent: the training agent (bodies included), or a Ray worker's ``Parts``; its
-            trainer (if any: an actor's parts have none) is wrapped.
+            trainer (if any: an actor's parts have none) runs the update hooks.
         env: the (vector) environment, published as ``metrics['env']``.
         model: the preset's main network, published as ``metrics['model']``.
     """
@@ -130,8 +82,6 @@ class MetaHub:
         self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
                                         "update": 0}
         inner = self._inner = agent.unwrapped
-        if isinstance(inner.trainer, MetaTrainer):  # attached before: the real trainer
-            inner.trainer = inner.trainer.trainer
         trainer = inner.trainer
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         own = trainer.approximations() if trainer is not None else {}
@@ -140,7 +90,7 @@ class MetaHub:
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
         if trainer is not None:
-            inner.trainer = MetaTrainer(trainer, self)
+            trainer.hub = self
         self.metrics["policy"] = getattr(inner, "policy", None)
         self.metrics["buffer"] = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
         parts = (getattr(self.metrics["policy"], "greedy", None), self.metrics["buffer"],
@@ -157,7 +107,6 @@ class MetaHub:
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The agent's ``hp/*`` keys with their getters and setters."""
         if self._hyperparameters is None:  # loaded from a checkpoint: declared again
-            # (the MetaTrainer forwards to the real trainer's declaration)
             self._hyperparameters = agent_hyperparameters(self._inner)
         return self._hyperparameters
 
@@ -228,6 +177,22 @@ class MetaHub:
                     values[key] = number
         self._size = len(metrics)  # a key written again is looked at again
         return values
+
+    def update(self, trainer: Trainer, batch: SampleBatch) -> TrainerStepResult:
+        """``trainer.step`` with the pre- and post-update hooks around it
+        (``Trainer.learn``): a hook may replace ``metrics['batch']``; after the step the
+        dictionary holds its losses, TD errors, predictions and gradient norms."""
+        metrics = self.metrics
+        metrics["batch"] = batch
+        self.run("pre_update")
+        result = trainer.step(metrics["batch"])
+        metrics["update"] = metrics.get("update", 0) + 1
+        metrics["losses"] = dict(result.stats)
+        metrics["td_error"] = trainer.td_error
+        metrics["predictions"] = trainer.predictions
+        metrics["grad_norm"] = {name: a.grad_norm for name, a in self.approximations.items()}
+        self.run("post_update")
+        return result
 
     # -- what the loop reports -----------------------------------------------------------
     def pre_episode(self) -> None:

@@ -221,9 +221,6 @@ class Runner:
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The current agent's ``hp/*`` keys, each with a getter and a setter."""
         self._require_agent()
-        hub = getattr(self.experiment, "hub", None)
-        if hub is not None:  # the hub holds the setters of the real (unwrapped) trainer
-            return hub.hyperparameters
         return agent_hyperparameters(self.experiment.agent)
 
     def set_hyperparameters(self, values: dict[str, Any]) -> None:

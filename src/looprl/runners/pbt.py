@@ -35,6 +35,7 @@ from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
+from looprl.meta.hyperparameters import agent_hyperparameters
 from looprl.runners.base import Runner
 from looprl.runners.space import search_mapping
 
@@ -80,7 +81,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
                                       **info, "hyperparameters": preset.hyperparameters})
         experiment = make_experiment(preset, spec["env"], train_steps=spec["num_steps"],
                                      quiet=True, verbose=False, seed=seed, logger=logger)
-    found = experiment._hyperparameters()
+    found = agent_hyperparameters(experiment.agent)
     for key, value in values.items():  # explore: the (perturbed) values of this trial's config
         found[key].set(value)
     while experiment.frame < spec["num_steps"]:
