@@ -39,9 +39,8 @@ from torch import nn
 
 from looprl.core import (
     Agent,
-    Hyperparameter,
+    AgentWrapper,
     Multiagent,
-    ParallelAgent,
     Policy,
     RolloutRequest,
     RolloutResult,
@@ -78,24 +77,12 @@ class IndependentMultiagent(Multiagent):
         return self.agents[name].act(multiagent_state)
 
 
-class SingleStateAgent(Agent):
+class SingleStateAgent(AgentWrapper, Agent):
     """Lets a ``ParallelAgent`` act on single states, as ``StateArray`` batches of 1 row.
 
     Tensor entries gain a leading dimension of 1, numbers become 1-element tensors and
     other entries 1-element lists; the action of the row is returned.
     """
-
-    def __init__(self, agent: ParallelAgent):
-        self.agent = agent
-
-    @property
-    def unwrapped(self) -> Any:
-        """The wrapped agent's."""
-        return self.agent.unwrapped
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The wrapped agent's."""
-        return self.agent.hyperparameters()
 
     def act(self, state: State) -> Any:
         device = state.device
@@ -202,7 +189,7 @@ def mask_exploration(agent: Any) -> None:
                 setattr(owner, attribute, MaskedGreedyPolicy.wrap(value))
 
 
-class MaskedAgent(Agent):
+class MaskedAgent(AgentWrapper, Agent):
     """Makes an agent respect ``state['action_mask']`` (see the module docstring).
 
     Args:
@@ -211,19 +198,10 @@ class MaskedAgent(Agent):
     """
 
     def __init__(self, agent: Agent, check: bool = True):
-        self.agent = agent
+        super().__init__(agent)
         self.check = check
         mask_exploration(agent)
         mask_exploration(getattr(agent, "agent", None))  # the agent inside an adapter
-
-    @property
-    def unwrapped(self) -> Any:
-        """The wrapped agent's."""
-        return self.agent.unwrapped
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The wrapped agent's."""
-        return self.agent.hyperparameters()
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]

@@ -4,6 +4,7 @@ from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
 from looprl.core.interfaces import (
     Agent,
     AgentBase,
+    AgentWrapper,
     Multiagent,
     ParallelAgent,
     ParallelPreset,
@@ -28,6 +29,7 @@ __all__ = [
     "DummyLogger",
     "Hyperparameter",
     "AgentBase",
+    "AgentWrapper",
     "Logger",
     "Multiagent",
     "NamedArray",

@@ -59,6 +59,21 @@ class AgentBase:
         return {}
 
 
+class AgentWrapper(AgentBase):
+    """Base of the agents that wrap another (bodies, adapters): ``unwrapped`` and
+    ``hyperparameters()`` are the wrapped ``agent``'s."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.agent.unwrapped
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        return self.agent.hyperparameters()
+
+
 class Agent(AgentBase, ABC):
     """Accepts a ``State`` and returns an action."""
 

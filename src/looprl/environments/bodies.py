@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from looprl.core import Agent, Hyperparameter, ParallelAgent, State
+from looprl.core import Agent, AgentWrapper, ParallelAgent, State
 
 __all__ = [
     "Body",
@@ -35,21 +35,11 @@ __all__ = [
 ]
 
 
-class Body(Agent, ParallelAgent):
+class Body(AgentWrapper, Agent, ParallelAgent):
     """Wraps ``agent``; subclasses override ``process_state`` and/or ``process_action``.
 
     ``unwrapped`` and ``hyperparameters()`` are the wrapped agent's.
     """
-
-    def __init__(self, agent: Any):
-        self.agent = agent
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.agent.unwrapped
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        return self.agent.hyperparameters()
 
     def act(self, state: Any) -> Any:
         return self.process_action(self.agent.act(self.process_state(state)))
