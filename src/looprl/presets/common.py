@@ -1,10 +1,19 @@
-"""Helpers shared by presets: space checks and environment facts."""
+"""Helpers shared by presets: space checks, environment facts and the policy's network."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
+from torch import nn
+
+
+def policy_network(preset: Any, device: Any = None, copy_model: bool = False) -> nn.Module:
+    """``preset.model`` (a deep copy with ``copy_model``: a Ray worker's own) on ``device``
+    (default: the preset's)."""
+    model = copy.deepcopy(preset.model) if copy_model else preset.model
+    return model.to(device if device is not None else preset.device)
 
 
 def require_discrete_actions(env: Any, algorithm: str) -> int:

@@ -29,7 +29,7 @@ from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import ParallelPreset, Preset, Trainer
-from looprl.presets.common import require_positive
+from looprl.presets.common import policy_network, require_positive
 from looprl.presets.parts import check_parts
 
 __all__ = ["ActorCriticPreset", "OnPolicyPreset", "linear"]
@@ -91,9 +91,8 @@ class ActorCriticPreset(Preset):
                ) -> ActorCriticPolicy:
         """An ``ActorCriticPolicy`` over the preset's network (a copy with ``copy_model``),
         on ``device`` (default: the preset's), with its optimizer and gradient clipping."""
-        model = copy.deepcopy(self.model) if copy_model else self.model
+        model = policy_network(self, device, copy_model)
         device = torch.device(device if device is not None else self.device)
-        model = model.to(device)
         clip = self.hyperparameters.get("clip_grad") or 0.0
         approximation = Approximation(model, self._optimizer(model), clip_grad=clip,
                                       device=device, name=self.algorithm.lower(), logger=logger)

@@ -35,7 +35,7 @@ from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, Prioritized
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
 __all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "beta_schedule", "check_parts",
-           "choose", "exploration_policy", "replay_buffer"]
+           "choose", "epsilon_schedule", "exploration_policy", "replay_buffer"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
 UPDATES = (*tuple(Q_UPDATES)[:3], "ppo", "ppg", "sac")  # sarsa: VSarsa's own
@@ -62,6 +62,13 @@ def check_parts(hp: dict[str, Any], algorithm: str, parts: dict[str, Sequence[st
             choose(kind, hp[kind], valid, algorithm)
 
 
+def epsilon_schedule(hp: dict[str, Any]) -> LinearScheduler:
+    """Epsilon from ``initial_exploration`` to ``final_exploration`` over
+    ``final_exploration_step`` steps (on Ray: each actor's steps)."""
+    return LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
+                           hp["final_exploration_step"], name="epsilon")
+
+
 def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: str) -> Any:
     """The exploration policy ``hp['exploration']`` names, over the Q approximation ``q``.
 
@@ -72,9 +79,7 @@ def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: 
     """
     name = choose("exploration", hp["exploration"], EXPLORATION, algorithm)
     if name == "decaying_epsilon_greedy":
-        epsilon = LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
-                                  hp["final_exploration_step"], name="epsilon")
-        return GreedyPolicy(q, num_actions, epsilon)
+        return GreedyPolicy(q, num_actions, epsilon_schedule(hp))
     if name == "epsilon_greedy":
         return GreedyPolicy(q, num_actions, hp["epsilon"])
     if name == "ez_greedy":

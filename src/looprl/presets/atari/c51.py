@@ -20,7 +20,8 @@ from looprl.approximation.q_dist import QDist
 from looprl.nn.atari_models import nature_c51
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_positive
+from looprl.presets.common import policy_network, require_discrete_actions, require_positive
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -77,9 +78,9 @@ class C51AtariPreset(AtariReplayPreset):
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> C51Policy:
-        model = self._network(device, copy_model)
+        model = policy_network(self, device, copy_model)
         dist = self._dist(model, **self._approximation_args(model, logger))
-        return C51Policy(dist, self.num_actions, self._epsilon())
+        return C51Policy(dist, self.num_actions, epsilon_schedule(self.hyperparameters))
 
     def trainer(self, policy: C51Policy, train_steps: float = math.inf) -> C51Trainer:
         return C51Trainer(policy, self.hyperparameters["discount_factor"], self.n_step)

@@ -3,7 +3,6 @@ presets (``AtariReplayPreset``: DQN, DDQN, C51, Rainbow)."""
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -11,7 +10,7 @@ import gymnasium as gym
 from torch import nn, optim
 
 from looprl.agents.dqn import DQN
-from looprl.approximation import FixedTarget, LinearScheduler
+from looprl.approximation import FixedTarget
 from looprl.core import DummyLogger
 from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
@@ -60,8 +59,8 @@ class AtariReplayPreset(DeepMindBody, ReplayPreset):
     On Ray the trainer worker keeps the same ring and fills it from the actors' segments
     (``remote_replay``: ``"atari_uniform"`` or ``"atari_prioritized"``).
 
-    Subclasses build ``self.model`` and give ``policy`` (from ``_network``, ``_epsilon`` and
-    ``_approximation_args``) and ``trainer``.
+    Subclasses build ``self.model`` and give ``policy`` (from ``policy_network``,
+    ``epsilon_schedule`` and ``_approximation_args``) and ``trainer``.
     """
 
     @property
@@ -84,12 +83,6 @@ class AtariReplayPreset(DeepMindBody, ReplayPreset):
                ) -> Any:
         return self._wrap(DQN(policy, trainer, buffer, **schedule))
 
-    def _network(self, device: Any, copy_model: bool) -> nn.Module:
-        """The preset's network (a copy with ``copy_model``) on ``device`` (default: the
-        preset's)."""
-        model = copy.deepcopy(self.model) if copy_model else self.model
-        return model.to(device if device is not None else self.device)
-
     def _approximation_args(self, model: nn.Module, logger: Any) -> dict[str, Any]:
         """Adam at ``lr``/``eps``, a target copied every ``target_update_frequency`` updates,
         gradients clipped at ``clip_grad``."""
@@ -98,10 +91,3 @@ class AtariReplayPreset(DeepMindBody, ReplayPreset):
                                         fused=True),
                 "target": FixedTarget(hp["target_update_frequency"]),
                 "clip_grad": hp["clip_grad"], "logger": logger or DummyLogger()}
-
-    def _epsilon(self) -> LinearScheduler:
-        """Epsilon from ``initial_exploration`` to ``final_exploration`` over
-        ``final_exploration_step`` steps (on Ray: each actor's steps)."""
-        hp = self.hyperparameters
-        return LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
-                               hp["final_exploration_step"], name="epsilon")

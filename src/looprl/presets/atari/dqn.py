@@ -17,7 +17,8 @@ from looprl.approximation import QNetwork
 from looprl.nn.cnn import nature_dqn
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_positive
+from looprl.presets.common import policy_network, require_discrete_actions, require_positive
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -62,9 +63,9 @@ class DQNAtariPreset(AtariReplayPreset):
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
-        model = self._network(device, copy_model)
+        model = policy_network(self, device, copy_model)
         q = QNetwork(model, **self._approximation_args(model, logger))
-        return DQNPolicy(q, self.num_actions, self._epsilon())
+        return DQNPolicy(q, self.num_actions, epsilon_schedule(self.hyperparameters))
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
         hp = self.hyperparameters

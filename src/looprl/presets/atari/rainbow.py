@@ -32,7 +32,8 @@ from looprl.nn.atari_models import nature_rainbow
 from looprl.presets.atari.c51 import require_support
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_positive
+from looprl.presets.common import policy_network, require_discrete_actions, require_positive
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -98,9 +99,9 @@ class RainbowAtariPreset(AtariReplayPreset):
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
-        model = self._network(device, copy_model)
+        model = policy_network(self, device, copy_model)
         q = self._q(model, **self._approximation_args(model, logger))
-        return rainbow_policy(q, self.num_actions, self._epsilon())
+        return rainbow_policy(q, self.num_actions, epsilon_schedule(self.hyperparameters))
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
         hp = self.hyperparameters

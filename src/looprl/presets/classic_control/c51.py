@@ -13,18 +13,20 @@ from torch import nn, optim
 
 from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.dqn import DQNTestAgent
-from looprl.approximation import FixedTarget, LinearScheduler
+from looprl.approximation import FixedTarget
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.nn.distributional import CategoricalQHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
+    policy_network,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
 from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -78,17 +80,12 @@ class C51ClassicControlPreset(ReplayPreset):
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> C51Policy:
         hp = self.hyperparameters
-        epsilon = LinearScheduler(
-            hp["initial_exploration"], hp["final_exploration"], 0,
-            hp["final_exploration_step"], name="epsilon",
-        )
-        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
-            device if device is not None else self.device)
+        model = policy_network(self, device, copy_model)
         dist = self._dist(model, logger or DummyLogger(),
                           optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
                           target=FixedTarget(hp["target_update_frequency"]),
                           clip_grad=hp["clip_grad"])
-        return C51Policy(dist, self.num_actions, epsilon)
+        return C51Policy(dist, self.num_actions, epsilon_schedule(hp))
 
     def trainer(self, policy: C51Policy, train_steps: float = math.inf) -> C51Trainer:
         return C51Trainer(policy, self.hyperparameters["discount_factor"])

@@ -25,6 +25,7 @@ from looprl.nn import MLP, feature_extractor, orthogonal_init
 from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
+    policy_network,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
@@ -108,8 +109,7 @@ class DQNClassicControlPreset(ReplayPreset):
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
         hp = self.hyperparameters
-        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
-            device if device is not None else self.device)
+        model = policy_network(self, device, copy_model)
         q = QNetwork(model, optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
                      target=FixedTarget(hp["target_update_frequency"]),
                      clip_grad=hp["clip_grad"], logger=logger or DummyLogger())

@@ -18,7 +18,7 @@ from torch import nn, optim
 
 from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
-from looprl.approximation import FixedTarget, LinearScheduler, QNetwork
+from looprl.approximation import FixedTarget, QNetwork
 from looprl.approximation.q_dist import QDist
 from looprl.core import DummyLogger
 from looprl.nn import Dueling
@@ -26,11 +26,13 @@ from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
+    policy_network,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
 from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -112,12 +114,7 @@ class RainbowClassicControlPreset(ReplayPreset):
 
     def _epsilon(self) -> Any:
         hp = self.hyperparameters
-        if hp["noisy"]:
-            return 0.0
-        return LinearScheduler(
-            hp["initial_exploration"], hp["final_exploration"], 0,
-            hp["final_exploration_step"], name="epsilon",
-        )
+        return 0.0 if hp["noisy"] else epsilon_schedule(hp)
 
     @property
     def n_step(self) -> int:
@@ -126,8 +123,7 @@ class RainbowClassicControlPreset(ReplayPreset):
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
         hp = self.hyperparameters
-        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
-            device if device is not None else self.device)
+        model = policy_network(self, device, copy_model)
         q = self._q(
             model,
             optimizer=optim.Adam(model.parameters(), lr=hp["lr"], fused=True),

@@ -34,15 +34,17 @@ from torch import nn, optim
 
 from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.agents.on_policy import OnPolicyAgent
-from looprl.approximation import FixedTarget, LinearLR, LinearScheduler, QNetwork
+from looprl.approximation import FixedTarget, LinearLR, QNetwork
 from looprl.core import DummyLogger, ParallelPreset
 from looprl.nn import MLP
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import (
+    policy_network,
     require_discrete_actions,
     require_flat_observations,
     require_positive,
 )
+from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.95,
@@ -85,16 +87,11 @@ class OnlineClassicControlPreset(ParallelPreset):
                ) -> DQNPolicy:
         """Epsilon-greedy over the Q-network (a copy with ``copy_model``) on ``device``."""
         hp = self.hyperparameters
-        model = (copy.deepcopy(self.model) if copy_model else self.model).to(
-            device if device is not None else self.device)
+        model = policy_network(self, device, copy_model)
         optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
         q = QNetwork(model, optimizer, clip_grad=hp["clip_grad"], target=self._target(),
                      logger=logger or DummyLogger())
-        epsilon = LinearScheduler(
-            hp["initial_exploration"], hp["final_exploration"], 0,
-            hp["final_exploration_step"], name="epsilon",
-        )
-        return DQNPolicy(q, self.num_actions, epsilon)
+        return DQNPolicy(q, self.num_actions, epsilon_schedule(hp))
 
     #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
     update = "q_learning"
