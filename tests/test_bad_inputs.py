@@ -72,6 +72,23 @@ def test_a_truncated_preset_is_one_line(tmp_path: Path) -> None:
     _one_line(error, "truncated, corrupted")
 
 
+class Retired:
+    """A class a later version no longer has (as ``MetaTrainer`` went)."""
+
+
+def test_a_checkpoint_of_a_class_since_removed_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    import looprl.meta.hub as hub
+
+    Retired.__module__, Retired.__qualname__ = hub.__name__, "Retired"
+    monkeypatch.setattr(hub, "Retired", Retired, raising=False)
+    old = tmp_path / "checkpoint.pt"
+    torch.save({"trainer": Retired()}, old)
+    monkeypatch.delattr(hub, "Retired")
+    with pytest.raises(ValueError) as error:
+        load_file(old, "checkpoint", "start the run anew")
+    _one_line(error, "written by another version of looprl", "Retired", "start the run anew")
+
+
 def test_a_file_as_log_directory_is_one_line(tmp_path: Path) -> None:
     logdir = tmp_path / "a_file"
     logdir.write_text("")

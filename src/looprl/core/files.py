@@ -26,8 +26,9 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
         FileNotFoundError: there is no file at ``path``.
         ModuleNotFoundError: it needs a module (a user's component or environment) that is
             not importable here (named).
-        ValueError: it holds CUDA tensors and this process has no GPU, or it is truncated,
-            corrupted or not looprl's.
+        ValueError: it holds CUDA tensors and this process has no GPU, it refers to a class
+            this version of looprl does not have, or it is truncated, corrupted or not
+            looprl's.
     """
     path = Path(path)
     if not path.is_file():
@@ -38,6 +39,12 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
         raise ModuleNotFoundError(f"{path} holds a {what} that needs the module "
                                   f"{error.name!r}, which is not importable here: install it, "
                                   "or run from the directory that holds it") from None
+    except AttributeError as error:
+        if "Can't get attribute" not in str(error):
+            raise _unreadable(path, what, remedy, error) from None
+        raise ValueError(f"{path} holds a {what} written by another version of looprl: "
+                         f"{str(error).splitlines()[0]} (a class it refers to was renamed or "
+                         f"removed since); {remedy}") from None
     except RuntimeError as error:
         if "CUDA" in str(error) and not torch.cuda.is_available():
             raise ValueError(f"{path} was saved by a run on a GPU and torch here sees none: "
