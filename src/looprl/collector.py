@@ -365,19 +365,18 @@ class EnvRunner:
         self._returns[i] += total
         self._over[i] = present and over
 
-    def _receive_all(self, state: StateArray, returned: np.ndarray, over: np.ndarray) -> None:
-        """Keep a vector environment's new states (as the agent sees them) for all streams;
-        add ``returned`` (the environment's rewards) to the returns; ``over``: whose episode
-        ended."""
-        done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
+    def _receive_all(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                     truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
+        """Keep a vector environment's new rows (as the agent sees them: ``truncated`` only
+        where not ``terminated``) for all streams; add ``returned`` (the environment's
+        rewards) to the returns; ``over``: whose episode ended."""
         self._present[:] = True
-        self._reward[:] = as_numpy(state.reward)
-        np.logical_and(done, terminal, out=self._done)
-        np.greater(done, terminal, out=self._truncated)  # done and not terminal
+        self._reward[:] = reward
+        self._done[:], self._truncated[:] = terminated, truncated
         if self._obs is None:
-            self._store_obs(slice(None), {"obs": as_numpy(state.observation)})
+            self._store_obs(slice(None), {"obs": obs})
         else:  # the vector environment keeps the shape (or says it changed)
-            self._obs.obs[:] = as_numpy(state.observation)
+            self._obs.obs[:] = obs
         self._returns += returned
         self._over[:] = over
 
@@ -463,7 +462,7 @@ class _VectorCopies:
     def reset(self, runner: EnvRunner, seed: int | None) -> None:
         state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
         none = np.zeros(self.env.n_envs, dtype=bool)
-        runner._receive_all(self._seen(state), np.zeros(self.env.n_envs), none)
+        runner._receive_all(*self._rows(state), np.zeros(self.env.n_envs), none)
 
     def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
         """Step every copy (those whose episode was over reset). Returns which copies
@@ -473,17 +472,24 @@ class _VectorCopies:
                                f"at once; {len(asked)} were asked for actions")
         stepped = ~runner._over  # the others reset (the env ignores their actions)
         runner._returns *= stepped
-        state = self.env.step(action)
+        if self.process is None and hasattr(self.env, "step_arrays"):  # no StateArray made
+            obs, reward, terminated, truncated = self.env.step_arrays(action)
+            rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
+        else:
+            state = self.env.step(action)
+            rows, reward, over = self._rows(state), as_numpy(state.reward), as_numpy(state.done)
         runner._lengths += 1
         runner._lengths *= stepped
         runner._count(self.env.n_envs)
-        runner._receive_all(self._seen(state), as_numpy(state.reward) * stepped,
-                            as_numpy(state.done))
+        runner._receive_all(*rows, reward * stepped, over)
         runner._report(stepped)
         return stepped
 
-    def _seen(self, state: StateArray) -> StateArray:
-        return state if self.process is None else self.process(state)
+    def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
+        """``(obs, reward, terminated, truncated)`` of ``state`` as the agent sees it."""
+        state = state if self.process is None else self.process(state)
+        done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
+        return as_numpy(state.observation), as_numpy(state.reward), done & terminal, done > terminal
 
 
 def _main(obs: Any) -> Any:

@@ -118,14 +118,14 @@ class DQNPolicy(Policy):
 
     def states(self, obs: Any, shape: tuple[int, ...]) -> StateArray:
         """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``
-        (not terminal: a ``SampleBatch``'s ``done`` rows say where episodes end)."""
+        (not terminal: a ``SampleBatch``'s ``done`` rows say where episodes end; the mask is
+        the float 1.0, which ``apply_mask`` skips)."""
         obs = _single(obs)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
             device = self.q.device
             done = torch.zeros(shape, dtype=torch.bool, device=device)
-            entries = {"reward": torch.zeros(shape, device=device), "done": done,
-                       "mask": torch.ones(shape, device=device)}
+            entries = {"reward": torch.zeros(shape, device=device), "done": done, "mask": 1.0}
             self._entries[shape] = entries
         return StateArray({"observation": obs, **entries}, shape, device=self.q.device)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -320,17 +321,22 @@ def _clip_grad_norm(params: list[torch.Tensor], max_norm: float, uniform: bool, 
     """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` (the same arithmetic:
     the 2-norm of the per-tensor norms, gradients scaled by ``min(1, max / (norm + 1e-6))``);
     ``uniform`` (all on one device, of one dtype) skips its grouping of the gradients, whose
-    cost shows on small networks; ``cpu`` (all on the CPU) skips the scaling when there is
-    nothing to clip. Returns the norm before clipping."""
+    cost shows on small networks; ``cpu`` (all on the CPU, where reading the norm costs no
+    synchronization) computes the factor on the host, with the same float32 operations, and
+    skips the scaling when there is nothing to clip. Returns the norm before clipping."""
     if not uniform:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return torch.tensor(0.0)
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
-    if not (cpu and coef.item() == 1.0):  # on the CPU, reading it costs no synchronization
-        torch._foreach_mul_(grads, coef)  # (and multiplying by 1 changes nothing)
+    if not cpu:
+        torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+    f32 = np.float32  # torch's max_norm / (norm + 1e-6) is (1 / (norm + 1e-6)) * max_norm
+    coef = min(float(f32(1) / (f32(norm.item()) + f32(1e-6)) * f32(max_norm)), 1.0)
+    if coef != 1.0:  # (multiplying by 1 changes nothing; a NaN norm still spreads)
+        torch._foreach_mul_(grads, coef)
     return norm
 
 

@@ -264,6 +264,8 @@ class StateArray(State):
         return tensor.view((*self._shape, *tensor.shape[1:]))
 
     def apply_mask(self, tensor: torch.Tensor) -> torch.Tensor:
+        if not isinstance(self.mask, torch.Tensor):  # one float for every row
+            return super().apply_mask(tensor)
         mask = self.mask.view((*self._shape, *([1] * (tensor.dim() - len(self._shape)))))
         return tensor * mask
 

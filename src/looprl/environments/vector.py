@@ -130,6 +130,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         self._id = env
         self._make_kwargs = make_kwargs
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        self._arrays: tuple[np.ndarray, ...] | None = None  # of the last step_arrays
 
     @property
     def env(self) -> gym.vector.VectorEnv:
@@ -146,6 +147,12 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
 
     def step(self, action: Any) -> StateArray:
         """Step every copy with one action per row (``Box`` actions clipped to the bounds)."""
+        self.step_arrays(action)
+        return self.state_array
+
+    def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
+        """``step`` without making the ``StateArray`` (``state`` makes it when read): the
+        NumPy arrays ``(obs, reward, terminated, truncated)`` (the collector reads them)."""
         action = action_to_numpy(action, self.action_space, self.n_envs)
         try:
             obs, reward, terminated, truncated, _ = self._env.step(action)
@@ -157,9 +164,16 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         except ValueError as error:  # Gymnasium stacks observations into preallocated arrays
             if "shape" not in str(error):
                 raise
-            raise shape_changed(self.name, self._state.observation.shape[1:]) from None
-        self._state = self._make_state(obs, reward, terminated, truncated)
-        return self._state
+            raise shape_changed(self.name, self.state_array.observation.shape[1:]) from None
+        self._state, self._arrays = None, (as_observation(np.asarray(obs)),
+                                           np.asarray(reward, np.float32), terminated, truncated)
+        return self._arrays
+
+    @property
+    def state_array(self) -> StateArray:
+        if self._state is None and self._arrays is not None:
+            self._state = self._make_state(*self._arrays)
+        return super().state_array
 
     def _make_state(self, obs, reward, terminated, truncated) -> StateArray:
         return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
