@@ -42,9 +42,9 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
     checkpoints every 2 steps. The workers of a local instance run at the driver's priority:
     at Ray's default worker niceness (15), any other busy process on the machine starves them
     (``local_instance_settings``)."""
-    kills = {"actor0": kill_worker_when("actor0", "frames", 2000),
-             "policy0": kill_worker_when("policy0", "frames", 4000),
-             "trainer": kill_worker_when("trainer", "train_steps", 20)}
+    kills = {"actor0": kill_worker_when("actor0", "frames", 3000),
+             "policy0": kill_worker_when("policy0", "frames", 6000),
+             "trainer": kill_worker_when("trainer", "train_steps", 30)}
     # what a worker's start need not import: torch._dynamo (2-3 CPU s, ``worker_process``),
     # the controller's logging and experiment code (``looprl.distributed``'s lazy names)
     unneeded = ("torch._dynamo", "looprl.distributed.controller", "looprl.experiments")
@@ -62,7 +62,7 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
     caplog.set_level(logging.WARNING, "looprl.distributed")
     run = DistributedRun(ppo_spec(), runtime(eval_workers=1, policy_workers=1,
                                              cpus_per_actor=0.5, checkpoint_every=2),
-                         frames=11_000, logdir=str(tmp_path), quiet=True)
+                         frames=16_000, logdir=str(tmp_path), quiet=True)
     result = run.run(callback=callback)
     assert imported == {name: ([], os.nice(0)) for name in ("actor0", "policy0", "eval0")}, \
         imported
@@ -78,10 +78,9 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
     assert 2 <= step <= trainer_killed_at + 2, step  # the latest checkpoint, not a fresh start
     assert result.train_steps > step  # and it trained on
     assert (Path(result.log_dir) / "trainer_checkpoint.pt").exists()
-    assert result.frames >= 11_000 and result.train_steps > 10
+    assert result.frames >= 16_000 and result.train_steps > 10
     # it reaches a return far above random play (~22; a rolling mean of 20 passes 150 after
-    # about 6,000 to 8,000 frames, with the surrogate's sign flipped it stays near 22);
-    # asynchronous PPO may dip later on
+    # about 8,000 frames); asynchronous PPO may dip later on
     best = max(sum(result.returns[i - 20:i]) / 20 for i in range(20, len(result.returns) + 1))
     assert best > 150, best
     assert len(result.eval_returns) >= 5  # the evaluation worker played with new parameters
