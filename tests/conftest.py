@@ -62,19 +62,35 @@ def local_ray():
         addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
         assert addresses == {"127.0.0.1"}, addresses
     finally:
-        following = _NEXT_ITEM[0]
-        if following is None or "local_ray" not in getattr(following, "fixturenames", ()):
+        if not _runs_on_local_ray(_NEXT_ITEM[0]):
             ray.shutdown()
 
 
+def _runs_on_local_ray(item) -> bool:
+    """Whether ``item`` is a test that uses ``local_ray`` and is not skipped by a mark whose
+    condition is already known (a skipped test sets up no fixture, so it cannot keep Ray up
+    for, nor stop it before, the test after it)."""
+    if item is None or "local_ray" not in getattr(item, "fixturenames", ()):
+        return False
+    return not (item.get_closest_marker("skip") or any(
+        mark.args and mark.args[0] is True for mark in item.iter_markers("skipif")))
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Every test that uses a Ray fixture is one of ``RAY_TESTS``."""
+    """Every test that uses a Ray fixture is one of ``RAY_TESTS``; those that run on
+    ``local_ray`` come one after another (in the random order of their modules), so that one
+    Ray instance serves them all instead of one per run of consecutive modules (seconds each,
+    on the worker of the Ray tests, the longest of ``make test``)."""
     for item in items:
         if RAY_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.nodeid.startswith(
                 RAY_TESTS):
             raise pytest.UsageError(f"{item.nodeid} starts Ray (it uses a Ray fixture): add it "
                                     "to RAY_TESTS in tests/conftest.py, so that it runs on the "
                                     "worker of the Ray tests")
+    places = [i for i, item in enumerate(items) if item.nodeid.startswith(RAY_TESTS)]
+    ray_items = sorted((items[i] for i in places), key=lambda item: not _runs_on_local_ray(item))
+    for i, item in zip(places, ray_items, strict=True):
+        items[i] = item
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -4,6 +4,7 @@ learning, fault tolerance and bad input."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,31 +35,22 @@ def runtime(**options) -> RuntimeConfig:
                             "cpus_per_actor": 1, "cpus_per_trainer": 1, **options})
 
 
-def test_the_workers_of_a_local_instance_run_at_the_drivers_priority(local_ray):
-    """At Ray's default worker niceness (15), any other busy process on the machine starves
-    the run's workers (``local_instance_settings``)."""
-    import os
-
-    @ray.remote(num_cpus=0)
-    def niceness() -> int:
-        return os.nice(0)
-
-    assert ray.get(niceness.remote()) == os.nice(0)
-
-
 def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_ray, tmp_path,
                                                                           caplog):
     """One run, three deaths one after another (each worker is started again and the run goes
     on), and PPO still learns: actors through a policy worker, an evaluation worker, trainer
-    checkpoints every 2 steps."""
+    checkpoints every 2 steps. The workers of a local instance run at the driver's priority:
+    at Ray's default worker niceness (15), any other busy process on the machine starves them
+    (``local_instance_settings``)."""
     kills = {"actor0": kill_worker_when("actor0", "frames", 3000),
              "policy0": kill_worker_when("policy0", "frames", 6000),
              "trainer": kill_worker_when("trainer", "train_steps", 30)}
     # what a worker's start need not import: torch._dynamo (2-3 CPU s, ``worker_process``),
     # the controller's logging and experiment code (``looprl.distributed``'s lazy names)
     unneeded = ("torch._dynamo", "looprl.distributed.controller", "looprl.experiments")
-    imported: dict[str, list[str]] = {}
-    modules = lambda worker: [m for m in unneeded if m in sys.modules]  # noqa: E731 (by value)
+    imported: dict[str, tuple[list[str], int]] = {}
+    modules = lambda worker: ([m for m in unneeded if m in sys.modules],  # noqa: E731 (by value)
+                              os.nice(0))
 
     def callback(run: DistributedRun) -> None:
         if not imported:
@@ -72,7 +64,8 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
                                              cpus_per_actor=0.5, checkpoint_every=2),
                          frames=16_000, logdir=str(tmp_path), quiet=True)
     result = run.run(callback=callback)
-    assert imported == {"actor0": [], "policy0": [], "eval0": []}, imported
+    assert imported == {name: ([], os.nice(0)) for name in ("actor0", "policy0", "eval0")}, \
+        imported
     assert all(killed for _, killed in kills.values()), kills
     assert [name for name, _ in result.restarts] == ["actor0", "policy0", "trainer"], caplog.text
     assert "actor0 worker died" in caplog.text, "the killed actor was not restarted"
