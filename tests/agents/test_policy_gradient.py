@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import optim
 
-from helpers import replay_episodes, replay_first_episodes
+from helpers import RecordingTrainer, replay_episodes, replay_first_episodes
 from looprl.agents import (
     VPG,
     A2CTrainer,
@@ -30,7 +30,6 @@ from looprl.core import (
     SampleBatch,
     State,
     StateArray,
-    TrainerStepResult,
 )
 from looprl.core.namedarray import recursive_apply
 from looprl.environments import GymEnvironment, GymVectorEnvironment
@@ -166,17 +165,6 @@ class Scripted:
                            end and not cut, truncated=cut)
 
 
-class Keep:
-    """A trainer that keeps (copies of) the segments it is given and does not learn."""
-
-    def __init__(self, policy):
-        self.policy, self.batches = policy, []
-
-    def step(self, batch):
-        self.batches.append(batch.clone())
-        return TrainerStepResult({}, len(self.batches))
-
-
 def _monte_carlo(segment: SampleBatch, gamma: float) -> torch.Tensor:
     """Hand-computed discounted returns of the segment's rows that are not episode ends: to
     the end of their episode, bootstrapped from the stored value only where a time limit
@@ -206,7 +194,7 @@ def test_vpg_on_ray_gets_the_local_whole_episode_targets() -> None:
         request = runner.request(0)
         runner.step(0, policy.rollout(request), policy.version)
         remote += [recursive_apply(s, torch.as_tensor) for s in runner.segments()]
-    local = Keep(policy)
+    local = RecordingTrainer(policy)
     agent, env = VPG(policy, local, min_batch_size=8), Scripted()
     for _ in Scripted.LENGTHS:
         result = env.reset()[0]
