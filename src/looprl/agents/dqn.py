@@ -158,8 +158,7 @@ class DQNPolicy(Policy):
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
         obs = _on(obs, self.q.device)
-        with torch.no_grad():
-            q = self.q.no_grad(self.states(obs, (_rows(obs),))).float().cpu()
+        q = self.q.no_grad(self.states(obs, (_rows(obs),))).float().cpu()
         return q, q.max(dim=-1).values
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:

@@ -82,8 +82,7 @@ class AlgorithmSpec:
         """
         train_steps = frames / trainers
         learning = dict(preset.learning(train_steps, actors, trainers))
-        implied = {"segment_length": learning.pop("segment_length")} \
-            if "segment_length" in learning else {}
+        implied = {key: learning.pop(key) for key in ("segment_length",) if key in learning}
         env, env_args = preset.remote_env()
         spec = cls(env=env, env_args=env_args, policy=preset.policy,
                    policy_args={"copy_model": True},

@@ -155,7 +155,8 @@ class TrainerCore(StepLoop):
         return self.buffer.gather(index), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
-        """``Trainer.step`` on ``batch`` (touches the trainer only, not the buffer)."""
+        """``Trainer.learn`` on ``batch``: its step, with the update hooks around it when
+        meta components are attached (touches the trainer only, not the buffer)."""
         return self.trainer.learn(batch[0])
 
     def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
