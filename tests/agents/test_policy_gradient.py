@@ -413,7 +413,8 @@ def test_linear_lr_decays_to_zero_over_the_training_budget(case, tmp_path: Path)
 @pytest.mark.parametrize("name", list(SMOKE))
 def test_preset_test_agent_copies_parameters(name: str) -> None:
     builder, hyperparameters, _, _ = SMOKE[name]
-    preset = builder.hyperparameters(**hyperparameters).env(GymEnvironment("CartPole-v1")).build()
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.hyperparameters(**hyperparameters).env(env).device("cpu").build()
     test_agent = preset.test_agent()
     assert test_agent.policy.module is not preset.model
     with torch.no_grad():

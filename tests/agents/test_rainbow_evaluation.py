@@ -25,7 +25,8 @@ def _mean_network_actions(agent, observations: torch.Tensor) -> torch.Tensor:
 def test_classic_rainbow_test_agent_is_noise_free(epsilon: float) -> None:
     seed_everything(0)
     env = GymEnvironment("CartPole-v1")
-    preset = rainbow.env(env).hyperparameters(hidden=32, test_exploration=epsilon).build()
+    builder = rainbow.env(env).hyperparameters(hidden=32, test_exploration=epsilon)
+    preset = builder.device("cpu").build()
     agent = preset.test_agent()
     observations = torch.randn(N, 4) * 2
     mean = _mean_network_actions(agent, observations)

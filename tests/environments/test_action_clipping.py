@@ -73,7 +73,8 @@ def test_mujoco_reward_is_the_same_in_a_single_and_a_vector_environment() -> Non
 def test_gaussian_ppo_stores_its_unclipped_sample_and_the_env_gets_the_clipped_one() -> None:
     seed_everything(0)
     env = GymEnvironment(RecordingEnv())
-    preset = ppo.env(env).hyperparameters(n_envs=2, n_steps=8, log_std_init=2.0).build()
+    builder = ppo.env(env).hyperparameters(n_envs=2, n_steps=8, log_std_init=2.0)
+    preset = builder.device("cpu").build()
     agent = preset.agent()
     vector = GymVectorEnvironment(RecordingEnv, 2)
     state = vector.reset(seed=0)

@@ -329,8 +329,11 @@ def test_evaluating_in_the_training_envs_feeds_no_transition_that_did_not_happen
 @pytest.mark.parametrize("name", ["ppo", "vsarsa"])
 def test_the_collector_trains_as_the_agents_own_act_loop(name: str, tmp_path: Path) -> None:
     """``ParallelEnvExperiment`` runs the collector (``EnvRunner``) over the vector env and
-    hands its segments to the agent: the parameters end bit for bit where a loop of the
-    agent's own ``act`` (seed 003) takes them, over several updates and episode ends."""
+    hands its segments to the agent: the parameters end where a loop of the agent's own
+    ``act`` (seed 003) takes them, over several updates and episode ends. Bit for bit on an
+    AVX2 CPU; on AVX512 the two paths' arrays (NumPy's and torch's) sit at other alignments,
+    and the matrix kernels' results move by 1 ulp (seen: 6e-8 after one update, 5e-6 after
+    100 frames), so the check allows 1e-4."""
     from looprl.presets.classic_control import vsarsa
 
     builder = {"ppo": ppo.hyperparameters(n_envs=4, n_steps=8, minibatch_size=16, hidden=16),
@@ -358,4 +361,5 @@ def test_the_collector_trains_as_the_agents_own_act_loop(name: str, tmp_path: Pa
     seed_everything(0)
     untrained = list(builder.env(env).device("cpu").build().model.parameters())
     assert not all(torch.equal(a, b) for a, b in zip(collector, untrained))  # it trained
-    assert all(torch.equal(a, b) for a, b in zip(collector, act))
+    for a, b in zip(collector, act):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-4)

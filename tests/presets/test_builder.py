@@ -110,7 +110,7 @@ def test_families_and_types(cartpole: GymEnvironment) -> None:
 
 
 def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:
-    preset = dqn.hyperparameters(hidden=16).env(cartpole).build()
+    preset = dqn.hyperparameters(hidden=16).env(cartpole).device("cpu").build()
     first, second = preset.agent(), preset.agent()
     states = _states()
     assert first.policy.q.model.model is preset.model
@@ -127,7 +127,7 @@ def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None
 
 
 def test_ppo_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:
-    preset = ppo.hyperparameters(hidden=16).env(cartpole).build()
+    preset = ppo.hyperparameters(hidden=16).env(cartpole).device("cpu").build()
     agent = preset.agent()
     assert agent.policy.approximation.model is preset.model
     states = _states()
@@ -145,7 +145,7 @@ def test_ppo_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None
 def test_training_changes_shared_weights_not_test_copy(cartpole: GymEnvironment) -> None:
     preset = dqn.hyperparameters(
         hidden=16, replay_start_size=10, update_frequency=1, gradient_steps=1, minibatch_size=8
-    ).env(cartpole).build()
+    ).env(cartpole).device("cpu").build()
     test_agent = preset.test_agent()
     states = _states()
     q_test = test_agent.policy.q.no_grad(states)
@@ -164,7 +164,7 @@ def test_training_changes_shared_weights_not_test_copy(cartpole: GymEnvironment)
 
 @pytest.mark.parametrize("builder", [dqn, ppo])
 def test_save_and_load_preset(builder, cartpole: GymEnvironment, tmp_path: Path) -> None:
-    preset = builder.hyperparameters(hidden=16).env(cartpole).build()
+    preset = builder.hyperparameters(hidden=16).env(cartpole).device("cpu").build()
     _perturb(preset.model)  # not the freshly initialized weights
     path = tmp_path / "preset.pt"
     preset.save(str(path))
