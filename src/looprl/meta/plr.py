@@ -1,17 +1,15 @@
 """Prioritized Level Replay over the instance set of a ``ContextualEnvironment``.
 
 PLR (Jiang, Grefenstette and Rocktäschel, ICML 2021, https://arxiv.org/abs/2010.03934)
-scores every level (here: every instance id of the contextual environment) by how much the
-agent can still learn on it, and picks the next level of each environment copy either among
-the levels never played (uniformly) or by replaying a played one with probability
+scores every level (instance id) by how much the agent can still learn on it, and picks the
+next level of each environment copy among the unseen levels or by replaying a seen one with
 
     P = (1 - rho) * P_S + rho * P_C,
     P_S(i) ∝ h(S_i) ** (1 / beta),  h(S_i) = 1 / rank(S_i)  (rank 1: the highest score),
     P_C(i) ∝ c - C_i                (c: episodes scored so far, C_i: c when i was last scored).
 
-Only seen levels have replay probability. The replay decision follows the paper's
-Algorithm 1: with probability ``replay_prob`` (and once at least ``min_seen`` levels were
-seen) replay, else play an unseen level; when every level has been seen, always replay.
+As in the paper's Algorithm 1 it replays with probability ``replay_prob`` (once
+``min_seen`` levels were seen, and always when every level was).
 
 Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episode):
 
@@ -26,32 +24,18 @@ Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episo
 ``value_l1``         mean of ``|A_t|`` (the paper's default)
 =================== ===========================================================
 
-``V(s_T)`` is 0 after a termination and the value of the last observation after a
-truncation. ``p`` and ``V`` come from ``metrics['policy']`` (``Policy.logits_and_values``),
-taken when the step happens (one batched forward per step, only for the strategies that need it).
+``V(s_T)`` is 0 after a termination, the last observation's value after a truncation;
+``p`` and ``V`` come from ``metrics['policy'].logits_and_values`` at each step.
 
-Hooks (metrics keys, ``looprl.meta.metrics``):
+Hooks: ``pre_episode -> setup`` (the levels: the first env copy's instance ids),
+``post_step -> record`` (reads ``transition`` and ``policy``) and
+``post_episode -> score_and_choose``: for each ``ended`` copy it scores the episode, updates
+its level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``) and sets the copy's
+``next_instance``. Logs ``log/plr/mean_score``, ``log/plr/seen`` and
+``log/plr/replay_share`` (share of replays among the levels chosen since the last logging).
 
-* ``pre_episode -> setup``: reads ``env`` (the levels are the first copy's instance ids).
-* ``post_step -> record``: reads ``transition`` (``state``, ``reward``, ``terminated``,
-  ``next_state``, ``env_index``: each row joins its copy's running episode) and ``policy``.
-* ``post_episode -> score_and_choose``: reads ``ended``; for each ended copy it scores the
-  episode on the level it played (``instance_id`` of the copy's ``ContextualEnv``), updates
-  that level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``; the default
-  ``score_ema=1`` replaces it, as in the paper) and sets the copy's ``next_instance``: the
-  collector resets that copy on its next step, on that level. Logs (``log/*`` keys)
-  ``log/plr/mean_score`` (mean score over the seen levels), ``log/plr/seen`` (number of seen
-  levels) and ``log/plr/replay_share`` (share of the levels chosen since the last logging
-  that were replays).
-
-The first episodes of a run are already reset when the hooks first run: they play the
-environment's own choice of instances.
-
-On Ray (``runtime=ray``) every actor runs its own copy of PLR over its own env copies
-(``make("contextual", ...)``) in its collector: a per-actor curriculum, with the actor's own
-scores, staleness and level choices (its ``log/plr/*`` keys are logged with the actor's
-name appended: ``log/plr/seen/actor0``). Every strategy but
-``random`` reads the actor's own policy copy (``runtime.policy_workers=0``).
+On Ray every actor runs its own PLR over its env copies; every strategy but ``random``
+needs the actor's own policy copy (``runtime.policy_workers=0``).
 """
 
 from __future__ import annotations
@@ -258,8 +242,7 @@ class PLR(MetaComponent):
         return metrics
 
     def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Keep each row's reward and flag (and the logits/values the strategy needs) in the
-        running episode of its env copy (``transition['env_index']``)."""
+        """Add each row (reward, flag, logits and values) to its env copy's running episode."""
         transition = metrics["transition"]
         reward = torch.as_tensor(transition["reward"]).detach().float().cpu()
         terminated = torch.as_tensor(transition["terminated"]).cpu()

@@ -6,10 +6,9 @@ dictionary before steps or updates, and the loop applies the new values (seed 00
 * ``HPSchedule`` -- any ``hp/*`` key on a ``linear``, ``cosine``, ``step`` or ``exponential``
   schedule, counted in steps or in updates.
 
-Both count *their own hook calls* by default: the ``k``-th call (from 0) writes the value at
-``t = k``. ``HPSchedule(clock='metrics')`` reads ``t`` from the loop's counters instead:
-``metrics['step']`` (environment frames taken so far; a vector environment advances it by
-its number of copies per step) or ``metrics['update']`` (updates taken so far).
+Both count their own hook calls by default (the ``k``-th call writes the value at ``t = k``);
+``HPSchedule(clock='metrics')`` reads ``t`` from ``metrics['step']`` (frames so far) or
+``metrics['update']`` instead.
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ def cosine_restarts(
     t: int, initial: float, minimum: float, period: float, period_mult: float = 1.0
 ) -> float:
     """The SGDR value at ``t``: ``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2`` with
-    ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i`` the length
-    of the current (``i``-th) cycle; at ``t_cur = 0`` the value restarts at ``initial``."""
+    ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i``."""
     t_cur, t_i = float(t), float(period)
     if period_mult == 1.0:
         t_cur = math.fmod(t_cur, t_i)
@@ -64,8 +62,7 @@ def check_positive(**values: float | None) -> None:
 class CosineLRSchedule(MetaComponent):
     """SGDR (Loshchilov & Hutter, 2017, https://arxiv.org/abs/1608.03983) on ``hp/lr``.
 
-    Hook: ``pre_update -> adapt_lr``, which writes ``metrics[key] =
-    cosine_restarts(k, initial_lr, min_lr, period, period_mult)`` at its ``k``-th call.
+    Hook: ``pre_update -> adapt_lr``, writing ``cosine_restarts(k, ...)`` at its ``k``-th call.
 
     Args:
         initial_lr: the learning rate at the start of every cycle (``None``: the agent's own
@@ -103,8 +100,7 @@ class CosineLRSchedule(MetaComponent):
         return cosine_restarts(t, self.initial_lr, self.min_lr, self.period, self.period_mult)
 
     def adapt_lr(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Write the learning rate of this update and count it (the first call takes the
-        agent's learning rate as ``initial_lr`` when none was given)."""
+        """Write the learning rate of this update (from the agent's, without ``initial_lr``)."""
         if self.initial_lr is None:
             if self.key not in metrics:
                 raise KeyError(f"CosineLRSchedule starts from the agent's {self.key}, which "

@@ -43,14 +43,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
-from looprl.core.suggest import did_you_mean
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
-from looprl.meta.hyperparameters import Hyperparameter, agent_hyperparameters
+from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 
 #: Keys of the dictionary ``Runner.train`` returns (see the module docstring).
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
@@ -228,9 +228,7 @@ class Runner:
         found = self.hyperparameters()
         for key, value in values.items():
             if key not in found:
-                raise KeyError(f"{key!r} is not a hyperparameter of this agent."
-                               f"{did_you_mean(key, found)} It has: "
-                               f"{', '.join(sorted(found))}")
+                raise unknown_hyperparameter(key, found)
             found[key].set(value)
 
     # -- network parameters ------------------------------------------------------------

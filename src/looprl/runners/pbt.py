@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import did_you_mean
 from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
-from looprl.meta.hyperparameters import agent_hyperparameters
+from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 from looprl.runners.base import Runner
 from looprl.runners.space import search_mapping
 
@@ -156,9 +155,7 @@ class PBTRunner(Runner):
         found = self.hyperparameters()
         for key in mutations:
             if key not in found:
-                raise KeyError(f"{key!r} is not a hyperparameter of this agent."
-                               f"{did_you_mean(key, found)} It has: "
-                               f"{', '.join(sorted(found))}")
+                raise unknown_hyperparameter(key, found)
         self.close()
         self.mutations = {key: _bounds(key, value) for key, value in mutations.items()}
         self.population, self.num_steps = int(population), int(num_steps)
