@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_choice
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -43,14 +43,6 @@ def check_key(key: str) -> str:
         raise ValueError(f"Schedules write hyperparameter keys 'hp/<name>' (e.g. 'hp/lr', "
                          f"'hp/epsilon'), got {key!r}")
     return key
-
-
-def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
-    if value not in choices:
-        hint = did_you_mean(str(value), choices)
-        raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
-    return value
 
 
 def check_positive(**values: float | None) -> None:

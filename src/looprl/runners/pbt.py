@@ -2,21 +2,12 @@
 https://arxiv.org/abs/1711.09846) on Ray Tune.
 
 A population of agents trains in parallel Ray Tune trials. Every ``perturbation_interval``
-steps each member evaluates its test agent and saves a checkpoint
-(``looprl.experiments.checkpoint``: networks, optimizers, schedules, buffer, meta components,
-environment, random states). Tune's ``PopulationBasedTraining`` then lets the worst quarter
-**exploit** a member of the best quarter -- it continues from that member's checkpoint, so it
-copies its weights, optimizer and schedules -- and **explore**: the copied ``hp/*`` values are
-perturbed (x0.8 or x1.2, or resampled) and applied through the agent's ``hp/*`` setters
-(``looprl.meta.hyperparameters``), the same way meta components change them.
-
-Each member logs in a run directory of its own, ``{logdir}/{agent}/{env}/member002_gen000``;
-after an exploit it goes on in a new one named by the perturbation round
-(``member002_gen003``), whose ``run.json`` gives the step, the member whose checkpoint it took
-(``exploited``) and its explored ``hp/*`` values (``values``).
-
-Ray is an optional extra (``pip install looprl[distributed]``); it is imported when a PBT
-runner is built, never by the rest of the library.
+steps each member evaluates and saves a checkpoint (``looprl.experiments.checkpoint``); Tune's
+``PopulationBasedTraining`` lets the worst quarter **exploit** a member of the best quarter
+(continue from its checkpoint) and **explore** (perturbed ``hp/*`` values, applied through
+the agent's setters). Each member logs in ``{logdir}/{agent}/{env}/member002_gen000``, and
+after an exploit in a new directory of the round (``member002_gen003``). Ray (``pip install
+looprl[distributed]``) is imported only when a PBT runner is built.
 """
 
 from __future__ import annotations
