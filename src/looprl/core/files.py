@@ -1,6 +1,5 @@
-"""``load_file``: read back a file looprl wrote with ``torch.save`` (presets, checkpoints,
-a distributed run's policy and spec), with every way it can fail said in one line;
-``check_writable``: whether a run can write its logs in a directory, said in one line."""
+"""``load_file`` (a file looprl wrote with ``torch.save``) and ``check_writable`` (a log
+directory), each failure said in one line."""
 
 from __future__ import annotations
 
@@ -61,8 +60,8 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
 
 
 def check_writable(path: str | Path, option: str) -> None:
-    """Check that the directory ``path`` exists and can be written in, or can be made: the
-    nearest of it and its parents that exists is a directory this process may write in.
+    """Check that the directory ``path`` can be written in, or made (its nearest existing
+    parent is a directory this process may write in).
 
     Args:
         path: where a run writes its logs.

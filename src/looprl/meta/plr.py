@@ -50,9 +50,6 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
 
-STRATEGIES = ("random", "policy_entropy", "least_confidence", "min_margin",
-              "one_step_td_error", "gae", "value_l1")
-PROBABILITY_STRATEGIES = ("policy_entropy", "least_confidence", "min_margin")
 VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
 
 
@@ -80,6 +77,12 @@ def min_margin(logits: torch.Tensor) -> float:
     """Mean over steps of ``1 - (p_1 - p_2)``, the two largest probabilities."""
     top = torch.softmax(logits, dim=-1).topk(2, dim=-1).values
     return float((1 - (top[:, 0] - top[:, 1])).mean())
+
+
+#: The strategies that score with the action probabilities, by name.
+PROBABILITY_SCORES = {"policy_entropy": policy_entropy, "least_confidence": least_confidence,
+                      "min_margin": min_margin}
+STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
 
 
 def td_errors(rewards: torch.Tensor, values: torch.Tensor, last_value: float,
@@ -110,12 +113,8 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
     check_strategy(strategy)
     if strategy == "random":
         return float((rng or np.random.default_rng()).random())
-    if strategy == "policy_entropy":
-        return policy_entropy(logits)
-    if strategy == "least_confidence":
-        return least_confidence(logits)
-    if strategy == "min_margin":
-        return min_margin(logits)
+    if strategy in PROBABILITY_SCORES:
+        return PROBABILITY_SCORES[strategy](logits)
     rewards, values = rewards.float(), values.float()
     if strategy == "one_step_td_error":
         return float(td_errors(rewards, values, last_value, gamma).abs().mean())
@@ -247,7 +246,7 @@ class PLR(MetaComponent):
         reward = torch.as_tensor(transition["reward"]).detach().float().cpu()
         terminated = torch.as_tensor(transition["terminated"]).cpu()
         logits = values = None
-        if self.strategy in PROBABILITY_STRATEGIES + VALUE_STRATEGIES:
+        if self.strategy != "random":
             logits, values = self._policy(metrics).logits_and_values(transition["state"])
         next_state = torch.as_tensor(transition["next_state"])
         for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
