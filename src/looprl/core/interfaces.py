@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, ABCMeta, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -354,6 +355,7 @@ class SampleBatch:
     agent: Any = None
 
 
+@dataclass(eq=False)
 class TrainerStepResult:
     """What ``Trainer.step`` returns in the SRL API (seed 004).
 
@@ -363,13 +365,9 @@ class TrainerStepResult:
         priorities: new replay priorities of the sampled rows (Ape-X style), or ``None``.
     """
 
-    def __init__(self, stats: dict[str, Any], step: int, priorities: Any = None):
-        self.stats = stats
-        self.step = step
-        self.priorities = priorities
-
-    def __repr__(self) -> str:
-        return f"TrainerStepResult(step={self.step}, stats={self.stats})"
+    stats: dict[str, Any]
+    step: int
+    priorities: Any = field(default=None, repr=False)
 
 
 class _Registry:

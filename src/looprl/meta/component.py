@@ -33,6 +33,9 @@ Hook = Callable[[dict[str, Any]], Any]
 class MetaComponent:
     """Base of meta components: one list of methods per hook (``<hook>_methods``)."""
 
+    #: the attributes ``repr`` shows
+    shown: tuple[str, ...] = ()
+
     def __init__(self) -> None:
         self.pre_step_methods: list[Hook] = []
         self.post_step_methods: list[Hook] = []
@@ -61,7 +64,8 @@ class MetaComponent:
         """Take what another copy's ``shared_state`` returned (override with it)."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.shown)
+        return f"{type(self).__name__}({shown})"
 
 
 def check_hook(hook: str) -> str:

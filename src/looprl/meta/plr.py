@@ -147,6 +147,8 @@ class PLR(MetaComponent):
         seed: seed of the level choices (and of the ``random`` scores).
     """
 
+    shown = ("strategy", "replay_prob", "beta", "rho")
+
     def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
                  rho: float = 0.1, gamma: float = 0.99, lam: float = 0.95,
                  score_ema: float = 1.0, min_seen: int = 1,
@@ -319,7 +321,3 @@ class PLR(MetaComponent):
             self.scores, self.seen = state["scores"].copy(), state["seen"].copy()
             self.last_played, self.episodes = state["last_played"].copy(), state["episodes"]
         self.rng.bit_generator.state = state["rng"]
-
-    def __repr__(self) -> str:
-        return (f"PLR(strategy={self.strategy!r}, replay_prob={self.replay_prob}, "
-                f"beta={self.beta}, rho={self.rho})")

@@ -53,6 +53,8 @@ class NetworkReset(MetaComponent):
         ValueError: at the first update, for a layer name the model lacks (with its names).
     """
 
+    shown = ("every", "layers", "last", "mode")
+
     def __init__(self, every: int, layers: Sequence[str] | None = None,
                  last: int | None = None, mode: str = "reset", shrink: float = 0.4,
                  perturb: float = 0.1, initializer: Callable[[nn.Module], Any] | None = None,
@@ -159,7 +161,3 @@ class NetworkReset(MetaComponent):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.updates, self.resets = int(state["updates"]), int(state["resets"])
-
-    def __repr__(self) -> str:
-        which = f"layers={list(self.layers)}" if self.layers else f"last={self.last}"
-        return f"NetworkReset(every={self.every}, {which}, mode={self.mode!r})"

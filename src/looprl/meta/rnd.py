@@ -226,6 +226,7 @@ class RND(MetaComponent):
 
     #: the ``log/<log_name>/...`` keys it writes
     log_name = "rnd"
+    shown = ("internal_reward_weight", "normalize", "network")
 
     def __init__(
         self,
@@ -417,10 +418,6 @@ class RND(MetaComponent):
         self.optimizer.load_state_dict(state["optimizer"])
         self.reward_stats.load_state_dict(state["reward_stats"])
 
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(internal_reward_weight={self.internal_reward_weight}, "
-                f"normalize={self.normalize}, network={self.network!r})")
-
 
 def check_network(network: Any) -> None:
     """``ValueError`` unless ``network`` is a factory or a known network name."""
@@ -459,6 +456,7 @@ class NovelD(RND):
     """
 
     log_name = "noveld"
+    shown = ("alpha", "episodic", "internal_reward_weight")
 
     def __init__(self, alpha: float = 0.5, episodic: bool = True, resolution: float = 1.0,
                  **kwargs: Any):
@@ -513,7 +511,3 @@ class NovelD(RND):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.visited = [set(v) for v in state.get("visited", [])]
-
-    def __repr__(self) -> str:
-        return (f"NovelD(alpha={self.alpha}, episodic={self.episodic}, "
-                f"internal_reward_weight={self.internal_reward_weight})")

@@ -65,6 +65,8 @@ class CosineLRSchedule(MetaComponent):
         key: the key written (``hp/lr``, or ``hp/lr/<name>`` for one optimizer).
     """
 
+    shown = ("initial_lr", "min_lr", "period", "period_mult")
+
     def __init__(self, initial_lr: float | None = None, min_lr: float = 0.0,
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
@@ -109,10 +111,6 @@ class CosineLRSchedule(MetaComponent):
         self.updates = int(state["updates"])
         self.initial_lr = state.get("initial_lr", self.initial_lr)
 
-    def __repr__(self) -> str:
-        return (f"CosineLRSchedule(initial_lr={self.initial_lr}, min_lr={self.min_lr}, "
-                f"period={self.period}, period_mult={self.period_mult})")
-
 
 #: What each kind of ``HPSchedule`` needs besides ``start``.
 KIND_ARGUMENTS = {
@@ -152,6 +150,8 @@ class HPSchedule(MetaComponent):
             ``metrics['update']``).
         integer: round values to ``int`` (``hp/batch_size``, ``hp/epochs``).
     """
+
+    shown = ("key", "kind", "start", "per")
 
     def __init__(self, key: str, kind: str, start: float, end: float | None = None,
                  duration: int | None = None, every: int | None = None,
@@ -219,6 +219,3 @@ class HPSchedule(MetaComponent):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.calls = int(state["calls"])
-
-    def __repr__(self) -> str:
-        return f"HPSchedule({self.key!r}, {self.kind!r}, start={self.start}, per={self.per!r})"

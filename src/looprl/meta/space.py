@@ -44,6 +44,8 @@ class SPaCE(MetaComponent):
         seed: seed of the resets that give the start states.
     """
 
+    shown = ("initial_size", "increment", "eta", "check_every", "measure")
+
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
         super().__init__()
@@ -161,7 +163,3 @@ class SPaCE(MetaComponent):
         self.current, self.history = list(state["current"]), list(state["history"])
         self.last, self._window = state["last"], list(state["window"])
         self._episodes = state["episodes"]
-
-    def __repr__(self) -> str:
-        return (f"SPaCE(initial_size={self.initial_size}, increment={self.increment}, "
-                f"eta={self.eta}, check_every={self.check_every}, measure={self.measure!r})")
