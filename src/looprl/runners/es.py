@@ -24,12 +24,7 @@ import numpy as np
 
 from looprl.runners.base import Runner
 from looprl.runners.fitness import fitness_shaper
-from looprl.runners.space import (
-    Dimension,
-    SearchSpaceError,
-    parse_search_space,
-    search_mapping,
-)
+from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, make_strategy
 
 log = logging.getLogger(__name__)
@@ -50,8 +45,7 @@ class ESRunner(Runner):
         popsize: individuals per generation.
         num_steps_per_iteration: training steps of each individual.
         strategy: ``"cma"`` (CMA-ES, the ``cma`` package) or ``"openai"``.
-        sigma: initial standard deviation of the search, in parameter units and in the unit
-            coordinates of the targets.
+        sigma: initial standard deviation of the search (parameter and unit coordinates).
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
         reset_agent: a fresh agent per individual (default: when there are preset targets).
@@ -172,8 +166,7 @@ class ESRunner(Runner):
             es.tell(population, self.shape(_finite(fitness)))
             history.append(self._generation(iteration, fitness, [v for _, v in scored]))
         self._restore_best()
-        return {"step": self.iterations, "best": self._best, "history": history}, \
-            self.evaluate()
+        return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
 
     def _score(self, individual: np.ndarray, iteration: int, index: int
                ) -> tuple[float, dict[str, Any]]:

@@ -48,9 +48,8 @@ def import_tune() -> Any:
 
 
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
-    """One member of the population, as a Ray Tune function trainable; member ``i`` of the
-    first generation is seeded with ``seed + i``. Each start, and each exploit, is a run
-    directory of its own (``_member_run``)."""
+    """One member of the population, as a Ray Tune function trainable (member ``i`` starts
+    seeded with ``seed + i``)."""
     tune = import_tune()
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
@@ -94,8 +93,7 @@ def _index(trial_id: str) -> int:
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
                 exploited: int | None) -> tuple[str, dict[str, Any]]:
     """The run directory's name (``member002_gen003``) and ``run.json`` entries of member
-    ``index`` from perturbation round ``generation`` (at ``step``) on, after it took member
-    ``exploited``'s checkpoint (``None``: its start), with its ``hp/*`` ``values``."""
+    ``index`` from round ``generation`` on, after it took member ``exploited``'s checkpoint."""
     return f"member{index:03d}_gen{generation:03d}", {
         "member": index, "generation": generation, "step": step, "exploited": exploited,
         "values": values}
@@ -115,14 +113,12 @@ class PBTRunner(Runner):
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
         num_cpus: CPUs of the local Ray instance if the runner starts one.
-        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU); members
-            train on CUDA with a reservation and on the CPU without one (Ray places work only
-            on GPUs it reserved), so ``device`` must agree.
+        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU); with one
+            members train on CUDA, without on the CPU (``device`` must agree).
         initial: the members' starting ``hp/*`` values, one dict each (then ``population``
             is their number), instead of draws from ``mutations``.
-        exploit: ``False`` trains the same population without exploit and explore (the
-            baseline PBT is compared with).
-        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``device``, ``quiet``, ``eval_episodes``).
+        exploit: ``False`` trains the population without exploit and explore (a baseline).
+        **kwargs: ``Runner``'s.
     """
 
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
@@ -201,16 +197,12 @@ class PBTRunner(Runner):
                      **{name: tune.sample_from(lambda spec, k=key: starts[spec.config.start][k])
                         for name, key in names.items()}}
             samples = 1
-        tuner = tune.Tuner(
-            trainable,
-            param_space=space,
-            tune_config=tune.TuneConfig(scheduler=scheduler if self.exploit else None,
-                                        num_samples=samples, metric="mean_eval_reward",
-                                        mode="max"),
-            run_config=tune.RunConfig(storage_path=str(storage), name="population",
-                                      verbose=0, stop={"step": self.num_steps}),
-        )
-        results = tuner.fit()
+        config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
+                                 num_samples=samples, metric="mean_eval_reward", mode="max")
+        run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
+                                    stop={"step": self.num_steps})
+        results = tune.Tuner(trainable, param_space=space, tune_config=config,
+                             run_config=run_config).fit()
         members = []
         for result in results:
             hp = {names[name]: result.config[name] for name in names}
