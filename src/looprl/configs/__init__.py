@@ -147,13 +147,8 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "env": "CartPole-v1",
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
-        "frames": 100_000,
-        "seed": 0,
-        "test_episodes": 10,
-        "device": None,
-        "checkpoint_every": None,
-        "checkpoint_replay": True,
-        "resume": False,
+        "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None,
+        "checkpoint_every": None, "checkpoint_replay": True, "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
@@ -198,7 +193,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     ``ValueError`` for what the Ray runtime does not run (runners other than ``online``)."""
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-    from looprl.presets.catalog import resolve_agent
 
     if cfg.runner.name != "online":
         raise ValueError(f"runtime=ray runs the online runner, not runner={cfg.runner.name}; "
@@ -208,11 +202,10 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
-    algorithm = dict(_plain(cfg.algorithm))
-    preset_name = algorithm.pop("preset")
+    preset_name, builder = _builder(cfg)
     env, _ = make_envs(preset_name, cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
-    preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
+    preset = builder.env(env).device("cpu").build()
     env.close()
     components = make_components(cfg)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
@@ -251,6 +244,15 @@ def make_components(cfg: Any) -> list[Any]:
             for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
 
 
+def _builder(cfg: Any) -> tuple[str, Any]:
+    """The preset's name and its builder, with the config's hyperparameters."""
+    from looprl.presets.catalog import resolve_agent
+
+    algorithm = dict(_plain(cfg.algorithm))
+    preset_name = algorithm.pop("preset")
+    return preset_name, resolve_agent(preset_name).hyperparameters(**algorithm)
+
+
 def _plain(node: Any) -> Any:
     from omegaconf import OmegaConf
 
@@ -258,24 +260,16 @@ def _plain(node: Any) -> Any:
 
 
 def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
-    """The preset builder, environment, meta components and runner ``cfg`` describes; the
-    runner writes its run directories under ``output_dir``.
-
-    Raises:
-        ValueError: an unknown preset, part or component name (with the valid ones), or a
-            hyperparameter the preset does not have.
-        TypeError: a hyperparameter of the wrong type.
-    """
+    """The preset builder, environment, meta components and runner ``cfg`` describes (the
+    runner writes under ``output_dir``); ``ValueError`` for an unknown name or
+    hyperparameter, ``TypeError`` for a wrongly typed one."""
     from looprl.experiments.experiment import seed_everything
-    from looprl.presets.catalog import resolve_agent
 
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    algorithm = dict(_plain(cfg.algorithm))
-    preset_name = algorithm.pop("preset")
-    builder = resolve_agent(preset_name).hyperparameters(**algorithm)
+    preset_name, builder = _builder(cfg)
     env, test_env = make_envs(preset_name, cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
@@ -288,9 +282,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
-        verbose=cfg.logging.verbose, test_env=test_env,
-        wandb=_plain(cfg.logging.wandb), **options,
-    )
+        verbose=cfg.logging.verbose, test_env=test_env, wandb=_plain(cfg.logging.wandb),
+        **options)
     return BuiltConfig(builder, env, components, runner)
 
 
