@@ -123,43 +123,27 @@ class TrainingProgress:
         """The (not yet started) rich display; a console narrower than ``WIDE`` gets the
         description on a line of its own and a shorter bar, so that nothing is cut."""
         wide = console.width >= WIDE
-        columns = [
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(bar_width=24),
-            _FramesColumn(),
-            _FramesPerSecondColumn(),
-            TimeElapsedColumn(),
-            TextColumn("<"),
-            TimeRemainingColumn(),
-        ] if wide else [
-            BarColumn(bar_width=10),
-            _FramesColumn(unit=False),
-            _FramesPerSecondColumn(),
-            TimeRemainingColumn(),
-        ]
-        if not wide:
+        if wide:
+            columns = [TextColumn("[progress.description]{task.description}"),
+                       BarColumn(bar_width=24), _FramesColumn(), _FramesPerSecondColumn(),
+                       TimeElapsedColumn(), TextColumn("<"), TimeRemainingColumn()]
+        else:
             console.print(self.description, markup=False, highlight=False)
-        columns += [
-            TextColumn("episodes {task.fields[episodes]}"),
-            TextColumn("return(100) {task.fields[mean_return]}"),
-        ]
+            columns = [BarColumn(bar_width=10), _FramesColumn(unit=False),
+                       _FramesPerSecondColumn(), TimeRemainingColumn()]
+        columns += [TextColumn("episodes {task.fields[episodes]}"),
+                    TextColumn("return(100) {task.fields[mean_return]}")]
         options = {"console": console, "auto_refresh": False, "transient": False}
         if self.status is not None:
             return _Dashboard(*columns, status=self.status, **options)
         return Progress(*columns, **options)
-
-    def _get_console(self) -> Console:
-        """The console given, else a new one on stderr."""
-        if self._console is None:
-            self._console = Console(stderr=True)
-        return self._console
 
     def start(self) -> None:
         """Show the bar (no-op when quiet or already started)."""
         if self.quiet or self._progress is not None or self._lines is not None:
             return
         self._start = time.monotonic()
-        console = self._get_console()
+        console = self._console = self._console or Console(stderr=True)
         if not console.is_terminal:
             self._lines = console
             self._next_refresh = self._start + self._line_interval
@@ -172,13 +156,8 @@ class TrainingProgress:
         self._next_refresh = time.monotonic()
 
     def update(self, frame: int, episode: int, mean_return: float | None = None) -> None:
-        """Record progress; the display is redrawn at most ``refresh_per_second`` times/s.
-
-        Args:
-            frame: Frames done so far.
-            episode: Episodes done so far.
-            mean_return: Mean return of the last 100 episodes (``None``/``nan`` if unknown).
-        """
+        """Record frames and episodes done so far and the mean return of the last 100
+        episodes (``None``/``nan``: unknown); redraw at most ``refresh_per_second`` times/s."""
         if self._lines is not None:
             self._last = (frame, episode, mean_return)
             if self._first_frame is None:

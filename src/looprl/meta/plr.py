@@ -207,9 +207,7 @@ class PLR(MetaComponent):
         if len(seen) == 0:
             return weights
         order = seen[np.argsort(-self.scores[seen], kind="stable")]
-        ranks = np.empty(len(order))
-        ranks[:] = np.arange(1, len(order) + 1)
-        weights[order] = (1.0 / ranks) ** (1.0 / self.beta)
+        weights[order] = (1.0 / np.arange(1, len(order) + 1)) ** (1.0 / self.beta)
         return weights / weights.sum()
 
     def staleness_weights(self) -> np.ndarray:
