@@ -151,10 +151,5 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
     return result
 
 
-__all__: Sequence[str] = [
-    "ExperimentResult",
-    "TrainingInterrupted",
-    "build_preset",
-    "make_experiment",
-    "run_experiment",
-]
+__all__: Sequence[str] = ["ExperimentResult", "TrainingInterrupted", "build_preset",
+                          "make_experiment", "run_experiment"]
