@@ -23,11 +23,9 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
 
     Raises:
         FileNotFoundError: there is no file at ``path``.
-        ModuleNotFoundError: it needs a module (a user's component or environment) that is
-            not importable here (named).
-        ValueError: it holds CUDA tensors and this process has no GPU, it refers to a class
-            this version of looprl does not have, or it is truncated, corrupted or not
-            looprl's.
+        ModuleNotFoundError: it needs a module that is not importable here (named).
+        ValueError: it holds CUDA tensors and there is no GPU, it refers to a class this
+            looprl lacks, or it is truncated, corrupted or not looprl's.
     """
     path = Path(path)
     if not path.is_file():

@@ -63,8 +63,7 @@ class MetaHub:
 
     Args:
         components: the components, in the order their hooks run.
-        agent: the training agent (bodies included), or a Ray worker's ``Parts``; its
-            trainer (if any: an actor's parts have none) runs the update hooks.
+        agent: the training agent (bodies included), or a Ray worker's ``Parts``.
         env: the (vector) environment, published as ``metrics['env']``.
         model: the preset's main network, published as ``metrics['model']``.
     """
@@ -104,8 +103,7 @@ class MetaHub:
         return {**self.__dict__, "_hyperparameters": None}
 
     def run(self, hook: str) -> None:
-        """Publish the agent's current ``hp/*`` values (its own schedules move them), run
-        ``hook``'s methods, then apply the values they changed."""
+        """Publish the agent's ``hp/*`` values, run ``hook``'s methods, apply the changes."""
         if self.stack.has(hook):
             self._publish()
             self.stack(hook, self.metrics)
@@ -118,8 +116,7 @@ class MetaHub:
             self._published[key] = value
 
     def _apply(self) -> None:
-        """Apply every ``hp/*`` key whose value differs from the one last published; look
-        at the keys written since the last hook if there are new ones."""
+        """Apply every ``hp/*`` key whose value differs from the one last published."""
         metrics, published = self.metrics, self._published
         for key, value in published.items():
             new = metrics.get(key, value)
@@ -182,7 +179,7 @@ class MetaHub:
 
     def post_step(self, state: Any, action: Any, next_state: Any, step: int) -> Any:
         """Publish the transition, run the post-step hooks, and return ``next_state`` with
-        the reward the hooks left in ``transition['reward']`` (what the agent learns from)."""
+        the reward they left (what the agent learns from)."""
         batched = isinstance(next_state, StateArray)
         transition = transition_of(state, action, next_state, step, batched)
         if not self.stack.has("post_step"):

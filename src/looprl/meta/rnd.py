@@ -205,12 +205,10 @@ class RND(MetaComponent):
 
     Args:
         internal_reward_weight: scale of the intrinsic reward added to the reward.
-        normalize: divide the prediction errors by a running standard deviation of them
-            (the paper divides by that of intrinsic returns); off, the bonus is exactly
-            ``weight * rnd_net.get_error(next_state)`` as in seed 001.
+        normalize: divide the prediction errors by a running standard deviation of them.
         network: ``"auto"`` (MLP for flat observations, CNN for ``(C, H, W)`` images),
-            ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS`` (with a
-            linear head), or a factory ``shape -> nn.Module`` called once per network.
+            ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS``, or a factory
+            ``shape -> nn.Module``.
         feature_dim: output size of the target and predictor.
         hidden: hidden layer sizes of the MLP.
         lr: Adam learning rate of the predictor.
@@ -495,13 +493,10 @@ class NovelD(RND):
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Forget the visits of the env copies ``metrics['ended']`` marks (all without it)."""
         ended = metrics.get("ended")
-        if ended is None:
-            flags = [True] * len(self.visited)
-        else:
-            flags = np.asarray(torch.as_tensor(ended).cpu(), dtype=bool).reshape(-1).tolist()
-        for i, done in enumerate(flags[: len(self.visited)]):
+        flags = [True] * len(self.visited) if ended is None else torch.as_tensor(ended).reshape(-1)
+        for visited, done in zip(self.visited, flags):
             if done:
-                self.visited[i].clear()
+                visited.clear()
         return metrics
 
     def state_dict(self) -> dict[str, Any]:
