@@ -23,11 +23,7 @@ KINDS = (("reward", "rewards"), ("obs", "observations"), ("frame", "observations
 
 def kind_of(path: str) -> str | None:
     """``'rewards'`` or ``'observations'`` for a variable path such as ``batch.observation``."""
-    path = path.lower()
-    for marker, kind in KINDS:
-        if marker in path:
-            return kind
-    return None
+    return next((kind for marker, kind in KINDS if marker in path.lower()), None)
 
 
 def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
