@@ -2,7 +2,8 @@
 
 PLR (Jiang, Grefenstette and Rocktäschel, ICML 2021, https://arxiv.org/abs/2010.03934)
 scores every level (instance id) by how much the agent can still learn on it, and picks the
-next level of each environment copy among the unseen levels or by replaying a seen one with
+next level of each environment copy among the unseen levels, or replays a seen one with
+probability
 
     P = (1 - rho) * P_S + rho * P_C,
     P_S(i) ∝ h(S_i) ** (1 / beta),  h(S_i) = 1 / rank(S_i)  (rank 1: the highest score),
