@@ -46,7 +46,7 @@ def default_threads(agent: str) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from looprl.experiments import TrainingInterrupted, plot_returns_100, run_experiment
+    from looprl.experiments import TrainingInterrupted, run_experiment
     from looprl.experiments.experiment import seed_everything
 
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
@@ -60,30 +60,30 @@ def cmd_train(args: argparse.Namespace) -> int:
     if threads:
         torch.set_num_threads(threads)
     try:
-        (result,) = run_experiment(
-            preset, env, args.frames, logdir=args.logdir, quiet=args.quiet,
-            test_episodes=args.test_episodes, seed=args.seed,
-        )
+        (result,) = run_experiment(preset, env, args.frames, logdir=args.logdir,
+                                   quiet=args.quiet, test_episodes=args.test_episodes,
+                                   seed=args.seed)
     except TrainingInterrupted as stop:  # Ctrl-C: keep what was trained
-        preset.save(str(Path(stop.log_dir) / "preset.pt"))
         print(f"interrupted at frame {stop.frame:,}; the preset as trained so far is saved")
-        print(f"logs:   {stop.log_dir}  (tensorboard --logdir {args.logdir})")
-        print(f"preset: {Path(stop.log_dir) / 'preset.pt'}  (looprl watch {stop.log_dir})")
+        _saved(preset, Path(stop.log_dir), args.logdir, plot=False)
         return 130
-    run_dir = Path(result.log_dir)
-    preset.save(str(run_dir / "preset.pt"))
     print(f"{result.agent} on {result.env}: {result.frames:,} frames, {result.episodes:,} episodes")
     if result.test_returns:
-        print(
-            f"evaluation: mean return {result.test_mean:.1f} +/- {result.test_std:.1f} "
-            f"over {len(result.test_returns)} episodes"
-        )
-    print(f"logs:   {run_dir}  (tensorboard --logdir {args.logdir})")
-    if result.episodes > 0:
-        plot = plot_returns_100(str(run_dir), filename=str(run_dir / "returns100.png"))
-        print(f"plot:   {plot}")
-    print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {run_dir})")
+        print(f"evaluation: mean return {result.test_mean:.1f} +/- {result.test_std:.1f} "
+              f"over {len(result.test_returns)} episodes")
+    _saved(preset, Path(result.log_dir), args.logdir, plot=result.episodes > 0)
     return 0
+
+
+def _saved(preset: Any, run_dir: Path, logdir: str, plot: bool) -> None:
+    """Save ``preset`` in ``run_dir`` and say where the logs, plot and preset are."""
+    from looprl.experiments import plot_returns_100
+
+    preset.save(str(run_dir / "preset.pt"))
+    print(f"logs:   {run_dir}  (tensorboard --logdir {logdir})")
+    if plot:
+        print(f"plot:   {plot_returns_100(str(run_dir), filename=str(run_dir / 'returns100.png'))}")
+    print(f"preset: {run_dir / 'preset.pt'}  (looprl watch {run_dir})")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -118,11 +118,9 @@ def trained_env(preset_file: Path, preset: Any) -> str:
         return json.loads(run_json.read_text())["env"]
     if preset.env_name:
         return preset.env_name
-    raise FileNotFoundError(
-        f"{preset_file} does not say which environment it was trained on, and there is no "
-        f"run.json beside it (looprl train writes one in each run directory): give the "
-        "environment with --env ENV_ID"
-    )
+    raise FileNotFoundError(f"{preset_file} does not say which environment it was trained on, "
+                            "and there is no run.json beside it (looprl train writes one in each "
+                            "run directory): give the environment with --env ENV_ID")
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -142,9 +140,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     window = watch.shows_in_window(preset)
     gif = args.gif or (None if window else str(preset_file.parent / "watch.gif"))
     env = watch.watch_env(preset, env_id, to_file=gif is not None)
-    returns, path = watch.watch(
-        preset.test_agent(), env, args.episodes, args.fps, gif, max_steps=args.max_steps
-    )
+    returns, path = watch.watch(preset.test_agent(), env, args.episodes, args.fps, gif,
+                                max_steps=args.max_steps)
     print_episodes(returns, path)
     return 0
 
@@ -192,10 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--device", default=None)
     train.add_argument("--seed", type=int, default=None)
     train.add_argument("--test-episodes", type=int, default=100)
-    train.add_argument(
-        "--threads", type=int, default=None,
-        help="torch CPU threads (0: torch's default; default: 1, or torch's default for Atari)",
-    )
+    train.add_argument("--threads", type=int, default=None, help="torch CPU threads (0: "
+                       "torch's default; default: 1, or torch's default for Atari)")
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=cmd_train)
     # ``run`` is dispatched to Hydra before this parser (main); listed here for --help
@@ -253,9 +248,8 @@ def _guarded(command: Callable[[], int]) -> int:
     """Run ``command``; errors print one line and return 2 (``LOOPRL_DEBUG=1`` re-raises)."""
     try:
         return command()
-    except (
-        ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError, gym_error()
-    ) as error:
+    except (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError,
+            gym_error()) as error:
         if os.environ.get("LOOPRL_DEBUG"):
             raise
         message = error.args[0] if type(error) is KeyError and error.args else error

@@ -5,40 +5,24 @@ A run is described by one config, composed by Hydra from these groups and fields
 =============== ================================================================================
 key             contents
 =============== ================================================================================
-``algorithm``   group: one option per preset (``ppo``, ``dqn``, ... for classic control;
-                ``atari/ppo``, ``continuous/sac``, ... for the other families). Its fields are
-                the preset's ``preset`` name and every hyperparameter with the preset's default,
-                read from the preset itself, so the two never drift apart:
-                ``algorithm=dqn algorithm.lr=1e-3``.
-``meta``        group, several at once: ``meta=[rnd,plr]``; each option's fields are the
-                component's arguments (``meta.rnd.internal_reward_weight=0.5``). A user's
-                ``MetaComponent`` by import path: ``meta=[rnd,my_pkg.module:MyComponent]``,
-                its arguments under the class name (``meta.MyComponent.scale=0.1``); or
-                Hydra's form ``+meta.mine._target_=my_pkg.module.MyComponent
-                +meta.mine.scale=0.1``
-``runner``      group: ``online`` (default: train ``frames`` steps, evaluate), ``es``
-                (evolution strategies), ``optuna`` (hyperparameter search) or ``pbt``
-                (population-based training on Ray Tune); its fields are
-                the runner's arguments (``runner.search_space``, ``runner.n_trials``, ...)
-``runtime``     group: ``local`` (default: this process) or ``ray`` (the preset's policy and
-                trainer on Ray actor, policy and trainer workers: ``ppo``, ``ppg``, ``dqn``,
-                ``ddqn``); its fields are ``looprl.distributed.RuntimeConfig``'s
+``algorithm``   group: one option per preset (``ppo``, ``dqn``, ...; ``atari/ppo``,
+                ``continuous/sac``, ...); its fields are ``preset`` and every hyperparameter
+                with the preset's default: ``algorithm=dqn algorithm.lr=1e-3``
+``meta``        group, several at once: ``meta=[rnd,plr]``, fields the component's arguments
+                (``meta.rnd.internal_reward_weight=0.5``); a user's component by import path
+                (``meta=[my_pkg.module:MyComponent] meta.MyComponent.scale=0.1``) or Hydra's
+                ``+meta.mine._target_=my_pkg.module.MyComponent``
+``runner``      group: ``online`` (default), ``es``, ``optuna`` or ``pbt``; fields the runner's
+                arguments (``runner.n_trials``)
+``runtime``     group: ``local`` (default) or ``ray``; fields ``RuntimeConfig``'s
                 (``runtime.actors=4``, ``runtime.address=HOST:6379``)
-``env``         the environment id (``CartPole-v1``), made in the form the preset's family needs;
-                a name ``looprl.environments.register`` ed; or an import path
-                ``my_pkg.envs:MyEnv`` of a ``gymnasium.Env`` class, an SRL ``Environment``
-                class (multi-agent presets), or a name the module registers
-                (``looprl.presets.catalog.make_env``)
-``context``     the instance sets of a contextual ``env`` (``looprl.environments.contextual``,
-                for ``meta=[plr]`` / ``meta=[space]``): ``context.train=32 context.test=64
-                context.ranges.length=[0.05,2.0]`` draws the training and held-out sets
-                (seeds ``context.seed`` and ``context.seed + 1``), or ``context.train=FILE``
-                reads a YAML/JSON list of contexts; ``context.hide_context``,
-                ``context.instance_mode``. With a test set the run evaluates on it and
-                reports the training set's returns beside (``train_set`` / ``test_set``)
-``exploration`` / ``buffer`` / ``update``: shorthands for ``algorithm.exploration=...`` (the
-                preset's part names, ``looprl.presets.parts``): the saved config holds them
-                once, under ``algorithm``
+``env``         an environment id (``CartPole-v1``), a registered name, or an import path
+                ``my_pkg.envs:MyEnv`` (``looprl.presets.catalog.make_env``)
+``context``     the instance sets of a contextual ``env``: ``context.train=32 context.test=64
+                context.ranges.length=[0.05,2.0]`` (seeds ``context.seed`` and ``+ 1``), or
+                ``context.train=FILE`` (YAML/JSON contexts); ``context.hide_context``,
+                ``context.instance_mode``. A test set is evaluated beside the training set
+``exploration`` / ``buffer`` / ``update``: shorthands for ``algorithm.exploration=...``
 ``frames``      training budget in environment steps
 ``seed``        seeds torch, numpy, random and the environment
 ``test_episodes`` evaluation episodes after training
@@ -52,8 +36,7 @@ key             contents
 =============== ================================================================================
 
 ``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
-config into a preset, an environment and meta components, with one-line errors for unknown
-names, keys and wrongly typed values.
+config into a preset, an environment, meta components and a runner (one-line errors).
 """
 
 from __future__ import annotations
@@ -62,7 +45,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_choice, did_you_mean
 
 __all__ = ["BuiltConfig", "algorithm_options", "build", "make_components", "make_envs", "register",
            "register_imports"]
@@ -105,15 +88,11 @@ def _config_value(value: Any) -> Any:
 
 def _component_node(cls: type) -> dict[str, Any]:
     """A meta component's arguments with their defaults (``???``: required)."""
-    from looprl.meta.registry import accepted_arguments
+    from looprl.meta.registry import accepted_parameters
 
     node: dict[str, Any] = {}
-    parameters: dict[str, inspect.Parameter] = {}
-    for klass in reversed(cls.__mro__):
-        if "__init__" in vars(klass):
-            parameters.update(inspect.signature(klass.__init__).parameters)
-    for name in accepted_arguments(cls):
-        default = parameters[name].default
+    for name, parameter in accepted_parameters(cls).items():
+        default = parameter.default
         if default is inspect.Parameter.empty:
             node[name] = "???"
         elif _config_value(default) is not None or default is None:
@@ -142,8 +121,8 @@ def _runner_node(name: str, cls: type) -> dict[str, Any]:
 
 
 def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
-    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore``, with an option
-    of the ``meta`` group for each import path ``overrides`` attach (``register_imports``)."""
+    """Store the ``looprl`` config and its groups in Hydra's ``ConfigStore`` (and the import
+    paths ``overrides`` attach, ``register_imports``)."""
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS
@@ -168,13 +147,8 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "env": "CartPole-v1",
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
-        "frames": 100_000,
-        "seed": 0,
-        "test_episodes": 10,
-        "device": None,
-        "checkpoint_every": None,
-        "checkpoint_replay": True,
-        "resume": False,
+        "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None,
+        "checkpoint_every": None, "checkpoint_replay": True, "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
@@ -189,13 +163,9 @@ def _meta_values(overrides: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
-    """Store an option of the ``meta`` group for each import path ``overrides`` attach
-    (``meta=[my_pkg.module:MyComponent]``): its node holds ``_target_`` and the class's
-    arguments, under ``meta.<class name>``. Options stored for earlier overrides are dropped.
-
-    Raises:
-        ImportError: a path does not import. TypeError: it names no ``MetaComponent``.
-    """
+    """Store an option of the ``meta`` group (``_target_`` and the class's arguments, under
+    ``meta.<class name>``) for each import path ``overrides`` attach, instead of earlier ones;
+    ``ImportError`` / ``TypeError`` for a path that names no ``MetaComponent``."""
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS, component_class
@@ -212,25 +182,17 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
 
 
 def runtimes() -> dict[str, dict[str, Any]]:
-    """The ``runtime`` group: ``local`` (this process) and ``ray`` (``RuntimeConfig``'s
-    options: worker counts, resources, ``address``)."""
+    """The ``runtime`` group: ``local`` and ``ray`` (``RuntimeConfig``'s options)."""
     from looprl.distributed.config import RuntimeConfig
 
     return {"local": {"name": "local"}, "ray": {"name": "ray", **RuntimeConfig().to_dict()}}
 
 
 def build_distributed(cfg: Any, output_dir: str) -> Any:
-    """The ``DistributedRun`` a ``runtime=ray`` config describes: the workers build the
-    preset's own policy and trainer, with the same hyperparameters
-    (``AlgorithmSpec.of_preset``).
-
-    Raises:
-        ValueError: the preset is of no family, or the config asks for what the Ray runtime
-            does not run (runners other than ``online``).
-    """
+    """The ``DistributedRun`` a ``runtime=ray`` config describes (``AlgorithmSpec.of_preset``);
+    ``ValueError`` for what the Ray runtime does not run (runners other than ``online``)."""
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-    from looprl.presets.catalog import resolve_agent
 
     if cfg.runner.name != "online":
         raise ValueError(f"runtime=ray runs the online runner, not runner={cfg.runner.name}; "
@@ -240,11 +202,10 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
-    algorithm = dict(_plain(cfg.algorithm))
-    preset_name = algorithm.pop("preset")
+    preset_name, builder = _builder(cfg)
     env, _ = make_envs(preset_name, cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
-    preset = resolve_agent(preset_name).hyperparameters(**algorithm).env(env).device("cpu").build()
+    preset = builder.env(env).device("cpu").build()
     env.close()
     components = make_components(cfg)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
@@ -255,8 +216,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
 
 @dataclass
 class BuiltConfig:
-    """What a config describes, built: the configured preset builder, the environment, the
-    meta components and the runner that drives them."""
+    """What a config describes, built: preset builder, environment, components and runner."""
 
     builder: Any
     env: Any
@@ -284,6 +244,15 @@ def make_components(cfg: Any) -> list[Any]:
             for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
 
 
+def _builder(cfg: Any) -> tuple[str, Any]:
+    """The preset's name and its builder, with the config's hyperparameters."""
+    from looprl.presets.catalog import resolve_agent
+
+    algorithm = dict(_plain(cfg.algorithm))
+    preset_name = algorithm.pop("preset")
+    return preset_name, resolve_agent(preset_name).hyperparameters(**algorithm)
+
+
 def _plain(node: Any) -> Any:
     from omegaconf import OmegaConf
 
@@ -291,24 +260,16 @@ def _plain(node: Any) -> Any:
 
 
 def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
-    """The preset builder, environment, meta components and runner ``cfg`` describes; the
-    runner writes its run directories under ``output_dir``.
-
-    Raises:
-        ValueError: an unknown preset, part or component name (with the valid ones), or a
-            hyperparameter the preset does not have.
-        TypeError: a hyperparameter of the wrong type.
-    """
+    """The preset builder, environment, meta components and runner ``cfg`` describes (the
+    runner writes under ``output_dir``); ``ValueError`` for an unknown name or
+    hyperparameter, ``TypeError`` for a wrongly typed one."""
     from looprl.experiments.experiment import seed_everything
-    from looprl.presets.catalog import resolve_agent
 
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    algorithm = dict(_plain(cfg.algorithm))
-    preset_name = algorithm.pop("preset")
-    builder = resolve_agent(preset_name).hyperparameters(**algorithm)
+    preset_name, builder = _builder(cfg)
     env, test_env = make_envs(preset_name, cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
@@ -321,9 +282,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
-        verbose=cfg.logging.verbose, test_env=test_env,
-        wandb=_plain(cfg.logging.wandb), **options,
-    )
+        verbose=cfg.logging.verbose, test_env=test_env, wandb=_plain(cfg.logging.wandb),
+        **options)
     return BuiltConfig(builder, env, components, runner)
 
 
@@ -361,8 +321,7 @@ def expand_shorthands(overrides: list[str]) -> list[str]:
 
 def check_overrides(overrides: list[str]) -> None:
     """One-line ``ValueError`` s for overrides naming an unknown group option, key or
-    argument, before Hydra composes anything (its own messages are multi-line tracebacks
-    without the valid choices). Hydra's own flags and ``hydra.*`` keys pass through."""
+    argument, before Hydra composes anything (its messages are multi-line tracebacks)."""
     from hydra.core.config_store import ConfigStore
 
     repo = ConfigStore.instance().repo
@@ -375,7 +334,7 @@ def check_overrides(overrides: list[str]) -> None:
         if key in options:
             values = [v for v in value.strip("[]").split(",") if v]
             for v in values:
-                _check_choice(key, v, options[key])
+                check_choice(key, v, options[key])
             chosen[key] = values
     primary = repo["looprl.yaml"].node
     targets = _meta_targets(pairs)
@@ -386,9 +345,9 @@ def check_overrides(overrides: list[str]) -> None:
         elif group in options and field:
             _check_field(group, field, chosen[group], repo)
         elif group not in options and group not in primary:
-            _check_choice("config key", group, [k for k in primary if k != "defaults"])
+            check_choice("config key", group, [k for k in primary if k != "defaults"])
         elif field and group in ("context", "logging"):  # nodes of fixed keys
-            _check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
+            check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
 
 
 #: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)
@@ -411,8 +370,7 @@ def _overrides_only(argv: list[str]) -> list[str]:
 
 
 def _meta_key(option: str) -> str:
-    """The key of the ``meta`` option in the config: its name, or an import path's class
-    name."""
+    """The config key of the ``meta`` option: its name, or an import path's class name."""
     from looprl.meta.registry import COMPONENTS, component_class
 
     return option if option in COMPONENTS else component_class(option).__name__
@@ -420,12 +378,6 @@ def _meta_key(option: str) -> str:
 
 def _names(group: dict[str, Any]) -> list[str]:
     return sorted(name.removesuffix(".yaml") for name in group)
-
-
-def _check_choice(kind: str, value: str, valid: list[str]) -> None:
-    if value not in valid:
-        hint = did_you_mean(value, valid)
-        raise ValueError(f"Unknown {kind} {value!r}.{hint} Valid: {', '.join(valid)}")
 
 
 def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:

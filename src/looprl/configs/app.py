@@ -8,11 +8,9 @@
     looprl run --resume outputs/DATE/TIME                        # continue a killed run
     looprl run --help                                            # the groups and options
 
-Each run builds the config's runner (``runner=online``: train ``frames`` steps, then evaluate
-``test_episodes`` episodes) in Hydra's run directory (``outputs/...``, or
-``multirun/.../N`` per job) and leaves there the resolved config (``.hydra/config.yaml``),
-the experiments' logs (TensorBoard events, ``results.csv``, ``returns100.csv``), the final
-``preset.pt`` and ``results.json`` (the runner's train and eval results).
+Each run builds the config's runner in Hydra's run directory (``outputs/...``, or
+``multirun/.../N`` per job) and leaves there the resolved config, the experiments' logs, the
+final ``preset.pt`` and ``results.json`` (the runner's train and eval results).
 """
 
 from __future__ import annotations
@@ -26,8 +24,6 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from looprl.configs import build, check_overrides, expand_shorthands, register, register_imports
 
@@ -72,6 +68,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
 
     from looprl.configs import build_distributed
     from looprl.distributed.pipeline import evaluate
+    from looprl.runners.base import summary
 
     run = build_distributed(cfg, output_dir)
     result = run.run()
@@ -88,10 +85,9 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
-    evaluation = _summary(returns)
-    if held_out is not None:  # as runners report it (looprl.runners.base)
-        evaluation = {**_summary(held_out), "train_set": evaluation,
-                      "test_set": _summary(held_out)}
+    evaluation = summary(returns)
+    if held_out is not None:  # as runners report it
+        evaluation = {**summary(held_out), "train_set": evaluation, "test_set": summary(held_out)}
     results = {"train": train, "eval": evaluation}
     (Path(output_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=1))
     if not cfg.logging.quiet:
@@ -100,12 +96,6 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
                  result.frames_per_second, evaluation["mean_eval_reward"])
     _log_sets(cfg, evaluation)
     return results
-
-
-def _summary(returns: list[float]) -> dict[str, Any]:
-    return {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
-            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
-            "returns": returns, "episodes": len(returns)}
 
 
 def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
@@ -205,9 +195,8 @@ def _differences(old: Any, new: Any) -> list[str]:
 
 
 def _remove_if_empty(output_dir: Path) -> None:
-    """Remove the run directory Hydra made for a run that was rejected before it wrote
-    anything (only ``.hydra/`` and the job's log), and Hydra's ``outputs/DATE`` above it if
-    that is now empty."""
+    """Remove the run directory Hydra made for a run rejected before it wrote anything (and
+    Hydra's ``outputs/DATE`` above it if that is now empty)."""
     if any(p.name != ".hydra" and p.suffix != ".log" for p in output_dir.iterdir()):
         return  # the run wrote something: keep it
     shutil.rmtree(output_dir, ignore_errors=True)
@@ -222,9 +211,8 @@ _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--she
 
 
 def check_run_dir(argv: list[str]) -> None:
-    """A run directory (``hydra.run.dir``, ``hydra.sweep.dir`` with ``-m``, by default under
-    the working directory) that cannot be written is a one-line ``ValueError`` before Hydra
-    starts (Hydra fails to make it in a traceback)."""
+    """A run directory (``hydra.run.dir``, ``hydra.sweep.dir`` with ``-m``) that cannot be
+    written is a one-line ``ValueError`` before Hydra starts."""
     from looprl.core.files import check_writable
 
     if any(a.partition("=")[0] in _NO_RUN for a in argv):

@@ -1,6 +1,5 @@
-"""``load_file``: read back a file looprl wrote with ``torch.save`` (presets, checkpoints,
-a distributed run's policy and spec), with every way it can fail said in one line;
-``check_writable``: whether a run can write its logs in a directory, said in one line."""
+"""``load_file`` (a file looprl wrote with ``torch.save``) and ``check_writable`` (a log
+directory), each failure said in one line."""
 
 from __future__ import annotations
 
@@ -24,11 +23,9 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
 
     Raises:
         FileNotFoundError: there is no file at ``path``.
-        ModuleNotFoundError: it needs a module (a user's component or environment) that is
-            not importable here (named).
-        ValueError: it holds CUDA tensors and this process has no GPU, it refers to a class
-            this version of looprl does not have, or it is truncated, corrupted or not
-            looprl's.
+        ModuleNotFoundError: it needs a module that is not importable here (named).
+        ValueError: it holds CUDA tensors and there is no GPU, it refers to a class this
+            looprl lacks, or it is truncated, corrupted or not looprl's.
     """
     path = Path(path)
     if not path.is_file():
@@ -61,8 +58,8 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
 
 
 def check_writable(path: str | Path, option: str) -> None:
-    """Check that the directory ``path`` exists and can be written in, or can be made: the
-    nearest of it and its parents that exists is a directory this process may write in.
+    """Check that the directory ``path`` can be written in, or made (its nearest existing
+    parent is a directory this process may write in).
 
     Args:
         path: where a run writes its logs.

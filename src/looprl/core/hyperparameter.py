@@ -1,10 +1,5 @@
-"""``Hyperparameter``: one ``hp/*`` key that a policy, trainer, agent or approximation declares.
-
-Whatever can change while training declares it itself (``hyperparameters()`` of
-``Policy``, ``Trainer``, the agents, ``Approximation`` and the target networks); meta
-components, schedules and runners read and set the keys through these getters and setters
-(``looprl.meta.hyperparameters`` lists every key and who declares it).
-"""
+"""``Hyperparameter``: one ``hp/*`` key that a policy, trainer, agent or approximation declares
+(``looprl.meta.hyperparameters`` lists every key and who declares it)."""
 
 from __future__ import annotations
 
@@ -32,14 +27,13 @@ class Hyperparameter:
 
     @classmethod
     def attribute(cls, owner: Any, name: str, kind: type = float) -> Hyperparameter:
-        """The public attribute ``name`` of ``owner`` (the object that declares it), whose
-        new values are converted to ``kind``."""
+        """The public attribute ``name`` of ``owner``, whose new values are converted to
+        ``kind``."""
         return cls(lambda: getattr(owner, name),
                    lambda value: setattr(owner, name, kind(value)), kind)
 
     def on_set(self, action: Callable[[], None]) -> Hyperparameter:
-        """This hyperparameter, with ``action()`` run before each ``set`` (e.g. a trainer
-        stopping its own schedule of the value)."""
+        """This hyperparameter, with ``action()`` run before each ``set``."""
 
         def set_value(value: Any) -> None:
             action()

@@ -1,35 +1,26 @@
-"""The small interfaces every layer of looprl is built around.
+"""The small interfaces every layer of looprl is built around (the library's table of contents).
 
-Read this file as the table of contents of the library:
-
-* ``Agent`` / ``ParallelAgent`` / ``Multiagent`` -- ``act(state) -> action``: the whole
-  contract between an agent and the control loop (seed 003). When and how an agent
-  trains inside ``act`` is nobody's business but its own.
-* ``Policy`` -- ``rollout(request) -> result`` turns a batch of observations into actions
-  (plus what a trainer needs later); ``analyze(sample, target)`` re-evaluates a stored
-  batch for a loss (seed 004).
-* ``Trainer`` -- ``step(batch) -> TrainerStepResult`` updates a policy's parameters from a
-  ``SampleBatch``.
+* ``Agent`` / ``ParallelAgent`` / ``Multiagent`` -- ``act(state) -> action`` (seed 003); when
+  and how an agent trains inside ``act`` is its own business.
+* ``Policy`` -- ``rollout(request) -> result`` and ``analyze(sample, target)`` (seed 004).
+* ``Trainer`` -- ``step(batch) -> TrainerStepResult`` updates a policy from a ``SampleBatch``.
 * ``Preset`` / ``ParallelPreset`` -- configured factories of training and test agents.
-* ``hyperparameters()`` of agents, policies and trainers -- the ``hp/*`` keys each declares
-  (``Hyperparameter``: a getter and a setter), which meta components, schedules and runners
-  change while training (``looprl.meta.hyperparameters`` lists them). Wrappers of agents
-  (bodies) forward it and ``unwrapped`` to the agent they wrap.
-
-The local experiment loop, the outer-loop runners and the Ray workers all use these same
-objects, which is what lets one algorithm serve all three runtimes.
+* ``hyperparameters()`` -- the ``hp/*`` keys a part declares (``looprl.meta.hyperparameters``).
 """
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, ABCMeta, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
+from looprl.core.imports import import_object
 from looprl.core.namedarray import namedarray
 from looprl.core.suggest import did_you_mean
 
@@ -46,7 +37,7 @@ class _ByName(ABCMeta):
 
 class AgentBase:
     """What the agents declare besides ``act``: their ``hp/*`` keys and the agent inside
-    wrappers. Wrappers (bodies, adapters) override both to forward to the wrapped agent."""
+    wrappers."""
 
     @property
     def unwrapped(self) -> Any:
@@ -54,14 +45,12 @@ class AgentBase:
         return self
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this agent can change while training: its policy's, its
-        trainer's and its own (``{}``: none, e.g. evaluation agents)."""
+        """The ``hp/*`` keys this agent can change while training (``{}``: none)."""
         return {}
 
 
 class AgentWrapper(AgentBase):
-    """Base of the agents that wrap another (bodies, adapters): ``unwrapped`` and
-    ``hyperparameters()`` are the wrapped ``agent``'s."""
+    """Base of the agents that wrap another (bodies, adapters), forwarding to ``agent``."""
 
     def __init__(self, agent: Any):
         self.agent = agent
@@ -91,10 +80,8 @@ class ParallelAgent(AgentBase, ABC):
 
 
 class Multiagent(AgentBase, ABC):
-    """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is.
-
-    Its ``hyperparameters()`` are ``{}``: each of its agents declares its own keys.
-    """
+    """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is (each of its
+    agents declares its own ``hp/*`` keys)."""
 
     @abstractmethod
     def act(self, multiagent_state: Any) -> Any:
@@ -104,14 +91,12 @@ class Multiagent(AgentBase, ABC):
 class Policy(metaclass=_ByName):
     """Acting half of an algorithm: a model plus the rule that turns outputs into actions.
 
-    ``rollout`` is called by actors (batched over environments and agents); ``analyze`` by
-    trainers. A policy owns its parameters; a trainer optimizes them.
-
-    ``Policy(type_="actor-critic-separate", args=dict(...))`` builds a registered policy
-    by name, as in seed 004 (see :func:`register_policy`).
+    ``rollout`` is called by actors, ``analyze`` by trainers. A policy owns its parameters; a
+    trainer optimizes them. ``Policy(type_="actor-critic-separate", args=dict(...))`` builds a
+    registered policy by name (seed 004, :func:`register_policy`).
     """
 
-    #: Incremented by the trainer at every update; lets distributed workers track staleness.
+    #: Incremented by the trainer at every update (staleness, on Ray).
     version: int = 0
 
     @property
@@ -146,16 +131,14 @@ class Policy(metaclass=_ByName):
         return {}
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Action logits (``softmax`` gives the probabilities) and state values of the
-        observation rows ``obs``, without gradients, on the CPU: ``[n, actions]`` and ``[n]``.
-        What scoring components read (PLR, SPaCE); policies over discrete actions say."""
+        """Action logits ``[n, actions]`` and state values ``[n]`` of the observation rows
+        ``obs``, without gradients, on the CPU (what PLR and SPaCE score with)."""
         raise ValueError(
             f"{type(self).__name__} gives no action logits and values: PLR and SPaCE score "
             "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this policy declares: by default those of its approximations
-        (``hp/lr/<name>``, ``hp/tau``, ``hp/target_period``); exploration adds its rate."""
+        """The ``hp/*`` keys this policy declares: by default its approximations'."""
         return _of_approximations(self.approximations())
 
 
@@ -163,16 +146,11 @@ class Trainer(metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches of experience.
 
     ``Trainer(type_="ppo", policy=policy, args=dict(...))`` builds a registered trainer by
-    name (see :func:`register_trainer`).
-
-    After ``step``, ``predictions`` holds what the update computed (``q_values``,
-    ``values``, ``log_probs``: detached tensors) for the metrics dictionary; it is replaced
-    by each step, never mutated. ``td_error`` holds the last step's per-sample TD errors
-    ``target - Q(s, a)`` (every step of the DQN family and of DDPG, TD3 and SAC, whose twin
-    critics give ``Q1``'s; C51: the per-sample cross-entropies, its priorities; ``None`` for
-    the policy-gradient trainers). ``metrics`` is the run's metrics dictionary
-    when meta components are attached (``None`` otherwise), for update rules that read it;
-    ``hub`` is then the run's ``MetaHub``, whose update hooks ``learn`` runs around ``step``.
+    name (:func:`register_trainer`). After ``step``, ``predictions`` holds what the update
+    computed (``q_values``, ``values``, ``log_probs``: detached, replaced each step) and
+    ``td_error`` the per-sample TD errors (``None`` for policy-gradient trainers; see
+    ``looprl.meta.metrics``). With meta components attached, ``metrics`` is the run's
+    metrics dictionary and ``hub`` its ``MetaHub``, whose update hooks ``learn`` runs.
     """
 
     predictions: dict[str, Any] = {}  # noqa: B006
@@ -191,27 +169,24 @@ class Trainer(metaclass=_ByName):
         statistics to log and, for prioritized replay, new priorities."""
 
     def learn(self, batch: SampleBatch) -> TrainerStepResult:
-        """``step`` with the run's update hooks around it (``hub.update``) when meta
-        components are attached: what every learner calls (the local agents, Ray's trainer
-        worker)."""
+        """``step`` with the run's update hooks around it (``hub.update``), if any: what
+        every learner calls."""
         hub = self.hub
         return self.step(batch) if hub is None else hub.update(self, batch)
 
     def approximations(self) -> dict[str, Any]:
-        """The ``Approximation`` objects this trainer owns besides its policy's (a critic,
-        a temperature), by name (``{}``: none)."""
+        """The ``Approximation`` objects this trainer owns besides its policy's, by name."""
         return {}
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this trainer declares (``hp/discount``, ...): by default those
-        of its own approximations."""
+        """The ``hp/*`` keys this trainer declares: by default its approximations'."""
         return _of_approximations(self.approximations())
 
 
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
-    """A local agent's keys: its ``policy``'s and ``trainer``'s, and ``own`` (``hp/<name>``
-    for each ``name=...``: what the agent itself owns, e.g. a replay agent's update ratio)."""
+    """A local agent's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each
+    of its ``own``."""
     mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
     return merge_hyperparameters(policy.hyperparameters(), trainer.hyperparameters(), mine)
 
@@ -223,11 +198,8 @@ def _of_approximations(approximations: dict[str, Any]) -> dict[str, Hyperparamet
 class Preset(ABC):
     """A configured algorithm on a configured environment; builds agents that share weights.
 
-    ``agent`` builds a training agent, ``test_agent`` a greedy copy for evaluation; agents
-    built by one preset share its networks. ``save`` pickles the preset (with weights).
-    ``env_name`` names the environment it was built for and ``env_remote`` what Ray actors
-    make for it (set by the builders), ``meta`` lists the meta components attached to its
-    experiments (``PresetBuilder.meta``).
+    ``env_name`` names the environment it was built for, ``env_remote`` what Ray actors make
+    for it, ``meta`` the meta components attached to its experiments (``PresetBuilder.meta``).
     """
 
     env_name: str | None = None
@@ -248,20 +220,15 @@ class Preset(ABC):
         """Build an evaluation agent from a copy of the current parameters."""
 
     def remote_env(self) -> tuple[str | None, dict[str, Any]]:
-        """The registered environment (name, arguments) Ray actors step for this preset:
-        ``env_remote`` (the environment's own ``remote_env()``, set by the builders: its
-        Gymnasium id and ``gym.make`` arguments, or a contextual environment's instance set) or
-        ``env_name`` itself, unless the family says otherwise."""
+        """The registered environment (name, arguments) Ray actors step for this preset."""
         return self.env_remote or (self.env_name, {})
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """How a trainer learns for this preset from segments that collectors elsewhere cut
-        (Ray's trainer worker; ``AlgorithmSpec.of_preset``): the ``AlgorithmSpec`` fields
-        ``buffer`` and ``buffer_args``, where they apply ``explorations`` (one rate per actor)
-        and ``whole_episodes``, and ``segment_length``, the rows of the actors' segments.
-        ``train_steps`` is the frames each of ``trainers`` trainers learns from. Each family
-        of presets says; any other preset is a one-line ``ValueError``."""
+        """How Ray's trainer worker learns for this preset (``AlgorithmSpec.of_preset``): the
+        ``AlgorithmSpec`` fields ``buffer``, ``buffer_args``, where they apply
+        ``explorations`` and ``whole_episodes``, and ``segment_length``. ``train_steps`` is
+        the frames each of ``trainers`` trainers learns from."""
         raise ValueError(f"runtime=ray runs every preset of the families (classic control, "
                          f"Atari, continuous, multi-agent); {self.name!r} "
                          f"({type(self).__name__}) is none of them: run it locally "
@@ -290,8 +257,7 @@ class ParallelPreset(Preset):
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows,
-        the local rollout's shape."""
+        """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows."""
         return {"buffer": "on_policy", "buffer_args": {"batch_streams": self.n_envs},
                 "segment_length": self.n_steps}
 
@@ -304,11 +270,10 @@ class RolloutRequest:
         obs: observations, batched along the first dimension (numpy or torch).
         policy_state: recurrent memory per row (``None`` for feed-forward policies).
         is_evaluation: act deterministically; a bool for the whole batch or one per row.
-        exploration: an exploration rate per row (e.g. each Ape-X actor's epsilon), for
-            policies that take one; ``None`` leaves the policy's own.
-        agent: the agent of each row, its index in the environment's agent list
-            (environments of several agents; ``None`` for one), for policies that act per
-            agent (``looprl.agents.independent.IndependentPolicy``).
+        exploration: an exploration rate per row (each Ape-X actor's epsilon); ``None``
+            leaves the policy's own.
+        agent: the agent of each row, its index in the environment's agent list (``None``
+            for one agent).
     """
 
     obs: Any
@@ -336,8 +301,7 @@ class RolloutResult:
 
 
 def deterministic_rows(request: RolloutRequest) -> bool | torch.Tensor:
-    """``request.is_evaluation`` as a bool (the whole batch: also when every row agrees, as
-    in a collector's requests) or a per-row bool tensor (rows that differ)."""
+    """``request.is_evaluation`` as a bool (every row agrees) or a per-row bool tensor."""
     evaluation = getattr(request, "is_evaluation", None)
     if evaluation is None:
         return False
@@ -370,10 +334,9 @@ class SampleBatch:
         policy_state: recurrent memory *before* each row (``None`` for feed-forward).
         log_prob, value: the policy's outputs at each row (actor-critic methods).
         policy_version: the ``Policy.version`` that chose each row's action.
-        weight: importance weights of the streams ``[T + 1, B]``, constant along time
-            (prioritized replay); ``None`` weighs every stream 1.
-        agent: the agent of each stream ``[T + 1, B]`` (its index in the environment's agent
-            list, constant along time), from environments of several agents; ``None`` for one.
+        weight: importance weights of the streams ``[T + 1, B]`` (prioritized replay);
+            ``None`` weighs every stream 1.
+        agent: the agent index of each stream ``[T + 1, B]``; ``None`` for one agent.
 
     A one-step replay transition ``(s, a, r, s')`` is a segment with ``T = 1``: row 0 holds
     ``obs=s, action=a``, row 1 ``obs=s', reward=r`` and whether ``s'`` ended the episode.
@@ -392,6 +355,7 @@ class SampleBatch:
     agent: Any = None
 
 
+@dataclass(eq=False)
 class TrainerStepResult:
     """What ``Trainer.step`` returns in the SRL API (seed 004).
 
@@ -401,13 +365,9 @@ class TrainerStepResult:
         priorities: new replay priorities of the sampled rows (Ape-X style), or ``None``.
     """
 
-    def __init__(self, stats: dict[str, Any], step: int, priorities: Any = None):
-        self.stats = stats
-        self.step = step
-        self.priorities = priorities
-
-    def __repr__(self) -> str:
-        return f"TrainerStepResult(step={self.step}, stats={self.stats})"
+    stats: dict[str, Any]
+    step: int
+    priorities: Any = field(default=None, repr=False)
 
 
 class _Registry:
@@ -424,25 +384,15 @@ class _Registry:
 
     def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if name not in self.entries:
-            import importlib
-
             importlib.import_module("looprl.agents")  # registers the built-in names
         if name not in self.entries:
             known = ", ".join(sorted(self.entries)) or "none"
             hint = did_you_mean(str(name), self.entries)
             raise KeyError(f"unknown {self.kind} {name!r}.{hint} Registered: {known}")
         options = kwargs.pop("args", None) or {}
-        return _resolve(self.entries[name])(*args, **kwargs, **options)
-
-
-def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
-    """A class or factory, or the one a ``"module.path:Name"`` string names (imported now)."""
-    if not isinstance(target, str):
-        return target
-    import importlib
-
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+        entry = self.entries[name]
+        factory = import_object(entry, self.kind) if isinstance(entry, str) else entry
+        return factory(*args, **kwargs, **options)
 
 
 _POLICIES = _Registry("policy")
@@ -451,18 +401,12 @@ _BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
 
 
 def register_policy(name: str, cls: Callable[..., Policy] | str) -> None:
-    """Register a ``Policy`` class or factory (or a lazy ``"module:Name"`` path) under ``name``.
-
-    Raises:
-        ValueError: ``name`` is already registered.
-    """
+    """Register a ``Policy`` class or factory (or a lazy ``"module:Name"`` path) under
+    ``name``; ``ValueError`` if it is taken."""
     _POLICIES.register(name, cls)
 
 
 def register_trainer(name: str, cls: Callable[..., Trainer] | str) -> None:
-    """Register a ``Trainer`` class (or a lazy ``"module:Class"`` path) under ``name``.
-
-    Raises:
-        ValueError: ``name`` is already registered.
-    """
+    """Register a ``Trainer`` class (or a lazy ``"module:Class"`` path) under ``name``;
+    ``ValueError`` if it is taken."""
     _TRAINERS.register(name, cls)

@@ -1,8 +1,6 @@
-"""The ``Logger`` interface that agents and approximations write to.
-
-The concrete logger (TensorBoard event files plus ``returns100.csv``) lives in
-``looprl.experiments``; lower layers only see this interface. Values may be floats or
-0-d tensors: implementations convert lazily so that callers never force a sync.
+"""The ``Logger`` interface that agents and approximations write to (the concrete one is
+``looprl.experiments.ExperimentLogger``). Values may be floats or 0-d tensors: implementations
+convert lazily so that callers never force a sync.
 """
 
 from __future__ import annotations

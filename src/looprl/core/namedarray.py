@@ -1,10 +1,9 @@
 """``NamedArray``: a fixed set of named arrays that share leading (batch) dimensions.
 
-A ``NamedArray`` is the SRL-style container used for batches, rollouts and policy states
-throughout looprl. It behaves like a small record of *fields* whose values (*leaves*) are
-numpy arrays, torch tensors, nested ``NamedArray`` s or ``None``. Indexing with anything but
-a field name is applied to every leaf, so a batch can be sliced, gathered, stacked or
-written into a preallocated buffer as if it were a single array::
+The SRL-style container of batches, rollouts and policy states: a record of *fields* whose
+values (*leaves*) are numpy arrays, torch tensors, nested ``NamedArray`` s or ``None``.
+Indexing with anything but a field name applies to every leaf, so a batch can be sliced,
+gathered, stacked or written into a preallocated buffer as if it were one array::
 
     @namedarray
     class MyPolicyState:
@@ -281,18 +280,9 @@ def _check_names(names: Any) -> None:
 
 
 def namedarray(cls: type) -> type[NamedArray]:
-    """Class decorator turning an annotated class into a ``NamedArray`` subclass.
-
-    Every annotated name is a field, in order (after the fields of a decorated base); a
-    class-level value is its default, which makes the field optional. The class keeps its
-    name, docstring and methods, and can be built positionally or by keyword.
-
-    Args:
-        cls: the class to convert.
-
-    Returns:
-        A new ``NamedArray`` subclass with the same name.
-    """
+    """Class decorator turning an annotated class into a ``NamedArray`` subclass of the same
+    name: every annotated name is a field, in order (after those of a decorated base); a
+    class-level value is its default. Instances can be built positionally or by keyword."""
     if issubclass(cls, NamedArray):
         base, bases = cls, cls.__bases__
     else:
@@ -335,12 +325,8 @@ def recursive_aggregate(xs: Sequence[T], fn: Callable[[list[Any]], Any]) -> T:
         nones = sum(leaf is None for leaf in leaves)
         if nones and nones != len(leaves):
             raise ValueError(f"field {name!r} is None in some items but not in others")
-        if nones:
-            values.append(None)
-        elif isinstance(leaves[0], NamedArray):
-            values.append(recursive_aggregate(leaves, fn))
-        else:
-            values.append(fn(leaves))
+        nested = isinstance(leaves[0], NamedArray)
+        values.append(None if nones else recursive_aggregate(leaves, fn) if nested else fn(leaves))
     return type(first)._from_fields(first._fields, values)
 
 

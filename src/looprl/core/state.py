@@ -21,8 +21,6 @@ from typing import Any
 import numpy as np
 import torch
 
-DEFAULT_KEYS = ("observation", "reward", "done", "mask")
-
 
 def _to_tensor(value: Any, device: str | torch.device, dtype: torch.dtype | None = None):
     if isinstance(value, torch.Tensor):
@@ -37,8 +35,7 @@ def _to_tensor(value: Any, device: str | torch.device, dtype: torch.dtype | None
 
 def as_observation(obs: np.ndarray) -> np.ndarray:
     """An observation array as networks take it: ``float32``, except ``uint8`` images, which
-    stay compact (the image models scale them). Integer and boolean observations (one-hot
-    ``FlattenObservation`` output, grid worlds) become ``float32`` too."""
+    stay compact (the image models scale them)."""
     if obs.dtype == np.float32 or obs.dtype == np.uint8:
         return obs
     return obs.astype(np.float32)
@@ -84,16 +81,10 @@ class State(dict):
         return StateArray(x, (len(list_of_states),), device=device)
 
     @classmethod
-    def from_gym(
-        cls,
-        gym_output: tuple,
-        device: str | torch.device = "cpu",
-        dtype: torch.dtype | None = None,
-    ) -> State:
-        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output.
-
-        Entries of ``info`` become entries of the state.
-        """
+    def from_gym(cls, gym_output: tuple, device: str | torch.device = "cpu",
+                 dtype: torch.dtype | None = None) -> State:
+        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output;
+        entries of ``info`` become entries of the state."""
         if len(gym_output) == 2:
             obs, info = gym_output
             reward, terminated, truncated = 0.0, False, False
@@ -129,9 +120,7 @@ class State(dict):
     @property
     def terminated(self) -> Any:
         """The episode ended in a terminal state (no bootstrapping past it)."""
-        if isinstance(self.mask, torch.Tensor):
-            return self.mask == 0
-        return self.mask == 0.0
+        return self.mask == 0
 
     @property
     def truncated(self) -> Any:
@@ -199,13 +188,8 @@ class StateArray(State):
     ``as_output`` restores them.
     """
 
-    def __init__(
-        self,
-        x: dict[str, Any],
-        shape: tuple[int, ...],
-        device: str | torch.device = "cpu",
-        **kwargs: Any,
-    ):
+    def __init__(self, x: dict[str, Any], shape: tuple[int, ...],
+                 device: str | torch.device = "cpu", **kwargs: Any):
         if not isinstance(x, dict):
             x = {"observation": x}
         x = {**x, **kwargs}
@@ -232,9 +216,7 @@ class StateArray(State):
         return StateArray(x, self._shape if shape is None else shape, device=self.device)
 
     def _batched(self, value: Any) -> bool:
-        return isinstance(value, torch.Tensor) and value.shape[: len(self._shape)] == torch.Size(
-            self._shape
-        )
+        return isinstance(value, torch.Tensor) and value.shape[: len(self._shape)] == self._shape
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
@@ -308,13 +290,8 @@ class MultiagentState(State):
         return self["agent"]
 
     @classmethod
-    def from_zoo(
-        cls,
-        agent: str,
-        zoo_output: tuple,
-        device: str | torch.device = "cpu",
-        dtype: torch.dtype | None = None,
-    ) -> MultiagentState:
+    def from_zoo(cls, agent: str, zoo_output: tuple, device: str | torch.device = "cpu",
+                 dtype: torch.dtype | None = None) -> MultiagentState:
         """Build from a PettingZoo ``env.last()`` tuple ``(obs, reward, term, trunc, info)``."""
         state = State.from_gym(zoo_output, device=device, dtype=dtype)
         return cls(dict(state), device=device, agent=agent)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``."""
     close = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.6)
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+
+
+def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
+    if value not in choices:
+        hint = did_you_mean(str(value), choices)
+        raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
+    return value

@@ -13,18 +13,7 @@ from looprl.experiments.run import (
     run_experiment,
 )
 
-__all__ = [
-    "Experiment",
-    "ExperimentLogger",
-    "ExperimentResult",
-    "MultiagentEnvExperiment",
-    "ParallelEnvExperiment",
-    "SingleEnvExperiment",
-    "TrainingInterrupted",
-    "TrainingProgress",
-    "make_experiment",
-    "plot_returns_100",
-    "run_experiment",
-    "play",
-    "watch",
-]
+__all__ = ["Experiment", "ExperimentLogger", "ExperimentResult", "MultiagentEnvExperiment",
+           "ParallelEnvExperiment", "SingleEnvExperiment", "TrainingInterrupted",
+           "TrainingProgress", "make_experiment", "plot_returns_100", "run_experiment", "play",
+           "watch"]

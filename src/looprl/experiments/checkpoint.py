@@ -1,37 +1,18 @@
 """Checkpoints of a running experiment: everything needed to continue it exactly.
 
 ``save_checkpoint(experiment)`` writes ``checkpoint.pt`` into the run directory: the whole
-experiment object -- the preset and its networks, the agent (target networks, optimizers, lr
-and epsilon schedules, its replay or rollout buffer, its own random generators), the meta
-components and the metrics dictionary, the environment (with its random generator) and the
-logger's counters -- and the global random states of torch (CUDA's too, on a GPU), NumPy and
-``random``. The file is written to a temporary name and renamed, so a run killed while saving
-(even by SIGKILL) keeps its previous checkpoint.
+experiment object (preset, agent with its optimizers, schedules and buffer, meta components,
+environment, logger counters) and the global random states of torch, CUDA, NumPy and
+``random``, written to a temporary name and renamed (a run killed while saving keeps its
+previous checkpoint). ``load_checkpoint(path)`` restores the random states and returns the
+experiment: on CPU, training on equals an uninterrupted run, and the logger drops what the
+dead run wrote after the checkpoint. Everything must pickle (register hooks as bound
+methods, not lambdas).
 
-``load_checkpoint(path)`` restores the random states and returns the experiment; training on
-(``experiment.train(frames=...)``) then continues as if it had never stopped: on CPU, the
-returns and the final parameters equal those of an uninterrupted run. The logger drops the
-CSV rows and TensorBoard scalars that the dead run wrote after the checkpoint. (On a GPU,
-CUDA kernels need not be deterministic, so the run may drift; a checkpoint saved on a GPU
-resumes on a GPU.)
-
-Experiments checkpoint themselves every ``checkpoint_every`` frames, with their replay
-buffer unless ``checkpoint_replay=False`` (single environments:
-at the first episode end after that many frames; vector environments: after that step).
-Everything must pickle: Gymnasium's classic-control environments and vector environments
-do; components whose hooks are lambdas do not (register bound methods).
-
-**Atari** (``looprl.environments.atari``): ale-py cannot save its emulator, so the
-environments are saved without it and a restored one is reset before it steps again
-(``needs_reset``). Before saving, ``save_checkpoint`` calls ``experiment.prepare_checkpoint()``,
-which lets the environment fix the seed of its next reset (derived from the run's seed and the
-frame), in the running run too. With one environment (the DQN family) checkpoints fall on
-episode ends, so the uninterrupted and the resumed run start the next episode from the same
-seed: the resume is exact. Vector environments (PPO, A2C...) are saved in mid-episode: the
-resumed run gives up the running episodes (the agent sees their last states again, with
-reward 0, as truncated; they are not logged) and starts new ones from that seed. Networks,
-optimizers, buffers, schedules, counters and random states continue, but the run is no longer
-step for step the uninterrupted one.
+**Atari**: ale-py cannot save its emulator, so a restored environment is reset before it
+steps again (``needs_reset``), from a seed ``prepare_checkpoint()`` fixed at saving. With one
+environment checkpoints fall on episode ends and the resume is exact; vector environments
+(PPO, A2C...) give up their running episodes (seen as truncated, not logged).
 """
 
 from __future__ import annotations
@@ -74,11 +55,8 @@ def set_rng_states(states: dict[str, Any]) -> None:
 
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
     """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
-    its run directory); return the path.
-
-    With ``replay=False`` the replay buffers are saved empty (their capacity, position-free
-    state and random generators kept): a much smaller file, and a resumed run that refills
-    its buffer before it trains again, so it no longer equals an uninterrupted one.
+    its run directory); return the path. With ``replay=False`` the replay buffers are saved
+    empty (a resumed run refills them before it trains).
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
@@ -107,11 +85,8 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
 
     Args:
         path: the checkpoint.
-        run_name: the experiment goes on in a new run directory of this name (under
-            ``{logdir}/{agent}/{env}``; ``run_info`` and the preset's hyperparameters in its
-            ``run.json``), and the checkpoint's own is left as it is (a PBT member that
-            exploits another's checkpoint); ``None``: it continues the checkpoint's run
-            directory.
+        run_name: go on in a new run directory of this name (under ``{logdir}/{agent}/{env}``)
+            and leave the checkpoint's as it is (a PBT exploit); ``None``: continue it.
         run_info: more entries of the new ``run.json``.
 
     Raises:

@@ -1,14 +1,10 @@
 """Where a diverged loss came from: non-finite data from the environment, found after the fact.
 
-When a loss turns NaN or infinite, ``Approximation`` raises ``FloatingPointError``. The
-usual advice (a lower learning rate) is wrong when the environment itself returned NaN or
-inf. Nothing is checked while training runs; once the error is raised, the experiment
-looks in two places that cost nothing beforehand:
-
-* the episode returns it sums anyway (a non-finite reward makes its episode's return
-  non-finite), which also tell *when*;
-* the batch the failing update trained on, read from the local variables of the frames the
-  error passed through (``batch``, ``rewards``, ``next_states``... of the trainer).
+When a loss turns NaN or infinite, ``Approximation`` raises ``FloatingPointError``; a lower
+learning rate is the wrong advice when the environment returned NaN or inf. Nothing is
+checked while training: afterwards the experiment looks at the episode returns (which also
+tell *when*) and at the batch the failing update trained on (the local variables of the
+frames the error passed through).
 """
 
 from __future__ import annotations
@@ -27,11 +23,7 @@ KINDS = (("reward", "rewards"), ("obs", "observations"), ("frame", "observations
 
 def kind_of(path: str) -> str | None:
     """``'rewards'`` or ``'observations'`` for a variable path such as ``batch.observation``."""
-    path = path.lower()
-    for marker, kind in KINDS:
-        if marker in path:
-            return kind
-    return None
+    return next((kind for marker, kind in KINDS if marker in path.lower()), None)
 
 
 def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
@@ -72,13 +64,9 @@ def _nonfinite(tensor: torch.Tensor) -> bool:
     return tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())
 
 
-def explain_divergence(
-    error: FloatingPointError,
-    env_name: str,
-    frame: int,
-    nonfinite_episode: tuple[int, int] | None = None,
-    running_return_nonfinite: bool = False,
-) -> str:
+def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
+                       nonfinite_episode: tuple[int, int] | None = None,
+                       running_return_nonfinite: bool = False) -> str:
     """The message for a diverged loss: the environment's bad data if there is any, else
     ``error``'s own message (which advises on learning rates and clipping).
 
@@ -101,9 +89,7 @@ def explain_divergence(
             where = f" (in an episode running at frame {frame})"
     if not kinds:
         return str(error)
-    return (
-        f"The environment {env_name} returned NaN or infinite {' and '.join(kinds)}{where}, "
-        f"and training diverged on them at frame {frame}; this is not a learning-rate "
-        "problem. Make the environment return finite values, or wrap it to replace them "
-        "(e.g. gymnasium.wrappers.TransformReward / TransformObservation)."
-    )
+    return (f"The environment {env_name} returned NaN or infinite {' and '.join(kinds)}{where}, "
+            f"and training diverged on them at frame {frame}; this is not a learning-rate "
+            "problem. Make the environment return finite values, or wrap it to replace them "
+            "(e.g. gymnasium.wrappers.TransformReward / TransformObservation).")

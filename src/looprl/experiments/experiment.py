@@ -1,8 +1,7 @@
 """Control loops: run a preset's agent in an environment, log, and evaluate.
 
 ``SingleEnvExperiment`` runs an ``Agent`` in one environment, ``ParallelEnvExperiment`` a
-``ParallelAgent`` in a vector environment. Each loop is split into small methods
-(``_reset``, ``_step``, ``_end_episode``...) so that behaviour can be added at those points.
+``ParallelAgent`` in a vector environment.
 """
 
 from __future__ import annotations
@@ -72,37 +71,23 @@ class Experiment(ABC):
         train_steps: the training budget in frames (schedules anneal over it).
         logdir: root directory of run directories.
         quiet: no progress bar or printed results.
-        render: show the environment while training; it must have been created with
-            ``render_mode='human'`` (it then draws itself on every step).
+        render: show the environment while training (created with ``render_mode='human'``).
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger to use instead of a new ``ExperimentLogger``.
-        seed: seeds torch and the environment for a reproducible run. The preset was built
-            before: seed its initial weights with ``seed_everything(seed)`` before building it,
-            as ``run_experiment`` does.
-        meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``);
-            with none, the loop calls no hook at all.
+        seed: seeds torch and the environment (seed the preset's initial weights with
+            ``seed_everything(seed)`` before building it, as ``run_experiment`` does).
+        meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``).
         checkpoint_every: save ``checkpoint.pt`` in the run directory every this many frames
             (``looprl.experiments.checkpoint``; ``None``: never).
         checkpoint_replay: checkpoints hold the replay buffer's transitions (``False``:
-            saved empty; smaller files, but a resumed run refills it before training).
+            saved empty).
     """
 
-    def __init__(
-        self,
-        preset: Preset,
-        env: Any,
-        name: str | None = None,
-        train_steps: float = math.inf,
-        logdir: str = "runs",
-        quiet: bool = False,
-        render: bool = False,
-        verbose: bool = True,
-        logger: Any = None,
-        seed: int | None = None,
-        meta: Sequence[MetaComponent] = (),
-        checkpoint_every: int | None = None,
-        checkpoint_replay: bool = True,
-    ):
+    def __init__(self, preset: Preset, env: Any, name: str | None = None,
+                 train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
+                 render: bool = False, verbose: bool = True, logger: Any = None,
+                 seed: int | None = None, meta: Sequence[MetaComponent] = (),
+                 checkpoint_every: int | None = None, checkpoint_replay: bool = True):
         if checkpoint_every is not None and checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be a positive number of frames, got "
                              f"{checkpoint_every!r}")
@@ -147,9 +132,8 @@ class Experiment(ABC):
             save_checkpoint(self, replay=self.checkpoint_replay)
 
     def prepare_checkpoint(self) -> None:
-        """Let the training environment prepare for a checkpoint at this frame
-        (``Environment.prepare_checkpoint``: Atari fixes its next reset's seed);
-        ``save_checkpoint`` calls it."""
+        """Let the training environment prepare for a checkpoint at this frame (Atari fixes
+        its next reset's seed)."""
         prepare = getattr(self.training_env, "prepare_checkpoint", None)
         if prepare is not None:
             prepare(self.frame)
@@ -167,12 +151,11 @@ class Experiment(ABC):
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
         if self.render and getattr(getattr(self.env, "env", None), "render_mode", None) != "human":
-            raise ValueError(
-                f"render=True needs an environment that shows itself: create it with "
-                f"render_mode='human' (GymEnvironment({self.env.name!r}, render_mode='human'), "
-                f"or for PettingZoo make_zoo_env({self.env.name!r}, render_mode='human')); "
-                "Atari environments have no window: watch a saved preset with looprl watch"
-            )
+            raise ValueError(f"render=True needs an environment that shows itself: create it with "
+                             f"render_mode='human' (GymEnvironment({self.env.name!r}, render_mode="
+                             f"'human'), or for PettingZoo make_zoo_env({self.env.name!r}, "
+                             "render_mode='human')); Atari environments have no window: watch a "
+                             "saved preset with looprl watch")
 
     def _make_agent(self) -> Any:
         """The preset's training agent, logging to this experiment's logger."""
@@ -201,10 +184,9 @@ class Experiment(ABC):
             try:
                 self._train(frames, episodes)
             except FloatingPointError as error:
-                message = explain_divergence(
-                    error, self.env.name, self.frame, self._nonfinite_episode,
-                    self._running_return_nonfinite(),
-                )
+                message = explain_divergence(error, self.env.name, self.frame,
+                                             self._nonfinite_episode,
+                                             self._running_return_nonfinite())
                 raise FloatingPointError(message) from error
 
     @abstractmethod
@@ -213,10 +195,8 @@ class Experiment(ABC):
 
     @abstractmethod
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Run ``episodes`` evaluation episodes with the test agent; return their returns.
-
-        With ``env`` (an ``Environment`` of the same spaces, e.g. a held-out instance set),
-        the episodes are played there, and their returns are returned only (not logged)."""
+        """Run ``episodes`` evaluation episodes with the test agent; return their returns
+        (played in ``env``, of the same spaces, if given: then not logged)."""
 
     def _log_training_episode(self, episode_return: float) -> None:
         self._check_finite(episode_return)
@@ -235,9 +215,8 @@ class Experiment(ABC):
         return False
 
     def _log_meta_scalars(self, hub: MetaHub, logger: Any) -> None:
-        """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote since the last
-        call (the loops call it after the post-episode hooks: the logging interval of
-        ``log/*`` keys is the training episode; nothing to do when no component wrote one)."""
+        """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote (after the
+        post-episode hooks: the logging interval is the training episode)."""
         for key, value in hub.log_scalars().items():
             logger.add_log(key[4:], value)
 
@@ -247,6 +226,11 @@ class Experiment(ABC):
 
     def _update_progress(self) -> None:
         self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
+
+    def _reset(self) -> Any:
+        if self.seed is not None and self.logger.episode == 0:
+            return self.env.reset(seed=self.seed)
+        return self.env.reset()
 
     def close(self) -> None:
         """Close the logger and the environment."""
@@ -263,11 +247,6 @@ class SingleEnvExperiment(Experiment):
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._run_training_episode()
             self._maybe_checkpoint()
-
-    def _reset(self) -> Any:
-        if self.seed is not None and self.logger.episode == 0:
-            return self.env.reset(seed=self.seed)
-        return self.env.reset()
 
     def _run_training_episode(self) -> None:
         state = self._reset()
@@ -326,12 +305,10 @@ class SingleEnvExperiment(Experiment):
 class ParallelEnvExperiment(Experiment):
     """A ``ParallelAgent`` acting in ``preset.n_envs`` copies of an environment at once.
 
-    The loop is the collector the Ray actors run (``looprl.collector.EnvRunner``, over the
-    vector environment, in process): it asks the agent's policy for actions, writes the rows
-    through the agent's bodies, calls the step and episode hooks and cuts ``SampleBatch``
-    segments of the agent's ``n_steps``; each segment goes to the agent's ``train`` (its
-    trainer, wrapped by the run's ``MetaHub`` when components are attached, which runs the
-    update hooks). The agent's own ``act`` is for loops written by hand (seed 003).
+    The loop is the collector the Ray actors run (``looprl.collector.EnvRunner``): it asks
+    the agent's policy for actions, calls the step and episode hooks and hands each segment
+    of ``n_steps`` rows to the agent's ``train``. The agent's ``act`` is for hand-written
+    loops (seed 003).
     """
 
     def __init__(self, preset: Any, env: Any, **kwargs: Any):
@@ -346,18 +323,13 @@ class ParallelEnvExperiment(Experiment):
 
     def _check_render(self) -> None:
         if self.render:
-            log.warning(
-                "render=True is ignored by %s, which trains in %d environments at once; "
-                "watch it after training with looprl watch or looprl.experiments.watch",
-                self.name, self.vector_env.n_envs,
-            )
+            log.warning("render=True is ignored by %s, which trains in %d environments at once; "
+                        "watch it after training with looprl watch or looprl.experiments.watch",
+                        self.name, self.vector_env.n_envs)
 
     def _train(self, frames: float, episodes: float) -> None:
-        """Step all copies until the budget is used; a later call continues the episodes.
-
-        An environment restored from a checkpoint without its running episodes
-        (``needs_reset``: Atari) starts new ones (the runner truncates the old ones).
-        """
+        """Step all copies until the budget is used; a later call continues the episodes (an
+        environment restored without them, ``needs_reset``, starts new ones)."""
         if self.runner is None:
             self.runner = self._make_runner()
             self._act()
@@ -392,8 +364,7 @@ class ParallelEnvExperiment(Experiment):
 
     def _act(self) -> None:
         """The policy acts on the new observations, the runner records the rows, and every
-        segment they complete is trained (so a segment that fills on the budget's last step
-        is trained within the budget)."""
+        segment they complete is trained (within the budget)."""
         runner, learner = self.runner, self.agent.unwrapped
         policy = learner.policy
         runner.record(0, policy.rollout(runner.request()), policy.version)
@@ -431,18 +402,15 @@ class ParallelEnvExperiment(Experiment):
         return self.runner is not None and not np.isfinite(self.runner.running_returns).all()
 
     def _test_env(self) -> VectorEnvironment:
-        """A separate copy of the training environments, so that training episodes go on
-        undisturbed; the training environments themselves if they cannot be copied."""
+        """A copy of the training environments (so that their episodes go on), else they."""
         if isinstance(self.env, Environment):
             return self.env.duplicate(self.vector_env.n_envs)
         try:
             return self.vector_env.copy()
         except NotImplementedError:
-            log.warning(
-                "%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
-                "environments, which cuts their episodes short (the agent sees them truncated)",
-                type(self.vector_env).__name__,
-            )
+            log.warning("%s cannot be copied (VectorEnvironment.copy): evaluating in the training "
+                        "environments, which cuts their episodes short (the agent sees them "
+                        "truncated)", type(self.vector_env).__name__)
             return self.vector_env
 
     def close(self) -> None:

@@ -1,38 +1,24 @@
 """``ExperimentLogger``: TensorBoard event files plus plain-text return summaries.
 
-One logger is created per (agent, environment) run. It owns the run directory
-``{logdir}/{agent}/{env}`` (``{env}_2``, ``{env}_3``, ... when a previous run already
-used it) and writes there:
+One logger per (agent, environment) run owns the run directory ``{logdir}/{agent}/{env}``
+(``{env}_2``, ... when a previous run used it) and writes there:
 
-* ``run.json`` -- ``{"agent": ..., "env": ..., "started": <ISO time>}`` and the ``run_info``
-  the caller gives (experiments: the preset's ``hyperparameters``; runners: also which ES
-  individual and generation, or which Optuna trial, the run is, and its searched ``values``);
-* TensorBoard events for losses, schedules, debugging info, evaluations and summaries;
-* ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the
-  last 100 episode returns (fast to read and plot, see ``plot_returns_100``);
-* ``results.csv`` -- ``frame,episode,return``: one row per training episode (``frame`` is
-  the frame counter when the episode was recorded, ``episode`` its 1-based index). Rows are
-  buffered in memory and appended every 100 episodes, by ``close()``, and -- for a logger
-  that is never closed -- when it is garbage-collected or the interpreter exits normally
-  (``weakref.finalize``); only a crash or kill can lose the last (< 100) rows;
+* ``run.json`` -- agent, env, start time and the caller's ``run_info`` (the preset's
+  ``hyperparameters``; for runners also the ES individual or Optuna trial and its values);
+* TensorBoard events: ``train/returns/{episode,frame}``, ``eval/returns/mean``,
+  ``loss/<name>``, ``schedule/<name>``, ``info/<name>``, ``log/<name>``, ``summary/...``;
+* ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the last
+  100 returns;
+* ``results.csv`` -- ``frame,episode,return``, one row per training episode;
 * ``test_returns.csv`` -- the returns of the final test episodes;
-* ``losses.csv`` -- ``frame,name,value``: every loss written to TensorBoard (verbose only);
-* ``hyperparameters.csv`` -- ``frame,hp/...``: the agent's ``hp/*`` values at the end of each
-  training episode (verbose only), the trajectory schedules and meta components give them;
-* ``log.csv`` -- ``frame,name,value``: the scalars meta components wrote under ``log/*``
-  (``add_log``; absent when none did). These three are buffered like ``results.csv`` and
-  written every 100 episodes and on ``flush``.
+* ``losses.csv`` (verbose only) and ``log.csv`` (meta components' ``log/*`` scalars) --
+  ``frame,name,value``; ``hyperparameters.csv`` (verbose only) -- ``frame,hp/...`` at the
+  end of each training episode.
 
-The TensorBoard tags: ``train/returns/{episode,frame}`` (each training episode's return, by
-episode and by frame), ``eval/returns/mean`` (evaluation), ``loss/<name>``,
-``schedule/<name>``, ``info/<name>``, ``log/<name>`` and ``summary/...``.
-
-The experiment loop keeps the public counters ``frame`` and ``episode`` up to date; the
-``step`` argument of every logging method picks which of them is the x-axis.
-
-With ``wandb={"project": ..., "mode": "offline", ...}`` (the ``wandb`` extra) every scalar also
-goes to a Weights & Biases run stored in the run directory, with ``frame`` as its x-axis;
-TensorBoard and the CSV files stay as they are.
+CSV rows are buffered and appended every 100 episodes, on ``flush`` and ``close``, and (for
+``results.csv``) when a logger that was never closed is garbage-collected. The loop keeps the
+counters ``frame`` and ``episode``; each method's ``step`` picks the x-axis. With
+``wandb={...}`` (``wandb.init`` arguments) every scalar also goes to a W&B run.
 """
 
 from __future__ import annotations
@@ -70,8 +56,8 @@ _MOVING: ContextVar[bool] = ContextVar("looprl_moving_runs", default=False)
 
 @contextmanager
 def moving_runs() -> Iterator[None]:
-    """Loggers unpickled inside this block do not continue their run directory (no rows
-    dropped, no event file opened there): the caller gives each a new one (``start_run``)."""
+    """Loggers unpickled inside this block do not continue their run directory: the caller
+    gives each a new one (``start_run``)."""
     token = _MOVING.set(True)
     try:
         yield
@@ -94,11 +80,8 @@ def _json_value(value: Any) -> Any:
 
 
 def _claim_run_dir(parent: Path, name: str) -> Path:
-    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty.
-
-    Raises:
-        ValueError: ``parent`` cannot be made or written (a file, no permission): one line.
-    """
+    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty
+    (``ValueError`` if ``parent`` cannot be made or written)."""
     check_writable(parent, _OPTIONS)
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -135,8 +118,7 @@ def _keep_rows(path: Path, rows: int) -> None:
 
 
 def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
-    """A W&B run in the logger's run directory (``options``: ``wandb.init`` arguments, e.g.
-    ``project``, ``mode="offline"``), with ``frame`` as the x-axis of every metric."""
+    """A W&B run in the logger's run directory, with ``frame`` as its x-axis."""
     try:
         import wandb
     except ImportError:
@@ -158,9 +140,8 @@ def _keep_frames(path: Path, frame: int) -> None:
 
 
 def _keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
-    """Drop the TensorBoard scalars that the run directory's event files hold past a
-    checkpoint: steps after ``frame`` (tags stepped by frame) or from ``episode`` on (tags
-    stepped by episode, ``episode_tags``), so that a resumed run writes each step once."""
+    """Drop the TensorBoard scalars past a checkpoint (after ``frame``, or from ``episode`` on
+    for ``episode_tags``), so that a resumed run writes each step once."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.summary.writer.record_writer import RecordWriter
 
@@ -184,8 +165,7 @@ def _keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]
 
 
 def _cell(value: Any) -> str:
-    """A CSV cell: a float for numbers and 0-d tensors, a quoted text for anything else (a
-    list of per-env epsilons)."""
+    """A CSV cell: a float for numbers and 0-d tensors, else a quoted text."""
     try:
         return repr(float(value))
     except (TypeError, ValueError):
@@ -209,12 +189,7 @@ def _to_array(values: Any) -> np.ndarray:
 
 def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
     """Return ``(mean, std, max, min)`` of a non-empty array (population std)."""
-    return (
-        float(values.mean()),
-        float(values.std()),
-        float(values.max()),
-        float(values.min()),
-    )
+    return float(values.mean()), float(values.std()), float(values.max()), float(values.min())
 
 
 class ExperimentLogger(Logger):
@@ -227,11 +202,10 @@ class ExperimentLogger(Logger):
         verbose: When False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
         loss_every: Write only every ``loss_every``-th call of ``add_loss`` per loss name
             (the first call is always written).
-        run_name: The run directory's name under ``{logdir}/{agent}/{env}`` (an ES
-            individual's ``gen001_ind002``, an Optuna trial's ``trial003``); ``None``: the
-            run directory is ``{logdir}/{agent}/{env}`` itself.
-        run_info: More entries of ``run.json`` (JSON-able; other values are written as their
-            ``repr``).
+        wandb: ``wandb.init`` arguments, to log to W&B too (``None``: not).
+        run_name: The run directory's name under ``{logdir}/{agent}/{env}`` (``gen001_ind002``);
+            ``None``: the run directory is ``{logdir}/{agent}/{env}`` itself.
+        run_info: More entries of ``run.json`` (non-JSON values as their ``repr``).
 
     Attributes:
         log_dir: The run directory (a ``str``).
@@ -239,17 +213,9 @@ class ExperimentLogger(Logger):
         episode: Current episode counter, set by the experiment loop.
     """
 
-    def __init__(
-        self,
-        agent_name: str,
-        env_name: str,
-        logdir: str = "runs",
-        verbose: bool = True,
-        loss_every: int = 1,
-        wandb: dict[str, Any] | None = None,
-        run_name: str | None = None,
-        run_info: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, agent_name: str, env_name: str, logdir: str = "runs",
+                 verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
+                 run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
         if int(loss_every) < 1:
             raise ValueError(f"loss_every must be >= 1, got {loss_every}")
         self.agent_name = agent_name
@@ -263,8 +229,7 @@ class ExperimentLogger(Logger):
         self._open(run_name, run_info)
 
     def _open(self, run_name: str | None, run_info: dict[str, Any] | None) -> None:
-        """Claim the run directory (``run_name``: under ``{logdir}/{agent}/{env}``) and start
-        its files."""
+        """Claim the run directory and start its files."""
         parent = Path(self._logdir) / _safe_component(self.agent_name)
         if run_name is not None:
             parent = parent / _safe_component(self.env_name)
@@ -292,10 +257,8 @@ class ExperimentLogger(Logger):
         self._wandb = None if self._wandb_options is None else _wandb_run(self, self._wandb_options)
 
     def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
-        """Go on in a new run directory ``run_name`` under ``{logdir}/{agent}/{env}``, with
-        ``run_info`` in its ``run.json`` (one agent that becomes another run: an ES individual
-        on a shared agent, a PBT member after exploit). The current directory's files are
-        written and closed; the frame and episode counters go on."""
+        """Go on in a new run directory ``run_name`` under ``{logdir}/{agent}/{env}`` (an ES
+        individual on a shared agent, a PBT member after exploit); the counters go on."""
         if getattr(self, "_writer", None) is not None:
             self.close()
         self._open(run_name, run_info)
@@ -319,7 +282,6 @@ class ExperimentLogger(Logger):
         written = self._n_returns - len(self._pending_rows)
         _keep_rows(self._returns_path, written)
         _keep_rows(self._returns100_path, self._n_returns // _WINDOW)
-        self.__dict__.setdefault("_log_rows", [])  # a checkpoint from before log.csv
         for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
             _keep_frames(Path(self.log_dir) / table, self.frame)
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
@@ -330,12 +292,8 @@ class ExperimentLogger(Logger):
 
     def _write_run_json(self, run_dir: Path, info: dict[str, Any]) -> None:
         """Write ``run.json`` describing this run (``info`` added)."""
-        meta = {
-            "agent": self.agent_name,
-            "env": self.env_name,
-            "started": datetime.now().astimezone().isoformat(timespec="seconds"),
-            **info,
-        }
+        started = datetime.now().astimezone().isoformat(timespec="seconds")
+        meta = {"agent": self.agent_name, "env": self.env_name, "started": started, **info}
         (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=_json_value) + "\n")
 
     # ------------------------------------------------------------------ helpers
@@ -383,8 +341,7 @@ class ExperimentLogger(Logger):
         self._log_rows.append((self.frame, name, value))
 
     def _write_tables(self) -> None:
-        """Append the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv``
-        rows."""
+        """Append the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv`` rows."""
         run_dir = Path(self.log_dir)
         for table, rows in (("losses.csv", self._loss_rows), ("log.csv", self._log_rows)):
             if rows:
@@ -433,13 +390,8 @@ class ExperimentLogger(Logger):
         self._writer.flush()
 
     def close(self) -> None:
-        """Write the buffered ``results.csv`` rows, flush and close the event file.
-
-        Safe to call more than once.
-        """
-        _append_lines(self._returns_path, self._pending_rows)
-        self._write_tables()
-        self._writer.flush()
+        """Write the buffered rows, flush and close the event file (safe to call again)."""
+        self.flush()
         self._writer.close()
         if self._wandb is not None:
             self._wandb.finish()
@@ -454,23 +406,12 @@ class ExperimentLogger(Logger):
     # ------------------------------------------------------------------ returns
     @property
     def mean_return100(self) -> float:
-        """Mean of the last (up to) 100 training-episode returns; ``nan`` if none yet.
-
-        Cached when a return is added, so reading it every step is cheap.
-        """
+        """Mean of the last (up to) 100 training-episode returns; ``nan`` if none yet."""
         return self._mean100
 
     def add_episode_return(self, ret: float) -> None:
-        """Record the return of one finished training episode.
-
-        Writes ``train/returns/episode`` and ``train/returns/frame`` and buffers a
-        ``results.csv`` row; every 100 episodes it appends the buffered rows to
-        ``results.csv``, appends ``frame,mean,std,max,min`` of the last 100 returns to
-        ``returns100.csv`` and writes ``summary/returns100/...``.
-
-        Args:
-            ret: The undiscounted return of the episode.
-        """
+        """Record the (undiscounted) return of one finished training episode; every 100
+        episodes write the buffered rows and a ``returns100.csv`` row."""
         ret = float(ret)
         self._scalar("train/returns/episode", ret, "episode")
         self._scalar("train/returns/frame", ret, "frame")
@@ -493,12 +434,8 @@ class ExperimentLogger(Logger):
         self.add_summary("returns100", values, step="frame")
 
     def add_test_returns(self, returns: list[float]) -> None:
-        """Write the final test returns to ``test_returns.csv``, their mean as
-        ``eval/returns/mean`` (the tag of a distributed run's evaluation) and summary scalars.
-
-        Args:
-            returns: One return per test episode.
-        """
+        """Write the final test returns (one per episode) to ``test_returns.csv``, their mean
+        as ``eval/returns/mean`` and summary scalars."""
         array = _to_array(returns)
         lines = ["return"] + [repr(float(r)) for r in array]
         (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")

@@ -1,21 +1,13 @@
 """``MultiagentEnvExperiment``: a ``Multiagent`` acting in a ``MultiagentEnvironment``.
 
-The control loop of seed 003 for multi-agent environments: every agent acts on its turn,
-finished agents see their final state once (and the environment steps ``None`` for them).
-It logs into one run directory ``{logdir}/{name}/{env}``:
+The control loop of seed 003 for multi-agent environments: every agent acts on its turn;
+finished agents see their final state once. The run directory's logger records the team
+return (the sum of the agents'); one logger per agent, in ``{run dir}/{name}.{agent}/{env}``,
+its returns, losses and test returns.
 
-* the experiment's ``ExperimentLogger`` there records the frame and episode counters and,
-  as the episode return, the sum of all agents' returns (the team return);
-* one ``ExperimentLogger`` per agent, in ``{run dir}/{name}.{agent}/{env}``, records that
-  agent's episode returns (its own ``returns100.csv``), its losses (each agent's preset
-  logs to its own logger) and its test returns.
-
-Meta components run per agent: each agent gets its own copy of every component
-(``copy.deepcopy``: register hooks as bound methods, which are copied with their component,
-not as lambdas that capture it) and its own metrics dictionary (``self.hubs[name]``, with
-``metrics['agent'] = name``). An agent's transition ends when its next turn comes: then its
-``post_step`` hooks run (and may change the reward it learns from), then ``pre_step``, then
-it acts. Episode hooks run for every agent at the start and the end of each episode.
+Meta components run per agent, each on its own copies (``copy.deepcopy``: register hooks as
+bound methods) and its own metrics dictionary (``self.hubs[name]``, ``metrics['agent']``).
+An agent's transition ends when its next turn comes: its ``post_step`` hooks run then.
 """
 
 from __future__ import annotations
@@ -34,17 +26,10 @@ from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub
 
 
-def play(
-    env: MultiagentEnvironment,
-    multiagent: Multiagent,
-    episodes: int = 1,
-    seed: int | None = None,
-) -> dict[str, list[float]]:
-    """Run ``episodes`` episodes of ``multiagent`` in ``env``; return each agent's returns.
-
-    Useful to evaluate trained agents against others (e.g. an ``IndependentMultiagent``
-    of a test agent and a ``RandomAgent``). ``seed`` seeds the first reset.
-    """
+def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
+         seed: int | None = None) -> dict[str, list[float]]:
+    """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
+    return each agent's returns."""
     returns: dict[str, list[float]] = defaultdict(list)
     for episode in range(episodes):
         env.reset(seed=seed if episode == 0 else None)
@@ -72,12 +57,9 @@ class MultiagentEnvExperiment(Experiment):
     hubs: dict[str, MetaHub] = {}  # noqa: RUF012 -- replaced, never mutated
 
     def _make_agent(self) -> Multiagent:
-        self.agent_loggers = {
-            agent: ExperimentLogger(
-                f"{self.name}.{agent}", self.env.name, self.logger.log_dir, self.verbose
-            )
-            for agent in self.env.possible_agents
-        }
+        self.agent_loggers = {agent: ExperimentLogger(f"{self.name}.{agent}", self.env.name,
+                                                      self.logger.log_dir, self.verbose)
+                              for agent in self.env.possible_agents}
         return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
     def _attach(self, components: list[MetaComponent]) -> None:
@@ -94,8 +76,8 @@ class MultiagentEnvExperiment(Experiment):
             hub.metrics["agent"] = name
             self.hubs[name] = hub
 
-    def _hooked_step(self, state: Any) -> None:
-        """``_step`` with the acting agent's hooks: the post-step hooks of its previous turn,
+    def _hooked_act(self, state: Any) -> Any:
+        """The acting agent's action, with its hooks: the post-step hooks of its previous turn,
         then (unless its episode is over) its pre-step hooks."""
         name = state["agent"]
         hub = self.hubs[name]
@@ -108,19 +90,11 @@ class MultiagentEnvExperiment(Experiment):
         if not state.done:
             self._pending[name] = (state, action)
             self._turns[name] += 1
-        self.env.step(None if state.done else action)
-        self.logger.frame += 1
-        self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
+        return action
 
     def _train(self, frames: float, episodes: float) -> None:
         while self.logger.frame < frames and self.logger.episode < episodes:
             self._run_training_episode()
-
-    def _reset(self) -> None:
-        if self.seed is not None and self.logger.episode == 0:
-            self.env.reset(seed=self.seed)
-        else:
-            self.env.reset()
 
     def _run_training_episode(self) -> None:
         self._reset()
@@ -140,13 +114,10 @@ class MultiagentEnvExperiment(Experiment):
 
     def _step(self, state: Any) -> None:
         """The selected agent acts on ``state``; the environment advances one turn."""
-        if self.hooked:
-            self._hooked_step(state)
-            return
-        action = self.agent.act(state)
+        action = self._hooked_act(state) if self.hooked else self.agent.act(state)
         self.env.step(None if state.done else action)
         self.logger.frame += 1
-        self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
+        self._update_progress()
 
     def _log_training_episode(self, returns: dict[str, float]) -> None:
         self._check_finite(sum(returns.values()))

@@ -1,12 +1,9 @@
 """Plot the training returns of every run in a whole ``runs`` directory.
 
-``plot_returns_100`` draws one subplot per environment and one line per run: the mean
-return of the last (up to) 100 episodes, shaded by one standard deviation, and saves a
-PNG. Runs are found by their ``returns100.csv``. When the run also has a ``results.csv``
-(one row per episode), the curve is the rolling mean at every episode, drawn over the raw
-episode returns as a faint thin line; otherwise it is the ``returns100.csv`` rows (one
-point per 100 episodes). It uses matplotlib's Agg canvas directly, so it works without a
-display and leaves the pyplot backend untouched.
+``plot_returns_100`` draws one subplot per environment and one line per run (found by its
+``returns100.csv``): the mean return of the last (up to) 100 episodes, shaded by one
+standard deviation. It draws on matplotlib's Agg canvas, so it needs no display and leaves
+the pyplot backend untouched.
 """
 
 from __future__ import annotations
@@ -52,23 +49,13 @@ class _Run:
             return self
         keep = self.frame <= timesteps
         raw = None if self.raw is None else self.raw[keep]
-        return _Run(
-            self.agent, self.env, self.path, self.frame[keep], self.mean[keep], self.std[keep], raw
-        )
+        return _Run(self.agent, self.env, self.path, self.frame[keep], self.mean[keep],
+                    self.std[keep], raw)
 
 
 def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and population std of the last (up to) ``window`` values, at every index.
-
-    Element ``i`` summarises ``values[max(0, i - window + 1) : i + 1]``.
-
-    Args:
-        values: 1-d sequence of numbers.
-        window: Window length (``>= 1``).
-
-    Returns:
-        ``(mean, std)``, two float arrays shaped like ``values``.
-    """
+    """Mean and population std of the last (up to) ``window`` values, at every index of the
+    1-d ``values``: ``(mean, std)``, two float arrays shaped like ``values``."""
     if int(window) < 1:
         raise ValueError(f"window must be >= 1, got {window}")
     x = np.asarray(values, dtype=np.float64).ravel()
@@ -135,16 +122,13 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
     for path in paths:
         run = _load_run(path)
         if run is None:
-            logger.warning(
-                "%s has no data rows yet (and no episodes in results.csv); skipping it", path
-            )
+            logger.warning("%s has no data rows yet (and no episodes in results.csv); "
+                           "skipping it", path)
             continue
         runs.append(run)
     if not runs:
-        raise ValueError(
-            f"every run under {runs_dir!s} is empty (returns100.csv header "
-            "only, no episodes in results.csv)"
-        )
+        raise ValueError(f"every run under {runs_dir!s} is empty (returns100.csv header "
+                         "only, no episodes in results.csv)")
     return runs
 
 
@@ -158,18 +142,10 @@ def _draw_run(ax: Axes, run: _Run, label: str, color: str, linestyle: str) -> No
     """Draw one run: faint raw returns (if any), the std band, then the mean line."""
     if run.raw is not None:
         ax.plot(run.frame, run.raw, color=color, alpha=0.25, linewidth=0.6, zorder=1)
-    ax.fill_between(
-        run.frame,
-        run.mean - run.std,
-        run.mean + run.std,
-        color=color,
-        alpha=0.15,
-        linewidth=0,
-        zorder=2,
-    )
-    ax.plot(
-        run.frame, run.mean, label=label, color=color, linestyle=linestyle, linewidth=1.8, zorder=3
-    )
+    ax.fill_between(run.frame, run.mean - run.std, run.mean + run.std, color=color,
+                    alpha=0.15, linewidth=0, zorder=2)
+    ax.plot(run.frame, run.mean, label=label, color=color, linestyle=linestyle, linewidth=1.8,
+            zorder=3)
 
 
 def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], timesteps: int) -> None:
@@ -213,14 +189,13 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
     return fig
 
 
-def plot_returns_100(
-    runs_dir: str = "runs", timesteps: int = -1, filename: str | None = None
-) -> str:
+def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
+                     filename: str | None = None) -> str:
     """Plot the 100-episode mean returns of every run under ``runs_dir``.
 
     A run with a ``results.csv`` is drawn at every episode (rolling mean and std of the
-    last up to 100 returns, plus the raw returns faintly); one without is drawn from its
-    ``returns100.csv`` rows.
+    last up to 100 returns, over the raw returns drawn faintly); one without is drawn from
+    its ``returns100.csv`` rows.
 
     Args:
         runs_dir: Directory searched recursively for ``returns100.csv`` files.
@@ -232,8 +207,7 @@ def plot_returns_100(
 
     Raises:
         FileNotFoundError: If no ``returns100.csv`` exists under ``runs_dir``.
-        ValueError: If no run has data: every ``returns100.csv`` found holds only its
-            header and there is no episode in a sibling ``results.csv``.
+        ValueError: If no run has data.
     """
     runs = _load_runs(Path(runs_dir))
     out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"

@@ -1,14 +1,11 @@
 """A cheap rich progress bar, and live dashboard, for training loops.
 
 ``TrainingProgress`` shows frames done/total, frames per second, elapsed and remaining
-time, the episode count and the mean return of the last 100 episodes; given a ``status``
-callable, it shows under the bar the lines it returns (the experiments' dashboard: the last
-losses and the current ``hp/*`` values), computed only when the display is redrawn.
-``update`` may be called every environment step: it only checks a monotonic clock and
-redraws at most ``refresh_per_second`` times per second. When the console is not a
-terminal (a log file, a CI job, a pipe) it prints the same values as plain lines instead, at
-every tenth of the run and at least once a minute, so that logs stay readable. With
-``quiet=True`` nothing is ever printed.
+time, the episode count, the mean return of the last 100 episodes, and under the bar the
+lines of a ``status`` callable (the dashboard: last losses, ``hp/*`` values). ``update`` may
+be called every step: it redraws at most ``refresh_per_second`` times per second. On a
+console that is not a terminal it prints plain lines instead, at every tenth of the run and
+at least once a minute.
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from types import TracebackType
 
 from rich.console import Console, RenderableType
 from rich.progress import (
@@ -39,7 +35,6 @@ class _FramesPerSecondColumn(ProgressColumn):
     """Frames per second, from rich's moving speed estimate."""
 
     def render(self, task: Task) -> Text:
-        """Render the current speed of ``task``."""
         speed = task.speed
         return Text("? fps" if speed is None else f"{speed:,.0f} fps", style="progress.data.speed")
 
@@ -52,7 +47,6 @@ class _FramesColumn(ProgressColumn):
         self.unit = " frames" if unit else ""
 
     def render(self, task: Task) -> Text:
-        """Render the frame count of ``task``."""
         total = "?" if task.total is None else f"{int(task.total):,}"
         text = f"{int(task.completed):,}/{total}{self.unit}"
         return Text(text, style="progress.download")
@@ -104,16 +98,10 @@ class TrainingProgress:
         ...     bar.update(frame=10, episode=1, mean_return=5.0)
     """
 
-    def __init__(
-        self,
-        total_frames: int,
-        description: str,
-        quiet: bool = False,
-        console: Console | None = None,
-        refresh_per_second: float = 10.0,
-        line_interval: float = 60.0,
-        status: Callable[[], list[str]] | None = None,
-    ) -> None:
+    def __init__(self, total_frames: int, description: str, quiet: bool = False,
+                 console: Console | None = None, refresh_per_second: float = 10.0,
+                 line_interval: float = 60.0, status: Callable[[], list[str]] | None = None
+                 ) -> None:
         self.total_frames = int(total_frames)
         self.status = status
         self.description = description
@@ -132,69 +120,44 @@ class TrainingProgress:
         self._first_frame: int | None = None  # frames may start above 0 (resumed training)
 
     def _make_progress(self, console: Console) -> Progress:
-        """Create the (not yet started) rich progress display.
-
-        A console narrower than ``WIDE`` columns gets the description on a line of its own
-        and a shorter bar without the elapsed time, so that nothing is cut.
-        """
+        """The (not yet started) rich display; a console narrower than ``WIDE`` gets the
+        description on a line of its own and a shorter bar, so that nothing is cut."""
         wide = console.width >= WIDE
-        columns = [
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(bar_width=24),
-            _FramesColumn(),
-            _FramesPerSecondColumn(),
-            TimeElapsedColumn(),
-            TextColumn("<"),
-            TimeRemainingColumn(),
-        ] if wide else [
-            BarColumn(bar_width=10),
-            _FramesColumn(unit=False),
-            _FramesPerSecondColumn(),
-            TimeRemainingColumn(),
-        ]
-        if not wide:
+        if wide:
+            columns = [TextColumn("[progress.description]{task.description}"),
+                       BarColumn(bar_width=24), _FramesColumn(), _FramesPerSecondColumn(),
+                       TimeElapsedColumn(), TextColumn("<"), TimeRemainingColumn()]
+        else:
             console.print(self.description, markup=False, highlight=False)
-        columns += [
-            TextColumn("episodes {task.fields[episodes]}"),
-            TextColumn("return(100) {task.fields[mean_return]}"),
-        ]
+            columns = [BarColumn(bar_width=10), _FramesColumn(unit=False),
+                       _FramesPerSecondColumn(), TimeRemainingColumn()]
+        columns += [TextColumn("episodes {task.fields[episodes]}"),
+                    TextColumn("return(100) {task.fields[mean_return]}")]
         options = {"console": console, "auto_refresh": False, "transient": False}
         if self.status is not None:
             return _Dashboard(*columns, status=self.status, **options)
         return Progress(*columns, **options)
-
-    def _get_console(self) -> Console:
-        """The console given, else a new one on stderr."""
-        if self._console is None:
-            self._console = Console(stderr=True)
-        return self._console
 
     def start(self) -> None:
         """Show the bar (no-op when quiet or already started)."""
         if self.quiet or self._progress is not None or self._lines is not None:
             return
         self._start = time.monotonic()
-        console = self._get_console()
+        console = self._console = self._console or Console(stderr=True)
         if not console.is_terminal:
             self._lines = console
             self._next_refresh = self._start + self._line_interval
             self._next_line_frame = self._next_milestone(0)
             return
         self._progress = self._make_progress(console)
-        self._task = self._progress.add_task(
-            self.description, total=self.total_frames, episodes=0, mean_return="-"
-        )
+        self._task = self._progress.add_task(self.description, total=self.total_frames,
+                                             episodes=0, mean_return="-")
         self._progress.start()
         self._next_refresh = time.monotonic()
 
     def update(self, frame: int, episode: int, mean_return: float | None = None) -> None:
-        """Record progress; the display is redrawn at most ``refresh_per_second`` times/s.
-
-        Args:
-            frame: Frames done so far.
-            episode: Episodes done so far.
-            mean_return: Mean return of the last 100 episodes (``None``/``nan`` if unknown).
-        """
+        """Record frames and episodes done so far and the mean return of the last 100
+        episodes (``None``/``nan``: unknown); redraw at most ``refresh_per_second`` times/s."""
         if self._lines is not None:
             self._last = (frame, episode, mean_return)
             if self._first_frame is None:
@@ -232,11 +195,8 @@ class TrainingProgress:
             frames = f"{frame:,}/{self.total_frames:,} frames ({percent:.0f}%)"
             if fps > 0:
                 left = f", {_format_duration(max(self.total_frames - frame, 0) / fps)} left"
-        line = (
-            f"{self.description}: {frames}, {fps:,.0f} fps, {_format_duration(elapsed)} elapsed"
-            + left
-            + f", episodes {episode}, return(100) {_format_return(mean_return)}"
-        )
+        line = (f"{self.description}: {frames}, {fps:,.0f} fps, {_format_duration(elapsed)} "
+                f"elapsed{left}, episodes {episode}, return(100) {_format_return(mean_return)}")
         if self.status is not None:
             line = "; ".join([line, *self.status()])
         self._lines.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -248,12 +208,8 @@ class TrainingProgress:
         """Push the values to rich and redraw."""
         assert self._progress is not None
         self._last = (frame, episode, mean_return)
-        self._progress.update(
-            self._task,
-            completed=frame,
-            episodes=episode,
-            mean_return=_format_return(mean_return),
-        )
+        self._progress.update(self._task, completed=frame, episodes=episode,
+                              mean_return=_format_return(mean_return))
         self._progress.refresh()
 
     def close(self) -> None:
@@ -273,10 +229,5 @@ class TrainingProgress:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -73,11 +73,7 @@ def build_preset(agent: Any, env: Any) -> Preset:
 
 
 def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Any:
-    """The experiment for ``preset`` and ``env``.
-
-    A ``MultiagentEnvExperiment`` for multi-agent environments, a ``ParallelEnvExperiment``
-    for parallel presets, else a ``SingleEnvExperiment``.
-    """
+    """The experiment for ``preset`` and ``env``: multi-agent, parallel or single."""
     if isinstance(env, MultiagentEnvironment):
         return MultiagentEnvExperiment(preset, env, **kwargs)
     if isinstance(preset, ParallelPreset):
@@ -85,18 +81,10 @@ def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Any:
     return SingleEnvExperiment(preset, env, **kwargs)
 
 
-def run_experiment(
-    agents: Any,
-    envs: Any,
-    frames: float,
-    logdir: str = "runs",
-    quiet: bool = False,
-    render: bool = False,
-    test_episodes: int = 100,
-    verbose: bool = True,
-    seed: int | None = None,
-    meta: Sequence[Any] = (),
-) -> list[ExperimentResult]:
+def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
+                   quiet: bool = False, render: bool = False, test_episodes: int = 100,
+                   verbose: bool = True, seed: int | None = None, meta: Sequence[Any] = (),
+                   ) -> list[ExperimentResult]:
     """Train every agent on every environment for ``frames`` frames, then evaluate.
 
     Args:
@@ -132,28 +120,16 @@ def run_experiment(
             if seed is not None:
                 seed_everything(seed)
             preset = build_preset(agent, env)
-            experiment = make_experiment(
-                preset,
-                env,
-                train_steps=frames,
-                logdir=logdir,
-                quiet=quiet,
-                render=render,
-                verbose=verbose,
-                seed=seed,
-                meta=meta,
-            )
+            experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
+                                         quiet=quiet, render=render, verbose=verbose, seed=seed,
+                                         meta=meta)
             results.append(_run(experiment, frames, test_episodes))
     return results
 
 
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
-    """Train and test ``experiment``; its logs are flushed and closed even if training fails.
-
-    Raises:
-        FloatingPointError: training diverged (the message names the run's log directory,
-            which keeps everything logged until then).
-    """
+    """Train and test ``experiment``; its logs are flushed and closed even if training fails
+    (a ``FloatingPointError`` names the run's log directory)."""
     close_loggers = getattr(experiment, "close_loggers", experiment.logger.close)
     try:
         experiment.train(frames=frames)
@@ -166,26 +142,14 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
         close_loggers()
     if isinstance(returns, dict):  # multi-agent: one list per agent; keep the team return
         returns = [sum(r) for r in zip(*returns.values())]
-    result = ExperimentResult(
-        agent=experiment.name,
-        env=experiment.env.name,
-        log_dir=str(experiment.logger.log_dir),
-        frames=experiment.frame,
-        episodes=experiment.episode,
-        test_returns=returns,
-    )
+    result = ExperimentResult(experiment.name, experiment.env.name,
+                              str(experiment.logger.log_dir), experiment.frame,
+                              experiment.episode, returns)
     if returns:
-        log.info(
-            "%s on %s: test return %.1f +/- %.1f over %d episodes",
-            result.agent, result.env, result.test_mean, result.test_std, len(returns),
-        )
+        log.info("%s on %s: test return %.1f +/- %.1f over %d episodes", result.agent,
+                 result.env, result.test_mean, result.test_std, len(returns))
     return result
 
 
-__all__: Sequence[str] = [
-    "ExperimentResult",
-    "TrainingInterrupted",
-    "build_preset",
-    "make_experiment",
-    "run_experiment",
-]
+__all__: Sequence[str] = ["ExperimentResult", "TrainingInterrupted", "build_preset",
+                          "make_experiment", "run_experiment"]

@@ -51,12 +51,7 @@ def offscreen_rendering() -> None:
 
 
 def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
-    """The environment a saved ``preset`` acts in, set up for rendering.
-
-    Atari presets get an ``AtariEnvironment`` (which renders its preprocessed frames),
-    multi-agent presets a ``MultiagentPettingZooEnv``, MuJoCo ids a ``MujocoEnvironment``,
-    anything else a ``GymEnvironment``.
-    """
+    """The environment a saved ``preset`` acts in (of its family), set up for rendering."""
     family = preset_family(preset)
     if to_file:
         offscreen_rendering()
@@ -78,22 +73,16 @@ def default_fps(env: Any) -> float:
     return 15.0 if isinstance(env, AtariEnvironment) else 50.0
 
 
-def watch(
-    agent: Any,
-    env: Any,
-    episodes: int = 1,
-    fps: float | None = None,
-    gif: str | Path | None = None,
-    max_steps: int = 10_000,
-) -> tuple[list[float] | list[dict[str, float]], Path | None]:
+def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
+          gif: str | Path | None = None, max_steps: int = 10_000,
+          ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """Play ``episodes`` episodes of ``agent`` in ``env`` and show them.
 
     With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
     at ``fps`` (default: ``default_fps(env)``, real time); otherwise ``env.render()`` frames
     are written to ``gif``, played back at ``fps``. An episode is cut after ``max_steps``
-    steps (turns, in a multi-agent environment). Returns the episode returns
-    (``{agent: return}`` dicts for a ``MultiagentEnvironment``, whose ``agent`` is a
-    ``Multiagent``) and the GIF path (or ``None``).
+    steps (turns). Returns the episode returns (``{agent: return}`` dicts for a
+    ``MultiagentEnvironment``) and the GIF path (or ``None``).
     """
     fps = fps or default_fps(env)
     frames: list[np.ndarray] | None = [] if gif is not None else None
@@ -130,9 +119,8 @@ def _play(agent: Any, env: Any, frames: list | None, fps: float, max_steps: int)
         episode_return += float(state.reward)
 
 
-def _play_multiagent(
-    multiagent: Any, env: MultiagentEnvironment, frames: list | None, fps: float, max_steps: int
-) -> dict[str, float]:
+def _play_multiagent(multiagent: Any, env: MultiagentEnvironment, frames: list | None,
+                     fps: float, max_steps: int) -> dict[str, float]:
     env.reset()
     returns = dict.fromkeys(env.possible_agents, 0.0)
     for turn, name in enumerate(env.agent_iter()):
@@ -147,20 +135,16 @@ def _play_multiagent(
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
-    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``).
-
-    Frames smaller than 300 pixels (Atari's 84 x 84) are enlarged for viewing.
-    """
+    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``); frames
+    smaller than 300 pixels (Atari's 84 x 84) are enlarged for viewing."""
     from PIL import Image
 
     if not frames:
         raise ValueError("No frames to write")
     step = max(1, len(frames) // max_frames)
     scale = max(1, math.ceil(300 / max(frames[0].shape[:2])))
-    images = [
-        Image.fromarray(frame.repeat(scale, axis=0).repeat(scale, axis=1))
-        for frame in frames[::step]
-    ]
+    images = [Image.fromarray(frame.repeat(scale, axis=0).repeat(scale, axis=1))
+              for frame in frames[::step]]
     path.parent.mkdir(parents=True, exist_ok=True)
     duration = int(1000 * step / fps)
     images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)

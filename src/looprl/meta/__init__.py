@@ -16,17 +16,5 @@ from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 from looprl.meta.space import SPaCE
 
-__all__ = [
-    "COMPONENTS",
-    "CosineLRSchedule",
-    "HOOKS",
-    "HPSchedule",
-    "MetaComponent",
-    "MetaStack",
-    "NetworkReset",
-    "NovelD",
-    "PLR",
-    "RND",
-    "SPaCE",
-    "make_component",
-]
+__all__ = ["COMPONENTS", "CosineLRSchedule", "HOOKS", "HPSchedule", "MetaComponent", "MetaStack",
+           "NetworkReset", "NovelD", "PLR", "RND", "SPaCE", "make_component"]

@@ -12,13 +12,9 @@ order the components were attached, and each list in the order the component fil
         def note(self, metrics):
             metrics["transition"]["reward"] = metrics["transition"]["reward"] + 0.1
 
-Components stack: the same class may be attached twice with different settings.
-
-On Ray each worker runs its own copy of the components: the actors run the step and episode
-hooks, the trainer worker the update hooks. What the trainer's copy learns and the actors'
-copies need (RND's predictor) is the component's *shared state* (``shared_state`` /
-``load_shared_state``): the trainer publishes it with the policy parameters, and an actor
-loads it with the parameters of the same version.
+The same class may be attached twice with different settings. On Ray each worker runs its
+own copy: the actors the step and episode hooks, the trainer worker the update hooks; what
+the trainer's copy learns and the actors' need (RND's predictor) is the *shared state*.
 """
 
 from __future__ import annotations
@@ -36,6 +32,9 @@ Hook = Callable[[dict[str, Any]], Any]
 
 class MetaComponent:
     """Base of meta components: one list of methods per hook (``<hook>_methods``)."""
+
+    #: the attributes ``repr`` shows
+    shown: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.pre_step_methods: list[Hook] = []
@@ -57,17 +56,16 @@ class MetaComponent:
         """Restore what ``state_dict`` returned (override)."""
 
     def shared_state(self) -> dict[str, Any] | None:
-        """What the update hooks learned that the step hooks need, for the Ray runtime: the
-        trainer worker publishes it with the policy parameters, and each actor's copy loads it
-        (``load_shared_state``) with the parameters of the same version. ``None`` (the
-        default): nothing to share."""
+        """What the update hooks learned that the step hooks need (Ray: the trainer publishes
+        it with the policy parameters, each actor loads it); ``None``: nothing to share."""
         return None
 
     def load_shared_state(self, state: dict[str, Any]) -> None:
         """Take what another copy's ``shared_state`` returned (override with it)."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.shown)
+        return f"{type(self).__name__}({shown})"
 
 
 def check_hook(hook: str) -> str:
@@ -79,26 +77,16 @@ def check_hook(hook: str) -> str:
 
 
 class MetaStack:
-    """The components attached to one run, called hook by hook in their order.
-
-    ``active`` is ``False`` for an empty stack: the loop then skips every hook, so that
-    training without components costs nothing extra.
-    """
+    """The components attached to one run, called hook by hook in their order."""
 
     def __init__(self, components: Iterable[MetaComponent] = ()):
         self.components = list(components)
         for component in self.components:
             if not isinstance(component, MetaComponent):
-                raise TypeError(
-                    f"{component!r} is not a MetaComponent: attach instances of "
-                    "looprl.meta components (e.g. RND()), or subclass MetaComponent"
-                )
+                raise TypeError(f"{component!r} is not a MetaComponent: attach instances of "
+                                "looprl.meta components (e.g. RND()), or subclass MetaComponent")
         self._hooks = {hook: [m for c in self.components for m in c.methods(hook)]
                        for hook in HOOKS}
-
-    @property
-    def active(self) -> bool:
-        return bool(self.components)
 
     def has(self, hook: str) -> bool:
         """Whether any component runs at ``hook``."""
@@ -111,6 +99,3 @@ class MetaStack:
 
     def __iter__(self):
         return iter(self.components)
-
-    def __len__(self) -> int:
-        return len(self.components)

@@ -1,24 +1,18 @@
 """``MetaHub``: the metrics dictionary of one run, and the calls of its components' hooks.
 
-The experiment loop owns a hub when meta components are attached (and none otherwise, so
-that training without components runs the plain loop). The hub
+The experiment loop owns a hub when meta components are attached (none otherwise). The hub
 
 * writes what the loop knows into the metrics dictionary (``looprl.meta.metrics``) and calls
   the step and episode hooks;
-* is the agent's trainer's ``hub``: ``Trainer.learn`` calls ``update``, which runs the update
-  hooks around ``Trainer.step`` and writes the batch, losses, TD errors, predictions and
-  gradient norm;
-* publishes the agent's hyperparameters as ``hp/*`` keys before every hook call and applies
-  the ones a hook changed before the next step or update;
-* gives the agent's exploration policy, buffer and trainer (its update rule) the metrics
-  dictionary, as their ``metrics`` attribute;
-* keeps track of the ``log/*`` keys written (it looks for new keys only when the dictionary
-  grew during a hook) and hands their values to the loop's logger (``log_scalars``).
+* is the trainer's ``hub``: ``Trainer.learn`` calls ``update``, which runs the update hooks
+  around ``Trainer.step``;
+* publishes the agent's ``hp/*`` keys before every hook call and applies the ones a hook
+  changed;
+* gives the agent's exploration policy, buffer and trainer the dictionary as ``metrics``;
+* hands the ``log/*`` values written to the loop's logger (``log_scalars``).
 
-The Ray workers have no agent: each builds a hub over its own ``Parts`` (an actor: its policy;
-the trainer worker: its policy, trainer and buffer). The collector (``EnvRunner``) reports
-its steps through the same calls as the local loops (``pre_step``, ``after_step``), so the
-hook sequence is written once, here.
+A Ray worker builds its hub over its ``Parts``; its collector (``EnvRunner``) reports steps
+through the same calls as the local loops, so the hook sequence is written once, here.
 """
 
 from __future__ import annotations
@@ -37,15 +31,14 @@ from looprl.core import (
     TrainerStepResult,
     parts_hyperparameters,
 )
-from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent, MetaStack
-from looprl.meta.hyperparameters import agent_hyperparameters
+from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 
 
 @dataclass
 class Parts:
     """What a hub sees in a Ray worker, which has no agent: the policy, and on the trainer's
-    side the trainer and its sample buffer."""
+    side the trainer and its buffer."""
 
     policy: Any
     trainer: Any = None
@@ -57,8 +50,7 @@ class Parts:
         return self
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and (on the trainer's side) the trainer's ``hp/*`` keys (none in an
-        actor whose policy answers from a policy worker: ``policy=None``)."""
+        """The policy's and the trainer's ``hp/*`` keys (none without a policy)."""
         if self.policy is None:
             return {}
         if self.trainer is None:
@@ -71,8 +63,7 @@ class MetaHub:
 
     Args:
         components: the components, in the order their hooks run.
-        agent: the training agent (bodies included), or a Ray worker's ``Parts``; its
-            trainer (if any: an actor's parts have none) runs the update hooks.
+        agent: the training agent (bodies included), or a Ray worker's ``Parts``.
         env: the (vector) environment, published as ``metrics['env']``.
         model: the preset's main network, published as ``metrics['model']``.
     """
@@ -82,20 +73,17 @@ class MetaHub:
         self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
                                         "update": 0}
         inner = self._inner = agent.unwrapped
-        trainer = inner.trainer
+        trainer, policy = inner.trainer, inner.policy  # policy None: answered by a policy worker
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         own = trainer.approximations() if trainer is not None else {}
-        policy = inner.policy  # None: an actor answered by a policy worker
         self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
         if trainer is not None:
             trainer.hub = self
-        self.metrics["policy"] = getattr(inner, "policy", None)
-        self.metrics["buffer"] = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
-        parts = (getattr(self.metrics["policy"], "greedy", None), self.metrics["buffer"],
-                 trainer)
-        for part in parts:
+        buffer = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
+        self.metrics.update(policy=policy, buffer=buffer)
+        for part in (getattr(policy, "greedy", None), buffer, trainer):
             if hasattr(part, "metrics"):  # exploration, buffer and update (trainer)
                 part.metrics = self.metrics
         self._published: dict[str, Any] = {}
@@ -114,15 +102,8 @@ class MetaHub:
         """For checkpoints: the getters and setters (closures) are found again on load."""
         return {**self.__dict__, "_hyperparameters": None}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """A checkpoint's hub (one saved before ``log/*`` keys were tracked gets none)."""
-        state.setdefault("_log_keys", set())
-        state.setdefault("_size", -1)
-        self.__dict__.update(state)
-
     def run(self, hook: str) -> None:
-        """Publish the agent's current ``hp/*`` values (its own schedules move them), run
-        ``hook``'s methods, then apply the values they changed."""
+        """Publish the agent's ``hp/*`` values, run ``hook``'s methods, apply the changes."""
         if self.stack.has(hook):
             self._publish()
             self.stack(hook, self.metrics)
@@ -135,8 +116,7 @@ class MetaHub:
             self._published[key] = value
 
     def _apply(self) -> None:
-        """Apply every ``hp/*`` key whose value differs from the one last published; look
-        at the keys written since the last hook if there are new ones."""
+        """Apply every ``hp/*`` key whose value differs from the one last published."""
         metrics, published = self.metrics, self._published
         for key, value in published.items():
             new = metrics.get(key, value)
@@ -155,17 +135,12 @@ class MetaHub:
             if key.startswith("log/"):
                 self._log_keys.add(key)
             elif key.startswith("hp/") and key not in published:
-                raise KeyError(
-                    f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, published)}"
-                    " It has: "
-                    f"{', '.join(sorted(published))}"
-                )
+                raise unknown_hyperparameter(key, published)
 
     def log_scalars(self) -> dict[str, float]:
-        """The ``log/*`` values written since the last call, as floats (a tensor or array:
-        its mean), removed from the dictionary (a component that averages over the logging
-        interval starts a new one when its key is gone). ``{}`` at once when no component
-        ever wrote one; an empty tensor is left out."""
+        """The ``log/*`` values written since the last call, as floats (a tensor's mean; an
+        empty one is left out), removed from the dictionary (a component that averages over
+        the logging interval starts a new one when its key is gone)."""
         if not self._log_keys:
             return {}
         metrics, values = self.metrics, {}
@@ -179,9 +154,9 @@ class MetaHub:
         return values
 
     def update(self, trainer: Trainer, batch: SampleBatch) -> TrainerStepResult:
-        """``trainer.step`` with the pre- and post-update hooks around it
-        (``Trainer.learn``): a hook may replace ``metrics['batch']``; after the step the
-        dictionary holds its losses, TD errors, predictions and gradient norms."""
+        """``trainer.step`` with the pre- and post-update hooks around it (a hook may replace
+        ``metrics['batch']``); then the dictionary holds the step's losses, TD errors,
+        predictions and gradient norms."""
         metrics = self.metrics
         metrics["batch"] = batch
         self.run("pre_update")
@@ -204,7 +179,7 @@ class MetaHub:
 
     def post_step(self, state: Any, action: Any, next_state: Any, step: int) -> Any:
         """Publish the transition, run the post-step hooks, and return ``next_state`` with
-        the reward the hooks left in ``transition['reward']`` (what the agent learns from)."""
+        the reward they left (what the agent learns from)."""
         batched = isinstance(next_state, StateArray)
         transition = transition_of(state, action, next_state, step, batched)
         if not self.stack.has("post_step"):
@@ -216,11 +191,10 @@ class MetaHub:
 
     def after_step(self, transition: dict[str, Any], step: int, ended: Any = None,
                    returns: list[float] = (), lengths: list[int] = ()) -> torch.Tensor:
-        """What every collector does after stepping its envs: publish ``transition`` (one row
-        per stream, ``looprl.meta.metrics``), run the post-step hooks, and where episodes
-        ``ended`` (bool per env copy; ``returns``, ``lengths`` of those episodes), run the
-        post-episode hooks, then the pre-episode hooks of the episodes that follow. Returns
-        the reward the hooks left, one float per row (what the learner learns from)."""
+        """What every collector does after stepping its envs: publish ``transition``, run the
+        post-step hooks, and where episodes ``ended`` (bool per env copy, with their
+        ``returns`` and ``lengths``) the post- and pre-episode hooks. Returns the reward the
+        hooks left, one float per row."""
         self.metrics["transition"] = transition
         self.metrics["step"] = step
         self.run("post_step")
@@ -273,9 +247,7 @@ def check_transition(reward: Any, n: int) -> None:
     """``ValueError`` if a hook left ``transition['reward']`` with the wrong shape or type."""
     if not isinstance(reward, torch.Tensor) or tuple(reward.shape) != (n,):
         shape = tuple(reward.shape) if hasattr(reward, "shape") else type(reward).__name__
-        raise ValueError(
-            f"A meta component wrote transition['reward'] as {shape}; it must stay a float "
-            f"tensor of shape ({n},), one reward per environment copy"
-        )
+        raise ValueError(f"A meta component wrote transition['reward'] as {shape}; it must "
+                         f"stay a float tensor of shape ({n},), one reward per environment copy")
     if not reward.is_floating_point():
         raise ValueError(f"transition['reward'] must be a float tensor, got {reward.dtype}")

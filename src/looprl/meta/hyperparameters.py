@@ -57,8 +57,9 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.core import Hyperparameter, merge_hyperparameters
+from looprl.core.suggest import did_you_mean
 
-__all__ = ["Hyperparameter", "agent_hyperparameters"]
+__all__ = ["Hyperparameter", "agent_hyperparameters", "unknown_hyperparameter"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
@@ -69,3 +70,9 @@ def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
     if rates:
         found["hp/lr"] = merge_hyperparameters(*rates)["hp/lr"]
     return found
+
+
+def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
+    """The one-line ``KeyError`` for ``key``, which the agent (keys ``found``) does not have."""
+    return KeyError(f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, found)} "
+                    f"It has: {', '.join(sorted(found))}")

@@ -58,13 +58,10 @@ key                          written by            contents
                                                    the run directory, then removes it.
 =========================== ===================== ============================================
 
-Logging ``log/*`` keys: the hub notes the ``log/*`` keys a component writes (it looks for
-new keys only when the dictionary grew during a hook, so keys cost nothing per step, and a
-run with no meta component has no hub at all). After the post-episode hooks of a training
-episode (the logging interval of these keys) the loop logs the value each one holds and
-removes it: a key is logged once per value written, the latest value of the interval. A
-component that aggregates over the interval (RND's mean intrinsic reward) starts a new
-aggregate when it finds its key gone. Names used by looprl's components:
+Logging ``log/*`` keys: after the post-episode hooks of a training episode (the logging
+interval) the loop logs the value each key holds and removes it, so a component that
+aggregates over the interval (RND's mean intrinsic reward) starts anew when its key is gone.
+Names used by looprl's components:
 ``log/rnd/intrinsic_reward_mean``, ``log/rnd/intrinsic_reward_max``,
 ``log/rnd/predictor_loss`` (``log/noveld/...`` for NovelD), ``log/plr/mean_score``,
 ``log/plr/seen``, ``log/plr/replay_share``, ``log/space/instance_set_size``. On Ray each
@@ -75,13 +72,4 @@ On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys 
 dictionary (``transition`` has one row per stream that stepped, ``env_index`` naming its
 copy; ``env`` is the list of its env copies, ``policy`` its policy copy), and the trainer
 worker the update keys of its own (``batch`` is the ``SampleBatch``; ``env`` is ``None``).
-
-Writers and readers of each component document the keys they touch.
 """
-
-from __future__ import annotations
-
-TRANSITION_KEYS = (
-    "state", "action", "reward", "next_state", "terminated", "truncated", "env_step",
-    "env_index",
-)

@@ -1,17 +1,16 @@
 """Prioritized Level Replay over the instance set of a ``ContextualEnvironment``.
 
 PLR (Jiang, Grefenstette and Rocktäschel, ICML 2021, https://arxiv.org/abs/2010.03934)
-scores every level (here: every instance id of the contextual environment) by how much the
-agent can still learn on it, and picks the next level of each environment copy either among
-the levels never played (uniformly) or by replaying a played one with probability
+scores every level (instance id) by how much the agent can still learn on it, and picks the
+next level of each environment copy among the unseen levels, or replays a seen one with
+probability
 
     P = (1 - rho) * P_S + rho * P_C,
     P_S(i) ∝ h(S_i) ** (1 / beta),  h(S_i) = 1 / rank(S_i)  (rank 1: the highest score),
     P_C(i) ∝ c - C_i                (c: episodes scored so far, C_i: c when i was last scored).
 
-Only seen levels have replay probability. The replay decision follows the paper's
-Algorithm 1: with probability ``replay_prob`` (and once at least ``min_seen`` levels were
-seen) replay, else play an unseen level; when every level has been seen, always replay.
+As in the paper's Algorithm 1 it replays with probability ``replay_prob`` (once
+``min_seen`` levels were seen, and always when every level was).
 
 Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episode):
 
@@ -26,32 +25,18 @@ Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episo
 ``value_l1``         mean of ``|A_t|`` (the paper's default)
 =================== ===========================================================
 
-``V(s_T)`` is 0 after a termination and the value of the last observation after a
-truncation. ``p`` and ``V`` come from ``metrics['policy']`` (``Policy.logits_and_values``),
-taken when the step happens (one batched forward per step, only for the strategies that need it).
+``V(s_T)`` is 0 after a termination, the last observation's value after a truncation;
+``p`` and ``V`` come from ``metrics['policy'].logits_and_values`` at each step.
 
-Hooks (metrics keys, ``looprl.meta.metrics``):
+Hooks: ``pre_episode -> setup`` (the levels: the first env copy's instance ids),
+``post_step -> record`` (reads ``transition`` and ``policy``) and
+``post_episode -> score_and_choose``: for each ``ended`` copy it scores the episode, updates
+its level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``) and sets the copy's
+``next_instance``. Logs ``log/plr/mean_score``, ``log/plr/seen`` and
+``log/plr/replay_share`` (share of replays among the levels chosen since the last logging).
 
-* ``pre_episode -> setup``: reads ``env`` (the levels are the first copy's instance ids).
-* ``post_step -> record``: reads ``transition`` (``state``, ``reward``, ``terminated``,
-  ``next_state``, ``env_index``: each row joins its copy's running episode) and ``policy``.
-* ``post_episode -> score_and_choose``: reads ``ended``; for each ended copy it scores the
-  episode on the level it played (``instance_id`` of the copy's ``ContextualEnv``), updates
-  that level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``; the default
-  ``score_ema=1`` replaces it, as in the paper) and sets the copy's ``next_instance``: the
-  collector resets that copy on its next step, on that level. Logs (``log/*`` keys)
-  ``log/plr/mean_score`` (mean score over the seen levels), ``log/plr/seen`` (number of seen
-  levels) and ``log/plr/replay_share`` (share of the levels chosen since the last logging
-  that were replays).
-
-The first episodes of a run are already reset when the hooks first run: they play the
-environment's own choice of instances.
-
-On Ray (``runtime=ray``) every actor runs its own copy of PLR over its own env copies
-(``make("contextual", ...)``) in its collector: a per-actor curriculum, with the actor's own
-scores, staleness and level choices (its ``log/plr/*`` keys are logged with the actor's
-name appended: ``log/plr/seen/actor0``). Every strategy but
-``random`` reads the actor's own policy copy (``runtime.policy_workers=0``).
+On Ray every actor runs its own PLR over its env copies; every strategy but ``random``
+needs the actor's own policy copy (``runtime.policy_workers=0``).
 """
 
 from __future__ import annotations
@@ -66,9 +51,6 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
 
-STRATEGIES = ("random", "policy_entropy", "least_confidence", "min_margin",
-              "one_step_td_error", "gae", "value_l1")
-PROBABILITY_STRATEGIES = ("policy_entropy", "least_confidence", "min_margin")
 VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
 
 
@@ -96,6 +78,12 @@ def min_margin(logits: torch.Tensor) -> float:
     """Mean over steps of ``1 - (p_1 - p_2)``, the two largest probabilities."""
     top = torch.softmax(logits, dim=-1).topk(2, dim=-1).values
     return float((1 - (top[:, 0] - top[:, 1])).mean())
+
+
+#: The strategies that score with the action probabilities, by name.
+PROBABILITY_SCORES = {"policy_entropy": policy_entropy, "least_confidence": least_confidence,
+                      "min_margin": min_margin}
+STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
 
 
 def td_errors(rewards: torch.Tensor, values: torch.Tensor, last_value: float,
@@ -126,12 +114,8 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
     check_strategy(strategy)
     if strategy == "random":
         return float((rng or np.random.default_rng()).random())
-    if strategy == "policy_entropy":
-        return policy_entropy(logits)
-    if strategy == "least_confidence":
-        return least_confidence(logits)
-    if strategy == "min_margin":
-        return min_margin(logits)
+    if strategy in PROBABILITY_SCORES:
+        return PROBABILITY_SCORES[strategy](logits)
     rewards, values = rewards.float(), values.float()
     if strategy == "one_step_td_error":
         return float(td_errors(rewards, values, last_value, gamma).abs().mean())
@@ -163,6 +147,8 @@ class PLR(MetaComponent):
         levels: the level (instance) ids; ``None``: the environment's, at the first hook.
         seed: seed of the level choices (and of the ``random`` scores).
     """
+
+    shown = ("strategy", "replay_prob", "beta", "rho")
 
     def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
                  rho: float = 0.1, gamma: float = 0.99, lam: float = 0.95,
@@ -222,9 +208,7 @@ class PLR(MetaComponent):
         if len(seen) == 0:
             return weights
         order = seen[np.argsort(-self.scores[seen], kind="stable")]
-        ranks = np.empty(len(order))
-        ranks[:] = np.arange(1, len(order) + 1)
-        weights[order] = (1.0 / ranks) ** (1.0 / self.beta)
+        weights[order] = (1.0 / np.arange(1, len(order) + 1)) ** (1.0 / self.beta)
         return weights / weights.sum()
 
     def staleness_weights(self) -> np.ndarray:
@@ -258,13 +242,12 @@ class PLR(MetaComponent):
         return metrics
 
     def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Keep each row's reward and flag (and the logits/values the strategy needs) in the
-        running episode of its env copy (``transition['env_index']``)."""
+        """Add each row (reward, flag, logits and values) to its env copy's running episode."""
         transition = metrics["transition"]
         reward = torch.as_tensor(transition["reward"]).detach().float().cpu()
         terminated = torch.as_tensor(transition["terminated"]).cpu()
         logits = values = None
-        if self.strategy in PROBABILITY_STRATEGIES + VALUE_STRATEGIES:
+        if self.strategy != "random":
             logits, values = self._policy(metrics).logits_and_values(transition["state"])
         next_state = torch.as_tensor(transition["next_state"])
         for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
@@ -337,7 +320,3 @@ class PLR(MetaComponent):
             self.scores, self.seen = state["scores"].copy(), state["seen"].copy()
             self.last_played, self.episodes = state["last_played"].copy(), state["episodes"]
         self.rng.bit_generator.state = state["rng"]
-
-    def __repr__(self) -> str:
-        return (f"PLR(strategy={self.strategy!r}, replay_prob={self.replay_prob}, "
-                f"beta={self.beta}, rho={self.rho})")

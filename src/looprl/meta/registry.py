@@ -29,19 +29,24 @@ COMPONENTS: dict[str, type[MetaComponent]] = {
 }
 
 
-def accepted_arguments(cls: type) -> list[str]:
-    """The keyword arguments ``cls(...)`` accepts, following ``**kwargs`` up the classes."""
-    names: list[str] = []
+def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """The keyword parameters ``cls(...)`` accepts, following ``**kwargs`` up the classes."""
+    found: dict[str, inspect.Parameter] = {}
     for klass in cls.__mro__:
         if "__init__" not in vars(klass) or klass in (MetaComponent, object):
             continue
         parameters = inspect.signature(klass.__init__).parameters.values()
-        names += [p.name for p in parameters
-                  if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                  and p.name not in names]
+        for p in parameters:
+            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                found.setdefault(p.name, p)
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             break
-    return names
+    return found
+
+
+def accepted_arguments(cls: type) -> list[str]:
+    """The names of ``accepted_parameters(cls)``."""
+    return list(accepted_parameters(cls))
 
 
 def component_class(name: str) -> type[MetaComponent]:

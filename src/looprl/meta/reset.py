@@ -6,9 +6,8 @@ https://arxiv.org/abs/2205.07802); shrink-and-perturb (Ash & Adams, 2020, "On Wa
 Neural Network Training", https://arxiv.org/abs/1910.08475) keeps part of what was learned:
 ``theta <- shrink * theta + perturb * theta_fresh``.
 
-Reads ``metrics['model']`` (an ``nn.Module`` the loop publishes; another key with
-``model_key``) at ``post_update``; changes its parameters in place. The optimizer's state
-(e.g. Adam's moments) is kept.
+It changes ``metrics['model']``'s parameters in place at ``post_update``; the optimizer's
+state (e.g. Adam's moments) is kept.
 """
 
 from __future__ import annotations
@@ -37,10 +36,8 @@ def layers_of(model: nn.Module) -> dict[str, nn.Module]:
 class NetworkReset(MetaComponent):
     """Every ``every`` updates, re-initialize chosen layers of ``metrics['model']``.
 
-    Hook: ``post_update -> maybe_reset``; it resets after its ``every``-th,
-    ``2 * every``-th, ... call. A fresh initialization is a copy of the layer re-initialized
-    by ``initializer`` (default: the layer's ``reset_parameters``, PyTorch's default init;
-    pass e.g. ``looprl.nn.orthogonal_init`` for the presets' initialization).
+    Hook: ``post_update -> maybe_reset``. A fresh initialization is a copy of the layer
+    re-initialized by ``initializer`` (default: its ``reset_parameters``).
 
     Args:
         every: updates between two resets.
@@ -55,6 +52,8 @@ class NetworkReset(MetaComponent):
     Raises:
         ValueError: at the first update, for a layer name the model lacks (with its names).
     """
+
+    shown = ("every", "layers", "last", "mode")
 
     def __init__(self, every: int, layers: Sequence[str] | None = None,
                  last: int | None = None, mode: str = "reset", shrink: float = 0.4,
@@ -162,7 +161,3 @@ class NetworkReset(MetaComponent):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.updates, self.resets = int(state["updates"]), int(state["resets"])
-
-    def __repr__(self) -> str:
-        which = f"layers={list(self.layers)}" if self.layers else f"last={self.last}"
-        return f"NetworkReset(every={self.every}, {which}, mode={self.mode!r})"

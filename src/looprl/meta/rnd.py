@@ -1,19 +1,14 @@
-"""Intrinsic rewards from novelty: ``RND`` and ``NovelD`` meta components.
+"""Intrinsic rewards from novelty: ``RND`` and ``NovelD`` meta components (seed 001).
 
 * ``RND`` -- Random Network Distillation (Burda et al., 2018,
-  https://arxiv.org/abs/1810.12894): a fixed, randomly initialized *target* network and a
-  *predictor* trained to match it on the states the agent visits. The predictor's error on a
-  state is small where the agent has often been and large where it has not; the intrinsic
-  reward is that error on ``next_state``, optionally divided by a running standard deviation
-  of the rewards, times ``internal_reward_weight``.
-* ``NovelD`` (Zhang et al., NeurIPS 2021,
-  https://proceedings.neurips.cc/paper/2021/hash/d428d070622e0f4363fceae11f4a3576-Abstract.html;
-  preprint "BeBold", https://arxiv.org/abs/2012.08621) -- the novelty *difference*
-  ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, which rewards crossing the
-  boundary of the explored region, optionally only on the first visit of ``s'`` in the
-  episode.
+  https://arxiv.org/abs/1810.12894): a *predictor* trained to match a fixed random *target*
+  network on visited states; the intrinsic reward is its error on ``next_state`` (optionally
+  divided by a running standard deviation) times ``internal_reward_weight``.
+* ``NovelD`` (Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2012.08621) -- the novelty
+  difference ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, optionally only on
+  the first visit of ``s'`` in the episode.
 
-Both are ``MetaComponent`` s (seed 001) and touch these metrics keys:
+The metrics keys they touch:
 
 ================================= ===== =======================================================
 key                               hook  use
@@ -30,15 +25,10 @@ key                               hook  use
                                   episode
 ================================= ===== =======================================================
 
-What they log (``log/*`` keys, ``looprl.meta.metrics``; ``noveld`` in place of ``rnd`` for
-``NovelD``): ``log/rnd/intrinsic_reward_mean`` and ``log/rnd/intrinsic_reward_max``, the mean
-and max of the intrinsic rewards (``weight * bonus``) of the steps since the last logging,
-written post-step; ``log/rnd/predictor_loss``, the last predictor loss, written post-update.
-
-Observations are flat vectors (an MLP is built) or channels-first images ``(C, H, W)`` (a
-small CNN; ``uint8`` frames are scaled by 1/255). Any other network comes from ``network``:
-a name in ``looprl.nn.FEATURE_EXTRACTORS`` or a factory ``shape -> nn.Module``. The paper's
-observation normalization is left to the environment's preprocessing.
+They log ``log/rnd/intrinsic_reward_mean`` and ``log/rnd/intrinsic_reward_max`` (of the
+intrinsic rewards since the last logging) and ``log/rnd/predictor_loss`` (``log/noveld/...``
+for ``NovelD``). The paper's observation normalization is left to the environment's
+preprocessing.
 """
 
 from __future__ import annotations
@@ -90,11 +80,7 @@ def image_network(shape: Sequence[int], features: int) -> nn.Sequential:
 
 
 class RNDNetwork(nn.Module):
-    """A fixed random ``target`` and a trained ``predictor`` of the same output size.
-
-    ``get_error(x)`` is the per-row mean squared difference of their outputs (no gradient);
-    ``errors(x)`` the same with a gradient into the predictor, for training.
-    """
+    """A fixed random ``target`` and a trained ``predictor`` of the same output size."""
 
     def __init__(self, target: nn.Module, predictor: nn.Module):
         super().__init__()
@@ -119,10 +105,8 @@ class RNDNetwork(nn.Module):
 
 class RunningStd:
     """Running mean and standard deviation of a stream of batches (Chan et al.'s parallel
-    update), kept as tensors so updating costs no device synchronization.
-
-    ``std`` is 1 until two values have been seen, and never below ``eps``.
-    """
+    update), kept as tensors (no device synchronization); ``std`` is 1 until two values have
+    been seen, and never below ``eps``."""
 
     def __init__(self, device: str | torch.device = "cpu", eps: float = 1e-8):
         dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
@@ -214,31 +198,25 @@ def add_bonus(reward: Any, bonus: torch.Tensor) -> Any:
 
 
 class RND(MetaComponent):
-    """Random Network Distillation (Burda et al., 2018, https://arxiv.org/abs/1810.12894).
+    """Random Network Distillation (see the module docstring).
 
-    Hooks: ``post_step -> get_reward`` (the bonus), ``post_update -> update_predictor``.
-    The networks are built on the first ``get_reward`` (from the shape of
-    ``transition['next_state']``) unless ``obs_shape`` is given.
+    Hooks: ``post_step -> get_reward``, ``post_update -> update_predictor``. The networks are
+    built on the first ``get_reward`` unless ``obs_shape`` is given.
 
     Args:
         internal_reward_weight: scale of the intrinsic reward added to the reward.
-        normalize: divide the prediction errors by a running standard deviation of them
-            (the paper divides by that of intrinsic returns); off, the bonus is exactly
-            ``weight * rnd_net.get_error(next_state)`` as in seed 001.
+        normalize: divide the prediction errors by a running standard deviation of them.
         network: ``"auto"`` (MLP for flat observations, CNN for ``(C, H, W)`` images),
-            ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS`` (with a
-            linear head), or a factory ``shape -> nn.Module`` called once per network.
+            ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS``, or a factory
+            ``shape -> nn.Module``.
         feature_dim: output size of the target and predictor.
         hidden: hidden layer sizes of the MLP.
         lr: Adam learning rate of the predictor.
         batch_size: rows per predictor update (a larger training batch is used whole).
         gradient_steps: predictor updates per ``post_update`` call.
-        update_every: train the predictor at every this-many-th ``post_update`` call only
-            (agents that take many gradient steps per environment step, like the DQN
-            preset's 128 per 256 frames, need it far less often than they update).
+        update_every: train the predictor at every this-many-th ``post_update`` call only.
         buffer_size: recent next states kept for training while the agent's batches hold
-            no observations (buffering stops, and the buffer is freed, at the first batch
-            that does).
+            no observations.
         obs_shape: build the networks at once for observations of this shape.
         device: where the networks run.
         seed: seeds the networks' initialization and the buffer sampling.
@@ -246,6 +224,7 @@ class RND(MetaComponent):
 
     #: the ``log/<log_name>/...`` keys it writes
     log_name = "rnd"
+    shown = ("internal_reward_weight", "normalize", "network")
 
     def __init__(
         self,
@@ -325,19 +304,22 @@ class RND(MetaComponent):
 
     # -- hooks ------------------------------------------------------------------------------
     def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Add ``weight * error(next_state)`` to the transition's reward (seed 001)."""
-        next_state = as_rows(metrics["transition"]["next_state"], self.device)
+        """Add ``weight * bonus`` to the transition's reward (``intrinsic_reward``)."""
+        transition = metrics["transition"]
+        next_state = as_rows(transition["next_state"], self.device)
         if self.rnd_net is None:
             self.initialize_networks(next_state.shape[1:])
-
-        self._remember(next_state)
-        rnd_error = self._normalized(self.rnd_net.get_error(next_state))
-        metrics["transition"]["intrinsic_reward"] = self.internal_reward_weight * rnd_error
-        metrics["transition"]["reward"] = add_bonus(
-            metrics["transition"]["reward"], self.internal_reward_weight * rnd_error
-        )
-        self.log_bonus(metrics, metrics["transition"]["intrinsic_reward"])
+        if self.recent is not None:
+            self.recent.add(next_state)
+        bonus = self.internal_reward_weight * self.bonus(transition, next_state)
+        transition["intrinsic_reward"] = bonus
+        transition["reward"] = add_bonus(transition["reward"], bonus)
+        self.log_bonus(metrics, bonus)
         return metrics
+
+    def bonus(self, transition: dict[str, Any], next_state: torch.Tensor) -> torch.Tensor:
+        """The (normalized) prediction error of each next state (seed 001)."""
+        return self._normalized(self.rnd_net.get_error(next_state))
 
     def log_bonus(self, metrics: dict[str, Any], bonus: torch.Tensor) -> None:
         """Write the mean and max of the intrinsic rewards since the last logging (the
@@ -355,10 +337,6 @@ class RND(MetaComponent):
         metrics[key] = self._bonus_sum / self._bonus_count
         metrics[f"log/{self.log_name}/intrinsic_reward_max"] = self._bonus_max
 
-    def _remember(self, next_state: torch.Tensor) -> None:
-        if self.recent is not None:
-            self.recent.add(next_state)
-
     def _normalized(self, bonus: torch.Tensor) -> torch.Tensor:
         if not self.normalize:
             return bonus
@@ -366,9 +344,8 @@ class RND(MetaComponent):
         return bonus / self.reward_stats.std.to(bonus.dtype)
 
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Train the predictor on the batch's (next) observations, else on recent ones.
-        A copy that has not computed a bonus yet (the Ray trainer worker's) builds its
-        networks for the batch's observations."""
+        """Train the predictor on the batch's (next) observations, else on recent ones
+        (building the networks for the batch, in a copy that has none yet: Ray's trainer)."""
         if self.rnd_net is None:
             observations = batch_observations(metrics.get("batch"))
             if observations is None:
@@ -405,9 +382,8 @@ class RND(MetaComponent):
 
     # -- the Ray runtime --------------------------------------------------------------------
     def shared_state(self) -> dict[str, Any] | None:
-        """The networks (target and trained predictor) the trainer's copy holds, for the
-        actors' bonuses (``None`` before it built them). The reward statistics stay with
-        each actor: they follow the bonuses it computes."""
+        """The trainer's networks, for the actors' bonuses (``None`` before it built them);
+        the reward statistics stay with each actor."""
         if self.rnd_net is None:
             return None
         return {"obs_shape": self.obs_shape, "rnd_net": self.rnd_net.state_dict(),
@@ -440,10 +416,6 @@ class RND(MetaComponent):
         self.optimizer.load_state_dict(state["optimizer"])
         self.reward_stats.load_state_dict(state["reward_stats"])
 
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(internal_reward_weight={self.internal_reward_weight}, "
-                f"normalize={self.normalize}, network={self.network!r})")
-
 
 def check_network(network: Any) -> None:
     """``ValueError`` unless ``network`` is a factory or a known network name."""
@@ -468,15 +440,11 @@ def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
 
 
 class NovelD(RND):
-    """NovelD (Zhang et al., NeurIPS 2021; https://arxiv.org/abs/2012.08621 as "BeBold"):
-    the bonus ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND prediction error, times
-    ``1[first visit of s' this episode]`` when ``episodic``.
+    """NovelD: the bonus ``max(N(s') - alpha * N(s), 0)``, times ``1[first visit of s' this
+    episode]`` when ``episodic``.
 
-    Hooks as ``RND``, plus ``post_episode -> reset_episodes`` when ``episodic``: it clears the
-    visit counts of the env copies ``metrics['ended']`` marks (all of them without it).
-    Visits are counted per env copy on observations discretized as
-    ``floor(obs / resolution)`` (integer observations with ``resolution=1`` as they are);
-    counting moves one row of keys to the CPU per step.
+    Hooks as ``RND``, plus ``post_episode -> reset_episodes`` when ``episodic``. Visits are
+    counted per env copy on observations discretized as ``floor(obs / resolution)``.
 
     Args:
         alpha: weight of the current state's novelty (0.5 in the paper).
@@ -486,6 +454,7 @@ class NovelD(RND):
     """
 
     log_name = "noveld"
+    shown = ("alpha", "episodic", "internal_reward_weight")
 
     def __init__(self, alpha: float = 0.5, episodic: bool = True, resolution: float = 1.0,
                  **kwargs: Any):
@@ -497,36 +466,22 @@ class NovelD(RND):
         if episodic:
             self.post_episode_methods.append(self.reset_episodes)
 
-    def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Add ``weight * max(N(s') - alpha N(s), 0) [* first visit]`` to the reward."""
-        transition = metrics["transition"]
-        next_state = as_rows(transition["next_state"], self.device)
+    def bonus(self, transition: dict[str, Any], next_state: torch.Tensor) -> torch.Tensor:
+        """``max(N(s') - alpha N(s), 0) [* first visit]``."""
         state = as_rows(transition["state"], self.device)
-        if self.rnd_net is None:
-            self.initialize_networks(next_state.shape[1:])
-        self._remember(next_state)
         novelty_next, novelty = self.rnd_net.get_error(torch.cat([next_state, state])).chunk(2)
         bonus = self._normalized((novelty_next - self.alpha * novelty).clamp_min(0.0))
-        if self.episodic:
-            bonus = bonus * self.first_visits(next_state).to(bonus.device)
-        bonus = self.internal_reward_weight * bonus
-        transition["intrinsic_reward"] = bonus
-        transition["reward"] = add_bonus(transition["reward"], bonus)
-        self.log_bonus(metrics, bonus)
-        return metrics
+        return bonus * self.first_visits(next_state).to(bonus.device) if self.episodic else bonus
 
     def first_visits(self, observations: torch.Tensor) -> torch.Tensor:
-        """1 for the rows whose (discretized) observation its env copy has not yet visited
-        this episode, else 0; records the visits."""
+        """1 for the rows whose observation its env copy has not visited this episode, else
+        0; records the visits."""
         keys = self._keys(observations)
-        while len(self.visited) < len(keys):
-            self.visited.append(set())
-        first = torch.zeros(len(keys))
-        for i, key in enumerate(keys):
-            if key not in self.visited[i]:
-                self.visited[i].add(key)
-                first[i] = 1.0
-        return first
+        self.visited += [set() for _ in range(len(keys) - len(self.visited))]
+        first = torch.tensor([key not in seen for key, seen in zip(keys, self.visited)])
+        for key, seen in zip(keys, self.visited):
+            seen.add(key)
+        return first.float()
 
     def _keys(self, observations: torch.Tensor) -> list[int]:
         cells = observations
@@ -536,15 +491,12 @@ class NovelD(RND):
         return [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
 
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Forget the visits of the env copies whose episode ended."""
+        """Forget the visits of the env copies ``metrics['ended']`` marks (all without it)."""
         ended = metrics.get("ended")
-        if ended is None:
-            flags = [True] * len(self.visited)
-        else:
-            flags = np.asarray(torch.as_tensor(ended).cpu(), dtype=bool).reshape(-1).tolist()
-        for i, done in enumerate(flags[: len(self.visited)]):
+        flags = [True] * len(self.visited) if ended is None else torch.as_tensor(ended).reshape(-1)
+        for visited, done in zip(self.visited, flags):
             if done:
-                self.visited[i].clear()
+                visited.clear()
         return metrics
 
     def state_dict(self) -> dict[str, Any]:
@@ -554,7 +506,3 @@ class NovelD(RND):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.visited = [set(v) for v in state.get("visited", [])]
-
-    def __repr__(self) -> str:
-        return (f"NovelD(alpha={self.alpha}, episodic={self.episodic}, "
-                f"internal_reward_weight={self.internal_reward_weight})")

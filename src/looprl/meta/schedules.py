@@ -6,10 +6,9 @@ dictionary before steps or updates, and the loop applies the new values (seed 00
 * ``HPSchedule`` -- any ``hp/*`` key on a ``linear``, ``cosine``, ``step`` or ``exponential``
   schedule, counted in steps or in updates.
 
-Both count *their own hook calls* by default: the ``k``-th call (from 0) writes the value at
-``t = k``. ``HPSchedule(clock='metrics')`` reads ``t`` from the loop's counters instead:
-``metrics['step']`` (environment frames taken so far; a vector environment advances it by
-its number of copies per step) or ``metrics['update']`` (updates taken so far).
+Both count their own hook calls by default (the ``k``-th call writes the value at ``t = k``);
+``HPSchedule(clock='metrics')`` reads ``t`` from ``metrics['step']`` (frames so far) or
+``metrics['update']`` instead.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_choice
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -27,8 +26,7 @@ def cosine_restarts(
     t: int, initial: float, minimum: float, period: float, period_mult: float = 1.0
 ) -> float:
     """The SGDR value at ``t``: ``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2`` with
-    ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i`` the length
-    of the current (``i``-th) cycle; at ``t_cur = 0`` the value restarts at ``initial``."""
+    ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i``."""
     t_cur, t_i = float(t), float(period)
     if period_mult == 1.0:
         t_cur = math.fmod(t_cur, t_i)
@@ -47,14 +45,6 @@ def check_key(key: str) -> str:
     return key
 
 
-def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
-    if value not in choices:
-        hint = did_you_mean(str(value), choices)
-        raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
-    return value
-
-
 def check_positive(**values: float | None) -> None:
     for name, value in values.items():
         if value is not None and not value > 0:
@@ -64,8 +54,7 @@ def check_positive(**values: float | None) -> None:
 class CosineLRSchedule(MetaComponent):
     """SGDR (Loshchilov & Hutter, 2017, https://arxiv.org/abs/1608.03983) on ``hp/lr``.
 
-    Hook: ``pre_update -> adapt_lr``, which writes ``metrics[key] =
-    cosine_restarts(k, initial_lr, min_lr, period, period_mult)`` at its ``k``-th call.
+    Hook: ``pre_update -> adapt_lr``, writing ``cosine_restarts(k, ...)`` at its ``k``-th call.
 
     Args:
         initial_lr: the learning rate at the start of every cycle (``None``: the agent's own
@@ -75,6 +64,8 @@ class CosineLRSchedule(MetaComponent):
         period_mult: factor by which each cycle is longer than the previous (``T_mult``).
         key: the key written (``hp/lr``, or ``hp/lr/<name>`` for one optimizer).
     """
+
+    shown = ("initial_lr", "min_lr", "period", "period_mult")
 
     def __init__(self, initial_lr: float | None = None, min_lr: float = 0.0,
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
@@ -103,8 +94,7 @@ class CosineLRSchedule(MetaComponent):
         return cosine_restarts(t, self.initial_lr, self.min_lr, self.period, self.period_mult)
 
     def adapt_lr(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Write the learning rate of this update and count it (the first call takes the
-        agent's learning rate as ``initial_lr`` when none was given)."""
+        """Write the learning rate of this update (from the agent's, without ``initial_lr``)."""
         if self.initial_lr is None:
             if self.key not in metrics:
                 raise KeyError(f"CosineLRSchedule starts from the agent's {self.key}, which "
@@ -120,10 +110,6 @@ class CosineLRSchedule(MetaComponent):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.updates = int(state["updates"])
         self.initial_lr = state.get("initial_lr", self.initial_lr)
-
-    def __repr__(self) -> str:
-        return (f"CosineLRSchedule(initial_lr={self.initial_lr}, min_lr={self.min_lr}, "
-                f"period={self.period}, period_mult={self.period_mult})")
 
 
 #: What each kind of ``HPSchedule`` needs besides ``start``.
@@ -164,6 +150,8 @@ class HPSchedule(MetaComponent):
             ``metrics['update']``).
         integer: round values to ``int`` (``hp/batch_size``, ``hp/epochs``).
     """
+
+    shown = ("key", "kind", "start", "per")
 
     def __init__(self, key: str, kind: str, start: float, end: float | None = None,
                  duration: int | None = None, every: int | None = None,
@@ -231,6 +219,3 @@ class HPSchedule(MetaComponent):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.calls = int(state["calls"])
-
-    def __repr__(self) -> str:
-        return f"HPSchedule({self.key!r}, {self.kind!r}, start={self.start}, per={self.per!r})"

@@ -1,36 +1,21 @@
 """Self-Paced Context Evaluation: a training instance set that grows as learning stalls.
 
 SPaCE (Eimer, Biedenkapp, Hutter and Lindauer, ICML 2021, https://arxiv.org/abs/2106.05009)
-trains on a small set of instances first, the ones the agent values most (the easiest), and
-adds instances whenever the agent's performance on the current set stops improving.
+trains on the instances the agent values most first, and adds instances whenever its
+performance on the current set stops improving. Every ``check_every`` ended episodes it
+measures
 
-What this component measures, every ``check_every`` ended episodes (counted over all
-copies):
+* ``measure='value'``: the mean over the current set of ``V(s_0^i)``, the value of instance
+  ``i``'s start state (taken once, with ``seed``, from a copy of the first ``ContextualEnv``;
+  values from ``metrics['policy'].logits_and_values``);
+* ``measure='return'``: the mean return of the episodes that ended during the window.
 
-* ``measure='value'``: the mean, over the instances of the current set, of the agent's value
-  estimate ``V(s_0^i)`` of instance ``i``'s start state. Start states are taken once, by
-  resetting a private deep copy of the first copy's ``ContextualEnv`` on each instance with
-  ``seed``; values come from ``metrics['policy']`` (``Policy.logits_and_values``).
-* ``measure='return'``: the mean return of the episodes that ended during the window
-  (``metrics['episode_returns']``), whatever instance they played.
-
-The first check only records a baseline. At each later check, if the performance change
-since the previous check (signed: ``P_now - P_before``) is below ``eta``, the set grows by
-``increment`` instances (up to the full set). After a growth the value baseline is measured
-again on the new set (the return baseline stays this window's mean). Instances are ordered
-by ``V(s_0)``, highest first, when a policy with values is available (the initial set; each
-growth adds the remaining instances with the highest current values), else in the given
-order of the instance set.
-
-Hooks (metrics keys): ``pre_episode -> setup`` and ``post_episode -> evaluate`` read
-``env``, ``policy``, ``ended``, ``episode_returns``; both write the current set to every copy
-(``set_instance_set`` of ``contextual_envs(metrics['env'])``, from each copy's next reset on)
-and log the set's size as ``log/space/instance_set_size`` (``self.size`` holds it too).
-
-On Ray (``runtime=ray``) every actor runs its own copy of SPaCE over its own env copies
-(``make("contextual", ...)``) in its collector: a per-actor curriculum, whose set grows with
-that actor's episodes (``check_every`` counts them) and, with ``measure='value'``, the values
-of the actor's own policy copy (``runtime.policy_workers=0``).
+The first check records a baseline; at each later one, if ``P_now - P_before < eta`` the
+set grows by ``increment`` instances, highest ``V(s_0)`` first when the policy gives values
+(else in the instance set's order). Hooks: ``pre_episode -> setup``, ``post_episode ->
+evaluate``; both write the current set to every env copy (``set_instance_set``) and log its
+size as ``log/space/instance_set_size``. On Ray every actor runs its own SPaCE over its env
+copies (``measure='value'`` needs ``runtime.policy_workers=0``).
 """
 
 from __future__ import annotations
@@ -58,6 +43,8 @@ class SPaCE(MetaComponent):
         measure: ``'value'`` (mean start-state value) or ``'return'`` (mean episode return).
         seed: seed of the resets that give the start states.
     """
+
+    shown = ("initial_size", "increment", "eta", "check_every", "measure")
 
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
@@ -176,7 +163,3 @@ class SPaCE(MetaComponent):
         self.current, self.history = list(state["current"]), list(state["history"])
         self.last, self._window = state["last"], list(state["window"])
         self._episodes = state["episodes"]
-
-    def __repr__(self) -> str:
-        return (f"SPaCE(initial_size={self.initial_size}, increment={self.increment}, "
-                f"eta={self.eta}, check_every={self.check_every}, measure={self.measure!r})")

@@ -22,19 +22,6 @@ from looprl.runners.pbt import PBTRunner
 from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space
 from looprl.runners.strategies import STRATEGIES, make_strategy
 
-__all__ = [
-    "EVAL_KEYS",
-    "SHAPERS",
-    "STRATEGIES",
-    "TRAIN_KEYS",
-    "Dimension",
-    "ESRunner",
-    "OnlineRunner",
-    "OptunaRunner",
-    "PBTRunner",
-    "Runner",
-    "SearchSpaceError",
-    "fitness_shaper",
-    "make_strategy",
-    "parse_search_space",
-]
+__all__ = ["EVAL_KEYS", "SHAPERS", "STRATEGIES", "TRAIN_KEYS", "Dimension", "ESRunner",
+           "OnlineRunner", "OptunaRunner", "PBTRunner", "Runner", "SearchSpaceError",
+           "fitness_shaper", "make_strategy", "parse_search_space"]

@@ -1,13 +1,9 @@
 """``Runner``: the outer loop's handle on one agent, through the public experiment API.
 
-A runner holds a preset builder, an environment, a seed and meta components. It builds a
-fresh agent (``new_agent``), trains it (``train``), evaluates it (``evaluate``) and changes
-it between runs: its preset hyperparameters (a rebuilt agent), its ``hp/*`` keys
-(``looprl.meta.hyperparameters``) and its network parameters as one flat vector. It only
-calls ``make_experiment``, ``Experiment.train`` and ``Experiment.test``, never algorithm
-internals.
-
-The dictionaries it returns, documented once here:
+A runner builds a fresh agent of a preset builder (``new_agent``), trains it (``train``),
+evaluates it (``evaluate``) and changes it between runs: its preset hyperparameters (a
+rebuilt agent), its ``hp/*`` keys and its network parameters as one flat vector, through the
+public experiment API only. The dictionaries it returns:
 
 ``train(num_steps)`` -> ``TRAIN_KEYS``
 
@@ -43,14 +39,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
-from looprl.core.suggest import did_you_mean
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
-from looprl.meta.hyperparameters import Hyperparameter, agent_hyperparameters
+from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 
 #: Keys of the dictionary ``Runner.train`` returns (see the module docstring).
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
@@ -60,7 +56,7 @@ EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", 
 
 
 class MemoryLogger(Logger):
-    """An experiment logger that keeps the training returns in memory and writes no file."""
+    """A logger that keeps the training returns in memory and writes no file."""
 
     log_dir: str | None = None
 
@@ -71,7 +67,7 @@ class MemoryLogger(Logger):
 
     @property
     def mean_return100(self) -> float:
-        """Mean of the last (up to) 100 training returns; ``nan`` if none yet."""
+        """Mean of the last (up to) 100 training returns (``nan``: none yet)."""
         return float(np.mean(self.returns[-100:])) if self.returns else math.nan
 
     def add_episode_return(self, ret: float) -> None:
@@ -79,7 +75,7 @@ class MemoryLogger(Logger):
         self.returns.append(float(ret))
 
     def add_test_returns(self, returns: list[float]) -> None:
-        """Evaluation returns are returned by ``Runner.evaluate``; nothing to keep."""
+        """Nothing to keep (``Runner.evaluate`` returns them)."""
 
 
 class RecordingLogger(ExperimentLogger):
@@ -90,7 +86,7 @@ class RecordingLogger(ExperimentLogger):
         self.returns: list[float] = []
 
     def add_episode_return(self, ret: float) -> None:
-        """Record the return of one finished training episode (and log it to files)."""
+        """Keep the return of a finished training episode, and log it."""
         self.returns.append(float(ret))
         super().add_episode_return(ret)
 
@@ -114,34 +110,19 @@ class Runner:
         checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
         verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
-        wandb: also log to Weights & Biases: ``wandb.init`` arguments (``project``,
-            ``mode="offline"``, ...); needs a ``logdir``.
-        test_env: a held-out environment of the same spaces (a contextual environment's
-            test instance set): ``evaluate`` plays there, and reports the training
-            environment's returns beside (``train_set`` / ``test_set``).
+        wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
+        test_env: a held-out environment of the same spaces: ``evaluate`` plays there and
+            reports the training environment's returns beside (``train_set`` / ``test_set``).
     """
 
-    def __init__(
-        self,
-        agent: Any,
-        env: Any,
-        seed: int = 0,
-        logdir: str | None = None,
-        meta: Sequence[Any] = (),
-        device: str | None = None,
-        quiet: bool = False,
-        eval_episodes: int = 10,
-        checkpoint_every: int | None = None,
-        checkpoint_replay: bool = True,
-        verbose: bool = False,
-        wandb: dict[str, Any] | None = None,
-        test_env: Any = None,
-    ):
+    def __init__(self, agent: Any, env: Any, seed: int = 0, logdir: str | None = None,
+                 meta: Sequence[Any] = (), device: str | None = None, quiet: bool = False,
+                 eval_episodes: int = 10, checkpoint_every: int | None = None,
+                 checkpoint_replay: bool = True, verbose: bool = False,
+                 wandb: dict[str, Any] | None = None, test_env: Any = None):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
-            raise TypeError(
-                f"Runners take a preset builder (e.g. looprl.presets.classic_control.ppo), "
-                f"got {type(agent).__name__}"
-            )
+            raise TypeError(f"Runners take a preset builder (e.g. "
+                            f"looprl.presets.classic_control.ppo), got {type(agent).__name__}")
         self.builder = agent.device(device) if device is not None else agent
         self.env = GymEnvironment(env) if isinstance(env, str) else env
         if not isinstance(self.env, Environment | MultiagentEnvironment):
@@ -168,12 +149,8 @@ class Runner:
     # -- the agent ---------------------------------------------------------------------
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
                   train_steps: float = math.inf) -> None:
-        """Build a fresh, seeded agent from the builder with ``hyperparameters`` overridden.
-
-        Args:
-            hyperparameters: preset hyperparameters to override (validated by the builder).
-            train_steps: the training budget its schedules (e.g. linear lr) anneal over.
-        """
+        """Build a fresh, seeded agent from the builder with the preset ``hyperparameters``
+        overridden; its schedules anneal over ``train_steps``."""
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
@@ -181,8 +158,16 @@ class Runner:
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger(), seed=self.seed, meta=self.meta,
-            checkpoint_every=self.checkpoint_every, checkpoint_replay=self.checkpoint_replay,
-        )
+            checkpoint_every=self.checkpoint_every, checkpoint_replay=self.checkpoint_replay)
+
+    def configure(self, values: dict[str, Any], train_steps: float = math.inf,
+                  fresh: bool = True) -> None:
+        """Apply searched ``values``: a fresh agent with the preset hyperparameters among
+        them (if ``fresh``), then the ``hp/*`` ones set on the agent."""
+        if fresh:
+            self.new_agent({k: v for k, v in values.items() if not k.startswith("hp/")},
+                           train_steps=train_steps)
+        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
 
     def resume(self, path: str) -> None:
         """Continue the experiment saved at ``path`` (``looprl.experiments.checkpoint``)."""
@@ -192,14 +177,12 @@ class Runner:
 
     def label_next_run(self, name: str, **info: Any) -> None:
         """Name the run directory of the next agent ``new_agent`` builds (under
-        ``{logdir}/{agent}/{env}``) and add ``info`` (which individual or trial it is, its
-        values) to its ``run.json``."""
+        ``{logdir}/{agent}/{env}``), with ``info`` in its ``run.json``."""
         self._next_run = (name, info)
 
     def label_run(self, name: str, **info: Any) -> None:
-        """The current agent goes on in a new run directory ``name`` (under
-        ``{logdir}/{agent}/{env}``, ``info`` in its ``run.json``): a search that keeps one
-        agent gives each individual its own. Nothing without a ``logdir``."""
+        """The current agent goes on in a new run directory ``name``, with ``info`` in its
+        ``run.json`` (nothing without a ``logdir``)."""
         self._require_agent()
         if self.logdir is not None:
             self.experiment.logger.start_run(
@@ -228,9 +211,7 @@ class Runner:
         found = self.hyperparameters()
         for key, value in values.items():
             if key not in found:
-                raise KeyError(f"{key!r} is not a hyperparameter of this agent."
-                               f"{did_you_mean(key, found)} It has: "
-                               f"{', '.join(sorted(found))}")
+                raise unknown_hyperparameter(key, found)
             found[key].set(value)
 
     # -- network parameters ------------------------------------------------------------
@@ -254,48 +235,35 @@ class Runner:
         if vector.numel() != size:
             raise ValueError(f"The parameter vector has {vector.numel()} values; the network "
                              f"has {size} parameters")
-        offset = 0
         with torch.no_grad():
-            for parameter in parameters:
-                n = parameter.numel()
-                parameter.copy_(vector[offset:offset + n].view_as(parameter))
-                offset += n
+            for parameter, values in zip(parameters, vector.split([p.numel() for p in parameters])):
+                parameter.copy_(values.view_as(parameter))
 
     # -- train and evaluate ------------------------------------------------------------
     def train(self, num_steps: int) -> dict[str, Any]:
-        """Train the current agent (a fresh one if none) for ``num_steps`` more steps.
-
-        Returns:
-            The dictionary of ``TRAIN_KEYS`` (module docstring).
-        """
+        """Train the current agent (a fresh one if none) for ``num_steps`` more steps; the
+        dictionary of ``TRAIN_KEYS`` (module docstring)."""
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)
         start, logger = time.perf_counter(), self.experiment.logger
         seen = len(logger.returns)
         self.experiment.train(frames=self.experiment.frame + int(num_steps))
         returns = logger.returns[seen:]
-        return {
-            "step": self.experiment.frame,
-            "episodes": self.experiment.episode,
-            "returns": returns,
-            "mean_return": float(np.mean(returns)) if returns else math.nan,
-            "wall_time": time.perf_counter() - start,
-        }
+        return {"step": self.experiment.frame, "episodes": self.experiment.episode,
+                "returns": returns, "mean_return": float(np.mean(returns)) if returns else math.nan,
+                "wall_time": time.perf_counter() - start}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
-        """Evaluate the current agent's test agent for ``episodes`` episodes.
-
-        Returns:
-            The dictionary of ``EVAL_KEYS`` (module docstring).
-        """
+        """Evaluate the current agent's test agent for ``episodes`` episodes; the dictionary
+        of ``EVAL_KEYS`` (module docstring)."""
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
         returns = self.experiment.test(episodes=episodes)
         if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
             returns = [sum(values) for values in zip(*returns.values())]
-        results = _summary([float(r) for r in returns])
+        results = summary(returns)
         if self.test_env is not None:  # held-out instances: the evaluation's result
-            held_out = _summary(self.experiment.test(episodes=episodes, env=self.test_env))
+            held_out = summary(self.experiment.test(episodes=episodes, env=self.test_env))
             results = {**held_out, "train_set": results, "test_set": held_out}
         return {**results, "step": self.experiment.frame}
 
@@ -314,7 +282,7 @@ class Runner:
         self.preset = None
 
 
-def _summary(returns: list[float]) -> dict[str, Any]:
+def summary(returns: list[float]) -> dict[str, Any]:
     """Mean, standard deviation, the returns and their number (``EVAL_KEYS`` but ``step``)."""
     returns = [float(r) for r in returns]
     return {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,

@@ -1,35 +1,16 @@
 """``ESRunner``: evolution strategies over hyperparameters, network parameters, or both.
 
-Each generation, the strategy proposes a population (``ask``); every individual is applied
-to an agent, optionally trained, and evaluated; the evaluation returns, shaped, go back to
-the strategy (``tell``). An individual is one vector:
+Each generation the strategy proposes a population (``ask``); every individual is applied
+to an agent, optionally trained, and evaluated; the shaped returns go back (``tell``). An
+individual is one vector: the network parameters (with ``search_params=True``), then one
+coordinate in [0, 1] per target, mapped onto its bounds (linear or log; ints rounded).
 
-* first, with ``search_params=True``, the preset's network parameters (``Runner.
-  parameter_vector``), copied in with ``apply_parameters``;
-* then one coordinate in [0, 1] per search target, mapped onto the target's bounds (linear
-  or log) and clipped to them; integer targets are rounded.
-
-How an individual reaches the agent:
-
-* **preset hyperparameters** (names like ``"lr"``, ``"minibatch_size"``, ``"hidden"``): a
-  fresh agent is built (seeded with the runner's seed, so every individual starts from the
-  same initial weights and episodes) from the builder with these values, then trained for
-  ``num_steps_per_iteration`` if ``train_agent``;
-* **``hp/*`` keys** (``"hp/lr"``, ``"hp/clip"``, see ``looprl.meta.hyperparameters``): set on
-  the running agent through its getters and setters. Without preset targets (the default
-  ``reset_agent=None``) one agent runs through the whole search, as in Mighty: each
-  individual's values (and parameters) are applied to it, it trains further if
-  ``train_agent``, and it is evaluated. ``reset_agent=True`` builds a fresh agent per
-  individual instead; ``reset_agent=False`` with preset targets is an error.
-
-At the end the best individual found is restored and evaluated again: its agent, kept,
-when agents are fresh; else, on the running agent, its ``hp/*`` values and the network
-parameters as they were when it was evaluated (after its training, if ``train_agent``).
-
-With a ``logdir``, every individual has a run directory ``{logdir}/{agent}/{env}/genGGG_indIII``
-whose ``run.json`` says its generation, index and values: its own agent's, or, with one agent
-through the search, the part of that agent's training it did (the agent's logs go to each
-individual's directory in turn, then to ``best`` for the final evaluation).
+Preset hyperparameters (``"lr"``, ``"hidden"``) need a fresh agent per individual (seeded
+alike); ``hp/*`` keys are set on the running agent, so without preset targets one agent runs
+through the whole search, as in Mighty (``reset_agent=True``: fresh agents anyway). At the
+end the best individual is restored (its kept agent, or its ``hp/*`` values and network on
+the running agent) and evaluated again. With a ``logdir`` every individual has a run
+directory ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
 """
 
 from __future__ import annotations
@@ -43,12 +24,7 @@ import numpy as np
 
 from looprl.runners.base import Runner
 from looprl.runners.fitness import fitness_shaper
-from looprl.runners.space import (
-    Dimension,
-    SearchSpaceError,
-    parse_search_space,
-    search_mapping,
-)
+from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, make_strategy
 
 log = logging.getLogger(__name__)
@@ -69,35 +45,21 @@ class ESRunner(Runner):
         popsize: individuals per generation.
         num_steps_per_iteration: training steps of each individual.
         strategy: ``"cma"`` (CMA-ES, the ``cma`` package) or ``"openai"``.
-        sigma: initial standard deviation of the search, in parameter units and in the unit
-            coordinates of the targets.
+        sigma: initial standard deviation of the search (parameter and unit coordinates).
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
         reset_agent: a fresh agent per individual (default: when there are preset targets).
-        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
-            ``eval_episodes``).
+        **kwargs: ``Runner``'s.
 
-    The constructor builds a first agent, to check the targets against its hyperparameters
-    and to read their current values (the search starts there) and its parameter vector.
+    The constructor builds a first agent: the search starts from its values and parameters.
     """
 
-    def __init__(
-        self,
-        agent: Any,
-        env: Any,
-        search_targets: Mapping[str, Any] | None = None,
-        search_params: bool = False,
-        train_agent: bool = True,
-        iterations: int = 10,
-        popsize: int = 8,
-        num_steps_per_iteration: int = 10_000,
-        strategy: str = "cma",
-        sigma: float = 0.1,
-        fitness_shaping: str = "centered_ranks",
-        strategy_options: dict[str, Any] | None = None,
-        reset_agent: bool | None = None,
-        **kwargs: Any,
-    ):
+    def __init__(self, agent: Any, env: Any, search_targets: Mapping[str, Any] | None = None,
+                 search_params: bool = False, train_agent: bool = True, iterations: int = 10,
+                 popsize: int = 8, num_steps_per_iteration: int = 10_000, strategy: str = "cma",
+                 sigma: float = 0.1, fitness_shaping: str = "centered_ranks",
+                 strategy_options: dict[str, Any] | None = None,
+                 reset_agent: bool | None = None, **kwargs: Any):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         if strategy not in STRATEGIES:
@@ -164,10 +126,7 @@ class ESRunner(Runner):
     def apply_individual(self, individual: np.ndarray) -> dict[str, Any]:
         """Apply an individual (module docstring); return its target values."""
         params, values = self.decode(individual)
-        preset_values = {k: v for k, v in values.items() if not k.startswith("hp/")}
-        if self.fresh_agents:
-            self.new_agent(preset_values, train_steps=self._budget())
-        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
+        self.configure(values, self._budget(), fresh=self.fresh_agents)
         if params is not None:
             self.apply_parameters(params)
         return values
@@ -189,12 +148,10 @@ class ESRunner(Runner):
 
         Returns:
             ``({"step": iterations, "best": {...}, "history": [...]}, eval_results)``.
-            ``best``: ``fitness`` (mean evaluation return), ``iteration``, ``individual``
-            (its index there), ``values`` (the targets) and ``parameters`` (the vector, or
-            ``None``). ``history``: one dict
-            per generation with ``iteration``, ``fitness`` and ``values`` (per individual),
-            ``mean_fitness``, ``max_fitness`` and ``best_fitness`` (so far).
-            ``eval_results``: ``Runner.evaluate``'s keys.
+            ``best``: ``fitness``, ``iteration``, ``individual`` (its index there), ``values``
+            and ``parameters`` (or ``None``). ``history``: per generation ``iteration``,
+            ``fitness`` and ``values`` (per individual), ``mean_fitness``, ``max_fitness``
+            and ``best_fitness`` (so far).
         """
         es = make_strategy(self.strategy, self.x0, self.sigma, self.popsize, self.seed,
                            self.strategy_options)
@@ -209,8 +166,7 @@ class ESRunner(Runner):
             es.tell(population, self.shape(_finite(fitness)))
             history.append(self._generation(iteration, fitness, [v for _, v in scored]))
         self._restore_best()
-        return {"step": self.iterations, "best": self._best, "history": history}, \
-            self.evaluate()
+        return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
 
     def _score(self, individual: np.ndarray, iteration: int, index: int
                ) -> tuple[float, dict[str, Any]]:
@@ -253,7 +209,7 @@ class ESRunner(Runner):
         values = self._best["values"]
         self.label_run("best", generation=self._best["iteration"],
                        individual=self._best["individual"], values=values)
-        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
+        self.configure(values, fresh=False)
         if self._best_network is not None:
             self.apply_parameters(self._best_network)
 

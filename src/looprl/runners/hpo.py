@@ -1,18 +1,10 @@
 """``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies).
 
-Each trial samples the search space (``looprl.runners.space``: a plain dict, so a config can
-hold it), builds a fresh agent seeded with the runner's seed, and trains it for
-``num_steps`` steps in ``n_evaluations`` chunks. After each chunk it evaluates the agent and
-reports the mean evaluation return to Optuna, whose pruner stops trials that fall behind
-(``MedianPruner`` by default). The trial's value is its last evaluation.
-
-A study stored in SQLite (``storage="sqlite:///search.db"``) or in Optuna's journal file
-(``storage="search.log"``) is loaded when it exists, so running the same runner again, after
-an interruption or for more trials, continues it: ``run()`` adds ``n_trials`` trials. The
-sampler is seeded with ``seed`` plus the number of trials already in the study, so a resumed
-search does not repeat the trials it started with.
-
-Optuna is an optional dependency (``pip install looprl[hpo]``), imported only here.
+Each trial samples the search space (``looprl.runners.space``), builds a fresh seeded agent
+and trains it for ``num_steps`` steps in ``n_evaluations`` chunks, reporting each evaluation
+to Optuna's pruner; its value is the last evaluation. A stored study (SQLite URL or journal
+file) is continued: ``run()`` adds ``n_trials`` trials, with the sampler seeded by ``seed``
+plus the trials already there. Optuna (``pip install looprl[hpo]``) is imported only here.
 """
 
 from __future__ import annotations
@@ -58,24 +50,13 @@ class OptunaRunner(Runner):
         sampler: ``"tpe"`` (default), ``"random"``, or an Optuna sampler.
         pruner: ``"median"`` (default), ``"none"``, ``"hyperband"``,
             ``"successive_halving"``, or an Optuna pruner.
-        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
-            ``eval_episodes``).
+        **kwargs: ``Runner``'s.
     """
 
-    def __init__(
-        self,
-        agent: Any,
-        env: Any,
-        search_space: Mapping[str, Any],
-        n_trials: int = 20,
-        num_steps: int = 50_000,
-        n_evaluations: int = 4,
-        storage: Any = None,
-        study_name: str = "looprl",
-        sampler: Any = "tpe",
-        pruner: Any = "median",
-        **kwargs: Any,
-    ):
+    def __init__(self, agent: Any, env: Any, search_space: Mapping[str, Any],
+                 n_trials: int = 20, num_steps: int = 50_000, n_evaluations: int = 4,
+                 storage: Any = None, study_name: str = "looprl", sampler: Any = "tpe",
+                 pruner: Any = "median", **kwargs: Any):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         self.optuna = import_optuna()
@@ -144,7 +125,7 @@ class OptunaRunner(Runner):
         """Train a fresh agent with the trial's values, reporting each evaluation."""
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
         self.label_next_run(f"trial{trial.number:03d}", trial=trial.number, values=values)
-        self._configure(values)
+        self.configure(values, self.num_steps)
         chunks = _chunks(self.num_steps, self.n_evaluations)
         value = math.nan
         for chunk in chunks:
@@ -156,23 +137,15 @@ class OptunaRunner(Runner):
                 raise self.optuna.TrialPruned()
         return value
 
-    def _configure(self, values: dict[str, Any]) -> None:
-        """A fresh agent with the preset values, then the ``hp/*`` values set on it."""
-        self.new_agent({k: v for k, v in values.items() if not k.startswith("hp/")},
-                       train_steps=self.num_steps)
-        self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
-
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Add ``n_trials`` trials to the study, then retrain and evaluate the best values.
 
         Returns:
             ``({"step": trials in the study, "best": {...} or None, "history": [...],
-            "study_name": ...}, eval_results)``. ``best``: ``value``, ``values`` (the
-            sampled hyperparameters) and ``trial`` (its number). ``history``: one dict per
-            trial: ``number``, ``state`` (``COMPLETE``, ``PRUNED``, ``FAIL``...), ``value``,
-            ``values`` and ``step`` (steps trained). ``eval_results``: ``Runner.evaluate``'s
-            keys for a fresh agent trained with the best values (same seed and budget as its
-            trial), or ``{}`` when no trial completed.
+            "study_name": ...}, eval_results)``. ``best``: ``value``, ``values`` and
+            ``trial``; ``history``: per trial ``number``, ``state``, ``value``, ``values`` and
+            ``step``. ``eval_results``: of a fresh agent trained with the best values as in
+            its trial (``{}`` when no trial completed).
         """
         study = self.study()
         study.optimize(self.objective, n_trials=self.n_trials, catch=(FloatingPointError,),
@@ -186,7 +159,7 @@ class OptunaRunner(Runner):
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
             self.label_next_run("best", trial=trial.number, values=dict(trial.params))
-            self._configure(dict(trial.params))
+            self.configure(dict(trial.params), self.num_steps)
             self.train(self.num_steps)
             eval_results = self.evaluate()
         else:

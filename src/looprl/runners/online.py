@@ -1,11 +1,9 @@
 """``OnlineRunner``: train one agent, then evaluate it (Mighty's basic runner).
 
-With ``eval_every``, it also evaluates the agent every ``eval_every`` training steps and
-keeps the best agent so far: ``best_preset.pt`` in ``logdir`` (``looprl watch RUN_DIR
---best`` plays it), also ``self.best_preset``. Value-based agents that solve a task and then
-fall back (DDQN on CartPole dropping to ~100) still hand over the solved policy. Each
-evaluation is a row of ``eval_results.csv`` (``step,mean_eval_reward,std_eval_reward,
-episodes``).
+With ``eval_every``, it also evaluates every ``eval_every`` training steps (rows of
+``eval_results.csv``) and keeps the best agent so far (``self.best_preset``, and
+``best_preset.pt`` in ``logdir``), so an agent that solves a task and falls back still hands
+over the solved policy.
 """
 
 from __future__ import annotations
@@ -31,8 +29,7 @@ class OnlineRunner(Runner):
         resume_from: a checkpoint (or a run directory holding one) to continue up to
             ``num_steps`` steps, instead of a fresh agent.
         eval_every: also evaluate every this many steps and keep the best agent so far.
-        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``meta``, ``device``, ``quiet``,
-            ``eval_episodes``, ``checkpoint_every``).
+        **kwargs: ``Runner``'s.
 
     ``run()``'s train results hold, with ``eval_every``, two more keys: ``evaluations``
     (``[step, mean_eval_reward]`` of each) and ``best`` (the best of them).

@@ -2,21 +2,12 @@
 https://arxiv.org/abs/1711.09846) on Ray Tune.
 
 A population of agents trains in parallel Ray Tune trials. Every ``perturbation_interval``
-steps each member evaluates its test agent and saves a checkpoint
-(``looprl.experiments.checkpoint``: networks, optimizers, schedules, buffer, meta components,
-environment, random states). Tune's ``PopulationBasedTraining`` then lets the worst quarter
-**exploit** a member of the best quarter -- it continues from that member's checkpoint, so it
-copies its weights, optimizer and schedules -- and **explore**: the copied ``hp/*`` values are
-perturbed (x0.8 or x1.2, or resampled) and applied through the agent's ``hp/*`` setters
-(``looprl.meta.hyperparameters``), the same way meta components change them.
-
-Each member logs in a run directory of its own, ``{logdir}/{agent}/{env}/member002_gen000``;
-after an exploit it goes on in a new one named by the perturbation round
-(``member002_gen003``), whose ``run.json`` gives the step, the member whose checkpoint it took
-(``exploited``) and its explored ``hp/*`` values (``values``).
-
-Ray is an optional extra (``pip install looprl[distributed]``); it is imported when a PBT
-runner is built, never by the rest of the library.
+steps each member evaluates and saves a checkpoint (``looprl.experiments.checkpoint``); Tune's
+``PopulationBasedTraining`` lets the worst quarter **exploit** a member of the best quarter
+(continue from its checkpoint) and **explore** (perturbed ``hp/*`` values, applied through
+the agent's setters). Each member logs in ``{logdir}/{agent}/{env}/member002_gen000``, and
+after an exploit in a new directory of the round (``member002_gen003``). Ray (``pip install
+looprl[distributed]``) is imported only when a PBT runner is built.
 """
 
 from __future__ import annotations
@@ -30,12 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import did_you_mean
 from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
-from looprl.meta.hyperparameters import agent_hyperparameters
+from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 from looprl.runners.base import Runner
 from looprl.runners.space import search_mapping
 
@@ -58,9 +48,8 @@ def import_tune() -> Any:
 
 
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
-    """One member of the population, as a Ray Tune function trainable; member ``i`` of the
-    first generation is seeded with ``seed + i``. Each start, and each exploit, is a run
-    directory of its own (``_member_run``)."""
+    """One member of the population, as a Ray Tune function trainable (member ``i`` starts
+    seeded with ``seed + i``)."""
     tune = import_tune()
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
@@ -104,8 +93,7 @@ def _index(trial_id: str) -> int:
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
                 exploited: int | None) -> tuple[str, dict[str, Any]]:
     """The run directory's name (``member002_gen003``) and ``run.json`` entries of member
-    ``index`` from perturbation round ``generation`` (at ``step``) on, after it took member
-    ``exploited``'s checkpoint (``None``: its start), with its ``hp/*`` ``values``."""
+    ``index`` from round ``generation`` on, after it took member ``exploited``'s checkpoint."""
     return f"member{index:03d}_gen{generation:03d}", {
         "member": index, "generation": generation, "step": step, "exploited": exploited,
         "values": values}
@@ -125,14 +113,12 @@ class PBTRunner(Runner):
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
         num_cpus: CPUs of the local Ray instance if the runner starts one.
-        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU); members
-            train on CUDA with a reservation and on the CPU without one (Ray places work only
-            on GPUs it reserved), so ``device`` must agree.
+        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU); with one
+            members train on CUDA, without on the CPU (``device`` must agree).
         initial: the members' starting ``hp/*`` values, one dict each (then ``population``
             is their number), instead of draws from ``mutations``.
-        exploit: ``False`` trains the same population without exploit and explore (the
-            baseline PBT is compared with).
-        **kwargs: ``Runner``'s (``seed``, ``logdir``, ``device``, ``quiet``, ``eval_episodes``).
+        exploit: ``False`` trains the population without exploit and explore (a baseline).
+        **kwargs: ``Runner``'s.
     """
 
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
@@ -156,9 +142,7 @@ class PBTRunner(Runner):
         found = self.hyperparameters()
         for key in mutations:
             if key not in found:
-                raise KeyError(f"{key!r} is not a hyperparameter of this agent."
-                               f"{did_you_mean(key, found)} It has: "
-                               f"{', '.join(sorted(found))}")
+                raise unknown_hyperparameter(key, found)
         self.close()
         self.mutations = {key: _bounds(key, value) for key, value in mutations.items()}
         self.population, self.num_steps = int(population), int(num_steps)
@@ -213,16 +197,12 @@ class PBTRunner(Runner):
                      **{name: tune.sample_from(lambda spec, k=key: starts[spec.config.start][k])
                         for name, key in names.items()}}
             samples = 1
-        tuner = tune.Tuner(
-            trainable,
-            param_space=space,
-            tune_config=tune.TuneConfig(scheduler=scheduler if self.exploit else None,
-                                        num_samples=samples, metric="mean_eval_reward",
-                                        mode="max"),
-            run_config=tune.RunConfig(storage_path=str(storage), name="population",
-                                      verbose=0, stop={"step": self.num_steps}),
-        )
-        results = tuner.fit()
+        config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
+                                 num_samples=samples, metric="mean_eval_reward", mode="max")
+        run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
+                                    stop={"step": self.num_steps})
+        results = tune.Tuner(trainable, param_space=space, tune_config=config,
+                             run_config=run_config).fit()
         members = []
         for result in results:
             hp = {names[name]: result.config[name] for name in names}

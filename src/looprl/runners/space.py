@@ -10,9 +10,8 @@
         "minibatch_size": (32, 512, "log"),      # (low, high, "log")
     }
 
-A name is a preset hyperparameter (``looprl list ppo``) or an ``hp/*`` key of the agent
-(``looprl.meta.hyperparameters``). Without ``"type"`` the type follows the current value
-(int or float). Every mistake is one ``SearchSpaceError`` line naming the valid choices.
+A name is a preset hyperparameter or an ``hp/*`` key; without ``"type"`` the type follows
+the current value. Every mistake is one ``SearchSpaceError`` line.
 """
 
 from __future__ import annotations
@@ -68,11 +67,8 @@ class Dimension:
 
 
 def search_mapping(value: Any, argument: str, example: str = "lr") -> dict[str, Any]:
-    """``value`` (a runner's ``search_targets``, ``search_space`` or ``mutations``) as a dict.
-
-    Raises:
-        SearchSpaceError: it is neither a mapping nor empty (``search_targets=42``).
-    """
+    """``value`` (a runner's ``search_targets``, ``search_space`` or ``mutations``) as a dict;
+    ``SearchSpaceError`` unless it is a mapping or ``None``."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -102,10 +98,8 @@ def parse_search_space(space: Mapping[str, Any], current: Mapping[str, Any],
 def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> Dimension:
     if name not in current:
         valid = sorted(current)
-        raise SearchSpaceError(
-            f"{name!r} is not a hyperparameter of {owner}.{did_you_mean(name, valid)} "
-            f"Valid: {', '.join(valid)}"
-        )
+        raise SearchSpaceError(f"{name!r} is not a hyperparameter of {owner}."
+                               f"{did_you_mean(name, valid)} Valid: {', '.join(valid)}")
     spec = _as_dict(name, spec)
     default = current[name]
     kind = spec.get("type", _kind_of(default, spec))

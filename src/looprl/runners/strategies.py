@@ -33,15 +33,9 @@ class Strategy(Protocol):
 
 
 class OpenAIES:
-    """A diagonal, isotropic-noise ES with antithetic sampling (Salimans et al., 2017).
-
-    Args:
-        x0: the initial mean.
-        sigma: the standard deviation of the perturbations.
-        popsize: individuals per generation (even: pairs ``+eps``, ``-eps``).
-        seed: seeds the perturbations.
-        learning_rate: the step size on the estimated gradient.
-    """
+    """An isotropic-noise ES with antithetic sampling (Salimans et al., 2017): ``popsize``
+    (even) individuals around the mean ``x0``, perturbed by ``sigma``, and gradient steps of
+    ``learning_rate``."""
 
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                  learning_rate: float = 0.01):
@@ -69,16 +63,9 @@ class OpenAIES:
 
 
 class CMAES:
-    """CMA-ES of the ``cma`` package behind the same ask/tell (maximising) interface.
-
-    Args:
-        x0: the initial mean.
-        sigma: the initial step size.
-        popsize: individuals per generation.
-        seed: seeds its Gaussian samples (through cma's ``randn`` option; NumPy's global
-            generator is left alone).
-        options: more ``cma.CMAOptions``.
-    """
+    """CMA-ES of the ``cma`` package behind the same ask/tell (maximising) interface; ``seed``
+    seeds its Gaussian samples (not NumPy's global generator), ``options`` are more
+    ``cma.CMAOptions``."""
 
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                  options: dict[str, Any] | None = None):
