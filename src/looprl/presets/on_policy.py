@@ -17,7 +17,6 @@ The local ``agent`` composes them with an ``OnPolicyAgent`` (and the family's bo
 from __future__ import annotations
 
 import copy
-import logging
 import math
 from abc import abstractmethod
 from typing import Any
@@ -29,12 +28,10 @@ from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import ParallelPreset, Preset, Trainer
-from looprl.presets.common import policy_network, require_positive
+from looprl.presets.common import cap_minibatch, policy_network, require_positive
 from looprl.presets.parts import check_parts
 
 __all__ = ["ActorCriticPreset", "OnPolicyPreset", "linear"]
-
-log = logging.getLogger(__name__)
 
 
 class linear:  # noqa: N801 -- used like a function: linear(3e-4)
@@ -113,7 +110,10 @@ class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
     positive: tuple[str, ...] = ("n_envs",)
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(env, name, device, _fit_minibatch(name, hyperparameters))
+        rows = int(hyperparameters["n_envs"]) * int(hyperparameters.get("n_steps", 1))
+        hyperparameters = cap_minibatch(name, hyperparameters, rows, f"the {rows} rows of each "
+                                        "update (n_envs x n_steps)", "raise n_envs or n_steps")
+        super().__init__(env, name, device, hyperparameters)
         self.n_envs = int(hyperparameters["n_envs"])
         self.n_steps = int(hyperparameters.get("n_steps", 1))
 
@@ -133,18 +133,3 @@ class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
 
     def parallel_test_agent(self) -> ActorCriticTestAgent:
         return self.test_agent()
-
-
-def _fit_minibatch(name: str, hyperparameters: dict[str, Any]) -> dict[str, Any]:
-    """``hyperparameters`` with a ``minibatch_size`` no larger than the rows of one update
-    (``n_envs x n_steps``): a larger one is cut to them, with a warning, so that what is
-    trained, logged (``hp/batch_size``) and saved is the size actually used."""
-    minibatch = hyperparameters.get("minibatch_size")
-    rows = int(hyperparameters["n_envs"]) * int(hyperparameters.get("n_steps", 1))
-    if minibatch is None or minibatch <= rows:
-        return hyperparameters
-    log.warning("%s: minibatch_size=%s is larger than the %d rows of each update (n_envs x "
-                "n_steps); it trains on minibatches of %d rows. Set minibatch_size to at most "
-                "%d (or raise n_envs or n_steps) to silence this", name, minibatch, rows, rows,
-                rows)
-    return {**hyperparameters, "minibatch_size": rows}

@@ -7,14 +7,11 @@ import math
 from typing import Any
 
 import gymnasium as gym
-from torch import nn, optim
 
 from looprl.agents.dqn import DQN
-from looprl.approximation import FixedTarget
-from looprl.core import DummyLogger
 from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
-from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import beta_schedule
 
 
@@ -51,16 +48,13 @@ class DeepMindBody:
         return "atari", {"game": self.env_name, "clip_rewards": clip}
 
 
-class AtariReplayPreset(DeepMindBody, ReplayPreset):
-    """Base of the Atari DQN family: a ``ReplayPreset`` whose replay is the frame ring that
+class AtariReplayPreset(DeepMindBody, QPreset):
+    """Base of the Atari DQN family: a ``QPreset`` whose replay is the frame ring that
     stores each frame once (``AtariReplayBuffer`` of ``replay_buffer_size`` slots, or with
     ``prioritized`` ``PrioritizedAtariReplayBuffer``, beta annealed to 1) with ``n_steps``-step
     windows (1 without that hyperparameter), and whose local agent wears the DeepMind bodies.
     On Ray the trainer worker keeps the same ring and fills it from the actors' segments
     (``remote_replay``: ``"atari_uniform"`` or ``"atari_prioritized"``).
-
-    Subclasses build ``self.model`` and give ``policy`` (from ``policy_network``,
-    ``epsilon_schedule`` and ``_approximation_args``) and ``trainer``.
     """
 
     @property
@@ -82,12 +76,3 @@ class AtariReplayPreset(DeepMindBody, ReplayPreset):
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any, **schedule: Any
                ) -> Any:
         return self._wrap(DQN(policy, trainer, buffer, **schedule))
-
-    def _approximation_args(self, model: nn.Module, logger: Any) -> dict[str, Any]:
-        """Adam at ``lr``/``eps``, a target copied every ``target_update_frequency`` updates,
-        gradients clipped at ``clip_grad``."""
-        hp = self.hyperparameters
-        return {"optimizer": optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"],
-                                        fused=True),
-                "target": FixedTarget(hp["target_update_frequency"]),
-                "clip_grad": hp["clip_grad"], "logger": logger or DummyLogger()}
