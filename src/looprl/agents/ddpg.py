@@ -21,7 +21,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss
+from looprl.agents.losses.continuous import (
+    critic_loss,
+    deterministic_actor_loss,
+    twin_critic_loss,
+)
 from looprl.agents.losses.value import td_target
 from looprl.agents.replay import ReplayAgent
 from looprl.approximation import Approximation
@@ -42,7 +46,6 @@ from looprl.core import (
 )
 from looprl.core.namedarray import NamedArray
 from looprl.nn import single_field
-from looprl.policies.deterministic import DeterministicPolicy
 
 
 class ContinuousQ(nn.Module):
@@ -155,15 +158,8 @@ def _tensor(obs: Any, device: torch.device) -> torch.Tensor:
 
 
 class DDPGPolicy(ContinuousPolicy):
-    """Deterministic actor ``mu(s)`` with Gaussian exploration noise.
-
-    Args:
-        actor: a ``DeterministicPolicy`` (with a target network for DDPG and TD3).
-        random_steps: see ``ContinuousPolicy``.
-    """
-
-    def __init__(self, actor: DeterministicPolicy, random_steps: int = 0):
-        super().__init__(actor, random_steps)
+    """Deterministic actor ``mu(s)`` (a ``DeterministicPolicy``, with a target network for
+    DDPG and TD3) with Gaussian exploration noise."""
 
 
 def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
@@ -211,7 +207,7 @@ class DDPGTrainer(Trainer):
         targets = self._targets(rewards, next_obs, masks)
         stats = {"critic": self._critic_step(obs, actions, targets)}
         if self._should_update_actor():
-            stats["actor"] = self._actor_step(obs)
+            stats.update(self._actor_step(obs))
         self._policy.version += 1
         return TrainerStepResult(stats, self.steps)
 
@@ -225,8 +221,13 @@ class DDPGTrainer(Trainer):
     def _critic_step(
         self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
     ) -> torch.Tensor:
+        """One critic update; twin critics (``TwinQ``) regress both, their TD error is Q1's."""
         values = self.q(obs, actions)
-        loss = critic_loss(values, targets)
+        if isinstance(values, tuple):
+            loss = twin_critic_loss(*values, targets)
+            values = values[0]
+        else:
+            loss = critic_loss(values, targets)
         self.q.reinforce(loss)
         self.predictions = {"q_values": values.detach()}
         self.td_error = (targets - self.predictions["q_values"]).detach()
@@ -239,12 +240,13 @@ class DDPGTrainer(Trainer):
         """The critic's values of the actor's actions (``Q1`` for twin critics)."""
         return self.q(obs, actions)
 
-    def _actor_step(self, obs: torch.Tensor) -> torch.Tensor:
+    def _actor_step(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One actor update through the frozen critic; its statistics."""
         actor = self._policy.actor
         with frozen(self.q.model):
             loss = deterministic_actor_loss(self._actor_values(obs, actor(obs)))
             actor.reinforce(loss)
-        return loss.detach()
+        return {"actor": loss.detach()}
 
 
 class OffPolicyAgent(ReplayAgent):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from looprl.agents.ddpg import ContinuousTestAgent, DDPGPolicy, DDPGTrainer, OffPolicyAgent
-from looprl.agents.losses.continuous import smoothed_target_action, td3_target, twin_critic_loss
+from looprl.agents.losses.continuous import smoothed_target_action, td3_target
 from looprl.approximation import Approximation, PolyakTarget
 
 TD3Policy = DDPGPolicy
@@ -83,16 +83,6 @@ class TD3Trainer(DDPGTrainer):
         )
         next_q1, next_q2 = self.q.target(next_obs, next_actions)
         return td3_target(rewards, next_q1, next_q2, masks, self.discount_factor)
-
-    def _critic_step(
-        self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
-    ) -> torch.Tensor:
-        q1, q2 = self.q(obs, actions)
-        loss = twin_critic_loss(q1, q2, targets)
-        self.q.reinforce(loss)
-        self.predictions = {"q_values": q1.detach()}
-        self.td_error = (targets - self.predictions["q_values"]).detach()  # of Q1
-        return loss.detach()
 
     def _should_update_actor(self) -> bool:
         return self.steps % self.policy_delay == 0

@@ -12,10 +12,12 @@ from torch import nn
 log = logging.getLogger(__name__)
 
 
-def policy_network(preset: Any, device: Any = None, copy_model: bool = False) -> nn.Module:
-    """``preset.model`` (a deep copy with ``copy_model``: a Ray worker's own) on ``device``
-    (default: the preset's)."""
-    model = copy.deepcopy(preset.model) if copy_model else preset.model
+def policy_network(preset: Any, device: Any = None, copy_model: bool = False,
+                   model: nn.Module | None = None) -> nn.Module:
+    """``model`` (default ``preset.model``; a deep copy with ``copy_model``: a Ray worker's
+    own) on ``device`` (default: the preset's)."""
+    model = preset.model if model is None else model
+    model = copy.deepcopy(model) if copy_model else model
     return model.to(device if device is not None else preset.device)
 
 
