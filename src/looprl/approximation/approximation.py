@@ -90,7 +90,7 @@ class Approximation:
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
         self._scales_loss = loss_scaling != 1
-        self._lr_scheduler = lr_scheduler
+        self.lr_scheduler = lr_scheduler
         self._log_every = log_every
         self._updates = 0
         #: The global gradient norm before clipping of the last step (a tensor), when it
@@ -101,16 +101,6 @@ class Approximation:
         self._target.init(model)
         self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
         self._checkpointer.init(model, _checkpoint_file(logger, name))
-
-    @property
-    def lr_scheduler(self) -> Any:
-        """The learning-rate scheduler stepped after every update (``None``: none); a
-        trainer whose schedule spans its budget may set it."""
-        return self._lr_scheduler
-
-    @lr_scheduler.setter
-    def lr_scheduler(self, scheduler: Any) -> None:
-        self._lr_scheduler = scheduler
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Its ``hp/*`` keys: ``hp/lr/<name>`` (with an optimizer: the learning rate of every
@@ -125,7 +115,7 @@ class Approximation:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def _set_lr(self, value: Any) -> None:
-        self._lr_scheduler = None  # the caller now drives the learning rate
+        self.lr_scheduler = None  # the caller now drives the learning rate
         for group in self.optimizer.param_groups:
             group["lr"] = float(value)
 
@@ -218,8 +208,8 @@ class Approximation:
             for param in group["params"]:  # dispatch overhead (it shows on small networks)
                 param.grad = None
         self._target.update()
-        if self._lr_scheduler is not None:
-            self._lr_scheduler.step()
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.step()
         self._checkpointer()
         self._updates += 1
         return self

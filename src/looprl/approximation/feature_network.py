@@ -41,18 +41,11 @@ class FeatureNetwork(Approximation):
 
     Args:
         model: maps a batch of observations to a batch of features.
-        optimizer: optimizer over ``model``'s parameters.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
+        optimizer, name, **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        name: str = "feature",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "feature", **kwargs: Any):
         super().__init__(FeatureModule(model), optimizer, name=name, **kwargs)
 
     def reinforce(self, loss: torch.Tensor | None = None) -> FeatureNetwork:

@@ -49,16 +49,9 @@ class QNetwork(Approximation):
 
     Args:
         model: maps a batch of observations to ``(batch, num_actions)`` values.
-        optimizer: optimizer over ``model``'s parameters.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
+        optimizer, name, **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        name: str = "q",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "q", **kwargs: Any):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)

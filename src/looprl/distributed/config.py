@@ -169,7 +169,7 @@ class AlgorithmSpec:
         registries = _registries()
         for kind, (name, entry) in self.registrations.items():
             if name not in registries[kind]:
-                _REGISTER[kind](name, entry)
+                _register(kind, name, entry)
 
 
 def _registries() -> dict[str, dict[str, Any]]:
@@ -181,18 +181,12 @@ def _registries() -> dict[str, dict[str, Any]]:
             "trainer": interfaces._TRAINERS.entries}
 
 
-def _register(kind: str) -> Any:
-    def register(name: str, entry: Any) -> None:
-        from looprl.core import register_policy, register_trainer
-        from looprl.environments.srl import register as register_env
+def _register(kind: str, name: str, entry: Any) -> None:
+    from looprl.core import register_policy, register_trainer
+    from looprl.environments.srl import register as register_env
 
-        {"env": register_env, "policy": register_policy, "trainer": register_trainer}[kind](
-            name, entry)
-
-    return register
-
-
-_REGISTER = {kind: _register(kind) for kind in ("env", "policy", "trainer")}
+    {"env": register_env, "policy": register_policy, "trainer": register_trainer}[kind](
+        name, entry)
 
 
 @dataclass

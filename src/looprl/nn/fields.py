@@ -25,14 +25,8 @@ from looprl.core.namedarray import NamedArray
 from looprl.nn.features import activation_layer, feature_extractor
 from looprl.nn.layers import orthogonal_init
 
-__all__ = [
-    "ACTION_MASK",
-    "Backbone",
-    "ObservationEncoder",
-    "as_tensor",
-    "field_shapes",
-    "observation_fields",
-]
+__all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
+           "observation_fields"]
 
 #: The obs field that masks discrete actions (one 0/1 per action).
 ACTION_MASK = "action_mask"

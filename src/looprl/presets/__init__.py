@@ -38,14 +38,5 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     return preset
 
 
-__all__ = [
-    "atari",
-    "PresetBuilder",
-    "UnknownHyperparameterError",
-    "classic_control",
-    "continuous",
-    "check_device",
-    "default_device",
-    "load_preset",
-    "multiagent",
-]
+__all__ = ["atari", "PresetBuilder", "UnknownHyperparameterError", "classic_control", "continuous",
+           "check_device", "default_device", "load_preset", "multiagent"]
