@@ -1,28 +1,18 @@
 """``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
-classic control and Atari, where ``AtariReplayPreset`` swaps in the frame ring; DDPG, TD3,
-SAC), for every runtime.
+classic control and Atari, through ``QPreset``; DDPG, TD3, SAC), for every runtime.
 
-A preset says once how to make each part of its algorithm:
-
-* ``policy(logger, device, copy_model)`` -- the acting half with its exploration (the
-  preset's epsilon schedule, noisy layers or action noise) and its optimizer;
-* ``trainer(policy, train_steps)`` -- the learning half (critics, targets, loss);
-* the replay it learns from: ``uniform`` or ``prioritized`` (``prioritized``), of
-  ``replay_buffer_size`` windows of ``n_step`` steps, ``minibatch_size`` windows per
-  gradient step, training from ``replay_start_size`` transitions on;
-* the update ratio: ``gradient_steps`` every ``update_frequency`` env steps.
-
-The local ``agent`` composes them with a replay buffer (``replay_buffer``) and a
-``ReplayAgent`` (``_agent``). ``looprl.distributed`` builds the very same policy and trainer
-in its Ray workers (``DistributedRun(preset, ...)``): actors explore with the policy's own
-exploration, the trainer worker keeps the replay ``remote_replay`` describes and steps
-``updates_per_frame`` times per env step it received, the local agent's ratio: at most that
-often, and actors that run more than ``max_ahead`` env steps ahead wait for it.
+A preset says once how to make each part of its algorithm: ``policy(logger, device,
+copy_model)`` (with its exploration and optimizer), ``trainer(policy, train_steps)``, the
+replay (``uniform`` or ``prioritized`` of ``replay_buffer_size`` windows of ``n_step`` steps,
+``minibatch_size`` per gradient step, from ``replay_start_size`` transitions on) and the
+update ratio (``gradient_steps`` every ``update_frequency`` env steps). The local ``agent``
+composes them; on Ray (``DistributedRun(preset, ...)``) the actors explore with the same
+policy and the trainer worker keeps the replay ``remote_replay`` describes, stepping at most
+``updates_per_frame`` times per env step it received.
 
 Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
-presets, not another algorithm: ``apex=True`` learns from prioritized ``n_steps`` windows,
-and each actor explores at its own rate ``apex_epsilons(actors)[i]`` instead of the preset's
-schedule (locally: one actor, rate 0.4).
+presets: ``apex=True`` learns from prioritized ``n_steps`` windows, and each actor explores
+at its own rate ``apex_epsilons(actors)[i]`` (locally: one actor, rate 0.4).
 """
 
 from __future__ import annotations
@@ -52,13 +42,9 @@ __all__ = ["QPreset", "ReplayPreset"]
 
 
 class ReplayPreset(Preset):
-    """Base of the replay presets (see the module docstring).
-
-    Subclasses give ``policy`` and ``trainer``; they may change the replay (``prioritized``,
-    ``n_step``) and the local agent (``_agent``: ``DQN`` by default). Hyperparameters read
-    here: ``replay_buffer_size``, ``minibatch_size``, ``replay_start_size``,
-    ``update_frequency``, ``gradient_steps`` (and ``alpha``/``beta`` when prioritized).
-    """
+    """Base of the replay presets (see the module docstring): subclasses give ``policy`` and
+    ``trainer``, and may change the replay (``prioritized``, ``n_step``) and the local agent
+    (``_agent``: ``DQN`` by default)."""
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
         size = hyperparameters["replay_buffer_size"]

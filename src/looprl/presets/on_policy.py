@@ -1,17 +1,8 @@
 """``OnPolicyPreset``: the one builder of PPO, PPG, A2C and VAC (and VPG's parts), for every
-runtime.
-
-A preset says once how to make each part of its algorithm:
-
-* ``policy(logger, device)`` -- an ``ActorCriticPolicy`` over the preset's network, with its
-  optimizer (``_optimizer``) and gradient clipping;
-* ``trainer(policy, train_steps)`` -- the algorithm's trainer, its schedules spanning
-  ``train_steps`` env steps;
-* ``n_envs`` x ``n_steps`` -- the shape of the ``SampleBatch`` segments it learns from.
-
-The local ``agent`` composes them with an ``OnPolicyAgent`` (and the family's bodies, ``_wrap``);
-``looprl.distributed`` builds the very same parts in its Ray workers (``DistributedRun(preset,
-...)``: actors cut ``n_steps`` segments, the trainer steps on ``n_envs`` of them at a time).
+runtime: an ``ActorCriticPolicy`` over the preset's network with its optimizer (``policy``),
+the algorithm's trainer (``trainer``) and ``n_envs`` x ``n_steps`` segments. The local
+``agent`` composes them with an ``OnPolicyAgent``; on Ray, actors cut ``n_steps`` segments and
+the trainer steps on ``n_envs`` of them at a time.
 """
 
 from __future__ import annotations
@@ -46,11 +37,8 @@ class linear:  # noqa: N801 -- used like a function: linear(3e-4)
 
 
 class ActorCriticPreset(Preset):
-    """A preset whose policy is an ``ActorCriticPolicy`` over its network (see the module
-    docstring); ``OnPolicyPreset`` adds the parallel local agent, VPG's presets their own.
-
-    Subclasses give the network and action head (``_build``) and the trainer (``trainer``);
-    they may change the optimizer (``_optimizer``: Adam at ``lr`` by default).
+    """A preset whose policy is an ``ActorCriticPolicy`` over its network (``_build``: the
+    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default).
 
     Args:
         env: the environment the preset is built for (its spaces size the network).
@@ -103,9 +91,8 @@ class ActorCriticPreset(Preset):
 
 class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
     """Base of the parallel on-policy presets (PPO, PPG, A2C, VAC): ``n_envs`` environments,
-    ``n_steps`` rows per segment (1 without an ``n_steps`` hyperparameter), one
-    ``OnPolicyAgent``; the family's bodies around it (``_wrap``).
-    """
+    ``n_steps`` rows per segment (default 1), one ``OnPolicyAgent`` in the family's bodies
+    (``_wrap``)."""
 
     positive: tuple[str, ...] = ("n_envs",)
 
