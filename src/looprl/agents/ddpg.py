@@ -49,11 +49,8 @@ from looprl.nn import single_field
 
 
 class ContinuousQ(nn.Module):
-    """``Q(s, a) = model(cat(s, a))``, one value per row.
-
-    Args:
-        model: maps ``(batch, obs_dim + action_dim)`` inputs to ``(batch, 1)`` values.
-    """
+    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, obs_dim +
+    action_dim)`` to ``(batch, 1)``)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -79,8 +76,8 @@ class TwinQ(nn.Module):
 
 @contextmanager
 def frozen(module: nn.Module) -> Iterator[None]:
-    """Stop gradients from accumulating in ``module``'s parameters (e.g. the critic while
-    the actor's loss is backpropagated through it)."""
+    """Stop gradients from accumulating in ``module``'s parameters (the critic under the
+    actor's loss)."""
     params = [p for p in module.parameters() if p.requires_grad]
     for param in params:
         param.requires_grad_(False)
@@ -173,12 +170,9 @@ def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
 
 
 class DDPGTrainer(Trainer):
-    """One critic update and one actor update per ``step`` (Lillicrap et al., 2016).
-
-    Args:
-        policy: the ``DDPGPolicy`` whose actor (and its target network) is trained.
-        q: an ``Approximation`` of a ``ContinuousQ`` with a target network.
-        discount_factor: gamma.
+    """One critic update and one actor update per ``step`` (Lillicrap et al., 2016) of
+    ``policy``'s actor (with its target network) and the critic ``q`` (an ``Approximation``
+    of a ``ContinuousQ``, or a ``TwinQ``, with a target network); ``discount_factor``: gamma.
     """
 
     def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99):
@@ -250,20 +244,13 @@ class DDPGTrainer(Trainer):
 
 
 class OffPolicyAgent(ReplayAgent):
-    """Local replay-based agent of DDPG, TD3 and SAC (single environment).
-
-    Acts uniformly at random for the first ``replay_start_size`` steps, then with the
-    policy's exploration; trains ``gradient_steps`` times every ``update_frequency`` steps.
+    """Local replay-based agent of DDPG, TD3 and SAC (single environment): uniformly random
+    actions for the first ``replay_start_size`` steps, then the policy's exploration.
 
     Args:
-        policy, trainer: the algorithm.
-        replay_buffer: an ``ExperienceReplayBuffer`` (float actions are stored as given).
-        minibatch_size: transitions per gradient step.
-        replay_start_size: steps collected (at random) before training starts.
-        update_frequency: steps between training phases.
-        gradient_steps: gradient steps per training phase.
+        policy, trainer, replay_buffer, minibatch_size, replay_start_size, update_frequency,
+            gradient_steps: see ``ReplayAgent``.
         logger: receives the trainer's statistics every ``log_every`` gradient steps.
-        log_every: gradient steps between logged statistics.
     """
 
     def __init__(
@@ -308,10 +295,8 @@ class OffPolicyAgent(ReplayAgent):
 
 
 class ContinuousTestAgent(Agent):
-    """Evaluation agent: the policy's deterministic action, no training.
-
-    Accepts a single ``State`` (returns one action) or a ``StateArray`` (one per row).
-    """
+    """Evaluation agent: the policy's deterministic action for a ``State`` (or each row of
+    a ``StateArray``), no training."""
 
     def __init__(self, policy: ContinuousPolicy):
         self.policy = policy

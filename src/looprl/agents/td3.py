@@ -23,12 +23,8 @@ TD3Policy = DDPGPolicy
 
 
 class DelayedPolyakTarget(PolyakTarget):
-    """A ``PolyakTarget`` that moves only at every ``every``-th update (TD3's delay).
-
-    Args:
-        rate: interpolation factor ``tau``.
-        every: updates between two moves.
-    """
+    """A ``PolyakTarget`` (``rate``: tau) that moves only at every ``every``-th update
+    (TD3's delay)."""
 
     def __init__(self, rate: float, every: int = 2):
         super().__init__(rate)
