@@ -1,5 +1,5 @@
-"""What the Atari presets share: checks, the DeepMind bodies, and the base of the replay
-presets (``AtariReplayPreset``: DQN, DDQN, C51, Rainbow)."""
+"""What the Atari presets share: checks, the DeepMind bodies, the actor-critic network
+(``NatureActorCritic``) and the base of the replay presets (``AtariReplayPreset``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,16 @@ import math
 from typing import Any
 
 import gymnasium as gym
+import torch
+from torch import optim
 
 from looprl.agents.dqn import DQN
 from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
+from looprl.nn import SharedActorCritic
+from looprl.nn.cnn import nature_actor_critic
+from looprl.policies.distributions import CategoricalHead
+from looprl.presets.common import require_discrete_actions
 from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import beta_schedule
 
@@ -46,6 +52,36 @@ class DeepMindBody:
         rewards clipped as ``clip_rewards`` says; whole games, not lives)."""
         clip = bool(self.hyperparameters["clip_rewards"])
         return "atari", {"game": self.env_name, "clip_rewards": clip}
+
+
+class NatureActorCritic(DeepMindBody):
+    """``_build`` for the Atari actor-critic presets: the Nature CNN shared by a policy and a
+    value head (``nn.cnn.nature_actor_critic``; checked: stacked frames, discrete actions)."""
+
+    algorithm: str
+
+    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        frames = require_frames(env, self.algorithm)
+        model = nature_actor_critic(num_actions, frames, self.hyperparameters["features"])
+        return model, CategoricalHead(num_actions)
+
+
+class SplitLearningRates:
+    """``_optimizer`` of a ``SharedActorCritic``: Adam at ``lr_pi`` for the body and the policy
+    head (as the autonomous-learning-library's feature network) and ``lr_v`` for the value
+    head."""
+
+    hyperparameters: dict[str, Any]
+
+    def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
+        hp = self.hyperparameters
+        groups = [
+            {"params": [*model.body.parameters(), *model.policy_head.parameters()],
+             "lr": hp["lr_pi"]},
+            {"params": model.value_head.parameters(), "lr": hp["lr_v"]},
+        ]
+        return optim.Adam(groups, eps=hp["eps"], fused=True)
 
 
 class AtariReplayPreset(DeepMindBody, QPreset):
