@@ -14,8 +14,7 @@ distributional ``QDist`` + ``C51Trainer``                    ``distributional``
 ============== ============================================= =============================
 
 ``rainbow_policy`` picks the policy for a Q approximation, ``rainbow_trainer`` its trainer;
-the local agent is ``DQN``, which feeds the trainer's priorities (TD errors or, when
-distributional, the cross-entropies) back to the buffer.
+the local agent is ``DQN``.
 """
 
 from __future__ import annotations
