@@ -30,15 +30,8 @@ class QModule(RLNetwork):
 
 
 def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
-    """Select ``values[..., actions]`` row by row.
-
-    Args:
-        values: tensor of shape ``(*batch, num_actions)``.
-        actions: integer actions of shape ``batch`` (tensor, list, array or int).
-
-    Returns:
-        Tensor of shape ``batch``.
-    """
+    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` values and integer
+    ``actions`` of shape ``batch`` (tensor, list, array or int) give shape ``batch``."""
     if not isinstance(actions, torch.Tensor):
         actions = torch.as_tensor(actions, device=values.device)
     return values.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
