@@ -381,13 +381,13 @@ class PolicyWorker:
         if not waiting:
             return
         await self.copy.maybe_pull_async()
-        from looprl.core.namedarray import concat, recursive_apply
+        from looprl.core.namedarray import concat
 
         requests = [request for request, _ in waiting]
         sizes = [len(request.obs) for request in requests]
         try:
             result = self.copy.policy.rollout(concat(requests))
-            result = recursive_apply(result, _to_numpy)
+            result = result.to_numpy()
             _check_size(result, sum(sizes), self.copy.policy)
         except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
             for _, future in waiting:
@@ -411,10 +411,6 @@ def on_cpu(value: Any) -> Any:
     if type(value) in (list, tuple):
         return type(value)(on_cpu(item) for item in value)
     return value
-
-
-def _to_numpy(leaf: Any) -> Any:
-    return leaf.detach().cpu().numpy() if isinstance(leaf, torch.Tensor) else leaf
 
 
 def _check_size(result: Any, rows: int, policy: Any) -> None:

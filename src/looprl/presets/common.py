@@ -21,6 +21,14 @@ def policy_network(preset: Any, device: Any = None, copy_model: bool = False,
     return model.to(device if device is not None else preset.device)
 
 
+def to_device(preset: Any, device: Any) -> None:
+    """Set ``preset.device`` and move its networks there."""
+    preset.device = device
+    for value in vars(preset).values():
+        if isinstance(value, nn.Module):
+            value.to(device)
+
+
 def require_discrete_actions(env: Any, algorithm: str) -> int:
     """The number of actions of ``env``; ``ValueError`` if its action space is not discrete."""
     space = env.action_space

@@ -39,6 +39,7 @@ from looprl.agents.independent import (
 )
 from looprl.core import Agent, ParallelAgent, Preset
 from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError
+from looprl.presets.common import to_device
 
 
 class IndependentMultiagentPreset(Preset):
@@ -75,10 +76,7 @@ class IndependentMultiagentPreset(Preset):
         """Setting the device moves every agent's networks (``load_preset`` relies on it)."""
         self._device = device
         for preset in self.presets.values():
-            preset.device = device
-            for value in vars(preset).values():
-                if isinstance(value, nn.Module):
-                    value.to(device)
+            to_device(preset, device)
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
