@@ -208,8 +208,7 @@ class ActorWorker:
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._stats = {"frames": 0, "episodes": [], "inference_seconds": 0.0,
-                       "send_seconds": 0.0, "rows": 0, "requests": 0}
+        self._stats = _fresh_stats()
         self._put: Any = None
 
     def ready(self) -> dict[str, Any]:
@@ -224,9 +223,7 @@ class ActorWorker:
         """Frames, finished episodes and timings since the last call (then reset), and the
         ``log/*`` values the meta components wrote since then (``EnvRunner.meta_scalars``)."""
         with self._lock:
-            stats = dict(self._stats)
-            self._stats.update(frames=0, episodes=[], inference_seconds=0.0, send_seconds=0.0,
-                               rows=0, requests=0)
+            stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
         stats["meta"] = self.runner.meta_scalars()
         return stats
@@ -332,6 +329,11 @@ class ActorWorker:
             logger.warning("actor %d: trainer unreachable, its last samples are lost",
                            self.index)
             return None
+
+
+def _fresh_stats() -> dict[str, Any]:
+    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "send_seconds": 0.0,
+            "rows": 0, "requests": 0}
 
 
 @ray.remote
