@@ -5,10 +5,9 @@ steps, then one gradient step on ``a2c_loss`` with n-step advantages
 ``A_t = R_t - V(s_t)``, ``R_t`` the discounted rewards to the end of the segment (or of
 the episode) plus the bootstrapped value there, and an entropy bonus.
 
-* ``A2CTrainer`` -- ``step(sample)``: one gradient step of ``a2c_loss`` on the whole
-  segment, with GAE's ``lam = 1`` by default (exactly the n-step advantage). VPG (segments
-  of whole episodes) uses it as it is; VAC changes where its advantages come from.
-* The policy is ``ActorCriticPolicy`` and the local agent ``OnPolicyAgent``.
+``A2CTrainer`` takes one gradient step of ``a2c_loss`` on the whole segment, with GAE's
+``lam = 1`` by default (exactly the n-step advantage); VPG uses it as it is, VAC with its own
+advantages. The policy is ``ActorCriticPolicy`` and the local agent ``OnPolicyAgent``.
 """
 
 from __future__ import annotations
@@ -26,17 +25,15 @@ __all__ = ["A2CTrainer"]
 
 
 class A2CTrainer(OnPolicyTrainer):
-    """One gradient step of the advantage actor-critic loss per segment.
+    """One gradient step of the advantage actor-critic loss per segment (one without
+    training rows is skipped).
 
     Args:
-        policy: the policy to optimize (through its approximation's optimizer; separate
-            actor and critic learning rates are optimizer parameter groups).
+        policy: the policy to optimize.
         value_coef, entropy_coef: loss weights.
         normalize_advantages: normalize the batch's advantages before the step.
-        gae_lambda: GAE's lambda (``1``: n-step returns; smaller values give GAE).
+        gae_lambda: GAE's lambda (``1``: n-step returns).
         **kwargs: ``OnPolicyTrainer``'s other arguments (``discount_factor``, ``lr``...).
-
-    A segment without training rows (every row is an episode's final observation) is skipped.
     """
 
     def __init__(

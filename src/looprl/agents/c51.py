@@ -6,11 +6,9 @@ onto the atoms and the prediction is trained by cross-entropy.
 
 * ``C51Policy`` -- ``DQNPolicy`` over the expected values ``sum_i z_i p_i(s, a)`` of a
   ``QDist``; ``analyze`` returns the distributions.
-* ``C51Trainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one cross-entropy step on the
-  projected n-step targets of each window (``DQNTrainer``'s batches); ``a*`` is the greedy
-  action of the target network, or of the online network with ``double=True`` (Rainbow).
-  The per-sample cross-entropies are the new priorities, as in Rainbow.
-* The local agent is ``DQN``.
+* ``C51Trainer`` -- one cross-entropy step on the projected n-step targets of
+  ``DQNTrainer``'s windows; ``a*`` is the target network's greedy action (the online
+  network's with ``double=True``); the cross-entropies are the new priorities (Rainbow).
 """
 
 from __future__ import annotations
@@ -28,13 +26,8 @@ __all__ = ["C51Policy", "C51Trainer"]
 
 
 class C51Policy(DQNPolicy):
-    """Epsilon-greedy policy over the expected values of a ``QDist``.
-
-    Args:
-        dist: the ``QDist``.
-        num_actions: size of the discrete action space.
-        epsilon: exploration rate, a float or a schedule.
-    """
+    """Epsilon-greedy policy over the expected values of the ``QDist`` ``dist`` (see
+    ``DQNPolicy``)."""
 
     def __init__(self, dist: QDist, num_actions: int, epsilon: Any = 0.0):
         super().__init__(dist.expectation, num_actions, epsilon)
@@ -51,14 +44,8 @@ class C51Policy(DQNPolicy):
 
 
 class C51Trainer(DQNTrainer):
-    """One gradient step of categorical (C51) Q-learning per ``step`` call.
-
-    Args:
-        policy: the ``C51Policy`` whose ``QDist`` is trained.
-        discount_factor: gamma.
-        n_step: the most steps per return (see ``DQNTrainer``).
-        double: choose the bootstrap action with the online network (Rainbow).
-    """
+    """One gradient step of categorical (C51) Q-learning of ``policy.dist`` per ``step``
+    (see ``DQNTrainer``; ``double``: the bootstrap action is the online network's)."""
 
     def __init__(self, policy: C51Policy, discount_factor: float = 0.99, n_step: int = 1,
                  double: bool = False):

@@ -21,7 +21,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss
+from looprl.agents.losses.continuous import (
+    critic_loss,
+    deterministic_actor_loss,
+    twin_critic_loss,
+)
 from looprl.agents.losses.value import td_target
 from looprl.agents.replay import ReplayAgent
 from looprl.approximation import Approximation
@@ -42,15 +46,11 @@ from looprl.core import (
 )
 from looprl.core.namedarray import NamedArray
 from looprl.nn import single_field
-from looprl.policies.deterministic import DeterministicPolicy
 
 
 class ContinuousQ(nn.Module):
-    """``Q(s, a) = model(cat(s, a))``, one value per row.
-
-    Args:
-        model: maps ``(batch, obs_dim + action_dim)`` inputs to ``(batch, 1)`` values.
-    """
+    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, obs_dim +
+    action_dim)`` to ``(batch, 1)``)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -76,8 +76,8 @@ class TwinQ(nn.Module):
 
 @contextmanager
 def frozen(module: nn.Module) -> Iterator[None]:
-    """Stop gradients from accumulating in ``module``'s parameters (e.g. the critic while
-    the actor's loss is backpropagated through it)."""
+    """Stop gradients from accumulating in ``module``'s parameters (the critic under the
+    actor's loss)."""
     params = [p for p in module.parameters() if p.requires_grad]
     for param in params:
         param.requires_grad_(False)
@@ -155,15 +155,8 @@ def _tensor(obs: Any, device: torch.device) -> torch.Tensor:
 
 
 class DDPGPolicy(ContinuousPolicy):
-    """Deterministic actor ``mu(s)`` with Gaussian exploration noise.
-
-    Args:
-        actor: a ``DeterministicPolicy`` (with a target network for DDPG and TD3).
-        random_steps: see ``ContinuousPolicy``.
-    """
-
-    def __init__(self, actor: DeterministicPolicy, random_steps: int = 0):
-        super().__init__(actor, random_steps)
+    """Deterministic actor ``mu(s)`` (a ``DeterministicPolicy``, with a target network for
+    DDPG and TD3) with Gaussian exploration noise."""
 
 
 def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
@@ -177,12 +170,9 @@ def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
 
 
 class DDPGTrainer(Trainer):
-    """One critic update and one actor update per ``step`` (Lillicrap et al., 2016).
-
-    Args:
-        policy: the ``DDPGPolicy`` whose actor (and its target network) is trained.
-        q: an ``Approximation`` of a ``ContinuousQ`` with a target network.
-        discount_factor: gamma.
+    """One critic update and one actor update per ``step`` (Lillicrap et al., 2016) of
+    ``policy``'s actor (with its target network) and the critic ``q`` (an ``Approximation``
+    of a ``ContinuousQ``, or a ``TwinQ``, with a target network); ``discount_factor``: gamma.
     """
 
     def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99):
@@ -211,7 +201,7 @@ class DDPGTrainer(Trainer):
         targets = self._targets(rewards, next_obs, masks)
         stats = {"critic": self._critic_step(obs, actions, targets)}
         if self._should_update_actor():
-            stats["actor"] = self._actor_step(obs)
+            stats.update(self._actor_step(obs))
         self._policy.version += 1
         return TrainerStepResult(stats, self.steps)
 
@@ -225,8 +215,13 @@ class DDPGTrainer(Trainer):
     def _critic_step(
         self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
     ) -> torch.Tensor:
+        """One critic update; twin critics (``TwinQ``) regress both, their TD error is Q1's."""
         values = self.q(obs, actions)
-        loss = critic_loss(values, targets)
+        if isinstance(values, tuple):
+            loss = twin_critic_loss(*values, targets)
+            values = values[0]
+        else:
+            loss = critic_loss(values, targets)
         self.q.reinforce(loss)
         self.predictions = {"q_values": values.detach()}
         self.td_error = (targets - self.predictions["q_values"]).detach()
@@ -239,29 +234,23 @@ class DDPGTrainer(Trainer):
         """The critic's values of the actor's actions (``Q1`` for twin critics)."""
         return self.q(obs, actions)
 
-    def _actor_step(self, obs: torch.Tensor) -> torch.Tensor:
+    def _actor_step(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One actor update through the frozen critic; its statistics."""
         actor = self._policy.actor
         with frozen(self.q.model):
             loss = deterministic_actor_loss(self._actor_values(obs, actor(obs)))
             actor.reinforce(loss)
-        return loss.detach()
+        return {"actor": loss.detach()}
 
 
 class OffPolicyAgent(ReplayAgent):
-    """Local replay-based agent of DDPG, TD3 and SAC (single environment).
-
-    Acts uniformly at random for the first ``replay_start_size`` steps, then with the
-    policy's exploration; trains ``gradient_steps`` times every ``update_frequency`` steps.
+    """Local replay-based agent of DDPG, TD3 and SAC (single environment): uniformly random
+    actions for the first ``replay_start_size`` steps, then the policy's exploration.
 
     Args:
-        policy, trainer: the algorithm.
-        replay_buffer: an ``ExperienceReplayBuffer`` (float actions are stored as given).
-        minibatch_size: transitions per gradient step.
-        replay_start_size: steps collected (at random) before training starts.
-        update_frequency: steps between training phases.
-        gradient_steps: gradient steps per training phase.
+        policy, trainer, replay_buffer, minibatch_size, replay_start_size, update_frequency,
+            gradient_steps: see ``ReplayAgent``.
         logger: receives the trainer's statistics every ``log_every`` gradient steps.
-        log_every: gradient steps between logged statistics.
     """
 
     def __init__(
@@ -306,10 +295,8 @@ class OffPolicyAgent(ReplayAgent):
 
 
 class ContinuousTestAgent(Agent):
-    """Evaluation agent: the policy's deterministic action, no training.
-
-    Accepts a single ``State`` (returns one action) or a ``StateArray`` (one per row).
-    """
+    """Evaluation agent: the policy's deterministic action for a ``State`` (or each row of
+    a ``StateArray``), no training."""
 
     def __init__(self, policy: ContinuousPolicy):
         self.policy = policy

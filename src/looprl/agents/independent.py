@@ -6,25 +6,15 @@ https://arxiv.org/abs/2011.09533) treat the other agents as part of the environm
 ``agent`` entry, so any single-environment agent can play its part:
 
 * ``SingleStateAgent`` lets a ``ParallelAgent`` (built for ``n_envs == 1``) act on single
-  states, as 1-row ``StateArray`` batches. An episode end is handled like a vector env's
-  next-step autoreset: the agent sees the ``done`` state, then the first state of the next
-  episode, and its buffer drops the transition between them.
-* ``MaskedAgent`` enforces action masks (``state['action_mask']``): it appends the mask to
-  the observation (so the networks see it and replay buffers store it), the preset wraps
-  the network in a ``MaskedModule`` that pushes the Q-values or logits of illegal actions
+  states; an episode end is handled like a vector env's next-step autoreset.
+* ``MaskedAgent`` enforces action masks (``state['action_mask']``): the networks read the
+  mask appended to the observation, a ``MaskedModule`` pushes the values of illegal actions
   to ``ILLEGAL`` (invalid action masking, Huang & Ontanon, 2020,
-  https://arxiv.org/abs/2006.14171), epsilon-greedy exploration draws among legal
-  actions only (``MaskedGreedyPolicy``), and an illegal action raises ``RuntimeError``.
+  https://arxiv.org/abs/2006.14171) and exploration draws among legal actions only.
 
-On Ray, the same per-agent policies and trainers (each agent's preset builds them) act and
-learn behind one policy and one trainer:
-
-* ``IndependentPolicy`` answers a ``RolloutRequest`` of many agents' rows: row ``i`` goes to
-  the policy of agent ``request.agent[i]``, in that agent's view of the observation
-  (``view``: a masked agent's has the action mask appended, as ``MaskedAgent`` gives it).
-* ``IndependentTrainer`` splits ``SampleBatch`` segments by their ``agent`` streams
-  (``split``) and steps each agent's trainer on its own agent's streams only; the Ray
-  trainer worker keeps one buffer per agent (``looprl.distributed.independent``).
+On Ray, ``IndependentPolicy`` answers each agent's rows of a ``RolloutRequest`` with that
+agent's policy, and ``IndependentTrainer`` steps each agent's trainer on its own streams
+(the trainer worker keeps one buffer per agent: ``looprl.distributed.independent``).
 """
 
 from __future__ import annotations
@@ -78,11 +68,7 @@ class IndependentMultiagent(Multiagent):
 
 
 class SingleStateAgent(AgentWrapper, Agent):
-    """Lets a ``ParallelAgent`` act on single states, as ``StateArray`` batches of 1 row.
-
-    Tensor entries gain a leading dimension of 1, numbers become 1-element tensors and
-    other entries 1-element lists; the action of the row is returned.
-    """
+    """Lets a ``ParallelAgent`` act on single states, as ``StateArray`` batches of 1 row."""
 
     def act(self, state: State) -> Any:
         device = state.device
@@ -114,12 +100,9 @@ def legal_actions(state: State) -> torch.Tensor:
 
 
 class MaskedModule(nn.Module):
-    """Gives illegal actions the value ``ILLEGAL``; the mask is the input's last features.
-
-    ``forward(x)`` runs ``module(x)`` and fills the action outputs where
-    ``x[..., -num_actions:]`` is 0. The action outputs are the output itself (Q-values,
-    logits) or its first element when the module returns a tuple (actor-critics). A row
-    whose mask is all 0 (a finished agent) is left unmasked.
+    """Gives illegal actions the value ``ILLEGAL``; the mask is the input's last
+    ``num_actions`` features. The action outputs are the output (Q-values, logits) or its
+    first element (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked.
 
     Args:
         module: maps observations with the mask appended to ``(..., num_actions)`` outputs.
@@ -145,11 +128,8 @@ class MaskedModule(nn.Module):
 
 
 class MaskedGreedyPolicy(GreedyPolicy):
-    """Epsilon-greedy over legal actions only (``state['action_mask']``).
-
-    Exploration draws uniformly among the legal actions; the greedy choice is the argmax
-    over the legal actions' values. States without a mask behave as in ``GreedyPolicy``.
-    """
+    """Epsilon-greedy over the legal actions of ``state['action_mask']`` (states without a
+    mask: as ``GreedyPolicy``)."""
 
     @classmethod
     def wrap(cls, policy: GreedyPolicy) -> MaskedGreedyPolicy:
@@ -235,11 +215,9 @@ class RandomAgent(Agent):
 
 
 class IndependentPolicy(Policy):
-    """One policy per agent behind one ``rollout`` (see the module docstring).
-
-    All agents' policies share one ``version``: every step of any agent's trainer
-    increments it (``share_version``). ``module`` holds every agent's network, so that one
-    ``state_dict`` carries them all.
+    """One policy per agent behind one ``rollout``: row ``i`` goes to the policy of agent
+    ``request.agent[i]``, in that agent's ``view``. The policies share one ``version``
+    (``share_version``) and ``module`` holds every agent's network.
 
     Args:
         policies: one policy per agent, in the environment's agent order.
@@ -294,11 +272,8 @@ class IndependentPolicy(Policy):
         return NamedArray(obs=masked_observation(obs["obs"], obs[ACTION_MASK]))
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Each agent's policy answers its own rows (``request.agent``), in its view.
-
-        Raises:
-            ValueError: the request does not say whose rows it holds.
-        """
+        """Each agent's policy answers its own rows (``request.agent``), in its view;
+        ``ValueError`` if the request does not say whose rows it holds."""
         agents = _agent_indices(request.agent, "request", len(self.policies))
         results, rows = [], []
         for agent in np.unique(agents):
@@ -326,7 +301,6 @@ class IndependentPolicy(Policy):
         return self.policies[agent].analyze(sample, target, **kwargs)
 
     def _rows(self, request: RolloutRequest, index: np.ndarray, agent: int) -> RolloutRequest:
-        """Agent ``agent``'s rows ``index`` of ``request``, its observations in its view."""
         return RolloutRequest(
             obs=self.view(agent, _take(request.obs, index)),
             policy_state=_take(request.policy_state, index),
@@ -359,12 +333,8 @@ class IndependentTrainer(Trainer):
         return self._policy
 
     def split(self, batch: SampleBatch) -> dict[int, SampleBatch]:
-        """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, their
-        observations in the agent's view (``IndependentPolicy.view``).
-
-        Raises:
-            ValueError: ``batch`` does not say whose streams it holds (``agent``).
-        """
+        """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, in the
+        agent's view; ``ValueError`` if ``batch`` does not say whose streams it holds."""
         agent = None if batch.agent is None else _numpy(batch.agent)[0]
         agents = _agent_indices(agent, "batch", len(self.trainers))
         parts = {}
@@ -397,11 +367,8 @@ def _numpy(value: Any) -> np.ndarray:
 
 
 def _agent_indices(agent: Any, what: str, agents: int) -> np.ndarray:
-    """``agent`` as an int array of agent indices below ``agents``.
-
-    Raises:
-        ValueError: ``agent`` is ``None`` or names an agent that does not exist.
-    """
+    """``agent`` as agent indices below ``agents``; ``ValueError`` if it is ``None`` or
+    names an agent that does not exist."""
     if agent is None:
         raise ValueError(f"the {what} does not say whose rows it holds (agent is None): "
                          "independent learners need an environment of several agents, whose "
@@ -425,11 +392,8 @@ def _take(value: Any, index: np.ndarray) -> Any:
 
 
 def _merge(results: list[RolloutResult], rows: list[np.ndarray]) -> RolloutResult:
-    """One result of the agents' ``results`` for their ``rows``, in the request's order.
-
-    A float field (``log_prob``, ``value``) some agents' policies do not give is NaN in
-    their rows.
-    """
+    """The agents' ``results`` for their ``rows`` as one, in the request's order (NaN in
+    the rows of the agents whose policies do not give a float field)."""
     results = [recursive_apply(result, _numpy) for result in results]
     if len(results) == 1:
         return results[0]

@@ -14,8 +14,7 @@ distributional ``QDist`` + ``C51Trainer``                    ``distributional``
 ============== ============================================= =============================
 
 ``rainbow_policy`` picks the policy for a Q approximation, ``rainbow_trainer`` its trainer;
-the local agent is ``DQN``, which feeds the trainer's priorities (TD errors or, when
-distributional, the cross-entropies) back to the buffer.
+the local agent is ``DQN``.
 """
 
 from __future__ import annotations
@@ -39,10 +38,12 @@ def rainbow_policy(q: Any, num_actions: int, epsilon: Any = 0.0) -> DQNPolicy:
 
 
 def rainbow_trainer(policy: DQNPolicy, discount_factor: float = 0.99, double: bool = True,
-                    huber: bool = True, n_step: int = 1) -> Trainer:
+                    huber: bool = True, n_step: int = 1, update: str = "q_learning") -> Trainer:
     """The Rainbow trainer of ``policy``: ``C51Trainer`` for a ``C51Policy``, else
     ``DQNTrainer``; ``double`` picks the bootstrap action with the online network, ``huber``
-    is the non-distributional regression's loss, ``n_step`` the replay windows' steps."""
+    is the non-distributional regression's loss, ``n_step`` the replay windows' steps and
+    ``update`` ``DQNTrainer``'s bootstrap value (``double`` takes over from it)."""
     if isinstance(policy, C51Policy):
         return C51Trainer(policy, discount_factor, n_step, double=double)
-    return DQNTrainer(policy, discount_factor, n_step, double_q=double, huber=huber)
+    return DQNTrainer(policy, discount_factor, n_step, update=update, double_q=double,
+                      huber=huber)

@@ -1,10 +1,5 @@
-"""``ReplayAgent``: the base of the local agents that learn from a replay buffer.
-
-DQN (and DDQN, C51, Rainbow) and the continuous agents (DDPG, TD3, SAC) share how they
-hold their parts and when they train: nothing for the first ``replay_start_size`` steps,
-then every ``update_frequency`` steps. Each subclass writes its own ``act`` and
-``_train``.
-"""
+"""``ReplayAgent``: the base of the local agents that learn from a replay buffer (DQN and
+its family, DDPG, TD3, SAC): their parts and when they train."""
 
 from __future__ import annotations
 
@@ -23,10 +18,8 @@ __all__ = ["ReplayAgent"]
 
 
 class ReplayAgent(Agent):
-    """Base of local replay agents (single environment): their parts and training schedule.
-
-    Its ``hp/*`` keys are its policy's and trainer's, and the update ratio it owns:
-    ``hp/batch_size``, ``hp/update_frequency`` and ``hp/gradient_steps``.
+    """Base of local replay agents (single environment): nothing is trained for the first
+    ``replay_start_size`` steps, then ``gradient_steps`` every ``update_frequency`` steps.
 
     Args:
         policy, trainer: the algorithm.
@@ -59,7 +52,8 @@ class ReplayAgent(Agent):
         self._frames_seen = 0
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and trainer's keys, and the update ratio (see the class docstring)."""
+        """The policy's and trainer's keys, and the update ratio it owns: ``hp/batch_size``,
+        ``hp/update_frequency`` and ``hp/gradient_steps``."""
         return parts_hyperparameters(
             self.policy, self.trainer,
             batch_size=Hyperparameter.attribute(self, "minibatch_size", int),

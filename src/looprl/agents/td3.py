@@ -16,19 +16,15 @@ from __future__ import annotations
 import torch
 
 from looprl.agents.ddpg import ContinuousTestAgent, DDPGPolicy, DDPGTrainer, OffPolicyAgent
-from looprl.agents.losses.continuous import smoothed_target_action, td3_target, twin_critic_loss
+from looprl.agents.losses.continuous import smoothed_target_action, td3_target
 from looprl.approximation import Approximation, PolyakTarget
 
 TD3Policy = DDPGPolicy
 
 
 class DelayedPolyakTarget(PolyakTarget):
-    """A ``PolyakTarget`` that moves only at every ``every``-th update (TD3's delay).
-
-    Args:
-        rate: interpolation factor ``tau``.
-        every: updates between two moves.
-    """
+    """A ``PolyakTarget`` (``rate``: tau) that moves only at every ``every``-th update
+    (TD3's delay)."""
 
     def __init__(self, rate: float, every: int = 2):
         super().__init__(rate)
@@ -83,16 +79,6 @@ class TD3Trainer(DDPGTrainer):
         )
         next_q1, next_q2 = self.q.target(next_obs, next_actions)
         return td3_target(rewards, next_q1, next_q2, masks, self.discount_factor)
-
-    def _critic_step(
-        self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
-    ) -> torch.Tensor:
-        q1, q2 = self.q(obs, actions)
-        loss = twin_critic_loss(q1, q2, targets)
-        self.q.reinforce(loss)
-        self.predictions = {"q_values": q1.detach()}
-        self.td_error = (targets - self.predictions["q_values"]).detach()  # of Q1
-        return loss.detach()
 
     def _should_update_actor(self) -> bool:
         return self.steps % self.policy_delay == 0

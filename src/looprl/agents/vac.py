@@ -6,12 +6,9 @@ The one-step actor-critic of Sutton & Barto (2018, section 13.5) and Konda & Tsi
 advantage of the actor's update and the critic regresses ``V(s)`` onto
 ``r + gamma * mask' * V(s')``.
 
-* ``VACTrainer`` -- ``A2CTrainer`` on one-step segments (``T = 1``, ``lam = 0``), with the
-  advantage taken from the current critic.
-* The policy is ``ActorCriticPolicy`` and the local agent ``OnPolicyAgent`` with
-  ``n_steps=1``: each ``act`` evaluates the new states once, their values bootstrap the
-  targets of the previous step (which the trainer then learns from) and their actions are
-  returned.
+``VACTrainer`` is ``A2CTrainer`` on one-step segments (``T = 1``, ``lam = 0``), with the
+advantage taken from the current critic. The policy is ``ActorCriticPolicy`` and the local
+agent ``OnPolicyAgent`` with ``n_steps=1``.
 """
 
 from __future__ import annotations
@@ -29,15 +26,10 @@ __all__ = ["VACTrainer"]
 
 
 class VACTrainer(A2CTrainer):
-    """One gradient step of ``a2c_loss`` on the TD errors of one step of every env.
-
-    The advantage is ``R - V(s)`` with ``R = r + gamma * mask' * V(s')`` from the segment and
-    ``V(s)`` from the current critic, so both values come from the same parameters (the
-    stored ``V(s)`` is one update older).
-
-    Args:
-        policy: the policy to optimize.
-        **kwargs: ``A2CTrainer``'s arguments (``gae_lambda`` is 0: one-step targets).
+    """One gradient step of ``a2c_loss`` on the TD errors of one step of every env: the
+    advantage is ``R - V(s)`` with ``R = r + gamma * mask' * V(s')`` from the segment and
+    ``V(s)`` from the current critic (the stored one is one update older). ``**kwargs``:
+    ``A2CTrainer``'s (``gae_lambda`` is 0).
     """
 
     def __init__(self, policy: Policy, **kwargs: Any):

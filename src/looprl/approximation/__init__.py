@@ -19,28 +19,8 @@ from looprl.approximation.schedules import (
 from looprl.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget
 from looprl.approximation.v_network import VModule, VNetwork
 
-__all__ = [
-    "Approximation",
-    "Checkpointer",
-    "ConstantSchedule",
-    "DummyCheckpointer",
-    "ExpectedQ",
-    "FeatureModule",
-    "FeatureNetwork",
-    "FixedTarget",
-    "LinearLR",
-    "LinearScheduler",
-    "PeriodicCheckpointer",
-    "PolyakTarget",
-    "QDist",
-    "QDistModule",
-    "QModule",
-    "QNetwork",
-    "Schedule",
-    "TargetNetwork",
-    "TrivialTarget",
-    "VModule",
-    "VNetwork",
-    "gather_actions",
-    "linear_schedule",
-]
+__all__ = ["Approximation", "Checkpointer", "ConstantSchedule", "DummyCheckpointer", "ExpectedQ",
+           "FeatureModule", "FeatureNetwork", "FixedTarget", "LinearLR", "LinearScheduler",
+           "PeriodicCheckpointer", "PolyakTarget", "QDist", "QDistModule", "QModule", "QNetwork",
+           "Schedule", "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "gather_actions",
+           "linear_schedule"]

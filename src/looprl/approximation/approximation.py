@@ -47,12 +47,10 @@ class Approximation:
         logger: a ``looprl.core.Logger``; ``None`` disables logging.
         log_every: log the loss and learning rate (and check the loss for NaN/inf) every
             this many updates.
-        flush_denormal: on the CPU, step the optimizer with denormal floats flushed to zero
-            (``torch.set_flush_denormal``, turned off again after the step). Adam's moments of
-            weights whose gradients are (nearly) always 0, such as those of dead ReLU units,
-            decay into denormals, on which CPU arithmetic is many times slower: a DQN on
-            CartPole spent most of its optimizer time on them. The values flushed are below
-            ``1.2e-38``, far below anything an update can resolve.
+        flush_denormal: on the CPU, step the optimizer with denormal floats (below
+            ``1.2e-38``) flushed to zero: Adam's moments of weights whose gradients are
+            (nearly) always 0, such as dead ReLU units', decay into denormals, on which CPU
+            arithmetic is many times slower.
 
     Example:
         >>> model = nn.Linear(16, 1)
@@ -90,7 +88,7 @@ class Approximation:
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
         self._scales_loss = loss_scaling != 1
-        self._lr_scheduler = lr_scheduler
+        self.lr_scheduler = lr_scheduler
         self._log_every = log_every
         self._updates = 0
         #: The global gradient norm before clipping of the last step (a tensor), when it
@@ -101,16 +99,6 @@ class Approximation:
         self._target.init(model)
         self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
         self._checkpointer.init(model, _checkpoint_file(logger, name))
-
-    @property
-    def lr_scheduler(self) -> Any:
-        """The learning-rate scheduler stepped after every update (``None``: none); a
-        trainer whose schedule spans its budget may set it."""
-        return self._lr_scheduler
-
-    @lr_scheduler.setter
-    def lr_scheduler(self, scheduler: Any) -> None:
-        self._lr_scheduler = scheduler
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Its ``hp/*`` keys: ``hp/lr/<name>`` (with an optimizer: the learning rate of every
@@ -125,7 +113,7 @@ class Approximation:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def _set_lr(self, value: Any) -> None:
-        self._lr_scheduler = None  # the caller now drives the learning rate
+        self.lr_scheduler = None  # the caller now drives the learning rate
         for group in self.optimizer.param_groups:
             group["lr"] = float(value)
 
@@ -167,14 +155,8 @@ class Approximation:
         return self._updates
 
     def reinforce(self, loss: torch.Tensor) -> Approximation:
-        """Backpropagate ``loss * loss_scaling`` and take an optimizer ``step``.
-
-        Args:
-            loss: a scalar tensor to minimize.
-
-        Returns:
-            ``self``.
-        """
+        """Backpropagate the scalar ``loss * loss_scaling`` and take an optimizer ``step``;
+        return ``self``."""
         if self.optimizer is None:
             raise self._no_optimizer("reinforce")
         scaled = loss * self._loss_scaling if self._scales_loss else loss
@@ -182,20 +164,10 @@ class Approximation:
         return self.step(loss)
 
     def step(self, loss: torch.Tensor | None = None) -> Approximation:
-        """Apply the accumulated gradients and do the per-update bookkeeping.
-
-        Clips gradients, steps the optimizer, clears the gradients, updates the target
-        network, steps the lr scheduler and calls the checkpointer. Every ``log_every``
-        updates, ``loss`` (if given, before scaling) is checked for NaN/inf and logged.
-
-        Args:
-            loss: the loss whose gradients were just computed, for logging only.
-
-        Returns:
-            ``self``.
-
-        Raises:
-            FloatingPointError: the (checked) loss is NaN or infinite.
+        """Apply the accumulated gradients: clip them, step the optimizer, clear them, update
+        the target network, step the lr scheduler, call the checkpointer; return ``self``.
+        Every ``log_every`` updates, ``loss`` (the loss whose gradients were just computed,
+        if given) is logged, and a NaN/inf one raises ``FloatingPointError``.
         """
         if self.optimizer is None:
             raise self._no_optimizer("step")
@@ -218,8 +190,8 @@ class Approximation:
             for param in group["params"]:  # dispatch overhead (it shows on small networks)
                 param.grad = None
         self._target.update()
-        if self._lr_scheduler is not None:
-            self._lr_scheduler.step()
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.step()
         self._checkpointer()
         self._updates += 1
         return self
@@ -256,18 +228,13 @@ class Approximation:
 
     # -- several processes ----------------------------------------------------------------
     def distribute(self, process_group: Any = None) -> Approximation:
-        """Average gradients over the processes of ``process_group`` (default: torch.distributed's
-        default group) with ``DistributedDataParallel``.
+        """Average gradients over the processes of ``process_group`` (default: the default
+        group) with ``DistributedDataParallel``; return ``self``.
 
-        Forward passes with gradients (``__call__``) then go through a DDP wrapper, so that
-        each ``backward`` all-reduces the mean gradient, and every process must take the same
-        number of them; ``model``, its parameters and ``state_dict`` stay the plain module's
-        (same keys), and ``no_grad``/``eval`` passes use it directly, without communication.
-        DDP copies the parameters of the group's first process to the others now. Copies and
+        Forward passes with gradients (``__call__``) then go through a DDP wrapper, so every
+        process must take as many of them; ``model`` and its ``state_dict`` stay the plain
+        module's, and ``no_grad``/``eval`` passes use it without communication. Copies and
         pickles of this object are not distributed.
-
-        Returns:
-            ``self``.
         """
         import inspect
 
@@ -318,12 +285,10 @@ def _step_flushing_denormals(step: OptimizerStep) -> None:
 
 def _clip_grad_norm(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool
                     ) -> torch.Tensor:
-    """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` (the same arithmetic:
-    the 2-norm of the per-tensor norms, gradients scaled by ``min(1, max / (norm + 1e-6))``);
-    ``uniform`` (all on one device, of one dtype) skips its grouping of the gradients, whose
-    cost shows on small networks; ``cpu`` (all on the CPU, where reading the norm costs no
-    synchronization) computes the factor on the host, with the same float32 operations, and
-    skips the scaling when there is nothing to clip. Returns the norm before clipping."""
+    """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)``'s arithmetic; returns the
+    norm before clipping. ``uniform`` (one device and dtype) skips its grouping of the
+    gradients, whose cost shows on small networks; ``cpu`` computes the factor on the host
+    (no synchronization there), with the same float32 operations, and skips a factor of 1."""
     if not uniform:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     grads = [p.grad for p in params if p.grad is not None]

@@ -30,13 +30,8 @@ class DummyCheckpointer(Checkpointer):
 
 
 class PeriodicCheckpointer(Checkpointer):
-    """Saves the whole model (``torch.save(model, filename)``) every ``frequency`` updates.
-
-    Args:
-        frequency: number of updates between saves.
-        filename: file to write; when given, it takes precedence over the one ``init``
-            receives.
-    """
+    """Saves the whole model (``torch.save(model, filename)``) every ``frequency`` updates, to
+    ``filename`` when given, else to the file ``init`` receives."""
 
     def __init__(self, frequency: int, filename: str | None = None):
         if frequency < 1:

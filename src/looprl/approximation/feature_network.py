@@ -1,10 +1,9 @@
 """``FeatureNetwork``: a shared body whose output replaces the state's observation.
 
 ``f(state)`` returns ``state.update('observation', features)``, so heads (``QNetwork``,
-``VNetwork``, policies) can be applied to its output as to any state. A feature network
-is trained by the losses of its heads: backpropagate them (e.g. ``loss.backward()`` or
-the heads' ``reinforce``), then call ``f.reinforce()`` (or ``f.step()``) to apply the
-gradients that accumulated in the body, as in the autonomous-learning-library's A2C::
+``VNetwork``, policies) apply to its output as to any state. It is trained by its heads'
+losses: backpropagate them, then ``f.step()`` applies the gradients left in the body, as in
+the autonomous-learning-library's A2C::
 
     features = f(states)
     loss = value_loss + policy_loss          # both computed from `features`
@@ -41,30 +40,16 @@ class FeatureNetwork(Approximation):
 
     Args:
         model: maps a batch of observations to a batch of features.
-        optimizer: optimizer over ``model``'s parameters.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
+        optimizer, name, **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        name: str = "feature",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "feature", **kwargs: Any):
         super().__init__(FeatureModule(model), optimizer, name=name, **kwargs)
 
     def reinforce(self, loss: torch.Tensor | None = None) -> FeatureNetwork:
-        """Step on the gradients a downstream loss left in the body.
-
-        Args:
-            loss: optional loss to backpropagate first (scaled by ``loss_scaling``); by
-                default the gradients must already have been computed.
-
-        Returns:
-            ``self``.
-        """
+        """Step on the gradients a downstream loss left in the body (after backpropagating
+        ``loss``, when given); return ``self``."""
         if loss is not None:
             return super().reinforce(loss)
         return self.step()

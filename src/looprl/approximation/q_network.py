@@ -30,15 +30,8 @@ class QModule(RLNetwork):
 
 
 def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
-    """Select ``values[..., actions]`` row by row.
-
-    Args:
-        values: tensor of shape ``(*batch, num_actions)``.
-        actions: integer actions of shape ``batch`` (tensor, list, array or int).
-
-    Returns:
-        Tensor of shape ``batch``.
-    """
+    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` values and integer
+    ``actions`` of shape ``batch`` (tensor, list, array or int) give shape ``batch``."""
     if not isinstance(actions, torch.Tensor):
         actions = torch.as_tensor(actions, device=values.device)
     return values.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
@@ -49,16 +42,9 @@ class QNetwork(Approximation):
 
     Args:
         model: maps a batch of observations to ``(batch, num_actions)`` values.
-        optimizer: optimizer over ``model``'s parameters.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
+        optimizer, name, **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        name: str = "q",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "q", **kwargs: Any):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)

@@ -23,18 +23,8 @@ __all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedule", "linea
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
-    """Interpolate linearly from ``initial`` (at ``start``) to ``final`` (at ``end``).
-
-    Args:
-        initial: value up to and including step ``start``.
-        final: value from step ``end`` on.
-        start: step at which the decay begins.
-        end: step at which the decay ends.
-        step: the step to evaluate.
-
-    Returns:
-        The scheduled value at ``step``.
-    """
+    """The value at ``step`` of a linear interpolation from ``initial`` (up to step
+    ``start``) to ``final`` (from step ``end`` on)."""
     if step <= start:
         return initial
     if step >= end:
@@ -81,12 +71,7 @@ class Schedule:
 
 
 class ConstantSchedule(Schedule):
-    """A schedule that always returns ``value``.
-
-    Args:
-        constant: the value.
-        **kwargs: see ``Schedule``.
-    """
+    """A schedule that always returns ``constant`` (``**kwargs``: see ``Schedule``)."""
 
     def __init__(self, constant: float, **kwargs: Any):
         super().__init__(**kwargs)
@@ -97,18 +82,8 @@ class ConstantSchedule(Schedule):
 
 
 class LinearScheduler(Schedule):
-    """Linear decay from ``initial_value`` to ``final_value`` between two step counts.
-
-    The value is ``initial_value`` up to read ``decay_start``, reaches ``final_value`` at
-    read ``decay_end`` and stays there.
-
-    Args:
-        initial_value: value before the decay.
-        final_value: value after the decay.
-        decay_start: step at which the decay begins.
-        decay_end: step at which the decay ends.
-        name: logged name.
-        **kwargs: ``logger`` and ``log_every``, see ``Schedule``.
+    """Linear decay from ``initial_value`` (up to read ``decay_start``) to ``final_value``
+    (from read ``decay_end`` on); ``name`` and ``**kwargs``: see ``Schedule``.
 
     Example:
         >>> epsilon = LinearScheduler(1.0, 0.1, 0, 10)
@@ -151,18 +126,9 @@ class _LinearDecay:
 
 
 class LinearLR(LambdaLR):
-    """Anneal every learning rate of ``optimizer`` linearly over ``total_updates`` steps.
-
-    After ``k`` calls of ``step()`` the learning rate is
-    ``lr0 * (1 - (1 - final_fraction) * k / total_updates)``, then stays at
-    ``lr0 * final_fraction``.
-
-    Args:
-        optimizer: the optimizer whose learning rates are scheduled.
-        total_updates: number of updates over which the rate decays.
-        final_fraction: fraction of the initial rate reached at the end (``0`` by default).
-        last_epoch: passed to ``LambdaLR`` (for resuming).
-    """
+    """Anneal every learning rate of ``optimizer`` linearly to ``final_fraction`` of its
+    initial value over ``total_updates`` calls of ``step()``, then keep it there
+    (``last_epoch``: ``LambdaLR``'s, for resuming)."""
 
     def __init__(
         self,

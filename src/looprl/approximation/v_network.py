@@ -29,16 +29,9 @@ class VNetwork(Approximation):
 
     Args:
         model: maps a batch of observations to ``(batch, 1)`` values.
-        optimizer: optimizer over ``model``'s parameters.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
+        optimizer, name, **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        name: str = "v",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "v", **kwargs: Any):
         super().__init__(VModule(model), optimizer, name=name, **kwargs)

@@ -30,20 +30,9 @@ _MODULES = {
     "EnvironmentCheckError": "testing_env", "test_environment": "testing_env",
 }
 
-__all__ = [
-    "AlgorithmSpec",
-    "DistributedResult",
-    "DistributedRun",
-    "EnvRunner",
-    "EnvironmentCheckError",
-    "Episode",
-    "PipelineReport",
-    "RolloutSizeError",
-    "RuntimeConfig",
-    "TrainerCore",
-    "test_environment",
-    "test_pipeline",
-]
+__all__ = ["AlgorithmSpec", "DistributedResult", "DistributedRun", "EnvRunner",
+           "EnvironmentCheckError", "Episode", "PipelineReport", "RolloutSizeError",
+           "RuntimeConfig", "TrainerCore", "test_environment", "test_pipeline"]
 
 
 def __getattr__(name: str) -> Any:

@@ -87,11 +87,10 @@ def is_local(runtime: RuntimeConfig) -> bool:
 
 
 def local_instance_settings() -> None:
-    """The settings of a local Ray instance started after this call: it listens on 127.0.0.1
-    only (``loopback_only``), needs no token (Ray warns about it at every start otherwise), and
-    runs its workers at normal priority. Ray starts workers at niceness 15 by default, so that
-    any other busy process on the machine (a second experiment, a test run) starves them, while
-    here the workers are the run. A variable already set in the environment is kept."""
+    """The settings of a local Ray instance started after this call (variables already set
+    are kept): it listens on 127.0.0.1 only, needs no token, and runs its workers at normal
+    priority (Ray's niceness 15 lets any other busy process starve them, and they are the
+    run)."""
     loopback_only()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_worker_niceness", "0")

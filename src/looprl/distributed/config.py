@@ -15,11 +15,8 @@ __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
 
 @dataclass
 class AlgorithmSpec:
-    """An environment, a policy and a trainer, built by name (seed 004) or by a preset.
-
-    ``AlgorithmSpec.of_preset(preset, frames)`` makes the spec of a preset: its ``policy``
-    and ``trainer`` are then the preset's own factories (``preset.policy``,
-    ``preset.trainer``), so that the Ray workers build exactly the parts of the local agent.
+    """An environment, a policy and a trainer, built by name (seed 004) or by a preset
+    (``of_preset``: the preset's own factories build the workers' parts).
 
     Attributes:
         env: a registered environment name or a Gymnasium id (``looprl.environments.make``).
@@ -33,16 +30,13 @@ class AlgorithmSpec:
             trainer's own ``sample_buffer`` attribute says); ``"independent"``: one buffer
             per agent for an ``IndependentTrainer`` (``looprl.distributed.independent``),
             ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
-        buffer_args: its keyword arguments (``TrainerCore``: ``batch_streams``; replay
-            ``size``, ``batch``, ``min_size``, ``n_step``, ``updates_per_frame``, ...).
+        buffer_args: its keyword arguments (see ``TrainerCore``).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
-        whole_episodes: actors cut each stream's segments at episode ends only, each at the
-            first one after ``runtime.segment_length`` steps (VPG's batches of whole episodes;
-            ``EnvRunner``'s ``whole_episodes``).
+        whole_episodes: actors cut each stream's segments at the first episode end after
+            ``runtime.segment_length`` steps (VPG's batches of whole episodes).
         meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
-            of its own copy (``make_meta``), the trainer worker the update hooks of its own;
-            what a component shares (``MetaComponent.shared_state``) travels with the policy
-            parameters.
+            of its own copy, the trainer worker the update hooks of its own; what a component
+            shares (``MetaComponent.shared_state``) travels with the policy parameters.
     """
 
     env: str
@@ -68,14 +62,9 @@ class AlgorithmSpec:
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
                   ) -> tuple[AlgorithmSpec, dict[str, Any]]:
         """The spec of a built preset, and the runtime options it implies
-        (``segment_length``).
-
-        The preset is its own builder for both runtimes: the actors make its environment as
-        it was made (``preset.remote_env()``) and build its policy (``preset.policy``, with
-        its exploration, optimizer and clipping), the trainer worker its trainer (schedules
-        spanning ``frames`` shared by ``trainers``) and the buffer its ``learning`` names
-        (on-policy segments of its rollout's shape, its replay, or one per agent); its
-        attached meta components run on the workers.
+        (``segment_length``): the actors make its environment (``preset.remote_env()``) and
+        policy, the trainer worker its trainer (schedules spanning ``frames`` shared by
+        ``trainers``) and the buffer its ``learning`` names.
 
         Raises:
             ValueError: the preset says nothing of how it learns from segments (one line).
@@ -99,9 +88,8 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs and run directories (for ``"atari"``, the game; for
-        ``"contextual"``, the Gymnasium id; for ``"pettingzoo"``, the PettingZoo module's
-        name)."""
+        """The environment's name in logs and run directories (the game, Gymnasium id or
+        PettingZoo module of ``"atari"``, ``"contextual"`` and ``"pettingzoo"``)."""
         key = {"atari": "game", "contextual": "env_id", "pettingzoo": "env"}.get(self.env)
         label = self.env_args.get(key) if key else None
         if not label:
@@ -148,13 +136,8 @@ class AlgorithmSpec:
         return replace(self, policy_args={**self.policy_args, "device": device})
 
     def portable(self) -> AlgorithmSpec:
-        """This spec, carrying the registrations of its names made in this process.
-
-        Names registered by the user's own code (``register``, ``register_policy``,
-        ``register_trainer``) exist only in the process that ran it; a portable spec takes
-        their classes (or ``"module:Class"`` paths) along, and ``install`` registers them in a
-        worker's process.
-        """
+        """This spec, carrying the registrations of its names made in this process (by the
+        user's code, which workers do not run); ``install`` registers them in a worker."""
         for kind, name in (("env", self.env), ("policy", self.policy),
                            ("trainer", self.trainer)):
             if not isinstance(name, str):
@@ -169,7 +152,7 @@ class AlgorithmSpec:
         registries = _registries()
         for kind, (name, entry) in self.registrations.items():
             if name not in registries[kind]:
-                _REGISTER[kind](name, entry)
+                _register(kind, name, entry)
 
 
 def _registries() -> dict[str, dict[str, Any]]:
@@ -181,18 +164,12 @@ def _registries() -> dict[str, dict[str, Any]]:
             "trainer": interfaces._TRAINERS.entries}
 
 
-def _register(kind: str) -> Any:
-    def register(name: str, entry: Any) -> None:
-        from looprl.core import register_policy, register_trainer
-        from looprl.environments.srl import register as register_env
+def _register(kind: str, name: str, entry: Any) -> None:
+    from looprl.core import register_policy, register_trainer
+    from looprl.environments.srl import register as register_env
 
-        {"env": register_env, "policy": register_policy, "trainer": register_trainer}[kind](
-            name, entry)
-
-    return register
-
-
-_REGISTER = {kind: _register(kind) for kind in ("env", "policy", "trainer")}
+    {"env": register_env, "policy": register_policy, "trainer": register_trainer}[kind](
+        name, entry)
 
 
 @dataclass
@@ -206,41 +183,35 @@ class RuntimeConfig:
         envs_per_actor: env copies per actor worker.
         groups: each actor's envs are split in this many groups, so that it steps one group
             while the policy answers another (1: no overlap).
-        policy_workers: workers that batch inference across actors and serve it from one
-            model (worth it with a GPU or a large network); 0 (default): each actor runs its
-            own copy of the policy, which pulls new parameters every ``pull_interval`` s.
+        policy_workers: workers that batch inference across actors (worth it with a GPU or a
+            large network); 0: each actor runs its own policy copy, which pulls new
+            parameters every ``pull_interval`` s.
         eval_workers: workers that play deterministic episodes with the latest parameters.
-        trainers: trainer workers. With N > 1, actor ``i`` sends its samples to trainer
-            ``i % N`` (each owns its buffer; ``batch_streams``/``batch`` are per trainer), and
-            the trainers average their gradients with torch DDP and step together; trainer 0
-            publishes parameters and checkpoints. Needs ``actors >= trainers``.
-        trainer_timeout: seconds a trainer waits for the others in a collective (with
-            several trainers); after that, or when one dies, the controller restarts them all
-            from trainer 0's latest checkpoint.
+        trainers: trainer workers. With N > 1, actor ``i`` feeds trainer ``i % N`` (each owns
+            its buffer), and they average their gradients with torch DDP and step together;
+            trainer 0 publishes and checkpoints. Needs ``actors >= trainers``.
+        trainer_timeout: seconds a trainer waits for the others in a collective; after
+            that, or when one dies, all restart from trainer 0's latest checkpoint.
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
             dropped (``None``: keep all).
-        sync: synchronous sampling (on-policy parity with the local runtime): after sending
-            samples, an actor waits until the trainer has stepped on them and loads the new
-            parameters, so every sample comes from the latest policy (lag 0) and env
-            stepping no longer overlaps training. Needs ``policy_workers=0``.
+        sync: synchronous sampling (on-policy parity with the local runtime): an actor
+            waits until the trainer has stepped on its samples and loads the new parameters
+            (lag 0, no overlap of env stepping and training). Needs ``policy_workers=0``.
         queue_batches: an on-policy trainer accepts samples while it holds fewer than this
-            many batches; actors then wait (backpressure), so that no sample is made only
-            to be trained on many versions later.
+            many batches; actors then wait (backpressure).
         publish_every: trainer steps between parameter publications.
         pull_interval: seconds between parameter pulls of a policy copy.
-        checkpoint_every: trainer steps between trainer checkpoints (``None``: never; a
-            trainer that dies then restarts from scratch).
+        checkpoint_every: trainer steps between trainer checkpoints (``None``: never).
         cpus_per_actor, cpus_per_policy, cpus_per_trainer: Ray CPUs each worker reserves.
         gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses).
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
             machine's cores).
         max_restarts: how often Ray restarts a worker that died.
         torch_threads: torch threads per worker.
-        trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``);
-            the trainer is the busiest worker, and on few cores can use more than one.
+        trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``).
         runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how
-            your environment code reaches workers on other machines.
+            your code reaches workers on other machines.
         placement_timeout: seconds to wait for the cluster to place every worker.
     """
 
@@ -329,8 +300,7 @@ def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
 
     Raises:
         TypeError: one is not a ``MetaComponent``.
-        ValueError: actors would have no policy copy of their own (``policy_workers``) to
-            load the components' shared state with (and for PLR and SPaCE to score with).
+        ValueError: actors would have no policy copy of their own (``policy_workers``).
     """
     from looprl.meta.component import MetaStack
 

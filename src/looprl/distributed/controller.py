@@ -7,33 +7,18 @@
                          trainer="ppo", trainer_args=dict(epochs=4))
     result = DistributedRun(spec, RuntimeConfig(actors=2), frames=100_000).run()
 
-``DistributedRun`` only composes the parts, one per job, and polls them: a ``WorkerPool``
-(``placement.py``: placement, the trainer group, the loops, the end), a ``Supervisor``
-(``restarts.py``), a ``RunMonitor`` (``monitor.py``: the logs) and a ``ControllerCheckpoint``
-(``run_state.py``).
+``DistributedRun`` composes the parts, one per job, and polls them twice a second: a
+``WorkerPool`` (``placement.py``: placement, the trainer group, the loops, the end), a
+``Supervisor`` (``restarts.py``: Ray restarts a worker that dies, the supervisor starts its
+loop again; a trainer resumes from its latest checkpoint), a ``RunMonitor`` (``monitor.py``:
+the same logs as a local run, plus ``losses.csv`` and ``throughput.csv``) and a
+``ControllerCheckpoint`` (``run_state.py``). Episodes are reported to the controller, so a
+trainer's death loses none of them.
 
-The controller polls every worker twice a second: it logs the finished episodes (the same
-``results.csv``, ``returns100.csv`` and TensorBoard events as a local run), the trainer's
-statistics (``losses.csv``) and each worker's throughput (``throughput.csv``). A worker that
-dies is restarted by Ray and its loop started again; a trainer resumes from its latest
-checkpoint. Episodes are reported to the controller, not to the trainer, so a trainer's
-death loses none of them.
-
-With ``runtime.trainers = N > 1`` the controller starts trainers ``trainer`` (rank 0),
-``trainer1``, ..., gives actor ``i`` trainer ``i % N``, and forms their torch.distributed group
-(rank 0 names the rendezvous, all join, DDP averages gradients). Statistics and losses are
-trainer 0's (sample counts summed over trainers). When one trainer dies, or a collective
-fails, the others cannot go on alone: the controller kills them all, Ray restarts them, they
-form a new group and resume from trainer 0's latest checkpoint.
-
-Whenever the trainer has checkpointed (every ``runtime.checkpoint_every`` steps), the
-controller saves its own state beside it (``controller_checkpoint.pt``: the logger's
-counters and the result so far). A run whose controller died (Ctrl-C, SIGKILL, a lost
-machine) continues with ``DistributedRun(..., resume_from=RUN_DIR)`` (``looprl run --resume
-RUN_DIR``): the trainer from its latest checkpoint, the logs and counters from the
-controller's, the CSV rows written after it dropped. Samples in flight and episodes in
-progress are lost; the run is asynchronous anyway, so it does not repeat an uninterrupted
-one step for step.
+Whenever the trainer has checkpointed, the controller saves its own state beside it
+(``controller_checkpoint.pt``); a run whose controller died continues with
+``DistributedRun(..., resume_from=RUN_DIR)`` (``looprl run --resume RUN_DIR``). Samples in
+flight and episodes in progress are lost.
 """
 
 from __future__ import annotations
@@ -78,10 +63,8 @@ class DistributedRun:
     """One training run on Ray: actor, policy, trainer and evaluation workers.
 
     Args:
-        spec: the environment, policy and trainer: an ``AlgorithmSpec``, or a built
-            ``Preset`` whose own parts the workers build (``AlgorithmSpec.of_preset``: the same
-            hyperparameters as the local agent; ``runtime.segment_length`` is then the
-            preset's rollout length).
+        spec: an ``AlgorithmSpec``, or a built ``Preset`` whose own parts the workers build
+            (``AlgorithmSpec.of_preset``).
         runtime: worker counts, resources, and where Ray runs.
         frames: the training budget in env steps (summed over actors); a ``run`` callback
             may lower it to end the run after this poll.
@@ -93,9 +76,7 @@ class DistributedRun:
         resume_from: a run directory (or a folder above it) holding the
             ``controller_checkpoint.pt`` of a run to continue (see the module docstring);
             ``frames`` is the whole run's budget, as it was or extended.
-        meta: meta components (``looprl.meta``), after the spec's own (``spec.meta``): each
-            actor runs the step and episode hooks of its own copy, the trainer the update
-            hooks; what they learn on the trainer's side travels with the parameters.
+        meta: meta components (``looprl.meta``) after the spec's own (see ``AlgorithmSpec``).
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
@@ -215,8 +196,7 @@ class DistributedRun:
         self._checkpoint.save()
 
     def _shutdown(self) -> None:
-        """Stop and save what was started (see ``_finish``), kill the workers, close the
-        logs, and stop Ray if this run started it."""
+        """Stop and save what was started, kill the workers, close the logs, stop Ray."""
         import ray
 
         try:
@@ -247,12 +227,8 @@ class DistributedRun:
 
 
 def _check_spec(spec: AlgorithmSpec) -> None:
-    """Build the env, policy and trainer here first: a bad name fails in one line, now.
-
-    Raises:
-        ValueError: the spec puts the policy on a GPU (workers compute where they reserved
-            GPUs: ``runtime.gpus_per_trainer``, ``runtime.gpus_per_policy``).
-    """
+    """Build the env, policy and trainer here first: a bad name fails in one line, now;
+    ``ValueError`` if the spec puts the policy on a GPU."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "

@@ -1,12 +1,10 @@
 """Several trainer workers as one torch.distributed process group (``runtime.trainers > 1``).
 
-Rank 0 names the rendezvous (``rendezvous``): a file in the temporary directory when Ray runs
-on 127.0.0.1 (then nothing listens on the network and gloo connects over loopback), else
-``tcp://`` its node's address and a free port. Every trainer then ``join``s the group: gloo
-on CPU; gloo for CPU tensors and NCCL for CUDA ones when trainers have GPUs. Collectives
-time out (``runtime.trainer_timeout``), so a trainer that dies or hangs ends the others'
-collectives in an error (``TrainerGroupError``) instead of a hang. Gradients are averaged by
-``Approximation.distribute`` (``DistributedDataParallel``). No Ray import here.
+Rank 0 names the rendezvous: a file when Ray runs on 127.0.0.1 (gloo then connects over
+loopback), else ``tcp://`` its node's address and a free port. The group uses gloo (and NCCL
+for CUDA tensors); its collectives time out (``runtime.trainer_timeout``), so a trainer that
+dies or hangs ends the others' in an error (``TrainerGroupError``), not a hang. Gradients are
+averaged by ``Approximation.distribute`` (DDP). No Ray import here.
 """
 
 from __future__ import annotations
@@ -62,14 +60,8 @@ def digest(module: nn.Module) -> str:
 
 
 class TrainerGroup:
-    """This process's membership in the trainers' process group.
-
-    Args:
-        rank: this trainer's rank (0 publishes and checkpoints).
-        size: the number of trainers.
-        gpus: whether the trainers train on GPUs (NCCL for CUDA tensors).
-        timeout: seconds a collective waits for the other trainers.
-    """
+    """This process's membership in the trainers' process group: its ``rank`` (0 publishes
+    and checkpoints) of ``size``, on ``gpus`` or not, collectives waiting ``timeout`` s."""
 
     def __init__(self, rank: int, size: int, gpus: bool, timeout: float):
         self.rank = rank
@@ -92,11 +84,8 @@ class TrainerGroup:
                                 timeout=timedelta(seconds=self.timeout))
 
     def distribute(self, policy: Any) -> None:
-        """Let DDP average the gradients of ``policy.approximation`` over the group.
-
-        Raises:
-            ValueError: the policy has no ``Approximation`` to synchronize.
-        """
+        """Let DDP average the gradients of ``policy.approximation`` over the group
+        (``ValueError``: the policy has none)."""
         approximation = getattr(policy, "approximation", None)
         if not hasattr(approximation, "distribute"):
             raise ValueError(f"runtime.trainers > 1 needs a policy whose approximation "

@@ -1,11 +1,7 @@
-"""The trainer side of independent learners: one ``TrainerCore`` per agent.
-
-``IndependentCore`` puts each segment's streams into their agent's own core
-(``IndependentTrainer.split``), so that each agent's trainer learns from its own buffer at
-its own pace: its own on-policy batches, or its own replay, start size and update ratio, as
-each agent of the local ``IndependentMultiagent`` does with its own buffer. It answers what
-the trainer worker and ``test_pipeline`` ask a ``TrainerCore`` (``trainer_core`` builds one
-for a spec whose ``buffer`` is ``"independent"``). No Ray here.
+"""The trainer side of independent learners: ``IndependentCore`` puts each segment's streams
+into their agent's own ``TrainerCore`` (``IndependentTrainer.split``), so that each agent's
+trainer learns from its own buffer at its own pace, as locally. It answers what the trainer
+worker and ``test_pipeline`` ask a ``TrainerCore``. No Ray here.
 """
 
 from __future__ import annotations
@@ -20,16 +16,8 @@ __all__ = ["IndependentCore"]
 
 
 class IndependentCore(StepLoop):
-    """One ``TrainerCore`` per agent of an ``IndependentTrainer``.
-
-    Args:
-        trainer: the agents' trainers.
-        buffers: ``(buffer, buffer_args)`` of each agent's core, in the agents' order
-            (``TrainerCore``'s arguments).
-        max_lag: as ``TrainerCore``'s.
-
-    Raises:
-        ValueError: not one buffer per agent.
+    """One ``TrainerCore`` per agent of an ``IndependentTrainer``, of ``(buffer,
+    buffer_args)`` from ``buffers`` in the agents' order (``ValueError``: not one per agent).
     """
 
     def __init__(self, trainer: IndependentTrainer, buffers: list[tuple[str | None, Any]],
@@ -70,11 +58,10 @@ class IndependentCore(StepLoop):
         return sum(core.dropped for core in self.cores)
 
     def shared_state(self) -> list[Any]:
-        """No meta components run with independent learners on Ray."""
+        """``[]``: no meta components run with independent learners on Ray."""
         return []
 
     def log_scalars(self) -> dict[str, float]:
-        """No meta components run with independent learners on Ray: ``{}``."""
         return {}
 
     def put(self, sample: SampleBatch) -> None:
@@ -95,8 +82,7 @@ class IndependentCore(StepLoop):
         return any(core.ahead() for core in self.cores)
 
     def next_batch(self) -> tuple[int, Any] | None:
-        """``(agent, its core's batch)`` of the next agent (in turn) whose core is ready;
-        ``None``: none is."""
+        """``(agent, its core's batch)`` of the next ready agent in turn (``None``: none)."""
         count = len(self.cores)
         for turn in range(count):
             agent = (self._next + turn) % count
@@ -124,8 +110,7 @@ class IndependentCore(StepLoop):
         return {"trainer": self.trainer, "agents": [core.state_dict() for core in self.cores]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore ``state_dict``'s output (pickled together: each agent's trainer is the
-        ``IndependentTrainer``'s)."""
+        """Restore ``state_dict``'s output."""
         for core, agent_state in zip(self.cores, state["agents"], strict=True):
             core.load_state_dict(agent_state)
         self.trainer = state["trainer"]

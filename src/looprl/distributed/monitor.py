@@ -34,14 +34,9 @@ def open_run_log(name: str, spec: AlgorithmSpec, logdir: str,
 
 
 class RunMonitor:
-    """Records each poll of the workers' ``stats()`` answers.
-
-    Args:
-        result: the run's result, updated in place (frames, returns, train steps).
-        counts: the trainers' sample counts.
-        log: the run's ``ExperimentLogger`` (``None``: no run directory, nothing written).
-        trainers: the trainers' worker names, rank 0 first.
-    """
+    """Records each poll of the workers' ``stats()`` answers in ``result`` (frames, returns,
+    train steps) and ``log`` (the run's ``ExperimentLogger``; ``None``: nothing written);
+    ``counts`` are the sample counts of the ``trainers`` (rank 0 first)."""
 
     def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
                  trainers: list[str]) -> None:
@@ -77,8 +72,7 @@ class RunMonitor:
 
     def _record_episodes(self, actors: list[dict[str, Any]]) -> None:
         """Log the training episodes of one poll in the order they ended, each at an estimate
-        of the run's frame then: actors step at about the same rate, so an episode that ended
-        after a share of its worker's frames of this poll ended after that share of all."""
+        of the run's frame then (actors step at about the same rate)."""
         base = self.result.frames
         total = sum(s["frames"] for s in actors)
         ended = sorted((base + total * at / max(s["frames"], 1), ret)
@@ -95,8 +89,7 @@ class RunMonitor:
 
     def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
-        """An actor's meta-component numbers, evaluation returns, and a ``throughput.csv``
-        row of an actor or evaluation worker."""
+        """An actor's meta-component numbers, evaluation returns and ``throughput.csv`` row."""
         self._record_meta(name, stats["meta"])
         if name.startswith("eval") and stats["episodes"]:
             returns = [ret for ret, *_ in stats["episodes"]]
@@ -116,9 +109,9 @@ class RunMonitor:
             file.write(",".join(row) + "\n")
 
     def _record_meta(self, name: str, values: dict[str, float]) -> None:
-        """The ``log/*`` values worker ``name``'s meta components wrote since the last poll:
-        logged as the local loop logs them, with the worker's name appended
-        (``log/plr/seen/actor0``), and the latest of each kept in ``result.meta[name]``."""
+        """The ``log/*`` values worker ``name``'s meta components wrote since the last poll,
+        logged with the worker's name appended (``log/plr/seen/actor0``) and kept in
+        ``result.meta[name]``."""
         if not values:
             return
         self.result.meta.setdefault(name, {}).update(values)
@@ -127,8 +120,7 @@ class RunMonitor:
                 self.log.add_log(f"{key[len('log/'):]}/{name}", value)
 
     def _record_trainer(self, stats: dict[str, Any]) -> None:
-        """The trainer's step count, and the mean of each statistic of its latest steps (of
-        those that give it: independent learners' steps give their own agent's)."""
+        """The trainer's step count, and the mean of each statistic of its latest steps."""
         self.result.train_steps = stats["steps"]
         self._record_meta(self.trainers[0], stats.get("meta", {}))
         if self.log is None or not stats["stats"]:

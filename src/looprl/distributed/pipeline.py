@@ -50,13 +50,11 @@ class TrainerCore(StepLoop):
             frame rings ``"atari_uniform"``, ``"atari_prioritized"`` (``None``:
             ``trainer.sample_buffer``; ``looprl.memory.samples``).
         buffer_args: the buffer's arguments. On-policy buffers take ``batch_streams`` (default
-            8) and ``max_lag``; replay takes ``size`` (transitions, default 100,000),
-            ``batch`` (transitions per step, default 32), ``min_size`` (default ``batch``),
-            ``n_step`` (default: the trainer's), ``updates_per_frame`` (the most trainer
-            steps per env step received beyond ``min_size``, the local agent's
-            ``gradient_steps / update_frequency``; ``None``: as fast as it can),
-            ``max_ahead`` (env steps the actors may run ahead of that ratio before
-            ``ahead`` holds them back, default 256) and, prioritized, ``alpha``/``beta``.
+            8) and ``max_lag``; replay takes ``size`` (default 100,000), ``batch`` (default
+            32), ``min_size`` (default ``batch``), ``n_step`` (default: the trainer's),
+            ``updates_per_frame`` (the most trainer steps per env step received beyond
+            ``min_size``; ``None``: as fast as it can), ``max_ahead`` (env steps the actors
+            may run ahead of that ratio, default 256) and, prioritized, ``alpha``/``beta``.
         meta: meta components whose update hooks run around every step (this copy's own;
             ``metrics['batch']`` is the ``SampleBatch``).
     """
@@ -97,8 +95,7 @@ class TrainerCore(StepLoop):
 
     @property
     def hub(self) -> MetaHub | None:
-        """The trainer's ``MetaHub`` (``None`` without meta components): a trainer restored
-        from a checkpoint or taken from rank 0 brings its own."""
+        """The trainer's ``MetaHub`` (``None`` without meta components)."""
         return self.trainer.hub
 
     def shared_state(self) -> list[dict[str, Any] | None]:
@@ -108,8 +105,7 @@ class TrainerCore(StepLoop):
         return [component.shared_state() for component in self.hub.stack]
 
     def log_scalars(self) -> dict[str, float]:
-        """The ``log/*`` values the update hooks wrote since the last call
-        (``MetaHub.log_scalars``; ``{}`` without meta components)."""
+        """The ``log/*`` values the update hooks wrote since the last call."""
         return {} if self.hub is None else self.hub.log_scalars()
 
     def put(self, sample: SampleBatch) -> None:
@@ -130,13 +126,12 @@ class TrainerCore(StepLoop):
             ratio is None or self.updates < ratio * (self.frames - self.min_size))
 
     def full(self, batches: int) -> bool:
-        """Whether an on-policy buffer holds ``batches`` whole batches (a trainer worker then
-        holds back more samples); a replay is never full."""
+        """Whether an on-policy buffer holds ``batches`` whole batches (never a replay)."""
         return not self.replay and len(self.buffer) >= batches * self.buffer.batch_streams
 
     def ahead(self) -> bool:
         """Whether the actors ran more than ``max_ahead`` env steps ahead of the update
-        ratio (a trainer worker then holds their samples back until it caught up)."""
+        ratio."""
         ratio = self.updates_per_frame
         return (self.replay and ratio is not None
                 and self.updates < ratio * (self.frames - self.min_size - self.max_ahead))
@@ -155,8 +150,7 @@ class TrainerCore(StepLoop):
         return self.buffer.gather(index), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
-        """``Trainer.learn`` on ``batch``: its step, with the update hooks around it when
-        meta components are attached (touches the trainer only, not the buffer)."""
+        """``Trainer.learn`` on ``batch`` (touches the trainer only, not the buffer)."""
         return self.trainer.learn(batch[0])
 
     def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
@@ -236,12 +230,10 @@ def test_pipeline(
     seed: int = 0,
     **spec_kwargs: Any,
 ) -> PipelineReport:
-    """Run an environment, a policy and a trainer together in this process.
-
-    It checks what a distributed run needs: the env returns ``StepResult`` lists, the
-    policy's ``rollout`` answers every row, its segments fit the trainer's buffer, and
-    ``Trainer.step`` runs (with finite statistics) and bumps ``policy.version``. It stops after
-    ``episodes`` episodes with at least one training step, or at ``max_frames``.
+    """Run an environment, a policy and a trainer together in this process, checking what
+    a distributed run needs (``StepResult`` lists, one answer per row, segments that fit the
+    buffer, finite statistics, a new ``policy.version`` per step), until ``episodes``
+    episodes with at least one training step, or ``max_frames``.
 
     Args:
         spec: the algorithm; or give ``env=``, ``policy=``, ``trainer=`` (``AlgorithmSpec``'s

@@ -1,10 +1,6 @@
-"""``WorkerPool``: the Ray workers of one run, from placement to shutdown.
-
-It starts the parameter server, the trainers (``trainer`` is rank 0, then ``trainer1``, ...),
-the policy workers, the actors (actor ``i`` feeds trainer ``i % N``) and the evaluation
-workers; waits until the cluster has placed them all; forms the trainers' torch.distributed
-group (rank 0 names the rendezvous, all join, DDP averages gradients); and starts each
-worker's loop. At the end it stops the loops, compares the trainers and saves the policy.
+"""``WorkerPool``: the Ray workers of one run, from placement to shutdown: the parameter
+server, the trainers (``trainer`` is rank 0, then ``trainer1``, ...), the policy workers, the
+actors (actor ``i`` feeds trainer ``i % N``) and the evaluation workers.
 """
 
 from __future__ import annotations
@@ -35,17 +31,15 @@ class WorkerPool:
     """Places the workers of one run and runs their loops.
 
     Args:
-        spec: the environment, policy and trainer.
-        runtime: worker counts and resources.
-        result: the run's result: the pool records each worker's node and, at the end, the
-            trainers' steps and whether they ended in sync.
+        spec, runtime: the algorithm, worker counts and resources.
+        result: the run's result: each worker's node and, at the end, the trainers' steps
+            and whether they ended in sync.
         counts: the trainers' sample counts (a placed trainer rebases on them).
 
     Attributes:
-        workers: the Ray actors by name (``server``, ``trainer``, ``policy0``, ``actor0``,
-            ``eval0``, ...).
+        workers: the Ray actors by name (``server``, ``trainer``, ``actor0``, ...).
         runs: the ``run()`` call in flight of each worker that has a loop.
-        pids: each worker's process id, to tell a restarted process from its former one.
+        pids: each worker's process id (a new one: Ray restarted it).
         trainers: the trainers' names, rank 0 first.
     """
 
@@ -77,9 +71,8 @@ class WorkerPool:
                 self.start_loop(name)
 
     def _create(self, run_dir: str, seed: int) -> None:
-        """Create the workers. Each is a named Ray actor and finds the others by name
-        (``workers.named``): an actor handle in constructor arguments is an object reference,
-        and Ray notes at every start that a restartable actor given one may not restart."""
+        """Create the workers, each a named Ray actor that finds the others by name (Ray warns
+        that a restartable actor given a handle may not restart)."""
         from looprl.distributed.trainer_worker import TrainerWorker
         from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
 
@@ -110,9 +103,8 @@ class WorkerPool:
         return ray_name
 
     def _wait_placed(self, ray: Any) -> None:
-        """Wait for every worker's ``ready()``; record its node and process. A worker whose
-        constructor failed stops the wait at once (``_get`` raises), not after the others
-        have started."""
+        """Wait for every worker's ``ready()``; record its node and process (a worker whose
+        constructor failed raises at once)."""
         names = {self.workers[n].ready.remote(): n for n in self.workers if n != "server"}
         deadline = time.monotonic() + self.runtime.placement_timeout
         while names:
@@ -161,8 +153,7 @@ class WorkerPool:
         self.runs[name] = self.workers[name].run.remote()
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        """Each worker's ``stats()`` answer; a dead or restarting one is left out (its loop's
-        end tells)."""
+        """Each worker's ``stats()`` answer; a dead or restarting one is left out."""
         import ray
 
         refs = {n: worker.stats.remote() for n, worker in self.workers.items() if n != "server"}
@@ -198,11 +189,8 @@ class WorkerPool:
                            self.result.trainer_steps)
 
     def save_policy(self, path: Path) -> None:
-        """Save trainer 0's trained policy to ``path``.
-
-        Raises:
-            ray.exceptions.RayError, OSError: it could not.
-        """
+        """Save trainer 0's trained policy to ``path`` (``RayError``, ``OSError``: it could
+        not)."""
         import ray
 
         checkpoint = ray.get(self.workers["trainer"].policy_checkpoint.remote(), timeout=60)
@@ -231,12 +219,8 @@ def _served(runtime: RuntimeConfig, index: int) -> int:
 
 
 def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
-    """``ray.get(ref)`` of worker ``name`` starting; its failure as one line.
-
-    Raises:
-        RuntimeError: the worker failed to start (with a hint where code it imports is
-            missing on the node).
-    """
+    """``ray.get(ref)`` of worker ``name`` starting; its failure as a one-line
+    ``RuntimeError`` (with a hint where code it imports is missing on the node)."""
     try:
         return ray.get(ref, timeout=timeout)
     except ray.exceptions.RayError as error:

@@ -1,10 +1,8 @@
 """``Supervisor``: brings a run's workers back after Ray restarted them.
 
 A worker that dies is restarted by Ray and its loop started again; a trainer resumes from
-its latest checkpoint. With several trainers, one that dies (or a collective that fails)
-leaves the others unable to go on alone: the supervisor kills them all, Ray restarts them,
-they form a new group and resume from trainer 0's latest checkpoint. A policy worker has no
-loop: a new process id tells that Ray restarted it, and the actors ask it again. Each run
+its latest checkpoint. With several trainers, one that dies (or a failed collective) makes
+the supervisor restart them all, in a new group, from trainer 0's latest checkpoint. A run
 recovers from at most ``runtime.max_restarts`` deaths of a worker (of the trainers together).
 """
 
@@ -25,22 +23,17 @@ logger = logging.getLogger(__name__)
 
 
 class Supervisor:
-    """Watches the workers' loops and restarts those that died.
-
-    Args:
-        pool: the run's workers.
-        runtime: ``max_restarts`` and the number of trainers.
-        result: the run's result: each recovered death goes to ``restarts``.
-        counts: the trainers' sample counts (a restarted trainer rebases on them).
-    """
+    """Watches the workers' ``pool`` and restarts those that died (at most
+    ``runtime.max_restarts`` times), recording each in ``result.restarts``; a restarted
+    trainer rebases on ``counts``."""
 
     def __init__(self, pool: WorkerPool, runtime: RuntimeConfig, result: DistributedResult,
                  counts: SampleCounts) -> None:
         self.pool, self.runtime, self.result, self.counts = pool, runtime, result, counts
 
     def check_policy_workers(self, stats: dict[str, dict[str, Any]]) -> None:
-        """Log and count the policy workers Ray restarted since the last poll (``stats``: its
-        answers by worker name)."""
+        """Log and count the policy workers Ray restarted since the last poll (a new process
+        id in ``stats``)."""
         pids = self.pool.pids
         for name, s in stats.items():
             if not name.startswith("policy"):
@@ -55,8 +48,8 @@ class Supervisor:
         """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it).
 
         Raises:
-            RuntimeError: a worker failed (its error inside), stopped on its own, could not
-                be restarted, or died more than ``runtime.max_restarts`` times.
+            RuntimeError: a worker failed, stopped on its own, could not be restarted, or
+                died more than ``runtime.max_restarts`` times.
         """
         import ray
 
@@ -70,8 +63,7 @@ class Supervisor:
             self._restart_trainers(ray, broken)
 
     def _ended(self, ray: Any, name: str, ref: Any, broken: list[tuple[str, Exception]]) -> None:
-        """Worker ``name``'s loop ended: restart it, or add it to the ``broken`` trainers of
-        the group (restarted together)."""
+        """Restart worker ``name`` whose loop ended, or add it to the ``broken`` trainers."""
         from looprl.distributed.ddp import TrainerGroupError
 
         grouped = self.runtime.trainers > 1 and name in self.pool.trainers
@@ -113,8 +105,7 @@ class Supervisor:
         self.pool.start_loop(name)
 
     def _restart_trainers(self, ray: Any, broken: list[tuple[str, Exception]]) -> None:
-        """One trainer of several died or failed in a collective: restart them all, form a new
-        group; they resume from trainer 0's latest checkpoint."""
+        """One trainer of several died or failed in a collective: restart them all."""
         trainers = self.pool.trainers
         dead = [name for name, error in broken if isinstance(error, ray.exceptions.RayActorError)]
         name, error = next((b for b in broken if b[0] in dead), broken[0])

@@ -35,9 +35,7 @@ class DistributedResult:
         trainer_steps: each trainer's ``Trainer.step`` calls at the end.
         trainers_in_sync: whether all trainers ended with the same parameters (``None``:
             unknown).
-        meta: by worker (actors, and the trainer for the update hooks), the latest value of
-            each ``log/*`` key its meta components wrote (``log/plr/seen``,
-            ``log/space/instance_set_size``: each actor's own curriculum).
+        meta: by worker, the latest value of each ``log/*`` key its meta components wrote.
     """
 
     frames: int = 0
@@ -73,12 +71,8 @@ class ControllerState:
 
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
-    """The one ``controller_checkpoint.pt`` in or under ``run_dir``.
-
-    Raises:
-        FileNotFoundError: none there (the message says how runs write them).
-        ValueError: several (resume one run at a time).
-    """
+    """The one ``controller_checkpoint.pt`` in or under ``run_dir`` (``FileNotFoundError``:
+    none; ``ValueError``: several)."""
     run_dir = Path(run_dir)
     found = sorted(run_dir.glob(f"**/{CONTROLLER_CHECKPOINT}"))
     if not found:
@@ -100,14 +94,9 @@ def load_controller_state(run_dir: str | Path) -> ControllerState:
 
 
 class SampleCounts:
-    """Each trainer's sample counts (received, dropped) over the whole run: those its current
-    process reported, plus those of its earlier processes (ones that died, or those of the
-    run this one resumes).
-
-    Args:
-        saved: the counts a controller checkpoint holds (``saved()`` of the run resumed);
-            each trainer rebases on them when it is placed (``started``).
-    """
+    """Each trainer's sample counts (received, dropped) over the whole run: its current
+    process's plus its earlier processes' (ones that died, or the run this one resumes:
+    ``saved``, on which each trainer rebases when it is placed)."""
 
     def __init__(self, saved: dict[str, Any] | None = None) -> None:
         self._current: dict[str, Any] = dict(saved or {})
@@ -137,13 +126,12 @@ class SampleCounts:
 
 class ControllerCheckpoint:
     """Saves the controller's state (``controller_checkpoint.pt`` in the run directory)
-    whenever the trainer has checkpointed since the last save, so that the two match.
+    whenever the trainer has checkpointed (every ``every`` steps) since the last save.
 
     Args:
-        every: the trainer checkpoints every ``every`` steps (``None``: never; nor does this).
-        log: the run's ``ExperimentLogger`` (``None``: no run directory, nothing saved).
-        result: the run's result so far (its ``train_steps`` tell the trainer's checkpoints).
-        counts: the trainers' sample counts.
+        every: the trainer's checkpoint period (``None``: never; nor does this).
+        log: the run's ``ExperimentLogger`` (``None``: nothing saved).
+        result, counts: the run's result so far and the trainers' sample counts.
     """
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,

@@ -1,11 +1,8 @@
-"""The trainer worker of a distributed run (seed 004's trainer worker): owns the sample
-buffer (``TrainerCore``), runs ``Trainer.step``, publishes parameters to the
-``ParameterServer``, checkpoints, and resumes from its checkpoint after a restart. With
-``runtime.trainers = N > 1``, N of them (ranks 0..N-1) form one torch.distributed group
-(``looprl.distributed.ddp``): each learns from its own actors' samples, DDP averages their
-gradients, all step together, and rank 0 alone publishes and checkpoints. With
-``runtime.sync``, ``put`` holds an actor until the step its samples joined (see ``put``).
-Importing this module imports Ray.
+"""The trainer worker of a distributed run (seed 004): owns the sample buffer
+(``TrainerCore``), runs ``Trainer.step``, publishes parameters, checkpoints, and resumes from
+its checkpoint after a restart. With ``runtime.trainers > 1`` the trainers form one
+torch.distributed group (``looprl.distributed.ddp``) and rank 0 alone publishes and
+checkpoints. Importing this module imports Ray.
 """
 
 from __future__ import annotations
@@ -33,11 +30,9 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
 class TrainerWorker:
-    """Owns the sample buffer, runs ``Trainer.step``, publishes parameters, checkpoints.
-
-    After a restart (Ray restarts a trainer that died) it continues from its latest
-    checkpoint in ``run_dir``. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
-    ``server`` is the ``ParameterServer``'s Ray name (``workers.named``).
+    """Owns the sample buffer, runs ``Trainer.step``, publishes parameters (to the
+    ``ParameterServer`` of Ray name ``server``) and checkpoints in ``run_dir``, whence it
+    continues after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
     """
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
@@ -103,12 +98,10 @@ class TrainerWorker:
         """Receive segments from an actor worker; return the policy version the actor should
         sample with next.
 
-        An on-policy buffer holding ``runtime.queue_batches`` batches makes the caller wait
-        (backpressure: actors do not make samples that could only be trained on late), and
-        so does a replay whose trainer lags behind its update ratio (``TrainerCore.ahead``:
-        the local agent's gradient steps per env step, on both sides). With
-        ``runtime.sync``, the caller waits until a step has trained on its samples, unless
-        every actor feeding this trainer waits and the batch still needs more samples.
+        The caller waits while an on-policy buffer holds ``runtime.queue_batches`` batches
+        or a replay lags behind its update ratio (``TrainerCore.ahead``); with
+        ``runtime.sync``, until a step has trained on its samples, unless every actor feeding
+        this trainer waits and the batch still needs more samples.
         """
         while not self._stop.is_set():
             with self._lock:
@@ -158,8 +151,8 @@ class TrainerWorker:
                     "meta": meta}
 
     def run(self) -> None:
-        """Train whenever the buffer is ready, until ``stop``. Several trainers step together
-        (each step waits for every one's batch) and all end when one is stopped.
+        """Train whenever the buffer is ready, until ``stop`` (several trainers step
+        together and all end when one is stopped).
 
         Raises:
             TrainerGroupError: a collective failed (another trainer died or hung).

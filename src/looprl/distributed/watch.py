@@ -1,11 +1,9 @@
 """Watch the policy a distributed run trained (``looprl watch RUN_DIR`` of a Ray run).
 
-A distributed run directory holds ``policy.pt`` (the policy's ``get_checkpoint()``) and
-``algorithm.pt`` (its ``AlgorithmSpec``: the environment, the policy and their arguments).
-``watch_run`` rebuilds the policy from them and plays deterministic episodes in one env copy
-of the run's environment, through the same ``EnvRunner`` as the actor workers: in a window
-when a display exists and the environment draws one (Gymnasium and PettingZoo envs built
-with ``render_mode="human"``), else into a GIF of its ``render()`` frames. No Ray here.
+``watch_run`` rebuilds the policy from the run directory's ``policy.pt`` (its
+``get_checkpoint()``) and ``algorithm.pt`` (its ``AlgorithmSpec``) and plays deterministic
+episodes through the actors' ``EnvRunner``: in a window when a display exists and the
+environment draws one, else into a GIF of its ``render()`` frames. No Ray here.
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@
 * evaluation workers -- ``ActorWorker`` s built with ``evaluation=True`` and no trainer: they
   play deterministic episodes, once per parameter publication, and send no samples.
 
-Each worker's long-running loop is a method (``run``) the controller calls; ``stats`` and
-``stop`` run beside it (threaded actors). Ray restarts a worker that dies; the controller
-calls ``run`` again. Importing this module imports Ray.
+Each worker's loop is its ``run`` method; ``stats`` and ``stop`` run beside it (threaded
+actors). Importing this module imports Ray.
 """
 
 from __future__ import annotations
@@ -50,12 +49,10 @@ def worker_process(torch_threads: int) -> None:
     """Set up a worker's process before it builds its parts: ``torch_threads`` threads, and
     optimizers built without importing ``torch._dynamo``.
 
-    Every torch optimizer's constructor calls ``Optimizer.add_param_group``, which torch wraps
-    to keep it out of ``torch.compile`` graphs; the wrapper imports ``torch._dynamo`` on its
-    first call: 2-3 CPU seconds, more than importing torch itself, in every worker that builds
-    a policy (on a busy machine, most of a run's start). A worker never builds an optimizer
-    inside a compiled function, so this fills the wrapper's cache with the plain method.
-    Called in the worker processes only: the driver may be a user's process that compiles.
+    torch wraps ``Optimizer.add_param_group`` to keep it out of ``torch.compile`` graphs, and
+    the wrapper imports ``torch._dynamo`` on its first call: 2-3 CPU seconds in every worker.
+    A worker never builds an optimizer inside a compiled function, so this fills the
+    wrapper's cache with the plain method (in workers only: the driver may compile).
     """
     torch.set_num_threads(torch_threads)
     method = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
@@ -93,12 +90,9 @@ def whereabouts() -> dict[str, Any]:
 
 @ray.remote(num_cpus=0)
 class ParameterServer:
-    """The latest parameters a trainer published.
-
-    Each publication gets the next serial number, and copies pull by serial, not by policy
-    version: a trainer restarted from an older checkpoint publishes an older version, which
-    must still replace what its dead predecessor published.
-    """
+    """The latest parameters a trainer published, by serial number, not by policy version:
+    a trainer restarted from an older checkpoint publishes an older version, which must
+    still replace what its dead predecessor published."""
 
     def __init__(self) -> None:
         self.serial = 0
@@ -148,8 +142,7 @@ class _PolicyCopy:
 
     def pull_until(self, version: int, timeout: float = 30.0) -> None:
         """Block until the loaded parameters are of ``version`` or newer (sync sampling), at
-        most ``timeout`` seconds: a trainer that died and resumed from an older checkpoint
-        publishes older versions."""
+        most ``timeout`` seconds (a resumed trainer publishes older versions)."""
         deadline = time.monotonic() + timeout
         while self.policy.version < version and time.monotonic() < deadline:
             self.maybe_pull(wait=True)
@@ -215,8 +208,7 @@ class ActorWorker:
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._stats = {"frames": 0, "episodes": [], "inference_seconds": 0.0,
-                       "send_seconds": 0.0, "rows": 0, "requests": 0}
+        self._stats = _fresh_stats()
         self._put: Any = None
 
     def ready(self) -> dict[str, Any]:
@@ -231,9 +223,7 @@ class ActorWorker:
         """Frames, finished episodes and timings since the last call (then reset), and the
         ``log/*`` values the meta components wrote since then (``EnvRunner.meta_scalars``)."""
         with self._lock:
-            stats = dict(self._stats)
-            self._stats.update(frames=0, episodes=[], inference_seconds=0.0, send_seconds=0.0,
-                               rows=0, requests=0)
+            stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
         stats["meta"] = self.runner.meta_scalars()
         return stats
@@ -316,9 +306,8 @@ class ActorWorker:
             self._send(segments)
 
     def _send(self, segments: list[Any]) -> None:
-        """Send ``segments`` once the previous batch arrived (backpressure). With
-        ``runtime.sync``, wait for the trainer's answer and load the version it names, so
-        that the next samples come from the parameters trained on these."""
+        """Send ``segments`` once the previous batch arrived (backpressure); with
+        ``runtime.sync``, load the version the trainer's answer names."""
         start = time.perf_counter()
         self._wait_put()
         self._put = self.trainer.put.remote(segments)
@@ -342,14 +331,15 @@ class ActorWorker:
             return None
 
 
+def _fresh_stats() -> dict[str, Any]:
+    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "send_seconds": 0.0,
+            "rows": 0, "requests": 0}
+
+
 @ray.remote
 class PolicyWorker:
-    """Batches the rollout requests of many actor workers (an async Ray actor).
-
-    Requests are answered together once ``batch_requests`` of them wait, or after
-    ``max_wait`` seconds. Parameters are pulled every ``runtime.pull_interval`` seconds
-    from ``server`` (the ``ParameterServer``'s Ray name).
-    """
+    """Batches the rollout requests of many actor workers (an async Ray actor): answered
+    together once ``batch_requests`` of them wait, or after ``max_wait`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  batch_requests: int, max_wait: float = 0.002):
@@ -368,8 +358,8 @@ class PolicyWorker:
         return whereabouts()
 
     def stats(self) -> dict[str, Any]:
-        """Rows per batched rollout since the last call, the policy version, and the process
-        id (a new one: Ray restarted this worker)."""
+        """Rows per batched rollout since the last call, the policy version and the process
+        id."""
         batches, self._batches = self._batches, []
         return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid()}
 
@@ -393,13 +383,13 @@ class PolicyWorker:
         if not waiting:
             return
         await self.copy.maybe_pull_async()
-        from looprl.core.namedarray import concat, recursive_apply
+        from looprl.core.namedarray import concat
 
         requests = [request for request, _ in waiting]
         sizes = [len(request.obs) for request in requests]
         try:
             result = self.copy.policy.rollout(concat(requests))
-            result = recursive_apply(result, _to_numpy)
+            result = result.to_numpy()
             _check_size(result, sum(sizes), self.copy.policy)
         except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
             for _, future in waiting:
@@ -423,10 +413,6 @@ def on_cpu(value: Any) -> Any:
     if type(value) in (list, tuple):
         return type(value)(on_cpu(item) for item in value)
     return value
-
-
-def _to_numpy(leaf: Any) -> Any:
-    return leaf.detach().cpu().numpy() if isinstance(leaf, torch.Tensor) else leaf
 
 
 def _check_size(result: Any, rows: int, policy: Any) -> None:

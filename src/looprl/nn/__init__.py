@@ -29,31 +29,9 @@ from looprl.nn.layers import Dueling, Flatten, Linear0, orthogonal_init
 from looprl.nn.models import MLP, RLNetwork
 from looprl.nn.noisy import NoisyFactorizedLinear
 
-__all__ = [
-    "ActorCritic",
-    "ActorCriticModel",
-    "PPGNetwork",
-    "CategoricalDueling",
-    "CategoricalQHead",
-    "ConvFeatures",
-    "Dueling",
-    "FEATURE_EXTRACTORS",
-    "Flatten",
-    "Linear0",
-    "MLP",
-    "MLPFeatures",
-    "NatureCNN",
-    "NatureConv",
-    "NoisyFactorizedLinear",
-    "RLNetwork",
-    "ResNetFeatures",
-    "SharedActorCritic",
-    "feature_extractor",
-    "nature_actor_critic",
-    "nature_categorical_dqn",
-    "nature_dqn",
-    "nature_dueling_dqn",
-    "nature_features",
-    "orthogonal_init",
-    "single_field",
-]
+__all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "CategoricalDueling",
+           "CategoricalQHead", "ConvFeatures", "Dueling", "FEATURE_EXTRACTORS", "Flatten",
+           "Linear0", "MLP", "MLPFeatures", "NatureCNN", "NatureConv", "NoisyFactorizedLinear",
+           "RLNetwork", "ResNetFeatures", "SharedActorCritic", "feature_extractor",
+           "nature_actor_critic", "nature_categorical_dqn", "nature_dqn", "nature_dueling_dqn",
+           "nature_features", "orthogonal_init", "single_field"]

@@ -51,12 +51,8 @@ class ActorCriticModel(nn.Module):
 
 
 class ActorCritic(ActorCriticModel):
-    """Separate actor and critic networks over the same observation (SB3's default).
-
-    Args:
-        actor: observations to distribution parameters.
-        critic: observations to one value.
-    """
+    """Separate ``actor`` (distribution parameters) and ``critic`` (one value) networks over
+    the same observation (SB3's default)."""
 
     def __init__(self, actor: nn.Module, critic: nn.Module):
         super().__init__()
@@ -69,13 +65,8 @@ class ActorCritic(ActorCriticModel):
 
 
 class SharedActorCritic(ActorCriticModel):
-    """A shared body with a policy head and a value head.
-
-    Args:
-        body: observations to features.
-        policy_head: features to distribution parameters.
-        value_head: features to one value.
-    """
+    """A shared ``body`` (observations to features) with a ``policy_head`` (distribution
+    parameters) and a ``value_head`` (one value)."""
 
     def __init__(self, body: nn.Module, policy_head: nn.Module, value_head: nn.Module):
         super().__init__()
@@ -89,15 +80,9 @@ class SharedActorCritic(ActorCriticModel):
 
 
 class PPGNetwork(ActorCriticModel):
-    """The policy network (a trunk with policy and auxiliary value heads) and a value network
-    (Cobbe et al., 2021, https://arxiv.org/abs/2009.04416).
-
-    Args:
-        trunk: observations to features.
-        policy_head: features to action logits.
-        aux_head: features to one auxiliary value.
-        critic: observations to one value (the true value network).
-    """
+    """PPG's policy network, a ``trunk`` with a ``policy_head`` (logits) and an ``aux_head``
+    (one auxiliary value), and its value network, the ``critic`` (Cobbe et al., 2021,
+    https://arxiv.org/abs/2009.04416)."""
 
     def __init__(
         self, trunk: nn.Module, policy_head: nn.Module, aux_head: nn.Module, critic: nn.Module

@@ -10,6 +10,10 @@ observations stay uint8 (4x smaller) in replay and rollout buffers until the for
 * ``nature_dqn`` / ``nature_dueling_dqn`` / ``nature_categorical_dqn`` -- Q-networks:
   features + a linear head (dueling: separate value and advantage streams; categorical:
   ``num_actions * atoms`` logits).
+* ``nature_rainbow`` -- Rainbow's Q-network (Hessel et al., 2018,
+  https://arxiv.org/abs/1710.02298): value and advantage streams of noisy layers
+  (``NoisyFactorizedLinear``), combined per atom by ``CategoricalDueling``; each part can be
+  switched off (``dueling``, ``noisy``, ``distributional``) for ablations.
 * ``nature_actor_critic`` -- the Nature CNN shared by a policy head and a value head
   (a ``looprl.nn.actor_critic.SharedActorCritic``).
 """
@@ -21,19 +25,14 @@ from typing import Any
 from torch import nn
 
 from looprl.nn.actor_critic import SharedActorCritic
+from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.features import FEATURE_EXTRACTORS, NatureCNN, NatureConv, feature_extractor
 from looprl.nn.layers import HIDDEN_GAIN, Dueling, orthogonal_init
+from looprl.nn.noisy import NoisyFactorizedLinear
 
-__all__ = [
-    "FEATURE_EXTRACTORS",
-    "NatureCNN",
-    "NatureConv",
-    "nature_actor_critic",
-    "nature_categorical_dqn",
-    "nature_dqn",
-    "nature_dueling_dqn",
-    "nature_features",
-]
+__all__ = ["FEATURE_EXTRACTORS", "NatureCNN", "NatureConv", "nature_actor_critic",
+           "nature_categorical_dqn", "nature_dqn", "nature_dueling_dqn", "nature_features",
+           "nature_rainbow"]
 
 
 def nature_features(kind: Any = "nature", frames: int = 4) -> nn.Module:
@@ -50,17 +49,57 @@ def nature_dqn(num_actions: int, frames: int = 4, features: str = "nature") -> n
 
 def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> nn.Sequential:
     """Dueling DQN (Wang et al., 2016): the Nature convolutions, then value and advantage
-    streams of ``hidden`` ReLU units each, combined as ``V + A - mean(A)``."""
-    conv = NatureConv(frames)
+    streams of ``hidden`` ReLU units each, combined as ``V + A - mean(A)`` (``nature_rainbow``
+    without noise and atoms)."""
+    return nature_rainbow(num_actions, frames=frames, hidden=hidden, noisy=False,
+                          distributional=False)
 
-    def stream(out: int) -> nn.Sequential:
+
+def nature_rainbow(
+    num_actions: int,
+    atoms: int = 51,
+    frames: int = 4,
+    hidden: int = 512,
+    sigma: float = 0.5,
+    dueling: bool = True,
+    noisy: bool = True,
+    distributional: bool = True,
+) -> nn.Sequential:
+    """Rainbow's Q-network: probabilities ``(batch, num_actions, atoms)`` when
+    ``distributional``, else Q-values ``(batch, num_actions)``.
+
+    Args:
+        num_actions: size of the action space.
+        atoms: atoms of the return distribution.
+        frames: stacked input frames.
+        hidden: units of each stream's hidden layer.
+        sigma: initial noise scale ``sigma_0`` of the noisy layers.
+        dueling: separate value and advantage streams.
+        noisy: noisy linear layers in the streams (else orthogonally initialized ones).
+        distributional: ``atoms`` outputs per action, normalized by a softmax.
+    """
+    conv = NatureConv(frames)
+    outputs = atoms if distributional else 1
+
+    def linear(n_in: int, n_out: int, gain: float) -> nn.Module:
+        if noisy:
+            return NoisyFactorizedLinear(n_in, n_out, sigma_init=sigma)
+        return orthogonal_init(nn.Linear(n_in, n_out), gain)
+
+    def stream(n_out: int) -> nn.Sequential:
         return nn.Sequential(
-            orthogonal_init(nn.Linear(conv.out_features, hidden), HIDDEN_GAIN),
-            nn.ReLU(),
-            orthogonal_init(nn.Linear(hidden, out), 1.0),
+            linear(conv.out_features, hidden, HIDDEN_GAIN), nn.ReLU(), linear(hidden, n_out, 1.0)
         )
 
-    return nn.Sequential(conv, Dueling(stream(1), stream(num_actions)))
+    if dueling:
+        value, advantage = stream(outputs), stream(num_actions * outputs)
+        if distributional:
+            return nn.Sequential(conv, CategoricalDueling(value, advantage, num_actions, atoms))
+        return nn.Sequential(conv, Dueling(value, advantage))
+    head = nn.Sequential(conv, stream(num_actions * outputs))
+    if distributional:
+        return nn.Sequential(CategoricalQHead(head, num_actions, atoms))
+    return head
 
 
 def nature_categorical_dqn(

@@ -40,16 +40,8 @@ from torch import nn
 from looprl.core.suggest import did_you_mean
 from looprl.nn.layers import orthogonal_init
 
-__all__ = [
-    "ACTIVATIONS",
-    "FEATURE_EXTRACTORS",
-    "ConvFeatures",
-    "MLPFeatures",
-    "NatureCNN",
-    "NatureConv",
-    "ResNetFeatures",
-    "feature_extractor",
-]
+__all__ = ["ACTIVATIONS", "FEATURE_EXTRACTORS", "ConvFeatures", "MLPFeatures", "NatureCNN",
+           "NatureConv", "ResNetFeatures", "feature_extractor"]
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU,

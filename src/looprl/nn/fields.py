@@ -2,14 +2,9 @@
 
 SRL observations are dicts of named fields. A policy declares the fields it reads as
 ``{field: dim or shape}`` (``obs_dim``/``state_dim``; an int or a shape alone is the field
-``obs``). ``observation_fields`` checks and flattens a batch of them, ``ObservationEncoder``
-concatenates their encodings (flat fields as they are, ``(C, H, W)`` images through a CNN)
-and ``Backbone`` adds an MLP and an optional GRU.
-
-* ``field_shapes`` -- ``obs_dim`` as ``{field: shape}``.
-* ``observation_fields`` -- the declared fields of a batch, its leading shape and the
-  ``action_mask`` field, with one-line errors for missing fields and wrong shapes.
-* ``ObservationEncoder``, ``Backbone`` -- the modules.
+``obs``: ``field_shapes``). ``observation_fields`` checks and flattens a batch of them,
+``ObservationEncoder`` concatenates their encodings (flat fields as they are, ``(C, H, W)``
+images through a CNN) and ``Backbone`` adds an MLP and an optional GRU.
 """
 
 from __future__ import annotations
@@ -25,14 +20,8 @@ from looprl.core.namedarray import NamedArray
 from looprl.nn.features import activation_layer, feature_extractor
 from looprl.nn.layers import orthogonal_init
 
-__all__ = [
-    "ACTION_MASK",
-    "Backbone",
-    "ObservationEncoder",
-    "as_tensor",
-    "field_shapes",
-    "observation_fields",
-]
+__all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
+           "observation_fields"]
 
 #: The obs field that masks discrete actions (one 0/1 per action).
 ACTION_MASK = "action_mask"
@@ -41,11 +30,8 @@ Shapes = dict[str, tuple[int, ...]]
 
 
 def field_shapes(dims: Any, what: str = "obs_dim") -> Shapes:
-    """``obs_dim``/``state_dim`` as ``{field: shape}``: an int or a shape is the field ``obs``.
-
-    Raises:
-        TypeError, ValueError: ``dims`` is not an int, a shape or a dict of them.
-    """
+    """``obs_dim``/``state_dim`` as ``{field: shape}``: an int or a shape is the field ``obs``
+    (``TypeError``, ``ValueError``: ``dims`` is not an int, a shape or a dict of them)."""
     if isinstance(dims, dict):
         if not dims:
             raise ValueError(f"{what} is an empty dict; name at least one observation field")
@@ -122,14 +108,9 @@ def _image_extractor(shape: tuple[int, ...]) -> nn.Module:
 
 
 class ObservationEncoder(nn.Module):
-    """Encodes the fields of ``shapes`` and concatenates them into ``[N, out_features]``.
-
-    Flat (and other non-image) fields are flattened as they are; ``(C, H, W)`` fields go
-    through a CNN (``_image_extractor``), one per field.
-
-    Args:
-        shapes: ``{field: shape}`` of the fields to read (``field_shapes``).
-    """
+    """Encodes the fields of ``shapes`` (``field_shapes``) and concatenates them into
+    ``[N, out_features]``: non-image fields flattened, ``(C, H, W)`` fields through a CNN
+    each."""
 
     def __init__(self, shapes: Shapes):
         super().__init__()

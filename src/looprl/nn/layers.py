@@ -20,16 +20,8 @@ HIDDEN_GAIN = math.sqrt(2.0)
 
 
 def orthogonal_init(layer: nn.Module, gain: float = HIDDEN_GAIN, bias: float = 0.0) -> nn.Module:
-    """Initialize ``layer.weight`` orthogonally with ``gain`` and fill ``layer.bias``.
-
-    Args:
-        layer: a module with a ``weight`` (and optionally a ``bias``), e.g. ``nn.Linear``.
-        gain: scaling factor of the orthogonal matrix.
-        bias: constant the bias is filled with.
-
-    Returns:
-        The same layer, for chaining.
-    """
+    """``layer`` (with a ``weight`` and maybe a ``bias``, e.g. ``nn.Linear``), its weight
+    initialized orthogonally with ``gain`` and its bias filled with ``bias``."""
     nn.init.orthogonal_(layer.weight, gain)
     if getattr(layer, "bias", None) is not None:
         nn.init.constant_(layer.bias, bias)
@@ -44,10 +36,7 @@ class Flatten(nn.Module):
 
 
 class Linear0(nn.Linear):
-    """An ``nn.Linear`` whose weight and bias are initialized to zero.
-
-    Useful as the last layer of a network whose initial output should be exactly zero.
-    """
+    """An ``nn.Linear`` whose weight and bias start at zero (an output that starts at 0)."""
 
     def reset_parameters(self) -> None:
         nn.init.zeros_(self.weight)
@@ -56,12 +45,8 @@ class Linear0(nn.Linear):
 
 
 class Dueling(nn.Module):
-    """Dueling head: ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)``.
-
-    Args:
-        value_model: maps features to one value per input, shape ``(..., 1)``.
-        advantage_model: maps the same features to one advantage per action.
-    """
+    """Dueling head: ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)`` of ``value_model``'s
+    ``(..., 1)`` values and ``advantage_model``'s one advantage per action."""
 
     def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
         super().__init__()

@@ -19,19 +19,15 @@ __all__ = ["MLP", "RLNetwork"]
 
 
 class MLP(nn.Sequential):
-    """A multi-layer perceptron with orthogonal initialization (as in SB3/CleanRL).
-
-    Hidden layers get orthogonal weights with gain ``sqrt(2)``; the output layer gets
-    orthogonal weights with gain ``output_gain`` (``1.0`` when ``None``); all biases are
-    zero. Being an ``nn.Sequential``, it adds no Python overhead to a forward pass.
+    """A multi-layer perceptron with orthogonal weights (gain ``sqrt(2)``, the output layer's
+    ``output_gain``) and zero biases, as in SB3/CleanRL.
 
     Args:
         in_dim: size of the input features.
         out_dim: size of the output.
         hidden: sizes of the hidden layers (empty for a single linear layer).
         activation: class of the activation placed after each hidden layer.
-        output_gain: gain of the output layer (e.g. ``0.01`` for policy logits,
-            ``1.0`` for values).
+        output_gain: gain of the output layer (``None``: 1; e.g. ``0.01`` for policy logits).
 
     Example:
         >>> model = MLP(4, 2, hidden=(64, 64), output_gain=0.01)
@@ -60,14 +56,8 @@ class MLP(nn.Sequential):
 
 
 class RLNetwork(nn.Module):
-    """Wraps a model of observations so it can be called on a ``State``/``StateArray``.
-
-    ``forward(state)`` returns ``state.apply(self.model, 'observation')``: the model's
-    output with the state's batch shape, zeroed where ``state.mask == 0``.
-
-    Args:
-        model: maps a batch of observations to a batch of outputs.
-    """
+    """Calls ``model`` (observations to outputs) on a ``State``/``StateArray``: its output
+    with the state's batch shape, zeroed where ``state.mask == 0`` (``State.apply``)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from looprl.core import Preset
 from looprl.core.files import load_file
 from looprl.presets import atari, classic_control, continuous, multiagent
@@ -13,6 +11,7 @@ from looprl.presets.builder import (
     check_device,
     default_device,
 )
+from looprl.presets.common import to_device
 
 
 def load_preset(filename: str, device: str | None = None) -> Preset:
@@ -30,22 +29,10 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
         )
     if device is not None:
         check_device(device)
-    device = device or (preset.device if str(preset.device) == "cpu" else default_device())
-    preset.device = device
-    for value in vars(preset).values():
-        if isinstance(value, torch.nn.Module):
-            value.to(device)
+    to_device(preset, device or (preset.device if str(preset.device) == "cpu"
+                                 else default_device()))
     return preset
 
 
-__all__ = [
-    "atari",
-    "PresetBuilder",
-    "UnknownHyperparameterError",
-    "classic_control",
-    "continuous",
-    "check_device",
-    "default_device",
-    "load_preset",
-    "multiagent",
-]
+__all__ = ["atari", "PresetBuilder", "UnknownHyperparameterError", "classic_control", "continuous",
+           "check_device", "default_device", "load_preset", "multiagent"]

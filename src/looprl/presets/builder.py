@@ -8,6 +8,7 @@ Unknown hyperparameter names raise an error that lists the valid ones.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import torch
 from looprl.core import Preset
 from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
+from looprl.environments.multiagent import MultiagentPettingZooEnv
 
 
 class UnknownHyperparameterError(KeyError):
@@ -90,22 +92,12 @@ class PresetBuilder:
         self._name = name or default_name
         self._meta = tuple(meta)
 
-    def __call__(self, **kwargs: Any) -> PresetBuilder:
-        return self._preset_builder(**kwargs)
-
     def _preset_builder(self, **changes: Any) -> PresetBuilder:
-        kwargs = {
-            "default_name": self.default_name,
-            "default_hyperparameters": self.default_hyperparameters,
-            "constructor": self.constructor,
-            "device": self._device,
-            "env": self._env,
-            "hyperparameters": self._hyperparameters,
-            "name": self._name,
-            "meta": self._meta,
-        }
-        kwargs.update(changes)
-        return PresetBuilder(**kwargs)
+        """A copy with ``changes`` to its settings (``env=...`` sets ``_env``)."""
+        builder = copy.copy(self)
+        for key, value in changes.items():
+            setattr(builder, f"_{key}", value)
+        return builder
 
     def env(self, env: Any) -> PresetBuilder:
         """Set the environment the preset's agents will act in."""
@@ -159,10 +151,13 @@ class PresetBuilder:
         """Build the preset; requires ``env`` to have been set."""
         if self._env is None:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
-        device = self._device if self._device is not None else default_device()
-        preset = self.constructor(self._env, self._name, device, dict(self._hyperparameters))
+        preset = self._construct(self._device if self._device is not None else default_device())
         preset.env_name = getattr(self._env, "name", None)
-        if isinstance(self._env, Environment):
-            preset.env_remote = self._env.remote_env()
+        if isinstance(self._env, Environment | MultiagentPettingZooEnv):
+            preset.env_remote = self._env.remote_env()  # what Ray actors make for it
         preset.meta = self._meta
         return preset
+
+    def _construct(self, device: str | torch.device) -> Preset:
+        """The preset of ``env`` (``build`` adds where it was built and its meta components)."""
+        return self.constructor(self._env, self._name, device, dict(self._hyperparameters))

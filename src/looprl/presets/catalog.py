@@ -48,13 +48,10 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) 
     """The environment ``env_id`` in the form the family of preset ``agent`` acts in.
 
     ``env_id`` is a Gymnasium id, a name ``looprl.environments.register`` ed, or an import
-    path ``package.module:NAME``: a ``gymnasium.Env`` class (played by single-agent presets)
-    or an SRL ``Environment`` class (by the multi-agent presets; locally through
-    ``SRLParallelEnv``), or a name that importing the module registers (either kind). Ray
-    actors make it by the same name (``looprl.environments.make``).
-
-    With ``context`` (``CONTEXT_KEYS``, see ``context_sets``) naming a training set, the
-    contextual environment of ``env_id`` over it (``looprl.environments.contextual``).
+    path ``package.module:NAME`` of a ``gymnasium.Env`` class (single-agent presets), an SRL
+    ``Environment`` class (multi-agent presets) or a name the module registers. With
+    ``context`` (see ``context_sets``) naming a training set, the contextual environment of
+    ``env_id`` over it (``looprl.environments.contextual``).
     """
     if not isinstance(env_id, str):
         raise ValueError(f"env is an id or an import path, got {env_id!r}; a contextual "
@@ -101,8 +98,8 @@ def _kind_of(env_id: str) -> tuple[str | None, str]:
 
 
 def _srl_env(agent: str, env_id: str, name: str) -> Any:
-    """The SRL environment ``name`` for the multi-agent presets (the only ones that play
-    SRL environments): as a PettingZoo parallel env, that Ray actors play as itself."""
+    """The SRL environment ``name`` as a PettingZoo parallel env, for the multi-agent presets
+    (the only ones that play SRL environments)."""
     from looprl.environments import MultiagentPettingZooEnv, make
     from looprl.environments.srl_parallel import SRLParallelEnv
 
@@ -129,9 +126,8 @@ CONTEXT_KEYS = ("train", "test", "ranges", "seed", "hide_context", "instance_mod
 
 def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
     """The training and held-out instance sets ``context`` describes (``None`` where it
-    names none): ``train`` and ``test`` are a number of instances, drawn with each feature of
-    ``ranges`` uniform in its range (``sample_contexts``; seeds ``seed`` and ``seed + 1``),
-    or a YAML/JSON file holding a list of contexts (``[{length: 0.5}, ...]``).
+    names none): ``train`` and ``test`` are a number of instances drawn from ``ranges``
+    (``sample_contexts``; seeds ``seed`` and ``seed + 1``), or a YAML/JSON file of contexts.
 
     Raises:
         ValueError: an unknown key, or a set that is neither a number nor a file of contexts.

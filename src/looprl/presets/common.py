@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 import gymnasium as gym
 from torch import nn
 
+log = logging.getLogger(__name__)
 
-def policy_network(preset: Any, device: Any = None, copy_model: bool = False) -> nn.Module:
-    """``preset.model`` (a deep copy with ``copy_model``: a Ray worker's own) on ``device``
-    (default: the preset's)."""
-    model = copy.deepcopy(preset.model) if copy_model else preset.model
+
+def policy_network(preset: Any, device: Any = None, copy_model: bool = False,
+                   model: nn.Module | None = None) -> nn.Module:
+    """``model`` (default ``preset.model``; a deep copy with ``copy_model``: a Ray worker's
+    own) on ``device`` (default: the preset's)."""
+    model = preset.model if model is None else model
+    model = copy.deepcopy(model) if copy_model else model
     return model.to(device if device is not None else preset.device)
+
+
+def to_device(preset: Any, device: Any) -> None:
+    """Set ``preset.device`` and move its networks there."""
+    preset.device = device
+    for value in vars(preset).values():
+        if isinstance(value, nn.Module):
+            value.to(device)
 
 
 def require_discrete_actions(env: Any, algorithm: str) -> int:
@@ -55,3 +68,23 @@ def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:
         if not hyperparameters[key] > 0:
             value = hyperparameters[key]
             raise ValueError(f"Hyperparameter {key!r} must be positive, got {value!r}")
+
+
+def require_support(hyperparameters: dict[str, Any]) -> None:
+    """``ValueError`` unless ``v_min < v_max``."""
+    v_min, v_max = hyperparameters["v_min"], hyperparameters["v_max"]
+    if not v_min < v_max:
+        raise ValueError(f"Hyperparameters v_min < v_max needed, got {v_min} and {v_max}")
+
+
+def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,
+                  remedy: str) -> dict[str, Any]:
+    """``hyperparameters`` with ``minibatch_size`` cut to ``limit`` (the rows it is drawn from,
+    ``what``), with a warning: what is trained, logged and saved is the size actually used."""
+    batch = hyperparameters.get("minibatch_size")
+    if batch is None or batch <= limit:
+        return hyperparameters
+    log.warning("%s: minibatch_size=%s is larger than %s; it uses minibatches of %d. Set "
+                "minibatch_size to at most %d (or %s) to silence this", name, batch, what, limit,
+                limit, remedy)
+    return {**hyperparameters, "minibatch_size": limit}

@@ -1,64 +1,56 @@
 """``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
-classic control and Atari, where ``AtariReplayPreset`` swaps in the frame ring; DDPG, TD3,
-SAC), for every runtime.
+classic control and Atari, through ``QPreset``; DDPG, TD3, SAC), for every runtime.
 
-A preset says once how to make each part of its algorithm:
-
-* ``policy(logger, device, copy_model)`` -- the acting half with its exploration (the
-  preset's epsilon schedule, noisy layers or action noise) and its optimizer;
-* ``trainer(policy, train_steps)`` -- the learning half (critics, targets, loss);
-* the replay it learns from: ``uniform`` or ``prioritized`` (``prioritized``), of
-  ``replay_buffer_size`` windows of ``n_step`` steps, ``minibatch_size`` windows per
-  gradient step, training from ``replay_start_size`` transitions on;
-* the update ratio: ``gradient_steps`` every ``update_frequency`` env steps.
-
-The local ``agent`` composes them with a replay buffer (``replay_buffer``) and a
-``ReplayAgent`` (``_agent``). ``looprl.distributed`` builds the very same policy and trainer
-in its Ray workers (``DistributedRun(preset, ...)``): actors explore with the policy's own
-exploration, the trainer worker keeps the replay ``remote_replay`` describes and steps
-``updates_per_frame`` times per env step it received, the local agent's ratio: at most that
-often, and actors that run more than ``max_ahead`` env steps ahead wait for it.
+A preset says once how to make each part of its algorithm: ``policy(logger, device,
+copy_model)`` (with its exploration and optimizer), ``trainer(policy, train_steps)``, the
+replay (``uniform`` or ``prioritized`` of ``replay_buffer_size`` windows of ``n_step`` steps,
+``minibatch_size`` per gradient step, from ``replay_start_size`` transitions on) and the
+update ratio (``gradient_steps`` every ``update_frequency`` env steps). The local ``agent``
+composes them; on Ray (``DistributedRun(preset, ...)``) the actors explore with the same
+policy and the trainer worker keeps the replay ``remote_replay`` describes, stepping at most
+``updates_per_frame`` times per env step it received.
 
 Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
-presets, not another algorithm: ``apex=True`` learns from prioritized ``n_steps`` windows,
-and each actor explores at its own rate ``apex_epsilons(actors)[i]`` instead of the preset's
-schedule (locally: one actor, rate 0.4).
+presets: ``apex=True`` learns from prioritized ``n_steps`` windows, and each actor explores
+at its own rate ``apex_epsilons(actors)[i]`` (locally: one actor, rate 0.4).
 """
 
 from __future__ import annotations
 
-import logging
+import copy
 import math
 from abc import abstractmethod
 from typing import Any
 
-from looprl.agents.dqn import DQN
-from looprl.core import Agent, Policy, Preset, Trainer
+from torch import nn, optim
+
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent
+from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
+from looprl.approximation import FixedTarget, QDist, QNetwork
+from looprl.core import Agent, DummyLogger, Policy, Preset, Trainer
 from looprl.policies import apex_epsilons
-from looprl.presets.parts import beta_schedule, replay_buffer
+from looprl.presets.common import (
+    cap_minibatch,
+    policy_network,
+    require_discrete_actions,
+    require_positive,
+    require_support,
+)
+from looprl.presets.parts import beta_schedule, epsilon_schedule, replay_buffer
 
-__all__ = ["ReplayPreset"]
-
-log = logging.getLogger(__name__)
+__all__ = ["QPreset", "ReplayPreset"]
 
 
 class ReplayPreset(Preset):
-    """Base of the replay presets (see the module docstring).
-
-    Subclasses give ``policy`` and ``trainer``; they may change the replay (``prioritized``,
-    ``n_step``) and the local agent (``_agent``: ``DQN`` by default). Hyperparameters read
-    here: ``replay_buffer_size``, ``minibatch_size``, ``replay_start_size``,
-    ``update_frequency``, ``gradient_steps`` (and ``alpha``/``beta`` when prioritized).
-    """
+    """Base of the replay presets (see the module docstring): subclasses give ``policy`` and
+    ``trainer``, and may change the replay (``prioritized``, ``n_step``) and the local agent
+    (``_agent``: ``DQN`` by default)."""
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
-        batch, size = hyperparameters["minibatch_size"], hyperparameters["replay_buffer_size"]
-        if batch > size:  # cut to the replay, said once: what is used is what is logged
-            log.warning("%s: minibatch_size=%s is larger than the replay it is sampled from "
-                        "(replay_buffer_size=%s); it samples minibatches of %s. Set "
-                        "minibatch_size to at most %s (or raise replay_buffer_size) to silence "
-                        "this", name, batch, size, size, size)
-            hyperparameters = {**hyperparameters, "minibatch_size": size}
+        size = hyperparameters["replay_buffer_size"]
+        hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is sampled "
+                                        f"from (replay_buffer_size={size})",
+                                        "raise replay_buffer_size")
         super().__init__(name, device, hyperparameters)
 
     @abstractmethod
@@ -132,3 +124,70 @@ class ReplayPreset(Preset):
                                              "update_frequency", "gradient_steps")}
         return self._agent(policy, self.trainer(policy, train_steps),
                            self.replay_buffer(train_steps), logger, **schedule)
+
+
+class QPreset(ReplayPreset):
+    """Base of the DQN family's presets (DQN, DDQN, C51, Rainbow): a network over discrete
+    actions (``_build``), a ``QNetwork`` (or a ``QDist`` when ``distributional``) with Adam at
+    ``lr`` (``eps``), a target copied every ``target_update_frequency`` updates and gradients
+    clipped at ``clip_grad``, ``rainbow_policy`` exploring at ``_epsilon()`` and
+    ``rainbow_trainer`` (``update``, ``double``, ``huber``, ``n_step``)."""
+
+    algorithm = "DQN"
+    #: hyperparameters that must be positive
+    positive: tuple[str, ...] = ("lr", "minibatch_size", "update_frequency", "gradient_steps",
+                                 "target_update_frequency", "replay_buffer_size")
+    #: a return distribution over ``atoms`` on ``[v_min, v_max]`` (C51)
+    distributional = False
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        require_positive(hyperparameters, *self.positive)
+        if "v_min" in hyperparameters:
+            require_support(hyperparameters)
+        self.num_actions = require_discrete_actions(env, self.algorithm)
+        self.model = self._build(env).to(device)
+
+    @abstractmethod
+    def _build(self, env: Any) -> nn.Module:
+        """The network for ``env``."""
+
+    @property
+    def double(self) -> bool:
+        """Double-Q bootstrap (the ``double`` hyperparameter)."""
+        return bool(self.hyperparameters.get("double", False))
+
+    def _q(self, model: nn.Module, **kwargs: Any) -> QNetwork | QDist:
+        hp = self.hyperparameters
+        if not self.distributional:
+            return QNetwork(model, **kwargs)
+        return QDist(model, num_actions=self.num_actions, num_atoms=hp["atoms"],
+                     v_min=hp["v_min"], v_max=hp["v_max"], **kwargs)
+
+    def _epsilon(self) -> Any:
+        """The exploration rate (``epsilon_schedule``)."""
+        return epsilon_schedule(self.hyperparameters)
+
+    def _policy(self, q: Any) -> DQNPolicy:
+        """The exploring policy over ``q``."""
+        return rainbow_policy(q, self.num_actions, self._epsilon())
+
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
+        hp = self.hyperparameters
+        model = policy_network(self, device, copy_model)
+        optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp.get("eps", 1e-8),
+                               fused=True)
+        return self._policy(self._q(model, optimizer=optimizer, clip_grad=hp["clip_grad"],
+                                    target=FixedTarget(hp["target_update_frequency"]),
+                                    logger=logger or DummyLogger()))
+
+    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
+        hp = self.hyperparameters
+        return rainbow_trainer(policy, hp["discount_factor"], double=self.double,
+                               huber=hp.get("huber", True), n_step=self.n_step,
+                               update=hp.get("update", "q_learning"))
+
+    def test_agent(self) -> DQNTestAgent:
+        policy = rainbow_policy(self._q(copy.deepcopy(self.model)), self.num_actions)
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])

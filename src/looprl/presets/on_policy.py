@@ -1,23 +1,13 @@
 """``OnPolicyPreset``: the one builder of PPO, PPG, A2C and VAC (and VPG's parts), for every
-runtime.
-
-A preset says once how to make each part of its algorithm:
-
-* ``policy(logger, device)`` -- an ``ActorCriticPolicy`` over the preset's network, with its
-  optimizer (``_optimizer``) and gradient clipping;
-* ``trainer(policy, train_steps)`` -- the algorithm's trainer, its schedules spanning
-  ``train_steps`` env steps;
-* ``n_envs`` x ``n_steps`` -- the shape of the ``SampleBatch`` segments it learns from.
-
-The local ``agent`` composes them with an ``OnPolicyAgent`` (and the family's bodies, ``_wrap``);
-``looprl.distributed`` builds the very same parts in its Ray workers (``DistributedRun(preset,
-...)``: actors cut ``n_steps`` segments, the trainer steps on ``n_envs`` of them at a time).
+runtime: an ``ActorCriticPolicy`` over the preset's network with its optimizer (``policy``),
+the algorithm's trainer (``trainer``) and ``n_envs`` x ``n_steps`` segments. The local
+``agent`` composes them with an ``OnPolicyAgent``; on Ray, actors cut ``n_steps`` segments and
+the trainer steps on ``n_envs`` of them at a time.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
 import math
 from abc import abstractmethod
 from typing import Any
@@ -29,12 +19,10 @@ from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import ParallelPreset, Preset, Trainer
-from looprl.presets.common import policy_network, require_positive
+from looprl.presets.common import cap_minibatch, policy_network, require_positive
 from looprl.presets.parts import check_parts
 
 __all__ = ["ActorCriticPreset", "OnPolicyPreset", "linear"]
-
-log = logging.getLogger(__name__)
 
 
 class linear:  # noqa: N801 -- used like a function: linear(3e-4)
@@ -49,11 +37,8 @@ class linear:  # noqa: N801 -- used like a function: linear(3e-4)
 
 
 class ActorCriticPreset(Preset):
-    """A preset whose policy is an ``ActorCriticPolicy`` over its network (see the module
-    docstring); ``OnPolicyPreset`` adds the parallel local agent, VPG's presets their own.
-
-    Subclasses give the network and action head (``_build``) and the trainer (``trainer``);
-    they may change the optimizer (``_optimizer``: Adam at ``lr`` by default).
+    """A preset whose policy is an ``ActorCriticPolicy`` over its network (``_build``: the
+    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default).
 
     Args:
         env: the environment the preset is built for (its spaces size the network).
@@ -106,14 +91,16 @@ class ActorCriticPreset(Preset):
 
 class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
     """Base of the parallel on-policy presets (PPO, PPG, A2C, VAC): ``n_envs`` environments,
-    ``n_steps`` rows per segment (1 without an ``n_steps`` hyperparameter), one
-    ``OnPolicyAgent``; the family's bodies around it (``_wrap``).
-    """
+    ``n_steps`` rows per segment (default 1), one ``OnPolicyAgent`` in the family's bodies
+    (``_wrap``)."""
 
     positive: tuple[str, ...] = ("n_envs",)
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(env, name, device, _fit_minibatch(name, hyperparameters))
+        rows = int(hyperparameters["n_envs"]) * int(hyperparameters.get("n_steps", 1))
+        hyperparameters = cap_minibatch(name, hyperparameters, rows, f"the {rows} rows of each "
+                                        "update (n_envs x n_steps)", "raise n_envs or n_steps")
+        super().__init__(env, name, device, hyperparameters)
         self.n_envs = int(hyperparameters["n_envs"])
         self.n_steps = int(hyperparameters.get("n_steps", 1))
 
@@ -133,18 +120,3 @@ class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
 
     def parallel_test_agent(self) -> ActorCriticTestAgent:
         return self.test_agent()
-
-
-def _fit_minibatch(name: str, hyperparameters: dict[str, Any]) -> dict[str, Any]:
-    """``hyperparameters`` with a ``minibatch_size`` no larger than the rows of one update
-    (``n_envs x n_steps``): a larger one is cut to them, with a warning, so that what is
-    trained, logged (``hp/batch_size``) and saved is the size actually used."""
-    minibatch = hyperparameters.get("minibatch_size")
-    rows = int(hyperparameters["n_envs"]) * int(hyperparameters.get("n_steps", 1))
-    if minibatch is None or minibatch <= rows:
-        return hyperparameters
-    log.warning("%s: minibatch_size=%s is larger than the %d rows of each update (n_envs x "
-                "n_steps); it trains on minibatches of %d rows. Set minibatch_size to at most "
-                "%d (or raise n_envs or n_steps) to silence this", name, minibatch, rows, rows,
-                rows)
-    return {**hyperparameters, "minibatch_size": rows}

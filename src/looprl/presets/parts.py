@@ -15,12 +15,10 @@ update          ``q_learning``, ``double_q``,              ``looprl.agents.dqn.U
                 ``sac``                                    ``SACTrainer``
 =============== ========================================== ===================================
 
-Each preset takes the names that fit its policy: the classic-control ``dqn`` and ``ddqn``
-take every exploration, the three replay buffers and the three Q updates; the PPO presets
-take ``stochastic``, ``rollout`` and ``ppo`` (PPG: ``ppg``); ``sac`` takes ``stochastic``,
-``uniform`` and ``sac``. ``choose`` gives a one-line error naming the valid ones otherwise.
-When meta components are attached, the exploration policy, the buffer and the trainer get
-the run's metrics dictionary as their ``metrics`` attribute (``looprl.meta.hub``).
+Each preset takes the names that fit its policy (the classic-control ``dqn`` and ``ddqn``
+every exploration, the three replay buffers and the three Q updates; PPO, PPG and SAC their
+own); ``choose`` gives a one-line error naming the valid ones otherwise. With meta
+components attached, the parts get the run's metrics dictionary (``looprl.meta.hub``).
 """
 
 from __future__ import annotations
@@ -70,13 +68,10 @@ def epsilon_schedule(hp: dict[str, Any]) -> LinearScheduler:
 
 
 def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: str) -> Any:
-    """The exploration policy ``hp['exploration']`` names, over the Q approximation ``q``.
-
-    ``decaying_epsilon_greedy`` decays linearly from ``initial_exploration`` to
-    ``final_exploration`` over ``final_exploration_step`` steps; ``epsilon_greedy`` and
-    ``ez_greedy`` (options of ``zeta(ez_mu)`` steps) keep ``epsilon``; ``stochastic`` samples
-    from ``softmax(Q / temperature)``.
-    """
+    """The exploration policy ``hp['exploration']`` names, over the Q approximation ``q``:
+    ``decaying_epsilon_greedy`` (``epsilon_schedule``), ``epsilon_greedy`` and ``ez_greedy``
+    (options of ``zeta(ez_mu)`` steps) at ``epsilon``, ``stochastic`` (``softmax(Q /
+    temperature)``)."""
     name = choose("exploration", hp["exploration"], EXPLORATION, algorithm)
     if name == "decaying_epsilon_greedy":
         return GreedyPolicy(q, num_actions, epsilon_schedule(hp))

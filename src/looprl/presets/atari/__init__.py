@@ -22,16 +22,4 @@ from looprl.presets.atari.vpg import vpg
 from looprl.presets.atari.vqn import vqn
 from looprl.presets.atari.vsarsa import vsarsa
 
-__all__ = [
-    "a2c",
-    "c51",
-    "ddqn",
-    "dqn",
-    "ppg",
-    "ppo",
-    "rainbow",
-    "vac",
-    "vpg",
-    "vqn",
-    "vsarsa",
-]
+__all__ = ["a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]

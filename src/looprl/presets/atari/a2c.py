@@ -14,12 +14,9 @@ from typing import Any
 import torch
 
 from looprl.nn import SharedActorCritic
-from looprl.nn.cnn import nature_actor_critic
-from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.common import DeepMindBody, require_frames
+from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import A2CClassicControlPreset
-from looprl.presets.common import require_discrete_actions
 from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = {
@@ -39,24 +36,11 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-def atari_actor_critic(
-    env: Any, hyperparameters: dict[str, Any], algorithm: str
-) -> tuple[SharedActorCritic, CategoricalHead]:
-    """The shared Nature actor-critic for ``env`` (checked: stacked frames, discrete actions)."""
-    num_actions = require_discrete_actions(env, algorithm)
-    frames = require_frames(env, algorithm)
-    model = nature_actor_critic(num_actions, frames, features=hyperparameters["features"])
-    return model, CategoricalHead(num_actions)
-
-
-class A2CAtariPreset(DeepMindBody, A2CClassicControlPreset):
+class A2CAtariPreset(NatureActorCritic, A2CClassicControlPreset):
     """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring):
     the classic-control preset's trainer with the shared Nature actor-critic, one Adam."""
 
     positive = ("lr", "n_envs", "n_steps")
-
-    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
-        return atari_actor_critic(env, self.hyperparameters, self.algorithm)
 
     def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
         return OnPolicyPreset._optimizer(self, model)

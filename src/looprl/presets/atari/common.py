@@ -1,5 +1,5 @@
-"""What the Atari presets share: checks, the DeepMind bodies, and the base of the replay
-presets (``AtariReplayPreset``: DQN, DDQN, C51, Rainbow)."""
+"""What the Atari presets share: checks, the DeepMind bodies, the actor-critic network
+(``NatureActorCritic``) and the base of the replay presets (``AtariReplayPreset``)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import math
 from typing import Any
 
 import gymnasium as gym
-from torch import nn, optim
+import torch
+from torch import optim
 
 from looprl.agents.dqn import DQN
-from looprl.approximation import FixedTarget
-from looprl.core import DummyLogger
 from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
-from looprl.presets.off_policy import ReplayPreset
+from looprl.nn import SharedActorCritic
+from looprl.nn.cnn import nature_actor_critic
+from looprl.policies.distributions import CategoricalHead
+from looprl.presets.common import require_discrete_actions
+from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import beta_schedule
 
 
@@ -51,16 +54,43 @@ class DeepMindBody:
         return "atari", {"game": self.env_name, "clip_rewards": clip}
 
 
-class AtariReplayPreset(DeepMindBody, ReplayPreset):
-    """Base of the Atari DQN family: a ``ReplayPreset`` whose replay is the frame ring that
+class NatureActorCritic(DeepMindBody):
+    """``_build`` for the Atari actor-critic presets: the Nature CNN shared by a policy and a
+    value head (``nn.cnn.nature_actor_critic``; checked: stacked frames, discrete actions)."""
+
+    algorithm: str
+
+    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
+        num_actions = require_discrete_actions(env, self.algorithm)
+        frames = require_frames(env, self.algorithm)
+        model = nature_actor_critic(num_actions, frames, self.hyperparameters["features"])
+        return model, CategoricalHead(num_actions)
+
+
+class SplitLearningRates:
+    """``_optimizer`` of a ``SharedActorCritic``: Adam at ``lr_pi`` for the body and the policy
+    head (as the autonomous-learning-library's feature network) and ``lr_v`` for the value
+    head."""
+
+    hyperparameters: dict[str, Any]
+
+    def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
+        hp = self.hyperparameters
+        groups = [
+            {"params": [*model.body.parameters(), *model.policy_head.parameters()],
+             "lr": hp["lr_pi"]},
+            {"params": model.value_head.parameters(), "lr": hp["lr_v"]},
+        ]
+        return optim.Adam(groups, eps=hp["eps"], fused=True)
+
+
+class AtariReplayPreset(DeepMindBody, QPreset):
+    """Base of the Atari DQN family: a ``QPreset`` whose replay is the frame ring that
     stores each frame once (``AtariReplayBuffer`` of ``replay_buffer_size`` slots, or with
     ``prioritized`` ``PrioritizedAtariReplayBuffer``, beta annealed to 1) with ``n_steps``-step
     windows (1 without that hyperparameter), and whose local agent wears the DeepMind bodies.
     On Ray the trainer worker keeps the same ring and fills it from the actors' segments
     (``remote_replay``: ``"atari_uniform"`` or ``"atari_prioritized"``).
-
-    Subclasses build ``self.model`` and give ``policy`` (from ``policy_network``,
-    ``epsilon_schedule`` and ``_approximation_args``) and ``trainer``.
     """
 
     @property
@@ -82,12 +112,3 @@ class AtariReplayPreset(DeepMindBody, ReplayPreset):
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any, **schedule: Any
                ) -> Any:
         return self._wrap(DQN(policy, trainer, buffer, **schedule))
-
-    def _approximation_args(self, model: nn.Module, logger: Any) -> dict[str, Any]:
-        """Adam at ``lr``/``eps``, a target copied every ``target_update_frequency`` updates,
-        gradients clipped at ``clip_grad``."""
-        hp = self.hyperparameters
-        return {"optimizer": optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"],
-                                        fused=True),
-                "target": FixedTarget(hp["target_update_frequency"]),
-                "clip_grad": hp["clip_grad"], "logger": logger or DummyLogger()}

@@ -13,16 +13,15 @@ ring (``AtariReplayPreset.replay_buffer``, shared by the Atari DQN family).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from looprl.agents.dqn import DQNPolicy, DQNTrainer
+from torch import nn
+
 from looprl.nn.cnn import nature_dueling_dqn
 from looprl.presets.atari.common import require_frames
 from looprl.presets.atari.dqn import DQNAtariPreset
 from looprl.presets.atari.dqn import default_hyperparameters as dqn_defaults
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_positive
 
 default_hyperparameters: dict[str, Any] = {
     **dqn_defaults,
@@ -38,17 +37,13 @@ class DDQNAtariPreset(DQNAtariPreset):
     """Builds Double DQN agents; ``dueling`` picks ``nature_dueling_dqn`` over ``nature_dqn``
     (``features`` applies to the latter only)."""
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(env, name, device, hyperparameters)
-        require_positive(hyperparameters, "n_steps")
-        if hyperparameters["dueling"]:  # replaces DQN's plain Nature network
-            frames = require_frames(env, "DDQN")
-            self.model = nature_dueling_dqn(self.num_actions, frames).to(device)
+    positive = (*DQNAtariPreset.positive, "n_steps")
+    double = True
 
-    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
-        hp = self.hyperparameters
-        return DQNTrainer(policy, hp["discount_factor"], self.n_step, double_q=True,
-                          huber=hp["huber"])
+    def _build(self, env: Any) -> nn.Module:
+        if not self.hyperparameters["dueling"]:
+            return super()._build(env)
+        return nature_dueling_dqn(self.num_actions, require_frames(env, self.algorithm))
 
 
 ddqn = PresetBuilder("ddqn", default_hyperparameters, DDQNAtariPreset)

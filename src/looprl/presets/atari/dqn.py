@@ -8,17 +8,13 @@ over 250,000 steps (1M frames): the autonomous-learning-library's Atari settings
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
-from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.approximation import QNetwork
+from torch import nn
+
 from looprl.nn.cnn import nature_dqn
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import policy_network, require_discrete_actions, require_positive
-from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -50,30 +46,9 @@ class DQNAtariPreset(AtariReplayPreset):
     ``episodic_life`` and ``clip_rewards`` configure the training agent's body.
     """
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
-            "target_update_frequency", "replay_buffer_size",
-        )
-        self.num_actions = require_discrete_actions(env, "DQN")
-        frames = require_frames(env, "DQN")
-        model = nature_dqn(self.num_actions, frames, features=hyperparameters["features"])
-        self.model = model.to(device)
-
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
-        model = policy_network(self, device, copy_model)
-        q = QNetwork(model, **self._approximation_args(model, logger))
-        return DQNPolicy(q, self.num_actions, epsilon_schedule(self.hyperparameters))
-
-    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
-        hp = self.hyperparameters
-        return DQNTrainer(policy, hp["discount_factor"], self.n_step, huber=hp["huber"])
-
-    def test_agent(self) -> DQNTestAgent:
-        policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+    def _build(self, env: Any) -> nn.Module:
+        frames = require_frames(env, self.algorithm)
+        return nature_dqn(self.num_actions, frames, features=self.hyperparameters["features"])
 
 
 dqn = PresetBuilder("dqn", default_hyperparameters, DQNAtariPreset)

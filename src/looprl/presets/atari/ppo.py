@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch import nn
-
-from looprl.nn.cnn import nature_actor_critic
-from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.common import DeepMindBody, require_frames
+from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
-from looprl.presets.common import require_discrete_actions
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -46,16 +41,10 @@ default_hyperparameters: dict[str, Any] = {
 
 
 
-class PPOAtariPreset(DeepMindBody, PPOClassicControlPreset):
+class PPOAtariPreset(NatureActorCritic, PPOClassicControlPreset):
     """Builds PPO agents with a shared Nature CNN (see the module docstring)."""
 
     positive = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size")
-
-    def _build(self, env: Any) -> tuple[nn.Module, CategoricalHead]:
-        num_actions = require_discrete_actions(env, self.algorithm)
-        frames = require_frames(env, self.algorithm)
-        model = nature_actor_critic(num_actions, frames, self.hyperparameters["features"])
-        return model, CategoricalHead(num_actions)
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOAtariPreset)

@@ -17,23 +17,13 @@ memory when full, allocated lazily).
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
 from torch import nn
 
-from looprl.agents.dqn import DQNPolicy, DQNTestAgent
-from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
-from looprl.approximation import QNetwork
-from looprl.approximation.q_dist import QDist
-from looprl.core import Trainer
 from looprl.nn.atari_models import nature_rainbow
-from looprl.presets.atari.c51 import require_support
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import policy_network, require_discrete_actions, require_positive
-from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -72,45 +62,20 @@ default_hyperparameters: dict[str, Any] = {
 class RainbowAtariPreset(AtariReplayPreset):
     """Builds Rainbow agents (steps count agent steps of 4 frames, as in ``atari.dqn``)."""
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
-            "target_update_frequency", "replay_buffer_size", "hidden", "atoms", "n_steps",
-        )
-        require_support(hyperparameters)
-        self.num_actions = require_discrete_actions(env, "Rainbow")
-        frames = require_frames(env, "Rainbow")
-        hp = hyperparameters
-        model = nature_rainbow(
-            self.num_actions, hp["atoms"], frames, hp["hidden"], hp["sigma"],
-            dueling=hp["dueling"], noisy=hp["noisy"], distributional=hp["distributional"],
-        )
-        self.model = model.to(device)
+    algorithm = "Rainbow"
+    positive = (*AtariReplayPreset.positive, "hidden", "atoms", "n_steps")
 
-    def _q(self, model: nn.Module, **kwargs: Any) -> QDist | QNetwork:
+    def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters
-        if hp["distributional"]:
-            return QDist(
-                model, num_actions=self.num_actions, num_atoms=hp["atoms"],
-                v_min=hp["v_min"], v_max=hp["v_max"], **kwargs,
-            )
-        return QNetwork(model, **kwargs)
+        return nature_rainbow(
+            self.num_actions, hp["atoms"], require_frames(env, self.algorithm), hp["hidden"],
+            hp["sigma"], dueling=hp["dueling"], noisy=hp["noisy"],
+            distributional=hp["distributional"],
+        )
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
-        model = policy_network(self, device, copy_model)
-        q = self._q(model, **self._approximation_args(model, logger))
-        return rainbow_policy(q, self.num_actions, epsilon_schedule(self.hyperparameters))
-
-    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
-        hp = self.hyperparameters
-        return rainbow_trainer(policy, hp["discount_factor"], double=hp["double"],
-                               huber=hp["huber"], n_step=self.n_step)
-
-    def test_agent(self) -> DQNTestAgent:
-        policy = rainbow_policy(self._q(copy.deepcopy(self.model)), self.num_actions)
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+    @property
+    def distributional(self) -> bool:  # type: ignore[override]
+        return bool(self.hyperparameters["distributional"])
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowAtariPreset)

@@ -11,13 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-from torch import optim
-
-from looprl.nn import SharedActorCritic
-from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.a2c import atari_actor_critic
-from looprl.presets.atari.common import DeepMindBody
+from looprl.presets.atari.common import NatureActorCritic, SplitLearningRates
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vac import VACClassicControlPreset
 
@@ -37,30 +31,11 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-def shared_actor_critic_optimizer(
-    model: SharedActorCritic, lr_pi: float, lr_v: float, eps: float
-) -> torch.optim.Optimizer:
-    """Adam with two parameter groups: the shared body and the policy head at ``lr_pi``
-    (as the library's feature network), the value head at ``lr_v``."""
-    groups = [
-        {"params": [*model.body.parameters(), *model.policy_head.parameters()], "lr": lr_pi},
-        {"params": model.value_head.parameters(), "lr": lr_v},
-    ]
-    return optim.Adam(groups, eps=eps, fused=True)
-
-
-class VACAtariPreset(DeepMindBody, VACClassicControlPreset):
+class VACAtariPreset(NatureActorCritic, SplitLearningRates, VACClassicControlPreset):
     """Builds online actor-critic agents over ``n_envs`` Atari environments: the
     classic-control preset's trainer with the shared Nature actor-critic."""
 
     positive = ("lr_pi", "lr_v", "n_envs")
-
-    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
-        return atari_actor_critic(env, self.hyperparameters, self.algorithm)
-
-    def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
-        hp = self.hyperparameters
-        return shared_actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACAtariPreset)

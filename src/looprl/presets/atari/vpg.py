@@ -12,11 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.nn import SharedActorCritic
-from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.a2c import atari_actor_critic
-from looprl.presets.atari.common import DeepMindBody
-from looprl.presets.atari.vac import shared_actor_critic_optimizer
+from looprl.presets.atari.common import NatureActorCritic, SplitLearningRates
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vpg import VPGClassicControlPreset
 
@@ -36,18 +32,11 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class VPGAtariPreset(DeepMindBody, VPGClassicControlPreset):
+class VPGAtariPreset(NatureActorCritic, SplitLearningRates, VPGClassicControlPreset):
     """Builds VPG agents for a single Atari environment (``VPGClassicControlPreset``'s agent
     and trainer with the shared Nature actor-critic and the DeepMind bodies)."""
 
     positive = ("lr_pi", "lr_v", "min_batch_size")
-
-    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
-        return atari_actor_critic(env, self.hyperparameters, self.algorithm)
-
-    def _optimizer(self, model: SharedActorCritic) -> Any:
-        hp = self.hyperparameters
-        return shared_actor_critic_optimizer(model, hp["lr_pi"], hp["lr_v"], hp["eps"])
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
         return self._wrap(super().agent(logger, train_steps))

@@ -39,11 +39,20 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
+def separate_mlps(env: Any, hidden: int, algorithm: str) -> tuple[ActorCritic, CategoricalHead]:
+    """Two-layer tanh actor and critic MLPs of ``hidden`` units for ``env`` (checked: flat
+    observations, discrete actions) and the categorical action head."""
+    num_actions = require_discrete_actions(env, algorithm)
+    obs_dim = require_flat_observations(env, algorithm)
+    actor = MLP(obs_dim, num_actions, hidden=(hidden, hidden), output_gain=0.01)
+    critic = MLP(obs_dim, 1, hidden=(hidden, hidden), output_gain=1.0)
+    return ActorCritic(actor, critic), CategoricalHead(num_actions)
+
+
 class SeparateMLPs:
-    """``_build`` and ``_optimizer`` of the A2C, VAC and VPG classic-control presets: two-layer
-    tanh actor and critic MLPs (checked: flat obs, discrete actions), and Adam with the
-    actor's and the critic's learning rates (the hyperparameters ``lr_keys`` names) as two
-    parameter groups."""
+    """``_build`` and ``_optimizer`` of the A2C, VAC and VPG classic-control presets:
+    ``separate_mlps``, and Adam with the actor's and the critic's learning rates (the
+    hyperparameters ``lr_keys`` names) as two parameter groups."""
 
     algorithm: str
     hyperparameters: dict[str, Any]
@@ -51,12 +60,7 @@ class SeparateMLPs:
     lr_keys: tuple[str, str] = ("lr_pi", "lr_v")
 
     def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
-        num_actions = require_discrete_actions(env, self.algorithm)
-        obs_dim = require_flat_observations(env, self.algorithm)
-        hidden = (self.hyperparameters["hidden"],) * 2
-        actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)
-        critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
-        return ActorCritic(actor, critic), CategoricalHead(num_actions)
+        return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
 
     def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters

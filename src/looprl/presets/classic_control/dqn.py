@@ -12,26 +12,17 @@ spec (MLP, CNN, ResNet or a combination), which also opens the preset to image o
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
-from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.approximation import FixedTarget, QNetwork
-from looprl.core import DummyLogger
+from looprl.agents.dqn import DQNPolicy
 from looprl.nn import MLP, feature_extractor, orthogonal_init
 from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import (
-    policy_network,
-    require_discrete_actions,
-    require_flat_observations,
-    require_positive,
-)
-from looprl.presets.off_policy import ReplayPreset
-from looprl.presets.parts import UPDATES, choose, exploration_policy
+from looprl.presets.common import require_flat_observations
+from looprl.presets.off_policy import QPreset
+from looprl.presets.parts import UPDATES, check_parts, exploration_policy
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.99,
@@ -68,7 +59,7 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class DQNClassicControlPreset(ReplayPreset):
+class DQNClassicControlPreset(QPreset):
     """Builds DQN agents with a two-layer ReLU Q-network.
 
     Hyperparameters (see ``default_hyperparameters``): ``target_update_frequency`` counts
@@ -76,26 +67,21 @@ class DQNClassicControlPreset(ReplayPreset):
     Ray, the schedule counts each actor's steps, one per step of all its envs).
     """
 
+    positive = (*QPreset.positive, "hidden", "n_steps")
+
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
-            "target_update_frequency", "replay_buffer_size", "hidden", "n_steps",
-        )
-        choose("exploration", hyperparameters["exploration"], EXPLORATION, name)
-        choose("buffer", hyperparameters["buffer"], ("uniform", "prioritized", "nstep"), name)
-        choose("update", hyperparameters["update"], UPDATES[:3], name)
-        self.num_actions = require_discrete_actions(env, "DQN")
-        features = hyperparameters["features"]
-        if features is None:
-            obs_dim = require_flat_observations(env, "DQN")
-            hidden = hyperparameters["hidden"]
-            self.model = MLP(obs_dim, self.num_actions, (hidden, hidden), activation=nn.ReLU)
-        else:
-            body = feature_extractor(features, env.observation_space.shape)
-            head = orthogonal_init(nn.Linear(body.out_features, self.num_actions), 1.0)
-            self.model = nn.Sequential(body, head)
-        self.model = self.model.to(device)
+        check_parts(hyperparameters, name, {"exploration": EXPLORATION, "update": UPDATES[:3],
+                                            "buffer": ("uniform", "prioritized", "nstep")})
+        super().__init__(env, name, device, hyperparameters)
+
+    def _build(self, env: Any) -> nn.Module:
+        hp = self.hyperparameters
+        if hp["features"] is None:
+            obs_dim, hidden = require_flat_observations(env, self.algorithm), hp["hidden"]
+            return MLP(obs_dim, self.num_actions, (hidden, hidden), activation=nn.ReLU)
+        body = feature_extractor(hp["features"], env.observation_space.shape)
+        return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features,
+                                                             self.num_actions), 1.0))
 
     @property
     def prioritized(self) -> bool:
@@ -106,27 +92,11 @@ class DQNClassicControlPreset(ReplayPreset):
         hp = self.hyperparameters
         return hp["n_steps"] if self.apex or hp["buffer"] == "nstep" else 1
 
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
-        hp = self.hyperparameters
-        model = policy_network(self, device, copy_model)
-        q = QNetwork(model, optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
-                     target=FixedTarget(hp["target_update_frequency"]),
-                     clip_grad=hp["clip_grad"], logger=logger or DummyLogger())
+    def _policy(self, q: Any) -> DQNPolicy:
         if self.apex:  # one actor here; on Ray each actor's rate overrides it
             return DQNPolicy(q, self.num_actions, apex_epsilons(1)[0])
-        exploration = exploration_policy(hp, q, self.num_actions, self.name)
+        exploration = exploration_policy(self.hyperparameters, q, self.num_actions, self.name)
         return DQNPolicy(q, self.num_actions, exploration=exploration)
-
-    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
-        hp = self.hyperparameters
-        return DQNTrainer(policy, hp["discount_factor"], self.n_step, update=hp["update"],
-                          huber=hp["huber"])
-
-    def test_agent(self) -> DQNTestAgent:
-        q = QNetwork(copy.deepcopy(self.model))
-        policy = DQNPolicy(q, self.num_actions)
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
 dqn = PresetBuilder("dqn", default_hyperparameters, DQNClassicControlPreset)

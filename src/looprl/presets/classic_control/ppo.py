@@ -12,10 +12,11 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.ppo import PPOTrainer
-from looprl.nn import MLP, ActorCritic, SharedActorCritic, feature_extractor, orthogonal_init
+from looprl.nn import SharedActorCritic, feature_extractor, orthogonal_init
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_discrete_actions, require_flat_observations
+from looprl.presets.classic_control.a2c import separate_mlps
+from looprl.presets.common import require_discrete_actions
 from looprl.presets.on_policy import OnPolicyPreset, linear
 
 default_hyperparameters: dict[str, Any] = {
@@ -60,18 +61,14 @@ class PPOClassicControlPreset(OnPolicyPreset):
 
     def _build(self, env: Any) -> tuple[nn.Module, Any]:
         """The network and the action head."""
-        num_actions = require_discrete_actions(env, self.algorithm)
         features = self.hyperparameters.get("features")
-        if features is not None:  # one shared body, a policy head and a value head
-            body = feature_extractor(features, env.observation_space.shape)
-            policy = orthogonal_init(nn.Linear(body.out_features, num_actions), 0.01)
-            value = orthogonal_init(nn.Linear(body.out_features, 1), 1.0)
-            return SharedActorCritic(body, policy, value), CategoricalHead(num_actions)
-        obs_dim = require_flat_observations(env, self.algorithm)
-        hidden = (self.hyperparameters["hidden"],) * 2
-        actor = MLP(obs_dim, num_actions, hidden=hidden, output_gain=0.01)
-        critic = MLP(obs_dim, 1, hidden=hidden, output_gain=1.0)
-        return ActorCritic(actor, critic), CategoricalHead(num_actions)
+        if features is None:
+            return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
+        num_actions = require_discrete_actions(env, self.algorithm)
+        body = feature_extractor(features, env.observation_space.shape)  # one shared body
+        policy = orthogonal_init(nn.Linear(body.out_features, num_actions), 0.01)
+        value = orthogonal_init(nn.Linear(body.out_features, 1), 1.0)
+        return SharedActorCritic(body, policy, value), CategoricalHead(num_actions)
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> PPOTrainer:
         return PPOTrainer(policy, **self._ppo_arguments(self.updates(train_steps)))

@@ -10,28 +10,16 @@ epsilon is 0). The defaults reach a greedy return above 300 on CartPole-v1 withi
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
-from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
-from looprl.approximation import FixedTarget, QNetwork
-from looprl.approximation.q_dist import QDist
-from looprl.core import DummyLogger
 from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import (
-    policy_network,
-    require_discrete_actions,
-    require_flat_observations,
-    require_positive,
-)
-from looprl.presets.off_policy import ReplayPreset
+from looprl.presets.common import require_flat_observations
+from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import epsilon_schedule
 
 default_hyperparameters: dict[str, Any] = {
@@ -87,30 +75,19 @@ def rainbow_model(obs_dim: int, num_actions: int, hp: dict[str, Any]) -> nn.Modu
     return CategoricalQHead(head, num_actions, atoms) if hp["distributional"] else head
 
 
-class RainbowClassicControlPreset(ReplayPreset):
+class RainbowClassicControlPreset(QPreset):
     """Builds Rainbow agents (hyperparameters: see ``default_hyperparameters``)."""
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(
-            hyperparameters, "lr", "minibatch_size", "update_frequency", "gradient_steps",
-            "target_update_frequency", "replay_buffer_size", "hidden", "atoms", "n_steps",
-        )
-        if not hyperparameters["v_min"] < hyperparameters["v_max"]:
-            raise ValueError(f"v_min must be < v_max, got {hyperparameters['v_min']} and "
-                             f"{hyperparameters['v_max']}")
-        self.num_actions = require_discrete_actions(env, "Rainbow")
-        obs_dim = require_flat_observations(env, "Rainbow")
-        self.model = rainbow_model(obs_dim, self.num_actions, hyperparameters).to(device)
+    algorithm = "Rainbow"
+    positive = (*QPreset.positive, "hidden", "atoms", "n_steps")
 
-    def _q(self, model: nn.Module, **kwargs: Any) -> QDist | QNetwork:
-        hp = self.hyperparameters
-        if hp["distributional"]:
-            return QDist(
-                model, num_actions=self.num_actions, num_atoms=hp["atoms"],
-                v_min=hp["v_min"], v_max=hp["v_max"], **kwargs,
-            )
-        return QNetwork(model, **kwargs)
+    def _build(self, env: Any) -> nn.Module:
+        obs_dim = require_flat_observations(env, self.algorithm)
+        return rainbow_model(obs_dim, self.num_actions, self.hyperparameters)
+
+    @property
+    def distributional(self) -> bool:  # type: ignore[override]
+        return bool(self.hyperparameters["distributional"])
 
     def _epsilon(self) -> Any:
         hp = self.hyperparameters
@@ -119,29 +96,6 @@ class RainbowClassicControlPreset(ReplayPreset):
     @property
     def n_step(self) -> int:
         return self.hyperparameters["n_steps"]
-
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
-        hp = self.hyperparameters
-        model = policy_network(self, device, copy_model)
-        q = self._q(
-            model,
-            optimizer=optim.Adam(model.parameters(), lr=hp["lr"], fused=True),
-            target=FixedTarget(hp["target_update_frequency"]),
-            clip_grad=hp["clip_grad"],
-            logger=logger or DummyLogger(),
-        )
-        return rainbow_policy(q, self.num_actions, self._epsilon())
-
-    def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
-        hp = self.hyperparameters
-        return rainbow_trainer(policy, hp["discount_factor"], double=hp["double"],
-                               n_step=self.n_step)
-
-    def test_agent(self) -> DQNTestAgent:
-        q = self._q(copy.deepcopy(self.model))
-        epsilon = self.hyperparameters["test_exploration"]
-        return DQNTestAgent(rainbow_policy(q, self.num_actions), epsilon=epsilon)
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowClassicControlPreset)

@@ -2,26 +2,18 @@
 without replay (Watkins, 1989; the autonomous-learning-library's VQN,
 https://github.com/cpnota/autonomous-learning-library).
 
-Each step of ``n_envs`` environments yields one batch of transitions that is learned from at
-once with the TD target ``r + gamma * mask * max_a Q(s', a)``; the parallel environments
+Each step of ``n_envs`` environments yields one batch of transitions, learned from at once
+with the TD target ``r + gamma * mask * max_a Q(s', a)``; the parallel environments
 decorrelate the batch in place of a replay buffer. ``DQNPolicy`` (epsilon-greedy) acts,
-``DQNTrainer`` takes one gradient step per ``[2, n_envs]`` segment (rows leaving a ``done``
-state, next-step autoreset, weigh 0), and the local agent is ``OnPolicyAgent`` with
-``n_steps=1``: it learns from every fresh segment.
+``DQNTrainer`` takes one gradient step per ``[2, n_envs]`` segment, and the local agent is
+``OnPolicyAgent`` with ``n_steps=1``.
 
-The preset is its own builder (``policy``, ``trainer``, ``n_envs`` x ``n_steps`` = 1): on Ray
-(``Preset.learning``) a trainer learns from ``n_envs`` one-step streams at a
-time, the local batch's shape, and each actor's epsilon counts its own batched steps.
-
-No replay; a target network copied every ``target_update_frequency`` updates keeps the
-bootstrap from chasing itself (``0`` bootstraps from the online network, which diverges on
-CartPole; 25 reached the bar with 3 of 3 seeds there, 50 with 2 of 3, while Acrobot-v1
-needs 50). Epsilon decays linearly over ``final_exploration_step`` batched steps (each
-step acts in all ``n_envs`` environments), and with ``linear_lr`` the learning rate decays
-linearly to 0 over the training budget, which lets the online updates settle on a good
-policy instead of oscillating around it. The short horizon (``discount_factor`` 0.95) keeps
-online bootstrapping stable on CartPole-v1; Acrobot-v1, whose goal lies hundreds of steps
-away, needs 0.99 (see ``benchmarks/learning_classic_control.py``).
+A target network copied every ``target_update_frequency`` updates keeps the bootstrap from
+chasing itself (``0``: none, which diverges on CartPole; 25 reached the bar with 3 of 3
+seeds there, while Acrobot-v1 needs 50). With ``linear_lr`` the learning rate decays to 0
+over the training budget, which lets the online updates settle. The short horizon
+(``discount_factor`` 0.95) keeps online bootstrapping stable on CartPole-v1; Acrobot-v1 needs
+0.99 (see ``benchmarks/learning_classic_control.py``).
 """
 
 from __future__ import annotations

@@ -2,16 +2,10 @@
 without replay (Rummery & Niranjan, 1994; the autonomous-learning-library's VSarsa,
 https://github.com/cpnota/autonomous-learning-library).
 
-On-policy TD control: the target bootstraps from the action the policy actually takes next,
-``r + gamma * mask * Q(s', a')``, so the agent picks ``a'`` before it learns:
-``DQNTrainer(update="sarsa")`` reads ``a'`` from row 1 of each ``[2, n_envs]`` segment.
-
-The same network as ``classic_control.vqn``; only the target differs (``Q(s', a')`` of the
-action actually taken next). SARSA evaluates its own exploring policy, so it uses more
-environments per batch, a smaller learning rate, a shorter horizon (``discount_factor`` 0.9),
-a slower epsilon decay, a higher final epsilon and a slower target (copied every 50
-updates) than VQN, and a constant learning rate
-(``linear_lr`` False: decaying it slowed SARSA down more than it steadied it).
+``classic_control.vqn``'s network with the on-policy target ``r + gamma * mask * Q(s', a')``
+of the action taken next (``DQNTrainer(update="sarsa")``). SARSA evaluates its own exploring
+policy, so it uses more environments, a smaller constant learning rate, a shorter horizon, a
+slower and higher epsilon and a slower target than VQN.
 """
 
 from __future__ import annotations

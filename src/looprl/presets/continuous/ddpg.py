@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from abc import abstractmethod
 from typing import Any
 
 import gymnasium as gym
@@ -20,13 +21,14 @@ from looprl.agents.ddpg import (
     DDPGPolicy,
     DDPGTestAgent,
     DDPGTrainer,
+    TwinQ,
 )
 from looprl.approximation import Approximation, PolyakTarget
 from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_flat_observations, require_positive
+from looprl.presets.common import policy_network, require_flat_observations, require_positive
 from looprl.presets.off_policy import ReplayPreset
 
 
@@ -52,57 +54,56 @@ def adam(module: nn.Module, lr: float) -> optim.Adam:
     return optim.Adam(module.parameters(), lr=lr, fused=True)
 
 
-OFF_POLICY_POSITIVE = (
-    "lr_actor",
-    "lr_critic",
-    "minibatch_size",
-    "update_frequency",
-    "gradient_steps",
-    "replay_buffer_size",
-    "hidden",
-    "polyak_rate",
-)
-
-
 class OffPolicyContinuousPreset(ReplayPreset):
-    """Shared setup of the DDPG, TD3 and SAC presets: checks, sizes, and the local agent.
+    """Shared setup of the DDPG, TD3 and SAC presets: checks, sizes, the critic (twin with
+    ``twin``) and the local agent (``agent_class``).
 
-    Subclasses build ``self.actor`` and ``self.critic`` and implement ``policy`` and
-    ``trainer``; the policy acts at random for the first ``replay_start_size`` rows of its
-    ``rollout`` (each Ray actor's warm-up; the local agent warms up by itself).
+    Subclasses give the actor (``_actor``), ``policy`` and ``trainer``; the policy acts
+    at random for the first ``replay_start_size`` rows of its ``rollout`` (each Ray actor's
+    warm-up; the local agent warms up by itself).
     """
 
     algorithm = "DDPG"
+    agent_class: type = DDPG
+    twin = False
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, *OFF_POLICY_POSITIVE)
+        require_positive(hyperparameters, "lr_actor", "lr_critic", "minibatch_size",
+                         "update_frequency", "gradient_steps", "replay_buffer_size", "hidden",
+                         "polyak_rate")
         if hyperparameters["replay_start_size"] < 0:
             raise ValueError("Hyperparameter 'replay_start_size' must be >= 0")
         self.action_space = require_box_actions(env, self.algorithm)
         self.obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         self.action_dim = int(self.action_space.shape[0])
+        self.actor = self._actor().to(device)
+        in_dim, hidden = self.obs_dim + self.action_dim, hyperparameters["hidden"]
+        critic = (TwinQ(mlp(in_dim, 1, hidden), mlp(in_dim, 1, hidden)) if self.twin
+                  else ContinuousQ(mlp(in_dim, 1, hidden)))
+        self.critic = critic.to(device)
 
-    def _critic_model(self) -> ContinuousQ:
-        hp = self.hyperparameters
-        return ContinuousQ(mlp(self.obs_dim + self.action_dim, 1, hp["hidden"]))
-
-    def _model(self, model: nn.Module, copy_model: bool, device: Any) -> nn.Module:
-        """``model`` (a copy with ``copy_model``) on ``device`` (default: the preset's)."""
-        return (copy.deepcopy(model) if copy_model else model).to(
-            device if device is not None else self.device)
+    @abstractmethod
+    def _actor(self) -> nn.Module:
+        """The actor network."""
 
     def _own(self, policy: Any, model: nn.Module) -> nn.Module:
         """The preset's ``model`` for the policy over the preset's actor, else a copy on the
         policy's device (a trainer of a copied policy trains its own critics)."""
-        return model if policy.module is self.actor else self._model(model, True, policy.device)
+        return model if policy.module is self.actor else policy_network(
+            self, policy.device, True, model)
+
+    def _q(self, policy: Any, target: Any = None) -> Approximation:
+        """The critic of ``policy``'s trainer: Adam at ``lr_critic``, a Polyak target."""
+        hp = self.hyperparameters
+        critic = self._own(policy, self.critic)
+        return Approximation(critic, adam(critic, hp["lr_critic"]), name="critic",
+                             target=target or PolyakTarget(hp["polyak_rate"]),
+                             logger=policy.actor.logger)
 
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
                **schedule: Any) -> Any:
-        return self._agent_class()(policy, trainer, buffer, logger=logger, **schedule)
-
-    def _agent_class(self) -> type:
-        return DDPG
+        return self.agent_class(policy, trainer, buffer, logger=logger, **schedule)
 
 
 default_hyperparameters: dict[str, Any] = {
@@ -123,42 +124,18 @@ default_hyperparameters: dict[str, Any] = {
 class DDPGContinuousPreset(OffPolicyContinuousPreset):
     """Builds DDPG agents: a tanh actor and a critic over ``cat(s, a)``, both 2 x ``hidden``."""
 
-    algorithm = "DDPG"
-
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(env, name, device, hyperparameters)
-        actor = mlp(self.obs_dim, self.action_dim, hyperparameters["hidden"])
-        self.actor = DeterministicActor(actor, self.action_space).to(device)
-        self.critic = self._critic_model().to(device)
-
-    def _actor(self, logger: Any, device: Any = None, copy_model: bool = False
-               ) -> DeterministicPolicy:
-        hp = self.hyperparameters
-        actor = self._model(self.actor, copy_model, device)
-        return DeterministicPolicy(
-            actor,
-            adam(actor, hp["lr_actor"]),
-            noise=hp["noise"],
-            target=PolyakTarget(hp["polyak_rate"]),
-            name="actor",
-            logger=logger or DummyLogger(),
-        )
-
-    def _q(self, policy: Any, target: Any = None) -> Approximation:
-        hp = self.hyperparameters
-        critic = self._own(policy, self.critic)
-        return Approximation(
-            critic,
-            adam(critic, hp["lr_critic"]),
-            target=target or PolyakTarget(hp["polyak_rate"]),
-            name="critic",
-            logger=policy.actor.logger,
-        )
+    def _actor(self) -> DeterministicActor:
+        actor = mlp(self.obs_dim, self.action_dim, self.hyperparameters["hidden"])
+        return DeterministicActor(actor, self.action_space)
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DDPGPolicy:
-        return DDPGPolicy(self._actor(logger, device, copy_model),
-                          self.hyperparameters["replay_start_size"])
+        hp = self.hyperparameters
+        actor = policy_network(self, device, copy_model, self.actor)
+        return DDPGPolicy(DeterministicPolicy(
+            actor, adam(actor, hp["lr_actor"]), noise=hp["noise"], name="actor",
+            target=PolyakTarget(hp["polyak_rate"]), logger=logger or DummyLogger(),
+        ), hp["replay_start_size"])
 
     def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> DDPGTrainer:
         return DDPGTrainer(policy, self._q(policy), self.hyperparameters["discount_factor"])

@@ -11,13 +11,12 @@ import copy
 import math
 from typing import Any
 
-from looprl.agents.ddpg import TwinQ
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
-from looprl.approximation import Approximation, PolyakTarget
+from looprl.approximation import Approximation
 from looprl.core import DummyLogger
 from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_positive
+from looprl.presets.common import policy_network, require_positive
 from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
 from looprl.presets.parts import check_parts
 
@@ -50,45 +49,41 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     """
 
     algorithm = "SAC"
+    agent_class = SAC
+    twin = True
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
         require_positive(hyperparameters, "lr_temperature", "alpha")
         check_parts(hyperparameters, name, {"exploration": ("stochastic",),
                                             "buffer": ("uniform",), "update": ("sac",)})
-        hidden, in_dim = hyperparameters["hidden"], self.obs_dim + self.action_dim
-        actor = mlp(self.obs_dim, 2 * self.action_dim, hidden)
-        self.actor = SoftDeterministicActor(actor, self.action_space).to(device)
-        self.critic = TwinQ(mlp(in_dim, 1, hidden), mlp(in_dim, 1, hidden)).to(device)
         self.temperature = Temperature(hyperparameters["alpha"]).to(device)
+
+    def _actor(self) -> SoftDeterministicActor:
+        actor = mlp(self.obs_dim, 2 * self.action_dim, self.hyperparameters["hidden"])
+        return SoftDeterministicActor(actor, self.action_space)
 
     @property
     def target_entropy(self) -> float:
         target = self.hyperparameters["target_entropy"]
         return -float(self.action_dim) if target is None else float(target)
 
-    def _agent_class(self) -> type:
-        return SAC
-
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> SACPolicy:
         hp = self.hyperparameters
-        actor = self._model(self.actor, copy_model, device)
+        actor = policy_network(self, device, copy_model, self.actor)
         approximation = SoftDeterministicPolicy(actor, adam(actor, hp["lr_actor"]),
                                                 name="actor", logger=logger or DummyLogger())
         return SACPolicy(approximation, hp["replay_start_size"])
 
     def trainer(self, policy: SACPolicy, train_steps: float = math.inf) -> SACTrainer:
         hp = self.hyperparameters
-        critic, logger = self._own(policy, self.critic), policy.actor.logger
-        q = Approximation(critic, adam(critic, hp["lr_critic"]),
-                          target=PolyakTarget(hp["polyak_rate"]), name="critic", logger=logger)
         temperature = self._own(policy, self.temperature)
         optimizer = adam(temperature, hp["lr_temperature"]) if hp["entropy_tuning"] else None
-        return SACTrainer(
-            policy, q, Approximation(temperature, optimizer, name="temperature", logger=logger),
-            hp["discount_factor"], target_entropy=self.target_entropy,
-        )
+        temperature = Approximation(temperature, optimizer, name="temperature",
+                                    logger=policy.actor.logger)
+        return SACTrainer(policy, self._q(policy), temperature, hp["discount_factor"],
+                          target_entropy=self.target_entropy)
 
     def test_agent(self) -> SACTestAgent:
         return SACTestAgent(SACPolicy(SoftDeterministicPolicy(copy.deepcopy(self.actor))))

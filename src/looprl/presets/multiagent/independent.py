@@ -38,14 +38,8 @@ from looprl.agents.independent import (
     SingleStateAgent,
 )
 from looprl.core import Agent, ParallelAgent, Preset
-from looprl.core.suggest import did_you_mean
-from looprl.environments.multiagent import MultiagentPettingZooEnv
-from looprl.presets.builder import (
-    PresetBuilder,
-    UnknownHyperparameterError,
-    check_device,
-    default_device,
-)
+from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError
+from looprl.presets.common import to_device
 
 
 class IndependentMultiagentPreset(Preset):
@@ -82,25 +76,14 @@ class IndependentMultiagentPreset(Preset):
         """Setting the device moves every agent's networks (``load_preset`` relies on it)."""
         self._device = device
         for preset in self.presets.values():
-            preset.device = device
-            for value in vars(preset).values():
-                if isinstance(value, nn.Module):
-                    value.to(device)
-
-    #: the SRL environment Ray actors step (``remote_env``); set by the builder
-    remote: tuple[str | None, dict[str, Any]] = (None, {})
-
-    def remote_env(self) -> tuple[str | None, dict[str, Any]]:
-        """The SRL environment of its ``MultiagentPettingZooEnv`` (``remote_env``: the
-        PettingZoo adapter, or a user's SRL class); ``(None, {})`` when it was built for
-        another kind of environment."""
-        return self.remote
+            to_device(preset, device)
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
         """One trainer worker keeps each agent's own buffer (its preset's ``learning`` over
-        its share of ``train_steps``) and steps each agent's trainer on its own streams."""
-        if self.remote[0] is None:
+        its share of ``train_steps``) and steps each agent's trainer on its own streams;
+        the actors step the SRL adapter of its ``MultiagentPettingZooEnv`` (``env_remote``)."""
+        if self.env_remote is None:
             raise ValueError(f"runtime=ray steps multi-agent presets in PettingZoo environments "
                              f"(MultiagentPettingZooEnv); {self.name!r} was built for another "
                              "one: run it locally (runtime=local)")
@@ -205,90 +188,40 @@ def mask_model(preset: Preset, view: Any) -> None:
     preset.model = MaskedModule(model, n)
 
 
-class IndependentPresetBuilder:
+class IndependentPresetBuilder(PresetBuilder):
     """Builds an ``IndependentMultiagentPreset`` from single-agent preset builders.
 
     ``hyperparameters(**kwargs)`` sets each name in every agent's builder that has it;
-    ``n_envs`` is always 1. Each agent's preset is named ``{name}.{agent}``.
+    ``n_envs`` is always 1. Each agent's preset is named ``{name}.{agent}``. Its
+    ``hyperparameter_defaults`` are every agent builder's (the first builder's win).
 
     Args:
         builders: one ``PresetBuilder`` for every agent, or a dict agent name -> builder.
         name: the preset's name.
     """
 
-    def __init__(
-        self,
-        builders: PresetBuilder | dict[str, PresetBuilder],
-        name: str = "independent",
-        device: str | torch.device | None = None,
-        env: Any = None,
-        hyperparameters: dict[str, Any] | None = None,
-        meta: tuple[Any, ...] = (),
-    ):
+    def __init__(self, builders: PresetBuilder | dict[str, PresetBuilder],
+                 name: str = "independent"):
         self.builders = builders
-        self._name = name
-        self._device = device
-        self._env = env
-        self._hyperparameters = dict(hyperparameters or {})
-        self._meta = tuple(meta)
-
-    def _with(self, **changes: Any) -> IndependentPresetBuilder:
-        kwargs = {
-            "builders": self.builders,
-            "name": self._name,
-            "device": self._device,
-            "env": self._env,
-            "hyperparameters": self._hyperparameters,
-            "meta": self._meta,
-        }
-        return IndependentPresetBuilder(**{**kwargs, **changes})
-
-    def env(self, env: Any) -> IndependentPresetBuilder:
-        """Set the ``MultiagentEnvironment``."""
-        return self._with(env=env)
-
-    def device(self, device: str | torch.device) -> IndependentPresetBuilder:
-        """Set the device of every agent's networks (``ValueError`` if torch cannot use it)."""
-        return self._with(device=check_device(device))
-
-    def name(self, name: str) -> IndependentPresetBuilder:
-        """Set the preset's display name."""
-        return self._with(name=name)
-
-    def meta(self, *components: Any) -> IndependentPresetBuilder:
-        """Attach meta components; each agent runs its own copy of them (see
-        ``looprl.experiments.multiagent``)."""
-        from looprl.meta import MetaStack
-
-        MetaStack(components)  # TypeError now for anything that is not a MetaComponent
-        return self._with(meta=self._meta + components)
-
-    def _all_builders(self) -> list[PresetBuilder]:
-        return list(self.builders.values()) if isinstance(self.builders, dict) else [self.builders]
-
-    @property
-    def hyperparameter_defaults(self) -> dict[str, Any]:
-        """Every agent builder's hyperparameters and defaults (the first builder's win)."""
         defaults: dict[str, Any] = {}
         for builder in self._all_builders():
             for key, value in builder.hyperparameter_defaults.items():
                 defaults.setdefault(key, value)
-        return defaults
+        super().__init__(name, defaults, IndependentMultiagentPreset)
+        self._hyperparameters = {}  # the overrides only: each builder keeps its defaults
+
+    def _all_builders(self) -> list[PresetBuilder]:
+        return list(self.builders.values()) if isinstance(self.builders, dict) else [self.builders]
 
     def hyperparameters(self, **hyperparameters: Any) -> IndependentPresetBuilder:
         """Override hyperparameters of the agents' builders that have them."""
-        valid = self.hyperparameter_defaults
         for key in hyperparameters:
-            if key not in valid:
-                hint = did_you_mean(key, list(valid))
-                raise UnknownHyperparameterError(
-                    f"Unknown hyperparameter {key!r} for {self._name}.{hint} "
-                    f"Valid: {', '.join(sorted(valid))}"
-                )
+            if key not in self.default_hyperparameters:
+                raise UnknownHyperparameterError(self._unknown(key))
         for builder in self._all_builders():  # type errors now rather than at build()
             defaults = builder.hyperparameter_defaults
             builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
-        return self._with(hyperparameters={**self._hyperparameters, **hyperparameters})
+        return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
 
     def _builder_for(self, agent: str) -> PresetBuilder:
         if not isinstance(self.builders, dict):
@@ -297,11 +230,8 @@ class IndependentPresetBuilder:
             raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(self.builders)})")
         return self.builders[agent]
 
-    def build(self) -> IndependentMultiagentPreset:
-        """Build one preset per agent of the environment; requires ``env``."""
-        if self._env is None:
-            raise ValueError(f"Call .env(environment) on the {self._name} builder first")
-        device = self._device if self._device is not None else default_device()
+    def _construct(self, device: str | torch.device) -> IndependentMultiagentPreset:
+        """One preset per agent of the environment, each on that agent's view of it."""
         presets, masked = {}, set()
         for agent in self._env.possible_agents:
             view = self._env.subenv(agent)
@@ -311,14 +241,8 @@ class IndependentPresetBuilder:
             presets[agent] = self._build_one(agent, view, device)
             if agent in masked:
                 mask_model(presets[agent], view)
-        preset = IndependentMultiagentPreset(
-            self._name, device, presets, masked, dict(self._hyperparameters)
-        )
-        preset.env_name = self._env.name
-        preset.meta = self._meta
-        if isinstance(self._env, MultiagentPettingZooEnv):  # built afresh in each actor
-            preset.remote = self._env.remote_env()
-        return preset
+        return IndependentMultiagentPreset(self._name, device, presets, masked,
+                                           dict(self._hyperparameters))
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:
         builder = self._builder_for(agent)
