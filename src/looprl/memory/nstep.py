@@ -55,8 +55,9 @@ class NStepReplayBuffer:
         """Record one step per stream; write the windows that are complete."""
         if state is None:
             return
-        if not isinstance(state, StateArray):
-            state, action, next_state = _as_batch(state, action, next_state)
+        if not isinstance(state, StateArray):  # one environment: batches of one row
+            state, next_state = State.array([state]), State.array([next_state])
+            action = torch.as_tensor(action).unsqueeze(0)
         device = self.buffer.store_device
         state, next_state = state.to(device), next_state.to(device)
         action = torch.as_tensor(action, device=device)
@@ -132,25 +133,3 @@ class NStepReplayBuffer:
         """Passed on to the wrapped buffer."""
         self.buffer.update_priorities(priorities, index)
 
-
-def _as_batch(state: State, action: Any, next_state: State) -> tuple:
-    """One transition of single states as batches of one row."""
-    device = state.device
-
-    def row(value: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-        return torch.as_tensor(value, dtype=dtype, device=device).unsqueeze(0)
-
-    states = StateArray(
-        {"observation": row(state.observation), "done": row(bool(state.done))}, (1,), device=device
-    )
-    ends = StateArray(
-        {
-            "observation": row(next_state.observation),
-            "reward": row(next_state.reward, torch.float32),
-            "mask": row(next_state.mask, torch.float32),
-            "done": row(bool(next_state.done)),
-        },
-        (1,),
-        device=device,
-    )
-    return states, row(action), ends

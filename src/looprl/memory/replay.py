@@ -1,17 +1,13 @@
 """Experience replay: a preallocated ring buffer of transitions with O(1) ``store``.
 
 Each item is one transition as a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds
-``s_t`` and ``a_t``, row ``k`` the observation and the ``reward``/``done``/``truncated`` that
-arrived ``k`` steps later; see ``looprl.core.SampleBatch``). ``sample_batch(b)`` returns
-``b`` of them as one time-major ``[n_step + 1, b]`` ``SampleBatch`` -- what the trainers
-learn from; ``sample(b)`` gives one-step windows as seed 003's
-``(states, actions, rewards, next_states, weights)`` tuple.
-
-Storage is allocated on the first write from the shapes and dtypes it sees, so no space
-needs to be declared up front. Transitions out of a ``done`` state are skipped (the
-environment was reset and the action discarded), as are stores with no previous state.
-``put(segment)`` cuts the ``[T + 1, B]`` segments actors send (``looprl.distributed``) into
-windows, one per training row.
+``s_t`` and ``a_t``, row ``k`` what arrived ``k`` steps later; see ``looprl.core.SampleBatch``).
+``sample_batch(b)`` returns ``b`` of them as one time-major ``[n_step + 1, b]`` batch, what
+trainers learn from; ``sample(b)`` gives seed 003's ``(states, actions, rewards, next_states,
+weights)`` tuple. Storage is allocated on the first write, from the shapes and dtypes it sees.
+Transitions out of a ``done`` state are skipped (the environment was reset and the action
+discarded), as are stores with no previous state. ``put(segment)`` cuts the ``[T + 1, B]``
+segments of a distributed run's actors into windows, one per training row.
 """
 
 from __future__ import annotations
@@ -38,9 +34,8 @@ _FIELDS = ("action", "reward", "done", "truncated")
 def replay_contents_saved(saved: bool) -> Iterator[None]:
     """While active, pickling a replay buffer keeps (``True``) or drops its transitions.
 
-    Checkpoints use it to leave the replay buffer out (``checkpoint_replay=False``): the
-    restored buffer is empty, with its capacity and random generator, and refills as the
-    agent acts.
+    Checkpoints with ``checkpoint_replay=False`` use it: the restored buffer is empty, with
+    its capacity and random generator, and refills as the agent acts.
     """
     token = _SAVE_CONTENTS.set(saved)
     try:
@@ -50,7 +45,11 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
 
 
 class ReplayContents:
-    """Mixin for buffers whose transitions a checkpoint may leave out."""
+    """Base of the replay buffers: sampling through the subclass's ``sample_indices`` and
+    ``gather``, and pickling that may leave the transitions out (``replay_contents_saved``)."""
+
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
 
     def _empty_contents(self) -> dict[str, Any]:
         """The attributes of an empty buffer (replacing the stored transitions)."""
@@ -61,6 +60,22 @@ class ReplayContents:
         if not _SAVE_CONTENTS.get():
             state.update(self._empty_contents())
         return state
+
+    def sample_batch(self, batch_size: int) -> SampleBatch:
+        """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
+        return self.gather(self.sample_indices(batch_size))
+
+    def sample(self, batch_size: int) -> tuple:
+        """A minibatch ``(states, actions, rewards, next_states, weights)`` of one-step
+        windows (seed 003; see ``transitions``); trainers use ``sample_batch``."""
+        return transitions(self.sample_batch(batch_size))
+
+    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
+        """Importance weights of ``index`` (``None``: uniform replay)."""
+        return None
+
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
+        """Uniform replay ignores priorities (kept for interface compatibility)."""
 
 
 def transitions(batch: SampleBatch) -> tuple:
@@ -86,19 +101,9 @@ def transitions(batch: SampleBatch) -> tuple:
     return states, batch.action[0], batch.reward[1], next_states, weights
 
 
-def _take(x: Any, rows: torch.Tensor) -> Any:
-    """``x[rows]`` for a 1-D tensor of ``rows``, tensors and NamedArrays (``index_select``:
-    the same rows, a third cheaper than advanced indexing on small batches)."""
-    if isinstance(x, NamedArray):
-        return recursive_apply(x, lambda leaf: leaf.index_select(0, rows))
-    return x.index_select(0, rows)
-
-
-def _time_major(x: Any) -> Any:
-    """Items ``[B, rows, ...]`` as ``[rows, B, ...]`` (a view), for tensors and NamedArrays."""
-    if isinstance(x, NamedArray):
-        return recursive_apply(x, lambda leaf: leaf.transpose(0, 1))
-    return x.transpose(0, 1)
+def _leaves(x: Any, fn: Any) -> Any:
+    """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
+    return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
 
 
 class ExperienceReplayBuffer(ReplayContents):
@@ -113,8 +118,6 @@ class ExperienceReplayBuffer(ReplayContents):
             cuts segments into windows of this many steps).
     """
 
-    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
-    metrics: dict[str, Any] | None = None
     _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
     _views_of: dict[str, Any] | None = None
 
@@ -152,10 +155,7 @@ class ExperienceReplayBuffer(ReplayContents):
             return torch.zeros((self.size, *leaf.shape), dtype=leaf.dtype,
                                device=self.store_device)
 
-        self._storage = {
-            key: recursive_apply(value, empty) if isinstance(value, NamedArray) else empty(value)
-            for key, value in window.items()
-        }
+        self._storage = {key: _leaves(value, empty) for key, value in window.items()}
 
     # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
@@ -232,9 +232,9 @@ class ExperienceReplayBuffer(ReplayContents):
         if n > self.size:  # only the last `size` survive
             items = {key: value[n - self.size :] for key, value in items.items()}
             n = self.size
-        index = (torch.arange(n) + self._pos) % self.size
+        index = ((torch.arange(n) + self._pos) % self.size).to(self.store_device)
         for key, value in items.items():
-            self._storage[key][index.to(_device_of(self._storage[key]))] = value
+            self._storage[key][index] = value
         self._advance(n)
 
     def _advance(self, n: int) -> None:
@@ -259,8 +259,7 @@ class ExperienceReplayBuffer(ReplayContents):
         def windows(leaf: torch.Tensor) -> torch.Tensor:  # [T, n + 1, B, ...] -> [k, n + 1, ...]
             return leaf[rows].transpose(1, 2)[train]
 
-        items = {"obs": recursive_apply(sample.obs, windows) if isinstance(sample.obs, NamedArray)
-                 else windows(sample.obs)}
+        items = {"obs": _leaves(sample.obs, windows)}
         for key in _FIELDS:
             items[key] = windows(torch.as_tensor(getattr(sample, key)))
         items["done"], items["truncated"] = items["done"].bool(), items["truncated"].bool()
@@ -277,31 +276,17 @@ class ExperienceReplayBuffer(ReplayContents):
             raise RuntimeError("Cannot sample from an empty replay buffer")
         return torch.randint(0, self._len, (batch_size,), generator=self.generator)
 
-    def sample_batch(self, batch_size: int) -> SampleBatch:
-        """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
-        return self.gather(self.sample_indices(batch_size))
-
-    def sample(self, batch_size: int) -> tuple:
-        """A minibatch ``(states, actions, rewards, next_states, weights)`` (seed 003; see
-        ``transitions``); trainers use ``sample_batch``."""
-        return transitions(self.sample_batch(batch_size))
-
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
-        s, device = self._storage, self.device
         rows = torch.as_tensor(index, device=self.store_device)
-        if str(device) == str(self.store_device):  # no .to() calls
-            fields = {key: _time_major(_take(value, rows)) for key, value in s.items()}
-        else:
-            fields = {key: _time_major(_take(value, rows)).to(device) for key, value in s.items()}
+        moved = str(self.device) != str(self.store_device)  # else no .to() calls
+
+        def take(leaf: torch.Tensor) -> torch.Tensor:  # index_select: cheaper on small batches
+            leaf = leaf.index_select(0, rows).transpose(0, 1)
+            return leaf.to(self.device) if moved else leaf
+
+        fields = {key: _leaves(value, take) for key, value in self._storage.items()}
         return SampleBatch(**fields, weight=self.weights(index))
-
-    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
-        """Importance weights of ``index`` (``None``: uniform replay)."""
-        return None
-
-    def update_priorities(self, priorities: Any, index: Any = None) -> None:
-        """Uniform replay ignores priorities (kept for interface compatibility)."""
 
 
 def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
@@ -314,9 +299,3 @@ def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
         "done": torch.zeros(2, dtype=torch.bool),
         "truncated": torch.zeros(2, dtype=torch.bool),
     }
-
-
-def _device_of(storage: Any) -> torch.device:
-    if isinstance(storage, NamedArray):
-        return next(leaf for leaf in storage.values() if leaf is not None).device
-    return storage.device

@@ -12,14 +12,11 @@ batches out (no Ray here: plain numpy or torch, whichever the samples hold):
   ``AtariReplayBuffer`` (``"atari_uniform"``) and ``PrioritizedAtariReplayBuffer``
   (``"atari_prioritized"``) store each segment row's newest frame and rebuild the windows.
 
-``make_sample_buffer(trainer_or_kind, **kwargs)`` picks the one a trainer names in its
-``sample_buffer`` class attribute (``"on_policy"``, ``"uniform"`` or ``"prioritized"``) or
-the kind it is given.
+``make_sample_buffer`` builds the kind a trainer names in its ``sample_buffer`` attribute.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
@@ -31,8 +28,6 @@ from looprl.core.suggest import did_you_mean
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["REPLAY_KINDS", "OnPolicyBuffer", "make_sample_buffer"]
 
@@ -101,11 +96,9 @@ class OnPolicyBuffer:
         """
         rows, _ = _rows_and_streams(sample)
         self.received += 1
-        oldest = _oldest_version(sample)
-        if self.max_lag is not None and oldest is not None:
-            if current_version - oldest > self.max_lag:
-                self.dropped += 1
-                return False
+        if self._stale(sample, current_version):
+            self.dropped += 1
+            return False
         if self._rows is not None and rows != self._rows and self.batch_streams > 1:
             raise ValueError(f"segments batched {self.batch_streams} at a time must all have "
                              f"T + 1 = {self._rows} rows, got {rows} (segments of whole "
@@ -118,16 +111,15 @@ class OnPolicyBuffer:
         """Drop pending segments now more than ``max_lag`` versions behind; return how many
         streams (columns) went (``put`` checks a segment when it arrives, this when the
         trainer is about to use it)."""
-        if self.max_lag is None:
-            return 0
-        def fresh(sample: SampleBatch) -> bool:
-            oldest = _oldest_version(sample)
-            return oldest is None or current_version - oldest <= self.max_lag
-
-        stale = [sample for sample in self._pending if not fresh(sample)]
-        self._pending = [sample for sample in self._pending if fresh(sample)]
+        stale = [sample for sample in self._pending if self._stale(sample, current_version)]
+        self._pending = [s for s in self._pending if not self._stale(s, current_version)]
         self.dropped += len(stale)
         return sum(_rows_and_streams(sample)[1] for sample in stale)
+
+    def _stale(self, sample: SampleBatch, current_version: int) -> bool:
+        oldest = _oldest_version(sample)
+        return (self.max_lag is not None and oldest is not None
+                and current_version - oldest > self.max_lag)
 
     def ready(self) -> bool:
         """Whether ``get`` can return a full batch."""
