@@ -22,11 +22,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, make
 
 logger = logging.getLogger(__name__)
-
-MASK = "action_mask"
 
 
 class EnvironmentCheckError(ValueError):

@@ -299,12 +299,7 @@ def import_environment(path: str) -> tuple[str, str]:
     import gymnasium as gym
 
     module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"environment {path!r}: cannot import {module_name!r} ({error}); "
-                          "is its package on PYTHONPATH?") from error
-    found = getattr(module, attr, None)
+    found = getattr(_import(module_name, f"environment {path!r}"), attr, None)
     if isinstance(found, type) and issubclass(found, Environment):
         _REGISTRY.setdefault(path, found)
         return "srl", path
@@ -327,6 +322,15 @@ def import_environment(path: str) -> tuple[str, str]:
                       "looprl.environments.register)")
 
 
+def _import(module_name: str, where: str) -> Any:
+    """The module ``module_name``, or an ``ImportError`` whose message starts with ``where``."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"{where}: cannot import {module_name!r} ({error}); is its package "
+                          "on PYTHONPATH?") from error
+
+
 def _describe(target: type | str) -> str:
     return target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
 
@@ -336,10 +340,7 @@ def _resolve(name: str, target: type | str) -> type:
     if not isinstance(target, str):
         return target
     module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"environment {name!r}: cannot import {target!r}: {error}") from error
+    module = _import(module_name, f"environment {name!r} ({target})")
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -353,15 +354,17 @@ def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:
     """The Gymnasium fallback of ``make``, or a one-line ``KeyError`` for an unknown name."""
     adapters = importlib.import_module(_ADAPTERS)
     if not adapters.is_gymnasium_id(name):
-        raise UnknownEnvironmentError(_unknown_message(name, adapters.gymnasium_ids()))
+        raise UnknownEnvironmentError(_unknown_message(name))
     if env_args.pop("atari_wrappers", False):
         return adapters.AtariGameEnvironment(name, **env_args)
     return adapters.GymnasiumEnvironment(name, **env_args)
 
 
-def _unknown_message(name: str, gym_ids: list[str]) -> str:
+def _unknown_message(name: str) -> str:
+    import gymnasium as gym
+
     known = ", ".join(registered_environments()) or "none"
-    hint = did_you_mean(name, [*_REGISTRY, *gym_ids], n=3)
+    hint = did_you_mean(name, [*_REGISTRY, *gym.registry], n=3)
     return (
         f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
         "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own with "

@@ -1,16 +1,6 @@
-"""Adapters that run Gymnasium, Atari and PettingZoo environments as SRL environments.
-
-They are registered as ``"gym"``, ``"atari"``, ``"pettingzoo"`` and ``"contextual"`` (see
-``looprl.environments.srl``), and ``make`` falls back to ``GymnasiumEnvironment`` for any
-Gymnasium id::
-
-    from looprl.environments import make
-
-    env = make("CartPole-v1")                      # one agent, obs {"obs": (4,) float32}
-    env = make("atari", game="Breakout")           # obs {"obs": (4, 84, 84) uint8}
-    env = make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")   # AEC, turn-based
-    env = make("pettingzoo", env="pettingzoo.classic.rps_v2", parallel=True)
-    env = make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})
+"""Adapters that run Gymnasium, Atari, PettingZoo and contextual environments as SRL
+environments, registered as ``"gym"``, ``"atari"``, ``"pettingzoo"`` and ``"contextual"``
+(``make`` in ``looprl.environments.srl`` lists them).
 
 Observation conventions: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
 PettingZoo ``{"observation", "action_mask"}`` observation becomes
@@ -20,21 +10,20 @@ PettingZoo ``{"observation", "action_mask"}`` observation becomes
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from looprl.environments.gym import action_to_numpy, check_env_id
-from looprl.environments.multiagent import flat_box, flat_observation
+from looprl.environments.multiagent import (
+    MASK,
+    flat_box,
+    make_zoo_env,
+    observation_part,
+    zoo_observation,
+)
 from looprl.environments.srl import Environment, StepResult, action_value, step_result
-
-MASK = "action_mask"
-
-#: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
-ZOO_FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
 
 
 def _register_ale() -> None:
@@ -53,40 +42,23 @@ def is_gymnasium_id(name: str) -> bool:
     return name in gym.registry
 
 
-def gymnasium_ids() -> list[str]:
-    """Every registered Gymnasium id."""
-    return list(gym.registry)
-
-
-def _obs_dict(obs: Any, space: gym.Space) -> dict[str, np.ndarray]:
+def _obs_dict(obs: Any, space: gym.Space, flatten: bool = False) -> dict[str, np.ndarray]:
     """An observation as the SRL obs dict (see the module docstring)."""
-    if isinstance(space, gym.spaces.Dict):
-        if MASK in space.spaces and "observation" in space.spaces:
-            return {"obs": np.asarray(obs["observation"]), MASK: np.asarray(obs[MASK], bool)}
+    if isinstance(space, gym.spaces.Dict) and not flatten and not observation_part(space)[1]:
         return {key: np.asarray(obs[key]) for key in space.spaces}
-    return {"obs": np.asarray(obs)}
+    observation, mask = zoo_observation(space, obs, flatten)
+    return {"obs": observation} if mask is None else {"obs": observation, MASK: mask}
 
 
-def _obs_space(space: gym.Space) -> gym.spaces.Dict:
+def _obs_space(space: gym.Space, flatten: bool = False) -> gym.spaces.Dict:
     """The ``Dict`` space of the obs dicts ``_obs_dict`` makes from ``space``."""
-    if isinstance(space, gym.spaces.Dict):
-        if MASK in space.spaces and "observation" in space.spaces:
-            mask = space.spaces[MASK]
-            return gym.spaces.Dict(
-                {"obs": space["observation"], MASK: gym.spaces.Box(0, 1, mask.shape, bool)}
-            )
+    inner, masked = observation_part(space)
+    if isinstance(space, gym.spaces.Dict) and not flatten and not masked:
         return space
-    return gym.spaces.Dict({"obs": space})
-
-
-def _masked(space: gym.Space) -> bool:
-    """Whether ``space`` is a PettingZoo ``{"observation", "action_mask"}`` space."""
-    return isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
-
-
-def _inner(space: gym.Space) -> gym.Space:
-    """The observation part of a ``{"observation", "action_mask"}`` space, else ``space``."""
-    return space["observation"] if _masked(space) else space
+    spaces = {"obs": flat_box(inner) if flatten else inner}
+    if masked:
+        spaces[MASK] = gym.spaces.Box(0, 1, space[MASK].shape, bool)
+    return gym.spaces.Dict(spaces)
 
 
 def _action(action: Any, space: gym.Space) -> Any:
@@ -140,7 +112,6 @@ class GymnasiumEnvironment(_SingleAgent):
                 check_env_id(env_id)  # raises the one-line ValueError
             env_id = gym.make(env_id, **gym_kwargs)
         self._env = env_id
-        self._seed: int | None = None
         self._obs_space = _obs_space(self._env.observation_space)
 
     @property
@@ -173,12 +144,9 @@ class GymnasiumEnvironment(_SingleAgent):
 def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,
                            instance_mode: str = "random", **make_kwargs: Any
                            ) -> GymnasiumEnvironment:
-    """A ``looprl.environments.contextual.ContextualEnv`` as a single-agent SRL environment
-    (registered as ``"contextual"``: ``make("contextual", env_id="CartPole-v1",
-    contexts={0: {"length": 0.3}})``; what Ray actors play for a ``ContextualEnvironment``).
-    Its ``seed(s)`` re-seeds the instance choice at the next reset, as ``reset(seed=s)``
-    does; ``contextual_envs`` finds its wrapper, so ``next_instance`` works as locally.
-    Arguments are ``ContextualEnv``'s."""
+    """A ``ContextualEnv`` (same arguments) as a single-agent SRL environment, registered as
+    ``"contextual"``: what Ray actors play for a ``ContextualEnvironment``. ``seed(s)``
+    re-seeds the instance choice at the next reset; ``contextual_envs`` finds its wrapper."""
     from looprl.environments.contextual import ContextualEnv
 
     return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
@@ -208,7 +176,6 @@ class AtariGameEnvironment(_SingleAgent):
             raise ValueError(f"AtariGameEnvironment renders its preprocessed frames "
                              f"(render_mode='rgb_array'), not render_mode={render_mode!r}")
         self._env = make_ale_vector_env(game, 1, num_threads=1, **options)
-        self._seed: int | None = None
         self._obs_space = gym.spaces.Dict({"obs": self._env.single_observation_space})
         self._frame: np.ndarray | None = None
 
@@ -251,59 +218,6 @@ def _check_count(actions: Any, n: int) -> None:
         raise ValueError(f"step() takes a list of {n} actions (one per agent), got {got}")
 
 
-def make_pettingzoo(env: str, parallel: bool = False, **env_kwargs: Any) -> Any:
-    """A PettingZoo environment from a module path.
-
-    Args:
-        env: ``"pettingzoo.classic.tictactoe_v3"`` (its ``env()``/``parallel_env()`` is
-            called), a short ``"classic.tictactoe_v3"`` or ``"tictactoe_v3"``, or any
-            ``"package.module:factory"`` (e.g. ``"mpe2.simple_spread_v3:parallel_env"``).
-        parallel: call the module's ``parallel_env`` instead of ``env``.
-        **env_kwargs: passed to the factory.
-
-    Raises:
-        ImportError: the module (or one of its dependencies) cannot be imported.
-        ValueError: the module has no such factory.
-    """
-    module_name, _, factory = env.partition(":")
-    factory = factory or ("parallel_env" if parallel else "env")
-    derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
-    if "." not in module_name:  # "tictactoe_v3": look in PettingZoo's families
-        derived += [f"pettingzoo.{family}.{module_name}" for family in ZOO_FAMILIES]
-    module = _import_module(env, module_name, must_exist=False)
-    for candidate in derived:
-        module = module or _import_module(env, candidate, must_exist=True)
-    if module is None:
-        tried = ", ".join(repr(c) for c in [module_name, *derived])
-        raise ImportError(f"cannot import the PettingZoo environment {env!r}: tried {tried}")
-    if not callable(getattr(module, factory, None)):
-        raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
-    return getattr(module, factory)(**env_kwargs)
-
-
-def _import_module(env: str, name: str, must_exist: bool) -> Any:
-    """The module ``name``, ``None`` if there is none, ``ImportError`` if it fails to import.
-
-    With ``must_exist``, a module whose package cannot even be searched counts as absent
-    (a guessed name must not surface an unrelated package's error).
-    """
-    if must_exist:
-        try:
-            if importlib.util.find_spec(name) is None:
-                return None
-        except (ImportError, ValueError):
-            return None
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        missing = error.name or ""
-        if name == missing or name.startswith(missing + "."):
-            return None  # the module itself does not exist
-        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
-    except ImportError as error:
-        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
-
-
 class PettingZooEnvironment(Environment):
     """A PettingZoo environment (AEC or parallel) as an SRL environment.
 
@@ -326,7 +240,7 @@ class PettingZooEnvironment(Environment):
 
     Args:
         env: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or a module path for
-            ``make_pettingzoo`` (``"pettingzoo.classic.tictactoe_v3"``).
+            ``make_zoo_env`` (``"pettingzoo.classic.tictactoe_v3"``).
         parallel: with a module path, build the module's ``parallel_env``.
         flatten: ``"obs"`` is the observation (without the action mask) flattened to one
             float32 vector, as ``MultiagentPettingZooEnv`` flattens it (the local presets'
@@ -339,7 +253,7 @@ class PettingZooEnvironment(Environment):
         from pettingzoo.utils.env import ParallelEnv
 
         if isinstance(env, str):
-            env = make_pettingzoo(env, parallel=parallel, **env_kwargs)
+            env = make_zoo_env(env, parallel=parallel, **env_kwargs)
         elif env_kwargs:
             raise TypeError(f"unexpected arguments {sorted(env_kwargs)} for a built PettingZoo env")
         self._env = env
@@ -361,11 +275,7 @@ class PettingZooEnvironment(Environment):
 
     @property
     def observation_spaces(self) -> list[gym.Space]:
-        spaces = [_obs_space(space) for space in self._spaces]
-        if not self.flatten:
-            return spaces
-        return [gym.spaces.Dict({**space.spaces, "obs": flat_box(_inner(zoo))})
-                for space, zoo in zip(spaces, self._spaces, strict=True)]
+        return [_obs_space(space, self.flatten) for space in self._spaces]
 
     @property
     def action_spaces(self) -> list[gym.Space]:
@@ -395,13 +305,7 @@ class PettingZooEnvironment(Environment):
         return self._parallel_step(actions) if self.parallel else self._aec_step(actions)
 
     def _obs(self, agent: str, obs: Any) -> dict[str, np.ndarray]:
-        space = self._spaces[self._index[agent]]
-        if not self.flatten:
-            return _obs_dict(obs, space)
-        if not _masked(space):
-            return {"obs": flat_observation(space, obs)}
-        return {"obs": flat_observation(_inner(space), obs["observation"]),
-                MASK: np.asarray(obs[MASK], bool)}
+        return _obs_dict(obs, self._spaces[self._index[agent]], self.flatten)
 
     def _agent_action(self, agent: str, actions: list[Any | None]) -> Any:
         action = actions[self._index[agent]]

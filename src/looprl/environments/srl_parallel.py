@@ -15,9 +15,8 @@ from typing import Any
 import gymnasium as gym
 from pettingzoo.utils.env import ParallelEnv
 
+from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, checked_results
-
-MASK = "action_mask"
 
 
 class SRLParallelEnv(ParallelEnv):
