@@ -1,35 +1,21 @@
 """Atari 2600 games on the Arcade Learning Environment (``ale-py``) with DeepMind preprocessing.
 
-``AtariEnvironment('Breakout')`` plays the game ``ALE/Breakout-v5`` with the preprocessing of
-Mnih et al. (2015, https://www.nature.com/articles/nature14236) and Machado et al.'s
-recommended evaluation settings where they agree:
+``AtariEnvironment('Breakout')`` plays ``ALE/Breakout-v5`` with the preprocessing of Mnih et
+al. (2015, https://www.nature.com/articles/nature14236), natively in ale-py's
+``AtariVectorEnv`` (one environment is a vector of one, so ``duplicate(n)`` gives the same
+frames): no sticky actions, 1 to ``noop_max`` no-ops on reset, frame skip 4 max-pooling the
+last two frames, FIRE on reset where a game needs it, 84x84 grayscale frames, the last 4
+stacked into ``(4, 84, 84)`` uint8 observations, and truncation after 108,000 frames.
 
-* the raw emulator runs with ``frameskip=1`` and ``repeat_action_probability=0`` (no sticky
-  actions, as in the DeepMind setup);
-* no-op reset: a random number (1 to ``noop_max``) of no-ops starts each episode;
-* frame skip 4, max-pooling the last two frames of each skip;
-* fire reset: games that need FIRE to start (Breakout, ...) get it on reset;
-* 84x84 grayscale frames, the last 4 stacked: observations are ``(4, 84, 84)`` uint8 tensors
-  (frames before the episode start are zeros);
-* episodes are truncated after 108,000 emulator frames (30 minutes of play).
-
-The pipeline runs natively in ale-py's ``AtariVectorEnv`` (C++, no OpenCV needed); one
-environment is a vector of one, so a single environment and ``duplicate(n)`` produce the
-very same frames.
-
-**Episodic life and reward clipping are agent-side** (``looprl.environments.bodies``), as in
-the autonomous-learning-library: the environment reports true game scores and ends an
-episode only at game over, so experiments log the scores papers report. Every state carries
-``life_lost`` (``True`` on the step a life was lost) and ``lives``; the ``EpisodicLife`` body
-turns ``life_lost`` into a terminal state for learning while the game goes on, and the
-``RewardClipping`` body clips rewards to their sign. The Atari presets apply both
-(``deepmind_atari_body``). ``clip_rewards=True`` clips in the emulator instead.
+**Episodic life and reward clipping are agent-side** (``looprl.environments.bodies``), so
+experiments log the true game scores papers report: episodes end at game over, and every
+state carries ``lives`` and ``life_lost``, which the ``EpisodicLife`` body turns into a
+terminal state for learning (``deepmind_atari_body`` also clips rewards).
 
 **Checkpoints**: the environments pickle without their emulator, whose state ale-py cannot
-save; unpickling builds a new one that must be reset before it is stepped (``needs_reset``).
-``prepare_checkpoint(frame)`` (called as a checkpoint is taken) fixes the seed of the next
-reset, derived from the run's seed and ``frame``, in the running environment and so in the
-saved one: both reset alike, and a run resumed at an episode end equals the uninterrupted one.
+save; the unpickled one must be reset before it is stepped (``needs_reset``).
+``prepare_checkpoint(frame)`` fixes the seed of the next reset, derived from the run's seed
+and ``frame``, so a run resumed at an episode end equals the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -287,13 +273,11 @@ class AtariEnvironment(Environment):
         seed: int | None = None,
         **options: Any,
     ):
-        self._vector = AtariVectorEnvironment(name, 1, device=device, num_threads=1, **options)
+        self._vector = AtariVectorEnvironment(name, 1, device, seed, num_threads=1, **options)
         self.name = self._vector.name
         self.device = device
         self.seed = seed
         self.options = dict(options)
-        self._seed = seed
-        self._state: State | None = None
 
     @property
     def ale_id(self) -> str:
@@ -314,13 +298,10 @@ class AtariEnvironment(Environment):
         self._vector.prepare_checkpoint(frame)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the current state, which the reset a restored copy needs replaces
-        (the emulator is left out by ``AtariVectorEnvironment``)."""
+        """Without the current state, which the reset a restored copy needs replaces."""
         return {**self.__dict__, "_state": None}
 
     def reset(self, seed: int | None = None) -> State:
-        seed = seed if seed is not None else self._seed
-        self._seed = None
         self._state = self._single(self._vector.reset(seed=seed))
         return self._state
 

@@ -25,10 +25,12 @@ from looprl.core import State, StateArray
 
 
 class _Spaces(ABC):
-    """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces."""
+    """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces and
+    the current state, which ``reset`` and ``step`` store in ``_state``."""
 
     name: str
     device: str | torch.device
+    _state: Any = None
 
     @property
     @abstractmethod
@@ -62,15 +64,16 @@ class _Spaces(ABC):
         checkpoint that could not hold the running episodes (Atari), else ``False``."""
         return False
 
+    @property
+    def state(self) -> Any:
+        """The current ``State`` (``StateArray`` of a vector environment)."""
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
+
 
 class Environment(_Spaces):
-    """A single environment producing torch ``State`` objects.
-
-    ``reset`` and ``step`` store the state they return in ``_state``, which ``state``
-    reads (or a subclass overrides ``state``).
-    """
-
-    _state: State | None = None
+    """A single environment producing torch ``State`` objects."""
 
     @abstractmethod
     def reset(self) -> State:
@@ -79,13 +82,6 @@ class Environment(_Spaces):
     @abstractmethod
     def step(self, action: Any) -> State:
         """Apply ``action`` (a tensor or python number) and return the next state."""
-
-    @property
-    def state(self) -> State:
-        """The current state: what the last ``reset`` or ``step`` stored in ``_state``."""
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
 
     @property
     def done(self) -> bool:
@@ -112,13 +108,9 @@ class VectorEnvironment(_Spaces):
     (Gymnasium's next-step autoreset): the action sent to a ``done`` row is ignored and
     the row comes back as the first state of a new episode with reward 0. Agents treat the
     transition out of a ``done`` state as invalid.
-
-    ``reset`` and ``step`` store the batch they return in ``_state``, which
-    ``state_array`` reads (or a subclass overrides ``state_array``).
     """
 
     n_envs: int
-    _state: StateArray | None = None
 
     @abstractmethod
     def reset(self) -> StateArray:
@@ -130,15 +122,8 @@ class VectorEnvironment(_Spaces):
 
     @property
     def state_array(self) -> StateArray:
-        """The current batch: what the last ``reset`` or ``step`` stored in ``_state``."""
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
-
-    @property
-    def state(self) -> StateArray:
-        """Alias of ``state_array``."""
-        return self.state_array
+        """Alias of ``state``."""
+        return self.state
 
     def copy(self) -> VectorEnvironment:
         """A new, independent vector environment of the same kind and size.

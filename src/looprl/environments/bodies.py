@@ -23,15 +23,8 @@ import torch
 from looprl.core import Agent, AgentWrapper, ParallelAgent, State
 
 __all__ = [
-    "Body",
-    "EpisodicLife",
-    "FrameStack",
-    "ObservationNormalization",
-    "RewardClipping",
-    "RunningMeanStd",
-    "TimeFeature",
-    "body_states",
-    "deepmind_atari_body",
+    "Body", "EpisodicLife", "FrameStack", "ObservationNormalization", "RewardClipping",
+    "RunningMeanStd", "TimeFeature", "body_states", "deepmind_atari_body",
 ]
 
 
@@ -59,14 +52,6 @@ class Body(AgentWrapper, Agent, ParallelAgent):
         return getattr(self.agent, name)
 
 
-def _batch_dims(state: State) -> int:
-    return len(state.shape)
-
-
-def _as_tensor(value: Any, like: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(value, device=like.device)
-
-
 class FrameStack(Body):
     """Stack the last ``size`` observations along a new axis after the batch dimensions.
 
@@ -84,7 +69,7 @@ class FrameStack(Body):
 
     def process_state(self, state: State) -> State:
         observation = state.observation
-        axis = _batch_dims(state)
+        axis = len(state.shape)  # the batch dimensions
         new = observation.unsqueeze(axis)
         if self._frames is None or self._frames.shape[axis + 1 :] != observation.shape[axis:]:
             frames = new.expand(*observation.shape[:axis], self.size, *observation.shape[axis:])
@@ -97,7 +82,7 @@ class FrameStack(Body):
                 view = restart.view(*restart.shape, *([1] * (frames.dim() - axis)))
                 frames = torch.where(view, new.expand_as(frames), frames)
         self._frames = frames.contiguous()
-        self._done = _as_tensor(state.done, observation).bool()
+        self._done = torch.as_tensor(state.done, device=observation.device).bool()
         return state.update("observation", self._frames)
 
 
@@ -149,14 +134,11 @@ class TimeFeature(Body):
 
     def process_state(self, state: State) -> State:
         observation = state.observation
-        done = _as_tensor(state.done, observation).bool()
+        done = torch.as_tensor(state.done, device=observation.device).bool()
         if self._t is None or self._t.shape != done.shape:
             self._t = torch.zeros(done.shape, device=observation.device)
         t = self._t
-        if self.max_steps:
-            feature = 1.0 - t / self.max_steps
-        else:
-            feature = self.scale * t
+        feature = 1.0 - t / self.max_steps if self.max_steps else self.scale * t
         observation = torch.cat((observation.float(), feature.unsqueeze(-1).float()), dim=-1)
         self._t = torch.where(done, torch.zeros_like(t), t + 1)
         return state.update("observation", observation)
@@ -216,7 +198,7 @@ class ObservationNormalization(Body):
 
     def process_state(self, state: State) -> State:
         observation = state.observation
-        batch = observation.reshape(-1, *observation.shape[_batch_dims(state) :])
+        batch = observation.reshape(-1, *observation.shape[len(state.shape) :])
         if self.stats is None:
             self.stats = RunningMeanStd(batch.shape[1:])
         if self.update:
@@ -238,7 +220,6 @@ def deepmind_atari_body(
     if episodic_life:
         agent = EpisodicLife(agent)
     return agent
-
 
 
 class BodyStates:

@@ -56,6 +56,11 @@ def _mujoco_features(torso_mass: float) -> dict[str, ContextFeature]:
     }
 
 
+#: The torso mass of each supported MuJoCo task.
+_MUJOCO_TORSO_MASS = {"HalfCheetah-v5": 6.25020920502092, "Hopper-v5": 3.6651914291880923,
+                      "Walker2d-v5": 3.6651914291880923, "Ant-v5": 0.32724923474893675}
+
+
 #: The context features of each supported environment id, in the order they are appended to
 #: observations. Defaults are Gymnasium's own values.
 CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
@@ -92,10 +97,7 @@ CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
         "LINK_COM_POS_2": ContextFeature(0.5, 0.05, 5.0),
         "LINK_MOI": ContextFeature(1.0, 0.05, 10.0),  # of both links
     },
-    "HalfCheetah-v5": _mujoco_features(6.25020920502092),
-    "Hopper-v5": _mujoco_features(3.6651914291880923),
-    "Walker2d-v5": _mujoco_features(3.6651914291880923),
-    "Ant-v5": _mujoco_features(0.32724923474893675),
+    **{env_id: _mujoco_features(mass) for env_id, mass in _MUJOCO_TORSO_MASS.items()},
 }
 
 #: Observation entries bounded by ``±feature``: the observation space is widened to the
@@ -131,21 +133,15 @@ def _set_mujoco(env: gym.Env, context: Mapping[str, float], baseline: Any) -> No
     mujoco.mj_setConst(model, env.data)  # derived constants (subtree masses, inverse weights)
 
 
+#: How a context is written into each environment (others: ``_set_attributes``).
 _APPLY: dict[str, Callable[[gym.Env, Mapping[str, float], Any], None]] = {
-    "CartPole-v1": _set_cartpole,
-    "Pendulum-v1": _set_attributes,
-    "MountainCar-v0": _set_attributes,
-    "Acrobot-v1": _set_attributes,
-    "HalfCheetah-v5": _set_mujoco,
-    "Hopper-v5": _set_mujoco,
-    "Walker2d-v5": _set_mujoco,
-    "Ant-v5": _set_mujoco,
+    "CartPole-v1": _set_cartpole, **dict.fromkeys(_MUJOCO_TORSO_MASS, _set_mujoco)
 }
 
 
 def _baseline(env_id: str, env: gym.Env) -> Any:
     """What a context is applied relative to: a MuJoCo model's friction when wrapped."""
-    return env.model.geom_friction.copy() if _APPLY[env_id] is _set_mujoco else None
+    return env.model.geom_friction.copy() if env_id in _MUJOCO_TORSO_MASS else None
 
 
 # -- validation ----------------------------------------------------------------------------
@@ -265,11 +261,6 @@ class ContextualEnv(gym.Wrapper):
         self._observation_space = self._make_observation_space()
 
     @property
-    def feature_names(self) -> list[str]:
-        """The context features of this environment, in the order they are appended."""
-        return list(features_of(self.env_id))
-
-    @property
     def instance_ids(self) -> list[int]:
         """The ids of the instance set, in round-robin order."""
         return list(self._instances)
@@ -331,7 +322,7 @@ class ContextualEnv(gym.Wrapper):
     def _apply(self, instance_id: int) -> None:
         self.instance_id = instance_id
         self.context = dict(self._instances[instance_id])
-        _APPLY[self.env_id](self.env.unwrapped, self.context, self._baseline)
+        _APPLY.get(self.env_id, _set_attributes)(self.env.unwrapped, self.context, self._baseline)
 
     def _observe(self, obs: Any) -> Any:
         if self.hide_context:

@@ -128,12 +128,7 @@ class GymEnvironment(Environment):
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors make the same Gymnasium id with the same ``gym.make`` arguments."""
-        return self.name, self.make_kwargs
-
-    @property
-    def make_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments ``gym.make`` was given (Ray actors make the same env)."""
-        return dict(self._make_kwargs)
+        return self.name, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
         seed = seed if seed is not None else self._seed

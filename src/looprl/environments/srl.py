@@ -1,17 +1,11 @@
 """The SRL multi-agent environment API (seed 004): ``StepResult`` lists, ``register`` and ``make``.
 
-Unlike Gymnasium, ``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``,
-one entry per agent, with ``None`` for an agent that does not act (and receives nothing) this
-step. ``step`` takes one action per agent in the same order, ``None`` for an agent that got
-``None``. Observations are dicts of numpy arrays; ``reward``, ``done`` and ``truncated`` are
-arrays of shape ``(1,)`` (float32, bool, bool). After every agent is done or truncated the
-caller calls ``reset()``.
-
-Write an environment, register it, and check it before a distributed run::
-
-    import numpy as np
-    from looprl.environments import SRLEnvironment, StepResult, make, register
-    from looprl.distributed import test_environment
+``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``, one per agent, with
+``None`` for an agent that does not act this step; ``step`` takes one action per agent in the
+same order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
+``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool).
+After every agent is done or truncated the caller calls ``reset()``. Write one, register it
+and check it before a distributed run::
 
     class Countdown(SRLEnvironment):
         def __init__(self, length: int = 10):
@@ -23,42 +17,26 @@ Write an environment, register it, and check it before a distributed run::
 
         def reset(self):
             self.t = 0
-            return [self._result(0.0)]
+            return [step_result({"obs": np.array([self.t], np.float32)}, 0.0, False)]
 
         def step(self, actions):
             self.t += 1
-            return [self._result(1.0)]
-
-        def _result(self, reward):
-            return StepResult(
-                obs={"obs": np.array([self.t], np.float32)},
-                reward=np.array([reward], np.float32),
-                done=np.array([self.t >= self.length]),
-                info={},
-            )
+            obs = {"obs": np.array([self.t], np.float32)}
+            return [step_result(obs, 1.0, self.t >= self.length)]
 
     register("countdown", Countdown)        # or register("countdown", "my_pkg.envs:Countdown")
-    env = make("countdown", length=5)
-    test_environment("countdown", {"length": 5}, test_stepping=False)
+    test_environment("countdown", {"length": 5}, test_stepping=False)   # looprl.distributed
 
 Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on first use):
-
-* ``make("CartPole-v1")`` -- any Gymnasium id not registered under another name runs through
-  ``GymnasiumEnvironment`` (same as ``make("gym", env_id="CartPole-v1")``);
-* ``make("atari", game="Breakout")`` -- an Atari game with the DeepMind preprocessing,
-  observations ``{"obs": (4, 84, 84) uint8}``; ``make("ALE/Breakout-v5", atari_wrappers=True)``
-  is the same;
-* ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` -- a PettingZoo AEC env, or
-  ``parallel=True`` for a parallel one.
-* ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})`` -- a
-  contextual environment (``looprl.environments.contextual``).
-* ``make("my_pkg.envs:MyEnv")`` -- an import path: the module is imported and ``MyEnv`` is an
-  ``Environment`` class, a ``gymnasium.Env`` class (through ``GymnasiumEnvironment``), or a
-  name the module registers, with either API (``import_environment``). Ray workers make
-  environments given by import path this way (``env=my_pkg.envs:MyEnv`` in a config).
-
-Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
-``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
+any Gymnasium id (``make("CartPole-v1")``, as ``make("gym", env_id="CartPole-v1")``; with
+``atari_wrappers=True`` an ALE id gets the DeepMind preprocessing);
+``make("atari", game="Breakout")`` (observations ``{"obs": (4, 84, 84) uint8}``);
+``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` (AEC, or ``parallel=True``);
+``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})``; and an import
+path ``make("my_pkg.envs:MyEnv")`` naming an ``Environment`` class, a ``gymnasium.Env`` class
+or a name the module registers (``import_environment``; Ray workers make them this way).
+Actions may be numpy arrays, Python scalars, torch tensors or a ``NamedArray`` with a field
+``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
 """
 
 from __future__ import annotations

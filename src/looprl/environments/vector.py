@@ -57,20 +57,9 @@ def state_array_from_numpy(
 
 
 class NumpyVectorEnvironment(VectorEnvironment):
-    """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API.
-
-    Holds the wrapped environment (in ``_env``) and gives its spaces; subclasses implement
-    ``reset`` and ``step``, storing the batch they return in ``_state``.
-
-    Args:
-        env: the wrapped vector environment (``single_observation_space``,
-            ``single_action_space``, ``reset(seed=...)``, ``step``, ``close``).
-        name: display name.
-        n_envs: number of copies.
-        device: where tensors are put.
-        seed: seed of the first reset (Gymnasium seeds the copies from it: one generator for
-            a native vector env, ``seed + i`` for copy ``i`` of a ``SyncVectorEnv``).
-    """
+    """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API
+    (``env``); subclasses implement ``reset`` and ``step``. The other arguments are
+    ``GymVectorEnvironment``'s."""
 
     def __init__(
         self,
@@ -148,7 +137,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
     def step(self, action: Any) -> StateArray:
         """Step every copy with one action per row (``Box`` actions clipped to the bounds)."""
         self.step_arrays(action)
-        return self.state_array
+        return self.state
 
     def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
         """``step`` without making the ``StateArray`` (``state`` makes it when read): the
@@ -164,16 +153,16 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         except ValueError as error:  # Gymnasium stacks observations into preallocated arrays
             if "shape" not in str(error):
                 raise
-            raise shape_changed(self.name, self.state_array.observation.shape[1:]) from None
+            raise shape_changed(self.name, self.state.observation.shape[1:]) from None
         self._state, self._arrays = None, (as_observation(np.asarray(obs)),
                                            np.asarray(reward, np.float32), terminated, truncated)
         return self._arrays
 
     @property
-    def state_array(self) -> StateArray:
+    def state(self) -> StateArray:
         if self._state is None and self._arrays is not None:
             self._state = self._make_state(*self._arrays)
-        return super().state_array
+        return super().state
 
     def _make_state(self, obs, reward, terminated, truncated) -> StateArray:
         return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
