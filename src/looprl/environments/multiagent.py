@@ -1,10 +1,9 @@
 """PettingZoo environments as looprl ``MultiagentEnvironment`` objects.
 
-PettingZoo (Terry et al., 2021, https://arxiv.org/abs/2009.14471) has two APIs: AEC
-(agents act in turn) and parallel (all agents act at once). ``MultiagentPettingZooEnv``
-wraps either -- parallel environments are converted with PettingZoo's ``parallel_to_aec``
--- and produces ``MultiagentState`` objects whose ``agent`` entry names whose turn it is,
-so that one control loop serves both (seed 003)::
+``MultiagentPettingZooEnv`` wraps a PettingZoo (Terry et al., 2021,
+https://arxiv.org/abs/2009.14471) AEC or parallel environment (through ``parallel_to_aec``)
+and produces ``MultiagentState`` objects whose ``agent`` entry names whose turn it is, so
+that one control loop serves both (seed 003)::
 
     env.reset()
     for agent in env.agent_iter():
@@ -12,12 +11,10 @@ so that one control loop serves both (seed 003)::
         action = multiagent.act(state)
         env.step(None if state.done else action)   # done agents must step None
 
-States follow the ``State`` convention (``done`` = terminated or truncated, ``mask`` = 0
-only on termination); ``reward`` is the agent's reward accumulated since its last action.
-Observations are converted to float32 tensors and, by default, flattened to one dimension
-(``gymnasium.spaces.flatten``: ``Discrete`` becomes one-hot). Classic games, whose
-observations are ``{'observation', 'action_mask'}`` dicts, give ``state['observation']``
-the observation part and ``state['action_mask']`` a bool tensor of the legal actions.
+States follow the ``State`` convention; ``reward`` is the agent's reward accumulated since
+its last action. Observations are by default flattened to float32 vectors
+(``gymnasium.spaces.flatten``: ``Discrete`` becomes one-hot); in classic games'
+``{'observation', 'action_mask'}`` observations, ``state['action_mask']`` is a bool tensor.
 """
 
 from __future__ import annotations

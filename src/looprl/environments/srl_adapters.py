@@ -65,12 +65,31 @@ def _action(action: Any, space: gym.Space) -> Any:
     return action_to_numpy(action_value(action), space)
 
 
-class _SingleAgent(Environment):
-    """What the one-agent adapters share: spaces from ``_obs_space``/``_action_space`` and a
-    ``seed`` that applies to the next ``reset`` and to the action space."""
+class _Adapter(Environment):
+    """What the adapters share: the wrapped environment ``_env``, whose ``render`` and
+    ``close`` they call, and a ``seed`` for the next ``reset``."""
+
+    _env: Any
+    _seed: int | None = None
+
+    @property
+    def env(self) -> Any:
+        """The wrapped environment."""
+        return self._env
+
+    def render(self) -> Any:
+        """The wrapped env's ``render()`` (build it with ``render_mode="rgb_array"`` for frames)."""
+        return self._env.render()
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class _SingleAgent(_Adapter):
+    """What the one-agent adapters share: spaces from ``_obs_space``/``_action_space``, and
+    ``seed`` seeds the action space too."""
 
     _obs_space: gym.spaces.Dict
-    _seed: int | None = None
 
     @property
     def _action_space(self) -> gym.Space:
@@ -114,11 +133,6 @@ class GymnasiumEnvironment(_SingleAgent):
         self._env = env_id
         self._obs_space = _obs_space(self._env.observation_space)
 
-    @property
-    def env(self) -> gym.Env:
-        """The wrapped Gymnasium environment."""
-        return self._env
-
     def reset(self) -> list[StepResult | None]:
         obs, info = self._env.reset(seed=self._seed)
         self._seed = None
@@ -132,13 +146,6 @@ class GymnasiumEnvironment(_SingleAgent):
         obs, reward, terminated, truncated, info = self._env.step(action)
         obs = _obs_dict(obs, self._env.observation_space)
         return [step_result(obs, float(reward), terminated, info, truncated)]
-
-    def render(self) -> Any:
-        """``gym.Env.render()`` (build with ``render_mode="rgb_array"`` for frames)."""
-        return self._env.render()
-
-    def close(self) -> None:
-        self._env.close()
 
 
 def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,
@@ -208,9 +215,6 @@ class AtariGameEnvironment(_SingleAgent):
             raise RuntimeError("AtariGameEnvironment.render() before reset(): nothing to show")
         return np.repeat(self._frame[..., None], 3, axis=-1)
 
-    def close(self) -> None:
-        self._env.close()
-
 
 def _check_count(actions: Any, n: int) -> None:
     if not isinstance(actions, (list, tuple)) or len(actions) != n:
@@ -218,25 +222,15 @@ def _check_count(actions: Any, n: int) -> None:
         raise ValueError(f"step() takes a list of {n} actions (one per agent), got {got}")
 
 
-class PettingZooEnvironment(Environment):
+class PettingZooEnvironment(_Adapter):
     """A PettingZoo environment (AEC or parallel) as an SRL environment.
 
-    Agents are the env's ``possible_agents``, in order: result ``i`` and action ``i`` belong
-    to ``agent_names[i]``.
-
-    * **Parallel** envs: every live agent gets a ``StepResult`` and must act; agents not
-      alive (never spawned, or removed after their episode ended) get ``None``. An agent's
-      last ``StepResult`` has ``done`` or ``truncated`` set.
-    * **AEC** (turn-based) envs: only the agent whose turn is next gets a ``StepResult``;
-      the others get ``None``, and ``step`` reads only that agent's action (the other
-      entries are ignored). Its ``reward`` is everything the agent received since its
-      previous ``StepResult`` (PettingZoo's cumulative reward), so rewards earned during
-      the other agents' turns are not lost. When agents finish (e.g. the game ends), each
-      gets a final ``StepResult`` with ``done``/``truncated`` set and its last rewards, in
-      the same list as the next agent to act, if any.
-
-    Action masks in ``{"observation", "action_mask"}`` observations become the obs dict's
-    ``"action_mask"`` (bool).
+    Result ``i`` and action ``i`` belong to ``agent_names[i]`` (the env's ``possible_agents``).
+    In **parallel** envs every live agent gets a ``StepResult`` and must act; agents not alive
+    get ``None``. In **AEC** (turn-based) envs only the agent whose turn is next gets one, and
+    ``step`` reads only its action; its ``reward`` is all it received since its previous
+    ``StepResult`` (PettingZoo's cumulative reward). Agents that finish get a final
+    ``StepResult`` (``done``/``truncated``) in the same list as the next agent to act.
 
     Args:
         env: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or a module path for
@@ -262,12 +256,6 @@ class PettingZooEnvironment(Environment):
         self._index = {agent: i for i, agent in enumerate(self.agent_names)}
         self._spaces = [env.observation_space(agent) for agent in self.agent_names]
         self.flatten = flatten
-        self._seed: int | None = None
-
-    @property
-    def env(self) -> Any:
-        """The wrapped PettingZoo environment."""
-        return self._env
 
     @property
     def agent_count(self) -> int:
@@ -348,10 +336,3 @@ class PettingZooEnvironment(Environment):
                 break
             self._env.step(None)  # PettingZoo removes a finished agent when it steps None
         return results
-
-    def render(self) -> Any:
-        """The PettingZoo env's ``render()`` (build it with ``render_mode="rgb_array"``)."""
-        return self._env.render()
-
-    def close(self) -> None:
-        self._env.close()
