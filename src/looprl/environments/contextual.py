@@ -148,10 +148,8 @@ def _baseline(env_id: str, env: gym.Env) -> Any:
 def features_of(env_id: str) -> dict[str, ContextFeature]:
     """The context features of ``env_id``; ``ValueError`` listing the supported ids if none."""
     if env_id not in CONTEXT_FEATURES:
-        raise ValueError(
-            f"No context features for {env_id!r}; supported environments: "
-            f"{', '.join(CONTEXT_FEATURES)}"
-        )
+        raise ValueError(f"No context features for {env_id!r}; supported environments: "
+                         f"{', '.join(CONTEXT_FEATURES)}")
     return CONTEXT_FEATURES[env_id]
 
 
@@ -170,10 +168,8 @@ def _check_value(env_id: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{env_id} feature {name!r} must be a number, got {value!r}")
     if not feature.low <= value <= feature.high:  # also rejects nan
-        raise ValueError(
-            f"{env_id} feature {name!r} = {value!r} is outside its bounds "
-            f"[{feature.low}, {feature.high}]"
-        )
+        raise ValueError(f"{env_id} feature {name!r} = {value!r} is outside its bounds "
+                         f"[{feature.low}, {feature.high}]")
     return float(value)
 
 
@@ -278,10 +274,8 @@ class ContextualEnv(gym.Wrapper):
     @next_instance.setter
     def next_instance(self, instance_id: int | None) -> None:
         if instance_id is not None and instance_id not in self._instances:
-            raise ValueError(
-                f"next_instance {instance_id!r} is not in the instance set "
-                f"(ids {_ids_text(self.instance_ids)})"
-            )
+            raise ValueError(f"next_instance {instance_id!r} is not in the instance set "
+                             f"(ids {_ids_text(self.instance_ids)})")
         self._next = instance_id
 
     def set_instance_set(self, contexts: Mapping[int, Mapping[str, float]] | None) -> None:

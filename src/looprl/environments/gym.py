@@ -53,10 +53,8 @@ def check_env_id(env_id: str) -> None:
             f"(looprl train atari.ppo {game}) or play it in AtariEnvironment({game!r})"
         )
     hint = did_you_mean(env_id, list(gym.registry), n=3)
-    raise ValueError(
-        f"Unknown environment {env_id!r}.{hint} "
-        "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)"
-    )
+    raise ValueError(f"Unknown environment {env_id!r}.{hint} "
+                     "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")
 
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:

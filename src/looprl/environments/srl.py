@@ -216,10 +216,8 @@ def register(name: str, env_class: type | str) -> None:
     if isinstance(env_class, str):
         module, sep, attr = env_class.partition(":")
         if not (module and sep and attr):
-            raise ValueError(
-                f"environment {name!r}: expected a 'package.module:ClassName' path, "
-                f"got {env_class!r}"
-            )
+            raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
+                             f"got {env_class!r}")
     elif not isinstance(env_class, type):
         raise TypeError(
             f"environment {name!r}: register a class or a 'package.module:ClassName' path, "
@@ -322,10 +320,8 @@ def _resolve(name: str, target: type | str) -> type:
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ImportError(
-            f"environment {name!r}: module {module_name!r} has no attribute {attr!r} "
-            f"(registered as {target!r})"
-        ) from None
+        raise ImportError(f"environment {name!r}: module {module_name!r} has no attribute {attr!r} "
+                          f"(registered as {target!r})") from None
 
 
 def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:

@@ -114,10 +114,8 @@ class AtariReplayBuffer(ReplayContents):
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
         if self.size < self.stack + self.n_step + 1:
-            raise ValueError(
-                f"Replay size {self.size} is too small for stacks of {self.stack} "
-                f"and {self.n_step}-step returns"
-            )
+            raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} "
+                             f"and {self.n_step}-step returns")
         frame_shape = tuple(observation.shape[1:])
         self.frames = torch.empty((self.size, *frame_shape), dtype=observation.dtype)
         self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
