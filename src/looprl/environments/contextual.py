@@ -410,16 +410,13 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
         if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
-            raise ValueError(
-                f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold no "
-                "ContextualEnv; make them with make('contextual', env_id=..., contexts=...) "
-                "(a preset built on a ContextualEnvironment plays it on Ray)"
-            )
-        name = getattr(env, "name", type(env).__name__)
-        raise ValueError(
-            f"{name} holds no ContextualEnv; make it with ContextualEnvironment(env_id, "
-            "contexts) (and .duplicate(n) for copies)"
-        )
+            raise ValueError(f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold "
+                             "no ContextualEnv; make them with make('contextual', env_id=..., "
+                             "contexts=...) (a preset built on a ContextualEnvironment plays it "
+                             "on Ray)")
+        raise ValueError(f"{getattr(env, 'name', type(env).__name__)} holds no ContextualEnv; "
+                         "make it with ContextualEnvironment(env_id, contexts) (and "
+                         ".duplicate(n) for copies)")
     return found
 
 
@@ -432,10 +429,9 @@ def _gym_envs(env: Any) -> list[gym.Env]:
         return [env]
     if isinstance(env, gym.vector.VectorEnv):
         if not hasattr(env, "envs"):
-            raise ValueError(
-                f"{type(env).__name__} has no list of environments to search for a "
-                "ContextualEnv; make copies with ContextualEnvironment(...).duplicate(n)"
-            )
+            raise ValueError(f"{type(env).__name__} has no list of environments to search for "
+                             "a ContextualEnv; make copies with ContextualEnvironment(...)"
+                             ".duplicate(n)")
         return list(env.envs)
     raise TypeError(f"contextual_envs needs a looprl or Gymnasium environment, got {env!r}")
 
@@ -476,9 +472,7 @@ class ContextualEnvironment(GymEnvironment):
         return self.env
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """Ray actors play ``make("contextual", ...)`` with this instance set: the same
-        ``ContextualEnv``, whose ``next_instance`` their curriculum components set."""
-        wrapper = self.contextual
-        return "contextual", {"env_id": wrapper.env_id, "contexts": wrapper.contexts,
-                              "hide_context": wrapper.hide_context,
-                              "instance_mode": wrapper.instance_mode, **wrapper.make_kwargs}
+        """Ray actors play ``make("contextual", ...)`` with this instance set."""
+        w = self.contextual
+        return "contextual", {"env_id": w.env_id, "contexts": w.contexts, "hide_context":
+                              w.hide_context, "instance_mode": w.instance_mode, **w.make_kwargs}
