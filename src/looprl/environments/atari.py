@@ -185,11 +185,6 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self._needs_reset = False
 
     @property
-    def env(self) -> Any:
-        """The wrapped ``ale_py.AtariVectorEnv``."""
-        return self._env
-
-    @property
     def needs_reset(self) -> bool:
         return self._needs_reset
 
@@ -213,29 +208,21 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
     def reset(self, seed: int | None = None) -> StateArray:
         if seed is not None:
             self._root_seed = seed
-        seed = seed if seed is not None else self._seed
-        self._seed = None
-        obs, info = self._env.reset(seed=seed)
         self._needs_reset = False
-        zeros = np.zeros(self.n_envs, dtype=bool)
-        self._lives = info["lives"]
-        reward = np.zeros(self.n_envs, np.float32)
-        self._state = self._make_state(obs, reward, zeros, zeros, zeros, info["lives"])
-        return self._state
+        return super().reset(seed)
 
     def step(self, action: Any) -> StateArray:
         if self._needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
         actions = _actions(action, self.n_envs, self.action_space.n, self.name)
-        obs, reward, terminated, truncated, info = self._env.step(actions)
-        lives = info["lives"]
-        life_lost = lives < self._lives
-        self._lives = lives
-        self._state = self._make_state(obs, reward, terminated, truncated, life_lost, lives)
+        self._state = self._make_state(*self._env.step(actions))
         return self._state
 
-    def _make_state(self, obs, reward, terminated, truncated, life_lost, lives) -> StateArray:
+    def _make_state(self, obs, reward, terminated, truncated, info) -> StateArray:
+        """The batch with ``lives`` and ``life_lost`` (a reset restores every life)."""
+        lives = info["lives"]
+        life_lost, self._lives = lives < self._lives, lives
         return state_array_from_numpy(
             obs, reward, terminated, truncated, self.device,
             life_lost=np.asarray(life_lost, dtype=bool), lives=np.asarray(lives, dtype=np.int64),

@@ -58,7 +58,7 @@ def state_array_from_numpy(
 
 class NumpyVectorEnvironment(VectorEnvironment):
     """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API
-    (``env``); subclasses implement ``reset`` and ``step``. The other arguments are
+    (``env``); subclasses implement ``step``. The other arguments are
     ``GymVectorEnvironment``'s."""
 
     def __init__(
@@ -74,6 +74,21 @@ class NumpyVectorEnvironment(VectorEnvironment):
         self.n_envs = n_envs
         self.device = device
         self._seed = seed
+
+    @property
+    def env(self) -> Any:
+        """The wrapped vector environment."""
+        return self._env
+
+    def reset(self, seed: int | None = None) -> StateArray:
+        seed, self._seed = (self._seed if seed is None else seed), None
+        obs, info = self._env.reset(seed=seed)
+        zeros = np.zeros(self.n_envs, dtype=bool)
+        self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros, info)
+        return self._state
+
+    def _make_state(self, obs, reward, terminated, truncated, info: Any = None) -> StateArray:
+        return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
 
     @property
     def observation_space(self) -> gym.Space:
@@ -118,21 +133,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         super().__init__(vector_env, name, n_envs, device, seed)
         self._id = env
         self._make_kwargs = make_kwargs
-        self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._arrays: tuple[np.ndarray, ...] | None = None  # of the last step_arrays
-
-    @property
-    def env(self) -> gym.vector.VectorEnv:
-        """The wrapped Gymnasium vector environment."""
-        return self._env
-
-    def reset(self, seed: int | None = None) -> StateArray:
-        seed = seed if seed is not None else self._seed
-        self._seed = None
-        obs, _ = self._env.reset(seed=seed)
-        zeros = np.zeros(self.n_envs, dtype=bool)
-        self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros)
-        return self._state
 
     def step(self, action: Any) -> StateArray:
         """Step every copy with one action per row (``Box`` actions clipped to the bounds)."""
@@ -163,9 +164,6 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         if self._state is None and self._arrays is not None:
             self._state = self._make_state(*self._arrays)
         return super().state
-
-    def _make_state(self, obs, reward, terminated, truncated) -> StateArray:
-        return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
 
     def copy(self) -> GymVectorEnvironment:
         return GymVectorEnvironment(
