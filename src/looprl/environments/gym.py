@@ -103,21 +103,15 @@ class GymEnvironment(Environment):
         seed: int | None = None,
         **make_kwargs: Any,
     ):
-        self._given: gym.Env | None = None  # a user's environment (wrappers included)
-        if isinstance(env, str):
-            self._id = env
-            self._make_kwargs = make_kwargs
-            env = make_gym_env(env, **make_kwargs)
-        else:
-            self._id = env_name(env)
-            self._make_kwargs = {}
-            self._given = env
-        self._env = env
+        made = isinstance(env, str)
+        self._given = None if made else env  # a user's environment (wrappers included)
+        self._id = env if made else env_name(env)
+        self._make_kwargs = make_kwargs if made else {}
+        self._env = make_gym_env(env, **make_kwargs) if made else env
         self.name = name or self._id
         self.device = device
         self.seed = seed
         self._seed = seed
-        self._state: State | None = None
 
     @property
     def env(self) -> gym.Env:

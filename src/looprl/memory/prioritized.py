@@ -1,12 +1,10 @@
 """Prioritized experience replay (Schaul et al., 2016, https://arxiv.org/abs/1511.05952).
 
-* ``SumTree`` -- a numpy array-backed segment tree of priorities: batched ``update`` and
-  prefix-sum ``find`` in ``O(log n)`` per element, vectorized over the batch.
-* ``PrioritizedReplayBuffer`` -- proportional prioritization: transition ``i`` is sampled
-  with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``; the batch carries importance
-  weights ``(N P(i))^-beta / max w`` (``SampleBatch.weight``); ``update_priorities(p)`` sets
-  ``p_i = |p_i| + eps`` for the transitions of the last sample; new transitions enter at the
-  largest priority seen so far.
+Proportional prioritization: transition ``i`` is sampled with probability
+``P(i) = p_i^alpha / sum_k p_k^alpha`` (a ``SumTree``: batched ``update`` and prefix-sum
+``find`` in ``O(log n)``); batches carry the importance weights ``(N P(i))^-beta / max w``;
+``update_priorities(p)`` sets ``p_i = |p_i| + eps`` for the last sample; new transitions
+enter at the largest priority seen so far.
 """
 
 from __future__ import annotations
@@ -132,12 +130,8 @@ class Prioritized:
 
 
 class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
-    """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``.
-
-    Sampled batches carry their importance weights in ``SampleBatch.weight``;
-    ``update_priorities(priorities)`` takes a trainer's new priorities
-    (``TrainerStepResult.priorities``, e.g. ``|td error|``) of the last sample, or of the
-    transitions ``index`` when given.
+    """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``;
+    ``update_priorities`` takes a trainer's ``TrainerStepResult.priorities`` (``|td error|``).
 
     Args:
         size: capacity in transitions.

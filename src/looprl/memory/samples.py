@@ -1,17 +1,9 @@
 """Trainer-side buffers of SRL sample segments (``SampleBatch``, time-major ``[T + 1, B]``).
 
-Trainer workers put the segments that actors send into one of these and take training
-batches out (no Ray here: plain numpy or torch, whichever the samples hold):
-
-* ``OnPolicyBuffer`` (PPO, PPG) -- drops segments made by a policy more than ``max_lag``
-  versions old and concatenates the rest along the stream dimension into batches of
-  ``batch_streams`` columns.
-* the local replay buffers (DQN, Ape-X) -- ``ExperienceReplayBuffer`` (``"uniform"``) and
-  ``PrioritizedReplayBuffer`` (``"prioritized"``) cut segments into ``n_step`` windows
-  (``put``) and sample ``SampleBatch`` es of them; the Atari presets' frame rings
-  ``AtariReplayBuffer`` (``"atari_uniform"``) and ``PrioritizedAtariReplayBuffer``
-  (``"atari_prioritized"``) store each segment row's newest frame and rebuild the windows.
-
+Trainer workers put the segments actors send into one of these and take training batches
+out (no Ray here): ``OnPolicyBuffer`` (PPO, PPG) drops segments of a policy more than
+``max_lag`` versions old and concatenates the rest into batches of ``batch_streams`` columns;
+the local replay buffers (DQN, Ape-X) cut segments into ``n_step`` windows (``put``).
 ``make_sample_buffer`` builds the kind a trainer names in its ``sample_buffer`` attribute.
 """
 
@@ -152,6 +144,7 @@ class OnPolicyBuffer:
         self._pending.clear()
 
 
+#: The buffer of each kind a trainer names.
 _KINDS = {"on_policy": OnPolicyBuffer, "uniform": ExperienceReplayBuffer,
           "prioritized": PrioritizedReplayBuffer, "atari_uniform": AtariReplayBuffer,
           "atari_prioritized": PrioritizedAtariReplayBuffer}
@@ -164,10 +157,7 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
 
     Args:
         trainer_or_kind: a trainer (instance or class) whose ``sample_buffer`` attribute
-            names the kind, or the kind itself: ``"on_policy"`` (``OnPolicyBuffer``),
-            ``"uniform"`` (``ExperienceReplayBuffer``), ``"prioritized"``
-            (``PrioritizedReplayBuffer``), ``"atari_uniform"`` (``AtariReplayBuffer``) or
-            ``"atari_prioritized"`` (``PrioritizedAtariReplayBuffer``).
+            names the kind, or the kind itself, a key of ``_KINDS``.
         **kwargs: the buffer's constructor arguments.
 
     Raises:
@@ -177,9 +167,7 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
     if not isinstance(kind, str):
         kind = getattr(trainer_or_kind, "sample_buffer", None)
     if kind not in _KINDS:
-        hint = did_you_mean(str(kind), _KINDS)
-        raise KeyError(
-            f"unknown sample buffer {kind!r} (from {trainer_or_kind!r}).{hint} "
-            f"expected one of {sorted(_KINDS)} or a trainer with a sample_buffer attribute"
-        )
+        raise KeyError(f"unknown sample buffer {kind!r} (from {trainer_or_kind!r})."
+                       f"{did_you_mean(str(kind), _KINDS)} expected one of {sorted(_KINDS)} or "
+                       "a trainer with a sample_buffer attribute")
     return _KINDS[kind](**kwargs)
