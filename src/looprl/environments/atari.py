@@ -73,11 +73,8 @@ def game_name(name: str) -> str:
 
 
 def rom_id(name: str) -> str:
-    """ale-py's ROM id of a game name.
-
-    Accepts ``'Breakout'``, ``'breakout'``, ``'ALE/Breakout-v5'`` and
-    ``'BreakoutNoFrameskip-v4'`` (all give ``'breakout'``); ``'MsPacman'`` gives
-    ``'ms_pacman'``.
+    """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
+    ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``'MsPacman'`` gives ``'ms_pacman'``.
 
     Raises:
         ValueError: unknown game (the message names close matches).
@@ -158,12 +155,9 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
     ``VectorEnvironment``). Pickles without the emulator (see the module docstring).
 
     Args:
-        name: game name (``'Breakout'``, ``'ALE/Breakout-v5'``...).
         n_envs: number of copies.
-        device: where tensors are put.
-        seed: seed of the first reset (the copies' seeds are derived from it).
         num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
-        **options: overrides of ``DEEPMIND_OPTIONS``.
+        name, device, seed, **options: see ``AtariEnvironment``.
     """
 
     def __init__(
@@ -239,14 +233,10 @@ class AtariEnvironment(Environment):
     """One Atari game with the DeepMind preprocessing (see the module docstring).
 
     Args:
-        name: game name: ``'Breakout'``, ``'Pong'``, ``'MsPacman'``, or an ALE id such as
-            ``'ALE/Breakout-v5'``.
+        name: game name (``'Breakout'``, ``'MsPacman'``) or an ALE id (``'ALE/Breakout-v5'``).
         device: where observation tensors are put.
-        seed: seed of the first reset (later resets continue the emulator's RNG, but the
-            first after a checkpoint: see the module docstring).
-        **options: overrides of ``DEEPMIND_OPTIONS`` (``noop_max``, ``frame_skip``,
-            ``frame_stack``, ``screen_size``, ``fire_reset``, ``clip_rewards``,
-            ``repeat_action_probability``, ``max_episode_frames``, ``full_action_space``).
+        seed: seed of the first reset (later resets continue the emulator's RNG).
+        **options: overrides of ``DEEPMIND_OPTIONS``.
 
     Raises:
         ModuleNotFoundError: ale-py is not installed (install the ``atari`` extra).

@@ -51,12 +51,9 @@ class _Spaces(ABC):
         """Release the environment's resources."""
 
     def prepare_checkpoint(self, frame: int) -> None:
-        """Called just before a checkpoint of the run is saved at ``frame``.
-
-        Environments whose own state cannot be saved (Atari's emulator) fix here the seed of
-        their next reset, derived from ``frame``, so that the run that goes on and a run
-        resumed from the checkpoint reset alike. Default: nothing.
-        """
+        """Called before a checkpoint at ``frame`` is saved: environments whose state cannot
+        be saved (Atari) fix the seed of their next reset, so that the run that goes on and
+        one resumed from the checkpoint reset alike."""
 
     @property
     def needs_reset(self) -> bool:
@@ -126,10 +123,6 @@ class VectorEnvironment(_Spaces):
         return self.state
 
     def copy(self) -> VectorEnvironment:
-        """A new, independent vector environment of the same kind and size.
-
-        Evaluation runs in a copy so that the training episodes continue undisturbed.
-        Subclasses that cannot be rebuilt from their arguments raise
-        ``NotImplementedError`` (the default).
-        """
+        """A new, independent vector environment of the same kind and size (evaluation runs
+        in one, so that training episodes continue undisturbed)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement copy()")

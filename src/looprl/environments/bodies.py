@@ -5,13 +5,6 @@ A ``Body`` wraps an ``Agent`` or ``ParallelAgent``: ``act(state)`` transforms th
 (``process_action``). Bodies keep the environment generic and the preprocessing part of the
 agent, so the environment can report true scores while the agent learns from, e.g., clipped
 rewards. Every body accepts a single ``State`` or a ``StateArray`` (one row per environment).
-
-* ``FrameStack`` -- stack the last ``size`` observations along a new axis.
-* ``RewardClipping`` -- rewards clipped to their sign (DeepMind's Atari setup).
-* ``EpisodicLife`` -- a lost life (``state['life_lost']``) ends the episode for learning.
-* ``TimeFeature`` -- append the time in the episode to flat observations (Pardo et al., 2018).
-* ``ObservationNormalization`` -- normalize observations by running mean and variance.
-* ``deepmind_atari_body`` -- ``EpisodicLife`` + ``RewardClipping``, what the Atari presets use.
 """
 
 from __future__ import annotations

@@ -2,11 +2,9 @@
 1988; used by Rainbow, Hessel et al. 2018, https://arxiv.org/abs/1710.02298).
 
 ``NStepReplayBuffer`` keeps the last ``n + 1`` rows of every stream and writes a window of
-``n + 1`` rows (``SampleBatch``'s row convention) into the wrapped buffer once a transition
-is ``n`` steps old, or when its episode ends; a window cut by the episode's end repeats its
-final row. The trainer computes the n-step return and its ``gamma^k`` from the window
-(``looprl.agents.losses.n_step_bootstrap``): termination and truncation stay apart, so a
-truncated episode still bootstraps from its final observation.
+``n + 1`` rows (``SampleBatch``'s convention) into the wrapped buffer once a transition is
+``n`` steps old, or when its episode ends (the window then repeats its final row). The trainer
+computes the n-step return from it (``looprl.agents.losses.n_step_bootstrap``).
 """
 
 from __future__ import annotations
