@@ -65,8 +65,6 @@ class AtariReplayBuffer(ReplayContents):
         size: capacity in frames (= transitions, less ``stack - 1`` per episode start).
         device: where sampled batches are returned (storage stays in CPU memory).
         generator: torch RNG used for sampling (for reproducibility).
-        check_stacking: verify on every ``store`` that frames continue (a few microseconds);
-            without it a discontinuous transition is stored with wrong frames.
         n_step: steps per window (``1``: one-step transitions).
     """
 
@@ -75,7 +73,6 @@ class AtariReplayBuffer(ReplayContents):
         size: int,
         device: str | torch.device = "cpu",
         generator: torch.Generator | None = None,
-        check_stacking: bool = True,
         n_step: int = 1,
     ):
         if size < 2:
@@ -85,7 +82,6 @@ class AtariReplayBuffer(ReplayContents):
         self.size = int(size)
         self.device = device
         self.generator = generator
-        self.check_stacking = check_stacking
         self.n_step = int(n_step)
         self.skipped = 0  # transitions skipped because their frames did not continue
         self.__dict__.update(AtariReplayBuffer._empty_contents(self))
@@ -185,7 +181,7 @@ class AtariReplayBuffer(ReplayContents):
         action = torch.as_tensor(action)
         if self.frames is None:
             self._allocate(observation, action)
-        if self.check_stacking and not self._continues(observation, next_observation):
+        if not self._continues(observation, next_observation):
             return False
         if first:
             self._close()
@@ -321,7 +317,7 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
     sampling. Weights and ``update_priorities`` are those of ``PrioritizedReplayBuffer``.
 
     Args:
-        size, device, generator, check_stacking, n_step: see ``AtariReplayBuffer``.
+        size, device, generator, n_step: see ``AtariReplayBuffer``.
         alpha, beta, epsilon: see ``Prioritized``.
     """
 
@@ -330,13 +326,12 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         size: int,
         device: str | torch.device = "cpu",
         generator: torch.Generator | None = None,
-        check_stacking: bool = True,
         n_step: int = 1,
         alpha: float = 0.6,
         beta: Any = 0.4,
         epsilon: float = 1e-5,
     ):
-        super().__init__(size, device, generator, check_stacking, n_step)
+        super().__init__(size, device, generator, n_step)
         self._prioritize(alpha, beta, epsilon)
         self._updates: list[tuple[int, float]] = []  # (slot, priority or -1 for the maximum)
 

@@ -56,7 +56,7 @@ class NStepReplayBuffer:
         if not isinstance(state, StateArray):  # one environment: batches of one row
             state, next_state = State.array([state]), State.array([next_state])
             action = torch.as_tensor(action).unsqueeze(0)
-        device = self.buffer.store_device
+        device = self.buffer.device
         state, next_state = state.to(device), next_state.to(device)
         action = torch.as_tensor(action, device=device)
         if self._rows is None:
@@ -64,7 +64,7 @@ class NStepReplayBuffer:
         self._add(state, action, next_state)
 
     def _allocate(self, state: StateArray, action: torch.Tensor) -> None:
-        streams, rows, device = state.shape[0], self.n + 1, self.buffer.store_device
+        streams, rows, device = state.shape[0], self.n + 1, self.buffer.device
 
         def zeros(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
             return torch.zeros((streams, rows, *shape), dtype=dtype, device=device)

@@ -136,7 +136,7 @@ class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
     Args:
         size: capacity in transitions.
         alpha, beta, epsilon: see ``Prioritized``.
-        device, store_device, generator, n_step: see ``ExperienceReplayBuffer``;
+        device, generator, n_step: see ``ExperienceReplayBuffer``;
             ``generator`` draws the stratified uniforms of ``sample_indices``.
     """
 
@@ -147,12 +147,10 @@ class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
         beta: Any = 0.4,
         epsilon: float = 1e-5,
         device: str | torch.device = "cpu",
-        store_device: str | torch.device | None = None,
         generator: torch.Generator | None = None,
         n_step: int = 1,
     ):
-        super().__init__(size, device=device, store_device=store_device, generator=generator,
-                         n_step=n_step)
+        super().__init__(size, device=device, generator=generator, n_step=n_step)
         self._prioritize(alpha, beta, epsilon)
 
     def _advance(self, n: int) -> None:

@@ -111,8 +111,7 @@ class ExperienceReplayBuffer(ReplayContents):
 
     Args:
         size: capacity in transitions (the oldest are overwritten).
-        device: where sampled batches are returned.
-        store_device: where transitions are kept (defaults to ``device``).
+        device: where transitions are kept and sampled batches returned.
         generator: torch RNG used for sampling (for reproducibility).
         n_step: steps per window (``NStepReplayBuffer`` writes n-step windows; ``put``
             cuts segments into windows of this many steps).
@@ -125,7 +124,6 @@ class ExperienceReplayBuffer(ReplayContents):
         self,
         size: int,
         device: str | torch.device = "cpu",
-        store_device: str | torch.device | None = None,
         generator: torch.Generator | None = None,
         n_step: int = 1,
     ):
@@ -135,7 +133,6 @@ class ExperienceReplayBuffer(ReplayContents):
             raise ValueError(f"n_step must be >= 1, got {n_step}")
         self.size = int(size)
         self.device = device
-        self.store_device = store_device or device
         self.generator = generator
         self.n_step = int(n_step)
         self._pos = 0
@@ -153,7 +150,7 @@ class ExperienceReplayBuffer(ReplayContents):
 
         def empty(leaf: torch.Tensor) -> torch.Tensor:
             return torch.zeros((self.size, *leaf.shape), dtype=leaf.dtype,
-                               device=self.store_device)
+                               device=self.device)
 
         self._storage = {key: _leaves(value, empty) for key, value in window.items()}
 
@@ -209,7 +206,7 @@ class ExperienceReplayBuffer(ReplayContents):
         keep = ~state.done
         if not bool(keep.any()):
             return
-        device = self.store_device
+        device = self.device
         state, next_state = state[keep].to(device), next_state[keep].to(device)
         action = torch.as_tensor(action, device=keep.device)[keep].to(device)
         terminal = next_state.mask == 0
@@ -232,7 +229,7 @@ class ExperienceReplayBuffer(ReplayContents):
         if n > self.size:  # only the last `size` survive
             items = {key: value[n - self.size :] for key, value in items.items()}
             n = self.size
-        index = ((torch.arange(n) + self._pos) % self.size).to(self.store_device)
+        index = ((torch.arange(n) + self._pos) % self.size).to(self.device)
         for key, value in items.items():
             self._storage[key][index] = value
         self._advance(n)
@@ -249,7 +246,7 @@ class ExperienceReplayBuffer(ReplayContents):
         ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay keeps old
         samples. Returns ``True``.
         """
-        sample = sample.to(self.store_device)
+        sample = sample.to(self.device)
         last = sample.reward.shape[0] - 1
         rows = torch.arange(last).unsqueeze(1) + torch.arange(self.n_step + 1)  # [T, n + 1]
         cut = (rows >= last) & (rows[:, -1:] > last)  # windows running past row T end there
@@ -278,12 +275,10 @@ class ExperienceReplayBuffer(ReplayContents):
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
-        rows = torch.as_tensor(index, device=self.store_device)
-        moved = str(self.device) != str(self.store_device)  # else no .to() calls
+        rows = torch.as_tensor(index, device=self.device)
 
         def take(leaf: torch.Tensor) -> torch.Tensor:  # index_select: cheaper on small batches
-            leaf = leaf.index_select(0, rows).transpose(0, 1)
-            return leaf.to(self.device) if moved else leaf
+            return leaf.index_select(0, rows).transpose(0, 1)
 
         fields = {key: _leaves(value, take) for key, value in self._storage.items()}
         return SampleBatch(**fields, weight=self.weights(index))
