@@ -145,19 +145,16 @@ class Environment(ABC):
     @property
     def observation_spaces(self) -> list[Any]:
         """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict."""
-        raise NotImplementedError(
-            f"{type(self).__name__} does not define observation_spaces; implement the property "
-            "(a list of gymnasium spaces, one per agent) to let tools check observations"
-        )
+        raise NotImplementedError(f"{type(self).__name__} does not define observation_spaces; "
+                                  "implement the property (a list of gymnasium spaces, one per "
+                                  "agent) to let tools check observations")
 
     @property
     def action_spaces(self) -> list[Any]:
         """One Gymnasium space per agent, for sampling and checking actions."""
-        raise NotImplementedError(
-            f"{type(self).__name__} does not define action_spaces; implement the property "
-            "(a list of gymnasium spaces, one per agent) or call "
-            "test_environment(..., test_stepping=False)"
-        )
+        raise NotImplementedError(f"{type(self).__name__} does not define action_spaces; "
+                                  "implement the property (a list of gymnasium spaces, one per "
+                                  "agent) or call test_environment(..., test_stepping=False)")
 
     def seed(self, seed: int) -> int:
         """Seed the environment's randomness (from the next ``reset`` on); return the seed."""
@@ -165,9 +162,8 @@ class Environment(ABC):
 
     def set_curriculum_stage(self, stage_name: str) -> None:
         """Switch to the curriculum stage ``stage_name`` (from the next ``reset`` on)."""
-        raise NotImplementedError(
-            f"{type(self).__name__} has no curriculum: it cannot set the stage {stage_name!r}"
-        )
+        raise NotImplementedError(f"{type(self).__name__} has no curriculum: it cannot set the "
+                                  f"stage {stage_name!r}")
 
     def render(self) -> Any:
         """The current frame as an ``(H, W, 3)`` uint8 RGB array (``looprl watch`` of a
@@ -202,27 +198,22 @@ def register(name: str, env_class: type | str) -> None:
             may also name a function that returns an ``Environment``).
 
     Raises:
-        ValueError: ``name`` is already registered, or ``env_class`` is a string without ``:``.
-        TypeError: ``name`` is not a non-empty string, or ``env_class`` is neither a class
-            nor a string.
+        ValueError: ``name`` is taken, or ``env_class`` is a string without ``:``.
+        TypeError: ``name`` is no non-empty string, or ``env_class`` no class or string.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
     if name in _REGISTRY:
-        raise ValueError(
-            f"environment {name!r} is already registered (to {_describe(_REGISTRY[name])}); "
-            "pick another name"
-        )
+        raise ValueError(f"environment {name!r} is already registered (to "
+                         f"{_describe(_REGISTRY[name])}); pick another name")
     if isinstance(env_class, str):
         module, sep, attr = env_class.partition(":")
         if not (module and sep and attr):
             raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
                              f"got {env_class!r}")
     elif not isinstance(env_class, type):
-        raise TypeError(
-            f"environment {name!r}: register a class or a 'package.module:ClassName' path, "
-            f"got {type(env_class).__name__}"
-        )
+        raise TypeError(f"environment {name!r}: register a class or a 'package.module:ClassName'"
+                        f" path, got {type(env_class).__name__}")
     _REGISTRY[name] = env_class
 
 
@@ -253,20 +244,17 @@ def make(name: str, **env_args: Any) -> Environment:
     else:
         env = _make_gym(name, env_args)
     if not isinstance(env, Environment):
-        raise TypeError(
-            f"environment {name!r} built a {type(env).__name__}, not a "
-            "looprl.environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment"
-        )
+        raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
+                        "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")
     return env
 
 
 def import_environment(path: str) -> tuple[str, str]:
-    """Import the module of ``path`` (``package.module:NAME``) and find the environment
-    ``NAME`` stands for: ``("srl", name)`` for an ``Environment`` subclass (registered under
-    ``path``) or a name the module ``register`` ed; ``("gym", id)`` for a ``gymnasium.Env``
-    subclass (registered with Gymnasium as ``package.module.NAME``) or an id the module
-    registered with Gymnasium. ``make(path)`` builds it, here and in Ray workers (which
-    import the module too: it must be importable there, e.g. on ``PYTHONPATH``).
+    """Import the module of ``path`` (``package.module:NAME``) and find what ``NAME`` is:
+    ``("srl", name)`` for an ``Environment`` subclass (registered under ``path``) or a name the
+    module registered; ``("gym", id)`` for a ``gymnasium.Env`` subclass (registered with
+    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered. Ray workers
+    import the module too, so it must be importable there (e.g. on ``PYTHONPATH``).
 
     Raises:
         ImportError: the module does not import, or holds and registered no ``NAME``.

@@ -115,15 +115,8 @@ class _SingleAgent(_Adapter):
 
 
 class GymnasiumEnvironment(_SingleAgent):
-    """A single-agent Gymnasium environment as an SRL environment (``agent_count`` 1).
-
-    Args:
-        env_id: a Gymnasium id (``"CartPole-v1"``, ``"ALE/Breakout-v5"``) or a ``gym.Env``.
-        **gym_kwargs: passed to ``gymnasium.make``.
-
-    Raises:
-        ValueError: ``env_id`` is not a Gymnasium id (one line, naming close matches).
-    """
+    """A single-agent Gymnasium environment (an id, made with ``gym_kwargs``, or a
+    ``gym.Env``) as an SRL environment; ``ValueError`` (one line) for an unknown id."""
 
     def __init__(self, env_id: str | gym.Env, **gym_kwargs: Any):
         if isinstance(env_id, str):
@@ -161,18 +154,10 @@ def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool
 
 
 class AtariGameEnvironment(_SingleAgent):
-    """An Atari game with the DeepMind preprocessing as a single-agent SRL environment.
-
-    The same pipeline as ``looprl.environments.AtariEnvironment`` (ale-py's native
-    preprocessing: no-op and fire reset, frame skip 4 with max-pooling, 84x84 grayscale, 4
-    stacked frames): observations are ``{"obs": (4, 84, 84) uint8}``. ``info`` carries the
-    number of ``lives`` left. Episodes end at game over; rewards are unclipped scores.
-
-    Args:
-        game: ``"Breakout"``, ``"ALE/Breakout-v5"``, ``"BreakoutNoFrameskip-v4"``...
-        **options: overrides of ``looprl.environments.atari.DEEPMIND_OPTIONS``
-            (``frame_stack``, ``screen_size``, ``noop_max``, ``clip_rewards``...).
-    """
+    """An Atari game as a single-agent SRL environment, with the pipeline of
+    ``AtariEnvironment``: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``,
+    episodes ending at game over, unclipped scores. ``game`` is a name for
+    ``looprl.environments.atari.rom_id``; ``options`` override ``DEEPMIND_OPTIONS``."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 

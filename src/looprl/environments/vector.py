@@ -105,17 +105,13 @@ class NumpyVectorEnvironment(VectorEnvironment):
 class GymVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of a Gymnasium environment, stepped as one batch.
 
-    Autoreset is next-step (see ``VectorEnvironment``). Observations, rewards, ``done``
-    and ``mask`` come back as tensors of leading shape ``(n_envs,)``.
-
     Args:
-        env: an environment id, or a function that makes one ``gym.Env`` (for wrapped or
-            custom environments; the copies then run in a ``SyncVectorEnv``).
+        env: an environment id, or a function that makes one ``gym.Env`` (the copies then
+            run in a ``SyncVectorEnv``).
         n_envs: number of copies.
         device: where tensors are put.
         name: display name (defaults to the id, or the made environment's id).
-        seed: seed of the first reset (Gymnasium seeds the copies from it: one generator for
-            a native vector env, ``seed + i`` for copy ``i`` of a ``SyncVectorEnv``).
+        seed: seed of the first reset (Gymnasium seeds the copies from it).
     """
 
     def __init__(

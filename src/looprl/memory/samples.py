@@ -77,15 +77,9 @@ class OnPolicyBuffer:
         return sum(_rows_and_streams(s)[1] for s in self._pending)
 
     def put(self, sample: SampleBatch, current_version: int) -> bool:
-        """Keep ``sample`` unless it is too old for the policy at ``current_version``.
-
-        Returns:
-            Whether the sample was kept.
-
-        Raises:
-            ValueError: ``sample`` has another segment length than the ones before it (with
-                ``batch_streams > 1``).
-        """
+        """Keep ``sample`` (return ``True``) unless it is too old for the policy at
+        ``current_version``; ``ValueError`` if its segment length differs from the ones
+        before it (with ``batch_streams > 1``)."""
         rows, _ = _rows_and_streams(sample)
         self.received += 1
         if self._stale(sample, current_version):
