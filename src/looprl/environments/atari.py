@@ -51,9 +51,8 @@ def _import_ale() -> Any:
     try:
         import ale_py
     except ImportError as error:
-        raise ModuleNotFoundError(
-            "Atari environments need ale-py: pip install 'looprl[atari]'"
-        ) from error
+        raise ModuleNotFoundError("Atari environments need ale-py: pip install "
+                                  "'looprl[atari]'") from error
     return ale_py
 
 
@@ -86,10 +85,8 @@ def rom_id(name: str) -> str:
     if candidate in roms:
         return candidate
     hint = did_you_mean(_camel(candidate), atari_games(), n=3)
-    raise ValueError(
-        f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari.atari_games() "
-        f"lists the {len(roms)} games ale-py ships.)"
-    )
+    raise ValueError(f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari."
+                     f"atari_games() lists the {len(roms)} games ale-py ships.)")
 
 
 def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, **options: Any):
@@ -141,9 +138,8 @@ def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
         action = action.detach().cpu().numpy()
     actions = np.asarray(action, dtype=np.int64).reshape(n)
     if actions.min() < 0 or actions.max() >= num_actions:
-        raise ValueError(
-            f"Invalid actions {actions.tolist()} for {name}: its actions are 0..{num_actions - 1}"
-        )
+        raise ValueError(f"Invalid actions {actions.tolist()} for {name}: its actions are "
+                         f"0..{num_actions - 1}")
     return actions
 
 

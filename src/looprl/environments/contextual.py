@@ -157,9 +157,8 @@ def _feature(env_id: str, name: str) -> ContextFeature:
     features = features_of(env_id)
     if name not in features:
         hint = did_you_mean(name, list(features), n=3)
-        raise ValueError(
-            f"{env_id} has no context feature {name!r}.{hint} Valid features: {', '.join(features)}"
-        )
+        raise ValueError(f"{env_id} has no context feature {name!r}.{hint} Valid features: "
+                         f"{', '.join(features)}")
     return features[name]
 
 
@@ -185,9 +184,8 @@ def _check_instance_set(
     if contexts is None:
         return {0: full_context(env_id, {})}
     if not isinstance(contexts, Mapping) or len(contexts) == 0:
-        raise ValueError(
-            f"contexts must be a non-empty dict of instance id -> context, got {contexts!r}"
-        )
+        raise ValueError(f"contexts must be a non-empty dict of instance id -> context, got "
+                         f"{contexts!r}")
     for key in contexts:
         if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
             raise ValueError(f"Instance ids must be integers, got {key!r}")
@@ -235,9 +233,8 @@ class ContextualEnv(gym.Wrapper):
         env_id = env_or_id if isinstance(env_or_id, str) else _registered_id(env_or_id)
         features_of(env_id)
         if instance_mode not in INSTANCE_MODES:
-            raise ValueError(
-                f"Unknown instance_mode {instance_mode!r}; use one of {', '.join(INSTANCE_MODES)}"
-            )
+            raise ValueError(f"Unknown instance_mode {instance_mode!r}; use one of "
+                             f"{', '.join(INSTANCE_MODES)}")
         if isinstance(env_or_id, str):
             if is_mujoco_id(env_id):
                 require_mujoco()
@@ -329,9 +326,8 @@ class ContextualEnv(gym.Wrapper):
         if self.hide_context:
             return space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise ValueError(
-                f"hide_context=False needs a flat Box observation space, {self.env_id} has {space}"
-            )
+            raise ValueError(f"hide_context=False needs a flat Box observation space, "
+                             f"{self.env_id} has {space}")
         features = features_of(self.env_id).values()
         dtype = np.promote_types(space.dtype, np.float32)
         low = np.array([f.low for f in features], dtype=np.float32)
@@ -345,10 +341,8 @@ class ContextualEnv(gym.Wrapper):
 
 def _registered_id(env: gym.Env) -> str:
     if env.spec is None:
-        raise ValueError(
-            "ContextualEnv needs an environment made by gymnasium.make (it has no spec); "
-            f"supported environments: {', '.join(CONTEXT_FEATURES)}"
-        )
+        raise ValueError("ContextualEnv needs an environment made by gymnasium.make (it has no "
+                         f"spec); supported environments: {', '.join(CONTEXT_FEATURES)}")
     return env.spec.id
 
 

@@ -48,10 +48,8 @@ def check_env_id(env_id: str) -> None:
         return
     game = _atari_game(env_id)
     if game is not None:
-        raise ValueError(
-            f"{env_id!r} is an Atari game: train it with an Atari preset "
-            f"(looprl train atari.ppo {game}) or play it in AtariEnvironment({game!r})"
-        )
+        raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
+                         f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")
     hint = did_you_mean(env_id, list(gym.registry), n=3)
     raise ValueError(f"Unknown environment {env_id!r}.{hint} "
                      "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")
@@ -134,10 +132,8 @@ class GymEnvironment(Environment):
         try:
             outcome = self._env.step(gym_action)
         except AssertionError as error:  # Gymnasium's check of the action
-            raise ValueError(
-                f"Invalid action {gym_action!r} for {self.name} (action space "
-                f"{self._env.action_space}): {error}"
-            ) from None
+            raise ValueError(f"Invalid action {gym_action!r} for {self.name} (action space "
+                             f"{self._env.action_space}): {error}") from None
         self._state = State.from_gym(outcome, device=self.device)
         self._check_shape()
         return self._state
@@ -189,11 +185,10 @@ def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
         try:
             clone = copy.deepcopy(env)
         except Exception as error:  # noqa: BLE001 - any failure means the same advice
-            raise ValueError(
-                f"Cannot copy the environment {name} to run it in parallel ({error}); give "
-                "GymVectorEnvironment a function that makes one, e.g. "
-                "GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), n_envs)"
-            ) from None
+            raise ValueError(f"Cannot copy the environment {name} to run it in parallel "
+                             f"({error}); give GymVectorEnvironment a function that makes one, "
+                             "e.g. GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), "
+                             "n_envs)") from None
         clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
         return clone
 

@@ -26,9 +26,8 @@ DEFAULT_VERSION = "v5"
 def require_mujoco() -> None:
     """``ImportError`` naming the ``mujoco`` extra unless the ``mujoco`` package is installed."""
     if importlib.util.find_spec("mujoco") is None:
-        raise ImportError(
-            "MujocoEnvironment needs the 'mujoco' package: pip install 'looprl[mujoco]'"
-        )
+        raise ImportError("MujocoEnvironment needs the 'mujoco' package: pip install "
+                          "'looprl[mujoco]'")
     import mujoco
 
     if mujoco.get_mju_user_warning() is None:

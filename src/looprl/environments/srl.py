@@ -112,10 +112,9 @@ def action_value(action: Any) -> Any:
         elif len(action.fields) == 1:
             action = action[action.fields[0]]
         else:
-            raise TypeError(
-                f"cannot read an action from a NamedArray with fields {list(action.fields)}: "
-                "put the action in a field named 'x' (SRL's DiscreteAction(x=...))"
-            )
+            raise TypeError(f"cannot read an action from a NamedArray with fields "
+                            f"{list(action.fields)}: put the action in a field named 'x' (SRL's "
+                            "DiscreteAction(x=...))")
     if hasattr(action, "detach") and hasattr(action, "cpu"):  # a torch tensor
         action = action.detach().cpu().numpy()
     return action

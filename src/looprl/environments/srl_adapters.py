@@ -283,9 +283,8 @@ class PettingZooEnvironment(_Adapter):
     def _agent_action(self, agent: str, actions: list[Any | None]) -> Any:
         action = actions[self._index[agent]]
         if action is None:
-            raise ValueError(
-                f"agent {self._index[agent]} ({agent!r}) must act this step but its action is None"
-            )
+            raise ValueError(f"agent {self._index[agent]} ({agent!r}) must act this step but its "
+                             "action is None")
         return _action(action, self._env.action_space(agent))
 
     def _parallel_step(self, actions: list[Any | None]) -> list[StepResult | None]:

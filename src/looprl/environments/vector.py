@@ -143,10 +143,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         try:
             obs, reward, terminated, truncated, _ = self._env.step(action)
         except AssertionError as error:  # Gymnasium's check of the actions
-            raise ValueError(
-                f"Invalid actions {action!r} for {self.name} (action space of each of the "
-                f"{self.n_envs} environments: {self.action_space}): {error}"
-            ) from None
+            raise ValueError(f"Invalid actions {action!r} for {self.name} (action space of each "
+                             f"of the {self.n_envs} environments: {self.action_space}): "
+                             f"{error}") from None
         except ValueError as error:  # Gymnasium stacks observations into preallocated arrays
             if "shape" not in str(error):
                 raise
