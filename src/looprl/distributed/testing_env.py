@@ -47,13 +47,8 @@ class EnvironmentReport:
     steps: int = 0
 
 
-def test_environment(
-    env_name: str,
-    env_args: dict | None = None,
-    test_stepping: bool = True,
-    steps: int = 200,
-    seed: int = 0,
-) -> EnvironmentReport:
+def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
+                     steps: int = 200, seed: int = 0) -> EnvironmentReport:
     """Make ``env_name`` and check that it follows the SRL environment API.
 
     Checks ``agent_count``; that ``reset``/``step`` return one ``StepResult`` or ``None``

@@ -156,15 +156,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         name, device, seed, **options: see ``AtariEnvironment``.
     """
 
-    def __init__(
-        self,
-        name: str,
-        n_envs: int,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-        num_threads: int | None = None,
-        **options: Any,
-    ):
+    def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
+                 seed: int | None = None, num_threads: int | None = None, **options: Any):
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
         super().__init__(env, game_name(name), n_envs, device, seed)
         self._arguments = (name, num_threads, options)
@@ -239,13 +232,8 @@ class AtariEnvironment(Environment):
         ValueError: unknown game (the message names close matches).
     """
 
-    def __init__(
-        self,
-        name: str,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-        **options: Any,
-    ):
+    def __init__(self, name: str, device: str | torch.device = "cpu", seed: int | None = None,
+                 **options: Any):
         self._vector = AtariVectorEnvironment(name, 1, device, seed, num_threads=1, **options)
         self.name = self._vector.name
         self.device = device

@@ -175,14 +175,8 @@ class ObservationNormalization(Body):
         epsilon: added to the variance.
     """
 
-    def __init__(
-        self,
-        agent: Any,
-        stats: RunningMeanStd | None = None,
-        update: bool = True,
-        clip: float = 10.0,
-        epsilon: float = 1e-8,
-    ):
+    def __init__(self, agent: Any, stats: RunningMeanStd | None = None, update: bool = True,
+                 clip: float = 10.0, epsilon: float = 1e-8):
         super().__init__(agent)
         self.stats = stats
         self.update = update

@@ -30,7 +30,7 @@ import torch
 
 from looprl.core.suggest import did_you_mean
 from looprl.environments.gym import GymEnvironment, make_gym_env
-from looprl.environments.mujoco import is_mujoco_id, require_mujoco
+from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
 
@@ -221,22 +221,20 @@ class ContextualEnv(gym.Wrapper):
         **make_kwargs: passed to ``gym.make`` when ``env_or_id`` is an id.
     """
 
-    def __init__(
-        self,
-        env_or_id: str | gym.Env,
-        contexts: Mapping[int, Mapping[str, float]] | None = None,
-        hide_context: bool = True,
-        instance_mode: str = "random",
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
-        env_id = env_or_id if isinstance(env_or_id, str) else _registered_id(env_or_id)
+    def __init__(self, env_or_id: str | gym.Env,
+                 contexts: Mapping[int, Mapping[str, float]] | None = None,
+                 hide_context: bool = True, instance_mode: str = "random", seed: int | None = None,
+                 **make_kwargs: Any):
+        if not isinstance(env_or_id, str) and env_or_id.spec is None:
+            raise ValueError("ContextualEnv needs an environment made by gymnasium.make (it has no "
+                             f"spec); supported environments: {', '.join(CONTEXT_FEATURES)}")
+        env_id = env_or_id if isinstance(env_or_id, str) else env_or_id.spec.id
         features_of(env_id)
         if instance_mode not in INSTANCE_MODES:
             raise ValueError(f"Unknown instance_mode {instance_mode!r}; use one of "
                              f"{', '.join(INSTANCE_MODES)}")
         if isinstance(env_or_id, str):
-            if is_mujoco_id(env_id):
+            if env_id in _MUJOCO_TORSO_MASS:
                 require_mujoco()
             env_or_id = make_gym_env(env_id, **make_kwargs)
         super().__init__(env_or_id)
@@ -339,13 +337,6 @@ class ContextualEnv(gym.Wrapper):
         )
 
 
-def _registered_id(env: gym.Env) -> str:
-    if env.spec is None:
-        raise ValueError("ContextualEnv needs an environment made by gymnasium.make (it has no "
-                         f"spec); supported environments: {', '.join(CONTEXT_FEATURES)}")
-    return env.spec.id
-
-
 def _widened(env_id: str, space: gym.Space) -> gym.Space:
     """``space`` with the entries bounded by a feature widened to that feature's bounds."""
     limits = _OBSERVATION_LIMITS.get(env_id)
@@ -364,12 +355,8 @@ def _ids_text(ids: list[int], most: int = 10) -> str:
 
 
 # -- instance sets and looprl environments ---------------------------------------------------
-def sample_contexts(
-    env_id: str,
-    n: int,
-    features: Mapping[str, tuple[float, float]],
-    seed: int | None = None,
-) -> dict[int, Context]:
+def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, float]],
+                    seed: int | None = None) -> dict[int, Context]:
     """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ranges.
 
     Features not named keep their defaults. Each range ``(low, high)`` must lie within the
@@ -446,17 +433,9 @@ class ContextualEnvironment(GymEnvironment):
     their wrappers. The arguments are ``ContextualEnv``'s and ``GymEnvironment``'s.
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        contexts: Mapping[int, Mapping[str, float]] | None = None,
-        hide_context: bool = True,
-        instance_mode: str = "random",
-        seed: int | None = None,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env_id: str, contexts: Mapping[int, Mapping[str, float]] | None = None,
+                 hide_context: bool = True, instance_mode: str = "random", seed: int | None = None,
+                 device: str | torch.device = "cpu", name: str | None = None, **make_kwargs: Any):
         wrapper = ContextualEnv(env_id, contexts, hide_context, instance_mode, seed, **make_kwargs)
         super().__init__(wrapper, device=device, name=name or env_id, seed=seed)
 

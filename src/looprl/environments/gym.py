@@ -93,14 +93,8 @@ class GymEnvironment(Environment):
 
     _shape: Any = None  # of the first observation (all must have it)
 
-    def __init__(
-        self,
-        env: str | gym.Env,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
+                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
         made = isinstance(env, str)
         self._given = None if made else env  # a user's environment (wrappers included)
         self._id = env if made else env_name(env)

@@ -56,14 +56,8 @@ class MujocoEnvironment(GymEnvironment):
     (``'HalfCheetah-v5'`` or ``'HalfCheetah'``) or a ``gym.Env``, the other arguments are
     ``GymEnvironment``'s."""
 
-    def __init__(
-        self,
-        env: str | gym.Env,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
+                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
         require_mujoco()
         if isinstance(env, str):
             env = versioned(env)

@@ -227,15 +227,9 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             ``looprl.environments.make``; default the SRL PettingZoo adapter of its module.
     """
 
-    def __init__(
-        self,
-        zoo_env: Any,
-        name: str | None = None,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-        flatten: bool = True,
-        remote: tuple[str, dict[str, Any]] | None = None,
-    ):
+    def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
+                 seed: int | None = None, flatten: bool = True,
+                 remote: tuple[str, dict[str, Any]] | None = None):
         from pettingzoo.utils.conversions import parallel_to_aec
         from pettingzoo.utils.env import ParallelEnv
 

@@ -72,13 +72,8 @@ class StepResult:
     truncated: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(1, dtype=bool))
 
 
-def step_result(
-    obs: dict[str, Any],
-    reward: float,
-    done: bool,
-    info: dict | None = None,
-    truncated: bool = False,
-) -> StepResult:
+def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | None = None,
+                truncated: bool = False) -> StepResult:
     """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes."""
     return StepResult(
         obs={key: np.asarray(value) for key, value in obs.items()},

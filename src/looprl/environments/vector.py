@@ -18,12 +18,8 @@ from looprl.environments.gym import action_to_numpy, check_env_id, env_name, sha
 def make_vector_env(
     env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
 ) -> gym.vector.VectorEnv:
-    """Gymnasium's native vectorized implementation if it has one, else a ``SyncVectorEnv``.
-
-    Native implementations (``CartPoleVectorEnv``...) step all copies in one numpy call
-    and are several times faster than a loop of single environments. ``env_id`` may also
-    be a function that makes one environment (a ``SyncVectorEnv`` of ``n_envs`` of them).
-    """
+    """Gymnasium's native vectorized implementation if it has one (several times faster), else
+    a ``SyncVectorEnv``; ``env_id`` may also be a function that makes one environment."""
     if callable(env_id):
         return gym.vector.SyncVectorEnv([env_id] * n_envs)
     check_env_id(env_id)
@@ -31,14 +27,9 @@ def make_vector_env(
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **kwargs)
 
 
-def state_array_from_numpy(
-    obs: np.ndarray,
-    reward: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    device: str | torch.device,
-    **extra: np.ndarray,
-) -> StateArray:
+def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                           truncated: np.ndarray, device: str | torch.device,
+                           **extra: np.ndarray) -> StateArray:
     """A ``StateArray`` from one batched Gymnasium step; ``extra`` arrays become entries too.
 
     ``done`` is terminated or truncated and ``mask`` is 0 only where terminated.
@@ -61,14 +52,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
     (``env``); subclasses implement ``step``. The other arguments are
     ``GymVectorEnvironment``'s."""
 
-    def __init__(
-        self,
-        env: Any,
-        name: str,
-        n_envs: int,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-    ):
+    def __init__(self, env: Any, name: str, n_envs: int, device: str | torch.device = "cpu",
+                 seed: int | None = None):
         self._env = env
         self.name = name
         self.n_envs = n_envs
@@ -114,15 +99,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         seed: seed of the first reset (Gymnasium seeds the copies from it).
     """
 
-    def __init__(
-        self,
-        env: str | Callable[[], gym.Env],
-        n_envs: int,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env: str | Callable[[], gym.Env], n_envs: int,
+                 device: str | torch.device = "cpu", name: str | None = None,
+                 seed: int | None = None, **make_kwargs: Any):
         vector_env = make_vector_env(env, n_envs, **make_kwargs)
         if name is None:
             name = env if isinstance(env, str) else env_name(vector_env.envs[0])

@@ -68,13 +68,8 @@ class AtariReplayBuffer(ReplayContents):
         n_step: steps per window (``1``: one-step transitions).
     """
 
-    def __init__(
-        self,
-        size: int,
-        device: str | torch.device = "cpu",
-        generator: torch.Generator | None = None,
-        n_step: int = 1,
-    ):
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1):
         if size < 2:
             raise ValueError(f"Replay buffer size must be at least 2, got {size}")
         if n_step < 1:
@@ -321,16 +316,9 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         alpha, beta, epsilon: see ``Prioritized``.
     """
 
-    def __init__(
-        self,
-        size: int,
-        device: str | torch.device = "cpu",
-        generator: torch.Generator | None = None,
-        n_step: int = 1,
-        alpha: float = 0.6,
-        beta: Any = 0.4,
-        epsilon: float = 1e-5,
-    ):
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1, alpha: float = 0.6,
+                 beta: Any = 0.4, epsilon: float = 1e-5):
         super().__init__(size, device, generator, n_step)
         self._prioritize(alpha, beta, epsilon)
         self._updates: list[tuple[int, float]] = []  # (slot, priority or -1 for the maximum)

@@ -140,16 +140,9 @@ class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
             ``generator`` draws the stratified uniforms of ``sample_indices``.
     """
 
-    def __init__(
-        self,
-        size: int,
-        alpha: float = 0.6,
-        beta: Any = 0.4,
-        epsilon: float = 1e-5,
-        device: str | torch.device = "cpu",
-        generator: torch.Generator | None = None,
-        n_step: int = 1,
-    ):
+    def __init__(self, size: int, alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5,
+                 device: str | torch.device = "cpu", generator: torch.Generator | None = None,
+                 n_step: int = 1):
         super().__init__(size, device=device, generator=generator, n_step=n_step)
         self._prioritize(alpha, beta, epsilon)
 

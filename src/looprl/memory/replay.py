@@ -120,13 +120,8 @@ class ExperienceReplayBuffer(ReplayContents):
     _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
     _views_of: dict[str, Any] | None = None
 
-    def __init__(
-        self,
-        size: int,
-        device: str | torch.device = "cpu",
-        generator: torch.Generator | None = None,
-        n_step: int = 1,
-    ):
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1):
         if size < 1:
             raise ValueError(f"Replay buffer size must be positive, got {size}")
         if n_step < 1:
