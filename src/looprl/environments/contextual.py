@@ -1,15 +1,11 @@
 """Contextual environments: Gymnasium's own environments with their physics as a context.
 
-As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102), a *context* is a set of
-physical parameters (gravity, masses, lengths, ...) and an *instance set* maps instance ids
-to contexts. ``ContextualEnv`` picks an instance on every reset and writes its context into
-the unwrapped Gymnasium environment, so that one environment trains or tests an agent on a
-family of tasks. It is built on Gymnasium 1.x directly (the ``carl-bench`` package needs
-``gymnasium<1.0``).
-
+As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102; built on Gymnasium 1.x
+directly, as ``carl-bench`` needs ``gymnasium<1.0``), a *context* is a set of physical
+parameters (gravity, masses, ...) and an *instance set* maps instance ids to contexts.
+``ContextualEnv`` writes an instance's context into the unwrapped environment on every reset.
 Curriculum components (PLR, SPaCE) choose the next level through ``next_instance`` and widen
-the training set through ``set_instance_set``; ``contextual_envs`` finds the wrappers inside a
-looprl environment, one per copy of a vector environment.
+the training set through ``set_instance_set``; ``contextual_envs`` finds the wrappers.
 
 Example:
     >>> train = sample_contexts('CartPole-v1', 8, {'length': (0.25, 1.0)}, seed=0)
@@ -201,12 +197,10 @@ def _instance_rng(seed: int | None) -> np.random.Generator:
 class ContextualEnv(gym.Wrapper):
     """A Gymnasium environment whose physics is set from an instance set on every reset.
 
-    On each reset the wrapper picks an instance: ``next_instance`` if one was set (then
-    cleared), else one drawn by ``instance_mode``; it writes that context into the unwrapped
-    environment and records ``instance_id`` and ``context`` (the info of every reset and
-    step also gets ``instance_id``). A seeded ``reset(seed=...)`` restarts the choice of
-    instances too: it re-seeds the random choice (so that the copies of a vector environment,
-    seeded ``seed + i``, draw different instances) and restarts round robin.
+    Each reset picks ``next_instance`` if one was set (then cleared), else an instance drawn
+    by ``instance_mode``, writes its context into the unwrapped environment and records
+    ``instance_id`` (also in every info) and ``context``. A seeded ``reset(seed=...)`` re-seeds
+    the random choice (so vector copies, seeded ``seed + i``, differ) and restarts round robin.
 
     Args:
         env_or_id: a supported environment id (see ``CONTEXT_FEATURES``) or an environment
@@ -269,8 +263,10 @@ class ContextualEnv(gym.Wrapper):
     @next_instance.setter
     def next_instance(self, instance_id: int | None) -> None:
         if instance_id is not None and instance_id not in self._instances:
+            ids = self.instance_ids
+            more = f", ... ({len(ids)} in all)" if len(ids) > 10 else ""
             raise ValueError(f"next_instance {instance_id!r} is not in the instance set "
-                             f"(ids {_ids_text(self.instance_ids)})")
+                             f"(ids {', '.join(map(str, ids[:10]))}{more})")
         self._next = instance_id
 
     def set_instance_set(self, contexts: Mapping[int, Mapping[str, float]] | None) -> None:
@@ -347,11 +343,6 @@ def _widened(env_id: str, space: gym.Space) -> gym.Space:
         bound = features_of(env_id)[name].high
         low[index], high[index] = min(low[index], -bound), max(high[index], bound)
     return gym.spaces.Box(low, high, dtype=space.dtype)
-
-
-def _ids_text(ids: list[int], most: int = 10) -> str:
-    shown = ", ".join(str(i) for i in ids[:most])
-    return shown + (f", ... ({len(ids)} in all)" if len(ids) > most else "")
 
 
 # -- instance sets and looprl environments ---------------------------------------------------

@@ -58,10 +58,9 @@ def check_env_id(env_id: str) -> None:
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
     """Convert an agent's action (tensor, array or number) to what ``space`` expects.
 
-    ``Box`` actions are clipped to the space's bounds: this is the one place where every
-    looprl environment, single and vector, clips continuous actions (as SB3 and CleanRL do
-    before the environment), so that rewards such as MuJoCo's control cost see the action
-    that was applied. The agent keeps its unclipped sample for the log-probability.
+    ``Box`` actions are clipped to the space's bounds, here for every looprl environment (as
+    SB3 and CleanRL do), so that rewards such as MuJoCo's control cost see the applied action;
+    the agent keeps its unclipped sample for the log-probability.
 
     Args:
         action: one action, or with ``n_envs`` one action per row.

@@ -218,13 +218,10 @@ class PettingZooEnvironment(_Adapter):
     ``StepResult`` (``done``/``truncated``) in the same list as the next agent to act.
 
     Args:
-        env: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or a module path for
-            ``make_zoo_env`` (``"pettingzoo.classic.tictactoe_v3"``).
-        parallel: with a module path, build the module's ``parallel_env``.
-        flatten: ``"obs"`` is the observation (without the action mask) flattened to one
-            float32 vector, as ``MultiagentPettingZooEnv`` flattens it (the local presets'
-            view); otherwise it keeps its shape and dtype.
-        **env_kwargs: passed to the module's factory.
+        env, parallel, **env_kwargs: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or what
+            ``make_zoo_env`` makes one from.
+        flatten: ``"obs"`` is the observation flattened to float32 as
+            ``MultiagentPettingZooEnv`` flattens it; otherwise it keeps its shape and dtype.
     """
 
     def __init__(self, env: Any, parallel: bool = False, flatten: bool = False,

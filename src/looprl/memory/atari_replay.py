@@ -21,8 +21,7 @@ transitions of a running episode wait.
 
 ``put`` fills the ring from the ``[T + 1, B]`` segments of a distributed run's actors,
 storing each row's newest frame; each segment column is a sequence of its own.
-``PrioritizedAtariReplayBuffer`` adds proportional prioritized replay over the slots: they
-enter at the largest priority when they become ready and drop to 0 when invalidated.
+``PrioritizedAtariReplayBuffer`` adds prioritized replay over the slots.
 """
 
 from __future__ import annotations
@@ -41,8 +40,7 @@ __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
 log = logging.getLogger(__name__)
 
-#: Bytes per slot besides the frame: action (int64), reward and mask (float32), done, valid,
-#: ready.
+#: Bytes per slot besides the frame: action (int64), reward, mask (float32), done, valid, ready.
 _METADATA_BYTES = 8 + 4 + 4 + 1 + 1 + 1
 
 #: The storage arrays, one entry per slot.
@@ -55,11 +53,9 @@ _MAX_PENDING_UPDATES = 4096
 class AtariReplayBuffer(ReplayContents):
     """Uniform replay of (n-step) transitions between stacked uint8 frame observations.
 
-    The interface is that of ``ExperienceReplayBuffer`` (``store``, ``put``, ``sample``,
-    ``gather``, ``len``) for a single environment: each ``next_state``'s observation must be the
-    previous one shifted by one frame (as ``AtariEnvironment`` and the ``FrameStack`` body
-    produce); ``store`` checks it and skips (and counts in ``skipped``) transitions whose
-    frames do not continue, such as one into a mid-episode reset.
+    ``ExperienceReplayBuffer``'s interface for a single environment, whose observations shift
+    by one frame per step (as ``AtariEnvironment``'s and ``FrameStack``'s do): ``store`` skips
+    (and counts in ``skipped``) transitions whose frames do not continue.
 
     Args:
         size: capacity in frames (= transitions, less ``stack - 1`` per episode start).
@@ -305,11 +301,9 @@ class AtariReplayBuffer(ReplayContents):
 class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
     """``AtariReplayBuffer`` with proportional prioritized replay (Schaul et al., 2016).
 
-    Slot ``k`` is sampled with probability ``p_k^alpha / sum_j p_j^alpha``; slots enter at
-    the largest priority seen so far when their transition becomes ready and drop to 0 when
-    it is invalidated, so waiting and overwritten slots are never drawn. ``store`` only
-    queues these changes; the ``SumTree`` applies them in one vectorized update before
-    sampling. Weights and ``update_priorities`` are those of ``PrioritizedReplayBuffer``.
+    Slots enter at the largest priority seen so far when they become ready and drop to 0 when
+    invalidated, so waiting and overwritten slots are never drawn; ``store`` queues these
+    changes and the ``SumTree`` applies them in one vectorized update before sampling.
 
     Args:
         size, device, generator, n_step: see ``AtariReplayBuffer``.
