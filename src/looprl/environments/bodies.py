@@ -138,12 +138,8 @@ class TimeFeature(Body):
 
 
 class RunningMeanStd:
-    """Running mean and variance of batches (Chan et al.'s parallel update).
-
-    Args:
-        shape: shape of one observation.
-        epsilon: initial pseudo-count (avoids division by zero).
-    """
+    """Running mean and variance of batches of ``shape`` observations (Chan et al.'s parallel
+    update), from an initial pseudo-count ``epsilon``."""
 
     def __init__(self, shape: tuple[int, ...] | torch.Size, epsilon: float = 1e-4):
         self.mean = torch.zeros(shape, dtype=torch.float64)
@@ -223,12 +219,8 @@ class BodyStates:
 
 
 def body_states(agent: Any) -> BodyStates | None:
-    """``BodyStates`` of the bodies ``agent`` wears (``None``: it wears none).
-
-    Raises:
-        ValueError: a body changes actions (``process_action``), which the collector, that
-            sends the policy's actions to the environment, cannot apply.
-    """
+    """``BodyStates`` of the bodies ``agent`` wears (``None``: it wears none); ``ValueError``
+    if a body changes actions (``process_action``), which the collector cannot apply."""
     bodies = []
     while isinstance(agent, Body):
         if type(agent).process_action is not Body.process_action:

@@ -154,12 +154,8 @@ class GymEnvironment(Environment):
         self._env.close()
 
     def duplicate(self, n: int):
-        """``n`` copies as a ``GymVectorEnvironment``.
-
-        Made from an id, the copies use Gymnasium's native vectorized implementation where
-        one exists; made from a ``gym.Env``, they are deep copies of it, wrappers included,
-        each with its own random seed.
-        """
+        """``n`` copies as a ``GymVectorEnvironment``: Gymnasium's native vectorized one where
+        it exists, or deep copies of a given ``gym.Env`` (wrappers included, own seeds)."""
         from looprl.environments.vector import GymVectorEnvironment
 
         env = self._id if self._given is None else copies_of(self._given, self.name)

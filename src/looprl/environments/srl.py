@@ -85,12 +85,8 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
 
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
-    """``results``, what ``env.reset()`` or ``env.step()`` (``call``) returned, as a list:
-    one ``StepResult`` or ``None`` per agent.
-
-    Raises:
-        ValueError: it is no list of ``env.agent_count`` entries: one line.
-    """
+    """``results``, what ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of
+    one ``StepResult`` or ``None`` per agent; a one-line ``ValueError`` if it is not one."""
     if not isinstance(results, list | tuple) or len(results) != env.agent_count:
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "

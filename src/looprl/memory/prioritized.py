@@ -30,14 +30,9 @@ def importance_weights(probabilities: torch.Tensor, size: int, beta: float) -> t
 
 
 class SumTree:
-    """Binary tree whose leaves hold priorities and whose inner nodes hold subtree sums.
-
-    Node 1 is the root; node ``k`` has children ``2k`` and ``2k + 1``; leaf ``i`` is node
-    ``capacity + i`` (``capacity`` rounded up to a power of two).
-
-    Args:
-        size: number of leaves in use.
-    """
+    """Binary tree of ``size`` leaves holding priorities, inner nodes holding subtree sums:
+    node 1 is the root, node ``k`` has children ``2k`` and ``2k + 1``, leaf ``i`` is node
+    ``capacity + i`` (``capacity``: ``size`` rounded up to a power of two)."""
 
     def __init__(self, size: int):
         self.size = int(size)

@@ -80,12 +80,8 @@ class ReplayContents:
 
 def transitions(batch: SampleBatch) -> tuple:
     """Seed 003's ``(states, actions, rewards, next_states, weights)`` view of one-step
-    windows ``[2, B]``: ``next_states.mask`` is 0 where the transition terminated and
-    ``next_states.done`` marks any episode end.
-
-    Raises:
-        ValueError: ``batch`` holds n-step windows (use the ``SampleBatch`` itself).
-    """
+    windows ``[2, B]`` (``next_states.mask`` is 0 where terminated, ``done`` at any episode
+    end); ``ValueError`` for n-step windows."""
     if batch.reward.shape[0] != 2:
         raise ValueError(f"the (states, actions, ...) tuple needs one-step windows, got "
                          f"{batch.reward.shape[0] - 1}-step ones: learn from the SampleBatch")

@@ -112,12 +112,8 @@ class OnPolicyBuffer:
         return len(self) >= self.batch_streams
 
     def get(self) -> SampleBatch:
-        """The oldest ``batch_streams`` pending streams as one ``[T + 1, batch_streams]`` batch;
-        streams beyond the batch stay pending.
-
-        Raises:
-            RuntimeError: not ``ready()``.
-        """
+        """The oldest ``batch_streams`` pending streams as one ``[T + 1, batch_streams]`` batch
+        (``RuntimeError`` if not ``ready()``); streams beyond the batch stay pending."""
         if not self.ready():
             raise RuntimeError(f"OnPolicyBuffer holds {len(self)} of {self.batch_streams} streams")
         parts, taken = [], 0
