@@ -64,18 +64,8 @@ class AtariReplayBuffer(ReplayContents):
         n_step: steps per window (``1``: one-step transitions).
     """
 
-    def __init__(self, size: int, device: str | torch.device = "cpu",
-                 generator: torch.Generator | None = None, n_step: int = 1):
-        if size < 2:
-            raise ValueError(f"Replay buffer size must be at least 2, got {size}")
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
-        self.size = int(size)
-        self.device = device
-        self.generator = generator
-        self.n_step = int(n_step)
-        self.skipped = 0  # transitions skipped because their frames did not continue
-        self.__dict__.update(AtariReplayBuffer._empty_contents(self))
+    _min_size = 2
+    skipped = 0  # transitions skipped because their frames did not continue
 
     @staticmethod
     def footprint(size: int, frame_shape: tuple[int, ...] = (84, 84)) -> int:
@@ -315,9 +305,9 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
                  beta: Any = 0.4, epsilon: float = 1e-5):
         super().__init__(size, device, generator, n_step)
         self._prioritize(alpha, beta, epsilon)
-        self._updates: list[tuple[int, float]] = []  # (slot, priority or -1 for the maximum)
 
     def _empty_contents(self) -> dict[str, Any]:
+        # _updates: (slot, priority or -1 for the maximum) to apply before sampling
         return {**super()._empty_contents(), "_updates": []}
 
     @property

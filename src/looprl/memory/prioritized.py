@@ -88,13 +88,10 @@ class Prioritized:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.alpha, self.beta, self.epsilon = alpha, beta, epsilon
         self._scheduled_beta = hasattr(type(beta), "value")
-        self.__dict__.update(self._no_priorities())
-
-    def _no_priorities(self) -> dict[str, Any]:
-        return {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
 
     def _empty_contents(self) -> dict[str, Any]:
-        return {**super()._empty_contents(), **self._no_priorities()}
+        fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
+        return {**super()._empty_contents(), **fresh}
 
     def _draw(self, batch_size: int) -> np.ndarray:
         """Leaves drawn proportionally to priority, one per equal segment of the total."""

@@ -45,11 +45,25 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
 
 
 class ReplayContents:
-    """Base of the replay buffers: sampling through the subclass's ``sample_indices`` and
-    ``gather``, and pickling that may leave the transitions out (``replay_contents_saved``)."""
+    """Base of the replay buffers: the arguments of ``ExperienceReplayBuffer``, sampling
+    through the subclass's ``sample_indices`` and ``gather``, and pickling that may leave
+    the transitions out (``replay_contents_saved``)."""
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
     metrics: dict[str, Any] | None = None
+    _min_size = 1
+
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1):
+        if size < self._min_size:
+            raise ValueError(f"Replay buffer size must be at least {self._min_size}, got {size}")
+        if n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {n_step}")
+        self.size = int(size)
+        self.device = device
+        self.generator = generator
+        self.n_step = int(n_step)
+        self.__dict__.update(self._empty_contents())
 
     def _empty_contents(self) -> dict[str, Any]:
         """The attributes of an empty buffer (replacing the stored transitions)."""
@@ -115,20 +129,7 @@ class ExperienceReplayBuffer(ReplayContents):
 
     _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
     _views_of: dict[str, Any] | None = None
-
-    def __init__(self, size: int, device: str | torch.device = "cpu",
-                 generator: torch.Generator | None = None, n_step: int = 1):
-        if size < 1:
-            raise ValueError(f"Replay buffer size must be positive, got {size}")
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
-        self.size = int(size)
-        self.device = device
-        self.generator = generator
-        self.n_step = int(n_step)
-        self._pos = 0
-        self._len = 0
-        self._storage: dict[str, Any] | None = None
+    _storage: dict[str, Any] | None
 
     def __len__(self) -> int:
         return self._len
