@@ -1,15 +1,8 @@
 """``test_environment``: check an SRL environment in one process before a distributed run.
 
-::
-
-    from looprl.distributed import test_environment
-
-    report = test_environment("CartPole-v1")               # any Gymnasium id
-    report = test_environment("pettingzoo", {"env": "pettingzoo.classic.tictactoe_v3"})
-    report = test_environment("my_env", {"level": 3}, test_stepping=False)  # no action_spaces
-
-The first problem raises ``EnvironmentCheckError`` (a ``ValueError``) with a one-line message
-naming the environment, the agent and the field, e.g.
+``test_environment("CartPole-v1")``, ``test_environment("my_env", {"level": 3},
+test_stepping=False)``: the first problem raises ``EnvironmentCheckError`` (a ``ValueError``)
+with a one-line message naming the environment, the agent and the field, e.g.
 ``env 'foo': step() returned 3 results for 2 agents``. No Ray is imported.
 """
 
@@ -17,16 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from contextlib import suppress
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, make
 
 logger = logging.getLogger(__name__)
-
-MASK = "action_mask"
 
 
 class EnvironmentCheckError(ValueError):
@@ -55,33 +48,23 @@ class EnvironmentReport:
     steps: int = 0
 
 
-def test_environment(
-    env_name: str,
-    env_args: dict | None = None,
-    test_stepping: bool = True,
-    steps: int = 200,
-    seed: int = 0,
-) -> EnvironmentReport:
+def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
+                     steps: int = 200, seed: int = 0) -> EnvironmentReport:
     """Make ``env_name`` and check that it follows the SRL environment API.
 
-    Checks that ``agent_count`` is a positive int; that ``reset``/``step`` return lists of
-    ``agent_count`` entries, each a ``StepResult`` or ``None``; that observations are dicts
-    of numpy arrays whose keys, shapes and dtypes stay the same for each agent (and lie in
-    ``observation_spaces`` when it is defined); that ``reward`` is float32 and ``done`` and
-    ``truncated`` bool arrays of shape ``(1,)``, and ``info`` a dict. With ``test_stepping``
-    it steps ``steps`` times, sampling actions from ``action_spaces`` (only legal ones when
-    the obs has an ``"action_mask"``) for every agent whose latest result is neither done nor
-    truncated, and resets when no agent is left to act.
+    Checks ``agent_count``; that ``reset``/``step`` return one ``StepResult`` or ``None``
+    per agent; that observations are dicts of numpy arrays whose keys, shapes and dtypes stay
+    the same per agent (and lie in ``observation_spaces`` when defined); the dtypes and shapes
+    of ``reward``, ``done`` and ``truncated``, and that ``info`` is a dict. With
+    ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
+    (legal ones under an ``"action_mask"``) for every agent still playing, resetting when
+    none is left.
 
     Args:
-        env_name: a registered name or a Gymnasium id.
-        env_args: keyword arguments of ``make``.
+        env_name, env_args: what ``make`` builds (a registered name or a Gymnasium id).
         test_stepping: step the environment (needs ``action_spaces``).
         steps: number of ``step`` calls.
         seed: seed of the environment (when it implements ``seed``) and of the actions.
-
-    Returns:
-        An ``EnvironmentReport``.
 
     Raises:
         EnvironmentCheckError: the first problem found (one line).
@@ -135,35 +118,28 @@ class _Checker:
         return list(spaces)
 
     def run(self, test_stepping: bool, steps: int) -> EnvironmentReport:
-        try:
+        with suppress(NotImplementedError):  # an environment without randomness of its own
             self.env.seed(self.seed)
-        except NotImplementedError:
-            pass
         results = self._reset()
-        episodes = done_steps = 0
-        if test_stepping:
-            if self.action_spaces is None:
-                raise self.fail(
-                    "action_spaces is not implemented: implement it to let "
-                    "test_environment step the env, or pass test_stepping=False"
-                )
-            for i, space in enumerate(self.action_spaces):
-                space.seed(self.seed + i)
-            ended = False
-            for _ in range(steps):
-                done_steps += 1
-                actions = [self._action(i, r) if _live(r) else None for i, r in enumerate(results)]
-                results = self._call("step", actions)
-                ended = ended or any(r is not None and not _live(r) for r in results)
-                if not any(_live(r) for r in results):
-                    if not ended:
-                        raise self.fail(
-                            "step() returned None for every agent although no "
-                            "agent's episode ended: nobody is left to act"
-                        )
-                    episodes += 1
-                    results, ended = self._reset(), False
-        return self._report(episodes, done_steps if test_stepping else 0)
+        if not test_stepping:
+            return self._report(0, 0)
+        if self.action_spaces is None:
+            raise self.fail("action_spaces is not implemented: implement it to let "
+                            "test_environment step the env, or pass test_stepping=False")
+        for i, space in enumerate(self.action_spaces):
+            space.seed(self.seed + i)
+        episodes, ended = 0, False
+        for _ in range(steps):
+            actions = [self._action(i, r) if _live(r) else None for i, r in enumerate(results)]
+            results = self._call("step", actions)
+            ended = ended or any(r is not None and not _live(r) for r in results)
+            if not any(_live(r) for r in results):
+                if not ended:
+                    raise self.fail("step() returned None for every agent although no agent's "
+                                    "episode ended: nobody is left to act")
+                episodes += 1
+                results, ended = self._reset(), False
+        return self._report(episodes, steps)
 
     def _reset(self) -> list[StepResult | None]:
         results = self._call("reset")
@@ -189,40 +165,41 @@ class _Checker:
 
     def _check_result(self, method: str, i: int, result: Any) -> None:
         if not isinstance(result, StepResult):
-            raise self.fail(
-                f"{method}() result is a {type(result).__name__}, not a StepResult or None", i
-            )
+            raise self.fail(f"{method}() result is a {type(result).__name__}, not a StepResult "
+                            "or None", i)
         self._check_obs(method, i, result.obs)
-        _array_field(self, method, i, "reward", result.reward, np.float32)
+        for field, dtype in (("reward", np.float32), ("done", np.bool_), ("truncated", np.bool_)):
+            self._check_array(method, i, field, getattr(result, field), dtype)
         if not np.all(np.isfinite(result.reward)):
             raise self.fail(f"{method}() reward is {result.reward[0]}, not finite", i)
-        _array_field(self, method, i, "done", result.done, np.bool_)
-        _array_field(self, method, i, "truncated", result.truncated, np.bool_)
         if not isinstance(result.info, dict):
             raise self.fail(f"{method}() info is a {type(result.info).__name__}, not a dict", i)
+
+    def _check_array(self, method: str, i: int, field: str, value: Any, dtype: type) -> None:
+        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype == dtype:
+            return
+        got = f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else type(
+            value).__name__
+        raise self.fail(f"{method}() {field} must be a numpy array of shape (1,) and dtype "
+                        f"{np.dtype(dtype).name}, got {got}", i)
 
     def _check_obs(self, method: str, i: int, obs: Any) -> None:
         if not isinstance(obs, dict) or not obs:
             kind = "an empty dict" if isinstance(obs, dict) else f"a {type(obs).__name__}"
-            raise self.fail(
-                f"{method}() obs is {kind}, not a dict of numpy arrays (e.g. {{'obs': array}})", i
-            )
+            raise self.fail(f"{method}() obs is {kind}, not a dict of numpy arrays "
+                            "(e.g. {'obs': array})", i)
         for key, value in obs.items():
             if not isinstance(key, str):
                 raise self.fail(f"{method}() obs key {key!r} is not a string", i)
             if not isinstance(value, np.ndarray) or value.dtype == object:
-                raise self.fail(
-                    f"{method}() obs[{key!r}] is a {type(value).__name__}, "
-                    "not a numeric numpy array",
-                    i,
-                )
+                raise self.fail(f"{method}() obs[{key!r}] is a {type(value).__name__}, "
+                                "not a numeric numpy array", i)
         signature = {key: (value.shape, value.dtype) for key, value in obs.items()}
         if self.signatures[i] is None:
             self.signatures[i] = signature
         elif signature != self.signatures[i]:
-            raise self.fail(
-                f"{method}() obs changed from {_show(self.signatures[i])} to {_show(signature)}", i
-            )
+            raise self.fail(f"{method}() obs changed from {_show(self.signatures[i])} to "
+                            f"{_show(signature)}", i)
         if self.obs_spaces is not None:
             self._check_obs_space(method, i, obs)
 
@@ -230,18 +207,12 @@ class _Checker:
         space = self.obs_spaces[i]
         spaces = space.spaces if isinstance(space, gym.spaces.Dict) else {"obs": space}
         if set(spaces) != set(obs):
-            raise self.fail(
-                f"{method}() obs keys {sorted(obs)} differ from "
-                f"observation_spaces[{i}] keys {sorted(spaces)}",
-                i,
-            )
+            raise self.fail(f"{method}() obs keys {sorted(obs)} differ from "
+                            f"observation_spaces[{i}] keys {sorted(spaces)}", i)
         for key, value in obs.items():
             if not spaces[key].contains(value):
-                raise self.fail(
-                    f"{method}() obs[{key!r}] (shape {value.shape}, {value.dtype}) is "
-                    f"not in observation_spaces[{i}][{key!r}] = {spaces[key]}",
-                    i,
-                )
+                raise self.fail(f"{method}() obs[{key!r}] (shape {value.shape}, {value.dtype}) "
+                                f"is not in observation_spaces[{i}][{key!r}] = {spaces[key]}", i)
 
     def _action(self, i: int, result: StepResult) -> Any:
         space = self.action_spaces[i]
@@ -255,32 +226,14 @@ class _Checker:
 
     def _report(self, episodes: int, steps: int) -> EnvironmentReport:
         shapes = [None if s is None else {k: v[0] for k, v in s.items()} for s in self.signatures]
-        dtypes = [
-            None if s is None else {k: str(v[1]) for k, v in s.items()} for s in self.signatures
-        ]
+        dtypes = [None if s is None else {k: str(v[1]) for k, v in s.items()}
+                  for s in self.signatures]
         return EnvironmentReport(self.name, self.n, shapes, dtypes, episodes, steps)
 
 
 def _live(result: StepResult | None) -> bool:
     """Whether an agent with this latest result must act next."""
     return result is not None and not (bool(result.done[0]) or bool(result.truncated[0]))
-
-
-def _array_field(
-    checker: _Checker, method: str, i: int, field: str, value: Any, dtype: type
-) -> None:
-    ok = isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype == dtype
-    if not ok:
-        got = (
-            f"shape {value.shape}, {value.dtype}"
-            if isinstance(value, np.ndarray)
-            else type(value).__name__
-        )
-        raise checker.fail(
-            f"{method}() {field} must be a numpy array of shape (1,) and dtype "
-            f"{np.dtype(dtype).name}, got {got}",
-            i,
-        )
 
 
 def _show(signature: dict[str, tuple[tuple[int, ...], np.dtype]]) -> str:

@@ -1,35 +1,21 @@
 """Atari 2600 games on the Arcade Learning Environment (``ale-py``) with DeepMind preprocessing.
 
-``AtariEnvironment('Breakout')`` plays the game ``ALE/Breakout-v5`` with the preprocessing of
-Mnih et al. (2015, https://www.nature.com/articles/nature14236) and Machado et al.'s
-recommended evaluation settings where they agree:
+``AtariEnvironment('Breakout')`` plays ``ALE/Breakout-v5`` with the preprocessing of Mnih et
+al. (2015, https://www.nature.com/articles/nature14236), natively in ale-py's
+``AtariVectorEnv`` (one environment is a vector of one, so ``duplicate(n)`` gives the same
+frames): no sticky actions, 1 to ``noop_max`` no-ops on reset, frame skip 4 max-pooling the
+last two frames, FIRE on reset where a game needs it, 84x84 grayscale frames, the last 4
+stacked into ``(4, 84, 84)`` uint8 observations, and truncation after 108,000 frames.
 
-* the raw emulator runs with ``frameskip=1`` and ``repeat_action_probability=0`` (no sticky
-  actions, as in the DeepMind setup);
-* no-op reset: a random number (1 to ``noop_max``) of no-ops starts each episode;
-* frame skip 4, max-pooling the last two frames of each skip;
-* fire reset: games that need FIRE to start (Breakout, ...) get it on reset;
-* 84x84 grayscale frames, the last 4 stacked: observations are ``(4, 84, 84)`` uint8 tensors
-  (frames before the episode start are zeros);
-* episodes are truncated after 108,000 emulator frames (30 minutes of play).
-
-The pipeline runs natively in ale-py's ``AtariVectorEnv`` (C++, no OpenCV needed); one
-environment is a vector of one, so a single environment and ``duplicate(n)`` produce the
-very same frames.
-
-**Episodic life and reward clipping are agent-side** (``looprl.environments.bodies``), as in
-the autonomous-learning-library: the environment reports true game scores and ends an
-episode only at game over, so experiments log the scores papers report. Every state carries
-``life_lost`` (``True`` on the step a life was lost) and ``lives``; the ``EpisodicLife`` body
-turns ``life_lost`` into a terminal state for learning while the game goes on, and the
-``RewardClipping`` body clips rewards to their sign. The Atari presets apply both
-(``deepmind_atari_body``). ``clip_rewards=True`` clips in the emulator instead.
+**Episodic life and reward clipping are agent-side** (``looprl.environments.bodies``), so
+experiments log the true game scores papers report: episodes end at game over, and every
+state carries ``lives`` and ``life_lost``, which the ``EpisodicLife`` body turns into a
+terminal state for learning (``deepmind_atari_body`` also clips rewards).
 
 **Checkpoints**: the environments pickle without their emulator, whose state ale-py cannot
-save; unpickling builds a new one that must be reset before it is stepped (``needs_reset``).
-``prepare_checkpoint(frame)`` (called as a checkpoint is taken) fixes the seed of the next
-reset, derived from the run's seed and ``frame``, in the running environment and so in the
-saved one: both reset alike, and a run resumed at an episode end equals the uninterrupted one.
+save; the unpickled one must be reset before it is stepped (``needs_reset``).
+``prepare_checkpoint(frame)`` fixes the seed of the next reset, derived from the run's seed
+and ``frame``, so a run resumed at an episode end equals the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -65,9 +51,8 @@ def _import_ale() -> Any:
     try:
         import ale_py
     except ImportError as error:
-        raise ModuleNotFoundError(
-            "Atari environments need ale-py: pip install 'looprl[atari]'"
-        ) from error
+        raise ModuleNotFoundError("Atari environments need ale-py: pip install "
+                                  "'looprl[atari]'") from error
     return ale_py
 
 
@@ -87,11 +72,8 @@ def game_name(name: str) -> str:
 
 
 def rom_id(name: str) -> str:
-    """ale-py's ROM id of a game name.
-
-    Accepts ``'Breakout'``, ``'breakout'``, ``'ALE/Breakout-v5'`` and
-    ``'BreakoutNoFrameskip-v4'`` (all give ``'breakout'``); ``'MsPacman'`` gives
-    ``'ms_pacman'``.
+    """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
+    ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``'MsPacman'`` gives ``'ms_pacman'``.
 
     Raises:
         ValueError: unknown game (the message names close matches).
@@ -103,10 +85,8 @@ def rom_id(name: str) -> str:
     if candidate in roms:
         return candidate
     hint = did_you_mean(_camel(candidate), atari_games(), n=3)
-    raise ValueError(
-        f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari.atari_games() "
-        f"lists the {len(roms)} games ale-py ships.)"
-    )
+    raise ValueError(f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari."
+                     f"atari_games() lists the {len(roms)} games ale-py ships.)")
 
 
 def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, **options: Any):
@@ -158,9 +138,8 @@ def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
         action = action.detach().cpu().numpy()
     actions = np.asarray(action, dtype=np.int64).reshape(n)
     if actions.min() < 0 or actions.max() >= num_actions:
-        raise ValueError(
-            f"Invalid actions {actions.tolist()} for {name}: its actions are 0..{num_actions - 1}"
-        )
+        raise ValueError(f"Invalid actions {actions.tolist()} for {name}: its actions are "
+                         f"0..{num_actions - 1}")
     return actions
 
 
@@ -172,23 +151,13 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
     ``VectorEnvironment``). Pickles without the emulator (see the module docstring).
 
     Args:
-        name: game name (``'Breakout'``, ``'ALE/Breakout-v5'``...).
         n_envs: number of copies.
-        device: where tensors are put.
-        seed: seed of the first reset (the copies' seeds are derived from it).
         num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
-        **options: overrides of ``DEEPMIND_OPTIONS``.
+        name, device, seed, **options: see ``AtariEnvironment``.
     """
 
-    def __init__(
-        self,
-        name: str,
-        n_envs: int,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-        num_threads: int | None = None,
-        **options: Any,
-    ):
+    def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
+                 seed: int | None = None, num_threads: int | None = None, **options: Any):
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
         super().__init__(env, game_name(name), n_envs, device, seed)
         self._arguments = (name, num_threads, options)
@@ -197,11 +166,6 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         # the seed checkpoints derive reset seeds from: the last one given, else a random one
         self._root_seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
         self._needs_reset = False
-
-    @property
-    def env(self) -> Any:
-        """The wrapped ``ale_py.AtariVectorEnv``."""
-        return self._env
 
     @property
     def needs_reset(self) -> bool:
@@ -227,29 +191,21 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
     def reset(self, seed: int | None = None) -> StateArray:
         if seed is not None:
             self._root_seed = seed
-        seed = seed if seed is not None else self._seed
-        self._seed = None
-        obs, info = self._env.reset(seed=seed)
         self._needs_reset = False
-        zeros = np.zeros(self.n_envs, dtype=bool)
-        self._lives = info["lives"]
-        reward = np.zeros(self.n_envs, np.float32)
-        self._state = self._make_state(obs, reward, zeros, zeros, zeros, info["lives"])
-        return self._state
+        return super().reset(seed)
 
     def step(self, action: Any) -> StateArray:
         if self._needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
         actions = _actions(action, self.n_envs, self.action_space.n, self.name)
-        obs, reward, terminated, truncated, info = self._env.step(actions)
-        lives = info["lives"]
-        life_lost = lives < self._lives
-        self._lives = lives
-        self._state = self._make_state(obs, reward, terminated, truncated, life_lost, lives)
+        self._state = self._make_state(*self._env.step(actions))
         return self._state
 
-    def _make_state(self, obs, reward, terminated, truncated, life_lost, lives) -> StateArray:
+    def _make_state(self, obs, reward, terminated, truncated, info) -> StateArray:
+        """The batch with ``lives`` and ``life_lost`` (a reset restores every life)."""
+        lives = info["lives"]
+        life_lost, self._lives = lives < self._lives, lives
         return state_array_from_numpy(
             obs, reward, terminated, truncated, self.device,
             life_lost=np.asarray(life_lost, dtype=bool), lives=np.asarray(lives, dtype=np.int64),
@@ -266,34 +222,23 @@ class AtariEnvironment(Environment):
     """One Atari game with the DeepMind preprocessing (see the module docstring).
 
     Args:
-        name: game name: ``'Breakout'``, ``'Pong'``, ``'MsPacman'``, or an ALE id such as
-            ``'ALE/Breakout-v5'``.
+        name: game name (``'Breakout'``, ``'MsPacman'``) or an ALE id (``'ALE/Breakout-v5'``).
         device: where observation tensors are put.
-        seed: seed of the first reset (later resets continue the emulator's RNG, but the
-            first after a checkpoint: see the module docstring).
-        **options: overrides of ``DEEPMIND_OPTIONS`` (``noop_max``, ``frame_skip``,
-            ``frame_stack``, ``screen_size``, ``fire_reset``, ``clip_rewards``,
-            ``repeat_action_probability``, ``max_episode_frames``, ``full_action_space``).
+        seed: seed of the first reset (later resets continue the emulator's RNG).
+        **options: overrides of ``DEEPMIND_OPTIONS``.
 
     Raises:
         ModuleNotFoundError: ale-py is not installed (install the ``atari`` extra).
         ValueError: unknown game (the message names close matches).
     """
 
-    def __init__(
-        self,
-        name: str,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-        **options: Any,
-    ):
-        self._vector = AtariVectorEnvironment(name, 1, device=device, num_threads=1, **options)
+    def __init__(self, name: str, device: str | torch.device = "cpu", seed: int | None = None,
+                 **options: Any):
+        self._vector = AtariVectorEnvironment(name, 1, device, seed, num_threads=1, **options)
         self.name = self._vector.name
         self.device = device
         self.seed = seed
         self.options = dict(options)
-        self._seed = seed
-        self._state: State | None = None
 
     @property
     def ale_id(self) -> str:
@@ -314,13 +259,10 @@ class AtariEnvironment(Environment):
         self._vector.prepare_checkpoint(frame)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the current state, which the reset a restored copy needs replaces
-        (the emulator is left out by ``AtariVectorEnvironment``)."""
+        """Without the current state, which the reset a restored copy needs replaces."""
         return {**self.__dict__, "_state": None}
 
     def reset(self, seed: int | None = None) -> State:
-        seed = seed if seed is not None else self._seed
-        self._seed = None
         self._state = self._single(self._vector.reset(seed=seed))
         return self._state
 

@@ -25,10 +25,12 @@ from looprl.core import State, StateArray
 
 
 class _Spaces(ABC):
-    """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces."""
+    """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces and
+    the current state, which ``reset`` and ``step`` store in ``_state``."""
 
     name: str
     device: str | torch.device
+    _state: Any = None
 
     @property
     @abstractmethod
@@ -49,12 +51,9 @@ class _Spaces(ABC):
         """Release the environment's resources."""
 
     def prepare_checkpoint(self, frame: int) -> None:
-        """Called just before a checkpoint of the run is saved at ``frame``.
-
-        Environments whose own state cannot be saved (Atari's emulator) fix here the seed of
-        their next reset, derived from ``frame``, so that the run that goes on and a run
-        resumed from the checkpoint reset alike. Default: nothing.
-        """
+        """Called before a checkpoint at ``frame`` is saved: environments whose state cannot
+        be saved (Atari) fix the seed of their next reset, so that the run that goes on and
+        one resumed from the checkpoint reset alike."""
 
     @property
     def needs_reset(self) -> bool:
@@ -62,15 +61,16 @@ class _Spaces(ABC):
         checkpoint that could not hold the running episodes (Atari), else ``False``."""
         return False
 
+    @property
+    def state(self) -> Any:
+        """The current ``State`` (``StateArray`` of a vector environment)."""
+        if self._state is None:
+            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
+        return self._state
+
 
 class Environment(_Spaces):
-    """A single environment producing torch ``State`` objects.
-
-    ``reset`` and ``step`` store the state they return in ``_state``, which ``state``
-    reads (or a subclass overrides ``state``).
-    """
-
-    _state: State | None = None
+    """A single environment producing torch ``State`` objects."""
 
     @abstractmethod
     def reset(self) -> State:
@@ -79,13 +79,6 @@ class Environment(_Spaces):
     @abstractmethod
     def step(self, action: Any) -> State:
         """Apply ``action`` (a tensor or python number) and return the next state."""
-
-    @property
-    def state(self) -> State:
-        """The current state: what the last ``reset`` or ``step`` stored in ``_state``."""
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
 
     @property
     def done(self) -> bool:
@@ -112,13 +105,9 @@ class VectorEnvironment(_Spaces):
     (Gymnasium's next-step autoreset): the action sent to a ``done`` row is ignored and
     the row comes back as the first state of a new episode with reward 0. Agents treat the
     transition out of a ``done`` state as invalid.
-
-    ``reset`` and ``step`` store the batch they return in ``_state``, which
-    ``state_array`` reads (or a subclass overrides ``state_array``).
     """
 
     n_envs: int
-    _state: StateArray | None = None
 
     @abstractmethod
     def reset(self) -> StateArray:
@@ -130,21 +119,10 @@ class VectorEnvironment(_Spaces):
 
     @property
     def state_array(self) -> StateArray:
-        """The current batch: what the last ``reset`` or ``step`` stored in ``_state``."""
-        if self._state is None:
-            raise RuntimeError(f"Call reset() on {self.name} before reading its state")
-        return self._state
-
-    @property
-    def state(self) -> StateArray:
-        """Alias of ``state_array``."""
-        return self.state_array
+        """Alias of ``state``."""
+        return self.state
 
     def copy(self) -> VectorEnvironment:
-        """A new, independent vector environment of the same kind and size.
-
-        Evaluation runs in a copy so that the training episodes continue undisturbed.
-        Subclasses that cannot be rebuilt from their arguments raise
-        ``NotImplementedError`` (the default).
-        """
+        """A new, independent vector environment of the same kind and size (evaluation runs
+        in one, so that training episodes continue undisturbed)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement copy()")

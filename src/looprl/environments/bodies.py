@@ -5,13 +5,6 @@ A ``Body`` wraps an ``Agent`` or ``ParallelAgent``: ``act(state)`` transforms th
 (``process_action``). Bodies keep the environment generic and the preprocessing part of the
 agent, so the environment can report true scores while the agent learns from, e.g., clipped
 rewards. Every body accepts a single ``State`` or a ``StateArray`` (one row per environment).
-
-* ``FrameStack`` -- stack the last ``size`` observations along a new axis.
-* ``RewardClipping`` -- rewards clipped to their sign (DeepMind's Atari setup).
-* ``EpisodicLife`` -- a lost life (``state['life_lost']``) ends the episode for learning.
-* ``TimeFeature`` -- append the time in the episode to flat observations (Pardo et al., 2018).
-* ``ObservationNormalization`` -- normalize observations by running mean and variance.
-* ``deepmind_atari_body`` -- ``EpisodicLife`` + ``RewardClipping``, what the Atari presets use.
 """
 
 from __future__ import annotations
@@ -23,15 +16,8 @@ import torch
 from looprl.core import Agent, AgentWrapper, ParallelAgent, State
 
 __all__ = [
-    "Body",
-    "EpisodicLife",
-    "FrameStack",
-    "ObservationNormalization",
-    "RewardClipping",
-    "RunningMeanStd",
-    "TimeFeature",
-    "body_states",
-    "deepmind_atari_body",
+    "Body", "EpisodicLife", "FrameStack", "ObservationNormalization", "RewardClipping",
+    "RunningMeanStd", "TimeFeature", "body_states", "deepmind_atari_body",
 ]
 
 
@@ -59,14 +45,6 @@ class Body(AgentWrapper, Agent, ParallelAgent):
         return getattr(self.agent, name)
 
 
-def _batch_dims(state: State) -> int:
-    return len(state.shape)
-
-
-def _as_tensor(value: Any, like: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(value, device=like.device)
-
-
 class FrameStack(Body):
     """Stack the last ``size`` observations along a new axis after the batch dimensions.
 
@@ -84,7 +62,7 @@ class FrameStack(Body):
 
     def process_state(self, state: State) -> State:
         observation = state.observation
-        axis = _batch_dims(state)
+        axis = len(state.shape)  # the batch dimensions
         new = observation.unsqueeze(axis)
         if self._frames is None or self._frames.shape[axis + 1 :] != observation.shape[axis:]:
             frames = new.expand(*observation.shape[:axis], self.size, *observation.shape[axis:])
@@ -97,7 +75,7 @@ class FrameStack(Body):
                 view = restart.view(*restart.shape, *([1] * (frames.dim() - axis)))
                 frames = torch.where(view, new.expand_as(frames), frames)
         self._frames = frames.contiguous()
-        self._done = _as_tensor(state.done, observation).bool()
+        self._done = torch.as_tensor(state.done, device=observation.device).bool()
         return state.update("observation", self._frames)
 
 
@@ -149,26 +127,19 @@ class TimeFeature(Body):
 
     def process_state(self, state: State) -> State:
         observation = state.observation
-        done = _as_tensor(state.done, observation).bool()
+        done = torch.as_tensor(state.done, device=observation.device).bool()
         if self._t is None or self._t.shape != done.shape:
             self._t = torch.zeros(done.shape, device=observation.device)
         t = self._t
-        if self.max_steps:
-            feature = 1.0 - t / self.max_steps
-        else:
-            feature = self.scale * t
+        feature = 1.0 - t / self.max_steps if self.max_steps else self.scale * t
         observation = torch.cat((observation.float(), feature.unsqueeze(-1).float()), dim=-1)
         self._t = torch.where(done, torch.zeros_like(t), t + 1)
         return state.update("observation", observation)
 
 
 class RunningMeanStd:
-    """Running mean and variance of batches (Chan et al.'s parallel update).
-
-    Args:
-        shape: shape of one observation.
-        epsilon: initial pseudo-count (avoids division by zero).
-    """
+    """Running mean and variance of batches of ``shape`` observations (Chan et al.'s parallel
+    update), from an initial pseudo-count ``epsilon``."""
 
     def __init__(self, shape: tuple[int, ...] | torch.Size, epsilon: float = 1e-4):
         self.mean = torch.zeros(shape, dtype=torch.float64)
@@ -200,14 +171,8 @@ class ObservationNormalization(Body):
         epsilon: added to the variance.
     """
 
-    def __init__(
-        self,
-        agent: Any,
-        stats: RunningMeanStd | None = None,
-        update: bool = True,
-        clip: float = 10.0,
-        epsilon: float = 1e-8,
-    ):
+    def __init__(self, agent: Any, stats: RunningMeanStd | None = None, update: bool = True,
+                 clip: float = 10.0, epsilon: float = 1e-8):
         super().__init__(agent)
         self.stats = stats
         self.update = update
@@ -216,7 +181,7 @@ class ObservationNormalization(Body):
 
     def process_state(self, state: State) -> State:
         observation = state.observation
-        batch = observation.reshape(-1, *observation.shape[_batch_dims(state) :])
+        batch = observation.reshape(-1, *observation.shape[len(state.shape) :])
         if self.stats is None:
             self.stats = RunningMeanStd(batch.shape[1:])
         if self.update:
@@ -240,7 +205,6 @@ def deepmind_atari_body(
     return agent
 
 
-
 class BodyStates:
     """A state as the agent inside ``bodies`` sees it: each body's ``process_state`` in turn
     (what the collector records for an agent that wears bodies)."""
@@ -255,12 +219,8 @@ class BodyStates:
 
 
 def body_states(agent: Any) -> BodyStates | None:
-    """``BodyStates`` of the bodies ``agent`` wears (``None``: it wears none).
-
-    Raises:
-        ValueError: a body changes actions (``process_action``), which the collector, that
-            sends the policy's actions to the environment, cannot apply.
-    """
+    """``BodyStates`` of the bodies ``agent`` wears (``None``: it wears none); ``ValueError``
+    if a body changes actions (``process_action``), which the collector cannot apply."""
     bodies = []
     while isinstance(agent, Body):
         if type(agent).process_action is not Body.process_action:

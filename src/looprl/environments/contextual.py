@@ -1,15 +1,11 @@
 """Contextual environments: Gymnasium's own environments with their physics as a context.
 
-As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102), a *context* is a set of
-physical parameters (gravity, masses, lengths, ...) and an *instance set* maps instance ids
-to contexts. ``ContextualEnv`` picks an instance on every reset and writes its context into
-the unwrapped Gymnasium environment, so that one environment trains or tests an agent on a
-family of tasks. It is built on Gymnasium 1.x directly (the ``carl-bench`` package needs
-``gymnasium<1.0``).
-
+As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102; built on Gymnasium 1.x
+directly, as ``carl-bench`` needs ``gymnasium<1.0``), a *context* is a set of physical
+parameters (gravity, masses, ...) and an *instance set* maps instance ids to contexts.
+``ContextualEnv`` writes an instance's context into the unwrapped environment on every reset.
 Curriculum components (PLR, SPaCE) choose the next level through ``next_instance`` and widen
-the training set through ``set_instance_set``; ``contextual_envs`` finds the wrappers inside a
-looprl environment, one per copy of a vector environment.
+the training set through ``set_instance_set``; ``contextual_envs`` finds the wrappers.
 
 Example:
     >>> train = sample_contexts('CartPole-v1', 8, {'length': (0.25, 1.0)}, seed=0)
@@ -30,7 +26,7 @@ import torch
 
 from looprl.core.suggest import did_you_mean
 from looprl.environments.gym import GymEnvironment, make_gym_env
-from looprl.environments.mujoco import is_mujoco_id, require_mujoco
+from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
 
@@ -54,6 +50,11 @@ def _mujoco_features(torso_mass: float) -> dict[str, ContextFeature]:
         "friction": ContextFeature(1.0, 0.05, 10.0),  # scale of every geom's friction
         "torso_mass": ContextFeature(torso_mass, torso_mass / 10, torso_mass * 10),
     }
+
+
+#: The torso mass of each supported MuJoCo task.
+_MUJOCO_TORSO_MASS = {"HalfCheetah-v5": 6.25020920502092, "Hopper-v5": 3.6651914291880923,
+                      "Walker2d-v5": 3.6651914291880923, "Ant-v5": 0.32724923474893675}
 
 
 #: The context features of each supported environment id, in the order they are appended to
@@ -92,10 +93,7 @@ CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
         "LINK_COM_POS_2": ContextFeature(0.5, 0.05, 5.0),
         "LINK_MOI": ContextFeature(1.0, 0.05, 10.0),  # of both links
     },
-    "HalfCheetah-v5": _mujoco_features(6.25020920502092),
-    "Hopper-v5": _mujoco_features(3.6651914291880923),
-    "Walker2d-v5": _mujoco_features(3.6651914291880923),
-    "Ant-v5": _mujoco_features(0.32724923474893675),
+    **{env_id: _mujoco_features(mass) for env_id, mass in _MUJOCO_TORSO_MASS.items()},
 }
 
 #: Observation entries bounded by ``±feature``: the observation space is widened to the
@@ -131,31 +129,23 @@ def _set_mujoco(env: gym.Env, context: Mapping[str, float], baseline: Any) -> No
     mujoco.mj_setConst(model, env.data)  # derived constants (subtree masses, inverse weights)
 
 
+#: How a context is written into each environment (others: ``_set_attributes``).
 _APPLY: dict[str, Callable[[gym.Env, Mapping[str, float], Any], None]] = {
-    "CartPole-v1": _set_cartpole,
-    "Pendulum-v1": _set_attributes,
-    "MountainCar-v0": _set_attributes,
-    "Acrobot-v1": _set_attributes,
-    "HalfCheetah-v5": _set_mujoco,
-    "Hopper-v5": _set_mujoco,
-    "Walker2d-v5": _set_mujoco,
-    "Ant-v5": _set_mujoco,
+    "CartPole-v1": _set_cartpole, **dict.fromkeys(_MUJOCO_TORSO_MASS, _set_mujoco)
 }
 
 
 def _baseline(env_id: str, env: gym.Env) -> Any:
     """What a context is applied relative to: a MuJoCo model's friction when wrapped."""
-    return env.model.geom_friction.copy() if _APPLY[env_id] is _set_mujoco else None
+    return env.model.geom_friction.copy() if env_id in _MUJOCO_TORSO_MASS else None
 
 
 # -- validation ----------------------------------------------------------------------------
 def features_of(env_id: str) -> dict[str, ContextFeature]:
     """The context features of ``env_id``; ``ValueError`` listing the supported ids if none."""
     if env_id not in CONTEXT_FEATURES:
-        raise ValueError(
-            f"No context features for {env_id!r}; supported environments: "
-            f"{', '.join(CONTEXT_FEATURES)}"
-        )
+        raise ValueError(f"No context features for {env_id!r}; supported environments: "
+                         f"{', '.join(CONTEXT_FEATURES)}")
     return CONTEXT_FEATURES[env_id]
 
 
@@ -163,9 +153,8 @@ def _feature(env_id: str, name: str) -> ContextFeature:
     features = features_of(env_id)
     if name not in features:
         hint = did_you_mean(name, list(features), n=3)
-        raise ValueError(
-            f"{env_id} has no context feature {name!r}.{hint} Valid features: {', '.join(features)}"
-        )
+        raise ValueError(f"{env_id} has no context feature {name!r}.{hint} Valid features: "
+                         f"{', '.join(features)}")
     return features[name]
 
 
@@ -174,10 +163,8 @@ def _check_value(env_id: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{env_id} feature {name!r} must be a number, got {value!r}")
     if not feature.low <= value <= feature.high:  # also rejects nan
-        raise ValueError(
-            f"{env_id} feature {name!r} = {value!r} is outside its bounds "
-            f"[{feature.low}, {feature.high}]"
-        )
+        raise ValueError(f"{env_id} feature {name!r} = {value!r} is outside its bounds "
+                         f"[{feature.low}, {feature.high}]")
     return float(value)
 
 
@@ -193,9 +180,8 @@ def _check_instance_set(
     if contexts is None:
         return {0: full_context(env_id, {})}
     if not isinstance(contexts, Mapping) or len(contexts) == 0:
-        raise ValueError(
-            f"contexts must be a non-empty dict of instance id -> context, got {contexts!r}"
-        )
+        raise ValueError(f"contexts must be a non-empty dict of instance id -> context, got "
+                         f"{contexts!r}")
     for key in contexts:
         if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
             raise ValueError(f"Instance ids must be integers, got {key!r}")
@@ -211,12 +197,10 @@ def _instance_rng(seed: int | None) -> np.random.Generator:
 class ContextualEnv(gym.Wrapper):
     """A Gymnasium environment whose physics is set from an instance set on every reset.
 
-    On each reset the wrapper picks an instance: ``next_instance`` if one was set (then
-    cleared), else one drawn by ``instance_mode``; it writes that context into the unwrapped
-    environment and records ``instance_id`` and ``context`` (the info of every reset and
-    step also gets ``instance_id``). A seeded ``reset(seed=...)`` restarts the choice of
-    instances too: it re-seeds the random choice (so that the copies of a vector environment,
-    seeded ``seed + i``, draw different instances) and restarts round robin.
+    Each reset picks ``next_instance`` if one was set (then cleared), else an instance drawn
+    by ``instance_mode``, writes its context into the unwrapped environment and records
+    ``instance_id`` (also in every info) and ``context``. A seeded ``reset(seed=...)`` re-seeds
+    the random choice (so vector copies, seeded ``seed + i``, differ) and restarts round robin.
 
     Args:
         env_or_id: a supported environment id (see ``CONTEXT_FEATURES``) or an environment
@@ -231,23 +215,20 @@ class ContextualEnv(gym.Wrapper):
         **make_kwargs: passed to ``gym.make`` when ``env_or_id`` is an id.
     """
 
-    def __init__(
-        self,
-        env_or_id: str | gym.Env,
-        contexts: Mapping[int, Mapping[str, float]] | None = None,
-        hide_context: bool = True,
-        instance_mode: str = "random",
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
-        env_id = env_or_id if isinstance(env_or_id, str) else _registered_id(env_or_id)
+    def __init__(self, env_or_id: str | gym.Env,
+                 contexts: Mapping[int, Mapping[str, float]] | None = None,
+                 hide_context: bool = True, instance_mode: str = "random", seed: int | None = None,
+                 **make_kwargs: Any):
+        if not isinstance(env_or_id, str) and env_or_id.spec is None:
+            raise ValueError("ContextualEnv needs an environment made by gymnasium.make (it has no "
+                             f"spec); supported environments: {', '.join(CONTEXT_FEATURES)}")
+        env_id = env_or_id if isinstance(env_or_id, str) else env_or_id.spec.id
         features_of(env_id)
         if instance_mode not in INSTANCE_MODES:
-            raise ValueError(
-                f"Unknown instance_mode {instance_mode!r}; use one of {', '.join(INSTANCE_MODES)}"
-            )
+            raise ValueError(f"Unknown instance_mode {instance_mode!r}; use one of "
+                             f"{', '.join(INSTANCE_MODES)}")
         if isinstance(env_or_id, str):
-            if is_mujoco_id(env_id):
+            if env_id in _MUJOCO_TORSO_MASS:
                 require_mujoco()
             env_or_id = make_gym_env(env_id, **make_kwargs)
         super().__init__(env_or_id)
@@ -263,11 +244,6 @@ class ContextualEnv(gym.Wrapper):
         self._rng = _instance_rng(seed)
         self._baseline = _baseline(env_id, self.env.unwrapped)
         self._observation_space = self._make_observation_space()
-
-    @property
-    def feature_names(self) -> list[str]:
-        """The context features of this environment, in the order they are appended."""
-        return list(features_of(self.env_id))
 
     @property
     def instance_ids(self) -> list[int]:
@@ -287,10 +263,10 @@ class ContextualEnv(gym.Wrapper):
     @next_instance.setter
     def next_instance(self, instance_id: int | None) -> None:
         if instance_id is not None and instance_id not in self._instances:
-            raise ValueError(
-                f"next_instance {instance_id!r} is not in the instance set "
-                f"(ids {_ids_text(self.instance_ids)})"
-            )
+            ids = self.instance_ids
+            more = f", ... ({len(ids)} in all)" if len(ids) > 10 else ""
+            raise ValueError(f"next_instance {instance_id!r} is not in the instance set "
+                             f"(ids {', '.join(map(str, ids[:10]))}{more})")
         self._next = instance_id
 
     def set_instance_set(self, contexts: Mapping[int, Mapping[str, float]] | None) -> None:
@@ -331,7 +307,7 @@ class ContextualEnv(gym.Wrapper):
     def _apply(self, instance_id: int) -> None:
         self.instance_id = instance_id
         self.context = dict(self._instances[instance_id])
-        _APPLY[self.env_id](self.env.unwrapped, self.context, self._baseline)
+        _APPLY.get(self.env_id, _set_attributes)(self.env.unwrapped, self.context, self._baseline)
 
     def _observe(self, obs: Any) -> Any:
         if self.hide_context:
@@ -344,9 +320,8 @@ class ContextualEnv(gym.Wrapper):
         if self.hide_context:
             return space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise ValueError(
-                f"hide_context=False needs a flat Box observation space, {self.env_id} has {space}"
-            )
+            raise ValueError(f"hide_context=False needs a flat Box observation space, "
+                             f"{self.env_id} has {space}")
         features = features_of(self.env_id).values()
         dtype = np.promote_types(space.dtype, np.float32)
         low = np.array([f.low for f in features], dtype=np.float32)
@@ -356,15 +331,6 @@ class ContextualEnv(gym.Wrapper):
             np.concatenate([space.high, high]).astype(dtype),
             dtype=dtype,
         )
-
-
-def _registered_id(env: gym.Env) -> str:
-    if env.spec is None:
-        raise ValueError(
-            "ContextualEnv needs an environment made by gymnasium.make (it has no spec); "
-            f"supported environments: {', '.join(CONTEXT_FEATURES)}"
-        )
-    return env.spec.id
 
 
 def _widened(env_id: str, space: gym.Space) -> gym.Space:
@@ -379,18 +345,9 @@ def _widened(env_id: str, space: gym.Space) -> gym.Space:
     return gym.spaces.Box(low, high, dtype=space.dtype)
 
 
-def _ids_text(ids: list[int], most: int = 10) -> str:
-    shown = ", ".join(str(i) for i in ids[:most])
-    return shown + (f", ... ({len(ids)} in all)" if len(ids) > most else "")
-
-
 # -- instance sets and looprl environments ---------------------------------------------------
-def sample_contexts(
-    env_id: str,
-    n: int,
-    features: Mapping[str, tuple[float, float]],
-    seed: int | None = None,
-) -> dict[int, Context]:
+def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, float]],
+                    seed: int | None = None) -> dict[int, Context]:
     """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ranges.
 
     Features not named keep their defaults. Each range ``(low, high)`` must lie within the
@@ -425,16 +382,13 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
         if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
-            raise ValueError(
-                f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold no "
-                "ContextualEnv; make them with make('contextual', env_id=..., contexts=...) "
-                "(a preset built on a ContextualEnvironment plays it on Ray)"
-            )
-        name = getattr(env, "name", type(env).__name__)
-        raise ValueError(
-            f"{name} holds no ContextualEnv; make it with ContextualEnvironment(env_id, "
-            "contexts) (and .duplicate(n) for copies)"
-        )
+            raise ValueError(f"the env copies ({type(env[0]).__name__ if env else 'none'}) hold "
+                             "no ContextualEnv; make them with make('contextual', env_id=..., "
+                             "contexts=...) (a preset built on a ContextualEnvironment plays it "
+                             "on Ray)")
+        raise ValueError(f"{getattr(env, 'name', type(env).__name__)} holds no ContextualEnv; "
+                         "make it with ContextualEnvironment(env_id, contexts) (and "
+                         ".duplicate(n) for copies)")
     return found
 
 
@@ -447,10 +401,9 @@ def _gym_envs(env: Any) -> list[gym.Env]:
         return [env]
     if isinstance(env, gym.vector.VectorEnv):
         if not hasattr(env, "envs"):
-            raise ValueError(
-                f"{type(env).__name__} has no list of environments to search for a "
-                "ContextualEnv; make copies with ContextualEnvironment(...).duplicate(n)"
-            )
+            raise ValueError(f"{type(env).__name__} has no list of environments to search for "
+                             "a ContextualEnv; make copies with ContextualEnvironment(...)"
+                             ".duplicate(n)")
         return list(env.envs)
     raise TypeError(f"contextual_envs needs a looprl or Gymnasium environment, got {env!r}")
 
@@ -471,17 +424,9 @@ class ContextualEnvironment(GymEnvironment):
     their wrappers. The arguments are ``ContextualEnv``'s and ``GymEnvironment``'s.
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        contexts: Mapping[int, Mapping[str, float]] | None = None,
-        hide_context: bool = True,
-        instance_mode: str = "random",
-        seed: int | None = None,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env_id: str, contexts: Mapping[int, Mapping[str, float]] | None = None,
+                 hide_context: bool = True, instance_mode: str = "random", seed: int | None = None,
+                 device: str | torch.device = "cpu", name: str | None = None, **make_kwargs: Any):
         wrapper = ContextualEnv(env_id, contexts, hide_context, instance_mode, seed, **make_kwargs)
         super().__init__(wrapper, device=device, name=name or env_id, seed=seed)
 
@@ -491,9 +436,7 @@ class ContextualEnvironment(GymEnvironment):
         return self.env
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """Ray actors play ``make("contextual", ...)`` with this instance set: the same
-        ``ContextualEnv``, whose ``next_instance`` their curriculum components set."""
-        wrapper = self.contextual
-        return "contextual", {"env_id": wrapper.env_id, "contexts": wrapper.contexts,
-                              "hide_context": wrapper.hide_context,
-                              "instance_mode": wrapper.instance_mode, **wrapper.make_kwargs}
+        """Ray actors play ``make("contextual", ...)`` with this instance set."""
+        w = self.contextual
+        return "contextual", {"env_id": w.env_id, "contexts": w.contexts, "hide_context":
+                              w.hide_context, "instance_mode": w.instance_mode, **w.make_kwargs}

@@ -1,20 +1,13 @@
-"""DeepSea: the exploration benchmark of bsuite as a Gymnasium environment.
+"""DeepSea: the exploration benchmark of bsuite (Osband et al., 2019,
+https://arxiv.org/abs/1908.03568) as a Gymnasium environment, ``looprl/DeepSea-v0``.
 
-From "Behaviour Suite for Reinforcement Learning" (Osband et al., 2019,
-https://arxiv.org/abs/1908.03568), after Osband et al.'s "Deep Exploration via Randomized
-Value Functions" (https://arxiv.org/abs/1703.07608). An ``N x N`` grid; the agent starts in
-the top-left cell and every step moves it down one row and one column left or right
-(clipped at the edges), so an episode lasts exactly ``N`` steps. Moving right costs
-``0.01 / N``; moving right out of the bottom-right cell (reachable only by going right ``N``
-times) pays ``+1``. The optimal return is ``0.99``; every other policy gets at most ``0``, so
-an agent that does not explore deliberately learns to go left, and uniformly random actions
-find the treasure once in ``2**N`` episodes.
-
-Which action means 'right' is drawn per cell from ``mapping_seed`` (bsuite's
-``randomize_actions``; with the same seed the mapping is bsuite's); the mapping is part of
-the task and does not change with the seed of ``reset``. Observations are the one-hot
-position flattened to ``N * N`` floats (bsuite's ``N x N`` image), all zeros after the last
-step. Registered as ``looprl/DeepSea-v0`` (``gymnasium.make('looprl/DeepSea-v0', size=10)``).
+An ``N x N`` grid: the agent starts top-left and every step moves it down one row and one
+column left or right (clipped), so an episode lasts ``N`` steps. Moving right costs
+``0.01 / N``; moving right out of the bottom-right cell pays ``+1``. The optimal return is
+``0.99``, every other policy gets at most ``0``, and random actions find the treasure once in
+``2**N`` episodes. Which action means 'right' is drawn per cell from ``mapping_seed``
+(bsuite's ``randomize_actions``), not from the seed of ``reset``. Observations are the one-hot
+position as ``N * N`` floats, all zeros after the last step.
 
 Example:
     >>> env = DeepSea(size=3, randomize_actions=False)
@@ -83,14 +76,8 @@ class DeepSea(gym.Env):
         if not self.action_space.contains(action):
             raise ValueError(f"Invalid DeepSea action {action!r}: use 0 or 1")
         right = int(action) == self.action_mapping[self.row, self.column]
-        reward = 0.0
-        if right:
-            if self.column == self.size - 1:
-                reward += 1.0
-            reward -= self.move_cost / self.size
-            self.column = min(self.column + 1, self.size - 1)
-        else:
-            self.column = max(self.column - 1, 0)
+        reward = float(self.column == self.size - 1) - self.move_cost / self.size if right else 0.0
+        self.column = min(max(self.column + (1 if right else -1), 0), self.size - 1)
         self.row += 1
         terminated = self.row == self.size
         return self._observation(), reward, terminated, False, {}

@@ -48,24 +48,19 @@ def check_env_id(env_id: str) -> None:
         return
     game = _atari_game(env_id)
     if game is not None:
-        raise ValueError(
-            f"{env_id!r} is an Atari game: train it with an Atari preset "
-            f"(looprl train atari.ppo {game}) or play it in AtariEnvironment({game!r})"
-        )
+        raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
+                         f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")
     hint = did_you_mean(env_id, list(gym.registry), n=3)
-    raise ValueError(
-        f"Unknown environment {env_id!r}.{hint} "
-        "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)"
-    )
+    raise ValueError(f"Unknown environment {env_id!r}.{hint} "
+                     "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")
 
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
     """Convert an agent's action (tensor, array or number) to what ``space`` expects.
 
-    ``Box`` actions are clipped to the space's bounds: this is the one place where every
-    looprl environment, single and vector, clips continuous actions (as SB3 and CleanRL do
-    before the environment), so that rewards such as MuJoCo's control cost see the action
-    that was applied. The agent keeps its unclipped sample for the log-probability.
+    ``Box`` actions are clipped to the space's bounds, here for every looprl environment (as
+    SB3 and CleanRL do), so that rewards such as MuJoCo's control cost see the applied action;
+    the agent keeps its unclipped sample for the log-probability.
 
     Args:
         action: one action, or with ``n_envs`` one action per row.
@@ -97,29 +92,17 @@ class GymEnvironment(Environment):
 
     _shape: Any = None  # of the first observation (all must have it)
 
-    def __init__(
-        self,
-        env: str | gym.Env,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
-        self._given: gym.Env | None = None  # a user's environment (wrappers included)
-        if isinstance(env, str):
-            self._id = env
-            self._make_kwargs = make_kwargs
-            env = make_gym_env(env, **make_kwargs)
-        else:
-            self._id = env_name(env)
-            self._make_kwargs = {}
-            self._given = env
-        self._env = env
+    def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
+                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
+        made = isinstance(env, str)
+        self._given = None if made else env  # a user's environment (wrappers included)
+        self._id = env if made else env_name(env)
+        self._make_kwargs = make_kwargs if made else {}
+        self._env = make_gym_env(env, **make_kwargs) if made else env
         self.name = name or self._id
         self.device = device
         self.seed = seed
         self._seed = seed
-        self._state: State | None = None
 
     @property
     def env(self) -> gym.Env:
@@ -128,12 +111,7 @@ class GymEnvironment(Environment):
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors make the same Gymnasium id with the same ``gym.make`` arguments."""
-        return self.name, self.make_kwargs
-
-    @property
-    def make_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments ``gym.make`` was given (Ray actors make the same env)."""
-        return dict(self._make_kwargs)
+        return self.name, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
         seed = seed if seed is not None else self._seed
@@ -147,10 +125,8 @@ class GymEnvironment(Environment):
         try:
             outcome = self._env.step(gym_action)
         except AssertionError as error:  # Gymnasium's check of the action
-            raise ValueError(
-                f"Invalid action {gym_action!r} for {self.name} (action space "
-                f"{self._env.action_space}): {error}"
-            ) from None
+            raise ValueError(f"Invalid action {gym_action!r} for {self.name} (action space "
+                             f"{self._env.action_space}): {error}") from None
         self._state = State.from_gym(outcome, device=self.device)
         self._check_shape()
         return self._state
@@ -178,12 +154,8 @@ class GymEnvironment(Environment):
         self._env.close()
 
     def duplicate(self, n: int):
-        """``n`` copies as a ``GymVectorEnvironment``.
-
-        Made from an id, the copies use Gymnasium's native vectorized implementation where
-        one exists; made from a ``gym.Env``, they are deep copies of it, wrappers included,
-        each with its own random seed.
-        """
+        """``n`` copies as a ``GymVectorEnvironment``: Gymnasium's native vectorized one where
+        it exists, or deep copies of a given ``gym.Env`` (wrappers included, own seeds)."""
         from looprl.environments.vector import GymVectorEnvironment
 
         env = self._id if self._given is None else copies_of(self._given, self.name)
@@ -202,11 +174,10 @@ def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
         try:
             clone = copy.deepcopy(env)
         except Exception as error:  # noqa: BLE001 - any failure means the same advice
-            raise ValueError(
-                f"Cannot copy the environment {name} to run it in parallel ({error}); give "
-                "GymVectorEnvironment a function that makes one, e.g. "
-                "GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), n_envs)"
-            ) from None
+            raise ValueError(f"Cannot copy the environment {name} to run it in parallel "
+                             f"({error}); give GymVectorEnvironment a function that makes one, "
+                             "e.g. GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), "
+                             "n_envs)") from None
         clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
         return clone
 

@@ -1,9 +1,8 @@
 """MuJoCo environments (``HalfCheetah-v5``, ``Hopper-v5``, ...) on the ``mujoco`` package.
 
-``MujocoEnvironment`` is a ``GymEnvironment`` that checks the ``mujoco`` extra is
-installed, accepts ids without a version (``'HalfCheetah'`` means ``'HalfCheetah-v5'``)
-and routes MuJoCo's warnings to Python logging
-instead of a ``MUJOCO_LOG.TXT`` file in the working directory.
+``MujocoEnvironment`` is a ``GymEnvironment`` that checks the ``mujoco`` extra is installed,
+accepts ids without a version (``'HalfCheetah'`` means ``'HalfCheetah-v5'``) and routes
+MuJoCo's warnings to Python logging instead of a ``MUJOCO_LOG.TXT`` file.
 """
 
 from __future__ import annotations
@@ -27,9 +26,8 @@ DEFAULT_VERSION = "v5"
 def require_mujoco() -> None:
     """``ImportError`` naming the ``mujoco`` extra unless the ``mujoco`` package is installed."""
     if importlib.util.find_spec("mujoco") is None:
-        raise ImportError(
-            "MujocoEnvironment needs the 'mujoco' package: pip install 'looprl[mujoco]'"
-        )
+        raise ImportError("MujocoEnvironment needs the 'mujoco' package: pip install "
+                          "'looprl[mujoco]'")
     import mujoco
 
     if mujoco.get_mju_user_warning() is None:
@@ -54,29 +52,12 @@ def is_mujoco_id(env_id: str) -> bool:
 
 
 class MujocoEnvironment(GymEnvironment):
-    """A Gymnasium MuJoCo environment producing torch ``State`` objects.
+    """A Gymnasium MuJoCo environment producing torch ``State`` objects; ``env`` is an id
+    (``'HalfCheetah-v5'`` or ``'HalfCheetah'``) or a ``gym.Env``, the other arguments are
+    ``GymEnvironment``'s."""
 
-    Args:
-        env: an id (``'HalfCheetah-v5'`` or ``'HalfCheetah'``) or an existing ``gym.Env``.
-        device: where observation tensors are put.
-        name: display name (defaults to the id).
-        seed: seed of the first reset.
-        **make_kwargs: passed to ``gym.make`` (``render_mode='rgb_array'``, ...).
-
-    Example:
-        >>> env = MujocoEnvironment('HalfCheetah-v5')  # doctest: +SKIP
-        >>> env.reset().observation.shape  # doctest: +SKIP
-        torch.Size([17])
-    """
-
-    def __init__(
-        self,
-        env: str | gym.Env,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
+                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
         require_mujoco()
         if isinstance(env, str):
             env = versioned(env)

@@ -1,10 +1,9 @@
 """PettingZoo environments as looprl ``MultiagentEnvironment`` objects.
 
-PettingZoo (Terry et al., 2021, https://arxiv.org/abs/2009.14471) has two APIs: AEC
-(agents act in turn) and parallel (all agents act at once). ``MultiagentPettingZooEnv``
-wraps either -- parallel environments are converted with PettingZoo's ``parallel_to_aec``
--- and produces ``MultiagentState`` objects whose ``agent`` entry names whose turn it is,
-so that one control loop serves both (seed 003)::
+``MultiagentPettingZooEnv`` wraps a PettingZoo (Terry et al., 2021,
+https://arxiv.org/abs/2009.14471) AEC or parallel environment (through ``parallel_to_aec``)
+and produces ``MultiagentState`` objects whose ``agent`` entry names whose turn it is, so
+that one control loop serves both (seed 003)::
 
     env.reset()
     for agent in env.agent_iter():
@@ -12,18 +11,17 @@ so that one control loop serves both (seed 003)::
         action = multiagent.act(state)
         env.step(None if state.done else action)   # done agents must step None
 
-States follow the ``State`` convention (``done`` = terminated or truncated, ``mask`` = 0
-only on termination); ``reward`` is the agent's reward accumulated since its last action.
-Observations are converted to float32 tensors and, by default, flattened to one dimension
-(``gymnasium.spaces.flatten``: ``Discrete`` becomes one-hot). Classic games, whose
-observations are ``{'observation', 'action_mask'}`` dicts, give ``state['observation']``
-the observation part and ``state['action_mask']`` a bool tensor of the legal actions.
+States follow the ``State`` convention; ``reward`` is the agent's reward accumulated since
+its last action. Observations are by default flattened to float32 vectors
+(``gymnasium.spaces.flatten``: ``Discrete`` becomes one-hot); in classic games'
+``{'observation', 'action_mask'}`` observations, ``state['action_mask']`` is a bool tensor.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
@@ -35,7 +33,10 @@ import torch
 from looprl.core import MultiagentState
 from looprl.environments.gym import action_to_numpy
 
-FAMILIES = ("classic", "butterfly", "sisl", "atari")
+MASK = "action_mask"
+
+#: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
+FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
 
 
 class MultiagentEnvironment(ABC):
@@ -133,20 +134,62 @@ class AgentView:
         return self.observation_space
 
 
-def make_zoo_env(name: str, **kwargs: Any) -> Any:
-    """A PettingZoo AEC environment from a name like ``'tictactoe_v3'`` or ``'classic.rps_v2'``."""
-    family, _, env_name = name.rpartition(".")
-    families = (family,) if family else FAMILIES
-    for candidate in families:
+def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
+    """A PettingZoo environment from a module path.
+
+    Args:
+        name: ``"pettingzoo.classic.tictactoe_v3"`` (its ``env()``/``parallel_env()`` is
+            called), a short ``"classic.tictactoe_v3"`` or ``"tictactoe_v3"``, or any
+            ``"package.module:factory"`` (e.g. ``"mpe2.simple_spread_v3:parallel_env"``).
+        parallel: call the module's ``parallel_env`` instead of ``env``.
+        **kwargs: passed to the factory.
+
+    Raises:
+        ValueError: there is no such module, or it has no such factory.
+        ImportError: the module fails to import (e.g. a missing dependency).
+    """
+    module_name, _, factory = name.partition(":")
+    factory = factory or ("parallel_env" if parallel else "env")
+    derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
+    if "." not in module_name:
+        derived += [f"pettingzoo.{family}.{module_name}" for family in FAMILIES]
+    module = _import_module(name, module_name, must_exist=False)
+    for candidate in derived:
+        module = module or _import_module(name, candidate, must_exist=True)
+    if module is None:
+        tried = ", ".join(repr(c) for c in [module_name, *derived])
+        raise ValueError(f"Unknown PettingZoo environment {name!r} (tried {tried}; the "
+                         "'multiagent' extra installs pettingzoo)")
+    if not callable(getattr(module, factory, None)):
+        raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
+    return getattr(module, factory)(**kwargs)
+
+
+def _import_module(env: str, name: str, must_exist: bool) -> Any:
+    """The module ``name``, ``None`` if there is none (with ``must_exist``, also if its
+    package cannot be searched), ``ImportError`` if it fails to import."""
+    if must_exist:
         try:
-            module = importlib.import_module(f"pettingzoo.{candidate}.{env_name}")
-        except ImportError:
-            continue
-        return module.env(**kwargs)
-    raise ValueError(
-        f"Unknown PettingZoo environment {name!r} (looked in pettingzoo.{{{','.join(families)}}}; "
-        "the 'multiagent' extra installs pettingzoo)"
-    )
+            if importlib.util.find_spec(name) is None:
+                return None
+        except (ImportError, ValueError):
+            return None
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        missing = error.name or ""
+        if name == missing or name.startswith(missing + "."):
+            return None  # the module itself does not exist
+        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
+    except ImportError as error:
+        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
+
+
+def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
+    """The observation part of a PettingZoo ``{"observation", "action_mask"}`` space (else
+    ``space``) and whether ``space`` has an action mask."""
+    masked = isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
+    return (space["observation"] if masked else space), masked
 
 
 def flat_box(space: gym.Space) -> gym.spaces.Box:
@@ -157,8 +200,17 @@ def flat_box(space: gym.Space) -> gym.spaces.Box:
 
 def flat_observation(space: gym.Space, obs: Any) -> np.ndarray:
     """``obs`` of ``space`` as one float32 vector (``gymnasium.spaces.flatten``: ``Discrete``
-    becomes one-hot); the SRL PettingZoo adapter flattens the same way."""
+    becomes one-hot)."""
     return np.asarray(gym.spaces.flatten(space, obs), dtype=np.float32)
+
+
+def zoo_observation(space: gym.Space, obs: Any, flatten: bool) -> tuple[np.ndarray, Any]:
+    """``obs`` of a PettingZoo ``space`` as ``(observation, bool action mask or None)``, the
+    observation flattened to float32 with ``flatten``."""
+    inner, masked = observation_part(space)
+    mask = np.asarray(obs[MASK], dtype=bool) if masked else None
+    obs = obs["observation"] if masked else obs
+    return (flat_observation(inner, obs) if flatten else np.asarray(obs)), mask
 
 
 class MultiagentPettingZooEnv(MultiagentEnvironment):
@@ -175,15 +227,9 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             ``looprl.environments.make``; default the SRL PettingZoo adapter of its module.
     """
 
-    def __init__(
-        self,
-        zoo_env: Any,
-        name: str | None = None,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-        flatten: bool = True,
-        remote: tuple[str, dict[str, Any]] | None = None,
-    ):
+    def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
+                 seed: int | None = None, flatten: bool = True,
+                 remote: tuple[str, dict[str, Any]] | None = None):
         from pettingzoo.utils.conversions import parallel_to_aec
         from pettingzoo.utils.env import ParallelEnv
 
@@ -197,7 +243,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self.device = device
         self.flatten = flatten
         self._seed = seed
-        self._spaces = {agent: self._spaces_of(agent) for agent in zoo_env.possible_agents}
+        self._spaces = {a: zoo_env.observation_space(a) for a in zoo_env.possible_agents}
         self._remote = remote
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
@@ -205,13 +251,6 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         adapter of its module, observations flattened as here."""
         module = self._env.metadata.get("name", self.name)
         return self._remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
-
-    def _spaces_of(self, agent: str) -> tuple[gym.Space, bool, gym.Space]:
-        """``(zoo observation space, has mask, space of state['observation'])``."""
-        space = self._env.observation_space(agent)
-        masked = isinstance(space, gym.spaces.Dict) and "action_mask" in space.spaces
-        inner = space["observation"] if masked else space
-        return space, masked, flat_box(inner) if self.flatten else inner
 
     @property
     def env(self) -> Any:
@@ -233,22 +272,13 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     def last(self) -> MultiagentState:
         agent = self._env.agent_selection
         obs, reward, terminated, truncated, info = self._env.last()
-        space, masked, _ = self._spaces[agent]
-        mask = None
-        if masked:
-            obs, mask = obs["observation"], obs["action_mask"]
-        observation = self._observation(obs, space["observation"] if masked else space)
+        observation, mask = zoo_observation(self._spaces[agent], obs, self.flatten)
         state = MultiagentState.from_zoo(
             agent, (observation, reward, terminated, truncated, info), device=self.device
         )
-        if masked:
-            state["action_mask"] = torch.as_tensor(np.asarray(mask, dtype=bool), device=self.device)
+        if mask is not None:
+            state[MASK] = torch.as_tensor(mask, device=self.device)
         return state
-
-    def _observation(self, obs: Any, space: gym.Space) -> np.ndarray:
-        if not self.flatten:
-            return np.asarray(obs)
-        return flat_observation(space, obs)
 
     def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:
         return self._env.agent_iter(max_iter)
@@ -269,13 +299,14 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         return bool(self._env.terminations[agent] or self._env.truncations[agent])
 
     def observation_space(self, agent: str) -> gym.Space:
-        return self._spaces[agent][2]
+        inner, _ = observation_part(self._spaces[agent])
+        return flat_box(inner) if self.flatten else inner
 
     def action_space(self, agent: str) -> gym.Space:
         return self._env.action_space(agent)
 
     def has_action_mask(self, agent: str) -> bool:
-        return self._spaces[agent][1]
+        return observation_part(self._spaces[agent])[1]
 
     def render(self, **kwargs: Any) -> Any:
         return self._env.render()

@@ -1,17 +1,11 @@
 """The SRL multi-agent environment API (seed 004): ``StepResult`` lists, ``register`` and ``make``.
 
-Unlike Gymnasium, ``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``,
-one entry per agent, with ``None`` for an agent that does not act (and receives nothing) this
-step. ``step`` takes one action per agent in the same order, ``None`` for an agent that got
-``None``. Observations are dicts of numpy arrays; ``reward``, ``done`` and ``truncated`` are
-arrays of shape ``(1,)`` (float32, bool, bool). After every agent is done or truncated the
-caller calls ``reset()``.
-
-Write an environment, register it, and check it before a distributed run::
-
-    import numpy as np
-    from looprl.environments import SRLEnvironment, StepResult, make, register
-    from looprl.distributed import test_environment
+``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``, one per agent, with
+``None`` for an agent that does not act this step; ``step`` takes one action per agent in the
+same order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
+``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool).
+After every agent is done or truncated the caller calls ``reset()``. Write one, register it
+and check it before a distributed run::
 
     class Countdown(SRLEnvironment):
         def __init__(self, length: int = 10):
@@ -23,42 +17,26 @@ Write an environment, register it, and check it before a distributed run::
 
         def reset(self):
             self.t = 0
-            return [self._result(0.0)]
+            return [step_result({"obs": np.array([self.t], np.float32)}, 0.0, False)]
 
         def step(self, actions):
             self.t += 1
-            return [self._result(1.0)]
-
-        def _result(self, reward):
-            return StepResult(
-                obs={"obs": np.array([self.t], np.float32)},
-                reward=np.array([reward], np.float32),
-                done=np.array([self.t >= self.length]),
-                info={},
-            )
+            obs = {"obs": np.array([self.t], np.float32)}
+            return [step_result(obs, 1.0, self.t >= self.length)]
 
     register("countdown", Countdown)        # or register("countdown", "my_pkg.envs:Countdown")
-    env = make("countdown", length=5)
-    test_environment("countdown", {"length": 5}, test_stepping=False)
+    test_environment("countdown", {"length": 5}, test_stepping=False)   # looprl.distributed
 
 Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on first use):
-
-* ``make("CartPole-v1")`` -- any Gymnasium id not registered under another name runs through
-  ``GymnasiumEnvironment`` (same as ``make("gym", env_id="CartPole-v1")``);
-* ``make("atari", game="Breakout")`` -- an Atari game with the DeepMind preprocessing,
-  observations ``{"obs": (4, 84, 84) uint8}``; ``make("ALE/Breakout-v5", atari_wrappers=True)``
-  is the same;
-* ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` -- a PettingZoo AEC env, or
-  ``parallel=True`` for a parallel one.
-* ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})`` -- a
-  contextual environment (``looprl.environments.contextual``).
-* ``make("my_pkg.envs:MyEnv")`` -- an import path: the module is imported and ``MyEnv`` is an
-  ``Environment`` class, a ``gymnasium.Env`` class (through ``GymnasiumEnvironment``), or a
-  name the module registers, with either API (``import_environment``). Ray workers make
-  environments given by import path this way (``env=my_pkg.envs:MyEnv`` in a config).
-
-Actions given to ``step`` may be numpy arrays, Python scalars, torch tensors, or a
-``NamedArray`` with a field ``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
+any Gymnasium id (``make("CartPole-v1")``, as ``make("gym", env_id="CartPole-v1")``; with
+``atari_wrappers=True`` an ALE id gets the DeepMind preprocessing);
+``make("atari", game="Breakout")`` (observations ``{"obs": (4, 84, 84) uint8}``);
+``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` (AEC, or ``parallel=True``);
+``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})``; and an import
+path ``make("my_pkg.envs:MyEnv")`` naming an ``Environment`` class, a ``gymnasium.Env`` class
+or a name the module registers (``import_environment``; Ray workers make them this way).
+Actions may be numpy arrays, Python scalars, torch tensors or a ``NamedArray`` with a field
+``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
 """
 
 from __future__ import annotations
@@ -94,13 +72,8 @@ class StepResult:
     truncated: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(1, dtype=bool))
 
 
-def step_result(
-    obs: dict[str, Any],
-    reward: float,
-    done: bool,
-    info: dict | None = None,
-    truncated: bool = False,
-) -> StepResult:
+def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | None = None,
+                truncated: bool = False) -> StepResult:
     """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes."""
     return StepResult(
         obs={key: np.asarray(value) for key, value in obs.items()},
@@ -112,12 +85,8 @@ def step_result(
 
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
-    """``results``, what ``env.reset()`` or ``env.step()`` (``call``) returned, as a list:
-    one ``StepResult`` or ``None`` per agent.
-
-    Raises:
-        ValueError: it is no list of ``env.agent_count`` entries: one line.
-    """
+    """``results``, what ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of
+    one ``StepResult`` or ``None`` per agent; a one-line ``ValueError`` if it is not one."""
     if not isinstance(results, list | tuple) or len(results) != env.agent_count:
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
@@ -134,10 +103,9 @@ def action_value(action: Any) -> Any:
         elif len(action.fields) == 1:
             action = action[action.fields[0]]
         else:
-            raise TypeError(
-                f"cannot read an action from a NamedArray with fields {list(action.fields)}: "
-                "put the action in a field named 'x' (SRL's DiscreteAction(x=...))"
-            )
+            raise TypeError(f"cannot read an action from a NamedArray with fields "
+                            f"{list(action.fields)}: put the action in a field named 'x' (SRL's "
+                            "DiscreteAction(x=...))")
     if hasattr(action, "detach") and hasattr(action, "cpu"):  # a torch tensor
         action = action.detach().cpu().numpy()
     return action
@@ -167,19 +135,16 @@ class Environment(ABC):
     @property
     def observation_spaces(self) -> list[Any]:
         """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict."""
-        raise NotImplementedError(
-            f"{type(self).__name__} does not define observation_spaces; implement the property "
-            "(a list of gymnasium spaces, one per agent) to let tools check observations"
-        )
+        raise NotImplementedError(f"{type(self).__name__} does not define observation_spaces; "
+                                  "implement the property (a list of gymnasium spaces, one per "
+                                  "agent) to let tools check observations")
 
     @property
     def action_spaces(self) -> list[Any]:
         """One Gymnasium space per agent, for sampling and checking actions."""
-        raise NotImplementedError(
-            f"{type(self).__name__} does not define action_spaces; implement the property "
-            "(a list of gymnasium spaces, one per agent) or call "
-            "test_environment(..., test_stepping=False)"
-        )
+        raise NotImplementedError(f"{type(self).__name__} does not define action_spaces; "
+                                  "implement the property (a list of gymnasium spaces, one per "
+                                  "agent) or call test_environment(..., test_stepping=False)")
 
     def seed(self, seed: int) -> int:
         """Seed the environment's randomness (from the next ``reset`` on); return the seed."""
@@ -187,9 +152,8 @@ class Environment(ABC):
 
     def set_curriculum_stage(self, stage_name: str) -> None:
         """Switch to the curriculum stage ``stage_name`` (from the next ``reset`` on)."""
-        raise NotImplementedError(
-            f"{type(self).__name__} has no curriculum: it cannot set the stage {stage_name!r}"
-        )
+        raise NotImplementedError(f"{type(self).__name__} has no curriculum: it cannot set the "
+                                  f"stage {stage_name!r}")
 
     def render(self) -> Any:
         """The current frame as an ``(H, W, 3)`` uint8 RGB array (``looprl watch`` of a
@@ -224,29 +188,22 @@ def register(name: str, env_class: type | str) -> None:
             may also name a function that returns an ``Environment``).
 
     Raises:
-        ValueError: ``name`` is already registered, or ``env_class`` is a string without ``:``.
-        TypeError: ``name`` is not a non-empty string, or ``env_class`` is neither a class
-            nor a string.
+        ValueError: ``name`` is taken, or ``env_class`` is a string without ``:``.
+        TypeError: ``name`` is no non-empty string, or ``env_class`` no class or string.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
     if name in _REGISTRY:
-        raise ValueError(
-            f"environment {name!r} is already registered (to {_describe(_REGISTRY[name])}); "
-            "pick another name"
-        )
+        raise ValueError(f"environment {name!r} is already registered (to "
+                         f"{_describe(_REGISTRY[name])}); pick another name")
     if isinstance(env_class, str):
         module, sep, attr = env_class.partition(":")
         if not (module and sep and attr):
-            raise ValueError(
-                f"environment {name!r}: expected a 'package.module:ClassName' path, "
-                f"got {env_class!r}"
-            )
+            raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
+                             f"got {env_class!r}")
     elif not isinstance(env_class, type):
-        raise TypeError(
-            f"environment {name!r}: register a class or a 'package.module:ClassName' path, "
-            f"got {type(env_class).__name__}"
-        )
+        raise TypeError(f"environment {name!r}: register a class or a 'package.module:ClassName'"
+                        f" path, got {type(env_class).__name__}")
     _REGISTRY[name] = env_class
 
 
@@ -277,20 +234,17 @@ def make(name: str, **env_args: Any) -> Environment:
     else:
         env = _make_gym(name, env_args)
     if not isinstance(env, Environment):
-        raise TypeError(
-            f"environment {name!r} built a {type(env).__name__}, not a "
-            "looprl.environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment"
-        )
+        raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
+                        "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")
     return env
 
 
 def import_environment(path: str) -> tuple[str, str]:
-    """Import the module of ``path`` (``package.module:NAME``) and find the environment
-    ``NAME`` stands for: ``("srl", name)`` for an ``Environment`` subclass (registered under
-    ``path``) or a name the module ``register`` ed; ``("gym", id)`` for a ``gymnasium.Env``
-    subclass (registered with Gymnasium as ``package.module.NAME``) or an id the module
-    registered with Gymnasium. ``make(path)`` builds it, here and in Ray workers (which
-    import the module too: it must be importable there, e.g. on ``PYTHONPATH``).
+    """Import the module of ``path`` (``package.module:NAME``) and find what ``NAME`` is:
+    ``("srl", name)`` for an ``Environment`` subclass (registered under ``path``) or a name the
+    module registered; ``("gym", id)`` for a ``gymnasium.Env`` subclass (registered with
+    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered. Ray workers
+    import the module too, so it must be importable there (e.g. on ``PYTHONPATH``).
 
     Raises:
         ImportError: the module does not import, or holds and registered no ``NAME``.
@@ -299,12 +253,7 @@ def import_environment(path: str) -> tuple[str, str]:
     import gymnasium as gym
 
     module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"environment {path!r}: cannot import {module_name!r} ({error}); "
-                          "is its package on PYTHONPATH?") from error
-    found = getattr(module, attr, None)
+    found = getattr(_import(module_name, f"environment {path!r}"), attr, None)
     if isinstance(found, type) and issubclass(found, Environment):
         _REGISTRY.setdefault(path, found)
         return "srl", path
@@ -327,6 +276,15 @@ def import_environment(path: str) -> tuple[str, str]:
                       "looprl.environments.register)")
 
 
+def _import(module_name: str, where: str) -> Any:
+    """The module ``module_name``, or an ``ImportError`` whose message starts with ``where``."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"{where}: cannot import {module_name!r} ({error}); is its package "
+                          "on PYTHONPATH?") from error
+
+
 def _describe(target: type | str) -> str:
     return target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
 
@@ -336,32 +294,29 @@ def _resolve(name: str, target: type | str) -> type:
     if not isinstance(target, str):
         return target
     module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"environment {name!r}: cannot import {target!r}: {error}") from error
+    module = _import(module_name, f"environment {name!r} ({target})")
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ImportError(
-            f"environment {name!r}: module {module_name!r} has no attribute {attr!r} "
-            f"(registered as {target!r})"
-        ) from None
+        raise ImportError(f"environment {name!r}: module {module_name!r} has no attribute {attr!r} "
+                          f"(registered as {target!r})") from None
 
 
 def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:
     """The Gymnasium fallback of ``make``, or a one-line ``KeyError`` for an unknown name."""
     adapters = importlib.import_module(_ADAPTERS)
     if not adapters.is_gymnasium_id(name):
-        raise UnknownEnvironmentError(_unknown_message(name, adapters.gymnasium_ids()))
+        raise UnknownEnvironmentError(_unknown_message(name))
     if env_args.pop("atari_wrappers", False):
         return adapters.AtariGameEnvironment(name, **env_args)
     return adapters.GymnasiumEnvironment(name, **env_args)
 
 
-def _unknown_message(name: str, gym_ids: list[str]) -> str:
+def _unknown_message(name: str) -> str:
+    import gymnasium as gym
+
     known = ", ".join(registered_environments()) or "none"
-    hint = did_you_mean(name, [*_REGISTRY, *gym_ids], n=3)
+    hint = did_you_mean(name, [*_REGISTRY, *gym.registry], n=3)
     return (
         f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
         "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own with "

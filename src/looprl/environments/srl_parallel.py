@@ -10,14 +10,14 @@ that answers ``None`` for one of them runs on Ray only (``runtime=ray``).
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import gymnasium as gym
 from pettingzoo.utils.env import ParallelEnv
 
+from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, checked_results
-
-MASK = "action_mask"
 
 
 class SRLParallelEnv(ParallelEnv):
@@ -53,10 +53,8 @@ class SRLParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         if seed is not None:
-            try:
+            with suppress(NotImplementedError):  # an environment without randomness of its own
                 self.env.seed(seed)
-            except NotImplementedError:
-                pass  # an environment without randomness of its own
         self.agents = list(self.possible_agents)
         results = self._results(self.env.reset(), "reset")
         return ({a: _observation(r) for a, r in results.items()},

@@ -18,12 +18,8 @@ from looprl.environments.gym import action_to_numpy, check_env_id, env_name, sha
 def make_vector_env(
     env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
 ) -> gym.vector.VectorEnv:
-    """Gymnasium's native vectorized implementation if it has one, else a ``SyncVectorEnv``.
-
-    Native implementations (``CartPoleVectorEnv``...) step all copies in one numpy call
-    and are several times faster than a loop of single environments. ``env_id`` may also
-    be a function that makes one environment (a ``SyncVectorEnv`` of ``n_envs`` of them).
-    """
+    """Gymnasium's native vectorized implementation if it has one (several times faster), else
+    a ``SyncVectorEnv``; ``env_id`` may also be a function that makes one environment."""
     if callable(env_id):
         return gym.vector.SyncVectorEnv([env_id] * n_envs)
     check_env_id(env_id)
@@ -31,14 +27,9 @@ def make_vector_env(
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **kwargs)
 
 
-def state_array_from_numpy(
-    obs: np.ndarray,
-    reward: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    device: str | torch.device,
-    **extra: np.ndarray,
-) -> StateArray:
+def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                           truncated: np.ndarray, device: str | torch.device,
+                           **extra: np.ndarray) -> StateArray:
     """A ``StateArray`` from one batched Gymnasium step; ``extra`` arrays become entries too.
 
     ``done`` is terminated or truncated and ``mask`` is 0 only where terminated.
@@ -57,34 +48,32 @@ def state_array_from_numpy(
 
 
 class NumpyVectorEnvironment(VectorEnvironment):
-    """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API.
+    """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API
+    (``env``); subclasses implement ``step``. The other arguments are
+    ``GymVectorEnvironment``'s."""
 
-    Holds the wrapped environment (in ``_env``) and gives its spaces; subclasses implement
-    ``reset`` and ``step``, storing the batch they return in ``_state``.
-
-    Args:
-        env: the wrapped vector environment (``single_observation_space``,
-            ``single_action_space``, ``reset(seed=...)``, ``step``, ``close``).
-        name: display name.
-        n_envs: number of copies.
-        device: where tensors are put.
-        seed: seed of the first reset (Gymnasium seeds the copies from it: one generator for
-            a native vector env, ``seed + i`` for copy ``i`` of a ``SyncVectorEnv``).
-    """
-
-    def __init__(
-        self,
-        env: Any,
-        name: str,
-        n_envs: int,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-    ):
+    def __init__(self, env: Any, name: str, n_envs: int, device: str | torch.device = "cpu",
+                 seed: int | None = None):
         self._env = env
         self.name = name
         self.n_envs = n_envs
         self.device = device
         self._seed = seed
+
+    @property
+    def env(self) -> Any:
+        """The wrapped vector environment."""
+        return self._env
+
+    def reset(self, seed: int | None = None) -> StateArray:
+        seed, self._seed = (self._seed if seed is None else seed), None
+        obs, info = self._env.reset(seed=seed)
+        zeros = np.zeros(self.n_envs, dtype=bool)
+        self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros, info)
+        return self._state
+
+    def _make_state(self, obs, reward, terminated, truncated, info: Any = None) -> StateArray:
+        return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
 
     @property
     def observation_space(self) -> gym.Space:
@@ -101,54 +90,30 @@ class NumpyVectorEnvironment(VectorEnvironment):
 class GymVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of a Gymnasium environment, stepped as one batch.
 
-    Autoreset is next-step (see ``VectorEnvironment``). Observations, rewards, ``done``
-    and ``mask`` come back as tensors of leading shape ``(n_envs,)``.
-
     Args:
-        env: an environment id, or a function that makes one ``gym.Env`` (for wrapped or
-            custom environments; the copies then run in a ``SyncVectorEnv``).
+        env: an environment id, or a function that makes one ``gym.Env`` (the copies then
+            run in a ``SyncVectorEnv``).
         n_envs: number of copies.
         device: where tensors are put.
         name: display name (defaults to the id, or the made environment's id).
-        seed: seed of the first reset (Gymnasium seeds the copies from it: one generator for
-            a native vector env, ``seed + i`` for copy ``i`` of a ``SyncVectorEnv``).
+        seed: seed of the first reset (Gymnasium seeds the copies from it).
     """
 
-    def __init__(
-        self,
-        env: str | Callable[[], gym.Env],
-        n_envs: int,
-        device: str | torch.device = "cpu",
-        name: str | None = None,
-        seed: int | None = None,
-        **make_kwargs: Any,
-    ):
+    def __init__(self, env: str | Callable[[], gym.Env], n_envs: int,
+                 device: str | torch.device = "cpu", name: str | None = None,
+                 seed: int | None = None, **make_kwargs: Any):
         vector_env = make_vector_env(env, n_envs, **make_kwargs)
         if name is None:
             name = env if isinstance(env, str) else env_name(vector_env.envs[0])
         super().__init__(vector_env, name, n_envs, device, seed)
         self._id = env
         self._make_kwargs = make_kwargs
-        self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._arrays: tuple[np.ndarray, ...] | None = None  # of the last step_arrays
-
-    @property
-    def env(self) -> gym.vector.VectorEnv:
-        """The wrapped Gymnasium vector environment."""
-        return self._env
-
-    def reset(self, seed: int | None = None) -> StateArray:
-        seed = seed if seed is not None else self._seed
-        self._seed = None
-        obs, _ = self._env.reset(seed=seed)
-        zeros = np.zeros(self.n_envs, dtype=bool)
-        self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros)
-        return self._state
 
     def step(self, action: Any) -> StateArray:
         """Step every copy with one action per row (``Box`` actions clipped to the bounds)."""
         self.step_arrays(action)
-        return self.state_array
+        return self.state
 
     def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
         """``step`` without making the ``StateArray`` (``state`` makes it when read): the
@@ -157,26 +122,22 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         try:
             obs, reward, terminated, truncated, _ = self._env.step(action)
         except AssertionError as error:  # Gymnasium's check of the actions
-            raise ValueError(
-                f"Invalid actions {action!r} for {self.name} (action space of each of the "
-                f"{self.n_envs} environments: {self.action_space}): {error}"
-            ) from None
+            raise ValueError(f"Invalid actions {action!r} for {self.name} (action space of each "
+                             f"of the {self.n_envs} environments: {self.action_space}): "
+                             f"{error}") from None
         except ValueError as error:  # Gymnasium stacks observations into preallocated arrays
             if "shape" not in str(error):
                 raise
-            raise shape_changed(self.name, self.state_array.observation.shape[1:]) from None
+            raise shape_changed(self.name, self.state.observation.shape[1:]) from None
         self._state, self._arrays = None, (as_observation(np.asarray(obs)),
                                            np.asarray(reward, np.float32), terminated, truncated)
         return self._arrays
 
     @property
-    def state_array(self) -> StateArray:
+    def state(self) -> StateArray:
         if self._state is None and self._arrays is not None:
             self._state = self._make_state(*self._arrays)
-        return super().state_array
-
-    def _make_state(self, obs, reward, terminated, truncated) -> StateArray:
-        return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
+        return super().state
 
     def copy(self) -> GymVectorEnvironment:
         return GymVectorEnvironment(

@@ -8,14 +8,7 @@ from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = [
-    "AtariReplayBuffer",
-    "ExperienceReplayBuffer",
-    "NStepReplayBuffer",
-    "OnPolicyBuffer",
-    "PrioritizedAtariReplayBuffer",
-    "PrioritizedReplayBuffer",
-    "SegmentBuffer",
-    "SumTree",
-    "importance_weights",
-    "make_sample_buffer",
+    "AtariReplayBuffer", "ExperienceReplayBuffer", "NStepReplayBuffer", "OnPolicyBuffer",
+    "PrioritizedAtariReplayBuffer", "PrioritizedReplayBuffer", "SegmentBuffer", "SumTree",
+    "importance_weights", "make_sample_buffer",
 ]

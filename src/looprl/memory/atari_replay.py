@@ -1,39 +1,27 @@
 """Replay for stacked uint8 frames that stores each frame once (the DQN replay memory).
 
-Stacked Atari observations ``(4, 84, 84)`` share three of their four frames with the next
-observation, and a transition holds two of them: storing them as they come costs 8 frames
-per transition. ``AtariReplayBuffer`` keeps one ring of single frames instead (one frame per
-step, plus the ``stack - 1`` older frames of the first state of each episode) and rebuilds
-the stacked observations and next observations when it samples, so an 84x84 frame costs
-7,056 bytes: a 1M-transition buffer takes about 7.1 GB instead of 56 GB (see
-``AtariReplayBuffer.footprint``).
+A stacked Atari observation ``(4, 84, 84)`` shares three frames with the next one, so
+``AtariReplayBuffer`` keeps one ring of single frames (one per step, plus the ``stack - 1``
+older frames of each episode's first state) and rebuilds the stacked observations when it
+samples: a 1M-transition buffer takes about 7.1 GB instead of 56 GB (``footprint``).
 
-Slot ``k`` of the ring holds the newest frame of one state; that state is
-``frames[k - stack + 1 .. k]`` and its successor ``frames[k - stack + 2 .. k + 1]``. The
-action, reward, ``mask`` and ``done`` of the transition out of it are kept at slot ``k`` and
-``valid[k]`` says whether one was stored. Writing a slot invalidates the transitions that
-needed the frame it overwrites. Like ``ExperienceReplayBuffer``, transitions out of a ``done``
-state are skipped, so episode boundaries (including the ``EpisodicLife`` body's life losses)
-are never crossed.
+Slot ``k`` of the ring holds the newest frame of one state, ``frames[k - stack + 1 .. k]``;
+the action, reward, ``mask`` and ``done`` of the transition out of it are kept at slot ``k``
+and ``valid[k]`` says whether one was stored. Writing a slot invalidates the transitions that
+needed the frame it overwrites. As in ``ExperienceReplayBuffer``, transitions out of a
+``done`` state are skipped, so episode boundaries (and ``EpisodicLife``'s life losses) are
+never crossed.
 
-**Sampling** (``sample_batch``) gives each slot's window as ``[n_step + 1, B]``
-``SampleBatch`` rows (as Dopamine reads n-step returns from the ring): row ``j`` is the state
-``j`` steps after slot ``k`` with the reward and episode end of the step into it, up to
-``m = n_step`` steps or fewer when a step in between is ``done`` or the stored sequence
-breaks (slot ``k + j`` holds no stored continuation); row ``m`` is then repeated and marked
-``truncated`` unless it terminated, so the trainer's n-step return
-(``agents.losses.n_step_bootstrap``) stops there. A window only reaches newer
-frames, which the ring overwrites last, so the invalidation above covers it. A transition
-can be sampled (``ready``) once its window is complete: the newest ``n_step - 1``
+``sample_batch`` gives each slot's window as ``[n_step + 1, B]`` ``SampleBatch`` rows (as
+Dopamine reads n-step returns from the ring): row ``j`` is the state ``j`` steps after slot
+``k``, up to ``m = n_step`` steps or fewer when a step in between is ``done`` or the stored
+sequence breaks; row ``m`` is then repeated and marked ``truncated`` unless it terminated. A
+transition is sampled (``ready``) once its window is complete: the newest ``n_step - 1``
 transitions of a running episode wait.
 
-**Segments** (``put``): the trainer worker of a distributed run fills the ring from the
-``[T + 1, B]`` segments actors send (every row a whole stacked observation), storing each
-row's newest frame as ``store`` does; each segment column is a sequence of its own.
-
-``PrioritizedAtariReplayBuffer`` adds proportional prioritized replay over the ring's slots
-(``memory.prioritized``'s ``SumTree``): slots enter at the largest priority when they become
-ready and drop to 0 when invalidated.
+``put`` fills the ring from the ``[T + 1, B]`` segments of a distributed run's actors,
+storing each row's newest frame; each segment column is a sequence of its own.
+``PrioritizedAtariReplayBuffer`` adds prioritized replay over the slots.
 """
 
 from __future__ import annotations
@@ -45,16 +33,18 @@ import numpy as np
 import torch
 
 from looprl.core import NamedArray, SampleBatch, State, StateArray
-from looprl.memory.prioritized import SumTree, importance_weights
-from looprl.memory.replay import ReplayContents, transitions
+from looprl.memory.prioritized import Prioritized
+from looprl.memory.replay import ReplayContents
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
 log = logging.getLogger(__name__)
 
-#: Bytes per slot besides the frame: action (int64), reward and mask (float32), done, valid,
-#: ready.
+#: Bytes per slot besides the frame: action (int64), reward, mask (float32), done, valid, ready.
 _METADATA_BYTES = 8 + 4 + 4 + 1 + 1 + 1
+
+#: The storage arrays, one entry per slot.
+_ARRAYS = ("frames", "action", "reward", "mask", "done", "valid", "ready")
 
 #: Pending priority changes kept before ``PrioritizedAtariReplayBuffer`` applies them anyway.
 _MAX_PENDING_UPDATES = 4096
@@ -63,49 +53,19 @@ _MAX_PENDING_UPDATES = 4096
 class AtariReplayBuffer(ReplayContents):
     """Uniform replay of (n-step) transitions between stacked uint8 frame observations.
 
-    The interface is that of ``ExperienceReplayBuffer`` (``store``, ``put``, ``sample``,
-    ``gather``, ``len``) for a single environment: each ``next_state``'s observation must be the
-    previous one shifted by one frame (as ``AtariEnvironment`` and the ``FrameStack`` body
-    produce); ``store`` checks it and skips (and counts in ``skipped``) transitions whose
-    frames do not continue, such as one into a mid-episode reset.
+    ``ExperienceReplayBuffer``'s interface for a single environment, whose observations shift
+    by one frame per step (as ``AtariEnvironment``'s and ``FrameStack``'s do): ``store`` skips
+    (and counts in ``skipped``) transitions whose frames do not continue.
 
     Args:
         size: capacity in frames (= transitions, less ``stack - 1`` per episode start).
         device: where sampled batches are returned (storage stays in CPU memory).
         generator: torch RNG used for sampling (for reproducibility).
-        check_stacking: verify on every ``store`` that frames continue (a few microseconds);
-            without it a discontinuous transition is stored with wrong frames.
         n_step: steps per window (``1``: one-step transitions).
     """
 
-    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
-    metrics: dict[str, Any] | None = None
-
-    def __init__(
-        self,
-        size: int,
-        device: str | torch.device = "cpu",
-        generator: torch.Generator | None = None,
-        check_stacking: bool = True,
-        n_step: int = 1,
-    ):
-        if size < 2:
-            raise ValueError(f"Replay buffer size must be at least 2, got {size}")
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
-        self.size = int(size)
-        self.device = device
-        self.generator = generator
-        self.check_stacking = check_stacking
-        self.n_step = int(n_step)
-        self.stack = 0
-        self._pos = 0  # next slot to write
-        self._filled = 0  # slots written so far (up to size)
-        self._count = 0  # ready transitions
-        self._waiting = 0  # newest transitions of the open sequence that are not ready yet
-        self._last: State | None = None  # the state whose newest frame is at _pos - 1
-        self.skipped = 0  # transitions skipped because their frames did not continue
-        self.frames: torch.Tensor | None = None
+    _min_size = 2
+    skipped = 0  # transitions skipped because their frames did not continue
 
     @staticmethod
     def footprint(size: int, frame_shape: tuple[int, ...] = (84, 84)) -> int:
@@ -115,29 +75,24 @@ class AtariReplayBuffer(ReplayContents):
     @property
     def nbytes(self) -> int:
         """Bytes allocated by the storage (0 before the first ``store``)."""
-        if self.frames is None:
-            return 0
-        arrays = (
-            self.frames, self.action, self.reward, self.mask, self.done, self.valid, self.ready
-        )
-        return sum(a.nbytes for a in arrays)
+        return 0 if self.frames is None else sum(getattr(self, a).nbytes for a in _ARRAYS)
 
     def __len__(self) -> int:
         """The number of transitions that can be sampled."""
         return self._count
 
     def _empty_contents(self) -> dict[str, Any]:
-        arrays = ("frames", "action", "reward", "mask", "done", "valid", "ready")
+        # _pos: the next slot to write; _filled: slots written (up to size); _count: ready
+        # transitions; _waiting: the open sequence's newest transitions, not ready yet;
+        # _last: the state whose newest frame is at _pos - 1
         counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0, "_waiting": 0}
-        return {**dict.fromkeys(arrays), **counters, "_last": None}
+        return {**dict.fromkeys(_ARRAYS), **counters, "_last": None}
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
         if self.size < self.stack + self.n_step + 1:
-            raise ValueError(
-                f"Replay size {self.size} is too small for stacks of {self.stack} "
-                f"and {self.n_step}-step returns"
-            )
+            raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} "
+                             f"and {self.n_step}-step returns")
         frame_shape = tuple(observation.shape[1:])
         self.frames = torch.empty((self.size, *frame_shape), dtype=observation.dtype)
         self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
@@ -152,11 +107,10 @@ class AtariReplayBuffer(ReplayContents):
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
         """Numpy views of the same memory: scalar writes cost ~0.1 us instead of ~3 us."""
-        return {k: getattr(self, k).numpy() for k in ("reward", "mask", "done", "valid", "ready")}
+        return {k: getattr(self, k).numpy() for k in _ARRAYS[2:]}
 
     def __getstate__(self) -> dict[str, Any]:
-        """Without the numpy views: pickled, they would become copies that writes no longer
-        reach the storage through (``__setstate__`` makes them again)."""
+        """Without the numpy views, which would unpickle as copies (``__setstate__``)."""
         state = super().__getstate__()
         state.pop("_np", None)
         return state
@@ -180,14 +134,10 @@ class AtariReplayBuffer(ReplayContents):
             self._last = next_state
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
-        """Store each training row of ``[T + 1, B]`` segments of stacked frames (what
-        ``looprl.distributed``'s actors send; ``obs`` a tensor, array or one-field
-        ``NamedArray``): of each row, the newest frame only, as ``store`` does.
-
-        Each segment column starts a new sequence (its first state's older frames are
-        written again), so an n-step window that would run past row ``T`` ends there and
-        bootstraps from it, as in ``ExperienceReplayBuffer.put``. ``current_version`` is
-        accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
+        """Store each training row of ``[T + 1, B]`` segments of stacked frames (``obs`` a
+        tensor, array or one-field ``NamedArray``) as ``ExperienceReplayBuffer.put`` does: each
+        column starts a new sequence, so a window running past row ``T`` ends there.
+        ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
         """
         obs, action = _frames(sample.obs), torch.as_tensor(sample.action)
         reward = np.asarray(sample.reward, dtype=np.float32)
@@ -208,12 +158,11 @@ class AtariReplayBuffer(ReplayContents):
 
     def _append(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
                 reward: float, mask: float, done: bool, first: bool) -> bool:
-        """Write the transition ``observation --action--> next_observation`` (all its frames
-        when it is the ``first`` of a sequence, else the newest); whether it was stored."""
+        """Write one transition (all its frames if ``first`` of a sequence); whether stored."""
         action = torch.as_tensor(action)
         if self.frames is None:
             self._allocate(observation, action)
-        if self.check_stacking and not self._continues(observation, next_observation):
+        if not self._continues(observation, next_observation):
             return False
         if first:
             self._close()
@@ -236,9 +185,7 @@ class AtariReplayBuffer(ReplayContents):
         return True
 
     def _continues(self, observation: torch.Tensor, next_observation: torch.Tensor) -> bool:
-        """Whether ``next_observation``'s frames continue ``observation``'s; if not, the
-        transition cannot be stored (e.g. the environment was reset mid-episode) and is
-        skipped like an episode boundary, counted in ``skipped``."""
+        """Whether the frames continue; if not, the transition is skipped (``skipped``)."""
         if torch.equal(observation[1:], next_observation[:-1]):
             return True
         self.skipped += 1
@@ -301,19 +248,8 @@ class AtariReplayBuffer(ReplayContents):
             found += candidates.shape[0]
         return torch.cat(chosen)[:batch_size]
 
-    def sample_batch(self, batch_size: int) -> SampleBatch:
-        """``batch_size`` windows ``[n_step + 1, batch_size]`` of stacked uint8 observations
-        (see ``ExperienceReplayBuffer.sample_batch``)."""
-        return self.gather(self.sample_indices(batch_size))
-
-    def sample(self, batch_size: int) -> tuple:
-        """Seed 003's ``(states, actions, rewards, next_states, weights)`` of one-step
-        windows (``looprl.memory.replay.transitions``)."""
-        return transitions(self.sample_batch(batch_size))
-
     def _steps(self, index: torch.Tensor) -> torch.Tensor:
-        """The number of steps ``m`` of the n-step window of each slot in ``index``: up to
-        ``n_step``, stopped by an episode end or a break in the stored sequence."""
+        """The steps ``m <= n_step`` of each slot's window (cut by an episode end or a break)."""
         steps = torch.ones_like(index)
         going = torch.ones_like(index, dtype=torch.bool)
         for j in range(1, self.n_step):
@@ -351,59 +287,28 @@ class AtariReplayBuffer(ReplayContents):
             weight=self.weights(index),
         )
 
-    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
-        """Importance weights of ``index`` (``None``: uniform replay)."""
-        return None
 
-    def update_priorities(self, priorities: Any, index: Any = None) -> None:
-        """Uniform replay ignores priorities (kept for interface compatibility)."""
-
-
-class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
+class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
     """``AtariReplayBuffer`` with proportional prioritized replay (Schaul et al., 2016).
 
-    Slot ``k`` is sampled with probability ``p_k^alpha / sum_j p_j^alpha``; slots enter at
-    the largest priority seen so far when their transition becomes ready and drop to 0 when
-    it is invalidated, so waiting and overwritten slots are never drawn. ``store`` only
-    queues these changes; the ``SumTree`` applies them in one vectorized update before
-    sampling. Weights and ``update_priorities`` are those of ``PrioritizedReplayBuffer``.
+    Slots enter at the largest priority seen so far when they become ready and drop to 0 when
+    invalidated, so waiting and overwritten slots are never drawn; ``store`` queues these
+    changes and the ``SumTree`` applies them in one vectorized update before sampling.
 
     Args:
-        size, device, generator, check_stacking, n_step: see
-            ``AtariReplayBuffer``.
-        alpha: how much prioritization is used (``0``: uniform over ready slots).
-        beta: importance-sampling exponent, a float or a schedule with a ``value``
-            property read once per ``gather`` (anneal it to 1 over training).
-        epsilon: added to ``|td_error|`` so that no priority is zero.
+        size, device, generator, n_step: see ``AtariReplayBuffer``.
+        alpha, beta, epsilon: see ``Prioritized``.
     """
 
-    def __init__(
-        self,
-        size: int,
-        device: str | torch.device = "cpu",
-        generator: torch.Generator | None = None,
-        check_stacking: bool = True,
-        n_step: int = 1,
-        alpha: float = 0.6,
-        beta: Any = 0.4,
-        epsilon: float = 1e-5,
-    ):
-        super().__init__(size, device, generator, check_stacking, n_step)
-        if alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {alpha}")
-        self.alpha = alpha
-        self.beta = beta
-        self.epsilon = epsilon
-        self.tree = SumTree(self.size)
-        self.max_priority = 1.0
-        self._scheduled_beta = hasattr(type(beta), "value")
-        self._updates: list[tuple[int, float]] = []  # (slot, priority or -1 for the maximum)
-        self._last_index: np.ndarray | None = None
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1, alpha: float = 0.6,
+                 beta: Any = 0.4, epsilon: float = 1e-5):
+        super().__init__(size, device, generator, n_step)
+        self._prioritize(alpha, beta, epsilon)
 
     def _empty_contents(self) -> dict[str, Any]:
-        fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_updates": [],
-                 "_last_index": None}
-        return {**super()._empty_contents(), **fresh}
+        # _updates: (slot, priority or -1 for the maximum) to apply before sampling
+        return {**super()._empty_contents(), "_updates": []}
 
     @property
     def nbytes(self) -> int:
@@ -434,36 +339,23 @@ class PrioritizedAtariReplayBuffer(AtariReplayBuffer):
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Slots drawn proportionally to priority, one per equal segment of the total."""
         self._apply_updates()
-        if self._count == 0:
-            raise RuntimeError("Cannot sample from an empty replay buffer")
-        uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
-        values = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
-        return torch.from_numpy(self.tree.find(values))
+        return torch.from_numpy(self._draw(batch_size))
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
         self._apply_updates()
         return super().gather(index)
 
     def weights(self, index: torch.Tensor) -> torch.Tensor:
-        """Importance weights ``[n_step + 1, B]`` normalized over the ready transitions;
-        remembers ``index`` for ``update_priorities``."""
-        self._last_index = index.cpu().numpy()
-        probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
-        beta = self.beta.value if self._scheduled_beta else self.beta
-        weights = importance_weights(probabilities, self._count, beta).float().to(self.device)
-        return weights.expand(self.n_step + 1, -1)
+        """Importance weights ``[n_step + 1, B]`` normalized over the ready transitions."""
+        return self._importance(index, self.n_step + 1)
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Set ``p_k = |priority_k| + epsilon`` for the slots ``index`` (default: those of
         the last sample) that are still ready."""
-        index = self._last_index if index is None else np.asarray(index).reshape(-1)
-        if index is None:
-            raise RuntimeError("update_priorities() needs a sample() first")
         self._apply_updates()
-        priorities = np.abs(_as_numpy(priorities)) + self.epsilon
-        self.max_priority = max(self.max_priority, float(priorities.max()))
+        index, priorities = self._new_priorities(priorities, index)
         keep = self._np["ready"][index]
-        self.tree.update(index[keep], priorities[keep] ** self.alpha)
+        self.tree.update(index[keep], priorities[keep])
 
 
 def _frames(obs: Any) -> torch.Tensor:
@@ -476,9 +368,3 @@ def _frames(obs: Any) -> torch.Tensor:
                              f"frames, got {len(fields)}; send obs={{'obs': frames}}")
         obs = fields[0]
     return torch.as_tensor(obs)
-
-
-def _as_numpy(values: Any) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=np.float64).reshape(-1)

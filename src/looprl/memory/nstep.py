@@ -2,11 +2,9 @@
 1988; used by Rainbow, Hessel et al. 2018, https://arxiv.org/abs/1710.02298).
 
 ``NStepReplayBuffer`` keeps the last ``n + 1`` rows of every stream and writes a window of
-``n + 1`` rows (``SampleBatch``'s row convention) into the wrapped buffer once a transition
-is ``n`` steps old, or when its episode ends; a window cut by the episode's end repeats its
-final row. The trainer computes the n-step return and its ``gamma^k`` from the window
-(``looprl.agents.losses.n_step_bootstrap``): termination and truncation stay apart, so a
-truncated episode still bootstraps from its final observation.
+``n + 1`` rows (``SampleBatch``'s convention) into the wrapped buffer once a transition is
+``n`` steps old, or when its episode ends (the window then repeats its final row). The trainer
+computes the n-step return from it (``looprl.agents.losses.n_step_bootstrap``).
 """
 
 from __future__ import annotations
@@ -55,9 +53,10 @@ class NStepReplayBuffer:
         """Record one step per stream; write the windows that are complete."""
         if state is None:
             return
-        if not isinstance(state, StateArray):
-            state, action, next_state = _as_batch(state, action, next_state)
-        device = self.buffer.store_device
+        if not isinstance(state, StateArray):  # one environment: batches of one row
+            state, next_state = State.array([state]), State.array([next_state])
+            action = torch.as_tensor(action).unsqueeze(0)
+        device = self.buffer.device
         state, next_state = state.to(device), next_state.to(device)
         action = torch.as_tensor(action, device=device)
         if self._rows is None:
@@ -65,7 +64,7 @@ class NStepReplayBuffer:
         self._add(state, action, next_state)
 
     def _allocate(self, state: StateArray, action: torch.Tensor) -> None:
-        streams, rows, device = state.shape[0], self.n + 1, self.buffer.store_device
+        streams, rows, device = state.shape[0], self.n + 1, self.buffer.device
 
         def zeros(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
             return torch.zeros((streams, rows, *shape), dtype=dtype, device=device)
@@ -132,25 +131,3 @@ class NStepReplayBuffer:
         """Passed on to the wrapped buffer."""
         self.buffer.update_priorities(priorities, index)
 
-
-def _as_batch(state: State, action: Any, next_state: State) -> tuple:
-    """One transition of single states as batches of one row."""
-    device = state.device
-
-    def row(value: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-        return torch.as_tensor(value, dtype=dtype, device=device).unsqueeze(0)
-
-    states = StateArray(
-        {"observation": row(state.observation), "done": row(bool(state.done))}, (1,), device=device
-    )
-    ends = StateArray(
-        {
-            "observation": row(next_state.observation),
-            "reward": row(next_state.reward, torch.float32),
-            "mask": row(next_state.mask, torch.float32),
-            "done": row(bool(next_state.done)),
-        },
-        (1,),
-        device=device,
-    )
-    return states, row(action), ends

@@ -1,12 +1,10 @@
 """Prioritized experience replay (Schaul et al., 2016, https://arxiv.org/abs/1511.05952).
 
-* ``SumTree`` -- a numpy array-backed segment tree of priorities: batched ``update`` and
-  prefix-sum ``find`` in ``O(log n)`` per element, vectorized over the batch.
-* ``PrioritizedReplayBuffer`` -- proportional prioritization: transition ``i`` is sampled
-  with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``; the batch carries importance
-  weights ``(N P(i))^-beta / max w`` (``SampleBatch.weight``); ``update_priorities(p)`` sets
-  ``p_i = |p_i| + eps`` for the transitions of the last sample; new transitions enter at the
-  largest priority seen so far.
+Proportional prioritization: transition ``i`` is sampled with probability
+``P(i) = p_i^alpha / sum_k p_k^alpha`` (a ``SumTree``: batched ``update`` and prefix-sum
+``find`` in ``O(log n)``); batches carry the importance weights ``(N P(i))^-beta / max w``;
+``update_priorities(p)`` sets ``p_i = |p_i| + eps`` for the last sample; new transitions
+enter at the largest priority seen so far.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import torch
 
 from looprl.memory.replay import ExperienceReplayBuffer
 
-__all__ = ["PrioritizedReplayBuffer", "SumTree", "importance_weights"]
+__all__ = ["Prioritized", "PrioritizedReplayBuffer", "SumTree", "importance_weights"]
 
 
 def importance_weights(probabilities: torch.Tensor, size: int, beta: float) -> torch.Tensor:
@@ -32,14 +30,9 @@ def importance_weights(probabilities: torch.Tensor, size: int, beta: float) -> t
 
 
 class SumTree:
-    """Binary tree whose leaves hold priorities and whose inner nodes hold subtree sums.
-
-    Node 1 is the root; node ``k`` has children ``2k`` and ``2k + 1``; leaf ``i`` is node
-    ``capacity + i`` (``capacity`` rounded up to a power of two).
-
-    Args:
-        size: number of leaves in use.
-    """
+    """Binary tree of ``size`` leaves holding priorities, inner nodes holding subtree sums:
+    node 1 is the root, node ``k`` has children ``2k`` and ``2k + 1``, leaf ``i`` is node
+    ``capacity + i`` (``capacity``: ``size`` rounded up to a power of two)."""
 
     def __init__(self, size: int):
         self.size = int(size)
@@ -80,50 +73,70 @@ class SumTree:
         return nodes - self.capacity
 
 
-class PrioritizedReplayBuffer(ExperienceReplayBuffer):
-    """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``.
-
-    Sampled batches carry their importance weights in ``SampleBatch.weight``;
-    ``update_priorities(priorities)`` takes a trainer's new priorities
-    (``TrainerStepResult.priorities``, e.g. ``|td error|``) of the last sample, or of the
-    transitions ``index`` when given.
+class Prioritized:
+    """Proportional prioritization over a buffer's slots, mixed into the prioritized buffers.
 
     Args:
-        size: capacity in transitions.
         alpha: how much prioritization is used (``0``: uniform).
         beta: importance-sampling exponent, a float or a schedule with a ``value``
-            property read once per ``sample`` (anneal it to 1 over training).
+            property read once per sample (anneal it to 1 over training).
         epsilon: added to the new priorities so that none is zero.
-        device, store_device, generator, n_step: see ``ExperienceReplayBuffer``;
-            ``generator`` draws the stratified uniforms of ``sample_indices``.
     """
 
-    def __init__(
-        self,
-        size: int,
-        alpha: float = 0.6,
-        beta: Any = 0.4,
-        epsilon: float = 1e-5,
-        device: str | torch.device = "cpu",
-        store_device: str | torch.device | None = None,
-        generator: torch.Generator | None = None,
-        n_step: int = 1,
-    ):
-        super().__init__(size, device=device, store_device=store_device, generator=generator,
-                         n_step=n_step)
+    def _prioritize(self, alpha: float, beta: Any, epsilon: float) -> None:
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
-        self.alpha = alpha
-        self.beta = beta
-        self.epsilon = epsilon
-        self.tree = SumTree(self.size)
-        self.max_priority = 1.0
+        self.alpha, self.beta, self.epsilon = alpha, beta, epsilon
         self._scheduled_beta = hasattr(type(beta), "value")
-        self._last_index: np.ndarray | None = None
 
     def _empty_contents(self) -> dict[str, Any]:
         fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
         return {**super()._empty_contents(), **fresh}
+
+    def _draw(self, batch_size: int) -> np.ndarray:
+        """Leaves drawn proportionally to priority, one per equal segment of the total."""
+        if len(self) == 0:
+            raise RuntimeError("Cannot sample from an empty replay buffer")
+        uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
+        return self.tree.find((np.arange(batch_size) + uniforms) * (self.tree.total / batch_size))
+
+    def _importance(self, index: torch.Tensor, rows: int) -> torch.Tensor:
+        """Importance weights ``[rows, B]`` of ``index``, remembered for ``update_priorities``."""
+        self._last_index = index.cpu().numpy()
+        probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
+        beta = self.beta.value if self._scheduled_beta else self.beta
+        weights = importance_weights(probabilities, len(self), beta).float().to(self.device)
+        return weights.expand(rows, -1)
+
+    def _new_priorities(self, priorities: Any, index: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(index, (|priorities| + epsilon) ** alpha)``, ``index`` by default the last
+        sample's; raises ``max_priority``."""
+        index = self._last_index if index is None else np.asarray(index).reshape(-1)
+        if index is None:
+            raise RuntimeError("update_priorities() needs a sample() first")
+        if isinstance(priorities, torch.Tensor):
+            priorities = priorities.detach().cpu().numpy()
+        priorities = np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1)) + self.epsilon
+        self.max_priority = max(self.max_priority, float(priorities.max()))
+        return index, priorities**self.alpha
+
+
+class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
+    """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``;
+    ``update_priorities`` takes a trainer's ``TrainerStepResult.priorities`` (``|td error|``).
+
+    Args:
+        size: capacity in transitions.
+        alpha, beta, epsilon: see ``Prioritized``.
+        device, generator, n_step: see ``ExperienceReplayBuffer``;
+            ``generator`` draws the stratified uniforms of ``sample_indices``.
+    """
+
+    def __init__(self, size: int, alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5,
+                 device: str | torch.device = "cpu", generator: torch.Generator | None = None,
+                 n_step: int = 1):
+        super().__init__(size, device=device, generator=generator, n_step=n_step)
+        self._prioritize(alpha, beta, epsilon)
 
     def _advance(self, n: int) -> None:
         """New transitions enter at the largest priority seen so far."""
@@ -133,35 +146,13 @@ class PrioritizedReplayBuffer(ExperienceReplayBuffer):
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Indices drawn proportionally to priority, one per equal segment of the total."""
-        if self._len == 0:
-            raise RuntimeError("Cannot sample from an empty replay buffer")
-        uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
-        values = (np.arange(batch_size) + uniforms) * (self.tree.total / batch_size)
-        index = np.minimum(self.tree.find(values), self._len - 1)
-        return torch.from_numpy(index)
+        return torch.from_numpy(np.minimum(self._draw(batch_size), self._len - 1))
 
     def weights(self, index: torch.Tensor) -> torch.Tensor:
-        """Importance weights ``[n_step + 1, B]`` of ``index``; remembers ``index`` for
-        ``update_priorities``."""
-        self._last_index = index.cpu().numpy()
-        probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
-        beta = self.beta.value if self._scheduled_beta else self.beta
-        weights = importance_weights(probabilities, self._len, beta).float().to(self.device)
-        return weights.expand(self._storage["reward"].shape[1], -1)
+        """Importance weights ``[n_step + 1, B]`` of ``index``."""
+        return self._importance(index, self._storage["reward"].shape[1])
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Set ``p_i = |priority_i| + epsilon`` for the transitions ``index`` (default: those
         of the last sample)."""
-        index = self._last_index if index is None else np.asarray(index).reshape(-1)
-        if index is None:
-            raise RuntimeError("update_priorities() needs a sample() first")
-        priorities = _host(priorities) + self.epsilon
-        self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.tree.update(index, priorities**self.alpha)
-
-
-def _host(priorities: Any) -> np.ndarray:
-    """``|priorities|`` as a flat float64 numpy array."""
-    if isinstance(priorities, torch.Tensor):
-        priorities = priorities.detach().cpu().numpy()
-    return np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1))
+        self.tree.update(*self._new_priorities(priorities, index))

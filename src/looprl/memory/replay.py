@@ -1,17 +1,13 @@
 """Experience replay: a preallocated ring buffer of transitions with O(1) ``store``.
 
 Each item is one transition as a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds
-``s_t`` and ``a_t``, row ``k`` the observation and the ``reward``/``done``/``truncated`` that
-arrived ``k`` steps later; see ``looprl.core.SampleBatch``). ``sample_batch(b)`` returns
-``b`` of them as one time-major ``[n_step + 1, b]`` ``SampleBatch`` -- what the trainers
-learn from; ``sample(b)`` gives one-step windows as seed 003's
-``(states, actions, rewards, next_states, weights)`` tuple.
-
-Storage is allocated on the first write from the shapes and dtypes it sees, so no space
-needs to be declared up front. Transitions out of a ``done`` state are skipped (the
-environment was reset and the action discarded), as are stores with no previous state.
-``put(segment)`` cuts the ``[T + 1, B]`` segments actors send (``looprl.distributed``) into
-windows, one per training row.
+``s_t`` and ``a_t``, row ``k`` what arrived ``k`` steps later; see ``looprl.core.SampleBatch``).
+``sample_batch(b)`` returns ``b`` of them as one time-major ``[n_step + 1, b]`` batch, what
+trainers learn from; ``sample(b)`` gives seed 003's ``(states, actions, rewards, next_states,
+weights)`` tuple. Storage is allocated on the first write, from the shapes and dtypes it sees.
+Transitions out of a ``done`` state are skipped (the environment was reset and the action
+discarded), as are stores with no previous state. ``put(segment)`` cuts the ``[T + 1, B]``
+segments of a distributed run's actors into windows, one per training row.
 """
 
 from __future__ import annotations
@@ -38,9 +34,8 @@ _FIELDS = ("action", "reward", "done", "truncated")
 def replay_contents_saved(saved: bool) -> Iterator[None]:
     """While active, pickling a replay buffer keeps (``True``) or drops its transitions.
 
-    Checkpoints use it to leave the replay buffer out (``checkpoint_replay=False``): the
-    restored buffer is empty, with its capacity and random generator, and refills as the
-    agent acts.
+    Checkpoints with ``checkpoint_replay=False`` use it: the restored buffer is empty, with
+    its capacity and random generator, and refills as the agent acts.
     """
     token = _SAVE_CONTENTS.set(saved)
     try:
@@ -50,7 +45,25 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
 
 
 class ReplayContents:
-    """Mixin for buffers whose transitions a checkpoint may leave out."""
+    """Base of the replay buffers: the arguments of ``ExperienceReplayBuffer``, sampling
+    through the subclass's ``sample_indices`` and ``gather``, and pickling that may leave
+    the transitions out (``replay_contents_saved``)."""
+
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
+    _min_size = 1
+
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1):
+        if size < self._min_size:
+            raise ValueError(f"Replay buffer size must be at least {self._min_size}, got {size}")
+        if n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {n_step}")
+        self.size = int(size)
+        self.device = device
+        self.generator = generator
+        self.n_step = int(n_step)
+        self.__dict__.update(self._empty_contents())
 
     def _empty_contents(self) -> dict[str, Any]:
         """The attributes of an empty buffer (replacing the stored transitions)."""
@@ -62,15 +75,27 @@ class ReplayContents:
             state.update(self._empty_contents())
         return state
 
+    def sample_batch(self, batch_size: int) -> SampleBatch:
+        """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
+        return self.gather(self.sample_indices(batch_size))
+
+    def sample(self, batch_size: int) -> tuple:
+        """A minibatch ``(states, actions, rewards, next_states, weights)`` of one-step
+        windows (seed 003; see ``transitions``); trainers use ``sample_batch``."""
+        return transitions(self.sample_batch(batch_size))
+
+    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
+        """Importance weights of ``index`` (``None``: uniform replay)."""
+        return None
+
+    def update_priorities(self, priorities: Any, index: Any = None) -> None:
+        """Uniform replay ignores priorities (kept for interface compatibility)."""
+
 
 def transitions(batch: SampleBatch) -> tuple:
     """Seed 003's ``(states, actions, rewards, next_states, weights)`` view of one-step
-    windows ``[2, B]``: ``next_states.mask`` is 0 where the transition terminated and
-    ``next_states.done`` marks any episode end.
-
-    Raises:
-        ValueError: ``batch`` holds n-step windows (use the ``SampleBatch`` itself).
-    """
+    windows ``[2, B]`` (``next_states.mask`` is 0 where terminated, ``done`` at any episode
+    end); ``ValueError`` for n-step windows."""
     if batch.reward.shape[0] != 2:
         raise ValueError(f"the (states, actions, ...) tuple needs one-step windows, got "
                          f"{batch.reward.shape[0] - 1}-step ones: learn from the SampleBatch")
@@ -86,19 +111,9 @@ def transitions(batch: SampleBatch) -> tuple:
     return states, batch.action[0], batch.reward[1], next_states, weights
 
 
-def _take(x: Any, rows: torch.Tensor) -> Any:
-    """``x[rows]`` for a 1-D tensor of ``rows``, tensors and NamedArrays (``index_select``:
-    the same rows, a third cheaper than advanced indexing on small batches)."""
-    if isinstance(x, NamedArray):
-        return recursive_apply(x, lambda leaf: leaf.index_select(0, rows))
-    return x.index_select(0, rows)
-
-
-def _time_major(x: Any) -> Any:
-    """Items ``[B, rows, ...]`` as ``[rows, B, ...]`` (a view), for tensors and NamedArrays."""
-    if isinstance(x, NamedArray):
-        return recursive_apply(x, lambda leaf: leaf.transpose(0, 1))
-    return x.transpose(0, 1)
+def _leaves(x: Any, fn: Any) -> Any:
+    """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
+    return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
 
 
 class ExperienceReplayBuffer(ReplayContents):
@@ -106,38 +121,15 @@ class ExperienceReplayBuffer(ReplayContents):
 
     Args:
         size: capacity in transitions (the oldest are overwritten).
-        device: where sampled batches are returned.
-        store_device: where transitions are kept (defaults to ``device``).
+        device: where transitions are kept and sampled batches returned.
         generator: torch RNG used for sampling (for reproducibility).
         n_step: steps per window (``NStepReplayBuffer`` writes n-step windows; ``put``
             cuts segments into windows of this many steps).
     """
 
-    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
-    metrics: dict[str, Any] | None = None
     _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
     _views_of: dict[str, Any] | None = None
-
-    def __init__(
-        self,
-        size: int,
-        device: str | torch.device = "cpu",
-        store_device: str | torch.device | None = None,
-        generator: torch.Generator | None = None,
-        n_step: int = 1,
-    ):
-        if size < 1:
-            raise ValueError(f"Replay buffer size must be positive, got {size}")
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
-        self.size = int(size)
-        self.device = device
-        self.store_device = store_device or device
-        self.generator = generator
-        self.n_step = int(n_step)
-        self._pos = 0
-        self._len = 0
-        self._storage: dict[str, Any] | None = None
+    _storage: dict[str, Any] | None
 
     def __len__(self) -> int:
         return self._len
@@ -150,12 +142,9 @@ class ExperienceReplayBuffer(ReplayContents):
 
         def empty(leaf: torch.Tensor) -> torch.Tensor:
             return torch.zeros((self.size, *leaf.shape), dtype=leaf.dtype,
-                               device=self.store_device)
+                               device=self.device)
 
-        self._storage = {
-            key: recursive_apply(value, empty) if isinstance(value, NamedArray) else empty(value)
-            for key, value in window.items()
-        }
+        self._storage = {key: _leaves(value, empty) for key, value in window.items()}
 
     # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
@@ -209,7 +198,7 @@ class ExperienceReplayBuffer(ReplayContents):
         keep = ~state.done
         if not bool(keep.any()):
             return
-        device = self.store_device
+        device = self.device
         state, next_state = state[keep].to(device), next_state[keep].to(device)
         action = torch.as_tensor(action, device=keep.device)[keep].to(device)
         terminal = next_state.mask == 0
@@ -232,9 +221,9 @@ class ExperienceReplayBuffer(ReplayContents):
         if n > self.size:  # only the last `size` survive
             items = {key: value[n - self.size :] for key, value in items.items()}
             n = self.size
-        index = (torch.arange(n) + self._pos) % self.size
+        index = ((torch.arange(n) + self._pos) % self.size).to(self.device)
         for key, value in items.items():
-            self._storage[key][index.to(_device_of(self._storage[key]))] = value
+            self._storage[key][index] = value
         self._advance(n)
 
     def _advance(self, n: int) -> None:
@@ -249,7 +238,7 @@ class ExperienceReplayBuffer(ReplayContents):
         ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay keeps old
         samples. Returns ``True``.
         """
-        sample = sample.to(self.store_device)
+        sample = sample.to(self.device)
         last = sample.reward.shape[0] - 1
         rows = torch.arange(last).unsqueeze(1) + torch.arange(self.n_step + 1)  # [T, n + 1]
         cut = (rows >= last) & (rows[:, -1:] > last)  # windows running past row T end there
@@ -259,8 +248,7 @@ class ExperienceReplayBuffer(ReplayContents):
         def windows(leaf: torch.Tensor) -> torch.Tensor:  # [T, n + 1, B, ...] -> [k, n + 1, ...]
             return leaf[rows].transpose(1, 2)[train]
 
-        items = {"obs": recursive_apply(sample.obs, windows) if isinstance(sample.obs, NamedArray)
-                 else windows(sample.obs)}
+        items = {"obs": _leaves(sample.obs, windows)}
         for key in _FIELDS:
             items[key] = windows(torch.as_tensor(getattr(sample, key)))
         items["done"], items["truncated"] = items["done"].bool(), items["truncated"].bool()
@@ -277,31 +265,15 @@ class ExperienceReplayBuffer(ReplayContents):
             raise RuntimeError("Cannot sample from an empty replay buffer")
         return torch.randint(0, self._len, (batch_size,), generator=self.generator)
 
-    def sample_batch(self, batch_size: int) -> SampleBatch:
-        """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
-        return self.gather(self.sample_indices(batch_size))
-
-    def sample(self, batch_size: int) -> tuple:
-        """A minibatch ``(states, actions, rewards, next_states, weights)`` (seed 003; see
-        ``transitions``); trainers use ``sample_batch``."""
-        return transitions(self.sample_batch(batch_size))
-
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
-        s, device = self._storage, self.device
-        rows = torch.as_tensor(index, device=self.store_device)
-        if str(device) == str(self.store_device):  # no .to() calls
-            fields = {key: _time_major(_take(value, rows)) for key, value in s.items()}
-        else:
-            fields = {key: _time_major(_take(value, rows)).to(device) for key, value in s.items()}
+        rows = torch.as_tensor(index, device=self.device)
+
+        def take(leaf: torch.Tensor) -> torch.Tensor:  # index_select: cheaper on small batches
+            return leaf.index_select(0, rows).transpose(0, 1)
+
+        fields = {key: _leaves(value, take) for key, value in self._storage.items()}
         return SampleBatch(**fields, weight=self.weights(index))
-
-    def weights(self, index: torch.Tensor) -> torch.Tensor | None:
-        """Importance weights of ``index`` (``None``: uniform replay)."""
-        return None
-
-    def update_priorities(self, priorities: Any, index: Any = None) -> None:
-        """Uniform replay ignores priorities (kept for interface compatibility)."""
 
 
 def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
@@ -314,9 +286,3 @@ def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
         "done": torch.zeros(2, dtype=torch.bool),
         "truncated": torch.zeros(2, dtype=torch.bool),
     }
-
-
-def _device_of(storage: Any) -> torch.device:
-    if isinstance(storage, NamedArray):
-        return next(leaf for leaf in storage.values() if leaf is not None).device
-    return storage.device

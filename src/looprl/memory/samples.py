@@ -1,25 +1,14 @@
 """Trainer-side buffers of SRL sample segments (``SampleBatch``, time-major ``[T + 1, B]``).
 
-Trainer workers put the segments that actors send into one of these and take training
-batches out (no Ray here: plain numpy or torch, whichever the samples hold):
-
-* ``OnPolicyBuffer`` (PPO, PPG) -- drops segments made by a policy more than ``max_lag``
-  versions old and concatenates the rest along the stream dimension into batches of
-  ``batch_streams`` columns.
-* the local replay buffers (DQN, Ape-X) -- ``ExperienceReplayBuffer`` (``"uniform"``) and
-  ``PrioritizedReplayBuffer`` (``"prioritized"``) cut segments into ``n_step`` windows
-  (``put``) and sample ``SampleBatch`` es of them; the Atari presets' frame rings
-  ``AtariReplayBuffer`` (``"atari_uniform"``) and ``PrioritizedAtariReplayBuffer``
-  (``"atari_prioritized"``) store each segment row's newest frame and rebuild the windows.
-
-``make_sample_buffer(trainer_or_kind, **kwargs)`` picks the one a trainer names in its
-``sample_buffer`` class attribute (``"on_policy"``, ``"uniform"`` or ``"prioritized"``) or
-the kind it is given.
+Trainer workers put the segments actors send into one of these and take training batches
+out (no Ray here): ``OnPolicyBuffer`` (PPO, PPG) drops segments of a policy more than
+``max_lag`` versions old and concatenates the rest into batches of ``batch_streams`` columns;
+the local replay buffers (DQN, Ape-X) cut segments into ``n_step`` windows (``put``).
+``make_sample_buffer`` builds the kind a trainer names in its ``sample_buffer`` attribute.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
@@ -31,8 +20,6 @@ from looprl.core.suggest import did_you_mean
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["REPLAY_KINDS", "OnPolicyBuffer", "make_sample_buffer"]
 
@@ -90,22 +77,14 @@ class OnPolicyBuffer:
         return sum(_rows_and_streams(s)[1] for s in self._pending)
 
     def put(self, sample: SampleBatch, current_version: int) -> bool:
-        """Keep ``sample`` unless it is too old for the policy at ``current_version``.
-
-        Returns:
-            Whether the sample was kept.
-
-        Raises:
-            ValueError: ``sample`` has another segment length than the ones before it (with
-                ``batch_streams > 1``).
-        """
+        """Keep ``sample`` (return ``True``) unless it is too old for the policy at
+        ``current_version``; ``ValueError`` if its segment length differs from the ones
+        before it (with ``batch_streams > 1``)."""
         rows, _ = _rows_and_streams(sample)
         self.received += 1
-        oldest = _oldest_version(sample)
-        if self.max_lag is not None and oldest is not None:
-            if current_version - oldest > self.max_lag:
-                self.dropped += 1
-                return False
+        if self._stale(sample, current_version):
+            self.dropped += 1
+            return False
         if self._rows is not None and rows != self._rows and self.batch_streams > 1:
             raise ValueError(f"segments batched {self.batch_streams} at a time must all have "
                              f"T + 1 = {self._rows} rows, got {rows} (segments of whole "
@@ -118,28 +97,23 @@ class OnPolicyBuffer:
         """Drop pending segments now more than ``max_lag`` versions behind; return how many
         streams (columns) went (``put`` checks a segment when it arrives, this when the
         trainer is about to use it)."""
-        if self.max_lag is None:
-            return 0
-        def fresh(sample: SampleBatch) -> bool:
-            oldest = _oldest_version(sample)
-            return oldest is None or current_version - oldest <= self.max_lag
-
-        stale = [sample for sample in self._pending if not fresh(sample)]
-        self._pending = [sample for sample in self._pending if fresh(sample)]
+        stale = [sample for sample in self._pending if self._stale(sample, current_version)]
+        self._pending = [s for s in self._pending if not self._stale(s, current_version)]
         self.dropped += len(stale)
         return sum(_rows_and_streams(sample)[1] for sample in stale)
+
+    def _stale(self, sample: SampleBatch, current_version: int) -> bool:
+        oldest = _oldest_version(sample)
+        return (self.max_lag is not None and oldest is not None
+                and current_version - oldest > self.max_lag)
 
     def ready(self) -> bool:
         """Whether ``get`` can return a full batch."""
         return len(self) >= self.batch_streams
 
     def get(self) -> SampleBatch:
-        """The oldest ``batch_streams`` pending streams as one ``[T + 1, batch_streams]`` batch;
-        streams beyond the batch stay pending.
-
-        Raises:
-            RuntimeError: not ``ready()``.
-        """
+        """The oldest ``batch_streams`` pending streams as one ``[T + 1, batch_streams]`` batch
+        (``RuntimeError`` if not ``ready()``); streams beyond the batch stay pending."""
         if not self.ready():
             raise RuntimeError(f"OnPolicyBuffer holds {len(self)} of {self.batch_streams} streams")
         parts, taken = [], 0
@@ -160,6 +134,7 @@ class OnPolicyBuffer:
         self._pending.clear()
 
 
+#: The buffer of each kind a trainer names.
 _KINDS = {"on_policy": OnPolicyBuffer, "uniform": ExperienceReplayBuffer,
           "prioritized": PrioritizedReplayBuffer, "atari_uniform": AtariReplayBuffer,
           "atari_prioritized": PrioritizedAtariReplayBuffer}
@@ -172,10 +147,7 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
 
     Args:
         trainer_or_kind: a trainer (instance or class) whose ``sample_buffer`` attribute
-            names the kind, or the kind itself: ``"on_policy"`` (``OnPolicyBuffer``),
-            ``"uniform"`` (``ExperienceReplayBuffer``), ``"prioritized"``
-            (``PrioritizedReplayBuffer``), ``"atari_uniform"`` (``AtariReplayBuffer``) or
-            ``"atari_prioritized"`` (``PrioritizedAtariReplayBuffer``).
+            names the kind, or the kind itself, a key of ``_KINDS``.
         **kwargs: the buffer's constructor arguments.
 
     Raises:
@@ -185,9 +157,7 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
     if not isinstance(kind, str):
         kind = getattr(trainer_or_kind, "sample_buffer", None)
     if kind not in _KINDS:
-        hint = did_you_mean(str(kind), _KINDS)
-        raise KeyError(
-            f"unknown sample buffer {kind!r} (from {trainer_or_kind!r}).{hint} "
-            f"expected one of {sorted(_KINDS)} or a trainer with a sample_buffer attribute"
-        )
+        raise KeyError(f"unknown sample buffer {kind!r} (from {trainer_or_kind!r})."
+                       f"{did_you_mean(str(kind), _KINDS)} expected one of {sorted(_KINDS)} or "
+                       "a trainer with a sample_buffer attribute")
     return _KINDS[kind](**kwargs)
