@@ -23,23 +23,14 @@ from torch import nn
 
 from looprl.nn.atari_models import nature_rainbow
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
+from looprl.presets.atari.dqn import replay_defaults
 from looprl.presets.builder import PresetBuilder
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
+    **replay_defaults,
     "lr": 6.25e-5,
-    "eps": 1.5e-4,
-    "minibatch_size": 32,
-    "update_frequency": 4,
-    "gradient_steps": 1,
-    "target_update_frequency": 1000,
-    "replay_start_size": 80_000,
-    "replay_buffer_size": 1_000_000,
     "initial_exploration": 0.02,
     "final_exploration": 0.0,
-    "final_exploration_step": 250_000,
-    "test_exploration": 0.001,
-    "clip_grad": 0.0,
     "huber": True,
     "hidden": 512,
     "double": True,
@@ -54,8 +45,6 @@ default_hyperparameters: dict[str, Any] = {
     "atoms": 51,
     "v_min": -10.0,
     "v_max": 10.0,
-    "episodic_life": True,
-    "clip_rewards": True,
 }
 
 

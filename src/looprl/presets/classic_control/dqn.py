@@ -24,7 +24,8 @@ from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import UPDATES, check_parts, exploration_policy
 
-default_hyperparameters: dict[str, Any] = {
+#: the replay schedule of the classic-control DQN family (C51 and Rainbow change some)
+replay_defaults: dict[str, Any] = {
     "discount_factor": 0.99,
     "lr": 2.3e-3,
     "minibatch_size": 64,
@@ -39,6 +40,10 @@ default_hyperparameters: dict[str, Any] = {
     "test_exploration": 0.0,
     "hidden": 256,
     "clip_grad": 10.0,
+}
+
+default_hyperparameters: dict[str, Any] = {
+    **replay_defaults,
     "huber": True,
     # None: two ReLU layers of `hidden` units; else a spec of looprl.nn.feature_extractor
     # (e.g. "resnet" for images, {"type": "mlp", "hidden": [128, 128]}) and a linear head
