@@ -1,16 +1,15 @@
 """C51 preset for Atari (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
 
-The Nature CNN with 51 atoms per action on ``[-10, 10]`` (``nn.atari_models.nature_c51``),
-DQN's replay schedule (``AtariReplayBuffer`` of 1M frames, about 7 GB when full; one update
-every 4 steps after 80,000 steps; target copied every 1,000 updates), Adam at 1e-4 and
-epsilon from 0.02 to 0 over 250,000 steps: the autonomous-learning-library's Atari settings.
+The Nature CNN with 51 atoms per action on ``[-10, 10]`` (``nn.cnn.nature_c51``),
+``atari.dqn``'s replay schedule, and epsilon from 0.02 to 0 over 250,000 steps: the
+autonomous-learning-library's Atari settings.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from looprl.nn.atari_models import nature_c51
+from looprl.nn.cnn import nature_c51
 from looprl.nn.distributional import CategoricalQHead
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.atari.dqn import replay_defaults
