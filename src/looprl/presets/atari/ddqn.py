@@ -17,15 +17,10 @@ from looprl.presets.atari.common import require_frames
 from looprl.presets.atari.dqn import DQNAtariPreset
 from looprl.presets.atari.dqn import default_hyperparameters as dqn_defaults
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    **dqn_defaults,
-    "dueling": True,
-    "n_steps": 1,
-    "prioritized": False,
-    "alpha": 0.5,
-    "beta": 0.5,
-}
+default_hyperparameters: dict[str, Any] = derived(
+    dqn_defaults, dueling=True, n_steps=1, prioritized=False, alpha=0.5, beta=0.5)
 
 
 class DDQNAtariPreset(DQNAtariPreset):
