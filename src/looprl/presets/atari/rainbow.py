@@ -20,26 +20,11 @@ from looprl.nn.cnn import nature_rainbow
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.atari.dqn import replay_defaults
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.rainbow import extensions
 
 default_hyperparameters: dict[str, Any] = {
-    **replay_defaults,
-    "lr": 6.25e-5,
-    "initial_exploration": 0.02,
-    "final_exploration": 0.0,
-    "huber": True,
-    "hidden": 512,
-    "double": True,
-    "dueling": True,
-    "noisy": True,
-    "sigma": 0.5,
-    "n_steps": 3,
-    "prioritized": True,
-    "alpha": 0.5,
-    "beta": 0.5,
-    "distributional": True,
-    "atoms": 51,
-    "v_min": -10.0,
-    "v_max": 10.0,
+    **replay_defaults, "lr": 6.25e-5, "initial_exploration": 0.02, "final_exploration": 0.0,
+    "huber": True, "hidden": 512, **extensions, "beta": 0.5, "v_min": -10.0, "v_max": 10.0,
 }
 
 

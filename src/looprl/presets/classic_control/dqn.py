@@ -22,7 +22,7 @@ from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
-from looprl.presets.parts import UPDATES, check_parts, exploration_policy
+from looprl.presets.parts import UPDATES, exploration_policy
 
 #: the replay schedule of the classic-control DQN family (C51 and Rainbow change some)
 replay_defaults: dict[str, Any] = {
@@ -73,11 +73,8 @@ class DQNClassicControlPreset(QPreset):
     """
 
     positive = (*QPreset.positive, "hidden", "n_steps")
-
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        check_parts(hyperparameters, name, {"exploration": EXPLORATION, "update": UPDATES[:3],
-                                            "buffer": ("uniform", "prioritized", "nstep")})
-        super().__init__(env, name, device, hyperparameters)
+    parts = {"exploration": EXPLORATION, "update": UPDATES[:3],
+             "buffer": ("uniform", "prioritized", "nstep")}
 
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters

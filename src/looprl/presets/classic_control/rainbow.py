@@ -23,12 +23,8 @@ from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import epsilon_schedule
 
-default_hyperparameters: dict[str, Any] = {
-    **replay_defaults,
-    "lr": 1e-3,
-    "update_frequency": 64,
-    "gradient_steps": 16,
-    "hidden": 128,
+#: the switches of Rainbow's extensions (all on) and their settings, shared with Atari's
+extensions: dict[str, Any] = {
     "double": True,
     "dueling": True,
     "noisy": True,
@@ -39,8 +35,11 @@ default_hyperparameters: dict[str, Any] = {
     "beta": 0.4,
     "distributional": True,
     "atoms": 51,
-    "v_min": -100.0,
-    "v_max": 100.0,
+}
+
+default_hyperparameters: dict[str, Any] = {
+    **replay_defaults, "lr": 1e-3, "update_frequency": 64, "gradient_steps": 16, "hidden": 128,
+    **extensions, "v_min": -100.0, "v_max": 100.0,
 }
 
 

@@ -19,7 +19,6 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived, policy_network, require_positive
 from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
 from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
-from looprl.presets.parts import check_parts
 
 default_hyperparameters: dict[str, Any] = derived(
     ddpg_defaults, drop=("noise",), lr_temperature=1e-3, alpha=1.0, entropy_tuning=True,
@@ -38,12 +37,11 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     algorithm = "SAC"
     agent_class = SAC
     twin = True
+    parts = {"exploration": ("stochastic",), "buffer": ("uniform",), "update": ("sac",)}
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
         require_positive(hyperparameters, "lr_temperature", "alpha")
-        check_parts(hyperparameters, name, {"exploration": ("stochastic",),
-                                            "buffer": ("uniform",), "update": ("sac",)})
         self.temperature = Temperature(hyperparameters["alpha"]).to(device)
 
     def _actor(self) -> SoftDeterministicActor:
