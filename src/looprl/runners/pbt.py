@@ -143,7 +143,8 @@ class PBTRunner(Runner):
             if key not in found:
                 raise unknown_hyperparameter(key, found)
         self.close()
-        self.mutations = {key: float_range(key, value) for key, value in mutations.items()}
+        ranges = {key: float_range(key, value) for key, value in mutations.items()}
+        self.mutations = {key: (r.low, r.high, r.log) for key, r in ranges.items()}
         self.population, self.num_steps = int(population), int(num_steps)
         self.interval = int(perturbation_interval)
         self.quantile_fraction, self.resample_probability = quantile_fraction, resample_probability
@@ -155,9 +156,8 @@ class PBTRunner(Runner):
                 raise ValueError(f"Each initial dict needs exactly the keys {sorted(mutations)}")
 
     def _space(self, key: str) -> Any:
-        bounds = self.mutations[key]
-        sample = self.tune.loguniform if bounds.log else self.tune.uniform
-        return sample(bounds.low, bounds.high)
+        low, high, log = self.mutations[key]
+        return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population; ``({"step", "best", "members"}, eval_results of the best)``,
