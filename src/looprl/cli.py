@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+
 from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
 
 
@@ -170,13 +172,6 @@ def print_episodes(returns: list, path: Path | None) -> None:
         print(f"animation: {path}")
 
 
-def gym_error() -> type[Exception]:
-    """Gymnasium's base error (missing optional dependencies, bad ids...)."""
-    import gymnasium
-
-    return gymnasium.error.Error
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="looprl", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -249,7 +244,7 @@ def _guarded(command: Callable[[], int]) -> int:
     try:
         return command()
     except (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError,
-            gym_error()) as error:
+            gymnasium.error.Error) as error:  # (missing optional dependencies, bad ids...)
         if os.environ.get("LOOPRL_DEBUG"):
             raise
         message = error.args[0] if type(error) is KeyError and error.args else error

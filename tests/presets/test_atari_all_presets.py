@@ -25,7 +25,7 @@ from looprl.memory.atari_replay import (  # noqa: E402
     AtariReplayBuffer,
     PrioritizedAtariReplayBuffer,
 )
-from looprl.nn.atari_models import nature_c51, nature_rainbow, nature_value  # noqa: E402
+from looprl.nn.cnn import nature_c51, nature_rainbow, nature_value  # noqa: E402
 from looprl.presets import load_preset  # noqa: E402
 
 NAMES = ["a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]

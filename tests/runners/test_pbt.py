@@ -125,7 +125,7 @@ def test_a_member_that_exploits_goes_on_in_a_run_directory_of_its_own(
 def test_bad_mutations_are_clear_errors(small_ppo) -> None:
     with pytest.raises(KeyError, match="'hp/lrr' is not a hyperparameter"):
         PBTRunner(small_ppo, "CartPole-v1", {"hp/lrr": (1e-4, 1e-2)})
-    with pytest.raises(ValueError, match="empty or invalid range"):
+    with pytest.raises(ValueError, match="empty range"):
         PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-2, 1e-4)})
     with pytest.raises(ValueError, match="needs hp/\\* mutations"):
         PBTRunner(small_ppo, "CartPole-v1", {})

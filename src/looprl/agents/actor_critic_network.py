@@ -24,7 +24,8 @@ from looprl.policies.distributions import GaussianActor
 
 __all__ = ["MASKED_LOGIT", "ActorCriticNetwork", "GRUPolicyState", "SeparateGRUPolicyState"]
 
-#: The logit of an action masked out by the obs field ``action_mask``.
+#: The logit (or Q-value) of a masked-out action. Finite, so that products with a zero
+#: terminal mask and ``0 * log_softmax`` in entropies stay 0 (not NaN).
 MASKED_LOGIT = -1e8
 
 

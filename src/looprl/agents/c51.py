@@ -61,8 +61,7 @@ class C51Trainer(DQNTrainer):
         loss = c51_loss(probs, targets, row_weights(batch))
         dist.reinforce(loss)
         cross_entropy = categorical_cross_entropy(probs.detach(), targets)
-        result = self._finish(loss, (probs.detach() * dist.atoms).sum(-1), cross_entropy)
-        return result
+        return self._finish(loss, (probs.detach() * dist.atoms).sum(-1), cross_entropy)
 
     def targets(self, batch: SampleBatch) -> torch.Tensor:
         """Projected target distributions ``(B, num_atoms)`` (no gradients)."""

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from looprl.agents.actor_critic_network import MASKED_LOGIT as ILLEGAL
 from looprl.core import (
     Agent,
     AgentWrapper,
@@ -44,10 +45,6 @@ from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK
 from looprl.policies import GreedyPolicy
-
-#: Value given to the Q-values / logits of illegal actions. Finite, so that products with
-#: a zero terminal mask and ``0 * log_softmax`` in entropies stay 0 (not NaN).
-ILLEGAL = -1e8
 
 
 class IndependentMultiagent(Multiagent):

@@ -19,16 +19,13 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.nn import RLNetwork
 
 __all__ = ["FeatureModule", "FeatureNetwork"]
 
 
-class FeatureModule(nn.Module):
+class FeatureModule(RLNetwork):
     """Applies ``model`` to the observations of a ``State``/``StateArray``."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
 
     def forward(self, state: Any) -> Any:
         features = state.as_output(self.model(state.as_input("observation")))

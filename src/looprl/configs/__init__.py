@@ -329,7 +329,8 @@ def check_overrides(overrides: list[str]) -> None:
     pairs = [(key, value) for key, value in pairs if not key.startswith("hydra")]
     chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
     options = {"algorithm": list(algorithm_options()), "runner": list(runners()),
-               "meta": _names(repo["meta"]), "runtime": list(runtimes())}
+               "meta": sorted(name.removesuffix(".yaml") for name in repo["meta"]),
+               "runtime": list(runtimes())}
     for key, value in pairs:
         if key in options:
             values = [v for v in value.strip("[]").split(",") if v]
@@ -374,10 +375,6 @@ def _meta_key(option: str) -> str:
     from looprl.meta.registry import COMPONENTS, component_class
 
     return option if option in COMPONENTS else component_class(option).__name__
-
-
-def _names(group: dict[str, Any]) -> list[str]:
-    return sorted(name.removesuffix(".yaml") for name in group)
 
 
 def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:

@@ -44,7 +44,8 @@ def _convert_index(idx: Any, leaf: Any) -> Any:
     return idx
 
 
-def _as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+def as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``value`` (numpy, torch or a list) as a tensor on ``device``, copying only if needed."""
     if isinstance(value, torch.Tensor):
         return value.to(device, dtype)
     if isinstance(value, np.ndarray) and any(s < 0 for s in value.strides):
@@ -216,14 +217,14 @@ class NamedArray:
             if isinstance(leaf, NamedArray):
                 leaf[idx] = src
             elif isinstance(leaf, torch.Tensor):
-                leaf[_convert_index(idx, leaf)] = _as_tensor(src, leaf.device, leaf.dtype)
+                leaf[_convert_index(idx, leaf)] = as_tensor(src, leaf.device, leaf.dtype)
             else:
                 leaf[_convert_index(idx, leaf)] = as_numpy(src)
 
     # -- conversion ---------------------------------------------------------------------
     def to(self: T, device: str | torch.device) -> T:
         """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted)."""
-        return recursive_apply(self, lambda leaf: _as_tensor(leaf, device))
+        return recursive_apply(self, lambda leaf: as_tensor(leaf, device))
 
     def to_torch(self: T, device: str | torch.device = "cpu") -> T:
         """Same as :meth:`to`, defaulting to the CPU."""

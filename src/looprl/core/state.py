@@ -33,6 +33,16 @@ def _to_tensor(value: Any, device: str | torch.device, dtype: torch.dtype | None
     return torch.as_tensor(value, device=device, dtype=dtype)
 
 
+def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A state's entries: ``x`` (a dict, or an observation on its own) and ``kwargs``."""
+    if not isinstance(x, dict):
+        x = {"observation": x} if x is not None else {}
+    x = {**x, **kwargs}
+    if "observation" not in x:
+        raise KeyError(f"{kind} requires an 'observation' entry")
+    return x
+
+
 def as_observation(obs: np.ndarray) -> np.ndarray:
     """An observation array as networks take it: ``float32``, except ``uint8`` images, which
     stay compact (the image models scale them)."""
@@ -51,11 +61,7 @@ class State(dict):
     """
 
     def __init__(self, x: Any = None, device: str | torch.device = "cpu", **kwargs: Any):
-        if not isinstance(x, dict):
-            x = {"observation": x} if x is not None else {}
-        x = {**x, **kwargs}
-        if "observation" not in x:
-            raise KeyError("State requires an 'observation' entry")
+        x = _entries(x, kwargs, type(self).__name__)
         x.setdefault("reward", 0.0)
         x.setdefault("done", False)
         x.setdefault("mask", 1.0 - float(x["done"]))
@@ -190,11 +196,7 @@ class StateArray(State):
 
     def __init__(self, x: dict[str, Any], shape: tuple[int, ...],
                  device: str | torch.device = "cpu", **kwargs: Any):
-        if not isinstance(x, dict):
-            x = {"observation": x}
-        x = {**x, **kwargs}
-        if "observation" not in x:
-            raise KeyError("StateArray requires an 'observation' entry")
+        x = _entries(x, kwargs, "StateArray")
         if "reward" not in x:
             x["reward"] = torch.zeros(shape, device=device)
         if "done" not in x:

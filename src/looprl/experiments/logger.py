@@ -29,7 +29,7 @@ import math
 import os
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -110,11 +110,13 @@ def _append_lines(path: Path, lines: list[str]) -> None:
     lines.clear()
 
 
-def _keep_rows(path: Path, rows: int) -> None:
-    """Keep the header and the first ``rows`` rows of the CSV file ``path``."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    if len(lines) > rows + 1:
-        path.write_text("".join(lines[: rows + 1]), encoding="utf-8")
+def _keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
+    """Keep the header of the CSV file ``path`` (if it exists) and the rows ``keep(index,
+    line)`` accepts."""
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for index, line in enumerate(lines[1:]) if keep(index, line)]
+        path.write_text("".join(lines[:1] + kept), encoding="utf-8")
 
 
 def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
@@ -129,14 +131,6 @@ def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | 
     run.define_metric("frame")
     run.define_metric("*", step_metric="frame")
     return run
-
-
-def _keep_frames(path: Path, frame: int) -> None:
-    """Drop the rows of the CSV file ``path`` (if any) whose first column is after ``frame``."""
-    if path.exists():
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        kept = lines[:1] + [line for line in lines[1:] if int(line.split(",")[0]) <= frame]
-        path.write_text("".join(kept), encoding="utf-8")
 
 
 def _keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
@@ -280,10 +274,11 @@ class ExperimentLogger(Logger):
             self._writer, self._wandb = None, None
             return
         written = self._n_returns - len(self._pending_rows)
-        _keep_rows(self._returns_path, written)
-        _keep_rows(self._returns100_path, self._n_returns // _WINDOW)
-        for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
-            _keep_frames(Path(self.log_dir) / table, self.frame)
+        _keep_rows(self._returns_path, lambda index, _: index < written)
+        _keep_rows(self._returns100_path, lambda index, _: index < self._n_returns // _WINDOW)
+        for table in ("losses.csv", "hyperparameters.csv", "log.csv"):  # rows up to the frame
+            _keep_rows(Path(self.log_dir) / table,
+                       lambda _, line: int(line.split(",")[0]) <= self.frame)
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         _keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
         self._writer = SummaryWriter(log_dir=self.log_dir)

@@ -19,6 +19,7 @@ the trainer's copy learns and the actors' need (RND's predictor) is the *shared 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -35,6 +36,8 @@ class MetaComponent:
 
     #: the attributes ``repr`` shows
     shown: tuple[str, ...] = ()
+    #: the attributes a checkpoint holds (copies of them), for the default ``state_dict``
+    state_attributes: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.pre_step_methods: list[Hook] = []
@@ -49,11 +52,14 @@ class MetaComponent:
         return getattr(self, f"{check_hook(hook)}_methods")
 
     def state_dict(self) -> dict[str, Any]:
-        """What a checkpoint must hold to continue this component exactly (override)."""
-        return {}
+        """What a checkpoint must hold to continue this component exactly: by default copies
+        of its ``state_attributes``."""
+        return {name: copy.deepcopy(getattr(self, name)) for name in self.state_attributes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what ``state_dict`` returned (override)."""
+        """Restore what ``state_dict`` returned."""
+        for name in self.state_attributes:
+            setattr(self, name, copy.deepcopy(state[name]))
 
     def shared_state(self) -> dict[str, Any] | None:
         """What the update hooks learned that the step hooks need (Ray: the trainer publishes

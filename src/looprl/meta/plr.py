@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from looprl.agents.losses.vtrace import generalized_advantage_estimate
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
@@ -86,25 +87,6 @@ PROBABILITY_SCORES = {"policy_entropy": policy_entropy, "least_confidence": leas
 STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
 
 
-def td_errors(rewards: torch.Tensor, values: torch.Tensor, last_value: float,
-              gamma: float) -> torch.Tensor:
-    """``delta_t = r_t + gamma V(s_{t+1}) - V(s_t)`` with ``V(s_T) = last_value``."""
-    next_values = torch.cat([values[1:], torch.tensor([float(last_value)])])
-    return rewards + gamma * next_values - values
-
-
-def gae(rewards: torch.Tensor, values: torch.Tensor, last_value: float, gamma: float,
-        lam: float) -> torch.Tensor:
-    """GAE advantages ``A_t = sum_k (gamma lam)^(k-t) delta_k`` of one episode."""
-    deltas = td_errors(rewards, values, last_value, gamma)
-    advantages = torch.zeros_like(deltas)
-    running = 0.0
-    for t in range(len(deltas) - 1, -1, -1):
-        running = float(deltas[t]) + gamma * lam * running
-        advantages[t] = running
-    return advantages
-
-
 def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | None = None,
                   values: torch.Tensor | None = None, last_value: float = 0.0,
                   gamma: float = 0.99, lam: float = 0.95,
@@ -117,9 +99,12 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
     if strategy in PROBABILITY_SCORES:
         return PROBABILITY_SCORES[strategy](logits)
     rewards, values = rewards.float(), values.float()
+    next_values = torch.cat([values[1:], torch.tensor([float(last_value)])])  # V(s_T): last
     if strategy == "one_step_td_error":
-        return float(td_errors(rewards, values, last_value, gamma).abs().mean())
-    advantages = gae(rewards, values, last_value, gamma, lam)
+        return float((rewards + gamma * next_values - values).abs().mean())
+    ones = torch.ones_like(rewards)  # within one episode: bootstrap every step, no reset
+    advantages = generalized_advantage_estimate(rewards, values, next_values, ones, 1 - ones,
+                                                gamma, lam)
     return float(advantages.mean() if strategy == "gae" else advantages.abs().mean())
 
 

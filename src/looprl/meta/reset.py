@@ -54,6 +54,7 @@ class NetworkReset(MetaComponent):
     """
 
     shown = ("every", "layers", "last", "mode")
+    state_attributes = ("updates", "resets")
 
     def __init__(self, every: int, layers: Sequence[str] | None = None,
                  last: int | None = None, mode: str = "reset", shrink: float = 0.4,
@@ -155,9 +156,3 @@ class NetworkReset(MetaComponent):
             new_buffers = dict(fresh.named_buffers(recurse=False))
             for name, buffer in layer.named_buffers(recurse=False):
                 buffer.copy_(new_buffers[name])
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"updates": self.updates, "resets": self.resets}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.updates, self.resets = int(state["updates"]), int(state["resets"])

@@ -66,6 +66,7 @@ class CosineLRSchedule(MetaComponent):
     """
 
     shown = ("initial_lr", "min_lr", "period", "period_mult")
+    state_attributes = ("updates", "initial_lr")
 
     def __init__(self, initial_lr: float | None = None, min_lr: float = 0.0,
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
@@ -103,13 +104,6 @@ class CosineLRSchedule(MetaComponent):
         metrics[self.key] = self.value(self.updates)
         self.updates += 1
         return metrics
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"updates": self.updates, "initial_lr": self.initial_lr}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.updates = int(state["updates"])
-        self.initial_lr = state.get("initial_lr", self.initial_lr)
 
 
 #: What each kind of ``HPSchedule`` needs besides ``start``.
@@ -152,6 +146,7 @@ class HPSchedule(MetaComponent):
     """
 
     shown = ("key", "kind", "start", "per")
+    state_attributes = ("calls",)
 
     def __init__(self, key: str, kind: str, start: float, end: float | None = None,
                  duration: int | None = None, every: int | None = None,
@@ -213,9 +208,3 @@ class HPSchedule(MetaComponent):
         metrics[self.key] = self.value(self.now(metrics))
         self.calls += 1
         return metrics
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.calls = int(state["calls"])

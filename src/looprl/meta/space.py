@@ -45,6 +45,7 @@ class SPaCE(MetaComponent):
     """
 
     shown = ("initial_size", "increment", "eta", "check_every", "measure")
+    state_attributes = ("contexts", "current", "history", "last", "_window", "_episodes")
 
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
@@ -151,15 +152,3 @@ class SPaCE(MetaComponent):
         subset = {i: self.contexts[i] for i in self.current}
         for wrapper in contextual_envs(metrics["env"]):
             wrapper.set_instance_set(subset)
-
-    # -- checkpoints ---------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        return {"contexts": copy.deepcopy(self.contexts), "current": list(self.current),
-                "history": list(self.history), "last": self.last,
-                "window": list(self._window), "episodes": self._episodes}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.contexts = copy.deepcopy(state["contexts"])
-        self.current, self.history = list(state["current"]), list(state["history"])
-        self.last, self._window = state["last"], list(state["window"])
-        self._episodes = state["episodes"]

@@ -9,13 +9,15 @@ observations stay uint8 (4x smaller) in replay and rollout buffers until the for
   84x84 frames (``"nature"``, ``"resnet"``, ``"cnn"`` or a combination).
 * ``nature_dqn`` / ``nature_dueling_dqn`` / ``nature_categorical_dqn`` -- Q-networks:
   features + a linear head (dueling: separate value and advantage streams; categorical:
-  ``num_actions * atoms`` logits).
+  ``num_actions * atoms`` logits, and ``nature_c51`` their softmax per action, as ``QDist``
+  expects).
 * ``nature_rainbow`` -- Rainbow's Q-network (Hessel et al., 2018,
   https://arxiv.org/abs/1710.02298): value and advantage streams of noisy layers
   (``NoisyFactorizedLinear``), combined per atom by ``CategoricalDueling``; each part can be
   switched off (``dueling``, ``noisy``, ``distributional``) for ablations.
 * ``nature_actor_critic`` -- the Nature CNN shared by a policy head and a value head
-  (a ``looprl.nn.actor_critic.SharedActorCritic``).
+  (a ``looprl.nn.actor_critic.SharedActorCritic``); ``nature_value`` a Nature CNN with one
+  value output (PPG's separate critic).
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from looprl.nn.features import FEATURE_EXTRACTORS, NatureCNN, NatureConv, featur
 from looprl.nn.layers import HIDDEN_GAIN, Dueling, orthogonal_init
 from looprl.nn.noisy import NoisyFactorizedLinear
 
-__all__ = ["FEATURE_EXTRACTORS", "NatureCNN", "NatureConv", "nature_actor_critic",
+__all__ = ["FEATURE_EXTRACTORS", "NatureCNN", "NatureConv", "nature_actor_critic", "nature_c51",
            "nature_categorical_dqn", "nature_dqn", "nature_dueling_dqn", "nature_features",
-           "nature_rainbow"]
+           "nature_rainbow", "nature_value"]
 
 
 def nature_features(kind: Any = "nature", frames: int = 4) -> nn.Module:
@@ -45,6 +47,11 @@ def nature_dqn(num_actions: int, frames: int = 4, features: str = "nature") -> n
     """The Nature DQN: features and a linear layer of one value per action."""
     body = nature_features(features, frames)
     return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features, num_actions), 1.0))
+
+
+def nature_value(frames: int = 4, features: str = "nature") -> nn.Sequential:
+    """A state-value network ``(batch, 1)``: ``nature_dqn`` of one output."""
+    return nature_dqn(1, frames, features)
 
 
 def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> nn.Sequential:
@@ -110,6 +117,14 @@ def nature_categorical_dqn(
     body = nature_features(features, frames)
     head = orthogonal_init(nn.Linear(body.out_features, num_actions * atoms), 1.0)
     return nn.Sequential(body, head, nn.Unflatten(-1, (num_actions, atoms)))
+
+
+def nature_c51(
+    num_actions: int, atoms: int = 51, frames: int = 4, features: str = "nature"
+) -> CategoricalQHead:
+    """C51: ``(batch, num_actions, atoms)`` probabilities (a softmax per action)."""
+    logits = nature_categorical_dqn(num_actions, atoms, frames, features)
+    return CategoricalQHead(logits, num_actions, atoms)
 
 
 def nature_actor_critic(

@@ -141,33 +141,15 @@ class ResNetFeatures(_Unbatched):
         self.out_features = features
 
 
-class NatureConv(nn.Module):
-    """The Nature DQN convolutions over uint8 frames, scaled by 1/255 inside.
-
-    Args:
-        frames: stacked frames (input channels).
-        screen_size: height and width of the frames.
-    """
+class NatureConv(ConvFeatures):
+    """The Nature DQN convolutions (``ConvFeatures``' defaults) over ``frames`` stacked frames
+    of ``screen_size`` pixels a side, scaled by 1/255 inside (float frames too)."""
 
     def __init__(self, frames: int = 4, screen_size: int = 84):
-        super().__init__()
-        self.layers = nn.Sequential(
-            orthogonal_init(nn.Conv2d(frames, 32, 8, stride=4)),
-            nn.ReLU(),
-            orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
-            nn.ReLU(),
-            orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
-            nn.ReLU(),
-            nn.Flatten(),
-        )
-        with torch.no_grad():
-            probe = torch.zeros(1, frames, screen_size, screen_size)
-            self.out_features = int(self.layers(probe).shape[1])
+        super().__init__((frames, screen_size, screen_size))
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        """Features ``(batch, out_features)``; one unbatched ``(frames, H, W)`` input gives
-        ``(out_features,)`` (single states are not batched)."""
-        if frames.dim() == 3:
+        if frames.dim() == 3:  # one unbatched state
             return self.forward(frames.unsqueeze(0)).squeeze(0)
         return self.layers(frames.float() * (1.0 / 255.0))
 
@@ -188,7 +170,7 @@ def _nature(input_shape: Sequence[int], features: int = 512) -> NatureCNN:
         raise ValueError(f"nature needs square frames, got {tuple(input_shape)}")
     try:
         return NatureCNN(input_shape[0], features, input_shape[1])
-    except RuntimeError:
+    except ValueError:
         raise ValueError(f"The nature feature extractor does not fit inputs of shape "
                          f"{tuple(input_shape)}; it needs frames of at least 36x36") from None
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.namedarray import NamedArray
+from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.nn.features import activation_layer, feature_extractor
 from looprl.nn.layers import orthogonal_init
 
@@ -46,13 +46,6 @@ def _shape(dim: Any, what: str) -> tuple[int, ...]:
     if not all(isinstance(n, int | np.integer) and n > 0 for n in shape):
         raise ValueError(f"{what} must hold positive ints, got {dim!r}")
     return tuple(int(n) for n in shape)
-
-
-def as_tensor(x: Any, device: torch.device) -> torch.Tensor:
-    """``x`` (numpy, torch or a list) as a tensor on ``device``, copying only if needed."""
-    if isinstance(x, np.ndarray) and any(s < 0 for s in x.strides):
-        x = x.copy()  # torch cannot view negative strides
-    return torch.as_tensor(x, device=device)
 
 
 def observation_fields(

@@ -29,6 +29,12 @@ def to_device(preset: Any, device: Any) -> None:
             value.to(device)
 
 
+def derived(base: dict[str, Any], drop: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
+    """``base`` without the keys ``drop``, with ``changes`` (new or changed keys): one preset's
+    defaults as another's with per-environment overrides."""
+    return {**{key: value for key, value in base.items() if key not in drop}, **changes}
+
+
 def require_discrete_actions(env: Any, algorithm: str) -> int:
     """The number of actions of ``env``; ``ValueError`` if its action space is not discrete."""
     space = env.action_space

@@ -36,7 +36,7 @@ from looprl.presets.common import (
     require_positive,
     require_support,
 )
-from looprl.presets.parts import beta_schedule, epsilon_schedule, replay_buffer
+from looprl.presets.parts import beta_schedule, check_parts, epsilon_schedule, replay_buffer
 
 __all__ = ["QPreset", "ReplayPreset"]
 
@@ -46,7 +46,11 @@ class ReplayPreset(Preset):
     ``trainer``, and may change the replay (``prioritized``, ``n_step``) and the local agent
     (``_agent``: ``DQN`` by default)."""
 
+    #: the part names (``looprl.presets.parts``) it takes, by kind (none: no swappable parts)
+    parts: dict[str, tuple[str, ...]] = {}
+
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
+        check_parts(hyperparameters, name, self.parts)
         size = hyperparameters["replay_buffer_size"]
         hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is sampled "
                                         f"from (replay_buffer_size={size})",

@@ -54,8 +54,7 @@ class ActorCriticPreset(Preset):
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
         require_positive(hyperparameters, *self.positive)
-        if self.parts:
-            check_parts(hyperparameters, name, self.parts)
+        check_parts(hyperparameters, name, self.parts)
         model, self.head = self._build(env)
         self.model = model.to(device)
 

@@ -170,14 +170,13 @@ class ESRunner(Runner):
 
     def _score(self, individual: np.ndarray, iteration: int, index: int
                ) -> tuple[float, dict[str, Any]]:
-        _, values = self.decode(individual)
+        params, values = self.decode(individual)
         # its own run directory: its fresh agent's, or the shared agent's from here on
         label = self.label_next_run if self.fresh_agents else self.label_run
         label(f"gen{iteration:03d}_ind{index:03d}", generation=iteration, individual=index,
               values=values)
         fitness, values = self._fitness(individual)
         if fitness > self._best["fitness"] or "values" not in self._best:
-            params, _ = self.decode(individual)
             self._best = {"fitness": fitness, "iteration": iteration, "individual": index,
                           "values": values,
                           "parameters": None if params is None else params.copy()}

@@ -13,7 +13,6 @@ looprl[distributed]``) is imported only when a PBT runner is built.
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +26,7 @@ from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 from looprl.runners.base import Runner
-from looprl.runners.space import search_mapping
+from looprl.runners.space import float_range, search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
 
@@ -144,7 +143,8 @@ class PBTRunner(Runner):
             if key not in found:
                 raise unknown_hyperparameter(key, found)
         self.close()
-        self.mutations = {key: _bounds(key, value) for key, value in mutations.items()}
+        ranges = {key: float_range(key, value) for key, value in mutations.items()}
+        self.mutations = {key: (r.low, r.high, r.log) for key, r in ranges.items()}
         self.population, self.num_steps = int(population), int(num_steps)
         self.interval = int(perturbation_interval)
         self.quantile_fraction, self.resample_probability = quantile_fraction, resample_probability
@@ -218,14 +218,3 @@ class PBTRunner(Runner):
         return ({"step": self.num_steps, "best": best, "members": members},
                 self.evaluate())
 
-
-def _bounds(key: str, value: Any) -> tuple[float, float, bool]:
-    """``(low, high, log)`` of a mutation; one-line errors for bad ranges."""
-    if not isinstance(value, list | tuple) or len(value) not in (2, 3):
-        raise ValueError(f"Mutation {key!r} must be (low, high) or (low, high, 'log'), "
-                         f"got {value!r}")
-    low, high, log = float(value[0]), float(value[1]), len(value) == 3 and value[2] == "log"
-    if not low < high or (log and low <= 0) or not math.isfinite(high):
-        raise ValueError(f"Mutation {key!r}: empty or invalid range [{low}, {high}]"
-                         f"{' (log needs low > 0)' if log else ''}")
-    return low, high, log

@@ -146,14 +146,20 @@ def _check_kind(name: str, kind: str, default: Any) -> None:
                                "use type 'int'")
 
 
+def float_range(name: str, spec: Any) -> Dimension:
+    """The float range a spec (a dict, ``(low, high)`` or ``(low, high, "log")``) gives
+    ``name`` (PBT's mutations); ``SearchSpaceError`` for a bad one."""
+    return _numeric(name, "float", _as_dict(name, spec))
+
+
 def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
     if "low" not in spec or "high" not in spec:
         raise SearchSpaceError(f"Search space entry {name!r}: a {kind} range needs 'low' "
                                "and 'high'")
     low, high, log = spec["low"], spec["high"], bool(spec.get("log", False))
-    if not (isinstance(low, (int, float)) and isinstance(high, (int, float))):
-        raise SearchSpaceError(f"Search space entry {name!r}: low and high must be numbers, "
-                               f"got {low!r} and {high!r}")
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (low, high)):
+        raise SearchSpaceError(f"Search space entry {name!r}: low and high must be finite "
+                               f"numbers, got {low!r} and {high!r}")
     if not low < high:
         raise SearchSpaceError(f"Search space entry {name!r}: empty range, low ({low!r}) must "
                                f"be < high ({high!r})")

@@ -3,9 +3,7 @@
 The same algorithms as ``looprl.presets.classic_control``, with the autonomous-learning-
 library's (published) Atari settings. Each training agent is wrapped in
 ``deepmind_atari_body`` (a lost life ends the episode for learning, rewards clipped to their
-sign); the environment reports true game scores. Networks come from ``looprl.nn.cnn``
-(``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``, ``nature_actor_critic``)
-and ``looprl.nn.atari_models`` (``nature_c51``, ``nature_rainbow``, ``nature_value``);
+sign); the environment reports true game scores. Networks come from ``looprl.nn.cnn``;
 replay-based presets store each frame once in ``AtariReplayBuffer`` or, with prioritized
 replay, ``PrioritizedAtariReplayBuffer``; both sample n-step returns from the same ring.
 """

@@ -17,23 +17,14 @@ from looprl.nn import SharedActorCritic
 from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import A2CClassicControlPreset
+from looprl.presets.classic_control.a2c import default_hyperparameters as classic_defaults
+from looprl.presets.common import derived
 from looprl.presets.on_policy import OnPolicyPreset
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lam": 1.0,
-    "lr": 7e-4,
-    "eps": 1.5e-4,
-    "n_envs": 16,
-    "n_steps": 5,
-    "value_coef": 0.5,
-    "entropy_coef": 0.01,
-    "normalize_advantages": False,
-    "clip_grad": 0.1,
-    "episodic_life": True,
-    "clip_rewards": True,
-    "features": "nature",
-}
+default_hyperparameters: dict[str, Any] = derived(
+    classic_defaults, drop=("hidden",), lr=7e-4, eps=1.5e-4, n_envs=16, entropy_coef=0.01,
+    clip_grad=0.1, episodic_life=True, clip_rewards=True, features="nature",
+)
 
 
 class A2CAtariPreset(NatureActorCritic, A2CClassicControlPreset):

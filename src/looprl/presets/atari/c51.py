@@ -1,41 +1,23 @@
 """C51 preset for Atari (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
 
-The Nature CNN with 51 atoms per action on ``[-10, 10]`` (``nn.atari_models.nature_c51``),
-DQN's replay schedule (``AtariReplayBuffer`` of 1M frames, about 7 GB when full; one update
-every 4 steps after 80,000 steps; target copied every 1,000 updates), Adam at 1e-4 and
-epsilon from 0.02 to 0 over 250,000 steps: the autonomous-learning-library's Atari settings.
+The Nature CNN with 51 atoms per action on ``[-10, 10]`` (``nn.cnn.nature_c51``),
+``atari.dqn``'s replay schedule, and epsilon from 0.02 to 0 over 250,000 steps: the
+autonomous-learning-library's Atari settings.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from looprl.nn.atari_models import nature_c51
+from looprl.nn.cnn import nature_c51
 from looprl.nn.distributional import CategoricalQHead
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
+from looprl.presets.atari.dqn import replay_defaults
 from looprl.presets.builder import PresetBuilder
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr": 1e-4,
-    "eps": 1.5e-4,
-    "minibatch_size": 32,
-    "update_frequency": 4,
-    "gradient_steps": 1,
-    "target_update_frequency": 1000,
-    "replay_start_size": 80_000,
-    "replay_buffer_size": 1_000_000,
-    "initial_exploration": 0.02,
-    "final_exploration": 0.0,
-    "final_exploration_step": 250_000,
-    "test_exploration": 0.001,
-    "atoms": 51,
-    "v_min": -10.0,
-    "v_max": 10.0,
-    "clip_grad": 0.0,
-    "episodic_life": True,
-    "clip_rewards": True,
-    "features": "nature",
+    **replay_defaults, "initial_exploration": 0.02, "final_exploration": 0.0, "atoms": 51,
+    "v_min": -10.0, "v_max": 10.0, "features": "nature",
 }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch
-from torch import optim
+from torch import nn, optim
 
 from looprl.agents.dqn import DQN
 from looprl.environments.bodies import deepmind_atari_body
@@ -55,15 +55,17 @@ class DeepMindBody:
 
 
 class NatureActorCritic(DeepMindBody):
-    """``_build`` for the Atari actor-critic presets: the Nature CNN shared by a policy and a
-    value head (``nn.cnn.nature_actor_critic``; checked: stacked frames, discrete actions)."""
+    """``_build`` for the Atari actor-critic presets: ``network(num_actions, frames,
+    features)``, by default the Nature CNN shared by a policy and a value head
+    (``nn.cnn.nature_actor_critic``; checked: stacked frames, discrete actions)."""
 
     algorithm: str
+    network = staticmethod(nature_actor_critic)
 
-    def _build(self, env: Any) -> tuple[SharedActorCritic, CategoricalHead]:
+    def _build(self, env: Any) -> tuple[nn.Module, CategoricalHead]:
         num_actions = require_discrete_actions(env, self.algorithm)
         frames = require_frames(env, self.algorithm)
-        model = nature_actor_critic(num_actions, frames, self.hyperparameters["features"])
+        model = self.network(num_actions, frames, self.hyperparameters["features"])
         return model, CategoricalHead(num_actions)
 
 

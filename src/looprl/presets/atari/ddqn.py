@@ -1,14 +1,9 @@
 """Double DQN preset for Atari (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
 
 The autonomous-learning-library's Atari DDQN: the double-Q target over a dueling Nature
-network (Wang et al., 2016, https://arxiv.org/abs/1511.06581), with DQN's Atari schedule
-(``atari.dqn``: Adam at 1e-4, a target network copied every 1,000 updates, one update every
-4 steps after 80,000 steps, epsilon from 1 to 0.01 over 250,000 steps).
-
-Replay stores each frame once (about 7 GB for 1M transitions): ``AtariReplayBuffer``, or
-with ``prioritized=True`` ``PrioritizedAtariReplayBuffer`` (alpha 0.5, beta 0.5 annealed to
-1), as the library does. ``n_steps > 1`` (default 1) samples n-step returns from the same
-ring (``AtariReplayPreset.replay_buffer``, shared by the Atari DQN family).
+network (Wang et al., 2016, https://arxiv.org/abs/1511.06581), with ``atari.dqn``'s schedule
+and frame ring; ``prioritized=True`` makes it prioritized (alpha 0.5, beta 0.5 annealed to 1),
+as the library does, and ``n_steps > 1`` samples n-step returns from it.
 """
 
 from __future__ import annotations
@@ -22,15 +17,10 @@ from looprl.presets.atari.common import require_frames
 from looprl.presets.atari.dqn import DQNAtariPreset
 from looprl.presets.atari.dqn import default_hyperparameters as dqn_defaults
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    **dqn_defaults,
-    "dueling": True,
-    "n_steps": 1,
-    "prioritized": False,
-    "alpha": 0.5,
-    "beta": 0.5,
-}
+default_hyperparameters: dict[str, Any] = derived(
+    dqn_defaults, dueling=True, n_steps=1, prioritized=False, alpha=0.5, beta=0.5)
 
 
 class DDQNAtariPreset(DQNAtariPreset):

@@ -16,7 +16,8 @@ from looprl.nn.cnn import nature_dqn
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
 from looprl.presets.builder import PresetBuilder
 
-default_hyperparameters: dict[str, Any] = {
+#: the replay schedule of the Atari DQN family (C51 and Rainbow change some)
+replay_defaults: dict[str, Any] = {
     "discount_factor": 0.99,
     "lr": 1e-4,
     "eps": 1.5e-4,
@@ -31,11 +32,11 @@ default_hyperparameters: dict[str, Any] = {
     "final_exploration_step": 250_000,
     "test_exploration": 0.001,
     "clip_grad": 0.0,
-    "huber": True,
     "episodic_life": True,
     "clip_rewards": True,
-    "features": "nature",
 }
+
+default_hyperparameters: dict[str, Any] = {**replay_defaults, "huber": True, "features": "nature"}
 
 
 class DQNAtariPreset(AtariReplayPreset):

@@ -6,7 +6,7 @@ Adam at 2.5e-4 and clip range 0.1 both annealed linearly to 0, entropy bonus 0.0
 paper's auxiliary phase follows every ``n_policy`` iterations: 6 epochs of distilling the
 value targets into the policy network's auxiliary head, behaviour cloning weight 1. The
 policy network is a Nature CNN with policy and auxiliary value heads, the value network a
-second Nature CNN (``nn.atari_models.nature_value``).
+second Nature CNN (``nn.cnn.nature_value``).
 
 The auxiliary phase keeps every state of the phase as uint8 frames (28 KB each: about
 0.9 GB for the 32 x 1,024 states of a phase) and runs over them in minibatches of
@@ -20,24 +20,17 @@ from typing import Any
 from torch import nn
 
 from looprl.nn import PPGNetwork
-from looprl.nn.atari_models import nature_value
-from looprl.nn.cnn import nature_features
+from looprl.nn.cnn import nature_features, nature_value
 from looprl.nn.layers import orthogonal_init
-from looprl.policies.distributions import CategoricalHead
-from looprl.presets.atari.common import DeepMindBody, require_frames
+from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.atari.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppg import PPGClassicControlPreset
-from looprl.presets.common import require_discrete_actions
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    **ppo_defaults,  # the policy phase is the PPO preset's
-    "n_policy": 32,
-    "aux_epochs": 6,
-    "beta_clone": 1.0,
-    "aux_minibatch_size": 256,
-    "update": "ppg",
-}
+# the policy phase is the PPO preset's
+default_hyperparameters: dict[str, Any] = derived(
+    ppo_defaults, n_policy=32, aux_epochs=6, beta_clone=1.0, aux_minibatch_size=256, update="ppg")
 
 
 def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> PPGNetwork:
@@ -49,16 +42,11 @@ def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> P
     return PPGNetwork(trunk, policy_head, aux_head, nature_value(frames, features))
 
 
-class PPGAtariPreset(DeepMindBody, PPGClassicControlPreset):
+class PPGAtariPreset(NatureActorCritic, PPGClassicControlPreset):
     """Builds PPG agents over ``n_envs`` Atari environments (see the module docstring)."""
 
     positive = tuple(k for k in PPGClassicControlPreset.positive if k != "hidden")
-
-    def _build(self, env: Any) -> tuple[PPGNetwork, CategoricalHead]:
-        num_actions = require_discrete_actions(env, self.algorithm)
-        frames = require_frames(env, self.algorithm)
-        model = nature_ppg(num_actions, frames, self.hyperparameters["features"])
-        return model, CategoricalHead(num_actions)
+    network = staticmethod(nature_ppg)
 
 
 ppg = PresetBuilder("ppg", default_hyperparameters, PPGAtariPreset)

@@ -13,32 +13,14 @@ from typing import Any
 from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
+from looprl.presets.classic_control.ppo import default_hyperparameters as classic_defaults
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lam": 0.95,
-    "lr": 2.5e-4,
-    "linear_lr": True,
-    "eps": 1e-5,
-    "n_envs": 8,
-    "n_steps": 128,
-    "epochs": 4,
-    "minibatch_size": 256,
-    "clip": 0.1,
-    "linear_clip": True,
-    "value_coef": 0.5,
-    "entropy_coef": 0.01,
-    "value_clip": None,
-    "clip_grad": 0.5,
-    "episodic_life": True,
-    "clip_rewards": True,
-    "features": "nature",
-    # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
-    "exploration": "stochastic",
-    "buffer": "rollout",
-    "update": "ppo",
-}
-
+default_hyperparameters: dict[str, Any] = derived(
+    classic_defaults, drop=("hidden",), discount_factor=0.99, lam=0.95, lr=2.5e-4, n_steps=128,
+    epochs=4, clip=0.1, entropy_coef=0.01, features="nature", episodic_life=True,
+    clip_rewards=True,
+)
 
 
 class PPOAtariPreset(NatureActorCritic, PPOClassicControlPreset):

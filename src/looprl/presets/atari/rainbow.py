@@ -1,18 +1,13 @@
 """Rainbow preset for Atari (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
 
 The autonomous-learning-library's Atari settings: a dueling, noisy (sigma_0 = 0.5),
-distributional (51 atoms on ``[-10, 10]``) Nature network (``nn.atari_models.nature_rainbow``),
+distributional (51 atoms on ``[-10, 10]``) Nature network (``nn.cnn.nature_rainbow``),
 double-Q targets, 3-step returns, prioritized replay (alpha 0.5, beta 0.5 annealed to 1),
 Adam at 6.25e-5 (eps 1.5e-4), one update every 4 steps after 80,000 steps, a target network
 copied every 1,000 updates and epsilon from 0.02 to 0 over 250,000 steps on top of the
 noise. Every extension has its switch (``double``, ``dueling``, ``noisy``, ``n_steps``,
 ``prioritized``, ``distributional``), as in ``classic_control.rainbow``.
-
-**Memory.** Replay is the frame ring of ``AtariReplayPreset.replay_buffer``:
-``PrioritizedAtariReplayBuffer`` (or ``AtariReplayBuffer`` with ``prioritized=False``), which
-stores each frame once and computes the n-step returns when sampling, about 7 KB per
-transition. The default ``replay_buffer_size`` is the paper's 1,000,000 (about 7 GB of CPU
-memory when full, allocated lazily).
+Replay is ``atari.dqn``'s frame ring (about 7 GB of CPU memory when full, allocated lazily).
 """
 
 from __future__ import annotations
@@ -21,41 +16,15 @@ from typing import Any
 
 from torch import nn
 
-from looprl.nn.atari_models import nature_rainbow
+from looprl.nn.cnn import nature_rainbow
 from looprl.presets.atari.common import AtariReplayPreset, require_frames
+from looprl.presets.atari.dqn import replay_defaults
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.rainbow import extensions
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr": 6.25e-5,
-    "eps": 1.5e-4,
-    "minibatch_size": 32,
-    "update_frequency": 4,
-    "gradient_steps": 1,
-    "target_update_frequency": 1000,
-    "replay_start_size": 80_000,
-    "replay_buffer_size": 1_000_000,
-    "initial_exploration": 0.02,
-    "final_exploration": 0.0,
-    "final_exploration_step": 250_000,
-    "test_exploration": 0.001,
-    "clip_grad": 0.0,
-    "huber": True,
-    "hidden": 512,
-    "double": True,
-    "dueling": True,
-    "noisy": True,
-    "sigma": 0.5,
-    "n_steps": 3,
-    "prioritized": True,
-    "alpha": 0.5,
-    "beta": 0.5,
-    "distributional": True,
-    "atoms": 51,
-    "v_min": -10.0,
-    "v_max": 10.0,
-    "episodic_life": True,
-    "clip_rewards": True,
+    **replay_defaults, "lr": 6.25e-5, "initial_exploration": 0.02, "final_exploration": 0.0,
+    "huber": True, "hidden": 512, **extensions, "beta": 0.5, "v_min": -10.0, "v_max": 10.0,
 }
 
 

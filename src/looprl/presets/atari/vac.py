@@ -14,21 +14,14 @@ from typing import Any
 from looprl.presets.atari.common import NatureActorCritic, SplitLearningRates
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vac import VACClassicControlPreset
+from looprl.presets.classic_control.vac import default_hyperparameters as classic_defaults
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr_pi": 1e-4,
-    "lr_v": 5e-4,
-    "eps": 1.5e-4,
-    "n_envs": 16,
-    "value_coef": 0.25,
-    "entropy_coef": 0.01,
-    "normalize_advantages": False,
-    "clip_grad": 0.5,
-    "episodic_life": True,
-    "clip_rewards": True,
-    "features": "nature",
-}
+default_hyperparameters: dict[str, Any] = derived(
+    classic_defaults, drop=("hidden",), discount_factor=0.99, lr_pi=1e-4, lr_v=5e-4,
+    eps=1.5e-4, value_coef=0.25, entropy_coef=0.01, clip_grad=0.5, episodic_life=True,
+    clip_rewards=True, features="nature",
+)
 
 
 class VACAtariPreset(NatureActorCritic, SplitLearningRates, VACClassicControlPreset):

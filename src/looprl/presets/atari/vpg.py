@@ -13,23 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.presets.atari.common import NatureActorCritic, SplitLearningRates
+from looprl.presets.atari.vac import default_hyperparameters as vac_defaults
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vpg import VPGClassicControlPreset
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr_pi": 1e-4,
-    "lr_v": 5e-4,
-    "eps": 1.5e-4,
-    "min_batch_size": 1000,
-    "value_coef": 0.25,
-    "entropy_coef": 0.01,
-    "normalize_advantages": False,
-    "clip_grad": 0.5,
-    "episodic_life": True,
-    "clip_rewards": True,
-    "features": "nature",
-}
+default_hyperparameters: dict[str, Any] = derived(vac_defaults, drop=("n_envs",),
+                                                  min_batch_size=1000)
 
 
 class VPGAtariPreset(NatureActorCritic, SplitLearningRates, VPGClassicControlPreset):

@@ -19,23 +19,15 @@ from looprl.nn.cnn import nature_dueling_dqn
 from looprl.presets.atari.common import DeepMindBody, require_frames
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
+from looprl.presets.classic_control.vqn import default_hyperparameters as classic_defaults
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr": 1e-3,
-    "eps": 1.5e-4,
-    "n_envs": 64,
-    "initial_exploration": 1.0,
-    "final_exploration": 0.01,
-    "final_exploration_step": 4000,
-    "test_exploration": 0.001,
-    "target_update_frequency": 0,
-    "linear_lr": False,
-    "clip_grad": 0.0,
-    "huber": True,
-    "episodic_life": True,
-    "clip_rewards": True,
-}
+default_hyperparameters: dict[str, Any] = derived(
+    classic_defaults, drop=("hidden",), discount_factor=0.99, eps=1.5e-4, n_envs=64,
+    final_exploration=0.01, final_exploration_step=4000, test_exploration=0.001,
+    target_update_frequency=0, linear_lr=False, clip_grad=0.0, episodic_life=True,
+    clip_rewards=True,
+)
 
 
 class OnlineAtariPreset(DeepMindBody, OnlineClassicControlPreset):

@@ -12,30 +12,13 @@ from torch import nn
 from looprl.nn import MLP
 from looprl.nn.distributional import CategoricalQHead
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.dqn import replay_defaults
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr": 1e-3,
-    "minibatch_size": 64,
-    "update_frequency": 256,
-    "gradient_steps": 128,
-    "target_update_frequency": 128,
-    "replay_start_size": 1000,
-    "replay_buffer_size": 100_000,
-    "initial_exploration": 1.0,
-    "final_exploration": 0.04,
-    "final_exploration_step": 8000,
-    "test_exploration": 0.0,
-    "hidden": 256,
-    "clip_grad": 10.0,
-    "atoms": 51,
-    "v_min": -100.0,
-    "v_max": 100.0,
-    "prioritized": False,
-    "alpha": 0.6,
-    "beta": 0.4,
+    **replay_defaults, "lr": 1e-3, "atoms": 51, "v_min": -100.0, "v_max": 100.0,
+    "prioritized": False, "alpha": 0.6, "beta": 0.4,
 }
 
 

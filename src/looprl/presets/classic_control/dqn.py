@@ -22,9 +22,10 @@ from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
-from looprl.presets.parts import UPDATES, check_parts, exploration_policy
+from looprl.presets.parts import UPDATES, exploration_policy
 
-default_hyperparameters: dict[str, Any] = {
+#: the replay schedule of the classic-control DQN family (C51 and Rainbow change some)
+replay_defaults: dict[str, Any] = {
     "discount_factor": 0.99,
     "lr": 2.3e-3,
     "minibatch_size": 64,
@@ -39,6 +40,10 @@ default_hyperparameters: dict[str, Any] = {
     "test_exploration": 0.0,
     "hidden": 256,
     "clip_grad": 10.0,
+}
+
+default_hyperparameters: dict[str, Any] = {
+    **replay_defaults,
     "huber": True,
     # None: two ReLU layers of `hidden` units; else a spec of looprl.nn.feature_extractor
     # (e.g. "resnet" for images, {"type": "mlp", "hidden": [128, 128]}) and a linear head
@@ -68,11 +73,8 @@ class DQNClassicControlPreset(QPreset):
     """
 
     positive = (*QPreset.positive, "hidden", "n_steps")
-
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        check_parts(hyperparameters, name, {"exploration": EXPLORATION, "update": UPDATES[:3],
-                                            "buffer": ("uniform", "prioritized", "nstep")})
-        super().__init__(env, name, device, hyperparameters)
+    parts = {"exploration": EXPLORATION, "update": UPDATES[:3],
+             "buffer": ("uniform", "prioritized", "nstep")}
 
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters

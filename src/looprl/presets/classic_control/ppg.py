@@ -23,17 +23,13 @@ from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
 from looprl.presets.classic_control.ppo import default_hyperparameters as ppo_defaults
-from looprl.presets.common import require_discrete_actions, require_flat_observations
+from looprl.presets.common import derived, require_discrete_actions, require_flat_observations
 
-default_hyperparameters: dict[str, Any] = {
-    # the policy phase is the PPO preset's (with PPG's own network, not a `features` spec)
-    **{key: value for key, value in ppo_defaults.items() if key != "features"},
-    "n_policy": 4,
-    "aux_epochs": 1,
-    "beta_clone": 1.0,
-    "aux_minibatch_size": 256,
-    "update": "ppg",
-}
+# the policy phase is the PPO preset's (with PPG's own network, not a `features` spec)
+default_hyperparameters: dict[str, Any] = derived(
+    ppo_defaults, drop=("features",), n_policy=4, aux_epochs=1, beta_clone=1.0,
+    aux_minibatch_size=256, update="ppg",
+)
 
 
 def ppg_network(obs_dim: int, num_actions: int, hidden: int) -> PPGNetwork:

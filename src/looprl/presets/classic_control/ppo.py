@@ -46,7 +46,6 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-
 class PPOClassicControlPreset(OnPolicyPreset):
     """Builds PPO agents with separate tanh actor and critic MLPs (SB3's architecture).
 

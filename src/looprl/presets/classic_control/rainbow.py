@@ -18,25 +18,13 @@ from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.dqn import replay_defaults
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
 from looprl.presets.parts import epsilon_schedule
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr": 1e-3,
-    "minibatch_size": 64,
-    "update_frequency": 64,
-    "gradient_steps": 16,
-    "target_update_frequency": 128,
-    "replay_start_size": 1000,
-    "replay_buffer_size": 100_000,
-    "initial_exploration": 1.0,
-    "final_exploration": 0.04,
-    "final_exploration_step": 8000,
-    "test_exploration": 0.0,
-    "hidden": 128,
-    "clip_grad": 10.0,
+#: the switches of Rainbow's extensions (all on) and their settings, shared with Atari's
+extensions: dict[str, Any] = {
     "double": True,
     "dueling": True,
     "noisy": True,
@@ -47,8 +35,11 @@ default_hyperparameters: dict[str, Any] = {
     "beta": 0.4,
     "distributional": True,
     "atoms": 51,
-    "v_min": -100.0,
-    "v_max": 100.0,
+}
+
+default_hyperparameters: dict[str, Any] = {
+    **replay_defaults, "lr": 1e-3, "update_frequency": 64, "gradient_steps": 16, "hidden": 128,
+    **extensions, "v_min": -100.0, "v_max": 100.0,
 }
 
 

@@ -15,17 +15,12 @@ from typing import Any
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vqn import OnlineClassicControlPreset
 from looprl.presets.classic_control.vqn import default_hyperparameters as vqn_defaults
+from looprl.presets.common import derived
 
-default_hyperparameters: dict[str, Any] = {
-    **vqn_defaults,
-    "discount_factor": 0.9,
-    "n_envs": 32,
-    "lr": 5e-4,
-    "final_exploration": 0.05,
-    "final_exploration_step": 4000,
-    "linear_lr": False,
-    "target_update_frequency": 50,
-}
+default_hyperparameters: dict[str, Any] = derived(
+    vqn_defaults, discount_factor=0.9, n_envs=32, lr=5e-4, final_exploration=0.05,
+    final_exploration_step=4000, linear_lr=False, target_update_frequency=50,
+)
 
 
 class VSarsaClassicControlPreset(OnlineClassicControlPreset):

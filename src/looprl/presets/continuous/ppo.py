@@ -14,33 +14,14 @@ from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
-from looprl.presets.common import require_flat_observations
+from looprl.presets.classic_control.ppo import default_hyperparameters as classic_defaults
+from looprl.presets.common import derived, require_flat_observations
 from looprl.presets.continuous.ddpg import require_box_actions
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.9,
-    "lam": 0.95,
-    "lr": 1e-3,
-    "linear_lr": False,
-    "eps": 1e-5,
-    "n_envs": 8,
-    "n_steps": 256,
-    "epochs": 10,
-    "minibatch_size": 256,
-    "clip": 0.2,
-    "linear_clip": False,
-    "value_coef": 0.5,
-    "entropy_coef": 0.0,
-    "value_clip": None,
-    "clip_grad": 0.5,
-    "hidden": 64,
-    "log_std_init": 0.0,
-    # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
-    "exploration": "stochastic",
-    "buffer": "rollout",
-    "update": "ppo",
-}
-
+default_hyperparameters: dict[str, Any] = derived(
+    classic_defaults, drop=("features",), discount_factor=0.9, lam=0.95, linear_lr=False,
+    n_steps=256, epochs=10, linear_clip=False, log_std_init=0.0,
+)
 
 
 class PPOContinuousPreset(PPOClassicControlPreset):

@@ -16,30 +16,16 @@ from looprl.approximation import Approximation
 from looprl.core import DummyLogger
 from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import policy_network, require_positive
+from looprl.presets.common import derived, policy_network, require_positive
 from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
-from looprl.presets.parts import check_parts
+from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
 
-default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr_actor": 1e-3,
-    "lr_critic": 1e-3,
-    "lr_temperature": 1e-3,
-    "minibatch_size": 256,
-    "replay_start_size": 1000,
-    "replay_buffer_size": 1_000_000,
-    "update_frequency": 1,
-    "gradient_steps": 1,
-    "polyak_rate": 0.005,
-    "alpha": 1.0,
-    "entropy_tuning": True,
-    "target_entropy": None,
-    "hidden": 256,
+default_hyperparameters: dict[str, Any] = derived(
+    ddpg_defaults, drop=("noise",), lr_temperature=1e-3, alpha=1.0, entropy_tuning=True,
+    target_entropy=None,
     # the parts of looprl.presets.parts this preset takes (SAC's own, named for configs)
-    "exploration": "stochastic",
-    "buffer": "uniform",
-    "update": "sac",
-}
+    exploration="stochastic", buffer="uniform", update="sac",
+)
 
 
 class SACContinuousPreset(OffPolicyContinuousPreset):
@@ -51,12 +37,11 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
     algorithm = "SAC"
     agent_class = SAC
     twin = True
+    parts = {"exploration": ("stochastic",), "buffer": ("uniform",), "update": ("sac",)}
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
         require_positive(hyperparameters, "lr_temperature", "alpha")
-        check_parts(hyperparameters, name, {"exploration": ("stochastic",),
-                                            "buffer": ("uniform",), "update": ("sac",)})
         self.temperature = Temperature(hyperparameters["alpha"]).to(device)
 
     def _actor(self) -> SoftDeterministicActor:

@@ -12,16 +12,12 @@ from typing import Any
 
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import require_positive
+from looprl.presets.common import derived, require_positive
 from looprl.presets.continuous.ddpg import DDPGContinuousPreset
 from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
 
-default_hyperparameters: dict[str, Any] = {
-    **ddpg_defaults,
-    "policy_delay": 2,
-    "target_noise": 0.2,
-    "noise_clip": 0.5,
-}
+default_hyperparameters: dict[str, Any] = derived(
+    ddpg_defaults, policy_delay=2, target_noise=0.2, noise_clip=0.5)
 
 
 class TD3ContinuousPreset(DDPGContinuousPreset):

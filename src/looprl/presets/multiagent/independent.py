@@ -38,7 +38,7 @@ from looprl.agents.independent import (
     SingleStateAgent,
 )
 from looprl.core import Agent, ParallelAgent, Preset
-from looprl.presets.builder import PresetBuilder, UnknownHyperparameterError
+from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import to_device
 
 
@@ -215,13 +215,11 @@ class IndependentPresetBuilder(PresetBuilder):
 
     def hyperparameters(self, **hyperparameters: Any) -> IndependentPresetBuilder:
         """Override hyperparameters of the agents' builders that have them."""
-        for key in hyperparameters:
-            if key not in self.default_hyperparameters:
-                raise UnknownHyperparameterError(self._unknown(key))
+        checked = super().hyperparameters(**hyperparameters)  # unknown names fail here
         for builder in self._all_builders():  # type errors now rather than at build()
             defaults = builder.hyperparameter_defaults
             builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
-        return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
+        return checked
 
     def _builder_for(self, agent: str) -> PresetBuilder:
         if not isinstance(self.builders, dict):
