@@ -31,9 +31,7 @@ from looprl.agents.replay import ReplayAgent
 from looprl.approximation import Approximation
 from looprl.core import (
     Agent,
-    DummyLogger,
     Hyperparameter,
-    Logger,
     Policy,
     RolloutRequest,
     RolloutResult,
@@ -245,53 +243,13 @@ class DDPGTrainer(Trainer):
 
 class OffPolicyAgent(ReplayAgent):
     """Local replay-based agent of DDPG, TD3 and SAC (single environment): uniformly random
-    actions for the first ``replay_start_size`` steps, then the policy's exploration.
+    actions for the first ``replay_start_size`` steps, then the policy's exploration. Takes
+    ``ReplayAgent``'s arguments."""
 
-    Args:
-        policy, trainer, replay_buffer, minibatch_size, replay_start_size, update_frequency,
-            gradient_steps: see ``ReplayAgent``.
-        logger: receives the trainer's statistics every ``log_every`` gradient steps.
-    """
-
-    def __init__(
-        self,
-        policy: ContinuousPolicy,
-        trainer: Trainer,
-        replay_buffer: Any,
-        minibatch_size: int = 256,
-        replay_start_size: int = 1000,
-        update_frequency: int = 1,
-        gradient_steps: int = 1,
-        logger: Logger | None = None,
-        log_every: int = 1000,
-    ):
-        super().__init__(
-            policy, trainer, replay_buffer,
-            minibatch_size, replay_start_size, update_frequency, gradient_steps,
-        )
-        self.logger = logger or DummyLogger()
-        self.log_every = log_every
-        self._updates = 0
-
-    def act(self, state: State) -> torch.Tensor:
-        self.replay_buffer.store(self._state, self._action, state)
-        self._train()
-        self._state = state
+    def _choose(self, state: State) -> torch.Tensor:
         if self._frames_seen <= self.replay_start_size:
-            self._action = self.policy.uniform()
-        else:
-            self._action = self.policy.act(state)
-        return self._action
-
-    def _train(self) -> None:
-        if not self._should_train():
-            return
-        for _ in range(self.gradient_steps):
-            result = self.trainer.learn(self.replay_buffer.sample_batch(self.minibatch_size))
-            self._updates += 1
-            if self.logger.verbose and self._updates % self.log_every == 0:
-                for name, value in result.stats.items():
-                    self.logger.add_info(name, value)
+            return self.policy.uniform()
+        return self.policy.act(state)
 
 
 class ContinuousTestAgent(Agent):

@@ -371,21 +371,6 @@ class DQN(ReplayAgent):
     ``replay_start_size`` (1000), ``update_frequency`` (1) and ``gradient_steps`` (1).
     """
 
-    def act(self, state: State) -> Any:
-        self.replay_buffer.store(self._state, self._action, state)
-        self._train()
-        self._state = state
-        self._action = self.policy.act(state)
-        return self._action
-
-    def _train(self) -> None:
-        if self._should_train():
-            buffer = self.replay_buffer
-            for _ in range(self.gradient_steps):
-                result = self.trainer.learn(buffer.sample_batch(self.minibatch_size))
-                if result.priorities is not None:
-                    buffer.update_priorities(result.priorities)
-
 
 class DQNTestAgent(Agent):
     """Evaluation agent: greedy actions of the network in eval mode (noise-free noisy layers),

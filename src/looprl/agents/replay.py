@@ -7,7 +7,9 @@ from typing import Any
 
 from looprl.core import (
     Agent,
+    DummyLogger,
     Hyperparameter,
+    Logger,
     Policy,
     State,
     Trainer,
@@ -18,8 +20,10 @@ __all__ = ["ReplayAgent"]
 
 
 class ReplayAgent(Agent):
-    """Base of local replay agents (single environment): nothing is trained for the first
-    ``replay_start_size`` steps, then ``gradient_steps`` every ``update_frequency`` steps.
+    """Local replay agent (single environment): ``act`` stores the transition, trains, then
+    picks the next action. Nothing is trained for the first ``replay_start_size`` steps,
+    then ``gradient_steps`` every ``update_frequency`` steps; the priorities a step returns go
+    back to the buffer's ``update_priorities``.
 
     Args:
         policy, trainer: the algorithm.
@@ -28,6 +32,7 @@ class ReplayAgent(Agent):
         replay_start_size: steps collected before training starts.
         update_frequency: steps between training phases.
         gradient_steps: gradient steps per training phase.
+        logger: receives the trainer's statistics every ``log_every`` gradient steps.
     """
 
     def __init__(
@@ -39,6 +44,8 @@ class ReplayAgent(Agent):
         replay_start_size: int = 1000,
         update_frequency: int = 1,
         gradient_steps: int = 1,
+        logger: Logger | None = None,
+        log_every: int = 1000,
     ):
         self.policy = policy
         self.trainer = trainer
@@ -50,6 +57,33 @@ class ReplayAgent(Agent):
         self._state: State | None = None
         self._action: Any = None
         self._frames_seen = 0
+        self.logger = logger or DummyLogger()
+        self.log_every = log_every
+        self._updates = 0
+
+    def act(self, state: State) -> Any:
+        self.replay_buffer.store(self._state, self._action, state)
+        self._train()
+        self._state = state
+        self._action = self._choose(state)
+        return self._action
+
+    def _choose(self, state: State) -> Any:
+        """The action for ``state``: the policy's."""
+        return self.policy.act(state)
+
+    def _train(self) -> None:
+        if not self._should_train():
+            return
+        buffer = self.replay_buffer
+        for _ in range(self.gradient_steps):
+            result = self.trainer.learn(buffer.sample_batch(self.minibatch_size))
+            if result.priorities is not None:
+                buffer.update_priorities(result.priorities)
+            self._updates += 1
+            if self.logger.verbose and self._updates % self.log_every == 0:
+                for name, value in result.stats.items():
+                    self.logger.add_info(name, value)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The policy's and trainer's keys, and the update ratio it owns: ``hp/batch_size``,
