@@ -148,6 +148,7 @@ class EnvRunner:
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self._restart = False  # the next step resets every copy (``truncate``)
         self._flags: dict[int, np.ndarray] = {}
+        self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
         self.hub = hub
         if hub is None and meta:
             self.hub = MetaHub(list(meta), Parts(policy), self.envs)
@@ -211,6 +212,14 @@ class EnvRunner:
         if flags is None:
             flags = self._flags[n] = np.full(n, self.is_evaluation)
         return flags
+
+    def _version_rows(self, n: int, version: int) -> np.ndarray:
+        """``policy_version`` of ``n`` rows (made again only when ``n`` or ``version`` change:
+        the buffer copies it)."""
+        made = self._versions
+        if made is None or made[0] != n or made[1] != version:
+            made = self._versions = (n, version, np.full(n, version, np.int64))
+        return made[2]
 
     def step(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
         """Record ``result`` (the answer to ``request(group)``) and step ``group``'s envs
@@ -328,7 +337,7 @@ class EnvRunner:
         rows = SampleBatch(
             obs=obs, action=action, reward=self._reward[at], done=done,
             truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
-            value=_float32(result.value), policy_version=np.full(len(streams), version, np.int64),
+            value=_float32(result.value), policy_version=self._version_rows(len(streams), version),
             agent=self._agent[streams] if self.agent_count > 1 else None,
         )  # fmt: skip
         self.buffer.write(None if every else streams, rows, ended)

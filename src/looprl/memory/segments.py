@@ -88,6 +88,10 @@ class SegmentBuffer:
             for store, value in zip(self._stores, leaves(rows), strict=True):
                 store[row] = value
             self.t += 1
+            if not self.whole_episodes:  # all streams complete their segments together
+                if row == self.segment_length:
+                    self._cut_all()
+                return
         else:
             self._aligned = False
             streams = self._all if every else streams
@@ -108,9 +112,7 @@ class SegmentBuffer:
         if not self.whole_episodes:
             full = streams[t == length + 1]
             if len(full) == len(self.t):  # every stream at once: plain copies
-                self._segments.append(recursive_apply(self.rows, np.copy))
-                self.rows[0] = self.rows[length]
-                self.t[:] = 1
+                self._cut_all()
             elif len(full):
                 self._segments.append(self.rows[:, full])  # a copy (an index array)
                 self.rows[0, full] = self.rows[length, full]
@@ -121,6 +123,12 @@ class SegmentBuffer:
             self._segments.append(self.rows[: self.t[s], [s]])
             self.t[s] = self._steps[s] = 0
             self._aligned = False
+
+    def _cut_all(self) -> None:
+        """Copy out the segment every stream just completed; its last row starts the next."""
+        self._segments.append(recursive_apply(self.rows, np.copy))
+        self.rows[0] = self.rows[self.segment_length]
+        self.t[:] = 1
 
     def end_episodes(self, streams: np.ndarray) -> None:
         """The latest rows of ``streams`` end their episodes as truncated (a time limit cut

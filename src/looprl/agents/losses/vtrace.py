@@ -37,12 +37,14 @@ def generalized_advantage_estimate(
     """
     deltas = rewards + gamma * next_masks * next_values - values
     decay = gamma * lam * (1.0 - next_dones.float())
-    advantages = torch.empty_like(deltas)
-    last = torch.zeros_like(deltas[0])
-    for t in range(deltas.shape[0] - 1, -1, -1):
-        last = deltas[t] + decay[t] * last
-        advantages[t] = last
-    return advantages
+    if deltas.shape[0] == 0:
+        return torch.empty_like(deltas)
+    steps = zip(reversed(deltas.unbind(0)), reversed(decay.unbind(0)), strict=True)
+    last, advantages = torch.zeros_like(deltas[0]), []
+    for delta, step_decay in steps:  # rows as views: two kernels per step, no indexing
+        last = delta + step_decay * last
+        advantages.append(last)
+    return torch.stack(advantages[::-1])
 
 
 
