@@ -240,7 +240,8 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
         return torch.zeros(len(obs), 2), torch.zeros(len(obs))
 
     policy = SimpleNamespace(logits_and_values=lambda obs: model(torch.as_tensor(obs)),
-                             hyperparameters=dict, approximations=dict)  # declares none
+                             hyperparameters=dict, approximations=dict,
+                             exploration=None)  # declares none
     contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
     _, env_args = ContextualEnvironment("CartPole-v1", contexts).remote_env()
     plr = ScoreLog(strategy="gae", gamma=0.9, lam=0.5, replay_prob=0.5, seed=0)
@@ -281,7 +282,8 @@ def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
         return torch.zeros(len(obs), 2), torch.ones(len(obs))
 
     policy = SimpleNamespace(logits_and_values=lambda obs: model(torch.as_tensor(obs)),
-                             hyperparameters=dict, approximations=dict)  # declares none
+                             hyperparameters=dict, approximations=dict,
+                             exploration=None)  # declares none
     plr = ScoreLog(strategy="one_step_td_error", gamma=0.9, seed=0)
     runner = EnvRunner("contextual", {"env_id": "CartPole-v1", "max_episode_steps": 5},
                        n_envs=2, segment_length=8, meta=[plr], policy=policy, seed=0)

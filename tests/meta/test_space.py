@@ -54,7 +54,8 @@ def test_window_counts_episodes_and_value_measure_orders_by_start_value():
         return torch.zeros(len(obs), 2), -scale["k"] * obs[:, 4 + 3]
 
     policy = SimpleNamespace(logits_and_values=lambda obs: model(torch.as_tensor(obs)),
-                             hyperparameters=dict, approximations=dict)  # declares none
+                             hyperparameters=dict, approximations=dict,
+                             exploration=None)  # declares none
     space = SPaCE(initial_size=2, increment=2, eta=0.05, check_every=4, measure="value")
     metrics = {"env": env, "policy": policy}
     lengths = {i: c["length"] for i, c in contextual_envs(env)[0].contexts.items()}

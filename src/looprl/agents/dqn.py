@@ -92,6 +92,11 @@ class DQNPolicy(Policy):
         self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
     @property
+    def exploration(self) -> Any:
+        """The exploration policy (``greedy``)."""
+        return self.greedy
+
+    @property
     def module(self) -> nn.Module:
         return self.q.model
 

@@ -61,6 +61,11 @@ class ReplayAgent(Agent):
         self.log_every = log_every
         self._updates = 0
 
+    @property
+    def buffer(self) -> Any:
+        """The replay buffer (``replay_buffer``, the seed's name)."""
+        return self.replay_buffer
+
     def act(self, state: State) -> Any:
         self.replay_buffer.store(self._state, self._action, state)
         self._train()

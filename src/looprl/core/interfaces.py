@@ -36,8 +36,12 @@ class _ByName(ABCMeta):
 
 
 class AgentBase:
-    """What the agents declare besides ``act``: their ``hp/*`` keys and the agent inside
-    wrappers."""
+    """What the agents declare besides ``act``: their ``hp/*`` keys, their buffer and the
+    agent inside wrappers."""
+
+    #: The buffer the agent learns from (replay or segments), published to meta components
+    #: as ``metrics['buffer']`` (``None``: none).
+    buffer: Any = None
 
     @property
     def unwrapped(self) -> Any:
@@ -58,6 +62,10 @@ class AgentWrapper(AgentBase):
     @property
     def unwrapped(self) -> Any:
         return self.agent.unwrapped
+
+    @property
+    def buffer(self) -> Any:  # type: ignore[override]
+        return self.agent.buffer
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         return self.agent.hyperparameters()
@@ -98,6 +106,9 @@ class Policy(metaclass=_ByName):
 
     #: Incremented by the trainer at every update (staleness, on Ray).
     version: int = 0
+    #: The exploration policy this one acts through, which writes ``metrics['explored']``
+    #: when meta components are attached (``None``: none).
+    exploration: Any = None
 
     @property
     def default_policy_state(self) -> Any:

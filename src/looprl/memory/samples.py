@@ -60,6 +60,9 @@ class OnPolicyBuffer:
         received, dropped: numbers of segments put and of segments dropped for lag.
     """
 
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
+
     def __init__(self, batch_streams: int, max_lag: int | None = None):
         if batch_streams < 1:
             raise ValueError(f"batch_streams must be >= 1, got {batch_streams}")

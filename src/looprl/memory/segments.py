@@ -51,6 +51,9 @@ class SegmentBuffer:
         whole_episodes: cut segments at episode ends only.
     """
 
+    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
+    metrics: dict[str, Any] | None = None
+
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False):
         if segment_length < 1 or streams < 1:
             raise ValueError(f"segment_length and streams must be >= 1, got {segment_length}, "

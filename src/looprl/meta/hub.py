@@ -8,7 +8,8 @@ The experiment loop owns a hub when meta components are attached (none otherwise
   around ``Trainer.step``;
 * publishes the agent's ``hp/*`` keys before every hook call and applies the ones a hook
   changed;
-* gives the agent's exploration policy, buffer and trainer the dictionary as ``metrics``;
+* gives the agent's declared parts, ``policy.exploration``, ``buffer`` and ``trainer``, the
+  dictionary as ``metrics``;
 * hands the ``log/*`` values written to the loop's logger (``log_scalars``).
 
 A Ray worker builds its hub over its ``Parts``; its collector (``EnvRunner``) reports steps
@@ -81,10 +82,11 @@ class MetaHub:
             approximation.track_grad_norm = True
         if trainer is not None:
             trainer.hub = self
-        buffer = getattr(inner, "replay_buffer", getattr(inner, "buffer", None))
+        buffer = inner.buffer
         self.metrics.update(policy=policy, buffer=buffer)
-        for part in (getattr(policy, "greedy", None), buffer, trainer):
-            if hasattr(part, "metrics"):  # exploration, buffer and update (trainer)
+        exploration = policy.exploration if policy is not None else None
+        for part in (exploration, buffer, trainer):  # the parts that write to the dictionary
+            if part is not None:
                 part.metrics = self.metrics
         self._published: dict[str, Any] = {}
         self._log_keys: set[str] = set()  # the log/* keys seen so far
