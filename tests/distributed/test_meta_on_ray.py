@@ -24,6 +24,7 @@ from looprl.presets.classic_control import a2c  # noqa: E402
 
 def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray):
     from looprl.distributed.config import AlgorithmSpec
+    from looprl.distributed.server import publication
     from looprl.distributed.workers import ParameterServer, _PolicyCopy
 
     spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn",
@@ -35,7 +36,7 @@ def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray
     trainer_rnd.update_predictor({"batch": batch})
     server = ParameterServer.remote()
     policy = spec.make_policy()
-    server.put.remote(7, policy.module.state_dict(), [trainer_rnd.shared_state()])
+    server.put.remote(7, publication(policy.module.state_dict(), [trainer_rnd.shared_state()]))
     copy = _PolicyCopy(spec, server, 0.0, [actor_rnd])
     copy.maybe_pull(wait=True)
     assert copy.policy.version == 7 and actor_rnd.shared_updates == 1

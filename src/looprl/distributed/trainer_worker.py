@@ -21,6 +21,7 @@ from ray import cloudpickle
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
+from looprl.distributed.server import publication
 from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts, worker_process
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
@@ -213,6 +214,6 @@ class TrainerWorker:
     def _publish(self) -> None:
         policy = self.core.policy
         if self.rank == 0:
-            self.server.put.remote(policy.version, on_cpu(policy.module.state_dict()),
-                                   on_cpu(self.core.shared_state()))
+            self.server.put.remote(policy.version, publication(
+                on_cpu(policy.module.state_dict()), on_cpu(self.core.shared_state())))
         self._published = policy.version  # trainers step together: rank 0 published it too

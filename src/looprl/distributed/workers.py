@@ -1,6 +1,7 @@
 """The Ray workers of a distributed run (seed 004's actor, policy and trainer workers).
 
-* ``ParameterServer`` -- holds the latest published parameters by version.
+* ``ParameterServer`` (``looprl.distributed.server``) -- holds the latest published
+  parameters by version.
 * ``ActorWorker`` -- steps env copies (``EnvRunner``), asks a policy worker (or its own policy
   copy) for actions, and sends ``[T + 1, B]`` segments to the trainer. Its envs are split in
   groups, so it steps one group while the policy answers another.
@@ -32,6 +33,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from looprl.collector import EnvRunner, RolloutSizeError
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
+from looprl.distributed.server import ParameterServer, unpack
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device", "named",
            "on_cpu", "worker_process", "whereabouts"]
@@ -88,28 +90,6 @@ def whereabouts() -> dict[str, Any]:
     return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
 
 
-@ray.remote(num_cpus=0)
-class ParameterServer:
-    """The latest parameters a trainer published, by serial number, not by policy version:
-    a trainer restarted from an older checkpoint publishes an older version, which must
-    still replace what its dead predecessor published."""
-
-    def __init__(self) -> None:
-        self.serial = 0
-        self.latest: tuple[int, int, dict[str, Any], list[Any]] | None = None
-
-    def put(self, version: int, parameters: dict[str, Any], shared: list[Any] = ()) -> None:
-        """Publish ``parameters`` (of policy ``version``) and the meta components' ``shared``
-        states (``TrainerCore.shared_state``) learned with them."""
-        self.serial += 1
-        self.latest = (self.serial, version, parameters, list(shared))
-
-    def get(self, newer_than: int) -> tuple[int, int, dict[str, Any], list[Any]] | None:
-        """``(serial, version, parameters, shared)`` if published after serial
-        ``newer_than``."""
-        return self.latest if self.latest is not None and self.serial > newer_than else None
-
-
 class _PolicyCopy:
     """A policy that pulls parameters from the ``ParameterServer`` every ``interval`` seconds;
     ``components`` (an actor's meta components) load the shared states published with them."""
@@ -155,13 +135,14 @@ class _PolicyCopy:
         if self._pending is not None and self._pending.done():
             self._load(self._pending.result())
 
-    def _load(self, found: tuple[int, int, dict[str, Any], list[Any]] | None) -> None:
+    def _load(self, found: tuple[int, int, bytes] | None) -> None:
         self._pending = None
         if found is not None:
+            parameters, shared = unpack(found[2])
             self.serial, self.policy.version = found[0], found[1]
-            self.policy.module.load_state_dict(found[2])
+            self.policy.module.load_state_dict(parameters)
             if self.components:
-                load_shared_state(self.components, found[3])
+                load_shared_state(self.components, shared)
 
 
 @ray.remote(max_concurrency=2)

@@ -1,0 +1,48 @@
+"""The parameter server of a distributed run: the latest parameters a trainer published.
+
+It holds them as the bytes ``publication`` makes and never unpickles them, so its process
+imports Ray alone, not torch (seconds of CPU at every run's start). Importing this module
+imports Ray.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import ray
+from ray import cloudpickle
+
+__all__ = ["ParameterServer", "publication", "unpack"]
+
+
+def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
+    """What a trainer publishes: the policy's ``parameters`` (CPU tensors) and the meta
+    components' ``shared`` states (``TrainerCore.shared_state``) learned with them, pickled
+    as Ray pickles arguments (cloudpickle: user classes defined in scripts pickle too)."""
+    return cloudpickle.dumps((parameters, list(shared)))
+
+
+def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
+    """``(parameters, shared)`` of a ``publication`` (plain pickle reads cloudpickle)."""
+    return pickle.loads(payload)  # noqa: S301 -- the run's own trainer wrote it
+
+
+@ray.remote(num_cpus=0)
+class ParameterServer:
+    """The latest parameters a trainer published, by serial number, not by policy version:
+    a trainer restarted from an older checkpoint publishes an older version, which must
+    still replace what its dead predecessor published."""
+
+    def __init__(self) -> None:
+        self.serial = 0
+        self.latest: tuple[int, int, bytes] | None = None
+
+    def put(self, version: int, payload: bytes) -> None:
+        """Publish ``payload`` (a ``publication``) of policy ``version``."""
+        self.serial += 1
+        self.latest = (self.serial, version, payload)
+
+    def get(self, newer_than: int) -> tuple[int, int, bytes] | None:
+        """``(serial, version, payload)`` if published after serial ``newer_than``."""
+        return self.latest if self.latest is not None and self.serial > newer_than else None
