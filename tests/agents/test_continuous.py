@@ -375,13 +375,15 @@ def test_preset_trains_on_halfcheetah(builder, tmp_path) -> None:
     pytest.importorskip("mujoco")
     from looprl.environments.mujoco import MujocoEnvironment
 
-    env = MujocoEnvironment("HalfCheetah-v5")
+    # episodes of 300 steps (not 1,000): a single-environment run trains whole episodes
+    env = MujocoEnvironment("HalfCheetah-v5", max_episode_steps=300)
     small = SMALL if builder is sac else SMALL_PPO
     preset = builder.env(env).device("cpu").hyperparameters(**small).build()
     experiment = make_experiment(
         preset, env, train_steps=300, logdir=str(tmp_path), quiet=True, verbose=False, seed=0
     )
     experiment.train(frames=300)
+    assert experiment.frame == 300
     preset.save(str(tmp_path / "preset.pt"))
     loaded = load_preset(str(tmp_path / "preset.pt"), device="cpu")
     assert loaded.test_agent().act(State(torch.zeros(17))).shape == (6,)

@@ -357,9 +357,9 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
     if kind is Preset:
         experiment.env.reset(seed=7)  # the evaluation episodes continue this RNG
         replayed = replay_episodes(test_agent, "CartPole-v1", seed=7, episodes=2)
-    else:  # ParallelEnvExperiment.test: a copy of the vector env, reset with seed + 10,000
+    else:  # ParallelEnvExperiment.test: min(n_envs, 2) copies, reset with seed + 10,000
         replayed = replay_first_episodes(
-            test_agent, "CartPole-v1", preset.n_envs, seed=10_000, quota=[1, 1]
+            test_agent, "CartPole-v1", min(preset.n_envs, 2), seed=10_000, quota=[1, 1]
         )
     assert experiment.test(episodes=2) == replayed
     experiment.close()

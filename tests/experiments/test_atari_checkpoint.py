@@ -31,19 +31,19 @@ def _parameters(experiment) -> torch.Tensor:
 
 
 def test_an_atari_dqn_resumed_at_a_checkpoint_ends_as_an_uninterrupted_run(tmp_path) -> None:
-    frames, every = 500, 200  # episodes of 100 steps: checkpoints at frames 200 and 400
-    builder = dqn.hyperparameters(replay_start_size=50, replay_buffer_size=1000,
-                                  minibatch_size=8, final_exploration_step=300,
+    frames, every = 300, 100  # episodes of 50 steps: checkpoints at frames 100 and 200
+    builder = dqn.hyperparameters(replay_start_size=30, replay_buffer_size=1000,
+                                  minibatch_size=8, final_exploration_step=200,
                                   target_update_frequency=10)
-    full = _experiment(builder, tmp_path / "full", frames, every, episode_frames=400)
+    full = _experiment(builder, tmp_path / "full", frames, every, episode_frames=200)
     full.train(frames=frames)
     full.close()
-    cut = _experiment(builder, tmp_path / "cut", frames, every, episode_frames=400)
+    cut = _experiment(builder, tmp_path / "cut", frames, every, episode_frames=200)
     cut.train(frames=every + 1)  # one episode past the checkpoint, then dropped
     cut.close()
     run_dir = Path(cut.logger.log_dir)
     resumed = load_checkpoint(run_dir)
-    assert (resumed.frame, resumed.episode) == (200, 2) and resumed.env.needs_reset
+    assert (resumed.frame, resumed.episode) == (100, 2) and resumed.env.needs_reset
     resumed.train(frames=frames)  # resets with the seed fixed at the checkpoint
     resumed.close()
     full_dir = Path(full.logger.log_dir)

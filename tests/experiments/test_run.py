@@ -183,10 +183,13 @@ def test_parallel_env_experiment_test_returns_exactly_episodes(
     assert experiment.vector_env.n_envs == 4
     returns = experiment.test(episodes=episodes)
     assert len(returns) == episodes
-    # copy i runs the first quota[i] episodes of a copy of the environments reset with
-    # seed + 10,000; replayed here with the (greedy, deterministic) test agent
-    quota = [episodes // 4 + (i < episodes % 4) for i in range(4)]
-    assert returns == replay_first_episodes(preset.test_agent(), "CartPole-v1", 4, 10_003, quota)
+    # copy i runs the first quota[i] episodes of min(n_envs, episodes) copies of the
+    # environment reset with seed + 10,000 (copies left without an episode would be stepped
+    # for nothing); replayed here with the (greedy, deterministic) test agent
+    copies = min(4, episodes)
+    quota = [episodes // copies + (i < episodes % copies) for i in range(copies)]
+    assert returns == replay_first_episodes(preset.test_agent(), "CartPole-v1", copies, 10_003,
+                                            quota)
     experiment.close()
 
 

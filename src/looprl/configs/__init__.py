@@ -128,6 +128,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     from looprl.meta.registry import COMPONENTS
     from looprl.presets.catalog import resolve_agent
 
+    _share_the_config_store()
     store = ConfigStore.instance()
     for option, preset in algorithm_options().items():
         defaults = resolve_agent(preset).hyperparameter_defaults
@@ -153,6 +154,19 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
     })
+
+
+def _share_the_config_store() -> None:
+    """Hydra's fix of its pull request 2928, for the releases without it: a copy of the
+    structured config source reads the live ``ConfigStore`` instead of a copy of it. Hydra
+    deep-copies its config sources for every config it composes and every group it lists;
+    copying the store copied every stored node (each ``algorithm`` option holds a preset's
+    defaults), which made ``looprl run --help`` take seconds. (The store, a singleton, is
+    patched: Hydra's plugin scan re-imports the module of the config source.)"""
+    from hydra.core.config_store import ConfigStore
+
+    if "__deepcopy__" not in ConfigStore.__dict__:
+        ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 
 def _meta_values(overrides: list[str] | tuple[str, ...]) -> list[str]:

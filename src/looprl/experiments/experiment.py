@@ -372,11 +372,13 @@ class ParallelEnvExperiment(Experiment):
             learner.train(segment.to(policy.device))
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Evaluate in the vector environment (or ``n_envs`` copies of ``env``), each copy
-        running its share of episodes."""
+        """Evaluate in the vector environment (or copies of ``env``, ``n_envs`` of them or
+        ``episodes`` when fewer: a copy without an episode to run would be stepped for
+        nothing), each copy running its share of episodes."""
         agent = self.preset.parallel_test_agent()
         given = env is not None
-        env = env.duplicate(self.vector_env.n_envs) if given else self._test_env()
+        copies = max(1, min(self.vector_env.n_envs, episodes))
+        env = env.duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
         quota = np.full(env.n_envs, episodes // env.n_envs)
@@ -401,10 +403,11 @@ class ParallelEnvExperiment(Experiment):
     def _running_return_nonfinite(self) -> bool:
         return self.runner is not None and not np.isfinite(self.runner.running_returns).all()
 
-    def _test_env(self) -> VectorEnvironment:
-        """A copy of the training environments (so that their episodes go on), else they."""
+    def _test_env(self, copies: int) -> VectorEnvironment:
+        """``copies`` copies of the environment (at most ``n_envs``), else a copy of the
+        training environments (so that their episodes go on), else they."""
         if isinstance(self.env, Environment):
-            return self.env.duplicate(self.vector_env.n_envs)
+            return self.env.duplicate(copies)
         try:
             return self.vector_env.copy()
         except NotImplementedError:
