@@ -38,6 +38,21 @@ def test_rollout_shapes_dtypes_and_values(rows: int, dueling: bool) -> None:
     assert torch.allclose(result.value, q.max(-1).values)
 
 
+def test_rollout_tells_meta_components_which_rows_explored() -> None:
+    """``metrics['explored']`` (bool per row), as the exploration policy writes when it acts:
+    what a component on the collector (local parallel runs, Ray actors) reads."""
+    policy = _policy(epsilon=0.0)
+    policy.exploration.metrics = metrics = {}
+    obs = _obs(400)
+    eps = np.where(np.arange(400) < 200, 1.0, 0.0).astype(np.float32)
+    result = policy.rollout(RolloutRequest(obs=obs, exploration=eps))
+    explored = metrics["explored"]
+    assert explored.shape == (400,) and explored.dtype == torch.bool
+    assert not explored[200:].any() and explored[:200].all()
+    greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
+    assert torch.equal(result.action[~explored], greedy[~explored])
+
+
 def test_per_row_epsilon_and_evaluation_rows() -> None:
     policy = _policy(epsilon=0.0)
     rows = 3000

@@ -157,6 +157,8 @@ class DQNPolicy(Policy):
                                  value=value)
         rows = len(values)
         explore = self._rand(rows) < self._epsilons(rate, deterministic, rows)
+        if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
+            self.greedy.metrics["explored"] = explore
         return RolloutResult(action=torch.where(explore, self._random(values), greedy),
                              value=value)
 

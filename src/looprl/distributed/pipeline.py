@@ -54,7 +54,8 @@ class TrainerCore(StepLoop):
             32), ``min_size`` (default ``batch``), ``n_step`` (default: the trainer's),
             ``updates_per_frame`` (the most trainer steps per env step received beyond
             ``min_size``; ``None``: as fast as it can), ``max_ahead`` (env steps the actors
-            may run ahead of that ratio, default 256) and, prioritized, ``alpha``/``beta``.
+            may run ahead of that ratio, default 256) and, prioritized, ``alpha``/``beta``;
+            it is kept on the trainer's device (``device``), where its batches go.
         meta: meta components whose update hooks run around every step (this copy's own;
             ``metrics['batch']`` is the ``SampleBatch``).
     """
@@ -79,6 +80,7 @@ class TrainerCore(StepLoop):
             self.min_size = int(args.pop("min_size", self.batch))
             args.setdefault("size", 100_000)
             args.setdefault("n_step", getattr(trainer, "n_step", 1))
+            args.setdefault("device", _device(trainer))  # sampled batches: the trainer's
         else:
             args.setdefault("batch_streams", 8)
             args.setdefault("max_lag", max_lag)
