@@ -52,6 +52,19 @@ def test_pipeline_trains_ppo_and_ape_x_dqn_on_cuda() -> None:
     assert report.train_steps >= 1 and "td" in report.stats  # priorities came back
 
 
+def test_pipeline_trains_the_sac_preset_on_cuda() -> None:
+    """The SAC preset's Ray parts on CUDA: the trainer's replay (on the CPU) sends its
+    batches to the GPU, where the critics are."""
+    from looprl.environments import GymEnvironment
+    from looprl.presets.continuous import sac
+
+    preset = sac.env(GymEnvironment("Pendulum-v1")).device("cuda").hyperparameters(
+        hidden=32, minibatch_size=16, replay_start_size=50).build()
+    spec, _ = AlgorithmSpec.of_preset(preset, frames=1_000)
+    report = test_pipeline(spec, episodes=2, segment_length=8, max_frames=1_000)
+    assert report.train_steps >= 1 and "critic" in " ".join(report.stats)
+
+
 def test_a_trainer_checkpoint_from_a_gpu_is_refused_by_a_cpu_trainer() -> None:
     def core(device: str) -> TrainerCore:
         policy = Policy(type_="actor-critic-separate", args={**CARTPOLE, "device": device})

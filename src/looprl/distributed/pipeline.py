@@ -54,8 +54,8 @@ class TrainerCore(StepLoop):
             32), ``min_size`` (default ``batch``), ``n_step`` (default: the trainer's),
             ``updates_per_frame`` (the most trainer steps per env step received beyond
             ``min_size``; ``None``: as fast as it can), ``max_ahead`` (env steps the actors
-            may run ahead of that ratio, default 256) and, prioritized, ``alpha``/``beta``;
-            it is kept on the trainer's device (``device``), where its batches go.
+            may run ahead of that ratio, default 256) and, prioritized, ``alpha``/``beta``.
+            The replay is kept on the CPU; its batches go to the trainer's device.
         meta: meta components whose update hooks run around every step (this copy's own;
             ``metrics['batch']`` is the ``SampleBatch``).
     """
@@ -80,11 +80,11 @@ class TrainerCore(StepLoop):
             self.min_size = int(args.pop("min_size", self.batch))
             args.setdefault("size", 100_000)
             args.setdefault("n_step", getattr(trainer, "n_step", 1))
-            args.setdefault("device", _device(trainer))  # sampled batches: the trainer's
         else:
             args.setdefault("batch_streams", 8)
             args.setdefault("max_lag", max_lag)
         self.buffer = make_sample_buffer(kind, **args)
+        self.device = _device(trainer)  # where replayed batches go
         if meta:  # the trainer's hub: its learn() runs the update hooks around each step
             MetaHub(list(meta), Parts(trainer.policy, trainer, self.buffer), None)
         self.received = 0  # segments put
@@ -149,7 +149,8 @@ class TrainerCore(StepLoop):
             return self.buffer.get(), None
         index = self.buffer.sample_indices(self.batch)
         self.updates += 1
-        return self.buffer.gather(index), index
+        batch = self.buffer.gather(index)
+        return (batch if self.device == "cpu" else batch.to(self.device)), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
         """``Trainer.learn`` on ``batch`` (touches the trainer only, not the buffer)."""

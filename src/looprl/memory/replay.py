@@ -239,10 +239,10 @@ class ExperienceReplayBuffer(ReplayContents):
         samples. Returns ``True``.
         """
         sample = sample.to(self.device)
-        last = sample.reward.shape[0] - 1
-        rows = torch.arange(last).unsqueeze(1) + torch.arange(self.n_step + 1)  # [T, n + 1]
-        cut = (rows >= last) & (rows[:, -1:] > last)  # windows running past row T end there
-        rows = rows.clamp(max=last).to(sample.reward.device)
+        last, device = sample.reward.shape[0] - 1, sample.reward.device
+        rows = (torch.arange(last).unsqueeze(1) + torch.arange(self.n_step + 1)).to(device)
+        cut = (rows >= last) & (rows[:, -1:] > last)  # [T, n + 1]: windows past row T end there
+        rows = rows.clamp(max=last)
         train = ~(sample.done[:-1].bool() | sample.truncated[:-1].bool())  # [T, B]
 
         def windows(leaf: torch.Tensor) -> torch.Tensor:  # [T, n + 1, B, ...] -> [k, n + 1, ...]
@@ -252,7 +252,7 @@ class ExperienceReplayBuffer(ReplayContents):
         for key in _FIELDS:
             items[key] = windows(torch.as_tensor(getattr(sample, key)))
         items["done"], items["truncated"] = items["done"].bool(), items["truncated"].bool()
-        ends = cut.unsqueeze(1).expand(-1, train.shape[1], -1)[train].to(items["done"].device)
+        ends = cut.unsqueeze(1).expand(-1, train.shape[1], -1)[train]
         items["truncated"] |= ends & ~items["done"]
         if len(items["reward"]):
             self.write(items)
