@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -23,6 +24,24 @@ def test_max_steps_cuts_the_episode(tmp_path) -> None:
     returns, path = watch.watch(_Right(), env, episodes=2, gif=tmp_path / "a.gif", max_steps=3)
     assert returns == [3.0, 3.0]
     assert path.read_bytes()[:6] == b"GIF89a"
+
+
+@pytest.mark.parametrize(("found", "backend"), [
+    ({"EGL": "libEGL.so.1", "OSMesa": "libOSMesa.so"}, "egl"),
+    ({"OSMesa": "libOSMesa.so"}, "osmesa"),
+    ({}, None),
+])
+def test_offscreen_mujoco_backend_is_one_this_machine_has(monkeypatch, found, backend) -> None:
+    """Without the backend's library, ``MUJOCO_GL`` stays unset: a backend that is not there
+    would break ``import mujoco`` for the rest of the process (as on a GPU machine without
+    libEGL); a user's choice is kept."""
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.setattr(watch.ctypes.util, "find_library", found.get)
+    watch.offscreen_rendering()
+    assert os.environ.get("MUJOCO_GL") == backend
+    monkeypatch.setenv("MUJOCO_GL", "glfw")
+    watch.offscreen_rendering()
+    assert os.environ["MUJOCO_GL"] == "glfw"
 
 
 def test_watch_env_per_family() -> None:

@@ -7,6 +7,7 @@ Single-agent environments play one episode at a time; multi-agent ones
 
 from __future__ import annotations
 
+import ctypes.util
 import logging
 import math
 import os
@@ -44,10 +45,17 @@ def shows_in_window(preset: Any) -> bool:
 
 
 def offscreen_rendering() -> None:
-    """Let pygame and MuJoCo render without a display (unless the user chose otherwise)."""
+    """Let pygame and MuJoCo render without a display (unless the user chose otherwise):
+    MuJoCo through EGL, else OSMesa, whichever library this machine has (with neither, MuJoCo
+    is left as it is: a backend whose library is missing would break ``import mujoco`` for the
+    rest of the process)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    if "MUJOCO_GL" not in os.environ:
+        for backend, library in (("egl", "EGL"), ("osmesa", "OSMesa")):
+            if ctypes.util.find_library(library):
+                os.environ["MUJOCO_GL"] = backend
+                break
 
 
 def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
