@@ -323,8 +323,9 @@ class DQNTrainer(Trainer):
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``batch``; see the class docstring."""
-        if not isinstance(batch.reward, torch.Tensor):  # numpy segments (VQN on Ray)
-            batch = batch.to_torch(self._policy.device)
+        reward, device = batch.reward, self._policy.device
+        if not isinstance(reward, torch.Tensor) or reward.device.type != device.type:
+            batch = batch.to_torch(device)  # numpy segments (VQN on Ray), CPU batches on a GPU
         q = self._policy.q
         values, targets, weights = self._values_and_targets(batch)
         loss = dqn_loss(values, targets, weights, huber=self.huber)
