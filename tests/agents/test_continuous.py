@@ -115,6 +115,17 @@ def test_ddpg_trainer_updates_actor_and_critic() -> None:
     assert all(p.grad is None for p in q.model.parameters())
 
 
+def test_ddpg_trainer_takes_numpy_batches_as_torch_ones() -> None:
+    """A batch that is not torch tensors on the policy's device (numpy; a CPU replay's batch
+    for a GPU trainer) is moved first: the update is the one the torch batch gives."""
+    updated = []
+    for batch in (_batch(), _batch().to_numpy()):
+        policy, q = _ddpg_parts()
+        DDPGTrainer(policy, q, discount_factor=0.9).step(batch)
+        updated.append(_snapshot(policy.module) + _snapshot(q.model))
+    assert all(torch.equal(a, b) for a, b in zip(*updated))
+
+
 def test_td3_delays_the_actor_and_the_critic_target() -> None:
     policy, q = _ddpg_parts(twin=True)
     trainer = TD3Trainer(policy, q, policy_delay=2)

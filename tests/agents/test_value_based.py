@@ -386,6 +386,15 @@ def test_c51_double_chooses_with_the_online_network_and_evaluates_with_the_targe
     assert torch.allclose(single, torch.tensor([PROJECTED_BEST]))
 
 
+def test_c51_step_takes_a_numpy_window_as_a_torch_one() -> None:
+    """A window that is not torch tensors on the policy's device (numpy; a CPU replay's batch
+    for a GPU trainer) is moved before the update: the same loss and priorities."""
+    table = [[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], UNUSED_STATE]
+    torch_step = _c51_trainer(table, table).step(_window(0.5))
+    numpy_step = _c51_trainer(table, table).step(_window(0.5).to_numpy())
+    assert torch.equal(numpy_step.priorities, torch_step.priorities)
+
+
 def _projection(reward: float, discount: float, probs: list[float]) -> list[float]:
     """Algorithm 1 of Bellemare et al. (2017) for atoms [-1, 0, 1], one atom at a time."""
     atoms, target = [-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]

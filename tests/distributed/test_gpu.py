@@ -53,8 +53,8 @@ def test_pipeline_trains_ppo_and_ape_x_dqn_on_cuda() -> None:
 
 
 def test_pipeline_trains_the_sac_preset_on_cuda() -> None:
-    """The SAC preset's Ray parts on CUDA: the trainer's replay (on the CPU) sends its
-    batches to the GPU, where the critics are."""
+    """The SAC preset's Ray parts on CUDA: the trainer moves the batches of its replay (on
+    the CPU) to the GPU, where the critics are."""
     from looprl.environments import GymEnvironment
     from looprl.presets.continuous import sac
 

@@ -19,6 +19,7 @@ import torch
 
 from looprl.agents.dqn import DQNPolicy, DQNTrainer, bootstrap, row_weights
 from looprl.agents.losses.value import c51_loss, categorical_cross_entropy, categorical_projection
+from looprl.agents.segments import on_device
 from looprl.approximation.q_dist import QDist
 from looprl.core import SampleBatch, TrainerStepResult
 
@@ -54,6 +55,7 @@ class C51Trainer(DQNTrainer):
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``[T + 1, B]`` windows; priorities are the cross-entropies."""
+        batch = on_device(batch, self._policy.device)
         dist, streams = self._policy.dist, (batch.reward.shape[1],)
         states = self._policy.states(batch.obs[0], streams)
         probs = dist(states, batch.action[0])

@@ -28,6 +28,7 @@ from looprl.agents.losses.continuous import (
 )
 from looprl.agents.losses.value import td_target
 from looprl.agents.replay import ReplayAgent
+from looprl.agents.segments import on_device
 from looprl.approximation import Approximation
 from looprl.core import (
     Agent,
@@ -195,7 +196,7 @@ class DDPGTrainer(Trainer):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on one-step windows ``[2, B]`` (``sample_batch`` of a replay buffer)."""
         self.steps += 1
-        obs, actions, rewards, next_obs, masks = one_step(batch)
+        obs, actions, rewards, next_obs, masks = one_step(on_device(batch, self._policy.device))
         targets = self._targets(rewards, next_obs, masks)
         stats = {"critic": self._critic_step(obs, actions, targets)}
         if self._should_update_actor():

@@ -31,6 +31,7 @@ from looprl.agents.losses import (
     n_step_bootstrap,
 )
 from looprl.agents.replay import ReplayAgent
+from looprl.agents.segments import on_device
 from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
     Agent,
@@ -323,9 +324,7 @@ class DQNTrainer(Trainer):
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``batch``; see the class docstring."""
-        reward, device = batch.reward, self._policy.device
-        if not isinstance(reward, torch.Tensor) or reward.device.type != device.type:
-            batch = batch.to_torch(device)  # numpy segments (VQN on Ray), CPU batches on a GPU
+        batch = on_device(batch, self._policy.device)  # numpy segments (VQN on Ray), a CPU replay's
         q = self._policy.q
         values, targets, weights = self._values_and_targets(batch)
         loss = dqn_loss(values, targets, weights, huber=self.huber)

@@ -11,6 +11,15 @@ from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, recursive_apply
 
 
+def on_device(batch: SampleBatch, device: torch.device) -> SampleBatch:
+    """``batch`` as torch tensors on ``device``'s kind: numpy segments and batches on another
+    device (a CPU replay's for a GPU trainer) are moved; anything else is returned as is."""
+    reward = batch.reward
+    if isinstance(reward, torch.Tensor) and reward.device.type == device.type:
+        return batch
+    return batch.to(device)
+
+
 def prepare_sample(
     sample: SampleBatch, device: Any, trainer: str, required: tuple[str, ...]
 ) -> SampleBatch:

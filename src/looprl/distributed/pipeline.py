@@ -55,7 +55,7 @@ class TrainerCore(StepLoop):
             ``updates_per_frame`` (the most trainer steps per env step received beyond
             ``min_size``; ``None``: as fast as it can), ``max_ahead`` (env steps the actors
             may run ahead of that ratio, default 256) and, prioritized, ``alpha``/``beta``.
-            The replay is kept on the CPU; its batches go to the trainer's device.
+            The replay is kept on the CPU; trainers move their batches to their device.
         meta: meta components whose update hooks run around every step (this copy's own;
             ``metrics['batch']`` is the ``SampleBatch``).
     """
@@ -84,7 +84,6 @@ class TrainerCore(StepLoop):
             args.setdefault("batch_streams", 8)
             args.setdefault("max_lag", max_lag)
         self.buffer = make_sample_buffer(kind, **args)
-        self.device = _device(trainer)  # where replayed batches go
         if meta:  # the trainer's hub: its learn() runs the update hooks around each step
             MetaHub(list(meta), Parts(trainer.policy, trainer, self.buffer), None)
         self.received = 0  # segments put
@@ -149,8 +148,7 @@ class TrainerCore(StepLoop):
             return self.buffer.get(), None
         index = self.buffer.sample_indices(self.batch)
         self.updates += 1
-        batch = self.buffer.gather(index)
-        return (batch if self.device == "cpu" else batch.to(self.device)), index
+        return self.buffer.gather(index), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
         """``Trainer.learn`` on ``batch`` (touches the trainer only, not the buffer)."""
