@@ -1,10 +1,7 @@
 #!/bin/bash
-# GPU check: the whole suite with CUDA visible (Ray unpacked from .gpu/ray.tar.xz, trimmed
-# of Java, RLlib, Serve and the dashboard's web client to fit the carry limit).
+# GPU check: the whole suite with CUDA visible, and every preset on CUDA (cuda_act.py).
 set -u
-python3 -m pip install --quiet --no-index --no-deps --force-reinstall .gpu/wheels/*.whl 2>&1 | tail -2
-mkdir -p /tmp/site && tar xJf .gpu/ray.tar.xz -C /tmp/site
-export PYTHONPATH=$PWD/src:/tmp/site PYTHONDONTWRITEBYTECODE=1 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+source .gpu/setup.sh
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 python3 -c "import torch, ray; print('torch', torch.__version__, torch.cuda.get_device_name(0), 'ray', ray.__version__)"
 python3 -c "from looprl.presets.builder import default_device as d; print('presets build on', d())"

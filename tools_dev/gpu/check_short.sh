@@ -1,9 +1,7 @@
 #!/bin/bash
-# Short GPU re-check: the CUDA tests of the Ray runtime after the replay-device fix.
+# Short GPU check: the CUDA tests of the Ray runtime and of PBT.
 set -u
-python3 -m pip install --quiet --no-index --no-deps --force-reinstall .gpu/wheels/*.whl 2>&1 | tail -2
-mkdir -p /tmp/site && tar xJf .gpu/ray.tar.xz -C /tmp/site
-export PYTHONPATH=$PWD/src:/tmp/site PYTHONDONTWRITEBYTECODE=1 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+source .gpu/setup.sh
 timeout 300 python3 -m pytest -q -p no:randomly -p no:cacheprovider tests/distributed/test_gpu.py \
   tests/runners/test_pbt.py -k "gpu or cuda" > $OUT/pytest_gpu.log 2>&1
 echo "pytest rc=$?"

@@ -25,5 +25,5 @@ tmp=$(mktemp -d)
   && rm -rf ray/jars ray/rllib ray/llm ray/serve ray/dashboard/client/build \
   && tar cf - . | xz -T0 -6 > "$OLDPWD/.gpu/ray.tar.xz")
 rm -rf "$tmp"
-cp tools_dev/gpu/check.sh tools_dev/gpu/check_short.sh tools_dev/gpu/cuda_act.py .gpu/
+cp tools_dev/gpu/setup.sh tools_dev/gpu/check.sh tools_dev/gpu/check_short.sh tools_dev/gpu/cuda_act.py .gpu/
 du -sh .gpu  # with the repository, under the tool's 64 MiB
