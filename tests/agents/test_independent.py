@@ -11,7 +11,6 @@ from looprl.agents.independent import (
     ILLEGAL,
     IndependentMultiagent,
     MaskedAgent,
-    MaskedGreedyPolicy,
     MaskedModule,
     RandomAgent,
     SingleStateAgent,
@@ -19,7 +18,7 @@ from looprl.agents.independent import (
 from looprl.agents.losses import segment_gae
 from looprl.approximation import QNetwork
 from looprl.core import Agent, MultiagentState, ParallelAgent, StateArray, TrainerStepResult
-from looprl.policies import GreedyPolicy
+from looprl.policies import BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 from looprl.presets.classic_control import ppo
 
 
@@ -129,23 +128,50 @@ def q_network(values):
     return QNetwork(Constant())
 
 
-def test_masked_greedy_policy_explores_and_exploits_legal_actions_only():
-    q = q_network([5.0, 1.0, 2.0, 0.0])  # action 0 is best but illegal
-    state = ma_state("a", mask=[False, True, True, False])
-    explore = MaskedGreedyPolicy(q, 4, epsilon=1.0)
-    assert {int(explore.no_grad(state)) for _ in range(200)} == {1, 2}
-    greedy = MaskedGreedyPolicy.wrap(GreedyPolicy(q, 4, epsilon=0.0))
-    assert int(greedy.no_grad(state)) == 2 and int(greedy.eval(state)) == 2
-    batch = StateArray(
+def masked_batch(mask=((0, 1, 1, 0), (0, 0, 0, 1), (1, 0, 0, 0))):
+    return StateArray(
         {
             "observation": torch.zeros(3, 2),
-            "action_mask": torch.tensor([[0, 1, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0]]).bool(),
+            "action_mask": torch.tensor(mask).bool(),
+            "done": torch.zeros(3, dtype=torch.bool),
         },
         (3,),
     )
-    assert greedy.no_grad(batch).tolist() == [2, 3, 0]
-    rows = torch.stack([explore.no_grad(batch) for _ in range(100)])
+
+
+def test_greedy_policy_explores_and_exploits_legal_actions_only():
+    q = q_network([5.0, 1.0, 2.0, 0.0])  # action 0 is best but illegal
+    state = ma_state("a", mask=[False, True, True, False])
+    explore = GreedyPolicy(q, 4, epsilon=1.0, seed=0)
+    assert {int(explore.no_grad(state)) for _ in range(200)} == {1, 2}
+    greedy = GreedyPolicy(q, 4, epsilon=0.0)
+    assert int(greedy.no_grad(state)) == 2 and int(greedy.eval(state)) == 2
+    assert greedy.no_grad(masked_batch()).tolist() == [2, 3, 0]
+    rows = torch.stack([explore.no_grad(masked_batch()) for _ in range(100)])
     assert set(rows[:, 0].tolist()) == {1, 2} and set(rows[:, 1].tolist()) == {3}
+
+
+@pytest.mark.parametrize("make", [
+    lambda q: EZGreedyPolicy(q, 4, epsilon=1.0, seed=0),
+    lambda q: BoltzmannPolicy(q, 4, temperature=100.0, seed=0),
+], ids=["ez_greedy", "boltzmann"])
+def test_other_exploration_policies_take_legal_actions_only(make):
+    q = q_network([5.0, 1.0, 2.0, 0.0])
+    policy = make(q)
+    masks = ([False, True, True, False], [True, False, False, True])  # options cross masks
+    singles = {int(policy.no_grad(ma_state("a", mask=masks[i % 2]))) for i in range(200)}
+    assert singles == {0, 1, 2, 3}  # every legal action of either mask, at random
+    for i in range(100):
+        action = int(policy.no_grad(ma_state("a", mask=masks[i % 2])))
+        assert masks[i % 2][action], (i, action)
+    rows = torch.stack([policy.no_grad(masked_batch()) for _ in range(100)])
+    assert set(rows[:, 0].tolist()) == {1, 2} and set(rows[:, 1].tolist()) == {3}
+    assert set(rows[:, 2].tolist()) == {0}
+    flipped = torch.tensor(masks).repeat(2, 1)[:3]  # rows 0 and 2 alternate between masks
+    for i in range(100):
+        mask = flipped if i % 2 else ~flipped
+        action = policy.no_grad(masked_batch(mask.tolist()))
+        assert mask[torch.arange(3), action].all(), (i, action)
 
 
 def test_masked_agent_appends_the_mask_and_rejects_illegal_actions():
@@ -159,7 +185,7 @@ def test_masked_agent_appends_the_mask_and_rejects_illegal_actions():
     agent.act(ma_state("a", mask=[False, False], done=True))  # finished agents: no check
 
 
-def test_masked_agent_masks_the_exploration_of_greedy_policies():
+def test_masked_agent_explores_legal_actions_only():
     class GreedyAgent(Agent):
         def __init__(self):
             self.policy = type("P", (), {})()
@@ -169,7 +195,6 @@ def test_masked_agent_masks_the_exploration_of_greedy_policies():
             return self.policy.greedy.no_grad(state)
 
     agent = MaskedAgent(GreedyAgent())
-    assert isinstance(agent.agent.policy.greedy, MaskedGreedyPolicy)
     state = ma_state("a", mask=[True, False, False])
     assert {int(agent.act(state)) for _ in range(50)} == {0}
 

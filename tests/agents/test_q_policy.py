@@ -87,6 +87,23 @@ def test_default_epsilon_and_scalar_exploration() -> None:
         explorer.rollout(RolloutRequest(obs=obs, exploration=np.zeros(3)))
 
 
+def test_an_exploration_policy_acts_on_rows_without_a_rate() -> None:
+    """Boltzmann (and ez-greedy) exploration are ``GreedyPolicy`` subclasses; the rollout
+    lets them take the rows without a rate instead of acting epsilon-greedily."""
+    from looprl.policies import BoltzmannPolicy
+
+    policy = _policy(epsilon=0.0)
+    policy.greedy = BoltzmannPolicy(policy.q, 3, temperature=100.0, seed=0)
+    obs = _obs(600)
+    greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
+    action = policy.rollout(RolloutRequest(obs=obs)).action
+    assert 0.55 < float((action != greedy).float().mean()) < 0.78  # near uniform
+    evaluation = np.arange(600) % 2 == 0
+    mixed = policy.rollout(RolloutRequest(obs=obs, is_evaluation=evaluation)).action
+    assert torch.equal(mixed[evaluation], greedy[evaluation])
+    assert torch.equal(policy.rollout(RolloutRequest(obs=obs, exploration=0.0)).action, greedy)
+
+
 def test_action_mask_restricts_greedy_and_random_actions() -> None:
     policy = _policy(action_dim=4)
     rows = 400

@@ -51,15 +51,12 @@ from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields
-from looprl.policies import GreedyPolicy
+from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
 
 __all__ = [
     "DQN", "DQNPolicy", "DQNTestAgent", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
     "bootstrap", "q_network_policy",
 ]
-
-#: The Q-value of an action masked out by the obs field ``action_mask``.
-MASKED_Q = -1e8
 
 
 class DQNPolicy(Policy):
@@ -147,21 +144,20 @@ class DQNPolicy(Policy):
         state = self.states(obs, (_rows(obs),))
         with torch.no_grad():
             values = self.q.no_grad(state)
-        value, greedy = values.max(dim=-1)
+        value = values.amax(dim=-1)
         deterministic = deterministic_rows(request)
         rate = getattr(request, "exploration", None)
-        if rate is None and not isinstance(self.greedy, GreedyPolicy):
-            explored = self.greedy.no_grad(state)
+        if rate is None and type(self.greedy) is not GreedyPolicy:  # ez-greedy, Boltzmann
+            greedy, explored = values.argmax(dim=-1), self.greedy.no_grad(state)
             if isinstance(deterministic, torch.Tensor):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=greedy if deterministic is True else explored,
                                  value=value)
-        rows = len(values)
-        explore = self._rand(rows) < self._epsilons(rate, deterministic, rows)
+        epsilon = self._epsilons(rate, deterministic, len(values))
+        action, explore = epsilon_greedy(values, epsilon, self._generator)
         if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
             self.greedy.metrics["explored"] = explore
-        return RolloutResult(action=torch.where(explore, self._random(values), greedy),
-                             value=value)
+        return RolloutResult(action=action, value=value)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
@@ -199,14 +195,6 @@ class DQNPolicy(Policy):
                 raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {rows}")
             return torch.where(deterministic.to(eps.device), 0.0, eps)
         return torch.zeros_like(eps) if deterministic else eps
-
-    def _rand(self, *shape: int) -> torch.Tensor:
-        return torch.rand(shape, generator=self._generator, device=self.q.device)
-
-    def _random(self, values: torch.Tensor) -> torch.Tensor:
-        """A uniformly random action per row, among the unmasked ones (``Q > MASKED_Q``)."""
-        scores = self._rand(*values.shape).masked_fill(values <= MASKED_Q, -1.0)
-        return scores.argmax(dim=-1)
 
 
 def _single(obs: Any) -> Any:

@@ -10,7 +10,8 @@ https://arxiv.org/abs/2011.09533) treat the other agents as part of the environm
 * ``MaskedAgent`` enforces action masks (``state['action_mask']``): the networks read the
   mask appended to the observation, a ``MaskedModule`` pushes the values of illegal actions
   to ``ILLEGAL`` (invalid action masking, Huang & Ontanon, 2020,
-  https://arxiv.org/abs/2006.14171) and exploration draws among legal actions only.
+  https://arxiv.org/abs/2006.14171) and the exploration policies (``looprl.policies``) draw among
+  legal actions only.
 
 On Ray, ``IndependentPolicy`` answers each agent's rows of a ``RolloutRequest`` with that
 agent's policy, and ``IndependentTrainer`` steps each agent's trainer on its own streams
@@ -19,7 +20,6 @@ agent's policy, and ``IndependentTrainer`` steps each agent's trainer on its own
 
 from __future__ import annotations
 
-import random
 from collections.abc import Collection
 from typing import Any
 
@@ -44,7 +44,7 @@ from looprl.core import (
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK
-from looprl.policies import GreedyPolicy
+from looprl.policies import legal_actions
 
 
 class IndependentMultiagent(Multiagent):
@@ -90,12 +90,6 @@ def masked_observation(observation: Any, mask: Any) -> Any:
                           axis=-1)
 
 
-def legal_actions(state: State) -> torch.Tensor:
-    """``state['action_mask']`` as bool; all actions where every action is masked."""
-    mask = state["action_mask"].bool()
-    return mask | ~mask.any(-1, keepdim=True)
-
-
 class MaskedModule(nn.Module):
     """Gives illegal actions the value ``ILLEGAL``; the mask is the input's last
     ``num_actions`` features. The action outputs are the output (Q-values, logits) or its
@@ -124,48 +118,6 @@ class MaskedModule(nn.Module):
         return self.module.initial_state() if isinstance(self.module, ActorCriticModel) else None
 
 
-class MaskedGreedyPolicy(GreedyPolicy):
-    """Epsilon-greedy over the legal actions of ``state['action_mask']`` (states without a
-    mask: as ``GreedyPolicy``)."""
-
-    @classmethod
-    def wrap(cls, policy: GreedyPolicy) -> MaskedGreedyPolicy:
-        """A masked copy of ``policy`` sharing its Q network and epsilon schedule."""
-        masked = cls(policy.q, policy.num_actions, epsilon=policy.epsilon)
-        masked._rng, masked._seed = policy._rng, policy._seed
-        return masked
-
-    def no_grad(self, state: Any) -> torch.Tensor:
-        if "action_mask" not in state:
-            return super().no_grad(state)
-        legal = legal_actions(state)
-        epsilon = self._next_epsilon()
-        greedy = self.q.no_grad(state).masked_fill(~legal, -torch.inf).argmax(dim=-1)
-        if epsilon <= 0:
-            return greedy
-        random_legal = (torch.rand(legal.shape, device=legal.device) * legal).argmax(dim=-1)
-        if isinstance(state, StateArray):
-            explore = torch.rand(greedy.shape, device=greedy.device) < epsilon
-            return torch.where(explore, random_legal, greedy)
-        return random_legal if (self._rng or random).random() < epsilon else greedy
-
-    def eval(self, state: Any) -> torch.Tensor:
-        values = self.q.eval(state)
-        if "action_mask" in state:
-            values = values.masked_fill(~legal_actions(state), -torch.inf)
-        return values.argmax(dim=-1)
-
-
-def mask_exploration(agent: Any) -> None:
-    """Replace the ``GreedyPolicy`` objects of ``agent`` and ``agent.policy`` by masked ones."""
-    for owner in (agent, getattr(agent, "policy", None)):
-        if owner is None or not hasattr(owner, "__dict__"):
-            continue
-        for attribute, value in list(vars(owner).items()):
-            if isinstance(value, GreedyPolicy) and not isinstance(value, MaskedGreedyPolicy):
-                setattr(owner, attribute, MaskedGreedyPolicy.wrap(value))
-
-
 class MaskedAgent(AgentWrapper, Agent):
     """Makes an agent respect ``state['action_mask']`` (see the module docstring).
 
@@ -177,8 +129,6 @@ class MaskedAgent(AgentWrapper, Agent):
     def __init__(self, agent: Agent, check: bool = True):
         super().__init__(agent)
         self.check = check
-        mask_exploration(agent)
-        mask_exploration(getattr(agent, "agent", None))  # the agent inside an adapter
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]

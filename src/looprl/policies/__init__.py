@@ -10,11 +10,20 @@ from looprl.policies.distributions import (
     TanhGaussianHead,
 )
 from looprl.policies.exploration import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy
-from looprl.policies.greedy import GreedyPolicy, ParallelGreedyPolicy, apex_epsilons
+from looprl.policies.greedy import (
+    MASKED_Q,
+    GreedyPolicy,
+    ParallelGreedyPolicy,
+    apex_epsilons,
+    epsilon_greedy,
+    legal_actions,
+    random_actions,
+)
 from looprl.policies.softmax import SoftmaxPolicy, SoftmaxPolicyNetwork
 
 __all__ = [
     "EXPLORATION",
+    "MASKED_Q",
     "ActionBounds",
     "BoltzmannPolicy",
     "CategoricalHead",
@@ -29,4 +38,7 @@ __all__ = [
     "SoftmaxPolicyNetwork",
     "TanhGaussianHead",
     "apex_epsilons",
+    "epsilon_greedy",
+    "legal_actions",
+    "random_actions",
 ]

@@ -25,7 +25,12 @@ import torch
 
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
-from looprl.policies.greedy import GreedyPolicy
+from looprl.policies.greedy import (
+    MASKED_Q,
+    GreedyPolicy,
+    legal_actions,
+    random_actions,
+)
 
 __all__ = ["EXPLORATION", "BoltzmannPolicy", "EZGreedyPolicy"]
 
@@ -75,36 +80,38 @@ class EZGreedyPolicy(GreedyPolicy):
             return self._batch(state)
         rng = self._rng or random
         done = bool(state.get("done", False))
-        if not isinstance(self._left, int) or done:
-            self._left = 0
+        if not isinstance(self._left, int) or done or (
+                self._left and self._masked(state) and not legal_actions(state)[self._repeat]):
+            self._left = 0  # (an option whose action is now illegal ends)
         explored = not done and self._left == 0 and rng.random() < self._next_epsilon()
         if explored:
             self._left = rng.choices(self._lengths, cum_weights=self._cumulative)[0]
-            self._repeat = rng.randrange(self.num_actions)
+            self._repeat = self._random_action(state, rng)
         if self.metrics is not None:
             self.metrics["explored"] = torch.tensor([self._left > 0])
         if self._left > 0:
             self._left -= 1
             return torch.tensor(self._repeat, device=self.device)
-        return self._values(state).argmax(dim=-1)
+        return self._action_values(state).argmax(dim=-1)
 
     def _batch(self, state: Any) -> torch.Tensor:
         epsilon = self._next_epsilon()
-        greedy = self._values(state).argmax(dim=-1)
+        values = self._action_values(state)
+        greedy = values.argmax(dim=-1)
         shape, device = greedy.shape, greedy.device
         generator = self._torch_generator(device)
         if not isinstance(self._left, torch.Tensor) or self._left.shape != shape:
             self._left = torch.zeros(shape, dtype=torch.long, device=device)
             self._repeat = torch.zeros(shape, dtype=torch.long, device=device)
+        illegal = values.gather(-1, self._repeat.unsqueeze(-1)).squeeze(-1) <= MASKED_Q
         done = torch.as_tensor(state["done"], device=device)
-        left = self._left.masked_fill(done, 0)
+        left = self._left.masked_fill(done | illegal, 0)  # (options of illegal actions end)
         explore = torch.rand(shape, device=device, generator=generator) < epsilon
         start = (left == 0) & explore & ~done
         count = greedy.numel()
         durations = torch.multinomial(self._probs.to(device), count, True, generator=generator)
         left = torch.where(start, durations.view(shape) + 1, left)
-        actions = torch.randint(self.num_actions, shape, device=device, generator=generator)
-        self._repeat = torch.where(start, actions, self._repeat)
+        self._repeat = torch.where(start, random_actions(values, generator), self._repeat)
         acting = left > 0
         self._left = left - acting.long()
         if self.metrics is not None:
@@ -133,7 +140,7 @@ class BoltzmannPolicy(GreedyPolicy):
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Sampled actions for ``state`` (one per row of a batch) without gradients."""
-        values = self._values(state)
+        values = self._action_values(state)
         generator = self._torch_generator(values.device)
         probs = torch.softmax(values / self.temperature, dim=-1)
         actions = torch.multinomial(probs.reshape(-1, self.num_actions), 1, generator=generator)

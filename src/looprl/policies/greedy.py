@@ -1,4 +1,5 @@
-"""Epsilon-greedy action selection over a ``QNetwork``.
+"""Epsilon-greedy action selection over a ``QNetwork``, and the per-row choice every
+value-based policy shares.
 
 * ``GreedyPolicy(q, num_actions, epsilon)`` -- for a single ``State`` it returns a 0-d
   ``LongTensor``: with probability ``epsilon`` a uniformly random action (drawn with
@@ -7,11 +8,17 @@
 * ``ParallelGreedyPolicy(q, num_actions, epsilon)`` -- for a ``StateArray``: one
   exploration decision per row, all in torch ops (no Python loop); returns a
   ``LongTensor`` of shape ``state.shape``.
+* ``epsilon_greedy(values, epsilon)`` -- that per-row choice from action values, which
+  ``GreedyPolicy`` and ``looprl.agents.DQNPolicy.rollout`` (the collector's) both make.
 
 ``epsilon`` is a float, a schedule with a ``value`` property (e.g. ``LinearScheduler``),
 read once per call -- once per action for a single state, once per batch for a
 ``StateArray`` -- or a sequence of one epsilon per env copy (batches only; Ape-X's
 ``apex_epsilons`` gives the usual spread). ``eval`` always acts greedily.
+
+Illegal actions are never chosen, greedily or at random: those a state's ``action_mask``
+rules out (``legal_actions``), and those whose value is ``MASKED_Q`` or below (what
+``QModel`` and the multi-agent ``MaskedModule`` give them).
 
 Like every exploration policy (``looprl.policies.exploration``), it has a ``metrics``
 attribute: ``None`` unless meta components are attached, else the run's metrics dictionary,
@@ -32,7 +39,39 @@ import torch
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
 
-__all__ = ["GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons"]
+__all__ = [
+    "MASKED_Q", "GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons", "epsilon_greedy",
+    "legal_actions", "random_actions",
+]
+
+#: The action value of an illegal action (and the logit, ``MASKED_LOGIT``): networks that read
+#: an action mask give it to the actions it rules out; exploration never picks them.
+MASKED_Q = -1e8
+
+
+def legal_actions(state: Any) -> torch.Tensor:
+    """``state['action_mask']`` as bool; every action where the mask rules out all of them
+    (an agent whose episode is over)."""
+    mask = torch.as_tensor(state["action_mask"]).bool()
+    return mask | ~mask.any(-1, keepdim=True)
+
+
+def random_actions(values: torch.Tensor, generator: torch.Generator | None = None
+                   ) -> torch.Tensor:
+    """A uniformly random action per row of action values ``[..., n]``, among the legal ones
+    (values above ``MASKED_Q``)."""
+    scores = torch.rand(values.shape, generator=generator, device=values.device)
+    return scores.masked_fill_(values <= MASKED_Q, -1.0).argmax(dim=-1)
+
+
+def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
+                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(actions, explored)`` for action values ``[..., n]``: each row explores (a legal
+    action at random, ``random_actions``) with probability ``epsilon`` (a float, or a tensor
+    of one rate per row), else takes ``argmax_a values``."""
+    greedy = values.argmax(dim=-1)
+    explore = torch.rand(greedy.shape, generator=generator, device=values.device) < epsilon
+    return torch.where(explore, random_actions(values, generator), greedy), explore
 
 
 class GreedyPolicy:
@@ -113,36 +152,53 @@ class GreedyPolicy:
         if self._per_env:
             raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
         epsilon = self._next_epsilon()
-        explored = epsilon > 0 and (self._rng or random).random() < epsilon
+        rng = self._rng or random
+        explored = epsilon > 0 and rng.random() < epsilon
         if self.metrics is not None:
             self.metrics["explored"] = torch.tensor([explored])
         if explored:
-            return torch.tensor((self._rng or random).randrange(self.num_actions),
-                                device=self.device)
-        return self._values(state).argmax(dim=-1)
+            return torch.tensor(self._random_action(state, rng), device=self.device)
+        return self._action_values(state).argmax(dim=-1)
 
     def eval(self, state: Any) -> torch.Tensor:
         """Greedy actions for ``state``, with the Q network in eval mode."""
-        return self.q.eval(state).argmax(dim=-1)
+        return self._action_values(state, self.q.eval).argmax(dim=-1)
+
+    def _action_values(self, state: Any, values: Any = None) -> torch.Tensor:
+        """The Q-values of ``state`` (``values``: the function giving them), ``MASKED_Q``
+        for the actions its ``action_mask`` rules out."""
+        values = (values or self._values)(state)
+        if self._masked(state):
+            values = values.masked_fill(~legal_actions(state).to(values.device), MASKED_Q)
+        return values
+
+    @staticmethod
+    def _masked(state: Any) -> bool:
+        """Whether ``state`` has an ``action_mask``."""
+        return isinstance(state, dict) and "action_mask" in state
+
+    def _random_action(self, state: Any, rng: Any) -> int:
+        """A uniformly random legal action of one state, drawn from ``rng``."""
+        if not self._masked(state):
+            return rng.randrange(self.num_actions)
+        return rng.choice(legal_actions(state).nonzero().flatten().tolist())
 
     def _batch(self, state: Any) -> torch.Tensor:
-        """Per-row epsilon-greedy actions for a batch of states."""
+        """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``)."""
         epsilon = self._next_epsilon()
-        greedy = self._values(state).argmax(dim=-1)
+        values = self._action_values(state)
         if not self._per_env and epsilon <= 0:
+            greedy = values.argmax(dim=-1)
             if self.metrics is not None:
                 self.metrics["explored"] = torch.zeros(greedy.shape, dtype=torch.bool)
             return greedy
-        if self._per_env and epsilon.shape != greedy.shape:
+        if self._per_env and epsilon.shape != values.shape[:-1]:
             raise ValueError(f"{len(epsilon)} epsilons (one per env copy) for a batch of "
-                             f"{tuple(greedy.shape)} states")
-        generator = self._torch_generator(greedy.device)
-        shape = greedy.shape
-        explore = torch.rand(shape, device=greedy.device, generator=generator) < epsilon
-        actions = torch.randint(self.num_actions, shape, device=greedy.device, generator=generator)
+                             f"{tuple(values.shape[:-1])} states")
+        actions, explore = epsilon_greedy(values, epsilon, self._torch_generator(values.device))
         if self.metrics is not None:
             self.metrics["explored"] = explore
-        return torch.where(explore, actions, greedy)
+        return actions
 
     def _torch_generator(self, device: torch.device) -> torch.Generator | None:
         if self._seed is None:
