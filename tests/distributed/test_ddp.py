@@ -173,8 +173,14 @@ def test_two_ddp_trainers_stay_in_sync_and_survive_a_killed_trainer(local_ray, t
         buffer_args={"batch_streams": 4})
     runtime = RuntimeConfig(actors=2, trainers=2, envs_per_actor=4, segment_length=32,
                             cpus_per_actor=0.5, cpus_per_trainer=0.5, checkpoint_every=2)
-    run = DistributedRun(spec, runtime, frames=3_000, logdir=str(tmp_path), quiet=True)
-    result = run.run(callback=kill_trainer1)
+    run = DistributedRun(spec, runtime, frames=6_000, logdir=str(tmp_path), quiet=True)
+
+    def callback(run: DistributedRun) -> None:
+        kill_trainer1(run)
+        if run.result.restarts and run.result.train_steps > killed[0] + 4:
+            run.frames = run.result.frames  # both trained on after the restart: done
+
+    result = run.run(callback=callback)
     assert [name for name, _ in result.restarts] == ["trainer1"], caplog.text
     assert "restarting all 2 trainers" in caplog.text
     resumed = [r.getMessage() for r in caplog.records if "trainers resumed" in r.getMessage()]

@@ -45,7 +45,8 @@ def value_loss(
 
 def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """``(x - mean) / (std + eps)`` (unbiased std, as SB3 and CleanRL normalize advantages)."""
-    return (x - x.mean()) / (x.std() + eps)
+    std, mean = torch.std_mean(x)
+    return (x - mean) / (std + eps)
 
 
 def ppo_loss(

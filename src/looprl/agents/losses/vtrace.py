@@ -36,16 +36,20 @@ def generalized_advantage_estimate(
     bootstrapping at terminal states, ``done`` stops the recursion at any episode end.
     """
     deltas = rewards + gamma * next_masks * next_values - values
-    decay = gamma * lam * (1.0 - next_dones.float())
+    return discounted_sums(deltas, gamma * lam * (1.0 - next_dones.float()))
+
+
+def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
+    """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (``x_T = 0`` past
+    the end): the recursion of GAE and of V-trace's corrections."""
     if deltas.shape[0] == 0:
         return torch.empty_like(deltas)
     steps = zip(reversed(deltas.unbind(0)), reversed(decay.unbind(0)), strict=True)
-    last, advantages = torch.zeros_like(deltas[0]), []
-    for delta, step_decay in steps:  # rows as views: two kernels per step, no indexing
-        last = delta + step_decay * last
-        advantages.append(last)
-    return torch.stack(advantages[::-1])
-
+    last, sums = torch.zeros_like(deltas[0]), []
+    for delta, step_decay in steps:  # rows as views: one kernel per step, no indexing
+        last = torch.addcmul(delta, step_decay, last)
+        sums.append(last)
+    return torch.stack(sums[::-1])
 
 
 def segment_gae(
@@ -126,12 +130,7 @@ def vtrace(
     td = reward[1:].float() + discount * value[1:] - value[:-1]
     deltas = torch.where(end[:-1], torch.zeros_like(td), rho * td)  # 0 at final observations
     decay = torch.where(end[1:], torch.zeros_like(c), gamma * c)
-    correction = torch.empty_like(deltas)  # v_t - V[t]
-    running = torch.zeros_like(deltas[0])
-    for t in range(deltas.shape[0] - 1, -1, -1):
-        running = deltas[t] + decay[t] * running
-        correction[t] = running
-    vs = value[:-1] + correction
+    vs = value[:-1] + discounted_sums(deltas, decay)  # the sums: v_t - V[t]
     next_vs = torch.cat((vs[1:], value[-1:]))
     next_vs = torch.where(end[1:], value[1:], next_vs)
     advantages = rho * (reward[1:].float() + discount * next_vs - value[:-1])
