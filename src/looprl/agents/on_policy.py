@@ -272,17 +272,18 @@ class OnPolicyTrainer(Trainer):
         whole = size >= n
         advantage = self._advantage(batch.advantage) if whole and not self.recurrent else None
         parts: list[dict[str, torch.Tensor]] = []
-        for _ in range(self.epochs):
-            if whole:  # one minibatch, the whole batch: order is moot
-                minibatches = [batch]
-            else:
-                order = torch.randperm(n, generator=self.generator)
-                minibatches = [batch[index] for index in order.split(size)]
-            for minibatch in minibatches:
+        for _ in range(self.epochs):  # (one minibatch holding the whole batch: order is moot)
+            for minibatch in [batch] if whole else self._shuffled(batch, n, size):
                 step_parts = self._minibatch_step(minibatch, advantage)
                 if step_parts:
                     parts.append(step_parts)
         return mean_parts(parts)
+
+    def _shuffled(self, units: NamedArray, n: int, size: int) -> list[NamedArray]:
+        """The ``n`` units in a random order, in minibatches of ``size``: slices (views) of one
+        shuffled copy, a gather per field and epoch instead of one per minibatch."""
+        shuffled = units[torch.randperm(n, generator=self.generator)]
+        return [shuffled[start:start + size] for start in range(0, n, size)]
 
     def _analyze_units(self, units: NamedArray) -> NamedArray:
         """``policy.analyze`` of training units, in the units' layout."""

@@ -113,9 +113,8 @@ class PPGTrainer(PPOTrainer):
         totals: dict[str, torch.Tensor] = {}
         count = 0
         for _ in range(self.aux_epochs):
-            order = torch.randperm(n, generator=self.generator)
-            for index in order.split(size):
-                parts = self._aux_minibatch_step(memory[index])
+            for minibatch in self._shuffled(memory, n, size):
+                parts = self._aux_minibatch_step(minibatch)
                 for key, value in parts.items():
                     totals[key] = totals.get(key, 0.0) + value
                 count += 1
