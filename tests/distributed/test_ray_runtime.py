@@ -203,8 +203,8 @@ def test_continuous_ppo_preset_learns_pendulum_on_two_actors_sampling_in_sync(lo
     """``DistributedRun(preset, ...)`` from Python, as ``looprl run algorithm=continuous/ppo
     runtime=ray``: the preset's own Gaussian policy and trainer learn, at lr 3e-3 (random
     play and the untrained policy: about -1200; the mean of 20 episodes passes -600 after
-    about 25,000 frames and -350 after 30,000; with the surrogate's sign flipped it stays
-    below -1300).
+    about 25,000 frames, which ends the run, and -350 after 30,000; with the surrogate's sign
+    flipped it stays below -1300 to the end of the budget).
 
     ``runtime.sync``: the two actors fill each 8-stream batch together and wait for the step
     trained on it, so samples are not older than the trained policy (asynchronous sampling:
@@ -219,7 +219,13 @@ def test_continuous_ppo_preset_learns_pendulum_on_two_actors_sampling_in_sync(lo
     run = DistributedRun(preset, runtime(sync=True), frames=35_000, logdir=str(tmp_path),
                          quiet=True)
     assert run.runtime.segment_length == preset.n_steps
-    result = run.run()
+
+    def callback(run: DistributedRun) -> None:
+        returns = run.result.returns
+        if len(returns) >= 20 and sum(returns[-20:]) / 20 > -600:
+            run.frames = run.result.frames  # learned: end the run after this poll
+
+    result = run.run(callback=callback)
     returns = result.returns
     means = [sum(returns[i - 20:i]) / 20 for i in range(20, len(returns) + 1)]
     rows = 2 * 4 * preset.n_steps  # one batch: both actors' segments
