@@ -20,13 +20,14 @@ from torch import nn
 from looprl.core.namedarray import NamedArray, namedarray
 from looprl.nn import ActorCriticModel, orthogonal_init
 from looprl.nn.fields import Backbone, as_tensor, observation_fields
+from looprl.policies import MASKED_Q
 from looprl.policies.distributions import GaussianActor
 
 __all__ = ["MASKED_LOGIT", "ActorCriticNetwork", "GRUPolicyState", "SeparateGRUPolicyState"]
 
-#: The logit (or Q-value) of a masked-out action. Finite, so that products with a zero
-#: terminal mask and ``0 * log_softmax`` in entropies stay 0 (not NaN).
-MASKED_LOGIT = -1e8
+#: The logit of a masked-out action: the Q-value policies' mark (``MASKED_Q``). Finite, so
+#: that products with a zero terminal mask and ``0 * log_softmax`` in entropies stay 0 (not NaN).
+MASKED_LOGIT = MASKED_Q
 
 
 @namedarray
