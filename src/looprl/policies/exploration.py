@@ -13,7 +13,9 @@ name                      behaviour
 ``stochastic``            ``BoltzmannPolicy``: samples from ``softmax(Q / temperature)``
 ========================= ==================================================================
 
-Each call writes ``metrics['explored']`` (bool per row) when a metrics dictionary is set.
+Each call writes ``metrics['explored']`` (bool per row) when a metrics dictionary is set. All
+take legal actions only, as ``GreedyPolicy`` does (a state's ``action_mask``, values at
+``MASKED_Q``); an ez-greedy option whose action turns illegal ends.
 """
 
 from __future__ import annotations
@@ -25,12 +27,7 @@ import torch
 
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
-from looprl.policies.greedy import (
-    MASKED_Q,
-    GreedyPolicy,
-    legal_actions,
-    random_actions,
-)
+from looprl.policies.greedy import MASKED_Q, GreedyPolicy, legal_actions, random_actions
 
 __all__ = ["EXPLORATION", "BoltzmannPolicy", "EZGreedyPolicy"]
 
