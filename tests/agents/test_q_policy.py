@@ -87,16 +87,22 @@ def test_default_epsilon_and_scalar_exploration() -> None:
         explorer.rollout(RolloutRequest(obs=obs, exploration=np.zeros(3)))
 
 
-def test_an_exploration_policy_acts_on_rows_without_a_rate() -> None:
-    """Boltzmann (and ez-greedy) exploration are ``GreedyPolicy`` subclasses; the rollout
-    lets them take the rows without a rate instead of acting epsilon-greedily."""
-    from looprl.policies import BoltzmannPolicy
+@pytest.mark.parametrize("kind", ["boltzmann", "ez_greedy"])
+def test_an_exploration_policy_acts_on_rows_without_a_rate(kind: str) -> None:
+    """Boltzmann and ez-greedy exploration are ``GreedyPolicy`` subclasses; the rollout lets
+    them take the rows without a rate instead of acting epsilon-greedily, from the Q-values it
+    computed (one forward pass)."""
+    from looprl.policies import BoltzmannPolicy, EZGreedyPolicy
 
     policy = _policy(epsilon=0.0)
-    policy.greedy = BoltzmannPolicy(policy.q, 3, temperature=100.0, seed=0)
+    policy.greedy = (BoltzmannPolicy(policy.q, 3, temperature=100.0, seed=0) if kind ==
+                     "boltzmann" else EZGreedyPolicy(policy.q, 3, epsilon=1.0, seed=0))
     obs = _obs(600)
     greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
+    calls = []
+    policy.module.register_forward_hook(lambda *args: calls.append(1))
     action = policy.rollout(RolloutRequest(obs=obs)).action
+    assert len(calls) == 1
     assert 0.55 < float((action != greedy).float().mean()) < 0.78  # near uniform
     evaluation = np.arange(600) % 2 == 0
     mixed = policy.rollout(RolloutRequest(obs=obs, is_evaluation=evaluation)).action

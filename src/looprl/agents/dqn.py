@@ -148,7 +148,7 @@ class DQNPolicy(Policy):
         deterministic = deterministic_rows(request)
         rate = getattr(request, "exploration", None)
         if rate is None and type(self.greedy) is not GreedyPolicy:  # ez-greedy, Boltzmann
-            greedy, explored = values.argmax(dim=-1), self.greedy.no_grad(state)
+            greedy, explored = values.argmax(dim=-1), self.greedy.choose(state, values)
             if isinstance(deterministic, torch.Tensor):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=greedy if deterministic is True else explored,

@@ -91,9 +91,9 @@ class EZGreedyPolicy(GreedyPolicy):
             return torch.tensor(self._repeat, device=self.device)
         return self._action_values(state).argmax(dim=-1)
 
-    def _batch(self, state: Any) -> torch.Tensor:
+    def _batch(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         epsilon = self._next_epsilon()
-        values = self._action_values(state)
+        values = self._action_values(state) if values is None else values
         greedy = values.argmax(dim=-1)
         shape, device = greedy.shape, greedy.device
         generator = self._torch_generator(device)
@@ -137,7 +137,10 @@ class BoltzmannPolicy(GreedyPolicy):
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Sampled actions for ``state`` (one per row of a batch) without gradients."""
-        values = self._action_values(state)
+        return self._batch(state)
+
+    def _batch(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
+        values = self._action_values(state) if values is None else values
         generator = self._torch_generator(values.device)
         probs = torch.softmax(values / self.temperature, dim=-1)
         actions = torch.multinomial(probs.reshape(-1, self.num_actions), 1, generator=generator)

@@ -183,10 +183,15 @@ class GreedyPolicy:
             return rng.randrange(self.num_actions)
         return rng.choice(legal_actions(state).nonzero().flatten().tolist())
 
-    def _batch(self, state: Any) -> torch.Tensor:
+    def choose(self, state: Any, values: torch.Tensor) -> torch.Tensor:
+        """Actions for a batch of states whose action values (masked: ``MASKED_Q``) the caller
+        has already computed, as ``no_grad`` would choose them (``DQNPolicy.rollout``)."""
+        return self._batch(state, values)
+
+    def _batch(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``)."""
         epsilon = self._next_epsilon()
-        values = self._action_values(state)
+        values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
             greedy = values.argmax(dim=-1)
             if self.metrics is not None:
