@@ -164,10 +164,10 @@ class GreedyPolicy:
         """Greedy actions for ``state``, with the Q network in eval mode."""
         return self._action_values(state, self.q.eval).argmax(dim=-1)
 
-    def _action_values(self, state: Any, values: Any = None) -> torch.Tensor:
-        """The Q-values of ``state`` (``values``: the function giving them), ``MASKED_Q``
-        for the actions its ``action_mask`` rules out."""
-        values = (values or self._values)(state)
+    def _action_values(self, state: Any, forward: Any = None) -> torch.Tensor:
+        """The Q-values of ``state`` (``forward``: the function giving them, by default the
+        training one), ``MASKED_Q`` for the actions its ``action_mask`` rules out."""
+        values = (forward or self._values)(state)
         if self._masked(state):
             values = values.masked_fill(~legal_actions(state).to(values.device), MASKED_Q)
         return values
