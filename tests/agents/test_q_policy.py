@@ -110,6 +110,24 @@ def test_an_exploration_policy_acts_on_rows_without_a_rate(kind: str) -> None:
     assert torch.equal(policy.rollout(RolloutRequest(obs=obs, exploration=0.0)).action, greedy)
 
 
+def test_ez_greedy_options_end_on_the_rows_whose_episode_ended() -> None:
+    """On the collector, an ez-greedy option ends with its episode (the rows ``request.done``
+    marks), as in ``act``: it does not run on into the env copy's next episode."""
+    from looprl.policies import EZGreedyPolicy
+
+    policy = _policy(epsilon=0.0)
+    policy.greedy = EZGreedyPolicy(policy.q, 3, epsilon=1.0, mu=1.01, seed=0)
+    obs = _obs(400)
+    greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
+    first = policy.rollout(RolloutRequest(obs=obs)).action
+    policy.greedy.epsilon = 0.0  # no new option: the running ones go on where not ended
+    ended = np.arange(400) % 2 == 0
+    action = policy.rollout(RolloutRequest(obs=obs, done=ended)).action
+    assert torch.equal(action[ended], greedy[ended])
+    assert (action[~ended] == first[~ended]).float().mean() > 0.7
+    assert (first != greedy).float().mean() > 0.5  # (the options' actions are not greedy)
+
+
 def test_action_mask_restricts_greedy_and_random_actions() -> None:
     policy = _policy(action_dim=4)
     rows = 400

@@ -72,6 +72,32 @@ def test_agents_that_wait_get_no_rows_and_states_follow_their_streams() -> None:
             assert (segment.policy_state.h[:, stream, 0] == t / step).all()
 
 
+def test_requests_mark_the_rows_whose_episode_ended() -> None:
+    """``request.done``: the rows whose observation ended its episode (the env resets next
+    and ignores their action); what ends an ez-greedy option on the collector."""
+    runner, policy, ended = EnvRunner(Turns, n_envs=2, segment_length=3), Counting(), 0
+    for _ in range(30):
+        request = runner.request(0)
+        assert np.array_equal(request.done, request.obs.obs[:, 1] == 8)
+        ended += int(request.done.sum())
+        runner.step(0, policy.rollout(request))
+    assert ended == 2 * 2 * 3  # 2 copies, 2 agents, episodes ending at steps 8, 17 and 26
+
+
+def test_vector_environment_requests_mark_the_rows_whose_episode_ended() -> None:
+    from looprl.environments import GymEnvironment
+
+    runner = EnvRunner(GymEnvironment("CartPole-v1").duplicate(3), segment_length=4, seed=0)
+    policy, ended, episodes = Counting(), 0, 0
+    for _ in range(300):
+        request = runner.request(0)
+        ended += int(request.done.sum())
+        runner.step(0, policy.rollout(request))
+        episodes += len(runner.pop_episodes())
+    ended += int(runner.request(0).done.sum())  # (the episodes the last step ended)
+    assert episodes > 10 and ended == episodes
+
+
 def test_whole_episodes_outgrow_the_first_allocation() -> None:
     runner = EnvRunner(lambda: Turns(length=10), n_envs=1, segment_length=3,
                        whole_episodes=True)

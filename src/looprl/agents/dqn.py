@@ -119,17 +119,22 @@ class DQNPolicy(Policy):
         """An epsilon-greedy action for one state or each row of a ``StateArray``."""
         return self.greedy.no_grad(state.to(self.q.device))
 
-    def states(self, obs: Any, shape: tuple[int, ...]) -> StateArray:
+    def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
         """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``
-        (not terminal: a ``SampleBatch``'s ``done`` rows say where episodes end; the mask is
-        the float 1.0, which ``apply_mask`` skips)."""
+        (not terminal unless ``done`` says which rows ended their episodes: a
+        ``SampleBatch``'s ``done`` rows say where episodes end; the mask is the float 1.0,
+        which ``apply_mask`` skips)."""
         obs = _single(obs)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
             device = self.q.device
-            done = torch.zeros(shape, dtype=torch.bool, device=device)
-            entries = {"reward": torch.zeros(shape, device=device), "done": done, "mask": 1.0}
+            not_done = torch.zeros(shape, dtype=torch.bool, device=device)
+            entries = {"reward": torch.zeros(shape, device=device), "done": not_done,
+                       "mask": 1.0}
             self._entries[shape] = entries
+        if done is not None:
+            ended = torch.as_tensor(done, dtype=torch.bool, device=self.q.device)
+            entries = {**entries, "done": ended.reshape(shape)}
         return StateArray({"observation": obs, **entries}, shape, device=self.q.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
@@ -138,16 +143,19 @@ class DQNPolicy(Policy):
         Each row explores with its own rate (``request.exploration``, else the policy's
         epsilon: its schedule, when it has one, advances once per call, one step of every
         env of the caller, as ``act`` does), evaluation rows act greedily; an ``exploration``
-        policy given to the constructor takes the rows without a rate.
+        policy given to the constructor takes the rows without a rate (an ez-greedy option
+        ends on the rows ``request.done`` marks).
         """
         obs = _on(request.obs, self.q.device)
-        state = self.states(obs, (_rows(obs),))
+        rate = getattr(request, "exploration", None)
+        chooses = rate is None and type(self.greedy) is not GreedyPolicy  # ez-greedy, Boltzmann
+        done = getattr(request, "done", None) if chooses else None
+        state = self.states(obs, (_rows(obs),), done)
         with torch.no_grad():
             values = self.q.no_grad(state)
         value = values.amax(dim=-1)
         deterministic = deterministic_rows(request)
-        rate = getattr(request, "exploration", None)
-        if rate is None and type(self.greedy) is not GreedyPolicy:  # ez-greedy, Boltzmann
+        if chooses:
             greedy, explored = values.argmax(dim=-1), self.greedy.choose(state, values)
             if isinstance(deterministic, torch.Tensor):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)

@@ -253,6 +253,7 @@ class IndependentPolicy(Policy):
             policy_state=_take(request.policy_state, index),
             is_evaluation=_take(request.is_evaluation, index),
             exploration=_take(request.exploration, index),
+            done=_take(request.done, index),
         )
 
 

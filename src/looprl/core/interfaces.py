@@ -285,6 +285,9 @@ class RolloutRequest:
             leaves the policy's own.
         agent: the agent of each row, its index in the environment's agent list (``None``
             for one agent).
+        done: whether each row's episode ended at this observation (terminated or truncated:
+            its action is ignored and the env resets next), so that a policy with a memory of
+            its own (an ez-greedy option) ends it there (``None``: no row ended).
     """
 
     obs: Any
@@ -292,6 +295,7 @@ class RolloutRequest:
     is_evaluation: Any = None
     exploration: Any = None
     agent: Any = None
+    done: Any = None
 
 
 @namedarray
