@@ -126,6 +126,8 @@ def test_ez_greedy_options_end_on_the_rows_whose_episode_ended() -> None:
     assert torch.equal(action[ended], greedy[ended])
     assert (action[~ended] == first[~ended]).float().mean() > 0.7
     assert (first != greedy).float().mean() > 0.5  # (the options' actions are not greedy)
+    with pytest.raises(ValueError, match="done has 3 rows, obs 400"):
+        policy.rollout(RolloutRequest(obs=obs, done=np.zeros(3, dtype=bool)))
 
 
 def test_action_mask_restricts_greedy_and_random_actions() -> None:

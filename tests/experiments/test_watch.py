@@ -35,7 +35,8 @@ def test_offscreen_mujoco_backend_is_one_this_machine_has(monkeypatch, found, ba
     """Without the backend's library, ``MUJOCO_GL`` stays unset: a backend that is not there
     would break ``import mujoco`` for the rest of the process (as on a GPU machine without
     libEGL); a user's choice is kept."""
-    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.setenv("MUJOCO_GL", "")  # so that the variable's state comes back after the
+    monkeypatch.delenv("MUJOCO_GL")  # test (a backend left set broke later `import mujoco`)
     monkeypatch.setattr(watch.ctypes.util, "find_library", found.get)
     watch.offscreen_rendering()
     assert os.environ.get("MUJOCO_GL") == backend

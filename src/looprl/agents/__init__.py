@@ -35,7 +35,7 @@ from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
 from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
-from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
+from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3TestAgent, TD3Trainer
 from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
 from looprl.core import register_policy, register_trainer
@@ -46,7 +46,7 @@ __all__ = ["A2CTrainer", "ActorCriticNetwork", "ActorCriticPolicy", "ActorCritic
            "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent", "IndependentPolicy",
            "IndependentTrainer", "MaskedAgent", "OffPolicyAgent", "OnPolicyAgent",
            "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent", "ReplayAgent", "SAC",
-           "SACPolicy", "SACTestAgent", "SACTrainer", "SingleStateAgent", "TD3", "TD3Policy",
+           "SACPolicy", "SACTestAgent", "SACTrainer", "SingleStateAgent", "TD3",
            "TD3TestAgent", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",
            "actor_critic_policy", "q_network_policy"]
 

@@ -18,6 +18,7 @@ et al., 2018, https://arxiv.org/abs/1803.00933) as options.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -134,6 +135,8 @@ class DQNPolicy(Policy):
             self._entries[shape] = entries
         if done is not None:
             ended = torch.as_tensor(done, dtype=torch.bool, device=self.q.device)
+            if ended.numel() != math.prod(shape):
+                raise ValueError(f"done has {ended.numel()} rows, obs {math.prod(shape)}")
             entries = {**entries, "done": ended.reshape(shape)}
         return StateArray({"observation": obs, **entries}, shape, device=self.q.device)
 

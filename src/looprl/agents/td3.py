@@ -8,7 +8,8 @@ DDPG plus three changes, each in a small override of ``DDPGTrainer``:
   is updated once every ``policy_delay`` critic updates.
 
 ``TD3`` is the local single-environment agent (``OffPolicyAgent``), ``TD3TestAgent`` the
-deterministic evaluation agent.
+deterministic evaluation agent; the policy is DDPG's ``DDPGPolicy`` (its actor with a
+target network).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import torch
 from looprl.agents.ddpg import ContinuousTestAgent, DDPGPolicy, DDPGTrainer, OffPolicyAgent
 from looprl.agents.losses.continuous import smoothed_target_action, td3_target
 from looprl.approximation import Approximation, PolyakTarget
-
-TD3Policy = DDPGPolicy
 
 
 class DelayedPolyakTarget(PolyakTarget):
@@ -43,7 +42,7 @@ class TD3Trainer(DDPGTrainer):
     """TD3's update: twin critics every step, the actor every ``policy_delay`` steps.
 
     Args:
-        policy: the ``TD3Policy`` (a ``DDPGPolicy``) whose actor has a target network.
+        policy: the ``DDPGPolicy`` whose actor has a target network.
         q: an ``Approximation`` of a ``TwinQ`` with a target network (use
             ``DelayedPolyakTarget(tau, policy_delay)`` for the paper's delayed target).
         discount_factor: gamma.

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Policy, TD3TestAgent, TD3Trainer
+from looprl.agents.ddpg import DDPGPolicy
+from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3TestAgent, TD3Trainer
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived, require_positive
 from looprl.presets.continuous.ddpg import DDPGContinuousPreset
@@ -32,7 +33,7 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
         require_positive(hyperparameters, "policy_delay")
         super().__init__(env, name, device, hyperparameters)
 
-    def trainer(self, policy: TD3Policy, train_steps: float = math.inf) -> TD3Trainer:
+    def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> TD3Trainer:
         hp = self.hyperparameters
         target = DelayedPolyakTarget(hp["polyak_rate"], hp["policy_delay"])
         return TD3Trainer(
