@@ -203,11 +203,9 @@ class EnvRunner:
         exploration = None if self.exploration is None else np.full(n, self.exploration,
                                                                      np.float32)
         agent = self._agent[asked] if self.agent_count > 1 else None
-        every = n == len(self._copy)
-        done, truncated = (self._done, self._truncated) if every else (self._done[asked],
-                                                                          self._truncated[asked])
+        ended = (self._done | self._truncated)[asked]
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
-                              exploration=exploration, agent=agent, done=done | truncated)
+                              exploration=exploration, agent=agent, done=ended)
 
     def _evaluation(self, n: int) -> np.ndarray:
         """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""

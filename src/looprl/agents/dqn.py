@@ -121,10 +121,10 @@ class DQNPolicy(Policy):
         return self.greedy.no_grad(state.to(self.q.device))
 
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
-        """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``
-        (not terminal unless ``done`` says which rows ended their episodes: a
-        ``SampleBatch``'s ``done`` rows say where episodes end; the mask is the float 1.0,
-        which ``apply_mask`` skips)."""
+        """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``,
+        not terminal unless ``done`` marks the rows whose episode ended (the mask is the float
+        1.0, which ``apply_mask`` skips; a ``SampleBatch``'s own ``done`` rows say where its
+        episodes end)."""
         obs = _single(obs)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
