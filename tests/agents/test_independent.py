@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 from looprl.agents.independent import (
-    ILLEGAL,
     IndependentMultiagent,
     MaskedAgent,
     MaskedModule,
@@ -18,7 +17,7 @@ from looprl.agents.independent import (
 from looprl.agents.losses import segment_gae
 from looprl.approximation import QNetwork
 from looprl.core import Agent, MultiagentState, ParallelAgent, StateArray, TrainerStepResult
-from looprl.policies import BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
+from looprl.policies import MASKED_Q, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 from looprl.presets.classic_control import ppo
 
 
@@ -108,14 +107,14 @@ def test_masked_module_fills_illegal_outputs():
         linear.bias.copy_(torch.tensor([1.0, 2.0, 3.0]))
     masked = MaskedModule(linear, 3)
     x = torch.tensor([[9.0, 9.0, 1.0, 0.0, 1.0], [9.0, 9.0, 0.0, 0.0, 0.0]])
-    assert masked(x).tolist() == [[1.0, ILLEGAL, 3.0], [1.0, 2.0, 3.0]]  # all-0 row unmasked
+    assert masked(x).tolist() == [[1.0, MASKED_Q, 3.0], [1.0, 2.0, 3.0]]  # all-0 row unmasked
 
     class ActorCritic(nn.Module):
         def forward(self, x):
             return linear(x), torch.full((x.shape[0],), 5.0)
 
     logits, values = MaskedModule(ActorCritic(), 3)(x)
-    assert logits[0].tolist() == [1.0, ILLEGAL, 3.0] and values.tolist() == [5.0, 5.0]
+    assert logits[0].tolist() == [1.0, MASKED_Q, 3.0] and values.tolist() == [5.0, 5.0]
     log_p = torch.log_softmax(logits, -1)
     assert torch.isfinite(log_p).all() and (log_p.exp() * log_p).sum(-1).isfinite().all()
 

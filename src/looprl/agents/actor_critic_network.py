@@ -6,7 +6,9 @@ memories (``GRUPolicyState``, ``SeparateGRUPolicyState``: the seed's ``policy_st
 follows ``looprl.nn.ActorCriticModel``'s contract, as the local presets' networks do.
 
 An obs field ``action_mask`` (one 0/1 per action, not declared in ``obs_dim``) masks
-invalid discrete actions: their logits become ``MASKED_LOGIT``, so they are never sampled.
+invalid discrete actions: their logits become ``looprl.policies.MASKED_Q`` (finite, so that
+products with a zero terminal mask and ``0 * log_softmax`` in entropies stay 0, not NaN), so
+they are never sampled.
 """
 
 from __future__ import annotations
@@ -23,11 +25,7 @@ from looprl.nn.fields import Backbone, as_tensor, observation_fields
 from looprl.policies import MASKED_Q
 from looprl.policies.distributions import GaussianActor
 
-__all__ = ["MASKED_LOGIT", "ActorCriticNetwork", "GRUPolicyState", "SeparateGRUPolicyState"]
-
-#: The logit of a masked-out action: the Q-value policies' mark (``MASKED_Q``). Finite, so
-#: that products with a zero terminal mask and ``0 * log_softmax`` in entropies stay 0 (not NaN).
-MASKED_LOGIT = MASKED_Q
+__all__ = ["ActorCriticNetwork", "GRUPolicyState", "SeparateGRUPolicyState"]
 
 
 @namedarray
@@ -143,7 +141,7 @@ class ActorCriticNetwork(ActorCriticModel):
             actor, critic, next_hx = self._recur(actor, critic, lead, hx, reset)
         params = self.policy_head(actor)
         if mask is not None and not self.continuous:
-            params = params.masked_fill(~mask, MASKED_LOGIT)
+            params = params.masked_fill(~mask, MASKED_Q)
         value = self.value_head(actor if critic is None else critic).squeeze(-1)
         aux = self.aux_head(actor).squeeze(-1).reshape(lead) if self.aux_head is not None else None
         return params.reshape(*lead, -1), value.reshape(lead), aux, next_hx

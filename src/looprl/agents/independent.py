@@ -9,7 +9,7 @@ https://arxiv.org/abs/2011.09533) treat the other agents as part of the environm
   states; an episode end is handled like a vector env's next-step autoreset.
 * ``MaskedAgent`` enforces action masks (``state['action_mask']``): the networks read the
   mask appended to the observation, a ``MaskedModule`` pushes the values of illegal actions
-  to ``ILLEGAL`` (invalid action masking, Huang & Ontanon, 2020,
+  to ``MASKED_Q`` (invalid action masking, Huang & Ontanon, 2020,
   https://arxiv.org/abs/2006.14171) and the exploration policies (``looprl.policies``) draw among
   legal actions only.
 
@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.agents.actor_critic_network import MASKED_LOGIT as ILLEGAL
 from looprl.core import (
     Agent,
     AgentWrapper,
@@ -44,7 +43,7 @@ from looprl.core import (
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK
-from looprl.policies import legal_actions
+from looprl.policies import MASKED_Q, legal_actions
 
 
 class IndependentMultiagent(Multiagent):
@@ -91,7 +90,7 @@ def masked_observation(observation: Any, mask: Any) -> Any:
 
 
 class MaskedModule(nn.Module):
-    """Gives illegal actions the value ``ILLEGAL``; the mask is the input's last
+    """Gives illegal actions the value ``MASKED_Q``; the mask is the input's last
     ``num_actions`` features. The action outputs are the output (Q-values, logits) or its
     first element (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked.
 
@@ -110,8 +109,8 @@ class MaskedModule(nn.Module):
         mask = single_field(x)[..., -self.num_actions :] > 0.5
         illegal = ~mask & mask.any(-1, keepdim=True)
         if isinstance(out, tuple):
-            return (out[0].masked_fill(illegal, ILLEGAL), *out[1:])
-        return out.masked_fill(illegal, ILLEGAL)
+            return (out[0].masked_fill(illegal, MASKED_Q), *out[1:])
+        return out.masked_fill(illegal, MASKED_Q)
 
     def initial_state(self) -> Any:
         """The wrapped actor-critic's recurrent memory (``ActorCriticModel``), or ``None``."""

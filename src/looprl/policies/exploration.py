@@ -74,7 +74,7 @@ class EZGreedyPolicy(GreedyPolicy):
     def no_grad(self, state: Any) -> torch.Tensor:
         """ez-greedy actions for ``state`` under ``torch.no_grad()``."""
         if isinstance(state, StateArray):
-            return self._batch(state)
+            return self.choose(state)
         rng = self._rng or random
         done = bool(state.get("done", False))
         if not isinstance(self._left, int) or done or (
@@ -91,7 +91,7 @@ class EZGreedyPolicy(GreedyPolicy):
             return torch.tensor(self._repeat, device=self.device)
         return self._action_values(state).argmax(dim=-1)
 
-    def _batch(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
+    def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         epsilon = self._next_epsilon()
         values = self._action_values(state) if values is None else values
         greedy = values.argmax(dim=-1)
@@ -137,9 +137,9 @@ class BoltzmannPolicy(GreedyPolicy):
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Sampled actions for ``state`` (one per row of a batch) without gradients."""
-        return self._batch(state)
+        return self.choose(state)
 
-    def _batch(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
+    def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         values = self._action_values(state) if values is None else values
         generator = self._torch_generator(values.device)
         probs = torch.softmax(values / self.temperature, dim=-1)

@@ -44,7 +44,7 @@ __all__ = [
     "legal_actions", "random_actions",
 ]
 
-#: The action value of an illegal action (and the logit, ``MASKED_LOGIT``): networks that read
+#: The action value (or logit) of an illegal action: networks that read
 #: an action mask give it to the actions it rules out; exploration never picks them.
 MASKED_Q = -1e8
 
@@ -148,7 +148,7 @@ class GreedyPolicy:
     def no_grad(self, state: Any) -> torch.Tensor:
         """Epsilon-greedy actions for ``state`` under ``torch.no_grad()``."""
         if isinstance(state, StateArray):
-            return self._batch(state)
+            return self.choose(state)
         if self._per_env:
             raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
         epsilon = self._next_epsilon()
@@ -183,13 +183,10 @@ class GreedyPolicy:
             return rng.randrange(self.num_actions)
         return rng.choice(legal_actions(state).nonzero().flatten().tolist())
 
-    def choose(self, state: Any, values: torch.Tensor) -> torch.Tensor:
-        """Actions for a batch of states whose action values (masked: ``MASKED_Q``) the caller
-        has already computed, as ``no_grad`` would choose them (``DQNPolicy.rollout``)."""
-        return self._batch(state, values)
-
-    def _batch(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``)."""
+    def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``), from
+        ``values`` when the caller has computed them (masked: ``MASKED_Q``; ``DQNPolicy.rollout``
+        does), else from the Q network. Each exploration policy chooses its own way."""
         epsilon = self._next_epsilon()
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
@@ -230,4 +227,4 @@ class ParallelGreedyPolicy(GreedyPolicy):
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Per-row epsilon-greedy actions for ``state`` under ``torch.no_grad()``."""
-        return self._batch(state)
+        return self.choose(state)
