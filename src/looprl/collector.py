@@ -95,6 +95,8 @@ class EnvRunner:
         hub: a ``MetaHub`` to report to instead of one of its own over ``meta`` (the local
             experiment's, shared with its trainer).
         process: a vector environment's states as the agent sees them (its bodies).
+        first_stream: the number of this runner's first stream in its segments' ``stream``
+            field (distinct over the runners that feed one replay).
 
     Attributes:
         frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
@@ -116,6 +118,7 @@ class EnvRunner:
         whole_episodes: bool = False,
         hub: MetaHub | None = None,
         process: Callable[[StateArray], StateArray] | None = None,
+        first_stream: int = 0,
     ):
         vector = env_name if isinstance(env_name, VectorEnvironment) else None
         if vector is not None:
@@ -140,7 +143,8 @@ class EnvRunner:
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
         self._streams_init(n_envs, default_policy_state)
-        self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes)
+        self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes,
+                                    first_stream)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
         self._returns = np.zeros(n_envs)

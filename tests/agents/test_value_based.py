@@ -114,8 +114,8 @@ def test_rainbow_switches_build_the_right_parts() -> None:
     agent = rainbow.env(env).device("cpu").build().agent()
     assert isinstance(agent.policy, C51Policy) and isinstance(agent.trainer, C51Trainer)
     assert agent.trainer.double and agent.policy.greedy.epsilon == 0.0
-    assert type(agent.replay_buffer).__name__ == "NStepReplayBuffer"
-    assert type(agent.replay_buffer.buffer).__name__ == "PrioritizedReplayBuffer"
+    assert type(agent.replay_buffer).__name__ == "PrioritizedReplayBuffer"
+    assert agent.replay_buffer.n_step == agent.trainer.n_step == 3
     assert any(isinstance(m, NoisyFactorizedLinear) for m in agent.policy.module.modules())
     off = {"double": False, "noisy": False, "n_steps": 1, "prioritized": False,
            "distributional": False, "dueling": False}

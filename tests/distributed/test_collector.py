@@ -72,6 +72,22 @@ def test_agents_that_wait_get_no_rows_and_states_follow_their_streams() -> None:
             assert (segment.policy_state.h[:, stream, 0] == t / step).all()
 
 
+def test_segments_number_their_streams_so_that_replay_can_join_them() -> None:
+    """``SampleBatch.stream``: one number per stream (copy and agent), from ``first_stream``,
+    constant down a segment; a stream's next segment starts with its last row."""
+    runner = EnvRunner(Turns, n_envs=2, segment_length=3, first_stream=100)
+    last_rows, agents = {}, {}
+    for segment in collect(runner, 40):
+        assert (segment.stream == segment.stream[0]).all()
+        for column, stream in enumerate(segment.stream[0].tolist()):
+            assert agents.setdefault(stream, segment.agent[0, column]) == segment.agent[0, column]
+            obs = segment.obs.obs[:, column]
+            if stream in last_rows:
+                assert np.array_equal(obs[0], last_rows[stream])
+            last_rows[stream] = obs[-1]
+    assert sorted(agents) == [100, 101, 102, 103]
+
+
 def test_requests_mark_the_rows_whose_episode_ended() -> None:
     """``request.done``: the rows whose observation ended its episode (the env resets next
     and ignores their action); what ends an ez-greedy option on the collector."""

@@ -263,7 +263,7 @@ def test_ape_x_is_an_explicit_option_of_the_dqn_presets():
     spec = DistributedRun(preset, RuntimeConfig(actors=3), logdir=None, quiet=True).spec
     assert spec.explorations == apex_epsilons(3) and spec.buffer == "prioritized"
     assert spec.buffer_args["n_step"] == 3 and spec.make_trainer(spec.make_policy()).n_step == 3
-    assert type(preset.agent().replay_buffer).__name__ == "NStepReplayBuffer"
+    assert preset.agent().replay_buffer.n_step == 3
     report = test_pipeline(spec, episodes=10**6, max_frames=100, segment_length=8)
     assert report.train_steps >= 1
     env.close()

@@ -17,7 +17,6 @@ from looprl.environments.bodies import EpisodicLife
 from looprl.memory import (
     AtariReplayBuffer,
     ExperienceReplayBuffer,
-    NStepReplayBuffer,
     PrioritizedAtariReplayBuffer,
     importance_weights,
 )
@@ -198,7 +197,7 @@ def _ready(buffer: AtariReplayBuffer):
 
 
 def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: Any) -> None:
-    """Every sampleable transition equals the hand-computed one and ``NStepReplayBuffer``'s;
+    """Every sampleable transition equals the hand-computed one and ``ExperienceReplayBuffer``'s;
     the buffer holds exactly the newest complete transitions."""
     n = buffer.n_step
     states, actions, rewards, next_states, _ = _ready(buffer)
@@ -234,7 +233,7 @@ def test_n_step_transitions_match_hand_computed_ones_and_nstep_replay(
 ) -> None:
     steps = 500
     buffer = kind(60, n_step=n_steps)  # wraps about 9 times
-    nstep = NStepReplayBuffer(n_steps, ExperienceReplayBuffer(steps, n_step=n_steps))
+    nstep = ExperienceReplayBuffer(steps, n_step=n_steps)
     records: dict[int, tuple] = {}
     waited = 0
     for t, (previous, action, state) in enumerate(_stream(steps, seed=n_steps)):

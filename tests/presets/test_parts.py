@@ -15,7 +15,7 @@ from looprl.core import State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
-from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
+from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.meta import MetaComponent
 from looprl.policies import BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy, apex_epsilons
 from looprl.presets.classic_control import dqn, ppo
@@ -69,12 +69,14 @@ def test_exploration_by_name(cartpole, name: str, kind: type) -> None:
         assert policy.greedy.epsilon.current == 1.0  # dqn's initial_exploration
 
 
-@pytest.mark.parametrize("name, kind", [
-    ("uniform", ExperienceReplayBuffer), ("prioritized", PrioritizedReplayBuffer),
-    ("nstep", NStepReplayBuffer),
+@pytest.mark.parametrize("name, kind, n_step", [
+    ("uniform", ExperienceReplayBuffer, 1), ("prioritized", PrioritizedReplayBuffer, 1),
+    ("nstep", ExperienceReplayBuffer, 4),
 ])
-def test_buffer_by_name(cartpole, name: str, kind: type) -> None:
-    assert type(_agent(cartpole, buffer=name, n_steps=4).replay_buffer) is kind
+def test_buffer_by_name(cartpole, name: str, kind: type, n_step: int) -> None:
+    agent = _agent(cartpole, buffer=name, n_steps=4)
+    assert type(agent.replay_buffer) is kind
+    assert agent.replay_buffer.n_step == agent.trainer.n_step == n_step
 
 
 @pytest.mark.parametrize("name", ["q_learning", "double_q", "clipped_double_q"])

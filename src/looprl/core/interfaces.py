@@ -352,6 +352,8 @@ class SampleBatch:
         weight: importance weights of the streams ``[T + 1, B]`` (prioritized replay);
             ``None`` weighs every stream 1.
         agent: the agent index of each stream ``[T + 1, B]``; ``None`` for one agent.
+        stream: which stream each column continues ``[T + 1, B]`` (distinct over the actors
+            that feed one trainer): replay's n-step windows span a stream's segments.
 
     A one-step replay transition ``(s, a, r, s')`` is a segment with ``T = 1``: row 0 holds
     ``obs=s, action=a``, row 1 ``obs=s', reward=r`` and whether ``s'`` ended the episode.
@@ -368,6 +370,7 @@ class SampleBatch:
     policy_version: Any = None
     weight: Any = None
     agent: Any = None
+    stream: Any = None
 
 
 @dataclass(eq=False)

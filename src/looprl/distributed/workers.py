@@ -40,6 +40,10 @@ __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device", "nam
 
 logger = logging.getLogger(__name__)
 
+#: Actor ``i`` numbers its segments' streams from ``i * _STREAMS_PER_ACTOR`` (replay joins a
+#: stream's n-step windows across its segments by that number).
+_STREAMS_PER_ACTOR = 1 << 20
+
 
 def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
@@ -185,7 +189,7 @@ class ActorWorker:
             default_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,
-            whole_episodes=spec.whole_episodes,
+            whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()

@@ -1,14 +1,13 @@
 """Memory: replay buffers and on-policy segment storage (preallocated, O(1) add)."""
 
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
-from looprl.memory.nstep import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = [
-    "AtariReplayBuffer", "ExperienceReplayBuffer", "NStepReplayBuffer", "OnPolicyBuffer",
+    "AtariReplayBuffer", "ExperienceReplayBuffer", "OnPolicyBuffer",
     "PrioritizedAtariReplayBuffer", "PrioritizedReplayBuffer", "SegmentBuffer", "SumTree",
     "importance_weights", "make_sample_buffer",
 ]

@@ -7,11 +7,20 @@ trainers learn from; ``sample(b)`` gives seed 003's ``(states, actions, rewards,
 weights)`` tuple. Storage is allocated on the first write, from the shapes and dtypes it sees.
 Transitions out of a ``done`` state are skipped (the environment was reset and the action
 discarded), as are stores with no previous state. ``put(segment)`` cuts the ``[T + 1, B]``
-segments of a distributed run's actors into windows, one per training row.
+segments of the collectors into windows, one per training row.
+
+``n_step > 1`` windows are cut in one place, ``n_step_windows``, for both ways in: ``store``
+adds each step as a two-row segment of its streams, and ``put`` joins the segments of each
+stream (``SampleBatch.stream``), keeping every stream's last ``n_step`` rows until its next
+segment completes their windows. A window is written once its ``n_step`` steps arrived, or
+its episode ended (Sutton, 1988; Rainbow, Hessel et al. 2018,
+https://arxiv.org/abs/1710.02298); trainers compute the n-step return from it
+(``looprl.agents.losses.n_step_bootstrap``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,7 +29,8 @@ from typing import Any
 import torch
 
 from looprl.core import SampleBatch, State, StateArray
-from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
+from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
+from looprl.memory.segments import leaves
 
 __all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", "transitions"]
 
@@ -123,19 +133,23 @@ class ExperienceReplayBuffer(ReplayContents):
         size: capacity in transitions (the oldest are overwritten).
         device: where transitions are kept and sampled batches returned.
         generator: torch RNG used for sampling (for reproducibility).
-        n_step: steps per window (``NStepReplayBuffer`` writes n-step windows; ``put``
-            cuts segments into windows of this many steps).
+        n_step: steps per window. Above 1, a window waits until its ``n_step`` steps (or
+            its episode's end) arrived, through ``store`` or ``put``.
     """
 
     _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
     _views_of: dict[str, Any] | None = None
     _storage: dict[str, Any] | None
+    _carry: dict[str, Any] | None = None  # (buffers pickled before there was one)
 
     def __len__(self) -> int:
         return self._len
 
     def _empty_contents(self) -> dict[str, Any]:
-        return {"_storage": None, "_pos": 0, "_len": 0}
+        # the carry: each stream's last n_step rows, [slots, n_step, ...], and how many of
+        # them wait for their windows (``put`` with streams, ``store`` with n_step > 1)
+        return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
+                "_slots": {}}
 
     def _allocate(self, window: dict[str, Any]) -> None:
         """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
@@ -150,6 +164,9 @@ class ExperienceReplayBuffer(ReplayContents):
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store one transition (or one per row when given ``StateArray`` batches)."""
         if state is None:
+            return
+        if self.n_step > 1:
+            self._store_rows(state, action, next_state)
             return
         if isinstance(state, StateArray):
             self._store_batch(state, action, next_state)
@@ -212,6 +229,33 @@ class ExperienceReplayBuffer(ReplayContents):
             "truncated": torch.stack([start, next_state.done & ~terminal], 1),
         })
 
+    def _store_rows(self, state: State, action: Any, next_state: State) -> None:
+        """``store`` of ``n_step`` windows: the step as a two-row segment of its streams (a
+        single environment is stream 0, a ``StateArray``'s rows streams 0, 1, ...), whose
+        windows ``_continue`` completes as later steps arrive."""
+        device = self.device
+        if isinstance(state, StateArray):
+            state, next_state = state.to(device), next_state.to(device)
+            action = torch.as_tensor(action, device=device)
+            ends = torch.stack([state.done, next_state.done])
+            terminal = torch.stack([state.mask, next_state.mask]) == 0
+            reward = torch.stack([state.reward, next_state.reward]).float()
+            obs = torch.stack([state.observation, next_state.observation])
+        else:
+            if state.done:
+                return
+            action = torch.as_tensor(action, device=device).unsqueeze(0)
+            flags = torch.tensor([[float(state.reward), float(next_state.reward)],
+                                  [False, bool(next_state.done)],
+                                  [False, float(next_state.mask) == 0]]).unsqueeze(-1)
+            reward, ends, terminal = flags[0], flags[1].bool(), flags[2].bool()
+            obs = torch.stack([torch.as_tensor(state.observation),
+                               torch.as_tensor(next_state.observation)]).unsqueeze(1)
+            reward, ends, terminal, obs = (x.to(device) for x in (reward, ends, terminal, obs))
+        rows = {"obs": obs, "action": torch.stack([action, torch.zeros_like(action)]),
+                "reward": reward, "done": ends & terminal, "truncated": ends & ~terminal}
+        self._continue(rows, list(range(len(action))))
+
     def write(self, items: dict[str, Any]) -> None:
         """Store windows given item-major (``{field: [k, rows, ...]}``, ``obs`` a tensor or a
         ``NamedArray``), overwriting the oldest."""
@@ -221,7 +265,9 @@ class ExperienceReplayBuffer(ReplayContents):
         if n > self.size:  # only the last `size` survive
             items = {key: value[n - self.size :] for key, value in items.items()}
             n = self.size
-        index = ((torch.arange(n) + self._pos) % self.size).to(self.device)
+        pos = self._pos
+        index = (slice(pos, pos + n) if pos + n <= self.size  # a slice: plain copies
+                 else ((torch.arange(n) + pos) % self.size).to(self.device))
         for key, value in items.items():
             self._storage[key][index] = value
         self._advance(n)
@@ -233,30 +279,70 @@ class ExperienceReplayBuffer(ReplayContents):
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
         """Store each training row of ``[T + 1, B]`` segments as an ``n_step`` window.
 
-        A window that would run past row ``T`` ends there: its last real row is marked
-        ``truncated`` (the stream is cut, so the target bootstraps from it) and repeated.
-        ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay keeps old
-        samples. Returns ``True``.
+        With ``sample.stream`` (the collector's segments carry it), a stream's windows span
+        its segments: the rows whose window runs past row ``T`` wait for the stream's next
+        segment, which starts with row ``T`` (a segment that does not continue its stream ends
+        them at their last row). Without it, a window that would run past row ``T`` ends
+        there: its last real row is marked ``truncated`` (the target bootstraps from it) and
+        repeated. ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay
+        keeps old samples. Returns ``True``.
         """
         sample = sample.to(self.device)
-        last, device = sample.reward.shape[0] - 1, sample.reward.device
-        rows = (torch.arange(last).unsqueeze(1) + torch.arange(self.n_step + 1)).to(device)
-        cut = (rows >= last) & (rows[:, -1:] > last)  # [T, n + 1]: windows past row T end there
-        rows = rows.clamp(max=last)
-        train = ~(sample.done[:-1].bool() | sample.truncated[:-1].bool())  # [T, B]
-
-        def windows(leaf: torch.Tensor) -> torch.Tensor:  # [T, n + 1, B, ...] -> [k, n + 1, ...]
-            return leaf[rows].transpose(1, 2)[train]
-
-        items = {"obs": _leaves(sample.obs, windows)}
+        rows = {"obs": sample.obs}
         for key in _FIELDS:
-            items[key] = windows(torch.as_tensor(getattr(sample, key)))
-        items["done"], items["truncated"] = items["done"].bool(), items["truncated"].bool()
-        ends = cut.unsqueeze(1).expand(-1, train.shape[1], -1)[train]
-        items["truncated"] |= ends & ~items["done"]
+            rows[key] = torch.as_tensor(getattr(sample, key))
+        rows["done"], rows["truncated"] = rows["done"].bool(), rows["truncated"].bool()
+        if self.n_step == 1 or sample.stream is None:
+            start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
+            self._write_windows(rows, start, cut=True)
+        else:
+            self._continue(rows, torch.as_tensor(sample.stream)[0].tolist())
+        return True
+
+    def _continue(self, rows: dict[str, Any], streams: list[int]) -> None:
+        """Window ``rows`` ``[T + 1, B]`` after the rows each of ``streams`` left waiting."""
+        n = self.n_step
+        if self._carry is None:  # each stream's last n rows, [n, streams, ...]
+            self._carry = _fields(rows, lambda x: x.new_zeros((n, 0, *x.shape[2:])))
+            self._waiting = torch.zeros(0, dtype=torch.long, device=self.device)
+            self._slots = {}
+        slots = self._slots_of(streams)
+        held = _fields(self._carry, lambda x: x[:, slots])
+        waiting = self._waiting[slots]
+        joint = waiting > 0  # columns whose row 0 is their held last row
+        if bool(joint.any()):
+            broke = joint & ~_same_rows(held["obs"], rows["obs"])
+            if bool(broke.any()):  # not the stream's next segment: its windows end there
+                self._write_windows(_fields(held, lambda x: x[:, broke]),
+                                    n - 1 - waiting[broke], cut=True)
+                waiting, joint = waiting.masked_fill(broke, 0), joint & ~broke
+            for key in ("reward", "done", "truncated"):  # what arrived with it: as held
+                rows[key] = torch.cat([torch.where(joint, held[key][-1], rows[key][0])[None],
+                                       rows[key][1:]])
+        rows = {key: _joined(held[key], value) for key, value in rows.items()}
+        self._waiting[slots] = self._write_windows(rows, n - 1 - waiting, cut=False)
+        for key, value in rows.items():
+            self._carry[key][:, slots] = _leaves(value, lambda x: x[-n:])
+
+    def _slots_of(self, streams: list[int]) -> torch.Tensor:
+        """The carry's slots of ``streams`` (a new stream gets an empty one)."""
+        index = self._slots
+        for stream in streams:
+            index.setdefault(stream, len(index))
+        if len(index) > len(self._waiting):  # room for twice as many streams
+            more = 2 * len(index) - len(self._waiting)
+            self._carry = _fields(self._carry, lambda x: torch.cat(
+                [x, x.new_zeros((x.shape[0], more, *x.shape[2:]))], 1))
+            self._waiting = torch.cat([self._waiting, self._waiting.new_zeros(more)])
+        return torch.tensor([index[stream] for stream in streams], device=self.device)
+
+    def _write_windows(self, rows: dict[str, Any], start: torch.Tensor, cut: bool
+                       ) -> torch.Tensor:
+        """Write the complete windows of ``rows`` (``n_step_windows``); return ``waiting``."""
+        items, waiting = n_step_windows(rows, start, self.n_step, cut)
         if len(items["reward"]):
             self.write(items)
-        return True
+        return waiting
 
     # -- sampling -------------------------------------------------------------------------
     def sample_indices(self, batch_size: int) -> torch.Tensor:
@@ -274,6 +360,78 @@ class ExperienceReplayBuffer(ReplayContents):
 
         fields = {key: _leaves(value, take) for key, value in self._storage.items()}
         return SampleBatch(**fields, weight=self.weights(index))
+
+
+def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
+                   ) -> tuple[dict[str, Any], torch.Tensor]:
+    """The ``n``-step windows of ``rows`` (``{field: [L, B, ...]}``: ``obs``, ``action``,
+    ``reward`` and bool ``done``/``truncated``), as ``ExperienceReplayBuffer.write`` takes them.
+
+    Row ``t`` of column ``b`` is a transition when ``start[b] <= t < L - 1`` and it ends no
+    episode; its window is rows ``t .. t + n`` (the target stops at the first episode end in
+    it). A window is complete when its ``n`` steps are there or its episode ends by row
+    ``L - 1``; with ``cut``, every window is: one running past row ``L - 1`` ends there, that
+    row marked ``truncated`` (bootstrapped from) and repeated.
+
+    Returns:
+        ``({field: [k, n + 1, ...]}, waiting)``: the complete windows and, per column, how
+        many of its last rows are transitions whose windows are not complete (``0`` with
+        ``cut``; they are the rows just before row ``L - 1``).
+    """
+    ended = rows["done"] | rows["truncated"]  # [L, B]
+    index, past, fits = _window_rows(ended.shape[0], n, ended.device)
+    moves = (index[:, :1] >= start) & ~ended[:-1]  # [L - 1, B]: transitions
+    if cut:
+        take, waiting = moves, torch.zeros_like(start)
+    else:
+        seen = ended.cumsum(0)  # an episode ends in rows t + 1 .. L - 1:
+        take = moves & (fits | (seen[-1] > seen[:-1]))
+        waiting = (moves & ~take).sum(0)
+
+    t, b = take.nonzero(as_tuple=True)
+    index, b = index[t], b.unsqueeze(1)  # [k, n + 1] rows of columns [k, 1]
+
+    def windows(leaf: torch.Tensor) -> torch.Tensor:  # [L, B, ...] -> [k, n + 1, ...]
+        return leaf[index, b]
+
+    items = {key: _leaves(value, windows) for key, value in rows.items()}
+    items["truncated"] |= past[t] & ~items["done"]
+    return items, waiting
+
+
+@functools.lru_cache(maxsize=64)
+def _window_rows(length: int, n: int, device: Any) -> tuple[torch.Tensor, ...]:
+    """For the windows of ``length`` rows: each one's rows ``[L - 1, n + 1]`` (clamped at row
+    ``L - 1``), which of them run past it ``[L - 1, n + 1]`` and whether its ``n`` steps
+    fit ``[L - 1, 1]``."""
+    last = length - 1
+    index = torch.arange(last, device=device).unsqueeze(1) + torch.arange(n + 1, device=device)
+    past = (index >= last) & (index[:, -1:] > last)
+    return index.clamp(max=last), past, index[:, -1:] <= last
+
+
+def _fields(rows: dict[str, Any], fn: Any) -> dict[str, Any]:
+    """``fn`` applied to every leaf of ``rows``."""
+    return {key: _leaves(value, fn) for key, value in rows.items()}
+
+
+def _joined(held: Any, rows: Any) -> Any:
+    """All but the last row of ``held``, then ``rows`` (along time)."""
+    if isinstance(rows, NamedArray):
+        return concat([held[:-1], rows])
+    return torch.cat([held[:-1], rows])
+
+
+def _same_rows(held: Any, rows: Any) -> torch.Tensor:
+    """Per column, whether the last row of ``held`` equals the first of ``rows`` (tensors or
+    ``NamedArray`` s)."""
+    pairs = (zip(leaves(held), leaves(rows), strict=True) if isinstance(rows, NamedArray)
+             else [(held, rows)])
+    same = None
+    for a, b in pairs:
+        equal = (a[-1] == b[0]).reshape(b.shape[1], -1).all(1)
+        same = equal if same is None else same & equal
+    return same
 
 
 def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:

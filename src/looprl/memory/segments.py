@@ -9,9 +9,11 @@ that ends an episode is followed by the first row of the next one.
 
 Every ``segment_length`` rows a stream completes a ``[segment_length + 1]`` segment, whose last
 row starts the next one (consecutive segments overlap by one row: the bootstrap row of one is
-row 0 of the next). With ``whole_episodes`` (VPG), a stream's rows make a segment only at the
-end of the episode that brings them to ``segment_length`` steps (rows that end an episode do
-not count), and its next segment starts with the next episode's first row.
+row 0 of the next); each segment's ``stream`` field numbers its streams, so that replay can
+join a stream's n-step windows across its segments. With ``whole_episodes`` (VPG), a stream's
+rows make a segment only at the end of the episode that brings them to ``segment_length``
+steps (rows that end an episode do not count), and its next segment starts with the next
+episode's first row.
 
 The rows live in preallocated ``[T + 1, streams]`` NumPy arrays, shaped after the first rows
 (doubled when whole episodes outgrow them); a step costs one write per field (a basic-index
@@ -49,12 +51,16 @@ class SegmentBuffer:
         segment_length: ``T`` of the ``[T + 1, B]`` segments.
         streams: how many streams write rows.
         whole_episodes: cut segments at episode ends only.
+        first_stream: the number of stream 0 in the segments' ``stream`` field (the Ray actors
+            that feed one trainer number their streams apart).
     """
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
     metrics: dict[str, Any] | None = None
+    first_stream = 0
 
-    def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False):
+    def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
+                 first_stream: int = 0):
         if segment_length < 1 or streams < 1:
             raise ValueError(f"segment_length and streams must be >= 1, got {segment_length}, "
                              f"{streams}")
@@ -65,6 +71,7 @@ class SegmentBuffer:
         self.t = np.zeros(streams, dtype=np.int64)  # rows of each stream's segment so far
         self._steps = np.zeros(streams, dtype=np.int64)  # of them, rows that end no episode
         self._all = np.arange(streams)
+        self.first_stream = first_stream
         self._aligned = True  # every stream is at the same row (basic-index writes)
         self._segments: list[SampleBatch] = []
 
@@ -117,21 +124,27 @@ class SegmentBuffer:
             if len(full) == len(self.t):  # every stream at once: plain copies
                 self._cut_all()
             elif len(full):
-                self._segments.append(self.rows[:, full])  # a copy (an index array)
+                self._add(self.rows[:, full], full)  # a copy (an index array)
                 self.rows[0, full] = self.rows[length, full]
                 self.t[full] = 1
             return
         self._steps[streams] += ~ended
         for s in streams[ended & (self._steps[streams] >= length)].tolist():
-            self._segments.append(self.rows[: self.t[s], [s]])
+            self._add(self.rows[: self.t[s], [s]], [s])
             self.t[s] = self._steps[s] = 0
             self._aligned = False
 
     def _cut_all(self) -> None:
         """Copy out the segment every stream just completed; its last row starts the next."""
-        self._segments.append(recursive_apply(self.rows, np.copy))
+        self._add(recursive_apply(self.rows, np.copy), self._all)
         self.rows[0] = self.rows[self.segment_length]
         self.t[:] = 1
+
+    def _add(self, segment: SampleBatch, streams: Any) -> None:
+        """Keep ``segment`` (a copy of rows) of ``streams``, numbered in its ``stream``."""
+        numbers = self.first_stream + np.asarray(streams)
+        segment.stream = np.repeat(numbers[None], len(segment.reward), 0)
+        self._segments.append(segment)
 
     def end_episodes(self, streams: np.ndarray) -> None:
         """The latest rows of ``streams`` end their episodes as truncated (a time limit cut

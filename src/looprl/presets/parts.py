@@ -29,7 +29,7 @@ from typing import Any
 from looprl.agents.dqn import UPDATES as Q_UPDATES
 from looprl.approximation import LinearScheduler
 from looprl.core.suggest import did_you_mean
-from looprl.memory import ExperienceReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
+from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
 __all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "beta_schedule", "check_parts",
@@ -94,13 +94,11 @@ def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float
     if name == "nstep":
         name, n_step = "uniform", hp["n_steps"]
     if name == "uniform":
-        buffer = ExperienceReplayBuffer(hp["replay_buffer_size"], device=device, n_step=n_step)
-    else:
-        buffer = PrioritizedReplayBuffer(
-            hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta_schedule(hp, train_steps),
-            device=device, n_step=n_step,
-        )
-    return NStepReplayBuffer(n_step, buffer) if n_step > 1 else buffer
+        return ExperienceReplayBuffer(hp["replay_buffer_size"], device=device, n_step=n_step)
+    return PrioritizedReplayBuffer(
+        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta_schedule(hp, train_steps),
+        device=device, n_step=n_step,
+    )
 
 
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:
