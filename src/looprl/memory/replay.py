@@ -9,18 +9,17 @@ Transitions out of a ``done`` state are skipped (the environment was reset and t
 discarded), as are stores with no previous state. ``put(segment)`` cuts the ``[T + 1, B]``
 segments of the collectors into windows, one per training row.
 
-``n_step > 1`` windows are cut in one place, ``n_step_windows``, for both ways in: ``store``
-adds each step as a two-row segment of its streams, and ``put`` joins the segments of each
-stream (``SampleBatch.stream``), keeping every stream's last ``n_step`` rows until its next
-segment completes their windows. A window is written once its ``n_step`` steps arrived, or
-its episode ended (Sutton, 1988; Rainbow, Hessel et al. 2018,
+``n_step > 1`` windows are cut in one place (``looprl.memory.windows``) for both ways in:
+``store`` adds each step as a two-row segment of its streams, and ``put`` joins the segments
+of each stream (``SampleBatch.stream``), keeping every stream's last ``n_step`` rows until its
+next segment completes their windows. A window is written once its ``n_step`` steps arrived,
+or its episode ended (Sutton, 1988; Rainbow, Hessel et al. 2018,
 https://arxiv.org/abs/1710.02298); trainers compute the n-step return from it
 (``looprl.agents.losses.n_step_bootstrap``).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,8 +28,8 @@ from typing import Any
 import torch
 
 from looprl.core import SampleBatch, State, StateArray
-from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
-from looprl.memory.segments import leaves
+from looprl.core.namedarray import as_numpy
+from looprl.memory.windows import fields, joined, leaves_of, n_step_windows, same_rows
 
 __all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", "transitions"]
 
@@ -121,11 +120,6 @@ def transitions(batch: SampleBatch) -> tuple:
     return states, batch.action[0], batch.reward[1], next_states, weights
 
 
-def _leaves(x: Any, fn: Any) -> Any:
-    """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
-    return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
-
-
 class ExperienceReplayBuffer(ReplayContents):
     """Uniform replay of transitions (see the module docstring).
 
@@ -158,7 +152,7 @@ class ExperienceReplayBuffer(ReplayContents):
             return torch.zeros((self.size, *leaf.shape), dtype=leaf.dtype,
                                device=self.device)
 
-        self._storage = {key: _leaves(value, empty) for key, value in window.items()}
+        self._storage = fields(window, empty)
 
     # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
@@ -303,26 +297,26 @@ class ExperienceReplayBuffer(ReplayContents):
         """Window ``rows`` ``[T + 1, B]`` after the rows each of ``streams`` left waiting."""
         n = self.n_step
         if self._carry is None:  # each stream's last n rows, [n, streams, ...]
-            self._carry = _fields(rows, lambda x: x.new_zeros((n, 0, *x.shape[2:])))
+            self._carry = fields(rows, lambda x: x.new_zeros((n, 0, *x.shape[2:])))
             self._waiting = torch.zeros(0, dtype=torch.long, device=self.device)
             self._slots = {}
         slots = self._slots_of(streams)
-        held = _fields(self._carry, lambda x: x[:, slots])
+        held = fields(self._carry, lambda x: x[:, slots])
         waiting = self._waiting[slots]
         joint = waiting > 0  # columns whose row 0 is their held last row
         if bool(joint.any()):
-            broke = joint & ~_same_rows(held["obs"], rows["obs"])
+            broke = joint & ~same_rows(held["obs"], rows["obs"])
             if bool(broke.any()):  # not the stream's next segment: its windows end there
-                self._write_windows(_fields(held, lambda x: x[:, broke]),
+                self._write_windows(fields(held, lambda x: x[:, broke]),
                                     n - 1 - waiting[broke], cut=True)
                 waiting, joint = waiting.masked_fill(broke, 0), joint & ~broke
             for key in ("reward", "done", "truncated"):  # what arrived with it: as held
                 rows[key] = torch.cat([torch.where(joint, held[key][-1], rows[key][0])[None],
                                        rows[key][1:]])
-        rows = {key: _joined(held[key], value) for key, value in rows.items()}
+        rows = {key: joined(held[key], value) for key, value in rows.items()}
         self._waiting[slots] = self._write_windows(rows, n - 1 - waiting, cut=False)
         for key, value in rows.items():
-            self._carry[key][:, slots] = _leaves(value, lambda x: x[-n:])
+            self._carry[key][:, slots] = leaves_of(value, lambda x: x[-n:])
 
     def _slots_of(self, streams: list[int]) -> torch.Tensor:
         """The carry's slots of ``streams`` (a new stream gets an empty one)."""
@@ -331,7 +325,7 @@ class ExperienceReplayBuffer(ReplayContents):
             index.setdefault(stream, len(index))
         if len(index) > len(self._waiting):  # room for twice as many streams
             more = 2 * len(index) - len(self._waiting)
-            self._carry = _fields(self._carry, lambda x: torch.cat(
+            self._carry = fields(self._carry, lambda x: torch.cat(
                 [x, x.new_zeros((x.shape[0], more, *x.shape[2:]))], 1))
             self._waiting = torch.cat([self._waiting, self._waiting.new_zeros(more)])
         return torch.tensor([index[stream] for stream in streams], device=self.device)
@@ -358,80 +352,7 @@ class ExperienceReplayBuffer(ReplayContents):
         def take(leaf: torch.Tensor) -> torch.Tensor:  # index_select: cheaper on small batches
             return leaf.index_select(0, rows).transpose(0, 1)
 
-        fields = {key: _leaves(value, take) for key, value in self._storage.items()}
-        return SampleBatch(**fields, weight=self.weights(index))
-
-
-def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
-                   ) -> tuple[dict[str, Any], torch.Tensor]:
-    """The ``n``-step windows of ``rows`` (``{field: [L, B, ...]}``: ``obs``, ``action``,
-    ``reward`` and bool ``done``/``truncated``), as ``ExperienceReplayBuffer.write`` takes them.
-
-    Row ``t`` of column ``b`` is a transition when ``start[b] <= t < L - 1`` and it ends no
-    episode; its window is rows ``t .. t + n`` (the target stops at the first episode end in
-    it). A window is complete when its ``n`` steps are there or its episode ends by row
-    ``L - 1``; with ``cut``, every window is: one running past row ``L - 1`` ends there, that
-    row marked ``truncated`` (bootstrapped from) and repeated.
-
-    Returns:
-        ``({field: [k, n + 1, ...]}, waiting)``: the complete windows and, per column, how
-        many of its last rows are transitions whose windows are not complete (``0`` with
-        ``cut``; they are the rows just before row ``L - 1``).
-    """
-    ended = rows["done"] | rows["truncated"]  # [L, B]
-    index, past, fits = _window_rows(ended.shape[0], n, ended.device)
-    moves = (index[:, :1] >= start) & ~ended[:-1]  # [L - 1, B]: transitions
-    if cut:
-        take, waiting = moves, torch.zeros_like(start)
-    else:
-        seen = ended.cumsum(0)  # an episode ends in rows t + 1 .. L - 1:
-        take = moves & (fits | (seen[-1] > seen[:-1]))
-        waiting = (moves & ~take).sum(0)
-
-    t, b = take.nonzero(as_tuple=True)
-    index, b = index[t], b.unsqueeze(1)  # [k, n + 1] rows of columns [k, 1]
-
-    def windows(leaf: torch.Tensor) -> torch.Tensor:  # [L, B, ...] -> [k, n + 1, ...]
-        return leaf[index, b]
-
-    items = {key: _leaves(value, windows) for key, value in rows.items()}
-    items["truncated"] |= past[t] & ~items["done"]
-    return items, waiting
-
-
-@functools.lru_cache(maxsize=64)
-def _window_rows(length: int, n: int, device: Any) -> tuple[torch.Tensor, ...]:
-    """For the windows of ``length`` rows: each one's rows ``[L - 1, n + 1]`` (clamped at row
-    ``L - 1``), which of them run past it ``[L - 1, n + 1]`` and whether its ``n`` steps
-    fit ``[L - 1, 1]``."""
-    last = length - 1
-    index = torch.arange(last, device=device).unsqueeze(1) + torch.arange(n + 1, device=device)
-    past = (index >= last) & (index[:, -1:] > last)
-    return index.clamp(max=last), past, index[:, -1:] <= last
-
-
-def _fields(rows: dict[str, Any], fn: Any) -> dict[str, Any]:
-    """``fn`` applied to every leaf of ``rows``."""
-    return {key: _leaves(value, fn) for key, value in rows.items()}
-
-
-def _joined(held: Any, rows: Any) -> Any:
-    """All but the last row of ``held``, then ``rows`` (along time)."""
-    if isinstance(rows, NamedArray):
-        return concat([held[:-1], rows])
-    return torch.cat([held[:-1], rows])
-
-
-def _same_rows(held: Any, rows: Any) -> torch.Tensor:
-    """Per column, whether the last row of ``held`` equals the first of ``rows`` (tensors or
-    ``NamedArray`` s)."""
-    pairs = (zip(leaves(held), leaves(rows), strict=True) if isinstance(rows, NamedArray)
-             else [(held, rows)])
-    same = None
-    for a, b in pairs:
-        equal = (a[-1] == b[0]).reshape(b.shape[1], -1).all(1)
-        same = equal if same is None else same & equal
-    return same
+        return SampleBatch(**fields(self._storage, take), weight=self.weights(index))
 
 
 def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:

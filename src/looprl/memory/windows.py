@@ -1,0 +1,95 @@
+"""N-step windows: the rows ``t .. t + n`` of a stream that one replay item holds.
+
+``n_step_windows`` cuts them out of time-major rows, for both ways into
+``ExperienceReplayBuffer`` (``store`` and ``put``); the helpers work on ``{field: rows}``
+dicts whose ``obs`` is a tensor or a ``NamedArray`` of them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from looprl.core.namedarray import NamedArray, concat, recursive_apply
+from looprl.memory.segments import leaves
+
+__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows"]
+
+
+def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
+                   ) -> tuple[dict[str, Any], torch.Tensor]:
+    """The ``n``-step windows of ``rows`` (``{field: [L, B, ...]}``: ``obs``, ``action``,
+    ``reward`` and bool ``done``/``truncated``), as ``ExperienceReplayBuffer.write`` takes them.
+
+    Row ``t`` of column ``b`` is a transition when ``start[b] <= t < L - 1`` and it ends no
+    episode; its window is rows ``t .. t + n`` (the target stops at the first episode end in
+    it). A window is complete when its ``n`` steps are there or its episode ends by row
+    ``L - 1``; with ``cut``, every window is: one running past row ``L - 1`` ends there, that
+    row marked ``truncated`` (bootstrapped from) and repeated.
+
+    Returns:
+        ``({field: [k, n + 1, ...]}, waiting)``: the complete windows and, per column, how
+        many of its last rows are transitions whose windows are not complete (``0`` with
+        ``cut``; they are the rows just before row ``L - 1``).
+    """
+    ended = rows["done"] | rows["truncated"]  # [L, B]
+    index, past, fits = _window_rows(ended.shape[0], n, ended.device)
+    moves = (index[:, :1] >= start) & ~ended[:-1]  # [L - 1, B]: transitions
+    if cut:
+        take, waiting = moves, torch.zeros_like(start)
+    else:
+        seen = ended.cumsum(0)  # an episode ends in rows t + 1 .. L - 1:
+        take = moves & (fits | (seen[-1] > seen[:-1]))
+        waiting = (moves & ~take).sum(0)
+
+    t, b = take.nonzero(as_tuple=True)
+    index, b = index[t], b.unsqueeze(1)  # [k, n + 1] rows of columns [k, 1]
+
+    def windows(leaf: torch.Tensor) -> torch.Tensor:  # [L, B, ...] -> [k, n + 1, ...]
+        return leaf[index, b]
+
+    items = {key: leaves_of(value, windows) for key, value in rows.items()}
+    items["truncated"] |= past[t] & ~items["done"]
+    return items, waiting
+
+
+@functools.lru_cache(maxsize=64)
+def _window_rows(length: int, n: int, device: Any) -> tuple[torch.Tensor, ...]:
+    """For the windows of ``length`` rows: each one's rows ``[L - 1, n + 1]`` (clamped at row
+    ``L - 1``), which of them run past it ``[L - 1, n + 1]`` and whether its ``n`` steps
+    fit ``[L - 1, 1]``."""
+    last = length - 1
+    index = torch.arange(last, device=device).unsqueeze(1) + torch.arange(n + 1, device=device)
+    past = (index >= last) & (index[:, -1:] > last)
+    return index.clamp(max=last), past, index[:, -1:] <= last
+
+
+def fields(rows: dict[str, Any], fn: Any) -> dict[str, Any]:
+    """``fn`` applied to every leaf of ``rows``."""
+    return {key: leaves_of(value, fn) for key, value in rows.items()}
+
+
+def joined(held: Any, rows: Any) -> Any:
+    """All but the last row of ``held``, then ``rows`` (along time)."""
+    if isinstance(rows, NamedArray):
+        return concat([held[:-1], rows])
+    return torch.cat([held[:-1], rows])
+
+
+def same_rows(held: Any, rows: Any) -> torch.Tensor:
+    """Per column, whether the last row of ``held`` equals the first of ``rows`` (tensors or
+    ``NamedArray`` s)."""
+    pairs = (zip(leaves(held), leaves(rows), strict=True) if isinstance(rows, NamedArray)
+             else [(held, rows)])
+    same = None
+    for a, b in pairs:
+        equal = (a[-1] == b[0]).reshape(b.shape[1], -1).all(1)
+        same = equal if same is None else same & equal
+    return same
+
+
+def leaves_of(x: Any, fn: Any) -> Any:
+    """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
+    return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
