@@ -94,6 +94,32 @@ def test_parallel_streams_match_the_pure_n_step_return() -> None:
     assert (5, 0) not in written and (7, 1) not in written and (5, 2) in written
 
 
+def test_every_read_sees_each_window_once_its_steps_arrived() -> None:
+    """``store`` gathers steps and windows them in chunks; a read (``len``, sampling) sees
+    exactly the windows complete so far, over chunks, episode ends and new episodes that do
+    not start where the last one stopped."""
+    n, buffer = 3, ExperienceReplayBuffer(1000, n_step=3)
+    generator = torch.Generator().manual_seed(0)
+    finished, running, obs = 0, 0, 0.0  # windows of ended episodes; steps of this one
+    state = _s(obs)
+    for step in range(200):
+        obs += 1
+        end = bool(torch.rand(1, generator=generator) < 0.08)
+        terminal = end and bool(torch.rand(1, generator=generator) < 0.5)
+        next_state = _s(obs, reward=1.0, done=end, mask=0.0 if terminal else 1.0)
+        buffer.store(state, 0, next_state)
+        running += 1
+        if end:  # every window of the episode is complete
+            finished, running = finished + running, 0
+            obs += 100  # the next episode starts elsewhere
+            state = _s(obs)
+        else:  # the windows of the steps n or more steps back
+            state = next_state
+        if step % 7 == 6:  # (a read windows what store gathered: not at every step)
+            assert len(buffer) == finished + max(0, running - n + 1)
+    assert len(buffer) > 150
+
+
 def test_prioritized_n_step_store_and_priorities() -> None:
     buffer = PrioritizedReplayBuffer(10, alpha=1.0, epsilon=0.0, n_step=2)
     for t in range(3):
@@ -205,6 +231,13 @@ def test_a_pickled_buffer_goes_on_joining_its_streams() -> None:
         if i == 2:
             restored = pickle.loads(pickle.dumps(restored))
     assert _windows(restored) == _windows(whole)
+
+
+def test_stream_numbers_of_the_wrong_shape_are_one_line() -> None:
+    segment = _segments(_steps(rows=2, steps=4, seed=0), 4)[0]
+    segment.stream = torch.tensor([3, 4])  # one number per column, not per row and column
+    with pytest.raises(ValueError, match=r"stream has shape \(2,\); it numbers each column"):
+        ExperienceReplayBuffer(100, n_step=2).put(segment)
 
 
 def test_invalid_n() -> None:

@@ -38,6 +38,9 @@ _SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=Tr
 #: The fields of a stored window besides ``obs``.
 _FIELDS = ("action", "reward", "done", "truncated")
 
+#: The most steps ``store`` gathers before it windows them (n-step replay).
+_STORE_CHUNK = 32
+
 
 @contextmanager
 def replay_contents_saved(saved: bool) -> Iterator[None]:
@@ -134,16 +137,18 @@ class ExperienceReplayBuffer(ReplayContents):
     _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
     _views_of: dict[str, Any] | None = None
     _storage: dict[str, Any] | None
-    _carry: dict[str, Any] | None = None  # (buffers pickled before there was one)
+    _carry: dict[str, Any] | None = None  # (buffers pickled before there were these two)
+    _steps: Any = ()
 
     def __len__(self) -> int:
+        self._flush()
         return self._len
 
     def _empty_contents(self) -> dict[str, Any]:
         # the carry: each stream's last n_step rows, [slots, n_step, ...], and how many of
         # them wait for their windows (``put`` with streams, ``store`` with n_step > 1)
         return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
-                "_slots": {}}
+                "_slots": {}, "_steps": []}
 
     def _allocate(self, window: dict[str, Any]) -> None:
         """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
@@ -200,6 +205,7 @@ class ExperienceReplayBuffer(ReplayContents):
         return self._views
 
     def __getstate__(self) -> dict[str, Any]:
+        self._flush()
         state = super().__getstate__()
         state.pop("_views", None)  # views of the tensors: a copy would write elsewhere
         state.pop("_views_of", None)
@@ -224,31 +230,46 @@ class ExperienceReplayBuffer(ReplayContents):
         })
 
     def _store_rows(self, state: State, action: Any, next_state: State) -> None:
-        """``store`` of ``n_step`` windows: the step as a two-row segment of its streams (a
-        single environment is stream 0, a ``StateArray``'s rows streams 0, 1, ...), whose
-        windows ``_continue`` completes as later steps arrive."""
+        """``store`` of ``n_step`` windows: the steps of a single environment (stream 0) or of
+        a ``StateArray``'s rows (streams 0, 1, ...) are gathered, up to ``_STORE_CHUNK`` of
+        them, and windowed together as one segment (``_flush``; every read flushes first, so
+        the buffer holds the same windows as if each step were windowed at once)."""
         device = self.device
         if isinstance(state, StateArray):
             state, next_state = state.to(device), next_state.to(device)
             action = torch.as_tensor(action, device=device)
-            ends = torch.stack([state.done, next_state.done])
-            terminal = torch.stack([state.mask, next_state.mask]) == 0
-            reward = torch.stack([state.reward, next_state.reward]).float()
-            obs = torch.stack([state.observation, next_state.observation])
+            rows = [(s.observation, s.reward.float(), s.done, s.mask == 0)
+                    for s in (state, next_state)]
         else:
             if state.done:
                 return
             action = torch.as_tensor(action, device=device).unsqueeze(0)
-            flags = torch.tensor([[float(state.reward), float(next_state.reward)],
-                                  [False, bool(next_state.done)],
-                                  [False, float(next_state.mask) == 0]]).unsqueeze(-1)
-            reward, ends, terminal = flags[0], flags[1].bool(), flags[2].bool()
-            obs = torch.stack([torch.as_tensor(state.observation),
-                               torch.as_tensor(next_state.observation)]).unsqueeze(1)
-            reward, ends, terminal, obs = (x.to(device) for x in (reward, ends, terminal, obs))
-        rows = {"obs": obs, "action": torch.stack([action, torch.zeros_like(action)]),
-                "reward": reward, "done": ends & terminal, "truncated": ends & ~terminal}
-        self._continue(rows, list(range(len(action))))
+            flags = torch.tensor([[float(state.reward), False, False],
+                                  [float(next_state.reward), bool(next_state.done),
+                                   float(next_state.mask) == 0]], device=device).unsqueeze(-1)
+            rows = [(torch.as_tensor(s.observation, device=device).unsqueeze(0), flag[0],
+                     flag[1].bool(), flag[2].bool())
+                    for s, flag in ((state, flags[0]), (next_state, flags[1]))]
+        steps = self._steps
+        if steps and not torch.equal(steps[-1][1][0], rows[0][0]):  # not where they stopped
+            self._flush()
+        if not steps:
+            steps.append((None, rows[0]))
+        steps.append((action, rows[1]))
+        if len(steps) > _STORE_CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Window the steps ``store`` gathered (``_store_rows``)."""
+        steps = self._steps
+        if not steps:
+            return
+        actions = [action for action, _ in steps[1:]]
+        obs, reward, ends, terminal = (torch.stack(x) for x in zip(*(row for _, row in steps)))
+        steps.clear()
+        self._continue({"obs": obs, "action": torch.stack([*actions, torch.zeros_like(actions[0])]),
+                        "reward": reward, "done": ends & terminal, "truncated": ends & ~terminal},
+                       list(range(len(actions[0]))))
 
     def write(self, items: dict[str, Any]) -> None:
         """Store windows given item-major (``{field: [k, rows, ...]}``, ``obs`` a tensor or a
@@ -281,6 +302,7 @@ class ExperienceReplayBuffer(ReplayContents):
         repeated. ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay
         keeps old samples. Returns ``True``.
         """
+        self._flush()
         sample = sample.to(self.device)
         rows = {"obs": sample.obs}
         for key in _FIELDS:
@@ -290,7 +312,12 @@ class ExperienceReplayBuffer(ReplayContents):
             start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
             self._write_windows(rows, start, cut=True)
         else:
-            self._continue(rows, torch.as_tensor(sample.stream)[0].tolist())
+            stream = torch.as_tensor(sample.stream)
+            if stream.shape != rows["reward"].shape:
+                raise ValueError(f"SampleBatch.stream has shape {tuple(stream.shape)}; it numbers "
+                                 f"each column's stream at every row, like reward's "
+                                 f"{tuple(rows['reward'].shape)}")
+            self._continue(rows, stream[0].tolist())
         return True
 
     def _continue(self, rows: dict[str, Any], streams: list[int]) -> None:
@@ -341,7 +368,7 @@ class ExperienceReplayBuffer(ReplayContents):
     # -- sampling -------------------------------------------------------------------------
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform indices of stored transitions."""
-        if self._len == 0:
+        if len(self) == 0:
             raise RuntimeError("Cannot sample from an empty replay buffer")
         return torch.randint(0, self._len, (batch_size,), generator=self.generator)
 
