@@ -89,6 +89,24 @@ def test_a_checkpoint_of_a_class_since_removed_is_one_line(tmp_path: Path, monke
     _one_line(error, "written by another version of looprl", "Retired", "start the run anew")
 
 
+def test_a_checkpoint_of_a_module_since_removed_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    """As checkpoints of n-step runs that hold a ``looprl.memory.nstep.NStepReplayBuffer``."""
+    import sys
+    import types
+
+    module = types.ModuleType("looprl.memory.retired")
+    Retired.__module__, Retired.__qualname__ = module.__name__, "Retired"
+    module.Retired = Retired
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    old = tmp_path / "checkpoint.pt"
+    torch.save({"buffer": Retired()}, old)
+    monkeypatch.delitem(sys.modules, module.__name__)
+    with pytest.raises(ValueError) as error:
+        load_file(old, "checkpoint", "start the run anew")
+    _one_line(error, "written by another version of looprl", "'looprl.memory.retired'",
+              "start the run anew")
+
+
 def test_a_file_as_log_directory_is_one_line(tmp_path: Path) -> None:
     logdir = tmp_path / "a_file"
     logdir.write_text("")

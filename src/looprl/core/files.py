@@ -24,8 +24,8 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
     Raises:
         FileNotFoundError: there is no file at ``path``.
         ModuleNotFoundError: it needs a module that is not importable here (named).
-        ValueError: it holds CUDA tensors and there is no GPU, it refers to a class this
-            looprl lacks, or it is truncated, corrupted or not looprl's.
+        ValueError: it holds CUDA tensors and there is no GPU, it refers to a class or module
+            this looprl lacks, or it is truncated, corrupted or not looprl's.
     """
     path = Path(path)
     if not path.is_file():
@@ -33,6 +33,10 @@ def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None
     try:
         return torch.load(path, weights_only=False, map_location=map_location)
     except ModuleNotFoundError as error:
+        if (error.name or "").startswith("looprl."):  # as ``looprl.memory.nstep`` went
+            raise ValueError(f"{path} holds a {what} written by another version of looprl: "
+                             f"its module {error.name!r} was removed or renamed since; "
+                             f"{remedy}") from None
         raise ModuleNotFoundError(f"{path} holds a {what} that needs the module "
                                   f"{error.name!r}, which is not importable here: install it, "
                                   "or run from the directory that holds it") from None
