@@ -10,11 +10,11 @@ discarded), as are stores with no previous state. ``put(segment)`` cuts the ``[T
 segments of the collectors into windows, one per training row.
 
 ``n_step > 1`` windows are cut in one place (``looprl.memory.windows``) for both ways in:
-``store`` adds each step as a two-row segment of its streams, and ``put`` joins the segments
-of each stream (``SampleBatch.stream``), keeping every stream's last ``n_step`` rows until its
-next segment completes their windows. A window is written once its ``n_step`` steps arrived,
-or its episode ended (Sutton, 1988; Rainbow, Hessel et al. 2018,
-https://arxiv.org/abs/1710.02298); trainers compute the n-step return from it
+``store`` gathers the steps of its streams into segments (windowed before anything reads the
+buffer), and ``put`` joins the segments of each stream (``SampleBatch.stream``), keeping every
+stream's last ``n_step`` rows until its next segment completes their windows. A window is
+written once its ``n_step`` steps arrived, or its episode ended (Sutton, 1988; Rainbow, Hessel
+et al. 2018, https://arxiv.org/abs/1710.02298); trainers compute the n-step return from it
 (``looprl.agents.losses.n_step_bootstrap``).
 """
 
@@ -145,8 +145,8 @@ class ExperienceReplayBuffer(ReplayContents):
         return self._len
 
     def _empty_contents(self) -> dict[str, Any]:
-        # the carry: each stream's last n_step rows, [slots, n_step, ...], and how many of
-        # them wait for their windows (``put`` with streams, ``store`` with n_step > 1)
+        # _carry: each stream's last n_step rows, [n_step, slots, ...]; _waiting: how many of
+        # them wait for their windows; _steps: what store gathered (n_step > 1)
         return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
                 "_slots": {}, "_steps": []}
 

@@ -50,7 +50,7 @@ def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
     def windows(leaf: torch.Tensor) -> torch.Tensor:  # [L, B, ...] -> [k, n + 1, ...]
         return leaf[index, b]
 
-    items = {key: leaves_of(value, windows) for key, value in rows.items()}
+    items = fields(rows, windows)
     items["truncated"] |= past[t] & ~items["done"]
     return items, waiting
 
