@@ -138,6 +138,18 @@ def test_batch_store_wraps_around() -> None:
     assert torch.equal(states.observation[:, 0], torch.tensor([7.0, 1.0, 2.0, 7.0]))
 
 
+def test_stores_of_batches_and_of_single_states_keep_their_order() -> None:
+    """``StateArray`` steps are gathered and windowed later; a single state's store writes
+    them first, so that the ring holds transitions in the order they came."""
+    buffer = ExperienceReplayBuffer(10)
+    state = StateArray({"observation": torch.full((2, 2), 7.0)}, (2,))
+    buffer.store(state, torch.tensor([1, 1]), StateArray({"observation": torch.full((2, 2), 8.0)},
+                                                         (2,)))
+    _fill(buffer, 2)
+    states = transitions(buffer.gather(torch.arange(4)))[0]
+    assert torch.equal(states.observation[:, 0], torch.tensor([7.0, 7.0, 0.0, 1.0]))
+
+
 def test_invalid_size_and_empty_sample() -> None:
     with pytest.raises(ValueError):
         ExperienceReplayBuffer(0)

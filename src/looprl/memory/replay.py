@@ -164,14 +164,12 @@ class ExperienceReplayBuffer(ReplayContents):
         """Store one transition (or one per row when given ``StateArray`` batches)."""
         if state is None:
             return
-        if self.n_step > 1:
+        if self.n_step > 1 or isinstance(state, StateArray):
             self._store_rows(state, action, next_state)
-            return
-        if isinstance(state, StateArray):
-            self._store_batch(state, action, next_state)
             return
         if state.done:
             return
+        self._flush()  # (steps of StateArrays stored before, in the order they came)
         action = torch.as_tensor(action)
         if self._storage is None:
             self._allocate(_window_example(state.observation, action))
@@ -211,29 +209,12 @@ class ExperienceReplayBuffer(ReplayContents):
         state.pop("_views_of", None)
         return state
 
-    def _store_batch(self, state: StateArray, action: Any, next_state: StateArray) -> None:
-        keep = ~state.done
-        if not bool(keep.any()):
-            return
-        device = self.device
-        state, next_state = state[keep].to(device), next_state[keep].to(device)
-        action = torch.as_tensor(action, device=keep.device)[keep].to(device)
-        terminal = next_state.mask == 0
-        start = torch.zeros_like(terminal)
-        self.write({
-            "obs": torch.stack([state.observation, next_state.observation], 1),
-            "action": torch.stack([action, torch.zeros_like(action)], 1),
-            "reward": torch.stack([torch.zeros_like(next_state.reward).float(),
-                                   next_state.reward.float()], 1),
-            "done": torch.stack([start, terminal], 1),
-            "truncated": torch.stack([start, next_state.done & ~terminal], 1),
-        })
-
     def _store_rows(self, state: State, action: Any, next_state: State) -> None:
-        """``store`` of ``n_step`` windows: the steps of a single environment (stream 0) or of
-        a ``StateArray``'s rows (streams 0, 1, ...) are gathered, up to ``_STORE_CHUNK`` of
-        them, and windowed together as one segment (``_flush``; every read flushes first, so
-        the buffer holds the same windows as if each step were windowed at once)."""
+        """``store`` of ``StateArray`` steps, or of ``n_step > 1`` windows: the steps of a
+        single environment (stream 0) or of a ``StateArray``'s rows (streams 0, 1, ...) are
+        gathered, up to ``_STORE_CHUNK`` of them, and windowed together as one segment
+        (``_flush``; every read flushes first, so the buffer holds the same windows as if each
+        step were windowed at once). A row whose ``state`` is ``done`` is no transition."""
         device = self.device
         if isinstance(state, StateArray):
             state, next_state = state.to(device), next_state.to(device)
