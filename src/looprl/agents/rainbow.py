@@ -8,7 +8,7 @@ extension      where it lives                                switch (classic-con
 double Q       ``DQNTrainer(double_q=True)``, ``C51Trainer`` ``double``
 dueling        ``nn.Dueling`` / ``nn.CategoricalDueling``    ``dueling``
 noisy nets     ``nn.NoisyFactorizedLinear`` (epsilon = 0)    ``noisy``
-n-step         replay's ``n_step`` windows + ``n_step``      ``n_steps`` (1 = off)
+n-step         replay and trainer ``n_step``                 ``n_steps`` (1 = off)
 prioritized    ``memory.PrioritizedReplayBuffer``            ``prioritized``
 distributional ``QDist`` + ``C51Trainer``                    ``distributional``
 ============== ============================================= =============================

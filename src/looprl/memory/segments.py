@@ -57,7 +57,7 @@ class SegmentBuffer:
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
     metrics: dict[str, Any] | None = None
-    first_stream = 0
+    first_stream = 0  # (buffers pickled before there was one)
 
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
                  first_stream: int = 0):
