@@ -3,6 +3,7 @@ n-step returns from the ring and PrioritizedAtariReplayBuffer."""
 
 from __future__ import annotations
 
+import pickle
 import random
 from typing import Any
 
@@ -12,7 +13,7 @@ import torch
 
 from helpers import as_transitions
 from looprl.approximation import LinearScheduler
-from looprl.core import State, StateArray
+from looprl.core import SampleBatch, State, StateArray
 from looprl.environments.bodies import EpisodicLife
 from looprl.memory import (
     AtariReplayBuffer,
@@ -143,13 +144,13 @@ def test_sampling_is_reproducible_and_validated() -> None:
 
 
 
-def _stream(steps: int, seed: int) -> list[tuple]:
+def _stream(steps: int, seed: int, first_frame: int = 0) -> list[tuple]:
     """``(previous, action, state)`` as ``DQN.act`` stores them, action ``i`` at step ``i``:
     random rewards, terminations (mask 0), truncations (mask 1) and EpisodicLife-like life
     losses (done, mask 0, but the frames go on into the next agent episode). Every frame is
-    unique: a counter written in two bytes."""
+    unique: a counter (from ``first_frame``) written in two bytes."""
     rng = random.Random(seed)
-    counter = 0
+    counter = first_frame
 
     def frame() -> torch.Tensor:
         nonlocal counter
@@ -416,25 +417,53 @@ def test_a_pickled_buffer_goes_on_storing_into_its_own_storage(kind: type) -> No
     assert rewards.tolist() == [1.0] * 8 and next_states.done.sum() == 2
 
 
-def _segments(steps: int, rows: int, seed: int) -> list:
-    """``_stream``'s rows (action ``i`` at row ``i``) cut as ``EnvRunner`` cuts them, into
-    ``[rows, 2]`` segments of two streams (consecutive segments share a row)."""
-    from looprl.core import SampleBatch
+def _column(states: list[State], first_action: int) -> dict[str, torch.Tensor]:
+    """A segment column ``[L]`` of consecutive states, actions ``first_action`` on."""
+    terminal = torch.tensor([bool(s.done) and float(s.mask) == 0 for s in states])
+    ended = torch.tensor([bool(s.done) for s in states])
+    return {"obs": torch.stack([s.observation for s in states]),
+            "action": torch.arange(first_action, first_action + len(states)),
+            "reward": torch.tensor([float(s.reward) for s in states]),
+            "done": terminal, "truncated": ended & ~terminal}
 
-    states = [state for _, _, state in _stream(steps, seed)]
-    cuts = [states[i : i + rows] for i in range(0, len(states) - rows + 1, rows - 1)]
 
-    def column(part: list, start: int) -> dict:
-        terminal = torch.tensor([bool(s.done) and float(s.mask) == 0 for s in part])
-        ended = torch.tensor([bool(s.done) for s in part])
-        return {"obs": torch.stack([s.observation for s in part]),
-                "action": torch.arange(start, start + len(part)),
-                "reward": torch.tensor([float(s.reward) for s in part]),
-                "done": terminal, "truncated": ended & ~terminal}
+def _segment(columns: list[dict[str, torch.Tensor]], streams: list[int]) -> SampleBatch:
+    """``columns`` side by side, numbered ``streams``."""
+    stream = torch.tensor(streams).expand(len(columns[0]["reward"]), -1)
+    return SampleBatch(**{key: torch.stack([c[key] for c in columns], 1) for key in columns[0]},
+                       stream=stream)
 
-    columns = [column(part, i * (rows - 1)) for i, part in enumerate(cuts)]
-    return [SampleBatch(**{key: torch.stack([a[key], b[key]], 1) for key in a})
-            for a, b in zip(columns[::2], columns[1::2], strict=False)]
+
+def _stream_segments(steps: int, length: int, seed: int, streams: int = 2
+                     ) -> tuple[list[SampleBatch], list[list[tuple]]]:
+    """``streams`` streams of ``_stream`` (frames of their own; action ``1000 s + i`` at step
+    ``i`` of stream ``s``) cut as ``SegmentBuffer`` cuts them, into ``[length + 1, streams]``
+    segments numbered in ``stream`` (a stream's consecutive segments share a row), and the
+    steps these segments hold, per stream, as ``store`` takes them."""
+    played = [_stream(steps, seed + s, first_frame=2000 * s) for s in range(streams)]
+    last = length * ((steps - 1) // length)  # the segments' last row
+    segments = [_segment([_column([state for _, _, state in p[t : t + length + 1]], 1000 * s + t)
+                          for s, p in enumerate(played)], list(range(streams)))
+                for t in range(0, last, length)]
+    stored = [[(previous, 1000 * s + action, state) for previous, action, state in p[: last + 1]]
+              for s, p in enumerate(played)]
+    return segments, stored
+
+
+def _windows(buffer: AtariReplayBuffer | ExperienceReplayBuffer) -> dict[int, tuple]:
+    """Each sampleable window's transition by its action (which names it)."""
+    if isinstance(buffer, AtariReplayBuffer):
+        states, actions, returns, next_states, _ = _ready(buffer)
+    else:
+        states, actions, returns, next_states, _ = as_transitions(
+            buffer.gather(torch.arange(len(buffer))), GAMMA)
+    discount = next_states["discount"] if buffer.n_step > 1 else torch.full_like(returns, GAMMA)
+    windows = {int(a): (states.observation[i].tolist(), round(float(returns[i]), 5),
+                        next_states.observation[i].tolist(), float(next_states.mask[i]),
+                        bool(next_states.done[i]), float(discount[i]))
+               for i, a in enumerate(actions)}
+    assert len(windows) == len(actions) == len(buffer)  # each transition once
+    return windows
 
 
 @pytest.mark.parametrize("n_step", [1, 3])
@@ -443,22 +472,110 @@ def test_put_stores_segments_as_the_replay_of_the_distributed_runtime_does(
     kind: type, n_step: int
 ) -> None:
     """``put`` (the trainer worker's path) stores the windows ``ExperienceReplayBuffer.put``
-    cuts from the same segments (one per row that is not an episode end; an n-step window
-    ends at its segment's last row), keeping each frame once."""
+    cuts from the same segments (one per row that is not an episode end), keeping each frame
+    once."""
     buffer, reference = kind(1000, n_step=n_step), ExperienceReplayBuffer(1000, n_step=n_step)
-    segments = _segments(300, rows=9, seed=n_step)
+    segments, _ = _stream_segments(150, length=16, seed=n_step)
     for segment in segments:
         assert buffer.put(segment) and reference.put(segment)
     assert buffer.skipped == 0 and len(buffer) == len(reference) > 200
     assert buffer._filled < 2 * len(buffer)  # frames, not stacks of them
-    ours, theirs = _ready(buffer), as_transitions(reference.gather(torch.arange(len(reference))),
-                                                  GAMMA)
-    row_of = {i: row for row, i in enumerate(theirs[1].tolist())}
-    assert sorted(ours[1].tolist()) == sorted(row_of)
-    for row, i in enumerate(ours[1].tolist()):
-        other = row_of[i]
-        assert torch.equal(ours[0].observation[row], theirs[0].observation[other])
-        for name in ("observation", "mask", "done", "reward"):
-            assert torch.equal(ours[3][name][row], theirs[3][name][other]), name
-        if n_step > 1:
-            assert ours[3]["discount"][row] == theirs[3]["discount"][other]
+    assert _windows(buffer) == _windows(reference)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("length", [1, 2, 7])
+def test_put_joins_a_streams_segments_into_the_windows_store_makes(n: int, length: int) -> None:
+    """The segments of streams give the windows ``ExperienceReplayBuffer.put`` joins from
+    them and that storing each stream's steps one by one gives: none is cut at a segment's
+    end (the waiting transitions are written again after it)."""
+    segments, steps = _stream_segments(120, length, seed=10 * n + length)
+    put, reference = AtariReplayBuffer(3000, n_step=n), ExperienceReplayBuffer(3000, n_step=n)
+    for segment in segments:
+        put.put(segment)
+        reference.put(segment)
+    stored = {}
+    for stream in steps:  # the local path: one sequence per stream
+        buffer = AtariReplayBuffer(1000, n_step=n)
+        for previous, action, state in stream:
+            buffer.store(previous, action, state)
+        stored.update(_windows(buffer))
+    assert put.skipped == 0 and len(stored) > 150
+    assert _windows(put) == _windows(reference) == stored
+    cut = AtariReplayBuffer(3000, n_step=n)  # without stream numbers: cut at segment ends
+    for segment in segments:
+        segment.stream = None
+        cut.put(segment)
+    assert _windows(cut) != stored
+
+
+def test_a_segment_that_does_not_continue_its_stream_ends_the_waiting_windows() -> None:
+    """A restarted actor's first segment (a new episode under the same stream number) ends
+    the windows its stream left waiting where they stopped, bootstrapped as truncated."""
+    first = [State(_frames(1))] + [State(_frames(1 + t), reward=float(t)) for t in range(1, 5)]
+    restart = [State(_frames(50 + t), reward=1.0) for t in range(5)]
+    buffer, reference = AtariReplayBuffer(100, n_step=3), ExperienceReplayBuffer(100, n_step=3)
+    buffer.put(_segment([_column(first, 0)], [7]))
+    assert len(buffer) == 2  # the windows of rows 2 and 3 wait for rows 5 and 6
+    buffer.put(_segment([_column(restart, 10)], [7]))
+    assert len(buffer) == 2 + 2 + 2
+    _, actions, returns, next_states, _ = _ready(buffer)
+    waited = [actions.tolist().index(i) for i in (2, 3)]
+    assert returns[waited].tolist() == [3.0 + GAMMA * 4.0, 4.0]
+    assert all(torch.equal(next_states.observation[i], first[4].observation) for i in waited)
+    assert next_states.done[waited].tolist() == [True, True]  # truncated: bootstrapped
+    assert next_states.mask[waited].tolist() == [1.0, 1.0]
+    assert next_states["discount"][waited].tolist() == [GAMMA**2, GAMMA]
+    for column, action in ((first, 0), (restart, 10)):
+        reference.put(_segment([_column(column, action)], [7]))
+    assert _windows(buffer) == _windows(reference)
+
+
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_a_pickled_buffer_goes_on_joining_its_streams(kind: type) -> None:
+    segments, _ = _stream_segments(60, length=6, seed=1)
+    whole, restored = kind(1000, n_step=3), kind(1000, n_step=3)
+    for i, segment in enumerate(segments):
+        whole.put(segment)
+        restored.put(segment)
+        if i == 2:
+            assert restored._carry  # transitions wait for the next segments
+            restored = pickle.loads(pickle.dumps(restored))
+    assert _windows(restored) == _windows(whole)
+    old = whole.__getstate__()  # a buffer pickled before there was a carry
+    del old["_carry"]
+    unpickled = kind.__new__(kind)
+    unpickled.__setstate__(old)
+    unpickled.put(segments[0])
+    assert unpickled._carry
+
+
+def test_stream_numbers_of_the_wrong_shape_are_one_line() -> None:
+    segment = _stream_segments(10, length=4, seed=0)[0][0]
+    segment.stream = torch.tensor([3, 4])  # one number per column, not per row and column
+    with pytest.raises(ValueError, match=r"stream has shape \(2,\); it numbers each column"):
+        AtariReplayBuffer(100, n_step=2).put(segment)
+
+
+def test_prioritized_put_draws_joined_windows_and_never_a_dead_copy() -> None:
+    """The copies of the transitions written again after a segment stay valid in the ring but
+    never get a priority: every drawn slot is a ready transition, with its joined window."""
+    size, n, length = 300, 3, 5
+    buffer = PrioritizedAtariReplayBuffer(size, generator=torch.Generator().manual_seed(0),
+                                          n_step=n)
+    reference = ExperienceReplayBuffer(3000, n_step=n)
+    segments, _ = _stream_segments(300, length, seed=3)  # wraps the ring about 4 times
+    drawn: set[int] = set()
+    dead = 0  # the most first copies of waiting transitions left in the ring
+    for segment in segments:
+        buffer.put(segment)
+        reference.put(segment)
+        dead = max(dead, int((buffer.valid & ~buffer.ready).sum()))
+        index = buffer.sample_indices(64)
+        assert buffer.ready[index].all()
+        assert np.array_equal(buffer.tree[np.arange(size)] > 0, buffer.ready.numpy())
+        drawn |= set(as_transitions(buffer.gather(index), GAMMA)[1].tolist())
+    windows, theirs = _windows(buffer), _windows(reference)
+    assert len(windows) > 100 and all(theirs[i] == window for i, window in windows.items())
+    joined = {i for i in drawn if (i % 1000) % length > length - n}  # spanning two segments
+    assert len(joined) > 20 and dead >= 2

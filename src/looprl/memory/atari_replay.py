@@ -20,7 +20,14 @@ transition is sampled (``ready``) once its window is complete: the newest ``n_st
 transitions of a running episode wait.
 
 ``put`` fills the ring from the ``[T + 1, B]`` segments of a distributed run's actors,
-storing each row's newest frame; each segment column is a sequence of its own.
+storing each row's newest frame. With their ``stream`` numbers (``SampleBatch.stream``), a
+stream's windows span its segments as ``ExperienceReplayBuffer.put``'s do: since a window is
+contiguous in the ring, the transitions still waiting at a column's end (at most
+``n_step - 1``) are written again at the start of the stream's next column, where their windows
+complete; their first copies stay behind, never sampled. That costs up to ``n_step - 1`` slots
+per stream and segment (``n_step - 1`` of ``T + stack + n_step - 1``: 2 of 70 for 64-step
+segments, 3-step returns and stacks of 4). Without ``stream``, each column is a sequence of its
+own, whose windows end at its last row.
 ``PrioritizedAtariReplayBuffer`` adds prioritized replay over the slots.
 """
 
@@ -84,9 +91,10 @@ class AtariReplayBuffer(ReplayContents):
     def _empty_contents(self) -> dict[str, Any]:
         # _pos: the next slot to write; _filled: slots written (up to size); _count: ready
         # transitions; _waiting: the open sequence's newest transitions, not ready yet;
-        # _last: the state whose newest frame is at _pos - 1
+        # _last: the state whose newest frame is at _pos - 1; _carry: per stream (put), the
+        # rows of its last column from its first waiting transition on
         counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0, "_waiting": 0}
-        return {**dict.fromkeys(_ARRAYS), **counters, "_last": None}
+        return {**dict.fromkeys(_ARRAYS), **counters, "_last": None, "_carry": {}}
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
@@ -116,7 +124,7 @@ class AtariReplayBuffer(ReplayContents):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"_carry": {}, **state})  # (buffers pickled before there was one)
         if getattr(self, "reward", None) is not None:  # storage allocated and saved
             self._np = self._numpy_views()
 
@@ -135,26 +143,68 @@ class AtariReplayBuffer(ReplayContents):
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
         """Store each training row of ``[T + 1, B]`` segments of stacked frames (``obs`` a
-        tensor, array or one-field ``NamedArray``) as ``ExperienceReplayBuffer.put`` does: each
-        column starts a new sequence, so a window running past row ``T`` ends there.
+        tensor, array or one-field ``NamedArray``) as ``ExperienceReplayBuffer.put`` does.
+
+        With ``sample.stream`` (the collector's segments carry it), a stream's windows span
+        its segments: the transitions whose windows run past row ``T`` wait for the stream's
+        next segment, which starts with row ``T`` and after which they are written again (a
+        segment that does not continue its stream ends them at their last row). Without it,
+        each column is a sequence of its own, so a window running past row ``T`` ends there.
         ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
         """
-        obs, action = _frames(sample.obs), torch.as_tensor(sample.action)
-        reward = np.asarray(sample.reward, dtype=np.float32)
-        done = np.asarray(sample.done, dtype=bool)
-        end = done | np.asarray(sample.truncated, dtype=bool)
-        for b in range(reward.shape[1]):
-            first = True
-            for t in range(reward.shape[0] - 1):
-                if end[t, b]:  # a final observation: no transition leaves it
-                    first = True
-                    continue
-                first = not self._append(obs[t, b], action[t, b], obs[t + 1, b],
-                                         float(reward[t + 1, b]), float(not done[t + 1, b]),
-                                         bool(end[t + 1, b]), first)
-            self._close()
+        rows = {"obs": _frames(sample.obs), "action": torch.as_tensor(sample.action),
+                "reward": torch.as_tensor(sample.reward, dtype=torch.float32),
+                "done": torch.as_tensor(sample.done).bool(),
+                "truncated": torch.as_tensor(sample.truncated).bool()}
+        streams = None
+        if sample.stream is not None and self.n_step > 1:
+            stream = torch.as_tensor(sample.stream)
+            if stream.shape != rows["reward"].shape:
+                raise ValueError(f"SampleBatch.stream has shape {tuple(stream.shape)}; it numbers "
+                                 f"each column's stream at every row, like reward's "
+                                 f"{tuple(rows['reward'].shape)}")
+            streams = stream[0].tolist()
+        for b in range(rows["reward"].shape[1]):
+            column = {key: value[:, b] for key, value in rows.items()}
+            if streams is None:
+                self._write_column(column)
+                self._close()
+            else:
+                self._continue_stream(column, streams[b])
             self._last = None
         return True
+
+    def _continue_stream(self, column: dict[str, torch.Tensor], stream: int) -> None:
+        """Write ``column`` ``[L]`` after the transitions ``stream`` left waiting (its carry)
+        and carry those it leaves waiting, whose slots stay valid but never become ready."""
+        carry = self._carry.pop(stream, None)
+        if carry is not None:
+            if torch.equal(carry["obs"][-1], column["obs"][0]):  # one sequence with the carry
+                # the joint row: its action comes with this segment, its reward and ends as carried
+                carry["action"][-1] = column["action"][0]
+                column = {key: torch.cat([carry[key], value[1:]]) for key, value in column.items()}
+            else:  # not the stream's next segment (a restarted actor): they end there
+                self._write_column(carry)
+                self._close()
+        self._write_column(column)
+        waiting, self._waiting = self._waiting, 0
+        if waiting:
+            self._carry[stream] = {key: value[-waiting - 1 :].clone()
+                                   for key, value in column.items()}
+
+    def _write_column(self, column: dict[str, torch.Tensor]) -> None:
+        """Write the transitions of one segment column ``[L]`` (its rows before ``L - 1``
+        that end no episode) as one sequence, left open."""
+        obs, action = column["obs"], column["action"]
+        reward, done = column["reward"].numpy(), column["done"].numpy()
+        end = done | column["truncated"].numpy()
+        first = True
+        for t in range(len(reward) - 1):
+            if end[t]:  # a final observation: no transition leaves it
+                first = True
+                continue
+            first = not self._append(obs[t], action[t], obs[t + 1], float(reward[t + 1]),
+                                     float(not done[t + 1]), bool(end[t + 1]), first)
 
     def _append(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
                 reward: float, mask: float, done: bool, first: bool) -> bool:
