@@ -81,6 +81,31 @@ def test_ppo_policy_loss_gradient_vanishes_where_clipped() -> None:
     assert torch.allclose(log_probs.grad, torch.tensor([0.0, 0.0, 1.5 / 3]))
 
 
+def test_ppo_policy_loss_is_the_papers_min_in_value_and_gradient() -> None:
+    """The one-bound clamp form gives the value and the gradients of
+    ``-mean(min(ratio * A, clip(ratio) * A))``, also at ratios exactly on a bound and at A = 0."""
+    torch.manual_seed(0)
+    clip = 0.25  # 1 +- clip exact in float32: ties between the two terms really occur
+    ratio = torch.cat([torch.exp(torch.randn(300) * 0.3), torch.tensor([0.75, 1.25] * 4)])
+    advantages = torch.cat([torch.randn(300), torch.tensor([1.0, 1.0, -1.0, -1.0] * 2)])
+    advantages[:20] = 0.0
+    old = torch.randn(308)
+
+    def reference(log_probs: torch.Tensor) -> torch.Tensor:
+        r = torch.exp(log_probs - old)
+        return -torch.min(r * advantages, torch.clamp(r, 1 - clip, 1 + clip) * advantages).mean()
+
+    grads = []
+    for loss_fn in (reference, lambda lp: ppo_policy_loss(lp, old, advantages, clip)):
+        log_probs = (old + torch.log(ratio)).requires_grad_()
+        loss = loss_fn(log_probs)
+        loss.backward()
+        grads.append((loss.detach(), log_probs.grad))
+    assert torch.allclose(grads[0][0], grads[1][0], rtol=1e-6)
+    assert torch.allclose(grads[0][1], grads[1][1], rtol=1e-6, atol=1e-9)
+    assert (grads[1][1][300:] != 0).all()  # on a bound the gradient still flows, as in min
+
+
 def test_value_loss_with_and_without_clip() -> None:
     values = torch.tensor([1.0, 2.0, 3.0, -1.0])
     returns = torch.tensor([2.0, 2.0, 0.0, 1.0])
