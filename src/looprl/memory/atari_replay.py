@@ -42,6 +42,7 @@ import torch
 from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import ReplayContents
+from looprl.memory.windows import stream_numbers
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
@@ -158,12 +159,7 @@ class AtariReplayBuffer(ReplayContents):
                 "truncated": torch.as_tensor(sample.truncated).bool()}
         streams = None
         if sample.stream is not None and self.n_step > 1:
-            stream = torch.as_tensor(sample.stream)
-            if stream.shape != rows["reward"].shape:
-                raise ValueError(f"SampleBatch.stream has shape {tuple(stream.shape)}; it numbers "
-                                 f"each column's stream at every row, like reward's "
-                                 f"{tuple(rows['reward'].shape)}")
-            streams = stream[0].tolist()
+            streams = stream_numbers(sample.stream, rows["reward"].shape)
         for b in range(rows["reward"].shape[1]):
             column = {key: value[:, b] for key, value in rows.items()}
             if streams is None:

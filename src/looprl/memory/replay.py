@@ -29,7 +29,14 @@ import torch
 
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
-from looprl.memory.windows import fields, joined, leaves_of, n_step_windows, same_rows
+from looprl.memory.windows import (
+    fields,
+    joined,
+    leaves_of,
+    n_step_windows,
+    same_rows,
+    stream_numbers,
+)
 
 __all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", "transitions"]
 
@@ -293,12 +300,7 @@ class ExperienceReplayBuffer(ReplayContents):
             start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
             self._write_windows(rows, start, cut=True)
         else:
-            stream = torch.as_tensor(sample.stream)
-            if stream.shape != rows["reward"].shape:
-                raise ValueError(f"SampleBatch.stream has shape {tuple(stream.shape)}; it numbers "
-                                 f"each column's stream at every row, like reward's "
-                                 f"{tuple(rows['reward'].shape)}")
-            self._continue(rows, stream[0].tolist())
+            self._continue(rows, stream_numbers(sample.stream, rows["reward"].shape))
         return True
 
     def _continue(self, rows: dict[str, Any], streams: list[int]) -> None:

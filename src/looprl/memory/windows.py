@@ -15,7 +15,7 @@ import torch
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.memory.segments import leaves
 
-__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows"]
+__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows", "stream_numbers"]
 
 
 def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
@@ -93,3 +93,13 @@ def same_rows(held: Any, rows: Any) -> torch.Tensor:
 def leaves_of(x: Any, fn: Any) -> Any:
     """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
     return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
+
+
+def stream_numbers(stream: Any, shape: torch.Size) -> list[int]:
+    """Each column's stream number, from a segment's ``stream`` ``[T + 1, B]`` (``shape``:
+    its rewards'); ``ValueError`` in one line if ``stream`` has another shape."""
+    stream = torch.as_tensor(stream)
+    if stream.shape != shape:
+        raise ValueError(f"SampleBatch.stream has shape {tuple(stream.shape)}; it numbers each "
+                         f"column's stream at every row, like reward's {tuple(shape)}")
+    return stream[0].tolist()
