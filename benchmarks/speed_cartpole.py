@@ -298,7 +298,11 @@ def sac_floor_seconds() -> float:
 
 
 # -- the table --------------------------------------------------------------------------------
-def summarize(runs: list[Run], floors: dict[str, list[float]]) -> str:
+def summarize(runs: list[Run], floors: dict[str, list[float]],
+              paired: dict[str, list[float]]) -> str:
+    """The table: each library's fastest runs against the fastest floors, and the median of
+    looprl's ratio to the floor measured right after each of its runs (``paired``), which
+    the machine's swings between repeats move less."""
     rows = []
     libraries = ("looprl", "baseline", "sb3")
     for algo in [a for a in BUDGET if any(r.algorithm == a for r in runs)]:
@@ -321,13 +325,15 @@ def summarize(runs: list[Run], floors: dict[str, list[float]]) -> str:
             "-" if math.isnan(sps["sb3"]) else
             f"{sps['sb3']:,.0f} ({sps['looprl'] / sps['sb3']:.2f}x)",
             f"{floor:,.0f}", f"{100 * sps['looprl'] / floor:.0f}%",
+            f"{100 * np.median(paired[algo]):.0f}%",
             "-" if math.isnan(sps["sb3"]) else f"{100 * sps['sb3'] / floor:.0f}%",
             f"{tts['looprl']:.1f} ({solved['looprl']}/{n})",
             "-" if math.isnan(sps["sb3"]) else f"{tts['sb3']:.1f} ({solved['sb3']}/{n})",
         ])
     header = ["algo (env)", "steps", "looprl steps/s", "baseline steps/s (new/base)",
               "SB3 steps/s (looprl/SB3)", "floor steps/s", "looprl % of floor",
-              "SB3 % of floor", "looprl s to solved", "SB3 s to solved"]
+              "looprl % of floor (median of repeats)", "SB3 % of floor", "looprl s to solved",
+              "SB3 s to solved"]
     return format_table(rows, header)
 
 
@@ -363,6 +369,7 @@ def main() -> None:
         print("stable_baselines3 is not installed (pip install -e '.[bench]'): "
               "the SB3 columns stay empty", flush=True)
     runs, floors = [], {algo: [] for algo in args.algos}
+    paired: dict[str, list[float]] = {algo: [] for algo in args.algos}
     for algo in args.algos:
         for seed in args.seeds:
             best: dict[str, Run] = {}
@@ -370,6 +377,8 @@ def main() -> None:
             for repeat in range(args.repeats):  # interleaved, so that all see the same load
                 for library, fn in fns.items():
                     run = fn(algo, seed)
+                    if library == "looprl":
+                        ours = run.steps_per_second
                     print(f"{library:8s} {algo} seed {seed} #{repeat}: "
                           f"{run.steps_per_second:8,.0f} steps/s, best eval {run.best:.1f}, "
                           f"s to {SOLVED[algo]:.0f}: {run.time_to(SOLVED[algo]):.1f}", flush=True)
@@ -379,9 +388,10 @@ def main() -> None:
                 print(f"floor    {algo} seed {seed} #{repeat}: {BUDGET[algo] / seconds:8,.0f} "
                       "steps/s", flush=True)
                 floor = min(floor, seconds)
+                paired[algo].append(ours / (BUDGET[algo] / seconds))
             runs.extend(best.values())
             floors[algo].append(floor)
-    table = summarize(runs, floors)
+    table = summarize(runs, floors, paired)
     print()
     print(table)
     machine = f"{platform.processor() or platform.machine()}, torch {torch.__version__}, " \
@@ -394,8 +404,9 @@ def main() -> None:
         f"# looprl vs SB3 vs the bare-PyTorch floor\n\n{machine}; {base}\n\n{table}\n\n"
         f"% of floor: steps/s over the floor's steps/s (``floor_seconds``, measured after each "
         f"seed's runs). With --repeats {args.repeats}: each library's fastest of that many "
-        f"interleaved runs per seed (the machine is shared). Solved: first evaluation "
-        f"(10 episodes) at mean return >= {solved}.\n"
+        f"interleaved runs per seed (the machine is shared); the median of repeats: of "
+        f"looprl's ratios to the floor measured right after each of its runs. Solved: first "
+        f"evaluation (10 episodes) at mean return >= {solved}.\n"
     )
     print(f"\nwritten to {args.output}")
 
