@@ -292,3 +292,21 @@ def test_repr():
     assert "reward=Tensor(shape=(2,), dtype=torch.float32, device=cpu)" in r
     assert r.endswith("info=None)")
     assert "inner=NamedArray(h=ndarray(shape=(2,)" in repr(make_batch(2))
+
+
+def test_decorator_keywords_defaults_and_positional_mixes():
+    obs, reward = np.zeros((2, 3)), np.ones(2)
+    x = Transition(reward=reward, obs=obs)
+    assert x.values() == (obs, reward, None) and x.obs is obs
+    assert Transition(obs, reward, info=reward).info is reward
+    assert Transition(obs, reward=reward, info=None).info is None
+    assert Transition(obs=obs, reward=reward, info=obs).values() == (obs, reward, obs)
+
+
+def test_decorator_fields_named_like_its_generated_code():
+    @namedarray
+    class Odd:
+        _na_self: int
+        k: int = 2
+
+    assert Odd(_na_self=1).values() == (1, 2) and Odd(1, 3).values() == (1, 3)

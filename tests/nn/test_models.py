@@ -79,3 +79,41 @@ def test_mlp_hidden_gain_constant():
         math.sqrt(2),
         rel_tol=1e-4,
     )
+
+
+def test_mlp_forward_is_the_sequential_forward_in_values_and_gradients():
+    torch.manual_seed(0)
+    for activation in (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.ELU):  # (ELU: called as a module)
+        model = MLP(4, 3, hidden=(8, 8), activation=activation)
+        x = torch.randn(5, 4)
+        fast = model(x)
+        (fast.square().sum()).backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        slow = nn.Sequential.forward(model, x)
+        (slow.square().sum()).backward()
+        assert torch.equal(fast, slow)
+        assert all(torch.equal(a, p.grad) for a, p in zip(grads, model.parameters(), strict=True))
+
+
+def test_mlp_forward_runs_the_hooks_of_its_layers():
+    model = MLP(4, 2, hidden=(8,))
+    seen: list[str] = []
+    handle = model[1].register_forward_hook(lambda *_: seen.append("tanh"))
+    model(torch.zeros(1, 4))
+    handle.remove()
+    handle = model[0].register_forward_pre_hook(lambda *_: seen.append("linear"))
+    model(torch.zeros(1, 4))
+    handle.remove()
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda module, *_: seen.append(type(module).__name__))
+    try:
+        model(torch.zeros(1, 4))
+    finally:
+        handle.remove()
+    assert seen == ["tanh", "linear", "Linear", "Tanh", "Linear", "MLP"]
+    model[1] = nn.Tanh()  # (and replaced layers: read at each call)
+    model[0].weight.data.zero_()
+    model[0].bias.data.fill_(1.0)
+    expected = nn.Sequential.forward(model, torch.ones(2, 4))
+    assert torch.equal(model(torch.ones(2, 4)), expected)

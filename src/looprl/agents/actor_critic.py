@@ -176,8 +176,12 @@ class ActorCriticPolicy(Policy):
                     f"rollout takes obs batched along dim 0 only, got leading "
                     f"shape {tuple(value.shape)}"
                 )
-            action = self._act(params, deterministic_rows(request))
-            log_prob = self.head.log_prob(params, action)
+            deterministic = deterministic_rows(request)
+            if deterministic is False:  # (the usual request: one pass for both)
+                action, log_prob = self.head.sample_and_log_prob(params, self._generator)
+            else:
+                action = self._act(params, deterministic)
+                log_prob = self.head.log_prob(params, action)
         policy_state = self.module.memory_out(next_hx) if next_hx is not None else None
         return RolloutResult(action=action, policy_state=policy_state, log_prob=log_prob,
                              value=value)

@@ -37,9 +37,11 @@ def leaves(x: NamedArray) -> list[Any]:
     """The arrays of ``x``, nested fields flattened, in field order (``None`` s left out)."""
     found = []
     for value in x.values():
+        if value is None:
+            continue
         if isinstance(value, NamedArray):
             found += leaves(value)
-        elif value is not None:
+        else:
             found.append(value)
     return found
 

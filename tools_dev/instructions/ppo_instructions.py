@@ -1,0 +1,159 @@
+"""CPU instructions per step of the CartPole PPO preset against the bare-PyTorch floor.
+
+The wall clock of this machine swings by a quarter between minutes, more than most changes to
+the hot path move it. Instruction counts do not: this script counts them with valgrind's
+callgrind (started and stopped around each measured part by its client requests, so the
+imports and the set-up are not counted) and prints a table:
+
+* acting: one step of the 8 CartPole copies through ``ParallelEnvExperiment`` (the collector,
+  ``policy.rollout``, the rows) with training and episode logging switched off, against the
+  floor's step (raw Gymnasium vector step, actor and critic forward passes, ``argmax``);
+* a gradient step: one PPO update (``trainer.step`` on a captured 32 x 8 segment: targets and
+  20 gradient steps) over 20, against the floor's forward/backward/Adam step on the same
+  networks (``benchmarks/speed_cartpole.py``'s ``discrete_floor_seconds``).
+
+Fewer instructions is not the same as less time (caches, the GIL), but a change that removes
+instructions from the hot path shows here, exactly, in one run. Needs ``valgrind`` and ``gcc``
+(``apt install valgrind gcc``); takes about 3 minutes.
+
+    python tools_dev/instructions/ppo_instructions.py [--steps 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HELPER = r"""
+#include <valgrind/callgrind.h>
+void start(void) {
+    CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; CALLGRIND_TOGGLE_COLLECT;
+}
+void stop(void) {
+    CALLGRIND_TOGGLE_COLLECT; CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION;
+}
+"""
+PARTS = ("looprl acting", "floor acting", "looprl update", "floor update")
+
+
+def measure(helper: str, steps: int) -> None:
+    """The measured run (under valgrind): each part between ``start`` and ``stop``."""
+    import gymnasium as gym
+    import torch
+    from torch import nn
+
+    from looprl.agents.on_policy import OnPolicyAgent
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.experiments.experiment import seed_everything
+    from looprl.presets.classic_control import ppo
+
+    counter = ctypes.CDLL(helper)
+    torch.set_num_threads(1)
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = ppo.env(env).device("cpu").build()
+    with tempfile.TemporaryDirectory() as logdir:
+        experiment = make_experiment(preset, env, train_steps=10**9, logdir=logdir, quiet=True,
+                                     verbose=False, seed=0)
+        learner = experiment.agent.unwrapped
+        segments: list = []
+        train = OnPolicyAgent.train
+        OnPolicyAgent.train = lambda self, segment: segments.append(segment)
+        type(experiment)._log_training_episode = lambda self, ret: None
+        experiment.train(frames=8 * 200)
+        counter.start()
+        experiment.train(frames=8 * (200 + steps))
+        counter.stop()
+        OnPolicyAgent.train = train
+
+        def mlp(out: int) -> nn.Sequential:
+            return nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
+                                 nn.Linear(64, out))
+
+        nets = nn.ModuleList([mlp(2), mlp(1)])
+        venv = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")
+        obs, _ = venv.reset(seed=0)
+
+        def floor_act(n: int) -> None:
+            nonlocal obs
+            with torch.no_grad():
+                for _ in range(n):
+                    observation = torch.from_numpy(obs)
+                    action = nets[0](observation).argmax(-1).numpy()
+                    nets[1](observation)
+                    obs, *_ = venv.step(action)
+
+        floor_act(200)
+        counter.start()
+        floor_act(steps)
+        counter.stop()
+
+        segment = segments[-1].to(learner.policy.device)
+        for _ in range(2):
+            learner.trainer.step(segment)
+        counter.start()
+        learner.trainer.step(segment)
+        counter.stop()
+
+        optimizer = torch.optim.Adam(nets.parameters(), fused=True)
+        x = torch.randn(256, 4)
+
+        def floor_update() -> None:
+            for _ in range(20):
+                loss = nets[0](x).max(-1).values.mean() + nets[1](x).square().mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+
+        torch.set_flush_denormal(True)
+        floor_update()
+        counter.start()
+        floor_update()
+        counter.stop()
+        experiment.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=200, help="acting steps counted")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the helper library (valgrind run)
+    args = parser.parse_args()
+    if args.measure:
+        return measure(args.measure, args.steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        source, helper = Path(tmp, "helper.c"), Path(tmp, "helper.so")
+        source.write_text(HELPER)
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(helper), str(source)],
+                       check=True)
+        out = Path(tmp, "callgrind.out")
+        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+                   f"--callgrind-out-file={out}", sys.executable, __file__, "--steps",
+                   str(args.steps), "--measure", str(helper)]
+        run = subprocess.run(command, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        totals = []
+        for part in range(1, len(PARTS) + 1):
+            dump = Path(f"{out}.{part}")
+            if run.returncode or not dump.exists():
+                sys.exit(f"the valgrind run failed (exit {run.returncode}):\n{run.stderr[-3000:]}")
+            line = next(x for x in dump.read_text().splitlines() if x.startswith("totals:"))
+            totals.append(int(line.split()[1]))
+    per = [totals[0] / args.steps, totals[1] / args.steps, totals[2] / 20, totals[3] / 20]
+    print("| per | looprl | floor | floor / looprl |\n|---|---|---|---|")
+    print(f"| acting step (8 copies) | {per[0]:,.0f} | {per[1]:,.0f} | {per[1] / per[0]:.2f} |")
+    print(f"| gradient step (update / 20) | {per[2]:,.0f} | {per[3]:,.0f} | "
+          f"{per[3] / per[2]:.2f} |")
+    floor = 12_500 * per[1] + 7_800 * per[3]  # the benchmark's 100,000 steps: 12,500 acting
+    ours = 12_500 * per[0] + 7_800 * per[2]  # steps and 390 updates of 20 gradient steps
+    print(f"| a 100,000-step run | {ours / 1e9:,.1f} G | {floor / 1e9:,.1f} G | "
+          f"{floor / ours:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
