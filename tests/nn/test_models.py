@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -83,7 +84,8 @@ def test_mlp_hidden_gain_constant():
 
 def test_mlp_forward_is_the_sequential_forward_in_values_and_gradients():
     torch.manual_seed(0)
-    for activation in (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.ELU):  # (ELU: called as a module)
+    in_place = functools.partial(nn.ReLU, inplace=True)
+    for activation in (nn.Tanh, nn.ReLU, in_place, nn.Sigmoid, nn.ELU):  # (ELU: as a module)
         model = MLP(4, 3, hidden=(8, 8), activation=activation)
         x = torch.randn(5, 4)
         fast = model(x)

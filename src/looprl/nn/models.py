@@ -19,7 +19,8 @@ from looprl.nn.layers import HIDDEN_GAIN, orthogonal_init
 
 __all__ = ["MLP", "RLNetwork"]
 
-# Layers ``MLP.forward`` applies as functions (the same arithmetic as their ``forward``).
+# Layers ``MLP.forward`` applies as functions (the same arithmetic as their ``forward``; an
+# in-place ``ReLU`` would overwrite the previous layer's output, which nothing else reads).
 _FUNCTIONS = {nn.Tanh: torch.tanh, nn.ReLU: torch.relu, nn.Sigmoid: torch.sigmoid}
 
 
@@ -74,7 +75,7 @@ class MLP(nn.Sequential):
                 x = layer(x)
             elif kind is nn.Linear:
                 x = F.linear(x, layer.weight, layer.bias)
-            elif kind in _FUNCTIONS and not getattr(layer, "inplace", False):
+            elif kind in _FUNCTIONS:
                 x = _FUNCTIONS[kind](x)
             else:
                 x = layer(x)
