@@ -207,7 +207,8 @@ class EnvRunner:
         exploration = None if self.exploration is None else np.full(n, self.exploration,
                                                                      np.float32)
         agent = self._agent[asked] if self.agent_count > 1 else None
-        ended = (self._done | self._truncated)[asked]
+        ended = self._done | self._truncated
+        ended = ended if n == len(ended) else ended[asked]
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
                               exploration=exploration, agent=agent, done=ended)
 
@@ -239,8 +240,8 @@ class EnvRunner:
     def record(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
         """Write the rows of ``result`` (the answer to ``request(group)``, made by policy
         ``version``) and cut the segments they complete; ``advance`` then steps the envs."""
-        asked, obs, states = self._asked.pop(group, (self._group_streams[group][:0], None,
-                                                     None))
+        asked, obs, states = (self._asked.pop(group, None)
+                              or (self._group_streams[group][:0], None, None))
         action = None
         if len(asked):
             action = _numpy(result.action)
@@ -355,6 +356,8 @@ class EnvRunner:
     def _report(self, moved: np.ndarray) -> None:
         """Report the episodes that the copies that ``moved`` (a bool per copy) just finished
         (each starts its next one at its next step, from a return of 0)."""
+        if not self._over.any():
+            return
         for i in np.flatnonzero(self._over & moved).tolist():
             self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
 
@@ -384,7 +387,6 @@ class EnvRunner:
         """Keep a vector environment's new rows (as the agent sees them: ``truncated`` only
         where not ``terminated``) for all streams; add ``returned`` (the environment's
         rewards) to the returns; ``over``: whose episode ended."""
-        self._present[:] = True
         self._reward[:] = reward
         self._done[:], self._truncated[:] = terminated, truncated
         if self._obs is None:
@@ -477,6 +479,7 @@ class _VectorCopies:
         state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
         none = np.zeros(self.env.n_envs, dtype=bool)
         runner._receive_all(*self._rows(state), np.zeros(self.env.n_envs), none)
+        runner._present[:] = True  # (every copy answers every step)
 
     def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
         """Step every copy (those whose episode was over reset). Returns which copies
@@ -512,6 +515,8 @@ def _main(obs: Any) -> Any:
 
 
 def _float32(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+        return as_numpy(value)
     return None if value is None else np.asarray(_numpy(value), dtype=np.float32)
 
 
