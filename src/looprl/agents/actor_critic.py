@@ -218,11 +218,11 @@ class ActorCriticPolicy(Policy):
     # -- actions -------------------------------------------------------------------------
 
     def _act(self, params: torch.Tensor, deterministic: bool | torch.Tensor) -> torch.Tensor:
+        """The mode (``deterministic`` is ``True``) or, per row, the mode or a sample (a bool
+        tensor). (``rollout`` samples all-stochastic requests with their log-probabilities.)"""
         if deterministic is True:
             return self.head.mode(params)
         sample = self.head.sample(params, self._generator)
-        if not isinstance(deterministic, torch.Tensor):
-            return sample
         if deterministic.numel() != len(sample):
             raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {len(sample)}")
         rows = deterministic.to(params.device).view(-1, *([1] * (sample.dim() - 1)))

@@ -178,9 +178,7 @@ class GaussianHead:
         self, params: torch.Tensor, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """One action per row, from ``generator`` if given."""
-        mean, log_std = self.split(params)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device)
-        return self.bounds.to_env(mean + torch.exp(log_std) * noise)
+        return self.sample_and_log_prob(params, generator)[0]
 
     def sample_and_log_prob(
         self, params: torch.Tensor, generator: torch.Generator | None = None
