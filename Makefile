@@ -27,8 +27,13 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/looprl train ppo CartPole-v1 --frames 60000 --logdir runs/demo
 
+# looprl's own bytecode is compiled first (an editable install is left out of the venv's
+# compileall; a second, with nothing changed, takes a fraction of a second): with
+# PYTHONDONTWRITEBYTECODE set, as on the machines here, every Ray worker and subprocess of the
+# tests would compile the modules it imports again.
 test: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks
+	$(BIN)/python -m compileall -q -j 0 src > /dev/null
 	$(BIN)/python -m pytest -q -n 2 tests
 
 lint: setup

@@ -29,7 +29,6 @@ RAY_TESTS = (
     "tests/distributed/test_user_parts_on_ray.py",
     "tests/distributed/test_gpu.py",
     "tests/distributed/test_ddp.py::test_two_ddp_trainers_stay_in_sync_and_survive_a_killed",
-    "tests/distributed/test_pipeline.py::test_gpus_a_local_instance_lacks",  # starts its own
     "tests/runners/test_pbt.py",
 )
 RAY_FIXTURES = {"local_ray", "two_nodes"}

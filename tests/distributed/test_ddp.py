@@ -1,6 +1,6 @@
 """Several trainers synchronized with torch DDP (``runtime.trainers``): the gradient averaging
-in two plain processes (gloo over a rendezvous file), then a Ray run with two trainers, one
-of them killed mid-run, and the bad input."""
+in two plain processes (gloo, meeting through a rendezvous file, then over tcp), then a Ray run
+with two trainers, one of them killed mid-run, and the bad input."""
 
 from __future__ import annotations
 
@@ -44,12 +44,13 @@ def vector(p: Policy) -> torch.Tensor:
     return torch.nn.utils.parameters_to_vector(p.module.parameters()).detach().clone()
 
 
-def one_rank(rank: int, init_method: str, out: str) -> None:
-    """Trainer ``rank`` of 2: a PPO step, PPG steps on unequal valid rows (several minibatches
-    and an auxiliary phase) and a DQN step, each on this rank's own samples."""
+def one_rank(rank: int, init_methods: tuple[str, str], out: str) -> None:
+    """Trainer ``rank`` of 2, in a group met through a file: a PPO step, PPG steps on unequal
+    valid rows (several minibatches and an auxiliary phase) and a DQN step, each on this
+    rank's own samples; then in a group met over ``tcp://`` (``tcp_collectives``)."""
     torch.set_num_threads(1)
     group = TrainerGroup(rank, 2, gpus=False, timeout=60)
-    group.join(init_method)
+    group.join(init_methods[0])
     results = {}
     ppo = policy()
     trainer = PPOTrainer(ppo, epochs=1, minibatch_size=1000)  # one gradient step
@@ -69,6 +70,8 @@ def one_rank(rank: int, init_method: str, out: str) -> None:
     segment.weight = torch.rand(6).expand(segment.reward.shape[0], 6)
     trainer.step(segment)
     results["dqn"] = vector(dqn)
+    torch.distributed.destroy_process_group()
+    results["tcp"] = tcp_collectives(rank, init_methods[1])
     torch.save(results, out)
 
 
@@ -88,10 +91,11 @@ def mean_gradient_step() -> torch.Tensor:
     return vector(reference)
 
 
-def two_ranks(target, init_method: str, tmp_path: Path) -> list[dict]:
-    """Run ``target(rank, init_method, out)`` in two spawned processes; their saved outputs."""
+def two_ranks(init_methods: tuple[str, str], tmp_path: Path) -> list[dict]:
+    """Run ``one_rank(rank, init_methods, out)`` in two spawned processes (a trainer worker's
+    start costs seconds: one pair serves every check); their saved outputs."""
     context = multiprocessing.get_context("spawn")
-    ranks = [context.Process(target=target, args=(r, init_method, str(tmp_path / f"{r}.pt")))
+    ranks = [context.Process(target=one_rank, args=(r, init_methods, str(tmp_path / f"{r}.pt")))
              for r in range(2)]
     for process in ranks:
         process.start()
@@ -103,18 +107,7 @@ def two_ranks(target, init_method: str, tmp_path: Path) -> list[dict]:
     return [torch.load(tmp_path / f"{r}.pt") for r in range(2)]
 
 
-def test_ddp_averages_the_gradients_of_two_trainers(tmp_path):
-    first, second = two_ranks(one_rank, f"file://{tmp_path / 'rendezvous'}", tmp_path)
-    for key in ("ppo", "ppg", "dqn"):
-        assert torch.equal(first[key], second[key]), key  # the ranks stayed in sync
-    assert first["aux_phases"] == second["aux_phases"] == 1
-    alone = policy()
-    PPOTrainer(alone, epochs=1, minibatch_size=1000).step(sample(seed=0, ends=False))
-    assert not torch.allclose(first["ppo"], vector(alone), atol=1e-5)  # rank 0 did not step alone
-    torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
-
-
-def tcp_rank(rank: int, init_method: str, out: str) -> None:
+def tcp_collectives(rank: int, init_method: str) -> dict:
     """Trainer ``rank`` of 2 meeting over ``tcp://``: the collectives a trainer group runs."""
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # the test stays on loopback
     group = TrainerGroup(rank, 2, gpus=False, timeout=60)
@@ -128,17 +121,25 @@ def tcp_rank(rank: int, init_method: str, out: str) -> None:
         differ = False
     except ValueError:
         differ = True
-    torch.save({"agree": group.agree(rank == 0), "share": group.share(b"rank 0" if rank == 0
-                                                                      else None),
-                "differ": differ}, out)
+    answers = {"agree": group.agree(rank == 0), "differ": differ,
+               "share": group.share(b"rank 0" if rank == 0 else None)}
     torch.distributed.barrier()  # rank 0 serves the tcp store: it leaves last
     torch.distributed.destroy_process_group()
+    return answers
 
 
-def test_trainers_on_different_nodes_meet_over_tcp(tmp_path):
-    init = tcp_rendezvous("127.0.0.1")
-    assert init.startswith("tcp://127.0.0.1:") and rendezvous("127.0.0.1").startswith("file://")
-    for answers in two_ranks(tcp_rank, init, tmp_path):
+def test_two_trainers_average_their_gradients_meeting_through_a_file_or_over_tcp(tmp_path):
+    tcp = tcp_rendezvous("127.0.0.1")
+    assert tcp.startswith("tcp://127.0.0.1:") and rendezvous("127.0.0.1").startswith("file://")
+    first, second = two_ranks((f"file://{tmp_path / 'rendezvous'}", tcp), tmp_path)
+    for key in ("ppo", "ppg", "dqn"):
+        assert torch.equal(first[key], second[key]), key  # the ranks stayed in sync
+    assert first["aux_phases"] == second["aux_phases"] == 1
+    alone = policy()
+    PPOTrainer(alone, epochs=1, minibatch_size=1000).step(sample(seed=0, ends=False))
+    assert not torch.allclose(first["ppo"], vector(alone), atol=1e-5)  # rank 0 did not step alone
+    torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
+    for answers in (first["tcp"], second["tcp"]):
         assert answers == {"agree": False, "share": b"rank 0", "differ": True}
 
 

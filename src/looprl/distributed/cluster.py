@@ -1,6 +1,6 @@
 """Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance that
-listens on 127.0.0.1 only (``local_instance_settings``); ``check_local_resources`` says at
-once when a local instance cannot hold the run."""
+listens on 127.0.0.1 only (``local_instance_settings``), after ``check_local_resources``
+found that the instance can hold the run (else it says so at once, without starting Ray)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import socket
 
 from looprl.distributed.config import RuntimeConfig
 
-__all__ = ["check_local_resources", "error_line", "is_local", "local_instance_settings",
-           "loopback_only", "start_ray"]
+__all__ = ["check_local_resources", "error_line", "is_local", "local_gpus",
+           "local_instance_settings", "loopback_only", "start_ray"]
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -22,7 +22,8 @@ def start_ray(runtime: RuntimeConfig) -> bool:
     Raises:
         ConnectionError: the address cannot be reached (checked within 3 seconds).
         RuntimeError: ``runtime.runtime_env`` is set but Ray is already initialized (Ray
-            ships local code only with ``ray.init``).
+            ships local code only with ``ray.init``), or a local instance would not have the
+            GPUs the run reserves (``check_local_resources``).
     """
     import ray
 
@@ -48,6 +49,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         return True
     local_instance_settings()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
+    check_local_resources(runtime, {"CPU": cpus, "GPU": local_gpus()})
     try:
         ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
                  runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's
@@ -61,15 +63,13 @@ def start_ray(runtime: RuntimeConfig) -> bool:
     return True
 
 
-def check_local_resources(runtime: RuntimeConfig) -> None:
-    """A local instance never grows: a run that reserves more than it has fails now.
+def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> None:
+    """A local instance never grows: a run that reserves more than the instance would
+    ``have`` (``{"CPU": ..., "GPU": ...}``) fails before it starts.
 
     Raises:
-        RuntimeError: the run reserves more CPUs or GPUs than the running Ray instance has.
+        RuntimeError: the run reserves more CPUs or GPUs than the local instance has.
     """
-    import ray
-
-    have = ray.cluster_resources()
     for kind, wanted, options in (
             ("CPU", runtime.reserved_cpus(), "runtime.num_cpus, runtime.actors or the "
              "runtime.cpus_per_* options"),
@@ -79,6 +79,14 @@ def check_local_resources(runtime: RuntimeConfig) -> None:
             raise RuntimeError(f"the run reserves {wanted:g} {kind}s and the local Ray "
                                f"instance has {have.get(kind, 0):g}: lower {options}, or "
                                "join a cluster that has them (runtime.address=...)")
+
+
+def local_gpus() -> int:
+    """The GPUs a local Ray instance started here would have (Ray's own count: the visible
+    NVIDIA or AMD devices), found without starting one."""
+    from ray._private.accelerators import get_accelerator_manager_for_resource
+
+    return get_accelerator_manager_for_resource("GPU").get_current_node_num_accelerators()
 
 
 def is_local(runtime: RuntimeConfig) -> bool:

@@ -34,9 +34,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.distributed.cluster import (
-    check_local_resources,
     error_line,
-    is_local,
     local_instance_settings,
     loopback_only,
     start_ray,
@@ -131,8 +129,6 @@ class DistributedRun:
         _check_spec(self.spec)
         self._started_ray = start_ray(self.runtime)
         try:
-            if self._started_ray and is_local(self.runtime):
-                check_local_resources(self.runtime)
             self._assemble(self._open_logs())
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed)
             self._loop(callback)
