@@ -76,20 +76,21 @@ def _runs_on_local_ray(item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Every test that uses a Ray fixture is one of ``RAY_TESTS``; those that run on
-    ``local_ray`` come one after another (in the random order of their modules), so that one
-    Ray instance serves them all instead of one per run of consecutive modules (seconds each,
-    on the worker of the Ray tests, the longest of ``make test``)."""
+    """Every test that uses a Ray fixture is one of ``RAY_TESTS``. Those come first: under
+    ``-n 2`` they are one unit of work, the longest of ``make test``, started at once while the
+    other worker runs the rest (started late, it would end after everything else). Those
+    that run on ``local_ray`` come one after another (in the random order of their modules),
+    so that one Ray instance serves them all instead of one per run of consecutive modules
+    (seconds each)."""
     for item in items:
         if RAY_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.nodeid.startswith(
                 RAY_TESTS):
             raise pytest.UsageError(f"{item.nodeid} starts Ray (it uses a Ray fixture): add it "
                                     "to RAY_TESTS in tests/conftest.py, so that it runs on the "
                                     "worker of the Ray tests")
-    places = [i for i, item in enumerate(items) if item.nodeid.startswith(RAY_TESTS)]
-    ray_items = sorted((items[i] for i in places), key=lambda item: not _runs_on_local_ray(item))
-    for i, item in zip(places, ray_items, strict=True):
-        items[i] = item
+    ray_items = sorted((item for item in items if item.nodeid.startswith(RAY_TESTS)),
+                       key=lambda item: not _runs_on_local_ray(item))
+    items[:] = ray_items + [item for item in items if not item.nodeid.startswith(RAY_TESTS)]
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -303,11 +303,11 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
             raise ControllerDied
 
     with pytest.raises(ControllerDied):
-        DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=10**6,
+        DistributedRun(ppo_spec(), runtime(actors=1, checkpoint_every=2), frames=10**6,
                        logdir=str(tmp_path), quiet=True).run(callback=die)
     caplog.set_level(logging.WARNING, "looprl.distributed")
     budget = died[0] + 2_000
-    run = DistributedRun(ppo_spec(), runtime(checkpoint_every=2), frames=budget,
+    run = DistributedRun(ppo_spec(), runtime(actors=1, checkpoint_every=2), frames=budget,
                          logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
     assert run.run() is run.result
     resumed = [r.getMessage() for r in caplog.records if "resumed from its checkpoint" in
