@@ -83,10 +83,16 @@ def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> Non
 
 def local_gpus() -> int:
     """The GPUs a local Ray instance started here would have (Ray's own count: the visible
-    NVIDIA or AMD devices), found without starting one."""
-    from ray._private.accelerators import get_accelerator_manager_for_resource
+    NVIDIA or AMD devices), found without starting one; torch's CUDA device count if a Ray
+    release moved that private function."""
+    try:
+        from ray._private.accelerators import get_accelerator_manager_for_resource
 
-    return get_accelerator_manager_for_resource("GPU").get_current_node_num_accelerators()
+        return get_accelerator_manager_for_resource("GPU").get_current_node_num_accelerators()
+    except (ImportError, AttributeError):
+        import torch
+
+        return torch.cuda.device_count()
 
 
 def is_local(runtime: RuntimeConfig) -> bool:
