@@ -185,10 +185,17 @@ class GaussianHead:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``sample`` and ``log_prob`` of its actions (the normalized action is
         ``mean + std * noise``: no round trip through the bounds)."""
-        mean, log_std = self.split(params)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device)
-        unit = mean + torch.exp(log_std) * noise
+        mean, log_std, _, unit = self._draw(params, generator)
         return self.bounds.to_env(unit), _normal_log_prob(unit, mean, log_std)
+
+    def _draw(self, params: torch.Tensor, generator: torch.Generator | None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(mean, log_std, noise, mean + std * noise)``: one Gaussian draw per row, of the
+        parameters' dtype."""
+        mean, log_std = self.split(params)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device,
+                            dtype=mean.dtype)
+        return mean, log_std, noise, mean + torch.exp(log_std) * noise
 
     def mode(self, params: torch.Tensor) -> torch.Tensor:
         """The most likely action per row (the mean, clamped to the bounds)."""
@@ -244,10 +251,7 @@ class TanhGaussianHead(GaussianHead):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """A reparameterized action per row and its ``log pi`` (gradients flow through both),
         from ``generator`` if given."""
-        mean, log_std = self.split(params)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device,
-                            dtype=mean.dtype)
-        u = mean + torch.exp(log_std) * noise
+        _, log_std, noise, u = self._draw(params, generator)
         log_prob = (-0.5 * noise * noise - log_std - _HALF_LOG_2PI).sum(-1) - tanh_log_det(u)
         return self.bounds.to_env(torch.tanh(u)), log_prob
 
