@@ -255,12 +255,6 @@ class TanhGaussianHead(GaussianHead):
         log_prob = (-0.5 * noise * noise - log_std - _HALF_LOG_2PI).sum(-1) - tanh_log_det(u)
         return self.bounds.to_env(torch.tanh(u)), log_prob
 
-    def sample(
-        self, params: torch.Tensor, generator: torch.Generator | None = None
-    ) -> torch.Tensor:
-        """One action per row."""
-        return self.rsample(params, generator)[0]
-
     def sample_and_log_prob(
         self, params: torch.Tensor, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
