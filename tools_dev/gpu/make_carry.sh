@@ -3,8 +3,8 @@
 # PyTorch and pytest but none of looprl's other dependencies, and no network: the wheels of
 # those dependencies, and Ray 2.60 as a tarball trimmed of Java, RLlib, Serve, LLM and the
 # dashboard's web client (the whole wheel is over the 64 MiB the tool carries).
-# Then, with the device tool: run(command="bash .gpu/check.sh", carry=[".gpu"], timeout_s=560)
-# (the whole suite, about 7 minutes on an H200), or .gpu/check_short.sh (the GPU tests only).
+# Then, with the device tool: run(command="bash .gpu/check.sh", carry=[".gpu"], timeout_s=590)
+# (the GPU tests, the presets on CUDA, then the suite: 475 s on an H200), or .gpu/check_short.sh.
 set -eu
 cd "$(git rev-parse --show-toplevel)"
 mkdir -p .gpu/wheels && grep -qx '/.gpu/' .git/info/exclude || echo /.gpu/ >> .git/info/exclude
