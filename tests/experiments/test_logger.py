@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -230,6 +231,7 @@ def test_returns_csv_written_when_logger_is_garbage_collected(tmp_path: Path) ->
     del logger
     gc.collect()
     assert _returns_rows(log_dir) == _expected_rows([float(i) for i in range(30)], list(range(30)))
+    assert _scalars(log_dir)["train/returns/frame"] == [(i, float(i)) for i in range(30)]
 
 
 def test_returns_csv_written_at_normal_exit_without_close(tmp_path: Path) -> None:
@@ -244,6 +246,31 @@ def test_returns_csv_written_at_normal_exit_without_close(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
     rows = _returns_rows(str(tmp_path / "ppo" / "CartPole-v1"))
     assert rows == _expected_rows([i / 4 for i in range(120)], [2 * i for i in range(120)])
+    scalars = _scalars(str(tmp_path / "ppo" / "CartPole-v1"))["train/returns/frame"]
+    assert scalars == [(2 * i, i / 4) for i in range(120)]
+
+
+def test_scalars_reach_the_event_file_in_batches_with_their_own_times(tmp_path: Path) -> None:
+    """TensorBoard scalars wait in the logger (one hand-over to the writer's thread per batch,
+    not per episode) and keep the wall-clock time at which they were logged."""
+    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+    logged = time.time()
+    for i in range(10):
+        logger.frame = i
+        logger.add_eval("score", float(i))
+    logger._writer.flush()
+    assert "eval/score" not in _scalars(logger.log_dir)  # still in the logger
+    time.sleep(0.05)
+    logger.flush()
+    events = EventAccumulator(logger.log_dir).Reload().Scalars("eval/score")
+    assert [(e.step, e.value) for e in events] == [(i, float(i)) for i in range(10)]
+    assert all(logged <= e.wall_time < logged + 0.05 for e in events)
+    for i in range(10, 10 + 256):  # a full batch goes without a flush
+        logger.frame = i
+        logger.add_eval("score", float(i))
+    logger._writer.flush()
+    assert len(_scalars(logger.log_dir)["eval/score"]) == 10 + 256
+    logger.close()
 
 
 def test_verbose_experiments_write_the_losses_and_the_hp_trajectory(tmp_path) -> None:

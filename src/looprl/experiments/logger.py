@@ -16,7 +16,11 @@ One logger per (agent, environment) run owns the run directory ``{logdir}/{agent
   end of each training episode.
 
 CSV rows are buffered and appended every 100 episodes, on ``flush`` and ``close``, and (for
-``results.csv``) when a logger that was never closed is garbage-collected. The loop keeps the
+``results.csv``) when a logger that was never closed is garbage-collected. TensorBoard scalars
+are buffered too (with their wall-clock times) and handed to the event writer in batches: every
+256 scalars or 5 seconds, on ``flush``, ``close``, a checkpoint and garbage collection. Handing
+them over one at a time woke the writer's thread at every episode end, some 3% of a PPO
+CartPole run's time. The loop keeps the
 counters ``frame`` and ``episode``; each method's ``step`` picks the x-axis. With
 ``wandb={...}`` (``wandb.init`` arguments) every scalar also goes to a W&B run.
 """
@@ -27,6 +31,7 @@ import json
 import logging
 import math
 import os
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -166,12 +171,26 @@ def _cell(value: Any) -> str:
         return '"' + str(value).replace('"', "'") + '"'
 
 
-def _flush_at_exit(path: Path, lines: list[str]) -> None:
+_SCALAR_BATCH, _SCALAR_SECONDS = 256, 5.0  # buffered TensorBoard scalars: at most, oldest
+
+
+def _write_scalars(writer: SummaryWriter, scalars: list[tuple[str, float, int, float]]) -> None:
+    """Hand ``scalars`` (tag, value, step, wall time) to ``writer``; empty the list."""
+    for tag, value, step, walltime in scalars:
+        writer.add_scalar(tag, value, step, walltime=walltime)
+    scalars.clear()
+
+
+def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
+                   scalars: list[tuple[str, float, int, float]]) -> None:
     """Finalizer of a logger that was never closed: write what is still buffered."""
     try:
         _append_lines(path, lines)
     except OSError as error:
         log.warning("could not write %d buffered rows to %s: %s", len(lines), path, error)
+    if scalars:
+        _write_scalars(writer, scalars)
+        writer.flush()
 
 
 def _to_array(values: Any) -> np.ndarray:
@@ -238,8 +257,6 @@ class ExperimentLogger(Logger):
         self._returns_path = run_dir / "results.csv"
         self._returns_path.write_text(RETURNS_HEADER + "\n")
         self._pending_rows: list[str] = []
-        # Holds the path and the buffer, never ``self``: the logger stays collectable.
-        weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         self._loss_calls: dict[str, int] = {}
         self._loss_rows: list[tuple[int, str, Any]] = []
         self._hp_rows: list[tuple[int, dict[str, Any]]] = []
@@ -247,7 +264,7 @@ class ExperimentLogger(Logger):
         self._hp_columns: list[str] | None = None
         self.last_losses: dict[str, Any] = {}  # name -> last value (for the dashboard)
         self._episode_tags: set[str] = set()  # tags written with step="episode"
-        self._writer = SummaryWriter(log_dir=self.log_dir)
+        self._open_writer([])
         self._wandb = None if self._wandb_options is None else _wandb_run(self, self._wandb_options)
 
     def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
@@ -258,8 +275,21 @@ class ExperimentLogger(Logger):
         self._open(run_name, run_info)
 
     # ------------------------------------------------------------- checkpoints
+    def _open_writer(self, pending: list[tuple[str, float, int, float]]) -> None:
+        """Open the event writer, with ``pending`` scalars to hand it, and the finalizer that
+        writes what is still buffered when a logger that was never closed is collected."""
+        self._writer = SummaryWriter(log_dir=self.log_dir)
+        self._pending_scalars = pending  # (tag, value, step, wall time)
+        self._handed = time.monotonic()
+        # Holds the files, writer and buffers, never ``self``: the logger stays collectable.
+        weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows,
+                         self._writer, self._pending_scalars)
+
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the event writer and the W&B run (reopened on load)."""
+        """Everything but the event writer and the W&B run (reopened on load); the buffered
+        scalars go to the writer first, as the steps they belong to come before the
+        checkpoint."""
+        self._hand_scalars()
         state = dict(self.__dict__)
         del state["_writer"]
         state["_wandb_id"] = self._wandb.id if self._wandb is not None else None
@@ -279,9 +309,8 @@ class ExperimentLogger(Logger):
         for table in ("losses.csv", "hyperparameters.csv", "log.csv"):  # rows up to the frame
             _keep_rows(Path(self.log_dir) / table,
                        lambda _, line: int(line.split(",")[0]) <= self.frame)
-        weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows)
         _keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
-        self._writer = SummaryWriter(log_dir=self.log_dir)
+        self._open_writer(self._pending_scalars)
         if self._wandb_options is not None:  # the same W&B run goes on
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
@@ -305,9 +334,21 @@ class ExperimentLogger(Logger):
         if step == "episode":
             self._episode_tags.add(tag)  # (trimmed by episode at a resume)
         value = float(value)
-        self._writer.add_scalar(tag, value, self._step(step))
+        self._buffer_scalar(tag, value, self._step(step))
         if self._wandb is not None:
             self._wandb.log({tag: value, "frame": self.frame})
+
+    def _buffer_scalar(self, tag: str, value: float, step: int) -> None:
+        """Keep a TensorBoard scalar for the writer (see the module docstring)."""
+        pending = self._pending_scalars
+        pending.append((tag, value, step, time.time()))
+        if len(pending) >= _SCALAR_BATCH or time.monotonic() - self._handed > _SCALAR_SECONDS:
+            self._hand_scalars()
+
+    def _hand_scalars(self) -> None:
+        """Hand the buffered scalars to the event writer."""
+        _write_scalars(self._writer, self._pending_scalars)
+        self._handed = time.monotonic()
 
     # --------------------------------------------------------------- interface
     def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
@@ -376,12 +417,13 @@ class ExperimentLogger(Logger):
             return
         x = self._step(step)
         for key, stat in zip(("mean", "std", "max", "min"), _stats(array)):
-            self._writer.add_scalar(f"summary/{name}/{key}", stat, x)
+            self._buffer_scalar(f"summary/{name}/{key}", stat, x)
 
     def flush(self) -> None:
         """Write the buffered CSV rows and flush the event file."""
         _append_lines(self._returns_path, self._pending_rows)
         self._write_tables()
+        self._hand_scalars()
         self._writer.flush()
 
     def close(self) -> None:
@@ -437,4 +479,5 @@ class ExperimentLogger(Logger):
         if array.size:
             self._scalar("eval/returns/mean", float(array.mean()), "frame")
         self.add_summary("test_returns", array, step="frame")
+        self._hand_scalars()
         self._writer.flush()
