@@ -17,12 +17,12 @@ One logger per (agent, environment) run owns the run directory ``{logdir}/{agent
 
 CSV rows are buffered and appended every 100 episodes, on ``flush`` and ``close``, and (for
 ``results.csv``) when a logger that was never closed is garbage-collected. TensorBoard scalars
-are buffered too (with their wall-clock times) and handed to the event writer in batches: every
-256 scalars or 5 seconds, on ``flush``, ``close``, a checkpoint and garbage collection (handing
-them over one at a time woke the writer's thread at every episode end: some 3% of a PPO
-CartPole run). The loop keeps the counters ``frame`` and ``episode``; each method's ``step``
-picks the x-axis. With ``wandb={...}`` (``wandb.init`` arguments) every scalar also goes to a
-W&B run.
+are buffered too (with their wall-clock times) and handed to the event writer in batches: at
+256 scalars, at the first scalar 5 seconds after the last batch, and on ``flush``, ``close``, a
+checkpoint and garbage collection (handing them over one at a time woke the writer's thread at
+every episode end: some 3% of a PPO CartPole run). The loop keeps the counters ``frame`` and
+``episode``; each method's ``step`` picks the x-axis. With ``wandb={...}`` (``wandb.init``
+arguments) every scalar also goes to a W&B run.
 """
 
 from __future__ import annotations
