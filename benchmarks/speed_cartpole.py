@@ -20,6 +20,7 @@ Stable-Baselines3 is a benchmark-only dependency (``pip install -e '.[bench]'``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import math
@@ -28,6 +29,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -163,18 +165,26 @@ def sb3_run(algo: str, seed: int, eval_every: int, eval_episodes: int) -> Run:
 
 # -- the arithmetic floor -------------------------------------------------------------------
 def floor_seconds(algo: str) -> float:
-    """The floor's seconds, with denormal floats flushed to zero, as looprl's optimizer steps
-    do (Adam's moments of weights that get no gradient decay into denormals, on which CPU
-    arithmetic is many times slower: without this the DQN floor ran slower than looprl)."""
+    """The floor's seconds, with denormal floats flushed to zero (``flushed_denormals``)."""
+    with flushed_denormals():
+        return sac_floor_seconds() if algo == "sac" else sum(discrete_floor_phases(algo))
+
+
+@contextlib.contextmanager
+def flushed_denormals() -> Iterator[None]:
+    """Denormal floats flushed to zero inside, as looprl's optimizer steps do (Adam's moments
+    of weights that get no gradient decay into denormals, on which CPU arithmetic is many
+    times slower: without this the DQN floor ran slower than looprl)."""
     torch.set_flush_denormal(True)
     try:
-        return sac_floor_seconds() if algo == "sac" else discrete_floor_seconds(algo)
+        yield
     finally:
         torch.set_flush_denormal(False)
 
 
-def discrete_floor_seconds(algo: str) -> float:
-    """Seconds of the bare work both libraries must do: the same env steps and gradient steps.
+def discrete_floor_phases(algo: str) -> tuple[float, float]:
+    """Seconds ``(acting, gradient steps)`` of the bare work both libraries must do: the same
+    env steps and gradient steps.
 
     Raw Gymnasium steps with the no-grad forward passes of acting (PPO: actor and critic),
     plus the same number of forward/backward/Adam steps on the same networks and batch
@@ -210,6 +220,7 @@ def discrete_floor_seconds(algo: str) -> float:
             if ppo:
                 nets[1](observation)
             obs, *_ = env.step(action)
+    acting = time.perf_counter()
     for _ in range(grad_steps):
         if ppo:
             loss = nets[0](x).max(-1).values.mean() + nets[1](x).square().mean()
@@ -220,7 +231,7 @@ def discrete_floor_seconds(algo: str) -> float:
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    return time.perf_counter() - start
+    return acting - start, time.perf_counter() - acting
 
 
 def sac_floor_seconds() -> float:

@@ -1,7 +1,11 @@
 """Every single-agent preset on CUDA: its training and test agents act on a hand-built CPU
 State (and a CPU StateArray for parallel presets); a short run of each trains on CUDA."""
-import sys, time, traceback
+import sys
+import time
+import traceback
+
 import torch
+
 from looprl.core import State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment

@@ -10,7 +10,7 @@ imports and the set-up are not counted) and prints a table:
   floor's step (raw Gymnasium vector step, actor and critic forward passes, ``argmax``);
 * a gradient step: one PPO update (``trainer.step`` on a captured 32 x 8 segment: targets and
   20 gradient steps) over 20, against the floor's forward/backward/Adam step on the same
-  networks (``benchmarks/speed_cartpole.py``'s ``discrete_floor_seconds``).
+  networks (``benchmarks/speed_cartpole.py``'s ``discrete_floor_phases``).
 
 Fewer instructions is not the same as less time (caches, the GIL), but a change that removes
 instructions from the hot path shows here, exactly, in one run. Needs ``valgrind`` and ``gcc``
