@@ -102,6 +102,10 @@ class EnvRunner:
         frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
     """
 
+    #: some copy of a vector environment is over (set by ``_receive_all``; ``True`` is right in
+    #: any state, for runners pickled before it was kept)
+    _ended = True
+
     def __init__(
         self,
         env_name: str | Any,
@@ -395,6 +399,7 @@ class EnvRunner:
             self._obs.obs[:] = obs
         self._returns += returned
         self._over[:] = over
+        self._ended = bool(over.any())
 
     def _after_step(self, asked: np.ndarray, obs: Any, action: np.ndarray,
                     moved: np.ndarray) -> None:
@@ -474,6 +479,14 @@ class _VectorCopies:
         self.env = env
         self.process = process
         self.name = env.name
+        self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
+        self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
+        self.everyone.flags.writeable = False
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "everyone" not in state:  # (pickled before it was kept)
+            self.__init__(self.env, self.process)
 
     def reset(self, runner: EnvRunner, seed: int | None) -> None:
         state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
@@ -487,19 +500,23 @@ class _VectorCopies:
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
-        stepped = ~runner._over  # the others reset (the env ignores their actions)
-        runner._returns *= stepped
-        if self.process is None and hasattr(self.env, "step_arrays"):  # no StateArray made
+        if self.arrays:
             obs, reward, terminated, truncated = self.env.step_arrays(action)
             rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
         else:
             state = self.env.step(action)
             rows, reward, over = self._rows(state), as_numpy(state.reward), as_numpy(state.done)
         runner._lengths += 1
-        runner._lengths *= stepped
+        stepped = self.everyone
+        if runner._ended:  # the copies whose episode was over reset (their actions ignored)
+            stepped = ~runner._over
+            runner._returns *= stepped
+            runner._lengths *= stepped
+            reward = reward * stepped
         runner._count(self.env.n_envs)
-        runner._receive_all(*rows, reward * stepped, over)
-        runner._report(stepped)
+        runner._receive_all(*rows, reward, over)
+        if runner._ended:
+            runner._report(stepped)
         return stepped
 
     def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:

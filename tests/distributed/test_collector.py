@@ -114,6 +114,19 @@ def test_vector_environment_requests_mark_the_rows_whose_episode_ended() -> None
     assert episodes > 10 and ended == episodes
 
 
+def test_vector_environment_episodes_start_from_a_return_and_length_of_zero() -> None:
+    from looprl.environments import GymEnvironment
+
+    runner = EnvRunner(GymEnvironment("CartPole-v1").duplicate(3), segment_length=5, seed=0)
+    segments = collect(runner, 200)
+    episodes = runner.pop_episodes()
+    assert len(episodes) > 30
+    # action 0 topples the pole within about ten steps, each rewarded 1
+    assert all(e.ret == e.length and 5 <= e.length <= 30 for e in episodes)
+    for segment in segments:  # the step that resets a copy earns nothing
+        assert (segment.reward[1:][segment.done[:-1] | segment.truncated[:-1]] == 0).all()
+
+
 def test_whole_episodes_outgrow_the_first_allocation() -> None:
     runner = EnvRunner(lambda: Turns(length=10), n_envs=1, segment_length=3,
                        whole_episodes=True)

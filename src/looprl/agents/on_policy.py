@@ -95,6 +95,7 @@ class OnPolicyTrainer(Trainer):
 
     #: the trainer-side buffer the runtime pairs with it (``looprl.memory.make_sample_buffer``)
     sample_buffer = "on_policy"
+    _last_analysis: NamedArray | None = None  # of the latest minibatch step (``predictions``)
 
     def __init__(
         self,
@@ -277,6 +278,9 @@ class OnPolicyTrainer(Trainer):
                 step_parts = self._minibatch_step(minibatch, advantage)
                 if step_parts:
                     parts.append(step_parts)
+        last, self._last_analysis = self._last_analysis, None
+        if last is not None:  # the predictions of the last minibatch
+            self.predictions = {"values": last.value.detach(), "log_probs": last.log_prob.detach()}
         return mean_parts(parts)
 
     def _shuffled(self, units: NamedArray, n: int, size: int) -> list[NamedArray]:
@@ -315,10 +319,7 @@ class OnPolicyTrainer(Trainer):
             advantage = self._advantage(rows.advantage)
         loss, parts = self._loss(analysis, rows, advantage)
         self._reinforce(loss)
-        self.predictions = {
-            "values": analysis.value.detach(),
-            "log_probs": analysis.log_prob.detach(),
-        }
+        self._last_analysis = analysis  # (``predictions`` are made once, after the update)
         return parts
 
     def _empty_step(self, analysis: NamedArray) -> dict[str, torch.Tensor]:

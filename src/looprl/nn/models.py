@@ -69,12 +69,17 @@ class MLP(nn.Sequential):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _global_hooks():
             return super().forward(x)
+        # (the hooks and parameters are read from the layers' dicts: a helper call and
+        # Module.__getattr__ per layer cost a fifth of a small network's forward pass)
         for layer in self._modules.values():
-            kind = type(layer)
-            if _hooked(layer):
+            if (layer._forward_hooks or layer._forward_pre_hooks or layer._backward_hooks
+                    or layer._backward_pre_hooks):  # hooks run only through __call__
                 x = layer(x)
-            elif kind is nn.Linear:
-                x = F.linear(x, layer.weight, layer.bias)
+                continue
+            kind = type(layer)
+            if kind is nn.Linear:
+                parameters = layer._parameters
+                x = F.linear(x, parameters["weight"], parameters["bias"])
             elif kind in _FUNCTIONS:
                 x = _FUNCTIONS[kind](x)
             else:
@@ -86,12 +91,6 @@ def _global_hooks() -> bool:
     """Whether a hook is registered for every module (``nn.modules.module.register_module_*``)."""
     return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks
                 or _module._global_backward_hooks or _module._global_backward_pre_hooks)
-
-
-def _hooked(layer: nn.Module) -> bool:
-    """Whether ``layer`` has a forward or backward hook (it must be called to run them)."""
-    return bool(layer._forward_hooks or layer._forward_pre_hooks or layer._backward_hooks
-                or layer._backward_pre_hooks)
 
 
 class RLNetwork(nn.Module):
