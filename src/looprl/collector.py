@@ -64,12 +64,12 @@ class Episode:
 
 
 def _numpy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):  # (what policies answer, once per step)
+        return as_numpy(value)
     if value is None or isinstance(value, np.ndarray):
         return value
     if isinstance(value, NamedArray):
         return value.to_numpy()
-    if isinstance(value, torch.Tensor):
-        return as_numpy(value)
     return np.asarray(value)
 
 
@@ -340,12 +340,15 @@ class EnvRunner:
     def _record(self, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
                 result: RolloutResult, version: int) -> None:
         """Write the rows of ``streams`` (one each) and carry their recurrent states."""
-        every = len(streams) == len(self._copy)  # all streams at once (vector envs): slices
-        at = slice(None) if every else streams
-        done, truncated = self._done[at], self._truncated[at]
+        every = len(streams) == len(self._copy)  # all streams at once (vector envs)
+        if every:
+            reward, done, truncated = self._reward, self._done, self._truncated
+        else:
+            reward, done, truncated = (self._reward[streams], self._done[streams],
+                                       self._truncated[streams])
         ended = done | truncated
         rows = SampleBatch(
-            obs=obs, action=action, reward=self._reward[at], done=done,
+            obs=obs, action=action, reward=reward, done=done,
             truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
             value=_float32(result.value), policy_version=self._version_rows(len(streams), version),
             agent=self._agent[streams] if self.agent_count > 1 else None,

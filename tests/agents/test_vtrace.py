@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from looprl.agents.losses import segment_gae, vtrace
+from looprl.agents.losses.vtrace import discounted_sums
 
 
 def random_segment(rows: int = 9, streams: int = 4, seed: int = 0):
@@ -159,3 +160,18 @@ def test_vtrace_clips_ratios_and_ignores_final_rows():
     # ratios below 1 change the targets
     shy = vtrace(log_prob, log_prob - 1.0, reward, value, done, truncated, 0.9)
     assert not torch.allclose(shy[0], on_policy[0])
+
+
+def test_discounted_sums_are_the_same_with_gradients_and_differentiable() -> None:
+    g = torch.Generator().manual_seed(0)
+    deltas, decay = torch.randn(7, 3, generator=g), torch.rand(7, 3, generator=g)
+    expected, last = torch.zeros(7, 3), torch.zeros(3)
+    for t in reversed(range(7)):
+        last = expected[t] = deltas[t] + decay[t] * last
+    plain = discounted_sums(deltas, decay)  # (the CPU loop over NumPy rows)
+    tracked = deltas.clone().requires_grad_()
+    summed = discounted_sums(tracked, decay)  # (torch's loop, which autograd follows)
+    torch.testing.assert_close(plain, expected)
+    torch.testing.assert_close(summed, expected)
+    summed[0].sum().backward()  # d x_0 / d delta_t = decay_0 * ... * decay_{t-1}
+    torch.testing.assert_close(tracked.grad, torch.cat([torch.ones(1, 3), decay[:-1]]).cumprod(0))

@@ -139,7 +139,8 @@ class SegmentBuffer:
     def _cut_all(self) -> None:
         """Copy out the segment every stream just completed; its last row starts the next."""
         self._add(recursive_apply(self.rows, np.copy), self._all)
-        self.rows[0] = self.rows[self.segment_length]
+        for store in self._stores:
+            store[0] = store[self.segment_length]
         self.t[:] = 1
 
     def _add(self, segment: SampleBatch, streams: Any) -> None:
