@@ -23,16 +23,17 @@ def ppo_policy_loss(
     ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))`` with
     ``ratio = exp(log_probs - old_log_probs)``. Of the two bounds, only ``1 + clip`` can bind
     where ``A >= 0`` and only ``1 - clip`` where ``A < 0``, so this is
-    ``-mean(A * clamp(ratio, low, high))`` with the other bound infinite: the same value and
-    gradients from half as many autograd nodes (they are most of its cost on small batches).
+    ``dot(clamp(ratio, low, high), -A / n)`` with the other bound infinite: the same value and
+    gradients from half as many autograd nodes (they are most of its cost on small batches;
+    ``-A / n`` needs none).
     """
     ratio = torch.exp(log_probs - old_log_probs)
-    advantages = advantages.to(ratio.dtype)
     positive = advantages >= 0
-    low = torch.where(positive, -math.inf, 1.0 - clip).to(ratio.dtype)
-    high = torch.where(positive, 1.0 + clip, math.inf).to(ratio.dtype)
-    surrogate = torch.dot(ratio.clamp(low, high).flatten(), advantages.flatten())
-    return surrogate / -advantages.numel()
+    low = torch.where(positive, -math.inf, 1.0 - clip)
+    high = torch.where(positive, 1.0 + clip, math.inf)
+    clamped = ratio.clamp(low, high).flatten()
+    weights = advantages.flatten() * (-1.0 / advantages.numel())
+    return torch.dot(clamped, weights.to(clamped.dtype))
 
 
 def value_loss(
