@@ -32,7 +32,7 @@ def ppo_policy_loss(
     low = torch.where(positive, -math.inf, 1.0 - clip)
     high = torch.where(positive, 1.0 + clip, math.inf)
     clamped = ratio.clamp(low, high).flatten()
-    weights = advantages.flatten() * (-1.0 / advantages.numel())
+    weights = advantages.flatten() / -advantages.numel()
     return torch.dot(clamped, weights.to(clamped.dtype))
 
 
