@@ -511,14 +511,14 @@ class _VectorCopies:
             rows, reward, over = self._rows(state), as_numpy(state.reward), as_numpy(state.done)
         runner._lengths += 1
         stepped = self.everyone
-        if runner._ended:  # the copies whose episode was over reset (their actions ignored)
+        if runner._ended:  # the previous step ended some: those copies reset (actions ignored)
             stepped = ~runner._over
             runner._returns *= stepped
             runner._lengths *= stepped
             reward = reward * stepped
         runner._count(self.env.n_envs)
         runner._receive_all(*rows, reward, over)
-        if runner._ended:
+        if runner._ended:  # (now: this step ended some episode)
             runner._report(stepped)
         return stepped
 
