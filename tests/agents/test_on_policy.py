@@ -352,6 +352,44 @@ def test_ppo_clip_keeps_the_ratio_in_range():
     assert kl_after(0.01) < kl_after(float("inf"))
 
 
+@pytest.mark.parametrize("minibatch_size", [None, 16])
+def test_ppo_clip_bounds_are_made_once_per_batch_and_always_of_the_minibatch(
+        monkeypatch, minibatch_size):
+    """One minibatch holding the batch: its clip bounds are made once per update (the clip
+    changes between updates); several: once per minibatch. Every loss gets the bounds of its
+    own advantages and clip."""
+    from looprl.agents import ppo
+    from looprl.agents.losses import ppo_clip_bounds
+    from looprl.presets.on_policy import linear
+
+    made, checked = [], []
+
+    def counted(advantage, clip):
+        made.append(clip)
+        return ppo_clip_bounds(advantage, clip)
+
+    def checking(*args, bounds, **kwargs):
+        for got, want in zip(bounds, ppo_clip_bounds(args[2], args[6])):
+            assert torch.equal(got, want)
+        checked.append(args[6])
+        return loss(*args, bounds=bounds, **kwargs)
+
+    loss = ppo.ppo_loss
+    monkeypatch.setattr(ppo, "ppo_clip_bounds", counted)
+    monkeypatch.setattr(ppo, "ppo_loss", checking)
+    policy = RecordingPolicy()
+    trainer = PPOTrainer(policy, epochs=3, minibatch_size=minibatch_size, clip=linear(0.2),
+                         total_updates=4)
+    for i in range(2):
+        trainer.step(make_sample(policy, seed=i))
+    assert len(checked) == policy.approximation.updates
+    if minibatch_size is None:
+        assert checked == pytest.approx([0.2] * 3 + [0.15] * 3)
+        assert made == pytest.approx([0.2, 0.15])
+    else:
+        assert len(checked) > 6 and made == checked
+
+
 def test_ppo_vtrace_on_policy_with_lambda_1_equals_gae():
     """On-policy, lambda 1: V-trace's pg advantages and targets are GAE(1)'s."""
     gae_policy, vtrace_policy = RecordingPolicy(seed=3), RecordingPolicy(seed=3)

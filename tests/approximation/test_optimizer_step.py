@@ -1,4 +1,5 @@
-"""``OptimizerStep``: a fused Adam's kernels called directly give exactly ``optimizer.step()``."""
+"""``OptimizerStep``: a fused Adam's kernels called directly give exactly ``optimizer.step()``
+(up to rounding with a gradient factor)."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def test_step_hooks_take_the_full_step():
 
 def test_approximation_trains_as_with_optimizer_step(monkeypatch):
     """``Approximation.step`` through ``OptimizerStep`` ends where ``optimizer.step()`` does
-    (with clipping and denormal flushing), and a deep copy steps on its own state."""
+    (with clipping and denormal flushing; up to the rounding of the kernel's division by the
+    inverse clipping factor), and a deep copy steps on its own state."""
     def run(lean: bool) -> list[torch.Tensor]:
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 1))
@@ -116,7 +118,39 @@ def test_approximation_trains_as_with_optimizer_step(monkeypatch):
 
     lean, full = run(True), run(False)
     for a, b in zip(lean, full):
-        assert torch.equal(a, b)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("factor", ["number", "tensor", "subset"])
+def test_grad_factor_steps_as_multiplied_gradients(factor):
+    """``step(grad_factor)`` is ``optimizer.step()`` on the gradients times the factor: in the
+    kernel (a number or a tensor; up to rounding), or multiplied first where the scaled
+    parameters are not all the optimizer's (exactly). Factors change between steps (as
+    clipping's do), so that Adam's moments see them; 0 zeroes the gradients."""
+    (model, optimizer), (twin, reference) = _pair(
+        lambda p: torch.optim.Adam(p, lr=1e-2, fused=True))
+    scaled = list(model.parameters()) + ([nn.Parameter(torch.ones(2))] if factor == "subset"
+                                         else [])
+    step = OptimizerStep(optimizer, scaled)
+    generator = torch.Generator().manual_seed(1)
+    for i, value in enumerate([1.0, 0.3, 2.5, 0.05, 0.0, 0.7, 1.3]):
+        x = torch.randn(5, 3, generator=generator)
+        _backward(model, x)
+        _backward(twin, x)
+        step(torch.tensor(value) if factor == "tensor" else value)
+        torch._foreach_mul_([p.grad for p in twin.parameters()], value)
+        reference.step()
+        model.zero_grad(set_to_none=True)
+        twin.zero_grad(set_to_none=True)
+        assert bool(step._groups) == (i > 0)  # the kernel from the second step on
+        if factor == "subset":
+            _assert_same(optimizer, reference, model, twin)
+            continue
+        for p, q in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+            for key, value in optimizer.state[p].items():
+                torch.testing.assert_close(value, reference.state[q][key], rtol=1e-6,
+                                           atol=1e-9)
 
 
 def _step_side_by_side(n, step, model, reference, twin, x) -> None:

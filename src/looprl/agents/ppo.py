@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from looprl.agents.losses import ppo_loss
+from looprl.agents.losses import ppo_clip_bounds, ppo_loss
 from looprl.agents.on_policy import OnPolicyTrainer
 from looprl.core import Hyperparameter, Policy
 from looprl.core.namedarray import NamedArray
@@ -57,6 +57,7 @@ class PPOTrainer(OnPolicyTrainer):
         self.value_clip = value_clip
         self._clip_now = self._clip()
         self._log_ratios: list[torch.Tensor] = []
+        self._bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``OnPolicyTrainer``'s keys and ``hp/clip`` (the clip range now; setting it
@@ -71,16 +72,20 @@ class PPOTrainer(OnPolicyTrainer):
         self._clip_now = self._clip()
         self._log_ratios = []
         stats = self._policy_phase(batch)
+        self._bounds = None
         if self._log_ratios:
             stats.update(ratio_stats(self._log_ratios, self._clip_now))
         return {**stats, "clip": self._clip_now}
 
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        if self._bounds is None or self._bounds[0] is not advantage:
+            # (when one minibatch holds the batch, every epoch has the same advantages)
+            self._bounds = (advantage, ppo_clip_bounds(advantage, self._clip_now))
         loss, parts = ppo_loss(
             analysis.log_prob, rows.log_prob, advantage, analysis.value, rows.returns,
             analysis.entropy, self._clip_now, self.value_coef, self.entropy_coef,
-            old_values=rows.value, value_clip=self.value_clip,
+            old_values=rows.value, value_clip=self.value_clip, bounds=self._bounds[1],
         )  # fmt: skip
         # the ratio diagnostics of all minibatches are computed at once, after the update
         self._log_ratios.append(analysis.log_prob.detach() - rows.log_prob)

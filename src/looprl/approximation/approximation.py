@@ -173,19 +173,20 @@ class Approximation:
             raise self._no_optimizer("step")
         if self._updates % self._log_every == 0:
             self._check_and_log(loss)
+        factor = None  # gradient clipping's factor, applied by the optimizer step
         if self._clip_grad > 0:
-            self.grad_norm = _clip_grad_norm(self._params, self._clip_grad, self._uniform,
-                                             self._cpu)
+            self.grad_norm, factor = _clip_factor(self._params, self._clip_grad, self._uniform,
+                                                  self._cpu)
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
         stepper = self._stepper
         if stepper is None or stepper.optimizer is not self.optimizer:
-            stepper = self._stepper = OptimizerStep(self.optimizer)
+            stepper = self._stepper = OptimizerStep(self.optimizer, self._params)
         if self._flush_denormal:
-            _step_flushing_denormals(stepper)
+            _step_flushing_denormals(stepper, factor)
         else:
-            stepper()
+            stepper(factor)
         for group in self.optimizer.param_groups:  # zero_grad(set_to_none=True), minus its
             for param in group["params"]:  # dispatch overhead (it shows on small networks)
                 param.grad = None
@@ -274,35 +275,38 @@ class Approximation:
         return result
 
 
-def _step_flushing_denormals(step: OptimizerStep) -> None:
-    """``step()`` with denormal floats flushed to zero (on this thread's CPU)."""
+def _step_flushing_denormals(step: OptimizerStep, grad_factor: float | torch.Tensor | None
+                             ) -> None:
+    """``step(grad_factor)`` with denormal floats flushed to zero (on this thread's CPU)."""
     torch.set_flush_denormal(True)
     try:
-        step()
+        step(grad_factor)
     finally:
         torch.set_flush_denormal(False)
 
 
-def _clip_grad_norm(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool
-                    ) -> torch.Tensor:
-    """``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)``'s arithmetic; returns the
-    norm before clipping. ``uniform`` (one device and dtype) skips its grouping of the
-    gradients, whose cost shows on small networks; ``cpu`` computes the factor on the host
-    (no synchronization there), with the same float32 operations, and skips a factor of 1."""
+def _clip_factor(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool
+                 ) -> tuple[torch.Tensor, float | torch.Tensor | None]:
+    """``(norm, factor)``: the gradients' norm and the factor by which
+    ``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` would multiply them, with its
+    arithmetic (``None``: nothing to multiply). The optimizer step applies it (``OptimizerStep``:
+    a fused Adam's kernel divides by its inverse as it reads the gradients, instead of a
+    multiplication of every gradient before). ``uniform`` (one device and dtype) skips
+    ``clip_grad_norm_``'s grouping of the gradients, whose cost shows on small networks (else
+    it clips them itself); ``cpu`` computes the factor on the host (no synchronization there),
+    with the same float32 operations, and leaves out a factor of 1."""
     if not uniform:
-        return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+        return nn.utils.clip_grad_norm_(params, max_norm, foreach=True), None
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return torch.tensor(0.0)
+        return torch.tensor(0.0), None
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
     if not cpu:
-        torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
-        return norm
+        return norm, torch.clamp(max_norm / (norm + 1e-6), max=1.0)
     f32 = np.float32  # torch's max_norm / (norm + 1e-6) is (1 / (norm + 1e-6)) * max_norm
     coef = min(float(f32(1) / (f32(norm.item()) + f32(1e-6)) * f32(max_norm)), 1.0)
-    if coef != 1.0:  # (multiplying by 1 changes nothing; a NaN norm still spreads)
-        torch._foreach_mul_(grads, coef)
-    return norm
+    # (multiplying by 1 changes nothing; a NaN norm still spreads)
+    return norm, None if coef == 1.0 else coef
 
 
 def _device_of(model: nn.Module) -> torch.device:

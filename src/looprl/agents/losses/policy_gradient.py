@@ -17,6 +17,7 @@ def ppo_policy_loss(
     old_log_probs: torch.Tensor,
     advantages: torch.Tensor,
     clip: float,
+    bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """PPO's clipped surrogate objective, negated to be minimized (Schulman et al., 2017).
 
@@ -25,15 +26,23 @@ def ppo_policy_loss(
     where ``A >= 0`` and only ``1 - clip`` where ``A < 0``, so this is
     ``dot(clamp(ratio, low, high), -A / n)`` with the other bound infinite: the same value and
     gradients from half as many autograd nodes (they are most of its cost on small batches;
-    ``-A / n`` needs none).
+    ``-A / n`` needs none). ``bounds``: ``ppo_clip_bounds(advantages, clip)``, where the
+    caller has them (a trainer whose every epoch sees the same rows makes them once).
     """
-    ratio = torch.exp(log_probs - old_log_probs)
-    positive = advantages >= 0
+    low, high, weights = bounds if bounds is not None else ppo_clip_bounds(advantages, clip)
+    clamped = torch.exp(log_probs - old_log_probs).flatten().clamp(low, high)
+    return torch.dot(clamped, weights.to(clamped.dtype))
+
+
+def ppo_clip_bounds(advantages: torch.Tensor, clip: float
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(low, high, weights)`` of ``ppo_policy_loss``, flattened: each ratio's bounds
+    (``1 + clip`` above where ``A >= 0``, ``1 - clip`` below where ``A < 0``, the other
+    infinite) and the weights ``-A / n``. They depend on the advantages and ``clip`` only."""
+    positive = advantages.flatten() >= 0
     low = torch.where(positive, -math.inf, 1.0 - clip)
     high = torch.where(positive, 1.0 + clip, math.inf)
-    clamped = ratio.clamp(low, high).flatten()
-    weights = advantages.flatten() / -advantages.numel()
-    return torch.dot(clamped, weights.to(clamped.dtype))
+    return low, high, advantages.flatten() / -advantages.numel()
 
 
 def value_loss(
@@ -70,12 +79,14 @@ def ppo_loss(
     entropy_coef: float = 0.0,
     old_values: torch.Tensor | None = None,
     value_clip: float | None = None,
+    bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The full PPO loss: policy + ``value_coef`` * value - ``entropy_coef`` * entropy.
 
-    Returns the total loss and its detached parts for logging.
+    Returns the total loss and its detached parts for logging. ``bounds``:
+    ``ppo_clip_bounds(advantages, clip)``, where the caller has them (``ppo_policy_loss``).
     """
-    policy = ppo_policy_loss(log_probs, old_log_probs, advantages, clip)
+    policy = ppo_policy_loss(log_probs, old_log_probs, advantages, clip, bounds)
     value = value_loss(values, returns, old_values, value_clip)
     entropy_mean = entropy.mean()
     total = torch.add(policy, value, alpha=value_coef)
