@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from looprl.agents.losses import (
@@ -160,6 +161,17 @@ def test_ppo_loss_total_is_weighted_sum_of_parts() -> None:
     expected = policy + 0.5 * value - 0.01 * entropy_mean
     assert math.isclose(float(total), expected, rel_tol=1e-5)
     assert all(not p.requires_grad for p in parts.values())
+
+
+def test_ppo_loss_without_an_entropy_has_no_entropy_part_unless_it_is_weighed() -> None:
+    args = (torch.log(torch.tensor([1.5, 0.5])), torch.zeros(2), torch.tensor([1.0, -1.0]),
+            torch.tensor([1.0, 0.0]), torch.zeros(2))
+    with_entropy = ppo_loss(*args, torch.tensor([0.6, 0.2]), 0.2)
+    without = ppo_loss(*args, None, 0.2)
+    assert torch.equal(with_entropy[0], without[0])
+    assert without[1].keys() == {"policy", "value"} and "entropy" in with_entropy[1]
+    with pytest.raises(ValueError, match="entropy_coef is 0.01 but no entropy"):
+        ppo_loss(*args, None, 0.2, entropy_coef=0.01)
 
 
 def test_ppo_loss_value_clip_is_passed_through() -> None:

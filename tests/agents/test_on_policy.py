@@ -227,6 +227,14 @@ def test_analyze_matches_rollout_and_reads_one_field_observations() -> None:
         policy.analyze(NamedArray(obs=NamedArray(a=obs, b=obs), action=action))
 
 
+def test_analyze_leaves_a_discrete_entropy_out_when_asked() -> None:
+    policy = RecordingPolicy()
+    sample = NamedArray(obs=torch.randn(5, OBS), action=torch.randint(ACTIONS, (5,)))
+    full, lean = policy.analyze(sample), policy.analyze(sample, entropy=False)
+    assert lean.entropy is None and torch.equal(lean.log_prob, full.log_prob)
+    torch.testing.assert_close(policy.head.entropy(lean.logits), full.entropy)
+
+
 def test_test_agent_on_state_and_state_array() -> None:
     policy = RecordingPolicy()
     agent = ActorCriticTestAgent(policy)
@@ -323,6 +331,29 @@ def test_ppo_step_by_name_updates_the_policy():
     assert result.stats["valid_rows"] == float(mask.sum())
     assert set(policy.shapes[1:]) == {(16,)} | {(int(mask.sum()) % 16,)} - {(0,)}
     assert policy.approximation.updates == 2 * -(-int(mask.sum()) // 16)  # epochs x minibatches
+
+
+@pytest.mark.parametrize("minibatch_size", [None, 16, 20])
+def test_ppo_logs_the_entropy_it_leaves_out_of_the_analysis(minibatch_size):
+    """At ``entropy_coef=0`` the minibatches are analyzed without the entropy; the logged
+    entropy (from the logits, after the update) and the training are those of an analysis
+    with it (minibatches of one size, and of two: the last is smaller)."""
+    class WithEntropy(PPOTrainer):
+        def _weighs_entropy(self) -> bool:
+            return True
+
+    runs = []
+    for trainer_type in (PPOTrainer, WithEntropy):
+        policy = RecordingPolicy()
+        trainer = trainer_type(policy, epochs=3, minibatch_size=minibatch_size,
+                               entropy_coef=0.0, seed=0)
+        stats = [trainer.step(make_sample(policy, seed=i)).stats for i in range(2)]
+        runs.append((stats, parameters(policy)))
+    (lean, lean_params), (full, full_params) = runs
+    for a, b in zip(lean, full):
+        assert a.keys() == b.keys() and a["entropy"] > 0
+        assert a == pytest.approx(b, rel=1e-6)
+    assert all(torch.equal(a, b) for a, b in zip(lean_params, full_params))
 
 
 def test_ppo_clip_and_lr_schedules_anneal_with_progress():

@@ -84,7 +84,8 @@ class ActorCriticAnalysis:
 
     Attributes:
         log_prob: ``log pi(action | obs)`` of the stored actions (``None`` for target ``value``).
-        entropy: entropy of ``pi(. | obs)`` (``None`` for target ``value``).
+        entropy: entropy of ``pi(. | obs)`` (``None`` for target ``value``, and for discrete
+            policies asked for none).
         value: ``V(obs)`` (of the critic's inputs).
         aux_value: the auxiliary value head on the actor backbone (``None`` without one).
         logits: the action logits ``[T, B, A]`` of discrete policies (``None`` for Gaussian
@@ -192,8 +193,13 @@ class ActorCriticPolicy(Policy):
             params, value = self.module(self._obs(obs))[:2]
         return params.float().cpu(), value.float().reshape(-1).cpu()
 
-    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+    def analyze(self, sample: Any, target: str | None = None, entropy: bool = True,
+                **kwargs: Any) -> Any:
         """Re-evaluate stored ``sample`` rows with gradients (see the class docstring).
+
+        ``entropy=False``: a loss that does not weigh the entropy; discrete policies leave it
+        out (``None``: ``head.entropy(logits)`` gives it), a third of their analysis's cost
+        beyond the network on small networks.
 
         Raises:
             ValueError: unknown ``target``, or a sample a GRU policy cannot unroll.
@@ -210,8 +216,11 @@ class ActorCriticPolicy(Policy):
             return ActorCriticAnalysis(log_prob=None, entropy=None, value=value, aux_value=aux)
         action = as_tensor(sample.action, self.device)
         action = action.float() if self.continuous_action else action
-        log_prob, entropy = self.head.log_prob_and_entropy(params, action)
         logits = None if self.continuous_action else params
+        if entropy or logits is None:
+            log_prob, entropy = self.head.log_prob_and_entropy(params, action)
+        else:
+            log_prob, entropy = self.head.log_prob(params, action), None
         return ActorCriticAnalysis(log_prob=log_prob, entropy=entropy, value=value,
                                    aux_value=aux, logits=logits)
 

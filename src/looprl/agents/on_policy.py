@@ -291,10 +291,17 @@ class OnPolicyTrainer(Trainer):
 
     def _analyze_units(self, units: NamedArray) -> NamedArray:
         """``policy.analyze`` of training units, in the units' layout."""
+        options = {} if self._weighs_entropy() else {"entropy": False}
         if not self.recurrent:
-            return self._policy.analyze(self._analysis_input(units), target="ppo")
+            return self._policy.analyze(self._analysis_input(units), target="ppo", **options)
         segment = transpose01(units)
-        return transpose01(self._policy.analyze(self._analysis_input(segment), target="ppo"))
+        return transpose01(self._policy.analyze(self._analysis_input(segment), target="ppo",
+                                                **options))
+
+    def _weighs_entropy(self) -> bool:
+        """Whether the loss needs the analysis's entropy (else a discrete policy leaves it out;
+        the trainer logs it from the logits)."""
+        return True
 
     def _valid(self, units: NamedArray, analysis: NamedArray) -> tuple[NamedArray, NamedArray]:
         """The analysis and the units at valid rows only, flattened."""

@@ -17,6 +17,7 @@ from looprl.agents.losses import ppo_clip_bounds, ppo_loss
 from looprl.agents.on_policy import OnPolicyTrainer
 from looprl.core import Hyperparameter, Policy
 from looprl.core.namedarray import NamedArray
+from looprl.policies.distributions import CategoricalHead
 
 __all__ = ["PPOTrainer"]
 
@@ -57,6 +58,7 @@ class PPOTrainer(OnPolicyTrainer):
         self.value_clip = value_clip
         self._clip_now = self._clip()
         self._log_ratios: list[torch.Tensor] = []
+        self._logits: list[torch.Tensor] = []  # of minibatches analyzed without the entropy
         self._bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
@@ -70,12 +72,17 @@ class PPOTrainer(OnPolicyTrainer):
 
     def _update(self, batch: NamedArray) -> dict[str, Any]:
         self._clip_now = self._clip()
-        self._log_ratios = []
+        self._log_ratios, self._logits = [], []
         stats = self._policy_phase(batch)
         self._bounds = None
         if self._log_ratios:
             stats.update(ratio_stats(self._log_ratios, self._clip_now))
+        if self._logits:
+            stats["entropy"] = mean_entropy(self._logits)
         return {**stats, "clip": self._clip_now}
+
+    def _weighs_entropy(self) -> bool:
+        return bool(self.entropy_coef)
 
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -87,9 +94,21 @@ class PPOTrainer(OnPolicyTrainer):
             analysis.entropy, self._clip_now, self.value_coef, self.entropy_coef,
             old_values=rows.value, value_clip=self.value_clip, bounds=self._bounds[1],
         )  # fmt: skip
-        # the ratio diagnostics of all minibatches are computed at once, after the update
+        # the ratio diagnostics (and an entropy left out) of all minibatches are computed at
+        # once, after the update
         self._log_ratios.append(analysis.log_prob.detach() - rows.log_prob)
+        if analysis.entropy is None:
+            self._logits.append(analysis.logits.detach())
         return loss, parts
+
+
+def mean_entropy(logits: list[torch.Tensor]) -> torch.Tensor:
+    """The categorical entropy of each minibatch's ``logits``, averaged over its rows and
+    then over minibatches (as the loss parts are)."""
+    if all(x.shape == logits[0].shape for x in logits):
+        entropy = CategoricalHead.entropy(torch.stack(logits))
+        return entropy.mean(tuple(range(1, entropy.dim()))).mean()
+    return torch.stack([CategoricalHead.entropy(x).mean() for x in logits]).mean()
 
 
 def ratio_stats(log_ratios: list[torch.Tensor], clip: float) -> dict[str, torch.Tensor]:

@@ -51,8 +51,17 @@ class CategoricalHead:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log pi(a | s)`` and the entropy of ``pi(. | s)``, sharing one log-softmax."""
         log_p = torch.log_softmax(logits, dim=-1)
-        entropy = -(log_p.exp() * log_p).sum(-1)
-        return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), entropy
+        return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), _entropy(log_p)
+
+    @staticmethod
+    def entropy(logits: torch.Tensor) -> torch.Tensor:
+        """The entropy of ``pi(. | s)`` per row."""
+        return _entropy(torch.log_softmax(logits, dim=-1))
+
+
+def _entropy(log_p: torch.Tensor) -> torch.Tensor:
+    """``-sum(p log p)`` over the last dimension, from the log-probabilities."""
+    return -(log_p.exp() * log_p).sum(-1)
 
 
 def _race(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

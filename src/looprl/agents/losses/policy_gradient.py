@@ -73,7 +73,7 @@ def ppo_loss(
     advantages: torch.Tensor,
     values: torch.Tensor,
     returns: torch.Tensor,
-    entropy: torch.Tensor,
+    entropy: torch.Tensor | None,
     clip: float,
     value_coef: float = 0.5,
     entropy_coef: float = 0.0,
@@ -83,16 +83,26 @@ def ppo_loss(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The full PPO loss: policy + ``value_coef`` * value - ``entropy_coef`` * entropy.
 
-    Returns the total loss and its detached parts for logging. ``bounds``:
-    ``ppo_clip_bounds(advantages, clip)``, where the caller has them (``ppo_policy_loss``).
+    Returns the total loss and its detached parts for logging (without ``entropy`` when it is
+    ``None``: a loss that does not weigh it). ``bounds``: ``ppo_clip_bounds(advantages,
+    clip)``, where the caller has them (``ppo_policy_loss``).
+
+    Raises:
+        ValueError: ``entropy_coef`` is not zero and ``entropy`` is ``None``.
     """
     policy = ppo_policy_loss(log_probs, old_log_probs, advantages, clip, bounds)
     value = value_loss(values, returns, old_values, value_clip)
-    entropy_mean = entropy.mean()
     total = torch.add(policy, value, alpha=value_coef)
+    parts = {"policy": policy.detach(), "value": value.detach()}
+    if entropy is None:
+        if entropy_coef:
+            raise ValueError(f"entropy_coef is {entropy_coef} but no entropy was given: "
+                             "analyze the minibatch with its entropy")
+        return total, parts
+    entropy_mean = entropy.mean()
     if entropy_coef:  # leave the entropy out of the graph when its weight is zero
         total = torch.sub(total, entropy_mean, alpha=entropy_coef)
-    parts = {"policy": policy.detach(), "value": value.detach(), "entropy": entropy_mean.detach()}
+    parts["entropy"] = entropy_mean.detach()
     return total, parts
 
 
