@@ -92,6 +92,47 @@ def test_clip_grad_bounds_gradient_norm():
     assert cos > 0.999
 
 
+@pytest.mark.parametrize("width", [8, 256])  # a small network's norm: one concatenated vector
+def test_clipped_steps_are_clip_grad_norm_s(width):
+    """An SGD step with ``clip_grad`` moves the parameters as ``clip_grad_norm_`` then SGD do,
+    and ``grad_norm`` is the norm before clipping, for small and large networks."""
+    def run(clip: bool) -> tuple[list[torch.Tensor], torch.Tensor]:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, width), nn.Tanh(), nn.Linear(width, width))
+        f = Approximation(model, optim.SGD(model.parameters(), lr=0.1),
+                          clip_grad=0.5 if clip else 0)
+        x = torch.randn(16, 3)
+        loss = f(x).square().sum()
+        if clip:
+            f.reinforce(loss)
+            return [p.detach() for p in model.parameters()], f.grad_norm
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        f.step()
+        return [p.detach() for p in model.parameters()], norm
+
+    assert Approximation(nn.Linear(width, width))._small == (width == 8)
+    (ours, norm), (reference, reference_norm) = run(True), run(False)
+    assert float(norm) > 0.5
+    torch.testing.assert_close(norm, reference_norm)
+    for a, b in zip(ours, reference):
+        torch.testing.assert_close(a, b)
+
+
+def test_clip_factor_spreads_a_nan_and_zeroes_at_an_infinite_norm():
+    from looprl.approximation.approximation import _clip_factor
+
+    for small in (True, False):
+        params = [nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(2, 2))]
+        params[0].grad, params[1].grad = torch.ones(3), torch.full((2, 2), float("nan"))
+        assert _clip_factor(params, 0.5, True, True, small)[1] != _clip_factor(
+            params, 0.5, True, True, small)[1]  # NaN
+        params[1].grad = torch.full((2, 2), float("inf"))
+        assert _clip_factor(params, 0.5, True, True, small)[1] == 0.0
+        params[1].grad = torch.zeros(2, 2)
+        assert _clip_factor(params, 5.0, True, True, small)[1] is None  # norm sqrt(3) < 5
+
+
 def test_step_clears_gradients_and_returns_self():
     model = nn.Linear(2, 1)
     f = Approximation(model, optim.SGD(model.parameters(), lr=0.1))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -84,6 +83,7 @@ class Approximation:
         self._params = list(model.parameters())
         self._uniform = len({(p.device, p.dtype) for p in self._params}) <= 1
         self._cpu = self._uniform and all(p.device.type == "cpu" for p in self._params)
+        self._small = self._cpu and sum(p.numel() for p in self._params) <= _SMALL
         self._flush_denormal = flush_denormal and self.device.type == "cpu"
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
@@ -176,7 +176,7 @@ class Approximation:
         factor = None  # gradient clipping's factor, applied by the optimizer step
         if self._clip_grad > 0:
             self.grad_norm, factor = _clip_factor(self._params, self._clip_grad, self._uniform,
-                                                  self._cpu)
+                                                  self._cpu, self._small)
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
@@ -285,28 +285,37 @@ def _step_flushing_denormals(step: OptimizerStep, grad_factor: float | torch.Ten
         torch.set_flush_denormal(False)
 
 
-def _clip_factor(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool
-                 ) -> tuple[torch.Tensor, float | torch.Tensor | None]:
+#: parameters (elements) up to which a CPU model's gradient norm is that of one concatenated
+#: vector: a copy costs less than a norm per tensor for small networks
+_SMALL = 2**15
+
+
+def _clip_factor(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool,
+                 small: bool) -> tuple[torch.Tensor, float | torch.Tensor | None]:
     """``(norm, factor)``: the gradients' norm and the factor by which
-    ``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` would multiply them, with its
-    arithmetic (``None``: nothing to multiply). The optimizer step applies it (``OptimizerStep``:
-    a fused Adam's kernel divides by its inverse as it reads the gradients, instead of a
-    multiplication of every gradient before). ``uniform`` (one device and dtype) skips
-    ``clip_grad_norm_``'s grouping of the gradients, whose cost shows on small networks (else
-    it clips them itself); ``cpu`` computes the factor on the host (no synchronization there),
-    with the same float32 operations, and leaves out a factor of 1."""
+    ``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` would multiply them
+    (``max_norm / (norm + 1e-6)`` if that is below 1; ``None``: nothing to multiply). The
+    optimizer step applies it (``OptimizerStep``: a fused Adam's kernel divides by its inverse
+    as it reads the gradients, instead of a multiplication of every gradient before).
+
+    ``uniform`` (one device and dtype) skips ``clip_grad_norm_``'s grouping of the gradients,
+    whose cost shows on small networks (else it clips them itself); ``cpu`` computes the factor
+    on the host (no synchronization there) and leaves out a factor of 1, ``small`` (a CPU model
+    of at most ``_SMALL`` parameters) takes the norm of the concatenated gradients. A NaN norm
+    gives a NaN factor, as ``clip_grad_norm_``'s spreads it."""
     if not uniform:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True), None
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return torch.tensor(0.0), None
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    if small:
+        norm = torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads]))
+    else:
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
     if not cpu:
         return norm, torch.clamp(max_norm / (norm + 1e-6), max=1.0)
-    f32 = np.float32  # torch's max_norm / (norm + 1e-6) is (1 / (norm + 1e-6)) * max_norm
-    coef = min(float(f32(1) / (f32(norm.item()) + f32(1e-6)) * f32(max_norm)), 1.0)
-    # (multiplying by 1 changes nothing; a NaN norm still spreads)
-    return norm, None if coef == 1.0 else coef
+    factor = max_norm / (norm.item() + 1e-6)
+    return norm, None if factor >= 1.0 else factor
 
 
 def _device_of(model: nn.Module) -> torch.device:
