@@ -22,12 +22,12 @@ if TYPE_CHECKING:
     from looprl.distributed.pipeline import PipelineReport, TrainerCore, test_pipeline
     from looprl.distributed.testing_env import EnvironmentCheckError, test_environment
 
-_MODULES = {
-    "EnvRunner": "collector", "Episode": "collector", "RolloutSizeError": "collector",
-    "AlgorithmSpec": "config", "RuntimeConfig": "config",
-    "DistributedResult": "controller", "DistributedRun": "controller",
-    "PipelineReport": "pipeline", "TrainerCore": "pipeline", "test_pipeline": "pipeline",
-    "EnvironmentCheckError": "testing_env", "test_environment": "testing_env",
+_MODULES = {  # where each name is defined (relative: in this package)
+    "EnvRunner": "looprl.collector", "Episode": "looprl.collector",
+    "RolloutSizeError": "looprl.collector", "AlgorithmSpec": ".config", "RuntimeConfig": ".config",
+    "DistributedResult": ".controller", "DistributedRun": ".controller",
+    "PipelineReport": ".pipeline", "TrainerCore": ".pipeline", "test_pipeline": ".pipeline",
+    "EnvironmentCheckError": ".testing_env", "test_environment": ".testing_env",
 }
 
 __all__ = ["AlgorithmSpec", "DistributedResult", "DistributedRun", "EnvRunner",
@@ -38,9 +38,7 @@ __all__ = ["AlgorithmSpec", "DistributedResult", "DistributedRun", "EnvRunner",
 def __getattr__(name: str) -> Any:
     if name not in _MODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _MODULES[name]
-    module = "looprl.collector" if module == "collector" else f"{__name__}.{module}"
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(_MODULES[name], __name__), name)
     globals()[name] = value
     return value
 

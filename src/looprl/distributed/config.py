@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
@@ -25,10 +26,9 @@ class AlgorithmSpec:
         trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
-        buffer: the trainer worker's sample buffer, ``"on_policy"``, ``"uniform"``,
-            ``"prioritized"``, ``"atari_uniform"`` or ``"atari_prioritized"`` (``None``: the
-            trainer's own ``sample_buffer`` attribute says); ``"independent"``: one buffer
-            per agent for an ``IndependentTrainer`` (``looprl.distributed.independent``),
+        buffer: the trainer worker's sample buffer (``TrainerCore`` lists the kinds; ``None``:
+            the trainer's ``sample_buffer``); ``"independent"``: one buffer per agent for an
+            ``IndependentTrainer`` (``looprl.distributed.independent``),
             ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
         buffer_args: its keyword arguments (see ``TrainerCore``).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
@@ -125,14 +125,10 @@ class AlgorithmSpec:
 
     def make_meta(self) -> list[Any]:
         """A fresh copy of the meta components, for one worker."""
-        import copy
-
         return copy.deepcopy(self.meta)
 
     def on_device(self, device: str) -> AlgorithmSpec:
         """A copy whose policy is built on ``device`` (workers given a GPU use ``"cuda"``)."""
-        from dataclasses import replace
-
         return replace(self, policy_args={**self.policy_args, "device": device})
 
     def portable(self) -> AlgorithmSpec:
@@ -142,7 +138,7 @@ class AlgorithmSpec:
                            ("trainer", self.trainer)):
             if not isinstance(name, str):
                 continue  # a factory travels as it is
-            entry = _registries()[kind].get(name)
+            entry = _registries()[kind][0].get(name)
             if entry is not None:
                 self.registrations[kind] = (name, entry)
         return self
@@ -151,25 +147,20 @@ class AlgorithmSpec:
         """Register, in this process, the names ``portable`` carried that are missing here."""
         registries = _registries()
         for kind, (name, entry) in self.registrations.items():
-            if name not in registries[kind]:
-                _register(kind, name, entry)
+            entries, register = registries[kind]
+            if name not in entries:
+                register(name, entry)
 
 
-def _registries() -> dict[str, dict[str, Any]]:
+def _registries() -> dict[str, tuple[dict[str, Any], Callable[[str, Any], Any]]]:
+    """By kind of part: its registry's entries and the function that registers one."""
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
-    from looprl.core import interfaces
+    from looprl.core import interfaces, register_policy, register_trainer
     from looprl.environments import srl
 
-    return {"env": srl._REGISTRY, "policy": interfaces._POLICIES.entries,
-            "trainer": interfaces._TRAINERS.entries}
-
-
-def _register(kind: str, name: str, entry: Any) -> None:
-    from looprl.core import register_policy, register_trainer
-    from looprl.environments.srl import register as register_env
-
-    {"env": register_env, "policy": register_policy, "trainer": register_trainer}[kind](
-        name, entry)
+    return {"env": (srl._REGISTRY, srl.register),
+            "policy": (interfaces._POLICIES.entries, register_policy),
+            "trainer": (interfaces._TRAINERS.entries, register_trainer)}
 
 
 @dataclass

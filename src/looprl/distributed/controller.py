@@ -9,11 +9,9 @@
 
 ``DistributedRun`` composes the parts, one per job, and polls them twice a second: a
 ``WorkerPool`` (``placement.py``: placement, the trainer group, the loops, the end), a
-``Supervisor`` (``restarts.py``: Ray restarts a worker that dies, the supervisor starts its
-loop again; a trainer resumes from its latest checkpoint), a ``RunMonitor`` (``monitor.py``:
-the same logs as a local run, plus ``losses.csv`` and ``throughput.csv``) and a
-``ControllerCheckpoint`` (``run_state.py``). Episodes are reported to the controller, so a
-trainer's death loses none of them.
+``Supervisor`` (``restarts.py``: restarts the loops of workers that died), a ``RunMonitor``
+(``monitor.py``: the logs) and a ``ControllerCheckpoint`` (``run_state.py``). Episodes are
+reported to the controller, so a trainer's death loses none of them.
 
 Whenever the trainer has checkpointed, the controller saves its own state beside it
 (``controller_checkpoint.pt``); a run whose controller died continues with
@@ -33,12 +31,7 @@ from typing import Any
 import torch
 
 from looprl.core import Preset
-from looprl.distributed.cluster import (
-    error_line,
-    local_instance_settings,
-    loopback_only,
-    start_ray,
-)
+from looprl.distributed.cluster import error_line, local_instance_settings, loopback_only, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool

@@ -64,10 +64,7 @@ class TrainerGroup:
     and checkpoints) of ``size``, on ``gpus`` or not, collectives waiting ``timeout`` s."""
 
     def __init__(self, rank: int, size: int, gpus: bool, timeout: float):
-        self.rank = rank
-        self.size = size
-        self.gpus = gpus
-        self.timeout = timeout
+        self.rank, self.size, self.gpus, self.timeout = rank, size, gpus, timeout
 
     def join(self, init_method: str) -> None:
         """Form the group with the other trainers (blocks until all joined)."""

@@ -7,7 +7,6 @@ an ``EnvRunner`` in a plain loop, so a pipeline that passes here runs the same c
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,8 +23,6 @@ from looprl.meta.hub import MetaHub, Parts
 
 __all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "test_pipeline",
            "trainer_core"]
-
-logger = logging.getLogger(__name__)
 
 
 class StepLoop:

@@ -137,13 +137,12 @@ class Supervisor:
                 answer = ray.get(self.pool.workers[name].ready.remote(), timeout=timeout)
                 if former is None or answer["id"] != former:
                     return answer
-            except ray.exceptions.RayActorError as error:
-                if former is None and not isinstance(error, ray.exceptions.ActorUnavailableError):
+            except ray.exceptions.RayError as error:
+                restarting = isinstance(error, ray.exceptions.RayActorError) and (
+                    former is not None or isinstance(error, ray.exceptions.ActorUnavailableError))
+                if not restarting:
                     raise RuntimeError(f"{name} worker could not be restarted: "
                                        f"{error_line(error)}") from None
-            except ray.exceptions.RayError as error:
-                raise RuntimeError(f"{name} worker could not be restarted: "
-                                   f"{error_line(error)}") from None
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{name} worker did not come back within {timeout:.0f}s "
                                    "after it died")

@@ -1,8 +1,7 @@
-"""The trainer worker of a distributed run (seed 004): owns the sample buffer
-(``TrainerCore``), runs ``Trainer.step``, publishes parameters, checkpoints, and resumes from
-its checkpoint after a restart. With ``runtime.trainers > 1`` the trainers form one
-torch.distributed group (``looprl.distributed.ddp``) and rank 0 alone publishes and
-checkpoints. Importing this module imports Ray.
+"""``TrainerWorker``, the trainer worker of a distributed run (seed 004). With
+``runtime.trainers > 1`` the trainers form one torch.distributed group
+(``looprl.distributed.ddp``) and rank 0 alone publishes and checkpoints. Importing this
+module imports Ray.
 """
 
 from __future__ import annotations
@@ -31,9 +30,9 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
 class TrainerWorker:
-    """Owns the sample buffer, runs ``Trainer.step``, publishes parameters (to the
-    ``ParameterServer`` of Ray name ``server``) and checkpoints in ``run_dir``, whence it
-    continues after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
+    """Owns the sample buffer (``TrainerCore``), runs ``Trainer.step``, publishes parameters
+    (to the ``ParameterServer`` of Ray name ``server``) and checkpoints in ``run_dir``, whence
+    it continues after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
     """
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
@@ -101,8 +100,7 @@ class TrainerWorker:
 
         The caller waits while an on-policy buffer holds ``runtime.queue_batches`` batches
         or a replay lags behind its update ratio (``TrainerCore.ahead``); with
-        ``runtime.sync``, until a step has trained on its samples, unless every actor feeding
-        this trainer waits and the batch still needs more samples.
+        ``runtime.sync``, until a step has trained on its samples (``_wait_trained``).
         """
         while not self._stop.is_set():
             with self._lock:
@@ -169,15 +167,13 @@ class TrainerWorker:
 
     def _next_batch(self) -> Any:
         """The next batch once the buffer is ready; ``None`` once any trainer is stopped."""
-        while not self._stop.is_set():
+        batch = None
+        while batch is None and not self._stop.is_set():
             with self._lock:
                 batch = self.core.next_batch()
                 self._training = batch is not None
-            if batch is not None:
-                break
-            time.sleep(0.001)
-        else:
-            batch = None
+            if batch is None:
+                time.sleep(0.001)
         if self.group is not None and not self.group.agree(batch is not None):
             return None
         return batch

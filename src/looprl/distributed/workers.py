@@ -31,6 +31,7 @@ import torch
 from ray.exceptions import RayActorError, RayTaskError
 
 from looprl.collector import EnvRunner, RolloutSizeError
+from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
 from looprl.distributed.server import ParameterServer, unpack
@@ -350,12 +351,12 @@ class PolicyWorker:
 
     async def rollout(self, request: Any) -> tuple[Any, int]:
         """The policy's answer to ``request`` and the version that gave it."""
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         self._waiting.append((request, future))
         if len(self._waiting) >= self.batch_requests:
             await self._flush()
         elif self._timer is None:
-            loop = asyncio.get_running_loop()
             self._timer = loop.call_later(self.max_wait,
                                           lambda: asyncio.ensure_future(self._flush()))
         return await future
@@ -368,13 +369,10 @@ class PolicyWorker:
         if not waiting:
             return
         await self.copy.maybe_pull_async()
-        from looprl.core.namedarray import concat
-
         requests = [request for request, _ in waiting]
         sizes = [len(request.obs) for request in requests]
         try:
-            result = self.copy.policy.rollout(concat(requests))
-            result = result.to_numpy()
+            result = self.copy.policy.rollout(concat(requests)).to_numpy()
             _check_size(result, sum(sizes), self.copy.policy)
         except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
             for _, future in waiting:
