@@ -171,8 +171,7 @@ def _share_the_config_store() -> None:
 
 def _meta_values(overrides: list[str] | tuple[str, ...]) -> list[str]:
     """The options ``meta=[...]`` overrides choose."""
-    pairs = [o.lstrip("+~").partition("=")[::2] for o in _overrides_only(list(overrides))]
-    return [v.strip() for key, value in pairs if key == "meta"
+    return [v.strip() for key, value in _override_pairs(overrides) if key == "meta"
             for v in value.strip("[]").split(",") if v.strip()]
 
 
@@ -339,8 +338,8 @@ def check_overrides(overrides: list[str]) -> None:
     from hydra.core.config_store import ConfigStore
 
     repo = ConfigStore.instance().repo
-    pairs = [o.lstrip("+~").partition("=")[::2] for o in _overrides_only(overrides)]
-    pairs = [(key, value) for key, value in pairs if not key.startswith("hydra")]
+    pairs = [(key, value) for key, value in _override_pairs(overrides)
+             if not key.startswith("hydra")]
     chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
     options = {"algorithm": list(algorithm_options()), "runner": list(runners()),
                "meta": sorted(name.removesuffix(".yaml") for name in repo["meta"]),
@@ -371,16 +370,19 @@ _VALUED_FLAGS = frozenset({"--cfg", "-c", "--package", "-p", "--info", "-i", "--
                            "--experimental-rerun"})
 
 
-def _overrides_only(argv: list[str]) -> list[str]:
-    """The ``key=value`` overrides of ``argv``: without Hydra's flags and their values."""
-    kept, skip = [], False
+def _override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(key, value)`` of each ``key=value`` override of ``argv`` (prefixes ``+``, ``~``
+    dropped), without Hydra's flags and their values."""
+    kept: list[tuple[str, str]] = []
+    skip = False
     for arg in argv:
         if skip and "=" not in arg:  # the flag's value (``--info`` may come without one)
             skip = False
             continue
         skip = arg in _VALUED_FLAGS
         if not arg.startswith("-"):
-            kept.append(arg)
+            key, _, value = arg.lstrip("+~").partition("=")
+            kept.append((key, value))
     return kept
 
 

@@ -45,20 +45,22 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     if run.runner.preset is not None:
         run.runner.preset.save(str(Path(output_dir) / "preset.pt"))
     run.runner.close()
-    results = {"train": _jsonable(train_results), "eval": _jsonable(eval_results)}
+    return _write_results(cfg, output_dir, train_results, eval_results)
+
+
+def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
+                   evaluation: dict[str, Any]) -> dict[str, Any]:
+    """Write ``results.json`` and return what it holds; a run with a held-out set logs both
+    sets' test returns."""
+    results = _jsonable({"train": train, "eval": evaluation})
     (Path(output_dir) / "results.json").write_text(json.dumps(results, indent=1))
-    _log_sets(cfg, eval_results)
-    return results
-
-
-def _log_sets(cfg: Any, evaluation: dict[str, Any]) -> None:
-    """The summary line of a run with a held-out set: both sets' test returns."""
     if "test_set" in evaluation and not cfg.logging.quiet:
         train_set, test_set = evaluation["train_set"], evaluation["test_set"]
         log.info("test return on the training instances %.1f +/- %.1f, on the held-out "
                  "instances %.1f +/- %.1f (%d episodes each)", train_set["mean_eval_reward"],
                  train_set["std_eval_reward"], test_set["mean_eval_reward"],
                  test_set["std_eval_reward"], test_set["episodes"])
+    return results
 
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
@@ -88,14 +90,11 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     evaluation = summary(returns)
     if held_out is not None:  # as runners report it
         evaluation = {**summary(held_out), "train_set": evaluation, "test_set": summary(held_out)}
-    results = {"train": train, "eval": evaluation}
-    (Path(output_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=1))
     if not cfg.logging.quiet:
         log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
                  run.name, cfg.env, run.runtime.actors, result.frames,
                  result.frames_per_second, evaluation["mean_eval_reward"])
-    _log_sets(cfg, evaluation)
-    return results
+    return _write_results(cfg, output_dir, train, evaluation)
 
 
 def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:

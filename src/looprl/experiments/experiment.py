@@ -341,9 +341,8 @@ class ParallelEnvExperiment(Experiment):
             self._maybe_checkpoint()
 
     def _make_runner(self) -> EnvRunner:
-        learner = self.agent.unwrapped
-        return EnvRunner(self.vector_env, segment_length=learner.n_steps, seed=self.seed,
-                         hub=self.hub, process=body_states(self.agent))
+        return EnvRunner(self.vector_env, segment_length=self.agent.unwrapped.n_steps,
+                         seed=self.seed, hub=self.hub, process=body_states(self.agent))
 
     @property
     def training_env(self) -> Any:

@@ -465,9 +465,7 @@ class ExperimentLogger(Logger):
         """Append one row for the current window to ``returns100.csv`` and TensorBoard."""
         values = np.fromiter(self._returns, dtype=np.float64)
         mean, std, vmax, vmin = _stats(values)
-        with open(self._returns100_path, "a", encoding="utf-8") as file:
-            file.write(f"{self.frame},{mean!r},{std!r},{vmax!r},{vmin!r}\n")
-            file.flush()
+        _append_lines(self._returns100_path, [f"{self.frame},{mean!r},{std!r},{vmax!r},{vmin!r}\n"])
         self.add_summary("returns100", values, step="frame")
 
     def add_test_returns(self, returns: list[float]) -> None:

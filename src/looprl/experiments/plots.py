@@ -124,8 +124,8 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
         if run is None:
             logger.warning("%s has no data rows yet (and no episodes in results.csv); "
                            "skipping it", path)
-            continue
-        runs.append(run)
+        else:
+            runs.append(run)
     if not runs:
         raise ValueError(f"every run under {runs_dir!s} is empty (returns100.csv header "
                          "only, no episodes in results.csv)")
@@ -164,12 +164,6 @@ def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], time
     ax.legend(loc="best", fontsize="small")
 
 
-def _agent_colors(runs: list[_Run]) -> dict[str, str]:
-    """Give every agent one color, the same in every subplot."""
-    agents = sorted({run.agent for run in runs})
-    return {agent: f"C{i % 10}" for i, agent in enumerate(agents)}
-
-
 def _figure(runs: list[_Run], timesteps: int) -> Figure:
     """Build the figure: one subplot per environment."""
     envs = sorted({run.env for run in runs})
@@ -181,7 +175,8 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
     fig = Figure(figsize=(5.5 * ncols, 4.0 * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    colors = _agent_colors(runs)
+    agents = sorted({run.agent for run in runs})  # one color each, the same in every subplot
+    colors = {agent: f"C{i % 10}" for i, agent in enumerate(agents)}
     for ax, env in zip(axes, envs):
         _draw_env(ax, env, [r for r in runs if r.env == env], colors, timesteps)
     for ax in axes[len(envs) :]:

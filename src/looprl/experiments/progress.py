@@ -48,8 +48,7 @@ class _FramesColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         total = "?" if task.total is None else f"{int(task.total):,}"
-        text = f"{int(task.completed):,}/{total}{self.unit}"
-        return Text(text, style="progress.download")
+        return Text(f"{int(task.completed):,}/{total}{self.unit}", style="progress.download")
 
 
 class _Dashboard(Progress):
@@ -158,22 +157,18 @@ class TrainingProgress:
     def update(self, frame: int, episode: int, mean_return: float | None = None) -> None:
         """Record frames and episodes done so far and the mean return of the last 100
         episodes (``None``/``nan``: unknown); redraw at most ``refresh_per_second`` times/s."""
+        if self._lines is None and self._progress is None:
+            return
+        self._last = (frame, episode, mean_return)
+        now = time.monotonic()
         if self._lines is not None:
-            self._last = (frame, episode, mean_return)
             if self._first_frame is None:
                 self._first_frame = frame
-            now = time.monotonic()
             if frame >= self._next_line_frame or now >= self._next_refresh:
                 self._print_line(now)
-            return
-        if self._progress is None:
-            return
-        now = time.monotonic()
-        if now < self._next_refresh:
-            self._last = (frame, episode, mean_return)
-            return
-        self._next_refresh = now + self._interval
-        self._draw(frame, episode, mean_return)
+        elif now >= self._next_refresh:
+            self._next_refresh = now + self._interval
+            self._draw(frame, episode, mean_return)
 
     def _next_milestone(self, frame: int) -> float:
         """The first frame of the next tenth of the run after ``frame``."""
@@ -207,23 +202,18 @@ class TrainingProgress:
     def _draw(self, frame: int, episode: int, mean_return: float | None) -> None:
         """Push the values to rich and redraw."""
         assert self._progress is not None
-        self._last = (frame, episode, mean_return)
         self._progress.update(self._task, completed=frame, episodes=episode,
                               mean_return=_format_return(mean_return))
         self._progress.refresh()
 
     def close(self) -> None:
         """Draw the last values received and stop the display."""
-        if self._lines is not None:
-            if self._last[0] != self._printed_frame:
-                self._print_line(time.monotonic())
-            self._lines = None
-            return
-        if self._progress is None:
-            return
-        self._draw(*self._last)
-        self._progress.stop()
-        self._progress = None
+        if self._lines is not None and self._last[0] != self._printed_frame:
+            self._print_line(time.monotonic())
+        elif self._progress is not None:
+            self._draw(*self._last)
+            self._progress.stop()
+        self._lines = self._progress = None
 
     def __enter__(self) -> TrainingProgress:
         self.start()

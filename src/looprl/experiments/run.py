@@ -92,14 +92,9 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
         envs: environments, or environment ids (``"CartPole-v1"``: made in the form each
             agent's family acts in, as ``looprl train`` does), one or a list.
         frames: training budget per run, in environment steps.
-        logdir: where run directories (TensorBoard events, ``returns100.csv``) go.
-        quiet: no progress bar or printed results.
-        render: render during training (slow).
         test_episodes: evaluation episodes after training (0 to skip).
-        verbose: write losses and debugging statistics to TensorBoard.
-        seed: seed each run for reproducibility.
-        meta: meta components (``looprl.meta``) hooked into every run, after the ones
-            attached to the preset; stateful components are shared by the runs.
+        logdir, quiet, render, verbose, seed, meta: ``Experiment``'s, for every run (stateful
+            meta components are shared by the runs).
 
     Returns:
         One ``ExperimentResult`` per run.

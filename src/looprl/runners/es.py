@@ -34,8 +34,7 @@ class ESRunner(Runner):
     """Evolution strategies with ask/tell (``"cma"`` or ``"openai"``), as in Mighty.
 
     Args:
-        agent: a preset builder (``looprl.presets.classic_control.ppo``).
-        env: an environment or a Gymnasium id.
+        agent, env, **kwargs: ``Runner``'s.
         search_targets: name -> bounds: ``(low, high)``, ``(low, high, "log")`` or a spec
             dict of ``looprl.runners.space``; names are preset hyperparameters or ``hp/*``.
         search_params: also search the network parameters, as one flat vector.
@@ -49,7 +48,6 @@ class ESRunner(Runner):
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
         reset_agent: a fresh agent per individual (default: when there are preset targets).
-        **kwargs: ``Runner``'s.
 
     The constructor builds a first agent: the search starts from its values and parameters.
     """
@@ -214,11 +212,9 @@ class ESRunner(Runner):
 
     def _generation(self, iteration: int, fitness: np.ndarray,
                     values: list[dict[str, Any]]) -> dict[str, Any]:
-        record = {
-            "iteration": iteration, "fitness": fitness.tolist(), "values": values,
-            "mean_fitness": float(np.mean(fitness)), "max_fitness": float(np.max(fitness)),
-            "best_fitness": float(self._best["fitness"]),
-        }
+        record = {"iteration": iteration, "fitness": fitness.tolist(), "values": values,
+                  "mean_fitness": float(np.mean(fitness)), "max_fitness": float(np.max(fitness)),
+                  "best_fitness": float(self._best["fitness"])}
         log.info("ES %s %d/%d: fitness mean %.4g, max %.4g; best so far %.4g %s",
                  self.strategy, iteration, self.iterations, record["mean_fitness"],
                  record["max_fitness"], record["best_fitness"], self._best["values"])

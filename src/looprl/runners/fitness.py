@@ -40,8 +40,7 @@ def z_score(fitness: np.ndarray) -> np.ndarray:
 
 
 SHAPERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "raw": raw, "centered_ranks": centered_ranks, "z_score": z_score,
-}
+    "raw": raw, "centered_ranks": centered_ranks, "z_score": z_score}
 
 
 def fitness_shaper(name: str) -> Callable[[np.ndarray], np.ndarray]:

@@ -37,8 +37,7 @@ class OptunaRunner(Runner):
     """Hyperparameter search on Optuna.
 
     Args:
-        agent: a preset builder (``looprl.presets.classic_control.ppo``).
-        env: an environment or a Gymnasium id.
+        agent, env, **kwargs: ``Runner``'s.
         search_space: name -> spec (``looprl.runners.space``); names are preset
             hyperparameters or ``hp/*`` keys of the agent.
         n_trials: trials each ``run()`` adds to the study.
@@ -50,7 +49,6 @@ class OptunaRunner(Runner):
         sampler: ``"tpe"`` (default), ``"random"``, or an Optuna sampler.
         pruner: ``"median"`` (default), ``"none"``, ``"hyperband"``,
             ``"successive_halving"``, or an Optuna pruner.
-        **kwargs: ``Runner``'s.
     """
 
     def __init__(self, agent: Any, env: Any, search_space: Mapping[str, Any],
@@ -66,8 +64,8 @@ class OptunaRunner(Runner):
         self.n_trials, self.num_steps = int(n_trials), int(num_steps)
         self.n_evaluations = int(n_evaluations)
         self.storage, self.study_name = storage, study_name
-        self.sampler, self.pruner = _check_name("sampler", sampler, SAMPLERS), \
-            _check_name("pruner", pruner, PRUNERS)
+        self.sampler = _check_name("sampler", sampler, SAMPLERS)
+        self.pruner = _check_name("pruner", pruner, PRUNERS)
         search_space = search_mapping(search_space, "search_space")
         self.dimensions = parse_search_space(search_space, self._searchable(search_space),
                                              self.builder.default_name)
@@ -86,15 +84,12 @@ class OptunaRunner(Runner):
         """The study, created in the storage or loaded from it."""
         optuna = self.optuna
         storage = self._storage()
-        existing = 0
-        if storage is not None:
-            names = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
-            existing = names[self.study_name].n_trials if self.study_name in names else 0
+        studies = [] if storage is None else optuna.get_all_study_summaries(storage)
+        existing = next((s.n_trials for s in studies if s.study_name == self.study_name), 0)
         return optuna.create_study(
             storage=storage, study_name=self.study_name, direction="maximize",
             sampler=self._sampler(self.seed + existing), pruner=self._pruner(),
-            load_if_exists=True,
-        )
+            load_if_exists=True)
 
     def _storage(self) -> Any:
         storage = self.storage
@@ -107,11 +102,8 @@ class OptunaRunner(Runner):
 
     def _sampler(self, seed: int) -> Any:
         samplers = self.optuna.samplers
-        if self.sampler == "tpe":
-            return samplers.TPESampler(seed=seed)
-        if self.sampler == "random":
-            return samplers.RandomSampler(seed=seed)
-        return self.sampler
+        named = {"tpe": samplers.TPESampler, "random": samplers.RandomSampler}
+        return named[self.sampler](seed=seed) if isinstance(self.sampler, str) else self.sampler
 
     def _pruner(self) -> Any:
         pruners = self.optuna.pruners
@@ -126,9 +118,8 @@ class OptunaRunner(Runner):
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
         self.label_next_run(f"trial{trial.number:03d}", trial=trial.number, values=values)
         self.configure(values, self.num_steps)
-        chunks = _chunks(self.num_steps, self.n_evaluations)
         value = math.nan
-        for chunk in chunks:
+        for chunk in _chunks(self.num_steps, self.n_evaluations):
             train = self.train(chunk)
             value = self.evaluate()["mean_eval_reward"]
             trial.report(value, step=train["step"])

@@ -23,13 +23,11 @@ class OnlineRunner(Runner):
     """Trains a fresh agent for ``num_steps`` steps, then evaluates it.
 
     Args:
-        agent: a preset builder (``looprl.presets.classic_control.ppo``).
-        env: an environment or a Gymnasium id.
+        agent, env, **kwargs: ``Runner``'s.
         num_steps: the training budget (the agent's schedules anneal over it).
         resume_from: a checkpoint (or a run directory holding one) to continue up to
             ``num_steps`` steps, instead of a fresh agent.
         eval_every: also evaluate every this many steps and keep the best agent so far.
-        **kwargs: ``Runner``'s.
 
     ``run()``'s train results hold, with ``eval_every``, two more keys: ``evaluations``
     (``[step, mean_eval_reward]`` of each) and ``best`` (the best of them).
@@ -81,10 +79,9 @@ class OnlineRunner(Runner):
         self.evaluations.append([results["step"], results["mean_eval_reward"]])
         if self.logdir is not None:
             path = Path(self.logdir) / "eval_results.csv"
-            if not path.exists():
-                path.write_text(EVAL_HEADER)
+            header = "" if path.exists() else EVAL_HEADER
             with open(path, "a", encoding="utf-8") as file:
-                file.write(f"{results['step']},{results['mean_eval_reward']!r},"
+                file.write(f"{header}{results['step']},{results['mean_eval_reward']!r},"
                            f"{results['std_eval_reward']!r},{results['episodes']}\n")
         if results["mean_eval_reward"] > best:
             self.best_preset = copy.deepcopy(self.preset)
@@ -93,8 +90,7 @@ class OnlineRunner(Runner):
 
     def _read_evaluations(self) -> list[list[float]]:
         """The evaluations of the run being resumed (its ``eval_results.csv``)."""
-        path = Path(self.logdir or ".") / "eval_results.csv"
-        if self.logdir is None or not path.exists():
+        if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
         return [[int(row[0]), float(row[1])] for row in rows]

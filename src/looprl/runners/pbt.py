@@ -39,6 +39,7 @@ def tune_name(key: str) -> str:
 
 
 def import_tune() -> Any:
+    """Ray Tune, or an ``ImportError`` saying how to install it."""
     try:
         from ray import tune
     except ImportError:
@@ -102,8 +103,7 @@ class PBTRunner(Runner):
     """Population-based training of ``population`` agents on Ray Tune.
 
     Args:
-        agent: a preset builder (``looprl.presets.classic_control.ppo``).
-        env: an environment or a Gymnasium id.
+        agent, env, **kwargs: ``Runner``'s.
         mutations: ``hp/*`` key -> ``(low, high)`` or ``(low, high, "log")``: the initial
             values are drawn from these ranges, and explore perturbs or resamples them.
         population: members trained at once (Ray runs as many in parallel as it has CPUs).
@@ -117,7 +117,6 @@ class PBTRunner(Runner):
         initial: the members' starting ``hp/*`` values, one dict each (then ``population``
             is their number), instead of draws from ``mutations``.
         exploit: ``False`` trains the population without exploit and explore (a baseline).
-        **kwargs: ``Runner``'s.
     """
 
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
@@ -179,8 +178,7 @@ class PBTRunner(Runner):
             time_attr="step", perturbation_interval=self.interval,
             hyperparam_mutations={name: self._space(key) for name, key in names.items()},
             quantile_fraction=self.quantile_fraction,
-            resample_probability=self.resample_probability,
-        )
+            resample_probability=self.resample_probability)
         spec = {"builder": self.builder, "env": self.env, "seed": self.seed,
                 "device": "cuda" if self.gpus_per_member else "cpu",
                 "num_steps": self.num_steps, "interval": self.interval,
@@ -215,6 +213,4 @@ class PBTRunner(Runner):
         self.preset = self.experiment.preset
         for member in members:
             member.pop("checkpoint")
-        return ({"step": self.num_steps, "best": best, "members": members},
-                self.evaluate())
-
+        return {"step": self.num_steps, "best": best, "members": members}, self.evaluate()

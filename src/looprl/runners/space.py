@@ -104,12 +104,15 @@ def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> 
     default = current[name]
     kind = spec.get("type", _kind_of(default, spec))
     if kind not in TYPES:
-        raise SearchSpaceError(f"Search space entry {name!r}: unknown type {kind!r}; "
-                               f"valid types: {', '.join(TYPES)}")
+        raise _entry_error(name, f"unknown type {kind!r}; valid types: {', '.join(TYPES)}")
     if kind == "categorical":
         return _categorical(name, spec)
     _check_kind(name, kind, default)
     return _numeric(name, kind, spec)
+
+
+def _entry_error(name: str, problem: str) -> SearchSpaceError:
+    return SearchSpaceError(f"Search space entry {name!r}: {problem}")
 
 
 def _as_dict(name: str, spec: Any) -> dict[str, Any]:
@@ -117,16 +120,15 @@ def _as_dict(name: str, spec: Any) -> dict[str, Any]:
     if isinstance(spec, Mapping):
         unknown = sorted(set(spec) - set(SPEC_KEYS))
         if unknown:
-            raise SearchSpaceError(f"Search space entry {name!r}: unknown key {unknown[0]!r}; "
-                                   f"valid keys: {', '.join(SPEC_KEYS)}")
+            raise _entry_error(name, f"unknown key {unknown[0]!r}; valid keys: "
+                                     f"{', '.join(SPEC_KEYS)}")
         return dict(spec)
     if isinstance(spec, (tuple, list)) and len(spec) in (2, 3):
         if len(spec) == 3 and spec[2] not in ("log", True):
-            raise SearchSpaceError(f"Search space entry {name!r}: the third element of "
-                                   f"{tuple(spec)!r} must be 'log'")
+            raise _entry_error(name, f"the third element of {tuple(spec)!r} must be 'log'")
         return {"low": spec[0], "high": spec[1], "log": len(spec) == 3}
-    raise SearchSpaceError(f"Search space entry {name!r}: expected a dict with 'type', 'low', "
-                           f"'high' (or 'choices'), or a tuple (low, high[, 'log']); got {spec!r}")
+    raise _entry_error(name, "expected a dict with 'type', 'low', 'high' (or 'choices'), or a "
+                       f"tuple (low, high[, 'log']); got {spec!r}")
 
 
 def _kind_of(default: Any, spec: Mapping[str, Any]) -> str:
@@ -154,27 +156,23 @@ def float_range(name: str, spec: Any) -> Dimension:
 
 def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
     if "low" not in spec or "high" not in spec:
-        raise SearchSpaceError(f"Search space entry {name!r}: a {kind} range needs 'low' "
-                               "and 'high'")
+        raise _entry_error(name, f"a {kind} range needs 'low' and 'high'")
     low, high, log = spec["low"], spec["high"], bool(spec.get("log", False))
     if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (low, high)):
-        raise SearchSpaceError(f"Search space entry {name!r}: low and high must be finite "
-                               f"numbers, got {low!r} and {high!r}")
+        raise _entry_error(name, f"low and high must be finite numbers, got {low!r} and "
+                                 f"{high!r}")
     if not low < high:
-        raise SearchSpaceError(f"Search space entry {name!r}: empty range, low ({low!r}) must "
-                               f"be < high ({high!r})")
+        raise _entry_error(name, f"empty range, low ({low!r}) must be < high ({high!r})")
     if log and low <= 0:
-        raise SearchSpaceError(f"Search space entry {name!r}: a log range needs low > 0, "
-                               f"got {low!r}")
+        raise _entry_error(name, f"a log range needs low > 0, got {low!r}")
     if kind == "int" and not (float(low).is_integer() and float(high).is_integer()):
-        raise SearchSpaceError(f"Search space entry {name!r}: an int range needs int bounds, "
-                               f"got {low!r} and {high!r}")
+        raise _entry_error(name, f"an int range needs int bounds, got {low!r} and {high!r}")
     return Dimension(name, kind, low, high, log, spec.get("step"))
 
 
 def _categorical(name: str, spec: Mapping[str, Any]) -> Dimension:
     choices = spec.get("choices")
     if not isinstance(choices, (list, tuple)) or not choices:
-        raise SearchSpaceError(f"Search space entry {name!r}: a categorical entry needs a "
-                               f"non-empty list of 'choices', got {choices!r}")
+        raise _entry_error(name, f"a categorical entry needs a non-empty list of 'choices', "
+                                 f"got {choices!r}")
     return Dimension(name, "categorical", choices=tuple(choices))
