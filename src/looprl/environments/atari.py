@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from looprl.core import State, StateArray
+from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
@@ -106,21 +107,14 @@ def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, 
     o = {**DEEPMIND_OPTIONS, **options}
     threads = num_threads or max(1, min(n_envs, os.cpu_count() or 1))
     return ale_py.AtariVectorEnv(
-        rom_id(name),
-        n_envs,
-        num_threads=threads,
+        rom_id(name), n_envs, num_threads=threads,
         max_num_frames_per_episode=o["max_episode_frames"],
         repeat_action_probability=o["repeat_action_probability"],
         full_action_space=o["full_action_space"],
-        img_height=o["screen_size"],
-        img_width=o["screen_size"],
-        stack_num=o["frame_stack"],
-        frameskip=o["frame_skip"],
-        noop_max=o["noop_max"],
-        use_fire_reset=o["fire_reset"],
-        reward_clipping=o["clip_rewards"],
-        episodic_life=False,
-        life_loss_info=False,
+        img_height=o["screen_size"], img_width=o["screen_size"],
+        stack_num=o["frame_stack"], frameskip=o["frame_skip"], noop_max=o["noop_max"],
+        use_fire_reset=o["fire_reset"], reward_clipping=o["clip_rewards"],
+        episodic_life=False, life_loss_info=False,
     )
 
 
@@ -134,9 +128,7 @@ def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
 
 def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
     """``n`` actions as int64, checked: ale-py's vector env hangs on an out-of-range one."""
-    if isinstance(action, torch.Tensor):
-        action = action.detach().cpu().numpy()
-    actions = np.asarray(action, dtype=np.int64).reshape(n)
+    actions = np.asarray(as_numpy(action), dtype=np.int64).reshape(n)
     if actions.min() < 0 or actions.max() >= num_actions:
         raise ValueError(f"Invalid actions {actions.tolist()} for {name}: its actions are "
                          f"0..{num_actions - 1}")
@@ -213,9 +205,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
     def copy(self) -> AtariVectorEnvironment:
         name, num_threads, options = self._arguments
-        return AtariVectorEnvironment(
-            name, self.n_envs, self.device, num_threads=num_threads, **options
-        )
+        return AtariVectorEnvironment(name, self.n_envs, self.device, num_threads=num_threads,
+                                      **options)
 
 
 class AtariEnvironment(Environment):
@@ -272,14 +263,9 @@ class AtariEnvironment(Environment):
 
     @staticmethod
     def _single(states: StateArray) -> State:
-        x = {
-            "observation": states.observation[0],
-            "reward": float(states.reward[0]),
-            "done": bool(states.done[0]),
-            "mask": float(states.mask[0]),
-            "life_lost": bool(states["life_lost"][0]),
-            "lives": int(states["lives"][0]),
-        }
+        x = {"observation": states.observation[0], "reward": float(states.reward[0]),
+             "done": bool(states.done[0]), "mask": float(states.mask[0]),
+             "life_lost": bool(states["life_lost"][0]), "lives": int(states["lives"][0])}
         return State(x, device=states.device)
 
     @property
@@ -300,6 +286,5 @@ class AtariEnvironment(Environment):
 
     def duplicate(self, n: int) -> AtariVectorEnvironment:
         """``n`` copies with the same options, stepped by ale-py's native vector env."""
-        return AtariVectorEnvironment(
-            self.name, n, device=self.device, seed=self.seed, **self.options
-        )
+        return AtariVectorEnvironment(self.name, n, device=self.device, seed=self.seed,
+                                      **self.options)

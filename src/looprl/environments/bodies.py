@@ -68,11 +68,8 @@ class FrameStack(Body):
             frames = new.expand(*observation.shape[:axis], self.size, *observation.shape[axis:])
         else:
             frames = torch.cat((self._frames.narrow(axis, 1, self.size - 1), new), dim=axis)
-            restart = self._done
-            if axis == 0 and bool(restart):
-                frames = new.expand_as(frames)
-            elif axis > 0 and bool(restart.any()):
-                view = restart.view(*restart.shape, *([1] * (frames.dim() - axis)))
+            if bool(self._done.any()):  # restart the rows whose previous state was done
+                view = self._done.view(*self._done.shape, *([1] * (frames.dim() - axis)))
                 frames = torch.where(view, new.expand_as(frames), frames)
         self._frames = frames.contiguous()
         self._done = torch.as_tensor(state.done, device=observation.device).bool()
@@ -102,13 +99,11 @@ class EpisodicLife(Body):
         if "life_lost" not in state:
             return state
         lost = state["life_lost"]
-        if isinstance(lost, torch.Tensor):
-            if not bool(lost.any()):
-                return state
-            return state.update(done=state.done | lost, mask=state.mask * (~lost).float())
-        if not lost:
+        if not isinstance(lost, torch.Tensor):
+            return state.update(done=True, mask=0.0) if lost else state
+        if not bool(lost.any()):
             return state
-        return state.update(done=True, mask=0.0)
+        return state.update(done=state.done | lost, mask=state.mask * (~lost).float())
 
 
 class TimeFeature(Body):
@@ -192,9 +187,7 @@ class ObservationNormalization(Body):
         return state.update("observation", normalized)
 
 
-def deepmind_atari_body(
-    agent: Any, episodic_life: bool = True, clip_rewards: bool = True
-) -> Any:
+def deepmind_atari_body(agent: Any, episodic_life: bool = True, clip_rewards: bool = True) -> Any:
     """The agent-side half of the DeepMind Atari preprocessing (``AtariEnvironment`` does
     the rest): a lost life ends the episode for learning and rewards are clipped to their
     sign."""

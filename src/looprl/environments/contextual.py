@@ -174,9 +174,8 @@ def full_context(env_id: str, context: Mapping[str, Any]) -> Context:
     return {name: given.get(name, f.default) for name, f in features_of(env_id).items()}
 
 
-def _check_instance_set(
-    env_id: str, contexts: Mapping[int, Mapping[str, Any]] | None
-) -> dict[int, Context]:
+def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] | None
+                        ) -> dict[int, Context]:
     if contexts is None:
         return {0: full_context(env_id, {})}
     if not isinstance(contexts, Mapping) or len(contexts) == 0:
@@ -280,9 +279,8 @@ class ContextualEnv(gym.Wrapper):
         if self._next not in self._instances:
             self._next = None
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
             self._rng, self._cursor = _instance_rng(seed), 0
         self._apply(self._choose())
@@ -324,13 +322,9 @@ class ContextualEnv(gym.Wrapper):
                              f"{self.env_id} has {space}")
         features = features_of(self.env_id).values()
         dtype = np.promote_types(space.dtype, np.float32)
-        low = np.array([f.low for f in features], dtype=np.float32)
-        high = np.array([f.high for f in features], dtype=np.float32)
-        return gym.spaces.Box(
-            np.concatenate([space.low, low]).astype(dtype),
-            np.concatenate([space.high, high]).astype(dtype),
-            dtype=dtype,
-        )
+        low = np.concatenate([space.low, np.float32([f.low for f in features])]).astype(dtype)
+        high = np.concatenate([space.high, np.float32([f.high for f in features])]).astype(dtype)
+        return gym.spaces.Box(low, high, dtype=dtype)
 
 
 def _widened(env_id: str, space: gym.Space) -> gym.Space:

@@ -101,8 +101,7 @@ class GymEnvironment(Environment):
         self._env = make_gym_env(env, **make_kwargs) if made else env
         self.name = name or self._id
         self.device = device
-        self.seed = seed
-        self._seed = seed
+        self.seed = self._seed = seed  # _seed: of the next reset only
 
     @property
     def env(self) -> gym.Env:
@@ -114,8 +113,7 @@ class GymEnvironment(Environment):
         return self.name, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
-        seed = seed if seed is not None else self._seed
-        self._seed = None
+        seed, self._seed = (self._seed if seed is None else seed), None
         self._state = State.from_gym(self._env.reset(seed=seed), device=self.device)
         self._check_shape()
         return self._state
@@ -132,8 +130,10 @@ class GymEnvironment(Environment):
         return self._state
 
     def _check_shape(self) -> None:
-        """``ValueError`` if the observation has another shape than the first one had."""
-        shape = _shape(self._state)
+        """``ValueError`` if the observation has another shape than the first one had (an
+        observation that is not one tensor has the shape ``None``)."""
+        observation = self._state.observation
+        shape = tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
         if self._shape is None:
             self._shape = shape
         elif shape != self._shape:
@@ -159,9 +159,8 @@ class GymEnvironment(Environment):
         from looprl.environments.vector import GymVectorEnvironment
 
         env = self._id if self._given is None else copies_of(self._given, self.name)
-        return GymVectorEnvironment(
-            env, n, device=self.device, name=self.name, seed=self.seed, **self._make_kwargs
-        )
+        return GymVectorEnvironment(env, n, device=self.device, name=self.name, seed=self.seed,
+                                    **self._make_kwargs)
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
@@ -182,12 +181,6 @@ def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
         return clone
 
     return make
-
-
-def _shape(state: State) -> Any:
-    """The observation's shape (``None`` for observations that are not one tensor)."""
-    observation = state.observation
-    return tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
 
 
 def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:

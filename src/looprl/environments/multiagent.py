@@ -176,12 +176,10 @@ def _import_module(env: str, name: str, must_exist: bool) -> Any:
             return None
     try:
         return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        missing = error.name or ""
-        if name == missing or name.startswith(missing + "."):
-            return None  # the module itself does not exist
-        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
     except ImportError as error:
+        missing = error.name if isinstance(error, ModuleNotFoundError) else None
+        if missing and (name == missing or name.startswith(missing + ".")):
+            return None  # the module itself does not exist
         raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
 
 
@@ -258,8 +256,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         return self._env
 
     def reset(self, seed: int | None = None) -> MultiagentState:
-        seed = seed if seed is not None else self._seed
-        self._seed = None
+        seed, self._seed = (self._seed if seed is None else seed), None
         self._env.reset(seed=seed)
         return self.last()
 
@@ -273,9 +270,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         agent = self._env.agent_selection
         obs, reward, terminated, truncated, info = self._env.last()
         observation, mask = zoo_observation(self._spaces[agent], obs, self.flatten)
-        state = MultiagentState.from_zoo(
-            agent, (observation, reward, terminated, truncated, info), device=self.device
-        )
+        state = MultiagentState.from_zoo(agent, (observation, reward, terminated, truncated, info),
+                                         device=self.device)
         if mask is not None:
             state[MASK] = torch.as_tensor(mask, device=self.device)
         return state
@@ -316,10 +312,6 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
 
     def duplicate(self, n: int) -> list[MultiagentPettingZooEnv]:
         """``n`` independent copies of this environment (deep copies)."""
-        return [
-            MultiagentPettingZooEnv(
-                copy.deepcopy(self._env), self.name, self.device, flatten=self.flatten,
-                remote=self._remote,
-            )
-            for _ in range(n)
-        ]
+        return [MultiagentPettingZooEnv(copy.deepcopy(self._env), self.name, self.device,
+                                        flatten=self.flatten, remote=self._remote)
+                for _ in range(n)]

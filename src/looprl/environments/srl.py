@@ -75,13 +75,9 @@ class StepResult:
 def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | None = None,
                 truncated: bool = False) -> StepResult:
     """A ``StepResult`` from plain values: arrays of shape ``(1,)`` with the standard dtypes."""
-    return StepResult(
-        obs={key: np.asarray(value) for key, value in obs.items()},
-        reward=np.array([reward], dtype=np.float32),
-        done=np.array([bool(done)]),
-        info=dict(info or {}),
-        truncated=np.array([bool(truncated)]),
-    )
+    return StepResult(obs={key: np.asarray(value) for key, value in obs.items()},
+                      reward=np.array([reward], dtype=np.float32), done=np.array([bool(done)]),
+                      info=dict(info or {}), truncated=np.array([bool(truncated)]))
 
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
@@ -213,11 +209,8 @@ def registered_environments() -> list[str]:
 
 
 def make(name: str, **env_args: Any) -> Environment:
-    """Build the environment registered as ``name`` with ``env_args``.
-
-    A name that is not registered but is a Gymnasium id (``"CartPole-v1"``,
-    ``"ALE/Breakout-v5"``) runs through ``GymnasiumEnvironment``; with ``atari_wrappers=True``
-    an Atari id gets the DeepMind preprocessing (``AtariGameEnvironment``).
+    """Build the environment registered as ``name`` with ``env_args``; a Gymnasium id or an
+    import path needs no registration (see the module docstring).
 
     Raises:
         KeyError: ``name`` is neither registered nor a Gymnasium id (one line, listing names).
@@ -317,11 +310,9 @@ def _unknown_message(name: str) -> str:
 
     known = ", ".join(registered_environments()) or "none"
     hint = did_you_mean(name, [*_REGISTRY, *gym.registry], n=3)
-    return (
-        f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
-        "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own with "
-        "looprl.environments.register(name, 'package.module:ClassName')"
-    )
+    return (f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
+            "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own "
+            "with looprl.environments.register(name, 'package.module:ClassName')")
 
 
 register("gym", f"{_ADAPTERS}:GymnasiumEnvironment")

@@ -189,10 +189,8 @@ class AtariGameEnvironment(_SingleAgent):
             raise ValueError(f"invalid Atari action {action!r}: the actions are 0..{space.n - 1}")
         obs, reward, terminated, truncated, info = self._env.step(np.array([action]))
         self._frame = obs[0, -1]
-        info = {"lives": int(info["lives"][0])}
-        return [
-            step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0], info, truncated[0])
-        ]
+        return [step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0],
+                            {"lives": int(info["lives"][0])}, truncated[0])]
 
     def render(self) -> np.ndarray:
         """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""
@@ -261,10 +259,8 @@ class PettingZooEnvironment(_Adapter):
     def reset(self) -> list[StepResult | None]:
         seed, self._seed = self._seed, None
         if self.parallel:
-            observations, infos = self._env.reset(seed=seed)
-            zeros = dict.fromkeys(observations, 0.0)
-            falses = dict.fromkeys(observations, False)
-            return self._parallel_results(observations, zeros, falses, falses, infos)
+            observations, infos = self._env.reset(seed=seed)  # no rewards or ends yet
+            return self._parallel_results(observations, {}, {}, {}, infos)
         self._env.reset(seed=seed)
         return self._aec_results()
 
@@ -272,7 +268,11 @@ class PettingZooEnvironment(_Adapter):
         _check_count(actions, self.agent_count)
         if not self._env.agents:
             raise ValueError("every agent's episode is over: call reset() before step()")
-        return self._parallel_step(actions) if self.parallel else self._aec_step(actions)
+        if self.parallel:
+            step = {agent: self._agent_action(agent, actions) for agent in self._env.agents}
+            return self._parallel_results(*self._env.step(step))
+        self._env.step(self._agent_action(self._env.agent_selection, actions))
+        return self._aec_results()
 
     def _obs(self, agent: str, obs: Any) -> dict[str, np.ndarray]:
         return _obs_dict(obs, self._spaces[self._index[agent]], self.flatten)
@@ -284,26 +284,13 @@ class PettingZooEnvironment(_Adapter):
                              "action is None")
         return _action(action, self._env.action_space(agent))
 
-    def _parallel_step(self, actions: list[Any | None]) -> list[StepResult | None]:
-        step = {agent: self._agent_action(agent, actions) for agent in self._env.agents}
-        return self._parallel_results(*self._env.step(step))
-
     def _parallel_results(self, observations, rewards, terminations, truncations, infos):
         results: list[StepResult | None] = [None] * self.agent_count
         for agent, obs in observations.items():
             results[self._index[agent]] = step_result(
-                self._obs(agent, obs),
-                float(rewards.get(agent, 0.0)),
-                terminations.get(agent, False),
-                infos.get(agent, {}),
-                truncations.get(agent, False),
-            )
+                self._obs(agent, obs), float(rewards.get(agent, 0.0)),
+                terminations.get(agent, False), infos.get(agent, {}), truncations.get(agent, False))
         return results
-
-    def _aec_step(self, actions: list[Any | None]) -> list[StepResult | None]:
-        agent = self._env.agent_selection
-        self._env.step(self._agent_action(agent, actions))
-        return self._aec_results()
 
     def _aec_results(self) -> list[StepResult | None]:
         """Final results of the agents that finished, then the next agent to act (if any)."""

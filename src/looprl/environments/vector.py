@@ -15,9 +15,8 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.gym import action_to_numpy, check_env_id, env_name, shape_changed
 
 
-def make_vector_env(
-    env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
-) -> gym.vector.VectorEnv:
+def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
+                    ) -> gym.vector.VectorEnv:
     """Gymnasium's native vectorized implementation if it has one (several times faster), else
     a ``SyncVectorEnv``; ``env_id`` may also be a function that makes one environment."""
     if callable(env_id):
@@ -140,6 +139,5 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         return super().state
 
     def copy(self) -> GymVectorEnvironment:
-        return GymVectorEnvironment(
-            self._id, self.n_envs, self.device, self.name, **self._make_kwargs
-        )
+        return GymVectorEnvironment(self._id, self.n_envs, self.device, self.name,
+                                    **self._make_kwargs)

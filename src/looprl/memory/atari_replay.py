@@ -24,10 +24,11 @@ storing each row's newest frame. With their ``stream`` numbers (``SampleBatch.st
 stream's windows span its segments as ``ExperienceReplayBuffer.put``'s do: since a window is
 contiguous in the ring, the transitions still waiting at a column's end (at most
 ``n_step - 1``) are written again at the start of the stream's next column, where their windows
-complete; their first copies stay behind, never sampled. That costs up to ``n_step - 1`` slots
-per stream and segment (``n_step - 1`` of ``T + stack + n_step - 1``: 2 of 70 for 64-step
-segments, 3-step returns and stacks of 4). Without ``stream``, each column is a sequence of its
-own, whose windows end at its last row.
+complete (a column that does not continue its stream ends them at their last row); their first
+copies stay behind, never sampled. That costs up to ``n_step - 1`` slots per stream and segment
+(``n_step - 1`` of ``T + stack + n_step - 1``: 2 of 70 for 64-step segments, 3-step returns and
+stacks of 4). Without ``stream``, each column is a sequence of its own, whose windows end at its
+last row.
 ``PrioritizedAtariReplayBuffer`` adds prioritized replay over the slots.
 """
 
@@ -144,13 +145,8 @@ class AtariReplayBuffer(ReplayContents):
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
         """Store each training row of ``[T + 1, B]`` segments of stacked frames (``obs`` a
-        tensor, array or one-field ``NamedArray``) as ``ExperienceReplayBuffer.put`` does.
-
-        With ``sample.stream`` (the collector's segments carry it), a stream's windows span
-        its segments: the transitions whose windows run past row ``T`` wait for the stream's
-        next segment, which starts with row ``T`` and after which they are written again (a
-        segment that does not continue its stream ends them at their last row). Without it,
-        each column is a sequence of its own, so a window running past row ``T`` ends there.
+        tensor, array or one-field ``NamedArray``) as ``ExperienceReplayBuffer.put`` does;
+        how a stream's windows span its segments is in the module docstring.
         ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
         """
         rows = {"obs": _frames(sample.obs), "action": torch.as_tensor(sample.action),
@@ -238,10 +234,8 @@ class AtariReplayBuffer(ReplayContents):
         self._close()
         self._last = None
         if self.skipped == 1:
-            log.warning(
-                "AtariReplayBuffer skipped a transition whose next observation does not "
-                "continue the frame stack (stacked frames must shift by one per step)"
-            )
+            log.warning("AtariReplayBuffer skipped a transition whose next observation does "
+                        "not continue the frame stack (stacked frames must shift by one per step)")
         return False
 
     def _close(self) -> None:
@@ -305,9 +299,8 @@ class AtariReplayBuffer(ReplayContents):
         return steps
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
-        """The windows of slots ``index`` as a time-major ``SampleBatch``: row ``k`` is the
-        state ``k`` steps after slot ``index`` (the last one repeated past the window's
-        end, which is ``truncated`` where the window was cut without a termination)."""
+        """The windows of slots ``index`` as a time-major ``SampleBatch`` (see the module
+        docstring)."""
         index = index.cpu()
         rows = torch.arange(self.n_step + 1).unsqueeze(1)
         steps = self._steps(index).unsqueeze(0)

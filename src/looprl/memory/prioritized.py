@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core.namedarray import as_numpy
 from looprl.memory.replay import ExperienceReplayBuffer
 
 __all__ = ["Prioritized", "PrioritizedReplayBuffer", "SumTree", "importance_weights"]
@@ -114,9 +115,7 @@ class Prioritized:
         index = self._last_index if index is None else np.asarray(index).reshape(-1)
         if index is None:
             raise RuntimeError("update_priorities() needs a sample() first")
-        if isinstance(priorities, torch.Tensor):
-            priorities = priorities.detach().cpu().numpy()
-        priorities = np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1)) + self.epsilon
+        priorities = np.abs(np.asarray(as_numpy(priorities), np.float64).reshape(-1)) + self.epsilon
         self.max_priority = max(self.max_priority, float(priorities.max()))
         return index, priorities**self.alpha
 

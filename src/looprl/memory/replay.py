@@ -159,12 +159,8 @@ class ExperienceReplayBuffer(ReplayContents):
 
     def _allocate(self, window: dict[str, Any]) -> None:
         """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
-
-        def empty(leaf: torch.Tensor) -> torch.Tensor:
-            return torch.zeros((self.size, *leaf.shape), dtype=leaf.dtype,
-                               device=self.device)
-
-        self._storage = fields(window, empty)
+        self._storage = fields(window, lambda leaf: torch.zeros(
+            (self.size, *leaf.shape), dtype=leaf.dtype, device=self.device))
 
     # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
@@ -217,11 +213,9 @@ class ExperienceReplayBuffer(ReplayContents):
         return state
 
     def _store_rows(self, state: State, action: Any, next_state: State) -> None:
-        """``store`` of ``StateArray`` steps, or of ``n_step > 1`` windows: the steps of a
-        single environment (stream 0) or of a ``StateArray``'s rows (streams 0, 1, ...) are
-        gathered, up to ``_STORE_CHUNK`` of them, and windowed together as one segment
-        (``_flush``; every read flushes first, so the buffer holds the same windows as if each
-        step were windowed at once). A row whose ``state`` is ``done`` is no transition."""
+        """``store`` of ``StateArray`` steps, or of ``n_step > 1`` windows: gathers the steps
+        of one environment (stream 0) or of a ``StateArray``'s rows (streams 0, 1, ...), up
+        to ``_STORE_CHUNK``, for ``_flush`` (see the module docstring)."""
         device = self.device
         if isinstance(state, StateArray):
             state, next_state = state.to(device), next_state.to(device)
@@ -367,11 +361,7 @@ class ExperienceReplayBuffer(ReplayContents):
 
 def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
     """A zeroed one-step window of ``observation``'s and ``action``'s shapes and dtypes."""
-    obs = torch.as_tensor(observation)
-    return {
-        "obs": obs.unsqueeze(0).expand(2, *obs.shape),
-        "action": action.unsqueeze(0).expand(2, *action.shape),
-        "reward": torch.zeros(2),
-        "done": torch.zeros(2, dtype=torch.bool),
-        "truncated": torch.zeros(2, dtype=torch.bool),
-    }
+    obs, flags = torch.as_tensor(observation), torch.zeros(2, dtype=torch.bool)
+    return {"obs": obs.unsqueeze(0).expand(2, *obs.shape),
+            "action": action.unsqueeze(0).expand(2, *action.shape),
+            "reward": torch.zeros(2), "done": flags, "truncated": flags}

@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from looprl.core import SampleBatch
-from looprl.core.namedarray import NamedArray, recursive_apply
+from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
 from looprl.core.suggest import did_you_mean
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
@@ -40,11 +39,7 @@ def _columns(sample: SampleBatch, index: Any) -> SampleBatch:
 
 def _oldest_version(sample: SampleBatch) -> int | None:
     versions = getattr(sample, "policy_version", None)
-    if versions is None:
-        return None
-    if isinstance(versions, torch.Tensor):
-        return int(versions.min())
-    return int(np.min(versions))
+    return None if versions is None else int(np.min(as_numpy(versions)))
 
 
 class OnPolicyBuffer:

@@ -37,11 +37,9 @@ def leaves(x: NamedArray) -> list[Any]:
     """The arrays of ``x``, nested fields flattened, in field order (``None`` s left out)."""
     found = []
     for value in x.values():
-        if value is None:
-            continue
         if isinstance(value, NamedArray):
             found += leaves(value)
-        else:
+        elif value is not None:
             found.append(value)
     return found
 

@@ -73,9 +73,7 @@ def fields(rows: dict[str, Any], fn: Any) -> dict[str, Any]:
 
 def joined(held: Any, rows: Any) -> Any:
     """All but the last row of ``held``, then ``rows`` (along time)."""
-    if isinstance(rows, NamedArray):
-        return concat([held[:-1], rows])
-    return torch.cat([held[:-1], rows])
+    return (concat if isinstance(rows, NamedArray) else torch.cat)([held[:-1], rows])
 
 
 def same_rows(held: Any, rows: Any) -> torch.Tensor:
@@ -83,11 +81,8 @@ def same_rows(held: Any, rows: Any) -> torch.Tensor:
     ``NamedArray`` s)."""
     pairs = (zip(leaves(held), leaves(rows), strict=True) if isinstance(rows, NamedArray)
              else [(held, rows)])
-    same = None
-    for a, b in pairs:
-        equal = (a[-1] == b[0]).reshape(b.shape[1], -1).all(1)
-        same = equal if same is None else same & equal
-    return same
+    equal = [(a[-1] == b[0]).reshape(b.shape[1], -1).all(1) for a, b in pairs]
+    return torch.stack(equal).all(0)
 
 
 def leaves_of(x: Any, fn: Any) -> Any:
