@@ -59,7 +59,10 @@ class PPOTrainer(OnPolicyTrainer):
         self._clip_now = self._clip()
         self._log_ratios: list[torch.Tensor] = []
         self._logits: list[torch.Tensor] = []  # of minibatches analyzed without the entropy
-        self._bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
+
+    #: (advantages, their ``ppo_clip_bounds``) of the last minibatch (a class default: for
+    #: trainers pickled before it existed)
+    _bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``OnPolicyTrainer``'s keys and ``hp/clip`` (the clip range now; setting it

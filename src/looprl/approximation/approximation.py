@@ -121,6 +121,9 @@ class Approximation:
     _ddp: nn.Module | None = None
     #: steps ``optimizer`` (``OptimizerStep``: a fused Adam's kernels without its Python work)
     _stepper: OptimizerStep | None = None
+    #: whether gradient clipping takes one norm of the concatenated gradients (``_clip_factor``;
+    #: ``False`` for approximations pickled before it existed)
+    _small = False
 
     # -- forward passes -----------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
