@@ -140,9 +140,8 @@ class MetaHub:
                 raise unknown_hyperparameter(key, published)
 
     def log_scalars(self) -> dict[str, float]:
-        """The ``log/*`` values written since the last call, as floats (a tensor's mean; an
-        empty one is left out), removed from the dictionary (a component that averages over
-        the logging interval starts a new one when its key is gone)."""
+        """The ``log/*`` values written since the last call, as floats (``log_value``; an
+        empty tensor is left out), removed from the dictionary (``looprl.meta.metrics``)."""
         if not self._log_keys:
             return {}
         metrics, values = self.metrics, {}

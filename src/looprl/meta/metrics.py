@@ -61,12 +61,9 @@ key                          written by            contents
 Logging ``log/*`` keys: after the post-episode hooks of a training episode (the logging
 interval) the loop logs the value each key holds and removes it, so a component that
 aggregates over the interval (RND's mean intrinsic reward) starts anew when its key is gone.
-Names used by looprl's components:
-``log/rnd/intrinsic_reward_mean``, ``log/rnd/intrinsic_reward_max``,
-``log/rnd/predictor_loss`` (``log/noveld/...`` for NovelD), ``log/plr/mean_score``,
-``log/plr/seen``, ``log/plr/replay_share``, ``log/space/instance_set_size``. On Ray each
-worker's values are logged with its name appended (``log/plr/seen/actor0``,
-``log/rnd/predictor_loss/trainer``) and the latest are in ``results.json``'s ``train.meta``.
+Each component's docstring names the keys it logs. On Ray each worker's values are logged with
+its name appended (``log/plr/seen/actor0``, ``log/rnd/predictor_loss/trainer``) and the latest
+are in ``results.json``'s ``train.meta``.
 
 On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys of its own
 dictionary (``transition`` has one row per stream that stepped, ``env_index`` naming its

@@ -74,10 +74,8 @@ class NetworkReset(MetaComponent):
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last
         self.shrink, self.perturb = float(shrink), float(perturb)
-        self.initializer = initializer
-        self.model_key = model_key
-        self.updates = 0
-        self.resets = 0
+        self.initializer, self.model_key = initializer, model_key
+        self.updates = self.resets = 0
         self._chosen: tuple[int, dict[str, nn.Module]] | None = None
         self.post_update_methods.append(self.maybe_reset)
 

@@ -226,22 +226,12 @@ class RND(MetaComponent):
     log_name = "rnd"
     shown = ("internal_reward_weight", "normalize", "network")
 
-    def __init__(
-        self,
-        internal_reward_weight: float = 0.1,
-        normalize: bool = False,
-        network: str | NetworkFactory = "auto",
-        feature_dim: int = 128,
-        hidden: Sequence[int] = (256, 256),
-        lr: float = 1e-3,
-        batch_size: int = 256,
-        gradient_steps: int = 1,
-        update_every: int = 1,
-        buffer_size: int = 1024,
-        obs_shape: Sequence[int] | None = None,
-        device: str | torch.device = "cpu",
-        seed: int | None = None,
-    ):
+    def __init__(self, internal_reward_weight: float = 0.1, normalize: bool = False,
+                 network: str | NetworkFactory = "auto", feature_dim: int = 128,
+                 hidden: Sequence[int] = (256, 256), lr: float = 1e-3, batch_size: int = 256,
+                 gradient_steps: int = 1, update_every: int = 1, buffer_size: int = 1024,
+                 obs_shape: Sequence[int] | None = None, device: str | torch.device = "cpu",
+                 seed: int | None = None):
         super().__init__()
         check_network(network)
         self.internal_reward_weight = float(internal_reward_weight)
@@ -278,12 +268,10 @@ class RND(MetaComponent):
     def initialize_networks(self, shape: Sequence[int]) -> None:
         """Build the target, the predictor and its optimizer for observations of ``shape``."""
         shape = tuple(int(s) for s in shape)
-        if self.seed is None:
-            target, predictor = self._build(shape), self._build(shape)
-        else:
-            with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[], enabled=self.seed is not None):
+            if self.seed is not None:
                 torch.manual_seed(self.seed)
-                target, predictor = self._build(shape), self._build(shape)
+            target, predictor = self._build(shape), self._build(shape)
         self.rnd_net = RNDNetwork(target, predictor).to(self.device)
         self.optimizer = torch.optim.Adam(self.rnd_net.predictor.parameters(), lr=self.lr)
         self.obs_shape = shape
@@ -322,8 +310,8 @@ class RND(MetaComponent):
         return self._normalized(self.rnd_net.get_error(next_state))
 
     def log_bonus(self, metrics: dict[str, Any], bonus: torch.Tensor) -> None:
-        """Write the mean and max of the intrinsic rewards since the last logging (the
-        logger took the keys away: a new interval starts) as ``log/<log_name>/...``."""
+        """Write the mean and max of the intrinsic rewards of the logging interval (see
+        ``looprl.meta.metrics``) as ``log/<log_name>/...``."""
         if bonus.numel() == 0:
             return
         key = f"log/{self.log_name}/intrinsic_reward_mean"

@@ -22,9 +22,8 @@ from looprl.meta.component import MetaComponent
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
 
 
-def cosine_restarts(
-    t: int, initial: float, minimum: float, period: float, period_mult: float = 1.0
-) -> float:
+def cosine_restarts(t: int, initial: float, minimum: float, period: float,
+                    period_mult: float = 1.0) -> float:
     """The SGDR value at ``t``: ``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2`` with
     ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i``."""
     t_cur, t_i = float(t), float(period)

@@ -72,17 +72,10 @@ class PresetBuilder:
         constructor: ``constructor(env, name, device, hyperparameters) -> Preset``.
     """
 
-    def __init__(
-        self,
-        default_name: str,
-        default_hyperparameters: dict[str, Any],
-        constructor: Callable[..., Preset],
-        device: str | torch.device | None = None,
-        env: Any = None,
-        hyperparameters: dict[str, Any] | None = None,
-        name: str | None = None,
-        meta: tuple[Any, ...] = (),
-    ):
+    def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
+                 constructor: Callable[..., Preset], device: str | torch.device | None = None,
+                 env: Any = None, hyperparameters: dict[str, Any] | None = None,
+                 name: str | None = None, meta: tuple[Any, ...] = ()):
         self.default_name = default_name
         self.default_hyperparameters = dict(default_hyperparameters)
         self.constructor = constructor
@@ -138,9 +131,8 @@ class PresetBuilder:
 
     def _unknown(self, key: str) -> str:
         valid = sorted(self.default_hyperparameters)
-        hint = did_you_mean(key, valid)
-        name = self.default_name
-        return f"Unknown hyperparameter {key!r} for {name}.{hint} Valid: {', '.join(valid)}"
+        return (f"Unknown hyperparameter {key!r} for {self.default_name}."
+                f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
 
     @property
     def hyperparameter_defaults(self) -> dict[str, Any]:

@@ -38,9 +38,7 @@ def resolve_agent(name: str) -> Any:
     agents = available_agents()
     if name not in agents:
         hint = did_you_mean(name, list(agents), n=3)
-        raise ValueError(
-            f"Unknown agent {name!r}.{hint} Available: {', '.join(sorted(agents))}"
-        )
+        raise ValueError(f"Unknown agent {name!r}.{hint} Available: {', '.join(sorted(agents))}")
     return agents[name]
 
 
@@ -62,25 +60,17 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) 
     kind, target = _kind_of(env_id)
     if kind == "srl":
         return _srl_env(agent, env_id, target)
-    if kind == "gym":
-        from looprl.environments import GymEnvironment
+    from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
+    from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
 
+    if kind == "gym":
         return GymEnvironment(target, name=env_id)  # Ray actors make it by this name
     if agent.startswith("atari."):
-        from looprl.environments import AtariEnvironment
-
         return AtariEnvironment(env_id)
-    if agent.startswith("continuous."):
-        from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
-
-        if is_mujoco_id(env_id):
-            return MujocoEnvironment(env_id)
+    if agent.startswith("continuous.") and is_mujoco_id(env_id):
+        return MujocoEnvironment(env_id)
     if agent.startswith("multiagent."):
-        from looprl.environments import MultiagentPettingZooEnv
-
         return MultiagentPettingZooEnv(env_id)
-    from looprl.environments import GymEnvironment
-
     return GymEnvironment(env_id)
 
 

@@ -39,10 +39,8 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
     """The number of actions of ``env``; ``ValueError`` if its action space is not discrete."""
     space = env.action_space
     if not isinstance(space, gym.spaces.Discrete):
-        raise ValueError(
-            f"{algorithm} needs a discrete action space, but {env.name} has {space}; "
-            "choose an algorithm for continuous actions"
-        )
+        raise ValueError(f"{algorithm} needs a discrete action space, but {env.name} has "
+                         f"{space}; choose an algorithm for continuous actions")
     return int(space.n)
 
 
@@ -58,14 +56,10 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
     if isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3):
         advice = "use an Atari preset for images"
     else:
-        advice = (
-            "wrap the environment in gymnasium.wrappers.FlattenObservation "
-            "(GymEnvironment(FlattenObservation(gymnasium.make(...))))"
-        )
-    raise ValueError(
-        f"The {family} {algorithm} preset needs flat Box observations, but {env.name} has "
-        f"{space}; {advice}"
-    )
+        advice = ("wrap the environment in gymnasium.wrappers.FlattenObservation "
+                  "(GymEnvironment(FlattenObservation(gymnasium.make(...))))")
+    raise ValueError(f"The {family} {algorithm} preset needs flat Box observations, but "
+                     f"{env.name} has {space}; {advice}")
 
 
 def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:

@@ -89,19 +89,18 @@ class ActorCriticPreset(Preset):
 
 
 class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
-    """Base of the parallel on-policy presets (PPO, PPG, A2C, VAC): ``n_envs`` environments,
-    ``n_steps`` rows per segment (default 1), one ``OnPolicyAgent`` in the family's bodies
-    (``_wrap``)."""
+    """Base of the parallel on-policy presets (see the module docstring): ``n_steps``
+    defaults to 1, and ``_wrap`` puts the local ``OnPolicyAgent`` in the family's bodies."""
 
     positive: tuple[str, ...] = ("n_envs",)
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        rows = int(hyperparameters["n_envs"]) * int(hyperparameters.get("n_steps", 1))
+        n_envs, n_steps = int(hyperparameters["n_envs"]), int(hyperparameters.get("n_steps", 1))
+        rows = n_envs * n_steps
         hyperparameters = cap_minibatch(name, hyperparameters, rows, f"the {rows} rows of each "
                                         "update (n_envs x n_steps)", "raise n_envs or n_steps")
         super().__init__(env, name, device, hyperparameters)
-        self.n_envs = int(hyperparameters["n_envs"])
-        self.n_steps = int(hyperparameters.get("n_steps", 1))
+        self.n_envs, self.n_steps = n_envs, n_steps
 
     def updates(self, train_steps: float) -> float:
         """Trainer steps in ``train_steps`` env steps (one per ``n_envs * n_steps``)."""

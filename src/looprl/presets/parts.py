@@ -95,10 +95,8 @@ def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float
         name, n_step = "uniform", hp["n_steps"]
     if name == "uniform":
         return ExperienceReplayBuffer(hp["replay_buffer_size"], device=device, n_step=n_step)
-    return PrioritizedReplayBuffer(
-        hp["replay_buffer_size"], alpha=hp["alpha"], beta=beta_schedule(hp, train_steps),
-        device=device, n_step=n_step,
-    )
+    return PrioritizedReplayBuffer(hp["replay_buffer_size"], alpha=hp["alpha"], device=device,
+                                   beta=beta_schedule(hp, train_steps), n_step=n_step)
 
 
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:

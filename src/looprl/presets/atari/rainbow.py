@@ -36,11 +36,9 @@ class RainbowAtariPreset(AtariReplayPreset):
 
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters
-        return nature_rainbow(
-            self.num_actions, hp["atoms"], require_frames(env, self.algorithm), hp["hidden"],
-            hp["sigma"], dueling=hp["dueling"], noisy=hp["noisy"],
-            distributional=hp["distributional"],
-        )
+        return nature_rainbow(self.num_actions, hp["atoms"], require_frames(env, self.algorithm),
+                              hp["hidden"], hp["sigma"], dueling=hp["dueling"], noisy=hp["noisy"],
+                              distributional=hp["distributional"])
 
     @property
     def distributional(self) -> bool:  # type: ignore[override]

@@ -4,9 +4,6 @@ Separate tanh actor and critic MLPs (as the PPO preset), Adam, 8 environments x 
 per update, n-step advantages. With the defaults, a greedy evaluation on CartPole-v1 passes
 195 within 10,000 steps (8 of 8 seeds) and usually reaches 500; like all plain A2C runs
 without annealing, it can later drop again.
-
-``SeparateMLPs`` (the network and the optimizer) is shared with the VAC and VPG
-presets.
 """
 
 from __future__ import annotations
@@ -80,10 +77,8 @@ class A2CClassicControlPreset(SeparateMLPs, OnPolicyPreset):
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
         hp = self.hyperparameters
-        return A2CTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
-            discount_factor=hp["discount_factor"], gae_lambda=hp["lam"],
-        )
+        return A2CTrainer(policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
+                          discount_factor=hp["discount_factor"], gae_lambda=hp["lam"])
 
 
 a2c = PresetBuilder("a2c", default_hyperparameters, A2CClassicControlPreset)

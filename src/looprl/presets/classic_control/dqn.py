@@ -2,9 +2,8 @@
 
 The defaults solve CartPole-v1 (mean return >= 475) within 50,000 steps.
 
-Its parts are chosen by name (``looprl.presets.parts``): ``exploration`` (any of
-``EXPLORATION``), ``buffer`` (``uniform``, ``prioritized``, ``nstep``) and ``update``
-(``q_learning``, ``double_q``, ``clipped_double_q``), e.g.
+Its ``exploration``, ``buffer`` and ``update`` are parts chosen by name (``looprl.presets.parts``
+lists the valid ones), e.g.
 ``dqn.hyperparameters(exploration="ez_greedy", buffer="prioritized", update="double_q")``.
 The network's body is configurable too: ``features`` takes a ``looprl.nn.feature_extractor``
 spec (MLP, CNN, ResNet or a combination), which also opens the preset to image observations.

@@ -46,9 +46,8 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
 
     algorithm = "PPG"
     parts = {**PPOClassicControlPreset.parts, "update": ("ppg",)}
-    positive = (
-        *PPOClassicControlPreset.positive, "n_policy", "aux_epochs", "aux_minibatch_size"
-    )
+    positive = (*PPOClassicControlPreset.positive, "n_policy", "aux_epochs",
+                "aux_minibatch_size")
 
     def _build(self, env: Any) -> tuple[PPGNetwork, CategoricalHead]:
         num_actions = require_discrete_actions(env, self.algorithm)
@@ -58,11 +57,9 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> PPGTrainer:
         hp = self.hyperparameters
-        return PPGTrainer(
-            policy, n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],
-            beta_clone=hp["beta_clone"], aux_minibatch_size=hp["aux_minibatch_size"],
-            **self._ppo_arguments(self.updates(train_steps)),
-        )
+        return PPGTrainer(policy, n_policy=hp["n_policy"], aux_epochs=hp["aux_epochs"],
+                          beta_clone=hp["beta_clone"], aux_minibatch_size=hp["aux_minibatch_size"],
+                          **self._ppo_arguments(self.updates(train_steps)))
 
 
 ppg = PresetBuilder("ppg", default_hyperparameters, PPGClassicControlPreset)

@@ -59,7 +59,6 @@ class PPOClassicControlPreset(OnPolicyPreset):
     parts = {"exploration": ("stochastic",), "buffer": ("rollout",), "update": ("ppo",)}
 
     def _build(self, env: Any) -> tuple[nn.Module, Any]:
-        """The network and the action head."""
         features = self.hyperparameters.get("features")
         if features is None:
             return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)

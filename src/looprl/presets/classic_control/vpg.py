@@ -39,10 +39,8 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
         """``A2CTrainer`` with ``gae_lambda=1``: on whole episodes, Monte-Carlo advantages."""
         hp = self.hyperparameters
-        return A2CTrainer(
-            policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
-            discount_factor=hp["discount_factor"], gae_lambda=1.0,
-        )
+        return A2CTrainer(policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
+                          discount_factor=hp["discount_factor"], gae_lambda=1.0)
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:

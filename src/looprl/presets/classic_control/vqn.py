@@ -81,8 +81,9 @@ class OnlineClassicControlPreset(ParallelPreset):
         hp = self.hyperparameters
         model = policy_network(self, device, copy_model)
         optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        q = QNetwork(model, optimizer, clip_grad=hp["clip_grad"], target=self._target(),
-                     logger=logger or DummyLogger())
+        period = hp["target_update_frequency"]  # 0: no target network
+        q = QNetwork(model, optimizer, clip_grad=hp["clip_grad"], logger=logger or DummyLogger(),
+                     target=FixedTarget(period) if period else None)
         return DQNPolicy(q, self.num_actions, epsilon_schedule(hp))
 
     #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
@@ -96,10 +97,6 @@ class OnlineClassicControlPreset(ParallelPreset):
             updates = max(int(train_steps / self.n_envs), 1)
             policy.q.lr_scheduler = LinearLR(policy.q.optimizer, updates)
         return DQNTrainer(policy, hp["discount_factor"], update=self.update, huber=hp["huber"])
-
-    def _target(self) -> FixedTarget | None:
-        frequency = self.hyperparameters["target_update_frequency"]
-        return FixedTarget(frequency) if frequency else None
 
     def _wrap(self, agent: Any) -> Any:
         """Bodies around the local agent (none for classic control)."""

@@ -15,14 +15,7 @@ import gymnasium as gym
 import numpy as np
 from torch import nn, optim
 
-from looprl.agents.ddpg import (
-    DDPG,
-    ContinuousQ,
-    DDPGPolicy,
-    DDPGTestAgent,
-    DDPGTrainer,
-    TwinQ,
-)
+from looprl.agents.ddpg import DDPG, ContinuousQ, DDPGPolicy, DDPGTestAgent, DDPGTrainer, TwinQ
 from looprl.approximation import Approximation, PolyakTarget
 from looprl.core import DummyLogger
 from looprl.nn import MLP
@@ -36,10 +29,8 @@ def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.s
     """``env``'s flat ``Box`` action space; ``ValueError`` if it is not one (or unbounded)."""
     space = env.action_space
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-        raise ValueError(
-            f"{algorithm} needs a continuous (flat Box) action space, but {env.name} has "
-            f"{space}; choose an algorithm for discrete actions"
-        )
+        raise ValueError(f"{algorithm} needs a continuous (flat Box) action space, but "
+                         f"{env.name} has {space}; choose an algorithm for discrete actions")
     if bounded and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
         raise ValueError(f"{algorithm} needs finite action bounds, but {env.name} has {space}")
     return space

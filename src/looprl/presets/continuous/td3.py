@@ -25,7 +25,6 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
     """Builds TD3 agents: DDPG's actor with twin critics (2 x ``hidden`` each)."""
 
     algorithm = "TD3"
-
     agent_class = TD3
     twin = True
 
@@ -36,14 +35,9 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
     def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> TD3Trainer:
         hp = self.hyperparameters
         target = DelayedPolyakTarget(hp["polyak_rate"], hp["policy_delay"])
-        return TD3Trainer(
-            policy,
-            self._q(policy, target),
-            hp["discount_factor"],
-            policy_delay=hp["policy_delay"],
-            target_noise=hp["target_noise"],
-            noise_clip=hp["noise_clip"],
-        )
+        return TD3Trainer(policy, self._q(policy, target), hp["discount_factor"],
+                          policy_delay=hp["policy_delay"], target_noise=hp["target_noise"],
+                          noise_clip=hp["noise_clip"])
 
     def test_agent(self) -> TD3TestAgent:
         return TD3TestAgent(super().test_agent().policy)

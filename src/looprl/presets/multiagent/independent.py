@@ -55,14 +55,8 @@ class IndependentMultiagentPreset(Preset):
             keeps its full set in ``presets[name].hyperparameters``).
     """
 
-    def __init__(
-        self,
-        name: str,
-        device: str | torch.device,
-        presets: dict[str, Preset],
-        masked: set[str] | None = None,
-        hyperparameters: dict[str, Any] | None = None,
-    ):
+    def __init__(self, name: str, device: str | torch.device, presets: dict[str, Preset],
+                 masked: set[str] | None = None, hyperparameters: dict[str, Any] | None = None):
         self.presets = dict(presets)
         self.masked = set(masked or ())
         super().__init__(name, device, dict(hyperparameters or {}))
@@ -137,18 +131,14 @@ class IndependentMultiagentPreset(Preset):
         """
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
         steps = self._agent_steps(train_steps)
-        return IndependentMultiagent(
-            {
-                name: self._adapt(name, preset.agent(logger=loggers.get(name), train_steps=steps))
-                for name, preset in self.presets.items()
-            }
-        )
+        return IndependentMultiagent({
+            name: self._adapt(name, preset.agent(logger=loggers.get(name), train_steps=steps))
+            for name, preset in self.presets.items()})
 
     def test_agent(self) -> IndependentMultiagent:
         """Evaluation agents with copies of the current parameters."""
-        return IndependentMultiagent(
-            {name: self._adapt(name, preset.test_agent()) for name, preset in self.presets.items()}
-        )
+        return IndependentMultiagent({name: self._adapt(name, preset.test_agent())
+                                      for name, preset in self.presets.items()})
 
     def _adapt(self, name: str, agent: Any) -> Agent:
         if isinstance(agent, ParallelAgent):
@@ -252,8 +242,7 @@ class IndependentPresetBuilder(PresetBuilder):
         return builder.device(device).env(view).build()
 
 
-def independent(
-    builders: PresetBuilder | dict[str, PresetBuilder], name: str = "independent"
-) -> IndependentPresetBuilder:
+def independent(builders: PresetBuilder | dict[str, PresetBuilder], name: str = "independent"
+                ) -> IndependentPresetBuilder:
     """An ``IndependentPresetBuilder``: the same builder for every agent, or one per agent."""
     return IndependentPresetBuilder(builders, name=name)
