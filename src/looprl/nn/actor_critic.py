@@ -8,10 +8,6 @@ auxiliary head) and the next recurrent memory (``None`` for feed-forward network
 memory). ``looprl.agents.actor_critic.ActorCriticPolicy`` acts and analyzes with any model
 that follows it: the small ones here, which read one observation tensor, or the
 field-reading ``ActorCriticNetwork`` (encoders per observation field, optional GRU).
-
-* ``ActorCritic`` -- separate actor and critic networks (SB3's default).
-* ``SharedActorCritic`` -- one body with a policy head and a value head (Atari).
-* ``PPGNetwork`` -- PPG's policy trunk with logits and auxiliary value heads, and a critic.
 """
 
 from __future__ import annotations
@@ -66,7 +62,7 @@ class ActorCritic(ActorCriticModel):
 
 class SharedActorCritic(ActorCriticModel):
     """A shared ``body`` (observations to features) with a ``policy_head`` (distribution
-    parameters) and a ``value_head`` (one value)."""
+    parameters) and a ``value_head`` (one value), as in the Atari presets."""
 
     def __init__(self, body: nn.Module, policy_head: nn.Module, value_head: nn.Module):
         super().__init__()

@@ -2,22 +2,11 @@
 
 Models take stacked uint8 frames ``(batch, 4, 84, 84)`` and scale them by 1/255 inside, so
 observations stay uint8 (4x smaller) in replay and rollout buffers until the forward pass.
-
-* ``NatureConv``, ``NatureCNN`` -- the convolutions and the feature extractor
-  (``looprl.nn.features``).
-* ``nature_features(kind)`` -- a feature extractor of ``looprl.nn.features`` over stacked
-  84x84 frames (``"nature"``, ``"resnet"``, ``"cnn"`` or a combination).
-* ``nature_dqn`` / ``nature_dueling_dqn`` / ``nature_categorical_dqn`` -- Q-networks:
-  features + a linear head (dueling: separate value and advantage streams; categorical:
-  ``num_actions * atoms`` logits, and ``nature_c51`` their softmax per action, as ``QDist``
-  expects).
-* ``nature_rainbow`` -- Rainbow's Q-network (Hessel et al., 2018,
-  https://arxiv.org/abs/1710.02298): value and advantage streams of noisy layers
-  (``NoisyFactorizedLinear``), combined per atom by ``CategoricalDueling``; each part can be
-  switched off (``dueling``, ``noisy``, ``distributional``) for ablations.
-* ``nature_actor_critic`` -- the Nature CNN shared by a policy head and a value head
-  (a ``looprl.nn.actor_critic.SharedActorCritic``); ``nature_value`` a Nature CNN with one
-  value output (PPG's separate critic).
+``NatureConv`` and ``NatureCNN`` (``looprl.nn.features``) are the convolutions and the feature
+extractor; ``nature_features`` builds any extractor of ``looprl.nn.features`` over the frames.
+The Q-networks ``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``,
+``nature_c51`` (as ``QDist`` expects) and ``nature_rainbow``, and ``nature_actor_critic`` and
+``nature_value`` (PPG's separate critic), put heads on those features.
 """
 
 from __future__ import annotations
@@ -62,17 +51,12 @@ def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> 
                           distributional=False)
 
 
-def nature_rainbow(
-    num_actions: int,
-    atoms: int = 51,
-    frames: int = 4,
-    hidden: int = 512,
-    sigma: float = 0.5,
-    dueling: bool = True,
-    noisy: bool = True,
-    distributional: bool = True,
-) -> nn.Sequential:
-    """Rainbow's Q-network: probabilities ``(batch, num_actions, atoms)`` when
+def nature_rainbow(num_actions: int, atoms: int = 51, frames: int = 4, hidden: int = 512,
+                   sigma: float = 0.5, dueling: bool = True, noisy: bool = True,
+                   distributional: bool = True) -> nn.Sequential:
+    """Rainbow's Q-network (Hessel et al., 2018, https://arxiv.org/abs/1710.02298): value and
+    advantage streams of noisy layers, combined per atom by ``CategoricalDueling``; each part
+    can be switched off for ablations. Probabilities ``(batch, num_actions, atoms)`` when
     ``distributional``, else Q-values ``(batch, num_actions)``.
 
     Args:
@@ -114,9 +98,8 @@ def nature_categorical_dqn(
 ) -> nn.Sequential:
     """C51's network (Bellemare et al., 2017): ``num_actions * atoms`` logits per state,
     reshaped to ``(batch, num_actions, atoms)``."""
-    body = nature_features(features, frames)
-    head = orthogonal_init(nn.Linear(body.out_features, num_actions * atoms), 1.0)
-    return nn.Sequential(body, head, nn.Unflatten(-1, (num_actions, atoms)))
+    dqn = nature_dqn(num_actions * atoms, frames, features)
+    return nn.Sequential(*dqn, nn.Unflatten(-1, (num_actions, atoms)))
 
 
 def nature_c51(

@@ -2,11 +2,6 @@
 
 The heads map features to per-action probabilities over ``num_atoms`` fixed atoms, shape
 ``(batch, num_actions, num_atoms)``; every ``[b, a, :]`` sums to one.
-
-* ``CategoricalQHead(model, num_actions, num_atoms)`` -- ``model`` outputs
-  ``num_actions * num_atoms`` logits, normalized per action with a softmax.
-* ``CategoricalDueling(value_model, advantage_model, num_actions, num_atoms)`` -- Rainbow's
-  dueling version: ``logits = v + a - mean_a(a)`` per atom, then a softmax per action.
 """
 
 from __future__ import annotations
@@ -32,7 +27,9 @@ class CategoricalQHead(nn.Module):
 
 
 class CategoricalDueling(nn.Module):
-    """Dueling distributional head (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
+    """Rainbow's dueling distributional head (Hessel et al., 2018,
+    https://arxiv.org/abs/1710.02298): ``logits = v + a - mean_a(a)`` per atom, then a softmax
+    per action.
 
     Args:
         value_model: maps features to ``num_atoms`` value logits.

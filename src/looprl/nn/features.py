@@ -163,7 +163,6 @@ class NatureCNN(nn.Sequential):
         self.out_features = features
 
 
-
 def _nature(input_shape: Sequence[int], features: int = 512) -> NatureCNN:
     _require_image(input_shape, "nature")
     if input_shape[1] != input_shape[2]:

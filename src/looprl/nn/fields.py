@@ -138,15 +138,8 @@ class Backbone(nn.Module):
         rnn_hidden_dim, num_rnn_layers: the GRU (``rnn_hidden_dim=0``: no GRU).
     """
 
-    def __init__(
-        self,
-        shapes: Shapes,
-        hidden_dim: int,
-        num_layers: int,
-        activation: str,
-        rnn_hidden_dim: int = 0,
-        num_rnn_layers: int = 1,
-    ):
+    def __init__(self, shapes: Shapes, hidden_dim: int, num_layers: int, activation: str,
+                 rnn_hidden_dim: int = 0, num_rnn_layers: int = 1):
         super().__init__()
         self.encoder = ObservationEncoder(shapes)
         layers: list[nn.Module] = []

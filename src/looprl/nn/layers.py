@@ -1,10 +1,5 @@
-"""Small building blocks for models: initialization helpers and a few custom layers.
-
-* ``orthogonal_init`` -- orthogonal weights and zero biases, as in SB3 and CleanRL.
-* ``Flatten`` -- flatten everything but the batch dimension.
-* ``Linear0`` -- a linear layer whose weights and bias start at zero.
-* ``Dueling`` -- the dueling head of Wang et al. (2016): ``Q = V + A - mean(A)``.
-"""
+"""Small building blocks for models: ``orthogonal_init`` (as in SB3 and CleanRL) and the
+``Flatten``, ``Linear0`` and ``Dueling`` layers."""
 
 from __future__ import annotations
 
@@ -45,8 +40,8 @@ class Linear0(nn.Linear):
 
 
 class Dueling(nn.Module):
-    """Dueling head: ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)`` of ``value_model``'s
-    ``(..., 1)`` values and ``advantage_model``'s one advantage per action."""
+    """Dueling head (Wang et al., 2016): ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)`` of
+    ``value_model``'s ``(..., 1)`` values and ``advantage_model``'s one advantage per action."""
 
     def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
         super().__init__()

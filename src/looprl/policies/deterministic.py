@@ -27,12 +27,6 @@ __all__ = [
 ]
 
 
-def _uniform(bounds: ActionBounds, n: int, device: torch.device) -> torch.Tensor:
-    """``n`` actions drawn uniformly within the (finite) bounds."""
-    unit = torch.rand((n, bounds.action_dim), device=device) * 2.0 - 1.0
-    return bounds.to_env(unit)
-
-
 class DeterministicActor(nn.Module):
     """``center + scale * tanh(model(obs))``: actions within the bounds of ``space``.
 
@@ -50,7 +44,18 @@ class DeterministicActor(nn.Module):
         return self.bounds.to_env(torch.tanh(self.model(observation)))
 
 
-class DeterministicPolicy(Approximation):
+class _BoxPolicy(Approximation):
+    """An ``Approximation`` of a policy whose actions lie within ``self.bounds``."""
+
+    bounds: ActionBounds
+
+    def uniform(self, n: int) -> torch.Tensor:
+        """``n`` actions drawn uniformly within the (finite) bounds."""
+        unit = torch.rand((n, self.bounds.action_dim), device=self.device) * 2.0 - 1.0
+        return self.bounds.to_env(unit)
+
+
+class DeterministicPolicy(_BoxPolicy):
     """Deterministic policy with Gaussian exploration noise (DDPG, TD3).
 
     ``policy(obs)`` is ``mu(obs)`` with gradients; ``explore(obs)`` adds
@@ -65,15 +70,8 @@ class DeterministicPolicy(Approximation):
         **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        space: Any = None,
-        noise: float = 0.1,
-        name: str = "policy",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 space: Any = None, noise: float = 0.1, name: str = "policy", **kwargs: Any):
         actor = model if isinstance(model, DeterministicActor) else DeterministicActor(model, space)
         super().__init__(actor, optimizer, name=name, **kwargs)
         self.bounds = actor.bounds
@@ -90,10 +88,6 @@ class DeterministicPolicy(Approximation):
             return action
         _, scale, _, _ = self.bounds.on(action.device)
         return self.bounds.clip(action + self.noise * scale * torch.randn_like(action))
-
-    def uniform(self, n: int) -> torch.Tensor:
-        """``n`` actions drawn uniformly within the bounds."""
-        return _uniform(self.bounds, n, self.device)
 
 
 class SoftDeterministicActor(nn.Module):
@@ -120,7 +114,7 @@ class SoftDeterministicActor(nn.Module):
         return self.head.mode(self.model(observation))
 
 
-class SoftDeterministicPolicy(Approximation):
+class SoftDeterministicPolicy(_BoxPolicy):
     """Stochastic tanh-Gaussian policy of SAC.
 
     ``policy(obs)`` returns a reparameterized ``(action, log_prob)`` with gradients;
@@ -128,20 +122,11 @@ class SoftDeterministicPolicy(Approximation):
 
     Args:
         model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_std)``.
-        optimizer: optimizer over ``model``'s parameters.
-        space: the ``Box`` action space.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
+        optimizer, space, name, **kwargs: as ``DeterministicPolicy``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        space: Any = None,
-        name: str = "policy",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 space: Any = None, name: str = "policy", **kwargs: Any):
         is_actor = isinstance(model, SoftDeterministicActor)
         actor = model if is_actor else SoftDeterministicActor(model, space)
         super().__init__(actor, optimizer, name=name, **kwargs)
@@ -156,7 +141,3 @@ class SoftDeterministicPolicy(Approximation):
         """The deterministic action ``center + scale * tanh(mean)`` per row."""
         with torch.no_grad():
             return self.model.mode(observation)
-
-    def uniform(self, n: int) -> torch.Tensor:
-        """``n`` actions drawn uniformly within the bounds."""
-        return _uniform(self.bounds, n, self.device)

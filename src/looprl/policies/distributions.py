@@ -244,14 +244,8 @@ class TanhGaussianHead(GaussianHead):
         epsilon: margin that keeps ``atanh`` finite when evaluating given actions.
     """
 
-    def __init__(
-        self,
-        low: Any,
-        high: Any,
-        log_std_min: float = -20.0,
-        log_std_max: float = 2.0,
-        epsilon: float = 1e-6,
-    ):
+    def __init__(self, low: Any, high: Any, log_std_min: float = -20.0, log_std_max: float = 2.0,
+                 epsilon: float = 1e-6):
         super().__init__(low, high, log_std_min, log_std_max)
         self.epsilon = epsilon
 

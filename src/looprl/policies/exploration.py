@@ -50,15 +50,8 @@ class EZGreedyPolicy(GreedyPolicy):
         max_duration: the longest option.
     """
 
-    def __init__(
-        self,
-        q: Any,
-        num_actions: int,
-        epsilon: Any = 0.01,
-        mu: float = 2.0,
-        max_duration: int = 100,
-        seed: int | None = None,
-    ):
+    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.01, mu: float = 2.0,
+                 max_duration: int = 100, seed: int | None = None):
         super().__init__(q, num_actions, epsilon, seed)
         if mu <= 1 or max_duration < 1:
             raise ValueError(f"ez-greedy needs mu > 1 and max_duration >= 1, got {mu}, "

@@ -87,14 +87,8 @@ class GreedyPolicy:
         evaluation: compute action values with the network in eval mode (``q.eval``).
     """
 
-    def __init__(
-        self,
-        q: Any,
-        num_actions: int,
-        epsilon: Any = 0.0,
-        seed: int | None = None,
-        evaluation: bool = False,
-    ):
+    def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
+                 evaluation: bool = False):
         self.q = q
         self._values = q.eval if evaluation else q.no_grad
         self.num_actions = num_actions

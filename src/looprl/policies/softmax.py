@@ -48,11 +48,6 @@ class SoftmaxPolicy(Approximation):
         torch.Size([])
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        name: str = "policy",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 name: str = "policy", **kwargs: Any):
         super().__init__(SoftmaxPolicyNetwork(model), optimizer, name=name, **kwargs)
