@@ -65,17 +65,11 @@ from looprl.nn.fields import Backbone, as_tensor, field_shapes
 from looprl.policies.distributions import CategoricalHead, GaussianHead
 
 __all__ = [
-    "ActorCriticAnalysis",
-    "ActorCriticNetwork",
-    "ActorCriticPolicy",
-    "ActorCriticTestAgent",
-    "GRUPolicyState",
-    "SeparateGRUPolicyState",
-    "actor_critic_policy",
+    "ActorCriticAnalysis", "ActorCriticNetwork", "ActorCriticPolicy", "ActorCriticTestAgent",
+    "GRUPolicyState", "SeparateGRUPolicyState", "actor_critic_policy",
 ]
 
 logger = logging.getLogger(__name__)
-
 
 
 @namedarray
@@ -97,7 +91,6 @@ class ActorCriticAnalysis:
     value: Any
     aux_value: Any = None
     logits: Any = None
-
 
 
 # -- the policy ----------------------------------------------------------------------------------
@@ -132,9 +125,7 @@ class ActorCriticPolicy(Policy):
         self.device = approximation.device
         self.continuous_action = isinstance(head, GaussianHead)
         self.version = 0
-        self._generator = None
-        if seed is not None:
-            self._generator = torch.Generator(self.device).manual_seed(seed)
+        self._generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
         self._initial_state = approximation.model.initial_state()
 
     @property
@@ -283,28 +274,15 @@ class ActorCriticTestAgent(ParallelAgent):
 # -- the factory of the SRL names ----------------------------------------------------------------
 
 
-def actor_critic_policy(
-    obs_dim: Any,
-    action_dim: int,
-    state_dim: Any = None,
-    hidden_dim: int = 64,
-    num_layers: int = 2,
-    activation: str = "tanh",
-    rnn_type: str | None = None,
-    num_rnn_layers: int = 1,
-    rnn_hidden_dim: int | None = None,
-    shared_backbone: bool = False,
-    continuous_action: bool = False,
-    auxiliary_head: bool = False,
-    init_log_std: float = 0.0,
-    action_low: Any = None,
-    action_high: Any = None,
-    lr: float = 3e-4,
-    eps: float = 1e-5,
-    clip_grad: float = 0.0,
-    device: str | torch.device = "cpu",
-    seed: int | None = None,
-) -> ActorCriticPolicy:
+def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hidden_dim: int = 64,
+                        num_layers: int = 2, activation: str = "tanh", rnn_type: str | None = None,
+                        num_rnn_layers: int = 1, rnn_hidden_dim: int | None = None,
+                        shared_backbone: bool = False, continuous_action: bool = False,
+                        auxiliary_head: bool = False, init_log_std: float = 0.0,
+                        action_low: Any = None, action_high: Any = None, lr: float = 3e-4,
+                        eps: float = 1e-5, clip_grad: float = 0.0,
+                        device: str | torch.device = "cpu", seed: int | None = None
+                        ) -> ActorCriticPolicy:
     """An ``ActorCriticPolicy`` over an ``ActorCriticNetwork`` with Adam (seed 004's policies).
 
     Args:
@@ -344,15 +322,13 @@ def actor_critic_policy(
         if not shared_backbone:
             critic_fields = obs_dim if state_dim is None else state_dim
             critic = Backbone(field_shapes(critic_fields, "state_dim"), **options)
-        model = ActorCriticNetwork(
-            actor, critic, action_dim, continuous_action, auxiliary_head, init_log_std
-        )
+        model = ActorCriticNetwork(actor, critic, action_dim, continuous_action, auxiliary_head,
+                                   init_log_std)
     device = torch.device(device)
     model = model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=eps)
-    approximation = Approximation(
-        model, optimizer, clip_grad=clip_grad, device=device, name="actor_critic"
-    )
+    approximation = Approximation(model, optimizer, clip_grad=clip_grad, device=device,
+                                  name="actor_critic")
     head = _head(action_dim, continuous_action, action_low, action_high)
     return ActorCriticPolicy(approximation, head, seed=seed)
 
@@ -365,9 +341,8 @@ def _head(action_dim: int, continuous: bool, low: Any, high: Any) -> Any:
     return GaussianHead(low, high)
 
 
-def _check_options(
-    action_dim: Any, hidden_dim: int, num_layers: int, rnn_type: Any, num_rnn_layers: int
-) -> None:
+def _check_options(action_dim: Any, hidden_dim: int, num_layers: int, rnn_type: Any,
+                   num_rnn_layers: int) -> None:
     if not isinstance(action_dim, int | np.integer) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
     if hidden_dim <= 0 or num_layers < 0 or num_rnn_layers <= 0:

@@ -97,23 +97,12 @@ class OnPolicyTrainer(Trainer):
     sample_buffer = "on_policy"
     _last_analysis: NamedArray | None = None  # of the latest minibatch step (``predictions``)
 
-    def __init__(
-        self,
-        policy: Policy,
-        epochs: int = 1,
-        minibatch_size: int | None = None,
-        value_coef: float = 0.5,
-        entropy_coef: float = 0.0,
-        discount_factor: float = 0.99,
-        gae_lambda: float = 0.95,
-        normalize_advantages: bool = False,
-        vtrace: bool = False,
-        clip_rho: float = 1.0,
-        clip_c: float = 1.0,
-        total_updates: float = float("inf"),
-        lr: Callable[[float], float] | None = None,
-        seed: int | None = None,
-    ):
+    def __init__(self, policy: Policy, epochs: int = 1, minibatch_size: int | None = None,
+                 value_coef: float = 0.5, entropy_coef: float = 0.0,
+                 discount_factor: float = 0.99, gae_lambda: float = 0.95,
+                 normalize_advantages: bool = False, vtrace: bool = False, clip_rho: float = 1.0,
+                 clip_c: float = 1.0, total_updates: float = float("inf"),
+                 lr: Callable[[float], float] | None = None, seed: int | None = None):
         if epochs < 1 or (minibatch_size is not None and minibatch_size < 1):
             raise ValueError(
                 f"epochs and minibatch_size must be >= 1, got {epochs}, {minibatch_size}"
@@ -393,14 +382,8 @@ class OnPolicyAgent(ParallelAgent):
         logger: receives the trainer's statistics.
     """
 
-    def __init__(
-        self,
-        policy: Policy,
-        trainer: Trainer,
-        n_envs: int,
-        n_steps: int = 128,
-        logger: Logger | None = None,
-    ):
+    def __init__(self, policy: Policy, trainer: Trainer, n_envs: int, n_steps: int = 128,
+                 logger: Logger | None = None):
         self.policy = policy
         self.trainer = trainer
         self.device = policy.device

@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 from looprl.agents.a2c import A2CTrainer
-from looprl.agents.losses import normalize
 from looprl.core import Policy
 from looprl.core.namedarray import NamedArray
 
@@ -37,7 +36,5 @@ class VACTrainer(A2CTrainer):
 
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        advantage = rows.returns - analysis.value.detach()
-        if self.normalize_advantages and advantage.shape[0] > 1:
-            advantage = normalize(advantage)
+        advantage = self._advantage(rows.returns - analysis.value.detach())
         return super()._loss(analysis, rows, advantage)

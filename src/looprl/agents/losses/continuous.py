@@ -24,9 +24,8 @@ def critic_loss(values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (values - targets.detach()).pow(2).mean()
 
 
-def twin_critic_loss(
-    values1: torch.Tensor, values2: torch.Tensor, targets: torch.Tensor
-) -> torch.Tensor:
+def twin_critic_loss(values1: torch.Tensor, values2: torch.Tensor, targets: torch.Tensor
+                     ) -> torch.Tensor:
     """``mean((Q1 - y)^2) + mean((Q2 - y)^2)``: both critics regress onto the same target."""
     targets = targets.detach()
     return (values1 - targets).pow(2).mean() + (values2 - targets).pow(2).mean()
@@ -37,15 +36,9 @@ def deterministic_actor_loss(values: torch.Tensor) -> torch.Tensor:
     return -values.mean()
 
 
-def smoothed_target_action(
-    target_actions: torch.Tensor,
-    noise: torch.Tensor,
-    sigma: float,
-    noise_clip: float,
-    scale: torch.Tensor,
-    low: torch.Tensor,
-    high: torch.Tensor,
-) -> torch.Tensor:
+def smoothed_target_action(target_actions: torch.Tensor, noise: torch.Tensor, sigma: float,
+                           noise_clip: float, scale: torch.Tensor, low: torch.Tensor,
+                           high: torch.Tensor) -> torch.Tensor:
     """TD3's target-policy smoothing: ``clip(a' + scale * clip(sigma * eps, -c, c), low, high)``.
 
     Args:
@@ -59,44 +52,28 @@ def smoothed_target_action(
     return torch.clamp(target_actions + smoothing, low, high)
 
 
-def td3_target(
-    rewards: torch.Tensor,
-    next_values1: torch.Tensor,
-    next_values2: torch.Tensor,
-    masks: torch.Tensor,
-    discount: float,
-) -> torch.Tensor:
+def td3_target(rewards: torch.Tensor, next_values1: torch.Tensor, next_values2: torch.Tensor,
+               masks: torch.Tensor, discount: float) -> torch.Tensor:
     """Clipped double-Q target ``r + discount * mask * min(Q1'(s', a'), Q2'(s', a'))``."""
     return rewards + discount * masks * torch.min(next_values1, next_values2)
 
 
-def sac_target(
-    rewards: torch.Tensor,
-    next_values1: torch.Tensor,
-    next_values2: torch.Tensor,
-    next_log_probs: torch.Tensor,
-    masks: torch.Tensor,
-    discount: float,
-    alpha: torch.Tensor | float,
-) -> torch.Tensor:
+def sac_target(rewards: torch.Tensor, next_values1: torch.Tensor, next_values2: torch.Tensor,
+               next_log_probs: torch.Tensor, masks: torch.Tensor, discount: float,
+               alpha: torch.Tensor | float) -> torch.Tensor:
     """Soft target ``r + discount * mask * (min(Q1', Q2') - alpha * log pi(a'|s'))``."""
     soft_values = torch.min(next_values1, next_values2) - alpha * next_log_probs
     return rewards + discount * masks * soft_values
 
 
-def sac_actor_loss(
-    values1: torch.Tensor,
-    values2: torch.Tensor,
-    log_probs: torch.Tensor,
-    alpha: torch.Tensor | float,
-) -> torch.Tensor:
+def sac_actor_loss(values1: torch.Tensor, values2: torch.Tensor, log_probs: torch.Tensor,
+                   alpha: torch.Tensor | float) -> torch.Tensor:
     """``mean(alpha * log pi(a|s) - min(Q1(s, a), Q2(s, a)))`` with ``a ~ pi(.|s)``."""
     return (alpha * log_probs - torch.min(values1, values2)).mean()
 
 
-def sac_temperature_loss(
-    log_alpha: torch.Tensor, log_probs: torch.Tensor, target_entropy: float
-) -> torch.Tensor:
+def sac_temperature_loss(log_alpha: torch.Tensor, log_probs: torch.Tensor,
+                         target_entropy: float) -> torch.Tensor:
     """``-mean(log_alpha * (log pi(a|s) + target_entropy))`` (log-probs are held fixed).
 
     Its gradient raises ``alpha`` when the policy's entropy ``-log pi`` falls below

@@ -13,12 +13,8 @@ def td_target(
     return rewards + discount * masks * next_values
 
 
-def dqn_loss(
-    values: torch.Tensor,
-    targets: torch.Tensor,
-    weights: torch.Tensor | None = None,
-    huber: bool = True,
-) -> torch.Tensor:
+def dqn_loss(values: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None,
+             huber: bool = True) -> torch.Tensor:
     """Q-learning regression of ``Q(s, a)`` onto fixed ``targets`` (Mnih et al., 2015).
 
     Huber (smooth L1) loss by default, as in the Nature DQN; ``weights`` scale each
@@ -39,13 +35,9 @@ def _value_at(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return values.gather(-1, actions).squeeze(-1)
 
 
-def double_q_target(
-    rewards: torch.Tensor,
-    next_online_values: torch.Tensor,
-    next_target_values: torch.Tensor,
-    masks: torch.Tensor,
-    discount: float | torch.Tensor,
-) -> torch.Tensor:
+def double_q_target(rewards: torch.Tensor, next_online_values: torch.Tensor,
+                    next_target_values: torch.Tensor, masks: torch.Tensor,
+                    discount: float | torch.Tensor) -> torch.Tensor:
     """Double Q-learning target (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
 
     ``r + discount * mask * Q_target(s', argmax_a Q_online(s', a))``: the online network
@@ -56,13 +48,9 @@ def double_q_target(
     return rewards + discount * masks * _value_at(next_target_values, best)
 
 
-def clipped_double_q_target(
-    rewards: torch.Tensor,
-    next_online_values: torch.Tensor,
-    next_target_values: torch.Tensor,
-    masks: torch.Tensor,
-    discount: float | torch.Tensor,
-) -> torch.Tensor:
+def clipped_double_q_target(rewards: torch.Tensor, next_online_values: torch.Tensor,
+                            next_target_values: torch.Tensor, masks: torch.Tensor,
+                            discount: float | torch.Tensor) -> torch.Tensor:
     """Clipped double Q-learning target (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477),
     for discrete actions as in Mighty's ``ClippedDoubleQLearning``.
 
@@ -75,13 +63,9 @@ def clipped_double_q_target(
     return rewards + discount * masks * torch.minimum(online, target)
 
 
-def categorical_projection(
-    rewards: torch.Tensor,
-    masks: torch.Tensor,
-    discount: float | torch.Tensor,
-    next_probs: torch.Tensor,
-    atoms: torch.Tensor,
-) -> torch.Tensor:
+def categorical_projection(rewards: torch.Tensor, masks: torch.Tensor,
+                           discount: float | torch.Tensor, next_probs: torch.Tensor,
+                           atoms: torch.Tensor) -> torch.Tensor:
     """C51's projection of ``r + discount * mask * Z(s')`` onto ``atoms`` (Bellemare et al.,
     2017, https://arxiv.org/abs/1707.06887, Algorithm 1).
 
@@ -121,9 +105,8 @@ def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -
     return -(target_probs.detach() * probs.clamp_min(1e-6).log()).sum(-1)
 
 
-def c51_loss(
-    probs: torch.Tensor, target_probs: torch.Tensor, weights: torch.Tensor | None = None
-) -> torch.Tensor:
+def c51_loss(probs: torch.Tensor, target_probs: torch.Tensor,
+             weights: torch.Tensor | None = None) -> torch.Tensor:
     """Mean (importance-weighted) cross-entropy of ``probs`` against projected targets."""
     elementwise = categorical_cross_entropy(probs, target_probs)
     if weights is not None:
@@ -157,15 +140,9 @@ def n_step_return(
     return ret, discount**steps, mask
 
 
-
-def n_step_bootstrap(
-    reward: torch.Tensor,
-    done: torch.Tensor,
-    truncated: torch.Tensor,
-    gamma: float,
-    n_step: int,
-    rows: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor,
+                     gamma: float, n_step: int, rows: int | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """n-step returns of the first ``rows`` rows of ``[T + 1, B]`` segments (``SampleBatch``'s
     row convention), stopped at the episode's or the segment's end.
 
