@@ -106,24 +106,13 @@ class EnvRunner:
     #: any state, for runners pickled before it was kept)
     _ended = True
 
-    def __init__(
-        self,
-        env_name: str | Any,
-        env_args: dict[str, Any] | None = None,
-        n_envs: int = 1,
-        segment_length: int = 64,
-        default_policy_state: Any = None,
-        groups: int = 1,
-        seed: int = 0,
-        exploration: float | None = None,
-        is_evaluation: bool = False,
-        meta: Sequence[MetaComponent] = (),
-        policy: Any = None,
-        whole_episodes: bool = False,
-        hub: MetaHub | None = None,
-        process: Callable[[StateArray], StateArray] | None = None,
-        first_stream: int = 0,
-    ):
+    def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
+                 n_envs: int = 1, segment_length: int = 64, default_policy_state: Any = None,
+                 groups: int = 1, seed: int = 0, exploration: float | None = None,
+                 is_evaluation: bool = False, meta: Sequence[MetaComponent] = (),
+                 policy: Any = None, whole_episodes: bool = False, hub: MetaHub | None = None,
+                 process: Callable[[StateArray], StateArray] | None = None,
+                 first_stream: int = 0):
         vector = env_name if isinstance(env_name, VectorEnvironment) else None
         if vector is not None:
             n_envs, groups = vector.n_envs, 1
@@ -135,8 +124,7 @@ class EnvRunner:
             self.envs: Any = vector
             self._copies: Any = _VectorCopies(vector, process)
         else:
-            build = env_name if callable(env_name) else lambda: make(env_name,
-                                                                     **(env_args or {}))
+            build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
             self.envs = [build() for _ in range(n_envs)]
             self._copies = _SRLCopies(self.envs)
         self.exploration = exploration
@@ -147,8 +135,7 @@ class EnvRunner:
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
         self._streams_init(n_envs, default_policy_state)
-        self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes,
-                                    first_stream)
+        self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes, first_stream)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
         self._returns = np.zeros(n_envs)
@@ -208,8 +195,7 @@ class EnvRunner:
         if self.hub is not None:
             self.hub.pre_step(torch.as_tensor(_main(obs)))
         n = len(asked)
-        exploration = None if self.exploration is None else np.full(n, self.exploration,
-                                                                     np.float32)
+        exploration = None if self.exploration is None else np.full(n, self.exploration, np.float32)
         agent = self._agent[asked] if self.agent_count > 1 else None
         ended = self._done | self._truncated
         ended = ended if n == len(ended) else ended[asked]

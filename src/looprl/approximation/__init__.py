@@ -1,11 +1,7 @@
 """Function approximation: ``Approximation`` and its wrappers, targets, schedules."""
 
 from looprl.approximation.approximation import Approximation
-from looprl.approximation.checkpointer import (
-    Checkpointer,
-    DummyCheckpointer,
-    PeriodicCheckpointer,
-)
+from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer, PeriodicCheckpointer
 from looprl.approximation.feature_network import FeatureModule, FeatureNetwork
 from looprl.approximation.q_dist import ExpectedQ, QDist, QDistModule
 from looprl.approximation.q_network import QModule, QNetwork, gather_actions

@@ -58,21 +58,12 @@ class Approximation:
         >>> _ = f.reinforce(nn.functional.mse_loss(f(x), x.sum(1, keepdim=True)))
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        checkpointer: Checkpointer | None = None,
-        clip_grad: float = 0,
-        device: str | torch.device | None = None,
-        loss_scaling: float = 1,
-        lr_scheduler: Any = None,
-        name: str = "approximation",
-        target: TargetNetwork | None = None,
-        logger: Any = None,
-        log_every: int = 100,
-        flush_denormal: bool = True,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 checkpointer: Checkpointer | None = None, clip_grad: float = 0,
+                 device: str | torch.device | None = None, loss_scaling: float = 1,
+                 lr_scheduler: Any = None, name: str = "approximation",
+                 target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
+                 flush_denormal: bool = True):
         if log_every < 1:
             raise ValueError(f"log_every must be >= 1, got {log_every}")
         self.model = model
@@ -216,8 +207,7 @@ class Approximation:
                 raise FloatingPointError(
                     f"Approximation '{self.name}': the loss is {loss.tolist()} at update "
                     f"{self._updates}; training diverged. Try a lower learning rate, "
-                    "gradient clipping (clip_grad) or a smaller loss_scaling."
-                )
+                    "gradient clipping (clip_grad) or a smaller loss_scaling.")
         if self.logger is None:
             return
         if loss is not None:
@@ -225,10 +215,8 @@ class Approximation:
         self.logger.add_schedule(f"{self.name}/lr", self.optimizer.param_groups[0]["lr"])
 
     def _no_optimizer(self, method: str) -> RuntimeError:
-        return RuntimeError(
-            f"Approximation '{self.name}' has no optimizer: pass one to the constructor "
-            f"before calling {method}()."
-        )
+        return RuntimeError(f"Approximation '{self.name}' has no optimizer: pass one to the "
+                            f"constructor before calling {method}().")
 
     # -- several processes ----------------------------------------------------------------
     def distribute(self, process_group: Any = None) -> Approximation:
@@ -278,8 +266,7 @@ class Approximation:
         return result
 
 
-def _step_flushing_denormals(step: OptimizerStep, grad_factor: float | torch.Tensor | None
-                             ) -> None:
+def _step_flushing_denormals(step: OptimizerStep, grad_factor: float | torch.Tensor | None) -> None:
     """``step(grad_factor)`` with denormal floats flushed to zero (on this thread's CPU)."""
     torch.set_flush_denormal(True)
     try:
@@ -323,9 +310,7 @@ def _clip_factor(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu
 
 def _device_of(model: nn.Module) -> torch.device:
     """Device of the first parameter of ``model`` (CPU for parameterless models)."""
-    for param in model.parameters():
-        return param.device
-    return torch.device("cpu")
+    return next((param.device for param in model.parameters()), torch.device("cpu"))
 
 
 def _checkpoint_file(logger: Any, name: str) -> str:

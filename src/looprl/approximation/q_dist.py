@@ -64,17 +64,9 @@ class QDist(Approximation):
         **kwargs: see ``Approximation``.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer | None = None,
-        num_actions: int = 2,
-        num_atoms: int = 51,
-        v_min: float = -10.0,
-        v_max: float = 10.0,
-        name: str = "q_dist",
-        **kwargs: Any,
-    ):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 num_actions: int = 2, num_atoms: int = 51, v_min: float = -10.0,
+                 v_max: float = 10.0, name: str = "q_dist", **kwargs: Any):
         if num_atoms < 2 or not v_min < v_max:
             raise ValueError(f"Need num_atoms >= 2 and v_min < v_max, got {num_atoms}, "
                              f"{v_min}, {v_max}")

@@ -91,15 +91,8 @@ class LinearScheduler(Schedule):
         [1.0, 0.91, 0.82]
     """
 
-    def __init__(
-        self,
-        initial_value: float,
-        final_value: float,
-        decay_start: int,
-        decay_end: int,
-        name: str = "variable",
-        **kwargs: Any,
-    ):
+    def __init__(self, initial_value: float, final_value: float, decay_start: int,
+                 decay_end: int, name: str = "variable", **kwargs: Any):
         if decay_end < decay_start:
             raise ValueError(f"decay_end ({decay_end}) must be >= decay_start ({decay_start})")
         super().__init__(name=name, **kwargs)
@@ -109,9 +102,8 @@ class LinearScheduler(Schedule):
         self.decay_end = decay_end
 
     def at(self, step: int) -> float:
-        return linear_schedule(
-            self.initial_value, self.final_value, self.decay_start, self.decay_end, step
-        )
+        return linear_schedule(self.initial_value, self.final_value, self.decay_start,
+                               self.decay_end, step)
 
 
 class _LinearDecay:
@@ -130,13 +122,8 @@ class LinearLR(LambdaLR):
     initial value over ``total_updates`` calls of ``step()``, then keep it there
     (``last_epoch``: ``LambdaLR``'s, for resuming)."""
 
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        total_updates: int,
-        final_fraction: float = 0.0,
-        last_epoch: int = -1,
-    ):
+    def __init__(self, optimizer: Optimizer, total_updates: int, final_fraction: float = 0.0,
+                 last_epoch: int = -1):
         if total_updates < 1:
             raise ValueError(f"total_updates must be >= 1, got {total_updates}")
         super().__init__(optimizer, _LinearDecay(total_updates, final_fraction), last_epoch)

@@ -82,8 +82,8 @@ class _CopyTarget(TargetNetwork):
         self._source = model
         self._target = copy.deepcopy(model)
         self._target.requires_grad_(False)
-        self._source_tensors, self._target_tensors = _float_tensors(model, self._target)
-        self._source_other, self._target_other = _other_buffers(model, self._target)
+        (self._source_tensors, self._target_tensors, self._source_other,
+         self._target_other) = _tensor_lists(model, self._target)
 
     @torch.no_grad()
     def sync(self) -> None:
@@ -143,16 +143,12 @@ class PolyakTarget(_CopyTarget):
             target.copy_(source)
 
 
-def _float_tensors(source: nn.Module, target: nn.Module) -> tuple[list, list]:
-    """Parameters and floating-point buffers of two structurally identical modules."""
-    pairs = list(zip(source.parameters(), target.parameters()))
-    pairs += [(s, t) for s, t in zip(source.buffers(), target.buffers()) if s.is_floating_point()]
-    return [s for s, _ in pairs], [t for _, t in pairs]
-
-
-def _other_buffers(source: nn.Module, target: nn.Module) -> tuple[list, list]:
-    """Non-floating-point buffers (e.g. ``num_batches_tracked``) of two modules."""
-    pairs = [
-        (s, t) for s, t in zip(source.buffers(), target.buffers()) if not s.is_floating_point()
-    ]
-    return [s for s, _ in pairs], [t for _, t in pairs]
+def _tensor_lists(source: nn.Module, target: nn.Module) -> tuple[list, list, list, list]:
+    """The parameters and floating-point buffers of two structurally identical modules
+    (source's, target's), then their other buffers (e.g. ``num_batches_tracked``)."""
+    buffers = list(zip(source.buffers(), target.buffers()))
+    floats = list(zip(source.parameters(), target.parameters()))
+    floats += [(s, t) for s, t in buffers if s.is_floating_point()]
+    other = [(s, t) for s, t in buffers if not s.is_floating_point()]
+    return ([s for s, _ in floats], [t for _, t in floats],
+            [s for s, _ in other], [t for _, t in other])

@@ -234,8 +234,7 @@ class Preset(ABC):
         """The registered environment (name, arguments) Ray actors step for this preset."""
         return self.env_remote or (self.env_name, {})
 
-    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
-                 ) -> dict[str, Any]:
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1) -> dict[str, Any]:
         """How Ray's trainer worker learns for this preset (``AlgorithmSpec.of_preset``): the
         ``AlgorithmSpec`` fields ``buffer``, ``buffer_args``, where they apply
         ``explorations`` and ``whole_episodes``, and ``segment_length``. ``train_steps`` is
@@ -266,8 +265,7 @@ class ParallelPreset(Preset):
     def parallel_test_agent(self) -> ParallelAgent:
         """Build an evaluation agent acting on ``StateArray`` batches."""
 
-    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
-                 ) -> dict[str, Any]:
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1) -> dict[str, Any]:
         """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows."""
         return {"buffer": "on_policy", "buffer_args": {"batch_streams": self.n_envs},
                 "segment_length": self.n_steps}

@@ -232,8 +232,7 @@ class StateArray(State):
                 x[k] = picked.tolist() if isinstance(picked, np.ndarray) else picked
             else:
                 x[k] = v
-        observation = self["observation"]
-        feature_dims = observation.dim() - len(self._shape)
+        feature_dims = self["observation"].dim() - len(self._shape)
         indexed = x["observation"]
         shape = indexed.shape[: indexed.dim() - feature_dims]
         if len(shape) == 0:
