@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/looprl train ppo CartPole-v1 --frames 60000 --logdir runs/demo
+	$(BIN)/looprl train ppo CartPole-v1 --frames 60000 --seed 0 --logdir runs/demo
 
 # looprl's own bytecode is compiled first (an editable install is left out of the venv's
 # compileall; a second, with nothing changed, takes a fraction of a second): with
