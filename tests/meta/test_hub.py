@@ -69,6 +69,9 @@ def test_hooks_run_in_order_and_stack(builder, tmp_path: Path) -> None:
     assert hooks.count("pre_step") - pending == hooks.count("post_step") == steps
     assert hooks.count("pre_update") == hooks.count("post_update") > 0
     assert hooks.count("post_episode") > 0
+    # the first episode starts once; every end is followed by the next episode's start
+    episodes = [h for h in hooks if h.endswith("_episode")]
+    assert episodes == ["pre_episode"] + ["post_episode", "pre_episode"] * (len(episodes) // 2)
     # within a step: pre_step, (updates), post_step; updates come in pre/post pairs
     order = [h for h in hooks if h in ("pre_step", "post_step")]
     assert order == ["pre_step", "post_step"] * steps + ["pre_step"] * pending
@@ -83,6 +86,7 @@ def test_each_hook_receives_its_documented_keys(builder, tmp_path: Path) -> None
     n = getattr(experiment.training_env, "n_envs", 1)
     seen = {hook: metrics for _, hook, metrics in log}
     assert {"env", "model", "step", "episode", "hp/lr", "hp/discount"} <= set(seen["pre_step"])
+    assert seen["pre_step"]["state"].shape == (n, 4)
     transition = seen["post_step"]["transition"]
     assert set(transition) == {"state", "action", "reward", "next_state", "terminated",
                                "truncated", "env_step", "env_index"}

@@ -25,7 +25,7 @@ from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub
+from looprl.meta.hub import ONE_ENDED, MetaHub, observation_row, transition_of
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,6 @@ class Experiment(ABC):
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
         self.hub: MetaHub | None = None
         components = [*preset.meta, *meta]
-        self.hooked = bool(components)  # the loop calls hooks (none at all without components)
         if components:
             self._attach(components)
 
@@ -239,9 +238,19 @@ class Experiment(ABC):
 
 
 class SingleEnvExperiment(Experiment):
-    """An ``Agent`` acting in one ``Environment`` (the seed's control loop, with logging)."""
+    """An ``Agent`` acting in one ``Environment`` (the seed's control loop, with logging).
+
+    With meta components it makes the collector's hub calls (``MetaHub``): ``pre_episode``
+    once, then ``pre_step`` and ``after_step`` around every step; the agent learns from the
+    reward the hooks leave.
+    """
 
     _return = 0.0  # of the running training episode
+    _start = 0  # the frame it started at
+
+    def _attach(self, components: list[MetaComponent]) -> None:
+        super()._attach(components)
+        self.hub.pre_episode()
 
     def _train(self, frames: float, episodes: float) -> None:
         while self.logger.frame < frames and self.logger.episode < episodes:
@@ -250,19 +259,13 @@ class SingleEnvExperiment(Experiment):
 
     def _run_training_episode(self) -> None:
         state = self._reset()
-        start = self.logger.frame
-        if self.hub is not None:
-            self.hub.pre_episode()
         action = self.agent.act(state)
-        self._return = 0.0
+        self._return, self._start = 0.0, self.logger.frame
         while not state.done:
             state, action = self._step(action)
-            self._return += state.reward
             self._update_progress()
         self._log_training_episode(self._return)
         if self.hub is not None:
-            ended = torch.ones(1, dtype=torch.bool)
-            self.hub.post_episode(ended, [float(self._return)], [self.logger.frame - start])
             self._log_meta_scalars(self.hub, self.logger)
 
     def _running_return_nonfinite(self) -> bool:
@@ -270,20 +273,20 @@ class SingleEnvExperiment(Experiment):
 
     def _step(self, action: Any) -> tuple[Any, Any]:
         """Apply ``action``; return the next state and the agent's next action."""
-        if self.hooked:
-            return self._hooked_step(action)
+        hub = self.hub
+        if hub is not None:
+            previous = self.env.state
+            hub.pre_step(observation_row(previous))
         state = self.env.step(action)
-        self.logger.frame += 1
-        return state, self.agent.act(state)
-
-    def _hooked_step(self, action: Any) -> tuple[Any, Any]:
-        """``_step`` with the step hooks; the agent learns from the reward they leave."""
-        previous = self.env.state
-        self.hub.pre_step(previous)
-        state = self.env.step(action)
-        self.logger.frame += 1
-        learned = self.hub.post_step(previous, action, state, self.logger.frame)
-        return state, self.agent.act(learned)
+        frame = self.logger.frame = self.logger.frame + 1
+        self._return += state.reward
+        if hub is None:
+            return state, self.agent.act(state)
+        transition = transition_of(previous, action, state, frame)
+        ended = ONE_ENDED if state.done else None
+        reward = hub.after_step(transition, frame, ended, [float(self._return)],
+                                [frame - self._start])
+        return state, self.agent.act(state.update("reward", float(reward[0])))
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         agent = self.preset.test_agent()

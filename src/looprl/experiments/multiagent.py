@@ -16,14 +16,12 @@ import copy
 from collections import defaultdict
 from typing import Any
 
-import torch
-
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub
+from looprl.meta.hub import ONE_ENDED, MetaHub, observation_row, transition_of
 
 
 def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
@@ -74,18 +72,26 @@ class MultiagentEnvExperiment(Experiment):
             model = getattr(presets.get(name), "model", None)
             hub = MetaHub(copy.deepcopy(components), agent, self.env, model)
             hub.metrics["agent"] = name
+            hub.pre_episode()
             self.hubs[name] = hub
 
     def _hooked_act(self, state: Any) -> Any:
-        """The acting agent's action, with its hooks: the post-step hooks of its previous turn,
-        then (unless its episode is over) its pre-step hooks."""
+        """The acting agent's action, with its hub's calls (``MetaHub``): ``after_step`` of
+        its previous turn (ending its episode if ``state`` is its last), then, unless its
+        episode is over, ``pre_step``."""
         name = state["agent"]
         hub = self.hubs[name]
+        frame = self.logger.frame
         if name in self._pending:
             previous, action = self._pending.pop(name)
-            state = hub.post_step(previous, action, state, self.logger.frame)
+            ended = ONE_ENDED if state.done else None
+            reward = hub.after_step(transition_of(previous, action, state, frame), frame, ended,
+                                    [self._returns[name]], [self._turns[name]])
+            state = state.update("reward", float(reward[0]))
+        elif state.done:  # its episode ended before its first turn
+            hub.end_episodes(ONE_ENDED, [self._returns[name]], [0])
         if not state.done:
-            hub.pre_step(state)
+            hub.pre_step(observation_row(state))
         action = self.agent.act(state)
         if not state.done:
             self._pending[name] = (state, action)
@@ -99,22 +105,19 @@ class MultiagentEnvExperiment(Experiment):
     def _run_training_episode(self) -> None:
         self._reset()
         self._pending, self._turns = {}, defaultdict(int)
-        for hub in self.hubs.values():
-            hub.pre_episode()
-        returns: dict[str, float] = defaultdict(float)
+        self._returns: dict[str, float] = defaultdict(float)
         for agent in self.env.agent_iter():
             state = self.env.last()
-            returns[agent] += float(state.reward)
+            self._returns[agent] += float(state.reward)
             self.agent_loggers[agent].frame = self.logger.frame
             self._step(state)
-        self._log_training_episode(returns)
+        self._log_training_episode(self._returns)
         for name, hub in self.hubs.items():
-            hub.post_episode(torch.tensor([True]), [returns[name]], [self._turns.pop(name, 0)])
             self._log_meta_scalars(hub, self.agent_loggers[name])
 
     def _step(self, state: Any) -> None:
         """The selected agent acts on ``state``; the environment advances one turn."""
-        action = self._hooked_act(state) if self.hooked else self.agent.act(state)
+        action = self._hooked_act(state) if self.hubs else self.agent.act(state)
         self.env.step(None if state.done else action)
         self.logger.frame += 1
         self._update_progress()

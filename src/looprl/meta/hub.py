@@ -27,7 +27,6 @@ import torch
 from looprl.core import (
     Hyperparameter,
     SampleBatch,
-    StateArray,
     Trainer,
     TrainerStepResult,
     parts_hyperparameters,
@@ -170,65 +169,69 @@ class MetaHub:
         self.run("post_update")
         return result
 
-    # -- what the loop reports -----------------------------------------------------------
+    # -- what the loops report ----------------------------------------------------------
+    # Every loop (the collector, ``SingleEnvExperiment``, ``MultiagentEnvExperiment``) makes
+    # the same three calls: ``pre_episode`` once when it starts, then for every step
+    # ``pre_step`` and ``after_step``, which ends and starts episodes as they end.
     def pre_episode(self) -> None:
+        """Run the pre-episode hooks (the loop calls it once, before its first episode)."""
         self.run("pre_episode")
 
-    def pre_step(self, state: Any) -> None:
+    def pre_step(self, state: torch.Tensor) -> None:
+        """Publish the observations about to be acted on (one row per env copy) as
+        ``metrics['state']`` and run the pre-step hooks."""
         self.metrics["state"] = state
         self.run("pre_step")
 
-    def post_step(self, state: Any, action: Any, next_state: Any, step: int) -> Any:
-        """Publish the transition, run the post-step hooks, and return ``next_state`` with
-        the reward they left (what the agent learns from)."""
-        batched = isinstance(next_state, StateArray)
-        transition = transition_of(state, action, next_state, step, batched)
-        if not self.stack.has("post_step"):
-            self.metrics["transition"] = transition
-            self.metrics["step"] = step
-            return next_state
-        reward = self.after_step(transition, step)
-        return next_state.update("reward", reward if batched else float(reward[0]))
-
     def after_step(self, transition: dict[str, Any], step: int, ended: Any = None,
                    returns: list[float] = (), lengths: list[int] = ()) -> torch.Tensor:
-        """What every collector does after stepping its envs: publish ``transition``, run the
+        """What every loop does after stepping its envs: publish ``transition``, run the
         post-step hooks, and where episodes ``ended`` (bool per env copy, with their
-        ``returns`` and ``lengths``) the post- and pre-episode hooks. Returns the reward the
-        hooks left, one float per row."""
+        ``returns`` and ``lengths``) ``end_episodes``. Returns the reward the hooks left,
+        one float per row (what the agent learns from)."""
         self.metrics["transition"] = transition
         self.metrics["step"] = step
         self.run("post_step")
         reward = transition["reward"]
         check_transition(reward, len(transition["terminated"]))
         if ended is not None and bool(ended.any()):
-            self.post_episode(ended, list(returns), list(lengths))
-            self.pre_episode()
+            self.end_episodes(ended, list(returns), list(lengths))
         return reward
 
-    def post_episode(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
+    def end_episodes(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
+        """The post-episode hooks of the episodes that ``ended`` (bool per env copy, their
+        ``returns`` and ``lengths``), then the pre-episode hooks of the next ones."""
         self.metrics["ended"] = ended
         self.metrics["episode_returns"] = returns
         self.metrics["episode_lengths"] = lengths
         self.metrics["episode"] = self.metrics.get("episode", 0) + len(returns)
         self.run("post_episode")
+        self.run("pre_episode")
 
 
-def transition_of(state: Any, action: Any, next_state: Any, step: int, batched: bool) -> dict:
-    """The ``transition`` entry: one row per env copy (a single environment gives one row)."""
+#: ``after_step``'s ``ended`` at the last step of one environment's episode
+ONE_ENDED = torch.ones(1, dtype=torch.bool)
 
-    def rows(x: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-        x = torch.as_tensor(x, dtype=dtype)
-        return x if batched else x.unsqueeze(0)
 
-    reward = rows(next_state.reward, torch.float32)
+def transition_of(state: Any, action: Any, next_state: Any, step: int) -> dict[str, Any]:
+    """The ``transition`` entry of one environment's step (``State`` s): one row."""
+
+    def scalar(x: Any, dtype: torch.dtype) -> torch.Tensor:
+        return torch.as_tensor(x, dtype=dtype).reshape(1)
+
     return {
-        "state": rows(state.observation), "action": rows(action), "reward": reward,
-        "next_state": rows(next_state.observation),
-        "terminated": rows(next_state.terminated, torch.bool),
-        "truncated": rows(next_state.truncated, torch.bool),
-        "env_step": step, "env_index": torch.arange(len(reward)),
+        "state": observation_row(state), "action": torch.as_tensor(action).unsqueeze(0),
+        "reward": scalar(next_state.reward, torch.float32),
+        "next_state": observation_row(next_state),
+        "terminated": scalar(next_state.terminated, torch.bool),
+        "truncated": scalar(next_state.truncated, torch.bool),
+        "env_step": step, "env_index": torch.zeros(1, dtype=torch.long),
     }
+
+
+def observation_row(state: Any) -> torch.Tensor:
+    """A ``State``'s observation as one row (``metrics['state']``, ``transition['state']``)."""
+    return torch.as_tensor(state.observation).unsqueeze(0)
 
 
 def log_value(key: str, value: Any) -> float | None:

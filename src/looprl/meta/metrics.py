@@ -16,6 +16,8 @@ key                          written by            contents
                                                    dictionary belongs to (one per agent)
 ``step``                     loop, every step      environment steps taken so far (frames)
 ``episode``                  loop, every episode   training episodes completed so far
+``state``                    loop, pre-step        the observations about to be acted on,
+                                                   one row per env copy (a tensor)
 ``transition``               loop, post-step       dict, one row per env copy:
                                                    ``state``, ``action``, ``reward``,
                                                    ``next_state`` (observation tensors),
