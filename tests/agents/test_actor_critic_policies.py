@@ -301,7 +301,7 @@ def test_checkpoint_round_trip() -> None:
 
 def test_seeded_policies_are_reproducible() -> None:
     first, second = _policy(seed=3), _policy(seed=3)
-    for a, b in zip(first.parameters(), second.parameters()):
+    for a, b in zip(first.module.parameters(), second.module.parameters()):
         assert torch.equal(a, b)
     obs = _obs(50)
     assert torch.equal(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
-
 import pytest
 import torch
 from torch import nn, optim
@@ -86,20 +84,3 @@ def test_load_state_dict_syncs_copy_targets():
 def test_invalid_arguments(make):
     with pytest.raises(ValueError):
         make()
-
-
-@pytest.mark.parametrize(("make", "old", "new"), [
-    (lambda: PolyakTarget(0.25), "_rate", "rate"),
-    (lambda: FixedTarget(3), "_update_frequency", "update_frequency"),
-])
-def test_targets_pickled_under_old_attribute_names_load_and_update(make, old, new):
-    """Presets saved before the rates were public attributes (``_rate``) still train."""
-    target = make()
-    target.init(nn.Linear(2, 2))
-    state = dict(target.__dict__)
-    state[old] = state.pop(new)
-    legacy = object.__new__(type(target))
-    legacy.__dict__.update(state)  # what a pickle of an old preset holds
-    restored = pickle.loads(pickle.dumps(legacy))
-    assert getattr(restored, new) == getattr(target, new)
-    restored.update()

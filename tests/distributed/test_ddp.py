@@ -184,7 +184,8 @@ def test_two_ddp_trainers_stay_in_sync_and_survive_a_killed_trainer(local_ray, t
     result = run.run(callback=callback)
     assert [name for name, _ in result.restarts] == ["trainer1"], caplog.text
     assert "restarting all 2 trainers" in caplog.text
-    resumed = [r.getMessage() for r in caplog.records if "trainers resumed" in r.getMessage()]
+    resumed = [r.getMessage() for r in caplog.records
+               if "resumed from its checkpoint" in r.getMessage()]
     step = int(resumed[-1].split()[-1])
     assert 2 <= step <= killed[0] + 2  # trainer 0's latest checkpoint, not a fresh start
     steps = result.trainer_steps

@@ -127,7 +127,7 @@ def test_policies_give_logits_and_values_and_others_say_they_cannot():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="Unknown PLR scoring strategy 'td'; valid: random, "
+    with pytest.raises(ValueError, match="Unknown PLR scoring strategy 'td'. Valid: random, "
                                          "policy_entropy.*value_l1"):
         PLR(strategy="td")
     plr = PLR()

@@ -78,7 +78,7 @@ def test_window_counts_episodes_and_value_measure_orders_by_start_value():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="Unknown SPaCE measure 'reward'; valid: value, return"):
+    with pytest.raises(ValueError, match="Unknown SPaCE measure 'reward'. Valid: value, return"):
         SPaCE(measure="reward")
     with pytest.raises(ValueError, match="increment must be a positive integer"):
         SPaCE(increment=0)

@@ -142,10 +142,6 @@ class ActorCriticPolicy(Policy):
         """The memory of one stream at an episode start (``None`` for feed-forward networks)."""
         return self._initial_state
 
-    def parameters(self) -> Any:
-        """The parameters of ``module``."""
-        return self.module.parameters()
-
     def approximations(self) -> dict[str, Approximation]:
         """``approximation``, by its name (its ``hp/lr/<name>`` is this policy's key)."""
         return {self.approximation.name: self.approximation}
@@ -308,7 +304,6 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
     _check_options(action_dim, hidden_dim, num_layers, rnn_type, num_rnn_layers)
     if shared_backbone and state_dim is not None:
         logger.warning("state_dim has no effect on a shared backbone: the critic reads obs")
-        state_dim = None
     options = dict(
         hidden_dim=hidden_dim, num_layers=num_layers, activation=activation,
         rnn_hidden_dim=(rnn_hidden_dim or hidden_dim) if rnn_type else 0,
@@ -324,7 +319,6 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
             critic = Backbone(field_shapes(critic_fields, "state_dim"), **options)
         model = ActorCriticNetwork(actor, critic, action_dim, continuous_action, auxiliary_head,
                                    init_log_std)
-    device = torch.device(device)
     model = model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=eps)
     approximation = Approximation(model, optimizer, clip_grad=clip_grad, device=device,

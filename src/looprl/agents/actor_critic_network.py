@@ -79,8 +79,8 @@ class ActorCriticNetwork(ActorCriticModel):
         self.policy_head = GaussianActor(logits, action_dim, init_log_std) if continuous else logits
         value_in = (critic or actor).out_features
         self.value_head = orthogonal_init(nn.Linear(value_in, 1), 1.0)
-        aux = orthogonal_init(nn.Linear(actor.out_features, 1), 1.0) if auxiliary_head else None
-        self.aux_head = aux
+        self.aux_head = (orthogonal_init(nn.Linear(actor.out_features, 1), 1.0)
+                         if auxiliary_head else None)
 
     @property
     def recurrent(self) -> bool:
@@ -96,14 +96,12 @@ class ActorCriticNetwork(ActorCriticModel):
             return GRUPolicyState(hx=hx)
         return SeparateGRUPolicyState(hx=hx, critic_hx=hx.copy())
 
-    def memory_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    def memory_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``[B, L, 1, H]`` leaves of a request's ``policy_state`` as GRU memories ``[L, B, H]``.
 
         Raises:
             ValueError: a leaf is missing or has another shape than ``initial_state``'s rows.
         """
-        if not self.recurrent or state is None:
-            return None
         names = ("hx",) if self.critic is None else ("hx", "critic_hx")
         layers, hidden = self.actor.rnn.num_layers, self.actor.rnn.hidden_size
         device = self.value_head.weight.device
@@ -124,10 +122,8 @@ class ActorCriticNetwork(ActorCriticModel):
             memories.append(x.squeeze(2).transpose(0, 1).contiguous())
         return memories[0], memories[1] if len(memories) > 1 else None
 
-    def memory_out(self, hx: tuple | None) -> NamedArray | None:
+    def memory_out(self, hx: tuple) -> NamedArray:
         """GRU memories ``[L, B, H]`` as rows of a ``policy_state`` (``memory_in``'s inverse)."""
-        if hx is None:
-            return None
         leaves = [h.transpose(0, 1).unsqueeze(2) for h in hx if h is not None]
         return (GRUPolicyState if self.critic is None else SeparateGRUPolicyState)(*leaves)
 

@@ -130,16 +130,13 @@ class ContinuousPolicy(Policy):
         deterministic = deterministic_rows(request)
         if deterministic is True:
             return RolloutResult(action=self.actor.mode(obs))
-        action = self._explore_rows(obs)
+        warm = self.rows < self.random_steps  # the first random_steps rows: uniform actions
+        action = self.actor.uniform(len(obs)) if warm else self.explore(obs)
+        self.rows += len(obs)
         if isinstance(deterministic, torch.Tensor):
             rows = deterministic.to(self.device).unsqueeze(-1)
             action = torch.where(rows, self.actor.mode(obs), action)
         return RolloutResult(action=action)
-
-    def _explore_rows(self, obs: torch.Tensor) -> torch.Tensor:
-        n, warm = len(obs), self.rows < self.random_steps
-        self.rows += n
-        return self.actor.uniform(n) if warm else self.explore(obs)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         """The actor's output on ``sample.obs`` (a tensor or one field), with gradients."""

@@ -83,6 +83,8 @@ class DQNPolicy(Policy):
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None):
         self.q = q
+        self.approximation = q  # the optimized approximation
+        self.device = q.device
         self.num_actions = num_actions
         self.epsilon = epsilon
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
@@ -99,15 +101,6 @@ class DQNPolicy(Policy):
     def module(self) -> nn.Module:
         return self.q.model
 
-    @property
-    def device(self) -> torch.device:
-        return self.q.device
-
-    @property
-    def approximation(self) -> Any:
-        """The optimized approximation (``q``)."""
-        return self.q
-
     def approximations(self) -> dict[str, Approximation]:
         """``q``, by its name."""
         return {self.q.name: self.q}
@@ -118,7 +111,7 @@ class DQNPolicy(Policy):
 
     def act(self, state: State) -> Any:
         """An epsilon-greedy action for one state or each row of a ``StateArray``."""
-        return self.greedy.no_grad(state.to(self.q.device))
+        return self.greedy.no_grad(state.to(self.device))
 
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
         """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``,
@@ -128,17 +121,17 @@ class DQNPolicy(Policy):
         obs = _single(obs)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
-            device = self.q.device
+            device = self.device
             not_done = torch.zeros(shape, dtype=torch.bool, device=device)
             entries = {"reward": torch.zeros(shape, device=device), "done": not_done,
                        "mask": 1.0}
             self._entries[shape] = entries
         if done is not None:
-            ended = torch.as_tensor(done, dtype=torch.bool, device=self.q.device)
+            ended = torch.as_tensor(done, dtype=torch.bool, device=self.device)
             if ended.numel() != math.prod(shape):
                 raise ValueError(f"done has {ended.numel()} rows, obs {math.prod(shape)}")
             entries = {**entries, "done": ended.reshape(shape)}
-        return StateArray({"observation": obs, **entries}, shape, device=self.q.device)
+        return StateArray({"observation": obs, **entries}, shape, device=self.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions for ``request.obs`` (``[B, ...]``) and ``max_a Q`` (``value``).
@@ -149,13 +142,12 @@ class DQNPolicy(Policy):
         policy given to the constructor takes the rows without a rate (an ez-greedy option
         ends on the rows ``request.done`` marks).
         """
-        obs = _on(request.obs, self.q.device)
+        obs = _on(request.obs, self.device)
         rate = getattr(request, "exploration", None)
         chooses = rate is None and type(self.greedy) is not GreedyPolicy  # ez-greedy, Boltzmann
         done = getattr(request, "done", None) if chooses else None
         state = self.states(obs, (_rows(obs),), done)
-        with torch.no_grad():
-            values = self.q.no_grad(state)
+        values = self.q.no_grad(state)
         value = values.amax(dim=-1)
         deterministic = deterministic_rows(request)
         if chooses:
@@ -172,7 +164,7 @@ class DQNPolicy(Policy):
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
-        obs = _on(obs, self.q.device)
+        obs = _on(obs, self.device)
         q = self.q.no_grad(self.states(obs, (_rows(obs),))).float().cpu()
         return q, q.max(dim=-1).values
 
@@ -185,7 +177,7 @@ class DQNPolicy(Policy):
         """
         if (target or "q") != "q":
             raise ValueError(f"unknown analyze target {target!r}; DQNPolicy supports 'q'")
-        obs = _on(sample["obs"], self.q.device)
+        obs = _on(sample["obs"], self.device)
         reward = sample["reward"] if "reward" in sample.fields else None
         shape = tuple(reward.shape) if reward is not None else (_rows(obs),)
         return self.q(self.states(obs, shape))
@@ -196,7 +188,7 @@ class DQNPolicy(Policy):
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
             epsilon = self.greedy.epsilon
             rate = epsilon.value if hasattr(type(epsilon), "value") else epsilon
-        eps = torch.as_tensor(rate, dtype=torch.float32, device=self.q.device).flatten()
+        eps = torch.as_tensor(rate, dtype=torch.float32, device=self.device).flatten()
         if eps.numel() not in (1, rows):
             raise ValueError(f"exploration has {eps.numel()} rates for {rows} rows; give one "
                              "per row or one for the batch")
@@ -308,7 +300,10 @@ class DQNTrainer(Trainer):
         self._policy = policy
         self.discount_factor = discount_factor
         self.n_step = n_step
-        self.update = check_update("double_q" if double_q else update)
+        self.update = "double_q" if double_q else update
+        if self.update not in UPDATES:
+            raise ValueError(f"Unknown update {update!r} for the DQN family."
+                             f"{did_you_mean(update, list(UPDATES))} Valid: {', '.join(UPDATES)}")
         self._rule = UPDATES[self.update]
         self.huber = huber
         self.steps = 0
@@ -324,10 +319,9 @@ class DQNTrainer(Trainer):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``batch``; see the class docstring."""
         batch = on_device(batch, self._policy.device)  # numpy segments (VQN on Ray), a CPU replay's
-        q = self._policy.q
         values, targets, weights = self._values_and_targets(batch)
         loss = dqn_loss(values, targets, weights, huber=self.huber)
-        q.reinforce(loss)
+        self._policy.q.reinforce(loss)
         return self._finish(loss, values.detach(), targets - values.detach())
 
     def _values_and_targets(self, batch: SampleBatch) -> tuple[torch.Tensor, ...]:
@@ -355,16 +349,6 @@ def row_weights(batch: SampleBatch) -> torch.Tensor:
     ended an episode (no transition leaves a final observation)."""
     transition = ~(batch.done[0] | batch.truncated[0])
     return transition if batch.weight is None else transition * batch.weight[0]
-
-
-def check_update(update: str) -> str:
-    """``update`` if it names one of ``UPDATES``, else a one-line ``ValueError``."""
-    if update not in UPDATES:
-        hint = did_you_mean(update, list(UPDATES))
-        raise ValueError(
-            f"Unknown update {update!r} for the DQN family.{hint} Valid: {', '.join(UPDATES)}"
-        )
-    return update
 
 
 # -- local agents ---------------------------------------------------------------------------
@@ -450,7 +434,6 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
         if seed is not None:
             torch.manual_seed(seed)
         model = QModel(obs_dim, action_dim, hidden_dim, num_layers, activation, dueling)
-    device = torch.device(device)
     model = model.to(device)
     q = Approximation(model, torch.optim.Adam(model.parameters(), lr=lr), clip_grad=clip_grad,
                       device=device, target=FixedTarget(target_update), name="q")

@@ -36,11 +36,10 @@ from looprl.core import (
     RolloutResult,
     SampleBatch,
     State,
-    StateArray,
     Trainer,
     TrainerStepResult,
 )
-from looprl.core.namedarray import NamedArray, concat, recursive_apply
+from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
 from looprl.nn import ActorCriticModel, single_field
 from looprl.nn.fields import ACTION_MASK
 from looprl.policies import MASKED_Q, legal_actions
@@ -67,16 +66,7 @@ class SingleStateAgent(AgentWrapper, Agent):
     """Lets a ``ParallelAgent`` act on single states, as ``StateArray`` batches of 1 row."""
 
     def act(self, state: State) -> Any:
-        device = state.device
-        x: dict[str, Any] = {}
-        for key, value in state.items():
-            if isinstance(value, torch.Tensor):
-                x[key] = value.unsqueeze(0)
-            elif isinstance(value, (bool, int, float, np.number, np.bool_)):
-                x[key] = torch.tensor([value], device=device)
-            else:
-                x[key] = [value]
-        return self.agent.act(StateArray(x, (1,), device=device))[0]
+        return self.agent.act(State.array([state]))[0]
 
 
 def masked_observation(observation: Any, mask: Any) -> Any:
@@ -118,22 +108,15 @@ class MaskedModule(nn.Module):
 
 
 class MaskedAgent(AgentWrapper, Agent):
-    """Makes an agent respect ``state['action_mask']`` (see the module docstring).
-
-    Args:
-        agent: the agent; its networks take the observation with the mask appended.
-        check: raise ``RuntimeError`` when an illegal action is chosen (one sync per step).
-    """
-
-    def __init__(self, agent: Agent, check: bool = True):
-        super().__init__(agent)
-        self.check = check
+    """Makes an agent respect ``state['action_mask']`` (see the module docstring): its
+    networks take the observation with the mask appended, and an illegal action it chooses
+    raises ``RuntimeError``."""
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]
         observation = masked_observation(state.observation, mask)
         action = self.agent.act(state.update(observation=observation))
-        if self.check and not state.done and not bool(mask[int(action)]):
+        if not state.done and not bool(mask[int(action)]):
             raise RuntimeError(
                 f"{type(self.agent).__name__} chose the illegal action {int(action)} for "
                 f"{state.get('agent', 'its agent')} (legal: {mask.nonzero().flatten().tolist()})"
@@ -282,7 +265,7 @@ class IndependentTrainer(Trainer):
     def split(self, batch: SampleBatch) -> dict[int, SampleBatch]:
         """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, in the
         agent's view; ``ValueError`` if ``batch`` does not say whose streams it holds."""
-        agent = None if batch.agent is None else _numpy(batch.agent)[0]
+        agent = None if batch.agent is None else as_numpy(batch.agent)[0]
         agents = _agent_indices(agent, "batch", len(self.trainers))
         parts = {}
         for index in np.unique(agents):
@@ -309,10 +292,6 @@ def agent_stats(name: str, stats: dict[str, Any]) -> dict[str, Any]:
     return {f"{name}/{key}": value for key, value in stats.items()}
 
 
-def _numpy(value: Any) -> np.ndarray:
-    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-
-
 def _agent_indices(agent: Any, what: str, agents: int) -> np.ndarray:
     """``agent`` as agent indices below ``agents``; ``ValueError`` if it is ``None`` or
     names an agent that does not exist."""
@@ -320,7 +299,7 @@ def _agent_indices(agent: Any, what: str, agents: int) -> np.ndarray:
         raise ValueError(f"the {what} does not say whose rows it holds (agent is None): "
                          "independent learners need an environment of several agents, whose "
                          "runner records each row's agent")
-    indices = _numpy(agent).astype(np.int64).reshape(-1)
+    indices = np.asarray(as_numpy(agent), dtype=np.int64).reshape(-1)
     if len(indices) and (indices.min() < 0 or indices.max() >= agents):
         raise ValueError(f"the {what} names agents {sorted(set(indices.tolist()))}, but there "
                          f"are {agents} (0..{agents - 1})")
@@ -329,19 +308,17 @@ def _agent_indices(agent: Any, what: str, agents: int) -> np.ndarray:
 
 def _take(value: Any, index: np.ndarray) -> Any:
     """Rows ``index`` of an array, tensor or ``NamedArray``; ``None`` and scalars as they are."""
-    if isinstance(value, NamedArray):
-        return value[index]
-    if value is None or getattr(value, "ndim", 0) == 0:
+    if value is None or (not isinstance(value, NamedArray) and np.ndim(value) == 0):
         return value
-    if isinstance(value, torch.Tensor):
-        return value[torch.as_tensor(index, device=value.device)]
+    if isinstance(value, NamedArray | torch.Tensor):
+        return value[index]
     return np.asarray(value)[index]
 
 
 def _merge(results: list[RolloutResult], rows: list[np.ndarray]) -> RolloutResult:
     """The agents' ``results`` for their ``rows`` as one, in the request's order (NaN in
     the rows of the agents whose policies do not give a float field)."""
-    results = [recursive_apply(result, _numpy) for result in results]
+    results = [result.to_numpy() for result in results]
     if len(results) == 1:
         return results[0]
     inverse = np.argsort(np.concatenate(rows))

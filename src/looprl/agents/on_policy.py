@@ -10,7 +10,8 @@
 
 The policy contract (``looprl.agents.actor_critic.ActorCriticPolicy`` follows it):
 ``policy.analyze(sample, target="ppo")`` takes a ``NamedArray`` with ``obs``, ``action`` and, for
-recurrent policies, ``policy_state``, ``done`` and ``truncated``, all ``[T, B, ...]``, and
+recurrent policies, ``policy_state``, ``done`` and ``truncated``, all ``[T, B, ...]`` (besides
+other fields of the training units, which it ignores), and
 returns a ``NamedArray`` with ``log_prob``, ``entropy``, ``value`` and ``aux_value`` (``[T, B]``,
 with gradients; ``aux_value`` may be ``None``), and ``logits`` (categorical policies).
 Feed-forward policies (``default_policy_state is None``) accept any leading shape; the trainer
@@ -50,6 +51,7 @@ from looprl.core import (
     Policy,
     RolloutRequest,
     SampleBatch,
+    State,
     StateArray,
     Trainer,
     TrainerStepResult,
@@ -148,11 +150,8 @@ class OnPolicyTrainer(Trainer):
             found["hp/batch_size"] = Hyperparameter.attribute(self, "minibatch_size", int)
         for key, rate in self._policy.hyperparameters().items():
             if key.startswith("hp/lr/"):  # set from outside: no more schedule
-                found[key] = rate.on_set(self._end_lr_schedule)
+                found[key] = rate.on_set(lambda: setattr(self, "lr", None))
         return found
-
-    def _end_lr_schedule(self) -> None:
-        self.lr = None
 
     # -- the step -------------------------------------------------------------------------
     def step(self, sample: SampleBatch) -> TrainerStepResult:
@@ -164,7 +163,11 @@ class OnPolicyTrainer(Trainer):
             return TrainerStepResult(scalars(stats), self.updates)
         self._begin_update(self._policy_steps(batch))
         stats.update(self._update(batch))
-        return TrainerStepResult(scalars(self._end_update(stats)), self.updates)
+        self.updates += 1
+        self._policy.version += 1
+        if self.lr is not None:
+            self._set_lr(self.progress)
+        return TrainerStepResult(scalars(stats), self.updates)
 
     def _update(self, batch: NamedArray) -> dict[str, Any]:
         """The optimizer steps of one update on the training units ``batch``."""
@@ -222,7 +225,7 @@ class OnPolicyTrainer(Trainer):
             )
             return advantage, returns, sample.value[:-1].float()
         with torch.no_grad():
-            analysis = self._policy.analyze(self._analysis_input(sample), target="ppo")
+            analysis = self._policy.analyze(sample, target="ppo")
         returns, advantage = vtrace(
             sample.log_prob[:-1], analysis.log_prob[:-1], sample.reward, analysis.value,
             sample.done, sample.truncated, gamma, lam, self.clip_rho, self.clip_c,
@@ -230,22 +233,14 @@ class OnPolicyTrainer(Trainer):
         value = sample.value if sample.value is not None else analysis.value
         return advantage, returns, value[:-1].float()
 
-    def _analysis_input(self, segment: NamedArray) -> NamedArray:
-        """What ``policy.analyze`` reads from a time-major segment."""
-        if not self.recurrent:
-            return NamedArray(obs=segment.obs, action=segment.action)
-        return NamedArray(
-            obs=segment.obs, action=segment.action, policy_state=segment.policy_state,
-            done=segment.done, truncated=segment.truncated,
-        )  # fmt: skip
-
     # -- minibatches ----------------------------------------------------------------------
-    def _units_per_minibatch(self, batch: NamedArray) -> int:
-        """Rows (feed-forward) or whole streams (recurrent) per minibatch."""
-        size = self.minibatch_size or batch.advantage.numel()
+    def _units_per_minibatch(self, batch: NamedArray, size: int | None = None) -> int:
+        """Rows (feed-forward) or whole streams (recurrent) per minibatch of ``size`` rows
+        (default: ``minibatch_size``; ``None``: the whole batch)."""
+        size = size or self.minibatch_size or batch.returns.numel()
         if not self.recurrent:
             return size
-        return max(1, size // batch.advantage.shape[1])
+        return max(1, size // batch.returns.shape[1])
 
     def _policy_steps(self, batch: NamedArray) -> int:
         """Optimizer steps of ``_policy_phase`` on ``batch``."""
@@ -282,10 +277,8 @@ class OnPolicyTrainer(Trainer):
         """``policy.analyze`` of training units, in the units' layout."""
         options = {} if self._weighs_entropy() else {"entropy": False}
         if not self.recurrent:
-            return self._policy.analyze(self._analysis_input(units), target="ppo", **options)
-        segment = transpose01(units)
-        return transpose01(self._policy.analyze(self._analysis_input(segment), target="ppo",
-                                                **options))
+            return self._policy.analyze(units, target="ppo", **options)
+        return transpose01(self._policy.analyze(transpose01(units), target="ppo", **options))
 
     def _weighs_entropy(self) -> bool:
         """Whether the loss needs the analysis's entropy (else a discrete policy leaves it out;
@@ -342,29 +335,58 @@ class OnPolicyTrainer(Trainer):
         for group in self._policy.approximation.optimizer.param_groups:
             group["lr"] = self.lr(progress)
 
-    def _end_update(self, stats: dict[str, Any]) -> dict[str, Any]:
-        self.updates += 1
-        self._policy.version += 1
-        if self.lr is not None:
-            self._set_lr(self.progress)
-        return stats
-
 
 def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """The mean of each loss part over minibatches (one stacked mean per part)."""
+    """The mean of each loss part over minibatches (one stacked mean per part; the parts of
+    every minibatch have the same keys: one loss made them)."""
     if not parts:
         return {}
-    keys = parts[0].keys()
-    if all(p.keys() == keys for p in parts):
-        return {key: torch.stack([p[key] for p in parts]).mean(0) for key in keys}
-    totals: dict[str, Any] = {}
-    for step_parts in parts:
-        for key, value in step_parts.items():
-            totals[key] = totals.get(key, 0.0) + value
-    return {key: value / len(parts) for key, value in totals.items()}
+    return {key: torch.stack([p[key] for p in parts]).mean(0) for key in parts[0]}
 
 
-class OnPolicyAgent(ParallelAgent):
+class SegmentAgent:
+    """What the local agents that learn from fresh segments (``OnPolicyAgent``, ``VPG``) share:
+    ``collect`` writes one row per act into the ``buffer`` (a ``SegmentBuffer``) and lets the
+    trainer step on each segment it completes; ``train`` is that step.
+
+    Args:
+        policy, trainer: the algorithm.
+        buffer: the ``SegmentBuffer`` that cuts the segments.
+        logger: receives the trainer's statistics.
+    """
+
+    def __init__(self, policy: Policy, trainer: Trainer, buffer: SegmentBuffer,
+                 logger: Logger | None = None):
+        self.policy = policy
+        self.trainer = trainer
+        self.device = policy.device
+        self.buffer = buffer
+        self.logger = logger or DummyLogger()
+
+    def collect(self, obs: Any, state: State) -> torch.Tensor:
+        """The policy's actions for ``obs`` (``[B, ...]``), written as one row with the
+        reward and ends ``state`` brought; a trainer step on each finished segment."""
+        result = self.policy.rollout(RolloutRequest(obs=obs))
+        self.buffer.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
+                                         self.policy.version))
+        for segment in self.buffer.segments():
+            self.train(segment.to(self.device))
+        return result.action
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Its policy's and trainer's ``hp/*`` keys."""
+        return parts_hyperparameters(self.policy, self.trainer)
+
+    def train(self, segment: SampleBatch) -> TrainerStepResult:
+        """One ``trainer.learn`` on ``segment``; its statistics go to a verbose logger."""
+        result = self.trainer.learn(segment)
+        if self.logger.verbose:
+            for name, value in result.stats.items():
+                self.logger.add_loss(name, value)
+        return result
+
+
+class OnPolicyAgent(SegmentAgent, ParallelAgent):
     """Local agent over ``n_envs`` parallel environments that learns from each fresh segment:
     the on-policy actor-critics (PPO, PPG, A2C, VAC) and, with ``n_steps=1``, online Q-learning
     and SARSA (VQN, VSarsa: ``DQNTrainer`` on ``[2, n_envs]`` segments, SARSA reading the
@@ -384,35 +406,9 @@ class OnPolicyAgent(ParallelAgent):
 
     def __init__(self, policy: Policy, trainer: Trainer, n_envs: int, n_steps: int = 128,
                  logger: Logger | None = None):
-        self.policy = policy
-        self.trainer = trainer
-        self.device = policy.device
-        self.n_steps = n_steps
-        self.buffer = SegmentBuffer(n_steps, n_envs)
-        self.logger = logger or DummyLogger()
+        super().__init__(policy, trainer, SegmentBuffer(n_steps, n_envs), logger)
+        self.n_steps = n_steps  # (the parallel experiments' collector cuts segments as long)
 
     def act(self, state: StateArray) -> torch.Tensor:
         state = state.to(self.device)
-        result = self.policy.rollout(RolloutRequest(obs=state.observation))
-        self.buffer.write(None, *rows_of(state.observation, state.reward, state.done,
-                                         state.mask, result, self.policy.version))
-        for segment in self.buffer.segments():
-            self.train(segment.to(self.device))
-        return result.action
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Its policy's and trainer's ``hp/*`` keys."""
-        return parts_hyperparameters(self.policy, self.trainer)
-
-    def train(self, segment: SampleBatch) -> TrainerStepResult:
-        """One ``trainer.step`` on ``segment``; its statistics go to the logger."""
-        return train_and_log(self.trainer, segment, self.logger)
-
-
-def train_and_log(trainer: Trainer, segment: SampleBatch, logger: Logger) -> TrainerStepResult:
-    """``trainer.learn(segment)``, its statistics written to a verbose ``logger``."""
-    result = trainer.learn(segment)
-    if logger.verbose:
-        for name, value in result.stats.items():
-            logger.add_loss(name, value)
-    return result
+        return self.collect(state.observation, state)

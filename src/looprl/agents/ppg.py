@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from looprl.agents.losses import ppg_aux_loss, value_loss
+from looprl.agents.on_policy import mean_parts
 from looprl.agents.ppo import PPOTrainer
 from looprl.core import Policy
 from looprl.core.namedarray import NamedArray
@@ -89,16 +90,10 @@ class PPGTrainer(PPOTrainer):
             )
         self._checked = True
 
-    def _aux_units(self, memory: NamedArray) -> int:
-        """Rows (feed-forward) or whole streams (recurrent) per auxiliary minibatch."""
-        size = self.aux_minibatch_size or memory.returns.numel()
-        if not self.recurrent:
-            return size
-        return max(1, size // memory.returns.shape[1])
-
     def _aux_steps(self) -> int:
         n = sum(m.returns.shape[0] for m in self._memory)
-        return self.aux_epochs * math.ceil(n / self._aux_units(self._memory[0]))
+        size = self._units_per_minibatch(self._memory[0], self.aux_minibatch_size)
+        return self.aux_epochs * math.ceil(n / size)
 
     def auxiliary_phase(self) -> dict[str, torch.Tensor]:
         """Distil the phase's value targets into the auxiliary head; clear the memory."""
@@ -108,19 +103,17 @@ class PPGTrainer(PPOTrainer):
         memory = NamedArray.cat(self._memory)
         self._memory.clear()
         n = memory.returns.shape[0]
-        size = self._aux_units(memory)
+        size = self._units_per_minibatch(memory, self.aux_minibatch_size)
         memory = self._with_old_policy(memory, size)
-        totals: dict[str, torch.Tensor] = {}
-        count = 0
+        parts = []
         for _ in range(self.aux_epochs):
             for minibatch in self._shuffled(memory, n, size):
-                parts = self._aux_minibatch_step(minibatch)
-                for key, value in parts.items():
-                    totals[key] = totals.get(key, 0.0) + value
-                count += 1
+                step_parts = self._aux_minibatch_step(minibatch)
+                if step_parts:
+                    parts.append(step_parts)
         self.aux_phases += 1
         self._policy.version += 1
-        return {key: value / max(count, 1) for key, value in totals.items()}
+        return mean_parts(parts)
 
     def _with_old_policy(self, memory: NamedArray, size: int) -> NamedArray:
         """``memory`` plus the log-probs (and logits) of the policy at the start of the phase

@@ -59,10 +59,8 @@ class PPOTrainer(OnPolicyTrainer):
         self._clip_now = self._clip()
         self._log_ratios: list[torch.Tensor] = []
         self._logits: list[torch.Tensor] = []  # of minibatches analyzed without the entropy
-
-    #: (advantages, their ``ppo_clip_bounds``) of the last minibatch (a class default: for
-    #: trainers pickled before it existed)
-    _bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
+        #: (advantages, their ``ppo_clip_bounds``) of the last minibatch
+        self._bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``OnPolicyTrainer``'s keys and ``hp/clip`` (the clip range now; setting it

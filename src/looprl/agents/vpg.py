@@ -18,24 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.agents.on_policy import train_and_log
-from looprl.core import (
-    Agent,
-    DummyLogger,
-    Hyperparameter,
-    Logger,
-    Policy,
-    RolloutRequest,
-    State,
-    Trainer,
-    parts_hyperparameters,
-)
-from looprl.memory.segments import SegmentBuffer, rows_of
+from looprl.agents.on_policy import SegmentAgent
+from looprl.core import Agent, Logger, Policy, State, Trainer
+from looprl.memory.segments import SegmentBuffer
 
 __all__ = ["VPG"]
 
 
-class VPG(Agent):
+class VPG(SegmentAgent, Agent):
     """Local VPG agent: trains after the episode that brings the segment to ``min_batch_size``.
 
     Args:
@@ -51,23 +41,10 @@ class VPG(Agent):
         min_batch_size: int = 500,
         logger: Logger | None = None,
     ):
-        self.policy = policy
-        self.trainer = trainer
-        self.device = policy.device
-        self.min_batch_size = min_batch_size
-        self.buffer = SegmentBuffer(min_batch_size, 1, whole_episodes=True)
-        self.logger = logger or DummyLogger()
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Its policy's and trainer's ``hp/*`` keys."""
-        return parts_hyperparameters(self.policy, self.trainer)
+        # one stream of whole episodes, min_batch_size steps or more per segment
+        super().__init__(policy, trainer, SegmentBuffer(min_batch_size, 1, whole_episodes=True),
+                         logger)
 
     def act(self, state: State) -> Any:
         state = state.to(self.device)
-        obs = state.observation.unsqueeze(0)
-        result = self.policy.rollout(RolloutRequest(obs=obs))
-        self.buffer.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
-                                         self.policy.version))
-        for segment in self.buffer.segments():  # whole episodes, min_batch_size steps or more
-            train_and_log(self.trainer, segment.to(self.device), self.logger)
-        return result.action[0]
+        return self.collect(state.observation.unsqueeze(0), state)[0]

@@ -112,9 +112,6 @@ class Approximation:
     _ddp: nn.Module | None = None
     #: steps ``optimizer`` (``OptimizerStep``: a fused Adam's kernels without its Python work)
     _stepper: OptimizerStep | None = None
-    #: whether gradient clipping takes one norm of the concatenated gradients (``_clip_factor``;
-    #: ``False`` for approximations pickled before it existed)
-    _small = False
 
     # -- forward passes -----------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
@@ -193,10 +190,7 @@ class Approximation:
 
     def zero_grad(self) -> Approximation:
         """Clear the gradients of the model's parameters."""
-        if self.optimizer is not None:
-            self.optimizer.zero_grad(set_to_none=True)
-        else:
-            self.model.zero_grad(set_to_none=True)
+        self.model.zero_grad(set_to_none=True)
         return self
 
     def _check_and_log(self, loss: torch.Tensor | None) -> None:

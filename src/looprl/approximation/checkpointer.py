@@ -38,18 +38,14 @@ class PeriodicCheckpointer(Checkpointer):
             raise ValueError(f"frequency must be >= 1, got {frequency}")
         self.frequency = frequency
         self._explicit_filename = filename
-        self._filename = filename
+        #: The file the model is written to.
+        self.filename = filename
         self._model: nn.Module | None = None
         self._updates = 0
 
-    @property
-    def filename(self) -> str | None:
-        """The file the model is written to."""
-        return self._filename
-
     def init(self, model: nn.Module, filename: str) -> None:
         self._model = model
-        self._filename = self._explicit_filename or filename
+        self.filename = self._explicit_filename or filename
 
     def __call__(self) -> None:
         self._updates += 1
@@ -58,9 +54,9 @@ class PeriodicCheckpointer(Checkpointer):
 
     def save(self) -> None:
         """Write the model now."""
-        if self._model is None or self._filename is None:
+        if self._model is None:
             raise RuntimeError("PeriodicCheckpointer.init(model, filename) was never called")
-        directory = os.path.dirname(self._filename)
+        directory = os.path.dirname(self.filename)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        torch.save(self._model, self._filename)
+        torch.save(self._model, self.filename)

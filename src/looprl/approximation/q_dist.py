@@ -44,8 +44,7 @@ class QDistModule(nn.Module):
         probs = mask * probs + (1 - mask) * self.terminal
         if actions is None:
             return probs
-        if not isinstance(actions, torch.Tensor):
-            actions = torch.as_tensor(actions, device=probs.device)
+        actions = torch.as_tensor(actions, device=probs.device)
         index = actions.long().view(*actions.shape, 1, 1).expand(*actions.shape, 1, probs.shape[-1])
         return probs.gather(-2, index).squeeze(-2)
 

@@ -9,11 +9,13 @@
 * ``LinearScheduler`` / ``ConstantSchedule`` -- the usual schedules.
 * ``LinearLR(optimizer, total_updates)`` -- a ``LambdaLR`` that anneals the learning rate
   linearly to ``final_fraction`` of its initial value (PPO's linear lr annealing). Its
-  multiplier is a picklable object, so presets holding it can be ``torch.save``-d.
+  multiplier is a ``functools.partial`` of ``linear_schedule``, so presets holding it can be
+  ``torch.save``-d.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from torch.optim import Optimizer
@@ -106,17 +108,6 @@ class LinearScheduler(Schedule):
                                self.decay_end, step)
 
 
-class _LinearDecay:
-    """Picklable multiplier ``max(final, 1 - (1 - final) * update / total)``."""
-
-    def __init__(self, total_updates: int, final_fraction: float):
-        self.total_updates = total_updates
-        self.final_fraction = final_fraction
-
-    def __call__(self, update: int) -> float:
-        return linear_schedule(1.0, self.final_fraction, 0, self.total_updates, update)
-
-
 class LinearLR(LambdaLR):
     """Anneal every learning rate of ``optimizer`` linearly to ``final_fraction`` of its
     initial value over ``total_updates`` calls of ``step()``, then keep it there
@@ -126,4 +117,5 @@ class LinearLR(LambdaLR):
                  last_epoch: int = -1):
         if total_updates < 1:
             raise ValueError(f"total_updates must be >= 1, got {total_updates}")
-        super().__init__(optimizer, _LinearDecay(total_updates, final_fraction), last_epoch)
+        decay = partial(linear_schedule, 1.0, final_fraction, 0, total_updates)
+        super().__init__(optimizer, decay, last_epoch)

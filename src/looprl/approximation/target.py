@@ -68,16 +68,6 @@ class TrivialTarget(TargetNetwork):
 class _CopyTarget(TargetNetwork):
     """Base of targets that keep a separate, gradient-free deep copy of the model."""
 
-    #: attributes renamed since presets were first saved (old name -> new name)
-    _RENAMED = {"_rate": "rate", "_update_frequency": "update_frequency"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle, also a target saved before its rate became a public attribute."""
-        for old, new in self._RENAMED.items():
-            if old in state:
-                state[new] = state.pop(old)
-        self.__dict__.update(state)
-
     def init(self, model: nn.Module) -> None:
         self._source = model
         self._target = copy.deepcopy(model)

@@ -169,10 +169,9 @@ def _share_the_config_store() -> None:
         ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 
-def _meta_values(overrides: list[str] | tuple[str, ...]) -> list[str]:
-    """The options ``meta=[...]`` overrides choose."""
-    return [v.strip() for key, value in _override_pairs(overrides) if key == "meta"
-            for v in value.strip("[]").split(",") if v.strip()]
+def _choices(value: str) -> list[str]:
+    """The options a group override (``meta=[rnd,plr]``, ``runner=es``) chooses."""
+    return [v.strip() for v in value.strip("[]").split(",") if v.strip()]
 
 
 def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
@@ -186,7 +185,9 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
     group = ConfigStore.instance().repo.setdefault("meta", {})
     for name in [n for n in group if n.removesuffix(".yaml") not in COMPONENTS]:
         del group[name]
-    for path in _meta_values(overrides):
+    paths = [path for key, value in _override_pairs(overrides) if key == "meta"
+             for path in _choices(value)]
+    for path in paths:
         if path in COMPONENTS or not (":" in path or "." in path):
             continue  # a built-in name, or an unknown one (check_overrides says so)
         cls = component_class(path)
@@ -215,8 +216,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
     options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
-    preset_name, builder = _builder(cfg)
-    env, _ = make_envs(preset_name, cfg)
+    preset_name, builder, env, _ = _builder(cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
     env.close()
@@ -257,13 +257,15 @@ def make_components(cfg: Any) -> list[Any]:
             for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
 
 
-def _builder(cfg: Any) -> tuple[str, Any]:
-    """The preset's name and its builder, with the config's hyperparameters."""
+def _builder(cfg: Any) -> tuple[str, Any, Any, Any]:
+    """The preset's name, its builder with the config's hyperparameters, and the training
+    and held-out environments (``make_envs``)."""
     from looprl.presets.catalog import resolve_agent
 
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
-    return preset_name, resolve_agent(preset_name).hyperparameters(**algorithm)
+    builder = resolve_agent(preset_name).hyperparameters(**algorithm)
+    return preset_name, builder, *make_envs(preset_name, cfg)
 
 
 def _plain(node: Any) -> Any:
@@ -282,8 +284,7 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    preset_name, builder = _builder(cfg)
-    env, test_env = make_envs(preset_name, cfg)
+    _, builder, env, test_env = _builder(cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
     components = make_components(cfg)
@@ -346,10 +347,9 @@ def check_overrides(overrides: list[str]) -> None:
                "runtime": list(runtimes())}
     for key, value in pairs:
         if key in options:
-            values = [v for v in value.strip("[]").split(",") if v]
-            for v in values:
-                check_choice(key, v, options[key])
-            chosen[key] = values
+            chosen[key] = _choices(value)
+            for choice in chosen[key]:
+                check_choice(key, choice, options[key])
     primary = repo["looprl.yaml"].node
     targets = _meta_targets(pairs)
     for key, _ in pairs:
@@ -357,7 +357,7 @@ def check_overrides(overrides: list[str]) -> None:
         if group == "meta" and field.partition(".")[0] in targets:
             _check_target_field(field, targets)
         elif group in options and field:
-            _check_field(group, field, chosen[group], repo)
+            _check_field(group, field, chosen[group])
         elif group not in options and group not in primary:
             check_choice("config key", group, [k for k in primary if k != "defaults"])
         elif field and group in ("context", "logging"):  # nodes of fixed keys
@@ -414,8 +414,10 @@ def _check_target_field(field: str, targets: dict[str, type]) -> None:
                          f"Valid: {', '.join(valid)}")
 
 
-def _check_field(group: str, field: str, chosen: list[str], repo: dict[str, Any]) -> None:
+def _check_field(group: str, field: str, chosen: list[str]) -> None:
     """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
+    from hydra.core.config_store import ConfigStore
+
     if group == "meta":
         name, _, field = field.partition(".")
         keys = {_meta_key(option): option for option in chosen}
@@ -425,11 +427,7 @@ def _check_field(group: str, field: str, chosen: list[str], repo: dict[str, Any]
         chosen = [keys[name]]
     head = field.split(".")[0]
     for option in chosen:
-        path = f"{group}/{option}".split("/")
-        node: Any = repo
-        for part in path[:-1]:
-            node = node[part]
-        keys = list(node[f"{path[-1]}.yaml"].node)
+        keys = list(ConfigStore.instance().load(f"{group}/{option}.yaml").node)
         if head in keys:
             return
     what = {"algorithm": "a hyperparameter of", "runner": "an argument of the runner",

@@ -52,15 +52,15 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
                    evaluation: dict[str, Any]) -> dict[str, Any]:
     """Write ``results.json`` and return what it holds; a run with a held-out set logs both
     sets' test returns."""
-    results = _jsonable({"train": train, "eval": evaluation})
-    (Path(output_dir) / "results.json").write_text(json.dumps(results, indent=1))
+    text = json.dumps({"train": train, "eval": evaluation}, indent=1, default=_json_value)
+    (Path(output_dir) / "results.json").write_text(text)
     if "test_set" in evaluation and not cfg.logging.quiet:
         train_set, test_set = evaluation["train_set"], evaluation["test_set"]
         log.info("test return on the training instances %.1f +/- %.1f, on the held-out "
                  "instances %.1f +/- %.1f (%d episodes each)", train_set["mean_eval_reward"],
                  train_set["std_eval_reward"], test_set["mean_eval_reward"],
                  test_set["std_eval_reward"], test_set["episodes"])
-    return results
+    return json.loads(text)
 
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
@@ -87,9 +87,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
-    evaluation = summary(returns)
-    if held_out is not None:  # as runners report it
-        evaluation = {**summary(held_out), "train_set": evaluation, "test_set": summary(held_out)}
+    evaluation = summary(returns, held_out)  # as runners report it
     if not cfg.logging.quiet:
         log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
                  run.name, cfg.env, run.runtime.actors, result.frames,
@@ -114,13 +112,9 @@ def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | Non
                     seed=cfg.seed)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bool | int | float | str) or value is None:
-        return value
+def _json_value(value: Any) -> Any:
+    """What ``results.json`` holds of a value JSON has no type for: a number (NumPy's), or
+    its ``repr``."""
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -102,8 +102,6 @@ class NamedArray:
     """
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
-    _field_set: frozenset[str] = frozenset()  # the same, as a set
-    _required: frozenset[str] = frozenset()  # the fields without a default
     _defaults: dict[str, Any] = {}
     _fields: tuple[str, ...]
 
@@ -120,11 +118,7 @@ class NamedArray:
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Binds positional and keyword arguments to the declared fields."""
-        names, defaults = self._field_names, self._defaults
-        keys = kwargs.keys()
-        if not args and self._required <= keys <= self._field_set:  # the common call, checked
-            return {n: kwargs[n] if n in kwargs else defaults[n] for n in names}
-        name = type(self).__name__
+        names, name = self._field_names, type(self).__name__
         if len(args) > len(names):
             raise TypeError(f"{name}() takes {len(names)} positional arguments, got {len(args)}")
         values = dict(zip(names, args))
@@ -185,13 +179,10 @@ class NamedArray:
         return True  # never falsy, even with batch size 0 (unlike len())
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._fields:
-            self.__dict__[name] = value
-        elif isinstance(getattr(type(self), name, None), property):
-            object.__setattr__(self, name, value)
-        else:
-            msg = f"{type(self).__name__} has no field {name!r}; fields are {self._fields}"
-            raise AttributeError(msg)
+        if name not in self._fields:
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}; fields are "
+                                 f"{self._fields}")
+        self.__dict__[name] = value
 
     # -- indexing -----------------------------------------------------------------------
     def __getitem__(self: T, idx: Any) -> Any:
@@ -230,13 +221,11 @@ class NamedArray:
                 leaf[_convert_index(idx, leaf)] = as_numpy(src)
 
     # -- conversion ---------------------------------------------------------------------
-    def to(self: T, device: str | torch.device) -> T:
+    def to(self: T, device: str | torch.device = "cpu") -> T:
         """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted)."""
         return recursive_apply(self, lambda leaf: as_tensor(leaf, device))
 
-    def to_torch(self: T, device: str | torch.device = "cpu") -> T:
-        """Same as :meth:`to`, defaulting to the CPU."""
-        return self.to(device)
+    to_torch = to  # (the SRL name)
 
     def to_numpy(self: T) -> T:
         """Converts every torch leaf to a numpy array (``detach().cpu().numpy()``)."""
@@ -303,8 +292,6 @@ def namedarray(cls: type) -> type[NamedArray]:
     defaults = {k: namespace.pop(k) for k in own if k in namespace}
     namespace["_defaults"] = {**base._defaults, **defaults}
     namespace["_field_names"] = inherited + tuple(k for k in own if k not in inherited)
-    namespace["_field_set"] = frozenset(namespace["_field_names"])
-    namespace["_required"] = namespace["_field_set"] - namespace["_defaults"].keys()
     if "__init__" not in namespace:
         namespace["__init__"] = _field_init(cls.__qualname__, namespace["_field_names"],
                                             namespace["_defaults"])

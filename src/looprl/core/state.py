@@ -22,15 +22,13 @@ import numpy as np
 import torch
 
 
-def _to_tensor(value: Any, device: str | torch.device, dtype: torch.dtype | None = None):
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, np.ndarray):
-        tensor = torch.from_numpy(value)
-        if tensor.dtype == torch.float64:
-            tensor = tensor.float()
-        return tensor.to(device) if dtype is None else tensor.to(device, dtype)
-    return torch.as_tensor(value, device=device, dtype=dtype)
+def _to_tensor(value: np.ndarray, device: str | torch.device,
+               dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``value`` as a tensor on ``device`` (of ``dtype``; float64 becomes float32)."""
+    tensor = torch.from_numpy(value)
+    if tensor.dtype == torch.float64:
+        tensor = tensor.float()
+    return tensor.to(device, dtype)
 
 
 def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -11,8 +11,8 @@ import socket
 
 from looprl.distributed.config import RuntimeConfig
 
-__all__ = ["check_local_resources", "error_line", "is_local", "local_gpus",
-           "local_instance_settings", "loopback_only", "start_ray"]
+__all__ = ["check_local_resources", "error_line", "local_gpus",
+           "local_instance_settings", "start_ray"]
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -33,7 +33,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                "Ray, and Ray is already initialized in this process: pass it "
                                "to your own ray.init(runtime_env=...), or leave Ray to the run")
         return False
-    if not is_local(runtime):
+    if runtime.address not in (None, "local"):  # join a cluster
         address = runtime.address
         if address == "auto":  # as Ray: $RAY_ADDRESS, else the cluster started on this machine
             address = os.environ.get("RAY_ADDRESS") or "auto"
@@ -95,31 +95,21 @@ def local_gpus() -> int:
         return torch.cuda.device_count()
 
 
-def is_local(runtime: RuntimeConfig) -> bool:
-    """Whether the run starts its own local instance (no ``runtime.address`` to join)."""
-    return runtime.address in (None, "local")
-
-
 def local_instance_settings() -> None:
     """The settings of a local Ray instance started after this call (variables already set
     are kept): it listens on 127.0.0.1 only, needs no token, and runs its workers at normal
     priority (Ray's niceness 15 lets any other busy process starve them, and they are the
-    run)."""
-    loopback_only()
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    os.environ.setdefault("RAY_worker_niceness", "0")
+    run).
 
-
-def loopback_only() -> None:
-    """Make the next local Ray instance listen on 127.0.0.1 only (not the host's address).
-
-    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when it is imported; this sets the
-    variable (for processes started later) and the constant of an already imported Ray.
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` (loopback only) when it is imported; this
+    sets the variable (for processes started later) and the constant of an already imported Ray.
     """
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     from ray._private import ray_constants
 
     ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def error_line(error: BaseException) -> str:

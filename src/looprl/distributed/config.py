@@ -234,13 +234,13 @@ class RuntimeConfig:
     placement_timeout: float = 60.0
 
     def __post_init__(self) -> None:
-        for name in ("actors", "envs_per_actor", "groups", "segment_length", "queue_batches",
-                     "publish_every", "torch_threads", "trainers"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"runtime.{name} must be >= 1, got {getattr(self, name)!r}")
-        for name in ("policy_workers", "eval_workers", "max_restarts"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
+        for least, names in ((1, ("actors", "envs_per_actor", "groups", "segment_length",
+                                  "queue_batches", "publish_every", "torch_threads", "trainers")),
+                             (0, ("policy_workers", "eval_workers", "max_restarts"))):
+            for name in names:
+                if int(getattr(self, name)) < least:
+                    raise ValueError(f"runtime.{name} must be >= {least}, got "
+                                     f"{getattr(self, name)!r}")
         if self.trainer_threads is not None and int(self.trainer_threads) < 1:
             raise ValueError(f"runtime.trainer_threads must be >= 1 (or null: torch_threads), "
                              f"got {self.trainer_threads!r}")
@@ -250,9 +250,6 @@ class RuntimeConfig:
         if self.groups > self.envs_per_actor:
             raise ValueError(f"runtime.groups ({self.groups}) cannot exceed "
                              f"runtime.envs_per_actor ({self.envs_per_actor})")
-        self._check_trainers()
-
-    def _check_trainers(self) -> None:
         if self.trainers > self.actors:
             raise ValueError(f"runtime.trainers ({self.trainers}) cannot exceed runtime.actors "
                              f"({self.actors}): each trainer learns from its own actors")

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from looprl.core import Preset
-from looprl.distributed.cluster import error_line, local_instance_settings, loopback_only, start_ray
+from looprl.distributed.cluster import error_line, local_instance_settings, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
 from looprl.distributed.placement import WorkerPool
@@ -40,12 +40,11 @@ from looprl.distributed.run_state import (
     ControllerCheckpoint,
     DistributedResult,
     SampleCounts,
-    load_controller_state,
+    find_controller_checkpoint,
 )
 from looprl.meta.component import MetaComponent
 
-__all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "loopback_only",
-           "start_ray"]
+__all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +142,9 @@ class DistributedRun:
     def _resume(self) -> SampleCounts:
         """Continue the logs and counters of ``resume_from``'s controller checkpoint; the
         trainer finds its own checkpoint in the same directory."""
-        state = load_controller_state(self.resume_from)
+        from looprl.experiments.checkpoint import load_checkpoint
+
+        state = load_checkpoint(find_controller_checkpoint(self.resume_from))
         self._log, self.result = state.logger, state.result
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
@@ -153,7 +154,7 @@ class DistributedRun:
     def _assemble(self, counts: SampleCounts) -> None:
         """Build the run's parts around one result and one set of sample counts."""
         self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
-        self._supervisor = Supervisor(self._pool, self.runtime, self.result, counts)
+        self._supervisor = Supervisor(self._pool)
         self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers)
         self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
                                                 self.result, counts)

@@ -47,7 +47,7 @@ def tcp_rendezvous(node_ip: str) -> str:
 def collective_failure(error: BaseException) -> bool:
     """Whether ``error`` comes from the communication of a group (not from the trainer)."""
     text = str(error)
-    return isinstance(error, getattr(dist, "DistError", ())) or any(
+    return isinstance(error, dist.DistError) or any(
         word in text for word in ("gloo", "NCCL", "Connection reset", "Connection closed"))
 
 

@@ -73,13 +73,9 @@ class IndependentCore(StepLoop):
         """Whether an agent's core would train now."""
         return any(core.ready() for core in self.cores)
 
-    def full(self, batches: int) -> bool:
-        """Whether an agent's on-policy buffer holds ``batches`` whole batches."""
-        return any(core.full(batches) for core in self.cores)
-
-    def ahead(self) -> bool:
-        """Whether the actors ran ahead of an agent's update ratio."""
-        return any(core.ahead() for core in self.cores)
+    def backlogged(self, batches: int) -> bool:
+        """Whether an agent's core makes the actors wait (``TrainerCore.backlogged``)."""
+        return any(core.backlogged(batches) for core in self.cores)
 
     def next_batch(self) -> tuple[int, Any] | None:
         """``(agent, its core's batch)`` of the next ready agent in turn (``None``: none)."""

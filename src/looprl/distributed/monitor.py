@@ -122,7 +122,7 @@ class RunMonitor:
     def _record_trainer(self, stats: dict[str, Any]) -> None:
         """The trainer's step count, and the mean of each statistic of its latest steps."""
         self.result.train_steps = stats["steps"]
-        self._record_meta(self.trainers[0], stats.get("meta", {}))
+        self._record_meta(self.trainers[0], stats["meta"])
         if self.log is None or not stats["stats"]:
             return
         self.log.frame = self.result.frames

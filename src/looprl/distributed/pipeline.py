@@ -21,8 +21,8 @@ from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, Parts
 
-__all__ = ["PipelineReport", "TrainerCore", "evaluate", "load_shared_state", "test_pipeline",
-           "trainer_core"]
+__all__ = ["PipelineReport", "TrainerCore", "collect", "evaluate", "load_shared_state",
+           "test_pipeline", "trainer_core"]
 
 
 class StepLoop:
@@ -91,20 +91,14 @@ class TrainerCore(StepLoop):
         """The trained policy."""
         return self.trainer.policy
 
-    @property
-    def hub(self) -> MetaHub | None:
-        """The trainer's ``MetaHub`` (``None`` without meta components)."""
-        return self.trainer.hub
-
     def shared_state(self) -> list[dict[str, Any] | None]:
         """Each meta component's ``shared_state`` (published with the policy parameters)."""
-        if self.hub is None:
-            return []
-        return [component.shared_state() for component in self.hub.stack]
+        hub = self.trainer.hub
+        return [] if hub is None else [component.shared_state() for component in hub.stack]
 
     def log_scalars(self) -> dict[str, float]:
         """The ``log/*`` values the update hooks wrote since the last call."""
-        return {} if self.hub is None else self.hub.log_scalars()
+        return {} if self.trainer.hub is None else self.trainer.hub.log_scalars()
 
     def put(self, sample: SampleBatch) -> None:
         """Add ``sample`` (a ``[T + 1, B]`` batch); stale ones are dropped (on-policy)."""
@@ -123,16 +117,14 @@ class TrainerCore(StepLoop):
         return len(self.buffer) >= self.min_size and (
             ratio is None or self.updates < ratio * (self.frames - self.min_size))
 
-    def full(self, batches: int) -> bool:
-        """Whether an on-policy buffer holds ``batches`` whole batches (never a replay)."""
-        return not self.replay and len(self.buffer) >= batches * self.buffer.batch_streams
-
-    def ahead(self) -> bool:
-        """Whether the actors ran more than ``max_ahead`` env steps ahead of the update
-        ratio."""
+    def backlogged(self, batches: int) -> bool:
+        """Whether the actors must wait: an on-policy buffer holds ``batches`` whole batches,
+        or they ran more than ``max_ahead`` env steps ahead of a replay's update ratio."""
+        if not self.replay:
+            return len(self.buffer) >= batches * self.buffer.batch_streams
         ratio = self.updates_per_frame
-        return (self.replay and ratio is not None
-                and self.updates < ratio * (self.frames - self.min_size - self.max_ahead))
+        return ratio is not None and self.updates < ratio * (self.frames - self.min_size
+                                                             - self.max_ahead)
 
     def next_batch(self) -> tuple[SampleBatch, Any] | None:
         """``(sample, indices)`` for the next step (``None``: not ready); ``indices`` of
@@ -173,7 +165,7 @@ class TrainerCore(StepLoop):
                              f"{here}: resume with the first run's runtime.gpus_per_trainer")
         self.trainer = state["trainer"]
         self.received, self.dropped = state["received"], state["dropped"]
-        self.frames, self.updates = state.get("frames", 0), state.get("updates", 0)
+        self.frames, self.updates = state["frames"], state["updates"]
 
 
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None) -> Any:
@@ -256,7 +248,7 @@ def test_pipeline(
                        policy=policy, whole_episodes=spec.whole_episodes)
     report = PipelineReport()
     while runner.frames < max_frames:
-        _collect(runner, policy)
+        collect(runner, policy)
         report.episodes += [episode.ret for episode in runner.pop_episodes()]
         for sample in runner.segments():
             core.put(sample)
@@ -271,7 +263,8 @@ def test_pipeline(
     return report
 
 
-def _collect(runner: EnvRunner, policy: Any) -> None:
+def collect(runner: EnvRunner, policy: Any) -> None:
+    """One step of ``runner``'s first group with ``policy``'s actions."""
     request = runner.request(0)
     result = None if request is None else policy.rollout(request)
     runner.step(0, result, policy.version)
@@ -321,7 +314,7 @@ def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: i
                        is_evaluation=True)
     returns: list[float] = []
     while len(returns) < episodes:
-        _collect(runner, policy)
+        collect(runner, policy)
         runner.segments()  # not kept
         returns += [episode.ret for episode in runner.pop_episodes()]
     return returns[:episodes]

@@ -17,14 +17,9 @@ from looprl.distributed.cluster import error_line
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 
-__all__ = ["WorkerPool", "trainer_names"]
+__all__ = ["WorkerPool"]
 
 logger = logging.getLogger(__name__)
-
-
-def trainer_names(runtime: RuntimeConfig) -> list[str]:
-    """The trainers' worker names, rank 0 first: ``trainer``, ``trainer1``, ..."""
-    return ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
 
 
 class WorkerPool:
@@ -49,7 +44,7 @@ class WorkerPool:
         self.workers: dict[str, Any] = {}
         self.runs: dict[str, Any] = {}
         self.pids: dict[str, int] = {}
-        self.trainers = trainer_names(runtime)
+        self.trainers = ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"  # the Ray names of this run's workers
 
@@ -112,13 +107,17 @@ class WorkerPool:
             if not done:
                 self._not_placed(ray, list(names.values()))
             name = names.pop(done[0])
-            answer = _get(ray, done[0], name)
-            self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
-            if name in self.trainers:
-                self.counts.started(name, answer["counts"])  # a resumed run: its counts go on
-            if name == "trainer" and answer["resumed_from"] is not None:
-                logger.warning("trainer resumed from its checkpoint at step %d",
-                               answer["resumed_from"])
+            self.placed(name, _get(ray, done[0], name))
+
+    def placed(self, name: str, answer: dict[str, Any]) -> None:
+        """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray): its node
+        and process; a trainer's sample counts and the checkpoint step it resumed from."""
+        self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
+        if name in self.trainers:
+            self.counts.started(name, answer["counts"])  # a resumed trainer: its counts go on
+        if name == "trainer" and answer["resumed_from"] is not None:
+            logger.warning("trainer resumed from its checkpoint at step %d",
+                           answer["resumed_from"])
 
     def _not_placed(self, ray: Any, missing: list[str]) -> None:
         rt, free, total = self.runtime, ray.available_resources(), ray.cluster_resources()

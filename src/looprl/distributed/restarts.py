@@ -13,9 +13,7 @@ import time
 from typing import Any
 
 from looprl.distributed.cluster import error_line
-from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.placement import WorkerPool
-from looprl.distributed.run_state import DistributedResult, SampleCounts
 
 __all__ = ["Supervisor"]
 
@@ -24,12 +22,10 @@ logger = logging.getLogger(__name__)
 
 class Supervisor:
     """Watches the workers' ``pool`` and restarts those that died (at most
-    ``runtime.max_restarts`` times), recording each in ``result.restarts``; a restarted
-    trainer rebases on ``counts``."""
+    ``runtime.max_restarts`` times), recording each in the pool's ``result.restarts``."""
 
-    def __init__(self, pool: WorkerPool, runtime: RuntimeConfig, result: DistributedResult,
-                 counts: SampleCounts) -> None:
-        self.pool, self.runtime, self.result, self.counts = pool, runtime, result, counts
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
 
     def check_policy_workers(self, stats: dict[str, dict[str, Any]]) -> None:
         """Log and count the policy workers Ray restarted since the last poll (a new process
@@ -72,8 +68,8 @@ class Supervisor:
         except ray.exceptions.RayActorError as error:
             if grouped:
                 broken.append((name, error))
-                return
-            self._restart(ray, name, error)
+            else:
+                self._restart(ray, name, error)
             return
         except ray.exceptions.RayTaskError as error:
             cause = error.as_instanceof_cause()
@@ -96,11 +92,7 @@ class Supervisor:
         self._check_restarts_left([name], f"{name} worker died", error_line(error))
         logger.warning("%s worker died at frame %d (%s); Ray restarts it and the run goes on",
                        name, self.result.frames, error_line(error))
-        answer = self._wait_restarted(ray, name)
-        if name == "trainer":
-            logger.warning("trainer resumed from its checkpoint at step %s",
-                           answer["resumed_from"])
-            self.counts.started(name, answer["counts"])
+        self.pool.placed(name, self._wait_restarted(ray, name))
         self.result.restarts.append((name, self.result.frames))
         self.pool.start_loop(name)
 
@@ -115,13 +107,9 @@ class Supervisor:
         for other in trainers:
             if other not in dead:
                 ray.kill(self.pool.workers[other], no_restart=False)
-        answers = {other: self._wait_restarted(ray, other, former=self.pool.pids.get(other))
-                   for other in trainers}
-        for other, answer in answers.items():
-            self.pool.pids[other] = answer["id"]
-            self.counts.started(other, answer["counts"])
-        logger.warning("trainers resumed from trainer 0's checkpoint at step %s",
-                       answers["trainer"]["resumed_from"])
+        for other in trainers:  # rank 0 resumes from its checkpoint, the others take its state
+            self.pool.placed(other, self._wait_restarted(ray, other,
+                                                         former=self.pool.pids.get(other)))
         self.result.restarts.append((name, self.result.frames))
         self.pool.form_trainer_group()
         for other in trainers:

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CONTROLLER_CHECKPOINT", "ControllerCheckpoint", "ControllerState",
-           "DistributedResult", "SampleCounts", "find_controller_checkpoint",
-           "load_controller_state"]
+           "DistributedResult", "SampleCounts", "find_controller_checkpoint"]
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 
@@ -83,14 +82,6 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
         raise ValueError(f"{len(found)} distributed runs in {run_dir}; resume one at a time: "
                          f"{', '.join(map(str, found))}")
     return found[0]
-
-
-def load_controller_state(run_dir: str | Path) -> ControllerState:
-    """The ``ControllerState`` that the one ``controller_checkpoint.pt`` in or under
-    ``run_dir`` holds (see ``find_controller_checkpoint`` for what it raises)."""
-    from looprl.experiments.checkpoint import load_checkpoint
-
-    return load_checkpoint(find_controller_checkpoint(run_dir))
 
 
 class SampleCounts:

@@ -150,8 +150,6 @@ class _Checker:
     def _call(self, method: str, *args: Any) -> list[StepResult | None]:
         try:
             results = getattr(self.env, method)(*args)
-        except EnvironmentCheckError:
-            raise
         except Exception as error:
             raise self.fail(f"{method}() raised {type(error).__name__}: {error}") from error
         if not isinstance(results, (list, tuple)):

@@ -99,15 +99,13 @@ class TrainerWorker:
         sample with next.
 
         The caller waits while an on-policy buffer holds ``runtime.queue_batches`` batches
-        or a replay lags behind its update ratio (``TrainerCore.ahead``); with
+        or a replay lags behind its update ratio (``TrainerCore.backlogged``); with
         ``runtime.sync``, until a step has trained on its samples (``_wait_trained``).
         """
         while not self._stop.is_set():
             with self._lock:
-                if not self.core.full(self.runtime.queue_batches):
+                if not self.core.backlogged(self.runtime.queue_batches):
                     break
-            time.sleep(0.002)
-        while self.core.ahead() and not self._stop.is_set():  # replay: keep the update ratio
             time.sleep(0.002)
         with self._lock:
             version = self.core.policy.version
@@ -195,13 +193,12 @@ class TrainerWorker:
         if every and self.steps % every == 0 and self.rank == 0:
             self.checkpoint()
 
-    def checkpoint(self) -> int:
-        """Save the trainer (policy, optimizer, counters) to ``run_dir``; return the step."""
+    def checkpoint(self) -> None:
+        """Save the trainer (policy, optimizer, counters) to ``run_dir``."""
         temporary = self.path.with_name(self.path.name + ".tmp")
         torch.save({"core": self.core.state_dict(), "steps": self.steps}, temporary,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
         temporary.replace(self.path)
-        return self.steps
 
     def policy_checkpoint(self) -> dict[str, Any]:
         """The policy's ``get_checkpoint()``, its tensors on the CPU (any process loads it)."""

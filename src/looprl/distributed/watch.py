@@ -19,6 +19,7 @@ import torch
 from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
+from looprl.distributed.pipeline import collect
 from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, write_gif
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
@@ -100,8 +101,7 @@ def watch_run(
                 time.sleep(1.0 / fps)
             else:
                 frames.append(_frame(env))
-            request = runner.request(0)
-            runner.step(0, None if request is None else policy.rollout(request), policy.version)
+            collect(runner, policy)
             runner.segments()  # not kept
             ended = runner.pop_episodes()
             returns += [episode.ret for episode in ended]

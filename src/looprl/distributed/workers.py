@@ -45,6 +45,9 @@ logger = logging.getLogger(__name__)
 #: stream's n-step windows across its segments by that number).
 _STREAMS_PER_ACTOR = 1 << 20
 
+#: Seconds a policy worker waits for more requests before it answers those it holds.
+MAX_WAIT = 0.002
+
 
 def _restarted() -> bool:
     with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
@@ -177,7 +180,7 @@ class ActorWorker:
         self.policy_worker = named(policy_worker)
         self.sync = runtime.sync and trainer is not None
         meta = [] if evaluation else spec.make_meta()  # evaluation plays the env's rewards
-        self.local = None if policy_worker is not None and not evaluation else _PolicyCopy(
+        self.local = None if policy_worker is not None else _PolicyCopy(
             spec, named(server), runtime.pull_interval, meta)
         default_state = (self.local.policy if self.local else spec.make_policy()
                          ).default_policy_state
@@ -235,7 +238,7 @@ class ActorWorker:
         self.local.maybe_pull()
         request = self.runner.request(0)
         result = None if request is None else self.local.policy.rollout(request)
-        self._count(request, time.perf_counter() - start)
+        self._count(time.perf_counter() - start)
         self.runner.step(0, result, self.local.policy.version)
         ended = bool(self.runner.episodes)
         self._after_step()
@@ -269,15 +272,12 @@ class ActorWorker:
                 ref = self.policy_worker.rollout.remote(request)
             except RayTaskError as error:  # the policy itself failed: stop with its message
                 raise error.as_instanceof_cause() from None
-        self._count(request, time.perf_counter() - start)
+        self._count(time.perf_counter() - start)
         return result, version
 
-    def _count(self, request: Any, seconds: float) -> None:
+    def _count(self, seconds: float) -> None:
         with self._lock:
             self._stats["inference_seconds"] += seconds
-            if request is not None:
-                self._stats["rows"] += len(request.obs)
-                self._stats["requests"] += 1
 
     def _after_step(self) -> None:
         episodes = self.runner.pop_episodes()
@@ -294,15 +294,12 @@ class ActorWorker:
     def _send(self, segments: list[Any]) -> None:
         """Send ``segments`` once the previous batch arrived (backpressure); with
         ``runtime.sync``, load the version the trainer's answer names."""
-        start = time.perf_counter()
         self._wait_put()
         self._put = self.trainer.put.remote(segments)
         if self.sync:
             version = self._wait_put()
             if version is not None:
                 self.local.pull_until(version)
-        with self._lock:
-            self._stats["send_seconds"] += time.perf_counter() - start
 
     def _wait_put(self) -> int | None:
         """The trainer's answer to the last ``put`` (``None``: no put, or the trainer died)."""
@@ -318,23 +315,21 @@ class ActorWorker:
 
 
 def _fresh_stats() -> dict[str, Any]:
-    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "send_seconds": 0.0,
-            "rows": 0, "requests": 0}
+    return {"frames": 0, "episodes": [], "inference_seconds": 0.0}
 
 
 @ray.remote
 class PolicyWorker:
     """Batches the rollout requests of many actor workers (an async Ray actor): answered
-    together once ``batch_requests`` of them wait, or after ``max_wait`` seconds."""
+    together once ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
-                 batch_requests: int, max_wait: float = 0.002):
+                 batch_requests: int):
         worker_process(runtime.torch_threads)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
         self.batch_requests = max(1, batch_requests)
-        self.max_wait = max_wait
         self._waiting: list[tuple[Any, asyncio.Future]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._batches: list[int] = []
@@ -357,7 +352,7 @@ class PolicyWorker:
         if len(self._waiting) >= self.batch_requests:
             await self._flush()
         elif self._timer is None:
-            self._timer = loop.call_later(self.max_wait,
+            self._timer = loop.call_later(MAX_WAIT,
                                           lambda: asyncio.ensure_future(self._flush()))
         return await future
 
@@ -371,14 +366,18 @@ class PolicyWorker:
         await self.copy.maybe_pull_async()
         requests = [request for request, _ in waiting]
         sizes = [len(request.obs) for request in requests]
+        rows = sum(sizes)
         try:
             result = self.copy.policy.rollout(concat(requests)).to_numpy()
-            _check_size(result, sum(sizes), self.copy.policy)
+            if len(result.action) != rows:
+                raise RolloutSizeError(f"{type(self.copy.policy).__name__}.rollout returned "
+                                       f"{len(result.action)} actions for a request of {rows} "
+                                       "rows; return one row per request row")
         except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
             for _, future in waiting:
                 future.set_exception(error)
             return
-        self._batches.append(sum(sizes))
+        self._batches.append(rows)
         version = self.copy.policy.version
         start = 0
         for (_, future), size in zip(waiting, sizes, strict=True):
@@ -396,10 +395,3 @@ def on_cpu(value: Any) -> Any:
     if type(value) in (list, tuple):
         return type(value)(on_cpu(item) for item in value)
     return value
-
-
-def _check_size(result: Any, rows: int, policy: Any) -> None:
-    n = len(result.action)
-    if n != rows:
-        raise RolloutSizeError(f"{type(policy).__name__}.rollout returned {n} actions for a "
-                               f"request of {rows} rows; return one row per request row")

@@ -23,16 +23,6 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
-def _atari_game(env_id: str) -> str | None:
-    """The game's name if ``env_id`` names an Atari game ale-py ships, else ``None``."""
-    from looprl.environments.atari import game_name
-
-    try:
-        return game_name(env_id)
-    except (ImportError, ValueError):
-        return None
-
-
 def env_name(env: gym.Env) -> str:
     """A Gymnasium environment's id, or its class name when it was not registered."""
     return env.spec.id if env.spec is not None else type(env.unwrapped).__name__
@@ -44,9 +34,14 @@ def check_env_id(env_id: str) -> None:
     An Atari game (``'ALE/Breakout-v5'``, ``'Breakout'``) gets a pointer to the Atari presets
     and ``AtariEnvironment``, which add the standard preprocessing.
     """
+    from looprl.environments.atari import game_name
+
     if env_id in gym.registry:
         return
-    game = _atari_game(env_id)
+    try:
+        game = game_name(env_id)
+    except (ImportError, ValueError):  # not an Atari game ale-py ships
+        game = None
     if game is not None:
         raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
                          f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")

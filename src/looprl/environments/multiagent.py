@@ -121,7 +121,6 @@ class AgentView:
     """
 
     def __init__(self, env: MultiagentEnvironment, agent: str):
-        self.multiagent_env = env
         self.agent = agent
         self.name = f"{env.name}/{agent}"
         self.device = env.device
@@ -191,24 +190,21 @@ def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
 
 
 def flat_box(space: gym.Space) -> gym.spaces.Box:
-    """The float32 ``Box`` of ``space``'s observations flattened by ``flat_observation``."""
+    """The float32 ``Box`` of ``space``'s observations flattened by ``zoo_observation``."""
     flat = gym.spaces.flatten_space(space)
     return gym.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32))
 
 
-def flat_observation(space: gym.Space, obs: Any) -> np.ndarray:
-    """``obs`` of ``space`` as one float32 vector (``gymnasium.spaces.flatten``: ``Discrete``
-    becomes one-hot)."""
-    return np.asarray(gym.spaces.flatten(space, obs), dtype=np.float32)
-
-
 def zoo_observation(space: gym.Space, obs: Any, flatten: bool) -> tuple[np.ndarray, Any]:
     """``obs`` of a PettingZoo ``space`` as ``(observation, bool action mask or None)``, the
-    observation flattened to float32 with ``flatten``."""
+    observation flattened to one float32 vector with ``flatten`` (``gymnasium.spaces.flatten``:
+    ``Discrete`` becomes one-hot)."""
     inner, masked = observation_part(space)
     mask = np.asarray(obs[MASK], dtype=bool) if masked else None
     obs = obs["observation"] if masked else obs
-    return (flat_observation(inner, obs) if flatten else np.asarray(obs)), mask
+    if flatten:
+        return np.asarray(gym.spaces.flatten(inner, obs), dtype=np.float32), mask
+    return np.asarray(obs), mask
 
 
 class MultiagentPettingZooEnv(MultiagentEnvironment):

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.imports import is_import_path
+from looprl.core.imports import import_object, is_import_path
 from looprl.core.namedarray import NamedArray
 from looprl.core.suggest import did_you_mean
 
@@ -191,10 +191,9 @@ def register(name: str, env_class: type | str) -> None:
         raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
     if name in _REGISTRY:
         raise ValueError(f"environment {name!r} is already registered (to "
-                         f"{_describe(_REGISTRY[name])}); pick another name")
+                         f"{_REGISTRY[name]!r}); pick another name")
     if isinstance(env_class, str):
-        module, sep, attr = env_class.partition(":")
-        if not (module and sep and attr):
+        if not is_import_path(env_class):
             raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
                              f"got {env_class!r}")
     elif not isinstance(env_class, type):
@@ -223,7 +222,10 @@ def make(name: str, **env_args: Any) -> Environment:
             return _make_gym(target, env_args)
         name = target
     if name in _REGISTRY:
-        env = _resolve(name, _REGISTRY[name])(**env_args)
+        target = _REGISTRY[name]
+        if isinstance(target, str):  # a lazy "module:Class" path
+            target = import_object(target, f"environment {name!r} registered as")
+        env = target(**env_args)
     else:
         env = _make_gym(name, env_args)
     if not isinstance(env, Environment):
@@ -246,7 +248,11 @@ def import_environment(path: str) -> tuple[str, str]:
     import gymnasium as gym
 
     module_name, _, attr = path.partition(":")
-    found = getattr(_import(module_name, f"environment {path!r}"), attr, None)
+    try:
+        found = getattr(importlib.import_module(module_name), attr, None)
+    except ImportError as error:
+        raise ImportError(f"environment {path!r}: cannot import {module_name!r} ({error}); is "
+                          "its package on PYTHONPATH?") from error
     if isinstance(found, type) and issubclass(found, Environment):
         _REGISTRY.setdefault(path, found)
         return "srl", path
@@ -267,32 +273,6 @@ def import_environment(path: str) -> tuple[str, str]:
     raise ImportError(f"environment {path!r}: module {module_name!r} has no {attr!r} and "
                       f"registered no environment {attr!r} (with gymnasium.register or "
                       "looprl.environments.register)")
-
-
-def _import(module_name: str, where: str) -> Any:
-    """The module ``module_name``, or an ``ImportError`` whose message starts with ``where``."""
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"{where}: cannot import {module_name!r} ({error}); is its package "
-                          "on PYTHONPATH?") from error
-
-
-def _describe(target: type | str) -> str:
-    return target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
-
-
-def _resolve(name: str, target: type | str) -> type:
-    """The class ``target`` names, imported now if it is a ``"module:Class"`` path."""
-    if not isinstance(target, str):
-        return target
-    module_name, _, attr = target.partition(":")
-    module = _import(module_name, f"environment {name!r} ({target})")
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ImportError(f"environment {name!r}: module {module_name!r} has no attribute {attr!r} "
-                          f"(registered as {target!r})") from None
 
 
 def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:

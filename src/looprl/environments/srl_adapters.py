@@ -10,6 +10,7 @@ PettingZoo ``{"observation", "action_mask"}`` observation becomes
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import gymnasium as gym
@@ -26,19 +27,13 @@ from looprl.environments.multiagent import (
 from looprl.environments.srl import Environment, StepResult, action_value, step_result
 
 
-def _register_ale() -> None:
-    """Register ale-py's ``ALE/...`` ids with Gymnasium, if ale-py is installed."""
-    try:
-        import ale_py
-    except ImportError:
-        return
-    gym.register_envs(ale_py)
-
-
 def is_gymnasium_id(name: str) -> bool:
     """Whether ``gymnasium.make(name)`` knows ``name`` (Atari ids included when ale-py is)."""
     if name not in gym.registry:
-        _register_ale()
+        with suppress(ImportError):  # register ale-py's ``ALE/...`` ids
+            import ale_py
+
+            gym.register_envs(ale_py)
     return name in gym.registry
 
 

@@ -43,7 +43,7 @@ import torch
 from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import ReplayContents
-from looprl.memory.windows import stream_numbers
+from looprl.memory.windows import segment_rows, stream_numbers
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
@@ -96,39 +96,27 @@ class AtariReplayBuffer(ReplayContents):
         # _last: the state whose newest frame is at _pos - 1; _carry: per stream (put), the
         # rows of its last column from its first waiting transition on
         counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0, "_waiting": 0}
-        return {**dict.fromkeys(_ARRAYS), **counters, "_last": None, "_carry": {}}
+        return {**dict.fromkeys(_ARRAYS), **counters, "_last": None, "_carry": {}, "_views": {}}
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
         if self.size < self.stack + self.n_step + 1:
             raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} "
                              f"and {self.n_step}-step returns")
-        frame_shape = tuple(observation.shape[1:])
-        self.frames = torch.empty((self.size, *frame_shape), dtype=observation.dtype)
+        self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
         self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
         self.reward = torch.zeros(self.size, dtype=torch.float32)
         self.mask = torch.zeros(self.size, dtype=torch.float32)
         self.done = torch.zeros(self.size, dtype=torch.bool)
         self.valid = torch.zeros(self.size, dtype=torch.bool)  # a transition is stored
         self.ready = torch.zeros(self.size, dtype=torch.bool)  # ... and its window complete
-        self._np = self._numpy_views()
+        self._views = self._numpy_views()
         # a state's frames relative to its newest one, and those followed by the next frame
         self._offsets = (torch.arange(-self.stack + 1, 1), torch.arange(-self.stack + 1, 2))
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
         """Numpy views of the same memory: scalar writes cost ~0.1 us instead of ~3 us."""
-        return {k: getattr(self, k).numpy() for k in _ARRAYS[2:]}
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Without the numpy views, which would unpickle as copies (``__setstate__``)."""
-        state = super().__getstate__()
-        state.pop("_np", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"_carry": {}, **state})  # (buffers pickled before there was one)
-        if getattr(self, "reward", None) is not None:  # storage allocated and saved
-            self._np = self._numpy_views()
+        return {} if self.reward is None else {k: getattr(self, k).numpy() for k in _ARRAYS[2:]}
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store the transition ``state --action--> next_state`` (skipped if ``state`` is
@@ -149,13 +137,9 @@ class AtariReplayBuffer(ReplayContents):
         how a stream's windows span its segments is in the module docstring.
         ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
         """
-        rows = {"obs": _frames(sample.obs), "action": torch.as_tensor(sample.action),
-                "reward": torch.as_tensor(sample.reward, dtype=torch.float32),
-                "done": torch.as_tensor(sample.done).bool(),
-                "truncated": torch.as_tensor(sample.truncated).bool()}
-        streams = None
-        if sample.stream is not None and self.n_step > 1:
-            streams = stream_numbers(sample.stream, rows["reward"].shape)
+        rows = segment_rows(sample, _frames(sample.obs))
+        streams = (stream_numbers(sample.stream, rows["reward"].shape)
+                   if sample.stream is not None and self.n_step > 1 else None)
         for b in range(rows["reward"].shape[1]):
             column = {key: value[:, b] for key, value in rows.items()}
             if streams is None:
@@ -213,7 +197,7 @@ class AtariReplayBuffer(ReplayContents):
         k = (self._pos - 1) % self.size
         self._write_frame(next_observation[-1].cpu())
         self.action[k] = action
-        n = self._np
+        n = self._views
         n["reward"][k] = reward
         n["mask"][k] = mask
         n["done"][k] = done
@@ -247,16 +231,16 @@ class AtariReplayBuffer(ReplayContents):
 
     def _make_ready(self, k: int) -> None:
         """Let slot ``k``'s stored transition be sampled."""
-        n = self._np
+        n = self._views
         if n["valid"][k] and not n["ready"][k]:
             n["ready"][k] = True
             self._count += 1
-            self._entered(k)
+            self._queue(k, -1.0)
 
     def _write_frame(self, frame: torch.Tensor) -> None:
         """Write ``frame`` at the next slot, invalidating the transitions that needed it."""
         p = self._pos
-        valid, ready = self._np["valid"], self._np["ready"]
+        valid, ready = self._views["valid"], self._views["ready"]
         for j in range(p, p + self.stack):  # transitions whose window starts at or covers p
             j %= self.size
             if valid[j]:
@@ -264,16 +248,14 @@ class AtariReplayBuffer(ReplayContents):
                 if ready[j]:
                     ready[j] = False
                     self._count -= 1
-                    self._left(j)
+                    self._queue(j, 0.0)
         self.frames[p] = frame
         self._pos = (p + 1) % self.size
         self._filled = min(self._filled + 1, self.size)
 
-    def _entered(self, k: int) -> None:
-        """Called when slot ``k`` becomes ready (a hook for prioritized replay)."""
-
-    def _left(self, k: int) -> None:
-        """Called when ready slot ``k`` is invalidated (a hook for prioritized replay)."""
+    def _queue(self, k: int, priority: float) -> None:
+        """Called when slot ``k`` becomes ready (``priority`` -1: the largest) or, ready, is
+        invalidated (0): a hook for prioritized replay."""
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform slots among those holding a ready transition (rejection sampling)."""
@@ -339,12 +321,6 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         alpha, beta, epsilon: see ``Prioritized``.
     """
 
-    def __init__(self, size: int, device: str | torch.device = "cpu",
-                 generator: torch.Generator | None = None, n_step: int = 1, alpha: float = 0.6,
-                 beta: Any = 0.4, epsilon: float = 1e-5):
-        super().__init__(size, device, generator, n_step)
-        self._prioritize(alpha, beta, epsilon)
-
     def _empty_contents(self) -> dict[str, Any]:
         # _updates: (slot, priority or -1 for the maximum) to apply before sampling
         return {**super()._empty_contents(), "_updates": []}
@@ -353,12 +329,6 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
     def nbytes(self) -> int:
         """Bytes allocated by the storage and the sum tree."""
         return super().nbytes + self.tree.tree.nbytes
-
-    def _entered(self, k: int) -> None:
-        self._queue(k, -1.0)
-
-    def _left(self, k: int) -> None:
-        self._queue(k, 0.0)
 
     def _queue(self, k: int, priority: float) -> None:
         self._updates.append((k, priority))
@@ -384,16 +354,12 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         self._apply_updates()
         return super().gather(index)
 
-    def weights(self, index: torch.Tensor) -> torch.Tensor:
-        """Importance weights ``[n_step + 1, B]`` normalized over the ready transitions."""
-        return self._importance(index, self.n_step + 1)
-
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Set ``p_k = |priority_k| + epsilon`` for the slots ``index`` (default: those of
         the last sample) that are still ready."""
         self._apply_updates()
         index, priorities = self._new_priorities(priorities, index)
-        keep = self._np["ready"][index]
+        keep = self._views["ready"][index]
         self.tree.update(index[keep], priorities[keep])
 
 

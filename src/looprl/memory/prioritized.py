@@ -78,13 +78,18 @@ class Prioritized:
     """Proportional prioritization over a buffer's slots, mixed into the prioritized buffers.
 
     Args:
+        size, device, generator, n_step: the buffer's (``ExperienceReplayBuffer``'s);
+            ``generator`` draws the stratified uniforms of ``sample_indices``.
         alpha: how much prioritization is used (``0``: uniform).
         beta: importance-sampling exponent, a float or a schedule with a ``value``
             property read once per sample (anneal it to 1 over training).
         epsilon: added to the new priorities so that none is zero.
     """
 
-    def _prioritize(self, alpha: float, beta: Any, epsilon: float) -> None:
+    def __init__(self, size: int, device: str | torch.device = "cpu",
+                 generator: torch.Generator | None = None, n_step: int = 1, *,
+                 alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5):
+        super().__init__(size, device, generator, n_step)
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.alpha, self.beta, self.epsilon = alpha, beta, epsilon
@@ -101,13 +106,14 @@ class Prioritized:
         uniforms = torch.rand(batch_size, generator=self.generator, dtype=torch.float64).numpy()
         return self.tree.find((np.arange(batch_size) + uniforms) * (self.tree.total / batch_size))
 
-    def _importance(self, index: torch.Tensor, rows: int) -> torch.Tensor:
-        """Importance weights ``[rows, B]`` of ``index``, remembered for ``update_priorities``."""
+    def weights(self, index: torch.Tensor) -> torch.Tensor:
+        """Importance weights ``[n_step + 1, B]`` of ``index``, normalized over the
+        transitions that can be sampled; remembered for ``update_priorities``."""
         self._last_index = index.cpu().numpy()
         probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
         beta = self.beta.value if self._scheduled_beta else self.beta
         weights = importance_weights(probabilities, len(self), beta).float().to(self.device)
-        return weights.expand(rows, -1)
+        return weights.expand(self.n_step + 1, -1)
 
     def _new_priorities(self, priorities: Any, index: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(index, (|priorities| + epsilon) ** alpha)``, ``index`` by default the last
@@ -126,16 +132,8 @@ class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
 
     Args:
         size: capacity in transitions.
-        alpha, beta, epsilon: see ``Prioritized``.
-        device, generator, n_step: see ``ExperienceReplayBuffer``;
-            ``generator`` draws the stratified uniforms of ``sample_indices``.
+        device, generator, n_step, alpha, beta, epsilon: see ``Prioritized``.
     """
-
-    def __init__(self, size: int, alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5,
-                 device: str | torch.device = "cpu", generator: torch.Generator | None = None,
-                 n_step: int = 1):
-        super().__init__(size, device=device, generator=generator, n_step=n_step)
-        self._prioritize(alpha, beta, epsilon)
 
     def _advance(self, n: int) -> None:
         """New transitions enter at the largest priority seen so far."""
@@ -146,10 +144,6 @@ class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Indices drawn proportionally to priority, one per equal segment of the total."""
         return torch.from_numpy(np.minimum(self._draw(batch_size), self._len - 1))
-
-    def weights(self, index: torch.Tensor) -> torch.Tensor:
-        """Importance weights ``[n_step + 1, B]`` of ``index``."""
-        return self._importance(index, self._storage["reward"].shape[1])
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Set ``p_i = |priority_i| + epsilon`` for the transitions ``index`` (default: those

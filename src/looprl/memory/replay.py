@@ -35,15 +35,13 @@ from looprl.memory.windows import (
     leaves_of,
     n_step_windows,
     same_rows,
+    segment_rows,
     stream_numbers,
 )
 
 __all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", "transitions"]
 
 _SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=True)
-
-#: The fields of a stored window besides ``obs``.
-_FIELDS = ("action", "reward", "done", "truncated")
 
 #: The most steps ``store`` gathers before it windows them (n-step replay).
 _STORE_CHUNK = 32
@@ -66,7 +64,12 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
 class ReplayContents:
     """Base of the replay buffers: the arguments of ``ExperienceReplayBuffer``, sampling
     through the subclass's ``sample_indices`` and ``gather``, and pickling that may leave
-    the transitions out (``replay_contents_saved``)."""
+    the transitions out (``replay_contents_saved``).
+
+    Subclasses give ``_empty_contents()``, the attributes of an empty buffer (replacing the
+    stored transitions), and ``_numpy_views()``, NumPy views of the storage's tensors (``{}``
+    where there are none) kept in ``_views`` for cheap scalar writes: pickles leave them out
+    (they would unpickle as copies) and make them again."""
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
     metrics: dict[str, Any] | None = None
@@ -84,15 +87,16 @@ class ReplayContents:
         self.n_step = int(n_step)
         self.__dict__.update(self._empty_contents())
 
-    def _empty_contents(self) -> dict[str, Any]:
-        """The attributes of an empty buffer (replacing the stored transitions)."""
-        raise NotImplementedError
-
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         if not _SAVE_CONTENTS.get():
             state.update(self._empty_contents())
+        state["_views"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._views = self._numpy_views()
 
     def sample_batch(self, batch_size: int) -> SampleBatch:
         """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
@@ -141,12 +145,6 @@ class ExperienceReplayBuffer(ReplayContents):
             its episode's end) arrived, through ``store`` or ``put``.
     """
 
-    _views: dict[str, Any] = {}  # NumPy views of ``_views_of`` (the storage they were made of)
-    _views_of: dict[str, Any] | None = None
-    _storage: dict[str, Any] | None
-    _carry: dict[str, Any] | None = None  # (buffers pickled before there were these two)
-    _steps: Any = ()
-
     def __len__(self) -> int:
         self._flush()
         return self._len
@@ -155,12 +153,13 @@ class ExperienceReplayBuffer(ReplayContents):
         # _carry: each stream's last n_step rows, [n_step, slots, ...]; _waiting: how many of
         # them wait for their windows; _steps: what store gathered (n_step > 1)
         return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
-                "_slots": {}, "_steps": []}
+                "_slots": {}, "_steps": [], "_views": {}}
 
     def _allocate(self, window: dict[str, Any]) -> None:
         """Zeroed storage ``[size, rows, ...]`` for items like ``window`` (``[rows, ...]``)."""
         self._storage = fields(window, lambda leaf: torch.zeros(
             (self.size, *leaf.shape), dtype=leaf.dtype, device=self.device))
+        self._views = self._numpy_views()
 
     # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
@@ -179,7 +178,7 @@ class ExperienceReplayBuffer(ReplayContents):
         pos, terminal = self._pos, next_state.mask == 0
         truncated = bool(next_state.done) and not terminal
         values = (state.observation, next_state.observation, action, next_state.reward, terminal)
-        s = self._views if self._views_of is self._storage else self._numpy_views()
+        s = self._views
         if s:  # NumPy views of CPU storage: a tenth of the cost of indexed tensor copies
             values = tuple(as_numpy(value) for value in values)
         else:
@@ -194,23 +193,20 @@ class ExperienceReplayBuffer(ReplayContents):
         self._advance(1)
 
     def _numpy_views(self) -> dict[str, Any]:
-        """NumPy views of the storage's tensors (empty unless all are plain CPU tensors of
-        dtypes NumPy has), made again when the storage is replaced."""
-        self._views, self._views_of = {}, self._storage
-        if all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
-               for v in self._storage.values()):
+        """NumPy views of the storage's tensors (``{}`` unless all are plain CPU tensors of
+        dtypes NumPy has)."""
+        storage = self._storage or {}
+        if storage and all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
+                           for v in storage.values()):
             try:
-                self._views = {key: value.numpy() for key, value in self._storage.items()}
+                return {key: value.numpy() for key, value in storage.items()}
             except TypeError:  # bfloat16
                 pass
-        return self._views
+        return {}
 
     def __getstate__(self) -> dict[str, Any]:
         self._flush()
-        state = super().__getstate__()
-        state.pop("_views", None)  # views of the tensors: a copy would write elsewhere
-        state.pop("_views_of", None)
-        return state
+        return super().__getstate__()
 
     def _store_rows(self, state: State, action: Any, next_state: State) -> None:
         """``store`` of ``StateArray`` steps, or of ``n_step > 1`` windows: gathers the steps
@@ -286,10 +282,7 @@ class ExperienceReplayBuffer(ReplayContents):
         """
         self._flush()
         sample = sample.to(self.device)
-        rows = {"obs": sample.obs}
-        for key in _FIELDS:
-            rows[key] = torch.as_tensor(getattr(sample, key))
-        rows["done"], rows["truncated"] = rows["done"].bool(), rows["truncated"].bool()
+        rows = segment_rows(sample, sample.obs)
         if self.n_step == 1 or sample.stream is None:
             start = torch.zeros(rows["reward"].shape[1], dtype=torch.long, device=self.device)
             self._write_windows(rows, start, cut=True)
@@ -303,7 +296,6 @@ class ExperienceReplayBuffer(ReplayContents):
         if self._carry is None:  # each stream's last n rows, [n, streams, ...]
             self._carry = fields(rows, lambda x: x.new_zeros((n, 0, *x.shape[2:])))
             self._waiting = torch.zeros(0, dtype=torch.long, device=self.device)
-            self._slots = {}
         slots = self._slots_of(streams)
         held = fields(self._carry, lambda x: x[:, slots])
         waiting = self._waiting[slots]

@@ -25,21 +25,15 @@ __all__ = ["REPLAY_KINDS", "OnPolicyBuffer", "make_sample_buffer"]
 
 def _rows_and_streams(sample: SampleBatch) -> tuple[int, int]:
     """``(T + 1, B)`` of a segment, read from ``reward``."""
-    reward = getattr(sample, "reward", None)
-    if reward is None or len(np.shape(reward)) != 2:
-        shape = None if reward is None else tuple(np.shape(reward))
+    shape = None if sample.reward is None else tuple(np.shape(sample.reward))
+    if shape is None or len(shape) != 2:
         raise ValueError(f"a sample segment needs reward of shape [T + 1, B], got {shape}")
-    return tuple(np.shape(reward))  # type: ignore[return-value]
+    return shape  # type: ignore[return-value]
 
 
-def _columns(sample: SampleBatch, index: Any) -> SampleBatch:
-    """The streams ``index`` (a slice or indices) of a time-major segment."""
+def _columns(sample: SampleBatch, index: slice) -> SampleBatch:
+    """The streams ``index`` of a time-major segment."""
     return recursive_apply(sample, lambda leaf: leaf[:, index])
-
-
-def _oldest_version(sample: SampleBatch) -> int | None:
-    versions = getattr(sample, "policy_version", None)
-    return None if versions is None else int(np.min(as_numpy(versions)))
 
 
 class OnPolicyBuffer:
@@ -50,9 +44,6 @@ class OnPolicyBuffer:
             segments may differ in length (VPG's whole episodes).
         max_lag: drop a segment whose oldest ``policy_version`` is more than this many
             versions behind the trainer's (``None``: keep all).
-
-    Attributes:
-        received, dropped: numbers of segments put and of segments dropped for lag.
     """
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
@@ -65,8 +56,6 @@ class OnPolicyBuffer:
             raise ValueError(f"max_lag must be >= 0 or None, got {max_lag}")
         self.batch_streams = batch_streams
         self.max_lag = max_lag
-        self.received = 0
-        self.dropped = 0
         self._pending: list[SampleBatch] = []
         self._rows: int | None = None
 
@@ -79,9 +68,7 @@ class OnPolicyBuffer:
         ``current_version``; ``ValueError`` if its segment length differs from the ones
         before it (with ``batch_streams > 1``)."""
         rows, _ = _rows_and_streams(sample)
-        self.received += 1
         if self._stale(sample, current_version):
-            self.dropped += 1
             return False
         if self._rows is not None and rows != self._rows and self.batch_streams > 1:
             raise ValueError(f"segments batched {self.batch_streams} at a time must all have "
@@ -97,13 +84,12 @@ class OnPolicyBuffer:
         trainer is about to use it)."""
         stale = [sample for sample in self._pending if self._stale(sample, current_version)]
         self._pending = [s for s in self._pending if not self._stale(s, current_version)]
-        self.dropped += len(stale)
         return sum(_rows_and_streams(sample)[1] for sample in stale)
 
     def _stale(self, sample: SampleBatch, current_version: int) -> bool:
-        oldest = _oldest_version(sample)
-        return (self.max_lag is not None and oldest is not None
-                and current_version - oldest > self.max_lag)
+        versions = getattr(sample, "policy_version", None)
+        return (self.max_lag is not None and versions is not None
+                and current_version - int(np.min(as_numpy(versions))) > self.max_lag)
 
     def ready(self) -> bool:
         """Whether ``get`` can return a full batch."""
@@ -114,22 +100,16 @@ class OnPolicyBuffer:
         (``RuntimeError`` if not ``ready()``); streams beyond the batch stay pending."""
         if not self.ready():
             raise RuntimeError(f"OnPolicyBuffer holds {len(self)} of {self.batch_streams} streams")
-        parts, taken = [], 0
-        while taken < self.batch_streams:
+        parts, need = [], self.batch_streams
+        while need:
             sample = self._pending.pop(0)
             streams = _rows_and_streams(sample)[1]
-            need = self.batch_streams - taken
             if streams > need:
                 self._pending.insert(0, _columns(sample, slice(need, None)))
                 sample = _columns(sample, slice(0, need))
-                streams = need
             parts.append(sample)
-            taken += streams
+            need -= min(streams, need)
         return parts[0] if len(parts) == 1 else NamedArray.cat(parts, dim=1)
-
-    def clear(self) -> None:
-        """Drop everything pending (e.g. after a trainer restart)."""
-        self._pending.clear()
 
 
 #: The buffer of each kind a trainer names.
@@ -151,9 +131,8 @@ def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
     Raises:
         KeyError: the kind is unknown.
     """
-    kind = trainer_or_kind
-    if not isinstance(kind, str):
-        kind = getattr(trainer_or_kind, "sample_buffer", None)
+    kind = (trainer_or_kind if isinstance(trainer_or_kind, str)
+            else getattr(trainer_or_kind, "sample_buffer", None))
     if kind not in _KINDS:
         raise KeyError(f"unknown sample buffer {kind!r} (from {trainer_or_kind!r})."
                        f"{did_you_mean(str(kind), _KINDS)} expected one of {sorted(_KINDS)} or "

@@ -57,7 +57,6 @@ class SegmentBuffer:
 
     #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
     metrics: dict[str, Any] | None = None
-    first_stream = 0  # (buffers pickled before there was one)
 
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
                  first_stream: int = 0):
@@ -151,7 +150,7 @@ class SegmentBuffer:
         """The latest rows of ``streams`` end their episodes as truncated (a time limit cut
         them there: bootstrapped from); whole episodes are cut as at any episode end."""
         streams = streams[self.t[streams] > 0]
-        if self.rows is None or not len(streams):
+        if not len(streams):  # (none has rows yet)
             return
         self.rows.truncated[self.t[streams] - 1, streams] = True
         self._cut(streams, np.ones(len(streams), dtype=bool))

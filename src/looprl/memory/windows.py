@@ -15,7 +15,10 @@ import torch
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
 from looprl.memory.segments import leaves
 
-__all__ = ["fields", "joined", "leaves_of", "n_step_windows", "same_rows", "stream_numbers"]
+__all__ = [
+    "fields", "joined", "leaves_of", "n_step_windows", "same_rows", "segment_rows",
+    "stream_numbers",
+]
 
 
 def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
@@ -88,6 +91,14 @@ def same_rows(held: Any, rows: Any) -> torch.Tensor:
 def leaves_of(x: Any, fn: Any) -> Any:
     """``fn`` applied to a tensor, or to every leaf of a ``NamedArray``."""
     return recursive_apply(x, fn) if isinstance(x, NamedArray) else fn(x)
+
+
+def segment_rows(sample: Any, obs: Any) -> dict[str, Any]:
+    """The rows ``{field: [T + 1, B, ...]}`` of a segment that ``n_step_windows`` reads:
+    ``obs``, then ``sample``'s action, reward and bool ``done``/``truncated`` as tensors."""
+    return {"obs": obs, "action": torch.as_tensor(sample.action),
+            "reward": torch.as_tensor(sample.reward), "done": torch.as_tensor(sample.done).bool(),
+            "truncated": torch.as_tensor(sample.truncated).bool()}
 
 
 def stream_numbers(stream: Any, shape: torch.Size) -> list[int]:

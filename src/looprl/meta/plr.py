@@ -48,19 +48,12 @@ import numpy as np
 import torch
 
 from looprl.agents.losses.vtrace import generalized_advantage_estimate
+from looprl.core.suggest import check_choice
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
 
 VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
-
-
-def check_strategy(strategy: str) -> str:
-    """``strategy`` if it is one of ``STRATEGIES``, else a one-line ``ValueError``."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"Unknown PLR scoring strategy {strategy!r}; valid: "
-                         f"{', '.join(STRATEGIES)}")
-    return strategy
 
 
 # -- scores of one episode -------------------------------------------------------------------
@@ -93,7 +86,7 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
                   rng: np.random.Generator | None = None) -> float:
     """The score of one episode (``T`` steps: ``rewards`` ``(T,)``, ``logits`` ``(T, A)``,
     ``values`` ``(T,)``) by ``strategy``; ``last_value`` is ``V(s_T)`` (0 if terminated)."""
-    check_strategy(strategy)
+    check_choice("PLR scoring strategy", strategy, STRATEGIES)
     if strategy == "random":
         return float((rng or np.random.default_rng()).random())
     if strategy in PROBABILITY_SCORES:
@@ -140,7 +133,7 @@ class PLR(MetaComponent):
                  score_ema: float = 1.0, min_seen: int = 1,
                  levels: Sequence[int] | None = None, seed: int | None = None):
         super().__init__()
-        self.strategy = check_strategy(strategy)
+        self.strategy = check_choice("PLR scoring strategy", strategy, STRATEGIES)
         if not 0.0 <= replay_prob <= 1.0 or not 0.0 <= rho <= 1.0 or not 0.0 < score_ema <= 1.0:
             raise ValueError(f"replay_prob and rho must lie in [0, 1] and score_ema in (0, 1], "
                              f"got {replay_prob}, {rho}, {score_ema}")

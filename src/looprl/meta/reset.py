@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.core.suggest import check_choice
 from looprl.meta.component import MetaComponent
 
 __all__ = ["NetworkReset", "layers_of"]
@@ -47,7 +48,6 @@ class NetworkReset(MetaComponent):
         shrink: ``lambda`` of shrink-and-perturb.
         perturb: ``sigma`` of shrink-and-perturb.
         initializer: re-initializes a layer in place.
-        model_key: the metrics key of the network.
 
     Raises:
         ValueError: at the first update, for a layer name the model lacks (with its names).
@@ -58,23 +58,20 @@ class NetworkReset(MetaComponent):
 
     def __init__(self, every: int, layers: Sequence[str] | None = None,
                  last: int | None = None, mode: str = "reset", shrink: float = 0.4,
-                 perturb: float = 0.1, initializer: Callable[[nn.Module], Any] | None = None,
-                 model_key: str = "model"):
+                 perturb: float = 0.1, initializer: Callable[[nn.Module], Any] | None = None):
         super().__init__()
         if every < 1:
             raise ValueError(f"every must be a positive number of updates, got {every}")
         if layers is not None and last is not None:
             raise ValueError("Choose layers by name (layers=...) or by position (last=...), "
                              "not both")
-        if mode not in MODES:
-            raise ValueError(f"Unknown mode {mode!r}; choose from {', '.join(MODES)}")
         if isinstance(layers, str):
             layers = [layers]
-        self.every, self.mode = int(every), mode
+        self.every, self.mode = int(every), check_choice("mode", mode, MODES)
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last
         self.shrink, self.perturb = float(shrink), float(perturb)
-        self.initializer, self.model_key = initializer, model_key
+        self.initializer = initializer
         self.updates = self.resets = 0
         self._chosen: tuple[int, dict[str, nn.Module]] | None = None
         self.post_update_methods.append(self.maybe_reset)
@@ -117,9 +114,9 @@ class NetworkReset(MetaComponent):
 
     def maybe_reset(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Count the update; reset the chosen layers when it completes a period."""
-        model = metrics.get(self.model_key)
+        model = metrics.get("model")
         if not isinstance(model, nn.Module):
-            raise KeyError(f"NetworkReset needs the network as metrics[{self.model_key!r}] "
+            raise KeyError("NetworkReset needs the network as metrics['model'] "
                            f"(an nn.Module), got {type(model).__name__}")
         chosen = self.chosen_layers(model)
         self.updates += 1

@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from looprl.core import SampleBatch
-from looprl.core.namedarray import NamedArray
+from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, MLP, feature_extractor, orthogonal_init
 
@@ -131,13 +131,6 @@ class RunningStd:
         std = var.clamp_min(self.eps**2).sqrt()
         return torch.where(self.count > 1, std, torch.ones_like(std))
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"count": self.count.clone(), "mean": self.mean.clone(), "m2": self.m2.clone()}
-
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        for key in ("count", "mean", "m2"):
-            setattr(self, key, state[key].to(self.mean.device, self.mean.dtype).clone())
-
 
 class RecentObservations:
     """A preallocated ring buffer of the last ``capacity`` observation rows."""
@@ -173,9 +166,7 @@ def as_rows(x: Any, device: torch.device | str) -> torch.Tensor:
     numpy arrays converted (``float64`` to ``float32``)."""
     if isinstance(x, dict):
         x = x["observation"]
-    if isinstance(x, np.ndarray):
-        x = torch.from_numpy(np.ascontiguousarray(x))
-    x = torch.as_tensor(x, device=device)
+    x = as_tensor(x, device)
     return x.float() if x.dtype == torch.float64 else x
 
 
@@ -233,7 +224,10 @@ class RND(MetaComponent):
                  obs_shape: Sequence[int] | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None):
         super().__init__()
-        check_network(network)
+        names = ("auto", "mlp", "cnn", *FEATURE_EXTRACTORS)
+        if not callable(network) and network not in names:
+            raise ValueError(f"Unknown RND network {network!r}; use a factory shape -> "
+                             f"nn.Module or one of: {', '.join(names)}")
         self.internal_reward_weight = float(internal_reward_weight)
         self.normalize = normalize
         self.network = network
@@ -254,11 +248,9 @@ class RND(MetaComponent):
         self.obs_shape: tuple[int, ...] | None = None
         self.reward_stats = RunningStd(self.device)
         self.recent: RecentObservations | None = RecentObservations(buffer_size)
-        self.last_loss: torch.Tensor | None = None
         self._bonus_sum: torch.Tensor | None = None  # of the logging interval (log_bonus)
         self._bonus_count = 0
         self._bonus_max: torch.Tensor | None = None
-        self.shared_updates = 0  # predictor updates in the last shared state loaded (Ray)
         self.post_step_methods.append(self.get_reward)
         self.post_update_methods.append(self.update_predictor)
         if obs_shape is not None:
@@ -315,7 +307,6 @@ class RND(MetaComponent):
         if bonus.numel() == 0:
             return
         key = f"log/{self.log_name}/intrinsic_reward_mean"
-        bonus = bonus.detach()
         if key not in metrics or self._bonus_sum is None:
             self._bonus_sum, self._bonus_count, self._bonus_max = bonus.sum(), 0, bonus.max()
         else:
@@ -338,7 +329,7 @@ class RND(MetaComponent):
             observations = batch_observations(metrics.get("batch"))
             if observations is None:
                 return metrics
-            self.initialize_networks(as_rows(observations, self.device).shape[1:])
+            self.initialize_networks(observations.shape[1:])
         self._update_calls += 1
         if self._update_calls % self.update_every:
             return metrics
@@ -350,10 +341,10 @@ class RND(MetaComponent):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
-        self.last_loss = loss.detach()
-        metrics[f"log/{self.log_name}/predictor_loss"] = self.last_loss
+        loss = loss.detach()
+        metrics[f"log/{self.log_name}/predictor_loss"] = loss
         if isinstance(metrics.get("losses"), dict):
-            metrics["losses"]["rnd"] = self.last_loss
+            metrics["losses"]["rnd"] = loss
         return metrics
 
     def training_observations(self, batch: Any) -> torch.Tensor | None:
@@ -374,15 +365,13 @@ class RND(MetaComponent):
         the reward statistics stay with each actor."""
         if self.rnd_net is None:
             return None
-        return {"obs_shape": self.obs_shape, "rnd_net": self.rnd_net.state_dict(),
-                "updates": self._update_calls}
+        return {"obs_shape": self.obs_shape, "rnd_net": self.rnd_net.state_dict()}
 
     def load_shared_state(self, state: dict[str, Any]) -> None:
         """Compute the bonuses with the trainer's networks (``shared_state``)."""
         if self.obs_shape != tuple(state["obs_shape"]):
             self.initialize_networks(state["obs_shape"])
         self.rnd_net.load_state_dict(state["rnd_net"])
-        self.shared_updates = int(state["updates"])
 
     # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -393,7 +382,7 @@ class RND(MetaComponent):
             "obs_shape": self.obs_shape,
             "rnd_net": copy.deepcopy(self.rnd_net.state_dict()),
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-            "reward_stats": self.reward_stats.state_dict(),
+            "reward_stats": copy.deepcopy(self.reward_stats),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -402,15 +391,7 @@ class RND(MetaComponent):
         self.initialize_networks(state["obs_shape"])
         self.rnd_net.load_state_dict(state["rnd_net"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.reward_stats.load_state_dict(state["reward_stats"])
-
-
-def check_network(network: Any) -> None:
-    """``ValueError`` unless ``network`` is a factory or a known network name."""
-    names = ("auto", "mlp", "cnn", *FEATURE_EXTRACTORS)
-    if not callable(network) and network not in names:
-        raise ValueError(f"Unknown RND network {network!r}; use a factory shape -> "
-                         f"nn.Module or one of: {', '.join(names)}")
+        self.reward_stats = copy.deepcopy(state["reward_stats"])
 
 
 def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
@@ -479,10 +460,8 @@ class NovelD(RND):
         return [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
 
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Forget the visits of the env copies ``metrics['ended']`` marks (all without it)."""
-        ended = metrics.get("ended")
-        flags = [True] * len(self.visited) if ended is None else torch.as_tensor(ended).reshape(-1)
-        for visited, done in zip(self.visited, flags):
+        """Forget the visits of the env copies ``metrics['ended']`` marks."""
+        for visited, done in zip(self.visited, torch.as_tensor(metrics["ended"]).reshape(-1)):
             if done:
                 visited.clear()
         return metrics
@@ -493,4 +472,4 @@ class NovelD(RND):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
-        self.visited = [set(v) for v in state.get("visited", [])]
+        self.visited = [set(v) for v in state["visited"]]

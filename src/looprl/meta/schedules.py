@@ -158,17 +158,14 @@ class HPSchedule(MetaComponent):
         self.clock = check_choice("clock", clock, CLOCKS)
         self.start, self.end = float(start), None if end is None else float(end)
         self.duration, self.every, self.factor, self.decay = duration, every, factor, decay
-        self._check_arguments()
+        missing = [name for name in KIND_ARGUMENTS[kind] if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"A {kind!r} schedule needs {', '.join(missing)} "
+                             f"(it takes start, {', '.join(KIND_ARGUMENTS[kind])})")
+        check_positive(duration=duration, every=every, decay=decay)
         self.integer = integer
         self.calls = 0
         self.methods(f"pre_{per}").append(self.write)
-
-    def _check_arguments(self) -> None:
-        missing = [name for name in KIND_ARGUMENTS[self.kind] if getattr(self, name) is None]
-        if missing:
-            raise ValueError(f"A {self.kind!r} schedule needs {', '.join(missing)} "
-                             f"(it takes start, {', '.join(KIND_ARGUMENTS[self.kind])})")
-        check_positive(duration=self.duration, every=self.every, decay=self.decay)
 
     def value(self, t: float) -> float:
         """The scheduled value at ``t``."""

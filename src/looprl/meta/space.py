@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.core.suggest import check_choice
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
 
@@ -50,14 +51,13 @@ class SPaCE(MetaComponent):
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
         super().__init__()
-        if measure not in MEASURES:
-            raise ValueError(f"Unknown SPaCE measure {measure!r}; valid: {', '.join(MEASURES)}")
         for name, value in (("initial_size", initial_size), ("increment", increment),
                             ("check_every", check_every)):
             if value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         self.initial_size, self.increment = int(initial_size), int(increment)
-        self.eta, self.check_every, self.measure = float(eta), int(check_every), measure
+        self.eta, self.check_every = float(eta), int(check_every)
+        self.measure = check_choice("SPaCE measure", measure, MEASURES)
         self.seed = seed
         self.contexts: dict[int, Context] = {}
         self.current: list[int] = []  # the training set, in the order instances were added
@@ -114,10 +114,8 @@ class SPaCE(MetaComponent):
     def evaluate(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Count the ended episodes; at each check, grow the set if improvement < eta."""
         self.setup(metrics)
-        self._window += [float(r) for r in metrics.get("episode_returns", [])]
-        ended = metrics.get("ended")
-        self._episodes += (int(torch.as_tensor(ended).sum()) if ended is not None
-                           else len(metrics.get("episode_returns", [])))
+        self._window += [float(r) for r in metrics["episode_returns"]]
+        self._episodes += int(torch.as_tensor(metrics["ended"]).sum())
         if self._episodes >= self.check_every:
             self._episodes = 0
             self._check(metrics)

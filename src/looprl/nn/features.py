@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_choice
 from looprl.nn.layers import orthogonal_init
 
 __all__ = ["ACTIVATIONS", "FEATURE_EXTRACTORS", "ConvFeatures", "MLPFeatures", "NatureCNN",
@@ -50,10 +50,17 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 
 def activation_layer(name: str) -> nn.Module:
     """A new activation layer by name (``ValueError`` naming the valid ones otherwise)."""
-    if name not in ACTIVATIONS:
-        hint = did_you_mean(name, list(ACTIVATIONS))
-        raise ValueError(f"Unknown activation {name!r}.{hint} Valid: {', '.join(ACTIVATIONS)}")
-    return ACTIVATIONS[name]()
+    return ACTIVATIONS[check_choice("activation", name, list(ACTIVATIONS))]()
+
+
+def dense_layers(n_in: int, sizes: Sequence[int], activation: str) -> tuple[nn.Sequential, int]:
+    """``Linear`` + activation per size of ``sizes`` on ``n_in`` inputs (orthogonal weights,
+    gain ``sqrt(2)``), and the size of its output."""
+    layers: list[nn.Module] = []
+    for size in sizes:
+        layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
+        n_in = size
+    return nn.Sequential(*layers), n_in
 
 
 class _Unbatched(nn.Module):
@@ -76,13 +83,8 @@ class MLPFeatures(_Unbatched):
                  activation: str = "relu"):
         super().__init__()
         self.input_dims = len(input_shape)
-        layers: list[nn.Module] = [nn.Flatten()]
-        last = math.prod(input_shape)
-        for size in hidden:
-            layers += [orthogonal_init(nn.Linear(last, size)), activation_layer(activation)]
-            last = size
-        self.layers = nn.Sequential(*layers)
-        self.out_features = last
+        dense, self.out_features = dense_layers(math.prod(input_shape), hidden, activation)
+        self.layers = nn.Sequential(nn.Flatten(), *dense)
 
 
 class ConvFeatures(_Unbatched):
@@ -196,11 +198,7 @@ def feature_extractor(spec: Any, input_shape: Sequence[int]) -> nn.Module:
         chain.out_features = modules[-1].out_features
         return chain
     options = dict(spec) if isinstance(spec, dict) else {"type": spec}
-    name = options.pop("type", None)
-    if name not in FEATURE_EXTRACTORS:
-        hint = did_you_mean(str(name), list(FEATURE_EXTRACTORS))
-        raise ValueError(f"Unknown feature extractor {name!r}.{hint} "
-                         f"Valid: {', '.join(FEATURE_EXTRACTORS)}")
+    name = check_choice("feature extractor", options.pop("type", None), list(FEATURE_EXTRACTORS))
     factory = FEATURE_EXTRACTORS[name]
     valid = [p for p in inspect.signature(factory).parameters if p != "input_shape"]
     for option in options:

@@ -17,8 +17,7 @@ import torch
 from torch import nn
 
 from looprl.core.namedarray import NamedArray, as_tensor
-from looprl.nn.features import activation_layer, feature_extractor
-from looprl.nn.layers import orthogonal_init
+from looprl.nn.features import dense_layers, feature_extractor
 
 __all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
            "observation_fields"]
@@ -142,12 +141,8 @@ class Backbone(nn.Module):
                  rnn_hidden_dim: int = 0, num_rnn_layers: int = 1):
         super().__init__()
         self.encoder = ObservationEncoder(shapes)
-        layers: list[nn.Module] = []
-        last = self.encoder.out_features
-        for _ in range(num_layers):
-            layers += [orthogonal_init(nn.Linear(last, hidden_dim)), activation_layer(activation)]
-            last = hidden_dim
-        self.mlp = nn.Sequential(*layers)
+        self.mlp, last = dense_layers(self.encoder.out_features, [hidden_dim] * num_layers,
+                                      activation)
         self.rnn = nn.GRU(last, rnn_hidden_dim, num_rnn_layers) if rnn_hidden_dim else None
         self.out_features = rnn_hidden_dim or last
 

@@ -24,12 +24,9 @@ class NoisyFactorizedLinear(nn.Module):
     Args:
         in_features, out_features: sizes as in ``nn.Linear``.
         sigma_init: ``sigma_0``; every sigma starts at ``sigma_0 / sqrt(in_features)``.
-        bias: learn a (noisy) bias.
     """
 
-    def __init__(
-        self, in_features: int, out_features: int, sigma_init: float = 0.5, bias: bool = True
-    ):
+    def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.5):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -38,12 +35,8 @@ class NoisyFactorizedLinear(nn.Module):
         weight = torch.empty(out_features, in_features).uniform_(-bound, bound)
         self.weight_mu = nn.Parameter(weight)
         self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), sigma))
-        if bias:
-            self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
-            self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma))
-        else:
-            self.register_parameter("bias_mu", None)
-            self.register_parameter("bias_sigma", None)
+        self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma))
 
     @staticmethod
     def _scaled_noise(n: int, like: torch.Tensor) -> torch.Tensor:
@@ -56,11 +49,9 @@ class NoisyFactorizedLinear(nn.Module):
             return mean
         eps_in = self._scaled_noise(self.in_features, x)
         eps_out = self._scaled_noise(self.out_features, x)
-        # sigma_W (eps_out eps_in^T) x == eps_out * (sigma_W (eps_in * x)): no n x m noise matrix
-        noise = F.linear(x * eps_in, self.weight_sigma) * eps_out
-        if self.bias_sigma is not None:
-            noise = noise + self.bias_sigma * eps_out
-        return mean + noise
+        # sigma_W (eps_out eps_in^T) x + sigma_b eps_out == eps_out * (sigma_W (eps_in * x) +
+        # sigma_b): no n x m noise matrix
+        return mean + F.linear(x * eps_in, self.weight_sigma, self.bias_sigma) * eps_out
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"

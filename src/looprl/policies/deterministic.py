@@ -96,15 +96,12 @@ class SoftDeterministicActor(nn.Module):
     Args:
         model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_std)``.
         space: the ``Box`` action space.
-        log_std_min, log_std_max: clamping range of ``log_std``.
     """
 
-    def __init__(
-        self, model: nn.Module, space: Any, log_std_min: float = -20.0, log_std_max: float = 2.0
-    ):
+    def __init__(self, model: nn.Module, space: Any):
         super().__init__()
         self.model = model
-        self.head = TanhGaussianHead(space.low, space.high, log_std_min, log_std_max)
+        self.head = TanhGaussianHead(space.low, space.high)
 
     def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.head.rsample(self.model(observation))
@@ -127,11 +124,10 @@ class SoftDeterministicPolicy(_BoxPolicy):
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, name: str = "policy", **kwargs: Any):
-        is_actor = isinstance(model, SoftDeterministicActor)
-        actor = model if is_actor else SoftDeterministicActor(model, space)
-        super().__init__(actor, optimizer, name=name, **kwargs)
-        self.head = actor.head
-        self.bounds = actor.head.bounds
+        if not isinstance(model, SoftDeterministicActor):
+            model = SoftDeterministicActor(model, space)
+        super().__init__(model, optimizer, name=name, **kwargs)
+        self.bounds = model.head.bounds
 
     def sample(self, observation: torch.Tensor) -> torch.Tensor:
         """A sampled action per row, without gradients."""

@@ -174,7 +174,6 @@ class GaussianHead:
 
     def __init__(self, low: Any, high: Any, log_std_min: float = -20.0, log_std_max: float = 2.0):
         self.bounds = ActionBounds(low, high)
-        self.action_dim = self.bounds.action_dim
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
 
@@ -220,9 +219,8 @@ class GaussianHead:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log pi(a | s)`` and the entropy ``sum(log_std + 0.5 + 0.5 log 2 pi)``."""
         mean, log_std = self.split(params)
-        log_prob = _normal_log_prob(self.bounds.to_unit(actions), mean, log_std)
-        entropy = (log_std + 0.5 + _HALF_LOG_2PI).sum(-1)
-        return log_prob, entropy
+        return (_normal_log_prob(self.bounds.to_unit(actions), mean, log_std),
+                (log_std + 0.5 + _HALF_LOG_2PI).sum(-1))
 
 
 def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
@@ -241,13 +239,10 @@ class TanhGaussianHead(GaussianHead):
     Args:
         low, high: bounds of the action space.
         log_std_min, log_std_max: ``log_std`` is clamped to this range.
-        epsilon: margin that keeps ``atanh`` finite when evaluating given actions.
     """
 
-    def __init__(self, low: Any, high: Any, log_std_min: float = -20.0, log_std_max: float = 2.0,
-                 epsilon: float = 1e-6):
-        super().__init__(low, high, log_std_min, log_std_max)
-        self.epsilon = epsilon
+    #: margin that keeps ``atanh`` finite when evaluating given actions
+    epsilon = 1e-6
 
     def rsample(
         self, params: torch.Tensor, generator: torch.Generator | None = None
@@ -258,11 +253,7 @@ class TanhGaussianHead(GaussianHead):
         log_prob = (-0.5 * noise * noise - log_std - _HALF_LOG_2PI).sum(-1) - tanh_log_det(u)
         return self.bounds.to_env(torch.tanh(u)), log_prob
 
-    def sample_and_log_prob(
-        self, params: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``sample`` and ``log_prob`` of its actions (``rsample``)."""
-        return self.rsample(params, generator)
+    sample_and_log_prob = rsample  # ``sample`` and ``log_prob`` of its actions
 
     def mode(self, params: torch.Tensor) -> torch.Tensor:
         """``center + scale * tanh(mean)`` per row (the deterministic action of SAC)."""
@@ -271,8 +262,7 @@ class TanhGaussianHead(GaussianHead):
     def log_prob(self, params: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """``log pi(a | s)`` of given ``actions``, inverting the squashing with ``atanh``."""
         mean, log_std = self.split(params)
-        y = self.bounds.to_unit(actions).clamp(-1.0 + self.epsilon, 1.0 - self.epsilon)
-        u = torch.atanh(y)
+        u = torch.atanh(self.bounds.to_unit(actions).clamp(-1.0 + self.epsilon, 1.0 - self.epsilon))
         return _normal_log_prob(u, mean, log_std) - tanh_log_det(u)
 
     def log_prob_and_entropy(

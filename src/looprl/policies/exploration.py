@@ -27,7 +27,13 @@ import torch
 
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
-from looprl.policies.greedy import MASKED_Q, GreedyPolicy, legal_actions, random_actions
+from looprl.policies.greedy import (
+    MASKED_Q,
+    GreedyPolicy,
+    ParallelGreedyPolicy,
+    legal_actions,
+    random_actions,
+)
 
 __all__ = ["EXPLORATION", "BoltzmannPolicy", "EZGreedyPolicy"]
 
@@ -56,7 +62,6 @@ class EZGreedyPolicy(GreedyPolicy):
         if mu <= 1 or max_duration < 1:
             raise ValueError(f"ez-greedy needs mu > 1 and max_duration >= 1, got {mu}, "
                              f"{max_duration}")
-        self.mu = mu
         lengths = torch.arange(1, max_duration + 1, dtype=torch.float64)
         self._probs = (lengths ** -mu / (lengths ** -mu).sum()).float()
         self._lengths = lengths.long().tolist()
@@ -98,8 +103,8 @@ class EZGreedyPolicy(GreedyPolicy):
         left = self._left.masked_fill(done | illegal, 0)  # (options of illegal actions end)
         explore = torch.rand(shape, device=device, generator=generator) < epsilon
         start = (left == 0) & explore & ~done
-        count = greedy.numel()
-        durations = torch.multinomial(self._probs.to(device), count, True, generator=generator)
+        durations = torch.multinomial(self._probs.to(device), greedy.numel(), True,
+                                      generator=generator)
         left = torch.where(start, durations.view(shape) + 1, left)
         self._repeat = torch.where(start, random_actions(values, generator), self._repeat)
         acting = left > 0
@@ -109,8 +114,9 @@ class EZGreedyPolicy(GreedyPolicy):
         return torch.where(acting, self._repeat, greedy)
 
 
-class BoltzmannPolicy(GreedyPolicy):
-    """Stochastic (Boltzmann) exploration: actions sampled from ``softmax(Q / temperature)``.
+class BoltzmannPolicy(ParallelGreedyPolicy):
+    """Stochastic (Boltzmann) exploration: actions sampled from ``softmax(Q / temperature)``,
+    one per row (a single state is a 0-d batch).
 
     Args:
         q, num_actions, seed: as ``GreedyPolicy``.
@@ -127,10 +133,6 @@ class BoltzmannPolicy(GreedyPolicy):
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``hp/temperature`` (it explores by temperature, not by an epsilon)."""
         return {"hp/temperature": Hyperparameter.attribute(self, "temperature", float)}
-
-    def no_grad(self, state: Any) -> torch.Tensor:
-        """Sampled actions for ``state`` (one per row of a batch) without gradients."""
-        return self.choose(state)
 
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         values = self._action_values(state) if values is None else values

@@ -208,9 +208,7 @@ def apex_epsilons(n: int, epsilon: float = 0.4, alpha: float = 7.0) -> list[floa
     """Ape-X's per-actor exploration rates (Horgan et al., 2018,
     https://arxiv.org/abs/1803.00933): ``epsilon ** (1 + alpha * i / (n - 1))`` for copy ``i``.
     """
-    if n == 1:
-        return [epsilon]
-    return [epsilon ** (1 + alpha * i / (n - 1)) for i in range(n)]
+    return [epsilon ** (1 + alpha * i / max(n - 1, 1)) for i in range(n)]
 
 
 class ParallelGreedyPolicy(GreedyPolicy):

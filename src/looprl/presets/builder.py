@@ -31,15 +31,8 @@ def check_type(key: str, value: Any, default: Any) -> None:
     """``TypeError`` unless ``value`` has the kind of the default (int, float, bool, str)."""
     if default is None or value is None:
         return
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, type(default))
-    if not ok:
+    kind = (int, float) if isinstance(default, float) else type(default)
+    if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, kind):
         kind = type(default).__name__
         raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
 
@@ -73,17 +66,14 @@ class PresetBuilder:
     """
 
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
-                 constructor: Callable[..., Preset], device: str | torch.device | None = None,
-                 env: Any = None, hyperparameters: dict[str, Any] | None = None,
-                 name: str | None = None, meta: tuple[Any, ...] = ()):
-        self.default_name = default_name
+                 constructor: Callable[..., Preset]):
+        self.default_name = self._name = default_name
         self.default_hyperparameters = dict(default_hyperparameters)
         self.constructor = constructor
-        self._device = device
-        self._env = env
-        self._hyperparameters = {**default_hyperparameters, **(hyperparameters or {})}
-        self._name = name or default_name
-        self._meta = tuple(meta)
+        self._device: str | torch.device | None = None
+        self._env: Any = None
+        self._hyperparameters = dict(default_hyperparameters)
+        self._meta: tuple[Any, ...] = ()
 
     def _preset_builder(self, **changes: Any) -> PresetBuilder:
         """A copy with ``changes`` to its settings (``env=...`` sets ``_env``)."""
@@ -123,16 +113,14 @@ class PresetBuilder:
         Unknown names raise ``UnknownHyperparameterError`` (a ``KeyError``) listing the
         valid ones.
         """
+        valid = sorted(self.default_hyperparameters)
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
-                raise UnknownHyperparameterError(self._unknown(key))
+                raise UnknownHyperparameterError(
+                    f"Unknown hyperparameter {key!r} for {self.default_name}."
+                    f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
             check_type(key, value, self.default_hyperparameters[key])
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
-
-    def _unknown(self, key: str) -> str:
-        valid = sorted(self.default_hyperparameters)
-        return (f"Unknown hyperparameter {key!r} for {self.default_name}."
-                f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
 
     @property
     def hyperparameter_defaults(self) -> dict[str, Any]:

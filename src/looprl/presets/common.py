@@ -70,13 +70,6 @@ def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:
             raise ValueError(f"Hyperparameter {key!r} must be positive, got {value!r}")
 
 
-def require_support(hyperparameters: dict[str, Any]) -> None:
-    """``ValueError`` unless ``v_min < v_max``."""
-    v_min, v_max = hyperparameters["v_min"], hyperparameters["v_max"]
-    if not v_min < v_max:
-        raise ValueError(f"Hyperparameters v_min < v_max needed, got {v_min} and {v_max}")
-
-
 def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,
                   remedy: str) -> dict[str, Any]:
     """``hyperparameters`` with ``minibatch_size`` cut to ``limit`` (the rows it is drawn from,

@@ -7,7 +7,7 @@ replay (``uniform`` or ``prioritized`` of ``replay_buffer_size`` windows of ``n_
 ``minibatch_size`` per gradient step, from ``replay_start_size`` transitions on) and the
 update ratio (``gradient_steps`` every ``update_frequency`` env steps). The local ``agent``
 composes them; on Ray (``DistributedRun(preset, ...)``) the actors explore with the same
-policy and the trainer worker keeps the replay ``remote_replay`` describes, stepping at most
+policy and the trainer worker keeps the replay ``learning`` describes, stepping at most
 ``updates_per_frame`` times per env step it received.
 
 Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
@@ -28,17 +28,17 @@ from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent
 from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
 from looprl.approximation import FixedTarget, QDist, QNetwork
 from looprl.core import Agent, DummyLogger, Policy, Preset, Trainer
+from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import apex_epsilons
 from looprl.presets.common import (
     cap_minibatch,
     policy_network,
     require_discrete_actions,
     require_positive,
-    require_support,
 )
-from looprl.presets.parts import beta_schedule, check_parts, epsilon_schedule, replay_buffer
+from looprl.presets.parts import beta_schedule, check_parts, epsilon_schedule
 
-__all__ = ["QPreset", "ReplayPreset"]
+__all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
 
 
 class ReplayPreset(Preset):
@@ -48,6 +48,10 @@ class ReplayPreset(Preset):
 
     #: the part names (``looprl.presets.parts``) it takes, by kind (none: no swappable parts)
     parts: dict[str, tuple[str, ...]] = {}
+    #: the local agent's uniform and prioritized replay buffer classes
+    replays: tuple[type, type] = (ExperienceReplayBuffer, PrioritizedReplayBuffer)
+    #: of the trainer worker's replay (``"atari_"``: the Atari frame ring)
+    remote_prefix = ""
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
         check_parts(hyperparameters, name, self.parts)
@@ -80,41 +84,37 @@ class ReplayPreset(Preset):
 
     @property
     def n_step(self) -> int:
-        """Steps per replayed window (1: one-step transitions)."""
-        return 1
-
-    @property
-    def updates_per_frame(self) -> float:
-        """Gradient steps per env step: ``gradient_steps / update_frequency``."""
-        hp = self.hyperparameters
-        return hp["gradient_steps"] / hp["update_frequency"]
+        """Steps per replayed window (the ``n_steps`` hyperparameter; 1 without it)."""
+        return int(self.hyperparameters.get("n_steps", 1))
 
     def replay_buffer(self, train_steps: float = math.inf) -> Any:
-        """The local agent's replay buffer."""
-        kind = "prioritized" if self.prioritized else "uniform"
-        return replay_buffer(kind, self.hyperparameters, self.device, train_steps, self.n_step)
+        """The local agent's replay buffer (of ``replays``): ``replay_buffer_size`` windows of
+        ``n_step`` steps; prioritized replay uses ``alpha``, and ``beta`` annealed to 1 over
+        the gradient steps of ``train_steps`` frames (``parts.beta_schedule``)."""
+        hp = self.hyperparameters
+        uniform, prioritized = self.replays
+        if not self.prioritized:
+            return uniform(hp["replay_buffer_size"], self.device, n_step=self.n_step)
+        return prioritized(hp["replay_buffer_size"], self.device, n_step=self.n_step,
+                           alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """The trainer keeps ``remote_replay``; with ``apex``, each actor explores at its own
-        Ape-X rate."""
-        buffer, buffer_args = self.remote_replay(train_steps)
-        return {"buffer": buffer, "buffer_args": buffer_args,
-                "explorations": apex_epsilons(actors) if self.apex else None}
-
-    def remote_replay(self, train_steps: float = math.inf) -> tuple[str, dict[str, Any]]:
-        """The trainer worker's replay (``TrainerCore``'s ``buffer`` and ``buffer_args``):
-        the local agent's, with its minibatch, start size and update ratio."""
+        """The trainer worker keeps the local agent's replay (``TrainerCore``'s ``buffer``,
+        ``remote_prefix`` and the kind, and ``buffer_args``), with its minibatch, start size
+        and update ratio (at most ``gradient_steps / update_frequency`` updates per env step);
+        with ``apex``, each actor explores at its own Ape-X rate."""
         hp = self.hyperparameters
         args: dict[str, Any] = {
             "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
             "min_size": max(hp["replay_start_size"], 1), "n_step": self.n_step,
-            "updates_per_frame": self.updates_per_frame,
+            "updates_per_frame": hp["gradient_steps"] / hp["update_frequency"],
         }
-        if not self.prioritized:
-            return "uniform", args
-        return "prioritized", {**args, "alpha": hp["alpha"],
-                               "beta": beta_schedule(hp, train_steps)}
+        if self.prioritized:
+            args.update(alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
+        kind = "prioritized" if self.prioritized else "uniform"
+        return {"buffer": self.remote_prefix + kind, "buffer_args": args,
+                "explorations": apex_epsilons(actors) if self.apex else None}
 
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
                **schedule: Any) -> Agent:
@@ -130,25 +130,24 @@ class ReplayPreset(Preset):
                            self.replay_buffer(train_steps), logger, **schedule)
 
 
-class QPreset(ReplayPreset):
-    """Base of the DQN family's presets (DQN, DDQN, C51, Rainbow): a network over discrete
-    actions (``_build``), a ``QNetwork`` (or a ``QDist`` when ``distributional``) with Adam at
-    ``lr`` (``eps``), a target copied every ``target_update_frequency`` updates and gradients
-    clipped at ``clip_grad``, ``rainbow_policy`` exploring at ``_epsilon()`` and
-    ``rainbow_trainer`` (``update``, ``double``, ``huber``, ``n_step``)."""
+class QNetworkPreset(Preset):
+    """The Q-network of the DQN family's presets, with replay (``QPreset``) or online
+    (``classic_control.vqn``): a network over discrete actions (``_build``, made by
+    ``_build_q``), a ``QNetwork`` (or a ``QDist`` when ``distributional``) with Adam at ``lr``
+    (``eps``), a target copied every ``target_update_frequency`` updates (0: none) and
+    gradients clipped at ``clip_grad``, and ``rainbow_policy`` exploring (``_policy``)."""
 
     algorithm = "DQN"
     #: hyperparameters that must be positive
-    positive: tuple[str, ...] = ("lr", "minibatch_size", "update_frequency", "gradient_steps",
-                                 "target_update_frequency", "replay_buffer_size")
-    #: a return distribution over ``atoms`` on ``[v_min, v_max]`` (C51)
-    distributional = False
+    positive: tuple[str, ...] = ()
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, *self.positive)
-        if "v_min" in hyperparameters:
-            require_support(hyperparameters)
+    def _build_q(self, env: Any, device: Any, hp: dict[str, Any]) -> None:
+        """Check the hyperparameters ``hp`` (as given: before ``ReplayPreset`` caps
+        ``minibatch_size``) and ``env``'s actions; build the network on ``device``."""
+        require_positive(hp, *self.positive)
+        if "v_min" in hp and not hp["v_min"] < hp["v_max"]:
+            raise ValueError(f"Hyperparameters v_min < v_max needed, got {hp['v_min']} and "
+                             f"{hp['v_max']}")
         self.num_actions = require_discrete_actions(env, self.algorithm)
         self.model = self._build(env).to(device)
 
@@ -157,9 +156,11 @@ class QPreset(ReplayPreset):
         """The network for ``env``."""
 
     @property
-    def double(self) -> bool:
-        """Double-Q bootstrap (the ``double`` hyperparameter)."""
-        return bool(self.hyperparameters.get("double", False))
+    def distributional(self) -> bool:
+        """A return distribution over ``atoms`` on ``[v_min, v_max]`` (C51): presets with
+        ``atoms``, unless their ``distributional`` switch is off (Rainbow's)."""
+        hp = self.hyperparameters
+        return "atoms" in hp and bool(hp.get("distributional", True))
 
     def _q(self, model: nn.Module, **kwargs: Any) -> QNetwork | QDist:
         hp = self.hyperparameters
@@ -168,30 +169,47 @@ class QPreset(ReplayPreset):
         return QDist(model, num_actions=self.num_actions, num_atoms=hp["atoms"],
                      v_min=hp["v_min"], v_max=hp["v_max"], **kwargs)
 
-    def _epsilon(self) -> Any:
-        """The exploration rate (``epsilon_schedule``)."""
-        return epsilon_schedule(self.hyperparameters)
-
     def _policy(self, q: Any) -> DQNPolicy:
-        """The exploring policy over ``q``."""
-        return rainbow_policy(q, self.num_actions, self._epsilon())
+        """The exploring policy over ``q`` (at the rate of ``epsilon_schedule``)."""
+        return rainbow_policy(q, self.num_actions, epsilon_schedule(self.hyperparameters))
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
+        """The exploring policy over the Q-network (a copy with ``copy_model``) on ``device``
+        (default: the preset's)."""
         hp = self.hyperparameters
         model = policy_network(self, device, copy_model)
         optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp.get("eps", 1e-8),
                                fused=True)
+        period = hp["target_update_frequency"]
         return self._policy(self._q(model, optimizer=optimizer, clip_grad=hp["clip_grad"],
-                                    target=FixedTarget(hp["target_update_frequency"]),
+                                    target=FixedTarget(period) if period else None,
                                     logger=logger or DummyLogger()))
+
+    def test_agent(self) -> DQNTestAgent:
+        policy = rainbow_policy(self._q(copy.deepcopy(self.model)), self.num_actions)
+        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+
+
+class QPreset(QNetworkPreset, ReplayPreset):
+    """Base of the DQN family's replay presets (DQN, DDQN, C51, Rainbow): a
+    ``QNetworkPreset`` with ``rainbow_trainer`` (``update``, ``double``, ``huber``,
+    ``n_step``)."""
+
+    positive: tuple[str, ...] = ("lr", "minibatch_size", "update_frequency", "gradient_steps",
+                                 "target_update_frequency", "replay_buffer_size")
+
+    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        super().__init__(name, device, hyperparameters)
+        self._build_q(env, device, hyperparameters)
+
+    @property
+    def double(self) -> bool:
+        """Double-Q bootstrap (the ``double`` hyperparameter)."""
+        return bool(self.hyperparameters.get("double", False))
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
         hp = self.hyperparameters
         return rainbow_trainer(policy, hp["discount_factor"], double=self.double,
                                huber=hp.get("huber", True), n_step=self.n_step,
                                update=hp.get("update", "q_learning"))
-
-    def test_agent(self) -> DQNTestAgent:
-        policy = rainbow_policy(self._q(copy.deepcopy(self.model)), self.num_actions)
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])

@@ -22,7 +22,7 @@ from looprl.core import ParallelPreset, Preset, Trainer
 from looprl.presets.common import cap_minibatch, policy_network, require_positive
 from looprl.presets.parts import check_parts
 
-__all__ = ["ActorCriticPreset", "OnPolicyPreset", "linear"]
+__all__ = ["ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear"]
 
 
 class linear:  # noqa: N801 -- used like a function: linear(3e-4)
@@ -38,7 +38,8 @@ class linear:  # noqa: N801 -- used like a function: linear(3e-4)
 
 class ActorCriticPreset(Preset):
     """A preset whose policy is an ``ActorCriticPolicy`` over its network (``_build``: the
-    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default).
+    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default), and
+    whose ``_wrap`` puts the local agent in the family's bodies.
 
     Args:
         env: the environment the preset is built for (its spaces size the network).
@@ -82,15 +83,38 @@ class ActorCriticPreset(Preset):
                                       device=device, name=self.algorithm.lower(), logger=logger)
         return ActorCriticPolicy(approximation, self.head)
 
+    def _wrap(self, agent: Any) -> Any:
+        """Bodies around the local agent (none by default)."""
+        return agent
+
     def test_agent(self) -> ActorCriticTestAgent:
         """The most likely action under a copy of the current parameters."""
         return ActorCriticTestAgent(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)),
                                                       self.head))
 
 
-class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
+class OnPolicyAgentPreset(ParallelPreset):
+    """A parallel preset whose local agent is an ``OnPolicyAgent`` of its ``policy`` and
+    ``trainer`` over ``n_envs`` environments and ``n_steps`` segments, in the family's bodies
+    (``_wrap``): the on-policy presets and VQN / VSarsa (``classic_control.vqn``)."""
+
+    def _wrap(self, agent: Any) -> Any:
+        """Bodies around the local agent (none by default)."""
+        return agent
+
+    def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
+        policy = self.policy(logger)
+        agent = OnPolicyAgent(policy, self.trainer(policy, train_steps),
+                              n_envs=self.n_envs, n_steps=self.n_steps, logger=logger)
+        return self._wrap(agent)
+
+    def parallel_test_agent(self) -> Any:
+        return self.test_agent()
+
+
+class OnPolicyPreset(ActorCriticPreset, OnPolicyAgentPreset):
     """Base of the parallel on-policy presets (see the module docstring): ``n_steps``
-    defaults to 1, and ``_wrap`` puts the local ``OnPolicyAgent`` in the family's bodies."""
+    defaults to 1, and the local agent is an ``OnPolicyAgent``."""
 
     positive: tuple[str, ...] = ("n_envs",)
 
@@ -105,16 +129,3 @@ class OnPolicyPreset(ActorCriticPreset, ParallelPreset):
     def updates(self, train_steps: float) -> float:
         """Trainer steps in ``train_steps`` env steps (one per ``n_envs * n_steps``)."""
         return train_steps / (self.n_envs * self.n_steps)
-
-    def _wrap(self, agent: Any) -> Any:
-        """Bodies around the local agent (none by default)."""
-        return agent
-
-    def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
-        policy = self.policy(logger)
-        agent = OnPolicyAgent(policy, self.trainer(policy, train_steps), n_envs=self.n_envs,
-                              n_steps=self.n_steps, logger=logger)
-        return self._wrap(agent)
-
-    def parallel_test_agent(self) -> ActorCriticTestAgent:
-        return self.test_agent()

@@ -29,11 +29,10 @@ from typing import Any
 from looprl.agents.dqn import UPDATES as Q_UPDATES
 from looprl.approximation import LinearScheduler
 from looprl.core.suggest import did_you_mean
-from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
 __all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "beta_schedule", "check_parts",
-           "choose", "epsilon_schedule", "exploration_policy", "replay_buffer"]
+           "choose", "epsilon_schedule", "exploration_policy"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
 UPDATES = (*tuple(Q_UPDATES)[:3], "ppo", "ppg", "sac")  # sarsa: VSarsa's own
@@ -80,23 +79,6 @@ def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: 
     if name == "ez_greedy":
         return EZGreedyPolicy(q, num_actions, hp["epsilon"], mu=hp["ez_mu"])
     return BoltzmannPolicy(q, num_actions, hp["temperature"])
-
-
-def replay_buffer(name: str, hp: dict[str, Any], device: Any, train_steps: float,
-                  n_step: int = 1) -> Any:
-    """The replay buffer ``name`` (``uniform``, ``prioritized`` or ``nstep``) of
-    ``replay_buffer_size`` transitions.
-
-    Prioritized replay uses ``alpha``, and ``beta`` annealed to 1 over the gradient steps of
-    ``train_steps`` frames; ``nstep`` stores ``n_steps``-step windows in uniform replay
-    (``n_step`` > 1 does so for the others too).
-    """
-    if name == "nstep":
-        name, n_step = "uniform", hp["n_steps"]
-    if name == "uniform":
-        return ExperienceReplayBuffer(hp["replay_buffer_size"], device=device, n_step=n_step)
-    return PrioritizedReplayBuffer(hp["replay_buffer_size"], alpha=hp["alpha"], device=device,
-                                   beta=beta_schedule(hp, train_steps), n_step=n_step)
 
 
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:

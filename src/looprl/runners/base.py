@@ -31,6 +31,7 @@ public experiment API only. The dictionaries it returns:
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from collections.abc import Sequence
@@ -261,11 +262,9 @@ class Runner:
         returns = self.experiment.test(episodes=episodes)
         if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
             returns = [sum(values) for values in zip(*returns.values())]
-        results = summary(returns)
-        if self.test_env is not None:  # held-out instances: the evaluation's result
-            held_out = summary(self.experiment.test(episodes=episodes, env=self.test_env))
-            results = {**held_out, "train_set": results, "test_set": held_out}
-        return {**results, "step": self.experiment.frame}
+        held_out = (None if self.test_env is None
+                    else self.experiment.test(episodes=episodes, env=self.test_env))
+        return {**summary(returns, held_out), "step": self.experiment.frame}
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
@@ -282,9 +281,24 @@ class Runner:
         self.preset = None
 
 
-def summary(returns: list[float]) -> dict[str, Any]:
-    """Mean, standard deviation, the returns and their number (``EVAL_KEYS`` but ``step``)."""
+def import_extra(module: str, needs: str, extra: str) -> Any:
+    """The module ``module``, or an ``ImportError`` saying ``{needs}: pip install
+    looprl[{extra}]``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{needs}: pip install looprl[{extra}]") from None
+
+
+def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:
+    """Mean, standard deviation, the returns and their number (``EVAL_KEYS`` but ``step``);
+    with the returns on ``held_out`` instances, theirs (the evaluation's result), and both
+    sets' under ``train_set`` and ``test_set``."""
     returns = [float(r) for r in returns]
-    return {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
-            "std_eval_reward": float(np.std(returns)) if returns else math.nan,
-            "returns": returns, "episodes": len(returns)}
+    results = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+               "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+               "returns": returns, "episodes": len(returns)}
+    if held_out is None:
+        return results
+    test_set = summary(held_out)
+    return {**test_set, "train_set": results, "test_set": test_set}

@@ -15,6 +15,7 @@ directory ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Mapping
@@ -129,17 +130,6 @@ class ESRunner(Runner):
             self.apply_parameters(params)
         return values
 
-    def _fitness(self, individual: np.ndarray) -> tuple[float, dict[str, Any]]:
-        values = self.apply_individual(individual)
-        try:
-            if self.train_agent:
-                self.train(self.num_steps_per_iteration)
-            fitness = self.evaluate()["mean_eval_reward"]
-        except FloatingPointError as error:  # a diverging individual is the worst one
-            log.warning("ES individual %s diverged: %s", values, error)
-            return -math.inf, values
-        return (fitness if math.isfinite(fitness) else -math.inf), values
-
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual.
@@ -173,7 +163,15 @@ class ESRunner(Runner):
         label = self.label_next_run if self.fresh_agents else self.label_run
         label(f"gen{iteration:03d}_ind{index:03d}", generation=iteration, individual=index,
               values=values)
-        fitness, values = self._fitness(individual)
+        self.apply_individual(individual)
+        try:
+            if self.train_agent:
+                self.train(self.num_steps_per_iteration)
+            fitness = self.evaluate()["mean_eval_reward"]
+        except FloatingPointError as error:  # a diverging individual is the worst one
+            log.warning("ES individual %s diverged: %s", values, error)
+            fitness = -math.inf
+        fitness = fitness if math.isfinite(fitness) else -math.inf
         if fitness > self._best["fitness"] or "values" not in self._best:
             self._best = {"fitness": fitness, "iteration": iteration, "individual": index,
                           "values": values,
@@ -181,15 +179,9 @@ class ESRunner(Runner):
             if self.fresh_agents:
                 self._keep_best_agent()
             else:  # the network as evaluated (trained from the individual's parameters)
-                self._best_network = self._network_or_none()
+                with contextlib.suppress(TypeError):  # (a preset without a ``model``: None)
+                    self._best_network = self.parameter_vector()
         return fitness, values
-
-    def _network_or_none(self) -> np.ndarray | None:
-        """The network's parameter vector; ``None`` for a preset without a ``model``."""
-        try:
-            return self.parameter_vector()
-        except TypeError:
-            return None
 
     def _keep_best_agent(self) -> None:
         """Keep the current agent (the best so far) open; close the one it replaces."""

@@ -15,22 +15,15 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from looprl.runners.base import Runner
+from looprl.runners.base import Runner, import_extra
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 
 log = logging.getLogger(__name__)
 
-SAMPLERS: tuple[str, ...] = ("random", "tpe")
-PRUNERS: tuple[str, ...] = ("hyperband", "median", "none", "successive_halving")
-
-
-def import_optuna() -> Any:
-    """The ``optuna`` module, or an ``ImportError`` saying how to install it."""
-    try:
-        import optuna
-    except ImportError:
-        raise ImportError("OptunaRunner needs Optuna: pip install looprl[hpo]") from None
-    return optuna
+#: the samplers and pruners by name: their class in ``optuna.samplers`` / ``optuna.pruners``
+SAMPLERS = {"random": "RandomSampler", "tpe": "TPESampler"}
+PRUNERS = {"hyperband": "HyperbandPruner", "median": "MedianPruner", "none": "NopPruner",
+           "successive_halving": "SuccessiveHalvingPruner"}
 
 
 class OptunaRunner(Runner):
@@ -57,7 +50,7 @@ class OptunaRunner(Runner):
                  pruner: Any = "median", **kwargs: Any):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
-        self.optuna = import_optuna()
+        self.optuna = import_extra("optuna", "OptunaRunner needs Optuna", "hpo")
         if not 1 <= int(n_evaluations) <= int(num_steps):
             raise ValueError(f"n_evaluations must be in [1, num_steps={num_steps}], "
                              f"got {n_evaluations!r}")
@@ -101,16 +94,14 @@ class OptunaRunner(Runner):
         return journal.JournalStorage(journal.JournalFileBackend(os.fspath(storage)))
 
     def _sampler(self, seed: int) -> Any:
-        samplers = self.optuna.samplers
-        named = {"tpe": samplers.TPESampler, "random": samplers.RandomSampler}
-        return named[self.sampler](seed=seed) if isinstance(self.sampler, str) else self.sampler
+        if not isinstance(self.sampler, str):
+            return self.sampler
+        return getattr(self.optuna.samplers, SAMPLERS[self.sampler])(seed=seed)
 
     def _pruner(self) -> Any:
-        pruners = self.optuna.pruners
-        named = {"median": pruners.MedianPruner, "none": pruners.NopPruner,
-                 "hyperband": pruners.HyperbandPruner,
-                 "successive_halving": pruners.SuccessiveHalvingPruner}
-        return named[self.pruner]() if isinstance(self.pruner, str) else self.pruner
+        if not isinstance(self.pruner, str):
+            return self.pruner
+        return getattr(self.optuna.pruners, PRUNERS[self.pruner])()
 
     # -- trials ------------------------------------------------------------------------
     def objective(self, trial: Any) -> float:
@@ -143,10 +134,9 @@ class OptunaRunner(Runner):
                        callbacks=[_log_trial])
         self.close()
         history = [_record(t) for t in study.trials]
-        complete = [t for t in study.trials if t.state.name == "COMPLETE"]
         best = None
         eval_results: dict[str, Any] = {}
-        if complete:
+        if any(t.state.name == "COMPLETE" for t in study.trials):
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
             self.label_next_run("best", trial=trial.number, values=dict(trial.params))
@@ -155,12 +145,11 @@ class OptunaRunner(Runner):
             eval_results = self.evaluate()
         else:
             log.warning("No trial of study %r completed: nothing to evaluate", self.study_name)
-        results = {"step": len(study.trials), "best": best, "history": history,
-                   "study_name": self.study_name}
-        return results, eval_results
+        return ({"step": len(study.trials), "best": best, "history": history,
+                 "study_name": self.study_name}, eval_results)
 
 
-def _check_name(kind: str, value: Any, valid: tuple[str, ...]) -> Any:
+def _check_name(kind: str, value: Any, valid: dict[str, str]) -> Any:
     if isinstance(value, str) and value not in valid:
         raise ValueError(f"Unknown {kind} {value!r}; valid: {', '.join(valid)} "
                          f"(or an Optuna {kind} object)")

@@ -25,7 +25,7 @@ from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
-from looprl.runners.base import Runner
+from looprl.runners.base import Runner, import_extra
 from looprl.runners.space import float_range, search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
@@ -40,11 +40,7 @@ def tune_name(key: str) -> str:
 
 def import_tune() -> Any:
     """Ray Tune, or an ``ImportError`` saying how to install it."""
-    try:
-        from ray import tune
-    except ImportError:
-        raise ImportError("PBTRunner needs Ray Tune: pip install looprl[distributed]") from None
-    return tune
+    return import_extra("ray.tune", "PBTRunner needs Ray Tune", "distributed")
 
 
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:

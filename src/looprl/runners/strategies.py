@@ -1,6 +1,8 @@
 """Evolution strategies with an ask/tell interface, chosen by name.
 
-Both *maximise*: ``tell`` takes shaped fitness where higher is better.
+Both have a ``mean`` (the search distribution's), ``ask() -> population`` (one individual per
+row) and ``tell(population, fitness)``, and both *maximise*: ``tell`` takes shaped fitness
+where higher is better.
 
 * ``"cma"``: CMA-ES from the ``cma`` package (``CMAEvolutionStrategy``, which minimises:
   the fitness is negated for it). Above ``DIAGONAL_ABOVE`` dimensions (network parameters)
@@ -12,24 +14,14 @@ Both *maximise*: ``tell`` takes shaped fitness where higher is better.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from looprl.runners.base import import_extra
+
 #: Dimensions above which CMA-ES keeps a diagonal covariance matrix.
 DIAGONAL_ABOVE = 200
-
-
-class Strategy(Protocol):
-    """What the ES runner needs of a strategy."""
-
-    mean: np.ndarray
-
-    def ask(self) -> np.ndarray:
-        """The next population, one individual per row."""
-
-    def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
-        """Update from the population ``ask`` returned and its fitness (higher is better)."""
 
 
 class OpenAIES:
@@ -47,13 +39,11 @@ class OpenAIES:
         self.popsize = int(popsize)
         self.learning_rate = float(learning_rate)
         self._rng = np.random.default_rng(seed)
-        self._eps: np.ndarray | None = None
 
     def ask(self) -> np.ndarray:
         """``popsize`` individuals: ``mean + sigma * eps`` for ``eps`` and ``-eps``."""
         half = self._rng.standard_normal((self.popsize // 2, self.mean.size))
-        self._eps = np.concatenate([half, -half])
-        return self.mean + self.sigma * self._eps
+        return self.mean + self.sigma * np.concatenate([half, -half])
 
     def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
         """One gradient step of the mean on the (shaped) fitness of ``solutions``."""
@@ -69,11 +59,7 @@ class CMAES:
 
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                  options: dict[str, Any] | None = None):
-        try:
-            import cma
-        except ImportError:
-            raise ImportError("The cma strategy needs the cma package: "
-                              "pip install looprl[hpo]") from None
+        cma = import_extra("cma", "The cma strategy needs the cma package", "hpo")
         rng = np.random.default_rng(seed)
         x0 = np.asarray(x0, dtype=np.float64)
         settings = {"popsize": int(popsize), "seed": np.nan, "verbose": -9,
@@ -99,7 +85,7 @@ STRATEGIES: tuple[str, ...] = ("cma", "openai")
 
 
 def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: int,
-                  options: dict[str, Any] | None = None) -> Strategy:
+                  options: dict[str, Any] | None = None) -> CMAES | OpenAIES:
     """The strategy called ``name`` (``"cma"`` or ``"openai"``); ``options`` go to it
     (cma's options, or ``{"learning_rate": ...}`` for openai)."""
     if name == "cma":

@@ -26,7 +26,6 @@ class C51AtariPreset(AtariReplayPreset):
 
     algorithm = "C51"
     positive = (*AtariReplayPreset.positive, "atoms")
-    distributional = True
 
     def _build(self, env: Any) -> CategoricalQHead:
         hp = self.hyperparameters

@@ -3,22 +3,18 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import gymnasium as gym
-import torch
-from torch import nn, optim
+from torch import nn
 
 from looprl.agents.dqn import DQN
 from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
-from looprl.nn import SharedActorCritic
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.common import require_discrete_actions
 from looprl.presets.off_policy import QPreset
-from looprl.presets.parts import beta_schedule
 
 
 def require_frames(env: Any, algorithm: str) -> int:
@@ -69,47 +65,17 @@ class NatureActorCritic(DeepMindBody):
         return model, CategoricalHead(num_actions)
 
 
-class SplitLearningRates:
-    """``_optimizer`` of a ``SharedActorCritic``: Adam at ``lr_pi`` for the body and the policy
-    head (as the autonomous-learning-library's feature network) and ``lr_v`` for the value
-    head."""
-
-    hyperparameters: dict[str, Any]
-
-    def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
-        hp = self.hyperparameters
-        groups = [
-            {"params": [*model.body.parameters(), *model.policy_head.parameters()],
-             "lr": hp["lr_pi"]},
-            {"params": model.value_head.parameters(), "lr": hp["lr_v"]},
-        ]
-        return optim.Adam(groups, eps=hp["eps"], fused=True)
-
-
 class AtariReplayPreset(DeepMindBody, QPreset):
     """Base of the Atari DQN family: a ``QPreset`` whose replay is the frame ring that
     stores each frame once (``AtariReplayBuffer`` of ``replay_buffer_size`` slots, or with
     ``prioritized`` ``PrioritizedAtariReplayBuffer``, beta annealed to 1) with ``n_steps``-step
     windows (1 without that hyperparameter), and whose local agent wears the DeepMind bodies.
     On Ray the trainer worker keeps the same ring and fills it from the actors' segments
-    (``remote_replay``: ``"atari_uniform"`` or ``"atari_prioritized"``).
+    (``learning``: ``"atari_uniform"`` or ``"atari_prioritized"``).
     """
 
-    @property
-    def n_step(self) -> int:
-        return int(self.hyperparameters.get("n_steps", 1))
-
-    def replay_buffer(self, train_steps: float = math.inf) -> AtariReplayBuffer:
-        hp = self.hyperparameters
-        size, device = hp["replay_buffer_size"], self.device
-        if not self.prioritized:
-            return AtariReplayBuffer(size, device, n_step=self.n_step)
-        return PrioritizedAtariReplayBuffer(size, device, n_step=self.n_step, alpha=hp["alpha"],
-                                            beta=beta_schedule(hp, train_steps))
-
-    def remote_replay(self, train_steps: float = math.inf) -> tuple[str, dict[str, Any]]:
-        kind, args = super().remote_replay(train_steps)
-        return f"atari_{kind}", args
+    replays = (AtariReplayBuffer, PrioritizedAtariReplayBuffer)
+    remote_prefix = "atari_"
 
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any, **schedule: Any
                ) -> Any:

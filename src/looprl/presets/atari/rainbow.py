@@ -40,9 +40,5 @@ class RainbowAtariPreset(AtariReplayPreset):
                               hp["hidden"], hp["sigma"], dueling=hp["dueling"], noisy=hp["noisy"],
                               distributional=hp["distributional"])
 
-    @property
-    def distributional(self) -> bool:  # type: ignore[override]
-        return bool(self.hyperparameters["distributional"])
-
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowAtariPreset)

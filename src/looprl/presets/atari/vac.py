@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.presets.atari.common import NatureActorCritic, SplitLearningRates
+from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vac import VACClassicControlPreset
 from looprl.presets.classic_control.vac import default_hyperparameters as classic_defaults
@@ -24,7 +24,7 @@ default_hyperparameters: dict[str, Any] = derived(
 )
 
 
-class VACAtariPreset(NatureActorCritic, SplitLearningRates, VACClassicControlPreset):
+class VACAtariPreset(NatureActorCritic, VACClassicControlPreset):
     """Builds online actor-critic agents over ``n_envs`` Atari environments: the
     classic-control preset's trainer with the shared Nature actor-critic."""
 

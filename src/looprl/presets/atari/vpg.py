@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from looprl.presets.atari.common import NatureActorCritic, SplitLearningRates
+from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.atari.vac import default_hyperparameters as vac_defaults
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.vpg import VPGClassicControlPreset
@@ -22,14 +22,11 @@ default_hyperparameters: dict[str, Any] = derived(vac_defaults, drop=("n_envs",)
                                                   min_batch_size=1000)
 
 
-class VPGAtariPreset(NatureActorCritic, SplitLearningRates, VPGClassicControlPreset):
+class VPGAtariPreset(NatureActorCritic, VPGClassicControlPreset):
     """Builds VPG agents for a single Atari environment (``VPGClassicControlPreset``'s agent
     and trainer with the shared Nature actor-critic and the DeepMind bodies)."""
 
     positive = ("lr_pi", "lr_v", "min_batch_size")
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        return self._wrap(super().agent(logger, train_steps))
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGAtariPreset)

@@ -15,7 +15,7 @@ import torch
 from torch import optim
 
 from looprl.agents.a2c import A2CTrainer
-from looprl.nn import MLP, ActorCritic
+from looprl.nn import MLP, ActorCritic, SharedActorCritic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_discrete_actions, require_flat_observations
@@ -47,9 +47,12 @@ def separate_mlps(env: Any, hidden: int, algorithm: str) -> tuple[ActorCritic, C
 
 
 class SeparateMLPs:
-    """``_build`` and ``_optimizer`` of the A2C, VAC and VPG classic-control presets:
-    ``separate_mlps``, and Adam with the actor's and the critic's learning rates (the
-    hyperparameters ``lr_keys`` names) as two parameter groups."""
+    """``_build`` and ``_optimizer`` of the A2C, VAC and VPG presets: ``separate_mlps``
+    (the Atari ones build their own network), and Adam with the policy's and the value's
+    learning rates (the hyperparameters ``lr_keys`` names) as two parameter groups: of an
+    ``ActorCritic`` the actor's and the critic's parameters, of a ``SharedActorCritic`` the
+    body's and the policy head's (as the autonomous-learning-library's feature network), and
+    the value head's."""
 
     algorithm: str
     hyperparameters: dict[str, Any]
@@ -59,12 +62,15 @@ class SeparateMLPs:
     def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
         return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
 
-    def _optimizer(self, model: ActorCritic) -> torch.optim.Optimizer:
+    def _optimizer(self, model: ActorCritic | SharedActorCritic) -> torch.optim.Optimizer:
         hp = self.hyperparameters
-        groups = [
-            {"params": model.actor.parameters(), "lr": hp[self.lr_keys[0]]},
-            {"params": model.critic.parameters(), "lr": hp[self.lr_keys[1]]},
-        ]
+        if isinstance(model, SharedActorCritic):
+            policy = [*model.body.parameters(), *model.policy_head.parameters()]
+            value = model.value_head.parameters()
+        else:
+            policy, value = model.actor.parameters(), model.critic.parameters()
+        groups = [{"params": policy, "lr": hp[self.lr_keys[0]]},
+                  {"params": value, "lr": hp[self.lr_keys[1]]}]
         return optim.Adam(groups, eps=hp["eps"], fused=True)
 
 

@@ -27,7 +27,6 @@ class C51ClassicControlPreset(QPreset):
 
     algorithm = "C51"
     positive = (*QPreset.positive, "hidden", "atoms")
-    distributional = True
 
     def _build(self, env: Any) -> CategoricalQHead:
         hidden, atoms = self.hyperparameters["hidden"], self.hyperparameters["atoms"]

@@ -14,6 +14,8 @@ from typing import Any
 
 from torch import nn
 
+from looprl.agents.dqn import DQNPolicy
+from looprl.agents.rainbow import rainbow_policy
 from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
@@ -76,17 +78,9 @@ class RainbowClassicControlPreset(QPreset):
         obs_dim = require_flat_observations(env, self.algorithm)
         return rainbow_model(obs_dim, self.num_actions, self.hyperparameters)
 
-    @property
-    def distributional(self) -> bool:  # type: ignore[override]
-        return bool(self.hyperparameters["distributional"])
-
-    def _epsilon(self) -> Any:
+    def _policy(self, q: Any) -> DQNPolicy:
         hp = self.hyperparameters
-        return 0.0 if hp["noisy"] else epsilon_schedule(hp)
-
-    @property
-    def n_step(self) -> int:
-        return self.hyperparameters["n_steps"]
+        return rainbow_policy(q, self.num_actions, 0.0 if hp["noisy"] else epsilon_schedule(hp))
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowClassicControlPreset)

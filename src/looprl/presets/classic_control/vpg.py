@@ -53,8 +53,9 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> VPG:
         policy = self.policy(logger)
-        return VPG(policy, self.trainer(policy, train_steps),
-                   min_batch_size=self.hyperparameters["min_batch_size"], logger=logger)
+        return self._wrap(VPG(policy, self.trainer(policy, train_steps),
+                              min_batch_size=self.hyperparameters["min_batch_size"],
+                              logger=logger))
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGClassicControlPreset)

@@ -18,25 +18,18 @@ over the training budget, which lets the online updates settle. The short horizo
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
-from torch import nn, optim
+from torch import nn
 
-from looprl.agents.dqn import DQNPolicy, DQNTestAgent, DQNTrainer
-from looprl.agents.on_policy import OnPolicyAgent
-from looprl.approximation import FixedTarget, LinearLR, QNetwork
-from looprl.core import DummyLogger, ParallelPreset
+from looprl.agents.dqn import DQNPolicy, DQNTrainer
+from looprl.approximation import LinearLR
 from looprl.nn import MLP
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import (
-    policy_network,
-    require_discrete_actions,
-    require_flat_observations,
-    require_positive,
-)
-from looprl.presets.parts import epsilon_schedule
+from looprl.presets.common import require_flat_observations
+from looprl.presets.off_policy import QNetworkPreset
+from looprl.presets.on_policy import OnPolicyAgentPreset
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.95,
@@ -55,36 +48,24 @@ default_hyperparameters: dict[str, Any] = {
 }
 
 
-class OnlineClassicControlPreset(ParallelPreset):
-    """Shared by the VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs``."""
+class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
+    """Shared by the VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs``
+    (``QNetworkPreset``'s policy: epsilon-greedy, ``target_update_frequency`` 0: no target
+    network)."""
 
     algorithm = "VQN"
-    #: hyperparameters that must be positive
     positive: tuple[str, ...] = ("lr", "n_envs", "hidden")
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, *self.positive)
         self.n_envs = hyperparameters["n_envs"]
-        self.num_actions = require_discrete_actions(env, self.algorithm)
-        self.model = self._build(env).to(device)
+        self._build_q(env, device, hyperparameters)
 
     def _build(self, env: Any) -> nn.Module:
         """The Q-network: two ReLU layers of ``hidden`` units."""
         obs_dim = require_flat_observations(env, self.algorithm)
         hidden = self.hyperparameters["hidden"]
         return MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
-
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> DQNPolicy:
-        """Epsilon-greedy over the Q-network (a copy with ``copy_model``) on ``device``."""
-        hp = self.hyperparameters
-        model = policy_network(self, device, copy_model)
-        optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
-        period = hp["target_update_frequency"]  # 0: no target network
-        q = QNetwork(model, optimizer, clip_grad=hp["clip_grad"], logger=logger or DummyLogger(),
-                     target=FixedTarget(period) if period else None)
-        return DQNPolicy(q, self.num_actions, epsilon_schedule(hp))
 
     #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
     update = "q_learning"
@@ -97,22 +78,6 @@ class OnlineClassicControlPreset(ParallelPreset):
             updates = max(int(train_steps / self.n_envs), 1)
             policy.q.lr_scheduler = LinearLR(policy.q.optimizer, updates)
         return DQNTrainer(policy, hp["discount_factor"], update=self.update, huber=hp["huber"])
-
-    def _wrap(self, agent: Any) -> Any:
-        """Bodies around the local agent (none for classic control)."""
-        return agent
-
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Any:
-        policy = self.policy(logger)
-        trainer = self.trainer(policy, train_steps)
-        return self._wrap(OnPolicyAgent(policy, trainer, self.n_envs, n_steps=1, logger=logger))
-
-    def test_agent(self) -> DQNTestAgent:
-        policy = DQNPolicy(QNetwork(copy.deepcopy(self.model)), self.num_actions)
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
-
-    def parallel_test_agent(self) -> DQNTestAgent:
-        return self.test_agent()
 
 
 vqn = PresetBuilder("vqn", default_hyperparameters, OnlineClassicControlPreset)

@@ -193,20 +193,18 @@ class IndependentPresetBuilder(PresetBuilder):
     def __init__(self, builders: PresetBuilder | dict[str, PresetBuilder],
                  name: str = "independent"):
         self.builders = builders
+        self._builders = list(builders.values()) if isinstance(builders, dict) else [builders]
         defaults: dict[str, Any] = {}
-        for builder in self._all_builders():
+        for builder in self._builders:
             for key, value in builder.hyperparameter_defaults.items():
                 defaults.setdefault(key, value)
         super().__init__(name, defaults, IndependentMultiagentPreset)
         self._hyperparameters = {}  # the overrides only: each builder keeps its defaults
 
-    def _all_builders(self) -> list[PresetBuilder]:
-        return list(self.builders.values()) if isinstance(self.builders, dict) else [self.builders]
-
     def hyperparameters(self, **hyperparameters: Any) -> IndependentPresetBuilder:
         """Override hyperparameters of the agents' builders that have them."""
         checked = super().hyperparameters(**hyperparameters)  # unknown names fail here
-        for builder in self._all_builders():  # type errors now rather than at build()
+        for builder in self._builders:  # type errors now rather than at build()
             defaults = builder.hyperparameter_defaults
             builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
         return checked
