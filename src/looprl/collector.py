@@ -102,10 +102,6 @@ class EnvRunner:
         frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
     """
 
-    #: some copy of a vector environment is over (set by ``_receive_all``; ``True`` is right in
-    #: any state, for runners pickled before it was kept)
-    _ended = True
-
     def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
                  n_envs: int = 1, segment_length: int = 64, default_policy_state: Any = None,
                  groups: int = 1, seed: int = 0, exploration: float | None = None,
@@ -142,6 +138,7 @@ class EnvRunner:
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self._restart = False  # the next step resets every copy (``truncate``)
+        self._ended = False  # some copy of a vector environment is over (``_receive_all``)
         self._flags: dict[int, np.ndarray] = {}
         self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
         self.hub = hub
@@ -471,11 +468,6 @@ class _VectorCopies:
         self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
         self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
         self.everyone.flags.writeable = False
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "everyone" not in state:  # (pickled before it was kept)
-            self.__init__(self.env, self.process)
 
     def reset(self, runner: EnvRunner, seed: int | None) -> None:
         state = self.env.reset(seed=seed) if seed is not None else self.env.reset()

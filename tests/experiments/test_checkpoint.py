@@ -123,7 +123,7 @@ def test_no_checkpoint_and_unpicklable_parts_give_clear_errors(tmp_path) -> None
     with pytest.raises(TypeError, match="cannot be checkpointed.*bound methods"):
         save_checkpoint(experiment)
     assert not list(Path(experiment.logger.log_dir).glob("checkpoint.pt*"))
-    with pytest.raises(ValueError, match="checkpoint_every must be a positive"):
+    with pytest.raises(ValueError, match="checkpoint_every must be positive"):
         make_experiment(preset, env, logdir=str(tmp_path), quiet=True, checkpoint_every=0)
 
 

@@ -137,7 +137,7 @@ def test_image_observations_uint8_and_feature_extractor_and_factory():
     rnd = RND(seed=0)
     metrics = {"transition": {"next_state": frames, "reward": torch.zeros(2)}}
     rnd.get_reward(metrics)
-    assert isinstance(rnd.rnd_net.target[1], nn.Conv2d)
+    assert isinstance(rnd.rnd_net.target[0].layers[0], nn.Conv2d)
     # uint8 frames are scaled by 1/255: the same error as the float frames / 255
     torch.testing.assert_close(rnd.rnd_net.get_error(frames),
                                rnd.rnd_net.get_error(frames.float() / 255.0))
@@ -247,5 +247,5 @@ def test_update_every_trains_the_predictor_at_every_nth_update_only():
         rnd.update_predictor(metrics)
         losses.append("rnd" in metrics["losses"])
     assert losses == [False, False, True, False, False, True, False]
-    with pytest.raises(ValueError, match="update_every must be >= 1"):
+    with pytest.raises(ValueError, match="update_every must be positive"):
         RND(update_every=0)

@@ -80,7 +80,7 @@ def test_window_counts_episodes_and_value_measure_orders_by_start_value():
 def test_bad_inputs():
     with pytest.raises(ValueError, match="Unknown SPaCE measure 'reward'. Valid: value, return"):
         SPaCE(measure="reward")
-    with pytest.raises(ValueError, match="increment must be a positive integer"):
+    with pytest.raises(ValueError, match="increment must be positive"):
         SPaCE(increment=0)
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         SPaCE().setup({"env": GymEnvironment("CartPole-v1")})

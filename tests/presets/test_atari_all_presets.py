@@ -25,7 +25,7 @@ from looprl.memory.atari_replay import (  # noqa: E402
     AtariReplayBuffer,
     PrioritizedAtariReplayBuffer,
 )
-from looprl.nn.cnn import nature_c51, nature_rainbow, nature_value  # noqa: E402
+from looprl.nn.cnn import nature_c51, nature_dqn, nature_rainbow  # noqa: E402
 from looprl.presets import load_preset  # noqa: E402
 
 NAMES = ["a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]
@@ -143,7 +143,7 @@ def test_atari_model_shapes(distributional: bool, dueling: bool) -> None:
         assert torch.allclose(out.sum(-1), torch.ones(3, 6))
     probs = nature_c51(6, 11)(frames)
     assert probs.shape == (3, 6, 11) and torch.allclose(probs.sum(-1), torch.ones(3, 6))
-    assert nature_value()(frames).shape == (3, 1)
+    assert nature_dqn(1)(frames).shape == (3, 1)
 
 
 def test_published_hyperparameters() -> None:

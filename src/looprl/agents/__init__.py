@@ -52,11 +52,9 @@ __all__ = ["A2CTrainer", "ActorCriticNetwork", "ActorCriticPolicy", "ActorCritic
 
 # Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and
 # Policy(type_=name, args=dict(...)).
-register_trainer("ppo", PPOTrainer)
-register_trainer("ppg", PPGTrainer)
-register_trainer("a2c", A2CTrainer)
-register_trainer("vac", VACTrainer)
-register_trainer("dqn", DQNTrainer)
+for _name, _trainer in {"ppo": PPOTrainer, "ppg": PPGTrainer, "a2c": A2CTrainer,
+                        "vac": VACTrainer, "dqn": DQNTrainer}.items():
+    register_trainer(_name, _trainer)
 for _name in VARIANTS:
     register_policy(_name, variant(_name))
 register_policy("q-network", q_network_policy)

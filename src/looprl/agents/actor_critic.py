@@ -60,8 +60,8 @@ from looprl.core import (
     StateArray,
     deterministic_rows,
 )
-from looprl.core.namedarray import NamedArray, namedarray
-from looprl.nn.fields import Backbone, as_tensor, field_shapes
+from looprl.core.namedarray import NamedArray, as_tensor, namedarray
+from looprl.nn.fields import Backbone, field_shapes
 from looprl.policies.distributions import CategoricalHead, GaussianHead
 
 __all__ = [

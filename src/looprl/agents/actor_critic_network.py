@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.namedarray import NamedArray, namedarray
+from looprl.core.namedarray import NamedArray, as_tensor, namedarray
 from looprl.nn import ActorCriticModel, orthogonal_init
-from looprl.nn.fields import Backbone, as_tensor, observation_fields
+from looprl.nn.fields import Backbone, observation_fields
 from looprl.policies import MASKED_Q
 from looprl.policies.distributions import GaussianActor
 

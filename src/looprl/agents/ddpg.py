@@ -28,7 +28,7 @@ from looprl.agents.losses.continuous import (
 )
 from looprl.agents.losses.value import td_target
 from looprl.agents.replay import ReplayAgent
-from looprl.agents.segments import on_device
+from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.approximation import Approximation
 from looprl.core import (
     Agent,
@@ -39,7 +39,6 @@ from looprl.core import (
     SampleBatch,
     State,
     StateArray,
-    Trainer,
     TrainerStepResult,
     deterministic_rows,
 )
@@ -165,7 +164,7 @@ def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
     return obs[0], batch.action[0], batch.reward[1], obs[1], ~batch.done[1]
 
 
-class DDPGTrainer(Trainer):
+class DDPGTrainer(PolicyTrainer):
     """One critic update and one actor update per ``step`` (Lillicrap et al., 2016) of
     ``policy``'s actor (with its target network) and the critic ``q`` (an ``Approximation``
     of a ``ContinuousQ``, or a ``TwinQ``, with a target network); ``discount_factor``: gamma.
@@ -176,10 +175,6 @@ class DDPGTrainer(Trainer):
         self.q = q
         self.discount_factor = discount_factor
         self.steps = 0
-
-    @property
-    def policy(self) -> DDPGPolicy:
-        return self._policy
 
     def approximations(self) -> dict[str, Approximation]:
         """The critic ``q``, by its name."""

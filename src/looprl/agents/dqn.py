@@ -32,7 +32,7 @@ from looprl.agents.losses import (
     n_step_bootstrap,
 )
 from looprl.agents.replay import ReplayAgent
-from looprl.agents.segments import on_device
+from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
     Agent,
@@ -43,7 +43,6 @@ from looprl.core import (
     SampleBatch,
     State,
     StateArray,
-    Trainer,
     TrainerStepResult,
     deterministic_rows,
     merge_hyperparameters,
@@ -86,7 +85,6 @@ class DQNPolicy(Policy):
         self.approximation = q  # the optimized approximation
         self.device = q.device
         self.num_actions = num_actions
-        self.epsilon = epsilon
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
         self.version = 0
         self._generator = None if seed is None else torch.Generator(q.device).manual_seed(seed)
@@ -186,8 +184,7 @@ class DQNPolicy(Policy):
         """The exploration rate of each row (``rate``, else ``epsilon``): 0 on evaluation
         rows."""
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
-            epsilon = self.greedy.epsilon
-            rate = epsilon.value if hasattr(type(epsilon), "value") else epsilon
+            rate = self.greedy.current_epsilon()
         eps = torch.as_tensor(rate, dtype=torch.float32, device=self.device).flatten()
         if eps.numel() not in (1, rows):
             raise ValueError(f"exploration has {eps.numel()} rates for {rows} rows; give one "
@@ -270,7 +267,7 @@ UPDATES: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-class DQNTrainer(Trainer):
+class DQNTrainer(PolicyTrainer):
     """One gradient step of (n-step, double) Q-learning per ``step`` (registered ``"dqn"``).
 
     ``step(batch)`` learns ``Q(s_0, a_0)`` of each column of ``[T + 1, B]`` windows (one
@@ -307,10 +304,6 @@ class DQNTrainer(Trainer):
         self._rule = UPDATES[self.update]
         self.huber = huber
         self.steps = 0
-
-    @property
-    def policy(self) -> DQNPolicy:
-        return self._policy
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``hp/discount``."""

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from looprl.agents.segments import PolicyTrainer
 from looprl.core import (
     Agent,
     AgentWrapper,
@@ -239,7 +240,7 @@ class IndependentPolicy(Policy):
         )
 
 
-class IndependentTrainer(Trainer):
+class IndependentTrainer(PolicyTrainer):
     """One trainer per agent: ``step`` trains each agent's trainer on its own streams.
 
     Args:
@@ -257,10 +258,6 @@ class IndependentTrainer(Trainer):
         self._policy = policy
         self.trainers = list(trainers)
         self.steps = 0
-
-    @property
-    def policy(self) -> IndependentPolicy:
-        return self._policy
 
     def split(self, batch: SampleBatch) -> dict[int, SampleBatch]:
         """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, in the

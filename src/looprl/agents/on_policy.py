@@ -36,6 +36,7 @@ import torch
 from looprl.agents.losses import normalize, segment_gae
 from looprl.agents.losses.vtrace import segment_mask, vtrace
 from looprl.agents.segments import (
+    PolicyTrainer,
     common_units,
     explained_variance,
     prepare_sample,
@@ -65,7 +66,7 @@ logger = logging.getLogger(__name__)
 _REQUIRED = ("obs", "action", "reward", "done", "truncated", "log_prob")
 
 
-class OnPolicyTrainer(Trainer):
+class OnPolicyTrainer(PolicyTrainer):
     """Targets and minibatches of an on-policy actor-critic update; subclasses give the loss.
 
     Each ``step`` is one update (``epochs`` passes of minibatches; the loss parts are averaged
@@ -127,10 +128,6 @@ class OnPolicyTrainer(Trainer):
         self.updates = 0
         self._steps_in_update = 1  # optimizer steps of the current update (lr schedule)
         self._step_in_update = 0
-
-    @property
-    def policy(self) -> Policy:
-        return self._policy
 
     @property
     def progress(self) -> float:

@@ -79,7 +79,7 @@ class PPOTrainer(OnPolicyTrainer):
         if self._log_ratios:
             stats.update(ratio_stats(self._log_ratios, self._clip_now))
         if self._logits:
-            stats["entropy"] = mean_entropy(self._logits)
+            stats["entropy"] = minibatch_mean(self._logits, CategoricalHead.entropy)
         return {**stats, "clip": self._clip_now}
 
     def _weighs_entropy(self) -> bool:
@@ -103,25 +103,22 @@ class PPOTrainer(OnPolicyTrainer):
         return loss, parts
 
 
-def mean_entropy(logits: list[torch.Tensor]) -> torch.Tensor:
-    """The categorical entropy of each minibatch's ``logits``, averaged over its rows and
-    then over minibatches (as the loss parts are)."""
-    if all(x.shape == logits[0].shape for x in logits):
-        entropy = CategoricalHead.entropy(torch.stack(logits))
-        return entropy.mean(tuple(range(1, entropy.dim()))).mean()
-    return torch.stack([CategoricalHead.entropy(x).mean() for x in logits]).mean()
+def minibatch_mean(tensors: list[torch.Tensor], stat: Callable[[torch.Tensor], torch.Tensor]
+                   ) -> torch.Tensor:
+    """``stat`` of each minibatch's tensor, averaged over its rows and then over minibatches
+    (as the loss parts are): one computation over them stacked when they have one shape."""
+    if all(x.shape == tensors[0].shape for x in tensors):
+        values = stat(torch.stack(tensors))
+        return values.mean(tuple(range(1, values.dim()))).mean()
+    return torch.stack([stat(x).mean() for x in tensors]).mean()
 
 
 def ratio_stats(log_ratios: list[torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
     """``approx_kl`` (``mean((ratio - 1) - log ratio)``, Schulman's low-variance estimator)
     and ``clip_fraction`` (share of ``|ratio - 1| > clip``), each averaged over minibatches
     from their probability log-ratios."""
-    if all(x.shape == log_ratios[0].shape for x in log_ratios):
-        log_ratio = torch.stack(log_ratios)
-        ratio = log_ratio.exp()
-        dims = tuple(range(1, log_ratio.dim()))
-        approx_kl = ((ratio - 1.0) - log_ratio).mean(dims).mean()
-        clip_fraction = ((ratio - 1.0).abs() > clip).float().mean(dims).mean()
-        return {"approx_kl": approx_kl, "clip_fraction": clip_fraction}
-    parts = [ratio_stats([x], clip) for x in log_ratios]
-    return {key: torch.stack([p[key] for p in parts]).mean() for key in parts[0]}
+    return {
+        "approx_kl": minibatch_mean(log_ratios, lambda x: (x.exp() - 1.0) - x),
+        "clip_fraction": minibatch_mean(log_ratios,
+                                        lambda x: ((x.exp() - 1.0).abs() > clip).float()),
+    }

@@ -1,5 +1,6 @@
-"""Checks and statistics of ``SampleBatch`` segments, for the trainers that learn from them
-(``looprl.agents.on_policy``): the sample check, stream-major views, DDP unit counts, stats."""
+"""What the trainers share: their base (``PolicyTrainer``), and checks and statistics of the
+``SampleBatch`` segments they learn from (``looprl.agents.on_policy``): the sample check,
+stream-major views, DDP unit counts, stats."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ from typing import Any
 
 import torch
 
-from looprl.core import SampleBatch
+from looprl.core import SampleBatch, Trainer
 from looprl.core.namedarray import NamedArray, recursive_apply
+
+
+class PolicyTrainer(Trainer):
+    """A ``Trainer`` of the policy it was made with (its ``_policy``)."""
+
+    @property
+    def policy(self) -> Any:
+        return self._policy
 
 
 def on_device(batch: SampleBatch, device: torch.device) -> SampleBatch:

@@ -26,6 +26,7 @@ from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.optimizer_step import OptimizerStep
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
+from looprl.core.suggest import check_positive
 
 __all__ = ["Approximation"]
 
@@ -64,8 +65,7 @@ class Approximation:
                  lr_scheduler: Any = None, name: str = "approximation",
                  target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
                  flush_denormal: bool = True):
-        if log_every < 1:
-            raise ValueError(f"log_every must be >= 1, got {log_every}")
+        check_positive(log_every=log_every)
         self.model = model
         self.name = name
         self.device = torch.device(device) if device is not None else _device_of(model)

@@ -12,6 +12,8 @@ import os
 import torch
 from torch import nn
 
+from looprl.core.suggest import check_positive
+
 __all__ = ["Checkpointer", "DummyCheckpointer", "PeriodicCheckpointer"]
 
 
@@ -34,8 +36,7 @@ class PeriodicCheckpointer(Checkpointer):
     ``filename`` when given, else to the file ``init`` receives."""
 
     def __init__(self, frequency: int, filename: str | None = None):
-        if frequency < 1:
-            raise ValueError(f"frequency must be >= 1, got {frequency}")
+        check_positive(frequency=frequency)
         self.frequency = frequency
         self._explicit_filename = filename
         #: The file the model is written to.

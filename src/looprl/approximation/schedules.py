@@ -21,6 +21,8 @@ from typing import Any
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
+from looprl.core.suggest import check_positive
+
 __all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedule", "linear_schedule"]
 
 
@@ -115,7 +117,6 @@ class LinearLR(LambdaLR):
 
     def __init__(self, optimizer: Optimizer, total_updates: int, final_fraction: float = 0.0,
                  last_epoch: int = -1):
-        if total_updates < 1:
-            raise ValueError(f"total_updates must be >= 1, got {total_updates}")
+        check_positive(total_updates=total_updates)
         decay = partial(linear_schedule, 1.0, final_fraction, 0, total_updates)
         super().__init__(optimizer, decay, last_epoch)

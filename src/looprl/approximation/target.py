@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from looprl.core.hyperparameter import Hyperparameter
+from looprl.core.suggest import check_positive
 
 __all__ = ["FixedTarget", "PolyakTarget", "TargetNetwork", "TrivialTarget"]
 
@@ -39,13 +40,12 @@ class TargetNetwork(ABC):
     def init(self, model: nn.Module) -> None:
         """Attach the target to ``model`` (called by ``Approximation.__init__``)."""
 
-    @abstractmethod
     def update(self) -> None:
-        """Called after every optimizer step of the model."""
+        """Called after every optimizer step of the model (a no-op here)."""
 
-    @abstractmethod
     def sync(self) -> None:
-        """Copy the model into the target now (e.g. after loading a checkpoint)."""
+        """Copy the model into the target now, e.g. after loading a checkpoint (a no-op
+        here)."""
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The ``hp/*`` key of this target's rate (``{}``: none)."""
@@ -57,12 +57,6 @@ class TrivialTarget(TargetNetwork):
 
     def init(self, model: nn.Module) -> None:
         self._target = model
-
-    def update(self) -> None:
-        pass
-
-    def sync(self) -> None:
-        pass
 
 
 class _CopyTarget(TargetNetwork):
@@ -76,9 +70,14 @@ class _CopyTarget(TargetNetwork):
          self._target_other) = _tensor_lists(model, self._target)
 
     @torch.no_grad()
-    def sync(self) -> None:
+    def sync(self, rate: float = 1.0) -> None:
+        """Move the target a fraction ``rate`` towards the model (1: copy it); buffers that
+        are not floating-point are copied."""
         if self._target_tensors:
-            torch._foreach_copy_(self._target_tensors, self._source_tensors)
+            if rate == 1.0:
+                torch._foreach_copy_(self._target_tensors, self._source_tensors)
+            else:
+                torch._foreach_lerp_(self._target_tensors, self._source_tensors, rate)
         for target, source in zip(self._target_other, self._source_other):
             target.copy_(source)
 
@@ -91,8 +90,7 @@ class FixedTarget(_CopyTarget):
     """
 
     def __init__(self, update_frequency: int):
-        if update_frequency < 1:
-            raise ValueError(f"update_frequency must be >= 1, got {update_frequency}")
+        check_positive(update_frequency=update_frequency)
         self.update_frequency = update_frequency
         self._updates = 0
 
@@ -125,12 +123,8 @@ class PolyakTarget(_CopyTarget):
         """``hp/tau``: the interpolation factor."""
         return {"hp/tau": Hyperparameter.attribute(self, "rate", float)}
 
-    @torch.no_grad()
     def update(self) -> None:
-        if self._target_tensors:
-            torch._foreach_lerp_(self._target_tensors, self._source_tensors, self.rate)
-        for target, source in zip(self._target_other, self._source_other):
-            target.copy_(source)
+        self.sync(self.rate)
 
 
 def _tensor_lists(source: nn.Module, target: nn.Module) -> tuple[list, list, list, list]:

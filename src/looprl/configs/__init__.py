@@ -197,9 +197,11 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
 
 def runtimes() -> dict[str, dict[str, Any]]:
     """The ``runtime`` group: ``local`` and ``ray`` (``RuntimeConfig``'s options)."""
+    from dataclasses import asdict
+
     from looprl.distributed.config import RuntimeConfig
 
-    return {"local": {"name": "local"}, "ray": {"name": "ray", **RuntimeConfig().to_dict()}}
+    return {"local": {"name": "local"}, "ray": {"name": "ray", **asdict(RuntimeConfig())}}
 
 
 def build_distributed(cfg: Any, output_dir: str) -> Any:
@@ -304,23 +306,16 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
 def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") -> str:
     """The one ``checkpoint.pt`` (``runtime="ray"``: ``controller_checkpoint.pt``) under
     ``run_dir``; one-line errors otherwise."""
-    from pathlib import Path
+    from looprl.distributed.run_state import find_controller_checkpoint, find_one
 
     if runtime == "ray":
-        from looprl.distributed.run_state import find_controller_checkpoint
-
         return str(find_controller_checkpoint(run_dir or "."))
     if runner != "online":
         raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
                          "Optuna search resumes from its storage: run it again)")
-    found = sorted(Path(run_dir or ".").glob("**/checkpoint.pt"))
-    if not found:
-        raise FileNotFoundError(f"No checkpoint in {run_dir}: nothing to resume (runs write "
-                                "them with checkpoint_every=N)")
-    if len(found) > 1:
-        raise ValueError(f"{len(found)} checkpoints in {run_dir}; resume one experiment at a "
-                         f"time: {', '.join(map(str, found))}")
-    return str(found[0])
+    return str(find_one(run_dir or ".", "checkpoint.pt", f"No checkpoint in {run_dir}: nothing "
+                        "to resume (runs write them with checkpoint_every=N)",
+                        f"checkpoints in {run_dir}; resume one experiment at a time"))
 
 
 #: top-level shorthands for the preset's swappable parts (``exploration=ez_greedy``)

@@ -224,8 +224,7 @@ def main(argv: list[str]) -> int:
 
     argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
     register(argv)
-    argv = resume_arguments(expand_shorthands(argv))
-    register_imports(argv)  # (a resumed run's own overrides may attach some)
+    argv = resume_arguments(expand_shorthands(argv))  # (registers a resumed run's imports)
     check_overrides(argv)
     check_run_dir(argv)
 

@@ -96,7 +96,22 @@ class Multiagent(AgentBase, ABC):
         """Select an action for the agent named by ``multiagent_state['agent']``."""
 
 
-class Policy(metaclass=_ByName):
+class _PartOfAlgorithm:
+    """What ``Policy`` and ``Trainer`` share: the ``Approximation`` objects they own and the
+    ``hp/*`` keys these declare."""
+
+    def approximations(self) -> dict[str, Any]:
+        """The ``Approximation`` objects this part owns, by name (a trainer: besides its
+        policy's; ``{}``: none)."""
+        return {}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The ``hp/*`` keys this part declares: by default its approximations'."""
+        return merge_hyperparameters(*(a.hyperparameters()
+                                       for a in self.approximations().values()))
+
+
+class Policy(_PartOfAlgorithm, metaclass=_ByName):
     """Acting half of an algorithm: a model plus the rule that turns outputs into actions.
 
     ``rollout`` is called by actors, ``analyze`` by trainers. A policy owns its parameters; a
@@ -137,10 +152,6 @@ class Policy(metaclass=_ByName):
         """The ``nn.Module`` holding all parameters of this policy."""
         raise NotImplementedError(f"{type(self).__name__} does not expose a module")
 
-    def approximations(self) -> dict[str, Any]:
-        """The ``Approximation`` objects this policy owns, by name (``{}``: none)."""
-        return {}
-
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """Action logits ``[n, actions]`` and state values ``[n]`` of the observation rows
         ``obs``, without gradients, on the CPU (what PLR and SPaCE score with)."""
@@ -148,12 +159,8 @@ class Policy(metaclass=_ByName):
             f"{type(self).__name__} gives no action logits and values: PLR and SPaCE score "
             "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
 
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this policy declares: by default its approximations'."""
-        return _of_approximations(self.approximations())
 
-
-class Trainer(metaclass=_ByName):
+class Trainer(_PartOfAlgorithm, metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches of experience.
 
     ``Trainer(type_="ppo", policy=policy, args=dict(...))`` builds a registered trainer by
@@ -185,14 +192,6 @@ class Trainer(metaclass=_ByName):
         hub = self.hub
         return self.step(batch) if hub is None else hub.update(self, batch)
 
-    def approximations(self) -> dict[str, Any]:
-        """The ``Approximation`` objects this trainer owns besides its policy's, by name."""
-        return {}
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this trainer declares: by default its approximations'."""
-        return _of_approximations(self.approximations())
-
 
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
@@ -200,10 +199,6 @@ def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparamete
     of its ``own``."""
     mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
     return merge_hyperparameters(policy.hyperparameters(), trainer.hyperparameters(), mine)
-
-
-def _of_approximations(approximations: dict[str, Any]) -> dict[str, Hyperparameter]:
-    return merge_hyperparameters(*(a.hyperparameters() for a in approximations.values()))
 
 
 class Preset(ABC):
@@ -394,6 +389,8 @@ class _Registry:
         self.entries: dict[str, Callable[..., Any] | str] = {}
 
     def register(self, name: str, cls: Callable[..., Any] | str) -> None:
+        """Register a class or factory (or a lazy ``"module.path:Name"`` path) under
+        ``name``; ``ValueError`` if it is taken."""
         if name in self.entries:
             raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
         self.entries[name] = cls
@@ -414,15 +411,7 @@ class _Registry:
 _POLICIES = _Registry("policy")
 _TRAINERS = _Registry("trainer")
 _BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
-
-
-def register_policy(name: str, cls: Callable[..., Policy] | str) -> None:
-    """Register a ``Policy`` class or factory (or a lazy ``"module:Name"`` path) under
-    ``name``; ``ValueError`` if it is taken."""
-    _POLICIES.register(name, cls)
-
-
-def register_trainer(name: str, cls: Callable[..., Trainer] | str) -> None:
-    """Register a ``Trainer`` class (or a lazy ``"module:Class"`` path) under ``name``;
-    ``ValueError`` if it is taken."""
-    _TRAINERS.register(name, cls)
+#: ``register_policy(name, cls)``: a ``Policy`` class or factory under ``name``
+register_policy = _POLICIES.register
+#: ``register_trainer(name, cls)``: a ``Trainer`` class or factory under ``name``
+register_trainer = _TRAINERS.register

@@ -142,14 +142,11 @@ class NamedArray:
         return obj
 
     # -- dict-like access ---------------------------------------------------------------
-    @property
-    def fields(self) -> tuple[str, ...]:
-        """The field names, in order."""
-        return self._fields
-
     def keys(self) -> tuple[str, ...]:
         """The field names, in order."""
         return self._fields
+
+    fields = property(keys)
 
     def values(self) -> tuple[Any, ...]:
         """The field values, in field order."""

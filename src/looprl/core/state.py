@@ -226,7 +226,8 @@ class StateArray(State):
             if self._batched(v):
                 x[k] = v[key]
             elif isinstance(v, list):
-                picked = np.array(v, dtype=object)[_numpy_index(key)]
+                index = key.cpu().numpy() if isinstance(key, torch.Tensor) else key
+                picked = np.array(v, dtype=object)[index]
                 x[k] = picked.tolist() if isinstance(picked, np.ndarray) else picked
             else:
                 x[k] = v
@@ -294,7 +295,3 @@ class MultiagentState(State):
         """Build from a PettingZoo ``env.last()`` tuple ``(obs, reward, term, trunc, info)``."""
         state = State.from_gym(zoo_output, device=device, dtype=dtype)
         return cls(dict(state), device=device, agent=agent)
-
-
-def _numpy_index(key: Any) -> Any:
-    return key.cpu().numpy() if isinstance(key, torch.Tensor) else key

@@ -1,9 +1,11 @@
-"""Close-match suggestions for one-line error messages about names."""
+"""One-line error messages for bad arguments: close-match suggestions for names, and
+positive numbers."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
@@ -18,3 +20,11 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
         hint = did_you_mean(str(value), choices)
         raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
     return value
+
+
+def check_positive(**values: Any) -> None:
+    """A one-line ``ValueError`` for the first of ``values`` that is not positive (``None``
+    passes): ``name must be positive, got value``."""
+    for name, value in values.items():
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
@@ -138,7 +138,7 @@ class AlgorithmSpec:
                            ("trainer", self.trainer)):
             if not isinstance(name, str):
                 continue  # a factory travels as it is
-            entry = _registries()[kind][0].get(name)
+            entry = _registries()[kind].get(name)
             if entry is not None:
                 self.registrations[kind] = (name, entry)
         return self
@@ -147,20 +147,17 @@ class AlgorithmSpec:
         """Register, in this process, the names ``portable`` carried that are missing here."""
         registries = _registries()
         for kind, (name, entry) in self.registrations.items():
-            entries, register = registries[kind]
-            if name not in entries:
-                register(name, entry)
+            registries[kind].setdefault(name, entry)
 
 
-def _registries() -> dict[str, tuple[dict[str, Any], Callable[[str, Any], Any]]]:
-    """By kind of part: its registry's entries and the function that registers one."""
+def _registries() -> dict[str, dict[str, Any]]:
+    """By kind of part: its registry's entries (name -> class, factory or import path)."""
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
-    from looprl.core import interfaces, register_policy, register_trainer
+    from looprl.core import interfaces
     from looprl.environments import srl
 
-    return {"env": (srl._REGISTRY, srl.register),
-            "policy": (interfaces._POLICIES.entries, register_policy),
-            "trainer": (interfaces._TRAINERS.entries, register_trainer)}
+    return {"env": srl._REGISTRY, "policy": interfaces._POLICIES.entries,
+            "trainer": interfaces._TRAINERS.entries}
 
 
 @dataclass
@@ -268,10 +265,6 @@ class RuntimeConfig:
             hint = did_you_mean(unknown[0], known)
             raise KeyError(f"unknown runtime option(s) {unknown}.{hint} Valid: {sorted(known)}")
         return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The options as a plain dict."""
-        return asdict(self)
 
     def reserved_cpus(self) -> float:
         """CPUs all workers reserve together."""

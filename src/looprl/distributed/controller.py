@@ -208,9 +208,10 @@ class DistributedRun:
         if self.result.log_dir is None:
             return
         try:
-            self._pool.save_policy(Path(self.result.log_dir) / "policy.pt")
+            torch.save(self._pool.ask_trainer("policy_checkpoint"),
+                       Path(self.result.log_dir) / "policy.pt")
             if self.runtime.checkpoint_every:
-                self._pool.checkpoint_trainer()
+                self._pool.ask_trainer("checkpoint")
                 self._checkpoint.save(final=True)
         except (ray.exceptions.RayError, OSError) as error:
             logger.warning("could not save the final policy: %s", error_line(error))

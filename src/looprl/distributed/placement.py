@@ -11,8 +11,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from looprl.distributed.cluster import error_line
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.run_state import DistributedResult, SampleCounts
@@ -187,19 +185,12 @@ class WorkerPool:
             logger.warning("the trainers ended with different parameters (steps %s)",
                            self.result.trainer_steps)
 
-    def save_policy(self, path: Path) -> None:
-        """Save trainer 0's trained policy to ``path`` (``RayError``, ``OSError``: it could
-        not)."""
+    def ask_trainer(self, method: str) -> Any:
+        """Trainer 0's answer to ``method`` (``"policy_checkpoint"``, ``"checkpoint"``), within
+        60 s (raises ``ray.exceptions.RayError`` if it cannot answer)."""
         import ray
 
-        checkpoint = ray.get(self.workers["trainer"].policy_checkpoint.remote(), timeout=60)
-        torch.save(checkpoint, path)
-
-    def checkpoint_trainer(self) -> None:
-        """Have trainer 0 checkpoint now (raises ``ray.exceptions.RayError`` if it cannot)."""
-        import ray
-
-        ray.get(self.workers["trainer"].checkpoint.remote(), timeout=60)
+        return ray.get(getattr(self.workers["trainer"], method).remote(), timeout=60)
 
     def kill(self) -> None:
         """Kill every worker (no restarts) and remove the rendezvous files."""

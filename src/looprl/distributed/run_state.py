@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CONTROLLER_CHECKPOINT", "ControllerCheckpoint", "ControllerState",
-           "DistributedResult", "SampleCounts", "find_controller_checkpoint"]
+           "DistributedResult", "SampleCounts", "find_controller_checkpoint", "find_one"]
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 
@@ -69,19 +69,24 @@ class ControllerState:
     trainer_counts: dict[str, Any] = field(default_factory=dict)
 
 
+def find_one(run_dir: str | Path, name: str, missing: str, several: str) -> Path:
+    """The one file ``name`` in or under ``run_dir``: ``FileNotFoundError`` (``missing``)
+    if there is none, ``ValueError`` (their number, ``several`` and their paths) if several."""
+    found = sorted(Path(run_dir).glob(f"**/{name}"))
+    if not found:
+        raise FileNotFoundError(missing)
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} {several}: {', '.join(map(str, found))}")
+    return found[0]
+
+
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
     """The one ``controller_checkpoint.pt`` in or under ``run_dir`` (``FileNotFoundError``:
     none; ``ValueError``: several)."""
-    run_dir = Path(run_dir)
-    found = sorted(run_dir.glob(f"**/{CONTROLLER_CHECKPOINT}"))
-    if not found:
-        raise FileNotFoundError(f"No distributed run to resume in {run_dir}: no "
-                                f"{CONTROLLER_CHECKPOINT} (runs write one every "
-                                "runtime.checkpoint_every trainer steps)")
-    if len(found) > 1:
-        raise ValueError(f"{len(found)} distributed runs in {run_dir}; resume one at a time: "
-                         f"{', '.join(map(str, found))}")
-    return found[0]
+    return find_one(run_dir, CONTROLLER_CHECKPOINT,
+                    f"No distributed run to resume in {Path(run_dir)}: no {CONTROLLER_CHECKPOINT} "
+                    "(runs write one every runtime.checkpoint_every trainer steps)",
+                    f"distributed runs in {Path(run_dir)}; resume one at a time")
 
 
 class SampleCounts:

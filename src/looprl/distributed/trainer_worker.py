@@ -21,7 +21,7 @@ from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.server import publication
-from looprl.distributed.workers import cuda_device, named, on_cpu, whereabouts, worker_process
+from looprl.distributed.workers import Worker, cuda_device, named, on_cpu
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
 
@@ -29,7 +29,7 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
 
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
-class TrainerWorker:
+class TrainerWorker(Worker):
     """Owns the sample buffer (``TrainerCore``), runs ``Trainer.step``, publishes parameters
     (to the ``ParameterServer`` of Ray name ``server``) and checkpoints in ``run_dir``, whence
     it continues after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
@@ -37,7 +37,7 @@ class TrainerWorker:
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  run_dir: str, seed: int, rank: int = 0):
-        worker_process(runtime.trainer_threads or runtime.torch_threads)
+        super().__init__(runtime.trainer_threads or runtime.torch_threads)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches
@@ -60,7 +60,6 @@ class TrainerWorker:
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
         self._lock = threading.Condition()  # notified after every step (sync sampling)
-        self._stop = threading.Event()
         self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
         self._waiting = 0  # sync: puts waiting for the step their samples join
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
@@ -72,9 +71,9 @@ class TrainerWorker:
         self._publish()
 
     def ready(self) -> dict[str, Any]:
-        """``whereabouts()``, the step resumed from (``None``: a fresh start) and the sample
-        counts it starts with (its checkpoint's)."""
-        return {**whereabouts(), "resumed_from": self.resumed_from,
+        """``Worker.ready``'s answer, the step resumed from (``None``: a fresh start) and the
+        sample counts it starts with (its checkpoint's)."""
+        return {**super().ready(), "resumed_from": self.resumed_from,
                 "counts": (self.core.received, self.core.dropped)}
 
     def rendezvous(self) -> str:
@@ -131,10 +130,6 @@ class TrainerWorker:
                 break
             self._lock.wait(0.05)
         self._waiting -= 1
-
-    def stop(self) -> None:
-        """End ``run`` after the current step."""
-        self._stop.set()
 
     def stats(self) -> dict[str, Any]:
         """Train steps, their statistics, the sample lags and the latest ``log/*`` values

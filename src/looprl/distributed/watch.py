@@ -50,8 +50,7 @@ def load_run(run_dir: str | Path) -> tuple[AlgorithmSpec, Any]:
                                     f"{SPEC_FILE} when it starts and {POLICY_FILE} when it ends")
     remedy = f"{run_dir} cannot be played; train the run again"
     spec = load_file(run_dir / SPEC_FILE, "distributed run's algorithm", remedy)
-    spec.install()
-    policy = spec.make_policy()
+    policy = spec.make_policy()  # (installs the spec's registrations: _render_env's env too)
     policy.load_checkpoint(load_file(run_dir / POLICY_FILE, "trained policy", remedy,
                                      map_location="cpu"))
     return spec, policy

@@ -36,8 +36,8 @@ from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
 from looprl.distributed.server import ParameterServer, unpack
 
-__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "cuda_device", "named",
-           "on_cpu", "worker_process", "whereabouts"]
+__all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
+           "on_cpu"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,19 +55,33 @@ def _restarted() -> bool:
         return ray.get_runtime_context().was_current_actor_reconstructed
 
 
-def worker_process(torch_threads: int) -> None:
-    """Set up a worker's process before it builds its parts: ``torch_threads`` threads, and
-    optimizers built without importing ``torch._dynamo``.
+class Worker:
+    """What every worker has beside its loop (``run``): ``ready`` (the controller waits for
+    it) and ``stop``.
 
+    ``__init__`` sets up the worker's process before the subclass builds its parts:
+    ``torch_threads`` threads, and optimizers built without importing ``torch._dynamo``.
     torch wraps ``Optimizer.add_param_group`` to keep it out of ``torch.compile`` graphs, and
     the wrapper imports ``torch._dynamo`` on its first call: 2-3 CPU seconds in every worker.
     A worker never builds an optimizer inside a compiled function, so this fills the
     wrapper's cache with the plain method (in workers only: the driver may compile).
     """
-    torch.set_num_threads(torch_threads)
-    method = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
-    if method is not None and getattr(method, "__dynamo_disable", None) is None:
-        method.__dynamo_disable = method  # what torch's wrapper calls once it has cached it
+
+    def __init__(self, torch_threads: int) -> None:
+        torch.set_num_threads(torch_threads)
+        method = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
+        if method is not None and getattr(method, "__dynamo_disable", None) is None:
+            # what torch's wrapper calls once it has cached it (setattr: no name mangling)
+            setattr(method, "__dynamo_disable", method)  # noqa: B010
+        self._stop = threading.Event()
+
+    def ready(self) -> dict[str, Any]:
+        """The worker's Ray node and process id (a new one after Ray restarted it)."""
+        return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
+
+    def stop(self) -> None:
+        """End ``run`` after the current step."""
+        self._stop.set()
 
 
 def named(name: str | None) -> Any:
@@ -90,12 +104,6 @@ def cuda_device(role: str, gpus: float) -> str:
             f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}): install a CUDA build of torch on "
             f"the GPU nodes, or set runtime.gpus_per_{role}=0")
     return "cuda"
-
-
-def whereabouts() -> dict[str, Any]:
-    """A worker's ``ready()`` answer: its Ray node and its process id (a new one after Ray
-    restarted it)."""
-    return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
 
 
 class _PolicyCopy:
@@ -154,7 +162,7 @@ class _PolicyCopy:
 
 
 @ray.remote(max_concurrency=2)
-class ActorWorker:
+class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends segments to the trainer.
 
     Args:
@@ -173,7 +181,7 @@ class ActorWorker:
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  trainer: str | None, policy_worker: str | None, seed: int,
                  evaluation: bool = False):
-        worker_process(runtime.torch_threads)
+        super().__init__(runtime.torch_threads)
         self.index = index
         self.evaluation = evaluation
         self.trainer = named(trainer)
@@ -196,17 +204,8 @@ class ActorWorker:
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
         )
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._stats = _fresh_stats()
         self._put: Any = None
-
-    def ready(self) -> dict[str, Any]:
-        """``whereabouts()`` (the controller waits for it: placement check)."""
-        return whereabouts()
-
-    def stop(self) -> None:
-        """End ``run`` after the current step."""
-        self._stop.set()
 
     def stats(self) -> dict[str, Any]:
         """Frames, finished episodes and timings since the last call (then reset), and the
@@ -319,13 +318,13 @@ def _fresh_stats() -> dict[str, Any]:
 
 
 @ray.remote
-class PolicyWorker:
+class PolicyWorker(Worker):
     """Batches the rollout requests of many actor workers (an async Ray actor): answered
     together once ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  batch_requests: int):
-        worker_process(runtime.torch_threads)
+        super().__init__(runtime.torch_threads)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
@@ -333,10 +332,6 @@ class PolicyWorker:
         self._waiting: list[tuple[Any, asyncio.Future]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._batches: list[int] = []
-
-    def ready(self) -> dict[str, Any]:
-        """``whereabouts()``."""
-        return whereabouts()
 
     def stats(self) -> dict[str, Any]:
         """Rows per batched rollout since the last call, the policy version and the process

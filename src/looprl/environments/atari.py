@@ -157,11 +157,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self._lives = np.zeros(n_envs, dtype=np.int32)
         # the seed checkpoints derive reset seeds from: the last one given, else a random one
         self._root_seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
-        self._needs_reset = False
-
-    @property
-    def needs_reset(self) -> bool:
-        return self._needs_reset
+        self.needs_reset = False
 
     def prepare_checkpoint(self, frame: int) -> None:
         """The next reset without a seed uses ``derived_seed(run's seed, frame)``."""
@@ -170,28 +166,28 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the emulator (and the current batch, which a reset replaces)."""
         state = dict(self.__dict__)
-        del state["_env"]
-        state.update(_state=None, _needs_reset=True)
+        del state["env"]
+        state.update(_state=None, needs_reset=True)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Rebuild the emulator, not reset yet (``needs_reset``)."""
         self.__dict__.update(state)
         name, num_threads, options = self._arguments
-        self._env = make_ale_vector_env(name, self.n_envs, num_threads=num_threads, **options)
+        self.env = make_ale_vector_env(name, self.n_envs, num_threads=num_threads, **options)
 
     def reset(self, seed: int | None = None) -> StateArray:
         if seed is not None:
             self._root_seed = seed
-        self._needs_reset = False
+        self.needs_reset = False
         return super().reset(seed)
 
     def step(self, action: Any) -> StateArray:
-        if self._needs_reset:
+        if self.needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
         actions = _actions(action, self.n_envs, self.action_space.n, self.name)
-        self._state = self._make_state(*self._env.step(actions))
+        self._state = self._make_state(*self.env.step(actions))
         return self._state
 
     def _make_state(self, obs, reward, terminated, truncated, info) -> StateArray:

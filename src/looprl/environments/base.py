@@ -30,6 +30,9 @@ class _Spaces(ABC):
 
     name: str
     device: str | torch.device
+    #: Whether ``reset`` must come before the next ``step``: ``True`` once restored from a
+    #: checkpoint that could not hold the running episodes (Atari), else ``False``.
+    needs_reset: bool = False
     _state: Any = None
 
     @property
@@ -54,12 +57,6 @@ class _Spaces(ABC):
         """Called before a checkpoint at ``frame`` is saved: environments whose state cannot
         be saved (Atari) fix the seed of their next reset, so that the run that goes on and
         one resumed from the checkpoint reset alike."""
-
-    @property
-    def needs_reset(self) -> bool:
-        """Whether ``reset`` must come before the next ``step``: ``True`` once restored from a
-        checkpoint that could not hold the running episodes (Atari), else ``False``."""
-        return False
 
     @property
     def state(self) -> Any:

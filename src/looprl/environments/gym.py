@@ -83,6 +83,9 @@ class GymEnvironment(Environment):
         name: display name (defaults to the id).
         seed: seed of the first reset (later resets continue the environment's RNG).
         **make_kwargs: passed to ``gym.make`` (``render_mode='rgb_array'``, ...).
+
+    Attributes:
+        env: the wrapped Gymnasium environment.
     """
 
     _shape: Any = None  # of the first observation (all must have it)
@@ -93,15 +96,10 @@ class GymEnvironment(Environment):
         self._given = None if made else env  # a user's environment (wrappers included)
         self._id = env if made else env_name(env)
         self._make_kwargs = make_kwargs if made else {}
-        self._env = make_gym_env(env, **make_kwargs) if made else env
+        self.env = make_gym_env(env, **make_kwargs) if made else env
         self.name = name or self._id
         self.device = device
         self.seed = self._seed = seed  # _seed: of the next reset only
-
-    @property
-    def env(self) -> gym.Env:
-        """The wrapped Gymnasium environment."""
-        return self._env
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors make the same Gymnasium id with the same ``gym.make`` arguments."""
@@ -109,17 +107,17 @@ class GymEnvironment(Environment):
 
     def reset(self, seed: int | None = None) -> State:
         seed, self._seed = (self._seed if seed is None else seed), None
-        self._state = State.from_gym(self._env.reset(seed=seed), device=self.device)
+        self._state = State.from_gym(self.env.reset(seed=seed), device=self.device)
         self._check_shape()
         return self._state
 
     def step(self, action: Any) -> State:
-        gym_action = action_to_numpy(action, self._env.action_space)
+        gym_action = action_to_numpy(action, self.env.action_space)
         try:
-            outcome = self._env.step(gym_action)
+            outcome = self.env.step(gym_action)
         except AssertionError as error:  # Gymnasium's check of the action
             raise ValueError(f"Invalid action {gym_action!r} for {self.name} (action space "
-                             f"{self._env.action_space}): {error}") from None
+                             f"{self.env.action_space}): {error}") from None
         self._state = State.from_gym(outcome, device=self.device)
         self._check_shape()
         return self._state
@@ -136,17 +134,17 @@ class GymEnvironment(Environment):
 
     @property
     def observation_space(self) -> gym.Space:
-        return self._env.observation_space
+        return self.env.observation_space
 
     @property
     def action_space(self) -> gym.Space:
-        return self._env.action_space
+        return self.env.action_space
 
     def render(self, **kwargs: Any) -> Any:
-        return self._env.render(**kwargs)
+        return self.env.render(**kwargs)
 
     def close(self) -> None:
-        self._env.close()
+        self.env.close()
 
     def duplicate(self, n: int):
         """``n`` copies as a ``GymVectorEnvironment``: Gymnasium's native vectorized one where

@@ -219,6 +219,9 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             e.g. for images).
         remote: what Ray actors play for it (``remote_env``): the name and arguments of
             ``looprl.environments.make``; default the SRL PettingZoo adapter of its module.
+
+    Attributes:
+        env: the wrapped PettingZoo AEC environment.
     """
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
@@ -232,7 +235,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             zoo_env = make_zoo_env(zoo_env)
         if isinstance(zoo_env, ParallelEnv):
             zoo_env = parallel_to_aec(zoo_env)
-        self._env = zoo_env
+        self.env = zoo_env
         self.name = name or zoo_env.metadata.get("name", type(zoo_env.unwrapped).__name__)
         self.device = device
         self.flatten = flatten
@@ -243,28 +246,23 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """What Ray actors play for this environment: ``remote``, or the PettingZoo
         adapter of its module, observations flattened as here."""
-        module = self._env.metadata.get("name", self.name)
+        module = self.env.metadata.get("name", self.name)
         return self._remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
-
-    @property
-    def env(self) -> Any:
-        """The wrapped PettingZoo AEC environment."""
-        return self._env
 
     def reset(self, seed: int | None = None) -> MultiagentState:
         seed, self._seed = (self._seed if seed is None else seed), None
-        self._env.reset(seed=seed)
+        self.env.reset(seed=seed)
         return self.last()
 
     def step(self, action: Any) -> MultiagentState | None:
         if action is not None:
-            action = action_to_numpy(action, self._env.action_space(self.agent_selection))
-        self._env.step(action)
-        return self.last() if self._env.agents else None
+            action = action_to_numpy(action, self.env.action_space(self.agent_selection))
+        self.env.step(action)
+        return self.last() if self.env.agents else None
 
     def last(self) -> MultiagentState:
-        agent = self._env.agent_selection
-        obs, reward, terminated, truncated, info = self._env.last()
+        agent = self.env.agent_selection
+        obs, reward, terminated, truncated, info = self.env.last()
         observation, mask = zoo_observation(self._spaces[agent], obs, self.flatten)
         state = MultiagentState.from_zoo(agent, (observation, reward, terminated, truncated, info),
                                          device=self.device)
@@ -273,41 +271,41 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         return state
 
     def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:
-        return self._env.agent_iter(max_iter)
+        return self.env.agent_iter(max_iter)
 
     @property
     def agent_selection(self) -> str:
-        return self._env.agent_selection
+        return self.env.agent_selection
 
     @property
     def agents(self) -> list[str]:
-        return list(self._env.agents)
+        return list(self.env.agents)
 
     @property
     def possible_agents(self) -> list[str]:
-        return list(self._env.possible_agents)
+        return list(self.env.possible_agents)
 
     def is_done(self, agent: str) -> bool:
-        return bool(self._env.terminations[agent] or self._env.truncations[agent])
+        return bool(self.env.terminations[agent] or self.env.truncations[agent])
 
     def observation_space(self, agent: str) -> gym.Space:
         inner, _ = observation_part(self._spaces[agent])
         return flat_box(inner) if self.flatten else inner
 
     def action_space(self, agent: str) -> gym.Space:
-        return self._env.action_space(agent)
+        return self.env.action_space(agent)
 
     def has_action_mask(self, agent: str) -> bool:
         return observation_part(self._spaces[agent])[1]
 
     def render(self, **kwargs: Any) -> Any:
-        return self._env.render()
+        return self.env.render()
 
     def close(self) -> None:
-        self._env.close()
+        self.env.close()
 
     def duplicate(self, n: int) -> list[MultiagentPettingZooEnv]:
         """``n`` independent copies of this environment (deep copies)."""
-        return [MultiagentPettingZooEnv(copy.deepcopy(self._env), self.name, self.device,
+        return [MultiagentPettingZooEnv(copy.deepcopy(self.env), self.name, self.device,
                                         flatten=self.flatten, remote=self._remote)
                 for _ in range(n)]

@@ -217,10 +217,7 @@ def make(name: str, **env_args: Any) -> Environment:
         TypeError: the registered class did not build an ``Environment``.
     """
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
-        kind, target = import_environment(name)
-        if kind == "gym":
-            return _make_gym(target, env_args)
-        name = target
+        _, name = import_environment(name)  # registered here, or a Gymnasium id
     if name in _REGISTRY:
         target = _REGISTRY[name]
         if isinstance(target, str):  # a lazy "module:Class" path

@@ -61,34 +61,35 @@ def _action(action: Any, space: gym.Space) -> Any:
 
 
 class _Adapter(Environment):
-    """What the adapters share: the wrapped environment ``_env``, whose ``render`` and
+    """What the adapters share: the wrapped environment ``env``, whose ``render`` and
     ``close`` they call, and a ``seed`` for the next ``reset``."""
 
-    _env: Any
+    env: Any
     _seed: int | None = None
 
-    @property
-    def env(self) -> Any:
-        """The wrapped environment."""
-        return self._env
+    def seed(self, seed: int) -> int:
+        """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
+        self._seed = seed
+        for i, space in enumerate(self.action_spaces):
+            space.seed(seed + i)
+        return seed
 
     def render(self) -> Any:
         """The wrapped env's ``render()`` (build it with ``render_mode="rgb_array"`` for frames)."""
-        return self._env.render()
+        return self.env.render()
 
     def close(self) -> None:
-        self._env.close()
+        self.env.close()
 
 
 class _SingleAgent(_Adapter):
-    """What the one-agent adapters share: spaces from ``_obs_space``/``_action_space``, and
-    ``seed`` seeds the action space too."""
+    """What the one-agent adapters share: spaces from ``_obs_space``/``_action_space``."""
 
     _obs_space: gym.spaces.Dict
 
     @property
     def _action_space(self) -> gym.Space:
-        return self._env.action_space
+        return self.env.action_space
 
     @property
     def agent_count(self) -> int:
@@ -102,12 +103,6 @@ class _SingleAgent(_Adapter):
     def action_spaces(self) -> list[gym.Space]:
         return [self._action_space]
 
-    def seed(self, seed: int) -> int:
-        """Seed the next ``reset`` and the action space."""
-        self._seed = seed
-        self._action_space.seed(seed)
-        return seed
-
 
 class GymnasiumEnvironment(_SingleAgent):
     """A single-agent Gymnasium environment (an id, made with ``gym_kwargs``, or a
@@ -118,21 +113,21 @@ class GymnasiumEnvironment(_SingleAgent):
             if not is_gymnasium_id(env_id):
                 check_env_id(env_id)  # raises the one-line ValueError
             env_id = gym.make(env_id, **gym_kwargs)
-        self._env = env_id
-        self._obs_space = _obs_space(self._env.observation_space)
+        self.env = env_id
+        self._obs_space = _obs_space(self.env.observation_space)
 
     def reset(self) -> list[StepResult | None]:
-        obs, info = self._env.reset(seed=self._seed)
+        obs, info = self.env.reset(seed=self._seed)
         self._seed = None
-        return [step_result(_obs_dict(obs, self._env.observation_space), 0.0, False, info)]
+        return [step_result(_obs_dict(obs, self.env.observation_space), 0.0, False, info)]
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
         _check_count(actions, 1)
         if actions[0] is None:
             raise ValueError("GymnasiumEnvironment.step: agent 0 must act, got None")
-        action = _action(actions[0], self._env.action_space)
-        obs, reward, terminated, truncated, info = self._env.step(action)
-        obs = _obs_dict(obs, self._env.observation_space)
+        action = _action(actions[0], self.env.action_space)
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs = _obs_dict(obs, self.env.observation_space)
         return [step_result(obs, float(reward), terminated, info, truncated)]
 
 
@@ -162,27 +157,27 @@ class AtariGameEnvironment(_SingleAgent):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"AtariGameEnvironment renders its preprocessed frames "
                              f"(render_mode='rgb_array'), not render_mode={render_mode!r}")
-        self._env = make_ale_vector_env(game, 1, num_threads=1, **options)
-        self._obs_space = gym.spaces.Dict({"obs": self._env.single_observation_space})
+        self.env = make_ale_vector_env(game, 1, num_threads=1, **options)
+        self._obs_space = gym.spaces.Dict({"obs": self.env.single_observation_space})
         self._frame: np.ndarray | None = None
 
     @property
     def _action_space(self) -> gym.Space:
-        return self._env.single_action_space
+        return self.env.single_action_space
 
     def reset(self) -> list[StepResult | None]:
-        obs, info = self._env.reset(seed=self._seed)
+        obs, info = self.env.reset(seed=self._seed)
         self._seed = None
         self._frame = obs[0, -1]
         return [step_result({"obs": obs[0].copy()}, 0.0, False, {"lives": int(info["lives"][0])})]
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
         _check_count(actions, 1)
-        space = self._env.single_action_space
+        space = self.env.single_action_space
         action = _action(actions[0], space)
         if not space.contains(action):
             raise ValueError(f"invalid Atari action {action!r}: the actions are 0..{space.n - 1}")
-        obs, reward, terminated, truncated, info = self._env.step(np.array([action]))
+        obs, reward, terminated, truncated, info = self.env.step(np.array([action]))
         self._frame = obs[0, -1]
         return [step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0],
                             {"lives": int(info["lives"][0])}, truncated[0])]
@@ -225,7 +220,7 @@ class PettingZooEnvironment(_Adapter):
             env = make_zoo_env(env, parallel=parallel, **env_kwargs)
         elif env_kwargs:
             raise TypeError(f"unexpected arguments {sorted(env_kwargs)} for a built PettingZoo env")
-        self._env = env
+        self.env = env
         self.parallel = isinstance(env, ParallelEnv)
         self.agent_names: list[str] = list(env.possible_agents)
         self._index = {agent: i for i, agent in enumerate(self.agent_names)}
@@ -242,31 +237,24 @@ class PettingZooEnvironment(_Adapter):
 
     @property
     def action_spaces(self) -> list[gym.Space]:
-        return [self._env.action_space(agent) for agent in self.agent_names]
-
-    def seed(self, seed: int) -> int:
-        """Seed the next ``reset`` and the action spaces (agent ``i`` with ``seed + i``)."""
-        self._seed = seed
-        for i, space in enumerate(self.action_spaces):
-            space.seed(seed + i)
-        return seed
+        return [self.env.action_space(agent) for agent in self.agent_names]
 
     def reset(self) -> list[StepResult | None]:
         seed, self._seed = self._seed, None
         if self.parallel:
-            observations, infos = self._env.reset(seed=seed)  # no rewards or ends yet
+            observations, infos = self.env.reset(seed=seed)  # no rewards or ends yet
             return self._parallel_results(observations, {}, {}, {}, infos)
-        self._env.reset(seed=seed)
+        self.env.reset(seed=seed)
         return self._aec_results()
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
         _check_count(actions, self.agent_count)
-        if not self._env.agents:
+        if not self.env.agents:
             raise ValueError("every agent's episode is over: call reset() before step()")
         if self.parallel:
-            step = {agent: self._agent_action(agent, actions) for agent in self._env.agents}
-            return self._parallel_results(*self._env.step(step))
-        self._env.step(self._agent_action(self._env.agent_selection, actions))
+            step = {agent: self._agent_action(agent, actions) for agent in self.env.agents}
+            return self._parallel_results(*self.env.step(step))
+        self.env.step(self._agent_action(self.env.agent_selection, actions))
         return self._aec_results()
 
     def _obs(self, agent: str, obs: Any) -> dict[str, np.ndarray]:
@@ -277,7 +265,7 @@ class PettingZooEnvironment(_Adapter):
         if action is None:
             raise ValueError(f"agent {self._index[agent]} ({agent!r}) must act this step but its "
                              "action is None")
-        return _action(action, self._env.action_space(agent))
+        return _action(action, self.env.action_space(agent))
 
     def _parallel_results(self, observations, rewards, terminations, truncations, infos):
         results: list[StepResult | None] = [None] * self.agent_count
@@ -290,12 +278,12 @@ class PettingZooEnvironment(_Adapter):
     def _aec_results(self) -> list[StepResult | None]:
         """Final results of the agents that finished, then the next agent to act (if any)."""
         results: list[StepResult | None] = [None] * self.agent_count
-        while self._env.agents:
-            agent = self._env.agent_selection
-            obs, reward, terminated, truncated, info = self._env.last()
+        while self.env.agents:
+            agent = self.env.agent_selection
+            obs, reward, terminated, truncated, info = self.env.last()
             result = step_result(self._obs(agent, obs), float(reward), terminated, info, truncated)
             results[self._index[agent]] = result
             if not (terminated or truncated):
                 break
-            self._env.step(None)  # PettingZoo removes a finished agent when it steps None
+            self.env.step(None)  # PettingZoo removes a finished agent when it steps None
         return results

@@ -48,25 +48,20 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
 
 class NumpyVectorEnvironment(VectorEnvironment):
     """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API
-    (``env``); subclasses implement ``step``. The other arguments are
-    ``GymVectorEnvironment``'s."""
+    (``env``, the wrapped vector environment); subclasses implement ``step``. The other
+    arguments are ``GymVectorEnvironment``'s."""
 
     def __init__(self, env: Any, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None):
-        self._env = env
+        self.env = env
         self.name = name
         self.n_envs = n_envs
         self.device = device
         self._seed = seed
 
-    @property
-    def env(self) -> Any:
-        """The wrapped vector environment."""
-        return self._env
-
     def reset(self, seed: int | None = None) -> StateArray:
         seed, self._seed = (self._seed if seed is None else seed), None
-        obs, info = self._env.reset(seed=seed)
+        obs, info = self.env.reset(seed=seed)
         zeros = np.zeros(self.n_envs, dtype=bool)
         self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros, info)
         return self._state
@@ -76,14 +71,14 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
     @property
     def observation_space(self) -> gym.Space:
-        return self._env.single_observation_space
+        return self.env.single_observation_space
 
     @property
     def action_space(self) -> gym.Space:
-        return self._env.single_action_space
+        return self.env.single_action_space
 
     def close(self) -> None:
-        self._env.close()
+        self.env.close()
 
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
@@ -119,7 +114,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         NumPy arrays ``(obs, reward, terminated, truncated)`` (the collector reads them)."""
         action = action_to_numpy(action, self.action_space, self.n_envs)
         try:
-            obs, reward, terminated, truncated, _ = self._env.step(action)
+            obs, reward, terminated, truncated, _ = self.env.step(action)
         except AssertionError as error:  # Gymnasium's check of the actions
             raise ValueError(f"Invalid actions {action!r} for {self.name} (action space of each "
                              f"of the {self.n_envs} environments: {self.action_space}): "

@@ -95,8 +95,6 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    if not path.is_file():
-        raise FileNotFoundError(f"No checkpoint at {path}: nothing to resume")
     if run_name is None:
         state = load_saved(path)
     else:
@@ -112,5 +110,5 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
 def load_saved(path: str | Path) -> Any:
     """``torch.load`` of a checkpoint this library wrote (full pickles); a file that cannot
     be read is one line (``looprl.core.files.load_file``)."""
-    return load_file(path, "checkpoint", "start the run anew: the logs of the run so far stay "
-                     "in its directory")
+    return load_file(path, "checkpoint", "nothing to resume from it: start the run anew (the "
+                     "logs of the run so far stay in its directory)")

@@ -18,14 +18,16 @@ import torch
 
 from looprl.collector import EnvRunner
 from looprl.core import Preset
+from looprl.core.suggest import check_positive
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
+from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.checkpoint import save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import ONE_ENDED, MetaHub, observation_row, transition_of
+from looprl.meta.hub import MetaHub, observation_row
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,37 @@ def dashboard(logger: Any, hyperparameters: dict[str, Any]) -> Callable[[], list
     return lines
 
 
+def play_episode(agent: Any, env: Any, show: Callable[[], Any] = lambda: None,
+                 max_steps: float = math.inf, seed: int | None = None) -> Any:
+    """Play one episode of ``agent`` in ``env`` from a reset (with ``seed``, if given);
+    return its return, or ``{agent: return}`` in a ``MultiagentEnvironment`` (seed 003's
+    turn-by-turn loop). ``show()`` runs before every step (turn) and after the last step; an
+    episode is cut after ``max_steps`` steps (turns)."""
+    state = env.reset() if seed is None else env.reset(seed=seed)
+    if isinstance(env, MultiagentEnvironment):
+        returns = dict.fromkeys(env.possible_agents, 0.0)
+        for turn, name in enumerate(env.agent_iter()):
+            show()
+            if turn == max_steps:
+                log.warning("Episode cut after %d turns (max_steps)", max_steps)
+                break
+            state = env.last()
+            returns[name] += float(state.reward)
+            env.step(None if state.done else agent.act(state))
+        return returns
+    episode_return, steps = 0.0, 0
+    show()
+    while not state.done:
+        if steps == max_steps:
+            log.warning("Episode cut after %d steps (max_steps)", max_steps)
+            break
+        state = env.step(agent.act(state))
+        episode_return += float(state.reward)
+        steps += 1
+        show()
+    return episode_return
+
+
 class Experiment(ABC):
     """Trains one preset's agent on one environment and evaluates it.
 
@@ -88,9 +121,7 @@ class Experiment(ABC):
                  render: bool = False, verbose: bool = True, logger: Any = None,
                  seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True):
-        if checkpoint_every is not None and checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be a positive number of frames, got "
-                             f"{checkpoint_every!r}")
+        check_positive(checkpoint_every=checkpoint_every)
         self.checkpoint_every = checkpoint_every
         self.checkpoint_replay = checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
@@ -188,9 +219,16 @@ class Experiment(ABC):
                                              self._running_return_nonfinite())
                 raise FloatingPointError(message) from error
 
-    @abstractmethod
     def _train(self, frames: float, episodes: float) -> None:
-        """The training loop."""
+        """The training loop: ``_advance`` (an episode, or a step of every copy) until the
+        budget is used, with the checkpoints in between."""
+        while self.logger.frame < frames and self.logger.episode < episodes:
+            self._advance()
+            self._maybe_checkpoint()
+
+    @abstractmethod
+    def _advance(self) -> None:
+        """One unit of the training loop (an episode, or a step of every copy)."""
 
     @abstractmethod
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
@@ -231,9 +269,13 @@ class Experiment(ABC):
             return self.env.reset(seed=self.seed)
         return self.env.reset()
 
-    def close(self) -> None:
-        """Close the logger and the environment."""
+    def close_loggers(self) -> None:
+        """Close the experiment's loggers (safe to call more than once)."""
         self.logger.close()
+
+    def close(self) -> None:
+        """Close the loggers and the environment."""
+        self.close_loggers()
         self.env.close()
 
 
@@ -252,12 +294,8 @@ class SingleEnvExperiment(Experiment):
         super()._attach(components)
         self.hub.pre_episode()
 
-    def _train(self, frames: float, episodes: float) -> None:
-        while self.logger.frame < frames and self.logger.episode < episodes:
-            self._run_training_episode()
-            self._maybe_checkpoint()
-
-    def _run_training_episode(self) -> None:
+    def _advance(self) -> None:
+        """One training episode."""
         state = self._reset()
         action = self.agent.act(state)
         self._return, self._start = 0.0, self.logger.frame
@@ -282,27 +320,17 @@ class SingleEnvExperiment(Experiment):
         self._return += state.reward
         if hub is None:
             return state, self.agent.act(state)
-        transition = transition_of(previous, action, state, frame)
-        ended = ONE_ENDED if state.done else None
-        reward = hub.after_step(transition, frame, ended, [float(self._return)],
-                                [frame - self._start])
-        return state, self.agent.act(state.update("reward", float(reward[0])))
+        hooked = hub.after_env_step(previous, action, state, frame, float(self._return),
+                                    frame - self._start)
+        return state, self.agent.act(hooked)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         agent = self.preset.test_agent()
         play = self.env if env is None else env
-        returns = [self._run_test_episode(agent, play) for _ in range(episodes)]
+        returns = [play_episode(agent, play) for _ in range(episodes)]
         if env is None:
             self._log_test(returns)
         return returns
-
-    def _run_test_episode(self, agent: Any, env: Any) -> float:
-        state = env.reset()
-        episode_return = 0.0
-        while not state.done:
-            state = env.step(agent.act(state))
-            episode_return += state.reward
-        return episode_return
 
 
 class ParallelEnvExperiment(Experiment):
@@ -334,24 +362,18 @@ class ParallelEnvExperiment(Experiment):
         """Step all copies until the budget is used; a later call continues the episodes (an
         environment restored without them, ``needs_reset``, starts new ones)."""
         if self.runner is None:
-            self.runner = self._make_runner()
+            self.runner = EnvRunner(self.vector_env, segment_length=self.agent.unwrapped.n_steps,
+                                    seed=self.seed, hub=self.hub, process=body_states(self.agent))
             self._act()
         elif self.vector_env.needs_reset:
             self.runner.truncate()
-        while self.logger.frame < frames and self.logger.episode < episodes:
-            self._step()
-            self._update_progress()
-            self._maybe_checkpoint()
-
-    def _make_runner(self) -> EnvRunner:
-        return EnvRunner(self.vector_env, segment_length=self.agent.unwrapped.n_steps,
-                         seed=self.seed, hub=self.hub, process=body_states(self.agent))
+        super()._train(frames, episodes)
 
     @property
     def training_env(self) -> Any:
         return self.vector_env
 
-    def _step(self) -> None:
+    def _advance(self) -> None:
         """One step of every copy with the actions the policy chose, then ``_act``."""
         runner = self.runner
         frames = runner.total_frames
@@ -363,6 +385,7 @@ class ParallelEnvExperiment(Experiment):
         if episodes and self.hub is not None:
             self._log_meta_scalars(self.hub, self.logger)
         self._act()
+        self._update_progress()
 
     def _act(self) -> None:
         """The policy acts on the new observations, the runner records the rows, and every

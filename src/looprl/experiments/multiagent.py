@@ -18,28 +18,19 @@ from typing import Any
 
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
-from looprl.experiments.experiment import Experiment
+from looprl.experiments.experiment import Experiment, play_episode
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import ONE_ENDED, MetaHub, observation_row, transition_of
+from looprl.meta.hub import ONE_ENDED, MetaHub, observation_row
 
 
 def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
     return each agent's returns."""
-    returns: dict[str, list[float]] = defaultdict(list)
-    for episode in range(episodes):
-        env.reset(seed=seed if episode == 0 else None)
-        episode_returns: dict[str, float] = defaultdict(float)
-        for agent in env.agent_iter():
-            state = env.last()
-            episode_returns[agent] += float(state.reward)
-            action = multiagent.act(state)
-            env.step(None if state.done else action)
-        for agent, value in episode_returns.items():
-            returns[agent].append(value)
-    return dict(returns)
+    games = [play_episode(multiagent, env, seed=seed if i == 0 else None)
+             for i in range(episodes)]
+    return {agent: [game[agent] for game in games] for agent in env.possible_agents}
 
 
 class MultiagentEnvExperiment(Experiment):
@@ -84,10 +75,8 @@ class MultiagentEnvExperiment(Experiment):
         frame = self.logger.frame
         if name in self._pending:
             previous, action = self._pending.pop(name)
-            ended = ONE_ENDED if state.done else None
-            reward = hub.after_step(transition_of(previous, action, state, frame), frame, ended,
-                                    [self._returns[name]], [self._turns[name]])
-            state = state.update("reward", float(reward[0]))
+            state = hub.after_env_step(previous, action, state, frame, self._returns[name],
+                                       self._turns[name])
         elif state.done:  # its episode ended before its first turn
             hub.end_episodes(ONE_ENDED, [self._returns[name]], [0])
         if not state.done:
@@ -98,11 +87,8 @@ class MultiagentEnvExperiment(Experiment):
             self._turns[name] += 1
         return action
 
-    def _train(self, frames: float, episodes: float) -> None:
-        while self.logger.frame < frames and self.logger.episode < episodes:
-            self._run_training_episode()
-
-    def _run_training_episode(self) -> None:
+    def _advance(self) -> None:
+        """One training episode."""
         self._reset()
         self._pending, self._turns = {}, defaultdict(int)
         self._returns: dict[str, float] = defaultdict(float)
@@ -147,8 +133,3 @@ class MultiagentEnvExperiment(Experiment):
         for logger in self.agent_loggers.values():
             logger.close()
         self.logger.close()
-
-    def close(self) -> None:
-        """Close the loggers and the environment."""
-        self.close_loggers()
-        self.env.close()

@@ -102,7 +102,7 @@ class TrainingProgress:
                  line_interval: float = 60.0, status: Callable[[], list[str]] | None = None
                  ) -> None:
         self.total_frames = int(total_frames)
-        self.status = status
+        self.status = status or list  # (no lines)
         self.description = description
         self.quiet = quiet
         self._interval = 1.0 / refresh_per_second
@@ -132,10 +132,8 @@ class TrainingProgress:
                        _FramesPerSecondColumn(), TimeRemainingColumn()]
         columns += [TextColumn("episodes {task.fields[episodes]}"),
                     TextColumn("return(100) {task.fields[mean_return]}")]
-        options = {"console": console, "auto_refresh": False, "transient": False}
-        if self.status is not None:
-            return _Dashboard(*columns, status=self.status, **options)
-        return Progress(*columns, **options)
+        return _Dashboard(*columns, status=self.status, console=console, auto_refresh=False,
+                          transient=False)
 
     def start(self) -> None:
         """Show the bar (no-op when quiet or already started)."""
@@ -192,8 +190,7 @@ class TrainingProgress:
                 left = f", {_format_duration(max(self.total_frames - frame, 0) / fps)} left"
         line = (f"{self.description}: {frames}, {fps:,.0f} fps, {_format_duration(elapsed)} "
                 f"elapsed{left}, episodes {episode}, return(100) {_format_return(mean_return)}")
-        if self.status is not None:
-            line = "; ".join([line, *self.status()])
+        line = "; ".join([line, *self.status()])
         self._lines.print(line, markup=False, highlight=False, soft_wrap=True)
         self._printed_frame = frame
         self._next_line_frame = self._next_milestone(frame)

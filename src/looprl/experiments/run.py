@@ -125,7 +125,6 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
     """Train and test ``experiment``; its logs are flushed and closed even if training fails
     (a ``FloatingPointError`` names the run's log directory)."""
-    close_loggers = getattr(experiment, "close_loggers", experiment.logger.close)
     try:
         experiment.train(frames=frames)
         returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
@@ -134,7 +133,7 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
     except KeyboardInterrupt:
         raise TrainingInterrupted(str(experiment.logger.log_dir), experiment.frame) from None
     finally:
-        close_loggers()
+        experiment.close_loggers()
     if isinstance(returns, dict):  # multi-agent: one list per agent; keep the team return
         returns = [sum(r) for r in zip(*returns.values())]
     result = ExperimentResult(experiment.name, experiment.env.name,

@@ -19,11 +19,8 @@ import numpy as np
 
 from looprl.environments import AtariEnvironment, GymEnvironment, MujocoEnvironment
 from looprl.environments.mujoco import is_mujoco_id
-from looprl.environments.multiagent import (
-    MultiagentEnvironment,
-    MultiagentPettingZooEnv,
-    make_zoo_env,
-)
+from looprl.environments.multiagent import MultiagentPettingZooEnv, make_zoo_env
+from looprl.experiments.experiment import play_episode
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +91,9 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     """
     fps = fps or default_fps(env)
     frames: list[np.ndarray] | None = [] if gif is not None else None
-    play = _play_multiagent if isinstance(env, MultiagentEnvironment) else _play
     try:
-        returns = [play(agent, env, frames, fps, max_steps) for _ in range(episodes)]
+        returns = [play_episode(agent, env, lambda: _show(env, frames, fps), max_steps)
+                   for _ in range(episodes)]
     finally:
         env.close()
     if frames is None:
@@ -112,34 +109,6 @@ def _show(env: Any, frames: list | None, fps: float) -> None:
         frames.append(env.render())
     else:
         time.sleep(1.0 / fps)
-
-
-def _play(agent: Any, env: Any, frames: list | None, fps: float, max_steps: int) -> float:
-    state = env.reset()
-    episode_return = 0.0
-    for step in range(max_steps + 1):
-        _show(env, frames, fps)
-        if state.done or step == max_steps:
-            if not state.done:
-                log.warning("Episode cut after %d steps (max_steps)", max_steps)
-            return episode_return
-        state = env.step(agent.act(state))
-        episode_return += float(state.reward)
-
-
-def _play_multiagent(multiagent: Any, env: MultiagentEnvironment, frames: list | None,
-                     fps: float, max_steps: int) -> dict[str, float]:
-    env.reset()
-    returns = dict.fromkeys(env.possible_agents, 0.0)
-    for turn, name in enumerate(env.agent_iter()):
-        _show(env, frames, fps)
-        if turn == max_steps:
-            log.warning("Episode cut after %d turns (max_steps)", max_steps)
-            break
-        state = env.last()
-        returns[name] += float(state.reward)
-        env.step(None if state.done else multiagent.act(state))
-    return returns
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:

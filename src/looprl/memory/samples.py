@@ -15,7 +15,7 @@ import numpy as np
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_positive, did_you_mean
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
@@ -50,8 +50,7 @@ class OnPolicyBuffer:
     metrics: dict[str, Any] | None = None
 
     def __init__(self, batch_streams: int, max_lag: int | None = None):
-        if batch_streams < 1:
-            raise ValueError(f"batch_streams must be >= 1, got {batch_streams}")
+        check_positive(batch_streams=batch_streams)
         if max_lag is not None and max_lag < 0:
             raise ValueError(f"max_lag must be >= 0 or None, got {max_lag}")
         self.batch_streams = batch_streams
@@ -82,9 +81,9 @@ class OnPolicyBuffer:
         """Drop pending segments now more than ``max_lag`` versions behind; return how many
         streams (columns) went (``put`` checks a segment when it arrives, this when the
         trainer is about to use it)."""
-        stale = [sample for sample in self._pending if self._stale(sample, current_version)]
+        streams = len(self)
         self._pending = [s for s in self._pending if not self._stale(s, current_version)]
-        return sum(_rows_and_streams(sample)[1] for sample in stale)
+        return streams - len(self)
 
     def _stale(self, sample: SampleBatch, current_version: int) -> bool:
         versions = getattr(sample, "policy_version", None)

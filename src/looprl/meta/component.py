@@ -23,7 +23,7 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_choice
 
 #: The hook points, in the order they occur around one step, update and episode.
 HOOKS = ("pre_episode", "pre_step", "post_step", "pre_update", "post_update", "post_episode")
@@ -49,7 +49,7 @@ class MetaComponent:
 
     def methods(self, hook: str) -> list[Hook]:
         """The methods this component runs at ``hook`` (one of ``HOOKS``)."""
-        return getattr(self, f"{check_hook(hook)}_methods")
+        return getattr(self, check_choice("hook", hook, HOOKS) + "_methods")
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint must hold to continue this component exactly: by default copies
@@ -74,14 +74,6 @@ class MetaComponent:
         return f"{type(self).__name__}({shown})"
 
 
-def check_hook(hook: str) -> str:
-    """``hook`` if it is one of ``HOOKS``, else ``ValueError`` naming the valid ones."""
-    if hook not in HOOKS:
-        hint = did_you_mean(hook, HOOKS)
-        raise ValueError(f"Unknown hook {hook!r}.{hint} The hooks are: {', '.join(HOOKS)}")
-    return hook
-
-
 class MetaStack:
     """The components attached to one run, called hook by hook in their order."""
 
@@ -96,7 +88,7 @@ class MetaStack:
 
     def has(self, hook: str) -> bool:
         """Whether any component runs at ``hook``."""
-        return bool(self._hooks[check_hook(hook)])
+        return bool(self._hooks[check_choice("hook", hook, HOOKS)])
 
     def __call__(self, hook: str, metrics: dict[str, Any]) -> None:
         """Run every method of ``hook`` on ``metrics``, in order."""

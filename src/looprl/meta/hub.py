@@ -25,37 +25,30 @@ import numpy as np
 import torch
 
 from looprl.core import (
+    AgentBase,
     Hyperparameter,
     SampleBatch,
     Trainer,
     TrainerStepResult,
-    parts_hyperparameters,
+    merge_hyperparameters,
 )
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 
 
 @dataclass
-class Parts:
+class Parts(AgentBase):
     """What a hub sees in a Ray worker, which has no agent: the policy, and on the trainer's
-    side the trainer and its buffer."""
+    side the trainer and its buffer (its own ``unwrapped``, as an agent's)."""
 
     policy: Any
     trainer: Any = None
     buffer: Any = None
 
-    @property
-    def unwrapped(self) -> Parts:
-        """Itself (as ``Agent.unwrapped``: what holds the policy and trainer)."""
-        return self
-
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and the trainer's ``hp/*`` keys (none without a policy)."""
-        if self.policy is None:
-            return {}
-        if self.trainer is None:
-            return self.policy.hyperparameters()
-        return parts_hyperparameters(self.policy, self.trainer)
+        """The policy's and the trainer's ``hp/*`` keys (of those it has)."""
+        parts = (part for part in (self.policy, self.trainer) if part is not None)
+        return merge_hyperparameters(*(part.hyperparameters() for part in parts))
 
 
 class MetaHub:
@@ -172,7 +165,8 @@ class MetaHub:
     # -- what the loops report ----------------------------------------------------------
     # Every loop (the collector, ``SingleEnvExperiment``, ``MultiagentEnvExperiment``) makes
     # the same three calls: ``pre_episode`` once when it starts, then for every step
-    # ``pre_step`` and ``after_step``, which ends and starts episodes as they end.
+    # ``pre_step`` and ``after_step`` (``after_env_step`` for one environment's ``State`` s),
+    # which ends and starts episodes as they end.
     def pre_episode(self) -> None:
         """Run the pre-episode hooks (the loop calls it once, before its first episode)."""
         self.run("pre_episode")
@@ -198,6 +192,27 @@ class MetaHub:
             self.end_episodes(ended, list(returns), list(lengths))
         return reward
 
+    def after_env_step(self, state: Any, action: Any, next_state: Any, step: int,
+                       episode_return: float, length: int) -> Any:
+        """``after_step`` of one environment's step ``state --action--> next_state``
+        (``State`` s; the episode ends where ``next_state`` is done, with ``episode_return``
+        and ``length``); returns ``next_state`` with the reward the hooks left."""
+
+        def row(x: Any, dtype: torch.dtype) -> torch.Tensor:
+            return torch.as_tensor(x, dtype=dtype).reshape(1)
+
+        transition = {
+            "state": observation_row(state), "action": torch.as_tensor(action).unsqueeze(0),
+            "reward": row(next_state.reward, torch.float32),
+            "next_state": observation_row(next_state),
+            "terminated": row(next_state.terminated, torch.bool),
+            "truncated": row(next_state.truncated, torch.bool),
+            "env_step": step, "env_index": torch.zeros(1, dtype=torch.long),
+        }
+        ended = ONE_ENDED if next_state.done else None
+        reward = self.after_step(transition, step, ended, [episode_return], [length])
+        return next_state.update("reward", float(reward[0]))
+
     def end_episodes(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
         """The post-episode hooks of the episodes that ``ended`` (bool per env copy, their
         ``returns`` and ``lengths``), then the pre-episode hooks of the next ones."""
@@ -211,22 +226,6 @@ class MetaHub:
 
 #: ``after_step``'s ``ended`` at the last step of one environment's episode
 ONE_ENDED = torch.ones(1, dtype=torch.bool)
-
-
-def transition_of(state: Any, action: Any, next_state: Any, step: int) -> dict[str, Any]:
-    """The ``transition`` entry of one environment's step (``State`` s): one row."""
-
-    def scalar(x: Any, dtype: torch.dtype) -> torch.Tensor:
-        return torch.as_tensor(x, dtype=dtype).reshape(1)
-
-    return {
-        "state": observation_row(state), "action": torch.as_tensor(action).unsqueeze(0),
-        "reward": scalar(next_state.reward, torch.float32),
-        "next_state": observation_row(next_state),
-        "terminated": scalar(next_state.terminated, torch.bool),
-        "truncated": scalar(next_state.truncated, torch.bool),
-        "env_step": step, "env_index": torch.zeros(1, dtype=torch.long),
-    }
 
 
 def observation_row(state: Any) -> torch.Tensor:

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from looprl.agents.losses.vtrace import generalized_advantage_estimate
-from looprl.core.suggest import check_choice
+from looprl.core.suggest import check_choice, check_positive
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
@@ -127,6 +127,8 @@ class PLR(MetaComponent):
     """
 
     shown = ("strategy", "replay_prob", "beta", "rho")
+    #: what checkpoints hold: levels, scores, staleness and the RNG (not the running episodes)
+    state_attributes = ("levels", "scores", "seen", "last_played", "episodes", "rng")
 
     def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
                  rho: float = 0.1, gamma: float = 0.99, lam: float = 0.95,
@@ -137,8 +139,7 @@ class PLR(MetaComponent):
         if not 0.0 <= replay_prob <= 1.0 or not 0.0 <= rho <= 1.0 or not 0.0 < score_ema <= 1.0:
             raise ValueError(f"replay_prob and rho must lie in [0, 1] and score_ema in (0, 1], "
                              f"got {replay_prob}, {rho}, {score_ema}")
-        if beta <= 0:
-            raise ValueError(f"beta must be positive, got {beta}")
+        check_positive(beta=beta)
         self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
         self.min_seen = int(min_seen)
@@ -168,11 +169,10 @@ class PLR(MetaComponent):
         n = len(self.levels)
         self.scores, self.seen = np.zeros(n), np.zeros(n, dtype=bool)
         self.last_played = np.zeros(n, dtype=np.int64)
-        self._index = {level: i for i, level in enumerate(self.levels)}
 
     def update_score(self, level: int, score: float) -> None:
         """Record ``score`` for ``level`` (EMA with weight ``score_ema``) and mark it played."""
-        i = self._index[int(level)]
+        i = self.levels.index(int(level))
         old = self.scores[i] if self.seen[i] else score
         self.scores[i] = (1 - self.score_ema) * old + self.score_ema * score
         self.seen[i] = True
@@ -284,17 +284,3 @@ class PLR(MetaComponent):
                 last_value = float(self._policy(metrics).logits_and_values(last_obs)[1][0])
         return episode_score(self.strategy, rewards, logits, values, last_value, self.gamma,
                              self.lam, self.rng)
-
-    # -- checkpoints ---------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """Levels, scores, staleness and the RNG (not the unfinished episodes)."""
-        return {"levels": list(self.levels), "scores": self.scores.copy(),
-                "seen": self.seen.copy(), "last_played": self.last_played.copy(),
-                "episodes": self.episodes, "rng": self.rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("levels"):
-            self.set_levels(state["levels"])
-            self.scores, self.seen = state["scores"].copy(), state["seen"].copy()
-            self.last_played, self.episodes = state["last_played"].copy(), state["episodes"]
-        self.rng.bit_generator.state = state["rng"]

@@ -34,7 +34,6 @@ preprocessing.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,39 +43,13 @@ from torch import nn
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_tensor
+from looprl.core.suggest import check_positive
 from looprl.meta.component import MetaComponent
-from looprl.nn import FEATURE_EXTRACTORS, MLP, feature_extractor, orthogonal_init
+from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
 
-__all__ = ["RND", "NovelD", "RNDNetwork", "RunningStd", "ToFloat", "image_network"]
+__all__ = ["RND", "NovelD", "RNDNetwork", "RunningStd"]
 
 NetworkFactory = Callable[[tuple[int, ...]], nn.Module]
-
-
-class ToFloat(nn.Module):
-    """``uint8`` inputs scaled by 1/255, any other input cast to ``float32``."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.float() * (1.0 / 255.0) if x.dtype == torch.uint8 else x.float()
-
-
-def image_network(shape: Sequence[int], features: int) -> nn.Sequential:
-    """A CNN for channels-first images: the Nature convolutions (32x8x8/4, 64x4x4/2,
-    64x3x3/1) for images of at least 36 pixels a side, three 3x3 convolutions otherwise
-    (grid worlds), then a linear layer of ``features`` outputs."""
-    channels, height, width = shape
-    if min(height, width) >= 36:
-        specs = [(32, 8, 4, 0), (64, 4, 2, 0), (64, 3, 1, 0)]
-    else:
-        specs = [(32, 3, 1, 1), (64, 3, 1, 1), (64, 3, 1, 1)]
-    layers: list[nn.Module] = [ToFloat()]
-    for out, kernel, stride, padding in specs:
-        layers += [orthogonal_init(nn.Conv2d(channels, out, kernel, stride, padding)),
-                   nn.LeakyReLU()]
-        channels = out
-    convs = nn.Sequential(*layers, nn.Flatten())
-    with torch.no_grad():
-        flat = convs(torch.zeros(1, *shape)).shape[1]
-    return nn.Sequential(*convs, orthogonal_init(nn.Linear(flat, features), 1.0))
 
 
 class RNDNetwork(nn.Module):
@@ -199,7 +172,7 @@ class RND(MetaComponent):
         normalize: divide the prediction errors by a running standard deviation of them.
         network: ``"auto"`` (MLP for flat observations, CNN for ``(C, H, W)`` images),
             ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS``, or a factory
-            ``shape -> nn.Module``.
+            ``shape -> nn.Module``. The built-in ones scale ``uint8`` inputs by 1/255.
         feature_dim: output size of the target and predictor.
         hidden: hidden layer sizes of the MLP.
         lr: Adam learning rate of the predictor.
@@ -224,7 +197,7 @@ class RND(MetaComponent):
                  obs_shape: Sequence[int] | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None):
         super().__init__()
-        names = ("auto", "mlp", "cnn", *FEATURE_EXTRACTORS)
+        names = ("auto", *FEATURE_EXTRACTORS)
         if not callable(network) and network not in names:
             raise ValueError(f"Unknown RND network {network!r}; use a factory shape -> "
                              f"nn.Module or one of: {', '.join(names)}")
@@ -236,8 +209,7 @@ class RND(MetaComponent):
         self.lr = float(lr)
         self.batch_size = int(batch_size)
         self.gradient_steps = int(gradient_steps)
-        if int(update_every) < 1:
-            raise ValueError(f"update_every must be >= 1, got {update_every!r}")
+        check_positive(update_every=int(update_every))
         self.update_every = int(update_every)
         self._update_calls = 0
         self.device = torch.device(device)
@@ -269,18 +241,24 @@ class RND(MetaComponent):
         self.obs_shape = shape
 
     def _build(self, shape: tuple[int, ...]) -> nn.Module:
+        """A factory's network, else a feature extractor (``"auto"``: an MLP of ``hidden``
+        for flat observations, a CNN for ``(C, H, W)`` images) and a linear layer of
+        ``feature_dim`` outputs."""
         network = self.network
         if callable(network):
-            module = network(shape)
-        elif network == "mlp" or (network == "auto" and len(shape) != 3):
-            layers = MLP(math.prod(shape), self.feature_dim, self.hidden, nn.ReLU, 1.0)
-            module = nn.Sequential(ToFloat(), nn.Flatten(), *layers)
-        elif network in ("cnn", "auto"):
-            module = image_network(shape, self.feature_dim)
-        else:
-            body = feature_extractor(network, shape)
-            module = nn.Sequential(body, nn.Linear(body.out_features, self.feature_dim))
-        return probe(module, shape, network)
+            return probe(network(shape), shape, network)
+        if network == "auto":
+            network = "cnn" if len(shape) == 3 else "mlp"
+        if network == "mlp":
+            network = {"type": "mlp", "hidden": self.hidden}
+        elif network == "cnn":  # the Nature convolutions; for grid worlds, three padded 3x3 ones
+            small = min(shape[-2:]) < 36
+            network = {"type": "cnn", "kernels": (3, 3, 3) if small else (8, 4, 3),
+                       "strides": (1, 1, 1) if small else (4, 2, 1), "padding": int(small),
+                       "activation": "leaky_relu"}
+        body = feature_extractor(network, shape)
+        return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features,
+                                                             self.feature_dim), 1.0))
 
     # -- hooks ------------------------------------------------------------------------------
     def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -325,15 +303,15 @@ class RND(MetaComponent):
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Train the predictor on the batch's (next) observations, else on recent ones
         (building the networks for the batch, in a copy that has none yet: Ray's trainer)."""
+        observations = batch_observations(metrics.get("batch"))
         if self.rnd_net is None:
-            observations = batch_observations(metrics.get("batch"))
             if observations is None:
                 return metrics
             self.initialize_networks(observations.shape[1:])
         self._update_calls += 1
         if self._update_calls % self.update_every:
             return metrics
-        observations = self.training_observations(metrics.get("batch"))
+        observations = self.training_observations(observations)
         if observations is None:
             return metrics
         for _ in range(self.gradient_steps):
@@ -347,17 +325,15 @@ class RND(MetaComponent):
             metrics["losses"]["rnd"] = loss
         return metrics
 
-    def training_observations(self, batch: Any) -> torch.Tensor | None:
-        """Rows of the batch's observations that fit the networks, else buffered rows."""
-        observations = batch_observations(batch)
+    def training_observations(self, observations: Any) -> torch.Tensor | None:
+        """Rows of a batch's ``observations`` (``batch_observations``) that fit the networks,
+        else buffered rows."""
         if observations is not None:
             rows = as_rows(observations, self.device)
             if tuple(rows.shape[-len(self.obs_shape):]) == self.obs_shape:
                 self.recent = None  # the agent's batches suffice: stop buffering
                 return rows.reshape(-1, *self.obs_shape)
-        if self.recent is None:
-            return None
-        return self.recent.sample(self.batch_size, self.generator)
+        return None if self.recent is None else self.recent.sample(self.batch_size, self.generator)
 
     # -- the Ray runtime --------------------------------------------------------------------
     def shared_state(self) -> dict[str, Any] | None:
@@ -378,18 +354,13 @@ class RND(MetaComponent):
         """The networks, the optimizer and the reward statistics (not the recent buffer)."""
         if self.rnd_net is None:
             return {"obs_shape": None}
-        return {
-            "obs_shape": self.obs_shape,
-            "rnd_net": copy.deepcopy(self.rnd_net.state_dict()),
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-            "reward_stats": copy.deepcopy(self.reward_stats),
-        }
+        return copy.deepcopy({**self.shared_state(), "optimizer": self.optimizer.state_dict(),
+                              "reward_stats": self.reward_stats})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("obs_shape") is None:
             return
-        self.initialize_networks(state["obs_shape"])
-        self.rnd_net.load_state_dict(state["rnd_net"])
+        self.load_shared_state(state)
         self.optimizer.load_state_dict(state["optimizer"])
         self.reward_stats = copy.deepcopy(state["reward_stats"])
 

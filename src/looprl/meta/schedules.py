@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import check_choice
+from looprl.core.suggest import check_choice, check_positive
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -42,12 +42,6 @@ def check_key(key: str) -> str:
         raise ValueError(f"Schedules write hyperparameter keys 'hp/<name>' (e.g. 'hp/lr', "
                          f"'hp/epsilon'), got {key!r}")
     return key
-
-
-def check_positive(**values: float | None) -> None:
-    for name, value in values.items():
-        if value is not None and not value > 0:
-            raise ValueError(f"{name} must be positive, got {value}")
 
 
 class CosineLRSchedule(MetaComponent):

@@ -5,8 +5,8 @@ observations stay uint8 (4x smaller) in replay and rollout buffers until the for
 ``NatureConv`` and ``NatureCNN`` (``looprl.nn.features``) are the convolutions and the feature
 extractor; ``nature_features`` builds any extractor of ``looprl.nn.features`` over the frames.
 The Q-networks ``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``,
-``nature_c51`` (as ``QDist`` expects) and ``nature_rainbow``, and ``nature_actor_critic`` and
-``nature_value`` (PPG's separate critic), put heads on those features.
+``nature_c51`` (as ``QDist`` expects) and ``nature_rainbow``, and ``nature_actor_critic``, put
+heads on those features.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from looprl.nn.noisy import NoisyFactorizedLinear
 
 __all__ = ["FEATURE_EXTRACTORS", "NatureCNN", "NatureConv", "nature_actor_critic", "nature_c51",
            "nature_categorical_dqn", "nature_dqn", "nature_dueling_dqn", "nature_features",
-           "nature_rainbow", "nature_value"]
+           "nature_rainbow"]
 
 
 def nature_features(kind: Any = "nature", frames: int = 4) -> nn.Module:
@@ -36,11 +36,6 @@ def nature_dqn(num_actions: int, frames: int = 4, features: str = "nature") -> n
     """The Nature DQN: features and a linear layer of one value per action."""
     body = nature_features(features, frames)
     return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features, num_actions), 1.0))
-
-
-def nature_value(frames: int = 4, features: str = "nature") -> nn.Sequential:
-    """A state-value network ``(batch, 1)``: ``nature_dqn`` of one output."""
-    return nature_dqn(1, frames, features)
 
 
 def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> nn.Sequential:

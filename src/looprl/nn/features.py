@@ -16,7 +16,7 @@ name        options (defaults)
 ==========  ==============================================================================
 ``mlp``     ``hidden`` (64, 64), ``activation`` ("relu"); flattens its input first
 ``cnn``     ``channels`` (32, 64, 64), ``kernels`` (8, 4, 3), ``strides`` (4, 2, 1),
-            ``activation`` ("relu"); then flattened
+            ``padding`` (0), ``activation`` ("relu"); then flattened
 ``nature``  ``features`` (512): the Nature DQN convolutions and a 512-unit layer
 ``resnet``  ``channels`` (16, 32, 32), ``blocks`` (2), ``features`` (256): the IMPALA CNN
             (Espeholt et al., 2018, https://arxiv.org/abs/1802.01561)
@@ -45,17 +45,22 @@ __all__ = ["ACTIVATIONS", "FEATURE_EXTRACTORS", "ConvFeatures", "MLPFeatures", "
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU,
+    "leaky_relu": nn.LeakyReLU,
 }
 
 
-def activation_layer(name: str) -> nn.Module:
-    """A new activation layer by name (``ValueError`` naming the valid ones otherwise)."""
-    return ACTIVATIONS[check_choice("activation", name, list(ACTIVATIONS))]()
+def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
+    """A new activation layer: by name (``ValueError`` naming the valid ones otherwise), or
+    from a class or factory."""
+    if callable(activation):
+        return activation()
+    return ACTIVATIONS[check_choice("activation", activation, list(ACTIVATIONS))]()
 
 
-def dense_layers(n_in: int, sizes: Sequence[int], activation: str) -> tuple[nn.Sequential, int]:
-    """``Linear`` + activation per size of ``sizes`` on ``n_in`` inputs (orthogonal weights,
-    gain ``sqrt(2)``), and the size of its output."""
+def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[], nn.Module]
+                 ) -> tuple[nn.Sequential, int]:
+    """``Linear`` + activation (see ``activation_layer``) per size of ``sizes`` on ``n_in`` inputs
+    (orthogonal weights, gain ``sqrt(2)``), and the size of its output."""
     layers: list[nn.Module] = []
     for size in sizes:
         layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
@@ -88,11 +93,12 @@ class MLPFeatures(_Unbatched):
 
 
 class ConvFeatures(_Unbatched):
-    """A stack of convolutions (``channels``/``kernels``/``strides``), then flattened."""
+    """A stack of convolutions (``channels``/``kernels``/``strides``, every one zero-padded
+    by ``padding``), then flattened."""
 
     def __init__(self, input_shape: Sequence[int], channels: Sequence[int] = (32, 64, 64),
                  kernels: Sequence[int] = (8, 4, 3), strides: Sequence[int] = (4, 2, 1),
-                 activation: str = "relu"):
+                 activation: str = "relu", padding: int = 0):
         super().__init__()
         _require_image(input_shape, "cnn")
         if not len(channels) == len(kernels) == len(strides):
@@ -102,7 +108,7 @@ class ConvFeatures(_Unbatched):
         layers: list[nn.Module] = []
         last = input_shape[0]
         for out, kernel, stride in zip(channels, kernels, strides, strict=True):
-            layers += [orthogonal_init(nn.Conv2d(last, out, kernel, stride)),
+            layers += [orthogonal_init(nn.Conv2d(last, out, kernel, stride, padding)),
                        activation_layer(activation)]
             last = out
         self.layers = nn.Sequential(*layers, nn.Flatten())

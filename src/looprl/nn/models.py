@@ -15,7 +15,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.modules import module as _module
 
-from looprl.nn.layers import HIDDEN_GAIN, orthogonal_init
+from looprl.nn.features import dense_layers
+from looprl.nn.layers import orthogonal_init
 
 __all__ = ["MLP", "RLNetwork"]
 
@@ -55,14 +56,9 @@ class MLP(nn.Sequential):
         activation: type[nn.Module] = nn.Tanh,
         output_gain: float | None = None,
     ):
-        layers: list[nn.Module] = []
-        last = in_dim
-        for size in hidden:
-            layers += [orthogonal_init(nn.Linear(last, size), HIDDEN_GAIN), activation()]
-            last = size
+        dense, last = dense_layers(in_dim, hidden, activation)
         gain = 1.0 if output_gain is None else output_gain
-        layers.append(orthogonal_init(nn.Linear(last, out_dim), gain))
-        super().__init__(*layers)
+        super().__init__(*dense, orthogonal_init(nn.Linear(last, out_dim), gain))
         self.in_dim = in_dim
         self.out_dim = out_dim
 

@@ -132,7 +132,8 @@ class GreedyPolicy:
         many = isinstance(value, list | tuple)
         self.epsilon = [float(v) for v in value] if many else float(value)
 
-    def _next_epsilon(self) -> float:
+    def current_epsilon(self) -> float:
+        """The exploration rate now (a schedule's current value)."""
         return self._epsilon.value if self._scheduled else self._epsilon
 
     def __call__(self, state: Any) -> torch.Tensor:
@@ -145,7 +146,7 @@ class GreedyPolicy:
             return self.choose(state)
         if self._per_env:
             raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
-        epsilon = self._next_epsilon()
+        epsilon = self.current_epsilon()
         rng = self._rng or random
         explored = epsilon > 0 and rng.random() < epsilon
         if self.metrics is not None:
@@ -181,7 +182,7 @@ class GreedyPolicy:
         """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``), from
         ``values`` when the caller has computed them (masked: ``MASKED_Q``; ``DQNPolicy.rollout``
         does), else from the Q network. Each exploration policy chooses its own way."""
-        epsilon = self._next_epsilon()
+        epsilon = self.current_epsilon()
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
             greedy = values.argmax(dim=-1)

@@ -1,15 +1,53 @@
-"""Helpers shared by presets: space checks, environment facts and the policy's network."""
+"""Helpers shared by presets: their base (``FamilyPreset``), space checks, environment facts
+and the policy's network."""
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
+from abc import abstractmethod
 from typing import Any
 
 import gymnasium as gym
 from torch import nn
 
+from looprl.core import Policy, Preset, Trainer
+from looprl.presets.parts import check_parts
+
 log = logging.getLogger(__name__)
+
+
+class FamilyPreset(Preset):
+    """Base of the presets of the families: it checks that the hyperparameters ``positive``
+    names are positive (those the preset has) and that the ``parts`` it names are ones it
+    takes (kind -> valid names, ``looprl.presets.parts``; none: no swappable parts), and puts
+    its local agent in the family's bodies (``_wrap``: none by default)."""
+
+    positive: tuple[str, ...] = (
+        "lr", "lr_pi", "lr_v", "n_envs", "n_steps", "min_batch_size", "epochs",
+        "minibatch_size", "hidden", "n_policy", "aux_epochs", "aux_minibatch_size",
+    )  # fmt: skip
+    parts: dict[str, tuple[str, ...]] = {}
+
+    def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
+        require_positive(hyperparameters, *self.positive)
+        check_parts(hyperparameters, name, self.parts)
+        super().__init__(name, device, hyperparameters)
+
+    @abstractmethod
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> Policy:
+        """The policy over the preset's network (a copy with ``copy_model``), on ``device``
+        (default: the preset's), with its exploration and optimizer."""
+
+    @abstractmethod
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> Trainer:
+        """The trainer of ``policy``; its schedules span ``train_steps`` env steps."""
+
+    def _wrap(self, agent: Any) -> Any:
+        """Bodies around the local agent (none by default)."""
+        return agent
 
 
 def policy_network(preset: Any, device: Any = None, copy_model: bool = False,
@@ -63,9 +101,10 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
 
 
 def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:
-    """``ValueError`` naming the first of ``keys`` whose value is not > 0."""
+    """``ValueError`` naming the first of ``keys`` (those ``hyperparameters`` has) whose value
+    is not > 0."""
     for key in keys:
-        if not hyperparameters[key] > 0:
+        if key in hyperparameters and not hyperparameters[key] > 0:
             value = hyperparameters[key]
             raise ValueError(f"Hyperparameter {key!r} must be positive, got {value!r}")
 

@@ -24,52 +24,39 @@ from typing import Any
 
 from torch import nn, optim
 
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent
-from looprl.agents.rainbow import rainbow_policy, rainbow_trainer
+from looprl.agents.c51 import C51Policy, C51Trainer
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
 from looprl.approximation import FixedTarget, QDist, QNetwork
-from looprl.core import Agent, DummyLogger, Policy, Preset, Trainer
+from looprl.core import Agent, DummyLogger, Trainer
 from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
 from looprl.policies import apex_epsilons
 from looprl.presets.common import (
+    FamilyPreset,
     cap_minibatch,
     policy_network,
     require_discrete_actions,
-    require_positive,
 )
-from looprl.presets.parts import beta_schedule, check_parts, epsilon_schedule
+from looprl.presets.parts import beta_schedule, epsilon_schedule
 
 __all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
 
 
-class ReplayPreset(Preset):
+class ReplayPreset(FamilyPreset):
     """Base of the replay presets (see the module docstring): subclasses give ``policy`` and
     ``trainer``, and may change the replay (``prioritized``, ``n_step``) and the local agent
-    (``_agent``: ``DQN`` by default)."""
+    (``_agent``: ``DQN`` in the family's bodies by default)."""
 
-    #: the part names (``looprl.presets.parts``) it takes, by kind (none: no swappable parts)
-    parts: dict[str, tuple[str, ...]] = {}
     #: the local agent's uniform and prioritized replay buffer classes
     replays: tuple[type, type] = (ExperienceReplayBuffer, PrioritizedReplayBuffer)
     #: of the trainer worker's replay (``"atari_"``: the Atari frame ring)
     remote_prefix = ""
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
-        check_parts(hyperparameters, name, self.parts)
+        super().__init__(name, device, hyperparameters)  # (checks the values as given)
         size = hyperparameters["replay_buffer_size"]
-        hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is sampled "
-                                        f"from (replay_buffer_size={size})",
-                                        "raise replay_buffer_size")
-        super().__init__(name, device, hyperparameters)
-
-    @abstractmethod
-    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
-               ) -> Policy:
-        """The policy over the preset's network (a copy with ``copy_model``), on ``device``
-        (default: the preset's), with its exploration and optimizer."""
-
-    @abstractmethod
-    def trainer(self, policy: Any, train_steps: float = math.inf) -> Trainer:
-        """The trainer of ``policy``; its schedules span ``train_steps`` env steps."""
+        self.hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is "
+                                             f"sampled from (replay_buffer_size={size})",
+                                             "raise replay_buffer_size")
 
     @property
     def apex(self) -> bool:
@@ -119,7 +106,7 @@ class ReplayPreset(Preset):
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
                **schedule: Any) -> Agent:
         """The local agent of the parts (``schedule``: ``ReplayAgent``'s training schedule)."""
-        return DQN(policy, trainer, buffer, **schedule)
+        return self._wrap(DQN(policy, trainer, buffer, **schedule))
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Agent:
         hp = self.hyperparameters
@@ -130,21 +117,18 @@ class ReplayPreset(Preset):
                            self.replay_buffer(train_steps), logger, **schedule)
 
 
-class QNetworkPreset(Preset):
+class QNetworkPreset(FamilyPreset):
     """The Q-network of the DQN family's presets, with replay (``QPreset``) or online
-    (``classic_control.vqn``): a network over discrete actions (``_build``, made by
-    ``_build_q``), a ``QNetwork`` (or a ``QDist`` when ``distributional``) with Adam at ``lr``
+    (``classic_control.vqn``): a network over discrete actions (``_build``; ``v_min < v_max``
+    checked), a ``QNetwork`` (or a ``QDist`` when ``distributional``) with Adam at ``lr``
     (``eps``), a target copied every ``target_update_frequency`` updates (0: none) and
-    gradients clipped at ``clip_grad``, and ``rainbow_policy`` exploring (``_policy``)."""
+    gradients clipped at ``clip_grad``, and a ``DQNPolicy`` (``C51Policy`` when
+    ``distributional``) exploring (``_policy``)."""
 
     algorithm = "DQN"
-    #: hyperparameters that must be positive
-    positive: tuple[str, ...] = ()
 
-    def _build_q(self, env: Any, device: Any, hp: dict[str, Any]) -> None:
-        """Check the hyperparameters ``hp`` (as given: before ``ReplayPreset`` caps
-        ``minibatch_size``) and ``env``'s actions; build the network on ``device``."""
-        require_positive(hp, *self.positive)
+    def __init__(self, env: Any, name: str, device: Any, hp: dict[str, Any]):
+        super().__init__(name, device, hp)
         if "v_min" in hp and not hp["v_min"] < hp["v_max"]:
             raise ValueError(f"Hyperparameters v_min < v_max needed, got {hp['v_min']} and "
                              f"{hp['v_max']}")
@@ -169,9 +153,14 @@ class QNetworkPreset(Preset):
         return QDist(model, num_actions=self.num_actions, num_atoms=hp["atoms"],
                      v_min=hp["v_min"], v_max=hp["v_max"], **kwargs)
 
+    def _q_policy(self, q: Any, epsilon: Any = 0.0) -> DQNPolicy:
+        """A ``C51Policy`` over a ``QDist`` (``distributional``), else a ``DQNPolicy``, over
+        ``q``, exploring at the rate ``epsilon`` (0 with noisy networks)."""
+        return (C51Policy if self.distributional else DQNPolicy)(q, self.num_actions, epsilon)
+
     def _policy(self, q: Any) -> DQNPolicy:
         """The exploring policy over ``q`` (at the rate of ``epsilon_schedule``)."""
-        return rainbow_policy(q, self.num_actions, epsilon_schedule(self.hyperparameters))
+        return self._q_policy(q, epsilon_schedule(self.hyperparameters))
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
@@ -187,21 +176,19 @@ class QNetworkPreset(Preset):
                                     logger=logger or DummyLogger()))
 
     def test_agent(self) -> DQNTestAgent:
-        policy = rainbow_policy(self._q(copy.deepcopy(self.model)), self.num_actions)
+        policy = self._q_policy(self._q(copy.deepcopy(self.model)))
         return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
 
 
 class QPreset(QNetworkPreset, ReplayPreset):
     """Base of the DQN family's replay presets (DQN, DDQN, C51, Rainbow): a
-    ``QNetworkPreset`` with ``rainbow_trainer`` (``update``, ``double``, ``huber``,
-    ``n_step``)."""
+    ``QNetworkPreset`` with its trainer: ``C51Trainer`` (``distributional``), else
+    ``DQNTrainer`` (``update``, ``huber``); ``double`` picks the bootstrap action with the
+    online network (it takes over from ``update``), over ``n_step`` windows."""
 
     positive: tuple[str, ...] = ("lr", "minibatch_size", "update_frequency", "gradient_steps",
-                                 "target_update_frequency", "replay_buffer_size")
-
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
-        self._build_q(env, device, hyperparameters)
+                                 "target_update_frequency", "replay_buffer_size", "hidden",
+                                 "atoms", "n_steps")
 
     @property
     def double(self) -> bool:
@@ -210,6 +197,8 @@ class QPreset(QNetworkPreset, ReplayPreset):
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> Trainer:
         hp = self.hyperparameters
-        return rainbow_trainer(policy, hp["discount_factor"], double=self.double,
-                               huber=hp.get("huber", True), n_step=self.n_step,
-                               update=hp.get("update", "q_learning"))
+        if self.distributional:
+            return C51Trainer(policy, hp["discount_factor"], self.n_step, double=self.double)
+        return DQNTrainer(policy, hp["discount_factor"], self.n_step,
+                          update=hp.get("update", "q_learning"), double_q=self.double,
+                          huber=hp.get("huber", True))

@@ -18,9 +18,8 @@ from torch import nn, optim
 from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
-from looprl.core import ParallelPreset, Preset, Trainer
-from looprl.presets.common import cap_minibatch, policy_network, require_positive
-from looprl.presets.parts import check_parts
+from looprl.core import ParallelPreset
+from looprl.presets.common import FamilyPreset, cap_minibatch, policy_network
 
 __all__ = ["ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear"]
 
@@ -36,10 +35,9 @@ class linear:  # noqa: N801 -- used like a function: linear(3e-4)
         return self.initial * (1.0 - progress)
 
 
-class ActorCriticPreset(Preset):
+class ActorCriticPreset(FamilyPreset):
     """A preset whose policy is an ``ActorCriticPolicy`` over its network (``_build``: the
-    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default), and
-    whose ``_wrap`` puts the local agent in the family's bodies.
+    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default).
 
     Args:
         env: the environment the preset is built for (its spaces size the network).
@@ -47,25 +45,15 @@ class ActorCriticPreset(Preset):
     """
 
     algorithm = "actor-critic"
-    #: hyperparameters that must be positive
-    positive: tuple[str, ...] = ()
-    #: the part names (``looprl.presets.parts``) it takes (none: no swappable parts)
-    parts: dict[str, tuple[str, ...]] = {}
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, *self.positive)
-        check_parts(hyperparameters, name, self.parts)
         model, self.head = self._build(env)
         self.model = model.to(device)
 
     @abstractmethod
     def _build(self, env: Any) -> tuple[nn.Module, Any]:
         """The network (an ``looprl.nn.ActorCriticModel``) and the action head for ``env``."""
-
-    @abstractmethod
-    def trainer(self, policy: ActorCriticPolicy, train_steps: float = math.inf) -> Trainer:
-        """The trainer of ``policy``; its schedules span ``train_steps`` env steps."""
 
     def _optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         """Adam at the ``lr`` and ``eps`` hyperparameters."""
@@ -83,24 +71,16 @@ class ActorCriticPreset(Preset):
                                       device=device, name=self.algorithm.lower(), logger=logger)
         return ActorCriticPolicy(approximation, self.head)
 
-    def _wrap(self, agent: Any) -> Any:
-        """Bodies around the local agent (none by default)."""
-        return agent
-
     def test_agent(self) -> ActorCriticTestAgent:
         """The most likely action under a copy of the current parameters."""
         return ActorCriticTestAgent(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)),
                                                       self.head))
 
 
-class OnPolicyAgentPreset(ParallelPreset):
+class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
     """A parallel preset whose local agent is an ``OnPolicyAgent`` of its ``policy`` and
     ``trainer`` over ``n_envs`` environments and ``n_steps`` segments, in the family's bodies
     (``_wrap``): the on-policy presets and VQN / VSarsa (``classic_control.vqn``)."""
-
-    def _wrap(self, agent: Any) -> Any:
-        """Bodies around the local agent (none by default)."""
-        return agent
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
         policy = self.policy(logger)
@@ -115,8 +95,6 @@ class OnPolicyAgentPreset(ParallelPreset):
 class OnPolicyPreset(ActorCriticPreset, OnPolicyAgentPreset):
     """Base of the parallel on-policy presets (see the module docstring): ``n_steps``
     defaults to 1, and the local agent is an ``OnPolicyAgent``."""
-
-    positive: tuple[str, ...] = ("n_envs",)
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         n_envs, n_steps = int(hyperparameters["n_envs"]), int(hyperparameters.get("n_steps", 1))

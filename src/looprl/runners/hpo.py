@@ -81,8 +81,8 @@ class OptunaRunner(Runner):
         existing = next((s.n_trials for s in studies if s.study_name == self.study_name), 0)
         return optuna.create_study(
             storage=storage, study_name=self.study_name, direction="maximize",
-            sampler=self._sampler(self.seed + existing), pruner=self._pruner(),
-            load_if_exists=True)
+            sampler=self._named(self.sampler, "samplers", SAMPLERS, seed=self.seed + existing),
+            pruner=self._named(self.pruner, "pruners", PRUNERS), load_if_exists=True)
 
     def _storage(self) -> Any:
         storage = self.storage
@@ -93,15 +93,11 @@ class OptunaRunner(Runner):
         journal = self.optuna.storages.journal
         return journal.JournalStorage(journal.JournalFileBackend(os.fspath(storage)))
 
-    def _sampler(self, seed: int) -> Any:
-        if not isinstance(self.sampler, str):
-            return self.sampler
-        return getattr(self.optuna.samplers, SAMPLERS[self.sampler])(seed=seed)
-
-    def _pruner(self) -> Any:
-        if not isinstance(self.pruner, str):
-            return self.pruner
-        return getattr(self.optuna.pruners, PRUNERS[self.pruner])()
+    def _named(self, value: Any, module: str, names: dict[str, str], **kwargs: Any) -> Any:
+        """``value`` (a sampler or pruner), or the one of ``optuna.{module}`` it names."""
+        if not isinstance(value, str):
+            return value
+        return getattr(getattr(self.optuna, module), names[value])(**kwargs)
 
     # -- trials ------------------------------------------------------------------------
     def objective(self, trial: Any) -> float:

@@ -20,11 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from looprl.experiments import make_experiment
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
-from looprl.experiments.experiment import seed_everything
-from looprl.experiments.logger import ExperimentLogger
-from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
+from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner, import_extra
 from looprl.runners.space import float_range, search_mapping
 
@@ -50,25 +47,20 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
     values = {key: config[tune_name(key)] for key in spec["keys"]}
+    member = Runner(spec["builder"], spec["env"], seed=spec["seed"] + index, quiet=True,
+                    logdir=spec["logdir"], device=spec["device"])
     if checkpoint is not None:  # a new trial, or exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
             generation = donor["step"] // spec["interval"]
-            experiment = load_checkpoint(directory, *_member_run(
+            member.experiment = load_checkpoint(directory, *_member_run(
                 index, generation, values, step=donor["step"], exploited=donor["member"]))
     else:
-        seed = spec["seed"] + index
-        seed_everything(seed)
-        preset = spec["builder"].device(spec["device"]).env(spec["env"]).build()
         name, info = _member_run(index, 0, values, step=0, exploited=None)
-        logger = ExperimentLogger(preset.name, spec["env"].name, spec["logdir"], verbose=False,
-                                  run_name=name, run_info={
-                                      **info, "hyperparameters": preset.hyperparameters})
-        experiment = make_experiment(preset, spec["env"], train_steps=spec["num_steps"],
-                                     quiet=True, verbose=False, seed=seed, logger=logger)
-    found = agent_hyperparameters(experiment.agent)
-    for key, value in values.items():  # explore: the (perturbed) values of this trial's config
-        found[key].set(value)
+        member.label_next_run(name, **info)
+        member.new_agent(train_steps=spec["num_steps"])
+    member.set_hyperparameters(values)  # explore: the (perturbed) values of this trial's config
+    experiment = member.experiment
     while experiment.frame < spec["num_steps"]:
         experiment.train(frames=experiment.frame + spec["interval"])
         returns = experiment.test(episodes=spec["eval_episodes"])

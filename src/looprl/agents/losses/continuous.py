@@ -27,8 +27,7 @@ def critic_loss(values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 def twin_critic_loss(values1: torch.Tensor, values2: torch.Tensor, targets: torch.Tensor
                      ) -> torch.Tensor:
     """``mean((Q1 - y)^2) + mean((Q2 - y)^2)``: both critics regress onto the same target."""
-    targets = targets.detach()
-    return (values1 - targets).pow(2).mean() + (values2 - targets).pow(2).mean()
+    return critic_loss(values1, targets) + critic_loss(values2, targets)
 
 
 def deterministic_actor_loss(values: torch.Tensor) -> torch.Tensor:

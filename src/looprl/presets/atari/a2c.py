@@ -31,7 +31,6 @@ class A2CAtariPreset(NatureActorCritic, A2CClassicControlPreset):
     """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring):
     the classic-control preset's trainer with the shared Nature actor-critic, one Adam."""
 
-    positive = ("lr", "n_envs", "n_steps")
 
     def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
         return OnPolicyPreset._optimizer(self, model)

@@ -25,7 +25,6 @@ class C51AtariPreset(AtariReplayPreset):
     """Builds C51 agents (counts as in ``atari.dqn``: steps are agent steps of 4 frames)."""
 
     algorithm = "C51"
-    positive = (*AtariReplayPreset.positive, "atoms")
 
     def _build(self, env: Any) -> CategoricalQHead:
         hp = self.hyperparameters

@@ -8,7 +8,6 @@ from typing import Any
 import gymnasium as gym
 from torch import nn
 
-from looprl.agents.dqn import DQN
 from looprl.environments.bodies import deepmind_atari_body
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.nn.cnn import nature_actor_critic
@@ -76,7 +75,3 @@ class AtariReplayPreset(DeepMindBody, QPreset):
 
     replays = (AtariReplayBuffer, PrioritizedAtariReplayBuffer)
     remote_prefix = "atari_"
-
-    def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any, **schedule: Any
-               ) -> Any:
-        return self._wrap(DQN(policy, trainer, buffer, **schedule))

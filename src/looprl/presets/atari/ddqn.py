@@ -27,7 +27,6 @@ class DDQNAtariPreset(DQNAtariPreset):
     """Builds Double DQN agents; ``dueling`` picks ``nature_dueling_dqn`` over ``nature_dqn``
     (``features`` applies to the latter only)."""
 
-    positive = (*DQNAtariPreset.positive, "n_steps")
     double = True
 
     def _build(self, env: Any) -> nn.Module:

@@ -6,7 +6,7 @@ Adam at 2.5e-4 and clip range 0.1 both annealed linearly to 0, entropy bonus 0.0
 paper's auxiliary phase follows every ``n_policy`` iterations: 6 epochs of distilling the
 value targets into the policy network's auxiliary head, behaviour cloning weight 1. The
 policy network is a Nature CNN with policy and auxiliary value heads, the value network a
-second Nature CNN (``nn.cnn.nature_value``).
+second Nature CNN of one output (``nn.cnn.nature_dqn``).
 
 The auxiliary phase keeps every state of the phase as uint8 frames (28 KB each: about
 0.9 GB for the 32 x 1,024 states of a phase) and runs over them in minibatches of
@@ -20,7 +20,7 @@ from typing import Any
 from torch import nn
 
 from looprl.nn import PPGNetwork
-from looprl.nn.cnn import nature_features, nature_value
+from looprl.nn.cnn import nature_dqn, nature_features
 from looprl.nn.layers import orthogonal_init
 from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.atari.ppo import default_hyperparameters as ppo_defaults
@@ -39,13 +39,12 @@ def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> P
     trunk = nature_features(features, frames)
     policy_head = orthogonal_init(nn.Linear(trunk.out_features, num_actions), 0.01)
     aux_head = orthogonal_init(nn.Linear(trunk.out_features, 1), 1.0)
-    return PPGNetwork(trunk, policy_head, aux_head, nature_value(frames, features))
+    return PPGNetwork(trunk, policy_head, aux_head, nature_dqn(1, frames, features))
 
 
 class PPGAtariPreset(NatureActorCritic, PPGClassicControlPreset):
     """Builds PPG agents over ``n_envs`` Atari environments (see the module docstring)."""
 
-    positive = tuple(k for k in PPGClassicControlPreset.positive if k != "hidden")
     network = staticmethod(nature_ppg)
 
 

@@ -26,7 +26,6 @@ default_hyperparameters: dict[str, Any] = derived(
 class PPOAtariPreset(NatureActorCritic, PPOClassicControlPreset):
     """Builds PPO agents with a shared Nature CNN (see the module docstring)."""
 
-    positive = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size")
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOAtariPreset)

@@ -32,7 +32,6 @@ class RainbowAtariPreset(AtariReplayPreset):
     """Builds Rainbow agents (steps count agent steps of 4 frames, as in ``atari.dqn``)."""
 
     algorithm = "Rainbow"
-    positive = (*AtariReplayPreset.positive, "hidden", "atoms", "n_steps")
 
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters

@@ -28,7 +28,6 @@ class VACAtariPreset(NatureActorCritic, VACClassicControlPreset):
     """Builds online actor-critic agents over ``n_envs`` Atari environments: the
     classic-control preset's trainer with the shared Nature actor-critic."""
 
-    positive = ("lr_pi", "lr_v", "n_envs")
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACAtariPreset)

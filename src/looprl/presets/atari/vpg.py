@@ -26,7 +26,6 @@ class VPGAtariPreset(NatureActorCritic, VPGClassicControlPreset):
     """Builds VPG agents for a single Atari environment (``VPGClassicControlPreset``'s agent
     and trainer with the shared Nature actor-critic and the DeepMind bodies)."""
 
-    positive = ("lr_pi", "lr_v", "min_batch_size")
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGAtariPreset)

@@ -34,7 +34,6 @@ class OnlineAtariPreset(DeepMindBody, OnlineClassicControlPreset):
     """Shared by the Atari VQN and VSarsa presets: the classic-control preset's policy and
     trainer with a dueling Nature Q-network and the DeepMind bodies."""
 
-    positive = ("lr", "n_envs")
 
     def _build(self, env: Any) -> nn.Module:
         return nature_dueling_dqn(self.num_actions, require_frames(env, self.algorithm))

@@ -78,7 +78,6 @@ class A2CClassicControlPreset(SeparateMLPs, OnPolicyPreset):
     """Builds A2C agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
 
     algorithm = "A2C"
-    positive = ("lr", "n_envs", "n_steps", "hidden")
     lr_keys = ("lr", "lr")
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:

@@ -26,7 +26,6 @@ class C51ClassicControlPreset(QPreset):
     """Builds C51 agents (hyperparameters: see ``default_hyperparameters``)."""
 
     algorithm = "C51"
-    positive = (*QPreset.positive, "hidden", "atoms")
 
     def _build(self, env: Any) -> CategoricalQHead:
         hidden, atoms = self.hyperparameters["hidden"], self.hyperparameters["atoms"]

@@ -71,7 +71,6 @@ class DQNClassicControlPreset(QPreset):
     Ray, the schedule counts each actor's steps, one per step of all its envs).
     """
 
-    positive = (*QPreset.positive, "hidden", "n_steps")
     parts = {"exploration": EXPLORATION, "update": UPDATES[:3],
              "buffer": ("uniform", "prioritized", "nstep")}
 

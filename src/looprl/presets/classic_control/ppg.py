@@ -46,8 +46,6 @@ class PPGClassicControlPreset(PPOClassicControlPreset):
 
     algorithm = "PPG"
     parts = {**PPOClassicControlPreset.parts, "update": ("ppg",)}
-    positive = (*PPOClassicControlPreset.positive, "n_policy", "aux_epochs",
-                "aux_minibatch_size")
 
     def _build(self, env: Any) -> tuple[PPGNetwork, CategoricalHead]:
         num_actions = require_discrete_actions(env, self.algorithm)

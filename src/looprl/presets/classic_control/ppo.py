@@ -55,7 +55,6 @@ class PPOClassicControlPreset(OnPolicyPreset):
     """
 
     algorithm = "PPO"
-    positive = ("lr", "n_envs", "n_steps", "epochs", "minibatch_size", "hidden")
     parts = {"exploration": ("stochastic",), "buffer": ("rollout",), "update": ("ppo",)}
 
     def _build(self, env: Any) -> tuple[nn.Module, Any]:

@@ -1,7 +1,20 @@
 """Rainbow preset for classic control (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
 
-Every extension has its switch (all on by default): ``double``, ``dueling``, ``noisy``,
-``n_steps`` (1 turns n-step returns off), ``prioritized`` and ``distributional``. The network
+Rainbow combines six extensions of DQN; here each is a part that a switch of the preset
+turns on or off (all on by default):
+
+============== ============================================= =============================
+extension      where it lives                                switch
+============== ============================================= =============================
+double Q       ``DQNTrainer(double_q=True)``, ``C51Trainer`` ``double``
+dueling        ``nn.Dueling`` / ``nn.CategoricalDueling``    ``dueling``
+noisy nets     ``nn.NoisyFactorizedLinear`` (epsilon = 0)    ``noisy``
+n-step         replay and trainer ``n_step``                 ``n_steps`` (1 = off)
+prioritized    ``memory.PrioritizedReplayBuffer``            ``prioritized``
+distributional ``QDist`` + ``C51Policy``, ``C51Trainer``     ``distributional``
+============== ============================================= =============================
+
+The local agent is ``DQN``, the policy and trainer ``QPreset``'s. The network
 is a ReLU layer followed by (dueling) heads of ``hidden`` units whose layers are
 ``NoisyFactorizedLinear`` when ``noisy`` (exploration then comes from the noise:
 epsilon is 0). The defaults reach a greedy return above 300 on CartPole-v1 within about
@@ -15,7 +28,6 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.dqn import DQNPolicy
-from looprl.agents.rainbow import rainbow_policy
 from looprl.nn import Dueling
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
@@ -72,7 +84,6 @@ class RainbowClassicControlPreset(QPreset):
     """Builds Rainbow agents (hyperparameters: see ``default_hyperparameters``)."""
 
     algorithm = "Rainbow"
-    positive = (*QPreset.positive, "hidden", "atoms", "n_steps")
 
     def _build(self, env: Any) -> nn.Module:
         obs_dim = require_flat_observations(env, self.algorithm)
@@ -80,7 +91,7 @@ class RainbowClassicControlPreset(QPreset):
 
     def _policy(self, q: Any) -> DQNPolicy:
         hp = self.hyperparameters
-        return rainbow_policy(q, self.num_actions, 0.0 if hp["noisy"] else epsilon_schedule(hp))
+        return self._q_policy(q, 0.0 if hp["noisy"] else epsilon_schedule(hp))
 
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowClassicControlPreset)

@@ -35,7 +35,6 @@ class VACClassicControlPreset(SeparateMLPs, OnPolicyPreset):
     """Builds online actor-critic agents over ``n_envs`` environments (one-step segments)."""
 
     algorithm = "VAC"
-    positive = ("lr_pi", "lr_v", "n_envs", "hidden")
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> VACTrainer:
         hp = self.hyperparameters

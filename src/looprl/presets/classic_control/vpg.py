@@ -34,7 +34,6 @@ class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
     """Builds VPG agents for a single environment."""
 
     algorithm = "VPG"
-    positive = ("lr_pi", "lr_v", "min_batch_size", "hidden")
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
         """``A2CTrainer`` with ``gae_lambda=1``: on whole episodes, Monte-Carlo advantages."""

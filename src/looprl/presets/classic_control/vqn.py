@@ -54,12 +54,10 @@ class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
     network)."""
 
     algorithm = "VQN"
-    positive: tuple[str, ...] = ("lr", "n_envs", "hidden")
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(name, device, hyperparameters)
+        super().__init__(env, name, device, hyperparameters)
         self.n_envs = hyperparameters["n_envs"]
-        self._build_q(env, device, hyperparameters)
 
     def _build(self, env: Any) -> nn.Module:
         """The Q-network: two ReLU layers of ``hidden`` units."""

@@ -21,7 +21,7 @@ from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import policy_network, require_flat_observations, require_positive
+from looprl.presets.common import policy_network, require_flat_observations
 from looprl.presets.off_policy import ReplayPreset
 
 
@@ -57,12 +57,12 @@ class OffPolicyContinuousPreset(ReplayPreset):
     algorithm = "DDPG"
     agent_class: type = DDPG
     twin = False
+    positive = ("lr_actor", "lr_critic", "minibatch_size", "update_frequency", "gradient_steps",
+                "replay_buffer_size", "hidden", "polyak_rate", "policy_delay", "lr_temperature",
+                "alpha")
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        require_positive(hyperparameters, "lr_actor", "lr_critic", "minibatch_size",
-                         "update_frequency", "gradient_steps", "replay_buffer_size", "hidden",
-                         "polyak_rate")
         if hyperparameters["replay_start_size"] < 0:
             raise ValueError("Hyperparameter 'replay_start_size' must be >= 0")
         self.action_space = require_box_actions(env, self.algorithm)

@@ -16,7 +16,7 @@ from looprl.approximation import Approximation
 from looprl.core import DummyLogger
 from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import derived, policy_network, require_positive
+from looprl.presets.common import derived, policy_network
 from looprl.presets.continuous.ddpg import OffPolicyContinuousPreset, adam, mlp
 from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
 
@@ -41,7 +41,6 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
-        require_positive(hyperparameters, "lr_temperature", "alpha")
         self.temperature = Temperature(hyperparameters["alpha"]).to(device)
 
     def _actor(self) -> SoftDeterministicActor:

@@ -13,7 +13,7 @@ from typing import Any
 from looprl.agents.ddpg import DDPGPolicy
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3TestAgent, TD3Trainer
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import derived, require_positive
+from looprl.presets.common import derived
 from looprl.presets.continuous.ddpg import DDPGContinuousPreset
 from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defaults
 
@@ -27,10 +27,6 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
     algorithm = "TD3"
     agent_class = TD3
     twin = True
-
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        require_positive(hyperparameters, "policy_delay")
-        super().__init__(env, name, device, hyperparameters)
 
     def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> TD3Trainer:
         hp = self.hyperparameters

@@ -209,13 +209,6 @@ class IndependentPresetBuilder(PresetBuilder):
             builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
         return checked
 
-    def _builder_for(self, agent: str) -> PresetBuilder:
-        if not isinstance(self.builders, dict):
-            return self.builders
-        if agent not in self.builders:
-            raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(self.builders)})")
-        return self.builders[agent]
-
     def _construct(self, device: str | torch.device) -> IndependentMultiagentPreset:
         """One preset per agent of the environment, each on that agent's view of it."""
         presets, masked = {}, set()
@@ -231,7 +224,11 @@ class IndependentPresetBuilder(PresetBuilder):
                                            dict(self._hyperparameters))
 
     def _build_one(self, agent: str, view: Any, device: str | torch.device) -> Preset:
-        builder = self._builder_for(agent)
+        builder = self.builders
+        if isinstance(builder, dict):
+            if agent not in builder:
+                raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(builder)})")
+            builder = builder[agent]
         defaults = builder.hyperparameter_defaults
         hyperparameters = {k: v for k, v in self._hyperparameters.items() if k in defaults}
         if "n_envs" in defaults:
@@ -240,7 +237,6 @@ class IndependentPresetBuilder(PresetBuilder):
         return builder.device(device).env(view).build()
 
 
-def independent(builders: PresetBuilder | dict[str, PresetBuilder], name: str = "independent"
-                ) -> IndependentPresetBuilder:
-    """An ``IndependentPresetBuilder``: the same builder for every agent, or one per agent."""
-    return IndependentPresetBuilder(builders, name=name)
+#: ``independent(builders, name="independent")``: the same builder for every agent, or one
+#: per agent
+independent = IndependentPresetBuilder
