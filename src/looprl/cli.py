@@ -126,36 +126,32 @@ def trained_env(preset_file: Path, preset: Any) -> str:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from looprl.experiments import watch
-    from looprl.presets import load_preset
-
+    """Play a saved preset, or a distributed (Ray) run's final policy (``policy.pt``)."""
     run_dir = Path(args.run_dir)
-    name = "best_preset.pt" if args.best else "preset.pt"
-    preset_file = run_dir / name if run_dir.is_dir() else run_dir
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
             run_dir / "algorithm.pt").exists():
-        return watch_distributed(run_dir, args)
-    if not preset_file.exists():
-        raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl train)")
-    preset = load_preset(str(preset_file))
-    env_id = args.env or trained_env(preset_file, preset)
-    window = watch.shows_in_window(preset)
-    gif = args.gif or (None if window else str(preset_file.parent / "watch.gif"))
-    env = watch.watch_env(preset, env_id, to_file=gif is not None)
-    returns, path = watch.watch(preset.test_agent(), env, args.episodes, args.fps, gif,
-                                max_steps=args.max_steps)
-    print_episodes(returns, path)
-    return 0
+        from looprl.distributed.watch import watch_run
 
+        if args.best:
+            raise ValueError("--best: a distributed run saves only its final policy (policy.pt); "
+                             "drop --best")
+        returns, path = watch_run(run_dir, args.episodes, args.fps, args.gif, args.max_steps)
+    else:
+        from looprl.experiments import watch
+        from looprl.presets import load_preset
 
-def watch_distributed(run_dir: Path, args: argparse.Namespace) -> int:
-    """``looprl watch`` of a distributed (Ray) run: its final policy (``policy.pt``)."""
-    from looprl.distributed.watch import watch_run
-
-    if args.best:
-        raise ValueError("--best: a distributed run saves only its final policy (policy.pt); "
-                         "drop --best")
-    returns, path = watch_run(run_dir, args.episodes, args.fps, args.gif, args.max_steps)
+        name = "best_preset.pt" if args.best else "preset.pt"
+        preset_file = run_dir / name if run_dir.is_dir() else run_dir
+        if not preset_file.exists():
+            raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl "
+                                    "train)")
+        preset = load_preset(str(preset_file))
+        env_id = args.env or trained_env(preset_file, preset)
+        window = watch.shows_in_window(preset)
+        gif = args.gif or (None if window else str(preset_file.parent / "watch.gif"))
+        env = watch.watch_env(preset, env_id, to_file=gif is not None)
+        returns, path = watch.watch(preset.test_agent(), env, args.episodes, args.fps, gif,
+                                    max_steps=args.max_steps)
     print_episodes(returns, path)
     return 0
 

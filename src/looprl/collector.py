@@ -66,11 +66,9 @@ class Episode:
 def _numpy(value: Any) -> Any:
     if isinstance(value, torch.Tensor):  # (what policies answer, once per step)
         return as_numpy(value)
-    if value is None or isinstance(value, np.ndarray):
-        return value
     if isinstance(value, NamedArray):
         return value.to_numpy()
-    return np.asarray(value)
+    return None if value is None else np.asarray(value)
 
 
 class EnvRunner:
@@ -109,17 +107,16 @@ class EnvRunner:
                  policy: Any = None, whole_episodes: bool = False, hub: MetaHub | None = None,
                  process: Callable[[StateArray], StateArray] | None = None,
                  first_stream: int = 0):
-        vector = env_name if isinstance(env_name, VectorEnvironment) else None
-        if vector is not None:
-            n_envs, groups = vector.n_envs, 1
-        if n_envs < groups or groups < 1:
-            raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, n_envs={n_envs}")
         if segment_length < 1:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
-        if vector is not None:
-            self.envs: Any = vector
-            self._copies: Any = _VectorCopies(vector, process)
+        if isinstance(env_name, VectorEnvironment):
+            n_envs, groups = env_name.n_envs, 1
+            self.envs: Any = env_name
+            self._copies: Any = _VectorCopies(env_name, process)
         else:
+            if n_envs < groups or groups < 1:
+                raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, "
+                                 f"n_envs={n_envs}")
             build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
             self.envs = [build() for _ in range(n_envs)]
             self._copies = _SRLCopies(self.envs)
@@ -141,9 +138,7 @@ class EnvRunner:
         self._ended = False  # some copy of a vector environment is over (``_receive_all``)
         self._flags: dict[int, np.ndarray] = {}
         self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
-        self.hub = hub
-        if hub is None and meta:
-            self.hub = MetaHub(list(meta), Parts(policy), self.envs)
+        self.hub = MetaHub(list(meta), Parts(policy), self.envs) if hub is None and meta else hub
         if self.hub is not None:
             self.hub.pre_episode()
         self._copies.reset(self, seed)
@@ -170,19 +165,13 @@ class EnvRunner:
         """Agents per env copy."""
         return self._copies.agent_count
 
-    @property
-    def n_envs(self) -> int:
-        """Env copies stepped by this runner."""
-        return len(self._over)
-
     # -- the actor's loop ------------------------------------------------------------------
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
-        streams = self._group_streams[group]
+        asked = self._group_streams[group]
         if not self._copies.plain:  # (a vector environment's copies all wait at every step)
-            present = self._present[streams]
-            streams = streams if present.all() else streams[present]
-        asked = streams
+            present = self._present[asked]
+            asked = asked if present.all() else asked[present]
         if not len(asked):
             self._asked[group] = (asked, None, None)
             return None

@@ -232,14 +232,11 @@ class ActorCriticPolicy(Policy):
         if state is None:
             raise ValueError("a recurrent policy analyzes samples with policy_state [T, B, ...]")
         first = self.module.memory_in({name: state[name][0] for name in state})
-        ends = None
-        for name in ("done", "truncated"):
-            flag = sample[name] if name in sample else None
-            if flag is not None:
-                flag = as_tensor(flag, self.device).bool()
-                ends = flag if ends is None else ends | flag
-        if ends is None:
+        flags = [as_tensor(sample[name], self.device).bool() for name in ("done", "truncated")
+                 if name in sample and sample[name] is not None]
+        if not flags:
             return first, None
+        ends = flags[0] | flags[-1]  # (either flag, or the one given)
         if ends.dim() != 2:
             raise ValueError(
                 f"a recurrent policy analyzes [T, B] samples; done/truncated have "

@@ -118,10 +118,6 @@ class ContinuousPolicy(Policy):
         """An exploratory action for one ``State``."""
         return self.explore(state.observation.to(self.device).unsqueeze(0))[0]
 
-    def uniform(self) -> torch.Tensor:
-        """One action drawn uniformly within the bounds."""
-        return self.actor.uniform(1)[0]
-
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions for ``request.obs``: deterministic rows where ``is_evaluation``, uniformly
         random ones during the first ``random_steps`` rows, else exploratory."""
@@ -241,7 +237,7 @@ class OffPolicyAgent(ReplayAgent):
 
     def _choose(self, state: State) -> torch.Tensor:
         if self._frames_seen <= self.replay_start_size:
-            return self.policy.uniform()
+            return self.policy.actor.uniform(1)[0]
         return self.policy.act(state)
 
 

@@ -68,17 +68,17 @@ class Approximation:
         check_positive(log_every=log_every)
         self.model = model
         self.name = name
-        self.device = torch.device(device) if device is not None else _device_of(model)
+        self._params = list(model.parameters())
+        default = self._params[0].device if self._params else "cpu"  # (the first parameter's)
+        self.device = torch.device(device if device is not None else default)
         self.optimizer = optimizer
         self.logger = logger
-        self._params = list(model.parameters())
         self._uniform = len({(p.device, p.dtype) for p in self._params}) <= 1
         self._cpu = self._uniform and all(p.device.type == "cpu" for p in self._params)
         self._small = self._cpu and sum(p.numel() for p in self._params) <= _SMALL
         self._flush_denormal = flush_denormal and self.device.type == "cpu"
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
-        self._scales_loss = loss_scaling != 1
         self.lr_scheduler = lr_scheduler
         self._log_every = log_every
         self._updates = 0
@@ -150,7 +150,7 @@ class Approximation:
         return ``self``."""
         if self.optimizer is None:
             raise self._no_optimizer("reinforce")
-        scaled = loss * self._loss_scaling if self._scales_loss else loss
+        scaled = loss * self._loss_scaling if self._loss_scaling != 1 else loss
         scaled.backward()
         return self.step(loss)
 
@@ -300,11 +300,6 @@ def _clip_factor(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu
         return norm, torch.clamp(max_norm / (norm + 1e-6), max=1.0)
     factor = max_norm / (norm.item() + 1e-6)
     return norm, None if factor >= 1.0 else factor
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    """Device of the first parameter of ``model`` (CPU for parameterless models)."""
-    return next((param.device for param in model.parameters()), torch.device("cpu"))
 
 
 def _checkpoint_file(logger: Any, name: str) -> str:

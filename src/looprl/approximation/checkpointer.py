@@ -38,15 +38,14 @@ class PeriodicCheckpointer(Checkpointer):
     def __init__(self, frequency: int, filename: str | None = None):
         check_positive(frequency=frequency)
         self.frequency = frequency
-        self._explicit_filename = filename
-        #: The file the model is written to.
+        #: The file the model is written to (``None`` until ``init``, unless given).
         self.filename = filename
         self._model: nn.Module | None = None
         self._updates = 0
 
     def init(self, model: nn.Module, filename: str) -> None:
         self._model = model
-        self.filename = self._explicit_filename or filename
+        self.filename = self.filename or filename
 
     def __call__(self) -> None:
         self._updates += 1

@@ -107,8 +107,7 @@ class OptimizerStep:
                 or getattr(opt, "grad_scale", None) is not None
                 or getattr(opt, "found_inf", None) is not None):
             return False
-        key = (opt.state, opt.param_groups, len(opt.param_groups),
-               *(len(group["params"]) for group in opt.param_groups))
+        key = (opt.state, opt.param_groups, *(len(group["params"]) for group in opt.param_groups))
         if self._key is None or any(a is not b for a, b in zip(key[:2], self._key[:2])) \
                 or key[2:] != self._key[2:]:
             self._groups = self._build()

@@ -90,8 +90,8 @@ class DistributedRun:
         self.quiet = quiet
         self.name = name or f"{spec.algorithm}-ray"
         self.logdir = logdir
-        if logdir is None and self.runtime.checkpoint_every:
-            self.runtime.checkpoint_every = None
+        if logdir is None:  # nowhere to checkpoint
+            self.runtime = replace(self.runtime, checkpoint_every=None)
         self.resume_from = resume_from
         self.result = DistributedResult()
         self._started_ray = False

@@ -66,12 +66,10 @@ class TrainerCore(StepLoop):
         args = dict(buffer_args or {})
         kind = buffer or getattr(trainer, "sample_buffer", None)
         self.replay = kind in REPLAY_KINDS
-        self.updates_per_frame: float | None = None
+        self.updates_per_frame = args.pop("updates_per_frame", None) if self.replay else None
         self.frames = 0  # env steps received (replay)
         self.updates = 0  # batches taken (replay)
         if self.replay:
-            ratio = args.pop("updates_per_frame", None)
-            self.updates_per_frame = None if ratio is None else float(ratio)
             self.max_ahead = int(args.pop("max_ahead", 256))
             self.batch = int(args.pop("batch", 32))
             self.min_size = int(args.pop("min_size", self.batch))
@@ -304,13 +302,13 @@ test_pipeline.__test__ = False  # not a pytest test
 
 
 def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: int = 10,
-             seed: int = 0, n_envs: int = 1) -> list[float]:
+             seed: int = 0) -> list[float]:
     """Returns of ``episodes`` deterministic episodes of the policy restored from
     ``checkpoint`` (``Policy.get_checkpoint()``; ``None``: a fresh policy), in this process."""
     policy = spec.make_policy()
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
-    runner = EnvRunner(spec.make_env, None, n_envs, 1, policy.default_policy_state, seed=seed,
+    runner = EnvRunner(spec.make_env, None, 1, 1, policy.default_policy_state, seed=seed,
                        is_evaluation=True)
     returns: list[float] = []
     while len(returns) < episodes:

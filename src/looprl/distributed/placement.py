@@ -76,7 +76,9 @@ class WorkerPool:
         trainers = [start(name, TrainerWorker, (spec, rt, server, run_dir, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
-        policies = [start(f"policy{i}", PolicyWorker, (spec, rt, server, _served(rt, i)),
+        # policy worker ``i`` batches one request per actor it serves
+        policies = [start(f"policy{i}", PolicyWorker,
+                          (spec, rt, server, len(range(i, rt.actors, rt.policy_workers))),
                           num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
                     for i in range(rt.policy_workers)]
         for i in range(rt.actors):
@@ -201,11 +203,6 @@ class WorkerPool:
         self.workers.clear()
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
-
-
-def _served(runtime: RuntimeConfig, index: int) -> int:
-    """Requests policy worker ``index`` batches together: one per actor it serves."""
-    return len(range(index, runtime.actors, runtime.policy_workers))
 
 
 def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:

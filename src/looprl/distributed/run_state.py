@@ -111,9 +111,9 @@ class SampleCounts:
 
     def total(self, names: list[str]) -> tuple[int, int]:
         """Samples received and dropped by the trainers ``names`` over the whole run."""
-        total = sum(self._earlier.get(name, 0) + self._current.get(name, 0) for name in names)
-        received, dropped = (int(count) for count in total)
-        return received, dropped
+        received, dropped = sum(self._earlier.get(name, 0) + self._current.get(name, 0)
+                                for name in names)
+        return int(received), int(dropped)
 
     def saved(self) -> dict[str, Any]:
         """Each trainer's counts so far, for the controller checkpoint."""

@@ -89,7 +89,10 @@ class _Checker:
         self.env = env
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.n = self._agent_count()
+        count = env.agent_count
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise self.fail(f"agent_count must be a positive int, got {count!r}")
+        self.n = int(count)
         self.obs_spaces = self._spaces("observation_spaces")
         self.action_spaces = self._spaces("action_spaces")
         self.signatures: list[dict[str, tuple[tuple[int, ...], np.dtype]] | None] = [None] * self.n
@@ -97,12 +100,6 @@ class _Checker:
     def fail(self, message: str, agent: int | None = None) -> EnvironmentCheckError:
         where = f"agent {agent}: " if agent is not None else ""
         return EnvironmentCheckError(f"env {self.name!r}: {where}{message}")
-
-    def _agent_count(self) -> int:
-        count = self.env.agent_count
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise self.fail(f"agent_count must be a positive int, got {count!r}")
-        return int(count)
 
     def _spaces(self, attribute: str) -> list[gym.Space] | None:
         try:
@@ -217,7 +214,7 @@ class _Checker:
         mask = result.obs.get(MASK)
         if mask is None or not isinstance(space, gym.spaces.Discrete):
             return space.sample()
-        legal = np.flatnonzero(np.asarray(mask).reshape(-1))
+        legal = np.flatnonzero(mask)
         if legal.size == 0:
             raise self.fail("its action_mask allows no action although it must act", i)
         return space.start + legal[self.rng.integers(legal.size)]

@@ -186,7 +186,7 @@ class ActorWorker(Worker):
         self.evaluation = evaluation
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
-        self.sync = runtime.sync and trainer is not None
+        self.sync = runtime.sync
         meta = [] if evaluation else spec.make_meta()  # evaluation plays the env's rewards
         self.local = None if policy_worker is not None else _PolicyCopy(
             spec, named(server), runtime.pull_interval, meta)

@@ -135,11 +135,6 @@ _APPLY: dict[str, Callable[[gym.Env, Mapping[str, float], Any], None]] = {
 }
 
 
-def _baseline(env_id: str, env: gym.Env) -> Any:
-    """What a context is applied relative to: a MuJoCo model's friction when wrapped."""
-    return env.model.geom_friction.copy() if env_id in _MUJOCO_TORSO_MASS else None
-
-
 # -- validation ----------------------------------------------------------------------------
 def features_of(env_id: str) -> dict[str, ContextFeature]:
     """The context features of ``env_id``; ``ValueError`` listing the supported ids if none."""
@@ -241,7 +236,9 @@ class ContextualEnv(gym.Wrapper):
         self._next: int | None = None
         self._cursor = 0
         self._rng = _instance_rng(seed)
-        self._baseline = _baseline(env_id, self.env.unwrapped)
+        # what a context is applied relative to: a MuJoCo model's friction when wrapped
+        self._baseline = (self.env.unwrapped.model.geom_friction.copy()
+                          if env_id in _MUJOCO_TORSO_MASS else None)
         self._observation_space = self._make_observation_space()
 
     @property

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core.imports import import_object, is_import_path
-from looprl.core.namedarray import NamedArray
+from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.suggest import did_you_mean
 
 
@@ -102,9 +102,7 @@ def action_value(action: Any) -> Any:
             raise TypeError(f"cannot read an action from a NamedArray with fields "
                             f"{list(action.fields)}: put the action in a field named 'x' (SRL's "
                             "DiscreteAction(x=...))")
-    if hasattr(action, "detach") and hasattr(action, "cpu"):  # a torch tensor
-        action = action.detach().cpu().numpy()
-    return action
+    return as_numpy(action)
 
 
 class Environment(ABC):

@@ -55,13 +55,10 @@ def nonfinite_batch_data(error: BaseException) -> list[str]:
         for name, value in local_variables.items():
             for path, tensor in _tensors(value, name):
                 kind = kind_of(path)
-                if kind and kind not in found and _nonfinite(tensor):
+                if (kind and kind not in found and tensor.is_floating_point()
+                        and not torch.isfinite(tensor).all()):
                     found.append(kind)
     return found
-
-
-def _nonfinite(tensor: torch.Tensor) -> bool:
-    return tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())
 
 
 def explain_divergence(error: FloatingPointError, env_name: str, frame: int,

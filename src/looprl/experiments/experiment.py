@@ -318,10 +318,8 @@ class SingleEnvExperiment(Experiment):
         state = self.env.step(action)
         frame = self.logger.frame = self.logger.frame + 1
         self._return += state.reward
-        if hub is None:
-            return state, self.agent.act(state)
-        hooked = hub.after_env_step(previous, action, state, frame, float(self._return),
-                                    frame - self._start)
+        hooked = state if hub is None else hub.after_env_step(
+            previous, action, state, frame, float(self._return), frame - self._start)
         return state, self.agent.act(hooked)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:

@@ -88,13 +88,12 @@ def _read_rows(csv_path: Path, width: int) -> np.ndarray:
     rows = []
     with open(csv_path, newline="", encoding="utf-8") as file:
         for line_no, row in enumerate(csv.reader(file), start=1):
-            if line_no == 1 or not row:
+            if line_no == 1 or len(row) < width:
                 continue
             try:
                 rows.append([float(v) for v in row[:width]])
             except ValueError:
                 logger.warning("%s: skipping malformed line %d", csv_path, line_no)
-    rows = [r for r in rows if len(r) == width]
     return np.asarray(rows, dtype=np.float64).reshape(-1, width)
 
 

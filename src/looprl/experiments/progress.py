@@ -177,7 +177,6 @@ class TrainingProgress:
 
     def _print_line(self, now: float) -> None:
         """Print the last values received as one plain line."""
-        assert self._lines is not None
         frame, episode, mean_return = self._last
         elapsed = now - self._start
         fps = (frame - (self._first_frame or 0)) / elapsed if elapsed > 0 else 0.0
@@ -198,7 +197,6 @@ class TrainingProgress:
 
     def _draw(self, frame: int, episode: int, mean_return: float | None) -> None:
         """Push the values to rich and redraw."""
-        assert self._progress is not None
         self._progress.update(self._task, completed=frame, episodes=episode,
                               mean_return=_format_return(mean_return))
         self._progress.refresh()

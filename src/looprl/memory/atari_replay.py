@@ -111,8 +111,6 @@ class AtariReplayBuffer(ReplayContents):
         self.valid = torch.zeros(self.size, dtype=torch.bool)  # a transition is stored
         self.ready = torch.zeros(self.size, dtype=torch.bool)  # ... and its window complete
         self._views = self._numpy_views()
-        # a state's frames relative to its newest one, and those followed by the next frame
-        self._offsets = (torch.arange(-self.stack + 1, 1), torch.arange(-self.stack + 1, 2))
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
         """Numpy views of the same memory: scalar writes cost ~0.1 us instead of ~3 us."""
@@ -288,10 +286,11 @@ class AtariReplayBuffer(ReplayContents):
         steps = self._steps(index).unsqueeze(0)
         offset = torch.minimum(rows, steps)  # [n + 1, B]
         if self.n_step == 1:  # one window of stack + 1 frames holds both observations
-            window = self.frames[(index.unsqueeze(-1) + self._offsets[1]) % self.size]
+            window = self.frames[(index.unsqueeze(-1) + torch.arange(-self.stack + 1, 2))
+                                 % self.size]
             obs = torch.stack([window[:, :-1], window[:, 1:]])
-        else:
-            slots = (index + offset).unsqueeze(-1) + self._offsets[0]
+        else:  # each row's state: its frames relative to its newest
+            slots = (index + offset).unsqueeze(-1) + torch.arange(-self.stack + 1, 1)
             obs = self.frames[slots % self.size]
         arrived = (index + offset - 1) % self.size  # the transition each row arrived with
         first = rows == 0

@@ -93,7 +93,6 @@ class Prioritized:
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         self.alpha, self.beta, self.epsilon = alpha, beta, epsilon
-        self._scheduled_beta = hasattr(type(beta), "value")
 
     def _empty_contents(self) -> dict[str, Any]:
         fresh = {"tree": SumTree(self.size), "max_priority": 1.0, "_last_index": None}
@@ -111,7 +110,7 @@ class Prioritized:
         transitions that can be sampled; remembered for ``update_priorities``."""
         self._last_index = index.cpu().numpy()
         probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
-        beta = self.beta.value if self._scheduled_beta else self.beta
+        beta = getattr(self.beta, "value", self.beta)  # a schedule: read (and advanced) here
         weights = importance_weights(probabilities, len(self), beta).float().to(self.device)
         return weights.expand(self.n_step + 1, -1)
 

@@ -164,12 +164,11 @@ class ExperienceReplayBuffer(ReplayContents):
     # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store one transition (or one per row when given ``StateArray`` batches)."""
-        if state is None:
+        batch = isinstance(state, StateArray)
+        if state is None or (not batch and state.done):  # no previous state; a discarded action
             return
-        if self.n_step > 1 or isinstance(state, StateArray):
+        if batch or self.n_step > 1:
             self._store_rows(state, action, next_state)
-            return
-        if state.done:
             return
         self._flush()  # (steps of StateArrays stored before, in the order they came)
         action = torch.as_tensor(action)
@@ -219,8 +218,6 @@ class ExperienceReplayBuffer(ReplayContents):
             rows = [(s.observation, s.reward.float(), s.done, s.mask == 0)
                     for s in (state, next_state)]
         else:
-            if state.done:
-                return
             action = torch.as_tensor(action, device=device).unsqueeze(0)
             flags = torch.tensor([[float(state.reward), False, False],
                                   [float(next_state.reward), bool(next_state.done),

@@ -63,10 +63,10 @@ class MetaHub:
 
     def __init__(self, components: list[MetaComponent], agent: Any, env: Any, model: Any = None):
         self.stack = MetaStack(components)
-        self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
-                                        "update": 0}
         inner = self._inner = agent.unwrapped
         trainer, policy = inner.trainer, inner.policy  # policy None: answered by a policy worker
+        self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
+                                        "update": 0, "policy": policy, "buffer": inner.buffer}
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         own = trainer.approximations() if trainer is not None else {}
         self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
@@ -74,10 +74,8 @@ class MetaHub:
             approximation.track_grad_norm = True
         if trainer is not None:
             trainer.hub = self
-        buffer = inner.buffer
-        self.metrics.update(policy=policy, buffer=buffer)
         exploration = policy.exploration if policy is not None else None
-        for part in (exploration, buffer, trainer):  # the parts that write to the dictionary
+        for part in (exploration, inner.buffer, trainer):  # the parts that write to the dictionary
             if part is not None:
                 part.metrics = self.metrics
         self._published: dict[str, Any] = {}
@@ -105,9 +103,7 @@ class MetaHub:
 
     def _publish(self) -> None:
         for key, hyperparameter in self.hyperparameters.items():
-            value = hyperparameter.get()
-            self.metrics[key] = value
-            self._published[key] = value
+            self.metrics[key] = self._published[key] = hyperparameter.get()
 
     def _apply(self) -> None:
         """Apply every ``hp/*`` key whose value differs from the one last published."""
@@ -139,10 +135,9 @@ class MetaHub:
         metrics, values = self.metrics, {}
         for key in sorted(self._log_keys):
             value = metrics.pop(key, None)
-            if value is not None:
-                number = log_value(key, value)
-                if number is not None:
-                    values[key] = number
+            number = None if value is None else log_value(key, value)
+            if number is not None:
+                values[key] = number
         self._size = len(metrics)  # a key written again is looked at again
         return values
 
@@ -216,10 +211,8 @@ class MetaHub:
     def end_episodes(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
         """The post-episode hooks of the episodes that ``ended`` (bool per env copy, their
         ``returns`` and ``lengths``), then the pre-episode hooks of the next ones."""
-        self.metrics["ended"] = ended
-        self.metrics["episode_returns"] = returns
-        self.metrics["episode_lengths"] = lengths
-        self.metrics["episode"] = self.metrics.get("episode", 0) + len(returns)
+        self.metrics.update(ended=ended, episode_returns=returns, episode_lengths=lengths,
+                            episode=self.metrics.get("episode", 0) + len(returns))
         self.run("post_episode")
         self.run("pre_episode")
 

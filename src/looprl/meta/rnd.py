@@ -143,13 +143,14 @@ def as_rows(x: Any, device: torch.device | str) -> torch.Tensor:
     return x.float() if x.dtype == torch.float64 else x
 
 
-def batch_observations(batch: SampleBatch | None) -> Any:
-    """The next states of a training batch: rows ``1..T`` of its ``obs`` (the field ``obs``
-    when it holds several), flattened (``None`` before the first batch)."""
+def batch_observations(batch: SampleBatch | None, device: torch.device) -> torch.Tensor | None:
+    """The next states of a training batch on ``device`` (``as_rows``): rows ``1..T`` of its
+    ``obs`` (the field ``obs`` when it holds several), flattened (``None`` before the first
+    batch)."""
     if batch is None:
         return None
     obs = batch.obs
-    obs = torch.as_tensor(obs["obs"] if isinstance(obs, NamedArray) else obs)  # or numpy (Ray)
+    obs = as_rows(obs["obs"] if isinstance(obs, NamedArray) else obs, device)  # or numpy (Ray)
     return obs[1:].flatten(0, 1)
 
 
@@ -303,7 +304,7 @@ class RND(MetaComponent):
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Train the predictor on the batch's (next) observations, else on recent ones
         (building the networks for the batch, in a copy that has none yet: Ray's trainer)."""
-        observations = batch_observations(metrics.get("batch"))
+        observations = batch_observations(metrics.get("batch"), self.device)
         if self.rnd_net is None:
             if observations is None:
                 return metrics
@@ -325,14 +326,13 @@ class RND(MetaComponent):
             metrics["losses"]["rnd"] = loss
         return metrics
 
-    def training_observations(self, observations: Any) -> torch.Tensor | None:
+    def training_observations(self, observations: torch.Tensor | None) -> torch.Tensor | None:
         """Rows of a batch's ``observations`` (``batch_observations``) that fit the networks,
         else buffered rows."""
-        if observations is not None:
-            rows = as_rows(observations, self.device)
-            if tuple(rows.shape[-len(self.obs_shape):]) == self.obs_shape:
-                self.recent = None  # the agent's batches suffice: stop buffering
-                return rows.reshape(-1, *self.obs_shape)
+        shape = self.obs_shape
+        if observations is not None and tuple(observations.shape[-len(shape):]) == shape:
+            self.recent = None  # the agent's batches suffice: stop buffering
+            return observations.reshape(-1, *shape)
         return None if self.recent is None else self.recent.sample(self.batch_size, self.generator)
 
     # -- the Ray runtime --------------------------------------------------------------------

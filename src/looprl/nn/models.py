@@ -59,8 +59,6 @@ class MLP(nn.Sequential):
         dense, last = dense_layers(in_dim, hidden, activation)
         gain = 1.0 if output_gain is None else output_gain
         super().__init__(*dense, orthogonal_init(nn.Linear(last, out_dim), gain))
-        self.in_dim = in_dim
-        self.out_dim = out_dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _global_hooks():
