@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -66,3 +67,23 @@ def test_each_agent_gets_its_own_hub_and_learns_the_changed_reward(tmp_path) -> 
         _, _, rewards, _, _ = buffer.sample(64)
         assert (rewards >= 99).all()
     env.close()
+
+
+def test_an_agent_whose_episode_ends_before_its_first_turn_still_ends_it(tmp_path) -> None:
+    """Its final state is its first: no transition, but its post- and pre-episode hooks run
+    (``MetaHub.end_episodes``), with its return and a length of 0."""
+    seed_everything(0)
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    builder = dqn.env(env).device("cpu").hyperparameters(replay_start_size=50).meta(Bonus())
+    experiment = MultiagentEnvExperiment(builder.build(), env, train_steps=100, quiet=True,
+                                         logdir=str(tmp_path), seed=0)
+    env.reset(seed=0)
+    experiment._pending, experiment._turns = {}, defaultdict(int)
+    experiment._returns = defaultdict(float, {"player_2": -1.0})
+    last = env.last().update(done=True, mask=0.0)
+    experiment._hooked_act(last.update(agent="player_2"))
+    bonus = experiment.hubs["player_2"].stack.components[0]
+    assert ("post_episode", ("player_2", [-1.0])) in bonus.log
+    assert experiment.hubs["player_2"].metrics["episode_lengths"] == [0]
+    assert all(hook != "post_step" for hook, _ in bonus.log)
+    experiment.close()

@@ -16,12 +16,14 @@ import copy
 from collections import defaultdict
 from typing import Any
 
+import torch
+
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import Experiment, play_episode
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import ONE_ENDED, MetaHub, observation_row
+from looprl.meta.hub import MetaHub, observation_row
 
 
 def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
@@ -78,7 +80,7 @@ class MultiagentEnvExperiment(Experiment):
             state = hub.after_env_step(previous, action, state, frame, self._returns[name],
                                        self._turns[name])
         elif state.done:  # its episode ended before its first turn
-            hub.end_episodes(ONE_ENDED, [self._returns[name]], [0])
+            hub.end_episodes(torch.ones(1, dtype=torch.bool), [self._returns[name]], [0])
         if not state.done:
             hub.pre_step(observation_row(state))
         action = self.agent.act(state)

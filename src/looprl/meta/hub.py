@@ -204,7 +204,8 @@ class MetaHub:
             "truncated": row(next_state.truncated, torch.bool),
             "env_step": step, "env_index": torch.zeros(1, dtype=torch.long),
         }
-        ended = ONE_ENDED if next_state.done else None
+        # a new ``ended`` per episode: components may keep or change ``metrics['ended']``
+        ended = torch.ones(1, dtype=torch.bool) if next_state.done else None
         reward = self.after_step(transition, step, ended, [episode_return], [length])
         return next_state.update("reward", float(reward[0]))
 
@@ -215,10 +216,6 @@ class MetaHub:
                             episode=self.metrics.get("episode", 0) + len(returns))
         self.run("post_episode")
         self.run("pre_episode")
-
-
-#: ``after_step``'s ``ended`` at the last step of one environment's episode
-ONE_ENDED = torch.ones(1, dtype=torch.bool)
 
 
 def observation_row(state: Any) -> torch.Tensor:
