@@ -20,6 +20,8 @@ from looprl.core.files import load_file
 from looprl.environments import GymEnvironment
 from looprl.experiments import run_experiment
 from looprl.experiments.checkpoint import load_checkpoint
+from looprl.memory import ExperienceReplayBuffer, SegmentBuffer
+from looprl.meta import NetworkReset, SPaCE
 from looprl.presets import load_preset
 from looprl.presets.classic_control import dqn, ppo
 from looprl.presets.continuous import sac
@@ -337,3 +339,16 @@ def test_a_result_list_of_the_wrong_length_is_one_line_on_both_runtimes() -> Non
     with pytest.raises(ValueError) as error:
         runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
     _one_line(error, "TakingTurns.step() returned 1 results for 2 agents")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ExperienceReplayBuffer(100, n_step=0.5),
+    lambda: NetworkReset(every=0.5),
+    lambda: SPaCE(check_every=2.5),
+    lambda: SegmentBuffer(0.5, 2),
+], ids=["replay n_step", "reset every", "space check_every", "segment length"])
+def test_a_fraction_where_a_count_belongs_is_one_line(make) -> None:
+    """Counts (steps, periods, sizes) are whole numbers >= 1: 0.5 would become 0 (a division
+    by zero later) or stay a fraction."""
+    with pytest.raises(ValueError, match=r"must be positive \(a whole number\), got (0\.5|2\.5)"):
+        make()

@@ -184,7 +184,7 @@ class DQNPolicy(Policy):
         """The exploration rate of each row (``rate``, else ``epsilon``): 0 on evaluation
         rows."""
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
-            rate = self.greedy.current_epsilon()
+            rate = self.greedy.next_epsilon()
         eps = torch.as_tensor(rate, dtype=torch.float32, device=self.device).flatten()
         if eps.numel() not in (1, rows):
             raise ValueError(f"exploration has {eps.numel()} rates for {rows} rows; give one "

@@ -233,7 +233,7 @@ class OnPolicyTrainer(PolicyTrainer):
     # -- minibatches ----------------------------------------------------------------------
     def _units_per_minibatch(self, batch: NamedArray, size: int | None = None) -> int:
         """Rows (feed-forward) or whole streams (recurrent) per minibatch of ``size`` rows
-        (default: ``minibatch_size``; ``None``: the whole batch)."""
+        (default: ``minibatch_size``, or the whole batch when that is ``None``)."""
         size = size or self.minibatch_size or batch.returns.numel()
         if not self.recurrent:
             return size

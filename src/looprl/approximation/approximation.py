@@ -26,7 +26,7 @@ from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.optimizer_step import OptimizerStep
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 
 __all__ = ["Approximation"]
 
@@ -65,7 +65,7 @@ class Approximation:
                  lr_scheduler: Any = None, name: str = "approximation",
                  target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
                  flush_denormal: bool = True):
-        check_positive(log_every=log_every)
+        check_count(log_every=log_every)
         self.model = model
         self.name = name
         self._params = list(model.parameters())

@@ -12,7 +12,7 @@ import os
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 
 __all__ = ["Checkpointer", "DummyCheckpointer", "PeriodicCheckpointer"]
 
@@ -36,7 +36,7 @@ class PeriodicCheckpointer(Checkpointer):
     ``filename`` when given, else to the file ``init`` receives."""
 
     def __init__(self, frequency: int, filename: str | None = None):
-        check_positive(frequency=frequency)
+        check_count(frequency=frequency)
         self.frequency = frequency
         #: The file the model is written to (``None`` until ``init``, unless given).
         self.filename = filename

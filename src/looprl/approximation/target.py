@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 
 __all__ = ["FixedTarget", "PolyakTarget", "TargetNetwork", "TrivialTarget"]
 
@@ -90,7 +90,7 @@ class FixedTarget(_CopyTarget):
     """
 
     def __init__(self, update_frequency: int):
-        check_positive(update_frequency=update_frequency)
+        check_count(update_frequency=update_frequency)
         self.update_frequency = update_frequency
         self._updates = 0
 

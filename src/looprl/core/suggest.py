@@ -22,6 +22,14 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
     return value
 
 
+def check_count(**values: Any) -> None:
+    """A one-line ``ValueError`` for the first of ``values`` that is not a whole number >= 1
+    (``None`` passes): ``name must be positive (a whole number), got value``."""
+    for name, value in values.items():
+        if value is not None and not (value >= 1 and float(value).is_integer()):
+            raise ValueError(f"{name} must be positive (a whole number), got {value!r}")
+
+
 def check_positive(**values: Any) -> None:
     """A one-line ``ValueError`` for the first of ``values`` that is not positive (``None``
     passes): ``name must be positive, got value``."""

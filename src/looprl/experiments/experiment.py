@@ -18,7 +18,7 @@ import torch
 
 from looprl.collector import EnvRunner
 from looprl.core import Preset
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.multiagent import MultiagentEnvironment
@@ -121,7 +121,7 @@ class Experiment(ABC):
                  render: bool = False, verbose: bool = True, logger: Any = None,
                  seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True):
-        check_positive(checkpoint_every=checkpoint_every)
+        check_count(checkpoint_every=checkpoint_every)
         self.checkpoint_every = checkpoint_every
         self.checkpoint_replay = checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf

@@ -47,7 +47,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 from looprl.core.files import check_writable
 from looprl.core.logger import Logger
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 
 __all__ = ["ExperimentLogger", "moving_runs"]
 
@@ -230,7 +230,7 @@ class ExperimentLogger(Logger):
     def __init__(self, agent_name: str, env_name: str, logdir: str = "runs",
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
-        check_positive(loss_every=int(loss_every))
+        check_count(loss_every=loss_every)
         self.agent_name = agent_name
         self.env_name = env_name
         self.verbose = verbose

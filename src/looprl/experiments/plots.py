@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn (0.5 s, e.g. in each Ray worker)
     from matplotlib.axes import Axes
@@ -58,7 +58,7 @@ class _Run:
 def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndarray, np.ndarray]:
     """Mean and population std of the last (up to) ``window`` values, at every index of the
     1-d ``values``: ``(mean, std)``, two float arrays shaped like ``values``."""
-    check_positive(window=int(window))
+    check_count(window=window)
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         return x.copy(), x.copy()

@@ -29,7 +29,7 @@ import torch
 
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 from looprl.memory.windows import (
     fields,
     joined,
@@ -80,7 +80,7 @@ class ReplayContents:
                  generator: torch.Generator | None = None, n_step: int = 1):
         if size < self._min_size:
             raise ValueError(f"Replay buffer size must be at least {self._min_size}, got {size}")
-        check_positive(n_step=n_step)
+        check_count(n_step=n_step)
         self.size = int(size)
         self.device = device
         self.generator = generator

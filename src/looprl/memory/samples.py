@@ -15,7 +15,7 @@ import numpy as np
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_numpy, recursive_apply
-from looprl.core.suggest import check_positive, did_you_mean
+from looprl.core.suggest import check_count, did_you_mean
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
@@ -50,7 +50,7 @@ class OnPolicyBuffer:
     metrics: dict[str, Any] | None = None
 
     def __init__(self, batch_streams: int, max_lag: int | None = None):
-        check_positive(batch_streams=batch_streams)
+        check_count(batch_streams=batch_streams)
         if max_lag is not None and max_lag < 0:
             raise ValueError(f"max_lag must be >= 0 or None, got {max_lag}")
         self.batch_streams = batch_streams

@@ -29,7 +29,7 @@ import numpy as np
 
 from looprl.core import RolloutResult, SampleBatch
 from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 
 __all__ = ["SegmentBuffer", "leaves", "rows_of"]
 
@@ -61,7 +61,7 @@ class SegmentBuffer:
 
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
                  first_stream: int = 0):
-        check_positive(segment_length=segment_length, streams=streams)
+        check_count(segment_length=segment_length, streams=streams)
         self.segment_length = segment_length
         self.whole_episodes = whole_episodes
         self.rows: SampleBatch | None = None  # [capacity, streams, ...], from the first rows

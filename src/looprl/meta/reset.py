@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_choice, check_positive
+from looprl.core.suggest import check_choice, check_count
 from looprl.meta.component import MetaComponent
 
 __all__ = ["NetworkReset", "layers_of"]
@@ -60,7 +60,7 @@ class NetworkReset(MetaComponent):
                  last: int | None = None, mode: str = "reset", shrink: float = 0.4,
                  perturb: float = 0.1, initializer: Callable[[nn.Module], Any] | None = None):
         super().__init__()
-        check_positive(every=every)
+        check_count(every=every)
         if layers is not None and last is not None:
             raise ValueError("Choose layers by name (layers=...) or by position (last=...), "
                              "not both")

@@ -43,7 +43,7 @@ from torch import nn
 
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_tensor
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
 
@@ -150,8 +150,8 @@ def batch_observations(batch: SampleBatch | None, device: torch.device) -> torch
     if batch is None:
         return None
     obs = batch.obs
-    obs = as_rows(obs["obs"] if isinstance(obs, NamedArray) else obs, device)  # or numpy (Ray)
-    return obs[1:].flatten(0, 1)
+    obs = obs["obs"] if isinstance(obs, NamedArray) else obs  # (numpy on Ray)
+    return as_rows(obs[1:], device).flatten(0, 1)  # (rows 1..T only go to the device)
 
 
 def add_bonus(reward: Any, bonus: torch.Tensor) -> Any:
@@ -210,7 +210,7 @@ class RND(MetaComponent):
         self.lr = float(lr)
         self.batch_size = int(batch_size)
         self.gradient_steps = int(gradient_steps)
-        check_positive(update_every=int(update_every))
+        check_count(update_every=update_every)
         self.update_every = int(update_every)
         self._update_calls = 0
         self.device = torch.device(device)
@@ -304,15 +304,15 @@ class RND(MetaComponent):
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Train the predictor on the batch's (next) observations, else on recent ones
         (building the networks for the batch, in a copy that has none yet: Ray's trainer)."""
-        observations = batch_observations(metrics.get("batch"), self.device)
+        batch = metrics.get("batch")
         if self.rnd_net is None:
-            if observations is None:
+            if batch is None:
                 return metrics
-            self.initialize_networks(observations.shape[1:])
+            self.initialize_networks(batch_observations(batch, self.device).shape[1:])
         self._update_calls += 1
         if self._update_calls % self.update_every:
             return metrics
-        observations = self.training_observations(observations)
+        observations = self.training_observations(batch_observations(batch, self.device))
         if observations is None:
             return metrics
         for _ in range(self.gradient_steps):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import check_choice, check_positive
+from looprl.core.suggest import check_choice, check_count, check_positive
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -64,7 +64,7 @@ class CosineLRSchedule(MetaComponent):
     def __init__(self, initial_lr: float | None = None, min_lr: float = 0.0,
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
-        check_positive(period=period)
+        check_count(period=period)
         if period_mult < 1.0:
             raise ValueError(f"period_mult must be at least 1, got {period_mult}")
         if min_lr < 0:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_choice, check_positive
+from looprl.core.suggest import check_choice, check_count
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
 
@@ -51,7 +51,7 @@ class SPaCE(MetaComponent):
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
         super().__init__()
-        check_positive(initial_size=initial_size, increment=increment, check_every=check_every)
+        check_count(initial_size=initial_size, increment=increment, check_every=check_every)
         self.initial_size, self.increment = int(initial_size), int(increment)
         self.eta, self.check_every = float(eta), int(check_every)
         self.measure = check_choice("SPaCE measure", measure, MEASURES)

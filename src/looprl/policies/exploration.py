@@ -78,7 +78,7 @@ class EZGreedyPolicy(GreedyPolicy):
         if not isinstance(self._left, int) or done or (
                 self._left and self._masked(state) and not legal_actions(state)[self._repeat]):
             self._left = 0  # (an option whose action is now illegal ends)
-        explored = not done and self._left == 0 and rng.random() < self.current_epsilon()
+        explored = not done and self._left == 0 and rng.random() < self.next_epsilon()
         if explored:
             self._left = rng.choices(self._lengths, cum_weights=self._cumulative)[0]
             self._repeat = self._random_action(state, rng)
@@ -90,7 +90,7 @@ class EZGreedyPolicy(GreedyPolicy):
         return self._action_values(state).argmax(dim=-1)
 
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
-        epsilon = self.current_epsilon()
+        epsilon = self.next_epsilon()
         values = self._action_values(state) if values is None else values
         greedy = values.argmax(dim=-1)
         shape, device = greedy.shape, greedy.device

@@ -132,8 +132,9 @@ class GreedyPolicy:
         many = isinstance(value, list | tuple)
         self.epsilon = [float(v) for v in value] if many else float(value)
 
-    def current_epsilon(self) -> float:
-        """The exploration rate now (a schedule's current value)."""
+    def next_epsilon(self) -> float:
+        """The exploration rate of the next action: a schedule's value, which advances it one
+        step (``_current_epsilon`` reads it without advancing)."""
         return self._epsilon.value if self._scheduled else self._epsilon
 
     def __call__(self, state: Any) -> torch.Tensor:
@@ -146,7 +147,7 @@ class GreedyPolicy:
             return self.choose(state)
         if self._per_env:
             raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
-        epsilon = self.current_epsilon()
+        epsilon = self.next_epsilon()
         rng = self._rng or random
         explored = epsilon > 0 and rng.random() < epsilon
         if self.metrics is not None:
@@ -182,7 +183,7 @@ class GreedyPolicy:
         """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``), from
         ``values`` when the caller has computed them (masked: ``MASKED_Q``; ``DQNPolicy.rollout``
         does), else from the Q network. Each exploration policy chooses its own way."""
-        epsilon = self.current_epsilon()
+        epsilon = self.next_epsilon()
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
             greedy = values.argmax(dim=-1)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from looprl.core.suggest import check_positive
+from looprl.core.suggest import check_count
 from looprl.runners.base import Runner
 
 EVAL_HEADER = "step,mean_eval_reward,std_eval_reward,episodes\n"
@@ -37,7 +37,7 @@ class OnlineRunner(Runner):
     def __init__(self, agent: Any, env: Any, num_steps: int = 100_000,
                  resume_from: str | None = None, eval_every: int | None = None, **kwargs: Any):
         super().__init__(agent, env, **kwargs)
-        check_positive(num_steps=num_steps, eval_every=eval_every)
+        check_count(num_steps=num_steps, eval_every=eval_every)
         self.num_steps = int(num_steps)
         self.resume_from = resume_from
         self.eval_every = None if eval_every is None else int(eval_every)
