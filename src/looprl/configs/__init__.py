@@ -306,7 +306,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
 def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") -> str:
     """The one ``checkpoint.pt`` (``runtime="ray"``: ``controller_checkpoint.pt``) under
     ``run_dir``; one-line errors otherwise."""
-    from looprl.distributed.run_state import find_controller_checkpoint, find_one
+    from looprl.core.files import find_one
+    from looprl.distributed.run_state import find_controller_checkpoint
 
     if runtime == "ray":
         return str(find_controller_checkpoint(run_dir or "."))

@@ -1,5 +1,5 @@
-"""``load_file`` (a file looprl wrote with ``torch.save``) and ``check_writable`` (a log
-directory), each failure said in one line."""
+"""``load_file`` (a file looprl wrote with ``torch.save``), ``find_one`` (the one file of a name
+under a run directory) and ``check_writable`` (a log directory), each failure said in one line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "load_file"]
+__all__ = ["check_writable", "find_one", "load_file"]
 
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:
@@ -82,3 +82,14 @@ def check_writable(path: str | Path, option: str) -> None:
         return
     raise ValueError(f"cannot write the run's logs in {path}: {reason} ({existing}); choose a "
                      f"log directory you can write to ({option})")
+
+
+def find_one(run_dir: str | Path, name: str, missing: str, several: str) -> Path:
+    """The one file ``name`` in or under ``run_dir``: ``FileNotFoundError`` (``missing``)
+    if there is none, ``ValueError`` (their number, ``several`` and their paths) if several."""
+    found = sorted(Path(run_dir).glob(f"**/{name}"))
+    if not found:
+        raise FileNotFoundError(missing)
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} {several}: {', '.join(map(str, found))}")
+    return found[0]

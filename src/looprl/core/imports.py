@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["import_object", "is_import_path"]
+__all__ = ["import_module", "import_object", "is_import_path"]
 
 
 def is_import_path(text: Any) -> bool:
@@ -14,6 +14,16 @@ def is_import_path(text: Any) -> bool:
         return False
     module, sep, name = text.partition(":")
     return bool(sep and module and name) and "/" not in text
+
+
+def import_module(name: str, what: str) -> Any:
+    """``importlib.import_module(name)``, or a one-line ``ImportError`` that starts with
+    ``what`` (``"environment 'pkg.mod:Env'"``)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise ImportError(f"{what}: cannot import {name!r} ({error}); is its package on "
+                          "PYTHONPATH?") from error
 
 
 def import_object(path: str, what: str) -> Any:
@@ -31,12 +41,7 @@ def import_object(path: str, what: str) -> Any:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ImportError(f"{what} {path!r}: expected an import path 'package.module:Name'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"{what} {path!r}: cannot import {module_name!r} ({error}); is its "
-                          "package on PYTHONPATH?") from error
-    obj = module
+    obj = import_module(module_name, f"{what} {path!r}")
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ImportError(f"{what} {path!r}: module {module_name!r} has no attribute "

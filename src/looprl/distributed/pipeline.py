@@ -66,7 +66,8 @@ class TrainerCore(StepLoop):
         args = dict(buffer_args or {})
         kind = buffer or getattr(trainer, "sample_buffer", None)
         self.replay = kind in REPLAY_KINDS
-        self.updates_per_frame = args.pop("updates_per_frame", None) if self.replay else None
+        ratio = args.pop("updates_per_frame", None)
+        self.updates_per_frame = float(ratio) if self.replay and ratio is not None else None
         self.frames = 0  # env steps received (replay)
         self.updates = 0  # batches taken (replay)
         if self.replay:

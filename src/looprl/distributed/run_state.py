@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from looprl.core.files import find_one
+
 __all__ = ["CONTROLLER_CHECKPOINT", "ControllerCheckpoint", "ControllerState",
-           "DistributedResult", "SampleCounts", "find_controller_checkpoint", "find_one"]
+           "DistributedResult", "SampleCounts", "find_controller_checkpoint"]
 
 CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 
@@ -67,17 +69,6 @@ class ControllerState:
     logger: Any
     result: DistributedResult
     trainer_counts: dict[str, Any] = field(default_factory=dict)
-
-
-def find_one(run_dir: str | Path, name: str, missing: str, several: str) -> Path:
-    """The one file ``name`` in or under ``run_dir``: ``FileNotFoundError`` (``missing``)
-    if there is none, ``ValueError`` (their number, ``several`` and their paths) if several."""
-    found = sorted(Path(run_dir).glob(f"**/{name}"))
-    if not found:
-        raise FileNotFoundError(missing)
-    if len(found) > 1:
-        raise ValueError(f"{len(found)} {several}: {', '.join(map(str, found))}")
-    return found[0]
 
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:

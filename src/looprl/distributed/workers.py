@@ -56,8 +56,8 @@ def _restarted() -> bool:
 
 
 class Worker:
-    """What every worker has beside its loop (``run``): ``ready`` (the controller waits for
-    it) and ``stop``.
+    """What every worker has: ``ready`` (the controller waits for it) and, for the workers
+    with a loop (``run``: actors and trainers), ``stop``.
 
     ``__init__`` sets up the worker's process before the subclass builds its parts:
     ``torch_threads`` threads, and optimizers built without importing ``torch._dynamo``.

@@ -167,7 +167,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         """Everything but the emulator (and the current batch, which a reset replaces)."""
         state = dict(self.__dict__)
         del state["env"]
-        state.update(_state=None, needs_reset=True)
+        state["_state"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -175,6 +175,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self.__dict__.update(state)
         name, num_threads, options = self._arguments
         self.env = make_ale_vector_env(name, self.n_envs, num_threads=num_threads, **options)
+        self.needs_reset = True
 
     def reset(self, seed: int | None = None) -> StateArray:
         if seed is not None:

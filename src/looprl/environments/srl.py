@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.imports import import_object, is_import_path
+from looprl.core.imports import import_module, import_object, is_import_path
 from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.suggest import did_you_mean
 
@@ -188,8 +188,10 @@ def register(name: str, env_class: type | str) -> None:
     if not isinstance(name, str) or not name:
         raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
     if name in _REGISTRY:
-        raise ValueError(f"environment {name!r} is already registered (to "
-                         f"{_REGISTRY[name]!r}); pick another name")
+        taken = _REGISTRY[name]
+        shown = taken if isinstance(taken, str) else f"{taken.__module__}:{taken.__qualname__}"
+        raise ValueError(f"environment {name!r} is already registered (to {shown}); pick "
+                         "another name")
     if isinstance(env_class, str):
         if not is_import_path(env_class):
             raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
@@ -243,11 +245,7 @@ def import_environment(path: str) -> tuple[str, str]:
     import gymnasium as gym
 
     module_name, _, attr = path.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), attr, None)
-    except ImportError as error:
-        raise ImportError(f"environment {path!r}: cannot import {module_name!r} ({error}); is "
-                          "its package on PYTHONPATH?") from error
+    found = getattr(import_module(module_name, f"environment {path!r}"), attr, None)
     if isinstance(found, type) and issubclass(found, Environment):
         _REGISTRY.setdefault(path, found)
         return "srl", path
