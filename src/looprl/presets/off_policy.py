@@ -186,9 +186,8 @@ class QPreset(QNetworkPreset, ReplayPreset):
     ``DQNTrainer`` (``update``, ``huber``); ``double`` picks the bootstrap action with the
     online network (it takes over from ``update``), over ``n_step`` windows."""
 
-    positive: tuple[str, ...] = ("lr", "minibatch_size", "update_frequency", "gradient_steps",
-                                 "target_update_frequency", "replay_buffer_size", "hidden",
-                                 "atoms", "n_steps")
+    positive = (*FamilyPreset.positive, "update_frequency", "gradient_steps",
+                "target_update_frequency", "replay_buffer_size", "atoms")
 
     @property
     def double(self) -> bool:

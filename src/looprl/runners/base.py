@@ -158,7 +158,7 @@ class Runner:
         self.preset = builder.env(self.env).build()
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
-            logger=self._logger(), seed=self.seed, meta=self.meta,
+            logger=self._logger(), seed=self.seed, meta=self.meta, verbose=self.verbose,
             checkpoint_every=self.checkpoint_every, checkpoint_replay=self.checkpoint_replay)
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
@@ -170,10 +170,12 @@ class Runner:
                            train_steps=train_steps)
         self.set_hyperparameters({k: v for k, v in values.items() if k.startswith("hp/")})
 
-    def resume(self, path: str) -> None:
-        """Continue the experiment saved at ``path`` (``looprl.experiments.checkpoint``)."""
+    def resume(self, path: str, run_name: str | None = None,
+               run_info: dict[str, Any] | None = None) -> None:
+        """Continue the experiment saved at ``path`` (``looprl.experiments.checkpoint``; in a
+        new run directory ``run_name`` with ``run_info``, if given)."""
         self.close()
-        self.experiment = load_checkpoint(path)
+        self.experiment = load_checkpoint(path, run_name, run_info)
         self.preset = self.experiment.preset
 
     def label_next_run(self, name: str, **info: Any) -> None:

@@ -53,7 +53,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
             generation = donor["step"] // spec["interval"]
-            member.experiment = load_checkpoint(directory, *_member_run(
+            member.resume(directory, *_member_run(
                 index, generation, values, step=donor["step"], exploited=donor["member"]))
     else:
         name, info = _member_run(index, 0, values, step=0, exploited=None)
