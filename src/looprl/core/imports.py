@@ -1,11 +1,12 @@
-"""Objects by import path, for configs: ``import_object('my_pkg.envs:MyEnv', 'environment')``."""
+"""Objects by import path, for configs (``import_object('my_pkg.envs:MyEnv', 'environment')``),
+and the optional extras' modules (``import_extra``)."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-__all__ = ["import_module", "import_object", "is_import_path"]
+__all__ = ["import_extra", "import_module", "import_object", "is_import_path"]
 
 
 def is_import_path(text: Any) -> bool:
@@ -48,3 +49,12 @@ def import_object(path: str, what: str) -> Any:
                               f"{attr!r}")
         obj = getattr(obj, part)
     return obj
+
+
+def import_extra(module: str, needs: str, extra: str) -> Any:
+    """The module ``module``, or an ``ImportError`` saying ``{needs}: pip install
+    looprl[{extra}]``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{needs}: pip install looprl[{extra}]") from None

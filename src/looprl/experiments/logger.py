@@ -46,6 +46,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 from looprl.core.files import check_writable
+from looprl.core.imports import import_extra
 from looprl.core.logger import Logger
 from looprl.core.suggest import check_count
 
@@ -127,10 +128,7 @@ def _keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
 
 def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
     """A W&B run in the logger's run directory, with ``frame`` as its x-axis."""
-    try:
-        import wandb
-    except ImportError:
-        raise ImportError("W&B logging needs wandb: pip install looprl[wandb]") from None
+    wandb = import_extra("wandb", "W&B logging needs wandb", "wandb")
     options = {"project": "looprl", "name": f"{logger.agent_name}/{logger.env_name}", **options}
     run = wandb.init(dir=logger.log_dir, id=run_id, resume="allow" if run_id else None,
                      reinit="create_new", **options)

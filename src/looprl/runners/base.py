@@ -31,7 +31,6 @@ public experiment API only. The dictionaries it returns:
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from collections.abc import Sequence
@@ -281,15 +280,6 @@ class Runner:
             self.close_experiment(self.experiment)
         self.experiment = None
         self.preset = None
-
-
-def import_extra(module: str, needs: str, extra: str) -> Any:
-    """The module ``module``, or an ``ImportError`` saying ``{needs}: pip install
-    looprl[{extra}]``."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(f"{needs}: pip install looprl[{extra}]") from None
 
 
 def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:

@@ -15,7 +15,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from looprl.runners.base import Runner, import_extra
+from looprl.core.imports import import_extra
+from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from looprl.core.imports import import_extra
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
-from looprl.runners.base import Runner, import_extra
+from looprl.runners.base import Runner
 from looprl.runners.space import float_range, search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.runners.base import import_extra
+from looprl.core.imports import import_extra
 
 #: Dimensions above which CMA-ES keeps a diagonal covariance matrix.
 DIAGONAL_ABOVE = 200
