@@ -153,11 +153,11 @@ class AlgorithmSpec:
 def _registries() -> dict[str, dict[str, Any]]:
     """By kind of part: its registry's entries (name -> class, factory or import path)."""
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
-    from looprl.core import interfaces
+    from looprl.core import algorithm
     from looprl.environments import srl
 
-    return {"env": srl._REGISTRY, "policy": interfaces._POLICIES.entries,
-            "trainer": interfaces._TRAINERS.entries}
+    return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
+            "trainer": algorithm._TRAINERS.entries}
 
 
 @dataclass

@@ -1,0 +1,173 @@
+"""The two halves of an algorithm (seed 004) and their registry of names.
+
+* ``Policy``: ``rollout(request) -> result`` and ``analyze(sample, target)``.
+* ``Trainer``: ``step(batch) -> TrainerStepResult`` updates a policy from a ``SampleBatch``.
+* ``Policy(type_=name, ...)`` / ``Trainer(type_=name, ...)`` build what ``register_policy`` /
+  ``register_trainer`` registered under ``name``.
+* ``parts_hyperparameters``: a local agent's ``hp/*`` keys (``looprl.meta.hyperparameters``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABCMeta, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from looprl.core.batches import SampleBatch, TrainerStepResult
+from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
+from looprl.core.imports import import_object
+from looprl.core.suggest import did_you_mean
+
+
+class _ByName(ABCMeta):
+    """Lets ``Policy(type_=name, ...)`` / ``Trainer(type_=name, ...)`` build by name."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        registry = _BY_NAME.get(cls) if "type_" in kwargs else None
+        if registry is not None:
+            return registry.make(kwargs.pop("type_"), *args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class _PartOfAlgorithm:
+    """What ``Policy`` and ``Trainer`` share: the ``Approximation`` objects they own and the
+    ``hp/*`` keys these declare."""
+
+    def approximations(self) -> dict[str, Any]:
+        """The ``Approximation`` objects this part owns, by name (a trainer: besides its
+        policy's; ``{}``: none)."""
+        return {}
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The ``hp/*`` keys this part declares: by default its approximations'."""
+        return merge_hyperparameters(*(a.hyperparameters()
+                                       for a in self.approximations().values()))
+
+
+class Policy(_PartOfAlgorithm, metaclass=_ByName):
+    """Acting half of an algorithm: a model plus the rule that turns outputs into actions.
+
+    ``rollout`` is called by actors, ``analyze`` by trainers. A policy owns its parameters; a
+    trainer optimizes them. ``Policy(type_="actor-critic-separate", args=dict(...))`` builds a
+    registered policy by name (seed 004, :func:`register_policy`).
+    """
+
+    #: Incremented by the trainer at every update (staleness, on Ray).
+    version: int = 0
+    #: The exploration policy this one acts through, which writes ``metrics['explored']``
+    #: when meta components are attached (``None``: none).
+    exploration: Any = None
+
+    @property
+    def default_policy_state(self) -> Any:
+        """Initial recurrent memory of one agent (``None`` for feed-forward policies)."""
+        return None
+
+    @abstractmethod
+    def rollout(self, request: Any, **kwargs: Any) -> Any:
+        """Return a ``RolloutResult`` (at least ``action``) for a batched ``RolloutRequest``."""
+
+    @abstractmethod
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+        """Re-evaluate a stored ``sample`` for the trainer's loss (``target`` picks which)."""
+
+    def get_checkpoint(self) -> dict[str, Any]:
+        """Everything needed to restore the policy, in a ``torch.save``-able dict."""
+        return {"state_dict": self.module.state_dict(), "version": self.version}
+
+    def load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore what ``get_checkpoint`` returned."""
+        self.module.load_state_dict(checkpoint["state_dict"])
+        self.version = checkpoint.get("version", 0)
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The ``nn.Module`` holding all parameters of this policy."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose a module")
+
+    def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action logits ``[n, actions]`` and state values ``[n]`` of the observation rows
+        ``obs``, without gradients, on the CPU (what PLR and SPaCE score with)."""
+        raise ValueError(
+            f"{type(self).__name__} gives no action logits and values: PLR and SPaCE score "
+            "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
+
+
+class Trainer(_PartOfAlgorithm, metaclass=_ByName):
+    """Learning half of an algorithm: updates ``policy`` from batches of experience.
+
+    ``Trainer(type_="ppo", policy=policy, args=dict(...))`` builds a registered trainer by
+    name (:func:`register_trainer`). After ``step``, ``predictions`` holds what the update
+    computed (``q_values``, ``values``, ``log_probs``: detached, replaced each step) and
+    ``td_error`` the per-sample TD errors (``None`` for policy-gradient trainers; see
+    ``looprl.meta.metrics``). With meta components attached, ``metrics`` is the run's
+    metrics dictionary and ``hub`` its ``MetaHub``, whose update hooks ``learn`` runs.
+    """
+
+    predictions: dict[str, Any] = {}  # noqa: B006
+    td_error: Any = None
+    metrics: dict[str, Any] | None = None
+    hub: Any = None
+
+    @property
+    @abstractmethod
+    def policy(self) -> Policy:
+        """The policy whose parameters this trainer optimizes."""
+
+    @abstractmethod
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        """Advance one training step on ``batch`` (``[T + 1, B]`` segments); return the
+        statistics to log and, for prioritized replay, new priorities."""
+
+    def learn(self, batch: SampleBatch) -> TrainerStepResult:
+        """``step`` with the run's update hooks around it (``hub.update``), if any: what
+        every learner calls."""
+        hub = self.hub
+        return self.step(batch) if hub is None else hub.update(self, batch)
+
+
+def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
+                            ) -> dict[str, Hyperparameter]:
+    """A local agent's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each
+    of its ``own``."""
+    mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
+    return merge_hyperparameters(policy.hyperparameters(), trainer.hyperparameters(), mine)
+
+
+class _Registry:
+    """Names to classes (or factories), or to lazily imported ``"module.path:Name"`` strings."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.entries: dict[str, Callable[..., Any] | str] = {}
+
+    def register(self, name: str, cls: Callable[..., Any] | str) -> None:
+        """Register a class or factory (or a lazy ``"module.path:Name"`` path) under
+        ``name``; ``ValueError`` if it is taken."""
+        if name in self.entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
+        self.entries[name] = cls
+
+    def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name not in self.entries:
+            importlib.import_module("looprl.agents")  # registers the built-in names
+        if name not in self.entries:
+            known = ", ".join(sorted(self.entries)) or "none"
+            hint = did_you_mean(str(name), self.entries)
+            raise KeyError(f"unknown {self.kind} {name!r}.{hint} Registered: {known}")
+        options = kwargs.pop("args", None) or {}
+        entry = self.entries[name]
+        factory = import_object(entry, self.kind) if isinstance(entry, str) else entry
+        return factory(*args, **kwargs, **options)
+
+
+_POLICIES = _Registry("policy")
+_TRAINERS = _Registry("trainer")
+_BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
+#: ``register_policy(name, cls)``: a ``Policy`` class or factory under ``name``
+register_policy = _POLICIES.register
+#: ``register_trainer(name, cls)``: a ``Trainer`` class or factory under ``name``
+register_trainer = _TRAINERS.register

@@ -1,0 +1,75 @@
+"""Presets: configured factories of training and test agents (seed 003)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+
+from looprl.core.agent import Agent, ParallelAgent
+
+
+class Preset(ABC):
+    """A configured algorithm on a configured environment; builds agents that share weights.
+
+    ``env_name`` names the environment it was built for, ``env_remote`` what Ray actors make
+    for it, ``meta`` the meta components attached to its experiments (``PresetBuilder.meta``).
+    """
+
+    env_name: str | None = None
+    env_remote: tuple[str, dict[str, Any]] | None = None
+    meta: tuple[Any, ...] | list[Any] = ()
+
+    def __init__(self, name: str, device: str | torch.device, hyperparameters: dict[str, Any]):
+        self.name = name
+        self.device = device
+        self.hyperparameters = hyperparameters
+
+    @abstractmethod
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> Agent:
+        """Build a training agent; ``train_steps`` is the budget schedules anneal over."""
+
+    @abstractmethod
+    def test_agent(self) -> Agent:
+        """Build an evaluation agent from a copy of the current parameters."""
+
+    def remote_env(self) -> tuple[str | None, dict[str, Any]]:
+        """The registered environment (name, arguments) Ray actors step for this preset."""
+        return self.env_remote or (self.env_name, {})
+
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1) -> dict[str, Any]:
+        """How Ray's trainer worker learns for this preset (``AlgorithmSpec.of_preset``): the
+        ``AlgorithmSpec`` fields ``buffer``, ``buffer_args``, where they apply
+        ``explorations`` and ``whole_episodes``, and ``segment_length``. ``train_steps`` is
+        the frames each of ``trainers`` trainers learns from."""
+        raise ValueError(f"runtime=ray runs every preset of the families (classic control, "
+                         f"Atari, continuous, multi-agent); {self.name!r} "
+                         f"({type(self).__name__}) is none of them: run it locally "
+                         "(runtime=local), give it a learning() method, or build an "
+                         "AlgorithmSpec in Python")
+
+    def save(self, filename: str) -> None:
+        """Save the preset (configuration and current weights) with ``torch.save``."""
+        torch.save(self, filename)
+
+
+class ParallelPreset(Preset):
+    """A preset whose training agent is a ``ParallelAgent`` over ``n_envs`` environments."""
+
+    n_envs: int = 1
+    #: rows of the segments it learns from
+    n_steps: int = 1
+
+    @abstractmethod
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> ParallelAgent:
+        """Build a training agent acting on ``StateArray`` batches of ``n_envs`` rows."""
+
+    @abstractmethod
+    def parallel_test_agent(self) -> ParallelAgent:
+        """Build an evaluation agent acting on ``StateArray`` batches."""
+
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1) -> dict[str, Any]:
+        """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows."""
+        return {"buffer": "on_policy", "buffer_args": {"batch_streams": self.n_envs},
+                "segment_length": self.n_steps}
