@@ -5,4 +5,10 @@ outer loop (runners over repeated runs), and the same inner loop spread over Ray
 See ``ARCHITECTURE.md`` for the layers.
 """
 
+from looprl.core.algorithm import register_names_from
+
 __version__ = "0.1.0"
+
+# The built-in policies and trainers (``Policy(type_="ppo", ...)``): looprl.agents registers
+# them, imported the first time a name is asked for (not here: agents are slow to import).
+register_names_from("looprl.agents")

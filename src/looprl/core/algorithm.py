@@ -103,14 +103,12 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
     name (:func:`register_trainer`). After ``step``, ``predictions`` holds what the update
     computed (``q_values``, ``values``, ``log_probs``: detached, replaced each step) and
     ``td_error`` the per-sample TD errors (``None`` for policy-gradient trainers; see
-    ``looprl.meta.metrics``). With meta components attached, ``metrics`` is the run's
-    metrics dictionary and ``hub`` its ``MetaHub``, whose update hooks ``learn`` runs.
+    ``looprl.meta.metrics``). The update hooks of meta components run around ``step`` in
+    the ``Learner`` that steps it (``looprl.agents.learner``).
     """
 
     predictions: dict[str, Any] = {}  # noqa: B006
     td_error: Any = None
-    metrics: dict[str, Any] | None = None
-    hub: Any = None
 
     @property
     @abstractmethod
@@ -121,12 +119,6 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """Advance one training step on ``batch`` (``[T + 1, B]`` segments); return the
         statistics to log and, for prioritized replay, new priorities."""
-
-    def learn(self, batch: SampleBatch) -> TrainerStepResult:
-        """``step`` with the run's update hooks around it (``hub.update``), if any: what
-        every learner calls."""
-        hub = self.hub
-        return self.step(batch) if hub is None else hub.update(self, batch)
 
 
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
@@ -153,7 +145,7 @@ class _Registry:
 
     def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if name not in self.entries:
-            importlib.import_module("looprl.agents")  # registers the built-in names
+            _import_name_sources()
         if name not in self.entries:
             known = ", ".join(sorted(self.entries)) or "none"
             hint = did_you_mean(str(name), self.entries)
@@ -171,3 +163,19 @@ _BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
 register_policy = _POLICIES.register
 #: ``register_trainer(name, cls)``: a ``Trainer`` class or factory under ``name``
 register_trainer = _TRAINERS.register
+#: Modules that register names when imported (``register_names_from``).
+_NAME_SOURCES: list[str] = []
+
+
+def register_names_from(module: str) -> None:
+    """Have ``Policy(type_=...)`` / ``Trainer(type_=...)`` import ``module`` (a module that
+    registers policies and trainers when imported) the first time they meet a name that is
+    not registered. The top package ``looprl`` names ``looprl.agents`` (the built-in names), so
+    that core imports no layer below it and ``import looprl.core`` imports no agent."""
+    if module not in _NAME_SOURCES:
+        _NAME_SOURCES.append(module)
+
+
+def _import_name_sources() -> None:
+    for module in _NAME_SOURCES:
+        importlib.import_module(module)
