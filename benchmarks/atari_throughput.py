@@ -25,7 +25,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import format_table  # noqa: E402
-from looprl.environments.atari import AtariEnvironment, rom_id  # noqa: E402
+from looprl.environments.ale import rom_id  # noqa: E402
+from looprl.environments.atari import AtariEnvironment  # noqa: E402
 from looprl.experiments import make_experiment  # noqa: E402
 from looprl.presets.atari import dqn, ppo  # noqa: E402
 

@@ -12,13 +12,8 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from looprl.environments.atari import (  # noqa: E402
-    AtariEnvironment,
-    AtariVectorEnvironment,
-    _import_ale,
-    atari_games,
-    rom_id,
-)
+from looprl.environments.ale import _import_ale, atari_games, rom_id  # noqa: E402
+from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment  # noqa: E402
 
 NOOP, FIRE = 0, 1
 

@@ -1,6 +1,7 @@
 """Environments: Gymnasium wrappers producing ``State``/``StateArray`` objects."""
 
-from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment, atari_games
+from looprl.environments.ale import atari_games
+from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment
 from looprl.environments.base import Environment, VectorEnvironment
 from looprl.environments.bodies import (
     Body,
@@ -19,7 +20,8 @@ from looprl.environments.contextual import (
     sample_contexts,
 )
 from looprl.environments.deepsea import DeepSea
-from looprl.environments.gym import GymEnvironment, check_env_id
+from looprl.environments.gym import GymEnvironment
+from looprl.environments.gym_helpers import check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
 from looprl.environments.multiagent import (
     AgentView,

@@ -20,8 +20,6 @@ and ``frame``, so a run resumed at an episode end equals the uninterrupted one.
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any
 
 import gymnasium as gym
@@ -30,92 +28,9 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import did_you_mean
+from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
-
-#: Options of the DeepMind preprocessing and their defaults (see the module docstring).
-DEEPMIND_OPTIONS: dict[str, Any] = {
-    "noop_max": 30,
-    "frame_skip": 4,
-    "frame_stack": 4,
-    "screen_size": 84,
-    "fire_reset": True,
-    "clip_rewards": False,
-    "repeat_action_probability": 0.0,
-    "max_episode_frames": 108_000,
-    "full_action_space": False,
-}
-
-
-def _import_ale() -> Any:
-    try:
-        import ale_py
-    except ImportError as error:
-        raise ModuleNotFoundError("Atari environments need ale-py: pip install "
-                                  "'looprl[atari]'") from error
-    return ale_py
-
-
-def _camel(rom_id: str) -> str:
-    return "".join(part.capitalize() for part in rom_id.split("_"))
-
-
-def atari_games() -> list[str]:
-    """The games ale-py ships (their ROMs are inside the package), as ``'Breakout'`` names."""
-    return sorted(_camel(rom) for rom in _import_ale().roms.get_all_rom_ids())
-
-
-def game_name(name: str) -> str:
-    """The game's name as ``AtariEnvironment`` shows it (``'ALE/MsPacman-v5'`` gives
-    ``'MsPacman'``); ``ValueError`` for an unknown game (see ``rom_id``)."""
-    return _camel(rom_id(name))
-
-
-def rom_id(name: str) -> str:
-    """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
-    ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``'MsPacman'`` gives ``'ms_pacman'``.
-
-    Raises:
-        ValueError: unknown game (the message names close matches).
-    """
-    roms = set(_import_ale().roms.get_all_rom_ids())
-    short = re.sub(r"^ALE/|-v\d+$", "", name.strip())
-    short = re.sub(r"(NoFrameskip|Deterministic)$", "", short)
-    candidate = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", short).lower()
-    if candidate in roms:
-        return candidate
-    hint = did_you_mean(_camel(candidate), atari_games(), n=3)
-    raise ValueError(f"Unknown Atari game {name!r}.{hint} (looprl.environments.atari."
-                     f"atari_games() lists the {len(roms)} games ale-py ships.)")
-
-
-def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, **options: Any):
-    """ale-py's ``AtariVectorEnv`` with the DeepMind preprocessing and next-step autoreset.
-
-    Args:
-        name: a game name accepted by ``rom_id``.
-        n_envs: number of copies.
-        num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
-        **options: overrides of ``DEEPMIND_OPTIONS``.
-    """
-    ale_py = _import_ale()
-    unknown = set(options) - set(DEEPMIND_OPTIONS)
-    if unknown:
-        valid = ", ".join(sorted(DEEPMIND_OPTIONS))
-        raise TypeError(f"Unknown Atari options {sorted(unknown)}; valid: {valid}")
-    o = {**DEEPMIND_OPTIONS, **options}
-    threads = num_threads or max(1, min(n_envs, os.cpu_count() or 1))
-    return ale_py.AtariVectorEnv(
-        rom_id(name), n_envs, num_threads=threads,
-        max_num_frames_per_episode=o["max_episode_frames"],
-        repeat_action_probability=o["repeat_action_probability"],
-        full_action_space=o["full_action_space"],
-        img_height=o["screen_size"], img_width=o["screen_size"],
-        stack_num=o["frame_stack"], frameskip=o["frame_skip"], noop_max=o["noop_max"],
-        use_fire_reset=o["fire_reset"], reward_clipping=o["clip_rewards"],
-        episodic_life=False, life_loss_info=False,
-    )
 
 
 def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from looprl.core.suggest import did_you_mean
-from looprl.environments.gym import GymEnvironment, make_gym_env
+from looprl.environments.gym import GymEnvironment
+from looprl.environments.gym_helpers import make_gym_env
 from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
@@ -431,3 +432,13 @@ class ContextualEnvironment(GymEnvironment):
         w = self.contextual
         return "contextual", {"env_id": w.env_id, "contexts": w.contexts, "hide_context":
                               w.hide_context, "instance_mode": w.instance_mode, **w.make_kwargs}
+
+
+def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,
+                           instance_mode: str = "random", **make_kwargs: Any
+                           ) -> GymnasiumEnvironment:
+    """A ``ContextualEnv`` (same arguments) as a single-agent SRL environment, registered as
+    ``"contextual"``: what Ray actors play for a ``ContextualEnvironment``. ``seed(s)``
+    re-seeds the instance choice at the next reset; ``contextual_envs`` finds its wrapper."""
+    return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
+                                              **make_kwargs))

@@ -2,76 +2,21 @@
 
 from __future__ import annotations
 
-import copy
-import math
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from looprl.core import State
-from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
-
-
-def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` with a one-line error for unknown environment ids."""
-    check_env_id(env_id)
-    return gym.make(env_id, **kwargs)
-
-
-def env_name(env: gym.Env) -> str:
-    """A Gymnasium environment's id, or its class name when it was not registered."""
-    return env.spec.id if env.spec is not None else type(env.unwrapped).__name__
-
-
-def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` naming close matches if ``env_id`` is not registered.
-
-    An Atari game (``'ALE/Breakout-v5'``, ``'Breakout'``) gets a pointer to the Atari presets
-    and ``AtariEnvironment``, which add the standard preprocessing.
-    """
-    from looprl.environments.atari import game_name
-
-    if env_id in gym.registry:
-        return
-    try:
-        game = game_name(env_id)
-    except (ImportError, ValueError):  # not an Atari game ale-py ships
-        game = None
-    if game is not None:
-        raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
-                         f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")
-    hint = did_you_mean(env_id, list(gym.registry), n=3)
-    raise ValueError(f"Unknown environment {env_id!r}.{hint} "
-                     "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")
-
-
-def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
-    """Convert an agent's action (tensor, array or number) to what ``space`` expects.
-
-    ``Box`` actions are clipped to the space's bounds, here for every looprl environment (as
-    SB3 and CleanRL do), so that rewards such as MuJoCo's control cost see the applied action;
-    the agent keeps its unclipped sample for the log-probability.
-
-    Args:
-        action: one action, or with ``n_envs`` one action per row.
-        space: the action space of one environment.
-        n_envs: the number of rows of a vector environment's batch of actions.
-    """
-    action = as_numpy(action)
-    if isinstance(space, gym.spaces.Discrete) and n_envs is None:
-        return int(np.asarray(action).reshape(()))
-    if isinstance(space, gym.spaces.Box):
-        shape = space.shape if n_envs is None else (n_envs, *space.shape)
-        array = np.asarray(action, dtype=space.dtype)
-        if array.size != math.prod(shape):
-            raise ValueError(f"Action of shape {array.shape} does not fit the action space {space}")
-        return np.clip(array.reshape(shape), space.low, space.high)
-    return action
+from looprl.environments.gym_helpers import (
+    action_to_numpy,
+    copies_of,
+    env_name,
+    make_gym_env,
+    shape_changed,
+)
+from looprl.environments.vector import GymVectorEnvironment
 
 
 class GymEnvironment(Environment):
@@ -146,39 +91,10 @@ class GymEnvironment(Environment):
     def close(self) -> None:
         self.env.close()
 
-    def duplicate(self, n: int):
+    def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies as a ``GymVectorEnvironment``: Gymnasium's native vectorized one where
         it exists, or deep copies of a given ``gym.Env`` (wrappers included, own seeds)."""
-        from looprl.environments.vector import GymVectorEnvironment
-
         env = self._id if self._given is None else copies_of(self._given, self.name)
         return GymVectorEnvironment(env, n, device=self.device, name=self.name, seed=self.seed,
                                     **self._make_kwargs)
 
-
-def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
-    """A factory of independent deep copies of ``env``, each with its own random seed.
-
-    A copy that fails raises ``ValueError`` saying what to give instead.
-    """
-
-    def make() -> gym.Env:
-        try:
-            clone = copy.deepcopy(env)
-        except Exception as error:  # noqa: BLE001 - any failure means the same advice
-            raise ValueError(f"Cannot copy the environment {name} to run it in parallel "
-                             f"({error}); give GymVectorEnvironment a function that makes one, "
-                             "e.g. GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), "
-                             "n_envs)") from None
-        clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
-        return clone
-
-    return make
-
-
-def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
-    """The one-line error for an environment whose observations change shape."""
-    got = f"shape {tuple(got)}" if got is not None else "another shape"
-    return ValueError(f"{name} returned an observation of {got} after observations of "
-                      f"shape {tuple(expected)}: an environment's observations must keep one "
-                      "shape (pad them to one size, and declare it in observation_space)")

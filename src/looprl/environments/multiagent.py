@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from looprl.core import MultiagentState
-from looprl.environments.gym import action_to_numpy
+from looprl.environments.gym_helpers import action_to_numpy
 
 MASK = "action_mask"
 

@@ -27,7 +27,8 @@ and check it before a distributed run::
     register("countdown", Countdown)        # or register("countdown", "my_pkg.envs:Countdown")
     test_environment("countdown", {"length": 5}, test_stepping=False)   # looprl.distributed
 
-Built-in names (adapters in ``looprl.environments.srl_adapters``, imported on first use):
+Built-in names (adapters in ``looprl.environments.srl_adapters`` and ``.contextual``, imported
+on first use):
 any Gymnasium id (``make("CartPole-v1")``, as ``make("gym", env_id="CartPole-v1")``; with
 ``atari_wrappers=True`` an ALE id gets the DeepMind preprocessing);
 ``make("atari", game="Breakout")`` (observations ``{"obs": (4, 84, 84) uint8}``);
@@ -42,8 +43,8 @@ Actions may be numpy arrays, Python scalars, torch tensors or a ``NamedArray`` w
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from abc import ABC, abstractmethod
+from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -219,16 +220,21 @@ def make(name: str, **env_args: Any) -> Environment:
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
     if name in _REGISTRY:
-        target = _REGISTRY[name]
-        if isinstance(target, str):  # a lazy "module:Class" path
-            target = import_object(target, f"environment {name!r} registered as")
-        env = target(**env_args)
+        env = _registered(name)(**env_args)
     else:
         env = _make_gym(name, env_args)
     if not isinstance(env, Environment):
         raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
                         "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")
     return env
+
+
+def _registered(name: str) -> Any:
+    """What ``name`` is registered to, a lazy ``"module:Class"`` path imported."""
+    target = _REGISTRY[name]
+    if isinstance(target, str):  # a lazy "module:Class" path
+        target = import_object(target, f"environment {name!r} registered as")
+    return target
 
 
 def import_environment(path: str) -> tuple[str, str]:
@@ -268,14 +274,25 @@ def import_environment(path: str) -> tuple[str, str]:
                       "looprl.environments.register)")
 
 
+def is_gymnasium_id(name: str) -> bool:
+    """Whether ``gymnasium.make(name)`` knows ``name`` (Atari ids included when ale-py is)."""
+    import gymnasium as gym
+
+    if name not in gym.registry:
+        with suppress(ImportError):  # register ale-py's ``ALE/...`` ids
+            import ale_py
+
+            gym.register_envs(ale_py)
+    return name in gym.registry
+
+
 def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:
-    """The Gymnasium fallback of ``make``, or a one-line ``KeyError`` for an unknown name."""
-    adapters = importlib.import_module(_ADAPTERS)
-    if not adapters.is_gymnasium_id(name):
+    """The Gymnasium fallback of ``make`` (the adapter registered as ``"gym"``, or with
+    ``atari_wrappers`` as ``"atari"``), or a one-line ``KeyError`` for an unknown name."""
+    if not is_gymnasium_id(name):
         raise UnknownEnvironmentError(_unknown_message(name))
-    if env_args.pop("atari_wrappers", False):
-        return adapters.AtariGameEnvironment(name, **env_args)
-    return adapters.GymnasiumEnvironment(name, **env_args)
+    adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
+    return _registered(adapter)(name, **env_args)
 
 
 def _unknown_message(name: str) -> str:
@@ -291,4 +308,4 @@ def _unknown_message(name: str) -> str:
 register("gym", f"{_ADAPTERS}:GymnasiumEnvironment")
 register("atari", f"{_ADAPTERS}:AtariGameEnvironment")
 register("pettingzoo", f"{_ADAPTERS}:PettingZooEnvironment")
-register("contextual", f"{_ADAPTERS}:contextual_environment")
+register("contextual", "looprl.environments.contextual:contextual_environment")

@@ -1,6 +1,7 @@
-"""Adapters that run Gymnasium, Atari, PettingZoo and contextual environments as SRL
-environments, registered as ``"gym"``, ``"atari"``, ``"pettingzoo"`` and ``"contextual"``
-(``make`` in ``looprl.environments.srl`` lists them).
+"""Adapters that run Gymnasium, Atari and PettingZoo environments as SRL environments,
+registered as ``"gym"``, ``"atari"`` and ``"pettingzoo"`` (``make`` in
+``looprl.environments.srl`` lists them; ``"contextual"`` is
+``looprl.environments.contextual.contextual_environment``).
 
 Observation conventions: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
 PettingZoo ``{"observation", "action_mask"}`` observation becomes
@@ -10,13 +11,13 @@ PettingZoo ``{"observation", "action_mask"}`` observation becomes
 
 from __future__ import annotations
 
-from contextlib import suppress
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from looprl.environments.gym import action_to_numpy, check_env_id
+from looprl.environments.ale import make_ale_vector_env
+from looprl.environments.gym_helpers import action_to_numpy, check_env_id
 from looprl.environments.multiagent import (
     MASK,
     flat_box,
@@ -24,17 +25,13 @@ from looprl.environments.multiagent import (
     observation_part,
     zoo_observation,
 )
-from looprl.environments.srl import Environment, StepResult, action_value, step_result
-
-
-def is_gymnasium_id(name: str) -> bool:
-    """Whether ``gymnasium.make(name)`` knows ``name`` (Atari ids included when ale-py is)."""
-    if name not in gym.registry:
-        with suppress(ImportError):  # register ale-py's ``ALE/...`` ids
-            import ale_py
-
-            gym.register_envs(ale_py)
-    return name in gym.registry
+from looprl.environments.srl import (
+    Environment,
+    StepResult,
+    action_value,
+    is_gymnasium_id,
+    step_result,
+)
 
 
 def _obs_dict(obs: Any, space: gym.Space, flatten: bool = False) -> dict[str, np.ndarray]:
@@ -131,29 +128,15 @@ class GymnasiumEnvironment(_SingleAgent):
         return [step_result(obs, float(reward), terminated, info, truncated)]
 
 
-def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,
-                           instance_mode: str = "random", **make_kwargs: Any
-                           ) -> GymnasiumEnvironment:
-    """A ``ContextualEnv`` (same arguments) as a single-agent SRL environment, registered as
-    ``"contextual"``: what Ray actors play for a ``ContextualEnvironment``. ``seed(s)``
-    re-seeds the instance choice at the next reset; ``contextual_envs`` finds its wrapper."""
-    from looprl.environments.contextual import ContextualEnv
-
-    return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
-                                              **make_kwargs))
-
-
 class AtariGameEnvironment(_SingleAgent):
     """An Atari game as a single-agent SRL environment, with the pipeline of
     ``AtariEnvironment``: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``,
     episodes ending at game over, unclipped scores. ``game`` is a name for
-    ``looprl.environments.atari.rom_id``; ``options`` override ``DEEPMIND_OPTIONS``."""
+    ``looprl.environments.ale.rom_id``; ``options`` override ``DEEPMIND_OPTIONS``."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 
     def __init__(self, game: str, render_mode: str | None = None, **options: Any):
-        from looprl.environments.atari import make_ale_vector_env
-
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"AtariGameEnvironment renders its preprocessed frames "
                              f"(render_mode='rgb_array'), not render_mode={render_mode!r}")

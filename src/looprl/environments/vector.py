@@ -12,7 +12,12 @@ import torch
 from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.gym import action_to_numpy, check_env_id, env_name, shape_changed
+from looprl.environments.gym_helpers import (
+    action_to_numpy,
+    check_env_id,
+    env_name,
+    shape_changed,
+)
 
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
