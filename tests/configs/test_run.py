@@ -139,6 +139,17 @@ def test_help_lists_the_groups_and_their_options(capsys) -> None:
     assert "runner: es, online, optuna, pbt" in out
 
 
+def test_help_composes_the_overrides_without_patching_hydra(capsys) -> None:
+    from hydra.core.config_store import ConfigStore
+
+    with pytest.raises(SystemExit):
+        run(["algorithm=dqn", "algorithm.lr=0.5", "--help"])
+    out = capsys.readouterr().out
+    assert "preset: classic_control.dqn" in out and "lr: 0.5" in out
+    assert "== Configuration groups ==" in out and "runtime: local, ray" in out
+    assert "__deepcopy__" not in ConfigStore.__dict__  # Hydra's classes as they ship
+
+
 def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsys) -> None:
     run([*SMALL, "checkpoint_every=192", f"hydra.run.dir={tmp_path}"])  # runs past it to 256
     config = tmp_path / ".hydra" / "config.yaml"

@@ -128,7 +128,6 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     from looprl.meta.registry import COMPONENTS
     from looprl.presets.catalog import resolve_agent
 
-    _share_the_config_store()
     store = ConfigStore.instance()
     for option, preset in algorithm_options().items():
         defaults = resolve_agent(preset).hyperparameter_defaults
@@ -156,17 +155,23 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     })
 
 
-def _share_the_config_store() -> None:
-    """Hydra's fix of its pull request 2928, for the releases without it: a copy of the
-    structured config source reads the live ``ConfigStore`` instead of a copy of it. Hydra
-    deep-copies its config sources for every config it composes and every group it lists;
-    copying the store copied every stored node (each ``algorithm`` option holds a preset's
-    defaults), which made ``looprl run --help`` take seconds. (The store, a singleton, is
-    patched: Hydra's plugin scan re-imports the module of the config source.)"""
+def group_options() -> dict[str, list[str]]:
+    """Every config group ``register`` stored but Hydra's own (``algorithm``,
+    ``algorithm/atari``, ``meta``, ...) -> its options, sorted: what ``looprl run --help``
+    lists, read from the ``ConfigStore`` without composing anything."""
     from hydra.core.config_store import ConfigStore
 
-    if "__deepcopy__" not in ConfigStore.__dict__:
-        ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+    store = ConfigStore.instance()
+    groups: dict[str, list[str]] = {}
+    pending = [name for name in store.list("") if name != "hydra" and not name.endswith(".yaml")]
+    while pending:
+        group = pending.pop()
+        entries = store.list(group)
+        options = [e.removesuffix(".yaml") for e in entries if e.endswith(".yaml")]
+        if options:
+            groups[group] = sorted(options)
+        pending += [f"{group}/{e}" for e in entries if not e.endswith(".yaml")]
+    return dict(sorted(groups.items()))
 
 
 def _choices(value: str) -> list[str]:

@@ -25,9 +25,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from looprl.configs import build, check_overrides, expand_shorthands, register, register_imports
+from looprl.configs import (
+    HELP_FOOTER,
+    HELP_HEADER,
+    build,
+    check_overrides,
+    expand_shorthands,
+    group_options,
+    register,
+    register_imports,
+)
 
-__all__ = ["check_run_dir", "execute", "main"]
+__all__ = ["check_run_dir", "execute", "help_text", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +208,26 @@ def _remove_if_empty(output_dir: Path) -> None:
             output_dir.parent.parent.rmdir()
 
 
+#: the flags of ``looprl run``'s help (Hydra's ``--hydra-help`` stays Hydra's)
+HELP_FLAGS = ("--help", "-h")
+
+
+def help_text(argv: list[str]) -> str:
+    """``looprl run --help`` (with the config ``argv``'s overrides compose): the groups and
+    their options, then the config, in the layout of Hydra's application help. Hydra's own
+    help lists the groups by composing once per group, each time copying its whole config
+    store (seconds); this composes once, through Hydra's compose API."""
+    from omegaconf import OmegaConf
+
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    groups = "".join(f"{group}: {', '.join(options)}\n"
+                     for group, options in group_options().items())
+    config = OmegaConf.to_yaml(_compose(overrides))
+    return (f"{HELP_HEADER}\n== Configuration groups ==\nCompose your configuration from those "
+            f"groups (group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the "
+            f"config (foo.bar=value)\n\n{config}\n\n{HELP_FOOTER}\n\n")
+
+
 #: Hydra's flags that print something and write no run directory.
 _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--shell-completion")
 
@@ -226,6 +255,9 @@ def main(argv: list[str]) -> int:
     register(argv)
     argv = resume_arguments(expand_shorthands(argv))  # (registers a resumed run's imports)
     check_overrides(argv)
+    if any(a in HELP_FLAGS for a in argv):  # (the command's output: its help text)
+        sys.stdout.write(help_text(argv))
+        raise SystemExit(0)
     check_run_dir(argv)
 
     failures: list[Exception] = []
