@@ -30,6 +30,7 @@ RAY_TESTS = (
     "tests/distributed/test_gpu.py",
     "tests/distributed/test_ddp.py::test_two_ddp_trainers_stay_in_sync_and_survive_a_killed",
     "tests/runners/test_pbt.py",
+    "tests/runners/test_runners_on_ray.py",
 )
 RAY_FIXTURES = {"local_ray", "two_nodes"}
 

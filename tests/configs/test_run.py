@@ -98,6 +98,17 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
     (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),
     (["runner=optuna", "runner.search_space={lr: {low: 1, high: 1}}", *QUIET],
      "empty range"),
+    (["runner=es", "runtime=ray", "runtime.actors=4", *QUIET],
+     "runtime.actors does not apply to runner=es on Ray"),
+    (["runner=es", "runtime=ray", "runner.search_targets={hp/lr: [1e-4, 1e-2, log]}", *QUIET],
+     "ES individuals on Ray are fresh agents"),
+    (["runner=optuna", "runtime=ray", "runtime.trials_in_parallel=0", *QUIET],
+     "runtime.trials_in_parallel must be an integer >= 1"),
+    (["runner=optuna", "runtime=ray", "device=cuda", *QUIET],
+     "device=cuda does not apply to runner=optuna with runtime=ray"),
+    (["runtime=ray", "runtime.trials_in_parallel=2", *QUIET],
+     "runtime.trials_in_parallel is for runner=es, optuna or pbt"),
+    (["runtime.trials_in_parallel=2"], "'trials_in_parallel' is not an option of the runtime"),
 ])
 def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
     assert cli(["run", *overrides, f"hydra.run.dir={tmp_path}"]) == 2

@@ -15,7 +15,8 @@ key             contents
 ``runner``      group: ``online`` (default), ``es``, ``optuna`` or ``pbt``; fields the runner's
                 arguments (``runner.n_trials``)
 ``runtime``     group: ``local`` (default) or ``ray``; fields ``RuntimeConfig``'s
-                (``runtime.actors=4``, ``runtime.address=HOST:6379``)
+                (``runtime.actors=4``, ``runtime.address=HOST:6379``), and for ``runner=es``,
+                ``optuna`` or ``pbt`` ``runtime.trials_in_parallel`` (``looprl.configs.runtimes``)
 ``env``         an environment id (``CartPole-v1``), a registered name, or an import path
                 ``my_pkg.envs:MyEnv`` (``looprl.presets.catalog.make_env``)
 ``context``     the instance sets of a contextual ``env``: ``context.train=32 context.test=64
@@ -45,10 +46,11 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from looprl.configs.runtimes import distributed_options, ray_trials, runtimes
 from looprl.core.suggest import check_choice, did_you_mean
 
 __all__ = ["BuiltConfig", "algorithm_options", "build", "make_components", "make_envs", "register",
-           "register_imports"]
+           "register_imports", "runtimes"]
 
 PRIMITIVES = (bool, int, float, str, type(None))
 HELP_HEADER = """looprl run: train a preset on an environment, described by a config.
@@ -57,6 +59,8 @@ HELP_HEADER = """looprl run: train a preset on an environment, described by a co
     looprl run -m seed=0,1,2 algorithm.lr=1e-3,3e-4     (a multirun over a grid)
 """
 HELP_FOOTER = """Other families: algorithm=atari/ppo env=ALE/Pong-v5, algorithm=continuous/sac.
+On Ray: runtime=ray runtime.actors=4 (one distributed run); runner=es|optuna|pbt runtime=ray
+runtime.trials_in_parallel=4 (the trials at once, each a Ray process; default: Ray's CPUs).
 Parallel jobs: -m ... hydra/launcher=joblib; SLURM: hydra/launcher=submitit_slurm
 (submitit_local runs the same path without a cluster). Show the composed config without
 running: --cfg job. Runs go to outputs/DATE/TIME (multirun/DATE/TIME/N with -m).
@@ -110,7 +114,7 @@ def runners() -> dict[str, type]:
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
                  "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb",
-                 "test_env")
+                 "test_env", "trials")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -200,29 +204,20 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
                                      node={"_target_": path, **_component_node(cls)})
 
 
-def runtimes() -> dict[str, dict[str, Any]]:
-    """The ``runtime`` group: ``local`` and ``ray`` (``RuntimeConfig``'s options)."""
-    from dataclasses import asdict
-
-    from looprl.distributed.config import RuntimeConfig
-
-    return {"local": {"name": "local"}, "ray": {"name": "ray", **asdict(RuntimeConfig())}}
-
-
 def build_distributed(cfg: Any, output_dir: str) -> Any:
-    """The ``DistributedRun`` a ``runtime=ray`` config describes (``AlgorithmSpec.of_preset``);
-    ``ValueError`` for what the Ray runtime does not run (runners other than ``online``)."""
+    """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes
+    (``AlgorithmSpec.of_preset``); ``ValueError`` for what the Ray runtime does not run."""
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
 
     if cfg.runner.name != "online":
-        raise ValueError(f"runtime=ray runs the online runner, not runner={cfg.runner.name}; "
-                         "drop runner= or use runtime=local")
+        raise ValueError(f"runner={cfg.runner.name} with runtime=ray runs its trials on Ray "
+                         "(build), not one distributed run")
     if cfg.device is not None and str(cfg.device) != "cpu":
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
-    options = {k: v for k, v in _plain(cfg.runtime).items() if k != "name"}
+    options = distributed_options(_plain(cfg.runtime))
     preset_name, builder, env, _ = _builder(cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
@@ -299,6 +294,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     name = options.pop("name")
     if cfg.resume:
         options["resume_from"] = find_checkpoint(output_dir, name)
+    if name == "pbt" or (cfg.runtime.name == "ray" and name != "online"):  # trials on Ray
+        options["trials"] = ray_trials(_plain(cfg.runtime), name, cfg.device, options)
     runner = runners()[name](
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,

@@ -47,7 +47,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
-    if cfg.runtime.name == "ray":
+    if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
     run = build(cfg, output_dir)
     train_results, eval_results = run.runner.run()

@@ -9,6 +9,10 @@
   better one's checkpoint; explore: perturbed ``hp/*`` values); Ray is imported only when it
   is constructed (``pip install looprl[distributed]``).
 
+Their trials (ES individuals, Optuna trials) run through ``trials``: ``LocalTrials`` one after
+another (the default), or ``looprl.distributed.trials.RayTrials`` at once on Ray, with the same
+results (``looprl.runners.trials``).
+
 The keys of the dictionaries ``Runner.train`` and ``Runner.evaluate`` return are documented
 in ``looprl.runners.base`` (``TRAIN_KEYS``, ``EVAL_KEYS``).
 """
@@ -21,7 +25,8 @@ from looprl.runners.online import OnlineRunner
 from looprl.runners.pbt import PBTRunner
 from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space
 from looprl.runners.strategies import STRATEGIES, make_strategy
+from looprl.runners.trials import LocalTrials
 
 __all__ = ["EVAL_KEYS", "SHAPERS", "STRATEGIES", "TRAIN_KEYS", "Dimension", "ESRunner",
-           "OnlineRunner", "OptunaRunner", "PBTRunner", "Runner", "SearchSpaceError",
-           "fitness_shaper", "make_strategy", "parse_search_space"]
+           "LocalTrials", "OnlineRunner", "OptunaRunner", "PBTRunner", "Runner",
+           "SearchSpaceError", "fitness_shaper", "make_strategy", "parse_search_space"]

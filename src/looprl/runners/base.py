@@ -32,6 +32,7 @@ public experiment API only. The dictionaries it returns:
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -145,6 +146,17 @@ class Runner:
         self.experiment: Any = None
         self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
         self.preset: Any = None
+
+    def replica_arguments(self) -> dict[str, Any]:
+        """The ``Runner`` arguments of a replica of this runner in another process (a trial on
+        Ray, ``looprl.runners.trials``): the same builder, environment, seed, components and
+        logging, into the same (absolute) ``logdir``."""
+        return {"agent": self.builder, "env": self.env, "seed": self.seed,
+                "logdir": None if self.logdir is None else os.path.abspath(self.logdir),
+                "meta": self.meta, "quiet": self.quiet, "eval_episodes": self.eval_episodes,
+                "checkpoint_every": self.checkpoint_every,
+                "checkpoint_replay": self.checkpoint_replay, "verbose": self.verbose,
+                "wandb": self.wandb, "test_env": self.test_env}
 
     # -- the agent ---------------------------------------------------------------------
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,

@@ -11,6 +11,10 @@ through the whole search, as in Mighty (``reset_agent=True``: fresh agents anywa
 end the best individual is restored (its kept agent, or its ``hp/*`` values and network on
 the running agent) and evaluated again. With a ``logdir`` every individual has a run
 directory ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
+
+A generation's individuals are scored by ``score_individual``, through the runner's
+``trials`` (``looprl.runners.trials``): one after another here, or at once on Ray (fresh agents
+only), with the same results for the same seed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +32,7 @@ from looprl.runners.base import Runner
 from looprl.runners.fitness import fitness_shaper
 from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, make_strategy
+from looprl.runners.trials import KeptAgent, LocalTrials
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,9 @@ class ESRunner(Runner):
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
         reset_agent: a fresh agent per individual (default: when there are preset targets).
+        trials: where a generation's individuals are scored (``looprl.runners.trials``):
+            ``LocalTrials()`` (default, one after another) or ``RayTrials(...)`` (at once,
+            each in a Ray process; needs fresh agents).
 
     The constructor builds a first agent: the search starts from its values and parameters.
     """
@@ -58,7 +67,7 @@ class ESRunner(Runner):
                  popsize: int = 8, num_steps_per_iteration: int = 10_000, strategy: str = "cma",
                  sigma: float = 0.1, fitness_shaping: str = "centered_ranks",
                  strategy_options: dict[str, Any] | None = None,
-                 reset_agent: bool | None = None, **kwargs: Any):
+                 reset_agent: bool | None = None, trials: Any = None, **kwargs: Any):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         if strategy not in STRATEGIES:
@@ -73,6 +82,11 @@ class ESRunner(Runner):
         self.num_steps_per_iteration = int(num_steps_per_iteration)
         self.strategy, self.sigma, self.strategy_options = strategy, sigma, strategy_options
         self.fresh_agents = self._fresh_agents(targets, reset_agent)
+        self.trials = LocalTrials() if trials is None else trials
+        if not (self.trials.in_process or self.fresh_agents):
+            raise ValueError("ES individuals on Ray are fresh agents, each in a process of its "
+                             "own; with hp/* targets only, one agent goes through the search: "
+                             "set reset_agent=True (runner.reset_agent=true) or run it locally")
         self.new_agent(train_steps=self._budget())
         self.dimensions = self._dimensions(targets)
         self.x0 = self._initial_vector()
@@ -144,56 +158,58 @@ class ESRunner(Runner):
         es = make_strategy(self.strategy, self.x0, self.sigma, self.popsize, self.seed,
                            self.strategy_options)
         self._best: dict[str, Any] = {"fitness": -math.inf}
-        self._best_run: tuple[Any, Any] | None = None
+        self._best_agent: KeptAgent | None = None
         self._best_network: np.ndarray | None = None
         history = []
-        for iteration in range(1, self.iterations + 1):
-            population = es.ask()
-            scored = [self._score(x, iteration, index) for index, x in enumerate(population)]
-            fitness = np.array([f for f, _ in scored])
-            es.tell(population, self.shape(_finite(fitness)))
-            history.append(self._generation(iteration, fitness, [v for _, v in scored]))
+        try:
+            for iteration in range(1, self.iterations + 1):
+                population = es.ask()
+                individuals = [self._individual(x, iteration, index)
+                               for index, x in enumerate(population)]
+                scored = self.trials.map(self, score_individual, individuals,
+                                         keep=self.fresh_agents)
+                fitness = np.array([self._record(individual, value, agent)
+                                    for individual, (value, agent) in zip(individuals, scored)])
+                es.tell(population, self.shape(_finite(fitness)))
+                history.append(self._generation(iteration, fitness,
+                                                [i.values for i in individuals]))
+        finally:
+            self.trials.close()
         self._restore_best()
         return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
 
-    def _score(self, individual: np.ndarray, iteration: int, index: int
-               ) -> tuple[float, dict[str, Any]]:
-        params, values = self.decode(individual)
-        # its own run directory: its fresh agent's, or the shared agent's from here on
-        label = self.label_next_run if self.fresh_agents else self.label_run
-        label(f"gen{iteration:03d}_ind{index:03d}", generation=iteration, individual=index,
-              values=values)
-        self.apply_individual(individual)
-        try:
-            if self.train_agent:
-                self.train(self.num_steps_per_iteration)
-            fitness = self.evaluate()["mean_eval_reward"]
-        except FloatingPointError as error:  # a diverging individual is the worst one
-            log.warning("ES individual %s diverged: %s", values, error)
-            fitness = -math.inf
-        fitness = fitness if math.isfinite(fitness) else -math.inf
+    def _individual(self, vector: np.ndarray, iteration: int, index: int) -> Individual:
+        params, values = self.decode(vector)
+        return Individual(iteration, index, values, params, self.fresh_agents, self._budget(),
+                          self.num_steps_per_iteration if self.train_agent else 0)
+
+    def _record(self, individual: Individual, fitness: float, agent: KeptAgent | None
+                ) -> float:
+        """Keep the best individual so far (its agent, or the shared agent's network as
+        evaluated); return its fitness."""
         if fitness > self._best["fitness"] or "values" not in self._best:
-            self._best = {"fitness": fitness, "iteration": iteration, "individual": index,
-                          "values": values,
+            params = individual.params
+            self._best = {"fitness": fitness, "iteration": individual.iteration,
+                          "individual": individual.index, "values": individual.values,
                           "parameters": None if params is None else params.copy()}
-            if self.fresh_agents:
-                self._keep_best_agent()
+            if agent is not None:
+                self._keep_best_agent(agent)
             else:  # the network as evaluated (trained from the individual's parameters)
                 with contextlib.suppress(TypeError):  # (a preset without a ``model``: None)
                     self._best_network = self.parameter_vector()
-        return fitness, values
+        return fitness
 
-    def _keep_best_agent(self) -> None:
-        """Keep the current agent (the best so far) open; close the one it replaces."""
-        previous, self._best_run = self._best_run, (self.experiment, self.preset)
-        self.experiment = None  # the next new_agent leaves it open
+    def _keep_best_agent(self, agent: KeptAgent) -> None:
+        """Keep ``agent`` (the best so far) open; close the one it replaces."""
+        agent.detach(self)  # the next new_agent leaves it open
+        previous, self._best_agent = self._best_agent, agent
         if previous is not None:
-            self.close_experiment(previous[0])
+            previous.close(self)
 
     def _restore_best(self) -> None:
         if self.fresh_agents:
-            self.close()
-            self.experiment, self.preset = self._best_run
+            if self._best_agent is not None:
+                self._best_agent.restore(self)
             return
         values = self._best["values"]
         self.label_run("best", generation=self._best["iteration"],
@@ -211,6 +227,45 @@ class ESRunner(Runner):
                  self.strategy, iteration, self.iterations, record["mean_fitness"],
                  record["max_fitness"], record["best_fitness"], self._best["values"])
         return record
+
+
+@dataclass
+class Individual:
+    """One individual of a generation, as a trial scores it (``score_individual``)."""
+
+    iteration: int
+    index: int
+    values: dict[str, Any]
+    params: np.ndarray | None
+    fresh: bool  # a fresh agent (else the runner's current agent goes on)
+    budget: float  # what a fresh agent's schedules anneal over
+    train_steps: int  # training before the evaluation (0: none)
+
+    @property
+    def name(self) -> str:
+        """Its run directory's name."""
+        return f"gen{self.iteration:03d}_ind{self.index:03d}"
+
+
+def score_individual(runner: Runner, individual: Individual) -> float:
+    """Apply ``individual`` to ``runner`` (a fresh agent, or ``hp/*`` values and parameters
+    on the current one), train and evaluate it; its fitness (``-inf``: it diverged). Its run
+    directory is ``individual.name``."""
+    # its own run directory: its fresh agent's, or the shared agent's from here on
+    label = runner.label_next_run if individual.fresh else runner.label_run
+    label(individual.name, generation=individual.iteration, individual=individual.index,
+          values=individual.values)
+    runner.configure(individual.values, individual.budget, fresh=individual.fresh)
+    if individual.params is not None:
+        runner.apply_parameters(individual.params)
+    try:
+        if individual.train_steps:
+            runner.train(individual.train_steps)
+        fitness = runner.evaluate()["mean_eval_reward"]
+    except FloatingPointError as error:  # a diverging individual is the worst one
+        log.warning("ES individual %s diverged: %s", individual.values, error)
+        fitness = -math.inf
+    return fitness if math.isfinite(fitness) else -math.inf
 
 
 def _finite(fitness: np.ndarray) -> np.ndarray:

@@ -5,19 +5,30 @@ and trains it for ``num_steps`` steps in ``n_evaluations`` chunks, reporting eac
 to Optuna's pruner; its value is the last evaluation. A stored study (SQLite URL or journal
 file) is continued: ``run()`` adds ``n_trials`` trials, with the sampler seeded by ``seed``
 plus the trials already there. Optuna (``pip install looprl[hpo]``) is imported only here.
+
+Trials run through the runner's ``trials`` (``looprl.runners.trials``): one after another here
+(each asked, trained by ``train_trial`` and told in turn, as ``study.optimize`` does), or in
+batches of ``trials.parallel`` on Ray: a batch is asked at once, its trials train at once, and
+their evaluations are reported and told in the trials' order once the batch ends, so that the
+pruner decides as it would have one trial after another (a pruned trial on Ray has trained
+its whole budget by then). The sampler sees no result of its own batch: with TPE, the trials
+of its first ``n_startup_trials`` (10) are the same as one after another, later ones differ.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from looprl.core.imports import import_extra
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
+from looprl.runners.trials import LocalTrials
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +54,14 @@ class OptunaRunner(Runner):
         sampler: ``"tpe"`` (default), ``"random"``, or an Optuna sampler.
         pruner: ``"median"`` (default), ``"none"``, ``"hyperband"``,
             ``"successive_halving"``, or an Optuna pruner.
+        trials: where trials run (``looprl.runners.trials``): ``LocalTrials()`` (default, one
+            after another) or ``RayTrials(...)`` (batches at once, each trial in a Ray process).
     """
 
     def __init__(self, agent: Any, env: Any, search_space: Mapping[str, Any],
                  n_trials: int = 20, num_steps: int = 50_000, n_evaluations: int = 4,
                  storage: Any = None, study_name: str = "looprl", sampler: Any = "tpe",
-                 pruner: Any = "median", **kwargs: Any):
+                 pruner: Any = "median", trials: Any = None, **kwargs: Any):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         self.optuna = import_extra("optuna", "OptunaRunner needs Optuna", "hpo")
@@ -60,6 +73,7 @@ class OptunaRunner(Runner):
         self.storage, self.study_name = storage, study_name
         self.sampler = _check_name("sampler", sampler, SAMPLERS)
         self.pruner = _check_name("pruner", pruner, PRUNERS)
+        self.trials = LocalTrials() if trials is None else trials
         search_space = search_mapping(search_space, "search_space")
         self.dimensions = parse_search_space(search_space, self._searchable(search_space),
                                              self.builder.default_name)
@@ -101,20 +115,48 @@ class OptunaRunner(Runner):
         return getattr(getattr(self.optuna, module), names[value])(**kwargs)
 
     # -- trials ------------------------------------------------------------------------
-    def objective(self, trial: Any) -> float:
-        """Train a fresh agent with the trial's values, reporting each evaluation."""
+    def _trial_task(self, trial: Any) -> TrialTask:
+        """The task of Optuna trial ``trial``: its sampled values; run here, a reporter that
+        lets the pruner stop it between chunks."""
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
-        self.label_next_run(f"trial{trial.number:03d}", trial=trial.number, values=values)
-        self.configure(values, self.num_steps)
-        value = math.nan
-        for chunk in _chunks(self.num_steps, self.n_evaluations):
-            train = self.train(chunk)
-            value = self.evaluate()["mean_eval_reward"]
-            trial.report(value, step=train["step"])
-            trial.set_user_attr("step", train["step"])
-            if trial.should_prune():
-                raise self.optuna.TrialPruned()
-        return value
+        report = _Reporter(trial) if self.trials.in_process else None
+        return TrialTask(trial.number, values, self.num_steps,
+                         _chunks(self.num_steps, self.n_evaluations), report)
+
+    def _tell(self, study: Any, trial: Any, task: TrialTask,
+              outcome: tuple[list[tuple[int, float]], str | None]) -> None:
+        """Report the trial's evaluations (those not reported yet) and tell the study how it
+        ended: complete, pruned, or failed (it diverged)."""
+        evaluations, error = outcome
+        reporter = _Reporter(trial) if task.report is None else task.report
+        pruned = reporter.replay(evaluations)
+        state = self.optuna.trial.TrialState
+        if pruned:  # (on Ray it trained on; what came after the pruning point is dropped)
+            frozen = study.tell(trial, state=state.PRUNED)
+        elif error is not None:
+            log.warning("Optuna trial %d failed: %s", trial.number, error)
+            frozen = study.tell(trial, state=state.FAIL)
+        else:
+            frozen = study.tell(trial, evaluations[-1][1] if evaluations else math.nan)
+        _log_trial(study, frozen)
+
+    def _optimize(self, study: Any) -> None:
+        """Add ``n_trials`` trials, ``trials.parallel`` at a time."""
+        remaining = self.n_trials
+        while remaining > 0:
+            batch = [study.ask() for _ in range(min(self.trials.parallel, remaining))]
+            told = 0
+            try:
+                tasks = [self._trial_task(trial) for trial in batch]
+                for trial, task, (outcome, _) in zip(
+                        batch, tasks, self.trials.map(self, train_trial, tasks)):
+                    self._tell(study, trial, task, outcome)
+                    told += 1
+            finally:  # (an error, Ctrl-C) the trials not told failed, as study.optimize does
+                for trial in batch[told:]:
+                    with contextlib.suppress(ValueError, RuntimeError):  # (told already)
+                        study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
+            remaining -= len(batch)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Add ``n_trials`` trials to the study, then retrain and evaluate the best values.
@@ -127,8 +169,10 @@ class OptunaRunner(Runner):
             its trial (``{}`` when no trial completed).
         """
         study = self.study()
-        study.optimize(self.objective, n_trials=self.n_trials, catch=(FloatingPointError,),
-                       callbacks=[_log_trial])
+        try:
+            self._optimize(study)
+        finally:
+            self.trials.close()
         self.close()
         history = [_record(t) for t in study.trials]
         best = None
@@ -144,6 +188,58 @@ class OptunaRunner(Runner):
             log.warning("No trial of study %r completed: nothing to evaluate", self.study_name)
         return ({"step": len(study.trials), "best": best, "history": history,
                  "study_name": self.study_name}, eval_results)
+
+
+@dataclass
+class TrialTask:
+    """One Optuna trial, as ``train_trial`` runs it."""
+
+    number: int
+    values: dict[str, Any]
+    num_steps: int  # what the agent's schedules anneal over
+    chunks: list[int]  # training steps before each evaluation
+    report: Callable[[int, float], bool] | None = None  # (step, value) -> prune? (run here)
+
+
+def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
+    """Train a fresh agent with the trial's values on ``runner``, evaluating after each
+    chunk (and, with ``task.report``, stopping when the pruner says so); the ``(step,
+    mean_eval_reward)`` of each evaluation, and the error if it diverged."""
+    runner.label_next_run(f"trial{task.number:03d}", trial=task.number, values=task.values)
+    runner.configure(task.values, task.num_steps)
+    evaluations: list[tuple[int, float]] = []
+    try:
+        for chunk in task.chunks:
+            step = runner.train(chunk)["step"]
+            evaluations.append((step, runner.evaluate()["mean_eval_reward"]))
+            if task.report is not None and task.report(*evaluations[-1]):
+                break
+    except FloatingPointError as error:  # a diverging trial fails
+        return evaluations, str(error)
+    return evaluations, None
+
+
+class _Reporter:
+    """Reports a trial's evaluations to Optuna (``trial.report``) and asks its pruner."""
+
+    def __init__(self, trial: Any):
+        self.trial, self.reported, self.pruned = trial, 0, False
+
+    def __call__(self, step: int, value: float) -> bool:
+        """Report one evaluation; whether the pruner stops the trial."""
+        self.trial.report(value, step=step)
+        self.trial.set_user_attr("step", step)
+        self.reported += 1
+        self.pruned = self.trial.should_prune()
+        return self.pruned
+
+    def replay(self, evaluations: list[tuple[int, float]]) -> bool:
+        """Report the evaluations not reported yet, until the pruner stops the trial;
+        whether it did."""
+        for step, value in evaluations[self.reported:]:
+            if self.pruned or self(step, value):
+                break
+        return self.pruned
 
 
 def _check_name(kind: str, value: Any, valid: dict[str, str]) -> Any:

@@ -7,7 +7,9 @@ steps each member evaluates and saves a checkpoint (``looprl.experiments.checkpo
 (continue from its checkpoint) and **explore** (perturbed ``hp/*`` values, applied through
 the agent's setters). Each member logs in ``{logdir}/{agent}/{env}/member002_gen000``, and
 after an exploit in a new directory of the round (``member002_gen003``). Ray (``pip install
-looprl[distributed]``) is imported only when a PBT runner is built.
+looprl[distributed]``) is imported only when a PBT runner is built; the runner's ``trials``
+(``looprl.distributed.trials.RayTrials``, with ``runtime=ray`` or from ``looprl run``) join or
+start it (a local instance on loopback only) and cap the members that train at once.
 """
 
 from __future__ import annotations
@@ -106,13 +108,17 @@ class PBTRunner(Runner):
         initial: the members' starting ``hp/*`` values, one dict each (then ``population``
             is their number), instead of draws from ``mutations``.
         exploit: ``False`` trains the population without exploit and explore (a baseline).
+        trials: the ``looprl.distributed.trials.RayTrials`` the members run on (its
+            ``parallel``: members at once, ``address``: a cluster to join); ``None``: Ray as
+            this process has it, else a local instance of ``num_cpus`` CPUs.
     """
 
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
                  num_steps: int = 100_000, perturbation_interval: int = 10_000,
                  quantile_fraction: float = 0.25, resample_probability: float = 0.25,
                  num_cpus: int | None = None, initial: list[dict[str, float]] | None = None,
-                 exploit: bool = True, gpus_per_member: float = 0.0, **kwargs: Any):
+                 exploit: bool = True, gpus_per_member: float = 0.0, trials: Any = None,
+                 **kwargs: Any):
         device = kwargs.get("device")
         if device is not None and (str(device).startswith("cuda")) != (gpus_per_member > 0):
             raise ValueError(f"device={device!r} with gpus_per_member={gpus_per_member:g}: PBT "
@@ -121,6 +127,10 @@ class PBTRunner(Runner):
         kwargs["device"] = "cpu"  # here: the checks below; the members: see _member
         super().__init__(agent, env, **kwargs)
         self.gpus_per_member = float(gpus_per_member)
+        if trials is not None and trials.in_process:
+            raise ValueError("PBT trains its population on Ray Tune: its trials are RayTrials "
+                             "(runtime=ray), or leave them to the runner")
+        self.trials = trials
         self.tune = import_tune()
         mutations = search_mapping(mutations, "mutations", "hp/lr")
         if not mutations:
@@ -152,10 +162,28 @@ class PBTRunner(Runner):
         where ``best`` and each of ``members`` give the ``member`` index (its run
         directories are ``member{index:03d}_gen...``), the final ``mean_eval_reward`` and the
         ``hp/*`` values a member ended with."""
+        try:
+            members = self._train_population()
+            best = max(members, key=lambda member: member["mean_eval_reward"])
+            with best["checkpoint"].as_directory() as directory:
+                self.experiment = load_checkpoint(directory)
+        finally:
+            if self.trials is not None:
+                self.trials.close()
+        self.preset = self.experiment.preset
+        for member in members:
+            member.pop("checkpoint")
+        return {"step": self.num_steps, "best": best, "members": members}, self.evaluate()
+
+    def _train_population(self) -> list[dict[str, Any]]:
+        """The population trained on Tune: per member its index, ``hp`` values, final
+        ``mean_eval_reward`` and last checkpoint."""
         import ray
         from ray.tune.schedulers import PopulationBasedTraining
 
-        if not ray.is_initialized():
+        if self.trials is not None:
+            self.trials.start()
+        elif not ray.is_initialized():
             ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
         gpus = ray.cluster_resources().get("GPU", 0)
         if self.gpus_per_member > gpus:
@@ -185,7 +213,9 @@ class PBTRunner(Runner):
                         for name, key in names.items()}}
             samples = 1
         config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
-                                 num_samples=samples, metric="mean_eval_reward", mode="max")
+                                 num_samples=samples, metric="mean_eval_reward", mode="max",
+                                 max_concurrent_trials=None if self.trials is None
+                                 else self.trials.parallel)
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
                                     stop={"step": self.num_steps})
         results = tune.Tuner(trainable, param_space=space, tune_config=config,
@@ -196,10 +226,4 @@ class PBTRunner(Runner):
             members.append({"member": _index(result.metrics["trial_id"]), "hp": hp,
                             "mean_eval_reward": result.metrics["mean_eval_reward"],
                             "checkpoint": result.checkpoint})
-        best = max(members, key=lambda member: member["mean_eval_reward"])
-        with best["checkpoint"].as_directory() as directory:
-            self.experiment = load_checkpoint(directory)
-        self.preset = self.experiment.preset
-        for member in members:
-            member.pop("checkpoint")
-        return {"step": self.num_steps, "best": best, "members": members}, self.evaluate()
+        return members

@@ -1,0 +1,68 @@
+"""The ``runtime`` group of ``looprl run``: ``local`` and ``ray``, and what ``ray`` means for
+each runner.
+
+* ``runner=online runtime=ray``: one distributed run (``looprl.distributed``; the options are
+  ``RuntimeConfig``'s: ``runtime.actors``, ``runtime.trainers``, ...);
+* ``runner=es|optuna|pbt runtime=ray``: the runner's trials (ES individuals, Optuna trials,
+  PBT members) at once, each in a Ray process running the local runtime
+  (``looprl.runners.trials.RayTrials``); the options are ``TRIAL_OPTIONS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtimes"]
+
+#: the ``runtime`` options of runners whose trials run on Ray
+TRIAL_OPTIONS = ("trials_in_parallel", "num_cpus", "address", "runtime_env")
+
+
+def runtimes() -> dict[str, dict[str, Any]]:
+    """The ``runtime`` group: ``local``, and ``ray`` (``RuntimeConfig``'s options, and
+    ``trials_in_parallel``: trials of ``runner=es|optuna|pbt`` at once, ``null``: Ray's
+    CPUs)."""
+    from dataclasses import asdict
+
+    from looprl.distributed.config import RuntimeConfig
+
+    return {"local": {"name": "local"},
+            "ray": {"name": "ray", **asdict(RuntimeConfig()), "trials_in_parallel": None}}
+
+
+def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:
+    """The ``RuntimeConfig`` options of a ``runner=online runtime=ray`` config's ``runtime``
+    node; ``ValueError`` for ``trials_in_parallel``, which does not apply."""
+    options = {k: v for k, v in runtime.items() if k != "name"}
+    if options.pop("trials_in_parallel", None) is not None:
+        raise ValueError("runtime.trials_in_parallel is for runner=es, optuna or pbt on Ray; "
+                         "runner=online with runtime=ray is one distributed run: set its "
+                         "workers with runtime.actors (and runtime.trainers)")
+    return options
+
+
+def ray_trials(runtime: dict[str, Any], runner: str, device: Any = None,
+               options: dict[str, Any] | None = None) -> Any:
+    """The ``RayTrials`` of a ``runner=es|optuna|pbt runtime=ray`` config's ``runtime`` node
+    (and of ``runner=pbt runtime=local``: PBT trains on Ray Tune either way; the runner
+    ``options``' ``num_cpus`` sizes a local instance unless ``runtime.num_cpus`` does).
+
+    Raises:
+        ValueError: an option of the distributed runtime (``runtime.actors``...) is set, or a
+            ``device`` other than the CPU for ES or Optuna (one line).
+    """
+    from looprl.distributed.trials import RayTrials
+
+    defaults = runtimes()["ray"]
+    unused = [key for key, value in runtime.items()
+              if key not in ("name", *TRIAL_OPTIONS) and value != defaults.get(key)]
+    if unused:
+        raise ValueError(f"runtime.{unused[0]} does not apply to runner={runner} on Ray: each "
+                         "trial runs the local runtime in a Ray process of its own; its runtime "
+                         f"options are runtime.{', runtime.'.join(TRIAL_OPTIONS)}")
+    if runner != "pbt" and device is not None and str(device) != "cpu":
+        raise ValueError(f"device={device} does not apply to runner={runner} with runtime=ray: "
+                         "its trials train on the CPU Ray gives each; use runtime=local")
+    cpus = runtime.get("num_cpus") or (options or {}).get("num_cpus")
+    return RayTrials(parallel=runtime.get("trials_in_parallel"), address=runtime.get("address"),
+                     num_cpus=cpus, runtime_env=runtime.get("runtime_env"))

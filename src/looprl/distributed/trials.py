@@ -1,0 +1,139 @@
+"""``RayTrials``: a runner's trials at once, each a Ray task in a process of its own
+(``looprl run runner=es|optuna|pbt runtime=ray``).
+
+Each trial runs on a replica of the runner (``Runner.replica_arguments``) through the trial
+function a sequential run calls (``looprl.runners.trials``) and the local runtime, so that it
+writes the run directory and returns the results it would have one after another. The local
+Ray instance is started by ``start_ray`` (loopback only, no dashboard).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from looprl.distributed.cluster import start_ray
+from looprl.distributed.config import RuntimeConfig
+from looprl.runners.trials import KeptAgent, Trial
+
+__all__ = ["RayTrials", "run_replica"]
+
+
+class RayTrials:
+    """Trials at once, each one Ray task (one CPU) on a replica of the runner
+    (``runtime=ray`` with ``runner=es|optuna|pbt``).
+
+    Args:
+        parallel: trials that run at once (``None``: the Ray instance's CPUs).
+        address: a Ray cluster to join (``None``: a local instance on 127.0.0.1, no
+            dashboard, started when first needed and stopped by ``close``).
+        num_cpus: CPUs of a local instance (``None``: ``parallel``, else the machine's cores).
+        runtime_env: Ray's ``runtime_env`` (how your code reaches a cluster's machines).
+    """
+
+    in_process = False
+
+    def __init__(self, parallel: int | None = None, address: str | None = None,
+                 num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None):
+        for name, value in (("trials_in_parallel", parallel), ("num_cpus", num_cpus)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"runtime.{name} must be an integer >= 1 (or null), "
+                                 f"got {value!r}")
+        self.address, self.num_cpus, self.runtime_env = address, num_cpus, runtime_env
+        self._parallel = parallel
+        self._started = False
+
+    @property
+    def parallel(self) -> int:
+        """Trials that run at once: as given, else the CPUs of the Ray instance (started
+        now if need be)."""
+        if self._parallel is None:
+            ray = self.start()
+            self._parallel = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return self._parallel
+
+    def start(self) -> Any:
+        """Ray, joined or started (``looprl.distributed.cluster.start_ray``: a local instance
+        listens on loopback only) unless it already runs in this process."""
+        import ray
+
+        if not ray.is_initialized():
+            cpus = self.num_cpus or self._parallel or os.cpu_count() or 1
+            # the trials reserve their CPUs as tasks; the run's own workers reserve none
+            runtime = RuntimeConfig(address=self.address, num_cpus=cpus, actors=1,
+                                    cpus_per_actor=0.0, cpus_per_trainer=0.0,
+                                    runtime_env=self.runtime_env)
+            self._started = start_ray(runtime) or self._started
+        return ray
+
+    def map(self, runner: Any, trial: Trial, tasks: Sequence[Any], keep: bool = False
+            ) -> Iterator[tuple[Any, KeptAgent | None]]:
+        """Run ``trial(replica, task)`` for every task on Ray, ``parallel`` at a time, each on
+        a fresh replica of ``runner``; yield the results in the tasks' order once all ended
+        (a trial's error is raised here, as it was raised there)."""
+        ray = self.start()
+        remote = ray.remote(num_cpus=1)(run_replica)
+        arguments = ray.put(runner.replica_arguments())
+        pending: dict[Any, int] = {}
+        results: list[Any] = [None] * len(tasks)
+        queue = list(enumerate(tasks))
+        try:
+            while queue or pending:
+                while queue and len(pending) < self.parallel:
+                    index, task = queue.pop(0)
+                    pending[remote.remote(arguments, trial, task, keep)] = index
+                done, _ = ray.wait(list(pending), num_returns=1)
+                results[pending.pop(done[0])] = _result(ray, done[0])
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+        for result, saved in results:
+            yield result, KeptAgent(saved=saved) if keep else None
+
+    def close(self) -> None:
+        """Stop the local Ray instance if ``start`` started it."""
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+
+def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool
+                ) -> tuple[Any, bytes | None]:
+    """In a Ray worker: ``trial`` on a fresh ``Runner(**arguments)``; the result, and with
+    ``keep`` a checkpoint of the trained agent (its replay buffer saved empty)."""
+    import torch
+
+    from looprl.experiments.checkpoint import save_checkpoint
+    from looprl.runners.base import Runner
+
+    torch.set_num_threads(1)
+    runner = Runner(**arguments)
+    try:
+        result = trial(runner, task)
+        saved = None
+        if keep and runner.experiment is not None:
+            with tempfile.TemporaryDirectory() as directory:
+                path = save_checkpoint(runner.experiment, Path(directory) / "checkpoint.pt",
+                                       replay=False)
+                saved = path.read_bytes()
+    finally:
+        runner.close()
+    return result, saved
+
+
+def _result(ray: Any, ref: Any) -> Any:
+    """``ray.get(ref)``; a task's error as the error it raised (one line, not Ray's
+    traceback)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise

@@ -1,0 +1,109 @@
+"""``looprl run runner=es|optuna runtime=ray``: a generation's individuals and a batch of trials
+run at once in Ray processes, with the run directories and results of the sequential run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("hydra")
+pytest.importorskip("optuna")
+
+from looprl.configs import build, register  # noqa: E402
+from looprl.configs.app import main as run  # noqa: E402
+from looprl.distributed.trials import RayTrials  # noqa: E402
+from looprl.runners.trials import LocalTrials  # noqa: E402
+
+QUIET = ["logging.quiet=true", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+SMALL = ["test_episodes=2", "algorithm.n_envs=2", "algorithm.n_steps=64", "algorithm.hidden=16",
+         "algorithm.minibatch_size=64", "algorithm.epochs=2", *QUIET]
+ES = ["runner=es", "runner.popsize=4", "runner.iterations=2", "runner.strategy=openai",
+      "runner.sigma=0.3", "runner.num_steps_per_iteration=256",
+      "runner.search_targets={lr: [1e-4, 1e-2, log], clip: [0.1, 0.3]}"]
+OPTUNA = ["runner=optuna", "runner.n_trials=4", "runner.num_steps=256", "runner.n_evaluations=2",
+          "runner.search_space={lr: {low: 1e-4, high: 1e-2, log: true}, "
+          "n_steps: {type: int, low: 32, high: 96}}"]
+
+
+@pytest.fixture(scope="module")
+def ray_two_cpus():
+    """A local Ray instance of 2 CPUs on 127.0.0.1, no dashboard, for this module; stopped at
+    its end if this fixture started it."""
+    from looprl.distributed.cluster import local_instance_settings
+
+    started = not ray.is_initialized()
+    if started:
+        local_instance_settings()
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def _run(tmp_path: Path, name: str, overrides: list[str]) -> tuple[dict, dict]:
+    """Run ``looprl run`` in ``tmp_path/name``: its ``results.json`` and each run directory's
+    ``run.json`` (but the time it started)."""
+    directory = tmp_path / name
+    run([*SMALL, *overrides, "seed=3", f"hydra.run.dir={directory}"])
+    runs = {}
+    for path in sorted(directory.glob("ppo/CartPole-v1/*/run.json")):
+        info = json.loads(path.read_text())
+        info.pop("started")
+        runs[path.parent.name] = info
+    return json.loads((directory / "results.json").read_text()), runs
+
+
+def _without_times(results: dict) -> dict:
+    return {**results, "train": {k: v for k, v in results["train"].items() if k != "wall_time"}}
+
+
+def test_es_individuals_on_ray_give_the_sequential_results(tmp_path, ray_two_cpus,
+                                                           monkeypatch) -> None:
+    sequential, runs = _run(tmp_path, "local", ES)
+    mapped = []
+    ray_map = RayTrials.map
+
+    def record(self, runner, trial, tasks, keep=False):
+        mapped.append((self.parallel, len(tasks)))
+        return ray_map(self, runner, trial, tasks, keep)
+
+    monkeypatch.setattr(RayTrials, "map", record)
+    monkeypatch.setattr(LocalTrials, "map", None)  # (never here)
+    parallel, ray_runs = _run(tmp_path, "ray", [*ES, "runtime=ray"])
+    assert mapped == [(2, 4), (2, 4)]  # Ray's 2 CPUs by default, a generation at a time
+    assert _without_times(parallel) == _without_times(sequential)
+    assert len(sequential["train"]["history"]) == 2
+    assert ray_runs == runs and sorted(runs) == [f"gen{g:03d}_ind{i:03d}" for g in (1, 2)
+                                                 for i in range(4)]
+    best = sequential["train"]["best"]
+    assert parallel["eval"]["mean_eval_reward"] == sequential["eval"]["mean_eval_reward"]
+    assert best["fitness"] == max(f for h in sequential["train"]["history"] for f in h["fitness"])
+    assert (tmp_path / "ray" / "preset.pt").exists()
+
+
+def test_optuna_trials_on_ray_give_the_sequential_results(tmp_path, ray_two_cpus) -> None:
+    sequential, runs = _run(tmp_path, "local", OPTUNA)
+    parallel, ray_runs = _run(tmp_path, "ray", [*OPTUNA, "runtime=ray",
+                                                "runtime.trials_in_parallel=4"])
+    assert parallel == sequential
+    assert [h["number"] for h in parallel["train"]["history"]] == [0, 1, 2, 3]
+    assert ray_runs == runs and sorted(runs) == ["best", *(f"trial{i:03d}" for i in range(4))]
+    assert {h["state"] for h in parallel["train"]["history"]} == {"COMPLETE"}
+
+
+def test_the_runtime_options_reach_the_trials() -> None:
+    from hydra import compose, initialize
+
+    register()
+    with initialize(version_base="1.3", config_path=None):
+        cfg = compose("looprl", overrides=[*OPTUNA, "runtime=ray", "runtime.trials_in_parallel=3",
+                                           "runtime.num_cpus=2"])
+        pbt = compose("looprl", overrides=["runner=pbt", "runner.mutations={hp/lr: [1e-4, 1e-2]}",
+                                           "runtime=ray", "runtime.trials_in_parallel=2"])
+    trials = build(cfg).runner.trials
+    assert isinstance(trials, RayTrials) and (trials.parallel, trials.num_cpus) == (3, 2)
+    assert build(pbt).runner.trials.parallel == 2  # PBT members at once (Tune's cap)
