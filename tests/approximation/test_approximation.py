@@ -119,18 +119,23 @@ def test_clipped_steps_are_clip_grad_norm_s(width):
         torch.testing.assert_close(a, b)
 
 
-def test_clip_factor_spreads_a_nan_and_zeroes_at_an_infinite_norm():
-    from looprl.approximation.approximation import _clip_factor
+def test_clipping_spreads_a_nan_and_zeroes_at_an_infinite_norm():
+    """CPU clipping multiplies as ``clip_grad_norm_`` does: by NaN at a NaN norm, by 0 at an
+    infinite one, not at all below ``max_norm``."""
+    from looprl.approximation.approximation import _clip_gradients
 
     for small in (True, False):
         params = [nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(2, 2))]
         params[0].grad, params[1].grad = torch.ones(3), torch.full((2, 2), float("nan"))
-        assert _clip_factor(params, 0.5, True, True, small)[1] != _clip_factor(
-            params, 0.5, True, True, small)[1]  # NaN
-        params[1].grad = torch.full((2, 2), float("inf"))
-        assert _clip_factor(params, 0.5, True, True, small)[1] == 0.0
-        params[1].grad = torch.zeros(2, 2)
-        assert _clip_factor(params, 5.0, True, True, small)[1] is None  # norm sqrt(3) < 5
+        assert _clip_gradients(params, 0.5, True, small).isnan()
+        assert params[0].grad.isnan().all()
+        params[0].grad, params[1].grad = torch.ones(3), torch.full((2, 2), float("inf"))
+        assert _clip_gradients(params, 0.5, True, small).isinf()
+        assert torch.equal(params[0].grad, torch.zeros(3))
+        params[0].grad, params[1].grad = torch.ones(3), torch.zeros(2, 2)
+        torch.testing.assert_close(_clip_gradients(params, 5.0, True, small),
+                                   torch.tensor(3.0).sqrt())  # below 5: left as they are
+        assert torch.equal(params[0].grad, torch.ones(3))
 
 
 def test_step_clears_gradients_and_returns_self():

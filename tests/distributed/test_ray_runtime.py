@@ -45,10 +45,10 @@ def test_ppo_learns_and_survives_a_killed_actor_policy_worker_and_trainer(local_
     kills = {"actor0": kill_worker_when("actor0", "frames", 2000),
              "policy0": kill_worker_when("policy0", "frames", 4000),
              "trainer": kill_worker_when("trainer", "train_steps", 20)}
-    # what a worker's start need not import: torch._dynamo (2-3 CPU s, ``Worker.__init__``),
-    # the controller's logging and experiment code (``looprl.distributed``'s lazy names); the
-    # parameter server, torch (it holds pickled parameters: ``looprl.distributed.server``)
-    unneeded = ("torch._dynamo", "looprl.distributed.controller", "looprl.experiments")
+    # what a worker's start need not import: the controller's logging and experiment code
+    # (``looprl.distributed``'s lazy names); the parameter server, torch (it holds pickled
+    # parameters: ``looprl.distributed.server``)
+    unneeded = ("looprl.distributed.controller", "looprl.experiments")
     imported: dict[str, object] = {}
     modules = lambda worker: ([m for m in unneeded if m in sys.modules],  # noqa: E731 (by value)
                               os.nice(0))

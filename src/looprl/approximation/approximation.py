@@ -23,7 +23,6 @@ import torch
 from torch import nn
 
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
-from looprl.approximation.optimizer_step import OptimizerStep
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.suggest import check_count
@@ -73,8 +72,8 @@ class Approximation:
         self.device = torch.device(device if device is not None else default)
         self.optimizer = optimizer
         self.logger = logger
-        self._uniform = len({(p.device, p.dtype) for p in self._params}) <= 1
-        self._cpu = self._uniform and all(p.device.type == "cpu" for p in self._params)
+        self._cpu = len({(p.device, p.dtype) for p in self._params}) <= 1 and all(
+            p.device.type == "cpu" for p in self._params)  # (one dtype: no grouping needed)
         self._small = self._cpu and sum(p.numel() for p in self._params) <= _SMALL
         self._flush_denormal = flush_denormal and self.device.type == "cpu"
         self._clip_grad = float(clip_grad)
@@ -110,8 +109,6 @@ class Approximation:
 
     #: the ``DistributedDataParallel`` wrapper of ``model`` once ``distribute`` is called
     _ddp: nn.Module | None = None
-    #: steps ``optimizer`` (``OptimizerStep``: a fused Adam's kernels without its Python work)
-    _stepper: OptimizerStep | None = None
 
     # -- forward passes -----------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
@@ -164,20 +161,16 @@ class Approximation:
             raise self._no_optimizer("step")
         if self._updates % self._log_every == 0:
             self._check_and_log(loss)
-        factor = None  # gradient clipping's factor, applied by the optimizer step
         if self._clip_grad > 0:
-            self.grad_norm, factor = _clip_factor(self._params, self._clip_grad, self._uniform,
-                                                  self._cpu, self._small)
+            self.grad_norm = _clip_gradients(self._params, self._clip_grad, self._cpu,
+                                             self._small)
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
-        stepper = self._stepper
-        if stepper is None or stepper.optimizer is not self.optimizer:
-            stepper = self._stepper = OptimizerStep(self.optimizer, self._params)
         if self._flush_denormal:
-            _step_flushing_denormals(stepper, factor)
+            _step_flushing_denormals(self.optimizer)
         else:
-            stepper(factor)
+            self.optimizer.step()
         for group in self.optimizer.param_groups:  # zero_grad(set_to_none=True), minus its
             for param in group["params"]:  # dispatch overhead (it shows on small networks)
                 param.grad = None
@@ -241,7 +234,6 @@ class Approximation:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_ddp", None)  # a process group neither pickles nor copies
-        state.pop("_stepper", None)  # lists of the optimizer's state: made again on a step
         return state
 
     # -- passthroughs -------------------------------------------------------------------
@@ -260,11 +252,11 @@ class Approximation:
         return result
 
 
-def _step_flushing_denormals(step: OptimizerStep, grad_factor: float | torch.Tensor | None) -> None:
-    """``step(grad_factor)`` with denormal floats flushed to zero (on this thread's CPU)."""
+def _step_flushing_denormals(optimizer: torch.optim.Optimizer) -> None:
+    """``optimizer.step()`` with denormal floats flushed to zero (on this thread's CPU)."""
     torch.set_flush_denormal(True)
     try:
-        step(grad_factor)
+        optimizer.step()
     finally:
         torch.set_flush_denormal(False)
 
@@ -274,32 +266,30 @@ def _step_flushing_denormals(step: OptimizerStep, grad_factor: float | torch.Ten
 _SMALL = 2**15
 
 
-def _clip_factor(params: list[torch.Tensor], max_norm: float, uniform: bool, cpu: bool,
-                 small: bool) -> tuple[torch.Tensor, float | torch.Tensor | None]:
-    """``(norm, factor)``: the gradients' norm and the factor by which
-    ``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)`` would multiply them
-    (``max_norm / (norm + 1e-6)`` if that is below 1; ``None``: nothing to multiply). The
-    optimizer step applies it (``OptimizerStep``: a fused Adam's kernel divides by its inverse
-    as it reads the gradients, instead of a multiplication of every gradient before).
+def _clip_gradients(params: list[torch.Tensor], max_norm: float, cpu: bool,
+                    small: bool) -> torch.Tensor:
+    """Clip the gradients of ``params`` as ``nn.utils.clip_grad_norm_(params, max_norm,
+    foreach=True)`` does (times ``max_norm / (norm + 1e-6)`` where that is below 1, a NaN norm
+    spreading); return their norm before clipping.
 
-    ``uniform`` (one device and dtype) skips ``clip_grad_norm_``'s grouping of the gradients,
-    whose cost shows on small networks (else it clips them itself); ``cpu`` computes the factor
-    on the host (no synchronization there) and leaves out a factor of 1, ``small`` (a CPU model
-    of at most ``_SMALL`` parameters) takes the norm of the concatenated gradients. A NaN norm
-    gives a NaN factor, as ``clip_grad_norm_``'s spreads it."""
-    if not uniform:
-        return nn.utils.clip_grad_norm_(params, max_norm, foreach=True), None
+    ``cpu`` (one CPU device and dtype) reads the factor on the host (no synchronization there)
+    and multiplies the gradients only when it is below 1 (or NaN), without ``clip_grad_norm_``'s
+    grouping of the gradients, whose cost shows on small networks; ``small`` (a CPU model of at
+    most ``_SMALL`` parameters) takes the norm of the concatenated gradients."""
+    if not cpu:
+        return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return torch.tensor(0.0), None
+        return torch.tensor(0.0)
     if small:
         norm = torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads]))
     else:
-        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    if not cpu:
-        return norm, torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+        norm = nn.utils.get_total_norm(grads, foreach=True)
     factor = max_norm / (norm.item() + 1e-6)
-    return norm, None if factor >= 1.0 else factor
+    if not factor >= 1.0:  # (NaN too)
+        for grad in grads:
+            grad.mul_(factor)
+    return norm
 
 
 def _checkpoint_file(logger: Any, name: str) -> str:

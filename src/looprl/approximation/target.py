@@ -6,9 +6,8 @@
 * ``PolyakTarget(rate)`` -- a copy moved a fraction ``rate`` towards the model at every
   update (DDPG/SAC soft updates).
 
-Every target is called under ``torch.no_grad()``. Copies are updated with fused
-``torch._foreach_*`` kernels over precomputed tensor lists, so an update costs one or two
-kernel launches per dtype/device instead of one per parameter.
+Every target is called under ``torch.no_grad()``. Copies are updated tensor by tensor
+(``copy_``, ``lerp_``) over precomputed lists of the two modules' tensors.
 """
 
 from __future__ import annotations
@@ -73,11 +72,13 @@ class _CopyTarget(TargetNetwork):
     def sync(self, rate: float = 1.0) -> None:
         """Move the target a fraction ``rate`` towards the model (1: copy it); buffers that
         are not floating-point are copied."""
-        if self._target_tensors:
-            if rate == 1.0:
-                torch._foreach_copy_(self._target_tensors, self._source_tensors)
-            else:
-                torch._foreach_lerp_(self._target_tensors, self._source_tensors, rate)
+        pairs = zip(self._target_tensors, self._source_tensors)
+        if rate == 1.0:
+            for target, source in pairs:
+                target.copy_(source)
+        else:
+            for target, source in pairs:
+                target.lerp_(source, rate)
         for target, source in zip(self._target_other, self._source_other):
             target.copy_(source)
 

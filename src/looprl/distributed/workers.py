@@ -59,20 +59,12 @@ class Worker:
     """What every worker has: ``ready`` (the controller waits for it) and, for the workers
     with a loop (``run``: actors and trainers), ``stop``.
 
-    ``__init__`` sets up the worker's process before the subclass builds its parts:
-    ``torch_threads`` threads, and optimizers built without importing ``torch._dynamo``.
-    torch wraps ``Optimizer.add_param_group`` to keep it out of ``torch.compile`` graphs, and
-    the wrapper imports ``torch._dynamo`` on its first call: 2-3 CPU seconds in every worker.
-    A worker never builds an optimizer inside a compiled function, so this fills the
-    wrapper's cache with the plain method (in workers only: the driver may compile).
+    ``__init__`` sets up the worker's process (``torch_threads`` threads) before the subclass
+    builds its parts.
     """
 
     def __init__(self, torch_threads: int) -> None:
         torch.set_num_threads(torch_threads)
-        method = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
-        if method is not None and getattr(method, "__dynamo_disable", None) is None:
-            # what torch's wrapper calls once it has cached it (setattr: no name mangling)
-            setattr(method, "__dynamo_disable", method)  # noqa: B010
         self._stop = threading.Event()
 
     def ready(self) -> dict[str, Any]:
