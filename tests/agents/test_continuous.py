@@ -278,11 +278,11 @@ def test_off_policy_agent_warms_up_at_random_then_trains_on_schedule() -> None:
     assert isinstance(agent, OffPolicyAgent) and isinstance(agent, Agent)
     env = GymEnvironment("Pendulum-v1", seed=0)
     state = env.reset()
-    for _ in range(20):
+    for _ in range(21):
         action = agent.act(state)
         assert action.shape == (1,) and action.abs().max() <= 2
         state = env.step(action)
-    # frames 12, 14, ..., 20 train: 5 phases of 3 gradient steps
+    # 21 acts store 20 transitions; transitions 12, 14, ..., 20 train: 5 phases of 3 steps
     assert len(trainer.batches) == 15
     obs, actions, rewards, _, _ = _unpack(trainer.batches[0])  # one-step windows [2, 8]
     assert actions.shape == (8, 1) and actions.dtype == torch.float32

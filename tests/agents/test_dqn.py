@@ -6,7 +6,7 @@ import torch
 from torch import nn, optim
 
 from helpers import RecordingTrainer
-from looprl.agents import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents import DQN, Actor, DQNPolicy, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import (
     Agent,
@@ -209,7 +209,7 @@ def test_policy_rollout_and_analyze() -> None:
 
 def test_test_agent_is_greedy_and_does_not_train() -> None:
     q = _q()
-    agent = DQNTestAgent(DQNPolicy(q, 2))
+    agent = Actor(DQNPolicy(q, 2), evaluation=True)
     obs = torch.randn(4)
     expected = q.no_grad(State(obs)).argmax(-1)
     assert torch.equal(agent.act(State(obs)), expected)

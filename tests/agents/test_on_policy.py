@@ -16,8 +16,8 @@ from torch import nn
 
 from looprl.agents import (
     A2CTrainer,
+    Actor,
     ActorCriticPolicy,
-    ActorCriticTestAgent,
     OnPolicyAgent,
     PPGTrainer,
     PPOTrainer,
@@ -237,7 +237,7 @@ def test_analyze_leaves_a_discrete_entropy_out_when_asked() -> None:
 
 def test_test_agent_on_state_and_state_array() -> None:
     policy = RecordingPolicy()
-    agent = ActorCriticTestAgent(policy)
+    agent = Actor(policy, evaluation=True)
     obs = torch.randn(5, OBS)
     logits = policy.module(obs)[0]
     assert torch.equal(agent.act(StateArray({"observation": obs}, (5,))), logits.argmax(-1))

@@ -13,8 +13,8 @@ from helpers import RecordingTrainer, replay_episodes, replay_first_episodes
 from looprl.agents import (
     VPG,
     A2CTrainer,
+    Actor,
     ActorCriticPolicy,
-    ActorCriticTestAgent,
     OnPolicyAgent,
     PPGTrainer,
     VACTrainer,
@@ -313,15 +313,15 @@ def test_ppg_auxiliary_phase_runs_in_minibatches() -> None:
 
 
 SMOKE = {
-    "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, ActorCriticTestAgent),
-    "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, ActorCriticTestAgent),
+    "vpg": (vpg, {"min_batch_size": 50, "hidden": 16}, Preset, Actor),
+    "vac": (vac, {"n_envs": 4, "hidden": 16}, ParallelPreset, Actor),
     "a2c": (a2c, {"n_envs": 4, "n_steps": 5, "hidden": 16}, ParallelPreset,
-            ActorCriticTestAgent),
+            Actor),
     "ppg": (
         ppg,
         {"n_envs": 2, "n_steps": 16, "n_policy": 2, "minibatch_size": 16, "hidden": 16},
         ParallelPreset,
-        ActorCriticTestAgent,
+        Actor,
     ),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from looprl.core import StateArray
+from looprl.core import RolloutRequest, StateArray
 from looprl.environments import GymEnvironment
 from looprl.experiments.experiment import seed_everything
 from looprl.presets.classic_control import rainbow
@@ -39,6 +39,12 @@ def test_classic_rainbow_test_agent_is_noise_free(epsilon: float) -> None:
     # single states too, and the network is left in training mode for the training agent
     single = agent.act(GymEnvironment("CartPole-v1", seed=0).reset())
     assert single.shape == () and preset.model.training
+    # Ray's evaluation builds the preset's policy and asks it for evaluation actions: the same
+    remote = preset.policy(copy_model=True)
+    assert remote.evaluation_epsilon == agent.policy.evaluation_epsilon == epsilon
+    if epsilon == 0:
+        request = RolloutRequest(obs=observations, is_evaluation=True)
+        assert torch.equal(remote.rollout(request).action, first)
 
 
 def test_atari_rainbow_test_agent_is_noise_free_at_its_default_epsilon() -> None:

@@ -24,11 +24,7 @@ KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 # Cycles between the modules of a package, each the sorted modules of one strongly connected
 # component: this set must shrink, never grow.
-KNOWN_CYCLES: set[tuple[str, ...]] = {
-    # being rewritten (pipeline's StepLoop/TrainerCore move out of it); delete this entry with
-    # that change
-    ("looprl.distributed.independent", "looprl.distributed.pipeline"),
-}
+KNOWN_CYCLES: set[tuple[str, ...]] = set()
 
 
 def layers() -> list[str]:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from looprl.agents.learner import Learner, make_learner
 from looprl.core import Policy, Trainer
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig, test_pipeline
-from looprl.distributed.pipeline import TrainerCore
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -66,9 +66,9 @@ def test_pipeline_trains_the_sac_preset_on_cuda() -> None:
 
 
 def test_a_trainer_checkpoint_from_a_gpu_is_refused_by_a_cpu_trainer() -> None:
-    def core(device: str) -> TrainerCore:
+    def core(device: str) -> Learner:
         policy = Policy(type_="actor-critic-separate", args={**CARTPOLE, "device": device})
-        return TrainerCore(Trainer(type_="ppo", policy=policy))
+        return make_learner(Trainer(type_="ppo", policy=policy))
 
     with pytest.raises(ValueError, match="trained on cuda and this one runs on cpu"):
         core("cpu").load_state_dict(core("cuda").state_dict())

@@ -52,7 +52,7 @@ def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
     trainer worker) runs for the Ape-X preset, on the same local replay buffer class."""
     from looprl.agents.dqn import DQNTrainer
     from looprl.distributed import AlgorithmSpec
-    from looprl.distributed.pipeline import TrainerCore
+    from looprl.distributed.pipeline import trainer_core
     from looprl.environments import GymEnvironment
     from looprl.experiments import make_experiment
     from looprl.memory import PrioritizedReplayBuffer
@@ -77,7 +77,7 @@ def test_one_dqn_trainer_serves_the_local_agent_and_the_pipeline() -> None:
         replay_buffer_size=400).build()
     spec, _ = AlgorithmSpec.of_preset(apex, frames=1000, actors=2)
     assert spec.explorations == apex_epsilons(2)
-    core = TrainerCore(spec.make_trainer(spec.make_policy()), spec.buffer, spec.buffer_args)
+    core = trainer_core(spec)
     assert type(core.trainer) is local and type(core.buffer) is PrioritizedReplayBuffer
     assert core.buffer.n_step == 3 and core.trainer.update == "double_q"
     assert test_pipeline(spec, episodes=2, segment_length=4, seed=0).train_steps >= 1
@@ -161,12 +161,12 @@ def test_a_policy_device_in_the_spec_is_one_line() -> None:
 def test_a_trainer_checkpoint_from_another_kind_of_device_is_refused() -> None:
     """A trainer saved on the CPU does not silently replace one built on a GPU (``meta``
     stands in for CUDA here), nor the other way round."""
+    from looprl.agents.learner import Learner, make_learner
     from looprl.core import Trainer
-    from looprl.distributed.pipeline import TrainerCore
 
-    def core() -> TrainerCore:
+    def core() -> Learner:
         policy = Policy(type_="actor-critic-separate", args=CARTPOLE)
-        return TrainerCore(Trainer(type_="ppo", policy=policy))
+        return make_learner(Trainer(type_="ppo", policy=policy))
 
     saved = core().state_dict()
     core().load_state_dict(saved)  # the same device: fine

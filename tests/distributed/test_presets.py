@@ -12,6 +12,7 @@ pytest.importorskip("hydra")
 from hydra import compose, initialize  # noqa: E402
 
 from looprl.agents import ActorCriticPolicy  # noqa: E402
+from looprl.agents.learner import make_learner  # noqa: E402
 from looprl.configs import build_distributed, register  # noqa: E402
 from looprl.core import Preset  # noqa: E402
 from looprl.distributed import (  # noqa: E402
@@ -20,7 +21,6 @@ from looprl.distributed import (  # noqa: E402
     RuntimeConfig,
     test_pipeline,
 )
-from looprl.distributed.pipeline import TrainerCore  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.memory import PrioritizedAtariReplayBuffer  # noqa: E402
 from looprl.policies.distributions import GaussianHead  # noqa: E402
@@ -172,7 +172,7 @@ def test_atari_replay_presets_run_on_ray_with_the_local_frame_ring(name):
     assert spec.buffer_args["n_step"] == local.replay_buffer.n_step == preset.n_step
     assert (spec.buffer_args["size"], spec.buffer_args["batch"], spec.buffer_args["min_size"]
             ) == (300, 8, 16)
-    core = TrainerCore(trainer, spec.buffer, spec.buffer_args)
+    core = make_learner(trainer, spec.buffer, spec.buffer_args)
     assert type(core.buffer) is replay and core.buffer.n_step == preset.n_step
     report = test_pipeline(spec, episodes=10**6, max_frames=48, n_envs=2, segment_length=8)
     assert 1 <= report.train_steps <= (48 + 16 - 16) / 8 + 1  # the update ratio
@@ -235,19 +235,20 @@ def test_ray_workers_build_the_replay_presets_own_policy_trainer_and_replay(name
         kind = "prioritized" if "Prioritized" in type(getattr(buffer, "buffer", buffer)).__name__ \
             else "uniform"
         assert spec.buffer == kind and spec.buffer_args["n_step"] == preset.n_step
-        assert spec.buffer_args["batch"] == local.minibatch_size == 8
-        assert spec.buffer_args["min_size"] == local.replay_start_size == 40
-        ratio = local.gradient_steps / local.update_frequency
-        assert spec.buffer_args["updates_per_frame"] == ratio
+        # one schedule: the trainer worker's learner steps as the local agent's does
+        remote = make_learner(trainer, spec.buffer, spec.buffer_args)
+        assert remote.schedule == local.learner.schedule
+        assert (remote.schedule.batch_size, remote.schedule.min_size) == (8, 40)
         assert policy.random_steps == 40 if family == "continuous" else True
         segment = 8
-    report = test_pipeline(spec, episodes=10**6, max_frames=120, n_envs=2,
+    # (past the first training phase: the classic presets train every 256 transitions)
+    report = test_pipeline(spec, episodes=10**6, max_frames=120 if online else 320, n_envs=2,
                            segment_length=segment)
     assert report.train_steps >= 1
     assert all(math.isfinite(value) for value in report.stats.values()), report.stats
-    if not online:  # the update ratio: one step per 1/ratio env steps past min_size (the
+    if not online:  # the schedule's steps for the transitions of the segments put (the
         # trainer counts whole segments: up to one per env ahead of the actor's frames)
-        assert report.train_steps <= ratio * (report.frames + 2 * segment - 40) + 1
+        assert report.train_steps <= remote.schedule.steps(0, report.frames + 2 * segment)
     env.close()
 
 
@@ -264,7 +265,8 @@ def test_ape_x_is_an_explicit_option_of_the_dqn_presets():
     assert spec.explorations == apex_epsilons(3) and spec.buffer == "prioritized"
     assert spec.buffer_args["n_step"] == 3 and spec.make_trainer(spec.make_policy()).n_step == 3
     assert preset.agent().replay_buffer.n_step == 3
-    report = test_pipeline(spec, episodes=10**6, max_frames=100, segment_length=8)
+    # past the first training phase (every 256 transitions, as locally)
+    report = test_pipeline(spec, episodes=10**6, max_frames=300, segment_length=8)
     assert report.train_steps >= 1
     env.close()
 
@@ -357,9 +359,9 @@ def test_ray_workers_build_each_agents_own_policy_trainer_and_buffer(name):
     else:
         segment = 8
         dqn = learner(local.agents["player_1"])
-        assert kind == "uniform" and args["batch"] == dqn.minibatch_size == 8
-        assert args["min_size"] == dqn.replay_start_size == 40
-        assert args["updates_per_frame"] == dqn.gradient_steps / dqn.update_frequency
+        remote = make_learner(trainer.trainers[0], kind, args)
+        assert kind == "uniform" and remote.schedule == dqn.learner.schedule
+        assert (remote.schedule.batch_size, remote.schedule.min_size) == (8, 40)
     report = test_pipeline(spec, episodes=10**6, max_frames=100 if name == "ppo" else 160,
                            n_envs=2, segment_length=segment)
     assert report.train_steps >= 2 and report.stats

@@ -255,7 +255,8 @@ def test_sac_preset_learns_pendulum_on_ray(local_ray):
                                          segment_length=16, checkpoint_every=None,
                                          trainer_threads=1, publish_every=10),
                          frames=FRAMES_SAC, logdir=None, quiet=True)
-    assert run.spec.buffer_args["updates_per_frame"] == 1.0
+    args = run.spec.buffer_args
+    assert (args["update_frequency"], args["gradient_steps"]) == (1, 1)
 
     def swung_up(result) -> bool:
         return len(result.returns) >= 5 and sum(result.returns[-5:]) / 5 > -600

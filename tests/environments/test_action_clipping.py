@@ -80,9 +80,9 @@ def test_gaussian_ppo_stores_its_unclipped_sample_and_the_env_gets_the_clipped_o
     state = vector.reset(seed=0)
     action = agent.act(state)
     assert ((action < torch.tensor([-1.0, 0.0])) | (action > torch.tensor([1.0, 2.0]))).any()
-    stored = torch.as_tensor(agent.buffer.rows.action[0])
+    stored = torch.as_tensor(agent.adder.rows.action[0])
     torch.testing.assert_close(stored, action)  # the sample itself, for its log-probability
-    log_prob = torch.as_tensor(agent.buffer.rows.log_prob[0])
+    log_prob = torch.as_tensor(agent.adder.rows.log_prob[0])
     params = agent.policy.approximation.no_grad(state.observation)[0]
     torch.testing.assert_close(log_prob, agent.policy.head.log_prob(params, action))
     vector.step(action)

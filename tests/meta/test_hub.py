@@ -162,7 +162,7 @@ def test_a_changed_reward_is_what_the_agent_learns_from(tmp_path: Path) -> None:
 
 def test_no_component_no_hub(tmp_path: Path) -> None:
     experiment = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 60)
-    assert experiment.hub is None and experiment.agent.trainer.hub is None
+    assert experiment.hub is None and experiment.agent.learner.hooks is None
 
 
 def test_builder_meta_and_run_experiment_meta(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Meta components where the work happens, in one process: the step and episode hooks in the
-collector (``EnvRunner``), the update hooks around the trainer (``TrainerCore``), and what the
+collector (``EnvRunner``), the update hooks around the trainer (its ``Learner``), and what the
 trainer's copy learns (RND's networks) handed to the collector's copy, as the Ray workers do."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tests.meta.constant_bonus import ConstantBonus, records
 
 from looprl.collector import EnvRunner
 from looprl.distributed import AlgorithmSpec, test_pipeline
-from looprl.distributed.pipeline import TrainerCore, load_shared_state
+from looprl.distributed.pipeline import load_shared_state, trainer_core
 from looprl.environments import GymEnvironment
 from looprl.experiments import ParallelEnvExperiment
 from looprl.meta import RND
@@ -55,12 +55,12 @@ def test_the_collectors_rnd_computes_its_bonus_with_the_trainers_networks():
                                  hidden=16).env(env).device("cpu").build()
     spec, _ = AlgorithmSpec.of_preset(preset, 1000)
     policy = spec.make_policy()
-    core = TrainerCore(spec.make_trainer(policy), spec.buffer, spec.buffer_args,
-                       meta=[RND(seed=0)])
+    spec.meta = [RND(seed=0)]
+    core = trainer_core(spec, policy)
     collector = RND(seed=1)  # other networks until the trainer's arrive
     runner = EnvRunner(spec.make_env, None, 2, 4, None,
                        meta=[collector], policy=policy)
-    trainer_rnd = core.trainer.hub.stack.components[0]
+    trainer_rnd = core.hooks.stack.components[0]
 
     def collect() -> None:
         request = runner.request(0)

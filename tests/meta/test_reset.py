@@ -143,3 +143,35 @@ def test_bad_layer_names_and_options_raise_clearly():
         NetworkReset(every=1, layers=["head"], last=1)
     with pytest.raises(ValueError, match="every must be"):
         NetworkReset(every=0)
+
+
+def test_the_trainer_workers_learner_resets_the_trained_policys_network():
+    """On Ray, the update hooks run in the trainer worker's ``Learner``: ``metrics['model']``
+    is the network its trainer trains (as locally), so a reset changes what is published."""
+    from looprl.distributed import AlgorithmSpec
+    from looprl.distributed.pipeline import trainer_core
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2},
+                         trainer="ppo", buffer_args={"batch_streams": 1},
+                         meta=[NetworkReset(every=1, last=1)])
+    learner = trainer_core(spec)
+    model = learner.hooks.metrics["model"]
+    assert model is learner.policy.module
+    before = [p.detach().clone() for p in model.parameters()]
+    segment = _segment(learner.policy)
+    learner.put(segment)
+    assert learner.train() is not None and learner.hooks.stack.components[0].resets == 1
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+
+
+def _segment(policy):
+    """A ``[5, 1]`` segment of CartPole observations with the policy's outputs."""
+    from looprl.core import NamedArray, RolloutRequest, SampleBatch
+
+    obs = torch.randn(5, 1, 4)
+    result = policy.rollout(RolloutRequest(obs=NamedArray(obs=obs.reshape(5, 4))))
+    zeros = torch.zeros(5, 1)
+    return SampleBatch(obs=NamedArray(obs=obs), action=result.action.reshape(5, 1),
+                       reward=zeros, done=zeros.bool(), truncated=zeros.bool(),
+                       log_prob=result.log_prob.reshape(5, 1), value=result.value.reshape(5, 1))

@@ -12,8 +12,8 @@ pytest.importorskip("ale_py")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from looprl.agents import ActorCriticTestAgent, OnPolicyAgent  # noqa: E402
-from looprl.agents.dqn import DQN, DQNTestAgent  # noqa: E402
+from looprl.agents import Actor, OnPolicyAgent  # noqa: E402
+from looprl.agents.dqn import DQN  # noqa: E402
 from looprl.core import ParallelPreset, Preset  # noqa: E402
 from looprl.environments import GymEnvironment  # noqa: E402
 from looprl.environments.atari import AtariEnvironment  # noqa: E402
@@ -77,7 +77,7 @@ def test_dqn_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
         .build()
     )
     assert isinstance(preset, Preset) and not isinstance(preset, ParallelPreset)
-    assert isinstance(preset.test_agent(), DQNTestAgent)
+    assert isinstance(preset.test_agent(), Actor)
     before = _weights(preset.model)
     experiment = SingleEnvExperiment(preset, env, quiet=True, logdir=str(tmp_path), seed=0)
     experiment.train(episodes=1)  # up to 200 steps
@@ -85,7 +85,9 @@ def test_dqn_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     assert isinstance(agent, DQN) and isinstance(agent.replay_buffer, AtariReplayBuffer)
     steps = experiment.frame
     assert steps >= 100 and len(agent.replay_buffer) >= steps - 5  # a few lost lives
-    assert agent.policy.version == (steps + 1) // 4 - 50 // 4  # every 4 acts after 50
+    observed = agent.learner.observed  # transitions: one per step, but where a life ended
+    assert steps - 5 <= observed <= steps
+    assert agent.policy.version == observed // 4 - 50 // 4  # every 4 transitions after 50
     assert not torch.equal(_weights(preset.model), before)  # the agent trains the preset's model
     _load_and_evaluate(preset, tmp_path, env)
 
@@ -107,7 +109,7 @@ def test_ppo_preset_trains_saves_loads_and_evaluates(tmp_path: Path) -> None:
     agent = _inner(experiment.agent)
     assert isinstance(agent, OnPolicyAgent) and agent.trainer.updates >= 4
     assert not torch.equal(_weights(preset.model), before)
-    assert isinstance(preset.parallel_test_agent(), ActorCriticTestAgent)
+    assert isinstance(preset.parallel_test_agent(), Actor)
     assert len(experiment.test(episodes=2)) == 2  # in the vector environment
     _load_and_evaluate(preset, tmp_path, env)
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import looprl.presets
-from looprl.agents import DQN, ActorCriticTestAgent, DQNTestAgent, OnPolicyAgent
+from looprl.agents import DQN, Actor, OnPolicyAgent
 from looprl.core import ParallelPreset, Preset, State, StateArray
 from looprl.environments import GymEnvironment
 from looprl.presets import UnknownHyperparameterError, classic_control, default_device, load_preset
@@ -104,9 +104,9 @@ def test_families_and_types(cartpole: GymEnvironment) -> None:
     assert isinstance(dqn_preset, Preset) and not isinstance(dqn_preset, ParallelPreset)
     assert isinstance(ppo_preset, ParallelPreset)
     assert ppo_preset.n_envs == ppo.hyperparameter_defaults["n_envs"]
-    assert isinstance(dqn_preset.agent(), DQN) and isinstance(dqn_preset.test_agent(), DQNTestAgent)
+    assert isinstance(dqn_preset.agent(), DQN) and isinstance(dqn_preset.test_agent(), Actor)
     assert isinstance(ppo_preset.agent(), OnPolicyAgent)
-    assert isinstance(ppo_preset.test_agent(), ActorCriticTestAgent)
+    assert isinstance(ppo_preset.test_agent(), Actor)
 
 
 def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:

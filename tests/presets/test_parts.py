@@ -192,7 +192,7 @@ def _train(builder, tmp_path: Path, frames: int, meta: list) -> Any:
     return experiment
 
 
-def test_exploration_and_buffer_receive_the_metrics_and_hp_values_stay_current(
+def test_exploration_and_learner_receive_the_metrics_and_hp_values_stay_current(
     tmp_path: Path,
 ) -> None:
     recorder = HPRecorder("hp/epsilon")
@@ -201,8 +201,8 @@ def test_exploration_and_buffer_receive_the_metrics_and_hp_values_stay_current(
     agent = experiment.agent
     metrics = experiment.hub.metrics
     assert agent.policy.greedy.metrics is metrics
-    assert metrics["buffer"] is agent.replay_buffer and agent.replay_buffer.metrics is metrics
-    assert agent.trainer.metrics is metrics  # the update rule
+    assert metrics["buffer"] is agent.replay_buffer
+    assert agent.learner.hooks is experiment.hub  # the update hooks run around its steps
     # the agent's own schedule moves epsilon; hooks see its current value
     assert recorder.values[0] == pytest.approx(1.0, abs=0.02)
     assert recorder.values[120] == pytest.approx(0.04)

@@ -1,11 +1,11 @@
 """Agents: one module per algorithm, each a policy + a trainer + a local agent."""
 
 from looprl.agents.a2c import A2CTrainer
+from looprl.agents.actor import Actor
 from looprl.agents.actor_critic import (
     VARIANTS,
     ActorCriticNetwork,
     ActorCriticPolicy,
-    ActorCriticTestAgent,
     actor_critic_policy,
     variant,
 )
@@ -14,14 +14,12 @@ from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
     ContinuousQ,
-    ContinuousTestAgent,
     DDPGPolicy,
-    DDPGTestAgent,
     DDPGTrainer,
     OffPolicyAgent,
     TwinQ,
 )
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer, q_network_policy
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer, q_network_policy
 from looprl.agents.independent import (
     IndependentMultiagent,
     IndependentPolicy,
@@ -30,24 +28,24 @@ from looprl.agents.independent import (
     RandomAgent,
     SingleStateAgent,
 )
+from looprl.agents.learner import Learner, ReplaySchedule
 from looprl.agents.on_policy import OnPolicyAgent, OnPolicyTrainer
 from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
 from looprl.agents.replay import ReplayAgent
-from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
-from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3TestAgent, TD3Trainer
+from looprl.agents.sac import SAC, SACPolicy, SACTrainer, Temperature
+from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Trainer
 from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
 from looprl.core import register_policy, register_trainer
 
-__all__ = ["A2CTrainer", "ActorCriticNetwork", "ActorCriticPolicy", "ActorCriticTestAgent",
-           "C51Policy", "C51Trainer", "ContinuousPolicy", "ContinuousQ", "ContinuousTestAgent",
-           "DDPG", "DDPGPolicy", "DDPGTestAgent", "DDPGTrainer", "DQN", "DQNPolicy", "DQNTestAgent",
-           "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent", "IndependentPolicy",
-           "IndependentTrainer", "MaskedAgent", "OffPolicyAgent", "OnPolicyAgent",
-           "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent", "ReplayAgent", "SAC",
-           "SACPolicy", "SACTestAgent", "SACTrainer", "SingleStateAgent", "TD3",
-           "TD3TestAgent", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",
+__all__ = ["A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
+           "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy", "DDPGTrainer",
+           "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",
+           "IndependentPolicy", "IndependentTrainer", "Learner", "MaskedAgent", "OffPolicyAgent",
+           "OnPolicyAgent", "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent",
+           "ReplayAgent", "ReplaySchedule", "SAC", "SACPolicy", "SACTrainer", "SingleStateAgent",
+           "TD3", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",
            "actor_critic_policy", "q_network_policy"]
 
 # Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and

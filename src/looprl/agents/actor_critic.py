@@ -52,12 +52,9 @@ from looprl.agents.actor_critic_network import (
 )
 from looprl.approximation import Approximation
 from looprl.core import (
-    ParallelAgent,
     Policy,
     RolloutRequest,
     RolloutResult,
-    State,
-    StateArray,
     deterministic_rows,
 )
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
@@ -65,7 +62,7 @@ from looprl.nn.fields import Backbone, field_shapes
 from looprl.policies.distributions import CategoricalHead, GaussianHead
 
 __all__ = [
-    "ActorCriticAnalysis", "ActorCriticNetwork", "ActorCriticPolicy", "ActorCriticTestAgent",
+    "ActorCriticAnalysis", "ActorCriticNetwork", "ActorCriticPolicy",
     "GRUPolicyState", "SeparateGRUPolicyState", "actor_critic_policy",
 ]
 
@@ -245,23 +242,6 @@ class ActorCriticPolicy(Policy):
         reset = torch.zeros_like(ends)
         reset[1:] = ends[:-1]
         return first, reset
-
-
-class ActorCriticTestAgent(ParallelAgent):
-    """Evaluation agent: the most likely action under the policy, no training.
-
-    Accepts a ``StateArray`` (returns one action per row) or a single ``State``.
-    """
-
-    def __init__(self, policy: ActorCriticPolicy):
-        self.policy = policy
-
-    def act(self, state: State) -> torch.Tensor:
-        if isinstance(state, StateArray):
-            request = RolloutRequest(obs=state.observation, is_evaluation=True)
-            return self.policy.rollout(request).action
-        request = RolloutRequest(obs=state.observation.unsqueeze(0), is_evaluation=True)
-        return self.policy.rollout(request).action[0]
 
 
 # -- the factory of the SRL names ----------------------------------------------------------------

@@ -30,8 +30,10 @@ class C51Policy(DQNPolicy):
     """Epsilon-greedy policy over the expected values of the ``QDist`` ``dist`` (see
     ``DQNPolicy``)."""
 
-    def __init__(self, dist: QDist, num_actions: int, epsilon: Any = 0.0):
-        super().__init__(dist.expectation, num_actions, epsilon)
+    def __init__(self, dist: QDist, num_actions: int, epsilon: Any = 0.0,
+                 evaluation_epsilon: float = 0.0):
+        super().__init__(dist.expectation, num_actions, epsilon,
+                         evaluation_epsilon=evaluation_epsilon)
         self.dist = dist
 
     def approximations(self) -> dict[str, QDist]:

@@ -9,7 +9,9 @@
   update on one-step windows ``[2, B]`` (TD3 extends it).
 * ``OffPolicyAgent`` -- the local single-environment agent of DDPG, TD3 and SAC: uniform
   random actions until ``replay_start_size`` steps, replay, and a training schedule.
-* ``ContinuousTestAgent`` -- deterministic actions, no training.
+
+Evaluation is ``Actor(policy, evaluation=True)``: ``rollout`` answers evaluation rows with
+the actor's deterministic action (``mode``).
 """
 
 from __future__ import annotations
@@ -31,14 +33,12 @@ from looprl.agents.replay import ReplayAgent
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.approximation import Approximation
 from looprl.core import (
-    Agent,
     Hyperparameter,
     Policy,
     RolloutRequest,
     RolloutResult,
     SampleBatch,
     State,
-    StateArray,
     TrainerStepResult,
     deterministic_rows,
 )
@@ -236,28 +236,13 @@ class OffPolicyAgent(ReplayAgent):
     ``ReplayAgent``'s arguments."""
 
     def _choose(self, state: State) -> torch.Tensor:
-        if self._frames_seen <= self.replay_start_size:
+        learner = self.learner
+        if learner.observed < learner.schedule.min_size:
             return self.policy.actor.uniform(1)[0]
         return self.policy.act(state)
-
-
-class ContinuousTestAgent(Agent):
-    """Evaluation agent: the policy's deterministic action for a ``State`` (or each row of
-    a ``StateArray``), no training."""
-
-    def __init__(self, policy: ContinuousPolicy):
-        self.policy = policy
-
-    def act(self, state: State) -> torch.Tensor:
-        observation = state.observation.to(self.policy.device)
-        if isinstance(state, StateArray):
-            return self.policy.actor.mode(observation)
-        return self.policy.actor.mode(observation.unsqueeze(0))[0]
 
 
 class DDPG(OffPolicyAgent):
     """Local DDPG agent (single environment); see ``OffPolicyAgent`` for the arguments."""
 
 
-class DDPGTestAgent(ContinuousTestAgent):
-    """Evaluation agent of DDPG: ``mu(s)`` without noise."""

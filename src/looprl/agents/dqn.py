@@ -35,7 +35,6 @@ from looprl.agents.replay import ReplayAgent
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
-    Agent,
     Hyperparameter,
     Policy,
     RolloutRequest,
@@ -54,7 +53,7 @@ from looprl.nn.fields import Backbone, field_shapes, observation_fields
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
 
 __all__ = [
-    "DQN", "DQNPolicy", "DQNTestAgent", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
+    "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
     "bootstrap", "q_network_policy",
 ]
 
@@ -77,16 +76,19 @@ class DQNPolicy(Policy):
         exploration: another exploration policy over ``q`` (``looprl.policies.exploration``:
             ez-greedy, Boltzmann); it replaces the epsilon-greedy one.
         seed: seeds the exploration (``None``: the global RNGs).
+        evaluation_epsilon: the rate evaluation rows explore at (the presets'
+            ``test_exploration``), on every runtime.
     """
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
-                 seed: int | None = None):
+                 seed: int | None = None, evaluation_epsilon: float = 0.0):
         self.q = q
         self.approximation = q  # the optimized approximation
         self.device = q.device
         self.num_actions = num_actions
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
         self.version = 0
+        self.evaluation_epsilon = evaluation_epsilon
         self._generator = None if seed is None else torch.Generator(q.device).manual_seed(seed)
         self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
@@ -136,24 +138,26 @@ class DQNPolicy(Policy):
 
         Each row explores with its own rate (``request.exploration``, else the policy's
         epsilon: its schedule, when it has one, advances once per call, one step of every
-        env of the caller, as ``act`` does), evaluation rows act greedily; an ``exploration``
-        policy given to the constructor takes the rows without a rate (an ez-greedy option
-        ends on the rows ``request.done`` marks).
+        env of the caller, as ``act`` does); evaluation rows explore at ``evaluation_epsilon``
+        (greedy by default) and, when every row evaluates, read the network in eval mode
+        (``q.eval``: the mean weights of noisy layers); an ``exploration`` policy given to the
+        constructor takes the rows without a rate (an ez-greedy option ends on the rows
+        ``request.done`` marks).
         """
         obs = _on(request.obs, self.device)
         rate = getattr(request, "exploration", None)
-        chooses = rate is None and type(self.greedy) is not GreedyPolicy  # ez-greedy, Boltzmann
+        deterministic = deterministic_rows(request)
+        chooses = (rate is None and deterministic is not True
+                   and type(self.greedy) is not GreedyPolicy)  # ez-greedy, Boltzmann
         done = getattr(request, "done", None) if chooses else None
         state = self.states(obs, (_rows(obs),), done)
-        values = self.q.no_grad(state)
+        values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
         value = values.amax(dim=-1)
-        deterministic = deterministic_rows(request)
         if chooses:
             greedy, explored = values.argmax(dim=-1), self.greedy.choose(state, values)
             if isinstance(deterministic, torch.Tensor):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
-            return RolloutResult(action=greedy if deterministic is True else explored,
-                                 value=value)
+            return RolloutResult(action=explored, value=value)
         epsilon = self._epsilons(rate, deterministic, len(values))
         action, explore = epsilon_greedy(values, epsilon, self._generator)
         if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
@@ -181,8 +185,10 @@ class DQNPolicy(Policy):
         return self.q(self.states(obs, shape))
 
     def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> torch.Tensor:
-        """The exploration rate of each row (``rate``, else ``epsilon``): 0 on evaluation
-        rows."""
+        """The exploration rate of each row (``rate``, else ``epsilon``):
+        ``evaluation_epsilon`` on evaluation rows."""
+        if deterministic is True:
+            return torch.full((rows,), float(self.evaluation_epsilon), device=self.device)
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
             rate = self.greedy.next_epsilon()
         eps = torch.as_tensor(rate, dtype=torch.float32, device=self.device).flatten()
@@ -193,8 +199,8 @@ class DQNPolicy(Policy):
         if isinstance(deterministic, torch.Tensor):
             if deterministic.numel() != rows:
                 raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {rows}")
-            return torch.where(deterministic.to(eps.device), 0.0, eps)
-        return torch.zeros_like(eps) if deterministic else eps
+            return torch.where(deterministic.to(eps.device), float(self.evaluation_epsilon), eps)
+        return eps
 
 
 def _single(obs: Any) -> Any:
@@ -353,18 +359,6 @@ class DQN(ReplayAgent):
     priorities go back to ``update_priorities``), ``minibatch_size`` (32),
     ``replay_start_size`` (1000), ``update_frequency`` (1) and ``gradient_steps`` (1).
     """
-
-
-class DQNTestAgent(Agent):
-    """Evaluation agent: greedy actions of the network in eval mode (noise-free noisy layers),
-    with a small ``epsilon`` on top; no training."""
-
-    def __init__(self, policy: DQNPolicy, epsilon: float = 0.0):
-        self.policy = policy
-        self.greedy = GreedyPolicy(policy.q, policy.num_actions, epsilon=epsilon, evaluation=True)
-
-    def act(self, state: State) -> Any:
-        return self.greedy.no_grad(state.to(self.policy.q.device))
 
 
 # -- the ready-made Q-network over observation fields (seed 004) ----------------------------

@@ -33,6 +33,8 @@ from typing import Any
 
 import torch
 
+from looprl.agents.actor import Actor
+from looprl.agents.learner import Learner
 from looprl.agents.losses import normalize, segment_gae
 from looprl.agents.losses.vtrace import segment_mask, vtrace
 from looprl.agents.segments import (
@@ -45,21 +47,17 @@ from looprl.agents.segments import (
     transpose01,
 )
 from looprl.core import (
-    DummyLogger,
     Hyperparameter,
     Logger,
     ParallelAgent,
     Policy,
-    RolloutRequest,
     SampleBatch,
-    State,
-    StateArray,
     Trainer,
     TrainerStepResult,
-    parts_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray
-from looprl.memory.segments import SegmentBuffer, rows_of
+from looprl.memory.samples import OnPolicyBuffer
+from looprl.memory.segments import SegmentBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -343,44 +341,41 @@ def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
 
 class SegmentAgent:
     """What the local agents that learn from fresh segments (``OnPolicyAgent``, ``VPG``) share:
-    ``collect`` writes one row per act into the ``buffer`` (a ``SegmentBuffer``) and lets the
-    trainer step on each segment it completes; ``train`` is that step.
+    ``act`` (seed 003) is a facade over an ``Actor``, which writes one row per act into its
+    adder (a ``SegmentBuffer``, which cuts the segments), and a ``Learner``, which steps on
+    each segment the adder completes.
 
     Args:
         policy, trainer: the algorithm.
-        buffer: the ``SegmentBuffer`` that cuts the segments.
+        adder: the ``SegmentBuffer`` that cuts the segments (of ``streams`` columns: the
+            learner steps on each).
         logger: receives the trainer's statistics.
     """
 
-    def __init__(self, policy: Policy, trainer: Trainer, buffer: SegmentBuffer,
+    def __init__(self, policy: Policy, trainer: Trainer, adder: SegmentBuffer,
                  logger: Logger | None = None):
-        self.policy = policy
-        self.trainer = trainer
-        self.device = policy.device
-        self.buffer = buffer
-        self.logger = logger or DummyLogger()
+        self.policy, self.trainer, self.adder = policy, trainer, adder  # (the units' parts)
+        self.actor = Actor(policy, adder)
+        self.learner = Learner(trainer, OnPolicyBuffer(len(adder.t)), logger=logger)
+        self.buffer = self.learner.buffer
 
-    def collect(self, obs: Any, state: State) -> torch.Tensor:
-        """The policy's actions for ``obs`` (``[B, ...]``), written as one row with the
-        reward and ends ``state`` brought; a trainer step on each finished segment."""
-        result = self.policy.rollout(RolloutRequest(obs=obs))
-        self.buffer.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
-                                         self.policy.version))
-        for segment in self.buffer.segments():
-            self.train(segment.to(self.device))
-        return result.action
+    def act(self, state: Any) -> torch.Tensor:
+        """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``),
+        written as one row; a learner step on each finished segment."""
+        action = self.actor.act(state)
+        for segment in self.actor.segments():
+            self.train(segment.to(self.actor.device))
+        return action
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Its policy's and trainer's ``hp/*`` keys."""
-        return parts_hyperparameters(self.policy, self.trainer)
+        """Its learner's ``hp/*`` keys (the policy's and the trainer's)."""
+        return self.learner.hyperparameters()
 
-    def train(self, segment: SampleBatch) -> TrainerStepResult:
-        """One ``trainer.learn`` on ``segment``; its statistics go to a verbose logger."""
-        result = self.trainer.learn(segment)
-        if self.logger.verbose:
-            for name, value in result.stats.items():
-                self.logger.add_loss(name, value)
-        return result
+    def train(self, segment: SampleBatch) -> TrainerStepResult | None:
+        """Give ``segment`` to the learner, which steps on it (``None``: it waits for more
+        streams)."""
+        self.learner.put(segment)
+        return self.learner.train()
 
 
 class OnPolicyAgent(SegmentAgent, ParallelAgent):
@@ -406,6 +401,3 @@ class OnPolicyAgent(SegmentAgent, ParallelAgent):
         super().__init__(policy, trainer, SegmentBuffer(n_steps, n_envs), logger)
         self.n_steps = n_steps  # (the parallel experiments' collector cuts segments as long)
 
-    def act(self, state: StateArray) -> torch.Tensor:
-        state = state.to(self.device)
-        return self.collect(state.observation, state)

@@ -8,7 +8,8 @@ towards ``target_entropy`` (``-|A|`` by default).
 * ``SACPolicy`` -- samples from the tanh-Gaussian; ``mode`` for evaluation.
 * ``SACTrainer`` -- ``DDPGTrainer``'s step with SAC's target, actor and temperature
   updates, on one-step windows ``[2, B]``.
-* ``SAC`` -- the local single-environment agent, ``SACTestAgent`` the deterministic one.
+* ``SAC`` -- the local single-environment agent (evaluation: ``Actor(policy,
+  evaluation=True)``, the policy's ``mode``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from torch import nn
 
 from looprl.agents.ddpg import (
     ContinuousPolicy,
-    ContinuousTestAgent,
     DDPGTrainer,
     OffPolicyAgent,
     frozen,
@@ -118,5 +118,3 @@ class SAC(OffPolicyAgent):
     """Local SAC agent (single environment); see ``OffPolicyAgent`` for the arguments."""
 
 
-class SACTestAgent(ContinuousTestAgent):
-    """Evaluation agent of SAC: ``center + scale * tanh(mean)``."""

@@ -7,16 +7,15 @@ DDPG plus three changes, each in a small override of ``DDPGTrainer``:
 * delayed updates: the actor (and, through ``DelayedPolyakTarget``, the critics' target)
   is updated once every ``policy_delay`` critic updates.
 
-``TD3`` is the local single-environment agent (``OffPolicyAgent``), ``TD3TestAgent`` the
-deterministic evaluation agent; the policy is DDPG's ``DDPGPolicy`` (its actor with a
-target network).
+``TD3`` is the local single-environment agent (``OffPolicyAgent``); the policy is DDPG's
+``DDPGPolicy`` (its actor with a target network), which evaluates with ``mu(s)``.
 """
 
 from __future__ import annotations
 
 import torch
 
-from looprl.agents.ddpg import ContinuousTestAgent, DDPGPolicy, DDPGTrainer, OffPolicyAgent
+from looprl.agents.ddpg import DDPGPolicy, DDPGTrainer, OffPolicyAgent
 from looprl.agents.losses.continuous import smoothed_target_action, td3_target
 from looprl.approximation import Approximation, PolyakTarget
 
@@ -91,5 +90,3 @@ class TD3(OffPolicyAgent):
     """Local TD3 agent (single environment); see ``OffPolicyAgent`` for the arguments."""
 
 
-class TD3TestAgent(ContinuousTestAgent):
-    """Evaluation agent of TD3: ``mu(s)`` without noise."""

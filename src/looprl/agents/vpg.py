@@ -16,10 +16,8 @@ is exactly ``G - V(s)``. The policy is ``ActorCriticPolicy``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from looprl.agents.on_policy import SegmentAgent
-from looprl.core import Agent, Logger, Policy, State, Trainer
+from looprl.core import Agent, Logger, Policy, Trainer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = ["VPG"]
@@ -44,7 +42,3 @@ class VPG(SegmentAgent, Agent):
         # one stream of whole episodes, min_batch_size steps or more per segment
         super().__init__(policy, trainer, SegmentBuffer(min_batch_size, 1, whole_episodes=True),
                          logger)
-
-    def act(self, state: State) -> Any:
-        state = state.to(self.device)
-        return self.collect(state.observation.unsqueeze(0), state)[0]

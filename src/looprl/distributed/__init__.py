@@ -19,20 +19,20 @@ if TYPE_CHECKING:
     from looprl.collector import EnvRunner, Episode, RolloutSizeError
     from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
     from looprl.distributed.controller import DistributedResult, DistributedRun
-    from looprl.distributed.pipeline import PipelineReport, TrainerCore, test_pipeline
+    from looprl.distributed.pipeline import PipelineReport, test_pipeline
     from looprl.distributed.testing_env import EnvironmentCheckError, test_environment
 
 _MODULES = {  # where each name is defined (relative: in this package)
     "EnvRunner": "looprl.collector", "Episode": "looprl.collector",
     "RolloutSizeError": "looprl.collector", "AlgorithmSpec": ".config", "RuntimeConfig": ".config",
     "DistributedResult": ".controller", "DistributedRun": ".controller",
-    "PipelineReport": ".pipeline", "TrainerCore": ".pipeline", "test_pipeline": ".pipeline",
+    "PipelineReport": ".pipeline", "test_pipeline": ".pipeline",
     "EnvironmentCheckError": ".testing_env", "test_environment": ".testing_env",
 }
 
 __all__ = ["AlgorithmSpec", "DistributedResult", "DistributedRun", "EnvRunner",
            "EnvironmentCheckError", "Episode", "PipelineReport", "RolloutSizeError",
-           "RuntimeConfig", "TrainerCore", "test_environment", "test_pipeline"]
+           "RuntimeConfig", "test_environment", "test_pipeline"]
 
 
 def __getattr__(name: str) -> Any:

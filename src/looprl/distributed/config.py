@@ -26,11 +26,13 @@ class AlgorithmSpec:
         trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
-        buffer: the trainer worker's sample buffer (``TrainerCore`` lists the kinds; ``None``:
-            the trainer's ``sample_buffer``); ``"independent"``: one buffer per agent for an
-            ``IndependentTrainer`` (``looprl.distributed.independent``),
+        buffer: the trainer worker's sample buffer (``looprl.agents.learner.make_learner``
+            lists the kinds; ``None``: the trainer's ``sample_buffer``); ``"independent"``:
+            one buffer per agent for an ``IndependentTrainer``
+            (``looprl.distributed.independent``),
             ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
-        buffer_args: its keyword arguments (see ``TrainerCore``).
+        buffer_args: its keyword arguments and, for a replay, its schedule (see
+            ``make_learner``).
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
         whole_episodes: actors cut each stream's segments at the first episode end after
             ``runtime.segment_length`` steps (VPG's batches of whole episodes).

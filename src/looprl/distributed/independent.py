@@ -1,7 +1,7 @@
 """The trainer side of independent learners: ``IndependentCore`` puts each segment's streams
-into their agent's own ``TrainerCore`` (``IndependentTrainer.split``), so that each agent's
-trainer learns from its own buffer at its own pace, as locally. It answers what the trainer
-worker and ``test_pipeline`` ask a ``TrainerCore``. No Ray here.
+into their agent's own ``Learner`` (``IndependentTrainer.split``), so that each agent's
+trainer learns from its own buffer on its own schedule, as locally. It answers what the
+trainer worker and ``test_pipeline`` ask a ``Learner``. No Ray here.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.agents.independent import IndependentPolicy, IndependentTrainer, agent_stats
+from looprl.agents.learner import StepLoop, make_learner
 from looprl.core import SampleBatch, TrainerStepResult
-from looprl.distributed.pipeline import StepLoop, TrainerCore
 
 __all__ = ["IndependentCore"]
 
 
 class IndependentCore(StepLoop):
-    """One ``TrainerCore`` per agent of an ``IndependentTrainer``, of ``(buffer,
+    """One ``Learner`` per agent of an ``IndependentTrainer``, of ``(buffer,
     buffer_args)`` from ``buffers`` in the agents' order (``ValueError``: not one per agent).
     """
 
@@ -26,7 +26,7 @@ class IndependentCore(StepLoop):
             raise ValueError(f"IndependentCore needs one (buffer, buffer_args) per agent "
                              f"({len(trainer.trainers)}), got {len(buffers)}")
         self.trainer = trainer
-        self.cores = [TrainerCore(agent_trainer, kind, args, max_lag)
+        self.cores = [make_learner(agent_trainer, kind, args, max_lag)
                       for agent_trainer, (kind, args) in zip(trainer.trainers, buffers)]
         self._next = 0  # the agent whose batch is looked for first (round robin)
 
@@ -39,13 +39,6 @@ class IndependentCore(StepLoop):
     def replay(self) -> bool:
         """Whether an agent learns from a replay."""
         return any(core.replay for core in self.cores)
-
-    @property
-    def updates_per_frame(self) -> float | None:
-        """The largest update ratio of the agents' replays (``None``: one of them trains
-        as often as it can, or none learns from a replay)."""
-        ratios = [core.updates_per_frame for core in self.cores if core.replay]
-        return None if not ratios or None in ratios else max(ratios)
 
     @property
     def received(self) -> int:
@@ -74,7 +67,7 @@ class IndependentCore(StepLoop):
         return any(core.ready() for core in self.cores)
 
     def backlogged(self, batches: int) -> bool:
-        """Whether an agent's core makes the actors wait (``TrainerCore.backlogged``)."""
+        """Whether an agent's core makes the actors wait (``Learner.backlogged``)."""
         return any(core.backlogged(batches) for core in self.cores)
 
     def next_batch(self) -> tuple[int, Any] | None:

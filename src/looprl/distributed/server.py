@@ -18,7 +18,7 @@ __all__ = ["ParameterServer", "publication", "unpack"]
 
 def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
     """What a trainer publishes: the policy's ``parameters`` (CPU tensors) and the meta
-    components' ``shared`` states (``TrainerCore.shared_state``) learned with them, pickled
+    components' ``shared`` states (``Learner.shared_state``) learned with them, pickled
     as Ray pickles arguments (cloudpickle: user classes defined in scripts pickle too)."""
     return cloudpickle.dumps((parameters, list(shared)))
 

@@ -30,7 +30,7 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
 class TrainerWorker(Worker):
-    """Owns the sample buffer (``TrainerCore``), runs ``Trainer.step``, publishes parameters
+    """Owns the sample buffer (a ``Learner``), runs ``Trainer.step``, publishes parameters
     (to the ``ParameterServer`` of Ray name ``server``) and checkpoints in ``run_dir``, whence
     it continues after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
     """
@@ -98,7 +98,7 @@ class TrainerWorker(Worker):
         sample with next.
 
         The caller waits while an on-policy buffer holds ``runtime.queue_batches`` batches
-        or a replay lags behind its update ratio (``TrainerCore.backlogged``); with
+        or a replay lags behind its schedule (``Learner.backlogged``); with
         ``runtime.sync``, until a step has trained on its samples (``_wait_trained``).
         """
         while not self._stop.is_set():

@@ -170,8 +170,7 @@ class Experiment(ABC):
 
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""
-        self.hub = MetaHub(components, self.agent, self.training_env,
-                           getattr(self.preset, "model", None))
+        self.hub = MetaHub(components, self.agent, self.training_env)
 
     @property
     def training_env(self) -> Any:

@@ -59,11 +59,9 @@ class MultiagentEnvExperiment(Experiment):
         if agents is None:
             raise ValueError(f"{type(self.agent).__name__} has no per-agent `agents`; meta "
                              "components need independent agents (presets.multiagent)")
-        presets = getattr(self.preset, "presets", {})
         self.hubs: dict[str, MetaHub] = {}
         for name, agent in agents.items():
-            model = getattr(presets.get(name), "model", None)
-            hub = MetaHub(copy.deepcopy(components), agent, self.env, model)
+            hub = MetaHub(copy.deepcopy(components), agent, self.env)
             hub.metrics["agent"] = name
             hub.pre_episode()
             self.hubs[name] = hub

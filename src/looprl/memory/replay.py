@@ -72,8 +72,6 @@ class ReplayContents:
     where there are none) kept in ``_views`` for cheap scalar writes: pickles leave them out
     (they would unpickle as copies) and make them again."""
 
-    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
-    metrics: dict[str, Any] | None = None
     _min_size = 1
 
     def __init__(self, size: int, device: str | torch.device = "cpu",

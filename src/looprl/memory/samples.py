@@ -46,8 +46,6 @@ class OnPolicyBuffer:
             versions behind the trainer's (``None``: keep all).
     """
 
-    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
-    metrics: dict[str, Any] | None = None
 
     def __init__(self, batch_streams: int, max_lag: int | None = None):
         check_count(batch_streams=batch_streams)

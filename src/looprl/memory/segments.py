@@ -56,8 +56,6 @@ class SegmentBuffer:
             that feed one trainer number their streams apart).
     """
 
-    #: the run's metrics dictionary when meta components are attached (``looprl.meta``)
-    metrics: dict[str, Any] | None = None
 
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
                  first_stream: int = 0):

@@ -4,12 +4,12 @@ The experiment loop owns a hub when meta components are attached (none otherwise
 
 * writes what the loop knows into the metrics dictionary (``looprl.meta.metrics``) and calls
   the step and episode hooks;
-* is the trainer's ``hub``: ``Trainer.learn`` calls ``update``, which runs the update hooks
+* is the ``Learner``'s ``hooks``: the learner calls ``update``, which runs the update hooks
   around ``Trainer.step``;
 * publishes the agent's ``hp/*`` keys before every hook call and applies the ones a hook
   changed;
-* gives the agent's declared parts, ``policy.exploration``, ``buffer`` and ``trainer``, the
-  dictionary as ``metrics``;
+* gives ``policy.exploration``, which writes ``metrics['explored']``, the dictionary as
+  ``metrics``;
 * hands the ``log/*`` values written to the loop's logger (``log_scalars``).
 
 A Ray worker builds its hub over its ``Parts``; its collector (``EnvRunner``) reports steps
@@ -30,7 +30,6 @@ from looprl.core import (
     SampleBatch,
     Trainer,
     TrainerStepResult,
-    merge_hyperparameters,
 )
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
@@ -38,17 +37,15 @@ from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperpara
 
 @dataclass
 class Parts(AgentBase):
-    """What a hub sees in a Ray worker, which has no agent: the policy, and on the trainer's
-    side the trainer and its buffer (its own ``unwrapped``, as an agent's)."""
+    """What a hub sees in a Ray actor worker, which has no agent: the policy (its own
+    ``unwrapped``, as an agent's; the trainer's side gives its ``Learner``)."""
 
     policy: Any
     trainer: Any = None
-    buffer: Any = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and the trainer's ``hp/*`` keys (of those it has)."""
-        parts = (part for part in (self.policy, self.trainer) if part is not None)
-        return merge_hyperparameters(*(part.hyperparameters() for part in parts))
+        """The policy's ``hp/*`` keys (``{}`` without one: a policy worker answers)."""
+        return {} if self.policy is None else self.policy.hyperparameters()
 
 
 class MetaHub:
@@ -58,26 +55,29 @@ class MetaHub:
         components: the components, in the order their hooks run.
         agent: the training agent (bodies included), or a Ray worker's ``Parts``.
         env: the (vector) environment, published as ``metrics['env']``.
-        model: the preset's main network, published as ``metrics['model']``.
+
+    ``metrics['model']`` is the policy's network (``Policy.module``; ``None`` without one), on
+    every runtime: the trained one where the learner runs the update hooks.
     """
 
-    def __init__(self, components: list[MetaComponent], agent: Any, env: Any, model: Any = None):
+    def __init__(self, components: list[MetaComponent], agent: Any, env: Any):
         self.stack = MetaStack(components)
         inner = self._inner = agent.unwrapped
         trainer, policy = inner.trainer, inner.policy  # policy None: answered by a policy worker
-        self.metrics: dict[str, Any] = {"env": env, "model": model, "step": 0, "episode": 0,
-                                        "update": 0, "policy": policy, "buffer": inner.buffer}
+        self.metrics: dict[str, Any] = {"env": env, "model": _module(policy), "step": 0,
+                                        "episode": 0, "update": 0, "policy": policy,
+                                        "buffer": inner.buffer}
         self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
         own = trainer.approximations() if trainer is not None else {}
         self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
-        if trainer is not None:
-            trainer.hub = self
+        learner = getattr(inner, "learner", None)
+        if learner is not None:  # it runs the update hooks around its trainer's steps
+            learner.hooks = self
         exploration = policy.exploration if policy is not None else None
-        for part in (exploration, inner.buffer, trainer):  # the parts that write to the dictionary
-            if part is not None:
-                part.metrics = self.metrics
+        if exploration is not None:  # it writes metrics['explored'] when it acts
+            exploration.metrics = self.metrics
         self._published: dict[str, Any] = {}
         self._log_keys: set[str] = set()  # the log/* keys seen so far
         self._publish()
@@ -216,6 +216,14 @@ class MetaHub:
                             episode=self.metrics.get("episode", 0) + len(returns))
         self.run("post_episode")
         self.run("pre_episode")
+
+
+def _module(policy: Any) -> Any:
+    """``policy.module`` (``None``: no policy, or one without a module)."""
+    try:
+        return None if policy is None else policy.module
+    except (NotImplementedError, AttributeError):
+        return None
 
 
 def observation_row(state: Any) -> torch.Tensor:

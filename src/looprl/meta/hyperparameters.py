@@ -27,8 +27,9 @@ key                     what it changes                      declared by
 ``hp/discount``         gamma, in the trainer and            ``OnPolicyTrainer``,
                         (on-policy) the advantage estimation ``DQNTrainer``,
                                                              ``DDPGTrainer``, ``SACTrainer``
-``hp/batch_size``       transitions per gradient step        ``ReplayAgent`` (DQN family,
-                        (replay) or per minibatch (PPO, PPG) DDPG, TD3, SAC);
+``hp/batch_size``       transitions per gradient step        ``ReplaySchedule`` of a
+                        (replay) or per minibatch (PPO, PPG) ``Learner`` (DQN family, DDPG,
+                                                             TD3, SAC; on every runtime);
                                                              ``OnPolicyTrainer`` with a
                                                              ``minibatch_size``
 ``hp/clip``             PPO's ratio clipping range           ``PPOTrainer`` (PPO, PPG)
@@ -42,10 +43,10 @@ key                     what it changes                      declared by
                         networks (DDPG, TD3, SAC)            ``Approximation``
 ``hp/target_period``    updates between hard target-network  ``FixedTarget``, through its
                         copies (DQN family)                  ``Approximation``
-``hp/update_frequency`` env steps between training phases    ``ReplayAgent``
-                        (replay agents)
-``hp/gradient_steps``   gradient steps per training phase    ``ReplayAgent``
-                        (replay agents)
+``hp/update_frequency`` transitions between training phases ``ReplaySchedule``
+                        (replay)
+``hp/gradient_steps``   gradient steps per training phase    ``ReplaySchedule``
+                        (replay)
 ======================= ==================================== ===============================
 
 A key that several parts declare (``hp/tau`` of an actor's and a critic's target) is read

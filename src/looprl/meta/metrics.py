@@ -10,8 +10,10 @@ key                          written by            contents
 ``env``                      loop, at the start    the (vector) environment being trained in
 ``policy``                   loop, at the start    the agent's ``Policy`` (to score states, as
                                                    PLR does: read it, do not train it)
-``buffer``                   loop, at the start    the agent's replay or rollout buffer
-                                                   (read it; the agent writes it)
+``model``                    loop, at the start    the policy's network (``Policy.module``;
+                                                   where the learner runs, the trained one)
+``buffer``                   loop, at the start    the learner's replay or on-policy buffer
+                                                   (read it; the learner writes it)
 ``agent``                    loop, at the start    multi-agent runs: the agent this
                                                    dictionary belongs to (one per agent)
 ``step``                     loop, every step      environment steps taken so far (frames)

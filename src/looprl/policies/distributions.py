@@ -162,7 +162,7 @@ class GaussianHead:
     The Gaussian lives in normalized units and is mapped affinely onto the bounds:
     ``action = center + scale * (mean + std * eps)``. Samples are not clipped: every looprl
     environment clips ``Box`` actions to their bounds before applying them
-    (``environments.gym.action_to_numpy``), while the agent stores the unclipped sample, so
+    (``environments.gym_helpers.action_to_numpy``), while the agent stores the unclipped sample, so
     log-probabilities stay exact. ``log_prob`` is the density of the
     normalized action ``(action - center) / scale``; it differs from the density of the
     action itself by the constant ``sum(log scale)``, which cancels in PPO's ratio.

@@ -5,10 +5,10 @@ A preset says once how to make each part of its algorithm: ``policy(logger, devi
 copy_model)`` (with its exploration and optimizer), ``trainer(policy, train_steps)``, the
 replay (``uniform`` or ``prioritized`` of ``replay_buffer_size`` windows of ``n_step`` steps,
 ``minibatch_size`` per gradient step, from ``replay_start_size`` transitions on) and the
-update ratio (``gradient_steps`` every ``update_frequency`` env steps). The local ``agent``
-composes them; on Ray (``DistributedRun(preset, ...)``) the actors explore with the same
-policy and the trainer worker keeps the replay ``learning`` describes, stepping at most
-``updates_per_frame`` times per env step it received.
+update schedule (``gradient_steps`` every ``update_frequency`` transitions: a
+``looprl.agents.learner.ReplaySchedule``). The local ``agent`` composes them; on Ray
+(``DistributedRun(preset, ...)``) the actors explore with the same policy and the trainer
+worker keeps the replay ``learning`` describes, in a ``Learner`` with the same schedule.
 
 Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
 presets: ``apex=True`` learns from prioritized ``n_steps`` windows, and each actor explores
@@ -24,8 +24,9 @@ from typing import Any
 
 from torch import nn, optim
 
+from looprl.agents.actor import Actor
 from looprl.agents.c51 import C51Policy, C51Trainer
-from looprl.agents.dqn import DQN, DQNPolicy, DQNTestAgent, DQNTrainer
+from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
 from looprl.approximation import FixedTarget, QDist, QNetwork
 from looprl.core import Agent, DummyLogger, Trainer
 from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
@@ -87,15 +88,15 @@ class ReplayPreset(FamilyPreset):
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """The trainer worker keeps the local agent's replay (``TrainerCore``'s ``buffer``,
-        ``remote_prefix`` and the kind, and ``buffer_args``), with its minibatch, start size
-        and update ratio (at most ``gradient_steps / update_frequency`` updates per env step);
-        with ``apex``, each actor explores at its own Ape-X rate."""
+        """The trainer worker keeps the local agent's replay (``make_learner``'s ``buffer``,
+        ``remote_prefix`` and the kind, and ``buffer_args``), with its schedule: minibatch,
+        start size, ``update_frequency`` and ``gradient_steps``; with ``apex``, each actor
+        explores at its own Ape-X rate."""
         hp = self.hyperparameters
         args: dict[str, Any] = {
             "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
-            "min_size": max(hp["replay_start_size"], 1), "n_step": self.n_step,
-            "updates_per_frame": hp["gradient_steps"] / hp["update_frequency"],
+            "min_size": hp["replay_start_size"], "n_step": self.n_step,
+            "update_frequency": hp["update_frequency"], "gradient_steps": hp["gradient_steps"],
         }
         if self.prioritized:
             args.update(alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
@@ -155,8 +156,11 @@ class QNetworkPreset(FamilyPreset):
 
     def _q_policy(self, q: Any, epsilon: Any = 0.0) -> DQNPolicy:
         """A ``C51Policy`` over a ``QDist`` (``distributional``), else a ``DQNPolicy``, over
-        ``q``, exploring at the rate ``epsilon`` (0 with noisy networks)."""
-        return (C51Policy if self.distributional else DQNPolicy)(q, self.num_actions, epsilon)
+        ``q``, exploring at the rate ``epsilon`` (0 with noisy networks), and evaluating at
+        the rate ``test_exploration``."""
+        return (C51Policy if self.distributional else DQNPolicy)(
+            q, self.num_actions, epsilon,
+            evaluation_epsilon=self.hyperparameters.get("test_exploration", 0.0))
 
     def _policy(self, q: Any) -> DQNPolicy:
         """The exploring policy over ``q`` (at the rate of ``epsilon_schedule``)."""
@@ -175,9 +179,10 @@ class QNetworkPreset(FamilyPreset):
                                     target=FixedTarget(period) if period else None,
                                     logger=logger or DummyLogger()))
 
-    def test_agent(self) -> DQNTestAgent:
-        policy = self._q_policy(self._q(copy.deepcopy(self.model)))
-        return DQNTestAgent(policy, epsilon=self.hyperparameters["test_exploration"])
+    def test_agent(self) -> Actor:
+        """An ``Actor`` in evaluation mode over a copy of the current parameters: greedy
+        actions of the network in eval mode, exploring at the rate ``test_exploration``."""
+        return Actor(self._q_policy(self._q(copy.deepcopy(self.model))), evaluation=True)
 
 
 class QPreset(QNetworkPreset, ReplayPreset):

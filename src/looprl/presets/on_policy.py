@@ -15,7 +15,8 @@ from typing import Any
 import torch
 from torch import nn, optim
 
-from looprl.agents.actor_critic import ActorCriticPolicy, ActorCriticTestAgent
+from looprl.agents.actor import Actor
+from looprl.agents.actor_critic import ActorCriticPolicy
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import ParallelPreset
@@ -71,10 +72,11 @@ class ActorCriticPreset(FamilyPreset):
                                       device=device, name=self.algorithm.lower(), logger=logger)
         return ActorCriticPolicy(approximation, self.head)
 
-    def test_agent(self) -> ActorCriticTestAgent:
-        """The most likely action under a copy of the current parameters."""
-        return ActorCriticTestAgent(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)),
-                                                      self.head))
+    def test_agent(self) -> Actor:
+        """An ``Actor`` in evaluation mode over a copy of the current parameters (the most
+        likely action)."""
+        return Actor(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head),
+                     evaluation=True)
 
 
 class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):

@@ -15,7 +15,8 @@ import gymnasium as gym
 import numpy as np
 from torch import nn, optim
 
-from looprl.agents.ddpg import DDPG, ContinuousQ, DDPGPolicy, DDPGTestAgent, DDPGTrainer, TwinQ
+from looprl.agents.actor import Actor
+from looprl.agents.ddpg import DDPG, ContinuousQ, DDPGPolicy, DDPGTrainer, TwinQ
 from looprl.approximation import Approximation, PolyakTarget
 from looprl.core import DummyLogger
 from looprl.nn import MLP
@@ -131,8 +132,9 @@ class DDPGContinuousPreset(OffPolicyContinuousPreset):
     def trainer(self, policy: DDPGPolicy, train_steps: float = math.inf) -> DDPGTrainer:
         return DDPGTrainer(policy, self._q(policy), self.hyperparameters["discount_factor"])
 
-    def test_agent(self) -> DDPGTestAgent:
-        return DDPGTestAgent(DDPGPolicy(DeterministicPolicy(copy.deepcopy(self.actor))))
+    def test_agent(self) -> Actor:
+        """An ``Actor`` in evaluation mode over a copy of the actor (``mu(s)``, no noise)."""
+        return Actor(DDPGPolicy(DeterministicPolicy(copy.deepcopy(self.actor))), evaluation=True)
 
 
 ddpg = PresetBuilder("ddpg", default_hyperparameters, DDPGContinuousPreset)

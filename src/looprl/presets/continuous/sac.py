@@ -11,7 +11,8 @@ import copy
 import math
 from typing import Any
 
-from looprl.agents.sac import SAC, SACPolicy, SACTestAgent, SACTrainer, Temperature
+from looprl.agents.actor import Actor
+from looprl.agents.sac import SAC, SACPolicy, SACTrainer, Temperature
 from looprl.approximation import Approximation
 from looprl.core import DummyLogger
 from looprl.policies.deterministic import SoftDeterministicActor, SoftDeterministicPolicy
@@ -69,8 +70,11 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
         return SACTrainer(policy, self._q(policy), temperature, hp["discount_factor"],
                           target_entropy=self.target_entropy)
 
-    def test_agent(self) -> SACTestAgent:
-        return SACTestAgent(SACPolicy(SoftDeterministicPolicy(copy.deepcopy(self.actor))))
+    def test_agent(self) -> Actor:
+        """An ``Actor`` in evaluation mode over a copy of the actor (``center + scale *
+        tanh(mean)``)."""
+        return Actor(SACPolicy(SoftDeterministicPolicy(copy.deepcopy(self.actor))),
+                     evaluation=True)
 
 
 sac = PresetBuilder("sac", default_hyperparameters, SACContinuousPreset)

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from looprl.agents.ddpg import DDPGPolicy
-from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3TestAgent, TD3Trainer
+from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Trainer
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived
 from looprl.presets.continuous.ddpg import DDPGContinuousPreset
@@ -34,9 +34,6 @@ class TD3ContinuousPreset(DDPGContinuousPreset):
         return TD3Trainer(policy, self._q(policy, target), hp["discount_factor"],
                           policy_delay=hp["policy_delay"], target_noise=hp["target_noise"],
                           noise_clip=hp["noise_clip"])
-
-    def test_agent(self) -> TD3TestAgent:
-        return TD3TestAgent(super().test_agent().policy)
 
 
 td3 = PresetBuilder("td3", default_hyperparameters, TD3ContinuousPreset)

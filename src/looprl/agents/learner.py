@@ -1,0 +1,293 @@
+"""The ``Learner``: the learning half of the shell around every algorithm (Acme's learner),
+the same object on every runtime: a buffer, one update schedule, a trainer and the update
+hooks around its steps.
+
+* **Replay** (the DQN family, DDPG, TD3, SAC): every observation is one transition
+  (``store`` of one ``State`` step, or ``put`` of collector segments: ``T`` transitions per
+  stream of a ``[T + 1, B]`` segment). ``ReplaySchedule`` says when the trainer steps.
+* **On-policy** (PPO, PPG, A2C, VAC, VPG, VQN, VSarsa): fresh segments go into an
+  ``OnPolicyBuffer``; the trainer steps once per ``batch_streams`` streams (segments more
+  than ``max_lag`` policy versions old are dropped).
+
+The local agents' ``act`` (seed 003), the local parallel experiments, ``test_pipeline`` and
+Ray's trainer worker all step a ``Learner``, so a preset trains on the same schedule whichever
+runtime runs it. The update hooks (``hooks``: the run's ``MetaHub``, whose ``update`` runs the
+pre- and post-update hooks around ``Trainer.step``) run here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from looprl.core import (
+    AgentBase,
+    DummyLogger,
+    Hyperparameter,
+    Logger,
+    SampleBatch,
+    Trainer,
+    TrainerStepResult,
+    merge_hyperparameters,
+)
+from looprl.core.state import StateArray
+from looprl.core.suggest import check_count
+from looprl.memory.samples import REPLAY_KINDS, make_sample_buffer
+
+__all__ = ["Learner", "ReplaySchedule", "StepLoop", "make_learner"]
+
+
+@dataclass
+class ReplaySchedule:
+    """When a replay learner steps: ``gradient_steps`` trainer steps at every
+    ``update_frequency``-th observation beyond the first ``min_size``, each on ``batch_size``
+    sampled transitions; an actor that runs more than ``max_ahead`` observations ahead of the
+    steps due waits (Ray; a local loop never runs ahead).
+
+    Args:
+        batch_size: transitions per trainer step (the presets' ``minibatch_size``).
+        min_size: observations before the first step (``replay_start_size``).
+        update_frequency: observations between training phases.
+        gradient_steps: trainer steps per training phase.
+        max_ahead: observations an actor may run ahead of the schedule.
+    """
+
+    batch_size: int = 32
+    min_size: int = 0
+    update_frequency: int = 1
+    gradient_steps: int = 1
+    max_ahead: int = 256
+
+    def __post_init__(self) -> None:
+        check_count(batch_size=self.batch_size, update_frequency=self.update_frequency,
+                    gradient_steps=self.gradient_steps)
+        if self.min_size < 0 or self.max_ahead < 0:
+            raise ValueError(f"min_size and max_ahead must be >= 0, got {self.min_size} and "
+                             f"{self.max_ahead}")
+
+    def steps(self, before: int, after: int) -> int:
+        """Trainer steps due for the observations after the ``before``-th up to the
+        ``after``-th (changes of the schedule's knobs apply from then on)."""
+        start = max(before, self.min_size)
+        if after <= start:
+            return 0
+        frequency = self.update_frequency
+        return self.gradient_steps * (after // frequency - start // frequency)
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """``hp/batch_size``, ``hp/update_frequency`` and ``hp/gradient_steps``."""
+        return {f"hp/{name}": Hyperparameter.attribute(self, name, int)
+                for name in ("batch_size", "update_frequency", "gradient_steps")}
+
+
+class StepLoop:
+    """``train_step`` and ``train`` of a learner (``Learner``, and Ray's ``IndependentCore``
+    of one per agent) from its ``ready``, ``next_batch``, ``learn`` and ``finish``."""
+
+    def train_step(self) -> TrainerStepResult | None:
+        """One step if one is due (``None``: none is)."""
+        batch = self.next_batch()
+        if batch is None:
+            return None
+        result = self.learn(batch)
+        self.finish(batch, result)
+        return result
+
+    def train(self) -> TrainerStepResult | None:
+        """Every step due now, one after another (what a local loop calls after each
+        observation); the last one's result (``None``: none was due)."""
+        last = None
+        while self.ready():
+            last = self.train_step() or last
+        return last
+
+
+class Learner(StepLoop, AgentBase):
+    """A trainer, the buffer it learns from and the schedule of its steps (see the module
+    docstring).
+
+    Args:
+        trainer: a ``Trainer`` (``step(SampleBatch) -> TrainerStepResult``).
+        buffer: a replay buffer (``ExperienceReplayBuffer`` and the prioritized and Atari
+            ones) or an ``OnPolicyBuffer``.
+        schedule: the replay's ``ReplaySchedule`` (``None``: on-policy, one step per batch).
+        logger: receives the trainer's statistics (``add_loss``) every ``log_every`` steps.
+        log_every: trainer steps between two logged ones.
+
+    Attributes:
+        hooks: the run's ``MetaHub``, whose update hooks run around every step (``None``:
+            none).
+        observed: transitions received (replay; on-policy: streams' rows).
+        owed: trainer steps the schedule says are due and not yet taken (replay).
+        updates: trainer steps taken.
+        received, dropped: streams received, and dropped as too old (on-policy).
+    """
+
+    def __init__(self, trainer: Trainer, buffer: Any, schedule: ReplaySchedule | None = None,
+                 logger: Logger | None = None, log_every: int = 1):
+        check_count(log_every=log_every)
+        self.trainer = trainer
+        self.buffer = buffer
+        self.schedule = schedule
+        self.logger = logger or DummyLogger()
+        self.log_every = log_every
+        self.hooks: Any = None
+        self.observed = self.owed = self.updates = self.received = self.dropped = 0
+
+    @property
+    def policy(self) -> Any:
+        """The trained policy."""
+        return self.trainer.policy
+
+    @property
+    def learner(self) -> Learner:
+        """Itself (what a ``MetaHub`` looks up on the agent it is given)."""
+        return self
+
+    @property
+    def replay(self) -> bool:
+        """Whether it learns from a replay (else from fresh segments)."""
+        return self.schedule is not None
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """The policy's and the trainer's ``hp/*`` keys, and the schedule's (replay)."""
+        own = self.schedule.hyperparameters() if self.schedule is not None else {}
+        return merge_hyperparameters(self.policy.hyperparameters(),
+                                     self.trainer.hyperparameters(), own)
+
+    # -- what the actors hand over ----------------------------------------------------------
+    def store(self, state: Any, action: Any, next_state: Any) -> None:
+        """Store the transition ``state --action--> next_state`` (``State`` s, or
+        ``StateArray`` s of one row per environment; no transition without a ``state`` or
+        from a terminal one) in the replay."""
+        if state is None or (not isinstance(state, StateArray) and state.done):
+            return
+        self.buffer.store(state, action, next_state)
+        self._observe(len(state) if isinstance(state, StateArray) else 1)
+
+    def put(self, sample: SampleBatch) -> None:
+        """Add the segments ``sample`` (``[T + 1, B]``); stale ones are dropped (on-policy)."""
+        rows, columns = sample.reward.shape
+        self.received += columns
+        if not self.buffer.put(sample, self.policy.version):
+            self.dropped += columns
+        self._observe((rows - 1) * columns)
+
+    def _observe(self, n: int) -> None:
+        """Count ``n`` new observations and the steps they make due."""
+        before = self.observed
+        self.observed += n
+        if self.schedule is not None:
+            self.owed += self.schedule.steps(before, self.observed)
+
+    # -- the schedule ---------------------------------------------------------------------
+    def ready(self) -> bool:
+        """Whether a step is due: an on-policy batch is complete, or the replay holds a
+        transition and the schedule owes a step."""
+        if self.schedule is None:
+            return self.buffer.ready()
+        return self.owed > 0 and len(self.buffer) > 0
+
+    def backlogged(self, batches: int) -> bool:
+        """Whether the actors must wait: an on-policy buffer holds ``batches`` whole batches,
+        or they ran more than ``max_ahead`` observations ahead of the replay's schedule."""
+        schedule = self.schedule
+        if schedule is None:
+            return len(self.buffer) >= batches * self.buffer.batch_streams
+        return self.owed > schedule.steps(0, schedule.max_ahead + schedule.min_size)
+
+    def next_batch(self) -> tuple[SampleBatch, Any] | None:
+        """``(sample, indices)`` of the next step (``None``: none is due); ``indices`` of the
+        replayed transitions, ``None`` on-policy."""
+        if self.schedule is None:
+            self.dropped += self.buffer.drop_stale(self.policy.version)
+        if not self.ready():
+            return None
+        if self.schedule is None:
+            return self.buffer.get(), None
+        index = self.buffer.sample_indices(self.schedule.batch_size)
+        self.owed -= 1
+        self.updates += 1
+        return self.buffer.gather(index), index
+
+    def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
+        """``Trainer.step`` on ``batch`` with the update hooks around it (touches the trainer
+        only, not the buffer: Ray's trainer worker runs it beside ``put``)."""
+        hooks = self.hooks
+        if hooks is None:
+            return self.trainer.step(batch[0])
+        return hooks.update(self.trainer, batch[0])
+
+    def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
+        """Give the step's new priorities back to the replay; log its statistics."""
+        if self.schedule is None:
+            self.updates += 1
+        elif result.priorities is not None:
+            self.buffer.update_priorities(result.priorities, batch[1])
+        if self.logger.verbose and self.updates % self.log_every == 0:
+            for name, value in result.stats.items():
+                self.logger.add_loss(name, value)
+
+    # -- what a run publishes and saves ------------------------------------------------------
+    def shared_state(self) -> list[dict[str, Any] | None]:
+        """Each meta component's ``shared_state`` (published with the policy parameters)."""
+        hooks = self.hooks
+        return [] if hooks is None else [component.shared_state() for component in hooks.stack]
+
+    def log_scalars(self) -> dict[str, float]:
+        """The ``log/*`` values the update hooks wrote since the last call."""
+        return {} if self.hooks is None else self.hooks.log_scalars()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The trainer, its policy (with optimizer) and the counters, for a checkpoint."""
+        return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped,
+                "observed": self.observed, "owed": self.owed, "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict``'s output.
+
+        Raises:
+            ValueError: it was trained on another kind of device (a GPU and the CPU).
+        """
+        saved, here = _device(state["trainer"]), _device(self.trainer)
+        if saved != here:
+            raise ValueError(f"the checkpoint's trainer trained on {saved} and this one runs on "
+                             f"{here}: resume with the first run's runtime.gpus_per_trainer")
+        self.trainer = state["trainer"]
+        for key in ("received", "dropped", "observed", "owed", "updates"):
+            setattr(self, key, state[key])
+
+
+def make_learner(trainer: Trainer, buffer: str | None = None,
+                 buffer_args: dict[str, Any] | None = None, max_lag: int | None = None
+                 ) -> Learner:
+    """The learner of ``trainer`` over a buffer of kind ``buffer`` (``None``: the trainer's
+    ``sample_buffer``; ``looprl.memory.samples``) built from ``buffer_args``.
+
+    On-policy buffers take ``batch_streams`` (default 8) and ``max_lag`` (default the
+    argument). A replay takes ``size`` (default 100,000), ``n_step`` (default: the trainer's)
+    and, prioritized, ``alpha``/``beta``, and the schedule's ``batch`` (``batch_size``,
+    default 32), ``min_size``, ``update_frequency``, ``gradient_steps`` and ``max_ahead``
+    (``ReplaySchedule``'s defaults). The replay is kept on the CPU; trainers move their
+    batches to their device.
+    """
+    args = dict(buffer_args or {})
+    kind = buffer or getattr(trainer, "sample_buffer", None)
+    if kind not in REPLAY_KINDS:
+        args.setdefault("batch_streams", 8)
+        args.setdefault("max_lag", max_lag)
+        return Learner(trainer, make_sample_buffer(kind, **args))
+    schedule = ReplaySchedule(
+        batch_size=int(args.pop("batch", 32)), min_size=int(args.pop("min_size", 0)),
+        **{key: int(args.pop(key)) for key in ("update_frequency", "gradient_steps",
+                                               "max_ahead") if key in args})
+    args.setdefault("size", 100_000)
+    args.setdefault("n_step", getattr(trainer, "n_step", 1))
+    return Learner(trainer, make_sample_buffer(kind, **args), schedule)
+
+
+def _device(trainer: Any) -> str:
+    """The kind of device (``"cpu"``, ``"cuda"``) ``trainer``'s policy computes on."""
+    module = getattr(trainer.policy, "module", None)
+    parameter = next(module.parameters(), None) if module is not None else None
+    return parameter.device.type if parameter is not None else "cpu"
