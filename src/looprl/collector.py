@@ -45,7 +45,7 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.srl import checked_results, make
 from looprl.memory.segments import SegmentBuffer
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub, Parts
+from looprl.meta.hub import MetaHub, StreamHooks
 
 __all__ = ["Episode", "EnvRunner", "RolloutSizeError"]
 
@@ -91,7 +91,9 @@ class EnvRunner:
         policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
         whole_episodes: cut segments at episode ends only (see the module docstring).
         hub: a ``MetaHub`` to report to instead of one of its own over ``meta`` (the local
-            experiment's, shared with its trainer).
+            experiment's, shared with its learner).
+        agent_names: independent learners' agents: one copy of ``meta`` per agent, each
+            seeing its own agent's rows (``StreamHooks``).
         process: a vector environment's states as the agent sees them (its bodies).
         first_stream: the number of this runner's first stream in its segments' ``stream``
             field (distinct over the runners that feed one replay).
@@ -106,7 +108,7 @@ class EnvRunner:
                  is_evaluation: bool = False, meta: Sequence[MetaComponent] = (),
                  policy: Any = None, whole_episodes: bool = False, hub: MetaHub | None = None,
                  process: Callable[[StateArray], StateArray] | None = None,
-                 first_stream: int = 0):
+                 first_stream: int = 0, agent_names: Sequence[str] = ()):
         if segment_length < 1:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
         if isinstance(env_name, VectorEnvironment):
@@ -138,9 +140,10 @@ class EnvRunner:
         self._ended = False  # some copy of a vector environment is over (``_receive_all``)
         self._flags: dict[int, np.ndarray] = {}
         self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
-        self.hub = MetaHub(list(meta), Parts(policy), self.envs) if hub is None and meta else hub
-        if self.hub is not None:
-            self.hub.pre_episode()
+        self.hooks = StreamHooks([hub]) if hub is not None else (
+            StreamHooks.over(meta, policy, self.envs, agent_names) if meta else None)
+        if self.hooks is not None:
+            self.hooks.pre_episode()
         self._copies.reset(self, seed)
 
     def _streams_init(self, n_envs: int, default_policy_state: Any) -> None:
@@ -153,6 +156,7 @@ class EnvRunner:
         self._group_streams = [np.flatnonzero(np.isin(self._copy, g)) for g in self.groups]
         self._present = np.zeros(n, dtype=bool)  # a result waits for an action
         self._reward = np.zeros(n, dtype=np.float32)
+        self._stream_returns = np.zeros(n)  # each stream's return so far (several agents)
         self._done = np.zeros(n, dtype=bool)
         self._truncated = np.zeros(n, dtype=bool)
         self._obs: NamedArray | None = None  # [streams, ...], from the first observations
@@ -178,8 +182,8 @@ class EnvRunner:
         obs = self._observe(asked)
         states = None if self._policy_state is None else self._policy_state[asked]
         self._asked[group] = (asked, obs, states)
-        if self.hub is not None:
-            self.hub.pre_step(torch.as_tensor(_main(obs)))
+        if self.hooks is not None:
+            self.hooks.pre_step(obs, self._agent[asked])
         n = len(asked)
         exploration = None if self.exploration is None else np.full(n, self.exploration, np.float32)
         agent = self._agent[asked] if self.agent_count > 1 else None
@@ -234,14 +238,14 @@ class EnvRunner:
         start = time.perf_counter()
         if self._restart:
             self._restart = False
-            self._returns[:], self._lengths[:] = 0.0, 0
+            self._returns[:], self._lengths[:], self._stream_returns[:] = 0.0, 0, 0.0
             self._copies.reset(self, None)
-            if self.hub is not None:
-                self.hub.pre_episode()
+            if self.hooks is not None:
+                self.hooks.pre_episode()
             return
         stepped = self._copies.step(self, group, asked, action)
         self.env_seconds += time.perf_counter() - start
-        if self.hub is not None and len(asked):
+        if self.hooks is not None and len(asked):
             self._after_step(asked, obs, action, stepped)
 
     def truncate(self) -> None:
@@ -274,7 +278,7 @@ class EnvRunner:
         """The ``log/*`` values the meta components wrote since the last call
         (``MetaHub.log_scalars``: ``log/plr/seen``, ``log/rnd/intrinsic_reward_mean``...):
         what this actor reports."""
-        return self.hub.log_scalars() if self.hub is not None else {}
+        return self.hooks.log_scalars() if self.hooks is not None else {}
 
     def pop_episodes(self) -> list[Episode]:
         """The episodes finished since the last call."""
@@ -356,6 +360,7 @@ class EnvRunner:
             reward, done, truncated = _scalars(result)
             self._reward[s], self._done[s], self._truncated[s] = reward, done, truncated
             self._store_obs(s, result.obs)
+            self._stream_returns[s] += reward
             total += reward
             present, over = True, over and (done or truncated)
         self._returns[i] += total
@@ -385,19 +390,20 @@ class EnvRunner:
         if not len(keys):
             return
         transition = {
-            "state": torch.as_tensor(_main(obs)[keep]),
+            "state": self.hooks.observations(obs[keep]),
             "action": torch.as_tensor(action[keep]),
             "reward": torch.as_tensor(self._reward[keys]),
-            "next_state": torch.as_tensor(_main(self._observe(keys))),
+            "next_state": self.hooks.observations(self._observe(keys)),
             "terminated": torch.as_tensor(self._done[keys]),
             "truncated": torch.as_tensor(self._truncated[keys]),
             "env_step": self.total_frames,
             "env_index": torch.as_tensor(self._copy[keys]),
         }
         ended = moved & self._over
-        reward = self.hub.after_step(transition, self.total_frames, torch.from_numpy(ended),
-                                     self._returns[ended].tolist(),
-                                     self._lengths[ended].tolist())
+        returns = (self._returns[ended, None] if self.agent_count == 1
+                   else self._stream_returns.reshape(len(ended), -1)[ended])
+        reward = self.hooks.after_step(transition, self.total_frames, ended, returns,
+                                       self._lengths[ended].tolist(), self._agent[keys])
         self._reward[keys] = reward.detach().cpu().numpy()
 
 
@@ -433,6 +439,7 @@ class _SRLCopies:
             env = self.envs[i]
             if runner._over[i]:
                 runner._returns[i], runner._lengths[i] = 0.0, 0
+                runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
                 runner._receive(i, checked_results(env.reset(), env, "reset"))
                 continue
             runner._receive(i, checked_results(env.step(copy_actions), env, "step"))
@@ -494,11 +501,6 @@ class _VectorCopies:
         state = state if self.process is None else self.process(state)
         done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
         return as_numpy(state.observation), as_numpy(state.reward), done & terminal, done > terminal
-
-
-def _main(obs: Any) -> Any:
-    """The observation array the meta components see: the field ``obs`` of a ``NamedArray``."""
-    return obs["obs"] if isinstance(obs, NamedArray) else obs
 
 
 def _float32(value: Any) -> Any:

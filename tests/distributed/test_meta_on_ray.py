@@ -37,7 +37,8 @@ def test_an_actor_loads_the_rnd_networks_published_with_the_parameters(local_ray
     server = ParameterServer.remote()
     policy = spec.make_policy()
     server.put.remote(7, publication(policy.module.state_dict(), [trainer_rnd.shared_state()]))
-    copy = _PolicyCopy(spec, server, 0.0, [actor_rnd])
+    copy = _PolicyCopy(spec, server, 0.0)
+    copy.components = [actor_rnd]  # (an actor gives it its runner's)
     copy.maybe_pull(wait=True)
     assert copy.policy.version == 7
     for mine, theirs in zip(actor_rnd.rnd_net.parameters(), trainer_rnd.rnd_net.parameters(),

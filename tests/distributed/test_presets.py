@@ -368,18 +368,46 @@ def test_ray_workers_build_each_agents_own_policy_trainer_and_buffer(name):
     assert all(math.isfinite(value) for value in report.stats.values()), report.stats
 
 
-def test_independent_learners_run_in_one_trainer_worker_without_meta():
-    from looprl.meta import MetaComponent
-
+def test_independent_learners_run_in_one_trainer_worker():
     preset = multiagent_preset("ppo")
     with pytest.raises(ValueError, match=r"^'independent_ppo' \(independent learners\) trains "
                                          r"in one trainer worker; set runtime.trainers=1"):
         DistributedRun(preset, RuntimeConfig(actors=2, trainers=2), logdir=None, quiet=True)
-    with pytest.raises(ValueError, match="^meta components do not run with independent "
-                                         "learners on Ray"):
-        DistributedRun(preset, RuntimeConfig(), logdir=None, quiet=True,
-                       meta=[MetaComponent()])
-    preset.meta = [MetaComponent()]  # attached by the builder: refused, not dropped
-    with pytest.raises(ValueError, match="^meta components do not run with independent "
-                                         "learners on Ray"):
-        AlgorithmSpec.of_preset(preset, frames=1000)
+
+
+def test_independent_learners_run_meta_components_per_agent_on_both_sides():
+    """Each agent has its own copy of the components in the actor (its own rows, returns and
+    ``metrics['agent']``) and in the trainer (around its own learner's steps), as locally;
+    what the trainer's copy learns reaches the same agent's copy in the actor."""
+    from looprl.collector import EnvRunner
+    from looprl.distributed.pipeline import collect, load_shared_state, trainer_core
+    from looprl.meta import RND
+
+    preset = multiagent_preset("dqn")
+    preset.meta = [RND(seed=0)]
+    spec, _ = AlgorithmSpec.of_preset(preset, frames=1000)
+    policy = spec.make_policy()
+    core = trainer_core(spec, policy)
+    runner = EnvRunner(spec.make_env, None, 2, 8, None, meta=spec.make_meta(), policy=policy,
+                       agent_names=spec.agent_names(policy))
+    names = ["player_1", "player_2"]
+    assert [hub.metrics["agent"] for hub in runner.hooks.hubs] == names
+    assert [c.hooks.metrics["agent"] for c in core.cores] == names
+    while core.cores[0].updates == 0 or core.cores[1].updates == 0:
+        collect(runner, policy)
+        for sample in runner.segments():
+            core.put(sample)
+        core.train()
+    load_shared_state(runner.hooks.components, core.shared_state())
+    for a in range(2):
+        actor_rnd = runner.hooks.hubs[a].stack.components[0]
+        trainer_rnd = core.cores[a].hooks.stack.components[0]
+        for mine, theirs in zip(actor_rnd.rnd_net.parameters(),
+                                trainer_rnd.rnd_net.parameters(), strict=True):
+            assert torch.equal(mine, theirs)
+    collect(runner, policy)
+    transitions = [hub.metrics.get("transition") for hub in runner.hooks.hubs]
+    acted = [t for t in transitions if t is not None]
+    assert acted and all("intrinsic_reward" in t for t in acted)
+    scalars = runner.meta_scalars()
+    assert scalars and all(key.endswith(("/player_1", "/player_2")) for key in scalars)

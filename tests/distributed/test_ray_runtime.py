@@ -339,14 +339,15 @@ def test_a_runtime_env_with_ray_already_initialized_is_one_line(local_ray):
 
 
 def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_ray, tmp_path):
-    """``looprl run algorithm=multiagent/ppo env=tictactoe_v3 runtime=ray``: one PPO per
-    agent (each its own trainer on its own streams, as locally), then a local evaluation."""
+    """``looprl run algorithm=multiagent/ppo env=tictactoe_v3 meta=[rnd] runtime=ray``: one
+    PPO per agent (each its own trainer on its own streams, as locally) with its own RND in
+    the actor and the trainer, then a local evaluation."""
     import json
 
     from looprl.configs.app import main
 
     pytest.importorskip("pettingzoo")
-    code = main(["algorithm=multiagent/ppo", "env=tictactoe_v3", "runtime=ray",
+    code = main(["algorithm=multiagent/ppo", "env=tictactoe_v3", "meta=[rnd]", "runtime=ray",
                  "runtime.actors=1", "runtime.envs_per_actor=2", "algorithm.n_steps=16",
                  "algorithm.minibatch_size=16", "frames=300", "test_episodes=2",
                  "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
@@ -356,6 +357,9 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     assert len(results["eval"]["returns"]) == 2
     losses = (tmp_path / "ppo" / "tictactoe_v3" / "losses.csv").read_text()
     assert "player_1/policy" in losses and "player_2/policy" in losses
+    meta = {key for values in results["train"]["meta"].values() for key in values}
+    assert {"log/rnd/intrinsic_reward_mean/player_1",
+            "log/rnd/intrinsic_reward_mean/player_2"} <= meta, meta
 
 
 

@@ -70,12 +70,12 @@ def test_the_collectors_rnd_computes_its_bonus_with_the_trainers_networks():
 
     while core.train_step() is None:
         collect()
-    load_shared_state(runner.hub.stack, core.shared_state())
+    load_shared_state(runner.hooks.components, core.shared_state())
     for mine, theirs in zip(collector.rnd_net.parameters(), trainer_rnd.rnd_net.parameters(),
                             strict=True):
         assert torch.equal(mine, theirs)
     collect()
-    transition = runner.hub.metrics["transition"]
+    transition = runner.hooks.hubs[0].metrics["transition"]
     expected = 0.1 * trainer_rnd.rnd_net.get_error(transition["next_state"])
     torch.testing.assert_close(transition["intrinsic_reward"], expected)
     env.close()

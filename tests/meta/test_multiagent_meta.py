@@ -87,3 +87,22 @@ def test_an_agent_whose_episode_ends_before_its_first_turn_still_ends_it(tmp_pat
     assert experiment.hubs["player_2"].metrics["episode_lengths"] == [0]
     assert all(hook != "post_step" for hook, _ in bonus.log)
     experiment.close()
+
+
+def test_an_agents_hooks_see_its_own_view_of_the_observations(tmp_path) -> None:
+    """A masked agent's hooks see what its networks and its learner read (the observation with
+    the action mask appended), as on Ray: RND trains on the learner's batches, not on a
+    buffer of its own kept because the shapes differ."""
+    from looprl.meta import RND
+
+    seed_everything(0)
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    builder = dqn.env(env).device("cpu").hyperparameters(
+        replay_start_size=50, minibatch_size=8, update_frequency=4).meta(RND(seed=0))
+    experiment = MultiagentEnvExperiment(builder.build(), env, train_steps=400,
+                                         logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(episodes=30)
+    for hub in experiment.hubs.values():
+        rnd = hub.stack.components[0]
+        assert rnd.obs_shape == (18 + 9,) and hub.metrics["state"].shape[-1] == 27
+        assert rnd.recent is None  # the learner's batches fit its networks

@@ -37,8 +37,9 @@ class AlgorithmSpec:
         whole_episodes: actors cut each stream's segments at the first episode end after
             ``runtime.segment_length`` steps (VPG's batches of whole episodes).
         meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
-            of its own copy, the trainer worker the update hooks of its own; what a component
-            shares (``MetaComponent.shared_state``) travels with the policy parameters.
+            of its own copy, the trainer worker the update hooks of its own (independent
+            learners: a copy per agent on both sides); what a component shares
+            (``MetaComponent.shared_state``) travels with the policy parameters.
     """
 
     env: str
@@ -54,11 +55,6 @@ class AlgorithmSpec:
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        if self.buffer == "independent" and self.meta:
-            raise ValueError("meta components do not run with independent learners on Ray "
-                             "(each agent would need its own copy); drop meta or use "
-                             "runtime=local")
 
     @classmethod
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
@@ -128,6 +124,11 @@ class AlgorithmSpec:
     def make_meta(self) -> list[Any]:
         """A fresh copy of the meta components, for one worker."""
         return copy.deepcopy(self.meta)
+
+    def agent_names(self, policy: Any) -> list[str]:
+        """Independent learners' agent names (``policy.names``), each running its own copy of
+        the meta components; ``[]`` for one learner."""
+        return list(policy.names) if self.buffer == "independent" else []
 
     def on_device(self, device: str) -> AlgorithmSpec:
         """A copy whose policy is built on ``device`` (workers given a GPU use ``"cuda"``)."""

@@ -6,11 +6,15 @@ trainer worker and ``test_pipeline`` ask a ``Learner``. No Ray here.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from typing import Any
 
 from looprl.agents.independent import IndependentPolicy, IndependentTrainer, agent_stats
 from looprl.agents.learner import StepLoop, make_learner
 from looprl.core import SampleBatch, TrainerStepResult
+from looprl.meta.component import MetaComponent
+from looprl.meta.hub import MetaHub
 
 __all__ = ["IndependentCore"]
 
@@ -21,13 +25,16 @@ class IndependentCore(StepLoop):
     """
 
     def __init__(self, trainer: IndependentTrainer, buffers: list[tuple[str | None, Any]],
-                 max_lag: int | None = None):
+                 max_lag: int | None = None, meta: Sequence[MetaComponent] = ()):
         if len(buffers) != len(trainer.trainers):
             raise ValueError(f"IndependentCore needs one (buffer, buffer_args) per agent "
                              f"({len(trainer.trainers)}), got {len(buffers)}")
         self.trainer = trainer
         self.cores = [make_learner(agent_trainer, kind, args, max_lag)
                       for agent_trainer, (kind, args) in zip(trainer.trainers, buffers)]
+        for core, name in zip(self.cores, self.policy.names, strict=True):
+            if meta:  # each agent's own copies, as locally (the hub hands itself to the core)
+                MetaHub(copy.deepcopy(list(meta)), core, None).metrics["agent"] = name
         self._next = 0  # the agent whose batch is looked for first (round robin)
 
     @property
@@ -51,11 +58,16 @@ class IndependentCore(StepLoop):
         return sum(core.dropped for core in self.cores)
 
     def shared_state(self) -> list[Any]:
-        """``[]``: no meta components run with independent learners on Ray."""
-        return []
+        """Every agent's components' shared states, agent after agent (the order of an
+        actor's ``StreamHooks.components``)."""
+        return [state for core in self.cores for state in core.shared_state()]
 
     def log_scalars(self) -> dict[str, float]:
-        return {}
+        """The ``log/*`` values each agent's update hooks wrote since the last call, as
+        ``<key>/<agent>``."""
+        return {f"{key}/{name}": value
+                for core, name in zip(self.cores, self.policy.names, strict=True)
+                for key, value in core.log_scalars().items()}
 
     def put(self, sample: SampleBatch) -> None:
         """Put each agent's streams of ``sample`` into its own core."""

@@ -19,6 +19,7 @@ import torch
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
+from looprl.distributed.independent import IndependentCore
 from looprl.meta.hub import MetaHub
 
 __all__ = ["PipelineReport", "collect", "evaluate", "load_shared_state", "test_pipeline",
@@ -29,17 +30,16 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     """The trainer side of ``spec``, training ``policy`` (default: a new one): a ``Learner``
     (``looprl.agents.learner.make_learner`` over ``spec.buffer`` and ``spec.buffer_args``, with
     ``spec``'s meta components' update hooks), or for independent learners
-    (``spec.buffer == "independent"``) an ``IndependentCore`` of one ``Learner`` per agent."""
+    (``spec.buffer == "independent"``) an ``IndependentCore`` of one ``Learner`` per agent,
+    each with its own copy of the meta components."""
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
-    if spec.buffer != "independent":
-        learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
-        meta = spec.make_meta()
-        if meta:  # the hub hands itself to the learner, which runs the update hooks
-            MetaHub(list(meta), learner, None)
-        return learner
-    from looprl.distributed.independent import IndependentCore
-
-    return IndependentCore(trainer, spec.buffer_args["agents"], max_lag)
+    if spec.buffer == "independent":
+        return IndependentCore(trainer, spec.buffer_args["agents"], max_lag, spec.make_meta())
+    learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
+    meta = spec.make_meta()
+    if meta:  # the hub hands itself to the learner, which runs the update hooks
+        MetaHub(list(meta), learner, None)
+    return learner
 
 
 @dataclass
@@ -99,15 +99,16 @@ def test_pipeline(
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
                        policy.default_policy_state, seed=seed,
                        exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
-                       policy=policy, whole_episodes=spec.whole_episodes)
+                       policy=policy, whole_episodes=spec.whole_episodes,
+                       agent_names=spec.agent_names(policy))
     report = PipelineReport()
     while runner.frames < max_frames:
         collect(runner, policy)
         report.episodes += [episode.ret for episode in runner.pop_episodes()]
         for sample in runner.segments():
             core.put(sample)
-        if _train(core, report) and runner.hub is not None:  # what a publication carries
-            load_shared_state(runner.hub.stack, core.shared_state())
+        if _train(core, report) and runner.hooks is not None:  # what a publication carries
+            load_shared_state(runner.hooks.components, core.shared_state())
         if len(report.episodes) >= episodes and report.train_steps > 0:
             break
     report.frames = runner.frames

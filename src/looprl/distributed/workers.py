@@ -100,12 +100,12 @@ def cuda_device(role: str, gpus: float) -> str:
 
 class _PolicyCopy:
     """A policy that pulls parameters from the ``ParameterServer`` every ``interval`` seconds;
-    ``components`` (an actor's meta components) load the shared states published with them."""
+    ``components`` (an actor's meta components, set by the actor) load the shared states
+    published with them."""
 
-    def __init__(self, spec: AlgorithmSpec, server: Any, interval: float,
-                 components: list[Any] = ()):
+    def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
         self.policy = spec.make_policy()
-        self.components = list(components)
+        self.components: list[Any] = []  # the actor's meta components (its runner's)
         self.server = server
         self.interval = interval
         self.serial = 0  # the last publication loaded
@@ -181,20 +181,22 @@ class ActorWorker(Worker):
         self.sync = runtime.sync
         meta = [] if evaluation else spec.make_meta()  # evaluation plays the env's rewards
         self.local = None if policy_worker is not None else _PolicyCopy(
-            spec, named(server), runtime.pull_interval, meta)
-        default_state = (self.local.policy if self.local else spec.make_policy()
-                         ).default_policy_state
+            spec, named(server), runtime.pull_interval)
+        policy = self.local.policy if self.local else spec.make_policy()
         explorations = spec.explorations
         exploration = explorations[index % len(explorations)] if explorations else None
         own_seed = seed + 10_000 * index + (1_000_000 if _restarted() else 0)
         torch.manual_seed(own_seed)  # the policy copy's sampling
         self.runner = EnvRunner(
             spec.make_env, None, runtime.envs_per_actor, runtime.segment_length,
-            default_state, groups=1 if self.local else runtime.groups,
+            policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
+            agent_names=spec.agent_names(policy),
         )
+        if self.local is not None and self.runner.hooks is not None:
+            self.local.components = self.runner.hooks.components  # they load what is shared
         self._lock = threading.Lock()
         self._stats = _fresh_stats()
         self._put: Any = None

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from looprl.agents.independent import MaskedAgent, masked_observation
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import Experiment, play_episode
@@ -67,25 +68,36 @@ class MultiagentEnvExperiment(Experiment):
             self.hubs[name] = hub
 
     def _hooked_act(self, state: Any) -> Any:
-        """The acting agent's action, with its hub's calls (``MetaHub``): ``after_step`` of
-        its previous turn (ending its episode if ``state`` is its last), then, unless its
-        episode is over, ``pre_step``."""
+        """The acting agent's action, with its hub's calls (``MetaHub``, on the agent's view of
+        the states, ``_view``): ``after_step`` of its previous turn (ending its episode if
+        ``state`` is its last), then, unless its episode is over, ``pre_step``."""
         name = state["agent"]
         hub = self.hubs[name]
         frame = self.logger.frame
+        seen = self._view(name, state)
         if name in self._pending:
             previous, action = self._pending.pop(name)
-            state = hub.after_env_step(previous, action, state, frame, self._returns[name],
-                                       self._turns[name])
+            seen = hub.after_env_step(previous, action, seen, frame, self._returns[name],
+                                      self._turns[name])
+            state = state.update("reward", seen.reward)
         elif state.done:  # its episode ended before its first turn
             hub.end_episodes(torch.ones(1, dtype=torch.bool), [self._returns[name]], [0])
         if not state.done:
-            hub.pre_step(observation_row(state))
+            hub.pre_step(observation_row(seen))
         action = self.agent.act(state)
         if not state.done:
-            self._pending[name] = (state, action)
+            self._pending[name] = (seen, action)
             self._turns[name] += 1
         return action
+
+    def _view(self, name: str, state: Any) -> Any:
+        """``state`` as agent ``name``'s hooks see it: in its own view, what its networks and
+        its learner read (a masked agent's observation with its action mask appended; the
+        same view its hooks get on Ray, ``StreamHooks``)."""
+        if not isinstance(self.agent.agents[name], MaskedAgent):
+            return state
+        return state.update("observation",
+                            masked_observation(state.observation, state["action_mask"]))
 
     def _advance(self) -> None:
         """One training episode."""

@@ -18,6 +18,8 @@ through the same calls as the local loops, so the hook sequence is written once,
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,7 @@ from looprl.core import (
     Trainer,
     TrainerStepResult,
 )
+from looprl.core.namedarray import NamedArray
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 
@@ -216,6 +219,116 @@ class MetaHub:
                             episode=self.metrics.get("episode", 0) + len(returns))
         self.run("post_episode")
         self.run("pre_episode")
+
+
+class StreamHooks:
+    """The step and episode hooks of a collector's streams: one ``MetaHub`` over all of them,
+    or, for independent learners, one per agent (``agents``: the agent index of each hub),
+    each given its own agent's rows and returns, as each agent's hub is locally.
+
+    The hooks see the field ``obs`` of the observations (``metrics['state']``,
+    ``transition['state']`` / ``['next_state']``), an agent's hub in the agent's own view
+    (``view(agent, obs)``: what its networks read, e.g. a masked agent's observation with its
+    action mask appended), as its learner's batches hold them.
+
+    Args:
+        hubs: the hubs, in the agents' order.
+        agents: the agent each hub takes (``None``: one hub takes every stream).
+        names: the agents' names (their ``log/*`` keys end in ``/<name>``).
+        view: ``view(agent, obs)``, an agent's view of observation rows (``None``: as they
+            are).
+    """
+
+    def __init__(self, hubs: list[MetaHub], agents: list[int] | None = None,
+                 names: Sequence[str] = (), view: Any = None):
+        self.hubs = hubs
+        self.agents = agents
+        self.names = list(names)
+        self.view = view
+
+    @classmethod
+    def over(cls, components: Sequence[MetaComponent], policy: Any, env: Any,
+             names: Sequence[str] = ()) -> StreamHooks:
+        """A hub over ``components`` (of the acting ``policy``, ``None`` on a policy worker)
+        for every stream; with agent ``names``, one per agent over its own copies of them
+        (its policy: ``policy.policies[a]``, an ``IndependentPolicy``'s)."""
+        if not names:
+            return cls([MetaHub(list(components), Parts(policy), env)])
+        policies = getattr(policy, "policies", None) or [None] * len(names)
+        hubs = []
+        for name, agent_policy in zip(names, policies, strict=True):
+            hub = MetaHub(copy.deepcopy(list(components)), Parts(agent_policy), env)
+            hub.metrics["agent"] = name
+            hubs.append(hub)
+        return cls(hubs, list(range(len(names))), names, getattr(policy, "view", None))
+
+    @property
+    def components(self) -> list[MetaComponent]:
+        """Every hub's components, hub after hub (what ``shared_state`` lists)."""
+        return [component for hub in self.hubs for component in hub.stack]
+
+    def pre_episode(self) -> None:
+        """Every hub's pre-episode hooks."""
+        for hub in self.hubs:
+            hub.pre_episode()
+
+    def observations(self, obs: Any) -> Any:
+        """Observation rows as a transition holds them: the field ``obs`` as a tensor; with
+        a hub per agent, the rows as they are (each hub takes its own, in its view)."""
+        return torch.as_tensor(main_field(obs)) if self.agents is None else obs
+
+    def pre_step(self, obs: Any, agent: np.ndarray | None) -> None:
+        """``MetaHub.pre_step`` of the observation rows ``obs`` (``agent``: each row's)."""
+        if self.agents is None:
+            self.hubs[0].pre_step(torch.as_tensor(main_field(obs)))
+            return
+        for (hub, rows), a in zip(self._rows(agent), self.agents, strict=True):
+            if rows.any():
+                hub.pre_step(self._own(a, obs[rows]))
+
+    def after_step(self, transition: dict[str, Any], step: int, ended: np.ndarray,
+                   returns: np.ndarray, lengths: list[int], agent: np.ndarray | None
+                   ) -> torch.Tensor:
+        """``MetaHub.after_step`` of ``transition`` (its rows' agents: ``agent``); ``ended``:
+        a bool per env copy, ``returns``: each ended copy's return, per agent
+        (``[ended, agents]``). Returns the reward the hooks left, one per row."""
+        if self.agents is None:
+            return self.hubs[0].after_step(transition, step, torch.from_numpy(ended),
+                                           returns.sum(1).tolist(), lengths)
+        reward = transition["reward"].clone()
+        for (hub, rows), a in zip(self._rows(agent), self.agents, strict=True):
+            episode = (torch.from_numpy(ended.copy()), returns[:, a].tolist(), lengths)
+            if rows.any():
+                mine = torch.from_numpy(rows)
+                part = {key: value[mine] if isinstance(value, torch.Tensor) else value
+                        for key, value in transition.items()}
+                part["state"] = self._own(a, transition["state"][rows])
+                part["next_state"] = self._own(a, transition["next_state"][rows])
+                reward[mine] = hub.after_step(part, step, *episode)
+            elif ended.any():  # its episode ended without a turn of its own
+                hub.end_episodes(*episode)
+        return reward
+
+    def log_scalars(self) -> dict[str, float]:
+        """The ``log/*`` values the hooks wrote since the last call (``/<agent>`` after an
+        agent's own)."""
+        if self.agents is None:
+            return self.hubs[0].log_scalars()
+        return {f"{key}/{name}": value for hub, name in zip(self.hubs, self.names, strict=True)
+                for key, value in hub.log_scalars().items()}
+
+    def _rows(self, agent: np.ndarray | None) -> list[tuple[MetaHub, np.ndarray]]:
+        return [(hub, agent == a) for hub, a in zip(self.hubs, self.agents, strict=True)]
+
+    def _own(self, agent: int, obs: Any) -> torch.Tensor:
+        """Agent ``agent``'s observation rows ``obs``, in its view, as a tensor."""
+        return torch.as_tensor(main_field(obs if self.view is None else self.view(agent, obs)))
+
+
+def main_field(obs: Any) -> Any:
+    """The observation array the meta components see: the field ``obs`` of a
+    ``NamedArray`` (an SRL environment's observations), else ``obs`` itself."""
+    return obs["obs"] if isinstance(obs, NamedArray) else obs
 
 
 def _module(policy: Any) -> Any:
