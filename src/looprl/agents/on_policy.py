@@ -183,7 +183,7 @@ class OnPolicyTrainer(PolicyTrainer):
 
     def _batch(self, sample: SampleBatch) -> tuple[NamedArray, dict[str, Any]]:
         """Training units with targets: valid rows ``[N]`` (feed-forward) or streams ``[B, T]``."""
-        advantage, returns, old_value = self._targets(sample)
+        advantage, returns, old_value = targets(self, sample)
         mask = segment_mask(sample.done, sample.truncated)
         rows = NamedArray(
             obs=sample.obs[:-1], action=sample.action[:-1], log_prob=sample.log_prob[:-1],
@@ -210,23 +210,6 @@ class OnPolicyTrainer(PolicyTrainer):
         if common == n:
             return batch
         return batch[torch.randperm(n, generator=self.generator)[:common]]
-
-    def _targets(self, sample: SampleBatch) -> tuple[torch.Tensor, ...]:
-        """``(advantage, returns, old value)``, each ``[T, B]``."""
-        gamma, lam = self.discount_factor, self.gae_lambda
-        if not self.vtrace:
-            advantage, returns, _ = segment_gae(
-                sample.reward, sample.value, sample.done, sample.truncated, gamma, lam
-            )
-            return advantage, returns, sample.value[:-1].float()
-        with torch.no_grad():
-            analysis = self._policy.analyze(sample, target="ppo")
-        returns, advantage = vtrace(
-            sample.log_prob[:-1], analysis.log_prob[:-1], sample.reward, analysis.value,
-            sample.done, sample.truncated, gamma, lam, self.clip_rho, self.clip_c,
-        )  # fmt: skip
-        value = sample.value if sample.value is not None else analysis.value
-        return advantage, returns, value[:-1].float()
 
     # -- minibatches ----------------------------------------------------------------------
     def _units_per_minibatch(self, batch: NamedArray, size: int | None = None) -> int:
@@ -329,6 +312,25 @@ class OnPolicyTrainer(PolicyTrainer):
     def _set_lr(self, progress: float) -> None:
         for group in self._policy.approximation.optimizer.param_groups:
             group["lr"] = self.lr(progress)
+
+
+def targets(trainer: OnPolicyTrainer, sample: SampleBatch) -> tuple[torch.Tensor, ...]:
+    """``(advantage, returns, old value)`` of ``sample``, each ``[T, B]``: GAE from the
+    values the actors stored, or with the trainer's ``vtrace`` V-trace from its policy's."""
+    gamma, lam = trainer.discount_factor, trainer.gae_lambda
+    if not trainer.vtrace:
+        advantage, returns, _ = segment_gae(
+            sample.reward, sample.value, sample.done, sample.truncated, gamma, lam
+        )
+        return advantage, returns, sample.value[:-1].float()
+    with torch.no_grad():
+        analysis = trainer.policy.analyze(sample, target="ppo")
+    returns, advantage = vtrace(
+        sample.log_prob[:-1], analysis.log_prob[:-1], sample.reward, analysis.value,
+        sample.done, sample.truncated, gamma, lam, trainer.clip_rho, trainer.clip_c,
+    )  # fmt: skip
+    value = sample.value if sample.value is not None else analysis.value
+    return advantage, returns, value[:-1].float()
 
 
 def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

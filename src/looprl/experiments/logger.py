@@ -27,17 +27,14 @@ arguments) every scalar also goes to a W&B run.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +42,18 @@ import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from looprl.core.files import check_writable
 from looprl.core.imports import import_extra
 from looprl.core.logger import Logger
 from looprl.core.suggest import check_count
+from looprl.experiments.run_files import (
+    append_lines,
+    claim_run_dir,
+    keep_events,
+    keep_rows,
+    safe_component,
+    write_run_json,
+    write_tables,
+)
 
 __all__ = ["ExperimentLogger", "moving_runs"]
 
@@ -72,60 +77,6 @@ def moving_runs() -> Iterator[None]:
         _MOVING.reset(token)
 
 
-def _safe_component(name: str) -> str:
-    """Turn ``name`` into a single path component (``ALE/Pong-v5`` -> ``ALE_Pong-v5``)."""
-    cleaned = str(name).replace("/", "_").replace("\\", "_").strip()
-    return cleaned if cleaned not in ("", ".", "..") else "_"
-
-
-def _json_value(value: Any) -> Any:
-    """``value`` as JSON can hold it: a number for numpy scalars, else its ``repr``."""
-    try:
-        return value.item()  # numpy and torch scalars
-    except (AttributeError, ValueError, RuntimeError):
-        return repr(value)
-
-
-def _claim_run_dir(parent: Path, name: str) -> Path:
-    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty
-    (``ValueError`` if ``parent`` cannot be made or written)."""
-    check_writable(parent, _OPTIONS)
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"cannot write the run's logs in {parent}: "
-                         f"{error.strerror or error} ({error.filename or parent}); choose a "
-                         f"log directory you can write to ({_OPTIONS})") from None
-    index = 1
-    while True:
-        candidate = parent / (name if index == 1 else f"{name}_{index}")
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            if candidate.is_dir() and not any(candidate.iterdir()):
-                return candidate
-        index += 1
-
-
-def _append_lines(path: Path, lines: list[str]) -> None:
-    """Append the buffered ``lines`` to ``path`` and empty the buffer (in place)."""
-    if not lines:
-        return
-    with open(path, "a", encoding="utf-8") as file:
-        file.write("".join(lines))
-    lines.clear()
-
-
-def _keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
-    """Keep the header of the CSV file ``path`` (if it exists) and the rows ``keep(index,
-    line)`` accepts."""
-    if path.exists():
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        kept = [line for index, line in enumerate(lines[1:]) if keep(index, line)]
-        path.write_text("".join(lines[:1] + kept), encoding="utf-8")
-
-
 def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
     """A W&B run in the logger's run directory, with ``frame`` as its x-axis."""
     wandb = import_extra("wandb", "W&B logging needs wandb", "wandb")
@@ -135,39 +86,6 @@ def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | 
     run.define_metric("frame")
     run.define_metric("*", step_metric="frame")
     return run
-
-
-def _keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
-    """Drop the TensorBoard scalars past a checkpoint (after ``frame``, or from ``episode`` on
-    for ``episode_tags``), so that a resumed run writes each step once."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-    from tensorboard.summary.writer.record_writer import RecordWriter
-
-    def kept(event: Any) -> bool:
-        tags = [value.tag for value in event.summary.value]
-        if not tags:
-            return True  # file version, graphs, session logs
-        last = episode - 1 if tags[0] in episode_tags else frame
-        return event.step <= last
-
-    for path in sorted(log_dir.glob("events.out.tfevents.*")):
-        events = list(EventFileLoader(str(path)).Load())
-        if all(kept(event) for event in events):
-            continue
-        temporary = path.with_name(path.name + ".tmp")
-        with open(temporary, "wb") as file:
-            writer = RecordWriter(file)
-            for event in filter(kept, events):
-                writer.write(event.SerializeToString())
-        os.replace(temporary, path)
-
-
-def _cell(value: Any) -> str:
-    """A CSV cell: a float for numbers and 0-d tensors, else a quoted text."""
-    try:
-        return repr(float(value))
-    except (TypeError, ValueError):
-        return '"' + str(value).replace('"', "'") + '"'
 
 
 _SCALAR_BATCH, _SCALAR_SECONDS = 256, 5.0  # buffered TensorBoard scalars: at most, oldest
@@ -184,7 +102,7 @@ def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
                    scalars: list[tuple[str, float, int, float]]) -> None:
     """Finalizer of a logger that was never closed: write what is still buffered."""
     try:
-        _append_lines(path, lines)
+        append_lines(path, lines)
     except OSError as error:
         log.warning("could not write %d buffered rows to %s: %s", len(lines), path, error)
     if scalars:
@@ -241,12 +159,13 @@ class ExperimentLogger(Logger):
 
     def _open(self, run_name: str | None, run_info: dict[str, Any] | None) -> None:
         """Claim the run directory and start its files."""
-        parent = Path(self._logdir) / _safe_component(self.agent_name)
+        parent = Path(self._logdir) / safe_component(self.agent_name)
         if run_name is not None:
-            parent = parent / _safe_component(self.env_name)
-        run_dir = _claim_run_dir(parent, _safe_component(run_name or self.env_name))
+            parent = parent / safe_component(self.env_name)
+        run_dir = claim_run_dir(parent, safe_component(run_name or self.env_name))
         self.log_dir = str(run_dir)
-        self._write_run_json(run_dir, run_info or {})
+        write_run_json(run_dir, {"agent": self.agent_name, "env": self.env_name,
+                                 **(run_info or {})})
         self._returns100_path = run_dir / "returns100.csv"
         self._returns100_path.write_text(RETURNS100_HEADER + "\n")
         self._returns: deque[float] = deque(maxlen=_WINDOW)
@@ -302,21 +221,15 @@ class ExperimentLogger(Logger):
             self._writer, self._wandb = None, None
             return
         written = self._n_returns - len(self._pending_rows)
-        _keep_rows(self._returns_path, lambda index, _: index < written)
-        _keep_rows(self._returns100_path, lambda index, _: index < self._n_returns // _WINDOW)
+        keep_rows(self._returns_path, lambda index, _: index < written)
+        keep_rows(self._returns100_path, lambda index, _: index < self._n_returns // _WINDOW)
         for table in ("losses.csv", "hyperparameters.csv", "log.csv"):  # rows up to the frame
-            _keep_rows(Path(self.log_dir) / table,
+            keep_rows(Path(self.log_dir) / table,
                        lambda _, line: int(line.split(",")[0]) <= self.frame)
-        _keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
+        keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
         self._open_writer(self._pending_scalars)
         if self._wandb_options is not None:  # the same W&B run goes on
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
-
-    def _write_run_json(self, run_dir: Path, info: dict[str, Any]) -> None:
-        """Write ``run.json`` describing this run (``info`` added)."""
-        started = datetime.now().astimezone().isoformat(timespec="seconds")
-        meta = {"agent": self.agent_name, "env": self.env_name, "started": started, **info}
-        (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=_json_value) + "\n")
 
     # ------------------------------------------------------------------ helpers
     def _step(self, step: str) -> int:
@@ -374,26 +287,6 @@ class ExperimentLogger(Logger):
         self._scalar("log/" + name, value, "frame")
         self._log_rows.append((self.frame, name, value))
 
-    def _write_tables(self) -> None:
-        """Append the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv`` rows."""
-        run_dir = Path(self.log_dir)
-        for table, rows in (("losses.csv", self._loss_rows), ("log.csv", self._log_rows)):
-            if rows:
-                path = run_dir / table
-                lines = [] if path.exists() else ["frame,name,value\n"]
-                lines += [f"{frame},{name},{float(value)!r}\n" for frame, name, value in rows]
-                _append_lines(path, lines)
-                rows.clear()
-        if self._hp_rows:
-            path = run_dir / "hyperparameters.csv"
-            if self._hp_columns is None:
-                self._hp_columns = sorted(self._hp_rows[0][1])
-                path.write_text(",".join(["frame", *self._hp_columns]) + "\n")
-            lines = [",".join([str(frame), *(_cell(values.get(c)) for c in self._hp_columns)])
-                     + "\n" for frame, values in self._hp_rows]
-            _append_lines(path, lines)
-            self._hp_rows.clear()
-
     def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
         """Log a scheduled hyperparameter as ``schedule/<name>`` (verbose only)."""
         if self.verbose:
@@ -419,8 +312,9 @@ class ExperimentLogger(Logger):
 
     def flush(self) -> None:
         """Write the buffered CSV rows and flush the event file."""
-        _append_lines(self._returns_path, self._pending_rows)
-        self._write_tables()
+        append_lines(self._returns_path, self._pending_rows)
+        self._hp_columns = write_tables(Path(self.log_dir), self._loss_rows, self._log_rows,
+                                           self._hp_rows, self._hp_columns)
         self._hand_scalars()
         self._writer.flush()
 
@@ -455,15 +349,16 @@ class ExperimentLogger(Logger):
         self._n_returns += 1
         self._pending_rows.append(f"{self.frame},{self._n_returns},{ret!r}\n")
         if self._n_returns % _WINDOW == 0:
-            _append_lines(self._returns_path, self._pending_rows)
-            self._write_tables()
+            append_lines(self._returns_path, self._pending_rows)
+            self._hp_columns = write_tables(Path(self.log_dir), self._loss_rows, self._log_rows,
+                                           self._hp_rows, self._hp_columns)
             self._write_returns100()
 
     def _write_returns100(self) -> None:
         """Append one row for the current window to ``returns100.csv`` and TensorBoard."""
         values = np.fromiter(self._returns, dtype=np.float64)
         mean, std, vmax, vmin = _stats(values)
-        _append_lines(self._returns100_path, [f"{self.frame},{mean!r},{std!r},{vmax!r},{vmin!r}\n"])
+        append_lines(self._returns100_path, [f"{self.frame},{mean!r},{std!r},{vmax!r},{vmin!r}\n"])
         self.add_summary("returns100", values, step="frame")
 
     def add_test_returns(self, returns: list[float]) -> None:

@@ -1,48 +1,19 @@
-"""``EnvRunner``, the one collector: steps copies of an environment, asks the policy for actions
-and cuts the trajectories into ``SampleBatch`` segments. No Ray: the local parallel experiments
-(``ParallelEnvExperiment``), the Ray actor workers and ``test_pipeline`` all run it.
-
-It steps either copies of a registered (SRL) environment, one copy at a time (each step gives
-a list of per-agent ``StepResult`` s), or a ``VectorEnvironment`` (one agent per copy, all
-copies in one batched step, next-step autoreset: the step after a copy's episode ended resets
-it, and the action sent to it is ignored). A vector environment's states may first pass
-through the agent's bodies (``process``: frame stacks, clipped rewards, a lost life as a
-terminal state): the rows record what the bodies leave, the episode returns stay the
-environment's.
-
-Every (env copy, agent) pair is a *stream*; stream ``i * agent_count + a`` is agent ``a`` of
-copy ``i``. At each step, the runner asks for one action per stream that received a
-``StepResult`` (``request``), writes the policy's answer as one row per stream (``record``),
-then hands the actions to the envs (``advance``; ``step`` does both). The rows go into a
-``looprl.memory.SegmentBuffer`` (the row convention, ``segment_length`` segments, or with
-``whole_episodes`` (VPG) segments of whole episodes): one write per field and step, a stream
-that does not act in a step (an agent that waits) masked out of it. So every agent's
-observations have the same fields and shapes (pad them to one size). With several agents per
-env, requests and segments say whose rows they hold (``agent``).
-
-The envs are split into ``groups``: while the policy answers one group's request, the caller
-may step another group (``ActorWorker`` does, so that env stepping overlaps inference).
-
-With meta components (``meta``), the runner calls their step and episode hooks as the local
-loops do (``MetaHub.pre_step`` before a group's request, ``MetaHub.after_step`` after its
-envs stepped): ``transition`` holds one row per stream that stepped, and the reward the
-post-step hooks leave is the one its row records (returns stay the environment's).
-"""
+"""``EnvRunner``, the one collector (see the package docstring)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from looprl.collector.copies import Episode, SRLCopies, VectorCopies
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.namedarray import as_numpy, stack
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.srl import checked_results, make
+from looprl.environments.srl import make
 from looprl.memory.segments import SegmentBuffer
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
@@ -52,15 +23,6 @@ __all__ = ["Episode", "EnvRunner", "RolloutSizeError"]
 
 class RolloutSizeError(ValueError):
     """A policy's ``rollout`` answered with a different number of rows than it was asked."""
-
-
-@dataclass
-class Episode:
-    """One finished episode of one env copy: the return summed over its agents."""
-
-    ret: float
-    length: int
-    env: int
 
 
 def _numpy(value: Any) -> Any:
@@ -114,14 +76,14 @@ class EnvRunner:
         if isinstance(env_name, VectorEnvironment):
             n_envs, groups = env_name.n_envs, 1
             self.envs: Any = env_name
-            self._copies: Any = _VectorCopies(env_name, process)
+            self._copies: Any = VectorCopies(env_name, process)
         else:
             if n_envs < groups or groups < 1:
                 raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, "
                                  f"n_envs={n_envs}")
             build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
             self.envs = [build() for _ in range(n_envs)]
-            self._copies = _SRLCopies(self.envs)
+            self._copies = SRLCopies(self.envs)
         self.exploration = exploration
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
@@ -137,7 +99,7 @@ class EnvRunner:
         self._lengths = np.zeros(n_envs, dtype=np.int64)
         self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self._restart = False  # the next step resets every copy (``truncate``)
-        self._ended = False  # some copy of a vector environment is over (``_receive_all``)
+        self._ended = False  # some copy of a vector environment is over (``receive_all``)
         self._flags: dict[int, np.ndarray] = {}
         self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
         self.hooks = StreamHooks([hub]) if hub is not None else (
@@ -246,7 +208,7 @@ class EnvRunner:
         stepped = self._copies.step(self, group, asked, action)
         self.env_seconds += time.perf_counter() - start
         if self.hooks is not None and len(asked):
-            self._after_step(asked, obs, action, stepped)
+            _after_step(self, asked, obs, action, stepped)
 
     def truncate(self) -> None:
         """End every episode in progress, as if a time limit cut it at the latest
@@ -294,25 +256,6 @@ class EnvRunner:
             return obs.copy() if len(streams) == len(obs) else obs[streams]
         return self._obs[streams]
 
-    def _store_obs(self, streams: Any, obs: dict[str, Any]) -> None:
-        """Write the observations of ``streams`` (an index, or a slice for all of them);
-        ``ValueError`` in one line if their fields or shapes differ from the first ones'."""
-        batched = isinstance(streams, slice)
-        seen = {name: np.shape(value)[batched:] for name, value in obs.items()}
-        if self._obs is None:
-            self._obs = NamedArray(**{
-                name: np.zeros((len(self._copy), *seen[name]), np.asarray(value).dtype)
-                for name, value in obs.items()})
-        store = self._obs
-        shapes = {name: array.shape[1:] for name, array in store.items()}
-        if seen != shapes:
-            raise ValueError(f"{self._copies.name}'s observations changed shape or fields "
-                             f"({seen} after {shapes}): an environment's observations must keep "
-                             "one shape and one set of fields, the same for every agent (pad "
-                             "them to one size)")
-        for name, array in store.items():
-            array[streams] = obs[name]
-
     def _record(self, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
                 result: RolloutResult, version: int) -> None:
         """Write the rows of ``streams`` (one each) and carry their recurrent states."""
@@ -335,172 +278,31 @@ class EnvRunner:
             if ended.any():
                 self._policy_state[streams[ended]] = self._default_state
 
-    # -- what the envs return -------------------------------------------------------------
-    def _report(self, moved: np.ndarray) -> None:
-        """Report the episodes that the copies that ``moved`` (a bool per copy) just finished
-        (each starts its next one at its next step, from a return of 0)."""
-        if not self._over.any():
-            return
-        for i in np.flatnonzero(self._over & moved).tolist():
-            self.episodes.append(Episode(float(self._returns[i]), int(self._lengths[i]), i))
 
-    def _count(self, frames: int) -> None:
-        self.frames += frames
-        self.total_frames += frames
-
-    def _receive(self, i: int, results: list[Any]) -> None:
-        """Keep env copy ``i``'s new ``results`` for its streams; add their rewards to its
-        return; note whether its episode is over (all of its agents are done)."""
-        base, total, present, over = i * self.agent_count, 0.0, False, True
-        for a, result in enumerate(results):
-            s = base + a
-            self._present[s] = result is not None
-            if result is None:
-                continue
-            reward, done, truncated = _scalars(result)
-            self._reward[s], self._done[s], self._truncated[s] = reward, done, truncated
-            self._store_obs(s, result.obs)
-            self._stream_returns[s] += reward
-            total += reward
-            present, over = True, over and (done or truncated)
-        self._returns[i] += total
-        self._over[i] = present and over
-
-    def _receive_all(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
-                     truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
-        """Keep a vector environment's new rows (as the agent sees them: ``truncated`` only
-        where not ``terminated``) for all streams; add ``returned`` (the environment's
-        rewards) to the returns; ``over``: whose episode ended."""
-        self._reward[:] = reward
-        self._done[:], self._truncated[:] = terminated, truncated
-        if self._obs is None:
-            self._store_obs(slice(None), {"obs": obs})
-        else:  # the vector environment keeps the shape (or says it changed)
-            self._obs.obs[:] = obs
-        self._returns += returned
-        self._over[:] = over
-        self._ended = bool(over.any())
-
-    def _after_step(self, asked: np.ndarray, obs: Any, action: np.ndarray,
-                    moved: np.ndarray) -> None:
-        """Run the post-step (and, for episodes that just ended, the episode) hooks on the
-        streams that stepped; their rows record the rewards the hooks leave."""
-        keep = moved[self._copy[asked]] & self._present[asked]
-        keys = asked[keep]
-        if not len(keys):
-            return
-        transition = {
-            "state": self.hooks.observations(obs[keep]),
-            "action": torch.as_tensor(action[keep]),
-            "reward": torch.as_tensor(self._reward[keys]),
-            "next_state": self.hooks.observations(self._observe(keys)),
-            "terminated": torch.as_tensor(self._done[keys]),
-            "truncated": torch.as_tensor(self._truncated[keys]),
-            "env_step": self.total_frames,
-            "env_index": torch.as_tensor(self._copy[keys]),
-        }
-        ended = moved & self._over
-        returns = (self._returns[ended, None] if self.agent_count == 1
-                   else self._stream_returns.reshape(len(ended), -1)[ended])
-        reward = self.hooks.after_step(transition, self.total_frames, ended, returns,
-                                       self._lengths[ended].tolist(), self._agent[keys])
-        self._reward[keys] = reward.detach().cpu().numpy()
-
-
-class _SRLCopies:
-    """Copies of a registered (SRL) environment, stepped one at a time."""
-
-    plain = False  # observations are NamedArrays of the environment's fields
-
-    def __init__(self, envs: list[Any]):
-        self.envs = envs
-        self.agent_count = envs[0].agent_count
-        self.name = type(envs[0]).__name__
-
-    def reset(self, runner: EnvRunner, seed: int | None) -> None:
-        """Reset every copy (copy ``i`` seeded with ``seed + i`` the first time)."""
-        for i, env in enumerate(self.envs):
-            if seed is not None:
-                try:
-                    env.seed(seed + i)
-                except (AttributeError, NotImplementedError):
-                    pass  # an env without seed() runs unseeded
-            runner._receive(i, checked_results(env.reset(), env, "reset"))
-
-    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> list[int]:
-        """Step ``group``'s copies with ``action`` (one row for each of ``asked``);
-        reset those whose episode is over. Returns which copies stepped (a bool each)."""
-        agents = self.agent_count
-        actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
-        for row, s in enumerate(asked.tolist()):
-            actions[s // agents][s % agents] = action[row]
-        stepped = np.zeros(len(self.envs), dtype=bool)
-        for i, copy_actions in actions.items():
-            env = self.envs[i]
-            if runner._over[i]:
-                runner._returns[i], runner._lengths[i] = 0.0, 0
-                runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
-                runner._receive(i, checked_results(env.reset(), env, "reset"))
-                continue
-            runner._receive(i, checked_results(env.step(copy_actions), env, "step"))
-            runner._lengths[i] += 1
-            runner._count(1)
-            stepped[i] = True
-        runner._report(stepped)
-        return stepped
-
-
-class _VectorCopies:
-    """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
-    states passed through ``process`` (the agent's bodies) for the rows."""
-
-    agent_count = 1
-    plain = True  # observations are arrays (as the agent's ``act`` sees them)
-
-    def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None):
-        self.env = env
-        self.process = process
-        self.name = env.name
-        self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
-        self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
-        self.everyone.flags.writeable = False
-
-    def reset(self, runner: EnvRunner, seed: int | None) -> None:
-        state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
-        none = np.zeros(self.env.n_envs, dtype=bool)
-        runner._receive_all(*self._rows(state), np.zeros(self.env.n_envs), none)
-        runner._present[:] = True  # (every copy answers every step)
-
-    def step(self, runner: EnvRunner, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
-        """Step every copy (those whose episode was over reset). Returns which copies
-        stepped (a bool each)."""
-        if len(asked) != self.env.n_envs:
-            raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
-                               f"at once; {len(asked)} were asked for actions")
-        if self.arrays:
-            obs, reward, terminated, truncated = self.env.step_arrays(action)
-            rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
-        else:
-            state = self.env.step(action)
-            rows, reward, over = self._rows(state), as_numpy(state.reward), as_numpy(state.done)
-        runner._lengths += 1
-        stepped = self.everyone
-        if runner._ended:  # the previous step ended some: those copies reset (actions ignored)
-            stepped = ~runner._over
-            runner._returns *= stepped
-            runner._lengths *= stepped
-            reward = reward * stepped
-        runner._count(self.env.n_envs)
-        runner._receive_all(*rows, reward, over)
-        if runner._ended:  # (now: this step ended some episode)
-            runner._report(stepped)
-        return stepped
-
-    def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
-        """``(obs, reward, terminated, truncated)`` of ``state`` as the agent sees it."""
-        state = state if self.process is None else self.process(state)
-        done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
-        return as_numpy(state.observation), as_numpy(state.reward), done & terminal, done > terminal
+def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
+                moved: np.ndarray) -> None:
+    """Run the post-step (and, for episodes that just ended, the episode) hooks on the
+    streams that stepped; their rows record the rewards the hooks leave."""
+    keep = moved[runner._copy[asked]] & runner._present[asked]
+    keys = asked[keep]
+    if not len(keys):
+        return
+    transition = {
+        "state": runner.hooks.observations(obs[keep]),
+        "action": torch.as_tensor(action[keep]),
+        "reward": torch.as_tensor(runner._reward[keys]),
+        "next_state": runner.hooks.observations(runner._observe(keys)),
+        "terminated": torch.as_tensor(runner._done[keys]),
+        "truncated": torch.as_tensor(runner._truncated[keys]),
+        "env_step": runner.total_frames,
+        "env_index": torch.as_tensor(runner._copy[keys]),
+    }
+    ended = moved & runner._over
+    returns = (runner._returns[ended, None] if runner.agent_count == 1
+               else runner._stream_returns.reshape(len(ended), -1)[ended])
+    reward = runner.hooks.after_step(transition, runner.total_frames, ended, returns,
+                                   runner._lengths[ended].tolist(), runner._agent[keys])
+    runner._reward[keys] = reward.detach().cpu().numpy()
 
 
 def _float32(value: Any) -> Any:
@@ -509,11 +311,3 @@ def _float32(value: Any) -> Any:
     return None if value is None else np.asarray(_numpy(value), dtype=np.float32)
 
 
-def _scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays)."""
-    try:
-        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
-    except (TypeError, IndexError):
-        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
-                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
-                         "results with looprl.environments.step_result(...)") from None

@@ -1,0 +1,201 @@
+"""The environment copies an ``EnvRunner`` steps, and what it keeps of what they return:
+``SRLCopies`` (copies of a registered environment, stepped one at a time, each step a list of
+per-agent ``StepResult`` s) and ``VectorCopies`` (a ``VectorEnvironment``'s copies, stepped as
+one batch, next-step autoreset, through the agent's bodies)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from looprl.core import NamedArray, StateArray
+from looprl.core.namedarray import as_numpy
+from looprl.environments.base import VectorEnvironment
+from looprl.environments.srl import checked_results
+
+__all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "receive", "receive_all",
+           "report_episodes", "store_obs"]
+
+
+@dataclass
+class Episode:
+    """One finished episode of one env copy: the return summed over its agents."""
+
+    ret: float
+    length: int
+    env: int
+
+
+class SRLCopies:
+    """Copies of a registered (SRL) environment, stepped one at a time."""
+
+    plain = False  # observations are NamedArrays of the environment's fields
+
+    def __init__(self, envs: list[Any]):
+        self.envs = envs
+        self.agent_count = envs[0].agent_count
+        self.name = type(envs[0]).__name__
+
+    def reset(self, runner: Any, seed: int | None) -> None:
+        """Reset every copy (copy ``i`` seeded with ``seed + i`` the first time)."""
+        for i, env in enumerate(self.envs):
+            if seed is not None:
+                try:
+                    env.seed(seed + i)
+                except (AttributeError, NotImplementedError):
+                    pass  # an env without seed() runs unseeded
+            receive(runner, i, checked_results(env.reset(), env, "reset"))
+
+    def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> list[int]:
+        """Step ``group``'s copies with ``action`` (one row for each of ``asked``);
+        reset those whose episode is over. Returns which copies stepped (a bool each)."""
+        agents = self.agent_count
+        actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
+        for row, s in enumerate(asked.tolist()):
+            actions[s // agents][s % agents] = action[row]
+        stepped = np.zeros(len(self.envs), dtype=bool)
+        for i, copy_actions in actions.items():
+            env = self.envs[i]
+            if runner._over[i]:
+                runner._returns[i], runner._lengths[i] = 0.0, 0
+                runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
+                receive(runner, i, checked_results(env.reset(), env, "reset"))
+                continue
+            receive(runner, i, checked_results(env.step(copy_actions), env, "step"))
+            runner._lengths[i] += 1
+            count_frames(runner, 1)
+            stepped[i] = True
+        report_episodes(runner, stepped)
+        return stepped
+
+
+class VectorCopies:
+    """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
+    states passed through ``process`` (the agent's bodies) for the rows."""
+
+    agent_count = 1
+    plain = True  # observations are arrays (as the agent's ``act`` sees them)
+
+    def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None):
+        self.env = env
+        self.process = process
+        self.name = env.name
+        self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
+        self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
+        self.everyone.flags.writeable = False
+
+    def reset(self, runner: Any, seed: int | None) -> None:
+        state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
+        none = np.zeros(self.env.n_envs, dtype=bool)
+        receive_all(runner, *self._rows(state), np.zeros(self.env.n_envs), none)
+        runner._present[:] = True  # (every copy answers every step)
+
+    def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
+        """Step every copy (those whose episode was over reset). Returns which copies
+        stepped (a bool each)."""
+        if len(asked) != self.env.n_envs:
+            raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
+                               f"at once; {len(asked)} were asked for actions")
+        if self.arrays:
+            obs, reward, terminated, truncated = self.env.step_arrays(action)
+            rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
+        else:
+            state = self.env.step(action)
+            rows, reward, over = self._rows(state), as_numpy(state.reward), as_numpy(state.done)
+        runner._lengths += 1
+        stepped = self.everyone
+        if runner._ended:  # the previous step ended some: those copies reset (actions ignored)
+            stepped = ~runner._over
+            runner._returns *= stepped
+            runner._lengths *= stepped
+            reward = reward * stepped
+        count_frames(runner, self.env.n_envs)
+        receive_all(runner, *rows, reward, over)
+        if runner._ended:  # (now: this step ended some episode)
+            report_episodes(runner, stepped)
+        return stepped
+
+    def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
+        """``(obs, reward, terminated, truncated)`` of ``state`` as the agent sees it."""
+        state = state if self.process is None else self.process(state)
+        done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
+        return as_numpy(state.observation), as_numpy(state.reward), done & terminal, done > terminal
+
+
+def store_obs(runner: Any, streams: Any, obs: dict[str, Any]) -> None:
+    """Write the observations of ``streams`` (an index, or a slice for all of them);
+    ``ValueError`` in one line if their fields or shapes differ from the first ones'."""
+    batched = isinstance(streams, slice)
+    seen = {name: np.shape(value)[batched:] for name, value in obs.items()}
+    if runner._obs is None:
+        runner._obs = NamedArray(**{
+            name: np.zeros((len(runner._copy), *seen[name]), np.asarray(value).dtype)
+            for name, value in obs.items()})
+    store = runner._obs
+    shapes = {name: array.shape[1:] for name, array in store.items()}
+    if seen != shapes:
+        raise ValueError(f"{runner._copies.name}'s observations changed shape or fields "
+                         f"({seen} after {shapes}): an environment's observations must keep "
+                         "one shape and one set of fields, the same for every agent (pad "
+                         "them to one size)")
+    for name, array in store.items():
+        array[streams] = obs[name]
+
+
+def report_episodes(runner: Any, moved: np.ndarray) -> None:
+    """Report the episodes that the copies that ``moved`` (a bool per copy) just finished
+    (each starts its next one at its next step, from a return of 0)."""
+    if not runner._over.any():
+        return
+    for i in np.flatnonzero(runner._over & moved).tolist():
+        runner.episodes.append(Episode(float(runner._returns[i]), int(runner._lengths[i]), i))
+
+def count_frames(runner: Any, frames: int) -> None:
+    runner.frames += frames
+    runner.total_frames += frames
+
+def receive(runner: Any, i: int, results: list[Any]) -> None:
+    """Keep env copy ``i``'s new ``results`` for its streams; add their rewards to its
+    return; note whether its episode is over (all of its agents are done)."""
+    base, total, present, over = i * runner.agent_count, 0.0, False, True
+    for a, result in enumerate(results):
+        s = base + a
+        runner._present[s] = result is not None
+        if result is None:
+            continue
+        reward, done, truncated = _scalars(result)
+        runner._reward[s], runner._done[s], runner._truncated[s] = reward, done, truncated
+        store_obs(runner, s, result.obs)
+        runner._stream_returns[s] += reward
+        total += reward
+        present, over = True, over and (done or truncated)
+    runner._returns[i] += total
+    runner._over[i] = present and over
+
+def receive_all(runner: Any, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
+    """Keep a vector environment's new rows (as the agent sees them: ``truncated`` only
+    where not ``terminated``) for all streams; add ``returned`` (the environment's
+    rewards) to the returns; ``over``: whose episode ended."""
+    runner._reward[:] = reward
+    runner._done[:], runner._truncated[:] = terminated, truncated
+    if runner._obs is None:
+        store_obs(runner, slice(None), {"obs": obs})
+    else:  # the vector environment keeps the shape (or says it changed)
+        runner._obs.obs[:] = obs
+    runner._returns += returned
+    runner._over[:] = over
+    runner._ended = bool(over.any())
+
+
+def _scalars(result: Any) -> tuple[float, bool, bool]:
+    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays)."""
+    try:
+        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
+    except (TypeError, IndexError):
+        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
+                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
+                         "results with looprl.environments.step_result(...)") from None

@@ -1,0 +1,140 @@
+"""The files of a run directory that ``ExperimentLogger`` writes: claiming the directory,
+``run.json``, appending CSV rows, and cutting rows and TensorBoard events back to a
+checkpoint's step when a run resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from looprl.core.files import check_writable
+
+__all__ = ["append_lines", "claim_run_dir", "keep_events", "keep_rows", "safe_component",
+           "write_run_json", "write_tables"]
+
+#: what chooses the log directory, for messages
+_OPTIONS = "logdir=..., --logdir"
+
+
+def safe_component(name: str) -> str:
+    """Turn ``name`` into a single path component (``ALE/Pong-v5`` -> ``ALE_Pong-v5``)."""
+    cleaned = str(name).replace("/", "_").replace("\\", "_").strip()
+    return cleaned if cleaned not in ("", ".", "..") else "_"
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as JSON can hold it: a number for numpy scalars, else its ``repr``."""
+    try:
+        return value.item()  # numpy and torch scalars
+    except (AttributeError, ValueError, RuntimeError):
+        return repr(value)
+
+
+def claim_run_dir(parent: Path, name: str) -> Path:
+    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty
+    (``ValueError`` if ``parent`` cannot be made or written)."""
+    check_writable(parent, _OPTIONS)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot write the run's logs in {parent}: "
+                         f"{error.strerror or error} ({error.filename or parent}); choose a "
+                         f"log directory you can write to ({_OPTIONS})") from None
+    index = 1
+    while True:
+        candidate = parent / (name if index == 1 else f"{name}_{index}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            if candidate.is_dir() and not any(candidate.iterdir()):
+                return candidate
+        index += 1
+
+
+def append_lines(path: Path, lines: list[str]) -> None:
+    """Append the buffered ``lines`` to ``path`` and empty the buffer (in place)."""
+    if not lines:
+        return
+    with open(path, "a", encoding="utf-8") as file:
+        file.write("".join(lines))
+    lines.clear()
+
+
+def keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
+    """Keep the header of the CSV file ``path`` (if it exists) and the rows ``keep(index,
+    line)`` accepts."""
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for index, line in enumerate(lines[1:]) if keep(index, line)]
+        path.write_text("".join(lines[:1] + kept), encoding="utf-8")
+
+
+def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
+    """Drop the TensorBoard scalars past a checkpoint (after ``frame``, or from ``episode`` on
+    for ``episode_tags``), so that a resumed run writes each step once."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    def kept(event: Any) -> bool:
+        tags = [value.tag for value in event.summary.value]
+        if not tags:
+            return True  # file version, graphs, session logs
+        last = episode - 1 if tags[0] in episode_tags else frame
+        return event.step <= last
+
+    for path in sorted(log_dir.glob("events.out.tfevents.*")):
+        events = list(EventFileLoader(str(path)).Load())
+        if all(kept(event) for event in events):
+            continue
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "wb") as file:
+            writer = RecordWriter(file)
+            for event in filter(kept, events):
+                writer.write(event.SerializeToString())
+        os.replace(temporary, path)
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell: a float for numbers and 0-d tensors, else a quoted text."""
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        return '"' + str(value).replace('"', "'") + '"'
+
+
+def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
+                 log_rows: list[tuple[int, str, float]],
+                 hp_rows: list[tuple[int, dict[str, Any]]], hp_columns: list[str] | None
+                 ) -> list[str] | None:
+    """Append the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv`` rows (the
+    buffers are emptied); returns the hyperparameter columns (fixed by the first rows)."""
+    for table, rows in (("losses.csv", loss_rows), ("log.csv", log_rows)):
+        if rows:
+            path = run_dir / table
+            lines = [] if path.exists() else ["frame,name,value\n"]
+            lines += [f"{frame},{name},{float(value)!r}\n" for frame, name, value in rows]
+            append_lines(path, lines)
+            rows.clear()
+    if hp_rows:
+        path = run_dir / "hyperparameters.csv"
+        if hp_columns is None:
+            hp_columns = sorted(hp_rows[0][1])
+            path.write_text(",".join(["frame", *hp_columns]) + "\n")
+        lines = [",".join([str(frame), *(_cell(values.get(c)) for c in hp_columns)]) + "\n"
+                 for frame, values in hp_rows]
+        append_lines(path, lines)
+        hp_rows.clear()
+    return hp_columns
+
+
+def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:
+    """Write ``run.json`` describing a run: its start time and ``info`` (non-JSON values as
+    their ``repr``)."""
+    started = datetime.now().astimezone().isoformat(timespec="seconds")
+    meta = {**info, "started": started}
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=_json_value) + "\n")
