@@ -109,18 +109,12 @@ class OnPolicyTrainer(PolicyTrainer):
                 f"epochs and minibatch_size must be >= 1, got {epochs}, {minibatch_size}"
             )
         self._policy = policy
-        self.epochs = epochs
-        self.minibatch_size = minibatch_size
-        self.value_coef = value_coef
-        self.entropy_coef = entropy_coef
-        self.discount_factor = discount_factor
-        self.gae_lambda = gae_lambda
-        self.normalize_advantages = normalize_advantages
-        self.vtrace = vtrace
-        self.clip_rho = clip_rho
-        self.clip_c = clip_c
-        self.total_updates = total_updates
-        self.lr = lr
+        self.epochs, self.minibatch_size = epochs, minibatch_size
+        self.value_coef, self.entropy_coef = value_coef, entropy_coef
+        self.discount_factor, self.gae_lambda = discount_factor, gae_lambda
+        self.normalize_advantages, self.vtrace = normalize_advantages, vtrace
+        self.clip_rho, self.clip_c = clip_rho, clip_c
+        self.total_updates, self.lr = total_updates, lr
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.recurrent = policy.default_policy_state is not None
         self.updates = 0
