@@ -7,8 +7,8 @@
   first ``random_steps`` rows (the local agent's warm-up, counted per actor on Ray).
 * ``DDPGTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one critic and one actor
   update on one-step windows ``[2, B]`` (TD3 extends it).
-* ``OffPolicyAgent`` -- the local single-environment agent of DDPG, TD3 and SAC: uniform
-  random actions until ``replay_start_size`` steps, replay, and a training schedule.
+* ``OffPolicyAgent`` -- the local single-environment agent of DDPG, TD3 and SAC: replay and
+  a training schedule (the policy's warm-up gives uniform random actions first).
 
 Evaluation is ``Actor(policy, evaluation=True)``: ``rollout`` answers evaluation rows with
 the actor's deterministic action (``mode``).
@@ -115,8 +115,16 @@ class ContinuousPolicy(Policy):
         return self.actor.explore(observation)
 
     def act(self, state: State) -> torch.Tensor:
-        """An exploratory action for one ``State``."""
-        return self.explore(state.observation.to(self.device).unsqueeze(0))[0]
+        """An exploratory action for one ``State`` (uniformly random during the first
+        ``random_steps`` rows, as ``rollout``'s)."""
+        return self._actions(state.observation.to(self.device).unsqueeze(0))[0]
+
+    def _actions(self, obs: torch.Tensor) -> torch.Tensor:
+        """Training actions for the rows ``obs``: uniformly random during the first
+        ``random_steps`` rows (every runtime's warm-up), else exploratory."""
+        warm = self.rows < self.random_steps
+        self.rows += len(obs)
+        return self.actor.uniform(len(obs)) if warm else self.explore(obs)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions for ``request.obs``: deterministic rows where ``is_evaluation``, uniformly
@@ -125,9 +133,7 @@ class ContinuousPolicy(Policy):
         deterministic = deterministic_rows(request)
         if deterministic is True:
             return RolloutResult(action=self.actor.mode(obs))
-        warm = self.rows < self.random_steps  # the first random_steps rows: uniform actions
-        action = self.actor.uniform(len(obs)) if warm else self.explore(obs)
-        self.rows += len(obs)
+        action = self._actions(obs)
         if isinstance(deterministic, torch.Tensor):
             rows = deterministic.to(self.device).unsqueeze(-1)
             action = torch.where(rows, self.actor.mode(obs), action)
@@ -231,15 +237,9 @@ class DDPGTrainer(PolicyTrainer):
 
 
 class OffPolicyAgent(ReplayAgent):
-    """Local replay-based agent of DDPG, TD3 and SAC (single environment): uniformly random
-    actions for the first ``replay_start_size`` steps, then the policy's exploration. Takes
-    ``ReplayAgent``'s arguments."""
-
-    def _choose(self, state: State) -> torch.Tensor:
-        learner = self.learner
-        if learner.observed < learner.schedule.min_size:
-            return self.policy.actor.uniform(1)[0]
-        return self.policy.act(state)
+    """Local replay-based agent of DDPG, TD3 and SAC (single environment): the policy's
+    actions, uniformly random for its first ``random_steps`` (the presets'
+    ``replay_start_size``) as on Ray, then exploratory. Takes ``ReplayAgent``'s arguments."""
 
 
 class DDPG(OffPolicyAgent):

@@ -57,12 +57,8 @@ class ReplayAgent(Agent):
         self.learner.store(self._state, self._action, state)
         self.learner.train()
         self._state = state
-        self._action = self._choose(state)
+        self._action = self.policy.act(state)
         return self._action
-
-    def _choose(self, state: State) -> Any:
-        """The action for ``state``: the policy's."""
-        return self.policy.act(state)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The learner's keys: the policy's, the trainer's and the schedule's
