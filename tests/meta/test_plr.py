@@ -105,6 +105,7 @@ def test_policies_give_logits_and_values_and_others_say_they_cannot():
     """PLR and SPaCE read ``Policy.logits_and_values``: a Q policy gives ``Q`` as logits and
     ``max_a Q`` as values, an actor-critic policy its logits and critic; a continuous
     deterministic policy has none (one line)."""
+    from looprl.meta.plr import logits_and_values
     from looprl.presets.classic_control import dqn
     from looprl.presets.continuous import ddpg
 
@@ -123,7 +124,7 @@ def test_policies_give_logits_and_values_and_others_say_they_cannot():
     torch.testing.assert_close(values, value.detach())
     continuous = ddpg.env(GymEnvironment("Pendulum-v1")).device("cpu").build().policy()
     with pytest.raises(ValueError, match="gives no action logits and values: PLR and SPaCE"):
-        continuous.logits_and_values(torch.zeros(1, 3))
+        logits_and_values(continuous, torch.zeros(1, 3))
 
 
 def test_bad_inputs():

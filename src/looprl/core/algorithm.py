@@ -88,13 +88,6 @@ class Policy(_PartOfAlgorithm, metaclass=_ByName):
         """The ``nn.Module`` holding all parameters of this policy."""
         raise NotImplementedError(f"{type(self).__name__} does not expose a module")
 
-    def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Action logits ``[n, actions]`` and state values ``[n]`` of the observation rows
-        ``obs``, without gradients, on the CPU (what PLR and SPaCE score with)."""
-        raise ValueError(
-            f"{type(self).__name__} gives no action logits and values: PLR and SPaCE score "
-            "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
-
 
 class Trainer(_PartOfAlgorithm, metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches of experience.

@@ -15,6 +15,8 @@ class Preset(ABC):
 
     ``env_name`` names the environment it was built for, ``env_remote`` what Ray actors make
     for it, ``meta`` the meta components attached to its experiments (``PresetBuilder.meta``).
+    The presets of the families also say how their learner learns (``learning``, which
+    ``looprl.distributed.AlgorithmSpec.of_preset`` reads).
     """
 
     env_name: str | None = None
@@ -33,21 +35,6 @@ class Preset(ABC):
     @abstractmethod
     def test_agent(self) -> Agent:
         """Build an evaluation agent from a copy of the current parameters."""
-
-    def remote_env(self) -> tuple[str | None, dict[str, Any]]:
-        """The registered environment (name, arguments) Ray actors step for this preset."""
-        return self.env_remote or (self.env_name, {})
-
-    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1) -> dict[str, Any]:
-        """How Ray's trainer worker learns for this preset (``AlgorithmSpec.of_preset``): the
-        ``AlgorithmSpec`` fields ``buffer``, ``buffer_args``, where they apply
-        ``explorations`` and ``whole_episodes``, and ``segment_length``. ``train_steps`` is
-        the frames each of ``trainers`` trainers learns from."""
-        raise ValueError(f"runtime=ray runs every preset of the families (classic control, "
-                         f"Atari, continuous, multi-agent); {self.name!r} "
-                         f"({type(self).__name__}) is none of them: run it locally "
-                         "(runtime=local), give it a learning() method, or build an "
-                         "AlgorithmSpec in Python")
 
     def save(self, filename: str) -> None:
         """Save the preset (configuration and current weights) with ``torch.save``."""
@@ -68,8 +55,3 @@ class ParallelPreset(Preset):
     @abstractmethod
     def parallel_test_agent(self) -> ParallelAgent:
         """Build an evaluation agent acting on ``StateArray`` batches."""
-
-    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1) -> dict[str, Any]:
-        """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows."""
-        return {"buffer": "on_policy", "buffer_args": {"batch_streams": self.n_envs},
-                "segment_length": self.n_steps}

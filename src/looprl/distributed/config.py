@@ -60,17 +60,26 @@ class AlgorithmSpec:
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
                   ) -> tuple[AlgorithmSpec, dict[str, Any]]:
         """The spec of a built preset, and the runtime options it implies
-        (``segment_length``): the actors make its environment (``preset.remote_env()``) and
-        policy, the trainer worker its trainer (schedules spanning ``frames`` shared by
-        ``trainers``) and the buffer its ``learning`` names.
+        (``segment_length``): the actors make its environment (``preset.env_remote``, or its
+        ``remote_env()``) and policy, the trainer worker its trainer (schedules spanning
+        ``frames`` shared by ``trainers``) and the learner its ``learning()`` describes (each
+        family's presets have one).
 
         Raises:
             ValueError: the preset says nothing of how it learns from segments (one line).
         """
+        if not callable(getattr(preset, "learning", None)):
+            raise ValueError(f"runtime=ray runs every preset of the families (classic control, "
+                             f"Atari, continuous, multi-agent); {preset.name!r} "
+                             f"({type(preset).__name__}) is none of them: run it locally "
+                             "(runtime=local), give it a learning() method, or build an "
+                             "AlgorithmSpec in Python")
         train_steps = frames / trainers
         learning = dict(preset.learning(train_steps, actors, trainers))
         implied = {key: learning.pop(key) for key in ("segment_length",) if key in learning}
-        env, env_args = preset.remote_env()
+        remote = getattr(preset, "remote_env", None)  # (the Atari family's; else the env's)
+        env, env_args = remote() if remote is not None else (
+            preset.env_remote or (preset.env_name, {}))
         spec = cls(env=env, env_args=env_args, policy=preset.policy,
                    policy_args={"copy_model": True},
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),

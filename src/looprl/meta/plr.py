@@ -111,6 +111,19 @@ class _Step(NamedTuple):
     value: torch.Tensor | None
 
 
+
+def logits_and_values(policy: Any, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """The action logits ``[n, actions]`` and state values ``[n]`` of the observation rows
+    ``obs`` that PLR and SPaCE score with: ``policy.logits_and_values(obs)`` (actor-critic
+    policies give their logits and critic, Q policies ``Q`` and ``max_a Q``); ``ValueError`` in
+    one line for a policy without it."""
+    method = getattr(policy, "logits_and_values", None)
+    if method is None:
+        raise ValueError(
+            f"{type(policy).__name__} gives no action logits and values: PLR and SPaCE score "
+            "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
+    return method(obs)
+
 class PLR(MetaComponent):
     """Prioritized Level Replay (see the module's docstring).
 
@@ -226,7 +239,7 @@ class PLR(MetaComponent):
         terminated = torch.as_tensor(transition["terminated"]).cpu()
         logits = values = None
         if self.strategy != "random":
-            logits, values = self._policy(metrics).logits_and_values(transition["state"])
+            logits, values = logits_and_values(self._policy(metrics), transition["state"])
         next_state = torch.as_tensor(transition["next_state"])
         for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
             if self._skip.pop(i, False):
@@ -281,6 +294,6 @@ class PLR(MetaComponent):
             values = torch.stack([step.value for step in steps])
             if self.strategy in VALUE_STRATEGIES and not steps[-1].terminated:
                 last_obs = self._last_obs[i][None]  # truncated: bootstrap
-                last_value = float(self._policy(metrics).logits_and_values(last_obs)[1][0])
+                last_value = float(logits_and_values(self._policy(metrics), last_obs)[1][0])
         return episode_score(self.strategy, rewards, logits, values, last_value, self.gamma,
                              self.lam, self.rng)

@@ -29,6 +29,7 @@ import torch
 from looprl.core.suggest import check_choice, check_count
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
+from looprl.meta.plr import logits_and_values
 
 MEASURES = ("value", "return")
 
@@ -90,7 +91,7 @@ class SPaCE(MetaComponent):
             return None
         starts = self.start_states(metrics["env"])
         obs = torch.stack([starts[i] for i in instances])
-        return policy.logits_and_values(obs)[1].numpy().astype(float)
+        return logits_and_values(policy, obs)[1].numpy().astype(float)
 
     def _by_value(self, metrics: dict[str, Any], instances: list[int]) -> list[int]:
         values = self.values(metrics, instances)

@@ -90,6 +90,12 @@ class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
                               n_envs=self.n_envs, n_steps=self.n_steps, logger=logger)
         return self._wrap(agent)
 
+    def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
+                 ) -> dict[str, Any]:
+        """On-policy: each trainer step takes ``n_envs`` fresh segments of ``n_steps`` rows."""
+        return {"buffer": "on_policy", "buffer_args": {"batch_streams": self.n_envs},
+                "segment_length": self.n_steps}
+
     def parallel_test_agent(self) -> Any:
         return self.test_agent()
 
