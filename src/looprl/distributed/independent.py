@@ -33,8 +33,9 @@ class IndependentCore(StepLoop):
         self.cores = [make_learner(agent_trainer, kind, args, max_lag)
                       for agent_trainer, (kind, args) in zip(trainer.trainers, buffers)]
         for core, name in zip(self.cores, self.policy.names, strict=True):
-            if meta:  # each agent's own copies, as locally (the hub hands itself to the core)
-                MetaHub(copy.deepcopy(list(meta)), core, None).metrics["agent"] = name
+            if meta:  # each agent's own copies, as locally: its learner runs their update hooks
+                core.hooks = MetaHub(copy.deepcopy(list(meta)), core, None)
+                core.hooks.metrics["agent"] = name
         self._next = 0  # the agent whose batch is looked for first (round robin)
 
     @property

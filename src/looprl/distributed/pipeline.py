@@ -37,8 +37,8 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
         return IndependentCore(trainer, spec.buffer_args["agents"], max_lag, spec.make_meta())
     learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
     meta = spec.make_meta()
-    if meta:  # the hub hands itself to the learner, which runs the update hooks
-        MetaHub(list(meta), learner, None)
+    if meta:  # the learner runs their update hooks around its trainer's steps
+        learner.hooks = MetaHub(list(meta), learner, None)
     return learner
 
 

@@ -27,7 +27,7 @@ from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub, observation_row
+from looprl.meta.hub import MetaHub, agent_hub, observation_row
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ class Experiment(ABC):
 
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""
-        self.hub = MetaHub(components, self.agent, self.training_env)
+        self.hub = agent_hub(components, self.agent, self.training_env)
 
     @property
     def training_env(self) -> Any:

@@ -24,7 +24,7 @@ from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import Experiment, play_episode
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub, observation_row
+from looprl.meta.hub import MetaHub, agent_hub, observation_row
 
 
 def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
@@ -62,7 +62,7 @@ class MultiagentEnvExperiment(Experiment):
                              "components need independent agents (presets.multiagent)")
         self.hubs: dict[str, MetaHub] = {}
         for name, agent in agents.items():
-            hub = MetaHub(copy.deepcopy(components), agent, self.env)
+            hub = agent_hub(copy.deepcopy(components), agent, self.env)
             hub.metrics["agent"] = name
             hub.pre_episode()
             self.hubs[name] = hub

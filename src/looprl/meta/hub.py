@@ -4,7 +4,8 @@ The experiment loop owns a hub when meta components are attached (none otherwise
 
 * writes what the loop knows into the metrics dictionary (``looprl.meta.metrics``) and calls
   the step and episode hooks;
-* is the ``Learner``'s ``hooks``: the learner calls ``update``, which runs the update hooks
+* is the ``Learner``'s ``hooks`` (``agent_hub`` makes it so for a local agent; the trainer
+  worker gives its learner one): the learner calls ``update``, which runs the update hooks
   around ``Trainer.step``;
 * publishes the agent's ``hp/*`` keys before every hook call and applies the ones a hook
   changed;
@@ -75,9 +76,6 @@ class MetaHub:
         self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
-        learner = getattr(inner, "learner", None)
-        if learner is not None:  # it runs the update hooks around its trainer's steps
-            learner.hooks = self
         exploration = policy.exploration if policy is not None else None
         if exploration is not None:  # it writes metrics['explored'] when it acts
             exploration.metrics = self.metrics
@@ -329,6 +327,16 @@ def main_field(obs: Any) -> Any:
     """The observation array the meta components see: the field ``obs`` of a
     ``NamedArray`` (an SRL environment's observations), else ``obs`` itself."""
     return obs["obs"] if isinstance(obs, NamedArray) else obs
+
+
+def agent_hub(components: list[MetaComponent], agent: Any, env: Any) -> MetaHub:
+    """The ``MetaHub`` of a local ``agent``'s run, made its learner's ``hooks`` (the learner
+    runs the update hooks around its trainer's steps; an agent without a ``learner``: none)."""
+    hub = MetaHub(components, agent, env)
+    learner = getattr(agent.unwrapped, "learner", None)
+    if learner is not None:
+        learner.hooks = hub
+    return hub
 
 
 def _module(policy: Any) -> Any:
