@@ -28,7 +28,7 @@ from looprl.core import (
     SampleBatch,
     Trainer,
     TrainerStepResult,
-    merge_hyperparameters,
+    parts_hyperparameters,
 )
 from looprl.core.state import StateArray
 from looprl.core.suggest import check_count
@@ -74,9 +74,10 @@ class ReplaySchedule:
         frequency = self.update_frequency
         return self.gradient_steps * (after // frequency - start // frequency)
 
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """``hp/batch_size``, ``hp/update_frequency`` and ``hp/gradient_steps``."""
-        return {f"hp/{name}": Hyperparameter.attribute(self, name, int)
+    def knobs(self) -> dict[str, Hyperparameter]:
+        """``batch_size``, ``update_frequency`` and ``gradient_steps``, as hyperparameters
+        (``hp/<name>`` of the learner)."""
+        return {name: Hyperparameter.attribute(self, name, int)
                 for name in ("batch_size", "update_frequency", "gradient_steps")}
 
 
@@ -151,9 +152,8 @@ class Learner(StepLoop, AgentBase):
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The policy's and the trainer's ``hp/*`` keys, and the schedule's (replay)."""
-        own = self.schedule.hyperparameters() if self.schedule is not None else {}
-        return merge_hyperparameters(self.policy.hyperparameters(),
-                                     self.trainer.hyperparameters(), own)
+        own = self.schedule.knobs() if self.schedule is not None else {}
+        return parts_hyperparameters(self.policy, self.trainer, **own)
 
     # -- what the actors hand over ----------------------------------------------------------
     def store(self, state: Any, action: Any, next_state: Any) -> None:

@@ -4,7 +4,7 @@
 * ``Trainer``: ``step(batch) -> TrainerStepResult`` updates a policy from a ``SampleBatch``.
 * ``Policy(type_=name, ...)`` / ``Trainer(type_=name, ...)`` build what ``register_policy`` /
   ``register_trainer`` registered under ``name``.
-* ``parts_hyperparameters``: a local agent's ``hp/*`` keys (``looprl.meta.hyperparameters``).
+* ``parts_hyperparameters``: a learner's ``hp/*`` keys (``looprl.meta.hyperparameters``).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
 
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
-    """A local agent's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each
+    """A learner's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each
     of its ``own``."""
     mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
     return merge_hyperparameters(policy.hyperparameters(), trainer.hyperparameters(), mine)

@@ -45,7 +45,6 @@ class Parts(AgentBase):
     ``unwrapped``, as an agent's; the trainer's side gives its ``Learner``)."""
 
     policy: Any
-    trainer: Any = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The policy's ``hp/*`` keys (``{}`` without one: a policy worker answers)."""
@@ -67,7 +66,8 @@ class MetaHub:
     def __init__(self, components: list[MetaComponent], agent: Any, env: Any):
         self.stack = MetaStack(components)
         inner = self._inner = agent.unwrapped
-        trainer, policy = inner.trainer, inner.policy  # policy None: answered by a policy worker
+        policy = inner.policy  # None: answered by a policy worker
+        trainer = getattr(inner, "trainer", None)  # (an actor's Parts have none)
         self.metrics: dict[str, Any] = {"env": env, "model": _module(policy), "step": 0,
                                         "episode": 0, "update": 0, "policy": policy,
                                         "buffer": inner.buffer}
