@@ -1,4 +1,6 @@
-"""Agents: one module per algorithm, each a policy + a trainer + a local agent."""
+"""Agents: one module per algorithm, each a policy + a trainer + a local agent; the agent
+interfaces ``Agent``, ``ParallelAgent`` and ``Multiagent`` (from ``looprl.core``) as in
+seed 003's ``from all.agents import Agent``."""
 
 from looprl.agents.a2c import A2CTrainer
 from looprl.agents.actor import Actor
@@ -37,9 +39,10 @@ from looprl.agents.sac import SAC, SACPolicy, SACTrainer, Temperature
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Trainer
 from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
-from looprl.core import register_policy, register_trainer
+from looprl.core import Agent, Multiagent, ParallelAgent, register_policy, register_trainer
 
-__all__ = ["A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
+__all__ = ["Agent", "Multiagent", "ParallelAgent",
+           "A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
            "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy", "DDPGTrainer",
            "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",
            "IndependentPolicy", "IndependentTrainer", "Learner", "MaskedAgent", "OffPolicyAgent",

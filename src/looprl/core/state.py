@@ -15,7 +15,7 @@ along with the defaults, so code acts on the abstraction, not on the shape of th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -69,10 +69,12 @@ class State(dict):
     # -- construction -------------------------------------------------------------------
     @classmethod
     def array(cls, list_of_states: Sequence[State]) -> StateArray:
-        """Stack states (same keys) into a ``StateArray`` of shape ``(len(list_of_states),)``."""
+        """Stack states or state arrays (same keys, same shape ``M``) into a ``StateArray``
+        of shape ``(len(list_of_states), *M)``."""
         if not list_of_states:
             raise ValueError("State.array needs at least one state")
         device = list_of_states[0].device
+        shape = (len(list_of_states), *list_of_states[0].shape)
         x = {}
         for key in list_of_states[0]:
             values = [state[key] for state in list_of_states]
@@ -82,7 +84,7 @@ class State(dict):
                 x[key] = _to_tensor(np.array(values), device)
             else:
                 x[key] = values
-        return StateArray(x, (len(list_of_states),), device=device)
+        return StateArray(x, shape, device=device)
 
     @classmethod
     def from_gym(cls, gym_output: tuple, device: str | torch.device = "cpu",
@@ -146,12 +148,12 @@ class State(dict):
         return self.apply_mask(self.as_output(model(*[self.as_input(key) for key in keys])))
 
     def as_input(self, key: str) -> torch.Tensor:
-        """The entry ``key`` shaped as a model input."""
-        return self[key]
+        """The entry ``key`` as a batch of one row, as batch-first models take it."""
+        return torch.as_tensor(self[key]).unsqueeze(0)
 
     def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
-        """A model output shaped back to this state's shape."""
-        return tensor
+        """A batch-first model's output for ``as_input``'s one row, without the batch dim."""
+        return tensor.squeeze(0)
 
     def apply_mask(self, tensor: torch.Tensor) -> torch.Tensor:
         """Zero ``tensor`` where the episode terminated."""
@@ -260,6 +262,17 @@ class StateArray(State):
     def flatten(self) -> StateArray:
         """Collapse the batch dimensions into one."""
         return self.view((int(np.prod(self._shape)),))
+
+    def batch_execute(self, minibatch_size: int, fn: Callable[[StateArray], Any]) -> Any:
+        """``fn`` over consecutive slices of at most ``minibatch_size`` rows (to bound memory),
+        its results concatenated along the first axis (state arrays or tensors)."""
+        if minibatch_size < 1:
+            raise ValueError(f"batch_execute needs minibatch_size >= 1, got {minibatch_size}")
+        results = [fn(self[first:first + minibatch_size])
+                   for first in range(0, self._shape[0], minibatch_size)]
+        if isinstance(results[0], StateArray):
+            return StateArray.cat(results)
+        return torch.cat(results, dim=0)
 
     @classmethod
     def cat(cls, state_array_list: Iterable[StateArray], axis: int = 0) -> StateArray:

@@ -20,6 +20,7 @@ from looprl.environments.contextual import (
     sample_contexts,
 )
 from looprl.environments.deepsea import DeepSea
+from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
@@ -44,7 +45,8 @@ from looprl.environments.srl_adapters import (
 from looprl.environments.vector import GymVectorEnvironment
 
 __all__ = [
-    "ContextualEnv", "ContextualEnvironment", "contextual_envs", "DeepSea", "sample_contexts",
+    "ContextualEnv", "ContextualEnvironment", "contextual_envs", "DeepSea", "DuplicateEnvironment",
+    "sample_contexts",
     "AtariEnvironment", "AtariVectorEnvironment", "Body", "EpisodicLife", "FrameStack",
     "ObservationNormalization", "RewardClipping", "RunningMeanStd", "TimeFeature", "atari_games",
     "deepmind_atari_body", "AgentView", "MujocoEnvironment", "MultiagentEnvironment",

@@ -119,6 +119,11 @@ class VectorEnvironment(_Spaces):
         """Alias of ``state``."""
         return self.state
 
+    @property
+    def num_envs(self) -> int:
+        """Alias of ``n_envs`` (the autonomous-learning-library's name)."""
+        return self.n_envs
+
     def copy(self) -> VectorEnvironment:
         """A new, independent vector environment of the same kind and size (evaluation runs
         in one, so that training episodes continue undisturbed)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -19,13 +21,38 @@ from looprl.environments.gym_helpers import (
 from looprl.environments.vector import GymVectorEnvironment
 
 
+def check_gymnasium(legacy_gym: bool, wrap_env: Any = None) -> None:
+    """One-line errors for ALL's ``legacy_gym=True`` and for a ``wrap_env`` that is not
+    callable."""
+    if legacy_gym:
+        raise ValueError("legacy_gym=True asks for the old 'gym' package, which looprl does not "
+                         "run: drop it and use Gymnasium's id (gymnasium.make covers gym's "
+                         "environments), or port the environment to gymnasium.Env")
+    if wrap_env is not None and not callable(wrap_env):
+        raise TypeError(f"wrap_env must be a function from a gymnasium.Env to a wrapped one, "
+                        f"got {type(wrap_env).__name__}")
+
+
+def _made_and_wrapped(env_id: str, wrap_env: Callable[[gym.Env], gym.Env],
+                      make_kwargs: dict[str, Any]) -> gym.Env:
+    """``wrap_env(gym.make(env_id, **make_kwargs))``: one copy of a wrapped environment."""
+    return wrap_env(make_gym_env(env_id, **make_kwargs))
+
+
 class GymEnvironment(Environment):
     """A Gymnasium environment whose states are torch ``State`` objects.
+
+    The arguments are the autonomous-learning-library's (``id, device, name, legacy_gym,
+    wrap_env, **gym_make_kwargs``) plus ``seed``.
 
     Args:
         env: an environment id (``'CartPole-v1'``) or an existing ``gym.Env``.
         device: where observation tensors are put.
         name: display name (defaults to the id).
+        legacy_gym: ALL's switch to the old ``gym`` package: looprl runs Gymnasium only, so
+            ``True`` raises a ``ValueError`` saying what to do instead.
+        wrap_env: a function from the made ``gym.Env`` to a wrapped one; ``duplicate`` wraps
+            every copy with it too.
         seed: seed of the first reset (later resets continue the environment's RNG).
         **make_kwargs: passed to ``gym.make`` (``render_mode='rgb_array'``, ...).
 
@@ -36,12 +63,18 @@ class GymEnvironment(Environment):
     _shape: Any = None  # of the first observation (all must have it)
 
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
-                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
+                 name: str | None = None, legacy_gym: bool = False,
+                 wrap_env: Callable[[gym.Env], gym.Env] | None = None,
+                 seed: int | None = None, **make_kwargs: Any):
+        check_gymnasium(legacy_gym, wrap_env)
         made = isinstance(env, str)
-        self._given = None if made else env  # a user's environment (wrappers included)
         self._id = env if made else env_name(env)
         self._make_kwargs = make_kwargs if made else {}
         self.env = make_gym_env(env, **make_kwargs) if made else env
+        self._given = None if made else env  # a user's environment (wrappers included)
+        self._wrap_env = wrap_env
+        if wrap_env is not None:
+            self.env = wrap_env(self.env)
         self.name = name or self._id
         self.device = device
         self.seed = self._seed = seed  # _seed: of the next reset only
@@ -94,7 +127,12 @@ class GymEnvironment(Environment):
     def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies as a ``GymVectorEnvironment``: Gymnasium's native vectorized one where
         it exists, or deep copies of a given ``gym.Env`` (wrappers included, own seeds)."""
-        env = self._id if self._given is None else copies_of(self._given, self.name)
+        if self._given is not None:
+            env = copies_of(self.env, self.name)
+        elif self._wrap_env is not None:  # made from the id, each copy wrapped alike
+            env = partial(_made_and_wrapped, self._id, self._wrap_env, self._make_kwargs)
+        else:
+            env = self._id
         return GymVectorEnvironment(env, n, device=self.device, name=self.name, seed=self.seed,
                                     **self._make_kwargs)
 

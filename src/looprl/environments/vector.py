@@ -89,19 +89,29 @@ class NumpyVectorEnvironment(VectorEnvironment):
 class GymVectorEnvironment(NumpyVectorEnvironment):
     """``n_envs`` copies of a Gymnasium environment, stepped as one batch.
 
+    Made from an id or a factory (``GymVectorEnvironment('CartPole-v1', 8)``), or around a
+    Gymnasium vector environment already made, with the autonomous-learning-library's
+    signature (``GymVectorEnvironment(vec_env, name, device=...)``); the type of the first
+    argument says which.
+
     Args:
-        env: an environment id, or a function that makes one ``gym.Env`` (the copies then
-            run in a ``SyncVectorEnv``).
-        n_envs: number of copies.
+        env: an environment id, a function that makes one ``gym.Env`` (the copies then run
+            in a ``SyncVectorEnv``), or a ``gymnasium.vector.VectorEnv``.
+        n_envs: number of copies (with a ``VectorEnv``: its name, or nothing).
         device: where tensors are put.
         name: display name (defaults to the id, or the made environment's id).
         seed: seed of the first reset (Gymnasium seeds the copies from it).
     """
 
-    def __init__(self, env: str | Callable[[], gym.Env], n_envs: int,
-                 device: str | torch.device = "cpu", name: str | None = None,
-                 seed: int | None = None, **make_kwargs: Any):
-        vector_env = make_vector_env(env, n_envs, **make_kwargs)
+    def __init__(self, env: str | Callable[[], gym.Env] | gym.vector.VectorEnv,
+                 n_envs: int | str | None = None, device: str | torch.device = "cpu",
+                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
+        if isinstance(env, gym.vector.VectorEnv):
+            vector_env, name = env, _given_name(env, n_envs, name, make_kwargs)
+            n_envs = vector_env.num_envs
+        else:
+            _check_copies(env, n_envs)
+            vector_env = make_vector_env(env, n_envs, **make_kwargs)
         if name is None:
             name = env if isinstance(env, str) else env_name(vector_env.envs[0])
         super().__init__(vector_env, name, n_envs, device, seed)
@@ -139,5 +149,37 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         return super().state
 
     def copy(self) -> GymVectorEnvironment:
+        if isinstance(self._id, gym.vector.VectorEnv):
+            raise NotImplementedError(f"{self.name}: a given Gymnasium vector environment "
+                                      "cannot be remade; give GymVectorEnvironment an id or a "
+                                      "factory to have copies")
         return GymVectorEnvironment(self._id, self.n_envs, self.device, self.name,
                                     **self._make_kwargs)
+
+
+def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
+                make_kwargs: dict[str, Any]) -> str | None:
+    """The name of a given vector environment: ALL's second argument, or ``name``."""
+    if make_kwargs:
+        raise TypeError(f"GymVectorEnvironment got a made vector environment and gym.make "
+                        f"arguments {sorted(make_kwargs)}: pass them to gymnasium.make_vec")
+    if n_envs is not None and not isinstance(n_envs, str):
+        raise TypeError(f"GymVectorEnvironment(vec_env, name, device=...) takes the name "
+                        f"second, got {n_envs!r}: the vector environment has "
+                        f"{vector_env.num_envs} copies already")
+    if name is None and isinstance(n_envs, str):
+        name = n_envs
+    if name is None:
+        spec = getattr(vector_env, "spec", None)
+        name = spec.id if spec is not None else type(vector_env).__name__
+    return name
+
+
+def _check_copies(env: Any, n_envs: Any) -> None:
+    """One-line errors for what ``GymVectorEnvironment(env, n_envs)`` cannot make."""
+    if not (isinstance(env, str) or callable(env)):
+        raise TypeError(f"GymVectorEnvironment takes an id, a function that makes a gym.Env or "
+                        f"a gymnasium.vector.VectorEnv, got {type(env).__name__}")
+    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        raise TypeError(f"GymVectorEnvironment({env!r}, n_envs) needs the number of copies "
+                        f"n_envs as an int >= 1, got {n_envs!r}")

@@ -1,0 +1,162 @@
+"""``DuplicateEnvironment``: the autonomous-learning-library's vector environment over a list
+of looprl environments, stepped one after another.
+
+``DuplicateEnvironment([GymEnvironment('CartPole-v1') for _ in range(4)])`` steps the given
+environments themselves (their wrappers, their windows): the same ``StateArray`` batches and
+next-step autoreset as every looprl vector environment. It takes any looprl ``Environment``
+(Gymnasium, MuJoCo, Atari, contextual, a user's own), and it is the one-copy vector
+environment the local loop trains a single environment in (``SingleEnvExperiment`` steps
+``DuplicateEnvironment([env])``), so it must stay cheap per step: copies with a
+``step_arrays`` of their own (``GymEnvironment``'s) make no ``State`` per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from looprl.core import State, StateArray
+from looprl.core.namedarray import as_numpy
+from looprl.environments.base import Environment, VectorEnvironment
+from looprl.environments.gym import GymEnvironment
+from looprl.environments.gym_helpers import copies_of, shape_changed
+from looprl.environments.vector import state_array_from_numpy
+
+__all__ = ["DuplicateEnvironment", "state_arrays"]
+
+
+def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
+    """``(observation, reward, terminated, truncated)`` of one ``State`` as NumPy values."""
+    terminated = bool(float(state.mask) == 0.0)
+    return (as_numpy(state.observation), float(state.reward), terminated,
+            bool(state.done) and not terminated)
+
+
+class DuplicateEnvironment(VectorEnvironment):
+    """``envs`` stepped as one batch; the step after a copy reports ``done`` resets it (its
+    action ignored, reward 0). Each environment's own ``seed`` seeds its first reset;
+    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, as ALL's.
+
+    Args:
+        envs: the environments, one per row (distinct objects, the same spaces).
+        device: where the ``StateArray`` tensors are put.
+    """
+
+    def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
+        self.envs = _checked(envs)
+        self.n_envs = len(self.envs)
+        self.name = self.envs[0].name
+        self.device = device
+        self._over = np.zeros(self.n_envs, dtype=bool)  # the copies the next step resets
+        self._arrays: tuple[np.ndarray, ...] | None = None
+        self._obs: np.ndarray | None = None
+        self._steps = [getattr(env, "step_arrays", None) for env in self.envs]
+
+    @property
+    def observation_space(self) -> Any:
+        return self.envs[0].observation_space
+
+    @property
+    def action_space(self) -> Any:
+        return self.envs[0].action_space
+
+    def reset(self, seed: int | None = None) -> StateArray:
+        """Reset every copy (copy ``i`` with ``seed + i``, when given)."""
+        rows = [state_arrays(env.reset() if seed is None else env.reset(seed=seed + i))
+                for i, env in enumerate(self.envs)]
+        self._keep(rows)
+        return self.state
+
+    def step(self, action: Any) -> StateArray:
+        """Step every copy with its row of ``action`` (reset those whose episode ended)."""
+        self.step_arrays(action)
+        return self.state
+
+    def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
+        """``step`` without making the ``StateArray`` (``state`` makes it when read): the
+        NumPy arrays ``(obs, reward, terminated, truncated)`` of the copies."""
+        action = as_numpy(action)
+        rows = []
+        for i, env in enumerate(self.envs):
+            if self._over[i]:
+                rows.append((state_arrays(env.reset())[0], 0.0, False, False))
+            elif self._steps[i] is not None:
+                rows.append(self._steps[i](action[i]))
+            else:
+                rows.append(state_arrays(env.step(action[i])))
+        return self._keep(rows)
+
+    def _keep(self, rows: list[tuple[Any, float, bool, bool]]) -> tuple[np.ndarray, ...]:
+        """Write the copies' rows into the preallocated arrays; ``ValueError`` in one line if
+        an observation changed shape."""
+        if self._obs is None:
+            first = np.asarray(rows[0][0])
+            self._obs = np.zeros((self.n_envs, *first.shape), first.dtype)
+        obs = self._obs
+        for i, row in enumerate(rows):
+            if np.shape(row[0]) != obs.shape[1:]:
+                raise shape_changed(self.name, obs.shape[1:], np.shape(row[0]))
+            obs[i] = row[0]
+        reward, terminated, truncated = (np.array(column, dtype=dtype) for column, dtype in
+                                         zip(list(zip(*rows))[1:], (np.float32, bool, bool)))
+        self._over = terminated | truncated
+        self._state, self._arrays = None, (obs.copy(), reward, terminated, truncated)
+        return self._arrays
+
+    @property
+    def state(self) -> StateArray:
+        if self._state is None and self._arrays is not None:
+            self._state = state_array_from_numpy(*self._arrays, self.device)
+        return super().state
+
+    def copy(self) -> DuplicateEnvironment:
+        """Independent copies of the environments (Gymnasium ones: deep copies of their
+        ``gymnasium.Env``, each with its own seed)."""
+        return DuplicateEnvironment([_copy(env) for env in self.envs], self.device)
+
+    def render(self, **kwargs: Any) -> Any:
+        """Render the first copy."""
+        return self.envs[0].render(**kwargs)
+
+    def prepare_checkpoint(self, frame: int) -> None:
+        for env in self.envs:
+            env.prepare_checkpoint(frame)
+
+    @property
+    def needs_reset(self) -> bool:  # type: ignore[override]
+        return any(env.needs_reset for env in self.envs)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def _copy(env: Environment) -> Environment:
+    """An independent copy of ``env``: a ``GymEnvironment`` over a deep copy of its
+    ``gymnasium.Env``, or one of the copies ``duplicate`` makes."""
+    inner = getattr(env, "env", None)
+    if isinstance(inner, gym.Env) and isinstance(env, GymEnvironment):
+        return GymEnvironment(copies_of(inner, env.name)(), device=env.device, name=env.name)
+    raise NotImplementedError(f"{type(env).__name__} cannot be copied by DuplicateEnvironment; "
+                              "evaluate in a DuplicateEnvironment of new environments")
+
+
+def _checked(envs: Any) -> list[Environment]:
+    """``envs`` as a list, or a one-line error saying what DuplicateEnvironment takes."""
+    if isinstance(envs, Environment) or not isinstance(envs, Sequence) or not envs:
+        raise TypeError("DuplicateEnvironment takes a non-empty list of environments, e.g. "
+                        "DuplicateEnvironment([GymEnvironment('CartPole-v1') for _ in range(4)])"
+                        "; for n copies of one environment use env.duplicate(n)")
+    for env in envs:
+        if not isinstance(env, Environment):
+            raise TypeError(f"DuplicateEnvironment steps looprl Environments (GymEnvironment, "
+                            f"AtariEnvironment, ...), got {type(env).__name__}: wrap a "
+                            "gymnasium.Env in GymEnvironment, or use env.duplicate(n)")
+    if len({id(env) for env in envs}) < len(envs):
+        raise ValueError("DuplicateEnvironment got the same environment more than once: give "
+                         "distinct objects, e.g. [GymEnvironment(id) for _ in range(n)]")
+    return list(envs)

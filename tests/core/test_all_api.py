@@ -1,0 +1,77 @@
+"""ALL 0.9's ``State``/``StateArray``/``Agent`` API, written as an ALL user writes it
+(``from all.core import State`` with ``looprl`` in place of ``all``)."""
+
+import pytest
+import torch
+from torch import nn
+
+from looprl.agents import Agent, Multiagent, ParallelAgent
+from looprl.approximation import QNetwork
+from looprl.core import State, StateArray
+
+
+def _array_of_arrays() -> StateArray:
+    rows = [State.array([State({"observation": torch.full((4,), 10.0 * i + j), "k": [i, j]})
+                         for j in range(2)]) for i in range(3)]
+    return State.array(rows)
+
+
+def test_array_of_state_arrays_keeps_the_inner_shape() -> None:
+    states = _array_of_arrays()
+    assert states.shape == (3, 2)
+    assert states.observation.shape == (3, 2, 4)
+    assert states.reward.shape == (3, 2)
+    assert states[1].shape == (2,)
+    assert torch.equal(states[1, 0].observation, torch.full((4,), 10.0))
+    flat = states.view((6,))
+    assert flat.shape == (6,)
+    assert torch.equal(flat.observation[:, 0], torch.tensor([0.0, 1, 10, 11, 20, 21]))
+
+
+def test_a_lone_state_is_batched_for_a_batch_first_model() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(6, 3))
+    q = QNetwork(model)
+    state = State({"observation": torch.randn(2, 3)})
+    values = q.no_grad(state)
+    assert values.shape == (3,)
+    assert torch.allclose(values, model(state.observation.unsqueeze(0))[0])
+    assert q.no_grad(state, 1).shape == ()
+    terminal = State({"observation": torch.randn(2, 3), "done": True, "mask": 0.0})
+    assert torch.equal(q.no_grad(terminal), torch.zeros(3))
+
+
+def test_lone_state_as_input_and_as_output() -> None:
+    state = State({"observation": torch.ones(4)})
+    assert state.as_input("observation").shape == (1, 4)
+    assert state.as_output(torch.zeros(1, 7)).shape == (7,)
+
+
+def test_batch_execute_runs_fn_by_minibatch_and_concatenates() -> None:
+    states = State.array([State({"observation": torch.tensor([float(i)])}) for i in range(7)])
+    sizes = []
+
+    def double(batch: StateArray) -> torch.Tensor:
+        sizes.append(len(batch))
+        return batch.observation * 2
+
+    out = states.batch_execute(3, double)
+    assert sizes == [3, 3, 1]
+    assert torch.equal(out, torch.arange(7.0).view(7, 1) * 2)
+    again = states.batch_execute(2, lambda batch: batch.update("observation", -batch.observation))
+    assert isinstance(again, StateArray) and again.shape == (7,)
+    assert torch.equal(again.observation, -states.observation)
+    with pytest.raises(ValueError, match="minibatch_size"):
+        states.batch_execute(0, double)
+
+
+def test_agent_interfaces_from_agents() -> None:
+    class ConstantAgent(Agent):
+        def act(self, state: State) -> int:
+            return 1
+
+    assert ConstantAgent().act(State({"observation": torch.zeros(2)})) == 1
+    with pytest.raises(TypeError):
+        ParallelAgent()  # abstract, as ALL's
+    with pytest.raises(TypeError):
+        Multiagent()

@@ -1,0 +1,106 @@
+"""ALL 0.9's environment API, written as an ALL user writes it (``from all.environments
+import ...`` with ``looprl`` in place of ``all``)."""
+
+import gymnasium
+import pytest
+import torch
+
+from looprl.environments import (
+    AtariEnvironment,
+    DuplicateEnvironment,
+    GymEnvironment,
+    GymVectorEnvironment,
+    VectorEnvironment,
+)
+
+
+def test_duplicate_environment_over_a_list_of_environments() -> None:
+    envs = [GymEnvironment("CartPole-v1", device="cpu") for _ in range(3)]
+    env = DuplicateEnvironment(envs, device="cpu")
+    assert isinstance(env, VectorEnvironment)
+    assert env.name == "CartPole-v1" and env.num_envs == 3 and env.device == "cpu"
+    assert env.state_space == envs[0].env.observation_space
+    state = env.reset(seed=7)
+    assert state.shape == (3,) and state.observation.shape == (3, 4)
+    alone = GymEnvironment("CartPole-v1")
+    assert torch.equal(state.observation[1], alone.reset(seed=8).observation)  # seed + i
+    resets = 0
+    for _ in range(40):  # always pushing left ends every episode within 40 steps
+        done = state.done
+        state = env.step(torch.zeros(3, dtype=torch.long))
+        assert env.state_array is env.state
+        assert torch.equal(state.reward, (~done).float())  # a done row resets, reward 0
+        resets += int(done.sum())
+    assert resets >= 3
+    copy = env.copy()
+    assert copy.reset().shape == (3,) and copy.envs[0].env is not env.envs[0].env
+
+
+def test_duplicate_environment_steps_the_given_wrapped_environments() -> None:
+    def wrap(env: gymnasium.Env) -> gymnasium.Env:
+        return gymnasium.wrappers.TransformReward(env, lambda r: 10 * r)
+
+    env = DuplicateEnvironment([GymEnvironment("CartPole-v1", wrap_env=wrap) for _ in range(2)])
+    env.reset(seed=0)
+    assert env.step(torch.tensor([0, 1])).reward.tolist() == [10.0, 10.0]
+
+
+def test_duplicate_environment_bad_input() -> None:
+    env = GymEnvironment("CartPole-v1")
+    with pytest.raises(TypeError, match="list of environments"):
+        DuplicateEnvironment(env)
+    with pytest.raises(ValueError, match="same environment more than once"):
+        DuplicateEnvironment([env, env])
+    with pytest.raises(TypeError, match="duplicate"):
+        DuplicateEnvironment([object()])
+
+
+def test_gym_vector_environment_with_alls_signature() -> None:
+    vec_env = gymnasium.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    env = GymVectorEnvironment(vec_env, "cartpole", device="cpu")
+    assert env.name == "cartpole" and env.num_envs == 2 and env.env is vec_env
+    state = env.reset(seed=1)
+    assert state.shape == (2,) and state.observation.dtype == torch.float32
+    state = env.step(torch.tensor([1, 0]))
+    assert state.reward.tolist() == [1.0, 1.0] and state.mask.tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="name second"):
+        GymVectorEnvironment(vec_env, 2)
+    ours = GymVectorEnvironment("CartPole-v1", 3)  # looprl's signature keeps working
+    assert ours.n_envs == 3 and ours.reset().shape == (3,)
+    with pytest.raises(TypeError, match="n_envs"):
+        GymVectorEnvironment("CartPole-v1")
+
+
+def test_gym_environment_with_alls_keywords() -> None:
+    seen = []
+
+    def wrap_env(env: gymnasium.Env) -> gymnasium.Env:
+        seen.append(env)
+        return gymnasium.wrappers.TransformObservation(
+            env, lambda obs: obs * 0, env.observation_space)
+
+    env = GymEnvironment("CartPole-v1", device="cpu", name="wrapped", legacy_gym=False,
+                         wrap_env=wrap_env, max_episode_steps=5)
+    assert env.name == "wrapped" and len(seen) == 1
+    assert torch.equal(env.reset(seed=0).observation, torch.zeros(4))
+    for _ in range(5):
+        state = env.step(0)
+    assert state.done  # gym_make_kwargs reached gymnasium.make
+    copies = env.duplicate(2)  # every copy wrapped alike
+    assert len(seen) == 3 and copies.name == "wrapped"
+    assert torch.equal(copies.reset(seed=0).observation, torch.zeros(2, 4))
+
+
+def test_legacy_gym_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="legacy_gym=True"):
+        GymEnvironment("CartPole-v1", legacy_gym=True)
+    with pytest.raises(TypeError, match="wrap_env"):
+        GymEnvironment("CartPole-v1", wrap_env="not a function")
+
+
+def test_duplicate_environment_of_atari_environments() -> None:
+    pytest.importorskip("ale_py")
+    env = DuplicateEnvironment([AtariEnvironment("Pong") for _ in range(2)])
+    state = env.reset(seed=0)
+    assert state.observation.shape == (2, 4, 84, 84) and state.observation.dtype == torch.uint8
+    assert env.step(torch.tensor([0, 1])).shape == (2,)
