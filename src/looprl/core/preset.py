@@ -44,9 +44,21 @@ class Preset(ABC):
 class ParallelPreset(Preset):
     """A preset whose training agent is a ``ParallelAgent`` over ``n_envs`` environments."""
 
-    n_envs: int = 1
     #: rows of the segments it learns from
     n_steps: int = 1
+
+    @property
+    def n_envs(self) -> int:
+        """Environments the training agent acts on: the value set, else the hyperparameter
+        ``n_envs`` (ALL's presets keep it there), else 1."""
+        n_envs = self.__dict__.get("_n_envs")
+        if n_envs is None:
+            n_envs = getattr(self, "hyperparameters", {}).get("n_envs", 1)
+        return int(n_envs)
+
+    @n_envs.setter
+    def n_envs(self, value: int) -> None:
+        self._n_envs = value
 
     @abstractmethod
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> ParallelAgent:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from looprl.core import Preset
+from looprl.core import ParallelPreset, Preset
 from looprl.core.files import load_file
 from looprl.presets import atari, classic_control, continuous, multiagent
 from looprl.presets.builder import (
+    ParallelPresetBuilder,
     PresetBuilder,
     UnknownHyperparameterError,
     check_device,
@@ -34,5 +35,6 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     return preset
 
 
-__all__ = ["atari", "PresetBuilder", "UnknownHyperparameterError", "classic_control", "continuous",
+__all__ = ["atari", "ParallelPreset", "ParallelPresetBuilder", "Preset",
+           "PresetBuilder", "UnknownHyperparameterError", "classic_control", "continuous",
            "check_device", "default_device", "load_preset", "multiagent"]

@@ -9,6 +9,7 @@ Unknown hyperparameter names raise an error that lists the valid ones.
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -62,7 +63,11 @@ class PresetBuilder:
     Args:
         default_name: the preset's name (used for run directories).
         default_hyperparameters: every valid hyperparameter with its default value.
-        constructor: ``constructor(env, name, device, hyperparameters) -> Preset``.
+        constructor: ``constructor(env, name, device, hyperparameters) -> Preset`` (looprl's
+            presets), or one that takes the hyperparameters as keywords, called as the
+            autonomous-learning-library calls it: ``constructor(env, device=..., name=...,
+            **hyperparameters)`` (its ``**`` catch-all or its parameters named like the
+            hyperparameters say which).
     """
 
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
@@ -74,6 +79,19 @@ class PresetBuilder:
         self._env: Any = None
         self._hyperparameters = dict(default_hyperparameters)
         self._meta: tuple[Any, ...] = ()
+
+    def __call__(self, **settings: Any) -> PresetBuilder:
+        """Several settings at once, as ALL's ``builder(device=..., name=..., env=...,
+        hyperparameters={...})``: the same checks as the methods of the same names."""
+        unknown = sorted(set(settings) - {"device", "env", "hyperparameters", "name"})
+        if unknown:
+            raise TypeError(f"PresetBuilder() takes device, env, hyperparameters and name, got "
+                            f"{', '.join(unknown)}")
+        builder = self
+        for key, value in settings.items():
+            builder = (builder.hyperparameters(**value) if key == "hyperparameters"
+                       else getattr(builder, key)(value))
+        return builder
 
     def _preset_builder(self, **changes: Any) -> PresetBuilder:
         """A copy with ``changes`` to its settings (``env=...`` sets ``_env``)."""
@@ -140,4 +158,30 @@ class PresetBuilder:
 
     def _construct(self, device: str | torch.device) -> Preset:
         """The preset of ``env`` (``build`` adds where it was built and its meta components)."""
+        if takes_keywords(self.constructor, self.default_hyperparameters):
+            return self.constructor(self._env, device=device, name=self._name,
+                                    **self._hyperparameters)
         return self.constructor(self._env, self._name, device, dict(self._hyperparameters))
+
+
+class ParallelPresetBuilder(PresetBuilder):
+    """ALL's builder of parallel presets: a ``PresetBuilder`` whose hyperparameters
+    include ``n_envs`` (the environments the training agent acts on)."""
+
+    def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
+                 constructor: Callable[..., Preset]):
+        if "n_envs" not in default_hyperparameters:
+            raise ValueError(f"ParallelPresetBuilder {default_name!r}: the default "
+                             "hyperparameters must include n_envs")
+        super().__init__(default_name, default_hyperparameters, constructor)
+
+
+def takes_keywords(constructor: Callable[..., Any], hyperparameters: dict[str, Any]) -> bool:
+    """Whether ``constructor`` takes the hyperparameters as keywords (ALL's presets: a ``**``
+    catch-all, or parameters named like them) rather than as one dict (looprl's)."""
+    try:
+        parameters = inspect.signature(constructor).parameters
+    except (TypeError, ValueError):  # no signature to read: looprl's convention
+        return False
+    return any(p.kind is p.VAR_KEYWORD or name in hyperparameters
+               for name, p in parameters.items())
