@@ -3,12 +3,15 @@
 from looprl.approximation.approximation import Approximation
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer, PeriodicCheckpointer
 from looprl.approximation.feature_network import FeatureModule, FeatureNetwork
-from looprl.approximation.q_dist import ExpectedQ, QDist, QDistModule
+from looprl.approximation.identity import Identity
+from looprl.approximation.q_continuous import QContinuous
+from looprl.approximation.q_dist import ExpectedQ, QDist, QDistModule, project_distribution
 from looprl.approximation.q_network import QModule, QNetwork, gather_actions
 from looprl.approximation.schedules import (
     ConstantSchedule,
     LinearLR,
     LinearScheduler,
+    Schedulable,
     Schedule,
     linear_schedule,
 )
@@ -16,7 +19,8 @@ from looprl.approximation.target import FixedTarget, PolyakTarget, TargetNetwork
 from looprl.approximation.v_network import VModule, VNetwork
 
 __all__ = ["Approximation", "Checkpointer", "ConstantSchedule", "DummyCheckpointer", "ExpectedQ",
-           "FeatureModule", "FeatureNetwork", "FixedTarget", "LinearLR", "LinearScheduler",
-           "PeriodicCheckpointer", "PolyakTarget", "QDist", "QDistModule", "QModule", "QNetwork",
-           "Schedule", "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "gather_actions",
-           "linear_schedule"]
+           "FeatureModule", "FeatureNetwork", "FixedTarget", "Identity", "LinearLR",
+           "LinearScheduler", "PeriodicCheckpointer", "PolyakTarget", "QContinuous", "QDist",
+           "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule", "TargetNetwork",
+           "TrivialTarget", "VModule", "VNetwork", "gather_actions", "linear_schedule",
+           "project_distribution"]

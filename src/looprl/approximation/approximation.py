@@ -40,8 +40,9 @@ class Approximation:
         clip_grad: maximum gradient norm; ``0`` disables clipping.
         device: device of the model (default: that of its parameters, else CPU).
         loss_scaling: factor the loss is multiplied by before ``backward``.
-        lr_scheduler: a ``torch.optim.lr_scheduler`` object stepped after every update.
         name: used in log keys (``loss/<name>``) and checkpoint file names.
+        scheduler: a ``torch.optim.lr_scheduler`` object stepped after every update (ALL's
+            name; ``lr_scheduler``, keyword only, is the same).
         target: a ``TargetNetwork`` (``TrivialTarget``, i.e. the model itself, by default).
         logger: a ``looprl.core.Logger``; ``None`` disables logging.
         log_every: log the loss and learning rate (and check the loss for NaN/inf) every
@@ -61,10 +62,13 @@ class Approximation:
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  checkpointer: Checkpointer | None = None, clip_grad: float = 0,
                  device: str | torch.device | None = None, loss_scaling: float = 1,
-                 lr_scheduler: Any = None, name: str = "approximation",
+                 name: str = "approximation", scheduler: Any = None,
                  target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
-                 flush_denormal: bool = True):
+                 flush_denormal: bool = True, *, lr_scheduler: Any = None):
         check_count(log_every=log_every)
+        if scheduler is not None and lr_scheduler is not None:
+            raise ValueError("Approximation got both scheduler and lr_scheduler (the same "
+                             "thing under two names): pass one")
         self.model = model
         self.name = name
         self._params = list(model.parameters())
@@ -78,7 +82,7 @@ class Approximation:
         self._flush_denormal = flush_denormal and self.device.type == "cpu"
         self._clip_grad = float(clip_grad)
         self._loss_scaling = loss_scaling
-        self.lr_scheduler = lr_scheduler
+        self.lr_scheduler = lr_scheduler if scheduler is None else scheduler
         self._log_every = log_every
         self._updates = 0
         #: The global gradient norm before clipping of the last step (a tensor), when it

@@ -7,6 +7,9 @@
   whose ``epsilon`` is a schedule advances it once per action). ``current`` peeks
   without advancing.
 * ``LinearScheduler`` / ``ConstantSchedule`` -- the usual schedules.
+* ``Schedulable`` -- a base class (``all.optim.Schedulable``) whose attributes holding a
+  ``Schedule`` read as its current ``value``: ``self.epsilon = LinearScheduler(1, 0.1, 0,
+  100)`` makes every read of ``self.epsilon`` a float, advancing the schedule by one.
 * ``LinearLR(optimizer, total_updates)`` -- a ``LambdaLR`` that anneals the learning rate
   linearly to ``final_fraction`` of its initial value (PPO's linear lr annealing). Its
   multiplier is a ``functools.partial`` of ``linear_schedule``, so presets holding it can be
@@ -23,7 +26,8 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from looprl.core.suggest import check_positive
 
-__all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedule", "linear_schedule"]
+__all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedulable", "Schedule",
+           "linear_schedule"]
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
@@ -108,6 +112,24 @@ class LinearScheduler(Schedule):
     def at(self, step: int) -> float:
         return linear_schedule(self.initial_value, self.final_value, self.decay_start,
                                self.decay_end, step)
+
+
+class Schedulable:
+    """Mixin whose instance attributes holding a ``Schedule`` read as the schedule's
+    ``value`` (each read advances it by one), as ``all.optim.Schedulable``.
+
+    Example:
+        >>> class Explorer(Schedulable):
+        ...     def __init__(self):
+        ...         self.epsilon = LinearScheduler(1.0, 0.0, 0, 2)
+        >>> explorer = Explorer()
+        >>> [explorer.epsilon for _ in range(3)]
+        [1.0, 0.5, 0.0]
+    """
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        return value.value if isinstance(value, Schedule) else value
 
 
 class LinearLR(LambdaLR):

@@ -1,5 +1,16 @@
 """Layers and models: ``MLP``, ``RLNetwork``, ``Dueling``, ``Flatten``, ``Linear0``; feature
-extractors by spec (``feature_extractor``: MLP, CNN, ResNet, combinations)."""
+extractors by spec (``feature_extractor``: MLP, CNN, ResNet, combinations).
+
+As ``all.nn``, this package is a superset of ``torch.nn``: ``nn.Sequential``, ``nn.Linear``,
+``nn.ReLU``, ``nn.Module``, ``nn.functional`` (also ``nn.F``), ``nn.init``... all work through
+``from looprl import nn``. Where a name exists in both, looprl's wins (``Flatten``,
+``Linear0``, ``Dueling``; each compatible with ALL's).
+"""
+
+from torch import nn as _torch_nn
+from torch.nn import *  # noqa: F403  (as all.nn: every torch.nn name, then looprl's)
+from torch.nn import Module, functional, init, utils  # noqa: F401
+from torch.nn import functional as F
 
 from looprl.nn.actor_critic import (
     ActorCritic,
@@ -25,13 +36,25 @@ from looprl.nn.features import (
     ResNetFeatures,
     feature_extractor,
 )
-from looprl.nn.layers import Dueling, Flatten, Linear0, orthogonal_init
+from looprl.nn.layers import (
+    Aggregation,
+    Dueling,
+    Flatten,
+    Float,
+    Linear0,
+    Scale,
+    TanhActionBound,
+    orthogonal_init,
+)
+from looprl.nn.losses import td_loss, weighted_mse_loss, weighted_smooth_l1_loss
 from looprl.nn.models import MLP, RLNetwork
 from looprl.nn.noisy import NoisyFactorizedLinear
 
-__all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "CategoricalDueling",
-           "CategoricalQHead", "ConvFeatures", "Dueling", "FEATURE_EXTRACTORS", "Flatten",
-           "Linear0", "MLP", "MLPFeatures", "NatureCNN", "NatureConv", "NoisyFactorizedLinear",
-           "RLNetwork", "ResNetFeatures", "SharedActorCritic", "feature_extractor",
-           "nature_actor_critic", "nature_categorical_dqn", "nature_dqn", "nature_dueling_dqn",
-           "nature_features", "orthogonal_init", "single_field"]
+__all__ = ["ActorCritic", "ActorCriticModel", "Aggregation", "PPGNetwork", "CategoricalDueling",
+           "CategoricalQHead", "ConvFeatures", "Dueling", "F", "FEATURE_EXTRACTORS", "Flatten",
+           "Float", "Linear0", "MLP", "MLPFeatures", "NatureCNN", "NatureConv",
+           "NoisyFactorizedLinear", "RLNetwork", "ResNetFeatures", "Scale", "SharedActorCritic",
+           "TanhActionBound", "feature_extractor", "nature_actor_critic", "nature_categorical_dqn",
+           "nature_dqn", "nature_dueling_dqn", "nature_features", "orthogonal_init",
+           "single_field", "td_loss", "weighted_mse_loss", "weighted_smooth_l1_loss"]
+__all__ += sorted({name for name in dir(_torch_nn) if not name.startswith("_")} - set(__all__))

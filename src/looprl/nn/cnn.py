@@ -80,7 +80,8 @@ def nature_rainbow(num_actions: int, atoms: int = 51, frames: int = 4, hidden: i
     if dueling:
         value, advantage = stream(outputs), stream(num_actions * outputs)
         if distributional:
-            return nn.Sequential(conv, CategoricalDueling(value, advantage, num_actions, atoms))
+            dueling = nn.Sequential(conv, CategoricalDueling(value, advantage))
+            return nn.Sequential(CategoricalQHead(dueling, num_actions, atoms))
         return nn.Sequential(conv, Dueling(value, advantage))
     head = nn.Sequential(conv, stream(num_actions * outputs))
     if distributional:

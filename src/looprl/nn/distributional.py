@@ -1,7 +1,9 @@
 """Categorical (distributional) Q heads (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
 
-The heads map features to per-action probabilities over ``num_atoms`` fixed atoms, shape
-``(batch, num_actions, num_atoms)``; every ``[b, a, :]`` sums to one.
+``CategoricalQHead`` maps flat logits to per-action probabilities over ``num_atoms`` fixed
+atoms, shape ``(batch, num_actions, num_atoms)`` (every ``[b, a, :]`` sums to one);
+``CategoricalDueling`` returns flat dueling logits ``(batch, num_actions * num_atoms)``, as
+ALL's. ``QDist`` takes either (see ``looprl.approximation.q_dist``).
 """
 
 from __future__ import annotations
@@ -28,25 +30,23 @@ class CategoricalQHead(nn.Module):
 
 class CategoricalDueling(nn.Module):
     """Rainbow's dueling distributional head (Hessel et al., 2018,
-    https://arxiv.org/abs/1710.02298): ``logits = v + a - mean_a(a)`` per atom, then a softmax
-    per action.
+    https://arxiv.org/abs/1710.02298), as ``all.nn.CategoricalDueling``: ``logits = v + a -
+    mean_a(a)`` per atom, returned flat, ``(batch, num_actions * num_atoms)`` (``QDist`` takes
+    the softmax per action; ``CategoricalQHead`` around it gives the probabilities).
 
     Args:
-        value_model: maps features to ``num_atoms`` value logits.
-        advantage_model: maps the same features to ``num_actions * num_atoms`` logits.
+        value_model: maps features to ``(batch, num_atoms)`` value logits.
+        advantage_model: maps the same features to ``(batch, num_actions * num_atoms)`` logits.
     """
 
-    def __init__(
-        self, value_model: nn.Module, advantage_model: nn.Module, num_actions: int, num_atoms: int
-    ):
+    def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
         super().__init__()
         self.value_model = value_model
         self.advantage_model = advantage_model
-        self.num_actions = num_actions
-        self.num_atoms = num_atoms
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        value = self.value_model(features).view(-1, 1, self.num_atoms)
-        advantages = self.advantage_model(features).view(-1, self.num_actions, self.num_atoms)
-        logits = value + advantages - advantages.mean(dim=1, keepdim=True)
-        return torch.softmax(logits, dim=-1)
+        value = self.value_model(features)
+        batch, atoms = value.shape[0], value.shape[-1]
+        advantages = self.advantage_model(features).view(batch, -1, atoms)
+        logits = value.view(batch, 1, atoms) + advantages - advantages.mean(dim=1, keepdim=True)
+        return logits.view(batch, -1)

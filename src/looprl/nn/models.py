@@ -89,11 +89,23 @@ def _global_hooks() -> bool:
 
 class RLNetwork(nn.Module):
     """Calls ``model`` (observations to outputs) on a ``State``/``StateArray``: its output
-    with the state's batch shape, zeroed where ``state.mask == 0`` (``State.apply``)."""
+    with the state's batch shape, zeroed where ``state.mask == 0`` (``State.apply``).
 
-    def __init__(self, model: nn.Module):
+    Args:
+        model: maps a batch of observations to outputs.
+        _: ignored (``all.nn.RLNetwork(model, _=None)``'s second argument, a shape).
+    """
+
+    def __init__(self, model: nn.Module, _: Any = None):
         super().__init__()
         self.model = model
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the model's first parameter or buffer (the CPU when it has none)."""
+        for tensor in (*self.model.parameters(), *self.model.buffers()):
+            return tensor.device
+        return torch.device("cpu")
 
     def forward(self, state: Any) -> torch.Tensor:
         return state.apply(self.model, "observation")

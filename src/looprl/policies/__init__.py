@@ -10,6 +10,7 @@ from looprl.policies.distributions import (
     TanhGaussianHead,
 )
 from looprl.policies.exploration import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy
+from looprl.policies.gaussian import GaussianPolicy
 from looprl.policies.greedy import (
     MASKED_Q,
     GreedyPolicy,
@@ -31,6 +32,7 @@ __all__ = [
     "EZGreedyPolicy",
     "GaussianActor",
     "GaussianHead",
+    "GaussianPolicy",
     "GreedyPolicy",
     "ParallelGreedyPolicy",
     "SoftDeterministicPolicy",

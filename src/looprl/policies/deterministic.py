@@ -5,8 +5,10 @@
 * ``SoftDeterministicPolicy`` -- an ``Approximation`` of a tanh-squashed Gaussian whose call
   returns a reparameterized ``(action, log_prob)`` (Haarnoja et al. 2018).
 
-Both take batches of observation tensors and return actions within the space's bounds;
-``uniform`` draws random actions there (for the warm-up before learning starts).
+Both take a ``State``/``StateArray`` (as ALL's: the model reads its observations, its output
+zeroed where ``mask == 0`` before the squashing) or a batch of observation tensors, and return
+actions within the space's bounds; ``uniform`` draws random actions there (for the warm-up
+before learning starts).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from torch import nn
 
 from looprl.approximation import Approximation
 from looprl.policies.distributions import ActionBounds, TanhGaussianHead
+from looprl.policies.gaussian import model_outputs
 
 __all__ = [
     "DeterministicActor",
@@ -40,8 +43,8 @@ class DeterministicActor(nn.Module):
         self.model = model
         self.bounds = ActionBounds(space.low, space.high)
 
-    def forward(self, observation: torch.Tensor) -> torch.Tensor:
-        return self.bounds.to_env(torch.tanh(self.model(observation)))
+    def forward(self, observation: Any) -> torch.Tensor:
+        return self.bounds.to_env(torch.tanh(model_outputs(self.model, observation)))
 
 
 class _BoxPolicy(Approximation):
@@ -77,11 +80,11 @@ class DeterministicPolicy(_BoxPolicy):
         self.bounds = actor.bounds
         self.noise = noise
 
-    def mode(self, observation: torch.Tensor) -> torch.Tensor:
+    def mode(self, observation: Any) -> torch.Tensor:
         """``mu(obs)`` without gradients."""
         return self.no_grad(observation)
 
-    def explore(self, observation: torch.Tensor) -> torch.Tensor:
+    def explore(self, observation: Any) -> torch.Tensor:
         """``clip(mu(obs) + noise * scale * eps)`` with ``eps ~ N(0, I)``, without gradients."""
         action = self.no_grad(observation)
         if self.noise <= 0:
@@ -103,12 +106,12 @@ class SoftDeterministicActor(nn.Module):
         self.model = model
         self.head = TanhGaussianHead(space.low, space.high)
 
-    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.head.rsample(self.model(observation))
+    def forward(self, observation: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head.rsample(model_outputs(self.model, observation))
 
-    def mode(self, observation: torch.Tensor) -> torch.Tensor:
+    def mode(self, observation: Any) -> torch.Tensor:
         """``center + scale * tanh(mean(obs))``."""
-        return self.head.mode(self.model(observation))
+        return self.head.mode(model_outputs(self.model, observation))
 
 
 class SoftDeterministicPolicy(_BoxPolicy):
@@ -129,11 +132,11 @@ class SoftDeterministicPolicy(_BoxPolicy):
         super().__init__(model, optimizer, name=name, **kwargs)
         self.bounds = model.head.bounds
 
-    def sample(self, observation: torch.Tensor) -> torch.Tensor:
+    def sample(self, observation: Any) -> torch.Tensor:
         """A sampled action per row, without gradients."""
         return self.no_grad(observation)[0]
 
-    def mode(self, observation: torch.Tensor) -> torch.Tensor:
+    def mode(self, observation: Any) -> torch.Tensor:
         """The deterministic action ``center + scale * tanh(mean)`` per row."""
         with torch.no_grad():
             return self.model.mode(observation)

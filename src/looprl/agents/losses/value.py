@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from looprl.approximation.q_dist import project_distribution
+
 
 def td_target(
     rewards: torch.Tensor, next_values: torch.Tensor, masks: torch.Tensor, discount: float
@@ -83,18 +85,8 @@ def categorical_projection(rewards: torch.Tensor, masks: torch.Tensor,
     Returns:
         ``(batch, n_atoms)`` target probabilities.
     """
-    v_min, v_max = atoms[0], atoms[-1]
-    delta = (v_max - v_min) / (atoms.shape[0] - 1)
     scale = (discount * masks).unsqueeze(-1)
-    shifted = (rewards.unsqueeze(-1) + scale * atoms).clamp(v_min, v_max)
-    b = ((shifted - v_min) / delta).clamp(0, atoms.shape[0] - 1)
-    lower = b.floor()
-    upper = b.ceil()
-    lower_weight = torch.where(upper == lower, torch.ones_like(b), upper - b)
-    target = torch.zeros_like(next_probs)
-    target.scatter_add_(-1, lower.long(), next_probs * lower_weight)
-    target.scatter_add_(-1, upper.long(), next_probs * (b - lower))
-    return target
+    return project_distribution(next_probs, rewards.unsqueeze(-1) + scale * atoms, atoms)
 
 
 def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:

@@ -74,7 +74,8 @@ def rainbow_model(obs_dim: int, num_actions: int, hp: dict[str, Any]) -> nn.Modu
     if hp["dueling"]:
         value, advantage = stream(outputs), stream(num_actions * outputs)
         if hp["distributional"]:
-            return nn.Sequential(torso, CategoricalDueling(value, advantage, num_actions, atoms))
+            dueling = nn.Sequential(torso, CategoricalDueling(value, advantage))
+            return CategoricalQHead(dueling, num_actions, atoms)
         return nn.Sequential(torso, Dueling(value, advantage))
     head = nn.Sequential(torso, stream(num_actions * outputs))
     return CategoricalQHead(head, num_actions, atoms) if hp["distributional"] else head

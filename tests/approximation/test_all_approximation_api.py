@@ -1,0 +1,108 @@
+"""``looprl.approximation`` as an ALL user writes against ``all.approximation`` (ALL 0.9.1):
+``Identity``, ``QContinuous``, ``QDist`` with flat-logit models and ``project``, the
+``scheduler`` argument, and ``Schedulable``/``LinearScheduler``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from looprl import nn
+from looprl.approximation import (
+    Approximation,
+    Identity,
+    LinearScheduler,
+    QContinuous,
+    QDist,
+    Schedulable,
+)
+from looprl.core import State, StateArray
+
+
+def _states(n: int = 3, mask: list[float] | None = None) -> StateArray:
+    torch.manual_seed(0)
+    x = {"observation": torch.randn(n, 4)}
+    if mask is not None:
+        x["mask"] = torch.tensor(mask)
+    return StateArray(x, (n,))
+
+
+def test_identity_returns_its_input_and_learns_nothing() -> None:
+    features = Identity("cpu")
+    states = _states()
+    assert features(states) is states and features.target(states) is states
+    assert features.eval(states) is states and features.no_grad(states) is states
+    assert features.reinforce() is features and features.step() is features
+    assert features.device == torch.device("cpu") and features.name == "identity"
+
+
+def test_qdist_softmaxes_alls_flat_logits_per_action() -> None:
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2 * 5))
+    q = QDist(model, torch.optim.Adam(model.parameters()), 2, 5, v_min=-2.0, v_max=2.0)
+    states = _states(mask=[1.0, 0.0, 1.0])
+    probs = q(states)
+    expected = torch.softmax(model(states.observation).view(3, 2, 5), dim=2)
+    assert probs.shape == (3, 2, 5)
+    assert torch.allclose(probs[0], expected[0]) and torch.allclose(probs[2], expected[2])
+    assert torch.equal(probs[1], torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.0]] * 2))  # terminal
+    chosen = q(states, torch.tensor([1, 0, 0]))
+    assert torch.allclose(chosen[0], expected[0, 1])
+    single = q.no_grad(State(states.observation[0]))
+    assert single.shape == (2, 5) and torch.allclose(single, expected[0])
+    assert q.n_actions == 2 and torch.equal(q.atoms, torch.linspace(-2.0, 2.0, 5))
+
+
+def test_qdist_keeps_probability_models_and_takes_alls_keywords() -> None:
+    model = nn.CategoricalQHead(nn.Linear(4, 2 * 5), 2, 5)
+    q = QDist(model, None, n_actions=2, n_atoms=5, v_min=-1.0, v_max=1.0)
+    probs = q.no_grad(_states())
+    assert torch.allclose(probs, model(_states().observation))  # used as they are
+    wrong = QDist(nn.Linear(4, 7), None, n_actions=2, n_atoms=5)
+    with pytest.raises(ValueError, match=r"\(batch, 10\) logits or \(batch, 2, 5\) probabilities"):
+        wrong.no_grad(_states())
+
+
+def test_qdist_project_splits_probability_between_neighbouring_atoms() -> None:
+    q = QDist(nn.Linear(4, 2 * 3), None, 2, 3, v_min=-1.0, v_max=1.0)
+    dist = torch.tensor([[0.2, 0.3, 0.5], [0.2, 0.3, 0.5]])
+    # row 0: support 0.5 + 0.5 * z = [0, 0.5, 1]: 0.2 -> atom 0; 0.3 halves between 0 and 1
+    # row 1: support 3 + z, clamped at 1: everything on the last atom
+    support = torch.stack([0.5 + 0.5 * q.atoms, 3.0 + q.atoms])
+    projected = q.project(dist, support)
+    assert torch.allclose(projected, torch.tensor([[0.0, 0.35, 0.65], [0.0, 0.0, 1.0]]))
+
+
+def test_qcontinuous_reads_observation_and_action() -> None:
+    model = nn.Linear(4 + 2, 1)
+    q = QContinuous(model, None)
+    states = _states(mask=[1.0, 1.0, 0.0])
+    actions = torch.randn(3, 2)
+    values = q(states, actions)
+    expected = model(torch.cat((states.observation, actions), 1)).squeeze(-1)
+    assert values.shape == (3,)
+    assert torch.allclose(values[:2], expected[:2]) and values[2] == 0
+
+
+def test_approximation_steps_alls_scheduler() -> None:
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5**step)
+    f = Approximation(model, optimizer, scheduler=scheduler)
+    f.reinforce(model(torch.ones(1, 2)).sum())
+    assert optimizer.param_groups[0]["lr"] == 0.5
+    with pytest.raises(ValueError, match="both scheduler and lr_scheduler"):
+        Approximation(model, optimizer, scheduler=scheduler, lr_scheduler=scheduler)
+
+
+class _Explorer(Schedulable):
+    def __init__(self) -> None:
+        self.epsilon = LinearScheduler(1.0, 0.0, 1, 3)
+        self.gamma = 0.9
+
+
+def test_schedulable_reads_schedules_as_values_like_alls() -> None:
+    explorer = _Explorer()
+    # ALL's LinearScheduler: initial up to decay_start, linear to decay_end, then final
+    assert [explorer.epsilon for _ in range(5)] == [1.0, 1.0, 0.5, 0.0, 0.0]
+    assert explorer.gamma == 0.9
