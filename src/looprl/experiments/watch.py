@@ -3,6 +3,11 @@
 Single-agent environments play one episode at a time; multi-agent ones
 (``MultiagentEnvironment``) play seed 003's turn-by-turn loop, and their returns are one
 ``{agent: return}`` dict per episode.
+
+As in the autonomous-learning-library, ``from looprl.experiments import watch`` gives
+something to call, ``watch(agent, env, fps=60)``: this module is callable (its ``watch``);
+``load_and_watch(filename, env)`` watches the test agent of a preset saved with
+``preset.save(filename)``.
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ import ctypes.util
 import logging
 import math
 import os
+import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +28,7 @@ from looprl.environments import AtariEnvironment, GymEnvironment, MujocoEnvironm
 from looprl.environments.mujoco import is_mujoco_id
 from looprl.environments.multiagent import MultiagentPettingZooEnv, make_zoo_env
 from looprl.experiments.experiment import play_episode
+from looprl.presets import load_preset
 
 log = logging.getLogger(__name__)
 
@@ -79,16 +87,20 @@ def default_fps(env: Any) -> float:
 
 
 def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
-          gif: str | Path | None = None, max_steps: int = 10_000,
+          gif: str | Path | None = None, max_steps: int = 10_000, n_episodes: int | None = None,
           ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """Play ``episodes`` episodes of ``agent`` in ``env`` and show them.
 
     With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
     at ``fps`` (default: ``default_fps(env)``, real time); otherwise ``env.render()`` frames
     are written to ``gif``, played back at ``fps``. An episode is cut after ``max_steps``
-    steps (turns). Returns the episode returns (``{agent: return}`` dicts for a
-    ``MultiagentEnvironment``) and the GIF path (or ``None``).
+    steps (turns). ``n_episodes`` is ALL's name of ``episodes``. Returns the episode returns
+    (``{agent: return}`` dicts for a ``MultiagentEnvironment``) and the GIF path (or
+    ``None``).
     """
+    episodes = episodes if n_episodes is None else n_episodes
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"watch plays a positive number of episodes, got {episodes!r}")
     fps = fps or default_fps(env)
     frames: list[np.ndarray] | None = [] if gif is not None else None
     try:
@@ -101,6 +113,17 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     path = Path(gif)
     write_gif(frames, path, fps)
     return returns, path
+
+
+def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
+                   n_episodes: int = sys.maxsize, **options: Any,
+                   ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
+    """ALL's ``load_and_watch``: load the preset saved with ``preset.save(filename)`` (its
+    networks on ``env``'s device) and ``watch`` its test agent in ``env`` for ``n_episodes``
+    episodes (default: until interrupted). ``options`` are ``watch``'s (``gif``,
+    ``max_steps``)."""
+    preset = load_preset(str(filename), device=getattr(env, "device", None))
+    return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 
 def _show(env: Any, frames: list | None, fps: float) -> None:
@@ -126,3 +149,14 @@ def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int 
     duration = int(1000 * step / fps)
     images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)
     log.info("Wrote %d frames to %s", len(images), path)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as its ``watch`` function (ALL's ``from all.experiments import
+    watch; watch(agent, env)``) while ``watch.watch``, ``watch.watch_env``, ... stay."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return watch(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

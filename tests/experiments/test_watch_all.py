@@ -1,0 +1,38 @@
+"""ALL 0.9's ``watch`` and ``load_and_watch``, called as an ALL user calls them
+(``from all.experiments import load_and_watch, watch``)."""
+
+from typing import Any
+
+import pytest
+import torch
+
+from looprl.environments import GymEnvironment
+from looprl.experiments import load_and_watch, watch
+from looprl.presets import classic_control
+
+
+class _Left:
+    def act(self, state: Any) -> torch.Tensor:
+        return torch.tensor(0)
+
+
+def test_watch_is_callable_as_alls() -> None:
+    env = GymEnvironment("CartPole-v1")
+    returns, path = watch(_Left(), env, fps=1e6, n_episodes=2)
+    assert len(returns) == 2 and path is None
+    assert all(5 <= r <= 30 for r in returns)  # always pushing left falls quickly
+    assert callable(watch.watch_env)  # the module's helpers stay
+    with pytest.raises(ValueError, match="positive number of episodes"):
+        watch(_Left(), GymEnvironment("CartPole-v1"), n_episodes=0)
+
+
+def test_load_and_watch_a_saved_preset(tmp_path: Any) -> None:
+    torch.manual_seed(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = classic_control.dqn.env(env).device("cpu").build()
+    preset.save(str(tmp_path / "preset.pt"))
+    returns, _ = load_and_watch(tmp_path / "preset.pt", GymEnvironment("CartPole-v1"),
+                                fps=1e6, n_episodes=2)
+    assert len(returns) == 2 and all(r >= 1 for r in returns)
+    with pytest.raises(FileNotFoundError, match="preset.save"):
+        load_and_watch(tmp_path / "missing.pt", env, n_episodes=1)
