@@ -1,13 +1,17 @@
-"""Memory: replay buffers and on-policy segment storage (preallocated, O(1) add)."""
+"""Memory: replay buffers and on-policy segment storage (preallocated, O(1) add); ALL's
+``NStepReplayBuffer`` wrapper and advantage buffers."""
 
+from looprl.memory.advantages import GeneralizedAdvantageBuffer, NStepAdvantageBuffer
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
+from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
 from looprl.memory.replay import ExperienceReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = [
-    "AtariReplayBuffer", "ExperienceReplayBuffer", "OnPolicyBuffer",
+    "AtariReplayBuffer", "ExperienceReplayBuffer", "GeneralizedAdvantageBuffer",
+    "NStepAdvantageBuffer", "NStepReplayBuffer", "OnPolicyBuffer",
     "PrioritizedAtariReplayBuffer", "PrioritizedReplayBuffer", "SegmentBuffer", "SumTree",
     "importance_weights", "make_sample_buffer",
 ]

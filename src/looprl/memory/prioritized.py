@@ -77,18 +77,26 @@ class SumTree:
 class Prioritized:
     """Proportional prioritization over a buffer's slots, mixed into the prioritized buffers.
 
+    The arguments come in ``all.memory.PrioritizedReplayBuffer``'s order: ``(size, alpha,
+    beta, epsilon, device)``.
+
     Args:
-        size, device, generator, n_step: the buffer's (``ExperienceReplayBuffer``'s);
-            ``generator`` draws the stratified uniforms of ``sample_indices``.
+        size: capacity in transitions.
         alpha: how much prioritization is used (``0``: uniform).
         beta: importance-sampling exponent, a float or a schedule with a ``value``
             property read once per sample (anneal it to 1 over training).
         epsilon: added to the new priorities so that none is zero.
+        device, generator, n_step: the buffer's (``ExperienceReplayBuffer``'s);
+            ``generator`` draws the stratified uniforms of ``sample_indices``.
     """
 
-    def __init__(self, size: int, device: str | torch.device = "cpu",
-                 generator: torch.Generator | None = None, n_step: int = 1, *,
-                 alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5):
+    def __init__(self, size: int, alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5,
+                 device: str | torch.device = "cpu", generator: torch.Generator | None = None,
+                 n_step: int = 1):
+        if isinstance(alpha, (str, torch.device)) or not isinstance(epsilon, (int, float)):
+            raise TypeError(f"{type(self).__name__}(size, alpha, beta, epsilon, device) takes "
+                            f"ALL's argument order; got alpha={alpha!r}, epsilon={epsilon!r}: "
+                            "pass device=... by keyword")
         super().__init__(size, device, generator, n_step)
         if alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")

@@ -83,7 +83,7 @@ class ReplayPreset(FamilyPreset):
         uniform, prioritized = self.replays
         if not self.prioritized:
             return uniform(hp["replay_buffer_size"], self.device, n_step=self.n_step)
-        return prioritized(hp["replay_buffer_size"], self.device, n_step=self.n_step,
+        return prioritized(hp["replay_buffer_size"], device=self.device, n_step=self.n_step,
                            alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from looprl.approximation.q_dist import project_distribution
+from looprl.memory.returns import n_step_bootstrap as n_step_bootstrap  # (re-exported)
 
 
 def td_target(
@@ -130,40 +131,3 @@ def n_step_return(
         mask = torch.where(alive > 0, masks[k].to(mask.dtype), mask)
         alive = alive * (~dones[k].bool()).to(alive.dtype)
     return ret, discount**steps, mask
-
-
-def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor,
-                     gamma: float, n_step: int, rows: int | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """n-step returns of the first ``rows`` rows of ``[T + 1, B]`` segments (``SampleBatch``'s
-    row convention), stopped at the episode's or the segment's end.
-
-    For row ``t``, ``K`` is the number of transitions up to ``n_step``, the first episode end
-    (``done | truncated`` at row ``t + K``) or row ``T``, whichever comes first.
-
-    Returns:
-        ``(returns, bootstrap_row, discount)``, each ``[rows, B]`` (``rows`` defaults to
-        ``T``): ``returns = sum_{k<K} gamma^k reward[t + 1 + k]``, ``bootstrap_row = t + K``
-        and ``discount = gamma^K``, 0 when row ``t + K`` is terminal (``done``).
-    """
-    last = reward.shape[0] - 1
-    rows = last if rows is None else min(rows, last)
-    streams = reward.shape[1]
-    end = done.bool() | truncated.bool()
-    t = torch.arange(rows, device=reward.device).unsqueeze(1).expand(rows, streams)
-    returns = torch.zeros(rows, streams, device=reward.device)
-    boot = t.clone()
-    active = torch.ones(rows, streams, dtype=torch.bool, device=reward.device)
-    for k in range(1, n_step + 1):
-        reach = min(rows, last - k + 1)  # rows t < reach have t + k <= T
-        if reach <= 0:
-            break
-        step = active[:reach]
-        gathered = reward[k : k + reach].float()
-        returns[:reach] += torch.where(step, gamma ** (k - 1) * gathered, 0.0)
-        boot[:reach] = torch.where(step, t[:reach] + k, boot[:reach])
-        active[:reach] = step & ~end[k : k + reach]
-        active[reach:] = False
-    terminal = done.bool().gather(0, boot)
-    discount = torch.where(terminal, 0.0, gamma ** (boot - t).float())
-    return returns, boot, discount

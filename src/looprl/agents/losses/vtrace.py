@@ -12,61 +12,14 @@ observation whose action was never executed: it is not a training row (``mask`` 
 
 from __future__ import annotations
 
-import numpy as np
 import torch
+
+from looprl.memory.returns import discounted_sums, generalized_advantage_estimate
 
 
 def segment_mask(done: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
     """Training rows of a ``[T + 1, B]`` segment: ``[T, B]``, ``False`` at final observations."""
     return ~(done[:-1].bool() | truncated[:-1].bool())
-
-
-def generalized_advantage_estimate(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    next_masks: torch.Tensor,
-    next_dones: torch.Tensor,
-    gamma: float,
-    lam: float,
-) -> torch.Tensor:
-    """GAE(gamma, lambda) advantages (Schulman et al., 2016), time along dimension 0.
-
-    ``delta_t = r_t + gamma * mask_{t+1} * V(s_{t+1}) - V(s_t)`` and
-    ``A_t = delta_t + gamma * lam * (1 - done_{t+1}) * A_{t+1}``: ``mask`` stops
-    bootstrapping at terminal states, ``done`` stops the recursion at any episode end.
-    """
-    deltas = rewards + gamma * next_masks * next_values - values
-    return discounted_sums(deltas, gamma * lam * (1.0 - next_dones.float()))
-
-
-def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
-    """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (``x_T = 0`` past
-    the end): the recursion of GAE and of V-trace's corrections.
-
-    On the CPU (without gradients) the loop runs over NumPy views of the rows, whose operations
-    cost a third of torch's on rows this small; elsewhere one ``addcmul`` per row.
-    """
-    if deltas.shape[0] == 0:
-        return torch.empty_like(deltas)
-    if (deltas.device.type == "cpu" and decay.device == deltas.device
-            and deltas.dtype in (torch.float32, torch.float64) and decay.dtype == deltas.dtype
-            and not (deltas.requires_grad or decay.requires_grad)):
-        return torch.from_numpy(_discounted_sums(deltas.numpy(), decay.numpy()))
-    steps = zip(reversed(deltas.unbind(0)), reversed(decay.unbind(0)), strict=True)
-    last, sums = torch.zeros_like(deltas[0]), []
-    for delta, step_decay in steps:  # rows as views: one kernel per step, no indexing
-        last = torch.addcmul(delta, step_decay, last)
-        sums.append(last)
-    return torch.stack(sums[::-1])
-
-
-def _discounted_sums(deltas: np.ndarray, decay: np.ndarray) -> np.ndarray:
-    sums = np.empty_like(deltas)
-    last = np.zeros_like(deltas[0])
-    for t in range(len(deltas) - 1, -1, -1):
-        last = sums[t] = deltas[t] + decay[t] * last
-    return sums
 
 
 def segment_gae(

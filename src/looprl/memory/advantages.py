@@ -1,0 +1,131 @@
+"""ALL's on-policy advantage buffers (``all.memory``): ``NStepAdvantageBuffer`` (A2C's n-step
+advantages) and ``GeneralizedAdvantageBuffer`` (PPO's GAE).
+
+Both take ``n_steps`` steps of ``n_envs`` environments through ``store(states, actions,
+rewards)`` (``rewards`` arrived on the way to the next ``states``), then ``advantages(
+next_states)`` returns ``(states, actions, advantages)``, flat and time-major (row ``t *
+n_envs + e``), and empties the buffer. Values are read through ``v`` and ``features``
+(``Approximation`` objects: ``v(features(states))``); a state with ``mask == 0`` is terminal
+(no bootstrap past it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from looprl.core import StateArray
+from looprl.memory.returns import discounted_sums, generalized_advantage_estimate
+
+__all__ = ["GeneralizedAdvantageBuffer", "NStepAdvantageBuffer"]
+
+
+def _stacked(steps: list[StateArray]) -> StateArray:
+    """The ``StateArray`` ``(len(steps), n_envs)`` of the tensor entries of ``steps``."""
+    first = steps[0]
+    x = {key: torch.stack([torch.as_tensor(step[key]) for step in steps])
+         for key, value in first.items() if isinstance(value, torch.Tensor)}
+    return StateArray(x, (len(steps), *first.shape), device=first.device)
+
+
+class _AdvantageBuffer:
+    """The steps of ``n_envs`` environments, up to ``n_steps`` of them."""
+
+    def __init__(self, v: Any, features: Any, n_steps: int, n_envs: int,
+                 discount_factor: float = 1):
+        if n_steps < 1 or n_envs < 1:
+            raise ValueError(f"{type(self).__name__} needs n_steps >= 1 and n_envs >= 1, got "
+                             f"{n_steps} and {n_envs}")
+        self.v, self.features = v, features
+        self.n_steps, self.n_envs, self.gamma = n_steps, n_envs, discount_factor
+        self._states: list[StateArray] = []
+        self._actions: list[torch.Tensor] = []
+        self._rewards: list[torch.Tensor] = []
+
+    def __len__(self) -> int:
+        return len(self._states) * self.n_envs
+
+    def store(self, states: StateArray | None, actions: torch.Tensor, rewards: Any) -> None:
+        """One step of every environment (``states`` ``None``: nothing, as ALL's)."""
+        if states is None:
+            return
+        if len(self._states) >= self.n_steps:
+            raise RuntimeError(f"{type(self).__name__} holds n_steps={self.n_steps} steps "
+                               "already: call advantages(next_states) before storing more")
+        self._states.append(states)
+        self._actions.append(torch.as_tensor(actions))
+        self._rewards.append(torch.as_tensor(rewards, dtype=torch.float32))
+
+    def _take(self, next_states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
+        """``(states (n_steps + 1, n_envs), actions, rewards (n_steps, n_envs))``; empties."""
+        if len(self._states) < self.n_steps:
+            raise RuntimeError(f"{type(self).__name__} holds {len(self._states)} of its "
+                               f"n_steps={self.n_steps} steps: store more before advantages()")
+        states = _stacked([*self._states, next_states])
+        actions = torch.stack(self._actions)
+        rewards = torch.stack(self._rewards).to(states.observation.device)
+        self._states, self._actions, self._rewards = [], [], []
+        return states, actions.reshape(-1, *actions.shape[2:]), rewards
+
+    def _values(self, states: StateArray, mode: str = "target") -> torch.Tensor:
+        """``v(features(states))`` through ``mode`` (``target`` or ``eval``), shaped as
+        ``states``."""
+        return getattr(self.v, mode)(getattr(self.features, mode)(states)).view(states.shape)
+
+
+class NStepAdvantageBuffer(_AdvantageBuffer):
+    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C), ``k`` the steps to the
+    first terminal state or the last one; ``V(s_{t+k})`` is the target network's, ``V(s_t)`` the
+    online one's in eval mode.
+
+    Args:
+        v, features: the value and feature ``Approximation`` objects.
+        n_steps, n_envs: steps per batch and environments.
+        discount_factor: ``gamma``.
+    """
+
+    def advantages(self, states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
+        """``(states, actions, advantages)`` of the stored steps, ``states`` the next ones."""
+        states, actions, rewards = self._take(states)
+        masks = states.mask[1:].float().to(rewards.device)
+        returns = discounted_sums(rewards, self.gamma * masks)
+        lengths = discounted_sums(torch.ones_like(rewards), masks)
+        rows = torch.arange(self.n_steps, device=rewards.device).unsqueeze(1) + lengths.long()
+        envs = torch.arange(self.n_envs, device=rewards.device).expand_as(rows)
+        now = states[: self.n_steps]
+        bootstrap = self._values(states[rows, envs]) * self.gamma ** lengths
+        advantages = returns + bootstrap - self._values(now, "eval")
+        return now.flatten(), actions, advantages.view(-1)
+
+
+class GeneralizedAdvantageBuffer(_AdvantageBuffer):
+    """GAE(gamma, lambda) advantages (Schulman et al., 2016, https://arxiv.org/abs/1506.02438)
+    over the target network's values: ``delta_t = r_t + gamma * mask_{t+1} V(s_{t+1}) -
+    V(s_t)``, ``A_t = delta_t + gamma * lam * A_{t+1}`` within an episode.
+
+    Args:
+        v, features: the value and feature ``Approximation`` objects.
+        n_steps, n_envs: steps per batch and environments.
+        discount_factor, lam: ``gamma`` and ``lambda``.
+        compute_batch_size: states per forward pass when computing values.
+    """
+
+    def __init__(self, v: Any, features: Any, n_steps: int, n_envs: int,
+                 discount_factor: float = 1, lam: float = 1, compute_batch_size: int = 256):
+        super().__init__(v, features, n_steps, n_envs, discount_factor)
+        self.lam, self.compute_batch_size = lam, compute_batch_size
+
+    def advantages(self, next_states: StateArray
+                   ) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
+        """``(states, actions, advantages)`` of the stored steps."""
+        states, actions, rewards = self._take(next_states)
+        flat = states.flatten()
+        size = self.compute_batch_size
+        values = torch.cat([self._values(flat[i : i + size])
+                            for i in range(0, len(flat), size)]).view(states.shape)
+        masks = states.mask[1:].float().to(rewards.device)
+        ends = torch.as_tensor(states.done[1:], device=rewards.device).bool() | (masks == 0)
+        advantages = generalized_advantage_estimate(rewards, values[:-1], values[1:], masks,
+                                                    ends, self.gamma, self.lam)
+        return states[: self.n_steps].flatten(), actions, advantages.view(-1)

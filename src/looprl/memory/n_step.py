@@ -1,0 +1,88 @@
+"""``NStepReplayBuffer``: ALL's n-step wrapper (``all.memory.NStepReplayBuffer(steps,
+discount_factor, buffer)``) over a looprl replay buffer.
+
+The wrapped buffer (``ExperienceReplayBuffer``, ``PrioritizedReplayBuffer``, empty) is switched
+to ``steps``-step windows, which it cuts itself (``looprl.memory.windows``); ``sample`` turns
+them into ALL's tuple ``(states, actions, returns, next_states, weights)``: ``returns`` the
+discounted rewards of up to ``steps`` steps (stopped at the episode's end), ``next_states`` the
+state they lead to, whose ``reward`` is the return, ``mask`` 0 where the episode terminated and
+``discount`` the ``discount_factor^k`` of its ``k`` steps (ALL's agents bootstrap with
+``discount_factor^steps``; ``k`` is smaller only where the episode ended, so the two agree
+except after a truncation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from looprl.core import SampleBatch, State, StateArray
+from looprl.memory.returns import n_step_bootstrap
+
+__all__ = ["NStepReplayBuffer", "n_step_transitions"]
+
+
+def n_step_transitions(batch: SampleBatch, discount_factor: float) -> tuple:
+    """ALL's ``(states, actions, returns, next_states, weights)`` of ``[n + 1, B]`` windows
+    (see the module docstring)."""
+    steps = batch.reward.shape[0] - 1
+    returns, boot, _ = n_step_bootstrap(batch.reward, batch.done, batch.truncated,
+                                        discount_factor, steps, rows=1)
+    returns, boot = returns[0], boot[0]
+    n = len(boot)
+    columns = torch.arange(n, device=boot.device)
+    terminal = batch.done[boot, columns].bool()
+    device = batch.reward.device
+    states = StateArray({"observation": batch.obs[0]}, (n,), device=device)
+    next_states = StateArray({
+        "observation": batch.obs[boot, columns], "reward": returns,
+        "mask": (~terminal).float(), "done": terminal | batch.truncated[boot, columns].bool(),
+        "discount": discount_factor ** boot.float()}, (n,), device=device)
+    weights = torch.ones(n, device=device) if batch.weight is None else batch.weight[0]
+    return states, batch.action[0], returns, next_states, weights
+
+
+class NStepReplayBuffer:
+    """Stores ``steps``-step transitions in ``buffer`` (see the module docstring).
+
+    Args:
+        steps: the most steps a transition spans (>= 1).
+        discount_factor: the discount of the returns (>= 0).
+        buffer: an empty looprl replay buffer (anything with ``n_step`` and ``sample_batch``).
+
+    Example:
+        >>> replay = NStepReplayBuffer(3, 0.99, ExperienceReplayBuffer(10_000))
+    """
+
+    def __init__(self, steps: int, discount_factor: float, buffer: Any):
+        if steps < 1 or discount_factor < 0:
+            raise ValueError(f"NStepReplayBuffer needs steps >= 1 and discount_factor >= 0, got "
+                             f"{steps} and {discount_factor}")
+        if not (hasattr(buffer, "n_step") and hasattr(buffer, "sample_batch")):
+            raise TypeError(f"NStepReplayBuffer wraps a looprl replay buffer (e.g. "
+                            f"ExperienceReplayBuffer(size)), got {type(buffer).__name__}")
+        if buffer.n_step != steps and len(buffer):
+            raise ValueError(f"NStepReplayBuffer needs an empty buffer (this one holds "
+                             f"{len(buffer)} {buffer.n_step}-step transitions)")
+        buffer.n_step = int(steps)
+        self.steps, self.discount_factor, self.buffer = int(steps), discount_factor, buffer
+
+    def store(self, state: State | None, action: Any, next_state: State) -> None:
+        """Store a step; its window is written once complete (``buffer.store``)."""
+        self.buffer.store(state, action, next_state)
+
+    def sample(self, batch_size: int) -> tuple:
+        """``batch_size`` n-step transitions as ALL's tuple (see the module docstring)."""
+        return n_step_transitions(self.buffer.sample_batch(batch_size), self.discount_factor)
+
+    def sample_batch(self, batch_size: int) -> SampleBatch:
+        """``batch_size`` windows ``[steps + 1, batch_size]`` (what looprl's trainers read)."""
+        return self.buffer.sample_batch(batch_size)
+
+    def update_priorities(self, *args: Any, **kwargs: Any) -> None:
+        """The wrapped buffer's ``update_priorities``."""
+        self.buffer.update_priorities(*args, **kwargs)
+
+    def __len__(self) -> int:
+        return len(self.buffer)

@@ -1,0 +1,96 @@
+"""Discounted sums along time, the recursions behind the targets that both the buffers
+(``looprl.memory``: n-step replay, advantage buffers) and the trainers (``looprl.agents.losses``,
+which re-exports them) compute: ``discounted_sums``, ``generalized_advantage_estimate`` and
+``n_step_bootstrap``."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["discounted_sums", "generalized_advantage_estimate", "n_step_bootstrap"]
+
+
+def generalized_advantage_estimate(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    next_masks: torch.Tensor,
+    next_dones: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """GAE(gamma, lambda) advantages (Schulman et al., 2016), time along dimension 0.
+
+    ``delta_t = r_t + gamma * mask_{t+1} * V(s_{t+1}) - V(s_t)`` and
+    ``A_t = delta_t + gamma * lam * (1 - done_{t+1}) * A_{t+1}``: ``mask`` stops
+    bootstrapping at terminal states, ``done`` stops the recursion at any episode end.
+    """
+    deltas = rewards + gamma * next_masks * next_values - values
+    return discounted_sums(deltas, gamma * lam * (1.0 - next_dones.float()))
+
+
+def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
+    """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (``x_T = 0`` past
+    the end): the recursion of GAE and of V-trace's corrections.
+
+    On the CPU (without gradients) the loop runs over NumPy views of the rows, whose operations
+    cost a third of torch's on rows this small; elsewhere one ``addcmul`` per row.
+    """
+    if deltas.shape[0] == 0:
+        return torch.empty_like(deltas)
+    if (deltas.device.type == "cpu" and decay.device == deltas.device
+            and deltas.dtype in (torch.float32, torch.float64) and decay.dtype == deltas.dtype
+            and not (deltas.requires_grad or decay.requires_grad)):
+        return torch.from_numpy(_discounted_sums(deltas.numpy(), decay.numpy()))
+    steps = zip(reversed(deltas.unbind(0)), reversed(decay.unbind(0)), strict=True)
+    last, sums = torch.zeros_like(deltas[0]), []
+    for delta, step_decay in steps:  # rows as views: one kernel per step, no indexing
+        last = torch.addcmul(delta, step_decay, last)
+        sums.append(last)
+    return torch.stack(sums[::-1])
+
+
+def _discounted_sums(deltas: np.ndarray, decay: np.ndarray) -> np.ndarray:
+    sums = np.empty_like(deltas)
+    last = np.zeros_like(deltas[0])
+    for t in range(len(deltas) - 1, -1, -1):
+        last = sums[t] = deltas[t] + decay[t] * last
+    return sums
+
+
+def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor,
+                     gamma: float, n_step: int, rows: int | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """n-step returns of the first ``rows`` rows of ``[T + 1, B]`` segments (``SampleBatch``'s
+    row convention), stopped at the episode's or the segment's end.
+
+    For row ``t``, ``K`` is the number of transitions up to ``n_step``, the first episode end
+    (``done | truncated`` at row ``t + K``) or row ``T``, whichever comes first.
+
+    Returns:
+        ``(returns, bootstrap_row, discount)``, each ``[rows, B]`` (``rows`` defaults to
+        ``T``): ``returns = sum_{k<K} gamma^k reward[t + 1 + k]``, ``bootstrap_row = t + K``
+        and ``discount = gamma^K``, 0 when row ``t + K`` is terminal (``done``).
+    """
+    last = reward.shape[0] - 1
+    rows = last if rows is None else min(rows, last)
+    streams = reward.shape[1]
+    end = done.bool() | truncated.bool()
+    t = torch.arange(rows, device=reward.device).unsqueeze(1).expand(rows, streams)
+    returns = torch.zeros(rows, streams, device=reward.device)
+    boot = t.clone()
+    active = torch.ones(rows, streams, dtype=torch.bool, device=reward.device)
+    for k in range(1, n_step + 1):
+        reach = min(rows, last - k + 1)  # rows t < reach have t + k <= T
+        if reach <= 0:
+            break
+        step = active[:reach]
+        gathered = reward[k : k + reach].float()
+        returns[:reach] += torch.where(step, gamma ** (k - 1) * gathered, 0.0)
+        boot[:reach] = torch.where(step, t[:reach] + k, boot[:reach])
+        active[:reach] = step & ~end[k : k + reach]
+        active[reach:] = False
+    terminal = done.bool().gather(0, boot)
+    discount = torch.where(terminal, 0.0, gamma ** (boot - t).float())
+    return returns, boot, discount

@@ -1,0 +1,120 @@
+"""``looprl.memory`` as an ALL user writes against ``all.memory`` (ALL 0.9.1):
+``NStepReplayBuffer`` over a replay buffer, the advantage buffers against hand-computed
+advantages, and ``PrioritizedReplayBuffer``'s argument order."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from looprl import nn
+from looprl.approximation import Identity, VNetwork
+from looprl.core import State, StateArray
+from looprl.memory import (
+    ExperienceReplayBuffer,
+    GeneralizedAdvantageBuffer,
+    NStepAdvantageBuffer,
+    NStepReplayBuffer,
+    PrioritizedReplayBuffer,
+)
+
+
+def _s(i: float, **kwargs) -> State:
+    return State(torch.full((2,), float(i)), **kwargs)
+
+
+def test_n_step_replay_buffer_over_an_experience_replay_buffer() -> None:
+    torch.manual_seed(0)
+    replay = NStepReplayBuffer(2, 0.5, ExperienceReplayBuffer(100))
+    # states 0 -> 1 -> 2 -> 3 (terminal), rewards 1, 2, 4
+    states = [_s(0), _s(1, reward=1.0), _s(2, reward=2.0), _s(3, reward=4.0, done=True)]
+    for t in range(3):
+        replay.store(states[t], t, states[t + 1])
+    assert len(replay) == 3
+    obs, actions, returns, next_states, weights = replay.sample(64)
+    order = obs.observation[:, 0].long()
+    assert torch.equal(actions, order)
+    # R_0 = 1 + 0.5 * 2 -> s2; R_1 = 2 + 0.5 * 4 -> s3 (terminal); R_2 = 4 -> s3
+    expected = torch.tensor([2.0, 4.0, 4.0])[order]
+    assert torch.equal(returns, expected) and torch.equal(next_states.reward, expected)
+    assert torch.equal(next_states.observation[:, 0], torch.tensor([2.0, 3.0, 3.0])[order])
+    assert torch.equal(next_states.mask, torch.tensor([1.0, 0.0, 0.0])[order])
+    assert torch.equal(next_states["discount"], torch.tensor([0.25, 0.25, 0.5])[order])
+    assert torch.equal(weights, torch.ones(64))
+
+
+def test_n_step_replay_buffer_refuses_what_it_cannot_wrap() -> None:
+    with pytest.raises(TypeError, match="wraps a looprl replay buffer"):
+        NStepReplayBuffer(3, 0.9, [])
+    full = ExperienceReplayBuffer(10)
+    full.store(_s(0), 0, _s(1, reward=1.0))
+    with pytest.raises(ValueError, match="needs an empty buffer"):
+        NStepReplayBuffer(3, 0.9, full)
+
+
+def test_prioritized_replay_buffer_takes_alls_argument_order() -> None:
+    buffer = PrioritizedReplayBuffer(100, 0.5, 0.25, 1e-3, device="cpu")
+    assert (buffer.alpha, buffer.beta, buffer.epsilon) == (0.5, 0.25, 1e-3)
+    assert buffer.device == "cpu"
+    with pytest.raises(TypeError, match="pass device=... by keyword"):
+        PrioritizedReplayBuffer(100, "cpu")
+    replay = NStepReplayBuffer(2, 0.5, PrioritizedReplayBuffer(100, alpha=1.0, epsilon=0.0))
+    for t in range(3):
+        replay.store(_s(t), 0, _s(t + 1, reward=1.0))
+    replay.sample(4)
+    replay.update_priorities(torch.tensor([1.0, 2.0, 3.0, 4.0]))  # through to the buffer
+    assert replay.buffer.max_priority == 4.0
+
+
+def _value_of_observation() -> VNetwork:
+    """``V(s) = observation`` (0 where terminal, as every ``VNetwork``)."""
+    model = nn.Linear(1, 1)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+        model.bias.fill_(0.0)
+    return VNetwork(model, None)
+
+
+def _fill(buffer) -> StateArray:
+    """Two steps of two environments; environment 1 reaches a terminal state at step 1."""
+    steps = [StateArray({"observation": torch.tensor([[1.0], [2.0]])}, (2,)),
+             StateArray({"observation": torch.tensor([[3.0], [4.0]]),
+                         "mask": torch.tensor([1.0, 0.0]), "done": torch.tensor([False, True])},
+                        (2,))]
+    buffer.store(None, None, None)  # ALL's agents store nothing before their first step
+    for t, states in enumerate(steps):
+        buffer.store(states, torch.tensor([t, 10 + t]), torch.tensor([1.0 + t, 1.0 + t]))
+    return StateArray({"observation": torch.tensor([[5.0], [6.0]])}, (2,))
+
+
+def test_generalized_advantage_buffer_matches_hand_computed_advantages() -> None:
+    buffer = GeneralizedAdvantageBuffer(_value_of_observation(), Identity("cpu"), n_steps=2,
+                                        n_envs=2, discount_factor=0.5, lam=0.5)
+    states, actions, advantages = buffer.advantages(_fill(buffer))
+    # values: t0 [1, 2]; t1 [3, 0 (terminal)]; t2 [5, 6]
+    # env 0: d1 = 2 + .5*5 - 3 = 1.5, A1 = 1.5; d0 = 1 + .5*3 - 1 = 1.5, A0 = 1.5 + .25*1.5
+    # env 1: d1 = 2 + .5*6 - 0 = 5, A1 = 5; d0 = 1 + .5*0 - 2 = -1, A0 = -1 (the episode ended)
+    assert torch.allclose(advantages, torch.tensor([1.875, -1.0, 1.5, 5.0]))
+    assert torch.equal(states.observation.view(-1), torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert torch.equal(actions, torch.tensor([0, 10, 1, 11])) and len(buffer) == 0
+
+
+def test_n_step_advantage_buffer_matches_hand_computed_advantages() -> None:
+    buffer = NStepAdvantageBuffer(_value_of_observation(), Identity("cpu"), n_steps=2, n_envs=2,
+                                  discount_factor=0.5)
+    states, actions, advantages = buffer.advantages(_fill(buffer))
+    # env 0: A0 = 1 + .5*2 + .25*V(s2)=5 - 1 = 2.25; A1 = 2 + .5*5 - 3 = 1.5
+    # env 1: A0 = 1 + .5*V(terminal s1)=0 - 2 = -1; A1 = 2 + .5*6 - 0 = 5
+    assert torch.allclose(advantages, torch.tensor([2.25, -1.0, 1.5, 5.0]))
+    assert torch.equal(actions, torch.tensor([0, 10, 1, 11]))
+    assert states.shape == (4,)
+
+
+def test_advantage_buffers_say_when_they_are_full_or_short() -> None:
+    buffer = NStepAdvantageBuffer(_value_of_observation(), Identity("cpu"), 1, 2)
+    with pytest.raises(RuntimeError, match="store more before advantages"):
+        buffer.advantages(StateArray({"observation": torch.zeros(2, 1)}, (2,)))
+    states = StateArray({"observation": torch.zeros(2, 1)}, (2,))
+    buffer.store(states, torch.zeros(2), torch.zeros(2))
+    with pytest.raises(RuntimeError, match="call advantages"):
+        buffer.store(states, torch.zeros(2), torch.zeros(2))
