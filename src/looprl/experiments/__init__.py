@@ -12,9 +12,10 @@ from looprl.experiments.run import (
     make_experiment,
     run_experiment,
 )
+from looprl.experiments.slurm import SlurmExperiment
 from looprl.experiments.watch import load_and_watch
 
 __all__ = ["Experiment", "ExperimentLogger", "ExperimentResult", "MultiagentEnvExperiment",
-           "ParallelEnvExperiment", "SingleEnvExperiment", "TrainingInterrupted",
+           "ParallelEnvExperiment", "SingleEnvExperiment", "SlurmExperiment", "TrainingInterrupted",
            "TrainingProgress", "load_and_watch", "make_experiment", "plot_returns_100",
            "run_experiment", "play", "watch"]

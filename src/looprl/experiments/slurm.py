@@ -1,0 +1,120 @@
+"""``SlurmExperiment``: seed 003's ``run_experiment`` spread over a Slurm cluster, one array
+task per (agent, environment), submitted through submitit (the ``config`` extra, which the
+Hydra launcher uses too)::
+
+    from looprl.experiments import SlurmExperiment
+    SlurmExperiment(agents, envs, 10e6, sbatch_args={"partition": "gpu", "gpus-per-node": 1})
+
+Each task runs ``run_experiment(agent, env, frames, ...)``, so the run directories under
+``logdir`` are the ones a local run makes. Unlike the autonomous-learning-library's, it writes
+no script to resubmit itself (submitit pickles the runs), it reads no command line, and any
+submitit executor runs it (``submitit.LocalExecutor(folder)`` on one machine, or
+``submitit.DebugExecutor(folder)`` in this process).
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import os
+from pathlib import Path
+from typing import Any
+
+from looprl.core.imports import import_extra
+from looprl.experiments.run import ExperimentResult, run_experiment
+
+log = logging.getLogger(__name__)
+
+#: sbatch options of every job unless ``sbatch_args`` says otherwise (ALL's, less those of
+#: one cluster: name the partition and the GPUs in ``sbatch_args``)
+DEFAULT_SBATCH_ARGS = {"ntasks": 1, "cpus-per-task": 4, "mem-per-cpu": 4000, "time": "7-0"}
+
+
+def _run_one(agent: Any, env: Any, frames: float, options: dict[str, Any]) -> ExperimentResult:
+    """One array task: ``run_experiment`` of one agent on one environment."""
+    return run_experiment(agent, env, frames, **options)[0]
+
+
+class SlurmExperiment:
+    """Submit one job array that trains every agent on every environment (environments
+    outer, agents inner, as ``run_experiment``); submitting happens on construction.
+
+    Args:
+        agents: preset builders or presets, one or a list.
+        envs: environments or environment ids, one or a list.
+        frames: training budget of each run, in environment steps.
+        test_episodes, verbose, logdir: ``run_experiment``'s (``logdir`` made absolute, so
+            that jobs write where this process would).
+        job_name: the Slurm job's name.
+        script_name: ALL's name of the sbatch script; submitit writes its own into ``outdir``,
+            so it is not used.
+        outdir: where submitit keeps the jobs' scripts, pickles and logs.
+        sbatch_args: sbatch options (``{"partition": "gpu", "gpus-per-node": 1}``) over
+            ``DEFAULT_SBATCH_ARGS``.
+        executor: a submitit executor to run the jobs (default: a ``SlurmExecutor`` in
+            ``outdir``); ``sbatch_args`` apply to Slurm executors only.
+        seed: ``run_experiment``'s seed of every run.
+
+    Attributes:
+        jobs: the submitit jobs, one per run.
+    """
+
+    def __init__(self, agents: Any, envs: Any, frames: float, test_episodes: int = 100,
+                 verbose: bool = False, job_name: str = "looprl",
+                 script_name: str = "experiment.sh", outdir: str = "out", logdir: str = "runs",
+                 sbatch_args: dict[str, Any] | None = None, executor: Any = None,
+                 seed: int | None = None):
+        self.agents = list(agents) if isinstance(agents, (list, tuple)) else [agents]
+        self.envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
+        _check(self.agents, self.envs, frames)
+        self.frames, self.job_name, self.script_name = frames, job_name, script_name
+        self.outdir, self.logdir = outdir, os.path.abspath(logdir)
+        self.options = {"test_episodes": test_episodes, "verbose": verbose,
+                        "logdir": self.logdir, "seed": seed}
+        self.sbatch_args = {**DEFAULT_SBATCH_ARGS, **(sbatch_args or {})}
+        self.executor = executor if executor is not None else _slurm_executor(outdir)
+        self.jobs = self.queue_jobs()
+
+    def runs(self) -> list[tuple[Any, Any]]:
+        """The ``(agent, env)`` pair of each array task, in order."""
+        return [(agent, env) for env in self.envs for agent in self.agents]
+
+    def queue_jobs(self) -> list[Any]:
+        """Submit the array (one task per run) and return its jobs."""
+        submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")
+        Path(self.outdir).mkdir(parents=True, exist_ok=True)
+        if isinstance(self.executor, submitit.SlurmExecutor):
+            self.executor.update_parameters(job_name=self.job_name, additional_parameters={
+                key.replace("-", "_"): value for key, value in self.sbatch_args.items()})
+        runs = self.runs()
+        jobs = self.executor.map_array(_run_one, [agent for agent, _ in runs],
+                                       [env for _, env in runs], [self.frames] * len(runs),
+                                       [self.options] * len(runs))
+        log.info("Submitted %d runs as job(s) %s", len(jobs),
+                 ", ".join(sorted({str(job.job_id).split("_")[0] for job in jobs})))
+        return jobs
+
+    def results(self) -> list[ExperimentResult]:
+        """Wait for every run and return their results (``ExperimentResult``), in ``runs()`` order
+        (a failed run raises submitit's ``FailedJobError``, with the job's log)."""
+        return [job.result() for job in self.jobs]
+
+
+def _check(agents: list[Any], envs: list[Any], frames: Any) -> None:
+    """One-line errors for an empty list of agents or environments, or a bad budget."""
+    if not agents or not envs:
+        raise ValueError("SlurmExperiment needs at least one agent and one environment")
+    if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
+        raise ValueError(f"frames must be a positive number of environment steps, got "
+                         f"{frames!r}")
+
+
+def _slurm_executor(outdir: str) -> Any:
+    """A submitit ``SlurmExecutor`` writing into ``outdir``, or a one-line error off Slurm."""
+    submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")
+    try:
+        return submitit.SlurmExecutor(folder=outdir)
+    except RuntimeError:  # no srun here
+        raise RuntimeError("SlurmExperiment found no Slurm here (no srun): run it on the "
+                           "cluster, or pass executor=submitit.LocalExecutor(folder) to run "
+                           "the jobs on this machine") from None
