@@ -36,6 +36,7 @@ from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
 from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTrainer, Temperature
+from looprl.agents.single_model import SingleModelPytorchPolicy
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Trainer
 from looprl.agents.vac import VACTrainer
 from looprl.agents.vpg import VPG
@@ -49,7 +50,7 @@ __all__ = ["Agent", "Multiagent", "ParallelAgent",
            "OnPolicyAgent", "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent",
            "ReplayAgent", "ReplaySchedule", "SAC", "SACPolicy", "SACTrainer", "SingleStateAgent",
            "TD3", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",
-           "actor_critic_policy", "q_network_policy"]
+           "SingleModelPytorchPolicy", "actor_critic_policy", "q_network_policy"]
 
 # Trainers and ready-made policies by name (seed 004): Trainer(type_=name, ...) and
 # Policy(type_=name, args=dict(...)).

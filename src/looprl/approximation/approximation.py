@@ -27,7 +27,7 @@ from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.suggest import check_count
 
-__all__ = ["Approximation"]
+__all__ = ["Approximation", "data_parallel"]
 
 
 class Approximation:
@@ -219,15 +219,7 @@ class Approximation:
         module's, and ``no_grad``/``eval`` passes use it without communication. Copies and
         pickles of this object are not distributed.
         """
-        import inspect
-
-        from torch.nn.parallel import DistributedDataParallel
-
-        no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(
-            DistributedDataParallel).parameters else "broadcast_buffers")
-        self._ddp = DistributedDataParallel(  # unused outputs (PPG's aux head in PPO) are fine
-            self.model, process_group=process_group, find_unused_parameters=True,
-            **{no_sync: False})  # no collective in forward passes: ranks may make unequal ones
+        self._ddp = data_parallel(self.model, process_group)
         return self
 
     @property
@@ -254,6 +246,20 @@ class Approximation:
         result = self.model.load_state_dict(state_dict, strict=strict)
         self._target.sync()
         return result
+
+
+def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:
+    """``model`` in a ``DistributedDataParallel`` wrapper that averages its gradients over
+    ``process_group`` (default: the default group): unused outputs (PPG's auxiliary head in
+    PPO) are fine, and forward passes make no collective (ranks may make unequal ones)."""
+    import inspect
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(
+        DistributedDataParallel).parameters else "broadcast_buffers")
+    return DistributedDataParallel(model, process_group=process_group,
+                                   find_unused_parameters=True, **{no_sync: False})
 
 
 def _step_flushing_denormals(optimizer: torch.optim.Optimizer) -> None:

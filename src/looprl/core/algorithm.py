@@ -102,6 +102,10 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
 
     predictions: dict[str, Any] = {}  # noqa: B006
     td_error: Any = None
+    #: the kind of sample buffer the runtime feeds it (``looprl.memory.make_sample_buffer``):
+    #: fresh on-policy segments unless a trainer names a replay (DQN: ``"prioritized"``), so
+    #: that a user's own trainer (seed 004 never names one) needs no ``sample_buffer``
+    sample_buffer: str = "on_policy"
 
     @property
     @abstractmethod

@@ -21,13 +21,17 @@ class AlgorithmSpec:
 
     Attributes:
         env: a registered environment name or a Gymnasium id (``looprl.environments.make``).
-        policy: the ``Policy`` type, ``Policy(type_=policy, args=policy_args)``, or a
-            (picklable) factory called as ``policy(**policy_args)``.
+        policy: the ``Policy`` type, ``Policy(type_=policy, args=policy_args)``, a
+            (picklable) factory called as ``policy(**policy_args)``, or a ``Policy`` instance
+            (what the seed's ``Policy(type_=..., args=...)`` returns): each worker, and each
+            ``make_policy``, gets a copy of it (``policy_args`` may then name a ``device``
+            only, which the copy moves to with ``to(device)``).
         trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
         buffer: the trainer worker's sample buffer (``looprl.agents.learner.make_learner``
-            lists the kinds; ``None``: the trainer's ``sample_buffer``); ``"independent"``:
+            lists the kinds; ``None``: the trainer's ``sample_buffer``, ``"on_policy"`` for a
+            trainer that names none, see ``buffer_kind``); ``"independent"``:
             one buffer per agent for an ``IndependentTrainer``
             (``looprl.distributed.independent``),
             ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
@@ -43,7 +47,7 @@ class AlgorithmSpec:
     """
 
     env: str
-    policy: str | Callable[..., Any]
+    policy: str | Callable[..., Any] | Any
     trainer: str | Callable[..., Any]
     env_args: dict[str, Any] = field(default_factory=dict)
     policy_args: dict[str, Any] = field(default_factory=dict)
@@ -117,9 +121,36 @@ class AlgorithmSpec:
         from looprl.core import Policy
 
         self.install()
+        if isinstance(self.policy, Policy):
+            return self._policy_copy()
         if callable(self.policy):
             return self.policy(**self.policy_args)
+        if not isinstance(self.policy, str):
+            raise TypeError(f"AlgorithmSpec policy must be a registered name, a factory or a "
+                            f"looprl.core.Policy, got a {type(self.policy).__name__}")
         return Policy(type_=self.policy, args=self.policy_args)
+
+    def _policy_copy(self) -> Any:
+        """A copy of the ``Policy`` instance ``policy``, on ``policy_args``' device if any."""
+        others = sorted(set(self.policy_args) - {"device"})
+        if others:
+            raise ValueError(f"policy_args {others} cannot apply to a Policy instance (it is "
+                             "built already): build it with them, or pass its registered name "
+                             "or a factory as policy")
+        policy = copy.deepcopy(self.policy)
+        device = self.policy_args.get("device")
+        if device is None:
+            return policy
+        if not callable(getattr(policy, "to", None)):
+            raise ValueError(f"{type(policy).__name__} has no to(device) to move to {device!r}: "
+                             "pass its registered name or a factory as policy, so that each "
+                             "worker builds it on its device")
+        return policy.to(device)
+
+    def buffer_kind(self, trainer: Any) -> str | None:
+        """The kind of ``trainer``'s sample buffer: ``buffer``, else the trainer's
+        ``sample_buffer``, else ``"on_policy"`` (fresh segments)."""
+        return self.buffer or getattr(trainer, "sample_buffer", None) or "on_policy"
 
     def make_trainer(self, policy: Any) -> Any:
         """A fresh trainer of ``policy``."""

@@ -4,7 +4,8 @@ Rank 0 names the rendezvous: a file when Ray runs on 127.0.0.1 (gloo then connec
 loopback), else ``tcp://`` its node's address and a free port. The group uses gloo (and NCCL
 for CUDA tensors); its collectives time out (``runtime.trainer_timeout``), so a trainer that
 dies or hangs ends the others' in an error (``TrainerGroupError``), not a hang. Gradients are
-averaged by ``Approximation.distribute`` (DDP). No Ray import here.
+averaged by ``Approximation.distribute`` or ``SingleModelPytorchPolicy.distributed`` (DDP). No
+Ray import here.
 """
 
 from __future__ import annotations
@@ -81,14 +82,19 @@ class TrainerGroup:
                                 timeout=timedelta(seconds=self.timeout))
 
     def distribute(self, policy: Any) -> None:
-        """Let DDP average the gradients of ``policy.approximation`` over the group
-        (``ValueError``: the policy has none)."""
+        """Let DDP average the gradients of ``policy.approximation`` over the group, or those
+        of a ``SingleModelPytorchPolicy``'s network (its ``distributed()``, SRL's name)
+        (``ValueError``: the policy has neither)."""
         approximation = getattr(policy, "approximation", None)
-        if not hasattr(approximation, "distribute"):
+        if hasattr(approximation, "distribute"):
+            approximation.distribute()
+        elif callable(getattr(policy, "distributed", None)):
+            policy.distributed()
+        else:
             raise ValueError(f"runtime.trainers > 1 needs a policy whose approximation "
                              f"(looprl.approximation.Approximation) runs its gradient forward "
-                             f"passes; {type(policy).__name__} has none")
-        approximation.distribute()
+                             f"passes, or a SingleModelPytorchPolicy; {type(policy).__name__} "
+                             "is neither")
 
     def agree(self, ready: bool) -> bool:
         """Whether every trainer is ``ready`` (waits until each has said)."""
@@ -110,4 +116,5 @@ class TrainerGroup:
         if len({int(value) for value in every}) > 1:
             raise ValueError("the trainers' parameters differ after a step: the policy's "
                              "analyze must run its network through policy.approximation(...) "
-                             "for DDP to average the gradients")
+                             "(a SingleModelPytorchPolicy's: through self.net(...)) for DDP to "
+                             "average the gradients")

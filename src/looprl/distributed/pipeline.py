@@ -35,7 +35,7 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
     if spec.buffer == "independent":
         return IndependentCore(trainer, spec.buffer_args["agents"], max_lag, spec.make_meta())
-    learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
+    learner = make_learner(trainer, spec.buffer_kind(trainer), spec.buffer_args, max_lag)
     meta = spec.make_meta()
     if meta:  # the learner runs their update hooks around its trainer's steps
         learner.hooks = MetaHub(list(meta), learner, None)

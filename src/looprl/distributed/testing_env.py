@@ -55,7 +55,8 @@ def test_environment(env_name: str, env_args: dict | None = None, test_stepping:
     Checks ``agent_count``; that ``reset``/``step`` return one ``StepResult`` or ``None``
     per agent; that observations are dicts of numpy arrays whose keys, shapes and dtypes stay
     the same per agent (and lie in ``observation_spaces`` when defined); the dtypes and shapes
-    of ``reward``, ``done`` and ``truncated``, and that ``info`` is a dict. With
+    of ``reward`` (float32), ``done`` and ``truncated`` (bool, or numbers that are 0 or 1,
+    e.g. ``uint8``), and that ``info`` is a dict. With
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
     (legal ones under an ``"action_mask"``) for every agent still playing, resetting when
     none is left.
@@ -163,8 +164,9 @@ class _Checker:
             raise self.fail(f"{method}() result is a {type(result).__name__}, not a StepResult "
                             "or None", i)
         self._check_obs(method, i, result.obs)
-        for field, dtype in (("reward", np.float32), ("done", np.bool_), ("truncated", np.bool_)):
-            self._check_array(method, i, field, getattr(result, field), dtype)
+        self._check_array(method, i, "reward", result.reward, np.float32)
+        for field in ("done", "truncated"):
+            self._check_flag(method, i, field, getattr(result, field))
         if not np.all(np.isfinite(result.reward)):
             raise self.fail(f"{method}() reward is {result.reward[0]}, not finite", i)
         if not isinstance(result.info, dict):
@@ -177,6 +179,16 @@ class _Checker:
             value).__name__
         raise self.fail(f"{method}() {field} must be a numpy array of shape (1,) and dtype "
                         f"{np.dtype(dtype).name}, got {got}", i)
+
+    def _check_flag(self, method: str, i: int, field: str, value: Any) -> None:
+        """``done``/``truncated``: shape ``(1,)``, bool or numbers that cast to bool without
+        loss (0 or 1: the ``uint8`` flags of many SRL envs)."""
+        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in "biuf":
+            if value.dtype == np.bool_ or value[0] in (0, 1):
+                return
+            raise self.fail(f"{method}() {field} is {value[0].item()!r} ({value.dtype}); a flag "
+                            "must be True/False or 0/1: use np.array([flag], dtype=bool)", i)
+        self._check_array(method, i, field, value, np.bool_)
 
     def _check_obs(self, method: str, i: int, obs: Any) -> None:
         if not isinstance(obs, dict) or not obs:

@@ -3,7 +3,8 @@
 ``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``, one per agent, with
 ``None`` for an agent that does not act this step; ``step`` takes one action per agent in the
 same order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
-``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool).
+``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool; the
+flags may be numbers that are 0 or 1, such as ``uint8``).
 After every agent is done or truncated the caller calls ``reset()``. Write one, register it
 and check it before a distributed run::
 
@@ -110,8 +111,9 @@ class Environment(ABC):
     """An SRL environment: several agents, lists of ``StepResult`` (see the module docstring).
 
     Subclasses implement ``agent_count``, ``reset`` and ``step``; ``observation_spaces``,
-    ``action_spaces`` (needed by ``test_environment(test_stepping=True)``), ``seed``,
-    ``set_curriculum_stage``, ``render`` and ``close`` are optional.
+    ``action_spaces`` (needed by ``test_environment(test_stepping=True)``; or the seed's
+    ``observation_space``/``action_space``), ``seed``, ``set_curriculum_stage``, ``render`` and
+    ``close`` are optional.
     """
 
     @property
@@ -129,17 +131,38 @@ class Environment(ABC):
 
     @property
     def observation_spaces(self) -> list[Any]:
-        """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict."""
-        raise NotImplementedError(f"{type(self).__name__} does not define observation_spaces; "
-                                  "implement the property (a list of gymnasium spaces, one per "
-                                  "agent) to let tools check observations")
+        """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict
+        (by default the seed's ``observation_space``, see ``_seed_spaces``)."""
+        spaces = self._seed_spaces("observation_space")
+        if spaces is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} does not define observation_spaces; implement the "
+                "property (a list of gymnasium spaces, one per agent; or observation_space: "
+                "one for every agent) to let tools check observations")
+        return spaces
 
     @property
     def action_spaces(self) -> list[Any]:
-        """One Gymnasium space per agent, for sampling and checking actions."""
-        raise NotImplementedError(f"{type(self).__name__} does not define action_spaces; "
-                                  "implement the property (a list of gymnasium spaces, one per "
-                                  "agent) or call test_environment(..., test_stepping=False)")
+        """One Gymnasium space per agent, for sampling and checking actions (by default the
+        seed's ``action_space``, see ``_seed_spaces``)."""
+        spaces = self._seed_spaces("action_space")
+        if spaces is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} does not define action_spaces; implement the property "
+                "(a list of gymnasium spaces, one per agent; or action_space: one for every "
+                "agent) or call test_environment(..., test_stepping=False)")
+        return spaces
+
+    def _seed_spaces(self, name: str) -> list[Any] | None:
+        """What the seed's optional ``observation_space``/``action_space`` (``name``) gives,
+        as one space per agent: it may be a property or a method, and return one space for
+        every agent or a list of one per agent; ``None`` where the env defines no ``name``."""
+        found = getattr(self, name, None)
+        if callable(found):
+            found = found()
+        if found is None:
+            return None
+        return list(found) if isinstance(found, list | tuple) else [found] * self.agent_count
 
     def seed(self, seed: int) -> int:
         """Seed the environment's randomness (from the next ``reset`` on); return the seed."""

@@ -1,0 +1,128 @@
+"""``SingleModelPytorchPolicy``: the base of a user's own policy over one ``nn.Module`` (seed 004).
+
+Subclass it, build your network in ``__init__`` and hand it to ``super().__init__``, then
+write ``default_policy_state``, ``rollout`` and ``analyze``; the base does the rest on every
+runtime (``test_pipeline``, the Ray workers)::
+
+    class MyPolicy(SingleModelPytorchPolicy):
+        def __init__(self, hidden: int = 64, device: str = "cpu"):
+            super().__init__(MyNet(hidden), device=device)
+
+        def rollout(self, requests, **kwargs):
+            with torch.no_grad():
+                logits = self.net(torch.as_tensor(requests.obs.obs, device=self.device))
+            ...
+
+It gives the policy
+
+* a device: the network is moved to ``device`` (``"cpu"`` by default, unlike SRL's base, which
+  took a GPU when it saw one); ``to(device)`` moves it later;
+* the version: ``version`` (0 for fresh parameters; the runtime sets it when loading new
+  ones) and ``inc_version()``, which the trainer calls after every step;
+* DDP: ``distributed()`` wraps the network in ``DistributedDataParallel`` once a process group
+  exists (``runtime.trainers > 1`` calls it); ``net`` is then the wrapper, so the forward
+  passes of ``analyze`` average the gradients, while ``module`` stays the plain network;
+* checkpoints: ``get_checkpoint()`` (``steps``/``version`` and a CPU ``state_dict`` without
+  DDP's prefix, loadable with ``torch.load(..., weights_only=True)``) and ``load_checkpoint``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from looprl.approximation.approximation import data_parallel
+from looprl.core import Policy
+
+__all__ = ["SingleModelPytorchPolicy"]
+
+
+class SingleModelPytorchPolicy(Policy):
+    """A ``Policy`` over one neural network (see the module docstring).
+
+    Subclasses implement ``rollout`` and ``analyze`` (and ``default_policy_state`` for a
+    recurrent memory); they run the network as ``self.net(...)`` on ``self.device``.
+
+    Args:
+        neural_network: the ``nn.Module`` holding every parameter of the policy.
+        device: where it computes.
+
+    Raises:
+        TypeError: ``neural_network`` is no ``nn.Module``.
+    """
+
+    def __init__(self, neural_network: nn.Module, device: str | torch.device = "cpu"):
+        if not isinstance(neural_network, nn.Module):
+            raise TypeError(f"SingleModelPytorchPolicy takes a torch.nn.Module, got a "
+                            f"{type(neural_network).__name__}: pass your network, e.g. "
+                            "super().__init__(MyNet(...))")
+        self.device = torch.device(device)
+        self._module = neural_network.to(self.device)
+        self._ddp: nn.Module | None = None
+        self.version = 0
+
+    @property
+    def net(self) -> nn.Module:
+        """The network to run: its DDP wrapper after ``distributed()``, else ``module``."""
+        return self._module if self._ddp is None else self._ddp
+
+    @property
+    def module(self) -> nn.Module:
+        """The plain network (its ``state_dict`` is what is published and saved)."""
+        return self._module
+
+    def parameters(self) -> Any:
+        """The network's parameters (for the trainer's optimizer)."""
+        return self._module.parameters()
+
+    def inc_version(self) -> None:
+        """Count one trainer step: the parameters are new."""
+        self.version += 1
+
+    def train_mode(self) -> None:
+        """Put the network in training mode (dropout, batch norm)."""
+        self._module.train()
+
+    def eval_mode(self) -> None:
+        """Put the network in evaluation mode."""
+        self._module.eval()
+
+    def to(self, device: str | torch.device) -> SingleModelPytorchPolicy:
+        """Move the network to ``device`` (before a trainer builds its optimizer over it: the
+        runtime does so); return ``self``."""
+        self.device = torch.device(device)
+        self._module.to(self.device)
+        return self
+
+    def distributed(self, **kwargs: Any) -> None:
+        """Average gradients over the default process group with DDP (``kwargs``: its
+        ``process_group``); nothing when no group is initialized, or already done."""
+        if self._ddp is None and dist.is_available() and dist.is_initialized():
+            self._ddp = data_parallel(self._module, **kwargs)
+
+    def get_checkpoint(self) -> dict[str, Any]:
+        """``{"steps": version, "version": version, "state_dict": ...}``, tensors on the CPU."""
+        state = {key: value.detach().cpu() for key, value in self._module.state_dict().items()}
+        return {"steps": self.version, "version": self.version, "state_dict": state}
+
+    def load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore ``get_checkpoint``'s output (SRL's too); without ``steps`` or ``version``
+        (pretrained weights), the version is 0.
+
+        Raises:
+            ValueError: ``checkpoint`` holds no ``state_dict``.
+        """
+        if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
+            got = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
+            raise ValueError(f"a policy checkpoint is a dict with a 'state_dict' (what "
+                             f"get_checkpoint() returns), got {got}")
+        self._module.load_state_dict(checkpoint["state_dict"])
+        self.version = int(checkpoint.get("steps", checkpoint.get("version", 0)))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_ddp"] = None  # a process group neither pickles nor copies
+        return state

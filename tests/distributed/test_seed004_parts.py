@@ -1,0 +1,143 @@
+"""What seed 004's user met on the way to a distributed run, one part at a time (no Ray): the
+seed's names of the space methods, ``uint8`` done flags, a trainer naming no sample buffer,
+and a ``Policy`` instance in ``AlgorithmSpec``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from tests.distributed.seed004_user import MyGRUPolicy, MyTrainer
+
+from looprl.core import Policy, SampleBatch, TrainerStepResult
+from looprl.distributed import AlgorithmSpec, EnvironmentCheckError, test_environment
+from looprl.distributed.pipeline import trainer_core
+from looprl.environments.srl import Environment, StepResult, register, registered_environments
+from looprl.memory import OnPolicyBuffer
+
+CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
+
+
+class Flags(Environment):
+    """One agent; ``done`` of dtype ``dtype`` and value ``flag`` at step 3; the seed's space
+    names, ``action_space`` as a method returning a list of one space per agent."""
+
+    dtype: Any = np.uint8
+    flag: Any = 1
+
+    @property
+    def agent_count(self) -> int:
+        return 1
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return gym.spaces.Dict({"obs": gym.spaces.Box(0.0, 5.0, (1,), np.float32)})
+
+    def action_space(self) -> list[gym.Space]:
+        return [gym.spaces.Discrete(3)]
+
+    def reset(self) -> list[StepResult]:
+        self.t = 0
+        return [self._result()]
+
+    def step(self, actions: list[Any]) -> list[StepResult]:
+        self.t += 1
+        return [self._result()]
+
+    def _result(self) -> StepResult:
+        done = np.array([self.flag if self.t == 3 else 0], dtype=self.dtype)
+        return StepResult(obs={"obs": np.array([self.t], np.float32)},
+                          reward=np.zeros(1, np.float32), done=done, info={})
+
+
+class HalfDone(Flags):
+    dtype, flag = np.float32, 0.5
+
+
+class FloatDone(Flags):
+    dtype, flag = np.float64, 1.0
+
+
+def registered(name: str, env: type) -> str:
+    if name not in registered_environments():
+        register(name, env)
+    return name
+
+
+def test_the_seeds_space_names_give_one_space_per_agent() -> None:
+    env = Flags()
+    assert env.observation_spaces == [env.observation_space]  # one space for every agent
+    assert env.action_spaces == [gym.spaces.Discrete(3)]  # a method returning a list
+
+
+def test_an_env_without_spaces_still_says_how_to_add_them() -> None:
+    class NoSpaces(Flags):
+        observation_space = None
+
+    with pytest.raises(NotImplementedError, match="or observation_space: one for every agent"):
+        _ = NoSpaces().observation_spaces
+
+
+def test_uint8_and_0_1_float_done_flags_pass_test_environment() -> None:
+    for name, env in (("seed004-uint8-done", Flags), ("seed004-float-done", FloatDone)):
+        report = test_environment(registered(name, env), test_stepping=True, steps=8)
+        assert report.episodes == 2, name
+
+
+def test_a_done_flag_other_than_0_or_1_is_one_line() -> None:
+    with pytest.raises(EnvironmentCheckError, match=r"agent 0: step\(\) done is 0.5 \(float32\)"
+                                                    r"; a flag must be True/False or 0/1"):
+        test_environment(registered("seed004-half-done", HalfDone), steps=8)
+
+
+class DuckTrainer:
+    """A trainer that subclasses nothing and names no sample buffer."""
+
+    def __init__(self, policy: Any):
+        self.policy = policy
+
+    def step(self, batch: SampleBatch) -> TrainerStepResult:
+        self.policy.version += 1
+        return TrainerStepResult(stats={}, step=self.policy.version)
+
+
+def test_a_trainer_naming_no_sample_buffer_learns_from_on_policy_segments() -> None:
+    assert MyTrainer.sample_buffer == "on_policy"  # the Trainer base's default
+    spec = AlgorithmSpec(env="CartPole-v1", policy=MyGRUPolicy, trainer=MyTrainer)
+    assert isinstance(trainer_core(spec).buffer, OnPolicyBuffer)
+    duck = AlgorithmSpec(env="CartPole-v1", policy=MyGRUPolicy, trainer=DuckTrainer)
+    assert isinstance(trainer_core(duck).buffer, OnPolicyBuffer)
+    assert duck.buffer_kind(DuckTrainer(None)) == "on_policy"
+    dqn = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
+                        trainer="dqn")
+    assert dqn.buffer_kind(dqn.make_trainer(dqn.make_policy())) == "prioritized"
+
+
+def test_a_policy_instance_gives_each_worker_its_own_copy() -> None:
+    torch.manual_seed(0)
+    policy = Policy(type_="actor-critic-separate", args=CARTPOLE)  # the seed's call
+    spec = AlgorithmSpec(env="CartPole-v1", policy=policy, trainer="ppo")
+    first, second = spec.make_policy(), spec.make_policy()
+    assert type(first) is type(policy) and first is not policy and first is not second
+    for a, b in zip(first.module.parameters(), policy.module.parameters(), strict=True):
+        assert torch.equal(a, b) and a is not b
+    assert spec.make_trainer(first).policy is first
+
+
+def test_a_policy_instance_moves_to_the_workers_device_or_says_why_not() -> None:
+    moved = AlgorithmSpec(env="CartPole-v1", policy=MyGRUPolicy(), trainer=MyTrainer)
+    assert moved.on_device("meta").make_policy().module.encoder.weight.device.type == "meta"
+    stuck = AlgorithmSpec(env="CartPole-v1", trainer="ppo",
+                          policy=Policy(type_="actor-critic-separate", args=CARTPOLE))
+    with pytest.raises(ValueError, match="ActorCriticPolicy has no to.device. to move to 'meta'"):
+        stuck.on_device("meta").make_policy()
+    stuck.policy_args = {"hidden_dim": 8}
+    with pytest.raises(ValueError, match=r"policy_args \['hidden_dim'\] cannot apply to a "
+                                         "Policy instance"):
+        stuck.make_policy()
+    with pytest.raises(TypeError, match="policy must be a registered name, a factory or a "
+                                        "looprl.core.Policy, got a int"):
+        AlgorithmSpec(env="CartPole-v1", policy=3, trainer="ppo").make_policy()
