@@ -1,6 +1,7 @@
 """ALL 0.9's ``State``/``StateArray``/``Agent`` API, written as an ALL user writes it
 (``from all.core import State`` with ``looprl`` in place of ``all``)."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -75,3 +76,14 @@ def test_agent_interfaces_from_agents() -> None:
         ParallelAgent()  # abstract, as ALL's
     with pytest.raises(TypeError):
         Multiagent()
+
+
+def test_from_gym_takes_alls_legacy_outputs_and_numpy_dtypes() -> None:
+    reset = State.from_gym(np.zeros(3), dtype=np.float64)
+    assert reset.observation.dtype == torch.float64 and reset.reward == 0.0 and not reset.done
+    step = State.from_gym((np.ones(3), 1.5, True, {"lives": 2}))
+    assert step.done and step.mask == 0.0 and step.reward == 1.5 and step["lives"] == 2
+    step = State.from_gym((np.ones(3), 1.0, False, True, {}), dtype=np.int64)
+    assert step.observation.dtype == torch.int64 and step.done and step.mask == 1.0
+    with pytest.raises(ValueError, match="got 3 items"):
+        State.from_gym((np.ones(3), 1.0, False))

@@ -41,6 +41,22 @@ def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
     return x
 
 
+def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """``(obs, reward, terminated, truncated, info)`` of a Gymnasium ``reset()``/``step()``
+    output, or of the old gym's (an observation; ``done`` counts as terminated)."""
+    if not isinstance(gym_output, tuple):  # the old gym's reset(): an observation
+        gym_output = (gym_output, {})
+    if len(gym_output) == 2:
+        return gym_output[0], 0.0, False, False, gym_output[1]
+    if len(gym_output) == 4:
+        obs, reward, done, info = gym_output
+        return obs, reward, done, False, info
+    if len(gym_output) == 5:
+        return gym_output
+    raise ValueError(f"State.from_gym takes reset()'s (obs, info) or step()'s (obs, reward, "
+                     f"terminated, truncated, info), got {len(gym_output)} items")
+
+
 def as_observation(obs: np.ndarray) -> np.ndarray:
     """An observation array as networks take it: ``float32``, except ``uint8`` images, which
     stay compact (the image models scale them)."""
@@ -87,15 +103,15 @@ class State(dict):
         return StateArray(x, shape, device=device)
 
     @classmethod
-    def from_gym(cls, gym_output: tuple, device: str | torch.device = "cpu",
-                 dtype: torch.dtype | None = None) -> State:
-        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output;
-        entries of ``info`` become entries of the state."""
-        if len(gym_output) == 2:
-            obs, info = gym_output
-            reward, terminated, truncated = 0.0, False, False
-        else:
-            obs, reward, terminated, truncated, info = gym_output
+    def from_gym(cls, gym_output: Any, device: str | torch.device = "cpu",
+                 dtype: Any = None) -> State:
+        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output,
+        or, as the autonomous-learning-library, the old gym's ``step()`` 4-tuple
+        ``(obs, reward, done, info)`` and ``reset()`` observation; entries of ``info`` become
+        entries of the state. ``dtype``: of the observation (torch or NumPy)."""
+        obs, reward, terminated, truncated, info = _gym_fields(gym_output)
+        if dtype is not None and not isinstance(dtype, torch.dtype):  # a NumPy dtype
+            dtype = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
         x = {
             "observation": _to_tensor(as_observation(np.asarray(obs)), device, dtype),
             "reward": float(reward),
