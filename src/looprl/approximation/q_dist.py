@@ -1,12 +1,13 @@
 """``QDist``: an ``Approximation`` of return distributions over fixed atoms (C51).
 
 The model maps a batch of observations to one of two things, told apart by its output's
-number of dimensions (with the batch dimension; a single ``State`` is given as a batch of 1):
+last dimensions:
 
 * ``(batch, num_actions * num_atoms)`` -- flat logits, as ALL's models (``all.nn`` C51 and
   Rainbow networks, ``CategoricalDueling``) emit; ``QDist`` takes the softmax per action.
 * ``(batch, num_actions, num_atoms)`` -- probabilities, used as they are (``CategoricalQHead``
-  and the ``looprl.nn.cnn`` networks emit these).
+  and the ``looprl.nn.cnn`` networks emit these). With a single action the two differ only
+  in the number of dimensions: probabilities need all three.
 
 ``q(state)`` returns probabilities of shape ``(*state.shape, num_actions, num_atoms)``;
 ``q(state, actions)`` the distribution of the given actions, ``(*state.shape, num_atoms)``.
@@ -48,23 +49,24 @@ class QDistModule(nn.Module):
         self.register_buffer("terminal", terminal)
 
     def probabilities(self, observation: torch.Tensor) -> torch.Tensor:
-        """``(batch, num_actions, num_atoms)`` probabilities of a batch of observations."""
+        """``(rows, num_actions, num_atoms)`` probabilities of observations (see the module
+        docstring: ``(..., num_actions, num_atoms)`` outputs are probabilities, ``(...,
+        num_actions * num_atoms)`` ones logits; with one action, probabilities need 3
+        dimensions)."""
         output = self.model(observation)
-        shape, atoms = tuple(output.shape), self.atoms.shape[0]
-        if output.dim() == 2 and shape[1] == self.num_actions * atoms:
-            return torch.softmax(output.view(-1, self.num_actions, atoms), dim=-1)
-        if output.dim() == 3 and shape[1:] == (self.num_actions, atoms):
-            return output
+        actions, atoms = self.num_actions, self.atoms.shape[0]
+        if output.dim() >= 2 and tuple(output.shape[-2:]) == (actions, atoms) and (
+                actions > 1 or output.dim() >= 3):
+            return output.reshape(-1, actions, atoms)
+        if output.shape[-1] == actions * atoms:
+            return torch.softmax(output.reshape(-1, actions, atoms), dim=-1)
         raise ValueError(
-            f"QDist's model returned shape {shape}; it must return (batch, n_actions * n_atoms) "
-            f"= (batch, {self.num_actions * atoms}) logits or (batch, {self.num_actions}, "
+            f"QDist's model returned shape {tuple(output.shape)}; it must return (batch, "
+            f"n_actions * n_atoms) = (batch, {actions * atoms}) logits or (batch, {actions}, "
             f"{atoms}) probabilities: check n_actions and n_atoms against the model")
 
     def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
-        observation = state.as_input("observation")
-        if not state.shape:  # a single State: a batch of one
-            observation = observation.unsqueeze(0)
-        probs = self.probabilities(observation)
+        probs = self.probabilities(state.as_input("observation"))
         probs = probs.view(*state.shape, *probs.shape[-2:])
         mask = torch.as_tensor(state.mask, dtype=probs.dtype, device=probs.device)
         mask = mask.view(*mask.shape, 1, 1)
