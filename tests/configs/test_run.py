@@ -70,13 +70,17 @@ def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
 
 
 def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> None:
-    run(["-m", "seed=0,1", *SMALL, f"hydra.sweep.dir={tmp_path}"])
+    run(["-m", "seed=0,1", "meta=[rnd]", *SMALL, f"hydra.sweep.dir={tmp_path}"])
     runs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and p.name.isdigit())
     assert [p.name for p in runs] == ["0", "1"]
     seeds = [(p / ".hydra" / "config.yaml").read_text() for p in runs]
     assert "seed: 0" in seeds[0] and "seed: 1" in seeds[1]
     returns = [json.loads((p / "results.json").read_text())["train"]["returns"] for p in runs]
     assert returns[0] != returns[1]  # the seed reached the run
+    for seed, path in enumerate(runs):  # each job's run.json says what it ran
+        described = json.loads((path / "ppo" / "CartPole-v1" / "run.json").read_text())
+        assert (described["runner"], described["seed"]) == ("online", seed)
+        assert [m.partition("(")[0] for m in described["meta"]] == ["RND"]
 
 
 def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:

@@ -32,6 +32,13 @@ def test_each_es_individual_has_a_labelled_run_directory(small_ppo, tmp_path: Pa
         assert (run["generation"], run["individual"]) == (int(label[3:6]), int(label[10:]))
         assert run["values"] == pytest.approx(value)
         assert run["hyperparameters"]["lr"] == pytest.approx(value["lr"])  # the agent's own
+        assert (run["runner"], run["seed"], run["meta"]) == ("es", 0, [])
+    # no run directory of the unsearched starting point, and the best one's evaluation
+    assert sorted(runs) == sorted([*labelled, "ppo/CartPole-v1/best"])
+    best, found = runs["ppo/CartPole-v1/best"], results["best"]
+    assert (best["generation"], best["individual"]) == (found["iteration"], found["individual"])
+    assert best["hyperparameters"]["lr"] == pytest.approx(found["values"]["lr"])
+    assert (tmp_path / "ppo" / "CartPole-v1" / "best" / "test_returns.csv").exists()
     runner.close()
 
 
@@ -59,6 +66,7 @@ def test_es_individuals_of_one_shared_agent_have_their_own_run_directories(small
     assert (best["generation"], best["individual"]) == (results["best"]["iteration"],
                                                         results["best"]["individual"])
     assert (root / "best" / "test_returns.csv").exists()
+    assert sorted(p.name for p in root.iterdir()) == sorted([*names, "best"])  # nothing else
     runner.close()
 
 

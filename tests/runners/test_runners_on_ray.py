@@ -77,8 +77,9 @@ def test_es_individuals_on_ray_give_the_sequential_results(tmp_path, ray_two_cpu
     assert mapped == [(2, 4), (2, 4)]  # Ray's 2 CPUs by default, a generation at a time
     assert _without_times(parallel) == _without_times(sequential)
     assert len(sequential["train"]["history"]) == 2
-    assert ray_runs == runs and sorted(runs) == [f"gen{g:03d}_ind{i:03d}" for g in (1, 2)
-                                                 for i in range(4)]
+    assert ray_runs == runs and sorted(runs) == ["best", *(f"gen{g:03d}_ind{i:03d}"
+                                                           for g in (1, 2) for i in range(4))]
+    assert runs["best"]["individual"] == sequential["train"]["best"]["individual"]
     best = sequential["train"]["best"]
     assert parallel["eval"]["mean_eval_reward"] == sequential["eval"]["mean_eval_reward"]
     assert best["fitness"] == max(f for h in sequential["train"]["history"] for f in h["fitness"])

@@ -30,11 +30,16 @@ key             contents
 ``device``      ``null`` (CUDA if available) or a torch device
 ``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
                 the run directory's checkpoint (``looprl run --resume RUN_DIR``)
+``keep_checkpoints`` also keep the last K checkpoints as ``checkpoint_<frame>.pt`` beside
+                ``checkpoint.pt`` (``null``: only that one)
 ``checkpoint_replay`` checkpoints hold the replay buffer (``false``: saved empty, smaller)
 ``logging``     ``quiet``: no progress display; ``verbose``: losses and the ``hp/*``
                 trajectory in TensorBoard, ``losses.csv`` and ``hyperparameters.csv``;
                 ``wandb``: ``null``, or ``wandb.init`` arguments (``{mode: offline}``)
 =============== ================================================================================
+
+A user's config directory adds groups and configs (``looprl run -cd my_configs
++experiment=NAME``, ``-cn NAME``: ``looprl.configs.sources``).
 
 ``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
 config into a preset, an environment, meta components and a runner (one-line errors).
@@ -47,7 +52,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from looprl.configs.runtimes import distributed_options, ray_trials, runtimes
-from looprl.core.suggest import check_choice, did_you_mean
 
 __all__ = ["BuiltConfig", "algorithm_options", "build", "make_components", "make_envs", "register",
            "register_imports", "runtimes"]
@@ -113,8 +117,8 @@ def runners() -> dict[str, type]:
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
 RUN_ARGUMENTS = ("agent", "env", "seed", "logdir", "meta", "device", "quiet", "eval_episodes",
-                 "checkpoint_every", "checkpoint_replay", "resume_from", "verbose", "wandb",
-                 "test_env", "trials")
+                 "checkpoint_every", "keep_checkpoints", "checkpoint_replay", "resume_from",
+                 "verbose", "wandb", "test_env", "trials", "run_info")
 
 
 def _runner_node(name: str, cls: type) -> dict[str, Any]:
@@ -152,7 +156,8 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
         "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None,
-        "checkpoint_every": None, "checkpoint_replay": True, "resume": False,
+        "checkpoint_every": None, "keep_checkpoints": None, "checkpoint_replay": True,
+        "resume": False,
         "logging": {"quiet": False, "verbose": True, "wandb": None},
         "hydra": {"help": {"app_name": "looprl run", "header": HELP_HEADER,
                            "footer": HELP_FOOTER}},
@@ -280,8 +285,10 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     """The preset builder, environment, meta components and runner ``cfg`` describes (the
     runner writes under ``output_dir``); ``ValueError`` for an unknown name or
     hyperparameter, ``TypeError`` for a wrongly typed one."""
+    from looprl.configs.sources import check_config_keys
     from looprl.experiments.experiment import seed_everything
 
+    check_config_keys(cfg)  # (an experiment file's typo)
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
@@ -300,8 +307,8 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
         checkpoint_every=cfg.checkpoint_every, checkpoint_replay=cfg.checkpoint_replay,
-        verbose=cfg.logging.verbose, test_env=test_env, wandb=_plain(cfg.logging.wandb),
-        **options)
+        keep_checkpoints=cfg.get("keep_checkpoints"), verbose=cfg.logging.verbose,
+        test_env=test_env, wandb=_plain(cfg.logging.wandb), **options)
     return BuiltConfig(builder, env, components, runner)
 
 
@@ -331,37 +338,6 @@ def expand_shorthands(overrides: list[str]) -> list[str]:
     return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else o for o in overrides]
 
 
-def check_overrides(overrides: list[str]) -> None:
-    """One-line ``ValueError`` s for overrides naming an unknown group option, key or
-    argument, before Hydra composes anything (its messages are multi-line tracebacks)."""
-    from hydra.core.config_store import ConfigStore
-
-    repo = ConfigStore.instance().repo
-    pairs = [(key, value) for key, value in _override_pairs(overrides)
-             if not key.startswith("hydra")]
-    chosen = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
-    options = {"algorithm": list(algorithm_options()), "runner": list(runners()),
-               "meta": sorted(name.removesuffix(".yaml") for name in repo["meta"]),
-               "runtime": list(runtimes())}
-    for key, value in pairs:
-        if key in options:
-            chosen[key] = _choices(value)
-            for choice in chosen[key]:
-                check_choice(key, choice, options[key])
-    primary = repo["looprl.yaml"].node
-    targets = _meta_targets(pairs)
-    for key, _ in pairs:
-        group, _, field = key.partition(".")
-        if group == "meta" and field.partition(".")[0] in targets:
-            _check_target_field(field, targets)
-        elif group in options and field:
-            _check_field(group, field, chosen[group])
-        elif group not in options and group not in primary:
-            check_choice("config key", group, [k for k in primary if k != "defaults"])
-        elif field and group in ("context", "logging"):  # nodes of fixed keys
-            check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
-
-
 #: Hydra's flags that take a value as the next argument (``--cfg job``, ``-p PACKAGE``)
 _VALUED_FLAGS = frozenset({"--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path",
                            "-cp", "--config-name", "-cn", "--config-dir", "-cd",
@@ -382,54 +358,3 @@ def _override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
             key, _, value = arg.lstrip("+~").partition("=")
             kept.append((key, value))
     return kept
-
-
-def _meta_key(option: str) -> str:
-    """The config key of the ``meta`` option: its name, or an import path's class name."""
-    from looprl.meta.registry import COMPONENTS, component_class
-
-    return option if option in COMPONENTS else component_class(option).__name__
-
-
-def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
-    """``{key: class}`` of the ``meta.<key>._target_=PATH`` overrides (Hydra's form)."""
-    from looprl.meta.registry import component_class
-
-    return {key.split(".")[1]: component_class(value) for key, value in pairs
-            if key.startswith("meta.") and key.count(".") == 2 and key.endswith("._target_")}
-
-
-def _check_target_field(field: str, targets: dict[str, type]) -> None:
-    """``mine.scale`` must be an argument of the class ``meta.mine._target_`` names."""
-    from looprl.meta.registry import accepted_arguments
-
-    name, _, argument = field.partition(".")
-    valid = accepted_arguments(targets[name])
-    head = argument.split(".")[0]
-    if head != "_target_" and head not in valid:
-        raise ValueError(f"meta.{field}: {head!r} is not an argument of "
-                         f"{targets[name].__name__}.{did_you_mean(head, valid)} "
-                         f"Valid: {', '.join(valid)}")
-
-
-def _check_field(group: str, field: str, chosen: list[str]) -> None:
-    """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
-    from hydra.core.config_store import ConfigStore
-
-    if group == "meta":
-        name, _, field = field.partition(".")
-        keys = {_meta_key(option): option for option in chosen}
-        if name not in keys:
-            raise ValueError(f"meta.{name}.{field} sets an argument of {name!r}, which is not "
-                             f"attached: add it with meta=[{','.join([*chosen, name])}]")
-        chosen = [keys[name]]
-    head = field.split(".")[0]
-    for option in chosen:
-        keys = list(ConfigStore.instance().load(f"{group}/{option}.yaml").node)
-        if head in keys:
-            return
-    what = {"algorithm": "a hyperparameter of", "runner": "an argument of the runner",
-            "meta": "an argument of", "runtime": "an option of the runtime"}[group]
-    valid = [k for k in keys if k != "name"]
-    raise ValueError(f"{group}.{field}: {head!r} is not {what} {'/'.join(chosen)}."
-                     f"{did_you_mean(head, valid)} Valid: {', '.join(valid)}")

@@ -6,6 +6,8 @@
     looprl run -m seed=0,1 hydra/launcher=submitit_slurm        # on a SLURM cluster
     looprl run checkpoint_every=10000 ...                        # checkpoints as it trains
     looprl run --resume outputs/DATE/TIME                        # continue a killed run
+    looprl run -cd my_configs +experiment=pendulum_sac           # an experiment file
+    looprl run -cd my_configs -cn my_run                         # a config of one's own
     looprl run --help                                            # the groups and options
 
 Each run builds the config's runner in Hydra's run directory (``outputs/...``, or
@@ -29,12 +31,13 @@ from looprl.configs import (
     HELP_FOOTER,
     HELP_HEADER,
     build,
-    check_overrides,
     expand_shorthands,
     group_options,
     register,
     register_imports,
 )
+from looprl.configs.checks import check_overrides
+from looprl.configs.sources import compose, saved_sources, user_groups
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
 
@@ -161,6 +164,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
     kept = expand_shorthands([o for o in OmegaConf.load(saved / "overrides.yaml")
                               if not o.startswith(("resume=", "hydra."))])
+    kept = [*saved_sources(saved), *kept]  # (its -cd and -cn)
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
     differences = _differences(old, _compose([*kept, *extra]))
     if differences:
@@ -169,12 +173,11 @@ def resume_arguments(argv: list[str]) -> list[str]:
     return [*kept, *extra, f"hydra.run.dir={run_dir}", "resume=true"]
 
 
-def _compose(overrides: list[str]) -> Any:
-    from hydra import compose, initialize
-
+def _compose(argv: list[str]) -> Any:
+    """The config of ``argv``'s overrides (with its ``-cd`` directory and ``-cn`` config)."""
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
     register_imports(overrides)
-    with initialize(version_base="1.3", config_path=None):
-        return compose("looprl", overrides=overrides)
+    return compose(argv, overrides)
 
 
 def _differences(old: Any, new: Any) -> list[str]:
@@ -219,10 +222,11 @@ def help_text(argv: list[str]) -> str:
     store (seconds); this composes once, through Hydra's compose API."""
     from omegaconf import OmegaConf
 
-    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
-    groups = "".join(f"{group}: {', '.join(options)}\n"
-                     for group, options in group_options().items())
-    config = OmegaConf.to_yaml(_compose(overrides))
+    options = group_options()
+    for group, files in user_groups(argv).items():  # (the -cd directory's)
+        options[group] = sorted({*options.get(group, []), *files})
+    groups = "".join(f"{group}: {', '.join(names)}\n" for group, names in options.items())
+    config = OmegaConf.to_yaml(_compose(argv))
     return (f"{HELP_HEADER}\n== Configuration groups ==\nCompose your configuration from those "
             f"groups (group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the "
             f"config (foo.bar=value)\n\n{config}\n\n{HELP_FOOTER}\n\n")

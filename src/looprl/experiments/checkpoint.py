@@ -4,7 +4,9 @@
 experiment object (preset, agent with its optimizers, schedules and buffer, meta components,
 environment, logger counters) and the global random states of torch, CUDA, NumPy and
 ``random``, written to a temporary name and renamed (a run killed while saving keeps its
-previous checkpoint). ``load_checkpoint(path)`` restores the random states and returns the
+previous checkpoint). With ``keep_checkpoints=K`` (an attribute of the experiment) each save
+also leaves ``checkpoint_<frame>.pt`` beside it, and only the K latest of those are kept
+(``keep_checkpoints``). ``load_checkpoint(path)`` restores the random states and returns the
 experiment: on CPU, training on equals an uninterrupted run, and the logger drops what the
 dead run wrote after the checkpoint. Everything must pickle (register hooks as bound
 methods, not lambdas).
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +30,15 @@ import numpy as np
 import torch
 
 from looprl.core.files import load_file
+from looprl.core.suggest import check_count
 from looprl.experiments.logger import moving_runs
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "load_checkpoint", "load_saved", "save_checkpoint"]
+__all__ = ["CHECKPOINT", "keep_checkpoints", "load_checkpoint", "load_saved",
+           "numbered_checkpoints", "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
+_NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 
 def rng_states() -> dict[str, Any]:
@@ -56,11 +63,14 @@ def set_rng_states(states: dict[str, Any]) -> None:
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
     """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
     its run directory); return the path. With ``replay=False`` the replay buffers are saved
-    empty (a resumed run refills them before it trains).
+    empty (a resumed run refills them before it trains). Into the run directory, an
+    experiment whose ``keep_checkpoints`` attribute is a number K also keeps
+    ``checkpoint_<frame>.pt`` (``keep_checkpoints``).
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
     """
+    keep = getattr(experiment, "keep_checkpoints", None) if path is None else None
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
     if hasattr(experiment, "prepare_checkpoint"):
         experiment.prepare_checkpoint()
@@ -75,7 +85,35 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods)") from None
     os.replace(temporary, path)
+    if keep is not None:
+        keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path
+
+
+def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
+    """The ``checkpoint_<frame>.pt`` files of ``run_dir`` by frame, oldest first."""
+    found = {int(m.group(1)): p for p in Path(run_dir).iterdir()
+             if (m := _NUMBERED.fullmatch(p.name))}
+    return dict(sorted(found.items()))
+
+
+def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
+    """Keep the checkpoint just written at ``path`` as ``checkpoint_<frame>.pt`` too (a hard
+    link where the file system has them, else a copy) and delete all but the ``keep`` latest
+    numbered checkpoints beside it; return the numbered file."""
+    check_count(keep_checkpoints=keep)
+    numbered = path.with_name(f"checkpoint_{frame}.pt")
+    temporary = numbered.with_name(numbered.name + ".tmp")
+    temporary.unlink(missing_ok=True)
+    try:
+        os.link(path, temporary)
+    except OSError:  # (no hard links here)
+        shutil.copyfile(path, temporary)
+    os.replace(temporary, numbered)
+    old = list(numbered_checkpoints(path.parent).values())[:-int(keep)]
+    for stale in old:
+        stale.unlink(missing_ok=True)
+    return numbered
 
 
 def load_checkpoint(path: str | Path, run_name: str | None = None,

@@ -35,6 +35,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,11 +43,13 @@ import torch
 
 from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
+from looprl.core.suggest import check_count
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
+from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 
 #: Keys of the dictionary ``Runner.train`` returns (see the module docstring).
@@ -80,11 +83,23 @@ class MemoryLogger(Logger):
 
 
 class RecordingLogger(ExperimentLogger):
-    """An ``ExperimentLogger`` (files in a run directory) that also keeps the returns."""
+    """An ``ExperimentLogger`` (files in a run directory) that also keeps the returns and
+    the label of its run directory (``run_name``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.run_name: str | None = kwargs.get("run_name")
         self.returns: list[float] = []
+
+    def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
+        """Go on in a new run directory ``run_name`` (``ExperimentLogger.start_run``)."""
+        super().start_run(run_name, run_info)
+        self.run_name = run_name
+
+    def describe_run(self, run_info: dict[str, Any]) -> None:
+        """Write the run directory's ``run.json`` anew, with ``run_info``."""
+        write_run_json(Path(self.log_dir), {"agent": self.agent_name, "env": self.env_name,
+                                            **run_info})
 
     def add_episode_return(self, ret: float) -> None:
         """Keep the return of a finished training episode, and log it."""
@@ -109,18 +124,27 @@ class Runner:
         checkpoint_every: experiments save ``checkpoint.pt`` every this many frames (in their
             run directory, so it needs a ``logdir``); ``resume`` continues from one.
         checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
+        keep_checkpoints: also keep the last this many checkpoints as
+            ``checkpoint_<frame>.pt`` beside the rolling ``checkpoint.pt`` (``None``: only
+            that one); needs ``checkpoint_every``.
         verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
         test_env: a held-out environment of the same spaces: ``evaluate`` plays there and
             reports the training environment's returns beside (``train_set`` / ``test_set``).
+        run_info: more entries of every ``run.json`` this runner writes; each already says
+            the ``runner`` (its ``name``), the ``seed`` and the ``meta`` components.
     """
+
+    #: the runner's name in ``run.json`` (``looprl run``'s ``runner=`` option)
+    name = "runner"
 
     def __init__(self, agent: Any, env: Any, seed: int = 0, logdir: str | None = None,
                  meta: Sequence[Any] = (), device: str | None = None, quiet: bool = False,
                  eval_episodes: int = 10, checkpoint_every: int | None = None,
                  checkpoint_replay: bool = True, verbose: bool = False,
-                 wandb: dict[str, Any] | None = None, test_env: Any = None):
+                 wandb: dict[str, Any] | None = None, test_env: Any = None,
+                 keep_checkpoints: int | None = None, run_info: dict[str, Any] | None = None):
         if not (hasattr(agent, "hyperparameters") and hasattr(agent, "build")):
             raise TypeError(f"Runners take a preset builder (e.g. "
                             f"looprl.presets.classic_control.ppo), got {type(agent).__name__}")
@@ -139,6 +163,9 @@ class Runner:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every = checkpoint_every
         self.checkpoint_replay = checkpoint_replay
+        self.keep_checkpoints = _checked_keep(keep_checkpoints, checkpoint_every)
+        self.run_info = {"runner": self.name, "seed": self.seed,
+                         "meta": [repr(component) for component in self.meta], **(run_info or {})}
         self.verbose = verbose
         if wandb is not None and logdir is None:
             raise ValueError("wandb logging needs a logdir (its runs are stored there)")
@@ -156,21 +183,25 @@ class Runner:
                 "meta": self.meta, "quiet": self.quiet, "eval_episodes": self.eval_episodes,
                 "checkpoint_every": self.checkpoint_every,
                 "checkpoint_replay": self.checkpoint_replay, "verbose": self.verbose,
-                "wandb": self.wandb, "test_env": self.test_env}
+                "wandb": self.wandb, "test_env": self.test_env,
+                "keep_checkpoints": self.keep_checkpoints, "run_info": self.run_info}
 
     # -- the agent ---------------------------------------------------------------------
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
-                  train_steps: float = math.inf) -> None:
+                  train_steps: float = math.inf, logged: bool = True) -> None:
         """Build a fresh, seeded agent from the builder with the preset ``hyperparameters``
-        overridden; its schedules anneal over ``train_steps``."""
+        overridden; its schedules anneal over ``train_steps``. ``logged=False``: it writes
+        no run directory (a search's starting point, read, not trained)."""
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
         self.preset = builder.env(self.env).build()
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
-            logger=self._logger(), seed=self.seed, meta=self.meta, verbose=self.verbose,
-            checkpoint_every=self.checkpoint_every, checkpoint_replay=self.checkpoint_replay)
+            logger=self._logger() if logged else MemoryLogger(), seed=self.seed,
+            meta=self.meta, verbose=self.verbose, checkpoint_every=self.checkpoint_every,
+            checkpoint_replay=self.checkpoint_replay)
+        self.experiment.keep_checkpoints = self.keep_checkpoints  # (looprl.experiments.checkpoint)
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
                   fresh: bool = True) -> None:
@@ -186,7 +217,10 @@ class Runner:
         """Continue the experiment saved at ``path`` (``looprl.experiments.checkpoint``; in a
         new run directory ``run_name`` with ``run_info``, if given)."""
         self.close()
+        if run_name is not None:
+            run_info = {**self.run_info, **(run_info or {})}
         self.experiment = load_checkpoint(path, run_name, run_info)
+        self.experiment.keep_checkpoints = self.keep_checkpoints
         self.preset = self.experiment.preset
 
     def label_next_run(self, name: str, **info: Any) -> None:
@@ -196,11 +230,16 @@ class Runner:
 
     def label_run(self, name: str, **info: Any) -> None:
         """The current agent goes on in a new run directory ``name``, with ``info`` in its
-        ``run.json`` (nothing without a ``logdir``)."""
+        ``run.json`` (nothing without a ``logdir``); if its run directory is ``name`` already
+        (``label_next_run`` named it), ``info`` goes into that one's ``run.json``."""
         self._require_agent()
-        if self.logdir is not None:
-            self.experiment.logger.start_run(
-                name, {**info, "hyperparameters": self.preset.hyperparameters})
+        logger = self.experiment.logger
+        if self.logdir is None:
+            return
+        if getattr(logger, "run_name", None) == name:
+            logger.describe_run(self._run_json(info))
+        else:
+            logger.start_run(name, self._run_json(info))
 
     def _logger(self) -> Logger:
         if self.logdir is None:
@@ -209,7 +248,12 @@ class Runner:
         self._next_run = None
         return RecordingLogger(self.preset.name, self.env.name, self.logdir,
                                verbose=self.verbose, wandb=self.wandb, run_name=name,
-                               run_info={**info, "hyperparameters": self.preset.hyperparameters})
+                               run_info=self._run_json(info))
+
+    def _run_json(self, info: dict[str, Any]) -> dict[str, Any]:
+        """What a run directory's ``run.json`` says: the runner's ``run_info``, then ``info``
+        (an individual's, a trial's), then the agent's preset ``hyperparameters``."""
+        return {**self.run_info, **info, "hyperparameters": self.preset.hyperparameters}
 
     def _require_agent(self) -> None:
         if self.experiment is None:
@@ -292,6 +336,16 @@ class Runner:
             self.close_experiment(self.experiment)
         self.experiment = None
         self.preset = None
+
+
+def _checked_keep(keep: int | None, every: int | None) -> int | None:
+    """``keep_checkpoints``, checked: a whole number >= 1 with ``checkpoint_every``, or
+    ``None``."""
+    check_count(keep_checkpoints=keep)
+    if keep is not None and every is None:
+        raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
+                         "writes: set checkpoint_every=N too")
+    return None if keep is None else int(keep)
 
 
 def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:

@@ -62,6 +62,8 @@ class ESRunner(Runner):
     The constructor builds a first agent: the search starts from its values and parameters.
     """
 
+    name = "es"
+
     def __init__(self, agent: Any, env: Any, search_targets: Mapping[str, Any] | None = None,
                  search_params: bool = False, train_agent: bool = True, iterations: int = 10,
                  popsize: int = 8, num_steps_per_iteration: int = 10_000, strategy: str = "cma",
@@ -87,10 +89,19 @@ class ESRunner(Runner):
             raise ValueError("ES individuals on Ray are fresh agents, each in a process of its "
                              "own; with hp/* targets only, one agent goes through the search: "
                              "set reset_agent=True (runner.reset_agent=true) or run it locally")
-        self.new_agent(train_steps=self._budget())
+        self._first_agent()
         self.dimensions = self._dimensions(targets)
         self.x0 = self._initial_vector()
         self.n_params = self.x0.size - len(self.dimensions)
+
+    def _first_agent(self) -> None:
+        """The agent the search starts from: with fresh agents a starting point that writes
+        no run directory; else the one agent of the search, in the first individual's."""
+        if self.fresh_agents:
+            self.new_agent(train_steps=self._budget(), logged=False)
+        else:
+            self.label_next_run(Individual.label(1, 0))
+            self.new_agent(train_steps=self._budget())
 
     def _fresh_agents(self, targets: dict[str, Any], reset_agent: bool | None) -> bool:
         preset_targets = [name for name in targets if not name.startswith("hp/")]
@@ -207,16 +218,18 @@ class ESRunner(Runner):
             previous.close(self)
 
     def _restore_best(self) -> None:
-        if self.fresh_agents:
-            if self._best_agent is not None:
-                self._best_agent.restore(self)
+        """Make the best individual the current agent, in the run directory ``best``."""
+        best = self._best
+        if self.fresh_agents and self._best_agent is None:
             return
-        values = self._best["values"]
-        self.label_run("best", generation=self._best["iteration"],
-                       individual=self._best["individual"], values=values)
-        self.configure(values, fresh=False)
-        if self._best_network is not None:
-            self.apply_parameters(self._best_network)
+        if self.fresh_agents:
+            self._best_agent.restore(self)
+        self.label_run("best", generation=best["iteration"], individual=best["individual"],
+                       values=best["values"])
+        if not self.fresh_agents:
+            self.configure(best["values"], fresh=False)
+            if self._best_network is not None:
+                self.apply_parameters(self._best_network)
 
     def _generation(self, iteration: int, fitness: np.ndarray,
                     values: list[dict[str, Any]]) -> dict[str, Any]:
@@ -244,7 +257,12 @@ class Individual:
     @property
     def name(self) -> str:
         """Its run directory's name."""
-        return f"gen{self.iteration:03d}_ind{self.index:03d}"
+        return self.label(self.iteration, self.index)
+
+    @staticmethod
+    def label(iteration: int, index: int) -> str:
+        """The run directory's name of individual ``index`` of generation ``iteration``."""
+        return f"gen{iteration:03d}_ind{index:03d}"
 
 
 def score_individual(runner: Runner, individual: Individual) -> float:

@@ -58,6 +58,8 @@ class OptunaRunner(Runner):
             after another) or ``RayTrials(...)`` (batches at once, each trial in a Ray process).
     """
 
+    name = "optuna"
+
     def __init__(self, agent: Any, env: Any, search_space: Mapping[str, Any],
                  n_trials: int = 20, num_steps: int = 50_000, n_evaluations: int = 4,
                  storage: Any = None, study_name: str = "looprl", sampler: Any = "tpe",
@@ -82,7 +84,7 @@ class OptunaRunner(Runner):
         """The preset's hyperparameters (and, if the space names any, the ``hp/*`` keys)."""
         values = dict(self.builder.hyperparameter_defaults)
         if any(str(name).startswith("hp/") for name in space):
-            self.new_agent()
+            self.new_agent(logged=False)  # (read, not trained: no run directory)
             values.update({key: h.get() for key, h in self.hyperparameters().items()})
             self.close()
         return values

@@ -34,6 +34,8 @@ class OnlineRunner(Runner):
     (``[step, mean_eval_reward]`` of each) and ``best`` (the best of them).
     """
 
+    name = "online"
+
     def __init__(self, agent: Any, env: Any, num_steps: int = 100_000,
                  resume_from: str | None = None, eval_every: int | None = None, **kwargs: Any):
         super().__init__(agent, env, **kwargs)

@@ -51,7 +51,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     index = _index(tune.get_context().get_trial_id())
     values = {key: config[tune_name(key)] for key in spec["keys"]}
     member = Runner(spec["builder"], spec["env"], seed=spec["seed"] + index, quiet=True,
-                    logdir=spec["logdir"], device=spec["device"])
+                    logdir=spec["logdir"], device=spec["device"], run_info={"runner": "pbt"})
     if checkpoint is not None:  # a new trial, or exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
@@ -113,6 +113,8 @@ class PBTRunner(Runner):
             this process has it, else a local instance of ``num_cpus`` CPUs.
     """
 
+    name = "pbt"
+
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
                  num_steps: int = 100_000, perturbation_interval: int = 10_000,
                  quantile_fraction: float = 0.25, resample_probability: float = 0.25,
@@ -135,7 +137,7 @@ class PBTRunner(Runner):
         mutations = search_mapping(mutations, "mutations", "hp/lr")
         if not mutations:
             raise ValueError("PBT needs hp/* mutations, e.g. {'hp/lr': (1e-5, 1e-2, 'log')}")
-        self.new_agent()
+        self.new_agent(logged=False)  # (read, not trained: no run directory)
         found = self.hyperparameters()
         for key in mutations:
             if key not in found:

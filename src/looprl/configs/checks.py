@@ -1,0 +1,119 @@
+"""Checks of ``looprl run``'s overrides before Hydra composes anything (its messages are
+multi-line tracebacks): each a one-line ``ValueError``. The composed config's keys are
+checked by ``looprl.configs.sources.check_config_keys``."""
+
+from __future__ import annotations
+
+from looprl.configs import _choices, _override_pairs, algorithm_options, runners, runtimes
+from looprl.configs.sources import PRIMARY, config_keys, config_name, user_groups
+from looprl.core.suggest import check_choice, did_you_mean
+
+__all__ = ["check_overrides"]
+
+#: the options the ``looprl`` config chooses in its defaults
+DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
+
+
+def _builtin_options() -> dict[str, list[str]]:
+    """looprl's groups -> their options (in the ``ConfigStore``)."""
+    from hydra.core.config_store import ConfigStore
+
+    meta = ConfigStore.instance().repo["meta"]
+    return {"algorithm": list(algorithm_options()), "runner": list(runners()),
+            "meta": sorted(name.removesuffix(".yaml") for name in meta),
+            "runtime": list(runtimes())}
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """One-line ``ValueError`` s for overrides naming an unknown group option, key or
+    argument (the ``-cd`` directory's groups and ``-cn`` config included), before Hydra
+    composes anything."""
+    pairs = [(key, value) for key, value in _override_pairs(overrides)
+             if not key.startswith("hydra")]
+    builtin, mine = _builtin_options(), user_groups(overrides)
+    options = {group: [*builtin.get(group, []), *mine.get(group, [])]
+               for group in {*builtin, *mine}}
+    # the options the looprl config chooses; with a user's config in play, its own
+    known = config_name(overrides) == PRIMARY and not any(key in mine for key, _ in pairs)
+    chosen = dict(DEFAULTS) if known else {}
+    _check_appended(overrides, [group for group in mine if group not in builtin])
+    for key, value in pairs:
+        if key in options:
+            chosen[key] = _choices(value)
+            for choice in chosen[key]:
+                check_choice(key, choice, options[key])
+    primary, targets = config_keys(), _meta_targets(pairs)
+    for key, _ in pairs:
+        group, _, field = key.partition(".")
+        if group == "meta" and field.partition(".")[0] in targets:
+            _check_target_field(field, targets)
+        elif group in builtin and field and group in chosen:  # (else build checks it)
+            ours = [c for c in chosen[group] if c in builtin[group]]
+            if ours or not chosen[group]:  # (a user's option: build checks its keys)
+                _check_field(group, field, ours)
+        elif group not in options and group not in primary:
+            check_choice("config key", group, list(primary))
+        elif field and group in ("context", "logging"):  # nodes of fixed keys
+            check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
+
+
+def _check_appended(overrides: list[str], groups: list[str]) -> None:
+    """The ``looprl`` config names none of the user's ``groups`` in its defaults: choosing one
+    needs Hydra's ``+`` (``+experiment=NAME``); a config of one's own (``-cn``) may."""
+    if config_name(overrides) != PRIMARY:  # (also checks -cn, and -cd's directory)
+        return
+    for arg in overrides:
+        if not arg.startswith(("+", "-", "~")) and arg.partition("=")[0] in groups:
+            raise ValueError(f"{arg}: the looprl config has no {arg.partition('=')[0]} in its "
+                             f"defaults; add it with +{arg}")
+
+
+def _meta_key(option: str) -> str:
+    """The config key of the ``meta`` option: its name, or an import path's class name."""
+    from looprl.meta.registry import COMPONENTS, component_class
+
+    return option if option in COMPONENTS else component_class(option).__name__
+
+
+def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
+    """``{key: class}`` of the ``meta.<key>._target_=PATH`` overrides (Hydra's form)."""
+    from looprl.meta.registry import component_class
+
+    return {key.split(".")[1]: component_class(value) for key, value in pairs
+            if key.startswith("meta.") and key.count(".") == 2 and key.endswith("._target_")}
+
+
+def _check_target_field(field: str, targets: dict[str, type]) -> None:
+    """``mine.scale`` must be an argument of the class ``meta.mine._target_`` names."""
+    from looprl.meta.registry import accepted_arguments
+
+    name, _, argument = field.partition(".")
+    valid = accepted_arguments(targets[name])
+    head = argument.split(".")[0]
+    if head != "_target_" and head not in valid:
+        raise ValueError(f"meta.{field}: {head!r} is not an argument of "
+                         f"{targets[name].__name__}.{did_you_mean(head, valid)} "
+                         f"Valid: {', '.join(valid)}")
+
+
+def _check_field(group: str, field: str, chosen: list[str]) -> None:
+    """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
+    from hydra.core.config_store import ConfigStore
+
+    if group == "meta":
+        name, _, field = field.partition(".")
+        keys = {_meta_key(option): option for option in chosen}
+        if name not in keys:
+            raise ValueError(f"meta.{name}.{field} sets an argument of {name!r}, which is not "
+                             f"attached: add it with meta=[{','.join([*chosen, name])}]")
+        chosen = [keys[name]]
+    head = field.split(".")[0]
+    for option in chosen:
+        keys = list(ConfigStore.instance().load(f"{group}/{option}.yaml").node)
+        if head in keys:
+            return
+    what = {"algorithm": "a hyperparameter of", "runner": "an argument of the runner",
+            "meta": "an argument of", "runtime": "an option of the runtime"}[group]
+    valid = [k for k in keys if k != "name"]
+    raise ValueError(f"{group}.{field}: {head!r} is not {what} {'/'.join(chosen)}."
+                     f"{did_you_mean(head, valid)} Valid: {', '.join(valid)}")

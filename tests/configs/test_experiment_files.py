@@ -1,0 +1,105 @@
+"""A user's config directory: ``looprl run -cd DIR +experiment=NAME`` runs an experiment file
+(``# @package _global_``, as Hydra users write them), ``-cn NAME`` a config of one's own;
+``keep_checkpoints`` keeps numbered checkpoints. Bad names are one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hydra")
+
+from looprl.cli import main as cli  # noqa: E402
+from looprl.configs.app import main as run  # noqa: E402
+from looprl.configs.app import resume_arguments  # noqa: E402
+from looprl.experiments.checkpoint import load_checkpoint, numbered_checkpoints  # noqa: E402
+
+QUIET = ["logging.quiet=true", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+EXPERIMENT = """# @package _global_
+defaults:
+  - override /algorithm: dqn
+env: Acrobot-v1
+frames: 96
+seed: 5
+test_episodes: 0
+checkpoint_every: 32
+keep_checkpoints: 2
+algorithm:
+  lr: 0.0123
+  hidden: 8
+  replay_start_size: 32
+  minibatch_size: 16
+"""
+OWN_CONFIG = """defaults:
+  - looprl
+  - override algorithm: dqn
+  - _self_
+frames: 64
+test_episodes: 0
+algorithm:
+  hidden: 8
+  replay_start_size: 32
+"""
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path) -> Path:
+    """``my_configs/experiment/acrobot_dqn.yaml`` and ``my_configs/my_run.yaml``."""
+    directory = tmp_path / "my_configs"
+    (directory / "experiment").mkdir(parents=True)
+    (directory / "experiment" / "acrobot_dqn.yaml").write_text(EXPERIMENT)
+    (directory / "experiment" / "typo.yaml").write_text("# @package _global_\nframe: 64\n")
+    (directory / "my_run.yaml").write_text(OWN_CONFIG)
+    return directory
+
+
+def test_an_experiment_file_sets_the_algorithm_env_and_budget(config_dir, tmp_path) -> None:
+    out = tmp_path / "run"
+    run(["-cd", str(config_dir), "+experiment=acrobot_dqn", *QUIET, f"hydra.run.dir={out}"])
+    (run_dir,) = (out / "dqn").iterdir()
+    assert run_dir.name == "Acrobot-v1"
+    described = json.loads((run_dir / "run.json").read_text())
+    assert described["hyperparameters"]["lr"] == 0.0123 and described["seed"] == 5
+    assert described["hyperparameters"]["hidden"] == 8
+    assert json.loads((out / "results.json").read_text())["train"]["step"] == 96
+    assert list(numbered_checkpoints(run_dir)) == [64, 96]  # keep_checkpoints: 2
+    assert load_checkpoint(run_dir / "checkpoint_64.pt").frame == 64
+    assert load_checkpoint(run_dir / "checkpoint.pt").frame == 96
+    # a resume composes from the same directory: its experiment file is found again
+    again = resume_arguments(["--resume", str(out)])
+    assert f"--config-dir={config_dir}" in again and "+experiment=acrobot_dqn" in again
+
+
+def test_a_config_of_ones_own_starts_from_looprls(config_dir, tmp_path) -> None:
+    out = tmp_path / "run"
+    run(["-cd", str(config_dir), "-cn", "my_run", "algorithm.lr=0.002", *QUIET,
+         f"hydra.run.dir={out}"])
+    described = json.loads((out / "dqn" / "CartPole-v1" / "run.json").read_text())
+    assert described["hyperparameters"]["lr"] == 0.002
+    assert described["hyperparameters"]["replay_start_size"] == 32
+    assert json.loads((out / "results.json").read_text())["train"]["step"] == 64
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["+experiment=acrobot_dq"], "Unknown experiment 'acrobot_dq'. Did you mean 'acrobot_dqn'?"),
+    (["experiment=acrobot_dqn"], "add it with +experiment=acrobot_dqn"),
+    (["-cn", "my_rn"], "--config-name 'my_rn': no my_rn.yaml in"),
+    (["+experiment=typo", *QUIET], "Unknown config key 'frame' in the composed config"),
+    (["+experiment=acrobot_dqn", "keep_checkpoints=0", *QUIET],
+     "keep_checkpoints must be positive"),
+    (["keep_checkpoints=2", *QUIET], "keep_checkpoints=2 keeps the checkpoints checkpoint_every"),
+])
+def test_bad_names_in_a_config_directory_fail_in_one_line(arguments, message, config_dir,
+                                                          tmp_path, capsys) -> None:
+    assert cli(["run", "-cd", str(config_dir), *arguments,
+                f"hydra.run.dir={tmp_path / 'run'}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and message in error[0], error
+
+
+def test_a_missing_config_directory_fails_in_one_line(tmp_path, capsys) -> None:
+    assert cli(["run", "-cd", str(tmp_path / "nope"), "+experiment=x"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "is no directory" in error[0], error

@@ -1,0 +1,46 @@
+"""``keep_checkpoints=K``: beside the rolling ``checkpoint.pt``, the last K checkpoints stay
+as ``checkpoint_<frame>.pt`` (Mighty keeps one per step); older ones are deleted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from looprl.experiments.checkpoint import load_checkpoint, numbered_checkpoints
+from looprl.runners import OnlineRunner
+
+
+def test_the_last_k_checkpoints_are_kept_by_frame(small_ppo, tmp_path: Path) -> None:
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=160, checkpoint_every=32,
+                          keep_checkpoints=2, logdir=str(tmp_path), eval_episodes=1, seed=0,
+                          quiet=True)
+    runner.run()
+    runner.close()
+    run_dir = tmp_path / "ppo" / "CartPole-v1"
+    kept = numbered_checkpoints(run_dir)
+    assert list(kept) == [128, 160]  # of 32, 64, 96, 128, 160
+    assert sorted(p.name for p in run_dir.glob("checkpoint*")) == [
+        "checkpoint.pt", "checkpoint_128.pt", "checkpoint_160.pt"]
+    assert load_checkpoint(kept[128]).frame == 128  # each the state at its frame
+    assert load_checkpoint(run_dir / "checkpoint.pt").frame == 160
+
+
+def test_without_keep_checkpoints_one_rolling_file(small_ppo, tmp_path: Path) -> None:
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=64, checkpoint_every=32,
+                          logdir=str(tmp_path), eval_episodes=1, seed=0, quiet=True)
+    runner.run()
+    runner.close()
+    run_dir = tmp_path / "ppo" / "CartPole-v1"
+    assert [p.name for p in run_dir.glob("checkpoint*")] == ["checkpoint.pt"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(keep_checkpoints=3), "keep_checkpoints=3 keeps the checkpoints checkpoint_every"),
+    (dict(keep_checkpoints=0, checkpoint_every=32), "keep_checkpoints must be positive"),
+    (dict(keep_checkpoints=1.5, checkpoint_every=32), "keep_checkpoints must be positive"),
+])
+def test_bad_keep_checkpoints_are_one_line_errors(small_ppo, tmp_path, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        OnlineRunner(small_ppo, "CartPole-v1", logdir=str(tmp_path), **kwargs)
+    assert "\n" not in str(info.value)
