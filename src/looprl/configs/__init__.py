@@ -68,6 +68,8 @@ runtime.trials_in_parallel=4 (the trials at once, each a Ray process; default: R
 Parallel jobs: -m ... hydra/launcher=joblib; SLURM: hydra/launcher=submitit_slurm
 (submitit_local runs the same path without a cluster). Show the composed config without
 running: --cfg job. Runs go to outputs/DATE/TIME (multirun/DATE/TIME/N with -m).
+Your experiment files: -cd DIR +experiment=NAME (DIR/experiment/NAME.yaml, starting with
+'# @package _global_'); -cn NAME composes DIR/NAME.yaml instead of the looprl config.
 """
 
 
@@ -218,6 +220,9 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     if cfg.runner.name != "online":
         raise ValueError(f"runner={cfg.runner.name} with runtime=ray runs its trials on Ray "
                          "(build), not one distributed run")
+    if cfg.get("keep_checkpoints") is not None:
+        raise ValueError("keep_checkpoints is for runtime=local; with runtime=ray the trainer "
+                         "keeps one checkpoint, every runtime.checkpoint_every trainer steps")
     if cfg.device is not None and str(cfg.device) != "cpu":
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "

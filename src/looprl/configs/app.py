@@ -193,7 +193,7 @@ def _differences(old: Any, new: Any) -> list[str]:
 
     before = leaves(OmegaConf.to_container(old, resolve=True))
     after = leaves(OmegaConf.to_container(new, resolve=True))
-    ignored = ("frames", "resume", "logging.", "runner.num_steps")
+    ignored = ("frames", "resume", "logging.", "runner.num_steps", "keep_checkpoints")
     return [f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
             for key in sorted(set(before) | set(after))
             if not key.startswith(ignored) and before.get(key) != after.get(key)]

@@ -10,7 +10,8 @@ alike); ``hp/*`` keys are set on the running agent, so without preset targets on
 through the whole search, as in Mighty (``reset_agent=True``: fresh agents anyway). At the
 end the best individual is restored (its kept agent, or its ``hp/*`` values and network on
 the running agent) and evaluated again. With a ``logdir`` every individual has a run
-directory ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
+directory ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best`` (the best one evaluated
+again); the first agent, only read for the search's starting point, writes none.
 
 A generation's individuals are scored by ``score_individual``, through the runner's
 ``trials`` (``looprl.runners.trials``): one after another here, or at once on Ray (fresh agents
