@@ -114,7 +114,7 @@ def runners() -> dict[str, type]:
     """The ``runner`` group's options: name -> runner class (``looprl.runners``)."""
     from looprl.runners import ESRunner, OnlineRunner, OptunaRunner, PBTRunner
 
-    return {"online": OnlineRunner, "es": ESRunner, "optuna": OptunaRunner, "pbt": PBTRunner}
+    return {cls.name: cls for cls in (OnlineRunner, ESRunner, OptunaRunner, PBTRunner)}
 
 
 #: Runner arguments a run fills from the top-level config, not from the ``runner`` node.
