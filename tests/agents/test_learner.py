@@ -59,18 +59,17 @@ def _segment(first: int, rows: int) -> SampleBatch:
                        truncated=np.zeros((rows, 1), bool))
 
 
-def test_store_and_put_train_on_the_same_schedule() -> None:
-    """20 transitions stored one by one (``act``) or put as 5 segments of 4 (the collector)
-    give the trainer as many steps at the same observations."""
+def test_one_transition_per_put_or_whole_segments_train_on_the_same_schedule() -> None:
+    """20 transitions put one by one (a local agent's ``act``: ``[2, 1]`` segments) or as 5
+    segments of 4 (a collector's) give the trainer as many steps at the same observations."""
     def learner() -> Learner:
         return Learner(CountingTrainer(), ExperienceReplayBuffer(100),
                        ReplaySchedule(4, min_size=6, update_frequency=4, gradient_steps=2))
 
     one, segments = learner(), learner()
-    states = _states(20)
-    steps_one = []
-    for previous, state in zip([None, *states[:-1]], states):
-        one.store(previous, 0, state)
+    steps_one = [0]
+    for t in range(20):
+        one.put(_segment(t, 2))
         one.train()
         steps_one.append(len(one.trainer.batches))
     for k in range(5):

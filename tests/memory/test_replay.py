@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.core import State, StateArray
+from looprl.core import SampleBatch, State, StateArray
 from looprl.memory import ExperienceReplayBuffer
 from looprl.memory.replay import transitions
 
@@ -196,3 +196,26 @@ def test_single_stores_through_numpy_views_match_tensor_copies_and_copies_keep_t
     assert float(copied._storage["obs"][numpy_rows._pos, 0, 0]) == 100.0
     assert float(numpy_rows._storage["obs"][position, 0, 0]) == 10.0
     assert torch.equal(numpy_rows._storage["obs"], tensor_rows._storage["obs"])
+
+
+def test_put_of_numpy_one_step_segments_writes_what_the_windowing_path_writes() -> None:
+    """The collector's NumPy segments go straight into a one-step replay's storage (its fast
+    path); the same segments as tensors go through ``n_step_windows``: same contents."""
+    rng = np.random.default_rng(0)
+    segments = []
+    for _ in range(6):  # [T + 1, B] = [4, 3] rows, some episode ends (done or truncated)
+        ends = rng.random((4, 3)) < 0.25
+        terminal = rng.random((4, 3)) < 0.5
+        segments.append(SampleBatch(
+            obs=rng.standard_normal((4, 3, 2)).astype(np.float32),
+            action=rng.integers(0, 5, (4, 3)), reward=rng.standard_normal((4, 3)).astype(
+                np.float32), done=ends & terminal, truncated=ends & ~terminal))
+    fast, windowed = ExperienceReplayBuffer(40), ExperienceReplayBuffer(40)
+    fast.put(segments[0].to("cpu"))  # (allocates the storage: the fast path writes into it)
+    windowed.put(segments[0].to("cpu"))
+    for segment in segments[1:]:
+        fast.put(segment)  # NumPy: the fast path
+        windowed.put(segment.to("cpu"))
+    assert len(fast) == len(windowed) > 0
+    for key in ("obs", "action", "reward", "done", "truncated"):
+        assert torch.equal(fast._storage[key], windowed._storage[key]), key

@@ -109,7 +109,9 @@ def test_train_agent_trains_each_individual(small_ppo):
 
     runner.evaluate = record
     results, _ = runner.run()
-    assert [frame for frame, _ in evaluated] == [64, 128, 192, 256, 256]
+    frames = [frame for frame, _ in evaluated]  # 64 more env steps per individual (a step of
+    assert [frame // 64 for frame in frames] == [1, 2, 3, 4, 4]  # all copies may pass a budget)
+    assert frames[-1] == frames[-2]
     fitness = [f for h in results["history"] for f in h["fitness"]]
     best_network = evaluated[int(np.argmax(fitness))][1]
     assert evaluated[-1][1] == pytest.approx(best_network)  # the best network, restored

@@ -34,8 +34,8 @@ from looprl.agents.learner import Learner, ReplaySchedule
 from looprl.agents.on_policy import OnPolicyAgent, OnPolicyTrainer
 from looprl.agents.ppg import PPGTrainer
 from looprl.agents.ppo import PPOTrainer
-from looprl.agents.replay import ReplayAgent
 from looprl.agents.sac import SAC, SACPolicy, SACTrainer, Temperature
+from looprl.agents.shell import LearningAgent, ReplayAgent, SegmentAgent
 from looprl.agents.single_model import SingleModelPytorchPolicy
 from looprl.agents.td3 import TD3, DelayedPolyakTarget, TD3Trainer
 from looprl.agents.vac import VACTrainer
@@ -48,7 +48,8 @@ __all__ = ["Agent", "Multiagent", "ParallelAgent",
            "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",
            "IndependentPolicy", "IndependentTrainer", "Learner", "MaskedAgent", "OffPolicyAgent",
            "OnPolicyAgent", "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent",
-           "ReplayAgent", "ReplaySchedule", "SAC", "SACPolicy", "SACTrainer", "SingleStateAgent",
+           "LearningAgent", "ReplayAgent", "ReplaySchedule", "SegmentAgent", "SAC", "SACPolicy",
+           "SACTrainer", "SingleStateAgent",
            "TD3", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",
            "SingleModelPytorchPolicy", "actor_critic_policy", "q_network_policy"]
 

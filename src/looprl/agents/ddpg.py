@@ -29,8 +29,8 @@ from looprl.agents.losses.continuous import (
     twin_critic_loss,
 )
 from looprl.agents.losses.value import td_target
-from looprl.agents.replay import ReplayAgent
 from looprl.agents.segments import PolicyTrainer, on_device
+from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation
 from looprl.core import (
     Hyperparameter,
@@ -38,7 +38,6 @@ from looprl.core import (
     RolloutRequest,
     RolloutResult,
     SampleBatch,
-    State,
     TrainerStepResult,
     deterministic_rows,
 )
@@ -113,11 +112,6 @@ class ContinuousPolicy(Policy):
     def explore(self, observation: torch.Tensor) -> torch.Tensor:
         """Exploratory actions for a batch of observations (no gradients)."""
         return self.actor.explore(observation)
-
-    def act(self, state: State) -> torch.Tensor:
-        """An exploratory action for one ``State`` (uniformly random during the first
-        ``random_steps`` rows, as ``rollout``'s)."""
-        return self._actions(state.observation.to(self.device).unsqueeze(0))[0]
 
     def _actions(self, obs: torch.Tensor) -> torch.Tensor:
         """Training actions for the rows ``obs``: uniformly random during the first

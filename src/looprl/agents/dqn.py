@@ -2,17 +2,17 @@
 Double DQN (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461) and Ape-X (Horgan
 et al., 2018, https://arxiv.org/abs/1803.00933) as options.
 
-* ``DQNPolicy`` -- epsilon-greedy over a Q approximation: ``act(state)`` for local agents,
-  ``rollout(request)`` with one exploration rate per row (Ape-X's per-actor epsilons) and
-  ``analyze(sample, target="q")`` (seed 004). ``Policy(type_="q-network", args=...)`` builds
+* ``DQNPolicy`` -- epsilon-greedy over a Q approximation: ``rollout(request)`` with one
+  exploration rate per row (Ape-X's per-actor epsilons) and ``analyze(sample, target="q")``
+  (seed 004). ``Policy(type_="q-network", args=...)`` builds
   one over observation fields (``q_network_policy``).
 * ``DQNTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one regression of
   ``Q(s_0, a_0)`` of each sampled window onto its n-step target (``update``: ``q_learning``,
   ``double_q``, ``clipped_double_q`` or ``sarsa``), importance-weighted by the batch's
   ``weight``; the new priorities are ``|td error|``. Registered as trainer ``"dqn"``.
-* ``DQN`` -- the local ``Agent``: stores transitions in a replay buffer, lets the trainer
-  take ``gradient_steps`` steps every ``update_frequency`` steps and gives the priorities
-  back to the buffer. Ape-X is the same trainer with ``n_step`` windows from a prioritized
+* ``DQN`` -- the local ``Agent`` (a ``ReplayAgent``): its transitions go into a replay, the
+  trainer takes ``gradient_steps`` steps every ``update_frequency`` steps, and the priorities
+  go back to the buffer. Ape-X is the same trainer with ``n_step`` windows from a prioritized
   buffer and actors exploring at ``apex_epsilons``.
 """
 
@@ -31,8 +31,8 @@ from looprl.agents.losses import (
     dqn_loss,
     n_step_bootstrap,
 )
-from looprl.agents.replay import ReplayAgent
 from looprl.agents.segments import PolicyTrainer, on_device
+from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
     Hyperparameter,
@@ -50,7 +50,7 @@ from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields
-from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
+from looprl.policies import MASKED_Q, GreedyPolicy, random_actions
 
 __all__ = [
     "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
@@ -109,10 +109,6 @@ class DQNPolicy(Policy):
         """``q``'s keys and the exploration's rate (``hp/epsilon`` or ``hp/temperature``)."""
         return merge_hyperparameters(super().hyperparameters(), self.greedy.hyperparameters())
 
-    def act(self, state: State) -> Any:
-        """An epsilon-greedy action for one state or each row of a ``StateArray``."""
-        return self.greedy.no_grad(state.to(self.device))
-
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
         """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``,
         not terminal unless ``done`` marks the rows whose episode ended (the mask is the float
@@ -134,35 +130,38 @@ class DQNPolicy(Policy):
         return StateArray({"observation": obs, **entries}, shape, device=self.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Actions for ``request.obs`` (``[B, ...]``) and ``max_a Q`` (``value``).
+        """Actions for ``request.obs`` (``[B, ...]``).
 
         Each row explores with its own rate (``request.exploration``, else the policy's
         epsilon: its schedule, when it has one, advances once per call, one step of every
-        env of the caller, as ``act`` does); evaluation rows explore at ``evaluation_epsilon``
-        (greedy by default) and, when every row evaluates, read the network in eval mode
-        (``q.eval``: the mean weights of noisy layers); an ``exploration`` policy given to the
-        constructor takes the rows without a rate (an ez-greedy option ends on the rows
-        ``request.done`` marks).
+        env of the caller); evaluation rows explore at ``evaluation_epsilon`` (greedy by
+        default) and, when every row evaluates, read the network in eval mode (``q.eval``:
+        the mean weights of noisy layers); an ``exploration`` policy given to the constructor
+        takes the rows without a rate (an ez-greedy option ends on the rows ``request.done``
+        marks).
         """
         obs = _on(request.obs, self.device)
         rate = getattr(request, "exploration", None)
         deterministic = deterministic_rows(request)
-        chooses = (rate is None and deterministic is not True
-                   and type(self.greedy) is not GreedyPolicy)  # ez-greedy, Boltzmann
-        done = getattr(request, "done", None) if chooses else None
-        state = self.states(obs, (_rows(obs),), done)
-        values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
-        value = values.amax(dim=-1)
-        if chooses:
+        rows = _rows(obs)
+        if (rate is None and deterministic is not True
+                and type(self.greedy) is not GreedyPolicy):  # ez-greedy, Boltzmann
+            state = self.states(obs, (rows,), getattr(request, "done", None))
+            values = self.q.no_grad(state)
             greedy, explored = values.argmax(dim=-1), self.greedy.choose(state, values)
             if isinstance(deterministic, torch.Tensor):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
-            return RolloutResult(action=explored, value=value)
-        epsilon = self._epsilons(rate, deterministic, len(values))
-        action, explore = epsilon_greedy(values, epsilon, self._generator)
+            return RolloutResult(action=explored)
+        epsilon = self._epsilons(rate, deterministic, rows)
+        explore = torch.rand(rows, generator=self._generator, device=self.device) < epsilon
         if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
             self.greedy.metrics["explored"] = explore
-        return RolloutResult(action=action, value=value)
+        state = self.states(obs, (rows,))
+        values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
+        action = values.argmax(dim=-1)  # (random actions need the values: illegal ones are
+        if bool(explore.any()):  # masked there, by the network or the observation's mask)
+            action = torch.where(explore, random_actions(values, self._generator), action)
+        return RolloutResult(action=action)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
@@ -184,13 +183,15 @@ class DQNPolicy(Policy):
         shape = tuple(reward.shape) if reward is not None else (_rows(obs),)
         return self.q(self.states(obs, shape))
 
-    def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> torch.Tensor:
-        """The exploration rate of each row (``rate``, else ``epsilon``):
-        ``evaluation_epsilon`` on evaluation rows."""
+    def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> float | torch.Tensor:
+        """The exploration rate of the rows (``rate``, else ``epsilon``): one float for all
+        of them, or one per row; ``evaluation_epsilon`` on evaluation rows."""
         if deterministic is True:
-            return torch.full((rows,), float(self.evaluation_epsilon), device=self.device)
+            return float(self.evaluation_epsilon)
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
             rate = self.greedy.next_epsilon()
+        if isinstance(rate, (float, int)) and not isinstance(deterministic, torch.Tensor):
+            return float(rate)
         eps = torch.as_tensor(rate, dtype=torch.float32, device=self.device).flatten()
         if eps.numel() not in (1, rows):
             raise ValueError(f"exploration has {eps.numel()} rates for {rows} rows; give one "

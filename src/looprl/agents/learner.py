@@ -2,15 +2,15 @@
 the same object on every runtime: a buffer, one update schedule, a trainer and the update
 hooks around its steps.
 
-* **Replay** (the DQN family, DDPG, TD3, SAC): every observation is one transition
-  (``store`` of one ``State`` step, or ``put`` of collector segments: ``T`` transitions per
-  stream of a ``[T + 1, B]`` segment). ``ReplaySchedule`` says when the trainer steps.
+* **Replay** (the DQN family, DDPG, TD3, SAC): every observation is one transition (``put``
+  of the actors' segments: ``T`` transitions per stream of a ``[T + 1, B]`` segment, one per
+  ``act`` of a local agent). ``ReplaySchedule`` says when the trainer steps.
 * **On-policy** (PPO, PPG, A2C, VAC, VPG, VQN, VSarsa): fresh segments go into an
   ``OnPolicyBuffer``; the trainer steps once per ``batch_streams`` streams (segments more
   than ``max_lag`` policy versions old are dropped).
 
-The local agents' ``act`` (seed 003), the local parallel experiments, ``test_pipeline`` and
-Ray's trainer worker all step a ``Learner``, so a preset trains on the same schedule whichever
+The local agents' ``act`` (seed 003), the local experiments, ``test_pipeline`` and Ray's
+trainer worker all step a ``Learner``, so a preset trains on the same schedule whichever
 runtime runs it. The update hooks (``hooks``: the run's ``MetaHub``, whose ``update`` runs the
 pre- and post-update hooks around ``Trainer.step``) run here and nowhere else.
 """
@@ -30,7 +30,6 @@ from looprl.core import (
     TrainerStepResult,
     parts_hyperparameters,
 )
-from looprl.core.state import StateArray
 from looprl.core.suggest import check_count
 from looprl.memory.samples import REPLAY_KINDS, make_sample_buffer
 
@@ -156,15 +155,6 @@ class Learner(StepLoop, AgentBase):
         return parts_hyperparameters(self.policy, self.trainer, **own)
 
     # -- what the actors hand over ----------------------------------------------------------
-    def store(self, state: Any, action: Any, next_state: Any) -> None:
-        """Store the transition ``state --action--> next_state`` (``State`` s, or
-        ``StateArray`` s of one row per environment; no transition without a ``state`` or
-        from a terminal one) in the replay."""
-        if state is None or (not isinstance(state, StateArray) and state.done):
-            return
-        self.buffer.store(state, action, next_state)
-        self._observe(len(state) if isinstance(state, StateArray) else 1)
-
     def put(self, sample: SampleBatch) -> None:
         """Add the segments ``sample`` (``[T + 1, B]``); stale ones are dropped (on-policy)."""
         rows, columns = sample.reward.shape

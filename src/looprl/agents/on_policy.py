@@ -33,8 +33,6 @@ from typing import Any
 
 import torch
 
-from looprl.agents.actor import Actor
-from looprl.agents.learner import Learner
 from looprl.agents.losses import normalize, segment_gae
 from looprl.agents.losses.vtrace import segment_mask, vtrace
 from looprl.agents.segments import (
@@ -46,6 +44,7 @@ from looprl.agents.segments import (
     scalars,
     transpose01,
 )
+from looprl.agents.shell import SegmentAgent
 from looprl.core import (
     Hyperparameter,
     Logger,
@@ -56,7 +55,6 @@ from looprl.core import (
     TrainerStepResult,
 )
 from looprl.core.namedarray import NamedArray
-from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
 
 logger = logging.getLogger(__name__)
@@ -333,45 +331,6 @@ def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     if not parts:
         return {}
     return {key: torch.stack([p[key] for p in parts]).mean(0) for key in parts[0]}
-
-
-class SegmentAgent:
-    """What the local agents that learn from fresh segments (``OnPolicyAgent``, ``VPG``) share:
-    ``act`` (seed 003) is a facade over an ``Actor``, which writes one row per act into its
-    adder (a ``SegmentBuffer``, which cuts the segments), and a ``Learner``, which steps on
-    each segment the adder completes.
-
-    Args:
-        policy, trainer: the algorithm.
-        adder: the ``SegmentBuffer`` that cuts the segments (of ``streams`` columns: the
-            learner steps on each).
-        logger: receives the trainer's statistics.
-    """
-
-    def __init__(self, policy: Policy, trainer: Trainer, adder: SegmentBuffer,
-                 logger: Logger | None = None):
-        self.policy, self.trainer, self.adder = policy, trainer, adder  # (the units' parts)
-        self.actor = Actor(policy, adder)
-        self.learner = Learner(trainer, OnPolicyBuffer(len(adder.t)), logger=logger)
-        self.buffer = self.learner.buffer
-
-    def act(self, state: Any) -> torch.Tensor:
-        """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``),
-        written as one row; a learner step on each finished segment."""
-        action = self.actor.act(state)
-        for segment in self.actor.segments():
-            self.train(segment.to(self.actor.device))
-        return action
-
-    def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Its learner's ``hp/*`` keys (the policy's and the trainer's)."""
-        return self.learner.hyperparameters()
-
-    def train(self, segment: SampleBatch) -> TrainerStepResult | None:
-        """Give ``segment`` to the learner, which steps on it (``None``: it waits for more
-        streams)."""
-        self.learner.put(segment)
-        return self.learner.train()
 
 
 class OnPolicyAgent(SegmentAgent, ParallelAgent):

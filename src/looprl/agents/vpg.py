@@ -16,7 +16,7 @@ is exactly ``G - V(s)``. The policy is ``ActorCriticPolicy``.
 
 from __future__ import annotations
 
-from looprl.agents.on_policy import SegmentAgent
+from looprl.agents.shell import SegmentAgent
 from looprl.core import Agent, Logger, Policy, Trainer
 from looprl.memory.segments import SegmentBuffer
 

@@ -112,7 +112,7 @@ class VectorCopies:
             runner._returns *= stepped
             runner._lengths *= stepped
             reward = reward * stepped
-        count_frames(runner, self.env.n_envs)
+        count_frames(runner, self.env.n_envs if stepped is self.everyone else int(stepped.sum()))
         receive_all(runner, *rows, reward, over)
         if runner._ended:  # (now: this step ended some episode)
             report_episodes(runner, stepped)

@@ -154,6 +154,18 @@ class EnvRunner:
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
                               exploration=exploration, agent=agent, done=ended)
 
+    def states(self, group: int = 0) -> StateArray:
+        """The rows of the last ``request(group)`` as a ``StateArray``: the observations and
+        the rewards (after the step hooks) and ends that came with them, as an ``Agent``'s
+        ``act`` takes them."""
+        asked, obs, _ = self._asked[group]
+        terminated, ended = self._done[asked], self._done[asked] | self._truncated[asked]
+        return StateArray({"observation": torch.as_tensor(obs),
+                           "reward": torch.as_tensor(self._reward[asked]),
+                           "done": torch.as_tensor(ended),
+                           "mask": torch.as_tensor(~terminated, dtype=torch.float32)},
+                          (len(asked),))
+
     def _evaluation(self, n: int) -> np.ndarray:
         """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""
         flags = self._flags.get(n)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from looprl.core.suggest import did_you_mean
+from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import make_gym_env
 from looprl.environments.mujoco import require_mujoco
@@ -385,6 +386,8 @@ def contextual_envs(env: Any) -> list[ContextualEnv]:
 
 
 def _gym_envs(env: Any) -> list[gym.Env]:
+    if isinstance(env, DuplicateEnvironment):
+        env = env.envs
     if isinstance(env, list | tuple):
         return [single for copy in env for single in _gym_envs(copy)]
     if isinstance(env, (GymEnvironment, GymVectorEnvironment, GymnasiumEnvironment)):

@@ -91,18 +91,19 @@ class DuplicateEnvironment(VectorEnvironment):
         return self._keep(rows)
 
     def _keep(self, rows: list[tuple[Any, float, bool, bool]]) -> tuple[np.ndarray, ...]:
-        """Write the copies' rows into the preallocated arrays; ``ValueError`` in one line if
-        an observation changed shape."""
+        """Write the copies' rows into new arrays; ``ValueError`` in one line if an
+        observation changed shape."""
+        n = self.n_envs
         if self._obs is None:
             first = np.asarray(rows[0][0])
-            self._obs = np.zeros((self.n_envs, *first.shape), first.dtype)
-        obs = self._obs
-        for i, row in enumerate(rows):
-            if np.shape(row[0]) != obs.shape[1:]:
-                raise shape_changed(self.name, obs.shape[1:], np.shape(row[0]))
-            obs[i] = row[0]
-        reward, terminated, truncated = (np.array(column, dtype=dtype) for column, dtype in
-                                         zip(list(zip(*rows))[1:], (np.float32, bool, bool)))
+            self._obs = np.zeros((n, *first.shape), first.dtype)
+        obs, shape = self._obs, self._obs.shape[1:]
+        reward = np.empty(n)  # (float64: returns add them up exactly)
+        terminated, truncated = np.empty(n, bool), np.empty(n, bool)
+        for i, (observation, reward[i], terminated[i], truncated[i]) in enumerate(rows):
+            if np.shape(observation) != shape:
+                raise shape_changed(self.name, shape, np.shape(observation))
+            obs[i] = observation
         self._over = terminated | truncated
         self._state, self._arrays = None, (obs.copy(), reward, terminated, truncated)
         return self._arrays

@@ -7,9 +7,11 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from looprl.core import State
+from looprl.core.state import as_observation
 from looprl.environments.base import Environment
 from looprl.environments.gym_helpers import (
     action_to_numpy,
@@ -61,6 +63,7 @@ class GymEnvironment(Environment):
     """
 
     _shape: Any = None  # of the first observation (all must have it)
+    _outcome: Any = None  # Gymnasium's last step (``step_arrays``: the state is made from it)
 
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
                  name: str | None = None, legacy_gym: bool = False,
@@ -85,20 +88,40 @@ class GymEnvironment(Environment):
 
     def reset(self, seed: int | None = None) -> State:
         seed, self._seed = (self._seed if seed is None else seed), None
-        self._state = State.from_gym(self.env.reset(seed=seed), device=self.device)
+        self._state, self._outcome = State.from_gym(self.env.reset(seed=seed),
+                                                    device=self.device), None
         self._check_shape()
         return self._state
 
     def step(self, action: Any) -> State:
+        self._state = State.from_gym(self._step(action), device=self.device)
+        self._check_shape()
+        return self._state
+
+    def step_arrays(self, action: Any) -> tuple[Any, float, bool, bool]:
+        """``step`` without making the ``State`` (``state`` makes it when read):
+        ``(observation, reward, terminated, truncated)`` as NumPy values (the collector reads
+        them)."""
+        outcome = self._outcome = self._step(action)
+        self._state = None
+        obs, reward, terminated, truncated, _ = outcome
+        return as_observation(np.asarray(obs)), float(reward), bool(terminated), bool(truncated)
+
+    def _step(self, action: Any) -> tuple[Any, ...]:
+        """Gymnasium's step of ``action``; ``ValueError`` in one line for an invalid one."""
         gym_action = action_to_numpy(action, self.env.action_space)
         try:
-            outcome = self.env.step(gym_action)
+            return self.env.step(gym_action)
         except AssertionError as error:  # Gymnasium's check of the action
             raise ValueError(f"Invalid action {gym_action!r} for {self.name} (action space "
                              f"{self.env.action_space}): {error}") from None
-        self._state = State.from_gym(outcome, device=self.device)
-        self._check_shape()
-        return self._state
+
+    @property
+    def state(self) -> State:
+        if self._state is None and self._outcome is not None:
+            self._state = State.from_gym(self._outcome, device=self.device)
+            self._check_shape()
+        return super().state
 
     def _check_shape(self) -> None:
         """``ValueError`` if the observation has another shape than the first one had (an

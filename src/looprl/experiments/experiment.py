@@ -17,17 +17,18 @@ import numpy as np
 import torch
 
 from looprl.collector import EnvRunner
-from looprl.core import Preset
+from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
+from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.checkpoint import save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
 from looprl.meta.component import MetaComponent
-from looprl.meta.hub import MetaHub, agent_hub, observation_row
+from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 log = logging.getLogger(__name__)
@@ -278,76 +279,29 @@ class Experiment(ABC):
         self.env.close()
 
 
-class SingleEnvExperiment(Experiment):
-    """An ``Agent`` acting in one ``Environment`` (the seed's control loop, with logging).
-
-    With meta components it makes the collector's hub calls (``MetaHub``): ``pre_episode``
-    once, then ``pre_step`` and ``after_step`` around every step; the agent learns from the
-    reward the hooks leave.
-    """
-
-    _return = 0.0  # of the running training episode
-    _start = 0  # the frame it started at
-
-    def _attach(self, components: list[MetaComponent]) -> None:
-        super()._attach(components)
-        self.hub.pre_episode()
-
-    def _advance(self) -> None:
-        """One training episode."""
-        state = self._reset()
-        action = self.agent.act(state)
-        self._return, self._start = 0.0, self.logger.frame
-        while not state.done:
-            state, action = self._step(action)
-            self._update_progress()
-        self._log_training_episode(self._return)
-        if self.hub is not None:
-            self._log_meta_scalars(self.hub, self.logger)
-
-    def _running_return_nonfinite(self) -> bool:
-        return not math.isfinite(self._return)
-
-    def _step(self, action: Any) -> tuple[Any, Any]:
-        """Apply ``action``; return the next state and the agent's next action."""
-        hub = self.hub
-        if hub is not None:
-            previous = self.env.state
-            hub.pre_step(observation_row(previous))
-        state = self.env.step(action)
-        frame = self.logger.frame = self.logger.frame + 1
-        self._return += state.reward
-        hooked = state if hub is None else hub.after_env_step(
-            previous, action, state, frame, float(self._return), frame - self._start)
-        return state, self.agent.act(hooked)
-
-    def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        agent = self.preset.test_agent()
-        play = self.env if env is None else env
-        returns = [play_episode(agent, play) for _ in range(episodes)]
-        if env is None:
-            self._log_test(returns)
-        return returns
-
-
 class ParallelEnvExperiment(Experiment):
-    """A ``ParallelAgent`` acting in ``preset.n_envs`` copies of an environment at once.
+    """An agent acting in ``preset.n_envs`` copies of an environment at once (a
+    ``VectorEnvironment``, or copies of an ``Environment``): the one local loop.
 
     The loop is the collector the Ray actors run (``looprl.collector.EnvRunner``): it asks
-    the agent's policy for actions, calls the step and episode hooks and hands each segment
-    of ``n_steps`` rows to the agent's ``train``. The agent's ``act`` is for hand-written
-    loops (seed 003).
+    the agent's policy for actions, calls the step and episode hooks, cuts the rows into
+    segments as the agent's adder does (``LearningAgent.adder``) and hands each to the
+    agent's ``train``, which steps its ``Learner`` as the schedule says. The agent's ``act``
+    is for hand-written loops (seed 003).
     """
 
     def __init__(self, preset: Any, env: Any, **kwargs: Any):
-        if isinstance(env, VectorEnvironment):
-            self.vector_env = env
-        elif isinstance(env, Environment):
-            self.vector_env = env.duplicate(preset.n_envs)
-        else:
-            raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
+        self.vector_env = self._vector_env(preset, env)
         self.runner: EnvRunner | None = None  # made by the first train()
         super().__init__(preset, env, **kwargs)
+
+    def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
+        """The environment copies the agent trains in."""
+        if isinstance(env, VectorEnvironment):
+            return env
+        if isinstance(env, Environment):
+            return env.duplicate(preset.n_envs)
+        raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
 
     def _check_render(self) -> None:
         if self.render:
@@ -359,8 +313,11 @@ class ParallelEnvExperiment(Experiment):
         """Step all copies until the budget is used; a later call continues the episodes (an
         environment restored without them, ``needs_reset``, starts new ones)."""
         if self.runner is None:
-            self.runner = EnvRunner(self.vector_env, segment_length=self.agent.unwrapped.n_steps,
-                                    seed=self.seed, hub=self.hub, process=body_states(self.agent))
+            adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
+            self.runner = EnvRunner(
+                self.vector_env, segment_length=1 if adder is None else adder.segment_length,
+                whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
+                hub=self.hub, process=None if adder is None else body_states(self.agent))
             self._act()
         elif self.vector_env.needs_reset:
             self.runner.truncate()
@@ -386,18 +343,29 @@ class ParallelEnvExperiment(Experiment):
 
     def _act(self) -> None:
         """The policy acts on the new observations, the runner records the rows, and every
-        segment they complete is trained (within the budget)."""
-        runner, learner = self.runner, self.agent.unwrapped
-        policy = learner.policy
-        runner.record(0, policy.rollout(runner.request()), policy.version)
+        segment they complete is trained (within the budget). An agent of the seed's own
+        making, with no adder (an ``Agent`` whose ``act`` trains as it likes), acts on the
+        states themselves, rewards and ends included."""
+        runner, agent = self.runner, self.agent.unwrapped
+        request = runner.request()
+        if getattr(agent, "adder", None) is None:
+            runner.record(0, RolloutResult(action=self._acts(self.agent, runner.states())))
+            runner.segments()  # (nothing learns from them)
+            return
+        policy = agent.policy
+        runner.record(0, policy.rollout(request), policy.version)
         for segment in runner.segments():
-            learner.train(segment.to(policy.device))
+            agent.train(segment)
+
+    def _acts(self, agent: Any, states: StateArray) -> Any:
+        """``agent``'s actions for ``states``, one per row (a ``ParallelAgent`` acts on all)."""
+        return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
         """Evaluate in the vector environment (or copies of ``env``, ``n_envs`` of them or
         ``episodes`` when fewer: a copy without an episode to run would be stepped for
         nothing), each copy running its share of episodes."""
-        agent = self.preset.parallel_test_agent()
+        agent = self._test_agent()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))
         env = env.duplicate(copies) if given else self._test_env(copies)
@@ -407,9 +375,9 @@ class ParallelEnvExperiment(Experiment):
         quota[: episodes % env.n_envs] += 1
         returns: list[float] = []
         running = np.zeros(env.n_envs)
-        state = env.reset(seed=None if self.seed is None else self.seed + 10_000)
+        state = env.reset(seed=self._test_seed(given))
         while (quota > 0).any():
-            state = env.step(agent.act(state))
+            state = env.step(self._acts(agent, state))
             running += state.reward.cpu().numpy()
             for i in np.flatnonzero(state.done.cpu().numpy()):
                 if quota[i] > 0:
@@ -421,6 +389,13 @@ class ParallelEnvExperiment(Experiment):
         if not given:
             self._log_test(returns)
         return returns
+
+    def _test_agent(self) -> Any:
+        return self.preset.parallel_test_agent()
+
+    def _test_seed(self, given: bool) -> int | None:
+        """The seed of the evaluation environments' reset (``seed + 10,000``)."""
+        return None if self.seed is None else self.seed + 10_000
 
     def _running_return_nonfinite(self) -> bool:
         return self.runner is not None and not np.isfinite(self.runner.running_returns).all()
@@ -441,3 +416,36 @@ class ParallelEnvExperiment(Experiment):
     def close(self) -> None:
         super().close()
         self.vector_env.close()
+
+
+class SingleEnvExperiment(ParallelEnvExperiment):
+    """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging): the
+    collector over ``DuplicateEnvironment([env])``, the environment itself as one copy, its
+    rows cut as the agent's adder cuts them (one transition per segment for the replay agents,
+    whole episodes for VPG). Evaluation plays in ``env`` (``test``)."""
+
+    def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
+        if not isinstance(env, Environment):
+            raise TypeError(f"SingleEnvExperiment trains in one Environment, got {type(env)}: "
+                            "give a VectorEnvironment to ParallelEnvExperiment")
+        return DuplicateEnvironment([env])
+
+    def _check_render(self) -> None:
+        Experiment._check_render(self)
+
+    def _acts(self, agent: Any, states: StateArray) -> Any:
+        """``agent``'s action for the one ``State`` (seed 003's ``Agent``), as a batch of one."""
+        return torch.as_tensor(agent.act(states[0])).unsqueeze(0)
+
+    def _test_agent(self) -> Any:
+        return self.preset.test_agent()
+
+    def _test_seed(self, given: bool) -> int | None:
+        """None: the evaluation episodes go on from the environment's own random state (seed
+        003's loop), unless ``test`` was given another environment."""
+        return super()._test_seed(given) if given else None
+
+    def _test_env(self, copies: int) -> VectorEnvironment:
+        """The training environment (seed 003 evaluates in it): training goes on with new
+        episodes."""
+        return self.vector_env

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core import SampleBatch, State, StateArray
@@ -276,6 +277,8 @@ class ExperienceReplayBuffer(ReplayContents):
         keeps old samples. Returns ``True``.
         """
         self._flush()
+        if self.n_step == 1 and self._views and self._put_steps(sample):
+            return True
         sample = sample.to(self.device)
         rows = segment_rows(sample, sample.obs)
         if self.n_step == 1 or sample.stream is None:
@@ -283,6 +286,30 @@ class ExperienceReplayBuffer(ReplayContents):
             self._write_windows(rows, start, cut=True)
         else:
             self._continue(rows, stream_numbers(sample.stream, rows["reward"].shape))
+        return True
+
+    def _put_steps(self, sample: SampleBatch) -> bool:
+        """``put`` of one-step windows straight into the NumPy views of CPU storage (what
+        the collector hands over at every step; no tensors made): ``False`` where the sample
+        does not fit them (observation fields, tensors, more windows than the capacity)."""
+        arrays = (sample.obs, sample.action, sample.reward, sample.done, sample.truncated)
+        if not all(isinstance(x, np.ndarray) for x in arrays):
+            return False
+        obs, action, reward, done, truncated = arrays
+        t, b = np.nonzero(~(done[:-1] | truncated[:-1]))  # rows that start a transition
+        k = len(t)
+        if k > self.size:
+            return False
+        at = self._pos + np.arange(k) if self._pos + k <= self.size else (
+            (self._pos + np.arange(k)) % self.size)
+        s = self._views
+        for row, index in ((0, t), (1, t + 1)):
+            s["obs"][at, row] = obs[index, b]
+            s["action"][at, row] = action[index, b]
+            s["reward"][at, row] = reward[index, b]
+            s["done"][at, row] = done[index, b]
+            s["truncated"][at, row] = truncated[index, b]
+        self._advance(k)
         return True
 
     def _continue(self, rows: dict[str, Any], streams: list[int]) -> None:

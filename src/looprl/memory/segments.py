@@ -70,6 +70,7 @@ class SegmentBuffer:
         self.first_stream = first_stream
         self._aligned = True  # every stream is at the same row (basic-index writes)
         self._segments: list[SampleBatch] = []
+        self._numbered: np.ndarray | None = None  # ``stream`` of segments of every stream
 
     def write(self, streams: np.ndarray | None, rows: SampleBatch, ended: np.ndarray) -> None:
         """Write one row for each of ``streams`` (``None``: all of them, in order).
@@ -139,8 +140,15 @@ class SegmentBuffer:
 
     def _add(self, segment: SampleBatch, streams: Any) -> None:
         """Keep ``segment`` (a copy of rows) of ``streams``, numbered in its ``stream``."""
-        numbers = self.first_stream + np.asarray(streams)
-        segment.stream = np.repeat(numbers[None], len(segment.reward), 0)
+        length = len(segment.reward)
+        if streams is self._all and length == self.segment_length + 1:  # (the same each time)
+            numbers = self._numbered
+            if numbers is None:
+                numbers = self._numbered = np.repeat(self.first_stream + self._all[None],
+                                                     length, 0)
+        else:
+            numbers = np.repeat(self.first_stream + np.asarray(streams)[None], length, 0)
+        segment.stream = numbers
         self._segments.append(segment)
 
     def end_episodes(self, streams: np.ndarray) -> None:
