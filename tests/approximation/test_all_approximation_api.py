@@ -8,15 +8,9 @@ import pytest
 import torch
 
 from looprl import nn
-from looprl.approximation import (
-    Approximation,
-    Identity,
-    LinearScheduler,
-    QContinuous,
-    QDist,
-    Schedulable,
-)
+from looprl.approximation import Approximation, Identity, QContinuous, QDist
 from looprl.core import State, StateArray
+from looprl.optim import LinearScheduler, Schedulable  # (ALL's all.optim)
 
 
 def _states(n: int = 3, mask: list[float] | None = None) -> StateArray:

@@ -45,3 +45,20 @@ def test_bad_keep_checkpoints_are_one_line_errors(small_ppo, tmp_path, kwargs, m
     with pytest.raises(ValueError, match=message) as info:
         OnlineRunner(small_ppo, "CartPole-v1", logdir=str(tmp_path), **kwargs)
     assert "\n" not in str(info.value)
+
+
+def test_an_experiment_built_with_keep_checkpoints_keeps_them(tmp_path) -> None:
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.hyperparameters(replay_start_size=10, hidden=8).env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0,
+                                 checkpoint_every=20, keep_checkpoints=2)
+    experiment.train(frames=100)
+    experiment.close()
+    kept = numbered_checkpoints(experiment.logger.log_dir)
+    assert len(kept) == 2 and max(kept) >= 80
+    with pytest.raises(ValueError, match="set checkpoint_every too"):
+        make_experiment(preset, env, logdir=str(tmp_path), quiet=True, keep_checkpoints=2)

@@ -64,13 +64,13 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
     its run directory); return the path. With ``replay=False`` the replay buffers are saved
     empty (a resumed run refills them before it trains). Into the run directory, an
-    experiment whose ``keep_checkpoints`` attribute is a number K also keeps
+    experiment with ``keep_checkpoints=K`` also keeps
     ``checkpoint_<frame>.pt`` (``keep_checkpoints``).
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
     """
-    keep = getattr(experiment, "keep_checkpoints", None) if path is None else None
+    keep = getattr(experiment, "keep_checkpoints", None) if path is None else None  # (older)
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
     if hasattr(experiment, "prepare_checkpoint"):
         experiment.prepare_checkpoint()

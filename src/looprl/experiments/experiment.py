@@ -115,15 +115,22 @@ class Experiment(ABC):
             (``looprl.experiments.checkpoint``; ``None``: never).
         checkpoint_replay: checkpoints hold the replay buffer's transitions (``False``:
             saved empty).
+        keep_checkpoints: also keep the last this many checkpoints as
+            ``checkpoint_<frame>.pt`` (``None``: only the rolling ``checkpoint.pt``).
     """
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
                  train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
                  render: bool = False, verbose: bool = True, logger: Any = None,
                  seed: int | None = None, meta: Sequence[MetaComponent] = (),
-                 checkpoint_every: int | None = None, checkpoint_replay: bool = True):
-        check_count(checkpoint_every=checkpoint_every)
+                 checkpoint_every: int | None = None, checkpoint_replay: bool = True,
+                 keep_checkpoints: int | None = None):
+        check_count(checkpoint_every=checkpoint_every, keep_checkpoints=keep_checkpoints)
+        if keep_checkpoints is not None and checkpoint_every is None:
+            raise ValueError(f"keep_checkpoints={keep_checkpoints} keeps some of the checkpoints "
+                             "checkpoint_every saves: set checkpoint_every too")
         self.checkpoint_every = checkpoint_every
+        self.keep_checkpoints = keep_checkpoints
         self.checkpoint_replay = checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:

@@ -200,8 +200,7 @@ class Runner:
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger() if logged else MemoryLogger(), seed=self.seed,
             meta=self.meta, verbose=self.verbose, checkpoint_every=self.checkpoint_every,
-            checkpoint_replay=self.checkpoint_replay)
-        self.experiment.keep_checkpoints = self.keep_checkpoints  # (looprl.experiments.checkpoint)
+            checkpoint_replay=self.checkpoint_replay, keep_checkpoints=self.keep_checkpoints)
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
                   fresh: bool = True) -> None:
