@@ -167,7 +167,7 @@ def test_checkpoints_without_the_replay_buffer_restore_it_empty(tmp_path) -> Non
     builder = dqn.env(env).hyperparameters(hidden=8, replay_start_size=200, buffer="prioritized")
     experiment = make_experiment(builder.device("cpu").build(), env, logdir=str(tmp_path),
                                  quiet=True, seed=0)
-    experiment.train(frames=600)
+    experiment.train(frames=800)  # (the replay takes segments of update_frequency=256 rows)
     buffer = experiment.agent.replay_buffer
     assert len(buffer) > 500
     full = save_checkpoint(experiment, tmp_path / "full.pt")
@@ -178,7 +178,7 @@ def test_checkpoints_without_the_replay_buffer_restore_it_empty(tmp_path) -> Non
     resumed = load_checkpoint(empty)
     restored = resumed.agent.replay_buffer
     assert len(restored) == 0 and restored.tree.total == 0 and restored.size == buffer.size
-    resumed.train(frames=1200)  # refills, then trains again
+    resumed.train(frames=1600)  # refills, then trains again
     assert len(restored) > 500
     experiment.close()
     resumed.close()

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -153,14 +154,18 @@ class DQNPolicy(Policy):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
-        explore = torch.rand(rows, generator=self._generator, device=self.device) < epsilon
+        draws = torch.rand(rows, generator=self._generator, device=self.device).numpy(
+            force=True) if self._generator is not None else np.random.random(rows)
+        explorers = draws < (epsilon if isinstance(epsilon, float) else epsilon.numpy(force=True))
+        explore = torch.from_numpy(explorers)
         if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
             self.greedy.metrics["explored"] = explore
         state = self.states(obs, (rows,))
         values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
         action = values.argmax(dim=-1)  # (random actions need the values: illegal ones are
-        if bool(explore.any()):  # masked there, by the network or the observation's mask)
-            action = torch.where(explore, random_actions(values, self._generator), action)
+        if explorers.any():  # masked there, by the network or the observation's mask)
+            action = torch.where(explore.to(self.device), random_actions(values, self._generator),
+                                 action)
         return RolloutResult(action=action)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:

@@ -73,6 +73,16 @@ class ReplaySchedule:
         frequency = self.update_frequency
         return self.gradient_steps * (after // frequency - start // frequency)
 
+    @property
+    def segment_length(self) -> int:
+        """Transitions per segment an actor hands over: the largest divisor of
+        ``update_frequency`` up to 256. Training then happens at the same transitions as
+        with one transition per segment (every due step falls on a segment's end), with a
+        fraction of the hand-overs (an ``hp/update_frequency`` changed on the way makes steps
+        due at the next segment's end)."""
+        frequency = self.update_frequency
+        return max(t for t in range(1, min(frequency, 256) + 1) if frequency % t == 0)
+
     def knobs(self) -> dict[str, Hyperparameter]:
         """``batch_size``, ``update_frequency`` and ``gradient_steps``, as hyperparameters
         (``hp/<name>`` of the learner)."""

@@ -8,8 +8,9 @@ writes the same rows into its own adder, cut the same way (``LearningAgent.adder
 ``segment_length`` and ``whole_episodes``), and calls ``train`` on each segment, as Ray's
 actor workers hand them to the trainer worker's ``Learner``.
 
-* ``ReplayAgent`` -- the replay algorithms (the DQN family, DDPG, TD3, SAC): ``[2, 1]``
-  segments (one transition each) into the replay, trained by a ``ReplaySchedule``.
+* ``ReplayAgent`` -- the replay algorithms (the DQN family, DDPG, TD3, SAC): segments of a
+  divisor of ``update_frequency`` transitions into the replay, trained by a
+  ``ReplaySchedule`` at the same transitions as one by one.
 * ``SegmentAgent`` -- the on-policy ones (PPO, PPG, A2C, VAC, VPG, VQN, VSarsa): fresh
   segments into an ``OnPolicyBuffer``, one trainer step per batch.
 """
@@ -78,9 +79,10 @@ class LearningAgent(AgentBase):
 
 
 class ReplayAgent(LearningAgent, Agent):
-    """A replay agent (single environment): every ``act`` writes one row, each pair of rows
-    goes into the replay as one transition (none out of a terminal state), and the learner
-    trains as its ``ReplaySchedule`` says: nothing for the first ``replay_start_size``
+    """A replay agent (single environment): every ``act`` writes one row, the rows go into
+    the replay as transitions (none out of a terminal state) in segments of the schedule's
+    ``segment_length`` (a divisor of ``update_frequency``), and the learner trains as its
+    ``ReplaySchedule`` says: nothing for the first ``replay_start_size``
     transitions, then ``gradient_steps`` steps every ``update_frequency`` transitions, the
     priorities a step returns going back to the buffer.
 
@@ -100,7 +102,7 @@ class ReplayAgent(LearningAgent, Agent):
                  logger: Logger | None = None, log_every: int = 1000):
         schedule = ReplaySchedule(minibatch_size, replay_start_size, update_frequency,
                                   gradient_steps)
-        super().__init__(Actor(policy, SegmentBuffer(1, 1)),
+        super().__init__(Actor(policy, SegmentBuffer(schedule.segment_length, 1)),
                          Learner(trainer, replay_buffer, schedule, logger, log_every))
         self.replay_buffer = replay_buffer  # (the seed's name)
 
