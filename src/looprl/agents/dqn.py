@@ -93,6 +93,11 @@ class DQNPolicy(Policy):
         self._generator = None if seed is None else torch.Generator(q.device).manual_seed(seed)
         self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
+    def seed(self, seed: int) -> None:
+        """Explore with a generator of its own, seeded with ``seed`` (the runtimes seed a
+        run's acting policy this way)."""
+        self._generator = torch.Generator(self.device).manual_seed(seed)
+
     @property
     def exploration(self) -> Any:
         """The exploration policy (``greedy``)."""

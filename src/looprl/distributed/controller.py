@@ -122,7 +122,8 @@ class DistributedRun:
         self._started_ray = start_ray(self.runtime)
         try:
             self._assemble(self._open_logs())
-            self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed)
+            self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
+                             self.frames - self.result.frames)
             self._loop(callback)
         finally:
             self._shutdown()

@@ -46,9 +46,10 @@ class WorkerPool:
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"  # the Ray names of this run's workers
 
-    def start(self, run_dir: str, seed: int) -> None:
-        """Create the workers (the trainers checkpoint in ``run_dir``; ``seed`` seeds them),
-        wait until they are placed, form the trainer group and start the loops.
+    def start(self, run_dir: str, seed: int, frames: int | None = None) -> None:
+        """Create the workers (the trainers checkpoint in ``run_dir``; ``seed`` seeds them;
+        the actors stop stepping at their share of ``frames``), wait until they are placed,
+        form the trainer group and start the loops.
 
         Raises:
             RuntimeError: the cluster cannot place the workers within
@@ -56,14 +57,14 @@ class WorkerPool:
         """
         import ray
 
-        self._create(run_dir, seed)
+        self._create(run_dir, seed, frames)
         self._wait_placed(ray)
         self.form_trainer_group()
         for name in self.workers:
             if name != "server" and not name.startswith("policy"):
                 self.start_loop(name)
 
-    def _create(self, run_dir: str, seed: int) -> None:
+    def _create(self, run_dir: str, seed: int, frames: int | None = None) -> None:
         """Create the workers, each a named Ray actor that finds the others by name (Ray warns
         that a restartable actor given a handle may not restart)."""
         from looprl.distributed.trainer_worker import TrainerWorker
@@ -81,10 +82,11 @@ class WorkerPool:
                           (spec, rt, server, len(range(i, rt.actors, rt.policy_workers))),
                           num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
                     for i in range(rt.policy_workers)]
+        share = None if frames is None else -(-frames // rt.actors)
         for i in range(rt.actors):
             start(f"actor{i}", ActorWorker,
                   (i, spec, rt, server, trainers[i % rt.trainers],
-                   policies[i % len(policies)] if policies else None, seed),
+                   policies[i % len(policies)] if policies else None, seed, False, share),
                   num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
         for i in range(rt.eval_workers):
             start(f"eval{i}", ActorWorker, (rt.actors + i, spec, rt, server, None, None, seed,

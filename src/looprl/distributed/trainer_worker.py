@@ -17,6 +17,7 @@ import ray
 import torch
 from ray import cloudpickle
 
+from looprl.agents.shell import seed_units
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
@@ -50,6 +51,8 @@ class TrainerWorker(Worker):
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = trainer_core(spec, max_lag=runtime.max_lag)
+        if hasattr(self.core, "buffer"):  # (a Learner; a local run seeds its learner so)
+            seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
             # imported here: the actors, which hold a trainer's handle, import this module
@@ -117,17 +120,24 @@ class TrainerWorker(Worker):
             return self._published
 
     def _wait_trained(self, version: int, timeout: float = 30.0) -> None:
-        """Sync sampling (holding the lock): wait until parameters newer than ``version``
-        are published, or until every feeder waits for a batch that needs more samples."""
+        """Sync sampling (holding the lock): wait until the learner owes no step (none is
+        due, none is being trained) and what it trained is published, newer than
+        ``version``; or until every feeder waits for a batch that needs more samples. The
+        actor then acts with the parameters a local run would act with next."""
         self._waiting += 1
         generation = self._more
         deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
-        while (self._published <= version and generation == self._more
-               and not self._stop.is_set() and time.monotonic() < deadline):
-            if self._waiting >= self._feeders and not self._training and not self.core.ready():
-                self._more += 1
-                self._lock.notify_all()
-                break
+        while generation == self._more and not self._stop.is_set() and (
+                time.monotonic() < deadline):
+            if not self._training and not self.core.ready():  # nothing owed
+                if self._published < self.core.policy.version:
+                    self._publish()  # (what publish_every left unpublished)
+                if self._published > version:
+                    break
+                if self._waiting >= self._feeders:
+                    self._more += 1
+                    self._lock.notify_all()
+                    break
             self._lock.wait(0.05)
         self._waiting -= 1
 

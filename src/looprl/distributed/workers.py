@@ -30,6 +30,7 @@ import ray
 import torch
 from ray.exceptions import RayActorError, RayTaskError
 
+from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, RolloutSizeError
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
@@ -168,13 +169,16 @@ class ActorWorker(Worker):
             policy copy).
         seed: the run's seed.
         evaluation: deterministic actions.
+        frames: the env steps it takes at most (its share of the run's budget; ``None``: no
+            limit): with one actor it stops where a local run of that budget stops.
     """
 
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  trainer: str | None, policy_worker: str | None, seed: int,
-                 evaluation: bool = False):
+                 evaluation: bool = False, frames: int | None = None):
         super().__init__(runtime.torch_threads)
         self.index = index
+        self.budget = frames
         self.evaluation = evaluation
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
@@ -187,6 +191,7 @@ class ActorWorker(Worker):
         exploration = explorations[index % len(explorations)] if explorations else None
         own_seed = seed + 10_000 * index + (1_000_000 if _restarted() else 0)
         torch.manual_seed(own_seed)  # the policy copy's sampling
+        seed_units(own_seed, policy)  # (a local run seeds its policy so: actor 0 acts alike)
         self.runner = EnvRunner(
             spec.make_env, None, runtime.envs_per_actor, runtime.segment_length,
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
@@ -211,20 +216,38 @@ class ActorWorker(Worker):
         return stats
 
     def run(self) -> None:
-        """Step envs until ``stop``."""
+        """Step envs until ``stop`` (or, its budget spent, wait for it)."""
         if self.local is not None:
             self.local.maybe_pull(wait=True)
-            while not self._stop.is_set():
+            while not self._stop.is_set() and self._within_budget():
                 self._local_step()
+            if not self._stop.is_set():  # the budget's end: the last observations' rows
+                self._record_last()  # complete the segments a local run trains on too
+            self._stop.wait()
             return
         groups = len(self.runner.groups)
         pending = [self._ask(g) for g in range(groups)]
-        while not self._stop.is_set():
+        while not self._stop.is_set() and self._within_budget():
             for g in range(groups):
                 result, version = self._answer(g, pending[g])
                 self.runner.step(g, result, version)
                 pending[g] = self._ask(g)
                 self._after_step()
+        self._stop.wait()
+
+    def _record_last(self) -> None:
+        """Act on the latest observations and send the segments their rows complete, without
+        stepping (what a local run does at the end of its budget)."""
+        request = self.runner.request(0)
+        result = None if request is None else self.local.policy.rollout(request)
+        self.runner.record(0, result, self.local.policy.version)
+        segments = self.runner.segments()
+        if segments and self.trainer is not None:
+            self._send(segments)
+        self._wait_put()
+
+    def _within_budget(self) -> bool:
+        return self.budget is None or self.runner.total_frames < self.budget
 
     def _local_step(self) -> None:
         start = time.perf_counter()

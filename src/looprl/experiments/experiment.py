@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.suggest import check_count
@@ -148,6 +149,10 @@ class Experiment(ABC):
             self.name, env.name, logdir, verbose,
             run_info={"hyperparameters": getattr(preset, "hyperparameters", {})})
         self.agent = self._make_agent()
+        if seed is not None:  # its units draw from their own generators (as on Ray)
+            unwrapped = self.agent.unwrapped
+            seed_units(seed, getattr(unwrapped, "policy", None),
+                       getattr(unwrapped, "learner", None))
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
         self.hub: MetaHub | None = None
@@ -335,7 +340,8 @@ class ParallelEnvExperiment(Experiment):
         return self.vector_env
 
     def _advance(self) -> None:
-        """One step of every copy with the actions the policy chose, then ``_act``."""
+        """One step of every copy with the actions the policy chose, then ``_act`` (an actor
+        worker does the same, and its last ``_act`` at the end of its budget)."""
         runner = self.runner
         frames = runner.total_frames
         runner.advance()

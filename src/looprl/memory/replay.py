@@ -97,6 +97,11 @@ class ReplayContents:
         self.__dict__.update(state)
         self._views = self._numpy_views()
 
+    def seed(self, seed: int) -> None:
+        """Sample from a generator of its own, seeded with ``seed`` (the runtimes seed a run's
+        replay this way, so that its batches do not depend on who else draws numbers)."""
+        self.generator = torch.Generator().manual_seed(seed)
+
     def sample_batch(self, batch_size: int) -> SampleBatch:
         """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
         return self.gather(self.sample_indices(batch_size))

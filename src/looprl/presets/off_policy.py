@@ -27,6 +27,7 @@ from torch import nn, optim
 from looprl.agents.actor import Actor
 from looprl.agents.c51 import C51Policy, C51Trainer
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer
+from looprl.agents.learner import ReplaySchedule
 from looprl.approximation import FixedTarget, QDist, QNetwork
 from looprl.core import Agent, DummyLogger, Trainer
 from looprl.memory import ExperienceReplayBuffer, PrioritizedReplayBuffer
@@ -91,7 +92,8 @@ class ReplayPreset(FamilyPreset):
         """The trainer worker keeps the local agent's replay (``make_learner``'s ``buffer``,
         ``remote_prefix`` and the kind, and ``buffer_args``), with its schedule: minibatch,
         start size, ``update_frequency`` and ``gradient_steps``; with ``apex``, each actor
-        explores at its own Ape-X rate."""
+        explores at its own Ape-X rate; actors send segments as long as the local agent's
+        (``ReplaySchedule.segment_length``)."""
         hp = self.hyperparameters
         args: dict[str, Any] = {
             "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
@@ -101,8 +103,10 @@ class ReplayPreset(FamilyPreset):
         if self.prioritized:
             args.update(alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
         kind = "prioritized" if self.prioritized else "uniform"
+        schedule = ReplaySchedule(update_frequency=hp["update_frequency"])
         return {"buffer": self.remote_prefix + kind, "buffer_args": args,
-                "explorations": apex_epsilons(actors) if self.apex else None}
+                "explorations": apex_epsilons(actors) if self.apex else None,
+                "segment_length": schedule.segment_length}  # (the local agent's)
 
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
                **schedule: Any) -> Agent:
