@@ -358,7 +358,7 @@ def test_the_collector_trains_as_the_agents_own_act_loop(name: str, tmp_path: Pa
         else:
             seed_everything(0)
             agent, vector = preset.agent(), env.duplicate(4)
-            seed_units(0, agent.unwrapped.policy, agent.unwrapped.learner)  # (as a seeded run)
+            seed_units(0, agent.unwrapped.actor, agent.unwrapped.learner)  # (as a seeded run)
             state, frames = vector.reset(seed=0), 0
             while frames < 4 * 100:  # env steps: a copy that resets takes none
                 frames += int((~state.done).sum())

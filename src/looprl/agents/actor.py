@@ -14,7 +14,16 @@ from typing import Any
 
 import torch
 
-from looprl.core import Agent, ParallelAgent, Policy, RolloutRequest, SampleBatch, State
+from looprl.agents.streams import RandomStream
+from looprl.core import (
+    Agent,
+    ParallelAgent,
+    Policy,
+    RolloutRequest,
+    RolloutResult,
+    SampleBatch,
+    State,
+)
 from looprl.core.state import StateArray
 from looprl.memory.segments import SegmentBuffer, rows_of
 
@@ -38,6 +47,23 @@ class Actor(Agent, ParallelAgent):
         self.adder = adder
         self.evaluation = evaluation
         self.device = getattr(policy, "device", torch.device("cpu"))
+        self.stream: RandomStream | None = None  # (``seed``)
+
+    def seed(self, seed: int) -> None:
+        """Act on random numbers of its own, seeded with ``seed`` (a ``RandomStream``; and
+        the policy's own generator, if it has a ``seed`` method)."""
+        self.stream = RandomStream(seed)
+        own = getattr(self.policy, "seed", None)
+        if callable(own):
+            own(seed)
+
+    def rollout(self, request: RolloutRequest) -> RolloutResult:
+        """The policy's ``rollout`` of ``request``, drawing from the actor's stream (if
+        seeded): what every loop and runtime asks the policy through."""
+        if self.stream is None:
+            return self.policy.rollout(request)
+        with self.stream:
+            return self.policy.rollout(request)
 
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``)."""
@@ -50,7 +76,7 @@ class Actor(Agent, ParallelAgent):
     def rows(self, obs: Any, state: State) -> torch.Tensor:
         """The policy's actions for the rows ``obs`` (``[B, ...]``); with an adder, the rows
         are written with the rewards and ends ``state`` brought."""
-        result = self.policy.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
+        result = self.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
         if self.adder is not None:
             self.adder.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
                                             self.policy.version))

@@ -17,9 +17,11 @@ pre- and post-update hooks around ``Trainer.step``) run here and nowhere else.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from looprl.agents.streams import RandomStream
 from looprl.core import (
     AgentBase,
     DummyLogger,
@@ -143,6 +145,19 @@ class Learner(StepLoop, AgentBase):
         self.log_every = log_every
         self.hooks: Any = None
         self.observed = self.owed = self.updates = self.received = self.dropped = 0
+        self.stream: RandomStream | None = None  # (``seed``)
+
+    def seed(self, seed: int) -> None:
+        """Sample and train on random numbers of its own, seeded with ``seed``: the buffer's
+        generator (if it has a ``seed`` method) and a ``RandomStream`` for the steps."""
+        self.stream = RandomStream(seed)
+        own = getattr(self.buffer, "seed", None)
+        if callable(own):
+            own(seed)
+
+    def _drawing(self) -> Any:
+        """The context its draws happen in: its stream, or the process's generators."""
+        return self.stream if self.stream is not None else nullcontext()
 
     @property
     def policy(self) -> Any:
@@ -205,7 +220,8 @@ class Learner(StepLoop, AgentBase):
             return None
         if self.schedule is None:
             return self.buffer.get(), None
-        index = self.buffer.sample_indices(self.schedule.batch_size)
+        with self._drawing():
+            index = self.buffer.sample_indices(self.schedule.batch_size)
         self.owed -= 1
         self.updates += 1
         return self.buffer.gather(index), index
@@ -214,9 +230,10 @@ class Learner(StepLoop, AgentBase):
         """``Trainer.step`` on ``batch`` with the update hooks around it (touches the trainer
         only, not the buffer: Ray's trainer worker runs it beside ``put``)."""
         hooks = self.hooks
-        if hooks is None:
-            return self.trainer.step(batch[0])
-        return hooks.update(self.trainer, batch[0])
+        with self._drawing():
+            if hooks is None:
+                return self.trainer.step(batch[0])
+            return hooks.update(self.trainer, batch[0])
 
     def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
         """Give the step's new priorities back to the replay; log its statistics."""

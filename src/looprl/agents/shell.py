@@ -37,17 +37,14 @@ from looprl.memory.segments import SegmentBuffer
 __all__ = ["LearningAgent", "ReplayAgent", "SegmentAgent", "seed_units"]
 
 
-def seed_units(seed: int, policy: Any = None, learner: Any = None) -> None:
-    """Give an acting ``policy`` and a ``learner``'s buffer and trainer random generators of
-    their own, seeded with ``seed`` (those that draw numbers have a ``seed`` method): what
-    they draw then does not depend on the process they share. Every runtime seeds a run's
-    units this way (locally in one process, on Ray in the actor and trainer workers), so that
-    one seed gives one run."""
-    parts = [policy] + ([] if learner is None else [learner.buffer, learner.trainer])
-    for part in parts:
-        own = getattr(part, "seed", None)
-        if callable(own):
-            own(seed)
+def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = None) -> None:
+    """Seed an ``actor`` and a ``learner`` with ``seed``: each draws from random numbers of
+    its own (``Actor.seed``, ``Learner.seed``), which do not depend on the process they
+    share. Every runtime seeds a run's units this way (locally in one process, on Ray in the
+    actor and trainer workers), so that one seed gives one run."""
+    for unit in (actor, learner):
+        if unit is not None:
+            unit.seed(seed)
 
 
 class LearningAgent(AgentBase):

@@ -40,6 +40,10 @@ class AlgorithmSpec:
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
         whole_episodes: actors cut each stream's segments at the first episode end after
             ``runtime.segment_length`` steps (VPG's batches of whole episodes).
+        copies: the local runtime's environment copies of a preset's Gymnasium environment
+            (``copies(n)``: a ``VectorEnvironment``, ``looprl.environments.duplicate.gym_copies``):
+            actors acting with their own policy copy step these instead of SRL copies of
+            ``env`` (``None``: SRL copies).
         meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
             of its own copy, the trainer worker the update hooks of its own (independent
             learners: a copy per agent on both sides); what a component shares
@@ -56,6 +60,7 @@ class AlgorithmSpec:
     buffer_args: dict[str, Any] = field(default_factory=dict)
     explorations: list[float] | None = None
     whole_episodes: bool = False
+    copies: Callable[[int], Any] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 
@@ -87,7 +92,8 @@ class AlgorithmSpec:
         spec = cls(env=env, env_args=env_args, policy=preset.policy,
                    policy_args={"copy_model": True},
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),
-                   meta=list(preset.meta), **learning)
+                   meta=list(preset.meta), copies=_local_copies(preset, env, env_args),
+                   **learning)
         return spec, implied
 
     @property
@@ -201,6 +207,22 @@ def _registries() -> dict[str, dict[str, Any]]:
 
     return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
             "trainer": algorithm._TRAINERS.entries}
+
+
+def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
+    """``AlgorithmSpec.copies`` of ``preset``: the copies its local experiment steps, when
+    its environment is a Gymnasium id (``None``: an SRL environment of looprl's or the
+    user's registry, which the actors make by name)."""
+    import gymnasium as gym
+
+    from looprl.core import ParallelPreset
+    from looprl.environments.duplicate import gym_copies
+    from looprl.environments.srl import registered_environments
+
+    if env not in gym.registry or env in registered_environments():
+        return None
+    return functools.partial(gym_copies, env, dict(env_args),
+                             not isinstance(preset, ParallelPreset))
 
 
 @dataclass

@@ -30,6 +30,7 @@ import ray
 import torch
 from ray.exceptions import RayActorError, RayTaskError
 
+from looprl.agents.actor import Actor
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, RolloutSizeError
 from looprl.core.namedarray import concat
@@ -190,10 +191,13 @@ class ActorWorker(Worker):
         explorations = spec.explorations
         exploration = explorations[index % len(explorations)] if explorations else None
         own_seed = seed + 10_000 * index + (1_000_000 if _restarted() else 0)
-        torch.manual_seed(own_seed)  # the policy copy's sampling
-        seed_units(own_seed, policy)  # (a local run seeds its policy so: actor 0 acts alike)
+        torch.manual_seed(own_seed)
+        self.actor = Actor(policy)  # (acting on a stream of its own, as in a local run)
+        seed_units(own_seed, self.actor)
+        local_copies = spec.copies is not None and self.local is not None
         self.runner = EnvRunner(
-            spec.make_env, None, runtime.envs_per_actor, runtime.segment_length,
+            spec.copies(runtime.envs_per_actor) if local_copies else spec.make_env, None,
+            runtime.envs_per_actor, runtime.segment_length,
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,
@@ -239,7 +243,7 @@ class ActorWorker(Worker):
         """Act on the latest observations and send the segments their rows complete, without
         stepping (what a local run does at the end of its budget)."""
         request = self.runner.request(0)
-        result = None if request is None else self.local.policy.rollout(request)
+        result = None if request is None else self.actor.rollout(request)
         self.runner.record(0, result, self.local.policy.version)
         segments = self.runner.segments()
         if segments and self.trainer is not None:
@@ -253,7 +257,7 @@ class ActorWorker(Worker):
         start = time.perf_counter()
         self.local.maybe_pull()
         request = self.runner.request(0)
-        result = None if request is None else self.local.policy.rollout(request)
+        result = None if request is None else self.actor.rollout(request)
         self._count(time.perf_counter() - start)
         self.runner.step(0, result, self.local.policy.version)
         ended = bool(self.runner.episodes)

@@ -26,7 +26,7 @@ from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import copies_of, shape_changed
 from looprl.environments.vector import state_array_from_numpy
 
-__all__ = ["DuplicateEnvironment", "state_arrays"]
+__all__ = ["DuplicateEnvironment", "gym_copies", "state_arrays"]
 
 
 def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
@@ -98,7 +98,7 @@ class DuplicateEnvironment(VectorEnvironment):
             first = np.asarray(rows[0][0])
             self._obs = np.zeros((n, *first.shape), first.dtype)
         obs, shape = self._obs, self._obs.shape[1:]
-        reward = np.empty(n)  # (float64: returns add them up exactly)
+        reward = np.empty(n, np.float32)  # (as every looprl vector env and SRL env gives them)
         terminated, truncated = np.empty(n, bool), np.empty(n, bool)
         for i, (observation, reward[i], terminated[i], truncated[i]) in enumerate(rows):
             if np.shape(observation) != shape:
@@ -134,6 +134,19 @@ class DuplicateEnvironment(VectorEnvironment):
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def gym_copies(env_id: str, make_kwargs: dict[str, Any], one_by_one: bool,
+               n: int) -> VectorEnvironment:
+    """``n`` copies of the Gymnasium environment ``env_id`` (``gym.make`` arguments
+    ``make_kwargs``) as the local experiments step them: ``GymEnvironment`` s in a
+    ``DuplicateEnvironment`` (``one_by_one``: a single-environment preset's loop), else
+    ``GymEnvironment(env_id).duplicate(n)`` (a parallel preset's, Gymnasium's vector
+    environment). Ray's actors step these too, so that a run's environment loop is the
+    local one."""
+    if one_by_one:
+        return DuplicateEnvironment([GymEnvironment(env_id, **make_kwargs) for _ in range(n)])
+    return GymEnvironment(env_id, **make_kwargs).duplicate(n)
 
 
 def _copy(env: Environment) -> Environment:

@@ -151,7 +151,7 @@ class Experiment(ABC):
         self.agent = self._make_agent()
         if seed is not None:  # its units draw from their own generators (as on Ray)
             unwrapped = self.agent.unwrapped
-            seed_units(seed, getattr(unwrapped, "policy", None),
+            seed_units(seed, getattr(unwrapped, "actor", None),
                        getattr(unwrapped, "learner", None))
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
@@ -365,8 +365,7 @@ class ParallelEnvExperiment(Experiment):
             runner.record(0, RolloutResult(action=self._acts(self.agent, runner.states())))
             runner.segments()  # (nothing learns from them)
             return
-        policy = agent.policy
-        runner.record(0, policy.rollout(request), policy.version)
+        runner.record(0, agent.actor.rollout(request), agent.policy.version)
         for segment in runner.segments():
             agent.train(segment)
 
