@@ -5,6 +5,7 @@ convert lazily so that callers never force a sync.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -35,9 +36,24 @@ class Logger:
     def add_hyperparameters(self, values: dict[str, Any]) -> None:
         """Record the agent's current ``hp/*`` values (one row of a trajectory)."""
 
+    def add_episode_return(self, ret: float) -> None:
+        """Record the return of one finished training episode (at ``frame``)."""
+
+    def add_test_returns(self, returns: list[float]) -> None:
+        """Record the returns of the evaluation episodes after training."""
+
     def close(self) -> None:
         """Flush and release files."""
 
 
 class DummyLogger(Logger):
-    """A logger that records nothing."""
+    """A logger that records nothing (seed 003's ``Experiment(logger=DummyLogger())``). It
+    holds the counters an experiment keeps in its logger (``frame``, ``episode``) and has no
+    run directory (``log_dir`` is ``None``; ``mean_return100`` is ``nan``)."""
+
+    log_dir: str | None = None
+    mean_return100: float = math.nan
+
+    def __init__(self) -> None:
+        self.frame = 0
+        self.episode = 0

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from looprl.core import Hyperparameter
-from looprl.core.logger import Logger
+from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import load_checkpoint
@@ -59,27 +59,21 @@ EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", 
                               "step")
 
 
-class MemoryLogger(Logger):
+class MemoryLogger(DummyLogger):
     """A logger that keeps the training returns in memory and writes no file."""
 
-    log_dir: str | None = None
-
     def __init__(self) -> None:
-        self.frame = 0
-        self.episode = 0
+        super().__init__()
         self.returns: list[float] = []
 
     @property
-    def mean_return100(self) -> float:
+    def mean_return100(self) -> float:  # type: ignore[override]
         """Mean of the last (up to) 100 training returns (``nan``: none yet)."""
         return float(np.mean(self.returns[-100:])) if self.returns else math.nan
 
     def add_episode_return(self, ret: float) -> None:
         """Record the return of one finished training episode."""
         self.returns.append(float(ret))
-
-    def add_test_returns(self, returns: list[float]) -> None:
-        """Nothing to keep (``Runner.evaluate`` returns them)."""
 
 
 class RecordingLogger(ExperimentLogger):
