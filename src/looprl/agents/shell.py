@@ -31,6 +31,7 @@ from looprl.core import (
     Trainer,
     TrainerStepResult,
 )
+from looprl.core.state import StateArray
 from looprl.memory.samples import OnPolicyBuffer
 from looprl.memory.segments import SegmentBuffer
 
@@ -71,10 +72,27 @@ class LearningAgent(AgentBase):
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``),
         written as one row; the learner takes each finished segment and steps as due."""
+        self._fit(len(state) if isinstance(state, StateArray) else 1)
         action = self.actor.act(state)
         for segment in self.actor.segments():
             self.train(segment)
         return action
+
+    def _fit(self, rows: int) -> None:
+        """Make the adder (and an on-policy learner's batches) as wide as the first batch
+        the agent acts on, whatever its preset's ``n_envs`` (as ALL's agents take any batch);
+        ``ValueError`` in one line for another width later."""
+        adder = self.actor.adder
+        if rows == len(adder.t):
+            return
+        if adder.rows is not None:
+            raise ValueError(f"{type(self).__name__} acts on batches of {len(adder.t)} rows (its "
+                             f"first), got {rows}: give one agent batches of one size (build "
+                             "another agent from the preset for other environments)")
+        self.actor.adder = SegmentBuffer(adder.segment_length, rows, adder.whole_episodes,
+                                         adder.first_stream)
+        if not self.learner.replay:
+            self.learner.buffer.batch_streams = rows
 
     def train(self, segment: SampleBatch) -> TrainerStepResult | None:
         """Give ``segment`` (``[T + 1, B]`` rows) to the learner, which takes the steps its
