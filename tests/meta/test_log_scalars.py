@@ -112,3 +112,73 @@ def test_log_scalars_takes_the_values_once_and_rejects_what_is_no_number(tmp_pat
     hub.run("pre_step")
     with pytest.raises(ValueError, match=r"Tensor of shape \(2, 2\)"):
         hub.log_scalars()
+
+
+class AddKeys(MetaComponent):
+    """Seed 001's RND pattern: adds keys to the transition "to enable logging" (and logs the
+    mean of its rows since its log key was last taken, to compare with)."""
+
+    def __init__(self):
+        super().__init__()
+        self.post_step_methods.append(self.add)
+        self.rows: list[float] = []
+
+    def add(self, metrics: dict[str, Any]) -> None:
+        transition = metrics["transition"]
+        value = 0.5 + transition["env_index"].float()  # 0.5 on copy 0, 1.5 on copy 1
+        transition["intrinsic_reward"] = value
+        transition["note"] = "not a number"  # left out, no error
+        if "log/reference" not in metrics:  # taken: a new logging interval
+            self.rows = []
+        self.rows += value.tolist()
+        metrics["log/reference"] = sum(self.rows) / len(self.rows)
+
+
+@pytest.mark.parametrize("builder", [SMALL_DQN, SMALL_PPO], ids=["single-env", "parallel"])
+def test_a_key_a_component_adds_to_the_transition_is_logged_as_its_mean(
+        builder, tmp_path: Path) -> None:
+    experiment = _experiment(builder, "CartPole-v1", tmp_path, 300, meta=[AddKeys()])
+    experiment.close()
+    log_dir = experiment.logger.log_dir
+    scalars, table = _scalars(log_dir), _log_csv(log_dir)
+    logged = scalars["log/transition/intrinsic_reward"]
+    assert 3 <= len(logged) <= experiment.episode
+    # the mean over the interval's rows (copies that reset take no step: not exactly 1.0)
+    assert [frame for frame, _ in logged] == [frame for frame, _ in scalars["log/reference"]]
+    assert [value for _, value in logged] == pytest.approx(
+        [value for _, value in scalars["log/reference"]])
+    if builder is SMALL_DQN:
+        assert {value for _, value in logged} == {0.5}
+    else:
+        assert len({value for _, value in logged}) > 1
+    assert [v for _, v in table["transition/intrinsic_reward"]] == pytest.approx(
+        [v for _, v in logged]) and "log/transition/note" not in scalars
+
+
+def test_rnd_intrinsic_reward_in_the_transition_is_logged(tmp_path: Path) -> None:
+    rnd = RND(seed=0, feature_dim=8, hidden=(16,))
+    experiment = _experiment(SMALL_PPO, "CartPole-v1", tmp_path, 300, meta=[rnd])
+    experiment.close()
+    scalars = _scalars(experiment.logger.log_dir)
+    logged, own = scalars["log/transition/intrinsic_reward"], scalars[
+        "log/rnd/intrinsic_reward_mean"]
+    assert len(logged) >= 3 and [v for _, v in logged] == pytest.approx(
+        [v for _, v in own], rel=1e-5)  # the same mean, two ways
+
+
+def test_without_added_transition_keys_the_hub_keeps_no_sums(tmp_path: Path) -> None:
+    hooked = _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 200, meta=[BonusReward(1.0)])
+    hooked.close()
+    assert hooked.hub._means is None  # only the length was compared, per step
+
+
+def test_a_schedule_logs_the_learning_rate_it_sets(tmp_path: Path) -> None:
+    from looprl.meta import CosineLRSchedule
+
+    schedule = CosineLRSchedule(initial_lr=1e-3, min_lr=1e-4, period=4)
+    experiment = _experiment(SMALL_PPO, "CartPole-v1", tmp_path, 300, meta=[schedule])
+    experiment.close()
+    logged = [value for _, value in _scalars(experiment.logger.log_dir)["log/schedule/lr"]]
+    values = [schedule.value(t) for t in range(4)]  # a cycle of four updates
+    assert len(logged) >= 3 and len(set(logged)) > 1
+    assert all(any(v == pytest.approx(w) for w in values) for v in logged)

@@ -158,3 +158,16 @@ def test_cosine_lr_bad_inputs_raise():
         CosineLRSchedule(initial_lr=1e-3, min_lr=1e-2)
     with pytest.raises(ValueError, match="'hp/<name>'"):
         CosineLRSchedule(key="lr")
+
+
+@pytest.mark.parametrize("schedule", [
+    CosineLRSchedule(initial_lr=1.0, period=4, key="hp/lr/actor"),
+    HPSchedule("hp/epsilon", "linear", start=1.0, end=0.0, duration=4, per="update"),
+], ids=["cosine", "hp"])
+def test_schedules_log_the_value_they_set(schedule):
+    metrics: dict = {}
+    for _ in range(3):
+        MetaStack([schedule])("pre_update", metrics)
+        name = "log/schedule/" + schedule.key[3:]  # hp/lr/actor -> log/schedule/lr/actor
+        assert metrics[name] == metrics[schedule.key]
+    assert metrics[name] == pytest.approx(0.5)

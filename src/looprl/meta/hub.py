@@ -11,7 +11,9 @@ The experiment loop owns a hub when meta components are attached (none otherwise
   changed;
 * gives ``policy.exploration``, which writes ``metrics['explored']``, the dictionary as
   ``metrics``;
-* hands the ``log/*`` values written to the loop's logger (``log_scalars``).
+* hands the ``log/*`` values written to the loop's logger (``log_scalars``), with the mean
+  of each key a component added to ``metrics['transition']`` (``log/transition/<key>``,
+  ``looprl.meta.transition_log``).
 
 A Ray worker builds its hub over its ``Parts``; its collector (``EnvRunner``) reports steps
 through the same calls as the local loops, so the hook sequence is written once, here.
@@ -37,6 +39,7 @@ from looprl.core import (
 from looprl.core.namedarray import NamedArray
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
+from looprl.meta.transition_log import TransitionMeans
 
 
 @dataclass
@@ -62,6 +65,9 @@ class MetaHub:
     ``metrics['model']`` is the policy's network (``Policy.module``; ``None`` without one), on
     every runtime: the trained one where the learner runs the update hooks.
     """
+
+    #: the sums of the transition keys components added (made when one first adds a key)
+    _means: TransitionMeans | None = None
 
     def __init__(self, components: list[MetaComponent], agent: Any, env: Any):
         self.stack = MetaStack(components)
@@ -130,10 +136,12 @@ class MetaHub:
 
     def log_scalars(self) -> dict[str, float]:
         """The ``log/*`` values written since the last call, as floats (``log_value``; an
-        empty tensor is left out), removed from the dictionary (``looprl.meta.metrics``)."""
+        empty tensor is left out), removed from the dictionary (``looprl.meta.metrics``), and
+        the means of the transition keys components added (``log/transition/<key>``)."""
+        values = self._means.take() if self._means is not None else {}
         if not self._log_keys:
-            return {}
-        metrics, values = self.metrics, {}
+            return values
+        metrics = self.metrics
         for key in sorted(self._log_keys):
             value = metrics.pop(key, None)
             number = None if value is None else log_value(key, value)
@@ -181,7 +189,12 @@ class MetaHub:
         one float per row (what the agent learns from)."""
         self.metrics["transition"] = transition
         self.metrics["step"] = step
+        known = len(transition)  # the loop's keys: a hook's new ones come after them
         self.run("post_step")
+        if len(transition) != known:
+            if self._means is None:
+                self._means = TransitionMeans()
+            self._means.add(transition, known)
         reward = transition["reward"]
         check_transition(reward, len(transition["terminated"]))
         if ended is not None and bool(ended.any()):

@@ -28,7 +28,11 @@ key                          written by            contents
                                                    env copy of each row: long). Components
                                                    may change ``reward`` (the agent learns
                                                    from it) and add keys
-                                                   (``intrinsic_reward``).
+                                                   (``intrinsic_reward``): a numeric one
+                                                   (a number, a tensor of one value per
+                                                   row) is logged as
+                                                   ``log/transition/<key>``, its mean over
+                                                   the logging interval's rows.
 ``explored``                 exploration policy,   bool per env copy: the action just taken
                              every action          was exploratory (value-based agents)
 ``episode_returns``          loop, post-episode    returns of the episodes that just ended
@@ -65,7 +69,8 @@ key                          written by            contents
 Logging ``log/*`` keys: after the post-episode hooks of a training episode (the logging
 interval) the loop logs the value each key holds and removes it, so a component that
 aggregates over the interval (RND's mean intrinsic reward) starts anew when its key is gone.
-Each component's docstring names the keys it logs. On Ray each worker's values are logged with
+Each component's docstring names the keys it logs. Schedules log the value they set last
+(``log/schedule/lr``). On Ray each worker's values are logged with
 its name appended (``log/plr/seen/actor0``, ``log/rnd/predictor_loss/trainer``) and the latest
 are in ``results.json``'s ``train.meta``.
 

@@ -6,6 +6,9 @@ dictionary before steps or updates, and the loop applies the new values (seed 00
 * ``HPSchedule`` -- any ``hp/*`` key on a ``linear``, ``cosine``, ``step`` or ``exponential``
   schedule, counted in steps or in updates.
 
+Both log the value they set last as ``log/schedule/<name>`` (``hp/lr`` -> ``log/schedule/lr``),
+once per logging interval.
+
 Both count their own hook calls by default (the ``k``-th call writes the value at ``t = k``);
 ``HPSchedule(clock='metrics')`` reads ``t`` from ``metrics['step']`` (frames so far) or
 ``metrics['update']`` instead.
@@ -42,6 +45,11 @@ def check_key(key: str) -> str:
         raise ValueError(f"Schedules write hyperparameter keys 'hp/<name>' (e.g. 'hp/lr', "
                          f"'hp/epsilon'), got {key!r}")
     return key
+
+
+def set_value(metrics: dict[str, Any], key: str, value: float) -> None:
+    """Write ``value`` into ``metrics[key]`` and into its log key ``log/schedule/<name>``."""
+    metrics[key] = metrics["log/schedule/" + key[3:]] = value
 
 
 class CosineLRSchedule(MetaComponent):
@@ -94,7 +102,7 @@ class CosineLRSchedule(MetaComponent):
                 raise KeyError(f"CosineLRSchedule starts from the agent's {self.key}, which "
                                "this agent does not declare; give initial_lr=...")
             self.initial_lr = self._checked(float(metrics[self.key]), self.min_lr)
-        metrics[self.key] = self.value(self.updates)
+        set_value(metrics, self.key, self.value(self.updates))
         self.updates += 1
         return metrics
 
@@ -195,6 +203,6 @@ class HPSchedule(MetaComponent):
 
     def write(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Write the value at the current ``t`` into ``metrics[key]``."""
-        metrics[self.key] = self.value(self.now(metrics))
+        set_value(metrics, self.key, self.value(self.now(metrics)))
         self.calls += 1
         return metrics

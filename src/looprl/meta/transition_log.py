@@ -1,0 +1,65 @@
+"""Means of the keys meta components add to ``metrics['transition']`` (seed 001: RND adds
+``intrinsic_reward`` "to enable logging").
+
+The loop writes its own keys into the transition (``state``, ``action``, ``reward``,
+``next_state``, ``terminated``, ``truncated``, ``env_step``, ``env_index``); a key a
+component adds after them is summed over the rows of every step and logged, at the end of
+the logging interval, as ``log/transition/<key>``: its mean over the interval's rows. The
+hub notices added keys by the dictionary's length alone, so a run whose components add none
+does no work per step.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["PREFIX", "TransitionMeans"]
+
+#: The logged name of a transition key ``k`` is ``PREFIX + k``.
+PREFIX = "log/transition/"
+
+
+class TransitionMeans:
+    """Running sums (and row counts) of the transition keys components added."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, list[Any]] = {}
+
+    def add(self, transition: dict[str, Any], known: int) -> None:
+        """Add the values of ``transition``'s keys after its first ``known`` (the loop's)
+        keys. Values that are no number or 0-d/1-d numeric tensor or array are left out."""
+        for key, value in islice(transition.items(), known, None):
+            total = _row_sum(value)
+            if total is None:
+                continue
+            entry = self._sums.get(key)
+            if entry is None:
+                self._sums[key] = list(total)
+            else:
+                entry[0] = entry[0] + total[0]
+                entry[1] += total[1]
+
+    def take(self) -> dict[str, float]:
+        """The mean of each key since the last call (``log/transition/<key>``); starts anew."""
+        means = {PREFIX + key: float(total) / count
+                 for key, (total, count) in self._sums.items() if count}
+        self._sums.clear()
+        return means
+
+
+def _row_sum(value: Any) -> tuple[Any, int] | None:
+    """``(sum, rows)`` of a number or a 0-d/1-d numeric tensor or array (a tensor's sum stays
+    on its device until logged); ``None`` for anything else."""
+    if isinstance(value, bool | int | float | np.number):
+        return float(value), 1
+    if isinstance(value, torch.Tensor) and value.ndim <= 1 and value.numel():
+        if value.is_floating_point() or value.dtype in (torch.bool, torch.int32, torch.int64):
+            return value.detach().float().sum(), value.numel()
+    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.size:
+        if np.issubdtype(value.dtype, np.number) or value.dtype == np.bool_:
+            return float(value.sum()), value.size
+    return None
