@@ -53,7 +53,11 @@ def test_a_run_reports_train_set_and_test_set_returns(tmp_path: Path) -> None:
     run(["meta=[plr]", *SETS, "frames=128", "test_episodes=3", "algorithm.n_envs=2",
          "algorithm.n_steps=32", "algorithm.hidden=8", f"hydra.run.dir={tmp_path}"])
     evaluation = json.loads((tmp_path / "results.json").read_text())["eval"]
-    assert len(evaluation["train_set"]["returns"]) == len(evaluation["test_set"]["returns"]) == 3
+    # every one of the 4 held-out instances is played (3 test episodes would miss one)
+    assert len(evaluation["train_set"]["returns"]) == 3
+    assert len(evaluation["test_set"]["returns"]) == 4
+    [table] = tmp_path.glob("*/*/test_returns.csv")
+    assert table.read_text().splitlines()[0] == "set,return"
     assert evaluation["mean_eval_reward"] == evaluation["test_set"]["mean_eval_reward"]
     log = (tmp_path / "app.log").read_text()
     assert "test return on the training instances" in log and "on the held-out" in log

@@ -93,7 +93,8 @@ def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):
     assert [step // 128 for step, _ in evaluations] == [1, 2, 3, 4, 5]  # (at the first
     # batched step past each multiple of eval_every: a copy that resets takes no env step)
     rows = (tmp_path / "eval_results.csv").read_text().splitlines()
-    assert rows[0] == "step,mean_eval_reward,std_eval_reward,episodes" and len(rows) == 6
+    assert rows[0] == "step,mean_eval_reward,std_eval_reward,episodes,set" and len(rows) == 6
+    assert all(row.endswith(",train_set") for row in rows[1:])
     best = max(range(5), key=lambda i: evaluations[i][1])  # the first of equal bests
     assert train_results["best"] == evaluations[best]
     saved = load_preset(str(tmp_path / "best_preset.pt"), device="cpu").model.parameters()

@@ -68,10 +68,10 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
     (Path(output_dir) / "results.json").write_text(text)
     if "test_set" in evaluation and not cfg.logging.quiet:
         train_set, test_set = evaluation["train_set"], evaluation["test_set"]
-        log.info("test return on the training instances %.1f +/- %.1f, on the held-out "
-                 "instances %.1f +/- %.1f (%d episodes each)", train_set["mean_eval_reward"],
-                 train_set["std_eval_reward"], test_set["mean_eval_reward"],
-                 test_set["std_eval_reward"], test_set["episodes"])
+        log.info("test return on the training instances %.1f +/- %.1f (%d episodes), on the "
+                 "held-out instances %.1f +/- %.1f (%d episodes)", train_set["mean_eval_reward"],
+                 train_set["std_eval_reward"], train_set["episodes"],
+                 test_set["mean_eval_reward"], test_set["std_eval_reward"], test_set["episodes"])
     return json.loads(text)
 
 
@@ -109,19 +109,25 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
 
 def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
     """The final policy's returns on ``context.test``'s held-out instances (``None``
-    without a test set): ``spec`` with the held-out environment in place of its own."""
+    without a test set), each instance played at least once (``instance_plan``): ``spec``
+    with an instance's environment in place of its own."""
     from dataclasses import replace
 
     from looprl.configs import make_envs
     from looprl.distributed.pipeline import evaluate
+    from looprl.runners.held_out import instance_plan
 
     _, test_env = make_envs(cfg.algorithm.preset, cfg)
     if test_env is None:
         return None
-    name, args = test_env.remote_env()
+    returns = []
+    for single, episodes in instance_plan(test_env, cfg.test_episodes):  # each instance
+        name, args = single.remote_env()
+        single.close()
+        returns += evaluate(replace(spec, env=name, env_args=args), checkpoint, episodes,
+                            seed=cfg.seed)
     test_env.close()
-    return evaluate(replace(spec, env=name, env_args=args), checkpoint, cfg.test_episodes,
-                    seed=cfg.seed)
+    return returns
 
 
 def _json_value(value: Any) -> Any:

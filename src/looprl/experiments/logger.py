@@ -10,7 +10,8 @@ One logger per (agent, environment) run owns the run directory ``{logdir}/{agent
 * ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the last
   100 returns;
 * ``results.csv`` -- ``frame,episode,return``, one row per training episode;
-* ``test_returns.csv`` -- the returns of the final test episodes;
+* ``test_returns.csv`` -- the returns of the final test episodes (with a held-out set, a
+  ``set`` column: ``train_set`` / ``test_set``);
 * ``losses.csv`` (verbose only) and ``log.csv`` (meta components' ``log/*`` scalars) --
   ``frame,name,value``; ``hyperparameters.csv`` (verbose only) -- ``frame,hp/...`` at the
   end of each training episode.
@@ -364,11 +365,26 @@ class ExperimentLogger(Logger):
     def add_test_returns(self, returns: list[float]) -> None:
         """Write the final test returns (one per episode) to ``test_returns.csv``, their mean
         as ``eval/returns/mean`` and summary scalars."""
-        array = _to_array(returns)
-        lines = ["return"] + [repr(float(r)) for r in array]
+        self._write_test_returns({None: returns})
+
+    def add_test_sets(self, sets: dict[str, list[float]]) -> None:
+        """Write the test returns of named sets (``{"train_set": ..., "test_set": ...}``:
+        the training and held-out instances) to ``test_returns.csv`` (columns ``set,return``),
+        each set's mean as ``eval/<set>/returns/mean`` and its summary as
+        ``summary/test_returns/<set>/...``."""
+        self._write_test_returns(dict(sets))
+
+    def _write_test_returns(self, sets: dict[str | None, list[float]]) -> None:
+        named = None not in sets
+        lines = ["set,return" if named else "return"]
+        for name, returns in sets.items():
+            array = _to_array(returns)
+            lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in array]
+            if array.size:
+                tag = f"eval/{name}/returns/mean" if named else "eval/returns/mean"
+                self._scalar(tag, float(array.mean()), "frame")
+            self.add_summary(f"test_returns/{name}" if named else "test_returns", array,
+                             step="frame")
         (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
-        if array.size:
-            self._scalar("eval/returns/mean", float(array.mean()), "frame")
-        self.add_summary("test_returns", array, step="frame")
         self._hand_scalars()
         self._writer.flush()

@@ -51,6 +51,7 @@ from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
 from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
+from looprl.runners.held_out import SETS, held_out_returns
 
 #: Keys of the dictionary ``Runner.train`` returns (see the module docstring).
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
@@ -124,8 +125,10 @@ class Runner:
         verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
             and the ``hp/*`` trajectory (``hyperparameters.csv``).
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
-        test_env: a held-out environment of the same spaces: ``evaluate`` plays there and
-            reports the training environment's returns beside (``train_set`` / ``test_set``).
+        test_env: a held-out environment of the same spaces: ``evaluate`` plays there (each
+            instance of a ``ContextualEnvironment`` at least once: ``runners.held_out``) and
+            reports the training environment's returns beside (``train_set`` / ``test_set``,
+            logged as ``eval/<set>/returns/mean`` and in ``test_returns.csv``).
         run_info: more entries of every ``run.json`` this runner writes; each already says
             the ``runner`` (its ``name``), the ``seed`` and the ``meta`` components.
     """
@@ -309,12 +312,22 @@ class Runner:
         of ``EVAL_KEYS`` (module docstring)."""
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
+        if self.test_env is not None:
+            return {**self._evaluate_sets(episodes), "step": self.experiment.frame}
         returns = self.experiment.test(episodes=episodes)
         if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
             returns = [sum(values) for values in zip(*returns.values())]
-        held_out = (None if self.test_env is None
-                    else self.experiment.test(episodes=episodes, env=self.test_env))
-        return {**summary(returns, held_out), "step": self.experiment.frame}
+        return {**summary(returns), "step": self.experiment.frame}
+
+    def _evaluate_sets(self, episodes: int) -> dict[str, Any]:
+        """``summary`` of the training and the held-out set (every held-out instance played:
+        ``held_out_returns``), both logged under their names (``add_test_sets``)."""
+        returns = self.experiment.test(episodes=episodes, env=self.env)
+        held_out = held_out_returns(self.experiment.test, self.test_env, episodes)
+        logger = self.experiment.logger
+        if isinstance(logger, ExperimentLogger):
+            logger.add_test_sets(dict(zip(SETS, (returns, held_out), strict=True)))
+        return summary(returns, held_out)
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""

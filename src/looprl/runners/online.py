@@ -1,9 +1,10 @@
 """``OnlineRunner``: train one agent, then evaluate it (Mighty's basic runner).
 
 With ``eval_every``, it also evaluates every ``eval_every`` training steps (rows of
-``eval_results.csv``) and keeps the best agent so far (``self.best_preset``, and
-``best_preset.pt`` in ``logdir``), so an agent that solves a task and falls back still hands
-over the solved policy.
+``eval_results.csv``: ``step,mean_eval_reward,std_eval_reward,episodes,set``, one row per
+evaluated set, ``train_set`` and, with a held-out ``test_env``, ``test_set``) and keeps the
+best agent so far (``self.best_preset``, and ``best_preset.pt`` in ``logdir``), so an agent
+that solves a task and falls back still hands over the solved policy.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 from looprl.core.suggest import check_count
 from looprl.runners.base import Runner
+from looprl.runners.held_out import SETS
 
-EVAL_HEADER = "step,mean_eval_reward,std_eval_reward,episodes\n"
+EVAL_HEADER = "step,mean_eval_reward,std_eval_reward,episodes,set\n"
 
 
 class OnlineRunner(Runner):
@@ -78,19 +80,28 @@ class OnlineRunner(Runner):
         best = max((mean for _, mean in self.evaluations), default=-math.inf)
         self.evaluations.append([results["step"], results["mean_eval_reward"]])
         if self.logdir is not None:
-            path = Path(self.logdir) / "eval_results.csv"
-            header = "" if path.exists() else EVAL_HEADER
-            with open(path, "a", encoding="utf-8") as file:
-                file.write(f"{header}{results['step']},{results['mean_eval_reward']!r},"
-                           f"{results['std_eval_reward']!r},{results['episodes']}\n")
+            self._write_evaluation(results)
         if results["mean_eval_reward"] > best:
             self.best_preset = copy.deepcopy(self.preset)
             if self.logdir is not None:
                 self.preset.save(str(Path(self.logdir) / "best_preset.pt"))
 
+    def _write_evaluation(self, results: dict[str, Any]) -> None:
+        """Append the rows of an evaluation to ``eval_results.csv``: one per set (``set``:
+        ``train_set``, and with a held-out set ``test_set``, the result)."""
+        path = Path(self.logdir) / "eval_results.csv"
+        sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
+        rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
+                f"{one['episodes']},{name}\n" for name, one in sets.items()]
+        with open(path, "a", encoding="utf-8") as file:
+            file.writelines(([] if path.exists() and path.stat().st_size else [EVAL_HEADER])
+                            + rows)
+
     def _read_evaluations(self) -> list[list[float]]:
-        """The evaluations of the run being resumed (its ``eval_results.csv``)."""
+        """The evaluations of the run being resumed (its ``eval_results.csv``): of the
+        held-out set where it has one."""
         if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
-        return [[int(row[0]), float(row[1])] for row in rows]
+        wanted = SETS[1] if any(row[4:] == [SETS[1]] for row in rows) else SETS[0]
+        return [[int(row[0]), float(row[1])] for row in rows if row[4:] in ([], [wanted])]
