@@ -292,3 +292,35 @@ def test_plr_bootstraps_truncated_episodes_in_an_env_runner():
         request = runner.request(0)
         runner.step(0, RolloutResult(action=np.zeros(len(request.obs), dtype=np.int64)))
     assert plr.log == pytest.approx([0.9] * len(plr.log))
+
+
+class StepCounts(PLR):
+    """PLR that keeps, for each episode it scores, its steps and the episode's length."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.counts: list[tuple[int, int]] = []
+
+    def _score(self, i, steps, metrics):
+        ended = np.flatnonzero(np.asarray(torch.as_tensor(metrics["ended"]).cpu()).reshape(-1))
+        length = metrics["episode_lengths"][int(np.flatnonzero(ended == i)[0])]
+        self.counts.append((len(steps), int(length)))
+        return super()._score(i, steps, metrics)
+
+
+@pytest.mark.parametrize("family", ["ppo", "dqn"])
+def test_plr_scores_every_step_of_every_episode(tmp_path: Path, family: str) -> None:
+    """A copy's next episode starts at the step after its reset (the reset is no step of an
+    episode): PLR scores each episode over all of its steps, in a vector environment as in
+    one environment."""
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    contexts = sample_contexts("CartPole-v1", 4, {"length": (0.2, 1.0)}, seed=0)
+    env = ContextualEnvironment("CartPole-v1", contexts, seed=0)
+    plr = StepCounts(strategy="value_l1" if family == "ppo" else "one_step_td_error", seed=0)
+    preset = SMALL_PPO if family == "ppo" else dqn.hyperparameters(replay_start_size=50)
+    run_experiment(preset, env, 400, logdir=str(tmp_path), quiet=True, test_episodes=0,
+                   seed=0, meta=[plr])
+    assert len(plr.counts) >= 4
+    assert all(steps == length for steps, length in plr.counts), plr.counts

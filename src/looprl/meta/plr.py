@@ -49,7 +49,6 @@ import torch
 
 from looprl.agents.losses.vtrace import generalized_advantage_estimate
 from looprl.core.suggest import check_choice, check_positive
-from looprl.environments.base import VectorEnvironment
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
 
@@ -166,7 +165,6 @@ class PLR(MetaComponent):
         if levels is not None:
             self.set_levels(levels)
         self._running: dict[int, list[_Step]] = {}  # env copy -> its running episode
-        self._skip: dict[int, bool] = {}  # env copy -> its next row is a reset, not a step
         self._last_obs: dict[int, torch.Tensor] = {}  # env copy -> its latest next_state
         self._replays = [0, 0]  # replays and level choices since the last logging
         self.pre_episode_methods.append(self.setup)
@@ -242,8 +240,6 @@ class PLR(MetaComponent):
             logits, values = logits_and_values(self._policy(metrics), transition["state"])
         next_state = torch.as_tensor(transition["next_state"])
         for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
-            if self._skip.pop(i, False):
-                continue  # a vector environment's reset of copy i: no step of an episode
             self._running.setdefault(i, []).append(_Step(
                 reward[row], bool(terminated[row]), None if logits is None else logits[row],
                 None if values is None else values[row]))
@@ -255,8 +251,6 @@ class PLR(MetaComponent):
         self.setup(metrics)
         wrappers = contextual_envs(metrics["env"])
         ended = np.asarray(torch.as_tensor(metrics["ended"]).cpu(), dtype=bool).reshape(-1)
-        # A vector environment spends the next step of an ended copy on its reset.
-        vector = isinstance(metrics["env"], VectorEnvironment)
         if "log/plr/replay_share" not in metrics:  # logged: a new interval
             self._replays = [0, 0]  # replays, choices
         for i in np.flatnonzero(ended).tolist():
@@ -266,7 +260,6 @@ class PLR(MetaComponent):
             wrappers[i].next_instance = level
             self.choices.append((i, level, replayed))
             self._replays = [self._replays[0] + replayed, self._replays[1] + 1]
-            self._skip[i] = vector
         seen = self.seen.any()
         metrics["log/plr/mean_score"] = float(self.scores[self.seen].mean()) if seen else 0.0
         metrics["log/plr/seen"] = int(self.seen.sum())
