@@ -25,6 +25,7 @@ def _one_torch_thread():
 RAY_TESTS = (
     "tests/distributed/test_ray_runtime.py",
     "tests/distributed/test_meta_on_ray.py",
+    "tests/distributed/test_ray_logs.py",
     "tests/distributed/test_runtime_switch.py",
     "tests/distributed/test_multinode.py",
     "tests/distributed/test_user_parts_on_ray.py",

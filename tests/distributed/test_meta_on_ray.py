@@ -96,7 +96,11 @@ def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path:
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["train"]["train_steps"] > 0
     evaluation = results["eval"]  # on the held-out set, the training set's beside
-    assert len(evaluation["test_set"]["returns"]) == len(evaluation["train_set"]["returns"]) == 1
+    assert len(evaluation["train_set"]["returns"]) == 1
+    assert len(evaluation["test_set"]["returns"]) == 3  # each held-out context once
+    [table] = tmp_path.glob("**/test_returns.csv")  # both sets, named, where a local run's are
+    assert [line.split(",")[0] for line in table.read_text().split()] == [
+        "set", "train_set", "test_set", "test_set", "test_set"]
     assert evaluation["mean_eval_reward"] == evaluation["test_set"]["mean_eval_reward"]
     meta = results["train"]["meta"]
     assert set(meta) == {"actor0"}, meta  # 600 frames of ~20-step episodes: most levels

@@ -207,7 +207,7 @@ def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> 
                          "meta": {"log/rnd/predictor_loss": 0.5}},
              "trainer1": {"received": 7, "dropped": 0, "lags": [2, 3]},
              "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)],
-                        "meta": {"log/plr/seen": 3.0}}}
+                        "meta": [(20, {"log/plr/seen": 2.0}), (40, {"log/plr/seen": 3.0})]}}
     monitor.record(stats, 0.5)
     assert monitor.result.frames == 40 and monitor.result.returns == [1.0, 2.0]
     assert monitor.result.train_steps == 3
@@ -217,19 +217,27 @@ def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> 
     assert (stats["trainer"]["received"], stats["trainer"]["dropped"]) == (12, 1)
 
 
-def test_the_monitor_logs_each_workers_log_keys_with_its_name_appended(tmp_path) -> None:
+def test_the_monitor_logs_the_workers_log_keys_as_a_local_run_does(tmp_path) -> None:
+    """Every actor's values in one series, each at the run's frame when its episode ended
+    (the trainer's at the poll's), under the keys a local run logs; and the hp/* row."""
     from looprl.experiments.logger import ExperimentLogger
 
-    log = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path))
+    log = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path), verbose=True)
     monitor = RunMonitor(DistributedResult(), SampleCounts(), log, ["trainer"])
     monitor.throughput = None
     monitor.record({"trainer": {"received": 1, "dropped": 0, "lags": [], "steps": 1,
-                                "stats": [], "meta": {"log/rnd/predictor_loss": 0.5}},
-                    "actor0": {"frames": 8, "episodes": [], "meta": {"log/plr/seen": 3.0}}},
-                   0.5)
+                                "stats": [], "meta": {"log/rnd/predictor_loss": 0.5},
+                                "hp": {"hp/lr": 0.001}},
+                    "actor0": {"frames": 8, "episodes": [(1.0, 8, 8)],
+                               "meta": [(8, {"log/plr/seen": 3.0})]},
+                    "actor1": {"frames": 8, "episodes": [(1.0, 4, 4)],
+                               "meta": [(4, {"log/plr/seen": 1.0})]}}, 0.5)
     log.close()
-    rows = (tmp_path / "ppo" / "CartPole-v1" / "log.csv").read_text().splitlines()
-    assert sorted(rows[1:]) == ["8,plr/seen/actor0,3.0", "8,rnd/predictor_loss/trainer,0.5"]
+    run = tmp_path / "ppo" / "CartPole-v1"
+    rows = (run / "log.csv").read_text().splitlines()
+    # 16 frames in all: actor1's episode ended at about frame 8, actor0's at frame 16
+    assert rows[1:] == ["8,plr/seen,1.0", "16,plr/seen,3.0", "16,rnd/predictor_loss,0.5"]
+    assert (run / "hyperparameters.csv").read_text().splitlines() == ["frame,hp/lr", "16,0.001"]
 
 
 def test_runtime_options_are_checked() -> None:

@@ -82,7 +82,9 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
 
     from looprl.configs import build_distributed
     from looprl.distributed.pipeline import evaluate
+    from looprl.experiments.logger import log_test_returns
     from looprl.runners.base import summary
+    from looprl.runners.held_out import SETS
 
     run = build_distributed(cfg, output_dir)
     result = run.run()
@@ -100,6 +102,9 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
     evaluation = summary(returns, held_out)  # as runners report it
+    if returns and result.log_dir is not None:  # where a local run writes them
+        log_test_returns(result.log_dir, {None: returns} if held_out is None else dict(
+            zip(SETS, (returns, held_out), strict=True)), result.frames)
     if not cfg.logging.quiet:
         log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
                  run.name, cfg.env, run.runtime.actors, result.frames,

@@ -1,7 +1,7 @@
 """What a distributed run logs: ``RunMonitor`` turns each poll of the workers' statistics into
-the result so far and the run directory's logs (the same ``results.csv``, ``returns100.csv``
-and TensorBoard events as a local run, the trainer's ``losses.csv``, and each worker's
-``throughput.csv``). No Ray import here."""
+the result so far and the run directory's logs (the same ``results.csv``, ``returns100.csv``,
+``log.csv``, ``hyperparameters.csv`` and TensorBoard events as a local run, the trainer's
+``losses.csv``, and each worker's ``throughput.csv``). No Ray import here."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class RunMonitor:
         batch_rows = [n for name, s in stats.items() if name.startswith("policy")
                       for n in s["batch_rows"]]
         trainer = self._trainer_stats(stats)
-        self._record_episodes([s for name, s in stats.items() if name.startswith("actor")])
+        self._record_episodes({name: s for name, s in stats.items() if name.startswith("actor")})
         for name, s in stats.items():
             if name.startswith(("actor", "eval")):
                 self._record_actor(name, s, seconds, batch_rows, trainer)
@@ -70,27 +70,35 @@ class RunMonitor:
         trainer["received"], trainer["dropped"] = self.counts.total(self.trainers)
         return trainer
 
-    def _record_episodes(self, actors: list[dict[str, Any]]) -> None:
-        """Log the training episodes of one poll in the order they ended, each at an estimate
-        of the run's frame then (actors step at about the same rate)."""
+    def _record_episodes(self, actors: dict[str, dict[str, Any]]) -> None:
+        """Log the training episodes of one poll in the order they ended, and the actors'
+        meta-component values taken at their ends, each at an estimate of the run's frame
+        then (actors step at about the same rate): one series over all actors, as a local
+        run's over all its env copies."""
         base = self.result.frames
-        total = sum(s["frames"] for s in actors)
-        ended = sorted((base + total * at / max(s["frames"], 1), ret)
-                       for s in actors for ret, _, at in s["episodes"])
+        total = sum(s["frames"] for s in actors.values())
+
+        def frame(s: dict[str, Any], at: int) -> float:
+            return base + total * at / max(s["frames"], 1)
+
+        ended = sorted((frame(s, at), ret) for s in actors.values() for ret, _, at in s["episodes"])
+        points = sorted(((frame(s, at), name, values) for name, s in actors.items()
+                         for at, values in s.get("meta", ())), key=lambda p: p[0])
         self.result.frames = base + total
-        for frame, ret in ended:
+        for frame_then, ret in ended:
             self.result.returns.append(ret)
             if self.log is not None:
-                self.log.frame = round(frame)
+                self.log.frame = round(frame_then)
                 self.log.episode += 1
                 self.log.add_episode_return(ret)
+        for frame_then, name, values in points:
+            self._record_meta(name, values, round(frame_then))
         if self.log is not None:
             self.log.frame = self.result.frames
 
     def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
                       batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
-        """An actor's meta-component numbers, evaluation returns and ``throughput.csv`` row."""
-        self._record_meta(name, stats["meta"])
+        """An evaluation actor's returns and an actor's ``throughput.csv`` row."""
         if name.startswith("eval") and stats["episodes"]:
             returns = [ret for ret, *_ in stats["episodes"]]
             self.result.eval_returns += returns
@@ -108,24 +116,29 @@ class RunMonitor:
         with open(self.throughput, "a", encoding="utf-8") as file:
             file.write(",".join(row) + "\n")
 
-    def _record_meta(self, name: str, values: dict[str, float]) -> None:
-        """The ``log/*`` values worker ``name``'s meta components wrote since the last poll,
-        logged with the worker's name appended (``log/plr/seen/actor0``) and kept in
-        ``result.meta[name]``."""
+    def _record_meta(self, name: str, values: dict[str, float], frame: int) -> None:
+        """``log/*`` values worker ``name``'s meta components wrote, logged at ``frame``
+        under their own keys, as a local run logs them (every actor's in one series), and
+        the latest of each worker kept in ``result.meta[name]``."""
         if not values:
             return
         self.result.meta.setdefault(name, {}).update(values)
         if self.log is not None:
+            self.log.frame = frame
             for key, value in values.items():
-                self.log.add_log(f"{key[len('log/'):]}/{name}", value)
+                self.log.add_log(key[len("log/"):], value)
 
     def _record_trainer(self, stats: dict[str, Any]) -> None:
         """The trainer's step count, and the mean of each statistic of its latest steps."""
         self.result.train_steps = stats["steps"]
-        self._record_meta(self.trainers[0], stats["meta"])
-        if self.log is None or not stats["stats"]:
+        self._record_meta(self.trainers[0], stats["meta"], self.result.frames)
+        if self.log is None:
             return
         self.log.frame = self.result.frames
+        if stats.get("hp"):  # the hp/* trajectory (hyperparameters.csv), as a local run's
+            self.log.add_hyperparameters(stats["hp"])
+        if not stats["stats"]:
+            return
         for key in dict.fromkeys(key for step in stats["stats"] for key in step):
             values = [s[key] for s in stats["stats"] if key in s]
             self.log.add_loss(key, float(np.mean(values)))

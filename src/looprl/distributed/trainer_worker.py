@@ -143,14 +143,14 @@ class TrainerWorker(Worker):
 
     def stats(self) -> dict[str, Any]:
         """Train steps, their statistics, the sample lags and the latest ``log/*`` values
-        of the update hooks, since the last call."""
+        of the update hooks, since the last call, and the current ``hp/*`` values (``hp``)."""
         with self._lock:
             stats, self._stats = self._stats, []
             lags, self._lags = self._lags, []
             meta, self._meta = self._meta, {}
             return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
                     "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
-                    "meta": meta}
+                    "meta": meta, "hp": hyperparameter_values(self.core)}
 
     def run(self) -> None:
         """Train whenever the buffer is ready, until ``stop`` (several trainers step
@@ -215,3 +215,10 @@ class TrainerWorker(Worker):
             self.server.put.remote(policy.version, publication(
                 on_cpu(policy.module.state_dict()), on_cpu(self.core.shared_state())))
         self._published = policy.version  # trainers step together: rank 0 published it too
+
+
+def hyperparameter_values(core: Any) -> dict[str, Any]:
+    """The current ``hp/*`` values of a trainer's ``core`` (a ``Learner``'s: policy, trainer
+    and replay schedule; ``{}`` for one that declares none, e.g. independent learners)."""
+    declared = getattr(core, "hyperparameters", None)
+    return {} if declared is None else {key: h.get() for key, h in declared().items()}

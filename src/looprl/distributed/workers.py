@@ -212,11 +212,11 @@ class ActorWorker(Worker):
 
     def stats(self) -> dict[str, Any]:
         """Frames, finished episodes and timings since the last call (then reset), and the
-        ``log/*`` values the meta components wrote since then (``EnvRunner.meta_scalars``)."""
+        ``log/*`` values the meta components wrote, taken where episodes ended as a local run
+        takes them (``meta``: ``(this worker's frames since the last call, values)`` each)."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
-        stats["meta"] = self.runner.meta_scalars()
         return stats
 
     def run(self) -> None:
@@ -307,6 +307,11 @@ class ActorWorker(Worker):
             # (return, length, this worker's frames since the last ``stats`` when it ended)
             self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"])
                                         for e in episodes]
+        if episodes and self.runner.hooks is not None:  # the logging interval, as locally
+            values = self.runner.meta_scalars()  # (this thread runs the hooks that write them)
+            if values:
+                with self._lock:
+                    self._stats["meta"].append((self._stats["frames"], values))
         segments = self.runner.segments()
         if segments and self.trainer is not None:
             self._send(segments)
@@ -335,7 +340,7 @@ class ActorWorker(Worker):
 
 
 def _fresh_stats() -> dict[str, Any]:
-    return {"frames": 0, "episodes": [], "inference_seconds": 0.0}
+    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "meta": []}
 
 
 @ray.remote

@@ -56,7 +56,7 @@ from looprl.experiments.run_files import (
     write_tables,
 )
 
-__all__ = ["ExperimentLogger", "moving_runs"]
+__all__ = ["ExperimentLogger", "log_test_returns", "moving_runs", "write_test_returns_csv"]
 
 log = logging.getLogger(__name__)
 
@@ -375,16 +375,39 @@ class ExperimentLogger(Logger):
         self._write_test_returns(dict(sets))
 
     def _write_test_returns(self, sets: dict[str | None, list[float]]) -> None:
-        named = None not in sets
-        lines = ["set,return" if named else "return"]
+        for tag, mean in write_test_returns_csv(Path(self.log_dir), sets).items():
+            self._scalar(tag, mean, "frame")
         for name, returns in sets.items():
-            array = _to_array(returns)
-            lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in array]
-            if array.size:
-                tag = f"eval/{name}/returns/mean" if named else "eval/returns/mean"
-                self._scalar(tag, float(array.mean()), "frame")
-            self.add_summary(f"test_returns/{name}" if named else "test_returns", array,
-                             step="frame")
-        (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
+            self.add_summary("test_returns" if name is None else f"test_returns/{name}",
+                             _to_array(returns), step="frame")
         self._hand_scalars()
         self._writer.flush()
+
+
+def write_test_returns_csv(log_dir: Path, sets: dict[str | None, list[float]]
+                           ) -> dict[str, float]:
+    """Write ``test_returns.csv`` (``return``; for named sets ``set,return``) in ``log_dir``;
+    the TensorBoard tags of the sets' means (``eval/returns/mean``, ``eval/<set>/returns/mean``)
+    with their values (an empty set has none)."""
+    named = None not in sets
+    lines, means = ["set,return" if named else "return"], {}
+    for name, returns in sets.items():
+        array = _to_array(returns)
+        lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in array]
+        if array.size:
+            means[f"eval/{name}/returns/mean" if named else "eval/returns/mean"] = float(
+                array.mean())
+    (log_dir / "test_returns.csv").write_text("\n".join(lines) + "\n")
+    return means
+
+
+def log_test_returns(log_dir: str, sets: dict[str | None, list[float]], frame: int) -> None:
+    """The final test returns of a run whose logger is closed (a Ray run's, evaluated after
+    its workers stopped): ``test_returns.csv`` and the means at ``frame`` in TensorBoard (one
+    more events file in ``log_dir``), as ``ExperimentLogger.add_test_returns`` /
+    ``add_test_sets`` write them."""
+    means = write_test_returns_csv(Path(log_dir), sets)
+    writer = SummaryWriter(log_dir=log_dir)
+    for tag, mean in means.items():
+        writer.add_scalar(tag, mean, frame)
+    writer.close()

@@ -1,0 +1,48 @@
+"""A Ray run logs what a local run logs: the final evaluation's returns, the ``hp/*``
+trajectory (``hyperparameters.csv``) and the meta components' scalars, one series over all
+actors, taken where episodes end (``RunMonitor``; ``looprl run runtime=ray``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+pytest.importorskip("hydra")
+
+from tests.meta.test_log_scalars import _scalars  # noqa: E402
+
+
+def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path) -> None:
+    from looprl.configs.app import main
+
+    code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=2",
+                 "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
+                 "algorithm.hidden=16", "frames=1000", "test_episodes=2",
+                 "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
+    assert code == 0
+    [run_dir] = {path.parent for path in tmp_path.glob("**/run.json")}
+    scalars = _scalars(str(run_dir))
+    assert len(scalars["eval/returns/mean"]) == 1  # the final evaluation
+    assert len((run_dir / "test_returns.csv").read_text().split()) == 3  # header, 2 returns
+    # the actors' values in one series, at the ends of episodes (not one point per poll)
+    episodes = len(scalars["train/returns/episode"])
+    series = scalars["log/transition/intrinsic_reward"]
+    assert 10 <= len(series) <= episodes and len(scalars["log/rnd/intrinsic_reward_mean"]) \
+        == len(series)
+    assert [frame for frame, _ in series] == sorted(frame for frame, _ in series)
+    assert not [tag for tag in scalars if tag.endswith(("/actor0", "/actor1"))]
+    trainer = results(tmp_path)["train"]["meta"].get("trainer", {})
+    if "log/rnd/predictor_loss" in trainer:  # (the trainer's: under the same name as locally)
+        assert scalars["log/rnd/predictor_loss"]
+    with open(run_dir / "hyperparameters.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert rows and {"hp/epsilon", "hp/batch_size", "hp/discount"} <= set(rows[0])
+    assert [int(row["frame"]) for row in rows][-1] == results(tmp_path)["train"]["frames"]
+
+
+def results(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text())
