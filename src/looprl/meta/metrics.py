@@ -70,9 +70,9 @@ Logging ``log/*`` keys: after the post-episode hooks of a training episode (the 
 interval) the loop logs the value each key holds and removes it, so a component that
 aggregates over the interval (RND's mean intrinsic reward) starts anew when its key is gone.
 Each component's docstring names the keys it logs. Schedules log the value they set last
-(``log/schedule/lr``). On Ray each worker's values are logged with
-its name appended (``log/plr/seen/actor0``, ``log/rnd/predictor_loss/trainer``) and the latest
-are in ``results.json``'s ``train.meta``.
+(``log/schedule/lr``). On Ray every actor takes its values at its episodes' ends too; they
+are logged under the same keys, one series over all actors (the trainer's at each poll), and
+each worker's latest are in ``results.json``'s ``train.meta``.
 
 On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys of its own
 dictionary (``transition`` has one row per stream that stepped, ``env_index`` naming its
