@@ -362,26 +362,16 @@ class ExperimentLogger(Logger):
         append_lines(self._returns100_path, [f"{self.frame},{mean!r},{std!r},{vmax!r},{vmin!r}\n"])
         self.add_summary("returns100", values, step="frame")
 
-    def add_test_returns(self, returns: list[float]) -> None:
-        """Write the final test returns (one per episode) to ``test_returns.csv``, their mean
-        as ``eval/returns/mean`` and summary scalars."""
-        self._write_test_returns({None: returns})
-
-    def add_test_sets(self, sets: dict[str, list[float]]) -> None:
-        """Write the test returns of named sets (``{"train_set": ..., "test_set": ...}``:
-        the training and held-out instances) to ``test_returns.csv`` (columns ``set,return``),
-        each set's mean as ``eval/<set>/returns/mean`` and its summary as
-        ``summary/test_returns/<set>/...``."""
-        self._write_test_returns(dict(sets))
-
-    def _write_test_returns(self, sets: dict[str | None, list[float]]) -> None:
+    def add_test_returns(self, returns: list[float] | dict[str, list[float]]) -> None:
+        """Write test returns to ``test_returns.csv``, their mean as ``eval/returns/mean`` and
+        summaries; named sets (``{"train_set": [...], "test_set": [...]}``) as ``set,return``
+        rows, ``eval/<set>/returns/mean`` and ``summary/test_returns/<set>/...``."""
+        sets = dict(returns) if isinstance(returns, dict) else {None: returns}
         for tag, mean in write_test_returns_csv(Path(self.log_dir), sets).items():
             self._scalar(tag, mean, "frame")
-        for name, returns in sets.items():
-            self.add_summary("test_returns" if name is None else f"test_returns/{name}",
-                             _to_array(returns), step="frame")
-        self._hand_scalars()
-        self._writer.flush()
+        for name, values in sets.items():
+            self.add_summary(f"test_returns/{name}" if name else "test_returns", values)
+        self.flush()
 
 
 def write_test_returns_csv(log_dir: Path, sets: dict[str | None, list[float]]
@@ -404,8 +394,7 @@ def write_test_returns_csv(log_dir: Path, sets: dict[str | None, list[float]]
 def log_test_returns(log_dir: str, sets: dict[str | None, list[float]], frame: int) -> None:
     """The final test returns of a run whose logger is closed (a Ray run's, evaluated after
     its workers stopped): ``test_returns.csv`` and the means at ``frame`` in TensorBoard (one
-    more events file in ``log_dir``), as ``ExperimentLogger.add_test_returns`` /
-    ``add_test_sets`` write them."""
+    more events file in ``log_dir``), as ``ExperimentLogger.add_test_returns`` writes them."""
     means = write_test_returns_csv(Path(log_dir), sets)
     writer = SummaryWriter(log_dir=log_dir)
     for tag, mean in means.items():

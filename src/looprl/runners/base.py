@@ -321,12 +321,12 @@ class Runner:
 
     def _evaluate_sets(self, episodes: int) -> dict[str, Any]:
         """``summary`` of the training and the held-out set (every held-out instance played:
-        ``held_out_returns``), both logged under their names (``add_test_sets``)."""
+        ``held_out_returns``), both logged under their names (``add_test_returns``)."""
         returns = self.experiment.test(episodes=episodes, env=self.env)
         held_out = held_out_returns(self.experiment.test, self.test_env, episodes)
         logger = self.experiment.logger
         if isinstance(logger, ExperimentLogger):
-            logger.add_test_sets(dict(zip(SETS, (returns, held_out), strict=True)))
+            logger.add_test_returns(dict(zip(SETS, (returns, held_out), strict=True)))
         return summary(returns, held_out)
 
     def close_experiment(self, experiment: Any) -> None:
