@@ -96,6 +96,26 @@ def play_episode(agent: Any, env: Any, show: Callable[[], Any] = lambda: None,
     return episode_return
 
 
+#: Evaluation steps an episode may take when its environment names no ``max_episode_steps``
+#: (27,000: Atari's 108,000 frames at a frame skip of 4).
+DEFAULT_EPISODE_CAP = 27_000
+
+
+def episode_cap(env: Any) -> int:
+    """The most steps an evaluation episode in ``env`` may take: the smallest
+    ``max_episode_steps`` of its Gymnasium copies' specs, else ``DEFAULT_EPISODE_CAP``."""
+    copies = getattr(env, "envs", None) or [env]
+    found = []
+    for copy in copies:
+        inner = getattr(copy, "env", copy)
+        spec = getattr(inner, "spec", None) or getattr(getattr(inner, "unwrapped", None),
+                                                      "spec", None)
+        steps = getattr(spec, "max_episode_steps", None)
+        if steps:
+            found.append(int(steps))
+    return min(found) if found else DEFAULT_EPISODE_CAP
+
+
 class Experiment(ABC):
     """Trains one preset's agent on one environment and evaluates it.
 
@@ -386,16 +406,24 @@ class ParallelEnvExperiment(Experiment):
         quota = np.full(env.n_envs, episodes // env.n_envs)
         quota[: episodes % env.n_envs] += 1
         returns: list[float] = []
-        running = np.zeros(env.n_envs)
+        running, lengths, cap = np.zeros(env.n_envs), np.zeros(env.n_envs, int), episode_cap(env)
         state = env.reset(seed=self._test_seed(given))
         while (quota > 0).any():
             state = env.step(self._acts(agent, state))
             running += state.reward.cpu().numpy()
-            for i in np.flatnonzero(state.done.cpu().numpy()):
+            lengths += 1
+            ended = state.done.cpu().numpy()
+            cut = (lengths >= cap) & ~ended
+            if cut.any():
+                log.warning("an evaluation episode of %s ran %d steps without ending: counted "
+                            "as ended there (the cap: the env's max_episode_steps, else %d)",
+                            env.name, cap, DEFAULT_EPISODE_CAP)
+            for i in np.flatnonzero(ended | cut):
                 if quota[i] > 0:
                     returns.append(float(running[i]))
                     quota[i] -= 1
-                running[i] = 0.0
+                # (an ended copy's next step is its reset, a cut one's the next step)
+                running[i], lengths[i] = 0.0, 0 if cut[i] else -1
         if env is not self.vector_env:
             env.close()
         if not given:
