@@ -25,6 +25,9 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path) -> Non
                  "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
     assert code == 0
     [run_dir] = {path.parent for path in tmp_path.glob("**/run.json")}
+    info = json.loads((run_dir / "run.json").read_text())  # (what a local run records)
+    assert (info["runner"], info["seed"], info["runtime"]) == ("online", 0, "ray")
+    assert len(info["meta"]) == 1 and info["meta"][0].startswith("RND(")
     scalars = _scalars(str(run_dir))
     assert len(scalars["eval/returns/mean"]) == 1  # the final evaluation
     assert len((run_dir / "test_returns.csv").read_text().split()) == 3  # header, 2 returns

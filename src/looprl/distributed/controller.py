@@ -135,8 +135,10 @@ class DistributedRun:
         if self.resume_from is not None:
             return self._resume()
         if self.logdir is not None:
-            self._log = open_run_log(self.name, self.spec, self.logdir,
-                                     {"hyperparameters": self.hyperparameters})
+            self._log = open_run_log(self.name, self.spec, self.logdir, {
+                "hyperparameters": self.hyperparameters, "runner": "online",
+                "seed": self.seed, "meta": [repr(component) for component in self.spec.meta],
+                "runtime": "ray"})  # (what a local run's run.json records, and the runtime)
             self.result.log_dir = self._log.log_dir
         return SampleCounts()
 
