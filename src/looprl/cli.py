@@ -22,12 +22,41 @@ from typing import Any
 
 import gymnasium
 
+from looprl.core.suggest import check_once
 from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line (no usage line before it)."""
+
+    def error(self, message: str) -> Any:
+        """Print ``PROG: error: MESSAGE (PROG --help)`` and exit with 2."""
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help)\n")
+
+
+def number(minimum: float, kind: type = int, above: bool = False) -> Callable[[str], Any]:
+    """An argparse ``type``: ``kind`` values >= ``minimum`` (``above``: > ``minimum``)."""
+    bound = f"{'>' if above else '>='} {minimum:g}"
+    what = f"a whole number {bound}" if kind is int else f"a number {bound}"
+
+    def parse(text: str) -> Any:
+        try:
+            value = float(text)
+            value = kind(value) if kind is float or value.is_integer() else None
+        except (ValueError, OverflowError):
+            value = None
+        if value is None or not (value > minimum if above else value >= minimum):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    return parse
+
+
 def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
-    """``['lr=1e-3', 'hidden=128']`` -> ``{'lr': 0.001, 'hidden': 128}``."""
+    """``['lr=1e-3', 'hidden=128']`` -> ``{'lr': 0.001, 'hidden': 128}``; a key given twice
+    is a one-line ``ValueError``."""
     result = {}
+    check_once([pair.partition("=")[0] for pair in pairs], pairs)
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -117,7 +146,11 @@ def trained_env(preset_file: Path, preset: Any) -> str:
     directory, else from the preset itself; ``FileNotFoundError`` saying to pass ``--env``."""
     run_json = preset_file.parent / "run.json"
     if run_json.exists():
-        return json.loads(run_json.read_text())["env"]
+        try:
+            return str(json.loads(run_json.read_text())["env"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"{run_json} is damaged (not JSON naming the run's env); give the "
+                             "environment with --env ENV_ID") from None
     if preset.env_name:
         return preset.env_name
     raise FileNotFoundError(f"{preset_file} does not say which environment it was trained on, "
@@ -169,18 +202,19 @@ def print_episodes(returns: list, path: Path | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="looprl", description=__doc__.split("\n")[0])
+    parser = ArgumentParser(prog="looprl", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train a preset on an environment")
     train.add_argument("agent", help="preset name, e.g. ppo, dqn, classic_control.ppo")
     train.add_argument("env", help="Gymnasium environment id, e.g. CartPole-v1")
     train.add_argument("hparams", nargs="*", metavar="key=value", help="hyperparameters")
-    train.add_argument("--frames", type=float, default=100_000, help="training steps")
+    train.add_argument("--frames", type=float, default=100_000, help="training steps "
+                       "(run_experiment checks them)")
     train.add_argument("--logdir", default="runs")
     train.add_argument("--device", default=None)
     train.add_argument("--seed", type=int, default=None)
-    train.add_argument("--test-episodes", type=int, default=100)
-    train.add_argument("--threads", type=int, default=None, help="torch CPU threads (0: "
+    train.add_argument("--test-episodes", type=number(0), default=100)
+    train.add_argument("--threads", type=number(0), default=None, help="torch CPU threads (0: "
                        "torch's default; default: 1, or torch's default for Atari)")
     train.add_argument("--quiet", action="store_true")
     train.set_defaults(func=cmd_train)
@@ -192,30 +226,45 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(func=cmd_list)
     plot = sub.add_parser("plot", help="plot returns100.csv of every run under RUNS_DIR")
     plot.add_argument("runs_dir", nargs="?", default="runs")
-    plot.add_argument("--timesteps", type=int, default=-1)
+    plot.add_argument("--timesteps", type=int, default=-1, help="plot frames up to this "
+                      "(default: all)")
     plot.set_defaults(func=cmd_plot)
     watch = sub.add_parser("watch", help="play a saved preset (window, or a GIF without display)")
     watch.add_argument("run_dir", help="a run directory holding preset.pt (or a distributed "
                        "run's policy.pt and algorithm.pt), or the .pt file")
-    watch.add_argument("--episodes", type=int, default=1)
+    watch.add_argument("--episodes", type=number(1), default=1)
     watch.add_argument("--best", action="store_true",
                        help="play the best agent so far (best_preset.pt, runs with eval_every)")
     watch.add_argument("--env", default=None, help="environment id (default: the run's)")
-    watch.add_argument("--fps", type=float, default=None,
+    watch.add_argument("--fps", type=number(0, float, above=True), default=None,
                        help="frames per second (default: the environment's real time)")
     watch.add_argument("--gif", default=None, help="write the episodes to this GIF")
-    watch.add_argument("--max-steps", type=int, default=10_000, help="cut longer episodes")
+    watch.add_argument("--max-steps", type=number(1), default=10_000,
+                       help="cut longer episodes")
     watch.set_defaults(func=cmd_watch)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``looprl`` command; errors print one line and exit with 2."""
+    """Entry point of the ``looprl`` command; errors print one line and exit with 2, Ctrl-C
+    one line and 130."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:  # (before a run's own handling starts: imports, set-up)
+        print("looprl: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # Hydra parses the rest (key=value overrides, -m, --help)
         return _guarded(lambda: cmd_run(argv[1:]))
     parser = build_parser()
+    flags = [a for a in argv if a.startswith("--")]
+    try:
+        check_once([a.partition("=")[0] for a in flags], flags)
+    except ValueError as error:
+        parser.error(str(error))
     args, extra = parser.parse_known_args(argv)
     pairs = [x for x in extra if "=" in x and not x.startswith("-")]
     if len(pairs) != len(extra) or (pairs and args.command != "train"):

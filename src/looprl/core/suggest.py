@@ -1,5 +1,5 @@
-"""One-line error messages for bad arguments: close-match suggestions for names, and
-positive numbers."""
+"""One-line error messages for bad arguments: close-match suggestions for names, positive
+numbers, and keys given twice."""
 
 from __future__ import annotations
 
@@ -36,3 +36,13 @@ def check_positive(**values: Any) -> None:
     for name, value in values.items():
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it once") -> None:
+    """A one-line ``ValueError`` for the first key of ``keys`` that occurs twice, naming
+    both arguments it came from (``given[i]`` is the argument of ``keys[i]``)."""
+    first: dict[str, str] = {}
+    for key, argument in zip(keys, given, strict=True):
+        if key in first:
+            raise ValueError(f"{key} is given twice ({first[key]} and {argument}): {how}")
+        first[key] = argument

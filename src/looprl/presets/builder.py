@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from looprl.core import Preset
+from looprl.core.ranges import check_ranges
 from looprl.core.suggest import did_you_mean
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
@@ -138,6 +139,7 @@ class PresetBuilder:
                     f"Unknown hyperparameter {key!r} for {self.default_name}."
                     f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
             check_type(key, value, self.default_hyperparameters[key])
+        check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
 
     @property

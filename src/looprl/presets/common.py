@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 from abc import abstractmethod
 from typing import Any
 
@@ -13,25 +14,22 @@ import gymnasium as gym
 from torch import nn
 
 from looprl.core import Policy, Preset, Trainer
+from looprl.core.ranges import check_ranges
 from looprl.presets.parts import check_parts
 
 log = logging.getLogger(__name__)
 
 
 class FamilyPreset(Preset):
-    """Base of the presets of the families: it checks that the hyperparameters ``positive``
-    names are positive (those the preset has) and that the ``parts`` it names are ones it
+    """Base of the presets of the families: it checks that the hyperparameters lie in their
+    ranges (``looprl.core.ranges.RANGES``) and that the ``parts`` it names are ones it
     takes (kind -> valid names, ``looprl.presets.parts``; none: no swappable parts), and puts
     its local agent in the family's bodies (``_wrap``: none by default)."""
 
-    positive: tuple[str, ...] = (
-        "lr", "lr_pi", "lr_v", "n_envs", "n_steps", "min_batch_size", "epochs",
-        "minibatch_size", "hidden", "n_policy", "aux_epochs", "aux_minibatch_size",
-    )  # fmt: skip
     parts: dict[str, tuple[str, ...]] = {}
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
-        require_positive(hyperparameters, *self.positive)
+        check_ranges(hyperparameters, name)
         check_parts(hyperparameters, name, self.parts)
         super().__init__(name, device, hyperparameters)
 
@@ -100,13 +98,21 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
                      f"{env.name} has {space}; {advice}")
 
 
-def require_positive(hyperparameters: dict[str, Any], *keys: str) -> None:
-    """``ValueError`` naming the first of ``keys`` (those ``hyperparameters`` has) whose value
-    is not > 0."""
-    for key in keys:
-        if key in hyperparameters and not hyperparameters[key] > 0:
-            value = hyperparameters[key]
-            raise ValueError(f"Hyperparameter {key!r} must be positive, got {value!r}")
+def memory_limit() -> int:
+    """The bytes a run may preallocate: this machine's physical memory."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None:
+    """A one-line ``ValueError`` when ``rows`` observations of ``env`` (float32) would not
+    fit in memory (``memory_limit``): ``what`` says where the rows come from, ``remedy`` what
+    to lower."""
+    shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
+    needed = rows * max(1, math.prod(shape)) * 4
+    if needed > memory_limit():
+        raise ValueError(f"{name}: {what} = {rows:,} rows of {math.prod(shape):,} floats need "
+                         f"{needed / 2**30:,.0f} GiB, more than this machine's "
+                         f"{memory_limit() / 2**30:,.0f} GiB of memory; {remedy}")
 
 
 def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,

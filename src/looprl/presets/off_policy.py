@@ -195,9 +195,6 @@ class QPreset(QNetworkPreset, ReplayPreset):
     ``DQNTrainer`` (``update``, ``huber``); ``double`` picks the bootstrap action with the
     online network (it takes over from ``update``), over ``n_step`` windows."""
 
-    positive = (*FamilyPreset.positive, "update_frequency", "gradient_steps",
-                "target_update_frequency", "replay_buffer_size", "atoms")
-
     @property
     def double(self) -> bool:
         """Double-Q bootstrap (the ``double`` hyperparameter)."""

@@ -20,7 +20,8 @@ from looprl.agents.actor_critic import ActorCriticPolicy
 from looprl.agents.on_policy import OnPolicyAgent
 from looprl.approximation import Approximation
 from looprl.core import ParallelPreset
-from looprl.presets.common import FamilyPreset, cap_minibatch, policy_network
+from looprl.core.ranges import check_ranges
+from looprl.presets.common import FamilyPreset, cap_minibatch, check_memory, policy_network
 
 __all__ = ["ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear"]
 
@@ -105,8 +106,11 @@ class OnPolicyPreset(ActorCriticPreset, OnPolicyAgentPreset):
     defaults to 1, and the local agent is an ``OnPolicyAgent``."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
+        check_ranges(hyperparameters, name)  # (before the sizes below are used)
         n_envs, n_steps = int(hyperparameters["n_envs"]), int(hyperparameters.get("n_steps", 1))
         rows = n_envs * n_steps
+        check_memory(name, n_envs * (n_steps + 1), "n_envs x (n_steps + 1)", env,
+                     "lower n_steps or n_envs")
         hyperparameters = cap_minibatch(name, hyperparameters, rows, f"the {rows} rows of each "
                                         "update (n_envs x n_steps)", "raise n_envs or n_steps")
         super().__init__(env, name, device, hyperparameters)

@@ -58,14 +58,9 @@ class OffPolicyContinuousPreset(ReplayPreset):
     algorithm = "DDPG"
     agent_class: type = DDPG
     twin = False
-    positive = ("lr_actor", "lr_critic", "minibatch_size", "update_frequency", "gradient_steps",
-                "replay_buffer_size", "hidden", "polyak_rate", "policy_delay", "lr_temperature",
-                "alpha")
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)
-        if hyperparameters["replay_start_size"] < 0:
-            raise ValueError("Hyperparameter 'replay_start_size' must be >= 0")
         self.action_space = require_box_actions(env, self.algorithm)
         self.obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         self.action_dim = int(self.action_space.shape[0])

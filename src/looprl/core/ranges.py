@@ -1,0 +1,67 @@
+"""The valid range of every preset hyperparameter, declared once by name (``RANGES``), and
+the one-line check every entry point runs (``check_ranges``: the builders, the presets'
+constructors, ``looprl train`` and ``looprl run``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RANGES", "Range", "check_ranges"]
+
+
+@dataclass(frozen=True)
+class Range:
+    """Values from ``low`` to ``high`` (``open_low``: ``low`` itself excluded); ``whole``:
+    whole numbers only. ``text`` says it in words for the error message."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    whole: bool = False
+    text: str = ""
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` lies in the range (``None``, bools and non-numbers pass: the
+        type check is the builder's)."""
+        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+            return True
+        above = value > self.low if self.open_low else value >= self.low
+        return above and value <= self.high and (not self.whole or float(value).is_integer())
+
+
+POSITIVE = Range(0.0, open_low=True, text="positive (> 0)")
+NON_NEGATIVE = Range(0.0, text=">= 0")
+UNIT = Range(0.0, 1.0, text="in [0, 1]")
+SHARE = Range(0.0, 1.0, open_low=True, text="in (0, 1]")
+COUNT = Range(1, whole=True, text="a whole number >= 1")
+WHOLE = Range(0, whole=True, text="a whole number >= 0")
+
+#: hyperparameter name -> its valid values, the same in every preset that has it
+RANGES: dict[str, Range] = {
+    **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature", "eps",
+                     "clip", "temperature", "sigma", "ez_mu", "alpha"), POSITIVE),
+    **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise",
+                     "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),
+    **dict.fromkeys(("discount_factor", "lam", "beta", "epsilon", "initial_exploration",
+                     "final_exploration", "test_exploration"), UNIT),
+    "polyak_rate": SHARE,
+    **dict.fromkeys(("n_envs", "n_steps", "epochs", "minibatch_size", "hidden", "n_policy",
+                     "aux_epochs", "aux_minibatch_size", "min_batch_size", "update_frequency",
+                     "gradient_steps", "replay_buffer_size", "policy_delay"), COUNT),
+    "atoms": Range(2, whole=True, text="a whole number >= 2"),
+    **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),
+                    WHOLE),
+}
+
+
+def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
+    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range in
+    ``RANGES`` (names not there pass): ``Hyperparameter 'clip' of ppo must be positive (> 0),
+    got -0.2``."""
+    of = f" of {owner}" if owner else ""
+    for key, value in hyperparameters.items():
+        valid = RANGES.get(key)
+        if valid is not None and not valid.holds(value):
+            raise ValueError(f"Hyperparameter {key!r}{of} must be {valid.text}, got {value!r}")
