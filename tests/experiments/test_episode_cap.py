@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from looprl.environments import GymEnvironment
-from looprl.experiments import experiment as experiment_module
-from looprl.experiments import make_experiment
+from looprl.experiments import episodes, make_experiment
 from looprl.presets.classic_control import dqn, ppo
 
 
@@ -32,7 +31,7 @@ class Endless(gym.Env):
 @pytest.mark.parametrize("builder", [dqn, ppo], ids=["dqn", "ppo"])
 def test_a_never_ending_environment_trains_and_evaluates_within_the_cap(
         builder, tmp_path, monkeypatch, caplog) -> None:
-    monkeypatch.setattr(experiment_module, "DEFAULT_EPISODE_CAP", 50)
+    monkeypatch.setattr(episodes, "DEFAULT_EPISODE_CAP", 50)
     env = GymEnvironment(Endless())
     preset = builder.hyperparameters(hidden=8).env(env).device("cpu").build()
     experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
@@ -45,5 +44,5 @@ def test_a_never_ending_environment_trains_and_evaluates_within_the_cap(
 
 
 def test_the_cap_is_the_environments_time_limit() -> None:
-    assert experiment_module.episode_cap(GymEnvironment("CartPole-v1").duplicate(2)) == 500
-    assert experiment_module.episode_cap(GymEnvironment(Endless())) == 27_000
+    assert episodes.episode_cap(GymEnvironment("CartPole-v1").duplicate(2)) == 500
+    assert episodes.episode_cap(GymEnvironment(Endless())) == 27_000
