@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium
 
 from looprl.core.suggest import check_once
+from looprl.environments.faults import EnvironmentFailure
 from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
 
 
@@ -289,7 +290,7 @@ def _guarded(command: Callable[[], int]) -> int:
     try:
         return command()
     except (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError,
-            gymnasium.error.Error) as error:  # (missing optional dependencies, bad ids...)
+            gymnasium.error.Error, EnvironmentFailure) as error:  # (bad ids, a user's env...)
         if os.environ.get("LOOPRL_DEBUG"):
             raise
         message = error.args[0] if type(error) is KeyError and error.args else error

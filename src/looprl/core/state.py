@@ -57,12 +57,38 @@ def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
                      f"terminated, truncated, info), got {len(gym_output)} items")
 
 
-def as_observation(obs: np.ndarray) -> np.ndarray:
-    """An observation array as networks take it: ``float32``, except ``uint8`` images, which
-    stay compact (the image models scale them)."""
+def as_observation(obs: Any, source: str = "The environment") -> np.ndarray:
+    """An observation (an array, or what ``np.asarray`` makes one of) as networks take it:
+    ``float32``, except ``uint8`` images, which stay compact (the image models scale them).
+    Strings, dicts and other non-numeric observations get a ``TypeError`` naming ``source``
+    (the environment that returned them) and what looprl expects."""
+    if type(obs) is not np.ndarray:
+        obs = _observation_array(obs, source)
     if obs.dtype == np.float32 or obs.dtype == np.uint8:
         return obs
-    return obs.astype(np.float32)
+    if obs.dtype.kind not in "USOV":  # (strings, objects such as None or dicts, records)
+        return obs.astype(np.float32)
+    raise not_numeric(obs, source)
+
+
+def _observation_array(obs: Any, source: str) -> np.ndarray:
+    """``np.asarray(obs)``; ``TypeError`` for what makes no array (nested lists of other
+    lengths, a tuple of arrays of other shapes)."""
+    try:
+        return np.asarray(obs)
+    except (TypeError, ValueError):
+        raise not_numeric(obs, source) from None
+
+
+def not_numeric(obs: Any, source: str) -> TypeError:
+    """The one-line error of an observation that is no numeric array."""
+    text = repr(obs.item() if isinstance(obs, np.ndarray) and obs.ndim == 0 else obs)
+    text = text if len(text) <= 50 else text[:47] + "..."
+    kind = f"dtype {obs.dtype}" if isinstance(obs, np.ndarray) else type(obs).__name__
+    return TypeError(f"{source} returned an observation of {kind} ({text}): looprl expects "
+                     "numbers (an array of one shape, as a Box, Discrete or MultiBinary space "
+                     "gives): encode it as numbers in a gymnasium.ObservationWrapper (a dict: "
+                     "gymnasium.wrappers.FlattenObservation)")
 
 
 class State(dict):
@@ -104,16 +130,17 @@ class State(dict):
 
     @classmethod
     def from_gym(cls, gym_output: Any, device: str | torch.device = "cpu",
-                 dtype: Any = None) -> State:
+                 dtype: Any = None, source: str = "The environment") -> State:
         """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output,
         or, as the autonomous-learning-library, the old gym's ``step()`` 4-tuple
         ``(obs, reward, done, info)`` and ``reset()`` observation; entries of ``info`` become
-        entries of the state. ``dtype``: of the observation (torch or NumPy)."""
+        entries of the state. ``dtype``: of the observation (torch or NumPy); ``source``: the
+        environment, named by the ``TypeError`` of a non-numeric observation."""
         obs, reward, terminated, truncated, info = _gym_fields(gym_output)
         if dtype is not None and not isinstance(dtype, torch.dtype):  # a NumPy dtype
             dtype = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
         x = {
-            "observation": _to_tensor(as_observation(np.asarray(obs)), device, dtype),
+            "observation": _to_tensor(as_observation(obs, source), device, dtype),
             "reward": float(reward),
             "done": bool(terminated or truncated),
             "mask": 0.0 if terminated else 1.0,

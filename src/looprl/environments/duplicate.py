@@ -22,6 +22,7 @@ import torch
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.environments.base import Environment, VectorEnvironment
+from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import copies_of, shape_changed
 from looprl.environments.vector import state_array_from_numpy
@@ -55,6 +56,7 @@ class DuplicateEnvironment(VectorEnvironment):
         self._arrays: tuple[np.ndarray, ...] | None = None
         self._obs: np.ndarray | None = None
         self._steps = [getattr(env, "step_arrays", None) for env in self.envs]
+        self._users = [not type(env).__module__.startswith("looprl.") for env in self.envs]
 
     @property
     def observation_space(self) -> Any:
@@ -66,8 +68,13 @@ class DuplicateEnvironment(VectorEnvironment):
 
     def reset(self, seed: int | None = None) -> StateArray:
         """Reset every copy (copy ``i`` with ``seed + i``, when given)."""
-        rows = [state_arrays(env.reset() if seed is None else env.reset(seed=seed + i))
-                for i, env in enumerate(self.envs)]
+        rows: list[tuple[Any, float, bool, bool]] = []
+        try:
+            for i, env in enumerate(self.envs):
+                rows.append(state_arrays(env.reset() if seed is None else
+                                         env.reset(seed=seed + i)))
+        except Exception as error:
+            self._raise(len(rows), "reset", error)
         self._keep(rows)
         return self.state
 
@@ -80,15 +87,26 @@ class DuplicateEnvironment(VectorEnvironment):
         """``step`` without making the ``StateArray`` (``state`` makes it when read): the
         NumPy arrays ``(obs, reward, terminated, truncated)`` of the copies."""
         action = as_numpy(action)
-        rows = []
-        for i, env in enumerate(self.envs):
-            if self._over[i]:
-                rows.append((state_arrays(env.reset())[0], 0.0, False, False))
-            elif self._steps[i] is not None:
-                rows.append(self._steps[i](action[i]))
-            else:
-                rows.append(state_arrays(env.step(action[i])))
+        rows: list[tuple[Any, float, bool, bool]] = []
+        try:
+            for i, env in enumerate(self.envs):
+                if self._over[i]:
+                    rows.append((state_arrays(env.reset())[0], 0.0, False, False))
+                elif self._steps[i] is not None:
+                    rows.append(self._steps[i](action[i]))
+                else:
+                    rows.append(state_arrays(env.step(action[i])))
+        except Exception as error:
+            self._raise(len(rows), "reset" if self._over[len(rows)] else "step", error)
         return self._keep(rows)
+
+    def _raise(self, i: int, method: str, error: Exception) -> None:
+        """Raise ``error`` of copy ``i``'s ``method``: as it is from looprl's own
+        environments (they report their own), else as an ``EnvironmentFailure`` naming the
+        user's environment, the method and the copy."""
+        if not self._users[i] or isinstance(error, EnvironmentFailure):
+            raise error
+        raise failure(self.envs[i].name, method, error, copy=i) from error
 
     def _keep(self, rows: list[tuple[Any, float, bool, bool]]) -> tuple[np.ndarray, ...]:
         """Write the copies' rows into new arrays; ``ValueError`` in one line if an

@@ -7,12 +7,12 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from looprl.core import State
 from looprl.core.state import as_observation
 from looprl.environments.base import Environment
+from looprl.environments.faults import failure, gym_reset_output, gym_step_output
 from looprl.environments.gym_helpers import (
     action_to_numpy,
     copies_of,
@@ -64,6 +64,8 @@ class GymEnvironment(Environment):
 
     _shape: Any = None  # of the first observation (all must have it)
     _outcome: Any = None  # Gymnasium's last step (``step_arrays``: the state is made from it)
+    _episode = 0  # episodes begun (for the line of a failing step or reset)
+    _t = 0  # steps into the episode
 
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
                  name: str | None = None, legacy_gym: bool = False,
@@ -87,14 +89,23 @@ class GymEnvironment(Environment):
         return self.name, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
+        """Start an episode (seeded with ``seed``, or the constructor's for the first); an
+        exception inside the Gymnasium environment's ``reset`` is an ``EnvironmentFailure``
+        naming it and the episode."""
         seed, self._seed = (self._seed if seed is None else seed), None
-        self._state, self._outcome = State.from_gym(self.env.reset(seed=seed),
-                                                    device=self.device), None
+        self._episode, self._t = self._episode + 1, 0
+        try:
+            output = self.env.reset(seed=seed)
+        except Exception as error:
+            raise failure(self.name, "reset", error, self._episode) from error
+        self._state = State.from_gym(gym_reset_output(output, self.name), device=self.device,
+                                     source=self.name)
+        self._outcome = None
         self._check_shape()
         return self._state
 
     def step(self, action: Any) -> State:
-        self._state = State.from_gym(self._step(action), device=self.device)
+        self._state = State.from_gym(self._step(action), device=self.device, source=self.name)
         self._check_shape()
         return self._state
 
@@ -105,21 +116,34 @@ class GymEnvironment(Environment):
         outcome = self._outcome = self._step(action)
         self._state = None
         obs, reward, terminated, truncated, _ = outcome
-        return as_observation(np.asarray(obs)), float(reward), bool(terminated), bool(truncated)
+        return as_observation(obs, self.name), float(reward), bool(terminated), bool(truncated)
 
     def _step(self, action: Any) -> tuple[Any, ...]:
-        """Gymnasium's step of ``action``; ``ValueError`` in one line for an invalid one."""
+        """Gymnasium's step of ``action``, checked to be its 5-tuple; ``ValueError`` in one
+        line for an invalid action, ``EnvironmentFailure`` for an exception inside the
+        environment's ``step`` (naming the episode and the step)."""
         gym_action = action_to_numpy(action, self.env.action_space)
+        self._t += 1
         try:
-            return self.env.step(gym_action)
-        except AssertionError as error:  # Gymnasium's check of the action
-            raise ValueError(f"Invalid action {gym_action!r} for {self.name} (action space "
-                             f"{self.env.action_space}): {error}") from None
+            output = self.env.step(gym_action)
+        except Exception as error:
+            raise self._failed(gym_action, error) from error
+        return gym_step_output(output, self.name)
+
+    def _failed(self, action: Any, error: Exception) -> Exception:
+        """What an exception in ``step`` of ``action`` becomes: ``ValueError`` for an action
+        outside the action space (Gymnasium's environments assert it), else an
+        ``EnvironmentFailure``."""
+        space = self.env.action_space
+        if isinstance(error, AssertionError) and not space.contains(action):
+            return ValueError(f"Invalid action {action!r} for {self.name} (action space "
+                              f"{space}): {error}")
+        return failure(self.name, "step", error, self._episode, self._t)
 
     @property
     def state(self) -> State:
         if self._state is None and self._outcome is not None:
-            self._state = State.from_gym(self._outcome, device=self.device)
+            self._state = State.from_gym(self._outcome, device=self.device, source=self.name)
             self._check_shape()
         return super().state
 

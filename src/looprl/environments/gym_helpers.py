@@ -15,6 +15,7 @@ import numpy as np
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean
 from looprl.environments.ale import game_name
+from looprl.environments.faults import failure
 
 
 def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -75,7 +76,8 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
     """A factory of independent deep copies of ``env``, each with its own random seed.
 
-    A copy that fails raises ``ValueError`` saying what to give instead.
+    A copy that fails raises ``ValueError`` saying what to give instead; one whose first
+    ``reset`` raises, an ``EnvironmentFailure``.
     """
 
     def make() -> gym.Env:
@@ -86,7 +88,10 @@ def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
                              f"({error}); give GymVectorEnvironment a function that makes one, "
                              "e.g. GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), "
                              "n_envs)") from None
-        clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
+        try:
+            clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
+        except Exception as error:
+            raise failure(name, "reset", error, where="of a new copy") from error
         return clone
 
     return make

@@ -17,7 +17,8 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.environments.ale import make_ale_vector_env
-from looprl.environments.gym_helpers import action_to_numpy, check_env_id
+from looprl.environments.faults import failure, gym_reset_output, gym_step_output
+from looprl.environments.gym_helpers import action_to_numpy, check_env_id, env_name
 from looprl.environments.multiagent import (
     MASK,
     flat_box,
@@ -63,6 +64,27 @@ class _Adapter(Environment):
 
     env: Any
     _seed: int | None = None
+    _episode = 0  # episodes begun (for the line of a failing step or reset)
+    _t = 0  # steps into the episode
+
+    @property
+    def _name(self) -> str:
+        """The wrapped environment's name (its id, or its class)."""
+        env = self.env
+        return env_name(env) if isinstance(env, gym.Env) else type(env).__name__
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``self.env.<method>(*args, **kwargs)``; an exception inside it is an
+        ``EnvironmentFailure`` naming the environment, the method, the episode and the step
+        (counted here: ``reset`` begins an episode)."""
+        if method == "reset":
+            self._episode, self._t = self._episode + 1, 0
+        else:
+            self._t += 1
+        try:
+            return getattr(self.env, method)(*args, **kwargs)
+        except Exception as error:
+            raise failure(self._name, method, error, self._episode, self._t) from error
 
     def seed(self, seed: int) -> int:
         """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
@@ -114,7 +136,7 @@ class GymnasiumEnvironment(_SingleAgent):
         self._obs_space = _obs_space(self.env.observation_space)
 
     def reset(self) -> list[StepResult | None]:
-        obs, info = self.env.reset(seed=self._seed)
+        obs, info = gym_reset_output(self._call("reset", seed=self._seed), self._name)
         self._seed = None
         return [step_result(_obs_dict(obs, self.env.observation_space), 0.0, False, info)]
 
@@ -123,7 +145,8 @@ class GymnasiumEnvironment(_SingleAgent):
         if actions[0] is None:
             raise ValueError("GymnasiumEnvironment.step: agent 0 must act, got None")
         action = _action(actions[0], self.env.action_space)
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, reward, terminated, truncated, info = gym_step_output(self._call("step", action),
+                                                                   self._name)
         obs = _obs_dict(obs, self.env.observation_space)
         return [step_result(obs, float(reward), terminated, info, truncated)]
 
@@ -225,9 +248,9 @@ class PettingZooEnvironment(_Adapter):
     def reset(self) -> list[StepResult | None]:
         seed, self._seed = self._seed, None
         if self.parallel:
-            observations, infos = self.env.reset(seed=seed)  # no rewards or ends yet
+            observations, infos = self._call("reset", seed=seed)  # no rewards or ends yet
             return self._parallel_results(observations, {}, {}, {}, infos)
-        self.env.reset(seed=seed)
+        self._call("reset", seed=seed)
         return self._aec_results()
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
@@ -236,8 +259,8 @@ class PettingZooEnvironment(_Adapter):
             raise ValueError("every agent's episode is over: call reset() before step()")
         if self.parallel:
             step = {agent: self._agent_action(agent, actions) for agent in self.env.agents}
-            return self._parallel_results(*self.env.step(step))
-        self.env.step(self._agent_action(self.env.agent_selection, actions))
+            return self._parallel_results(*self._call("step", step))
+        self._call("step", self._agent_action(self.env.agent_selection, actions))
         return self._aec_results()
 
     def _obs(self, agent: str, obs: Any) -> dict[str, np.ndarray]:

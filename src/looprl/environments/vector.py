@@ -12,6 +12,7 @@ import torch
 from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
+from looprl.environments.faults import failure, unpack_hint
 from looprl.environments.gym_helpers import (
     action_to_numpy,
     check_env_id,
@@ -40,7 +41,7 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
     """
     reward = np.asarray(reward, dtype=np.float32)
     arrays = {
-        "observation": as_observation(np.asarray(obs)), "reward": reward,
+        "observation": as_observation(obs), "reward": reward,
         "done": terminated | truncated, "mask": (~terminated).astype(np.float32),
         **{key: np.asarray(value) for key, value in extra.items()},
     }  # fmt: skip
@@ -56,6 +57,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
     (``env``, the wrapped vector environment); subclasses implement ``step``. The other
     arguments are ``GymVectorEnvironment``'s."""
 
+    _t = 0  # steps since the last reset (for the line of a failing step)
+
     def __init__(self, env: Any, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None):
         self.env = env
@@ -66,10 +69,22 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
     def reset(self, seed: int | None = None) -> StateArray:
         seed, self._seed = (self._seed if seed is None else seed), None
-        obs, info = self.env.reset(seed=seed)
+        self._t = 0
+        try:
+            obs, info = self.env.reset(seed=seed)
+        except Exception as error:
+            raise self._failure("reset", error) from error
+        obs = as_observation(obs, self.name)
         zeros = np.zeros(self.n_envs, dtype=bool)
         self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros, info)
         return self._state
+
+    def _failure(self, method: str, error: Exception) -> Exception:
+        """An exception inside the copies' ``method`` as an ``EnvironmentFailure`` naming
+        this environment (one of its copies) and the vector step."""
+        where = f"in one of its {self.n_envs} copies" + (
+            f", vector step {self._t} since reset" if method == "step" else "")
+        return failure(self.name, method, error, hint=unpack_hint(error, method), where=where)
 
     def _make_state(self, obs, reward, terminated, truncated, info: Any = None) -> StateArray:
         return state_array_from_numpy(obs, reward, terminated, truncated, self.device)
@@ -128,19 +143,27 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         """``step`` without making the ``StateArray`` (``state`` makes it when read): the
         NumPy arrays ``(obs, reward, terminated, truncated)`` (the collector reads them)."""
         action = action_to_numpy(action, self.action_space, self.n_envs)
+        self._t += 1
         try:
             obs, reward, terminated, truncated, _ = self.env.step(action)
-        except AssertionError as error:  # Gymnasium's check of the actions
-            raise ValueError(f"Invalid actions {action!r} for {self.name} (action space of each "
-                             f"of the {self.n_envs} environments: {self.action_space}): "
-                             f"{error}") from None
-        except ValueError as error:  # Gymnasium stacks observations into preallocated arrays
-            if "shape" not in str(error):
-                raise
-            raise shape_changed(self.name, self.state.observation.shape[1:]) from None
-        self._state, self._arrays = None, (as_observation(np.asarray(obs)),
+        except Exception as error:
+            raise self._step_failure(action, error) from error
+        self._state, self._arrays = None, (as_observation(obs, self.name),
                                            np.asarray(reward, np.float32), terminated, truncated)
         return self._arrays
+
+    def _step_failure(self, action: Any, error: Exception) -> Exception:
+        """What an exception in ``step`` becomes: ``ValueError`` for actions outside the
+        action space (Gymnasium's environments assert it) or an observation of another shape
+        (Gymnasium stacks them into preallocated arrays), else an ``EnvironmentFailure``."""
+        if isinstance(error, AssertionError) and not self.env.action_space.contains(action):
+            return ValueError(f"Invalid actions {action!r} for {self.name} (action space of "
+                              f"each of the {self.n_envs} environments: {self.action_space}): "
+                              f"{error}")
+        if isinstance(error, ValueError) and any(  # (Gymnasium's and NumPy's words for it)
+                words in str(error) for words in ("wrong shape", "could not broadcast")):
+            return shape_changed(self.name, self.state.observation.shape[1:])
+        return self._failure("step", error)
 
     @property
     def state(self) -> StateArray:

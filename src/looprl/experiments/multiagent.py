@@ -13,6 +13,7 @@ An agent's transition ends when its next turn comes: its ``post_step`` hooks run
 from __future__ import annotations
 
 import copy
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -21,17 +22,27 @@ import torch
 from looprl.agents.independent import MaskedAgent, masked_observation
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
-from looprl.experiments.experiment import Experiment, play_episode
+from looprl.experiments.experiment import (
+    DEFAULT_EPISODE_CAP,
+    Experiment,
+    episode_cap,
+    play_episode,
+)
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub, observation_row
+
+log = logging.getLogger(__name__)
 
 
 def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
-    return each agent's returns."""
-    games = [play_episode(multiagent, env, seed=seed if i == 0 else None)
+    return each agent's returns. An episode that does not end is cut after
+    ``episode_cap(env)`` turns (the env's ``max_episode_steps``, else
+    ``DEFAULT_EPISODE_CAP``), with a warning."""
+    cap = episode_cap(env)
+    games = [play_episode(multiagent, env, seed=seed if i == 0 else None, max_steps=cap)
              for i in range(episodes)]
     return {agent: [game[agent] for game in games] for agent in env.possible_agents}
 
@@ -100,11 +111,17 @@ class MultiagentEnvExperiment(Experiment):
                             masked_observation(state.observation, state["action_mask"]))
 
     def _advance(self) -> None:
-        """One training episode."""
+        """One training episode (cut after ``episode_cap(env)`` turns if it does not end)."""
         self._reset()
         self._pending, self._turns = {}, defaultdict(int)
         self._returns: dict[str, float] = defaultdict(float)
-        for agent in self.env.agent_iter():
+        cap = episode_cap(self.env)
+        for turn, agent in enumerate(self.env.agent_iter()):
+            if turn == cap:
+                log.warning("a training episode of %s ran %d turns without ending: cut there "
+                            "(the cap: the env's max_episode_steps, else %d)", self.env.name,
+                            cap, DEFAULT_EPISODE_CAP)
+                break
             state = self.env.last()
             self._returns[agent] += float(state.reward)
             self.agent_loggers[agent].frame = self.logger.frame

@@ -11,6 +11,7 @@ from abc import abstractmethod
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from torch import nn
 
 from looprl.core import Policy, Preset, Trainer
@@ -71,13 +72,57 @@ def derived(base: dict[str, Any], drop: tuple[str, ...] = (), **changes: Any) ->
     return {**{key: value for key, value in base.items() if key not in drop}, **changes}
 
 
+DISCRETE_PRESETS = "ppo, dqn, a2c, c51, rainbow, ..."
+CONTINUOUS_PRESETS = "continuous.ppo, continuous.sac, continuous.td3, continuous.ddpg"
+
+
 def require_discrete_actions(env: Any, algorithm: str) -> int:
-    """The number of actions of ``env``; ``ValueError`` if its action space is not discrete."""
+    """The number of actions of ``env``; ``ValueError`` naming its action space and what
+    ``algorithm`` handles if it is not one ``Discrete`` space."""
     space = env.action_space
-    if not isinstance(space, gym.spaces.Discrete):
-        raise ValueError(f"{algorithm} needs a discrete action space, but {env.name} has "
-                         f"{space}; choose an algorithm for continuous actions")
-    return int(space.n)
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, gym.spaces.Box):
+        advice = f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})"
+    else:
+        advice = _composite_advice(space)
+    raise ValueError(f"{algorithm} handles discrete actions (one Discrete space), but "
+                     f"{env.name} has {_space_name(space)} actions ({space}); {advice}")
+
+
+def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.spaces.Box:
+    """``env``'s flat ``Box`` action space; ``ValueError`` naming its action space and what
+    ``algorithm`` handles if it is not one (or, with ``bounded``, if it is unbounded)."""
+    space = env.action_space
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+        if bounded and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+            raise ValueError(f"{algorithm} needs finite action bounds, but {env.name} has "
+                             f"{space}")
+        return space
+    if isinstance(space, gym.spaces.Discrete):
+        advice = f"choose a preset for discrete actions ({DISCRETE_PRESETS})"
+    elif isinstance(space, gym.spaces.Box):
+        advice = ("flatten them in a gymnasium.ActionWrapper whose action space is "
+                  "gymnasium.spaces.flatten_space(space)")
+    else:
+        advice = _composite_advice(space)
+    raise ValueError(f"{algorithm} handles continuous actions (one flat Box space), but "
+                     f"{env.name} has {_space_name(space)} actions ({space}); {advice}")
+
+
+def _space_name(space: gym.Space) -> str:
+    """``space``'s kind: ``Box`` of shape (2, 3), ``MultiDiscrete``, ``Dict``, ..."""
+    if isinstance(space, gym.spaces.Box) and len(space.shape) != 1:
+        return f"Box of shape {space.shape}"
+    return type(space).__name__
+
+
+def _composite_advice(space: gym.Space) -> str:
+    """What to do with an action space no looprl preset acts in (``MultiDiscrete``,
+    ``MultiBinary``, ``Tuple``, ``Dict``, a custom space)."""
+    return (f"no looprl preset acts in {type(space).__name__} spaces: wrap the environment in a "
+            "gymnasium.ActionWrapper whose action space is one Discrete (an index of the "
+            f"combinations; presets {DISCRETE_PRESETS}) or one flat Box ({CONTINUOUS_PRESETS})")
 
 
 def require_flat_observations(env: Any, algorithm: str, family: str = "classic-control") -> int:

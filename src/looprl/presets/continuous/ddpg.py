@@ -11,8 +11,6 @@ import math
 from abc import abstractmethod
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
 from torch import nn, optim
 
 from looprl.agents.actor import Actor
@@ -22,19 +20,12 @@ from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import policy_network, require_flat_observations
+from looprl.presets.common import (
+    policy_network,
+    require_box_actions,
+    require_flat_observations,
+)
 from looprl.presets.off_policy import ReplayPreset
-
-
-def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.spaces.Box:
-    """``env``'s flat ``Box`` action space; ``ValueError`` if it is not one (or unbounded)."""
-    space = env.action_space
-    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-        raise ValueError(f"{algorithm} needs a continuous (flat Box) action space, but "
-                         f"{env.name} has {space}; choose an algorithm for discrete actions")
-    if bounded and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-        raise ValueError(f"{algorithm} needs finite action bounds, but {env.name} has {space}")
-    return space
 
 
 def mlp(in_dim: int, out_dim: int, hidden: int) -> MLP:

@@ -1,0 +1,103 @@
+"""A user's environment that misbehaves, reported in one line at looprl's environment boundary.
+
+* ``EnvironmentFailure``: an exception raised inside an environment's ``reset`` or ``step``,
+  re-raised naming the environment, the method and, where known, the episode and the step
+  (the original exception stays available as ``__cause__``).
+* ``gym_step_output`` / ``gym_reset_output``: what a Gymnasium ``step``/``reset`` returned,
+  checked against Gymnasium's API (the old gym API of a 4-tuple ``step`` and a bare
+  observation from ``reset`` is named as such).
+
+The checks cost a type and a length compare per step; nothing else runs unless something
+failed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["EnvironmentFailure", "failure", "gym_reset_output", "gym_step_output",
+           "unpack_hint"]
+
+STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
+RESET_API = "Gymnasium's (observation, info) pair"
+OLD_GYM = ("the old gym API: port the environment to gymnasium.Env (step returns terminated "
+           "and truncated apart, reset takes seed= and returns (observation, info))")
+
+
+class EnvironmentFailure(RuntimeError):
+    """An exception raised inside an environment's ``reset`` or ``step``.
+
+    Attributes:
+        environment: the environment's name.
+        method: ``"reset"`` or ``"step"``.
+        episode: the episode (1 = the first), when known.
+        step: the step within the episode (1 = the first), when known.
+    """
+
+    def __init__(self, message: str, environment: str, method: str,
+                 episode: int | None = None, step: int | None = None):
+        super().__init__(message)
+        self.environment, self.method = environment, method
+        self.episode, self.step = episode, step
+
+
+def failure(name: str, method: str, error: BaseException, episode: int | None = None,
+            step: int | None = None, copy: int | None = None, hint: str | None = None,
+            where: str | None = None) -> EnvironmentFailure:
+    """The ``EnvironmentFailure`` of ``error``, raised in ``name``'s ``method`` (at
+    ``episode``/``step`` of copy ``copy``, where known, or ``where`` in words; ``hint``: what
+    to do); raise it ``from error``."""
+    parts = [f"copy {copy}" if copy is not None else "",
+             f"episode {episode}" if episode is not None else "",
+             f"step {step}" if step is not None and method == "step" else "", where or ""]
+    where_text = ", ".join(part for part in parts if part)
+    message = (f"{name}.{method}() raised {type(error).__name__}: {error}"
+               f"{f' ({where_text})' if where_text else ''}"
+               f"{f'; {hint}' if hint else ''}")
+    return EnvironmentFailure(message, name, method, episode, step)
+
+
+_UNPACK = re.compile(r"values to unpack \(expected ([25])")
+
+
+def unpack_hint(error: BaseException, method: str) -> str | None:
+    """What an unpacking error inside Gymnasium's vector environment means: the copies
+    return something other than Gymnasium's API (e.g. the old gym API)."""
+    match = _UNPACK.search(str(error)) if isinstance(error, (ValueError, TypeError)) else None
+    if match is None:
+        return None
+    expected = STEP_API if method == "step" else RESET_API
+    return f"looprl expects {expected}; a 4-tuple step or a bare reset observation is {OLD_GYM}"
+
+
+def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
+    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple; else ``TypeError``
+    saying what it returned (a 4-tuple: the old gym API)."""
+    if type(output) is tuple and len(output) == 5:
+        return output
+    if isinstance(output, tuple) and len(output) == 4:
+        raise TypeError(f"{name}.step() returned a 4-tuple (obs, reward, done, info), "
+                        f"{OLD_GYM}; looprl expects {STEP_API}")
+    if isinstance(output, tuple) and len(output) == 5:
+        return tuple(output)  # (a named tuple)
+    raise TypeError(f"{name}.step() returned {_described(output)}; looprl expects {STEP_API}")
+
+
+def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
+    """``output`` of ``name``'s ``reset`` if it is Gymnasium's ``(observation, info)``; else
+    ``TypeError`` saying what it returned (a bare observation: the old gym API)."""
+    if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], dict):
+        return output
+    old = "" if isinstance(output, tuple) else f", {OLD_GYM}"
+    raise TypeError(f"{name}.reset() returned {_described(output)}{old}; looprl expects "
+                    f"{RESET_API} with info a dict")
+
+
+def _described(value: Any) -> str:
+    """``value`` in a few words: its type, its length, and a short repr."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, tuple):
+        return f"a {len(value)}-tuple {text}"
+    return f"a {type(value).__name__} {text}"

@@ -1,0 +1,339 @@
+"""A user's own environment that misbehaves (issue 44, section 2): an exception in its ``step``
+or ``reset``, the old gym API, non-numeric observations, action spaces no preset handles and
+an episode that never ends each get one line saying what was wrong and what to do."""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from looprl.cli import main
+from looprl.core import State
+from looprl.environments import (
+    DuplicateEnvironment,
+    EnvironmentFailure,
+    GymEnvironment,
+    GymnasiumEnvironment,
+)
+from looprl.environments.base import Environment
+from looprl.presets.classic_control import dqn, ppo
+from looprl.presets.continuous import ddpg, sac
+
+BOX = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+
+
+class Crashing(gym.Env):
+    """Raises ``ZeroDivisionError`` at step ``at`` of episode ``episode`` (or in ``reset``)."""
+
+    observation_space, action_space = BOX, gym.spaces.Discrete(2)
+
+    def __init__(self, method: str = "step", at: int = 3, episode: int = 2, length: int = 5):
+        self.method, self.at, self.episode, self.length = method, at, episode, length
+        self.episodes, self.t = 0, 0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episodes, self.t = self.episodes + 1, 0
+        if self.method == "reset" and self.episodes == self.episode:
+            raise ZeroDivisionError("the user's bug")
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.method == "step" and (self.episodes, self.t) == (self.episode, self.at):
+            raise ZeroDivisionError("the user's bug")
+        return np.zeros(4, np.float32), 1.0, self.t == self.length, False, {}
+
+
+class OldGym(gym.Env):
+    """The old gym API: ``step`` returns 4 values, ``reset`` (``bare``) an observation."""
+
+    observation_space, action_space = BOX, gym.spaces.Discrete(2)
+
+    def __init__(self, bare: bool = False):
+        self.bare = bare
+
+    def reset(self, seed=None, options=None):
+        obs = np.zeros(4, np.float32)
+        return obs if self.bare else (obs, {})
+
+    def step(self, action):
+        return np.zeros(4, np.float32), 1.0, False, {}
+
+
+class Observing(gym.Env):
+    """Observations of a given kind: a string, a dict, arrays of two shapes."""
+
+    action_space = gym.spaces.Discrete(2)
+    observation_space = gym.spaces.Text(8)
+
+    def __init__(self, obs):
+        self.obs = obs
+
+    def reset(self, seed=None, options=None):
+        return self.obs, {}
+
+    def step(self, action):
+        return self.obs, 0.0, False, False, {}
+
+
+class UsersEnvironment(Environment):
+    """A user's own looprl ``Environment`` whose ``step`` raises."""
+
+    name = "UsersEnvironment"
+    observation_space, action_space = BOX, gym.spaces.Discrete(2)
+
+    def reset(self, seed=None):
+        self._state = State(torch.zeros(4))
+        return self._state
+
+    def step(self, action):
+        raise KeyError("the user's bug")
+
+    def duplicate(self, n):
+        raise NotImplementedError
+
+
+def _play(env, steps: int, action) -> None:
+    env.reset()
+    for _ in range(steps):
+        env.step(action)
+
+
+def _check_failure(error: EnvironmentFailure, method: str, *where: str) -> None:
+    """One line naming the environment, the method, the error and where; cause chained."""
+    message = str(error)
+    assert "\n" not in message
+    assert f"Crashing.{method}() raised ZeroDivisionError: the user's bug" in message
+    assert all(part in message for part in where), message
+    assert isinstance(error.__cause__, ZeroDivisionError)
+
+
+@pytest.mark.parametrize("method, where", [("step", ("episode 2", "step 3")),
+                                           ("reset", ("episode 2",))])
+def test_an_exception_in_step_or_reset_names_the_env_the_method_and_where(method, where):
+    with pytest.raises(EnvironmentFailure) as info:
+        _reset_by_hand(GymEnvironment(Crashing(method)), 3)
+    _check_failure(info.value, method, *where)
+    assert info.value.method == method and info.value.episode == 2
+    with pytest.raises(EnvironmentFailure) as info:  # the local loop's vector environment
+        _play(DuplicateEnvironment([GymEnvironment(Crashing(method))]), 20, [0])
+    _check_failure(info.value, method, *where)
+    with pytest.raises(EnvironmentFailure) as info:  # Gymnasium's vector env of copies
+        _play(GymEnvironment(Crashing(method)).duplicate(2), 20, [0, 0])
+    _check_failure(info.value, method, "one of its 2 copies")
+    with pytest.raises(EnvironmentFailure) as info:  # the SRL adapter (Ray actors)
+        srl = GymnasiumEnvironment(Crashing(method))
+        for _ in range(4):
+            srl.reset()
+            for _ in range(5):
+                srl.step([0])
+    _check_failure(info.value, method, *where)
+
+
+def _reset_by_hand(env: GymEnvironment, steps: int) -> None:
+    for _ in range(steps):
+        state = env.reset()
+        while not state.done:
+            state = env.step(0)
+
+
+def test_a_single_gym_environment_counts_episodes_and_steps():
+    env = GymEnvironment(Crashing("step", at=4, episode=3))
+    with pytest.raises(EnvironmentFailure, match=r"\(episode 3, step 4\)"):
+        _reset_by_hand(env, 5)
+
+
+def test_a_users_own_looprl_environment_is_named_with_its_copy():
+    envs = DuplicateEnvironment([GymEnvironment("CartPole-v1"), UsersEnvironment()])
+    envs.reset()
+    with pytest.raises(EnvironmentFailure, match=r"^UsersEnvironment\.step\(\) raised KeyError: "
+                       r"\"the user's bug\" \(copy 1\)$"):
+        envs.step([0, 0])
+
+
+def test_the_cli_prints_an_environment_failure_in_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "users_envs.py").write_text(textwrap.dedent("""
+        import gymnasium as gym, numpy as np
+        class Crashing(gym.Env):
+            observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+            action_space = gym.spaces.Discrete(2)
+            def reset(self, seed=None, options=None):
+                self.t = 0
+                return np.zeros(4, np.float32), {}
+            def step(self, action):
+                self.t += 1
+                if self.t == 7:
+                    raise ZeroDivisionError("the user's bug")
+                return np.zeros(4, np.float32), 1.0, False, False, {}
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("LOOPRL_DEBUG", raising=False)
+    code = main(["train", "dqn", "users_envs:Crashing", "--frames", "50", "--quiet",
+                 "--logdir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "Traceback" not in err
+    assert err.startswith("looprl: error: ") and ".step() raised ZeroDivisionError" in err
+    assert "step 7" in err
+
+
+@pytest.mark.parametrize("make", [lambda: GymEnvironment(OldGym()),
+                                  lambda: DuplicateEnvironment([GymEnvironment(OldGym())]),
+                                  lambda: GymnasiumEnvironment(OldGym())])
+def test_the_old_gym_step_api_is_named(make):
+    env = make()
+    action = [0] if not isinstance(env, GymEnvironment) else 0
+    env.reset()
+    with pytest.raises(TypeError, match=r"OldGym\.step\(\) returned a 4-tuple \(obs, reward, "
+                       r"done, info\), the old gym API.*looprl expects Gymnasium's 5-tuple"):
+        env.step(action)
+
+
+@pytest.mark.parametrize("make", [lambda: GymEnvironment(OldGym(bare=True)),
+                                  lambda: GymnasiumEnvironment(OldGym(bare=True))])
+def test_a_bare_reset_observation_is_named(make):
+    with pytest.raises(TypeError, match=r"OldGym\.reset\(\) returned a ndarray .*the old gym "
+                       r"API.*\(observation, info\) pair"):
+        make().reset()
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_the_old_gym_api_in_a_vector_environment_is_named(bare):
+    env = GymEnvironment(OldGym(bare)).duplicate(2)
+    with pytest.raises(EnvironmentFailure, match="old gym API"):
+        _play(env, 2, [0, 0])
+
+
+@pytest.mark.parametrize("obs, kind", [("hello", "dtype <U5"), ({"a": 1.0}, "dtype object"),
+                                       ((np.zeros(2), np.zeros(3)), "tuple"),
+                                       (None, "dtype object")])
+def test_a_non_numeric_observation_says_what_it_was(obs, kind):
+    makers = [lambda: GymEnvironment(Observing(obs)),
+              lambda: DuplicateEnvironment([GymEnvironment(Observing(obs))]),
+              lambda: GymEnvironment(Observing(obs)).duplicate(2)]
+    for make in makers:
+        with pytest.raises(TypeError) as info:
+            env = make()
+            env.reset()
+            env.step([0, 0] if hasattr(env, "n_envs") else 0)
+        message = str(info.value)
+        assert message.startswith("Observing returned an observation of "), message
+        assert kind in message and "looprl expects numbers" in message
+
+
+SPACES = [gym.spaces.MultiDiscrete([2, 3]), gym.spaces.MultiBinary(3),
+          gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(2))),
+          gym.spaces.Dict({"a": gym.spaces.Discrete(2)})]
+
+
+def _env_with_actions(space: gym.Space) -> GymEnvironment:
+    env = Observing(np.zeros(4, np.float32))
+    env.observation_space, env.action_space = BOX, space
+    return GymEnvironment(env)
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("builder, name, handles", [
+    (ppo, "PPO", "discrete actions"), (dqn, "DQN", "discrete actions"),
+    (ddpg, "DDPG", "continuous actions"), (sac, "SAC", "continuous actions")])
+def test_an_action_space_no_preset_handles_is_named(space, builder, name, handles):
+    with pytest.raises(ValueError) as info:
+        builder.env(_env_with_actions(space)).build()
+    message = str(info.value)
+    kind = type(space).__name__
+    assert message.startswith(f"{name} handles {handles}"), message
+    assert f"has {kind} actions" in message and f"no looprl preset acts in {kind}" in message
+    assert "continuous actions" not in message.partition(";")[2].partition("(")[0]
+
+
+def test_discrete_and_continuous_presets_point_at_each_other():
+    box = _env_with_actions(gym.spaces.Box(-1.0, 1.0, (2,), np.float32))
+    with pytest.raises(ValueError, match=r"has Box actions .*choose a preset for continuous "
+                       r"actions \(continuous\.ppo"):
+        ppo.env(box).build()
+    with pytest.raises(ValueError, match=r"has Discrete actions .*choose a preset for discrete "
+                       r"actions \(ppo, dqn"):
+        ddpg.env(_env_with_actions(gym.spaces.Discrete(3))).build()
+    flat = _env_with_actions(gym.spaces.Box(-1.0, 1.0, (2, 2), np.float32))
+    with pytest.raises(ValueError, match=r"has Box of shape \(2, 2\) actions .*flatten"):
+        sac.env(flat).build()
+
+
+def _forever_zoo_env():
+    """A PettingZoo parallel environment whose episodes never end."""
+    from pettingzoo.utils.env import ParallelEnv
+
+    class Forever(ParallelEnv):
+        metadata = {"name": "forever"}
+        render_mode = None
+        possible_agents = ["a", "b"]
+
+        def observation_space(self, agent):
+            return gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+        def action_space(self, agent):
+            return gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.agents, self.steps = list(self.possible_agents), 0
+            return ({a: np.zeros(2, np.float32) for a in self.agents},
+                    {a: {} for a in self.agents})
+
+        def step(self, actions):
+            self.steps += 1
+            if self.steps > 1000:  # (the test fails instead of hanging without the cap)
+                raise RuntimeError("the episode was not cut")
+            obs = {a: np.zeros(2, np.float32) for a in self.agents}
+            return (obs, dict.fromkeys(self.agents, 1.0), dict.fromkeys(self.agents, False),
+                    dict.fromkeys(self.agents, False), {a: {} for a in self.agents})
+
+    return Forever()
+
+
+def test_a_never_ending_multiagent_episode_is_cut(monkeypatch, caplog):
+    pytest.importorskip("pettingzoo")
+    from looprl.agents.independent import IndependentMultiagent, RandomAgent
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.experiments import multiagent
+
+    monkeypatch.setattr(multiagent, "episode_cap", lambda env: 40)
+    env = MultiagentPettingZooEnv(_forever_zoo_env())
+    agents = IndependentMultiagent({a: RandomAgent(env.action_space(a), seed=0)
+                                    for a in env.possible_agents})
+    with caplog.at_level(logging.WARNING):
+        returns = multiagent.play(env, agents, episodes=2, seed=0)
+    assert len(returns["a"]) == 2 and 0 < returns["a"][0] <= 40
+    assert "cut after 40 turns" in caplog.text
+
+
+def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path):
+    pytest.importorskip("pettingzoo")
+    from looprl.agents.independent import IndependentMultiagent, RandomAgent
+    from looprl.core import Preset
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.experiments import multiagent
+
+    class RandomPreset(Preset):
+        def __init__(self, env):
+            super().__init__("random", "cpu", {})
+            self.spaces = {agent: env.action_space(agent) for agent in env.possible_agents}
+
+        def agent(self, logger=None, train_steps=float("inf")):
+            return IndependentMultiagent({name: RandomAgent(space, 0)
+                                          for name, space in self.spaces.items()})
+
+        def test_agent(self):
+            return self.agent()
+
+    monkeypatch.setattr(multiagent, "episode_cap", lambda env: 30)
+    env = MultiagentPettingZooEnv(_forever_zoo_env())
+    experiment = multiagent.MultiagentEnvExperiment(RandomPreset(env), env, quiet=True, seed=0,
+                                                    logdir=str(tmp_path))
+    experiment.train(frames=10)
+    assert (experiment.episode, experiment.frame) == (1, 30)
+    experiment.close()
