@@ -22,12 +22,8 @@ import torch
 from looprl.agents.independent import MaskedAgent, masked_observation
 from looprl.core import Multiagent
 from looprl.environments.multiagent import MultiagentEnvironment
-from looprl.experiments.experiment import (
-    DEFAULT_EPISODE_CAP,
-    Experiment,
-    episode_cap,
-    play_episode,
-)
+from looprl.experiments.episodes import DEFAULT_EPISODE_CAP, episode_cap, play_episode
+from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub, observation_row
