@@ -246,7 +246,7 @@ def test_to_torch_and_numpy():
     assert t.obs[0].tolist() == [6.0, 7.0, 8.0] and t.extra is None
     assert t.inner.h.dtype == torch.float64
     assert isinstance(x.to_torch().inner.g, torch.Tensor)
-    n = NamedArray(a=torch.ones(2, requires_grad=True), b=np.zeros(1)).to_numpy()
+    n = NamedArray(a=torch.ones(2, requires_grad=True), b=np.zeros(2)).to_numpy()
     assert isinstance(n.a, np.ndarray) and isinstance(n.b, np.ndarray)
     np.testing.assert_array_equal(n.a, [1, 1])
 

@@ -66,6 +66,7 @@ class Approximation:
                  target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
                  flush_denormal: bool = True, *, lr_scheduler: Any = None):
         check_count(log_every=log_every)
+        _check_parts(model, optimizer)
         if scheduler is not None and lr_scheduler is not None:
             raise ValueError("Approximation got both scheduler and lr_scheduler (the same "
                              "thing under two names): pass one")
@@ -246,6 +247,26 @@ class Approximation:
         result = self.model.load_state_dict(state_dict, strict=strict)
         self._target.sync()
         return result
+
+
+def _check_parts(model: Any, optimizer: Any) -> None:
+    """One line if ``model`` is no ``nn.Module``, ``optimizer`` no optimizer, or an optimizer
+    that updates none of ``model``'s parameters (training would silently change nothing)."""
+    fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"Approximation's model is a torch nn.Module, got "
+                        f"{type(model).__name__} {model!r:.40}; {fix}")
+    if optimizer is None:
+        return
+    groups = getattr(optimizer, "param_groups", None)
+    if isinstance(optimizer, nn.Module) or not isinstance(groups, list) or not callable(
+            getattr(optimizer, "step", None)):
+        raise TypeError(f"Approximation's optimizer is a torch.optim.Optimizer, got "
+                        f"{type(optimizer).__name__}; {fix}")
+    own = {id(p) for p in model.parameters()}
+    if own and not own.intersection(id(p) for group in groups for p in group["params"]):
+        raise ValueError("Approximation's optimizer updates none of the model's parameters "
+                         f"(it was built from another model's); {fix}")
 
 
 def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:

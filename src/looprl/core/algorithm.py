@@ -140,13 +140,21 @@ class _Registry:
             raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
         self.entries[name] = cls
 
-    def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    def missing(self, name: str) -> str | None:
+        """``None`` if ``name`` is registered (once the modules that register names are
+        imported), else the line saying it is not, with the closest registered name."""
         if name not in self.entries:
             _import_name_sources()
-        if name not in self.entries:
-            known = ", ".join(sorted(self.entries)) or "none"
-            hint = did_you_mean(str(name), self.entries)
-            raise KeyError(f"unknown {self.kind} {name!r}.{hint} Registered: {known}")
+        if name in self.entries:
+            return None
+        known = ", ".join(sorted(self.entries)) or "none"
+        hint = did_you_mean(str(name), self.entries)
+        return f"unknown {self.kind} {name!r}.{hint} Registered: {known}"
+
+    def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        problem = self.missing(name)
+        if problem is not None:
+            raise KeyError(problem)
         options = kwargs.pop("args", None) or {}
         entry = self.entries[name]
         factory = import_object(entry, self.kind) if isinstance(entry, str) else entry

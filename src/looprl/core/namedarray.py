@@ -98,7 +98,9 @@ class NamedArray:
         **fields: the field names and their values.
 
     Raises:
-        ValueError: a field name clashes with a ``NamedArray`` attribute (e.g. ``values``).
+        ValueError: a field name clashes with a ``NamedArray`` attribute (e.g. ``values``),
+            or the leaves' leading (batch) dimensions differ (checked when built with
+            keywords or positional fields, not by the indexing and aggregation fast paths).
     """
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
@@ -111,8 +113,10 @@ class NamedArray:
                 raise TypeError(f"{type(self).__name__}() takes keyword arguments only")
             _check_names(kwargs)
             values = kwargs
+            if len(values) > 1:
+                _check_lengths(type(self).__name__, values)
         else:
-            values = self._bind(args, kwargs)
+            values = self._bind(args, kwargs)  # (checks the lengths)
         self.__dict__.update(values)
         self.__dict__["_fields"] = self._field_names or tuple(values)
 
@@ -131,7 +135,9 @@ class NamedArray:
         missing = [n for n in names if n not in values and n not in self._defaults]
         if missing:
             raise TypeError(f"{name}() missing required field(s): {', '.join(map(repr, missing))}")
-        return {n: values[n] if n in values else self._defaults[n] for n in names}
+        values = {n: values[n] if n in values else self._defaults[n] for n in names}
+        _check_lengths(name, values)
+        return values
 
     @classmethod
     def _from_fields(cls: type[T], fields: tuple[str, ...], values: Sequence[Any]) -> T:
@@ -188,7 +194,11 @@ class NamedArray:
             if idx in self._fields:
                 return self.__dict__[idx]
             raise KeyError(f"{type(self).__name__} has no field {idx!r}")
-        return recursive_apply(self, lambda leaf: leaf[_convert_index(idx, leaf)])
+        try:
+            return recursive_apply(self, lambda leaf: leaf[_convert_index(idx, leaf)])
+        except (IndexError, ValueError, RuntimeError):
+            _diagnose_lengths(self)  # (a decorated class's keyword path checks no lengths)
+            raise
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         """Sets field ``idx`` if it is a string, else writes ``value`` into every leaf in place.
@@ -204,6 +214,16 @@ class NamedArray:
         named = isinstance(value, NamedArray)
         if named and set(value._fields) != set(self._fields):
             raise ValueError(f"fields {value._fields} do not match {self._fields}")
+        try:
+            self._write(idx, value, named)
+        except (IndexError, ValueError, RuntimeError):
+            _diagnose_lengths(self)
+            if named:
+                _diagnose_lengths(value)
+            raise
+
+    def _write(self, idx: Any, value: Any, named: bool) -> None:
+        """``__setitem__``'s writes into every leaf."""
         for name, leaf in self.items():
             src = value.__dict__[name] if named else value
             if named and (leaf is None) != (src is None):
@@ -272,6 +292,53 @@ def _check_names(names: Any) -> None:
     clash = _RESERVED.intersection(names)
     if clash:
         raise ValueError(f"field name(s) {sorted(clash)} clash with NamedArray attributes")
+
+
+def _check_lengths(name: str, values: dict[str, Any]) -> None:
+    """A one-line ``ValueError`` if the leaves in ``values`` (arrays with a dimension, nested
+    ``NamedArray`` s) have different leading (batch) dimensions; cheap, it runs per step."""
+    first = None
+    for value in values.values():
+        if isinstance(value, NamedArray):
+            try:
+                length = len(value)
+            except TypeError:  # unsized: nothing to compare
+                continue
+        else:
+            shape = getattr(value, "shape", None)
+            if not shape:  # None, a scalar or a 0-d array
+                continue
+            length = shape[0]
+        if first is None:
+            first = length
+        elif length != first:
+            raise ValueError(_lengths_message(name, values))
+
+
+def _lengths_message(name: str, values: dict[str, Any]) -> str:
+    """What ``_check_lengths`` says: each field's leading dimension."""
+    lengths = {}
+    for key, value in values.items():
+        if isinstance(value, NamedArray):
+            try:
+                lengths[key] = len(value)
+            except TypeError:
+                pass
+        elif getattr(value, "shape", None):
+            lengths[key] = value.shape[0]
+    listed = ", ".join(f"{key}: {length}" for key, length in lengths.items())
+    return (f"{name} fields must share their leading (batch) dimension, got {listed}; "
+            "give every field the same number of rows")
+
+
+def _diagnose_lengths(x: NamedArray) -> None:
+    """Raise ``_check_lengths``'s one line (from ``None``) if ``x``'s leaves differ in
+    length: the cause of an indexing error in a ``NamedArray`` built by a fast path."""
+    values = {name: x.__dict__[name] for name in x._fields}
+    try:
+        _check_lengths(type(x).__name__, values)
+    except ValueError as error:
+        raise ValueError(str(error)) from None
 
 
 def namedarray(cls: type) -> type[NamedArray]:

@@ -15,6 +15,7 @@ along with the defaults, so code acts on the abstraction, not on the shape of th
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -38,7 +39,66 @@ def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
     x = {**x, **kwargs}
     if "observation" not in x:
         raise KeyError(f"{kind} requires an 'observation' entry")
+    if isinstance(x["observation"], str | bytes | type(None)):
+        raise TypeError(f"{kind} observation must be a tensor, an array or a number, got "
+                        f"{x['observation']!r}; pass the observation (or a dict with an "
+                        "'observation' entry) as the state's first argument")
     return x
+
+
+_SCALARS = (float, int, bool)  # (the types a single state's reward, done and mask mostly are)
+
+
+def _check_scalars(x: dict[str, Any], kind: str) -> None:
+    """A one-line ``TypeError`` if a single state's ``reward``, ``done`` or ``mask`` is not
+    one number (a list, a string, a tensor of several elements)."""
+    for key in ("reward", "done", "mask"):
+        value = x.get(key, 0.0)
+        if type(value) not in _SCALARS and not _is_number(value):
+            raise TypeError(f"a single {kind}'s {key} is one number, got {value!r}; for a "
+                            "batch of states use StateArray(x, shape) or State.array([...])")
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, numbers.Number | np.bool_):
+        return True
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1
+    return isinstance(value, np.ndarray) and value.size == 1
+
+
+def _stack(key: str, values: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.stack(values)``; a one-line ``ValueError`` naming ``key`` if shapes differ."""
+    try:
+        return torch.stack(values)
+    except RuntimeError:
+        shapes = sorted({tuple(v.shape) for v in values})
+        raise ValueError(f"State.array: the states' {key!r} entries have different shapes "
+                         f"{shapes}; give every state the same {key!r} shape") from None
+
+
+def _batch_shape(shape: Any) -> tuple[int, ...]:
+    """A ``StateArray``'s ``shape`` as a tuple (an int is one dimension)."""
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        return (shape,)
+    if isinstance(shape, tuple | list | torch.Size) and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in shape):
+        return tuple(shape)
+    raise TypeError(f"StateArray shape is a tuple of ints (the batch dimensions), got "
+                    f"{shape!r}")
+
+
+def _check_batched(x: dict[str, Any], shape: tuple[int, ...]) -> None:
+    """A one-line ``ValueError`` if the observation, ``reward``, ``done`` or ``mask`` is a
+    tensor that does not have ``shape`` as its leading dimensions (a 0-d one is one value
+    for every row)."""
+    for key in ("observation", "reward", "done", "mask"):
+        value = x.get(key)
+        if not isinstance(value, torch.Tensor) or (value.dim() == 0 and key != "observation"):
+            continue
+        if value.shape[:len(shape)] != shape:
+            raise ValueError(f"StateArray of shape {shape}: its {key!r} has shape "
+                             f"{tuple(value.shape)}, whose leading dimensions must be {shape}")
 
 
 def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
@@ -104,6 +164,7 @@ class State(dict):
         x = _entries(x, kwargs, type(self).__name__)
         x.setdefault("reward", 0.0)
         x.setdefault("done", False)
+        _check_scalars(x, type(self).__name__)
         x.setdefault("mask", 1.0 - float(x["done"]))
         super().__init__(x)
         self.device = device
@@ -121,7 +182,7 @@ class State(dict):
         for key in list_of_states[0]:
             values = [state[key] for state in list_of_states]
             if isinstance(values[0], torch.Tensor):
-                x[key] = torch.stack(values)
+                x[key] = _stack(key, values)
             elif isinstance(values[0], (bool, int, float, np.number, np.bool_, np.ndarray)):
                 x[key] = _to_tensor(np.array(values), device)
             else:
@@ -240,6 +301,8 @@ class StateArray(State):
     def __init__(self, x: dict[str, Any], shape: tuple[int, ...],
                  device: str | torch.device = "cpu", **kwargs: Any):
         x = _entries(x, kwargs, "StateArray")
+        shape = _batch_shape(shape)
+        _check_batched(x, shape)
         if "reward" not in x:
             x["reward"] = torch.zeros(shape, device=device)
         if "done" not in x:

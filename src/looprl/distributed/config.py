@@ -64,6 +64,8 @@ class AlgorithmSpec:
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        _check_names(self)
 
     @classmethod
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
@@ -207,6 +209,22 @@ def _registries() -> dict[str, dict[str, Any]]:
 
     return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
             "trainer": algorithm._TRAINERS.entries}
+
+
+def _check_names(spec: AlgorithmSpec) -> None:
+    """A one-line ``ValueError`` (with the closest registered name) for a policy or trainer
+    name that is not registered, unless ``spec`` carries its registration (``portable``)."""
+    import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
+    from looprl.core import algorithm
+
+    for kind, registry in (("policy", algorithm._POLICIES), ("trainer", algorithm._TRAINERS)):
+        name = getattr(spec, kind)
+        if not isinstance(name, str) or spec.registrations.get(kind, (None,))[0] == name:
+            continue
+        problem = registry.missing(name)
+        if problem is not None:
+            raise ValueError(f"AlgorithmSpec: {problem} (looprl.core.register_{kind}(name, cls) "
+                             "registers one of your own)")
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:

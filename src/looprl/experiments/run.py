@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,8 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
     if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
         raise ValueError(f"frames must be a positive number of environment steps, got "
                          f"{frames!r}")
+    _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
+                     render=render, verbose=verbose)
     results = []
     for env_or_id in _as_list(envs):
         for agent in _as_list(agents):
@@ -120,6 +123,28 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                                          meta=meta)
             results.append(_run(experiment, frames, test_episodes))
     return results
+
+
+def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -> None:
+    """One line for a ``run_experiment`` argument of the wrong type or range."""
+    if not isinstance(logdir, str | os.PathLike):
+        raise TypeError(f"run_experiment's logdir is a directory path (a str or a Path), got "
+                        f"{type(logdir).__name__} {logdir!r:.40}")
+    if not _is_int(test_episodes):
+        raise TypeError(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
+                        f"evaluation), got {test_episodes!r:.40}")
+    if test_episodes < 0:
+        raise ValueError(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
+                         f"evaluation), got {test_episodes}")
+    if seed is not None and not _is_int(seed):
+        raise TypeError(f"run_experiment's seed is an int or None, got {seed!r:.40}")
+    for name, value in flags.items():
+        if not isinstance(value, numbers.Integral | np.bool_):  # (True, False, 0 or 1)
+            raise TypeError(f"run_experiment's {name} is True or False, got {value!r:.40}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:

@@ -102,8 +102,32 @@ class PresetBuilder:
         return builder
 
     def env(self, env: Any) -> PresetBuilder:
-        """Set the environment the preset's agents will act in."""
+        """Set the environment the preset's agents will act in. looprl's presets also take
+        an id (``"CartPole-v1"``, an import path ``pkg.module:Env``), made in the form the
+        preset's family acts in, as ``looprl train`` makes it; a user's constructor gets
+        ``env`` as it is (ALL's builder).
+
+        Raises:
+            TypeError: a looprl preset got neither an id nor an environment.
+        """
+        family = self._family()
+        if family is None:
+            return self._preset_builder(env=env)
+        if isinstance(env, str):
+            from looprl.presets.catalog import make_env
+
+            return self._preset_builder(env=make_env(f"{family}.{self.default_name}", env))
+        if not (hasattr(env, "action_space") or hasattr(env, "action_spaces")):
+            raise TypeError(f"{self.default_name}.env() takes an environment (e.g. "
+                            f"GymEnvironment('CartPole-v1')) or a Gymnasium id, got "
+                            f"{type(env).__name__} {env!r:.40}")
         return self._preset_builder(env=env)
+
+    def _family(self) -> str | None:
+        """The looprl family (``classic_control``, ...) of this preset, from its
+        constructor's module; ``None`` for a user's constructor."""
+        parts = str(getattr(self.constructor, "__module__", "")).split(".")
+        return parts[2] if parts[:2] == ["looprl", "presets"] and len(parts) > 3 else None
 
     def device(self, device: str | torch.device) -> PresetBuilder:
         """Set the device of the preset's networks (default: CUDA if available, else CPU).

@@ -1,0 +1,182 @@
+"""Issue 44, section 1: the Python API refuses wrong shapes and types in one line.
+
+Each test feeds a kind of bad input to an entry point and asserts a ``TypeError`` or
+``ValueError`` whose message is one line naming what was wrong (and no deep error later).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from looprl.approximation import Approximation
+from looprl.core import NamedArray, State, StateArray, namedarray
+from looprl.distributed.config import AlgorithmSpec
+from looprl.experiments import run_experiment
+from looprl.presets.classic_control import dqn, ppo
+
+
+def one_line(error: pytest.ExceptionInfo) -> str:
+    message = str(error.value)
+    assert "\n" not in message, message
+    return message
+
+
+# -- State, StateArray, State.array --------------------------------------------------------
+@pytest.mark.parametrize("observation", ["abc", b"abc", None])
+def test_state_refuses_an_observation_that_is_no_array(observation):
+    with pytest.raises((TypeError, KeyError)) as error:
+        State(observation)
+    assert "observation" in str(error.value)
+    with pytest.raises(TypeError, match="observation"):
+        State({"observation": "abc"})
+
+
+@pytest.mark.parametrize("entry, value", [
+    ("reward", [1.0, 2.0]), ("reward", torch.ones(2)), ("reward", "1"),
+    ("done", np.array([True, False])), ("mask", [1.0]),
+])
+def test_single_state_takes_one_number_per_reward_done_mask(entry, value):
+    with pytest.raises(TypeError) as error:
+        State(torch.zeros(4), **{entry: value})
+    assert entry in one_line(error) and "StateArray" in one_line(error)
+
+
+def test_single_state_still_takes_numbers_of_every_kind():
+    state = State(torch.zeros(4), reward=np.float32(1.5), done=np.bool_(True))
+    assert state.reward == 1.5 and state.done and state.mask == 0.0
+    assert State(torch.zeros(4), reward=torch.tensor(2.0), mask=torch.tensor([1.0])).reward == 2
+
+
+@pytest.mark.parametrize("entries", [
+    {"observation": torch.zeros(2, 4)},
+    {"observation": torch.zeros(3, 4), "reward": torch.zeros(4)},
+    {"observation": torch.zeros(3, 4), "done": torch.zeros(2, dtype=torch.bool)},
+    {"observation": torch.zeros(3, 4), "mask": torch.ones(5)},
+])
+def test_state_array_entries_must_lead_with_its_shape(entries):
+    with pytest.raises(ValueError) as error:
+        StateArray(entries, (3,))
+    assert "(3,)" in one_line(error)
+
+
+def test_state_array_shape_is_a_tuple_of_ints():
+    assert StateArray({"observation": torch.zeros(3, 4)}, 3).shape == (3,)
+    with pytest.raises(TypeError, match="tuple of ints"):
+        StateArray({"observation": torch.zeros(3, 4)}, "3")
+    scalar_mask = StateArray({"observation": torch.zeros(3, 4)}, (3,), mask=1.0)
+    assert scalar_mask.shape == (3,)
+
+
+def test_state_array_of_different_observation_shapes_names_the_entry():
+    states = [State(torch.zeros(4)), State(torch.zeros(3))]
+    with pytest.raises(ValueError) as error:
+        State.array(states)
+    assert "'observation'" in one_line(error) and "(3,)" in one_line(error)
+
+
+# -- NamedArray ------------------------------------------------------------------------
+@namedarray
+class Rows:
+    obs: np.ndarray
+    reward: np.ndarray
+
+
+def test_named_array_fields_share_their_leading_dimension():
+    with pytest.raises(ValueError) as error:
+        NamedArray(a=np.zeros(3), b=np.zeros(4))
+    assert "a: 3, b: 4" in one_line(error)
+    with pytest.raises(ValueError, match="leading"):
+        NamedArray(a=torch.zeros(3, 2), inner=NamedArray(h=np.zeros((4, 1))))
+    with pytest.raises(ValueError, match="leading"):
+        Rows(np.zeros((3, 2)), np.zeros(4))  # positional: the slow path checks
+    assert len(NamedArray(a=np.zeros(3), b=None, c=np.float32(1.0))) == 3
+
+
+def test_a_fast_built_named_array_of_different_lengths_says_so_when_indexed():
+    rows = Rows(obs=np.zeros((3, 2)), reward=np.zeros(4))  # (unchecked: built every step)
+    with pytest.raises(ValueError) as error:
+        rows[[0, 3]]
+    assert "obs: 3, reward: 4" in one_line(error)
+    buffer = Rows(obs=np.zeros((5, 2)), reward=np.zeros(5))
+    with pytest.raises(ValueError, match="obs: 3, reward: 4"):
+        buffer[1:3] = rows
+    assert rows[[0, 1]].reward.shape == (2,)  # rows both fields have are still readable
+
+
+# -- Approximation -------------------------------------------------------------------------
+def test_approximation_refuses_a_model_that_is_no_module():
+    with pytest.raises(TypeError) as error:
+        Approximation("model")
+    assert "nn.Module" in one_line(error) and "str" in one_line(error)
+
+
+def test_approximation_refuses_a_module_as_optimizer():
+    model = nn.Linear(2, 1)
+    with pytest.raises(TypeError) as error:
+        Approximation(model, model)
+    assert "torch.optim.Optimizer" in one_line(error) and "Linear" in one_line(error)
+    with pytest.raises(TypeError, match="Optimizer"):
+        Approximation(model, "adam")
+
+
+def test_approximation_refuses_an_optimizer_of_another_models_parameters():
+    torch.manual_seed(0)
+    model, other = nn.Linear(2, 1), nn.Linear(2, 1)
+    with pytest.raises(ValueError) as error:
+        Approximation(model, torch.optim.Adam(other.parameters()))
+    assert "none of the model's parameters" in one_line(error)
+    # an optimizer over the model's parameters and more (shared features) is fine
+    both = torch.optim.Adam([*model.parameters(), *other.parameters()])
+    Approximation(model, both).reinforce(model(torch.ones(1, 2)).sum())
+
+
+# -- run_experiment ------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, error_type, word", [
+    ({"logdir": 123}, TypeError, "logdir"),
+    ({"test_episodes": "3"}, TypeError, "test_episodes"),
+    ({"test_episodes": 2.5}, TypeError, "test_episodes"),
+    ({"test_episodes": -3}, ValueError, "test_episodes"),
+    ({"seed": "1"}, TypeError, "seed"),
+    ({"quiet": "False"}, TypeError, "quiet"),
+])
+def test_run_experiment_checks_its_arguments_before_running(tmp_path, kwargs, error_type,
+                                                            word):
+    kwargs.setdefault("logdir", str(tmp_path))
+    with pytest.raises(error_type) as error:
+        run_experiment(ppo.device("cpu"), "CartPole-v1", 100, **kwargs)
+    assert word in one_line(error)
+    assert not any(tmp_path.iterdir())  # nothing started
+
+
+# -- PresetBuilder.env ---------------------------------------------------------------------
+def test_builder_env_takes_a_gymnasium_id():
+    preset = ppo.env("CartPole-v1").device("cpu").build()
+    assert preset.env_name == "CartPole-v1"
+    assert dqn.env("CartPole-v1").device("cpu").build().env_name == "CartPole-v1"
+
+
+@pytest.mark.parametrize("env", [123, 1.5, ["CartPole-v1"], object()])
+def test_builder_env_refuses_what_is_no_environment(env):
+    with pytest.raises(TypeError) as error:
+        ppo.env(env)
+    assert "Gymnasium id" in one_line(error)
+
+
+# -- AlgorithmSpec -------------------------------------------------------------------------
+@pytest.mark.parametrize("kind, name, suggestion", [
+    ("trainer", "ppoo", "ppo"), ("policy", "actor-critc", "actor-critic"),
+])
+def test_algorithm_spec_checks_names_at_construction(kind, name, suggestion):
+    parts = {"policy": "actor-critic", "trainer": "ppo", kind: name}
+    with pytest.raises(ValueError) as error:
+        AlgorithmSpec(env="CartPole-v1", **parts)
+    assert f"Did you mean '{suggestion}'" in one_line(error)
+
+
+def test_algorithm_spec_takes_registered_names_and_factories():
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic", trainer="ppo")
+    assert spec.on_device("cpu").trainer == "ppo"  # (``replace`` checks again)
+    AlgorithmSpec(env="CartPole-v1", policy=lambda: None, trainer=lambda policy: None)
