@@ -46,3 +46,16 @@ def test_a_never_ending_environment_trains_and_evaluates_within_the_cap(
 def test_the_cap_is_the_environments_time_limit() -> None:
     assert episodes.episode_cap(GymEnvironment("CartPole-v1").duplicate(2)) == 500
     assert episodes.episode_cap(GymEnvironment(Endless())) == 27_000
+
+
+def test_ray_evaluation_of_a_never_ending_environment_ends_at_the_cap(monkeypatch) -> None:
+    """``looprl.distributed.pipeline.evaluate`` (Ray's final evaluation, run in process)."""
+    from looprl.distributed.config import AlgorithmSpec
+    from looprl.distributed.pipeline import evaluate
+
+    if "LooprlEndless-v0" not in gym.registry:
+        gym.register(id="LooprlEndless-v0", entry_point=Endless)
+    monkeypatch.setattr(episodes, "DEFAULT_EPISODE_CAP", 30)
+    preset = dqn.hyperparameters(hidden=8).env(GymEnvironment("LooprlEndless-v0")).build()
+    spec, _ = AlgorithmSpec.of_preset(preset, frames=100)
+    assert evaluate(spec, None, episodes=2) == [30.0, 30.0]

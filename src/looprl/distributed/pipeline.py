@@ -9,6 +9,7 @@ remotely.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,10 @@ from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.independent import IndependentCore
+from looprl.experiments.episodes import DEFAULT_EPISODE_CAP, episode_cap
 from looprl.meta.hub import MetaHub
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PipelineReport", "collect", "evaluate", "load_shared_state", "test_pipeline",
            "trainer_core"]
@@ -165,8 +169,18 @@ def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: i
     runner = EnvRunner(spec.make_env, None, 1, 1, policy.default_policy_state, seed=seed,
                        is_evaluation=True)
     returns: list[float] = []
+    cap, steps = episode_cap(runner.envs[0]), 0
     while len(returns) < episodes:
         collect(runner, policy)
         runner.segments()  # not kept
-        returns += [episode.ret for episode in runner.pop_episodes()]
+        ended = runner.pop_episodes()
+        returns += [episode.ret for episode in ended]
+        steps = 0 if ended else steps + 1
+        if steps >= cap:  # an episode that does not end: counted as ended there
+            logger.warning("an evaluation episode of %s ran %d steps without ending: counted "
+                           "as ended there (the cap: the env's max_episode_steps, else %d)",
+                           spec.env_label, cap, DEFAULT_EPISODE_CAP)
+            returns.append(float(runner.running_returns[0]))
+            runner.truncate()
+            steps = -1  # (the next step resets the copy)
     return returns[:episodes]
