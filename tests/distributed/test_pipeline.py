@@ -120,7 +120,7 @@ def test_unknown_names_fail_before_any_worker_starts() -> None:
     with pytest.raises(KeyError, match="unknown environment 'CartPol-v1'"):
         DistributedRun(AlgorithmSpec(env="CartPol-v1", policy="actor-critic-separate",
                                      trainer="ppo")).run()
-    with pytest.raises(KeyError, match="unknown policy 'actor-critic-sep'.*actor-critic-separate"):
+    with pytest.raises(ValueError, match="unknown policy 'actor-critic-sep'.*-separate"):
         test_pipeline(AlgorithmSpec(env="CartPole-v1", policy="actor-critic-sep", trainer="ppo"))
     assert time.perf_counter() - start < 30
 
