@@ -39,14 +39,16 @@ def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
     x = {**x, **kwargs}
     if "observation" not in x:
         raise KeyError(f"{kind} requires an 'observation' entry")
-    if isinstance(x["observation"], str | bytes | type(None)):
+    if type(x["observation"]) in _NOT_OBSERVATIONS:
         raise TypeError(f"{kind} observation must be a tensor, an array or a number, got "
                         f"{x['observation']!r}; pass the observation (or a dict with an "
                         "'observation' entry) as the state's first argument")
     return x
 
 
-_SCALARS = (float, int, bool)  # (the types a single state's reward, done and mask mostly are)
+_NOT_OBSERVATIONS = frozenset({str, bytes, type(None)})
+#: the types a single state's reward, done and mask mostly are (checked in one look-up)
+_SCALARS = frozenset({float, int, bool})
 
 
 def _check_scalars(x: dict[str, Any], kind: str) -> None:
@@ -79,6 +81,8 @@ def _stack(key: str, values: list[torch.Tensor]) -> torch.Tensor:
 
 def _batch_shape(shape: Any) -> tuple[int, ...]:
     """A ``StateArray``'s ``shape`` as a tuple (an int is one dimension)."""
+    if type(shape) is tuple:
+        return shape
     if isinstance(shape, int) and not isinstance(shape, bool):
         return (shape,)
     if isinstance(shape, tuple | list | torch.Size) and all(
@@ -92,11 +96,15 @@ def _check_batched(x: dict[str, Any], shape: tuple[int, ...]) -> None:
     """A one-line ``ValueError`` if the observation, ``reward``, ``done`` or ``mask`` is a
     tensor that does not have ``shape`` as its leading dimensions (a 0-d one is one value
     for every row)."""
+    n = len(shape)
     for key in ("observation", "reward", "done", "mask"):
         value = x.get(key)
-        if not isinstance(value, torch.Tensor) or (value.dim() == 0 and key != "observation"):
+        if type(value) is not torch.Tensor:
             continue
-        if value.shape[:len(shape)] != shape:
+        size = value.shape
+        if n == 1 and size and size[0] == shape[0]:  # (the common case, in one look)
+            continue
+        if size[:n] != shape and (size or key == "observation"):
             raise ValueError(f"StateArray of shape {shape}: its {key!r} has shape "
                              f"{tuple(value.shape)}, whose leading dimensions must be {shape}")
 
@@ -162,10 +170,11 @@ class State(dict):
 
     def __init__(self, x: Any = None, device: str | torch.device = "cpu", **kwargs: Any):
         x = _entries(x, kwargs, type(self).__name__)
-        x.setdefault("reward", 0.0)
-        x.setdefault("done", False)
-        _check_scalars(x, type(self).__name__)
-        x.setdefault("mask", 1.0 - float(x["done"]))
+        reward, done = x.setdefault("reward", 0.0), x.setdefault("done", False)
+        if type(reward) not in _SCALARS or type(done) not in _SCALARS or (
+                "mask" in x and type(x["mask"]) not in _SCALARS):
+            _check_scalars(x, type(self).__name__)
+        x.setdefault("mask", 1.0 - float(done))
         super().__init__(x)
         self.device = device
 
