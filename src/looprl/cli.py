@@ -20,9 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import gymnasium
-
-from looprl.core.suggest import check_once
+from looprl.core.suggest import check_once, is_bad_input, one_line
 from looprl.environments.faults import EnvironmentFailure
 from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
 
@@ -251,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     one line and 130."""
     try:
         return _main(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt:  # (before a run's own handling starts: imports, set-up)
-        print("looprl: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stop:  # (imports, set-up, a looprl run's training)
+        where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
+                 if hasattr(stop, "log_dir") else "")
+        print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
 
 
@@ -279,22 +279,28 @@ def cmd_run(argv: list[str]) -> int:
     """``looprl run``: a config-driven run (``looprl.configs.app``)."""
     from looprl.configs.app import main as run_main
 
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises errors (``_guarded`` prints them)
     try:
         return run_main(argv)
     except SystemExit as stop:  # Hydra's --help, or a bad config reported in one line
         return stop.code if isinstance(stop.code, int) else 1
+    finally:
+        if full_error is None:
+            del os.environ["HYDRA_FULL_ERROR"]
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
 
 
 def _guarded(command: Callable[[], int]) -> int:
     """Run ``command``; errors print one line and return 2 (``LOOPRL_DEBUG=1`` re-raises)."""
     try:
         return command()
-    except (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError,
-            gymnasium.error.Error, EnvironmentFailure) as error:  # (bad ids, a user's env...)
-        if os.environ.get("LOOPRL_DEBUG"):
+    except Exception as error:
+        if os.environ.get("LOOPRL_DEBUG") or not (
+                is_bad_input(error) or isinstance(error, EnvironmentFailure)):
             raise
-        message = error.args[0] if type(error) is KeyError and error.args else error
-        print(f"looprl: error: {message}", file=sys.stderr)
+        print(f"looprl: error: {one_line(error)}", file=sys.stderr)
         return 2
 
 

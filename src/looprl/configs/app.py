@@ -30,14 +30,16 @@ from typing import Any
 from looprl.configs import (
     HELP_FOOTER,
     HELP_HEADER,
+    _override_pairs,
     build,
     expand_shorthands,
     group_options,
     register,
     register_imports,
 )
-from looprl.configs.checks import check_overrides
+from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.sources import compose, saved_sources, user_groups
+from looprl.core.suggest import is_bad_input
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
 
@@ -153,8 +155,6 @@ def resume_arguments(argv: list[str]) -> list[str]:
         ValueError: the overrides change the run's config (other than ``frames``, to train
             further, and ``logging``); the message lists what differs. Nothing is written.
     """
-    from omegaconf import OmegaConf
-
     from looprl.configs import find_checkpoint
 
     run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
@@ -171,17 +171,41 @@ def resume_arguments(argv: list[str]) -> list[str]:
     saved = run_dir / ".hydra"
     if not (saved / "config.yaml").is_file():
         raise FileNotFoundError(f"{run_dir} is no looprl run directory (no .hydra/config.yaml)")
-    old = OmegaConf.load(saved / "config.yaml")
+    old, overrides = _saved_config(saved)
     find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
-    kept = expand_shorthands([o for o in OmegaConf.load(saved / "overrides.yaml")
-                              if not o.startswith(("resume=", "hydra."))])
+    kept = expand_shorthands([o for o in overrides if not o.startswith(("resume=", "hydra."))])
     kept = [*saved_sources(saved), *kept]  # (its -cd and -cn)
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
+    given = {key for key, _ in _override_pairs(extra)}  # (they replace the run's own)
+    kept = [o for o in kept if "=" not in o or o.startswith("-")
+            or o.lstrip("+~").partition("=")[0] not in given]
     differences = _differences(old, _compose([*kept, *extra]))
     if differences:
         raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
                          "resume it with its own, or start a new run")
     return [*kept, *extra, f"hydra.run.dir={run_dir}", "resume=true"]
+
+
+def _saved_config(saved: Path) -> tuple[Any, list[str]]:
+    """The config and overrides a run saved in ``saved`` (its ``.hydra``); a damaged or
+    empty file is a one-line ``ValueError`` naming it."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    loaded = []
+    for name, kind, needed in (("config.yaml", DictConfig, ("runner", "runtime")),
+                               ("overrides.yaml", ListConfig, ())):
+        try:
+            node = OmegaConf.load(saved / name)
+            valid = isinstance(node, kind) and all(key in node for key in needed)
+        except Exception as error:  # (YAML's and OmegaConf's errors, an unreadable file)
+            if not is_bad_input(error):
+                raise
+            valid = False
+        if not valid:
+            raise ValueError(f"{saved / name} is damaged or empty: this run cannot be resumed "
+                             "(start a new run, or restore the file)")
+        loaded.append(node)
+    return loaded[0], list(loaded[1])
 
 
 def _compose(argv: list[str]) -> Any:
@@ -268,7 +292,9 @@ def main(argv: list[str]) -> int:
 
     argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
     register(argv)
-    argv = resume_arguments(expand_shorthands(argv))  # (registers a resumed run's imports)
+    argv = expand_shorthands(argv)
+    check_given_once(argv)
+    argv = resume_arguments(argv)  # (registers a resumed run's imports)
     check_overrides(argv)
     if any(a in HELP_FLAGS for a in argv):  # (the command's output: its help text)
         sys.stdout.write(help_text(argv))
@@ -282,8 +308,8 @@ def main(argv: list[str]) -> int:
         output_dir = HydraConfig.get().runtime.output_dir
         try:
             results = execute(cfg, output_dir)
-        except (ValueError, TypeError, KeyError, OSError, ImportError) as error:  # bad input
-            if os.environ.get("LOOPRL_DEBUG"):
+        except Exception as error:
+            if os.environ.get("LOOPRL_DEBUG") or not is_bad_input(error):
                 raise
             failures.append(error)  # raised after Hydra: the command reports it in one line
             if HydraConfig.get().mode == RunMode.MULTIRUN:  # (a launcher's job runs elsewhere)

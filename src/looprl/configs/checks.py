@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from looprl.configs import _choices, _override_pairs, algorithm_options, runners, runtimes
 from looprl.configs.sources import PRIMARY, config_keys, config_name, user_groups
-from looprl.core.suggest import check_choice, did_you_mean
+from looprl.core.suggest import check_choice, check_once, did_you_mean
 
-__all__ = ["check_overrides"]
+__all__ = ["check_given_once", "check_overrides"]
 
 #: the options the ``looprl`` config chooses in its defaults
 DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
@@ -55,6 +55,15 @@ def check_overrides(overrides: list[str]) -> None:
             check_choice("config key", group, list(primary))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
+
+
+def check_given_once(overrides: list[str]) -> None:
+    """A key given twice (``algorithm.lr=1e-3 algorithm.lr=1e-4``, ``exploration=X
+    algorithm.exploration=Y`` once shorthands are expanded) is a one-line ``ValueError``:
+    Hydra would silently take the last."""
+    pairs = _override_pairs(overrides)
+    check_once([key for key, _ in pairs], [f"{key}={value}" for key, value in pairs],
+               "give each key once (a sweep's values as key=a,b with -m)")
 
 
 def _check_appended(overrides: list[str], groups: list[str]) -> None:

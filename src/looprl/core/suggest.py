@@ -1,5 +1,5 @@
 """One-line error messages for bad arguments: close-match suggestions for names, positive
-numbers, and keys given twice."""
+numbers, keys given twice; and which errors the commands report in one line."""
 
 from __future__ import annotations
 
@@ -46,3 +46,32 @@ def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it on
         if key in first:
             raise ValueError(f"{key} is given twice ({first[key]} and {argument}): {how}")
         first[key] = argument
+
+
+#: the errors the commands report in one line: bad input (the message says what to change)
+BAD_INPUT = (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError)
+#: the packages whose own errors are about the input: a config that does not compose (Hydra,
+#: OmegaConf), a damaged file (YAML), an unknown environment id (Gymnasium)
+INPUT_PACKAGES = ("hydra", "omegaconf", "yaml", "gymnasium")
+
+
+def is_bad_input(error: BaseException) -> bool:
+    """Whether ``error`` is reported in one line (``looprl train``, ``looprl run``): bad
+    input (``BAD_INPUT``), an error of the ``INPUT_PACKAGES``, or a ``RuntimeError`` that
+    looprl raises itself (Ray's resources and placement, a user's environment failing);
+    other errors (bugs) keep their traceback."""
+    if isinstance(error, BAD_INPUT):
+        return True
+    if type(error).__module__.split(".")[0] in INPUT_PACKAGES:
+        return True
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    raised_in = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
+    return isinstance(error, RuntimeError) and raised_in.startswith("looprl.")
+
+
+def one_line(error: BaseException) -> str:
+    """``error``'s message on one line (a ``KeyError``'s without its quotes)."""
+    message = error.args[0] if type(error) is KeyError and error.args else error
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())

@@ -19,6 +19,7 @@ environment checkpoints fall on episode ends and the resume is exact; vector env
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import re
@@ -32,6 +33,7 @@ import torch
 from looprl.core.files import load_file
 from looprl.core.suggest import check_count
 from looprl.experiments.logger import moving_runs
+from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
 __all__ = ["CHECKPOINT", "keep_checkpoints", "load_checkpoint", "load_saved",
@@ -69,6 +71,7 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
+        OSError: the file could not be written (a full disk: ``errno.ENOSPC``).
     """
     keep = getattr(experiment, "keep_checkpoints", None) if path is None else None  # (older)
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
@@ -80,14 +83,38 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     try:
         with replay_contents_saved(replay):
             torch.save({"experiment": experiment, "rng": rng_states()}, temporary)
-    except (TypeError, AttributeError, RuntimeError) as error:
+    except (OSError, TypeError, AttributeError, RuntimeError) as error:
         temporary.unlink(missing_ok=True)
+        if _write_failed(error):
+            raise OSError(getattr(error, "errno", None) or errno.EIO, _not_written(path, error)
+                          ) from None
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods)") from None
     os.replace(temporary, path)
     if keep is not None:
         keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path
+
+
+def _write_failed(error: BaseException) -> bool:
+    """Whether ``torch.save`` failed writing the file (a full disk: ``OSError`` from Python,
+    ``RuntimeError`` "file write failed" from torch's zip writer), not pickling."""
+    return isinstance(error, OSError) or (isinstance(error, RuntimeError) and any(
+        text in str(error) for text in ("write failed", "unexpected pos", "failed writing")))
+
+
+def _not_written(path: Path, error: BaseException) -> str:
+    """One line: the checkpoint at ``path`` was not written, why, and the space left."""
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 2**20:,.0f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    full = getattr(error, "errno", None) == errno.ENOSPC or "write failed" in str(error)
+    reason = "the disk is full" if full else "writing failed"
+    detail = getattr(error, "strerror", None) or str(error).splitlines()[-1].strip()
+    return (f"Could not write the checkpoint {path}: {reason} ({detail}; {free} on its disk); "
+            "free some space (or set checkpoint_every larger, keep_checkpoints smaller) and "
+            "resume from the last checkpoint")
 
 
 def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
@@ -129,11 +156,17 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
 
     Raises:
         FileNotFoundError: there is no checkpoint there.
+        ValueError: continuing, its run directory's ``results.csv`` or ``returns100.csv``
+            is damaged (named).
     """
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    if run_name is None:
+    if run_name is None:  # (the run goes on writing its CSV files)
+        for name in CSV_HEADERS:
+            if (path.parent / name).is_file():
+                check_header(path.parent / name, "the resumed run would append to it: restore "
+                             "it, or start a new run")
         state = load_saved(path)
     else:
         with moving_runs():

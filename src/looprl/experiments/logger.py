@@ -47,6 +47,8 @@ from looprl.core.imports import import_extra
 from looprl.core.logger import Logger
 from looprl.core.suggest import check_count
 from looprl.experiments.run_files import (
+    RETURNS100_HEADER,
+    RETURNS_HEADER,
     append_lines,
     claim_run_dir,
     keep_events,
@@ -60,8 +62,6 @@ __all__ = ["ExperimentLogger", "log_test_returns", "moving_runs", "write_test_re
 
 log = logging.getLogger(__name__)
 
-RETURNS100_HEADER = "frame,mean,std,max,min"
-RETURNS_HEADER = "frame,episode,return"
 _WINDOW = 100
 _OPTIONS = "logdir=..., --logdir"  # what chooses the log directory, for messages
 _MOVING: ContextVar[bool] = ContextVar("looprl_moving_runs", default=False)

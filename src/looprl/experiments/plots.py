@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from looprl.core.suggest import check_count
+from looprl.experiments.run_files import check_header
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn (0.5 s, e.g. in each Ray worker)
     from matplotlib.axes import Axes
@@ -31,6 +32,7 @@ logger = logging.getLogger(__name__)
 _MAX_COLUMNS = 3
 _LINESTYLES = ("-", "--", ":", "-.")
 _WINDOW = 100
+_REMEDY = "move it away (or its run directory) and plot again"
 
 
 @dataclass
@@ -83,25 +85,11 @@ def _run_names(csv_path: Path) -> tuple[str, str]:
         return csv_path.parent.parent.name, csv_path.parent.name
 
 
-#: the first line of each file the plot reads (as ``looprl.experiments.logger`` writes them)
-_HEADERS = {"returns100.csv": "frame,mean,std,max,min", "results.csv": "frame,episode,return"}
-
-
-def _check_header(csv_path: Path) -> None:
-    """A file without its header (empty, or not looprl's) is a one-line ``ValueError``."""
-    with open(csv_path, encoding="utf-8", errors="replace") as file:
-        first = file.readline().strip()
-    if first != _HEADERS.get(csv_path.name, first):
-        what = f"starts with {first[:40]!r}" if first else "is empty"
-        raise ValueError(f"{csv_path} {what}, not the header {_HEADERS[csv_path.name]!r}: it is "
-                         "damaged; move it away (or the run directory) and plot again")
-
-
 def _read_rows(csv_path: Path, width: int) -> np.ndarray:
     """Read the numeric rows (``width`` columns) of a csv (its header checked); malformed
     rows are skipped."""
     rows = []
-    _check_header(csv_path)
+    check_header(csv_path, _REMEDY)
     with open(csv_path, newline="", encoding="utf-8", errors="replace") as file:
         for line_no, row in enumerate(csv.reader(file), start=1):
             if line_no == 1 or len(row) < width:
@@ -116,7 +104,7 @@ def _read_rows(csv_path: Path, width: int) -> np.ndarray:
 def _load_run(path: Path) -> _Run | None:
     """Load one run from its ``returns100.csv`` path, preferring the sibling ``results.csv``."""
     agent, env = _run_names(path)
-    _check_header(path)  # (damaged, even where results.csv is drawn instead)
+    check_header(path, _REMEDY)  # (damaged, even where results.csv is drawn instead)
     episodes_path = path.parent / "results.csv"
     if episodes_path.is_file():
         episodes = _read_rows(episodes_path, 3)

@@ -13,8 +13,13 @@ from typing import Any
 
 from looprl.core.files import check_writable
 
-__all__ = ["append_lines", "claim_run_dir", "keep_events", "keep_rows", "safe_component",
-           "write_run_json", "write_tables"]
+__all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "keep_events",
+           "keep_rows", "safe_component", "write_run_json", "write_tables"]
+
+RETURNS100_HEADER = "frame,mean,std,max,min"
+RETURNS_HEADER = "frame,episode,return"
+#: the first line of the CSV files that plots and resumed runs read
+CSV_HEADERS = {"returns100.csv": RETURNS100_HEADER, "results.csv": RETURNS_HEADER}
 
 #: what chooses the log directory, for messages
 _OPTIONS = "logdir=..., --logdir"
@@ -54,6 +59,17 @@ def claim_run_dir(parent: Path, name: str) -> Path:
             if candidate.is_dir() and not any(candidate.iterdir()):
                 return candidate
         index += 1
+
+
+def check_header(path: Path, remedy: str) -> None:
+    """A one-line ``ValueError`` naming ``path`` (one of ``CSV_HEADERS``) when it does not
+    start with its header: empty, or damaged; ``remedy`` says what to do."""
+    with open(path, encoding="utf-8", errors="replace") as file:
+        first = file.readline().strip()
+    header = CSV_HEADERS[path.name]
+    if first != header:
+        what = f"starts with {first[:40]!r}" if first else "is empty"
+        raise ValueError(f"{path} {what}, not the header {header!r}: it is damaged; {remedy}")
 
 
 def append_lines(path: Path, lines: list[str]) -> None:

@@ -135,6 +135,9 @@ class Runner:
 
     #: the runner's name in ``run.json`` (``looprl run``'s ``runner=`` option)
     name = "runner"
+    #: what the runner scores by its evaluation returns (``""``: none; then
+    #: ``eval_episodes=0`` is valid, else it needs at least one episode)
+    scores: str = ""
 
     def __init__(self, agent: Any, env: Any, seed: int = 0, logdir: str | None = None,
                  meta: Sequence[Any] = (), device: str | None = None, quiet: bool = False,
@@ -156,6 +159,7 @@ class Runner:
         self.meta = tuple(meta)
         self.quiet = quiet
         self.eval_episodes = int(eval_episodes)
+        _check_eval_episodes(self.eval_episodes, self.name, self.scores)
         if checkpoint_every is not None and logdir is None:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every = checkpoint_every
@@ -366,3 +370,14 @@ def summary(returns: list[float], held_out: list[float] | None = None) -> dict[s
         return results
     test_set = summary(held_out)
     return {**test_set, "train_set": results, "test_set": test_set}
+
+
+def _check_eval_episodes(episodes: int, runner: str, scores: str) -> None:
+    """A one-line ``ValueError`` for fewer than 0 evaluation episodes, or than 1 where the
+    runner scores ``scores`` by their evaluation returns."""
+    if episodes < 0:
+        raise ValueError(f"eval_episodes (looprl run's test_episodes) must be >= 0, got "
+                         f"{episodes}")
+    if scores and episodes == 0:
+        raise ValueError(f"runner={runner} scores each {scores} by its evaluation returns: "
+                         "it needs eval_episodes >= 1 (looprl run: test_episodes >= 1), got 0")

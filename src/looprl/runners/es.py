@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from looprl.core.suggest import check_count
 from looprl.runners.base import Runner
 from looprl.runners.fitness import fitness_shaper
 from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space, search_mapping
@@ -64,6 +65,7 @@ class ESRunner(Runner):
     """
 
     name = "es"
+    scores = "individual"
 
     def __init__(self, agent: Any, env: Any, search_targets: Mapping[str, Any] | None = None,
                  search_params: bool = False, train_agent: bool = True, iterations: int = 10,
@@ -81,6 +83,8 @@ class ESRunner(Runner):
             raise ValueError("Nothing to search: give search_targets, search_params=True, "
                              "or both")
         self.search_params, self.train_agent = search_params, train_agent
+        check_count(iterations=iterations, popsize=popsize,
+                    num_steps_per_iteration=num_steps_per_iteration)
         self.iterations, self.popsize = int(iterations), int(popsize)
         self.num_steps_per_iteration = int(num_steps_per_iteration)
         self.strategy, self.sigma, self.strategy_options = strategy, sigma, strategy_options

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from looprl.core.imports import import_extra
+from looprl.core.suggest import check_count
 from looprl.runners.base import Runner
 from looprl.runners.space import Dimension, parse_search_space, search_mapping
 from looprl.runners.trials import LocalTrials
@@ -59,6 +60,7 @@ class OptunaRunner(Runner):
     """
 
     name = "optuna"
+    scores = "trial"
 
     def __init__(self, agent: Any, env: Any, search_space: Mapping[str, Any],
                  n_trials: int = 20, num_steps: int = 50_000, n_evaluations: int = 4,
@@ -67,6 +69,7 @@ class OptunaRunner(Runner):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         self.optuna = import_extra("optuna", "OptunaRunner needs Optuna", "hpo")
+        check_count(n_trials=n_trials, num_steps=num_steps)
         if not 1 <= int(n_evaluations) <= int(num_steps):
             raise ValueError(f"n_evaluations must be in [1, num_steps={num_steps}], "
                              f"got {n_evaluations!r}")

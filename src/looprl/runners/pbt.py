@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core.imports import import_extra
+from looprl.core.suggest import check_count
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
@@ -114,6 +115,7 @@ class PBTRunner(Runner):
     """
 
     name = "pbt"
+    scores = "member"
 
     def __init__(self, agent: Any, env: Any, mutations: Mapping[str, Any], population: int = 4,
                  num_steps: int = 100_000, perturbation_interval: int = 10_000,
@@ -121,6 +123,8 @@ class PBTRunner(Runner):
                  num_cpus: int | None = None, initial: list[dict[str, float]] | None = None,
                  exploit: bool = True, gpus_per_member: float = 0.0, trials: Any = None,
                  **kwargs: Any):
+        check_count(population=population, num_steps=num_steps,
+                    perturbation_interval=perturbation_interval)
         device = kwargs.get("device")
         if device is not None and (str(device).startswith("cuda")) != (gpus_per_member > 0):
             raise ValueError(f"device={device!r} with gpus_per_member={gpus_per_member:g}: PBT "

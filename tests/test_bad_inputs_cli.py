@@ -1,0 +1,237 @@
+"""Issue 44, section 3: out-of-range values, keys given twice, runners without evaluation,
+Hydra-wrapped errors, Ctrl-C, a full disk and damaged run files are each one line (and a
+non-zero exit), never a traceback. The subprocess checks run the real ``looprl`` command."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import looprl.cli as cli
+from looprl.core.ranges import RANGES, check_ranges
+from looprl.environments import GymEnvironment
+from looprl.presets import classic_control
+
+
+def _looprl(*argv: str, cwd: Path, timeout: float = 120) -> tuple[int, str]:
+    """Run the ``looprl`` command; its exit status and its output (stdout and stderr)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("LOOPRL_DEBUG", None)
+    done = subprocess.run([sys.executable, "-m", "looprl.cli", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _one_line(code: int, output: str, *expected: str) -> str:
+    """The one error line of a failed command, which holds each of ``expected``."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert code != 0, output
+    assert "Traceback" not in output, output
+    assert len(lines) == 1, output
+    for text in expected:
+        assert text in lines[0], output
+    return lines[0]
+
+
+# ---------------------------------------------------------------- ranges, declared once
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("discount_factor", 1.5, "in [0, 1]"), ("clip", -0.2, "positive"),
+    ("n_envs", 0, "whole number >= 1"), ("epochs", 0, "whole number >= 1"),
+    ("lam", -0.1, "in [0, 1]"), ("entropy_coef", -1.0, ">= 0")])
+def test_an_out_of_range_hyperparameter_is_refused_by_the_builder(
+        key: str, value: float, expected: str) -> None:
+    with pytest.raises(ValueError, match=rf"'{key}' of ppo must be .*{re.escape(expected)}"
+                       ) as error:
+        classic_control.ppo.hyperparameters(**{key: value})
+    assert len(str(error.value).splitlines()) == 1
+
+
+def test_presets_built_directly_check_the_same_ranges() -> None:
+    """The constructors check what the builders do (a preset made without a builder)."""
+    from looprl.presets import continuous
+    from looprl.presets.continuous.ddpg import DDPGContinuousPreset
+
+    hp = {**continuous.ddpg.default_hyperparameters, "polyak_rate": 1.5}
+    with pytest.raises(ValueError, match=r"'polyak_rate' of ddpg must be in \(0, 1\]"):
+        DDPGContinuousPreset(GymEnvironment("Pendulum-v1"), "ddpg", "cpu", hp)
+
+
+def test_every_range_holds_its_default_in_every_preset() -> None:
+    from looprl.presets.catalog import available_agents
+
+    for name, builder in available_agents().items():
+        check_ranges(getattr(builder, "default_hyperparameters", {}), name)  # no error
+    assert {"discount_factor", "clip", "n_envs", "n_steps"} <= set(RANGES)
+
+
+def test_n_envs_zero_warns_nothing_before_its_error(caplog: pytest.LogCaptureFixture) -> None:
+    """The minibatch warning used to come first, about a batch of 0 rows."""
+    from looprl.presets.classic_control.ppo import PPOClassicControlPreset
+
+    hp = {**classic_control.ppo.default_hyperparameters, "n_envs": 0}
+    with pytest.raises(ValueError, match="'n_envs' of ppo must be a whole number >= 1"):
+        PPOClassicControlPreset(GymEnvironment("CartPole-v1"), "ppo", "cpu", hp)
+    assert not caplog.records
+
+
+def test_an_on_policy_segment_that_cannot_fit_in_memory_is_one_line() -> None:
+    builder = classic_control.ppo.hyperparameters(n_steps=10**12)
+    with pytest.raises(ValueError, match=r"n_envs x \(n_steps \+ 1\) = .* GiB.* lower n_steps"):
+        builder.env(GymEnvironment("CartPole-v1")).build()
+
+
+# ---------------------------------------------------------------- looprl train / watch
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["train", "ppo", "CartPole-v1", "--threads", "-1"], "--threads: must be a whole number"),
+    (["train", "ppo", "CartPole-v1", "--test-episodes", "-3"], "--test-episodes: must be"),
+    (["train", "ppo", "CartPole-v1", "--frames", "1", "--frames", "2"], "--frames is given twice"),
+    (["train", "ppo", "CartPole-v1", "lr=1e-3", "lr=1e-4"], "lr is given twice"),
+    (["train", "ppo", "CartPole-v1", "discount_factor=1.5"], "must be in [0, 1], got 1.5"),
+    (["watch", "somewhere", "--fps", "0"], "--fps: must be a number > 0"),
+    (["watch", "somewhere", "--episodes", "0"], "--episodes: must be a whole number >= 1"),
+    (["train", "ppo"], "looprl train: error: the following arguments are required"),
+    (["bogus"], "invalid choice: 'bogus'"),
+])
+def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path: Path) -> None:
+    """argparse's errors too: no usage line before the message."""
+    _one_line(*_looprl(*argv, cwd=tmp_path), expected)
+
+
+def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "make_env", interrupted)
+    threads = torch.get_num_threads()
+    assert cli.main(["train", "ppo", "CartPole-v1", "--quiet"]) == 130
+    torch.set_num_threads(threads)
+    out, err = capsys.readouterr()
+    assert err.strip() == "looprl: interrupted", err
+
+
+def test_watch_over_a_damaged_run_json_names_it(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    preset = classic_control.ppo.env(GymEnvironment("CartPole-v1")).build()
+    preset.save(str(tmp_path / "preset.pt"))
+    (tmp_path / "run.json").write_text("{damaged")
+    assert cli.main(["watch", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and f"{tmp_path / 'run.json'} is damaged" in err
+
+
+@pytest.mark.parametrize("content", ["", "garbage\x00\n1,2,3\n"])
+def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "ppo" / "CartPole-v1"
+    run.mkdir(parents=True)
+    (run / "results.csv").write_text("frame,episode,return\n10,1,10.0\n")  # (a good one beside)
+    (run / "returns100.csv").write_text(content)
+    assert cli.main(["plot", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and str(run / "returns100.csv") in err
+    assert not list(tmp_path.rglob("*.png"))
+
+
+# ---------------------------------------------------------------- looprl run
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["algorithm.lr=1e-3", "algorithm.lr=1e-4"], "algorithm.lr is given twice"),
+    (["frames=abc", "frames=500"], "frames is given twice"),
+    (["exploration=greedy", "algorithm.exploration=ez_greedy"], "given twice"),
+    (["algorithm.clip=-0.2"], "'clip' of ppo must be positive"),
+    (["runner=es", "runner.search_params=true", "test_episodes=0"],
+     "runner=es scores each individual by its evaluation returns"),
+    (["runner=es", "runner.search_params=true", "runner.popsize=0"], "popsize must be positive"),
+    (["+runner.num_steps=5"], "Could not append to config"),  # (Hydra's own error)
+    (["hydra.run.dir=/proc/x"], "/proc/x"),
+    (["runtime=ray", "runtime.gpus_per_trainer=1"], "reserves 1 GPUs"),
+])
+def test_bad_run_overrides_are_one_line(overrides: list[str], expected: str,
+                                        tmp_path: Path) -> None:
+    if "gpus_per_trainer" in overrides[-1] and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    _one_line(*_looprl("run", "env=CartPole-v1", "frames=300", *overrides, cwd=tmp_path),
+              expected)
+
+
+def test_optuna_without_evaluation_is_refused() -> None:
+    pytest.importorskip("optuna")
+    from looprl.runners import OptunaRunner
+
+    with pytest.raises(ValueError, match="runner=optuna scores each trial by its evaluation"):
+        OptunaRunner(classic_control.ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
+                     eval_episodes=0)
+
+
+@pytest.fixture(scope="module")
+def checkpointed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short ``looprl run`` with checkpoints (its directory)."""
+    run_dir = tmp_path_factory.mktemp("run") / "r"
+    code, output = _looprl("run", "env=CartPole-v1", "frames=400", "test_episodes=1",
+                           "checkpoint_every=200", "logging.quiet=true",
+                           f"hydra.run.dir={run_dir}", cwd=run_dir.parent)
+    assert code == 0, output
+    return run_dir
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    (".hydra/config.yaml", "{{{ :"), (".hydra/config.yaml", ""),
+    ("ppo/CartPole-v1/results.csv", "garbage\n"), ("ppo/CartPole-v1/returns100.csv", "")])
+def test_resume_over_a_damaged_file_names_it(checkpointed_run: Path, name: str,
+                                             content: str) -> None:
+    path = checkpointed_run / name
+    before = path.read_bytes()
+    path.write_text(content)
+    try:
+        line = _one_line(*_looprl("run", "--resume", str(checkpointed_run), "frames=600",
+                                  cwd=checkpointed_run.parent), path.name, "damaged")
+    finally:
+        path.write_bytes(before)
+    assert str(path.parent.name) in line
+
+
+def test_a_run_resumed_twice_with_more_frames_gives_each_key_once(tmp_path: Path) -> None:
+    """The frames a resume asks for replace the run's own (not a key given twice)."""
+    run_dir = tmp_path / "r"
+    common = ("test_episodes=0", "checkpoint_every=100", "logging.quiet=true")
+    code, output = _looprl("run", "env=CartPole-v1", "frames=200", *common,
+                           f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert code == 0, output
+    for frames in (300, 400):
+        code, output = _looprl("run", "--resume", str(run_dir), f"frames={frames}",
+                               cwd=tmp_path)
+        assert code == 0, output
+    overrides = (run_dir / ".hydra" / "overrides.yaml").read_text()
+    assert overrides.count("frames=") == 1 and "frames=400" in overrides, overrides
+
+
+# ---------------------------------------------------------------- a full disk
+@pytest.mark.parametrize("failure", [OSError(errno.ENOSPC, "No space left on device"),
+                                     RuntimeError("PytorchStreamWriter failed writing file "
+                                                  "data/0: file write failed")])
+def test_a_full_disk_while_checkpointing_is_reported_as_one(
+        failure: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from looprl.experiments import SingleEnvExperiment
+    from looprl.experiments import checkpoint as checkpoint_module
+
+    env = GymEnvironment("CartPole-v1")
+    experiment = SingleEnvExperiment(classic_control.dqn.env(env).build(), env,
+                                     logdir=str(tmp_path), quiet=True)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise failure
+
+    monkeypatch.setattr(checkpoint_module.torch, "save", full)
+    with pytest.raises(OSError, match="the disk is full.*MiB free") as error:
+        checkpoint_module.save_checkpoint(experiment)
+    assert error.value.errno == errno.ENOSPC or isinstance(failure, RuntimeError)
+    assert "must pickle" not in str(error.value)
+    assert not list(tmp_path.rglob("*.tmp"))
+    experiment.close()
