@@ -59,7 +59,8 @@ def test_hp_clip_changes_ppos_clipping_in_its_next_step() -> None:
 
 def test_hp_epsilon_changes_the_dqn_policys_actions() -> None:
     torch.manual_seed(0)
-    q = QNetwork(nn.Linear(OBS, ACTIONS), torch.optim.Adam(nn.Linear(1, 1).parameters()))
+    model = nn.Linear(OBS, ACTIONS)
+    q = QNetwork(model, torch.optim.Adam(model.parameters()))
     policy = DQNPolicy(q, ACTIONS, epsilon=0.0, seed=0)
     obs = torch.randn(300, OBS)
     greedy = q.no_grad(policy.states(obs, (300,))).argmax(-1)
