@@ -133,6 +133,13 @@ def test_approximation_refuses_an_optimizer_of_another_models_parameters():
     Approximation(model, both).reinforce(model(torch.ones(1, 2)).sum())
 
 
+@pytest.mark.parametrize("clip_grad", [-1.0, "1", float("nan"), True])
+def test_approximation_refuses_a_clip_grad_that_is_no_norm(clip_grad):
+    with pytest.raises(ValueError) as error:
+        Approximation(nn.Linear(2, 1), clip_grad=clip_grad)
+    assert "clip_grad" in one_line(error)
+
+
 # -- run_experiment ------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, error_type, word", [
     ({"logdir": 123}, TypeError, "logdir"),
@@ -149,6 +156,14 @@ def test_run_experiment_checks_its_arguments_before_running(tmp_path, kwargs, er
         run_experiment(ppo.device("cpu"), "CartPole-v1", 100, **kwargs)
     assert word in one_line(error)
     assert not any(tmp_path.iterdir())  # nothing started
+
+
+@pytest.mark.parametrize("env", [123, None, object()])
+def test_run_experiment_refuses_an_env_that_is_no_environment(tmp_path, env):
+    preset = ppo.env("CartPole-v1").device("cpu").build()
+    with pytest.raises(TypeError) as error:
+        run_experiment(preset, env, 100, logdir=str(tmp_path))
+    assert "envs are environments or Gymnasium ids" in one_line(error)
 
 
 # -- PresetBuilder.env ---------------------------------------------------------------------

@@ -16,6 +16,7 @@ divergence is reported at the next such update rather than immediately.
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any
 
@@ -66,7 +67,7 @@ class Approximation:
                  target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
                  flush_denormal: bool = True, *, lr_scheduler: Any = None):
         check_count(log_every=log_every)
-        _check_parts(model, optimizer)
+        _check_parts(model, optimizer, clip_grad)
         if scheduler is not None and lr_scheduler is not None:
             raise ValueError("Approximation got both scheduler and lr_scheduler (the same "
                              "thing under two names): pass one")
@@ -249,10 +250,15 @@ class Approximation:
         return result
 
 
-def _check_parts(model: Any, optimizer: Any) -> None:
+def _check_parts(model: Any, optimizer: Any, clip_grad: Any) -> None:
     """One line if ``model`` is no ``nn.Module``, ``optimizer`` no optimizer, or an optimizer
-    that updates none of ``model``'s parameters (training would silently change nothing)."""
+    that updates none of ``model``'s parameters (training would silently change nothing),
+    or ``clip_grad`` is not a number >= 0."""
     fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
+    if isinstance(clip_grad, bool) or not isinstance(clip_grad, numbers.Real) or not (
+            clip_grad >= 0):
+        raise ValueError(f"Approximation's clip_grad is the largest gradient norm, a number "
+                         f">= 0 (0: no clipping), got {clip_grad!r:.40}")
     if not isinstance(model, nn.Module):
         raise TypeError(f"Approximation's model is a torch nn.Module, got "
                         f"{type(model).__name__} {model!r:.40}; {fix}")

@@ -114,7 +114,7 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
     results = []
     for env_or_id in _as_list(envs):
         for agent in _as_list(agents):
-            env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else env_or_id
+            env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
             if seed is not None:
                 seed_everything(seed)
             preset = build_preset(agent, env)
@@ -141,6 +141,14 @@ def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -
     for name, value in flags.items():
         if not isinstance(value, numbers.Integral | np.bool_):  # (True, False, 0 or 1)
             raise TypeError(f"run_experiment's {name} is True or False, got {value!r:.40}")
+
+
+def _env(env: Any) -> Any:
+    """``env`` if it is an environment (it has action spaces), else a one-line ``TypeError``."""
+    if not (hasattr(env, "action_space") or hasattr(env, "action_spaces")):
+        raise TypeError(f"run_experiment's envs are environments or Gymnasium ids "
+                        f"('CartPole-v1'), got {type(env).__name__} {env!r:.40}")
+    return env
 
 
 def _is_int(value: Any) -> bool:
