@@ -87,6 +87,27 @@ def test_an_on_policy_segment_that_cannot_fit_in_memory_is_one_line() -> None:
         builder.env(GymEnvironment("CartPole-v1")).build()
 
 
+def test_a_replay_that_cannot_fit_in_memory_is_one_line() -> None:
+    builder = classic_control.dqn.hyperparameters(replay_buffer_size=10**12)
+    with pytest.raises(ValueError, match=r"replay_buffer_size = .* GiB.* lower replay_buffer"):
+        builder.env(GymEnvironment("CartPole-v1")).build()
+
+
+def test_a_failing_torch_call_keeps_its_traceback_and_a_raise_of_looprls_is_one_line() -> None:
+    """Bugs (a RuntimeError from inside torch) are not hidden; looprl's own are reported."""
+    from looprl.core.suggest import is_bad_input
+    from looprl.distributed.cluster import check_local_resources
+    from looprl.distributed.config import RuntimeConfig
+
+    code = compile("torch.zeros(2, 3) @ torch.zeros(2, 3)", "looprl_module.py", "exec")
+    with pytest.raises(RuntimeError) as torch_error:  # (torch failing in a looprl module)
+        exec(code, {"__name__": "looprl.module", "torch": torch})
+    assert not is_bad_input(torch_error.value)
+    with pytest.raises(RuntimeError) as ours:
+        check_local_resources(RuntimeConfig(gpus_per_trainer=1), {"CPU": 8, "GPU": 0})
+    assert is_bad_input(ours.value)
+
+
 # ---------------------------------------------------------------- looprl train / watch
 @pytest.mark.parametrize(("argv", "expected"), [
     (["train", "ppo", "CartPole-v1", "--threads", "-1"], "--threads: must be a whole number"),

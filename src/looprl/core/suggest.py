@@ -4,6 +4,7 @@ numbers, keys given twice; and which errors the commands report in one line."""
 from __future__ import annotations
 
 import difflib
+import linecache
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -67,8 +68,12 @@ def is_bad_input(error: BaseException) -> bool:
     frame = error.__traceback__
     while frame is not None and frame.tb_next is not None:
         frame = frame.tb_next
-    raised_in = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
-    return isinstance(error, RuntimeError) and raised_in.startswith("looprl.")
+    if not isinstance(error, RuntimeError) or frame is None:
+        return False
+    code = frame.tb_frame.f_code  # (a raise statement of looprl's, not a torch call failing)
+    line = linecache.getline(code.co_filename, frame.tb_lineno).strip()
+    return frame.tb_frame.f_globals.get("__name__", "").startswith("looprl.") and (
+        line.startswith("raise "))
 
 
 def one_line(error: BaseException) -> str:

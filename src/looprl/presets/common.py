@@ -149,13 +149,14 @@ def memory_limit() -> int:
 
 
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None:
-    """A one-line ``ValueError`` when ``rows`` observations of ``env`` (float32) would not
-    fit in memory (``memory_limit``): ``what`` says where the rows come from, ``remedy`` what
-    to lower."""
+    """A one-line ``ValueError`` when ``rows`` observations of ``env`` (float32; ``None``: one
+    float a row, a lower bound) would not fit in memory (``memory_limit``): ``what`` says
+    where the rows come from, ``remedy`` what to lower."""
     shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
     needed = rows * max(1, math.prod(shape)) * 4
+    size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
     if needed > memory_limit():
-        raise ValueError(f"{name}: {what} = {rows:,} rows of {math.prod(shape):,} floats need "
+        raise ValueError(f"{name}: {what} = {rows:,} {size} "
                          f"{needed / 2**30:,.0f} GiB, more than this machine's "
                          f"{memory_limit() / 2**30:,.0f} GiB of memory; {remedy}")
 

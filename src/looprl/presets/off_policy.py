@@ -35,6 +35,7 @@ from looprl.policies import apex_epsilons
 from looprl.presets.common import (
     FamilyPreset,
     cap_minibatch,
+    check_memory,
     policy_network,
     require_discrete_actions,
 )
@@ -56,6 +57,8 @@ class ReplayPreset(FamilyPreset):
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(name, device, hyperparameters)  # (checks the values as given)
         size = hyperparameters["replay_buffer_size"]
+        check_memory(name, int(size), "replay_buffer_size", None,  # (at least a float a row)
+                     "lower replay_buffer_size")
         self.hyperparameters = cap_minibatch(name, hyperparameters, size, "the replay it is "
                                              f"sampled from (replay_buffer_size={size})",
                                              "raise replay_buffer_size")
