@@ -7,8 +7,10 @@ from __future__ import annotations
 import errno
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +138,23 @@ def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
     torch.set_num_threads(threads)
     out, err = capsys.readouterr()
     assert err.strip() == "looprl: interrupted", err
+
+
+def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
+    run_dir = tmp_path / "r"
+    env = {k: v for k, v in os.environ.items() if k != "LOOPRL_DEBUG"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "frames=10000000",
+         "logging.quiet=true", f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 90
+    while not (run_dir / "ppo").is_dir() and time.monotonic() < deadline:  # (training)
+        time.sleep(0.2)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    assert output.strip() == "looprl: interrupted", output
 
 
 def test_watch_over_a_damaged_run_json_names_it(tmp_path: Path,
