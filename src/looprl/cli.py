@@ -15,6 +15,7 @@ import importlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -250,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:  # (imports, set-up, a looprl run's training)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a second Ctrl-C while shutting down)
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if hasattr(stop, "log_dir") else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)

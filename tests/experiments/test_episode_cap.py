@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from looprl.environments import GymEnvironment
-from looprl.experiments import episodes, make_experiment
+from looprl.environments import GymEnvironment, gym_helpers
+from looprl.experiments import make_experiment
 from looprl.presets.classic_control import dqn, ppo
 
 
@@ -31,7 +31,7 @@ class Endless(gym.Env):
 @pytest.mark.parametrize("builder", [dqn, ppo], ids=["dqn", "ppo"])
 def test_a_never_ending_environment_trains_and_evaluates_within_the_cap(
         builder, tmp_path, monkeypatch, caplog) -> None:
-    monkeypatch.setattr(episodes, "DEFAULT_EPISODE_CAP", 50)
+    monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 50)
     env = GymEnvironment(Endless())
     preset = builder.hyperparameters(hidden=8).env(env).device("cpu").build()
     experiment = make_experiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
@@ -44,8 +44,8 @@ def test_a_never_ending_environment_trains_and_evaluates_within_the_cap(
 
 
 def test_the_cap_is_the_environments_time_limit() -> None:
-    assert episodes.episode_cap(GymEnvironment("CartPole-v1").duplicate(2)) == 500
-    assert episodes.episode_cap(GymEnvironment(Endless())) == 27_000
+    assert gym_helpers.episode_cap(GymEnvironment("CartPole-v1").duplicate(2)) == 500
+    assert gym_helpers.episode_cap(GymEnvironment(Endless())) == 27_000
 
 
 def test_ray_evaluation_of_a_never_ending_environment_ends_at_the_cap(monkeypatch) -> None:
@@ -55,7 +55,7 @@ def test_ray_evaluation_of_a_never_ending_environment_ends_at_the_cap(monkeypatc
 
     if "LooprlEndless-v0" not in gym.registry:
         gym.register(id="LooprlEndless-v0", entry_point=Endless)
-    monkeypatch.setattr(episodes, "DEFAULT_EPISODE_CAP", 30)
+    monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 30)
     preset = dqn.hyperparameters(hidden=8).env(GymEnvironment("LooprlEndless-v0")).build()
     spec, _ = AlgorithmSpec.of_preset(preset, frames=100)
     assert evaluate(spec, None, episodes=2) == [30.0, 30.0]

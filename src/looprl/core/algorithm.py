@@ -121,9 +121,11 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
     """A learner's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each
-    of its ``own``."""
+    of its ``own`` (a user's policy or trainer that does not subclass ``Policy``/``Trainer``
+    and has no ``hyperparameters`` declares none)."""
     mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
-    return merge_hyperparameters(policy.hyperparameters(), trainer.hyperparameters(), mine)
+    declared = [getattr(part, "hyperparameters", dict)() for part in (policy, trainer)]
+    return merge_hyperparameters(*declared, mine)
 
 
 class _Registry:

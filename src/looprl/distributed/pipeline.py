@@ -21,7 +21,7 @@ from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.independent import IndependentCore
-from looprl.experiments.episodes import DEFAULT_EPISODE_CAP, episode_cap
+from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 from looprl.meta.hub import MetaHub
 
 logger = logging.getLogger(__name__)

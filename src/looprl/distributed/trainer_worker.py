@@ -221,4 +221,10 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
     """The current ``hp/*`` values of a trainer's ``core`` (a ``Learner``'s: policy, trainer
     and replay schedule; ``{}`` for one that declares none, e.g. independent learners)."""
     declared = getattr(core, "hyperparameters", None)
-    return {} if declared is None else {key: h.get() for key, h in declared().items()}
+    if declared is None:
+        return {}
+    try:
+        keys = declared()
+    except AttributeError:  # a user's policy or trainer of its own making declares none
+        return {}
+    return {key: h.get() for key, h in keys.items()}

@@ -103,3 +103,23 @@ def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
     return ValueError(f"{name} returned an observation of {got} after observations of "
                       f"shape {tuple(expected)}: an environment's observations must keep one "
                       "shape (pad them to one size, and declare it in observation_space)")
+
+
+#: Evaluation steps an episode may take when its environment names no ``max_episode_steps``
+#: (27,000: Atari's 108,000 frames at a frame skip of 4).
+DEFAULT_EPISODE_CAP = 27_000
+
+
+def episode_cap(env: Any) -> int:
+    """The most steps an evaluation episode in ``env`` may take: the smallest
+    ``max_episode_steps`` of its Gymnasium copies' specs, else ``DEFAULT_EPISODE_CAP``."""
+    copies = getattr(env, "envs", None) or [env]
+    found = []
+    for one in copies:
+        inner = getattr(one, "env", one)
+        spec = getattr(inner, "spec", None) or getattr(getattr(inner, "unwrapped", None),
+                                                      "spec", None)
+        steps = getattr(spec, "max_episode_steps", None)
+        if steps:
+            found.append(int(steps))
+    return min(found) if found else DEFAULT_EPISODE_CAP

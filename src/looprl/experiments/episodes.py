@@ -1,6 +1,7 @@
 """What every experiment loop uses besides the loop: seeding (``seed_everything``), the live
 dashboard's lines (``dashboard``), seed 003's episode loop (``play_episode``: watching, the
-multi-agent games) and the evaluation episodes' step cap (``episode_cap``)."""
+multi-agent games), and the evaluation episodes' step cap (``episode_cap``, from
+``looprl.environments.gym_helpers``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 from looprl.environments.multiagent import MultiagentEnvironment
 
 __all__ = ["DEFAULT_EPISODE_CAP", "dashboard", "episode_cap", "play_episode", "seed_everything"]
@@ -79,23 +81,3 @@ def play_episode(agent: Any, env: Any, show: Callable[[], Any] = lambda: None,
         steps += 1
         show()
     return episode_return
-
-
-#: Evaluation steps an episode may take when its environment names no ``max_episode_steps``
-#: (27,000: Atari's 108,000 frames at a frame skip of 4).
-DEFAULT_EPISODE_CAP = 27_000
-
-
-def episode_cap(env: Any) -> int:
-    """The most steps an evaluation episode in ``env`` may take: the smallest
-    ``max_episode_steps`` of its Gymnasium copies' specs, else ``DEFAULT_EPISODE_CAP``."""
-    copies = getattr(env, "envs", None) or [env]
-    found = []
-    for copy in copies:
-        inner = getattr(copy, "env", copy)
-        spec = getattr(inner, "spec", None) or getattr(getattr(inner, "unwrapped", None),
-                                                      "spec", None)
-        steps = getattr(spec, "max_episode_steps", None)
-        if steps:
-            found.append(int(steps))
-    return min(found) if found else DEFAULT_EPISODE_CAP
