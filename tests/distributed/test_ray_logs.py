@@ -1,6 +1,9 @@
 """A Ray run logs what a local run logs: the final evaluation's returns, the ``hp/*``
 trajectory (``hyperparameters.csv``) and the meta components' scalars, one series over all
-actors, taken where episodes end (``RunMonitor``; ``looprl run runtime=ray``)."""
+actors, taken where episodes end (``RunMonitor``; ``looprl run runtime=ray``); its console
+shows the losses and ``hp/*`` as a local run's does, and what only a Ray run has: throughput,
+policy lag, restarts and the bottleneck, also in TensorBoard (``runtime/*``) and
+``throughput.csv`` (a row for the trainer too)."""
 
 from __future__ import annotations
 
@@ -16,14 +19,15 @@ pytest.importorskip("hydra")
 from tests.meta.test_log_scalars import _scalars  # noqa: E402
 
 
-def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path) -> None:
+def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys) -> None:
     from looprl.configs.app import main
 
     code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=2",
                  "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
                  "algorithm.hidden=16", "frames=1000", "test_episodes=2",
-                 "logging.quiet=true", f"hydra.run.dir={tmp_path}"])
+                 f"hydra.run.dir={tmp_path}"])
     assert code == 0
+    _check_console(capsys.readouterr().err)
     [run_dir] = {path.parent for path in tmp_path.glob("**/run.json")}
     info = json.loads((run_dir / "run.json").read_text())  # (what a local run records)
     assert (info["runner"], info["seed"], info["runtime"]) == ("online", 0, "ray")
@@ -45,6 +49,25 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path) -> Non
         rows = list(csv.DictReader(file))
     assert rows and {"hp/epsilon", "hp/batch_size", "hp/discount"} <= set(rows[0])
     assert [int(row["frame"]) for row in rows][-1] == results(tmp_path)["train"]["frames"]
+    for tag in ("env_steps_per_s", "trained_rows_per_s", "policy_lag", "restarts"):
+        assert scalars[f"runtime/{tag}"], tag  # (each poll's)
+    assert max(value for _, value in scalars["runtime/trained_rows_per_s"]) > 0
+    with open(run_dir / "throughput.csv", newline="") as file:
+        polls = list(csv.DictReader(file))
+    trainer_rows = [row for row in polls if row["worker"] == "trainer"]
+    assert trainer_rows and max(float(row["rows_per_s"]) for row in trainer_rows) > 0
+    assert all(0 <= float(row["wait_share"]) <= 1 for row in polls)
+
+
+def _check_console(console: str) -> None:
+    """The progress lines: a local run's (losses, ``hp/*``) and the Ray run's facts."""
+    lines = [line for line in console.splitlines() if line.startswith("dqn on CartPole-v1")]
+    assert lines, console[-2000:]
+    last = lines[-1]
+    assert "loss/td " in last and "hp/epsilon " in last and "hp/batch_size " in last, last
+    ray_part = last.rpartition("; ")[2]
+    assert ray_part.startswith("ray: ") and "trained rows/s, policy lag " in ray_part
+    assert "restarts 0, bottleneck: " in ray_part, ray_part
 
 
 def results(run_dir: Path) -> dict:

@@ -38,6 +38,7 @@ from looprl.configs import (
     register_imports,
 )
 from looprl.configs.checks import check_given_once, check_overrides
+from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input
 
@@ -264,7 +265,9 @@ def help_text(argv: list[str]) -> str:
     config = OmegaConf.to_yaml(_compose(argv))
     return (f"{HELP_HEADER}\n== Configuration groups ==\nCompose your configuration from those "
             f"groups (group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the "
-            f"config (foo.bar=value)\n\n{config}\n\n{HELP_FOOTER}\n\n")
+            f"config (foo.bar=value)\n\n{config}\n\n== runtime=ray options ==\nWith "
+            f"runtime=ray, set these too (runtime.NAME=VALUE; defaults shown)\n\n"
+            f"{runtime_help()}\n{HELP_FOOTER}\n\n")
 
 
 #: Hydra's flags that print something and write no run directory.

@@ -10,9 +10,12 @@ each runner.
 
 from __future__ import annotations
 
+import json
+import re
+import textwrap
 from typing import Any
 
-__all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtimes"]
+__all__ = ["TRIAL_OPTIONS", "distributed_options", "ray_trials", "runtime_help", "runtimes"]
 
 #: the ``runtime`` options of runners whose trials run on Ray
 TRIAL_OPTIONS = ("trials_in_parallel", "num_cpus", "address", "runtime_env")
@@ -28,6 +31,40 @@ def runtimes() -> dict[str, dict[str, Any]]:
 
     return {"local": {"name": "local"},
             "ray": {"name": "ray", **asdict(RuntimeConfig()), "trials_in_parallel": None}}
+
+
+def runtime_help(width: int = 100) -> str:
+    """``looprl run --help``'s list of the ``runtime=ray`` options: ``runtime.NAME=DEFAULT``
+    and the first sentence of what ``RuntimeConfig``'s docstring says of it."""
+    from looprl.distributed.config import RuntimeConfig
+
+    said = {**_attributes(RuntimeConfig.__doc__ or ""),
+            "trials_in_parallel": "trials of runner=es|optuna|pbt at once (null: Ray's CPUs)."}
+    lines = []
+    for name, default in runtimes()["ray"].items():
+        if name == "name":
+            continue
+        option = f"  runtime.{name}={json.dumps(default)}"
+        text = re.split(r"(?<=\.)\s", said.get(name, ""), maxsplit=1)[0]
+        text = text.replace("``", "").replace("None", "null")  # (as the command line says)
+        lines += textwrap.wrap(text, width, initial_indent=option.ljust(36),
+                               subsequent_indent=" " * 36) or [option]
+    return "\n".join(lines) + "\n"
+
+
+def _attributes(doc: str) -> dict[str, str]:
+    """The ``Attributes:`` entries of a Google-style docstring (``a, b: text`` gives both)."""
+    entries: dict[str, str] = {}
+    names: list[str] = []
+    section = doc.partition("Attributes:")[2]
+    for line in textwrap.dedent(section).splitlines():
+        match = re.match(r"(\w+(?:, \w+)*): (.*)", line)
+        if match:
+            names = match.group(1).split(", ")
+            entries.update(dict.fromkeys(names, match.group(2)))
+        elif line.startswith(" ") and names:  # (a continuation line)
+            entries.update(dict.fromkeys(names, f"{entries[names[0]]} {line.strip()}"))
+    return entries
 
 
 def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:

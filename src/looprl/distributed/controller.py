@@ -158,7 +158,8 @@ class DistributedRun:
         """Build the run's parts around one result and one set of sample counts."""
         self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
         self._supervisor = Supervisor(self._pool)
-        self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers)
+        self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
+                                   self.frames)
         self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
                                                 self.result, counts)
 
@@ -168,7 +169,8 @@ class DistributedRun:
 
         start = last = time.perf_counter()
         description = f"{self.name} on {self.spec.env_label} ({self.runtime.actors} actors)"
-        with TrainingProgress(self.frames, description, quiet=self.quiet) as progress:
+        with TrainingProgress(self.frames, description, quiet=self.quiet,
+                              status=self._monitor.status) as progress:
             while self.result.frames < self.frames:
                 time.sleep(0.5)
                 now = time.perf_counter()

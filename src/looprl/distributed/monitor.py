@@ -1,23 +1,24 @@
 """What a distributed run logs: ``RunMonitor`` turns each poll of the workers' statistics into
 the result so far and the run directory's logs (the same ``results.csv``, ``returns100.csv``,
 ``log.csv``, ``hyperparameters.csv`` and TensorBoard events as a local run, the trainer's
-``losses.csv``, and each worker's ``throughput.csv``). No Ray import here."""
+``losses.csv``, and the workers' ``throughput.csv`` and ``runtime/*`` scalars: ``Throughput``),
+and into the lines under the progress bar (``status``: a local run's losses and ``hp/*``, and
+the throughput). No Ray import here."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from looprl.core import Hyperparameter
 from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.run_state import DistributedResult, SampleCounts
+from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput
 from looprl.distributed.watch import save_spec
 
 __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
-
-THROUGHPUT_HEADER = "time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,dropped"
 
 
 def open_run_log(name: str, spec: AlgorithmSpec, logdir: str,
@@ -36,25 +37,40 @@ def open_run_log(name: str, spec: AlgorithmSpec, logdir: str,
 class RunMonitor:
     """Records each poll of the workers' ``stats()`` answers in ``result`` (frames, returns,
     train steps) and ``log`` (the run's ``ExperimentLogger``; ``None``: nothing written);
-    ``counts`` are the sample counts of the ``trainers`` (rank 0 first)."""
+    ``counts`` are the sample counts of the ``trainers`` (rank 0 first); ``frames``: the
+    run's budget (``None``: unknown)."""
 
     def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
-                 trainers: list[str]) -> None:
+                 trainers: list[str], frames: int | None = None) -> None:
         self.result, self.counts, self.log, self.trainers = result, counts, log, trainers
-        self.throughput = Path(log.log_dir) / "throughput.csv" if log is not None else None
+        self.frames = frames
+        self.throughput = Throughput(
+            Path(log.log_dir) / "throughput.csv" if log is not None else None, log)
+        #: the latest value of each trainer statistic (the dashboard's losses)
+        self.last_losses: dict[str, float] = {}
+        #: the trainer's latest ``hp/*`` values, read as the dashboard reads an agent's
+        self.hyperparameters: dict[str, Hyperparameter] = {}
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
         """Log one poll: ``stats`` by worker name (workers that did not answer left out),
         ``seconds`` since the last poll."""
-        batch_rows = [n for name, s in stats.items() if name.startswith("policy")
-                      for n in s["batch_rows"]]
         trainer = self._trainer_stats(stats)
         self._record_episodes({name: s for name, s in stats.items() if name.startswith("actor")})
         for name, s in stats.items():
-            if name.startswith(("actor", "eval")):
-                self._record_actor(name, s, seconds, batch_rows, trainer)
+            if name.startswith("eval"):
+                self._record_evaluation(s)
         if trainer is not None:
             self._record_trainer(trainer)
+        last = self.frames is not None and self.result.frames >= self.frames
+        self.throughput.record(stats, {name: stats[name] for name in self.trainers
+                                       if name in stats}, seconds, len(self.result.restarts), last)
+
+    def status(self) -> list[str]:
+        """The lines under the progress bar: the trainer's latest statistics and ``hp/*``
+        values, as a local run shows them, then the throughput and the bottleneck."""
+        from looprl.experiments.episodes import dashboard
+
+        return [*dashboard(self, self.hyperparameters)(), self.throughput.line()]
 
     def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
         """Trainer 0's statistics, with the sample lags of every trainer and the sample
@@ -96,25 +112,13 @@ class RunMonitor:
         if self.log is not None:
             self.log.frame = self.result.frames
 
-    def _record_actor(self, name: str, stats: dict[str, Any], seconds: float,
-                      batch_rows: list[int], trainer: dict[str, Any] | None) -> None:
-        """An evaluation actor's returns and an actor's ``throughput.csv`` row."""
-        if name.startswith("eval") and stats["episodes"]:
+    def _record_evaluation(self, stats: dict[str, Any]) -> None:
+        """An evaluation actor's returns (``eval/returns/mean``, their mean)."""
+        if stats["episodes"]:
             returns = [ret for ret, *_ in stats["episodes"]]
             self.result.eval_returns += returns
             if self.log is not None:
                 self.log.add_eval("returns/mean", float(np.mean(returns)))
-        if self.throughput is None or seconds <= 0:
-            return
-        lags = trainer["lags"] if trainer else []
-        row = [f"{time.time():.1f}", name, f"{stats['frames'] / seconds:.1f}",
-               f"{stats['env_seconds'] / seconds:.3f}",
-               f"{stats['inference_seconds'] / seconds:.3f}",
-               f"{np.mean(batch_rows):.1f}" if batch_rows else "",
-               f"{np.mean(lags):.2f}" if lags else "",
-               str(trainer["dropped"]) if trainer else ""]
-        with open(self.throughput, "a", encoding="utf-8") as file:
-            file.write(",".join(row) + "\n")
 
     def _record_meta(self, name: str, values: dict[str, float], frame: int) -> None:
         """``log/*`` values worker ``name``'s meta components wrote, logged at ``frame``
@@ -132,13 +136,25 @@ class RunMonitor:
         """The trainer's step count, and the mean of each statistic of its latest steps."""
         self.result.train_steps = stats["steps"]
         self._record_meta(self.trainers[0], stats["meta"], self.result.frames)
+        self.hyperparameters.update({key: _reading(value)
+                                     for key, value in stats.get("hp", {}).items()})
+        means = {key: float(np.mean([s[key] for s in stats["stats"] if key in s]))
+                 for key in dict.fromkeys(key for step in stats["stats"] for key in step)}
+        self.last_losses.update(means)
         if self.log is None:
             return
         self.log.frame = self.result.frames
         if stats.get("hp"):  # the hp/* trajectory (hyperparameters.csv), as a local run's
             self.log.add_hyperparameters(stats["hp"])
-        if not stats["stats"]:
-            return
-        for key in dict.fromkeys(key for step in stats["stats"] for key in step):
-            values = [s[key] for s in stats["stats"] if key in s]
-            self.log.add_loss(key, float(np.mean(values)))
+        for key, mean in means.items():
+            self.log.add_loss(key, mean)
+
+
+def _reading(value: Any) -> Hyperparameter:
+    """A polled ``hp/*`` value as a ``Hyperparameter`` the dashboard reads (not set here: the
+    trainer holds it)."""
+
+    def refuse(_: Any) -> None:
+        raise TypeError("a Ray run's hp/* values are set in its trainer, not the monitor")
+
+    return Hyperparameter(lambda: value, refuse)

@@ -70,6 +70,8 @@ class TrainerWorker(Worker):
         self._training = False  # a batch has been taken and is being trained on
         self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
+        self._rows = 0  # env steps trained on since stats()
+        self._waited = 0.0  # seconds the loop waited for samples since stats()
         self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
         self._publish()
 
@@ -143,14 +145,18 @@ class TrainerWorker(Worker):
 
     def stats(self) -> dict[str, Any]:
         """Train steps, their statistics, the sample lags and the latest ``log/*`` values
-        of the update hooks, since the last call, and the current ``hp/*`` values (``hp``)."""
+        of the update hooks, the env steps trained on (``rows``) and the seconds spent
+        waiting for samples (``wait_seconds``), since the last call, and the current ``hp/*``
+        values (``hp``)."""
         with self._lock:
             stats, self._stats = self._stats, []
             lags, self._lags = self._lags, []
             meta, self._meta = self._meta, {}
+            rows, waited, self._rows, self._waited = self._rows, self._waited, 0, 0.0
             return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
                     "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
-                    "meta": meta, "hp": hyperparameter_values(self.core)}
+                    "meta": meta, "hp": hyperparameter_values(self.core), "rows": rows,
+                    "wait_seconds": waited}
 
     def run(self) -> None:
         """Train whenever the buffer is ready, until ``stop`` (several trainers step
@@ -170,9 +176,11 @@ class TrainerWorker(Worker):
 
     def _next_batch(self) -> Any:
         """The next batch once the buffer is ready; ``None`` once any trainer is stopped."""
-        batch = None
+        batch, last = None, time.perf_counter()
         while batch is None and not self._stop.is_set():
             with self._lock:
+                now = time.perf_counter()
+                self._waited, last = self._waited + now - last, now  # (stats() sees it grow)
                 batch = self.core.next_batch()
                 self._training = batch is not None
             if batch is None:
@@ -190,6 +198,7 @@ class TrainerWorker(Worker):
             self._publish()
         with self._lock:
             self.core.finish(batch, result)
+            self._rows += trained_rows(batch)
             self._stats.append({k: float(v) for k, v in result.stats.items()})
             self._meta.update(self.core.log_scalars())  # here: the thread that writes them
             self._training = False
@@ -228,3 +237,17 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
     except AttributeError:  # a user's policy or trainer of its own making declares none
         return {}
     return {key: h.get() for key, h in keys.items()}
+
+
+def trained_rows(batch: Any) -> int:
+    """The env steps a trainer's batch holds: ``T * B`` of an on-policy batch of ``[T + 1, B]``
+    segments, ``B`` of a replayed one (``B`` transitions); an independent learner's
+    ``(agent, batch)``: its agent's batch's (0 for a batch of another shape)."""
+    if isinstance(batch, tuple) and len(batch) == 2 and isinstance(batch[0], int):
+        batch = batch[1]  # (an independent learner's agent and its batch)
+    try:
+        sample, indices = batch
+        steps, columns = np.shape(sample.reward)[:2]
+    except (TypeError, ValueError, AttributeError):
+        return 0
+    return int(columns) if indices is not None else int((steps - 1) * columns)

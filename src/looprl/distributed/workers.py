@@ -295,9 +295,9 @@ class ActorWorker(Worker):
         self._count(time.perf_counter() - start)
         return result, version
 
-    def _count(self, seconds: float) -> None:
+    def _count(self, seconds: float, key: str = "inference_seconds") -> None:
         with self._lock:
-            self._stats["inference_seconds"] += seconds
+            self._stats[key] += seconds
 
     def _after_step(self) -> None:
         episodes = self.runner.pop_episodes()
@@ -331,16 +331,20 @@ class ActorWorker(Worker):
         put, self._put = self._put, None
         if put is None:
             return None
+        start = time.perf_counter()
         try:
             return ray.get(put)
         except RayActorError:
             logger.warning("actor %d: trainer unreachable, its last samples are lost",
                            self.index)
             return None
+        finally:  # (seconds waiting for the trainer to accept samples: the bottleneck)
+            self._count(time.perf_counter() - start, "put_seconds")
 
 
 def _fresh_stats() -> dict[str, Any]:
-    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "meta": []}
+    return {"frames": 0, "episodes": [], "inference_seconds": 0.0, "put_seconds": 0.0,
+            "meta": []}
 
 
 @ray.remote

@@ -6,7 +6,8 @@ One logger per (agent, environment) run owns the run directory ``{logdir}/{agent
 * ``run.json`` -- agent, env, start time and the caller's ``run_info`` (the preset's
   ``hyperparameters``; for runners also the ES individual or Optuna trial and its values);
 * TensorBoard events: ``train/returns/{episode,frame}``, ``eval/returns/mean``,
-  ``loss/<name>``, ``schedule/<name>``, ``info/<name>``, ``log/<name>``, ``summary/...``;
+  ``loss/<name>``, ``schedule/<name>``, ``info/<name>``, ``log/<name>``, ``summary/...``,
+  ``runtime/<name>`` (a Ray run's throughput, policy lag, restarts);
 * ``returns100.csv`` -- every 100 training episodes, ``frame,mean,std,max,min`` of the last
   100 returns;
 * ``results.csv`` -- ``frame,episode,return``, one row per training episode;
@@ -116,6 +117,13 @@ def _to_array(values: Any) -> np.ndarray:
     if isinstance(values, torch.Tensor):
         return values.detach().to("cpu", torch.float64).numpy().ravel()
     return np.asarray([float(v) for v in values], dtype=np.float64).ravel()
+
+
+def _counter(logger: ExperimentLogger, step: str) -> int:
+    """The counter of ``logger`` that ``step`` selects (``"frame"`` or ``"episode"``)."""
+    if step not in ("frame", "episode"):
+        raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
+    return logger.frame if step == "frame" else logger.episode
 
 
 def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
@@ -233,20 +241,12 @@ class ExperimentLogger(Logger):
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
     # ------------------------------------------------------------------ helpers
-    def _step(self, step: str) -> int:
-        """Return the counter selected by ``step`` (``"frame"`` or ``"episode"``)."""
-        if step == "frame":
-            return self.frame
-        if step == "episode":
-            return self.episode
-        raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
-
     def _scalar(self, tag: str, value: Any, step: str) -> None:
         """Write one scalar; ``float()`` happens here, i.e. only for written values."""
         if step == "episode":
             self._episode_tags.add(tag)  # (trimmed by episode at a resume)
         value = float(value)
-        self._buffer_scalar(tag, value, self._step(step))
+        self._buffer_scalar(tag, value, _counter(self, step))
         if self._wandb is not None:
             self._wandb.log({tag: value, "frame": self.frame})
 
@@ -302,12 +302,16 @@ class ExperimentLogger(Logger):
         """Log an evaluation statistic as ``eval/<name>`` (always written)."""
         self._scalar("eval/" + name, value, step)
 
+    def add_runtime(self, name: str, value: Any) -> None:
+        """Log a statistic of the runtime (a Ray run's throughput) as ``runtime/<name>``."""
+        self._scalar("runtime/" + name, value, "frame")
+
     def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
         """Log ``summary/<name>/{mean,std,max,min}`` of ``values`` (ignored when empty)."""
         array = _to_array(values)
         if array.size == 0:
             return
-        x = self._step(step)
+        x = _counter(self, step)
         for key, stat in zip(("mean", "std", "max", "min"), _stats(array)):
             self._buffer_scalar(f"summary/{name}/{key}", stat, x)
 
