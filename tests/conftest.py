@@ -24,10 +24,12 @@ def _one_torch_thread():
 #: outside these is an error at collection.
 RAY_TESTS = (
     "tests/distributed/test_ray_runtime.py",
+    "tests/distributed/test_env_faults_on_ray.py",
     "tests/distributed/test_meta_on_ray.py",
     "tests/distributed/test_ray_logs.py",
     "tests/distributed/test_runtime_switch.py",
     "tests/distributed/test_multinode.py",
+    "tests/distributed/test_reaper.py",
     "tests/distributed/test_user_parts_on_ray.py",
     "tests/distributed/test_seed004_user.py::test_the_users_parts_run_on_ray_with_two_actors",
     "tests/distributed/test_gpu.py",

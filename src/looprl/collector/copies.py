@@ -5,6 +5,8 @@ one batch, next-step autoreset, through the agent's bodies)."""
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,40 +16,45 @@ import numpy as np
 from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.environments.base import VectorEnvironment
-from looprl.environments.srl import checked_results
+from looprl.environments.srl import checked_results, make
 
-__all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "receive", "receive_all",
+__all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "env_copies", "receive",
+           "receive_all",
            "report_episodes", "store_obs"]
 
 
 @dataclass
 class Episode:
-    """One finished episode of one env copy: the return summed over its agents."""
+    """One finished episode of one env copy: the return summed over its agents, and each
+    agent's (``returns``, by agent index; empty for one agent)."""
 
     ret: float
     length: int
     env: int
+    returns: tuple[float, ...] = ()
 
 
 class SRLCopies:
-    """Copies of a registered (SRL) environment, stepped one at a time."""
+    """Copies of a registered (SRL) environment, stepped one at a time; ``build`` makes a new
+    copy (one that raised is rebuilt when the runner recovers: ``EnvRunner.restarts``)."""
 
     plain = False  # observations are NamedArrays of the environment's fields
 
-    def __init__(self, envs: list[Any]):
+    def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
         self.envs = envs
+        self.build = build
         self.agent_count = envs[0].agent_count
-        self.name = type(envs[0]).__name__
+        self.name = getattr(envs[0], "_name", None) or type(envs[0]).__name__
+        self.episode = np.zeros(len(envs), dtype=np.int64)  # each copy's resets so far
 
     def reset(self, runner: Any, seed: int | None) -> None:
         """Reset every copy (copy ``i`` seeded with ``seed + i`` the first time)."""
         for i, env in enumerate(self.envs):
             if seed is not None:
-                try:
-                    env.seed(seed + i)
-                except (AttributeError, NotImplementedError):
-                    pass  # an env without seed() runs unseeded
-            receive(runner, i, checked_results(env.reset(), env, "reset"))
+                _seed(env, seed + i)
+            results = self._call(runner, i, "reset")
+            if results is not None:
+                receive(runner, i, results)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> list[int]:
         """Step ``group``'s copies with ``action`` (one row for each of ``asked``);
@@ -58,37 +65,97 @@ class SRLCopies:
             actions[s // agents][s % agents] = action[row]
         stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
-            env = self.envs[i]
             if runner._over[i]:
                 runner._returns[i], runner._lengths[i] = 0.0, 0
                 runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
-                receive(runner, i, checked_results(env.reset(), env, "reset"))
-                continue
-            receive(runner, i, checked_results(env.step(copy_actions), env, "step"))
-            runner._lengths[i] += 1
-            count_frames(runner, 1)
-            stepped[i] = True
+                results = self._call(runner, i, "reset")
+            else:
+                results = self._call(runner, i, "step", copy_actions)
+                if results is not None:
+                    runner._lengths[i] += 1
+                    count_frames(runner, 1)
+                    stepped[i] = True
+            if results is not None:
+                receive(runner, i, results)
         report_episodes(runner, stepped)
         return stepped
+
+    def _call(self, runner: Any, i: int, method: str, *args: Any) -> list[Any] | None:
+        """Copy ``i``'s ``method(*args)``, checked; ``None`` if it raised and the runner
+        recovers from it (the copy is then rebuilt and reset, ``_rebuild``)."""
+        env = self.envs[i]
+        if method == "reset":
+            self.episode[i] += 1
+        runner.env_call = (time.monotonic(), i, method)
+        try:
+            results = getattr(env, method)(*args)
+        except Exception as error:
+            if runner.restarts is None or self.build is None:
+                raise
+            self._rebuild(runner, i, method, error)
+            return None
+        finally:
+            runner.env_call = None
+        return checked_results(results, env, method)
+
+    def _rebuild(self, runner: Any, i: int, method: str, error: Exception) -> None:
+        """Copy ``i`` raised ``error`` in ``method``: count it (``EnvRestarts.note`` raises
+        past its limit), end its episode in progress as cut, and rebuild, seed and reset it."""
+        step = int(runner._lengths[i]) + 1 if method == "step" else None
+        restarts = runner.restarts
+        restarts.note(self.name, i, method, error, int(self.episode[i]), step, runner.total_frames)
+        if method == "step":
+            runner.cut_episodes(np.flatnonzero(runner._copy == i))
+        _close(self.envs[i])
+        env = self.envs[i] = self.build()  # (in place: the meta components see the list)
+        _seed(env, runner.seed + i + len(self.envs) * restarts.count)
+        agents = self.agent_count
+        runner._returns[i], runner._lengths[i] = 0.0, 0
+        runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
+        results = self._call(runner, i, "reset")
+        if results is not None:
+            receive(runner, i, results)
+
+
+def _seed(env: Any, seed: int) -> None:
+    """Seed ``env``'s next reset, if it takes a seed."""
+    try:
+        env.seed(seed)
+    except (AttributeError, NotImplementedError):
+        pass  # an env without seed() runs unseeded
+
+
+def _close(env: Any) -> None:
+    """Close a broken ``env``, whatever it raises (it is being replaced)."""
+    try:
+        env.close()
+    except Exception:  # noqa: BLE001,S110 -- a broken env may fail to close too
+        pass
 
 
 class VectorCopies:
     """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
-    states passed through ``process`` (the agent's bodies) for the rows."""
+    states passed through ``process`` (the agent's bodies) for the rows; ``build`` makes a
+    new one (the copies cannot be rebuilt one by one: when the runner recovers from an
+    exception inside one, ``EnvRunner.restarts``, all are rebuilt)."""
 
     agent_count = 1
     plain = True  # observations are arrays (as the agent's ``act`` sees them)
 
-    def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None):
+    def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None,
+                 build: Callable[[], VectorEnvironment] | None = None):
         self.env = env
         self.process = process
+        self.build = build
         self.name = env.name
         self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
         self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
         self.everyone.flags.writeable = False
 
     def reset(self, runner: Any, seed: int | None) -> None:
-        state = self.env.reset(seed=seed) if seed is not None else self.env.reset()
+        state = self._call(runner, "reset", seed)
+        if state is None:
+            return  # rebuilt and reset
         none = np.zeros(self.env.n_envs, dtype=bool)
         receive_all(runner, *self._rows(state), np.zeros(self.env.n_envs), none)
         runner._present[:] = True  # (every copy answers every step)
@@ -99,12 +166,14 @@ class VectorCopies:
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
+        output = self._call(runner, "step", action)
+        if output is None:
+            return ~self.everyone  # rebuilt and reset: none stepped
         if self.arrays:
-            obs, reward, terminated, truncated = self.env.step_arrays(action)
+            obs, reward, terminated, truncated = output
             rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
         else:
-            state = self.env.step(action)
-            rows, reward, over = self._rows(state), as_numpy(state.reward), as_numpy(state.done)
+            rows, reward, over = self._rows(output), as_numpy(output.reward), as_numpy(output.done)
         runner._lengths += 1
         stepped = self.everyone
         if runner._ended:  # the previous step ended some: those copies reset (actions ignored)
@@ -118,11 +187,61 @@ class VectorCopies:
             report_episodes(runner, stepped)
         return stepped
 
+    def _call(self, runner: Any, method: str, argument: Any) -> Any:
+        """The environment's ``reset(seed=argument)`` or ``step`` (``step_arrays``) of the
+        actions ``argument``; ``None`` if it raised and the runner recovers from it (the
+        environment is then rebuilt and reset, ``_rebuild``)."""
+        runner.env_call = (time.monotonic(), None, method)
+        try:
+            if method == "reset":
+                return self.env.reset() if argument is None else self.env.reset(seed=argument)
+            return (self.env.step_arrays if self.arrays else self.env.step)(argument)
+        except Exception as error:
+            if runner.restarts is None or self.build is None:
+                raise
+            self._rebuild(runner, getattr(error, "method", method), error)
+            return None
+        finally:
+            runner.env_call = None
+
+    def _rebuild(self, runner: Any, method: str, error: Exception) -> None:
+        """The environment raised ``error`` in ``method``: count it (``EnvRestarts.note``
+        raises past its limit), end every episode in progress as cut, and rebuild, seed and
+        reset it."""
+        runner.restarts.note(self.name, None, method, error, None, None, runner.total_frames)
+        runner.cut_episodes(np.arange(len(runner._copy)))
+        _close(self.env)
+        self.env = runner.envs = self.build()
+        if runner.hooks is not None:
+            for hub in runner.hooks.hubs:
+                hub.metrics["env"] = self.env  # (what the meta components see)
+        runner._returns[:], runner._lengths[:] = 0.0, 0
+        self.reset(runner, runner.seed + self.env.n_envs * runner.restarts.count)
+
     def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
         """``(obs, reward, terminated, truncated)`` of ``state`` as the agent sees it."""
         state = state if self.process is None else self.process(state)
         done, terminal = as_numpy(state.done), as_numpy(state.mask) == 0
         return as_numpy(state.observation), as_numpy(state.reward), done & terminal, done > terminal
+
+
+def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, groups: int,
+               process: Callable[[StateArray], StateArray] | None
+               ) -> tuple[Any, SRLCopies | VectorCopies, int, int]:
+    """``(envs, copies, n_envs, groups)`` of an ``EnvRunner`` (see its arguments): the env
+    copies it steps (a list, or a vector environment), their ``SRLCopies`` or
+    ``VectorCopies``, and ``n_envs`` and ``groups`` (a vector environment's own)."""
+    build = None
+    if not isinstance(env_name, VectorEnvironment):
+        if n_envs < groups or groups < 1:
+            raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, n_envs={n_envs}")
+        build = env_name if callable(env_name) else functools.partial(
+            make, env_name, **(env_args or {}))
+    first = env_name if build is None else build()
+    if isinstance(first, VectorEnvironment):
+        return first, VectorCopies(first, process, build), first.n_envs, 1
+    envs = [first] + [build() for _ in range(n_envs - 1)]
+    return envs, SRLCopies(envs, build), n_envs, groups
 
 
 def store_obs(runner: Any, streams: Any, obs: dict[str, Any]) -> None:
@@ -151,7 +270,10 @@ def report_episodes(runner: Any, moved: np.ndarray) -> None:
     if not runner._over.any():
         return
     for i in np.flatnonzero(runner._over & moved).tolist():
-        runner.episodes.append(Episode(float(runner._returns[i]), int(runner._lengths[i]), i))
+        agents = runner.agent_count
+        each = ()
+        runner.episodes.append(Episode(float(runner._returns[i]), int(runner._lengths[i]), i,
+                                       tuple(float(r) for r in each)))
 
 def count_frames(runner: Any, frames: int) -> None:
     runner.frames += frames

@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.collector.copies import Episode, SRLCopies, VectorCopies
+from looprl.collector.copies import Episode, env_copies
+from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.namedarray import as_numpy, stack
-from looprl.environments.base import VectorEnvironment
-from looprl.environments.srl import make
 from looprl.memory.segments import SegmentBuffer
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
@@ -59,9 +58,17 @@ class EnvRunner:
         process: a vector environment's states as the agent sees them (its bodies).
         first_stream: the number of this runner's first stream in its segments' ``stream``
             field (distinct over the runners that feed one replay).
+        restarts: recover from an exception inside an env copy's ``reset`` or ``step`` (the
+            Ray actors): its episode in progress is cut (``cut_episodes``; not reported), the
+            copy rebuilt (a vector environment: all of it; ``env_name`` is then a function
+            building one), seeded anew and reset, and the fault noted here (``None``: raise
+            it, the local runs).
 
     Attributes:
         frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
+        env_call: ``(time.monotonic() at its start, copy, method)`` of the env call in
+            progress (``None``: none; ``copy`` is ``None`` for a vector environment): another
+            thread sees from it an env that hangs (``collector.recovery.env_call``).
     """
 
     def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
@@ -70,20 +77,15 @@ class EnvRunner:
                  is_evaluation: bool = False, meta: Sequence[MetaComponent] = (),
                  policy: Any = None, whole_episodes: bool = False, hub: MetaHub | None = None,
                  process: Callable[[StateArray], StateArray] | None = None,
-                 first_stream: int = 0, agent_names: Sequence[str] = ()):
+                 first_stream: int = 0, agent_names: Sequence[str] = (),
+                 restarts: EnvRestarts | None = None):
         if segment_length < 1:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
-        if isinstance(env_name, VectorEnvironment):
-            n_envs, groups = env_name.n_envs, 1
-            self.envs: Any = env_name
-            self._copies: Any = VectorCopies(env_name, process)
-        else:
-            if n_envs < groups or groups < 1:
-                raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, "
-                                 f"n_envs={n_envs}")
-            build = env_name if callable(env_name) else lambda: make(env_name, **(env_args or {}))
-            self.envs = [build() for _ in range(n_envs)]
-            self._copies = SRLCopies(self.envs)
+        self.restarts = restarts
+        self.seed = seed
+        self.env_call: tuple[float, int | None, str] | None = None  # (since, copy, method)
+        self.envs, self._copies, n_envs, groups = env_copies(env_name, env_args, n_envs,
+                                                             groups, process)
         self.exploration = exploration
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
@@ -202,7 +204,7 @@ class EnvRunner:
             if len(action) != len(asked):
                 raise RolloutSizeError(f"rollout returned {len(action)} actions for a request "
                                        f"of {len(asked)} rows; return one row per request row")
-            self._record(asked, obs, states, action, result, version)
+            _record(self, asked, obs, states, action, result, version)
         self._recorded[group] = (asked, obs, action)
 
     def advance(self, group: int = 0) -> None:
@@ -232,9 +234,12 @@ class EnvRunner:
         cut = self._present & ~self._done & ~self._truncated
         self._truncated |= cut
         self._restart = True
-        if not self._recorded:
-            return  # the next record writes the flags
-        streams = np.flatnonzero(cut)
+        if self._recorded:  # (else the next record writes the flags)
+            self.cut_episodes(np.flatnonzero(cut))
+
+    def cut_episodes(self, streams: np.ndarray) -> None:
+        """The latest rows of ``streams`` (written by ``record``) end their episodes as
+        truncated (bootstrapped from), and their recurrent states start again."""
         self.buffer.end_episodes(streams)
         if self._policy_state is not None:
             self._policy_state[streams] = self._default_state
@@ -268,27 +273,30 @@ class EnvRunner:
             return obs.copy() if len(streams) == len(obs) else obs[streams]
         return self._obs[streams]
 
-    def _record(self, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
-                result: RolloutResult, version: int) -> None:
-        """Write the rows of ``streams`` (one each) and carry their recurrent states."""
-        every = len(streams) == len(self._copy)  # all streams at once (vector envs)
-        if every:
-            reward, done, truncated = self._reward, self._done, self._truncated
-        else:
-            reward, done, truncated = (self._reward[streams], self._done[streams],
-                                       self._truncated[streams])
-        ended = done | truncated
-        rows = SampleBatch(
-            obs=obs, action=action, reward=reward, done=done,
-            truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
-            value=_float32(result.value), policy_version=self._version_rows(len(streams), version),
-            agent=self._agent[streams] if self.agent_count > 1 else None,
-        )  # fmt: skip
-        self.buffer.write(None if every else streams, rows, ended)
-        if self._policy_state is not None:
-            self._policy_state[streams] = _numpy(result.policy_state)
-            if ended.any():
-                self._policy_state[streams[ended]] = self._default_state
+
+def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
+            result: RolloutResult, version: int) -> None:
+    """Write ``runner``'s rows of ``streams`` (one each) and carry their recurrent states."""
+    every = len(streams) == len(runner._copy)  # all streams at once (vector envs)
+    if every:
+        reward, done, truncated = runner._reward, runner._done, runner._truncated
+    else:
+        reward, done, truncated = (runner._reward[streams], runner._done[streams],
+                                   runner._truncated[streams])
+    ended = done | truncated
+    rows = SampleBatch(
+        obs=obs, action=action, reward=reward, done=done,
+        truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
+        value=_float32(result.value), policy_version=runner._version_rows(len(streams), version),
+        agent=runner._agent[streams] if runner.agent_count > 1 else None,
+    )  # fmt: skip
+    runner.buffer.write(None if every else streams, rows, ended)
+    if runner._policy_state is not None:
+        runner._policy_state[streams] = _numpy(result.policy_state)
+        if ended.any():
+            runner._policy_state[streams[ended]] = runner._default_state
+
+
 
 
 def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,

@@ -278,7 +278,16 @@ class RuntimeConfig:
         gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses).
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
             machine's cores).
-        max_restarts: how often Ray restarts a worker that died.
+        max_restarts: how often Ray restarts a worker that died; also how many exceptions
+            inside its env copies' ``reset`` or ``step`` each actor process recovers from
+            (it rebuilds the copy, drops the copy's episode in progress, logs one line
+            naming actor, copy, method, episode, step and error, and goes on); the next one
+            stops the run with that line.
+        env_timeout: seconds an env copy's ``reset`` or ``step`` may take on an actor: the
+            controller kills an actor whose env call has run longer (Ray restarts it, the
+            run goes on; a restart as ``max_restarts`` counts them) and logs which actor,
+            copy, method, episode and step hung (``None``: wait forever). Polled twice a
+            second, so the kill comes within about ``env_timeout + 0.5`` s.
         torch_threads: torch threads per worker.
         trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``).
         runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how
@@ -308,6 +317,7 @@ class RuntimeConfig:
     gpus_per_trainer: float = 0.0
     num_cpus: int | None = None
     max_restarts: int = 3
+    env_timeout: float | None = 60.0
     torch_threads: int = 1
     trainer_threads: int | None = None
     runtime_env: dict[str, Any] | None = None
@@ -338,6 +348,9 @@ class RuntimeConfig:
                              f"gives each trainer its own GPU), got {self.gpus_per_trainer}")
         if self.trainer_timeout <= 0:
             raise ValueError(f"runtime.trainer_timeout must be > 0, got {self.trainer_timeout}")
+        if self.env_timeout is not None and self.env_timeout <= 0:
+            raise ValueError(f"runtime.env_timeout must be > 0 seconds (or null: no limit), got "
+                             f"{self.env_timeout}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RuntimeConfig:

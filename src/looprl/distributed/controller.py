@@ -186,6 +186,7 @@ class DistributedRun:
         """One poll: log the workers' statistics, restart the dead, checkpoint if due."""
         stats = self._pool.stats()
         self._supervisor.check_policy_workers(stats)
+        self._supervisor.check_actors(stats)
         self._monitor.record(stats, seconds)
         self._supervisor.check_loops()
         self._checkpoint.save()

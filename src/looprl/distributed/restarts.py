@@ -40,6 +40,31 @@ class Supervisor:
                 self.result.restarts.append((name, self.result.frames))
             pids[name] = s["id"]
 
+    def check_actors(self, stats: dict[str, dict[str, Any]]) -> None:
+        """Log and record the env copies the actors rebuilt since the last poll (each in
+        ``result.restarts`` as ``("actor0/copy1", frame)``), and kill an actor whose env call
+        has run longer than ``runtime.env_timeout`` seconds (Ray restarts it, ``check_loops``
+        starts its loop again)."""
+        import ray
+
+        for name, s in stats.items():
+            for fault in s.get("env_faults", ()):
+                copy = "" if fault.copy is None else f"/copy{fault.copy}"
+                logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went on "
+                               "(frame %d)", name, fault.line(), self.result.frames)
+                self.result.restarts.append((f"{name}{copy}", self.result.frames))
+            call, timeout = s.get("env_call"), self.runtime.env_timeout
+            if call is None or timeout is None or call[0] <= timeout:
+                continue
+            seconds, env, copy, method, episode, step = call
+            where = ", ".join(part for part in (f"episode {episode}" if episode else "",
+                                                f"step {step}" if step else "") if part)
+            logger.warning("%s: %s%s has been in %s for %.0f s%s, longer than "
+                           "runtime.env_timeout=%g s: killing %s (Ray restarts it)", name, env,
+                           "" if copy is None else f" copy {copy}", method, seconds,
+                           f" ({where})" if where else "", timeout, name)
+            ray.kill(self.pool.workers[name], no_restart=False)
+
     def check_loops(self) -> None:
         """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it).
 
@@ -76,8 +101,9 @@ class Supervisor:
             if grouped and isinstance(cause, TrainerGroupError):
                 broken.append((name, cause))
                 return
-            raise RuntimeError(f"{name} worker failed: {type(cause).__name__}: "
-                               f"{error_line(cause)}") from None
+            raised = error.cause if isinstance(error.cause, Exception) else cause  # (its own)
+            raise RuntimeError(f"{name} worker failed: {type(raised).__name__}: "
+                               f"{error_line(raised)}") from None
         raise RuntimeError(f"{name} worker stopped on its own")
 
     def _check_restarts_left(self, names: list[str], what: str, last: str) -> None:

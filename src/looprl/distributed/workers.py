@@ -19,6 +19,7 @@ actors). Importing this module imports Ray.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -33,6 +34,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from looprl.agents.actor import Actor
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, RolloutSizeError
+from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
@@ -196,13 +198,15 @@ class ActorWorker(Worker):
         seed_units(own_seed, self.actor)
         local_copies = spec.copies is not None and self.local is not None
         self.runner = EnvRunner(
-            spec.copies(runtime.envs_per_actor) if local_copies else spec.make_env, None,
+            functools.partial(spec.copies, runtime.envs_per_actor) if local_copies
+            else spec.make_env, None,
             runtime.envs_per_actor, runtime.segment_length,
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
+            restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"),
         )
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components  # they load what is shared
@@ -211,12 +215,16 @@ class ActorWorker(Worker):
         self._put: Any = None
 
     def stats(self) -> dict[str, Any]:
-        """Frames, finished episodes and timings since the last call (then reset), and the
+        """Frames, finished episodes and timings since the last call (then reset), the
         ``log/*`` values the meta components wrote, taken where episodes ended as a local run
-        takes them (``meta``: ``(this worker's frames since the last call, values)`` each)."""
+        takes them (``meta``: ``(this worker's frames since the last call, values)`` each),
+        the env faults recovered from since the last call (``env_faults``: ``EnvFault`` s)
+        and the env call in progress (``env_call``: ``collector.recovery.env_call``)."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
+        stats["env_faults"] = self.runner.restarts.pop()  # (rebuilt env copies)
+        stats["env_call"] = env_call(self.runner)  # (the heartbeat: a hung env is seen)
         return stats
 
     def run(self) -> None:

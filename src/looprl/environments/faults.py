@@ -41,6 +41,10 @@ class EnvironmentFailure(RuntimeError):
         self.environment, self.method = environment, method
         self.episode, self.step = episode, step
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with every attribute (a Ray worker's failure reaches the driver)."""
+        return type(self), (str(self), self.environment, self.method, self.episode, self.step)
+
 
 def failure(name: str, method: str, error: BaseException, episode: int | None = None,
             step: int | None = None, copy: int | None = None, hint: str | None = None,

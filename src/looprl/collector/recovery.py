@@ -1,0 +1,126 @@
+"""What an ``EnvRunner`` does when one of its environment copies raises, where a run must go on
+(the Ray actors): ``EnvRestarts`` counts and reports the faults (``EnvFault``) and says when
+there were too many; the runner's copies (``collector.copies``) rebuild the broken copy (a
+vector environment: all of it), cut its episode in progress and go on.
+
+Without ``EnvRestarts`` (the local runs) an exception inside an environment is raised as it
+is: the run stops with its one line (``looprl.environments.faults``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from looprl.environments.faults import EnvironmentFailure, failure
+
+__all__ = ["EnvFault", "EnvRestarts", "cause_of", "env_call"]
+
+
+@dataclass(frozen=True)
+class EnvFault:
+    """One exception raised inside an environment copy, which the runner recovered from.
+
+    Attributes:
+        env: the environment's name.
+        copy: the copy (``None``: a vector environment, rebuilt as a whole).
+        method: ``"reset"`` or ``"step"``.
+        episode: the copy's episode (1 = the first), where known.
+        step: the step within that episode (1 = the first) of a failing ``step``.
+        error: the exception, ``"Type: message"`` (its first line).
+        frame: the runner's env steps when it happened.
+    """
+
+    env: str
+    copy: int | None
+    method: str
+    episode: int | None
+    step: int | None
+    error: str
+    frame: int
+
+    def line(self) -> str:
+        """``"CartPole-v1 copy 1 raised in step (episode 3, step 17): RuntimeError: boom"``."""
+        where = [f"episode {self.episode}" if self.episode is not None else "",
+                 f"step {self.step}" if self.step is not None else ""]
+        where_text = ", ".join(part for part in where if part)
+        if self.copy is None and self.error.startswith(f"{self.env}."):
+            return f"{self.error} (its copies are rebuilt together)"  # (a vector env's line)
+        copy = f" copy {self.copy}" if self.copy is not None else ""
+        return (f"{self.env}{copy} raised in {self.method}"
+                f"{f' ({where_text})' if where_text else ''}: {self.error}")
+
+
+def cause_of(error: BaseException) -> BaseException:
+    """The environment's own exception: an ``EnvironmentFailure``'s cause, else ``error``."""
+    cause = error.__cause__
+    return cause if isinstance(error, EnvironmentFailure) and cause is not None else error
+
+
+class EnvRestarts:
+    """The faults an ``EnvRunner`` recovered from, at most ``limit`` of them.
+
+    Args:
+        limit: how many faults the runner recovers from; the next one is raised.
+        limit_name: the option that sets ``limit``, named when it is reached.
+
+    Attributes:
+        count: the faults recovered from so far.
+    """
+
+    def __init__(self, limit: int, limit_name: str = "limit") -> None:
+        if limit < 0:
+            raise ValueError(f"{limit_name} must be >= 0, got {limit}")
+        self.limit, self.limit_name = limit, limit_name
+        self.count = 0
+        self._unreported: deque[EnvFault] = deque()
+
+    def note(self, env: str, copy: int | None, method: str, error: BaseException,
+             episode: int | None, step: int | None, frame: int) -> EnvFault:
+        """Count the fault ``error`` (raised in copy ``copy``'s ``method``) and keep it for
+        ``pop``.
+
+        Raises:
+            EnvironmentFailure: it is one more than ``limit``, naming the environment, the
+                copy, the method, the episode, the step and the error (``from error``).
+        """
+        cause = cause_of(error)
+        said = str(error) if isinstance(error, EnvironmentFailure) and copy is None else None
+        if self.count >= self.limit:
+            hint = (f"its copies were rebuilt {self.count} times, the limit "
+                    f"({self.limit_name}={self.limit})")
+            if said:  # (a vector environment's line names the copy)
+                raise EnvironmentFailure(f"{said}; {hint}", env, method, episode, step) from error
+            raise failure(env, method, cause, episode, step, copy=copy, hint=hint) from error
+        self.count += 1
+        text = str(cause).strip().splitlines()
+        fault = EnvFault(env, copy, method, episode, step, said or
+                         f"{type(cause).__name__}: {text[0] if text else ''}".rstrip(": "),
+                         frame)
+        self._unreported.append(fault)
+        return fault
+
+    def pop(self) -> list[EnvFault]:
+        """The faults noted since the last call (safe from another thread)."""
+        popped = []
+        while self._unreported:
+            popped.append(self._unreported.popleft())
+        return popped
+
+
+def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int | None] | None:
+    """``(seconds, env, copy, method, episode, step)`` of ``runner``'s env call in progress
+    (``EnvRunner.env_call``; ``copy``, ``episode`` and ``step`` are ``None`` for a vector
+    environment), ``None`` if none. Safe from another thread: an actor's heartbeat."""
+    call = runner.env_call
+    if call is None:
+        return None
+    since, copy, method = call
+    copies = runner._copies
+    if copy is None:
+        return time.monotonic() - since, copies.name, None, method, None, None
+    episode = int(copies.episode[copy])
+    step = int(runner._lengths[copy]) + 1 if method == "step" else None
+    return time.monotonic() - since, copies.name, copy, method, episode, step

@@ -1,0 +1,46 @@
+"""``FaultyCartPole``: CartPole whose copies fail on purpose, as RLlib's env-runner failure
+tests inject faults (``rllib/env/tests/test_env_runner_failures.py``). Ray actors import it by
+its path, ``tests.distributed.faulty_env:FaultyCartPole``.
+
+A copy's first ``reset(seed=s)`` arms it when ``faults`` names ``s`` (a Ray actor seeds copy
+``c`` of actor ``i`` with ``run seed + 10_000 * i + c``; a rebuilt copy, or a copy of an actor
+Ray restarted, gets another seed, so each fault happens once)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+PATH = "tests.distributed.faulty_env:FaultyCartPole"
+
+
+class FaultyCartPole(CartPoleEnv):
+    """CartPole that, seeded with a key of ``faults``, does what its value says once: ``"step"``
+    raises in step ``at`` of its first episode, ``"hang"`` sleeps for an hour there,
+    ``"reset"`` raises in the reset that starts episode ``at``."""
+
+    def __init__(self, faults: dict[int, str] | None = None, at: int = 3,
+                 render_mode: str | None = None):
+        super().__init__(render_mode=render_mode)
+        self.faults, self.at = dict(faults or {}), at
+        self.fault: str | None = None
+        self.episode = self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+        if seed is not None:
+            self.fault = self.faults.get(seed)
+        self.episode, self.t = self.episode + 1, 0
+        if self.fault == "reset" and self.episode == self.at:
+            raise RuntimeError("reset fault injected")
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        self.t += 1
+        if self.episode == 1 and self.t == self.at:
+            if self.fault == "step":
+                raise RuntimeError("step fault injected")
+            if self.fault == "hang":
+                time.sleep(3600)
+        return super().step(action)

@@ -1,0 +1,159 @@
+"""Environment faults inside Ray actors, injected as RLlib's env-runner failure tests inject
+them (``rllib/env/tests/test_env_runner_failures.py``): env copies that raise in ``step`` or
+``reset`` on chosen actors, and one whose ``step`` hangs. The run rebuilds the copy (or Ray
+restarts the actor), says which actor, copy, method, episode and step, and finishes its frame
+budget; past ``runtime.max_restarts`` it stops in one line. First the collector's part, without
+Ray (``EnvRunner(restarts=...)``), then whole runs on the module's shared local instance."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import numpy as np
+import pytest
+from tests.distributed.faulty_env import PATH
+
+from looprl.collector import EnvRunner
+from looprl.collector.recovery import EnvRestarts
+from looprl.core import RolloutResult
+from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
+from looprl.environments import EnvironmentFailure
+from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.gym import GymEnvironment
+from looprl.environments.srl import import_environment
+
+GYM_ID = "tests.distributed.faulty_env.FaultyCartPole"  # (what importing PATH registers)
+NAME = re.escape(GYM_ID)
+
+
+def collect(runner: EnvRunner, steps: int) -> list:
+    """Step ``runner`` ``steps`` times with action 0; its segments."""
+    segments = []
+    for _ in range(steps):
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
+        segments += runner.segments()
+    return segments
+
+
+def faulty_runner(faults: dict[int, str], restarts: EnvRestarts | None, **options) -> EnvRunner:
+    """Two copies of ``FaultyCartPole`` (seeded 0 and 1) in segments of 4 steps."""
+    return EnvRunner(PATH, {"faults": faults}, n_envs=2, segment_length=4, seed=0,
+                     restarts=restarts, **options)
+
+
+def test_a_copy_that_raises_in_step_is_rebuilt_and_its_episode_cut_as_truncated() -> None:
+    restarts = EnvRestarts(3)
+    runner = faulty_runner({1: "step"}, restarts)
+    first_env = runner.envs[1]
+    segments = collect(runner, 8)
+    (fault,) = restarts.pop()
+    assert (fault.env, fault.copy, fault.method, fault.episode, fault.step) == (
+        GYM_ID, 1, "step", 1, 3)
+    assert fault.error == "RuntimeError: step fault injected"
+    assert fault.line() == f"{GYM_ID} copy 1 raised in step (episode 1, step 3): " \
+                           "RuntimeError: step fault injected"
+    assert runner.envs[1] is not first_env and restarts.count == 1
+    # stream 1: rows 0, 1, 2 are its first episode (row 2 chose the action of the failed step 3)
+    first = segments[0]
+    assert first.truncated[:, 1].tolist() == [False, False, True, False, False]
+    assert not first.done[:, 1].any() and first.reward[3, 1] == 0.0  # row 3 starts anew
+    assert not first.truncated[:, 0].any()  # copy 0 goes on untouched
+    assert all(episode.length > 2 for episode in runner.pop_episodes()), "the cut one was reported"
+
+
+def test_a_copy_that_raises_in_reset_is_rebuilt_and_the_run_goes_on() -> None:
+    restarts = EnvRestarts(3)
+    runner = faulty_runner({0: "reset"}, restarts)
+    segments = collect(runner, 60)  # (three CartPole episodes end well within 60 steps)
+    faults = restarts.pop()
+    assert [(f.copy, f.method, f.episode, f.step) for f in faults] == [(0, "reset", 3, None)]
+    ends = [s.done[:, 0] | s.truncated[:, 0] for s in segments]
+    assert sum(int(e[:-1].sum()) for e in ends) >= 2  # episodes go on ending after the fault
+
+
+def test_without_restarts_an_env_fault_stops_as_locally_and_past_the_limit_in_one_line() -> None:
+    with pytest.raises(EnvironmentFailure, match=f"{NAME}.step.. raised RuntimeError: step "
+                                                 r"fault injected \(episode 1, step 3\)"):
+        collect(faulty_runner({1: "step"}, None), 8)
+    with pytest.raises(EnvironmentFailure, match=(
+            f"{NAME}.step.. raised RuntimeError: step fault injected "
+            r"\(copy 1, episode 1, step 3\); its copies were rebuilt 0 times, the limit "
+            r"\(runtime.max_restarts=0\)")):
+        collect(faulty_runner({1: "step"}, EnvRestarts(0, "runtime.max_restarts")), 8)
+
+
+def test_a_vector_environment_that_raises_is_rebuilt_whole() -> None:
+    import_environment(PATH)  # registers the Gymnasium id
+
+    def build() -> DuplicateEnvironment:
+        return DuplicateEnvironment([GymEnvironment(GYM_ID, faults={1: "step"})
+                                     for _ in range(2)])
+
+    restarts = EnvRestarts(3)
+    runner = EnvRunner(build, n_envs=2, segment_length=4, seed=0, restarts=restarts)
+    first_env = runner.envs
+    segments = collect(runner, 8)
+    (fault,) = restarts.pop()
+    assert (fault.copy, fault.method) == (None, "step")
+    assert "step fault injected" in fault.line() and "rebuilt together" in fault.line()
+    assert runner.envs is not first_env
+    assert segments[0].truncated[2].tolist() == [True, True]  # every episode cut there
+
+
+def test_env_timeout_must_be_positive_or_null() -> None:
+    with pytest.raises(ValueError, match="runtime.env_timeout must be > 0 seconds"):
+        RuntimeConfig(env_timeout=0)
+    assert RuntimeConfig(env_timeout=None).env_timeout is None
+
+
+# -- whole runs on Ray ------------------------------------------------------------------------
+
+def ppo_spec(faults: dict[int, str]) -> AlgorithmSpec:
+    return AlgorithmSpec(
+        env=PATH, env_args={"faults": faults}, policy="actor-critic-separate",
+        policy_args={"obs_dim": {"obs": 4}, "action_dim": 2, "lr": 1e-3},
+        trainer="ppo", trainer_args={"epochs": 2, "minibatch_size": 64},
+        buffer_args={"batch_streams": 4})
+
+
+def run(faults: dict[int, str], frames: int = 1500, **options) -> DistributedRun:
+    runtime = RuntimeConfig(**{"actors": 2, "envs_per_actor": 2, "segment_length": 16,
+                               "checkpoint_every": None, **options})
+    return DistributedRun(ppo_spec(faults), runtime, frames=frames, logdir=None, quiet=True)
+
+
+def test_copies_that_raise_in_step_and_reset_on_chosen_actors_are_rebuilt(local_ray, caplog):
+    """Actor 0's copy 1 raises in step 3, actor 1's copy 0 in the reset of its episode 3:
+    both are rebuilt, logged and recorded, and the run finishes its budget on sane returns
+    (the cut episode, 2 steps long, is not among them: CartPole's shortest last 8)."""
+    caplog.set_level(logging.WARNING, "looprl.distributed")
+    result = run({1: "step", 10_000: "reset"}, frames=1000).run()
+    assert result.frames >= 1000 and result.train_steps > 0
+    assert sorted(name for name, _ in result.restarts) == ["actor0/copy1", "actor1/copy0"]
+    assert (f"actor0: {GYM_ID} copy 1 raised in step (episode 1, step 3): RuntimeError: step "
+            "fault injected; rebuilt it, dropped its episode in progress" in caplog.text)
+    assert (f"actor1: {GYM_ID} copy 0 raised in reset (episode 3): RuntimeError: reset fault "
+            "injected; rebuilt it" in caplog.text)
+    assert result.returns and 8 <= min(result.returns) and max(result.returns) <= 500
+
+
+def test_an_actor_whose_env_hangs_in_step_is_killed_and_restarted(local_ray, caplog):
+    """Actor 0's copy 1 sleeps in step 3: after ``runtime.env_timeout`` the controller kills
+    the actor, Ray restarts it (its copies seeded anew: no hang), and the run finishes."""
+    caplog.set_level(logging.WARNING, "looprl.distributed")
+    result = run({1: "hang"}, frames=1000, env_timeout=1.0).run()
+    assert result.frames >= 1000 and result.returns
+    assert [name for name, _ in result.restarts] == ["actor0"], caplog.text
+    assert re.search(f"actor0: {NAME} copy 1 has been in step for [12] s \\(episode 1, step 3\\)"
+                     r", longer than runtime.env_timeout=1 s: killing actor0", caplog.text)
+    assert "actor0 worker died" in caplog.text
+
+
+def test_env_faults_past_max_restarts_stop_the_run_in_one_line(local_ray):
+    with pytest.raises(RuntimeError, match=(
+            f"^actor0 worker failed: EnvironmentFailure: {NAME}.step.. raised RuntimeError: "
+            r"step fault injected \(copy 0, episode 1, step 3\); its copies were rebuilt 0 "
+            r"times, the limit \(runtime.max_restarts=0\)$")):
+        run({0: "step"}, frames=10**6, actors=1, max_restarts=0).run()
