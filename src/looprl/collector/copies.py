@@ -271,7 +271,7 @@ def report_episodes(runner: Any, moved: np.ndarray) -> None:
         return
     for i in np.flatnonzero(runner._over & moved).tolist():
         agents = runner.agent_count
-        each = ()
+        each = runner._stream_returns[i * agents:(i + 1) * agents] if agents > 1 else ()
         runner.episodes.append(Episode(float(runner._returns[i]), int(runner._lengths[i]), i,
                                        tuple(float(r) for r in each)))
 

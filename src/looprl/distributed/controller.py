@@ -96,6 +96,7 @@ class DistributedRun:
         self.result = DistributedResult()
         self._started_ray = False
         self._log: Any = None  # the run's ExperimentLogger
+        self._agent_logs: dict[str, Any] = {}  # its agents' (multi-agent envs; resumed ones)
         self._pool: WorkerPool | None = None
         self._supervisor: Supervisor | None = None
         self._monitor: RunMonitor | None = None
@@ -118,10 +119,10 @@ class DistributedRun:
             RuntimeError: the cluster cannot place the workers within
                 ``runtime.placement_timeout`` seconds, or a worker failed (its error inside).
         """
-        _check_spec(self.spec)
+        agents = _check_spec(self.spec)
         self._started_ray = start_ray(self.runtime)
         try:
-            self._assemble(self._open_logs())
+            self._assemble(self._open_logs(), agents)
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
                              self.frames - self.result.frames)
             self._loop(callback)
@@ -149,19 +150,21 @@ class DistributedRun:
 
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
         self._log, self.result = state.logger, state.result
+        self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))
         return SampleCounts(state.trainer_counts)  # the trainers rebase on them when placed
 
-    def _assemble(self, counts: SampleCounts) -> None:
-        """Build the run's parts around one result and one set of sample counts."""
+    def _assemble(self, counts: SampleCounts, agents: list[str]) -> None:
+        """Build the run's parts around one result and one set of sample counts (``agents``:
+        a multi-agent env's agent names, for their returns' logs)."""
         self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
         self._supervisor = Supervisor(self._pool)
         self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
-                                   self.frames)
+                                   self.frames, agents, self._agent_logs)
         self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
-                                                self.result, counts)
+                                                self.result, counts, self._monitor.agent_logs)
 
     def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:
         """Poll the workers twice a second until the run has taken ``frames`` env steps."""
@@ -203,6 +206,8 @@ class DistributedRun:
                 self._pool.kill()
             if self._log is not None:
                 self._log.close()
+            if self._monitor is not None:
+                self._monitor.close()
             if self._started_ray:
                 ray.shutdown()
 
@@ -223,9 +228,10 @@ class DistributedRun:
             logger.warning("could not save the final policy: %s", error_line(error))
 
 
-def _check_spec(spec: AlgorithmSpec) -> None:
+def _check_spec(spec: AlgorithmSpec) -> list[str]:
     """Build the env, policy and trainer here first: a bad name fails in one line, now;
-    ``ValueError`` if the spec puts the policy on a GPU."""
+    ``ValueError`` if the spec puts the policy on a GPU. Returns the names of independent
+    learners' agents (``AlgorithmSpec.agent_names``)."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "
@@ -233,4 +239,6 @@ def _check_spec(spec: AlgorithmSpec) -> None:
                          "runtime.gpus_per_trainer (and runtime.gpus_per_policy) instead; "
                          "actors run on the CPU")
     spec.make_env().close()
-    spec.make_trainer(spec.make_policy())
+    policy = spec.make_policy()
+    spec.make_trainer(policy)
+    return spec.agent_names(policy)

@@ -7,6 +7,7 @@ the throughput). No Ray import here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,16 @@ class RunMonitor:
     """Records each poll of the workers' ``stats()`` answers in ``result`` (frames, returns,
     train steps) and ``log`` (the run's ``ExperimentLogger``; ``None``: nothing written);
     ``counts`` are the sample counts of the ``trainers`` (rank 0 first); ``frames``: the
-    run's budget (``None``: unknown)."""
+    run's budget (``None``: unknown); ``agents``: the agents of a multi-agent env, by index
+    (``agent0``, ... where not named), whose loggers ``agent_logs`` holds (a resumed run's)."""
 
     def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
-                 trainers: list[str], frames: int | None = None) -> None:
+                 trainers: list[str], frames: int | None = None, agents: Sequence[str] = (),
+                 agent_logs: dict[str, Any] | None = None) -> None:
         self.result, self.counts, self.log, self.trainers = result, counts, log, trainers
-        self.frames = frames
+        self.frames, self.agents = frames, list(agents)
+        #: each agent's ``ExperimentLogger`` (multi-agent runs: ``{run}/{name}.{agent}/{env}``)
+        self.agent_logs: dict[str, Any] = {} if agent_logs is None else agent_logs
         self.throughput = Throughput(
             Path(log.log_dir) / "throughput.csv" if log is not None else None, log)
         #: the latest value of each trainer statistic (the dashboard's losses)
@@ -70,7 +75,15 @@ class RunMonitor:
         values, as a local run shows them, then the throughput and the bottleneck."""
         from looprl.experiments.episodes import dashboard
 
-        return [*dashboard(self, self.hyperparameters)(), self.throughput.line()]
+        each = "  ".join(f"{agent} {np.mean(returns[-100:]):.4g}"
+                         for agent, returns in self.result.agent_returns.items())
+        return [*dashboard(self, self.hyperparameters)(),
+                *([f"return(100) by agent: {each}"] if each else []), self.throughput.line()]
+
+    def close(self) -> None:
+        """Close the agents' loggers (the run's own is the controller's to close)."""
+        for log in self.agent_logs.values():
+            log.close()
 
     def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
         """Trainer 0's statistics, with the sample lags of every trainer and the sample
@@ -97,20 +110,42 @@ class RunMonitor:
         def frame(s: dict[str, Any], at: int) -> float:
             return base + total * at / max(s["frames"], 1)
 
-        ended = sorted((frame(s, at), ret) for s in actors.values() for ret, _, at in s["episodes"])
+        ended = sorted(((frame(s, at), ret, tuple(each)) for s in actors.values()
+                        for ret, _, at, *each in s["episodes"]), key=lambda e: e[0])
         points = sorted(((frame(s, at), name, values) for name, s in actors.items()
                          for at, values in s.get("meta", ())), key=lambda p: p[0])
         self.result.frames = base + total
-        for frame_then, ret in ended:
+        for frame_then, ret, each in ended:
             self.result.returns.append(ret)
             if self.log is not None:
                 self.log.frame = round(frame_then)
                 self.log.episode += 1
                 self.log.add_episode_return(ret)
+            if each and each[0]:  # (several agents: each one's return)
+                self._record_agent_returns(each[0], round(frame_then))
         for frame_then, name, values in points:
             self._record_meta(name, values, round(frame_then))
         if self.log is not None:
             self.log.frame = self.result.frames
+
+    def _record_agent_returns(self, returns: Sequence[float], frame: int) -> None:
+        """Each agent's return of a multi-agent episode, in ``result.agent_returns`` and, as a
+        local run writes them, in its own run directory ``{run}/{name}.{agent}/{env}``."""
+        for index, ret in enumerate(returns):
+            agent = self.agents[index] if index < len(self.agents) else f"agent{index}"
+            self.result.agent_returns.setdefault(agent, []).append(ret)
+            if self.log is None:
+                continue
+            if agent not in self.agent_logs:
+                from looprl.experiments.logger import ExperimentLogger
+
+                self.agent_logs[agent] = ExperimentLogger(
+                    f"{self.log.agent_name}.{agent}", self.log.env_name, self.log.log_dir,
+                    self.log.verbose)
+            log = self.agent_logs[agent]
+            log.frame = frame
+            log.add_episode_return(ret)
+            log.episode += 1
 
     def _record_evaluation(self, stats: dict[str, Any]) -> None:
         """An evaluation actor's returns (``eval/returns/mean``, their mean)."""

@@ -37,6 +37,8 @@ class DistributedResult:
         trainers_in_sync: whether all trainers ended with the same parameters (``None``:
             unknown).
         meta: by worker, the latest value of each ``log/*`` key its meta components wrote.
+        agent_returns: a multi-agent env's training returns, by agent (the sum of an episode's
+            returns is in ``returns``; in a zero-sum game, always 0).
     """
 
     frames: int = 0
@@ -50,6 +52,7 @@ class DistributedResult:
     trainer_steps: list[int] = field(default_factory=list)
     trainers_in_sync: bool | None = None
     meta: dict[str, dict[str, float]] = field(default_factory=dict)
+    agent_returns: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def frames_per_second(self) -> float:
@@ -64,11 +67,18 @@ class DistributedResult:
 @dataclass
 class ControllerState:
     """What ``controller_checkpoint.pt`` holds (``save_checkpoint`` flushes the logger):
-    the logger, the result so far, and each trainer's sample counts (received, dropped)."""
+    the logger, the result so far, each trainer's sample counts (received, dropped) and the
+    loggers of a multi-agent env's agents."""
 
     logger: Any
     result: DistributedResult
     trainer_counts: dict[str, Any] = field(default_factory=dict)
+    agent_loggers: dict[str, Any] = field(default_factory=dict)
+
+    def prepare_checkpoint(self) -> None:
+        """Flush the agents' loggers (``save_checkpoint`` flushes ``logger`` itself)."""
+        for log in self.agent_loggers.values():
+            log.flush()
 
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
@@ -119,11 +129,13 @@ class ControllerCheckpoint:
         every: the trainer's checkpoint period (``None``: never; nor does this).
         log: the run's ``ExperimentLogger`` (``None``: nothing saved).
         result, counts: the run's result so far and the trainers' sample counts.
+        agent_logs: the agents' loggers (a multi-agent env's; filled as the run goes).
     """
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
-                 counts: SampleCounts) -> None:
+                 counts: SampleCounts, agent_logs: dict[str, Any] | None = None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
+        self.agent_logs = {} if agent_logs is None else agent_logs
         self._saved = result.train_steps // every if every else 0  # a resumed run's, saved
 
     def save(self, final: bool = False) -> None:
@@ -137,5 +149,6 @@ class ControllerCheckpoint:
         from looprl.experiments.checkpoint import save_checkpoint
 
         self._saved = taken
-        save_checkpoint(ControllerState(self.log, self.result, self.counts.saved()),
+        save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
+                                        self.agent_logs),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

@@ -312,8 +312,9 @@ class ActorWorker(Worker):
         frames, self.runner.frames = self.runner.frames, 0
         with self._lock:
             self._stats["frames"] += frames
-            # (return, length, this worker's frames since the last ``stats`` when it ended)
-            self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"])
+            # (return, length, this worker's frames since the last ``stats`` when it ended,
+            # each agent's return)
+            self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"], e.returns)
                                         for e in episodes]
         if episodes and self.runner.hooks is not None:  # the logging interval, as locally
             values = self.runner.meta_scalars()  # (this thread runs the hooks that write them)
