@@ -147,10 +147,14 @@ def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
         [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "frames=10000000",
          "logging.quiet=true", f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 90
-    while not (run_dir / "ppo").is_dir() and time.monotonic() < deadline:  # (training)
+    # training runs once results.csv has rows (appended every 100 episodes): the run's
+    # directory exists earlier, while torch still imports (a Ctrl-C there may be lost to
+    # CPython's import machinery, or end in a SIGINT exit rather than 130)
+    results = run_dir / "ppo" / "CartPole-v1" / "results.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None and not (
+            results.exists() and len(results.read_text().splitlines()) > 1):
         time.sleep(0.2)
-    time.sleep(1.0)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 130, output

@@ -248,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``looprl`` command; errors print one line and exit with 2, Ctrl-C
     one line and 130."""
+    if hasattr(sys.stdout, "reconfigure"):  # a line printed is in the log, even if the run
+        sys.stdout.reconfigure(line_buffering=True)  # is killed (redirected output is buffered)
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:  # (imports, set-up, a looprl run's training)

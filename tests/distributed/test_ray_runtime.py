@@ -237,54 +237,6 @@ def test_continuous_ppo_preset_learns_pendulum_on_two_actors_sampling_in_sync(lo
     assert means[0] < -1000 and max(means) > -600, means[::20]
 
 
-def test_sac_preset_learns_pendulum_on_ray(local_ray):
-    """``DistributedRun(sac_preset, ...)``, as ``looprl run algorithm=continuous/sac
-    env=Pendulum-v1 runtime=ray``: the preset's own SAC policy (random warm-up, then the
-    tanh-Gaussian) and trainer (twin critics, entropy tuning) learn from the trainer worker's
-    uniform replay, at most one gradient step per env step (random play: about -1200)."""
-    from looprl.environments import GymEnvironment
-    from looprl.experiments.experiment import seed_everything
-    from looprl.presets.continuous import sac
-
-    seed_everything(0)  # the local learning test's network size and learning rates, half the
-    # minibatch: faster steps; returns near 0 after about 3,600 frames (-1200 before). One
-    # trainer thread: on 2 busy cores, a second one slows each step down (100 steps/s, not 140)
-    preset = sac.env(GymEnvironment("Pendulum-v1")).device("cpu").hyperparameters(
-        hidden=64, minibatch_size=128, lr_actor=3e-3, lr_critic=3e-3)
-    run = DistributedRun(preset.build(), runtime(actors=1, envs_per_actor=1, groups=1,
-                                         segment_length=16, checkpoint_every=None,
-                                         trainer_threads=1, publish_every=10),
-                         frames=FRAMES_SAC, logdir=None, quiet=True)
-    args = run.spec.buffer_args
-    assert (args["update_frequency"], args["gradient_steps"]) == (1, 1)
-
-    def swung_up(result) -> bool:
-        return len(result.returns) >= 5 and sum(result.returns[-5:]) / 5 > -600
-
-    def callback(run: DistributedRun) -> None:
-        if swung_up(run.result):
-            run.frames = run.result.frames  # learned: end the run after this poll
-
-    result = run.run(callback=callback)
-    assert result.train_steps <= result.frames  # the local agent's update ratio bounds it
-    assert swung_up(result) and result.frames < FRAMES_SAC, (result.train_steps, result.returns)
-
-
-FRAMES_SAC = 8_000  # the most it may take (it passes after about 3,800)
-
-
-def test_a_sync_run_with_one_actor_repeats_itself(local_ray, tmp_path):
-    """One actor sampling synchronously: the same seed gives the same episodes (the actor's
-    envs and its policy's sampling are seeded, and every batch comes from one version)."""
-    returns = []
-    for _ in range(2):
-        run = DistributedRun(ppo_spec(), runtime(actors=1, sync=True), frames=1_000,
-                             logdir=None, quiet=True, seed=3)
-        returns.append(run.run().returns)
-    n = min(map(len, returns))  # runs stop at a poll after the budget: compare what both ran
-    assert n > 25 and returns[0][:n] == returns[1][:n]
-
-
 def test_sync_sampling_needs_each_actor_to_run_its_own_policy():
     with pytest.raises(ValueError, match="runtime.sync needs .*runtime.policy_workers=0"):
         RuntimeConfig(sync=True, policy_workers=1)

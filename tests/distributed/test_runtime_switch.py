@@ -3,7 +3,9 @@ gives what ``runtime=local`` gives with the same seed, bit for bit: every episod
 ``results.csv`` and the final parameters. One code path makes it so: the local loop and the
 Ray actor run the same collector and policy (seeded alike), the local run and the trainer
 worker the same ``Learner`` (its replay seeded alike), and with ``sync`` the actor acts with
-the parameters a local run acts with."""
+the parameters a local run acts with. So what the local learning tests prove (SAC swings
+Pendulum up, DQN solves CartPole) holds for these presets on Ray, and a sync run repeats
+itself."""
 
 from __future__ import annotations
 

@@ -28,22 +28,6 @@ OPTUNA = ["runner=optuna", "runner.n_trials=4", "runner.num_steps=256", "runner.
           "n_steps: {type: int, low: 32, high: 96}}"]
 
 
-@pytest.fixture(scope="module")
-def ray_two_cpus():
-    """A local Ray instance of 2 CPUs on 127.0.0.1, no dashboard, for this module; stopped at
-    its end if this fixture started it."""
-    from looprl.distributed.cluster import local_instance_settings
-
-    started = not ray.is_initialized()
-    if started:
-        local_instance_settings()
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level="ERROR")
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 def _run(tmp_path: Path, name: str, overrides: list[str]) -> tuple[dict, dict]:
     """Run ``looprl run`` in ``tmp_path/name``: its ``results.json`` and each run directory's
     ``run.json`` (but the time it started)."""
@@ -61,7 +45,7 @@ def _without_times(results: dict) -> dict:
     return {**results, "train": {k: v for k, v in results["train"].items() if k != "wall_time"}}
 
 
-def test_es_individuals_on_ray_give_the_sequential_results(tmp_path, ray_two_cpus,
+def test_es_individuals_on_ray_give_the_sequential_results(tmp_path, local_ray,
                                                            monkeypatch) -> None:
     sequential, runs = _run(tmp_path, "local", ES)
     mapped = []
@@ -74,7 +58,7 @@ def test_es_individuals_on_ray_give_the_sequential_results(tmp_path, ray_two_cpu
     monkeypatch.setattr(RayTrials, "map", record)
     monkeypatch.setattr(LocalTrials, "map", None)  # (never here)
     parallel, ray_runs = _run(tmp_path, "ray", [*ES, "runtime=ray"])
-    assert mapped == [(2, 4), (2, 4)]  # Ray's 2 CPUs by default, a generation at a time
+    assert mapped == [(4, 4), (4, 4)]  # the instance's 4 CPUs by default, a generation at a time
     assert _without_times(parallel) == _without_times(sequential)
     assert len(sequential["train"]["history"]) == 2
     assert ray_runs == runs and sorted(runs) == ["best", *(f"gen{g:03d}_ind{i:03d}"
@@ -86,7 +70,7 @@ def test_es_individuals_on_ray_give_the_sequential_results(tmp_path, ray_two_cpu
     assert (tmp_path / "ray" / "preset.pt").exists()
 
 
-def test_optuna_trials_on_ray_give_the_sequential_results(tmp_path, ray_two_cpus) -> None:
+def test_optuna_trials_on_ray_give_the_sequential_results(tmp_path, local_ray) -> None:
     sequential, runs = _run(tmp_path, "local", OPTUNA)
     parallel, ray_runs = _run(tmp_path, "ray", [*OPTUNA, "runtime=ray",
                                                 "runtime.trials_in_parallel=4"])

@@ -10,14 +10,15 @@ import os
 import socket
 
 from looprl.distributed.config import RuntimeConfig
+from looprl.distributed.reaper import start_reaper
 
 __all__ = ["check_local_resources", "error_line", "local_gpus",
            "local_instance_settings", "start_ray"]
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
-    """Join ``runtime.address`` or start a local instance on loopback; return whether this
-    call started Ray (and so must stop it).
+    """Join ``runtime.address`` or start a local instance on loopback (watched by a reaper:
+    ``looprl.distributed.reaper``); return whether this call started Ray (and so must stop it).
 
     Raises:
         ConnectionError: the address cannot be reached (checked within 3 seconds).
@@ -50,6 +51,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
     local_instance_settings()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
     check_local_resources(runtime, {"CPU": cpus, "GPU": local_gpus()})
+    start_reaper()  # (no process of the instance outlives this one, however it ends)
     try:
         ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
                  runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's

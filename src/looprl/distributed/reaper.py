@@ -1,0 +1,100 @@
+"""The reaper: a run that starts its own Ray instance leaves no process behind, however it ends.
+
+Ray ties its head processes (GCS, raylet) to the driver that started them, but not the agents
+the raylet starts (``DashboardAgent``, ``RuntimeEnvAgent``): after a ``kill -9`` of the driver
+they live on, and ignore SIGTERM. ``start_reaper`` starts a small watcher process (this file,
+run as a script: the standard library only, no torch) before the run starts Ray. It notes every
+process under the driver's Ray children, and when the driver dies (however: an exit, Ctrl-C, a
+SIGTERM or a SIGKILL) it kills those still alive, then ends. It reads ``/proc`` (Linux); on
+other systems no reaper runs and Ray's own clean-up is all there is.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+__all__ = ["start_reaper"]
+
+POLL_SECONDS = 0.5
+_reaper: list[subprocess.Popen] = []  # (this process's one reaper)
+
+
+def start_reaper() -> bool:
+    """Start this process's reaper (once; a no-op where there is no ``/proc``) and return
+    whether one watches this process."""
+    if _reaper and _reaper[0].poll() is None:
+        return True
+    if not os.path.isdir("/proc/self"):
+        return False
+    _reaper[:] = [subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), str(os.getpid())],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)]  # (a Ctrl-C in the terminal does not stop it)
+    return True
+
+
+def _stat(pid: int) -> tuple[int, str, int] | None:
+    """``(parent pid, state, start time)`` of ``pid``, or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+            fields = file.read().rpartition(")")[2].split()  # (after the command's name)
+    except OSError:
+        return None
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def _is_ray(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            return b"ray" in file.read()
+    except OSError:
+        return False
+
+
+def _processes() -> dict[int, tuple[int, str, int]]:
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (stat := _stat(int(name))) is not None:
+            table[int(name)] = stat
+    return table
+
+
+def _note_ray_processes(driver: int, seen: dict[int, int]) -> None:
+    """Add to ``seen`` (pid: start time) every process under the driver's Ray children."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    todo = [pid for pid in children.get(driver, ()) if pid != os.getpid()
+            and (pid in seen or _is_ray(pid))]
+    while todo:
+        pid = todo.pop()
+        seen.setdefault(pid, table[pid][2])
+        todo.extend(children.get(pid, ()))
+
+
+def watch(driver: int) -> None:
+    """Note the driver's Ray processes until the driver dies, then kill those left."""
+    first = _stat(driver)
+    seen: dict[int, int] = {}
+    while first is not None:
+        now = _stat(driver)
+        if now is None or now[1] == "Z" or now[2] != first[2]:
+            break
+        _note_ray_processes(driver, seen)
+        time.sleep(POLL_SECONDS)
+    for pid, started in seen.items():
+        stat = _stat(pid)
+        if stat is not None and stat[2] == started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    watch(int(sys.argv[1]))
