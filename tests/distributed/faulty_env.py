@@ -19,9 +19,10 @@ PATH = "tests.distributed.faulty_env:FaultyCartPole"
 class FaultyCartPole(CartPoleEnv):
     """CartPole that, seeded with a key of ``faults``, does what its value says once: ``"step"``
     raises in step ``at`` of its first episode, ``"hang"`` sleeps for an hour there,
-    ``"reset"`` raises in the reset that starts episode ``at``."""
+    ``"reset"`` raises in the reset that starts episode ``at`` (a value ``(what, n)``: ``at``
+    is ``n``)."""
 
-    def __init__(self, faults: dict[int, str] | None = None, at: int = 3,
+    def __init__(self, faults: dict[int, str | tuple[str, int]] | None = None, at: int = 3,
                  render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
         self.faults, self.at = dict(faults or {}), at
@@ -30,7 +31,8 @@ class FaultyCartPole(CartPoleEnv):
 
     def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
         if seed is not None:
-            self.fault = self.faults.get(seed)
+            fault = self.faults.get(seed)
+            self.fault, self.at = (fault, self.at) if not isinstance(fault, tuple) else fault
         self.episode, self.t = self.episode + 1, 0
         if self.fault == "reset" and self.episode == self.at:
             raise RuntimeError("reset fault injected")

@@ -28,6 +28,10 @@ With meta components (``meta``), the runner calls their step and episode hooks a
 loops do (``MetaHub.pre_step`` before a group's request, ``MetaHub.after_step`` after its
 envs stepped): ``transition`` holds one row per stream that stepped, and the reward the
 post-step hooks leave is the one its row records (returns stay the environment's).
+
+With ``restarts`` (``collector.recovery.EnvRestarts``: the Ray actors), an env copy that raises
+in ``reset`` or ``step`` is rebuilt and the runner goes on (its episode in progress cut as
+truncated); without, the exception stops the caller, as locally.
 """
 
 from looprl.collector.copies import Episode

@@ -278,16 +278,16 @@ class RuntimeConfig:
         gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses).
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
             machine's cores).
-        max_restarts: how often Ray restarts a worker that died; also how many exceptions
-            inside its env copies' ``reset`` or ``step`` each actor process recovers from
-            (it rebuilds the copy, drops the copy's episode in progress, logs one line
-            naming actor, copy, method, episode, step and error, and goes on); the next one
-            stops the run with that line.
-        env_timeout: seconds an env copy's ``reset`` or ``step`` may take on an actor: the
-            controller kills an actor whose env call has run longer (Ray restarts it, the
-            run goes on; a restart as ``max_restarts`` counts them) and logs which actor,
-            copy, method, episode and step hung (``None``: wait forever). Polled twice a
-            second, so the kill comes within about ``env_timeout + 0.5`` s.
+        max_restarts: how often Ray restarts a worker that died, and how many exceptions
+            inside its env copies each actor process recovers from. An actor rebuilds a copy
+            that raised in ``reset`` or ``step`` and drops its episode in progress; the
+            controller logs one line naming actor, copy, method, episode, step and error; the
+            next exception past the limit stops the run with that line (``docs/runtimes.md``).
+        env_timeout: seconds an env copy's ``reset`` or ``step`` may take on an actor before
+            the controller kills the actor (``None``: no limit). It logs which actor, copy,
+            method, episode and step hung; Ray restarts the actor (a restart as
+            ``max_restarts`` counts them) and the run goes on. Polled twice a second: the
+            kill comes within about ``env_timeout + 0.5`` s.
         torch_threads: torch threads per worker.
         trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``).
         runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how

@@ -4,6 +4,10 @@ A worker that dies is restarted by Ray and its loop started again; a trainer res
 its latest checkpoint. With several trainers, one that dies (or a failed collective) makes
 the supervisor restart them all, in a new group, from trainer 0's latest checkpoint. A run
 recovers from at most ``runtime.max_restarts`` deaths of a worker (of the trainers together).
+
+The actors rebuild env copies that raise (``looprl.collector.recovery``); the supervisor logs
+and records what they report, and kills an actor whose env call has run longer than
+``runtime.env_timeout`` seconds (Ray restarts it, as any worker that died).
 """
 
 from __future__ import annotations
@@ -41,29 +45,39 @@ class Supervisor:
             pids[name] = s["id"]
 
     def check_actors(self, stats: dict[str, dict[str, Any]]) -> None:
-        """Log and record the env copies the actors rebuilt since the last poll (each in
-        ``result.restarts`` as ``("actor0/copy1", frame)``), and kill an actor whose env call
-        has run longer than ``runtime.env_timeout`` seconds (Ray restarts it, ``check_loops``
-        starts its loop again)."""
+        """Log and record the env copies the actors rebuilt since the last poll
+        (``_env_faults``), and kill an actor whose env call hangs (``_kill_if_hung``)."""
+        for name, s in stats.items():
+            self._env_faults(name, s.get("env_faults", ()))
+            self._kill_if_hung(name, s.get("env_call"))
+
+    def _env_faults(self, name: str, faults: Any) -> None:
+        """Log each of worker ``name``'s ``EnvFault`` s and record it in ``result.restarts``
+        as ``("actor0/copy1", frame)`` (a vector environment rebuilt whole: ``"actor0/env"``;
+        not ``"actor0"``, whose restarts count its deaths)."""
+        for fault in faults:
+            copy = "/env" if fault.copy is None else f"/copy{fault.copy}"
+            logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went on "
+                           "(frame %d)", name, fault.line(), self.result.frames)
+            self.result.restarts.append((f"{name}{copy}", self.result.frames))
+
+    def _kill_if_hung(self, name: str, call: Any) -> None:
+        """Kill worker ``name`` (Ray restarts it; ``check_loops`` starts its loop again) if
+        its env call in progress (``collector.recovery.env_call``) has run longer than
+        ``runtime.env_timeout`` seconds, and log which env, copy, method and step hung."""
         import ray
 
-        for name, s in stats.items():
-            for fault in s.get("env_faults", ()):
-                copy = "" if fault.copy is None else f"/copy{fault.copy}"
-                logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went on "
-                               "(frame %d)", name, fault.line(), self.result.frames)
-                self.result.restarts.append((f"{name}{copy}", self.result.frames))
-            call, timeout = s.get("env_call"), self.runtime.env_timeout
-            if call is None or timeout is None or call[0] <= timeout:
-                continue
-            seconds, env, copy, method, episode, step = call
-            where = ", ".join(part for part in (f"episode {episode}" if episode else "",
-                                                f"step {step}" if step else "") if part)
-            logger.warning("%s: %s%s has been in %s for %.0f s%s, longer than "
-                           "runtime.env_timeout=%g s: killing %s (Ray restarts it)", name, env,
-                           "" if copy is None else f" copy {copy}", method, seconds,
-                           f" ({where})" if where else "", timeout, name)
-            ray.kill(self.pool.workers[name], no_restart=False)
+        timeout = self.runtime.env_timeout
+        if call is None or timeout is None or call[0] <= timeout:
+            return
+        seconds, env, copy, method, episode, step = call
+        where = ", ".join(part for part in (f"episode {episode}" if episode else "",
+                                            f"step {step}" if step else "") if part)
+        logger.warning("%s: %s%s has been in %s for %.0f s%s, longer than "
+                       "runtime.env_timeout=%g s: killing %s (Ray restarts it)", name, env,
+                       "" if copy is None else f" copy {copy}", method, seconds,
+                       f" ({where})" if where else "", timeout, name)
+        ray.kill(self.pool.workers[name], no_restart=False)
 
     def check_loops(self) -> None:
         """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it).

@@ -159,7 +159,9 @@ class _PolicyCopy:
 
 @ray.remote(max_concurrency=2)
 class ActorWorker(Worker):
-    """Steps ``runtime.envs_per_actor`` env copies and sends segments to the trainer.
+    """Steps ``runtime.envs_per_actor`` env copies and sends segments to the trainer. An env
+    copy that raises is rebuilt (at most ``runtime.max_restarts`` times: ``EnvRestarts``);
+    ``stats`` reports it, and the env call in progress (a hung one is killed by the driver).
 
     Args:
         index: this worker's number (seeds its envs, picks its policy worker and epsilon).
