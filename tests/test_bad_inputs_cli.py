@@ -133,11 +133,14 @@ def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "make_env", interrupted)
-    threads = torch.get_num_threads()
+    threads, handler = torch.get_num_threads(), signal.getsignal(signal.SIGINT)
     assert cli.main(["train", "ppo", "CartPole-v1", "--quiet"]) == 130
     torch.set_num_threads(threads)
     out, err = capsys.readouterr()
     assert err.strip() == "looprl: interrupted", err
+    # called from Python, the caller's Ctrl-C stays (an ignored one would be inherited by
+    # every process it starts later: a looprl run started then could not be interrupted)
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:

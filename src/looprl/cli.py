@@ -248,16 +248,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``looprl`` command; errors print one line and exit with 2, Ctrl-C
     one line and 130."""
-    if hasattr(sys.stdout, "reconfigure"):  # a line printed is in the log, even if the run
-        sys.stdout.reconfigure(line_buffering=True)  # is killed (redirected output is buffered)
+    if argv is None and hasattr(sys.stdout, "reconfigure"):  # the program: a line printed is
+        sys.stdout.reconfigure(line_buffering=True)  # in its log, even if it is killed
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:  # (imports, set-up, a looprl run's training)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a second Ctrl-C while shutting down)
+        if argv is None:  # the program: a second Ctrl-C while it shuts down does nothing (a
+            signal.signal(signal.SIGINT, _ignore)  # handler, not SIG_IGN: no process started
+            # later inherits an ignored Ctrl-C; called from Python, the caller's stays)
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if hasattr(stop, "log_dir") else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A signal handler that does nothing."""
 
 
 def _main(argv: list[str]) -> int:
