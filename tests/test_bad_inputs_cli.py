@@ -143,6 +143,25 @@ def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
     assert signal.getsignal(signal.SIGINT) is handler
 
 
+INTERRUPTED_IMPORT = """
+import builtins, sys
+sys.argv[0] = "/somewhere/bin/looprl"  # (as the looprl program runs)
+real = builtins.__import__
+def importing(name, *args, **kwargs):
+    if name == "torch":
+        raise KeyboardInterrupt  # (Ctrl-C while looprl imports torch)
+    return real(name, *args, **kwargs)
+builtins.__import__ = importing
+import looprl.cli
+"""
+
+
+def test_ctrl_c_while_looprl_imports_is_one_line() -> None:
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT], capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stdout + done.stderr) == (130, "looprl: interrupted\n")
+
+
 def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
     run_dir = tmp_path / "r"
     env = {k: v for k, v in os.environ.items() if k != "LOOPRL_DEBUG"}

@@ -5,7 +5,16 @@ outer loop (runners over repeated runs), and the same inner loop spread over Ray
 See ``ARCHITECTURE.md`` for the layers.
 """
 
-from looprl.core.algorithm import register_names_from
+import os
+import sys
+
+try:
+    from looprl.core.algorithm import register_names_from  # (imports torch: seconds)
+except KeyboardInterrupt:
+    if os.path.basename(sys.argv[0]) != "looprl":  # (imported by a user's program)
+        raise
+    print("looprl: interrupted", file=sys.stderr)  # the looprl program: Ctrl-C while it
+    raise SystemExit(130) from None  # starts is one line, as later (looprl.cli.main)
 
 __version__ = "0.1.0"
 
