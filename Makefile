@@ -30,12 +30,11 @@ demo: setup
 # looprl's own bytecode is compiled first (an editable install is left out of the venv's
 # compileall; a second, with nothing changed, takes a fraction of a second): with
 # PYTHONDONTWRITEBYTECODE set, as on the machines here, every Ray worker and subprocess of the
-# tests would compile the modules it imports again. Three workers on two cores: the Ray tests
-# (one worker) wait on Ray's processes much of their time, which a third worker fills.
+# tests would compile the modules it imports again.
 test: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks
 	$(BIN)/python -m compileall -q -j 0 src > /dev/null
-	$(BIN)/python -m pytest -q -n 3 tests
+	$(BIN)/python -m pytest -q -n 2 tests
 
 lint: setup
 	$(BIN)/ruff check --no-cache src tests benchmarks

@@ -1,5 +1,5 @@
 """Shared test setup: one torch thread (fast and stable on a loaded 2-core machine), the tests
-that start Ray kept on one worker under ``pytest -n 3`` (``make test``) and the local Ray
+that start Ray kept on one worker under ``pytest -n 2`` (``make test``) and the local Ray
 instance they share (``local_ray``), and the seed of the random test order printed at the
 end."""
 
@@ -18,7 +18,7 @@ def _one_torch_thread():
 
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s
-#: ``pytest -n 3`` they run one after another on one worker, so that the machine never holds
+#: ``pytest -n 2`` they run one after another on one worker, so that the machine never holds
 #: two Ray instances; the other tests, those of ``tests/distributed`` that start no Ray too,
 #: are shared out between the workers. A test that uses a Ray fixture (``RAY_FIXTURES``)
 #: outside these is an error at collection.
@@ -83,8 +83,8 @@ def _runs_on_local_ray(item) -> bool:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Every test that uses a Ray fixture is one of ``RAY_TESTS``. Those come first: under
-    ``-n 3`` they are one unit of work, the longest of ``make test``, started at once while the
-    other workers run the rest (started late, it would end after everything else). Those
+    ``-n 2`` they are one unit of work, the longest of ``make test``, started at once while the
+    other worker runs the rest (started late, it would end after everything else). Those
     that run on ``local_ray`` come one after another (in the random order of their modules),
     so that one Ray instance serves them all instead of one per run of consecutive modules
     (seconds each)."""

@@ -267,13 +267,10 @@ def test_a_run_resumed_twice_with_more_frames_gives_each_key_once(tmp_path: Path
     """The frames a resume asks for replace the run's own (not a key given twice)."""
     run_dir = tmp_path / "r"
     common = ("test_episodes=0", "checkpoint_every=100", "logging.quiet=true")
-    code, output = _looprl("run", "env=CartPole-v1", "frames=200", *common,
-                           f"hydra.run.dir={run_dir}", cwd=tmp_path)
-    assert code == 0, output
+    assert cli.main(["run", "env=CartPole-v1", "frames=200", *common,
+                     f"hydra.run.dir={run_dir}"]) == 0  # (in this process: seconds faster)
     for frames in (300, 400):
-        code, output = _looprl("run", "--resume", str(run_dir), f"frames={frames}",
-                               cwd=tmp_path)
-        assert code == 0, output
+        assert cli.main(["run", "--resume", str(run_dir), f"frames={frames}"]) == 0
     overrides = (run_dir / ".hydra" / "overrides.yaml").read_text()
     assert overrides.count("frames=") == 1 and "frames=400" in overrides, overrides
 
