@@ -48,11 +48,14 @@ def _stat(pid: int) -> tuple[int, str, int] | None:
 
 
 def _is_ray(pid: int) -> bool:
+    """Whether ``pid`` runs Ray: a program or script of the ``ray`` package, or a worker
+    (``ray::...``)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as file:
-            return b"ray" in file.read()
+            command = file.read()
     except OSError:
         return False
+    return command.startswith(b"ray::") or f"{os.sep}ray{os.sep}".encode() in command
 
 
 def _processes() -> dict[int, tuple[int, str, int]]:
