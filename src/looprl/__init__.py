@@ -5,6 +5,7 @@ outer loop (runners over repeated runs), and the same inner loop spread over Ray
 See ``ARCHITECTURE.md`` for the layers.
 """
 
+import logging
 import os
 import sys
 
@@ -13,8 +14,10 @@ try:
 except KeyboardInterrupt:
     if os.path.basename(sys.argv[0]) != "looprl":  # (imported by a user's program)
         raise
-    print("looprl: interrupted", file=sys.stderr)  # the looprl program: Ctrl-C while it
-    raise SystemExit(130) from None  # starts is one line, as later (looprl.cli.main)
+    # the looprl program: Ctrl-C while it starts is one line, as later (looprl.cli.main);
+    # no handler is set up yet, so logging's last resort writes the bare message to stderr
+    logging.getLogger(__name__).error("looprl: interrupted")
+    raise SystemExit(130) from None
 
 __version__ = "0.1.0"
 

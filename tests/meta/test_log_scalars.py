@@ -24,6 +24,14 @@ def _scalars(log_dir: str) -> dict[str, list[tuple[int, float]]]:
             for tag in accumulator.Tags()["scalars"]}
 
 
+def _logged(experiment) -> tuple[dict[str, list[tuple[int, float]]],
+                               dict[str, list[tuple[int, float]]]]:
+    """Close ``experiment``; the TensorBoard scalars and the ``log.csv`` rows it wrote."""
+    experiment.close()
+    log_dir = experiment.logger.log_dir
+    return _scalars(log_dir), _log_csv(log_dir)
+
+
 def _log_csv(log_dir: str) -> dict[str, list[tuple[int, float]]]:
     rows: dict[str, list[tuple[int, float]]] = {}
     with open(Path(log_dir) / "log.csv", newline="") as file:
@@ -56,9 +64,7 @@ class Write(MetaComponent):
 @pytest.mark.parametrize("builder", [SMALL_DQN, SMALL_PPO], ids=["single-env", "parallel"])
 def test_a_components_log_key_is_in_tensorboard_and_the_csv(builder, tmp_path: Path) -> None:
     experiment = _experiment(builder, "CartPole-v1", tmp_path, 300, meta=[LogStep()])
-    experiment.close()
-    log_dir = experiment.logger.log_dir
-    scalars, table = _scalars(log_dir), _log_csv(log_dir)
+    scalars, table = _logged(experiment)
     steps = scalars["log/my_step"]
     # logged once per training episode end (several ending in one parallel step: once)
     assert 3 <= len(steps) <= experiment.episode
@@ -138,9 +144,7 @@ class AddKeys(MetaComponent):
 def test_a_key_a_component_adds_to_the_transition_is_logged_as_its_mean(
         builder, tmp_path: Path) -> None:
     experiment = _experiment(builder, "CartPole-v1", tmp_path, 300, meta=[AddKeys()])
-    experiment.close()
-    log_dir = experiment.logger.log_dir
-    scalars, table = _scalars(log_dir), _log_csv(log_dir)
+    scalars, table = _logged(experiment)
     logged = scalars["log/transition/intrinsic_reward"]
     assert 3 <= len(logged) <= experiment.episode
     # the mean over the interval's rows (copies that reset take no step: not exactly 1.0)
