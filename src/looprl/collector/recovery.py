@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from looprl.environments.faults import EnvironmentFailure, failure
+from looprl.environments.faults import EnvironmentFailure, failure, place
 
 __all__ = ["EnvFault", "EnvRestarts", "cause_of", "env_call"]
 
@@ -43,9 +43,7 @@ class EnvFault:
 
     def line(self) -> str:
         """``"CartPole-v1 copy 1 raised in step (episode 3, step 17): RuntimeError: boom"``."""
-        where = [f"episode {self.episode}" if self.episode is not None else "",
-                 f"step {self.step}" if self.step is not None else ""]
-        where_text = ", ".join(part for part in where if part)
+        where_text = place(self.episode, self.step)
         if self.copy is None and self.error.startswith(f"{self.env}."):
             return f"{self.error} (its copies are rebuilt together)"  # (a vector env's line)
         copy = f" copy {self.copy}" if self.copy is not None else ""

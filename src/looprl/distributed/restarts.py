@@ -18,6 +18,7 @@ from typing import Any
 
 from looprl.distributed.cluster import error_line
 from looprl.distributed.placement import WorkerPool
+from looprl.environments.faults import place
 
 __all__ = ["Supervisor"]
 
@@ -71,8 +72,7 @@ class Supervisor:
         if call is None or timeout is None or call[0] <= timeout:
             return
         seconds, env, copy, method, episode, step = call
-        where = ", ".join(part for part in (f"episode {episode}" if episode else "",
-                                            f"step {step}" if step else "") if part)
+        where = place(episode, step)
         logger.warning("%s: %s%s has been in %s for %.0f s%s, longer than "
                        "runtime.env_timeout=%g s: killing %s (Ray restarts it)", name, env,
                        "" if copy is None else f" copy {copy}", method, seconds,

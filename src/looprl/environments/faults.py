@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["EnvironmentFailure", "failure", "gym_reset_output", "gym_step_output",
+__all__ = ["EnvironmentFailure", "failure", "gym_reset_output", "gym_step_output", "place",
            "unpack_hint"]
 
 STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
@@ -53,13 +53,19 @@ def failure(name: str, method: str, error: BaseException, episode: int | None = 
     ``episode``/``step`` of copy ``copy``, where known, or ``where`` in words; ``hint``: what
     to do); raise it ``from error``."""
     parts = [f"copy {copy}" if copy is not None else "",
-             f"episode {episode}" if episode is not None else "",
-             f"step {step}" if step is not None and method == "step" else "", where or ""]
+             place(episode, step if method == "step" else None), where or ""]
     where_text = ", ".join(part for part in parts if part)
     message = (f"{name}.{method}() raised {type(error).__name__}: {error}"
                f"{f' ({where_text})' if where_text else ''}"
                f"{f'; {hint}' if hint else ''}")
     return EnvironmentFailure(message, name, method, episode, step)
+
+
+def place(episode: int | None = None, step: int | None = None) -> str:
+    """Where in an environment's run: ``"episode 3, step 17"``, the parts known (``""``:
+    none)."""
+    return ", ".join(part for part in (f"episode {episode}" if episode is not None else "",
+                                       f"step {step}" if step is not None else "") if part)
 
 
 _UNPACK = re.compile(r"values to unpack \(expected ([25])")
