@@ -50,12 +50,10 @@ class Actor(Agent, ParallelAgent):
         self.stream: RandomStream | None = None  # (``seed``)
 
     def seed(self, seed: int) -> None:
-        """Act on random numbers of its own, seeded with ``seed`` (a ``RandomStream``; and
-        the policy's own generator, if it has a ``seed`` method)."""
+        """Act on random numbers of its own, seeded with ``seed``: a ``RandomStream``, the one
+        source of the policy's draws in ``rollout`` (the policies draw from torch's global
+        generator, which the stream stands in for; unseeded, the process's)."""
         self.stream = RandomStream(seed)
-        own = getattr(self.policy, "seed", None)
-        if callable(own):
-            own(seed)
 
     def rollout(self, request: RolloutRequest) -> RolloutResult:
         """The policy's ``rollout`` of ``request``, drawing from the actor's stream (if

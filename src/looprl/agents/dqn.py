@@ -22,7 +22,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -76,7 +75,10 @@ class DQNPolicy(Policy):
         epsilon: exploration rate, a float or a schedule with a ``value`` property.
         exploration: another exploration policy over ``q`` (``looprl.policies.exploration``:
             ez-greedy, Boltzmann); it replaces the epsilon-greedy one.
-        seed: seeds the exploration (``None``: the global RNGs).
+        seed: seeds ``greedy``'s own draws (its ``act``; ``None``: the global RNGs). The
+            coins and random actions of ``rollout`` come from torch's global CPU generator,
+            which a seeded ``Actor`` swaps for its stream (``Actor.seed``): one source of
+            random numbers per actor, seeded or not.
         evaluation_epsilon: the rate evaluation rows explore at (the presets'
             ``test_exploration``), on every runtime.
     """
@@ -90,13 +92,7 @@ class DQNPolicy(Policy):
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
         self.version = 0
         self.evaluation_epsilon = evaluation_epsilon
-        self._generator = None if seed is None else torch.Generator(q.device).manual_seed(seed)
         self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
-
-    def seed(self, seed: int) -> None:
-        """Explore with a generator of its own, seeded with ``seed`` (the runtimes seed a
-        run's acting policy this way)."""
-        self._generator = torch.Generator(self.device).manual_seed(seed)
 
     @property
     def exploration(self) -> Any:
@@ -159,18 +155,15 @@ class DQNPolicy(Policy):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
-        draws = torch.rand(rows, generator=self._generator, device=self.device).numpy(
-            force=True) if self._generator is not None else np.random.random(rows)
-        explorers = draws < (epsilon if isinstance(epsilon, float) else epsilon.numpy(force=True))
-        explore = torch.from_numpy(explorers)
+        explore = torch.rand(rows) < (epsilon if isinstance(epsilon, float) else epsilon.cpu())
         if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
             self.greedy.metrics["explored"] = explore
         state = self.states(obs, (rows,))
         values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
         action = values.argmax(dim=-1)  # (random actions need the values: illegal ones are
-        if explorers.any():  # masked there, by the network or the observation's mask)
-            action = torch.where(explore.to(self.device), random_actions(values, self._generator),
-                                 action)
+        if explore.any():  # masked there, by the network or the observation's mask; drawn
+            chosen = random_actions(values.cpu()).to(self.device)  # on the CPU: the stream's)
+            action = torch.where(explore.to(self.device), chosen, action)
         return RolloutResult(action=action)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -424,7 +417,8 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
         clip_grad: maximum gradient norm of the updates (0: off).
         target_update: updates between copies into the target network.
         device: where the parameters live.
-        seed: seeds the initial weights and the exploration (``None``: torch's global RNG).
+        seed: seeds the initial weights (``None``: torch's global RNG); the exploration
+            draws from torch's global generator, a seeded ``Actor``'s stream in a run.
     """
     if not isinstance(action_dim, int) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")

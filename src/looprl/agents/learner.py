@@ -148,16 +148,13 @@ class Learner(StepLoop, AgentBase):
         self.stream: RandomStream | None = None  # (``seed``)
 
     def seed(self, seed: int) -> None:
-        """Sample and train on random numbers of its own, seeded with ``seed``: the buffer's
-        generator (if it has a ``seed`` method) and a ``RandomStream`` for the steps."""
+        """Sample and train on random numbers of its own, seeded with ``seed``: the replay
+        samples from its own generator (its ``seed``), the trainer's steps draw from a
+        ``RandomStream``."""
         self.stream = RandomStream(seed)
         own = getattr(self.buffer, "seed", None)
         if callable(own):
             own(seed)
-
-    def _drawing(self) -> Any:
-        """The context its draws happen in: its stream, or the process's generators."""
-        return self.stream if self.stream is not None else nullcontext()
 
     @property
     def policy(self) -> Any:
@@ -220,8 +217,7 @@ class Learner(StepLoop, AgentBase):
             return None
         if self.schedule is None:
             return self.buffer.get(), None
-        with self._drawing():
-            index = self.buffer.sample_indices(self.schedule.batch_size)
+        index = self.buffer.sample_indices(self.schedule.batch_size)  # (its own generator)
         self.owed -= 1
         self.updates += 1
         return self.buffer.gather(index), index
@@ -230,7 +226,7 @@ class Learner(StepLoop, AgentBase):
         """``Trainer.step`` on ``batch`` with the update hooks around it (touches the trainer
         only, not the buffer: Ray's trainer worker runs it beside ``put``)."""
         hooks = self.hooks
-        with self._drawing():
+        with self.stream if self.stream is not None else nullcontext():
             if hooks is None:
                 return self.trainer.step(batch[0])
             return hooks.update(self.trainer, batch[0])
