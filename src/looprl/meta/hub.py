@@ -36,18 +36,19 @@ from looprl.core import (
     Trainer,
     TrainerStepResult,
 )
-from looprl.core.namedarray import NamedArray
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 from looprl.meta.transition_log import TransitionMeans
+from looprl.meta.views import hook_batch, observation_rows
 
 
 @dataclass
 class Parts(AgentBase):
     """What a hub sees in a Ray actor worker, which has no agent: the policy (its own
-    ``unwrapped``, as an agent's; the trainer's side gives its ``Learner``)."""
+    ``unwrapped``, as an agent's; the trainer's side gives its ``Learner``) and no trainer."""
 
     policy: Any
+    trainer: Any = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The policy's ``hp/*`` keys (``{}`` without one: a policy worker answers)."""
@@ -73,7 +74,7 @@ class MetaHub:
         self.stack = MetaStack(components)
         inner = self._inner = agent.unwrapped
         policy = inner.policy  # None: answered by a policy worker
-        trainer = getattr(inner, "trainer", None)  # (an actor's Parts have none)
+        trainer = inner.trainer  # (None in an actor's Parts)
         self.metrics: dict[str, Any] = {"env": env, "model": _module(policy), "step": 0,
                                         "episode": 0, "update": 0, "policy": policy,
                                         "buffer": inner.buffer}
@@ -151,13 +152,14 @@ class MetaHub:
         return values
 
     def update(self, trainer: Trainer, batch: SampleBatch) -> TrainerStepResult:
-        """``trainer.step`` with the pre- and post-update hooks around it (a hook may replace
-        ``metrics['batch']``); then the dictionary holds the step's losses, TD errors,
-        predictions and gradient norms."""
+        """``trainer.step`` with the pre- and post-update hooks around it; the hooks see
+        ``batch`` as ``hook_batch`` makes it (a hook that replaces ``metrics['batch']`` has
+        the trainer learn from its batch instead); then the dictionary holds the step's
+        losses, TD errors, predictions and gradient norms."""
         metrics = self.metrics
-        metrics["batch"] = batch
+        metrics["batch"] = seen = hook_batch(batch)
         self.run("pre_update")
-        result = trainer.step(metrics["batch"])
+        result = trainer.step(batch if metrics["batch"] is seen else metrics["batch"])
         metrics["update"] = metrics.get("update", 0) + 1
         metrics["losses"] = dict(result.stats)
         metrics["td_error"] = trainer.td_error
@@ -176,8 +178,9 @@ class MetaHub:
         self.run("pre_episode")
 
     def pre_step(self, state: torch.Tensor) -> None:
-        """Publish the observations about to be acted on (one row per env copy) as
-        ``metrics['state']`` and run the pre-step hooks."""
+        """Publish the observations about to be acted on (one row per env copy, as
+        ``observation_rows`` makes them) as ``metrics['state']`` and run the pre-step
+        hooks."""
         self.metrics["state"] = state
         self.run("pre_step")
 
@@ -284,14 +287,14 @@ class StreamHooks:
             hub.pre_episode()
 
     def observations(self, obs: Any) -> Any:
-        """Observation rows as a transition holds them: the field ``obs`` as a tensor; with
-        a hub per agent, the rows as they are (each hub takes its own, in its view)."""
-        return torch.as_tensor(main_field(obs)) if self.agents is None else obs
+        """Observation rows as a transition holds them (``observation_rows``); with a hub
+        per agent, the rows as they are (each hub takes its own, in its view)."""
+        return observation_rows(obs) if self.agents is None else obs
 
     def pre_step(self, obs: Any, agent: np.ndarray | None) -> None:
         """``MetaHub.pre_step`` of the observation rows ``obs`` (``agent``: each row's)."""
         if self.agents is None:
-            self.hubs[0].pre_step(torch.as_tensor(main_field(obs)))
+            self.hubs[0].pre_step(observation_rows(obs))
             return
         for (hub, rows), a in zip(self._rows(agent), self.agents, strict=True):
             if rows.any():
@@ -332,14 +335,8 @@ class StreamHooks:
         return [(hub, agent == a) for hub, a in zip(self.hubs, self.agents, strict=True)]
 
     def _own(self, agent: int, obs: Any) -> torch.Tensor:
-        """Agent ``agent``'s observation rows ``obs``, in its view, as a tensor."""
-        return torch.as_tensor(main_field(obs if self.view is None else self.view(agent, obs)))
-
-
-def main_field(obs: Any) -> Any:
-    """The observation array the meta components see: the field ``obs`` of a
-    ``NamedArray`` (an SRL environment's observations), else ``obs`` itself."""
-    return obs["obs"] if isinstance(obs, NamedArray) else obs
+        """Agent ``agent``'s observation rows ``obs``, in its view (``observation_rows``)."""
+        return observation_rows(obs if self.view is None else self.view(agent, obs))
 
 
 def agent_hub(components: list[MetaComponent], agent: Any, env: Any) -> MetaHub:
@@ -361,8 +358,9 @@ def _module(policy: Any) -> Any:
 
 
 def observation_row(state: Any) -> torch.Tensor:
-    """A ``State``'s observation as one row (``metrics['state']``, ``transition['state']``)."""
-    return torch.as_tensor(state.observation).unsqueeze(0)
+    """A ``State``'s observation as one row (``metrics['state']``, ``transition['state']``;
+    ``observation_rows``)."""
+    return observation_rows(state.observation).unsqueeze(0)
 
 
 def log_value(key: str, value: Any) -> float | None:

@@ -233,15 +233,15 @@ class PLR(MetaComponent):
     def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Add each row (reward, flag, logits and values) to its env copy's running episode."""
         transition = metrics["transition"]
-        reward = torch.as_tensor(transition["reward"]).detach().float().cpu()
-        terminated = torch.as_tensor(transition["terminated"]).cpu()
+        reward = transition["reward"].detach().float().cpu()
+        terminated = transition["terminated"].tolist()
         logits = values = None
         if self.strategy != "random":
             logits, values = logits_and_values(self._policy(metrics), transition["state"])
-        next_state = torch.as_tensor(transition["next_state"])
-        for row, i in enumerate(torch.as_tensor(transition["env_index"]).tolist()):
+        next_state = transition["next_state"]
+        for row, i in enumerate(transition["env_index"].tolist()):
             self._running.setdefault(i, []).append(_Step(
-                reward[row], bool(terminated[row]), None if logits is None else logits[row],
+                reward[row], terminated[row], None if logits is None else logits[row],
                 None if values is None else values[row]))
             self._last_obs[i] = next_state[row].clone()
         return metrics
@@ -250,10 +250,9 @@ class PLR(MetaComponent):
         """Score the episodes that ended and choose their copies' next levels."""
         self.setup(metrics)
         wrappers = contextual_envs(metrics["env"])
-        ended = np.asarray(torch.as_tensor(metrics["ended"]).cpu(), dtype=bool).reshape(-1)
         if "log/plr/replay_share" not in metrics:  # logged: a new interval
             self._replays = [0, 0]  # replays, choices
-        for i in np.flatnonzero(ended).tolist():
+        for i in metrics["ended"].nonzero().flatten().tolist():
             score = self._score(i, self._running.pop(i, []), metrics)
             self.update_score(wrappers[i].instance_id, score)
             level, replayed = self.sample_level()

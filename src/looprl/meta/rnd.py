@@ -8,7 +8,8 @@
   difference ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, optionally only on
   the first visit of ``s'`` in the episode.
 
-The metrics keys they touch:
+The metrics keys they touch (in the forms ``looprl.meta.metrics`` documents: observation
+rows are tensors ``[N, ...]`` on every runtime, ``batch`` a ``SampleBatch`` of tensors):
 
 ================================= ===== =======================================================
 key                               hook  use
@@ -17,10 +18,10 @@ key                               hook  use
 ``transition['state']``           step  read (NovelD only)
 ``transition['reward']``                changed: ``+ weight * bonus``
 ``transition['intrinsic_reward']``      written: ``weight * bonus`` (for logging)
-``batch``                         post- read: the predictor trains on its next states
-                                  update (replay tuples) or observations (``NamedArray`` s),
-                                        else on the recently buffered next states
-``losses['rnd']``                       written (when ``losses`` is a dict): predictor loss
+``batch``                         post- read: the predictor trains on its next states (rows
+                                  update ``1..T`` of ``batch.obs``); without a batch, on the
+                                        next states buffered since the first step
+``losses['rnd']``                       written (when ``losses`` is there): predictor loss
 ``ended``                         post- read (NovelD, episodic): whose visit counts to clear
                                   episode
 ================================= ===== =======================================================
@@ -37,12 +38,10 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from looprl.core import SampleBatch
-from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.core.suggest import check_count
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -70,10 +69,10 @@ class RNDNetwork(nn.Module):
             target = self.target(x).flatten(1)
         return (self.predictor(x).flatten(1) - target).pow(2).mean(dim=1)
 
-    def get_error(self, x: Any) -> torch.Tensor:
-        """The prediction error of each row of ``x`` (array-like, one state per row)."""
+    def get_error(self, x: torch.Tensor) -> torch.Tensor:
+        """The prediction error of each row of ``x`` (observation rows ``[N, ...]``)."""
         with torch.no_grad():
-            return self.errors(as_rows(x, self.device))
+            return self.errors(x.to(self.device))
 
 
 class RunningStd:
@@ -134,32 +133,12 @@ class RecentObservations:
         return self.storage[index.to(self.storage.device)]
 
 
-def as_rows(x: Any, device: torch.device | str) -> torch.Tensor:
-    """Observations as a tensor on ``device``: a ``State``/``StateArray``'s ``observation``,
-    numpy arrays converted (``float64`` to ``float32``)."""
-    if isinstance(x, dict):
-        x = x["observation"]
-    x = as_tensor(x, device)
-    return x.float() if x.dtype == torch.float64 else x
-
-
 def batch_observations(batch: SampleBatch | None, device: torch.device) -> torch.Tensor | None:
-    """The next states of a training batch on ``device`` (``as_rows``): rows ``1..T`` of its
-    ``obs`` (the field ``obs`` when it holds several), flattened (``None`` before the first
-    batch)."""
+    """The next states of the update hooks' batch on ``device``: rows ``1..T`` of its
+    observation rows ``obs`` (``[T + 1, B, ...]``), flattened (``None`` without a batch)."""
     if batch is None:
         return None
-    obs = batch.obs
-    obs = obs["obs"] if isinstance(obs, NamedArray) else obs  # (numpy on Ray)
-    return as_rows(obs[1:], device).flatten(0, 1)  # (rows 1..T only go to the device)
-
-
-def add_bonus(reward: Any, bonus: torch.Tensor) -> Any:
-    """``reward + bonus`` in the type (tensor or array) and shape of ``reward``."""
-    if isinstance(reward, np.ndarray):
-        return reward + bonus.cpu().numpy().reshape(reward.shape)
-    reward = torch.as_tensor(reward)
-    return reward + bonus.to(reward.device).reshape(reward.shape)
+    return batch.obs[1:].to(device).flatten(0, 1)  # (rows 1..T only go to the device)
 
 
 class RND(MetaComponent):
@@ -265,14 +244,15 @@ class RND(MetaComponent):
     def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Add ``weight * bonus`` to the transition's reward (``intrinsic_reward``)."""
         transition = metrics["transition"]
-        next_state = as_rows(transition["next_state"], self.device)
+        next_state = transition["next_state"].to(self.device)
         if self.rnd_net is None:
             self.initialize_networks(next_state.shape[1:])
         if self.recent is not None:
             self.recent.add(next_state)
         bonus = self.internal_reward_weight * self.bonus(transition, next_state)
         transition["intrinsic_reward"] = bonus
-        transition["reward"] = add_bonus(transition["reward"], bonus)
+        reward = transition["reward"]
+        transition["reward"] = reward + bonus.to(reward.device).reshape(reward.shape)
         self.log_bonus(metrics, bonus)
         return metrics
 
@@ -322,18 +302,24 @@ class RND(MetaComponent):
             self.optimizer.step()
         loss = loss.detach()
         metrics[f"log/{self.log_name}/predictor_loss"] = loss
-        if isinstance(metrics.get("losses"), dict):
-            metrics["losses"]["rnd"] = loss
+        losses = metrics.get("losses")
+        if losses is not None:
+            losses["rnd"] = loss
         return metrics
 
     def training_observations(self, observations: torch.Tensor | None) -> torch.Tensor | None:
-        """Rows of a batch's ``observations`` (``batch_observations``) that fit the networks,
-        else buffered rows."""
-        shape = self.obs_shape
-        if observations is not None and tuple(observations.shape[-len(shape):]) == shape:
-            self.recent = None  # the agent's batches suffice: stop buffering
-            return observations.reshape(-1, *shape)
-        return None if self.recent is None else self.recent.sample(self.batch_size, self.generator)
+        """A batch's ``observations`` (``batch_observations``), else (no batch) buffered
+        rows; ``ValueError`` for observations of another shape than the networks'."""
+        if observations is None:
+            return None if self.recent is None else self.recent.sample(self.batch_size,
+                                                                       self.generator)
+        shape = tuple(observations.shape[1:])
+        if shape != self.obs_shape:
+            raise ValueError(f"{type(self).__name__}'s networks take observations of shape "
+                             f"{self.obs_shape}, but the batch holds {shape}; give it the "
+                             "batches of the agent whose steps it rewards")
+        self.recent = None  # the agent's batches suffice: stop buffering
+        return observations
 
     # -- the Ray runtime --------------------------------------------------------------------
     def shared_state(self) -> dict[str, Any] | None:
@@ -408,7 +394,7 @@ class NovelD(RND):
 
     def bonus(self, transition: dict[str, Any], next_state: torch.Tensor) -> torch.Tensor:
         """``max(N(s') - alpha N(s), 0) [* first visit]``."""
-        state = as_rows(transition["state"], self.device)
+        state = transition["state"].to(self.device)
         novelty_next, novelty = self.rnd_net.get_error(torch.cat([next_state, state])).chunk(2)
         bonus = self._normalized((novelty_next - self.alpha * novelty).clamp_min(0.0))
         return bonus * self.first_visits(next_state).to(bonus.device) if self.episodic else bonus
@@ -432,7 +418,7 @@ class NovelD(RND):
 
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Forget the visits of the env copies ``metrics['ended']`` marks."""
-        for visited, done in zip(self.visited, torch.as_tensor(metrics["ended"]).reshape(-1)):
+        for visited, done in zip(self.visited, metrics["ended"].tolist()):
             if done:
                 visited.clear()
         return metrics

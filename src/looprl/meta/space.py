@@ -113,7 +113,7 @@ class SPaCE(MetaComponent):
         """Count the ended episodes; at each check, grow the set if improvement < eta."""
         self.setup(metrics)
         self._window += [float(r) for r in metrics["episode_returns"]]
-        self._episodes += int(torch.as_tensor(metrics["ended"]).sum())
+        self._episodes += int(metrics["ended"].sum())
         if self._episodes >= self.check_every:
             self._episodes = 0
             self._check(metrics)
