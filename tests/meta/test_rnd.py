@@ -249,3 +249,12 @@ def test_update_every_trains_the_predictor_at_every_nth_update_only():
     assert losses == [False, False, True, False, False, True, False]
     with pytest.raises(ValueError, match="update_every must be positive"):
         RND(update_every=0)
+
+
+def test_a_batch_of_another_observation_shape_is_one_line():
+    """The update hooks' batch holds the observation rows the step hooks saw; a batch of
+    other rows (another agent's) is refused in one line, not trained on or skipped."""
+    rnd = small_rnd(obs_shape=(4,))
+    with pytest.raises(ValueError, match=r"networks take observations of shape \(4,\), but "
+                                         r"the batch holds \(3,\)"):
+        rnd.update_predictor({"batch": replay_batch(torch.zeros(8, 3))})

@@ -4,6 +4,12 @@ One plain ``dict`` per run. The loop, the agent and the meta components read and
 this table is the contract. Batched entries have one row per environment copy (a single
 environment has one row).
 
+Every loop and runtime hands the hooks the same forms (the hub converts once,
+``looprl.meta.views``), so a component never checks what it was given: arrays are torch
+tensors, and *observation rows* are one tensor ``[N, ...]`` per key: an SRL environment's
+field ``obs`` (a multi-agent agent's hooks: in its own view), ``float32`` for floating
+observations (``float64`` is converted), ``uint8`` frames as they are.
+
 =========================== ===================== ============================================
 key                          written by            contents
 =========================== ===================== ============================================
@@ -18,14 +24,18 @@ key                          written by            contents
                                                    dictionary belongs to (one per agent)
 ``step``                     loop, every step      environment steps taken so far (frames)
 ``episode``                  loop, every episode   training episodes completed so far
-``state``                    loop, pre-step        the observations about to be acted on,
-                                                   one row per env copy (a tensor)
-``transition``               loop, post-step       dict, one row per env copy:
-                                                   ``state``, ``action``, ``reward``,
-                                                   ``next_state`` (observation tensors),
-                                                   ``terminated``, ``truncated`` (bool),
-                                                   ``env_step`` (int), ``env_index`` (the
-                                                   env copy of each row: long). Components
+``state``                    loop, pre-step        the observations about to be acted on:
+                                                   observation rows ``[B, ...]``, one per
+                                                   env copy
+``transition``               loop, post-step       dict of tensors, one row per env copy
+                                                   that stepped: ``state`` and
+                                                   ``next_state`` (observation rows
+                                                   ``[B, ...]``), ``action`` (``[B, ...]``),
+                                                   ``reward`` (float ``[B]``),
+                                                   ``terminated``, ``truncated`` (bool
+                                                   ``[B]``), ``env_index`` (the env copy of
+                                                   each row: long ``[B]``), and
+                                                   ``env_step`` (an int). Components
                                                    may change ``reward`` (the agent learns
                                                    from it) and add keys
                                                    (``intrinsic_reward``): a numeric one
@@ -33,14 +43,23 @@ key                          written by            contents
                                                    row) is logged as
                                                    ``log/transition/<key>``, its mean over
                                                    the logging interval's rows.
-``explored``                 exploration policy,   bool per env copy: the action just taken
-                             every action          was exploratory (value-based agents)
+``explored``                 exploration policy,   a bool tensor, one per row acted on: the
+                             every action          action just taken was exploratory
+                                                   (value-based agents)
 ``episode_returns``          loop, post-episode    returns of the episodes that just ended
-``episode_lengths``          loop, post-episode    their lengths in steps
-``ended``                    loop, post-episode    bool per env copy: which ones just ended
+                                                   (a list of floats)
+``episode_lengths``          loop, post-episode    their lengths in steps (a list of ints)
+``ended``                    loop, post-episode    which env copies just ended (a bool
+                                                   tensor, one per env copy)
 ``update``                   agent, pre-update     updates taken so far
 ``batch``                    agent, pre-update     the batch the trainer is about to learn
-                                                   from (components may replace it)
+                                                   from: a ``SampleBatch`` of ``[T + 1, B]``
+                                                   rows whose fields are tensors, ``obs``
+                                                   the observation rows
+                                                   ``[T + 1, B, ...]``. It shares the
+                                                   trainer's tensors where no conversion was
+                                                   needed; a component that replaces it has
+                                                   the trainer learn from its batch
 ``losses``                   agent, post-update    dict of the trainer's statistics
                                                    (``TrainerStepResult.stats``: floats)
 ``td_error``                 agent, post-update    per-sample TD errors ``target - Q(s, a)``
@@ -77,5 +96,6 @@ each worker's latest are in ``results.json``'s ``train.meta``.
 On Ray, each actor's collector (``EnvRunner``) writes the step and episode keys of its own
 dictionary (``transition`` has one row per stream that stepped, ``env_index`` naming its
 copy; ``env`` is the list of its env copies, ``policy`` its policy copy), and the trainer
-worker the update keys of its own (``batch`` is the ``SampleBatch``; ``env`` is ``None``).
+worker the update keys of its own (``batch`` in the form above, made from the actors'
+segments; ``env`` is ``None``).
 """

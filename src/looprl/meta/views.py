@@ -38,6 +38,8 @@ def main_field(obs: Any) -> Any:
 def hook_tensor(value: Any) -> torch.Tensor:
     """``value`` (a tensor, a NumPy array, a number or a list) as a tensor: a NumPy array's
     view, a read-only one's copy; a tensor as it is."""
+    if isinstance(value, torch.Tensor):
+        return value
     if isinstance(value, np.ndarray) and not value.flags.writeable:
         value = value.copy()
     return as_tensor(value, None)
@@ -50,17 +52,11 @@ def observation_rows(obs: Any) -> torch.Tensor:
     return rows.float() if rows.dtype == torch.float64 else rows
 
 
-def _tensors(value: Any) -> Any:
-    if value is None:
-        return None
-    return recursive_apply(value, hook_tensor) if isinstance(value, NamedArray) \
-        else hook_tensor(value)
-
-
 def hook_batch(batch: SampleBatch) -> SampleBatch:
     """``batch`` as the update hooks see it (``metrics['batch']``): every field a tensor
     (``hook_tensor``; a ``NamedArray`` field one of tensors), ``obs`` the observation rows
     ``[T + 1, B, ...]`` (``observation_rows``). Its tensors are ``batch``'s own where no
-    conversion was needed."""
-    fields = {key: _tensors(value) for key, value in batch.items() if key != "obs"}
-    return type(batch)(obs=observation_rows(batch.obs), **fields)
+    conversion was needed; ``batch`` itself is left as it was."""
+    seen = recursive_apply(batch, hook_tensor)
+    seen.obs = observation_rows(seen.obs)
+    return seen
