@@ -108,7 +108,7 @@ def test_atari_ppo_runs_on_the_atari_environment_with_the_nature_cnn(tmp_path):
     run = distributed(tmp_path, "algorithm=atari/ppo", "env=Breakout", "algorithm.n_envs=2",
                       "algorithm.n_steps=16")
     spec = run.spec
-    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout", "clip_rewards": True})
+    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout"})  # (true scores)
     assert spec.env_label == "Breakout"  # the run directory's name
     assert spec.buffer_args == {"batch_streams": 2} and run.runtime.segment_length == 16
     trainer = spec.make_trainer(spec.make_policy())
@@ -156,7 +156,7 @@ def test_atari_replay_presets_run_on_ray_with_the_local_frame_ring(name):
     run = DistributedRun(preset, RuntimeConfig(actors=1), frames=10_000, logdir=None,
                          quiet=True)
     spec, local = run.spec, preset.agent(train_steps=10_000).agent.agent  # inside the bodies
-    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout", "clip_rewards": True})
+    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout"})  # (true scores)
     policy = spec.make_policy()
     assert type(policy) is type(local.policy) and policy.module is not local.policy.module
     assert same_parameters(policy.module, local.policy.module)
@@ -295,7 +295,7 @@ def test_atari_online_presets_run_on_the_atari_environment(tmp_path, name):
     pytest.importorskip("ale_py")
     run = distributed(tmp_path, f"algorithm=atari/{name}", "env=Breakout", "algorithm.n_envs=2")
     spec = run.spec
-    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout", "clip_rewards": True})
+    assert (spec.env, spec.env_args) == ("atari", {"game": "Breakout"})  # (true scores)
     assert run.runtime.segment_length == 1 and spec.buffer_args == {"batch_streams": 2}
     trainer = spec.make_trainer(spec.make_policy())
     assert trainer.update == ("sarsa" if name == "vsarsa" else "q_learning")

@@ -40,10 +40,15 @@ class AlgorithmSpec:
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
         whole_episodes: actors cut each stream's segments at the first episode end after
             ``runtime.segment_length`` steps (VPG's batches of whole episodes).
-        copies: the local runtime's environment copies of a preset's Gymnasium environment
-            (``copies(n)``: a ``VectorEnvironment``, ``looprl.environments.duplicate.gym_copies``):
-            actors acting with their own policy copy step these instead of SRL copies of
-            ``env`` (``None``: SRL copies).
+        copies: the local runtime's environment copies of a preset's Gymnasium or Atari
+            environment (``copies(n)``: a ``VectorEnvironment``,
+            ``looprl.environments.duplicate.local_copies``): actors acting with their own
+            policy copy step these instead of SRL copies of ``env`` (``None``: SRL copies).
+        process: a picklable factory of what turns the states of ``copies`` into the states
+            the agent learns from (``make_process``; the preset's bodies, as the local
+            collector applies them: the Atari presets' lost lives and clipped rewards); the
+            returns the actors report stay the environment's (``None``: the states as
+            they are).
         meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
             of its own copy, the trainer worker the update hooks of its own (independent
             learners: a copy per agent on both sides); what a component shares
@@ -61,6 +66,7 @@ class AlgorithmSpec:
     explorations: list[float] | None = None
     whole_episodes: bool = False
     copies: Callable[[int], Any] | None = None
+    process: Callable[[], Callable[[Any], Any] | None] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
 
@@ -91,11 +97,12 @@ class AlgorithmSpec:
         remote = getattr(preset, "remote_env", None)  # (the Atari family's; else the env's)
         env, env_args = remote() if remote is not None else (
             preset.env_remote or (preset.env_name, {}))
+        process = getattr(preset, "remote_process", None)  # (the Atari family's bodies)
         spec = cls(env=env, env_args=env_args, policy=preset.policy,
                    policy_args={"copy_model": True},
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),
                    meta=list(preset.meta), copies=_local_copies(preset, env, env_args),
-                   **learning)
+                   process=process() if process is not None else None, **learning)
         return spec, implied
 
     @property
@@ -123,6 +130,10 @@ class AlgorithmSpec:
 
         self.install()
         return make(self.env, **self.env_args)
+
+    def make_process(self) -> Callable[[Any], Any] | None:
+        """A fresh ``process`` of the states of ``copies`` (``None``: none)."""
+        return None if self.process is None else self.process()
 
     def make_policy(self) -> Any:
         """A fresh policy (imports ``looprl.agents``, which registers the built-in ones)."""
@@ -229,18 +240,21 @@ def _check_names(spec: AlgorithmSpec) -> None:
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
     """``AlgorithmSpec.copies`` of ``preset``: the copies its local experiment steps, when
-    its environment is a Gymnasium id (``None``: an SRL environment of looprl's or the
-    user's registry, which the actors make by name)."""
+    its environment is a Gymnasium id or an Atari game (``"atari"``: ``AtariEnvironment``
+    copies; ``None``: another SRL environment of looprl's or the user's registry, which the
+    actors make by name)."""
     import gymnasium as gym
 
     from looprl.core import ParallelPreset
-    from looprl.environments.duplicate import gym_copies
+    from looprl.environments.duplicate import atari_copies, gym_copies
     from looprl.environments.srl import registered_environments
 
+    one_by_one = not isinstance(preset, ParallelPreset)
+    if env == "atari":
+        return functools.partial(atari_copies, dict(env_args), one_by_one)
     if env not in gym.registry or env in registered_environments():
         return None
-    return functools.partial(gym_copies, env, dict(env_args),
-                             not isinstance(preset, ParallelPreset))
+    return functools.partial(gym_copies, env, dict(env_args), one_by_one)
 
 
 @dataclass

@@ -209,6 +209,7 @@ class ActorWorker(Worker):
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"),
+            process=spec.make_process() if local_copies else None,  # (the preset's bodies)
         )
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components  # they load what is shared

@@ -196,6 +196,12 @@ class AtariEnvironment(Environment):
     def close(self) -> None:
         self._vector.close()
 
+    def remote_env(self) -> tuple[str, dict[str, Any]]:
+        """The registered ``"atari"`` environment of this game and options (seed 004's SRL
+        API). The Atari presets' Ray actors step ``AtariEnvironment`` copies instead, through
+        the presets' bodies (``looprl.environments.duplicate.atari_copies``)."""
+        return "atari", {"game": self.name, **self.options}
+
     def duplicate(self, n: int) -> AtariVectorEnvironment:
         """``n`` copies with the same options, stepped by ale-py's native vector env."""
         return AtariVectorEnvironment(self.name, n, device=self.device, seed=self.seed,

@@ -17,7 +17,7 @@ from looprl.core import Agent, AgentWrapper, ParallelAgent, State
 
 __all__ = [
     "Body", "EpisodicLife", "FrameStack", "ObservationNormalization", "RewardClipping",
-    "RunningMeanStd", "TimeFeature", "body_states", "deepmind_atari_body",
+    "RunningMeanStd", "TimeFeature", "body_states", "deepmind_atari_body", "deepmind_atari_states",
 ]
 
 
@@ -196,6 +196,14 @@ def deepmind_atari_body(agent: Any, episodic_life: bool = True, clip_rewards: bo
     if episodic_life:
         agent = EpisodicLife(agent)
     return agent
+
+
+def deepmind_atari_states(episodic_life: bool = True, clip_rewards: bool = True
+                          ) -> BodyStates | None:
+    """The states as an agent in ``deepmind_atari_body(agent, episodic_life, clip_rewards)``
+    sees them (``None``: no body): what the collector records for the Atari presets, on
+    both runtimes (a Ray actor builds it from this picklable function)."""
+    return body_states(deepmind_atari_body(None, episodic_life, clip_rewards))
 
 
 class BodyStates:

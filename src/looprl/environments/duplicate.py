@@ -12,7 +12,8 @@ environment the local loop trains a single environment in (``SingleEnvExperiment
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -21,13 +22,18 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
+from looprl.environments.atari import AtariEnvironment
 from looprl.environments.base import Environment, VectorEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import copies_of, shape_changed
 from looprl.environments.vector import state_array_from_numpy
 
-__all__ = ["DuplicateEnvironment", "gym_copies", "state_arrays"]
+__all__ = ["DuplicateEnvironment", "atari_copies", "gym_copies", "local_copies", "state_arrays",
+           "state_extras"]
+
+
+_DEFAULTS = frozenset({"observation", "reward", "done", "mask"})
 
 
 def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
@@ -37,10 +43,26 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
             bool(state.done) and not terminated)
 
 
+def state_extras(state: State) -> dict[str, Any]:
+    """The further entries of one ``State`` that are single numbers (Atari's ``life_lost``
+    and ``lives``), as NumPy scalars."""
+    extras = {}
+    for key, value in state.items():
+        if key in _DEFAULTS:
+            continue
+        value = np.asarray(as_numpy(value) if isinstance(value, torch.Tensor) else value)
+        if value.ndim == 0 and value.dtype.kind in "biuf":
+            extras[key] = value
+    return extras
+
+
 class DuplicateEnvironment(VectorEnvironment):
     """``envs`` stepped as one batch; the step after a copy reports ``done`` resets it (its
     action ignored, reward 0). Each environment's own ``seed`` seeds its first reset;
-    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, as ALL's.
+    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, as ALL's. The batch keeps the
+    further single-number entries that every copy's ``State`` has (``AtariEnvironment``'s
+    ``life_lost`` and ``lives``, which the ``EpisodicLife`` body reads), unless a copy steps
+    without making ``State`` s (``step_arrays``: ``GymEnvironment``).
 
     Args:
         envs: the environments, one per row (distinct objects, the same spaces).
@@ -54,8 +76,10 @@ class DuplicateEnvironment(VectorEnvironment):
         self.device = device
         self._over = np.zeros(self.n_envs, dtype=bool)  # the copies the next step resets
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._extras: dict[str, np.ndarray] = {}
         self._obs: np.ndarray | None = None
         self._steps = [getattr(env, "step_arrays", None) for env in self.envs]
+        self._states = all(step is None for step in self._steps)  # (every copy makes States)
         self._users = [not type(env).__module__.startswith("looprl.") for env in self.envs]
 
     @property
@@ -69,13 +93,14 @@ class DuplicateEnvironment(VectorEnvironment):
     def reset(self, seed: int | None = None) -> StateArray:
         """Reset every copy (copy ``i`` with ``seed + i``, when given)."""
         rows: list[tuple[Any, float, bool, bool]] = []
+        states: list[State] = []
         try:
             for i, env in enumerate(self.envs):
-                rows.append(state_arrays(env.reset() if seed is None else
-                                         env.reset(seed=seed + i)))
+                states.append(env.reset() if seed is None else env.reset(seed=seed + i))
+                rows.append(state_arrays(states[-1]))
         except Exception as error:
             self._raise(len(rows), "reset", error)
-        self._keep(rows)
+        self._keep(rows, states)
         return self.state
 
     def step(self, action: Any) -> StateArray:
@@ -88,17 +113,20 @@ class DuplicateEnvironment(VectorEnvironment):
         NumPy arrays ``(obs, reward, terminated, truncated)`` of the copies."""
         action = as_numpy(action)
         rows: list[tuple[Any, float, bool, bool]] = []
+        states: list[State] = []
         try:
             for i, env in enumerate(self.envs):
                 if self._over[i]:
-                    rows.append((state_arrays(env.reset())[0], 0.0, False, False))
+                    states.append(env.reset())
+                    rows.append((state_arrays(states[-1])[0], 0.0, False, False))
                 elif self._steps[i] is not None:
                     rows.append(self._steps[i](action[i]))
                 else:
-                    rows.append(state_arrays(env.step(action[i])))
+                    states.append(env.step(action[i]))
+                    rows.append(state_arrays(states[-1]))
         except Exception as error:
             self._raise(len(rows), "reset" if self._over[len(rows)] else "step", error)
-        return self._keep(rows)
+        return self._keep(rows, states)
 
     def _raise(self, i: int, method: str, error: Exception) -> None:
         """Raise ``error`` of copy ``i``'s ``method``: as it is from looprl's own
@@ -108,9 +136,11 @@ class DuplicateEnvironment(VectorEnvironment):
             raise error
         raise failure(self.envs[i].name, method, error, copy=i) from error
 
-    def _keep(self, rows: list[tuple[Any, float, bool, bool]]) -> tuple[np.ndarray, ...]:
-        """Write the copies' rows into new arrays; ``ValueError`` in one line if an
-        observation changed shape."""
+    def _keep(self, rows: list[tuple[Any, float, bool, bool]], states: list[State]
+              ) -> tuple[np.ndarray, ...]:
+        """Write the copies' rows (and the entries every one of their ``states`` has) into new
+        arrays; ``ValueError`` in one line if an observation changed shape."""
+        self._extras = _common_extras(states) if self._states else {}
         n = self.n_envs
         if self._obs is None:
             first = np.asarray(rows[0][0])
@@ -129,7 +159,7 @@ class DuplicateEnvironment(VectorEnvironment):
     @property
     def state(self) -> StateArray:
         if self._state is None and self._arrays is not None:
-            self._state = state_array_from_numpy(*self._arrays, self.device)
+            self._state = state_array_from_numpy(*self._arrays, self.device, **self._extras)
         return super().state
 
     def copy(self) -> DuplicateEnvironment:
@@ -154,17 +184,42 @@ class DuplicateEnvironment(VectorEnvironment):
             env.close()
 
 
+def _common_extras(states: list[State]) -> dict[str, np.ndarray]:
+    """The single-number entries that all ``states`` have (``state_extras``), one array each."""
+    each = [state_extras(state) for state in states]
+    keys = set(each[0]).intersection(*each[1:]) if each else set()
+    return {key: np.stack([extras[key] for extras in each]) for key in sorted(keys)}
+
+
+def local_copies(build: Callable[[], Environment], one_by_one: bool, n: int
+                 ) -> VectorEnvironment:
+    """``n`` copies of the environment ``build()`` makes, as the local experiments step them:
+    a ``DuplicateEnvironment`` of ``n`` of them (``one_by_one``: a single-environment
+    preset's loop), else the first one's ``duplicate(n)`` (a parallel preset's: Gymnasium's
+    or ale-py's vector environment). Ray's actors step these too (``AlgorithmSpec.copies``),
+    so that a run's environment loop is the local one."""
+    if one_by_one:
+        return DuplicateEnvironment([build() for _ in range(n)])
+    first = build()
+    try:
+        return first.duplicate(n)
+    finally:
+        first.close()
+
+
 def gym_copies(env_id: str, make_kwargs: dict[str, Any], one_by_one: bool,
                n: int) -> VectorEnvironment:
-    """``n`` copies of the Gymnasium environment ``env_id`` (``gym.make`` arguments
-    ``make_kwargs``) as the local experiments step them: ``GymEnvironment`` s in a
-    ``DuplicateEnvironment`` (``one_by_one``: a single-environment preset's loop), else
-    ``GymEnvironment(env_id).duplicate(n)`` (a parallel preset's, Gymnasium's vector
-    environment). Ray's actors step these too, so that a run's environment loop is the
-    local one."""
-    if one_by_one:
-        return DuplicateEnvironment([GymEnvironment(env_id, **make_kwargs) for _ in range(n)])
-    return GymEnvironment(env_id, **make_kwargs).duplicate(n)
+    """``local_copies`` of the Gymnasium environment ``env_id`` (``gym.make`` arguments
+    ``make_kwargs``)."""
+    return local_copies(functools.partial(GymEnvironment, env_id, **make_kwargs), one_by_one, n)
+
+
+def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:
+    """``local_copies`` of ``AtariEnvironment(game, **options)``, given the ``"atari"``
+    environment's arguments ``{"game": game, **options}`` (``AtariEnvironment.remote_env``)."""
+    options = dict(env_args)
+    game = options.pop("game")
+    return local_copies(functools.partial(AtariEnvironment, game, **options), one_by_one, n)
 
 
 def _copy(env: Environment) -> Environment:

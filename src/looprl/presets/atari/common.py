@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 from torch import nn
 
-from looprl.environments.bodies import deepmind_atari_body
+from looprl.environments.bodies import BodyStates, deepmind_atari_body, deepmind_atari_states
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.nn.cnn import nature_actor_critic
 from looprl.policies.distributions import CategoricalHead
@@ -43,10 +45,19 @@ class DeepMindBody:
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """Ray actors play the game in the ``"atari"`` environment (the same preprocessing,
-        rewards clipped as ``clip_rewards`` says; whole games, not lives)."""
-        clip = bool(self.hyperparameters["clip_rewards"])
-        return "atari", {"game": self.env_name, "clip_rewards": clip}
+        """The game as the registered ``"atari"`` environment (``AtariEnvironment.remote_env``:
+        whole games, true scores): Ray's evaluation names it, and its arguments make the
+        ``AtariEnvironment`` copies the actors step (``AlgorithmSpec.copies``)."""
+        return self.env_remote or ("atari", {"game": self.env_name})
+
+    def remote_process(self) -> Callable[[], BodyStates | None]:
+        """A picklable factory of the bodies' ``process_state`` (``deepmind_atari_states``):
+        a Ray actor records the states of its ``AtariEnvironment`` copies as the local
+        collector does (a lost life ends the episode for learning, clipped rewards), while
+        the returns it reports stay whole games' true scores."""
+        hp = self.hyperparameters
+        return functools.partial(deepmind_atari_states, bool(hp["episodic_life"]),
+                                 bool(hp["clip_rewards"]))
 
 
 class NatureActorCritic(DeepMindBody):
