@@ -198,7 +198,7 @@ class ActorWorker(Worker):
         torch.manual_seed(own_seed)
         self.actor = Actor(policy)  # (acting on a stream of its own, as in a local run)
         seed_units(own_seed, self.actor)
-        local_copies = spec.copies is not None and self.local is not None
+        local_copies = spec.copies is not None and (self.local is not None or bool(spec.process))
         self.runner = EnvRunner(
             functools.partial(spec.copies, runtime.envs_per_actor) if local_copies
             else spec.make_env, None,
