@@ -11,9 +11,9 @@ import torch
 
 from looprl.agents import PPOTrainer, actor_critic_policy
 from looprl.agents.independent import IndependentPolicy, IndependentTrainer
+from looprl.agents.independent_learner import IndependentLearner
 from looprl.core import NamedArray, Policy, RolloutRequest, RolloutResult
 from looprl.distributed import EnvRunner
-from looprl.distributed.independent import IndependentCore
 from looprl.environments import SRLEnvironment
 from looprl.environments.srl import step_result
 
@@ -77,7 +77,7 @@ def test_independent_trainer_steps_each_agents_trainer_on_its_own_streams():
 def test_each_agents_trainer_learns_only_from_its_own_streams():
     trainer = independent_ppo()
     policy, policies = trainer.policy, trainer.policy.policies
-    core = IndependentCore(trainer, [("on_policy", {"batch_streams": 2})] * 2)
+    core = IndependentLearner.from_buffers(trainer, [("on_policy", {"batch_streams": 2})] * 2)
     runner = EnvRunner(TwoAgents, n_envs=2, segment_length=4, seed=0)
     steps = []
     for _ in range(10):

@@ -307,13 +307,14 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["train"]["frames"] >= 300 and results["train"]["train_steps"] >= 2
     assert len(results["eval"]["returns"]) == 2
-    losses = (tmp_path / "ppo" / "tictactoe_v3" / "losses.csv").read_text()
+    run = tmp_path / "independent_ppo" / "tictactoe_v3"  # (the preset's name, as locally)
+    losses = (run / "losses.csv").read_text()
     assert "player_1/policy" in losses and "player_2/policy" in losses
     meta = {key for values in results["train"]["meta"].values() for key in values}
     assert {"log/rnd/intrinsic_reward_mean/player_1",
             "log/rnd/intrinsic_reward_mean/player_2"} <= meta, meta
     for agent in ("player_1", "player_2"):  # each agent's returns, as locally (their sum is 0)
-        rows = (tmp_path / "ppo" / "tictactoe_v3" / f"ppo.{agent}" / "tictactoe_v3" /
+        rows = (run / f"independent_ppo.{agent}" / "tictactoe_v3" /
                 "results.csv").read_text().splitlines()[1:]
         assert rows and any(float(row.split(",")[2]) != 0 for row in rows), rows
 

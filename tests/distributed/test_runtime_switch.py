@@ -2,10 +2,10 @@
 gives what ``runtime=local`` gives with the same seed, bit for bit: every episode of
 ``results.csv`` and the final parameters. One code path makes it so: the local loop and the
 Ray actor run the same collector and policy (seeded alike), the local run and the trainer
-worker the same ``Learner`` (its replay seeded alike), and with ``sync`` the actor acts with
-the parameters a local run acts with. So what the local learning tests prove (SAC swings
-Pendulum up, DQN solves CartPole) holds for these presets on Ray, and a sync run repeats
-itself."""
+worker the same ``Learner`` (its replay seeded alike; independent learners: one per agent),
+and with ``sync`` the actor acts with the parameters a local run acts with. So what the
+local learning tests prove (SAC swings Pendulum up, DQN solves CartPole, independent DQN beats
+a random tic-tac-toe player) holds for these presets on Ray, and a sync run repeats itself."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
       "algorithm.minibatch_size=32"], "Pendulum-v1", 1),
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "CartPole-v1", 4),
-], ids=["dqn", "sac", "ppo"])
+    (["algorithm=multiagent/dqn", "algorithm.replay_start_size=100"], "tictactoe_v3", 1),
+], ids=["dqn", "sac", "ppo", "multiagent_dqn"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env,
                                                                     copies) -> None:
@@ -62,6 +63,9 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     episodes = (local / "results.csv").read_text()
     assert len(episodes.splitlines()) > 3  # (episodes before and after training started)
     assert (ray / "results.csv").read_text() == episodes
+    for agent in local.glob(f"{local.parent.name}.*"):  # (multi-agent: each agent's returns)
+        mine = (agent / local.name / "results.csv").read_text()
+        assert (ray / agent.name / local.name / "results.csv").read_text() == mine
     trained = json.loads((tmp_path / "ray" / "results.json").read_text())["train"]
     assert trained["train_steps"] > 0  # (the parameters moved on both)
     mine, theirs = _local_parameters(local), _ray_parameters(ray)

@@ -311,7 +311,7 @@ def test_a_never_ending_multiagent_episode_is_cut(monkeypatch, caplog):
     assert "cut after 40 turns" in caplog.text
 
 
-def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path):
+def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path, caplog):
     pytest.importorskip("pettingzoo")
     from looprl.agents.independent import IndependentMultiagent, RandomAgent
     from looprl.core import Preset
@@ -334,6 +334,8 @@ def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path
     env = MultiagentPettingZooEnv(_forever_zoo_env())
     experiment = multiagent.MultiagentEnvExperiment(RandomPreset(env), env, quiet=True, seed=0,
                                                     logdir=str(tmp_path))
-    experiment.train(frames=10)
-    assert (experiment.episode, experiment.frame) == (1, 30)
+    with caplog.at_level(logging.WARNING):
+        experiment.train(frames=60)
+    assert (experiment.episode, experiment.frame) == (2, 60)  # (cut at 30 steps each)
+    assert "ran 30 steps without ending: cut there" in caplog.text
     experiment.close()

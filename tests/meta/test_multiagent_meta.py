@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("pettingzoo")
 
 from pettingzoo.classic import tictactoe_v3  # noqa: E402
 
+from looprl.core import NamedArray  # noqa: E402
 from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
 from looprl.experiments.experiment import seed_everything  # noqa: E402
 from looprl.experiments.multiagent import MultiagentEnvExperiment  # noqa: E402
@@ -59,9 +61,10 @@ def test_each_agent_gets_its_own_hub_and_learns_the_changed_reward(tmp_path) -> 
         # the returns the hooks see (and the logs keep) are the game's
         assert all(agent == name and abs(r[0]) <= 1 for agent, r in episodes)
         assert experiment.agent_loggers[name].episode == 20
-        # every turn but the last of an episode ends in a post-step of the next turn
+        # every turn ends in a post-step when the agent's next turn (or its end) comes; its
+        # final state of each game is asked too (a pre-step), and starts no transition
         steps = [hook for hook, _ in bonus.log if hook in ("pre_step", "post_step")]
-        assert steps.count("pre_step") == steps.count("post_step")
+        assert steps.count("pre_step") == steps.count("post_step") + 20
         # the agent learned from the changed rewards (the game's are -1, 0 or 1)
         buffer = experiment.agent.agents[name].unwrapped.replay_buffer
         _, _, rewards, _, _ = buffer.sample(64)
@@ -77,11 +80,14 @@ def test_an_agent_whose_episode_ends_before_its_first_turn_still_ends_it(tmp_pat
     builder = dqn.env(env).device("cpu").hyperparameters(replay_start_size=50).meta(Bonus())
     experiment = MultiagentEnvExperiment(builder.build(), env, train_steps=100, quiet=True,
                                          logdir=str(tmp_path), seed=0)
-    env.reset(seed=0)
-    experiment._pending, experiment._turns = {}, defaultdict(int)
-    experiment._returns = defaultdict(float, {"player_2": -1.0})
-    last = env.last().update(done=True, mask=0.0)
-    experiment._hooked_act(last.update(agent="player_2"))
+    row = NamedArray(obs=np.zeros((1, 18), np.float32), action_mask=np.ones((1, 9), bool))
+    only_player_1 = {"state": row, "action": torch.zeros(1, dtype=torch.long),
+                     "reward": torch.ones(1), "next_state": row,
+                     "terminated": torch.ones(1, dtype=torch.bool),
+                     "truncated": torch.zeros(1, dtype=torch.bool), "env_step": 1,
+                     "env_index": torch.zeros(1, dtype=torch.long)}
+    experiment.hub.after_step(only_player_1, 1, np.array([True]), np.array([[1.0, -1.0]]), [0],
+                              np.array([0]))
     bonus = experiment.hubs["player_2"].stack.components[0]
     assert ("post_episode", ("player_2", [-1.0])) in bonus.log
     assert experiment.hubs["player_2"].metrics["episode_lengths"] == [0]

@@ -13,9 +13,10 @@ https://arxiv.org/abs/2011.09533) treat the other agents as part of the environm
   https://arxiv.org/abs/2006.14171) and the exploration policies (``looprl.policies``) draw among
   legal actions only.
 
-On Ray, ``IndependentPolicy`` answers each agent's rows of a ``RolloutRequest`` with that
-agent's policy, and ``IndependentTrainer`` steps each agent's trainer on its own streams
-(the trainer worker keeps one buffer per agent: ``looprl.distributed.independent``).
+On the collector (a local multi-agent experiment, Ray's actors), ``IndependentPolicy``
+answers each agent's rows of a ``RolloutRequest`` with that agent's policy, and
+``IndependentTrainer`` steps each agent's trainer on its own streams (each agent's own
+``Learner``: ``looprl.agents.independent_learner``).
 """
 
 from __future__ import annotations
@@ -182,6 +183,13 @@ class IndependentPolicy(Policy):
         for policy in self.policies:
             policy.version = value
 
+    def seed(self, seed: int) -> None:
+        """Seed agent ``i``'s policy with ``seed + i`` (those with a ``seed`` method)."""
+        for i, policy in enumerate(self.policies):
+            own = getattr(policy, "seed", None)
+            if callable(own):
+                own(seed + i)
+
     def share_version(self) -> None:
         """Give every agent's policy the newest version (after one agent's trainer stepped)."""
         self.version = self.version
@@ -274,7 +282,7 @@ class IndependentTrainer(PolicyTrainer):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """Step each agent's trainer on its own streams of ``batch``; statistics are named
         ``{agent}/{name}``. Priorities are not returned: agents that learn from replay keep
-        their own (the Ray trainer worker's ``IndependentCore``)."""
+        their own (``IndependentLearner``)."""
         stats: dict[str, Any] = {}
         for agent, part in self.split(batch).items():
             result = self.trainers[agent].step(part)

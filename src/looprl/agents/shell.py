@@ -62,7 +62,7 @@ class LearningAgent(AgentBase):
                              "write the rows its learner takes")
         self.actor, self.learner = actor, learner
         self.policy, self.trainer = actor.policy, learner.trainer  # (the units' parts)
-        self.buffer = learner.buffer
+        self.buffer = getattr(learner, "buffer", None)  # (independent learners: one each)
 
     @property
     def adder(self) -> SegmentBuffer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -9,15 +10,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.collector.copies import Episode, env_copies
+from looprl.collector.copies import Episode, env_copies, report_episodes
 from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
-from looprl.core.namedarray import as_numpy, stack
+from looprl.core.namedarray import as_numpy, concat, stack
+from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP
 from looprl.memory.segments import SegmentBuffer
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
 
 __all__ = ["Episode", "EnvRunner", "RolloutSizeError"]
+
+log = logging.getLogger(__name__)
 
 
 class RolloutSizeError(ValueError):
@@ -52,7 +56,8 @@ class EnvRunner:
         policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
         whole_episodes: cut segments at episode ends only (see the module docstring).
         hub: a ``MetaHub`` to report to instead of one of its own over ``meta`` (the local
-            experiment's, shared with its learner).
+            experiment's, shared with its learner), or the ``StreamHooks`` of one per agent
+            (a local multi-agent experiment's).
         agent_names: independent learners' agents: one copy of ``meta`` per agent, each
             seeing its own agent's rows (``StreamHooks``).
         process: a vector environment's states as the agent sees them (its bodies).
@@ -63,6 +68,9 @@ class EnvRunner:
             copy rebuilt (a vector environment: all of it; ``env_name`` is then a function
             building one), seeded anew and reset, and the fault noted here (``None``: raise
             it, the local runs).
+        max_episode_steps: end an episode of an SRL environment copy at this many steps, as a
+            time limit would (truncated), with a warning (``None``: episodes end when the
+            environment says).
 
     Attributes:
         frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
@@ -75,13 +83,15 @@ class EnvRunner:
                  n_envs: int = 1, segment_length: int = 64, default_policy_state: Any = None,
                  groups: int = 1, seed: int = 0, exploration: float | None = None,
                  is_evaluation: bool = False, meta: Sequence[MetaComponent] = (),
-                 policy: Any = None, whole_episodes: bool = False, hub: MetaHub | None = None,
+                 policy: Any = None, whole_episodes: bool = False,
+                 hub: MetaHub | StreamHooks | None = None,
                  process: Callable[[StateArray], StateArray] | None = None,
                  first_stream: int = 0, agent_names: Sequence[str] = (),
-                 restarts: EnvRestarts | None = None):
+                 restarts: EnvRestarts | None = None, max_episode_steps: int | None = None):
         if segment_length < 1:
             raise ValueError(f"segment_length must be >= 1, got {segment_length}")
         self.restarts = restarts
+        self.max_episode_steps = max_episode_steps
         self.seed = seed
         self.env_call: tuple[float, int | None, str] | None = None  # (since, copy, method)
         self.envs, self._copies, n_envs, groups = env_copies(env_name, env_args, n_envs,
@@ -103,9 +113,11 @@ class EnvRunner:
         self._restart = False  # the next step resets every copy (``truncate``)
         self._ended = False  # some copy of a vector environment is over (``receive_all``)
         self._flags: dict[int, np.ndarray] = {}
+        self._waiting: dict[int, tuple[Any, np.ndarray]] = {}  # (``_ending``)
         self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
-        self.hooks = StreamHooks([hub]) if hub is not None else (
-            StreamHooks.over(meta, policy, self.envs, agent_names) if meta else None)
+        self.hooks = StreamHooks.over(meta, policy, self.envs, agent_names) if meta else None
+        if hub is not None:
+            self.hooks = hub if isinstance(hub, StreamHooks) else StreamHooks([hub])
         if self.hooks is not None:
             self.hooks.pre_episode()
         self._copies.reset(self, seed)
@@ -159,14 +171,21 @@ class EnvRunner:
     def states(self, group: int = 0) -> StateArray:
         """The rows of the last ``request(group)`` as a ``StateArray``: the observations and
         the rewards (after the step hooks) and ends that came with them, as an ``Agent``'s
-        ``act`` takes them."""
+        ``act`` takes them; an SRL environment's other observation fields (``action_mask``)
+        and, with several agents, each row's ``agent`` index are entries too."""
         asked, obs, _ = self._asked[group]
         terminated, ended = self._done[asked], self._done[asked] | self._truncated[asked]
+        entries = {}
+        if isinstance(obs, NamedArray):
+            entries = {key: torch.as_tensor(value) for key, value in obs.items() if key != "obs"}
+            obs = obs["obs"]
+        if self.agent_count > 1:
+            entries["agent"] = torch.as_tensor(self._agent[asked])
         return StateArray({"observation": torch.as_tensor(obs),
                            "reward": torch.as_tensor(self._reward[asked]),
                            "done": torch.as_tensor(ended),
-                           "mask": torch.as_tensor(~terminated, dtype=torch.float32)},
-                          (len(asked),))
+                           "mask": torch.as_tensor(~terminated, dtype=torch.float32),
+                           **entries}, (len(asked),))
 
     def _evaluation(self, n: int) -> np.ndarray:
         """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""
@@ -221,6 +240,8 @@ class EnvRunner:
             return
         stepped = self._copies.step(self, group, asked, action)
         self.env_seconds += time.perf_counter() - start
+        if self.max_episode_steps is not None:
+            _cut_long_episodes(self, stepped)
         if self.hooks is not None and len(asked):
             _after_step(self, asked, obs, action, stepped)
 
@@ -241,6 +262,8 @@ class EnvRunner:
         """The latest rows of ``streams`` (written by ``record``) end their episodes as
         truncated (bootstrapped from), and their recurrent states start again."""
         self.buffer.end_episodes(streams)
+        for stream in streams.tolist():
+            self._waiting.pop(stream, None)
         if self._policy_state is not None:
             self._policy_state[streams] = self._default_state
 
@@ -302,14 +325,14 @@ def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, actio
 def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
                 moved: np.ndarray) -> None:
     """Run the post-step (and, for episodes that just ended, the episode) hooks on the
-    streams that stepped; their rows record the rewards the hooks leave."""
-    keep = moved[runner._copy[asked]] & runner._present[asked]
-    keys = asked[keep]
+    transitions that ended in this step (``_ending``); their rows record the rewards the
+    hooks leave."""
+    keys, obs, action = _ending(runner, asked, obs, action, moved)
     if not len(keys):
         return
     transition = {
-        "state": runner.hooks.observations(obs[keep]),
-        "action": torch.as_tensor(action[keep]),
+        "state": runner.hooks.observations(obs),
+        "action": torch.as_tensor(action),
         "reward": torch.as_tensor(runner._reward[keys]),
         "next_state": runner.hooks.observations(runner._observe(keys)),
         "terminated": torch.as_tensor(runner._done[keys]),
@@ -323,6 +346,47 @@ def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarr
     reward = runner.hooks.after_step(transition, runner.total_frames, ended, returns,
                                    runner._lengths[ended].tolist(), runner._agent[keys])
     runner._reward[keys] = reward.detach().cpu().numpy()
+
+
+def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
+            moved: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray]:
+    """``(streams, observations, actions)`` of the transitions that end in this step: a
+    transition ends at its stream's next result. In a vector environment and in one where
+    every agent acts at every step, that is this step's; in a turn-based one (an AEC game) an
+    agent's comes when its turn comes again, so the rows it asked wait (``_waiting``) until
+    then. Rows asked at an episode's end act for nothing and start no transition."""
+    keep = moved[runner._copy[asked]] & runner._present[asked]
+    if runner._copies.plain:
+        return asked[keep], obs[keep], action[keep]
+    waiting = runner._waiting
+    arrived = [s for s in waiting if runner._present[s] and moved[runner._copy[s]]]
+    for j in np.flatnonzero(~keep & moved[runner._copy[asked]]):
+        if not (runner._done[asked[j]] or runner._truncated[asked[j]]):
+            waiting[int(asked[j])] = (obs[j : j + 1], action[j : j + 1])
+    if not arrived:
+        return asked[keep], obs[keep], action[keep]
+    rows = [waiting.pop(s) for s in arrived]
+    return (np.concatenate((asked[keep], np.asarray(arrived, dtype=asked.dtype))),
+            concat([obs[keep], *(row[0] for row in rows)]),
+            np.concatenate((action[keep], *(row[1] for row in rows))))
+
+
+def _cut_long_episodes(runner: EnvRunner, stepped: np.ndarray) -> None:
+    """End the episodes of the copies that ``stepped`` to ``max_episode_steps`` steps without
+    ending, as a time limit does (truncated: their agents' latest rows end their episodes,
+    bootstrapped from), report them, and warn."""
+    long = stepped & ~runner._over & (runner._lengths >= runner.max_episode_steps)
+    for i in np.flatnonzero(long).tolist():
+        streams = np.flatnonzero(runner._copy == i)
+        waiting = ~runner._present[streams]  # (agents whose turn has not come again)
+        runner._truncated[streams[~waiting & ~runner._done[streams]]] = True
+        runner.cut_episodes(streams[waiting])
+        runner._over[i] = True
+        log.warning("a training episode of %s ran %d steps without ending: cut there (the "
+                    "cap: the env's max_episode_steps, else %d)", runner._copies.name,
+                    runner.max_episode_steps, DEFAULT_EPISODE_CAP)
+    if long.any():
+        report_episodes(runner, long)
 
 
 def _float32(value: Any) -> Any:

@@ -228,13 +228,13 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
     options = distributed_options(_plain(cfg.runtime))
-    preset_name, builder, env, _ = _builder(cfg)
+    _, builder, env, _ = _builder(cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
     env.close()
     components = make_components(cfg)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
-                          logdir=output_dir, seed=cfg.seed, name=preset_name.rpartition(".")[2],
+                          logdir=output_dir, seed=cfg.seed, name=preset.name,  # (as a local run's)
                           quiet=cfg.logging.quiet,
                           resume_from=output_dir if cfg.resume else None, meta=components)
 

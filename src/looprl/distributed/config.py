@@ -33,7 +33,7 @@ class AlgorithmSpec:
             lists the kinds; ``None``: the trainer's ``sample_buffer``, ``"on_policy"`` for a
             trainer that names none, see ``buffer_kind``); ``"independent"``:
             one buffer per agent for an ``IndependentTrainer``
-            (``looprl.distributed.independent``),
+            (``looprl.agents.independent_learner``),
             ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
         buffer_args: its keyword arguments and, for a replay, its schedule (see
             ``make_learner``).

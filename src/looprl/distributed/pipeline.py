@@ -9,6 +9,7 @@ remotely.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from dataclasses import dataclass, field
@@ -17,10 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
-from looprl.distributed.independent import IndependentCore
 from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 from looprl.meta.hub import MetaHub
 
@@ -34,16 +35,21 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     """The trainer side of ``spec``, training ``policy`` (default: a new one): a ``Learner``
     (``looprl.agents.learner.make_learner`` over ``spec.buffer`` and ``spec.buffer_args``, with
     ``spec``'s meta components' update hooks), or for independent learners
-    (``spec.buffer == "independent"``) an ``IndependentCore`` of one ``Learner`` per agent,
-    each with its own copy of the meta components."""
+    (``spec.buffer == "independent"``) an ``IndependentLearner`` of one ``Learner`` per
+    agent, each with its own copy of the meta components."""
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
-    if spec.buffer == "independent":
-        return IndependentCore(trainer, spec.buffer_args["agents"], max_lag, spec.make_meta())
-    learner = make_learner(trainer, spec.buffer_kind(trainer), spec.buffer_args, max_lag)
     meta = spec.make_meta()
-    if meta:  # the learner runs their update hooks around its trainer's steps
-        learner.hooks = MetaHub(list(meta), learner, None)
-    return learner
+    if spec.buffer != "independent":
+        learner = make_learner(trainer, spec.buffer_kind(trainer), spec.buffer_args, max_lag)
+        if meta:  # the learner runs their update hooks around its trainer's steps
+            learner.hooks = MetaHub(list(meta), learner, None)
+        return learner
+    team = IndependentLearner.from_buffers(trainer, spec.buffer_args["agents"], max_lag)
+    if meta:  # each agent's own copies, as locally
+        for core, name in zip(team.cores, trainer.policy.names, strict=True):
+            core.hooks = MetaHub(copy.deepcopy(list(meta)), core, None)
+            core.hooks.metrics["agent"] = name
+    return team
 
 
 @dataclass

@@ -51,8 +51,7 @@ class TrainerWorker(Worker):
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = trainer_core(spec, max_lag=runtime.max_lag)
-        if hasattr(self.core, "buffer"):  # (a Learner; a local run seeds its learner so)
-            seed_units(seed + rank, learner=self.core)
+        seed_units(seed + rank, learner=self.core)  # (a local run seeds its learner so)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
             # imported here: the actors, which hold a trainer's handle, import this module

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from looprl.agents.shell import seed_units
-from looprl.collector import EnvRunner
+from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
@@ -274,15 +274,19 @@ class ParallelEnvExperiment(Experiment):
         """Step all copies until the budget is used; a later call continues the episodes (an
         environment restored without them, ``needs_reset``, starts new ones)."""
         if self.runner is None:
-            adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
-            self.runner = EnvRunner(
-                self.vector_env, segment_length=1 if adder is None else adder.segment_length,
-                whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
-                hub=self.hub, process=None if adder is None else body_states(self.agent))
+            self.runner = self._make_runner()
             self._act()
-        elif self.vector_env.needs_reset:
+        elif getattr(self.vector_env, "needs_reset", False):
             self.runner.truncate()
         super()._train(frames, episodes)
+
+    def _make_runner(self) -> EnvRunner:
+        """The collector over the training environment, cutting rows as the agent's adder."""
+        adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
+        return EnvRunner(
+            self.vector_env, segment_length=1 if adder is None else adder.segment_length,
+            whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
+            hub=self.hub, process=None if adder is None else body_states(self.agent))
 
     @property
     def training_env(self) -> Any:
@@ -297,11 +301,20 @@ class ParallelEnvExperiment(Experiment):
         self.logger.frame += runner.total_frames - frames
         episodes = runner.pop_episodes()
         for episode in episodes:
-            self._log_training_episode(episode.ret)
-        if episodes and self.hub is not None:
-            self._log_meta_scalars(self.hub, self.logger)
+            self._log_episode(episode)
+        if episodes:
+            self._log_meta()
         self._act()
         self._update_progress()
+
+    def _log_episode(self, episode: Episode) -> None:
+        """Log a finished training episode."""
+        self._log_training_episode(episode.ret)
+
+    def _log_meta(self) -> None:
+        """Log the ``log/*`` scalars the meta components wrote (after episodes ended)."""
+        if self.hub is not None:
+            self._log_meta_scalars(self.hub, self.logger)
 
     def _act(self) -> None:
         """The policy acts on the new observations, the runner records the rows, and every
@@ -311,12 +324,16 @@ class ParallelEnvExperiment(Experiment):
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:
-            runner.record(0, RolloutResult(action=self._acts(self.agent, runner.states())))
+            runner.record(0, RolloutResult(action=self._own_actions(runner)))
             runner.segments()  # (nothing learns from them)
             return
         runner.record(0, agent.actor.rollout(request), agent.policy.version)
         for segment in runner.segments():
             agent.train(segment)
+
+    def _own_actions(self, runner: EnvRunner) -> Any:
+        """The actions of an agent of the user's own making for the rows ``runner`` asks."""
+        return self._acts(self.agent, runner.states())
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
         """``agent``'s actions for ``states``, one per row (a ``ParallelAgent`` acts on all)."""

@@ -37,6 +37,7 @@ from looprl.agents.independent import (
     MaskedModule,
     SingleStateAgent,
 )
+from looprl.agents.independent_learner import IndependentLearners
 from looprl.core import Agent, ParallelAgent, Preset
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import to_device
@@ -121,8 +122,9 @@ class IndependentMultiagentPreset(Preset):
                                                     strict=True)]
         return IndependentTrainer(policy, trainers)
 
-    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentMultiagent:
-        """Training agents sharing the presets' networks.
+    def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentLearners:
+        """Training agents sharing the presets' networks: each agent's ``act`` (seed 003),
+        and one ``Actor`` and ``IndependentLearner`` over them all for the collector.
 
         Args:
             logger: one logger for all agents, or a dict of one logger per agent name.
@@ -131,9 +133,9 @@ class IndependentMultiagentPreset(Preset):
         """
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
         steps = self._agent_steps(train_steps)
-        return IndependentMultiagent({
+        return IndependentLearners({
             name: self._adapt(name, preset.agent(logger=loggers.get(name), train_steps=steps))
-            for name, preset in self.presets.items()})
+            for name, preset in self.presets.items()}, self.masked)
 
     def test_agent(self) -> IndependentMultiagent:
         """Evaluation agents with copies of the current parameters."""

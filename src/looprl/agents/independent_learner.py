@@ -1,0 +1,197 @@
+"""The learner of independent learners: ``IndependentLearner`` puts each segment's streams
+into their agent's own ``Learner`` (``IndependentTrainer.split``), so that each agent's
+trainer learns from its own buffer on its own schedule. It answers what a local run, Ray's
+trainer worker and ``test_pipeline`` ask a ``Learner``: the local multi-agent experiment
+gives it the agents' own learners, Ray's trainer worker builds them (``from_buffers``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from looprl.agents.actor import Actor
+from looprl.agents.independent import (
+    IndependentMultiagent,
+    IndependentPolicy,
+    IndependentTrainer,
+    agent_stats,
+)
+from looprl.agents.learner import Learner, StepLoop, make_learner
+from looprl.agents.shell import LearningAgent
+from looprl.core import Hyperparameter, SampleBatch, TrainerStepResult
+from looprl.memory.segments import SegmentBuffer
+
+__all__ = ["IndependentLearner", "IndependentLearners", "shared_cut"]
+
+
+class IndependentLearner(StepLoop):
+    """One ``Learner`` per agent of an ``IndependentTrainer``: ``cores[i]`` trains
+    ``trainer.trainers[i]`` (``ValueError``: not so).
+
+    Args:
+        trainer: the agents' trainers.
+        cores: each agent's learner, in the agents' order.
+    """
+
+    def __init__(self, trainer: IndependentTrainer, cores: Sequence[Learner]):
+        if [core.trainer for core in cores] != trainer.trainers:
+            raise ValueError(f"IndependentLearner needs one Learner per agent, learner i "
+                             f"stepping trainer.trainers[i] (agents {trainer.policy.names})")
+        self.trainer = trainer
+        self.cores = list(cores)
+        self._next = 0  # the agent whose batch is looked for first (round robin)
+
+    @classmethod
+    def from_buffers(cls, trainer: IndependentTrainer, buffers: list[tuple[str | None, Any]],
+                     max_lag: int | None = None) -> IndependentLearner:
+        """Each agent's learner (``make_learner``) of ``(buffer, buffer_args)`` from
+        ``buffers`` in the agents' order (``ValueError``: not one per agent): Ray's trainer
+        worker's, as a preset's ``learning()`` describes them."""
+        if len(buffers) != len(trainer.trainers):
+            raise ValueError(f"IndependentLearner needs one (buffer, buffer_args) per agent "
+                             f"({len(trainer.trainers)}), got {len(buffers)}")
+        return cls(trainer, [make_learner(agent_trainer, kind, args, max_lag)
+                             for agent_trainer, (kind, args) in zip(trainer.trainers, buffers)])
+
+    def seed(self, seed: int) -> None:
+        """Seed agent ``i``'s learner with ``seed + i`` (``Learner.seed``)."""
+        for i, core in enumerate(self.cores):
+            core.seed(seed + i)
+
+    def hyperparameters(self) -> dict[str, Hyperparameter]:
+        """Every agent's learner's ``hp/*`` keys, as ``<key>/<agent>`` (``hp/lr/q/player_1``)."""
+        return {f"{key}/{name}": value
+                for core, name in zip(self.cores, self.policy.names, strict=True)
+                for key, value in core.hyperparameters().items()}
+
+    @property
+    def policy(self) -> IndependentPolicy:
+        """The agents' policies."""
+        return self.trainer.policy
+
+    @property
+    def replay(self) -> bool:
+        """Whether an agent learns from a replay."""
+        return any(core.replay for core in self.cores)
+
+    @property
+    def received(self) -> int:
+        """Streams put, over all agents."""
+        return sum(core.received for core in self.cores)
+
+    @property
+    def dropped(self) -> int:
+        """Streams dropped as too old, over all agents."""
+        return sum(core.dropped for core in self.cores)
+
+    def shared_state(self) -> list[Any]:
+        """Every agent's components' shared states, agent after agent (the order of an
+        actor's ``StreamHooks.components``)."""
+        return [state for core in self.cores for state in core.shared_state()]
+
+    def log_scalars(self) -> dict[str, float]:
+        """The ``log/*`` values each agent's update hooks wrote since the last call, as
+        ``<key>/<agent>``."""
+        return {f"{key}/{name}": value
+                for core, name in zip(self.cores, self.policy.names, strict=True)
+                for key, value in core.log_scalars().items()}
+
+    def put(self, sample: SampleBatch) -> None:
+        """Put each agent's streams of ``sample`` into its own learner."""
+        for agent, part in self.trainer.split(sample).items():
+            self.cores[agent].put(part)
+
+    def ready(self) -> bool:
+        """Whether an agent's core would train now."""
+        return any(core.ready() for core in self.cores)
+
+    def backlogged(self, batches: int) -> bool:
+        """Whether an agent's core makes the actors wait (``Learner.backlogged``)."""
+        return any(core.backlogged(batches) for core in self.cores)
+
+    def next_batch(self) -> tuple[int, Any] | None:
+        """``(agent, its core's batch)`` of the next ready agent in turn (``None``: none)."""
+        count = len(self.cores)
+        for turn in range(count):
+            agent = (self._next + turn) % count
+            batch = self.cores[agent].next_batch()
+            if batch is not None:
+                self._next = (agent + 1) % count
+                return agent, batch
+        return None
+
+    def learn(self, batch: tuple[int, Any]) -> TrainerStepResult:
+        """The agent's own ``Trainer.step`` on its batch; statistics named ``{agent}/...``."""
+        agent, inner = batch
+        result = self.cores[agent].learn(inner)
+        self.policy.share_version()
+        stats = agent_stats(self.policy.names[agent], result.stats)
+        return TrainerStepResult(stats, result.step, result.priorities)
+
+    def finish(self, batch: tuple[int, Any], result: TrainerStepResult) -> None:
+        """Hand the step's new priorities back to the agent's replay."""
+        agent, inner = batch
+        self.cores[agent].finish(inner, result)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The trainers (with the policies they share) and every agent's counters."""
+        return {"trainer": self.trainer, "agents": [core.state_dict() for core in self.cores]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict``'s output."""
+        for core, agent_state in zip(self.cores, state["agents"], strict=True):
+            core.load_state_dict(agent_state)
+        self.trainer = state["trainer"]
+
+
+class IndependentLearners(IndependentMultiagent, LearningAgent):
+    """Independent learners as one agent of two faces: seed 003's ``Multiagent`` (``act``
+    routes each ``MultiagentState`` to its agent's own ``act``) and, for the collector (the
+    local multi-agent experiment, as Ray's actors and trainer worker), one ``Actor`` over an
+    ``IndependentPolicy`` of the agents' policies and an ``IndependentLearner`` over the
+    agents' own learners. Both faces train the same networks from the same buffers.
+
+    Args:
+        agents: one agent per agent name (bodies around a ``LearningAgent``: a
+            ``ReplayAgent`` or ``SegmentAgent``).
+        masked: the agents whose observations carry an ``action_mask``.
+
+    Raises:
+        ValueError: an agent learns otherwise, or the agents cut their rows differently
+            (segment lengths, whole episodes).
+    """
+
+    def __init__(self, agents: dict[str, Any], masked: Collection[str] = ()):
+        IndependentMultiagent.__init__(self, agents)
+        inner = [agent.unwrapped for agent in self.agents.values()]
+        if not all(isinstance(agent, LearningAgent) for agent in inner):
+            raise ValueError("IndependentLearners takes agents with an actor and a learner "
+                             "(the presets' ReplayAgent/SegmentAgent); route other agents "
+                             "with IndependentMultiagent")
+        length, whole = shared_cut([(agent.adder.segment_length, agent.adder.whole_episodes,
+                                     agent.learner.replay) for agent in inner])
+        policy = IndependentPolicy([agent.policy for agent in inner], list(self.agents), masked)
+        trainer = IndependentTrainer(policy, [agent.trainer for agent in inner])
+        LearningAgent.__init__(self, Actor(policy, SegmentBuffer(length, len(inner), whole)),
+                               IndependentLearner(trainer, [agent.learner for agent in inner]))
+
+    act = IndependentMultiagent.act
+
+
+def shared_cut(cuts: Sequence[tuple[int, bool, bool]]) -> tuple[int, bool]:
+    """How the collector cuts every agent's rows, ``(segment_length, whole_episodes)``, from
+    each agent's own ``(segment_length, whole_episodes, replay)``. An on-policy agent learns
+    from its own segments, so the on-policy agents must agree; a replay agent takes any
+    divisor of its own (its training falls at the same transitions), so the length is their
+    greatest common divisor. ``ValueError`` (one line) when no cut fits every agent."""
+    length = math.gcd(*(cut[0] for cut in cuts))
+    own = {cut[0] for cut in cuts if not cut[2]}  # the on-policy agents' lengths
+    whole = any(cut[1] for cut in cuts)  # (then every agent must cut alike)
+    if len(own) > 1 or (own and own != {length}) or (whole and len(set(cuts)) > 1):
+        raise ValueError(f"the agents learn from segments of {sorted({c[0] for c in cuts})} "
+                         "steps (whole episodes: " + ", ".join(str(c[1]) for c in cuts) + "), "
+                         "which one collector cannot cut for all: give the on-policy agents' "
+                         "presets one n_steps that divides the replay agents' update_frequency")
+    return length, whole
