@@ -1,15 +1,35 @@
 """Test helpers: replay an agent's evaluation episodes independently of the experiment code
 (so that tests can compare ``Experiment.test`` with what the agent really scores); a
 trainer that records its batches instead of training; a meta component that records what
-every hook sees; a callback that kills a worker of a distributed run."""
+every hook sees; a callback that kills a worker of a distributed run; the smallest user
+policy of seed 004 (``LinearPolicy``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
+from torch import nn
+
+from looprl.agents import SingleModelPytorchPolicy
 from looprl.core import Trainer, TrainerStepResult
 from looprl.environments import GymEnvironment, GymVectorEnvironment
 from looprl.meta import HOOKS, MetaComponent
+
+
+class LinearPolicy(SingleModelPytorchPolicy):
+    """The smallest user policy (seed 004's ``SingleModelPytorchPolicy``): one linear layer,
+    3 inputs to 2 outputs, its weights seeded with ``seed``."""
+
+    def __init__(self, seed: int = 0, device: str = "cpu"):
+        torch.manual_seed(seed)
+        super().__init__(nn.Linear(3, 2), device=device)
+
+    def rollout(self, requests: Any, **kwargs: Any) -> Any:
+        return self.net(requests)
+
+    def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
+        return self.net(sample)
 
 
 class RecordingTrainer(Trainer):

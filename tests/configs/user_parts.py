@@ -57,8 +57,11 @@ class SignMatchEnv(gym.Env):
         return np.array([self.sign], np.float32)
 
 
-class SignMatchPair(SRLEnvironment):
-    """Two agents, each matching its own sign (``SignMatchEnv`` as an SRL environment)."""
+class SignGame:
+    """The play of the tests' two-agent SRL environments (``SignMatchPair`` here, the seed-004
+    user's ``SignPair``): each agent sees a sign (+1 or -1) and earns 1 for the action that
+    matches it, for ``length`` steps. A subclass says what one agent's ``result`` is (and
+    the spaces)."""
 
     def __init__(self, length: int = LENGTH):
         self.length, self.t = length, 0
@@ -67,14 +70,6 @@ class SignMatchPair(SRLEnvironment):
     @property
     def agent_count(self) -> int:
         return 2
-
-    @property
-    def observation_spaces(self) -> list[gym.Space]:
-        return [gym.spaces.Dict({"obs": SignMatchEnv.observation_space})] * 2
-
-    @property
-    def action_spaces(self) -> list[gym.Space]:
-        return [SignMatchEnv.action_space] * 2
 
     def seed(self, seed: int) -> int:
         self.rng = np.random.default_rng(seed)
@@ -85,15 +80,33 @@ class SignMatchPair(SRLEnvironment):
         return self._results([0.0, 0.0])
 
     def step(self, actions: list[Any]) -> list[StepResult]:
-        rewards = [float(int(action_value(a)) == int(s > 0))
+        rewards = [float(int(np.asarray(action_value(a)).reshape(-1)[0]) == int(s > 0))
                    for a, s in zip(actions, self.signs)]
         self.t += 1
         return self._results(rewards)
 
     def _results(self, rewards: list[float]) -> list[StepResult]:
         self.signs = self.rng.choice([-1.0, 1.0], size=2)
-        return [step_result({"obs": np.array([s], np.float32)}, r, self.t >= self.length)
+        return [self.result(np.array([s], np.float32), r, self.t >= self.length)
                 for s, r in zip(self.signs, rewards)]
+
+    def result(self, sign: np.ndarray, reward: float, done: bool) -> StepResult:
+        raise NotImplementedError
+
+
+class SignMatchPair(SignGame, SRLEnvironment):
+    """Two agents, each matching its own sign (``SignMatchEnv`` as an SRL environment)."""
+
+    @property
+    def observation_spaces(self) -> list[gym.Space]:
+        return [gym.spaces.Dict({"obs": SignMatchEnv.observation_space})] * 2
+
+    @property
+    def action_spaces(self) -> list[gym.Space]:
+        return [SignMatchEnv.action_space] * 2
+
+    def result(self, sign: np.ndarray, reward: float, done: bool) -> StepResult:
+        return step_result({"obs": sign}, reward, done)
 
 
 # Names registered on import: `env=tests.configs.user_parts:SignMatch-v0` (Gymnasium) and

@@ -1,6 +1,7 @@
 """A seed-004 (SRL) user's own code, written as the seed's quick start shows it, with ``looprl``
 in place of SRL's package: a two-agent environment (the seed's optional method names
-``observation_space``/``action_space``, ``done`` as ``uint8``), a GRU policy subclassing
+``observation_space``/``action_space``, ``done`` as ``uint8``; its play is the config tests'
+``SignGame``), a GRU policy subclassing
 ``SingleModelPytorchPolicy`` (``@namedarray`` policy state, ``rollout``, ``analyze``) and an own
 trainer (no ``sample_buffer``). Importable by Ray workers (``tests.distributed.seed004_user``).
 """
@@ -13,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from tests.configs.user_parts import SignGame
 from torch import nn
 
 from looprl.agents import SingleModelPytorchPolicy
@@ -26,20 +28,10 @@ from looprl.core import (
 )
 from looprl.environments.srl import Environment, StepResult
 
-LENGTH = 8
 
-
-class SignPair(Environment):
-    """Two agents; each sees a sign (+1 or -1) and earns 1 for the action matching it."""
-
-    def __init__(self, length: int = LENGTH):
-        self.length, self.t = length, 0
-        self.rng = np.random.default_rng(0)
-        self.signs = np.ones(2, np.float32)
-
-    @property
-    def agent_count(self) -> int:
-        return 2
+class SignPair(SignGame, Environment):
+    """Two agents; each sees a sign (+1 or -1) and earns 1 for the action matching it (the
+    play: ``SignGame``)."""
 
     @property
     def observation_space(self) -> gym.Space:  # the seed's name: one space for every agent
@@ -49,26 +41,10 @@ class SignPair(Environment):
     def action_space(self) -> gym.Space:
         return gym.spaces.Discrete(2)
 
-    def seed(self, seed: int) -> int:
-        self.rng = np.random.default_rng(seed)
-        return seed
-
-    def reset(self) -> list[StepResult]:
-        self.t = 0
-        return self._results([0.0, 0.0])
-
-    def step(self, actions: list[Any]) -> list[StepResult]:
-        rewards = [float(int(np.asarray(a).reshape(-1)[0]) == int(s > 0))
-                   for a, s in zip(actions, self.signs)]
-        self.t += 1
-        return self._results(rewards)
-
-    def _results(self, rewards: list[float]) -> list[StepResult]:
-        self.signs = self.rng.choice([-1.0, 1.0], size=2).astype(np.float32)
-        done = np.array([self.t >= self.length], dtype=np.uint8)  # as many SRL envs write it
-        return [StepResult(obs={"obs": np.array([s], np.float32)},
-                           reward=np.array([r], np.float32), done=done.copy(), info={})
-                for s, r in zip(self.signs, rewards)]
+    def result(self, sign: np.ndarray, reward: float, done: bool) -> StepResult:
+        ended = np.array([done], dtype=np.uint8)  # as many SRL envs write it
+        return StepResult(obs={"obs": sign}, reward=np.array([reward], np.float32),
+                          done=ended, info={})
 
 
 @namedarray

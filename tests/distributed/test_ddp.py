@@ -1,18 +1,21 @@
 """Several trainers synchronized with torch DDP (``runtime.trainers``): the gradient averaging
-in two plain processes (gloo, meeting through a rendezvous file, then over tcp), then a Ray run
+in two plain processes (gloo, meeting through a rendezvous file, then over tcp; the built-in
+policies and a user's ``SingleModelPytorchPolicy``), then a Ray run
 with two trainers, one of them killed mid-run, and the bad input."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import multiprocessing
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 import torch
 
-from helpers import kill_worker_when
+from helpers import LinearPolicy, kill_worker_when
 from looprl.agents import PPGTrainer, PPOTrainer
 from looprl.agents.dqn import DQNTrainer
 from looprl.core import NamedArray, Policy, SampleBatch
@@ -70,9 +73,24 @@ def one_rank(rank: int, init_methods: tuple[str, str], out: str) -> None:
     segment.weight = torch.rand(6).expand(segment.reward.shape[0], 6)
     trainer.step(segment)
     results["dqn"] = vector(dqn)
+    results["user"] = user_policy_step(group, rank)
     torch.distributed.destroy_process_group()
     results["tcp"] = tcp_collectives(rank, init_methods[1])
     torch.save(results, out)
+
+
+def user_policy_step(group: TrainerGroup, rank: int) -> dict:
+    """A user's ``SingleModelPytorchPolicy`` in the group (``distributed()``): one backward
+    pass through ``net`` on this rank's input; its gradient and what a copy and a pickle of
+    the distributed policy are."""
+    user = LinearPolicy()
+    group.distribute(user)
+    user.analyze(torch.full((1, 3), float(rank + 1))).sum().backward()
+    group.check_in_sync(user.module)
+    return {"grad": user.module.weight.grad.clone(), "wrapped": type(user.net).__name__,
+            "copy": type(copy.deepcopy(user).net).__name__,
+            "pickle": type(pickle.loads(pickle.dumps(user)).net).__name__,
+            "keys": sorted(user.get_checkpoint()["state_dict"])}
 
 
 def mean_gradient_step() -> torch.Tensor:
@@ -141,6 +159,12 @@ def test_two_trainers_average_their_gradients_meeting_through_a_file_or_over_tcp
     torch.testing.assert_close(first["ppo"], mean_gradient_step(), rtol=0, atol=1e-6)
     for answers in (first["tcp"], second["tcp"]):
         assert answers == {"agree": False, "share": b"rank 0", "differ": True}
+    user = first["user"]  # a user's own policy: its gradients are averaged too
+    assert torch.allclose(user["grad"], torch.full((2, 3), 1.5))  # the mean of 1 and 2
+    assert torch.equal(user["grad"], second["user"]["grad"])
+    assert user["wrapped"] == "DistributedDataParallel"
+    assert user["copy"] == user["pickle"] == "Linear"  # copies: the plain network
+    assert user["keys"] == ["bias", "weight"]  # no DDP "module." prefix
 
 
 def test_more_trainers_than_actors_is_a_one_line_error():
