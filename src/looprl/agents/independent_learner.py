@@ -27,19 +27,17 @@ __all__ = ["IndependentLearner", "IndependentLearners", "shared_cut"]
 
 
 class IndependentLearner(StepLoop):
-    """One ``Learner`` per agent of an ``IndependentTrainer``: ``cores[i]`` trains
-    ``trainer.trainers[i]`` (``ValueError``: not so).
+    """One ``Learner`` per agent: ``cores[i]`` trains ``policy.policies[i]``, and ``trainer``
+    is the ``IndependentTrainer`` of their trainers (``ValueError``: they do not train the
+    policies, one each, in order).
 
     Args:
-        trainer: the agents' trainers.
+        policy: the agents' policies.
         cores: each agent's learner, in the agents' order.
     """
 
-    def __init__(self, trainer: IndependentTrainer, cores: Sequence[Learner]):
-        if [core.trainer for core in cores] != trainer.trainers:
-            raise ValueError(f"IndependentLearner needs one Learner per agent, learner i "
-                             f"stepping trainer.trainers[i] (agents {trainer.policy.names})")
-        self.trainer = trainer
+    def __init__(self, policy: IndependentPolicy, cores: Sequence[Learner]):
+        self.trainer = IndependentTrainer(policy, [core.trainer for core in cores])
         self.cores = list(cores)
         self._next = 0  # the agent whose batch is looked for first (round robin)
 
@@ -52,8 +50,9 @@ class IndependentLearner(StepLoop):
         if len(buffers) != len(trainer.trainers):
             raise ValueError(f"IndependentLearner needs one (buffer, buffer_args) per agent "
                              f"({len(trainer.trainers)}), got {len(buffers)}")
-        return cls(trainer, [make_learner(agent_trainer, kind, args, max_lag)
-                             for agent_trainer, (kind, args) in zip(trainer.trainers, buffers)])
+        return cls(trainer.policy, [make_learner(agent_trainer, kind, args, max_lag)
+                                    for agent_trainer, (kind, args) in zip(trainer.trainers,
+                                                                            buffers)])
 
     def seed(self, seed: int) -> None:
         """Seed agent ``i``'s learner with ``seed + i`` (``Learner.seed``)."""
@@ -173,9 +172,8 @@ class IndependentLearners(IndependentMultiagent, LearningAgent):
         length, whole = shared_cut([(agent.adder.segment_length, agent.adder.whole_episodes,
                                      agent.learner.replay) for agent in inner])
         policy = IndependentPolicy([agent.policy for agent in inner], list(self.agents), masked)
-        trainer = IndependentTrainer(policy, [agent.trainer for agent in inner])
         LearningAgent.__init__(self, Actor(policy, SegmentBuffer(length, len(inner), whole)),
-                               IndependentLearner(trainer, [agent.learner for agent in inner]))
+                               IndependentLearner(policy, [agent.learner for agent in inner]))
 
     act = IndependentMultiagent.act
 
