@@ -169,10 +169,10 @@ class MetaHub:
         return result
 
     # -- what the loops report ----------------------------------------------------------
-    # Every loop (the collector, ``SingleEnvExperiment``, ``MultiagentEnvExperiment``) makes
-    # the same three calls: ``pre_episode`` once when it starts, then for every step
-    # ``pre_step`` and ``after_step`` (``after_env_step`` for one environment's ``State`` s),
-    # which ends and starts episodes as they end.
+    # The one loop, the collector (``EnvRunner``, which every local experiment and every Ray
+    # actor runs), makes three calls (through ``StreamHooks``): ``pre_episode`` once when it
+    # starts, then for every step ``pre_step`` and ``after_step``, which ends and starts
+    # episodes as they end.
     def pre_episode(self) -> None:
         """Run the pre-episode hooks (the loop calls it once, before its first episode)."""
         self.run("pre_episode")
@@ -203,28 +203,6 @@ class MetaHub:
         if ended is not None and bool(ended.any()):
             self.end_episodes(ended, list(returns), list(lengths))
         return reward
-
-    def after_env_step(self, state: Any, action: Any, next_state: Any, step: int,
-                       episode_return: float, length: int) -> Any:
-        """``after_step`` of one environment's step ``state --action--> next_state``
-        (``State`` s; the episode ends where ``next_state`` is done, with ``episode_return``
-        and ``length``); returns ``next_state`` with the reward the hooks left."""
-
-        def row(x: Any, dtype: torch.dtype) -> torch.Tensor:
-            return torch.as_tensor(x, dtype=dtype).reshape(1)
-
-        transition = {
-            "state": observation_row(state), "action": torch.as_tensor(action).unsqueeze(0),
-            "reward": row(next_state.reward, torch.float32),
-            "next_state": observation_row(next_state),
-            "terminated": row(next_state.terminated, torch.bool),
-            "truncated": row(next_state.truncated, torch.bool),
-            "env_step": step, "env_index": torch.zeros(1, dtype=torch.long),
-        }
-        # a new ``ended`` per episode: components may keep or change ``metrics['ended']``
-        ended = torch.ones(1, dtype=torch.bool) if next_state.done else None
-        reward = self.after_step(transition, step, ended, [episode_return], [length])
-        return next_state.update("reward", float(reward[0]))
 
     def end_episodes(self, ended: Any, returns: list[float], lengths: list[int]) -> None:
         """The post-episode hooks of the episodes that ``ended`` (bool per env copy, their
@@ -355,12 +333,6 @@ def _module(policy: Any) -> Any:
         return None if policy is None else policy.module
     except (NotImplementedError, AttributeError):
         return None
-
-
-def observation_row(state: Any) -> torch.Tensor:
-    """A ``State``'s observation as one row (``metrics['state']``, ``transition['state']``;
-    ``observation_rows``)."""
-    return observation_rows(state.observation).unsqueeze(0)
 
 
 def log_value(key: str, value: Any) -> float | None:
