@@ -243,6 +243,11 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self._spaces = {a: zoo_env.observation_space(a) for a in zoo_env.possible_agents}
         self._remote = remote
 
+    @property
+    def remote(self) -> tuple[str, dict[str, Any]] | None:
+        """The ``remote`` it was given: an SRL environment that it plays (``None``: none)."""
+        return self._remote
+
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """What Ray actors play for this environment: ``remote``, or the PettingZoo
         adapter of its module, observations flattened as here."""

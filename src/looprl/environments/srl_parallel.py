@@ -1,11 +1,13 @@
 """An SRL environment (``looprl.environments.srl``) as a PettingZoo parallel environment, so
-that the local multi-agent presets play it (``MultiagentPettingZooEnv`` over it) as Ray
-actors play the SRL environment itself.
+that a ``MultiagentPettingZooEnv`` over it gives the multi-agent presets their agents' spaces
+and seed 003's turn loop (``play``). Training and evaluation step the SRL environment itself,
+on both runtimes (``MultiagentPettingZooEnv(..., remote=(name, kwargs))``).
 
 Agents are ``agent_0``, ``agent_1``, ...; an agent's observation is its ``obs`` entry, or
 ``{"observation", "action_mask"}`` when its obs dict has an ``action_mask`` (as PettingZoo's
-classic games). Locally every agent still in the episode acts at every step: an environment
-that answers ``None`` for one of them runs on Ray only (``runtime=ray``).
+classic games). In this view every agent still in the episode acts at every step: an
+environment that answers ``None`` for one of them trains and evaluates, but does not play
+here.
 """
 
 from __future__ import annotations
@@ -77,9 +79,9 @@ class SRLParallelEnv(ParallelEnv):
         waiting = [a for a in self.agents if by_agent[a] is None]
         if waiting:
             raise ValueError(f"{self.metadata['name']}.{call}() gave no result for "
-                             f"{', '.join(waiting)}: the local runtime needs every agent to "
-                             "act at every step; run it on Ray (looprl run ... runtime=ray), "
-                             "where agents may wait")
+                             f"{', '.join(waiting)}: seed 003's turn loop (play) needs "
+                             "every agent to act at every step; train and evaluate it with "
+                             "MultiagentEnvExperiment (the collector), as looprl run does")
         return {a: by_agent[a] for a in self.agents}
 
     def render(self) -> Any:

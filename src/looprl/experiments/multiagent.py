@@ -1,19 +1,21 @@
 """``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``.
 
-Training is the one collector (``looprl.collector.EnvRunner``) over the PettingZoo
-environment's SRL adapter (``PettingZooEnvironment``, a copy of the environment), as Ray's
-actors step it: each agent's rows are its own streams, independent learners act through one
-``Actor`` over an ``IndependentPolicy`` and learn through an ``IndependentLearner`` of the
-agents' own learners (``IndependentLearners``), so a seeded run equals one synchronous Ray
-actor's. A frame is one step of the environment (one agent's move in a turn-based game). A
-multi-agent of the user's own making (no learners) acts on each row as a ``MultiagentState``.
+Training is the one collector (``looprl.collector.EnvRunner``) over what Ray's actors step
+(``training_copy``: the PettingZoo environment's SRL adapter over a copy of it, or the SRL
+environment a ``MultiagentPettingZooEnv`` plays): each agent's rows are its own streams,
+independent learners act through one ``Actor`` over an ``IndependentPolicy`` and learn
+through an ``IndependentLearner`` of the agents' own learners (``IndependentLearners``), so a
+seeded run equals one synchronous Ray actor's. A frame is one step of the environment (one
+agent's move in a turn-based game). A multi-agent of the user's own making (no learners) acts
+on each row as a ``MultiagentState``.
 
 The run directory's logger records the team return (the sum of the agents'); one logger per
 agent, in ``{run dir}/{name}.{agent}/{env}``, its returns, losses and test returns. Meta
 components run per agent, each on its own copies (``copy.deepcopy``: register hooks as bound
 methods) and its own metrics dictionary (``self.hubs[name]``, ``metrics['agent']``), which
 sees the agent's own view of the observations (a masked agent's with its mask appended).
-Evaluation (``test``) plays seed 003's turn loop (``play``) with the test agents.
+Evaluation (``test``) is the collector too, with the test agents' ``act`` on each row;
+``play`` is seed 003's turn loop, for loops of your own (e.g. against a random player).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from looprl.collector import EnvRunner, Episode
-from looprl.core import Multiagent, MultiagentState
+from looprl.core import Multiagent, MultiagentState, RolloutResult
 from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
+from looprl.environments.srl import Environment, make
 from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import episode_cap, play_episode
 from looprl.experiments.experiment import Experiment, ParallelEnvExperiment
@@ -47,11 +50,27 @@ def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
     return {agent: [game[agent] for game in games] for agent in env.possible_agents}
 
 
-def training_copy(env: MultiagentPettingZooEnv) -> PettingZooEnvironment:
-    """What the collector steps for ``env``: its PettingZoo environment's SRL adapter (a
-    copy, so that evaluating in ``env`` leaves training's episodes alone), observations
-    flattened as ``env`` flattens them."""
+def training_copy(env: MultiagentPettingZooEnv) -> Environment:
+    """What the collector steps for ``env``, as Ray's actors do: the SRL environment it plays
+    (``env.remote``), else its PettingZoo environment's SRL adapter (a copy, so that
+    evaluating in ``env`` leaves training's episodes alone), observations flattened as
+    ``env`` flattens them."""
+    if env.remote is not None:
+        name, kwargs = env.remote
+        return make(name, **kwargs)
     return PettingZooEnvironment(copy.deepcopy(env.env), flatten=env.flatten)
+
+
+def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.ndarray:
+    """``agent``'s action for each row ``runner`` asks, the row as a ``MultiagentState`` of its
+    agent (``names[i]``: agent ``i``'s); its ``act`` sees every agent's final state once, as
+    in seed 003's turn loop."""
+    states, actions = runner.states(), []
+    for i in range(len(states)):
+        row = dict(states[i])
+        row["agent"] = names[int(row["agent"])]
+        actions.append(np.asarray(agent.act(MultiagentState(row))))
+    return np.stack(actions)
 
 
 class MultiagentEnvExperiment(ParallelEnvExperiment):
@@ -106,16 +125,8 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
             hub=self.hub, max_episode_steps=episode_cap(self.env))
 
     def _own_actions(self, runner: EnvRunner) -> Any:
-        """Each asked row as a ``MultiagentState`` of its agent, acted on by the user's own
-        ``Multiagent`` (its ``act`` sees every agent's final state once, as in seed 003's
-        turn loop)."""
-        states, names = runner.states(), self.env.possible_agents
-        actions = []
-        for i in range(len(states)):
-            row = dict(states[i])
-            row["agent"] = names[int(row["agent"])]
-            actions.append(np.asarray(self.agent.act(MultiagentState(row))))
-        return np.stack(actions)
+        """The actions of the user's own ``Multiagent`` (``row_actions``)."""
+        return row_actions(self.agent, runner, self.env.possible_agents)
 
     def _log_episode(self, episode: Episode) -> None:
         """The team return in the run's logs, each agent's in its own."""
@@ -131,10 +142,25 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
             self._log_meta_scalars(hub, self.agent_loggers[name])
 
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
-        """Run ``episodes`` episodes with the test agent in ``env`` (default: the
-        experiment's; then logged) in seed 003's turn loop; return each agent's returns."""
-        seed = None if self.seed is None else self.seed + 10_000
-        returns = play(env or self.env, self.preset.test_agent(), episodes, seed=seed)
+        """Run ``episodes`` episodes of the test agent (its ``act`` on each row) on the
+        collector, over a copy of ``env`` (default: the experiment's; then logged), seeded
+        with ``seed + 10,000``; return each agent's returns. An episode that does not end is
+        cut at the env's cap, with a warning."""
+        played = env or self.env
+        agent, names = self.preset.test_agent(), played.possible_agents
+        runner = EnvRunner(functools.partial(training_copy, played), segment_length=1,
+                           seed=None if self.seed is None else self.seed + 10_000,
+                           is_evaluation=True, max_episode_steps=episode_cap(played))
+        games: list[tuple[float, ...]] = []
+        while len(games) < episodes:
+            runner.request()
+            runner.record(0, RolloutResult(action=row_actions(agent, runner, names)))
+            runner.segments()  # (not kept)
+            runner.advance()
+            games += [episode.returns for episode in runner.pop_episodes()]
+        for copy_ in runner.envs:
+            copy_.close()
+        returns = {name: [game[i] for game in games[:episodes]] for i, name in enumerate(names)}
         if env is None:
             for agent, values in returns.items():
                 self.agent_loggers[agent].add_test_returns(values)
