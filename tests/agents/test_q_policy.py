@@ -39,14 +39,14 @@ def test_rollout_shapes_dtypes_and_values(rows: int, dueling: bool) -> None:
 
 
 def test_rollout_tells_meta_components_which_rows_explored() -> None:
-    """``metrics['explored']`` (bool per row), as the exploration policy writes when it acts:
-    what a component on the collector (local parallel runs, Ray actors) reads."""
+    """The exploration policy notes which rows explored (``explored``, bool per row): what
+    the hub gives a component on the collector (local runs, Ray actors) as
+    ``metrics['explored']``."""
     policy = _policy(epsilon=0.0)
-    policy.exploration.metrics = metrics = {}
     obs = _obs(400)
     eps = np.where(np.arange(400) < 200, 1.0, 0.0).astype(np.float32)
     result = policy.rollout(RolloutRequest(obs=obs, exploration=eps))
-    explored = metrics["explored"]
+    explored = policy.exploration.explored
     assert explored.shape == (400,) and explored.dtype == torch.bool
     assert not explored[200:].any() and explored[:200].all()
     greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)

@@ -156,8 +156,7 @@ class DQNPolicy(Policy):
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
         explore = torch.rand(rows) < (epsilon if isinstance(epsilon, float) else epsilon.cpu())
-        if self.greedy.metrics is not None:  # what the exploration policy writes when it acts
-            self.greedy.metrics["explored"] = explore
+        self.greedy.explored = explore  # (what ``metrics['explored']`` shows hooks)
         state = self.states(obs, (rows,))
         values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
         action = values.argmax(dim=-1)  # (random actions need the values: illegal ones are

@@ -9,8 +9,8 @@ The experiment loop owns a hub when meta components are attached (none otherwise
   around ``Trainer.step``;
 * publishes the agent's ``hp/*`` keys before every hook call and applies the ones a hook
   changed;
-* gives ``policy.exploration``, which writes ``metrics['explored']``, the dictionary as
-  ``metrics``;
+* publishes which rows the exploration policy explored (``policy.exploration.explored``)
+  as ``metrics['explored']`` before the post-step hooks;
 * hands the ``log/*`` values written to the loop's logger (``log_scalars``), with the mean
   of each key a component added to ``metrics['transition']`` (``log/transition/<key>``,
   ``looprl.meta.transition_log``).
@@ -83,9 +83,8 @@ class MetaHub:
         self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
             approximation.track_grad_norm = True
-        exploration = policy.exploration if policy is not None else None
-        if exploration is not None:  # it writes metrics['explored'] when it acts
-            exploration.metrics = self.metrics
+        #: notes which rows explored (``metrics['explored']``, given to the post-step hooks)
+        self._exploration = policy.exploration if policy is not None else None
         self._published: dict[str, Any] = {}
         self._log_keys: set[str] = set()  # the log/* keys seen so far
         self._publish()
@@ -192,6 +191,8 @@ class MetaHub:
         one float per row (what the agent learns from)."""
         self.metrics["transition"] = transition
         self.metrics["step"] = step
+        if self._exploration is not None:
+            self.metrics["explored"] = self._exploration.explored
         known = len(transition)  # the loop's keys: a hook's new ones come after them
         self.run("post_step")
         if len(transition) != known:

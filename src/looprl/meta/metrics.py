@@ -43,9 +43,9 @@ key                          written by            contents
                                                    row) is logged as
                                                    ``log/transition/<key>``, its mean over
                                                    the logging interval's rows.
-``explored``                 exploration policy,   a bool tensor, one per row acted on: the
-                             every action          action just taken was exploratory
-                                                   (value-based agents)
+``explored``                 loop, post-step       a bool tensor, one per row acted on: the
+                             (from the             action just taken was exploratory
+                             exploration policy)   (value-based agents)
 ``episode_returns``          loop, post-episode    returns of the episodes that just ended
                                                    (a list of floats)
 ``episode_lengths``          loop, post-episode    their lengths in steps (a list of ints)

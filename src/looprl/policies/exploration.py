@@ -1,8 +1,8 @@
 """Exploration policies over Q-values, chosen by name (``EXPLORATION``), as in Mighty.
 
 All share ``GreedyPolicy``'s interface (``no_grad(state)`` to act while training, ``eval``
-to act greedily, a ``metrics`` attribute), so the DQN family's ``DQNPolicy`` takes any of
-them as its ``exploration``:
+to act greedily, ``explored``: which rows of the latest call explored), so the DQN family's
+``DQNPolicy`` takes any of them as its ``exploration``:
 
 ========================= ==================================================================
 name                      behaviour
@@ -13,9 +13,10 @@ name                      behaviour
 ``stochastic``            ``BoltzmannPolicy``: samples from ``softmax(Q / temperature)``
 ========================= ==================================================================
 
-Each call writes ``metrics['explored']`` (bool per row) when a metrics dictionary is set. All
-take legal actions only, as ``GreedyPolicy`` does (a state's ``action_mask``, values at
-``MASKED_Q``); an ez-greedy option whose action turns illegal ends.
+Each call notes which rows explored (``explored``, a bool per row; a run's hub hands it to
+its hooks as ``metrics['explored']``). All take legal actions only, as ``GreedyPolicy`` does
+(a state's ``action_mask``, values at ``MASKED_Q``); an ez-greedy option whose action turns
+illegal ends.
 """
 
 from __future__ import annotations
@@ -82,8 +83,7 @@ class EZGreedyPolicy(GreedyPolicy):
         if explored:
             self._left = rng.choices(self._lengths, cum_weights=self._cumulative)[0]
             self._repeat = self._random_action(state, rng)
-        if self.metrics is not None:
-            self.metrics["explored"] = torch.tensor([self._left > 0])
+        self._explored = self._left > 0
         if self._left > 0:
             self._left -= 1
             return torch.tensor(self._repeat, device=self.device)
@@ -109,8 +109,7 @@ class EZGreedyPolicy(GreedyPolicy):
         self._repeat = torch.where(start, random_actions(values, generator), self._repeat)
         acting = left > 0
         self._left = left - acting.long()
-        if self.metrics is not None:
-            self.metrics["explored"] = acting
+        self._explored = acting
         return torch.where(acting, self._repeat, greedy)
 
 
@@ -140,6 +139,5 @@ class BoltzmannPolicy(ParallelGreedyPolicy):
         probs = torch.softmax(values / self.temperature, dim=-1)
         actions = torch.multinomial(probs.reshape(-1, self.num_actions), 1, generator=generator)
         actions = actions.view(values.shape[:-1])
-        if self.metrics is not None:
-            self.metrics["explored"] = (actions != values.argmax(dim=-1)).reshape(-1)
+        self._explored = (actions != values.argmax(dim=-1)).reshape(-1)
         return actions

@@ -20,9 +20,9 @@ Illegal actions are never chosen, greedily or at random: those a state's ``actio
 rules out (``legal_actions``), and those whose value is ``MASKED_Q`` or below (what
 ``QModel`` and the multi-agent ``MaskedModule`` give them).
 
-Like every exploration policy (``looprl.policies.exploration``), it has a ``metrics``
-attribute: ``None`` unless meta components are attached, else the run's metrics dictionary,
-where each call writes ``explored`` (a bool per row: the action was exploratory).
+Like every exploration policy (``looprl.policies.exploration``), it notes which rows of its
+latest call explored (``explored``, a bool per row), which a run's hub hands its hooks as
+``metrics['explored']``.
 
 With ``evaluation=True`` the action values come from the network in eval mode (the mean
 weights of noisy layers, no dropout): evaluation agents use it, so that epsilon applies on
@@ -97,7 +97,23 @@ class GreedyPolicy:
         self._rng = random.Random(seed) if seed is not None else None
         self._seed = seed
         self._generator: torch.Generator | None = None
-        self.metrics: dict[str, Any] | None = None
+        self._explored: Any = None  # (``explored``)
+
+    @property
+    def explored(self) -> torch.Tensor | None:
+        """Which rows of the latest call explored (a bool tensor, one per row; ``None``
+        before the first): what a run's hub hands its hooks as ``metrics['explored']``."""
+        explored = self._explored
+        if isinstance(explored, tuple):  # a shape: none explored (made only when asked)
+            return torch.zeros(explored, dtype=torch.bool)
+        if isinstance(explored, bool):
+            return torch.tensor([explored])
+        return explored
+
+    @explored.setter
+    def explored(self, rows: torch.Tensor) -> None:
+        """Note the rows explored by a call made for it (``DQNPolicy.rollout``'s coins)."""
+        self._explored = rows
 
     @property
     def epsilon(self) -> Any:
@@ -149,9 +165,7 @@ class GreedyPolicy:
             raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
         epsilon = self.next_epsilon()
         rng = self._rng or random
-        explored = epsilon > 0 and rng.random() < epsilon
-        if self.metrics is not None:
-            self.metrics["explored"] = torch.tensor([explored])
+        explored = self._explored = epsilon > 0 and rng.random() < epsilon
         if explored:
             return torch.tensor(self._random_action(state, rng), device=self.device)
         return self._action_values(state).argmax(dim=-1)
@@ -187,15 +201,13 @@ class GreedyPolicy:
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
             greedy = values.argmax(dim=-1)
-            if self.metrics is not None:
-                self.metrics["explored"] = torch.zeros(greedy.shape, dtype=torch.bool)
+            self._explored = tuple(greedy.shape)
             return greedy
         if self._per_env and epsilon.shape != values.shape[:-1]:
             raise ValueError(f"{len(epsilon)} epsilons (one per env copy) for a batch of "
                              f"{tuple(values.shape[:-1])} states")
-        actions, explore = epsilon_greedy(values, epsilon, self._torch_generator(values.device))
-        if self.metrics is not None:
-            self.metrics["explored"] = explore
+        actions, self._explored = epsilon_greedy(values, epsilon,
+                                                 self._torch_generator(values.device))
         return actions
 
     def _torch_generator(self, device: torch.device) -> torch.Generator | None:
