@@ -82,6 +82,24 @@ def test_one_builder_per_agent_and_unmasked_parallel_env():
     assert preset.presets["player_1"].hyperparameters["hidden"] == 32
     returns = play(env, preset.agent(), episodes=2, seed=0)
     assert set(returns) == {"player_0", "player_1"}
+    # one cut of the rows for both agents, the same on both runtimes: the on-policy agent's
+    # segments (PPO's n_steps), a divisor of the replay agent's (DQN's update_frequency)
+    length = preset.agent().adder.segment_length
+    assert length == preset.presets["player_1"].hyperparameters["n_steps"]
+    ray = preset.learning(1000)
+    assert (ray["segment_length"], ray["whole_episodes"]) == (length, False)
+
+
+def test_agents_whose_rows_no_one_cut_fits_are_one_line():
+    from looprl.agents.independent_learner import shared_cut
+
+    assert shared_cut([(256, False, True), (32, False, False)]) == (32, False)
+    assert shared_cut([(4, False, True), (6, False, True)]) == (2, False)
+    for cuts in ([(16, False, False), (32, False, False)],  # two on-policy lengths
+                 [(20, False, True), (32, False, False)],  # 32 does not divide 20
+                 [(32, True, False), (32, False, True)]):  # whole episodes and a replay
+        with pytest.raises(ValueError, match="one collector cannot cut for all"):
+            shared_cut(cuts)
 
 
 def test_builder_errors_name_the_problem():

@@ -37,8 +37,9 @@ from looprl.agents.independent import (
     MaskedModule,
     SingleStateAgent,
 )
-from looprl.agents.independent_learner import IndependentLearners
+from looprl.agents.independent_learner import IndependentLearners, shared_cut
 from looprl.core import Agent, ParallelAgent, Preset
+from looprl.memory.samples import REPLAY_KINDS
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import to_device
 
@@ -87,18 +88,16 @@ class IndependentMultiagentPreset(Preset):
                              f"worker; set runtime.trainers=1 (got {trainers})")
         share = self._agent_steps(train_steps)
         agents = [preset.learning(share, actors) for preset in self.presets.values()]
-        lengths = {agent["segment_length"] for agent in agents if "segment_length" in agent}
-        if len(lengths) > 1:
-            raise ValueError(f"the agents of {self.name!r} learn from segments of "
-                             f"{sorted(lengths)} steps; give their presets one n_steps")
         if len({str(agent.get("explorations")) for agent in agents}) > 1:
             raise ValueError(f"the agents of {self.name!r} explore differently on Ray (apex); "
                              "set apex for all of them or for none")
+        length, whole = shared_cut([(agent["segment_length"], agent.get("whole_episodes", False),
+                                     agent["buffer"] in REPLAY_KINDS) for agent in agents])
         return {"buffer": "independent",
                 "buffer_args": {"agents": [(agent["buffer"], agent["buffer_args"])
                                            for agent in agents]},
                 "explorations": agents[0].get("explorations"),
-                **({"segment_length": lengths.pop()} if lengths else {})}
+                "segment_length": length, "whole_episodes": whole}  # (the local run's cut)
 
     def _agent_steps(self, train_steps: float) -> float:
         """Each agent's share of ``train_steps`` frames (agents take turns)."""
