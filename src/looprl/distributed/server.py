@@ -19,13 +19,35 @@ __all__ = ["ParameterServer", "publication", "unpack"]
 def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
     """What a trainer publishes: the policy's ``parameters`` (CPU tensors) and the meta
     components' ``shared`` states (``Learner.shared_state``) learned with them, pickled
-    as Ray pickles arguments (cloudpickle: user classes defined in scripts pickle too)."""
-    return cloudpickle.dumps((parameters, list(shared)))
+    as Ray pickles arguments (cloudpickle: user classes defined in scripts pickle too).
+
+    Tensors travel as NumPy arrays (those of a dtype NumPy has): pickling and unpickling
+    torch tensors costs ten times as much, a third of a fast trainer's time when it
+    published every step."""
+    arrays = {key: _array(value) for key, value in parameters.items()}
+    converted = [key for key, value in parameters.items() if arrays[key] is not value]
+    return cloudpickle.dumps((arrays, converted, list(shared)))
 
 
 def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
     """``(parameters, shared)`` of a ``publication`` (plain pickle reads cloudpickle)."""
-    return pickle.loads(payload)  # noqa: S301 -- the run's own trainer wrote it
+    import torch  # (the server never unpacks: its process does not import torch)
+
+    arrays, converted, shared = pickle.loads(payload)  # (the run's own trainer wrote it)
+    for key in converted:
+        arrays[key] = torch.from_numpy(arrays[key])
+    return arrays, shared
+
+
+def _array(value: Any) -> Any:
+    """A CPU tensor's NumPy array (sharing its memory), or ``value`` itself."""
+    numpy = getattr(value, "numpy", None)
+    if numpy is None or getattr(value, "device", None) is None or value.device.type != "cpu":
+        return value
+    try:
+        return numpy()
+    except (TypeError, RuntimeError):  # (a dtype NumPy lacks: bfloat16; a tensor needing grad)
+        return value
 
 
 @ray.remote(num_cpus=0)

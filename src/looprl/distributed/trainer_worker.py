@@ -66,6 +66,7 @@ class TrainerWorker(Worker):
         self._waiting = 0  # sync: puts waiting for the step their samples join
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
         self._published = -1
+        self._published_at = 0.0  # (time.monotonic() of the last publication)
         self._training = False  # a batch has been taken and is being trained on
         self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
@@ -105,12 +106,9 @@ class TrainerWorker(Worker):
         or a replay lags behind its schedule (``Learner.backlogged``); with
         ``runtime.sync``, until a step has trained on its samples (``_wait_trained``).
         """
-        while not self._stop.is_set():
-            with self._lock:
-                if not self.core.backlogged(self.runtime.queue_batches):
-                    break
-            time.sleep(0.002)
-        with self._lock:
+        with self._lock:  # (each step notifies: no polling beside the training thread)
+            while self.core.backlogged(self.runtime.queue_batches) and not self._stop.is_set():
+                self._lock.wait(0.05)
             version = self.core.policy.version
             for sample in segments:
                 self.core.put(sample)
@@ -182,7 +180,11 @@ class TrainerWorker(Worker):
                 self._waited, last = self._waited + now - last, now  # (stats() sees it grow)
                 batch = self.core.next_batch()
                 self._training = batch is not None
+                if batch is not None:  # (room in the buffer: a waiting put goes on)
+                    self._lock.notify_all()
             if batch is None:
+                if self._published < self.core.policy.version:  # idle: publish the latest
+                    self._publish()
                 time.sleep(0.001)
         if self.group is not None and not self.group.agree(batch is not None):
             return None
@@ -193,7 +195,7 @@ class TrainerWorker(Worker):
         self.steps += 1
         if self.group is not None and self.steps == self._first_step:
             self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
-        if self.steps % self.runtime.publish_every == 0:
+        if self.steps % self.runtime.publish_every == 0 and self._publication_due():
             self._publish()
         with self._lock:
             self.core.finish(batch, result)
@@ -217,7 +219,17 @@ class TrainerWorker(Worker):
         """The policy's ``get_checkpoint()``, its tensors on the CPU (any process loads it)."""
         return on_cpu(self.core.policy.get_checkpoint())
 
+    def _publication_due(self) -> bool:
+        """Whether a step publishes (``publish_every`` allowing): always with
+        ``runtime.sync``; else once ``pull_interval / 2`` seconds passed since the last
+        publication (actors pull every ``pull_interval`` seconds: a publication per step, a
+        pickled state dict and a Ray call, cost a fast trainer a third of its time), and
+        whenever the trainer waits for samples (``_next_batch``)."""
+        return self.runtime.sync or (
+            time.monotonic() - self._published_at >= self.runtime.pull_interval / 2)
+
     def _publish(self) -> None:
+        self._published_at = time.monotonic()
         policy = self.core.policy
         if self.rank == 0:
             self.server.put.remote(policy.version, publication(

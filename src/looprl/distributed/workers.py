@@ -38,6 +38,7 @@ from looprl.collector.recovery import EnvRestarts, env_call
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
+from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
@@ -215,7 +216,8 @@ class ActorWorker(Worker):
             self.local.components = self.runner.hooks.components  # they load what is shared
         self._lock = threading.Lock()
         self._stats = _fresh_stats()
-        self._put: Any = None
+        self.sender = None if self.trainer is None else SegmentSender(
+            self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
     def stats(self) -> dict[str, Any]:
         """Frames, finished episodes and timings since the last call (then reset), the
@@ -257,9 +259,9 @@ class ActorWorker(Worker):
         result = None if request is None else self.actor.rollout(request)
         self.runner.record(0, result, self.local.policy.version)
         segments = self.runner.segments()
-        if segments and self.trainer is not None:
+        if self.sender is not None:
             self._send(segments)
-        self._wait_put()
+            self.sender.flush()  # (what an asynchronous actor held back)
 
     def _within_budget(self) -> bool:
         return self.budget is None or self.runner.total_frames < self.budget
@@ -325,33 +327,15 @@ class ActorWorker(Worker):
                 with self._lock:
                     self._stats["meta"].append((self._stats["frames"], values))
         segments = self.runner.segments()
-        if segments and self.trainer is not None:
+        if self.sender is not None:  # (also with none: it sends what it held back when due)
             self._send(segments)
 
     def _send(self, segments: list[Any]) -> None:
-        """Send ``segments`` once the previous batch arrived (backpressure); with
-        ``runtime.sync``, load the version the trainer's answer names."""
-        self._wait_put()
-        self._put = self.trainer.put.remote(segments)
-        if self.sync:
-            version = self._wait_put()
-            if version is not None:
-                self.local.pull_until(version)
-
-    def _wait_put(self) -> int | None:
-        """The trainer's answer to the last ``put`` (``None``: no put, or the trainer died)."""
-        put, self._put = self._put, None
-        if put is None:
-            return None
-        start = time.perf_counter()
-        try:
-            return ray.get(put)
-        except RayActorError:
-            logger.warning("actor %d: trainer unreachable, its last samples are lost",
-                           self.index)
-            return None
-        finally:  # (seconds waiting for the trainer to accept samples: the bottleneck)
-            self._count(time.perf_counter() - start, "put_seconds")
+        """Hand ``segments`` to the trainer (``SegmentSender``); with ``runtime.sync``,
+        load the version the trainer's answer names."""
+        version = self.sender.send(segments)
+        if self.sync and version is not None:
+            self.local.pull_until(version)
 
 
 def _fresh_stats() -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""How an actor worker hands its segments to the trainer worker: ``SegmentSender``.
+
+One put is in flight at a time. A synchronous actor (``runtime.sync``) puts each segment
+as it is cut and waits for the trainer's answer (lockstep with the trainer's steps, as a
+local run). An asynchronous actor keeps acting while its put is in flight: it holds the
+segments it cuts meanwhile and hands them over together, so a replay whose actors cut one
+transition per segment (SAC's ``update_frequency=1``) costs the trainer one Ray call per
+``HOLD_SECONDS``, not one per env step. Which transitions arrive, and the steps they make due
+(``ReplaySchedule``), stay the same; only when they arrive changes. Importing this module
+imports Ray.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+from ray.exceptions import RayActorError
+
+__all__ = ["HOLD_ROWS", "HOLD_SECONDS", "SegmentSender"]
+
+logger = logging.getLogger(__name__)
+
+#: An asynchronous actor sends what it holds once it holds this many transitions ...
+HOLD_ROWS = 64
+#: ... or this many seconds after its last put (its samples reach the trainer that late at most).
+HOLD_SECONDS = 0.02
+
+
+class SegmentSender:
+    """Puts an actor's segments to the trainer (``trainer.put``), one put in flight.
+
+    Args:
+        trainer: the trainer worker's Ray handle.
+        sync: put every segment at once and wait for the trainer's answer.
+        index: the actor's number (in warnings).
+        waited: called with the seconds spent waiting for the trainer to accept a put.
+    """
+
+    def __init__(self, trainer: Any, sync: bool, index: int,
+                 waited: Callable[[float], None]):
+        self.trainer = trainer
+        self.sync = sync
+        self.index = index
+        self.waited = waited
+        self._put: Any = None
+        self._held: list[Any] = []
+        self._rows = 0
+        self._last = time.monotonic()
+
+    def send(self, segments: list[Any]) -> int | None:
+        """Hand ``segments`` over (an actor calls it after every step, with the segments
+        the step completed, if any): synchronous, now, returning the trainer's answer (the
+        policy version to act with next); asynchronous, once the put in flight is done and
+        ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered (``None``). An
+        asynchronous actor that holds ``HOLD_ROWS`` while its put is in flight waits for it
+        (backpressure: the trainer accepts puts while its schedule is less than
+        ``max_ahead`` behind)."""
+        self._held += segments
+        self._rows += sum(transitions(segment) for segment in segments)
+        if self.sync:
+            return self.flush() if segments else None
+        if not self._held or self._rows < HOLD_ROWS and (
+                time.monotonic() - self._last < HOLD_SECONDS or self._in_flight()):
+            return None
+        self.wait()
+        self._put_held()
+        return None
+
+    def flush(self) -> int | None:
+        """Put what is held and wait for the trainer's answer (``None``: nothing was put,
+        or the trainer died)."""
+        self.wait()
+        if self._held:
+            self._put_held()
+        return self.wait()
+
+    def wait(self) -> int | None:
+        """The trainer's answer to the put in flight (``None``: none, or the trainer died)."""
+        put, self._put = self._put, None
+        if put is None:
+            return None
+        start = time.perf_counter()
+        try:
+            return ray.get(put)
+        except RayActorError:
+            logger.warning("actor %d: trainer unreachable, its last samples are lost",
+                           self.index)
+            return None
+        finally:  # (seconds waiting for the trainer to accept samples: the bottleneck)
+            self.waited(time.perf_counter() - start)
+
+    def _in_flight(self) -> bool:
+        """Whether the last put is not yet accepted (then checked again ``HOLD_SECONDS``
+        later: ``ray.wait`` costs as much as a small env step)."""
+        if self._put is None or ray.wait([self._put], timeout=0)[0]:
+            return False
+        self._last = time.monotonic()
+        return True
+
+    def _put_held(self) -> None:
+        self._put = self.trainer.put.remote(self._held)
+        self._held, self._rows, self._last = [], 0, time.monotonic()
+
+
+def transitions(segment: Any) -> int:
+    """Transitions of a ``[T + 1, B]`` segment: ``T * B``."""
+    steps, columns = np.shape(segment.reward)[:2]
+    return int((steps - 1) * columns)
