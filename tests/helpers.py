@@ -2,10 +2,12 @@
 (so that tests can compare ``Experiment.test`` with what the agent really scores); a
 trainer that records its batches instead of training; a meta component that records what
 every hook sees; a callback that kills a worker of a distributed run; the smallest user
-policy of seed 004 (``LinearPolicy``)."""
+policy of seed 004 (``LinearPolicy``); a Pendulum preset's save, load and evaluation
+(``check_pendulum_round_trip``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -81,6 +83,29 @@ def replay_first_episodes(agent, env_id: str, n_envs: int, seed: int,
                 running[i] = 0.0
     env.close()
     return returns
+
+
+def check_pendulum_round_trip(preset: Any, experiment: Any, path: str,
+                              replay: Callable[[Any], list[float]]) -> None:
+    """``preset`` (trained on Pendulum-v1 by ``experiment``) saved to ``path`` and loaded acts
+    as it does (five observations and one ``State``), and ``experiment.test(episodes=2)`` is
+    ``replay`` of the loaded test agent (its returns in fresh environments)."""
+    import pytest
+
+    from looprl.core import State, StateArray
+    from looprl.presets import load_preset
+
+    preset.save(path)
+    loaded = load_preset(path, device="cpu")
+    obs = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    states = StateArray({"observation": obs}, (5,))
+    expected = preset.test_agent().act(states)
+    assert expected.shape == (5, 1) and (expected.abs() <= 2).all()
+    assert torch.allclose(loaded.test_agent().act(states), expected)
+    assert loaded.test_agent().act(State(obs[0])).shape == (1,)
+    replayed = replay(loaded.test_agent())
+    # (the experiment sums float32 rewards, as every vector environment's rows hold them)
+    assert experiment.test(episodes=2) == pytest.approx(replayed, rel=1e-6)
 
 
 class Recorder(MetaComponent):

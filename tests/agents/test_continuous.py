@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn, optim
 
-from helpers import replay_episodes
+from helpers import check_pendulum_round_trip
 from looprl.agents import ActorCriticPolicy, OnPolicyAgent, PPOTrainer
 from looprl.agents.ddpg import (
     DDPG,
@@ -29,7 +29,6 @@ from looprl.core import (
     RolloutRequest,
     SampleBatch,
     State,
-    StateArray,
     Trainer,
     TrainerStepResult,
 )
@@ -331,37 +330,22 @@ def _replay_first_episodes(agent, n_envs: int, seed: int) -> list[float]:
     return totals
 
 
-@pytest.mark.parametrize(
-    ("builder", "hyperparameters"),
-    [(ddpg, SMALL), (td3, SMALL), (sac, SMALL), (ppo, SMALL_PPO)],
-    ids=["ddpg", "td3", "sac", "ppo"],
-)
-def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_path) -> None:
+def test_preset_trains_saves_loads_and_evaluates(tmp_path) -> None:
+    """PPO's (DDPG's, TD3's and SAC's: after their learning checks, in
+    ``tests/test_learning_continuous.py``)."""
     seed_everything(0)  # the initial weights too
     env = GymEnvironment("Pendulum-v1")
-    preset = builder.env(env).device("cpu").hyperparameters(**hyperparameters).build()
+    preset = ppo.env(env).device("cpu").hyperparameters(**SMALL_PPO).build()
     experiment = make_experiment(
         preset, env, train_steps=400, logdir=str(tmp_path), quiet=True, verbose=False, seed=0
     )
     experiment.train(frames=400)
     assert experiment.frame >= 400
-    path = tmp_path / "preset.pt"
-    preset.save(str(path))
-    loaded = load_preset(str(path), device="cpu")
-    obs = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
-    states = StateArray({"observation": obs}, (5,))
-    expected = preset.test_agent().act(states)
-    assert expected.shape == (5, 1) and (expected.abs() <= 2).all()
-    assert torch.allclose(loaded.test_agent().act(states), expected)
-    assert loaded.test_agent().act(State(obs[0])).shape == (1,)
-    # evaluation is the loaded (deterministic) test agent's, replayed in fresh environments
-    if builder is ppo:  # ParallelEnvExperiment.test: a copy of the vector env, seed + 10,000
-        replayed = _replay_first_episodes(loaded.test_agent(), preset.n_envs, seed=10_000)
-    else:
-        experiment.env.reset(seed=7)  # the evaluation episodes continue this RNG
-        replayed = replay_episodes(loaded.test_agent(), "Pendulum-v1", seed=7, episodes=2)
-    # (the experiment sums float32 rewards, as every vector environment's rows hold them)
-    assert experiment.test(episodes=2) == pytest.approx(replayed, rel=1e-6)
+    # evaluation is the loaded (deterministic) test agent's, replayed in fresh environments:
+    # ParallelEnvExperiment.test plays a copy of the vector env, seed + 10,000
+    check_pendulum_round_trip(preset, experiment, str(tmp_path / "preset.pt"),
+                              lambda agent: _replay_first_episodes(agent, preset.n_envs,
+                                                                   seed=10_000))
     experiment.close()
 
 
