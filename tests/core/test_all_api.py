@@ -1,6 +1,8 @@
 """ALL 0.9's ``State``/``StateArray``/``Agent`` API, written as an ALL user writes it
 (``from all.core import State`` with ``looprl`` in place of ``all``)."""
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -87,3 +89,24 @@ def test_from_gym_takes_alls_legacy_outputs_and_numpy_dtypes() -> None:
     assert step.observation.dtype == torch.int64 and step.done and step.mask == 1.0
     with pytest.raises(ValueError, match="got 3 items"):
         State.from_gym((np.ones(3), 1.0, False))
+
+
+def test_alls_logging_and_bodies_names_import_from_looprls_paths() -> None:
+    """What docs/coming-from-all-envs.md tells an ALL user to import instead of ``all.logging``
+    and ``all.bodies``."""
+    from looprl.core import DummyLogger, Logger
+    from looprl.environments import (
+        Body,
+        FrameStack,
+        RewardClipping,
+        TimeFeature,
+        deepmind_atari_body,
+    )
+    from looprl.experiments import ExperimentLogger
+    from looprl.presets.multiagent import IndependentMultiagentPreset
+
+    assert isinstance(DummyLogger(), Logger) and DummyLogger().frame == 0
+    assert list(inspect.signature(ExperimentLogger).parameters)[:2] == ["agent_name", "env_name"]
+    for body in (FrameStack, RewardClipping, TimeFeature):
+        assert issubclass(body, Body)
+    assert callable(deepmind_atari_body) and IndependentMultiagentPreset.__name__
