@@ -108,3 +108,11 @@ def test_a_missing_config_directory_fails_in_one_line(tmp_path, capsys) -> None:
     assert cli(["run", "-cd", str(tmp_path / "nope"), "+experiment=x"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "is no directory" in error[0], error
+
+
+def test_looprl_run_help_says_how_to_load_experiment_files(capsys) -> None:
+    with pytest.raises(SystemExit):  # (as Hydra's help ends)
+        run(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "-cd DIR +experiment=NAME (DIR/experiment/NAME.yaml" in text
+    assert "'# @package _global_'" in text and "-cn NAME composes DIR/NAME.yaml" in text
