@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.approximation.adam_step import AdamStep
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
@@ -52,6 +53,11 @@ class Approximation:
             ``1.2e-38``) flushed to zero: Adam's moments of weights whose gradients are
             (nearly) always 0, such as dead ReLU units', decay into denormals, on which CPU
             arithmetic is many times slower.
+        functional_step: step a plain ``torch.optim.Adam``/``AdamW`` through torch's public
+            functional ``torch.optim.adam.adam`` (``AdamStep``: the same arithmetic and state
+            without ``Optimizer.step``'s per-call work; a fused one also takes the clipping
+            factor into its kernel); ``False``: through ``optimizer.step()``, e.g. for step
+            hooks registered on the optimizer, which the functional step does not run.
 
     Example:
         >>> model = nn.Linear(16, 1)
@@ -65,7 +71,8 @@ class Approximation:
                  device: str | torch.device | None = None, loss_scaling: float = 1,
                  name: str = "approximation", scheduler: Any = None,
                  target: TargetNetwork | None = None, logger: Any = None, log_every: int = 100,
-                 flush_denormal: bool = True, *, lr_scheduler: Any = None):
+                 flush_denormal: bool = True, *, lr_scheduler: Any = None,
+                 functional_step: bool = True):
         check_count(log_every=log_every)
         _check_parts(model, optimizer, clip_grad)
         if scheduler is not None and lr_scheduler is not None:
@@ -77,6 +84,8 @@ class Approximation:
         default = self._params[0].device if self._params else "cpu"  # (the first parameter's)
         self.device = torch.device(device if device is not None else default)
         self.optimizer = optimizer
+        self._adam = AdamStep(optimizer, self._params) if functional_step and AdamStep.fits(
+            optimizer) else None
         self.logger = logger
         self._cpu = len({(p.device, p.dtype) for p in self._params}) <= 1 and all(
             p.device.type == "cpu" for p in self._params)  # (one dtype: no grouping needed)
@@ -167,16 +176,7 @@ class Approximation:
             raise self._no_optimizer("step")
         if self._updates % self._log_every == 0:
             self._check_and_log(loss)
-        if self._clip_grad > 0:
-            self.grad_norm = _clip_gradients(self._params, self._clip_grad, self._cpu,
-                                             self._small)
-        elif self.track_grad_norm:
-            grads = [p.grad for p in self._params if p.grad is not None]
-            self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
-        if self._flush_denormal:
-            _step_flushing_denormals(self.optimizer)
-        else:
-            self.optimizer.step()
+        self._optimizer_step(self._adam is not None and self._adam.ready())
         for group in self.optimizer.param_groups:  # zero_grad(set_to_none=True), minus its
             for param in group["params"]:  # dispatch overhead (it shows on small networks)
                 param.grad = None
@@ -186,6 +186,31 @@ class Approximation:
         self._checkpointer()
         self._updates += 1
         return self
+
+    def _optimizer_step(self, functional: bool) -> None:
+        """Clip the gradients (or take their norm, ``track_grad_norm``) and step the optimizer
+        (``functional``: through ``AdamStep``, clipping in its kernel where it ``scales``)."""
+        scale = None
+        if self._clip_grad > 0 and functional and self._adam.scales:
+            self.grad_norm, factor = _clip_factor(self._params, self._clip_grad, self._cpu,
+                                                  self._small)
+            scale = None if factor is None else self._adam.grad_scale(factor)
+        elif self._clip_grad > 0:
+            self.grad_norm = _clip_gradients(self._params, self._clip_grad, self._cpu,
+                                             self._small)
+        elif self.track_grad_norm:
+            grads = [p.grad for p in self._params if p.grad is not None]
+            self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
+        if self._flush_denormal:  # (the CPU: no-ops elsewhere)
+            torch.set_flush_denormal(True)
+        try:
+            if functional:
+                self._adam.step(scale)
+            else:
+                self.optimizer.step()
+        finally:
+            if self._flush_denormal:
+                torch.set_flush_denormal(False)
 
     def zero_grad(self) -> Approximation:
         """Clear the gradients of the model's parameters."""
@@ -289,15 +314,6 @@ def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:
                                    find_unused_parameters=True, **{no_sync: False})
 
 
-def _step_flushing_denormals(optimizer: torch.optim.Optimizer) -> None:
-    """``optimizer.step()`` with denormal floats flushed to zero (on this thread's CPU)."""
-    torch.set_flush_denormal(True)
-    try:
-        optimizer.step()
-    finally:
-        torch.set_flush_denormal(False)
-
-
 #: parameters (elements) up to which a CPU model's gradient norm is that of one concatenated
 #: vector: a copy costs less than a norm per tensor for small networks
 _SMALL = 2**15
@@ -315,18 +331,30 @@ def _clip_gradients(params: list[torch.Tensor], max_norm: float, cpu: bool,
     most ``_SMALL`` parameters) takes the norm of the concatenated gradients."""
     if not cpu:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+    norm, factor = _clip_factor(params, max_norm, cpu, small)
+    if factor is not None:
+        for param in params:
+            if param.grad is not None:
+                param.grad.mul_(factor)
+    return norm
+
+
+def _clip_factor(params: list[torch.Tensor], max_norm: float, cpu: bool, small: bool
+                 ) -> tuple[torch.Tensor, float | torch.Tensor | None]:
+    """The norm of the gradients of ``params`` and what clipping multiplies them by:
+    ``max_norm / (norm + 1e-6)`` where that is below 1 (or NaN), else ``None``, read on the
+    host (``cpu``); elsewhere a 0-d tensor, at most 1 (no synchronization)."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return torch.tensor(0.0)
+        return torch.tensor(0.0), None
     if small:
         norm = torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads]))
     else:
         norm = nn.utils.get_total_norm(grads, foreach=True)
+    if not cpu:
+        return norm, torch.clamp(max_norm / (norm + 1e-6), max=1.0)
     factor = max_norm / (norm.item() + 1e-6)
-    if not factor >= 1.0:  # (NaN too)
-        for grad in grads:
-            grad.mul_(factor)
-    return norm
+    return norm, (None if factor >= 1.0 else factor)  # (NaN: a factor)
 
 
 def _checkpoint_file(logger: Any, name: str) -> str:
