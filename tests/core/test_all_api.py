@@ -91,22 +91,23 @@ def test_from_gym_takes_alls_legacy_outputs_and_numpy_dtypes() -> None:
         State.from_gym((np.ones(3), 1.0, False))
 
 
-def test_alls_logging_and_bodies_names_import_from_looprls_paths() -> None:
-    """What docs/coming-from-all-envs.md tells an ALL user to import instead of ``all.logging``
-    and ``all.bodies``."""
-    from looprl.core import DummyLogger, Logger
-    from looprl.environments import (
+def test_alls_logging_and_bodies_import_paths() -> None:
+    """``all.logging``, ``all.bodies`` and ``all.presets``' multi-agent preset as an ALL user
+    imports them, with ``looprl`` in place of ``all``."""
+    from looprl.bodies import (
         Body,
+        ClipRewards,
+        DeepmindAtariBody,
         FrameStack,
         RewardClipping,
         TimeFeature,
-        deepmind_atari_body,
     )
-    from looprl.experiments import ExperimentLogger
-    from looprl.presets.multiagent import IndependentMultiagentPreset
+    from looprl.logging import DummyLogger, ExperimentLogger, Logger
+    from looprl.presets import IndependentMultiagentPreset
 
     assert isinstance(DummyLogger(), Logger) and DummyLogger().frame == 0
     assert list(inspect.signature(ExperimentLogger).parameters)[:2] == ["agent_name", "env_name"]
-    for body in (FrameStack, RewardClipping, TimeFeature):
+    for body in (FrameStack, ClipRewards, TimeFeature):
         assert issubclass(body, Body)
-    assert callable(deepmind_atari_body) and IndependentMultiagentPreset.__name__
+    assert ClipRewards is RewardClipping and callable(DeepmindAtariBody)
+    assert IndependentMultiagentPreset.__module__ == "looprl.presets.multiagent.independent"

@@ -13,6 +13,7 @@ from looprl.presets.builder import (
     default_device,
 )
 from looprl.presets.common import to_device
+from looprl.presets.multiagent.independent import IndependentMultiagentPreset
 
 
 def load_preset(filename: str, device: str | None = None) -> Preset:
@@ -35,6 +36,6 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     return preset
 
 
-__all__ = ["atari", "ParallelPreset", "ParallelPresetBuilder", "Preset",
-           "PresetBuilder", "UnknownHyperparameterError", "classic_control", "continuous",
+__all__ = ["atari", "IndependentMultiagentPreset", "ParallelPreset", "ParallelPresetBuilder",
+           "Preset", "PresetBuilder", "UnknownHyperparameterError", "classic_control", "continuous",
            "check_device", "default_device", "load_preset", "multiagent"]
