@@ -14,7 +14,7 @@ from looprl.collector.copies import Episode, env_copies, report_episodes
 from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.namedarray import as_numpy, concat, stack
-from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP
+from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 from looprl.memory.segments import SegmentBuffer
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
@@ -69,8 +69,9 @@ class EnvRunner:
             building one), seeded anew and reset, and the fault noted here (``None``: raise
             it, the local runs).
         max_episode_steps: end an episode of an SRL environment copy at this many steps, as a
-            time limit would (truncated), with a warning (``None``: episodes end when the
-            environment says).
+            time limit would (truncated), with a warning (``None``: the first copy's
+            ``episode_cap``, its Gymnasium spec's ``max_episode_steps``, else 27,000; a
+            vector environment's episodes end when it says).
 
     Attributes:
         frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
@@ -96,6 +97,8 @@ class EnvRunner:
         self.env_call: tuple[float, int | None, str] | None = None  # (since, copy, method)
         self.envs, self._copies, n_envs, groups = env_copies(env_name, env_args, n_envs,
                                                              groups, process)
+        if max_episode_steps is None and not self._copies.plain:
+            self.max_episode_steps = episode_cap(self.envs[0])
         self.exploration = exploration
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
@@ -382,7 +385,7 @@ def _cut_long_episodes(runner: EnvRunner, stepped: np.ndarray) -> None:
         runner._truncated[streams[~waiting & ~runner._done[streams]]] = True
         runner.cut_episodes(streams[waiting])
         runner._over[i] = True
-        log.warning("a training episode of %s ran %d steps without ending: cut there (the "
+        log.warning("an episode of %s ran %d steps without ending: cut there (the "
                     "cap: the env's max_episode_steps, else %d)", runner._copies.name,
                     runner.max_episode_steps, DEFAULT_EPISODE_CAP)
     if long.any():

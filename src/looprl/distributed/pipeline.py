@@ -10,7 +10,6 @@ remotely.
 from __future__ import annotations
 
 import copy
-import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +21,7 @@ from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner
 from looprl.distributed.config import AlgorithmSpec
-from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 from looprl.meta.hub import MetaHub
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["PipelineReport", "collect", "evaluate", "load_shared_state", "test_pipeline",
            "trainer_core"]
@@ -173,20 +169,10 @@ def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: i
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
     runner = EnvRunner(spec.make_env, None, 1, 1, policy.default_policy_state, seed=seed,
-                       is_evaluation=True)
+                       is_evaluation=True)  # (cuts an episode that does not end at its cap)
     returns: list[float] = []
-    cap, steps = episode_cap(runner.envs[0]), 0
     while len(returns) < episodes:
         collect(runner, policy)
         runner.segments()  # not kept
-        ended = runner.pop_episodes()
-        returns += [episode.ret for episode in ended]
-        steps = 0 if ended else steps + 1
-        if steps >= cap:  # an episode that does not end: counted as ended there
-            logger.warning("an evaluation episode of %s ran %d steps without ending: counted "
-                           "as ended there (the cap: the env's max_episode_steps, else %d)",
-                           spec.env_label, cap, DEFAULT_EPISODE_CAP)
-            returns.append(float(runner.running_returns[0]))
-            runner.truncate()
-            steps = -1  # (the next step resets the copy)
+        returns += [episode.ret for episode in runner.pop_episodes()]
     return returns[:episodes]
