@@ -313,10 +313,15 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     meta = {key for values in results["train"]["meta"].values() for key in values}
     assert {"log/rnd/intrinsic_reward_mean/player_1",
             "log/rnd/intrinsic_reward_mean/player_2"} <= meta, meta
+    tests = []
     for agent in ("player_1", "player_2"):  # each agent's returns, as locally (their sum is 0)
         rows = (run / f"independent_ppo.{agent}" / "tictactoe_v3" /
                 "results.csv").read_text().splitlines()[1:]
         assert rows and any(float(row.split(",")[2]) != 0 for row in rows), rows
+        tests.append((run / f"independent_ppo.{agent}" / "tictactoe_v3" /
+                      "test_returns.csv").read_text().splitlines()[1:])
+    assert [len(rows) for rows in tests] == [2, 2]  # and each agent's test returns
+    assert [float(a) + float(b) for a, b in zip(*tests)] == results["eval"]["returns"]
 
 
 class _Recorder:

@@ -84,7 +84,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     import torch
 
     from looprl.configs import build_distributed
-    from looprl.distributed.pipeline import evaluate
+    from looprl.distributed.pipeline import evaluation_episodes
     from looprl.experiments.logger import log_test_returns
     from looprl.runners.base import summary
     from looprl.runners.held_out import SETS
@@ -92,10 +92,11 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     run = build_distributed(cfg, output_dir)
     result = run.run()
     policy = Path(result.log_dir) / "policy.pt"
-    returns, held_out = [], None
+    returns, held_out, played = [], None, []
     if cfg.test_episodes and policy.exists():
         checkpoint = torch.load(policy, map_location="cpu")
-        returns = evaluate(run.spec, checkpoint, cfg.test_episodes, seed=cfg.seed)
+        played = evaluation_episodes(run.spec, checkpoint, cfg.test_episodes, seed=cfg.seed)
+        returns = [episode.ret for episode in played]
         held_out = _held_out_returns(cfg, run.spec, checkpoint)
     elif cfg.test_episodes:  # never score an untrained policy as the run's result
         log.warning("no test episodes: the run saved no final policy (%s)", policy)
@@ -108,6 +109,10 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     if returns and result.log_dir is not None:  # where a local run writes them
         log_test_returns(result.log_dir, {None: returns} if held_out is None else dict(
             zip(SETS, (returns, held_out), strict=True)), result.frames)
+        run_dir = Path(result.log_dir)  # ({logdir}/{name}/{env}; each agent's beside, as locally)
+        for i, agent in enumerate(result.agent_returns):
+            log_test_returns(str(run_dir / f"{run_dir.parent.name}.{agent}" / run_dir.name),
+                             {None: [episode.returns[i] for episode in played]}, result.frames)
     if not cfg.logging.quiet:
         log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
                  run.name, cfg.env, run.runtime.actors, result.frames,

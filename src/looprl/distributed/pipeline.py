@@ -19,12 +19,12 @@ import torch
 
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
-from looprl.collector import EnvRunner
+from looprl.collector import EnvRunner, Episode
 from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.hub import MetaHub
 
-__all__ = ["PipelineReport", "collect", "evaluate", "load_shared_state", "test_pipeline",
-           "trainer_core"]
+__all__ = ["PipelineReport", "collect", "evaluate", "evaluation_episodes", "load_shared_state",
+           "test_pipeline", "trainer_core"]
 
 
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None) -> Any:
@@ -164,15 +164,23 @@ test_pipeline.__test__ = False  # not a pytest test
 def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: int = 10,
              seed: int = 0) -> list[float]:
     """Returns of ``episodes`` deterministic episodes of the policy restored from
-    ``checkpoint`` (``Policy.get_checkpoint()``; ``None``: a fresh policy), in this process."""
+    ``checkpoint`` (``Policy.get_checkpoint()``; ``None``: a fresh policy), in this process
+    (summed over the agents of a multi-agent environment: ``evaluation_episodes`` has each
+    agent's)."""
+    return [episode.ret for episode in evaluation_episodes(spec, checkpoint, episodes, seed)]
+
+
+def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
+                        episodes: int = 10, seed: int = 0) -> list[Episode]:
+    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return)."""
     policy = spec.make_policy()
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
     runner = EnvRunner(spec.make_env, None, 1, 1, policy.default_policy_state, seed=seed,
                        is_evaluation=True)  # (cuts an episode that does not end at its cap)
-    returns: list[float] = []
-    while len(returns) < episodes:
+    played: list[Episode] = []
+    while len(played) < episodes:
         collect(runner, policy)
         runner.segments()  # not kept
-        returns += [episode.ret for episode in runner.pop_episodes()]
-    return returns[:episodes]
+        played += runner.pop_episodes()
+    return played[:episodes]
