@@ -106,7 +106,7 @@ class EnvRunner:
         self.total_frames = 0
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
-        self._streams_init(n_envs, default_policy_state)
+        _streams_init(self, n_envs, default_policy_state)
         self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes, first_stream)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
@@ -124,24 +124,6 @@ class EnvRunner:
         if self.hooks is not None:
             self.hooks.pre_episode()
         self._copies.reset(self, seed)
-
-    def _streams_init(self, n_envs: int, default_policy_state: Any) -> None:
-        """The per-stream arrays: what arrived with each stream's latest observation and its
-        recurrent state."""
-        agents = self.agent_count
-        n = n_envs * agents
-        self._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
-        self._agent = np.tile(np.arange(agents), n_envs)  # its agent
-        self._group_streams = [np.flatnonzero(np.isin(self._copy, g)) for g in self.groups]
-        self._present = np.zeros(n, dtype=bool)  # a result waits for an action
-        self._reward = np.zeros(n, dtype=np.float32)
-        self._stream_returns = np.zeros(n)  # each stream's return so far (several agents)
-        self._done = np.zeros(n, dtype=bool)
-        self._truncated = np.zeros(n, dtype=bool)
-        self._obs: NamedArray | None = None  # [streams, ...], from the first observations
-        default = self._default_state = _numpy(default_policy_state)
-        self._policy_state = None if default is None else (
-            stack if isinstance(default, NamedArray) else np.stack)([default] * n)
 
     @property
     def agent_count(self) -> int:
@@ -298,6 +280,25 @@ class EnvRunner:
             obs = self._obs["obs"]
             return obs.copy() if len(streams) == len(obs) else obs[streams]
         return self._obs[streams]
+
+
+def _streams_init(runner: EnvRunner, n_envs: int, default_policy_state: Any) -> None:
+    """``runner``'s per-stream arrays: what arrived with each stream's latest observation and
+    its recurrent state."""
+    agents = runner.agent_count
+    n = n_envs * agents
+    runner._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
+    runner._agent = np.tile(np.arange(agents), n_envs)  # its agent
+    runner._group_streams = [np.flatnonzero(np.isin(runner._copy, g)) for g in runner.groups]
+    runner._present = np.zeros(n, dtype=bool)  # a result waits for an action
+    runner._reward = np.zeros(n, dtype=np.float32)
+    runner._stream_returns = np.zeros(n)  # each stream's return so far (several agents)
+    runner._done = np.zeros(n, dtype=bool)
+    runner._truncated = np.zeros(n, dtype=bool)
+    runner._obs = None  # [streams, ...] (a NamedArray), from the first observations
+    default = runner._default_state = _numpy(default_policy_state)
+    runner._policy_state = None if default is None else (
+        stack if isinstance(default, NamedArray) else np.stack)([default] * n)
 
 
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
