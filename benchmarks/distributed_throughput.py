@@ -1,7 +1,9 @@
-"""Throughput of the distributed (Ray) runtime: env steps/s of distributed PPO on CartPole-v1
-and Atari Breakout against the raw env step rate and the local runtime, in one run.
+"""Throughput of the distributed (Ray) runtime against the local runtime, in one run: DQN on
+CartPole-v1 and SAC on Pendulum-v1 (1 actor, asynchronous, the preset's update ratio;
+``distributed_replay.py``, with a short learning check), and distributed PPO on CartPole-v1
+and Atari Breakout against the raw env step rate and the local runtime.
 
-For each environment it measures, on this machine:
+For each PPO environment it measures, on this machine:
 
 * raw env (the ceiling): the SRL env copies the actors step (``looprl.environments.make``),
   stepped with random actions, no policy: in one process, and in one process per core;
@@ -32,7 +34,8 @@ Env steps are agent steps (on Breakout one step is 4 emulator frames). Writes
 
     python benchmarks/distributed_throughput.py [--seconds 15] [--breakout-seconds 36]
         [--envs cartpole breakout] [--actors 1 2 4] [--policy-workers 0 1]
-        [--trainer-threads 2] [--trainer-thread-actors 1 2]
+        [--trainer-threads 2] [--trainer-thread-actors 1 2] [--replay dqn sac]
+        [--replay-seconds 20] [--replay-repeats 2] [--learning sac dqn]
 """
 
 from __future__ import annotations
@@ -247,10 +250,10 @@ def actor_alone(setup: Setup, seconds: float) -> Row:
 def trainer_alone(setup: Setup, seconds: float) -> Row:
     """``Trainer.step`` on one collected batch, repeated, in this process."""
     from looprl.collector import EnvRunner
-    from looprl.distributed.pipeline import TrainerCore
+    from looprl.distributed.pipeline import trainer_core
 
     policy = setup.spec.make_policy()
-    core = TrainerCore(setup.spec.make_trainer(policy), None, setup.spec.buffer_args)
+    core = trainer_core(setup.spec, policy)  # (the trainer worker's Learner)
     runner = EnvRunner(setup.spec.make_env, None, ENV_COPIES, setup.segment_length, None)
     while not core.ready():
         runner.step(0, policy.rollout(runner.request(0)), policy.version)
@@ -518,6 +521,15 @@ def main() -> None:
                         help="actor counts run with --trainer-threads")
     parser.add_argument("--no-local-threads", dest="local_threads", action="store_false",
                         help="skip the local Breakout run with one torch thread per core")
+    parser.add_argument("--replay", nargs="*", default=["dqn", "sac"], choices=["dqn", "sac"],
+                        help="replay presets measured local against Ray (distributed_replay.py)")
+    parser.add_argument("--replay-seconds", type=float, default=20,
+                        help="measured wall time of each replay row")
+    parser.add_argument("--replay-repeats", type=int, default=2,
+                        help="local/Ray pairs per replay preset (the machine's load varies)")
+    parser.add_argument("--learning", nargs="*", default=["sac", "dqn"], choices=["dqn", "sac"],
+                        help="replay presets whose env steps to distributed_learning.py's bar "
+                             "are compared, local against Ray (seed 0)")
     parser.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
@@ -530,6 +542,7 @@ def main() -> None:
     load_start = os.getloadavg()
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            sections.append(replay_section(args, tmp))
             for name in args.envs:
                 setup = SETUPS[name]()
                 print(f"{setup.name} ...", flush=True)
@@ -542,11 +555,28 @@ def main() -> None:
     write(args, cores, load_start, sections)
 
 
+def replay_section(args: argparse.Namespace, tmp: str) -> str:
+    """The Markdown of the replay presets' speed and learning tables (``distributed_replay``)."""
+    import distributed_replay  # (it imports this module)
+
+    lines = ["## Replay: DQN on CartPole-v1 and SAC on Pendulum-v1, 1 actor, asynchronous", "",
+             distributed_replay.__doc__.split("\n\n", 1)[1].strip(), ""]
+    if args.replay:
+        lines += [f"Speed, {args.replay_seconds:g} s per row:", "",
+                  distributed_replay.speed_table(args.replay_seconds, tmp, args.replay,
+                                                 args.replay_repeats), ""]
+    if args.learning:
+        lines += ["Learning, seed 0 (`distributed_learning.py`'s bar and budget):", "",
+                  distributed_replay.learning_table(args.learning, tmp), ""]
+    print("\n".join(lines), flush=True)
+    return "\n".join(lines)
+
+
 def write(args: argparse.Namespace, cores: int, load_start: tuple, sections: list) -> None:
     load = os.getloadavg()
     command = " ".join(["python benchmarks/distributed_throughput.py", *sys.argv[1:]])
     lines = [
-        "# Distributed runtime throughput: PPO on CartPole-v1 and Breakout",
+        "# Distributed runtime throughput: the Ray runtime against the local runtime",
         "",
         f"`{command}` on {datetime.date.today()}: {platform.machine()}, {cores} CPU cores, "
         f"torch {torch.__version__}, one torch thread per process unless said otherwise; "
@@ -554,7 +584,8 @@ def write(args: argparse.Namespace, cores: int, load_start: tuple, sections: lis
         f"{load[2]:.1f} (1/5/15 min) at the end (other sessions share this machine: the "
         "`other` column is the cores their processes used during each measurement).",
         "",
-        "Env steps are agent steps (Breakout: 4 emulator frames each), measured over "
+        "PPO sections: env steps are agent steps (Breakout: 4 emulator frames each), "
+        "measured over "
         f"{args.seconds:g} s (CartPole) or {args.breakout_seconds:g} s (Breakout) per training "
         f"configuration after a warm-up, {args.part_seconds:g} "
         "s per part. `x local` / `x raw`: ratio to the local preset (1 torch thread) / to the "
@@ -570,9 +601,9 @@ def write(args: argparse.Namespace, cores: int, load_start: tuple, sections: lis
         "Ray's own processes and the parameter server; `driver`: the benchmark process (the "
         "controller, or the whole local run).",
         "",
-        "Both sides train the same PPO: the same network, 8 env copies, the same rows per "
-        "update and epochs. What differs: the local preset steps its 8 envs as one vector "
-        "env (Breakout: one ale-py `AtariVectorEnv` of 8, emulated on "
+        "Both sides of a PPO section train the same PPO: the same network, 8 env copies, "
+        "the same rows per update and epochs. What differs: the local preset steps its 8 "
+        "envs as one vector env (Breakout: one ale-py `AtariVectorEnv` of 8, emulated on "
         f"{min(cores, 8)} C++ threads) and anneals lr/clip; Breakout's local preset also "
         "wraps episodic-life (both clip rewards). The distributed actors step SRL env copies "
         "one by one (`looprl.environments.make`; Breakout: one single-env `AtariVectorEnv` "
@@ -580,8 +611,9 @@ def write(args: argparse.Namespace, cores: int, load_start: tuple, sections: lis
         "N`, the other workers on one thread.",
         "",
     ]
+    lines += [sections.pop(0)]  # (the replay section)
     for setup, rows, text in sections:
-        lines += [f"## {setup.name}", "", text, ""]
+        lines += [f"## PPO on {setup.name}", "", text, ""]
         lines += [where_the_time_goes(setup, rows, cores), "", policy_worker_note(rows), ""]
         if setup.local == "atari":
             lines += [_verdict(rows, setup.rows), ""]
