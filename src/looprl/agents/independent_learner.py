@@ -158,8 +158,8 @@ class IndependentLearners(IndependentMultiagent, LearningAgent):
         masked: the agents whose observations carry an ``action_mask``.
 
     Raises:
-        ValueError: an agent learns otherwise, or the agents cut their rows differently
-            (segment lengths, whole episodes).
+        ValueError: an agent learns otherwise, or no one cut of the rows fits every agent
+            (``shared_cut``).
     """
 
     def __init__(self, agents: dict[str, Any], masked: Collection[str] = ()):
@@ -175,8 +175,6 @@ class IndependentLearners(IndependentMultiagent, LearningAgent):
         LearningAgent.__init__(self, Actor(policy, SegmentBuffer(length, len(inner), whole)),
                                IndependentLearner(policy, [agent.learner for agent in inner]))
 
-    act = IndependentMultiagent.act
-
 
 def shared_cut(cuts: Sequence[tuple[int, bool, bool]]) -> tuple[int, bool]:
     """How the collector cuts every agent's rows, ``(segment_length, whole_episodes)``, from
@@ -187,7 +185,7 @@ def shared_cut(cuts: Sequence[tuple[int, bool, bool]]) -> tuple[int, bool]:
     length = math.gcd(*(cut[0] for cut in cuts))
     own = {cut[0] for cut in cuts if not cut[2]}  # the on-policy agents' lengths
     whole = any(cut[1] for cut in cuts)  # (then every agent must cut alike)
-    if len(own) > 1 or (own and own != {length}) or (whole and len(set(cuts)) > 1):
+    if (own and own != {length}) or (whole and len(set(cuts)) > 1):
         raise ValueError(f"the agents learn from segments of {sorted({c[0] for c in cuts})} "
                          "steps (whole episodes: " + ", ".join(str(c[1]) for c in cuts) + "), "
                          "which one collector cannot cut for all: give the on-policy agents' "
