@@ -315,7 +315,7 @@ def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path
     pytest.importorskip("pettingzoo")
     from looprl.agents.independent import IndependentMultiagent, RandomAgent
     from looprl.core import Preset
-    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.environments import MultiagentPettingZooEnv, gym_helpers
     from looprl.experiments import multiagent
 
     class RandomPreset(Preset):
@@ -330,7 +330,7 @@ def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path
         def test_agent(self):
             return self.agent()
 
-    monkeypatch.setattr(multiagent, "episode_cap", lambda env: 30)
+    monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 30)  # (the collector's cap)
     env = MultiagentPettingZooEnv(_forever_zoo_env())
     experiment = multiagent.MultiagentEnvExperiment(RandomPreset(env), env, quiet=True, seed=0,
                                                     logdir=str(tmp_path))

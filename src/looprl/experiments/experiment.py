@@ -281,12 +281,17 @@ class ParallelEnvExperiment(Experiment):
         super()._train(frames, episodes)
 
     def _make_runner(self) -> EnvRunner:
-        """The collector over the training environment, cutting rows as the agent's adder."""
+        """The collector over the training copies (``_collected``), cutting rows as the
+        agent's adder."""
         adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
         return EnvRunner(
-            self.vector_env, segment_length=1 if adder is None else adder.segment_length,
+            self._collected(), segment_length=1 if adder is None else adder.segment_length,
             whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
             hub=self.hub, process=None if adder is None else body_states(self.agent))
+
+    def _collected(self) -> Any:
+        """What the collector steps (``EnvRunner``'s ``env_name``): the vector environment."""
+        return self.vector_env
 
     @property
     def training_env(self) -> Any:

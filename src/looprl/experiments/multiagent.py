@@ -116,13 +116,10 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
         self.hub = StreamHooks(list(self.hubs.values()), list(range(len(agents))), list(agents),
                                getattr(policy, "view", None))
 
-    def _make_runner(self) -> EnvRunner:
-        adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Multiagent)
-        return EnvRunner(
-            functools.partial(training_copy, self.env),
-            segment_length=1 if adder is None else adder.segment_length,
-            whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
-            hub=self.hub, max_episode_steps=episode_cap(self.env))
+    def _collected(self) -> Any:
+        """A copy of what Ray's actors step (``training_copy``); an episode that never ends
+        is cut at its cap (``EnvRunner.max_episode_steps``)."""
+        return functools.partial(training_copy, self.env)
 
     def _own_actions(self, runner: EnvRunner) -> Any:
         """The actions of the user's own ``Multiagent`` (``row_actions``)."""
@@ -150,7 +147,7 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
         agent, names = self.preset.test_agent(), played.possible_agents
         runner = EnvRunner(functools.partial(training_copy, played), segment_length=1,
                            seed=None if self.seed is None else self.seed + 10_000,
-                           is_evaluation=True, max_episode_steps=episode_cap(played))
+                           is_evaluation=True)
         games: list[tuple[float, ...]] = []
         while len(games) < episodes:
             runner.request()
