@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from distributed_learning import FAMILIES, at, local_run, ray_run
-from distributed_throughput import Row, _actor_shares, cores_used, cpu_snapshot
+from distributed_throughput import (
+    Row,
+    _actor_shares,
+    close_window,
+    cores_used,
+    cpu_snapshot,
+    open_window,
+)
 from harness import format_table
 from looprl.distributed import DistributedRun, RuntimeConfig
 from looprl.environments import GymEnvironment
@@ -72,16 +79,10 @@ def distributed(setup: ReplaySetup, seconds: float, logdir: str) -> Row:
 
     def measure(run: DistributedRun) -> None:
         now, frames, steps = time.perf_counter(), run.result.frames, run.result.train_steps
-        if "start" not in window:
-            if frames >= setup.warm:
-                window.update(start=now, wall=time.time(), frames=frames, steps=steps,
-                              cpu=cpu_snapshot())
-            return
-        if now - window["start"] >= seconds:
-            elapsed = now - window["start"]
-            window.update(seconds=elapsed, frames=frames - window["frames"],
-                          steps=(steps - window["steps"]) / elapsed,
-                          cores=cores_used(window["cpu"], cpu_snapshot(), elapsed))
+        if open_window(window, now, frames, steps, frames >= setup.warm) and (
+                now - window["start"] >= seconds):
+            close_window(window, now, frames, steps)
+            window["steps"] /= window["seconds"]  # (trainer steps per second)
             run.frames = 0  # ends the run after this poll
 
     runtime = RuntimeConfig(actors=1, envs_per_actor=1, groups=1, checkpoint_every=None)

@@ -302,6 +302,27 @@ def local(setup: Setup, seconds: float, threads: int, logdir: str) -> Row:
         "cores": cores})
 
 
+def open_window(window: dict[str, Any], now: float, frames: int, steps: int,
+                ready: bool) -> bool:
+    """Whether a run's measurement ``window`` is open; it opens at the first poll that is
+    ``ready`` (past the warm-up), with the frames, trainer steps and CPU times then."""
+    if "start" in window:
+        return True
+    if ready:
+        window.update(start=now, wall=time.time(), frames=frames, steps=steps,
+                      cpu=cpu_snapshot())
+    return False
+
+
+def close_window(window: dict[str, Any], now: float, frames: int, steps: int) -> None:
+    """Close ``window`` at ``now``: its seconds, and the frames, trainer steps and cores used
+    within it."""
+    elapsed = now - window["start"]
+    window.update(seconds=elapsed, frames=frames - window["frames"],
+                  steps=steps - window["steps"],
+                  cores=cores_used(window["cpu"], cpu_snapshot(), elapsed))
+
+
 def distributed(setup: Setup, actors: int, policy_workers: int, seconds: float,
                 logdir: str, trainer_threads: int = 1) -> Row:
     """A ``DistributedRun`` measured over ``seconds`` once the actors made the first batch."""
@@ -312,18 +333,13 @@ def distributed(setup: Setup, actors: int, policy_workers: int, seconds: float,
 
     def measure(run: DistributedRun) -> None:
         now, frames, steps = time.perf_counter(), run.result.frames, run.result.train_steps
-        if "start" not in window:
-            if frames >= setup.rows:
-                window.update(start=now, wall=time.time(), frames=frames, steps=steps,
-                              cpu=cpu_snapshot())
+        if not open_window(window, now, frames, steps, frames >= setup.rows):
             return
         last = window["changes"][-1][1] if window["changes"] else window["steps"]
         if steps != last:
             window["changes"].append((now, steps))
         if now - window["start"] >= seconds:
-            window.update(seconds=now - window["start"], frames=frames - window["frames"],
-                          steps=steps - window["steps"],
-                          cores=cores_used(window["cpu"], cpu_snapshot(), now - window["start"]))
+            close_window(window, now, frames, steps)
             run.frames = 0  # ends the run after this poll
 
     run = DistributedRun(setup.spec, runtime, frames=10**12, logdir=logdir, seed=0,
