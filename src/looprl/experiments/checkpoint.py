@@ -36,11 +36,21 @@ from looprl.experiments.logger import moving_runs
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "keep_checkpoints", "load_checkpoint", "load_saved",
-           "numbered_checkpoints", "save_checkpoint"]
+__all__ = ["CHECKPOINT", "check_checkpointing", "keep_checkpoints", "load_checkpoint",
+           "load_saved", "numbered_checkpoints", "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
 _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
+
+
+def check_checkpointing(every: int | None, keep: int | None) -> int | None:
+    """``keep`` (``keep_checkpoints``) checked: with ``every`` (``checkpoint_every``) both
+    whole numbers >= 1, or ``None``; a one-line ``ValueError`` otherwise."""
+    check_count(checkpoint_every=every, keep_checkpoints=keep)
+    if keep is not None and every is None:
+        raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
+                         "saves: set checkpoint_every too")
+    return None if keep is None else int(keep)
 
 
 def rng_states() -> dict[str, Any]:

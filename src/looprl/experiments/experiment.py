@@ -20,11 +20,10 @@ import torch
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
-from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.experiments.checkpoint import save_checkpoint
+from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (  # (and seed 003's names from here)
     DEFAULT_EPISODE_CAP,
@@ -75,12 +74,8 @@ class Experiment(ABC):
                  seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
                  keep_checkpoints: int | None = None):
-        check_count(checkpoint_every=checkpoint_every, keep_checkpoints=keep_checkpoints)
-        if keep_checkpoints is not None and checkpoint_every is None:
-            raise ValueError(f"keep_checkpoints={keep_checkpoints} keeps some of the checkpoints "
-                             "checkpoint_every saves: set checkpoint_every too")
+        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
         self.checkpoint_every = checkpoint_every
-        self.keep_checkpoints = keep_checkpoints
         self.checkpoint_replay = checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:

@@ -17,14 +17,11 @@ One logger per (agent, environment) run owns the run directory ``{logdir}/{agent
   ``frame,name,value``; ``hyperparameters.csv`` (verbose only) -- ``frame,hp/...`` at the
   end of each training episode.
 
-CSV rows are buffered and appended every 100 episodes, on ``flush`` and ``close``, and (for
-``results.csv``) when a logger that was never closed is garbage-collected. TensorBoard scalars
-are buffered too (with their wall-clock times) and handed to the event writer in batches: at
-256 scalars, at the first scalar 5 seconds after the last batch, and on ``flush``, ``close``, a
-checkpoint and garbage collection (handing them over one at a time woke the writer's thread at
-every episode end: some 3% of a PPO CartPole run). The loop keeps the counters ``frame`` and
-``episode``; each method's ``step`` picks the x-axis. With ``wandb={...}`` (``wandb.init``
-arguments) every scalar also goes to a W&B run.
+CSV rows are buffered and appended every 100 episodes, on ``flush``, ``close`` and garbage
+collection. TensorBoard scalars are buffered too and handed to the writer in batches (at 256
+scalars or after 5 seconds; one at a time cost some 3% of a PPO CartPole run). The loop keeps
+the counters ``frame`` and ``episode``; each method's ``step`` picks the x-axis. With
+``wandb={...}`` (``wandb.init`` arguments) every scalar also goes to a W&B run.
 """
 
 from __future__ import annotations
@@ -113,7 +110,7 @@ def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
 
 
 def _to_array(values: Any) -> np.ndarray:
-    """Convert a list of floats / 0-d tensors, a tensor or an array to a flat float array."""
+    """Floats, 0-d tensors, a tensor or an array as a flat float64 array."""
     if isinstance(values, torch.Tensor):
         return values.detach().to("cpu", torch.float64).numpy().ravel()
     return np.asarray([float(v) for v in values], dtype=np.float64).ravel()
@@ -132,24 +129,17 @@ def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
 
 
 class ExperimentLogger(Logger):
-    """Logger writing TensorBoard events and return summaries into one run directory.
+    """Logger writing TensorBoard events and return summaries into one run directory
+    (``log_dir``, a ``str``); the loop sets its ``frame`` and ``episode`` counters.
 
     Args:
-        agent_name: Name of the agent (first directory level under ``logdir``).
-        env_name: Name of the environment (second directory level).
-        logdir: Root directory of all runs.
-        verbose: When False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
-        loss_every: Write only every ``loss_every``-th call of ``add_loss`` per loss name
-            (the first call is always written).
+        agent_name, env_name: the first and second directory level under ``logdir``.
+        verbose: when False, ``add_loss``, ``add_schedule`` and ``add_info`` write nothing.
+        loss_every: write every ``loss_every``-th ``add_loss`` call per name (the first too).
         wandb: ``wandb.init`` arguments, to log to W&B too (``None``: not).
-        run_name: The run directory's name under ``{logdir}/{agent}/{env}`` (``gen001_ind002``);
-            ``None``: the run directory is ``{logdir}/{agent}/{env}`` itself.
-        run_info: More entries of ``run.json`` (non-JSON values as their ``repr``).
-
-    Attributes:
-        log_dir: The run directory (a ``str``).
-        frame: Current frame counter, set by the experiment loop.
-        episode: Current episode counter, set by the experiment loop.
+        run_name: the run directory under ``{logdir}/{agent}/{env}`` (``gen001_ind002``);
+            ``None``: ``{logdir}/{agent}/{env}`` itself.
+        run_info: more entries of ``run.json`` (non-JSON values as their ``repr``).
     """
 
     def __init__(self, agent_name: str, env_name: str, logdir: str = "runs",
@@ -202,8 +192,8 @@ class ExperimentLogger(Logger):
 
     # ------------------------------------------------------------- checkpoints
     def _open_writer(self, pending: list[tuple[str, float, int, float]]) -> None:
-        """Open the event writer, with ``pending`` scalars to hand it, and the finalizer that
-        writes what is still buffered when a logger that was never closed is collected."""
+        """Open the event writer (to hand ``pending`` scalars) and the finalizer that writes
+        what is still buffered when an unclosed logger is collected."""
         self._writer = SummaryWriter(log_dir=self.log_dir)
         self._pending_scalars = pending  # (tag, value, step, wall time)
         self._handed = time.monotonic()
@@ -212,9 +202,8 @@ class ExperimentLogger(Logger):
                          self._writer, self._pending_scalars)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the event writer and the W&B run (reopened on load); the buffered
-        scalars go to the writer first, as the steps they belong to come before the
-        checkpoint."""
+        """Everything but the event writer and the W&B run (reopened on load), after handing
+        the buffered scalars to the writer."""
         self._hand_scalars()
         state = dict(self.__dict__)
         del state["_writer"]
@@ -223,8 +212,8 @@ class ExperimentLogger(Logger):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue the run directory of a checkpoint: the CSV rows and TensorBoard scalars
-        written after it was taken (by the run that went on, then died) are dropped."""
+        """Continue a checkpoint's run directory, dropping the rows and scalars written
+        after it was taken."""
         self.__dict__.update(state)
         if _MOVING.get():  # the caller starts a new run directory (``start_run``)
             self._writer, self._wandb = None, None
@@ -317,11 +306,14 @@ class ExperimentLogger(Logger):
 
     def flush(self) -> None:
         """Write the buffered CSV rows and flush the event file."""
-        append_lines(self._returns_path, self._pending_rows)
-        self._hp_columns = write_tables(Path(self.log_dir), self._loss_rows, self._log_rows,
-                                           self._hp_rows, self._hp_columns)
+        self._write_rows()
         self._hand_scalars()
         self._writer.flush()
+
+    def _write_rows(self) -> None:
+        append_lines(self._returns_path, self._pending_rows)
+        self._hp_columns = write_tables(Path(self.log_dir), self._loss_rows, self._log_rows,
+                                        self._hp_rows, self._hp_columns)
 
     def close(self) -> None:
         """Write the buffered rows, flush and close the event file (safe to call again)."""
@@ -354,9 +346,7 @@ class ExperimentLogger(Logger):
         self._n_returns += 1
         self._pending_rows.append(f"{self.frame},{self._n_returns},{ret!r}\n")
         if self._n_returns % _WINDOW == 0:
-            append_lines(self._returns_path, self._pending_rows)
-            self._hp_columns = write_tables(Path(self.log_dir), self._loss_rows, self._log_rows,
-                                           self._hp_rows, self._hp_columns)
+            self._write_rows()
             self._write_returns100()
 
     def _write_returns100(self) -> None:
@@ -367,9 +357,8 @@ class ExperimentLogger(Logger):
         self.add_summary("returns100", values, step="frame")
 
     def add_test_returns(self, returns: list[float] | dict[str, list[float]]) -> None:
-        """Write test returns to ``test_returns.csv``, their mean as ``eval/returns/mean`` and
-        summaries; named sets (``{"train_set": [...], "test_set": [...]}``) as ``set,return``
-        rows, ``eval/<set>/returns/mean`` and ``summary/test_returns/<set>/...``."""
+        """Write test returns to ``test_returns.csv``, ``eval/returns/mean`` and summaries
+        (named sets, ``{"train_set": [...], ...}``: per set)."""
         sets = dict(returns) if isinstance(returns, dict) else {None: returns}
         for tag, mean in write_test_returns_csv(Path(self.log_dir), sets).items():
             self._scalar(tag, mean, "frame")
@@ -380,9 +369,8 @@ class ExperimentLogger(Logger):
 
 def write_test_returns_csv(log_dir: Path, sets: dict[str | None, list[float]]
                            ) -> dict[str, float]:
-    """Write ``test_returns.csv`` (``return``; for named sets ``set,return``) in ``log_dir``;
-    the TensorBoard tags of the sets' means (``eval/returns/mean``, ``eval/<set>/returns/mean``)
-    with their values (an empty set has none)."""
+    """Write ``test_returns.csv`` (``return``, or ``set,return``) in ``log_dir``; the
+    TensorBoard tags of the non-empty sets' means, with their values."""
     named = None not in sets
     lines, means = ["set,return" if named else "return"], {}
     for name, returns in sets.items():
@@ -396,9 +384,8 @@ def write_test_returns_csv(log_dir: Path, sets: dict[str | None, list[float]]
 
 
 def log_test_returns(log_dir: str, sets: dict[str | None, list[float]], frame: int) -> None:
-    """The final test returns of a run whose logger is closed (a Ray run's, evaluated after
-    its workers stopped): ``test_returns.csv`` and the means at ``frame`` in TensorBoard (one
-    more events file in ``log_dir``), as ``ExperimentLogger.add_test_returns`` writes them."""
+    """``add_test_returns`` for a run whose logger is closed (a Ray run's): the CSV and the
+    means at ``frame`` in one more events file."""
     means = write_test_returns_csv(Path(log_dir), sets)
     writer = SummaryWriter(log_dir=log_dir)
     for tag, mean in means.items():

@@ -1,9 +1,6 @@
-"""``Runner``: the outer loop's handle on one agent, through the public experiment API.
-
-A runner builds a fresh agent of a preset builder (``new_agent``), trains it (``train``),
-evaluates it (``evaluate``) and changes it between runs: its preset hyperparameters (a
-rebuilt agent), its ``hp/*`` keys and its network parameters as one flat vector, through the
-public experiment API only. The dictionaries it returns:
+"""``Runner``: the outer loop's handle on one agent: it builds a fresh agent of a preset
+builder (``new_agent``), trains it, evaluates it and changes it between runs (preset
+hyperparameters, ``hp/*`` keys, network parameters as one flat vector). It returns:
 
 ``train(num_steps)`` -> ``TRAIN_KEYS``
 
@@ -43,9 +40,8 @@ import torch
 
 from looprl.core import Hyperparameter
 from looprl.core.logger import DummyLogger, Logger
-from looprl.core.suggest import check_count
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
-from looprl.experiments.checkpoint import load_checkpoint
+from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
@@ -92,7 +88,7 @@ class RecordingLogger(ExperimentLogger):
         self.run_name = run_name
 
     def describe_run(self, run_info: dict[str, Any]) -> None:
-        """Write the run directory's ``run.json`` anew, with ``run_info``."""
+        """Write ``run.json`` anew, with ``run_info``."""
         write_run_json(Path(self.log_dir), {"agent": self.agent_name, "env": self.env_name,
                                             **run_info})
 
@@ -164,7 +160,7 @@ class Runner:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every = checkpoint_every
         self.checkpoint_replay = checkpoint_replay
-        self.keep_checkpoints = _checked_keep(keep_checkpoints, checkpoint_every)
+        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
         self.run_info = {"runner": self.name, "seed": self.seed,
                          "meta": [repr(component) for component in self.meta], **(run_info or {})}
         self.verbose = verbose
@@ -177,8 +173,7 @@ class Runner:
 
     def replica_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of a replica of this runner in another process (a trial on
-        Ray, ``looprl.runners.trials``): the same builder, environment, seed, components and
-        logging, into the same (absolute) ``logdir``."""
+        Ray), writing into the same (absolute) ``logdir``."""
         return {"agent": self.builder, "env": self.env, "seed": self.seed,
                 "logdir": None if self.logdir is None else os.path.abspath(self.logdir),
                 "meta": self.meta, "quiet": self.quiet, "eval_episodes": self.eval_episodes,
@@ -190,9 +185,8 @@ class Runner:
     # -- the agent ---------------------------------------------------------------------
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
                   train_steps: float = math.inf, logged: bool = True) -> None:
-        """Build a fresh, seeded agent from the builder with the preset ``hyperparameters``
-        overridden; its schedules anneal over ``train_steps``. ``logged=False``: it writes
-        no run directory (a search's starting point, read, not trained)."""
+        """Build a fresh, seeded agent with the preset ``hyperparameters`` overridden; its
+        schedules anneal over ``train_steps``. ``logged=False``: no run directory."""
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
@@ -214,8 +208,8 @@ class Runner:
 
     def resume(self, path: str, run_name: str | None = None,
                run_info: dict[str, Any] | None = None) -> None:
-        """Continue the experiment saved at ``path`` (``looprl.experiments.checkpoint``; in a
-        new run directory ``run_name`` with ``run_info``, if given)."""
+        """Continue the experiment saved at ``path`` (in a new run directory ``run_name``
+        with ``run_info``, if given)."""
         self.close()
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
@@ -229,9 +223,8 @@ class Runner:
         self._next_run = (name, info)
 
     def label_run(self, name: str, **info: Any) -> None:
-        """The current agent goes on in a new run directory ``name``, with ``info`` in its
-        ``run.json`` (nothing without a ``logdir``); if its run directory is ``name`` already
-        (``label_next_run`` named it), ``info`` goes into that one's ``run.json``."""
+        """The current agent goes on in a new run directory ``name`` (or the one
+        ``label_next_run`` named so), with ``info`` in its ``run.json`` (needs a ``logdir``)."""
         self._require_agent()
         logger = self.experiment.logger
         if self.logdir is None:
@@ -251,8 +244,7 @@ class Runner:
                                run_info=self._run_json(info))
 
     def _run_json(self, info: dict[str, Any]) -> dict[str, Any]:
-        """What a run directory's ``run.json`` says: the runner's ``run_info``, then ``info``
-        (an individual's, a trial's), then the agent's preset ``hyperparameters``."""
+        """``run.json``: the runner's ``run_info``, ``info``, the preset's hyperparameters."""
         return {**self.run_info, **info, "hyperparameters": self.preset.hyperparameters}
 
     def _require_agent(self) -> None:
@@ -299,8 +291,8 @@ class Runner:
 
     # -- train and evaluate ------------------------------------------------------------
     def train(self, num_steps: int) -> dict[str, Any]:
-        """Train the current agent (a fresh one if none) for ``num_steps`` more steps; the
-        dictionary of ``TRAIN_KEYS`` (module docstring)."""
+        """Train the current agent (a fresh one if none) ``num_steps`` more steps; see
+        ``TRAIN_KEYS``."""
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)
         start, logger = time.perf_counter(), self.experiment.logger
@@ -312,8 +304,7 @@ class Runner:
                 "wall_time": time.perf_counter() - start}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
-        """Evaluate the current agent's test agent for ``episodes`` episodes; the dictionary
-        of ``EVAL_KEYS`` (module docstring)."""
+        """Evaluate the current agent for ``episodes`` episodes; see ``EVAL_KEYS``."""
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
         if self.test_env is not None:
@@ -324,8 +315,7 @@ class Runner:
         return {**summary(returns), "step": self.experiment.frame}
 
     def _evaluate_sets(self, episodes: int) -> dict[str, Any]:
-        """``summary`` of the training and the held-out set (every held-out instance played:
-        ``held_out_returns``), both logged under their names (``add_test_returns``)."""
+        """``summary`` of the training and the held-out set, both logged."""
         returns = self.experiment.test(episodes=episodes, env=self.env)
         held_out = held_out_returns(self.experiment.test, self.test_env, episodes)
         logger = self.experiment.logger
@@ -348,20 +338,9 @@ class Runner:
         self.preset = None
 
 
-def _checked_keep(keep: int | None, every: int | None) -> int | None:
-    """``keep_checkpoints``, checked: a whole number >= 1 with ``checkpoint_every``, or
-    ``None``."""
-    check_count(keep_checkpoints=keep)
-    if keep is not None and every is None:
-        raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
-                         "writes: set checkpoint_every=N too")
-    return None if keep is None else int(keep)
-
-
 def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:
-    """Mean, standard deviation, the returns and their number (``EVAL_KEYS`` but ``step``);
-    with the returns on ``held_out`` instances, theirs (the evaluation's result), and both
-    sets' under ``train_set`` and ``test_set``."""
+    """``EVAL_KEYS`` but ``step`` of ``returns``; with ``held_out``, of those, and both sets'
+    under ``train_set`` and ``test_set``."""
     returns = [float(r) for r in returns]
     results = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
                "std_eval_reward": float(np.std(returns)) if returns else math.nan,
@@ -373,8 +352,7 @@ def summary(returns: list[float], held_out: list[float] | None = None) -> dict[s
 
 
 def _check_eval_episodes(episodes: int, runner: str, scores: str) -> None:
-    """A one-line ``ValueError`` for fewer than 0 evaluation episodes, or than 1 where the
-    runner scores ``scores`` by their evaluation returns."""
+    """A one-line ``ValueError`` for fewer than 0 (or 1, if the runner ``scores``) episodes."""
     if episodes < 0:
         raise ValueError(f"eval_episodes (looprl run's test_episodes) must be >= 0, got "
                          f"{episodes}")
