@@ -1,12 +1,8 @@
 """The actor-critic policy of PPO, PPG, A2C, VAC and VPG, on every runtime (seed 004 API).
 
-``ActorCriticPolicy(approximation, head)`` acts (``rollout``) and re-evaluates stored
-segments (``analyze``) with any ``looprl.nn.ActorCriticModel``: the local presets' small
-networks (``ActorCritic``, ``SharedActorCritic``, ``PPGNetwork``) or the field-reading
-``ActorCriticNetwork`` below. The local agents, the runners and the Ray workers all use it.
-
-``actor_critic_policy(obs_dim=..., action_dim=..., ...)`` builds one with an
-``ActorCriticNetwork``; it is registered under the seed's names, so that
+``ActorCriticPolicy`` acts and analyzes with any ``looprl.nn.ActorCriticModel``;
+``actor_critic_policy`` builds one over an ``ActorCriticNetwork``, registered under the
+seed's names, so that
 ``Policy(type_="actor-critic-separate", args=dict(obs_dim={"obs": 187},
 state_dim={"state": 623}, action_dim=16))`` builds one, as the seed shows. Variants:
 
@@ -22,16 +18,8 @@ name                                                  backbones and actions
 ====================================================  ========================================
 
 *Separate* means separate: the actor and the critic each encode their own inputs, with no
-layer in common (SRL shared a pre-processing layer between them, a bug fixed here).
-
-A backbone encodes each observation field it reads (flat fields as they are, ``(C, H, W)``
-images with the Nature CNN, or a small CNN below 36x36), concatenates them, runs an MLP of
-``num_layers`` x ``hidden_dim`` and, with ``rnn_type="gru"``, a GRU whose memory is the
-policy's ``policy_state`` (seed convention: ``hx`` of shape ``(num_rnn_layers, 1,
-rnn_hidden_dim)``; separate recurrent policies also carry the critic's ``critic_hx``).
-
-An obs field ``action_mask`` (one 0/1 per action, not declared in ``obs_dim``) masks
-invalid discrete actions (``looprl.agents.actor_critic_network``).
+layer in common (SRL shared a pre-processing layer between them, a bug fixed here). The
+backbones, their GRU memories and action masks: ``ActorCriticNetwork``.
 """
 
 from __future__ import annotations
@@ -45,21 +33,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.agents.actor_critic_network import (
-    ActorCriticNetwork,
-    GRUPolicyState,
-    SeparateGRUPolicyState,
-)
 from looprl.approximation import Approximation
-from looprl.core import (
-    Policy,
-    RolloutRequest,
-    RolloutResult,
-    deterministic_rows,
-)
+from looprl.core import Policy, RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
-from looprl.nn.fields import Backbone, field_shapes
-from looprl.policies.distributions import CategoricalHead, GaussianHead
+from looprl.nn import ActorCriticModel, orthogonal_init
+from looprl.nn.fields import Backbone, field_shapes, observation_fields
+from looprl.policies import MASKED_Q
+from looprl.policies.distributions import CategoricalHead, GaussianActor, GaussianHead
 
 __all__ = [
     "ActorCriticAnalysis", "ActorCriticNetwork", "ActorCriticPolicy",
@@ -90,24 +70,155 @@ class ActorCriticAnalysis:
     logits: Any = None
 
 
-# -- the policy ----------------------------------------------------------------------------------
+@namedarray
+class GRUPolicyState:
+    """GRU memory of a shared-backbone recurrent policy: ``hx`` ``(layers, 1, hidden)``."""
+
+    hx: Any
+
+
+@namedarray
+class SeparateGRUPolicyState:
+    """GRU memories of a separate recurrent policy: the actor's ``hx``, the critic's
+    ``critic_hx``, each ``(layers, 1, hidden)``."""
+
+    hx: Any
+    critic_hx: Any
+
+
+class ActorCriticNetwork(ActorCriticModel):
+    """Actor and critic backbones (one, if shared) with policy, value and auxiliary heads, by
+    ``ActorCriticModel``'s contract on what ``observation_fields`` takes. GRU memories are
+    ``(actor [L, B, H], critic or None)``, over ``[B]`` (one step) or ``[T, B]`` rows
+    (``hx=None``: zeros; ``reset``, ``[T, B]`` bool, zeroes them before rows). An obs field
+    ``action_mask`` (one 0/1 per action, not in ``obs_dim``) gives illegal discrete actions the
+    logit ``MASKED_Q`` (finite, so that masked products and entropies stay 0, not NaN).
+
+    Args:
+        actor: the actor backbone.
+        critic: the critic backbone (``None``: the critic reads the actor's features).
+        action_dim: number of actions (discrete) or the action size (continuous).
+        continuous: Gaussian actions with a state-independent log-std.
+        auxiliary_head: add PPG's auxiliary value head on the actor backbone.
+        init_log_std: initial log-std of Gaussian actions.
+    """
+
+    def __init__(
+        self,
+        actor: Backbone,
+        critic: Backbone | None,
+        action_dim: int,
+        continuous: bool = False,
+        auxiliary_head: bool = False,
+        init_log_std: float = 0.0,
+    ):
+        super().__init__()
+        self.actor, self.critic, self.continuous = actor, critic, continuous
+        self.shapes = {**actor.encoder.shapes, **(critic.encoder.shapes if critic else {})}
+        logits = orthogonal_init(nn.Linear(actor.out_features, action_dim), 0.01)
+        self.policy_head = GaussianActor(logits, action_dim, init_log_std) if continuous else logits
+        value_in = (critic or actor).out_features
+        self.value_head = orthogonal_init(nn.Linear(value_in, 1), 1.0)
+        self.aux_head = (orthogonal_init(nn.Linear(actor.out_features, 1), 1.0)
+                         if auxiliary_head else None)
+
+    @property
+    def recurrent(self) -> bool:
+        return self.actor.rnn is not None
+
+    def initial_state(self) -> NamedArray | None:
+        """Zeros of shape ``(num_rnn_layers, 1, rnn_hidden_dim)`` per GRU, or ``None``."""
+        if not self.recurrent:
+            return None
+        rnn = self.actor.rnn
+        hx = np.zeros((rnn.num_layers, 1, rnn.hidden_size), dtype=np.float32)
+        if self.critic is None:
+            return GRUPolicyState(hx=hx)
+        return SeparateGRUPolicyState(hx=hx, critic_hx=hx.copy())
+
+    def memory_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``[B, L, 1, H]`` leaves of a request's ``policy_state`` as GRU memories ``[L, B, H]``.
+
+        Raises:
+            ValueError: a leaf is missing or has another shape than ``initial_state``'s rows.
+        """
+        names = ("hx",) if self.critic is None else ("hx", "critic_hx")
+        layers, hidden = self.actor.rnn.num_layers, self.actor.rnn.hidden_size
+        device = self.value_head.weight.device
+        memories = []
+        for name in names:
+            leaf = state[name] if name in state else None
+            if leaf is None:
+                raise ValueError(
+                    f"policy_state has no {name!r}; pass rows of "
+                    f"default_policy_state ({', '.join(names)})"
+                )
+            x = as_tensor(leaf, device).float()
+            if x.dim() != 4 or tuple(x.shape[1:]) != (layers, 1, hidden):
+                raise ValueError(
+                    f"policy_state.{name} has shape {tuple(x.shape)}, expected "
+                    f"[B, {layers}, 1, {hidden}] (default_policy_state per row)"
+                )
+            memories.append(x.squeeze(2).transpose(0, 1).contiguous())
+        return memories[0], memories[1] if len(memories) > 1 else None
+
+    def memory_out(self, hx: tuple) -> NamedArray:
+        """GRU memories ``[L, B, H]`` as rows of a ``policy_state`` (``memory_in``'s inverse)."""
+        leaves = [h.transpose(0, 1).unsqueeze(2) for h in hx if h is not None]
+        return (GRUPolicyState if self.critic is None else SeparateGRUPolicyState)(*leaves)
+
+    def forward(self, obs: Any, hx: tuple | None = None, reset: torch.Tensor | None = None):
+        device = self.value_head.weight.device
+        fields, lead, mask = observation_fields(obs, self.shapes, device)
+        actor = self.actor.features(fields)
+        critic = self.critic.features(fields) if self.critic is not None else None
+        next_hx = None
+        if self.recurrent:
+            actor, critic, next_hx = self._recur(actor, critic, lead, hx, reset)
+        params = self.policy_head(actor)
+        if mask is not None and not self.continuous:
+            params = params.masked_fill(~mask, MASKED_Q)
+        value = self.value_head(actor if critic is None else critic).squeeze(-1)
+        aux = self.aux_head(actor).squeeze(-1).reshape(lead) if self.aux_head is not None else None
+        return params.reshape(*lead, -1), value.reshape(lead), aux, next_hx
+
+    def _recur(self, actor, critic, lead, hx, reset):
+        if len(lead) not in (1, 2):
+            raise ValueError(
+                f"recurrent policies take [B] (rollout) or [T, B] (analyze) rows, "
+                f"got leading shape {lead}"
+            )
+        steps, batch = (1, lead[0]) if len(lead) == 1 else lead
+        if reset is not None and tuple(reset.shape) != (steps, batch):
+            raise ValueError(f"done/truncated have shape {tuple(reset.shape)}, obs {lead}")
+        hx = hx or (None, None)
+        outs, memories = [], []
+        for backbone, x, h in ((self.actor, actor, hx[0]), (self.critic, critic, hx[1])):
+            if backbone is None:
+                outs.append(None)
+                memories.append(None)
+                continue
+            if h is None:
+                rnn = backbone.rnn
+                h = x.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
+            elif h.shape[1] != batch:
+                raise ValueError(f"policy_state has {h.shape[1]} rows, obs {batch}")
+            out, h = backbone.unroll(x.reshape(steps, batch, -1), h, reset)
+            outs.append(out.reshape(steps * batch, -1))
+            memories.append(h)
+        return outs[0], outs[1], tuple(memories)
 
 
 class ActorCriticPolicy(Policy):
-    """Stochastic actor-critic policy over an ``ActorCriticModel`` (see the module docstring).
+    """Stochastic actor-critic policy over an ``ActorCriticModel``.
 
-    ``rollout`` takes a ``RolloutRequest`` batched along dim 0 (``obs`` a tensor/array, or a
-    ``NamedArray``/dict of fields for field-reading networks; ``policy_state`` leaves
-    ``[B, *default leaf shape]``) and returns ``action`` (``[B]`` int64, or
-    ``[B, action_dim]`` float32), ``log_prob``, ``value`` and the next ``policy_state``
-    (``None`` without GRU). Rows marked by ``is_evaluation`` take the most likely action.
-
-    ``analyze(sample, target)``: ``sample`` has ``obs`` and ``action`` (and, for GRU policies,
-    ``policy_state``, ``done``, ``truncated``), time-major ``[T, B, ...]``; ``target="ppo"``
-    (default) gives an ``ActorCriticAnalysis``, ``target="value"`` one with only
-    ``value``/``aux_value``. Feed-forward policies accept any leading shape. GRU policies
-    unroll over ``T`` from ``policy_state[0]``, resetting the memory to the default after rows
-    that are ``done`` or ``truncated``, so that log-probs equal those of the rollout.
+    ``rollout``: ``obs`` batched along dim 0 (an array, or fields for field-reading networks),
+    ``policy_state`` leaves ``[B, *default leaf shape]``; ``action`` ``[B]`` int64 or
+    ``[B, action_dim]`` float32; ``is_evaluation`` rows take the most likely action.
+    ``analyze(sample, target)``: ``obs``, ``action`` (GRU: also ``policy_state``, ``done``,
+    ``truncated``) ``[T, B, ...]``; ``"ppo"`` (default) gives an ``ActorCriticAnalysis``,
+    ``"value"`` only ``value``/``aux_value``. GRU policies unroll from ``policy_state[0]``,
+    resetting the memory after ``done``/``truncated`` rows (log-probs equal the rollout's).
 
     Args:
         approximation: an ``Approximation`` over an ``ActorCriticModel``; its optimizer is
@@ -172,18 +283,16 @@ class ActorCriticPolicy(Policy):
                              value=value)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """The action head's parameters (logits for discrete actions) and the values."""
+        """The action head's parameters (logits for discrete actions) and the values (PLR)."""
         with torch.no_grad():
             params, value = self.module(self._obs(obs))[:2]
         return params.float().cpu(), value.float().reshape(-1).cpu()
 
     def analyze(self, sample: Any, target: str | None = None, entropy: bool = True,
                 **kwargs: Any) -> Any:
-        """Re-evaluate stored ``sample`` rows with gradients (see the class docstring).
-
-        ``entropy=False``: a loss that does not weigh the entropy; discrete policies leave it
-        out (``None``: ``head.entropy(logits)`` gives it), a third of their analysis's cost
-        beyond the network on small networks.
+        """Re-evaluate stored ``sample`` rows with gradients (see the class docstring);
+        ``entropy=False``: discrete policies leave the entropy out (``None``), for a loss that
+        does not weigh it (a third of the analysis's cost beyond small networks).
 
         Raises:
             ValueError: unknown ``target``, or a sample a GRU policy cannot unroll.
@@ -208,8 +317,6 @@ class ActorCriticPolicy(Policy):
         return ActorCriticAnalysis(log_prob=log_prob, entropy=entropy, value=value,
                                    aux_value=aux, logits=logits)
 
-    # -- actions -------------------------------------------------------------------------
-
     def _act(self, params: torch.Tensor, deterministic: bool | torch.Tensor) -> torch.Tensor:
         """The mode (``deterministic`` is ``True``) or, per row, the mode or a sample (a bool
         tensor). (``rollout`` samples all-stochastic requests with their log-probabilities.)"""
@@ -220,8 +327,6 @@ class ActorCriticPolicy(Policy):
             raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {len(sample)}")
         rows = deterministic.to(params.device).view(-1, *([1] * (sample.dim() - 1)))
         return torch.where(rows, self.head.mode(params), sample)
-
-    # -- recurrent memory ----------------------------------------------------------------
 
     def _unroll_inputs(self, sample: Any) -> tuple[tuple | None, torch.Tensor | None]:
         """The memory before row 0 and the resets ``[T, B]`` after ``done``/``truncated`` rows."""
@@ -242,9 +347,6 @@ class ActorCriticPolicy(Policy):
         reset = torch.zeros_like(ends)
         reset[1:] = ends[:-1]
         return first, reset
-
-
-# -- the factory of the SRL names ----------------------------------------------------------------
 
 
 def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hidden_dim: int = 64,

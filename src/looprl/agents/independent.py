@@ -2,21 +2,9 @@
 
 Independent Q-learning (Tan, 1993) and independent PPO (de Witt et al., 2020,
 https://arxiv.org/abs/2011.09533) treat the other agents as part of the environment.
-``IndependentMultiagent`` routes each ``MultiagentState`` to the agent named by its
-``agent`` entry, so any single-environment agent can play its part:
-
-* ``SingleStateAgent`` lets a ``ParallelAgent`` (built for ``n_envs == 1``) act on single
-  states; an episode end is handled like a vector env's next-step autoreset.
-* ``MaskedAgent`` enforces action masks (``state['action_mask']``): the networks read the
-  mask appended to the observation, a ``MaskedModule`` pushes the values of illegal actions
-  to ``MASKED_Q`` (invalid action masking, Huang & Ontanon, 2020,
-  https://arxiv.org/abs/2006.14171) and the exploration policies (``looprl.policies``) draw among
-  legal actions only.
-
-On the collector (a local multi-agent experiment, Ray's actors), ``IndependentPolicy``
-answers each agent's rows of a ``RolloutRequest`` with that agent's policy, and
-``IndependentTrainer`` steps each agent's trainer on its own streams (each agent's own
-``Learner``: ``looprl.agents.independent_learner``).
+``IndependentMultiagent`` routes states to the agents' own ``act`` (seed 003); on the collector
+``IndependentPolicy`` and ``IndependentTrainer`` answer and train each agent's rows and streams
+(its own ``Learner``: ``looprl.agents.independent_learner``).
 """
 
 from __future__ import annotations
@@ -65,7 +53,8 @@ class IndependentMultiagent(Multiagent):
 
 
 class SingleStateAgent(AgentWrapper, Agent):
-    """Lets a ``ParallelAgent`` act on single states, as ``StateArray`` batches of 1 row."""
+    """Lets a ``ParallelAgent`` (built for ``n_envs == 1``) act on single states, as
+    ``StateArray`` batches of 1 row; an episode end is handled like a vector env's autoreset."""
 
     def act(self, state: State) -> Any:
         return self.agent.act(State.array([state]))[0]
@@ -82,9 +71,10 @@ def masked_observation(observation: Any, mask: Any) -> Any:
 
 
 class MaskedModule(nn.Module):
-    """Gives illegal actions the value ``MASKED_Q``; the mask is the input's last
-    ``num_actions`` features. The action outputs are the output (Q-values, logits) or its
-    first element (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked.
+    """Gives illegal actions the value ``MASKED_Q`` (invalid action masking, Huang & Ontanon,
+    2020, https://arxiv.org/abs/2006.14171); the mask is the input's last ``num_actions``
+    features. The action outputs are the output (Q-values, logits) or its first element
+    (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked.
 
     Args:
         module: maps observations with the mask appended to ``(..., num_actions)`` outputs.
@@ -110,9 +100,9 @@ class MaskedModule(nn.Module):
 
 
 class MaskedAgent(AgentWrapper, Agent):
-    """Makes an agent respect ``state['action_mask']`` (see the module docstring): its
-    networks take the observation with the mask appended, and an illegal action it chooses
-    raises ``RuntimeError``."""
+    """Makes an agent respect ``state['action_mask']``: its networks take the observation with
+    the mask appended (``masked_observation``; a ``MaskedModule`` masks their outputs, the
+    exploration policies draw legal actions only), and an illegal action raises ``RuntimeError``."""
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]
@@ -175,7 +165,8 @@ class IndependentPolicy(Policy):
 
     @property
     def version(self) -> int:  # type: ignore[override]
-        """The newest version among the agents' policies; setting it sets all of them."""
+        """The newest version among the agents' policies; setting it sets all of them (after
+        one agent's trainer stepped, ``share_version`` gives every policy the newest)."""
         return max(policy.version for policy in self.policies)
 
     @version.setter
@@ -191,7 +182,6 @@ class IndependentPolicy(Policy):
                 own(seed + i)
 
     def share_version(self) -> None:
-        """Give every agent's policy the newest version (after one agent's trainer stepped)."""
         self.version = self.version
 
     @property
@@ -239,13 +229,8 @@ class IndependentPolicy(Policy):
         return self.policies[agent].analyze(sample, target, **kwargs)
 
     def _rows(self, request: RolloutRequest, index: np.ndarray, agent: int) -> RolloutRequest:
-        return RolloutRequest(
-            obs=self.view(agent, _take(request.obs, index)),
-            policy_state=_take(request.policy_state, index),
-            is_evaluation=_take(request.is_evaluation, index),
-            exploration=_take(request.exploration, index),
-            done=_take(request.done, index),
-        )
+        rows = {name: _take(value, index) for name, value in request.items() if name != "agent"}
+        return RolloutRequest(**{**rows, "obs": self.view(agent, rows["obs"])})
 
 
 class IndependentTrainer(PolicyTrainer):

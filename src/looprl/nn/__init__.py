@@ -37,17 +37,20 @@ from looprl.nn.features import (
     feature_extractor,
 )
 from looprl.nn.layers import (
+    MLP,
     Aggregation,
     Dueling,
     Flatten,
     Float,
     Linear0,
+    RLNetwork,
     Scale,
     TanhActionBound,
     orthogonal_init,
+    td_loss,
+    weighted_mse_loss,
+    weighted_smooth_l1_loss,
 )
-from looprl.nn.losses import td_loss, weighted_mse_loss, weighted_smooth_l1_loss
-from looprl.nn.models import MLP, RLNetwork
 from looprl.nn.noisy import NoisyFactorizedLinear
 
 __all__ = ["ActorCritic", "ActorCriticModel", "Aggregation", "PPGNetwork", "CategoricalDueling",

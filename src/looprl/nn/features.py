@@ -38,34 +38,10 @@ import torch
 from torch import nn
 
 from looprl.core.suggest import check_choice
-from looprl.nn.layers import orthogonal_init
+from looprl.nn.layers import ACTIVATIONS, activation_layer, dense_layers, orthogonal_init
 
 __all__ = ["ACTIVATIONS", "FEATURE_EXTRACTORS", "ConvFeatures", "MLPFeatures", "NatureCNN",
            "NatureConv", "ResNetFeatures", "feature_extractor"]
-
-ACTIVATIONS: dict[str, type[nn.Module]] = {
-    "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU,
-    "leaky_relu": nn.LeakyReLU,
-}
-
-
-def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
-    """A new activation layer: by name (``ValueError`` naming the valid ones otherwise), or
-    from a class or factory."""
-    if callable(activation):
-        return activation()
-    return ACTIVATIONS[check_choice("activation", activation, list(ACTIVATIONS))]()
-
-
-def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[], nn.Module]
-                 ) -> tuple[nn.Sequential, int]:
-    """``Linear`` + activation (see ``activation_layer``) per size of ``sizes`` on ``n_in`` inputs
-    (orthogonal weights, gain ``sqrt(2)``), and the size of its output."""
-    layers: list[nn.Module] = []
-    for size in sizes:
-        layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
-        n_in = size
-    return nn.Sequential(*layers), n_in
 
 
 class _Unbatched(nn.Module):

@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 from looprl.core.namedarray import NamedArray, as_tensor
-from looprl.nn.features import dense_layers, feature_extractor
+from looprl.nn.features import feature_extractor
+from looprl.nn.layers import dense_layers
 
 __all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
            "observation_fields"]

@@ -1,17 +1,24 @@
-"""Small building blocks for models: ``orthogonal_init`` (as in SB3 and CleanRL) and the
-``Flatten``, ``Linear0``, ``Dueling`` (with its ``Aggregation``), ``Scale``, ``Float`` and
-``TanhActionBound`` layers (the names and signatures of ``all.nn``)."""
+"""Small building blocks (the names and signatures of ``all.nn``): ``orthogonal_init`` (as in
+SB3 and CleanRL); the ``Flatten``, ``Linear0``, ``Dueling`` (with its ``Aggregation``),
+``Scale``, ``Float`` and ``TanhActionBound`` layers; the ``MLP`` of the classic-control presets
+and ``RLNetwork`` (a model called on a ``State``); the weighted losses and ``td_loss``."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
+from torch.nn.modules import module as _module
 
-__all__ = ["Aggregation", "Dueling", "Flatten", "Float", "Linear0", "Scale", "TanhActionBound",
-           "orthogonal_init"]
+from looprl.core.suggest import check_choice
+
+__all__ = ["ACTIVATIONS", "MLP", "Aggregation", "Dueling", "Flatten", "Float", "Linear0",
+           "RLNetwork", "Scale", "TanhActionBound", "dense_layers", "orthogonal_init", "td_loss",
+           "weighted_mse_loss", "weighted_smooth_l1_loss"]
 
 #: The gain SB3 and CleanRL use for hidden layers followed by (Tanh/ReLU) activations.
 HIDDEN_GAIN = math.sqrt(2.0)
@@ -98,3 +105,149 @@ class TanhActionBound(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(x) * self.weight + self.bias
+
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+
+def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
+    """A new activation layer: by name (``ValueError`` naming the valid ones otherwise), or
+    from a class or factory."""
+    if callable(activation):
+        return activation()
+    return ACTIVATIONS[check_choice("activation", activation, list(ACTIVATIONS))]()
+
+
+def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[], nn.Module]
+                 ) -> tuple[nn.Sequential, int]:
+    """``Linear`` + activation (see ``activation_layer``) per size of ``sizes`` on ``n_in`` inputs
+    (orthogonal weights, gain ``sqrt(2)``), and the size of its output."""
+    layers: list[nn.Module] = []
+    for size in sizes:
+        layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
+        n_in = size
+    return nn.Sequential(*layers), n_in
+
+
+# Layers ``MLP.forward`` applies as functions (the same arithmetic as their ``forward``; an
+# in-place ``ReLU`` would overwrite the previous layer's output, which nothing else reads).
+_FUNCTIONS = {nn.Tanh: torch.tanh, nn.ReLU: torch.relu, nn.Sigmoid: torch.sigmoid}
+
+
+class MLP(nn.Sequential):
+    """A multi-layer perceptron with orthogonal weights (gain ``sqrt(2)``, the output layer's
+    ``output_gain``) and zero biases, as in SB3/CleanRL.
+
+    Args:
+        in_dim: size of the input features.
+        out_dim: size of the output.
+        hidden: sizes of the hidden layers (empty for a single linear layer).
+        activation: class of the activation placed after each hidden layer.
+        output_gain: gain of the output layer (``None``: 1; e.g. ``0.01`` for policy logits).
+
+    Example:
+        >>> model = MLP(4, 2, hidden=(64, 64), output_gain=0.01)
+        >>> model(torch.zeros(8, 4)).shape
+        torch.Size([8, 2])
+
+    ``forward`` applies the ``Linear`` layers as ``F.linear(x, weight, bias)`` and the ``Tanh``,
+    ``ReLU`` and ``Sigmoid`` layers as their functions, not through ``nn.Module.__call__``:
+    the same arithmetic without the per-layer call cost, which is a third of a small
+    network's forward pass (policies act on a few rows at a time). Any other layer, and
+    every layer while a module hook is registered on it or globally, is called as usual.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        hidden: Sequence[int] = (64, 64),
+        activation: type[nn.Module] = nn.Tanh,
+        output_gain: float | None = None,
+    ):
+        dense, last = dense_layers(in_dim, hidden, activation)
+        gain = 1.0 if output_gain is None else output_gain
+        super().__init__(*dense, orthogonal_init(nn.Linear(last, out_dim), gain))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if _global_hooks():
+            return super().forward(x)
+        # (the hooks and parameters are read from the layers' dicts: a helper call and
+        # Module.__getattr__ per layer cost a fifth of a small network's forward pass)
+        for layer in self._modules.values():
+            if (layer._forward_hooks or layer._forward_pre_hooks or layer._backward_hooks
+                    or layer._backward_pre_hooks):  # hooks run only through __call__
+                x = layer(x)
+                continue
+            kind = type(layer)
+            if kind is nn.Linear:
+                parameters = layer._parameters
+                x = F.linear(x, parameters["weight"], parameters["bias"])
+            elif kind in _FUNCTIONS:
+                x = _FUNCTIONS[kind](x)
+            else:
+                x = layer(x)
+        return x
+
+
+def _global_hooks() -> bool:
+    """Whether a hook is registered for every module (``nn.modules.module.register_module_*``)."""
+    return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks
+                or _module._global_backward_hooks or _module._global_backward_pre_hooks)
+
+
+class RLNetwork(nn.Module):
+    """Calls ``model`` (observations to outputs) on a ``State``/``StateArray``: its output
+    with the state's batch shape, zeroed where ``state.mask == 0`` (``State.apply``).
+
+    Args:
+        model: maps a batch of observations to outputs.
+        _: ignored (``all.nn.RLNetwork(model, _=None)``'s second argument, a shape).
+    """
+
+    def __init__(self, model: nn.Module, _: Any = None):
+        super().__init__()
+        self.model = model
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the model's first parameter or buffer (the CPU when it has none)."""
+        for tensor in (*self.model.parameters(), *self.model.buffers()):
+            return tensor.device
+        return torch.device("cpu")
+
+    def forward(self, state: Any) -> torch.Tensor:
+        return state.apply(self.model, "observation")
+
+
+def _reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+    return loss.mean() if reduction == "mean" else loss.sum()
+
+
+def weighted_mse_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
+                      reduction: str = "mean") -> torch.Tensor:
+    """``weight * (target - input)^2``, averaged (``"mean"``) or summed (``"sum"``)."""
+    return _reduce(weight * F.mse_loss(input, target, reduction="none"), reduction)
+
+
+def weighted_smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
+                            reduction: str = "mean") -> torch.Tensor:
+    """``weight`` times the Huber loss (``beta = 1``) of ``input`` against ``target``,
+    averaged (``"mean"``) or summed (``"sum"``)."""
+    return _reduce(weight * F.smooth_l1_loss(input, target, reduction="none"), reduction)
+
+
+def td_loss(loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+            ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``loss(estimates, targets)`` turned into a loss of ``(estimates, td_errors)``: the target
+    is ``td_errors + estimates.detach()``."""
+
+    def _loss(estimates: torch.Tensor, errors: torch.Tensor) -> torch.Tensor:
+        return loss(estimates, errors + estimates.detach())
+
+    return _loss
