@@ -92,19 +92,23 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self.env = make_ale_vector_env(name, self.n_envs, num_threads=num_threads, **options)
         self.needs_reset = True
 
-    def reset(self, seed: int | None = None) -> StateArray:
+    def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
         if seed is not None:
             self._root_seed = seed
         self.needs_reset = False
-        return super().reset(seed)
+        return super().reset_output(seed)
 
     def step(self, action: Any) -> StateArray:
+        self._state = self._make_state(*self.step_output(action))
+        return self._state
+
+    def step_output(self, action: Any) -> tuple[Any, ...]:
+        """ale-py's step of one action per copy, checked (ale-py hangs on an out-of-range
+        one): Gymnasium's ``(obs, reward, terminated, truncated, info)`` of arrays."""
         if self.needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
-        actions = _actions(action, self.n_envs, self.action_space.n, self.name)
-        self._state = self._make_state(*self.env.step(actions))
-        return self._state
+        return self.env.step(_actions(action, self.n_envs, self.action_space.n, self.name))
 
     def _make_state(self, obs, reward, terminated, truncated, info) -> StateArray:
         """The batch with ``lives`` and ``life_lost`` (a reset restores every life)."""

@@ -89,23 +89,27 @@ class GymEnvironment(Environment):
         return self.name, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
-        """Start an episode (seeded with ``seed``, or the constructor's for the first); an
-        exception inside the Gymnasium environment's ``reset`` is an ``EnvironmentFailure``
-        naming it and the episode."""
+        """Start an episode (seeded with ``seed``, or the constructor's for the first)."""
+        self._state = State.from_gym(self.reset_output(seed), device=self.device,
+                                     source=self.name)
+        self._outcome = None
+        self._check_shape()
+        return self._state
+
+    def reset_output(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+        """Gymnasium's ``reset``, checked to be its ``(observation, info)``; an exception inside
+        it is an ``EnvironmentFailure`` naming the environment and the episode."""
         seed, self._seed = (self._seed if seed is None else seed), None
         self._episode, self._t = self._episode + 1, 0
         try:
             output = self.env.reset(seed=seed)
         except Exception as error:
             raise failure(self.name, "reset", error, self._episode) from error
-        self._state = State.from_gym(gym_reset_output(output, self.name), device=self.device,
-                                     source=self.name)
-        self._outcome = None
-        self._check_shape()
-        return self._state
+        return gym_reset_output(output, self.name)
 
     def step(self, action: Any) -> State:
-        self._state = State.from_gym(self._step(action), device=self.device, source=self.name)
+        self._state = State.from_gym(self.step_output(action), device=self.device,
+                                     source=self.name)
         self._check_shape()
         return self._state
 
@@ -113,12 +117,12 @@ class GymEnvironment(Environment):
         """``step`` without making the ``State`` (``state`` makes it when read):
         ``(observation, reward, terminated, truncated)`` as NumPy values (the collector reads
         them)."""
-        outcome = self._outcome = self._step(action)
+        outcome = self._outcome = self.step_output(action)
         self._state = None
         obs, reward, terminated, truncated, _ = outcome
         return as_observation(obs, self.name), float(reward), bool(terminated), bool(truncated)
 
-    def _step(self, action: Any) -> tuple[Any, ...]:
+    def step_output(self, action: Any) -> tuple[Any, ...]:
         """Gymnasium's step of ``action``, checked to be its 5-tuple; ``ValueError`` in one
         line for an invalid action, ``EnvironmentFailure`` for an exception inside the
         environment's ``step`` (naming the episode and the step)."""

@@ -16,8 +16,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from looprl.environments.ale import make_ale_vector_env
-from looprl.environments.faults import failure, gym_reset_output, gym_step_output
+from looprl.environments.atari import AtariVectorEnvironment
+from looprl.environments.faults import failure
+from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import action_to_numpy, check_env_id, env_name
 from looprl.environments.multiagent import (
     MASK,
@@ -64,27 +65,12 @@ class _Adapter(Environment):
 
     env: Any
     _seed: int | None = None
-    _episode = 0  # episodes begun (for the line of a failing step or reset)
-    _t = 0  # steps into the episode
 
     @property
     def _name(self) -> str:
         """The wrapped environment's name (its id, or its class)."""
         env = self.env
         return env_name(env) if isinstance(env, gym.Env) else type(env).__name__
-
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """``self.env.<method>(*args, **kwargs)``; an exception inside it is an
-        ``EnvironmentFailure`` naming the environment, the method, the episode and the step
-        (counted here: ``reset`` begins an episode)."""
-        if method == "reset":
-            self._episode, self._t = self._episode + 1, 0
-        else:
-            self._t += 1
-        try:
-            return getattr(self.env, method)(*args, **kwargs)
-        except Exception as error:
-            raise failure(self._name, method, error, self._episode, self._t) from error
 
     def seed(self, seed: int) -> int:
         """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
@@ -102,13 +88,12 @@ class _Adapter(Environment):
 
 
 class _SingleAgent(_Adapter):
-    """What the one-agent adapters share: spaces from ``_obs_space``/``_action_space``."""
+    """A view of one looprl environment (``looprl``: a ``GymEnvironment`` or an
+    ``AtariVectorEnvironment`` of one copy), which calls the outside library (seeding, checks
+    of what it returns, one-line failures); observations as obs dicts of ``_obs_space``."""
 
+    looprl: Any
     _obs_space: gym.spaces.Dict
-
-    @property
-    def _action_space(self) -> gym.Space:
-        return self.env.action_space
 
     @property
     def agent_count(self) -> int:
@@ -120,42 +105,47 @@ class _SingleAgent(_Adapter):
 
     @property
     def action_spaces(self) -> list[gym.Space]:
-        return [self._action_space]
+        return [self.looprl.action_space]
+
+    def reset(self) -> list[StepResult | None]:
+        seed, self._seed = self._seed, None
+        return [self._result(*self.looprl.reset_output(seed))]
+
+    def step(self, actions: list[Any | None]) -> list[StepResult | None]:
+        _check_count(actions, 1)
+        if actions[0] is None:
+            raise ValueError(f"{type(self).__name__}.step: agent 0 must act, got None")
+        obs, reward, terminated, truncated, info = self.looprl.step_output(
+            action_value(actions[0]))
+        return [self._result(obs, info, reward, terminated, truncated)]
 
 
 class GymnasiumEnvironment(_SingleAgent):
     """A single-agent Gymnasium environment (an id, made with ``gym_kwargs``, or a
-    ``gym.Env``) as an SRL environment; ``ValueError`` (one line) for an unknown id."""
+    ``gym.Env``) as an SRL environment, a view of a ``GymEnvironment``; ``ValueError`` (one
+    line) for an unknown id."""
 
     def __init__(self, env_id: str | gym.Env, **gym_kwargs: Any):
         if isinstance(env_id, str):
             if not is_gymnasium_id(env_id):
                 check_env_id(env_id)  # raises the one-line ValueError
             env_id = gym.make(env_id, **gym_kwargs)
+        self.looprl = GymEnvironment(env_id)
         self.env = env_id
         self._obs_space = _obs_space(self.env.observation_space)
 
-    def reset(self) -> list[StepResult | None]:
-        obs, info = gym_reset_output(self._call("reset", seed=self._seed), self._name)
-        self._seed = None
-        return [step_result(_obs_dict(obs, self.env.observation_space), 0.0, False, info)]
-
-    def step(self, actions: list[Any | None]) -> list[StepResult | None]:
-        _check_count(actions, 1)
-        if actions[0] is None:
-            raise ValueError("GymnasiumEnvironment.step: agent 0 must act, got None")
-        action = _action(actions[0], self.env.action_space)
-        obs, reward, terminated, truncated, info = gym_step_output(self._call("step", action),
-                                                                   self._name)
+    def _result(self, obs: Any, info: dict, reward: float = 0.0, terminated: bool = False,
+                truncated: bool = False) -> StepResult:
         obs = _obs_dict(obs, self.env.observation_space)
-        return [step_result(obs, float(reward), terminated, info, truncated)]
+        return step_result(obs, float(reward), terminated, info, truncated)
 
 
 class AtariGameEnvironment(_SingleAgent):
-    """An Atari game as a single-agent SRL environment, with the pipeline of
-    ``AtariEnvironment``: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``,
-    episodes ending at game over, unclipped scores. ``game`` is a name for
-    ``looprl.environments.ale.rom_id``; ``options`` override ``DEEPMIND_OPTIONS``."""
+    """An Atari game as a single-agent SRL environment, a view of an
+    ``AtariVectorEnvironment`` of one copy (``AtariEnvironment``'s pipeline): observations
+    ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``, episodes ending at game over,
+    unclipped scores. ``game`` is a name for ``looprl.environments.ale.rom_id``; ``options``
+    override ``DEEPMIND_OPTIONS``."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 
@@ -163,30 +153,16 @@ class AtariGameEnvironment(_SingleAgent):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"AtariGameEnvironment renders its preprocessed frames "
                              f"(render_mode='rgb_array'), not render_mode={render_mode!r}")
-        self.env = make_ale_vector_env(game, 1, num_threads=1, **options)
+        self.looprl = AtariVectorEnvironment(game, 1, num_threads=1, **options)
+        self.env = self.looprl.env
         self._obs_space = gym.spaces.Dict({"obs": self.env.single_observation_space})
         self._frame: np.ndarray | None = None
 
-    @property
-    def _action_space(self) -> gym.Space:
-        return self.env.single_action_space
-
-    def reset(self) -> list[StepResult | None]:
-        obs, info = self.env.reset(seed=self._seed)
-        self._seed = None
+    def _result(self, obs: Any, info: dict, reward: Any = (0.0,), terminated: Any = (False,),
+                truncated: Any = (False,)) -> StepResult:
         self._frame = obs[0, -1]
-        return [step_result({"obs": obs[0].copy()}, 0.0, False, {"lives": int(info["lives"][0])})]
-
-    def step(self, actions: list[Any | None]) -> list[StepResult | None]:
-        _check_count(actions, 1)
-        space = self.env.single_action_space
-        action = _action(actions[0], space)
-        if not space.contains(action):
-            raise ValueError(f"invalid Atari action {action!r}: the actions are 0..{space.n - 1}")
-        obs, reward, terminated, truncated, info = self.env.step(np.array([action]))
-        self._frame = obs[0, -1]
-        return [step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0],
-                            {"lives": int(info["lives"][0])}, truncated[0])]
+        return step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0],
+                           {"lives": int(info["lives"][0])}, truncated[0])
 
     def render(self) -> np.ndarray:
         """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""
@@ -233,9 +209,25 @@ class PettingZooEnvironment(_Adapter):
         self._spaces = [env.observation_space(agent) for agent in self.agent_names]
         self.flatten = flatten
 
+    _episode = 0  # episodes begun (for the line of a failing step or reset)
+    _t = 0  # steps into the episode
+
     @property
     def agent_count(self) -> int:
         return len(self.agent_names)
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``self.env.<method>(*args, **kwargs)``; an exception inside it is an
+        ``EnvironmentFailure`` naming the environment, the method, the episode and the step
+        (counted here: ``reset`` begins an episode)."""
+        if method == "reset":
+            self._episode, self._t = self._episode + 1, 0
+        else:
+            self._t += 1
+        try:
+            return getattr(self.env, method)(*args, **kwargs)
+        except Exception as error:
+            raise failure(self._name, method, error, self._episode, self._t) from error
 
     @property
     def observation_spaces(self) -> list[gym.Space]:

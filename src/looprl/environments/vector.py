@@ -68,16 +68,21 @@ class NumpyVectorEnvironment(VectorEnvironment):
         self._seed = seed
 
     def reset(self, seed: int | None = None) -> StateArray:
+        obs, info = self.reset_output(seed)
+        zeros = np.zeros(self.n_envs, dtype=bool)
+        self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros, info)
+        return self._state
+
+    def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
+        """The copies' ``reset`` (seeded with ``seed``, or the constructor's for the first):
+        ``(observations, info)``; an exception inside it is an ``EnvironmentFailure``."""
         seed, self._seed = (self._seed if seed is None else seed), None
         self._t = 0
         try:
             obs, info = self.env.reset(seed=seed)
         except Exception as error:
             raise self._failure("reset", error) from error
-        obs = as_observation(obs, self.name)
-        zeros = np.zeros(self.n_envs, dtype=bool)
-        self._state = self._make_state(obs, np.zeros(self.n_envs, np.float32), zeros, zeros, info)
-        return self._state
+        return as_observation(obs, self.name), info
 
     def _failure(self, method: str, error: Exception) -> Exception:
         """An exception inside the copies' ``method`` as an ``EnvironmentFailure`` naming
