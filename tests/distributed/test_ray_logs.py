@@ -72,3 +72,24 @@ def _check_console(console: str) -> None:
 
 def results(run_dir: Path) -> dict:
     return json.loads((run_dir / "results.json").read_text())
+
+
+def test_a_ray_run_writes_the_loss_and_schedule_tags_of_a_local_run(local_ray, tmp_path: Path
+                                                                     ) -> None:
+    """The trainer's approximations log through the driver's logger (``loss/ppo``,
+    ``schedule/ppo/lr``), at frames within the run, beside the trainer's statistics: the
+    same ``loss/*`` and ``schedule/*`` tags as a local run of the same preset."""
+    from looprl.configs.app import main
+
+    tags = {}
+    for runtime in ("local", "ray"):
+        assert main(["algorithm=ppo", "algorithm.hidden=16", "frames=600", "test_episodes=1",
+                     f"runtime={runtime}", "runtime.actors=1" if runtime == "ray" else "seed=0",
+                     f"hydra.run.dir={tmp_path / runtime}"]) == 0
+        [run_dir] = {path.parent for path in (tmp_path / runtime).glob("**/run.json")}
+        scalars = _scalars(str(run_dir))
+        tags[runtime] = {tag for tag in scalars if tag.startswith(("loss/", "schedule/"))}
+    assert {"loss/ppo", "schedule/ppo/lr", "loss/policy"} <= tags["local"]
+    assert tags["ray"] == tags["local"]
+    frames = results(tmp_path / "ray")["train"]["frames"]
+    assert all(0 < frame <= frames for frame, _ in scalars["loss/ppo"]), scalars["loss/ppo"]

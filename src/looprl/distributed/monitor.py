@@ -136,16 +136,30 @@ class RunMonitor:
             self.result.agent_returns.setdefault(agent, []).append(ret)
             if self.log is None:
                 continue
-            if agent not in self.agent_logs:
-                from looprl.experiments.logger import ExperimentLogger
-
-                self.agent_logs[agent] = ExperimentLogger(
-                    f"{self.log.agent_name}.{agent}", self.log.env_name, self.log.log_dir,
-                    self.log.verbose)
-            log = self.agent_logs[agent]
+            log = self._agent_log(agent)
             log.frame = frame
             log.add_episode_return(ret)
             log.episode += 1
+
+    def _agent_log(self, agent: str) -> Any:
+        """Agent ``agent``'s ``ExperimentLogger`` (made at its first use)."""
+        if agent not in self.agent_logs:
+            from looprl.experiments.logger import ExperimentLogger
+
+            self.agent_logs[agent] = ExperimentLogger(
+                f"{self.log.agent_name}.{agent}", self.log.env_name, self.log.log_dir,
+                self.log.verbose)
+        return self.agent_logs[agent]
+
+    def _record_logged(self, rows: list[tuple[str | None, str, str, float, int]]) -> None:
+        """What the trainer's approximations logged (``trainer_worker.LossRecorder``), through
+        the same ``add_loss``/``add_schedule`` calls as a local run, at the frame each row
+        names (an independent learner's: in its agent's run directory)."""
+        for agent, kind, name, value, frame in rows:
+            log = self.log if agent is None else self._agent_log(agent)
+            before, log.frame = log.frame, frame
+            getattr(log, f"add_{kind}")(name, value)
+            log.frame = before
 
     def _record_evaluation(self, stats: dict[str, Any]) -> None:
         """An evaluation actor's returns (``eval/returns/mean``, their mean)."""
@@ -178,6 +192,7 @@ class RunMonitor:
         self.last_losses.update(means)
         if self.log is None:
             return
+        self._record_logged(stats.get("logged", []))
         self.log.frame = self.result.frames
         if stats.get("hp"):  # the hp/* trajectory (hyperparameters.csv), as a local run's
             self.log.add_hyperparameters(stats["hp"])

@@ -18,6 +18,7 @@ import torch
 from ray import cloudpickle
 
 from looprl.agents.shell import seed_units
+from looprl.core.logger import DummyLogger, Logger
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
@@ -61,6 +62,7 @@ class TrainerWorker(Worker):
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
+        self._logged = record_losses(self.core, runtime.trainers)
         self._lock = threading.Condition()  # notified after every step (sync sampling)
         self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
         self._waiting = 0  # sync: puts waiting for the step their samples join
@@ -93,6 +95,7 @@ class TrainerWorker(Worker):
         mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
         self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
         self.group.distribute(self.core.policy)
+        self._logged = record_losses(self.core, self.runtime.trainers)
         self._first_step = self.steps + 1
 
     def digest(self) -> dict[str, Any]:
@@ -155,7 +158,8 @@ class TrainerWorker(Worker):
         """Train steps, their statistics, the sample lags and the latest ``log/*`` values
         of the update hooks, the env steps trained on (``rows``) and the seconds spent
         waiting for samples (``wait_seconds``), since the last call, and the current ``hp/*``
-        values (``hp``)."""
+        values (``hp``); ``logged``: what its approximations logged (``LossRecorder.take``)."""
+        logged = [row for recorder in self._logged for row in recorder.take()]
         with self._lock:
             stats, self._stats = self._stats, []
             lags, self._lags = self._lags, []
@@ -164,7 +168,7 @@ class TrainerWorker(Worker):
             return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
                     "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
                     "meta": meta, "hp": hyperparameter_values(self.core), "rows": rows,
-                    "wait_seconds": waited}
+                    "wait_seconds": waited, "logged": logged}
 
     def run(self) -> None:
         """Train whenever the buffer is ready, until ``stop`` (several trainers step
@@ -246,6 +250,55 @@ class TrainerWorker(Worker):
             self.server.put.remote(policy.version, publication(
                 on_cpu(policy.module.state_dict()), on_cpu(self.core.shared_state())))
         self._published = policy.version  # trainers step together: rank 0 published it too
+
+
+class LossRecorder(Logger):
+    """What a trainer's approximations log (``add_loss``, ``add_schedule``), kept for the
+    driver's ``ExperimentLogger`` (``RunMonitor``), which writes it as a local run's logger
+    does: rows ``(agent, kind, name, value, frame)``, ``frame`` being the env steps the
+    learner received (``observed``) times ``scale`` (the trainers sharing the run)."""
+
+    verbose = True
+
+    def __init__(self, learner: Any, agent: str | None = None, scale: int = 1):
+        self.learner, self.agent, self.scale = learner, agent, scale
+        self.rows: list[tuple[str | None, str, str, float, int]] = []
+
+    def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
+        self._add("loss", name, value)
+
+    def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
+        self._add("schedule", name, value)
+
+    def _add(self, kind: str, name: str, value: Any) -> None:
+        frame = getattr(self.learner, "observed", 0) * self.scale
+        self.rows.append((self.agent, kind, name, float(value), frame))
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        """A checkpointed or shared trainer's copy logs nothing (``record_losses`` again)."""
+        return DummyLogger, ()
+
+    def take(self) -> list[tuple[str | None, str, str, float, int]]:
+        """The rows since the last call (the training thread appends meanwhile)."""
+        count = len(self.rows)
+        taken = self.rows[:count]
+        del self.rows[:count]
+        return taken
+
+
+def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
+    """Give the approximations of ``core``'s policy and trainer a ``LossRecorder`` (an
+    ``IndependentLearner``: each agent's its own, named by the agent)."""
+    cores = getattr(core, "cores", None)
+    names = core.policy.names if cores is not None else [None]
+    recorders = []
+    for learner, agent in zip(cores or [core], names, strict=True):
+        recorder = LossRecorder(learner, agent, trainers)
+        for part in (learner.policy, learner.trainer):
+            for approximation in getattr(part, "approximations", dict)().values():
+                approximation.logger = recorder
+        recorders.append(recorder)
+    return recorders
 
 
 def hyperparameter_values(core: Any) -> dict[str, Any]:
