@@ -1,13 +1,8 @@
 """Advantage Actor-Critic, A2C (Mnih et al., 2016, https://arxiv.org/abs/1602.01783).
 
 The synchronous version of A3C: ``n_envs`` environments step together for ``n_steps``
-steps, then one gradient step on ``a2c_loss`` with n-step advantages
-``A_t = R_t - V(s_t)``, ``R_t`` the discounted rewards to the end of the segment (or of
-the episode) plus the bootstrapped value there, and an entropy bonus.
-
-``A2CTrainer`` takes one gradient step of ``a2c_loss`` on the whole segment, with GAE's
-``lam = 1`` by default (exactly the n-step advantage); VPG uses it as it is, VAC with its own
-advantages. The policy is ``ActorCriticPolicy`` and the local agent ``OnPolicyAgent``.
+steps, then one gradient step on ``a2c_loss`` with n-step advantages ``A_t = R_t - V(s_t)``
+and an entropy bonus. VPG uses ``A2CTrainer`` as it is, VAC with its own advantages.
 """
 
 from __future__ import annotations

@@ -2,13 +2,7 @@
 
 The network predicts, for every action, a categorical distribution of the return over fixed
 atoms ``z_1 .. z_N``; the target distribution ``r + gamma * Z(s', a*)`` is projected back
-onto the atoms and the prediction is trained by cross-entropy.
-
-* ``C51Policy`` -- ``DQNPolicy`` over the expected values ``sum_i z_i p_i(s, a)`` of a
-  ``QDist``; ``analyze`` returns the distributions.
-* ``C51Trainer`` -- one cross-entropy step on the projected n-step targets of
-  ``DQNTrainer``'s windows; ``a*`` is the target network's greedy action (the online
-  network's with ``double=True``); the cross-entropies are the new priorities (Rainbow).
+onto the atoms and the prediction is trained by cross-entropy (the new priorities, Rainbow).
 """
 
 from __future__ import annotations

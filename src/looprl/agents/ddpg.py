@@ -1,17 +1,8 @@
 """Deep Deterministic Policy Gradient (Lillicrap et al., 2016, https://arxiv.org/abs/1509.02971).
 
-* ``ContinuousQ`` / ``TwinQ`` -- critics ``Q(s, a)`` over ``cat(observation, action)``.
-* ``ContinuousPolicy`` -- acts with a deterministic or soft-deterministic actor; the base
-  of ``DDPGPolicy`` and SAC's policy. ``rollout(request)`` (seed 004) reads a tensor or the
-  one-field ``NamedArray`` the Ray environments send, and acts uniformly at random for its
-  first ``random_steps`` rows (the local agent's warm-up, counted per actor on Ray).
-* ``DDPGTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one critic and one actor
-  update on one-step windows ``[2, B]`` (TD3 extends it).
-* ``OffPolicyAgent`` -- the local single-environment agent of DDPG, TD3 and SAC: replay and
-  a training schedule (the policy's warm-up gives uniform random actions first).
-
-Evaluation is ``Actor(policy, evaluation=True)``: ``rollout`` answers evaluation rows with
-the actor's deterministic action (``mode``).
+``ContinuousPolicy`` (the acting half of DDPG, TD3 and SAC; evaluation rows take the actor's
+``mode``), ``DDPGTrainer`` (TD3 and SAC extend it), the critics and ``OffPolicyAgent``, the
+local replay agent of all three.
 """
 
 from __future__ import annotations
@@ -46,8 +37,7 @@ from looprl.nn import single_field
 
 
 class ContinuousQ(nn.Module):
-    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, obs_dim +
-    action_dim)`` to ``(batch, 1)``)."""
+    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, 1)`` outputs)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -73,8 +63,7 @@ class TwinQ(nn.Module):
 
 @contextmanager
 def frozen(module: nn.Module) -> Iterator[None]:
-    """Stop gradients from accumulating in ``module``'s parameters (the critic under the
-    actor's loss)."""
+    """No gradients into ``module``'s parameters (the critic under the actor's loss)."""
     params = [p for p in module.parameters() if p.requires_grad]
     for param in params:
         param.requires_grad_(False)
@@ -86,12 +75,14 @@ def frozen(module: nn.Module) -> Iterator[None]:
 
 
 class ContinuousPolicy(Policy):
-    """Acting half of DDPG, TD3 and SAC over a ``Box`` action space.
+    """Acting half of DDPG, TD3 and SAC over a ``Box`` action space: ``rollout`` answers
+    evaluation rows with the actor's ``mode``, the first ``random_steps`` rows (every
+    runtime's warm-up, evaluation excluded) uniformly at random, the others with ``explore``.
 
     Args:
         actor: a ``DeterministicPolicy`` or ``SoftDeterministicPolicy`` (anything with
             ``explore`` or ``sample``, ``mode`` and ``uniform``).
-        random_steps: ``rollout`` acts uniformly at random for this many rows first.
+        random_steps: rows acted on uniformly at random first.
     """
 
     def __init__(self, actor: Any, random_steps: int = 0):
@@ -106,28 +97,20 @@ class ContinuousPolicy(Policy):
         return self.actor.model
 
     def approximations(self) -> dict[str, Approximation]:
-        """``actor``, by its name."""
         return {self.actor.name: self.actor}
 
     def explore(self, observation: torch.Tensor) -> torch.Tensor:
         """Exploratory actions for a batch of observations (no gradients)."""
         return self.actor.explore(observation)
 
-    def _actions(self, obs: torch.Tensor) -> torch.Tensor:
-        """Training actions for the rows ``obs``: uniformly random during the first
-        ``random_steps`` rows (every runtime's warm-up), else exploratory."""
-        warm = self.rows < self.random_steps
-        self.rows += len(obs)
-        return self.actor.uniform(len(obs)) if warm else self.explore(obs)
-
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Actions for ``request.obs``: deterministic rows where ``is_evaluation``, uniformly
-        random ones during the first ``random_steps`` rows, else exploratory."""
         obs = _tensor(request.obs, self.device)
         deterministic = deterministic_rows(request)
         if deterministic is True:
             return RolloutResult(action=self.actor.mode(obs))
-        action = self._actions(obs)
+        warm = self.rows < self.random_steps
+        self.rows += len(obs)
+        action = self.actor.uniform(len(obs)) if warm else self.explore(obs)
         if isinstance(deterministic, torch.Tensor):
             rows = deterministic.to(self.device).unsqueeze(-1)
             action = torch.where(rows, self.actor.mode(obs), action)
@@ -140,9 +123,8 @@ class ContinuousPolicy(Policy):
 
 def _tensor(obs: Any, device: torch.device) -> torch.Tensor:
     """Observations (an array, or the one field of a ``NamedArray``) as a tensor on ``device``."""
-    if isinstance(obs, NamedArray | dict):
-        obs = single_field(obs)
-    return torch.as_tensor(obs, device=device)
+    return torch.as_tensor(single_field(obs) if isinstance(obs, NamedArray | dict) else obs,
+                           device=device)
 
 
 class DDPGPolicy(ContinuousPolicy):
@@ -173,7 +155,6 @@ class DDPGTrainer(PolicyTrainer):
         self.steps = 0
 
     def approximations(self) -> dict[str, Approximation]:
-        """The critic ``q``, by its name."""
         return {self.q.name: self.q}
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
@@ -231,12 +212,9 @@ class DDPGTrainer(PolicyTrainer):
 
 
 class OffPolicyAgent(ReplayAgent):
-    """Local replay-based agent of DDPG, TD3 and SAC (single environment): the policy's
-    actions, uniformly random for its first ``random_steps`` (the presets'
-    ``replay_start_size``) as on Ray, then exploratory. Takes ``ReplayAgent``'s arguments."""
+    """Local replay agent of DDPG, TD3 and SAC (single environment; ``ReplayAgent``'s
+    arguments); the policy's ``random_steps`` are the presets' ``replay_start_size``."""
 
 
 class DDPG(OffPolicyAgent):
     """Local DDPG agent (single environment); see ``OffPolicyAgent`` for the arguments."""
-
-

@@ -1,14 +1,9 @@
 """Phasic Policy Gradient (Cobbe et al., 2021, https://arxiv.org/abs/2009.04416).
 
-Training alternates two phases, as in SRL's PPG: the *policy phase*, ``n_policy`` PPO
-iterations, and the *auxiliary phase*, ``aux_epochs`` passes over all states of those
-iterations that distil the value targets into an auxiliary value head of the policy network
-while a KL term clones the policy as it was at the start of the phase (``ppg_aux_loss``), and
-train the value network further on the same targets.
-
-``PPGTrainer`` (registered ``"ppg"``) is ``PPOTrainer`` plus the auxiliary phase. The policy
-is an ``ActorCriticPolicy`` whose network has an auxiliary value head (``looprl.nn.PPGNetwork``,
-or ``actor_critic_policy(auxiliary_head=True)``); the local agent is ``OnPolicyAgent``.
+Training alternates, as in SRL's PPG, ``n_policy`` PPO iterations and an auxiliary phase:
+``aux_epochs`` passes over their states that distil the value targets into an auxiliary value
+head of the policy network while a KL term clones the policy of the phase's start
+(``ppg_aux_loss``), and train the value network further on the same targets.
 """
 
 from __future__ import annotations

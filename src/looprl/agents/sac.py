@@ -3,13 +3,6 @@
 Twin critics with Polyak-averaged targets, a tanh-Gaussian actor trained through the
 reparameterization trick, and automatic entropy tuning of the temperature ``alpha``
 towards ``target_entropy`` (``-|A|`` by default).
-
-* ``Temperature`` -- the learnable ``log_alpha`` as a module (saved with the preset).
-* ``SACPolicy`` -- samples from the tanh-Gaussian; ``mode`` for evaluation.
-* ``SACTrainer`` -- ``DDPGTrainer``'s step with SAC's target, actor and temperature
-  updates, on one-step windows ``[2, B]``.
-* ``SAC`` -- the local single-environment agent (evaluation: ``Actor(policy,
-  evaluation=True)``, the policy's ``mode``).
 """
 
 from __future__ import annotations
@@ -116,5 +109,3 @@ class SACTrainer(DDPGTrainer):
 
 class SAC(OffPolicyAgent):
     """Local SAC agent (single environment); see ``OffPolicyAgent`` for the arguments."""
-
-

@@ -13,17 +13,10 @@ runtime (``test_pipeline``, the Ray workers)::
                 logits = self.net(torch.as_tensor(requests.obs.obs, device=self.device))
             ...
 
-It gives the policy
-
-* a device: the network is moved to ``device`` (``"cpu"`` by default, unlike SRL's base, which
-  took a GPU when it saw one); ``to(device)`` moves it later;
-* the version: ``version`` (0 for fresh parameters; the runtime sets it when loading new
-  ones) and ``inc_version()``, which the trainer calls after every step;
-* DDP: ``distributed()`` wraps the network in ``DistributedDataParallel`` once a process group
-  exists (``runtime.trainers > 1`` calls it); ``net`` is then the wrapper, so the forward
-  passes of ``analyze`` average the gradients, while ``module`` stays the plain network;
-* checkpoints: ``get_checkpoint()`` (``steps``/``version`` and a CPU ``state_dict`` without
-  DDP's prefix, loadable with ``torch.load(..., weights_only=True)``) and ``load_checkpoint``.
+It gives the policy a device (``"cpu"`` by default, unlike SRL's base, which took a GPU when
+it saw one), a ``version``, DDP (``distributed()``: ``net`` is then the wrapper, so the forward
+passes of ``analyze`` average the gradients) and checkpoints loadable with
+``torch.load(..., weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -42,9 +35,6 @@ __all__ = ["SingleModelPytorchPolicy"]
 
 class SingleModelPytorchPolicy(Policy):
     """A ``Policy`` over one neural network (see the module docstring).
-
-    Subclasses implement ``rollout`` and ``analyze`` (and ``default_policy_state`` for a
-    recurrent memory); they run the network as ``self.net(...)`` on ``self.device``.
 
     Args:
         neural_network: the ``nn.Module`` holding every parameter of the policy.
@@ -79,7 +69,7 @@ class SingleModelPytorchPolicy(Policy):
         return self._module.parameters()
 
     def inc_version(self) -> None:
-        """Count one trainer step: the parameters are new."""
+        """Count one trainer step (the trainer calls it after every step)."""
         self.version += 1
 
     def train_mode(self) -> None:
@@ -98,13 +88,14 @@ class SingleModelPytorchPolicy(Policy):
         return self
 
     def distributed(self, **kwargs: Any) -> None:
-        """Average gradients over the default process group with DDP (``kwargs``: its
-        ``process_group``); nothing when no group is initialized, or already done."""
+        """Average gradients over the default process group with DDP (``runtime.trainers > 1``
+        calls it; ``kwargs``: its ``process_group``); nothing without a group, or done."""
         if self._ddp is None and dist.is_available() and dist.is_initialized():
             self._ddp = data_parallel(self._module, **kwargs)
 
     def get_checkpoint(self) -> dict[str, Any]:
-        """``{"steps": version, "version": version, "state_dict": ...}``, tensors on the CPU."""
+        """``{"steps": version, "version": version, "state_dict": ...}``, tensors on the CPU
+        (without DDP's prefix)."""
         state = {key: value.detach().cpu() for key, value in self._module.state_dict().items()}
         return {"steps": self.version, "version": self.version, "state_dict": state}
 

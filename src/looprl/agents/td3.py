@@ -1,14 +1,9 @@
 """Twin Delayed DDPG (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477).
 
-DDPG plus three changes, each in a small override of ``DDPGTrainer``:
-
-* clipped double Q-learning: twin critics, the target takes their minimum;
-* target-policy smoothing: clipped Gaussian noise on the target action;
-* delayed updates: the actor (and, through ``DelayedPolyakTarget``, the critics' target)
-  is updated once every ``policy_delay`` critic updates.
-
-``TD3`` is the local single-environment agent (``OffPolicyAgent``); the policy is DDPG's
-``DDPGPolicy`` (its actor with a target network), which evaluates with ``mu(s)``.
+DDPG plus clipped double Q-learning (twin critics, the target takes their minimum),
+target-policy smoothing (clipped Gaussian noise on the target action) and delayed updates
+(the actor, and through ``DelayedPolyakTarget`` the critics' target, every ``policy_delay``
+critic updates), each a small override of ``DDPGTrainer``; the policy is ``DDPGPolicy``.
 """
 
 from __future__ import annotations
@@ -88,5 +83,3 @@ class TD3Trainer(DDPGTrainer):
 
 class TD3(OffPolicyAgent):
     """Local TD3 agent (single environment); see ``OffPolicyAgent`` for the arguments."""
-
-

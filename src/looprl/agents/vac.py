@@ -1,14 +1,7 @@
-"""Vanilla Actor-Critic, online over parallel environments.
-
-The one-step actor-critic of Sutton & Barto (2018, section 13.5) and Konda & Tsitsiklis
-(2000, https://papers.nips.cc/paper/1786-actor-critic-algorithms): after every step of
-``n_envs`` environments, the TD error ``delta = r + gamma * mask' * V(s') - V(s)`` is the
-advantage of the actor's update and the critic regresses ``V(s)`` onto
-``r + gamma * mask' * V(s')``.
-
-``VACTrainer`` is ``A2CTrainer`` on one-step segments (``T = 1``, ``lam = 0``), with the
-advantage taken from the current critic. The policy is ``ActorCriticPolicy`` and the local
-agent ``OnPolicyAgent`` with ``n_steps=1``.
+"""Vanilla Actor-Critic, online over parallel environments (Sutton & Barto, 2018, section
+13.5; Konda & Tsitsiklis, 2000, https://papers.nips.cc/paper/1786-actor-critic-algorithms):
+the TD error of every step of ``n_envs`` environments is the actor's advantage and the
+critic's regression error. The local agent is ``OnPolicyAgent`` with ``n_steps=1``.
 """
 
 from __future__ import annotations

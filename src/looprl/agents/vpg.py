@@ -2,16 +2,9 @@
 
 Williams (1992, https://doi.org/10.1007/BF00992696) and Sutton et al. (2000,
 https://papers.nips.cc/paper/1713-policy-gradient-methods-for-reinforcement-learning-with-function-approximation):
-complete episodes are collected in one environment until at least ``min_batch_size``
-steps are stored; then one gradient step follows ``-mean(log pi(a|s) * (G - V(s)))`` with
-``G`` the Monte-Carlo return, while the baseline ``V`` regresses onto ``G``. Episodes cut
-off by a time limit bootstrap ``G`` from the value of their final observation.
-
-The trainer is ``A2CTrainer`` with ``gae_lambda=1``: on a segment of whole episodes, GAE(1)
-is exactly ``G - V(s)``. The policy is ``ActorCriticPolicy``.
-
-* ``VPG`` -- the local ``Agent`` (single environment): one stream of whole episodes per
-  segment.
+one gradient step of ``-mean(log pi(a|s) * (G - V(s)))`` per batch of complete episodes, ``G``
+the Monte-Carlo return (bootstrapped after a time limit), while ``V`` regresses onto ``G``.
+The trainer is ``A2CTrainer(gae_lambda=1)``: on whole episodes, GAE(1) is ``G - V(s)``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""Continuous-control losses: DDPG, TD3 and SAC (critics, actors, temperature).
-
-Targets are computed without gradients by the trainers; ``mask`` is 0 at termination.
-
-* DDPG (Lillicrap et al. 2016, https://arxiv.org/abs/1509.02971):
-  ``y = r + gamma * mask * Q'(s', mu'(s'))``, critic ``mean((Q - y)^2)``,
-  actor ``-mean(Q(s, mu(s)))``.
-* TD3 (Fujimoto et al. 2018, https://arxiv.org/abs/1802.09477): target-policy smoothing
-  ``a' = clip(mu'(s') + scale * clip(sigma * eps, -c, c), low, high)`` and the clipped
-  double-Q target ``y = r + gamma * mask * min(Q1'(s', a'), Q2'(s', a'))``.
-* SAC (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905):
-  ``y = r + gamma * mask * (min(Q1', Q2')(s', a') - alpha * log pi(a'|s'))`` with
-  ``a' ~ pi(.|s')``, actor ``mean(alpha * log pi(a|s) - min(Q1, Q2)(s, a))``, temperature
-  ``-mean(log_alpha * (log pi(a|s) + target_entropy))``.
+"""Continuous-control losses: DDPG (Lillicrap et al., 2016, https://arxiv.org/abs/1509.02971),
+TD3 (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477) and SAC (Haarnoja et al., 2018,
+https://arxiv.org/abs/1812.05905). The trainers compute targets without gradients; ``mask``
+is 0 at termination.
 """
 
 from __future__ import annotations

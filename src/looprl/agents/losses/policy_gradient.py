@@ -1,8 +1,5 @@
-"""Policy-gradient losses.
-
-REINFORCE/A2C, PPO's clipped surrogate, PPG's auxiliary loss, value regression, n-step
-returns and advantage normalization.
-"""
+"""Policy-gradient losses: REINFORCE/A2C, PPO's clipped surrogate, PPG's auxiliary loss,
+value regression and advantage normalization."""
 
 from __future__ import annotations
 

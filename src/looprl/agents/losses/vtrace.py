@@ -1,13 +1,8 @@
-"""Targets on time-major trajectory segments ``[T + 1, B]``: GAE and V-trace.
-
-Both functions follow ``SampleBatch``'s row convention: row ``t`` holds the observation
-``s_t``, ``V(s_t)`` and the policy's log-probability of the action taken there, plus the
-``reward``/``done``/``truncated`` that arrived *with* ``s_t``. So the transition out of row
-``t`` earns ``reward[t + 1]`` and ends the episode when ``done[t + 1]`` (termination: no
-bootstrap) or ``truncated[t + 1]`` (time limit: bootstrap from ``value[t + 1]``, the value
-of the final observation). A row that is itself ``done``/``truncated`` holds a final
-observation whose action was never executed: it is not a training row (``mask`` is
-``False`` there) and nothing is bootstrapped across it. Row ``T`` only bootstraps.
+"""Targets on time-major trajectory segments ``[T + 1, B]`` in ``SampleBatch``'s row
+convention: GAE and V-trace. The transition out of row ``t`` earns ``reward[t + 1]`` and ends
+the episode when ``done[t + 1]`` (no bootstrap) or ``truncated[t + 1]`` (bootstrap from
+``value[t + 1]``, the final observation's). A ``done``/``truncated`` row's action was never
+executed: it is no training row (``mask`` is ``False``) and nothing bootstraps across it.
 """
 
 from __future__ import annotations
