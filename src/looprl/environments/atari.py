@@ -1,21 +1,14 @@
-"""Atari 2600 games on the Arcade Learning Environment (``ale-py``) with DeepMind preprocessing.
+"""Atari 2600 games on ale-py with the DeepMind preprocessing (Mnih et al., 2015), natively in
+ale-py's ``AtariVectorEnv`` (``ale.DEEPMIND_OPTIONS``: no sticky actions, no-ops and FIRE on
+reset, frame skip 4, 84x84 grayscale, 4 frames stacked into ``(4, 84, 84)`` uint8, truncation
+after 108,000 frames); one environment is a vector of one, so ``duplicate(n)`` gives the same
+frames. Episodic life and reward clipping are agent-side (``bodies.deepmind_atari_body``), so
+experiments log true game scores: states carry ``lives`` and ``life_lost``.
 
-``AtariEnvironment('Breakout')`` plays ``ALE/Breakout-v5`` with the preprocessing of Mnih et
-al. (2015, https://www.nature.com/articles/nature14236), natively in ale-py's
-``AtariVectorEnv`` (one environment is a vector of one, so ``duplicate(n)`` gives the same
-frames): no sticky actions, 1 to ``noop_max`` no-ops on reset, frame skip 4 max-pooling the
-last two frames, FIRE on reset where a game needs it, 84x84 grayscale frames, the last 4
-stacked into ``(4, 84, 84)`` uint8 observations, and truncation after 108,000 frames.
-
-**Episodic life and reward clipping are agent-side** (``looprl.environments.bodies``), so
-experiments log the true game scores papers report: episodes end at game over, and every
-state carries ``lives`` and ``life_lost``, which the ``EpisodicLife`` body turns into a
-terminal state for learning (``deepmind_atari_body`` also clips rewards).
-
-**Checkpoints**: the environments pickle without their emulator, whose state ale-py cannot
-save; the unpickled one must be reset before it is stepped (``needs_reset``).
-``prepare_checkpoint(frame)`` fixes the seed of the next reset, derived from the run's seed
-and ``frame``, so a run resumed at an episode end equals the uninterrupted one.
+Checkpoints: the environments pickle without their emulator (ale-py cannot save its state);
+the unpickled one must be reset before it steps (``needs_reset``), with the seed that
+``prepare_checkpoint(frame)`` derives from the run's seed, so a run resumed at an episode end
+equals the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -51,11 +44,9 @@ def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
 
 
 class AtariVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env.
-
-    States are ``StateArray`` batches with ``observation`` ``(n_envs, 4, 84, 84)`` uint8 plus
-    ``life_lost`` (bool) and ``lives`` (int) per row. Autoreset is next-step (see
-    ``VectorEnvironment``). Pickles without the emulator (see the module docstring).
+    """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env:
+    ``StateArray`` batches of ``(n_envs, 4, 84, 84)`` uint8 observations, ``life_lost`` and
+    ``lives``; next-step autoreset.
 
     Args:
         n_envs: number of copies.
@@ -70,6 +61,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self._arguments = (name, num_threads, options)
         self.options = {**DEEPMIND_OPTIONS, **options}
         self._lives = np.zeros(n_envs, dtype=np.int32)
+        self._frame: np.ndarray | None = None  # copy 0's newest (``render``)
         # the seed checkpoints derive reset seeds from: the last one given, else a random one
         self._root_seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
         self.needs_reset = False
@@ -79,7 +71,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self._seed = derived_seed(self._root_seed, frame, self.n_envs)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the emulator (and the current batch, which a reset replaces)."""
+        """Everything but the emulator and the current batch."""
         state = dict(self.__dict__)
         del state["env"]
         state["_state"] = None
@@ -96,7 +88,9 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         if seed is not None:
             self._root_seed = seed
         self.needs_reset = False
-        return super().reset_output(seed)
+        obs, info = super().reset_output(seed)
+        self._frame = obs[0, -1]
+        return obs, info
 
     def step(self, action: Any) -> StateArray:
         self._state = self._make_state(*self.step_output(action))
@@ -108,7 +102,15 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         if self.needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
-        return self.env.step(_actions(action, self.n_envs, self.action_space.n, self.name))
+        output = self.env.step(_actions(action, self.n_envs, self.action_space.n, self.name))
+        self._frame = output[0][0, -1]
+        return output
+
+    def render(self, **kwargs: Any) -> np.ndarray:
+        """The newest preprocessed frame of copy 0 as an ``(84, 84, 3)`` uint8 RGB array."""
+        if self._frame is None:
+            raise RuntimeError(f"{self.name}.render() before reset(): nothing to show")
+        return np.repeat(self._frame[..., None], 3, axis=-1)
 
     def _make_state(self, obs, reward, terminated, truncated, info) -> StateArray:
         """The batch with ``lives`` and ``life_lost`` (a reset restores every life)."""
@@ -166,7 +168,7 @@ class AtariEnvironment(Environment):
         self._vector.prepare_checkpoint(frame)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Without the current state, which the reset a restored copy needs replaces."""
+        """Without the current state (a restored copy resets)."""
         return {**self.__dict__, "_state": None}
 
     def reset(self, seed: int | None = None) -> State:
@@ -194,16 +196,14 @@ class AtariEnvironment(Environment):
 
     def render(self, **kwargs: Any) -> np.ndarray:
         """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""
-        frame = self.state.observation[-1].cpu().numpy()
-        return np.repeat(frame[..., None], 3, axis=-1)
+        return self._vector.render()
 
     def close(self) -> None:
         self._vector.close()
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """The registered ``"atari"`` environment of this game and options (seed 004's SRL
-        API). The Atari presets' Ray actors step ``AtariEnvironment`` copies instead, through
-        the presets' bodies (``looprl.environments.duplicate.atari_copies``)."""
+        """The SRL ``"atari"`` environment of this game and options (the Atari presets' Ray
+        actors step ``AtariEnvironment`` copies, ``duplicate.atari_copies``, made from it)."""
         return "atari", {"game": self.name, **self.options}
 
     def duplicate(self, n: int) -> AtariVectorEnvironment:

@@ -1,18 +1,7 @@
-"""Environment interfaces: one environment (``Environment``) and a batch (``VectorEnvironment``).
-
-Both keep the current ``state`` as a property so that a control loop reads::
-
-    env.reset()
-    while True:
-        action = agent.act(env.state)
-        env.step(action)
-        if env.done:
-            agent.act(env.state)   # terminal update
-            env.reset()
-
-Episode ends follow the ``State`` convention: ``done`` is terminated *or* truncated and
-``mask`` is 0 only on termination, so time-limit truncation bootstraps correctly.
-"""
+"""Environment interfaces (seed 003): one environment (``Environment``) and a batch
+(``VectorEnvironment``), each keeping its current ``state`` (``env.reset()``, then
+``env.step(agent.act(env.state))`` until ``env.done``). Episode ends follow the ``State``
+convention: ``done`` is terminated *or* truncated and ``mask`` is 0 only on termination."""
 
 from __future__ import annotations
 
@@ -26,7 +15,7 @@ from looprl.core import State, StateArray
 
 class _Spaces(ABC):
     """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces and
-    the current state, which ``reset`` and ``step`` store in ``_state``."""
+    the current state (``_state``)."""
 
     name: str
     device: str | torch.device
@@ -55,8 +44,7 @@ class _Spaces(ABC):
 
     def prepare_checkpoint(self, frame: int) -> None:
         """Called before a checkpoint at ``frame`` is saved: environments whose state cannot
-        be saved (Atari) fix the seed of their next reset, so that the run that goes on and
-        one resumed from the checkpoint reset alike."""
+        be saved (Atari) fix the seed of their next reset, so that a resumed run resets alike."""
 
     @property
     def state(self) -> Any:
@@ -125,6 +113,5 @@ class VectorEnvironment(_Spaces):
         return self.n_envs
 
     def copy(self) -> VectorEnvironment:
-        """A new, independent vector environment of the same kind and size (evaluation runs
-        in one, so that training episodes continue undisturbed)."""
+        """A new, independent vector environment of the same kind and size (for evaluation)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement copy()")

@@ -1,13 +1,9 @@
 """``DuplicateEnvironment``: the autonomous-learning-library's vector environment over a list
-of looprl environments, stepped one after another.
-
-``DuplicateEnvironment([GymEnvironment('CartPole-v1') for _ in range(4)])`` steps the given
-environments themselves (their wrappers, their windows): the same ``StateArray`` batches and
-next-step autoreset as every looprl vector environment. It takes any looprl ``Environment``
-(Gymnasium, MuJoCo, Atari, contextual, a user's own), and it is the one-copy vector
-environment the local loop trains a single environment in (``SingleEnvExperiment`` steps
-``DuplicateEnvironment([env])``), so it must stay cheap per step: copies with a
-``step_arrays`` of their own (``GymEnvironment``'s) make no ``State`` per step.
+of looprl environments (any ``Environment``: Gymnasium, MuJoCo, Atari, contextual, a user's
+own), stepped one after another: the same ``StateArray`` batches and next-step autoreset as
+every looprl vector environment. ``SingleEnvExperiment`` steps ``DuplicateEnvironment([env])``,
+so it must stay cheap per step: copies with a ``step_arrays`` of their own
+(``GymEnvironment``'s) make no ``State`` per step.
 """
 
 from __future__ import annotations
@@ -29,8 +25,7 @@ from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import copies_of, shape_changed
 from looprl.environments.vector import state_array_from_numpy
 
-__all__ = ["DuplicateEnvironment", "atari_copies", "gym_copies", "local_copies", "state_arrays",
-           "state_extras"]
+__all__ = ["DuplicateEnvironment", "atari_copies", "gym_copies", "local_copies", "state_arrays"]
 
 
 _DEFAULTS = frozenset({"observation", "reward", "done", "mask"})
@@ -41,19 +36,6 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
     terminated = bool(float(state.mask) == 0.0)
     return (as_numpy(state.observation), float(state.reward), terminated,
             bool(state.done) and not terminated)
-
-
-def state_extras(state: State) -> dict[str, Any]:
-    """The further entries of one ``State`` that are single numbers (Atari's ``life_lost``
-    and ``lives``), as NumPy scalars."""
-    extras = {}
-    for key, value in state.items():
-        if key in _DEFAULTS:
-            continue
-        value = np.asarray(as_numpy(value) if isinstance(value, torch.Tensor) else value)
-        if value.ndim == 0 and value.dtype.kind in "biuf":
-            extras[key] = value
-    return extras
 
 
 class DuplicateEnvironment(VectorEnvironment):
@@ -185,8 +167,12 @@ class DuplicateEnvironment(VectorEnvironment):
 
 
 def _common_extras(states: list[State]) -> dict[str, np.ndarray]:
-    """The single-number entries that all ``states`` have (``state_extras``), one array each."""
-    each = [state_extras(state) for state in states]
+    """The further single-number entries that all ``states`` have (Atari's ``life_lost`` and
+    ``lives``), one array each."""
+    each = []
+    for state in states:
+        values = {key: np.asarray(as_numpy(v)) for key, v in state.items() if key not in _DEFAULTS}
+        each.append({key: v for key, v in values.items() if v.ndim == 0 and v.dtype.kind in "biuf"})
     keys = set(each[0]).intersection(*each[1:]) if each else set()
     return {key: np.stack([extras[key] for extras in each]) for key in sorted(keys)}
 

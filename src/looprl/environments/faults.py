@@ -1,15 +1,7 @@
-"""A user's environment that misbehaves, reported in one line at looprl's environment boundary.
-
-* ``EnvironmentFailure``: an exception raised inside an environment's ``reset`` or ``step``,
-  re-raised naming the environment, the method and, where known, the episode and the step
-  (the original exception stays available as ``__cause__``).
-* ``gym_step_output`` / ``gym_reset_output``: what a Gymnasium ``step``/``reset`` returned,
-  checked against Gymnasium's API (the old gym API of a 4-tuple ``step`` and a bare
-  observation from ``reset`` is named as such).
-
-The checks cost a type and a length compare per step; nothing else runs unless something
-failed.
-"""
+"""A user's environment that misbehaves, reported in one line at looprl's environment boundary:
+``EnvironmentFailure`` (an exception inside ``reset`` or ``step``, naming the environment, the
+method and where) and the checks of what a Gymnasium ``step``/``reset`` returned (the old gym
+API named as such), a type and a length compare per step."""
 
 from __future__ import annotations
 
@@ -84,13 +76,11 @@ def unpack_hint(error: BaseException, method: str) -> str | None:
 def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
     """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple; else ``TypeError``
     saying what it returned (a 4-tuple: the old gym API)."""
-    if type(output) is tuple and len(output) == 5:
-        return output
+    if isinstance(output, tuple) and len(output) == 5:
+        return tuple(output)  # (a plain tuple as it is; a named tuple as a plain one)
     if isinstance(output, tuple) and len(output) == 4:
         raise TypeError(f"{name}.step() returned a 4-tuple (obs, reward, done, info), "
                         f"{OLD_GYM}; looprl expects {STEP_API}")
-    if isinstance(output, tuple) and len(output) == 5:
-        return tuple(output)  # (a named tuple)
     raise TypeError(f"{name}.step() returned {_described(output)}; looprl expects {STEP_API}")
 
 

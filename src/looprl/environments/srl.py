@@ -4,41 +4,13 @@
 ``None`` for an agent that does not act this step; ``step`` takes one action per agent in the
 same order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
 ``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool; the
-flags may be numbers that are 0 or 1, such as ``uint8``).
-After every agent is done or truncated the caller calls ``reset()``. Write one, register it
-and check it before a distributed run::
+flags may be numbers that are 0 or 1, such as ``uint8``). After every agent is done or
+truncated the caller calls ``reset()``. docs/distributed.md shows one written, registered and
+checked (``looprl.distributed.test_environment``).
 
-    class Countdown(SRLEnvironment):
-        def __init__(self, length: int = 10):
-            self.length, self.t = length, 0
-
-        @property
-        def agent_count(self) -> int:
-            return 1
-
-        def reset(self):
-            self.t = 0
-            return [step_result({"obs": np.array([self.t], np.float32)}, 0.0, False)]
-
-        def step(self, actions):
-            self.t += 1
-            obs = {"obs": np.array([self.t], np.float32)}
-            return [step_result(obs, 1.0, self.t >= self.length)]
-
-    register("countdown", Countdown)        # or register("countdown", "my_pkg.envs:Countdown")
-    test_environment("countdown", {"length": 5}, test_stepping=False)   # looprl.distributed
-
-Built-in names (adapters in ``looprl.environments.srl_adapters`` and ``.contextual``, imported
-on first use):
-any Gymnasium id (``make("CartPole-v1")``, as ``make("gym", env_id="CartPole-v1")``; with
-``atari_wrappers=True`` an ALE id gets the DeepMind preprocessing);
-``make("atari", game="Breakout")`` (observations ``{"obs": (4, 84, 84) uint8}``);
-``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` (AEC, or ``parallel=True``);
-``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})``; and an import
-path ``make("my_pkg.envs:MyEnv")`` naming an ``Environment`` class, a ``gymnasium.Env`` class
-or a name the module registers (``import_environment``; Ray workers make them this way).
-Actions may be numpy arrays, Python scalars, torch tensors or a ``NamedArray`` with a field
-``x`` (SRL's ``DiscreteAction(x=...)``); ``action_value`` unwraps them.
+Built-in names (``make`` lists them; adapters in ``looprl.environments.srl_adapters`` and
+``.contextual``, imported on first use): any Gymnasium id, ``"atari"``, ``"pettingzoo"``,
+``"contextual"`` and an import path ``"my_pkg.envs:MyEnv"`` (``import_environment``).
 """
 
 from __future__ import annotations
@@ -133,35 +105,28 @@ class Environment(ABC):
     def observation_spaces(self) -> list[Any]:
         """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict
         (by default the seed's ``observation_space``, see ``_seed_spaces``)."""
-        spaces = self._seed_spaces("observation_space")
-        if spaces is None:
-            raise NotImplementedError(
-                f"{type(self).__name__} does not define observation_spaces; implement the "
-                "property (a list of gymnasium spaces, one per agent; or observation_space: "
-                "one for every agent) to let tools check observations")
-        return spaces
+        return self._seed_spaces("observation_space", "to let tools check observations")
 
     @property
     def action_spaces(self) -> list[Any]:
         """One Gymnasium space per agent, for sampling and checking actions (by default the
         seed's ``action_space``, see ``_seed_spaces``)."""
-        spaces = self._seed_spaces("action_space")
-        if spaces is None:
-            raise NotImplementedError(
-                f"{type(self).__name__} does not define action_spaces; implement the property "
-                "(a list of gymnasium spaces, one per agent; or action_space: one for every "
-                "agent) or call test_environment(..., test_stepping=False)")
-        return spaces
+        return self._seed_spaces("action_space", "or call test_environment(..., "
+                                 "test_stepping=False)")
 
-    def _seed_spaces(self, name: str) -> list[Any] | None:
+    def _seed_spaces(self, name: str, advice: str) -> list[Any]:
         """What the seed's optional ``observation_space``/``action_space`` (``name``) gives,
         as one space per agent: it may be a property or a method, and return one space for
-        every agent or a list of one per agent; ``None`` where the env defines no ``name``."""
+        every agent or a list of one per agent; ``NotImplementedError`` (with ``advice``)
+        where the env defines no ``name``."""
         found = getattr(self, name, None)
         if callable(found):
             found = found()
         if found is None:
-            return None
+            raise NotImplementedError(
+                f"{type(self).__name__} does not define {name}s; implement the property (a "
+                f"list of gymnasium spaces, one per agent; or {name}: one for every agent) "
+                f"{advice}")
         return list(found) if isinstance(found, list | tuple) else [found] * self.agent_count
 
     def seed(self, seed: int) -> int:
@@ -232,8 +197,13 @@ def registered_environments() -> list[str]:
 
 
 def make(name: str, **env_args: Any) -> Environment:
-    """Build the environment registered as ``name`` with ``env_args``; a Gymnasium id or an
-    import path needs no registration (see the module docstring).
+    """Build the environment registered as ``name`` with ``env_args``; needing no registration:
+    any Gymnasium id (``make("CartPole-v1")``, the ``"gym"`` adapter; with
+    ``atari_wrappers=True`` an ALE id gets the DeepMind preprocessing of ``"atari"``), and an
+    import path (``make("my_pkg.envs:MyEnv")``, see ``import_environment``; Ray workers make
+    them this way). ``make("atari", game="Breakout")`` gives ``{"obs": (4, 84, 84) uint8}``,
+    ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` AEC (or ``parallel=True``),
+    ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})``.
 
     Raises:
         KeyError: ``name`` is neither registered nor a Gymnasium id (one line, listing names).

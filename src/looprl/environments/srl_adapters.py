@@ -119,6 +119,10 @@ class _SingleAgent(_Adapter):
             action_value(actions[0]))
         return [self._result(obs, info, reward, terminated, truncated)]
 
+    def render(self) -> Any:
+        """The looprl environment's ``render()`` (Atari: the newest preprocessed frame)."""
+        return self.looprl.render()
+
 
 class GymnasiumEnvironment(_SingleAgent):
     """A single-agent Gymnasium environment (an id, made with ``gym_kwargs``, or a
@@ -156,19 +160,11 @@ class AtariGameEnvironment(_SingleAgent):
         self.looprl = AtariVectorEnvironment(game, 1, num_threads=1, **options)
         self.env = self.looprl.env
         self._obs_space = gym.spaces.Dict({"obs": self.env.single_observation_space})
-        self._frame: np.ndarray | None = None
 
     def _result(self, obs: Any, info: dict, reward: Any = (0.0,), terminated: Any = (False,),
                 truncated: Any = (False,)) -> StepResult:
-        self._frame = obs[0, -1]
         return step_result({"obs": obs[0].copy()}, float(reward[0]), terminated[0],
                            {"lives": int(info["lives"][0])}, truncated[0])
-
-    def render(self) -> np.ndarray:
-        """The newest preprocessed frame as an ``(84, 84, 3)`` uint8 RGB array."""
-        if self._frame is None:
-            raise RuntimeError("AtariGameEnvironment.render() before reset(): nothing to show")
-        return np.repeat(self._frame[..., None], 3, axis=-1)
 
 
 def _check_count(actions: Any, n: int) -> None:
