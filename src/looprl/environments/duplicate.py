@@ -74,32 +74,29 @@ class DuplicateEnvironment(VectorEnvironment):
 
     def reset(self, seed: int | None = None) -> StateArray:
         """Reset every copy (copy ``i`` with ``seed + i``, when given)."""
-        rows: list[tuple[Any, float, bool, bool]] = []
-        states: list[State] = []
-        try:
-            for i, env in enumerate(self.envs):
-                states.append(env.reset() if seed is None else env.reset(seed=seed + i))
-                rows.append(state_arrays(states[-1]))
-        except Exception as error:
-            self._raise(len(rows), "reset", error)
-        self._keep(rows, states)
+        self._over[:] = True
+        self._advance(None, seed)
         return self.state
 
     def step(self, action: Any) -> StateArray:
         """Step every copy with its row of ``action`` (reset those whose episode ended)."""
-        self.step_arrays(action)
+        self._advance(as_numpy(action))
         return self.state
 
     def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
         """``step`` without making the ``StateArray`` (``state`` makes it when read): the
         NumPy arrays ``(obs, reward, terminated, truncated)`` of the copies."""
-        action = as_numpy(action)
+        return self._advance(as_numpy(action))
+
+    def _advance(self, action: Any, seed: int | None = None) -> tuple[np.ndarray, ...]:
+        """Step the copies with their rows of ``action``, or reset those whose episode is over
+        (copy ``i`` seeded with ``seed + i``, when given)."""
         rows: list[tuple[Any, float, bool, bool]] = []
         states: list[State] = []
         try:
             for i, env in enumerate(self.envs):
                 if self._over[i]:
-                    states.append(env.reset())
+                    states.append(env.reset() if seed is None else env.reset(seed=seed + i))
                     rows.append((state_arrays(states[-1])[0], 0.0, False, False))
                 elif self._steps[i] is not None:
                     rows.append(self._steps[i](action[i]))

@@ -63,7 +63,7 @@ class GymEnvironment(Environment):
     """
 
     _shape: Any = None  # of the first observation (all must have it)
-    _outcome: Any = None  # Gymnasium's last step (``step_arrays``: the state is made from it)
+    _outcome: Any = None  # Gymnasium's last reset or step output (``state`` is made from it)
     _episode = 0  # episodes begun (for the line of a failing step or reset)
     _t = 0  # steps into the episode
 
@@ -90,11 +90,8 @@ class GymEnvironment(Environment):
 
     def reset(self, seed: int | None = None) -> State:
         """Start an episode (seeded with ``seed``, or the constructor's for the first)."""
-        self._state = State.from_gym(self.reset_output(seed), device=self.device,
-                                     source=self.name)
-        self._outcome = None
-        self._check_shape()
-        return self._state
+        self._outcome, self._state = self.reset_output(seed), None
+        return self.state
 
     def reset_output(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's ``reset``, checked to be its ``(observation, info)``; an exception inside
@@ -108,18 +105,15 @@ class GymEnvironment(Environment):
         return gym_reset_output(output, self.name)
 
     def step(self, action: Any) -> State:
-        self._state = State.from_gym(self.step_output(action), device=self.device,
-                                     source=self.name)
-        self._check_shape()
-        return self._state
+        self._outcome, self._state = self.step_output(action), None
+        return self.state
 
     def step_arrays(self, action: Any) -> tuple[Any, float, bool, bool]:
         """``step`` without making the ``State`` (``state`` makes it when read):
         ``(observation, reward, terminated, truncated)`` as NumPy values (the collector reads
         them)."""
-        outcome = self._outcome = self.step_output(action)
+        obs, reward, terminated, truncated, _ = self._outcome = self.step_output(action)
         self._state = None
-        obs, reward, terminated, truncated, _ = outcome
         return as_observation(obs, self.name), float(reward), bool(terminated), bool(truncated)
 
     def step_output(self, action: Any) -> tuple[Any, ...]:
@@ -146,20 +140,17 @@ class GymEnvironment(Environment):
 
     @property
     def state(self) -> State:
+        """The current ``State``, made from Gymnasium's last output when first read;
+        ``ValueError`` if its observation has another shape than the first one had."""
         if self._state is None and self._outcome is not None:
             self._state = State.from_gym(self._outcome, device=self.device, source=self.name)
-            self._check_shape()
+            observation = self._state.observation
+            shape = tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
+            if self._shape is None:
+                self._shape = shape
+            elif shape != self._shape:
+                raise shape_changed(self.name, self._shape, shape)
         return super().state
-
-    def _check_shape(self) -> None:
-        """``ValueError`` if the observation has another shape than the first one had (an
-        observation that is not one tensor has the shape ``None``)."""
-        observation = self._state.observation
-        shape = tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
-        if self._shape is None:
-            self._shape = shape
-        elif shape != self._shape:
-            raise shape_changed(self.name, self._shape, shape)
 
     @property
     def observation_space(self) -> gym.Space:
