@@ -25,24 +25,13 @@ class A2CTrainer(OnPolicyTrainer):
 
     Args:
         policy: the policy to optimize.
-        value_coef, entropy_coef: loss weights.
-        normalize_advantages: normalize the batch's advantages before the step.
         gae_lambda: GAE's lambda (``1``: n-step returns).
-        **kwargs: ``OnPolicyTrainer``'s other arguments (``discount_factor``, ``lr``...).
+        **kwargs: ``OnPolicyTrainer``'s other arguments (``value_coef``, ``entropy_coef``,
+            ``normalize_advantages``, ``discount_factor``, ``lr``...).
     """
 
-    def __init__(
-        self,
-        policy: Policy,
-        value_coef: float = 0.5,
-        entropy_coef: float = 0.0,
-        normalize_advantages: bool = False,
-        gae_lambda: float = 1.0,
-        **kwargs: Any,
-    ):
-        super().__init__(policy, value_coef=value_coef, entropy_coef=entropy_coef,
-                         normalize_advantages=normalize_advantages, gae_lambda=gae_lambda,
-                         **kwargs)
+    def __init__(self, policy: Policy, gae_lambda: float = 1.0, **kwargs: Any):
+        super().__init__(policy, gae_lambda=gae_lambda, **kwargs)
 
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

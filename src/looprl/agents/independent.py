@@ -203,13 +203,14 @@ class IndependentPolicy(Policy):
         """Each agent's policy answers its own rows (``request.agent``), in its view;
         ``ValueError`` if the request does not say whose rows it holds."""
         agents = _agent_indices(request.agent, "request", len(self.policies))
-        results, rows = [], []
+        results, indices = [], []
         for agent in np.unique(agents):
             index = np.flatnonzero(agents == agent)
-            results.append(self.policies[agent].rollout(self._rows(request, index, agent),
-                                                        **kwargs))
-            rows.append(index)
-        return _merge(results, rows)
+            rows = {name: _take(value, index) for name, value in request.items() if name != "agent"}
+            rows["obs"] = self.view(agent, rows["obs"])
+            results.append(self.policies[agent].rollout(RolloutRequest(**rows), **kwargs))
+            indices.append(index)
+        return _merge(results, indices)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         """The ``analyze`` of the policy of the one agent whose streams ``sample`` holds
@@ -227,10 +228,6 @@ class IndependentPolicy(Policy):
         sample = recursive_apply(sample, lambda leaf: leaf)  # a copy to set obs on
         sample.obs = self.view(agent, sample.obs)
         return self.policies[agent].analyze(sample, target, **kwargs)
-
-    def _rows(self, request: RolloutRequest, index: np.ndarray, agent: int) -> RolloutRequest:
-        rows = {name: _take(value, index) for name, value in request.items() if name != "agent"}
-        return RolloutRequest(**{**rows, "obs": self.view(agent, rows["obs"])})
 
 
 class IndependentTrainer(PolicyTrainer):

@@ -1,9 +1,5 @@
-"""The learner of independent learners: ``IndependentLearner`` puts each segment's streams
-into their agent's own ``Learner`` (``IndependentTrainer.split``), so that each agent's
-trainer learns from its own buffer on its own schedule. It answers what a local run, Ray's
-trainer worker and ``test_pipeline`` ask a ``Learner``: the local multi-agent experiment
-gives it the agents' own learners, Ray's trainer worker builds them (``from_buffers``).
-"""
+"""The learner of independent learners: each agent's trainer learns from its own buffer on its
+own schedule, in a local run, in Ray's trainer worker and in ``test_pipeline`` alike."""
 
 from __future__ import annotations
 
@@ -27,7 +23,8 @@ __all__ = ["IndependentLearner", "IndependentLearners", "shared_cut"]
 
 
 class IndependentLearner(StepLoop):
-    """One ``Learner`` per agent: ``cores[i]`` trains ``policy.policies[i]``, and ``trainer``
+    """One ``Learner`` per agent: ``put`` hands each agent's streams to its own
+    (``IndependentTrainer.split``); ``cores[i]`` trains ``policy.policies[i]``, and ``trainer``
     is the ``IndependentTrainer`` of their trainers (``ValueError``: they do not train the
     policies, one each, in order).
 
@@ -61,9 +58,12 @@ class IndependentLearner(StepLoop):
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """Every agent's learner's ``hp/*`` keys, as ``<key>/<agent>`` (``hp/lr/q/player_1``)."""
+        return self._by_agent("hyperparameters")
+
+    def _by_agent(self, method: str) -> dict[str, Any]:
         return {f"{key}/{name}": value
                 for core, name in zip(self.cores, self.policy.names, strict=True)
-                for key, value in core.hyperparameters().items()}
+                for key, value in getattr(core, method)().items()}
 
     @property
     def policy(self) -> IndependentPolicy:
@@ -93,9 +93,7 @@ class IndependentLearner(StepLoop):
     def log_scalars(self) -> dict[str, float]:
         """The ``log/*`` values each agent's update hooks wrote since the last call, as
         ``<key>/<agent>``."""
-        return {f"{key}/{name}": value
-                for core, name in zip(self.cores, self.policy.names, strict=True)
-                for key, value in core.log_scalars().items()}
+        return self._by_agent("log_scalars")
 
     def put(self, sample: SampleBatch) -> None:
         """Put each agent's streams of ``sample`` into its own learner."""

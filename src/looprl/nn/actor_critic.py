@@ -1,14 +1,5 @@
-"""Actor-critic networks: the one forward contract every actor-critic policy builds on.
-
-``ActorCriticModel.forward(obs, hx=None, reset=None)`` returns
-``(params, value, aux_value, next_hx)``: action-distribution parameters (logits, or
-``cat(mean, log_std)``), state values ``V(obs)``, PPG's auxiliary values (``None`` without an
-auxiliary head) and the next recurrent memory (``None`` for feed-forward networks).
-``initial_state()`` is the memory of one stream at the start of an episode (``None``: no
-memory). ``looprl.agents.actor_critic.ActorCriticPolicy`` acts and analyzes with any model
-that follows it: the small ones here, which read one observation tensor, or the
-field-reading ``ActorCriticNetwork`` (encoders per observation field, optional GRU).
-"""
+"""Actor-critic networks: the one forward contract every actor-critic policy builds on
+(``ActorCriticModel``) and the small networks of the presets, which read one observation."""
 
 from __future__ import annotations
 
@@ -39,7 +30,12 @@ def single_field(obs: Any) -> torch.Tensor:
 
 
 class ActorCriticModel(nn.Module):
-    """Base of actor-critic networks (see the module docstring for the contract)."""
+    """Base of the networks ``looprl.agents.ActorCriticPolicy`` acts and analyzes with.
+
+    ``forward(obs, hx=None, reset=None)`` returns ``(params, value, aux_value, next_hx)``:
+    action-distribution parameters (logits, or ``cat(mean, log_std)``), values ``V(obs)``,
+    PPG's auxiliary values and the next recurrent memory (``None`` without either).
+    """
 
     def initial_state(self) -> Any:
         """Recurrent memory of one stream at an episode start (``None``: feed-forward)."""

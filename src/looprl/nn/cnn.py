@@ -1,12 +1,7 @@
-"""The Nature CNN (Mnih et al., 2015, https://www.nature.com/articles/nature14236) and heads.
-
-Models take stacked uint8 frames ``(batch, 4, 84, 84)`` and scale them by 1/255 inside, so
-observations stay uint8 (4x smaller) in replay and rollout buffers until the forward pass.
-``NatureConv`` and ``NatureCNN`` (``looprl.nn.features``) are the convolutions and the feature
-extractor; ``nature_features`` builds any extractor of ``looprl.nn.features`` over the frames.
-The Q-networks ``nature_dqn``, ``nature_dueling_dqn``, ``nature_categorical_dqn``,
-``nature_c51`` (as ``QDist`` expects) and ``nature_rainbow``, and ``nature_actor_critic``, put
-heads on those features.
+"""The networks of the Atari presets: heads on the Nature CNN (Mnih et al., 2015,
+https://www.nature.com/articles/nature14236) or another extractor of ``looprl.nn.features``.
+They take stacked uint8 frames ``(batch, 4, 84, 84)`` and scale them by 1/255 inside, so
+observations stay uint8 (4x smaller) in replay and rollout buffers.
 """
 
 from __future__ import annotations
@@ -78,15 +73,12 @@ def nature_rainbow(num_actions: int, atoms: int = 51, frames: int = 4, hidden: i
         )
 
     if dueling:
-        value, advantage = stream(outputs), stream(num_actions * outputs)
-        if distributional:
-            dueling = nn.Sequential(conv, CategoricalDueling(value, advantage))
-            return nn.Sequential(CategoricalQHead(dueling, num_actions, atoms))
-        return nn.Sequential(conv, Dueling(value, advantage))
-    head = nn.Sequential(conv, stream(num_actions * outputs))
-    if distributional:
-        return nn.Sequential(CategoricalQHead(head, num_actions, atoms))
-    return head
+        combine = CategoricalDueling if distributional else Dueling
+        head = combine(stream(outputs), stream(num_actions * outputs))
+    else:
+        head = stream(num_actions * outputs)
+    net = nn.Sequential(conv, head)
+    return nn.Sequential(CategoricalQHead(net, num_actions, atoms)) if distributional else net
 
 
 def nature_categorical_dqn(

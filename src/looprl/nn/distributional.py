@@ -1,9 +1,5 @@
-"""Categorical (distributional) Q heads (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
-
-``CategoricalQHead`` maps flat logits to per-action probabilities over ``num_atoms`` fixed
-atoms, shape ``(batch, num_actions, num_atoms)`` (every ``[b, a, :]`` sums to one);
-``CategoricalDueling`` returns flat dueling logits ``(batch, num_actions * num_atoms)``, as
-ALL's. ``QDist`` takes either (see ``looprl.approximation.q_dist``).
+"""Categorical (distributional) Q heads (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887),
+as ``QDist`` takes them (``looprl.approximation.q_dist``).
 """
 
 from __future__ import annotations

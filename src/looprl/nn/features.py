@@ -45,14 +45,16 @@ __all__ = ["ACTIVATIONS", "FEATURE_EXTRACTORS", "ConvFeatures", "MLPFeatures", "
 
 
 class _Unbatched(nn.Module):
-    """Runs ``self.layers`` on a batch; an unbatched input of ``input_shape`` gets one."""
+    """Runs ``self.layers`` on a batch (an unbatched input of ``input_shape`` gets one), uint8
+    inputs (any, with ``scale_floats``) scaled by 1/255."""
 
     input_dims: int
+    scale_floats = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == self.input_dims:
             return self.forward(x.unsqueeze(0)).squeeze(0)
-        if x.dtype == torch.uint8:
+        if x.dtype == torch.uint8 or self.scale_floats:
             x = x.float() * (1.0 / 255.0)
         return self.layers(x.float())
 
@@ -129,13 +131,10 @@ class NatureConv(ConvFeatures):
     """The Nature DQN convolutions (``ConvFeatures``' defaults) over ``frames`` stacked frames
     of ``screen_size`` pixels a side, scaled by 1/255 inside (float frames too)."""
 
+    scale_floats = True
+
     def __init__(self, frames: int = 4, screen_size: int = 84):
         super().__init__((frames, screen_size, screen_size))
-
-    def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        if frames.dim() == 3:  # one unbatched state
-            return self.forward(frames.unsqueeze(0)).squeeze(0)
-        return self.layers(frames.float() * (1.0 / 255.0))
 
 
 class NatureCNN(nn.Sequential):

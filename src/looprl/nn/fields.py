@@ -1,10 +1,6 @@
-"""Observation fields to features: the encoders of the SRL-style policies (seed 004).
-
-SRL observations are dicts of named fields. A policy declares the fields it reads as
-``{field: dim or shape}`` (``obs_dim``/``state_dim``; an int or a shape alone is the field
-``obs``: ``field_shapes``). ``observation_fields`` checks and flattens a batch of them,
-``ObservationEncoder`` concatenates their encodings (flat fields as they are, ``(C, H, W)``
-images through a CNN) and ``Backbone`` adds an MLP and an optional GRU.
+"""Observation fields to features: the encoders of the SRL-style policies (seed 004), whose
+observations are dicts of named fields, declared as ``{field: dim or shape}`` (``obs_dim``/
+``state_dim``; ``field_shapes``).
 """
 
 from __future__ import annotations

@@ -148,16 +148,9 @@ class MLP(nn.Sequential):
         activation: class of the activation placed after each hidden layer.
         output_gain: gain of the output layer (``None``: 1; e.g. ``0.01`` for policy logits).
 
-    Example:
-        >>> model = MLP(4, 2, hidden=(64, 64), output_gain=0.01)
-        >>> model(torch.zeros(8, 4)).shape
-        torch.Size([8, 2])
-
-    ``forward`` applies the ``Linear`` layers as ``F.linear(x, weight, bias)`` and the ``Tanh``,
-    ``ReLU`` and ``Sigmoid`` layers as their functions, not through ``nn.Module.__call__``:
-    the same arithmetic without the per-layer call cost, which is a third of a small
-    network's forward pass (policies act on a few rows at a time). Any other layer, and
-    every layer while a module hook is registered on it or globally, is called as usual.
+    ``forward`` applies the ``Linear``, ``Tanh``, ``ReLU`` and ``Sigmoid`` layers as functions,
+    not through ``nn.Module.__call__`` (a third of a small network's forward pass), unless a
+    module hook is registered on them or globally; any other layer is called as usual.
     """
 
     def __init__(
