@@ -30,7 +30,7 @@ class A2CTrainer(OnPolicyTrainer):
             ``normalize_advantages``, ``discount_factor``, ``lr``...).
     """
 
-    def __init__(self, policy: Policy, gae_lambda: float = 1.0, **kwargs: Any):
+    def __init__(self, policy: Policy, *, gae_lambda: float = 1.0, **kwargs: Any):
         super().__init__(policy, gae_lambda=gae_lambda, **kwargs)
 
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor

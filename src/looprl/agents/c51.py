@@ -36,8 +36,7 @@ class C51Policy(DQNPolicy):
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
         """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs``, with gradients."""
-        obs = sample["obs"]
-        return self.dist(self.states(obs, tuple(sample["reward"].shape)))
+        return self.dist(self.states(sample["obs"], tuple(sample["reward"].shape)))
 
 
 class C51Trainer(DQNTrainer):

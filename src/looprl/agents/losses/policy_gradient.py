@@ -16,15 +16,12 @@ def ppo_policy_loss(
     clip: float,
     bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """PPO's clipped surrogate objective, negated to be minimized (Schulman et al., 2017).
-
-    ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))`` with
-    ``ratio = exp(log_probs - old_log_probs)``. Of the two bounds, only ``1 + clip`` can bind
-    where ``A >= 0`` and only ``1 - clip`` where ``A < 0``, so this is
-    ``dot(clamp(ratio, low, high), -A / n)`` with the other bound infinite: the same value and
-    gradients from half as many autograd nodes (they are most of its cost on small batches;
-    ``-A / n`` needs none). ``bounds``: ``ppo_clip_bounds(advantages, clip)``, where the
-    caller has them (a trainer whose every epoch sees the same rows makes them once).
+    """PPO's clipped surrogate objective, negated (Schulman et al., 2017):
+    ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))``, ``ratio = exp(log_probs -
+    old_log_probs)``. Only ``1 + clip`` can bind where ``A >= 0`` and only ``1 - clip`` where
+    ``A < 0``, so this is ``dot(clamp(ratio, low, high), -A / n)``: the same value and gradients
+    from half as many autograd nodes. ``bounds``: ``ppo_clip_bounds(advantages, clip)``, made
+    once where every epoch sees the same rows.
     """
     low, high, weights = bounds if bounds is not None else ppo_clip_bounds(advantages, clip)
     clamped = torch.exp(log_probs - old_log_probs).flatten().clamp(low, high)
@@ -78,11 +75,8 @@ def ppo_loss(
     value_clip: float | None = None,
     bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The full PPO loss: policy + ``value_coef`` * value - ``entropy_coef`` * entropy.
-
-    Returns the total loss and its detached parts for logging (without ``entropy`` when it is
-    ``None``: a loss that does not weigh it). ``bounds``: ``ppo_clip_bounds(advantages,
-    clip)``, where the caller has them (``ppo_policy_loss``).
+    """The full PPO loss, policy + ``value_coef`` * value - ``entropy_coef`` * entropy, and its
+    detached parts (without ``entropy`` when it is ``None``); ``bounds``: ``ppo_policy_loss``'s.
 
     Raises:
         ValueError: ``entropy_coef`` is not zero and ``entropy`` is ``None``.
@@ -107,11 +101,8 @@ def ppo_loss(
 
 
 def policy_gradient_loss(log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """The likelihood-ratio (REINFORCE) policy loss ``-mean(log pi(a | s) * A)``.
-
-    ``advantages`` are treated as constants (no gradient flows into them), so the gradient
-    is ``-mean(A * grad log pi(a | s))`` (Williams, 1992; Sutton et al., 2000).
-    """
+    """The likelihood-ratio (REINFORCE) policy loss ``-mean(log pi(a | s) * A)``, ``A``
+    constant (Williams, 1992; Sutton et al., 2000)."""
     return -(log_probs * advantages.detach()).mean()
 
 
@@ -124,12 +115,9 @@ def a2c_loss(
     value_coef: float = 0.5,
     entropy_coef: float = 0.0,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Advantage actor-critic loss: policy + ``value_coef`` * value - ``entropy_coef`` * entropy.
-
-    ``policy = -mean(log pi(a | s) * A)``, ``value = mean((V(s) - R)^2)`` (``R`` constant),
-    ``entropy = mean(H(pi(. | s)))``. Shared by VPG (Monte-Carlo ``R``), VAC (one-step
-    ``R``) and A2C (n-step ``R``). Returns the total loss and its detached parts.
-    """
+    """Advantage actor-critic loss, policy + ``value_coef`` * value - ``entropy_coef`` *
+    entropy (``R`` constant), and its detached parts: VPG's (Monte-Carlo ``R``), VAC's
+    (one-step ``R``) and A2C's (n-step ``R``)."""
     policy = policy_gradient_loss(log_probs, advantages)
     value = value_loss(values, returns.detach())
     entropy_mean = entropy.mean()
@@ -138,7 +126,6 @@ def a2c_loss(
         total = total - entropy_coef * entropy_mean
     parts = {"policy": policy.detach(), "value": value.detach(), "entropy": entropy_mean.detach()}
     return total, parts
-
 
 
 def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
@@ -155,12 +142,9 @@ def ppg_aux_loss(
     logits: torch.Tensor,
     beta_clone: float = 1.0,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """PPG's joint loss of the auxiliary phase (Cobbe et al., 2021, eq. 2).
-
-    ``L_joint = 0.5 * mean((V_aux(s) - R)^2) + beta_clone * mean(KL(pi_old(.|s) || pi(.|s)))``:
-    distil the value targets ``R`` into the policy network's auxiliary value head while
-    the behaviour-cloning term keeps the policy where it was at the start of the phase
-    (``old_logits``, treated as constants). Returns the total and its detached parts.
+    """PPG's joint loss of the auxiliary phase (Cobbe et al., 2021, eq. 2) and its detached
+    parts: ``0.5 * mean((V_aux(s) - R)^2) + beta_clone * mean(KL(pi_old(.|s) || pi(.|s)))``
+    (``old_logits``, the policy's at the start of the phase, constant).
     """
     aux = 0.5 * ((aux_values - returns.detach()) ** 2).mean()
     kl = categorical_kl(old_logits.detach(), logits).mean()

@@ -18,16 +18,11 @@ def td_target(
 
 def dqn_loss(values: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None,
              huber: bool = True) -> torch.Tensor:
-    """Q-learning regression of ``Q(s, a)`` onto fixed ``targets`` (Mnih et al., 2015).
-
-    Huber (smooth L1) loss by default, as in the Nature DQN; ``weights`` scale each
-    sample (importance weights of prioritized replay).
-    """
-    targets = targets.detach()
-    if huber:
-        elementwise = F.smooth_l1_loss(values, targets, reduction="none")
-    else:
-        elementwise = F.mse_loss(values, targets, reduction="none")
+    """Q-learning regression of ``Q(s, a)`` onto fixed ``targets`` (Mnih et al., 2015): Huber
+    (smooth L1) by default, as the Nature DQN; ``weights`` scale each sample (prioritized
+    replay's importance weights)."""
+    loss = F.smooth_l1_loss if huber else F.mse_loss
+    elementwise = loss(values, targets.detach(), reduction="none")
     if weights is not None:
         elementwise = elementwise * weights
     return elementwise.mean()
@@ -41,12 +36,9 @@ def _value_at(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
 def double_q_target(rewards: torch.Tensor, next_online_values: torch.Tensor,
                     next_target_values: torch.Tensor, masks: torch.Tensor,
                     discount: float | torch.Tensor) -> torch.Tensor:
-    """Double Q-learning target (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
-
-    ``r + discount * mask * Q_target(s', argmax_a Q_online(s', a))``: the online network
-    picks the action, the target network evaluates it. ``discount`` may be a tensor
-    (``gamma^k`` of n-step returns).
-    """
+    """Double Q-learning target (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461)
+    ``r + discount * mask * Q_target(s', argmax_a Q_online(s', a))``; ``discount`` may be a
+    tensor (``gamma^k`` of n-step returns)."""
     best = next_online_values.argmax(dim=-1, keepdim=True)
     return rewards + discount * masks * _value_at(next_target_values, best)
 
