@@ -64,11 +64,8 @@ class PresetBuilder:
     Args:
         default_name: the preset's name (used for run directories).
         default_hyperparameters: every valid hyperparameter with its default value.
-        constructor: ``constructor(env, name, device, hyperparameters) -> Preset`` (looprl's
-            presets), or one that takes the hyperparameters as keywords, called as the
-            autonomous-learning-library calls it: ``constructor(env, device=..., name=...,
-            **hyperparameters)`` (its ``**`` catch-all or its parameters named like the
-            hyperparameters say which).
+        constructor: ``constructor(env, name, device, hyperparameters) -> Preset``, or ALL's
+            form, ``constructor(env, device=..., name=..., **hyperparameters)``.
     """
 
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
@@ -102,14 +99,8 @@ class PresetBuilder:
         return builder
 
     def env(self, env: Any) -> PresetBuilder:
-        """Set the environment the preset's agents will act in. looprl's presets also take
-        an id (``"CartPole-v1"``, an import path ``pkg.module:Env``), made in the form the
-        preset's family acts in, as ``looprl train`` makes it; a user's constructor gets
-        ``env`` as it is (ALL's builder).
-
-        Raises:
-            TypeError: a looprl preset got neither an id nor an environment.
-        """
+        """Set the environment; looprl's presets also take an id (``"CartPole-v1"``,
+        ``pkg.module:Env``), made as ``looprl train`` makes it (``TypeError`` otherwise)."""
         family = self._family()
         if family is None:
             return self._preset_builder(env=env)
@@ -151,11 +142,8 @@ class PresetBuilder:
         return self._preset_builder(name=name)
 
     def hyperparameters(self, **hyperparameters: Any) -> PresetBuilder:
-        """Override hyperparameters.
-
-        Unknown names raise ``UnknownHyperparameterError`` (a ``KeyError``) listing the
-        valid ones.
-        """
+        """Override hyperparameters (``UnknownHyperparameterError``, a ``KeyError``, for
+        unknown names)."""
         valid = sorted(self.default_hyperparameters)
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:

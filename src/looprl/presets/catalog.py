@@ -43,14 +43,9 @@ def resolve_agent(name: str) -> Any:
 
 
 def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) -> Any:
-    """The environment ``env_id`` in the form the family of preset ``agent`` acts in.
-
-    ``env_id`` is a Gymnasium id, a name ``looprl.environments.register`` ed, or an import
-    path ``package.module:NAME`` of a ``gymnasium.Env`` class (single-agent presets), an SRL
-    ``Environment`` class (multi-agent presets) or a name the module registers. With
-    ``context`` (see ``context_sets``) naming a training set, the contextual environment of
-    ``env_id`` over it (``looprl.environments.contextual``).
-    """
+    """The environment ``env_id`` (a Gymnasium id, a registered name, or an import path
+    ``package.module:NAME``) in the form the family of preset ``agent`` acts in; with a
+    training set in ``context`` (``context_sets``), the contextual environment over it."""
     if not isinstance(env_id, str):
         raise ValueError(f"env is an id or an import path, got {env_id!r}; a contextual "
                          "environment's instance sets are context.train / context.test")
@@ -116,12 +111,8 @@ CONTEXT_KEYS = ("train", "test", "ranges", "seed", "hide_context", "instance_mod
 
 def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
     """The training and held-out instance sets ``context`` describes (``None`` where it
-    names none): ``train`` and ``test`` are a number of instances drawn from ``ranges``
-    (``sample_contexts``; seeds ``seed`` and ``seed + 1``), or a YAML/JSON file of contexts.
-
-    Raises:
-        ValueError: an unknown key, or a set that is neither a number nor a file of contexts.
-    """
+    names none): a number drawn from ``ranges`` (seeds ``seed``, ``seed + 1``) or a YAML/JSON
+    file; ``ValueError`` for an unknown key or another value."""
     from looprl.environments.contextual import sample_contexts
 
     unknown = sorted(set(context) - set(CONTEXT_KEYS))

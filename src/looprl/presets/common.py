@@ -22,10 +22,9 @@ log = logging.getLogger(__name__)
 
 
 class FamilyPreset(Preset):
-    """Base of the presets of the families: it checks that the hyperparameters lie in their
-    ranges (``looprl.core.ranges.RANGES``) and that the ``parts`` it names are ones it
-    takes (kind -> valid names, ``looprl.presets.parts``; none: no swappable parts), and puts
-    its local agent in the family's bodies (``_wrap``: none by default)."""
+    """Base of the presets of the families: it checks the hyperparameters' ranges and
+    ``parts`` (kind -> valid names), and puts its local agent in the family's bodies
+    (``_wrap``)."""
 
     parts: dict[str, tuple[str, ...]] = {}
 
@@ -126,11 +125,8 @@ def _composite_advice(space: gym.Space) -> str:
 
 
 def require_flat_observations(env: Any, algorithm: str, family: str = "classic-control") -> int:
-    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` otherwise.
-
-    The error's advice depends on the space: images go to the Atari presets, other
-    spaces through Gymnasium's ``FlattenObservation`` (one-hot for ``Discrete``).
-    """
+    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` (with advice for the
+    space) otherwise."""
     space = env.observation_space
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])

@@ -1,14 +1,10 @@
 """``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
 classic control and Atari, through ``QPreset``; DDPG, TD3, SAC), for every runtime.
 
-A preset says once how to make each part of its algorithm: ``policy(logger, device,
-copy_model)`` (with its exploration and optimizer), ``trainer(policy, train_steps)``, the
-replay (``uniform`` or ``prioritized`` of ``replay_buffer_size`` windows of ``n_step`` steps,
-``minibatch_size`` per gradient step, from ``replay_start_size`` transitions on) and the
-update schedule (``gradient_steps`` every ``update_frequency`` transitions: a
-``looprl.agents.learner.ReplaySchedule``). The local ``agent`` composes them; on Ray
-(``DistributedRun(preset, ...)``) the actors explore with the same policy and the trainer
-worker keeps the replay ``learning`` describes, in a ``Learner`` with the same schedule.
+A preset says once how to make each part: ``policy`` (with its exploration and optimizer),
+``trainer``, the replay (``replay_buffer_size`` windows of ``n_step`` steps) and the update
+schedule (a ``looprl.agents.learner.ReplaySchedule``). The local ``agent`` composes them; on
+Ray the trainer worker keeps the replay ``learning`` describes, with the same schedule.
 
 Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
 presets: ``apex=True`` learns from prioritized ``n_steps`` windows, and each actor explores
@@ -80,9 +76,8 @@ class ReplayPreset(FamilyPreset):
         return int(self.hyperparameters.get("n_steps", 1))
 
     def replay_buffer(self, train_steps: float = math.inf) -> Any:
-        """The local agent's replay buffer (of ``replays``): ``replay_buffer_size`` windows of
-        ``n_step`` steps; prioritized replay uses ``alpha``, and ``beta`` annealed to 1 over
-        the gradient steps of ``train_steps`` frames (``parts.beta_schedule``)."""
+        """The local agent's replay buffer (of ``replays``); prioritized replay anneals
+        ``beta`` to 1 over ``train_steps`` frames."""
         hp = self.hyperparameters
         uniform, prioritized = self.replays
         if not self.prioritized:
@@ -92,11 +87,8 @@ class ReplayPreset(FamilyPreset):
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """The trainer worker keeps the local agent's replay (``make_learner``'s ``buffer``,
-        ``remote_prefix`` and the kind, and ``buffer_args``), with its schedule: minibatch,
-        start size, ``update_frequency`` and ``gradient_steps``; with ``apex``, each actor
-        explores at its own Ape-X rate; actors send segments as long as the local agent's
-        (``ReplaySchedule.segment_length``)."""
+        """The trainer worker keeps the local agent's replay, with its schedule; with
+        ``apex``, each actor explores at its own Ape-X rate."""
         hp = self.hyperparameters
         args: dict[str, Any] = {
             "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
@@ -127,11 +119,9 @@ class ReplayPreset(FamilyPreset):
 
 class QNetworkPreset(FamilyPreset):
     """The Q-network of the DQN family's presets, with replay (``QPreset``) or online
-    (``classic_control.vqn``): a network over discrete actions (``_build``; ``v_min < v_max``
-    checked), a ``QNetwork`` (or a ``QDist`` when ``distributional``) with Adam at ``lr``
-    (``eps``), a target copied every ``target_update_frequency`` updates (0: none) and
-    gradients clipped at ``clip_grad``, and a ``DQNPolicy`` (``C51Policy`` when
-    ``distributional``) exploring (``_policy``)."""
+    (``classic_control.vqn``): a ``QNetwork`` (``QDist`` when ``distributional``) over
+    ``_build``'s network, with Adam, a target copied every ``target_update_frequency``
+    updates (0: none), and an exploring ``DQNPolicy`` (or ``C51Policy``)."""
 
     algorithm = "DQN"
 
@@ -162,9 +152,8 @@ class QNetworkPreset(FamilyPreset):
                      v_min=hp["v_min"], v_max=hp["v_max"], **kwargs)
 
     def _q_policy(self, q: Any, epsilon: Any = 0.0) -> DQNPolicy:
-        """A ``C51Policy`` over a ``QDist`` (``distributional``), else a ``DQNPolicy``, over
-        ``q``, exploring at the rate ``epsilon`` (0 with noisy networks), and evaluating at
-        the rate ``test_exploration``."""
+        """A ``C51Policy`` or ``DQNPolicy`` over ``q``, exploring at ``epsilon`` (0 with noisy
+        networks) and evaluating at ``test_exploration``."""
         return (C51Policy if self.distributional else DQNPolicy)(
             q, self.num_actions, epsilon,
             evaluation_epsilon=self.hyperparameters.get("test_exploration", 0.0))
@@ -194,9 +183,8 @@ class QNetworkPreset(FamilyPreset):
 
 class QPreset(QNetworkPreset, ReplayPreset):
     """Base of the DQN family's replay presets (DQN, DDQN, C51, Rainbow): a
-    ``QNetworkPreset`` with its trainer: ``C51Trainer`` (``distributional``), else
-    ``DQNTrainer`` (``update``, ``huber``); ``double`` picks the bootstrap action with the
-    online network (it takes over from ``update``), over ``n_step`` windows."""
+    ``QNetworkPreset`` with a ``C51Trainer`` (``distributional``) or ``DQNTrainer``
+    (``update``, ``huber``; ``double`` takes over from ``update``)."""
 
     @property
     def double(self) -> bool:

@@ -38,13 +38,8 @@ class linear:  # noqa: N801 -- used like a function: linear(3e-4)
 
 
 class ActorCriticPreset(FamilyPreset):
-    """A preset whose policy is an ``ActorCriticPolicy`` over its network (``_build``: the
-    network and action head) and optimizer (``_optimizer``: Adam at ``lr`` by default).
-
-    Args:
-        env: the environment the preset is built for (its spaces size the network).
-        name, device, hyperparameters: as ``Preset``'s.
-    """
+    """A preset whose policy is an ``ActorCriticPolicy`` over its network and action head
+    (``_build(env)``) and optimizer (``_optimizer``: Adam at ``lr`` by default)."""
 
     algorithm = "actor-critic"
 
@@ -81,9 +76,8 @@ class ActorCriticPreset(FamilyPreset):
 
 
 class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
-    """A parallel preset whose local agent is an ``OnPolicyAgent`` of its ``policy`` and
-    ``trainer`` over ``n_envs`` environments and ``n_steps`` segments, in the family's bodies
-    (``_wrap``): the on-policy presets and VQN / VSarsa (``classic_control.vqn``)."""
+    """A parallel preset whose local agent is an ``OnPolicyAgent`` over ``n_envs``
+    environments and ``n_steps`` segments: the on-policy presets and VQN / VSarsa."""
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
         policy = self.policy(logger)

@@ -5,17 +5,10 @@ to an agent, optionally trained, and evaluated; the shaped returns go back (``te
 individual is one vector: the network parameters (with ``search_params=True``), then one
 coordinate in [0, 1] per target, mapped onto its bounds (linear or log; ints rounded).
 
-Preset hyperparameters (``"lr"``, ``"hidden"``) need a fresh agent per individual (seeded
-alike); ``hp/*`` keys are set on the running agent, so without preset targets one agent runs
-through the whole search, as in Mighty (``reset_agent=True``: fresh agents anyway). At the
-end the best individual is restored (its kept agent, or its ``hp/*`` values and network on
-the running agent) and evaluated again. With a ``logdir`` every individual has a run
-directory ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best`` (the best one evaluated
-again); the first agent, only read for the search's starting point, writes none.
-
-A generation's individuals are scored by ``score_individual``, through the runner's
-``trials`` (``looprl.runners.trials``): one after another here, or at once on Ray (fresh agents
-only), with the same results for the same seed.
+Preset hyperparameters need a fresh agent per individual; ``hp/*`` keys are set on the
+running agent, so without preset targets one agent runs through the whole search, as in
+Mighty. At the end the best individual is restored and evaluated again. Run directories:
+``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
 """
 
 from __future__ import annotations
@@ -57,9 +50,7 @@ class ESRunner(Runner):
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
         reset_agent: a fresh agent per individual (default: when there are preset targets).
-        trials: where a generation's individuals are scored (``looprl.runners.trials``):
-            ``LocalTrials()`` (default, one after another) or ``RayTrials(...)`` (at once,
-            each in a Ray process; needs fresh agents).
+        trials: ``LocalTrials()`` (default) or ``RayTrials(...)`` (needs fresh agents).
 
     The constructor builds a first agent: the search starts from its values and parameters.
     """
@@ -100,8 +91,7 @@ class ESRunner(Runner):
         self.n_params = self.x0.size - len(self.dimensions)
 
     def _first_agent(self) -> None:
-        """The agent the search starts from: with fresh agents a starting point that writes
-        no run directory; else the one agent of the search, in the first individual's."""
+        """The agent the search starts from (with fresh agents, one writing no run directory)."""
         if self.fresh_agents:
             self.new_agent(train_steps=self._budget(), logged=False)
         else:
@@ -162,15 +152,9 @@ class ESRunner(Runner):
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Search, then evaluate the best individual.
-
-        Returns:
-            ``({"step": iterations, "best": {...}, "history": [...]}, eval_results)``.
-            ``best``: ``fitness``, ``iteration``, ``individual`` (its index there), ``values``
-            and ``parameters`` (or ``None``). ``history``: per generation ``iteration``,
-            ``fitness`` and ``values`` (per individual), ``mean_fitness``, ``max_fitness``
-            and ``best_fitness`` (so far).
-        """
+        """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
+        iteration, individual, values, parameters}, "history": [per generation: iteration,
+        fitness, values, mean_fitness, max_fitness, best_fitness]}, eval_results)``."""
         es = make_strategy(self.strategy, self.x0, self.sigma, self.popsize, self.seed,
                            self.strategy_options)
         self._best: dict[str, Any] = {"fitness": -math.inf}
@@ -201,8 +185,7 @@ class ESRunner(Runner):
 
     def _record(self, individual: Individual, fitness: float, agent: KeptAgent | None
                 ) -> float:
-        """Keep the best individual so far (its agent, or the shared agent's network as
-        evaluated); return its fitness."""
+        """Keep the best individual so far; return its fitness."""
         if fitness > self._best["fitness"] or "values" not in self._best:
             params = individual.params
             self._best = {"fitness": fitness, "iteration": individual.iteration,
@@ -271,9 +254,8 @@ class Individual:
 
 
 def score_individual(runner: Runner, individual: Individual) -> float:
-    """Apply ``individual`` to ``runner`` (a fresh agent, or ``hp/*`` values and parameters
-    on the current one), train and evaluate it; its fitness (``-inf``: it diverged). Its run
-    directory is ``individual.name``."""
+    """Apply ``individual`` to ``runner``, train and evaluate it; its fitness (``-inf``: it
+    diverged)."""
     # its own run directory: its fresh agent's, or the shared agent's from here on
     label = runner.label_next_run if individual.fresh else runner.label_run
     label(individual.name, generation=individual.iteration, individual=individual.index,

@@ -3,16 +3,12 @@
 Each trial samples the search space (``looprl.runners.space``), builds a fresh seeded agent
 and trains it for ``num_steps`` steps in ``n_evaluations`` chunks, reporting each evaluation
 to Optuna's pruner; its value is the last evaluation. A stored study (SQLite URL or journal
-file) is continued: ``run()`` adds ``n_trials`` trials, with the sampler seeded by ``seed``
-plus the trials already there. Optuna (``pip install looprl[hpo]``) is imported only here.
+file) is continued, the sampler seeded by ``seed`` plus the trials already there. Optuna
+(``pip install looprl[hpo]``) is imported only here.
 
-Trials run through the runner's ``trials`` (``looprl.runners.trials``): one after another here
-(each asked, trained by ``train_trial`` and told in turn, as ``study.optimize`` does), or in
-batches of ``trials.parallel`` on Ray: a batch is asked at once, its trials train at once, and
-their evaluations are reported and told in the trials' order once the batch ends, so that the
-pruner decides as it would have one trial after another (a pruned trial on Ray has trained
-its whole budget by then). The sampler sees no result of its own batch: with TPE, the trials
-of its first ``n_startup_trials`` (10) are the same as one after another, later ones differ.
+On Ray trials run in batches of ``trials.parallel``, their evaluations reported in order once
+the batch ends, so that the pruner decides as one after another; the sampler sees no result
+of its own batch (with TPE, the first 10 trials are the same as one after another).
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ class OptunaRunner(Runner):
         sampler: ``"tpe"`` (default), ``"random"``, or an Optuna sampler.
         pruner: ``"median"`` (default), ``"none"``, ``"hyperband"``,
             ``"successive_halving"``, or an Optuna pruner.
-        trials: where trials run (``looprl.runners.trials``): ``LocalTrials()`` (default, one
-            after another) or ``RayTrials(...)`` (batches at once, each trial in a Ray process).
+        trials: ``LocalTrials()`` (default) or ``RayTrials(...)`` (batches at once).
     """
 
     name = "optuna"
@@ -121,8 +116,7 @@ class OptunaRunner(Runner):
 
     # -- trials ------------------------------------------------------------------------
     def _trial_task(self, trial: Any) -> TrialTask:
-        """The task of Optuna trial ``trial``: its sampled values; run here, a reporter that
-        lets the pruner stop it between chunks."""
+        """The task of Optuna trial ``trial`` (run here: with a reporter to the pruner)."""
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
         report = _Reporter(trial) if self.trials.in_process else None
         return TrialTask(trial.number, values, self.num_steps,
@@ -130,8 +124,7 @@ class OptunaRunner(Runner):
 
     def _tell(self, study: Any, trial: Any, task: TrialTask,
               outcome: tuple[list[tuple[int, float]], str | None]) -> None:
-        """Report the trial's evaluations (those not reported yet) and tell the study how it
-        ended: complete, pruned, or failed (it diverged)."""
+        """Report the trial's evaluations and tell the study how it ended."""
         evaluations, error = outcome
         reporter = _Reporter(trial) if task.report is None else task.report
         pruned = reporter.replay(evaluations)
@@ -164,15 +157,9 @@ class OptunaRunner(Runner):
             remaining -= len(batch)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Add ``n_trials`` trials to the study, then retrain and evaluate the best values.
-
-        Returns:
-            ``({"step": trials in the study, "best": {...} or None, "history": [...],
-            "study_name": ...}, eval_results)``. ``best``: ``value``, ``values`` and
-            ``trial``; ``history``: per trial ``number``, ``state``, ``value``, ``values`` and
-            ``step``. ``eval_results``: of a fresh agent trained with the best values as in
-            its trial (``{}`` when no trial completed).
-        """
+        """Add ``n_trials`` trials, then retrain and evaluate the best values; ``({"step",
+        "best": {value, values, trial} or None, "history": [per trial: number, state, value,
+        values, step], "study_name"}, eval_results)`` (``{}``: no trial completed)."""
         study = self.study()
         try:
             self._optimize(study)
@@ -207,9 +194,8 @@ class TrialTask:
 
 
 def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
-    """Train a fresh agent with the trial's values on ``runner``, evaluating after each
-    chunk (and, with ``task.report``, stopping when the pruner says so); the ``(step,
-    mean_eval_reward)`` of each evaluation, and the error if it diverged."""
+    """Train a fresh agent with the trial's values, evaluating after each chunk (stopping
+    when ``task.report`` says); the ``(step, mean_eval_reward)`` pairs, and any error."""
     runner.label_next_run(f"trial{task.number:03d}", trial=task.number, values=task.values)
     runner.configure(task.values, task.num_steps)
     evaluations: list[tuple[int, float]] = []
@@ -239,8 +225,7 @@ class _Reporter:
         return self.pruned
 
     def replay(self, evaluations: list[tuple[int, float]]) -> bool:
-        """Report the evaluations not reported yet, until the pruner stops the trial;
-        whether it did."""
+        """Report the evaluations not reported yet; whether the pruner stopped the trial."""
         for step, value in evaluations[self.reported:]:
             if self.pruned or self(step, value):
                 break

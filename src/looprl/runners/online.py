@@ -32,8 +32,8 @@ class OnlineRunner(Runner):
             ``num_steps`` steps, instead of a fresh agent.
         eval_every: also evaluate every this many steps and keep the best agent so far.
 
-    ``run()``'s train results hold, with ``eval_every``, two more keys: ``evaluations``
-    (``[step, mean_eval_reward]`` of each) and ``best`` (the best of them).
+    With ``eval_every``, ``run()``'s train results also hold ``evaluations`` (``[step,
+    mean_eval_reward]``) and ``best``.
     """
 
     name = "online"

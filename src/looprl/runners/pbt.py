@@ -2,14 +2,11 @@
 https://arxiv.org/abs/1711.09846) on Ray Tune.
 
 A population of agents trains in parallel Ray Tune trials. Every ``perturbation_interval``
-steps each member evaluates and saves a checkpoint (``looprl.experiments.checkpoint``); Tune's
-``PopulationBasedTraining`` lets the worst quarter **exploit** a member of the best quarter
-(continue from its checkpoint) and **explore** (perturbed ``hp/*`` values, applied through
-the agent's setters). Each member logs in ``{logdir}/{agent}/{env}/member002_gen000``, and
-after an exploit in a new directory of the round (``member002_gen003``). Ray (``pip install
-looprl[distributed]``) is imported only when a PBT runner is built; the runner's ``trials``
-(``looprl.distributed.trials.RayTrials``, with ``runtime=ray`` or from ``looprl run``) join or
-start it (a local instance on loopback only) and cap the members that train at once.
+steps each member evaluates and saves a checkpoint; Tune's ``PopulationBasedTraining`` lets
+the worst quarter **exploit** a member of the best quarter (continue from its checkpoint)
+and **explore** (perturbed ``hp/*`` values). Each member logs in
+``{logdir}/{agent}/{env}/member002_gen000``, after an exploit in a new directory
+(``member002_gen003``). Ray (``pip install looprl[distributed]``) is imported only here.
 """
 
 from __future__ import annotations
@@ -104,14 +101,12 @@ class PBTRunner(Runner):
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
         num_cpus: CPUs of the local Ray instance if the runner starts one.
-        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU); with one
-            members train on CUDA, without on the CPU (``device`` must agree).
-        initial: the members' starting ``hp/*`` values, one dict each (then ``population``
-            is their number), instead of draws from ``mutations``.
+        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU; ``device``
+            must agree).
+        initial: the members' starting ``hp/*`` values, one dict each, instead of draws.
         exploit: ``False`` trains the population without exploit and explore (a baseline).
-        trials: the ``looprl.distributed.trials.RayTrials`` the members run on (its
-            ``parallel``: members at once, ``address``: a cluster to join); ``None``: Ray as
-            this process has it, else a local instance of ``num_cpus`` CPUs.
+        trials: the ``RayTrials`` the members run on (``parallel``, ``address``); ``None``:
+            Ray as this process has it, else a local instance of ``num_cpus`` CPUs.
     """
 
     name = "pbt"
@@ -164,10 +159,8 @@ class PBTRunner(Runner):
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Train the population; ``({"step", "best", "members"}, eval_results of the best)``,
-        where ``best`` and each of ``members`` give the ``member`` index (its run
-        directories are ``member{index:03d}_gen...``), the final ``mean_eval_reward`` and the
-        ``hp/*`` values a member ended with."""
+        """Train the population; ``({"step", "best", "members"}, eval_results of the best)``:
+        each member's index, final ``mean_eval_reward`` and ``hp/*`` values."""
         try:
             members = self._train_population()
             best = max(members, key=lambda member: member["mean_eval_reward"])

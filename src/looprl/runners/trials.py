@@ -1,20 +1,11 @@
 """Where a runner's trials run: one after another in this process, or at once on Ray.
 
-A *trial* is one function of a runner and a task: ``trial(runner, task) -> result`` builds a
-fresh agent on ``runner`` (``Runner.configure``), trains and evaluates it (an ES individual,
-an Optuna trial). ES and Optuna hand their trials to ``trials.map``, the one place a trial is
-run:
-
-* ``LocalTrials`` (the default) maps them here, one after another, on the runner itself;
-* ``looprl.distributed.trials.RayTrials`` runs each as a Ray task, in a process of its own,
-  on a replica of the runner (``Runner.replica_arguments``: the same builder, environment,
-  seed and run directories), through the very same trial function and the local runtime: an
-  individual or trial gets the run directory, ``run.json`` and results it gets locally.
-
-Both have ``parallel`` (trials at once), ``in_process`` (whether trials run on the runner's
-own objects), ``map`` and ``close``. ``map`` yields ``(result, agent)`` in the tasks' order;
-with ``keep=True`` ``agent`` is the trial's trained agent (``KeptAgent``: ``detach`` it to keep
-it, ``restore`` it on the runner later, or ``close`` it). Nothing here imports Ray.
+A *trial* ``trial(runner, task) -> result`` builds a fresh agent on ``runner``, trains and
+evaluates it (an ES individual, an Optuna trial). ``LocalTrials`` (the default) maps trials
+here, one after another; ``looprl.distributed.trials.RayTrials`` runs each as a Ray task on a
+replica of the runner (``Runner.replica_arguments``), with the same run directories and
+results. Both have ``parallel``, ``in_process``, ``map`` (``(result, agent)`` in the tasks'
+order; with ``keep=True`` ``agent`` is a ``KeptAgent``) and ``close``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Presets for Atari games (``AtariEnvironment``), with Nature-CNN models (Mnih et al., 2015).
 
 The same algorithms as ``looprl.presets.classic_control``, with the autonomous-learning-
-library's (published) Atari settings. Each training agent is wrapped in
-``deepmind_atari_body`` (a lost life ends the episode for learning, rewards clipped to their
-sign); the environment reports true game scores. Networks come from ``looprl.nn.cnn``;
-replay-based presets store each frame once in ``AtariReplayBuffer`` or, with prioritized
-replay, ``PrioritizedAtariReplayBuffer``; both sample n-step returns from the same ring.
+library's Atari settings. Each training agent wears ``deepmind_atari_body`` (a lost life ends
+the episode for learning, clipped rewards); the environment reports true game scores.
 """
 
 from looprl.presets.atari.a2c import a2c

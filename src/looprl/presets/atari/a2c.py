@@ -1,10 +1,7 @@
 """A2C preset for Atari (Mnih et al., 2016, https://arxiv.org/abs/1602.01783).
 
-The Nature CNN shared by the policy and value heads (``nn.cnn.nature_actor_critic``),
-16 environments x 5 steps per update (n-step advantages), Adam at 7e-4 (eps 1.5e-4),
-entropy bonus 0.01, value loss weight 0.5 and gradients clipped to norm 0.1: the
-autonomous-learning-library's Atari settings (which follow OpenAI Baselines' A2C, with Adam
-in place of RMSprop).
+The Nature CNN shared by the policy and value heads, 16 environments x 5 steps per update:
+the autonomous-learning-library's Atari settings (OpenAI Baselines' A2C, with Adam).
 """
 
 from __future__ import annotations

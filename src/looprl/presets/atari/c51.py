@@ -1,7 +1,6 @@
 """C51 preset for Atari (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
 
-The Nature CNN with 51 atoms per action on ``[-10, 10]`` (``nn.cnn.nature_c51``),
-``atari.dqn``'s replay schedule, and epsilon from 0.02 to 0 over 250,000 steps: the
+The Nature CNN with 51 atoms per action and ``atari.dqn``'s replay schedule: the
 autonomous-learning-library's Atari settings.
 """
 

@@ -1,9 +1,8 @@
 """Double DQN preset for Atari (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
 
 The autonomous-learning-library's Atari DDQN: the double-Q target over a dueling Nature
-network (Wang et al., 2016, https://arxiv.org/abs/1511.06581), with ``atari.dqn``'s schedule
-and frame ring; ``prioritized=True`` makes it prioritized (alpha 0.5, beta 0.5 annealed to 1),
-as the library does, and ``n_steps > 1`` samples n-step returns from it.
+network (Wang et al., 2016, https://arxiv.org/abs/1511.06581) with ``atari.dqn``'s schedule
+and frame ring (``prioritized=True``, ``n_steps > 1`` as the library).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """DQN preset for Atari (Mnih et al., 2015, https://www.nature.com/articles/nature14236).
 
-The Nature CNN over 4 stacked 84x84 frames, a 1M-frame ``AtariReplayBuffer`` (uint8 frames
-stored once: about 7 GB when full), Adam at 1e-4, a target network copied every 1,000
-updates, one update every 4 steps after 80,000 steps, and epsilon annealed from 1 to 0.01
-over 250,000 steps (1M frames): the autonomous-learning-library's Atari settings.
+The Nature CNN over 4 stacked 84x84 frames and a 1M-frame ``AtariReplayBuffer`` (uint8
+frames stored once: about 7 GB when full): the autonomous-learning-library's Atari settings.
 """
 
 from __future__ import annotations

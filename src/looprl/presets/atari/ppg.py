@@ -1,16 +1,11 @@
 """Phasic Policy Gradient (PPG) preset for Atari (Cobbe et al., 2021,
 https://arxiv.org/abs/2009.04416).
 
-The policy phase is ``atari.ppo``'s (8 environments x 128 steps, 4 epochs of 4 minibatches,
-Adam at 2.5e-4 and clip range 0.1 both annealed linearly to 0, entropy bonus 0.01); the
-paper's auxiliary phase follows every ``n_policy`` iterations: 6 epochs of distilling the
-value targets into the policy network's auxiliary head, behaviour cloning weight 1. The
-policy network is a Nature CNN with policy and auxiliary value heads, the value network a
-second Nature CNN of one output (``nn.cnn.nature_dqn``).
-
-The auxiliary phase keeps every state of the phase as uint8 frames (28 KB each: about
-0.9 GB for the 32 x 1,024 states of a phase) and runs over them in minibatches of
-``aux_minibatch_size``, so its activation memory does not grow with ``n_policy``.
+The policy phase is ``atari.ppo``'s; the paper's auxiliary phase follows every ``n_policy``
+iterations, distilling the value targets into the policy network's auxiliary head. It keeps
+the phase's states as uint8 frames (about 0.9 GB for 32 x 1,024 states) and runs over them in
+minibatches of ``aux_minibatch_size``, so its activation memory does not grow with
+``n_policy``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """PPO preset for Atari (Schulman et al., 2017, https://arxiv.org/abs/1707.06347).
 
-The Nature CNN shared by the policy and value heads, 8 environments x 128 steps, 4 epochs
-of 4 minibatches (256 samples), Adam at 2.5e-4 and a clip range of 0.1, both annealed
-linearly to 0 over the training budget, entropy bonus 0.01: the PPO paper's Atari settings
-(also those of CleanRL and rl-baselines3-zoo).
+The Nature CNN shared by the policy and value heads: the PPO paper's Atari settings (also
+those of CleanRL and rl-baselines3-zoo).
 """
 
 from __future__ import annotations

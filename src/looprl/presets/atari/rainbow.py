@@ -1,13 +1,7 @@
 """Rainbow preset for Atari (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
 
-The autonomous-learning-library's Atari settings: a dueling, noisy (sigma_0 = 0.5),
-distributional (51 atoms on ``[-10, 10]``) Nature network (``nn.cnn.nature_rainbow``),
-double-Q targets, 3-step returns, prioritized replay (alpha 0.5, beta 0.5 annealed to 1),
-Adam at 6.25e-5 (eps 1.5e-4), one update every 4 steps after 80,000 steps, a target network
-copied every 1,000 updates and epsilon from 0.02 to 0 over 250,000 steps on top of the
-noise. Every extension has its switch (``double``, ``dueling``, ``noisy``, ``n_steps``,
-``prioritized``, ``distributional``), as in ``classic_control.rainbow``.
-Replay is ``atari.dqn``'s frame ring (about 7 GB of CPU memory when full, allocated lazily).
+The autonomous-learning-library's Atari settings over ``atari.dqn``'s frame ring; every
+extension has its switch, as in ``classic_control.rainbow``.
 """
 
 from __future__ import annotations

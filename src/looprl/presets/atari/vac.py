@@ -1,10 +1,8 @@
 """Vanilla actor-critic (VAC) preset for Atari: one-step actor-critic (Sutton & Barto, 2018,
 section 13.5) over 16 parallel environments, one update per step.
 
-The Nature CNN shared by the policy and value heads; Adam (eps 1.5e-4) with learning rate
-1e-4 for the features and the policy head and 5e-4 for the value head, value loss weight
-0.25 and gradients clipped to norm 0.5: the autonomous-learning-library's Atari settings,
-plus A3C's entropy bonus of 0.01 (Mnih et al., 2016, https://arxiv.org/abs/1602.01783).
+The Nature CNN shared by the policy and value heads: the autonomous-learning-library's
+Atari settings, plus A3C's entropy bonus of 0.01 (https://arxiv.org/abs/1602.01783).
 """
 
 from __future__ import annotations

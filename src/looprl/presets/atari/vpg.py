@@ -1,11 +1,8 @@
 """Vanilla policy gradient (REINFORCE with a learned baseline) preset for Atari (Williams,
 1992, https://doi.org/10.1007/BF00992696).
 
-One environment; an update after the episode that brings the batch to 1,000 steps of
-complete episodes (with the ``EpisodicLife`` body a lost life ends an episode). The Nature
-CNN shared by the policy and value heads; Adam (eps 1.5e-4) at 1e-4 for the features and the
-policy head and 5e-4 for the value head, value loss weight 0.25, gradients clipped to norm
-0.5: the autonomous-learning-library's Atari settings, plus A3C's entropy bonus of 0.01.
+One environment, an update per ``min_batch_size`` steps of complete episodes (a lost life
+ends one); ``atari.vac``'s network and settings.
 """
 
 from __future__ import annotations

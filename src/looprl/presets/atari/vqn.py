@@ -1,12 +1,9 @@
 """VQN preset for Atari: online Q-learning over 64 parallel environments, no replay
 (Watkins, 1989; the autonomous-learning-library's VQN).
 
-The library's Atari settings: a dueling Nature network (``nn.cnn.nature_dueling_dqn``), Adam
-at 1e-3 (eps 1.5e-4), 64 environments whose batch of transitions is learned from at every
-step, no target network (``target_update_frequency`` > 0 adds one, copied every that many
-updates) and epsilon from 1 to 0.01. Epsilon anneals over ``final_exploration_step``
-batched steps: 4,000 steps of 64 environments are 256,000 environment steps (1M frames),
-DQN's schedule.
+The library's Atari settings: a dueling Nature network, no target network
+(``target_update_frequency`` > 0 adds one); epsilon anneals over ``final_exploration_step``
+batched steps (4,000 steps of 64 environments: DQN's 1M frames).
 """
 
 from __future__ import annotations

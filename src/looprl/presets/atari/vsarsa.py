@@ -1,8 +1,7 @@
 """VSarsa preset for Atari: online SARSA over 64 parallel environments, no replay (Rummery &
 Niranjan, 1994; the autonomous-learning-library's VSarsa).
 
-The same network and settings as ``atari.vqn`` (the library uses one set for both); only
-the target differs, ``Q(s', a')`` of the action actually taken next.
+``atari.vqn``'s network and settings, with the target ``Q(s', a')`` of the action taken.
 """
 
 from __future__ import annotations

@@ -47,17 +47,26 @@ def separate_mlps(env: Any, hidden: int, algorithm: str) -> tuple[ActorCritic, C
 
 
 class SeparateMLPs:
-    """``_build`` and ``_optimizer`` of the A2C, VAC and VPG presets: ``separate_mlps``
-    (the Atari ones build their own network), and Adam with the policy's and the value's
-    learning rates (the hyperparameters ``lr_keys`` names) as two parameter groups: of an
-    ``ActorCritic`` the actor's and the critic's parameters, of a ``SharedActorCritic`` the
-    body's and the policy head's (as the autonomous-learning-library's feature network), and
-    the value head's."""
+    """``_build``, ``_optimizer`` and ``trainer`` of the A2C, VAC and VPG presets:
+    ``separate_mlps`` (the Atari ones build their own network); Adam with the policy's and
+    the value's learning rates (``lr_keys``) as two parameter groups (of a
+    ``SharedActorCritic``: the body and policy head, and the value head); ``trainer_class``
+    with the preset's coefficients and ``gae_lambda`` = ``lam``."""
 
     algorithm: str
     hyperparameters: dict[str, Any]
     #: the hyperparameters of the actor's and the critic's learning rates
     lr_keys: tuple[str, str] = ("lr_pi", "lr_v")
+    trainer_class: type[A2CTrainer] = A2CTrainer
+    #: ``gae_lambda`` without a ``lam`` hyperparameter (1: Monte-Carlo advantages)
+    gae_lambda = 1.0
+
+    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
+        hp = self.hyperparameters
+        return self.trainer_class(
+            policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
+            normalize_advantages=hp["normalize_advantages"],
+            discount_factor=hp["discount_factor"], gae_lambda=hp.get("lam", self.gae_lambda))
 
     def _build(self, env: Any) -> tuple[ActorCritic, CategoricalHead]:
         return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
@@ -79,11 +88,6 @@ class A2CClassicControlPreset(SeparateMLPs, OnPolicyPreset):
 
     algorithm = "A2C"
     lr_keys = ("lr", "lr")
-
-    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
-        hp = self.hyperparameters
-        return A2CTrainer(policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
-                          discount_factor=hp["discount_factor"], gae_lambda=hp["lam"])
 
 
 a2c = PresetBuilder("a2c", default_hyperparameters, A2CClassicControlPreset)

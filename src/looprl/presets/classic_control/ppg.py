@@ -1,12 +1,9 @@
 """Phasic Policy Gradient (PPG) preset for classic control.
 
-The policy phase uses the PPO preset's CartPole-v1 settings (8 envs x 32 steps, linear
-learning-rate and clip annealing); every ``n_policy`` PPO iterations an auxiliary phase of
-``aux_epochs`` passes distils the value targets into the policy network's auxiliary head.
-Few, short auxiliary phases (``n_policy = 4``, ``aux_epochs = 1``) work best on CartPole-v1,
-whose unnormalized returns make the auxiliary value loss large next to the cloning term;
-with ``aux_epochs = 2`` Acrobot-v1 stalled near -190 (seed 0 of
-``benchmarks/learning_classic_control.py``), with 1 it reaches -100 within 10,000 steps.
+The policy phase uses the PPO preset's settings; every ``n_policy`` iterations an auxiliary
+phase of ``aux_epochs`` passes distils the value targets into the policy network's auxiliary
+head. Few, short auxiliary phases work best (with ``aux_epochs = 2`` Acrobot-v1 stalled near
+-190, with 1 it reaches -100 within 10,000 steps: ``benchmarks/learning_classic_control.py``).
 """
 
 from __future__ import annotations

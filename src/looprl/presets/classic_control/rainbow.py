@@ -14,11 +14,8 @@ prioritized    ``memory.PrioritizedReplayBuffer``            ``prioritized``
 distributional ``QDist`` + ``C51Policy``, ``C51Trainer``     ``distributional``
 ============== ============================================= =============================
 
-The local agent is ``DQN``, the policy and trainer ``QPreset``'s. The network
-is a ReLU layer followed by (dueling) heads of ``hidden`` units whose layers are
-``NoisyFactorizedLinear`` when ``noisy`` (exploration then comes from the noise:
-epsilon is 0). The defaults reach a greedy return above 300 on CartPole-v1 within about
-4,000 steps.
+The network is a ReLU layer and (dueling) heads of ``hidden`` units. The defaults reach a
+greedy return above 300 on CartPole-v1 within about 4,000 steps.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """Vanilla actor-critic (VAC) preset for classic control.
 
-Separate tanh actor and critic MLPs with their own learning rates (as in the
-autonomous-learning-library's VAC), 16 environments, one update per step, no gradient
-clipping. One-step actor-critic is the least stable of the family: with ``lr_pi = 1e-3``
-CartPole-v1 peaked at 464 and collapsed (seed 0 of
-``benchmarks/learning_classic_control.py``); ``lr_pi = 5e-4`` reaches 500 within 90,000 steps.
+Separate tanh actor and critic MLPs with their own learning rates (as the
+autonomous-learning-library's VAC), one update per step. The least stable of the family:
+with ``lr_pi = 1e-3`` CartPole-v1 peaked at 464 and collapsed; ``5e-4`` reaches 500 within
+90,000 steps (``benchmarks/learning_classic_control.py``).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from looprl.agents.vac import VACTrainer
@@ -35,13 +33,8 @@ class VACClassicControlPreset(SeparateMLPs, OnPolicyPreset):
     """Builds online actor-critic agents over ``n_envs`` environments (one-step segments)."""
 
     algorithm = "VAC"
-
-    def trainer(self, policy: Any, train_steps: float = math.inf) -> VACTrainer:
-        hp = self.hyperparameters
-        return VACTrainer(
-            policy, value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"],
-            normalize_advantages=hp["normalize_advantages"], discount_factor=hp["discount_factor"],
-        )
+    trainer_class = VACTrainer
+    gae_lambda = 0.0
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACClassicControlPreset)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.agents.a2c import A2CTrainer
 from looprl.agents.vpg import VPG
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import SeparateMLPs
@@ -33,13 +32,7 @@ default_hyperparameters: dict[str, Any] = {
 class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
     """Builds VPG agents for a single environment."""
 
-    algorithm = "VPG"
-
-    def trainer(self, policy: Any, train_steps: float = math.inf) -> A2CTrainer:
-        """``A2CTrainer`` with ``gae_lambda=1``: on whole episodes, Monte-Carlo advantages."""
-        hp = self.hyperparameters
-        return A2CTrainer(policy, hp["value_coef"], hp["entropy_coef"], hp["normalize_advantages"],
-                          discount_factor=hp["discount_factor"], gae_lambda=1.0)
+    algorithm = "VPG"  # (SeparateMLPs' trainer: on whole episodes, Monte-Carlo advantages)
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:

@@ -2,18 +2,11 @@
 without replay (Watkins, 1989; the autonomous-learning-library's VQN,
 https://github.com/cpnota/autonomous-learning-library).
 
-Each step of ``n_envs`` environments yields one batch of transitions, learned from at once
-with the TD target ``r + gamma * mask * max_a Q(s', a)``; the parallel environments
-decorrelate the batch in place of a replay buffer. ``DQNPolicy`` (epsilon-greedy) acts,
-``DQNTrainer`` takes one gradient step per ``[2, n_envs]`` segment, and the local agent is
-``OnPolicyAgent`` with ``n_steps=1``.
-
-A target network copied every ``target_update_frequency`` updates keeps the bootstrap from
-chasing itself (``0``: none, which diverges on CartPole; 25 reached the bar with 3 of 3
-seeds there, while Acrobot-v1 needs 50). With ``linear_lr`` the learning rate decays to 0
-over the training budget, which lets the online updates settle. The short horizon
-(``discount_factor`` 0.95) keeps online bootstrapping stable on CartPole-v1; Acrobot-v1 needs
-0.99 (see ``benchmarks/learning_classic_control.py``).
+Each step of ``n_envs`` environments is one batch, learned from at once (the parallel
+environments decorrelate it in place of a replay). A target network (every
+``target_update_frequency`` updates; 0, none, diverges on CartPole) and ``linear_lr`` let the
+online updates settle; the short horizon (0.95) keeps them stable on CartPole-v1 (Acrobot-v1
+needs 0.99 and a target period of 50: ``benchmarks/learning_classic_control.py``).
 """
 
 from __future__ import annotations

@@ -2,10 +2,8 @@
 without replay (Rummery & Niranjan, 1994; the autonomous-learning-library's VSarsa,
 https://github.com/cpnota/autonomous-learning-library).
 
-``classic_control.vqn``'s network with the on-policy target ``r + gamma * mask * Q(s', a')``
-of the action taken next (``DQNTrainer(update="sarsa")``). SARSA evaluates its own exploring
-policy, so it uses more environments, a smaller constant learning rate, a shorter horizon, a
-slower and higher epsilon and a slower target than VQN.
+``classic_control.vqn``'s network with the on-policy target ``Q(s', a')`` of the action
+taken next; SARSA evaluates its own exploring policy, so its settings are more cautious.
 """
 
 from __future__ import annotations

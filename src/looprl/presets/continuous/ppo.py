@@ -1,9 +1,7 @@
 """PPO preset for continuous control: Gaussian actions with a learned log-std.
 
-The actor outputs the mean of a diagonal Gaussian in normalized units (mapped onto the
-action bounds by ``GaussianHead``); the log standard deviation is a free parameter. The
-training machinery (rollouts, GAE, clipped surrogate, annealing) is the classic-control
-PPO preset's.
+The actor outputs the mean of a diagonal Gaussian (``GaussianHead``); the rest is the
+classic-control PPO preset's.
 """
 
 from __future__ import annotations

@@ -6,16 +6,10 @@
     preset = independent(classic_control.dqn).env(env).hyperparameters(lr=1e-3).build()
     preset = independent({'player_1': classic_control.dqn, 'player_2': classic_control.ppo})...
 
-Each agent's preset is built on that agent's view of the environment (``env.subenv``).
-Parallel presets (PPO, ...) are built with ``n_envs=1`` and act on single states through
-``SingleStateAgent``. For agents with action masks the view's observation has the mask
-appended, the preset's ``model`` is wrapped in a ``MaskedModule`` and the agents in a
-``MaskedAgent`` (see ``looprl.agents.independent``).
-
-On Ray (``DistributedRun(preset, ...)``, ``runtime=ray``), the preset is its own builder as
-the single-agent ones are: ``policy()`` is an ``IndependentPolicy`` over each agent's
-preset's policy, ``trainer()`` an ``IndependentTrainer`` over each agent's preset's trainer,
-and the actors step the PettingZoo environment's SRL adapter (``remote_env``).
+Each agent's preset is built on that agent's view of the environment (``env.subenv``);
+parallel presets with ``n_envs=1``. For agents with action masks the view's observation has
+the mask appended and the ``model`` is wrapped in a ``MaskedModule``. On Ray ``policy()`` is an
+``IndependentPolicy`` and ``trainer()`` an ``IndependentTrainer`` over the agents' own.
 """
 
 from __future__ import annotations
@@ -49,12 +43,10 @@ class IndependentMultiagentPreset(Preset):
     ``policy()``/``trainer()`` compose the agents' parts for the Ray workers.
 
     Args:
-        name: the preset's name.
-        device: device of every agent's networks.
+        name, device: the preset's name and its networks' device.
         presets: one built single-agent ``Preset`` per agent name.
         masked: the agents whose states carry an ``action_mask``.
-        hyperparameters: the overrides the presets were built with (each agent's preset
-            keeps its full set in ``presets[name].hyperparameters``).
+        hyperparameters: the overrides the presets were built with.
     """
 
     def __init__(self, name: str, device: str | torch.device, presets: dict[str, Preset],
@@ -76,9 +68,8 @@ class IndependentMultiagentPreset(Preset):
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """One trainer worker keeps each agent's own buffer (its preset's ``learning`` over
-        its share of ``train_steps``) and steps each agent's trainer on its own streams;
-        the actors step the SRL adapter of its ``MultiagentPettingZooEnv`` (``env_remote``)."""
+        """One trainer worker keeps each agent's own buffer and steps each agent's trainer on
+        its own streams."""
         if self.env_remote is None:
             raise ValueError(f"runtime=ray steps multi-agent presets in PettingZoo environments "
                              f"(MultiagentPettingZooEnv); {self.name!r} was built for another "
@@ -122,14 +113,8 @@ class IndependentMultiagentPreset(Preset):
         return IndependentTrainer(policy, trainers)
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentLearners:
-        """Training agents sharing the presets' networks: each agent's ``act`` (seed 003),
-        and one ``Actor`` and ``IndependentLearner`` over them all for the collector.
-
-        Args:
-            logger: one logger for all agents, or a dict of one logger per agent name.
-            train_steps: the budget in frames; each agent's schedules anneal over its share,
-                ``train_steps / len(presets)`` (agents take turns).
-        """
+        """Training agents sharing the presets' networks; ``logger``: one, or one per agent
+        name; each agent's schedules anneal over ``train_steps / len(presets)``."""
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
         steps = self._agent_steps(train_steps)
         return IndependentLearners({
@@ -182,13 +167,9 @@ def mask_model(preset: Preset, view: Any) -> None:
 class IndependentPresetBuilder(PresetBuilder):
     """Builds an ``IndependentMultiagentPreset`` from single-agent preset builders.
 
-    ``hyperparameters(**kwargs)`` sets each name in every agent's builder that has it;
-    ``n_envs`` is always 1. Each agent's preset is named ``{name}.{agent}``. Its
-    ``hyperparameter_defaults`` are every agent builder's (the first builder's win).
-
-    Args:
-        builders: one ``PresetBuilder`` for every agent, or a dict agent name -> builder.
-        name: the preset's name.
+    ``builders``: one ``PresetBuilder`` for every agent, or a dict agent name -> builder.
+    ``hyperparameters(**kwargs)`` sets each name in every agent's builder that has it
+    (``n_envs`` is always 1); each agent's preset is named ``{name}.{agent}``.
     """
 
     def __init__(self, builders: PresetBuilder | dict[str, PresetBuilder],
