@@ -6,6 +6,8 @@
   and trainer on actor, policy and trainer workers (Ray actors).
 
 Importing this package imports no Ray; ``DistributedRun.run`` does (the ``distributed`` extra).
+It sets ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (unless set), which Ray reads on its import: a
+local instance listens on 127.0.0.1 only (``cluster.local_instance_settings``).
 The names below are imported when first used: a Ray worker, which imports
 ``looprl.distributed.workers``, does not import the controller's logging and experiment code.
 """
@@ -13,7 +15,10 @@ The names below are imported when first used: a Ray worker, which imports
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before any Ray import
 
 if TYPE_CHECKING:
     from looprl.collector import EnvRunner, Episode, RolloutSizeError

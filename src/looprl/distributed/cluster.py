@@ -15,6 +15,8 @@ from looprl.distributed.reaper import start_reaper
 __all__ = ["check_local_resources", "error_line", "local_gpus",
            "local_instance_settings", "start_ray"]
 
+LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
+
 
 def start_ray(runtime: RuntimeConfig) -> bool:
     """Join ``runtime.address`` or start a local instance on loopback (watched by a reaper:
@@ -48,7 +50,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                   "start a cluster with `ray start --head` or leave "
                                   "runtime.address unset to run locally") from None
         return True
-    local_instance_settings()
+    local_instance_settings()  # (the variables Ray's processes read when they start)
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
     check_local_resources(runtime, {"CPU": cpus, "GPU": local_gpus()})
     start_reaper()  # (no process of the instance outlives this one, however it ends)
@@ -62,6 +64,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         raise ConnectionError(f"the local Ray instance did not start ({error_line(error)}); "
                               "the machine may be overloaded: try again when it is quieter"
                               ) from None
+    _check_loopback()
     return True
 
 
@@ -84,34 +87,41 @@ def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> Non
 
 
 def local_gpus() -> int:
-    """The GPUs a local Ray instance started here would have (Ray's own count: the visible
-    NVIDIA or AMD devices), found without starting one; torch's CUDA device count if a Ray
-    release moved that private function."""
-    try:
-        from ray._private.accelerators import get_accelerator_manager_for_resource
+    """The GPUs a local Ray instance started here could use, found without starting one:
+    torch's count of the visible CUDA (or ROCm) devices, which honours
+    ``CUDA_VISIBLE_DEVICES`` as Ray's own count does (a GPU torch cannot use is no use)."""
+    import torch
 
-        return get_accelerator_manager_for_resource("GPU").get_current_node_num_accelerators()
-    except (ImportError, AttributeError):
-        import torch
-
-        return torch.cuda.device_count()
+    return torch.cuda.device_count()
 
 
 def local_instance_settings() -> None:
     """The settings of a local Ray instance started after this call (variables already set
-    are kept): it listens on 127.0.0.1 only, needs no token, and runs its workers at normal
-    priority (Ray's niceness 15 lets any other busy process starve them, and they are the
-    run).
-
-    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` (loopback only) when it is imported; this
-    sets the variable (for processes started later) and the constant of an already imported Ray.
-    """
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    from ray._private import ray_constants
-
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    are kept): it listens on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which
+    Ray reads when it is imported: ``looprl.distributed`` sets it on its import, before its
+    modules import Ray), needs no token, and runs its workers at normal priority (Ray's
+    niceness 15 lets any other busy process starve them, and they are the run)."""
+    os.environ.setdefault(LOOPBACK, "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_worker_niceness", "0")
+
+
+def _check_loopback() -> None:
+    """After a local instance started: one line if it asked for loopback and did not get it
+    (Ray was imported before ``looprl.distributed`` set ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``).
+
+    Raises:
+        RuntimeError: a node of the local instance listens on another address.
+    """
+    import ray
+
+    addresses = sorted({node["NodeManagerAddress"] for node in ray.nodes()} - {"127.0.0.1"})
+    if addresses and os.environ.get(LOOPBACK) == "0":
+        ray.shutdown()
+        raise RuntimeError(f"the local Ray instance listened on {addresses[0]}, not on "
+                           f"127.0.0.1 only: Ray was imported before looprl.distributed set "
+                           f"{LOOPBACK}=0; import looprl.distributed before ray, or set "
+                           f"{LOOPBACK}=0 in the environment")
 
 
 def error_line(error: BaseException) -> str:
