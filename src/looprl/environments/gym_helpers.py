@@ -1,6 +1,5 @@
-"""Gymnasium at looprl's boundary, for every environment module: ids (``make_gym_env``,
-``check_env_id``, ``env_name``), actions (``action_to_numpy``), copies of a ``gym.Env``
-(``copies_of``) and the one-line error of an observation that changes shape."""
+"""Gymnasium at looprl's boundary, for every environment module: ids, actions, copies of a
+``gym.Env`` and the one-line error of an observation that changes shape."""
 
 from __future__ import annotations
 
@@ -113,13 +112,10 @@ DEFAULT_EPISODE_CAP = 27_000
 def episode_cap(env: Any) -> int:
     """The most steps an evaluation episode in ``env`` may take: the smallest
     ``max_episode_steps`` of its Gymnasium copies' specs, else ``DEFAULT_EPISODE_CAP``."""
-    copies = getattr(env, "envs", None) or [env]
-    found = []
-    for one in copies:
+    steps = []
+    for one in getattr(env, "envs", None) or [env]:
         inner = getattr(one, "env", one)
         spec = getattr(inner, "spec", None) or getattr(getattr(inner, "unwrapped", None),
                                                       "spec", None)
-        steps = getattr(spec, "max_episode_steps", None)
-        if steps:
-            found.append(int(steps))
-    return min(found) if found else DEFAULT_EPISODE_CAP
+        steps.append(int(getattr(spec, "max_episode_steps", None) or 0))
+    return min((n for n in steps if n), default=DEFAULT_EPISODE_CAP)

@@ -1,9 +1,6 @@
-"""PettingZoo environments as looprl ``MultiagentEnvironment`` objects.
-
-``MultiagentPettingZooEnv`` wraps a PettingZoo (Terry et al., 2021,
-https://arxiv.org/abs/2009.14471) AEC or parallel environment (through ``parallel_to_aec``)
-and produces ``MultiagentState`` objects whose ``agent`` entry names whose turn it is, so
-that one control loop serves both (seed 003)::
+"""PettingZoo (https://arxiv.org/abs/2009.14471) AEC or parallel environments as seed 003's
+``MultiagentEnvironment``: ``MultiagentState`` objects whose ``agent`` entry names whose turn
+it is, one control loop for both::
 
     env.reset()
     for agent in env.agent_iter():
@@ -11,11 +8,11 @@ that one control loop serves both (seed 003)::
         action = multiagent.act(state)
         env.step(None if state.done else action)   # done agents must step None
 
-States follow the ``State`` convention; ``reward`` is the agent's reward accumulated since
-its last action. Observations are by default flattened to float32 vectors
-(``gymnasium.spaces.flatten``: ``Discrete`` becomes one-hot); in classic games'
-``{'observation', 'action_mask'}`` observations, ``state['action_mask']`` is a bool tensor.
-"""
+``reward`` is the agent's reward since its last action. Observations are by default
+flattened to float32 (``Discrete``: one-hot); ``state['action_mask']`` is a bool tensor where
+the game has one (its ``{'observation', 'action_mask'}`` observations). The helpers here
+(``make_zoo_env``, ``zoo_observation``) are how looprl calls PettingZoo, for the SRL adapter
+too."""
 
 from __future__ import annotations
 
@@ -114,11 +111,8 @@ class MultiagentEnvironment(ABC):
 
 
 class AgentView:
-    """One agent's spaces of a ``MultiagentEnvironment``, shaped like an ``Environment``.
-
-    Single-agent presets read ``name``, ``device``, ``observation_space`` and
-    ``action_space`` from their environment; this view gives them those of one agent.
-    """
+    """One agent's ``name``, ``device`` and spaces of a ``MultiagentEnvironment``, shaped like
+    an ``Environment`` (what single-agent presets read)."""
 
     def __init__(self, env: MultiagentEnvironment, agent: str):
         self.agent = agent
@@ -215,10 +209,9 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         name: display name (defaults to the environment's ``metadata['name']``).
         device: where state tensors are put.
         seed: seed of the first reset.
-        flatten: flatten observations to 1-d float32 (``False`` keeps their shape and dtype,
-            e.g. for images).
-        remote: what Ray actors play for it (``remote_env``): the name and arguments of
-            ``looprl.environments.make``; default the SRL PettingZoo adapter of its module.
+        flatten: flatten observations to 1-d float32 (``False`` keeps shape and dtype).
+        remote: what it plays on the collector and on Ray (``remote_env``): the name and
+            arguments of ``looprl.environments.make``; default the PettingZoo adapter.
 
     Attributes:
         env: the wrapped PettingZoo AEC environment.
@@ -245,12 +238,11 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
 
     @property
     def remote(self) -> tuple[str, dict[str, Any]] | None:
-        """The ``remote`` it was given: an SRL environment that it plays (``None``: none)."""
+        """The ``remote`` it was given (``None``: none)."""
         return self._remote
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """What Ray actors play for this environment: ``remote``, or the PettingZoo
-        adapter of its module, observations flattened as here."""
+        """``remote``, or the PettingZoo adapter of its module, observations flattened alike."""
         module = self.env.metadata.get("name", self.name)
         return self._remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
 
