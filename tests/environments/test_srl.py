@@ -392,3 +392,42 @@ def test_obs_outside_the_observation_space_and_bad_agent_count_are_caught():
         test_environment("out-of-space", steps=200)
     with pytest.raises(EnvironmentCheckError, match="agent_count must be a positive int, got 0"):
         test_environment("no-agents")
+
+
+def test_the_gymnasium_adapter_is_a_view_of_a_gym_environment():
+    """Seeding, observations and the invalid-action error are GymEnvironment's own."""
+    from looprl.environments import GymEnvironment
+
+    adapter, gym_env = make("CartPole-v1"), GymEnvironment("CartPole-v1", seed=3)
+    adapter.seed(3)
+    [first] = adapter.reset()
+    np.testing.assert_array_equal(first.obs["obs"], gym_env.reset().observation.numpy())
+    [result] = adapter.step([np.int64(1)])
+    np.testing.assert_array_equal(result.obs["obs"], gym_env.step(1).observation.numpy())
+    expected = r"Invalid action 5 for CartPole-v1 \(action space Discrete\(2\)\)"
+    for env, action in ((adapter, [5]), (gym_env, 5)):
+        with pytest.raises(ValueError, match=expected):
+            env.step(action)
+
+
+def test_the_atari_adapter_is_a_view_of_one_atari_copy():
+    """Frames, rendering and action checks are AtariEnvironment's (one place calls ale-py)."""
+    pytest.importorskip("ale_py")
+    from looprl.environments import AtariEnvironment
+
+    adapter, atari = make("atari", game="Breakout"), AtariEnvironment("Breakout", seed=5)
+    with pytest.raises(RuntimeError, match=r"render\(\) before reset\(\)"):
+        adapter.render()
+    adapter.seed(5)
+    [first] = adapter.reset()
+    np.testing.assert_array_equal(first.obs["obs"], atari.reset().observation.numpy())
+    for action in (1, 2, 3, 0):
+        [result] = adapter.step([action])
+        np.testing.assert_array_equal(result.obs["obs"], atari.step(action).observation.numpy())
+    np.testing.assert_array_equal(adapter.render(), atari.render())
+    assert adapter.render().shape == (84, 84, 3)
+    for env, action in ((adapter, [10]), (atari, 10)):
+        with pytest.raises(ValueError, match=r"Invalid actions \[10\] for Breakout"):
+            env.step(action)
+    adapter.close()
+    atari.close()
