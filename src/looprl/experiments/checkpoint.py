@@ -1,15 +1,11 @@
 """Checkpoints of a running experiment: everything needed to continue it exactly.
 
 ``save_checkpoint(experiment)`` writes ``checkpoint.pt`` into the run directory: the whole
-experiment object (preset, agent with its optimizers, schedules and buffer, meta components,
-environment, logger counters) and the global random states of torch, CUDA, NumPy and
-``random``, written to a temporary name and renamed (a run killed while saving keeps its
-previous checkpoint). With ``keep_checkpoints=K`` (an attribute of the experiment) each save
-also leaves ``checkpoint_<frame>.pt`` beside it, and only the K latest of those are kept
-(``keep_checkpoints``). ``load_checkpoint(path)`` restores the random states and returns the
+experiment object and the global random states, written to a temporary name and renamed.
+With ``keep_checkpoints=K`` each save also leaves ``checkpoint_<frame>.pt`` beside it (the K
+latest are kept). ``load_checkpoint(path)`` restores the random states and returns the
 experiment: on CPU, training on equals an uninterrupted run, and the logger drops what the
-dead run wrote after the checkpoint. Everything must pickle (register hooks as bound
-methods, not lambdas).
+dead run wrote after the checkpoint. Everything must pickle (hooks as bound methods).
 
 **Atari**: ale-py cannot save its emulator, so a restored environment is reset before it
 steps again (``needs_reset``), from a seed ``prepare_checkpoint()`` fixed at saving. With one
@@ -75,9 +71,7 @@ def set_rng_states(states: dict[str, Any]) -> None:
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
     """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
     its run directory); return the path. With ``replay=False`` the replay buffers are saved
-    empty (a resumed run refills them before it trains). Into the run directory, an
-    experiment with ``keep_checkpoints=K`` also keeps
-    ``checkpoint_<frame>.pt`` (``keep_checkpoints``).
+    empty (a resumed run refills them before it trains).
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
@@ -107,8 +101,7 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
 
 
 def _write_failed(error: BaseException) -> bool:
-    """Whether ``torch.save`` failed writing the file (a full disk: ``OSError`` from Python,
-    ``RuntimeError`` "file write failed" from torch's zip writer), not pickling."""
+    """Whether ``torch.save`` failed writing the file (a full disk), not pickling."""
     return isinstance(error, OSError) or (isinstance(error, RuntimeError) and any(
         text in str(error) for text in ("write failed", "unexpected pos", "failed writing")))
 
@@ -135,9 +128,8 @@ def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
 
 
 def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
-    """Keep the checkpoint just written at ``path`` as ``checkpoint_<frame>.pt`` too (a hard
-    link where the file system has them, else a copy) and delete all but the ``keep`` latest
-    numbered checkpoints beside it; return the numbered file."""
+    """Keep ``path`` as ``checkpoint_<frame>.pt`` too (a hard link, else a copy) and delete
+    all but the ``keep`` latest numbered checkpoints; return the numbered file."""
     check_count(keep_checkpoints=keep)
     numbered = path.with_name(f"checkpoint_{frame}.pt")
     temporary = numbered.with_name(numbered.name + ".tmp")

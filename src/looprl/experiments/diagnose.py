@@ -1,10 +1,8 @@
 """Where a diverged loss came from: non-finite data from the environment, found after the fact.
 
-When a loss turns NaN or infinite, ``Approximation`` raises ``FloatingPointError``; a lower
-learning rate is the wrong advice when the environment returned NaN or inf. Nothing is
-checked while training: afterwards the experiment looks at the episode returns (which also
-tell *when*) and at the batch the failing update trained on (the local variables of the
-frames the error passed through).
+A lower learning rate is the wrong advice when the environment returned NaN or inf: after a
+``FloatingPointError`` the experiment looks at the episode returns and at the batch the
+failing update trained on (the locals of the frames the error passed through).
 """
 
 from __future__ import annotations
@@ -68,11 +66,9 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
     ``error``'s own message (which advises on learning rates and clipping).
 
     Args:
-        error: the ``FloatingPointError`` raised by an update.
-        env_name: the environment's name.
-        frame: the frame at which training stopped.
-        nonfinite_episode: ``(episode, frame)``: the number (from 1) of the first training
-            episode whose return was not finite, and the frame at which it ended.
+        error, env_name, frame: the update's error, the environment, where training stopped.
+        nonfinite_episode: ``(episode from 1, frame it ended)`` of the first training
+            episode whose return was not finite.
         running_return_nonfinite: an episode still running has a non-finite return.
     """
     kinds = nonfinite_batch_data(error)

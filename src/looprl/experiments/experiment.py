@@ -1,16 +1,14 @@
 """Control loops: run a preset's agent in an environment, log, and evaluate.
 
-``Experiment`` is what every loop shares (budget, logging, checkpoints, divergence); the one
-local loop is the collector (``ParallelEnvExperiment`` over a vector environment,
-``SingleEnvExperiment`` over ``DuplicateEnvironment([env])``). ``looprl.experiments.episodes``
-holds ``seed_everything``, ``play_episode`` and the evaluation cap (importable from here too).
+``Experiment`` is the one local loop, the collector over copies of the environment (with
+budget, logging, checkpoints, divergence); ``ParallelEnvExperiment`` and
+``SingleEnvExperiment`` (over ``DuplicateEnvironment([env])``) are its two forms.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,28 +42,29 @@ __all__ = ["DEFAULT_EPISODE_CAP", "Experiment", "ParallelEnvExperiment", "Single
 log = logging.getLogger(__name__)
 
 
-class Experiment(ABC):
-    """Trains one preset's agent on one environment and evaluates it.
+class Experiment:
+    """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
+    ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it.
+
+    It is the collector the Ray actors run (``looprl.collector.EnvRunner``): the policy acts,
+    the hooks run, the rows are cut into segments as the agent's adder does and each goes to
+    the agent's ``train`` (its ``Learner``). The agent's ``act`` is for hand-written loops.
 
     Args:
-        preset: a built ``Preset``.
-        env: the environment.
-        name: run name (defaults to the preset's name).
+        preset, env: a built ``Preset`` and its environment.
+        name: run name (default: the preset's).
         train_steps: the training budget in frames (schedules anneal over it).
         logdir: root directory of run directories.
         quiet: no progress bar or printed results.
         render: show the environment while training (created with ``render_mode='human'``).
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger to use instead of a new ``ExperimentLogger``.
-        seed: seeds torch and the environment (seed the preset's initial weights with
-            ``seed_everything(seed)`` before building it, as ``run_experiment`` does).
+        seed: seeds torch and the environment (``seed_everything(seed)`` before building the
+            preset seeds its initial weights, as ``run_experiment`` does).
         meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``).
-        checkpoint_every: save ``checkpoint.pt`` in the run directory every this many frames
-            (``looprl.experiments.checkpoint``; ``None``: never).
-        checkpoint_replay: checkpoints hold the replay buffer's transitions (``False``:
-            saved empty).
-        keep_checkpoints: also keep the last this many checkpoints as
-            ``checkpoint_<frame>.pt`` (``None``: only the rolling ``checkpoint.pt``).
+        checkpoint_every: save ``checkpoint.pt`` every this many frames (``None``: never).
+        checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
+        keep_checkpoints: also keep the last this many as ``checkpoint_<frame>.pt``.
     """
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
@@ -74,6 +73,8 @@ class Experiment(ABC):
                  seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
                  keep_checkpoints: int | None = None):
+        self.vector_env = self._vector_env(preset, env)
+        self.runner: EnvRunner | None = None  # made by the first train()
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
         self.checkpoint_every = checkpoint_every
         self.checkpoint_replay = checkpoint_replay
@@ -119,8 +120,8 @@ class Experiment(ABC):
             save_checkpoint(self, replay=self.checkpoint_replay)
 
     def prepare_checkpoint(self) -> None:
-        """Let the training environment prepare for a checkpoint at this frame (Atari fixes
-        its next reset's seed)."""
+        """Let the training environment prepare for a checkpoint (Atari fixes its next
+        reset's seed)."""
         prepare = getattr(self.training_env, "prepare_checkpoint", None)
         if prepare is not None:
             prepare(self.frame)
@@ -128,11 +129,6 @@ class Experiment(ABC):
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""
         self.hub = agent_hub(components, self.agent, self.training_env)
-
-    @property
-    def training_env(self) -> Any:
-        """The environment the agent trains in (``metrics['env']``)."""
-        return self.env
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
@@ -175,22 +171,6 @@ class Experiment(ABC):
                                              self._running_return_nonfinite())
                 raise FloatingPointError(message) from error
 
-    def _train(self, frames: float, episodes: float) -> None:
-        """The training loop: ``_advance`` (an episode, or a step of every copy) until the
-        budget is used, with the checkpoints in between."""
-        while self.logger.frame < frames and self.logger.episode < episodes:
-            self._advance()
-            self._maybe_checkpoint()
-
-    @abstractmethod
-    def _advance(self) -> None:
-        """One unit of the training loop (an episode, or a step of every copy)."""
-
-    @abstractmethod
-    def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Run ``episodes`` evaluation episodes with the test agent; return their returns
-        (played in ``env``, of the same spaces, if given: then not logged)."""
-
     def _log_training_episode(self, episode_return: float) -> None:
         self._check_finite(episode_return)
         self.logger.add_episode_return(float(episode_return))
@@ -203,13 +183,8 @@ class Experiment(ABC):
         if self._nonfinite_episode is None and not math.isfinite(episode_return):
             self._nonfinite_episode = (self.logger.episode + 1, self.logger.frame)
 
-    def _running_return_nonfinite(self) -> bool:
-        """Whether an unfinished training episode has a non-finite return so far."""
-        return False
-
     def _log_meta_scalars(self, hub: MetaHub, logger: Any) -> None:
-        """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote (after the
-        post-episode hooks: the logging interval is the training episode)."""
+        """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
         for key, value in hub.log_scalars().items():
             logger.add_log(key[4:], value)
 
@@ -220,36 +195,9 @@ class Experiment(ABC):
     def _update_progress(self) -> None:
         self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
 
-    def _reset(self) -> Any:
-        if self.seed is not None and self.logger.episode == 0:
-            return self.env.reset(seed=self.seed)
-        return self.env.reset()
-
     def close_loggers(self) -> None:
         """Close the experiment's loggers (safe to call more than once)."""
         self.logger.close()
-
-    def close(self) -> None:
-        """Close the loggers and the environment."""
-        self.close_loggers()
-        self.env.close()
-
-
-class ParallelEnvExperiment(Experiment):
-    """An agent acting in ``preset.n_envs`` copies of an environment at once (a
-    ``VectorEnvironment``, or copies of an ``Environment``): the one local loop.
-
-    The loop is the collector the Ray actors run (``looprl.collector.EnvRunner``): it asks
-    the agent's policy for actions, calls the step and episode hooks, cuts the rows into
-    segments as the agent's adder does (``LearningAgent.adder``) and hands each to the
-    agent's ``train``, which steps its ``Learner`` as the schedule says. The agent's ``act``
-    is for hand-written loops (seed 003).
-    """
-
-    def __init__(self, preset: Any, env: Any, **kwargs: Any):
-        self.vector_env = self._vector_env(preset, env)
-        self.runner: EnvRunner | None = None  # made by the first train()
-        super().__init__(preset, env, **kwargs)
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         """The environment copies the agent trains in."""
@@ -259,25 +207,20 @@ class ParallelEnvExperiment(Experiment):
             return env.duplicate(preset.n_envs)
         raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
 
-    def _check_render(self) -> None:
-        if self.render:
-            log.warning("render=True is ignored by %s, which trains in %d environments at once; "
-                        "watch it after training with looprl watch or looprl.experiments.watch",
-                        self.name, self.vector_env.n_envs)
-
     def _train(self, frames: float, episodes: float) -> None:
-        """Step all copies until the budget is used; a later call continues the episodes (an
-        environment restored without them, ``needs_reset``, starts new ones)."""
+        """Step all copies until the budget is used, with the checkpoints in between; a
+        later call continues the episodes (unless the environment ``needs_reset``)."""
         if self.runner is None:
             self.runner = self._make_runner()
             self._act()
         elif getattr(self.vector_env, "needs_reset", False):
             self.runner.truncate()
-        super()._train(frames, episodes)
+        while self.logger.frame < frames and self.logger.episode < episodes:
+            self._advance()
+            self._maybe_checkpoint()
 
     def _make_runner(self) -> EnvRunner:
-        """The collector over the training copies (``_collected``), cutting rows as the
-        agent's adder."""
+        """The collector over ``_collected``, cutting rows as the agent's adder."""
         adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
         return EnvRunner(
             self._collected(), segment_length=1 if adder is None else adder.segment_length,
@@ -290,11 +233,11 @@ class ParallelEnvExperiment(Experiment):
 
     @property
     def training_env(self) -> Any:
+        """The environment the agent trains in (``metrics['env']``)."""
         return self.vector_env
 
     def _advance(self) -> None:
-        """One step of every copy with the actions the policy chose, then ``_act`` (an actor
-        worker does the same, and its last ``_act`` at the end of its budget)."""
+        """One step of every copy with the policy's actions, then ``_act``."""
         runner = self.runner
         frames = runner.total_frames
         runner.advance()
@@ -318,8 +261,7 @@ class ParallelEnvExperiment(Experiment):
 
     def _act(self) -> None:
         """The policy acts on the new observations, the runner records the rows, and every
-        segment they complete is trained (within the budget). An agent of the seed's own
-        making, with no adder (an ``Agent`` whose ``act`` trains as it likes), acts on the
+        segment they complete is trained. A user's own ``Agent`` (no adder) acts on the
         states themselves, rewards and ends included."""
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
@@ -332,17 +274,17 @@ class ParallelEnvExperiment(Experiment):
             agent.train(segment)
 
     def _own_actions(self, runner: EnvRunner) -> Any:
-        """The actions of an agent of the user's own making for the rows ``runner`` asks."""
+        """A user's own agent's actions for the rows ``runner`` asks."""
         return self._acts(self.agent, runner.states())
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
-        """``agent``'s actions for ``states``, one per row (a ``ParallelAgent`` acts on all)."""
+        """``agent``'s actions for ``states``, one per row."""
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Evaluate in the vector environment (or copies of ``env``, ``n_envs`` of them or
-        ``episodes`` when fewer: a copy without an episode to run would be stepped for
-        nothing), each copy running its share of episodes."""
+        """Run ``episodes`` evaluation episodes of the test agent, each copy its share, in
+        the vector environment (or in ``min(n_envs, episodes)`` copies of ``env``: then not
+        logged); their returns."""
         agent = self._test_agent()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))
@@ -384,11 +326,12 @@ class ParallelEnvExperiment(Experiment):
         return None if self.seed is None else self.seed + 10_000
 
     def _running_return_nonfinite(self) -> bool:
+        """Whether an unfinished training episode has a non-finite return so far."""
         return self.runner is not None and not np.isfinite(self.runner.running_returns).all()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """``copies`` copies of the environment (at most ``n_envs``), else a copy of the
-        training environments (so that their episodes go on), else they."""
+        """``copies`` copies of the environment, else a copy of the training environments
+        (so that their episodes go on), else they."""
         if isinstance(self.env, Environment):
             return self.env.duplicate(copies)
         try:
@@ -400,24 +343,33 @@ class ParallelEnvExperiment(Experiment):
             return self.vector_env
 
     def close(self) -> None:
-        super().close()
-        self.vector_env.close()
+        """Close the loggers and the environments."""
+        self.close_loggers()
+        self.env.close()
+        if self.vector_env is not self.env:
+            self.vector_env.close()
 
 
-class SingleEnvExperiment(ParallelEnvExperiment):
+class ParallelEnvExperiment(Experiment):
+    """An agent acting in ``preset.n_envs`` copies of an environment at once; ``render``
+    is ignored (with a warning)."""
+
+    def _check_render(self) -> None:
+        if self.render:
+            log.warning("render=True is ignored by %s, which trains in %d environments at once; "
+                        "watch it after training with looprl watch or looprl.experiments.watch",
+                        self.name, self.vector_env.n_envs)
+
+
+class SingleEnvExperiment(Experiment):
     """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging): the
-    collector over ``DuplicateEnvironment([env])``, the environment itself as one copy, its
-    rows cut as the agent's adder cuts them (one transition per segment for the replay agents,
-    whole episodes for VPG). Evaluation plays in ``env`` (``test``)."""
+    collector over ``DuplicateEnvironment([env])``. Evaluation plays in ``env``."""
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         if not isinstance(env, Environment):
             raise TypeError(f"SingleEnvExperiment trains in one Environment, got {type(env)}: "
                             "give a VectorEnvironment to ParallelEnvExperiment")
         return DuplicateEnvironment([env])
-
-    def _check_render(self) -> None:
-        Experiment._check_render(self)
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
         """``agent``'s action for the one ``State`` (seed 003's ``Agent``), as a batch of one."""
@@ -427,11 +379,10 @@ class SingleEnvExperiment(ParallelEnvExperiment):
         return self.preset.test_agent()
 
     def _test_seed(self, given: bool) -> int | None:
-        """None: the evaluation episodes go on from the environment's own random state (seed
-        003's loop), unless ``test`` was given another environment."""
+        """None (the environment's own random state, as seed 003), unless ``test`` was given
+        another environment."""
         return super()._test_seed(given) if given else None
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """The training environment (seed 003 evaluates in it): training goes on with new
-        episodes."""
+        """The training environment (seed 003 evaluates in it)."""
         return self.vector_env

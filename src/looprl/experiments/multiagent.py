@@ -1,21 +1,14 @@
 """``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``.
 
-Training is the one collector (``looprl.collector.EnvRunner``) over what Ray's actors step
-(``training_copy``: the PettingZoo environment's SRL adapter over a copy of it, or the SRL
-environment a ``MultiagentPettingZooEnv`` plays): each agent's rows are its own streams,
-independent learners act through one ``Actor`` over an ``IndependentPolicy`` and learn
-through an ``IndependentLearner`` of the agents' own learners (``IndependentLearners``), so a
-seeded run equals one synchronous Ray actor's. A frame is one step of the environment (one
-agent's move in a turn-based game). A multi-agent of the user's own making (no learners) acts
-on each row as a ``MultiagentState``.
+Training is the one collector over what Ray's actors step (``training_copy``): each agent's
+rows are its own streams, so a seeded run equals one synchronous Ray actor's. A frame is one
+step of the environment (one agent's move). A multi-agent of the user's own making acts on
+each row as a ``MultiagentState``.
 
-The run directory's logger records the team return (the sum of the agents'); one logger per
-agent, in ``{run dir}/{name}.{agent}/{env}``, its returns, losses and test returns. Meta
-components run per agent, each on its own copies (``copy.deepcopy``: register hooks as bound
-methods) and its own metrics dictionary (``self.hubs[name]``, ``metrics['agent']``), which
-sees the agent's own view of the observations (a masked agent's with its mask appended).
-Evaluation (``test``) is the collector too, with the test agents' ``act`` on each row;
-``play`` is seed 003's turn loop, for loops of your own (e.g. against a random player).
+The run directory's logger records the team return; one logger per agent, in
+``{run dir}/{name}.{agent}/{env}``, its own. Meta components run per agent, each on its own
+copies and metrics dictionary (``self.hubs[name]``, ``metrics['agent']``). ``play`` is seed
+003's turn loop, for loops of your own (e.g. against a random player).
 """
 
 from __future__ import annotations
@@ -32,7 +25,7 @@ from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPett
 from looprl.environments.srl import Environment, make
 from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import episode_cap, play_episode
-from looprl.experiments.experiment import Experiment, ParallelEnvExperiment
+from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
@@ -41,9 +34,7 @@ from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
-    return each agent's returns. An episode that does not end is cut after
-    ``episode_cap(env)`` turns (the env's ``max_episode_steps``, else
-    ``DEFAULT_EPISODE_CAP``), with a warning."""
+    return each agent's returns. An episode is cut after ``episode_cap(env)`` turns."""
     cap = episode_cap(env)
     games = [play_episode(multiagent, env, seed=seed if i == 0 else None, max_steps=cap)
              for i in range(episodes)]
@@ -52,9 +43,7 @@ def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
 
 def training_copy(env: MultiagentPettingZooEnv) -> Environment:
     """What the collector steps for ``env``, as Ray's actors do: the SRL environment it plays
-    (``env.remote``), else its PettingZoo environment's SRL adapter (a copy, so that
-    evaluating in ``env`` leaves training's episodes alone), observations flattened as
-    ``env`` flattens them."""
+    (``env.remote``), else the SRL adapter of a copy of its PettingZoo environment."""
     if env.remote is not None:
         name, kwargs = env.remote
         return make(name, **kwargs)
@@ -62,9 +51,8 @@ def training_copy(env: MultiagentPettingZooEnv) -> Environment:
 
 
 def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.ndarray:
-    """``agent``'s action for each row ``runner`` asks, the row as a ``MultiagentState`` of its
-    agent (``names[i]``: agent ``i``'s); its ``act`` sees every agent's final state once, as
-    in seed 003's turn loop."""
+    """``agent``'s action for each row ``runner`` asks, as a ``MultiagentState`` of its agent
+    (``names[i]``: agent ``i``'s)."""
     states, actions = runner.states(), []
     for i in range(len(states)):
         row = dict(states[i])
@@ -73,12 +61,11 @@ def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.nd
     return np.stack(actions)
 
 
-class MultiagentEnvExperiment(ParallelEnvExperiment):
+class MultiagentEnvExperiment(Experiment):
     """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` and evaluates it.
 
-    The arguments are ``Experiment``'s; ``train_steps`` counts steps of the environment, and
-    the preset's ``agent(logger=...)`` (e.g. ``IndependentMultiagentPreset``'s) receives a
-    dict of one ``ExperimentLogger`` per agent.
+    The arguments are ``Experiment``'s; the preset's ``agent(logger=...)`` receives one
+    ``ExperimentLogger`` per agent.
     """
 
     env: MultiagentPettingZooEnv
@@ -92,9 +79,6 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
                             "environment: looprl.environments.SRLParallelEnv first)")
         return env
 
-    def _check_render(self) -> None:
-        Experiment._check_render(self)
-
     def _make_agent(self) -> Multiagent:
         self.agent_loggers = {agent: ExperimentLogger(f"{self.name}.{agent}", self.env.name,
                                                       self.logger.log_dir, self.verbose)
@@ -102,8 +86,7 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
         return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
     def _attach(self, components: list[MetaComponent]) -> None:
-        """One ``MetaHub`` per agent, over its own copies of ``components``, which the
-        collector reports each agent's rows to (``StreamHooks``) and its learner's updates."""
+        """One ``MetaHub`` per agent, over its own copies of ``components``."""
         agents = getattr(self.agent, "agents", None)
         if agents is None:
             raise ValueError(f"{type(self.agent).__name__} has no per-agent `agents`; meta "
@@ -117,8 +100,7 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
                                getattr(policy, "view", None))
 
     def _collected(self) -> Any:
-        """A copy of what Ray's actors step (``training_copy``); an episode that never ends
-        is cut at its cap (``EnvRunner.max_episode_steps``)."""
+        """A copy of what Ray's actors step (``training_copy``)."""
         return functools.partial(training_copy, self.env)
 
     def _own_actions(self, runner: EnvRunner) -> Any:
@@ -139,10 +121,8 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
             self._log_meta_scalars(hub, self.agent_loggers[name])
 
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
-        """Run ``episodes`` episodes of the test agent (its ``act`` on each row) on the
-        collector, over a copy of ``env`` (default: the experiment's; then logged), seeded
-        with ``seed + 10,000``; return each agent's returns. An episode that does not end is
-        cut at the env's cap, with a warning."""
+        """Run ``episodes`` episodes of the test agent on the collector, over a copy of
+        ``env`` (default: the experiment's; then logged); return each agent's returns."""
         played = env or self.env
         agent, names = self.preset.test_agent(), played.possible_agents
         runner = EnvRunner(functools.partial(training_copy, played), segment_length=1,
@@ -167,7 +147,7 @@ class MultiagentEnvExperiment(ParallelEnvExperiment):
 
     def close(self) -> None:
         """Close the loggers, the environment and the collector's copy of it."""
-        Experiment.close(self)
+        super().close()
         for env in self.runner.envs if self.runner is not None else ():
             env.close()
 

@@ -191,23 +191,14 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
 
 def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
                      filename: str | None = None) -> str:
-    """Plot the 100-episode mean returns of every run under ``runs_dir``.
-
-    A run with a ``results.csv`` is drawn at every episode (rolling mean and std of the
-    last up to 100 returns, over the raw returns drawn faintly); one without is drawn from
-    its ``returns100.csv`` rows.
-
-    Args:
-        runs_dir: Directory searched recursively for ``returns100.csv`` files.
-        timesteps: When positive, only frames up to ``timesteps`` are drawn.
-        filename: Where to save the PNG; defaults to ``{runs_dir}/returns100.png``.
-
-    Returns:
-        The path of the saved PNG.
+    """Plot the 100-episode mean returns of every run under ``runs_dir`` (searched for
+    ``returns100.csv``; with a ``results.csv``, at every episode over the raw returns), up
+    to ``timesteps`` frames if positive, into ``filename`` (default:
+    ``{runs_dir}/returns100.png``); return its path.
 
     Raises:
-        FileNotFoundError: If no ``returns100.csv`` exists under ``runs_dir``.
-        ValueError: If no run has data.
+        FileNotFoundError: no ``returns100.csv`` under ``runs_dir``.
+        ValueError: no run has data.
     """
     runs = _load_runs(Path(runs_dir))
     out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"

@@ -1,11 +1,9 @@
 """A cheap rich progress bar, and live dashboard, for training loops.
 
-``TrainingProgress`` shows frames done/total, frames per second, elapsed and remaining
-time, the episode count, the mean return of the last 100 episodes, and under the bar the
-lines of a ``status`` callable (the dashboard: last losses, ``hp/*`` values). ``update`` may
-be called every step: it redraws at most ``refresh_per_second`` times per second. On a
-console that is not a terminal it prints plain lines instead, at every tenth of the run and
-at least once a minute.
+``TrainingProgress`` shows frames, frames per second, elapsed and remaining time, episodes,
+the mean return of the last 100 episodes, and under the bar a ``status`` callable's lines.
+``update`` may be called every step (it redraws at most ``refresh_per_second`` times). On a
+console that is not a terminal it prints plain lines instead.
 """
 
 from __future__ import annotations
@@ -82,15 +80,14 @@ class TrainingProgress:
     """Progress bar of a training run, usable as a context manager.
 
     Args:
-        total_frames: Number of frames the run will train for.
-        description: Text shown left of the bar (e.g. ``"dqn CartPole-v1"``).
-        quiet: When True, nothing is printed.
-        console: Console to draw on; defaults to a new console on stderr.
-        refresh_per_second: Maximum number of redraws per second.
-        line_interval: On a console that is not a terminal, the most seconds between two
-            plain progress lines (a line is also printed at every tenth of the run).
-        status: Returns lines to show under the bar (appended to plain lines), called at
-            each redraw only.
+        total_frames: frames the run will train for.
+        description: text left of the bar (``"dqn CartPole-v1"``).
+        quiet: print nothing.
+        console: console to draw on (default: a new one on stderr).
+        refresh_per_second: most redraws per second.
+        line_interval: on a console that is not a terminal, the most seconds between two
+            plain lines (one is also printed at every tenth of the run).
+        status: returns lines to show under the bar, called at each redraw.
 
     Example:
         >>> with TrainingProgress(1000, "dqn", quiet=True) as bar:

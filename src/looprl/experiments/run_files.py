@@ -1,6 +1,5 @@
-"""The files of a run directory that ``ExperimentLogger`` writes: claiming the directory,
-``run.json``, appending CSV rows, and cutting rows and TensorBoard events back to a
-checkpoint's step when a run resumes."""
+"""The files of a run directory: claiming it, ``run.json``, appending CSV rows, and cutting
+rows and TensorBoard events back to a checkpoint's step when a run resumes."""
 
 from __future__ import annotations
 
@@ -13,8 +12,8 @@ from typing import Any
 
 from looprl.core.files import check_writable
 
-__all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "keep_events",
-           "keep_rows", "safe_component", "write_run_json", "write_tables"]
+__all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_value",
+           "keep_events", "keep_rows", "safe_component", "write_run_json", "write_tables"]
 
 RETURNS100_HEADER = "frame,mean,std,max,min"
 RETURNS_HEADER = "frame,episode,return"
@@ -31,8 +30,9 @@ def safe_component(name: str) -> str:
     return cleaned if cleaned not in ("", ".", "..") else "_"
 
 
-def _json_value(value: Any) -> Any:
-    """``value`` as JSON can hold it: a number for numpy scalars, else its ``repr``."""
+def json_value(value: Any) -> Any:
+    """``value`` as JSON can hold it: a number for NumPy and torch scalars, else its
+    ``repr`` (``json.dumps``' ``default``)."""
     try:
         return value.item()  # numpy and torch scalars
     except (AttributeError, ValueError, RuntimeError):
@@ -40,8 +40,7 @@ def _json_value(value: Any) -> Any:
 
 
 def claim_run_dir(parent: Path, name: str) -> Path:
-    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty
-    (``ValueError`` if ``parent`` cannot be made or written)."""
+    """Create and return the first of ``name``, ``name_2``, ... that is absent or empty."""
     check_writable(parent, _OPTIONS)
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +62,7 @@ def claim_run_dir(parent: Path, name: str) -> Path:
 
 def check_header(path: Path, remedy: str) -> None:
     """A one-line ``ValueError`` naming ``path`` (one of ``CSV_HEADERS``) when it does not
-    start with its header: empty, or damaged; ``remedy`` says what to do."""
+    start with its header; ``remedy`` says what to do."""
     with open(path, encoding="utf-8", errors="replace") as file:
         first = file.readline().strip()
     header = CSV_HEADERS[path.name]
@@ -73,7 +72,7 @@ def check_header(path: Path, remedy: str) -> None:
 
 
 def append_lines(path: Path, lines: list[str]) -> None:
-    """Append the buffered ``lines`` to ``path`` and empty the buffer (in place)."""
+    """Append ``lines`` to ``path`` and empty the list."""
     if not lines:
         return
     with open(path, "a", encoding="utf-8") as file:
@@ -82,8 +81,7 @@ def append_lines(path: Path, lines: list[str]) -> None:
 
 
 def keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
-    """Keep the header of the CSV file ``path`` (if it exists) and the rows ``keep(index,
-    line)`` accepts."""
+    """Keep the header of the CSV file ``path`` and the rows ``keep(index, line)`` accepts."""
     if path.exists():
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         kept = [line for index, line in enumerate(lines[1:]) if keep(index, line)]
@@ -127,8 +125,8 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
                  log_rows: list[tuple[int, str, float]],
                  hp_rows: list[tuple[int, dict[str, Any]]], hp_columns: list[str] | None
                  ) -> list[str] | None:
-    """Append the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv`` rows (the
-    buffers are emptied); returns the hyperparameter columns (fixed by the first rows)."""
+    """Append (and empty) the buffered ``losses.csv``, ``log.csv`` and
+    ``hyperparameters.csv`` rows; return the hyperparameter columns (fixed by the first)."""
     for table, rows in (("losses.csv", loss_rows), ("log.csv", log_rows)):
         if rows:
             path = run_dir / table
@@ -149,8 +147,7 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
 
 
 def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:
-    """Write ``run.json`` describing a run: its start time and ``info`` (non-JSON values as
-    their ``repr``)."""
+    """Write ``run.json``: the start time and ``info``."""
     started = datetime.now().astimezone().isoformat(timespec="seconds")
     meta = {**info, "started": started}
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=_json_value) + "\n")
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=json_value) + "\n")

@@ -43,20 +43,14 @@ class SlurmExperiment:
         agents: preset builders or presets, one or a list.
         envs: environments or environment ids, one or a list.
         frames: training budget of each run, in environment steps.
-        test_episodes, verbose, logdir: ``run_experiment``'s (``logdir`` made absolute, so
-            that jobs write where this process would).
+        test_episodes, verbose, logdir, seed: ``run_experiment``'s (``logdir`` absolute).
         job_name: the Slurm job's name.
-        script_name: ALL's name of the sbatch script; submitit writes its own into ``outdir``,
-            so it is not used.
+        script_name: ALL's name of the sbatch script (unused: submitit writes its own).
         outdir: where submitit keeps the jobs' scripts, pickles and logs.
-        sbatch_args: sbatch options (``{"partition": "gpu", "gpus-per-node": 1}``) over
-            ``DEFAULT_SBATCH_ARGS``.
-        executor: a submitit executor to run the jobs (default: a ``SlurmExecutor`` in
-            ``outdir``); ``sbatch_args`` apply to Slurm executors only.
-        seed: ``run_experiment``'s seed of every run.
+        sbatch_args: sbatch options over ``DEFAULT_SBATCH_ARGS`` (Slurm executors only).
+        executor: a submitit executor (default: a ``SlurmExecutor`` in ``outdir``).
 
-    Attributes:
-        jobs: the submitit jobs, one per run.
+    The submitit jobs, one per run, are in ``jobs``.
     """
 
     def __init__(self, agents: Any, envs: Any, frames: float, test_episodes: int = 100,

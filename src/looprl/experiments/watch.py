@@ -51,9 +51,7 @@ def shows_in_window(preset: Any) -> bool:
 
 def offscreen_rendering() -> None:
     """Let pygame and MuJoCo render without a display (unless the user chose otherwise):
-    MuJoCo through EGL, else OSMesa, whichever library this machine has (with neither, MuJoCo
-    is left as it is: a backend whose library is missing would break ``import mujoco`` for the
-    rest of the process)."""
+    MuJoCo through EGL or OSMesa, whichever library this machine has (else left alone)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     if "MUJOCO_GL" not in os.environ:
@@ -118,10 +116,9 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
 def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    n_episodes: int = sys.maxsize, **options: Any,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """ALL's ``load_and_watch``: load the preset saved with ``preset.save(filename)`` (its
-    networks on ``env``'s device) and ``watch`` its test agent in ``env`` for ``n_episodes``
-    episodes (default: until interrupted). ``options`` are ``watch``'s (``gif``,
-    ``max_steps``)."""
+    """ALL's ``load_and_watch``: ``watch`` the test agent of the preset saved at ``filename``
+    in ``env`` for ``n_episodes`` episodes (default: until interrupted); ``options`` are
+    ``watch``'s."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
