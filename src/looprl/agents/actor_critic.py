@@ -247,11 +247,9 @@ class ActorCriticPolicy(Policy):
 
     @property
     def default_policy_state(self) -> NamedArray | None:
-        """The memory of one stream at an episode start (``None`` for feed-forward networks)."""
         return self._initial_state
 
     def approximations(self) -> dict[str, Approximation]:
-        """``approximation``, by its name (its ``hp/lr/<name>`` is this policy's key)."""
         return {self.approximation.name: self.approximation}
 
     def _obs(self, obs: Any) -> Any:

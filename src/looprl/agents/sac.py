@@ -72,7 +72,6 @@ class SACTrainer(DDPGTrainer):
         self.target_entropy = target_entropy
 
     def approximations(self) -> dict[str, Approximation]:
-        """The critics ``q`` and the ``temperature``, by name."""
         return {self.q.name: self.q, self.temperature.name: self.temperature}
 
     @property
