@@ -1,11 +1,7 @@
-"""Bodies: agent-side preprocessing, as in the autonomous-learning-library.
-
-A ``Body`` wraps an ``Agent`` or ``ParallelAgent``: ``act(state)`` transforms the state
-(``process_state``), lets the wrapped agent act on it, and transforms the action back
-(``process_action``). Bodies keep the environment generic and the preprocessing part of the
-agent, so the environment can report true scores while the agent learns from, e.g., clipped
-rewards. Every body accepts a single ``State`` or a ``StateArray`` (one row per environment).
-"""
+"""Bodies: agent-side preprocessing, as in the autonomous-learning-library. A ``Body`` wraps an
+``Agent`` or ``ParallelAgent``: ``act(state)`` is ``process_action(agent.act(process_state(
+state)))``, on a ``State`` or a ``StateArray``; the environment reports true scores while the
+agent learns from, e.g., clipped rewards."""
 
 from __future__ import annotations
 

@@ -412,12 +412,8 @@ def _find_contextual(env: gym.Env) -> ContextualEnv | None:
 
 
 class ContextualEnvironment(GymEnvironment):
-    """A looprl ``GymEnvironment`` around a ``ContextualEnv``.
-
-    ``duplicate(n)`` makes ``n`` deep copies in a ``SyncVectorEnv`` (a
-    ``GymVectorEnvironment``), each choosing its own instances; ``contextual_envs`` finds
-    their wrappers. The arguments are ``ContextualEnv``'s and ``GymEnvironment``'s.
-    """
+    """A ``GymEnvironment`` around a ``ContextualEnv`` (the arguments are theirs);
+    ``duplicate(n)`` makes ``n`` deep copies, each choosing its own instances."""
 
     def __init__(self, env_id: str, contexts: Mapping[int, Mapping[str, float]] | None = None,
                  hide_context: bool = True, instance_mode: str = "random", seed: int | None = None,

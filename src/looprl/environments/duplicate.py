@@ -39,12 +39,9 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
 
 
 class DuplicateEnvironment(VectorEnvironment):
-    """``envs`` stepped as one batch; the step after a copy reports ``done`` resets it (its
-    action ignored, reward 0). Each environment's own ``seed`` seeds its first reset;
-    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, as ALL's. The batch keeps the
-    further single-number entries that every copy's ``State`` has (``AtariEnvironment``'s
-    ``life_lost`` and ``lives``, which the ``EpisodicLife`` body reads), unless a copy steps
-    without making ``State`` s (``step_arrays``: ``GymEnvironment``).
+    """``envs`` stepped as one batch, next-step autoreset; ``reset(seed=s)`` seeds copy ``i``
+    with ``s + i``, as ALL's. The batch keeps the single-number entries that every copy's
+    ``State`` has (``AtariEnvironment``'s ``life_lost`` and ``lives``).
 
     Args:
         envs: the environments, one per row (distinct objects, the same spaces).
@@ -176,11 +173,10 @@ def _common_extras(states: list[State]) -> dict[str, np.ndarray]:
 
 def local_copies(build: Callable[[], Environment], one_by_one: bool, n: int
                  ) -> VectorEnvironment:
-    """``n`` copies of the environment ``build()`` makes, as the local experiments step them:
-    a ``DuplicateEnvironment`` of ``n`` of them (``one_by_one``: a single-environment
-    preset's loop), else the first one's ``duplicate(n)`` (a parallel preset's: Gymnasium's
-    or ale-py's vector environment). Ray's actors step these too (``AlgorithmSpec.copies``),
-    so that a run's environment loop is the local one."""
+    """``n`` copies of the environment ``build()`` makes, as the local experiments (and Ray's
+    actors, ``AlgorithmSpec.copies``) step them: a ``DuplicateEnvironment`` of ``n`` of them
+    (``one_by_one``: a single-environment preset's loop), else the first one's
+    ``duplicate(n)``."""
     if one_by_one:
         return DuplicateEnvironment([build() for _ in range(n)])
     first = build()

@@ -42,10 +42,8 @@ def _made_and_wrapped(env_id: str, wrap_env: Callable[[gym.Env], gym.Env],
 
 
 class GymEnvironment(Environment):
-    """A Gymnasium environment whose states are torch ``State`` objects.
-
-    The arguments are the autonomous-learning-library's (``id, device, name, legacy_gym,
-    wrap_env, **gym_make_kwargs``) plus ``seed``.
+    """A Gymnasium environment whose states are torch ``State`` objects (ALL's arguments, plus
+    ``seed``).
 
     Args:
         env: an environment id (``'CartPole-v1'``) or an existing ``gym.Env``.

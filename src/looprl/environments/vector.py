@@ -53,9 +53,8 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
 
 
 class NumpyVectorEnvironment(VectorEnvironment):
-    """Base of vector environments around an object with Gymnasium's ``VectorEnv`` API
-    (``env``, the wrapped vector environment); subclasses implement ``step``. The other
-    arguments are ``GymVectorEnvironment``'s."""
+    """Base of vector environments around ``env``, an object with Gymnasium's ``VectorEnv``
+    API; subclasses implement ``step``."""
 
     _t = 0  # steps since the last reset (for the line of a failing step)
 
@@ -107,12 +106,9 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of a Gymnasium environment, stepped as one batch.
-
-    Made from an id or a factory (``GymVectorEnvironment('CartPole-v1', 8)``), or around a
-    Gymnasium vector environment already made, with the autonomous-learning-library's
-    signature (``GymVectorEnvironment(vec_env, name, device=...)``); the type of the first
-    argument says which.
+    """``n_envs`` copies of a Gymnasium environment, stepped as one batch:
+    ``GymVectorEnvironment('CartPole-v1', 8)``, or ALL's ``GymVectorEnvironment(vec_env, name,
+    device=...)`` around a vector environment already made.
 
     Args:
         env: an environment id, a function that makes one ``gym.Env`` (the copies then run
