@@ -1,4 +1,6 @@
-"""Environments: Gymnasium wrappers producing ``State``/``StateArray`` objects."""
+"""Environments: seed 003's (``Environment``, ``VectorEnvironment``, ``MultiagentEnvironment``)
+and seed 004's SRL API (``SRLEnvironment``, ``make``); each outside library is called from one
+place (ARCHITECTURE.md, "Environments: one interface inside, adapters at the edge")."""
 
 from looprl.environments.ale import atari_games
 from looprl.environments.atari import AtariEnvironment, AtariVectorEnvironment
