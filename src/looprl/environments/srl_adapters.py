@@ -96,6 +96,11 @@ class _SingleAgent(_Adapter):
     _obs_space: gym.spaces.Dict
 
     @property
+    def _name(self) -> str:
+        """The looprl environment's name (a Gymnasium id, or an Atari game's name)."""
+        return self.looprl.name
+
+    @property
     def agent_count(self) -> int:
         return 1
 
