@@ -69,8 +69,8 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
 
 
 def default_threads(agent: str) -> int:
-    """Torch CPU threads for ``agent``'s family: 1 for small MLPs (more threads only add
-    overhead), 0 (torch's default, one per core) for the Atari CNNs, which gain from them."""
+    """Torch CPU threads for ``agent``'s family: 1 for small MLPs, 0 (torch's default) for
+    the Atari CNNs, which gain from more."""
     return 0 if agent.startswith("atari.") else 1
 
 
@@ -142,8 +142,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def trained_env(preset_file: Path, preset: Any) -> str:
-    """The environment a saved preset was trained on: from the ``run.json`` of its run
-    directory, else from the preset itself; ``FileNotFoundError`` saying to pass ``--env``."""
+    """The environment a saved preset was trained on (its ``run.json``'s, else its own)."""
     run_json = preset_file.parent / "run.json"
     if run_json.exists():
         try:

@@ -167,9 +167,8 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
 
 
 def group_options() -> dict[str, list[str]]:
-    """Every config group ``register`` stored but Hydra's own (``algorithm``,
-    ``algorithm/atari``, ``meta``, ...) -> its options, sorted: what ``looprl run --help``
-    lists, read from the ``ConfigStore`` without composing anything."""
+    """Every config group ``register`` stored (``algorithm/atari``, ``meta``, ...) -> its
+    options, sorted, from the ``ConfigStore``."""
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
@@ -191,9 +190,8 @@ def _choices(value: str) -> list[str]:
 
 
 def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
-    """Store an option of the ``meta`` group (``_target_`` and the class's arguments, under
-    ``meta.<class name>``) for each import path ``overrides`` attach, instead of earlier ones;
-    ``ImportError`` / ``TypeError`` for a path that names no ``MetaComponent``."""
+    """Store a ``meta`` option (under ``meta.<class name>``) for each import path
+    ``overrides`` attach, instead of earlier ones."""
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS, component_class
@@ -212,8 +210,7 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
 
 
 def build_distributed(cfg: Any, output_dir: str) -> Any:
-    """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes
-    (``AlgorithmSpec.of_preset``); ``ValueError`` for what the Ray runtime does not run."""
+    """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes."""
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
 
@@ -250,8 +247,7 @@ class BuiltConfig:
 
 
 def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
-    """The training environment ``cfg.env`` / ``cfg.context`` describe, and the held-out
-    one (``None`` without ``context.test``)."""
+    """The training and held-out (``None``: no ``context.test``) environments of ``cfg``."""
     from looprl.presets.catalog import context_sets, make_contextual, make_env
 
     context = _plain(cfg.get("context")) or {}
@@ -261,8 +257,7 @@ def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
 
 
 def make_components(cfg: Any) -> list[Any]:
-    """The meta components of ``cfg.meta``: each node's key is a built-in name, or its
-    ``_target_`` names the class (``looprl.meta.registry.make_component``)."""
+    """The meta components of ``cfg.meta`` (``looprl.meta.registry.make_component``)."""
     from looprl.meta.registry import make_component
 
     return [make_component(name, **(kwargs or {}))
@@ -270,8 +265,7 @@ def make_components(cfg: Any) -> list[Any]:
 
 
 def _builder(cfg: Any) -> tuple[str, Any, Any, Any]:
-    """The preset's name, its builder with the config's hyperparameters, and the training
-    and held-out environments (``make_envs``)."""
+    """The preset's name, its configured builder, and ``make_envs``."""
     from looprl.presets.catalog import resolve_agent
 
     algorithm = dict(_plain(cfg.algorithm))
@@ -287,9 +281,8 @@ def _plain(node: Any) -> Any:
 
 
 def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
-    """The preset builder, environment, meta components and runner ``cfg`` describes (the
-    runner writes under ``output_dir``); ``ValueError`` for an unknown name or
-    hyperparameter, ``TypeError`` for a wrongly typed one."""
+    """The preset builder, environment, meta components and runner (writing under
+    ``output_dir``) ``cfg`` describes; one-line errors for bad names and values."""
     from looprl.configs.sources import check_config_keys
     from looprl.experiments.experiment import seed_everything
 
@@ -338,8 +331,7 @@ PARTS = ("exploration", "buffer", "update")
 
 
 def expand_shorthands(overrides: list[str]) -> list[str]:
-    """``exploration=X`` (``buffer=``, ``update=``) -> ``algorithm.exploration=X``: the part
-    is a hyperparameter of the preset, and the config holds it once, there."""
+    """``exploration=X`` (``buffer=``, ``update=``) -> ``algorithm.exploration=X``."""
     return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else o for o in overrides]
 
 

@@ -41,6 +41,7 @@ from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input
+from looprl.experiments.run_files import json_value
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
 
@@ -67,7 +68,7 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
                    evaluation: dict[str, Any]) -> dict[str, Any]:
     """Write ``results.json`` and return what it holds; a run with a held-out set logs both
     sets' test returns."""
-    text = json.dumps({"train": train, "eval": evaluation}, indent=1, default=_json_value)
+    text = json.dumps({"train": train, "eval": evaluation}, indent=1, default=json_value)
     (Path(output_dir) / "results.json").write_text(text)
     if "test_set" in evaluation and not cfg.logging.quiet:
         train_set, test_set = evaluation["train_set"], evaluation["test_set"]
@@ -79,8 +80,8 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
 
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
-    """``runtime=ray``: the preset's policy and trainer on Ray workers, then ``test_episodes``
-    deterministic episodes of the final policy here."""
+    """``runtime=ray``: the run on Ray workers, then ``test_episodes`` evaluation episodes of
+    the final policy here."""
     import torch
 
     from looprl.configs import build_distributed
@@ -121,9 +122,8 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
 
 
 def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
-    """The final policy's returns on ``context.test``'s held-out instances (``None``
-    without a test set), each instance played at least once (``instance_plan``): ``spec``
-    with an instance's environment in place of its own."""
+    """The final policy's returns on ``context.test``'s held-out instances, each played at
+    least once (``None`` without a test set)."""
     from dataclasses import replace
 
     from looprl.configs import make_envs
@@ -143,23 +143,13 @@ def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | Non
     return returns
 
 
-def _json_value(value: Any) -> Any:
-    """What ``results.json`` holds of a value JSON has no type for: a number (NumPy's), or
-    its ``repr``."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 def resume_arguments(argv: list[str]) -> list[str]:
     """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
     run's own overrides, then these, in its directory with ``resume=true``.
 
     Raises:
         FileNotFoundError: ``RUN_DIR`` holds no run or no checkpoint.
-        ValueError: the overrides change the run's config (other than ``frames``, to train
-            further, and ``logging``); the message lists what differs. Nothing is written.
+        ValueError: the overrides change the run's config (but ``frames`` and ``logging``).
     """
     from looprl.configs import find_checkpoint
 
@@ -241,8 +231,8 @@ def _differences(old: Any, new: Any) -> list[str]:
 
 
 def _remove_if_empty(output_dir: Path) -> None:
-    """Remove the run directory Hydra made for a run rejected before it wrote anything (and
-    Hydra's ``outputs/DATE`` above it if that is now empty)."""
+    """Remove the run directory (and an empty ``outputs/DATE``) of a run rejected before it
+    wrote anything."""
     if any(p.name != ".hydra" and p.suffix != ".log" for p in output_dir.iterdir()):
         return  # the run wrote something: keep it
     shutil.rmtree(output_dir, ignore_errors=True)
@@ -257,10 +247,8 @@ HELP_FLAGS = ("--help", "-h")
 
 
 def help_text(argv: list[str]) -> str:
-    """``looprl run --help`` (with the config ``argv``'s overrides compose): the groups and
-    their options, then the config, in the layout of Hydra's application help. Hydra's own
-    help lists the groups by composing once per group, each time copying its whole config
-    store (seconds); this composes once, through Hydra's compose API."""
+    """``looprl run --help`` for ``argv``'s config, in the layout of Hydra's application help
+    (composed once: Hydra's own composes once per group, seconds)."""
     from omegaconf import OmegaConf
 
     options = group_options()

@@ -26,8 +26,7 @@ def _builtin_options() -> dict[str, list[str]]:
 
 def check_overrides(overrides: list[str]) -> None:
     """One-line ``ValueError`` s for overrides naming an unknown group option, key or
-    argument (the ``-cd`` directory's groups and ``-cn`` config included), before Hydra
-    composes anything."""
+    argument (the ``-cd`` directory's included)."""
     pairs = [(key, value) for key, value in _override_pairs(overrides)
              if not key.startswith("hydra")]
     builtin, mine = _builtin_options(), user_groups(overrides)
@@ -67,8 +66,8 @@ def check_given_once(overrides: list[str]) -> None:
 
 
 def _check_appended(overrides: list[str], groups: list[str]) -> None:
-    """The ``looprl`` config names none of the user's ``groups`` in its defaults: choosing one
-    needs Hydra's ``+`` (``+experiment=NAME``); a config of one's own (``-cn``) may."""
+    """Choosing one of the user's ``groups`` needs Hydra's ``+`` (``+experiment=NAME``) with
+    the ``looprl`` config."""
     if config_name(overrides) != PRIMARY:  # (also checks -cn, and -cd's directory)
         return
     for arg in overrides:

@@ -22,9 +22,8 @@ TRIAL_OPTIONS = ("trials_in_parallel", "num_cpus", "address", "runtime_env")
 
 
 def runtimes() -> dict[str, dict[str, Any]]:
-    """The ``runtime`` group: ``local``, and ``ray`` (``RuntimeConfig``'s options, and
-    ``trials_in_parallel``: trials of ``runner=es|optuna|pbt`` at once, ``null``: Ray's
-    CPUs)."""
+    """The ``runtime`` group: ``local``, and ``ray`` (``RuntimeConfig``'s options and
+    ``trials_in_parallel``)."""
     from dataclasses import asdict
 
     from looprl.distributed.config import RuntimeConfig
@@ -34,8 +33,8 @@ def runtimes() -> dict[str, dict[str, Any]]:
 
 
 def runtime_help(width: int = 100) -> str:
-    """``looprl run --help``'s list of the ``runtime=ray`` options: ``runtime.NAME=DEFAULT``
-    and the first sentence of what ``RuntimeConfig``'s docstring says of it."""
+    """``looprl run --help``'s ``runtime.NAME=DEFAULT`` lines, each with the first sentence
+    ``RuntimeConfig``'s docstring says of it."""
     from looprl.distributed.config import RuntimeConfig
 
     said = {**_attributes(RuntimeConfig.__doc__ or ""),
@@ -80,14 +79,9 @@ def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:
 
 def ray_trials(runtime: dict[str, Any], runner: str, device: Any = None,
                options: dict[str, Any] | None = None) -> Any:
-    """The ``RayTrials`` of a ``runner=es|optuna|pbt runtime=ray`` config's ``runtime`` node
-    (and of ``runner=pbt runtime=local``: PBT trains on Ray Tune either way; the runner
-    ``options``' ``num_cpus`` sizes a local instance unless ``runtime.num_cpus`` does).
-
-    Raises:
-        ValueError: an option of the distributed runtime (``runtime.actors``...) is set, or a
-            ``device`` other than the CPU for ES or Optuna (one line).
-    """
+    """The ``RayTrials`` of a ``runner=es|optuna|pbt`` config's ``runtime`` node (PBT's on
+    either runtime); ``ValueError`` for an option of the distributed runtime, or a
+    ``device`` other than the CPU for ES or Optuna."""
     from looprl.distributed.trials import RayTrials
 
     defaults = runtimes()["ray"]

@@ -4,11 +4,10 @@
     looprl run -cd my_configs +experiment=pendulum_sac     # my_configs/experiment/pendulum_sac.yaml
     looprl run -cd my_configs -cn my_run                    # my_configs/my_run.yaml as the config
 
-``-cd DIR`` (``--config-dir``) puts ``DIR`` on Hydra's search path: each of its folders is a
-config group (``experiment/``; files in a folder of looprl's groups, ``algorithm/``, add
-options to that group), each YAML file right in it a config ``-cn NAME`` (``--config-name``)
-can start from instead of ``looprl`` (the default). An experiment file starts with
-``# @package _global_`` and sets the run's keys; a config of its own starts from looprl's:
+``-cd DIR`` puts ``DIR`` on Hydra's search path: each of its folders is a config group (in a
+folder of looprl's groups, more options of it), each YAML file in it a config ``-cn NAME``
+can start from instead of ``looprl``. An experiment file starts with ``# @package _global_``;
+a config of its own starts from looprl's:
 
     defaults:
       - looprl
@@ -123,9 +122,8 @@ def config_keys() -> dict[str, Any]:
 
 
 def check_config_keys(cfg: Any) -> None:
-    """Every top-level key of the composed ``cfg`` must be one of the ``looprl`` config's
-    (an experiment file or ``-cn`` config may set only those): a one-line ``ValueError``
-    naming the first that is not."""
+    """A one-line ``ValueError`` naming the first top-level key of ``cfg`` the ``looprl``
+    config lacks (an experiment file's typo)."""
     valid = [*config_keys(), *GROUPS]
     for key in cfg:
         if key not in valid:

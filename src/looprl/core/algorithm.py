@@ -93,11 +93,8 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
     """Learning half of an algorithm: updates ``policy`` from batches of experience.
 
     ``Trainer(type_="ppo", policy=policy, args=dict(...))`` builds a registered trainer by
-    name (:func:`register_trainer`). After ``step``, ``predictions`` holds what the update
-    computed (``q_values``, ``values``, ``log_probs``: detached, replaced each step) and
-    ``td_error`` the per-sample TD errors (``None`` for policy-gradient trainers; see
-    ``looprl.meta.metrics``). The update hooks of meta components run around ``step`` in
-    the ``Learner`` that steps it (``looprl.agents.learner``).
+    name. After ``step``, ``predictions`` holds what the update computed (detached) and
+    ``td_error`` the per-sample TD errors (``None`` for policy-gradient trainers).
     """
 
     predictions: dict[str, Any] = {}  # noqa: B006
@@ -120,9 +117,8 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
 
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
-    """A learner's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each
-    of its ``own`` (a user's policy or trainer that does not subclass ``Policy``/``Trainer``
-    and has no ``hyperparameters`` declares none)."""
+    """A learner's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each of
+    its ``own``."""
     mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
     declared = [getattr(part, "hyperparameters", dict)() for part in (policy, trainer)]
     return merge_hyperparameters(*declared, mine)
@@ -175,10 +171,9 @@ _NAME_SOURCES: list[str] = []
 
 
 def register_names_from(module: str) -> None:
-    """Have ``Policy(type_=...)`` / ``Trainer(type_=...)`` import ``module`` (a module that
-    registers policies and trainers when imported) the first time they meet a name that is
-    not registered. The top package ``looprl`` names ``looprl.agents`` (the built-in names), so
-    that core imports no layer below it and ``import looprl.core`` imports no agent."""
+    """Have ``Policy(type_=...)`` / ``Trainer(type_=...)`` import ``module`` (which registers
+    names) the first time they meet an unregistered name (``looprl`` names
+    ``looprl.agents``, so that core imports no layer below it)."""
     if module not in _NAME_SOURCES:
         _NAME_SOURCES.append(module)
 

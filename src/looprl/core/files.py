@@ -13,13 +13,9 @@ __all__ = ["check_writable", "find_one", "load_file"]
 
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:
-    """``torch.load`` of ``path`` (a full pickle that looprl wrote).
-
-    Args:
-        path: the file.
-        what: what it should hold, for messages (``"looprl preset"``).
-        remedy: what to do when it cannot be read (``"train one with looprl train"``).
-        map_location: as ``torch.load``'s.
+    """``torch.load`` of ``path`` (a full pickle that looprl wrote); ``what`` it should hold
+    (``"looprl preset"``) and the ``remedy`` (``"train one with looprl train"``) are for
+    messages.
 
     Raises:
         FileNotFoundError: there is no file at ``path``.
@@ -62,16 +58,8 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
 
 
 def check_writable(path: str | Path, option: str) -> None:
-    """Check that the directory ``path`` can be written in, or made (its nearest existing
-    parent is a directory this process may write in).
-
-    Args:
-        path: where a run writes its logs.
-        option: the options that choose it, for the message (``"logdir=..., --logdir"``).
-
-    Raises:
-        ValueError: a file is in the way, or there is no write permission: one line.
-    """
+    """A one-line ``ValueError`` unless the directory ``path`` can be written in or made;
+    ``option`` names the options that choose it (``"logdir=..., --logdir"``)."""
     path = Path(path)
     existing = next((p for p in (path, *path.parents) if p.exists()), Path.cwd())
     if not existing.is_dir():

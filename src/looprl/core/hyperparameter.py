@@ -15,10 +15,9 @@ class Hyperparameter:
     """How to read one ``hp/*`` value and how to change it.
 
     Attributes:
-        get: the current value, without side effects (a schedule is read, not advanced).
+        get: the current value, without side effects.
         set: applies a new value (converted to ``kind`` by the declaring object).
-        kind: the type of the values: ``float`` or ``int`` (``hp/epsilon`` may also be a
-            list of floats, one per env copy).
+        kind: ``float`` or ``int`` (``hp/epsilon`` may also be a list, one per env copy).
     """
 
     get: Callable[[], Any]

@@ -28,15 +28,8 @@ def import_module(name: str, what: str) -> Any:
 
 
 def import_object(path: str, what: str) -> Any:
-    """The object ``path`` names: ``package.module:Name`` (or Hydra's ``package.module.Name``).
-
-    Args:
-        path: the import path.
-        what: what the object is for, in messages (``"meta component"``, ``"environment"``).
-
-    Raises:
-        ImportError: the module does not import, or has no such attribute (one line).
-    """
+    """The object ``path`` names: ``package.module:Name`` (or Hydra's ``package.module.Name``);
+    a one-line ``ImportError`` naming ``what`` it is for (``"meta component"``) otherwise."""
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")

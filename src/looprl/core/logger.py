@@ -47,9 +47,8 @@ class Logger:
 
 
 class DummyLogger(Logger):
-    """A logger that records nothing (seed 003's ``Experiment(logger=DummyLogger())``). It
-    holds the counters an experiment keeps in its logger (``frame``, ``episode``) and has no
-    run directory (``log_dir`` is ``None``; ``mean_return100`` is ``nan``)."""
+    """A logger that records nothing but the counters ``frame`` and ``episode`` (seed 003's
+    ``Experiment(logger=DummyLogger())``; ``log_dir`` is ``None``)."""
 
     log_dir: str | None = None
     mean_return100: float = math.nan

@@ -14,13 +14,13 @@ gathered, stacked or written into a preallocated buffer as if it were one array:
     buf[3] = sample          # writes every leaf in place
     batch = buf[[1, 5, 7]]   # gathers every leaf
 
-Conventions: ``iter(x)`` iterates over field names (like a dict), ``len(x)`` is the batch
-size (leading dimension of the first non-``None`` leaf) and ``x.fields`` the field names.
-``None`` leaves are carried along unchanged by every operation.
+``iter(x)`` iterates over field names (like a dict), ``len(x)`` is the batch size and
+``x.fields`` the field names; ``None`` leaves are carried along unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -91,16 +91,11 @@ class NamedArray:
     """A record of named arrays (numpy, torch, nested ``NamedArray`` or ``None``).
 
     Construct it with keyword arguments, ``NamedArray(obs=x, reward=r)``; fields keep their
-    insertion order and cannot be added later. Decorate a class with :func:`namedarray` to
-    declare a fixed set of fields instead.
-
-    Args:
-        **fields: the field names and their values.
+    insertion order and cannot be added later (:func:`namedarray` declares a fixed set).
 
     Raises:
         ValueError: a field name clashes with a ``NamedArray`` attribute (e.g. ``values``),
-            or the leaves' leading (batch) dimensions differ (checked when built with
-            keywords or positional fields, not by the indexing and aggregation fast paths).
+            or the leaves' leading (batch) dimensions differ.
     """
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
@@ -201,11 +196,8 @@ class NamedArray:
             raise
 
     def __setitem__(self, idx: Any, value: Any) -> None:
-        """Sets field ``idx`` if it is a string, else writes ``value`` into every leaf in place.
-
-        ``value`` is a ``NamedArray`` with the same fields (converted to each leaf's library)
-        or anything that broadcasts into every leaf, e.g. ``0``.
-        """
+        """Sets field ``idx`` if it is a string, else writes ``value`` (a ``NamedArray`` of
+        the same fields, or anything that broadcasts, e.g. ``0``) into every leaf in place."""
         if isinstance(idx, str):
             if idx not in self._fields:
                 raise KeyError(f"{type(self).__name__} has no field {idx!r}")
@@ -296,44 +288,22 @@ def _check_names(names: Any) -> None:
 
 def _check_lengths(name: str, values: dict[str, Any]) -> None:
     """A one-line ``ValueError`` if the leaves in ``values`` (arrays with a dimension, nested
-    ``NamedArray`` s) have different leading (batch) dimensions; cheap, it runs per step."""
-    first = None
-    for value in values.values():
-        if isinstance(value, NamedArray):
-            try:
-                length = len(value)
-            except TypeError:  # unsized: nothing to compare
-                continue
-        else:
-            shape = getattr(value, "shape", None)
-            if not shape:  # None, a scalar or a 0-d array
-                continue
-            length = shape[0]
-        if first is None:
-            first = length
-        elif length != first:
-            raise ValueError(_lengths_message(name, values))
-
-
-def _lengths_message(name: str, values: dict[str, Any]) -> str:
-    """What ``_check_lengths`` says: each field's leading dimension."""
+    ``NamedArray`` s) have different leading (batch) dimensions."""
     lengths = {}
     for key, value in values.items():
         if isinstance(value, NamedArray):
-            try:
+            with contextlib.suppress(TypeError):  # unsized: nothing to compare
                 lengths[key] = len(value)
-            except TypeError:
-                pass
-        elif getattr(value, "shape", None):
+        elif getattr(value, "shape", None):  # (not None, a scalar or a 0-d array)
             lengths[key] = value.shape[0]
-    listed = ", ".join(f"{key}: {length}" for key, length in lengths.items())
-    return (f"{name} fields must share their leading (batch) dimension, got {listed}; "
-            "give every field the same number of rows")
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{key}: {length}" for key, length in lengths.items())
+        raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
+                         f"{listed}; give every field the same number of rows")
 
 
 def _diagnose_lengths(x: NamedArray) -> None:
-    """Raise ``_check_lengths``'s one line (from ``None``) if ``x``'s leaves differ in
-    length: the cause of an indexing error in a ``NamedArray`` built by a fast path."""
+    """Raise ``_check_lengths``'s one line (from ``None``) if ``x``'s leaves differ in length."""
     values = {name: x.__dict__[name] for name in x._fields}
     try:
         _check_lengths(type(x).__name__, values)
@@ -367,9 +337,8 @@ _UNSET = object()  # a required field that a call to a generated ``__init__`` le
 
 def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Callable:
     """An ``__init__`` taking the fields ``names`` as keywords, written out for them (as
-    ``dataclasses`` does): a batch is built at every env step, and binding keywords by hand
-    cost several times more. Positional arguments, unknown fields and missing required ones
-    go through ``NamedArray._bind`` (and its errors)."""
+    ``dataclasses`` does: several times cheaper, at every env step); anything else goes
+    through ``NamedArray._bind``."""
     if any(n.startswith("_na_") for n in names):  # (the generated code's own names)
         return NamedArray.__init__
     default = {n: f"_na_defaults[{n!r}]" if n in defaults else "_na_unset" for n in names}

@@ -14,9 +14,7 @@ class Preset(ABC):
     """A configured algorithm on a configured environment; builds agents that share weights.
 
     ``env_name`` names the environment it was built for, ``env_remote`` what Ray actors make
-    for it, ``meta`` the meta components attached to its experiments (``PresetBuilder.meta``).
-    The presets of the families also say how their learner learns (``learning``, which
-    ``looprl.distributed.AlgorithmSpec.of_preset`` reads).
+    for it, ``meta`` the meta components attached to its experiments.
     """
 
     env_name: str | None = None

@@ -1,6 +1,5 @@
 """The valid range of every preset hyperparameter, declared once by name (``RANGES``), and
-the one-line check every entry point runs (``check_ranges``: the builders, the presets'
-constructors, ``looprl train`` and ``looprl run``)."""
+the one-line check every entry point runs (``check_ranges``)."""
 
 from __future__ import annotations
 
@@ -58,8 +57,7 @@ RANGES: dict[str, Range] = {
 
 def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
     """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range in
-    ``RANGES`` (names not there pass): ``Hyperparameter 'clip' of ppo must be positive (> 0),
-    got -0.2``."""
+    ``RANGES``: ``Hyperparameter 'clip' of ppo must be positive (> 0), got -0.2``."""
     of = f" of {owner}" if owner else ""
     for key, value in hyperparameters.items():
         valid = RANGES.get(key)

@@ -53,7 +53,7 @@ _SCALARS = frozenset({float, int, bool})
 
 def _check_scalars(x: dict[str, Any], kind: str) -> None:
     """A one-line ``TypeError`` if a single state's ``reward``, ``done`` or ``mask`` is not
-    one number (a list, a string, a tensor of several elements)."""
+    one number."""
     for key in ("reward", "done", "mask"):
         value = x.get(key, 0.0)
         if type(value) not in _SCALARS and not _is_number(value):
@@ -94,8 +94,7 @@ def _batch_shape(shape: Any) -> tuple[int, ...]:
 
 def _check_batched(x: dict[str, Any], shape: tuple[int, ...]) -> None:
     """A one-line ``ValueError`` if the observation, ``reward``, ``done`` or ``mask`` is a
-    tensor that does not have ``shape`` as its leading dimensions (a 0-d one is one value
-    for every row)."""
+    tensor (not 0-d) whose leading dimensions are not ``shape``."""
     n = len(shape)
     for key in ("observation", "reward", "done", "mask"):
         value = x.get(key)
@@ -126,10 +125,8 @@ def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
 
 
 def as_observation(obs: Any, source: str = "The environment") -> np.ndarray:
-    """An observation (an array, or what ``np.asarray`` makes one of) as networks take it:
-    ``float32``, except ``uint8`` images, which stay compact (the image models scale them).
-    Strings, dicts and other non-numeric observations get a ``TypeError`` naming ``source``
-    (the environment that returned them) and what looprl expects."""
+    """An observation as networks take it: ``float32``, except ``uint8`` images (the image
+    models scale them); a ``TypeError`` naming ``source`` for a non-numeric one."""
     if type(obs) is not np.ndarray:
         obs = _observation_array(obs, source)
     if obs.dtype == np.float32 or obs.dtype == np.uint8:
@@ -140,8 +137,7 @@ def as_observation(obs: Any, source: str = "The environment") -> np.ndarray:
 
 
 def _observation_array(obs: Any, source: str) -> np.ndarray:
-    """``np.asarray(obs)``; ``TypeError`` for what makes no array (nested lists of other
-    lengths, a tuple of arrays of other shapes)."""
+    """``np.asarray(obs)``; ``TypeError`` for what makes no array."""
     try:
         return np.asarray(obs)
     except (TypeError, ValueError):
@@ -201,11 +197,9 @@ class State(dict):
     @classmethod
     def from_gym(cls, gym_output: Any, device: str | torch.device = "cpu",
                  dtype: Any = None, source: str = "The environment") -> State:
-        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output,
-        or, as the autonomous-learning-library, the old gym's ``step()`` 4-tuple
-        ``(obs, reward, done, info)`` and ``reset()`` observation; entries of ``info`` become
-        entries of the state. ``dtype``: of the observation (torch or NumPy); ``source``: the
-        environment, named by the ``TypeError`` of a non-numeric observation."""
+        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output
+        (or the old gym's 4-tuple and observation); entries of ``info`` become entries of the
+        state. ``dtype``: of the observation; ``source``: named by errors."""
         obs, reward, terminated, truncated, info = _gym_fields(gym_output)
         if dtype is not None and not isinstance(dtype, torch.dtype):  # a NumPy dtype
             dtype = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype

@@ -6,48 +6,21 @@ the target networks), as a ``Hyperparameter`` (a getter and a setter). A local a
 are its policy's, its trainer's and its own; bodies and other wrappers forward them.
 ``agent_hyperparameters(agent)`` returns them, plus ``hp/lr`` over every optimizer:
 
-======================= ==================================== ===============================
-key                     what it changes                      declared by
-======================= ==================================== ===============================
-``hp/lr``               the learning rate of every           (all the ``hp/lr/<name>``
-                        optimizer; setting it takes over     keys together, here)
-                        from the preset's lr schedule
-``hp/lr/<name>``        one optimizer's (``hp/lr/actor``)    ``Approximation`` (with an
-                                                             optimizer), through the policy
-                                                             or trainer that owns it; the
-                                                             on-policy trainers' ``lr``
-                                                             schedule ends when it is set
-``hp/epsilon``          the exploration rate of epsilon-     ``GreedyPolicy`` (and
-                        greedy policies (DQN family, VQN,    ``EZGreedyPolicy``), through
-                        VSarsa; a list with one epsilon per  ``DQNPolicy``
-                        env copy) and of ez-greedy
-``hp/temperature``      the temperature of Boltzmann         ``BoltzmannPolicy``, through
-                        exploration                          ``DQNPolicy``
-                        (``exploration='stochastic'``)
-``hp/discount``         gamma, in the trainer and            ``OnPolicyTrainer``,
-                        (on-policy) the advantage estimation ``DQNTrainer``,
-                                                             ``DDPGTrainer``, ``SACTrainer``
-``hp/batch_size``       transitions per gradient step        ``ReplaySchedule`` of a
-                        (replay) or per minibatch (PPO, PPG) ``Learner`` (DQN family, DDPG,
-                                                             TD3, SAC; on every runtime);
-                                                             ``OnPolicyTrainer`` with a
-                                                             ``minibatch_size``
-``hp/clip``             PPO's ratio clipping range           ``PPOTrainer`` (PPO, PPG)
-``hp/entropy_coef``     the entropy bonus of actor-critic    ``OnPolicyTrainer``
-                        losses
-``hp/value_coef``       the value-loss weight of             ``OnPolicyTrainer``
-                        actor-critic losses
-``hp/lam``              GAE's lambda                         ``OnPolicyTrainer``
-``hp/epochs``           passes over each rollout (PPO, PPG)  ``OnPolicyTrainer``
-``hp/tau``              the Polyak rate of soft target       ``PolyakTarget``, through its
-                        networks (DDPG, TD3, SAC)            ``Approximation``
-``hp/target_period``    updates between hard target-network  ``FixedTarget``, through its
-                        copies (DQN family)                  ``Approximation``
-``hp/update_frequency`` transitions between training phases ``ReplaySchedule``
-                        (replay)
-``hp/gradient_steps``   gradient steps per training phase    ``ReplaySchedule``
-                        (replay)
-======================= ==================================== ===============================
+* ``hp/lr``: every optimizer's learning rate (all ``hp/lr/<name>`` keys together; setting it
+  ends the preset's lr schedule); ``hp/lr/<name>``: one optimizer's (``hp/lr/actor``),
+  declared by its ``Approximation`` through the policy or trainer that owns it.
+* ``hp/epsilon``: the rate of epsilon-greedy (a list: one per env copy) and ez-greedy
+  exploration (``GreedyPolicy``, ``EZGreedyPolicy``, through ``DQNPolicy``);
+  ``hp/temperature``: Boltzmann exploration's (``BoltzmannPolicy``).
+* ``hp/discount`` (gamma; ``OnPolicyTrainer``, ``DQNTrainer``, ``DDPGTrainer``,
+  ``SACTrainer``); ``hp/entropy_coef``, ``hp/value_coef``, ``hp/lam``, ``hp/epochs``
+  (``OnPolicyTrainer``); ``hp/clip`` (``PPOTrainer``: PPO, PPG).
+* ``hp/batch_size``: transitions per gradient step (the ``ReplaySchedule`` of a
+  ``Learner``: DQN family, DDPG, TD3, SAC) or per minibatch (``OnPolicyTrainer`` with a
+  ``minibatch_size``); ``hp/update_frequency`` and ``hp/gradient_steps``: transitions
+  between training phases and gradient steps per phase (``ReplaySchedule``).
+* ``hp/tau``: the Polyak rate of soft targets (``PolyakTarget``); ``hp/target_period``:
+  updates between hard target copies (``FixedTarget``), both through their ``Approximation``.
 
 A key that several parts declare (``hp/tau`` of an actor's and a critic's target) is read
 from the first and set on all (``looprl.core.merge_hyperparameters``).

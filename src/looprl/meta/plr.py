@@ -28,12 +28,9 @@ Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episo
 ``V(s_T)`` is 0 after a termination, the last observation's value after a truncation;
 ``p`` and ``V`` come from ``metrics['policy'].logits_and_values`` at each step.
 
-Hooks: ``pre_episode -> setup`` (the levels: the first env copy's instance ids),
-``post_step -> record`` (reads ``transition`` and ``policy``) and
-``post_episode -> score_and_choose``: for each ``ended`` copy it scores the episode, updates
-its level's score (``S_i <- (1 - score_ema) S_i + score_ema * score``) and sets the copy's
-``next_instance``. Logs ``log/plr/mean_score``, ``log/plr/seen`` and
-``log/plr/replay_share`` (share of replays among the levels chosen since the last logging).
+At each episode end it updates the level's score (``S_i <- (1 - score_ema) S_i + score_ema *
+score``) and sets the copy's ``next_instance``. Logs ``log/plr/mean_score``, ``log/plr/seen``
+and ``log/plr/replay_share`` (of the levels chosen since the last logging).
 
 On Ray every actor runs its own PLR over its env copies; every strategy but ``random``
 needs the actor's own policy copy (``runtime.policy_workers=0``).
@@ -112,10 +109,8 @@ class _Step(NamedTuple):
 
 
 def logits_and_values(policy: Any, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """The action logits ``[n, actions]`` and state values ``[n]`` of the observation rows
-    ``obs`` that PLR and SPaCE score with: ``policy.logits_and_values(obs)`` (actor-critic
-    policies give their logits and critic, Q policies ``Q`` and ``max_a Q``); ``ValueError`` in
-    one line for a policy without it."""
+    """``policy.logits_and_values(obs)``: the action logits ``[n, actions]`` and state values
+    ``[n]`` PLR and SPaCE score with; a one-line ``ValueError`` for a policy without it."""
     method = getattr(policy, "logits_and_values", None)
     if method is None:
         raise ValueError(

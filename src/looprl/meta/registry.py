@@ -75,13 +75,8 @@ def component_class(name: str) -> type[MetaComponent]:
 
 
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
-    """The component ``name`` (see ``component_class``; a ``_target_`` argument, Hydra's
-    form, names the class instead), built with ``kwargs``.
-
-    Raises:
-        ValueError: an unknown name or keyword argument (with the valid ones).
-        ImportError / TypeError: see ``component_class``.
-    """
+    """The component ``name`` (``component_class``; or Hydra's ``_target_`` argument) built
+    with ``kwargs``; ``ValueError`` for an unknown keyword argument (with the valid ones)."""
     cls = component_class(str(kwargs.pop("_target_", name)))
     accepted = accepted_arguments(cls)
     unknown = [key for key in kwargs if key not in accepted]

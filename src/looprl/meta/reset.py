@@ -35,19 +35,16 @@ def layers_of(model: nn.Module) -> dict[str, nn.Module]:
 
 
 class NetworkReset(MetaComponent):
-    """Every ``every`` updates, re-initialize chosen layers of ``metrics['model']``.
-
-    Hook: ``post_update -> maybe_reset``. A fresh initialization is a copy of the layer
-    re-initialized by ``initializer`` (default: its ``reset_parameters``).
+    """Every ``every`` updates (``post_update``), re-initialize chosen layers of
+    ``metrics['model']``.
 
     Args:
         every: updates between two resets.
         layers: layer names or name prefixes (``'head'`` selects ``'head.0'``, ``'head.2'``).
         last: select the last ``last`` layers (the default, 1, when ``layers`` is not given).
         mode: ``'reset'`` (fresh initialization; buffers too) or ``'shrink_perturb'``.
-        shrink: ``lambda`` of shrink-and-perturb.
-        perturb: ``sigma`` of shrink-and-perturb.
-        initializer: re-initializes a layer in place.
+        shrink, perturb: ``lambda`` and ``sigma`` of shrink-and-perturb.
+        initializer: re-initializes a layer in place (default: its ``reset_parameters``).
 
     Raises:
         ValueError: at the first update, for a layer name the model lacks (with its names).

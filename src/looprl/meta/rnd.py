@@ -8,28 +8,14 @@
   difference ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, optionally only on
   the first visit of ``s'`` in the episode.
 
-The metrics keys they touch (in the forms ``looprl.meta.metrics`` documents: observation
-rows are tensors ``[N, ...]`` on every runtime, ``batch`` a ``SampleBatch`` of tensors):
-
-================================= ===== =======================================================
-key                               hook  use
-================================= ===== =======================================================
-``transition['next_state']``      post- read: one observation row per env copy
-``transition['state']``           step  read (NovelD only)
-``transition['reward']``                changed: ``+ weight * bonus``
-``transition['intrinsic_reward']``      written: ``weight * bonus`` (for logging)
-``batch``                         post- read: the predictor trains on its next states (rows
-                                  update ``1..T`` of ``batch.obs``); without a batch, on the
-                                        next states buffered since the first step
-``losses['rnd']``                       written (when ``losses`` is there): predictor loss
-``ended``                         post- read (NovelD, episodic): whose visit counts to clear
-                                  episode
-================================= ===== =======================================================
-
-They log ``log/rnd/intrinsic_reward_mean`` and ``log/rnd/intrinsic_reward_max`` (of the
-intrinsic rewards since the last logging) and ``log/rnd/predictor_loss`` (``log/noveld/...``
-for ``NovelD``). The paper's observation normalization is left to the environment's
-preprocessing.
+Metrics keys (``looprl.meta.metrics``): post-step, they read ``transition['next_state']``
+(and, NovelD, ``['state']``), add ``weight * bonus`` to ``transition['reward']`` and write it
+as ``transition['intrinsic_reward']``; post-update, the predictor trains on the next states
+of ``batch`` (rows ``1..T`` of ``batch.obs``; without a batch, on next states buffered since
+the first step) and writes ``losses['rnd']``; NovelD's post-episode reads ``ended``. They
+log ``log/rnd/intrinsic_reward_mean``, ``.../intrinsic_reward_max`` and
+``.../predictor_loss`` (``log/noveld/...`` for ``NovelD``). The paper's observation
+normalization is left to the environment's preprocessing.
 """
 
 from __future__ import annotations
@@ -76,9 +62,8 @@ class RNDNetwork(nn.Module):
 
 
 class RunningStd:
-    """Running mean and standard deviation of a stream of batches (Chan et al.'s parallel
-    update), kept as tensors (no device synchronization); ``std`` is 1 until two values have
-    been seen, and never below ``eps``."""
+    """Running standard deviation of a stream of batches (Chan et al.'s update), as tensors;
+    1 until two values have been seen, never below ``eps``."""
 
     def __init__(self, device: str | torch.device = "cpu", eps: float = 1e-8):
         dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
@@ -134,18 +119,15 @@ class RecentObservations:
 
 
 def batch_observations(batch: SampleBatch | None, device: torch.device) -> torch.Tensor | None:
-    """The next states of the update hooks' batch on ``device``: rows ``1..T`` of its
-    observation rows ``obs`` (``[T + 1, B, ...]``), flattened (``None`` without a batch)."""
+    """Rows ``1..T`` of ``batch.obs`` (``[T + 1, B, ...]``) on ``device``, flattened."""
     if batch is None:
         return None
     return batch.obs[1:].to(device).flatten(0, 1)  # (rows 1..T only go to the device)
 
 
 class RND(MetaComponent):
-    """Random Network Distillation (see the module docstring).
-
-    Hooks: ``post_step -> get_reward``, ``post_update -> update_predictor``. The networks are
-    built on the first ``get_reward`` unless ``obs_shape`` is given.
+    """Random Network Distillation (see the module docstring); the networks are built on the
+    first ``get_reward`` unless ``obs_shape`` is given.
 
     Args:
         internal_reward_weight: scale of the intrinsic reward added to the reward.
@@ -159,11 +141,9 @@ class RND(MetaComponent):
         batch_size: rows per predictor update (a larger training batch is used whole).
         gradient_steps: predictor updates per ``post_update`` call.
         update_every: train the predictor at every this-many-th ``post_update`` call only.
-        buffer_size: recent next states kept for training while the agent's batches hold
-            no observations.
+        buffer_size: recent next states kept for training while there is no batch.
         obs_shape: build the networks at once for observations of this shape.
-        device: where the networks run.
-        seed: seeds the networks' initialization and the buffer sampling.
+        device, seed: of the networks (and the buffer sampling).
     """
 
     #: the ``log/<log_name>/...`` keys it writes
@@ -221,8 +201,7 @@ class RND(MetaComponent):
         self.obs_shape = shape
 
     def _build(self, shape: tuple[int, ...]) -> nn.Module:
-        """A factory's network, else a feature extractor (``"auto"``: an MLP of ``hidden``
-        for flat observations, a CNN for ``(C, H, W)`` images) and a linear layer of
+        """A factory's network, else a feature extractor and a linear layer of
         ``feature_dim`` outputs."""
         network = self.network
         if callable(network):
@@ -261,8 +240,7 @@ class RND(MetaComponent):
         return self._normalized(self.rnd_net.get_error(next_state))
 
     def log_bonus(self, metrics: dict[str, Any], bonus: torch.Tensor) -> None:
-        """Write the mean and max of the intrinsic rewards of the logging interval (see
-        ``looprl.meta.metrics``) as ``log/<log_name>/...``."""
+        """Write the mean and max intrinsic reward of the logging interval."""
         if bonus.numel() == 0:
             return
         key = f"log/{self.log_name}/intrinsic_reward_mean"
@@ -282,8 +260,7 @@ class RND(MetaComponent):
         return bonus / self.reward_stats.std.to(bonus.dtype)
 
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Train the predictor on the batch's (next) observations, else on recent ones
-        (building the networks for the batch, in a copy that has none yet: Ray's trainer)."""
+        """Train the predictor on the batch's next observations, else on recent ones."""
         batch = metrics.get("batch")
         if self.rnd_net is None:
             if batch is None:
@@ -308,8 +285,8 @@ class RND(MetaComponent):
         return metrics
 
     def training_observations(self, observations: torch.Tensor | None) -> torch.Tensor | None:
-        """A batch's ``observations`` (``batch_observations``), else (no batch) buffered
-        rows; ``ValueError`` for observations of another shape than the networks'."""
+        """A batch's ``observations``, else buffered rows; ``ValueError`` for observations
+        of another shape than the networks'."""
         if observations is None:
             return None if self.recent is None else self.recent.sample(self.batch_size,
                                                                        self.generator)
@@ -323,8 +300,7 @@ class RND(MetaComponent):
 
     # -- the Ray runtime --------------------------------------------------------------------
     def shared_state(self) -> dict[str, Any] | None:
-        """The trainer's networks, for the actors' bonuses (``None`` before it built them);
-        the reward statistics stay with each actor."""
+        """The trainer's networks, for the actors' bonuses (``None`` before it built them)."""
         if self.rnd_net is None:
             return None
         return {"obs_shape": self.obs_shape, "rnd_net": self.rnd_net.state_dict()}
@@ -367,10 +343,7 @@ def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
 
 class NovelD(RND):
     """NovelD: the bonus ``max(N(s') - alpha * N(s), 0)``, times ``1[first visit of s' this
-    episode]`` when ``episodic``.
-
-    Hooks as ``RND``, plus ``post_episode -> reset_episodes`` when ``episodic``. Visits are
-    counted per env copy on observations discretized as ``floor(obs / resolution)``.
+    episode]`` when ``episodic`` (visits of ``floor(obs / resolution)`` per env copy).
 
     Args:
         alpha: weight of the current state's novelty (0.5 in the paper).
@@ -400,8 +373,7 @@ class NovelD(RND):
         return bonus * self.first_visits(next_state).to(bonus.device) if self.episodic else bonus
 
     def first_visits(self, observations: torch.Tensor) -> torch.Tensor:
-        """1 for the rows whose observation its env copy has not visited this episode, else
-        0; records the visits."""
+        """1 for the rows whose env copy has not visited their observation this episode."""
         keys = self._keys(observations)
         self.visited += [set() for _ in range(len(keys) - len(self.visited))]
         first = torch.tensor([key not in seen for key, seen in zip(keys, self.visited)])

@@ -6,12 +6,9 @@ dictionary before steps or updates, and the loop applies the new values (seed 00
 * ``HPSchedule`` -- any ``hp/*`` key on a ``linear``, ``cosine``, ``step`` or ``exponential``
   schedule, counted in steps or in updates.
 
-Both log the value they set last as ``log/schedule/<name>`` (``hp/lr`` -> ``log/schedule/lr``),
-once per logging interval.
-
-Both count their own hook calls by default (the ``k``-th call writes the value at ``t = k``);
-``HPSchedule(clock='metrics')`` reads ``t`` from ``metrics['step']`` (frames so far) or
-``metrics['update']`` instead.
+Both log the value they set last as ``log/schedule/<name>`` (``hp/lr`` -> ``log/schedule/lr``)
+and count their own hook calls (the ``k``-th call writes the value at ``t = k``);
+``HPSchedule(clock='metrics')`` reads ``t`` from ``metrics['step']`` or ``['update']``.
 """
 
 from __future__ import annotations
@@ -53,9 +50,7 @@ def set_value(metrics: dict[str, Any], key: str, value: float) -> None:
 
 
 class CosineLRSchedule(MetaComponent):
-    """SGDR (Loshchilov & Hutter, 2017, https://arxiv.org/abs/1608.03983) on ``hp/lr``.
-
-    Hook: ``pre_update -> adapt_lr``, writing ``cosine_restarts(k, ...)`` at its ``k``-th call.
+    """SGDR on ``hp/lr``: ``cosine_restarts(k, ...)`` at the ``k``-th ``pre_update``.
 
     Args:
         initial_lr: the learning rate at the start of every cycle (``None``: the agent's own
@@ -128,8 +123,7 @@ class HPSchedule(MetaComponent):
     * ``step``: ``start * factor ** (t // every)``;
     * ``exponential``: ``start * decay ** t``;
 
-    where ``step`` and ``exponential`` stop at ``end`` when it is given. Hook:
-    ``pre_step -> write`` (``per='step'``) or ``pre_update -> write`` (``per='update'``).
+    where ``step`` and ``exponential`` stop at ``end`` when it is given.
 
     Args:
         key: the ``hp/*`` key written, e.g. ``'hp/epsilon'``.
@@ -137,10 +131,9 @@ class HPSchedule(MetaComponent):
         start: the value at ``t = 0``.
         end: the final value (linear, cosine) or a bound (step, exponential).
         duration: ``t`` at which linear and cosine schedules reach ``end``.
-        every: ``t`` between two steps of a step schedule.
-        factor: multiplier of each step.
+        every, factor: ``t`` between two steps of a step schedule, and its multiplier.
         decay: multiplier per unit of ``t`` of an exponential schedule.
-        per: ``'step'`` or ``'update'``: the unit of ``t`` and the hook.
+        per: ``'step'`` or ``'update'``: the unit of ``t`` and the hook (``pre_<per>``).
         clock: ``'calls'`` (count own calls) or ``'metrics'`` (read ``metrics['step']`` or
             ``metrics['update']``).
         integer: round values to ``int`` (``hp/batch_size``, ``hp/epochs``).

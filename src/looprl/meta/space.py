@@ -11,11 +11,10 @@ measures
 * ``measure='return'``: the mean return of the episodes that ended during the window.
 
 The first check records a baseline; at each later one, if ``P_now - P_before < eta`` the
-set grows by ``increment`` instances, highest ``V(s_0)`` first when the policy gives values
-(else in the instance set's order). Hooks: ``pre_episode -> setup``, ``post_episode ->
-evaluate``; both write the current set to every env copy (``set_instance_set``) and log its
-size as ``log/space/instance_set_size``. On Ray every actor runs its own SPaCE over its env
-copies (``measure='value'`` needs ``runtime.policy_workers=0``).
+set grows by ``increment`` instances, highest ``V(s_0)`` first when the policy gives values.
+Both hooks (``pre_episode``, ``post_episode``) write the current set to every env copy and
+log its size as ``log/space/instance_set_size``. On Ray every actor runs its own SPaCE
+(``measure='value'`` needs ``runtime.policy_workers=0``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Means of the keys meta components add to ``metrics['transition']`` (seed 001: RND adds
 ``intrinsic_reward`` "to enable logging").
 
-The loop writes its own keys into the transition (``state``, ``action``, ``reward``,
-``next_state``, ``terminated``, ``truncated``, ``env_step``, ``env_index``); a key a
-component adds after them is summed over the rows of every step and logged, at the end of
-the logging interval, as ``log/transition/<key>``: its mean over the interval's rows. The
-hub notices added keys by the dictionary's length alone, so a run whose components add none
-does no work per step.
+A key a component adds to the loop's own is logged at the end of the logging interval as
+``log/transition/<key>``: its mean over the interval's rows. The hub notices added keys by
+the dictionary's length alone (no work per step when there are none).
 """
 
 from __future__ import annotations
