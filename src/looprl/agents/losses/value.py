@@ -61,13 +61,8 @@ def clipped_double_q_target(rewards: torch.Tensor, next_online_values: torch.Ten
 def categorical_projection(rewards: torch.Tensor, masks: torch.Tensor,
                            discount: float | torch.Tensor, next_probs: torch.Tensor,
                            atoms: torch.Tensor) -> torch.Tensor:
-    """C51's projection of ``r + discount * mask * Z(s')`` onto ``atoms`` (Bellemare et al.,
-    2017, https://arxiv.org/abs/1707.06887, Algorithm 1).
-
-    Each shifted atom ``Tz_j = clamp(r + discount * mask * z_j, v_min, v_max)`` lands at
-    ``b_j = (Tz_j - v_min) / dz``; its probability ``p_j`` is split between the neighbours
-    ``l = floor(b_j)`` and ``u = ceil(b_j)`` as ``p_j (u - b_j)`` and ``p_j (b_j - l)`` (all of
-    it to ``l`` when ``b_j`` is integral).
+    """C51's projection of ``r + discount * mask * Z(s')`` onto ``atoms``
+    (``looprl.approximation.q_dist.project_distribution``: Bellemare et al., 2017, Algorithm 1).
 
     Args:
         rewards, masks: shape ``(batch,)``; ``mask`` is 0 at termination.
@@ -83,10 +78,8 @@ def categorical_projection(rewards: torch.Tensor, masks: torch.Tensor,
 
 
 def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:
-    """Per-sample ``-sum_i target_i * log(p_i)`` over the last dimension (C51's loss).
-
-    ``probs`` are clamped at ``1e-6`` before the log; ``target_probs`` are not differentiated.
-    """
+    """Per-sample ``-sum_i target_i * log(p_i)`` over the last dimension (C51's loss), ``probs``
+    clamped at ``1e-6``, ``target_probs`` constant."""
     return -(target_probs.detach() * probs.clamp_min(1e-6).log()).sum(-1)
 
 
