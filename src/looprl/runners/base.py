@@ -1,29 +1,16 @@
 """``Runner``: the outer loop's handle on one agent: it builds a fresh agent of a preset
 builder (``new_agent``), trains it, evaluates it and changes it between runs (preset
-hyperparameters, ``hp/*`` keys, network parameters as one flat vector). It returns:
+hyperparameters, ``hp/*`` keys, network parameters as one flat vector).
 
-``train(num_steps)`` -> ``TRAIN_KEYS``
+``train(num_steps)`` returns ``TRAIN_KEYS``: ``step`` (environment steps the current agent
+has trained in total), ``episodes`` (training episodes completed in total), ``returns`` (of
+the training episodes that ended during this call), ``mean_return`` (their mean; ``nan``:
+none ended) and ``wall_time`` (seconds this call took).
 
-=================== ====================================================================
-``step``            environment steps the current agent has trained in total
-``episodes``        training episodes it has completed in total
-``returns``         returns of the training episodes that ended during this call
-``mean_return``     their mean (``nan`` when none ended)
-``wall_time``       seconds this call took
-=================== ====================================================================
-
-``evaluate(episodes)`` -> ``EVAL_KEYS``
-
-=================== ====================================================================
-``mean_eval_reward`` mean return of the evaluation episodes (the key of Mighty's runners)
-``std_eval_reward`` their standard deviation
-``returns``         the return of each evaluation episode
-``episodes``        how many were run
-``step``            environment steps the evaluated agent had trained
-``train_set``       with a held-out ``test_env``: the same keys (but ``step``) on the
-                    training environment; the keys above are then the held-out set's
-``test_set``        with a ``test_env``: the held-out set's (the same as above)
-=================== ====================================================================
+``evaluate(episodes)`` returns ``EVAL_KEYS``: ``mean_eval_reward`` (the mean return of the
+evaluation episodes, the key of Mighty's runners), ``std_eval_reward``, ``returns`` (of each
+episode), ``episodes`` (how many) and ``step`` (what the agent had trained); with a held-out
+``test_env`` they are the held-out set's, and ``train_set`` and ``test_set`` hold both sets'.
 """
 
 from __future__ import annotations
@@ -102,31 +89,22 @@ class Runner:
     """Trains and evaluates agents of one preset on one environment.
 
     Args:
-        agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo`` (configured
-            with ``.hyperparameters(...)`` if wanted).
+        agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo``.
         env: an environment, or a Gymnasium id (``"CartPole-v1"``).
         seed: seeds every new agent (network initialisation, torch, NumPy, environments).
-        logdir: a directory for run directories (TensorBoard, CSV); ``None`` (default):
-            nothing is written, returns are kept in memory.
+        logdir: a directory for run directories; ``None`` (default): nothing is written.
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
-        device: the networks' device (default: the builder's, CUDA if available).
+        device: the networks' device (default: the builder's).
         quiet: no progress bar while training.
         eval_episodes: the default number of episodes of ``evaluate``.
-        checkpoint_every: experiments save ``checkpoint.pt`` every this many frames (in their
-            run directory, so it needs a ``logdir``); ``resume`` continues from one.
-        checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
-        keep_checkpoints: also keep the last this many checkpoints as
-            ``checkpoint_<frame>.pt`` beside the rolling ``checkpoint.pt`` (``None``: only
-            that one); needs ``checkpoint_every``.
-        verbose: experiments with a ``logdir`` also log losses (TensorBoard, ``losses.csv``)
-            and the ``hp/*`` trajectory (``hyperparameters.csv``).
+        checkpoint_every, checkpoint_replay, keep_checkpoints: the experiments' (needs a
+            ``logdir``); ``resume`` continues from a checkpoint.
+        verbose: experiments with a ``logdir`` also log losses and the ``hp/*`` trajectory.
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
         test_env: a held-out environment of the same spaces: ``evaluate`` plays there (each
-            instance of a ``ContextualEnvironment`` at least once: ``runners.held_out``) and
-            reports the training environment's returns beside (``train_set`` / ``test_set``,
-            logged as ``eval/<set>/returns/mean`` and in ``test_returns.csv``).
-        run_info: more entries of every ``run.json`` this runner writes; each already says
-            the ``runner`` (its ``name``), the ``seed`` and the ``meta`` components.
+            instance of a ``ContextualEnvironment`` at least once) and reports the training
+            environment's returns beside (``train_set`` / ``test_set``).
+        run_info: more entries of every ``run.json`` (beside ``runner``, ``seed``, ``meta``).
     """
 
     #: the runner's name in ``run.json`` (``looprl run``'s ``runner=`` option)
