@@ -60,8 +60,16 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.frame = frame
 
 
-def _as_list(x: Any) -> list:
+def as_list(x: Any) -> list:
+    """``x`` as a list: a list or tuple's items, else ``[x]``."""
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def check_frames(frames: Any) -> None:
+    """A one-line ``ValueError`` unless ``frames`` is a positive number of environment steps."""
+    if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
+        raise ValueError(f"frames must be a positive number of environment steps, got "
+                         f"{frames!r}")
 
 
 def build_preset(agent: Any, env: Any) -> Preset:
@@ -106,14 +114,12 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
         TrainingInterrupted: Ctrl-C (a ``KeyboardInterrupt`` naming the run's directory,
             whose logs until then are kept).
     """
-    if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
-        raise ValueError(f"frames must be a positive number of environment steps, got "
-                         f"{frames!r}")
+    check_frames(frames)
     _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
                      render=render, verbose=verbose)
     results = []
-    for env_or_id in _as_list(envs):
-        for agent in _as_list(agents):
+    for env_or_id in as_list(envs):
+        for agent in as_list(agents):
             env = env_for(agent, env_or_id) if isinstance(env_or_id, str) else _env(env_or_id)
             if seed is not None:
                 seed_everything(seed)

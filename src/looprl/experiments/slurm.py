@@ -15,13 +15,12 @@ submitit executor runs it (``submitit.LocalExecutor(folder)`` on one machine, or
 from __future__ import annotations
 
 import logging
-import numbers
 import os
 from pathlib import Path
 from typing import Any
 
 from looprl.core.imports import import_extra
-from looprl.experiments.run import ExperimentResult, run_experiment
+from looprl.experiments.run import ExperimentResult, as_list, check_frames, run_experiment
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +57,10 @@ class SlurmExperiment:
                  script_name: str = "experiment.sh", outdir: str = "out", logdir: str = "runs",
                  sbatch_args: dict[str, Any] | None = None, executor: Any = None,
                  seed: int | None = None):
-        self.agents = list(agents) if isinstance(agents, (list, tuple)) else [agents]
-        self.envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
-        _check(self.agents, self.envs, frames)
+        self.agents, self.envs = as_list(agents), as_list(envs)
+        if not self.agents or not self.envs:
+            raise ValueError("SlurmExperiment needs at least one agent and one environment")
+        check_frames(frames)
         self.frames, self.job_name, self.script_name = frames, job_name, script_name
         self.outdir, self.logdir = outdir, os.path.abspath(logdir)
         self.options = {"test_episodes": test_episodes, "verbose": verbose,
@@ -92,15 +92,6 @@ class SlurmExperiment:
         """Wait for every run and return their results (``ExperimentResult``), in ``runs()`` order
         (a failed run raises submitit's ``FailedJobError``, with the job's log)."""
         return [job.result() for job in self.jobs]
-
-
-def _check(agents: list[Any], envs: list[Any], frames: Any) -> None:
-    """One-line errors for an empty list of agents or environments, or a bad budget."""
-    if not agents or not envs:
-        raise ValueError("SlurmExperiment needs at least one agent and one environment")
-    if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
-        raise ValueError(f"frames must be a positive number of environment steps, got "
-                         f"{frames!r}")
 
 
 def _slurm_executor(outdir: str) -> Any:
