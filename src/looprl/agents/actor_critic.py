@@ -192,21 +192,17 @@ class ActorCriticNetwork(ActorCriticModel):
         if reset is not None and tuple(reset.shape) != (steps, batch):
             raise ValueError(f"done/truncated have shape {tuple(reset.shape)}, obs {lead}")
         hx = hx or (None, None)
-        outs, memories = [], []
+        outs = []
         for backbone, x, h in ((self.actor, actor, hx[0]), (self.critic, critic, hx[1])):
             if backbone is None:
-                outs.append(None)
-                memories.append(None)
+                outs.append((None, None))
                 continue
-            if h is None:
-                rnn = backbone.rnn
-                h = x.new_zeros(rnn.num_layers, batch, rnn.hidden_size)
-            elif h.shape[1] != batch:
+            if h is not None and h.shape[1] != batch:
                 raise ValueError(f"policy_state has {h.shape[1]} rows, obs {batch}")
             out, h = backbone.unroll(x.reshape(steps, batch, -1), h, reset)
-            outs.append(out.reshape(steps * batch, -1))
-            memories.append(h)
-        return outs[0], outs[1], tuple(memories)
+            outs.append((out.reshape(steps * batch, -1), h))
+        (actor, actor_hx), (critic, critic_hx) = outs
+        return actor, critic, (actor_hx, critic_hx)
 
 
 class ActorCriticPolicy(Policy):

@@ -148,10 +148,12 @@ class Backbone(nn.Module):
         return self.mlp(self.encoder(fields))
 
     def unroll(
-        self, x: torch.Tensor, hx: torch.Tensor, reset: torch.Tensor | None
+        self, x: torch.Tensor, hx: torch.Tensor | None, reset: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The GRU over ``x`` ``[T, B, F]`` from ``hx`` ``[L, B, H]``; the memory of column
-        ``b`` is zeroed (the default) before row ``t`` where ``reset[t, b]``."""
+        """The GRU over ``x`` ``[T, B, F]`` from ``hx`` ``[L, B, H]`` (``None``: zeros); the
+        memory of column ``b`` is zeroed (the default) before row ``t`` where ``reset[t, b]``."""
+        if hx is None:
+            hx = x.new_zeros(self.rnn.num_layers, x.shape[1], self.rnn.hidden_size)
         if reset is None or not bool(reset.any()):
             return self.rnn(x, hx)
         keep = (~reset).to(x.dtype)
