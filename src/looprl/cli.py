@@ -14,6 +14,7 @@ import ast
 import importlib
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from looprl.core.ranges import Range
 from looprl.core.suggest import check_once, is_bad_input, one_line
 from looprl.environments.faults import EnvironmentFailure
 from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
@@ -37,17 +39,17 @@ class ArgumentParser(argparse.ArgumentParser):
 def number(minimum: float, kind: type = int, above: bool = False) -> Callable[[str], Any]:
     """An argparse ``type``: ``kind`` values >= ``minimum`` (``above``: > ``minimum``)."""
     bound = f"{'>' if above else '>='} {minimum:g}"
-    what = f"a whole number {bound}" if kind is int else f"a number {bound}"
+    valid = Range(minimum, open_low=above, whole=kind is int,
+                  text=f"a whole number {bound}" if kind is int else f"a number {bound}")
 
     def parse(text: str) -> Any:
         try:
             value = float(text)
-            value = kind(value) if kind is float or value.is_integer() else None
-        except (ValueError, OverflowError):
-            value = None
-        if value is None or not (value > minimum if above else value >= minimum):
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return value
+        except ValueError:
+            value = math.nan
+        if not valid.holds(value):
+            raise argparse.ArgumentTypeError(f"must be {valid.text}, got {text!r}")
+        return kind(value)
 
     return parse
 
