@@ -1,6 +1,6 @@
-"""Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance that
-listens on 127.0.0.1 only (``local_instance_settings``), after ``check_local_resources``
-found that the instance can hold the run (else it says so at once, without starting Ray)."""
+"""Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance on
+127.0.0.1 only (``local_instance_settings``) that ``check_local_resources`` found can hold
+the run."""
 
 from __future__ import annotations
 
@@ -19,14 +19,13 @@ LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
-    """Join ``runtime.address`` or start a local instance on loopback (watched by a reaper:
-    ``looprl.distributed.reaper``); return whether this call started Ray (and so must stop it).
+    """Join ``runtime.address`` or start a local instance on loopback (watched by a
+    ``reaper``); return whether this call started Ray (and so must stop it).
 
     Raises:
         ConnectionError: the address cannot be reached (checked within 3 seconds).
-        RuntimeError: ``runtime.runtime_env`` is set but Ray is already initialized (Ray
-            ships local code only with ``ray.init``), or a local instance would not have the
-            GPUs the run reserves (``check_local_resources``).
+        RuntimeError: ``runtime.runtime_env`` is set but Ray is already initialized, a local
+            instance lacks what the run reserves, or it is not on loopback.
     """
     import ray
 
@@ -69,8 +68,8 @@ def start_ray(runtime: RuntimeConfig) -> bool:
 
 
 def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> None:
-    """A local instance never grows: a run that reserves more than the instance would
-    ``have`` (``{"CPU": ..., "GPU": ...}``) fails before it starts.
+    """A run that reserves more than a local instance would ``have`` (``{"CPU": ...,
+    "GPU": ...}``) fails before it starts.
 
     Raises:
         RuntimeError: the run reserves more CPUs or GPUs than the local instance has.

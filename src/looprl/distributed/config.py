@@ -29,30 +29,21 @@ class AlgorithmSpec:
         trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
             **trainer_args)``.
         env_args, policy_args, trainer_args: their keyword arguments.
-        buffer: the trainer worker's sample buffer (``looprl.agents.learner.make_learner``
-            lists the kinds; ``None``: the trainer's ``sample_buffer``, ``"on_policy"`` for a
-            trainer that names none, see ``buffer_kind``); ``"independent"``:
-            one buffer per agent for an ``IndependentTrainer``
-            (``looprl.agents.independent_learner``),
+        buffer: the trainer worker's sample buffer (a kind of ``make_learner``; ``None``: see
+            ``buffer_kind``); ``"independent"``: one per agent of an ``IndependentTrainer``,
             ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
-        buffer_args: its keyword arguments and, for a replay, its schedule (see
-            ``make_learner``).
+        buffer_args: its keyword arguments and, for a replay, its schedule.
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
         whole_episodes: actors cut each stream's segments at the first episode end after
             ``runtime.segment_length`` steps (VPG's batches of whole episodes).
-        copies: the local runtime's environment copies of a preset's Gymnasium or Atari
-            environment (``copies(n)``: a ``VectorEnvironment``,
-            ``looprl.environments.duplicate.local_copies``): actors acting with their own
-            policy copy step these instead of SRL copies of ``env`` (``None``: SRL copies).
-        process: a picklable factory of what turns the states of ``copies`` into the states
-            the agent learns from (``make_process``; the preset's bodies, as the local
-            collector applies them: the Atari presets' lost lives and clipped rewards); the
-            returns the actors report stay the environment's (``None``: the states as
-            they are).
-        meta: meta components (``looprl.meta``). Every actor runs the step and episode hooks
-            of its own copy, the trainer worker the update hooks of its own (independent
-            learners: a copy per agent on both sides); what a component shares
-            (``MetaComponent.shared_state``) travels with the policy parameters.
+        copies: ``copies(n)``, the ``VectorEnvironment`` a local run of a preset's Gymnasium
+            or Atari environment steps; actors with their own policy copy step it instead of
+            SRL copies of ``env`` (``None``: SRL copies; set by ``of_preset``).
+        process: a picklable factory of what turns the states of ``copies`` into those the
+            agent learns from (the preset's bodies; the reported returns stay the env's).
+        meta: meta components (``looprl.meta``): each actor runs the step and episode hooks
+            of its own copy, the trainer worker the update hooks of its own (a copy per
+            agent for independent learners); ``shared_state`` travels with the parameters.
     """
 
     env: str
@@ -76,11 +67,9 @@ class AlgorithmSpec:
     @classmethod
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
                   ) -> tuple[AlgorithmSpec, dict[str, Any]]:
-        """The spec of a built preset, and the runtime options it implies
-        (``segment_length``): the actors make its environment (``preset.env_remote``, or its
-        ``remote_env()``) and policy, the trainer worker its trainer (schedules spanning
-        ``frames`` shared by ``trainers``) and the learner its ``learning()`` describes (each
-        family's presets have one).
+        """The spec of a built preset (its environment, policy, trainer with schedules
+        spanning ``frames`` shared by ``trainers``, and the learner its ``learning()``
+        describes), and the runtime options it implies (``segment_length``).
 
         Raises:
             ValueError: the preset says nothing of how it learns from segments (one line).
@@ -114,8 +103,8 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs and run directories (the game, Gymnasium id or
-        PettingZoo module of ``"atari"``, ``"contextual"`` and ``"pettingzoo"``)."""
+        """The environment's name in logs and run directories (for ``"atari"``,
+        ``"contextual"`` and ``"pettingzoo"``: the game, Gymnasium id or PettingZoo module)."""
         key = {"atari": "game", "contextual": "env_id", "pettingzoo": "env"}.get(self.env)
         label = self.env_args.get(key) if key else None
         if not label:
@@ -167,8 +156,7 @@ class AlgorithmSpec:
         return policy.to(device)
 
     def buffer_kind(self, trainer: Any) -> str | None:
-        """The kind of ``trainer``'s sample buffer: ``buffer``, else the trainer's
-        ``sample_buffer``, else ``"on_policy"`` (fresh segments)."""
+        """``buffer``, else ``trainer.sample_buffer``, else ``"on_policy"``."""
         return self.buffer or getattr(trainer, "sample_buffer", None) or "on_policy"
 
     def make_trainer(self, policy: Any) -> Any:
@@ -185,8 +173,7 @@ class AlgorithmSpec:
         return copy.deepcopy(self.meta)
 
     def agent_names(self, policy: Any) -> list[str]:
-        """Independent learners' agent names (``policy.names``), each running its own copy of
-        the meta components; ``[]`` for one learner."""
+        """Independent learners' agent names (``policy.names``); ``[]`` for one learner."""
         return list(policy.names) if self.buffer == "independent" else []
 
     def on_device(self, device: str) -> AlgorithmSpec:
@@ -194,8 +181,8 @@ class AlgorithmSpec:
         return replace(self, policy_args={**self.policy_args, "device": device})
 
     def portable(self) -> AlgorithmSpec:
-        """This spec, carrying the registrations of its names made in this process (by the
-        user's code, which workers do not run); ``install`` registers them in a worker."""
+        """This spec, carrying the registrations of its names made by the user's code here
+        (workers do not run it); ``install`` registers them in a worker."""
         for kind, name in (("env", self.env), ("policy", self.policy),
                            ("trainer", self.trainer)):
             if not isinstance(name, str):
@@ -239,10 +226,8 @@ def _check_names(spec: AlgorithmSpec) -> None:
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
-    """``AlgorithmSpec.copies`` of ``preset``: the copies its local experiment steps, when
-    its environment is a Gymnasium id or an Atari game (``"atari"``: ``AtariEnvironment``
-    copies; ``None``: another SRL environment of looprl's or the user's registry, which the
-    actors make by name)."""
+    """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id or an Atari game (``None``:
+    another registered SRL environment, which the actors make by name)."""
     import gymnasium as gym
 
     from looprl.core import ParallelPreset
@@ -293,15 +278,11 @@ class RuntimeConfig:
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
             machine's cores).
         max_restarts: how often Ray restarts a worker that died, and how many exceptions
-            inside its env copies each actor process recovers from. An actor rebuilds a copy
-            that raised in ``reset`` or ``step`` and drops its episode in progress; the
-            controller logs one line naming actor, copy, method, episode, step and error; the
-            next exception past the limit stops the run with that line (``docs/runtimes.md``).
+            inside its env copies each actor process recovers from (rebuilding the copy; the
+            next one stops the run in one line: ``docs/runtimes.md``).
         env_timeout: seconds an env copy's ``reset`` or ``step`` may take on an actor before
-            the controller kills the actor (``None``: no limit). It logs which actor, copy,
-            method, episode and step hung; Ray restarts the actor (a restart as
-            ``max_restarts`` counts them) and the run goes on. Polled twice a second: the
-            kill comes within about ``env_timeout + 0.5`` s.
+            the controller kills the actor, which Ray restarts (``None``: no limit; polled
+            twice a second).
         torch_threads: torch threads per worker.
         trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``).
         runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how

@@ -7,16 +7,11 @@
                          trainer="ppo", trainer_args=dict(epochs=4))
     result = DistributedRun(spec, RuntimeConfig(actors=2), frames=100_000).run()
 
-``DistributedRun`` composes the parts, one per job, and polls them twice a second: a
-``WorkerPool`` (``placement.py``: placement, the trainer group, the loops, the end), a
-``Supervisor`` (``restarts.py``: restarts the loops of workers that died), a ``RunMonitor``
-(``monitor.py``: the logs) and a ``ControllerCheckpoint`` (``run_state.py``). Episodes are
-reported to the controller, so a trainer's death loses none of them.
-
-Whenever the trainer has checkpointed, the controller saves its own state beside it
-(``controller_checkpoint.pt``); a run whose controller died continues with
-``DistributedRun(..., resume_from=RUN_DIR)`` (``looprl run --resume RUN_DIR``). Samples in
-flight and episodes in progress are lost.
+``DistributedRun`` polls its parts twice a second: a ``WorkerPool`` (``placement``), a
+``Supervisor`` (``restarts``), a ``RunMonitor`` (``monitor``: the logs) and a
+``ControllerCheckpoint`` (``run_state``), saved whenever the trainer has checkpointed: a run
+whose controller died continues with ``DistributedRun(..., resume_from=RUN_DIR)`` (``looprl
+run --resume RUN_DIR``), losing the samples in flight and the episodes in progress.
 """
 
 from __future__ import annotations
@@ -63,8 +58,7 @@ class DistributedRun:
         seed: seeds the trainer, the policies and (offset per actor) the envs.
         name: the run's name in its directory, ``{logdir}/{name}/{env}``.
         quiet: no progress display.
-        resume_from: a run directory (or a folder above it) holding the
-            ``controller_checkpoint.pt`` of a run to continue (see the module docstring);
+        resume_from: a run directory (or a folder above it) of a run to continue;
             ``frames`` is the whole run's budget, as it was or extended.
         meta: meta components (``looprl.meta``) after the spec's own (see ``AlgorithmSpec``).
     """
@@ -131,8 +125,7 @@ class DistributedRun:
         return self.result
 
     def _open_logs(self) -> SampleCounts:
-        """Open the run directory (a new one, ``resume_from``'s, or none); return the
-        trainers' sample counts so far."""
+        """Open the run directory (new, ``resume_from``'s, or none); the sample counts so far."""
         if self.resume_from is not None:
             return self._resume()
         if self.logdir is not None:
@@ -144,8 +137,7 @@ class DistributedRun:
         return SampleCounts()
 
     def _resume(self) -> SampleCounts:
-        """Continue the logs and counters of ``resume_from``'s controller checkpoint; the
-        trainer finds its own checkpoint in the same directory."""
+        """Continue the logs and counters of ``resume_from``'s controller checkpoint."""
         from looprl.experiments.checkpoint import load_checkpoint
 
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
@@ -157,8 +149,7 @@ class DistributedRun:
         return SampleCounts(state.trainer_counts)  # the trainers rebase on them when placed
 
     def _assemble(self, counts: SampleCounts, agents: list[str]) -> None:
-        """Build the run's parts around one result and one set of sample counts (``agents``:
-        a multi-agent env's agent names, for their returns' logs)."""
+        """Build the run's parts around one result and one set of sample counts."""
         self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
         self._supervisor = Supervisor(self._pool)
         self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
@@ -188,8 +179,7 @@ class DistributedRun:
     def _poll(self, seconds: float) -> None:
         """One poll: log the workers' statistics, restart the dead, checkpoint if due."""
         stats = self._pool.stats()
-        self._supervisor.check_policy_workers(stats)
-        self._supervisor.check_actors(stats)
+        self._supervisor.check_workers(stats)
         self._monitor.record(stats, seconds)
         self._supervisor.check_loops()
         self._checkpoint.save()
@@ -229,9 +219,8 @@ class DistributedRun:
 
 
 def _check_spec(spec: AlgorithmSpec) -> list[str]:
-    """Build the env, policy and trainer here first: a bad name fails in one line, now;
-    ``ValueError`` if the spec puts the policy on a GPU. Returns the names of independent
-    learners' agents (``AlgorithmSpec.agent_names``)."""
+    """Build the env, policy and trainer here first (a bad name fails in one line, now);
+    ``ValueError`` for a policy on a GPU. Returns ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "

@@ -1,9 +1,6 @@
 """What a distributed run logs: ``RunMonitor`` turns each poll of the workers' statistics into
-the result so far and the run directory's logs (the same ``results.csv``, ``returns100.csv``,
-``log.csv``, ``hyperparameters.csv`` and TensorBoard events as a local run, the trainer's
-``losses.csv``, and the workers' ``throughput.csv`` and ``runtime/*`` scalars: ``Throughput``),
-and into the lines under the progress bar (``status``: a local run's losses and ``hp/*``, and
-the throughput). No Ray import here."""
+the result so far, the run directory's logs (a local run's, plus ``Throughput``'s) and the
+lines under the progress bar (``status``). No Ray import here."""
 
 from __future__ import annotations
 
@@ -36,11 +33,10 @@ def open_run_log(name: str, spec: AlgorithmSpec, logdir: str,
 
 
 class RunMonitor:
-    """Records each poll of the workers' ``stats()`` answers in ``result`` (frames, returns,
-    train steps) and ``log`` (the run's ``ExperimentLogger``; ``None``: nothing written);
-    ``counts`` are the sample counts of the ``trainers`` (rank 0 first); ``frames``: the
-    run's budget (``None``: unknown); ``agents``: the agents of a multi-agent env, by index
-    (``agent0``, ... where not named), whose loggers ``agent_logs`` holds (a resumed run's)."""
+    """Records each poll of the workers' ``stats()`` in ``result`` and ``log`` (the run's
+    ``ExperimentLogger``; ``None``: nothing written); ``counts``: the sample counts of the
+    ``trainers`` (rank 0 first); ``frames``: the budget (``None``: unknown); ``agents``: a
+    multi-agent env's agent names, by index, whose loggers ``agent_logs`` holds."""
 
     def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
                  trainers: list[str], frames: int | None = None, agents: Sequence[str] = (),
@@ -71,8 +67,8 @@ class RunMonitor:
                                        if name in stats}, seconds, len(self.result.restarts), last)
 
     def status(self) -> list[str]:
-        """The lines under the progress bar: the trainer's latest statistics and ``hp/*``
-        values, as a local run shows them, then the throughput and the bottleneck."""
+        """The lines under the progress bar: a local run's (losses, ``hp/*``), then the
+        throughput."""
         from looprl.experiments.episodes import dashboard
 
         each = "  ".join(f"{agent} {np.mean(returns[-100:]):.4g}"
@@ -86,8 +82,8 @@ class RunMonitor:
             log.close()
 
     def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
-        """Trainer 0's statistics, with the sample lags of every trainer and the sample
-        counts of the whole run (every trainer, restarted ones with their earlier counts)."""
+        """Trainer 0's statistics, with every trainer's sample lags and the whole run's
+        sample counts."""
         for name in self.trainers:
             if name in stats:
                 self.counts.polled(name, stats[name]["received"], stats[name]["dropped"])
@@ -102,8 +98,7 @@ class RunMonitor:
     def _record_episodes(self, actors: dict[str, dict[str, Any]]) -> None:
         """Log the training episodes of one poll in the order they ended, and the actors'
         meta-component values taken at their ends, each at an estimate of the run's frame
-        then (actors step at about the same rate): one series over all actors, as a local
-        run's over all its env copies."""
+        then: one series over all actors, as a local run's over its env copies."""
         base = self.result.frames
         total = sum(s["frames"] for s in actors.values())
 
@@ -129,8 +124,8 @@ class RunMonitor:
             self.log.frame = self.result.frames
 
     def _record_agent_returns(self, returns: Sequence[float], frame: int) -> None:
-        """Each agent's return of a multi-agent episode, in ``result.agent_returns`` and, as a
-        local run writes them, in its own run directory ``{run}/{name}.{agent}/{env}``."""
+        """Each agent's return of a multi-agent episode, in ``result.agent_returns`` and its
+        own run directory ``{run}/{name}.{agent}/{env}``."""
         for index, ret in enumerate(returns):
             agent = self.agents[index] if index < len(self.agents) else f"agent{index}"
             self.result.agent_returns.setdefault(agent, []).append(ret)
@@ -170,9 +165,8 @@ class RunMonitor:
                 self.log.add_eval("returns/mean", float(np.mean(returns)))
 
     def _record_meta(self, name: str, values: dict[str, float], frame: int) -> None:
-        """``log/*`` values worker ``name``'s meta components wrote, logged at ``frame``
-        under their own keys, as a local run logs them (every actor's in one series), and
-        the latest of each worker kept in ``result.meta[name]``."""
+        """``log/*`` values worker ``name``'s meta components wrote, logged at ``frame`` as a
+        local run logs them; the latest kept in ``result.meta[name]``."""
         if not values:
             return
         self.result.meta.setdefault(name, {}).update(values)
@@ -201,8 +195,7 @@ class RunMonitor:
 
 
 def _reading(value: Any) -> Hyperparameter:
-    """A polled ``hp/*`` value as a ``Hyperparameter`` the dashboard reads (not set here: the
-    trainer holds it)."""
+    """A polled ``hp/*`` value as a read-only ``Hyperparameter`` (for the dashboard)."""
 
     def refuse(_: Any) -> None:
         raise TypeError("a Ray run's hp/* values are set in its trainer, not the monitor")

@@ -1,10 +1,6 @@
 """The trainer's side of a run (``trainer_core``: the ``Learner`` of a spec) and
-``test_pipeline``, which runs an environment, a policy and a trainer together in one process
-before a distributed run.
-
-No Ray: the Ray trainer worker steps the same ``Learner``, and ``test_pipeline`` drives one
-with an ``EnvRunner`` in a plain loop, so a pipeline that passes here runs the same code
-remotely.
+``test_pipeline``, which runs an environment, a policy and that learner together in one
+process, so that a pipeline that passes here runs the same code on Ray. No Ray here.
 """
 
 from __future__ import annotations
@@ -28,11 +24,9 @@ __all__ = ["PipelineReport", "collect", "evaluate", "evaluation_episodes", "load
 
 
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None) -> Any:
-    """The trainer side of ``spec``, training ``policy`` (default: a new one): a ``Learner``
-    (``looprl.agents.learner.make_learner`` over ``spec.buffer`` and ``spec.buffer_args``, with
-    ``spec``'s meta components' update hooks), or for independent learners
-    (``spec.buffer == "independent"``) an ``IndependentLearner`` of one ``Learner`` per
-    agent, each with its own copy of the meta components."""
+    """The ``Learner`` of ``spec`` training ``policy`` (default: a new one), running the meta
+    components' update hooks; for independent learners an ``IndependentLearner`` of one per
+    agent, each with its own copy of them."""
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
     meta = spec.make_meta()
     if spec.buffer != "independent":

@@ -32,30 +32,23 @@ class Supervisor:
     def __init__(self, pool: WorkerPool) -> None:
         self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
 
-    def check_policy_workers(self, stats: dict[str, dict[str, Any]]) -> None:
-        """Log and count the policy workers Ray restarted since the last poll (a new process
-        id in ``stats``)."""
+    def check_workers(self, stats: dict[str, dict[str, Any]]) -> None:
+        """One poll's ``stats``: log and count the policy workers Ray restarted (a new
+        process id), the env copies the actors rebuilt (``_env_faults``), and kill an actor
+        whose env call hangs (``_kill_if_hung``)."""
         pids = self.pool.pids
         for name, s in stats.items():
-            if not name.startswith("policy"):
-                continue
-            if s["id"] != pids.get(name, s["id"]):
+            if name.startswith("policy") and s["id"] != pids.setdefault(name, s["id"]):
                 logger.warning("%s worker died and Ray restarted it (frame %d); actors ask it "
                                "again and the run goes on", name, self.result.frames)
                 self.result.restarts.append((name, self.result.frames))
-            pids[name] = s["id"]
-
-    def check_actors(self, stats: dict[str, dict[str, Any]]) -> None:
-        """Log and record the env copies the actors rebuilt since the last poll
-        (``_env_faults``), and kill an actor whose env call hangs (``_kill_if_hung``)."""
-        for name, s in stats.items():
+                pids[name] = s["id"]
             self._env_faults(name, s.get("env_faults", ()))
             self._kill_if_hung(name, s.get("env_call"))
 
     def _env_faults(self, name: str, faults: Any) -> None:
         """Log each of worker ``name``'s ``EnvFault`` s and record it in ``result.restarts``
-        as ``("actor0/copy1", frame)`` (a vector environment rebuilt whole: ``"actor0/env"``;
-        not ``"actor0"``, whose restarts count its deaths)."""
+        as ``("actor0/copy1", frame)`` (a vector environment rebuilt whole: ``"actor0/env"``)."""
         for fault in faults:
             copy = "/env" if fault.copy is None else f"/copy{fault.copy}"
             logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went on "
@@ -63,9 +56,9 @@ class Supervisor:
             self.result.restarts.append((f"{name}{copy}", self.result.frames))
 
     def _kill_if_hung(self, name: str, call: Any) -> None:
-        """Kill worker ``name`` (Ray restarts it; ``check_loops`` starts its loop again) if
-        its env call in progress (``collector.recovery.env_call``) has run longer than
-        ``runtime.env_timeout`` seconds, and log which env, copy, method and step hung."""
+        """Kill worker ``name`` (Ray restarts it) if its env call in progress
+        (``collector.recovery.env_call``) has run longer than ``runtime.env_timeout``
+        seconds, and log which env, copy, method and step hung."""
         import ray
 
         timeout = self.runtime.env_timeout

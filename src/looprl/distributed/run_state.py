@@ -1,7 +1,6 @@
 """What a distributed run has done so far (``DistributedResult``, ``SampleCounts``), and the
-controller's checkpoint (``controller_checkpoint.pt``, ``ControllerCheckpoint``) from which a
-run whose controller died continues (``DistributedRun(..., resume_from=RUN_DIR)``). No Ray
-import here."""
+controller's checkpoint, whence ``DistributedRun(..., resume_from=RUN_DIR)`` continues. No
+Ray import here."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
 
 class SampleCounts:
     """Each trainer's sample counts (received, dropped) over the whole run: its current
-    process's plus its earlier processes' (ones that died, or the run this one resumes:
-    ``saved``, on which each trainer rebases when it is placed)."""
+    process's plus its earlier ones' (that died, or ``saved`` by the run this one resumes)."""
 
     def __init__(self, saved: dict[str, Any] | None = None) -> None:
         self._current: dict[str, Any] = dict(saved or {})
@@ -122,15 +120,9 @@ class SampleCounts:
 
 
 class ControllerCheckpoint:
-    """Saves the controller's state (``controller_checkpoint.pt`` in the run directory)
-    whenever the trainer has checkpointed (every ``every`` steps) since the last save.
-
-    Args:
-        every: the trainer's checkpoint period (``None``: never; nor does this).
-        log: the run's ``ExperimentLogger`` (``None``: nothing saved).
-        result, counts: the run's result so far and the trainers' sample counts.
-        agent_logs: the agents' loggers (a multi-agent env's; filled as the run goes).
-    """
+    """Saves the controller's state (``ControllerState``) in the run directory whenever the
+    trainer has checkpointed (every ``every`` steps; ``None``: never) since the last save;
+    ``log``: the run's ``ExperimentLogger`` (``None``: nothing saved)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None) -> None:

@@ -1,12 +1,10 @@
 """How an actor worker hands its segments to the trainer worker: ``SegmentSender``.
 
 One put is in flight at a time. A synchronous actor (``runtime.sync``) puts each segment
-as it is cut and waits for the trainer's answer (lockstep with the trainer's steps, as a
-local run). An asynchronous actor keeps acting while its put is in flight: it holds the
-segments it cuts meanwhile and hands them over together, so a replay whose actors cut one
-transition per segment (SAC's ``update_frequency=1``) costs the trainer one Ray call per
-``HOLD_SECONDS``, not one per env step. Which transitions arrive, and the steps they make due
-(``ReplaySchedule``), stay the same; only when they arrive changes. Importing this module
+as it is cut and waits for the trainer's answer (lockstep, as a local run). An asynchronous
+actor holds the segments it cuts while its put is in flight and hands them over together:
+one Ray call per ``HOLD_SECONDS`` rather than per env step (SAC cuts one transition per
+segment); the transitions and the steps they make due stay the same. Importing this module
 imports Ray.
 """
 
@@ -53,13 +51,10 @@ class SegmentSender:
         self._last = time.monotonic()
 
     def send(self, segments: list[Any]) -> int | None:
-        """Hand ``segments`` over (an actor calls it after every step, with the segments
-        the step completed, if any): synchronous, now, returning the trainer's answer (the
-        policy version to act with next); asynchronous, once the put in flight is done and
-        ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered (``None``). An
-        asynchronous actor that holds ``HOLD_ROWS`` while its put is in flight waits for it
-        (backpressure: the trainer accepts puts while its schedule is less than
-        ``max_ahead`` behind)."""
+        """Hand over the segments a step completed: synchronous, now, returning the trainer's
+        answer (the policy version to act with next); asynchronous, once the put in flight is
+        done and ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered (``None``),
+        waiting for that put when it holds ``HOLD_ROWS`` (backpressure)."""
         self._held += segments
         self._rows += sum(transitions(segment) for segment in segments)
         if self.sync:

@@ -22,6 +22,7 @@ from looprl.core.logger import DummyLogger, Logger
 from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
+from looprl.distributed.sender import transitions
 from looprl.distributed.server import publication
 from looprl.distributed.workers import Worker, cuda_device, named, on_cpu
 
@@ -79,8 +80,8 @@ class TrainerWorker(Worker):
         self._publish()
 
     def ready(self) -> dict[str, Any]:
-        """``Worker.ready``'s answer, the step resumed from (``None``: a fresh start) and the
-        sample counts it starts with (its checkpoint's)."""
+        """``Worker.ready``'s answer, the step resumed from (``None``: none) and its
+        checkpoint's sample counts."""
         return {**super().ready(), "resumed_from": self.resumed_from,
                 "counts": (self.core.received, self.core.dropped)}
 
@@ -89,8 +90,8 @@ class TrainerWorker(Worker):
         return ddp.rendezvous(ray.util.get_node_ip_address())
 
     def join_group(self, init_method: str) -> None:
-        """Form the trainer group (``rendezvous`` on rank 0 names ``init_method``), take rank 0's
-        trainer and step count (its checkpoint's, after a restart), average gradients (DDP)."""
+        """Join the trainer group at rank 0's ``rendezvous``, take rank 0's trainer and step
+        count, average gradients (DDP)."""
         self.group.join(init_method)
         mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
         self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
@@ -103,13 +104,9 @@ class TrainerWorker(Worker):
         return {"steps": self.steps, "digest": ddp.digest(self.core.policy.module)}
 
     def put(self, segments: list[Any]) -> int:
-        """Receive segments from an actor worker; return the policy version the actor should
-        sample with next.
-
-        The caller waits while an on-policy buffer holds ``runtime.queue_batches`` batches
-        or a replay lags behind its schedule (``Learner.backlogged``); with
-        ``runtime.sync``, until a step has trained on its samples (``_wait_trained``).
-        """
+        """Receive an actor's segments; return the policy version it should sample with next.
+        The caller waits while the learner is ``backlogged`` and, with ``runtime.sync``,
+        until a step has trained on its samples (``_wait_trained``)."""
         with self._lock:  # (woken when there is room: ``_wake``; no polling)
             self._blocked += 1
             while self.core.backlogged(self.runtime.queue_batches) and not self._stop.is_set():
@@ -125,18 +122,16 @@ class TrainerWorker(Worker):
             return self._published
 
     def _wake(self) -> None:
-        """(Holding the lock.) Wake the waiting puts if one may go on: with ``runtime.sync``
-        after every step; else once a put waits and there is room (a wake-up per step costs
-        the training thread a GIL hand-over each time: 4% of a DQN trainer's time)."""
+        """(Holding the lock.) Wake the waiting puts: with ``runtime.sync`` after every step;
+        else only once a put waits and there is room (a GIL hand-over per step cost 4%)."""
         if self.runtime.sync or (
                 self._blocked and not self.core.backlogged(self.runtime.queue_batches)):
             self._lock.notify_all()
 
     def _wait_trained(self, version: int, timeout: float = 30.0) -> None:
-        """Sync sampling (holding the lock): wait until the learner owes no step (none is
-        due, none is being trained) and what it trained is published, newer than
-        ``version``; or until every feeder waits for a batch that needs more samples. The
-        actor then acts with the parameters a local run would act with next."""
+        """Sync sampling (holding the lock): wait until the learner owes no step and has
+        published a version newer than ``version``, or every feeder waits for a batch that
+        needs more samples: the actor then acts as a local run would act next."""
         self._waiting += 1
         generation = self._more
         deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
@@ -155,10 +150,10 @@ class TrainerWorker(Worker):
         self._waiting -= 1
 
     def stats(self) -> dict[str, Any]:
-        """Train steps, their statistics, the sample lags and the latest ``log/*`` values
-        of the update hooks, the env steps trained on (``rows``) and the seconds spent
-        waiting for samples (``wait_seconds``), since the last call, and the current ``hp/*``
-        values (``hp``); ``logged``: what its approximations logged (``LossRecorder.take``)."""
+        """Since the last call: the train steps' statistics, the sample lags, the update
+        hooks' ``log/*`` values, the env steps trained on (``rows``), the seconds waiting for
+        samples and what the approximations logged (``logged``: ``LossRecorder.take``); and
+        the step count and current ``hp/*`` values."""
         logged = [row for recorder in self._logged for row in recorder.take()]
         with self._lock:
             stats, self._stats = self._stats, []
@@ -235,11 +230,9 @@ class TrainerWorker(Worker):
         return on_cpu(self.core.policy.get_checkpoint())
 
     def _publication_due(self) -> bool:
-        """Whether a step publishes (``publish_every`` allowing): always with
-        ``runtime.sync``; else once ``pull_interval / 2`` seconds passed since the last
-        publication (actors pull every ``pull_interval`` seconds: a publication per step, a
-        pickled state dict and a Ray call, cost a fast trainer a third of its time), and
-        whenever the trainer waits for samples (``_next_batch``)."""
+        """Whether a step publishes: always with ``runtime.sync``; else once
+        ``pull_interval / 2`` seconds passed (a publication per step cost a fast trainer a
+        third of its time); ``_next_batch`` publishes when idle."""
         return self.runtime.sync or (
             time.monotonic() - self._published_at >= self.runtime.pull_interval / 2)
 
@@ -253,10 +246,9 @@ class TrainerWorker(Worker):
 
 
 class LossRecorder(Logger):
-    """What a trainer's approximations log (``add_loss``, ``add_schedule``), kept for the
-    driver's ``ExperimentLogger`` (``RunMonitor``), which writes it as a local run's logger
-    does: rows ``(agent, kind, name, value, frame)``, ``frame`` being the env steps the
-    learner received (``observed``) times ``scale`` (the trainers sharing the run)."""
+    """What a trainer's approximations log (``add_loss``, ``add_schedule``), for the driver's
+    ``ExperimentLogger`` (``RunMonitor``): rows ``(agent, kind, name, value, frame)``, at the
+    env steps the learner received (``observed``) times ``scale`` (the trainers)."""
 
     verbose = True
 
@@ -302,8 +294,7 @@ def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
 
 
 def hyperparameter_values(core: Any) -> dict[str, Any]:
-    """The current ``hp/*`` values of a trainer's ``core`` (a ``Learner``'s: policy, trainer
-    and replay schedule; ``{}`` for one that declares none, e.g. independent learners)."""
+    """The current ``hp/*`` values of a trainer's ``core`` (``{}``: it declares none)."""
     declared = getattr(core, "hyperparameters", None)
     if declared is None:
         return {}
@@ -315,14 +306,13 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
 
 
 def trained_rows(batch: Any) -> int:
-    """The env steps a trainer's batch holds: ``T * B`` of an on-policy batch of ``[T + 1, B]``
-    segments, ``B`` of a replayed one (``B`` transitions); an independent learner's
-    ``(agent, batch)``: its agent's batch's (0 for a batch of another shape)."""
+    """The env steps a trainer's batch holds: ``T * B`` of on-policy ``[T + 1, B]`` segments,
+    ``B`` replayed transitions; an independent learner's ``(agent, batch)``: its batch's (0
+    for a batch of another shape)."""
     if isinstance(batch, tuple) and len(batch) == 2 and isinstance(batch[0], int):
         batch = batch[1]  # (an independent learner's agent and its batch)
     try:
         sample, indices = batch
-        steps, columns = np.shape(sample.reward)[:2]
+        return int(np.shape(sample.reward)[1]) if indices is not None else transitions(sample)
     except (TypeError, ValueError, AttributeError):
         return 0
-    return int(columns) if indices is not None else int((steps - 1) * columns)

@@ -1,18 +1,7 @@
-"""The Ray workers of a distributed run (seed 004's actor, policy and trainer workers).
-
-* ``ParameterServer`` (``looprl.distributed.server``) -- holds the latest published
-  parameters by version.
-* ``ActorWorker`` -- steps env copies (``EnvRunner``), asks a policy worker (or its own policy
-  copy) for actions, and sends ``[T + 1, B]`` segments to the trainer. Its envs are split in
-  groups, so it steps one group while the policy answers another.
-* ``PolicyWorker`` -- an async actor: batches the requests of many actors into one
-  ``rollout`` and pulls new parameters by version.
-* ``TrainerWorker`` (``looprl.distributed.trainer_worker``) -- owns the sample buffer, runs
-  ``Trainer.step``, publishes parameters and checkpoints.
-* evaluation workers -- ``ActorWorker`` s built with ``evaluation=True`` and no trainer: they
-  play deterministic episodes, once per parameter publication, and send no samples.
-
-Each worker's loop is its ``run`` method; ``stats`` and ``stop`` run beside it (threaded
+"""The actor and policy workers of a distributed run (seed 004's; the parameter server is
+in ``server``, the trainer worker in ``trainer_worker``). Evaluation workers are
+``ActorWorker`` s with ``evaluation=True`` and no trainer: deterministic episodes, once per
+publication. A worker's loop is its ``run``; ``stats`` and ``stop`` run beside it (threaded
 actors). Importing this module imports Ray.
 """
 
@@ -61,12 +50,8 @@ def _restarted() -> bool:
 
 
 class Worker:
-    """What every worker has: ``ready`` (the controller waits for it) and, for the workers
-    with a loop (``run``: actors and trainers), ``stop``.
-
-    ``__init__`` sets up the worker's process (``torch_threads`` threads) before the subclass
-    builds its parts.
-    """
+    """What every worker has: ``ready`` (the controller waits for it) and ``stop`` (ends the
+    loop, ``run``, of actors and trainers); ``torch_threads`` torch threads."""
 
     def __init__(self, torch_threads: int) -> None:
         torch.set_num_threads(torch_threads)
@@ -82,8 +67,7 @@ class Worker:
 
 
 def named(name: str | None) -> Any:
-    """The run's worker of Ray name ``name`` (``None``: none). Workers pass each other by
-    name: a restarted worker looks the others up again."""
+    """The run's worker of Ray name ``name`` (``None``: none)."""
     return None if name is None else ray.get_actor(name)
 
 
@@ -104,13 +88,12 @@ def cuda_device(role: str, gpus: float) -> str:
 
 
 class _PolicyCopy:
-    """A policy that pulls parameters from the ``ParameterServer`` every ``interval`` seconds;
-    ``components`` (an actor's meta components, set by the actor) load the shared states
-    published with them."""
+    """A policy that pulls parameters (and its actor's meta ``components``' shared states)
+    from the ``ParameterServer`` every ``interval`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
         self.policy = spec.make_policy()
-        self.components: list[Any] = []  # the actor's meta components (its runner's)
+        self.components: list[Any] = []  # (set by the actor: its runner's)
         self.server = server
         self.interval = interval
         self.serial = 0  # the last publication loaded
@@ -160,23 +143,18 @@ class _PolicyCopy:
 
 @ray.remote(max_concurrency=2)
 class ActorWorker(Worker):
-    """Steps ``runtime.envs_per_actor`` env copies and sends segments to the trainer. An env
-    copy that raises is rebuilt (at most ``runtime.max_restarts`` times: ``EnvRestarts``);
-    ``stats`` reports it, and the env call in progress (a hung one is killed by the driver).
+    """Steps ``runtime.envs_per_actor`` env copies (``EnvRunner``; split in ``groups`` so
+    that it steps one while a policy worker answers another) and sends ``[T + 1, B]``
+    segments to the trainer. An env copy that raises is rebuilt (``EnvRestarts``).
 
     Args:
         index: this worker's number (seeds its envs, picks its policy worker and epsilon).
-        spec: the algorithm.
-        runtime: the runtime options.
-        server: the ``ParameterServer``'s Ray name (``named``).
-        trainer: the ``TrainerWorker``'s Ray name (``None``: no samples are sent, e.g.
-            evaluation).
-        policy_worker: a ``PolicyWorker``'s Ray name (``None``: this worker runs its own
-            policy copy).
+        server, trainer, policy_worker: Ray names (``named``) of the ``ParameterServer``, the
+            ``TrainerWorker`` (``None``: no samples sent) and a ``PolicyWorker`` (``None``: its
+            own policy copy).
         seed: the run's seed.
         evaluation: deterministic actions.
-        frames: the env steps it takes at most (its share of the run's budget; ``None``: no
-            limit): with one actor it stops where a local run of that budget stops.
+        frames: its share of the run's budget in env steps (``None``: no limit).
     """
 
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
@@ -220,11 +198,10 @@ class ActorWorker(Worker):
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
     def stats(self) -> dict[str, Any]:
-        """Frames, finished episodes and timings since the last call (then reset), the
-        ``log/*`` values the meta components wrote, taken where episodes ended as a local run
-        takes them (``meta``: ``(this worker's frames since the last call, values)`` each),
-        the env faults recovered from since the last call (``env_faults``: ``EnvFault`` s)
-        and the env call in progress (``env_call``: ``collector.recovery.env_call``)."""
+        """Since the last call: frames, finished episodes, timings, the meta components'
+        ``log/*`` values where episodes ended (``meta``: ``(frames then, values)`` each) and
+        the env faults recovered from (``env_faults``); and the env call in progress
+        (``env_call``: ``collector.recovery.env_call``)."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
@@ -252,12 +229,15 @@ class ActorWorker(Worker):
                 self._after_step()
         self._stop.wait()
 
+    def _act(self) -> Any:
+        """The own policy copy's answer to the first group's request (``None``: none)."""
+        request = self.runner.request(0)
+        return None if request is None else self.actor.rollout(request)
+
     def _record_last(self) -> None:
         """Act on the latest observations and send the segments their rows complete, without
         stepping (what a local run does at the end of its budget)."""
-        request = self.runner.request(0)
-        result = None if request is None else self.actor.rollout(request)
-        self.runner.record(0, result, self.local.policy.version)
+        self.runner.record(0, self._act(), self.local.policy.version)
         segments = self.runner.segments()
         if self.sender is not None:
             self._send(segments)
@@ -269,19 +249,14 @@ class ActorWorker(Worker):
     def _local_step(self) -> None:
         start = time.perf_counter()
         self.local.maybe_pull()
-        request = self.runner.request(0)
-        result = None if request is None else self.actor.rollout(request)
+        result = self._act()
         self._count(time.perf_counter() - start)
         self.runner.step(0, result, self.local.policy.version)
         ended = bool(self.runner.episodes)
         self._after_step()
-        if ended and self.evaluation:
-            self._wait_for_new_parameters()
-
-    def _wait_for_new_parameters(self) -> None:
-        """Evaluation plays each parameter version once, instead of spinning a CPU."""
-        serial = self.local.serial
-        while self.local.serial == serial and not self._stop.is_set():
+        serial = self.local.serial  # evaluation plays each parameter version once:
+        while ended and self.evaluation and self.local.serial == serial and (
+                not self._stop.is_set()):
             time.sleep(self.local.interval)
             self.local.maybe_pull()
 
