@@ -119,13 +119,9 @@ def measure(helper: str, steps: int) -> None:
         experiment.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=200, help="acting steps counted")
-    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the helper library (valgrind run)
-    args = parser.parse_args()
-    if args.measure:
-        return measure(args.measure, args.steps)
+def callgrind_totals(script: str, args: list[str], parts: int) -> list[int]:
+    """Instructions of each of the ``parts`` measured parts of ``script --measure HELPER
+    *args`` run under callgrind (each between the helper's ``start`` and ``stop``)."""
     with tempfile.TemporaryDirectory() as tmp:
         source, helper = Path(tmp, "helper.c"), Path(tmp, "helper.so")
         source.write_text(HELPER)
@@ -133,17 +129,28 @@ def main() -> None:
                        check=True)
         out = Path(tmp, "callgrind.out")
         command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
-                   f"--callgrind-out-file={out}", sys.executable, __file__, "--steps",
-                   str(args.steps), "--measure", str(helper)]
+                   f"--callgrind-out-file={out}", sys.executable, script, *args, "--measure",
+                   str(helper)]
         run = subprocess.run(command, capture_output=True, text=True,
                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
         totals = []
-        for part in range(1, len(PARTS) + 1):
+        for part in range(1, parts + 1):
             dump = Path(f"{out}.{part}")
             if run.returncode or not dump.exists():
                 sys.exit(f"the valgrind run failed (exit {run.returncode}):\n{run.stderr[-3000:]}")
             line = next(x for x in dump.read_text().splitlines() if x.startswith("totals:"))
             totals.append(int(line.split()[1]))
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=200, help="acting steps counted")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the helper library (valgrind run)
+    args = parser.parse_args()
+    if args.measure:
+        return measure(args.measure, args.steps)
+    totals = callgrind_totals(__file__, ["--steps", str(args.steps)], len(PARTS))
     per = [totals[0] / args.steps, totals[1] / args.steps, totals[2] / 20, totals[3] / 20]
     print("| per | looprl | floor | floor / looprl |\n|---|---|---|---|")
     print(f"| acting step (8 copies) | {per[0]:,.0f} | {per[1]:,.0f} | {per[1] / per[0]:.2f} |")

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -34,6 +35,7 @@ from looprl.agents.losses import (
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
+from looprl.approximation.q_network import gather_actions
 from looprl.core import (
     Hyperparameter,
     Policy,
@@ -46,7 +48,7 @@ from looprl.core import (
     deterministic_rows,
     merge_hyperparameters,
 )
-from looprl.core.namedarray import NamedArray, recursive_apply
+from looprl.core.namedarray import NamedArray, as_tensor, recursive_apply
 from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields
@@ -155,15 +157,24 @@ class DQNPolicy(Policy):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
-        explore = torch.rand(rows) < (epsilon if isinstance(epsilon, float) else epsilon.cpu())
+        explore, explored = _coins(rows, epsilon)
         self.greedy.explored = explore  # (what ``metrics['explored']`` shows hooks)
-        state = self.states(obs, (rows,))
-        values = (self.q.eval if deterministic is True else self.q.no_grad)(state)
+        values = self._values(obs, rows, deterministic is True)
         action = values.argmax(dim=-1)  # (random actions need the values: illegal ones are
-        if explore.any():  # masked there, by the network or the observation's mask; drawn
-            chosen = random_actions(values.cpu()).to(self.device)  # on the CPU: the stream's)
+        if explored:  # masked there, by the network or the observation's mask; drawn on
+            chosen = random_actions(values.cpu()).to(self.device)  # the CPU: the stream's)
             action = torch.where(explore.to(self.device), chosen, action)
         return RolloutResult(action=action)
+
+    def _values(self, obs: Any, rows: int, evaluation: bool) -> torch.Tensor:
+        """The action values of ``rows`` observations, without gradients (``evaluation``:
+        the network in eval mode); straight from a ``QNetwork``'s network where it may be
+        (``QNetwork.network``: no state made)."""
+        network = None if evaluation or not isinstance(obs, torch.Tensor) else _network(self.q)
+        if network is not None:
+            with torch.no_grad():
+                return network(obs)
+        return (self.q.eval if evaluation else self.q.no_grad)(self.states(obs, (rows,)))
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
@@ -220,7 +231,26 @@ def _single(obs: Any) -> Any:
 def _on(obs: Any, device: torch.device) -> Any:
     if isinstance(obs, NamedArray):
         return obs.to(device)
-    return torch.as_tensor(obs, device=device)
+    return as_tensor(obs, device)
+
+
+def _coins(rows: int, epsilon: float | torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """``(explore, any explored)``: whether each of ``rows`` rows explores, one coin of torch's
+    global generator each below its rate ``epsilon`` (one float for all: compared in
+    float32 as torch compares, on the coins' NumPy view)."""
+    coins = torch.rand(rows)
+    if isinstance(epsilon, float):
+        explore = coins.numpy() < np.float32(epsilon)
+        return torch.from_numpy(explore), bool(explore.any())
+    explore = coins < epsilon.cpu()
+    return explore, bool(explore.any())
+
+
+def _network(q: Any, target: bool = False) -> nn.Module | None:
+    """``q``'s batch-first network (``target``: its target network's) where calling it is
+    calling ``q`` on a state of those observations (``QNetwork.network``), else ``None``."""
+    network = getattr(q, "network", None)
+    return network(target) if callable(network) else None
 
 
 def _rows(obs: Any) -> int:
@@ -331,8 +361,17 @@ class DQNTrainer(PolicyTrainer):
         policy, streams = self._policy, (batch.reward.shape[1],)
         returns, discount, next_obs, next_action = bootstrap(
             batch, self.discount_factor, self.n_step)
-        values = policy.q(policy.states(batch.obs[0], streams), batch.action[0])
-        next_values = self._rule(policy.q, policy.states(next_obs, streams), next_action)
+        network, obs = _network(policy.q), batch.obs[0]
+        if network is not None and isinstance(obs, torch.Tensor):  # (no state made)
+            values = gather_actions(network(obs), batch.action[0])
+        else:
+            values = policy.q(policy.states(obs, streams), batch.action[0])
+        target = _network(policy.q, target=True) if self._rule is _max else None
+        if target is not None and isinstance(next_obs, torch.Tensor):
+            with torch.no_grad():
+                next_values = target(next_obs).max(dim=-1).values
+        else:
+            next_values = self._rule(policy.q, policy.states(next_obs, streams), next_action)
         targets = returns + discount * next_values  # discount: gamma^K, 0 at termination
         return values, targets, row_weights(batch)
 

@@ -14,7 +14,9 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.approximation.target import TargetNetwork
 from looprl.nn import RLNetwork
+from looprl.nn.layers import _global_hooks
 
 __all__ = ["QModule", "QNetwork"]
 
@@ -48,3 +50,23 @@ class QNetwork(Approximation):
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "q", **kwargs: Any):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)
+
+    def network(self, target: bool = False) -> nn.Module | None:
+        """The batch-first network itself, when calling it on observations ``[B, ...]`` is
+        what ``self(state)`` and ``no_grad(state)`` (``target``: ``self.target(state)``, under
+        ``torch.no_grad()``) do for a ``StateArray`` ``[B]`` of them that ends no episode (its
+        mask the float 1.0): the acting and training loops call it so, without making the
+        state (``None`` where a hook is registered on the ``QModule``, or the model is
+        distributed: then only the state's call runs them)."""
+        if type(self) is not QNetwork or self._ddp is not None or _global_hooks():
+            return None
+        module = self.model
+        if target:
+            if type(self._target).__call__ is not TargetNetwork.__call__:
+                return None
+            module = self._target._target
+        if type(module) is not QModule or (
+                module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
+                or module._backward_pre_hooks):
+            return None
+        return module.model

@@ -1,0 +1,86 @@
+"""DQN's acting and training call a ``QNetwork``'s network straight on the observations
+(``QNetwork.network``): the same numbers and random draws as through a ``StateArray``, and the
+state's way whenever a hook is registered on the ``QModule``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from looprl.agents.dqn import DQNPolicy, DQNTrainer, _coins
+from looprl.approximation import FixedTarget, QNetwork
+from looprl.core import RolloutRequest, SampleBatch
+
+
+def _policy(epsilon: float = 0.5) -> DQNPolicy:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+    q = QNetwork(model, torch.optim.Adam(model.parameters(), lr=1e-2), clip_grad=1.0,
+                 target=FixedTarget(3))
+    return DQNPolicy(q, 3, epsilon=epsilon)
+
+
+def _batch(seed: int) -> SampleBatch:
+    g = torch.Generator().manual_seed(seed)
+    return SampleBatch(obs=torch.randn(2, 8, 4, generator=g),
+                       action=torch.randint(0, 3, (2, 8), generator=g),
+                       reward=torch.randn(2, 8, generator=g),
+                       done=torch.rand(2, 8, generator=g) < 0.2,
+                       truncated=torch.zeros(2, 8, dtype=torch.bool))
+
+
+def _run(policy: DQNPolicy) -> tuple[list, list]:
+    """Actions of 20 rollouts and the parameters after 5 trainer steps, seeded."""
+    torch.manual_seed(1)
+    obs = np.random.default_rng(0).normal(size=(20, 5, 4)).astype(np.float32)
+    actions = [policy.rollout(RolloutRequest(obs=o)).action.tolist() for o in obs]
+    trainer = DQNTrainer(policy)
+    for seed in range(5):
+        trainer.step(_batch(seed))
+    return actions, [p.detach().clone() for p in policy.q.model.parameters()]
+
+
+def test_network_path_equals_the_state_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _policy().q.network() is not None and _policy().q.network(target=True) is not None
+    fast = _run(_policy())
+    monkeypatch.setattr(QNetwork, "network", lambda self, target=False: None)
+    slow = _run(_policy())
+    assert fast[0] == slow[0]
+    for a, b in zip(fast[1], slow[1], strict=True):
+        assert torch.equal(a, b)
+
+
+def test_a_hook_on_the_q_module_still_runs() -> None:
+    policy = _policy()
+    calls = []
+    policy.q.model.register_forward_hook(lambda module, args, out: calls.append(len(out)))
+    assert policy.q.network() is None
+    policy.rollout(RolloutRequest(obs=np.zeros((5, 4), np.float32)))
+    assert calls == [5]
+    DQNTrainer(policy).step(_batch(0))
+    assert calls == [5, 8]  # the online network's pass (the target is another module)
+    policy.q._target._target.register_forward_hook(lambda m, a, out: calls.append(-len(out)))
+    assert policy.q.network(target=True) is None
+    DQNTrainer(policy).step(_batch(0))
+    assert calls == [5, 8, 8, -8]
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.04, 0.3, 0.7, 1.0])
+def test_coins_are_torchs_float32_comparison(epsilon: float) -> None:
+    torch.manual_seed(3)
+    explore, explored = _coins(1000, epsilon)
+    torch.manual_seed(3)
+    expected = torch.rand(1000) < epsilon
+    assert torch.equal(explore, expected) and explored == bool(expected.any())
+
+
+def test_a_coin_at_float32_epsilon_does_not_explore(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch compares float32 coins with a float rate in float32: a coin equal to
+    float32(0.7) (below 0.7) does not explore."""
+    coin = float(np.float32(0.7))
+    assert coin < 0.7 and not bool((torch.tensor([coin]) < 0.7).item())
+    monkeypatch.setattr(torch, "rand", lambda n: torch.full((n,), coin))
+    explore, explored = _coins(2, 0.7)
+    assert explore.tolist() == [False, False] and not explored
