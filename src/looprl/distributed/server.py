@@ -18,12 +18,8 @@ __all__ = ["ParameterServer", "publication", "unpack"]
 
 def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
     """What a trainer publishes: the policy's ``parameters`` (CPU tensors) and the meta
-    components' ``shared`` states (``Learner.shared_state``) learned with them, pickled
-    as Ray pickles arguments (cloudpickle: user classes defined in scripts pickle too).
-
-    Tensors travel as NumPy arrays (those of a dtype NumPy has): pickling and unpickling
-    torch tensors costs ten times as much, a third of a fast trainer's time when it
-    published every step."""
+    components' ``shared`` states, cloudpickled; tensors as NumPy arrays where NumPy has
+    their dtype (pickling torch tensors costs ten times as much)."""
     arrays = {key: _array(value) for key, value in parameters.items()}
     converted = [key for key, value in parameters.items() if arrays[key] is not value]
     return cloudpickle.dumps((arrays, converted, list(shared)))

@@ -50,16 +50,13 @@ class EnvironmentReport:
 
 def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
                      steps: int = 200, seed: int = 0) -> EnvironmentReport:
-    """Make ``env_name`` and check that it follows the SRL environment API.
-
-    Checks ``agent_count``; that ``reset``/``step`` return one ``StepResult`` or ``None``
-    per agent; that observations are dicts of numpy arrays whose keys, shapes and dtypes stay
-    the same per agent (and lie in ``observation_spaces`` when defined); the dtypes and shapes
-    of ``reward`` (float32), ``done`` and ``truncated`` (bool, or numbers that are 0 or 1,
-    e.g. ``uint8``), and that ``info`` is a dict. With
-    ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
-    (legal ones under an ``"action_mask"``) for every agent still playing, resetting when
-    none is left.
+    """Make ``env_name`` and check that it follows the SRL environment API: ``agent_count``;
+    one ``StepResult`` or ``None`` per agent from ``reset``/``step``; observations as dicts of
+    numpy arrays whose keys, shapes and dtypes stay the same per agent (and lie in
+    ``observation_spaces`` when defined); ``reward`` float32, ``done``/``truncated`` bool or
+    0/1 numbers, ``info`` a dict. With ``test_stepping`` it steps ``steps`` times with actions
+    sampled from ``action_spaces`` (legal ones under an ``"action_mask"``), resetting when no
+    agent is left.
 
     Args:
         env_name, env_args: what ``make`` builds (a registered name or a Gymnasium id).

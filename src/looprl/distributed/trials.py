@@ -2,9 +2,8 @@
 (``looprl run runner=es|optuna|pbt runtime=ray``).
 
 Each trial runs on a replica of the runner (``Runner.replica_arguments``) through the trial
-function a sequential run calls (``looprl.runners.trials``) and the local runtime, so that it
-writes the run directory and returns the results it would have one after another. The local
-Ray instance is started by ``start_ray`` (loopback only, no dashboard).
+function and the local runtime a sequential run uses (``looprl.runners.trials``): the same
+run directories and results.
 """
 
 from __future__ import annotations
@@ -49,16 +48,14 @@ class RayTrials:
 
     @property
     def parallel(self) -> int:
-        """Trials that run at once: as given, else the CPUs of the Ray instance (started
-        now if need be)."""
+        """Trials that run at once: as given, else the Ray instance's CPUs."""
         if self._parallel is None:
             ray = self.start()
             self._parallel = max(1, int(ray.cluster_resources().get("CPU", 1)))
         return self._parallel
 
     def start(self) -> Any:
-        """Ray, joined or started (``looprl.distributed.cluster.start_ray``: a local instance
-        listens on loopback only) unless it already runs in this process."""
+        """Ray, joined or started (``start_ray``) unless it already runs in this process."""
         import ray
 
         if not ray.is_initialized():
