@@ -5,8 +5,14 @@ end."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+
+# a local Ray instance listens on 127.0.0.1 only (Ray reads this when it is imported; a test
+# module that imports Ray before looprl.distributed, which sets it too, must find it set)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,8 @@ from looprl.distributed.reaper import start_reaper
 __all__ = ["check_local_resources", "error_line", "local_gpus",
            "local_instance_settings", "start_ray"]
 
+log = logging.getLogger(__name__)
+
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
 
@@ -106,21 +108,17 @@ def local_instance_settings() -> None:
 
 
 def _check_loopback() -> None:
-    """After a local instance started: one line if it asked for loopback and did not get it
-    (Ray was imported before ``looprl.distributed`` set ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``).
-
-    Raises:
-        RuntimeError: a node of the local instance listens on another address.
-    """
+    """After a local instance started: one warning line if it asked for loopback and did not
+    get it (Ray was imported before ``looprl.distributed`` set
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``): the run goes on, on Ray's default address."""
     import ray
 
     addresses = sorted({node["NodeManagerAddress"] for node in ray.nodes()} - {"127.0.0.1"})
     if addresses and os.environ.get(LOOPBACK) == "0":
-        ray.shutdown()
-        raise RuntimeError(f"the local Ray instance listened on {addresses[0]}, not on "
-                           f"127.0.0.1 only: Ray was imported before looprl.distributed set "
-                           f"{LOOPBACK}=0; import looprl.distributed before ray, or set "
-                           f"{LOOPBACK}=0 in the environment")
+        log.warning("the local Ray instance listens on %s, not on 127.0.0.1 only: Ray was "
+                    "imported before looprl.distributed set %s=0; import looprl.distributed "
+                    "before ray, or set %s=0 in the environment, to keep it on loopback",
+                    addresses[0], LOOPBACK, LOOPBACK)
 
 
 def error_line(error: BaseException) -> str:
