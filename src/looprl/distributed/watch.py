@@ -2,32 +2,27 @@
 
 ``watch_run`` rebuilds the policy from the run directory's ``policy.pt`` (its
 ``get_checkpoint()``) and ``algorithm.pt`` (its ``AlgorithmSpec``) and plays deterministic
-episodes through the actors' ``EnvRunner``: in a window when a display exists and the
+episodes through the actors' ``EnvRunner``, on the loop every watch plays
+(``looprl.experiments.watch.play_and_show``): in a window when a display exists and the
 environment draws one, else into a GIF of its ``render()`` frames. No Ray here.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
-from looprl.distributed.pipeline import collect
-from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, write_gif
+from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, play_and_show
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
 
 SPEC_FILE = "algorithm.pt"
 POLICY_FILE = "policy.pt"
-
-log = logging.getLogger(__name__)
 
 
 def save_spec(spec: AlgorithmSpec, run_dir: str | Path) -> None:
@@ -73,7 +68,7 @@ def watch_run(
             time, its ``render_fps``).
         gif: write the frames to this GIF (default: a window when a display exists and the
             environment can draw one, else ``run_dir/watch.gif``).
-        max_steps: watching stops after an episode of this many steps (cut, with a warning).
+        max_steps: an episode is cut after this many steps (with a warning).
         seed: the env copy's seed.
 
     Returns:
@@ -88,33 +83,14 @@ def watch_run(
     fps = fps or getattr(env, "render_fps", None) or default_fps(env)
     if not window:
         gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"
-    runner = EnvRunner(lambda: env, n_envs=1, segment_length=64,
-                       default_policy_state=policy.default_policy_state, seed=seed,
-                       is_evaluation=True)
-    frames: list[np.ndarray] = []
-    returns: list[float] = []
-    steps = 0
     try:
-        while len(returns) < episodes:
-            if window:
-                time.sleep(1.0 / fps)
-            else:
-                frames.append(_frame(env))
-            collect(runner, policy)
-            runner.segments()  # not kept
-            ended = runner.pop_episodes()
-            returns += [episode.ret for episode in ended]
-            steps = 0 if ended else steps + 1
-            if steps >= max_steps:
-                log.warning("Episode cut after %d steps (max_steps); watching stops", max_steps)
-                returns.append(float(runner.running_returns[0]))
-                break
+        runner = EnvRunner(lambda: env, segment_length=1, seed=seed, is_evaluation=True,
+                           default_policy_state=policy.default_policy_state)
+        played, path = play_and_show(runner, policy.rollout, env.render, episodes, fps,
+                                     None if window else gif, max_steps)
     finally:
         env.close()
-    if window:
-        return returns, None
-    write_gif(frames, Path(gif), fps)
-    return returns, Path(gif)
+    return [episode.ret for episode in played], path
 
 
 def _render_env(spec: AlgorithmSpec, window: bool) -> tuple[Any, bool]:
@@ -132,14 +108,3 @@ def _render_env(spec: AlgorithmSpec, window: bool) -> tuple[Any, bool]:
         return make(spec.env, **spec.env_args, render_mode="rgb_array"), False
     except TypeError:
         return make(spec.env, **spec.env_args), False
-
-
-def _frame(env: Any) -> np.ndarray:
-    try:
-        frame = env.render()
-    except NotImplementedError as error:
-        raise ValueError(str(error)) from None
-    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-        raise ValueError(f"{type(env).__name__}.render() gave {type(frame).__name__}, not an "
-                         "(H, W, 3) RGB array: nothing to write to the GIF")
-    return frame

@@ -1,8 +1,10 @@
 """Watch a trained agent: on screen when a display exists, else into a GIF file.
 
-Single-agent environments play one episode at a time; multi-agent ones
-(``MultiagentEnvironment``) play seed 003's turn-by-turn loop, and their returns are one
-``{agent: return}`` dict per episode.
+Watching is one loop, the collector's (``play_and_show``: ``play_episodes`` of an
+``EnvRunner``, each state shown), for every watch: ``watch(agent, env)`` plays seed 003's
+``Agent`` on the rows of ``DuplicateEnvironment([env])``, or a ``Multiagent`` on those of a
+``MultiagentPettingZooEnv``'s SRL adapter (one ``{agent: return}`` dict per episode), as the
+local experiments do; ``looprl.distributed.watch`` plays a distributed run's policy.
 
 As in the autonomous-learning-library, ``from looprl.experiments import watch`` gives
 something to call, ``watch(agent, env, fps=60)``: this module is callable (its ``watch``);
@@ -19,15 +21,26 @@ import os
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from looprl.environments import AtariEnvironment, GymEnvironment, MujocoEnvironment
+from looprl.collector import EnvRunner, Episode
+from looprl.core import RolloutRequest, RolloutResult
+from looprl.environments import (
+    AtariEnvironment,
+    Environment,
+    GymEnvironment,
+    MujocoEnvironment,
+)
+from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.mujoco import is_mujoco_id
 from looprl.environments.multiagent import MultiagentPettingZooEnv, make_zoo_env
-from looprl.experiments.experiment import play_episode
+from looprl.environments.srl_adapters import PettingZooEnvironment
+from looprl.experiments.episodes import play_episodes, single_action
+from looprl.experiments.multiagent import row_actions
 from looprl.presets import load_preset
 
 log = logging.getLogger(__name__)
@@ -92,25 +105,73 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
     at ``fps`` (default: ``default_fps(env)``, real time); otherwise ``env.render()`` frames
     are written to ``gif``, played back at ``fps``. An episode is cut after ``max_steps``
-    steps (turns). ``n_episodes`` is ALL's name of ``episodes``. Returns the episode returns
-    (``{agent: return}`` dicts for a ``MultiagentEnvironment``) and the GIF path (or
+    steps (moves). ``n_episodes`` is ALL's name of ``episodes``. Returns the episode returns
+    (``{agent: return}`` dicts for a ``MultiagentPettingZooEnv``) and the GIF path (or
     ``None``).
     """
     episodes = episodes if n_episodes is None else n_episodes
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"watch plays a positive number of episodes, got {episodes!r}")
     fps = fps or default_fps(env)
-    frames: list[np.ndarray] | None = [] if gif is not None else None
     try:
-        returns = [play_episode(agent, env, lambda: _show(env, frames, fps), max_steps)
-                   for _ in range(episodes)]
+        runner, act = _acting(agent, env)
+        played, path = play_and_show(runner, act, env.render, episodes, fps, gif, max_steps)
     finally:
         env.close()
+    if isinstance(env, MultiagentPettingZooEnv):
+        return [dict(zip(env.possible_agents, e.returns, strict=True)) for e in played], path
+    return [episode.ret for episode in played], path
+
+
+def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
+    """The collector over ``env`` (from a reset, unseeded: as seed 003) and ``agent``'s answer
+    to its requests: its ``act`` of each row (a ``MultiagentState`` in a multi-agent game)."""
+    if isinstance(env, MultiagentPettingZooEnv):
+        view = PettingZooEnvironment(env.env, flatten=env.flatten)
+        runner = EnvRunner(lambda: view, segment_length=1, seed=None, is_evaluation=True)
+        names = env.possible_agents
+        return runner, lambda _: RolloutResult(action=row_actions(agent, runner, names))
+    if isinstance(env, Environment):
+        runner = EnvRunner(DuplicateEnvironment([env]), segment_length=1, seed=None,
+                           is_evaluation=True)
+        return runner, lambda _: RolloutResult(action=single_action(agent, runner.states()))
+    raise TypeError(f"watch plays in a looprl Environment (GymEnvironment, AtariEnvironment, "
+                    f"...) or a MultiagentPettingZooEnv, got {type(env).__name__}")
+
+
+def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
+                  render: Callable[[], Any], episodes: int, fps: float,
+                  gif: str | Path | None, max_steps: int) -> tuple[list[Episode], Path | None]:
+    """``play_episodes`` on ``runner``, showing every state: ``1 / fps`` s of a window
+    (``gif=None``: the environment draws itself), or ``render()``'s frame, all written to
+    ``gif`` at ``fps``. The episodes and the GIF's path (``None``: a window)."""
+    frames: list[np.ndarray] | None = None if gif is None else []
+
+    def show() -> None:
+        if frames is None:
+            time.sleep(1.0 / fps)
+        else:
+            frames.append(rgb_frame(render))
+
+    played = play_episodes(runner, act, episodes, show, max_steps)
     if frames is None:
-        return returns, None
-    path = Path(gif)
-    write_gif(frames, path, fps)
-    return returns, path
+        return played, None
+    write_gif(frames, Path(gif), fps)
+    return played, Path(gif)
+
+
+def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
+    """``render()``'s frame, or a one-line ``ValueError`` if it gives no RGB array."""
+    try:
+        frame = render()
+    except NotImplementedError as error:
+        raise ValueError(str(error)) from None
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+        owner = type(getattr(render, "__self__", render)).__name__
+        raise ValueError(f"{owner}.render() gave {type(frame).__name__}, not an (H, W, 3) RGB "
+                         "array: nothing to write to the GIF (create the environment with "
+                         "render_mode='rgb_array')")
+    return frame
 
 
 def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
@@ -121,14 +182,6 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
     ``watch``'s."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
-
-
-def _show(env: Any, frames: list | None, fps: float) -> None:
-    """Record the current frame (GIF), or give a window-rendering environment 1/fps s."""
-    if frames is not None:
-        frames.append(env.render())
-    else:
-        time.sleep(1.0 / fps)
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
