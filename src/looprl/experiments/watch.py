@@ -112,6 +112,10 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     episodes = episodes if n_episodes is None else n_episodes
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"watch plays a positive number of episodes, got {episodes!r}")
+    if not isinstance(env, Environment | MultiagentPettingZooEnv):
+        raise TypeError("watch plays in a looprl Environment (GymEnvironment, "
+                        "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
+                        f"{type(env).__name__}")
     fps = fps or default_fps(env)
     try:
         runner, act = _acting(agent, env)
@@ -119,7 +123,8 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     finally:
         env.close()
     if isinstance(env, MultiagentPettingZooEnv):
-        return [dict(zip(env.possible_agents, e.returns, strict=True)) for e in played], path
+        names = env.possible_agents
+        return [dict(zip(names, e.returns or (e.ret,), strict=True)) for e in played], path
     return [episode.ret for episode in played], path
 
 
@@ -131,12 +136,9 @@ def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest],
         runner = EnvRunner(lambda: view, segment_length=1, seed=None, is_evaluation=True)
         names = env.possible_agents
         return runner, lambda _: RolloutResult(action=row_actions(agent, runner, names))
-    if isinstance(env, Environment):
-        runner = EnvRunner(DuplicateEnvironment([env]), segment_length=1, seed=None,
-                           is_evaluation=True)
-        return runner, lambda _: RolloutResult(action=single_action(agent, runner.states()))
-    raise TypeError(f"watch plays in a looprl Environment (GymEnvironment, AtariEnvironment, "
-                    f"...) or a MultiagentPettingZooEnv, got {type(env).__name__}")
+    runner = EnvRunner(DuplicateEnvironment([env]), segment_length=1, seed=None,
+                       is_evaluation=True)
+    return runner, lambda _: RolloutResult(action=single_action(agent, runner.states()))
 
 
 def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
