@@ -23,7 +23,7 @@ from looprl.distributed import ddp
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.sender import transitions
-from looprl.distributed.server import publication
+from looprl.distributed.server import Publisher, publication
 from looprl.distributed.workers import Worker, cuda_device, named, on_cpu
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
@@ -48,7 +48,7 @@ class TrainerWorker(Worker):
         self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
         self.runtime = runtime
-        self.server = named(server)
+        self.publisher = Publisher(named(server), background=not runtime.sync)
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
@@ -175,6 +175,7 @@ class TrainerWorker(Worker):
         try:
             while (batch := self._next_batch()) is not None:
                 self._train(batch)
+            self.publisher.flush()  # (what the last publication holds reaches the server)
         except RuntimeError as error:
             if self.group is None or not ddp.collective_failure(error):
                 raise
@@ -240,7 +241,7 @@ class TrainerWorker(Worker):
         self._published_at = time.monotonic()
         policy = self.core.policy
         if self.rank == 0:
-            self.server.put.remote(policy.version, publication(
+            self.publisher.send(policy.version, publication(
                 on_cpu(policy.module.state_dict()), on_cpu(self.core.shared_state())))
         self._published = policy.version  # trainers step together: rank 0 published it too
 

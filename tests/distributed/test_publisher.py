@@ -1,0 +1,77 @@
+"""How a trainer hands its publications to the parameter server (``Publisher``): in the
+background, the trainer's loop does not wait while Ray stores a payload, only the newest
+pending publication is sent, in order, and ``flush`` waits for it; synchronously (a
+``runtime.sync`` run), each is sent at once from the caller's thread."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("ray")
+
+from looprl.distributed.server import Publisher  # noqa: E402
+
+# (the parameter server is faked: these tests start no Ray instance)
+
+
+class _Server:
+    """A ``ParameterServer`` handle whose ``put.remote`` blocks until ``release``."""
+
+    def __init__(self, blocked: bool) -> None:
+        self.sent: list[tuple[int, bytes, str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        if not blocked:
+            self.release.set()
+        self.put = self  # (``server.put.remote``)
+
+    def remote(self, version: int, payload: bytes) -> None:
+        self.entered.set()
+        assert self.release.wait(5.0), "the test never released the server"
+        self.sent.append((version, payload, threading.current_thread().name))
+
+
+def test_background_sends_the_newest_without_blocking_the_caller() -> None:
+    server = _Server(blocked=True)
+    publisher = Publisher(server, background=True)
+    publisher.send(1, b"one")
+    assert server.entered.wait(5.0)  # the publisher thread is inside Ray's call ...
+    publisher.send(2, b"two")  # ... and the caller goes on: these return at once
+    publisher.send(3, b"three")  # (replaces 2, which was still pending)
+    assert not publisher.flush(timeout=0.05)  # not yet sent
+    server.release.set()
+    assert publisher.flush(timeout=5.0)
+    assert [(v, p) for v, p, _ in server.sent] == [(1, b"one"), (3, b"three")]
+    assert {thread for *_, thread in server.sent} == {"publisher"}
+
+
+def test_synchronous_sends_each_at_once_from_the_caller() -> None:
+    server = _Server(blocked=False)
+    publisher = Publisher(server, background=False)
+    for version in (1, 2, 3):
+        publisher.send(version, b"%d" % version)
+        assert server.sent[-1][:2] == (version, b"%d" % version)  # before send returned
+    assert publisher.flush(timeout=0.0)
+    assert {thread for *_, thread in server.sent} == {threading.current_thread().name}
+
+
+def test_a_failing_send_does_not_stop_later_publications(caplog) -> None:
+    server = _Server(blocked=False)
+    calls = []
+
+    def remote(version: int, payload: bytes) -> None:
+        calls.append(version)
+        if version == 1:
+            raise ConnectionError("the server is restarting")
+        server.sent.append((version, payload, "publisher"))
+
+    server.remote = remote
+    publisher = Publisher(server, background=True)
+    publisher.send(1, b"one")
+    assert publisher.flush(timeout=5.0)
+    publisher.send(2, b"two")
+    assert publisher.flush(timeout=5.0)
+    assert calls == [1, 2] and [v for v, *_ in server.sent] == [2]
+    assert "could not publish version 1" in caplog.text
