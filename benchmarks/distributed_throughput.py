@@ -525,7 +525,9 @@ def main() -> None:
                         help="the same on Breakout (PPO updates take seconds there)")
     parser.add_argument("--part-seconds", type=float, default=3,
                         help="measured wall time of each raw-env / actor / trainer row")
-    parser.add_argument("--envs", nargs="+", default=list(SETUPS), choices=list(SETUPS))
+    parser.add_argument("--envs", nargs="*", default=list(SETUPS), choices=list(SETUPS),
+                        help="PPO setups; none (`--envs` alone): the replay section only, "
+                             "which replaces that section of --results and keeps the rest")
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--policy-workers", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--policy-worker-actors", type=int, nargs="+", default=[2, 4],
@@ -591,6 +593,12 @@ def replay_section(args: argparse.Namespace, tmp: str) -> str:
 def write(args: argparse.Namespace, cores: int, load_start: tuple, sections: list) -> None:
     load = os.getloadavg()
     command = " ".join(["python benchmarks/distributed_throughput.py", *sys.argv[1:]])
+    if not args.envs and Path(args.results).exists():
+        return replace_replay(Path(args.results), sections[0], (
+            f"`{command}` on {datetime.date.today()}: {platform.machine()}, {cores} CPU cores, "
+            f"torch {torch.__version__}, one torch thread per process; load average "
+            f"{load_start[0]:.1f} at the start and {load[0]:.1f} / {load[1]:.1f} / "
+            f"{load[2]:.1f} (1/5/15 min) at the end."))
     lines = [
         "# Distributed runtime throughput: the Ray runtime against the local runtime",
         "",
@@ -637,6 +645,18 @@ def write(args: argparse.Namespace, cores: int, load_start: tuple, sections: lis
     Path(args.results).write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"written to {args.results}")
+
+
+def replace_replay(path: Path, section: str, note: str) -> None:
+    """Replace the replay section of the results file ``path`` (up to the next ``## ``
+    heading) with ``section``, ``note`` (how it was measured) under its heading."""
+    text = path.read_text()
+    start = text.index("## Replay:")
+    end = text.find("\n## ", start + 1)
+    heading, body = section.split("\n", 1)
+    new = f"{heading}\n\n{note}\n{body.rstrip()}\n"
+    path.write_text(text[:start] + new + ("" if end < 0 else text[end:]))
+    print(f"replay section replaced in {path}")
 
 
 def _verdict(rows: dict[str, Row], rows_per_update: int) -> str:
