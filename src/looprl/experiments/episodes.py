@@ -1,8 +1,7 @@
 """What every experiment loop uses besides the loop: seeding (``seed_everything``), the live
 dashboard's lines (``dashboard``), the one loop that plays episodes through the collector
 (``play_episodes``: watching, a saved policy's episodes), the action of seed 003's ``Agent`` as
-a row (``single_action``), seed 003's turn loop of a multi-agent game (``play_episode``, for
-``play``), and the evaluation episodes' step cap (``episode_cap``, from
+a row (``single_action``), and the evaluation episodes' step cap (``episode_cap``, from
 ``looprl.environments.gym_helpers``)."""
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ import torch
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
 from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
-from looprl.environments.multiagent import MultiagentEnvironment
 
-__all__ = ["DEFAULT_EPISODE_CAP", "dashboard", "episode_cap", "play_episode", "play_episodes",
-           "seed_everything", "single_action"]
+__all__ = ["DEFAULT_EPISODE_CAP", "dashboard", "episode_cap", "play_episodes", "seed_everything",
+           "single_action"]
 
 log = logging.getLogger(__name__)
 
@@ -66,57 +64,59 @@ def single_action(agent: Any, states: StateArray) -> torch.Tensor:
 def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
                   episodes: int, show: Callable[[], Any] = lambda: None,
                   max_steps: float = math.inf) -> list[Episode]:
-    """Play ``episodes`` episodes on ``runner`` (one env copy, from the state it is in),
-    ``act`` answering each of its requests; their ``Episode`` s (``returns``: each agent's).
+    """Play ``episodes`` episodes on ``runner`` (from the state it is in), ``act`` answering
+    each of its requests; their ``Episode`` s (``returns``: each agent's), as they end.
 
-    ``show()`` runs at the first state and after every step (so once per state); an episode
-    is cut after ``max_steps`` steps, with a warning, and the next one begins.
+    Each env copy plays its share, ``episodes // n`` of them (the first ``episodes % n``
+    copies one more), so that short episodes are not favoured: an episode of a copy that has
+    played its share is not counted. ``show()`` runs at the first state and after every step
+    (so once per state). An episode is cut after ``max_steps`` steps, with a warning, and
+    counted as ended there; every copy then starts a new episode (the others' episodes in
+    progress are not counted).
     """
+    copies = len(runner.running_returns)
+    if runner.agent_count > 1 and copies > 1:
+        raise ValueError(f"play_episodes plays a game of {runner.agent_count} agents in one env "
+                         f"copy, got {copies}: build the EnvRunner with n_envs=1")
+    quota = np.full(copies, episodes // copies)
+    quota[: episodes % copies] += 1
     played: list[Episode] = []
-    steps, returns = 0, np.zeros(runner.agent_count)  # steps < 0: the next step resets
+    steps, returns = np.zeros(copies, int), np.zeros(runner.agent_count)  # (< 0: next resets)
     show()
-    while len(played) < episodes:
+    while quota.any():
         request = runner.request()
-        if request is not None:  # (each agent's return so far, for a cut)
-            reward = runner.states().reward.numpy()
-            agent = np.zeros(len(reward), int) if request.agent is None else request.agent
-            np.add.at(returns, agent, reward)
-        if steps == max_steps:
-            log.warning("Episode cut after %d steps (max_steps)", max_steps)
-            played.append(_cut(runner, steps, returns))
-            if len(played) == episodes:
+        if request is not None and runner.agent_count > 1:  # (each agent's return, for a cut)
+            np.add.at(returns, request.agent, runner.states().reward.numpy())
+        long = (steps >= max_steps) & (quota > 0)
+        if long.any():
+            played += _cut(runner, np.flatnonzero(long), steps, returns, max_steps)
+            quota -= long
+            if not quota.any():
                 break
-            steps = -1
+            steps[:] = -1
         runner.record(0, None if request is None else act(request))
         runner.segments()  # (not kept)
         runner.advance()
-        ended = runner.pop_episodes()
-        played += ended
-        steps = -1 if ended else 0 if steps < 0 else steps + 1
-        returns *= steps > 0
+        steps = np.where(steps < 0, 0, steps + 1)
+        for episode in runner.pop_episodes():
+            steps[episode.env] = -1
+            if quota[episode.env] > 0:
+                played.append(episode)
+                quota[episode.env] -= 1
+        returns *= steps[0] > 0
         show()
-    return played[:episodes]
+    return played
 
 
-def _cut(runner: EnvRunner, steps: int, returns: np.ndarray) -> Episode:
-    """The episode in progress, ended here (the runner's next step resets its copy)."""
+def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, returns: np.ndarray,
+         max_steps: float) -> list[Episode]:
+    """The episodes in progress of copies ``long``, ended here; the runner's next step
+    resets every copy."""
+    unit = "turns" if runner.agent_count > 1 else "steps"
+    name = getattr(runner.envs, "name", None) or type(runner.envs[0]).__name__
+    log.warning("an episode of %s was cut after %d %s: it ran %d %s without ending (max_steps)",
+                name, max_steps, unit, max_steps, unit)
     runner.truncate()
     each = tuple(float(r) for r in returns) if runner.agent_count > 1 else ()
-    return Episode(float(runner.running_returns[0]), steps, 0, each)
-
-
-def play_episode(agent: Any, env: MultiagentEnvironment, max_steps: float = math.inf,
-                 seed: int | None = None) -> dict[str, float]:
-    """Play one game of ``agent`` (a ``Multiagent``) in ``env`` from a reset (with ``seed``,
-    if given), seed 003's turn-by-turn loop (``play``); each agent's return. A game is cut
-    after ``max_steps`` turns."""
-    env.reset() if seed is None else env.reset(seed=seed)
-    returns = dict.fromkeys(env.possible_agents, 0.0)
-    for turn, name in enumerate(env.agent_iter()):
-        if turn == max_steps:
-            log.warning("Episode cut after %d turns (max_steps)", max_steps)
-            break
-        state = env.last()
-        returns[name] += float(state.reward)
-        env.step(None if state.done else agent.act(state))
-    return returns
+    running = runner.running_returns
+    return [Episode(float(running[i]), int(steps[i]), int(i), each) for i in long]

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
@@ -27,8 +26,9 @@ from looprl.experiments.episodes import (  # (and seed 003's names from here)
     DEFAULT_EPISODE_CAP,
     dashboard,
     episode_cap,
-    play_episode,
+    play_episodes,
     seed_everything,
+    single_action,
 )
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
@@ -37,7 +37,7 @@ from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["DEFAULT_EPISODE_CAP", "Experiment", "ParallelEnvExperiment", "SingleEnvExperiment",
-           "episode_cap", "play_episode", "seed_everything"]
+           "episode_cap", "seed_everything"]
 
 log = logging.getLogger(__name__)
 
@@ -282,36 +282,19 @@ class Experiment:
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Run ``episodes`` evaluation episodes of the test agent, each copy its share, in
-        the vector environment (or in ``min(n_envs, episodes)`` copies of ``env``: then not
-        logged); their returns."""
+        """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``: each
+        copy its share, an episode cut at ``episode_cap``) in the vector environment (or in
+        ``min(n_envs, episodes)`` copies of ``env``: then not logged); their returns."""
         agent = self._test_agent()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))
         env = env.duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
-        quota = np.full(env.n_envs, episodes // env.n_envs)
-        quota[: episodes % env.n_envs] += 1
-        returns: list[float] = []
-        running, lengths, cap = np.zeros(env.n_envs), np.zeros(env.n_envs, int), episode_cap(env)
-        state = env.reset(seed=self._test_seed(given))
-        while (quota > 0).any():
-            state = env.step(self._acts(agent, state))
-            running += state.reward.cpu().numpy()
-            lengths += 1
-            ended = state.done.cpu().numpy()
-            cut = (lengths >= cap) & ~ended
-            if cut.any():
-                log.warning("an evaluation episode of %s ran %d steps without ending: counted "
-                            "as ended there (the cap: the env's max_episode_steps, else %d)",
-                            env.name, cap, DEFAULT_EPISODE_CAP)
-            for i in np.flatnonzero(ended | cut):
-                if quota[i] > 0:
-                    returns.append(float(running[i]))
-                    quota[i] -= 1
-                # (an ended copy's next step is its reset, a cut one's the next step)
-                running[i], lengths[i] = 0.0, 0 if cut[i] else -1
+        runner = EnvRunner(env, segment_length=1, seed=self._test_seed(given), is_evaluation=True)
+        played = play_episodes(runner, lambda _: RolloutResult(
+            action=self._acts(agent, runner.states())), episodes, max_steps=episode_cap(env))
+        returns = [episode.ret for episode in played]
         if env is not self.vector_env:
             env.close()
         if not given:
@@ -373,7 +356,7 @@ class SingleEnvExperiment(Experiment):
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
         """``agent``'s action for the one ``State`` (seed 003's ``Agent``), as a batch of one."""
-        return torch.as_tensor(agent.act(states[0])).unsqueeze(0)
+        return single_action(agent, states)
 
     def _test_agent(self) -> Any:
         return self.preset.test_agent()

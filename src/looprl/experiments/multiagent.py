@@ -7,38 +7,56 @@ each row as a ``MultiagentState``.
 
 The run directory's logger records the team return; one logger per agent, in
 ``{run dir}/{name}.{agent}/{env}``, its own. Meta components run per agent, each on its own
-copies and metrics dictionary (``self.hubs[name]``, ``metrics['agent']``). ``play`` is seed
-003's turn loop, for loops of your own (e.g. against a random player).
+copies and metrics dictionary (``self.hubs[name]``, ``metrics['agent']``). ``play`` plays games
+on the collector (``game``: what ``watch`` plays too), for loops of your own (e.g. against a
+random player).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from looprl.collector import EnvRunner, Episode
-from looprl.core import Multiagent, MultiagentState, RolloutResult
-from looprl.environments.multiagent import MultiagentEnvironment, MultiagentPettingZooEnv
+from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult
+from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment, make
 from looprl.environments.srl_adapters import PettingZooEnvironment
-from looprl.experiments.episodes import episode_cap, play_episode
+from looprl.experiments.episodes import episode_cap, play_episodes
 from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
 
-def play(env: MultiagentEnvironment, multiagent: Multiagent, episodes: int = 1,
+def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
-    return each agent's returns. An episode is cut after ``episode_cap(env)`` turns."""
-    cap = episode_cap(env)
-    games = [play_episode(multiagent, env, seed=seed if i == 0 else None, max_steps=cap)
-             for i in range(episodes)]
-    return {agent: [game[agent] for game in games] for agent in env.possible_agents}
+    return each agent's returns. An episode is cut after ``episode_cap(env)`` moves."""
+    runner, act = game(env, multiagent, seed)
+    played = play_episodes(runner, act, episodes, max_steps=episode_cap(env))
+    return agent_returns(played, env.possible_agents)
+
+
+def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None = None,
+         copy: bool = False) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
+    """The collector over ``env`` itself (its PettingZoo environment's SRL adapter), or with
+    ``copy`` over a ``training_copy`` of it (``seed``: of the first reset), and
+    ``multiagent``'s answer to its requests (``row_actions``)."""
+    view = None if copy else PettingZooEnvironment(env.env, flatten=env.flatten)
+    build = functools.partial(training_copy, env) if copy else lambda: view
+    runner = EnvRunner(build, segment_length=1, seed=seed, is_evaluation=True)
+    names = env.possible_agents
+    return runner, lambda _: RolloutResult(action=row_actions(multiagent, runner, names))
+
+
+def agent_returns(played: list[Episode], names: list[str]) -> dict[str, list[float]]:
+    """Each agent's returns in the episodes ``played`` (``names[i]``: agent ``i``'s)."""
+    return {name: [episode.returns[i] for episode in played] for i, name in enumerate(names)}
 
 
 def training_copy(env: MultiagentPettingZooEnv) -> Environment:
@@ -124,20 +142,11 @@ class MultiagentEnvExperiment(Experiment):
         """Run ``episodes`` episodes of the test agent on the collector, over a copy of
         ``env`` (default: the experiment's; then logged); return each agent's returns."""
         played = env or self.env
-        agent, names = self.preset.test_agent(), played.possible_agents
-        runner = EnvRunner(functools.partial(training_copy, played), segment_length=1,
-                           seed=None if self.seed is None else self.seed + 10_000,
-                           is_evaluation=True)
-        games: list[tuple[float, ...]] = []
-        while len(games) < episodes:
-            runner.request()
-            runner.record(0, RolloutResult(action=row_actions(agent, runner, names)))
-            runner.segments()  # (not kept)
-            runner.advance()
-            games += [episode.returns for episode in runner.pop_episodes()]
+        seed = None if self.seed is None else self.seed + 10_000
+        runner, act = game(played, self.preset.test_agent(), seed, copy=True)
+        returns = agent_returns(play_episodes(runner, act, episodes), played.possible_agents)
         for copy_ in runner.envs:
             copy_.close()
-        returns = {name: [game[i] for game in games[:episodes]] for i, name in enumerate(names)}
         if env is None:
             for agent, values in returns.items():
                 self.agent_loggers[agent].add_test_returns(values)

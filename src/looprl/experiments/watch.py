@@ -38,9 +38,8 @@ from looprl.environments import (
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.mujoco import is_mujoco_id
 from looprl.environments.multiagent import MultiagentPettingZooEnv, make_zoo_env
-from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import play_episodes, single_action
-from looprl.experiments.multiagent import row_actions
+from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
 
 log = logging.getLogger(__name__)
@@ -132,10 +131,7 @@ def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest],
     """The collector over ``env`` (from a reset, unseeded: as seed 003) and ``agent``'s answer
     to its requests: its ``act`` of each row (a ``MultiagentState`` in a multi-agent game)."""
     if isinstance(env, MultiagentPettingZooEnv):
-        view = PettingZooEnvironment(env.env, flatten=env.flatten)
-        runner = EnvRunner(lambda: view, segment_length=1, seed=None, is_evaluation=True)
-        names = env.possible_agents
-        return runner, lambda _: RolloutResult(action=row_actions(agent, runner, names))
+        return game(env, agent)
     runner = EnvRunner(DuplicateEnvironment([env]), segment_length=1, seed=None,
                        is_evaluation=True)
     return runner, lambda _: RolloutResult(action=single_action(agent, runner.states()))
