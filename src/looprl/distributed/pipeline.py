@@ -166,15 +166,13 @@ def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: i
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
                         episodes: int = 10, seed: int = 0) -> list[Episode]:
-    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return)."""
+    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return), played by
+    the one evaluation loop (``looprl.experiments.episodes.play_episodes``)."""
+    from looprl.experiments.episodes import play_episodes  # (workers need not import it)
+
     policy = spec.make_policy()
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
     runner = EnvRunner(spec.make_env, None, 1, 1, policy.default_policy_state, seed=seed,
                        is_evaluation=True)  # (cuts an episode that does not end at its cap)
-    played: list[Episode] = []
-    while len(played) < episodes:
-        collect(runner, policy)
-        runner.segments()  # not kept
-        played += runner.pop_episodes()
-    return played[:episodes]
+    return play_episodes(runner, policy.rollout, episodes)
