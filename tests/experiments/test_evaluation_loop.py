@@ -1,0 +1,109 @@
+"""The one evaluation loop (``play_episodes``) over several env copies: each copy plays its
+share of the episodes (short episodes are not favoured), a cut episode is counted with a
+warning, and ``Experiment.test`` runs it."""
+
+from __future__ import annotations
+
+import logging
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from looprl.collector import EnvRunner
+from looprl.core import RolloutResult
+from looprl.environments import GymEnvironment
+from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.srl import Environment, step_result
+from looprl.experiments.episodes import play_episodes
+from looprl.experiments.experiment import SingleEnvExperiment
+
+
+class Steps(gym.Env):
+    """Reward 1 at every step; an episode ends after ``length`` steps (never: ``None``)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int | None):
+        self.length, self.t = length, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2, np.float32), 1.0, self.t == self.length, False, {}
+
+
+def _runner(*lengths: int | None) -> EnvRunner:
+    env = DuplicateEnvironment([GymEnvironment(Steps(n)) for n in lengths])
+    return EnvRunner(env, segment_length=1, seed=0, is_evaluation=True)
+
+
+def _zeros(request) -> RolloutResult:
+    return RolloutResult(action=np.zeros(len(request.done), np.int64))
+
+
+def test_each_copy_plays_its_share_so_short_episodes_are_not_favoured() -> None:
+    played = play_episodes(_runner(2, 7), _zeros, 5)
+    assert sorted((e.env, e.ret) for e in played) == [(0, 2.0)] * 3 + [(1, 7.0)] * 2
+
+
+def test_a_cut_episode_is_counted_with_a_warning(caplog) -> None:
+    with caplog.at_level(logging.WARNING):
+        played = play_episodes(_runner(None, 3), _zeros, 4, max_steps=5)
+    assert sorted((e.env, e.ret, e.length) for e in played) == [
+        (0, 5.0, 5), (0, 5.0, 5), (1, 3.0, 3), (1, 3.0, 3)]
+    assert "ran 5 steps without ending" in caplog.text
+
+
+class _Pair(Environment):
+    agent_count = 2
+
+    def reset(self) -> list:
+        return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)] * 2
+
+    def step(self, actions: list) -> list:
+        return [step_result({"obs": np.zeros(2, np.float32)}, 1.0, True)] * 2
+
+
+def test_a_game_of_several_agents_in_several_copies_is_one_line() -> None:
+    runner = EnvRunner(lambda: _Pair(), n_envs=2, segment_length=1, seed=0)
+    with pytest.raises(ValueError, match="n_envs=1"):
+        play_episodes(runner, _zeros, 2)
+
+
+class _Counting:
+    """Seed 003's agent: action 0, counting the states it sees."""
+
+    seen = 0
+
+    def act(self, state) -> torch.Tensor:
+        self.seen += 1
+        return torch.tensor(0)
+
+
+class _Preset:
+    name, hyperparameters, meta = "counting", {}, ()
+
+    def __init__(self) -> None:
+        self.tester = _Counting()
+
+    def agent(self, logger=None, train_steps=float("inf")) -> _Counting:
+        return _Counting()
+
+    def test_agent(self) -> _Counting:
+        return self.tester
+
+
+def test_experiment_test_asks_the_test_agent_once_per_step(tmp_path) -> None:
+    preset = _Preset()
+    experiment = SingleEnvExperiment(preset, GymEnvironment(Steps(4)), logdir=str(tmp_path),
+                                     quiet=True)
+    assert experiment.test(episodes=3) == [4.0, 4.0, 4.0]
+    assert preset.tester.seen == 3 * 4 + 2  # (and at the end of each but the last: its reset)
+    experiment.close()
