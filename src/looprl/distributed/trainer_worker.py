@@ -78,6 +78,7 @@ class TrainerWorker(Worker):
         self._waited = 0.0  # seconds the loop waited for samples since stats()
         self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
         self._publish()
+        self.publisher.flush()  # (handed to Ray before the actors, started after, pull)
 
     def ready(self) -> dict[str, Any]:
         """``Worker.ready``'s answer, the step resumed from (``None``: none) and its
