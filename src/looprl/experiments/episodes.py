@@ -1,8 +1,8 @@
 """What every experiment loop uses besides the loop: seeding (``seed_everything``), the live
 dashboard's lines (``dashboard``), the one loop that plays episodes through the collector
-(``play_episodes``: watching, a saved policy's episodes), the action of seed 003's ``Agent`` as
-a row (``single_action``), and the evaluation episodes' step cap (``episode_cap``, from
-``looprl.environments.gym_helpers``)."""
+(``play_episodes``: every evaluation, ``play``, watching, Ray's final evaluation), the action
+of seed 003's ``Agent`` as a row (``single_action``), and the evaluation episodes' step cap
+(``episode_cap``, from ``looprl.environments.gym_helpers``)."""
 
 from __future__ import annotations
 
