@@ -71,6 +71,16 @@ class _Pair(Environment):
         return [step_result({"obs": np.zeros(2, np.float32)}, 1.0, True)] * 2
 
 
+@pytest.mark.parametrize("episodes", [-1, 2.5, "3"])
+def test_a_bad_number_of_episodes_is_one_line(episodes) -> None:
+    with pytest.raises(ValueError, match="whole number of episodes"):
+        play_episodes(_runner(2), _zeros, episodes)
+
+
+def test_no_episodes_are_none() -> None:
+    assert play_episodes(_runner(2, 3), _zeros, 0) == []
+
+
 def test_a_game_of_several_agents_in_several_copies_is_one_line() -> None:
     runner = EnvRunner(lambda: _Pair(), n_envs=2, segment_length=1, seed=0)
     with pytest.raises(ValueError, match="n_envs=1"):
@@ -106,4 +116,6 @@ def test_experiment_test_asks_the_test_agent_once_per_step(tmp_path) -> None:
                                      quiet=True)
     assert experiment.test(episodes=3) == [4.0, 4.0, 4.0]
     assert preset.tester.seen == 3 * 4 + 2  # (and at the end of each but the last: its reset)
+    with pytest.raises(ValueError, match=r"SingleEnvExperiment.test plays a whole number"):
+        experiment.test(episodes=-2)
     experiment.close()

@@ -19,8 +19,8 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
 from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 
-__all__ = ["DEFAULT_EPISODE_CAP", "dashboard", "episode_cap", "play_episodes", "seed_everything",
-           "single_action"]
+__all__ = ["DEFAULT_EPISODE_CAP", "check_episodes", "dashboard", "episode_cap", "play_episodes",
+           "seed_everything", "single_action"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     counted as ended there; every copy then starts a new episode (the others' episodes in
     progress are not counted).
     """
+    check_episodes(episodes)
     copies = len(runner.running_returns)
     if runner.agent_count > 1 and copies > 1:
         raise ValueError(f"play_episodes plays a game of {runner.agent_count} agents in one env "
@@ -106,6 +107,12 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
         returns *= steps[0] > 0
         show()
     return played
+
+
+def check_episodes(episodes: Any, caller: str = "play_episodes") -> None:
+    """``ValueError`` in one line unless ``episodes`` is a whole number >= 0."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 0:
+        raise ValueError(f"{caller} plays a whole number of episodes >= 0, got {episodes!r:.40}")
 
 
 def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, returns: np.ndarray,

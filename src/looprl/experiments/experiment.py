@@ -24,6 +24,7 @@ from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (  # (and seed 003's names from here)
     DEFAULT_EPISODE_CAP,
+    check_episodes,
     dashboard,
     episode_cap,
     play_episodes,
@@ -285,6 +286,7 @@ class Experiment:
         """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``: each
         copy its share, an episode cut at ``episode_cap``) in the vector environment (or in
         ``min(n_envs, episodes)`` copies of ``env``: then not logged); their returns."""
+        check_episodes(episodes, f"{type(self).__name__}.test")
         agent = self._test_agent()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))

@@ -26,7 +26,7 @@ from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResu
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment, make
 from looprl.environments.srl_adapters import PettingZooEnvironment
-from looprl.experiments.episodes import episode_cap, play_episodes
+from looprl.experiments.episodes import check_episodes, episode_cap, play_episodes
 from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
@@ -141,6 +141,7 @@ class MultiagentEnvExperiment(Experiment):
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
         """Run ``episodes`` episodes of the test agent on the collector, over a copy of
         ``env`` (default: the experiment's; then logged); return each agent's returns."""
+        check_episodes(episodes, f"{type(self).__name__}.test")
         played = env or self.env
         seed = None if self.seed is None else self.seed + 10_000
         runner, act = game(played, self.preset.test_agent(), seed, copy=True)
