@@ -99,14 +99,22 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
         runner.segments()  # (not kept)
         runner.advance()
         steps = np.where(steps < 0, 0, steps + 1)
-        for episode in runner.pop_episodes():
-            steps[episode.env] = -1
-            if quota[episode.env] > 0:
-                played.append(episode)
-                quota[episode.env] -= 1
+        played += _count(runner.pop_episodes(), quota, steps)
         returns *= steps[0] > 0
         show()
     return played
+
+
+def _count(ended: list[Episode], quota: np.ndarray, steps: np.ndarray) -> list[Episode]:
+    """The episodes of ``ended`` whose copies have not played their share (``quota``, which
+    they use up); each ended copy's next step resets it (``steps``: -1)."""
+    counted = []
+    for episode in ended:
+        steps[episode.env] = -1
+        if quota[episode.env] > 0:
+            counted.append(episode)
+            quota[episode.env] -= 1
+    return counted
 
 
 def check_episodes(episodes: Any, caller: str = "play_episodes") -> None:
