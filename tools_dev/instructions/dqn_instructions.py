@@ -11,9 +11,10 @@ preset on the collector with one env copy, after its replay warm-up:
   the floor's (target forward, forward, loss, backward, fused Adam) on the same networks and
   batch (``benchmarks/speed_cartpole.py``'s ``discrete_floor_phases``).
 
-``--whole`` counts the preset's ``experiment.train`` over two update phases (512 env steps, 256
-gradient steps) instead, and nothing of the current code's internals: run it with another
-revision's ``src`` first on ``PYTHONPATH`` to compare revisions (``238f1cf``, the act loop).
+``--whole`` counts the preset's ``experiment.train`` from frame 1,000 to 1,512 instead (512 env
+steps and two update phases, 256 gradient steps), and nothing of the current code's internals:
+run it with another revision's ``src`` first on ``PYTHONPATH`` to compare revisions
+(``238f1cf``, the act loop). It takes about 10 CPU minutes.
 
     python tools_dev/instructions/dqn_instructions.py [--steps 256] [--grad-steps 32] [--whole]
 """
@@ -30,12 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ppo_instructions import callgrind_totals  # noqa: E402
 
 PARTS = ("looprl acting", "floor acting", "looprl gradient", "floor gradient")
-WARM = 1100  # frames before counting: past the replay start (1,000) and one update phase
+WARM = 1000  # frames before counting: the replay's start (its first update phase: 1,024)
 WHOLE = 512  # frames counted by --whole: two update phases of the preset
 
 
 def experiment(logdir: str):
-    """The preset's experiment on CartPole-v1, seeded, warmed up ``WARM`` frames."""
+    """The preset's experiment on CartPole-v1, seeded, ``WARM`` frames in (no gradient step
+    yet)."""
     import torch
 
     from looprl.environments import GymEnvironment

@@ -19,19 +19,14 @@ et al., 2018, https://arxiv.org/abs/1803.00933) as options.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from looprl.agents.losses import (
-    clipped_double_q_target,
-    double_q_target,
-    dqn_loss,
-    n_step_bootstrap,
-)
+from looprl.agents.losses import dqn_loss
+from looprl.agents.q_targets import UPDATES, _max, bootstrap
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
@@ -48,7 +43,7 @@ from looprl.core import (
     deterministic_rows,
     merge_hyperparameters,
 )
-from looprl.core.namedarray import NamedArray, as_tensor, recursive_apply
+from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields
@@ -257,53 +252,6 @@ def _rows(obs: Any) -> int:
     if isinstance(obs, NamedArray):
         return len(next(leaf for leaf in obs.values() if leaf is not None))
     return obs.shape[0]
-
-
-# -- targets ------------------------------------------------------------------------------
-def bootstrap(batch: SampleBatch, gamma: float, n_step: int
-              ) -> tuple[torch.Tensor, torch.Tensor, Any, torch.Tensor]:
-    """Row 0's n-step return, discount (0 if terminal), the bootstrap observations and the
-    action taken there (``[B]`` each) of ``[T + 1, B]`` windows
-    (``looprl.agents.losses.n_step_bootstrap``)."""
-    if batch.reward.shape[0] == 2:  # one-step windows: no gathering
-        discount = torch.where(batch.done[1], 0.0, gamma)
-        return batch.reward[1], discount, batch.obs[1], batch.action[1]
-    returns, boot, discount = n_step_bootstrap(
-        batch.reward, batch.done, batch.truncated, gamma, n_step, rows=1
-    )
-    row, columns = boot[0], torch.arange(boot.shape[1], device=boot.device)
-
-    def at_boot(leaf: torch.Tensor) -> torch.Tensor:
-        return leaf[row.to(leaf.device), columns.to(leaf.device)]
-
-    obs = recursive_apply(batch.obs, at_boot) if isinstance(batch.obs, NamedArray) \
-        else at_boot(batch.obs)
-    return returns[0], discount[0], obs, at_boot(batch.action)
-
-
-def _max(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
-    return q.target(next_states).max(dim=-1).values
-
-
-def _double(target: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    def values(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
-        return target(0.0, q.no_grad(next_states), q.target(next_states), 1.0, 1.0)
-
-    return values
-
-
-def _sarsa(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
-    return q.target(next_states, next_actions)
-
-
-#: Bootstrap values of the DQN family by name: ``rule(q, next_states, next_actions)``
-#: (``looprl.agents.losses.value`` holds their math).
-UPDATES: dict[str, Callable[..., torch.Tensor]] = {
-    "q_learning": _max,
-    "double_q": _double(double_q_target),
-    "clipped_double_q": _double(clipped_double_q_target),
-    "sarsa": _sarsa,
-}
 
 
 class DQNTrainer(PolicyTrainer):

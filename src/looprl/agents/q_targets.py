@@ -1,0 +1,62 @@
+"""The bootstrap values of the DQN family (``looprl.agents.dqn``): the n-step window's
+return, discount and bootstrap observations (``bootstrap``), and the rules that value the
+bootstrap observations (``UPDATES``; their math is in ``looprl.agents.losses.value``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from looprl.agents.losses import clipped_double_q_target, double_q_target, n_step_bootstrap
+from looprl.core import SampleBatch, StateArray
+from looprl.core.namedarray import NamedArray, recursive_apply
+
+__all__ = ["UPDATES", "bootstrap"]
+
+
+def bootstrap(batch: SampleBatch, gamma: float, n_step: int
+              ) -> tuple[torch.Tensor, torch.Tensor, Any, torch.Tensor]:
+    """Row 0's n-step return, discount (0 if terminal), the bootstrap observations and the
+    action taken there (``[B]`` each) of ``[T + 1, B]`` windows
+    (``looprl.agents.losses.n_step_bootstrap``)."""
+    if batch.reward.shape[0] == 2:  # one-step windows: no gathering
+        discount = torch.where(batch.done[1], 0.0, gamma)
+        return batch.reward[1], discount, batch.obs[1], batch.action[1]
+    returns, boot, discount = n_step_bootstrap(
+        batch.reward, batch.done, batch.truncated, gamma, n_step, rows=1
+    )
+    row, columns = boot[0], torch.arange(boot.shape[1], device=boot.device)
+
+    def at_boot(leaf: torch.Tensor) -> torch.Tensor:
+        return leaf[row.to(leaf.device), columns.to(leaf.device)]
+
+    obs = recursive_apply(batch.obs, at_boot) if isinstance(batch.obs, NamedArray) \
+        else at_boot(batch.obs)
+    return returns[0], discount[0], obs, at_boot(batch.action)
+
+
+def _max(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
+    return q.target(next_states).max(dim=-1).values
+
+
+def _double(target: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    def values(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
+        return target(0.0, q.no_grad(next_states), q.target(next_states), 1.0, 1.0)
+
+    return values
+
+
+def _sarsa(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
+    return q.target(next_states, next_actions)
+
+
+#: Bootstrap values of the DQN family by name: ``rule(q, next_states, next_actions)``
+#: (``looprl.agents.losses.value`` holds their math).
+UPDATES: dict[str, Callable[..., torch.Tensor]] = {
+    "q_learning": _max,
+    "double_q": _double(double_q_target),
+    "clipped_double_q": _double(clipped_double_q_target),
+    "sarsa": _sarsa,
+}
