@@ -1,6 +1,6 @@
 """DQN's acting and training call a ``QNetwork``'s network straight on the observations
-(``QNetwork.network``): the same numbers and random draws as through a ``StateArray``, and the
-state's way whenever a hook is registered on the ``QModule``."""
+(``QNetwork.network``, the ``QModule`` called on them): the same numbers and random draws as
+through a ``StateArray``, and a hook registered on the ``QModule`` runs on that call too."""
 
 from __future__ import annotations
 
@@ -56,13 +56,13 @@ def test_a_hook_on_the_q_module_still_runs() -> None:
     policy = _policy()
     calls = []
     policy.q.model.register_forward_hook(lambda module, args, out: calls.append(len(out)))
-    assert policy.q.network() is None
+    assert policy.q.network() is policy.q.model
     policy.rollout(RolloutRequest(obs=np.zeros((5, 4), np.float32)))
     assert calls == [5]
     DQNTrainer(policy).step(_batch(0))
     assert calls == [5, 8]  # the online network's pass (the target is another module)
     policy.q._target._target.register_forward_hook(lambda m, a, out: calls.append(-len(out)))
-    assert policy.q.network(target=True) is None
+    assert policy.q.network(target=True) is policy.q._target._target
     DQNTrainer(policy).step(_batch(0))
     assert calls == [5, 8, 8, -8]
 

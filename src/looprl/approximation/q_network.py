@@ -16,16 +16,19 @@ from torch import nn
 from looprl.approximation.approximation import Approximation
 from looprl.approximation.target import TargetNetwork
 from looprl.nn import RLNetwork
-from looprl.nn.layers import _global_hooks
 
 __all__ = ["QModule", "QNetwork"]
 
 
 class QModule(RLNetwork):
-    """Maps a ``State``/``StateArray`` (and optionally actions) to action values."""
+    """Maps a ``State``/``StateArray`` (and optionally actions) to action values; a tensor of
+    observations ``[B, ...]`` (``QNetwork.network``'s callers) goes to the model as it is."""
 
     def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
-        values = state.apply(self.model, "observation")
+        if isinstance(state, torch.Tensor):
+            values = self.model(state)
+        else:
+            values = state.apply(self.model, "observation")
         if actions is None:
             return values
         return gather_actions(values, actions)
@@ -52,21 +55,17 @@ class QNetwork(Approximation):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)
 
     def network(self, target: bool = False) -> nn.Module | None:
-        """The batch-first network itself, when calling it on observations ``[B, ...]`` is
-        what ``self(state)`` and ``no_grad(state)`` (``target``: ``self.target(state)``, under
-        ``torch.no_grad()``) do for a ``StateArray`` ``[B]`` of them that ends no episode (its
-        mask the float 1.0): the acting and training loops call it so, without making the
-        state (``None`` where a hook is registered on the ``QModule``, or the model is
-        distributed: then only the state's call runs them)."""
-        if type(self) is not QNetwork or self._ddp is not None or _global_hooks():
+        """The ``QModule`` (``target``: the target network's), when calling it on
+        observations ``[B, ...]`` is what ``self(state)`` and ``no_grad(state)`` (``target``:
+        ``self.target(state)``, under ``torch.no_grad()``) do for a ``StateArray`` ``[B]`` of
+        them that ends no episode (its mask the float 1.0): the acting and training loops call
+        it so, without making the state (its hooks run, on the observations). ``None`` for a
+        subclass, a distributed model or a target network of another kind."""
+        if type(self) is not QNetwork or self._ddp is not None:
             return None
         module = self.model
         if target:
             if type(self._target).__call__ is not TargetNetwork.__call__:
                 return None
             module = self._target._target
-        if type(module) is not QModule or (
-                module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
-                or module._backward_pre_hooks):
-            return None
-        return module.model
+        return module if type(module) is QModule else None

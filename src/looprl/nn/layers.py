@@ -12,7 +12,6 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.modules import module as _module
 
 from looprl.core.suggest import check_choice
 
@@ -132,11 +131,6 @@ def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[],
     return nn.Sequential(*layers), n_in
 
 
-# Layers ``MLP.forward`` applies as functions (the same arithmetic as their ``forward``; an
-# in-place ``ReLU`` would overwrite the previous layer's output, which nothing else reads).
-_FUNCTIONS = {nn.Tanh: torch.tanh, nn.ReLU: torch.relu, nn.Sigmoid: torch.sigmoid}
-
-
 class MLP(nn.Sequential):
     """A multi-layer perceptron with orthogonal weights (gain ``sqrt(2)``, the output layer's
     ``output_gain``) and zero biases, as in SB3/CleanRL.
@@ -147,10 +141,6 @@ class MLP(nn.Sequential):
         hidden: sizes of the hidden layers (empty for a single linear layer).
         activation: class of the activation placed after each hidden layer.
         output_gain: gain of the output layer (``None``: 1; e.g. ``0.01`` for policy logits).
-
-    ``forward`` applies the ``Linear``, ``Tanh``, ``ReLU`` and ``Sigmoid`` layers as functions,
-    not through ``nn.Module.__call__`` (a third of a small network's forward pass), unless a
-    module hook is registered on them or globally; any other layer is called as usual.
     """
 
     def __init__(
@@ -164,32 +154,6 @@ class MLP(nn.Sequential):
         dense, last = dense_layers(in_dim, hidden, activation)
         gain = 1.0 if output_gain is None else output_gain
         super().__init__(*dense, orthogonal_init(nn.Linear(last, out_dim), gain))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _global_hooks():
-            return super().forward(x)
-        # (the hooks and parameters are read from the layers' dicts: a helper call and
-        # Module.__getattr__ per layer cost a fifth of a small network's forward pass)
-        for layer in self._modules.values():
-            if (layer._forward_hooks or layer._forward_pre_hooks or layer._backward_hooks
-                    or layer._backward_pre_hooks):  # hooks run only through __call__
-                x = layer(x)
-                continue
-            kind = type(layer)
-            if kind is nn.Linear:
-                parameters = layer._parameters
-                x = F.linear(x, parameters["weight"], parameters["bias"])
-            elif kind in _FUNCTIONS:
-                x = _FUNCTIONS[kind](x)
-            else:
-                x = layer(x)
-        return x
-
-
-def _global_hooks() -> bool:
-    """Whether a hook is registered for every module (``nn.modules.module.register_module_*``)."""
-    return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks
-                or _module._global_backward_hooks or _module._global_backward_pre_hooks)
 
 
 class RLNetwork(nn.Module):
