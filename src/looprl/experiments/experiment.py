@@ -12,15 +12,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
+from looprl.experiments.checkpoint import check_checkpointing
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (  # (and seed 003's names from here)
     DEFAULT_EPISODE_CAP,
@@ -33,6 +31,7 @@ from looprl.experiments.episodes import (  # (and seed 003's names from here)
 )
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
+from looprl.experiments.records import RunRecords
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
@@ -43,7 +42,7 @@ __all__ = ["DEFAULT_EPISODE_CAP", "Experiment", "ParallelEnvExperiment", "Single
 log = logging.getLogger(__name__)
 
 
-class Experiment:
+class Experiment(RunRecords):
     """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
     ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it.
 
@@ -106,27 +105,6 @@ class Experiment:
         if components:
             self._attach(components)
 
-    def __getstate__(self) -> dict[str, Any]:
-        """For checkpoints: everything but the progress display."""
-        state = dict(self.__dict__)
-        state.pop("_progress", None)
-        state.pop("_hp", None)  # getters and setters (closures), found again by train()
-        return state
-
-    def _maybe_checkpoint(self) -> None:
-        """Save a checkpoint when ``checkpoint_every`` frames have passed since the last."""
-        if self.logger.frame >= self._next_checkpoint:
-            every = self.checkpoint_every
-            self._next_checkpoint = (self.logger.frame // every + 1) * every
-            save_checkpoint(self, replay=self.checkpoint_replay)
-
-    def prepare_checkpoint(self) -> None:
-        """Let the training environment prepare for a checkpoint (Atari fixes its next
-        reset's seed)."""
-        prepare = getattr(self.training_env, "prepare_checkpoint", None)
-        if prepare is not None:
-            prepare(self.frame)
-
     def _attach(self, components: list[MetaComponent]) -> None:
         """Build the run's ``MetaHub`` for ``components``."""
         self.hub = agent_hub(components, self.agent, self.training_env)
@@ -143,16 +121,6 @@ class Experiment:
     def _make_agent(self) -> Any:
         """The preset's training agent, logging to this experiment's logger."""
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
-
-    @property
-    def frame(self) -> int:
-        """Environment steps taken so far."""
-        return self.logger.frame
-
-    @property
-    def episode(self) -> int:
-        """Training episodes completed so far."""
-        return self.logger.episode
 
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
         """Train until ``frames`` frames or ``episodes`` episodes have passed."""
@@ -171,34 +139,6 @@ class Experiment:
                                              self._nonfinite_episode,
                                              self._running_return_nonfinite())
                 raise FloatingPointError(message) from error
-
-    def _log_training_episode(self, episode_return: float) -> None:
-        self._check_finite(episode_return)
-        self.logger.add_episode_return(float(episode_return))
-        self.logger.episode += 1
-        if self.logger.verbose:
-            self.logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
-
-    def _check_finite(self, episode_return: float) -> None:
-        """Remember the first episode whose return is NaN or inf (to explain a divergence)."""
-        if self._nonfinite_episode is None and not math.isfinite(episode_return):
-            self._nonfinite_episode = (self.logger.episode + 1, self.logger.frame)
-
-    def _log_meta_scalars(self, hub: MetaHub, logger: Any) -> None:
-        """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
-        for key, value in hub.log_scalars().items():
-            logger.add_log(key[4:], value)
-
-    def _log_test(self, returns: list[float]) -> None:
-        self.test_returns = returns
-        self.logger.add_test_returns(returns)
-
-    def _update_progress(self) -> None:
-        self._progress.update(self.logger.frame, self.logger.episode, self.logger.mean_return100)
-
-    def close_loggers(self) -> None:
-        """Close the experiment's loggers (safe to call more than once)."""
-        self.logger.close()
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         """The environment copies the agent trains in."""
@@ -309,10 +249,6 @@ class Experiment:
     def _test_seed(self, given: bool) -> int | None:
         """The seed of the evaluation environments' reset (``seed + 10,000``)."""
         return None if self.seed is None else self.seed + 10_000
-
-    def _running_return_nonfinite(self) -> bool:
-        """Whether an unfinished training episode has a non-finite return so far."""
-        return self.runner is not None and not np.isfinite(self.runner.running_returns).all()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         """``copies`` copies of the environment, else a copy of the training environments
