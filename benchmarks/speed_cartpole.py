@@ -29,7 +29,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -182,15 +182,18 @@ def flushed_denormals() -> Iterator[None]:
         torch.set_flush_denormal(False)
 
 
-def discrete_floor_phases(algo: str) -> tuple[float, float]:
-    """Seconds ``(acting, gradient steps)`` of the bare work both libraries must do: the same
-    env steps and gradient steps.
+def discrete_floor(algo: str, n_envs: int | None = None
+                   ) -> tuple[Callable[[int], None], Callable[[int], None], int, int]:
+    """The bare work both libraries must do for ``algo`` (``"ppo"`` or ``"dqn"``):
+    ``(act, update, acting_steps, grad_steps)``, where ``act(n)`` makes ``n`` batched env steps
+    with the no-grad forward passes of acting (PPO: actor and critic) and ``update(n)`` makes
+    ``n`` forward/backward/Adam steps on the same networks and batch shapes (PPO: actor and
+    critic together, as both libraries train them; DQN: the online network, with the target
+    network's targets), and the numbers of each in a benchmark run.
 
-    Raw Gymnasium steps with the no-grad forward passes of acting (PPO: actor and critic),
-    plus the same number of forward/backward/Adam steps on the same networks and batch
-    shapes (PPO: actor and critic together, as both libraries train them), in a bare PyTorch
-    loop (no buffers, no losses beyond a trivial one, no logging, no library). No eager
-    PyTorch implementation can beat this by much. SAC has its own: ``sac_floor_seconds``.
+    Raw Gymnasium steps, in a bare PyTorch loop (no buffers, no losses beyond a trivial one,
+    no logging, no library): no eager PyTorch implementation can beat this by much. SAC has its
+    own: ``sac_floor_seconds``. ``n_envs`` overrides the env copies (PPO 8, DQN 1).
     """
     import gymnasium as gym
     from torch import nn
@@ -201,36 +204,51 @@ def discrete_floor_phases(algo: str) -> tuple[float, float]:
 
     ppo = algo == "ppo"
     if ppo:  # actor and critic, both used to act and both trained by one optimizer
-        n_envs, batch, grad_steps = 8, 256, BUDGET[algo] // 256 * 20
+        copies, batch, grad_steps = 8, 256, BUDGET[algo] // 256 * 20
         nets = nn.ModuleList([mlp(2, 64, nn.Tanh), mlp(1, 64, nn.Tanh)])
         trained = nets.parameters()
     else:  # the online network acts and is trained; the target network gives targets
-        n_envs, batch, grad_steps = 1, 64, (BUDGET[algo] - 1000) // 256 * 128
+        copies, batch, grad_steps = 1, 64, (BUDGET[algo] - 1000) // 256 * 128
         nets = nn.ModuleList([mlp(2, 256, nn.ReLU), mlp(2, 256, nn.ReLU)])
         trained = nets[0].parameters()
-    env = gym.make_vec(ENV[algo], num_envs=n_envs, vectorization_mode="vector_entry_point")
+    copies = n_envs or copies
+    env = gym.make_vec(ENV[algo], num_envs=copies, vectorization_mode="vector_entry_point")
     optimizer = torch.optim.Adam(trained, fused=True)
     obs, _ = env.reset(seed=0)
     x = torch.randn(batch, 4)
-    start = time.perf_counter()
-    with torch.no_grad():
-        for _ in range(BUDGET[algo] // n_envs):
-            observation = torch.from_numpy(obs)
-            action = nets[0](observation).argmax(-1).numpy()
+
+    def act(n: int) -> None:
+        nonlocal obs
+        with torch.no_grad():
+            for _ in range(n):
+                observation = torch.from_numpy(obs)
+                action = nets[0](observation).argmax(-1).numpy()
+                if ppo:
+                    nets[1](observation)
+                obs, *_ = env.step(action)
+
+    def update(n: int) -> None:
+        for _ in range(n):
             if ppo:
-                nets[1](observation)
-            obs, *_ = env.step(action)
+                loss = nets[0](x).max(-1).values.mean() + nets[1](x).square().mean()
+            else:
+                with torch.no_grad():
+                    target = nets[1](x).max(-1).values
+                loss = (nets[0](x).max(-1).values - target).square().mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    return act, update, BUDGET[algo] // copies, grad_steps
+
+
+def discrete_floor_phases(algo: str) -> tuple[float, float]:
+    """Seconds ``(acting, gradient steps)`` of ``discrete_floor(algo)``'s whole run."""
+    act, update, acting_steps, grad_steps = discrete_floor(algo)
+    start = time.perf_counter()
+    act(acting_steps)
     acting = time.perf_counter()
-    for _ in range(grad_steps):
-        if ppo:
-            loss = nets[0](x).max(-1).values.mean() + nets[1](x).square().mean()
-        else:
-            with torch.no_grad():
-                target = nets[1](x).max(-1).values
-            loss = (nets[0](x).max(-1).values - target).square().mean()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    update(grad_steps)
     return acting - start, time.perf_counter() - acting
 
 

@@ -9,7 +9,7 @@ preset on the collector with one env copy, after its replay warm-up:
 * a gradient step: one ``Learner`` step (sample, gather, ``DQNTrainer.step``: the targets,
   the Huber loss, backward, clipping, Adam, the target network) over ``--grad-steps``, against
   the floor's (target forward, forward, loss, backward, fused Adam) on the same networks and
-  batch (``benchmarks/speed_cartpole.py``'s ``discrete_floor_phases``).
+  batch (``benchmarks/speed_cartpole.py``'s ``discrete_floor``).
 
 ``--whole`` counts the preset's ``experiment.train`` from frame 1,000 to 1,512 instead (512 env
 steps and two update phases, 256 gradient steps), and nothing of the current code's internals:
@@ -66,14 +66,10 @@ def measure_whole(counter: ctypes.CDLL) -> None:
 
 def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:
     """The four ``PARTS``, each between ``counter.start`` and ``stop``."""
-    import gymnasium as gym
-    import torch
-    from torch import nn
-
     from looprl.agents.learner import Learner
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from speed_cartpole import flushed_denormals
+    from speed_cartpole import discrete_floor, flushed_denormals
 
     with tempfile.TemporaryDirectory() as logdir:
         run = experiment(logdir)
@@ -86,20 +82,7 @@ def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:
         counter.stop()
         Learner.train = train
 
-        def mlp() -> nn.Sequential:
-            return nn.Sequential(nn.Linear(4, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                                 nn.Linear(256, 2))
-
-        nets = nn.ModuleList([mlp(), mlp()])
-        env = gym.make_vec("CartPole-v1", num_envs=1, vectorization_mode="vector_entry_point")
-        obs, _ = env.reset(seed=0)
-
-        def floor_act(n: int) -> None:
-            nonlocal obs
-            with torch.no_grad():
-                for _ in range(n):
-                    obs, *_ = env.step(nets[0](torch.from_numpy(obs)).argmax(-1).numpy())
-
+        floor_act, floor_update, _, _ = discrete_floor("dqn")
         floor_act(64)
         counter.start()
         floor_act(steps)
@@ -111,18 +94,6 @@ def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:
         counter.start()
         learner.train()
         counter.stop()
-
-        optimizer = torch.optim.Adam(nets[0].parameters(), fused=True)
-        x = torch.randn(64, 4)
-
-        def floor_update(n: int) -> None:
-            for _ in range(n):
-                with torch.no_grad():
-                    target = nets[1](x).max(-1).values
-                loss = (nets[0](x).max(-1).values - target).square().mean()
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
 
         with flushed_denormals():
             floor_update(4)

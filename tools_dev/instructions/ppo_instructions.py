@@ -10,7 +10,7 @@ imports and the set-up are not counted) and prints a table:
   floor's step (raw Gymnasium vector step, actor and critic forward passes, ``argmax``);
 * a gradient step: one PPO update (``trainer.step`` on a captured 32 x 8 segment: targets and
   20 gradient steps) over 20, against the floor's forward/backward/Adam step on the same
-  networks (``benchmarks/speed_cartpole.py``'s ``discrete_floor_phases``).
+  networks (``benchmarks/speed_cartpole.py``'s ``discrete_floor``).
 
 Fewer instructions is not the same as less time (caches, the GIL), but a change that removes
 instructions from the hot path shows here, exactly, in one run. Needs ``valgrind`` and ``gcc``
@@ -43,15 +43,16 @@ PARTS = ("looprl acting", "floor acting", "looprl update", "floor update")
 
 def measure(helper: str, steps: int) -> None:
     """The measured run (under valgrind): each part between ``start`` and ``stop``."""
-    import gymnasium as gym
     import torch
-    from torch import nn
 
     from looprl.agents.on_policy import OnPolicyAgent
     from looprl.environments import GymEnvironment
     from looprl.experiments import make_experiment
     from looprl.experiments.experiment import seed_everything
     from looprl.presets.classic_control import ppo
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from speed_cartpole import discrete_floor, flushed_denormals
 
     counter = ctypes.CDLL(helper)
     torch.set_num_threads(1)
@@ -72,23 +73,7 @@ def measure(helper: str, steps: int) -> None:
         counter.stop()
         OnPolicyAgent.train = train
 
-        def mlp(out: int) -> nn.Sequential:
-            return nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
-                                 nn.Linear(64, out))
-
-        nets = nn.ModuleList([mlp(2), mlp(1)])
-        venv = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")
-        obs, _ = venv.reset(seed=0)
-
-        def floor_act(n: int) -> None:
-            nonlocal obs
-            with torch.no_grad():
-                for _ in range(n):
-                    observation = torch.from_numpy(obs)
-                    action = nets[0](observation).argmax(-1).numpy()
-                    nets[1](observation)
-                    obs, *_ = venv.step(action)
-
+        floor_act, floor_update, _, _ = discrete_floor("ppo")
         floor_act(200)
         counter.start()
         floor_act(steps)
@@ -101,21 +86,11 @@ def measure(helper: str, steps: int) -> None:
         learner.trainer.step(segment)
         counter.stop()
 
-        optimizer = torch.optim.Adam(nets.parameters(), fused=True)
-        x = torch.randn(256, 4)
-
-        def floor_update() -> None:
-            for _ in range(20):
-                loss = nets[0](x).max(-1).values.mean() + nets[1](x).square().mean()
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-
-        torch.set_flush_denormal(True)
-        floor_update()
-        counter.start()
-        floor_update()
-        counter.stop()
+        with flushed_denormals():
+            floor_update(20)
+            counter.start()
+            floor_update(20)  # (one update: 20 gradient steps)
+            counter.stop()
         experiment.close()
 
 
