@@ -31,15 +31,17 @@ def _batch(seed: int) -> SampleBatch:
                        truncated=torch.zeros(2, 8, dtype=torch.bool))
 
 
-def _run(policy: DQNPolicy) -> tuple[list, list]:
-    """Actions of 20 rollouts and the parameters after 5 trainer steps, seeded."""
+def _run(policy: DQNPolicy) -> tuple[list, list, list]:
+    """Actions of 20 rollouts, the parameters after 5 trainer steps and the action values
+    acting reads then, seeded."""
     torch.manual_seed(1)
     obs = np.random.default_rng(0).normal(size=(20, 5, 4)).astype(np.float32)
     actions = [policy.rollout(RolloutRequest(obs=o)).action.tolist() for o in obs]
     trainer = DQNTrainer(policy)
     for seed in range(5):
         trainer.step(_batch(seed))
-    return actions, [p.detach().clone() for p in policy.q.model.parameters()]
+    values = [policy._values(torch.from_numpy(o), 5, False) for o in obs]
+    return actions, [p.detach().clone() for p in policy.q.model.parameters()], values
 
 
 def test_network_path_equals_the_state_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,7 +50,7 @@ def test_network_path_equals_the_state_path(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(QNetwork, "network", lambda self, target=False: None)
     slow = _run(_policy())
     assert fast[0] == slow[0]
-    for a, b in zip(fast[1], slow[1], strict=True):
+    for a, b in zip(fast[1] + fast[2], slow[1] + slow[2], strict=True):
         assert torch.equal(a, b)
 
 
