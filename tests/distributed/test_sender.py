@@ -5,6 +5,8 @@ travel as NumPy arrays and come back as equal tensors."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -121,6 +123,8 @@ def test_a_publication_carries_tensors_as_arrays_and_gives_back_equal_tensors():
     parameters = {"weight": torch.randn(3, 4), "steps": torch.tensor(5),
                   "half": torch.randn(2, dtype=torch.bfloat16), "note": "kept"}
     payload = publication(parameters, [{"rnd": 1}])
+    carried = pickle.loads(payload)[0]  # (what travels: arrays where NumPy has the dtype)
+    assert isinstance(carried["weight"], np.ndarray) and isinstance(carried["steps"], np.ndarray)
     restored, shared = unpack(payload)
     assert shared == [{"rnd": 1}]
     assert restored["note"] == "kept"
