@@ -2,9 +2,8 @@
 ``continuous_test.py``), written as an ALL user's script with ``looprl`` in place of ``all``:
 every preset built with its default hyperparameters acts on a ``DuplicateEnvironment`` of two
 copies (whatever its ``n_envs``), its test agents act on a ``State`` and on the copies' rows, and
-a saved preset loads again. Two differences, both documented in docs/coming-from-all-envs.md:
-``DummyLogger`` imports from ``looprl.core`` (ALL: ``all.logging``), and a saved preset loads
-through ``load_preset`` (ALL: ``torch.load`` without ``weights_only``)."""
+a saved preset loads again. One difference, documented in docs/coming-from-all-envs.md: a saved
+preset loads through ``load_preset`` (ALL: ``torch.load`` without ``weights_only``)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,8 @@ from typing import Any
 import pytest
 import torch
 
-from looprl.core import DummyLogger
 from looprl.environments import DuplicateEnvironment, GymEnvironment
+from looprl.logging import DummyLogger
 from looprl.presets import ParallelPreset, classic_control, continuous, load_preset
 
 CLASSIC = ["a2c", "c51", "ddqn", "dqn", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa"]
