@@ -38,6 +38,7 @@ def test_background_sends_the_newest_without_blocking_the_caller() -> None:
     publisher = Publisher(server, background=True)
     publisher.send(1, b"one")
     assert server.entered.wait(5.0)  # the publisher thread is inside Ray's call ...
+    assert not publisher.flush(timeout=0.05)  # (flush waits for a send in progress too)
     publisher.send(2, b"two")  # ... and the caller goes on: these return at once
     publisher.send(3, b"three")  # (replaces 2, which was still pending)
     assert not publisher.flush(timeout=0.05)  # not yet sent
