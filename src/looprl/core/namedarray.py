@@ -20,7 +20,6 @@ gathered, stacked or written into a preallocated buffer as if it were one array:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -288,18 +287,31 @@ def _check_names(names: Any) -> None:
 
 def _check_lengths(name: str, values: dict[str, Any]) -> None:
     """A one-line ``ValueError`` if the leaves in ``values`` (arrays with a dimension, nested
-    ``NamedArray`` s) have different leading (batch) dimensions."""
-    lengths = {}
-    for key, value in values.items():
-        if isinstance(value, NamedArray):
-            with contextlib.suppress(TypeError):  # unsized: nothing to compare
-                lengths[key] = len(value)
-        elif getattr(value, "shape", None):  # (not None, a scalar or a 0-d array)
-            lengths[key] = value.shape[0]
-    if len(set(lengths.values())) > 1:
-        listed = ", ".join(f"{key}: {length}" for key, length in lengths.items())
-        raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
-                         f"{listed}; give every field the same number of rows")
+    ``NamedArray`` s) have different leading (batch) dimensions; cheap, it runs per step (the
+    lengths are listed only for the message)."""
+    first = None
+    for value in values.values():
+        length = _length(value)
+        if length is None:
+            continue
+        if first is None:
+            first = length
+        elif length != first:
+            listed = ", ".join(f"{key}: {_length(v)}" for key, v in values.items()
+                               if _length(v) is not None)
+            raise ValueError(f"{name} fields must share their leading (batch) dimension, got "
+                             f"{listed}; give every field the same number of rows")
+
+
+def _length(value: Any) -> int | None:
+    """The leading dimension of a leaf (``None``: unsized, a scalar or a 0-d array)."""
+    if isinstance(value, NamedArray):
+        try:
+            return len(value)
+        except TypeError:
+            return None
+    shape = getattr(value, "shape", None)
+    return shape[0] if shape else None
 
 
 def _diagnose_lengths(x: NamedArray) -> None:
