@@ -261,6 +261,12 @@ class EnvRunner:
         """Each env copy's return so far in its episode in progress."""
         return self._returns.copy()
 
+    @property
+    def running_agent_returns(self) -> np.ndarray:
+        """Each agent's return so far in its env copy's episode in progress ``[copies,
+        agents]`` (what an ended episode's ``Episode.returns`` holds)."""
+        return self._stream_returns.reshape(len(self._returns), -1).copy()
+
     def meta_scalars(self) -> dict[str, float]:
         """The ``log/*`` values the meta components wrote since the last call
         (``MetaHub.log_scalars``: ``log/plr/seen``, ``log/rnd/intrinsic_reward_mean``...):

@@ -82,15 +82,13 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     quota = np.full(copies, episodes // copies)
     quota[: episodes % copies] += 1
     played: list[Episode] = []
-    steps, returns = np.zeros(copies, int), np.zeros(runner.agent_count)  # (< 0: next resets)
+    steps = np.zeros(copies, int)  # (< 0: the next step resets the copy)
     show()
     while quota.any():
         request = runner.request()
-        if request is not None and runner.agent_count > 1:  # (each agent's return, for a cut)
-            np.add.at(returns, request.agent, runner.states().reward.numpy())
         long = (steps >= max_steps) & (quota > 0)
         if long.any():
-            played += _cut(runner, np.flatnonzero(long), steps, returns, max_steps)
+            played += _cut(runner, np.flatnonzero(long), steps, max_steps)
             quota -= long
             if not quota.any():
                 break
@@ -100,7 +98,6 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
         runner.advance()
         steps = np.where(steps < 0, 0, steps + 1)
         played += _count(runner.pop_episodes(), quota, steps)
-        returns *= steps[0] > 0
         show()
     return played
 
@@ -123,8 +120,8 @@ def check_episodes(episodes: Any, caller: str = "play_episodes") -> None:
         raise ValueError(f"{caller} plays a whole number of episodes >= 0, got {episodes!r:.40}")
 
 
-def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, returns: np.ndarray,
-         max_steps: float) -> list[Episode]:
+def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, max_steps: float
+         ) -> list[Episode]:
     """The episodes in progress of copies ``long``, ended here; the runner's next step
     resets every copy."""
     unit = "turns" if runner.agent_count > 1 else "steps"
@@ -132,6 +129,7 @@ def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, returns: np.nda
     log.warning("an episode of %s was cut after %d %s: it ran %d %s without ending (max_steps)",
                 name, max_steps, unit, max_steps, unit)
     runner.truncate()
-    each = tuple(float(r) for r in returns) if runner.agent_count > 1 else ()
-    running = runner.running_returns
-    return [Episode(float(running[i]), int(steps[i]), int(i), each) for i in long]
+    running, each = runner.running_returns, runner.running_agent_returns
+    several = runner.agent_count > 1
+    return [Episode(float(running[i]), int(steps[i]), int(i),
+                    tuple(float(r) for r in each[i]) if several else ()) for i in long]
