@@ -31,7 +31,7 @@ def test_the_collector_reports_each_agents_return_with_an_episode() -> None:
 
 def _actor(episodes: list[tuple]) -> dict:
     return {"frames": 20, "episodes": episodes, "env_seconds": 0.1, "inference_seconds": 0.1,
-            "put_seconds": 0.0, "meta": []}
+            "put_seconds": 0.0, "meta": [], "finished": False}
 
 
 def test_the_monitor_logs_each_agents_return_as_a_local_run(tmp_path: Path) -> None:

@@ -207,7 +207,8 @@ def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> 
                          "meta": {"log/rnd/predictor_loss": 0.5}},
              "trainer1": {"received": 7, "dropped": 0, "lags": [2, 3]},
              "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)],
-                        "meta": [(20, {"log/plr/seen": 2.0}), (40, {"log/plr/seen": 3.0})]}}
+                        "meta": [(20, {"log/plr/seen": 2.0}), (40, {"log/plr/seen": 3.0})],
+                        "finished": False}}
     monitor.record(stats, 0.5)
     assert monitor.result.frames == 40 and monitor.result.returns == [1.0, 2.0]
     assert monitor.result.train_steps == 3
@@ -229,9 +230,9 @@ def test_the_monitor_logs_the_workers_log_keys_as_a_local_run_does(tmp_path) -> 
                                 "stats": [], "meta": {"log/rnd/predictor_loss": 0.5},
                                 "hp": {"hp/lr": 0.001}},
                     "actor0": {"frames": 8, "episodes": [(1.0, 8, 8)],
-                               "meta": [(8, {"log/plr/seen": 3.0})]},
+                               "meta": [(8, {"log/plr/seen": 3.0})], "finished": False},
                     "actor1": {"frames": 8, "episodes": [(1.0, 4, 4)],
-                               "meta": [(4, {"log/plr/seen": 1.0})]}}, 0.5)
+                               "meta": [(4, {"log/plr/seen": 1.0})], "finished": False}}, 0.5)
     log.close()
     run = tmp_path / "ppo" / "CartPole-v1"
     rows = (run / "log.csv").read_text().splitlines()

@@ -31,7 +31,7 @@ class _Log:
 
 def _actor(frames: int, put: float, env: float = 0.3, inference: float = 0.1) -> dict[str, Any]:
     return {"frames": frames, "episodes": [], "env_seconds": env, "inference_seconds": inference,
-            "put_seconds": put, "meta": []}
+            "put_seconds": put, "meta": [], "finished": False}
 
 
 def _trainer(rows: int, wait: float, lags: list[float] | None = None) -> dict[str, Any]:

@@ -43,6 +43,9 @@ __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "st
 
 logger = logging.getLogger(__name__)
 
+#: seconds the controller waits, once the budget is reached, for the actors' last rows
+FINISH_GRACE = 30.0
+
 
 class DistributedRun:
     """One training run on Ray: actor, policy, trainer and evaluation workers.
@@ -95,6 +98,7 @@ class DistributedRun:
         self._supervisor: Supervisor | None = None
         self._monitor: RunMonitor | None = None
         self._checkpoint: ControllerCheckpoint | None = None
+        self._reached: float | None = None  # (when the budget was reached: ``_budget_spent``)
 
     @property
     def workers(self) -> dict[str, Any]:
@@ -158,15 +162,16 @@ class DistributedRun:
                                                 self.result, counts, self._monitor.agent_logs)
 
     def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:
-        """Poll the workers twice a second until the run has taken ``frames`` env steps."""
+        """Poll the workers twice a second until the run has taken ``frames`` env steps and
+        the actors have handed the trainer their last rows (``_budget_spent``)."""
         from looprl.experiments.progress import TrainingProgress
 
         start = last = time.perf_counter()
         description = f"{self.name} on {self.spec.env_label} ({self.runtime.actors} actors)"
         with TrainingProgress(self.frames, description, quiet=self.quiet,
                               status=self._monitor.status) as progress:
-            while self.result.frames < self.frames:
-                time.sleep(0.5)
+            while not self._budget_spent():
+                time.sleep(0.5 if self.result.frames < self.frames else 0.05)
                 now = time.perf_counter()
                 self._poll(now - last)
                 last = now
@@ -175,6 +180,24 @@ class DistributedRun:
                 if callback is not None:
                     callback(self)
         self.result.seconds = time.perf_counter() - start
+
+    def _budget_spent(self) -> bool:
+        """Whether the run has taken ``frames`` env steps and every actor has finished its
+        share (its last rows trained on, with ``runtime.sync``); an actor that has not
+        finished ``FINISH_GRACE`` seconds after the budget was reached is not waited for."""
+        if self.result.frames < self.frames:
+            self._reached = None
+            return False
+        if all(self._monitor.actors_finished.values()):
+            return True
+        now = time.monotonic()
+        self._reached = self._reached or now
+        if now - self._reached < FINISH_GRACE:
+            return False
+        late = sorted(n for n, done in self._monitor.actors_finished.items() if not done)
+        logger.warning("stopping without the last rows of %s: not sent %.0f s after the "
+                       "budget was reached", ", ".join(late), FINISH_GRACE)
+        return True
 
     def _poll(self, seconds: float) -> None:
         """One poll: log the workers' statistics, restart the dead, checkpoint if due."""

@@ -51,12 +51,16 @@ class RunMonitor:
         self.last_losses: dict[str, float] = {}
         #: the trainer's latest ``hp/*`` values, read as the dashboard reads an agent's
         self.hyperparameters: dict[str, Hyperparameter] = {}
+        #: whether each actor that answered last has stepped its budget and sent every row
+        self.actors_finished: dict[str, bool] = {}
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
         """Log one poll: ``stats`` by worker name (workers that did not answer left out),
         ``seconds`` since the last poll."""
         trainer = self._trainer_stats(stats)
-        self._record_episodes({name: s for name, s in stats.items() if name.startswith("actor")})
+        actors = {name: s for name, s in stats.items() if name.startswith("actor")}
+        self._record_episodes(actors)
+        self.actors_finished.update({name: s["finished"] for name, s in actors.items()})
         for name, s in stats.items():
             if name.startswith("eval"):
                 self._record_evaluation(s)

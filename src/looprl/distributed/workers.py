@@ -194,19 +194,23 @@ class ActorWorker(Worker):
             self.local.components = self.runner.hooks.components  # they load what is shared
         self._lock = threading.Lock()
         self._stats = _fresh_stats()
+        self._finished = False  # its budget spent and the last rows sent (``stats``)
         self.sender = None if self.trainer is None else SegmentSender(
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
     def stats(self) -> dict[str, Any]:
         """Since the last call: frames, finished episodes, timings, the meta components'
         ``log/*`` values where episodes ended (``meta``: ``(frames then, values)`` each) and
-        the env faults recovered from (``env_faults``); and the env call in progress
-        (``env_call``: ``collector.recovery.env_call``)."""
+        the env faults recovered from (``env_faults``); the env call in progress
+        (``env_call``: ``collector.recovery.env_call``) and whether the actor ``finished``
+        its budget: stepped it and handed the trainer every row (the controller stops the
+        trainer only then, so a synchronous run trains on what a local run trains on)."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
         stats["env_faults"] = self.runner.restarts.pop()  # (rebuilt env copies)
         stats["env_call"] = env_call(self.runner)  # (the heartbeat: a hung env is seen)
+        stats["finished"] = self._finished
         return stats
 
     def run(self) -> None:
@@ -217,6 +221,7 @@ class ActorWorker(Worker):
                 self._local_step()
             if not self._stop.is_set():  # the budget's end: the last observations' rows
                 self._record_last()  # complete the segments a local run trains on too
+            self._finished = True
             self._stop.wait()
             return
         groups = len(self.runner.groups)
@@ -227,6 +232,7 @@ class ActorWorker(Worker):
                 self.runner.step(g, result, version)
                 pending[g] = self._ask(g)
                 self._after_step()
+        self._finished = True
         self._stop.wait()
 
     def _act(self) -> Any:
