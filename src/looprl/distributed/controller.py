@@ -99,6 +99,7 @@ class DistributedRun:
         self._monitor: RunMonitor | None = None
         self._checkpoint: ControllerCheckpoint | None = None
         self._reached: float | None = None  # (when the budget was reached: ``_budget_spent``)
+        self._started_frames = self.frames  # (the budget the actors were given)
 
     @property
     def workers(self) -> dict[str, Any]:
@@ -121,6 +122,7 @@ class DistributedRun:
         self._started_ray = start_ray(self.runtime)
         try:
             self._assemble(self._open_logs(), agents)
+            self._started_frames = self.frames
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
                              self.frames - self.result.frames)
             self._loop(callback)
@@ -188,8 +190,8 @@ class DistributedRun:
         if self.result.frames < self.frames:
             self._reached = None
             return False
-        if all(self._monitor.actors_finished.values()):
-            return True
+        if self.frames < self._started_frames or all(self._monitor.actors_finished.values()):
+            return True  # (a callback that lowered ``frames`` ends the run after this poll)
         now = time.monotonic()
         self._reached = self._reached or now
         if now - self._reached < FINISH_GRACE:
