@@ -72,6 +72,23 @@ def test_agents_that_wait_get_no_rows_and_states_follow_their_streams() -> None:
             assert (segment.policy_state.h[:, stream, 0] == t / step).all()
 
 
+def test_a_runner_without_a_buffer_keeps_no_rows_and_still_carries_states() -> None:
+    """``segment_length=None`` (evaluation): no rows, no segments; the recurrent states
+    still follow their streams and start again at episode ends."""
+    runner = EnvRunner(Turns, n_envs=2, segment_length=None,
+                       default_policy_state=Counting.default_policy_state)
+    assert runner.buffer is None
+    seen = []
+    for _ in range(20):
+        request = runner.request(0)
+        seen.append((request.obs.obs[:, 1].copy(), request.agent.copy(),
+                     request.policy_state.h[:, 0].copy()))
+        runner.step(0, Counting().rollout(request))
+        assert runner.segments() == []
+    for t, agent, h in seen:  # the state before each row: the rows seen since the start
+        assert (h == t / np.where(agent == 0, 1, 2)).all(), (t, agent, h)
+
+
 def test_segments_number_their_streams_so_that_replay_can_join_them() -> None:
     """``SampleBatch.stream``: one number per stream (copy and agent), from ``first_stream``,
     constant down a segment; a stream's next segment starts with its last row."""

@@ -250,6 +250,26 @@ def test_returns_csv_written_at_normal_exit_without_close(tmp_path: Path) -> Non
     assert scalars == [(2 * i, i / 4) for i in range(120)]
 
 
+def test_an_unclosed_logger_whose_folder_was_removed_says_so_at_exit(tmp_path: Path) -> None:
+    """What an unclosed logger still buffers cannot be written once its run directory is
+    gone: warning lines at exit, not a traceback from the finalizer."""
+    script = (
+        "import shutil, sys\n"
+        "from looprl.experiments.logger import ExperimentLogger\n"
+        "logger = ExperimentLogger('ppo', 'CartPole-v1', logdir=sys.argv[1])\n"
+        "for i in range(20):\n"
+        "    logger.frame = i\n"
+        "    logger.add_episode_return(float(i))\n"
+        "shutil.rmtree(sys.argv[1])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "could not write 20 buffered rows" in done.stderr
+    assert "could not write 40 buffered TensorBoard values" in done.stderr  # (2 tags each)
+    assert "Traceback" not in done.stderr, done.stderr
+
+
 def test_scalars_reach_the_event_file_in_batches_with_their_own_times(tmp_path: Path,
                                                                       monkeypatch) -> None:
     """TensorBoard scalars wait in the logger (one hand-over to the writer's thread per batch,

@@ -45,7 +45,8 @@ class EnvRunner:
             ``VectorEnvironment`` (its copies; ``n_envs`` and ``groups`` are then its own).
         env_args: keyword arguments of ``make``.
         n_envs: env copies stepped by this runner.
-        segment_length: ``T`` of the ``[T + 1, B]`` segments it yields.
+        segment_length: ``T`` of the ``[T + 1, B]`` segments it yields (``None``: it keeps no
+            rows and yields none, as evaluation plays).
         default_policy_state: the policy's ``default_policy_state`` (``None``: feed-forward).
         groups: how many groups the envs are split into (see the module docstring).
         seed: env copy ``i`` is seeded with ``seed + i``.
@@ -81,7 +82,8 @@ class EnvRunner:
     """
 
     def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
-                 n_envs: int = 1, segment_length: int = 64, default_policy_state: Any = None,
+                 n_envs: int = 1, segment_length: int | None = 64,
+                 default_policy_state: Any = None,
                  groups: int = 1, seed: int = 0, exploration: float | None = None,
                  is_evaluation: bool = False, meta: Sequence[MetaComponent] = (),
                  policy: Any = None, whole_episodes: bool = False,
@@ -89,8 +91,9 @@ class EnvRunner:
                  process: Callable[[StateArray], StateArray] | None = None,
                  first_stream: int = 0, agent_names: Sequence[str] = (),
                  restarts: EnvRestarts | None = None, max_episode_steps: int | None = None):
-        if segment_length < 1:
-            raise ValueError(f"segment_length must be >= 1, got {segment_length}")
+        if segment_length is not None and segment_length < 1:
+            raise ValueError(f"segment_length must be >= 1 (or None: no rows kept), got "
+                             f"{segment_length}")
         self.restarts = restarts
         self.max_episode_steps = max_episode_steps
         self.seed = seed
@@ -107,7 +110,8 @@ class EnvRunner:
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
         _streams_init(self, n_envs, default_policy_state)
-        self.buffer = SegmentBuffer(segment_length, len(self._copy), whole_episodes, first_stream)
+        self.buffer = None if segment_length is None else SegmentBuffer(
+            segment_length, len(self._copy), whole_episodes, first_stream)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
         self._returns = np.zeros(n_envs)
@@ -246,15 +250,17 @@ class EnvRunner:
     def cut_episodes(self, streams: np.ndarray) -> None:
         """The latest rows of ``streams`` (written by ``record``) end their episodes as
         truncated (bootstrapped from), and their recurrent states start again."""
-        self.buffer.end_episodes(streams)
+        if self.buffer is not None:
+            self.buffer.end_episodes(streams)
         for stream in streams.tolist():
             self._waiting.pop(stream, None)
         if self._policy_state is not None:
             self._policy_state[streams] = self._default_state
 
     def segments(self) -> list[SampleBatch]:
-        """The finished segments since the last call, batched along dim 1 where they match."""
-        return self.buffer.segments()
+        """The finished segments since the last call, batched along dim 1 where they match
+        (none without a buffer)."""
+        return [] if self.buffer is None else self.buffer.segments()
 
     @property
     def running_returns(self) -> np.ndarray:
@@ -309,7 +315,8 @@ def _streams_init(runner: EnvRunner, n_envs: int, default_policy_state: Any) -> 
 
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
             result: RolloutResult, version: int) -> None:
-    """Write ``runner``'s rows of ``streams`` (one each) and carry their recurrent states."""
+    """Write ``runner``'s rows of ``streams`` (one each), if it keeps rows, and carry their
+    recurrent states."""
     every = len(streams) == len(runner._copy)  # all streams at once (vector envs)
     if every:
         reward, done, truncated = runner._reward, runner._done, runner._truncated
@@ -317,19 +324,19 @@ def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, actio
         reward, done, truncated = (runner._reward[streams], runner._done[streams],
                                    runner._truncated[streams])
     ended = done | truncated
-    rows = SampleBatch(
-        obs=obs, action=action, reward=reward, done=done,
-        truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
-        value=_float32(result.value), policy_version=runner._version_rows(len(streams), version),
-        agent=runner._agent[streams] if runner.agent_count > 1 else None,
-    )  # fmt: skip
-    runner.buffer.write(None if every else streams, rows, ended)
+    if runner.buffer is not None:
+        rows = SampleBatch(
+            obs=obs, action=action, reward=reward, done=done,
+            truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
+            value=_float32(result.value),
+            policy_version=runner._version_rows(len(streams), version),
+            agent=runner._agent[streams] if runner.agent_count > 1 else None,
+        )  # fmt: skip
+        runner.buffer.write(None if every else streams, rows, ended)
     if runner._policy_state is not None:
         runner._policy_state[streams] = _numpy(result.policy_state)
         if ended.any():
             runner._policy_state[streams[ended]] = runner._default_state
-
-
 
 
 def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,

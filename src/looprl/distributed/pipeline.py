@@ -173,6 +173,6 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
     policy = spec.make_policy()
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
-    runner = EnvRunner(spec.make_env, None, 1, 1, policy.default_policy_state, seed=seed,
+    runner = EnvRunner(spec.make_env, None, 1, None, policy.default_policy_state, seed=seed,
                        is_evaluation=True)  # (cuts an episode that does not end at its cap)
     return play_episodes(runner, policy.rollout, episodes)

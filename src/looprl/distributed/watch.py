@@ -84,7 +84,7 @@ def watch_run(
     if not window:
         gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"
     try:
-        runner = EnvRunner(lambda: env, segment_length=1, seed=seed, is_evaluation=True,
+        runner = EnvRunner(lambda: env, segment_length=None, seed=seed, is_evaluation=True,
                            default_policy_state=policy.default_policy_state)
         played, path = play_and_show(runner, policy.rollout, env.render, episodes, fps,
                                      None if window else gif, max_steps)

@@ -181,7 +181,8 @@ class ActorWorker(Worker):
         self.runner = EnvRunner(
             functools.partial(spec.copies, runtime.envs_per_actor) if local_copies
             else spec.make_env, None,
-            runtime.envs_per_actor, runtime.segment_length,
+            runtime.envs_per_actor,
+            None if self.trainer is None else runtime.segment_length,  # (no rows: none sent)
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
             meta=meta, policy=self.local.policy if self.local else None,

@@ -94,7 +94,7 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
                 break
             steps[:] = -1
         runner.record(0, None if request is None else act(request))
-        runner.segments()  # (not kept)
+        runner.segments()  # (not kept; none from a runner built without a buffer)
         runner.advance()
         steps = np.where(steps < 0, 0, steps + 1)
         played += _count(runner.pop_episodes(), quota, steps)

@@ -164,7 +164,7 @@ class Experiment(RunRecords):
         """The collector over ``_collected``, cutting rows as the agent's adder."""
         adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
         return EnvRunner(
-            self._collected(), segment_length=1 if adder is None else adder.segment_length,
+            self._collected(), segment_length=None if adder is None else adder.segment_length,
             whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
             hub=self.hub, process=None if adder is None else body_states(self.agent))
 
@@ -233,7 +233,8 @@ class Experiment(RunRecords):
         env = env.duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
-        runner = EnvRunner(env, segment_length=1, seed=self._test_seed(given), is_evaluation=True)
+        runner = EnvRunner(env, segment_length=None, seed=self._test_seed(given),
+                           is_evaluation=True)
         played = play_episodes(runner, lambda _: RolloutResult(
             action=self._acts(agent, runner.states())), episodes, max_steps=episode_cap(env))
         returns = [episode.ret for episode in played]

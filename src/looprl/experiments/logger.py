@@ -104,7 +104,10 @@ def _flush_at_exit(path: Path, lines: list[str], writer: SummaryWriter,
         append_lines(path, lines)
     except OSError as error:
         log.warning("could not write %d buffered rows to %s: %s", len(lines), path, error)
-    if scalars:
+    if scalars and not Path(writer.log_dir).is_dir():  # (removed: the writer would fail)
+        log.warning("could not write %d buffered TensorBoard values: %s was removed",
+                    len(scalars), writer.log_dir)
+    elif scalars:
         _write_scalars(writer, scalars)
         writer.flush()
 

@@ -49,7 +49,7 @@ def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None 
     ``multiagent``'s answer to its requests (``row_actions``)."""
     view = None if copy else PettingZooEnvironment(env.env, flatten=env.flatten)
     build = functools.partial(training_copy, env) if copy else lambda: view
-    runner = EnvRunner(build, segment_length=1, seed=seed, is_evaluation=True)
+    runner = EnvRunner(build, segment_length=None, seed=seed, is_evaluation=True)
     names = env.possible_agents
     return runner, lambda _: RolloutResult(action=row_actions(multiagent, runner, names))
 

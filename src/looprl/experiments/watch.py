@@ -132,7 +132,7 @@ def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest],
     to its requests: its ``act`` of each row (a ``MultiagentState`` in a multi-agent game)."""
     if isinstance(env, MultiagentPettingZooEnv):
         return game(env, agent)
-    runner = EnvRunner(DuplicateEnvironment([env]), segment_length=1, seed=None,
+    runner = EnvRunner(DuplicateEnvironment([env]), segment_length=None, seed=None,
                        is_evaluation=True)
     return runner, lambda _: RolloutResult(action=single_action(agent, runner.states()))
 
