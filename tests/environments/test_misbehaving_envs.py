@@ -298,17 +298,17 @@ def _forever_zoo_env():
 def test_a_never_ending_multiagent_episode_is_cut(monkeypatch, caplog):
     pytest.importorskip("pettingzoo")
     from looprl.agents.independent import IndependentMultiagent, RandomAgent
-    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.environments import MultiagentPettingZooEnv, gym_helpers
     from looprl.experiments import multiagent
 
-    monkeypatch.setattr(multiagent, "episode_cap", lambda env: 40)
+    monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 40)  # (the collector's cap)
     env = MultiagentPettingZooEnv(_forever_zoo_env())
     agents = IndependentMultiagent({a: RandomAgent(env.action_space(a), seed=0)
                                     for a in env.possible_agents})
     with caplog.at_level(logging.WARNING):
         returns = multiagent.play(env, agents, episodes=2, seed=0)
     assert len(returns["a"]) == 2 and 0 < returns["a"][0] <= 40
-    assert "cut after 40 turns" in caplog.text
+    assert caplog.text.count("ran 40 steps without ending: cut there") == 2
 
 
 def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path, caplog):

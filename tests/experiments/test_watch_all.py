@@ -22,7 +22,7 @@ def test_watch_is_callable_as_alls() -> None:
     assert len(returns) == 2 and path is None
     assert all(5 <= r <= 30 for r in returns)  # always pushing left falls quickly
     assert callable(watch.watch_env)  # the module's helpers stay
-    with pytest.raises(ValueError, match="positive number of episodes"):
+    with pytest.raises(ValueError, match="watch plays a whole number of episodes >= 1"):
         watch(_Left(), GymEnvironment("CartPole-v1"), n_episodes=0)
 
 

@@ -114,10 +114,12 @@ def _count(ended: list[Episode], quota: np.ndarray, steps: np.ndarray) -> list[E
     return counted
 
 
-def check_episodes(episodes: Any, caller: str = "play_episodes") -> None:
-    """``ValueError`` in one line unless ``episodes`` is a whole number >= 0."""
-    if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 0:
-        raise ValueError(f"{caller} plays a whole number of episodes >= 0, got {episodes!r:.40}")
+def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0) -> None:
+    """``ValueError`` in one line unless ``episodes`` is a whole number >= ``least``."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or (
+            episodes < least):
+        raise ValueError(f"{caller} plays a whole number of episodes >= {least}, got "
+                         f"{episodes!r:.40}")
 
 
 def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, max_steps: float

@@ -26,7 +26,7 @@ from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResu
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment, make
 from looprl.environments.srl_adapters import PettingZooEnvironment
-from looprl.experiments.episodes import check_episodes, episode_cap, play_episodes
+from looprl.experiments.episodes import check_episodes, play_episodes
 from looprl.experiments.experiment import Experiment
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
@@ -36,9 +36,10 @@ from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
-    return each agent's returns. An episode is cut after ``episode_cap(env)`` moves."""
+    return each agent's returns. An episode is cut after ``episode_cap(env)`` moves (the
+    collector's cap of an SRL environment, ``EnvRunner.max_episode_steps``)."""
     runner, act = game(env, multiagent, seed)
-    played = play_episodes(runner, act, episodes, max_steps=episode_cap(env))
+    played = play_episodes(runner, act, episodes)
     return agent_returns(played, env.possible_agents)
 
 

@@ -38,7 +38,7 @@ from looprl.environments import (
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.mujoco import is_mujoco_id
 from looprl.environments.multiagent import MultiagentPettingZooEnv, make_zoo_env
-from looprl.experiments.episodes import play_episodes, single_action
+from looprl.experiments.episodes import check_episodes, play_episodes, single_action
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
 
@@ -109,8 +109,7 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
     ``None``).
     """
     episodes = episodes if n_episodes is None else n_episodes
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
-        raise ValueError(f"watch plays a positive number of episodes, got {episodes!r}")
+    check_episodes(episodes, "watch", least=1)
     if not isinstance(env, Environment | MultiagentPettingZooEnv):
         raise TypeError("watch plays in a looprl Environment (GymEnvironment, "
                         "AtariEnvironment, ...) or a MultiagentPettingZooEnv, got "
