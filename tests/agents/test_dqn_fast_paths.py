@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from looprl.agents.dqn import DQNPolicy, DQNTrainer, _coins
+from looprl.agents.dqn import UPDATES, DQNPolicy, DQNTrainer, _coins
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import RolloutRequest, SampleBatch
 
@@ -31,24 +31,28 @@ def _batch(seed: int) -> SampleBatch:
                        truncated=torch.zeros(2, 8, dtype=torch.bool))
 
 
-def _run(policy: DQNPolicy) -> tuple[list, list, list]:
-    """Actions of 20 rollouts, the parameters after 5 trainer steps and the action values
-    acting reads then, seeded."""
+def _run(policy: DQNPolicy, update: str = "q_learning") -> tuple[list, list, list]:
+    """Actions of 20 rollouts, the parameters after 5 trainer steps (bootstrapping with
+    ``update``) and the action values acting reads then, seeded."""
     torch.manual_seed(1)
     obs = np.random.default_rng(0).normal(size=(20, 5, 4)).astype(np.float32)
     actions = [policy.rollout(RolloutRequest(obs=o)).action.tolist() for o in obs]
-    trainer = DQNTrainer(policy)
+    trainer = DQNTrainer(policy, update=update)
     for seed in range(5):
         trainer.step(_batch(seed))
     values = [policy._values(torch.from_numpy(o), 5, False) for o in obs]
     return actions, [p.detach().clone() for p in policy.q.model.parameters()], values
 
 
-def test_network_path_equals_the_state_path(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("update", list(UPDATES))
+def test_network_path_equals_the_state_path(monkeypatch: pytest.MonkeyPatch,
+                                            update: str) -> None:
+    """Every built-in bootstrap rule, read through the networks (``Networks``) or through
+    states: the same parameters after training."""
     assert _policy().q.network() is not None and _policy().q.network(target=True) is not None
-    fast = _run(_policy())
+    fast = _run(_policy(), update)
     monkeypatch.setattr(QNetwork, "network", lambda self, target=False: None)
-    slow = _run(_policy())
+    slow = _run(_policy(), update)
     assert fast[0] == slow[0]
     for a, b in zip(fast[1] + fast[2], slow[1] + slow[2], strict=True):
         assert torch.equal(a, b)

@@ -62,6 +62,7 @@ def measure_whole(counter: ctypes.CDLL) -> None:
         counter.start()
         run.train(frames=WARM + WHOLE)
         counter.stop()
+        run.close()  # (its files written before the folder goes)
 
 
 def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:

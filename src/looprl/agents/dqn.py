@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from looprl.agents.losses import dqn_loss
-from looprl.agents.q_targets import UPDATES, _max, bootstrap
+from looprl.agents.q_targets import BUILT_IN, UPDATES, Networks, bootstrap
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
@@ -314,10 +314,9 @@ class DQNTrainer(PolicyTrainer):
             values = gather_actions(network(obs), batch.action[0])
         else:
             values = policy.q(policy.states(obs, streams), batch.action[0])
-        target = _network(policy.q, target=True) if self._rule is _max else None
-        if target is not None and isinstance(next_obs, torch.Tensor):
-            with torch.no_grad():
-                next_values = target(next_obs).max(dim=-1).values
+        target = _network(policy.q, target=True) if self._rule in BUILT_IN else None
+        if network is not None and target is not None and isinstance(next_obs, torch.Tensor):
+            next_values = self._rule(Networks(network, target), next_obs, next_action)
         else:
             next_values = self._rule(policy.q, policy.states(next_obs, streams), next_action)
         targets = returns + discount * next_values  # discount: gamma^K, 0 at termination

@@ -13,7 +13,7 @@ from looprl.agents.losses import clipped_double_q_target, double_q_target, n_ste
 from looprl.core import SampleBatch, StateArray
 from looprl.core.namedarray import NamedArray, recursive_apply
 
-__all__ = ["UPDATES", "bootstrap"]
+__all__ = ["BUILT_IN", "UPDATES", "Networks", "bootstrap"]
 
 
 def bootstrap(batch: SampleBatch, gamma: float, n_step: int
@@ -60,3 +60,22 @@ UPDATES: dict[str, Callable[..., torch.Tensor]] = {
     "clipped_double_q": _double(clipped_double_q_target),
     "sarsa": _sarsa,
 }
+#: the rules above, which read ``q`` only through ``no_grad`` and ``target`` (``Networks``)
+BUILT_IN = tuple(UPDATES.values())
+
+
+class Networks:
+    """What the built-in ``UPDATES`` read of a ``QNetwork`` (``no_grad`` and ``target``), on
+    observation tensors ``[B, ...]`` through its online and target networks
+    (``QNetwork.network``): the same values as on a ``StateArray`` of them, none made."""
+
+    def __init__(self, online: torch.nn.Module, target: torch.nn.Module):
+        self.online, self._target = online, target
+
+    def no_grad(self, obs: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.online(obs)
+
+    def target(self, obs: torch.Tensor, actions: Any = None) -> torch.Tensor:
+        with torch.no_grad():
+            return self._target(obs, actions)
