@@ -73,9 +73,11 @@ class Networks:
         self.online, self._target = online, target
 
     def no_grad(self, obs: torch.Tensor) -> torch.Tensor:
+        """The online network's action values, without gradients."""
         with torch.no_grad():
             return self.online(obs)
 
     def target(self, obs: torch.Tensor, actions: Any = None) -> torch.Tensor:
+        """The target network's action values (of ``actions``, where given)."""
         with torch.no_grad():
             return self._target(obs, actions)
