@@ -273,3 +273,36 @@ def test_a_step_result_with_scalar_fields_is_one_line() -> None:
 
     with pytest.raises(ValueError, match="must be shape-.1,. arrays.*step_result"):
         EnvRunner(Scalars, n_envs=1)  # the rewards of the first results count already
+
+
+def test_the_controller_stops_once_every_actor_has_sent_its_last_rows(monkeypatch, caplog
+                                                                       ) -> None:
+    """The budget reached, the run ends once every actor reports its share ``finished``
+    (its last rows handed over), not before; an actor Ray restarted (its share started
+    again) is not waited for, nor one still unfinished ``FINISH_GRACE`` seconds on (a
+    warning names it); a callback that lowered ``frames`` ends the run at once."""
+    from looprl.distributed import controller
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=2), frames=100, logdir=None)
+    run._monitor = RunMonitor(run.result, SampleCounts(), None, ["trainer"])
+    finished = run._monitor.actors_finished
+    finished.update(actor0=True, actor1=False)
+    run.result.frames = 90
+    assert not run._budget_spent()  # (the budget not reached)
+    run.result.frames = 100
+    assert not run._budget_spent()  # actor1's last rows not sent
+    finished["actor1"] = True
+    assert run._budget_spent()
+    finished["actor1"] = False
+    run.result.restarts.append(("actor1/copy0", 50))  # (an env copy rebuilt: still waited)
+    assert not run._budget_spent()
+    run.result.restarts.append(("actor1", 60))  # restarted: its share began again
+    assert run._budget_spent()
+    run.result.restarts.clear()
+    run.frames = 80  # (a callback lowered the budget)
+    assert run._budget_spent()
+    run.frames = 100
+    monkeypatch.setattr(controller, "FINISH_GRACE", 0.0)
+    with caplog.at_level("WARNING", "looprl.distributed"):
+        assert run._budget_spent()
+    assert "stopping without the last rows of actor1" in caplog.text

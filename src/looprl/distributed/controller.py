@@ -185,18 +185,21 @@ class DistributedRun:
 
     def _budget_spent(self) -> bool:
         """Whether the run has taken ``frames`` env steps and every actor has finished its
-        share (its last rows trained on, with ``runtime.sync``); an actor that has not
-        finished ``FINISH_GRACE`` seconds after the budget was reached is not waited for."""
+        share (its last rows trained on, with ``runtime.sync``). Not waited for: an actor Ray
+        restarted (it started its share again), and one that has not finished
+        ``FINISH_GRACE`` seconds after the budget was reached (a warning names it)."""
         if self.result.frames < self.frames:
             self._reached = None
             return False
-        if self.frames < self._started_frames or all(self._monitor.actors_finished.values()):
+        restarted = {name for name, _ in self.result.restarts}
+        late = sorted(name for name, done in self._monitor.actors_finished.items()
+                      if not done and name not in restarted)
+        if self.frames < self._started_frames or not late:
             return True  # (a callback that lowered ``frames`` ends the run after this poll)
         now = time.monotonic()
         self._reached = self._reached or now
         if now - self._reached < FINISH_GRACE:
             return False
-        late = sorted(n for n, done in self._monitor.actors_finished.items() if not done)
         logger.warning("stopping without the last rows of %s: not sent %.0f s after the "
                        "budget was reached", ", ".join(late), FINISH_GRACE)
         return True
