@@ -289,6 +289,7 @@ class DQNTrainer(PolicyTrainer):
             raise ValueError(f"Unknown update {update!r} for the DQN family."
                              f"{did_you_mean(update, list(UPDATES))} Valid: {', '.join(UPDATES)}")
         self._rule = UPDATES[self.update]
+        self._direct = self._rule in BUILT_IN  # (may bootstrap through ``Networks``)
         self.huber = huber
         self.steps = 0
 
@@ -314,7 +315,7 @@ class DQNTrainer(PolicyTrainer):
             values = gather_actions(network(obs), batch.action[0])
         else:
             values = policy.q(policy.states(obs, streams), batch.action[0])
-        target = _network(policy.q, target=True) if self._rule in BUILT_IN else None
+        target = _network(policy.q, target=True) if self._direct else None
         if network is not None and target is not None and isinstance(next_obs, torch.Tensor):
             next_values = self._rule(Networks(network, target), next_obs, next_action)
         else:
