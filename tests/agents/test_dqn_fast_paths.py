@@ -90,3 +90,14 @@ def test_a_coin_at_float32_epsilon_does_not_explore(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(torch, "rand", lambda n: torch.full((n,), coin))
     explore, explored = _coins(2, 0.7)
     assert explore.tolist() == [False, False] and not explored
+
+
+def test_checkpoints_naming_the_rule_where_it_was_still_load() -> None:
+    """A run checkpoint pickles the trainer's target rule by name; those made before the
+    rules moved to ``looprl.agents.q_targets`` name ``looprl.agents.dqn._max``."""
+    import pickle
+
+    from looprl.agents import q_targets
+
+    old = b"\x80\x04\x8c\x11looprl.agents.dqn\x94\x8c\x04_max\x94\x93\x94."  # (protocol 4)
+    assert pickle.loads(old) is q_targets.UPDATES["q_learning"]

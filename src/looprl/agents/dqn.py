@@ -26,7 +26,13 @@ import torch
 from torch import nn
 
 from looprl.agents.losses import dqn_loss
-from looprl.agents.q_targets import BUILT_IN, UPDATES, Networks, bootstrap
+from looprl.agents.q_targets import (  # (_max: what run checkpoints made before the
+    BUILT_IN,  # rules moved to q_targets name, looprl.agents.dqn._max)
+    UPDATES,
+    Networks,
+    _max,  # noqa: F401
+    bootstrap,
+)
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
