@@ -1,9 +1,6 @@
-"""looprl: deep reinforcement learning in three loops.
-
-The inner loop (agents acting in environments, with meta components hooked in), the
-outer loop (runners over repeated runs), and the same inner loop spread over Ray.
-See ``ARCHITECTURE.md`` for the layers.
-"""
+"""looprl: deep reinforcement learning in three loops (``ARCHITECTURE.md``): agents acting in
+environments with meta components hooked in, runners over repeated runs, and the same inner
+loop spread over Ray."""
 
 import logging
 import os
@@ -14,13 +11,12 @@ try:
 except KeyboardInterrupt:
     if os.path.basename(sys.argv[0]) != "looprl":  # (imported by a user's program)
         raise
-    # the looprl program: Ctrl-C while it starts is one line, as later (looprl.cli.main);
-    # no handler is set up yet, so logging's last resort writes the bare message to stderr
+    # the looprl program: Ctrl-C while it starts is one line (logging's last resort prints it)
     logging.getLogger(__name__).error("looprl: interrupted")
     raise SystemExit(130) from None
 
 __version__ = "0.1.0"
 
-# The built-in policies and trainers (``Policy(type_="ppo", ...)``): looprl.agents registers
-# them, imported the first time a name is asked for (not here: agents are slow to import).
+# The built-in policies and trainers (``Policy(type_="ppo", ...)``), imported from
+# looprl.agents the first time a name is asked for (agents are slow to import).
 register_names_from("looprl.agents")

@@ -72,7 +72,7 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
 
 def default_threads(agent: str) -> int:
     """Torch CPU threads for ``agent``'s family: 1 for small MLPs, 0 (torch's default) for
-    the Atari CNNs, which gain from more."""
+    the Atari CNNs."""
     return 0 if agent.startswith("atari.") else 1
 
 
@@ -81,7 +81,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from looprl.experiments import TrainingInterrupted, run_experiment
     from looprl.experiments.experiment import seed_everything
-
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
@@ -111,7 +110,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _saved(preset: Any, run_dir: Path, logdir: str, plot: bool) -> None:
     """Save ``preset`` in ``run_dir`` and say where the logs, plot and preset are."""
     from looprl.experiments import plot_returns_100
-
     preset.save(str(run_dir / "preset.pt"))
     print(f"logs:   {run_dir}  (tensorboard --logdir {logdir})")
     if plot:
@@ -138,7 +136,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from looprl.experiments import plot_returns_100
-
     print(plot_returns_100(args.runs_dir, timesteps=args.timesteps))
     return 0
 
@@ -160,12 +157,11 @@ def trained_env(preset_file: Path, preset: Any) -> str:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """Play a saved preset, or a distributed (Ray) run's final policy (``policy.pt``)."""
+    """Play a saved preset, or a distributed run's final policy (``policy.pt``)."""
     run_dir = Path(args.run_dir)
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
             run_dir / "algorithm.pt").exists():
         from looprl.distributed.watch import watch_run
-
         if args.best:
             raise ValueError("--best: a distributed run saves only its final policy (policy.pt); "
                              "drop --best")
@@ -173,7 +169,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
     else:
         from looprl.experiments import watch
         from looprl.presets import load_preset
-
         name = "best_preset.pt" if args.best else "preset.pt"
         preset_file = run_dir / name if run_dir.is_dir() else run_dir
         if not preset_file.exists():
@@ -249,14 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``looprl`` command; errors print one line and exit with 2, Ctrl-C
     one line and 130."""
-    if argv is None and hasattr(sys.stdout, "reconfigure"):  # the program: a line printed is
-        sys.stdout.reconfigure(line_buffering=True)  # in its log, even if it is killed
+    if argv is None and hasattr(sys.stdout, "reconfigure"):  # lines reach the log if killed
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         return _main(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt as stop:  # (imports, set-up, a looprl run's training)
-        if argv is None:  # the program: a second Ctrl-C while it shuts down does nothing (a
-            signal.signal(signal.SIGINT, _ignore)  # handler, not SIG_IGN: no process started
-            # later inherits an ignored Ctrl-C; called from Python, the caller's stays)
+    except KeyboardInterrupt as stop:
+        if argv is None:  # a second Ctrl-C while it shuts down does nothing (a handler, not
+            signal.signal(signal.SIGINT, _ignore)  # SIG_IGN, which child processes inherit)
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if hasattr(stop, "log_dir") else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
@@ -289,7 +283,6 @@ def _main(argv: list[str]) -> int:
 def cmd_run(argv: list[str]) -> int:
     """``looprl run``: a config-driven run (``looprl.configs.app``)."""
     from looprl.configs.app import main as run_main
-
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises errors (``_guarded`` prints them)
     try:

@@ -1,26 +1,7 @@
-"""The actor-critic policy of PPO, PPG, A2C, VAC and VPG, on every runtime (seed 004 API).
-
-``ActorCriticPolicy`` acts and analyzes with any ``looprl.nn.ActorCriticModel``;
-``actor_critic_policy`` builds one over an ``ActorCriticNetwork``, registered under the
-seed's names, so that
-``Policy(type_="actor-critic-separate", args=dict(obs_dim={"obs": 187},
-state_dim={"state": 623}, action_dim=16))`` builds one, as the seed shows. Variants:
-
-====================================================  ========================================
-name                                                  backbones and actions
-====================================================  ========================================
-``actor-critic`` (``shared_backbone`` kwarg)          separate by default
-``actor-critic-separate``                             separate actor and critic, discrete
-``actor-critic-shared``                               one backbone, two heads, discrete
-``actor-critic-auxiliary``                            separate, plus a PPG auxiliary value head
-``actor-critic-separate-continuous-action``           separate, Gaussian actions
-``actor-critic-shared-continuous-action``             shared, Gaussian actions
-====================================================  ========================================
-
-*Separate* means separate: the actor and the critic each encode their own inputs, with no
-layer in common (SRL shared a pre-processing layer between them, a bug fixed here). The
-backbones, their GRU memories and action masks: ``ActorCriticNetwork``.
-"""
+"""The actor-critic policy of PPO, PPG, A2C, VAC and VPG, on every runtime (seed 004 API):
+``ActorCriticPolicy`` over any ``ActorCriticModel``, and ``actor_critic_policy`` over an
+``ActorCriticNetwork``, registered under the seed's names (``VARIANTS``). *Separate*
+backbones share no layer (SRL shared a pre-processing layer between them, a bug fixed here)."""
 
 from __future__ import annotations
 
@@ -51,17 +32,11 @@ logger = logging.getLogger(__name__)
 
 @namedarray
 class ActorCriticAnalysis:
-    """What ``analyze(sample, target="ppo")`` returns; every field is ``[T, B]``, with gradients.
+    """What ``analyze(sample, target="ppo")`` returns: ``[T, B]`` fields, with gradients.
 
-    Attributes:
-        log_prob: ``log pi(action | obs)`` of the stored actions (``None`` for target ``value``).
-        entropy: entropy of ``pi(. | obs)`` (``None`` for target ``value``, and for discrete
-            policies asked for none).
-        value: ``V(obs)`` (of the critic's inputs).
-        aux_value: the auxiliary value head on the actor backbone (``None`` without one).
-        logits: the action logits ``[T, B, A]`` of discrete policies (``None`` for Gaussian
-            ones), for PPG's exact KL.
-    """
+    ``log_prob`` and ``entropy`` are ``None`` for target ``value`` (``entropy`` also when not
+    asked for); ``aux_value`` is ``None`` without an auxiliary head; ``logits`` ``[T, B, A]`` of
+    discrete policies (PPG's exact KL), ``None`` for Gaussian ones."""
 
     log_prob: Any
     entropy: Any
@@ -72,46 +47,28 @@ class ActorCriticAnalysis:
 
 @namedarray
 class GRUPolicyState:
-    """GRU memory of a shared-backbone recurrent policy: ``hx`` ``(layers, 1, hidden)``."""
+    """GRU memory of a shared-backbone policy: ``hx`` ``(layers, 1, hidden)``."""
 
     hx: Any
 
 
 @namedarray
 class SeparateGRUPolicyState:
-    """GRU memories of a separate recurrent policy: the actor's ``hx``, the critic's
-    ``critic_hx``, each ``(layers, 1, hidden)``."""
+    """GRU memories of a separate policy: ``hx`` (actor), ``critic_hx``; ``(layers, 1, hidden)``."""
 
     hx: Any
     critic_hx: Any
 
 
 class ActorCriticNetwork(ActorCriticModel):
-    """Actor and critic backbones (one, if shared) with policy, value and auxiliary heads, by
-    ``ActorCriticModel``'s contract on what ``observation_fields`` takes. GRU memories are
-    ``(actor [L, B, H], critic or None)``, over ``[B]`` (one step) or ``[T, B]`` rows
-    (``hx=None``: zeros; ``reset``, ``[T, B]`` bool, zeroes them before rows). An obs field
-    ``action_mask`` (one 0/1 per action, not in ``obs_dim``) gives illegal discrete actions the
-    logit ``MASKED_Q`` (finite, so that masked products and entropies stay 0, not NaN).
+    """Actor and critic backbones (one, if ``critic`` is ``None``) with policy, value and
+    auxiliary heads. GRU memories are ``(actor [L, B, H], critic or None)`` over ``[B]`` or
+    ``[T, B]`` rows (``hx=None``: zeros; ``reset`` ``[T, B]`` zeroes them before rows); an obs
+    field ``action_mask`` gives illegal discrete actions the logit ``MASKED_Q``."""
 
-    Args:
-        actor: the actor backbone.
-        critic: the critic backbone (``None``: the critic reads the actor's features).
-        action_dim: number of actions (discrete) or the action size (continuous).
-        continuous: Gaussian actions with a state-independent log-std.
-        auxiliary_head: add PPG's auxiliary value head on the actor backbone.
-        init_log_std: initial log-std of Gaussian actions.
-    """
-
-    def __init__(
-        self,
-        actor: Backbone,
-        critic: Backbone | None,
-        action_dim: int,
-        continuous: bool = False,
-        auxiliary_head: bool = False,
-        init_log_std: float = 0.0,
-    ):
+    def __init__(self, actor: Backbone, critic: Backbone | None, action_dim: int,
+                 continuous: bool = False, auxiliary_head: bool = False,
+                 init_log_std: float = 0.0):
         super().__init__()
         self.actor, self.critic, self.continuous = actor, critic, continuous
         self.shapes = {**actor.encoder.shapes, **(critic.encoder.shapes if critic else {})}
@@ -127,7 +84,7 @@ class ActorCriticNetwork(ActorCriticModel):
         return self.actor.rnn is not None
 
     def initial_state(self) -> NamedArray | None:
-        """Zeros of shape ``(num_rnn_layers, 1, rnn_hidden_dim)`` per GRU, or ``None``."""
+        """Zeros ``(num_rnn_layers, 1, rnn_hidden_dim)`` per GRU, or ``None``."""
         if not self.recurrent:
             return None
         rnn = self.actor.rnn
@@ -137,11 +94,8 @@ class ActorCriticNetwork(ActorCriticModel):
         return SeparateGRUPolicyState(hx=hx, critic_hx=hx.copy())
 
     def memory_in(self, state: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``[B, L, 1, H]`` leaves of a request's ``policy_state`` as GRU memories ``[L, B, H]``.
-
-        Raises:
-            ValueError: a leaf is missing or has another shape than ``initial_state``'s rows.
-        """
+        """``[B, L, 1, H]`` leaves of a ``policy_state`` as GRU memories ``[L, B, H]``
+        (``ValueError``: a leaf is missing or has another shape than ``initial_state``'s rows)."""
         names = ("hx",) if self.critic is None else ("hx", "critic_hx")
         layers, hidden = self.actor.rnn.num_layers, self.actor.rnn.hidden_size
         device = self.value_head.weight.device
@@ -149,16 +103,12 @@ class ActorCriticNetwork(ActorCriticModel):
         for name in names:
             leaf = state[name] if name in state else None
             if leaf is None:
-                raise ValueError(
-                    f"policy_state has no {name!r}; pass rows of "
-                    f"default_policy_state ({', '.join(names)})"
-                )
+                raise ValueError(f"policy_state has no {name!r}; pass rows of "
+                                 f"default_policy_state ({', '.join(names)})")
             x = as_tensor(leaf, device).float()
             if x.dim() != 4 or tuple(x.shape[1:]) != (layers, 1, hidden):
-                raise ValueError(
-                    f"policy_state.{name} has shape {tuple(x.shape)}, expected "
-                    f"[B, {layers}, 1, {hidden}] (default_policy_state per row)"
-                )
+                raise ValueError(f"policy_state.{name} has shape {tuple(x.shape)}, expected "
+                                 f"[B, {layers}, 1, {hidden}] (default_policy_state per row)")
             memories.append(x.squeeze(2).transpose(0, 1).contiguous())
         return memories[0], memories[1] if len(memories) > 1 else None
 
@@ -184,10 +134,8 @@ class ActorCriticNetwork(ActorCriticModel):
 
     def _recur(self, actor, critic, lead, hx, reset):
         if len(lead) not in (1, 2):
-            raise ValueError(
-                f"recurrent policies take [B] (rollout) or [T, B] (analyze) rows, "
-                f"got leading shape {lead}"
-            )
+            raise ValueError(f"recurrent policies take [B] (rollout) or [T, B] (analyze) rows, "
+                             f"got leading shape {lead}")
         steps, batch = (1, lead[0]) if len(lead) == 1 else lead
         if reset is not None and tuple(reset.shape) != (steps, batch):
             raise ValueError(f"done/truncated have shape {tuple(reset.shape)}, obs {lead}")
@@ -206,22 +154,12 @@ class ActorCriticNetwork(ActorCriticModel):
 
 
 class ActorCriticPolicy(Policy):
-    """Stochastic actor-critic policy over an ``ActorCriticModel``.
-
-    ``rollout``: ``obs`` batched along dim 0 (an array, or fields for field-reading networks),
-    ``policy_state`` leaves ``[B, *default leaf shape]``; ``action`` ``[B]`` int64 or
-    ``[B, action_dim]`` float32; ``is_evaluation`` rows take the most likely action.
-    ``analyze(sample, target)``: ``obs``, ``action`` (GRU: also ``policy_state``, ``done``,
-    ``truncated``) ``[T, B, ...]``; ``"ppo"`` (default) gives an ``ActorCriticAnalysis``,
-    ``"value"`` only ``value``/``aux_value``. GRU policies unroll from ``policy_state[0]``,
-    resetting the memory after ``done``/``truncated`` rows (log-probs equal the rollout's).
-
-    Args:
-        approximation: an ``Approximation`` over an ``ActorCriticModel``; its optimizer is
-            the one the trainers use.
-        head: the action distribution (``CategoricalHead`` or ``GaussianHead``).
-        seed: seeds the action sampling (``None``: torch's global RNG).
-    """
+    """Stochastic actor-critic policy over ``approximation`` (of an ``ActorCriticModel``, with the
+    trainers' optimizer), ``head`` a ``CategoricalHead`` or ``GaussianHead``, ``seed`` seeding
+    the sampling. ``rollout`` takes ``obs`` and ``policy_state`` rows ``[B, ...]`` (evaluation
+    rows: the mode); ``analyze(sample, target)`` rows ``[T, B, ...]`` (GRU: with
+    ``policy_state``, ``done``, ``truncated``; unrolled from ``policy_state[0]``, the memory
+    reset after episode ends), ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values."""
 
     def __init__(self, approximation: Approximation, head: Any, seed: int | None = None):
         self.approximation = approximation
@@ -249,7 +187,7 @@ class ActorCriticPolicy(Policy):
         return {self.approximation.name: self.approximation}
 
     def _obs(self, obs: Any) -> Any:
-        """``obs`` (one array, or a ``NamedArray``/dict of fields) as tensors on the device."""
+        """``obs`` (an array, or a ``NamedArray``/dict of fields) as tensors on the device."""
         if isinstance(obs, NamedArray | dict):
             return NamedArray(**{k: None if v is None else as_tensor(v, self.device)
                                  for k, v in obs.items()})
@@ -262,10 +200,8 @@ class ActorCriticPolicy(Policy):
             hx = self.module.memory_in(state) if state is not None else None
             params, value, _, next_hx = self.module(self._obs(request.obs), hx)
             if value.dim() != 1:
-                raise ValueError(
-                    f"rollout takes obs batched along dim 0 only, got leading "
-                    f"shape {tuple(value.shape)}"
-                )
+                raise ValueError(f"rollout takes obs batched along dim 0 only, got leading "
+                                 f"shape {tuple(value.shape)}")
             deterministic = deterministic_rows(request)
             if deterministic is False:  # (the usual request: one pass for both)
                 action, log_prob = self.head.sample_and_log_prob(params, self._generator)
@@ -277,26 +213,20 @@ class ActorCriticPolicy(Policy):
                              value=value)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """The action head's parameters (logits for discrete actions) and the values (PLR)."""
+        """The action head's parameters (logits if discrete) and the values (PLR)."""
         with torch.no_grad():
             params, value = self.module(self._obs(obs))[:2]
         return params.float().cpu(), value.float().reshape(-1).cpu()
 
     def analyze(self, sample: Any, target: str | None = None, entropy: bool = True,
                 **kwargs: Any) -> Any:
-        """Re-evaluate stored ``sample`` rows with gradients (see the class docstring);
-        ``entropy=False``: discrete policies leave the entropy out (``None``), for a loss that
-        does not weigh it (a third of the analysis's cost beyond small networks).
-
-        Raises:
-            ValueError: unknown ``target``, or a sample a GRU policy cannot unroll.
-        """
+        """Re-evaluate ``sample`` with gradients (see the class docstring); ``entropy=False``:
+        discrete policies leave the entropy out (``None``). ``ValueError``: unknown ``target``, or
+        a sample a GRU policy cannot unroll."""
         target = target or "ppo"
         if target not in ("ppo", "value"):
-            raise ValueError(
-                f"unknown analyze target {target!r}; {type(self).__name__} "
-                "supports 'ppo' and 'value'"
-            )
+            raise ValueError(f"unknown analyze target {target!r}; {type(self).__name__} "
+                             "supports 'ppo' and 'value'")
         hx, reset = self._unroll_inputs(sample) if self.recurrent else (None, None)
         params, value, aux, _ = self.approximation(self._obs(sample.obs), hx, reset)
         if target == "value":
@@ -312,8 +242,7 @@ class ActorCriticPolicy(Policy):
                                    aux_value=aux, logits=logits)
 
     def _act(self, params: torch.Tensor, deterministic: bool | torch.Tensor) -> torch.Tensor:
-        """The mode (``deterministic`` is ``True``) or, per row, the mode or a sample (a bool
-        tensor). (``rollout`` samples all-stochastic requests with their log-probabilities.)"""
+        """The mode (``deterministic`` is ``True``) or, per row of a bool tensor, mode or sample."""
         if deterministic is True:
             return self.head.mode(params)
         sample = self.head.sample(params, self._generator)
@@ -334,10 +263,8 @@ class ActorCriticPolicy(Policy):
             return first, None
         ends = flags[0] | flags[-1]  # (either flag, or the one given)
         if ends.dim() != 2:
-            raise ValueError(
-                f"a recurrent policy analyzes [T, B] samples; done/truncated have "
-                f"shape {tuple(ends.shape)}"
-            )
+            raise ValueError(f"a recurrent policy analyzes [T, B] samples; done/truncated have "
+                             f"shape {tuple(ends.shape)}")
         reset = torch.zeros_like(ends)
         reset[1:] = ends[:-1]
         return first, reset
@@ -352,36 +279,24 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
                         eps: float = 1e-5, clip_grad: float = 0.0,
                         device: str | torch.device = "cpu", seed: int | None = None
                         ) -> ActorCriticPolicy:
-    """An ``ActorCriticPolicy`` over an ``ActorCriticNetwork`` with Adam (seed 004's policies).
-
-    Args:
-        obs_dim: ``{field: dim or shape}`` the actor reads; an int or a shape is ``{"obs": ...}``.
-        action_dim: number of discrete actions, or the action size with ``continuous_action``.
-        state_dim: the fields the critic reads instead (centralized critic; separate only).
-        hidden_dim, num_layers, activation: the MLP of each backbone.
-        rnn_type: ``None`` or ``"gru"``.
-        num_rnn_layers, rnn_hidden_dim: the GRU (``rnn_hidden_dim`` defaults to ``hidden_dim``).
-        shared_backbone: one backbone for both heads.
-        continuous_action: Gaussian actions with a state-independent log-std.
-        auxiliary_head: an extra value head on the actor backbone (PPG).
-        init_log_std: initial log-std of Gaussian actions.
-        action_low, action_high: bounds the Gaussian is mapped onto (default: unbounded).
-        lr, eps: Adam's learning rate and epsilon (the ``approximation``'s optimizer).
-        clip_grad: maximum gradient norm of the approximation's updates (0: off).
-        device: where the parameters live.
-        seed: seeds the initial weights and the action sampling (``None``: torch's global RNG).
-
-    Raises:
-        ValueError: a bad ``action_dim``, layer size or ``rnn_type``.
-    """
-    _check_options(action_dim, hidden_dim, num_layers, rnn_type, num_rnn_layers)
+    """An ``ActorCriticPolicy`` over an ``ActorCriticNetwork`` with Adam (seed 004's policies):
+    ``obs_dim`` ``{field: dim or shape}`` (an int or a shape: ``{"obs": ...}``) for the actor,
+    ``state_dim`` for a separate critic, ``action_dim`` actions (or the action size),
+    ``rnn_type`` ``None`` or ``"gru"``, ``auxiliary_head`` for PPG, ``action_low``/``action_high``
+    (default: unbounded), ``seed`` for weights and sampling. ``ValueError`` for a bad
+    ``action_dim``, layer size or ``rnn_type``."""
+    if not isinstance(action_dim, int | np.integer) or action_dim <= 0:
+        raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
+    if hidden_dim <= 0 or num_layers < 0 or num_rnn_layers <= 0:
+        raise ValueError(f"hidden_dim and num_rnn_layers must be positive and num_layers >= 0, "
+                         f"got {hidden_dim}, {num_rnn_layers}, {num_layers}")
+    if rnn_type not in (None, "gru"):
+        raise ValueError(f"rnn_type must be None or 'gru', got {rnn_type!r}")
     if shared_backbone and state_dim is not None:
         logger.warning("state_dim has no effect on a shared backbone: the critic reads obs")
-    options = dict(
-        hidden_dim=hidden_dim, num_layers=num_layers, activation=activation,
-        rnn_hidden_dim=(rnn_hidden_dim or hidden_dim) if rnn_type else 0,
-        num_rnn_layers=num_rnn_layers,
-    )  # fmt: skip
+    options = dict(hidden_dim=hidden_dim, num_layers=num_layers, activation=activation,
+                   rnn_hidden_dim=(rnn_hidden_dim or hidden_dim) if rnn_type else 0,
+                   num_rnn_layers=num_rnn_layers)
     with torch.random.fork_rng(devices=[], enabled=seed is not None):
         if seed is not None:
             torch.manual_seed(seed)
@@ -396,29 +311,12 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=eps)
     approximation = Approximation(model, optimizer, clip_grad=clip_grad, device=device,
                                   name="actor_critic")
-    head = _head(action_dim, continuous_action, action_low, action_high)
+    head = CategoricalHead(action_dim)
+    if continuous_action:
+        low = torch.full((action_dim,), -math.inf) if action_low is None else action_low
+        high = torch.full((action_dim,), math.inf) if action_high is None else action_high
+        head = GaussianHead(low, high)
     return ActorCriticPolicy(approximation, head, seed=seed)
-
-
-def _head(action_dim: int, continuous: bool, low: Any, high: Any) -> Any:
-    if not continuous:
-        return CategoricalHead(action_dim)
-    low = torch.full((action_dim,), -math.inf) if low is None else low
-    high = torch.full((action_dim,), math.inf) if high is None else high
-    return GaussianHead(low, high)
-
-
-def _check_options(action_dim: Any, hidden_dim: int, num_layers: int, rnn_type: Any,
-                   num_rnn_layers: int) -> None:
-    if not isinstance(action_dim, int | np.integer) or action_dim <= 0:
-        raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
-    if hidden_dim <= 0 or num_layers < 0 or num_rnn_layers <= 0:
-        raise ValueError(
-            f"hidden_dim and num_rnn_layers must be positive and num_layers >= 0, "
-            f"got {hidden_dim}, {num_rnn_layers}, {num_layers}"
-        )
-    if rnn_type not in (None, "gru"):
-        raise ValueError(f"rnn_type must be None or 'gru', got {rnn_type!r}")
 
 
 #: The registered names (``looprl.agents``) and the options each fixes.

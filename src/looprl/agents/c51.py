@@ -1,9 +1,6 @@
-"""C51, distributional DQN (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
-
-The network predicts, for every action, a categorical distribution of the return over fixed
-atoms ``z_1 .. z_N``; the target distribution ``r + gamma * Z(s', a*)`` is projected back
-onto the atoms and the prediction is trained by cross-entropy (the new priorities, Rainbow).
-"""
+"""C51, distributional DQN (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887): a
+categorical return distribution per action over fixed atoms, trained by cross-entropy
+against the projected target ``r + gamma * Z(s', a*)`` (the new priorities, Rainbow)."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ __all__ = ["C51Policy", "C51Trainer"]
 
 
 class C51Policy(DQNPolicy):
-    """Epsilon-greedy policy over the expected values of the ``QDist`` ``dist`` (see
-    ``DQNPolicy``)."""
+    """Epsilon-greedy policy over the expected values of the ``QDist`` ``dist`` (``DQNPolicy``)."""
 
     def __init__(self, dist: QDist, num_actions: int, epsilon: Any = 0.0,
                  evaluation_epsilon: float = 0.0):
@@ -40,8 +36,7 @@ class C51Policy(DQNPolicy):
 
 
 class C51Trainer(DQNTrainer):
-    """One gradient step of categorical (C51) Q-learning of ``policy.dist`` per ``step``
-    (see ``DQNTrainer``; ``double``: the bootstrap action is the online network's)."""
+    """C51 Q-learning of ``policy.dist`` (``double``: online network picks the next action)."""
 
     def __init__(self, policy: C51Policy, discount_factor: float = 0.99, n_step: int = 1,
                  double: bool = False):

@@ -1,9 +1,6 @@
-"""Deep Deterministic Policy Gradient (Lillicrap et al., 2016, https://arxiv.org/abs/1509.02971).
-
-``ContinuousPolicy`` (the acting half of DDPG, TD3 and SAC; evaluation rows take the actor's
-``mode``), ``DDPGTrainer`` (TD3 and SAC extend it), the critics and ``OffPolicyAgent``, the
-local replay agent of all three.
-"""
+"""Deep Deterministic Policy Gradient (Lillicrap et al., 2016): ``ContinuousPolicy`` (the acting
+half of DDPG, TD3 and SAC), ``DDPGTrainer`` (TD3 and SAC extend it), the critics and
+``OffPolicyAgent``, the local replay agent of all three."""
 
 from __future__ import annotations
 
@@ -55,9 +52,8 @@ class TwinQ(nn.Module):
         self.q1 = ContinuousQ(model1)
         self.q2 = ContinuousQ(model2)
 
-    def forward(
-        self, observation: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, observation: torch.Tensor, action: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         return self.q1(observation, action), self.q2(observation, action)
 
 
@@ -75,15 +71,9 @@ def frozen(module: nn.Module) -> Iterator[None]:
 
 
 class ContinuousPolicy(Policy):
-    """Acting half of DDPG, TD3 and SAC over a ``Box`` action space: ``rollout`` answers
-    evaluation rows with the actor's ``mode``, the first ``random_steps`` rows (every
-    runtime's warm-up, evaluation excluded) uniformly at random, the others with ``explore``.
-
-    Args:
-        actor: a ``DeterministicPolicy`` or ``SoftDeterministicPolicy`` (anything with
-            ``explore`` or ``sample``, ``mode`` and ``uniform``).
-        random_steps: rows acted on uniformly at random first.
-    """
+    """Acting half of DDPG, TD3 and SAC over a ``Box`` action space, for ``actor`` (a
+    ``DeterministicPolicy`` or ``SoftDeterministicPolicy``): evaluation rows get its ``mode``,
+    the first ``random_steps`` other rows uniform random actions, the others ``explore``."""
 
     def __init__(self, actor: Any, random_steps: int = 0):
         self.actor = actor
@@ -128,13 +118,12 @@ def _tensor(obs: Any, device: torch.device) -> torch.Tensor:
 
 
 class DDPGPolicy(ContinuousPolicy):
-    """Deterministic actor ``mu(s)`` (a ``DeterministicPolicy``, with a target network for
-    DDPG and TD3) with Gaussian exploration noise."""
+    """Deterministic actor ``mu(s)`` (a ``DeterministicPolicy``) with Gaussian exploration noise."""
 
 
 def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
-    """``(s, a, r, s', mask)`` of one-step windows ``[2, B]``: ``mask`` is ``False`` where
-    ``s'`` ended the episode by termination (a truncated one still bootstraps)."""
+    """``(s, a, r, s', mask)`` of one-step windows ``[2, B]``; ``mask`` is ``False`` where ``s'``
+    is terminal (a truncated one still bootstraps)."""
     if batch.reward.shape[0] != 2:
         raise ValueError(f"DDPG, TD3 and SAC learn from one-step windows [2, B], got "
                          f"{batch.reward.shape[0] - 1}-step ones")
@@ -143,10 +132,8 @@ def one_step(batch: SampleBatch) -> tuple[torch.Tensor, ...]:
 
 
 class DDPGTrainer(PolicyTrainer):
-    """One critic update and one actor update per ``step`` (Lillicrap et al., 2016) of
-    ``policy``'s actor (with its target network) and the critic ``q`` (an ``Approximation``
-    of a ``ContinuousQ``, or a ``TwinQ``, with a target network); ``discount_factor``: gamma.
-    """
+    """One critic and one actor update per ``step`` of ``policy``'s actor and the critic ``q``
+    (an ``Approximation`` of a ``ContinuousQ`` or a ``TwinQ``), both with target networks."""
 
     def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99):
         self._policy = policy
@@ -163,7 +150,7 @@ class DDPGTrainer(PolicyTrainer):
         return {**super().hyperparameters(), "hp/discount": discount}
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
-        """One update on one-step windows ``[2, B]`` (``sample_batch`` of a replay buffer)."""
+        """One update on one-step windows ``[2, B]``."""
         self.steps += 1
         obs, actions, rewards, next_obs, masks = one_step(on_device(batch, self._policy.device))
         targets = self._targets(rewards, next_obs, masks)
@@ -173,17 +160,15 @@ class DDPGTrainer(PolicyTrainer):
         self._policy.version += 1
         return TrainerStepResult(stats, self.steps)
 
-    def _targets(
-        self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
-    ) -> torch.Tensor:
+    def _targets(self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
+                 ) -> torch.Tensor:
         """``r + gamma * mask * Q'(s', mu'(s'))``."""
         next_values = self.q.target(next_obs, self._policy.actor.target(next_obs))
         return td_target(rewards, next_values, masks, self.discount_factor)
 
-    def _critic_step(
-        self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
-    ) -> torch.Tensor:
-        """One critic update; twin critics (``TwinQ``) regress both, their TD error is Q1's."""
+    def _critic_step(self, obs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
+                     ) -> torch.Tensor:
+        """One critic update; twin critics regress both, their TD error is Q1's."""
         values = self.q(obs, actions)
         if isinstance(values, tuple):
             loss = twin_critic_loss(*values, targets)
@@ -212,9 +197,8 @@ class DDPGTrainer(PolicyTrainer):
 
 
 class OffPolicyAgent(ReplayAgent):
-    """Local replay agent of DDPG, TD3 and SAC (single environment; ``ReplayAgent``'s
-    arguments); the policy's ``random_steps`` are the presets' ``replay_start_size``."""
+    """Local replay agent of DDPG, TD3 and SAC (single environment; ``ReplayAgent``'s arguments)."""
 
 
 class DDPG(OffPolicyAgent):
-    """Local DDPG agent (single environment); see ``OffPolicyAgent`` for the arguments."""
+    """Local DDPG agent (single environment; ``OffPolicyAgent``'s arguments)."""

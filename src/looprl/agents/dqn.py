@@ -1,20 +1,6 @@
-"""Deep Q-Networks (Mnih et al., 2015, https://www.nature.com/articles/nature14236), with
-Double DQN (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461) and Ape-X (Horgan
-et al., 2018, https://arxiv.org/abs/1803.00933) as options.
-
-* ``DQNPolicy`` -- epsilon-greedy over a Q approximation: ``rollout(request)`` with one
-  exploration rate per row (Ape-X's per-actor epsilons) and ``analyze(sample, target="q")``
-  (seed 004). ``Policy(type_="q-network", args=...)`` builds
-  one over observation fields (``q_network_policy``).
-* ``DQNTrainer`` -- ``step(SampleBatch) -> TrainerStepResult``: one regression of
-  ``Q(s_0, a_0)`` of each sampled window onto its n-step target (``update``: ``q_learning``,
-  ``double_q``, ``clipped_double_q`` or ``sarsa``), importance-weighted by the batch's
-  ``weight``; the new priorities are ``|td error|``. Registered as trainer ``"dqn"``.
-* ``DQN`` -- the local ``Agent`` (a ``ReplayAgent``): its transitions go into a replay, the
-  trainer takes ``gradient_steps`` steps every ``update_frequency`` steps, and the priorities
-  go back to the buffer. Ape-X is the same trainer with ``n_step`` windows from a prioritized
-  buffer and actors exploring at ``apex_epsilons``.
-"""
+"""Deep Q-Networks (Mnih et al., 2015), with Double DQN (van Hasselt et al., 2016) and Ape-X
+(Horgan et al., 2018) as options: ``DQNPolicy``, ``DQNTrainer``, the local agent ``DQN`` and
+``q_network_policy`` (registered as policy ``"q-network"``)."""
 
 from __future__ import annotations
 
@@ -26,8 +12,8 @@ import torch
 from torch import nn
 
 from looprl.agents.losses import dqn_loss
-from looprl.agents.q_targets import (  # (_max: what run checkpoints made before the
-    BUILT_IN,  # rules moved to q_targets name, looprl.agents.dqn._max)
+from looprl.agents.q_targets import (  # _max: the name older run checkpoints pickled
+    BUILT_IN,
     UPDATES,
     Networks,
     _max,  # noqa: F401
@@ -62,29 +48,12 @@ __all__ = [
 
 
 class DQNPolicy(Policy):
-    """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or
-    an ``Approximation`` of a ``QModel``): anything whose ``q(state)`` / ``no_grad`` /
-    ``target`` map a ``StateArray`` to action values ``[*shape, num_actions]``.
-
-    Observations may be tensors or ``NamedArray`` s of observation fields (a ``QModel``
-    reads those, and masks actions by the field ``action_mask``).
-
-    Declares ``hp/epsilon`` (or ``hp/temperature``: its exploration policy's) and the keys
-    of ``q`` (``hp/lr/<name>``, ``hp/target_period``).
-
-    Args:
-        q: the Q approximation.
-        num_actions: size of the discrete action space.
-        epsilon: exploration rate, a float or a schedule with a ``value`` property.
-        exploration: another exploration policy over ``q`` (``looprl.policies.exploration``:
-            ez-greedy, Boltzmann); it replaces the epsilon-greedy one.
-        seed: seeds ``greedy``'s own draws (its ``act``; ``None``: the global RNGs). The
-            coins and random actions of ``rollout`` come from torch's global CPU generator,
-            which a seeded ``Actor`` swaps for its stream (``Actor.seed``): one source of
-            random numbers per actor, seeded or not.
-        evaluation_epsilon: the rate evaluation rows explore at (the presets'
-            ``test_exploration``), on every runtime.
-    """
+    """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or an
+    ``Approximation`` of a ``QModel``) whose ``q(state)``/``no_grad``/``target`` map a
+    ``StateArray`` to action values ``[*shape, num_actions]``; observations are tensors or
+    fields. ``epsilon``: a float or a schedule; ``exploration``: another exploration policy
+    replacing the epsilon-greedy one; ``seed``: ``greedy``'s own draws (``rollout`` draws from
+    torch's global generator); ``evaluation_epsilon``: the rate of evaluation rows."""
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):
@@ -115,17 +84,12 @@ class DQNPolicy(Policy):
         return merge_hyperparameters(super().hyperparameters(), self.greedy.hyperparameters())
 
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
-        """``obs`` (a tensor or a ``NamedArray`` of fields) as a ``StateArray`` of ``shape``,
-        not terminal unless ``done`` marks the rows whose episode ended (the mask is the float
-        1.0, which ``apply_mask`` skips; a ``SampleBatch``'s own ``done`` rows say where its
-        episodes end)."""
+        """``obs`` (a tensor or fields) as a ``StateArray`` of ``shape``, ``done`` where given."""
         obs = _single(obs)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
-            device = self.device
-            not_done = torch.zeros(shape, dtype=torch.bool, device=device)
-            entries = {"reward": torch.zeros(shape, device=device), "done": not_done,
-                       "mask": 1.0}
+            entries = {"reward": torch.zeros(shape, device=self.device), "mask": 1.0,
+                       "done": torch.zeros(shape, dtype=torch.bool, device=self.device)}
             self._entries[shape] = entries
         if done is not None:
             ended = torch.as_tensor(done, dtype=torch.bool, device=self.device)
@@ -135,16 +99,10 @@ class DQNPolicy(Policy):
         return StateArray({"observation": obs, **entries}, shape, device=self.device)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Actions for ``request.obs`` (``[B, ...]``).
-
-        Each row explores with its own rate (``request.exploration``, else the policy's
-        epsilon: its schedule, when it has one, advances once per call, one step of every
-        env of the caller); evaluation rows explore at ``evaluation_epsilon`` (greedy by
-        default) and, when every row evaluates, read the network in eval mode (``q.eval``:
-        the mean weights of noisy layers); an ``exploration`` policy given to the constructor
-        takes the rows without a rate (an ez-greedy option ends on the rows ``request.done``
-        marks).
-        """
+        """Actions for ``request.obs`` (``[B, ...]``): each row explores at its own rate
+        (``request.exploration``, else the policy's epsilon or ``exploration`` policy, advanced once
+        per call), evaluation rows at ``evaluation_epsilon`` (all-evaluation requests:
+        ``q.eval``)."""
         obs = _on(request.obs, self.device)
         rate = getattr(request, "exploration", None)
         deterministic = deterministic_rows(request)
@@ -159,18 +117,17 @@ class DQNPolicy(Policy):
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
         explore, explored = _coins(rows, epsilon)
-        self.greedy.explored = explore  # (what ``metrics['explored']`` shows hooks)
+        self.greedy.explored = explore
         values = self._values(obs, rows, deterministic is True)
-        action = values.argmax(dim=-1)  # (random actions need the values: illegal ones are
-        if explored:  # masked there, by the network or the observation's mask; drawn on
-            chosen = random_actions(values.cpu()).to(self.device)  # the CPU: the stream's)
+        action = values.argmax(dim=-1)
+        if explored:  # random legal actions, drawn on the CPU (the actor's stream)
+            chosen = random_actions(values.cpu()).to(self.device)
             action = torch.where(explore.to(self.device), chosen, action)
         return RolloutResult(action=action)
 
     def _values(self, obs: Any, rows: int, evaluation: bool) -> torch.Tensor:
-        """The action values of ``rows`` observations, without gradients (``evaluation``:
-        the network in eval mode); straight from a ``QNetwork``'s network where it may be
-        (``QNetwork.network``: no state made)."""
+        """Action values of ``rows`` observations without gradients (``evaluation``: eval mode),
+        straight from a ``QNetwork``'s network where possible (no state made)."""
         network = None if evaluation or not isinstance(obs, torch.Tensor) else _network(self.q)
         if network is not None:
             with torch.no_grad():
@@ -184,12 +141,8 @@ class DQNPolicy(Policy):
         return q, q.max(dim=-1).values
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
-        """``Q(sample.obs, .)`` ``[..., num_actions]`` with gradients, for obs of any leading
-        shape (that of ``sample.reward`` when the sample has one, else ``[B]``).
-
-        Raises:
-            ValueError: unknown ``target`` (only ``"q"``).
-        """
+        """``Q(sample.obs, .)`` ``[..., num_actions]`` with gradients (leading shape: that of
+        ``sample.reward``, else ``[B]``); ``ValueError`` for a ``target`` other than ``"q"``."""
         if (target or "q") != "q":
             raise ValueError(f"unknown analyze target {target!r}; DQNPolicy supports 'q'")
         obs = _on(sample["obs"], self.device)
@@ -198,8 +151,8 @@ class DQNPolicy(Policy):
         return self.q(self.states(obs, shape))
 
     def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> float | torch.Tensor:
-        """The exploration rate of the rows (``rate``, else ``epsilon``): one float for all
-        of them, or one per row; ``evaluation_epsilon`` on evaluation rows."""
+        """The rows' exploration rate (``rate``, else ``epsilon``): one float, or one per row;
+        ``evaluation_epsilon`` on evaluation rows."""
         if deterministic is True:
             return float(self.evaluation_epsilon)
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
@@ -219,9 +172,7 @@ class DQNPolicy(Policy):
 
 
 def _single(obs: Any) -> Any:
-    """A ``NamedArray`` of one field (what the Ray environments send: ``{"obs": ...}``) as
-    that field's tensor, which plain networks read; several fields stay a ``NamedArray``
-    (a ``QModel`` reads them)."""
+    """A ``NamedArray`` of one field (what Ray environments send) as that field; several stay."""
     if isinstance(obs, NamedArray):
         fields = [value for _, value in obs.items() if value is not None]
         if len(fields) == 1:
@@ -236,20 +187,18 @@ def _on(obs: Any, device: torch.device) -> Any:
 
 
 def _coins(rows: int, epsilon: float | torch.Tensor) -> tuple[torch.Tensor, bool]:
-    """``(explore, any explored)``: whether each of ``rows`` rows explores, one coin of torch's
-    global generator each below its rate ``epsilon`` (one float for all: compared in
-    float32 as torch compares, on the coins' NumPy view)."""
+    """``(explore, any explored)``: one coin of torch's global generator per row below ``epsilon``
+    (a float is compared in float32, on the coins' NumPy view)."""
     coins = torch.rand(rows)
     if isinstance(epsilon, float):
-        explore = coins.numpy() < np.float32(epsilon)
-        return torch.from_numpy(explore), bool(explore.any())
-    explore = coins < epsilon.cpu()
+        explore = torch.from_numpy(coins.numpy() < np.float32(epsilon))
+    else:
+        explore = coins < epsilon.cpu()
     return explore, bool(explore.any())
 
 
 def _network(q: Any, target: bool = False) -> nn.Module | None:
-    """``q``'s batch-first network (``target``: its target network's) where calling it is
-    calling ``q`` on a state of those observations (``QNetwork.network``), else ``None``."""
+    """``q``'s batch-first network (``target``: its target's; ``QNetwork.network``) or ``None``."""
     network = getattr(q, "network", None)
     return network(target) if callable(network) else None
 
@@ -261,23 +210,10 @@ def _rows(obs: Any) -> int:
 
 
 class DQNTrainer(PolicyTrainer):
-    """One gradient step of (n-step, double) Q-learning per ``step`` (registered ``"dqn"``).
-
-    ``step(batch)`` learns ``Q(s_0, a_0)`` of each column of ``[T + 1, B]`` windows (one
-    transition with the ``T`` steps after it; a column whose row 0 ended an episode weighs 0)
-    from ``r^(K) + gamma^K * V(s_K)``, ``K <= n_step`` cut at the episode's end, with the
-    target network's ``V`` as ``update`` says. The returned ``TrainerStepResult.priorities``
-    are ``|td error|`` per column, for a prioritized buffer.
-
-    Args:
-        policy: the ``DQNPolicy`` whose ``q`` (with its target network) is trained.
-        discount_factor: gamma (``hp/discount``).
-        n_step: the most steps per return (the windows' ``T`` bounds it too).
-        update: the bootstrap value, a name in ``UPDATES``.
-        double_q: shorthand for ``update="double_q"`` (``False`` keeps ``update``).
-        huber: Huber loss (default) or mean squared error.
-        seed: unused (no randomness); accepted for a uniform trainer signature.
-    """
+    """One gradient step of (n-step, double) Q-learning per ``step`` (registered ``"dqn"``):
+    ``Q(s_0, a_0)`` of each column of ``[T + 1, B]`` windows (0 weight if row 0 ended an episode)
+    regresses onto ``r^(K) + gamma^K * V(s_K)``, ``K <= n_step``, ``V`` by ``update`` (a name in
+    ``UPDATES``; ``double_q``: ``"double_q"``). Priorities: ``|td error|``; ``seed``: unused."""
 
     #: the trainer-side buffer of a distributed run (``looprl.memory.make_sample_buffer``)
     sample_buffer = "prioritized"
@@ -340,36 +276,20 @@ class DQNTrainer(PolicyTrainer):
 
 
 def row_weights(batch: SampleBatch) -> torch.Tensor:
-    """Row 0's weight per column: the importance weight (1 without: a bool), 0 where row 0
-    ended an episode (no transition leaves a final observation)."""
+    """Row 0's importance weight per column (``True`` without), 0 where row 0 ended an episode."""
     transition = ~(batch.done[0] | batch.truncated[0])
     return transition if batch.weight is None else transition * batch.weight[0]
 
 
-# -- local agents ---------------------------------------------------------------------------
 class DQN(ReplayAgent):
-    """Local agent of the DQN family (single environment), as in seed 003.
-
-    Takes ``ReplayAgent``'s arguments: the policy and trainer, a replay buffer (uniform,
-    prioritized, n-step or Atari; its ``sample_batch`` windows feed ``trainer.step``, whose
-    priorities go back to ``update_priorities``), ``minibatch_size`` (32),
-    ``replay_start_size`` (1000), ``update_frequency`` (1) and ``gradient_steps`` (1).
-    """
+    """Local agent of the DQN family (single environment, seed 003); ``ReplayAgent``'s arguments."""
 
 
-# -- the ready-made Q-network over observation fields (seed 004) ----------------------------
 class QModel(nn.Module):
-    """Observation fields to action values ``[*lead, action_dim]``, for any leading shape.
-
-    ``forward(state, actions=None)`` reads ``state["observation"]`` (a ``NamedArray`` of
-    fields or one array); actions masked by the field ``action_mask`` get ``MASKED_Q``.
-
-    Args:
-        obs_dim: ``{field: dim or shape}`` it reads (an int or a shape: the field ``obs``).
-        action_dim: number of discrete actions.
-        hidden_dim, num_layers, activation: the MLP.
-        dueling: value and advantage streams instead of one linear layer.
-    """
+    """Observation fields (``obs_dim``: ``{field: dim or shape}``, an int or a shape is ``obs``) to
+    action values ``[*lead, action_dim]``; ``dueling``: value and advantage streams.
+    ``forward(state, actions=None)`` reads ``state["observation"]``; actions masked by the
+    field ``action_mask`` get ``MASKED_Q``."""
 
     def __init__(self, obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_layers: int = 2,
                  activation: str = "relu", dueling: bool = False):
@@ -400,18 +320,9 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
                      activation: str = "relu", dueling: bool = False, epsilon: float = 0.05,
                      lr: float = 3e-4, clip_grad: float = 10.0, target_update: int = 500,
                      device: str | torch.device = "cpu", seed: int | None = None) -> DQNPolicy:
-    """A ``DQNPolicy`` over a ``QModel`` (registered as policy ``"q-network"``).
-
-    Args:
-        obs_dim, action_dim, hidden_dim, num_layers, activation, dueling: see ``QModel``.
-        epsilon: exploration rate of rows without a ``request.exploration``.
-        lr: Adam's learning rate.
-        clip_grad: maximum gradient norm of the updates (0: off).
-        target_update: updates between copies into the target network.
-        device: where the parameters live.
-        seed: seeds the initial weights (``None``: torch's global RNG); the exploration
-            draws from torch's global generator, a seeded ``Actor``'s stream in a run.
-    """
+    """A ``DQNPolicy`` over a ``QModel`` (registered as policy ``"q-network"``): ``epsilon`` for
+    rows without a ``request.exploration``, ``clip_grad`` (0: off), ``target_update`` (updates
+    between target copies), ``seed`` (initial weights)."""
     if not isinstance(action_dim, int) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
     with torch.random.fork_rng(devices=[], enabled=seed is not None):

@@ -1,11 +1,6 @@
-"""Independent learners: one single-agent learner per agent of a multi-agent environment.
-
-Independent Q-learning (Tan, 1993) and independent PPO (de Witt et al., 2020,
-https://arxiv.org/abs/2011.09533) treat the other agents as part of the environment.
-``IndependentMultiagent`` routes states to the agents' own ``act`` (seed 003); on the collector
-``IndependentPolicy`` and ``IndependentTrainer`` answer and train each agent's rows and streams
-(its own ``Learner``: ``looprl.agents.independent_learner``).
-"""
+"""Independent learners (Tan, 1993; de Witt et al., 2020): one single-agent learner per agent.
+``IndependentMultiagent`` routes states to the agents' own ``act`` (seed 003); on the
+collector, ``IndependentPolicy`` and ``IndependentTrainer`` answer and train each agent's rows."""
 
 from __future__ import annotations
 
@@ -36,11 +31,7 @@ from looprl.policies import MASKED_Q, legal_actions
 
 
 class IndependentMultiagent(Multiagent):
-    """Routes each state to ``agents[state['agent']]`` (seed 003).
-
-    Args:
-        agents: one ``Agent`` per agent name.
-    """
+    """Routes each state to ``agents[state['agent']]`` (seed 003)."""
 
     def __init__(self, agents: dict[str, Agent]):
         self.agents = dict(agents)
@@ -53,16 +44,14 @@ class IndependentMultiagent(Multiagent):
 
 
 class SingleStateAgent(AgentWrapper, Agent):
-    """Lets a ``ParallelAgent`` (built for ``n_envs == 1``) act on single states, as
-    ``StateArray`` batches of 1 row; an episode end is handled like a vector env's autoreset."""
+    """Lets a ``ParallelAgent`` act on single states, as ``StateArray`` batches of 1 row."""
 
     def act(self, state: State) -> Any:
         return self.agent.act(State.array([state]))[0]
 
 
 def masked_observation(observation: Any, mask: Any) -> Any:
-    """``observation`` with the action ``mask`` appended as 0/1 features, float32 (what the
-    networks of a masked agent read); torch tensors stay torch, anything else is numpy."""
+    """``observation`` with the action ``mask`` appended as 0/1 float32 features."""
     if isinstance(observation, torch.Tensor):
         mask = torch.as_tensor(mask, device=observation.device)
         return torch.cat((observation.float(), mask.float()), dim=-1)
@@ -72,14 +61,8 @@ def masked_observation(observation: Any, mask: Any) -> Any:
 
 class MaskedModule(nn.Module):
     """Gives illegal actions the value ``MASKED_Q`` (invalid action masking, Huang & Ontanon,
-    2020, https://arxiv.org/abs/2006.14171); the mask is the input's last ``num_actions``
-    features. The action outputs are the output (Q-values, logits) or its first element
-    (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked.
-
-    Args:
-        module: maps observations with the mask appended to ``(..., num_actions)`` outputs.
-        num_actions: size of the discrete action space.
-    """
+    2020); the mask is the input's last ``num_actions`` features. Masks the output, or its first
+    element (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked."""
 
     def __init__(self, module: nn.Module, num_actions: int):
         super().__init__()
@@ -95,34 +78,27 @@ class MaskedModule(nn.Module):
         return out.masked_fill(illegal, MASKED_Q)
 
     def initial_state(self) -> Any:
-        """The wrapped actor-critic's recurrent memory (``ActorCriticModel``), or ``None``."""
+        """The wrapped actor-critic's recurrent memory, or ``None``."""
         return self.module.initial_state() if isinstance(self.module, ActorCriticModel) else None
 
 
 class MaskedAgent(AgentWrapper, Agent):
-    """Makes an agent respect ``state['action_mask']``: its networks take the observation with
-    the mask appended (``masked_observation``; a ``MaskedModule`` masks their outputs, the
-    exploration policies draw legal actions only), and an illegal action raises ``RuntimeError``."""
+    """Makes an agent respect ``state['action_mask']``: its networks see the observation with the
+    mask appended (``masked_observation``); an illegal action raises ``RuntimeError``."""
 
     def act(self, state: State) -> Any:
         mask = state["action_mask"]
         observation = masked_observation(state.observation, mask)
         action = self.agent.act(state.update(observation=observation))
         if not state.done and not bool(mask[int(action)]):
-            raise RuntimeError(
-                f"{type(self.agent).__name__} chose the illegal action {int(action)} for "
-                f"{state.get('agent', 'its agent')} (legal: {mask.nonzero().flatten().tolist()})"
-            )
+            raise RuntimeError(f"{type(self.agent).__name__} chose the illegal action "
+                               f"{int(action)} for {state.get('agent', 'its agent')} (legal: "
+                               f"{mask.nonzero().flatten().tolist()})")
         return action
 
 
 class RandomAgent(Agent):
-    """Uniformly random legal actions (all actions when the state has no mask).
-
-    Args:
-        action_space: a ``gymnasium.spaces.Discrete`` space.
-        seed: seed of the agent's own random generator.
-    """
+    """Uniformly random legal actions of a ``Discrete`` ``action_space`` (all without a mask)."""
 
     def __init__(self, action_space: Any, seed: int | None = None):
         self.num_actions = int(action_space.n)
@@ -137,21 +113,12 @@ class RandomAgent(Agent):
 
 class IndependentPolicy(Policy):
     """One policy per agent behind one ``rollout``: row ``i`` goes to the policy of agent
-    ``request.agent[i]``, in that agent's ``view``. The policies share one ``version``
-    (``share_version``) and ``module`` holds every agent's network.
+    ``request.agent[i]``, in that agent's ``view``; the policies share one ``version``.
+    ``names``: the agents', in the order of ``policies``; ``masked``: those whose observations
+    carry an ``action_mask``. ``ValueError``: ``names`` does not name every policy, or only some
+    policies are recurrent."""
 
-    Args:
-        policies: one policy per agent, in the environment's agent order.
-        names: the agents' names, in the same order.
-        masked: the names of the agents whose observations carry an ``action_mask``.
-
-    Raises:
-        ValueError: ``names`` does not name every policy, or some policies are recurrent and
-            others are not.
-    """
-
-    def __init__(self, policies: list[Policy], names: list[str],
-                 masked: Collection[str] = ()):
+    def __init__(self, policies: list[Policy], names: list[str], masked: Collection[str] = ()):
         if len(names) != len(policies) or not policies:
             raise ValueError(f"IndependentPolicy needs one name per policy, got {len(names)} "
                              f"names for {len(policies)} policies")
@@ -165,8 +132,7 @@ class IndependentPolicy(Policy):
 
     @property
     def version(self) -> int:  # type: ignore[override]
-        """The newest version among the agents' policies; setting it sets all of them (after
-        one agent's trainer stepped, ``share_version`` gives every policy the newest)."""
+        """The newest version among the agents' policies; setting it sets all of them."""
         return max(policy.version for policy in self.policies)
 
     @version.setter
@@ -193,15 +159,14 @@ class IndependentPolicy(Policy):
         return self.policies[0].default_policy_state
 
     def view(self, agent: int, obs: Any) -> Any:
-        """``obs`` (a ``NamedArray`` of fields) as agent ``agent``'s networks read it: that of
-        a masked agent is ``{"obs"}`` with its ``action_mask`` appended."""
+        """``obs`` (fields) as agent ``agent``'s networks read it: a masked agent's is ``{"obs"}``
+        with its ``action_mask`` appended."""
         if not self.masked[agent]:
             return obs
         return NamedArray(obs=masked_observation(obs["obs"], obs[ACTION_MASK]))
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        """Each agent's policy answers its own rows (``request.agent``), in its view;
-        ``ValueError`` if the request does not say whose rows it holds."""
+        """Each agent's policy answers its own rows (``request.agent``), in its view."""
         agents = _agent_indices(request.agent, "request", len(self.policies))
         results, indices = [], []
         for agent in np.unique(agents):
@@ -213,12 +178,8 @@ class IndependentPolicy(Policy):
         return _merge(results, indices)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
-        """The ``analyze`` of the policy of the one agent whose streams ``sample`` holds
-        (``sample['agent']``), in its view.
-
-        Raises:
-            ValueError: ``sample`` holds no ``agent`` field, or several agents' streams.
-        """
+        """The ``analyze`` of the one agent whose streams ``sample`` holds (``sample['agent']``;
+        ``ValueError`` if none or several)."""
         agents = np.unique(_agent_indices(sample["agent"] if "agent" in sample else None,
                                           "sample", len(self.policies)))
         if len(agents) != 1:
@@ -231,15 +192,8 @@ class IndependentPolicy(Policy):
 
 
 class IndependentTrainer(PolicyTrainer):
-    """One trainer per agent: ``step`` trains each agent's trainer on its own streams.
-
-    Args:
-        policy: the agents' ``IndependentPolicy``.
-        trainers: one trainer per agent; trainer ``i`` trains ``policy.policies[i]``.
-
-    Raises:
-        ValueError: ``trainers`` do not train ``policy.policies``, one each, in order.
-    """
+    """One trainer per agent (trainer ``i`` trains ``policy.policies[i]``), each on its own streams
+    (``ValueError`` otherwise)."""
 
     def __init__(self, policy: IndependentPolicy, trainers: list[Trainer]):
         if [t.policy for t in trainers] != policy.policies:
@@ -250,8 +204,7 @@ class IndependentTrainer(PolicyTrainer):
         self.steps = 0
 
     def split(self, batch: SampleBatch) -> dict[int, SampleBatch]:
-        """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, in the
-        agent's view; ``ValueError`` if ``batch`` does not say whose streams it holds."""
+        """Each agent's streams (columns) of ``[T + 1, B]`` segments by agent index, in its view."""
         agent = None if batch.agent is None else as_numpy(batch.agent)[0]
         agents = _agent_indices(agent, "batch", len(self.trainers))
         parts = {}
@@ -262,9 +215,7 @@ class IndependentTrainer(PolicyTrainer):
         return parts
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
-        """Step each agent's trainer on its own streams of ``batch``; statistics are named
-        ``{agent}/{name}``. Priorities are not returned: agents that learn from replay keep
-        their own (``IndependentLearner``)."""
+        """Step each agent's trainer on its own streams; statistics are named ``{agent}/{name}``."""
         stats: dict[str, Any] = {}
         for agent, part in self.split(batch).items():
             result = self.trainers[agent].step(part)
@@ -280,8 +231,7 @@ def agent_stats(name: str, stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent_indices(agent: Any, what: str, agents: int) -> np.ndarray:
-    """``agent`` as agent indices below ``agents``; ``ValueError`` if it is ``None`` or
-    names an agent that does not exist."""
+    """``agent`` as indices below ``agents``; ``ValueError`` if it is ``None`` or out of range."""
     if agent is None:
         raise ValueError(f"the {what} does not say whose rows it holds (agent is None): "
                          "independent learners need an environment of several agents, whose "
@@ -303,8 +253,7 @@ def _take(value: Any, index: np.ndarray) -> Any:
 
 
 def _merge(results: list[RolloutResult], rows: list[np.ndarray]) -> RolloutResult:
-    """The agents' ``results`` for their ``rows`` as one, in the request's order (NaN in
-    the rows of the agents whose policies do not give a float field)."""
+    """The agents' ``results`` for their ``rows`` as one, in request order (NaN if missing)."""
     results = [result.to_numpy() for result in results]
     if len(results) == 1:
         return results[0]

@@ -1,5 +1,5 @@
 """The learner of independent learners: each agent's trainer learns from its own buffer on its
-own schedule, in a local run, in Ray's trainer worker and in ``test_pipeline`` alike."""
+own schedule, on every runtime."""
 
 from __future__ import annotations
 
@@ -23,15 +23,8 @@ __all__ = ["IndependentLearner", "IndependentLearners", "shared_cut"]
 
 
 class IndependentLearner(StepLoop):
-    """One ``Learner`` per agent: ``put`` hands each agent's streams to its own
-    (``IndependentTrainer.split``); ``cores[i]`` trains ``policy.policies[i]``, and ``trainer``
-    is the ``IndependentTrainer`` of their trainers (``ValueError``: they do not train the
-    policies, one each, in order).
-
-    Args:
-        policy: the agents' policies.
-        cores: each agent's learner, in the agents' order.
-    """
+    """One ``Learner`` per agent (``cores[i]`` trains ``policy.policies[i]``); ``put`` hands each
+    agent's streams to its own, and ``trainer`` is the ``IndependentTrainer`` of their trainers."""
 
     def __init__(self, policy: IndependentPolicy, cores: Sequence[Learner]):
         self.trainer = IndependentTrainer(policy, [core.trainer for core in cores])
@@ -41,9 +34,8 @@ class IndependentLearner(StepLoop):
     @classmethod
     def from_buffers(cls, trainer: IndependentTrainer, buffers: list[tuple[str | None, Any]],
                      max_lag: int | None = None) -> IndependentLearner:
-        """Each agent's learner (``make_learner``) of ``(buffer, buffer_args)`` from
-        ``buffers`` in the agents' order (``ValueError``: not one per agent): Ray's trainer
-        worker's, as a preset's ``learning()`` describes them."""
+        """Each agent's learner (``make_learner``) of one ``(buffer, buffer_args)`` per agent,
+        in the agents' order (``ValueError``: not one per agent)."""
         if len(buffers) != len(trainer.trainers):
             raise ValueError(f"IndependentLearner needs one (buffer, buffer_args) per agent "
                              f"({len(trainer.trainers)}), got {len(buffers)}")
@@ -86,13 +78,11 @@ class IndependentLearner(StepLoop):
         return sum(core.dropped for core in self.cores)
 
     def shared_state(self) -> list[Any]:
-        """Every agent's components' shared states, agent after agent (the order of an
-        actor's ``StreamHooks.components``)."""
+        """Every agent's components' shared states, agent after agent."""
         return [state for core in self.cores for state in core.shared_state()]
 
     def log_scalars(self) -> dict[str, float]:
-        """The ``log/*`` values each agent's update hooks wrote since the last call, as
-        ``<key>/<agent>``."""
+        """Each agent's update hooks' ``log/*`` values since the last call, as ``<key>/<agent>``."""
         return self._by_agent("log_scalars")
 
     def put(self, sample: SampleBatch) -> None:
@@ -144,21 +134,12 @@ class IndependentLearner(StepLoop):
 
 
 class IndependentLearners(IndependentMultiagent, LearningAgent):
-    """Independent learners as one agent of two faces: seed 003's ``Multiagent`` (``act``
-    routes each ``MultiagentState`` to its agent's own ``act``) and, for the collector (the
-    local multi-agent experiment, as Ray's actors and trainer worker), one ``Actor`` over an
-    ``IndependentPolicy`` of the agents' policies and an ``IndependentLearner`` over the
-    agents' own learners. Both faces train the same networks from the same buffers.
-
-    Args:
-        agents: one agent per agent name (bodies around a ``LearningAgent``: a
-            ``ReplayAgent`` or ``SegmentAgent``).
-        masked: the agents whose observations carry an ``action_mask``.
-
-    Raises:
-        ValueError: an agent learns otherwise, or no one cut of the rows fits every agent
-            (``shared_cut``).
-    """
+    """Independent learners as one agent of two faces: seed 003's ``Multiagent`` (``act`` routes
+    each state to its agent's own ``act``) and, for the collector, one ``Actor`` over an
+    ``IndependentPolicy`` and an ``IndependentLearner`` over the agents' own learners.
+    ``agents``: one per agent name (around a ``ReplayAgent`` or ``SegmentAgent``); ``masked``:
+    the agents whose observations carry an ``action_mask``. ``ValueError``: an agent learns
+    otherwise, or no one cut of the rows fits every agent."""
 
     def __init__(self, agents: dict[str, Any], masked: Collection[str] = ()):
         IndependentMultiagent.__init__(self, agents)
@@ -175,11 +156,10 @@ class IndependentLearners(IndependentMultiagent, LearningAgent):
 
 
 def shared_cut(cuts: Sequence[tuple[int, bool, bool]]) -> tuple[int, bool]:
-    """How the collector cuts every agent's rows, ``(segment_length, whole_episodes)``, from
-    each agent's own ``(segment_length, whole_episodes, replay)``. An on-policy agent learns
-    from its own segments, so the on-policy agents must agree; a replay agent takes any
-    divisor of its own (its training falls at the same transitions), so the length is their
-    greatest common divisor. ``ValueError`` (one line) when no cut fits every agent."""
+    """How the collector cuts every agent's rows, ``(segment_length, whole_episodes)``, from each
+    agent's ``(segment_length, whole_episodes, replay)``: on-policy agents must agree, replay
+    agents take any divisor of their own (so the length is the greatest common divisor).
+    ``ValueError`` when no cut fits every agent."""
     length = math.gcd(*(cut[0] for cut in cuts))
     own = {cut[0] for cut in cuts if not cut[2]}  # the on-policy agents' lengths
     whole = any(cut[1] for cut in cuts)  # (then every agent must cut alike)

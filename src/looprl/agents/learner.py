@@ -1,19 +1,8 @@
-"""The ``Learner``: the learning half of the shell around every algorithm (Acme's learner),
-the same object on every runtime: a buffer, one update schedule, a trainer and the update
-hooks around its steps.
-
-* **Replay** (the DQN family, DDPG, TD3, SAC): every observation is one transition (``put``
-  of the actors' segments: ``T`` transitions per stream of a ``[T + 1, B]`` segment, one per
-  ``act`` of a local agent). ``ReplaySchedule`` says when the trainer steps.
-* **On-policy** (PPO, PPG, A2C, VAC, VPG, VQN, VSarsa): fresh segments go into an
-  ``OnPolicyBuffer``; the trainer steps once per ``batch_streams`` streams (segments more
-  than ``max_lag`` policy versions old are dropped).
-
-The local agents' ``act`` (seed 003), the local experiments, ``test_pipeline`` and Ray's
-trainer worker all step a ``Learner``, so a preset trains on the same schedule whichever
-runtime runs it. The update hooks (``hooks``: the run's ``MetaHub``, whose ``update`` runs the
-pre- and post-update hooks around ``Trainer.step``) run here and nowhere else.
-"""
+"""The ``Learner``: the learning half of the shell around every algorithm (Acme's learner), the
+same object on every runtime: a buffer, one update schedule, a trainer and the update hooks
+(``hooks``: the run's ``MetaHub``, run here and nowhere else). Replay learners (the DQN
+family, DDPG, TD3, SAC) step as their ``ReplaySchedule`` says; on-policy ones once per
+``batch_streams`` fresh streams (segments more than ``max_lag`` versions old are dropped)."""
 
 from __future__ import annotations
 
@@ -42,16 +31,7 @@ __all__ = ["Learner", "ReplaySchedule", "StepLoop", "make_learner"]
 class ReplaySchedule:
     """When a replay learner steps: ``gradient_steps`` trainer steps at every
     ``update_frequency``-th observation beyond the first ``min_size``, each on ``batch_size``
-    sampled transitions; an actor that runs more than ``max_ahead`` observations ahead of the
-    steps due waits (Ray; a local loop never runs ahead).
-
-    Args:
-        batch_size: transitions per trainer step (the presets' ``minibatch_size``).
-        min_size: observations before the first step (``replay_start_size``).
-        update_frequency: observations between training phases.
-        gradient_steps: trainer steps per training phase.
-        max_ahead: observations an actor may run ahead of the schedule.
-    """
+    transitions; an actor more than ``max_ahead`` observations ahead waits (Ray)."""
 
     batch_size: int = 32
     min_size: int = 0
@@ -67,8 +47,7 @@ class ReplaySchedule:
                              f"{self.max_ahead}")
 
     def steps(self, before: int, after: int) -> int:
-        """Trainer steps due for the observations after the ``before``-th up to the
-        ``after``-th (changes of the schedule's knobs apply from then on)."""
+        """Trainer steps due for the observations after the ``before``-th up to the ``after``-th."""
         start = max(before, self.min_size)
         if after <= start:
             return 0
@@ -77,24 +56,19 @@ class ReplaySchedule:
 
     @property
     def segment_length(self) -> int:
-        """Transitions per segment an actor hands over: the largest divisor of
-        ``update_frequency`` up to 256. Training then happens at the same transitions as
-        with one transition per segment (every due step falls on a segment's end), with a
-        fraction of the hand-overs (an ``hp/update_frequency`` changed on the way makes steps
-        due at the next segment's end)."""
+        """Transitions per segment an actor hands over: the largest divisor of ``update_frequency``
+        up to 256, so that every due step falls on a segment's end."""
         frequency = self.update_frequency
         return max(t for t in range(1, min(frequency, 256) + 1) if frequency % t == 0)
 
     def knobs(self) -> dict[str, Hyperparameter]:
-        """``batch_size``, ``update_frequency`` and ``gradient_steps``, as hyperparameters
-        (``hp/<name>`` of the learner)."""
+        """``batch_size``, ``update_frequency`` and ``gradient_steps`` as hyperparameters."""
         return {name: Hyperparameter.attribute(self, name, int)
                 for name in ("batch_size", "update_frequency", "gradient_steps")}
 
 
 class StepLoop:
-    """``train_step`` and ``train`` of a learner (``Learner``, and Ray's ``IndependentCore``
-    of one per agent) from its ``ready``, ``next_batch``, ``learn`` and ``finish``."""
+    """``train_step`` and ``train`` from ``ready``, ``next_batch``, ``learn`` and ``finish``."""
 
     def train_step(self) -> TrainerStepResult | None:
         """One step if one is due (``None``: none is)."""
@@ -106,8 +80,7 @@ class StepLoop:
         return result
 
     def train(self) -> TrainerStepResult | None:
-        """Every step due now, one after another (what a local loop calls after each
-        observation); the last one's result (``None``: none was due)."""
+        """Every step due now; the last one's result (``None``: none was due)."""
         last = None
         while self.ready():
             last = self.train_step() or last
@@ -115,25 +88,11 @@ class StepLoop:
 
 
 class Learner(StepLoop, AgentBase):
-    """A trainer, the buffer it learns from and the schedule of its steps (see the module
-    docstring).
-
-    Args:
-        trainer: a ``Trainer`` (``step(SampleBatch) -> TrainerStepResult``).
-        buffer: a replay buffer (``ExperienceReplayBuffer`` and the prioritized and Atari
-            ones) or an ``OnPolicyBuffer``.
-        schedule: the replay's ``ReplaySchedule`` (``None``: on-policy, one step per batch).
-        logger: receives the trainer's statistics (``add_loss``) every ``log_every`` steps.
-        log_every: trainer steps between two logged ones.
-
-    Attributes:
-        hooks: the run's ``MetaHub``, whose update hooks run around every step (``None``:
-            none).
-        observed: transitions received (replay; on-policy: streams' rows).
-        owed: trainer steps the schedule says are due and not yet taken (replay).
-        updates: trainer steps taken.
-        received, dropped: streams received, and dropped as too old (on-policy).
-    """
+    """A ``trainer``, the ``buffer`` it learns from (a replay or an ``OnPolicyBuffer``) and the
+    ``schedule`` of its steps (``None``: on-policy, one step per batch); ``logger`` receives the
+    statistics every ``log_every`` steps. ``hooks``: the run's ``MetaHub`` (or ``None``), whose
+    update hooks run around every step. Counters: ``observed`` transitions (on-policy: rows),
+    ``owed`` and ``updates`` trainer steps, ``received`` and ``dropped`` (stale) streams."""
 
     def __init__(self, trainer: Trainer, buffer: Any, schedule: ReplaySchedule | None = None,
                  logger: Logger | None = None, log_every: int = 1):
@@ -148,9 +107,7 @@ class Learner(StepLoop, AgentBase):
         self.stream: RandomStream | None = None  # (``seed``)
 
     def seed(self, seed: int) -> None:
-        """Sample and train on random numbers of its own, seeded with ``seed``: the replay
-        samples from its own generator (its ``seed``), the trainer's steps draw from a
-        ``RandomStream``."""
+        """Draw from random numbers of its own: the replay's generator and a ``RandomStream``."""
         self.stream = RandomStream(seed)
         own = getattr(self.buffer, "seed", None)
         if callable(own):
@@ -183,25 +140,21 @@ class Learner(StepLoop, AgentBase):
         self.received += columns
         if not self.buffer.put(sample, self.policy.version):
             self.dropped += columns
-        self._observe((rows - 1) * columns)
-
-    def _observe(self, n: int) -> None:
-        """Count ``n`` new observations and the steps they make due."""
         before = self.observed
-        self.observed += n
+        self.observed += (rows - 1) * columns
         if self.schedule is not None:
             self.owed += self.schedule.steps(before, self.observed)
 
     # -- the schedule ---------------------------------------------------------------------
     def ready(self) -> bool:
-        """Whether a step is due: an on-policy batch is complete, or the replay holds a
-        transition and the schedule owes a step."""
+        """Whether a step is due: an on-policy batch is complete, or the replay holds a transition
+        and the schedule owes a step."""
         if self.schedule is None:
             return self.buffer.ready()
         return self.owed > 0 and len(self.buffer) > 0
 
     def backlogged(self, batches: int) -> bool:
-        """Whether the actors must wait: an on-policy buffer holds ``batches`` whole batches,
+        """Whether the actors must wait: the on-policy buffer holds ``batches`` whole batches,
         or they ran more than ``max_ahead`` observations ahead of the replay's schedule."""
         schedule = self.schedule
         if schedule is None:
@@ -209,8 +162,7 @@ class Learner(StepLoop, AgentBase):
         return self.owed > schedule.steps(0, schedule.max_ahead + schedule.min_size)
 
     def next_batch(self) -> tuple[SampleBatch, Any] | None:
-        """``(sample, indices)`` of the next step (``None``: none is due); ``indices`` of the
-        replayed transitions, ``None`` on-policy."""
+        """``(sample, replayed indices or None)`` of the next step (``None``: none is due)."""
         if self.schedule is None:
             self.dropped += self.buffer.drop_stale(self.policy.version)
         if not self.ready():
@@ -223,8 +175,8 @@ class Learner(StepLoop, AgentBase):
         return self.buffer.gather(index), index
 
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
-        """``Trainer.step`` on ``batch`` with the update hooks around it (touches the trainer
-        only, not the buffer: Ray's trainer worker runs it beside ``put``)."""
+        """``Trainer.step`` on ``batch`` inside the update hooks (touches the trainer only, not the
+        buffer: Ray's trainer worker runs it beside ``put``)."""
         hooks = self.hooks
         with self.stream if self.stream is not None else nullcontext():
             if hooks is None:
@@ -257,11 +209,7 @@ class Learner(StepLoop, AgentBase):
                 "observed": self.observed, "owed": self.owed, "updates": self.updates}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore ``state_dict``'s output.
-
-        Raises:
-            ValueError: it was trained on another kind of device (a GPU and the CPU).
-        """
+        """Restore ``state_dict``'s output (``ValueError`` if trained on another kind of device)."""
         saved, here = _device(state["trainer"]), _device(self.trainer)
         if saved != here:
             raise ValueError(f"the checkpoint's trainer trained on {saved} and this one runs on "
@@ -275,15 +223,9 @@ def make_learner(trainer: Trainer, buffer: str | None = None,
                  buffer_args: dict[str, Any] | None = None, max_lag: int | None = None
                  ) -> Learner:
     """The learner of ``trainer`` over a buffer of kind ``buffer`` (``None``: the trainer's
-    ``sample_buffer``; ``looprl.memory.samples``) built from ``buffer_args``.
-
-    On-policy buffers take ``batch_streams`` (default 8) and ``max_lag`` (default the
-    argument). A replay takes ``size`` (default 100,000), ``n_step`` (default: the trainer's)
-    and, prioritized, ``alpha``/``beta``, and the schedule's ``batch`` (``batch_size``,
-    default 32), ``min_size``, ``update_frequency``, ``gradient_steps`` and ``max_ahead``
-    (``ReplaySchedule``'s defaults). The replay is kept on the CPU; trainers move their
-    batches to their device.
-    """
+    ``sample_buffer``) built from ``buffer_args``: on-policy, ``batch_streams`` (8) and
+    ``max_lag`` (the argument); a replay (kept on the CPU), ``size`` (100,000), ``n_step`` (the
+    trainer's), ``alpha``/``beta`` and ``ReplaySchedule``'s fields (``batch``: ``batch_size``)."""
     args = dict(buffer_args or {})
     kind = buffer or getattr(trainer, "sample_buffer", None)
     if kind not in REPLAY_KINDS:
@@ -300,7 +242,6 @@ def make_learner(trainer: Trainer, buffer: str | None = None,
 
 
 def _device(trainer: Any) -> str:
-    """The kind of device (``"cpu"``, ``"cuda"``) ``trainer``'s policy computes on."""
     module = getattr(trainer.policy, "module", None)
     parameter = next(module.parameters(), None) if module is not None else None
     return parameter.device.type if parameter is not None else "cpu"

@@ -1,27 +1,8 @@
-"""What the on-policy actor-critic algorithms (PPO, PPG, A2C, VAC, VPG) share, on every runtime.
-
-* ``OnPolicyTrainer`` -- ``step(sample) -> TrainerStepResult`` on ``SampleBatch`` segments
-  ``[T + 1, B]`` (see ``looprl.core.SampleBatch`` for the row convention): GAE (or V-trace)
-  targets per segment (pure functions of ``looprl.agents.losses``), then ``epochs`` passes of
-  shuffled minibatches of the subclass's loss. The same object trains in the local agent, in
-  the runners and in a Ray trainer worker.
-* ``OnPolicyAgent`` -- the local ``ParallelAgent``: writes one row per step into a
-  ``SegmentBuffer`` (the collector's convention) and lets the trainer step on every segment.
-
-The policy contract (``looprl.agents.actor_critic.ActorCriticPolicy`` follows it):
-``policy.analyze(sample, target="ppo")`` takes a ``NamedArray`` with ``obs``, ``action`` and, for
-recurrent policies, ``policy_state``, ``done`` and ``truncated``, all ``[T, B, ...]`` (besides
-other fields of the training units, which it ignores), and
-returns a ``NamedArray`` with ``log_prob``, ``entropy``, ``value`` and ``aux_value`` (``[T, B]``,
-with gradients; ``aux_value`` may be ``None``), and ``logits`` (categorical policies).
-Feed-forward policies (``default_policy_state is None``) accept any leading shape; the trainer
-then trains on shuffled valid rows. Recurrent policies get minibatches of whole streams
-(columns of the segment) and rebuild their memory from ``policy_state[0]``.
-
-Trainers whose ``policy.approximation`` is distributed (``Approximation.distribute``, DDP) must
-take equally many gradient steps: each step then trains on as many units on every trainer,
-the smallest count among them (a random subset of the others' units).
-"""
+"""What the on-policy actor-critics (PPO, PPG, A2C, VAC, VPG) share, on every runtime:
+``OnPolicyTrainer`` (GAE or V-trace targets, then ``epochs`` passes of shuffled minibatches
+of the subclass's loss) and ``OnPolicyAgent``, the local ``ParallelAgent`` that feeds it.
+Feed-forward policies train on shuffled valid rows, recurrent ones on whole streams (their
+memory rebuilt from ``policy_state[0]``); DDP-synchronized trainers on as many units each."""
 
 from __future__ import annotations
 
@@ -65,31 +46,13 @@ _REQUIRED = ("obs", "action", "reward", "done", "truncated", "log_prob")
 class OnPolicyTrainer(PolicyTrainer):
     """Targets and minibatches of an on-policy actor-critic update; subclasses give the loss.
 
-    Each ``step`` is one update (``epochs`` passes of minibatches; the loss parts are averaged
-    over them) and increments ``policy.version``.
-
-    Declares ``hp/discount``, ``hp/lam``, ``hp/entropy_coef``, ``hp/value_coef``,
-    ``hp/epochs``, ``hp/batch_size`` (with a ``minibatch_size``) and the policy's
-    ``hp/lr/<name>``, whose setting also ends the trainer's ``lr`` schedule.
-
-    Args:
-        policy: an actor-critic policy (see the module docstring) whose ``approximation`` holds
-            the optimizer (and clips gradients: its ``clip_grad``).
-        epochs: passes over each sample.
-        minibatch_size: rows per gradient step (``None``: the whole sample in one step);
-            recurrent policies take ``max(1, minibatch_size // T)`` whole streams per minibatch.
-        value_coef, entropy_coef: loss weights.
-        discount_factor, gae_lambda: gamma and lambda of GAE (and the lambda of V-trace).
-        normalize_advantages: normalize advantages per minibatch.
-        vtrace: targets by V-trace from the current policy's values and log-probs, which
-            corrects for the lag of samples made by older policy versions; otherwise GAE
-            from the values stored by the actors.
-        clip_rho, clip_c: V-trace's truncation levels.
-        total_updates: number of ``step`` calls over which schedules anneal.
-        lr: ``None`` leaves the learning rate to the optimizer; a function of training
-            progress in ``[0, 1]`` (``linear(3e-4)``) sets it before every optimizer step,
-            progress counting each update's optimizer steps as fractions of that update.
-        seed: seeds the minibatch shuffling.
+    Each ``step`` is one update (``epochs`` passes of minibatches of ``minibatch_size`` rows,
+    ``None``: the whole sample; recurrent policies take ``max(1, minibatch_size // T)`` whole
+    streams) and increments ``policy.version``; the loss parts are averaged over minibatches.
+    ``vtrace``: V-trace targets (truncated at ``clip_rho``, ``clip_c``) from the current
+    policy, else GAE from the values the actors stored. ``lr``: ``None``, or a function of
+    training progress in ``[0, 1]`` (over ``total_updates`` steps) that sets the learning rate
+    before every optimizer step (until ``hp/lr/<name>`` is set); ``seed``: the shuffling.
     """
 
     #: the trainer-side buffer the runtime pairs with it (``looprl.memory.make_sample_buffer``)
@@ -103,9 +66,8 @@ class OnPolicyTrainer(PolicyTrainer):
                  clip_c: float = 1.0, total_updates: float = float("inf"),
                  lr: Callable[[float], float] | None = None, seed: int | None = None):
         if epochs < 1 or (minibatch_size is not None and minibatch_size < 1):
-            raise ValueError(
-                f"epochs and minibatch_size must be >= 1, got {epochs}, {minibatch_size}"
-            )
+            raise ValueError(f"epochs and minibatch_size must be >= 1, got {epochs}, "
+                             f"{minibatch_size}")
         self._policy = policy
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
@@ -125,7 +87,8 @@ class OnPolicyTrainer(PolicyTrainer):
         return min(self.updates / self.total_updates, 1.0)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Its ``hp/*`` keys (see the class docstring)."""
+        """``hp/discount``, ``hp/lam``, ``hp/entropy_coef``, ``hp/value_coef``, ``hp/epochs``,
+        ``hp/batch_size`` (with a ``minibatch_size``) and the policy's ``hp/lr/<name>``."""
         found = {
             "hp/discount": Hyperparameter.attribute(self, "discount_factor", float),
             "hp/lam": Hyperparameter.attribute(self, "gae_lambda", float),
@@ -142,7 +105,7 @@ class OnPolicyTrainer(PolicyTrainer):
 
     # -- the step -------------------------------------------------------------------------
     def step(self, sample: SampleBatch) -> TrainerStepResult:
-        """One update on ``sample`` (``[T + 1, B]`` segments); see the class docstring."""
+        """One update on ``sample`` (``[T + 1, B]`` segments)."""
         sample = self._prepare(sample)
         batch, stats = self._batch(sample)
         if not self._has_rows(batch):
@@ -157,7 +120,6 @@ class OnPolicyTrainer(PolicyTrainer):
         return TrainerStepResult(scalars(stats), self.updates)
 
     def _update(self, batch: NamedArray) -> dict[str, Any]:
-        """The optimizer steps of one update on the training units ``batch``."""
         return self._policy_phase(batch)
 
     @abstractmethod
@@ -177,10 +139,9 @@ class OnPolicyTrainer(PolicyTrainer):
         """Training units with targets: valid rows ``[N]`` (feed-forward) or streams ``[B, T]``."""
         advantage, returns, old_value = targets(self, sample)
         mask = segment_mask(sample.done, sample.truncated)
-        rows = NamedArray(
-            obs=sample.obs[:-1], action=sample.action[:-1], log_prob=sample.log_prob[:-1],
-            value=old_value, advantage=advantage, returns=returns,
-        )  # fmt: skip
+        rows = NamedArray(obs=sample.obs[:-1], action=sample.action[:-1],
+                          log_prob=sample.log_prob[:-1], value=old_value, advantage=advantage,
+                          returns=returns)
         stats = {
             "explained_variance": explained_variance(old_value[mask], returns[mask]),
             "valid_rows": float(mask.sum()),
@@ -188,15 +149,12 @@ class OnPolicyTrainer(PolicyTrainer):
         }
         if not self.recurrent:
             return self._common(rows[mask]), stats
-        recurrent = NamedArray(
-            **dict(rows.items()), policy_state=sample.policy_state[:-1],
-            done=sample.done[:-1], truncated=sample.truncated[:-1], mask=mask,
-        )  # fmt: skip
+        recurrent = NamedArray(**dict(rows.items()), policy_state=sample.policy_state[:-1],
+                               done=sample.done[:-1], truncated=sample.truncated[:-1], mask=mask)
         return self._common(transpose01(recurrent)), stats
 
     def _common(self, batch: NamedArray) -> NamedArray:
-        """``batch``, or a random part of it as large as the smallest batch of the trainers
-        this one is synchronized with (DDP: all take as many gradient steps)."""
+        """``batch``, or a random part as large as the smallest DDP-synchronized trainer's."""
         n = batch.advantage.shape[0]
         common = common_units(self._policy.approximation, n if self._has_rows(batch) else 0)
         if common == n:
@@ -205,24 +163,18 @@ class OnPolicyTrainer(PolicyTrainer):
 
     # -- minibatches ----------------------------------------------------------------------
     def _units_per_minibatch(self, batch: NamedArray, size: int | None = None) -> int:
-        """Rows (feed-forward) or whole streams (recurrent) per minibatch of ``size`` rows
-        (default: ``minibatch_size``, or the whole batch when that is ``None``)."""
+        """Rows (feed-forward) or whole streams (recurrent) per minibatch of ``size`` rows."""
         size = size or self.minibatch_size or batch.returns.numel()
         if not self.recurrent:
             return size
         return max(1, size // batch.returns.shape[1])
 
     def _policy_steps(self, batch: NamedArray) -> int:
-        """Optimizer steps of ``_policy_phase`` on ``batch``."""
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
         return self.epochs * (1 if size >= n else math.ceil(n / size))
 
     def _policy_phase(self, batch: NamedArray) -> dict[str, torch.Tensor]:
-        """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches.
-
-        When one minibatch holds the whole batch (feed-forward policies), its normalized
-        advantages are the same in every epoch and are computed once.
-        """
+        """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches."""
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
         whole = size >= n
         advantage = self._advantage(batch.advantage) if whole and not self.recurrent else None
@@ -238,21 +190,17 @@ class OnPolicyTrainer(PolicyTrainer):
         return mean_parts(parts)
 
     def _shuffled(self, units: NamedArray, n: int, size: int) -> list[NamedArray]:
-        """The ``n`` units in a random order, in minibatches of ``size``: slices (views) of one
-        shuffled copy, a gather per field and epoch instead of one per minibatch."""
         shuffled = units[torch.randperm(n, generator=self.generator)]
         return [shuffled[start:start + size] for start in range(0, n, size)]
 
     def _analyze_units(self, units: NamedArray) -> NamedArray:
-        """``policy.analyze`` of training units, in the units' layout."""
         options = {} if self._weighs_entropy() else {"entropy": False}
         if not self.recurrent:
             return self._policy.analyze(units, target="ppo", **options)
         return transpose01(self._policy.analyze(transpose01(units), target="ppo", **options))
 
     def _weighs_entropy(self) -> bool:
-        """Whether the loss needs the analysis's entropy (else a discrete policy leaves it out;
-        the trainer logs it from the logits)."""
+        """Whether the loss needs the analysis's entropy."""
         return True
 
     def _valid(self, units: NamedArray, analysis: NamedArray) -> tuple[NamedArray, NamedArray]:
@@ -262,15 +210,13 @@ class OnPolicyTrainer(PolicyTrainer):
         return analysis[units.mask], units[units.mask]
 
     def _advantage(self, advantage: torch.Tensor) -> torch.Tensor:
-        """The advantages a loss sees: normalized (``normalize_advantages``) or as they are."""
         if self.normalize_advantages and advantage.shape[0] > 1:
             return normalize(advantage)
         return advantage
 
     def _minibatch_step(self, minibatch: NamedArray, advantage: torch.Tensor | None = None
                         ) -> dict[str, torch.Tensor]:
-        """One optimizer step on ``minibatch`` (``advantage``: its rows' advantages as the
-        loss sees them, when already computed)."""
+        """One optimizer step on ``minibatch`` (``advantage``: the loss's, when precomputed)."""
         analysis, rows = self._valid(minibatch, self._analyze_units(minibatch))
         if rows.advantage.shape[0] == 0:
             return self._empty_step(analysis)
@@ -282,9 +228,8 @@ class OnPolicyTrainer(PolicyTrainer):
         return parts
 
     def _empty_step(self, analysis: NamedArray) -> dict[str, torch.Tensor]:
-        """A minibatch without valid rows (recurrent streams of final observations only):
-        no step, unless the trainer is synchronized by DDP, whose every backward is a
-        collective of all trainers: then a zero-gradient step beside theirs."""
+        """A minibatch without valid rows: no step, except a zero-gradient one under DDP (whose
+        every backward is a collective of all trainers)."""
         if getattr(self._policy.approximation, "process_group", None) is not None:
             self._reinforce(0.0 * analysis.value.sum())
         return {}
@@ -307,49 +252,33 @@ class OnPolicyTrainer(PolicyTrainer):
 
 
 def targets(trainer: OnPolicyTrainer, sample: SampleBatch) -> tuple[torch.Tensor, ...]:
-    """``(advantage, returns, old value)`` of ``sample``, each ``[T, B]``: GAE from the
-    values the actors stored, or with the trainer's ``vtrace`` V-trace from its policy's."""
+    """``(advantage, returns, old value)``, each ``[T, B]``: GAE from the stored values, or
+    V-trace (``trainer.vtrace``) from the policy's."""
     gamma, lam = trainer.discount_factor, trainer.gae_lambda
     if not trainer.vtrace:
-        advantage, returns, _ = segment_gae(
-            sample.reward, sample.value, sample.done, sample.truncated, gamma, lam
-        )
+        advantage, returns, _ = segment_gae(sample.reward, sample.value, sample.done,
+                                            sample.truncated, gamma, lam)
         return advantage, returns, sample.value[:-1].float()
     with torch.no_grad():
         analysis = trainer.policy.analyze(sample, target="ppo")
-    returns, advantage = vtrace(
-        sample.log_prob[:-1], analysis.log_prob[:-1], sample.reward, analysis.value,
-        sample.done, sample.truncated, gamma, lam, trainer.clip_rho, trainer.clip_c,
-    )  # fmt: skip
+    returns, advantage = vtrace(sample.log_prob[:-1], analysis.log_prob[:-1], sample.reward,
+                                analysis.value, sample.done, sample.truncated, gamma, lam,
+                                trainer.clip_rho, trainer.clip_c)
     value = sample.value if sample.value is not None else analysis.value
     return advantage, returns, value[:-1].float()
 
 
 def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """The mean of each loss part over minibatches (one stacked mean per part; the parts of
-    every minibatch have the same keys: one loss made them)."""
+    """The mean of each loss part over minibatches."""
     if not parts:
         return {}
     return {key: torch.stack([p[key] for p in parts]).mean(0) for key in parts[0]}
 
 
 class OnPolicyAgent(SegmentAgent, ParallelAgent):
-    """Local agent over ``n_envs`` parallel environments that learns from each fresh segment:
-    the on-policy actor-critics (PPO, PPG, A2C, VAC) and, with ``n_steps=1``, online Q-learning
-    and SARSA (VQN, VSarsa: ``DQNTrainer`` on ``[2, n_envs]`` segments, SARSA reading the
-    next action from row 1).
-
-    Each ``act`` writes the new observations (with the rewards and ends that came with them)
-    and the policy's outputs for them as one row of a ``SegmentBuffer``; every ``n_steps``
-    steps the segment goes to ``trainer.step`` and its last row starts the next one. The
-    parallel experiments do not call ``act``: their collector (``looprl.collector``) writes
-    the same rows into its own ``SegmentBuffer`` and calls ``train`` on each segment.
-
-    Args:
-        policy, trainer: the algorithm.
-        n_envs, n_steps: segment shape (``n_envs * n_steps`` transitions per update).
-        logger: receives the trainer's statistics.
-    """
+    """Local agent over ``n_envs`` parallel environments that learns from each fresh segment of
+    ``n_steps`` rows (PPO, PPG, A2C, VAC; with ``n_steps=1`` VQN and VSarsa), as the parallel
+    experiments' collector does via ``train``."""
 
     def __init__(self, policy: Policy, trainer: Trainer, n_envs: int, n_steps: int = 128,
                  logger: Logger | None = None):

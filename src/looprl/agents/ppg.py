@@ -1,10 +1,6 @@
-"""Phasic Policy Gradient (Cobbe et al., 2021, https://arxiv.org/abs/2009.04416).
-
-Training alternates, as in SRL's PPG, ``n_policy`` PPO iterations and an auxiliary phase:
-``aux_epochs`` passes over their states that distil the value targets into an auxiliary value
-head of the policy network while a KL term clones the policy of the phase's start
-(``ppg_aux_loss``), and train the value network further on the same targets.
-"""
+"""Phasic Policy Gradient (Cobbe et al., 2021, https://arxiv.org/abs/2009.04416): as SRL's,
+``n_policy`` PPO iterations, then an auxiliary phase distilling the value targets into an
+auxiliary value head while a KL term clones the phase's starting policy."""
 
 from __future__ import annotations
 
@@ -23,33 +19,15 @@ __all__ = ["PPGTrainer"]
 
 
 class PPGTrainer(PPOTrainer):
-    """PPO updates on ``[T + 1, B]`` segments, with an auxiliary phase every ``n_policy`` of them.
+    """PPO updates on ``[T + 1, B]`` segments, with an auxiliary phase every ``n_policy`` of them:
+    ``aux_epochs`` passes of ``aux_minibatch_size`` rows (default: ``minibatch_size``), the
+    cloning term weighted by ``beta_clone``. ``ValueError`` at the first ``step`` without an
+    auxiliary value head. The cloning term is the exact categorical KL when ``analyze`` returns
+    ``logits``, else the estimate ``mean(log pi_old(a) - log pi(a))`` over the stored actions."""
 
-    The cloning term is ``ppg_aux_loss``'s exact categorical KL when ``analyze`` returns
-    ``logits`` (discrete actions); otherwise the sampled estimate
-    ``mean(log pi_old(a) - log pi(a))`` over the stored actions (any action space).
-
-    Args:
-        policy: an actor-critic policy with an auxiliary value head.
-        n_policy: PPO iterations (``step`` calls) per phase (the paper's ``N_pi``).
-        aux_epochs: passes over the phase's training units in the auxiliary phase (``E_aux``).
-        beta_clone: weight of the behaviour-cloning term.
-        aux_minibatch_size: rows per auxiliary gradient step (default: ``minibatch_size``).
-        **ppo_kwargs: ``PPOTrainer``'s arguments of the policy phase.
-
-    Raises:
-        ValueError: at the first ``step``, if the policy has no auxiliary value head.
-    """
-
-    def __init__(
-        self,
-        policy: Policy,
-        n_policy: int = 32,
-        aux_epochs: int = 6,
-        beta_clone: float = 1.0,
-        aux_minibatch_size: int | None = None,
-        **ppo_kwargs: Any,
-    ):
+    def __init__(self, policy: Policy, n_policy: int = 32, aux_epochs: int = 6,
+                 beta_clone: float = 1.0, aux_minibatch_size: int | None = None,
+                 **ppo_kwargs: Any):
         super().__init__(policy, **ppo_kwargs)
         self.n_policy = n_policy
         self.aux_epochs = aux_epochs
@@ -79,10 +57,9 @@ class PPGTrainer(PPOTrainer):
         with torch.no_grad():
             analysis = self._analyze_units(batch[:1])
         if analysis.aux_value is None:
-            raise ValueError(
-                f"PPG needs a policy with an auxiliary value head; {type(self._policy).__name__}"
-                " returned aux_value=None (build it with auxiliary_head=True, or a PPGNetwork)"
-            )
+            raise ValueError(f"PPG needs a policy with an auxiliary value head; "
+                             f"{type(self._policy).__name__} returned aux_value=None (build it "
+                             "with auxiliary_head=True, or a PPGNetwork)")
         self._checked = True
 
     def _aux_steps(self) -> int:
@@ -111,8 +88,7 @@ class PPGTrainer(PPOTrainer):
         return mean_parts(parts)
 
     def _with_old_policy(self, memory: NamedArray, size: int) -> NamedArray:
-        """``memory`` plus the log-probs (and logits) of the policy at the start of the phase
-        (in minibatches: a phase may hold tens of thousands of frames)."""
+        """``memory`` plus the log-probs (and logits) of the phase's starting policy."""
         with torch.no_grad():
             chunks = [
                 self._analyze_units(memory[index])
@@ -128,10 +104,8 @@ class PPGTrainer(PPOTrainer):
         if rows.returns.shape[0] == 0:
             return self._empty_step(analysis)
         if analysis.logits is not None and "old_logits" in rows:
-            joint, parts = ppg_aux_loss(
-                analysis.aux_value, rows.returns, rows.old_logits, analysis.logits,
-                self.beta_clone,
-            )  # fmt: skip
+            joint, parts = ppg_aux_loss(analysis.aux_value, rows.returns, rows.old_logits,
+                                        analysis.logits, self.beta_clone)
         else:
             aux = 0.5 * value_loss(analysis.aux_value, rows.returns.detach())
             kl = (rows.old_log_prob - analysis.log_prob).mean()

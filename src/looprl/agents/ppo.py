@@ -1,10 +1,5 @@
-"""Proximal Policy Optimization (Schulman et al., 2017, https://arxiv.org/abs/1707.06347).
-
-* ``ActorCriticPolicy`` (``looprl.agents.actor_critic``) -- acts and re-evaluates segments.
-* ``PPOTrainer`` -- ``step(sample)``: GAE (or V-trace) targets, then epochs of shuffled
-  minibatches of ``ppo_loss``. Registered as ``Trainer(type_="ppo", ...)``.
-* ``OnPolicyAgent`` (``looprl.agents.on_policy``) -- the local agent that feeds it segments.
-"""
+"""Proximal Policy Optimization (Schulman et al., 2017, https://arxiv.org/abs/1707.06347):
+``PPOTrainer``, registered as ``Trainer(type_="ppo", ...)``."""
 
 from __future__ import annotations
 
@@ -23,34 +18,17 @@ __all__ = ["PPOTrainer"]
 
 
 class PPOTrainer(OnPolicyTrainer):
-    """PPO on ``[T + 1, B]`` segments (``OnPolicyTrainer``'s targets and minibatches).
+    """PPO on ``[T + 1, B]`` segments (``OnPolicyTrainer``'s targets, minibatches and ``**kwargs``).
 
-    Each ``step`` is one PPO iteration and increments ``policy.version``. Besides the loss
-    parts it reports ``approx_kl`` and ``clip_fraction`` (averaged over minibatches), the
-    clip range, ``explained_variance``, ``valid_rows`` and the sample lag.
-
-    Args:
-        policy: an actor-critic policy whose ``approximation`` holds the optimizer.
-        epochs, minibatch_size: passes over each sample and rows per gradient step.
-        clip: clipping range of the probability ratio, or a function of training
-            progress in ``[0, 1]`` returning it (``linear(0.2)`` anneals it to 0).
-        value_clip: clip value predictions around the old values (``None``: off).
-        normalize_advantages: normalize advantages per minibatch.
-        **kwargs: ``OnPolicyTrainer``'s other arguments (``value_coef``, ``entropy_coef``,
-            ``discount_factor``, ``gae_lambda``, ``vtrace``, ``total_updates``, ``lr``...).
+    ``clip``: the ratio's clipping range, or a function of training progress in ``[0, 1]``
+    (``linear(0.2)`` anneals it to 0); ``value_clip``: clip value predictions around the old
+    values (``None``: off). Reports ``approx_kl``, ``clip_fraction``, the clip range,
+    ``explained_variance``, ``valid_rows`` and the sample lag besides the loss parts.
     """
 
-    def __init__(
-        self,
-        policy: Policy,
-        epochs: int = 4,
-        minibatch_size: int | None = 256,
-        clip: float | Callable[[float], float] = 0.2,
-        value_clip: float | None = None,
-        normalize_advantages: bool = True,
-        entropy_coef: float = 0.01,
-        **kwargs: Any,
-    ):
+    def __init__(self, policy: Policy, epochs: int = 4, minibatch_size: int | None = 256,
+                 clip: float | Callable[[float], float] = 0.2, value_clip: float | None = None,
+                 normalize_advantages: bool = True, entropy_coef: float = 0.01, **kwargs: Any):
         super().__init__(policy, epochs=epochs, minibatch_size=minibatch_size,
                          normalize_advantages=normalize_advantages, entropy_coef=entropy_coef,
                          **kwargs)
@@ -63,8 +41,7 @@ class PPOTrainer(OnPolicyTrainer):
         self._bounds: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """``OnPolicyTrainer``'s keys and ``hp/clip`` (the clip range now; setting it
-        replaces a schedule, from the next step on)."""
+        """``OnPolicyTrainer``'s keys and ``hp/clip`` (setting it replaces a schedule)."""
         clip = Hyperparameter(self._clip, lambda value: setattr(self, "clip", float(value)))
         return {**super().hyperparameters(), "hp/clip": clip}
 
@@ -90,13 +67,11 @@ class PPOTrainer(OnPolicyTrainer):
         if self._bounds is None or self._bounds[0] is not advantage:
             # (when one minibatch holds the batch, every epoch has the same advantages)
             self._bounds = (advantage, ppo_clip_bounds(advantage, self._clip_now))
-        loss, parts = ppo_loss(
-            analysis.log_prob, rows.log_prob, advantage, analysis.value, rows.returns,
-            analysis.entropy, self._clip_now, self.value_coef, self.entropy_coef,
-            old_values=rows.value, value_clip=self.value_clip, bounds=self._bounds[1],
-        )  # fmt: skip
-        # the ratio diagnostics (and an entropy left out) of all minibatches are computed at
-        # once, after the update
+        loss, parts = ppo_loss(analysis.log_prob, rows.log_prob, advantage, analysis.value,
+                               rows.returns, analysis.entropy, self._clip_now, self.value_coef,
+                               self.entropy_coef, old_values=rows.value,
+                               value_clip=self.value_clip, bounds=self._bounds[1])
+        # diagnostics (and an entropy left out) are computed for all minibatches at once
         self._log_ratios.append(analysis.log_prob.detach() - rows.log_prob)
         if analysis.entropy is None:
             self._logits.append(analysis.logits.detach())
@@ -105,8 +80,7 @@ class PPOTrainer(OnPolicyTrainer):
 
 def minibatch_mean(tensors: list[torch.Tensor], stat: Callable[[torch.Tensor], torch.Tensor]
                    ) -> torch.Tensor:
-    """``stat`` of each minibatch's tensor, averaged over its rows and then over minibatches
-    (as the loss parts are): one computation over them stacked when they have one shape."""
+    """``stat`` of each minibatch's tensor, averaged over its rows, then over minibatches."""
     if all(x.shape == tensors[0].shape for x in tensors):
         values = stat(torch.stack(tensors))
         return values.mean(tuple(range(1, values.dim()))).mean()
@@ -114,9 +88,8 @@ def minibatch_mean(tensors: list[torch.Tensor], stat: Callable[[torch.Tensor], t
 
 
 def ratio_stats(log_ratios: list[torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
-    """``approx_kl`` (``mean((ratio - 1) - log ratio)``, Schulman's low-variance estimator)
-    and ``clip_fraction`` (share of ``|ratio - 1| > clip``), each averaged over minibatches
-    from their probability log-ratios."""
+    """``approx_kl`` (``mean((ratio - 1) - log ratio)``) and ``clip_fraction`` (share of
+    ``|ratio - 1| > clip``), each averaged over minibatches."""
     return {
         "approx_kl": minibatch_mean(log_ratios, lambda x: (x.exp() - 1.0) - x),
         "clip_fraction": minibatch_mean(log_ratios,

@@ -1,6 +1,5 @@
-"""The bootstrap values of the DQN family (``looprl.agents.dqn``): the n-step window's
-return, discount and bootstrap observations (``bootstrap``), and the rules that value the
-bootstrap observations (``UPDATES``; their math is in ``looprl.agents.losses.value``)."""
+"""The bootstrap values of the DQN family: the n-step window's return, discount and bootstrap
+observations (``bootstrap``), and the rules that value those observations (``UPDATES``)."""
 
 from __future__ import annotations
 
@@ -18,15 +17,13 @@ __all__ = ["BUILT_IN", "UPDATES", "Networks", "bootstrap"]
 
 def bootstrap(batch: SampleBatch, gamma: float, n_step: int
               ) -> tuple[torch.Tensor, torch.Tensor, Any, torch.Tensor]:
-    """Row 0's n-step return, discount (0 if terminal), the bootstrap observations and the
-    action taken there (``[B]`` each) of ``[T + 1, B]`` windows
-    (``looprl.agents.losses.n_step_bootstrap``)."""
+    """Row 0's n-step return, discount (0 if terminal), bootstrap observations and the action
+    taken there (``[B]`` each) of ``[T + 1, B]`` windows."""
     if batch.reward.shape[0] == 2:  # one-step windows: no gathering
         discount = torch.where(batch.done[1], 0.0, gamma)
         return batch.reward[1], discount, batch.obs[1], batch.action[1]
-    returns, boot, discount = n_step_bootstrap(
-        batch.reward, batch.done, batch.truncated, gamma, n_step, rows=1
-    )
+    returns, boot, discount = n_step_bootstrap(batch.reward, batch.done, batch.truncated, gamma,
+                                               n_step, rows=1)
     row, columns = boot[0], torch.arange(boot.shape[1], device=boot.device)
 
     def at_boot(leaf: torch.Tensor) -> torch.Tensor:
@@ -66,8 +63,7 @@ BUILT_IN = tuple(UPDATES.values())
 
 class Networks:
     """What the built-in ``UPDATES`` read of a ``QNetwork`` (``no_grad`` and ``target``), on
-    observation tensors ``[B, ...]`` through its online and target networks
-    (``QNetwork.network``): the same values as on a ``StateArray`` of them, none made."""
+    observation tensors ``[B, ...]`` through its online and target networks (no state made)."""
 
     def __init__(self, online: torch.nn.Module, target: torch.nn.Module):
         self.online, self._target = online, target

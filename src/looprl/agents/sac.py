@@ -1,9 +1,5 @@
-"""Soft Actor-Critic (Haarnoja et al., 2018, https://arxiv.org/abs/1812.05905).
-
-Twin critics with Polyak-averaged targets, a tanh-Gaussian actor trained through the
-reparameterization trick, and automatic entropy tuning of the temperature ``alpha``
-towards ``target_entropy`` (``-|A|`` by default).
-"""
+"""Soft Actor-Critic (Haarnoja et al., 2018, https://arxiv.org/abs/1812.05905): twin critics,
+a tanh-Gaussian actor trained by reparameterization, and automatic tuning of ``alpha``."""
 
 from __future__ import annotations
 
@@ -23,11 +19,7 @@ from looprl.approximation import Approximation
 
 
 class Temperature(nn.Module):
-    """SAC's entropy temperature, stored as ``log_alpha``; ``forward()`` returns it.
-
-    Args:
-        alpha: the initial temperature.
-    """
+    """SAC's entropy temperature, stored as ``log_alpha`` (``forward()`` returns it)."""
 
     def __init__(self, alpha: float = 1.0):
         super().__init__()
@@ -40,33 +32,19 @@ class Temperature(nn.Module):
 
 
 class SACPolicy(ContinuousPolicy):
-    """Tanh-Gaussian policy over a ``SoftDeterministicPolicy``: samples while training,
-    ``tanh(mean)`` in evaluation."""
+    """Tanh-Gaussian policy: samples while training, ``tanh(mean)`` in evaluation."""
 
     def explore(self, observation: torch.Tensor) -> torch.Tensor:
         return self.actor.sample(observation)
 
 
 class SACTrainer(DDPGTrainer):
-    """One critic, actor and temperature update per ``step``.
+    """One critic, actor and temperature update per ``step``: ``q`` is an ``Approximation`` of a
+    ``TwinQ`` with a ``PolyakTarget``, ``temperature`` one of a ``Temperature`` (fixed without an
+    optimizer), tuned towards ``target_entropy`` (``-|A|`` in the paper)."""
 
-    Args:
-        policy: the ``SACPolicy`` whose actor is trained.
-        q: an ``Approximation`` of a ``TwinQ`` with a ``PolyakTarget``.
-        temperature: an ``Approximation`` of a ``Temperature``; without an optimizer the
-            temperature stays fixed.
-        discount_factor: gamma.
-        target_entropy: the entropy the temperature is tuned towards (``-|A|`` in the paper).
-    """
-
-    def __init__(
-        self,
-        policy: SACPolicy,
-        q: Approximation,
-        temperature: Approximation,
-        discount_factor: float = 0.99,
-        target_entropy: float = -1.0,
-    ):
+    def __init__(self, policy: SACPolicy, q: Approximation, temperature: Approximation,
+                 discount_factor: float = 0.99, target_entropy: float = -1.0):
         super().__init__(policy, q, discount_factor)
         self.temperature = temperature
         self.target_entropy = target_entropy
@@ -79,15 +57,13 @@ class SACTrainer(DDPGTrainer):
         """The current temperature (no gradients)."""
         return self.temperature.model.log_alpha.detach().exp()
 
-    def _targets(
-        self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
-    ) -> torch.Tensor:
+    def _targets(self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
+                 ) -> torch.Tensor:
         """``r + gamma * mask * (min(Q1', Q2')(s', a') - alpha * log pi(a'|s'))``."""
         next_actions, next_log_probs = self._policy.actor.no_grad(next_obs)
         next_q1, next_q2 = self.q.target(next_obs, next_actions)
-        return sac_target(
-            rewards, next_q1, next_q2, next_log_probs, masks, self.discount_factor, self.alpha
-        )
+        return sac_target(rewards, next_q1, next_q2, next_log_probs, masks, self.discount_factor,
+                          self.alpha)
 
     def _actor_step(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
         """The actor's update, then the temperature's (when it has an optimizer)."""
@@ -107,4 +83,4 @@ class SACTrainer(DDPGTrainer):
 
 
 class SAC(OffPolicyAgent):
-    """Local SAC agent (single environment); see ``OffPolicyAgent`` for the arguments."""
+    """Local SAC agent (single environment; ``OffPolicyAgent``'s arguments)."""

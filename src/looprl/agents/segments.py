@@ -1,6 +1,5 @@
 """What the trainers share: their base (``PolicyTrainer``), and checks and statistics of the
-``SampleBatch`` segments they learn from (``looprl.agents.on_policy``): the sample check,
-stream-major views, DDP unit counts, stats."""
+``SampleBatch`` segments they learn from."""
 
 from __future__ import annotations
 
@@ -21,36 +20,27 @@ class PolicyTrainer(Trainer):
 
 
 def on_device(batch: SampleBatch, device: torch.device) -> SampleBatch:
-    """``batch`` as torch tensors on ``device``'s kind: numpy segments and batches on another
-    device (a CPU replay's for a GPU trainer) are moved; anything else is returned as is."""
+    """``batch`` as torch tensors on ``device``'s kind (moved only if numpy or elsewhere)."""
     reward = batch.reward
     if isinstance(reward, torch.Tensor) and reward.device.type == device.type:
         return batch
     return batch.to(device)
 
 
-def prepare_sample(
-    sample: SampleBatch, device: Any, trainer: str, required: tuple[str, ...]
-) -> SampleBatch:
-    """``sample`` as torch tensors on ``device``, checked to be ``[T + 1, B]`` segments.
-
-    Raises:
-        TypeError: ``sample`` is not a ``NamedArray``.
-        ValueError: a required field is missing or ``reward`` is not ``[T + 1, B]``, ``T >= 1``.
-    """
+def prepare_sample(sample: SampleBatch, device: Any, trainer: str, required: tuple[str, ...]
+                   ) -> SampleBatch:
+    """``sample`` as torch tensors on ``device``, checked to be ``[T + 1, B]`` segments
+    (``TypeError``: no ``NamedArray``; ``ValueError``: a required field missing, a bad shape)."""
     if not isinstance(sample, NamedArray):
         raise TypeError(f"{trainer} trainer: expected a SampleBatch, got {type(sample).__name__}")
     missing = [name for name in required if getattr(sample, name, None) is None]
     if missing:
-        raise ValueError(
-            f"{trainer} trainer: the sample lacks field(s) {missing}; actors must record them"
-        )
+        raise ValueError(f"{trainer} trainer: the sample lacks field(s) {missing}; actors must "
+                         "record them")
     sample = sample.to(device)
     if sample.reward.dim() != 2 or sample.reward.shape[0] < 2:
-        raise ValueError(
-            f"{trainer} trainer: reward must be [T + 1, B] with T >= 1, "
-            f"got shape {tuple(sample.reward.shape)}"
-        )
+        raise ValueError(f"{trainer} trainer: reward must be [T + 1, B] with T >= 1, "
+                         f"got shape {tuple(sample.reward.shape)}")
     return sample
 
 
@@ -60,12 +50,8 @@ def transpose01(x: NamedArray) -> NamedArray:
 
 
 def common_units(approximation: Any, n: int) -> int:
-    """The fewest of ``n`` over the processes ``approximation`` averages gradients with
-    (``Approximation.distribute``; ``n`` itself when it trains alone).
-
-    Trainers synchronized by DDP must take equally many gradient steps: each trains on this
-    many of its rows, as a ``DistributedSampler`` gives every process an equal share.
-    """
+    """The fewest of ``n`` over the processes ``approximation`` averages gradients with (DDP
+    trainers must take equally many steps); ``n`` itself when it trains alone."""
     group = getattr(approximation, "process_group", None)
     if group is None:
         return n

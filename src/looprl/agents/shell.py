@@ -1,19 +1,7 @@
-"""Seed 003's ``Agent.act(state)`` as a facade over the two units of the shell: an ``Actor``
-(the policy and an adder that writes the rows) and a ``Learner`` (the buffer, the schedule and
-the trainer). ``act`` feeds the Actor, hands the Learner each segment the adder completes,
-steps it as its schedule says, and returns the action.
-
-The local experiments do not call ``act``: their collector (``looprl.collector.EnvRunner``)
-writes the same rows into its own adder, cut the same way (``LearningAgent.adder``'s
-``segment_length`` and ``whole_episodes``), and calls ``train`` on each segment, as Ray's
-actor workers hand them to the trainer worker's ``Learner``.
-
-* ``ReplayAgent`` -- the replay algorithms (the DQN family, DDPG, TD3, SAC): segments of a
-  divisor of ``update_frequency`` transitions into the replay, trained by a
-  ``ReplaySchedule`` at the same transitions as one by one.
-* ``SegmentAgent`` -- the on-policy ones (PPO, PPG, A2C, VAC, VPG, VQN, VSarsa): fresh
-  segments into an ``OnPolicyBuffer``, one trainer step per batch.
-"""
+"""Seed 003's ``Agent.act(state)`` as a facade over the two units of the shell, an ``Actor``
+(policy and adder) and a ``Learner`` (buffer, schedule, trainer): ``ReplayAgent`` for the
+replay algorithms, ``SegmentAgent`` for the on-policy ones. The local experiments' collector
+writes the same rows, cut the same way, and calls ``train`` on each segment."""
 
 from __future__ import annotations
 
@@ -39,22 +27,14 @@ __all__ = ["LearningAgent", "ReplayAgent", "SegmentAgent", "seed_units"]
 
 
 def seed_units(seed: int, actor: Actor | None = None, learner: Learner | None = None) -> None:
-    """Seed an ``actor`` and a ``learner`` with ``seed``: each draws from random numbers of
-    its own (``Actor.seed``, ``Learner.seed``), which do not depend on the process they
-    share. Every runtime seeds a run's units this way (locally in one process, on Ray in the
-    actor and trainer workers), so that one seed gives one run."""
+    """Seed an ``actor`` and a ``learner`` with ``seed`` (each with random numbers of its own)."""
     for unit in (actor, learner):
         if unit is not None:
             unit.seed(seed)
 
 
 class LearningAgent(AgentBase):
-    """``act`` over ``actor`` and ``learner`` (see the module docstring).
-
-    Args:
-        actor: the acting unit; its adder (a ``SegmentBuffer``) cuts the segments.
-        learner: the learning unit.
-    """
+    """``act`` over ``actor`` (whose adder cuts the segments) and ``learner``."""
 
     def __init__(self, actor: Actor, learner: Learner):
         if actor.adder is None:
@@ -70,8 +50,8 @@ class LearningAgent(AgentBase):
         return self.actor.adder
 
     def act(self, state: Any) -> Any:
-        """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``),
-        written as one row; the learner takes each finished segment and steps as due."""
+        """The policy's action for ``state`` (a ``State``, or each row of a ``StateArray``), written
+        as one row; the learner takes each finished segment and steps as due."""
         self._fit(len(state) if isinstance(state, StateArray) else 1)
         action = self.actor.act(state)
         for segment in self.actor.segments():
@@ -79,9 +59,7 @@ class LearningAgent(AgentBase):
         return action
 
     def _fit(self, rows: int) -> None:
-        """Make the adder (and an on-policy learner's batches) as wide as the first batch
-        the agent acts on, whatever its preset's ``n_envs`` (as ALL's agents take any batch);
-        ``ValueError`` in one line for another width later."""
+        """Widen the adder (and on-policy batches) to the first batch; later ones must match."""
         adder = self.actor.adder
         if rows == len(adder.t):
             return
@@ -95,8 +73,7 @@ class LearningAgent(AgentBase):
             self.learner.buffer.batch_streams = rows
 
     def train(self, segment: SampleBatch) -> TrainerStepResult | None:
-        """Give ``segment`` (``[T + 1, B]`` rows) to the learner, which takes the steps its
-        schedule says are due; the last one's result (``None``: none was due)."""
+        """Put ``segment`` (``[T + 1, B]``), take the steps due; the last result (or ``None``)."""
         learner = self.learner
         learner.put(segment if learner.replay else segment.to(self.actor.device))
         return learner.train()
@@ -107,22 +84,11 @@ class LearningAgent(AgentBase):
 
 
 class ReplayAgent(LearningAgent, Agent):
-    """A replay agent (single environment): every ``act`` writes one row, the rows go into
-    the replay as transitions (none out of a terminal state) in segments of the schedule's
-    ``segment_length`` (a divisor of ``update_frequency``), and the learner trains as its
-    ``ReplaySchedule`` says: nothing for the first ``replay_start_size``
-    transitions, then ``gradient_steps`` steps every ``update_frequency`` transitions, the
-    priorities a step returns going back to the buffer.
-
-    Args:
-        policy, trainer: the algorithm.
-        replay_buffer: an ``ExperienceReplayBuffer`` (or a prioritized/n-step/Atari one).
-        minibatch_size: transitions per gradient step.
-        replay_start_size: transitions collected before training starts.
-        update_frequency: transitions between training phases.
-        gradient_steps: gradient steps per training phase.
-        logger: receives the trainer's statistics every ``log_every`` gradient steps.
-    """
+    """A replay agent (single environment): every ``act`` writes one row; the rows go into the
+    replay in segments of the schedule's ``segment_length``, and the learner trains as its
+    ``ReplaySchedule`` says (``minibatch_size``: its ``batch_size``, ``replay_start_size``: its
+    ``min_size``), the step's priorities going back to the buffer; ``logger`` receives the
+    trainer's statistics every ``log_every`` gradient steps."""
 
     def __init__(self, policy: Policy, trainer: Trainer, replay_buffer: Any,
                  minibatch_size: int = 32, replay_start_size: int = 1000,
@@ -136,19 +102,12 @@ class ReplayAgent(LearningAgent, Agent):
 
     @property
     def minibatch_size(self) -> int:
-        """Transitions per gradient step (the schedule's ``batch_size``, ``hp/batch_size``)."""
+        """Transitions per gradient step (the schedule's ``batch_size``)."""
         return self.learner.schedule.batch_size
 
 
 class SegmentAgent(LearningAgent):
-    """An on-policy agent: each segment its adder completes (of ``streams`` columns) goes to
-    the learner, which steps on it.
-
-    Args:
-        policy, trainer: the algorithm.
-        adder: the ``SegmentBuffer`` that cuts the segments.
-        logger: receives the trainer's statistics.
-    """
+    """An on-policy agent: the learner steps on each segment ``adder`` completes."""
 
     def __init__(self, policy: Policy, trainer: Trainer, adder: SegmentBuffer,
                  logger: Logger | None = None):

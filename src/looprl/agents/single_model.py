@@ -1,8 +1,9 @@
 """``SingleModelPytorchPolicy``: the base of a user's own policy over one ``nn.Module`` (seed 004).
 
-Subclass it, build your network in ``__init__`` and hand it to ``super().__init__``, then
-write ``default_policy_state``, ``rollout`` and ``analyze``; the base does the rest on every
-runtime (``test_pipeline``, the Ray workers)::
+Subclass it, hand your network to ``super().__init__``, then write ``default_policy_state``,
+``rollout`` and ``analyze``; the base gives a device (``"cpu"`` by default, unlike SRL's), a
+``version``, DDP (``distributed()``: ``net`` is then the wrapper) and checkpoints loadable
+with ``torch.load(..., weights_only=True)``::
 
     class MyPolicy(SingleModelPytorchPolicy):
         def __init__(self, hidden: int = 64, device: str = "cpu"):
@@ -12,11 +13,6 @@ runtime (``test_pipeline``, the Ray workers)::
             with torch.no_grad():
                 logits = self.net(torch.as_tensor(requests.obs.obs, device=self.device))
             ...
-
-It gives the policy a device (``"cpu"`` by default, unlike SRL's base, which took a GPU when
-it saw one), a ``version``, DDP (``distributed()``: ``net`` is then the wrapper, so the forward
-passes of ``analyze`` average the gradients) and checkpoints loadable with
-``torch.load(..., weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -34,15 +30,7 @@ __all__ = ["SingleModelPytorchPolicy"]
 
 
 class SingleModelPytorchPolicy(Policy):
-    """A ``Policy`` over one neural network (see the module docstring).
-
-    Args:
-        neural_network: the ``nn.Module`` holding every parameter of the policy.
-        device: where it computes.
-
-    Raises:
-        TypeError: ``neural_network`` is no ``nn.Module``.
-    """
+    """A ``Policy`` over one ``nn.Module`` (see the module docstring; ``TypeError`` otherwise)."""
 
     def __init__(self, neural_network: nn.Module, device: str | torch.device = "cpu"):
         if not isinstance(neural_network, nn.Module):
@@ -81,31 +69,24 @@ class SingleModelPytorchPolicy(Policy):
         self._module.eval()
 
     def to(self, device: str | torch.device) -> SingleModelPytorchPolicy:
-        """Move the network to ``device`` (before a trainer builds its optimizer over it: the
-        runtime does so); return ``self``."""
+        """Move the network to ``device`` (before the optimizer is built); return ``self``."""
         self.device = torch.device(device)
         self._module.to(self.device)
         return self
 
     def distributed(self, **kwargs: Any) -> None:
-        """Average gradients over the default process group with DDP (``runtime.trainers > 1``
-        calls it; ``kwargs``: its ``process_group``); nothing without a group, or done."""
+        """Average gradients with DDP (``kwargs``: its ``process_group``), if a group exists."""
         if self._ddp is None and dist.is_available() and dist.is_initialized():
             self._ddp = data_parallel(self._module, **kwargs)
 
     def get_checkpoint(self) -> dict[str, Any]:
-        """``{"steps": version, "version": version, "state_dict": ...}``, tensors on the CPU
-        (without DDP's prefix)."""
+        """``{"steps": version, "version": version, "state_dict": ...}``, tensors on the CPU."""
         state = {key: value.detach().cpu() for key, value in self._module.state_dict().items()}
         return {"steps": self.version, "version": self.version, "state_dict": state}
 
     def load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Restore ``get_checkpoint``'s output (SRL's too); without ``steps`` or ``version``
-        (pretrained weights), the version is 0.
-
-        Raises:
-            ValueError: ``checkpoint`` holds no ``state_dict``.
-        """
+        """Restore ``get_checkpoint``'s output (SRL's too; ``ValueError`` without a ``state_dict``);
+        the version is 0 without ``steps`` or ``version`` (pretrained weights)."""
         if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
             got = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
             raise ValueError(f"a policy checkpoint is a dict with a 'state_dict' (what "

@@ -1,13 +1,6 @@
 """``RandomStream``: the random numbers of one unit of a run (an ``Actor``, a ``Learner``).
-
-A policy samples its actions and a trainer its noise from torch's global generator. In one
-process (a local run) the acting and the learning draws would interleave; on Ray each has a
-process of its own. A seeded unit keeps a stream of its own instead: inside ``with stream:``
-torch's global CPU generator runs from the stream's state, kept for the next time, and the
-process's state is put back after. So an Actor and a Learner draw the same numbers whether
-they share a process or not, and one seed gives one run on every runtime. (Only the CPU
-generator: CUDA draws are not put in streams.)
-"""
+Inside ``with stream:`` torch's global CPU generator runs from the stream's own state, so a
+unit draws the same numbers whether it shares a process or not (CUDA draws excluded)."""
 
 from __future__ import annotations
 

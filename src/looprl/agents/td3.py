@@ -1,10 +1,6 @@
-"""Twin Delayed DDPG (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477).
-
-DDPG plus clipped double Q-learning (twin critics, the target takes their minimum),
-target-policy smoothing (clipped Gaussian noise on the target action) and delayed updates
-(the actor, and through ``DelayedPolyakTarget`` the critics' target, every ``policy_delay``
-critic updates), each a small override of ``DDPGTrainer``; the policy is ``DDPGPolicy``.
-"""
+"""Twin Delayed DDPG (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477): DDPG plus
+twin critics (the target takes their minimum), target-policy smoothing and delayed actor
+and target updates, each a small override of ``DDPGTrainer``."""
 
 from __future__ import annotations
 
@@ -16,8 +12,7 @@ from looprl.approximation import Approximation, PolyakTarget
 
 
 class DelayedPolyakTarget(PolyakTarget):
-    """A ``PolyakTarget`` (``rate``: tau) that moves only at every ``every``-th update
-    (TD3's delay)."""
+    """A ``PolyakTarget`` (``rate``: tau) that moves only at every ``every``-th update."""
 
     def __init__(self, rate: float, every: int = 2):
         super().__init__(rate)
@@ -33,43 +28,27 @@ class DelayedPolyakTarget(PolyakTarget):
 
 
 class TD3Trainer(DDPGTrainer):
-    """TD3's update: twin critics every step, the actor every ``policy_delay`` steps.
+    """TD3's update: twin critics every step, the actor every ``policy_delay`` steps. ``policy``'s
+    actor and ``q`` (of a ``TwinQ``; ``DelayedPolyakTarget(tau, policy_delay)`` for the paper's
+    delay) have target networks; ``target_noise``, ``noise_clip``: the smoothing noise's
+    standard deviation and clipping range, in units of half the action range."""
 
-    Args:
-        policy: the ``DDPGPolicy`` whose actor has a target network.
-        q: an ``Approximation`` of a ``TwinQ`` with a target network (use
-            ``DelayedPolyakTarget(tau, policy_delay)`` for the paper's delayed target).
-        discount_factor: gamma.
-        policy_delay: critic updates per actor update.
-        target_noise, noise_clip: standard deviation and clipping range of the smoothing
-            noise, in units of half the action range.
-    """
-
-    def __init__(
-        self,
-        policy: DDPGPolicy,
-        q: Approximation,
-        discount_factor: float = 0.99,
-        policy_delay: int = 2,
-        target_noise: float = 0.2,
-        noise_clip: float = 0.5,
-    ):
+    def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99,
+                 policy_delay: int = 2, target_noise: float = 0.2, noise_clip: float = 0.5):
         super().__init__(policy, q, discount_factor)
         self.policy_delay = policy_delay
         self.target_noise = target_noise
         self.noise_clip = noise_clip
 
-    def _targets(
-        self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
-    ) -> torch.Tensor:
+    def _targets(self, rewards: torch.Tensor, next_obs: torch.Tensor, masks: torch.Tensor
+                 ) -> torch.Tensor:
         """``r + gamma * mask * min(Q1', Q2')(s', smoothed mu'(s'))``."""
         actor = self._policy.actor
         next_actions = actor.target(next_obs)
         _, scale, low, high = actor.bounds.on(next_actions.device)
         noise = torch.randn_like(next_actions)
-        next_actions = smoothed_target_action(
-            next_actions, noise, self.target_noise, self.noise_clip, scale, low, high
-        )
+        next_actions = smoothed_target_action(next_actions, noise, self.target_noise,
+                                              self.noise_clip, scale, low, high)
         next_q1, next_q2 = self.q.target(next_obs, next_actions)
         return td3_target(rewards, next_q1, next_q2, masks, self.discount_factor)
 
@@ -82,4 +61,4 @@ class TD3Trainer(DDPGTrainer):
 
 
 class TD3(OffPolicyAgent):
-    """Local TD3 agent (single environment); see ``OffPolicyAgent`` for the arguments."""
+    """Local TD3 agent (single environment; ``OffPolicyAgent``'s arguments)."""

@@ -1,8 +1,5 @@
-"""Vanilla Actor-Critic, online over parallel environments (Sutton & Barto, 2018, section
-13.5; Konda & Tsitsiklis, 2000, https://papers.nips.cc/paper/1786-actor-critic-algorithms):
-the TD error of every step of ``n_envs`` environments is the actor's advantage and the
-critic's regression error. The local agent is ``OnPolicyAgent`` with ``n_steps=1``.
-"""
+"""Vanilla Actor-Critic (Sutton & Barto, 2018, section 13.5), online over parallel
+environments: the TD error of every step is the actor's advantage and the critic's error."""
 
 from __future__ import annotations
 
@@ -18,11 +15,8 @@ __all__ = ["VACTrainer"]
 
 
 class VACTrainer(A2CTrainer):
-    """One gradient step of ``a2c_loss`` on the TD errors of one step of every env: the
-    advantage is ``R - V(s)`` with ``R = r + gamma * mask' * V(s')`` from the segment and
-    ``V(s)`` from the current critic (the stored one is one update older). ``**kwargs``:
-    ``A2CTrainer``'s (``gae_lambda`` is 0).
-    """
+    """One gradient step of ``a2c_loss`` on one step of every env: the advantage is ``R - V(s)``,
+    ``R = r + gamma * mask' * V(s')`` from the segment and ``V(s)`` from the current critic."""
 
     def __init__(self, policy: Policy, **kwargs: Any):
         super().__init__(policy, **{"gae_lambda": 0.0, **kwargs})

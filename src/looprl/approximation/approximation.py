@@ -1,18 +1,4 @@
-"""``Approximation``: a model, its optimizer and everything around an update.
-
-Agents talk to ``Approximation`` objects instead of to ``nn.Module`` and ``Optimizer``
-objects (seed 003). Gradient clipping, loss scaling, target networks, learning-rate
-schedules, checkpointing and logging are configured here, so an agent's update reads::
-
-    values = self.q(states, actions)
-    targets = rewards + discount * self.q.target(next_states).max(dim=-1)[0]
-    self.q.reinforce(mse_loss(values, targets))
-
-The hot path is lean: no ``.item()`` and no host-device synchronization per update. The
-loss is logged, and checked for NaN/inf, only every ``log_every`` updates (the check
-reads the loss on the host, which costs a synchronization on accelerators), so a
-divergence is reported at the next such update rather than immediately.
-"""
+"""``Approximation``: a model, its optimizer and everything around an update (seed 003)."""
 
 from __future__ import annotations
 
@@ -36,34 +22,18 @@ class Approximation:
     """A function approximator: forward passes, updates and their bookkeeping.
 
     Args:
-        model: the ``nn.Module`` to train.
-        optimizer: optimizer over ``model``'s parameters; required by ``reinforce``/``step``.
-        checkpointer: saves the model after updates (``DummyCheckpointer`` by default).
+        optimizer: over ``model``'s parameters; required by ``reinforce``/``step``.
         clip_grad: maximum gradient norm; ``0`` disables clipping.
-        device: device of the model (default: that of its parameters, else CPU).
+        device: default: that of the model's parameters, else CPU.
         loss_scaling: factor the loss is multiplied by before ``backward``.
         name: used in log keys (``loss/<name>``) and checkpoint file names.
-        scheduler: a ``torch.optim.lr_scheduler`` object stepped after every update (ALL's
-            name; ``lr_scheduler``, keyword only, is the same).
-        target: a ``TargetNetwork`` (``TrivialTarget``, i.e. the model itself, by default).
-        logger: a ``looprl.core.Logger``; ``None`` disables logging.
-        log_every: log the loss and learning rate (and check the loss for NaN/inf) every
-            this many updates.
-        flush_denormal: on the CPU, step the optimizer with denormal floats (below
-            ``1.2e-38``) flushed to zero: Adam's moments of weights whose gradients are
-            (nearly) always 0, such as dead ReLU units', decay into denormals, on which CPU
-            arithmetic is many times slower.
-        functional_step: step a plain ``torch.optim.Adam``/``AdamW`` through torch's public
-            functional ``torch.optim.adam.adam`` (``AdamStep``: the same arithmetic and state
-            without ``Optimizer.step``'s per-call work; a fused one also takes the clipping
-            factor into its kernel); ``False``: through ``optimizer.step()``, e.g. for step
-            hooks registered on the optimizer, which the functional step does not run.
-
-    Example:
-        >>> model = nn.Linear(16, 1)
-        >>> f = Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-2))
-        >>> x = torch.randn(16, 16)
-        >>> _ = f.reinforce(nn.functional.mse_loss(f(x), x.sum(1, keepdim=True)))
+        scheduler: an lr scheduler stepped after every update (``lr_scheduler``: the same).
+        target: a ``TargetNetwork`` (default: the model itself).
+        log_every: log the loss and lr (and check the loss for NaN/inf) every this many updates.
+        flush_denormal: on the CPU, step with denormal floats flushed to zero (Adam's
+            moments of dead units decay into denormals, which are slow on CPUs).
+        functional_step: step a plain ``Adam``/``AdamW`` through ``AdamStep``; ``False``:
+            through ``optimizer.step()`` (which runs the optimizer's step hooks).
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
@@ -96,19 +66,17 @@ class Approximation:
         self.lr_scheduler = lr_scheduler if scheduler is None else scheduler
         self._log_every = log_every
         self._updates = 0
-        #: The global gradient norm before clipping of the last step (a tensor), when it
-        #: clips gradients or ``track_grad_norm`` is set (meta components use it).
+        #: the gradient norm before clipping at the last step, when it clips or tracks it
         self.grad_norm: torch.Tensor | None = None
         self.track_grad_norm = False
         self._target = target if target is not None else TrivialTarget()
         self._target.init(model)
         self._checkpointer = checkpointer if checkpointer is not None else DummyCheckpointer()
-        self._checkpointer.init(model, _checkpoint_file(logger, name))
+        log_dir = getattr(logger, "log_dir", None)
+        self._checkpointer.init(model, os.path.join(log_dir or "", f"{name}.pt"))
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """Its ``hp/*`` keys: ``hp/lr/<name>`` (with an optimizer: the learning rate of every
-        parameter group; setting it takes over from ``lr_scheduler``) and its target
-        network's rate (``hp/tau`` or ``hp/target_period``)."""
+        """``hp/lr/<name>`` (setting it drops ``lr_scheduler``) and the target's key."""
         found = self._target.hyperparameters()
         if self.optimizer is not None:
             found[f"hp/lr/{self.name}"] = Hyperparameter(self._lr, self._set_lr, float)
@@ -122,12 +90,11 @@ class Approximation:
         for group in self.optimizer.param_groups:
             group["lr"] = float(value)
 
-    #: the ``DistributedDataParallel`` wrapper of ``model`` once ``distribute`` is called
+    #: the DDP wrapper of ``model`` once ``distribute`` is called
     _ddp: nn.Module | None = None
 
-    # -- forward passes -----------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
-        """Forward pass through the model, tracking gradients (through DDP once distributed)."""
+        """Forward pass through the model, tracking gradients."""
         return self.model(*inputs) if self._ddp is None else self._ddp(*inputs)
 
     def no_grad(self, *inputs: Any) -> Any:
@@ -151,15 +118,13 @@ class Approximation:
         """Forward pass through the target network, under ``torch.no_grad()``."""
         return self._target(*inputs)
 
-    # -- updates ------------------------------------------------------------------------
     @property
     def updates(self) -> int:
         """Number of optimizer steps taken so far."""
         return self._updates
 
     def reinforce(self, loss: torch.Tensor) -> Approximation:
-        """Backpropagate the scalar ``loss * loss_scaling`` and take an optimizer ``step``;
-        return ``self``."""
+        """Backpropagate ``loss * loss_scaling`` and ``step``."""
         if self.optimizer is None:
             raise self._no_optimizer("reinforce")
         scaled = loss * self._loss_scaling if self._loss_scaling != 1 else loss
@@ -167,11 +132,9 @@ class Approximation:
         return self.step(loss)
 
     def step(self, loss: torch.Tensor | None = None) -> Approximation:
-        """Apply the accumulated gradients: clip them, step the optimizer, clear them, update
-        the target network, step the lr scheduler, call the checkpointer; return ``self``.
-        Every ``log_every`` updates, ``loss`` (the loss whose gradients were just computed,
-        if given) is logged, and a NaN/inf one raises ``FloatingPointError``.
-        """
+        """Apply the accumulated gradients (clip, optimizer step, clear), update the target,
+        lr scheduler and checkpointer. Every ``log_every`` updates ``loss`` is logged, and a
+        NaN/inf one raises ``FloatingPointError``."""
         if self.optimizer is None:
             raise self._no_optimizer("step")
         if self._updates % self._log_every == 0:
@@ -188,8 +151,6 @@ class Approximation:
         return self
 
     def _optimizer_step(self, functional: bool) -> None:
-        """Clip the gradients (or take their norm, ``track_grad_norm``) and step the optimizer
-        (``functional``: through ``AdamStep``, clipping in its kernel where it ``scales``)."""
         scale = None
         if self._clip_grad > 0 and functional and self._adam.scales:
             self.grad_norm, factor = _clip_factor(self._params, self._clip_grad, self._cpu,
@@ -236,16 +197,10 @@ class Approximation:
         return RuntimeError(f"Approximation '{self.name}' has no optimizer: pass one to the "
                             f"constructor before calling {method}().")
 
-    # -- several processes ----------------------------------------------------------------
     def distribute(self, process_group: Any = None) -> Approximation:
-        """Average gradients over the processes of ``process_group`` (default: the default
-        group) with ``DistributedDataParallel``; return ``self``.
-
-        Forward passes with gradients (``__call__``) then go through a DDP wrapper, so every
-        process must take as many of them; ``model`` and its ``state_dict`` stay the plain
-        module's, and ``no_grad``/``eval`` passes use it without communication. Copies and
-        pickles of this object are not distributed.
-        """
+        """Average gradients over ``process_group`` with DDP: every process must then make
+        as many ``__call__`` passes (``no_grad``/``eval`` do not communicate). Copies and
+        pickles are not distributed."""
         self._ddp = data_parallel(self.model, process_group)
         return self
 
@@ -259,7 +214,6 @@ class Approximation:
         state.pop("_ddp", None)  # a process group neither pickles nor copies
         return state
 
-    # -- passthroughs -------------------------------------------------------------------
     def parameters(self) -> Any:
         """The model's parameters."""
         return self.model.parameters()
@@ -276,9 +230,6 @@ class Approximation:
 
 
 def _check_parts(model: Any, optimizer: Any, clip_grad: Any) -> None:
-    """One line if ``model`` is no ``nn.Module``, ``optimizer`` no optimizer, or an optimizer
-    that updates none of ``model``'s parameters (training would silently change nothing),
-    or ``clip_grad`` is not a number >= 0."""
     fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
     if isinstance(clip_grad, bool) or not isinstance(clip_grad, numbers.Real) or not (
             clip_grad >= 0):
@@ -301,9 +252,8 @@ def _check_parts(model: Any, optimizer: Any, clip_grad: Any) -> None:
 
 
 def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:
-    """``model`` in a ``DistributedDataParallel`` wrapper that averages its gradients over
-    ``process_group`` (default: the default group): unused outputs (PPG's auxiliary head in
-    PPO) are fine, and forward passes make no collective (ranks may make unequal ones)."""
+    """``model`` in a DDP wrapper over ``process_group`` that tolerates unused outputs and
+    makes no collective in forward passes."""
     import inspect
 
     from torch.nn.parallel import DistributedDataParallel
@@ -314,21 +264,15 @@ def data_parallel(model: nn.Module, process_group: Any = None) -> nn.Module:
                                    find_unused_parameters=True, **{no_sync: False})
 
 
-#: parameters (elements) up to which a CPU model's gradient norm is that of one concatenated
-#: vector: a copy costs less than a norm per tensor for small networks
+#: parameters up to which a CPU model's gradient norm is taken over one concatenated vector
 _SMALL = 2**15
 
 
 def _clip_gradients(params: list[torch.Tensor], max_norm: float, cpu: bool,
                     small: bool) -> torch.Tensor:
-    """Clip the gradients of ``params`` as ``nn.utils.clip_grad_norm_(params, max_norm,
-    foreach=True)`` does (times ``max_norm / (norm + 1e-6)`` where that is below 1, a NaN norm
-    spreading); return their norm before clipping.
-
-    ``cpu`` (one CPU device and dtype) reads the factor on the host (no synchronization there)
-    and multiplies the gradients only when it is below 1 (or NaN), without ``clip_grad_norm_``'s
-    grouping of the gradients, whose cost shows on small networks; ``small`` (a CPU model of at
-    most ``_SMALL`` parameters) takes the norm of the concatenated gradients."""
+    """Clip the gradients as ``nn.utils.clip_grad_norm_(params, max_norm, foreach=True)``;
+    return their norm before clipping. ``cpu`` (one CPU device and dtype): faster for small
+    networks, multiplying only when the factor is below 1 (or NaN)."""
     if not cpu:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     norm, factor = _clip_factor(params, max_norm, cpu, small)
@@ -341,9 +285,7 @@ def _clip_gradients(params: list[torch.Tensor], max_norm: float, cpu: bool,
 
 def _clip_factor(params: list[torch.Tensor], max_norm: float, cpu: bool, small: bool
                  ) -> tuple[torch.Tensor, float | torch.Tensor | None]:
-    """The norm of the gradients of ``params`` and what clipping multiplies them by:
-    ``max_norm / (norm + 1e-6)`` where that is below 1 (or NaN), else ``None``, read on the
-    host (``cpu``); elsewhere a 0-d tensor, at most 1 (no synchronization)."""
+    """The gradients' norm and clipping's factor (on the CPU a float, ``None``: below 1)."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return torch.tensor(0.0), None
@@ -356,8 +298,3 @@ def _clip_factor(params: list[torch.Tensor], max_norm: float, cpu: bool, small: 
     factor = max_norm / (norm.item() + 1e-6)
     return norm, (None if factor >= 1.0 else factor)  # (NaN: a factor)
 
-
-def _checkpoint_file(logger: Any, name: str) -> str:
-    """``<logger.log_dir>/<name>.pt`` if the logger has a ``log_dir``, else ``<name>.pt``."""
-    log_dir = getattr(logger, "log_dir", None)
-    return os.path.join(log_dir, f"{name}.pt") if log_dir else f"{name}.pt"

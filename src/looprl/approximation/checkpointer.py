@@ -1,9 +1,4 @@
-"""Checkpointers: save a model to disk as training goes.
-
-``Approximation`` calls its checkpointer after every optimizer step. The file name is set
-by ``init(model, filename)`` (the approximation passes ``<logger.log_dir>/<name>.pt``, or
-``<name>.pt`` when its logger has no ``log_dir``), unless one was given explicitly.
-"""
+"""Checkpointers: ``Approximation`` calls one after every optimizer step."""
 
 from __future__ import annotations
 
@@ -32,13 +27,12 @@ class DummyCheckpointer(Checkpointer):
 
 
 class PeriodicCheckpointer(Checkpointer):
-    """Saves the whole model (``torch.save(model, filename)``) every ``frequency`` updates, to
-    ``filename`` when given, else to the file ``init`` receives."""
+    """``torch.save(model, filename)`` every ``frequency`` updates (``filename``: else the file
+    ``init`` receives, ``<log_dir>/<name>.pt``)."""
 
     def __init__(self, frequency: int, filename: str | None = None):
         check_count(frequency=frequency)
         self.frequency = frequency
-        #: The file the model is written to (``None`` until ``init``, unless given).
         self.filename = filename
         self._model: nn.Module | None = None
         self._updates = 0
@@ -56,7 +50,5 @@ class PeriodicCheckpointer(Checkpointer):
         """Write the model now."""
         if self._model is None:
             raise RuntimeError("PeriodicCheckpointer.init(model, filename) was never called")
-        directory = os.path.dirname(self.filename)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
+        os.makedirs(os.path.dirname(self.filename) or ".", exist_ok=True)
         torch.save(self._model, self.filename)

@@ -1,15 +1,5 @@
-"""``FeatureNetwork``: a shared body whose output replaces the state's observation.
-
-``f(state)`` returns ``state.update('observation', features)``, so heads (``QNetwork``,
-``VNetwork``, policies) apply to its output as to any state. It is trained by its heads'
-losses: backpropagate them, then ``f.step()`` applies the gradients left in the body, as in
-the autonomous-learning-library's A2C::
-
-    features = f(states)
-    loss = value_loss + policy_loss          # both computed from `features`
-    loss.backward()
-    v.step(loss=value_loss); policy.step(loss=policy_loss); f.step()
-"""
+"""``FeatureNetwork``: a shared body; ``f(state)`` is ``state.update('observation', features)``,
+so heads apply to it as to any state. Backpropagate the heads' losses, then ``f.step()``."""
 
 from __future__ import annotations
 
@@ -33,20 +23,14 @@ class FeatureModule(RLNetwork):
 
 
 class FeatureNetwork(Approximation):
-    """Feature extractor shared by several heads (see the module docstring).
-
-    Args:
-        model: maps a batch of observations to a batch of features.
-        optimizer, name, **kwargs: see ``Approximation``.
-    """
+    """Feature extractor shared by several heads; ``model`` maps observations to features."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "feature", **kwargs: Any):
         super().__init__(FeatureModule(model), optimizer, name=name, **kwargs)
 
     def reinforce(self, loss: torch.Tensor | None = None) -> FeatureNetwork:
-        """Step on the gradients a downstream loss left in the body (after backpropagating
-        ``loss``, when given); return ``self``."""
+        """Step on the gradients the heads left (after backpropagating ``loss``, if given)."""
         if loss is not None:
             return super().reinforce(loss)
         return self.step()

@@ -1,5 +1,4 @@
-"""``Identity``: the ``Approximation`` of the identity function (``all.approximation.Identity``),
-e.g. the feature network of presets whose value and policy heads read the observation itself."""
+"""``Identity``: the ``Approximation`` of the identity function (``all.approximation.Identity``)."""
 
 from __future__ import annotations
 
@@ -14,23 +13,16 @@ __all__ = ["Identity"]
 
 
 class Identity(Approximation):
-    """The identity function: ``f(x) = x`` for every call (``__call__``, ``no_grad``, ``eval``,
-    ``target``); it has no parameters, so ``reinforce`` and ``step`` do nothing.
-
-    Args:
-        device: the device it reports (its inputs stay where they are).
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
-    """
+    """``f(x) = x`` for every call; ``reinforce`` and ``step`` do nothing."""
 
     def __init__(self, device: str | torch.device = "cpu", name: str = "identity",
                  **kwargs: Any):
         super().__init__(nn.Identity(), None, device=device, name=name, **kwargs)
 
     def reinforce(self, loss: Any = None) -> Identity:
-        """Nothing to learn: returns ``self``."""
+        """Nothing to learn."""
         return self
 
     def step(self, loss: Any = None) -> Identity:
-        """Nothing to update: returns ``self``."""
+        """Nothing to update."""
         return self

@@ -1,10 +1,5 @@
-"""``QContinuous``: an ``Approximation`` of ``Q(s, a)`` for continuous actions
-(``all.approximation.QContinuous``): the model reads the observation and the action
-concatenated, ``cat(observation, action)``, and returns one value per row.
-
-``q(state, actions)`` returns a tensor of shape ``state.shape``, zeroed where the episode
-terminated (``mask == 0``).
-"""
+"""``QContinuous``: ``Q(s, a)`` for continuous actions; ``q(state, actions)`` has shape
+``state.shape``, zero where terminated."""
 
 from __future__ import annotations
 
@@ -31,12 +26,8 @@ class QContinuousModule(RLNetwork):
 
 
 class QContinuous(Approximation):
-    """Continuous-action value approximation (see the module docstring).
-
-    Args:
-        model: maps ``(batch, obs_dim + action_dim)`` inputs to ``(batch, 1)`` values.
-        optimizer, name, **kwargs: see ``Approximation``.
-    """
+    """Continuous-action value approximation; ``model`` maps ``cat(observation, action)``,
+    ``(batch, obs_dim + action_dim)``, to ``(batch, 1)`` values."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "q", **kwargs: Any):

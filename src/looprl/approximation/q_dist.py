@@ -1,20 +1,10 @@
 """``QDist``: an ``Approximation`` of return distributions over fixed atoms (C51).
 
-The model maps a batch of observations to one of two things, told apart by its output's
-last dimensions:
-
-* ``(batch, num_actions * num_atoms)`` -- flat logits, as ALL's models (``all.nn`` C51 and
-  Rainbow networks, ``CategoricalDueling``) emit; ``QDist`` takes the softmax per action.
-* ``(batch, num_actions, num_atoms)`` -- probabilities, used as they are (``CategoricalQHead``
-  and the ``looprl.nn.cnn`` networks emit these). With a single action the two differ only
-  in the number of dimensions: probabilities need all three.
-
-``q(state)`` returns probabilities of shape ``(*state.shape, num_actions, num_atoms)``;
-``q(state, actions)`` the distribution of the given actions, ``(*state.shape, num_atoms)``.
-Where the episode terminated (``mask == 0``) the distribution is a point mass on the atom
-nearest to 0: a terminal state has return 0. The same holds for ``no_grad``, ``eval`` and
-``target``. ``QDist.expectation`` is a view with ``Q(s, a) = sum_i z_i p_i(s, a)`` that
-action-selection policies (``GreedyPolicy``) can use like a ``QNetwork``.
+The model returns flat logits ``(batch, num_actions * num_atoms)`` (ALL's convention; softmaxed
+per action here) or probabilities ``(batch, num_actions, num_atoms)`` (with one action these
+need all three dimensions). ``q(state)`` returns ``(*state.shape, num_actions, num_atoms)``
+probabilities, ``q(state, actions)`` ``(*state.shape, num_atoms)``; a terminated state's
+distribution is a point mass on the atom nearest to 0.
 """
 
 from __future__ import annotations
@@ -30,14 +20,7 @@ __all__ = ["ExpectedQ", "QDist", "QDistModule", "project_distribution"]
 
 
 class QDistModule(nn.Module):
-    """Maps a ``State``/``StateArray`` (and optionally actions) to atom probabilities.
-
-    Args:
-        model: maps observations to ``(batch, num_actions * num_atoms)`` logits or
-            ``(batch, num_actions, num_atoms)`` probabilities (see the module docstring).
-        atoms: the support, ``num_atoms`` values from ``v_min`` to ``v_max``.
-        num_actions: number of discrete actions.
-    """
+    """Maps a ``State``/``StateArray`` (and optionally actions) to probabilities of ``atoms``."""
 
     def __init__(self, model: nn.Module, atoms: torch.Tensor, num_actions: int):
         super().__init__()
@@ -49,10 +32,7 @@ class QDistModule(nn.Module):
         self.register_buffer("terminal", terminal)
 
     def probabilities(self, observation: torch.Tensor) -> torch.Tensor:
-        """``(rows, num_actions, num_atoms)`` probabilities of observations (see the module
-        docstring: ``(..., num_actions, num_atoms)`` outputs are probabilities, ``(...,
-        num_actions * num_atoms)`` ones logits; with one action, probabilities need 3
-        dimensions)."""
+        """``(rows, num_actions, num_atoms)`` probabilities of observations."""
         output = self.model(observation)
         actions, atoms = self.num_actions, self.atoms.shape[0]
         if output.dim() >= 2 and tuple(output.shape[-2:]) == (actions, atoms) and (
@@ -79,23 +59,8 @@ class QDistModule(nn.Module):
 
 
 class QDist(Approximation):
-    """Distributional action-value approximation (see the module docstring).
-
-    Args:
-        model: maps a batch of observations to ``(batch, num_actions * num_atoms)`` logits
-            (ALL's convention) or ``(batch, num_actions, num_atoms)`` probabilities (e.g. a
-            ``CategoricalQHead``).
-        optimizer: optimizer over ``model``'s parameters.
-        num_actions: number of discrete actions (``n_actions``: ALL's name for it).
-        num_atoms: number of atoms of the support (``n_atoms``: ALL's name for it).
-        v_min, v_max: the support's end points.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
-
-    Example (ALL's C51 model: flat logits, softmaxed per action by ``QDist``):
-        >>> model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2 * 51))
-        >>> q = QDist(model, None, 2, 51, v_min=-10.0, v_max=10.0)
-    """
+    """Distributional action-value approximation (see the module docstring); ``n_actions``
+    and ``n_atoms`` are ALL's names of ``num_actions`` and ``num_atoms``."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  num_actions: int = 2, num_atoms: int = 51, v_min: float = -10.0,
@@ -122,9 +87,7 @@ class QDist(Approximation):
         return self.num_actions
 
     def project(self, dist: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-        """``dist`` ``(batch, num_atoms)``, each probability sitting at its ``support`` value
-        (``(batch, num_atoms)``, e.g. ``r + gamma * atoms``), projected onto ``atoms``
-        (``project_distribution``), as ``all.approximation.QDist.project``."""
+        """``project_distribution`` of ``dist`` at ``support`` onto ``atoms``."""
         return project_distribution(dist, support, self.atoms)
 
     @property
@@ -135,14 +98,9 @@ class QDist(Approximation):
 
 def project_distribution(probs: torch.Tensor, support: torch.Tensor,
                          atoms: torch.Tensor) -> torch.Tensor:
-    """C51's projection (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887,
-    Algorithm 1) of ``probs`` ``(..., n)``, whose ``j``-th probability sits at ``support[...,
-    j]``, onto the evenly spaced ``atoms`` (``n`` of them, ``v_min .. v_max``).
-
-    Each ``support`` value is clamped to ``[v_min, v_max]`` and lands at ``b = (Tz - v_min) /
-    dz``; its probability is split between the neighbours ``l = floor(b)`` and ``u = ceil(b)``
-    as ``p (u - b)`` and ``p (b - l)`` (all of it to ``l`` when ``b`` is integral, where ALL's
-    ``project`` loses it)."""
+    """C51's projection (Bellemare et al., 2017, Algorithm 1) of ``probs`` ``(..., n)``, the
+    ``j``-th at ``support[..., j]``, onto the evenly spaced ``atoms``; a probability landing
+    exactly on an atom goes all to it (where ALL's ``project`` loses it)."""
     v_min, v_max = atoms[0], atoms[-1]
     delta = (v_max - v_min) / (atoms.shape[0] - 1)
     b = ((support.clamp(v_min, v_max) - v_min) / delta).clamp(0, atoms.shape[0] - 1)

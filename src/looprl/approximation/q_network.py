@@ -1,10 +1,6 @@
-"""``QNetwork``: an ``Approximation`` of action values ``Q(s, .)`` over discrete actions.
-
-``q(state)`` returns the values of every action, shape ``(*state.shape, num_actions)``,
-zeroed where the episode terminated; ``q(state, actions)`` gathers the values of the
-given actions, shape ``state.shape``. The same holds for ``q.no_grad``, ``q.eval`` and
-``q.target``.
-"""
+"""``QNetwork``: action values over discrete actions. ``q(state)`` returns
+``(*state.shape, num_actions)`` values (zero where terminated), ``q(state, actions)`` those of
+``actions``, ``state.shape``."""
 
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ __all__ = ["QModule", "QNetwork"]
 
 
 class QModule(RLNetwork):
-    """Maps a ``State``/``StateArray`` (and optionally actions) to action values; a tensor of
-    observations ``[B, ...]`` (``QNetwork.network``'s callers) goes to the model as it is."""
+    """Maps a ``State``/``StateArray`` (or observations) and optionally actions to values."""
 
     def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
         if isinstance(state, torch.Tensor):
@@ -35,32 +30,23 @@ class QModule(RLNetwork):
 
 
 def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
-    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` values and integer
-    ``actions`` of shape ``batch`` (tensor, list, array or int) give shape ``batch``."""
+    """``values[..., actions]`` row by row: ``(*batch, num_actions)`` to ``batch``."""
     if not isinstance(actions, torch.Tensor):
         actions = torch.as_tensor(actions, device=values.device)
     return values.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
 
 class QNetwork(Approximation):
-    """Action-value approximation (see the module docstring).
-
-    Args:
-        model: maps a batch of observations to ``(batch, num_actions)`` values.
-        optimizer, name, **kwargs: see ``Approximation``.
-    """
+    """Action-value approximation; ``model`` maps observations to ``(batch, num_actions)``."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "q", **kwargs: Any):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)
 
     def network(self, target: bool = False) -> nn.Module | None:
-        """The ``QModule`` (``target``: the target network's), when calling it on
-        observations ``[B, ...]`` is what ``self(state)`` and ``no_grad(state)`` (``target``:
-        ``self.target(state)``, under ``torch.no_grad()``) do for a ``StateArray`` ``[B]`` of
-        them that ends no episode (its mask the float 1.0): the acting and training loops call
-        it so, without making the state (its hooks run, on the observations). ``None`` for a
-        subclass, a distributed model or a target network of another kind."""
+        """The ``QModule`` (``target``: the target's) to call on observations ``[B, ...]`` in
+        place of a ``StateArray`` that ends no episode; ``None`` for a subclass, a distributed
+        model or another kind of target network."""
         if type(self) is not QNetwork or self._ddp is not None:
             return None
         module = self.model

@@ -1,20 +1,5 @@
-"""Schedules of hyperparameters (exploration rates, learning rates).
-
-* ``linear_schedule(initial, final, start, end, step)`` -- a pure function.
-* ``Schedule`` -- a schedule is a function of a step (``schedule(step)``) that also keeps
-  its own counter: reading ``schedule.value`` returns the value at the counter and then
-  advances it by one, exactly like ``all.optim.LinearScheduler`` (so a ``GreedyPolicy``
-  whose ``epsilon`` is a schedule advances it once per action). ``current`` peeks
-  without advancing.
-* ``LinearScheduler`` / ``ConstantSchedule`` -- the usual schedules.
-* ``Schedulable`` -- a base class (``all.optim.Schedulable``) whose attributes holding a
-  ``Schedule`` read as its current ``value``: ``self.epsilon = LinearScheduler(1, 0.1, 0,
-  100)`` makes every read of ``self.epsilon`` a float, advancing the schedule by one.
-* ``LinearLR(optimizer, total_updates)`` -- a ``LambdaLR`` that anneals the learning rate
-  linearly to ``final_fraction`` of its initial value (PPO's linear lr annealing). Its
-  multiplier is a ``functools.partial`` of ``linear_schedule``, so presets holding it can be
-  ``torch.save``-d.
-"""
+"""Schedules of hyperparameters (exploration and learning rates), as ``all.optim``'s: reading
+``schedule.value`` returns the value at the schedule's counter and advances it."""
 
 from __future__ import annotations
 
@@ -31,8 +16,7 @@ __all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedulable", "Sc
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
-    """The value at ``step`` of a linear interpolation from ``initial`` (up to step
-    ``start``) to ``final`` (from step ``end`` on)."""
+    """``initial`` up to ``start``, then linearly to ``final`` at ``end``, at ``step``."""
     if step <= start:
         return initial
     if step >= end:
@@ -42,13 +26,8 @@ def linear_schedule(initial: float, final: float, start: int, end: int, step: in
 
 
 class Schedule:
-    """A hyperparameter that changes with a step count (see the module docstring).
-
-    Args:
-        name: the name under which the value is logged (``schedule/<name>``).
-        logger: optional ``Logger``; the value is logged every ``log_every`` reads.
-        log_every: how many ``value`` reads between two log entries.
-    """
+    """A hyperparameter that changes with a step count: ``schedule(step)``, or ``value`` at
+    its own counter. ``logger`` logs ``schedule/<name>`` every ``log_every`` reads."""
 
     def __init__(self, name: str = "variable", logger: Any = None, log_every: int = 100):
         self.name = name
@@ -57,7 +36,7 @@ class Schedule:
         self._log_every = log_every
 
     def at(self, step: int) -> float:
-        """The value at ``step``; subclasses override this."""
+        """The value at ``step``."""
         raise NotImplementedError
 
     def __call__(self, step: int) -> float:
@@ -90,14 +69,7 @@ class ConstantSchedule(Schedule):
 
 
 class LinearScheduler(Schedule):
-    """Linear decay from ``initial_value`` (up to read ``decay_start``) to ``final_value``
-    (from read ``decay_end`` on); ``name`` and ``**kwargs``: see ``Schedule``.
-
-    Example:
-        >>> epsilon = LinearScheduler(1.0, 0.1, 0, 10)
-        >>> [round(epsilon.value, 2) for _ in range(3)]
-        [1.0, 0.91, 0.82]
-    """
+    """Linear decay from ``initial_value`` (at ``decay_start``) to ``final_value``."""
 
     def __init__(self, initial_value: float, final_value: float, decay_start: int,
                  decay_end: int, name: str = "variable", **kwargs: Any):
@@ -115,17 +87,7 @@ class LinearScheduler(Schedule):
 
 
 class Schedulable:
-    """Mixin whose instance attributes holding a ``Schedule`` read as the schedule's
-    ``value`` (each read advances it by one), as ``all.optim.Schedulable``.
-
-    Example:
-        >>> class Explorer(Schedulable):
-        ...     def __init__(self):
-        ...         self.epsilon = LinearScheduler(1.0, 0.0, 0, 2)
-        >>> explorer = Explorer()
-        >>> [explorer.epsilon for _ in range(3)]
-        [1.0, 0.5, 0.0]
-    """
+    """Mixin whose attributes holding a ``Schedule`` read as its ``value`` (advancing it)."""
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)
@@ -133,9 +95,8 @@ class Schedulable:
 
 
 class LinearLR(LambdaLR):
-    """Anneal every learning rate of ``optimizer`` linearly to ``final_fraction`` of its
-    initial value over ``total_updates`` calls of ``step()``, then keep it there
-    (``last_epoch``: ``LambdaLR``'s, for resuming)."""
+    """Anneal every learning rate linearly to ``final_fraction`` of its initial value over
+    ``total_updates`` calls of ``step()`` (a picklable ``LambdaLR``)."""
 
     def __init__(self, optimizer: Optimizer, total_updates: int, final_fraction: float = 0.0,
                  last_epoch: int = -1):

@@ -1,8 +1,4 @@
-"""``VNetwork``: an ``Approximation`` of state values ``V(s)``.
-
-``v(state)`` returns a tensor of shape ``state.shape`` (the model's trailing output
-dimension of size 1 is squeezed), zeroed where the episode terminated.
-"""
+"""``VNetwork``: state values; ``v(state)`` has shape ``state.shape``, zero where terminated."""
 
 from __future__ import annotations
 
@@ -25,12 +21,7 @@ class VModule(RLNetwork):
 
 
 class VNetwork(Approximation):
-    """State-value approximation (see the module docstring).
-
-    Args:
-        model: maps a batch of observations to ``(batch, 1)`` values.
-        optimizer, name, **kwargs: see ``Approximation``.
-    """
+    """State-value approximation; ``model`` maps observations to ``(batch, 1)`` values."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "v", **kwargs: Any):

@@ -1,13 +1,12 @@
-"""The environment copies an ``EnvRunner`` steps, and what it keeps of what they return:
-``SRLCopies`` (copies of a registered environment, stepped one at a time, each step a list of
-per-agent ``StepResult`` s) and ``VectorCopies`` (a ``VectorEnvironment``'s copies, stepped as
-one batch, next-step autoreset, through the agent's bodies)."""
+"""The environment copies an ``EnvRunner`` steps (``SRLCopies``: one at a time;
+``VectorCopies``: a ``VectorEnvironment``, as one batch) and what it keeps of their results."""
 
 from __future__ import annotations
 
 import functools
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +18,12 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.srl import checked_results, make
 
 __all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "env_copies", "receive",
-           "receive_all",
-           "report_episodes", "store_obs"]
+           "receive_all", "report_episodes", "store_obs"]
 
 
 @dataclass
 class Episode:
-    """One finished episode of one env copy: the return summed over its agents, and each
-    agent's (``returns``, by agent index; empty for one agent)."""
+    """A finished episode of env copy ``env``: its return and each agent's (one agent: ``()``)."""
 
     ret: float
     length: int
@@ -35,8 +32,7 @@ class Episode:
 
 
 class SRLCopies:
-    """Copies of a registered (SRL) environment, stepped one at a time; ``build`` makes a new
-    copy (one that raised is rebuilt when the runner recovers: ``EnvRunner.restarts``)."""
+    """Copies of an SRL environment, stepped one at a time; ``build`` makes a new copy."""
 
     plain = False  # observations are NamedArrays of the environment's fields
 
@@ -52,13 +48,18 @@ class SRLCopies:
         for i, env in enumerate(self.envs):
             if seed is not None:
                 _seed(env, seed + i)
-            results = self._call(runner, i, "reset")
-            if results is not None:
-                receive(runner, i, results)
+            self._reset(runner, i)
+
+    def _reset(self, runner: Any, i: int) -> None:
+        agents = self.agent_count
+        runner._returns[i], runner._lengths[i] = 0.0, 0
+        runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
+        results = self._call(runner, i, "reset")
+        if results is not None:
+            receive(runner, i, results)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> list[int]:
-        """Step ``group``'s copies with ``action`` (one row for each of ``asked``);
-        reset those whose episode is over. Returns which copies stepped (a bool each)."""
+        """Step (or reset, if over) ``group``'s copies; which copies stepped (a bool each)."""
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         for row, s in enumerate(asked.tolist()):
@@ -66,23 +67,19 @@ class SRLCopies:
         stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
             if runner._over[i]:
-                runner._returns[i], runner._lengths[i] = 0.0, 0
-                runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
-                results = self._call(runner, i, "reset")
-            else:
-                results = self._call(runner, i, "step", copy_actions)
-                if results is not None:
-                    runner._lengths[i] += 1
-                    count_frames(runner, 1)
-                    stepped[i] = True
+                self._reset(runner, i)
+                continue
+            results = self._call(runner, i, "step", copy_actions)
             if results is not None:
+                runner._lengths[i] += 1
+                count_frames(runner, 1)
+                stepped[i] = True
                 receive(runner, i, results)
         report_episodes(runner, stepped)
         return stepped
 
     def _call(self, runner: Any, i: int, method: str, *args: Any) -> list[Any] | None:
-        """Copy ``i``'s ``method(*args)``, checked; ``None`` if it raised and the runner
-        recovers from it (the copy is then rebuilt and reset, ``_rebuild``)."""
+        """Copy ``i``'s ``method(*args)``, checked; ``None`` if it raised and was rebuilt."""
         env = self.envs[i]
         if method == "reset":
             self.episode[i] += 1
@@ -99,8 +96,7 @@ class SRLCopies:
         return checked_results(results, env, method)
 
     def _rebuild(self, runner: Any, i: int, method: str, error: Exception) -> None:
-        """Copy ``i`` raised ``error`` in ``method``: count it (``EnvRestarts.note`` raises
-        past its limit), end its episode in progress as cut, and rebuild, seed and reset it."""
+        """Count ``error``, cut copy ``i``'s episode, and rebuild, seed and reset the copy."""
         step = int(runner._lengths[i]) + 1 if method == "step" else None
         restarts = runner.restarts
         restarts.note(self.name, i, method, error, int(self.episode[i]), step, runner.total_frames)
@@ -109,35 +105,25 @@ class SRLCopies:
         _close(self.envs[i])
         env = self.envs[i] = self.build()  # (in place: the meta components see the list)
         _seed(env, runner.seed + i + len(self.envs) * restarts.count)
-        agents = self.agent_count
-        runner._returns[i], runner._lengths[i] = 0.0, 0
-        runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
-        results = self._call(runner, i, "reset")
-        if results is not None:
-            receive(runner, i, results)
+        self._reset(runner, i)
 
 
 def _seed(env: Any, seed: int) -> None:
     """Seed ``env``'s next reset, if it takes a seed."""
-    try:
+    with suppress(AttributeError, NotImplementedError):
         env.seed(seed)
-    except (AttributeError, NotImplementedError):
-        pass  # an env without seed() runs unseeded
 
 
 def _close(env: Any) -> None:
     """Close a broken ``env``, whatever it raises (it is being replaced)."""
-    try:
+    with suppress(Exception):
         env.close()
-    except Exception:  # noqa: BLE001,S110 -- a broken env may fail to close too
-        pass
 
 
 class VectorCopies:
     """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
     states passed through ``process`` (the agent's bodies) for the rows; ``build`` makes a
-    new one (the copies cannot be rebuilt one by one: when the runner recovers from an
-    exception inside one, ``EnvRunner.restarts``, all are rebuilt)."""
+    new one (to rebuild them all when one raised, ``EnvRunner.restarts``)."""
 
     agent_count = 1
     plain = True  # observations are arrays (as the agent's ``act`` sees them)
@@ -161,8 +147,7 @@ class VectorCopies:
         runner._present[:] = True  # (every copy answers every step)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
-        """Step every copy (those whose episode was over reset). Returns which copies
-        stepped (a bool each)."""
+        """Step every copy (those whose episode was over reset); which copies stepped."""
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
@@ -188,9 +173,7 @@ class VectorCopies:
         return stepped
 
     def _call(self, runner: Any, method: str, argument: Any) -> Any:
-        """The environment's ``reset(seed=argument)`` or ``step`` (``step_arrays``) of the
-        actions ``argument``; ``None`` if it raised and the runner recovers from it (the
-        environment is then rebuilt and reset, ``_rebuild``)."""
+        """``reset(seed=argument)`` or ``step(argument)``; ``None`` if it raised and was rebuilt."""
         runner.env_call = (time.monotonic(), None, method)
         try:
             if method == "reset":
@@ -205,9 +188,7 @@ class VectorCopies:
             runner.env_call = None
 
     def _rebuild(self, runner: Any, method: str, error: Exception) -> None:
-        """The environment raised ``error`` in ``method``: count it (``EnvRestarts.note``
-        raises past its limit), end every episode in progress as cut, and rebuild, seed and
-        reset it."""
+        """Count ``error``, cut every episode, and rebuild, seed and reset the environment."""
         runner.restarts.note(self.name, None, method, error, None, None, runner.total_frames)
         runner.cut_episodes(np.arange(len(runner._copy)))
         _close(self.env)
@@ -229,8 +210,8 @@ def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, grou
                process: Callable[[StateArray], StateArray] | None
                ) -> tuple[Any, SRLCopies | VectorCopies, int, int]:
     """``(envs, copies, n_envs, groups)`` of an ``EnvRunner`` (see its arguments): the env
-    copies it steps (a list, or a vector environment), their ``SRLCopies`` or
-    ``VectorCopies``, and ``n_envs`` and ``groups`` (a vector environment's own)."""
+    copies (a list, or a vector environment), their ``SRLCopies`` or ``VectorCopies``, and
+    ``n_envs`` and ``groups`` (a vector environment's own)."""
     build = None
     if not isinstance(env_name, VectorEnvironment):
         if n_envs < groups or groups < 1:
@@ -245,8 +226,8 @@ def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, grou
 
 
 def store_obs(runner: Any, streams: Any, obs: dict[str, Any]) -> None:
-    """Write the observations of ``streams`` (an index, or a slice for all of them);
-    ``ValueError`` in one line if their fields or shapes differ from the first ones'."""
+    """Write the observations of ``streams`` (an index, or a slice for all); ``ValueError`` if
+    their fields or shapes differ from the first ones'."""
     batched = isinstance(streams, slice)
     seen = {name: np.shape(value)[batched:] for name, value in obs.items()}
     if runner._obs is None:
@@ -265,8 +246,7 @@ def store_obs(runner: Any, streams: Any, obs: dict[str, Any]) -> None:
 
 
 def report_episodes(runner: Any, moved: np.ndarray) -> None:
-    """Report the episodes that the copies that ``moved`` (a bool per copy) just finished
-    (each starts its next one at its next step, from a return of 0)."""
+    """Report the episodes that the copies that ``moved`` (a bool per copy) just finished."""
     if not runner._over.any():
         return
     for i in np.flatnonzero(runner._over & moved).tolist():
@@ -280,8 +260,7 @@ def count_frames(runner: Any, frames: int) -> None:
     runner.total_frames += frames
 
 def receive(runner: Any, i: int, results: list[Any]) -> None:
-    """Keep env copy ``i``'s new ``results`` for its streams; add their rewards to its
-    return; note whether its episode is over (all of its agents are done)."""
+    """Keep env copy ``i``'s new ``results``; note whether all of its agents are done."""
     base, total, present, over = i * runner.agent_count, 0.0, False, True
     for a, result in enumerate(results):
         s = base + a
@@ -299,9 +278,7 @@ def receive(runner: Any, i: int, results: list[Any]) -> None:
 
 def receive_all(runner: Any, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
                 truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
-    """Keep a vector environment's new rows (as the agent sees them: ``truncated`` only
-    where not ``terminated``) for all streams; add ``returned`` (the environment's
-    rewards) to the returns; ``over``: whose episode ended."""
+    """Keep a vector environment's new rows; ``returned``: the environment's rewards."""
     runner._reward[:] = reward
     runner._done[:], runner._truncated[:] = terminated, truncated
     if runner._obs is None:

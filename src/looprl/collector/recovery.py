@@ -1,11 +1,5 @@
-"""What an ``EnvRunner`` does when one of its environment copies raises, where a run must go on
-(the Ray actors): ``EnvRestarts`` counts and reports the faults (``EnvFault``) and says when
-there were too many; the runner's copies (``collector.copies``) rebuild the broken copy (a
-vector environment: all of it), cut its episode in progress and go on.
-
-Without ``EnvRestarts`` (the local runs) an exception inside an environment is raised as it
-is: the run stops with its one line (``looprl.environments.faults``).
-"""
+"""Faults of an ``EnvRunner``'s environment copies where a run must go on (the Ray actors):
+``EnvRestarts`` counts and reports them (``EnvFault``) and raises when there were too many."""
 
 from __future__ import annotations
 
@@ -21,17 +15,9 @@ __all__ = ["EnvFault", "EnvRestarts", "cause_of", "env_call"]
 
 @dataclass(frozen=True)
 class EnvFault:
-    """One exception raised inside an environment copy, which the runner recovered from.
-
-    Attributes:
-        env: the environment's name.
-        copy: the copy (``None``: a vector environment, rebuilt as a whole).
-        method: ``"reset"`` or ``"step"``.
-        episode: the copy's episode (1 = the first), where known.
-        step: the step within that episode (1 = the first) of a failing ``step``.
-        error: the exception, ``"Type: message"`` (its first line).
-        frame: the runner's env steps when it happened.
-    """
+    """An exception raised inside env copy ``copy`` (``None``: a vector environment) at
+    ``episode`` and ``step`` (from 1, where known), which the runner recovered from; ``error``
+    is its ``"Type: message"`` line, ``frame`` the runner's env steps then."""
 
     env: str
     copy: int | None
@@ -58,15 +44,7 @@ def cause_of(error: BaseException) -> BaseException:
 
 
 class EnvRestarts:
-    """The faults an ``EnvRunner`` recovered from, at most ``limit`` of them.
-
-    Args:
-        limit: how many faults the runner recovers from; the next one is raised.
-        limit_name: the option that sets ``limit``, named when it is reached.
-
-    Attributes:
-        count: the faults recovered from so far.
-    """
+    """The ``count`` faults an ``EnvRunner`` recovered from, at most ``limit`` (an option)."""
 
     def __init__(self, limit: int, limit_name: str = "limit") -> None:
         if limit < 0:
@@ -77,13 +55,7 @@ class EnvRestarts:
 
     def note(self, env: str, copy: int | None, method: str, error: BaseException,
              episode: int | None, step: int | None, frame: int) -> EnvFault:
-        """Count the fault ``error`` (raised in copy ``copy``'s ``method``) and keep it for
-        ``pop``.
-
-        Raises:
-            EnvironmentFailure: it is one more than ``limit``, naming the environment, the
-                copy, the method, the episode, the step and the error (``from error``).
-        """
+        """Count ``error`` and keep it for ``pop``; ``EnvironmentFailure`` past ``limit``."""
         cause = cause_of(error)
         said = str(error) if isinstance(error, EnvironmentFailure) and copy is None else None
         if self.count >= self.limit:
@@ -102,16 +74,13 @@ class EnvRestarts:
 
     def pop(self) -> list[EnvFault]:
         """The faults noted since the last call (safe from another thread)."""
-        popped = []
-        while self._unreported:
-            popped.append(self._unreported.popleft())
-        return popped
+        return [self._unreported.popleft() for _ in range(len(self._unreported))]
 
 
 def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int | None] | None:
     """``(seconds, env, copy, method, episode, step)`` of ``runner``'s env call in progress
-    (``EnvRunner.env_call``; ``copy``, ``episode`` and ``step`` are ``None`` for a vector
-    environment), ``None`` if none. Safe from another thread: an actor's heartbeat."""
+    (``copy``, ``episode`` and ``step``: ``None`` for a vector environment), ``None`` if none.
+    Safe from another thread."""
     call = runner.env_call
     if call is None:
         return None

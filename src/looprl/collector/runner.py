@@ -40,45 +40,25 @@ class EnvRunner:
     """Steps ``n_envs`` copies of the environment ``env_name`` for one actor.
 
     Args:
-        env_name: a registered environment name or a Gymnasium id
-            (``looprl.environments.make``), a function of no arguments building one, or a
-            ``VectorEnvironment`` (its copies; ``n_envs`` and ``groups`` are then its own).
-        env_args: keyword arguments of ``make``.
-        n_envs: env copies stepped by this runner.
-        segment_length: ``T`` of the ``[T + 1, B]`` segments it yields (``None``: it keeps no
-            rows and yields none, as evaluation plays).
-        default_policy_state: the policy's ``default_policy_state`` (``None``: feed-forward).
-        groups: how many groups the envs are split into (see the module docstring).
+        env_name: a name for ``looprl.environments.make``, a function of no arguments building
+            one, or a ``VectorEnvironment`` (``n_envs`` and ``groups`` are then its own).
+        segment_length: ``T`` of the ``[T + 1, B]`` segments (``None``: no rows kept).
         seed: env copy ``i`` is seeded with ``seed + i``.
         exploration: an exploration rate sent with every row (Ape-X epsilons), or ``None``.
-        is_evaluation: ask for deterministic actions.
-        meta: meta components whose step and episode hooks this runner calls (this copy's
-            own; ``metrics['env']`` is the list of env copies).
-        policy: the policy acting here, as ``metrics['policy']`` (``None``: remote).
-        whole_episodes: cut segments at episode ends only (see the module docstring).
-        hub: a ``MetaHub`` to report to instead of one of its own over ``meta`` (the local
-            experiment's, shared with its learner), or the ``StreamHooks`` of one per agent
-            (a local multi-agent experiment's).
-        agent_names: independent learners' agents: one copy of ``meta`` per agent, each
-            seeing its own agent's rows (``StreamHooks``).
+        meta: meta components whose hooks this runner calls (``policy``: their
+            ``metrics['policy']``); ``hub``: a ``MetaHub`` or ``StreamHooks`` to use instead;
+            ``agent_names``: one copy of ``meta`` per agent.
+        whole_episodes: cut segments at episode ends only (VPG).
         process: a vector environment's states as the agent sees them (its bodies).
-        first_stream: the number of this runner's first stream in its segments' ``stream``
-            field (distinct over the runners that feed one replay).
-        restarts: recover from an exception inside an env copy's ``reset`` or ``step`` (the
-            Ray actors): its episode in progress is cut (``cut_episodes``; not reported), the
-            copy rebuilt (a vector environment: all of it; ``env_name`` is then a function
-            building one), seeded anew and reset, and the fault noted here (``None``: raise
-            it, the local runs).
-        max_episode_steps: end an episode of an SRL environment copy at this many steps, as a
-            time limit would (truncated), with a warning (``None``: the first copy's
-            ``episode_cap``, its Gymnasium spec's ``max_episode_steps``, else 27,000; a
-            vector environment's episodes end when it says).
+        first_stream: this runner's first stream number in its segments' ``stream`` field.
+        restarts: recover from an exception in an env copy (``None``: raise it): its episode
+            is cut, the copy rebuilt (a vector environment: all of it), reseeded and reset.
+        max_episode_steps: cut an SRL copy's episode at this many steps (truncated), with a
+            warning (``None``: the first copy's ``episode_cap``).
 
     Attributes:
-        frames: env steps taken (a vector environment's: ``n_envs`` per batched step).
         env_call: ``(time.monotonic() at its start, copy, method)`` of the env call in
-            progress (``None``: none; ``copy`` is ``None`` for a vector environment): another
-            thread sees from it an env that hangs (``collector.recovery.env_call``).
+            progress, ``None`` if none.
     """
 
     def __init__(self, env_name: str | Any, env_args: dict[str, Any] | None = None,
@@ -97,7 +77,7 @@ class EnvRunner:
         self.restarts = restarts
         self.max_episode_steps = max_episode_steps
         self.seed = seed
-        self.env_call: tuple[float, int | None, str] | None = None  # (since, copy, method)
+        self.env_call: tuple[float, int | None, str] | None = None
         self.envs, self._copies, n_envs, groups = env_copies(env_name, env_args, n_envs,
                                                              groups, process)
         if max_episode_steps is None and not self._copies.plain:
@@ -109,7 +89,20 @@ class EnvRunner:
         self.total_frames = 0
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
-        _streams_init(self, n_envs, default_policy_state)
+        agents = self.agent_count
+        n = n_envs * agents
+        self._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
+        self._agent = np.tile(np.arange(agents), n_envs)
+        self._group_streams = [np.flatnonzero(np.isin(self._copy, g)) for g in self.groups]
+        self._present = np.zeros(n, dtype=bool)  # a result waits for an action
+        self._reward = np.zeros(n, dtype=np.float32)
+        self._stream_returns = np.zeros(n)
+        self._done = np.zeros(n, dtype=bool)
+        self._truncated = np.zeros(n, dtype=bool)
+        self._obs = None  # [streams, ...] (a NamedArray), from the first observations
+        default = self._default_state = _numpy(default_policy_state)
+        self._policy_state = None if default is None else (
+            stack if isinstance(default, NamedArray) else np.stack)([default] * n)
         self.buffer = None if segment_length is None else SegmentBuffer(
             segment_length, len(self._copy), whole_episodes, first_stream)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
@@ -134,7 +127,6 @@ class EnvRunner:
         """Agents per env copy."""
         return self._copies.agent_count
 
-    # -- the actor's loop ------------------------------------------------------------------
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
         asked = self._group_streams[group]
@@ -158,10 +150,8 @@ class EnvRunner:
                               exploration=exploration, agent=agent, done=ended)
 
     def states(self, group: int = 0) -> StateArray:
-        """The rows of the last ``request(group)`` as a ``StateArray``: the observations and
-        the rewards (after the step hooks) and ends that came with them, as an ``Agent``'s
-        ``act`` takes them; an SRL environment's other observation fields (``action_mask``)
-        and, with several agents, each row's ``agent`` index are entries too."""
+        """The rows of the last ``request(group)`` as an ``Agent``'s ``act`` takes them (the
+        rewards after the step hooks; other observation fields and ``agent`` as entries)."""
         asked, obs, _ = self._asked[group]
         terminated, ended = self._done[asked], self._done[asked] | self._truncated[asked]
         entries = {}
@@ -177,33 +167,26 @@ class EnvRunner:
                            **entries}, (len(asked),))
 
     def _evaluation(self, n: int) -> np.ndarray:
-        """``is_evaluation`` of a request of ``n`` rows (one array per size, made once)."""
+        """``is_evaluation`` of a request of ``n`` rows (one array per size)."""
         flags = self._flags.get(n)
         if flags is None:
             flags = self._flags[n] = np.full(n, self.is_evaluation)
         return flags
 
     def _version_rows(self, n: int, version: int) -> np.ndarray:
-        """``policy_version`` of ``n`` rows (made again only when ``n`` or ``version`` change:
-        the buffer copies it)."""
+        """``policy_version`` of ``n`` rows (remade only when ``n`` or ``version`` change)."""
         made = self._versions
         if made is None or made[0] != n or made[1] != version:
             made = self._versions = (n, version, np.full(n, version, np.int64))
         return made[2]
 
     def step(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
-        """Record ``result`` (the answer to ``request(group)``) and step ``group``'s envs
-        (``record`` then ``advance``).
-
-        Raises:
-            RolloutSizeError: ``result`` has another number of rows than the request.
-        """
+        """``record`` then ``advance``."""
         self.record(group, result, version)
         self.advance(group)
 
     def record(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
-        """Write the rows of ``result`` (the answer to ``request(group)``, made by policy
-        ``version``) and cut the segments they complete; ``advance`` then steps the envs."""
+        """Write the rows of ``result``, the answer to ``request(group)``, made by ``version``."""
         asked, obs, states = (self._asked.pop(group, None)
                               or (self._group_streams[group][:0], None, None))
         action = None
@@ -216,8 +199,7 @@ class EnvRunner:
         self._recorded[group] = (asked, obs, action)
 
     def advance(self, group: int = 0) -> None:
-        """Step ``group``'s envs with the actions ``record`` wrote, and run the step and
-        episode hooks."""
+        """Step ``group``'s envs with the actions ``record`` wrote; run the hooks."""
         asked, obs, action = self._recorded.pop(group)
         start = time.perf_counter()
         if self._restart:
@@ -235,12 +217,8 @@ class EnvRunner:
             _after_step(self, asked, obs, action, stepped)
 
     def truncate(self) -> None:
-        """End every episode in progress, as if a time limit cut it at the latest
-        observations: their rows (written by ``record``, or by the next one) end their
-        episodes as truncated (bootstrapped from), and the next ``advance`` resets every env
-        copy instead of stepping it. The cut episodes are not reported (``pop_episodes``).
-        Evaluation in the training environments calls it, and an experiment resumed with
-        environments that lost their episodes."""
+        """End every episode in progress as truncated at the latest observations (not
+        reported); the next ``advance`` resets every env copy instead of stepping it."""
         cut = self._present & ~self._done & ~self._truncated
         self._truncated |= cut
         self._restart = True
@@ -248,8 +226,7 @@ class EnvRunner:
             self.cut_episodes(np.flatnonzero(cut))
 
     def cut_episodes(self, streams: np.ndarray) -> None:
-        """The latest rows of ``streams`` (written by ``record``) end their episodes as
-        truncated (bootstrapped from), and their recurrent states start again."""
+        """End the episodes of ``streams`` as truncated at their latest rows."""
         if self.buffer is not None:
             self.buffer.end_episodes(streams)
         for stream in streams.tolist():
@@ -258,8 +235,7 @@ class EnvRunner:
             self._policy_state[streams] = self._default_state
 
     def segments(self) -> list[SampleBatch]:
-        """The finished segments since the last call, batched along dim 1 where they match
-        (none without a buffer)."""
+        """The finished segments since the last call, batched along dim 1 where they match."""
         return [] if self.buffer is None else self.buffer.segments()
 
     @property
@@ -269,14 +245,11 @@ class EnvRunner:
 
     @property
     def running_agent_returns(self) -> np.ndarray:
-        """Each agent's return so far in its env copy's episode in progress ``[copies,
-        agents]`` (what an ended episode's ``Episode.returns`` holds)."""
+        """Each agent's return so far in its env copy's episode ``[copies, agents]``."""
         return self._stream_returns.reshape(len(self._returns), -1).copy()
 
     def meta_scalars(self) -> dict[str, float]:
-        """The ``log/*`` values the meta components wrote since the last call
-        (``MetaHub.log_scalars``: ``log/plr/seen``, ``log/rnd/intrinsic_reward_mean``...):
-        what this actor reports."""
+        """The ``log/*`` values the meta components wrote since the last call."""
         return self.hooks.log_scalars() if self.hooks is not None else {}
 
     def pop_episodes(self) -> list[Episode]:
@@ -284,39 +257,17 @@ class EnvRunner:
         done, self.episodes = self.episodes, []
         return done
 
-    # -- observations and rows ---------------------------------------------------------------
     def _observe(self, streams: np.ndarray) -> Any:
-        """The latest observations of ``streams``, ``[len(streams), ...]`` (a copy): a
-        ``NamedArray`` of the SRL environment's fields, or a vector environment's array."""
+        """The latest observations of ``streams`` (a copy)."""
         if self._copies.plain:
             obs = self._obs["obs"]
             return obs.copy() if len(streams) == len(obs) else obs[streams]
         return self._obs[streams]
 
 
-def _streams_init(runner: EnvRunner, n_envs: int, default_policy_state: Any) -> None:
-    """``runner``'s per-stream arrays: what arrived with each stream's latest observation and
-    its recurrent state."""
-    agents = runner.agent_count
-    n = n_envs * agents
-    runner._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
-    runner._agent = np.tile(np.arange(agents), n_envs)  # its agent
-    runner._group_streams = [np.flatnonzero(np.isin(runner._copy, g)) for g in runner.groups]
-    runner._present = np.zeros(n, dtype=bool)  # a result waits for an action
-    runner._reward = np.zeros(n, dtype=np.float32)
-    runner._stream_returns = np.zeros(n)  # each stream's return so far (several agents)
-    runner._done = np.zeros(n, dtype=bool)
-    runner._truncated = np.zeros(n, dtype=bool)
-    runner._obs = None  # [streams, ...] (a NamedArray), from the first observations
-    default = runner._default_state = _numpy(default_policy_state)
-    runner._policy_state = None if default is None else (
-        stack if isinstance(default, NamedArray) else np.stack)([default] * n)
-
-
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
             result: RolloutResult, version: int) -> None:
-    """Write ``runner``'s rows of ``streams`` (one each), if it keeps rows, and carry their
-    recurrent states."""
+    """Write ``runner``'s rows of ``streams`` and carry their recurrent states."""
     every = len(streams) == len(runner._copy)  # all streams at once (vector envs)
     if every:
         reward, done, truncated = runner._reward, runner._done, runner._truncated
@@ -341,9 +292,7 @@ def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, actio
 
 def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
                 moved: np.ndarray) -> None:
-    """Run the post-step (and, for episodes that just ended, the episode) hooks on the
-    transitions that ended in this step (``_ending``); their rows record the rewards the
-    hooks leave."""
+    """Run the post-step and episode hooks on the transitions that ended in this step."""
     keys, obs, action = _ending(runner, asked, obs, action, moved)
     if not len(keys):
         return
@@ -367,11 +316,9 @@ def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarr
 
 def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
             moved: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray]:
-    """``(streams, observations, actions)`` of the transitions that end in this step: a
-    transition ends at its stream's next result. In a vector environment and in one where
-    every agent acts at every step, that is this step's; in a turn-based one (an AEC game) an
-    agent's comes when its turn comes again, so the rows it asked wait (``_waiting``) until
-    then. Rows asked at an episode's end act for nothing and start no transition."""
+    """``(streams, observations, actions)`` of the transitions that end in this step, at their
+    stream's next result: in a turn-based game, an agent's rows wait (``_waiting``) until its
+    turn comes again. Rows asked at an episode's end start no transition."""
     keep = moved[runner._copy[asked]] & runner._present[asked]
     if runner._copies.plain:
         return asked[keep], obs[keep], action[keep]
@@ -389,9 +336,7 @@ def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
 
 
 def _cut_long_episodes(runner: EnvRunner, stepped: np.ndarray) -> None:
-    """End the episodes of the copies that ``stepped`` to ``max_episode_steps`` steps without
-    ending, as a time limit does (truncated: their agents' latest rows end their episodes,
-    bootstrapped from), report them, and warn."""
+    """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long."""
     long = stepped & ~runner._over & (runner._lengths >= runner.max_episode_steps)
     for i in np.flatnonzero(long).tolist():
         streams = np.flatnonzero(runner._copy == i)

@@ -1,48 +1,29 @@
 """Config-driven runs: the Hydra config groups of ``looprl run``.
 
-A run is described by one config, composed by Hydra from these groups and fields:
+Keys of the ``looprl`` config:
 
-=============== ================================================================================
-key             contents
-=============== ================================================================================
-``algorithm``   group: one option per preset (``ppo``, ``dqn``, ...; ``atari/ppo``,
-                ``continuous/sac``, ...); its fields are ``preset`` and every hyperparameter
-                with the preset's default: ``algorithm=dqn algorithm.lr=1e-3``
-``meta``        group, several at once: ``meta=[rnd,plr]``, fields the component's arguments
-                (``meta.rnd.internal_reward_weight=0.5``); a user's component by import path
-                (``meta=[my_pkg.module:MyComponent] meta.MyComponent.scale=0.1``) or Hydra's
-                ``+meta.mine._target_=my_pkg.module.MyComponent``
-``runner``      group: ``online`` (default), ``es``, ``optuna`` or ``pbt``; fields the runner's
-                arguments (``runner.n_trials``)
-``runtime``     group: ``local`` (default) or ``ray``; fields ``RuntimeConfig``'s
-                (``runtime.actors=4``, ``runtime.address=HOST:6379``), and for ``runner=es``,
-                ``optuna`` or ``pbt`` ``runtime.trials_in_parallel`` (``looprl.configs.runtimes``)
-``env``         an environment id (``CartPole-v1``), a registered name, or an import path
-                ``my_pkg.envs:MyEnv`` (``looprl.presets.catalog.make_env``)
-``context``     the instance sets of a contextual ``env``: ``context.train=32 context.test=64
-                context.ranges.length=[0.05,2.0]`` (seeds ``context.seed`` and ``+ 1``), or
-                ``context.train=FILE`` (YAML/JSON contexts); ``context.hide_context``,
-                ``context.instance_mode``. A test set is evaluated beside the training set
-``exploration`` / ``buffer`` / ``update``: shorthands for ``algorithm.exploration=...``
-``frames``      training budget in environment steps
-``seed``        seeds torch, numpy, random and the environment
-``test_episodes`` evaluation episodes after training
-``device``      ``null`` (CUDA if available) or a torch device
-``checkpoint_every`` frames between checkpoints (``null``: none); ``resume=true`` continues
-                the run directory's checkpoint (``looprl run --resume RUN_DIR``)
-``keep_checkpoints`` also keep the last K checkpoints as ``checkpoint_<frame>.pt`` beside
-                ``checkpoint.pt`` (``null``: only that one)
-``checkpoint_replay`` checkpoints hold the replay buffer (``false``: saved empty, smaller)
-``logging``     ``quiet``: no progress display; ``verbose``: losses and the ``hp/*``
-                trajectory in TensorBoard, ``losses.csv`` and ``hyperparameters.csv``;
-                ``wandb``: ``null``, or ``wandb.init`` arguments (``{mode: offline}``)
-=============== ================================================================================
+- ``algorithm`` (group): one option per preset (``dqn``, ``atari/ppo``, ``continuous/sac``),
+  fields ``preset`` and its hyperparameters (``algorithm.lr=1e-3``); ``exploration=``,
+  ``buffer=`` and ``update=`` are shorthands for ``algorithm.exploration=...``.
+- ``meta`` (group, several at once): ``meta=[rnd,plr] meta.rnd.internal_reward_weight=0.5``;
+  a user's by import path (``meta=[my_pkg.module:MyComponent] meta.MyComponent.scale=0.1``)
+  or ``+meta.mine._target_=my_pkg.module.MyComponent``.
+- ``runner`` (group): ``online`` (default), ``es``, ``optuna``, ``pbt``.
+- ``runtime`` (group): ``local`` (default) or ``ray`` (``looprl.configs.runtimes``).
+- ``env``: an environment id, a registered name or an import path ``my_pkg.envs:MyEnv``.
+- ``context``: instance sets of a contextual ``env`` (``context.train=32 context.test=64
+  context.ranges.length=[0.05,2.0]``, or ``context.train=FILE``; ``seed``, ``hide_context``,
+  ``instance_mode``); a test set is evaluated beside the training set.
+- ``frames`` (budget in environment steps), ``seed``, ``test_episodes``, ``device`` (``null``:
+  CUDA if available).
+- ``checkpoint_every`` (frames; ``resume=true`` continues the run directory's checkpoint),
+  ``keep_checkpoints`` (also keep the last K), ``checkpoint_replay`` (``false``: replay saved
+  empty).
+- ``logging``: ``quiet``, ``verbose`` (losses and ``hp/*`` logs), ``wandb`` (``wandb.init``
+  arguments or ``null``).
 
-A user's config directory adds groups and configs (``looprl run -cd my_configs
-+experiment=NAME``, ``-cn NAME``: ``looprl.configs.sources``).
-
-``register()`` stores the groups in Hydra's ``ConfigStore``; ``build(cfg)`` turns a composed
-config into a preset, an environment, meta components and a runner (one-line errors).
+A user's config directory adds groups and configs (``-cd my_configs +experiment=NAME``,
+``-cn NAME``: ``looprl.configs.sources``).
 """
 
 from __future__ import annotations
@@ -76,7 +57,6 @@ Your experiment files: -cd DIR +experiment=NAME (DIR/experiment/NAME.yaml, start
 def algorithm_options() -> dict[str, str]:
     """Option name of the ``algorithm`` group -> preset (``family.name``)."""
     from looprl.presets.catalog import FAMILIES, available_agents
-
     options = {}
     for key in available_agents():
         family, _, name = key.rpartition(".")
@@ -99,7 +79,6 @@ def _config_value(value: Any) -> Any:
 def _component_node(cls: type) -> dict[str, Any]:
     """A meta component's arguments with their defaults (``???``: required)."""
     from looprl.meta.registry import accepted_parameters
-
     node: dict[str, Any] = {}
     for name, parameter in accepted_parameters(cls).items():
         default = parameter.default
@@ -113,7 +92,6 @@ def _component_node(cls: type) -> dict[str, Any]:
 def runners() -> dict[str, type]:
     """The ``runner`` group's options: name -> runner class (``looprl.runners``)."""
     from looprl.runners import ESRunner, OnlineRunner, OptunaRunner, PBTRunner
-
     return {cls.name: cls for cls in (OnlineRunner, ESRunner, OptunaRunner, PBTRunner)}
 
 
@@ -137,7 +115,6 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
 
     from looprl.meta.registry import COMPONENTS
     from looprl.presets.catalog import resolve_agent
-
     store = ConfigStore.instance()
     for option, preset in algorithm_options().items():
         defaults = resolve_agent(preset).hyperparameter_defaults
@@ -167,10 +144,9 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
 
 
 def group_options() -> dict[str, list[str]]:
-    """Every config group ``register`` stored (``algorithm/atari``, ``meta``, ...) -> its
-    options, sorted, from the ``ConfigStore``."""
+    """Every config group in the ``ConfigStore`` (``algorithm/atari``, ``meta``, ...) -> its
+    options, sorted."""
     from hydra.core.config_store import ConfigStore
-
     store = ConfigStore.instance()
     groups: dict[str, list[str]] = {}
     pending = [name for name in store.list("") if name != "hydra" and not name.endswith(".yaml")]
@@ -195,7 +171,6 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
     from hydra.core.config_store import ConfigStore
 
     from looprl.meta.registry import COMPONENTS, component_class
-
     group = ConfigStore.instance().repo.setdefault("meta", {})
     for name in [n for n in group if n.removesuffix(".yaml") not in COMPONENTS]:
         del group[name]
@@ -213,7 +188,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes."""
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-
     if cfg.runner.name != "online":
         raise ValueError(f"runner={cfg.runner.name} with runtime=ray runs its trials on Ray "
                          "(build), not one distributed run")
@@ -225,15 +199,14 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
     options = distributed_options(_plain(cfg.runtime))
-    _, builder, env, _ = _builder(cfg)
+    builder, env, _ = _builder(cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
     env.close()
-    components = make_components(cfg)
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
-                          logdir=output_dir, seed=cfg.seed, name=preset.name,  # (as a local run's)
-                          quiet=cfg.logging.quiet,
-                          resume_from=output_dir if cfg.resume else None, meta=components)
+                          logdir=output_dir, seed=cfg.seed, name=preset.name,
+                          quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
+                          meta=make_components(cfg))
 
 
 @dataclass
@@ -249,7 +222,6 @@ class BuiltConfig:
 def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
     """The training and held-out (``None``: no ``context.test``) environments of ``cfg``."""
     from looprl.presets.catalog import context_sets, make_contextual, make_env
-
     context = _plain(cfg.get("context")) or {}
     env = make_env(preset, _plain(cfg.env), context)
     _, test = context_sets(cfg.env, context) if context.get("test") is not None else (0, None)
@@ -259,24 +231,21 @@ def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
 def make_components(cfg: Any) -> list[Any]:
     """The meta components of ``cfg.meta`` (``looprl.meta.registry.make_component``)."""
     from looprl.meta.registry import make_component
-
     return [make_component(name, **(kwargs or {}))
             for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
 
 
-def _builder(cfg: Any) -> tuple[str, Any, Any, Any]:
-    """The preset's name, its configured builder, and ``make_envs``."""
+def _builder(cfg: Any) -> tuple[Any, Any, Any]:
+    """The configured preset builder and ``make_envs``."""
     from looprl.presets.catalog import resolve_agent
-
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")
-    builder = resolve_agent(preset_name).hyperparameters(**algorithm)
-    return preset_name, builder, *make_envs(preset_name, cfg)
+    return (resolve_agent(preset_name).hyperparameters(**algorithm),
+            *make_envs(preset_name, cfg))
 
 
 def _plain(node: Any) -> Any:
     from omegaconf import OmegaConf
-
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
@@ -285,13 +254,12 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     ``output_dir``) ``cfg`` describes; one-line errors for bad names and values."""
     from looprl.configs.sources import check_config_keys
     from looprl.experiments.experiment import seed_everything
-
-    check_config_keys(cfg)  # (an experiment file's typo)
+    check_config_keys(cfg)
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    _, builder, env, test_env = _builder(cfg)
+    builder, env, test_env = _builder(cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
     components = make_components(cfg)
@@ -315,7 +283,6 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
     ``run_dir``; one-line errors otherwise."""
     from looprl.core.files import find_one
     from looprl.distributed.run_state import find_controller_checkpoint
-
     if runtime == "ray":
         return str(find_controller_checkpoint(run_dir or "."))
     if runner != "online":

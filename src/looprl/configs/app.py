@@ -2,17 +2,10 @@
 
     looprl run algorithm=ppo env=CartPole-v1 meta=[rnd] seed=0
     looprl run -m seed=0,1,2 algorithm.lr=1e-3,3e-4             # a multirun (a grid)
-    looprl run -m seed=0,1,2,3 hydra/launcher=joblib            # its jobs in parallel
-    looprl run -m seed=0,1 hydra/launcher=submitit_slurm        # on a SLURM cluster
-    looprl run checkpoint_every=10000 ...                        # checkpoints as it trains
     looprl run --resume outputs/DATE/TIME                        # continue a killed run
-    looprl run -cd my_configs +experiment=pendulum_sac           # an experiment file
-    looprl run -cd my_configs -cn my_run                         # a config of one's own
-    looprl run --help                                            # the groups and options
 
-Each run builds the config's runner in Hydra's run directory (``outputs/...``, or
-``multirun/.../N`` per job) and leaves there the resolved config, the experiments' logs, the
-final ``preset.pt`` and ``results.json`` (the runner's train and eval results).
+Each run leaves in Hydra's run directory the resolved config, the experiments' logs, the final
+``preset.pt`` and ``results.json`` (the runner's train and eval results).
 """
 
 from __future__ import annotations
@@ -49,10 +42,8 @@ log = logging.getLogger(__name__)
 
 
 def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
-    """Build the config ``cfg`` and run its runner in ``output_dir``; the results (also
-    written to ``results.json``)."""
+    """Build the config ``cfg``, run its runner in ``output_dir`` and return the results."""
     import torch
-
     torch.set_num_threads(1)
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
@@ -66,8 +57,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
 
 def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
                    evaluation: dict[str, Any]) -> dict[str, Any]:
-    """Write ``results.json`` and return what it holds; a run with a held-out set logs both
-    sets' test returns."""
+    """Write ``results.json`` and return what it holds (and log a held-out set's returns)."""
     text = json.dumps({"train": train, "eval": evaluation}, indent=1, default=json_value)
     (Path(output_dir) / "results.json").write_text(text)
     if "test_set" in evaluation and not cfg.logging.quiet:
@@ -89,7 +79,6 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     from looprl.experiments.logger import log_test_returns
     from looprl.runners.base import summary
     from looprl.runners.held_out import SETS
-
     run = build_distributed(cfg, output_dir)
     result = run.run()
     policy = Path(result.log_dir) / "policy.pt"
@@ -122,14 +111,12 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
 
 
 def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
-    """The final policy's returns on ``context.test``'s held-out instances, each played at
-    least once (``None`` without a test set)."""
+    """The final policy's returns on ``context.test``'s instances (``None`` without them)."""
     from dataclasses import replace
 
     from looprl.configs import make_envs
     from looprl.distributed.pipeline import evaluate
     from looprl.runners.held_out import instance_plan
-
     _, test_env = make_envs(cfg.algorithm.preset, cfg)
     if test_env is None:
         return None
@@ -145,14 +132,9 @@ def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | Non
 
 def resume_arguments(argv: list[str]) -> list[str]:
     """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
-    run's own overrides, then these, in its directory with ``resume=true``.
-
-    Raises:
-        FileNotFoundError: ``RUN_DIR`` holds no run or no checkpoint.
-        ValueError: the overrides change the run's config (but ``frames`` and ``logging``).
-    """
+    run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
+    if they change the run's config (but ``frames`` and ``logging``)."""
     from looprl.configs import find_checkpoint
-
     run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
         at = argv.index("--resume")
@@ -183,10 +165,8 @@ def resume_arguments(argv: list[str]) -> list[str]:
 
 
 def _saved_config(saved: Path) -> tuple[Any, list[str]]:
-    """The config and overrides a run saved in ``saved`` (its ``.hydra``); a damaged or
-    empty file is a one-line ``ValueError`` naming it."""
+    """The config and overrides a run saved in its ``.hydra`` folder ``saved``."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
-
     loaded = []
     for name, kind, needed in (("config.yaml", DictConfig, ("runner", "runtime")),
                                ("overrides.yaml", ListConfig, ())):
@@ -212,8 +192,7 @@ def _compose(argv: list[str]) -> Any:
 
 
 def _differences(old: Any, new: Any) -> list[str]:
-    """``key: old -> new`` for every leaf that differs, but ``frames``, ``resume``,
-    ``logging``."""
+    """``key: old -> new`` for every leaf that differs, but the ``ignored`` ones."""
     from omegaconf import OmegaConf
 
     def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -231,8 +210,7 @@ def _differences(old: Any, new: Any) -> list[str]:
 
 
 def _remove_if_empty(output_dir: Path) -> None:
-    """Remove the run directory (and an empty ``outputs/DATE``) of a run rejected before it
-    wrote anything."""
+    """Remove the run directory (and an empty ``outputs/DATE``) if the run wrote nothing."""
     if any(p.name != ".hydra" and p.suffix != ".log" for p in output_dir.iterdir()):
         return  # the run wrote something: keep it
     shutil.rmtree(output_dir, ignore_errors=True)
@@ -248,9 +226,8 @@ HELP_FLAGS = ("--help", "-h")
 
 def help_text(argv: list[str]) -> str:
     """``looprl run --help`` for ``argv``'s config, in the layout of Hydra's application help
-    (composed once: Hydra's own composes once per group, seconds)."""
+    (composed once: Hydra's own composes once per group)."""
     from omegaconf import OmegaConf
-
     options = group_options()
     for group, files in user_groups(argv).items():  # (the -cd directory's)
         options[group] = sorted({*options.get(group, []), *files})
@@ -268,10 +245,9 @@ _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--she
 
 
 def check_run_dir(argv: list[str]) -> None:
-    """A run directory (``hydra.run.dir``, ``hydra.sweep.dir`` with ``-m``) that cannot be
-    written is a one-line ``ValueError`` before Hydra starts."""
+    """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
+    with ``-m``) cannot be written."""
     from looprl.core.files import check_writable
-
     if any(a.partition("=")[0] in _NO_RUN for a in argv):
         return
     multirun = "-m" in argv or "--multirun" in argv
@@ -285,7 +261,6 @@ def main(argv: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-
     argv = [f"++{a}" if a.startswith("context.ranges.") else a for a in argv]  # (new keys)
     register(argv)
     argv = expand_shorthands(argv)

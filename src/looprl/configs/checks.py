@@ -1,6 +1,5 @@
-"""Checks of ``looprl run``'s overrides before Hydra composes anything (its messages are
-multi-line tracebacks): each a one-line ``ValueError``. The composed config's keys are
-checked by ``looprl.configs.sources.check_config_keys``."""
+"""Checks of ``looprl run``'s overrides before Hydra composes anything (whose messages are
+multi-line tracebacks): each a one-line ``ValueError``."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": [
 def _builtin_options() -> dict[str, list[str]]:
     """looprl's groups -> their options (in the ``ConfigStore``)."""
     from hydra.core.config_store import ConfigStore
-
     meta = ConfigStore.instance().repo["meta"]
     return {"algorithm": list(algorithm_options()), "runner": list(runners()),
             "meta": sorted(name.removesuffix(".yaml") for name in meta),
@@ -25,8 +23,8 @@ def _builtin_options() -> dict[str, list[str]]:
 
 
 def check_overrides(overrides: list[str]) -> None:
-    """One-line ``ValueError`` s for overrides naming an unknown group option, key or
-    argument (the ``-cd`` directory's included)."""
+    """A one-line ``ValueError`` for an override naming an unknown group option, key or
+    argument."""
     pairs = [(key, value) for key, value in _override_pairs(overrides)
              if not key.startswith("hydra")]
     builtin, mine = _builtin_options(), user_groups(overrides)
@@ -57,17 +55,15 @@ def check_overrides(overrides: list[str]) -> None:
 
 
 def check_given_once(overrides: list[str]) -> None:
-    """A key given twice (``algorithm.lr=1e-3 algorithm.lr=1e-4``, ``exploration=X
-    algorithm.exploration=Y`` once shorthands are expanded) is a one-line ``ValueError``:
-    Hydra would silently take the last."""
+    """A key given twice is a one-line ``ValueError`` (Hydra would silently take the last)."""
     pairs = _override_pairs(overrides)
     check_once([key for key, _ in pairs], [f"{key}={value}" for key, value in pairs],
                "give each key once (a sweep's values as key=a,b with -m)")
 
 
 def _check_appended(overrides: list[str], groups: list[str]) -> None:
-    """Choosing one of the user's ``groups`` needs Hydra's ``+`` (``+experiment=NAME``) with
-    the ``looprl`` config."""
+    """Choosing one of the user's ``groups`` needs ``+`` (``+experiment=NAME``) with the
+    ``looprl`` config."""
     if config_name(overrides) != PRIMARY:  # (also checks -cn, and -cd's directory)
         return
     for arg in overrides:
@@ -79,14 +75,12 @@ def _check_appended(overrides: list[str], groups: list[str]) -> None:
 def _meta_key(option: str) -> str:
     """The config key of the ``meta`` option: its name, or an import path's class name."""
     from looprl.meta.registry import COMPONENTS, component_class
-
     return option if option in COMPONENTS else component_class(option).__name__
 
 
 def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
     """``{key: class}`` of the ``meta.<key>._target_=PATH`` overrides (Hydra's form)."""
     from looprl.meta.registry import component_class
-
     return {key.split(".")[1]: component_class(value) for key, value in pairs
             if key.startswith("meta.") and key.count(".") == 2 and key.endswith("._target_")}
 
@@ -94,7 +88,6 @@ def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
 def _check_target_field(field: str, targets: dict[str, type]) -> None:
     """``mine.scale`` must be an argument of the class ``meta.mine._target_`` names."""
     from looprl.meta.registry import accepted_arguments
-
     name, _, argument = field.partition(".")
     valid = accepted_arguments(targets[name])
     head = argument.split(".")[0]
@@ -107,7 +100,6 @@ def _check_target_field(field: str, targets: dict[str, type]) -> None:
 def _check_field(group: str, field: str, chosen: list[str]) -> None:
     """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
     from hydra.core.config_store import ConfigStore
-
     if group == "meta":
         name, _, field = field.partition(".")
         keys = {_meta_key(option): option for option in chosen}

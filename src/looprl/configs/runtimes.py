@@ -1,11 +1,6 @@
-"""The ``runtime`` group of ``looprl run``: ``local`` and ``ray``, and what ``ray`` means for
-each runner.
-
-* ``runner=online runtime=ray``: one distributed run (``looprl.distributed``; the options are
-  ``RuntimeConfig``'s: ``runtime.actors``, ``runtime.trainers``, ...);
-* ``runner=es|optuna|pbt runtime=ray``: the runner's trials (ES individuals, Optuna trials,
-  PBT members) at once, each in a Ray process running the local runtime
-  (``looprl.runners.trials.RayTrials``); the options are ``TRIAL_OPTIONS``.
+"""The ``runtime`` group of ``looprl run``: ``local`` and ``ray``. With ``runner=online``,
+``ray`` is one distributed run (``RuntimeConfig``'s options); with ``runner=es|optuna|pbt``,
+the trials at once, each in a Ray process running the local runtime (``TRIAL_OPTIONS``).
 """
 
 from __future__ import annotations
@@ -22,21 +17,18 @@ TRIAL_OPTIONS = ("trials_in_parallel", "num_cpus", "address", "runtime_env")
 
 
 def runtimes() -> dict[str, dict[str, Any]]:
-    """The ``runtime`` group: ``local``, and ``ray`` (``RuntimeConfig``'s options and
-    ``trials_in_parallel``)."""
+    """The ``runtime`` group's options and their nodes."""
     from dataclasses import asdict
 
     from looprl.distributed.config import RuntimeConfig
-
     return {"local": {"name": "local"},
             "ray": {"name": "ray", **asdict(RuntimeConfig()), "trials_in_parallel": None}}
 
 
 def runtime_help(width: int = 100) -> str:
     """``looprl run --help``'s ``runtime.NAME=DEFAULT`` lines, each with the first sentence
-    ``RuntimeConfig``'s docstring says of it."""
+    of ``RuntimeConfig``'s docstring on it."""
     from looprl.distributed.config import RuntimeConfig
-
     said = {**_attributes(RuntimeConfig.__doc__ or ""),
             "trials_in_parallel": "trials of runner=es|optuna|pbt at once (null: Ray's CPUs)."}
     lines = []
@@ -68,7 +60,7 @@ def _attributes(doc: str) -> dict[str, str]:
 
 def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:
     """The ``RuntimeConfig`` options of a ``runner=online runtime=ray`` config's ``runtime``
-    node; ``ValueError`` for ``trials_in_parallel``, which does not apply."""
+    node."""
     options = {k: v for k, v in runtime.items() if k != "name"}
     if options.pop("trials_in_parallel", None) is not None:
         raise ValueError("runtime.trials_in_parallel is for runner=es, optuna or pbt on Ray; "
@@ -80,10 +72,8 @@ def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:
 def ray_trials(runtime: dict[str, Any], runner: str, device: Any = None,
                options: dict[str, Any] | None = None) -> Any:
     """The ``RayTrials`` of a ``runner=es|optuna|pbt`` config's ``runtime`` node (PBT's on
-    either runtime); ``ValueError`` for an option of the distributed runtime, or a
-    ``device`` other than the CPU for ES or Optuna."""
+    either runtime)."""
     from looprl.distributed.trials import RayTrials
-
     defaults = runtimes()["ray"]
     unused = [key for key, value in runtime.items()
               if key not in ("name", *TRIAL_OPTIONS) and value != defaults.get(key)]

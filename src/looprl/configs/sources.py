@@ -1,21 +1,10 @@
-"""Where ``looprl run`` finds its configs: looprl's own (``looprl``, and the groups
-``register`` stores), and a user's config directory, as Hydra users keep them.
+"""Where ``looprl run`` finds its configs: looprl's own, and a user's config directory.
 
     looprl run -cd my_configs +experiment=pendulum_sac     # my_configs/experiment/pendulum_sac.yaml
     looprl run -cd my_configs -cn my_run                    # my_configs/my_run.yaml as the config
 
-``-cd DIR`` puts ``DIR`` on Hydra's search path: each of its folders is a config group (in a
-folder of looprl's groups, more options of it), each YAML file in it a config ``-cn NAME``
-can start from instead of ``looprl``. An experiment file starts with ``# @package _global_``;
-a config of its own starts from looprl's:
-
-    defaults:
-      - looprl
-      - override algorithm: dqn
-      - _self_
-
-Nothing here patches Hydra: the directory and name reach Hydra as its own flags, and
-``compose`` goes through Hydra's compose API.
+``-cd DIR`` puts ``DIR`` on Hydra's search path: each of its folders is a config group, each
+YAML file in it a config ``-cn NAME`` can start from (``defaults: [looprl, ...]``).
 """
 
 from __future__ import annotations
@@ -37,8 +26,8 @@ NAME_FLAGS = ("--config-name", "-cn")
 
 
 def flag_value(argv: list[str] | tuple[str, ...], flags: tuple[str, ...]) -> str | None:
-    """The value of the last of ``flags`` in ``argv`` (``-cd DIR`` or ``--config-dir=DIR``);
-    ``None`` if none is there."""
+    """The value of the last of ``flags`` in ``argv`` (``-cd DIR`` or ``--config-dir=DIR``),
+    or ``None``."""
     value = None
     for at, arg in enumerate(argv):
         flag, equals, given = arg.partition("=")
@@ -48,8 +37,7 @@ def flag_value(argv: list[str] | tuple[str, ...], flags: tuple[str, ...]) -> str
 
 
 def config_dir(argv: list[str] | tuple[str, ...]) -> Path | None:
-    """The user's config directory ``-cd`` names (absolute), or ``None``; a one-line
-    ``ValueError`` if it is no directory."""
+    """The user's config directory ``-cd`` names (absolute), or ``None``."""
     value = flag_value(argv, DIR_FLAGS)
     if value is None:
         return None
@@ -61,8 +49,8 @@ def config_dir(argv: list[str] | tuple[str, ...]) -> Path | None:
 
 
 def config_name(argv: list[str] | tuple[str, ...]) -> str:
-    """The config ``-cn`` names (``looprl`` without one); a one-line ``ValueError`` if it is
-    neither ``looprl`` nor a YAML file right in the ``-cd`` directory."""
+    """The config ``-cn`` names (``looprl`` without one): ``looprl`` or a YAML file in the
+    ``-cd`` directory."""
     name = (flag_value(argv, NAME_FLAGS) or PRIMARY).removesuffix(".yaml")
     directory = config_dir(argv)
     files = [] if directory is None else sorted(p.stem for p in directory.glob("*.yaml"))
@@ -74,8 +62,8 @@ def config_name(argv: list[str] | tuple[str, ...]) -> str:
 
 
 def user_groups(argv: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
-    """The config groups of the ``-cd`` directory: each folder -> its options (the YAML files
-    under it, ``sub/name`` for those in subfolders); ``{}`` without ``-cd``."""
+    """The config groups of the ``-cd`` directory: each folder -> its options (``sub/name`` in
+    subfolders)."""
     directory = config_dir(argv)
     groups: dict[str, list[str]] = {}
     for path in sorted(directory.rglob("*.yaml")) if directory else ():
@@ -86,11 +74,9 @@ def user_groups(argv: list[str] | tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def compose(argv: list[str] | tuple[str, ...], overrides: list[str]) -> Any:
-    """The config Hydra composes from ``overrides``, with the ``-cd`` directory and the ``-cn``
-    config of ``argv``, through Hydra's compose API."""
+    """The config Hydra composes from ``overrides``, with ``argv``'s ``-cd`` and ``-cn``."""
     from hydra import compose as hydra_compose
     from hydra import initialize, initialize_config_dir
-
     directory = config_dir(argv)
     context = (initialize(version_base="1.3", config_path=None) if directory is None else
                initialize_config_dir(version_base="1.3", config_dir=str(directory)))
@@ -100,9 +86,8 @@ def compose(argv: list[str] | tuple[str, ...], overrides: list[str]) -> Any:
 
 def saved_sources(saved: Path) -> list[str]:
     """The ``--config-dir`` and ``--config-name`` flags of the run whose ``.hydra`` folder is
-    ``saved`` (from its ``hydra.yaml``): what its config was composed from."""
+    ``saved``."""
     from omegaconf import OmegaConf
-
     if not (saved / "hydra.yaml").is_file():
         return []
     hydra = OmegaConf.load(saved / "hydra.yaml").hydra
@@ -113,17 +98,14 @@ def saved_sources(saved: Path) -> list[str]:
 
 
 def config_keys() -> dict[str, Any]:
-    """The ``looprl`` config's own node: top-level key -> default (``hydra`` and
-    ``defaults`` left out)."""
+    """The ``looprl`` config's top-level keys -> defaults (but ``hydra`` and ``defaults``)."""
     from hydra.core.config_store import ConfigStore
-
     node = ConfigStore.instance().repo["looprl.yaml"].node
     return {key: node[key] for key in node if key not in ("defaults", "hydra")}
 
 
 def check_config_keys(cfg: Any) -> None:
-    """A one-line ``ValueError`` naming the first top-level key of ``cfg`` the ``looprl``
-    config lacks (an experiment file's typo)."""
+    """A one-line ``ValueError`` for a top-level key of ``cfg`` the ``looprl`` config lacks."""
     valid = [*config_keys(), *GROUPS]
     for key in cfg:
         if key not in valid:

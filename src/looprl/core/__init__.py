@@ -1,18 +1,4 @@
-"""Core data structures and interfaces (the bottom layer of looprl), by module:
-
-* ``namedarray`` -- ``NamedArray`` (+ ``@namedarray``), nested arrays with named fields.
-* ``state`` -- ``State``, ``StateArray``, ``MultiagentState``: what environments return.
-* ``agent`` -- ``Agent`` / ``ParallelAgent`` / ``Multiagent``: ``act(state) -> action``
-  (seed 003); ``AgentBase``, ``AgentWrapper``.
-* ``algorithm`` -- ``Policy`` (``rollout``, ``analyze``) and ``Trainer`` (``step``) (seed
-  004), built by name through ``register_policy`` / ``register_trainer``.
-* ``batches`` -- ``RolloutRequest``, ``RolloutResult``, ``SampleBatch``, ``TrainerStepResult``.
-* ``preset`` -- ``Preset`` / ``ParallelPreset``: configured factories of agents.
-* ``hyperparameter`` -- ``Hyperparameter``: the ``hp/*`` keys a part declares.
-* ``logger`` -- ``Logger``, ``DummyLogger``.
-* helpers: ``imports`` (objects by import path), ``files`` (loading looprl's files),
-  ``suggest`` (one-line errors with close matches).
-"""
+"""Core data structures and interfaces: the bottom layer of looprl."""
 
 from looprl.core.agent import Agent, AgentBase, AgentWrapper, Multiagent, ParallelAgent
 from looprl.core.algorithm import (

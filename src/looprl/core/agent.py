@@ -1,11 +1,4 @@
-"""The agents' interfaces (seed 003): ``act(state) -> action``; when and how an agent
-trains inside ``act`` is its own business.
-
-* ``Agent`` acts on a ``State``, ``ParallelAgent`` on a ``StateArray`` (one row per
-  environment), ``Multiagent`` on a ``MultiagentState``.
-* ``AgentBase``: what they declare besides ``act`` (``hp/*`` keys, buffer, ``unwrapped``);
-  ``AgentWrapper``: the base of agents that wrap another.
-"""
+"""The agents' interfaces (seed 003): ``act(state) -> action``."""
 
 from __future__ import annotations
 
@@ -16,25 +9,23 @@ from looprl.core.hyperparameter import Hyperparameter
 
 
 class AgentBase:
-    """What the agents declare besides ``act``: their ``hp/*`` keys, their buffer and the
-    agent inside wrappers."""
+    """What the agents declare besides ``act``."""
 
-    #: The buffer the agent learns from (replay or segments), published to meta components
-    #: as ``metrics['buffer']`` (``None``: none).
+    #: The buffer the agent learns from, ``metrics['buffer']`` of meta components.
     buffer: Any = None
 
     @property
     def unwrapped(self) -> Any:
-        """The agent that holds the policy and trainer: ``self``, or a wrapper's inner agent."""
+        """The agent that holds the policy and trainer (inside wrappers)."""
         return self
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this agent can change while training (``{}``: none)."""
+        """The ``hp/*`` keys this agent can change while training."""
         return {}
 
 
 class AgentWrapper(AgentBase):
-    """Base of the agents that wrap another (bodies, adapters), forwarding to ``agent``."""
+    """Base of the agents that wrap another (bodies, adapters)."""
 
     def __init__(self, agent: Any):
         self.agent = agent
@@ -68,8 +59,7 @@ class ParallelAgent(AgentBase, ABC):
 
 
 class Multiagent(AgentBase, ABC):
-    """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is (each of its
-    agents declares its own ``hp/*`` keys)."""
+    """Accepts a ``MultiagentState`` whose ``agent`` key says whose turn it is."""
 
     @abstractmethod
     def act(self, multiagent_state: Any) -> Any:

@@ -1,11 +1,4 @@
-"""The two halves of an algorithm (seed 004) and their registry of names.
-
-* ``Policy``: ``rollout(request) -> result`` and ``analyze(sample, target)``.
-* ``Trainer``: ``step(batch) -> TrainerStepResult`` updates a policy from a ``SampleBatch``.
-* ``Policy(type_=name, ...)`` / ``Trainer(type_=name, ...)`` build what ``register_policy`` /
-  ``register_trainer`` registered under ``name``.
-* ``parts_hyperparameters``: a learner's ``hp/*`` keys (``looprl.meta.hyperparameters``).
-"""
+"""``Policy`` and ``Trainer`` (seed 004), built by registered name: ``Policy(type_=name)``."""
 
 from __future__ import annotations
 
@@ -33,32 +26,23 @@ class _ByName(ABCMeta):
 
 
 class _PartOfAlgorithm:
-    """What ``Policy`` and ``Trainer`` share: the ``Approximation`` objects they own and the
-    ``hp/*`` keys these declare."""
-
     def approximations(self) -> dict[str, Any]:
-        """The ``Approximation`` objects this part owns, by name (a trainer: besides its
-        policy's; ``{}``: none)."""
+        """The ``Approximation`` objects this part owns (a trainer: besides its policy's)."""
         return {}
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The ``hp/*`` keys this part declares: by default its approximations'."""
+        """The ``hp/*`` keys this part declares (by default its approximations')."""
         return merge_hyperparameters(*(a.hyperparameters()
                                        for a in self.approximations().values()))
 
 
 class Policy(_PartOfAlgorithm, metaclass=_ByName):
-    """Acting half of an algorithm: a model plus the rule that turns outputs into actions.
-
-    ``rollout`` is called by actors, ``analyze`` by trainers. A policy owns its parameters; a
-    trainer optimizes them. ``Policy(type_="actor-critic-separate", args=dict(...))`` builds a
-    registered policy by name (seed 004, :func:`register_policy`).
-    """
+    """Acting half of an algorithm: ``rollout`` for actors, ``analyze`` for trainers. It owns
+    the parameters that a trainer optimizes."""
 
     #: Incremented by the trainer at every update (staleness, on Ray).
     version: int = 0
-    #: The exploration policy this one acts through, which writes ``metrics['explored']``
-    #: when meta components are attached (``None``: none).
+    #: The exploration policy this one acts through (writes ``metrics['explored']``).
     exploration: Any = None
 
     @property
@@ -90,18 +74,13 @@ class Policy(_PartOfAlgorithm, metaclass=_ByName):
 
 
 class Trainer(_PartOfAlgorithm, metaclass=_ByName):
-    """Learning half of an algorithm: updates ``policy`` from batches of experience.
-
-    ``Trainer(type_="ppo", policy=policy, args=dict(...))`` builds a registered trainer by
-    name. After ``step``, ``predictions`` holds what the update computed (detached) and
-    ``td_error`` the per-sample TD errors (``None`` for policy-gradient trainers).
-    """
+    """Learning half of an algorithm: updates ``policy`` from batches. After ``step``,
+    ``predictions`` holds what the update computed (detached) and ``td_error`` the per-sample
+    TD errors (``None`` for policy-gradient trainers)."""
 
     predictions: dict[str, Any] = {}  # noqa: B006
     td_error: Any = None
-    #: the kind of sample buffer the runtime feeds it (``looprl.memory.make_sample_buffer``):
-    #: fresh on-policy segments unless a trainer names a replay (DQN: ``"prioritized"``), so
-    #: that a user's own trainer (seed 004 never names one) needs no ``sample_buffer``
+    #: the kind of sample buffer the runtime feeds it (``looprl.memory.make_sample_buffer``)
     sample_buffer: str = "on_policy"
 
     @property
@@ -111,38 +90,33 @@ class Trainer(_PartOfAlgorithm, metaclass=_ByName):
 
     @abstractmethod
     def step(self, batch: SampleBatch) -> TrainerStepResult:
-        """Advance one training step on ``batch`` (``[T + 1, B]`` segments); return the
-        statistics to log and, for prioritized replay, new priorities."""
+        """One training step on ``batch`` (``[T + 1, B]`` segments)."""
 
 
 def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparameter
                             ) -> dict[str, Hyperparameter]:
-    """A learner's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` for each of
-    its ``own``."""
+    """A learner's keys: its ``policy``'s, its ``trainer``'s and ``hp/<name>`` of its ``own``."""
     mine = {f"hp/{name}": hyperparameter for name, hyperparameter in own.items()}
     declared = [getattr(part, "hyperparameters", dict)() for part in (policy, trainer)]
     return merge_hyperparameters(*declared, mine)
 
 
 class _Registry:
-    """Names to classes (or factories), or to lazily imported ``"module.path:Name"`` strings."""
-
     def __init__(self, kind: str):
         self.kind = kind
         self.entries: dict[str, Callable[..., Any] | str] = {}
 
     def register(self, name: str, cls: Callable[..., Any] | str) -> None:
-        """Register a class or factory (or a lazy ``"module.path:Name"`` path) under
-        ``name``; ``ValueError`` if it is taken."""
+        """Register ``cls`` under ``name``; ``ValueError`` if it is taken."""
         if name in self.entries:
             raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
         self.entries[name] = cls
 
     def missing(self, name: str) -> str | None:
-        """``None`` if ``name`` is registered (once the modules that register names are
-        imported), else the line saying it is not, with the closest registered name."""
+        """``None`` if ``name`` is registered, else the line saying it is not."""
         if name not in self.entries:
-            _import_name_sources()
+            for module in _NAME_SOURCES:
+                importlib.import_module(module)
         if name in self.entries:
             return None
         known = ", ".join(sorted(self.entries)) or "none"
@@ -162,22 +136,13 @@ class _Registry:
 _POLICIES = _Registry("policy")
 _TRAINERS = _Registry("trainer")
 _BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
-#: ``register_policy(name, cls)``: a ``Policy`` class or factory under ``name``
+#: ``register_policy(name, cls)``: a class or factory (or ``"module:Name"``) under ``name``
 register_policy = _POLICIES.register
-#: ``register_trainer(name, cls)``: a ``Trainer`` class or factory under ``name``
 register_trainer = _TRAINERS.register
-#: Modules that register names when imported (``register_names_from``).
 _NAME_SOURCES: list[str] = []
 
 
 def register_names_from(module: str) -> None:
-    """Have ``Policy(type_=...)`` / ``Trainer(type_=...)`` import ``module`` (which registers
-    names) the first time they meet an unregistered name (``looprl`` names
-    ``looprl.agents``, so that core imports no layer below it)."""
+    """Import ``module`` (which registers names) at the first unregistered ``type_``."""
     if module not in _NAME_SOURCES:
         _NAME_SOURCES.append(module)
-
-
-def _import_name_sources() -> None:
-    for module in _NAME_SOURCES:
-        importlib.import_module(module)

@@ -1,5 +1,4 @@
-"""``load_file`` (a file looprl wrote with ``torch.save``), ``find_one`` (the one file of a name
-under a run directory) and ``check_writable`` (a log directory), each failure said in one line."""
+"""Loading, finding and writing looprl's files, each failure said in one line."""
 
 from __future__ import annotations
 
@@ -13,16 +12,8 @@ __all__ = ["check_writable", "find_one", "load_file"]
 
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:
-    """``torch.load`` of ``path`` (a full pickle that looprl wrote); ``what`` it should hold
-    (``"looprl preset"``) and the ``remedy`` (``"train one with looprl train"``) are for
-    messages.
-
-    Raises:
-        FileNotFoundError: there is no file at ``path``.
-        ModuleNotFoundError: it needs a module that is not importable here (named).
-        ValueError: it holds CUDA tensors and there is no GPU, it refers to a class or module
-            this looprl lacks, or it is truncated, corrupted or not looprl's.
-    """
+    """``torch.load`` of ``path``; ``what`` it should hold (``"looprl preset"``) and the
+    ``remedy`` are for one-line errors."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No {what} at {path} ({remedy})")
@@ -58,8 +49,7 @@ def _unreadable(path: Path, what: str, remedy: str, error: Exception) -> ValueEr
 
 
 def check_writable(path: str | Path, option: str) -> None:
-    """A one-line ``ValueError`` unless the directory ``path`` can be written in or made;
-    ``option`` names the options that choose it (``"logdir=..., --logdir"``)."""
+    """A one-line ``ValueError`` (naming ``option``) unless ``path`` can be written in."""
     path = Path(path)
     existing = next((p for p in (path, *path.parents) if p.exists()), Path.cwd())
     if not existing.is_dir():
@@ -73,8 +63,8 @@ def check_writable(path: str | Path, option: str) -> None:
 
 
 def find_one(run_dir: str | Path, name: str, missing: str, several: str) -> Path:
-    """The one file ``name`` in or under ``run_dir``: ``FileNotFoundError`` (``missing``)
-    if there is none, ``ValueError`` (their number, ``several`` and their paths) if several."""
+    """The one file ``name`` under ``run_dir``: ``FileNotFoundError`` (``missing``) if none,
+    ``ValueError`` (``several``) if several."""
     found = sorted(Path(run_dir).glob(f"**/{name}"))
     if not found:
         raise FileNotFoundError(missing)

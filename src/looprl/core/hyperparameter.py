@@ -1,5 +1,4 @@
-"""``Hyperparameter``: one ``hp/*`` key that a policy, trainer, agent or approximation declares
-(``looprl.meta.hyperparameters`` lists every key and who declares it)."""
+"""``Hyperparameter``: one ``hp/*`` key that a part declares."""
 
 from __future__ import annotations
 
@@ -12,13 +11,7 @@ __all__ = ["Hyperparameter", "merge_hyperparameters"]
 
 @dataclass(frozen=True)
 class Hyperparameter:
-    """How to read one ``hp/*`` value and how to change it.
-
-    Attributes:
-        get: the current value, without side effects.
-        set: applies a new value (converted to ``kind`` by the declaring object).
-        kind: ``float`` or ``int`` (``hp/epsilon`` may also be a list, one per env copy).
-    """
+    """How to read (``get``, no side effects) and change (``set``) one ``hp/*`` value."""
 
     get: Callable[[], Any]
     set: Callable[[Any], None]
@@ -26,8 +19,7 @@ class Hyperparameter:
 
     @classmethod
     def attribute(cls, owner: Any, name: str, kind: type = float) -> Hyperparameter:
-        """The public attribute ``name`` of ``owner``, whose new values are converted to
-        ``kind``."""
+        """The attribute ``name`` of ``owner``, new values converted to ``kind``."""
         return cls(lambda: getattr(owner, name),
                    lambda value: setattr(owner, name, kind(value)), kind)
 
@@ -42,8 +34,7 @@ class Hyperparameter:
 
 
 def merge_hyperparameters(*declared: dict[str, Hyperparameter]) -> dict[str, Hyperparameter]:
-    """The keys of several parts as one dict. A key that more than one part declares (the
-    ``hp/tau`` of an actor's and of a critic's target) is read from the first and set on all."""
+    """The keys of several parts; a shared key is read from the first and set on all."""
     found: dict[str, list[Hyperparameter]] = {}
     for part in declared:
         for key, hyperparameter in part.items():

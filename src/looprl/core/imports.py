@@ -1,5 +1,4 @@
-"""Objects by import path, for configs (``import_object('my_pkg.envs:MyEnv', 'environment')``),
-and the optional extras' modules (``import_extra``)."""
+"""Objects by import path (``'my_pkg.envs:MyEnv'``) and optional extras' modules."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ def is_import_path(text: Any) -> bool:
 
 
 def import_module(name: str, what: str) -> Any:
-    """``importlib.import_module(name)``, or a one-line ``ImportError`` that starts with
-    ``what`` (``"environment 'pkg.mod:Env'"``)."""
+    """``importlib.import_module(name)``, or a one-line ``ImportError`` starting with ``what``."""
     try:
         return importlib.import_module(name)
     except ImportError as error:
@@ -28,8 +26,7 @@ def import_module(name: str, what: str) -> Any:
 
 
 def import_object(path: str, what: str) -> Any:
-    """The object ``path`` names: ``package.module:Name`` (or Hydra's ``package.module.Name``);
-    a one-line ``ImportError`` naming ``what`` it is for (``"meta component"``) otherwise."""
+    """The object ``path`` (``pkg.module:Name`` or ``pkg.module.Name``) names, for ``what``."""
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
@@ -45,8 +42,7 @@ def import_object(path: str, what: str) -> Any:
 
 
 def import_extra(module: str, needs: str, extra: str) -> Any:
-    """The module ``module``, or an ``ImportError`` saying ``{needs}: pip install
-    looprl[{extra}]``."""
+    """The module ``module``, or an ``ImportError`` saying which extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError:

@@ -1,7 +1,4 @@
-"""The ``Logger`` interface that agents and approximations write to (the concrete one is
-``looprl.experiments.ExperimentLogger``). Values may be floats or 0-d tensors: implementations
-convert lazily so that callers never force a sync.
-"""
+"""The ``Logger`` interface; values may be floats or 0-d tensors, converted lazily."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from typing import Any
 
 
 class Logger:
-    """Interface of experiment loggers. Every method is a no-op here (see ``DummyLogger``)."""
+    """Interface of experiment loggers; every method is a no-op here."""
 
     #: When False, ``add_loss``/``add_info``/``add_schedule`` may be skipped by callers.
     verbose: bool = False
@@ -47,8 +44,7 @@ class Logger:
 
 
 class DummyLogger(Logger):
-    """A logger that records nothing but the counters ``frame`` and ``episode`` (seed 003's
-    ``Experiment(logger=DummyLogger())``; ``log_dir`` is ``None``)."""
+    """A logger that records nothing but the counters ``frame`` and ``episode``."""
 
     log_dir: str | None = None
     mean_return100: float = math.nan

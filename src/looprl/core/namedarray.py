@@ -1,22 +1,7 @@
-"""``NamedArray``: a fixed set of named arrays that share leading (batch) dimensions.
-
-The SRL-style container of batches, rollouts and policy states: a record of *fields* whose
-values (*leaves*) are numpy arrays, torch tensors, nested ``NamedArray`` s or ``None``.
-Indexing with anything but a field name applies to every leaf, so a batch can be sliced,
-gathered, stacked or written into a preallocated buffer as if it were one array::
-
-    @namedarray
-    class MyPolicyState:
-        hx: np.ndarray
-
-    state = MyPolicyState(hx=np.zeros((num_rnn_layers, 1, rnn_hidden_dim), dtype=np.float32))
-    buf = NamedArray(obs=np.zeros((100, 4)), reward=np.zeros(100))
-    buf[3] = sample          # writes every leaf in place
-    batch = buf[[1, 5, 7]]   # gathers every leaf
-
-``iter(x)`` iterates over field names (like a dict), ``len(x)`` is the batch size and
-``x.fields`` the field names; ``None`` leaves are carried along unchanged.
-"""
+"""``NamedArray``: named arrays (numpy, torch, nested ``NamedArray`` or ``None``) that share
+leading (batch) dimensions. Indexing with anything but a field name applies to every leaf
+(``buf[3] = sample`` writes in place, ``buf[[1, 5]]`` gathers); ``iter(x)`` yields field names
+and ``len(x)`` is the batch size."""
 
 from __future__ import annotations
 
@@ -32,7 +17,6 @@ T = TypeVar("T", bound="NamedArray")
 
 
 def _convert_index(idx: Any, leaf: Any) -> Any:
-    """Converts ``idx`` to the array library of ``leaf`` (numpy <-> torch)."""
     if isinstance(leaf, torch.Tensor):
         if isinstance(idx, np.ndarray):
             return torch.from_numpy(idx)
@@ -62,8 +46,7 @@ _CPU = frozenset({None, "cpu", torch.device("cpu")})  # the devices ``from_numpy
 
 
 def as_numpy(value: Any) -> Any:
-    """A tensor as a NumPy array (a view of a CPU tensor's data; a copy from other devices);
-    anything else as it is."""
+    """A tensor as a NumPy array (a view on the CPU, else a copy); anything else as it is."""
     if isinstance(value, torch.Tensor):
         try:
             return value.numpy()  # one call on the CPU (this runs once per env step)
@@ -87,15 +70,9 @@ def _leaf_repr(value: Any) -> str:
 
 
 class NamedArray:
-    """A record of named arrays (numpy, torch, nested ``NamedArray`` or ``None``).
-
-    Construct it with keyword arguments, ``NamedArray(obs=x, reward=r)``; fields keep their
-    insertion order and cannot be added later (:func:`namedarray` declares a fixed set).
-
-    Raises:
-        ValueError: a field name clashes with a ``NamedArray`` attribute (e.g. ``values``),
-            or the leaves' leading (batch) dimensions differ.
-    """
+    """A record of named arrays: ``NamedArray(obs=x, reward=r)``; fields keep their order and
+    cannot be added later. ``ValueError`` if a name clashes with an attribute (``values``) or
+    the leading (batch) dimensions differ."""
 
     _field_names: tuple[str, ...] | None = None  # set by @namedarray on decorated classes
     _defaults: dict[str, Any] = {}
@@ -115,7 +92,6 @@ class NamedArray:
         self.__dict__["_fields"] = self._field_names or tuple(values)
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Binds positional and keyword arguments to the declared fields."""
         names, name = self._field_names, type(self).__name__
         if len(args) > len(names):
             raise TypeError(f"{name}() takes {len(names)} positional arguments, got {len(args)}")
@@ -135,13 +111,11 @@ class NamedArray:
 
     @classmethod
     def _from_fields(cls: type[T], fields: tuple[str, ...], values: Sequence[Any]) -> T:
-        """Fast constructor without checks, used by indexing and aggregation."""
         obj = cls.__new__(cls)
         obj.__dict__.update(zip(fields, values))
         obj.__dict__["_fields"] = fields
         return obj
 
-    # -- dict-like access ---------------------------------------------------------------
     def keys(self) -> tuple[str, ...]:
         """The field names, in order."""
         return self._fields
@@ -181,7 +155,6 @@ class NamedArray:
                                  f"{self._fields}")
         self.__dict__[name] = value
 
-    # -- indexing -----------------------------------------------------------------------
     def __getitem__(self: T, idx: Any) -> Any:
         """Returns field ``idx`` if it is a string, else indexes every leaf with ``idx``."""
         if isinstance(idx, str):
@@ -195,8 +168,8 @@ class NamedArray:
             raise
 
     def __setitem__(self, idx: Any, value: Any) -> None:
-        """Sets field ``idx`` if it is a string, else writes ``value`` (a ``NamedArray`` of
-        the same fields, or anything that broadcasts, e.g. ``0``) into every leaf in place."""
+        """Sets field ``idx`` if it is a string, else writes ``value`` (a ``NamedArray`` of the
+        same fields, or anything that broadcasts) into every leaf in place."""
         if isinstance(idx, str):
             if idx not in self._fields:
                 raise KeyError(f"{type(self).__name__} has no field {idx!r}")
@@ -206,29 +179,24 @@ class NamedArray:
         if named and set(value._fields) != set(self._fields):
             raise ValueError(f"fields {value._fields} do not match {self._fields}")
         try:
-            self._write(idx, value, named)
+            for name, leaf in self.items():
+                src = value.__dict__[name] if named else value
+                if named and (leaf is None) != (src is None):
+                    raise ValueError(f"cannot assign between None and an array in {name!r}")
+                if leaf is None:
+                    continue
+                if isinstance(leaf, NamedArray):
+                    leaf[idx] = src
+                elif isinstance(leaf, torch.Tensor):
+                    leaf[_convert_index(idx, leaf)] = as_tensor(src, leaf.device, leaf.dtype)
+                else:
+                    leaf[_convert_index(idx, leaf)] = as_numpy(src)
         except (IndexError, ValueError, RuntimeError):
             _diagnose_lengths(self)
             if named:
                 _diagnose_lengths(value)
             raise
 
-    def _write(self, idx: Any, value: Any, named: bool) -> None:
-        """``__setitem__``'s writes into every leaf."""
-        for name, leaf in self.items():
-            src = value.__dict__[name] if named else value
-            if named and (leaf is None) != (src is None):
-                raise ValueError(f"cannot assign between None and an array in {name!r}")
-            if leaf is None:
-                continue
-            if isinstance(leaf, NamedArray):
-                leaf[idx] = src
-            elif isinstance(leaf, torch.Tensor):
-                leaf[_convert_index(idx, leaf)] = as_tensor(src, leaf.device, leaf.dtype)
-            else:
-                leaf[_convert_index(idx, leaf)] = as_numpy(src)
-
-    # -- conversion ---------------------------------------------------------------------
     def to(self: T, device: str | torch.device = "cpu") -> T:
         """Moves every leaf to ``device`` as a torch tensor (numpy leaves are converted)."""
         return recursive_apply(self, lambda leaf: as_tensor(leaf, device))
@@ -236,7 +204,7 @@ class NamedArray:
     to_torch = to  # (the SRL name)
 
     def to_numpy(self: T) -> T:
-        """Converts every torch leaf to a numpy array (``detach().cpu().numpy()``)."""
+        """Converts every torch leaf to a numpy array."""
         return recursive_apply(self, as_numpy)
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,14 +219,14 @@ class NamedArray:
 
     @property
     def shape(self) -> dict[str, Any]:
-        """A dict of field name to shape tuple (a nested dict for nested fields, or None)."""
+        """Field name to shape tuple (a dict for nested fields, ``None`` for ``None``)."""
         return {
             k: v.shape if isinstance(v, NamedArray) else None if v is None else tuple(np.shape(v))
             for k, v in self.items()
         }
 
     def clone(self: T) -> T:
-        """A deep copy: numpy leaves are copied and torch leaves cloned."""
+        """A deep copy of every leaf."""
         return recursive_apply(self, _copy_leaf)
 
     @staticmethod
@@ -286,9 +254,7 @@ def _check_names(names: Any) -> None:
 
 
 def _check_lengths(name: str, values: dict[str, Any]) -> None:
-    """A one-line ``ValueError`` if the leaves in ``values`` (arrays with a dimension, nested
-    ``NamedArray`` s) have different leading (batch) dimensions; cheap, it runs per step (the
-    lengths are listed only for the message)."""
+    """A one-line ``ValueError`` if the leaves in ``values`` differ in leading dimension."""
     first = None
     for value in values.values():
         length = _length(value)
@@ -315,18 +281,15 @@ def _length(value: Any) -> int | None:
 
 
 def _diagnose_lengths(x: NamedArray) -> None:
-    """Raise ``_check_lengths``'s one line (from ``None``) if ``x``'s leaves differ in length."""
-    values = {name: x.__dict__[name] for name in x._fields}
     try:
-        _check_lengths(type(x).__name__, values)
+        _check_lengths(type(x).__name__, dict(x.items()))
     except ValueError as error:
         raise ValueError(str(error)) from None
 
 
 def namedarray(cls: type) -> type[NamedArray]:
-    """Class decorator turning an annotated class into a ``NamedArray`` subclass of the same
-    name: every annotated name is a field, in order (after those of a decorated base); a
-    class-level value is its default. Instances can be built positionally or by keyword."""
+    """Class decorator: a ``NamedArray`` subclass of the same name whose fields are the
+    annotated names, in order (after a decorated base's); a class-level value is a default."""
     if issubclass(cls, NamedArray):
         base, bases = cls, cls.__bases__
     else:
@@ -348,9 +311,7 @@ _UNSET = object()  # a required field that a call to a generated ``__init__`` le
 
 
 def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Callable:
-    """An ``__init__`` taking the fields ``names`` as keywords, written out for them (as
-    ``dataclasses`` does: several times cheaper, at every env step); anything else goes
-    through ``NamedArray._bind``."""
+    """A generated ``__init__`` for keyword fields (several times cheaper than ``_bind``)."""
     if any(n.startswith("_na_") for n in names):  # (the generated code's own names)
         return NamedArray.__init__
     default = {n: f"_na_defaults[{n!r}]" if n in defaults else "_na_unset" for n in names}
@@ -385,11 +346,8 @@ def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
 
 
 def recursive_aggregate(xs: Sequence[T], fn: Callable[[list[Any]], Any]) -> T:
-    """Applies ``fn`` to the list of each leaf across ``xs`` (all with the same fields).
-
-    Raises:
-        ValueError: ``xs`` is empty, fields differ, or a leaf is ``None`` in only some items.
-    """
+    """Applies ``fn`` to the list of each leaf across ``xs``; ``ValueError`` if ``xs`` is
+    empty, fields differ, or a leaf is ``None`` in only some items."""
     if not xs:
         raise ValueError("cannot aggregate an empty sequence of NamedArrays")
     first = xs[0]
@@ -407,15 +365,14 @@ def recursive_aggregate(xs: Sequence[T], fn: Callable[[list[Any]], Any]) -> T:
 
 
 def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[list[Any]], Any]:
-    """A leaf aggregator calling ``torch_fn`` on tensors and ``np_fn`` on anything else."""
     return lambda xs: torch_fn(xs, dim) if isinstance(xs[0], torch.Tensor) else np_fn(xs, dim)
 
 
 def stack(xs: Sequence[T], dim: int = 0) -> T:
-    """Stacks ``xs`` along a new dimension ``dim`` (``np.stack`` or ``torch.stack`` per leaf)."""
+    """Stacks ``xs`` along a new dimension ``dim``."""
     return recursive_aggregate(xs, _per_library(np.stack, torch.stack, dim))
 
 
 def concat(xs: Sequence[T], dim: int = 0) -> T:
-    """Concatenates ``xs`` along ``dim`` (``np.concatenate`` or ``torch.cat`` per leaf)."""
+    """Concatenates ``xs`` along ``dim``."""
     return recursive_aggregate(xs, _per_library(np.concatenate, torch.cat, dim))

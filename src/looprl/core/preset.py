@@ -12,10 +12,8 @@ from looprl.core.agent import Agent, ParallelAgent
 
 class Preset(ABC):
     """A configured algorithm on a configured environment; builds agents that share weights.
-
-    ``env_name`` names the environment it was built for, ``env_remote`` what Ray actors make
-    for it, ``meta`` the meta components attached to its experiments.
-    """
+    ``env_remote``: what Ray actors make for the environment; ``meta``: the meta components
+    attached to its experiments."""
 
     env_name: str | None = None
     env_remote: tuple[str, dict[str, Any]] | None = None
@@ -47,8 +45,7 @@ class ParallelPreset(Preset):
 
     @property
     def n_envs(self) -> int:
-        """Environments the training agent acts on: the value set, else the hyperparameter
-        ``n_envs`` (ALL's presets keep it there), else 1."""
+        """Environments the training agent acts on (else ``hyperparameters['n_envs']``, 1)."""
         n_envs = self.__dict__.get("_n_envs")
         if n_envs is None:
             n_envs = getattr(self, "hyperparameters", {}).get("n_envs", 1)

@@ -1,5 +1,4 @@
-"""The valid range of every preset hyperparameter, declared once by name (``RANGES``), and
-the one-line check every entry point runs (``check_ranges``)."""
+"""The valid range of every preset hyperparameter (``RANGES``) and its check."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ __all__ = ["RANGES", "Range", "check_ranges"]
 
 @dataclass(frozen=True)
 class Range:
-    """Values from ``low`` to ``high`` (``open_low``: ``low`` itself excluded); ``whole``:
-    whole numbers only. ``text`` says it in words for the error message."""
+    """Values from ``low`` (``open_low``: excluded) to ``high`` (``whole``: whole numbers);
+    ``text`` says it in words."""
 
     low: float = -math.inf
     high: float = math.inf
@@ -22,8 +21,7 @@ class Range:
     text: str = ""
 
     def holds(self, value: Any) -> bool:
-        """Whether ``value`` lies in the range (``None``, bools and non-numbers pass: the
-        type check is the builder's)."""
+        """Whether ``value`` lies in the range (``None``, bools and non-numbers pass)."""
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             return True
         above = value > self.low if self.open_low else value >= self.low
@@ -56,8 +54,7 @@ RANGES: dict[str, Range] = {
 
 
 def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
-    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range in
-    ``RANGES``: ``Hyperparameter 'clip' of ppo must be positive (> 0), got -0.2``."""
+    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range."""
     of = f" of {owner}" if owner else ""
     for key, value in hyperparameters.items():
         valid = RANGES.get(key)

@@ -1,22 +1,15 @@
 """``State``, ``StateArray`` and ``MultiagentState``: what an agent sees at one time step.
 
-A ``State`` is a dict with four default entries, as in seed 003:
-
-* ``observation`` -- a tensor;
-* ``reward`` -- the reward of the transition that led here (``0.`` after a reset);
-* ``done`` -- ``True`` when the episode ended here (terminated *or* truncated);
-* ``mask`` -- ``0.`` when the episode *terminated* here, else ``1.``: multiply bootstrapped
-  values by it. Time-limit truncation keeps ``mask == 1`` because bootstrapping is correct
-  there, so termination and truncation stay apart (see ``terminated`` / ``truncated``).
-
-Arbitrary further entries may be added; ``StateArray`` stacks, slices and reshapes them
-along with the defaults, so code acts on the abstraction, not on the shape of the data.
+A ``State`` is a dict with ``observation``, ``reward`` (of the transition that led here),
+``done`` (terminated or truncated) and ``mask`` (``0.`` only when *terminated*: truncation
+keeps bootstrapping), plus any further entries, which ``StateArray`` batches along.
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -25,7 +18,7 @@ import torch
 
 def _to_tensor(value: np.ndarray, device: str | torch.device,
                dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``value`` as a tensor on ``device`` (of ``dtype``; float64 becomes float32)."""
+    """``value`` as a tensor on ``device`` (float64 becomes float32)."""
     tensor = torch.from_numpy(value)
     if tensor.dtype == torch.float64:
         tensor = tensor.float()
@@ -33,7 +26,6 @@ def _to_tensor(value: np.ndarray, device: str | torch.device,
 
 
 def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
-    """A state's entries: ``x`` (a dict, or an observation on its own) and ``kwargs``."""
     if not isinstance(x, dict):
         x = {"observation": x} if x is not None else {}
     x = {**x, **kwargs}
@@ -47,13 +39,11 @@ def _entries(x: Any, kwargs: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 _NOT_OBSERVATIONS = frozenset({str, bytes, type(None)})
-#: the types a single state's reward, done and mask mostly are (checked in one look-up)
 _SCALARS = frozenset({float, int, bool})
 
 
 def _check_scalars(x: dict[str, Any], kind: str) -> None:
-    """A one-line ``TypeError`` if a single state's ``reward``, ``done`` or ``mask`` is not
-    one number."""
+    """A one-line ``TypeError`` if ``reward``, ``done`` or ``mask`` is not one number."""
     for key in ("reward", "done", "mask"):
         value = x.get(key, 0.0)
         if type(value) not in _SCALARS and not _is_number(value):
@@ -70,7 +60,6 @@ def _is_number(value: Any) -> bool:
 
 
 def _stack(key: str, values: list[torch.Tensor]) -> torch.Tensor:
-    """``torch.stack(values)``; a one-line ``ValueError`` naming ``key`` if shapes differ."""
     try:
         return torch.stack(values)
     except RuntimeError:
@@ -80,7 +69,6 @@ def _stack(key: str, values: list[torch.Tensor]) -> torch.Tensor:
 
 
 def _batch_shape(shape: Any) -> tuple[int, ...]:
-    """A ``StateArray``'s ``shape`` as a tuple (an int is one dimension)."""
     if type(shape) is tuple:
         return shape
     if isinstance(shape, int) and not isinstance(shape, bool):
@@ -93,8 +81,7 @@ def _batch_shape(shape: Any) -> tuple[int, ...]:
 
 
 def _check_batched(x: dict[str, Any], shape: tuple[int, ...]) -> None:
-    """A one-line ``ValueError`` if the observation, ``reward``, ``done`` or ``mask`` is a
-    tensor (not 0-d) whose leading dimensions are not ``shape``."""
+    """A one-line ``ValueError`` if a default entry is a tensor not led by ``shape``."""
     n = len(shape)
     for key in ("observation", "reward", "done", "mask"):
         value = x.get(key)
@@ -109,8 +96,7 @@ def _check_batched(x: dict[str, Any], shape: tuple[int, ...]) -> None:
 
 
 def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
-    """``(obs, reward, terminated, truncated, info)`` of a Gymnasium ``reset()``/``step()``
-    output, or of the old gym's (an observation; ``done`` counts as terminated)."""
+    """``(obs, reward, terminated, truncated, info)`` of a (old) gym ``reset()``/``step()``."""
     if not isinstance(gym_output, tuple):  # the old gym's reset(): an observation
         gym_output = (gym_output, {})
     if len(gym_output) == 2:
@@ -125,23 +111,17 @@ def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
 
 
 def as_observation(obs: Any, source: str = "The environment") -> np.ndarray:
-    """An observation as networks take it: ``float32``, except ``uint8`` images (the image
-    models scale them); a ``TypeError`` naming ``source`` for a non-numeric one."""
+    """An observation as networks take it: ``float32``, except ``uint8`` images."""
     if type(obs) is not np.ndarray:
-        obs = _observation_array(obs, source)
+        try:
+            obs = np.asarray(obs)
+        except (TypeError, ValueError):
+            raise not_numeric(obs, source) from None
     if obs.dtype == np.float32 or obs.dtype == np.uint8:
         return obs
     if obs.dtype.kind not in "USOV":  # (strings, objects such as None or dicts, records)
         return obs.astype(np.float32)
     raise not_numeric(obs, source)
-
-
-def _observation_array(obs: Any, source: str) -> np.ndarray:
-    """``np.asarray(obs)``; ``TypeError`` for what makes no array."""
-    try:
-        return np.asarray(obs)
-    except (TypeError, ValueError):
-        raise not_numeric(obs, source) from None
 
 
 def not_numeric(obs: Any, source: str) -> TypeError:
@@ -156,13 +136,8 @@ def not_numeric(obs: Any, source: str) -> TypeError:
 
 
 class State(dict):
-    """The information available to an agent at one time step (see the module docstring).
-
-    Args:
-        x: a dict with at least ``observation``, or an observation on its own.
-        device: where tensors live.
-        **kwargs: further entries (they override entries of ``x``).
-    """
+    """What an agent sees at one time step: ``x`` is a dict with at least ``observation``,
+    or the observation itself; ``kwargs`` are further entries (overriding ``x``'s)."""
 
     def __init__(self, x: Any = None, device: str | torch.device = "cpu", **kwargs: Any):
         x = _entries(x, kwargs, type(self).__name__)
@@ -174,11 +149,9 @@ class State(dict):
         super().__init__(x)
         self.device = device
 
-    # -- construction -------------------------------------------------------------------
     @classmethod
     def array(cls, list_of_states: Sequence[State]) -> StateArray:
-        """Stack states or state arrays (same keys, same shape ``M``) into a ``StateArray``
-        of shape ``(len(list_of_states), *M)``."""
+        """Stack states (or state arrays of one shape) into a ``StateArray``."""
         if not list_of_states:
             raise ValueError("State.array needs at least one state")
         device = list_of_states[0].device
@@ -197,47 +170,31 @@ class State(dict):
     @classmethod
     def from_gym(cls, gym_output: Any, device: str | torch.device = "cpu",
                  dtype: Any = None, source: str = "The environment") -> State:
-        """Build a state from ``env.reset()`` (2-tuple) or ``env.step()`` (5-tuple) output
-        (or the old gym's 4-tuple and observation); entries of ``info`` become entries of the
-        state. ``dtype``: of the observation; ``source``: named by errors."""
+        """A state from ``env.reset()`` or ``env.step()`` output; ``info``'s entries become
+        entries. ``dtype``: of the observation; ``source``: named by errors."""
         obs, reward, terminated, truncated, info = _gym_fields(gym_output)
         if dtype is not None and not isinstance(dtype, torch.dtype):  # a NumPy dtype
             dtype = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
-        x = {
-            "observation": _to_tensor(as_observation(obs, source), device, dtype),
-            "reward": float(reward),
-            "done": bool(terminated or truncated),
-            "mask": 0.0 if terminated else 1.0,
-        }
+        x = {"observation": _to_tensor(as_observation(obs, source), device, dtype),
+             "reward": float(reward), "done": bool(terminated or truncated),
+             "mask": 0.0 if terminated else 1.0}
         for key, value in (info or {}).items():
             x.setdefault(key, value)
         return cls(x, device=device)
 
-    # -- the default entries --------------------------------------------------------------
-    @property
-    def observation(self) -> torch.Tensor:
-        return self["observation"]
-
-    @property
-    def reward(self) -> Any:
-        return self["reward"]
-
-    @property
-    def done(self) -> Any:
-        return self["done"]
-
-    @property
-    def mask(self) -> Any:
-        return self["mask"]
+    observation = property(itemgetter("observation"), doc="The observation (a tensor).")
+    reward = property(itemgetter("reward"), doc="The reward of the transition that led here.")
+    done = property(itemgetter("done"), doc="The episode ended here (terminated or truncated).")
+    mask = property(itemgetter("mask"), doc="``0.`` where the episode terminated, else ``1.``")
 
     @property
     def terminated(self) -> Any:
-        """The episode ended in a terminal state (no bootstrapping past it)."""
+        """The episode ended in a terminal state."""
         return self.mask == 0
 
     @property
     def truncated(self) -> Any:
-        """The episode was cut off (e.g. by a time limit); bootstrapping is still correct."""
+        """The episode was cut off (e.g. by a time limit)."""
         if isinstance(self.done, torch.Tensor):
             return self.done & (self.mask != 0)
         return bool(self.done) and self.mask != 0.0
@@ -249,7 +206,6 @@ class State(dict):
     def __len__(self) -> int:  # a single state counts as one
         return 1
 
-    # -- applying models -------------------------------------------------------------------
     def apply(self, model: Any, *keys: str) -> torch.Tensor:
         """``model(*[self[k] for k in keys])``, reshaped for batches and zeroed where terminal."""
         return self.apply_mask(self.as_output(model(*[self.as_input(key) for key in keys])))
@@ -259,7 +215,7 @@ class State(dict):
         return torch.as_tensor(self[key]).unsqueeze(0)
 
     def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
-        """A batch-first model's output for ``as_input``'s one row, without the batch dim."""
+        """A batch-first model's output for ``as_input`` without the batch dimension."""
         return tensor.squeeze(0)
 
     def apply_mask(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -269,7 +225,6 @@ class State(dict):
             return tensor  # not terminal: the product would equal it
         return tensor * mask
 
-    # -- copies ------------------------------------------------------------------------
     def _new(self, x: dict[str, Any]) -> State:
         return type(self)(x, device=self.device)
 
@@ -294,12 +249,7 @@ class State(dict):
 
 
 class StateArray(State):
-    """A batch of states; every tensor entry has ``shape`` as its leading dimensions.
-
-    Indexing with an integer, slice, list or tensor indexes every entry; indexing with a
-    string returns that entry. ``as_input`` flattens the batch dimensions for a model and
-    ``as_output`` restores them.
-    """
+    """A batch of states: every batched entry has ``shape`` as its leading dimensions."""
 
     def __init__(self, x: dict[str, Any], shape: tuple[int, ...],
                  device: str | torch.device = "cpu", **kwargs: Any):
@@ -373,8 +323,7 @@ class StateArray(State):
         return self.view((int(np.prod(self._shape)),))
 
     def batch_execute(self, minibatch_size: int, fn: Callable[[StateArray], Any]) -> Any:
-        """``fn`` over consecutive slices of at most ``minibatch_size`` rows (to bound memory),
-        its results concatenated along the first axis (state arrays or tensors)."""
+        """``fn`` over slices of at most ``minibatch_size`` rows, results concatenated."""
         if minibatch_size < 1:
             raise ValueError(f"batch_execute needs minibatch_size >= 1, got {minibatch_size}")
         results = [fn(self[first:first + minibatch_size])
@@ -414,6 +363,6 @@ class MultiagentState(State):
     @classmethod
     def from_zoo(cls, agent: str, zoo_output: tuple, device: str | torch.device = "cpu",
                  dtype: torch.dtype | None = None) -> MultiagentState:
-        """Build from a PettingZoo ``env.last()`` tuple ``(obs, reward, term, trunc, info)``."""
+        """Build from a PettingZoo ``env.last()`` tuple."""
         state = State.from_gym(zoo_output, device=device, dtype=dtype)
         return cls(dict(state), device=device, agent=agent)

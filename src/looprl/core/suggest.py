@@ -1,5 +1,4 @@
-"""One-line error messages for bad arguments: close-match suggestions for names, positive
-numbers, keys given twice; and which errors the commands report in one line."""
+"""One-line error messages for bad arguments."""
 
 from __future__ import annotations
 
@@ -24,24 +23,21 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
 
 
 def check_count(**values: Any) -> None:
-    """A one-line ``ValueError`` for the first of ``values`` that is not a whole number >= 1
-    (``None`` passes): ``name must be positive (a whole number), got value``."""
+    """A one-line ``ValueError`` for a value (not ``None``) that is no whole number >= 1."""
     for name, value in values.items():
         if value is not None and not (value >= 1 and float(value).is_integer()):
             raise ValueError(f"{name} must be positive (a whole number), got {value!r}")
 
 
 def check_positive(**values: Any) -> None:
-    """A one-line ``ValueError`` for the first of ``values`` that is not positive (``None``
-    passes): ``name must be positive, got value``."""
+    """A one-line ``ValueError`` for a value (not ``None``) that is not positive."""
     for name, value in values.items():
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
 
 
 def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it once") -> None:
-    """A one-line ``ValueError`` for the first key of ``keys`` that occurs twice, naming
-    both arguments it came from (``given[i]`` is the argument of ``keys[i]``)."""
+    """A one-line ``ValueError`` for a key given twice (``given[i]``: ``keys[i]``'s argument)."""
     first: dict[str, str] = {}
     for key, argument in zip(keys, given, strict=True):
         if key in first:
@@ -49,18 +45,15 @@ def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it on
         first[key] = argument
 
 
-#: the errors the commands report in one line: bad input (the message says what to change)
+#: the errors the commands report in one line
 BAD_INPUT = (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError)
-#: the packages whose own errors are about the input: a config that does not compose (Hydra,
-#: OmegaConf), a damaged file (YAML), an unknown environment id (Gymnasium)
+#: the packages whose own errors are about the input
 INPUT_PACKAGES = ("hydra", "omegaconf", "yaml", "gymnasium")
 
 
 def is_bad_input(error: BaseException) -> bool:
-    """Whether ``error`` is reported in one line (``looprl train``, ``looprl run``): bad
-    input (``BAD_INPUT``), an error of the ``INPUT_PACKAGES``, or a ``RuntimeError`` that
-    looprl raises itself (Ray's resources and placement, a user's environment failing);
-    other errors (bugs) keep their traceback."""
+    """Whether the commands report ``error`` in one line: ``BAD_INPUT``, an error of the
+    ``INPUT_PACKAGES`` or a ``RuntimeError`` that looprl raises itself (not bugs)."""
     if isinstance(error, BAD_INPUT):
         return True
     if type(error).__module__.split(".")[0] in INPUT_PACKAGES:

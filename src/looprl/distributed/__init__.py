@@ -1,16 +1,9 @@
-"""Distributed training on Ray (seed 004's SRL API), and the local checks to run before it.
+"""Distributed training on Ray (seed 004's SRL API), and the local checks to run before it:
+``test_environment``, ``test_pipeline``, then ``DistributedRun(AlgorithmSpec, RuntimeConfig)``.
 
-* ``test_environment`` -- check an SRL environment in one process;
-* ``test_pipeline`` -- run an environment, a policy and a trainer together in one process;
-* ``AlgorithmSpec`` + ``RuntimeConfig`` -> ``DistributedRun(...).run()`` -- the same policy
-  and trainer on actor, policy and trainer workers (Ray actors).
-
-Importing this package imports no Ray; ``DistributedRun.run`` does (the ``distributed`` extra).
-It sets ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (unless set), which Ray reads on its import: a
-local instance listens on 127.0.0.1 only (``cluster.local_instance_settings``).
-The names below are imported when first used: a Ray worker, which imports
-``looprl.distributed.workers``, does not import the controller's logging and experiment code.
-"""
+Importing this package imports no Ray, and its names only when first used (a Ray worker does not
+import the controller's code). It sets ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (unless set),
+which keeps a local Ray instance on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Where a run's Ray runs: ``start_ray`` joins a cluster or starts a local instance on
-127.0.0.1 only (``local_instance_settings``) that ``check_local_resources`` found can hold
-the run."""
+127.0.0.1 only."""
 
 from __future__ import annotations
 
@@ -22,15 +21,10 @@ LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0
 
 def start_ray(runtime: RuntimeConfig) -> bool:
     """Join ``runtime.address`` or start a local instance on loopback (watched by a
-    ``reaper``); return whether this call started Ray (and so must stop it).
-
-    Raises:
-        ConnectionError: the address cannot be reached (checked within 3 seconds).
-        RuntimeError: ``runtime.runtime_env`` is set but Ray is already initialized, a local
-            instance lacks what the run reserves, or it is not on loopback.
-    """
+    ``reaper``); return whether this call started Ray. ``ConnectionError``: the address cannot
+    be reached; ``RuntimeError``: a local instance lacks what the run reserves, or
+    ``runtime.runtime_env`` is set but Ray is already initialized."""
     import ray
-
     if ray.is_initialized():
         if runtime.runtime_env:
             raise RuntimeError("runtime.runtime_env takes effect when the run starts or joins "
@@ -39,7 +33,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         return False
     if runtime.address not in (None, "local"):  # join a cluster
         address = runtime.address
-        if address == "auto":  # as Ray: $RAY_ADDRESS, else the cluster started on this machine
+        if address == "auto":
             address = os.environ.get("RAY_ADDRESS") or "auto"
         if address != "auto":
             _check_reachable(address)
@@ -51,10 +45,10 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                   "start a cluster with `ray start --head` or leave "
                                   "runtime.address unset to run locally") from None
         return True
-    local_instance_settings()  # (the variables Ray's processes read when they start)
+    local_instance_settings()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
     check_local_resources(runtime, {"CPU": cpus, "GPU": local_gpus()})
-    start_reaper()  # (no process of the instance outlives this one, however it ends)
+    start_reaper()
     try:
         ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
                  runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's
@@ -70,12 +64,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
 
 
 def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> None:
-    """A run that reserves more than a local instance would ``have`` (``{"CPU": ...,
-    "GPU": ...}``) fails before it starts.
-
-    Raises:
-        RuntimeError: the run reserves more CPUs or GPUs than the local instance has.
-    """
+    """``RuntimeError`` if the run reserves more than a local instance would ``have``."""
     for kind, wanted, options in (
             ("CPU", runtime.reserved_cpus(), "runtime.num_cpus, runtime.actors or the "
              "runtime.cpus_per_* options"),
@@ -88,31 +77,23 @@ def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> Non
 
 
 def local_gpus() -> int:
-    """The GPUs a local Ray instance started here could use, found without starting one:
-    torch's count of the visible CUDA (or ROCm) devices, which honours
-    ``CUDA_VISIBLE_DEVICES`` as Ray's own count does (a GPU torch cannot use is no use)."""
+    """The GPUs a local Ray instance started here could use (torch's count)."""
     import torch
-
     return torch.cuda.device_count()
 
 
 def local_instance_settings() -> None:
-    """The settings of a local Ray instance started after this call (variables already set
-    are kept): it listens on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which
-    Ray reads when it is imported: ``looprl.distributed`` sets it on its import, before its
-    modules import Ray), needs no token, and runs its workers at normal priority (Ray's
-    niceness 15 lets any other busy process starve them, and they are the run)."""
+    """Set (unless set) the environment of a local Ray instance started after this call: it
+    listens on 127.0.0.1 only (read when Ray is imported), needs no token, and runs its
+    workers at normal priority (Ray's niceness 15 lets other busy processes starve them)."""
     os.environ.setdefault(LOOPBACK, "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def _check_loopback() -> None:
-    """After a local instance started: one warning line if it asked for loopback and did not
-    get it (Ray was imported before ``looprl.distributed`` set
-    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``): the run goes on, on Ray's default address."""
+    """Warn (one line) if a local instance asked for loopback and did not get it."""
     import ray
-
     addresses = sorted({node["NodeManagerAddress"] for node in ray.nodes()} - {"127.0.0.1"})
     if addresses and os.environ.get(LOOPBACK) == "0":
         log.warning("the local Ray instance listens on %s, not on 127.0.0.1 only: Ray was "

@@ -16,34 +16,21 @@ __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
 
 @dataclass
 class AlgorithmSpec:
-    """An environment, a policy and a trainer, built by name (seed 004) or by a preset
-    (``of_preset``: the preset's own factories build the workers' parts).
+    """An environment, a policy and a trainer, built by name (seed 004) or by ``of_preset``.
 
     Attributes:
-        env: a registered environment name or a Gymnasium id (``looprl.environments.make``).
-        policy: the ``Policy`` type, ``Policy(type_=policy, args=policy_args)``, a
-            (picklable) factory called as ``policy(**policy_args)``, or a ``Policy`` instance
-            (what the seed's ``Policy(type_=..., args=...)`` returns): each worker, and each
-            ``make_policy``, gets a copy of it (``policy_args`` may then name a ``device``
-            only, which the copy moves to with ``to(device)``).
-        trainer: the ``Trainer`` type, or a factory called as ``trainer(policy,
-            **trainer_args)``.
-        env_args, policy_args, trainer_args: their keyword arguments.
-        buffer: the trainer worker's sample buffer (a kind of ``make_learner``; ``None``: see
-            ``buffer_kind``); ``"independent"``: one per agent of an ``IndependentTrainer``,
-            ``buffer_args={"agents": [(buffer, buffer_args), ...]}`` in the agents' order.
-        buffer_args: its keyword arguments and, for a replay, its schedule.
+        env: a registered environment name or a Gymnasium id.
+        policy: a registered ``Policy`` type, a picklable factory called as
+            ``policy(**policy_args)``, or a ``Policy`` instance, copied for each worker
+            (``policy_args`` may then hold a ``device`` only).
+        trainer: a registered ``Trainer`` type, or a factory called as
+            ``trainer(policy, **trainer_args)``.
+        buffer: a ``make_learner`` kind (``None``: see ``buffer_kind``); ``"independent"``:
+            one per agent, ``buffer_args={"agents": [(buffer, buffer_args), ...]}``.
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
-        whole_episodes: actors cut each stream's segments at the first episode end after
-            ``runtime.segment_length`` steps (VPG's batches of whole episodes).
-        copies: ``copies(n)``, the ``VectorEnvironment`` a local run of a preset's Gymnasium
-            or Atari environment steps; actors with their own policy copy step it instead of
-            SRL copies of ``env`` (``None``: SRL copies; set by ``of_preset``).
-        process: a picklable factory of what turns the states of ``copies`` into those the
-            agent learns from (the preset's bodies; the reported returns stay the env's).
-        meta: meta components (``looprl.meta``): each actor runs the step and episode hooks
-            of its own copy, the trainer worker the update hooks of its own (a copy per
-            agent for independent learners); ``shared_state`` travels with the parameters.
+        copies: ``copies(n)``, the ``VectorEnvironment`` of a preset's Gymnasium or Atari
+            env, stepped by actors instead of SRL copies of ``env`` (set by ``of_preset``).
+        meta: meta components; each worker runs its own copy.
     """
 
     env: str
@@ -67,13 +54,8 @@ class AlgorithmSpec:
     @classmethod
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
                   ) -> tuple[AlgorithmSpec, dict[str, Any]]:
-        """The spec of a built preset (its environment, policy, trainer with schedules
-        spanning ``frames`` shared by ``trainers``, and the learner its ``learning()``
-        describes), and the runtime options it implies (``segment_length``).
-
-        Raises:
-            ValueError: the preset says nothing of how it learns from segments (one line).
-        """
+        """The spec of a built preset (schedules spanning ``frames`` shared by ``trainers``)
+        and the runtime options it implies; ``ValueError`` if it has no ``learning()``."""
         if not callable(getattr(preset, "learning", None)):
             raise ValueError(f"runtime=ray runs every preset of the families (classic control, "
                              f"Atari, continuous, multi-agent); {preset.name!r} "
@@ -96,15 +78,14 @@ class AlgorithmSpec:
 
     @property
     def algorithm(self) -> str:
-        """The algorithm's name in logs: the trainer's registered name or factory's name."""
+        """The trainer's registered name or factory's name."""
         if isinstance(self.trainer, str):
             return self.trainer
         return str(getattr(self.trainer, "name", type(self.trainer).__name__))
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs and run directories (for ``"atari"``,
-        ``"contextual"`` and ``"pettingzoo"``: the game, Gymnasium id or PettingZoo module)."""
+        """The environment's name in logs (the game, id or module of wrapper envs)."""
         key = {"atari": "game", "contextual": "env_id", "pettingzoo": "env"}.get(self.env)
         label = self.env_args.get(key) if key else None
         if not label:
@@ -116,7 +97,6 @@ class AlgorithmSpec:
     def make_env(self) -> Any:
         """A fresh environment."""
         from looprl.environments.srl import make
-
         self.install()
         return make(self.env, **self.env_args)
 
@@ -125,9 +105,8 @@ class AlgorithmSpec:
         return None if self.process is None else self.process()
 
     def make_policy(self) -> Any:
-        """A fresh policy (imports ``looprl.agents``, which registers the built-in ones)."""
+        """A fresh policy."""
         from looprl.core import Policy
-
         self.install()
         if isinstance(self.policy, Policy):
             return self._policy_copy()
@@ -139,7 +118,7 @@ class AlgorithmSpec:
         return Policy(type_=self.policy, args=self.policy_args)
 
     def _policy_copy(self) -> Any:
-        """A copy of the ``Policy`` instance ``policy``, on ``policy_args``' device if any."""
+        """A copy of the ``Policy`` instance, on ``policy_args``' device if any."""
         others = sorted(set(self.policy_args) - {"device"})
         if others:
             raise ValueError(f"policy_args {others} cannot apply to a Policy instance (it is "
@@ -162,14 +141,13 @@ class AlgorithmSpec:
     def make_trainer(self, policy: Any) -> Any:
         """A fresh trainer of ``policy``."""
         from looprl.core import Trainer
-
         self.install()
         if callable(self.trainer):
             return self.trainer(policy, **self.trainer_args)
         return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
 
     def make_meta(self) -> list[Any]:
-        """A fresh copy of the meta components, for one worker."""
+        """A fresh copy of the meta components."""
         return copy.deepcopy(self.meta)
 
     def agent_names(self, policy: Any) -> list[str]:
@@ -177,44 +155,38 @@ class AlgorithmSpec:
         return list(policy.names) if self.buffer == "independent" else []
 
     def on_device(self, device: str) -> AlgorithmSpec:
-        """A copy whose policy is built on ``device`` (workers given a GPU use ``"cuda"``)."""
+        """A copy whose policy is built on ``device``."""
         return replace(self, policy_args={**self.policy_args, "device": device})
 
     def portable(self) -> AlgorithmSpec:
-        """This spec, carrying the registrations of its names made by the user's code here
-        (workers do not run it); ``install`` registers them in a worker."""
-        for kind, name in (("env", self.env), ("policy", self.policy),
-                           ("trainer", self.trainer)):
-            if not isinstance(name, str):
-                continue  # a factory travels as it is
-            entry = _registries()[kind].get(name)
-            if entry is not None:
-                self.registrations[kind] = (name, entry)
+        """This spec, carrying the registrations of its names made here (for ``install``)."""
+        registries = _registries()
+        for kind in ("env", "policy", "trainer"):
+            name = getattr(self, kind)  # (a factory travels as it is)
+            if isinstance(name, str) and name in registries[kind]:
+                self.registrations[kind] = (name, registries[kind][name])
         return self
 
     def install(self) -> None:
-        """Register, in this process, the names ``portable`` carried that are missing here."""
+        """Register here the names ``portable`` carried that are missing."""
         registries = _registries()
         for kind, (name, entry) in self.registrations.items():
             registries[kind].setdefault(name, entry)
 
 
 def _registries() -> dict[str, dict[str, Any]]:
-    """By kind of part: its registry's entries (name -> class, factory or import path)."""
+    """The registries' entries by kind of part."""
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
     from looprl.core import algorithm
     from looprl.environments import srl
-
     return {"env": srl._REGISTRY, "policy": algorithm._POLICIES.entries,
             "trainer": algorithm._TRAINERS.entries}
 
 
 def _check_names(spec: AlgorithmSpec) -> None:
-    """A one-line ``ValueError`` (with the closest registered name) for a policy or trainer
-    name that is not registered, unless ``spec`` carries its registration (``portable``)."""
+    """A one-line ``ValueError`` for a policy or trainer name that is not registered."""
     import looprl.agents  # noqa: F401  (registers the built-in policies and trainers)
     from looprl.core import algorithm
-
     for kind, registry in (("policy", algorithm._POLICIES), ("trainer", algorithm._TRAINERS)):
         name = getattr(spec, kind)
         if not isinstance(name, str) or spec.registrations.get(kind, (None,))[0] == name:
@@ -226,14 +198,12 @@ def _check_names(spec: AlgorithmSpec) -> None:
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
-    """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id or an Atari game (``None``:
-    another registered SRL environment, which the actors make by name)."""
+    """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id or an Atari game."""
     import gymnasium as gym
 
     from looprl.core import ParallelPreset
     from looprl.environments.duplicate import atari_copies, gym_copies
     from looprl.environments.srl import registered_environments
-
     one_by_one = not isinstance(preset, ParallelPreset)
     if env == "atari":
         return functools.partial(atari_copies, dict(env_args), one_by_one)
@@ -247,29 +217,26 @@ class RuntimeConfig:
     """Worker counts and resources of a Ray run (``looprl run ... runtime=ray runtime.actors=4``).
 
     Attributes:
-        address: ``None`` starts a local Ray instance (loopback only, no dashboard); else the
-            address of a running cluster to join (``"HOST:6379"`` or ``"auto"``).
+        address: ``None`` starts a local Ray instance (loopback only, no dashboard); else a
+            cluster to join (``"HOST:6379"`` or ``"auto"``).
         actors: actor workers; each steps ``envs_per_actor`` env copies.
         envs_per_actor: env copies per actor worker.
         groups: each actor's envs are split in this many groups, so that it steps one group
             while the policy answers another (1: no overlap).
-        policy_workers: workers that batch inference across actors (worth it with a GPU or a
-            large network); 0: each actor runs its own policy copy, which pulls new
-            parameters every ``pull_interval`` s.
+        policy_workers: workers that batch inference across actors; 0: each actor runs its
+            own policy copy.
         eval_workers: workers that play deterministic episodes with the latest parameters.
-        trainers: trainer workers. With N > 1, actor ``i`` feeds trainer ``i % N`` (each owns
-            its buffer), and they average their gradients with torch DDP and step together;
-            trainer 0 publishes and checkpoints. Needs ``actors >= trainers``.
-        trainer_timeout: seconds a trainer waits for the others in a collective; after
-            that, or when one dies, all restart from trainer 0's latest checkpoint.
+        trainers: trainer workers. With N > 1, actor ``i`` feeds trainer ``i % N`` and they
+            average their gradients with torch DDP. Needs ``actors >= trainers``.
+        trainer_timeout: seconds a trainer waits for the others in a collective (then all
+            restart from trainer 0's latest checkpoint).
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
         max_lag: samples whose policy version is more than this many trainer steps old are
             dropped (``None``: keep all).
         sync: synchronous sampling (on-policy parity with the local runtime): an actor
-            waits until the trainer has stepped on its samples and loads the new parameters
-            (lag 0, no overlap of env stepping and training). Needs ``policy_workers=0``.
+            waits until the trainer has stepped on its samples. Needs ``policy_workers=0``.
         queue_batches: an on-policy trainer accepts samples while it holds fewer than this
-            many batches; actors then wait (backpressure).
+            many batches (backpressure).
         publish_every: trainer steps between parameter publications.
         pull_interval: seconds between parameter pulls of a policy copy.
         checkpoint_every: trainer steps between trainer checkpoints (``None``: never).
@@ -277,16 +244,13 @@ class RuntimeConfig:
         gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses).
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
             machine's cores).
-        max_restarts: how often Ray restarts a worker that died, and how many exceptions
-            inside its env copies each actor process recovers from (rebuilding the copy; the
-            next one stops the run in one line: ``docs/runtimes.md``).
-        env_timeout: seconds an env copy's ``reset`` or ``step`` may take on an actor before
-            the controller kills the actor, which Ray restarts (``None``: no limit; polled
-            twice a second).
+        max_restarts: how often Ray restarts a worker that died, and how many env copy
+            exceptions each actor recovers from.
+        env_timeout: seconds an env copy's ``reset`` or ``step`` may take before the actor is
+            killed and restarted (``None``: no limit).
         torch_threads: torch threads per worker.
         trainer_threads: torch threads of each trainer worker (``None``: ``torch_threads``).
-        runtime_env: Ray's ``runtime_env`` (``{"working_dir": ".", "py_modules": [...]}``): how
-            your code reaches workers on other machines.
+        runtime_env: Ray's ``runtime_env``: how your code reaches workers on other machines.
         placement_timeout: seconds to wait for the cluster to place every worker.
     """
 
@@ -368,14 +332,9 @@ class RuntimeConfig:
 
 
 def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:
-    """One-line errors for meta components the Ray runtime cannot run as ``runtime`` says.
-
-    Raises:
-        TypeError: one is not a ``MetaComponent``.
-        ValueError: actors would have no policy copy of their own (``policy_workers``).
-    """
+    """``TypeError`` for a component that is not a ``MetaComponent``; ``ValueError`` with
+    policy workers (actors would have no policy copy of their own)."""
     from looprl.meta.component import MetaStack
-
     MetaStack(components)
     if components and runtime.policy_workers:
         raise ValueError("meta components on Ray need each actor's own policy copy, which "

@@ -1,18 +1,5 @@
-"""``DistributedRun``: starts, monitors and stops the Ray workers of one training run.
-
-    from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
-
-    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
-                         policy_args=dict(obs_dim={"obs": 4}, action_dim=2),
-                         trainer="ppo", trainer_args=dict(epochs=4))
-    result = DistributedRun(spec, RuntimeConfig(actors=2), frames=100_000).run()
-
-``DistributedRun`` polls its parts twice a second: a ``WorkerPool`` (``placement``), a
-``Supervisor`` (``restarts``), a ``RunMonitor`` (``monitor``: the logs) and a
-``ControllerCheckpoint`` (``run_state``), saved whenever the trainer has checkpointed: a run
-whose controller died continues with ``DistributedRun(..., resume_from=RUN_DIR)`` (``looprl
-run --resume RUN_DIR``), losing the samples in flight and the episodes in progress.
-"""
+"""``DistributedRun``: starts, monitors and stops the Ray workers of one training run, polling
+a ``WorkerPool``, a ``Supervisor``, a ``RunMonitor`` and a ``ControllerCheckpoint``."""
 
 from __future__ import annotations
 
@@ -51,19 +38,11 @@ class DistributedRun:
     """One training run on Ray: actor, policy, trainer and evaluation workers.
 
     Args:
-        spec: an ``AlgorithmSpec``, or a built ``Preset`` whose own parts the workers build
-            (``AlgorithmSpec.of_preset``).
-        runtime: worker counts, resources, and where Ray runs.
-        frames: the training budget in env steps (summed over actors); a ``run`` callback
-            may lower it to end the run after this poll.
-        logdir: root of run directories (``None``: write nothing; the trainer then cannot
-            checkpoint).
-        seed: seeds the trainer, the policies and (offset per actor) the envs.
-        name: the run's name in its directory, ``{logdir}/{name}/{env}``.
-        quiet: no progress display.
+        spec: an ``AlgorithmSpec``, or a built ``Preset`` (``AlgorithmSpec.of_preset``).
+        frames: the budget in env steps over all actors (a ``run`` callback may lower it).
+        logdir: root of run directories, ``{logdir}/{name}/{env}`` (``None``: write nothing).
         resume_from: a run directory (or a folder above it) of a run to continue;
-            ``frames`` is the whole run's budget, as it was or extended.
-        meta: meta components (``looprl.meta``) after the spec's own (see ``AlgorithmSpec``).
+            ``frames`` is the whole run's budget.
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
@@ -71,7 +50,6 @@ class DistributedRun:
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = ()):
         self.runtime = runtime or RuntimeConfig()
-        #: the preset's hyperparameters (``run.json`` records them)
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
             name = name or spec.name
@@ -103,25 +81,23 @@ class DistributedRun:
 
     @property
     def workers(self) -> dict[str, Any]:
-        """The run's Ray actors by name (``trainer``, ``actor0``, ..., ``server``); empty
-        before ``run`` places them and after it ends."""
+        """The run's Ray actors by name (empty before and after ``run``)."""
         return self._pool.workers if self._pool is not None else {}
 
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
-        """Train for ``frames`` env steps; return what happened.
-
-        Args:
-            callback: called after every poll with this run (e.g. to kill a worker in a test).
-
-        Raises:
-            ConnectionError: ``runtime.address`` cannot be reached.
-            RuntimeError: the cluster cannot place the workers within
-                ``runtime.placement_timeout`` seconds, or a worker failed (its error inside).
-        """
+        """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
+        ``RuntimeError`` if the workers cannot be placed in time, or a worker failed."""
         agents = _check_spec(self.spec)
         self._started_ray = start_ray(self.runtime)
         try:
-            self._assemble(self._open_logs(), agents)
+            counts = self._open_logs()
+            self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
+            self._supervisor = Supervisor(self._pool)
+            self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
+                                       self.frames, agents, self._agent_logs)
+            self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
+                                                    self.result, counts,
+                                                    self._monitor.agent_logs)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
                              self.frames - self.result.frames)
@@ -131,21 +107,20 @@ class DistributedRun:
         return self.result
 
     def _open_logs(self) -> SampleCounts:
-        """Open the run directory (new, ``resume_from``'s, or none); the sample counts so far."""
+        """Open the run directory (new, resumed or none); return the sample counts so far."""
         if self.resume_from is not None:
             return self._resume()
         if self.logdir is not None:
             self._log = open_run_log(self.name, self.spec, self.logdir, {
                 "hyperparameters": self.hyperparameters, "runner": "online",
                 "seed": self.seed, "meta": [repr(component) for component in self.spec.meta],
-                "runtime": "ray"})  # (what a local run's run.json records, and the runtime)
+                "runtime": "ray"})
             self.result.log_dir = self._log.log_dir
         return SampleCounts()
 
     def _resume(self) -> SampleCounts:
         """Continue the logs and counters of ``resume_from``'s controller checkpoint."""
         from looprl.experiments.checkpoint import load_checkpoint
-
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
         self._log, self.result = state.logger, state.result
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
@@ -154,20 +129,9 @@ class DistributedRun:
                        self.result.frames, len(self.result.returns))
         return SampleCounts(state.trainer_counts)  # the trainers rebase on them when placed
 
-    def _assemble(self, counts: SampleCounts, agents: list[str]) -> None:
-        """Build the run's parts around one result and one set of sample counts."""
-        self._pool = WorkerPool(self.spec, self.runtime, self.result, counts)
-        self._supervisor = Supervisor(self._pool)
-        self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
-                                   self.frames, agents, self._agent_logs)
-        self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
-                                                self.result, counts, self._monitor.agent_logs)
-
     def _loop(self, callback: Callable[[DistributedRun], None] | None) -> None:
-        """Poll the workers twice a second until the run has taken ``frames`` env steps and
-        the actors have handed the trainer their last rows (``_budget_spent``)."""
+        """Poll the workers twice a second until ``_budget_spent``."""
         from looprl.experiments.progress import TrainingProgress
-
         start = last = time.perf_counter()
         description = f"{self.name} on {self.spec.env_label} ({self.runtime.actors} actors)"
         with TrainingProgress(self.frames, description, quiet=self.quiet,
@@ -175,7 +139,11 @@ class DistributedRun:
             while not self._budget_spent():
                 time.sleep(0.5 if self.result.frames < self.frames else 0.05)
                 now = time.perf_counter()
-                self._poll(now - last)
+                stats = self._pool.stats()
+                self._supervisor.check_workers(stats)
+                self._monitor.record(stats, now - last)
+                self._supervisor.check_loops()
+                self._checkpoint.save()
                 last = now
                 progress.update(self.result.frames, len(self.result.returns),
                                 self.result.mean_return())
@@ -184,10 +152,8 @@ class DistributedRun:
         self.result.seconds = time.perf_counter() - start
 
     def _budget_spent(self) -> bool:
-        """Whether the run has taken ``frames`` env steps and every actor has finished its
-        share (its last rows trained on, with ``runtime.sync``). Not waited for: an actor Ray
-        restarted (it started its share again), and one that has not finished
-        ``FINISH_GRACE`` seconds after the budget was reached (a warning names it)."""
+        """Whether the run has taken ``frames`` env steps and every actor has sent its last
+        rows; not waited for: restarted actors, and those still late ``FINISH_GRACE`` s on."""
         if self.result.frames < self.frames:
             self._reached = None
             return False
@@ -204,18 +170,9 @@ class DistributedRun:
                        "budget was reached", ", ".join(late), FINISH_GRACE)
         return True
 
-    def _poll(self, seconds: float) -> None:
-        """One poll: log the workers' statistics, restart the dead, checkpoint if due."""
-        stats = self._pool.stats()
-        self._supervisor.check_workers(stats)
-        self._monitor.record(stats, seconds)
-        self._supervisor.check_loops()
-        self._checkpoint.save()
-
     def _shutdown(self) -> None:
-        """Stop and save what was started, kill the workers, close the logs, stop Ray."""
+        """Save what was started, kill the workers, close the logs, stop Ray."""
         import ray
-
         try:
             if self._pool is not None and self._pool.runs:
                 self._finish()
@@ -230,9 +187,8 @@ class DistributedRun:
                 ray.shutdown()
 
     def _finish(self) -> None:
-        """Stop the loops, save the trained policy (``policy.pt``) and a last checkpoint."""
+        """Stop the loops, save ``policy.pt`` and a last checkpoint."""
         import ray
-
         self._pool.stop()
         if self.result.log_dir is None:
             return
@@ -247,8 +203,7 @@ class DistributedRun:
 
 
 def _check_spec(spec: AlgorithmSpec) -> list[str]:
-    """Build the env, policy and trainer here first (a bad name fails in one line, now);
-    ``ValueError`` for a policy on a GPU. Returns ``spec.agent_names``."""
+    """Build the env, policy and trainer here first; return ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "

@@ -1,12 +1,5 @@
-"""Several trainer workers as one torch.distributed process group (``runtime.trainers > 1``).
-
-Rank 0 names the rendezvous: a file when Ray runs on 127.0.0.1 (gloo then connects over
-loopback), else ``tcp://`` its node's address and a free port. The group uses gloo (and NCCL
-for CUDA tensors); its collectives time out (``runtime.trainer_timeout``), so a trainer that
-dies or hangs ends the others' in an error (``TrainerGroupError``), not a hang. Gradients are
-averaged by ``Approximation.distribute`` or ``SingleModelPytorchPolicy.distributed`` (DDP). No
-Ray import here.
-"""
+"""Several trainer workers as one torch.distributed process group (``runtime.trainers > 1``),
+whose collectives time out: a trainer that dies or hangs ends the others' in an error. No Ray."""
 
 from __future__ import annotations
 
@@ -31,14 +24,15 @@ class TrainerGroupError(RuntimeError):
 
 
 def rendezvous(node_ip: str) -> str:
-    """An ``init_method`` for a new group whose rank 0 runs on ``node_ip`` (this process)."""
+    """An ``init_method`` for a new group whose rank 0 runs on ``node_ip`` (this process): a
+    file on loopback, else ``tcp_rendezvous``."""
     if node_ip.startswith("127."):
         return "file://" + os.path.join(tempfile.gettempdir(), f"looprl-ddp-{uuid.uuid4().hex}")
     return tcp_rendezvous(node_ip)
 
 
 def tcp_rendezvous(node_ip: str) -> str:
-    """A ``tcp://`` ``init_method`` on a free port of ``node_ip`` (trainers on several nodes)."""
+    """A ``tcp://`` ``init_method`` on a free port of ``node_ip``."""
     with socket.socket() as probe:
         probe.bind((node_ip, 0))
         port = probe.getsockname()[1]
@@ -46,7 +40,7 @@ def tcp_rendezvous(node_ip: str) -> str:
 
 
 def collective_failure(error: BaseException) -> bool:
-    """Whether ``error`` comes from the communication of a group (not from the trainer)."""
+    """Whether ``error`` comes from the communication of a group."""
     text = str(error)
     return isinstance(error, dist.DistError) or any(
         word in text for word in ("gloo", "NCCL", "Connection reset", "Connection closed"))
@@ -61,8 +55,7 @@ def digest(module: nn.Module) -> str:
 
 
 class TrainerGroup:
-    """This process's membership in the trainers' process group: its ``rank`` (0 publishes
-    and checkpoints) of ``size``, on ``gpus`` or not, collectives waiting ``timeout`` s."""
+    """This process's membership in the trainers' process group."""
 
     def __init__(self, rank: int, size: int, gpus: bool, timeout: float):
         self.rank, self.size, self.gpus, self.timeout = rank, size, gpus, timeout
@@ -82,9 +75,8 @@ class TrainerGroup:
                                 timeout=timedelta(seconds=self.timeout))
 
     def distribute(self, policy: Any) -> None:
-        """Let DDP average the gradients of ``policy.approximation`` over the group, or those
-        of a ``SingleModelPytorchPolicy``'s network (its ``distributed()``, SRL's name)
-        (``ValueError``: the policy has neither)."""
+        """Let DDP average the gradients of ``policy.approximation`` or of a
+        ``SingleModelPytorchPolicy``'s network over the group (``ValueError``: neither)."""
         approximation = getattr(policy, "approximation", None)
         if hasattr(approximation, "distribute"):
             approximation.distribute()
@@ -97,7 +89,7 @@ class TrainerGroup:
                              "is neither")
 
     def agree(self, ready: bool) -> bool:
-        """Whether every trainer is ``ready`` (waits until each has said)."""
+        """Whether every trainer is ``ready``."""
         flag = torch.tensor([int(ready)])
         dist.all_reduce(flag, op=dist.ReduceOp.MIN)
         return bool(flag.item())

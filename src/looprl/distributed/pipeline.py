@@ -1,7 +1,5 @@
-"""The trainer's side of a run (``trainer_core``: the ``Learner`` of a spec) and
-``test_pipeline``, which runs an environment, a policy and that learner together in one
-process, so that a pipeline that passes here runs the same code on Ray. No Ray here.
-"""
+"""``trainer_core`` (the ``Learner`` of a spec) and ``test_pipeline``, which runs an
+environment, a policy and that learner in one process, as on Ray. No Ray here."""
 
 from __future__ import annotations
 
@@ -25,17 +23,16 @@ __all__ = ["PipelineReport", "collect", "evaluate", "evaluation_episodes", "load
 
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None) -> Any:
     """The ``Learner`` of ``spec`` training ``policy`` (default: a new one), running the meta
-    components' update hooks; for independent learners an ``IndependentLearner`` of one per
-    agent, each with its own copy of them."""
+    components' update hooks (an ``IndependentLearner`` for independent learners)."""
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
     meta = spec.make_meta()
     if spec.buffer != "independent":
         learner = make_learner(trainer, spec.buffer_kind(trainer), spec.buffer_args, max_lag)
-        if meta:  # the learner runs their update hooks around its trainer's steps
+        if meta:
             learner.hooks = MetaHub(list(meta), learner, None)
         return learner
     team = IndependentLearner.from_buffers(trainer, spec.buffer_args["agents"], max_lag)
-    if meta:  # each agent's own copies, as locally
+    if meta:  # each agent's own copies
         for core, name in zip(team.cores, trainer.policy.names, strict=True):
             core.hooks = MetaHub(copy.deepcopy(list(meta)), core, None)
             core.hooks.metrics["agent"] = name
@@ -44,14 +41,7 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
 
 @dataclass
 class PipelineReport:
-    """What ``test_pipeline`` saw.
-
-    Attributes:
-        frames: env steps taken.
-        episodes: episode returns (summed over agents), in order.
-        train_steps: ``Trainer.step`` calls.
-        stats: the last step's statistics.
-    """
+    """What ``test_pipeline`` saw (``episodes``: returns summed over agents)."""
 
     frames: int = 0
     episodes: list[float] = field(default_factory=list)
@@ -74,23 +64,11 @@ def test_pipeline(
     seed: int = 0,
     **spec_kwargs: Any,
 ) -> PipelineReport:
-    """Run an environment, a policy and a trainer together in this process, checking what
-    a distributed run needs (``StepResult`` lists, one answer per row, segments that fit the
-    buffer, finite statistics, a new ``policy.version`` per step), until ``episodes``
-    episodes with at least one training step, or ``max_frames``.
-
-    Args:
-        spec: the algorithm; or give ``env=``, ``policy=``, ``trainer=`` (``AlgorithmSpec``'s
-            fields) as keywords.
-        episodes: episodes to play.
-        max_frames: the most env steps.
-        n_envs, segment_length: the actor's env copies and segment length.
-        seed: seeds torch, NumPy and the envs.
-
-    Raises:
-        ValueError: a part misbehaves (the message names it), e.g. a policy whose
-            ``rollout`` returns the wrong batch size, or a trainer returning non-finite stats.
-    """
+    """Run an environment, a policy and a trainer together in this process (``spec``, or
+    ``AlgorithmSpec``'s fields as keywords), checking what a distributed run needs (one
+    answer per row, segments that fit the buffer, finite statistics, a new ``policy.version``
+    per step), until ``episodes`` episodes with a training step, or ``max_frames`` env steps.
+    ``ValueError`` names a part that misbehaves."""
     spec = spec or AlgorithmSpec(**spec_kwargs)
     torch.manual_seed(seed)
     np.random.seed(seed)
@@ -107,7 +85,7 @@ def test_pipeline(
         report.episodes += [episode.ret for episode in runner.pop_episodes()]
         for sample in runner.segments():
             core.put(sample)
-        if _train(core, report) and runner.hooks is not None:  # what a publication carries
+        if _train(core, report) and runner.hooks is not None:
             load_shared_state(runner.hooks.components, core.shared_state())
         if len(report.episodes) >= episodes and report.train_steps > 0:
             break
@@ -126,15 +104,14 @@ def collect(runner: EnvRunner, policy: Any) -> None:
 
 
 def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> None:
-    """Give each of an actor's ``components`` what the trainer's copy published
-    (``Learner.shared_state``; ``None``: nothing)."""
+    """Give each of an actor's ``components`` its ``Learner.shared_state`` entry, if any."""
     for component, state in zip(components, shared, strict=True):
         if state is not None:
             component.load_shared_state(state)
 
 
 def _train(core: Any, report: PipelineReport) -> bool:
-    """Take every step the learner's schedule says is due. Whether it stepped."""
+    """Take every step due; whether it stepped."""
     trained = report.train_steps
     while core.ready():
         version = core.policy.version
@@ -157,22 +134,17 @@ test_pipeline.__test__ = False  # not a pytest test
 
 def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: int = 10,
              seed: int = 0) -> list[float]:
-    """Returns of ``episodes`` deterministic episodes of the policy restored from
-    ``checkpoint`` (``Policy.get_checkpoint()``; ``None``: a fresh policy), in this process
-    (summed over the agents of a multi-agent environment: ``evaluation_episodes`` has each
-    agent's)."""
+    """Returns of deterministic episodes of the policy restored from ``checkpoint``."""
     return [episode.ret for episode in evaluation_episodes(spec, checkpoint, episodes, seed)]
 
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
                         episodes: int = 10, seed: int = 0) -> list[Episode]:
-    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return), played by
-    the one evaluation loop (``looprl.experiments.episodes.play_episodes``)."""
-    from looprl.experiments.episodes import play_episodes  # (workers need not import it)
-
+    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return)."""
+    from looprl.experiments.episodes import play_episodes
     policy = spec.make_policy()
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
     runner = EnvRunner(spec.make_env, None, 1, None, policy.default_policy_state, seed=seed,
-                       is_evaluation=True)  # (cuts an episode that does not end at its cap)
+                       is_evaluation=True)
     return play_episodes(runner, policy.rollout, episodes)

@@ -1,7 +1,4 @@
-"""``WorkerPool``: the Ray workers of one run, from placement to shutdown: the parameter
-server, the trainers (``trainer`` is rank 0, then ``trainer1``, ...), the policy workers, the
-actors (actor ``i`` feeds trainer ``i % N``) and the evaluation workers.
-"""
+"""``WorkerPool``: the Ray workers of one run, from placement to shutdown."""
 
 from __future__ import annotations
 
@@ -21,20 +18,9 @@ logger = logging.getLogger(__name__)
 
 
 class WorkerPool:
-    """Places the workers of one run and runs their loops.
-
-    Args:
-        spec, runtime: the algorithm, worker counts and resources.
-        result: the run's result: each worker's node and, at the end, the trainers' steps
-            and whether they ended in sync.
-        counts: the trainers' sample counts (a placed trainer rebases on them).
-
-    Attributes:
-        workers: the Ray actors by name (``server``, ``trainer``, ``actor0``, ...).
-        runs: the ``run()`` call in flight of each worker that has a loop.
-        pids: each worker's process id (a new one: Ray restarted it).
-        trainers: the trainers' names, rank 0 first.
-    """
+    """Places the workers of one run and runs their loops; ``workers``: the Ray actors by
+    name (``server``, ``trainer``, ``trainer1``, ``policy0``, ``actor0``, ``eval0``, ...);
+    ``runs``: the ``run()`` call in flight of each worker that has a loop."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, result: DistributedResult,
                  counts: SampleCounts) -> None:
@@ -44,19 +30,13 @@ class WorkerPool:
         self.pids: dict[str, int] = {}
         self.trainers = ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
-        self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"  # the Ray names of this run's workers
+        self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
 
     def start(self, run_dir: str, seed: int, frames: int | None = None) -> None:
-        """Create the workers (the trainers checkpoint in ``run_dir``; ``seed`` seeds them;
-        the actors stop stepping at their share of ``frames``), wait until they are placed,
-        form the trainer group and start the loops.
-
-        Raises:
-            RuntimeError: the cluster cannot place the workers within
-                ``runtime.placement_timeout`` seconds, or one failed to start.
-        """
+        """Create the workers (the actors share ``frames``), wait until they are placed, form
+        the trainer group and start the loops; ``RuntimeError`` if the cluster cannot place
+        them within ``runtime.placement_timeout`` seconds, or one failed to start."""
         import ray
-
         self._create(run_dir, seed, frames)
         self._wait_placed(ray)
         self.form_trainer_group()
@@ -65,11 +45,9 @@ class WorkerPool:
                 self.start_loop(name)
 
     def _create(self, run_dir: str, seed: int, frames: int | None = None) -> None:
-        """Create the workers, each a named Ray actor that finds the others by name (Ray warns
-        that a restartable actor given a handle may not restart)."""
+        """Create the workers, named Ray actors that find each other by name."""
         from looprl.distributed.trainer_worker import TrainerWorker
         from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
-
         rt, spec, start = self.runtime, self.spec, self._start
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
@@ -77,7 +55,6 @@ class WorkerPool:
         trainers = [start(name, TrainerWorker, (spec, rt, server, run_dir, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
-        # policy worker ``i`` batches one request per actor it serves
         policies = [start(f"policy{i}", PolicyWorker,
                           (spec, rt, server, len(range(i, rt.actors, rt.policy_workers))),
                           num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
@@ -93,15 +70,13 @@ class WorkerPool:
                                             True), num_cpus=rt.cpus_per_actor, **restart)
 
     def _start(self, name: str, cls: Any, args: tuple[Any, ...], **options: Any) -> str:
-        """Create worker ``name``, ``cls(*args)`` with Ray ``options``, as a Ray actor named
-        uniquely for this run; return that Ray name."""
+        """Create worker ``name`` as a Ray actor named uniquely for this run; its Ray name."""
         ray_name = f"{self._prefix}{name}"
         self.workers[name] = cls.options(name=ray_name, **options).remote(*args)
         return ray_name
 
     def _wait_placed(self, ray: Any) -> None:
-        """Wait for every worker's ``ready()``; record its node and process (a worker whose
-        constructor failed raises at once)."""
+        """Wait for every worker's ``ready()`` (one whose constructor failed raises at once)."""
         names = {self.workers[n].ready.remote(): n for n in self.workers if n != "server"}
         deadline = time.monotonic() + self.runtime.placement_timeout
         while names:
@@ -112,11 +87,10 @@ class WorkerPool:
             self.placed(name, _get(ray, done[0], name))
 
     def placed(self, name: str, answer: dict[str, Any]) -> None:
-        """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray): its node
-        and process; a trainer's sample counts and the checkpoint step it resumed from."""
+        """Record worker ``name``'s ``ready()`` answer (placed, or restarted by Ray)."""
         self.result.nodes[name], self.pids[name] = answer["node"], answer["id"]
         if name in self.trainers:
-            self.counts.started(name, answer["counts"])  # a resumed trainer: its counts go on
+            self.counts.started(name, answer["counts"])
         if name == "trainer" and answer["resumed_from"] is not None:
             logger.warning("trainer resumed from its checkpoint at step %d",
                            answer["resumed_from"])
@@ -137,9 +111,8 @@ class WorkerPool:
             "runtime.cpus_per_*/gpus_per_* options, or add nodes")
 
     def form_trainer_group(self) -> None:
-        """Several trainers: rank 0 names a rendezvous, all join one torch.distributed group."""
+        """Several trainers: all join one torch.distributed group at rank 0's rendezvous."""
         import ray
-
         if self.runtime.trainers == 1:
             return
         init_method = _get(ray, self.workers["trainer"].rendezvous.remote(), "trainer")
@@ -154,9 +127,8 @@ class WorkerPool:
         self.runs[name] = self.workers[name].run.remote()
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        """Each worker's ``stats()`` answer; a dead or restarting one is left out."""
+        """Each worker's ``stats()`` answer, but for dead or restarting ones."""
         import ray
-
         refs = {n: worker.stats.remote() for n, worker in self.workers.items() if n != "server"}
         stats = {}
         for name, ref in refs.items():
@@ -167,16 +139,12 @@ class WorkerPool:
         return stats
 
     def stop(self) -> None:
-        """Stop the loops (waiting up to 30 s for them to end) and compare the trainers."""
+        """Stop the loops (waiting up to 30 s); record each trainer's steps and whether they
+        ended with the same parameters."""
         import ray
-
         for name in self.runs:
             self.workers[name].stop.remote()
         ray.wait(list(self.runs.values()), num_returns=len(self.runs), timeout=30)
-        self._compare_trainers(ray)
-
-    def _compare_trainers(self, ray: Any) -> None:
-        """Record each trainer's steps and whether they ended with the same parameters."""
         try:
             answers = ray.get([self.workers[n].digest.remote() for n in self.trainers],
                               timeout=60)
@@ -190,16 +158,13 @@ class WorkerPool:
                            self.result.trainer_steps)
 
     def ask_trainer(self, method: str) -> Any:
-        """Trainer 0's answer to ``method`` (``"policy_checkpoint"``, ``"checkpoint"``), within
-        60 s (raises ``ray.exceptions.RayError`` if it cannot answer)."""
+        """Trainer 0's answer to ``method`` within 60 s (else ``ray.exceptions.RayError``)."""
         import ray
-
         return ray.get(getattr(self.workers["trainer"], method).remote(), timeout=60)
 
     def kill(self) -> None:
         """Kill every worker (no restarts) and remove the rendezvous files."""
         import ray
-
         for worker in self.workers.values():
             ray.kill(worker, no_restart=True)
         self.workers.clear()
@@ -208,8 +173,7 @@ class WorkerPool:
 
 
 def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:
-    """``ray.get(ref)`` of worker ``name`` starting; its failure as a one-line
-    ``RuntimeError`` (with a hint where code it imports is missing on the node)."""
+    """``ray.get(ref)`` of worker ``name`` starting; its failure as a ``RuntimeError``."""
     try:
         return ray.get(ref, timeout=timeout)
     except ray.exceptions.RayError as error:

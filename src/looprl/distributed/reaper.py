@@ -1,13 +1,6 @@
-"""The reaper: a run that starts its own Ray instance leaves no process behind, however it ends.
-
-Ray ties its head processes (GCS, raylet) to the driver that started them, but not the agents
-the raylet starts (``DashboardAgent``, ``RuntimeEnvAgent``): after a ``kill -9`` of the driver
-they live on, and ignore SIGTERM. ``start_reaper`` starts a small watcher process (this file,
-run as a script: the standard library only, no torch) before the run starts Ray. It notes every
-process under the driver's Ray children, and when the driver dies (however: an exit, Ctrl-C, a
-SIGTERM or a SIGKILL) it kills those still alive, then ends. It reads ``/proc`` (Linux); on
-other systems no reaper runs and Ray's own clean-up is all there is.
-"""
+"""The reaper: a run that starts its own Ray instance leaves no process behind, however it ends
+(Ray's raylet agents outlive a ``kill -9`` of the driver). It runs this file as a script
+(standard library only) that kills the driver's Ray processes once the driver dies. Linux only."""
 
 from __future__ import annotations
 
@@ -24,8 +17,7 @@ _reaper: list[subprocess.Popen] = []  # (this process's one reaper)
 
 
 def start_reaper() -> bool:
-    """Start this process's reaper (once; a no-op where there is no ``/proc``) and return
-    whether one watches this process."""
+    """Start this process's reaper (once, where there is ``/proc``); whether one runs."""
     if _reaper and _reaper[0].poll() is None:
         return True
     if not os.path.isdir("/proc/self"):
@@ -48,8 +40,7 @@ def _stat(pid: int) -> tuple[int, str, int] | None:
 
 
 def _is_ray(pid: int) -> bool:
-    """Whether ``pid`` runs Ray: a program or script of the ``ray`` package, or a worker
-    (``ray::...``)."""
+    """Whether ``pid`` runs a program of the ``ray`` package or a worker (``ray::...``)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as file:
             command = file.read()

@@ -1,14 +1,5 @@
-"""``Supervisor``: brings a run's workers back after Ray restarted them.
-
-A worker that dies is restarted by Ray and its loop started again; a trainer resumes from
-its latest checkpoint. With several trainers, one that dies (or a failed collective) makes
-the supervisor restart them all, in a new group, from trainer 0's latest checkpoint. A run
-recovers from at most ``runtime.max_restarts`` deaths of a worker (of the trainers together).
-
-The actors rebuild env copies that raise (``looprl.collector.recovery``); the supervisor logs
-and records what they report, and kills an actor whose env call has run longer than
-``runtime.env_timeout`` seconds (Ray restarts it, as any worker that died).
-"""
+"""``Supervisor``: brings a run's workers back after Ray restarted them. With several trainers,
+one that dies (or a failed collective) restarts them all from trainer 0's latest checkpoint."""
 
 from __future__ import annotations
 
@@ -26,16 +17,14 @@ logger = logging.getLogger(__name__)
 
 
 class Supervisor:
-    """Watches the workers' ``pool`` and restarts those that died (at most
-    ``runtime.max_restarts`` times), recording each in the pool's ``result.restarts``."""
+    """Restarts the ``pool``'s workers that died (at most ``runtime.max_restarts`` times),
+    recording each in ``result.restarts``."""
 
     def __init__(self, pool: WorkerPool) -> None:
         self.pool, self.runtime, self.result = pool, pool.runtime, pool.result
 
     def check_workers(self, stats: dict[str, dict[str, Any]]) -> None:
-        """One poll's ``stats``: log and count the policy workers Ray restarted (a new
-        process id), the env copies the actors rebuilt (``_env_faults``), and kill an actor
-        whose env call hangs (``_kill_if_hung``)."""
+        """Record one poll's policy worker restarts and env faults; kill hung actors."""
         pids = self.pool.pids
         for name, s in stats.items():
             if name.startswith("policy") and s["id"] != pids.setdefault(name, s["id"]):
@@ -47,8 +36,8 @@ class Supervisor:
             self._kill_if_hung(name, s.get("env_call"))
 
     def _env_faults(self, name: str, faults: Any) -> None:
-        """Log each of worker ``name``'s ``EnvFault`` s and record it in ``result.restarts``
-        as ``("actor0/copy1", frame)`` (a vector environment rebuilt whole: ``"actor0/env"``)."""
+        """Log worker ``name``'s ``EnvFault`` s, recorded as ``("actor0/copy1", frame)`` (or
+        ``"actor0/env"`` for a vector environment rebuilt whole)."""
         for fault in faults:
             copy = "/env" if fault.copy is None else f"/copy{fault.copy}"
             logger.warning("%s: %s; rebuilt it, dropped its episode in progress and went on "
@@ -56,11 +45,8 @@ class Supervisor:
             self.result.restarts.append((f"{name}{copy}", self.result.frames))
 
     def _kill_if_hung(self, name: str, call: Any) -> None:
-        """Kill worker ``name`` (Ray restarts it) if its env call in progress
-        (``collector.recovery.env_call``) has run longer than ``runtime.env_timeout``
-        seconds, and log which env, copy, method and step hung."""
+        """Kill worker ``name`` if its env call has run past ``runtime.env_timeout``."""
         import ray
-
         timeout = self.runtime.env_timeout
         if call is None or timeout is None or call[0] <= timeout:
             return
@@ -73,17 +59,12 @@ class Supervisor:
         ray.kill(self.pool.workers[name], no_restart=False)
 
     def check_loops(self) -> None:
-        """Restart the loop of every worker whose ``run`` ended (it died; Ray restarted it).
-
-        Raises:
-            RuntimeError: a worker failed, stopped on its own, could not be restarted, or
-                died more than ``runtime.max_restarts`` times.
-        """
+        """Restart the loop of every worker whose ``run`` ended; ``RuntimeError`` when a
+        worker failed, stopped on its own, could not be restarted or died too often."""
         import ray
-
         runs = self.pool.runs
         finished, _ = ray.wait(list(runs.values()), num_returns=len(runs), timeout=0)
-        broken: list[tuple[str, Exception]] = []  # trainers of the group that died or failed
+        broken: list[tuple[str, Exception]] = []  # trainers of the group
         for name, ref in list(runs.items()):
             if ref in finished:
                 self._ended(ray, name, ref, broken)
@@ -93,7 +74,6 @@ class Supervisor:
     def _ended(self, ray: Any, name: str, ref: Any, broken: list[tuple[str, Exception]]) -> None:
         """Restart worker ``name`` whose loop ended, or add it to the ``broken`` trainers."""
         from looprl.distributed.ddp import TrainerGroupError
-
         grouped = self.runtime.trainers > 1 and name in self.pool.trainers
         try:
             ray.get(ref)
@@ -140,7 +120,7 @@ class Supervisor:
         for other in trainers:
             if other not in dead:
                 ray.kill(self.pool.workers[other], no_restart=False)
-        for other in trainers:  # rank 0 resumes from its checkpoint, the others take its state
+        for other in trainers:
             self.pool.placed(other, self._wait_restarted(ray, other,
                                                          former=self.pool.pids.get(other)))
         self.result.restarts.append((name, self.result.frames))
@@ -150,8 +130,7 @@ class Supervisor:
 
     def _wait_restarted(self, ray: Any, name: str, timeout: float = 120,
                         former: int | None = None) -> Any:
-        """The worker's ``ready()`` answer once Ray has restarted it (in a process other than
-        ``former``, when given: it was just killed)."""
+        """The ``ready()`` answer of ``name`` restarted (in a process other than ``former``)."""
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -1,6 +1,5 @@
-"""What a distributed run has done so far (``DistributedResult``, ``SampleCounts``), and the
-controller's checkpoint, whence ``DistributedRun(..., resume_from=RUN_DIR)`` continues. No
-Ray import here."""
+"""What a distributed run has done so far, and the controller's checkpoint, whence
+``DistributedRun(..., resume_from=RUN_DIR)`` continues. No Ray import here."""
 
 from __future__ import annotations
 
@@ -21,24 +20,9 @@ CONTROLLER_CHECKPOINT = "controller_checkpoint.pt"
 
 @dataclass
 class DistributedResult:
-    """What a distributed run did.
-
-    Attributes:
-        frames: env steps taken by the actor workers.
-        returns: every training episode's return, in the order they were reported.
-        train_steps: ``Trainer.step`` calls.
-        seconds: wall time of the training loop.
-        restarts: worker deaths the run recovered from, as ``(worker, frame)``.
-        eval_returns: the evaluation workers' episode returns.
-        log_dir: the run directory (``None`` without one).
-        nodes: the Ray node each worker ran on.
-        trainer_steps: each trainer's ``Trainer.step`` calls at the end.
-        trainers_in_sync: whether all trainers ended with the same parameters (``None``:
-            unknown).
-        meta: by worker, the latest value of each ``log/*`` key its meta components wrote.
-        agent_returns: a multi-agent env's training returns, by agent (the sum of an episode's
-            returns is in ``returns``; in a zero-sum game, always 0).
-    """
+    """What a distributed run did. ``returns``: each training episode's (summed over agents),
+    in order; ``restarts``: ``(worker, frame)`` of each death the run recovered from; ``meta``:
+    by worker, the latest value of each ``log/*`` key its meta components wrote."""
 
     frames: int = 0
     returns: list[float] = field(default_factory=list)
@@ -65,9 +49,7 @@ class DistributedResult:
 
 @dataclass
 class ControllerState:
-    """What ``controller_checkpoint.pt`` holds (``save_checkpoint`` flushes the logger):
-    the logger, the result so far, each trainer's sample counts (received, dropped) and the
-    loggers of a multi-agent env's agents."""
+    """What ``controller_checkpoint.pt`` holds."""
 
     logger: Any
     result: DistributedResult
@@ -75,14 +57,13 @@ class ControllerState:
     agent_loggers: dict[str, Any] = field(default_factory=dict)
 
     def prepare_checkpoint(self) -> None:
-        """Flush the agents' loggers (``save_checkpoint`` flushes ``logger`` itself)."""
+        """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
         for log in self.agent_loggers.values():
             log.flush()
 
 
 def find_controller_checkpoint(run_dir: str | Path) -> Path:
-    """The one ``controller_checkpoint.pt`` in or under ``run_dir`` (``FileNotFoundError``:
-    none; ``ValueError``: several)."""
+    """The one ``controller_checkpoint.pt`` in or under ``run_dir``."""
     return find_one(run_dir, CONTROLLER_CHECKPOINT,
                     f"No distributed run to resume in {Path(run_dir)}: no {CONTROLLER_CHECKPOINT} "
                     "(runs write one every runtime.checkpoint_every trainer steps)",
@@ -90,56 +71,52 @@ def find_controller_checkpoint(run_dir: str | Path) -> Path:
 
 
 class SampleCounts:
-    """Each trainer's sample counts (received, dropped) over the whole run: its current
-    process's plus its earlier ones' (that died, or ``saved`` by the run this one resumes)."""
+    """Each trainer's sample counts (received, dropped) over the whole run, across its
+    processes (restarted, or ``saved`` by the run this one resumes)."""
 
     def __init__(self, saved: dict[str, Any] | None = None) -> None:
         self._current: dict[str, Any] = dict(saved or {})
         self._earlier: dict[str, Any] = {}
 
     def polled(self, name: str, received: int, dropped: int) -> None:
-        """Trainer ``name``'s current process has counted ``received`` and ``dropped``."""
+        """Trainer ``name``'s current process's counts."""
         self._current[name] = np.array([received, dropped])
 
     def started(self, name: str, counts: Any) -> None:
-        """Trainer ``name`` starts a new process from ``counts`` (its checkpoint's, or zero):
-        keep what its earlier process counted beyond them."""
+        """Trainer ``name`` starts a new process from ``counts`` (its checkpoint's)."""
         start = np.array(counts)
         self._earlier[name] = self._earlier.get(name, 0) + self._current.get(name, start) - start
         self._current[name] = start
 
     def total(self, names: list[str]) -> tuple[int, int]:
-        """Samples received and dropped by the trainers ``names`` over the whole run."""
+        """Samples received and dropped by the trainers ``names``."""
         received, dropped = sum(self._earlier.get(name, 0) + self._current.get(name, 0)
                                 for name in names)
         return int(received), int(dropped)
 
     def saved(self) -> dict[str, Any]:
-        """Each trainer's counts so far, for the controller checkpoint."""
+        """Each trainer's counts so far."""
         return {name: self._earlier.get(name, 0) + count for name, count in self._current.items()}
 
 
 class ControllerCheckpoint:
-    """Saves the controller's state (``ControllerState``) in the run directory whenever the
-    trainer has checkpointed (every ``every`` steps; ``None``: never) since the last save;
-    ``log``: the run's ``ExperimentLogger`` (``None``: nothing saved)."""
+    """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never) whenever
+    the trainer has checkpointed (every ``every`` steps) since the last save."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
                  counts: SampleCounts, agent_logs: dict[str, Any] | None = None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.agent_logs = {} if agent_logs is None else agent_logs
-        self._saved = result.train_steps // every if every else 0  # a resumed run's, saved
+        self._saved = result.train_steps // every if every else 0
 
     def save(self, final: bool = False) -> None:
-        """Save if the trainer has checkpointed since the last save (``final``: now, beside
-        the trainer's last checkpoint)."""
+        """Save if the trainer has checkpointed since the last save, or if ``final``."""
         if not self.every or self.log is None:
             return
         taken = self.result.train_steps // self.every
         if not final and taken <= self._saved:
             return
         from looprl.experiments.checkpoint import save_checkpoint
-
         self._saved = taken
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
                                         self.agent_logs),

@@ -1,12 +1,5 @@
-"""How an actor worker hands its segments to the trainer worker: ``SegmentSender``.
-
-One put is in flight at a time. A synchronous actor (``runtime.sync``) puts each segment
-as it is cut and waits for the trainer's answer (lockstep, as a local run). An asynchronous
-actor holds the segments it cuts while its put is in flight and hands them over together:
-one Ray call per ``HOLD_SECONDS`` rather than per env step (SAC cuts one transition per
-segment); the transitions and the steps they make due stay the same. Importing this module
-imports Ray.
-"""
+"""``SegmentSender``: how an actor worker hands its segments to the trainer worker, one put
+in flight at a time. Importing this module imports Ray."""
 
 from __future__ import annotations
 
@@ -30,31 +23,22 @@ HOLD_SECONDS = 0.02
 
 
 class SegmentSender:
-    """Puts an actor's segments to the trainer (``trainer.put``), one put in flight.
-
-    Args:
-        trainer: the trainer worker's Ray handle.
-        sync: put every segment at once and wait for the trainer's answer.
-        index: the actor's number (in warnings).
-        waited: called with the seconds spent waiting for the trainer to accept a put.
-    """
+    """Puts an actor's segments to the ``trainer``: with ``sync``, each at once, waiting for
+    the answer; else those held while a put is in flight, together. ``waited`` is called with
+    the seconds spent waiting for the trainer; ``index``: the actor's number (in warnings)."""
 
     def __init__(self, trainer: Any, sync: bool, index: int,
                  waited: Callable[[float], None]):
-        self.trainer = trainer
-        self.sync = sync
-        self.index = index
-        self.waited = waited
+        self.trainer, self.sync, self.index, self.waited = trainer, sync, index, waited
         self._put: Any = None
         self._held: list[Any] = []
         self._rows = 0
         self._last = time.monotonic()
 
     def send(self, segments: list[Any]) -> int | None:
-        """Hand over the segments a step completed: synchronous, now, returning the trainer's
-        answer (the policy version to act with next); asynchronous, once the put in flight is
-        done and ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered (``None``),
-        waiting for that put when it holds ``HOLD_ROWS`` (backpressure)."""
+        """Hand over the segments a step completed: synchronous, now, returning the policy
+        version to act with next; asynchronous, once the put in flight is done and
+        ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered."""
         self._held += segments
         self._rows += sum(transitions(segment) for segment in segments)
         if self.sync:
@@ -67,8 +51,7 @@ class SegmentSender:
         return None
 
     def flush(self) -> int | None:
-        """Put what is held and wait for the trainer's answer (``None``: nothing was put,
-        or the trainer died)."""
+        """Put what is held and wait for the trainer's answer (``None``: none)."""
         self.wait()
         if self._held:
             self._put_held()
@@ -86,12 +69,11 @@ class SegmentSender:
             logger.warning("actor %d: trainer unreachable, its last samples are lost",
                            self.index)
             return None
-        finally:  # (seconds waiting for the trainer to accept samples: the bottleneck)
+        finally:
             self.waited(time.perf_counter() - start)
 
     def _in_flight(self) -> bool:
-        """Whether the last put is not yet accepted (then checked again ``HOLD_SECONDS``
-        later: ``ray.wait`` costs as much as a small env step)."""
+        """Whether the last put is not yet accepted (checked again ``HOLD_SECONDS`` later)."""
         if self._put is None or ray.wait([self._put], timeout=0)[0]:
             return False
         self._last = time.monotonic()

@@ -1,9 +1,5 @@
-"""The parameter server of a distributed run: the latest parameters a trainer published.
-
-It holds them as the bytes ``publication`` makes and never unpickles them, so its process
-imports Ray alone, not torch (seconds of CPU at every run's start). Importing this module
-imports Ray.
-"""
+"""The parameter server of a distributed run: the latest parameters a trainer published, as
+bytes it never unpickles (its process imports no torch). Importing this module imports Ray."""
 
 from __future__ import annotations
 
@@ -21,9 +17,8 @@ logger = logging.getLogger(__name__)
 
 
 def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
-    """What a trainer publishes: the policy's ``parameters`` (CPU tensors) and the meta
-    components' ``shared`` states, cloudpickled; tensors as NumPy arrays where NumPy has
-    their dtype (pickling torch tensors costs ten times as much)."""
+    """The policy's ``parameters`` (CPU tensors, as NumPy arrays where NumPy has their dtype:
+    ten times cheaper to pickle) and the meta components' ``shared`` states, cloudpickled."""
     arrays = {key: _array(value) for key, value in parameters.items()}
     converted = [key for key, value in parameters.items() if arrays[key] is not value]
     return cloudpickle.dumps((arrays, converted, list(shared)))
@@ -31,9 +26,8 @@ def publication(parameters: dict[str, Any], shared: list[Any] = ()) -> bytes:
 
 def unpack(payload: bytes) -> tuple[dict[str, Any], list[Any]]:
     """``(parameters, shared)`` of a ``publication`` (plain pickle reads cloudpickle)."""
-    import torch  # (the server never unpacks: its process does not import torch)
-
-    arrays, converted, shared = pickle.loads(payload)  # (the run's own trainer wrote it)
+    import torch
+    arrays, converted, shared = pickle.loads(payload)
     for key in converted:
         arrays[key] = torch.from_numpy(arrays[key])
     return arrays, shared
@@ -51,12 +45,8 @@ def _array(value: Any) -> Any:
 
 
 class Publisher:
-    """Sends a trainer's publications to a ``ParameterServer``: from the calling thread
-    (``background=False``: the call returns once Ray took the payload), or from a thread of
-    its own, so that the trainer's loop goes on while Ray stores the payload (a quarter MB
-    for a DQN; about a tenth of an asynchronous DQN trainer's time when its own loop sent
-    them). In the background only the newest pending publication is sent: one that arrives
-    while another waits replaces it."""
+    """Sends a trainer's publications to a ``ParameterServer``, from the calling thread or,
+    with ``background``, from a thread of its own, which sends only the newest pending one."""
 
     def __init__(self, server: Any, background: bool) -> None:
         self.server = server
@@ -101,9 +91,8 @@ class Publisher:
 
 @ray.remote(num_cpus=0)
 class ParameterServer:
-    """The latest parameters a trainer published, by serial number, not by policy version:
-    a trainer restarted from an older checkpoint publishes an older version, which must
-    still replace what its dead predecessor published."""
+    """The latest parameters a trainer published, by serial number, not by policy version
+    (a trainer restarted from an older checkpoint publishes an older version)."""
 
     def __init__(self) -> None:
         self.serial = 0

@@ -1,10 +1,5 @@
 """``test_environment``: check an SRL environment in one process before a distributed run.
-
-``test_environment("CartPole-v1")``, ``test_environment("my_env", {"level": 3},
-test_stepping=False)``: the first problem raises ``EnvironmentCheckError`` (a ``ValueError``)
-with a one-line message naming the environment, the agent and the field, e.g.
-``env 'foo': step() returned 3 results for 2 agents``. No Ray is imported.
-"""
+No Ray is imported."""
 
 from __future__ import annotations
 
@@ -28,17 +23,8 @@ class EnvironmentCheckError(ValueError):
 
 @dataclasses.dataclass
 class EnvironmentReport:
-    """What ``test_environment`` saw.
-
-    Attributes:
-        env_name: the name the environment was made from.
-        agent_count: the number of agents.
-        obs_shapes: per agent, the shape of each obs entry (``None`` for an agent that never
-            received a ``StepResult``).
-        obs_dtypes: per agent, the dtype name of each obs entry.
-        episodes: episodes completed while stepping.
-        steps: ``step`` calls made.
-    """
+    """What ``test_environment`` saw; ``obs_shapes`` and ``obs_dtypes``: per agent, of each
+    obs entry (``None`` for an agent that never received a ``StepResult``)."""
 
     env_name: str
     agent_count: int
@@ -50,23 +36,12 @@ class EnvironmentReport:
 
 def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
                      steps: int = 200, seed: int = 0) -> EnvironmentReport:
-    """Make ``env_name`` and check that it follows the SRL environment API: ``agent_count``;
-    one ``StepResult`` or ``None`` per agent from ``reset``/``step``; observations as dicts of
-    numpy arrays whose keys, shapes and dtypes stay the same per agent (and lie in
-    ``observation_spaces`` when defined); ``reward`` float32, ``done``/``truncated`` bool or
-    0/1 numbers, ``info`` a dict. With ``test_stepping`` it steps ``steps`` times with actions
-    sampled from ``action_spaces`` (legal ones under an ``"action_mask"``), resetting when no
-    agent is left.
-
-    Args:
-        env_name, env_args: what ``make`` builds (a registered name or a Gymnasium id).
-        test_stepping: step the environment (needs ``action_spaces``).
-        steps: number of ``step`` calls.
-        seed: seed of the environment (when it implements ``seed``) and of the actions.
-
-    Raises:
-        EnvironmentCheckError: the first problem found (one line).
-    """
+    """Make ``env_name`` and check that it follows the SRL environment API: one
+    ``StepResult`` or ``None`` per agent from ``reset``/``step``; observations as dicts of
+    numpy arrays of constant keys, shapes and dtypes (in ``observation_spaces`` when
+    defined); ``reward`` float32, ``done``/``truncated`` bool or 0/1, ``info`` a dict. With
+    ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
+    (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
     env = make(env_name, **(env_args or {}))
     try:
         report = _Checker(env_name, env, seed).run(test_stepping, steps)
@@ -178,8 +153,7 @@ class _Checker:
                         f"{np.dtype(dtype).name}, got {got}", i)
 
     def _check_flag(self, method: str, i: int, field: str, value: Any) -> None:
-        """``done``/``truncated``: shape ``(1,)``, bool or numbers that cast to bool without
-        loss (0 or 1: the ``uint8`` flags of many SRL envs)."""
+        """``done``/``truncated``: shape ``(1,)``, bool or 0/1 numbers."""
         if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in "biuf":
             if value.dtype == np.bool_ or value[0] in (0, 1):
                 return

@@ -1,8 +1,6 @@
-"""What only a distributed run has to show: its throughput. ``Throughput`` turns each poll of
-the workers' statistics into ``throughput.csv`` rows (one per actor, evaluation actor and
-trainer), the ``runtime/*`` TensorBoard scalars (env steps/s, trained rows/s, policy lag,
-restarts, the shares of time actors and trainer wait) and the progress line's summary, which
-names the bottleneck (``bottleneck``). No Ray import here."""
+"""A distributed run's throughput: ``Throughput`` turns each poll of the workers' statistics
+into ``throughput.csv`` rows, ``runtime/*`` TensorBoard scalars and the progress line's summary,
+which names the bottleneck. No Ray import here."""
 
 from __future__ import annotations
 
@@ -26,9 +24,8 @@ SMOOTHING = 0.3
 
 
 def bottleneck(actors_wait: float, trainer_waits: float) -> str:
-    """Name what limits a run, in a few words, from the share of their time the actors wait
-    for the trainer to accept samples (``actors_wait``) and the trainer waits for samples
-    (``trainer_waits``): the side the other waits on more."""
+    """Name what limits a run from the shares of their time the actors wait for the trainer
+    (``actors_wait``) and the trainer waits for samples (``trainer_waits``)."""
     if math.isnan(actors_wait) or math.isnan(trainer_waits):
         return "bottleneck: -"
     if max(actors_wait, trainer_waits) < BUSY:
@@ -43,13 +40,11 @@ def _share(seconds: float, of: float) -> float:
 
 
 class Throughput:
-    """Writes each poll's throughput (see the module docstring) to ``path``
-    (``throughput.csv``; ``None``: no file) and ``log`` (an ``ExperimentLogger``; ``None``:
-    none), and keeps smoothed values for ``line``."""
+    """Writes each poll's throughput to ``path`` (``throughput.csv``) and ``log`` (an
+    ``ExperimentLogger``), either ``None`` to skip, and keeps smoothed values for ``line``."""
 
     def __init__(self, path: Path | None, log: Any) -> None:
         self.path, self.log = path, log
-        #: smoothed values of the polls so far (``nan``: none measured yet)
         self.latest: dict[str, float] = dict.fromkeys(
             ("env_steps_per_s", "trained_rows_per_s", "policy_lag", "actors_wait",
              "trainer_waits"), math.nan)
@@ -57,10 +52,9 @@ class Throughput:
 
     def record(self, stats: dict[str, dict[str, Any]], trainers: dict[str, dict[str, Any]],
                seconds: float, restarts: int, last: bool = False) -> None:
-        """Record one poll: ``stats`` by worker name, the answering trainers' statistics by
-        name (rank 0 first, whose ``lags`` and ``dropped`` are the run's), ``seconds`` since the
-        last poll and the restarts so far; ``last``: the poll that found the budget spent
-        (actors done, the trainer waiting for nothing: its waits say nothing of a bottleneck)."""
+        """Record one poll: ``stats`` by worker name, the trainers' among them (rank 0 first,
+        whose ``lags`` and ``dropped`` are the run's), ``seconds`` since the last poll and the
+        restarts so far; ``last``: the poll that found the budget spent (no wait shares)."""
         self.restarts = restarts
         if seconds <= 0:
             return
@@ -72,7 +66,7 @@ class Throughput:
                                                ) / seconds
             if lags:
                 polled["policy_lag"] = float(np.mean(lags))
-        stepping = [s for s in actors if s["frames"]]  # (not restarting, nor done)
+        stepping = [s for s in actors if s["frames"]]
         if stepping and not last:
             polled["actors_wait"] = _mean([_share(s.get("put_seconds", 0.0), seconds)
                                            for s in stepping])
@@ -83,7 +77,7 @@ class Throughput:
         self._write_rows(stats, trainers, seconds)
 
     def _smooth(self, polled: dict[str, float]) -> None:
-        """Keep the moving averages, and log this poll's values in TensorBoard."""
+        """Keep the moving averages; log this poll's values."""
         for key, value in polled.items():
             if math.isnan(value):
                 continue
@@ -120,8 +114,7 @@ class Throughput:
             file.write("".join(line + "\n" for line in lines))
 
     def line(self) -> str:
-        """The progress line's summary: smoothed env steps/s, trained rows/s, policy lag,
-        restarts and the bottleneck."""
+        """The progress line's summary."""
         latest = self.latest
 
         def rate(key: str) -> str:

@@ -1,8 +1,6 @@
-"""``TrainerWorker``, the trainer worker of a distributed run (seed 004). With
-``runtime.trainers > 1`` the trainers form one torch.distributed group
-(``looprl.distributed.ddp``) and rank 0 alone publishes and checkpoints. Importing this
-module imports Ray.
-"""
+"""``TrainerWorker``, the trainer worker of a distributed run. With ``runtime.trainers > 1``
+the trainers form one torch.distributed group (``ddp``) and rank 0 alone publishes and
+checkpoints. Importing this module imports Ray."""
 
 from __future__ import annotations
 
@@ -33,10 +31,9 @@ TRAINER_CHECKPOINT = "trainer_checkpoint.pt"
 
 @ray.remote(max_concurrency=64)  # actors waiting in ``put`` must not block ``stats``/``stop``
 class TrainerWorker(Worker):
-    """Owns the sample buffer (a ``Learner``), runs ``Trainer.step``, publishes parameters
-    (to the ``ParameterServer`` of Ray name ``server``) and checkpoints in ``run_dir``, whence
-    it continues after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``.
-    """
+    """Owns the sample buffer (a ``Learner``), trains, publishes parameters to the
+    ``ParameterServer`` named ``server`` and checkpoints in ``run_dir``, whence it continues
+    after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  run_dir: str, seed: int, rank: int = 0):
@@ -53,13 +50,12 @@ class TrainerWorker(Worker):
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = trainer_core(spec, max_lag=runtime.max_lag)
-        seed_units(seed + rank, learner=self.core)  # (a local run seeds its learner so)
+        seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
-            # imported here: the actors, which hold a trainer's handle, import this module
-            from looprl.experiments.checkpoint import load_saved
+            from looprl.experiments.checkpoint import load_saved  # (not in actors)
 
-            state = load_saved(self.path)  # plain pickle reads cloudpickle
+            state = load_saved(self.path)
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
         self.steps = self.resumed_from or 0
@@ -70,7 +66,7 @@ class TrainerWorker(Worker):
         self._blocked = 0  # puts waiting for room (``Learner.backlogged``)
         self._more = 0  # sync: generations of "all feeders wait, the batch needs more"
         self._published = -1
-        self._published_at = 0.0  # (time.monotonic() of the last publication)
+        self._published_at = 0.0
         self._training = False  # a batch has been taken and is being trained on
         self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
@@ -78,11 +74,10 @@ class TrainerWorker(Worker):
         self._waited = 0.0  # seconds the loop waited for samples since stats()
         self._meta: dict[str, float] = {}  # the update hooks' log/* values since stats()
         self._publish()
-        self.publisher.flush()  # (handed to Ray before the actors, started after, pull)
+        self.publisher.flush()  # (before the actors pull)
 
     def ready(self) -> dict[str, Any]:
-        """``Worker.ready``'s answer, the step resumed from (``None``: none) and its
-        checkpoint's sample counts."""
+        """``Worker.ready``'s answer, the step resumed from and the sample counts."""
         return {**super().ready(), "resumed_from": self.resumed_from,
                 "counts": (self.core.received, self.core.dropped)}
 
@@ -91,8 +86,7 @@ class TrainerWorker(Worker):
         return ddp.rendezvous(ray.util.get_node_ip_address())
 
     def join_group(self, init_method: str) -> None:
-        """Join the trainer group at rank 0's ``rendezvous``, take rank 0's trainer and step
-        count, average gradients (DDP)."""
+        """Join the trainer group at rank 0's ``rendezvous`` and take rank 0's trainer."""
         self.group.join(init_method)
         mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
         self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
@@ -101,14 +95,13 @@ class TrainerWorker(Worker):
         self._first_step = self.steps + 1
 
     def digest(self) -> dict[str, Any]:
-        """Train steps and a hash of the policy's parameters (equal on synchronized ranks)."""
+        """Train steps and a hash of the policy's parameters."""
         return {"steps": self.steps, "digest": ddp.digest(self.core.policy.module)}
 
     def put(self, segments: list[Any]) -> int:
-        """Receive an actor's segments; return the policy version it should sample with next.
-        The caller waits while the learner is ``backlogged`` and, with ``runtime.sync``,
-        until a step has trained on its samples (``_wait_trained``)."""
-        with self._lock:  # (woken when there is room: ``_wake``; no polling)
+        """Receive an actor's segments; return the policy version to sample with next (waits
+        while the learner is ``backlogged`` and, with ``runtime.sync``, until trained on)."""
+        with self._lock:
             self._blocked += 1
             while self.core.backlogged(self.runtime.queue_batches) and not self._stop.is_set():
                 self._lock.wait(0.05)
@@ -123,16 +116,14 @@ class TrainerWorker(Worker):
             return self._published
 
     def _wake(self) -> None:
-        """(Holding the lock.) Wake the waiting puts: with ``runtime.sync`` after every step;
-        else only once a put waits and there is room (a GIL hand-over per step cost 4%)."""
+        """(Holding the lock.) Wake the waiting puts, if sync or one waits for room."""
         if self.runtime.sync or (
                 self._blocked and not self.core.backlogged(self.runtime.queue_batches)):
             self._lock.notify_all()
 
     def _wait_trained(self, version: int, timeout: float = 30.0) -> None:
-        """Sync sampling (holding the lock): wait until the learner owes no step and has
-        published a version newer than ``version``, or every feeder waits for a batch that
-        needs more samples: the actor then acts as a local run would act next."""
+        """(Holding the lock.) Wait until the learner owes no step and has published a
+        version newer than ``version``, or every feeder waits for a batch that needs more."""
         self._waiting += 1
         generation = self._more
         deadline = time.monotonic() + timeout  # a feeder that died must not block the rest
@@ -151,10 +142,9 @@ class TrainerWorker(Worker):
         self._waiting -= 1
 
     def stats(self) -> dict[str, Any]:
-        """Since the last call: the train steps' statistics, the sample lags, the update
-        hooks' ``log/*`` values, the env steps trained on (``rows``), the seconds waiting for
-        samples and what the approximations logged (``logged``: ``LossRecorder.take``); and
-        the step count and current ``hp/*`` values."""
+        """Since the last call: step statistics, sample lags, ``log/*`` values, env steps
+        trained on, seconds waiting for samples and the ``LossRecorder`` rows; and the step
+        count and current ``hp/*`` values."""
         logged = [row for recorder in self._logged for row in recorder.take()]
         with self._lock:
             stats, self._stats = self._stats, []
@@ -167,16 +157,11 @@ class TrainerWorker(Worker):
                     "wait_seconds": waited, "logged": logged}
 
     def run(self) -> None:
-        """Train whenever the buffer is ready, until ``stop`` (several trainers step
-        together and all end when one is stopped).
-
-        Raises:
-            TrainerGroupError: a collective failed (another trainer died or hung).
-        """
+        """Train whenever the buffer is ready, until ``stop``."""
         try:
             while (batch := self._next_batch()) is not None:
                 self._train(batch)
-            self.publisher.flush()  # (what the last publication holds reaches the server)
+            self.publisher.flush()
         except RuntimeError as error:
             if self.group is None or not ddp.collective_failure(error):
                 raise
@@ -189,10 +174,10 @@ class TrainerWorker(Worker):
         while batch is None and not self._stop.is_set():
             with self._lock:
                 now = time.perf_counter()
-                self._waited, last = self._waited + now - last, now  # (stats() sees it grow)
+                self._waited, last = self._waited + now - last, now
                 batch = self.core.next_batch()
                 self._training = batch is not None
-                if batch is not None:  # (room in the buffer: a waiting put goes on)
+                if batch is not None:
                     self._wake()
             if batch is None:
                 if self._published < self.core.policy.version:  # idle: publish the latest
@@ -207,13 +192,16 @@ class TrainerWorker(Worker):
         self.steps += 1
         if self.group is not None and self.steps == self._first_step:
             self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
-        if self.steps % self.runtime.publish_every == 0 and self._publication_due():
+        # with runtime.sync each step publishes; else one every pull_interval / 2 s at most (a
+        # publication per step cost a fast trainer a third of its time; idle, it publishes)
+        if self.steps % self.runtime.publish_every == 0 and (self.runtime.sync or (
+                time.monotonic() - self._published_at >= self.runtime.pull_interval / 2)):
             self._publish()
         with self._lock:
             self.core.finish(batch, result)
             self._rows += trained_rows(batch)
             self._stats.append({k: float(v) for k, v in result.stats.items()})
-            self._meta.update(self.core.log_scalars())  # here: the thread that writes them
+            self._meta.update(self.core.log_scalars())
             self._training = False
             self._wake()  # (sync: waiting puts see the new version)
         every = self.runtime.checkpoint_every
@@ -228,15 +216,8 @@ class TrainerWorker(Worker):
         temporary.replace(self.path)
 
     def policy_checkpoint(self) -> dict[str, Any]:
-        """The policy's ``get_checkpoint()``, its tensors on the CPU (any process loads it)."""
+        """The policy's ``get_checkpoint()``, its tensors on the CPU."""
         return on_cpu(self.core.policy.get_checkpoint())
-
-    def _publication_due(self) -> bool:
-        """Whether a step publishes: always with ``runtime.sync``; else once
-        ``pull_interval / 2`` seconds passed (a publication per step cost a fast trainer a
-        third of its time); ``_next_batch`` publishes when idle."""
-        return self.runtime.sync or (
-            time.monotonic() - self._published_at >= self.runtime.pull_interval / 2)
 
     def _publish(self) -> None:
         self._published_at = time.monotonic()
@@ -248,9 +229,8 @@ class TrainerWorker(Worker):
 
 
 class LossRecorder(Logger):
-    """What a trainer's approximations log (``add_loss``, ``add_schedule``), for the driver's
-    ``ExperimentLogger`` (``RunMonitor``): rows ``(agent, kind, name, value, frame)``, at the
-    env steps the learner received (``observed``) times ``scale`` (the trainers)."""
+    """Keeps what a trainer's approximations log as rows ``(agent, kind, name, value,
+    frame)`` for ``RunMonitor``; ``frame``: the learner's ``observed`` times ``scale``."""
 
     verbose = True
 
@@ -269,20 +249,18 @@ class LossRecorder(Logger):
         self.rows.append((self.agent, kind, name, float(value), frame))
 
     def __reduce__(self) -> tuple[type, tuple[()]]:
-        """A checkpointed or shared trainer's copy logs nothing (``record_losses`` again)."""
+        """A checkpointed or shared trainer's copy logs nothing."""
         return DummyLogger, ()
 
     def take(self) -> list[tuple[str | None, str, str, float, int]]:
-        """The rows since the last call (the training thread appends meanwhile)."""
-        count = len(self.rows)
-        taken = self.rows[:count]
-        del self.rows[:count]
+        """The rows since the last call."""
+        taken = self.rows[:len(self.rows)]  # (the training thread appends meanwhile)
+        del self.rows[:len(taken)]
         return taken
 
 
 def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
-    """Give the approximations of ``core``'s policy and trainer a ``LossRecorder`` (an
-    ``IndependentLearner``: each agent's its own, named by the agent)."""
+    """Give the approximations of ``core``'s policy and trainer ``LossRecorder`` s."""
     cores = getattr(core, "cores", None)
     names = core.policy.names if cores is not None else [None]
     recorders = []
@@ -296,23 +274,19 @@ def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
 
 
 def hyperparameter_values(core: Any) -> dict[str, Any]:
-    """The current ``hp/*`` values of a trainer's ``core`` (``{}``: it declares none)."""
-    declared = getattr(core, "hyperparameters", None)
-    if declared is None:
-        return {}
+    """The current ``hp/*`` values of a trainer's ``core``."""
     try:
-        keys = declared()
+        declared = core.hyperparameters()
     except AttributeError:  # a user's policy or trainer of its own making declares none
         return {}
-    return {key: h.get() for key, h in keys.items()}
+    return {key: h.get() for key, h in declared.items()}
 
 
 def trained_rows(batch: Any) -> int:
-    """The env steps a trainer's batch holds: ``T * B`` of on-policy ``[T + 1, B]`` segments,
-    ``B`` replayed transitions; an independent learner's ``(agent, batch)``: its batch's (0
-    for a batch of another shape)."""
+    """The env steps a trainer's batch holds: ``T * B`` of ``[T + 1, B]`` segments, ``B``
+    replayed transitions (0 for a batch of another shape)."""
     if isinstance(batch, tuple) and len(batch) == 2 and isinstance(batch[0], int):
-        batch = batch[1]  # (an independent learner's agent and its batch)
+        batch = batch[1]  # (an independent learner's ``(agent, batch)``)
     try:
         sample, indices = batch
         return int(np.shape(sample.reward)[1]) if indices is not None else transitions(sample)

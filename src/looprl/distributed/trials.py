@@ -1,10 +1,5 @@
-"""``RayTrials``: a runner's trials at once, each a Ray task in a process of its own
-(``looprl run runner=es|optuna|pbt runtime=ray``).
-
-Each trial runs on a replica of the runner (``Runner.replica_arguments``) through the trial
-function and the local runtime a sequential run uses (``looprl.runners.trials``): the same
-run directories and results.
-"""
+"""``RayTrials``: a runner's trials at once, each a Ray task on a replica of the runner
+(``looprl run runner=es|optuna|pbt runtime=ray``), with a sequential run's results."""
 
 from __future__ import annotations
 
@@ -22,16 +17,9 @@ __all__ = ["RayTrials", "run_replica"]
 
 
 class RayTrials:
-    """Trials at once, each one Ray task (one CPU) on a replica of the runner
-    (``runtime=ray`` with ``runner=es|optuna|pbt``).
-
-    Args:
-        parallel: trials that run at once (``None``: the Ray instance's CPUs).
-        address: a Ray cluster to join (``None``: a local instance on 127.0.0.1, no
-            dashboard, started when first needed and stopped by ``close``).
-        num_cpus: CPUs of a local instance (``None``: ``parallel``, else the machine's cores).
-        runtime_env: Ray's ``runtime_env`` (how your code reaches a cluster's machines).
-    """
+    """Trials at once, ``parallel`` at a time (``None``: the Ray instance's CPUs), each one
+    Ray task on a replica of the runner; ``address``: a cluster to join (``None``: a local
+    instance of ``num_cpus`` started when first needed, stopped by ``close``)."""
 
     in_process = False
 
@@ -48,16 +36,15 @@ class RayTrials:
 
     @property
     def parallel(self) -> int:
-        """Trials that run at once: as given, else the Ray instance's CPUs."""
+        """Trials that run at once."""
         if self._parallel is None:
             ray = self.start()
             self._parallel = max(1, int(ray.cluster_resources().get("CPU", 1)))
         return self._parallel
 
     def start(self) -> Any:
-        """Ray, joined or started (``start_ray``) unless it already runs in this process."""
+        """Ray, joined or started unless it already runs in this process."""
         import ray
-
         if not ray.is_initialized():
             cpus = self.num_cpus or self._parallel or os.cpu_count() or 1
             # the trials reserve their CPUs as tasks; the run's own workers reserve none
@@ -69,9 +56,8 @@ class RayTrials:
 
     def map(self, runner: Any, trial: Trial, tasks: Sequence[Any], keep: bool = False
             ) -> Iterator[tuple[Any, KeptAgent | None]]:
-        """Run ``trial(replica, task)`` for every task on Ray, ``parallel`` at a time, each on
-        a fresh replica of ``runner``; yield the results in the tasks' order once all ended
-        (a trial's error is raised here, as it was raised there)."""
+        """Run ``trial(replica, task)`` for every task, each on a fresh replica of ``runner``;
+        yield the results in order once all ended (a trial's error is raised here)."""
         ray = self.start()
         remote = ray.remote(num_cpus=1)(run_replica)
         arguments = ray.put(runner.replica_arguments())
@@ -95,20 +81,18 @@ class RayTrials:
         """Stop the local Ray instance if ``start`` started it."""
         if self._started:
             import ray
-
             ray.shutdown()
             self._started = False
 
 
 def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool
                 ) -> tuple[Any, bytes | None]:
-    """In a Ray worker: ``trial`` on a fresh ``Runner(**arguments)``; the result, and with
-    ``keep`` a checkpoint of the trained agent (its replay buffer saved empty)."""
+    """In a Ray worker: ``trial``'s result on a fresh runner, and with ``keep`` its agent's
+    checkpoint (without its replay buffer)."""
     import torch
 
     from looprl.experiments.checkpoint import save_checkpoint
     from looprl.runners.base import Runner
-
     torch.set_num_threads(1)
     runner = Runner(**arguments)
     try:
@@ -125,8 +109,7 @@ def run_replica(arguments: dict[str, Any], trial: Trial, task: Any, keep: bool
 
 
 def _result(ray: Any, ref: Any) -> Any:
-    """``ray.get(ref)``; a task's error as the error it raised (one line, not Ray's
-    traceback)."""
+    """``ray.get(ref)``; a task's error as the error it raised."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as error:

@@ -1,9 +1,6 @@
-"""The actor and policy workers of a distributed run (seed 004's; the parameter server is
-in ``server``, the trainer worker in ``trainer_worker``). Evaluation workers are
-``ActorWorker`` s with ``evaluation=True`` and no trainer: deterministic episodes, once per
-publication. A worker's loop is its ``run``; ``stats`` and ``stop`` run beside it (threaded
-actors). Importing this module imports Ray.
-"""
+"""The actor and policy workers of a distributed run. Evaluation workers are ``ActorWorker`` s
+with ``evaluation=True`` and no trainer. A worker's loop is its ``run``; ``stats`` and ``stop``
+run beside it (threaded actors). Importing this module imports Ray."""
 
 from __future__ import annotations
 
@@ -35,30 +32,22 @@ __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_dev
 
 logger = logging.getLogger(__name__)
 
-#: Actor ``i`` numbers its segments' streams from ``i * _STREAMS_PER_ACTOR`` (replay joins a
-#: stream's n-step windows across its segments by that number).
+#: Actor ``i`` numbers its segments' streams from ``i * _STREAMS_PER_ACTOR``.
 _STREAMS_PER_ACTOR = 1 << 20
 
 #: Seconds a policy worker waits for more requests before it answers those it holds.
 MAX_WAIT = 0.002
 
 
-def _restarted() -> bool:
-    with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return ray.get_runtime_context().was_current_actor_reconstructed
-
-
 class Worker:
-    """What every worker has: ``ready`` (the controller waits for it) and ``stop`` (ends the
-    loop, ``run``, of actors and trainers); ``torch_threads`` torch threads."""
+    """What every worker has: ``ready`` and ``stop`` (ends the loop, ``run``)."""
 
     def __init__(self, torch_threads: int) -> None:
         torch.set_num_threads(torch_threads)
         self._stop = threading.Event()
 
     def ready(self) -> dict[str, Any]:
-        """The worker's Ray node and process id (a new one after Ray restarted it)."""
+        """The worker's Ray node and process id."""
         return {"node": ray.get_runtime_context().get_node_id(), "id": os.getpid()}
 
     def stop(self) -> None:
@@ -72,12 +61,7 @@ def named(name: str | None) -> Any:
 
 
 def cuda_device(role: str, gpus: float) -> str:
-    """The device of a ``role`` worker that reserved ``gpus`` > 0 Ray GPUs: ``"cuda"`` (Ray
-    shows each worker its own GPUs only).
-
-    Raises:
-        RuntimeError: torch in this process sees no CUDA device.
-    """
+    """``"cuda"`` for a worker that reserved GPUs (``RuntimeError`` if torch sees none)."""
     if not torch.cuda.is_available():
         raise RuntimeError(
             f"the {role} worker reserved runtime.gpus_per_{role}={gpus:g} GPU(s), but torch "
@@ -88,12 +72,12 @@ def cuda_device(role: str, gpus: float) -> str:
 
 
 class _PolicyCopy:
-    """A policy that pulls parameters (and its actor's meta ``components``' shared states)
-    from the ``ParameterServer`` every ``interval`` seconds."""
+    """A policy that pulls parameters (and its meta ``components``' shared states) from the
+    ``ParameterServer`` every ``interval`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
         self.policy = spec.make_policy()
-        self.components: list[Any] = []  # (set by the actor: its runner's)
+        self.components: list[Any] = []
         self.server = server
         self.interval = interval
         self.serial = 0  # the last publication loaded
@@ -117,8 +101,7 @@ class _PolicyCopy:
             self._load(ray.get(self._pending))
 
     def pull_until(self, version: int, timeout: float = 30.0) -> None:
-        """Block until the loaded parameters are of ``version`` or newer (sync sampling), at
-        most ``timeout`` seconds (a resumed trainer publishes older versions)."""
+        """Block until the loaded parameters are of ``version`` or newer, or ``timeout``."""
         deadline = time.monotonic() + timeout
         while self.policy.version < version and time.monotonic() < deadline:
             self.maybe_pull(wait=True)
@@ -143,19 +126,9 @@ class _PolicyCopy:
 
 @ray.remote(max_concurrency=2)
 class ActorWorker(Worker):
-    """Steps ``runtime.envs_per_actor`` env copies (``EnvRunner``; split in ``groups`` so
-    that it steps one while a policy worker answers another) and sends ``[T + 1, B]``
-    segments to the trainer. An env copy that raises is rebuilt (``EnvRestarts``).
-
-    Args:
-        index: this worker's number (seeds its envs, picks its policy worker and epsilon).
-        server, trainer, policy_worker: Ray names (``named``) of the ``ParameterServer``, the
-            ``TrainerWorker`` (``None``: no samples sent) and a ``PolicyWorker`` (``None``: its
-            own policy copy).
-        seed: the run's seed.
-        evaluation: deterministic actions.
-        frames: its share of the run's budget in env steps (``None``: no limit).
-    """
+    """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
+    ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
+    its own policy copy), until it has taken ``frames`` env steps (``None``: no limit)."""
 
     def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  trainer: str | None, policy_worker: str | None, seed: int,
@@ -167,15 +140,18 @@ class ActorWorker(Worker):
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
         self.sync = runtime.sync
-        meta = [] if evaluation else spec.make_meta()  # evaluation plays the env's rewards
+        meta = [] if evaluation else spec.make_meta()
         self.local = None if policy_worker is not None else _PolicyCopy(
             spec, named(server), runtime.pull_interval)
         policy = self.local.policy if self.local else spec.make_policy()
         explorations = spec.explorations
         exploration = explorations[index % len(explorations)] if explorations else None
-        own_seed = seed + 10_000 * index + (1_000_000 if _restarted() else 0)
+        with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
+            warnings.simplefilter("ignore", DeprecationWarning)
+            restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        own_seed = seed + 10_000 * index + (1_000_000 if restarted else 0)
         torch.manual_seed(own_seed)
-        self.actor = Actor(policy)  # (acting on a stream of its own, as in a local run)
+        self.actor = Actor(policy)
         seed_units(own_seed, self.actor)
         local_copies = spec.copies is not None and (self.local is not None or bool(spec.process))
         self.runner = EnvRunner(
@@ -189,28 +165,25 @@ class ActorWorker(Worker):
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"),
-            process=spec.make_process() if local_copies else None,  # (the preset's bodies)
+            process=spec.make_process() if local_copies else None,
         )
         if self.local is not None and self.runner.hooks is not None:
-            self.local.components = self.runner.hooks.components  # they load what is shared
+            self.local.components = self.runner.hooks.components
         self._lock = threading.Lock()
         self._stats = _fresh_stats()
-        self._finished = False  # its budget spent and the last rows sent (``stats``)
+        self._finished = False  # its budget spent and the last rows sent
         self.sender = None if self.trainer is None else SegmentSender(
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
     def stats(self) -> dict[str, Any]:
-        """Since the last call: frames, finished episodes, timings, the meta components'
-        ``log/*`` values where episodes ended (``meta``: ``(frames then, values)`` each) and
-        the env faults recovered from (``env_faults``); the env call in progress
-        (``env_call``: ``collector.recovery.env_call``) and whether the actor ``finished``
-        its budget: stepped it and handed the trainer every row (the controller stops the
-        trainer only then, so a synchronous run trains on what a local run trains on)."""
+        """Since the last call: frames, finished episodes, timings, meta ``log/*`` values
+        (``(frames then, values)`` each) and env faults; the env call in progress, and whether
+        the actor ``finished``: stepped its budget and handed the trainer every row."""
         with self._lock:
             stats, self._stats = self._stats, _fresh_stats()
         stats["env_seconds"], self.runner.env_seconds = self.runner.env_seconds, 0.0
-        stats["env_faults"] = self.runner.restarts.pop()  # (rebuilt env copies)
-        stats["env_call"] = env_call(self.runner)  # (the heartbeat: a hung env is seen)
+        stats["env_faults"] = self.runner.restarts.pop()
+        stats["env_call"] = env_call(self.runner)
         stats["finished"] = self._finished
         return stats
 
@@ -220,35 +193,32 @@ class ActorWorker(Worker):
             self.local.maybe_pull(wait=True)
             while not self._stop.is_set() and self._within_budget():
                 self._local_step()
-            if not self._stop.is_set():  # the budget's end: the last observations' rows
-                self._record_last()  # complete the segments a local run trains on too
-            self._finished = True
-            self._stop.wait()
-            return
-        groups = len(self.runner.groups)
-        pending = [self._ask(g) for g in range(groups)]
-        while not self._stop.is_set() and self._within_budget():
-            for g in range(groups):
-                result, version = self._answer(g, pending[g])
-                self.runner.step(g, result, version)
-                pending[g] = self._ask(g)
-                self._after_step()
+            if not self._stop.is_set():  # the last observations' rows complete the segments
+                self._record_last()
+        else:
+            groups = len(self.runner.groups)
+            pending = [self._ask(g) for g in range(groups)]
+            while not self._stop.is_set() and self._within_budget():
+                for g in range(groups):
+                    result, version = self._answer(pending[g])
+                    self.runner.step(g, result, version)
+                    pending[g] = self._ask(g)
+                    self._after_step()
         self._finished = True
         self._stop.wait()
 
     def _act(self) -> Any:
-        """The own policy copy's answer to the first group's request (``None``: none)."""
+        """The own policy copy's answer to the first group's request, if any."""
         request = self.runner.request(0)
         return None if request is None else self.actor.rollout(request)
 
     def _record_last(self) -> None:
-        """Act on the latest observations and send the segments their rows complete, without
-        stepping (what a local run does at the end of its budget)."""
+        """Act on the latest observations and send the segments their rows complete."""
         self.runner.record(0, self._act(), self.local.policy.version)
         segments = self.runner.segments()
         if self.sender is not None:
             self._send(segments)
-            self.sender.flush()  # (what an asynchronous actor held back)
+            self.sender.flush()
 
     def _within_budget(self) -> bool:
         return self.budget is None or self.runner.total_frames < self.budget
@@ -272,7 +242,7 @@ class ActorWorker(Worker):
         ref = None if request is None else self.policy_worker.rollout.remote(request)
         return request, ref
 
-    def _answer(self, group: int, pending: tuple[Any, Any]) -> tuple[Any, int]:
+    def _answer(self, pending: tuple[Any, Any]) -> tuple[Any, int]:
         request, ref = pending
         if ref is None:
             return None, 0
@@ -299,22 +269,19 @@ class ActorWorker(Worker):
         frames, self.runner.frames = self.runner.frames, 0
         with self._lock:
             self._stats["frames"] += frames
-            # (return, length, this worker's frames since the last ``stats`` when it ended,
-            # each agent's return)
             self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"], e.returns)
                                         for e in episodes]
-        if episodes and self.runner.hooks is not None:  # the logging interval, as locally
-            values = self.runner.meta_scalars()  # (this thread runs the hooks that write them)
+        if episodes and self.runner.hooks is not None:
+            values = self.runner.meta_scalars()
             if values:
                 with self._lock:
                     self._stats["meta"].append((self._stats["frames"], values))
         segments = self.runner.segments()
-        if self.sender is not None:  # (also with none: it sends what it held back when due)
+        if self.sender is not None:
             self._send(segments)
 
     def _send(self, segments: list[Any]) -> None:
-        """Hand ``segments`` to the trainer (``SegmentSender``); with ``runtime.sync``,
-        load the version the trainer's answer names."""
+        """Hand ``segments`` to the trainer; with ``runtime.sync``, load the version it names."""
         version = self.sender.send(segments)
         if self.sync and version is not None:
             self.local.pull_until(version)
@@ -327,8 +294,8 @@ def _fresh_stats() -> dict[str, Any]:
 
 @ray.remote
 class PolicyWorker(Worker):
-    """Batches the rollout requests of many actor workers (an async Ray actor): answered
-    together once ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
+    """Batches the rollout requests of actor workers: answered together once
+    ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
 
     def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
                  batch_requests: int):
@@ -342,8 +309,7 @@ class PolicyWorker(Worker):
         self._batches: list[int] = []
 
     def stats(self) -> dict[str, Any]:
-        """Rows per batched rollout since the last call, the policy version and the process
-        id."""
+        """Rows per batched rollout since the last call, the policy version and the pid."""
         batches, self._batches = self._batches, []
         return {"batch_rows": batches, "version": self.copy.policy.version, "id": os.getpid()}
 
@@ -389,8 +355,7 @@ class PolicyWorker(Worker):
 
 
 def on_cpu(value: Any) -> Any:
-    """``value`` (a tensor, or dicts, lists and tuples of them) with every tensor detached on
-    the CPU: what may cross to a process without a GPU."""
+    """``value`` (tensors, in dicts, lists and tuples) with every tensor detached on the CPU."""
     if isinstance(value, torch.Tensor):
         return value.detach().cpu()
     if isinstance(value, dict):

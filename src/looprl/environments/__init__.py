@@ -27,19 +27,9 @@ from looprl.environments.faults import EnvironmentFailure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
-from looprl.environments.multiagent import (
-    AgentView,
-    MultiagentEnvironment,
-    MultiagentPettingZooEnv,
-)
+from looprl.environments.multiagent import AgentView, MultiagentEnvironment, MultiagentPettingZooEnv
 from looprl.environments.srl import Environment as SRLEnvironment
-from looprl.environments.srl import (
-    StepResult,
-    make,
-    register,
-    registered_environments,
-    step_result,
-)
+from looprl.environments.srl import StepResult, make, register, registered_environments, step_result
 from looprl.environments.srl_adapters import (
     AtariGameEnvironment,
     GymnasiumEnvironment,

@@ -1,7 +1,5 @@
-"""Atari 2600 games as ale-py ships them: game names (``rom_id``, ``game_name``,
-``atari_games``) and ale-py's native vector env with the DeepMind preprocessing
-(``make_ale_vector_env``, ``DEEPMIND_OPTIONS``). ``looprl.environments.atari`` builds the
-looprl environments on it; ale-py is imported only when a function needs it."""
+"""Atari 2600 games as ale-py ships them: game names and ale-py's native vector env with the
+DeepMind preprocessing; ale-py is imported only when a function needs it."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-#: Options of the DeepMind preprocessing and their defaults (see the module docstring).
+#: Options of the DeepMind preprocessing and their defaults.
 DEEPMIND_OPTIONS: dict[str, Any] = {
     "noop_max": 30,
     "frame_skip": 4,
@@ -44,18 +42,13 @@ def atari_games() -> list[str]:
 
 
 def game_name(name: str) -> str:
-    """The game's name as ``AtariEnvironment`` shows it (``'ALE/MsPacman-v5'`` gives
-    ``'MsPacman'``); ``ValueError`` for an unknown game (see ``rom_id``)."""
+    """The game's name as ``AtariEnvironment`` shows it (``'ALE/MsPacman-v5'``: ``'MsPacman'``)."""
     return _camel(rom_id(name))
 
 
 def rom_id(name: str) -> str:
     """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
-    ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``'MsPacman'`` gives ``'ms_pacman'``.
-
-    Raises:
-        ValueError: unknown game (the message names close matches).
-    """
+    ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``ValueError`` for an unknown game."""
     roms = set(_import_ale().roms.get_all_rom_ids())
     short = re.sub(r"^ALE/|-v\d+$", "", name.strip())
     short = re.sub(r"(NoFrameskip|Deterministic)$", "", short)
@@ -68,14 +61,8 @@ def rom_id(name: str) -> str:
 
 
 def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, **options: Any):
-    """ale-py's ``AtariVectorEnv`` with the DeepMind preprocessing and next-step autoreset.
-
-    Args:
-        name: a game name accepted by ``rom_id``.
-        n_envs: number of copies.
-        num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
-        **options: overrides of ``DEEPMIND_OPTIONS``.
-    """
+    """ale-py's ``AtariVectorEnv`` of ``n_envs`` copies with the DeepMind preprocessing
+    (``options`` override ``DEEPMIND_OPTIONS``) and next-step autoreset."""
     ale_py = _import_ale()
     unknown = set(options) - set(DEEPMIND_OPTIONS)
     if unknown:

@@ -1,14 +1,10 @@
-"""Atari 2600 games on ale-py with the DeepMind preprocessing (Mnih et al., 2015), natively in
-ale-py's ``AtariVectorEnv`` (``ale.DEEPMIND_OPTIONS``: no sticky actions, no-ops and FIRE on
-reset, frame skip 4, 84x84 grayscale, 4 frames stacked into ``(4, 84, 84)`` uint8, truncation
-after 108,000 frames); one environment is a vector of one, so ``duplicate(n)`` gives the same
-frames. Episodic life and reward clipping are agent-side (``bodies.deepmind_atari_body``), so
-experiments log true game scores: states carry ``lives`` and ``life_lost``.
+"""Atari 2600 games with the DeepMind preprocessing (Mnih et al., 2015), in ale-py's native
+``AtariVectorEnv`` (``ale.DEEPMIND_OPTIONS``; ``(4, 84, 84)`` uint8 observations); one
+environment is a vector of one. Episodic life and reward clipping are agent-side
+(``bodies.deepmind_atari_body``): states carry ``lives`` and ``life_lost``.
 
-Checkpoints: the environments pickle without their emulator (ale-py cannot save its state);
-the unpickled one must be reset before it steps (``needs_reset``), with the seed that
-``prepare_checkpoint(frame)`` derives from the run's seed, so a run resumed at an episode end
-equals the uninterrupted one.
+The environments pickle without their emulator: the unpickled one must be reset
+(``needs_reset``), with the seed ``prepare_checkpoint(frame)`` derives from the run's seed.
 """
 
 from __future__ import annotations
@@ -27,32 +23,16 @@ from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_
 
 
 def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
-    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root``: unrelated
-    seeds for different frames, below ``2**31 - n_envs`` (ale-py seeds copy ``i`` with
-    ``seed + i`` as a 32-bit integer)."""
+    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root``, below
+    ``2**31 - n_envs`` (ale-py seeds copy ``i`` with ``seed + i`` as a 32-bit integer)."""
     words = np.random.SeedSequence([root % 2**32, frame]).generate_state(1)
     return int(words[0]) % (2**31 - n_envs)
 
 
-def _actions(action: Any, n: int, num_actions: int, name: str) -> np.ndarray:
-    """``n`` actions as int64, checked: ale-py's vector env hangs on an out-of-range one."""
-    actions = np.asarray(as_numpy(action), dtype=np.int64).reshape(n)
-    if actions.min() < 0 or actions.max() >= num_actions:
-        raise ValueError(f"Invalid actions {actions.tolist()} for {name}: its actions are "
-                         f"0..{num_actions - 1}")
-    return actions
-
-
 class AtariVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env:
-    ``StateArray`` batches of ``(n_envs, 4, 84, 84)`` uint8 observations, ``life_lost`` and
-    ``lives``; next-step autoreset.
-
-    Args:
-        n_envs: number of copies.
-        num_threads: emulator threads (default: ``min(n_envs, cpu count)``).
-        name, device, seed, **options: see ``AtariEnvironment``.
-    """
+    """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env;
+    ``num_threads``: emulator threads (default: ``min(n_envs, cpu count)``); the other
+    arguments are ``AtariEnvironment``'s."""
 
     def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
@@ -62,7 +42,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self.options = {**DEEPMIND_OPTIONS, **options}
         self._lives = np.zeros(n_envs, dtype=np.int32)
         self._frame: np.ndarray | None = None  # copy 0's newest (``render``)
-        # the seed checkpoints derive reset seeds from: the last one given, else a random one
+        # what checkpoints derive reset seeds from: the last seed given, else a random one
         self._root_seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
         self.needs_reset = False
 
@@ -97,12 +77,16 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         return self._state
 
     def step_output(self, action: Any) -> tuple[Any, ...]:
-        """ale-py's step of one action per copy, checked (ale-py hangs on an out-of-range
-        one): Gymnasium's ``(obs, reward, terminated, truncated, info)`` of arrays."""
+        """ale-py's step of one action per copy: Gymnasium's 5-tuple of arrays."""
         if self.needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
-        output = self.env.step(_actions(action, self.n_envs, self.action_space.n, self.name))
+        actions = np.asarray(as_numpy(action), dtype=np.int64).reshape(self.n_envs)
+        n = self.action_space.n
+        if actions.min() < 0 or actions.max() >= n:  # (ale-py hangs on an out-of-range one)
+            raise ValueError(f"Invalid actions {actions.tolist()} for {self.name}: its actions "
+                             f"are 0..{n - 1}")
+        output = self.env.step(actions)
         self._frame = output[0][0, -1]
         return output
 
@@ -128,18 +112,9 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
 
 class AtariEnvironment(Environment):
-    """One Atari game with the DeepMind preprocessing (see the module docstring).
-
-    Args:
-        name: game name (``'Breakout'``, ``'MsPacman'``) or an ALE id (``'ALE/Breakout-v5'``).
-        device: where observation tensors are put.
-        seed: seed of the first reset (later resets continue the emulator's RNG).
-        **options: overrides of ``DEEPMIND_OPTIONS``.
-
-    Raises:
-        ModuleNotFoundError: ale-py is not installed (install the ``atari`` extra).
-        ValueError: unknown game (the message names close matches).
-    """
+    """One Atari game (``'Breakout'`` or ``'ALE/Breakout-v5'``) with the DeepMind
+    preprocessing (see the module docstring); ``seed``: of the first reset; ``options``:
+    overrides of ``DEEPMIND_OPTIONS``. ``ValueError`` for an unknown game."""
 
     def __init__(self, name: str, device: str | torch.device = "cpu", seed: int | None = None,
                  **options: Any):
@@ -202,8 +177,7 @@ class AtariEnvironment(Environment):
         self._vector.close()
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """The SRL ``"atari"`` environment of this game and options (the Atari presets' Ray
-        actors step ``AtariEnvironment`` copies, ``duplicate.atari_copies``, made from it)."""
+        """The SRL ``"atari"`` environment of this game and options."""
         return "atari", {"game": self.name, **self.options}
 
     def duplicate(self, n: int) -> AtariVectorEnvironment:

@@ -1,7 +1,5 @@
 """Environment interfaces (seed 003): one environment (``Environment``) and a batch
-(``VectorEnvironment``), each keeping its current ``state`` (``env.reset()``, then
-``env.step(agent.act(env.state))`` until ``env.done``). Episode ends follow the ``State``
-convention: ``done`` is terminated *or* truncated and ``mask`` is 0 only on termination."""
+(``VectorEnvironment``), each keeping its current ``state``."""
 
 from __future__ import annotations
 
@@ -14,13 +12,11 @@ from looprl.core import State, StateArray
 
 
 class _Spaces(ABC):
-    """What ``Environment`` and ``VectorEnvironment`` share: a name, a device, the spaces and
-    the current state (``_state``)."""
+    """What ``Environment`` and ``VectorEnvironment`` share."""
 
     name: str
     device: str | torch.device
-    #: Whether ``reset`` must come before the next ``step``: ``True`` once restored from a
-    #: checkpoint that could not hold the running episodes (Atari), else ``False``.
+    #: ``reset`` must come before the next ``step`` (restored from a checkpoint: Atari).
     needs_reset: bool = False
     _state: Any = None
 
@@ -43,8 +39,7 @@ class _Spaces(ABC):
         """Release the environment's resources."""
 
     def prepare_checkpoint(self, frame: int) -> None:
-        """Called before a checkpoint at ``frame`` is saved: environments whose state cannot
-        be saved (Atari) fix the seed of their next reset, so that a resumed run resets alike."""
+        """Called before a checkpoint at ``frame`` is saved (Atari fixes its next reset seed)."""
 
     @property
     def state(self) -> Any:
@@ -78,19 +73,14 @@ class Environment(_Spaces):
         """A vector environment of ``n`` independent copies of this environment."""
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """What Ray actors play for this environment: the name and arguments of
-        ``looprl.environments.make`` (the SRL API). Default: ``name`` (a Gymnasium id)."""
+        """The name and arguments of ``looprl.environments.make`` that Ray actors play."""
         return self.name, {}
 
 
 class VectorEnvironment(_Spaces):
-    """``n_envs`` environments stepped together, producing ``StateArray`` batches.
-
-    Sub-environments reset automatically on the step *after* they report ``done``
-    (Gymnasium's next-step autoreset): the action sent to a ``done`` row is ignored and
-    the row comes back as the first state of a new episode with reward 0. Agents treat the
-    transition out of a ``done`` state as invalid.
-    """
+    """``n_envs`` environments stepped together, producing ``StateArray`` batches, with
+    next-step autoreset: the action sent to a ``done`` row is ignored and the row comes back
+    as the first state of a new episode with reward 0."""
 
     n_envs: int
 

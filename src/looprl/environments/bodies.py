@@ -1,7 +1,5 @@
-"""Bodies: agent-side preprocessing, as in the autonomous-learning-library. A ``Body`` wraps an
-``Agent`` or ``ParallelAgent``: ``act(state)`` is ``process_action(agent.act(process_state(
-state)))``, on a ``State`` or a ``StateArray``; the environment reports true scores while the
-agent learns from, e.g., clipped rewards."""
+"""Bodies: agent-side preprocessing, as in the autonomous-learning-library: the environment
+reports true scores while the agent learns from, e.g., clipped rewards."""
 
 from __future__ import annotations
 
@@ -18,10 +16,8 @@ __all__ = [
 
 
 class Body(AgentWrapper, Agent, ParallelAgent):
-    """Wraps ``agent``; subclasses override ``process_state`` and/or ``process_action``.
-
-    ``unwrapped`` and ``hyperparameters()`` are the wrapped agent's.
-    """
+    """Wraps an ``Agent`` or ``ParallelAgent``: ``act(state)`` is
+    ``process_action(agent.act(process_state(state)))``; subclasses override those two."""
 
     def act(self, state: Any) -> Any:
         return self.process_action(self.agent.act(self.process_state(state)))
@@ -35,18 +31,14 @@ class Body(AgentWrapper, Agent, ParallelAgent):
         return action
 
     def __getattr__(self, name: str) -> Any:
-        # reach the wrapped agent's attributes (policy, replay_buffer...) through the body
-        if name == "agent":
+        if name == "agent":  # (else the wrapped agent's attributes)
             raise AttributeError(name)
         return getattr(self.agent, name)
 
 
 class FrameStack(Body):
-    """Stack the last ``size`` observations along a new axis after the batch dimensions.
-
-    A new episode (the first state, or a row whose previous state was ``done``) starts
-    with ``size`` copies of its first observation.
-    """
+    """Stack the last ``size`` observations along a new axis after the batch dimensions (a new
+    episode starts with ``size`` copies of its first observation)."""
 
     def __init__(self, agent: Any, size: int = 4):
         super().__init__(agent)
@@ -83,13 +75,8 @@ class RewardClipping(Body):
 
 
 class EpisodicLife(Body):
-    """A lost life is a terminal state for learning; the game itself goes on.
-
-    Reads ``state['life_lost']`` (``AtariEnvironment`` provides it) and marks those states
-    ``done`` with ``mask = 0``, so no value is bootstrapped across a lost life and the
-    agent does not learn from the step out of it, while the environment resets only at
-    game over (Mnih et al., 2015). States without ``life_lost`` pass through unchanged.
-    """
+    """A lost life (``state['life_lost']``) is a terminal state for learning (``done``,
+    ``mask = 0``); the game itself goes on (Mnih et al., 2015)."""
 
     def process_state(self, state: State) -> State:
         if "life_lost" not in state:
@@ -103,12 +90,8 @@ class EpisodicLife(Body):
 
 
 class TimeFeature(Body):
-    """Append the time in the current episode to flat observations.
-
-    The feature is ``1 - t / max_steps`` (Pardo et al., 2018, https://arxiv.org/abs/1712.00378,
-    and SB3's ``TimeFeatureWrapper``) when ``max_steps`` is given, else ``scale * t`` (the
-    autonomous-learning-library's ``TimeFeature``); ``t`` restarts after ``done``.
-    """
+    """Append the time ``t`` in the current episode to flat observations: ``1 - t /
+    max_steps`` (Pardo et al., 2018) when ``max_steps`` is given, else ``scale * t`` (ALL's)."""
 
     def __init__(self, agent: Any, scale: float = 0.001, max_steps: int | None = None):
         super().__init__(agent)
@@ -151,16 +134,9 @@ class RunningMeanStd:
 
 
 class ObservationNormalization(Body):
-    """``clip((obs - mean) / sqrt(var + epsilon), -clip, clip)`` with running statistics.
-
-    Args:
-        agent: the wrapped agent.
-        stats: a ``RunningMeanStd`` (pass the same one to training and test agents to
-            share it); created from the first observation if ``None``.
-        update: fold observations into ``stats`` (``False`` for evaluation).
-        clip: bound of the normalized values.
-        epsilon: added to the variance.
-    """
+    """``clip((obs - mean) / sqrt(var + epsilon), -clip, clip)`` with running statistics
+    ``stats`` (a ``RunningMeanStd``, made from the first observation if ``None``), which
+    ``update`` folds observations into (``False`` for evaluation)."""
 
     def __init__(self, agent: Any, stats: RunningMeanStd | None = None, update: bool = True,
                  clip: float = 10.0, epsilon: float = 1e-8):
@@ -184,9 +160,7 @@ class ObservationNormalization(Body):
 
 
 def deepmind_atari_body(agent: Any, episodic_life: bool = True, clip_rewards: bool = True) -> Any:
-    """The agent-side half of the DeepMind Atari preprocessing (``AtariEnvironment`` does
-    the rest): a lost life ends the episode for learning and rewards are clipped to their
-    sign."""
+    """The agent-side half of the DeepMind Atari preprocessing."""
     if clip_rewards:
         agent = RewardClipping(agent)
     if episodic_life:
@@ -196,15 +170,12 @@ def deepmind_atari_body(agent: Any, episodic_life: bool = True, clip_rewards: bo
 
 def deepmind_atari_states(episodic_life: bool = True, clip_rewards: bool = True
                           ) -> BodyStates | None:
-    """The states as an agent in ``deepmind_atari_body(agent, episodic_life, clip_rewards)``
-    sees them (``None``: no body): what the collector records for the Atari presets, on
-    both runtimes (a Ray actor builds it from this picklable function)."""
+    """``body_states`` of ``deepmind_atari_body(None, episodic_life, clip_rewards)``."""
     return body_states(deepmind_atari_body(None, episodic_life, clip_rewards))
 
 
 class BodyStates:
-    """A state as the agent inside ``bodies`` sees it: each body's ``process_state`` in turn
-    (what the collector records for an agent that wears bodies)."""
+    """A state as the agent inside ``bodies`` sees it: each body's ``process_state`` in turn."""
 
     def __init__(self, bodies: list[Body]):
         self.bodies = bodies
@@ -216,8 +187,8 @@ class BodyStates:
 
 
 def body_states(agent: Any) -> BodyStates | None:
-    """``BodyStates`` of the bodies ``agent`` wears (``None``: it wears none); ``ValueError``
-    if a body changes actions (``process_action``), which the collector cannot apply."""
+    """``BodyStates`` of the bodies ``agent`` wears (``None``: none); ``ValueError`` if a body
+    changes actions, which the collector cannot apply."""
     bodies = []
     while isinstance(agent, Body):
         if type(agent).process_action is not Body.process_action:

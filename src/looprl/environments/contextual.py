@@ -1,11 +1,8 @@
 """Contextual environments: Gymnasium's own environments with their physics as a context.
 
-As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102; built on Gymnasium 1.x
-directly, as ``carl-bench`` needs ``gymnasium<1.0``), a *context* is a set of physical
-parameters (gravity, masses, ...) and an *instance set* maps instance ids to contexts.
-``ContextualEnv`` writes an instance's context into the unwrapped environment on every reset.
-Curriculum components (PLR, SPaCE) choose the next level through ``next_instance`` and widen
-the training set through ``set_instance_set``; ``contextual_envs`` finds the wrappers.
+As in CARL (Benjamin et al., 2023, https://arxiv.org/abs/2110.02102), a *context* is a set of
+physical parameters (gravity, masses, ...) and an *instance set* maps instance ids to contexts.
+Curricula (PLR, SPaCE) steer the wrappers that ``contextual_envs`` finds.
 
 Example:
     >>> train = sample_contexts('CartPole-v1', 8, {'length': (0.25, 1.0)}, seed=0)
@@ -54,13 +51,12 @@ def _mujoco_features(torso_mass: float) -> dict[str, ContextFeature]:
     }
 
 
-#: The torso mass of each supported MuJoCo task.
 _MUJOCO_TORSO_MASS = {"HalfCheetah-v5": 6.25020920502092, "Hopper-v5": 3.6651914291880923,
                       "Walker2d-v5": 3.6651914291880923, "Ant-v5": 0.32724923474893675}
 
 
 #: The context features of each supported environment id, in the order they are appended to
-#: observations. Defaults are Gymnasium's own values.
+#: observations (defaults: Gymnasium's values).
 CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
     "CartPole-v1": {
         "gravity": ContextFeature(9.8, 0.1, 100.0),
@@ -75,8 +71,7 @@ CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
         "m": ContextFeature(1.0, 0.05, 10.0),
         "l": ContextFeature(1.0, 0.1, 10.0),
         "max_speed": ContextFeature(8.0, 0.5, 40.0),
-        # The action space stays [-2, 2] and looprl clips actions to it: a larger limit
-        # would have no effect, so the torque can only be weakened.
+        # (actions are clipped to the action space, [-2, 2]: a larger limit has no effect)
         "max_torque": ContextFeature(2.0, 0.1, 2.0),
         "dt": ContextFeature(0.05, 0.005, 0.5),
     },
@@ -98,15 +93,10 @@ CONTEXT_FEATURES: dict[str, dict[str, ContextFeature]] = {
     **{env_id: _mujoco_features(mass) for env_id, mass in _MUJOCO_TORSO_MASS.items()},
 }
 
-#: Observation entries bounded by ``±feature``: the observation space is widened to the
-#: feature's upper bound so that every context's observations lie in it.
-_OBSERVATION_LIMITS: dict[str, dict[int, str]] = {
-    "Pendulum-v1": {2: "max_speed"},
-    "MountainCar-v0": {1: "max_speed"},
-}
+#: Observation entries bounded by ``±feature``, widened to the feature's upper bound.
+_OBSERVATION_LIMITS = {"Pendulum-v1": {2: "max_speed"}, "MountainCar-v0": {1: "max_speed"}}
 
 
-# -- applying a context --------------------------------------------------------------------
 def _set_attributes(env: gym.Env, context: Mapping[str, float], baseline: Any) -> None:
     """Classic control: the features are attributes that ``step`` reads."""
     for name, value in context.items():
@@ -137,7 +127,6 @@ _APPLY: dict[str, Callable[[gym.Env, Mapping[str, float], Any], None]] = {
 }
 
 
-# -- validation ----------------------------------------------------------------------------
 def features_of(env_id: str) -> dict[str, ContextFeature]:
     """The context features of ``env_id``; ``ValueError`` listing the supported ids if none."""
     if env_id not in CONTEXT_FEATURES:
@@ -146,17 +135,13 @@ def features_of(env_id: str) -> dict[str, ContextFeature]:
     return CONTEXT_FEATURES[env_id]
 
 
-def _feature(env_id: str, name: str) -> ContextFeature:
+def _check_value(env_id: str, name: str, value: Any) -> float:
     features = features_of(env_id)
     if name not in features:
         hint = did_you_mean(name, list(features), n=3)
         raise ValueError(f"{env_id} has no context feature {name!r}.{hint} Valid features: "
                          f"{', '.join(features)}")
-    return features[name]
-
-
-def _check_value(env_id: str, name: str, value: Any) -> float:
-    feature = _feature(env_id, name)
+    feature = features[name]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{env_id} feature {name!r} must be a number, got {value!r}")
     if not feature.low <= value <= feature.high:  # also rejects nan
@@ -184,31 +169,21 @@ def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] |
     return {int(key): full_context(env_id, ctx) for key, ctx in contexts.items()}
 
 
-# -- the wrapper ---------------------------------------------------------------------------
 def _instance_rng(seed: int | None) -> np.random.Generator:
     """The instance-choosing RNG: a stream apart from the environment's own ``np_random``."""
     return np.random.default_rng(None if seed is None else [seed, 0xC0471E7])
 
 
 class ContextualEnv(gym.Wrapper):
-    """A Gymnasium environment whose physics is set from an instance set on every reset.
-
-    Each reset picks ``next_instance`` if one was set (then cleared), else an instance drawn
-    by ``instance_mode``, writes its context into the unwrapped environment and records
-    ``instance_id`` (also in every info) and ``context``. A seeded ``reset(seed=...)`` re-seeds
-    the random choice (so vector copies, seeded ``seed + i``, differ) and restarts round robin.
+    """A Gymnasium environment (a ``CONTEXT_FEATURES`` id, made with ``make_kwargs``, or an env
+    made from one) whose physics is set from an instance set on every reset: ``next_instance``
+    if set, else one drawn by ``instance_mode`` (``'random'``, seeded with ``seed``, or
+    ``'round_robin'``); ``instance_id`` is in every info.
 
     Args:
-        env_or_id: a supported environment id (see ``CONTEXT_FEATURES``) or an environment
-            made from one.
-        contexts: instance id -> context (feature -> value; missing features take their
-            defaults). ``None``: one instance (id 0) with the default context.
-        hide_context: if ``False``, the context's features are appended to the observation
-            (float32 values, in ``CONTEXT_FEATURES`` order; Box bounds are the features').
-        instance_mode: ``'random'`` (uniform, own seeded RNG) or ``'round_robin'`` (the
-            instance set's order, ``next_instance`` not counted).
-        seed: seed of the instance-choosing RNG.
-        **make_kwargs: passed to ``gym.make`` when ``env_or_id`` is an id.
+        contexts: instance id -> context (missing features take their defaults). ``None``:
+            one instance (id 0) with the default context.
+        hide_context: if ``False``, the context's features are appended to the observation.
     """
 
     def __init__(self, env_or_id: str | gym.Env,
@@ -255,7 +230,7 @@ class ContextualEnv(gym.Wrapper):
 
     @property
     def next_instance(self) -> int | None:
-        """The instance the next reset uses (then cleared); ``None`` lets ``instance_mode`` pick."""
+        """The instance the next reset uses (then cleared); ``None``: ``instance_mode`` picks."""
         return self._next
 
     @next_instance.setter
@@ -268,11 +243,8 @@ class ContextualEnv(gym.Wrapper):
         self._next = instance_id
 
     def set_instance_set(self, contexts: Mapping[int, Mapping[str, float]] | None) -> None:
-        """Replace the instance set (from the next reset on).
-
-        Round robin starts again from the first instance; a ``next_instance`` that is not
-        in the new set is cleared.
-        """
+        """Replace the instance set (from the next reset on; round robin starts again, a
+        ``next_instance`` not in the new set is cleared)."""
         self._instances = _check_instance_set(self.env_id, contexts)
         self._cursor = 0
         if self._next not in self._instances:
@@ -282,7 +254,7 @@ class ContextualEnv(gym.Wrapper):
               ) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
             self._rng, self._cursor = _instance_rng(seed), 0
-        self._apply(self._choose())
+        self._apply()
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs), {**info, "instance_id": self.instance_id}
 
@@ -291,19 +263,17 @@ class ContextualEnv(gym.Wrapper):
         info = {**info, "instance_id": self.instance_id}
         return self._observe(obs), reward, terminated, truncated, info
 
-    def _choose(self) -> int:
-        if self._next is not None:
-            chosen, self._next = self._next, None
-            return chosen  # in the set: checked when set, cleared when the set changes
+    def _apply(self) -> None:
+        """Choose the next instance and write its context into the environment."""
         ids = self.instance_ids
-        if self.instance_mode == "round_robin":
+        if self._next is not None:  # (in the set: checked when set, cleared when it changes)
+            self.instance_id, self._next = self._next, None
+        elif self.instance_mode == "round_robin":
             self._cursor += 1
-            return ids[(self._cursor - 1) % len(ids)]
-        return ids[int(self._rng.integers(len(ids)))]
-
-    def _apply(self, instance_id: int) -> None:
-        self.instance_id = instance_id
-        self.context = dict(self._instances[instance_id])
+            self.instance_id = ids[(self._cursor - 1) % len(ids)]
+        else:
+            self.instance_id = ids[int(self._rng.integers(len(ids)))]
+        self.context = dict(self._instances[self.instance_id])
         _APPLY.get(self.env_id, _set_attributes)(self.env.unwrapped, self.context, self._baseline)
 
     def _observe(self, obs: Any) -> Any:
@@ -338,14 +308,10 @@ def _widened(env_id: str, space: gym.Space) -> gym.Space:
     return gym.spaces.Box(low, high, dtype=space.dtype)
 
 
-# -- instance sets and looprl environments ---------------------------------------------------
 def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, float]],
                     seed: int | None = None) -> dict[int, Context]:
-    """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ranges.
-
-    Features not named keep their defaults. Each range ``(low, high)`` must lie within the
-    feature's bounds; use disjoint ranges or seeds for training and held-out test sets.
-    """
+    """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ``(low,
+    high)`` ranges (within the features' bounds); the other features keep their defaults."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
     ranges = {name: _check_range(env_id, name, span) for name, span in features.items()}
@@ -364,14 +330,9 @@ def _check_range(env_id: str, name: str, span: Any) -> tuple[float, float]:
 
 
 def contextual_envs(env: Any) -> list[ContextualEnv]:
-    """The ``ContextualEnv`` wrappers inside ``env``, one per copy, in order.
-
-    Args:
-        env: a ``GymEnvironment`` or ``GymVectorEnvironment`` (or a ``gym.Env`` or a
-            Gymnasium vector environment with an ``envs`` list, such as ``SyncVectorEnv``),
-            or a list of SRL environments (``make("contextual", ...)``: a Ray actor's copies,
-            ``metrics['env']`` in its collector).
-    """
+    """The ``ContextualEnv`` wrappers inside ``env``, one per copy, in order: a looprl or
+    Gymnasium environment or vector environment, or a list of environments (a Ray actor's
+    SRL copies)."""
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
         if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
@@ -437,7 +398,6 @@ def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool
                            instance_mode: str = "random", **make_kwargs: Any
                            ) -> GymnasiumEnvironment:
     """A ``ContextualEnv`` (same arguments) as a single-agent SRL environment, registered as
-    ``"contextual"``: what Ray actors play for a ``ContextualEnvironment``. ``seed(s)``
-    re-seeds the instance choice at the next reset; ``contextual_envs`` finds its wrapper."""
+    ``"contextual"``: what Ray actors play for a ``ContextualEnvironment``."""
     return GymnasiumEnvironment(ContextualEnv(env_id, contexts, hide_context, instance_mode,
                                               **make_kwargs))

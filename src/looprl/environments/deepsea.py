@@ -1,19 +1,10 @@
 """DeepSea: the exploration benchmark of bsuite (Osband et al., 2019,
 https://arxiv.org/abs/1908.03568) as a Gymnasium environment, ``looprl/DeepSea-v0``.
 
-An ``N x N`` grid: the agent starts top-left and every step moves it down one row and one
-column left or right (clipped), so an episode lasts ``N`` steps. Moving right costs
-``0.01 / N``; moving right out of the bottom-right cell pays ``+1``. The optimal return is
-``0.99``, every other policy gets at most ``0``, and random actions find the treasure once in
-``2**N`` episodes. Which action means 'right' is drawn per cell from ``mapping_seed``
-(bsuite's ``randomize_actions``), not from the seed of ``reset``. Observations are the one-hot
-position as ``N * N`` floats, all zeros after the last step.
-
-Example:
-    >>> env = DeepSea(size=3, randomize_actions=False)
-    >>> _ = env.reset()
-    >>> [env.step(1)[1] for _ in range(3)]  # right, right, right: two costs, then the treasure
-    [-0.0033333333333333335, -0.0033333333333333335, 0.9966666666666667]
+An ``N x N`` grid: every step moves the agent down one row and one column left or right, so an
+episode lasts ``N`` steps. Moving right costs ``0.01 / N``; moving right out of the
+bottom-right cell pays ``+1``: random actions find it once in ``2**N`` episodes. Observations
+are the one-hot position as ``N * N`` floats, all zeros after the last step.
 """
 
 from __future__ import annotations
@@ -27,15 +18,9 @@ __all__ = ["DeepSea"]
 
 
 class DeepSea(gym.Env):
-    """The deterministic DeepSea of bsuite.
-
-    Args:
-        size: ``N``, the grid's side and the episode length.
-        randomize_actions: draw which action is 'right' per cell; off, action 1 is always
-            right and action 0 always left.
-        mapping_seed: seed of that draw.
-        move_cost: the cost of ``N`` moves right (each right move costs ``move_cost / N``).
-    """
+    """The deterministic DeepSea of bsuite, of side ``size``; ``randomize_actions`` draws which
+    action is 'right' per cell (from ``mapping_seed``), else it is 1; ``move_cost``: of ``N``
+    moves right."""
 
     metadata = {"render_modes": []}
 

@@ -1,10 +1,6 @@
 """``DuplicateEnvironment``: the autonomous-learning-library's vector environment over a list
-of looprl environments (any ``Environment``: Gymnasium, MuJoCo, Atari, contextual, a user's
-own), stepped one after another: the same ``StateArray`` batches and next-step autoreset as
-every looprl vector environment. ``SingleEnvExperiment`` steps ``DuplicateEnvironment([env])``,
-so it must stay cheap per step: copies with a ``step_arrays`` of their own
-(``GymEnvironment``'s) make no ``State`` per step.
-"""
+of looprl environments, stepped one after another (``SingleEnvExperiment`` steps
+``DuplicateEnvironment([env])``: keep it cheap per step)."""
 
 from __future__ import annotations
 
@@ -39,14 +35,9 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
 
 
 class DuplicateEnvironment(VectorEnvironment):
-    """``envs`` stepped as one batch, next-step autoreset; ``reset(seed=s)`` seeds copy ``i``
-    with ``s + i``, as ALL's. The batch keeps the single-number entries that every copy's
-    ``State`` has (``AtariEnvironment``'s ``life_lost`` and ``lives``).
-
-    Args:
-        envs: the environments, one per row (distinct objects, the same spaces).
-        device: where the ``StateArray`` tensors are put.
-    """
+    """``envs`` (distinct objects, the same spaces) stepped as one batch, next-step autoreset;
+    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``. The batch keeps the single-number
+    entries that every copy's ``State`` has (``AtariEnvironment``'s ``life_lost``)."""
 
     def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
         self.envs = _checked(envs)
@@ -81,13 +72,12 @@ class DuplicateEnvironment(VectorEnvironment):
         return self.state
 
     def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
-        """``step`` without making the ``StateArray`` (``state`` makes it when read): the
-        NumPy arrays ``(obs, reward, terminated, truncated)`` of the copies."""
+        """``step`` without making the ``StateArray``: ``(obs, reward, terminated, truncated)``."""
         return self._advance(as_numpy(action))
 
     def _advance(self, action: Any, seed: int | None = None) -> tuple[np.ndarray, ...]:
-        """Step the copies with their rows of ``action``, or reset those whose episode is over
-        (copy ``i`` seeded with ``seed + i``, when given)."""
+        """Step the copies with their rows of ``action``, or reset those whose episode is over,
+        and write their rows (and the entries all ``states`` have) into new arrays."""
         rows: list[tuple[Any, float, bool, bool]] = []
         states: list[State] = []
         try:
@@ -101,21 +91,11 @@ class DuplicateEnvironment(VectorEnvironment):
                     states.append(env.step(action[i]))
                     rows.append(state_arrays(states[-1]))
         except Exception as error:
-            self._raise(len(rows), "reset" if self._over[len(rows)] else "step", error)
-        return self._keep(rows, states)
-
-    def _raise(self, i: int, method: str, error: Exception) -> None:
-        """Raise ``error`` of copy ``i``'s ``method``: as it is from looprl's own
-        environments (they report their own), else as an ``EnvironmentFailure`` naming the
-        user's environment, the method and the copy."""
-        if not self._users[i] or isinstance(error, EnvironmentFailure):
-            raise error
-        raise failure(self.envs[i].name, method, error, copy=i) from error
-
-    def _keep(self, rows: list[tuple[Any, float, bool, bool]], states: list[State]
-              ) -> tuple[np.ndarray, ...]:
-        """Write the copies' rows (and the entries every one of their ``states`` has) into new
-        arrays; ``ValueError`` in one line if an observation changed shape."""
+            i = len(rows)
+            if not self._users[i] or isinstance(error, EnvironmentFailure):
+                raise  # (looprl's own environments report their own)
+            method = "reset" if self._over[i] else "step"
+            raise failure(self.envs[i].name, method, error, copy=i) from error
         self._extras = _common_extras(states) if self._states else {}
         n = self.n_envs
         if self._obs is None:
@@ -139,8 +119,7 @@ class DuplicateEnvironment(VectorEnvironment):
         return super().state
 
     def copy(self) -> DuplicateEnvironment:
-        """Independent copies of the environments (Gymnasium ones: deep copies of their
-        ``gymnasium.Env``, each with its own seed)."""
+        """Independent copies of the environments (deep copies of their ``gymnasium.Env``)."""
         return DuplicateEnvironment([_copy(env) for env in self.envs], self.device)
 
     def render(self, **kwargs: Any) -> Any:
@@ -161,8 +140,7 @@ class DuplicateEnvironment(VectorEnvironment):
 
 
 def _common_extras(states: list[State]) -> dict[str, np.ndarray]:
-    """The further single-number entries that all ``states`` have (Atari's ``life_lost`` and
-    ``lives``), one array each."""
+    """The further single-number entries that all ``states`` have, one array each."""
     each = []
     for state in states:
         values = {key: np.asarray(as_numpy(v)) for key, v in state.items() if key not in _DEFAULTS}
@@ -173,10 +151,8 @@ def _common_extras(states: list[State]) -> dict[str, np.ndarray]:
 
 def local_copies(build: Callable[[], Environment], one_by_one: bool, n: int
                  ) -> VectorEnvironment:
-    """``n`` copies of the environment ``build()`` makes, as the local experiments (and Ray's
-    actors, ``AlgorithmSpec.copies``) step them: a ``DuplicateEnvironment`` of ``n`` of them
-    (``one_by_one``: a single-environment preset's loop), else the first one's
-    ``duplicate(n)``."""
+    """``n`` copies of the environment ``build()`` makes: a ``DuplicateEnvironment`` of ``n``
+    of them (``one_by_one``: a single-environment preset's loop), else ``duplicate(n)``."""
     if one_by_one:
         return DuplicateEnvironment([build() for _ in range(n)])
     first = build()
@@ -188,22 +164,20 @@ def local_copies(build: Callable[[], Environment], one_by_one: bool, n: int
 
 def gym_copies(env_id: str, make_kwargs: dict[str, Any], one_by_one: bool,
                n: int) -> VectorEnvironment:
-    """``local_copies`` of the Gymnasium environment ``env_id`` (``gym.make`` arguments
-    ``make_kwargs``)."""
+    """``local_copies`` of ``GymEnvironment(env_id, **make_kwargs)``."""
     return local_copies(functools.partial(GymEnvironment, env_id, **make_kwargs), one_by_one, n)
 
 
 def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:
-    """``local_copies`` of ``AtariEnvironment(game, **options)``, given the ``"atari"``
-    environment's arguments ``{"game": game, **options}`` (``AtariEnvironment.remote_env``)."""
+    """``local_copies`` of ``AtariEnvironment(game, **options)``, given ``{"game": game,
+    **options}``."""
     options = dict(env_args)
     game = options.pop("game")
     return local_copies(functools.partial(AtariEnvironment, game, **options), one_by_one, n)
 
 
 def _copy(env: Environment) -> Environment:
-    """An independent copy of ``env``: a ``GymEnvironment`` over a deep copy of its
-    ``gymnasium.Env``, or one of the copies ``duplicate`` makes."""
+    """An independent copy of a ``GymEnvironment``, over a deep copy of its ``gymnasium.Env``."""
     inner = getattr(env, "env", None)
     if isinstance(inner, gym.Env) and isinstance(env, GymEnvironment):
         return GymEnvironment(copies_of(inner, env.name)(), device=env.device, name=env.name)
@@ -212,7 +186,7 @@ def _copy(env: Environment) -> Environment:
 
 
 def _checked(envs: Any) -> list[Environment]:
-    """``envs`` as a list, or a one-line error saying what DuplicateEnvironment takes."""
+    """``envs`` as a list, or an error saying what DuplicateEnvironment takes."""
     if isinstance(envs, Environment) or not isinstance(envs, Sequence) or not envs:
         raise TypeError("DuplicateEnvironment takes a non-empty list of environments, e.g. "
                         "DuplicateEnvironment([GymEnvironment('CartPole-v1') for _ in range(4)])"

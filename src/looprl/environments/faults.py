@@ -1,7 +1,5 @@
-"""A user's environment that misbehaves, reported in one line at looprl's environment boundary:
-``EnvironmentFailure`` (an exception inside ``reset`` or ``step``, naming the environment, the
-method and where) and the checks of what a Gymnasium ``step``/``reset`` returned (the old gym
-API named as such), a type and a length compare per step."""
+"""A user's environment that misbehaves, reported in one line: ``EnvironmentFailure`` and the
+checks of what a Gymnasium ``step``/``reset`` returned."""
 
 from __future__ import annotations
 
@@ -18,14 +16,8 @@ OLD_GYM = ("the old gym API: port the environment to gymnasium.Env (step returns
 
 
 class EnvironmentFailure(RuntimeError):
-    """An exception raised inside an environment's ``reset`` or ``step``.
-
-    Attributes:
-        environment: the environment's name.
-        method: ``"reset"`` or ``"step"``.
-        episode: the episode (1 = the first), when known.
-        step: the step within the episode (1 = the first), when known.
-    """
+    """An exception raised inside environment ``environment``'s ``method`` (``"reset"`` or
+    ``"step"``), at ``episode`` and ``step`` (from 1) when known."""
 
     def __init__(self, message: str, environment: str, method: str,
                  episode: int | None = None, step: int | None = None):
@@ -43,7 +35,7 @@ def failure(name: str, method: str, error: BaseException, episode: int | None = 
             where: str | None = None) -> EnvironmentFailure:
     """The ``EnvironmentFailure`` of ``error``, raised in ``name``'s ``method`` (at
     ``episode``/``step`` of copy ``copy``, where known, or ``where`` in words; ``hint``: what
-    to do); raise it ``from error``."""
+    to do)."""
     parts = [f"copy {copy}" if copy is not None else "",
              place(episode, step if method == "step" else None), where or ""]
     where_text = ", ".join(part for part in parts if part)
@@ -54,8 +46,7 @@ def failure(name: str, method: str, error: BaseException, episode: int | None = 
 
 
 def place(episode: int | None = None, step: int | None = None) -> str:
-    """Where in an environment's run: ``"episode 3, step 17"``, the parts known (``""``:
-    none)."""
+    """``"episode 3, step 17"``, the parts known (``""``: none)."""
     return ", ".join(part for part in (f"episode {episode}" if episode is not None else "",
                                        f"step {step}" if step is not None else "") if part)
 
@@ -64,8 +55,8 @@ _UNPACK = re.compile(r"values to unpack \(expected ([25])")
 
 
 def unpack_hint(error: BaseException, method: str) -> str | None:
-    """What an unpacking error inside Gymnasium's vector environment means: the copies
-    return something other than Gymnasium's API (e.g. the old gym API)."""
+    """The hint for an unpacking error inside Gymnasium's vector environment (the copies
+    return something other than Gymnasium's API), or ``None``."""
     match = _UNPACK.search(str(error)) if isinstance(error, (ValueError, TypeError)) else None
     if match is None:
         return None
@@ -74,8 +65,7 @@ def unpack_hint(error: BaseException, method: str) -> str | None:
 
 
 def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
-    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple; else ``TypeError``
-    saying what it returned (a 4-tuple: the old gym API)."""
+    """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple, else ``TypeError``."""
     if isinstance(output, tuple) and len(output) == 5:
         return tuple(output)  # (a plain tuple as it is; a named tuple as a plain one)
     if isinstance(output, tuple) and len(output) == 4:
@@ -85,8 +75,7 @@ def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
 
 
 def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
-    """``output`` of ``name``'s ``reset`` if it is Gymnasium's ``(observation, info)``; else
-    ``TypeError`` saying what it returned (a bare observation: the old gym API)."""
+    """``output`` of ``name``'s ``reset`` if it is Gymnasium's pair, else ``TypeError``."""
     if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], dict):
         return output
     old = "" if isinstance(output, tuple) else f", {OLD_GYM}"
@@ -95,7 +84,7 @@ def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
 
 
 def _described(value: Any) -> str:
-    """``value`` in a few words: its type, its length, and a short repr."""
+    """``value`` in a few words: its type or length, and a short repr."""
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
     if isinstance(value, tuple):

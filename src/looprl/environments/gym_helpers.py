@@ -1,5 +1,4 @@
-"""Gymnasium at looprl's boundary, for every environment module: ids, actions, copies of a
-``gym.Env`` and the one-line error of an observation that changes shape."""
+"""Gymnasium at looprl's boundary: ids, actions, copies of a ``gym.Env``, episode caps."""
 
 from __future__ import annotations
 
@@ -29,11 +28,8 @@ def env_name(env: gym.Env) -> str:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` naming close matches if ``env_id`` is not registered.
-
-    An Atari game (``'ALE/Breakout-v5'``, ``'Breakout'``) gets a pointer to the Atari presets
-    and ``AtariEnvironment``, which add the standard preprocessing.
-    """
+    """Raise ``ValueError`` naming close matches (or the Atari presets, for an Atari game) if
+    ``env_id`` is not registered."""
     if env_id in gym.registry:
         return
     try:
@@ -49,17 +45,8 @@ def check_env_id(env_id: str) -> None:
 
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
-    """Convert an agent's action (tensor, array or number) to what ``space`` expects.
-
-    ``Box`` actions are clipped to the space's bounds, here for every looprl environment (as
-    SB3 and CleanRL do), so that rewards such as MuJoCo's control cost see the applied action;
-    the agent keeps its unclipped sample for the log-probability.
-
-    Args:
-        action: one action, or with ``n_envs`` one action per row.
-        space: the action space of one environment.
-        n_envs: the number of rows of a vector environment's batch of actions.
-    """
+    """An agent's action (tensor, array or number; with ``n_envs``, one per row) as what
+    ``space`` (of one environment) expects; ``Box`` actions are clipped to its bounds."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
         return int(np.asarray(action).reshape(()))
@@ -73,11 +60,7 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
-    """A factory of independent deep copies of ``env``, each with its own random seed.
-
-    A copy that fails raises ``ValueError`` saying what to give instead; one whose first
-    ``reset`` raises, an ``EnvironmentFailure``.
-    """
+    """A factory of independent deep copies of ``env``, each with its own random seed."""
 
     def make() -> gym.Env:
         try:
@@ -104,14 +87,14 @@ def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
                       "shape (pad them to one size, and declare it in observation_space)")
 
 
-#: Evaluation steps an episode may take when its environment names no ``max_episode_steps``
-#: (27,000: Atari's 108,000 frames at a frame skip of 4).
+#: Evaluation steps of an episode whose environment names no ``max_episode_steps`` (Atari's
+#: 108,000 frames at a frame skip of 4).
 DEFAULT_EPISODE_CAP = 27_000
 
 
 def episode_cap(env: Any) -> int:
-    """The most steps an evaluation episode in ``env`` may take: the smallest
-    ``max_episode_steps`` of its Gymnasium copies' specs, else ``DEFAULT_EPISODE_CAP``."""
+    """The smallest ``max_episode_steps`` of ``env``'s Gymnasium copies' specs, else
+    ``DEFAULT_EPISODE_CAP``."""
     steps = []
     for one in getattr(env, "envs", None) or [env]:
         inner = getattr(one, "env", one)

@@ -1,9 +1,4 @@
-"""MuJoCo environments (``HalfCheetah-v5``, ``Hopper-v5``, ...) on the ``mujoco`` package.
-
-``MujocoEnvironment`` is a ``GymEnvironment`` that checks the ``mujoco`` extra is installed,
-accepts ids without a version (``'HalfCheetah'`` means ``'HalfCheetah-v5'``) and routes
-MuJoCo's warnings to Python logging instead of a ``MUJOCO_LOG.TXT`` file.
-"""
+"""MuJoCo environments (``HalfCheetah-v5``, ``Hopper-v5``, ...) on the ``mujoco`` package."""
 
 from __future__ import annotations
 
@@ -19,12 +14,12 @@ from looprl.environments.gym import GymEnvironment
 
 log = logging.getLogger(__name__)
 
-#: The version an id without one gets.
 DEFAULT_VERSION = "v5"
 
 
 def require_mujoco() -> None:
-    """``ImportError`` naming the ``mujoco`` extra unless the ``mujoco`` package is installed."""
+    """``ImportError`` unless the ``mujoco`` package is installed; route its warnings to
+    logging (not a ``MUJOCO_LOG.TXT`` file)."""
     if importlib.util.find_spec("mujoco") is None:
         raise ImportError("MujocoEnvironment needs the 'mujoco' package: pip install "
                           "'looprl[mujoco]'")
@@ -35,14 +30,8 @@ def require_mujoco() -> None:
 
 
 def _log_warning(message: str) -> None:
-    # deprecation notices about Gymnasium's bundled models are not the user's to act on
     level = logging.DEBUG if "deprecated" in message else logging.WARNING
     log.log(level, "MuJoCo: %s", message)
-
-
-def versioned(env_id: str) -> str:
-    """``env_id`` with ``-v5`` appended when it names no version."""
-    return env_id if re.search(r"-v\d+$", env_id) else f"{env_id}-{DEFAULT_VERSION}"
 
 
 def is_mujoco_id(env_id: str) -> bool:
@@ -52,13 +41,11 @@ def is_mujoco_id(env_id: str) -> bool:
 
 
 class MujocoEnvironment(GymEnvironment):
-    """A Gymnasium MuJoCo environment producing torch ``State`` objects; ``env`` is an id
-    (``'HalfCheetah-v5'`` or ``'HalfCheetah'``) or a ``gym.Env``, the other arguments are
-    ``GymEnvironment``'s."""
+    """A ``GymEnvironment`` of a MuJoCo id (``'HalfCheetah-v5'`` or ``'HalfCheetah'``)."""
 
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
                  name: str | None = None, seed: int | None = None, **make_kwargs: Any):
         require_mujoco()
-        if isinstance(env, str):
-            env = versioned(env)
+        if isinstance(env, str) and not re.search(r"-v\d+$", env):
+            env = f"{env}-{DEFAULT_VERSION}"
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)

@@ -10,9 +10,7 @@ it is, one control loop for both::
 
 ``reward`` is the agent's reward since its last action. Observations are by default
 flattened to float32 (``Discrete``: one-hot); ``state['action_mask']`` is a bool tensor where
-the game has one (its ``{'observation', 'action_mask'}`` observations). The helpers here
-(``make_zoo_env``, ``zoo_observation``) are how looprl calls PettingZoo, for the SRL adapter
-too."""
+the game has one. ``make_zoo_env`` and ``zoo_observation`` serve the SRL adapter too."""
 
 from __future__ import annotations
 
@@ -111,8 +109,8 @@ class MultiagentEnvironment(ABC):
 
 
 class AgentView:
-    """One agent's ``name``, ``device`` and spaces of a ``MultiagentEnvironment``, shaped like
-    an ``Environment`` (what single-agent presets read)."""
+    """One agent's ``name``, ``device`` and spaces of a ``MultiagentEnvironment``, as
+    single-agent presets read an ``Environment``'s."""
 
     def __init__(self, env: MultiagentEnvironment, agent: str):
         self.agent = agent
@@ -128,19 +126,10 @@ class AgentView:
 
 
 def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
-    """A PettingZoo environment from a module path.
-
-    Args:
-        name: ``"pettingzoo.classic.tictactoe_v3"`` (its ``env()``/``parallel_env()`` is
-            called), a short ``"classic.tictactoe_v3"`` or ``"tictactoe_v3"``, or any
-            ``"package.module:factory"`` (e.g. ``"mpe2.simple_spread_v3:parallel_env"``).
-        parallel: call the module's ``parallel_env`` instead of ``env``.
-        **kwargs: passed to the factory.
-
-    Raises:
-        ValueError: there is no such module, or it has no such factory.
-        ImportError: the module fails to import (e.g. a missing dependency).
-    """
+    """A PettingZoo environment from a module path: ``"pettingzoo.classic.tictactoe_v3"`` (its
+    ``env()``, or ``parallel_env()`` with ``parallel``, called with ``kwargs``),
+    ``"classic.tictactoe_v3"``, ``"tictactoe_v3"``, or any ``"package.module:factory"``;
+    ``ValueError`` if there is none, ``ImportError`` if the module fails to import."""
     module_name, _, factory = name.partition(":")
     factory = factory or ("parallel_env" if parallel else "env")
     derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
@@ -191,8 +180,7 @@ def flat_box(space: gym.Space) -> gym.spaces.Box:
 
 def zoo_observation(space: gym.Space, obs: Any, flatten: bool) -> tuple[np.ndarray, Any]:
     """``obs`` of a PettingZoo ``space`` as ``(observation, bool action mask or None)``, the
-    observation flattened to one float32 vector with ``flatten`` (``gymnasium.spaces.flatten``:
-    ``Discrete`` becomes one-hot)."""
+    observation flattened to one float32 vector with ``flatten``."""
     inner, masked = observation_part(space)
     mask = np.asarray(obs[MASK], dtype=bool) if masked else None
     obs = obs["observation"] if masked else obs
@@ -202,20 +190,9 @@ def zoo_observation(space: gym.Space, obs: Any, flatten: bool) -> tuple[np.ndarr
 
 
 class MultiagentPettingZooEnv(MultiagentEnvironment):
-    """A PettingZoo AEC or parallel environment (see the module docstring).
-
-    Args:
-        zoo_env: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or a name for ``make_zoo_env``.
-        name: display name (defaults to the environment's ``metadata['name']``).
-        device: where state tensors are put.
-        seed: seed of the first reset.
-        flatten: flatten observations to 1-d float32 (``False`` keeps shape and dtype).
-        remote: what it plays on the collector and on Ray (``remote_env``): the name and
-            arguments of ``looprl.environments.make``; default the PettingZoo adapter.
-
-    Attributes:
-        env: the wrapped PettingZoo AEC environment.
-    """
+    """A PettingZoo AEC or parallel environment, or a name for ``make_zoo_env`` (``env``: the
+    wrapped AEC environment); ``flatten``: observations to 1-d float32; ``remote``: the name
+    and arguments of ``looprl.environments.make`` that the collector and Ray play."""
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
@@ -234,17 +211,12 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self.flatten = flatten
         self._seed = seed
         self._spaces = {a: zoo_env.observation_space(a) for a in zoo_env.possible_agents}
-        self._remote = remote
-
-    @property
-    def remote(self) -> tuple[str, dict[str, Any]] | None:
-        """The ``remote`` it was given (``None``: none)."""
-        return self._remote
+        self.remote = remote
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """``remote``, or the PettingZoo adapter of its module, observations flattened alike."""
         module = self.env.metadata.get("name", self.name)
-        return self._remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
+        return self.remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
 
     def reset(self, seed: int | None = None) -> MultiagentState:
         seed, self._seed = (self._seed if seed is None else seed), None
@@ -304,5 +276,5 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     def duplicate(self, n: int) -> list[MultiagentPettingZooEnv]:
         """``n`` independent copies of this environment (deep copies)."""
         return [MultiagentPettingZooEnv(copy.deepcopy(self.env), self.name, self.device,
-                                        flatten=self.flatten, remote=self._remote)
+                                        flatten=self.flatten, remote=self.remote)
                 for _ in range(n)]

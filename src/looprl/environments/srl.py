@@ -1,16 +1,10 @@
 """The SRL multi-agent environment API (seed 004): ``StepResult`` lists, ``register`` and ``make``.
 
-``reset()`` and ``step(actions)`` both return a **list of** ``StepResult``, one per agent, with
-``None`` for an agent that does not act this step; ``step`` takes one action per agent in the
-same order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
-``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool; the
-flags may be numbers that are 0 or 1, such as ``uint8``). After every agent is done or
-truncated the caller calls ``reset()``. docs/distributed.md shows one written, registered and
-checked (``looprl.distributed.test_environment``).
-
-Built-in names (``make`` lists them; adapters in ``looprl.environments.srl_adapters`` and
-``.contextual``, imported on first use): any Gymnasium id, ``"atari"``, ``"pettingzoo"``,
-``"contextual"`` and an import path ``"my_pkg.envs:MyEnv"`` (``import_environment``).
+``reset()`` and ``step(actions)`` both return a list of one ``StepResult`` per agent, ``None``
+for an agent that does not act this step; ``step`` takes one action per agent in the same
+order (``None`` for an agent that got ``None``). Observations are dicts of numpy arrays;
+``reward``, ``done`` and ``truncated`` are arrays of shape ``(1,)`` (float32, bool, bool). After
+every agent is done or truncated the caller calls ``reset()``.
 """
 
 from __future__ import annotations
@@ -29,15 +23,10 @@ from looprl.core.suggest import did_you_mean
 
 @dataclasses.dataclass
 class StepResult:
-    """What one agent receives from ``reset`` or ``step`` (SRL's field order).
-
-    Attributes:
-        obs: named observation arrays, e.g. ``{"obs": ..., "action_mask": ...}``.
-        reward: shape ``(1,)`` float32: the reward since the agent's previous ``StepResult``.
-        done: shape ``(1,)`` bool: the agent's episode terminated.
-        info: anything else (not used for learning).
-        truncated: shape ``(1,)`` bool: the agent's episode was cut short (time limit).
-    """
+    """What one agent receives from ``reset`` or ``step`` (SRL's field order): named
+    observation arrays (``{"obs": ..., "action_mask": ...}``), the reward since the agent's
+    previous ``StepResult``, whether its episode terminated, ``info`` (not learned from) and
+    whether its episode was cut short (time limit)."""
 
     obs: dict[str, np.ndarray]
     reward: np.ndarray
@@ -55,8 +44,8 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
 
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
-    """``results``, what ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of
-    one ``StepResult`` or ``None`` per agent; a one-line ``ValueError`` if it is not one."""
+    """What ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of one
+    ``StepResult`` or ``None`` per agent; ``ValueError`` if it is not one."""
     if not isinstance(results, list | tuple) or len(results) != env.agent_count:
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
@@ -65,8 +54,8 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
 
 
 def action_value(action: Any) -> Any:
-    """The plain value of an action: unwraps a ``NamedArray`` (field ``x``, or its only field)
-    and moves a torch tensor to numpy; anything else is returned unchanged."""
+    """The plain value of an action: a ``NamedArray``'s field ``x`` (or its only field), a
+    torch tensor as numpy; anything else unchanged."""
     if isinstance(action, NamedArray):
         if "x" in action.fields:
             action = action.x
@@ -80,18 +69,14 @@ def action_value(action: Any) -> Any:
 
 
 class Environment(ABC):
-    """An SRL environment: several agents, lists of ``StepResult`` (see the module docstring).
-
-    Subclasses implement ``agent_count``, ``reset`` and ``step``; ``observation_spaces``,
-    ``action_spaces`` (needed by ``test_environment(test_stepping=True)``; or the seed's
-    ``observation_space``/``action_space``), ``seed``, ``set_curriculum_stage``, ``render`` and
-    ``close`` are optional.
-    """
+    """An SRL environment (see the module docstring). Subclasses implement ``agent_count``,
+    ``reset`` and ``step``; the rest is optional (``observation_spaces`` and ``action_spaces``,
+    or the seed's ``observation_space``/``action_space``, for ``test_environment``)."""
 
     @property
     @abstractmethod
     def agent_count(self) -> int:
-        """The number of agents, i.e. the length of every list ``reset`` and ``step`` return."""
+        """The length of every list ``reset`` and ``step`` return."""
 
     @abstractmethod
     def reset(self) -> list[StepResult | None]:
@@ -99,26 +84,22 @@ class Environment(ABC):
 
     @abstractmethod
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
-        """Apply one action per agent (``None`` for agents that got ``None``); return results."""
+        """Apply one action per agent (``None`` for agents that got ``None``)."""
 
     @property
     def observation_spaces(self) -> list[Any]:
-        """One Gymnasium space per agent: a ``Dict`` space with the keys of the obs dict
-        (by default the seed's ``observation_space``, see ``_seed_spaces``)."""
+        """One Gymnasium ``Dict`` space per agent, with the keys of the obs dict."""
         return self._seed_spaces("observation_space", "to let tools check observations")
 
     @property
     def action_spaces(self) -> list[Any]:
-        """One Gymnasium space per agent, for sampling and checking actions (by default the
-        seed's ``action_space``, see ``_seed_spaces``)."""
+        """One Gymnasium space per agent, for sampling and checking actions."""
         return self._seed_spaces("action_space", "or call test_environment(..., "
                                  "test_stepping=False)")
 
     def _seed_spaces(self, name: str, advice: str) -> list[Any]:
-        """What the seed's optional ``observation_space``/``action_space`` (``name``) gives,
-        as one space per agent: it may be a property or a method, and return one space for
-        every agent or a list of one per agent; ``NotImplementedError`` (with ``advice``)
-        where the env defines no ``name``."""
+        """The seed's optional ``observation_space``/``action_space`` (``name``: a property or
+        a method, one space or one per agent) as one space per agent."""
         found = getattr(self, name, None)
         if callable(found):
             found = found()
@@ -139,9 +120,8 @@ class Environment(ABC):
                                   f"stage {stage_name!r}")
 
     def render(self) -> Any:
-        """The current frame as an ``(H, W, 3)`` uint8 RGB array (``looprl watch`` of a
-        distributed run); Gymnasium and PettingZoo envs built with ``render_mode="human"``
-        draw a window instead and return ``None``."""
+        """The current frame as an ``(H, W, 3)`` uint8 RGB array (``None`` where the env draws
+        a window itself)."""
         raise NotImplementedError(f"{type(self).__name__} does not render: implement "
                                   "render() returning an RGB array to watch it")
 
@@ -162,18 +142,9 @@ _ADAPTERS = "looprl.environments.srl_adapters"
 
 
 def register(name: str, env_class: type | str) -> None:
-    """Register an environment class under ``name``, for ``make(name, **env_args)``.
-
-    Args:
-        name: the name ``make`` takes.
-        env_class: an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path
-            that ``make`` imports on first use (so that registering costs no import; the path
-            may also name a function that returns an ``Environment``).
-
-    Raises:
-        ValueError: ``name`` is taken, or ``env_class`` is a string without ``:``.
-        TypeError: ``name`` is no non-empty string, or ``env_class`` no class or string.
-    """
+    """Register an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path
+    (a class or a function returning an ``Environment``, imported on first use), under
+    ``name`` for ``make(name, **env_args)``; ``ValueError`` if ``name`` is taken."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
     if name in _REGISTRY:
@@ -197,25 +168,25 @@ def registered_environments() -> list[str]:
 
 
 def make(name: str, **env_args: Any) -> Environment:
-    """Build the environment registered as ``name`` with ``env_args``; needing no registration:
-    any Gymnasium id (``make("CartPole-v1")``, the ``"gym"`` adapter; with
-    ``atari_wrappers=True`` an ALE id gets the DeepMind preprocessing of ``"atari"``), and an
-    import path (``make("my_pkg.envs:MyEnv")``, see ``import_environment``; Ray workers make
-    them this way). ``make("atari", game="Breakout")`` gives ``{"obs": (4, 84, 84) uint8}``,
-    ``make("pettingzoo", env="pettingzoo.classic.tictactoe_v3")`` AEC (or ``parallel=True``),
-    ``make("contextual", env_id="CartPole-v1", contexts={0: {"length": 0.3}})``.
-
-    Raises:
-        KeyError: ``name`` is neither registered nor a Gymnasium id (one line, listing names).
-        ImportError: a lazily registered ``"module:Class"`` path cannot be imported.
-        TypeError: the registered class did not build an ``Environment``.
-    """
+    """Build the environment registered as ``name`` with ``env_args``. Also: any Gymnasium id
+    (the ``"gym"`` adapter; with ``atari_wrappers=True`` an ALE id gets the ``"atari"`` one)
+    and an import path ``"my_pkg.envs:MyEnv"``; ``KeyError`` for anything else."""
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
     if name in _REGISTRY:
         env = _registered(name)(**env_args)
+    elif is_gymnasium_id(name):
+        adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
+        env = _registered(adapter)(name, **env_args)
     else:
-        env = _make_gym(name, env_args)
+        import gymnasium as gym
+
+        known = ", ".join(registered_environments()) or "none"
+        hint = did_you_mean(name, [*_REGISTRY, *gym.registry], n=3)
+        raise UnknownEnvironmentError(
+            f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
+            "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own "
+            "with looprl.environments.register(name, 'package.module:ClassName')")
     if not isinstance(env, Environment):
         raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
                         "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")
@@ -225,22 +196,17 @@ def make(name: str, **env_args: Any) -> Environment:
 def _registered(name: str) -> Any:
     """What ``name`` is registered to, a lazy ``"module:Class"`` path imported."""
     target = _REGISTRY[name]
-    if isinstance(target, str):  # a lazy "module:Class" path
+    if isinstance(target, str):
         target = import_object(target, f"environment {name!r} registered as")
     return target
 
 
 def import_environment(path: str) -> tuple[str, str]:
-    """Import the module of ``path`` (``package.module:NAME``) and find what ``NAME`` is:
+    """Import the module of ``path`` (``package.module:NAME``) and say what ``NAME`` is:
     ``("srl", name)`` for an ``Environment`` subclass (registered under ``path``) or a name the
     module registered; ``("gym", id)`` for a ``gymnasium.Env`` subclass (registered with
-    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered. Ray workers
-    import the module too, so it must be importable there (e.g. on ``PYTHONPATH``).
-
-    Raises:
-        ImportError: the module does not import, or holds and registered no ``NAME``.
-        TypeError: ``NAME`` is neither an ``Environment`` nor a ``gymnasium.Env`` class.
-    """
+    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered.
+    ``ImportError`` if there is none, ``TypeError`` if ``NAME`` is another object."""
     import gymnasium as gym
 
     module_name, _, attr = path.partition(":")
@@ -277,25 +243,6 @@ def is_gymnasium_id(name: str) -> bool:
 
             gym.register_envs(ale_py)
     return name in gym.registry
-
-
-def _make_gym(name: str, env_args: dict[str, Any]) -> Environment:
-    """The Gymnasium fallback of ``make`` (the adapter registered as ``"gym"``, or with
-    ``atari_wrappers`` as ``"atari"``), or a one-line ``KeyError`` for an unknown name."""
-    if not is_gymnasium_id(name):
-        raise UnknownEnvironmentError(_unknown_message(name))
-    adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
-    return _registered(adapter)(name, **env_args)
-
-
-def _unknown_message(name: str) -> str:
-    import gymnasium as gym
-
-    known = ", ".join(registered_environments()) or "none"
-    hint = did_you_mean(name, [*_REGISTRY, *gym.registry], n=3)
-    return (f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
-            "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own "
-            "with looprl.environments.register(name, 'package.module:ClassName')")
 
 
 register("gym", f"{_ADAPTERS}:GymnasiumEnvironment")

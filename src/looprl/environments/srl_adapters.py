@@ -1,9 +1,7 @@
-"""Adapters that run Gymnasium, Atari and PettingZoo environments as SRL environments,
-registered as ``"gym"``, ``"atari"`` and ``"pettingzoo"`` (``make`` in
-``looprl.environments.srl`` lists them; ``"contextual"`` is
-``looprl.environments.contextual.contextual_environment``).
+"""Gymnasium, Atari and PettingZoo environments as SRL environments, registered as ``"gym"``,
+``"atari"`` and ``"pettingzoo"``.
 
-Observation conventions: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
+Observations: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
 PettingZoo ``{"observation", "action_mask"}`` observation becomes
 ``{"obs": ..., "action_mask": <bool array>}``; any other observation becomes ``{"obs": ...}``.
 ``done`` is termination and ``truncated`` truncation, never both folded together.
@@ -19,7 +17,7 @@ import numpy as np
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.faults import failure
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import action_to_numpy, check_env_id, env_name
+from looprl.environments.gym_helpers import action_to_numpy, check_env_id
 from looprl.environments.multiagent import (
     MASK,
     flat_box,
@@ -55,22 +53,15 @@ def _obs_space(space: gym.Space, flatten: bool = False) -> gym.spaces.Dict:
     return gym.spaces.Dict(spaces)
 
 
-def _action(action: Any, space: gym.Space) -> Any:
-    return action_to_numpy(action_value(action), space)
-
-
 class _Adapter(Environment):
-    """What the adapters share: the wrapped environment ``env``, whose ``render`` and
-    ``close`` they call, and a ``seed`` for the next ``reset``."""
+    """What the adapters share: the wrapped environment ``env`` and the next ``reset``'s seed."""
 
     env: Any
     _seed: int | None = None
 
     @property
     def _name(self) -> str:
-        """The wrapped environment's name (its id, or its class)."""
-        env = self.env
-        return env_name(env) if isinstance(env, gym.Env) else type(env).__name__
+        return type(self.env).__name__
 
     def seed(self, seed: int) -> int:
         """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
@@ -80,7 +71,7 @@ class _Adapter(Environment):
         return seed
 
     def render(self) -> Any:
-        """The wrapped env's ``render()`` (build it with ``render_mode="rgb_array"`` for frames)."""
+        """The wrapped env's ``render()``."""
         return self.env.render()
 
     def close(self) -> None:
@@ -89,15 +80,13 @@ class _Adapter(Environment):
 
 class _SingleAgent(_Adapter):
     """A view of one looprl environment (``looprl``: a ``GymEnvironment`` or an
-    ``AtariVectorEnvironment`` of one copy), which calls the outside library (seeding, checks
-    of what it returns, one-line failures); observations as obs dicts of ``_obs_space``."""
+    ``AtariVectorEnvironment`` of one copy); observations as obs dicts of ``_obs_space``."""
 
     looprl: Any
     _obs_space: gym.spaces.Dict
 
     @property
     def _name(self) -> str:
-        """The looprl environment's name (a Gymnasium id, or an Atari game's name)."""
         return self.looprl.name
 
     @property
@@ -125,19 +114,18 @@ class _SingleAgent(_Adapter):
         return [self._result(obs, info, reward, terminated, truncated)]
 
     def render(self) -> Any:
-        """The looprl environment's ``render()`` (Atari: the newest preprocessed frame)."""
+        """The looprl environment's ``render()``."""
         return self.looprl.render()
 
 
 class GymnasiumEnvironment(_SingleAgent):
     """A single-agent Gymnasium environment (an id, made with ``gym_kwargs``, or a
-    ``gym.Env``) as an SRL environment, a view of a ``GymEnvironment``; ``ValueError`` (one
-    line) for an unknown id."""
+    ``gym.Env``) as an SRL environment; ``ValueError`` for an unknown id."""
 
     def __init__(self, env_id: str | gym.Env, **gym_kwargs: Any):
         if isinstance(env_id, str):
             if not is_gymnasium_id(env_id):
-                check_env_id(env_id)  # raises the one-line ValueError
+                check_env_id(env_id)  # raises
             env_id = gym.make(env_id, **gym_kwargs)
         self.looprl = GymEnvironment(env_id)
         self.env = env_id
@@ -150,11 +138,9 @@ class GymnasiumEnvironment(_SingleAgent):
 
 
 class AtariGameEnvironment(_SingleAgent):
-    """An Atari game as a single-agent SRL environment, a view of an
-    ``AtariVectorEnvironment`` of one copy (``AtariEnvironment``'s pipeline): observations
-    ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``, episodes ending at game over,
-    unclipped scores. ``game`` is a name for ``looprl.environments.ale.rom_id``; ``options``
-    override ``DEEPMIND_OPTIONS``."""
+    """An Atari game (``AtariEnvironment``'s pipeline) as a single-agent SRL environment:
+    observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``, episodes ending at game
+    over, unclipped scores; ``options`` override ``DEEPMIND_OPTIONS``."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 
@@ -179,20 +165,13 @@ def _check_count(actions: Any, n: int) -> None:
 
 
 class PettingZooEnvironment(_Adapter):
-    """A PettingZoo environment (AEC or parallel) as an SRL environment.
+    """A PettingZoo environment (AEC or parallel, or a name for ``make_zoo_env``) as an SRL
+    environment; result and action ``i`` belong to ``agent_names[i]``.
 
-    Result ``i`` and action ``i`` belong to ``agent_names[i]`` (the env's ``possible_agents``).
-    In **parallel** envs every live agent gets a ``StepResult`` and must act; agents not alive
-    get ``None``. In **AEC** (turn-based) envs only the agent whose turn is next gets one, and
-    ``step`` reads only its action; its ``reward`` is all it received since its previous
-    ``StepResult`` (PettingZoo's cumulative reward). Agents that finish get a final
-    ``StepResult`` (``done``/``truncated``) in the same list as the next agent to act.
-
-    Args:
-        env, parallel, **env_kwargs: a PettingZoo ``AECEnv`` or ``ParallelEnv``, or what
-            ``make_zoo_env`` makes one from.
-        flatten: ``"obs"`` is the observation flattened to float32 as
-            ``MultiagentPettingZooEnv`` flattens it; otherwise it keeps its shape and dtype.
+    In parallel envs every live agent gets a ``StepResult`` and must act. In AEC envs only the
+    agent whose turn is next gets one, its ``reward`` being all it received since its previous
+    one; agents that finish get a final ``StepResult`` in the same list. ``flatten``: ``"obs"``
+    flattened to float32 as ``MultiagentPettingZooEnv`` does.
     """
 
     def __init__(self, env: Any, parallel: bool = False, flatten: bool = False,
@@ -209,18 +188,15 @@ class PettingZooEnvironment(_Adapter):
         self._index = {agent: i for i, agent in enumerate(self.agent_names)}
         self._spaces = [env.observation_space(agent) for agent in self.agent_names]
         self.flatten = flatten
-
-    _episode = 0  # episodes begun (for the line of a failing step or reset)
-    _t = 0  # steps into the episode
+        self._episode = self._t = 0  # episodes begun, steps into the current one
 
     @property
     def agent_count(self) -> int:
         return len(self.agent_names)
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """``self.env.<method>(*args, **kwargs)``; an exception inside it is an
-        ``EnvironmentFailure`` naming the environment, the method, the episode and the step
-        (counted here: ``reset`` begins an episode)."""
+        """``self.env.<method>(*args, **kwargs)``, an exception inside it raised as an
+        ``EnvironmentFailure`` naming the episode and the step."""
         if method == "reset":
             self._episode, self._t = self._episode + 1, 0
         else:
@@ -264,7 +240,7 @@ class PettingZooEnvironment(_Adapter):
         if action is None:
             raise ValueError(f"agent {self._index[agent]} ({agent!r}) must act this step but its "
                              "action is None")
-        return _action(action, self.env.action_space(agent))
+        return action_to_numpy(action_value(action), self.env.action_space(agent))
 
     def _parallel_results(self, observations, rewards, terminations, truncations, infos):
         results: list[StepResult | None] = [None] * self.agent_count

@@ -1,13 +1,9 @@
-"""An SRL environment (``looprl.environments.srl``) as a PettingZoo parallel environment, so
-that a ``MultiagentPettingZooEnv`` over it gives the multi-agent presets their agents' spaces
-and seed 003's turn loop (``play``). Training and evaluation step the SRL environment itself,
-on both runtimes (``MultiagentPettingZooEnv(..., remote=(name, kwargs))``).
+"""An SRL environment as a PettingZoo parallel environment, for the multi-agent presets'
+spaces and seed 003's turn loop (``play``); training and evaluation step the SRL environment.
 
 Agents are ``agent_0``, ``agent_1``, ...; an agent's observation is its ``obs`` entry, or
-``{"observation", "action_mask"}`` when its obs dict has an ``action_mask`` (as PettingZoo's
-classic games). In this view every agent still in the episode acts at every step: an
-environment that answers ``None`` for one of them trains and evaluates, but does not play
-here.
+``{"observation", "action_mask"}`` when its obs dict has an ``action_mask``. Every agent still
+in the episode must act at every step.
 """
 
 from __future__ import annotations
@@ -23,12 +19,8 @@ from looprl.environments.srl import Environment, StepResult, checked_results
 
 
 class SRLParallelEnv(ParallelEnv):
-    """``env`` (an SRL ``Environment``) with PettingZoo's parallel API; ``name`` is its
-    ``metadata["name"]``.
-
-    Raises:
-        ValueError: ``env`` does not declare ``observation_spaces`` and ``action_spaces``.
-    """
+    """``env`` (an SRL ``Environment``) with PettingZoo's parallel API; ``ValueError`` if it
+    does not declare ``observation_spaces`` and ``action_spaces``."""
 
     def __init__(self, env: Environment, name: str):
         self.env = env

@@ -13,18 +13,13 @@ from looprl.core import StateArray
 from looprl.core.state import as_observation
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import failure, unpack_hint
-from looprl.environments.gym_helpers import (
-    action_to_numpy,
-    check_env_id,
-    env_name,
-    shape_changed,
-)
+from looprl.environments.gym_helpers import action_to_numpy, check_env_id, env_name, shape_changed
 
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
                     ) -> gym.vector.VectorEnv:
-    """Gymnasium's native vectorized implementation if it has one (several times faster), else
-    a ``SyncVectorEnv``; ``env_id`` may also be a function that makes one environment."""
+    """Gymnasium's native vectorized implementation if it has one, else a ``SyncVectorEnv``;
+    ``env_id`` may also be a function that makes one environment."""
     if callable(env_id):
         return gym.vector.SyncVectorEnv([env_id] * n_envs)
     check_env_id(env_id)
@@ -35,10 +30,7 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
 def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
                            truncated: np.ndarray, device: str | torch.device,
                            **extra: np.ndarray) -> StateArray:
-    """A ``StateArray`` from one batched Gymnasium step; ``extra`` arrays become entries too.
-
-    ``done`` is terminated or truncated and ``mask`` is 0 only where terminated.
-    """
+    """A ``StateArray`` from one batched Gymnasium step; ``extra`` arrays become entries too."""
     reward = np.asarray(reward, dtype=np.float32)
     arrays = {
         "observation": as_observation(obs), "reward": reward,
@@ -53,8 +45,7 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
 
 
 class NumpyVectorEnvironment(VectorEnvironment):
-    """Base of vector environments around ``env``, an object with Gymnasium's ``VectorEnv``
-    API; subclasses implement ``step``."""
+    """Base of vector environments around ``env``, which has Gymnasium's ``VectorEnv`` API."""
 
     _t = 0  # steps since the last reset (for the line of a failing step)
 
@@ -73,8 +64,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
         return self._state
 
     def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
-        """The copies' ``reset`` (seeded with ``seed``, or the constructor's for the first):
-        ``(observations, info)``; an exception inside it is an ``EnvironmentFailure``."""
+        """The copies' ``reset`` (seeded with ``seed``, or the constructor's for the first)."""
         seed, self._seed = (self._seed if seed is None else seed), None
         self._t = 0
         try:
@@ -84,8 +74,6 @@ class NumpyVectorEnvironment(VectorEnvironment):
         return as_observation(obs, self.name), info
 
     def _failure(self, method: str, error: Exception) -> Exception:
-        """An exception inside the copies' ``method`` as an ``EnvironmentFailure`` naming
-        this environment (one of its copies) and the vector step."""
         where = f"in one of its {self.n_envs} copies" + (
             f", vector step {self._t} since reset" if method == "step" else "")
         return failure(self.name, method, error, hint=unpack_hint(error, method), where=where)
@@ -106,18 +94,10 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of a Gymnasium environment, stepped as one batch:
-    ``GymVectorEnvironment('CartPole-v1', 8)``, or ALL's ``GymVectorEnvironment(vec_env, name,
-    device=...)`` around a vector environment already made.
-
-    Args:
-        env: an environment id, a function that makes one ``gym.Env`` (the copies then run
-            in a ``SyncVectorEnv``), or a ``gymnasium.vector.VectorEnv``.
-        n_envs: number of copies (with a ``VectorEnv``: its name, or nothing).
-        device: where tensors are put.
-        name: display name (defaults to the id, or the made environment's id).
-        seed: seed of the first reset (Gymnasium seeds the copies from it).
-    """
+    """``n_envs`` copies of a Gymnasium environment (an id, or a function making one
+    ``gym.Env``), stepped as one batch: ``GymVectorEnvironment('CartPole-v1', 8)``, or ALL's
+    ``GymVectorEnvironment(vec_env, name, device=...)`` around a made ``VectorEnv``; ``seed``:
+    of the first reset."""
 
     def __init__(self, env: str | Callable[[], gym.Env] | gym.vector.VectorEnv,
                  n_envs: int | str | None = None, device: str | torch.device = "cpu",
@@ -126,7 +106,13 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
             vector_env, name = env, _given_name(env, n_envs, name, make_kwargs)
             n_envs = vector_env.num_envs
         else:
-            _check_copies(env, n_envs)
+            if not (isinstance(env, str) or callable(env)):
+                raise TypeError(f"GymVectorEnvironment takes an id, a function that makes a "
+                                f"gym.Env or a gymnasium.vector.VectorEnv, got "
+                                f"{type(env).__name__}")
+            if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+                raise TypeError(f"GymVectorEnvironment({env!r}, n_envs) needs the number of "
+                                f"copies n_envs as an int >= 1, got {n_envs!r}")
             vector_env = make_vector_env(env, n_envs, **make_kwargs)
         if name is None:
             name = env if isinstance(env, str) else env_name(vector_env.envs[0])
@@ -141,30 +127,23 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
         return self.state
 
     def step_arrays(self, action: Any) -> tuple[np.ndarray, ...]:
-        """``step`` without making the ``StateArray`` (``state`` makes it when read): the
-        NumPy arrays ``(obs, reward, terminated, truncated)`` (the collector reads them)."""
+        """``step`` without making the ``StateArray``: ``(obs, reward, terminated, truncated)``."""
         action = action_to_numpy(action, self.action_space, self.n_envs)
         self._t += 1
         try:
             obs, reward, terminated, truncated, _ = self.env.step(action)
-        except Exception as error:
-            raise self._step_failure(action, error) from error
+        except Exception as error:  # (Gymnasium's environments assert valid actions)
+            if isinstance(error, AssertionError) and not self.env.action_space.contains(action):
+                raise ValueError(f"Invalid actions {action!r} for {self.name} (action space of "
+                                 f"each of the {self.n_envs} environments: "
+                                 f"{self.action_space}): {error}") from error
+            if isinstance(error, ValueError) and any(  # (Gymnasium's and NumPy's words for it)
+                    words in str(error) for words in ("wrong shape", "could not broadcast")):
+                raise shape_changed(self.name, self.state.observation.shape[1:]) from error
+            raise self._failure("step", error) from error
         self._state, self._arrays = None, (as_observation(obs, self.name),
                                            np.asarray(reward, np.float32), terminated, truncated)
         return self._arrays
-
-    def _step_failure(self, action: Any, error: Exception) -> Exception:
-        """What an exception in ``step`` becomes: ``ValueError`` for actions outside the
-        action space (Gymnasium's environments assert it) or an observation of another shape
-        (Gymnasium stacks them into preallocated arrays), else an ``EnvironmentFailure``."""
-        if isinstance(error, AssertionError) and not self.env.action_space.contains(action):
-            return ValueError(f"Invalid actions {action!r} for {self.name} (action space of "
-                              f"each of the {self.n_envs} environments: {self.action_space}): "
-                              f"{error}")
-        if isinstance(error, ValueError) and any(  # (Gymnasium's and NumPy's words for it)
-                words in str(error) for words in ("wrong shape", "could not broadcast")):
-            return shape_changed(self.name, self.state.observation.shape[1:])
-        return self._failure("step", error)
 
     @property
     def state(self) -> StateArray:
@@ -197,13 +176,3 @@ def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
         spec = getattr(vector_env, "spec", None)
         name = spec.id if spec is not None else type(vector_env).__name__
     return name
-
-
-def _check_copies(env: Any, n_envs: Any) -> None:
-    """One-line errors for what ``GymVectorEnvironment(env, n_envs)`` cannot make."""
-    if not (isinstance(env, str) or callable(env)):
-        raise TypeError(f"GymVectorEnvironment takes an id, a function that makes a gym.Env or "
-                        f"a gymnasium.vector.VectorEnv, got {type(env).__name__}")
-    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
-        raise TypeError(f"GymVectorEnvironment({env!r}, n_envs) needs the number of copies "
-                        f"n_envs as an int >= 1, got {n_envs!r}")

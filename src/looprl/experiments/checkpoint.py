@@ -1,16 +1,7 @@
-"""Checkpoints of a running experiment: everything needed to continue it exactly.
-
-``save_checkpoint(experiment)`` writes ``checkpoint.pt`` into the run directory: the whole
-experiment object and the global random states, written to a temporary name and renamed.
-With ``keep_checkpoints=K`` each save also leaves ``checkpoint_<frame>.pt`` beside it (the K
-latest are kept). ``load_checkpoint(path)`` restores the random states and returns the
-experiment: on CPU, training on equals an uninterrupted run, and the logger drops what the
-dead run wrote after the checkpoint. Everything must pickle (hooks as bound methods).
-
-**Atari**: ale-py cannot save its emulator, so a restored environment is reset before it
-steps again (``needs_reset``), from a seed ``prepare_checkpoint()`` fixed at saving. With one
-environment checkpoints fall on episode ends and the resume is exact; vector environments
-(PPO, A2C...) give up their running episodes (seen as truncated, not logged).
+"""Checkpoints of a running experiment: the whole experiment object and the global random
+states in ``checkpoint.pt`` (with ``keep_checkpoints=K``, also the K latest
+``checkpoint_<frame>.pt``). On CPU a resumed run equals an uninterrupted one; Atari
+environments are reset on resume (``needs_reset``) from a seed fixed at saving.
 """
 
 from __future__ import annotations
@@ -40,8 +31,7 @@ _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 
 def check_checkpointing(every: int | None, keep: int | None) -> int | None:
-    """``keep`` (``keep_checkpoints``) checked: with ``every`` (``checkpoint_every``) both
-    whole numbers >= 1, or ``None``; a one-line ``ValueError`` otherwise."""
+    """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``)."""
     check_count(checkpoint_every=every, keep_checkpoints=keep)
     if keep is not None and every is None:
         raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
@@ -49,29 +39,9 @@ def check_checkpointing(every: int | None, keep: int | None) -> int | None:
     return None if keep is None else int(keep)
 
 
-def rng_states() -> dict[str, Any]:
-    """The global random states of torch (and of every CUDA device), NumPy and ``random``."""
-    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-              "random": random.getstate()}
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def set_rng_states(states: dict[str, Any]) -> None:
-    """Restore states from ``rng_states`` (CUDA ones where this process has the same GPUs)."""
-    torch.set_rng_state(states["torch"])
-    np.random.set_state(states["numpy"])
-    random.setstate(states["random"])
-    cuda = states.get("cuda")
-    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(cuda)
-
-
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
     """Write ``experiment`` and the random states to ``path`` (default: ``checkpoint.pt`` in
-    its run directory); return the path. With ``replay=False`` the replay buffers are saved
-    empty (a resumed run refills them before it trains).
+    its run directory); return the path. ``replay=False``: the replay buffers are saved empty.
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
@@ -83,13 +53,19 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         experiment.prepare_checkpoint()
     if hasattr(experiment.logger, "flush"):
         experiment.logger.flush()
+    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+           "random": random.getstate()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
     temporary = path.with_name(path.name + ".tmp")
     try:
         with replay_contents_saved(replay):
-            torch.save({"experiment": experiment, "rng": rng_states()}, temporary)
+            torch.save({"experiment": experiment, "rng": rng}, temporary)
     except (OSError, TypeError, AttributeError, RuntimeError) as error:
         temporary.unlink(missing_ok=True)
-        if _write_failed(error):
+        writing = isinstance(error, RuntimeError) and any(
+            text in str(error) for text in ("write failed", "unexpected pos", "failed writing"))
+        if writing or isinstance(error, OSError):  # (a full disk, not pickling)
             raise OSError(getattr(error, "errno", None) or errno.EIO, _not_written(path, error)
                           ) from None
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
@@ -98,12 +74,6 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
     if keep is not None:
         keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path
-
-
-def _write_failed(error: BaseException) -> bool:
-    """Whether ``torch.save`` failed writing the file (a full disk), not pickling."""
-    return isinstance(error, OSError) or (isinstance(error, RuntimeError) and any(
-        text in str(error) for text in ("write failed", "unexpected pos", "failed writing")))
 
 
 def _not_written(path: Path, error: BaseException) -> str:
@@ -128,9 +98,7 @@ def numbered_checkpoints(run_dir: str | Path) -> dict[int, Path]:
 
 
 def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
-    """Keep ``path`` as ``checkpoint_<frame>.pt`` too (a hard link, else a copy) and delete
-    all but the ``keep`` latest numbered checkpoints; return the numbered file."""
-    check_count(keep_checkpoints=keep)
+    """Also keep ``path`` as ``checkpoint_<frame>.pt``, and only the ``keep`` latest such."""
     numbered = path.with_name(f"checkpoint_{frame}.pt")
     temporary = numbered.with_name(numbered.name + ".tmp")
     temporary.unlink(missing_ok=True)
@@ -139,8 +107,7 @@ def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
     except OSError:  # (no hard links here)
         shutil.copyfile(path, temporary)
     os.replace(temporary, numbered)
-    old = list(numbered_checkpoints(path.parent).values())[:-int(keep)]
-    for stale in old:
+    for stale in list(numbered_checkpoints(path.parent).values())[:-int(keep)]:
         stale.unlink(missing_ok=True)
     return numbered
 
@@ -148,10 +115,9 @@ def keep_checkpoints(path: Path, frame: int, keep: int) -> Path:
 def load_checkpoint(path: str | Path, run_name: str | None = None,
                     run_info: dict[str, Any] | None = None) -> Any:
     """The experiment saved at ``path`` (a file, or a run directory holding
-    ``checkpoint.pt``), with the global random states it had.
+    ``checkpoint.pt``), with the global random states it had restored.
 
     Args:
-        path: the checkpoint.
         run_name: go on in a new run directory of this name (under ``{logdir}/{agent}/{env}``)
             and leave the checkpoint's as it is (a PBT exploit); ``None``: continue it.
         run_info: more entries of the new ``run.json``.
@@ -176,12 +142,17 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
         preset = state["experiment"].preset
         state["experiment"].logger.start_run(run_name, {
             **(run_info or {}), "hyperparameters": getattr(preset, "hyperparameters", {})})
-    set_rng_states(state["rng"])
+    rng = state["rng"]
+    torch.set_rng_state(rng["torch"])
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["random"])
+    cuda = rng.get("cuda")  # (where this process has the same GPUs)
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
     return state["experiment"]
 
 
 def load_saved(path: str | Path) -> Any:
-    """``torch.load`` of a checkpoint this library wrote (full pickles); a file that cannot
-    be read is one line (``looprl.core.files.load_file``)."""
+    """``torch.load`` of a checkpoint (a file that cannot be read is one line)."""
     return load_file(path, "checkpoint", "nothing to resume from it: start the run anew (the "
                      "logs of the run so far stay in its directory)")

@@ -1,14 +1,11 @@
-"""Where a diverged loss came from: non-finite data from the environment, found after the fact.
-
-A lower learning rate is the wrong advice when the environment returned NaN or inf: after a
-``FloatingPointError`` the experiment looks at the episode returns and at the batch the
-failing update trained on (the locals of the frames the error passed through).
+"""Where a diverged loss came from: after a ``FloatingPointError``, look for NaN or inf from
+the environment in the episode returns and in the batch the failing update trained on (the
+locals of the frames the error passed through), since a lower learning rate cannot fix those.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from types import TracebackType
 from typing import Any
 
 import torch
@@ -36,21 +33,16 @@ def _tensors(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, torch
             yield from _tensors(item, f"{path}[{i}]", depth + 1)
 
 
-def _looprl_frames(traceback: TracebackType | None) -> Iterator[dict[str, Any]]:
-    """The local variables of the frames of looprl's own code that ``traceback`` passed."""
-    while traceback is not None:
-        frame = traceback.tb_frame
-        if "looprl" in frame.f_code.co_filename:
-            yield frame.f_locals
-        traceback = traceback.tb_next
-
-
 def nonfinite_batch_data(error: BaseException) -> list[str]:
-    """Kinds of environment data (``rewards``, ``observations``) that hold NaN or inf in the
-    batches the failing update was computing on."""
+    """Kinds of environment data (``rewards``, ``observations``) holding NaN or inf in the
+    locals of looprl's frames that ``error`` passed through."""
     found: list[str] = []
-    for local_variables in _looprl_frames(error.__traceback__):
-        for name, value in local_variables.items():
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame, traceback = traceback.tb_frame, traceback.tb_next
+        if "looprl" not in frame.f_code.co_filename:
+            continue
+        for name, value in frame.f_locals.items():
             for path, tensor in _tensors(value, name):
                 kind = kind_of(path)
                 if (kind and kind not in found and tensor.is_floating_point()
@@ -63,10 +55,9 @@ def explain_divergence(error: FloatingPointError, env_name: str, frame: int,
                        nonfinite_episode: tuple[int, int] | None = None,
                        running_return_nonfinite: bool = False) -> str:
     """The message for a diverged loss: the environment's bad data if there is any, else
-    ``error``'s own message (which advises on learning rates and clipping).
+    ``error``'s own message.
 
     Args:
-        error, env_name, frame: the update's error, the environment, where training stopped.
         nonfinite_episode: ``(episode from 1, frame it ended)`` of the first training
             episode whose return was not finite.
         running_return_nonfinite: an episode still running has a non-finite return.

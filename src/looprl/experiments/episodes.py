@@ -1,8 +1,6 @@
-"""What every experiment loop uses besides the loop: seeding (``seed_everything``), the live
-dashboard's lines (``dashboard``), the one loop that plays episodes through the collector
-(``play_episodes``: every evaluation, ``play``, watching, Ray's final evaluation), the action
-of seed 003's ``Agent`` as a row (``single_action``), and the evaluation episodes' step cap
-(``episode_cap``, from ``looprl.environments.gym_helpers``)."""
+"""What every experiment loop uses: seeding, the live dashboard's lines, the one loop that
+plays episodes through the collector (``play_episodes``: every evaluation and watch) and the
+evaluation episodes' step cap (``episode_cap``)."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ def seed_everything(seed: int) -> None:
 
 
 def dashboard(logger: Any, hyperparameters: dict[str, Any]) -> Callable[[], list[str]]:
-    """The live dashboard's lines under the progress bar: the last value of each loss the
-    logger received, and the agent's current ``hp/*`` values."""
+    """The dashboard's lines: the last value of each loss and the current ``hp/*`` values."""
 
     def number(value: Any) -> str:
         try:
@@ -56,8 +53,7 @@ def dashboard(logger: Any, hyperparameters: dict[str, Any]) -> Callable[[], list
 
 
 def single_action(agent: Any, states: StateArray) -> torch.Tensor:
-    """``agent``'s action for the one row of ``states`` (seed 003's ``Agent.act`` of a
-    ``State``), as a batch of one."""
+    """Seed 003's ``agent.act`` of the one ``State`` in ``states``, as a batch of one."""
     return torch.as_tensor(agent.act(states[0])).unsqueeze(0)
 
 
@@ -65,14 +61,11 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
                   episodes: int, show: Callable[[], Any] = lambda: None,
                   max_steps: float = math.inf) -> list[Episode]:
     """Play ``episodes`` episodes on ``runner`` (from the state it is in), ``act`` answering
-    each of its requests; their ``Episode`` s (``returns``: each agent's), as they end.
+    each of its requests; their ``Episode`` s, as they end.
 
-    Each env copy plays its share, ``episodes // n`` of them (the first ``episodes % n``
-    copies one more), so that short episodes are not favoured: an episode of a copy that has
-    played its share is not counted. ``show()`` runs at the first state and after every step
-    (so once per state). An episode is cut after ``max_steps`` steps, with a warning, and
-    counted as ended there; every copy then starts a new episode (the others' episodes in
-    progress are not counted).
+    Each env copy plays its share (the first ``episodes % n`` copies one more), so that short
+    episodes are not favoured. ``show()`` runs once per state. An episode is cut after
+    ``max_steps`` steps, with a warning, and counted; every copy then starts a new episode.
     """
     check_episodes(episodes)
     copies = len(runner.running_returns)
@@ -97,25 +90,17 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
         runner.segments()  # (not kept; none from a runner built without a buffer)
         runner.advance()
         steps = np.where(steps < 0, 0, steps + 1)
-        played += _count(runner.pop_episodes(), quota, steps)
+        for episode in runner.pop_episodes():  # (counted while its copy has a share left)
+            steps[episode.env] = -1
+            if quota[episode.env] > 0:
+                played.append(episode)
+                quota[episode.env] -= 1
         show()
     return played
 
 
-def _count(ended: list[Episode], quota: np.ndarray, steps: np.ndarray) -> list[Episode]:
-    """The episodes of ``ended`` whose copies have not played their share (``quota``, which
-    they use up); each ended copy's next step resets it (``steps``: -1)."""
-    counted = []
-    for episode in ended:
-        steps[episode.env] = -1
-        if quota[episode.env] > 0:
-            counted.append(episode)
-            quota[episode.env] -= 1
-    return counted
-
-
 def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0) -> None:
-    """``ValueError`` in one line unless ``episodes`` is a whole number >= ``least``."""
+    """``ValueError`` unless ``episodes`` is a whole number >= ``least``."""
     if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or (
             episodes < least):
         raise ValueError(f"{caller} plays a whole number of episodes >= {least}, got "
@@ -124,8 +109,7 @@ def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0)
 
 def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, max_steps: float
          ) -> list[Episode]:
-    """The episodes in progress of copies ``long``, ended here; the runner's next step
-    resets every copy."""
+    """The episodes in progress of copies ``long``, ended here (all copies reset next)."""
     unit = "turns" if runner.agent_count > 1 else "steps"
     name = getattr(runner.envs, "name", None) or type(runner.envs[0]).__name__
     log.warning("an episode of %s was cut after %d %s: it ran %d %s without ending (max_steps)",

@@ -1,8 +1,6 @@
-"""Control loops: run a preset's agent in an environment, log, and evaluate.
-
-``Experiment`` is the one local loop, the collector over copies of the environment (with
-budget, logging, checkpoints, divergence); ``ParallelEnvExperiment`` and
-``SingleEnvExperiment`` (over ``DuplicateEnvironment([env])``) are its two forms.
+"""Local experiments: ``Experiment``, the collector loop over copies of an environment (with
+budget, logging, checkpoints and divergence messages), and its two forms
+``ParallelEnvExperiment`` and ``SingleEnvExperiment`` (over ``DuplicateEnvironment([env])``).
 """
 
 from __future__ import annotations
@@ -12,13 +10,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.experiments.checkpoint import check_checkpointing
+from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (  # (and seed 003's names from here)
     DEFAULT_EPISODE_CAP,
@@ -31,7 +31,6 @@ from looprl.experiments.episodes import (  # (and seed 003's names from here)
 )
 from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.progress import TrainingProgress
-from looprl.experiments.records import RunRecords
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
@@ -42,27 +41,25 @@ __all__ = ["DEFAULT_EPISODE_CAP", "Experiment", "ParallelEnvExperiment", "Single
 log = logging.getLogger(__name__)
 
 
-class Experiment(RunRecords):
-    """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
-    ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it.
+def _log_scalars(hub: MetaHub, logger: Any) -> None:
+    """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
+    for key, value in hub.log_scalars().items():
+        logger.add_log(key[4:], value)
 
-    It is the collector the Ray actors run (``looprl.collector.EnvRunner``): the policy acts,
-    the hooks run, the rows are cut into segments as the agent's adder does and each goes to
-    the agent's ``train`` (its ``Learner``). The agent's ``act`` is for hand-written loops.
+
+class Experiment:
+    """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
+    ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it, on the collector
+    the Ray actors run (``looprl.collector.EnvRunner``).
 
     Args:
-        preset, env: a built ``Preset`` and its environment.
-        name: run name (default: the preset's).
         train_steps: the training budget in frames (schedules anneal over it).
-        logdir: root directory of run directories.
-        quiet: no progress bar or printed results.
         render: show the environment while training (created with ``render_mode='human'``).
         verbose: write losses and debugging statistics to TensorBoard.
-        logger: a logger to use instead of a new ``ExperimentLogger``.
-        seed: seeds torch and the environment (``seed_everything(seed)`` before building the
-            preset seeds its initial weights, as ``run_experiment`` does).
-        meta: meta components (``looprl.meta``) run after the preset's own (``preset.meta``).
-        checkpoint_every: save ``checkpoint.pt`` every this many frames (``None``: never).
+        seed: seeds torch, the environment and the agent's units (``seed_everything(seed)``
+            before building the preset seeds its initial weights).
+        meta: meta components run after the preset's own (``preset.meta``).
+        checkpoint_every: save ``checkpoint.pt`` every this many frames.
         checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
         keep_checkpoints: also keep the last this many as ``checkpoint_<frame>.pt``.
     """
@@ -76,19 +73,13 @@ class Experiment(RunRecords):
         self.vector_env = self._vector_env(preset, env)
         self.runner: EnvRunner | None = None  # made by the first train()
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
-        self.checkpoint_every = checkpoint_every
-        self.checkpoint_replay = checkpoint_replay
+        self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:
             seed_everything(seed)
-        self.preset = preset
-        self.env = env
-        self.name = name or preset.name
-        self.train_steps = train_steps
-        self.quiet = quiet
-        self.render = render
-        self.seed = seed
-        self.verbose = verbose
+        self.preset, self.env, self.name = preset, env, name or preset.name
+        self.train_steps, self.quiet, self.render = train_steps, quiet, render
+        self.seed, self.verbose = seed, verbose
         self._check_render()
         self.logger = logger or ExperimentLogger(
             self.name, env.name, logdir, verbose,
@@ -105,8 +96,29 @@ class Experiment(RunRecords):
         if components:
             self._attach(components)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the progress display and the ``hp/*`` accessors (closures)."""
+        state = dict(self.__dict__)
+        state.pop("_progress", None)
+        state.pop("_hp", None)
+        return state
+
+    @property
+    def frame(self) -> int:
+        """Environment steps taken so far."""
+        return self.logger.frame
+
+    @property
+    def episode(self) -> int:
+        """Training episodes completed so far."""
+        return self.logger.episode
+
+    @property
+    def training_env(self) -> Any:
+        """The environment the agent trains in (``metrics['env']``)."""
+        return self.vector_env
+
     def _attach(self, components: list[MetaComponent]) -> None:
-        """Build the run's ``MetaHub`` for ``components``."""
         self.hub = agent_hub(components, self.agent, self.training_env)
 
     def _check_render(self) -> None:
@@ -119,26 +131,7 @@ class Experiment(RunRecords):
                              "saved preset with looprl watch")
 
     def _make_agent(self) -> Any:
-        """The preset's training agent, logging to this experiment's logger."""
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
-
-    def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
-        """Train until ``frames`` frames or ``episodes`` episodes have passed."""
-        if math.isinf(frames) and math.isinf(episodes):
-            raise ValueError("train() needs a budget: frames=... or episodes=...")
-        total = int(frames) if math.isfinite(frames) else 0
-        description = f"{self.name} on {self.env.name}"
-        self._hp = agent_hyperparameters(self.agent)
-        status = dashboard(self.logger, self._hp)
-        with TrainingProgress(total, description, quiet=self.quiet,
-                              status=status) as self._progress:
-            try:
-                self._train(frames, episodes)
-            except FloatingPointError as error:
-                message = explain_divergence(error, self.env.name, self.frame,
-                                             self._nonfinite_episode,
-                                             self._running_return_nonfinite())
-                raise FloatingPointError(message) from error
 
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         """The environment copies the agent trains in."""
@@ -148,62 +141,85 @@ class Experiment(RunRecords):
             return env.duplicate(preset.n_envs)
         raise TypeError(f"Expected an Environment or VectorEnvironment, got {type(env)}")
 
+    def _collected(self) -> Any:
+        """What the collector steps (``EnvRunner``'s ``env_name``)."""
+        return self.vector_env
+
+    def prepare_checkpoint(self) -> None:
+        """Let the training environment prepare for a checkpoint (Atari fixes a seed)."""
+        prepare = getattr(self.training_env, "prepare_checkpoint", None)
+        if prepare is not None:
+            prepare(self.frame)
+
+    def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
+        """Train until ``frames`` frames or ``episodes`` episodes have passed; a later call
+        continues the episodes (unless the environment ``needs_reset``)."""
+        if math.isinf(frames) and math.isinf(episodes):
+            raise ValueError("train() needs a budget: frames=... or episodes=...")
+        total = int(frames) if math.isfinite(frames) else 0
+        self._hp = agent_hyperparameters(self.agent)
+        with TrainingProgress(total, f"{self.name} on {self.env.name}", quiet=self.quiet,
+                              status=dashboard(self.logger, self._hp)) as self._progress:
+            try:
+                self._train(frames, episodes)
+            except FloatingPointError as error:
+                running = (self.runner is not None
+                           and not np.isfinite(self.runner.running_returns).all())
+                message = explain_divergence(error, self.env.name, self.frame,
+                                             self._nonfinite_episode, running)
+                raise FloatingPointError(message) from error
+
     def _train(self, frames: float, episodes: float) -> None:
-        """Step all copies until the budget is used, with the checkpoints in between; a
-        later call continues the episodes (unless the environment ``needs_reset``)."""
+        """Step all copies until the budget is used, saving the checkpoints on the way."""
         if self.runner is None:
-            self.runner = self._make_runner()
+            adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
+            self.runner = EnvRunner(
+                self._collected(), seed=self.seed, hub=self.hub,
+                segment_length=None if adder is None else adder.segment_length,
+                whole_episodes=adder is not None and adder.whole_episodes,
+                process=None if adder is None else body_states(self.agent))
             self._act()
         elif getattr(self.vector_env, "needs_reset", False):
             self.runner.truncate()
-        while self.logger.frame < frames and self.logger.episode < episodes:
+        logger = self.logger
+        while logger.frame < frames and logger.episode < episodes:
             self._advance()
-            self._maybe_checkpoint()
-
-    def _make_runner(self) -> EnvRunner:
-        """The collector over ``_collected``, cutting rows as the agent's adder."""
-        adder = getattr(self.agent.unwrapped, "adder", None)  # (None: a user's own Agent)
-        return EnvRunner(
-            self._collected(), segment_length=None if adder is None else adder.segment_length,
-            whole_episodes=adder is not None and adder.whole_episodes, seed=self.seed,
-            hub=self.hub, process=None if adder is None else body_states(self.agent))
-
-    def _collected(self) -> Any:
-        """What the collector steps (``EnvRunner``'s ``env_name``): the vector environment."""
-        return self.vector_env
-
-    @property
-    def training_env(self) -> Any:
-        """The environment the agent trains in (``metrics['env']``)."""
-        return self.vector_env
+            if logger.frame >= self._next_checkpoint:
+                every = self.checkpoint_every
+                self._next_checkpoint = (logger.frame // every + 1) * every
+                save_checkpoint(self, replay=self.checkpoint_replay)
 
     def _advance(self) -> None:
         """One step of every copy with the policy's actions, then ``_act``."""
-        runner = self.runner
+        runner, logger = self.runner, self.logger
         frames = runner.total_frames
         runner.advance()
-        self.logger.frame += runner.total_frames - frames
+        logger.frame += runner.total_frames - frames
         episodes = runner.pop_episodes()
         for episode in episodes:
             self._log_episode(episode)
         if episodes:
             self._log_meta()
         self._act()
-        self._update_progress()
+        self._progress.update(logger.frame, logger.episode, logger.mean_return100)
 
     def _log_episode(self, episode: Episode) -> None:
-        """Log a finished training episode."""
-        self._log_training_episode(episode.ret)
+        """Log a finished training episode (and remember the first non-finite return)."""
+        logger = self.logger
+        if self._nonfinite_episode is None and not math.isfinite(episode.ret):
+            self._nonfinite_episode = (logger.episode + 1, logger.frame)
+        logger.add_episode_return(float(episode.ret))
+        logger.episode += 1
+        if logger.verbose:
+            logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
 
     def _log_meta(self) -> None:
         """Log the ``log/*`` scalars the meta components wrote (after episodes ended)."""
         if self.hub is not None:
-            self._log_meta_scalars(self.hub, self.logger)
+            _log_scalars(self.hub, self.logger)
 
     def _act(self) -> None:
-        """The policy acts on the new observations, the runner records the rows, and every
-        segment they complete is trained. A user's own ``Agent`` (no adder) acts on the
-        states themselves, rewards and ends included."""
+        """The policy acts on the new rows; every segment they complete is trained."""
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:
@@ -215,7 +231,6 @@ class Experiment(RunRecords):
             agent.train(segment)
 
     def _own_actions(self, runner: EnvRunner) -> Any:
-        """A user's own agent's actions for the rows ``runner`` asks."""
         return self._acts(self.agent, runner.states())
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
@@ -223,9 +238,9 @@ class Experiment(RunRecords):
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``: each
-        copy its share, an episode cut at ``episode_cap``) in the vector environment (or in
-        ``min(n_envs, episodes)`` copies of ``env``: then not logged); their returns."""
+        """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``) in the
+        vector environment (or in ``min(n_envs, episodes)`` copies of ``env``: then not
+        logged); their returns."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         agent = self._test_agent()
         given = env is not None
@@ -241,7 +256,8 @@ class Experiment(RunRecords):
         if env is not self.vector_env:
             env.close()
         if not given:
-            self._log_test(returns)
+            self.test_returns = returns
+            self.logger.add_test_returns(returns)
         return returns
 
     def _test_agent(self) -> Any:
@@ -252,8 +268,7 @@ class Experiment(RunRecords):
         return None if self.seed is None else self.seed + 10_000
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """``copies`` copies of the environment, else a copy of the training environments
-        (so that their episodes go on), else they."""
+        """Copies of the environment, else of the training environments, else they."""
         if isinstance(self.env, Environment):
             return self.env.duplicate(copies)
         try:
@@ -263,6 +278,10 @@ class Experiment(RunRecords):
                         "environments, which cuts their episodes short (the agent sees them "
                         "truncated)", type(self.vector_env).__name__)
             return self.vector_env
+
+    def close_loggers(self) -> None:
+        """Close the experiment's loggers (safe to call more than once)."""
+        self.logger.close()
 
     def close(self) -> None:
         """Close the loggers and the environments."""
@@ -294,17 +313,14 @@ class SingleEnvExperiment(Experiment):
         return DuplicateEnvironment([env])
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
-        """``agent``'s action for the one ``State`` (seed 003's ``Agent``), as a batch of one."""
         return single_action(agent, states)
 
     def _test_agent(self) -> Any:
         return self.preset.test_agent()
 
     def _test_seed(self, given: bool) -> int | None:
-        """None (the environment's own random state, as seed 003), unless ``test`` was given
-        another environment."""
+        """None (the environment's own random state, as seed 003) unless ``env`` was given."""
         return super()._test_seed(given) if given else None
 
     def _test_env(self, copies: int) -> VectorEnvironment:
-        """The training environment (seed 003 evaluates in it)."""
         return self.vector_env

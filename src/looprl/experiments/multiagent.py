@@ -1,15 +1,7 @@
-"""``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``.
-
-Training is the one collector over what Ray's actors step (``training_copy``): each agent's
-rows are its own streams, so a seeded run equals one synchronous Ray actor's. A frame is one
-step of the environment (one agent's move). A multi-agent of the user's own making acts on
-each row as a ``MultiagentState``.
-
-The run directory's logger records the team return; one logger per agent, in
-``{run dir}/{name}.{agent}/{env}``, its own. Meta components run per agent, each on its own
-copies and metrics dictionary (``self.hubs[name]``, ``metrics['agent']``). ``play`` plays games
-on the collector (``game``: what ``watch`` plays too), for loops of your own (e.g. against a
-random player).
+"""``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``, on
+the collector over what Ray's actors step (``training_copy``; a frame is one agent's move).
+The run's logger records the team return, one logger per agent (``{run dir}/{name}.{agent}``)
+its own. ``play`` plays games on the collector, for loops of your own.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment, make
 from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import check_episodes, play_episodes
-from looprl.experiments.experiment import Experiment
+from looprl.experiments.experiment import Experiment, _log_scalars
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
@@ -36,18 +28,15 @@ from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1,
          seed: int | None = None) -> dict[str, list[float]]:
     """Run ``episodes`` episodes of ``multiagent`` in ``env`` (``seed``: of the first reset);
-    return each agent's returns. An episode is cut after ``episode_cap(env)`` moves (the
-    collector's cap of an SRL environment, ``EnvRunner.max_episode_steps``)."""
+    return each agent's returns. An episode is cut after ``episode_cap(env)`` moves."""
     runner, act = game(env, multiagent, seed)
-    played = play_episodes(runner, act, episodes)
-    return agent_returns(played, env.possible_agents)
+    return agent_returns(play_episodes(runner, act, episodes), env.possible_agents)
 
 
 def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None = None,
          copy: bool = False) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
-    """The collector over ``env`` itself (its PettingZoo environment's SRL adapter), or with
-    ``copy`` over a ``training_copy`` of it (``seed``: of the first reset), and
-    ``multiagent``'s answer to its requests (``row_actions``)."""
+    """The collector over ``env``'s SRL adapter (with ``copy``: over a ``training_copy``) and
+    ``multiagent``'s answer to its requests."""
     view = None if copy else PettingZooEnvironment(env.env, flatten=env.flatten)
     build = functools.partial(training_copy, env) if copy else lambda: view
     runner = EnvRunner(build, segment_length=None, seed=seed, is_evaluation=True)
@@ -61,8 +50,8 @@ def agent_returns(played: list[Episode], names: list[str]) -> dict[str, list[flo
 
 
 def training_copy(env: MultiagentPettingZooEnv) -> Environment:
-    """What the collector steps for ``env``, as Ray's actors do: the SRL environment it plays
-    (``env.remote``), else the SRL adapter of a copy of its PettingZoo environment."""
+    """What Ray's actors step for ``env``: its SRL environment (``env.remote``), else the SRL
+    adapter of a copy of its PettingZoo environment."""
     if env.remote is not None:
         name, kwargs = env.remote
         return make(name, **kwargs)
@@ -70,8 +59,7 @@ def training_copy(env: MultiagentPettingZooEnv) -> Environment:
 
 
 def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.ndarray:
-    """``agent``'s action for each row ``runner`` asks, as a ``MultiagentState`` of its agent
-    (``names[i]``: agent ``i``'s)."""
+    """``agent``'s action for each row ``runner`` asks, as a ``MultiagentState``."""
     states, actions = runner.states(), []
     for i in range(len(states)):
         row = dict(states[i])
@@ -81,11 +69,9 @@ def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.nd
 
 
 class MultiagentEnvExperiment(Experiment):
-    """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` and evaluates it.
-
-    The arguments are ``Experiment``'s; the preset's ``agent(logger=...)`` receives one
-    ``ExperimentLogger`` per agent.
-    """
+    """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` and evaluates it; the
+    preset's ``agent(logger=...)`` receives one ``ExperimentLogger`` per agent. Meta
+    components run per agent, on their own copies (``self.hubs[name]``)."""
 
     env: MultiagentPettingZooEnv
     #: one ``MetaHub`` per agent when meta components are attached (``_attach``)
@@ -119,11 +105,9 @@ class MultiagentEnvExperiment(Experiment):
                                getattr(policy, "view", None))
 
     def _collected(self) -> Any:
-        """A copy of what Ray's actors step (``training_copy``)."""
         return functools.partial(training_copy, self.env)
 
     def _own_actions(self, runner: EnvRunner) -> Any:
-        """The actions of the user's own ``Multiagent`` (``row_actions``)."""
         return row_actions(self.agent, runner, self.env.possible_agents)
 
     def _log_episode(self, episode: Episode) -> None:
@@ -133,15 +117,15 @@ class MultiagentEnvExperiment(Experiment):
             logger.frame = self.logger.frame
             logger.add_episode_return(value)
             logger.episode += 1
-        self._log_training_episode(episode.ret)
+        super()._log_episode(episode)
 
     def _log_meta(self) -> None:
         for name, hub in self.hubs.items():
-            self._log_meta_scalars(hub, self.agent_loggers[name])
+            _log_scalars(hub, self.agent_loggers[name])
 
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
-        """Run ``episodes`` episodes of the test agent on the collector, over a copy of
-        ``env`` (default: the experiment's; then logged); return each agent's returns."""
+        """Each agent's returns in ``episodes`` episodes of the test agent, over a copy of
+        ``env`` (default: the experiment's; then logged)."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         played = env or self.env
         seed = None if self.seed is None else self.seed + 10_000

@@ -1,10 +1,5 @@
-"""Plot the training returns of every run in a whole ``runs`` directory.
-
-``plot_returns_100`` draws one subplot per environment and one line per run (found by its
-``returns100.csv``): the mean return of the last (up to) 100 episodes, shaded by one
-standard deviation. It draws on matplotlib's Agg canvas, so it needs no display and leaves
-the pyplot backend untouched.
-"""
+"""``plot_returns_100``: one subplot per environment, one line per run (found by its
+``returns100.csv``), drawn on matplotlib's Agg canvas (no display, pyplot untouched)."""
 
 from __future__ import annotations
 
@@ -37,7 +32,7 @@ _REMEDY = "move it away (or its run directory) and plot again"
 
 @dataclass
 class _Run:
-    """The curve of one run: rolling mean and std at ``frame``, and the raw returns."""
+    """A run's curve: rolling mean and std at ``frame``, and the raw returns (or ``None``)."""
 
     agent: str
     env: str
@@ -45,16 +40,7 @@ class _Run:
     frame: np.ndarray
     mean: np.ndarray
     std: np.ndarray
-    raw: np.ndarray | None  # per-episode returns at ``frame``; None for returns100 data
-
-    def until(self, timesteps: int) -> _Run:
-        """This run restricted to frames ``<= timesteps`` (all of it when not positive)."""
-        if timesteps <= 0:
-            return self
-        keep = self.frame <= timesteps
-        raw = None if self.raw is None else self.raw[keep]
-        return _Run(self.agent, self.env, self.path, self.frame[keep], self.mean[keep],
-                    self.std[keep], raw)
+    raw: np.ndarray | None
 
 
 def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +51,7 @@ def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndar
     if x.size == 0:
         return x.copy(), x.copy()
     offset = x.mean()
-    x = x - offset  # centring keeps the sum-of-squares formula accurate
+    x = x - offset  # (centred: the sum-of-squares formula stays accurate)
     sums = np.concatenate(([0.0], np.cumsum(x)))
     squares = np.concatenate(([0.0], np.cumsum(x * x)))
     end = np.arange(1, x.size + 1)
@@ -76,18 +62,16 @@ def rolling_mean_std(values: np.ndarray, window: int = _WINDOW) -> tuple[np.ndar
 
 
 def _run_names(csv_path: Path) -> tuple[str, str]:
-    """Return ``(agent, env)`` from the sibling ``run.json`` or from the path."""
-    meta_path = csv_path.parent / "run.json"
+    """``(agent, env)`` from the sibling ``run.json``, else from the path."""
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads((csv_path.parent / "run.json").read_text())
         return str(meta["agent"]), str(meta["env"])
     except (OSError, ValueError, KeyError, TypeError):
         return csv_path.parent.parent.name, csv_path.parent.name
 
 
 def _read_rows(csv_path: Path, width: int) -> np.ndarray:
-    """Read the numeric rows (``width`` columns) of a csv (its header checked); malformed
-    rows are skipped."""
+    """The numeric rows (``width`` columns) of a CSV file, malformed ones skipped."""
     rows = []
     check_header(csv_path, _REMEDY)
     with open(csv_path, newline="", encoding="utf-8", errors="replace") as file:
@@ -102,7 +86,7 @@ def _read_rows(csv_path: Path, width: int) -> np.ndarray:
 
 
 def _load_run(path: Path) -> _Run | None:
-    """Load one run from its ``returns100.csv`` path, preferring the sibling ``results.csv``."""
+    """One run from its ``returns100.csv`` path, preferring the sibling ``results.csv``."""
     agent, env = _run_names(path)
     check_header(path, _REMEDY)  # (damaged, even where results.csv is drawn instead)
     episodes_path = path.parent / "results.csv"
@@ -119,7 +103,7 @@ def _load_run(path: Path) -> _Run | None:
 
 
 def _load_runs(runs_dir: Path) -> list[_Run]:
-    """Load every run under ``runs_dir`` that has data (found by its ``returns100.csv``)."""
+    """Every run under ``runs_dir`` that has data."""
     paths = sorted(runs_dir.rglob("returns100.csv"))
     if not paths:
         raise FileNotFoundError(f"no returns100.csv found under runs directory {runs_dir!s}")
@@ -137,29 +121,22 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
     return runs
 
 
-def _label(run: _Run, runs: list[_Run]) -> str:
-    """Label a run by its agent, plus its directory name when the agent repeats."""
-    same = [r for r in runs if r.agent == run.agent and r.env == run.env]
-    return run.agent if len(same) == 1 else f"{run.agent} ({run.path.parent.name})"
-
-
-def _draw_run(ax: Axes, run: _Run, label: str, color: str, linestyle: str) -> None:
-    """Draw one run: faint raw returns (if any), the std band, then the mean line."""
-    if run.raw is not None:
-        ax.plot(run.frame, run.raw, color=color, alpha=0.25, linewidth=0.6, zorder=1)
-    ax.fill_between(run.frame, run.mean - run.std, run.mean + run.std, color=color,
-                    alpha=0.15, linewidth=0, zorder=2)
-    ax.plot(run.frame, run.mean, label=label, color=color, linestyle=linestyle, linewidth=1.8,
-            zorder=3)
-
-
 def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], timesteps: int) -> None:
-    """Draw all runs of one environment on ``ax``."""
+    """Draw one environment's runs: raw returns, std band and mean line of each."""
     seen: dict[str, int] = {}
     for run in runs:
         repeat = seen[run.agent] = seen.get(run.agent, -1) + 1
-        linestyle = _LINESTYLES[repeat % len(_LINESTYLES)]
-        _draw_run(ax, run.until(timesteps), _label(run, runs), colors[run.agent], linestyle)
+        same = [r for r in runs if r.agent == run.agent and r.env == run.env]
+        label = run.agent if len(same) == 1 else f"{run.agent} ({run.path.parent.name})"
+        color = colors[run.agent]
+        keep = run.frame <= timesteps if timesteps > 0 else slice(None)
+        frame, mean, std = run.frame[keep], run.mean[keep], run.std[keep]
+        if run.raw is not None:
+            ax.plot(frame, run.raw[keep], color=color, alpha=0.25, linewidth=0.6, zorder=1)
+        ax.fill_between(frame, mean - std, mean + std, color=color, alpha=0.15, linewidth=0,
+                        zorder=2)
+        ax.plot(frame, mean, label=label, color=color, linewidth=1.8, zorder=3,
+                linestyle=_LINESTYLES[repeat % len(_LINESTYLES)])
     if timesteps > 0:
         ax.set_xlim(0, timesteps)
     ax.set_title(env)
@@ -170,7 +147,7 @@ def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], time
 
 
 def _figure(runs: list[_Run], timesteps: int) -> Figure:
-    """Build the figure: one subplot per environment."""
+    """One subplot per environment."""
     envs = sorted({run.env for run in runs})
     ncols = min(len(envs), _MAX_COLUMNS)
     nrows = math.ceil(len(envs) / ncols)
@@ -191,10 +168,9 @@ def _figure(runs: list[_Run], timesteps: int) -> Figure:
 
 def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
                      filename: str | None = None) -> str:
-    """Plot the 100-episode mean returns of every run under ``runs_dir`` (searched for
-    ``returns100.csv``; with a ``results.csv``, at every episode over the raw returns), up
-    to ``timesteps`` frames if positive, into ``filename`` (default:
-    ``{runs_dir}/returns100.png``); return its path.
+    """Plot the 100-episode mean returns of every run under ``runs_dir`` (with a
+    ``results.csv``: at every episode, over the raw returns), up to ``timesteps`` frames if
+    positive, into ``filename`` (default: ``{runs_dir}/returns100.png``); return its path.
 
     Raises:
         FileNotFoundError: no ``returns100.csv`` under ``runs_dir``.
@@ -203,6 +179,5 @@ def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
     runs = _load_runs(Path(runs_dir))
     out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig = _figure(runs, timesteps)
-    fig.savefig(out, dpi=100, format="png")
+    _figure(runs, timesteps).savefig(out, dpi=100, format="png")
     return str(out)

@@ -1,10 +1,4 @@
-"""A cheap rich progress bar, and live dashboard, for training loops.
-
-``TrainingProgress`` shows frames, frames per second, elapsed and remaining time, episodes,
-the mean return of the last 100 episodes, and under the bar a ``status`` callable's lines.
-``update`` may be called every step (it redraws at most ``refresh_per_second`` times). On a
-console that is not a terminal it prints plain lines instead.
-"""
+"""``TrainingProgress``: a cheap rich progress bar and live dashboard for training loops."""
 
 from __future__ import annotations
 
@@ -30,15 +24,13 @@ WIDE = 120  # columns a console needs for the full one-line bar
 
 
 class _FramesPerSecondColumn(ProgressColumn):
-    """Frames per second, from rich's moving speed estimate."""
-
     def render(self, task: Task) -> Text:
         speed = task.speed
         return Text("? fps" if speed is None else f"{speed:,.0f} fps", style="progress.data.speed")
 
 
 class _FramesColumn(ProgressColumn):
-    """``done/total frames`` with thousands separators (``unit=False``: without "frames")."""
+    """``done/total frames`` (``unit=False``: without "frames")."""
 
     def __init__(self, unit: bool = True):
         super().__init__()
@@ -54,7 +46,7 @@ class _Dashboard(Progress):
 
     def __init__(self, *columns: ProgressColumn | str, status: Callable[[], list[str]],
                  **kwargs: object):
-        self._status = status  # before Progress.__init__, which may render already
+        self._status = status  # (Progress.__init__ may render already)
         super().__init__(*columns, **kwargs)  # type: ignore[arg-type]
 
     def get_renderables(self) -> Iterable[RenderableType]:
@@ -70,56 +62,40 @@ def _format_duration(seconds: float) -> str:
 
 
 def _format_return(mean_return: float | None) -> str:
-    """Format the live mean return (``-`` while unknown)."""
     if mean_return is None or math.isnan(mean_return):
         return "-"
     return f"{mean_return:.4g}"
 
 
 class TrainingProgress:
-    """Progress bar of a training run, usable as a context manager.
+    """Progress bar of a training run (a context manager): frames, frames per second, time,
+    episodes, the mean return of the last 100 episodes, and ``status()``'s lines under it.
 
     Args:
-        total_frames: frames the run will train for.
-        description: text left of the bar (``"dqn CartPole-v1"``).
-        quiet: print nothing.
         console: console to draw on (default: a new one on stderr).
-        refresh_per_second: most redraws per second.
-        line_interval: on a console that is not a terminal, the most seconds between two
-            plain lines (one is also printed at every tenth of the run).
+        line_interval: on a console that is not a terminal (plain lines), the most seconds
+            between two lines (one is also printed at every tenth of the run).
         status: returns lines to show under the bar, called at each redraw.
-
-    Example:
-        >>> with TrainingProgress(1000, "dqn", quiet=True) as bar:
-        ...     bar.update(frame=10, episode=1, mean_return=5.0)
     """
 
     def __init__(self, total_frames: int, description: str, quiet: bool = False,
                  console: Console | None = None, refresh_per_second: float = 10.0,
                  line_interval: float = 60.0, status: Callable[[], list[str]] | None = None
                  ) -> None:
-        self.total_frames = int(total_frames)
+        self.total_frames, self.description, self.quiet = int(total_frames), description, quiet
         self.status = status or list  # (no lines)
-        self.description = description
-        self.quiet = quiet
-        self._interval = 1.0 / refresh_per_second
-        self._next_refresh = 0.0
+        self._interval, self._line_interval = 1.0 / refresh_per_second, line_interval
         self._last: tuple[int, int, float | None] = (0, 0, None)
         self._progress: Progress | None = None
-        self._task = None
-        self._console = console
-        self._line_interval = line_interval
+        self._task, self._console = None, console
         self._lines: Console | None = None  # plain-line mode (the console is no terminal)
-        self._start = 0.0
-        self._next_line_frame = 0.0
+        self._start = self._next_refresh = self._next_line_frame = 0.0
         self._printed_frame = -1
         self._first_frame: int | None = None  # frames may start above 0 (resumed training)
 
     def _make_progress(self, console: Console) -> Progress:
-        """The (not yet started) rich display; a console narrower than ``WIDE`` gets the
-        description on a line of its own and a shorter bar, so that nothing is cut."""
-        wide = console.width >= WIDE
-        if wide:
+        """The rich display (shorter on a console narrower than ``WIDE``)."""
+        if console.width >= WIDE:
             columns = [TextColumn("[progress.description]{task.description}"),
                        BarColumn(bar_width=24), _FramesColumn(), _FramesPerSecondColumn(),
                        TimeElapsedColumn(), TextColumn("<"), TimeRemainingColumn()]
@@ -150,8 +126,7 @@ class TrainingProgress:
         self._next_refresh = time.monotonic()
 
     def update(self, frame: int, episode: int, mean_return: float | None = None) -> None:
-        """Record frames and episodes done so far and the mean return of the last 100
-        episodes (``None``/``nan``: unknown); redraw at most ``refresh_per_second`` times/s."""
+        """Record the progress (``mean_return`` ``None``/``nan``: unknown); redraw if due."""
         if self._lines is None and self._progress is None:
             return
         self._last = (frame, episode, mean_return)
@@ -167,13 +142,12 @@ class TrainingProgress:
 
     def _next_milestone(self, frame: int) -> float:
         """The first frame of the next tenth of the run after ``frame``."""
-        if self.total_frames <= 0:  # a budget of episodes: lines by time only
+        if self.total_frames <= 0:
             return math.inf
         tenth = max(self.total_frames / 10, 1)
         return math.floor(frame / tenth + 1) * tenth
 
     def _print_line(self, now: float) -> None:
-        """Print the last values received as one plain line."""
         frame, episode, mean_return = self._last
         elapsed = now - self._start
         fps = (frame - (self._first_frame or 0)) / elapsed if elapsed > 0 else 0.0
@@ -193,7 +167,6 @@ class TrainingProgress:
         self._next_refresh = now + self._line_interval
 
     def _draw(self, frame: int, episode: int, mean_return: float | None) -> None:
-        """Push the values to rich and redraw."""
         self._progress.update(self._task, completed=frame, episodes=episode,
                               mean_return=_format_return(mean_return))
         self._progress.refresh()

@@ -47,12 +47,8 @@ class ExperimentResult:
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during ``run_experiment``: the run's logs were flushed and closed.
-
-    Attributes:
-        log_dir: the interrupted run's directory.
-        frame: frames trained until the interruption.
-    """
+    """Ctrl-C during ``run_experiment``: the run's logs (in ``log_dir``) were flushed and
+    closed; ``frame``: frames trained until then."""
 
     def __init__(self, log_dir: str, frame: int):
         super().__init__(f"Training interrupted at frame {frame:,}; logs in {log_dir}")
@@ -66,7 +62,7 @@ def as_list(x: Any) -> list:
 
 
 def check_frames(frames: Any) -> None:
-    """A one-line ``ValueError`` unless ``frames`` is a positive number of environment steps."""
+    """``ValueError`` unless ``frames`` is a positive number."""
     if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
         raise ValueError(f"frames must be a positive number of environment steps, got "
                          f"{frames!r}")
@@ -94,25 +90,19 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                    quiet: bool = False, render: bool = False, test_episodes: int = 100,
                    verbose: bool = True, seed: int | None = None, meta: Sequence[Any] = (),
                    ) -> list[ExperimentResult]:
-    """Train every agent on every environment for ``frames`` frames, then evaluate.
+    """Train every agent on every environment for ``frames`` frames, then evaluate; one
+    ``ExperimentResult`` per run.
 
     Args:
         agents: preset builders (``classic_control.ppo``) or built presets, one or a list.
-        envs: environments, or environment ids (``"CartPole-v1"``: made in the form each
-            agent's family acts in, as ``looprl train`` does), one or a list.
-        frames: training budget per run, in environment steps.
+        envs: environments, or ids (``"CartPole-v1"``: made in the form each agent's family
+            acts in), one or a list.
         test_episodes: evaluation episodes after training (0 to skip).
-        logdir, quiet, render, verbose, seed, meta: ``Experiment``'s, for every run (stateful
-            meta components are shared by the runs).
-
-    Returns:
-        One ``ExperimentResult`` per run.
+        logdir, quiet, render, verbose, seed, meta: ``Experiment``'s, for every run.
 
     Raises:
-        ValueError: ``frames`` is not a positive number.
         FloatingPointError: a run diverged (its logs until then are kept).
-        TrainingInterrupted: Ctrl-C (a ``KeyboardInterrupt`` naming the run's directory,
-            whose logs until then are kept).
+        TrainingInterrupted: Ctrl-C (its logs until then are kept).
     """
     check_frames(frames)
     _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
@@ -162,8 +152,7 @@ def _is_int(value: Any) -> bool:
 
 
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
-    """Train and test ``experiment``; its logs are flushed and closed even if training fails
-    (a ``FloatingPointError`` names the run's log directory)."""
+    """Train and test ``experiment``; its logs are closed even if training fails."""
     try:
         experiment.train(frames=frames)
         returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []

@@ -19,8 +19,6 @@ RETURNS100_HEADER = "frame,mean,std,max,min"
 RETURNS_HEADER = "frame,episode,return"
 #: the first line of the CSV files that plots and resumed runs read
 CSV_HEADERS = {"returns100.csv": RETURNS100_HEADER, "results.csv": RETURNS_HEADER}
-
-#: what chooses the log directory, for messages
 _OPTIONS = "logdir=..., --logdir"
 
 
@@ -31,8 +29,7 @@ def safe_component(name: str) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """``value`` as JSON can hold it: a number for NumPy and torch scalars, else its
-    ``repr`` (``json.dumps``' ``default``)."""
+    """``json.dumps``' ``default``: a number for NumPy and torch scalars, else the ``repr``."""
     try:
         return value.item()  # numpy and torch scalars
     except (AttributeError, ValueError, RuntimeError):
@@ -61,8 +58,8 @@ def claim_run_dir(parent: Path, name: str) -> Path:
 
 
 def check_header(path: Path, remedy: str) -> None:
-    """A one-line ``ValueError`` naming ``path`` (one of ``CSV_HEADERS``) when it does not
-    start with its header; ``remedy`` says what to do."""
+    """A ``ValueError`` naming ``path`` (one of ``CSV_HEADERS``) unless it starts with its
+    header; ``remedy`` says what to do."""
     with open(path, encoding="utf-8", errors="replace") as file:
         first = file.readline().strip()
     header = CSV_HEADERS[path.name]
@@ -89,8 +86,8 @@ def keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
 
 
 def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
-    """Drop the TensorBoard scalars past a checkpoint (after ``frame``, or from ``episode`` on
-    for ``episode_tags``), so that a resumed run writes each step once."""
+    """Drop the TensorBoard scalars after ``frame`` (for ``episode_tags``: from ``episode``
+    on), so that a resumed run writes each step once."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.summary.writer.record_writer import RecordWriter
 
@@ -114,7 +111,6 @@ def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str])
 
 
 def _cell(value: Any) -> str:
-    """A CSV cell: a float for numbers and 0-d tensors, else a quoted text."""
     try:
         return repr(float(value))
     except (TypeError, ValueError):
@@ -125,8 +121,8 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
                  log_rows: list[tuple[int, str, float]],
                  hp_rows: list[tuple[int, dict[str, Any]]], hp_columns: list[str] | None
                  ) -> list[str] | None:
-    """Append (and empty) the buffered ``losses.csv``, ``log.csv`` and
-    ``hyperparameters.csv`` rows; return the hyperparameter columns (fixed by the first)."""
+    """Append (and empty) the buffered ``losses.csv``, ``log.csv`` and ``hyperparameters.csv``
+    rows; return the hyperparameter columns (fixed by the first row)."""
     for table, rows in (("losses.csv", loss_rows), ("log.csv", log_rows)):
         if rows:
             path = run_dir / table
@@ -148,6 +144,5 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
 
 def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:
     """Write ``run.json``: the start time and ``info``."""
-    started = datetime.now().astimezone().isoformat(timespec="seconds")
-    meta = {**info, "started": started}
+    meta = {**info, "started": datetime.now().astimezone().isoformat(timespec="seconds")}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=json_value) + "\n")

@@ -1,15 +1,9 @@
-"""``SlurmExperiment``: seed 003's ``run_experiment`` spread over a Slurm cluster, one array
-task per (agent, environment), submitted through submitit (the ``config`` extra, which the
-Hydra launcher uses too)::
+"""``SlurmExperiment``: ``run_experiment`` over a Slurm cluster, one array task per (agent,
+environment), submitted through submitit (the ``config`` extra)::
 
-    from looprl.experiments import SlurmExperiment
     SlurmExperiment(agents, envs, 10e6, sbatch_args={"partition": "gpu", "gpus-per-node": 1})
 
-Each task runs ``run_experiment(agent, env, frames, ...)``, so the run directories under
-``logdir`` are the ones a local run makes. Unlike the autonomous-learning-library's, it writes
-no script to resubmit itself (submitit pickles the runs), it reads no command line, and any
-submitit executor runs it (``submitit.LocalExecutor(folder)`` on one machine, or
-``submitit.DebugExecutor(folder)`` in this process).
+Any submitit executor runs it (``submitit.LocalExecutor(folder)``: on this machine).
 """
 
 from __future__ import annotations
@@ -24,32 +18,24 @@ from looprl.experiments.run import ExperimentResult, as_list, check_frames, run_
 
 log = logging.getLogger(__name__)
 
-#: sbatch options of every job unless ``sbatch_args`` says otherwise (ALL's, less those of
-#: one cluster: name the partition and the GPUs in ``sbatch_args``)
+#: sbatch options of every job unless ``sbatch_args`` says otherwise (ALL's)
 DEFAULT_SBATCH_ARGS = {"ntasks": 1, "cpus-per-task": 4, "mem-per-cpu": 4000, "time": "7-0"}
 
 
 def _run_one(agent: Any, env: Any, frames: float, options: dict[str, Any]) -> ExperimentResult:
-    """One array task: ``run_experiment`` of one agent on one environment."""
     return run_experiment(agent, env, frames, **options)[0]
 
 
 class SlurmExperiment:
-    """Submit one job array that trains every agent on every environment (environments
-    outer, agents inner, as ``run_experiment``); submitting happens on construction.
+    """Submits, on construction, one job array that trains every agent on every environment
+    (as ``run_experiment``); the submitit jobs are in ``jobs``.
 
     Args:
-        agents: preset builders or presets, one or a list.
-        envs: environments or environment ids, one or a list.
-        frames: training budget of each run, in environment steps.
-        test_episodes, verbose, logdir, seed: ``run_experiment``'s (``logdir`` absolute).
-        job_name: the Slurm job's name.
+        agents, envs, frames, test_episodes, verbose, logdir, seed: ``run_experiment``'s.
         script_name: ALL's name of the sbatch script (unused: submitit writes its own).
         outdir: where submitit keeps the jobs' scripts, pickles and logs.
         sbatch_args: sbatch options over ``DEFAULT_SBATCH_ARGS`` (Slurm executors only).
         executor: a submitit executor (default: a ``SlurmExecutor`` in ``outdir``).
-
-    The submitit jobs, one per run, are in ``jobs``.
     """
 
     def __init__(self, agents: Any, envs: Any, frames: float, test_episodes: int = 100,
@@ -66,7 +52,15 @@ class SlurmExperiment:
         self.options = {"test_episodes": test_episodes, "verbose": verbose,
                         "logdir": self.logdir, "seed": seed}
         self.sbatch_args = {**DEFAULT_SBATCH_ARGS, **(sbatch_args or {})}
-        self.executor = executor if executor is not None else _slurm_executor(outdir)
+        if executor is None:
+            submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")
+            try:
+                executor = submitit.SlurmExecutor(folder=outdir)
+            except RuntimeError:  # no srun here
+                raise RuntimeError("SlurmExperiment found no Slurm here (no srun): run it on "
+                                   "the cluster, or pass executor=submitit.LocalExecutor(folder) "
+                                   "to run the jobs on this machine") from None
+        self.executor = executor
         self.jobs = self.queue_jobs()
 
     def runs(self) -> list[tuple[Any, Any]]:
@@ -89,17 +83,5 @@ class SlurmExperiment:
         return jobs
 
     def results(self) -> list[ExperimentResult]:
-        """Wait for every run and return their results (``ExperimentResult``), in ``runs()`` order
-        (a failed run raises submitit's ``FailedJobError``, with the job's log)."""
+        """Wait for the runs' ``ExperimentResult`` s (a failed one raises ``FailedJobError``)."""
         return [job.result() for job in self.jobs]
-
-
-def _slurm_executor(outdir: str) -> Any:
-    """A submitit ``SlurmExecutor`` writing into ``outdir``, or a one-line error off Slurm."""
-    submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")
-    try:
-        return submitit.SlurmExecutor(folder=outdir)
-    except RuntimeError:  # no srun here
-        raise RuntimeError("SlurmExperiment found no Slurm here (no srun): run it on the "
-                           "cluster, or pass executor=submitit.LocalExecutor(folder) to run "
-                           "the jobs on this machine") from None

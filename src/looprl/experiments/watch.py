@@ -1,15 +1,6 @@
-"""Watch a trained agent: on screen when a display exists, else into a GIF file.
-
-Watching is one loop, the collector's (``play_and_show``: ``play_episodes`` of an
-``EnvRunner``, each state shown), for every watch: ``watch(agent, env)`` plays seed 003's
-``Agent`` on the rows of ``DuplicateEnvironment([env])``, or a ``Multiagent`` on those of a
-``MultiagentPettingZooEnv``'s SRL adapter (one ``{agent: return}`` dict per episode), as the
-local experiments do; ``looprl.distributed.watch`` plays a distributed run's policy.
-
-As in the autonomous-learning-library, ``from looprl.experiments import watch`` gives
-something to call, ``watch(agent, env, fps=60)``: this module is callable (its ``watch``);
-``load_and_watch(filename, env)`` watches the test agent of a preset saved with
-``preset.save(filename)``.
+"""Watch a trained agent on screen, or into a GIF file, through the collector
+(``play_and_show``). As in the autonomous-learning-library, this module is callable as its
+``watch`` (``from looprl.experiments import watch; watch(agent, env)``).
 """
 
 from __future__ import annotations
@@ -56,14 +47,12 @@ def preset_family(preset: Any) -> str:
 
 
 def shows_in_window(preset: Any) -> bool:
-    """Whether ``preset``'s environment can be watched in a window here (a display exists
-    and it is not an Atari preset: ale-py's vector env has no window, so Atari is a GIF)."""
+    """Whether ``preset``'s environment can be watched in a window here (Atari cannot)."""
     return has_display() and preset_family(preset) != "atari"
 
 
 def offscreen_rendering() -> None:
-    """Let pygame and MuJoCo render without a display (unless the user chose otherwise):
-    MuJoCo through EGL or OSMesa, whichever library this machine has (else left alone)."""
+    """Let pygame and MuJoCo (EGL or OSMesa) render without a display."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     if "MUJOCO_GL" not in os.environ:
@@ -88,8 +77,7 @@ def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
 
 
 def default_fps(env: Any) -> float:
-    """The environment's real-time speed: its ``render_fps`` (CartPole 50, HalfCheetah 20,
-    tic-tac-toe 1), 15 for Atari (60 Hz, 4 frames a step), else 50."""
+    """The environment's real-time speed: its ``render_fps``, 15 for Atari, else 50."""
     metadata = getattr(getattr(env, "env", None), "metadata", None) or {}
     if metadata.get("render_fps"):
         return float(metadata["render_fps"])
@@ -99,14 +87,11 @@ def default_fps(env: Any) -> float:
 def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
           gif: str | Path | None = None, max_steps: int = 10_000, n_episodes: int | None = None,
           ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """Play ``episodes`` episodes of ``agent`` in ``env`` and show them.
-
-    With ``gif=None`` the environment shows itself (create it with ``render_mode='human'``)
-    at ``fps`` (default: ``default_fps(env)``, real time); otherwise ``env.render()`` frames
-    are written to ``gif``, played back at ``fps``. An episode is cut after ``max_steps``
-    steps (moves). ``n_episodes`` is ALL's name of ``episodes``. Returns the episode returns
-    (``{agent: return}`` dicts for a ``MultiagentPettingZooEnv``) and the GIF path (or
-    ``None``).
+    """Play ``episodes`` (ALL: ``n_episodes``) episodes of ``agent`` in ``env`` and show
+    them: in the environment's window (``gif=None``: create it with ``render_mode='human'``)
+    at ``fps`` (default: ``default_fps(env)``), or ``env.render()`` frames written to ``gif``.
+    An episode is cut after ``max_steps`` steps. Returns the episode returns (``{agent:
+    return}`` dicts for a ``MultiagentPettingZooEnv``) and the GIF path (or ``None``).
     """
     episodes = episodes if n_episodes is None else n_episodes
     check_episodes(episodes, "watch", least=1)
@@ -127,8 +112,7 @@ def watch(agent: Any, env: Any, episodes: int = 1, fps: float | None = None,
 
 
 def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
-    """The collector over ``env`` (from a reset, unseeded: as seed 003) and ``agent``'s answer
-    to its requests: its ``act`` of each row (a ``MultiagentState`` in a multi-agent game)."""
+    """The collector over ``env`` (unseeded, as seed 003) and ``agent``'s answer to it."""
     if isinstance(env, MultiagentPettingZooEnv):
         return game(env, agent)
     runner = EnvRunner(DuplicateEnvironment([env]), segment_length=None, seed=None,
@@ -139,9 +123,9 @@ def _acting(agent: Any, env: Any) -> tuple[EnvRunner, Callable[[RolloutRequest],
 def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResult],
                   render: Callable[[], Any], episodes: int, fps: float,
                   gif: str | Path | None, max_steps: int) -> tuple[list[Episode], Path | None]:
-    """``play_episodes`` on ``runner``, showing every state: ``1 / fps`` s of a window
-    (``gif=None``: the environment draws itself), or ``render()``'s frame, all written to
-    ``gif`` at ``fps``. The episodes and the GIF's path (``None``: a window)."""
+    """``play_episodes`` on ``runner``, showing every state for ``1 / fps`` s in a window
+    (``gif=None``), or writing ``render()``'s frames to ``gif``; the episodes and the GIF's
+    path (``None``: a window)."""
     frames: list[np.ndarray] | None = None if gif is None else []
 
     def show() -> None:
@@ -174,16 +158,14 @@ def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
 def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    n_episodes: int = sys.maxsize, **options: Any,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
-    """ALL's ``load_and_watch``: ``watch`` the test agent of the preset saved at ``filename``
-    in ``env`` for ``n_episodes`` episodes (default: until interrupted); ``options`` are
-    ``watch``'s."""
+    """``watch`` the test agent of the preset saved at ``filename`` (default: forever)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
-    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``); frames
-    smaller than 300 pixels (Atari's 84 x 84) are enlarged for viewing."""
+    """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``), small
+    ones (Atari's 84 x 84) enlarged to at least 300 pixels."""
     from PIL import Image
 
     if not frames:
@@ -199,8 +181,7 @@ def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int 
 
 
 class _CallableModule(types.ModuleType):
-    """This module, callable as its ``watch`` function (ALL's ``from all.experiments import
-    watch; watch(agent, env)``) while ``watch.watch``, ``watch.watch_env``, ... stay."""
+    """This module, callable as its ``watch`` function."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return watch(*args, **kwargs)

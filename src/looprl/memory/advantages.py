@@ -1,13 +1,6 @@
-"""ALL's on-policy advantage buffers (``all.memory``): ``NStepAdvantageBuffer`` (A2C's n-step
-advantages) and ``GeneralizedAdvantageBuffer`` (PPO's GAE).
-
-Both take ``n_steps`` steps of ``n_envs`` environments through ``store(states, actions,
-rewards)`` (``rewards`` arrived on the way to the next ``states``), then ``advantages(
-next_states)`` returns ``(states, actions, advantages)``, flat and time-major (row ``t *
-n_envs + e``), and empties the buffer. Values are read through ``v`` and ``features``
-(``Approximation`` objects: ``v(features(states))``); a state with ``mask == 0`` is terminal
-(no bootstrap past it).
-"""
+"""ALL's on-policy advantage buffers: ``n_steps`` steps of ``n_envs`` environments through
+``store(states, actions, rewards)``, then ``advantages(next_states)`` returns ``(states,
+actions, advantages)``, flat and time-major, and empties the buffer."""
 
 from __future__ import annotations
 
@@ -39,51 +32,41 @@ class _AdvantageBuffer:
                              f"{n_steps} and {n_envs}")
         self.v, self.features = v, features
         self.n_steps, self.n_envs, self.gamma = n_steps, n_envs, discount_factor
-        self._states: list[StateArray] = []
-        self._actions: list[torch.Tensor] = []
-        self._rewards: list[torch.Tensor] = []
+        self._steps: list[tuple[StateArray, torch.Tensor, torch.Tensor]] = []
 
     def __len__(self) -> int:
-        return len(self._states) * self.n_envs
+        return len(self._steps) * self.n_envs
 
     def store(self, states: StateArray | None, actions: torch.Tensor, rewards: Any) -> None:
         """One step of every environment (``states`` ``None``: nothing, as ALL's)."""
         if states is None:
             return
-        if len(self._states) >= self.n_steps:
+        if len(self._steps) >= self.n_steps:
             raise RuntimeError(f"{type(self).__name__} holds n_steps={self.n_steps} steps "
                                "already: call advantages(next_states) before storing more")
-        self._states.append(states)
-        self._actions.append(torch.as_tensor(actions))
-        self._rewards.append(torch.as_tensor(rewards, dtype=torch.float32))
+        self._steps.append((states, torch.as_tensor(actions),
+                            torch.as_tensor(rewards, dtype=torch.float32)))
 
     def _take(self, next_states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
         """``(states (n_steps + 1, n_envs), actions, rewards (n_steps, n_envs))``; empties."""
-        if len(self._states) < self.n_steps:
-            raise RuntimeError(f"{type(self).__name__} holds {len(self._states)} of its "
+        if len(self._steps) < self.n_steps:
+            raise RuntimeError(f"{type(self).__name__} holds {len(self._steps)} of its "
                                f"n_steps={self.n_steps} steps: store more before advantages()")
-        states = _stacked([*self._states, next_states])
-        actions = torch.stack(self._actions)
-        rewards = torch.stack(self._rewards).to(states.observation.device)
-        self._states, self._actions, self._rewards = [], [], []
+        states, actions, rewards = zip(*self._steps)
+        self._steps = []
+        states = _stacked([*states, next_states])
+        actions = torch.stack(actions)
+        rewards = torch.stack(rewards).to(states.observation.device)
         return states, actions.reshape(-1, *actions.shape[2:]), rewards
 
     def _values(self, states: StateArray, mode: str = "target") -> torch.Tensor:
-        """``v(features(states))`` through ``mode`` (``target`` or ``eval``), shaped as
-        ``states``."""
+        """``v(features(states))`` through ``mode`` (``target`` or ``eval``)."""
         return getattr(self.v, mode)(getattr(self.features, mode)(states)).view(states.shape)
 
 
 class NStepAdvantageBuffer(_AdvantageBuffer):
-    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C), ``k`` the steps to the
-    first terminal state or the last one; ``V(s_{t+k})`` is the target network's, ``V(s_t)`` the
-    online one's in eval mode.
-
-    Args:
-        v, features: the value and feature ``Approximation`` objects.
-        n_steps, n_envs: steps per batch and environments.
-        discount_factor: ``gamma``.
-    """
+    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C), ``V(s_{t+k})`` the target
+    network's, ``V(s_t)`` the online one's in eval mode."""
 
     def advantages(self, states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
         """``(states, actions, advantages)`` of the stored steps, ``states`` the next ones."""
@@ -100,16 +83,8 @@ class NStepAdvantageBuffer(_AdvantageBuffer):
 
 
 class GeneralizedAdvantageBuffer(_AdvantageBuffer):
-    """GAE(gamma, lambda) advantages (Schulman et al., 2016, https://arxiv.org/abs/1506.02438)
-    over the target network's values: ``delta_t = r_t + gamma * mask_{t+1} V(s_{t+1}) -
-    V(s_t)``, ``A_t = delta_t + gamma * lam * A_{t+1}`` within an episode.
-
-    Args:
-        v, features: the value and feature ``Approximation`` objects.
-        n_steps, n_envs: steps per batch and environments.
-        discount_factor, lam: ``gamma`` and ``lambda``.
-        compute_batch_size: states per forward pass when computing values.
-    """
+    """GAE(gamma, lambda) advantages (https://arxiv.org/abs/1506.02438) over the target
+    network's values; ``compute_batch_size``: states per forward pass."""
 
     def __init__(self, v: Any, features: Any, n_steps: int, n_envs: int,
                  discount_factor: float = 1, lam: float = 1, compute_batch_size: int = 256):

@@ -1,35 +1,11 @@
 """Replay for stacked uint8 frames that stores each frame once (the DQN replay memory).
 
-A stacked Atari observation ``(4, 84, 84)`` shares three frames with the next one, so
-``AtariReplayBuffer`` keeps one ring of single frames (one per step, plus the ``stack - 1``
-older frames of each episode's first state) and rebuilds the stacked observations when it
-samples: a 1M-transition buffer takes about 7.1 GB instead of 56 GB (``footprint``).
-
-Slot ``k`` of the ring holds the newest frame of one state, ``frames[k - stack + 1 .. k]``;
-the action, reward, ``mask`` and ``done`` of the transition out of it are kept at slot ``k``
-and ``valid[k]`` says whether one was stored. Writing a slot invalidates the transitions that
-needed the frame it overwrites. As in ``ExperienceReplayBuffer``, transitions out of a
-``done`` state are skipped, so episode boundaries (and ``EpisodicLife``'s life losses) are
-never crossed.
-
-``sample_batch`` gives each slot's window as ``[n_step + 1, B]`` ``SampleBatch`` rows (as
-Dopamine reads n-step returns from the ring): row ``j`` is the state ``j`` steps after slot
-``k``, up to ``m = n_step`` steps or fewer when a step in between is ``done`` or the stored
-sequence breaks; row ``m`` is then repeated and marked ``truncated`` unless it terminated. A
-transition is sampled (``ready``) once its window is complete: the newest ``n_step - 1``
-transitions of a running episode wait.
-
-``put`` fills the ring from the ``[T + 1, B]`` segments of a distributed run's actors,
-storing each row's newest frame. With their ``stream`` numbers (``SampleBatch.stream``), a
-stream's windows span its segments as ``ExperienceReplayBuffer.put``'s do: since a window is
-contiguous in the ring, the transitions still waiting at a column's end (at most
-``n_step - 1``) are written again at the start of the stream's next column, where their windows
-complete (a column that does not continue its stream ends them at their last row); their first
-copies stay behind, never sampled. That costs up to ``n_step - 1`` slots per stream and segment
-(``n_step - 1`` of ``T + stack + n_step - 1``: 2 of 70 for 64-step segments, 3-step returns and
-stacks of 4). Without ``stream``, each column is a sequence of its own, whose windows end at its
-last row.
-``PrioritizedAtariReplayBuffer`` adds prioritized replay over the slots.
+One ring of single frames; stacks are rebuilt when sampling (1M transitions: about 7.1 GB
+instead of 56 GB). Slot ``k`` holds the newest frame of one state and the transition out of
+it (``valid[k]``: one was stored); writing a slot invalidates the transitions that needed the
+frame it overwrites. A transition is sampled (``ready``) once its ``n_step`` window is
+complete. ``put`` with ``stream`` numbers writes the transitions still waiting at a column's
+end again at the start of the stream's next column, where their windows complete.
 """
 
 from __future__ import annotations
@@ -60,18 +36,9 @@ _MAX_PENDING_UPDATES = 4096
 
 
 class AtariReplayBuffer(ReplayContents):
-    """Uniform replay of (n-step) transitions between stacked uint8 frame observations.
-
-    ``ExperienceReplayBuffer``'s interface for a single environment, whose observations shift
-    by one frame per step (as ``AtariEnvironment``'s and ``FrameStack``'s do): ``store`` skips
-    (and counts in ``skipped``) transitions whose frames do not continue.
-
-    Args:
-        size: capacity in frames (= transitions, less ``stack - 1`` per episode start).
-        device: where sampled batches are returned (storage stays in CPU memory).
-        generator: torch RNG used for sampling (for reproducibility).
-        n_step: steps per window (``1``: one-step transitions).
-    """
+    """Uniform replay of (n-step) transitions between stacked frames, shifting by one frame
+    per step (``store`` skips, and counts in ``skipped``, those that do not); ``size``:
+    capacity in frames; ``device``: of sampled batches (storage stays in CPU memory)."""
 
     _min_size = 2
     skipped = 0  # transitions skipped because their frames did not continue
@@ -91,10 +58,9 @@ class AtariReplayBuffer(ReplayContents):
         return self._count
 
     def _empty_contents(self) -> dict[str, Any]:
-        # _pos: the next slot to write; _filled: slots written (up to size); _count: ready
-        # transitions; _waiting: the open sequence's newest transitions, not ready yet;
-        # _last: the state whose newest frame is at _pos - 1; _carry: per stream (put), the
-        # rows of its last column from its first waiting transition on
+        # _count: ready transitions; _waiting: the open sequence's newest transitions, not
+        # ready yet; _last: the state whose newest frame is at _pos - 1; _carry: per stream
+        # (put), the rows of its last column from its first waiting transition on
         counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0, "_waiting": 0}
         return {**dict.fromkeys(_ARRAYS), **counters, "_last": None, "_carry": {}, "_views": {}}
 
@@ -113,12 +79,11 @@ class AtariReplayBuffer(ReplayContents):
         self._views = self._numpy_views()
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
-        """Numpy views of the same memory: scalar writes cost ~0.1 us instead of ~3 us."""
+        """NumPy views of the same memory (cheaper scalar writes)."""
         return {} if self.reward is None else {k: getattr(self, k).numpy() for k in _ARRAYS[2:]}
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store the transition ``state --action--> next_state`` (skipped if ``state`` is
-        ``None`` or ``done``)."""
+        """Store the transition ``state --action--> next_state``."""
         if isinstance(state, StateArray) or isinstance(next_state, StateArray):
             raise TypeError("AtariReplayBuffer stores single-environment transitions, not batches")
         if state is None or state.done:
@@ -130,11 +95,7 @@ class AtariReplayBuffer(ReplayContents):
             self._last = next_state
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
-        """Store each training row of ``[T + 1, B]`` segments of stacked frames (``obs`` a
-        tensor, array or one-field ``NamedArray``) as ``ExperienceReplayBuffer.put`` does;
-        how a stream's windows span its segments is in the module docstring.
-        ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call. Returns ``True``.
-        """
+        """Store each training row of ``[T + 1, B]`` segments; ``current_version`` is ignored."""
         rows = segment_rows(sample, _frames(sample.obs))
         streams = (stream_numbers(sample.stream, rows["reward"].shape)
                    if sample.stream is not None and self.n_step > 1 else None)
@@ -149,8 +110,7 @@ class AtariReplayBuffer(ReplayContents):
         return True
 
     def _continue_stream(self, column: dict[str, torch.Tensor], stream: int) -> None:
-        """Write ``column`` ``[L]`` after the transitions ``stream`` left waiting (its carry)
-        and carry those it leaves waiting, whose slots stay valid but never become ready."""
+        """Write ``column`` after the transitions ``stream`` left waiting; carry the new ones."""
         carry = self._carry.pop(stream, None)
         if carry is not None:
             if torch.equal(carry["obs"][-1], column["obs"][0]):  # one sequence with the carry
@@ -167,8 +127,7 @@ class AtariReplayBuffer(ReplayContents):
                                    for key, value in column.items()}
 
     def _write_column(self, column: dict[str, torch.Tensor]) -> None:
-        """Write the transitions of one segment column ``[L]`` (its rows before ``L - 1``
-        that end no episode) as one sequence, left open."""
+        """Write the transitions of one segment column ``[L]`` as one sequence, left open."""
         obs, action = column["obs"], column["action"]
         reward, done = column["reward"].numpy(), column["done"].numpy()
         end = done | column["truncated"].numpy()
@@ -252,8 +211,7 @@ class AtariReplayBuffer(ReplayContents):
         self._filled = min(self._filled + 1, self.size)
 
     def _queue(self, k: int, priority: float) -> None:
-        """Called when slot ``k`` becomes ready (``priority`` -1: the largest) or, ready, is
-        invalidated (0): a hook for prioritized replay."""
+        """Hook: slot ``k`` became ready (``priority`` -1) or, ready, was invalidated (0)."""
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform slots among those holding a ready transition (rejection sampling)."""
@@ -279,8 +237,8 @@ class AtariReplayBuffer(ReplayContents):
         return steps
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
-        """The windows of slots ``index`` as a time-major ``SampleBatch`` (see the module
-        docstring)."""
+        """The windows of slots ``index`` as a time-major ``SampleBatch`` (cut windows: the
+        last row repeated, marked ``truncated``)."""
         index = index.cpu()
         rows = torch.arange(self.n_step + 1).unsqueeze(1)
         steps = self._steps(index).unsqueeze(0)
@@ -309,16 +267,8 @@ class AtariReplayBuffer(ReplayContents):
 
 
 class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
-    """``AtariReplayBuffer`` with proportional prioritized replay (Schaul et al., 2016).
-
-    Slots enter at the largest priority seen so far when they become ready and drop to 0 when
-    invalidated, so waiting and overwritten slots are never drawn; ``store`` queues these
-    changes and the ``SumTree`` applies them in one vectorized update before sampling.
-
-    Args:
-        size, device, generator, n_step: see ``AtariReplayBuffer``.
-        alpha, beta, epsilon: see ``Prioritized``.
-    """
+    """``AtariReplayBuffer`` with proportional prioritized replay (``Prioritized``); slots
+    enter at the largest priority when ready and drop to 0 when invalidated."""
 
     def _empty_contents(self) -> dict[str, Any]:
         # _updates: (slot, priority or -1 for the maximum) to apply before sampling
@@ -354,8 +304,7 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         return super().gather(index)
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
-        """Set ``p_k = |priority_k| + epsilon`` for the slots ``index`` (default: those of
-        the last sample) that are still ready."""
+        """Set the priorities of the slots ``index`` (default: the last sample's) still ready."""
         self._apply_updates()
         index, priorities = self._new_priorities(priorities, index)
         keep = self._views["ready"][index]
@@ -363,8 +312,7 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
 
 
 def _frames(obs: Any) -> torch.Tensor:
-    """The stacked frames of a segment's ``obs``: a tensor, an array or a ``NamedArray`` of
-    one field (what the Ray environments send: ``{"obs": ...}``)."""
+    """The stacked frames of a segment's ``obs`` (a tensor, array or one-field ``NamedArray``)."""
     if isinstance(obs, NamedArray):
         fields = [value for _, value in obs.items() if value is not None]
         if len(fields) != 1:

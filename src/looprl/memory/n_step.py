@@ -1,15 +1,6 @@
-"""``NStepReplayBuffer``: ALL's n-step wrapper (``all.memory.NStepReplayBuffer(steps,
-discount_factor, buffer)``) over a looprl replay buffer.
-
-The wrapped buffer (``ExperienceReplayBuffer``, ``PrioritizedReplayBuffer``, empty) is switched
-to ``steps``-step windows, which it cuts itself (``looprl.memory.windows``); ``sample`` turns
-them into ALL's tuple ``(states, actions, returns, next_states, weights)``: ``returns`` the
-discounted rewards of up to ``steps`` steps (stopped at the episode's end), ``next_states`` the
-state they lead to, whose ``reward`` is the return, ``mask`` 0 where the episode terminated and
-``discount`` the ``discount_factor^k`` of its ``k`` steps (ALL's agents bootstrap with
-``discount_factor^steps``; ``k`` is smaller only where the episode ended, so the two agree
-except after a truncation).
-"""
+"""``NStepReplayBuffer``: ALL's n-step wrapper over a looprl replay buffer, switched to
+``steps``-step windows. ``next_states`` of its samples hold the return as ``reward`` and the
+``discount_factor^k`` of its ``k`` steps as ``discount``."""
 
 from __future__ import annotations
 
@@ -24,8 +15,7 @@ __all__ = ["NStepReplayBuffer", "n_step_transitions"]
 
 
 def n_step_transitions(batch: SampleBatch, discount_factor: float) -> tuple:
-    """ALL's ``(states, actions, returns, next_states, weights)`` of ``[n + 1, B]`` windows
-    (see the module docstring)."""
+    """ALL's ``(states, actions, returns, next_states, weights)`` of ``[n + 1, B]`` windows."""
     steps = batch.reward.shape[0] - 1
     returns, boot, _ = n_step_bootstrap(batch.reward, batch.done, batch.truncated,
                                         discount_factor, steps, rows=1)
@@ -44,16 +34,8 @@ def n_step_transitions(batch: SampleBatch, discount_factor: float) -> tuple:
 
 
 class NStepReplayBuffer:
-    """Stores ``steps``-step transitions in ``buffer`` (see the module docstring).
-
-    Args:
-        steps: the most steps a transition spans (>= 1).
-        discount_factor: the discount of the returns (>= 0).
-        buffer: an empty looprl replay buffer (anything with ``n_step`` and ``sample_batch``).
-
-    Example:
-        >>> replay = NStepReplayBuffer(3, 0.99, ExperienceReplayBuffer(10_000))
-    """
+    """Stores ``steps``-step transitions in ``buffer``, an empty looprl replay buffer:
+    ``NStepReplayBuffer(3, 0.99, ExperienceReplayBuffer(10_000))``."""
 
     def __init__(self, steps: int, discount_factor: float, buffer: Any):
         if steps < 1 or discount_factor < 0:
@@ -73,11 +55,11 @@ class NStepReplayBuffer:
         self.buffer.store(state, action, next_state)
 
     def sample(self, batch_size: int) -> tuple:
-        """``batch_size`` n-step transitions as ALL's tuple (see the module docstring)."""
+        """``batch_size`` n-step transitions as ALL's tuple."""
         return n_step_transitions(self.buffer.sample_batch(batch_size), self.discount_factor)
 
     def sample_batch(self, batch_size: int) -> SampleBatch:
-        """``batch_size`` windows ``[steps + 1, batch_size]`` (what looprl's trainers read)."""
+        """``batch_size`` windows ``[steps + 1, batch_size]``."""
         return self.buffer.sample_batch(batch_size)
 
     def update_priorities(self, *args: Any, **kwargs: Any) -> None:

@@ -1,10 +1,8 @@
 """Prioritized experience replay (Schaul et al., 2016, https://arxiv.org/abs/1511.05952).
 
-Proportional prioritization: transition ``i`` is sampled with probability
-``P(i) = p_i^alpha / sum_k p_k^alpha`` (a ``SumTree``: batched ``update`` and prefix-sum
-``find`` in ``O(log n)``); batches carry the importance weights ``(N P(i))^-beta / max w``;
-``update_priorities(p)`` sets ``p_i = |p_i| + eps`` for the last sample; new transitions
-enter at the largest priority seen so far.
+Transition ``i`` is sampled with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``; batches
+carry the importance weights ``(N P(i))^-beta / max w``; new transitions enter at the largest
+priority seen so far.
 """
 
 from __future__ import annotations
@@ -21,19 +19,14 @@ __all__ = ["Prioritized", "PrioritizedReplayBuffer", "SumTree", "importance_weig
 
 
 def importance_weights(probabilities: torch.Tensor, size: int, beta: float) -> torch.Tensor:
-    """Prioritized replay's importance-sampling weights.
-
-    ``w_i = (size * P(i))^-beta``, divided by the largest weight of the batch so that
-    weights only ever scale updates down.
-    """
+    """Importance-sampling weights ``(size * P(i))^-beta``, divided by the batch's largest."""
     weights = (size * probabilities) ** (-beta)
     return weights / weights.max()
 
 
 class SumTree:
-    """Binary tree of ``size`` leaves holding priorities, inner nodes holding subtree sums:
-    node 1 is the root, node ``k`` has children ``2k`` and ``2k + 1``, leaf ``i`` is node
-    ``capacity + i`` (``capacity``: ``size`` rounded up to a power of two)."""
+    """Binary tree of priorities with subtree sums: node 1 is the root, node ``k`` has children
+    ``2k`` and ``2k + 1``, leaf ``i`` is node ``capacity + i`` (a power of two)."""
 
     def __init__(self, size: int):
         self.size = int(size)
@@ -59,11 +52,8 @@ class SumTree:
             self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
 
     def find(self, values: np.ndarray) -> np.ndarray:
-        """Leaves ``i`` with ``sum(p[:i]) <= value < sum(p[:i + 1])``, one per value.
-
-        Never returns a leaf of zero priority (values past the total land on the last
-        leaf with a positive priority).
-        """
+        """Leaves ``i`` with ``sum(p[:i]) <= value < sum(p[:i + 1])``, one per value; never a
+        leaf of zero priority (values past the total land on the last positive one)."""
         values = np.asarray(values, dtype=np.float64).copy()
         nodes = np.ones(values.shape, dtype=np.int64)
         for _ in range(self.depth):
@@ -75,19 +65,12 @@ class SumTree:
 
 
 class Prioritized:
-    """Proportional prioritization over a buffer's slots, mixed into the prioritized buffers.
-
-    The arguments come in ``all.memory.PrioritizedReplayBuffer``'s order: ``(size, alpha,
-    beta, epsilon, device)``.
+    """Proportional prioritization over a buffer's slots (arguments in ALL's order).
 
     Args:
-        size: capacity in transitions.
         alpha: how much prioritization is used (``0``: uniform).
-        beta: importance-sampling exponent, a float or a schedule with a ``value``
-            property read once per sample (anneal it to 1 over training).
+        beta: importance-sampling exponent, a float or a schedule with a ``value``.
         epsilon: added to the new priorities so that none is zero.
-        device, generator, n_step: the buffer's (``ExperienceReplayBuffer``'s);
-            ``generator`` draws the stratified uniforms of ``sample_indices``.
     """
 
     def __init__(self, size: int, alpha: float = 0.6, beta: Any = 0.4, epsilon: float = 1e-5,
@@ -114,8 +97,7 @@ class Prioritized:
         return self.tree.find((np.arange(batch_size) + uniforms) * (self.tree.total / batch_size))
 
     def weights(self, index: torch.Tensor) -> torch.Tensor:
-        """Importance weights ``[n_step + 1, B]`` of ``index``, normalized over the
-        transitions that can be sampled; remembered for ``update_priorities``."""
+        """Importance weights ``[n_step + 1, B]`` of ``index`` (remembered)."""
         self._last_index = index.cpu().numpy()
         probabilities = torch.from_numpy(self.tree[self._last_index] / self.tree.total)
         beta = getattr(self.beta, "value", self.beta)  # a schedule: read (and advanced) here
@@ -123,8 +105,7 @@ class Prioritized:
         return weights.expand(self.n_step + 1, -1)
 
     def _new_priorities(self, priorities: Any, index: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``(index, (|priorities| + epsilon) ** alpha)``, ``index`` by default the last
-        sample's; raises ``max_priority``."""
+        """``(index, (|priorities| + epsilon) ** alpha)``; raises ``max_priority``."""
         index = self._last_index if index is None else np.asarray(index).reshape(-1)
         if index is None:
             raise RuntimeError("update_priorities() needs a sample() first")
@@ -134,13 +115,8 @@ class Prioritized:
 
 
 class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
-    """Proportional prioritized replay with the interface of ``ExperienceReplayBuffer``;
-    ``update_priorities`` takes a trainer's ``TrainerStepResult.priorities`` (``|td error|``).
-
-    Args:
-        size: capacity in transitions.
-        device, generator, n_step, alpha, beta, epsilon: see ``Prioritized``.
-    """
+    """Proportional prioritized replay (``Prioritized``) with the interface of
+    ``ExperienceReplayBuffer``."""
 
     def _advance(self, n: int) -> None:
         """New transitions enter at the largest priority seen so far."""
@@ -153,6 +129,5 @@ class PrioritizedReplayBuffer(Prioritized, ExperienceReplayBuffer):
         return torch.from_numpy(np.minimum(self._draw(batch_size), self._len - 1))
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
-        """Set ``p_i = |priority_i| + epsilon`` for the transitions ``index`` (default: those
-        of the last sample)."""
+        """Set the priorities of ``index`` (default: the last sample's)."""
         self.tree.update(*self._new_priorities(priorities, index))

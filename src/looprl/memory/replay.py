@@ -1,21 +1,10 @@
 """Experience replay: a preallocated ring buffer of transitions with O(1) ``store``.
 
-Each item is one transition as a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds
-``s_t`` and ``a_t``, row ``k`` what arrived ``k`` steps later; see ``looprl.core.SampleBatch``).
-``sample_batch(b)`` returns ``b`` of them as one time-major ``[n_step + 1, b]`` batch, what
-trainers learn from; ``sample(b)`` gives seed 003's ``(states, actions, rewards, next_states,
-weights)`` tuple. Storage is allocated on the first write, from the shapes and dtypes it sees.
-Transitions out of a ``done`` state are skipped (the environment was reset and the action
-discarded), as are stores with no previous state. ``put(segment)`` cuts the ``[T + 1, B]``
-segments of the collectors into windows, one per training row.
-
-``n_step > 1`` windows are cut in one place (``looprl.memory.windows``) for both ways in:
-``store`` gathers the steps of its streams into segments (windowed before anything reads the
-buffer), and ``put`` joins the segments of each stream (``SampleBatch.stream``), keeping every
-stream's last ``n_step`` rows until its next segment completes their windows. A window is
-written once its ``n_step`` steps arrived, or its episode ended (Sutton, 1988; Rainbow, Hessel
-et al. 2018, https://arxiv.org/abs/1710.02298); trainers compute the n-step return from it
-(``looprl.agents.losses.n_step_bootstrap``).
+Each item is a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds ``s_t`` and
+``a_t``, row ``k`` what arrived ``k`` steps later), allocated on the first write.
+Transitions out of a ``done`` state are skipped. ``put(segment)`` cuts the collectors'
+``[T + 1, B]`` segments into windows; with ``n_step > 1`` a stream's windows span its
+segments, and a window is written once its ``n_step`` steps arrived or its episode ended.
 """
 
 from __future__ import annotations
@@ -51,11 +40,7 @@ _STORE_CHUNK = 32
 
 @contextmanager
 def replay_contents_saved(saved: bool) -> Iterator[None]:
-    """While active, pickling a replay buffer keeps (``True``) or drops its transitions.
-
-    Checkpoints with ``checkpoint_replay=False`` use it: the restored buffer is empty, with
-    its capacity and random generator, and refills as the agent acts.
-    """
+    """While active, pickling a replay buffer keeps (``True``) or drops its transitions."""
     token = _SAVE_CONTENTS.set(saved)
     try:
         yield
@@ -64,14 +49,9 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
 
 
 class ReplayContents:
-    """Base of the replay buffers: the arguments of ``ExperienceReplayBuffer``, sampling
-    through the subclass's ``sample_indices`` and ``gather``, and pickling that may leave
-    the transitions out (``replay_contents_saved``).
-
-    Subclasses give ``_empty_contents()``, the attributes of an empty buffer (replacing the
-    stored transitions), and ``_numpy_views()``, NumPy views of the storage's tensors (``{}``
-    where there are none) kept in ``_views`` for cheap scalar writes: pickles leave them out
-    (they would unpickle as copies) and make them again."""
+    """Base of the replay buffers: sampling through the subclass's ``sample_indices`` and
+    ``gather``; pickling that may leave out the transitions (``_empty_contents()``) and leaves
+    out the NumPy views of the storage (``_views``, made again by ``_numpy_views()``)."""
 
     _min_size = 1
 
@@ -98,8 +78,7 @@ class ReplayContents:
         self._views = self._numpy_views()
 
     def seed(self, seed: int) -> None:
-        """Sample from a generator of its own, seeded with ``seed`` (the runtimes seed a run's
-        replay this way, so that its batches do not depend on who else draws numbers)."""
+        """Sample from a generator of its own, seeded with ``seed``."""
         self.generator = torch.Generator().manual_seed(seed)
 
     def sample_batch(self, batch_size: int) -> SampleBatch:
@@ -107,8 +86,7 @@ class ReplayContents:
         return self.gather(self.sample_indices(batch_size))
 
     def sample(self, batch_size: int) -> tuple:
-        """A minibatch ``(states, actions, rewards, next_states, weights)`` of one-step
-        windows (seed 003; see ``transitions``); trainers use ``sample_batch``."""
+        """A minibatch ``(states, actions, rewards, next_states, weights)`` (``transitions``)."""
         return transitions(self.sample_batch(batch_size))
 
     def weights(self, index: torch.Tensor) -> torch.Tensor | None:
@@ -116,13 +94,12 @@ class ReplayContents:
         return None
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
-        """Uniform replay ignores priorities (kept for interface compatibility)."""
+        """Uniform replay ignores priorities."""
 
 
 def transitions(batch: SampleBatch) -> tuple:
     """Seed 003's ``(states, actions, rewards, next_states, weights)`` view of one-step
-    windows ``[2, B]`` (``next_states.mask`` is 0 where terminated, ``done`` at any episode
-    end); ``ValueError`` for n-step windows."""
+    windows ``[2, B]``."""
     if batch.reward.shape[0] != 2:
         raise ValueError(f"the (states, actions, ...) tuple needs one-step windows, got "
                          f"{batch.reward.shape[0] - 1}-step ones: learn from the SampleBatch")
@@ -139,15 +116,7 @@ def transitions(batch: SampleBatch) -> tuple:
 
 
 class ExperienceReplayBuffer(ReplayContents):
-    """Uniform replay of transitions (see the module docstring).
-
-    Args:
-        size: capacity in transitions (the oldest are overwritten).
-        device: where transitions are kept and sampled batches returned.
-        generator: torch RNG used for sampling (for reproducibility).
-        n_step: steps per window. Above 1, a window waits until its ``n_step`` steps (or
-            its episode's end) arrived, through ``store`` or ``put``.
-    """
+    """Uniform replay of ``size`` transitions, kept on ``device`` (the oldest overwritten)."""
 
     def __len__(self) -> int:
         self._flush()
@@ -155,7 +124,7 @@ class ExperienceReplayBuffer(ReplayContents):
 
     def _empty_contents(self) -> dict[str, Any]:
         # _carry: each stream's last n_step rows, [n_step, slots, ...]; _waiting: how many of
-        # them wait for their windows; _steps: what store gathered (n_step > 1)
+        # them wait for their windows; _steps: what store gathered
         return {"_storage": None, "_pos": 0, "_len": 0, "_carry": None, "_waiting": None,
                 "_slots": {}, "_steps": [], "_views": {}}
 
@@ -165,7 +134,6 @@ class ExperienceReplayBuffer(ReplayContents):
             (self.size, *leaf.shape), dtype=leaf.dtype, device=self.device))
         self._views = self._numpy_views()
 
-    # -- writing --------------------------------------------------------------------------
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store one transition (or one per row when given ``StateArray`` batches)."""
         batch = isinstance(state, StateArray)
@@ -196,8 +164,7 @@ class ExperienceReplayBuffer(ReplayContents):
         self._advance(1)
 
     def _numpy_views(self) -> dict[str, Any]:
-        """NumPy views of the storage's tensors (``{}`` unless all are plain CPU tensors of
-        dtypes NumPy has)."""
+        """NumPy views of the storage (``{}`` unless all are CPU tensors NumPy can view)."""
         storage = self._storage or {}
         if storage and all(isinstance(v, torch.Tensor) and v.device.type == "cpu"
                            for v in storage.values()):
@@ -212,9 +179,7 @@ class ExperienceReplayBuffer(ReplayContents):
         return super().__getstate__()
 
     def _store_rows(self, state: State, action: Any, next_state: State) -> None:
-        """``store`` of ``StateArray`` steps, or of ``n_step > 1`` windows: gathers the steps
-        of one environment (stream 0) or of a ``StateArray``'s rows (streams 0, 1, ...), up
-        to ``_STORE_CHUNK``, for ``_flush`` (see the module docstring)."""
+        """Gather ``StateArray`` steps or ``n_step > 1`` steps, up to ``_STORE_CHUNK``."""
         device = self.device
         if isinstance(state, StateArray):
             state, next_state = state.to(device), next_state.to(device)
@@ -251,8 +216,7 @@ class ExperienceReplayBuffer(ReplayContents):
                        list(range(len(actions[0]))))
 
     def write(self, items: dict[str, Any]) -> None:
-        """Store windows given item-major (``{field: [k, rows, ...]}``, ``obs`` a tensor or a
-        ``NamedArray``), overwriting the oldest."""
+        """Store windows ``{field: [k, rows, ...]}``, overwriting the oldest."""
         if self._storage is None:
             self._allocate({key: value[0] for key, value in items.items()})
         n = len(items["reward"])
@@ -271,16 +235,9 @@ class ExperienceReplayBuffer(ReplayContents):
         self._len = min(self._len + n, self.size)
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
-        """Store each training row of ``[T + 1, B]`` segments as an ``n_step`` window.
-
-        With ``sample.stream`` (the collector's segments carry it), a stream's windows span
-        its segments: the rows whose window runs past row ``T`` wait for the stream's next
-        segment, which starts with row ``T`` (a segment that does not continue its stream ends
-        them at their last row). Without it, a window that would run past row ``T`` ends
-        there: its last real row is marked ``truncated`` (the target bootstraps from it) and
-        repeated. ``current_version`` is accepted for ``OnPolicyBuffer.put``'s call; replay
-        keeps old samples. Returns ``True``.
-        """
+        """Store each training row of ``[T + 1, B]`` segments as an ``n_step`` window; with
+        ``sample.stream`` a window that runs past row ``T`` waits for the stream's next
+        segment, else it is cut there. ``current_version`` is ignored. Returns ``True``."""
         self._flush()
         if self.n_step == 1 and self._views and self._put_steps(sample):
             return True
@@ -294,26 +251,19 @@ class ExperienceReplayBuffer(ReplayContents):
         return True
 
     def _put_steps(self, sample: SampleBatch) -> bool:
-        """``put`` of one-step windows straight into the NumPy views of CPU storage (what
-        the collector hands over at every step; no tensors made): ``False`` where the sample
-        does not fit them (observation fields, tensors, more windows than the capacity)."""
+        """``put`` of one-step NumPy windows into the NumPy views (``False``: not done)."""
         arrays = (sample.obs, sample.action, sample.reward, sample.done, sample.truncated)
         if not all(isinstance(x, np.ndarray) for x in arrays):
             return False
-        obs, action, reward, done, truncated = arrays
+        done, truncated = arrays[3:]
         t, b = np.nonzero(~(done[:-1] | truncated[:-1]))  # rows that start a transition
         k = len(t)
         if k > self.size:
             return False
-        at = self._pos + np.arange(k) if self._pos + k <= self.size else (
-            (self._pos + np.arange(k)) % self.size)
-        s = self._views
+        at = (self._pos + np.arange(k)) % self.size
         for row, index in ((0, t), (1, t + 1)):
-            s["obs"][at, row] = obs[index, b]
-            s["action"][at, row] = action[index, b]
-            s["reward"][at, row] = reward[index, b]
-            s["done"][at, row] = done[index, b]
-            s["truncated"][at, row] = truncated[index, b]
+            for key, array in zip(("obs", "action", "reward", "done", "truncated"), arrays):
+                self._views[key][at, row] = array[index, b]
         self._advance(k)
         return True
 
@@ -361,7 +311,6 @@ class ExperienceReplayBuffer(ReplayContents):
             self.write(items)
         return waiting
 
-    # -- sampling -------------------------------------------------------------------------
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform indices of stored transitions."""
         if len(self) == 0:
@@ -370,12 +319,9 @@ class ExperienceReplayBuffer(ReplayContents):
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
-        rows = torch.as_tensor(index, device=self.device)
-
-        def take(leaf: torch.Tensor) -> torch.Tensor:  # index_select: cheaper on small batches
-            return leaf.index_select(0, rows).transpose(0, 1)
-
-        return SampleBatch(**fields(self._storage, take), weight=self.weights(index))
+        rows = torch.as_tensor(index, device=self.device)  # index_select: cheaper on small batches
+        items = fields(self._storage, lambda leaf: leaf.index_select(0, rows).transpose(0, 1))
+        return SampleBatch(**items, weight=self.weights(index))
 
 
 def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:

@@ -1,7 +1,5 @@
-"""Discounted sums along time, the recursions behind the targets that both the buffers
-(``looprl.memory``: n-step replay, advantage buffers) and the trainers (``looprl.agents.losses``,
-which re-exports them) compute: ``discounted_sums``, ``generalized_advantage_estimate`` and
-``n_step_bootstrap``."""
+"""Discounted sums along time, the recursions behind the targets of the buffers and the
+trainers (``looprl.agents.losses`` re-exports them)."""
 
 from __future__ import annotations
 
@@ -11,32 +9,19 @@ import torch
 __all__ = ["discounted_sums", "generalized_advantage_estimate", "n_step_bootstrap"]
 
 
-def generalized_advantage_estimate(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    next_masks: torch.Tensor,
-    next_dones: torch.Tensor,
-    gamma: float,
-    lam: float,
-) -> torch.Tensor:
-    """GAE(gamma, lambda) advantages (Schulman et al., 2016), time along dimension 0.
-
-    ``delta_t = r_t + gamma * mask_{t+1} * V(s_{t+1}) - V(s_t)`` and
-    ``A_t = delta_t + gamma * lam * (1 - done_{t+1}) * A_{t+1}``: ``mask`` stops
-    bootstrapping at terminal states, ``done`` stops the recursion at any episode end.
-    """
+def generalized_advantage_estimate(rewards: torch.Tensor, values: torch.Tensor,
+                                   next_values: torch.Tensor, next_masks: torch.Tensor,
+                                   next_dones: torch.Tensor, gamma: float, lam: float
+                                   ) -> torch.Tensor:
+    """GAE(gamma, lambda) advantages along dimension 0: ``delta_t = r_t + gamma * mask_{t+1}
+    * V(s_{t+1}) - V(s_t)``, ``A_t = delta_t + gamma * lam * (1 - done_{t+1}) * A_{t+1}``."""
     deltas = rewards + gamma * next_masks * next_values - values
     return discounted_sums(deltas, gamma * lam * (1.0 - next_dones.float()))
 
 
 def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
     """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (``x_T = 0`` past
-    the end): the recursion of GAE and of V-trace's corrections.
-
-    On the CPU (without gradients) the loop runs over NumPy views of the rows, whose operations
-    cost a third of torch's on rows this small; elsewhere one ``addcmul`` per row.
-    """
+    the end). On the CPU without gradients the loop runs over NumPy views (faster)."""
     if deltas.shape[0] == 0:
         return torch.empty_like(deltas)
     if (deltas.device.type == "cpu" and decay.device == deltas.device
@@ -62,17 +47,10 @@ def _discounted_sums(deltas: np.ndarray, decay: np.ndarray) -> np.ndarray:
 def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor,
                      gamma: float, n_step: int, rows: int | None = None
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """n-step returns of the first ``rows`` rows of ``[T + 1, B]`` segments (``SampleBatch``'s
-    row convention), stopped at the episode's or the segment's end.
-
-    For row ``t``, ``K`` is the number of transitions up to ``n_step``, the first episode end
-    (``done | truncated`` at row ``t + K``) or row ``T``, whichever comes first.
-
-    Returns:
-        ``(returns, bootstrap_row, discount)``, each ``[rows, B]`` (``rows`` defaults to
-        ``T``): ``returns = sum_{k<K} gamma^k reward[t + 1 + k]``, ``bootstrap_row = t + K``
-        and ``discount = gamma^K``, 0 when row ``t + K`` is terminal (``done``).
-    """
+    """``(returns, bootstrap_row, discount)`` ``[rows, B]`` of the first ``rows`` rows of
+    ``[T + 1, B]`` segments: ``sum_{k<K} gamma^k reward[t + 1 + k]``, ``t + K`` and ``gamma^K``
+    (0 if row ``t + K`` is terminal), ``K`` the transitions up to ``n_step``, the first
+    episode end or row ``T``."""
     last = reward.shape[0] - 1
     rows = last if rows is None else min(rows, last)
     streams = reward.shape[1]

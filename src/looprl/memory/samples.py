@@ -1,11 +1,5 @@
-"""Trainer-side buffers of SRL sample segments (``SampleBatch``, time-major ``[T + 1, B]``).
-
-Trainer workers put the segments actors send into one of these and take training batches
-out (no Ray here): ``OnPolicyBuffer`` (PPO, PPG) drops segments of a policy more than
-``max_lag`` versions old and concatenates the rest into batches of ``batch_streams`` columns;
-the local replay buffers (DQN, Ape-X) cut segments into ``n_step`` windows (``put``).
-``make_sample_buffer`` builds the kind a trainer names in its ``sample_buffer`` attribute.
-"""
+"""Trainer-side buffers of sample segments (``SampleBatch``, time-major ``[T + 1, B]``):
+``OnPolicyBuffer`` and the replay buffers, built by ``make_sample_buffer``."""
 
 from __future__ import annotations
 
@@ -37,15 +31,8 @@ def _columns(sample: SampleBatch, index: slice) -> SampleBatch:
 
 
 class OnPolicyBuffer:
-    """Collects fresh segments into batches of ``batch_streams`` streams (PPO, PPG).
-
-    Args:
-        batch_streams: streams (columns ``B``) per batch returned by ``get``; with 1, the
-            segments may differ in length (VPG's whole episodes).
-        max_lag: drop a segment whose oldest ``policy_version`` is more than this many
-            versions behind the trainer's (``None``: keep all).
-    """
-
+    """Collects fresh segments into batches of ``batch_streams`` streams (columns), dropping
+    those whose oldest ``policy_version`` is more than ``max_lag`` versions behind."""
 
     def __init__(self, batch_streams: int, max_lag: int | None = None):
         check_count(batch_streams=batch_streams)
@@ -61,9 +48,8 @@ class OnPolicyBuffer:
         return sum(_rows_and_streams(s)[1] for s in self._pending)
 
     def put(self, sample: SampleBatch, current_version: int) -> bool:
-        """Keep ``sample`` (return ``True``) unless it is too old for the policy at
-        ``current_version``; ``ValueError`` if its segment length differs from the ones
-        before it (with ``batch_streams > 1``)."""
+        """Keep ``sample`` (return ``True``) unless it is too old for ``current_version``;
+        ``ValueError`` if its length differs from the ones before (``batch_streams > 1``)."""
         rows, _ = _rows_and_streams(sample)
         if self._stale(sample, current_version):
             return False
@@ -77,8 +63,7 @@ class OnPolicyBuffer:
 
     def drop_stale(self, current_version: int) -> int:
         """Drop pending segments now more than ``max_lag`` versions behind; return how many
-        streams (columns) went (``put`` checks a segment when it arrives, this when the
-        trainer is about to use it)."""
+        streams went."""
         streams = len(self)
         self._pending = [s for s in self._pending if not self._stale(s, current_version)]
         return streams - len(self)
@@ -93,8 +78,8 @@ class OnPolicyBuffer:
         return len(self) >= self.batch_streams
 
     def get(self) -> SampleBatch:
-        """The oldest ``batch_streams`` pending streams as one ``[T + 1, batch_streams]`` batch
-        (``RuntimeError`` if not ``ready()``); streams beyond the batch stay pending."""
+        """The oldest ``batch_streams`` pending streams as one batch (``RuntimeError`` if not
+        ``ready()``)."""
         if not self.ready():
             raise RuntimeError(f"OnPolicyBuffer holds {len(self)} of {self.batch_streams} streams")
         parts, need = [], self.batch_streams
@@ -118,16 +103,8 @@ REPLAY_KINDS = tuple(kind for kind in _KINDS if kind != "on_policy")
 
 
 def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
-    """The trainer-side buffer a trainer needs, built with ``kwargs``.
-
-    Args:
-        trainer_or_kind: a trainer (instance or class) whose ``sample_buffer`` attribute
-            names the kind, or the kind itself, a key of ``_KINDS``.
-        **kwargs: the buffer's constructor arguments.
-
-    Raises:
-        KeyError: the kind is unknown.
-    """
+    """The buffer of the kind ``trainer_or_kind`` names (a key of ``_KINDS``, or a trainer
+    with a ``sample_buffer`` attribute), built with ``kwargs``; ``KeyError`` if unknown."""
     kind = (trainer_or_kind if isinstance(trainer_or_kind, str)
             else getattr(trainer_or_kind, "sample_buffer", None))
     if kind not in _KINDS:

@@ -1,23 +1,9 @@
 """``SegmentBuffer``: the rows a collector writes, cut into ``SampleBatch`` segments.
 
-Every collector writes through one: the ``EnvRunner`` of the local parallel experiments and of
-the Ray actors, and the local agents' ``act`` for loops written by hand (``OnPolicyAgent``,
-``VPG``). A *stream* is one env copy (or one agent of one copy); each ``write`` adds one row to
-some streams, in ``SampleBatch``'s convention: the observation, the reward and end flags that
-arrived *with* it, and the policy's outputs for it (action, log-prob, value, version). A row
-that ends an episode is followed by the first row of the next one.
-
-Every ``segment_length`` rows a stream completes a ``[segment_length + 1]`` segment, whose last
-row starts the next one (consecutive segments overlap by one row: the bootstrap row of one is
-row 0 of the next); each segment's ``stream`` field numbers its streams, so that replay can
-join a stream's n-step windows across its segments. With ``whole_episodes`` (VPG), a stream's
-rows make a segment only at the end of the episode that brings them to ``segment_length``
-steps (rows that end an episode do not count), and its next segment starts with the next
-episode's first row.
-
-The rows live in preallocated ``[T + 1, streams]`` NumPy arrays, shaped after the first rows
-(doubled when whole episodes outgrow them); a step costs one write per field (a basic-index
-write when all streams are written at the same row), and a finished segment is copied out.
+A *stream* is one env copy (or one agent of one copy). Every ``segment_length`` rows a stream
+completes a ``[segment_length + 1]`` segment, whose last row starts the next one; with
+``whole_episodes`` (VPG), only at the end of the episode that brings it to ``segment_length``
+steps. Rows live in preallocated ``[T + 1, streams]`` NumPy arrays.
 """
 
 from __future__ import annotations
@@ -46,16 +32,8 @@ def leaves(x: NamedArray) -> list[Any]:
 
 
 class SegmentBuffer:
-    """Rows of ``streams`` streams, cut into ``SampleBatch`` segments (see the module docstring).
-
-    Args:
-        segment_length: ``T`` of the ``[T + 1, B]`` segments.
-        streams: how many streams write rows.
-        whole_episodes: cut segments at episode ends only.
-        first_stream: the number of stream 0 in the segments' ``stream`` field (the Ray actors
-            that feed one trainer number their streams apart).
-    """
-
+    """Rows of ``streams`` streams, cut into ``SampleBatch`` segments; ``first_stream``: the
+    number of stream 0 in the segments' ``stream`` field."""
 
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
                  first_stream: int = 0):
@@ -73,14 +51,8 @@ class SegmentBuffer:
         self._numbered: np.ndarray | None = None  # ``stream`` of segments of every stream
 
     def write(self, streams: np.ndarray | None, rows: SampleBatch, ended: np.ndarray) -> None:
-        """Write one row for each of ``streams`` (``None``: all of them, in order).
-
-        Args:
-            streams: the streams written.
-            rows: their rows, a ``SampleBatch`` of ``[len(streams), ...]`` arrays (the same
-                fields at every write).
-            ended: whether each row ends its episode (done or truncated).
-        """
+        """Write one row for each of ``streams`` (``None``: all): ``rows`` a ``SampleBatch`` of
+        ``[len(streams), ...]`` arrays, ``ended`` whether each row ends its episode."""
         every = streams is None
         if self.rows is None:
             self._allocate(rows)
@@ -152,8 +124,7 @@ class SegmentBuffer:
         self._segments.append(segment)
 
     def end_episodes(self, streams: np.ndarray) -> None:
-        """The latest rows of ``streams`` end their episodes as truncated (a time limit cut
-        them there: bootstrapped from); whole episodes are cut as at any episode end."""
+        """The latest rows of ``streams`` end their episodes as truncated."""
         streams = streams[self.t[streams] > 0]
         if not len(streams):  # (none has rows yet)
             return
@@ -161,8 +132,7 @@ class SegmentBuffer:
         self._cut(streams, np.ones(len(streams), dtype=bool))
 
     def segments(self) -> list[SampleBatch]:
-        """The segments finished since the last call, batched along dim 1 where their shapes
-        match (a list of one segment when every stream finished one at the same step)."""
+        """The segments finished since the last call (``batched``)."""
         done, self._segments = self._segments, []
         return batched(done)
 
@@ -179,14 +149,8 @@ def batched(segments: Sequence[SampleBatch]) -> list[SampleBatch]:
 
 def rows_of(obs: Any, reward: Any, end: Any, mask: Any, result: RolloutResult, version: int
             ) -> tuple[SampleBatch, np.ndarray]:
-    """``(rows, ended)`` for ``SegmentBuffer.write`` from what an agent's ``act`` sees: the
-    observations ``[n, ...]``, the rewards and ends (``done``) that came with them, ``mask``
-    (0 where the end is terminal) and the policy's ``result`` for them (tensors or arrays).
-
-    Raises:
-        ValueError: a recurrent policy (``result.policy_state``): the local agents' ``act``
-            runs feed-forward policies.
-    """
+    """``(rows, ended)`` for ``SegmentBuffer.write`` from what an agent's ``act`` sees
+    (``mask``: 0 where the end is terminal); ``ValueError`` for a recurrent policy."""
     if result.policy_state is not None:
         raise ValueError("the local on-policy agents run feed-forward policies; train "
                          "recurrent ones with runtime=ray (looprl.distributed)")

@@ -1,9 +1,5 @@
-"""N-step windows: the rows ``t .. t + n`` of a stream that one replay item holds.
-
-``n_step_windows`` cuts them out of time-major rows, for both ways into
-``ExperienceReplayBuffer`` (``store`` and ``put``); the helpers work on ``{field: rows}``
-dicts whose ``obs`` is a tensor or a ``NamedArray`` of them.
-"""
+"""N-step windows: the rows ``t .. t + n`` of a stream that one replay item holds, cut out of
+``{field: rows}`` dicts whose ``obs`` is a tensor or a ``NamedArray`` of them."""
 
 from __future__ import annotations
 
@@ -23,19 +19,13 @@ __all__ = [
 
 def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
                    ) -> tuple[dict[str, Any], torch.Tensor]:
-    """The ``n``-step windows of ``rows`` (``{field: [L, B, ...]}``: ``obs``, ``action``,
-    ``reward`` and bool ``done``/``truncated``), as ``ExperienceReplayBuffer.write`` takes them.
+    """``({field: [k, n + 1, ...]}, waiting)``: the complete ``n``-step windows of ``rows``
+    ``{field: [L, B, ...]}`` and, per column, how many transitions wait for theirs.
 
     Row ``t`` of column ``b`` is a transition when ``start[b] <= t < L - 1`` and it ends no
-    episode; its window is rows ``t .. t + n`` (the target stops at the first episode end in
-    it). A window is complete when its ``n`` steps are there or its episode ends by row
-    ``L - 1``; with ``cut``, every window is: one running past row ``L - 1`` ends there, that
-    row marked ``truncated`` (bootstrapped from) and repeated.
-
-    Returns:
-        ``({field: [k, n + 1, ...]}, waiting)``: the complete windows and, per column, how
-        many of its last rows are transitions whose windows are not complete (``0`` with
-        ``cut``; they are the rows just before row ``L - 1``).
+    episode; its window (rows ``t .. t + n``) is complete when its ``n`` steps are there or its
+    episode ends by row ``L - 1``. With ``cut``, one running past row ``L - 1`` ends there,
+    that row marked ``truncated`` and repeated.
     """
     ended = rows["done"] | rows["truncated"]  # [L, B]
     index, past, fits = _window_rows(ended.shape[0], n, ended.device)
@@ -46,23 +36,17 @@ def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
         seen = ended.cumsum(0)  # an episode ends in rows t + 1 .. L - 1:
         take = moves & (fits | (seen[-1] > seen[:-1]))
         waiting = (moves & ~take).sum(0)
-
     t, b = take.nonzero(as_tuple=True)
     index, b = index[t], b.unsqueeze(1)  # [k, n + 1] rows of columns [k, 1]
-
-    def windows(leaf: torch.Tensor) -> torch.Tensor:  # [L, B, ...] -> [k, n + 1, ...]
-        return leaf[index, b]
-
-    items = fields(rows, windows)
+    items = fields(rows, lambda leaf: leaf[index, b])  # [L, B, ...] -> [k, n + 1, ...]
     items["truncated"] |= past[t] & ~items["done"]
     return items, waiting
 
 
 @functools.lru_cache(maxsize=64)
 def _window_rows(length: int, n: int, device: Any) -> tuple[torch.Tensor, ...]:
-    """For the windows of ``length`` rows: each one's rows ``[L - 1, n + 1]`` (clamped at row
-    ``L - 1``), which of them run past it ``[L - 1, n + 1]`` and whether its ``n`` steps
-    fit ``[L - 1, 1]``."""
+    """Each window's rows ``[L - 1, n + 1]`` (clamped at row ``L - 1``), which of them run
+    past it, and whether its ``n`` steps fit ``[L - 1, 1]``."""
     last = length - 1
     index = torch.arange(last, device=device).unsqueeze(1) + torch.arange(n + 1, device=device)
     past = (index >= last) & (index[:, -1:] > last)
@@ -80,8 +64,7 @@ def joined(held: Any, rows: Any) -> Any:
 
 
 def same_rows(held: Any, rows: Any) -> torch.Tensor:
-    """Per column, whether the last row of ``held`` equals the first of ``rows`` (tensors or
-    ``NamedArray`` s)."""
+    """Per column, whether the last row of ``held`` equals the first of ``rows``."""
     pairs = (zip(leaves(held), leaves(rows), strict=True) if isinstance(rows, NamedArray)
              else [(held, rows)])
     equal = [(a[-1] == b[0]).reshape(b.shape[1], -1).all(1) for a, b in pairs]
@@ -94,16 +77,14 @@ def leaves_of(x: Any, fn: Any) -> Any:
 
 
 def segment_rows(sample: Any, obs: Any) -> dict[str, Any]:
-    """The rows ``{field: [T + 1, B, ...]}`` of a segment that ``n_step_windows`` reads:
-    ``obs``, then ``sample``'s action, reward and bool ``done``/``truncated`` as tensors."""
+    """The rows ``{field: [T + 1, B, ...]}`` of a segment that ``n_step_windows`` reads."""
     return {"obs": obs, "action": torch.as_tensor(sample.action),
             "reward": torch.as_tensor(sample.reward), "done": torch.as_tensor(sample.done).bool(),
             "truncated": torch.as_tensor(sample.truncated).bool()}
 
 
 def stream_numbers(stream: Any, shape: torch.Size) -> list[int]:
-    """Each column's stream number, from a segment's ``stream`` ``[T + 1, B]`` (``shape``:
-    its rewards'); ``ValueError`` in one line if ``stream`` has another shape."""
+    """Each column's stream number, from a segment's ``stream`` ``[T + 1, B]``."""
     stream = torch.as_tensor(stream)
     if stream.shape != shape:
         raise ValueError(f"SampleBatch.stream has shape {tuple(stream.shape)}; it numbers each "

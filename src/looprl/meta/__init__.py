@@ -1,12 +1,6 @@
-"""Meta components: code hooked into the training loop at named points (seeds 000, 001).
-
-* ``MetaComponent`` / ``MetaStack`` / ``HOOKS`` -- the hook lists and their order.
-* ``RND``, ``NovelD`` -- intrinsic rewards from novelty.
-* ``CosineLRSchedule``, ``HPSchedule`` -- schedules of ``hp/*`` keys.
-* ``NetworkReset`` -- periodic layer resets and shrink-and-perturb.
-* ``PLR``, ``SPaCE`` -- curricula over the instances of a contextual environment.
-* ``COMPONENTS`` / ``make_component`` -- the components by name, for configurations.
-"""
+"""Meta components: code hooked into the training loop at named points (seeds 000, 001):
+intrinsic rewards (``RND``, ``NovelD``), schedules, network resets and curricula (``PLR``,
+``SPaCE``), by name for configurations (``make_component``)."""
 
 from looprl.meta.component import HOOKS, MetaComponent, MetaStack
 from looprl.meta.plr import PLR

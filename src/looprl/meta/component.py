@@ -1,21 +1,6 @@
-"""Meta components: code that hooks into the training loop at named points (seeds 000, 001).
-
-A ``MetaComponent`` keeps six lists of methods, one per hook. Each method receives the run's
-metrics dictionary (``looprl.meta.metrics``) and may change it; the loop calls them in the
-order the components were attached, and each list in the order the component filled it::
-
-    class LogNovelty(MetaComponent):
-        def __init__(self):
-            super().__init__()
-            self.post_step_methods.append(self.note)
-
-        def note(self, metrics):
-            metrics["transition"]["reward"] = metrics["transition"]["reward"] + 0.1
-
-The same class may be attached twice with different settings. On Ray each worker runs its
-own copy: the actors the step and episode hooks, the trainer worker the update hooks; what
-the trainer's copy learns and the actors' need (RND's predictor) is the *shared state*.
-"""
+"""``MetaComponent``: one list of methods per hook, each called with the run's metrics
+dictionary (``looprl.meta.metrics``), in the order the components were attached and each
+list in the order the component filled it."""
 
 from __future__ import annotations
 
@@ -52,8 +37,7 @@ class MetaComponent:
         return getattr(self, check_choice("hook", hook, HOOKS) + "_methods")
 
     def state_dict(self) -> dict[str, Any]:
-        """What a checkpoint must hold to continue this component exactly: by default copies
-        of its ``state_attributes``."""
+        """What a checkpoint holds to continue exactly: copies of ``state_attributes``."""
         return {name: copy.deepcopy(getattr(self, name)) for name in self.state_attributes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -62,12 +46,11 @@ class MetaComponent:
             setattr(self, name, copy.deepcopy(state[name]))
 
     def shared_state(self) -> dict[str, Any] | None:
-        """What the update hooks learned that the step hooks need (Ray: the trainer publishes
-        it with the policy parameters, each actor loads it); ``None``: nothing to share."""
+        """What the update hooks learned that the step hooks need (``None``: nothing)."""
         return None
 
     def load_shared_state(self, state: dict[str, Any]) -> None:
-        """Take what another copy's ``shared_state`` returned (override with it)."""
+        """Take what another copy's ``shared_state`` returned."""
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.shown)

@@ -1,29 +1,20 @@
 """An agent's hyperparameters as the ``hp/*`` keys of the metrics dictionary.
 
-Each key is declared by the part that owns the value, through its ``hyperparameters()``
-method (``looprl.core``: ``Policy``, ``Trainer``, the local agents, ``Approximation`` and
-the target networks), as a ``Hyperparameter`` (a getter and a setter). A local agent's keys
-are its policy's, its trainer's and its own; bodies and other wrappers forward them.
-``agent_hyperparameters(agent)`` returns them, plus ``hp/lr`` over every optimizer:
+Each key is declared by the part that owns the value (``hyperparameters()`` of the policy,
+trainer, agent, ``Approximation`` or target network) as a ``Hyperparameter`` (getter and
+setter); a key several parts declare is read from the first and set on all. The keys:
 
-* ``hp/lr``: every optimizer's learning rate (all ``hp/lr/<name>`` keys together; setting it
-  ends the preset's lr schedule); ``hp/lr/<name>``: one optimizer's (``hp/lr/actor``),
-  declared by its ``Approximation`` through the policy or trainer that owns it.
-* ``hp/epsilon``: the rate of epsilon-greedy (a list: one per env copy) and ez-greedy
-  exploration (``GreedyPolicy``, ``EZGreedyPolicy``, through ``DQNPolicy``);
-  ``hp/temperature``: Boltzmann exploration's (``BoltzmannPolicy``).
-* ``hp/discount`` (gamma; ``OnPolicyTrainer``, ``DQNTrainer``, ``DDPGTrainer``,
-  ``SACTrainer``); ``hp/entropy_coef``, ``hp/value_coef``, ``hp/lam``, ``hp/epochs``
-  (``OnPolicyTrainer``); ``hp/clip`` (``PPOTrainer``: PPO, PPG).
-* ``hp/batch_size``: transitions per gradient step (the ``ReplaySchedule`` of a
-  ``Learner``: DQN family, DDPG, TD3, SAC) or per minibatch (``OnPolicyTrainer`` with a
-  ``minibatch_size``); ``hp/update_frequency`` and ``hp/gradient_steps``: transitions
-  between training phases and gradient steps per phase (``ReplaySchedule``).
-* ``hp/tau``: the Polyak rate of soft targets (``PolyakTarget``); ``hp/target_period``:
-  updates between hard target copies (``FixedTarget``), both through their ``Approximation``.
-
-A key that several parts declare (``hp/tau`` of an actor's and a critic's target) is read
-from the first and set on all (``looprl.core.merge_hyperparameters``).
+* ``hp/lr``: every optimizer's learning rate (setting it ends the preset's lr schedule);
+  ``hp/lr/<name>``: one optimizer's (``hp/lr/actor``).
+* ``hp/epsilon``: epsilon-greedy (a list: one per env copy) and ez-greedy exploration;
+  ``hp/temperature``: Boltzmann exploration's.
+* ``hp/discount`` (gamma); ``hp/entropy_coef``, ``hp/value_coef``, ``hp/lam``, ``hp/epochs``
+  (``OnPolicyTrainer``); ``hp/clip`` (PPO, PPG).
+* ``hp/batch_size``: transitions per gradient step (replay) or per minibatch (on-policy);
+  ``hp/update_frequency`` and ``hp/gradient_steps``: transitions between training phases and
+  gradient steps per phase (``ReplaySchedule``).
+* ``hp/tau``: the Polyak rate of soft targets; ``hp/target_period``: updates between hard
+  target copies.
 """
 
 from __future__ import annotations
@@ -37,8 +28,7 @@ __all__ = ["Hyperparameter", "agent_hyperparameters", "unknown_hyperparameter"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
-    """Every ``hp/*`` key ``agent`` declares (an ``Agent``/``ParallelAgent``, bodies
-    included, or a Ray worker's ``Parts``), and ``hp/lr`` over all of its optimizers."""
+    """Every ``hp/*`` key ``agent`` declares, and ``hp/lr`` over all of its optimizers."""
     found = dict(agent.hyperparameters())
     rates = [{"hp/lr": rate} for key, rate in found.items() if key.startswith("hp/lr/")]
     if rates:
@@ -47,6 +37,6 @@ def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
 
 
 def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
-    """The one-line ``KeyError`` for ``key``, which the agent (keys ``found``) does not have."""
+    """The ``KeyError`` for ``key``, which the agent (keys ``found``) does not have."""
     return KeyError(f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, found)} "
                     f"It has: {', '.join(sorted(found))}")

@@ -1,39 +1,19 @@
 """Prioritized Level Replay over the instance set of a ``ContextualEnvironment``.
 
 PLR (Jiang, Grefenstette and Rocktäschel, ICML 2021, https://arxiv.org/abs/2010.03934)
-scores every level (instance id) by how much the agent can still learn on it, and picks the
-next level of each environment copy among the unseen levels, or replays a seen one with
-probability
+scores every level (instance id) by how much the agent can still learn on it. At each
+episode end it updates the level's score and picks the copy's ``next_instance``: with
+probability ``replay_prob`` (once ``min_seen`` levels were seen; always when every level was)
+it replays a seen level with probability
 
     P = (1 - rho) * P_S + rho * P_C,
-    P_S(i) ∝ h(S_i) ** (1 / beta),  h(S_i) = 1 / rank(S_i)  (rank 1: the highest score),
-    P_C(i) ∝ c - C_i                (c: episodes scored so far, C_i: c when i was last scored).
+    P_S(i) ∝ (1 / rank(S_i)) ** (1 / beta)  (rank 1: the highest score),
+    P_C(i) ∝ c - C_i                (c: episodes scored so far, C_i: c when i was last scored),
 
-As in the paper's Algorithm 1 it replays with probability ``replay_prob`` (once
-``min_seen`` levels were seen, and always when every level was).
-
-Scores (the paper's Table 1, averaged over the ``T`` steps of the finished episode):
-
-=================== ===========================================================
-``random``           a uniform draw in [0, 1) (a baseline)
-``policy_entropy``   mean of ``-sum_a p log p``
-``least_confidence`` mean of ``1 - max_a p``
-``min_margin``       mean of ``1 - (p_1 - p_2)`` (``p_1 - p_2``: margin between the
-                     two most likely actions; small margins rank higher)
-``one_step_td_error`` mean of ``|r_t + gamma V(s_{t+1}) - V(s_t)|``
-``gae``              mean of the GAE advantages ``A_t`` (gamma, lam)
-``value_l1``         mean of ``|A_t|`` (the paper's default)
-=================== ===========================================================
-
-``V(s_T)`` is 0 after a termination, the last observation's value after a truncation;
-``p`` and ``V`` come from ``metrics['policy'].logits_and_values`` at each step.
-
-At each episode end it updates the level's score (``S_i <- (1 - score_ema) S_i + score_ema *
-score``) and sets the copy's ``next_instance``. Logs ``log/plr/mean_score``, ``log/plr/seen``
-and ``log/plr/replay_share`` (of the levels chosen since the last logging).
-
-On Ray every actor runs its own PLR over its env copies; every strategy but ``random``
-needs the actor's own policy copy (``runtime.policy_workers=0``).
+else an unseen level. The scores (``STRATEGIES``) are means over the episode's steps, from
+``metrics['policy'].logits_and_values``. Logs ``log/plr/mean_score``, ``log/plr/seen`` and
+``log/plr/replay_share``. On Ray every strategy but ``random`` needs
+``runtime.policy_workers=0``.
 """
 
 from __future__ import annotations
@@ -52,7 +32,6 @@ from looprl.meta.component import MetaComponent
 VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
 
 
-# -- scores of one episode -------------------------------------------------------------------
 def policy_entropy(logits: torch.Tensor) -> float:
     """Mean over steps of the entropy of ``softmax(logits)`` (rows: steps)."""
     log_p = torch.log_softmax(logits, dim=-1)
@@ -65,7 +44,7 @@ def least_confidence(logits: torch.Tensor) -> float:
 
 
 def min_margin(logits: torch.Tensor) -> float:
-    """Mean over steps of ``1 - (p_1 - p_2)``, the two largest probabilities."""
+    """Mean over steps of ``1 - (p_1 - p_2)``, ``p_1``, ``p_2`` the two largest."""
     top = torch.softmax(logits, dim=-1).topk(2, dim=-1).values
     return float((1 - (top[:, 0] - top[:, 1])).mean())
 
@@ -80,8 +59,7 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
                   values: torch.Tensor | None = None, last_value: float = 0.0,
                   gamma: float = 0.99, lam: float = 0.95,
                   rng: np.random.Generator | None = None) -> float:
-    """The score of one episode (``T`` steps: ``rewards`` ``(T,)``, ``logits`` ``(T, A)``,
-    ``values`` ``(T,)``) by ``strategy``; ``last_value`` is ``V(s_T)`` (0 if terminated)."""
+    """The score of one episode by ``strategy``; ``last_value``: ``V(s_T)`` (0 if terminated)."""
     check_choice("PLR scoring strategy", strategy, STRATEGIES)
     if strategy == "random":
         return float((rng or np.random.default_rng()).random())
@@ -97,9 +75,8 @@ def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | N
     return float(advantages.mean() if strategy == "gae" else advantages.abs().mean())
 
 
-# -- the component ---------------------------------------------------------------------------
 class _Step(NamedTuple):
-    """One row of a running episode, as ``PLR.record`` keeps it."""
+    """One row of a running episode."""
 
     reward: torch.Tensor
     terminated: bool
@@ -107,10 +84,9 @@ class _Step(NamedTuple):
     value: torch.Tensor | None
 
 
-
 def logits_and_values(policy: Any, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """``policy.logits_and_values(obs)``: the action logits ``[n, actions]`` and state values
-    ``[n]`` PLR and SPaCE score with; a one-line ``ValueError`` for a policy without it."""
+    """``policy.logits_and_values(obs)``: action logits ``[n, actions]`` and values ``[n]``;
+    ``ValueError`` for a policy without it."""
     method = getattr(policy, "logits_and_values", None)
     if method is None:
         raise ValueError(
@@ -118,23 +94,12 @@ def logits_and_values(policy: Any, obs: Any) -> tuple[torch.Tensor, torch.Tensor
             "with an actor-critic policy (PPO, A2C, ...) or a Q policy (the DQN family)")
     return method(obs)
 
-class PLR(MetaComponent):
-    """Prioritized Level Replay (see the module's docstring).
 
-    Args:
-        strategy: the scoring strategy, one of ``STRATEGIES``.
-        replay_prob: probability of replaying a seen level (the paper's ``P_D``).
-        beta: temperature of the rank prioritization.
-        rho: weight of the staleness distribution.
-        gamma, lam: discount and GAE lambda of the value-based scores.
-        score_ema: weight of a new score (1: replace the old one).
-        min_seen: levels that must have been seen before any replay.
-        levels: the level (instance) ids; ``None``: the environment's, at the first hook.
-        seed: seed of the level choices (and of the ``random`` scores).
-    """
+class PLR(MetaComponent):
+    """Prioritized Level Replay (see the module's docstring); ``score_ema``: weight of a new
+    score, ``levels``: the level ids (``None``: the environment's)."""
 
     shown = ("strategy", "replay_prob", "beta", "rho")
-    #: what checkpoints hold: levels, scores, staleness and the RNG (not the running episodes)
     state_attributes = ("levels", "scores", "seen", "last_played", "episodes", "rng")
 
     def __init__(self, strategy: str = "value_l1", replay_prob: float = 0.5, beta: float = 0.1,
@@ -166,7 +131,6 @@ class PLR(MetaComponent):
         self.post_step_methods.append(self.record)
         self.post_episode_methods.append(self.score_and_choose)
 
-    # -- levels and sampling ---------------------------------------------------------------
     def set_levels(self, levels: Sequence[int]) -> None:
         """Start over with the level ids ``levels`` (all unseen)."""
         self.levels = [int(level) for level in levels]
@@ -218,7 +182,6 @@ class PLR(MetaComponent):
                                                    p=self.replay_distribution()))], True
         return self.levels[int(unseen[self.rng.integers(len(unseen))])], False
 
-    # -- hooks -------------------------------------------------------------------------------
     def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Take the levels from the environment (once)."""
         if not self.levels:
@@ -226,7 +189,7 @@ class PLR(MetaComponent):
         return metrics
 
     def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Add each row (reward, flag, logits and values) to its env copy's running episode."""
+        """Add each row to its env copy's running episode."""
         transition = metrics["transition"]
         reward = transition["reward"].detach().float().cpu()
         terminated = transition["terminated"].tolist()

@@ -50,14 +50,9 @@ def accepted_arguments(cls: type) -> list[str]:
 
 
 def component_class(name: str) -> type[MetaComponent]:
-    """The component class ``name`` stands for: a name in ``COMPONENTS`` or an import path
-    (``package.module:Class``, or Hydra's ``package.module.Class``) of a ``MetaComponent``.
-
-    Raises:
-        ValueError: an unknown name (with the valid ones).
-        ImportError: an import path that does not import.
-        TypeError: the path names something that is not a ``MetaComponent`` subclass.
-    """
+    """The class ``name`` stands for: a name in ``COMPONENTS`` or an import path
+    (``package.module:Class`` or ``package.module.Class``) of a ``MetaComponent`` subclass;
+    ``ValueError`` for an unknown name, ``TypeError`` for a path to anything else."""
     if name in COMPONENTS:
         return COMPONENTS[name]
     if not (is_import_path(name) or "." in name):
@@ -67,16 +62,15 @@ def component_class(name: str) -> type[MetaComponent]:
                          "'package.module:MyComponent'")
     cls = import_object(name, "meta component")
     if not (isinstance(cls, type) and issubclass(cls, MetaComponent)):
-        what = f"the class {cls.__name__}" if isinstance(cls, type) else "a " + type(
-            cls).__name__
+        what = f"the class {cls.__name__}" if isinstance(cls, type) else f"a {type(cls).__name__}"
         raise TypeError(f"meta component {name!r} is {what}, not a subclass of "
                         "looprl.meta.MetaComponent")
     return cls
 
 
 def make_component(name: str, **kwargs: Any) -> MetaComponent:
-    """The component ``name`` (``component_class``; or Hydra's ``_target_`` argument) built
-    with ``kwargs``; ``ValueError`` for an unknown keyword argument (with the valid ones)."""
+    """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``;
+    ``ValueError`` for an unknown keyword argument."""
     cls = component_class(str(kwargs.pop("_target_", name)))
     accepted = accepted_arguments(cls)
     unknown = [key for key in kwargs if key not in accepted]

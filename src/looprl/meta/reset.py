@@ -1,13 +1,9 @@
 """``NetworkReset``: periodic re-initialization of a network's layers, a meta component.
 
-Resetting the last layers every few updates counters the loss of plasticity of deep RL
-agents (Nikishin et al., 2022, "The Primacy Bias in Deep RL",
-https://arxiv.org/abs/2205.07802); shrink-and-perturb (Ash & Adams, 2020, "On Warm-Starting
-Neural Network Training", https://arxiv.org/abs/1910.08475) keeps part of what was learned:
-``theta <- shrink * theta + perturb * theta_fresh``.
-
-It changes ``metrics['model']``'s parameters in place at ``post_update``; the optimizer's
-state (e.g. Adam's moments) is kept.
+Resetting the last layers counters the loss of plasticity (Nikishin et al., 2022,
+https://arxiv.org/abs/2205.07802); shrink-and-perturb (Ash & Adams, 2020,
+https://arxiv.org/abs/1910.08475) keeps part of what was learned: ``theta <- shrink * theta +
+perturb * theta_fresh``. Parameters change in place; the optimizer's state is kept.
 """
 
 from __future__ import annotations
@@ -29,25 +25,19 @@ MODES = ("reset", "shrink_perturb")
 
 def layers_of(model: nn.Module) -> dict[str, nn.Module]:
     """The modules of ``model`` that own parameters directly, by name, in registration
-    order (``nn.Sequential``'s ``'0'``, ``'2'``, ...; nested ``'body.0'``)."""
+    order (``'0'``, ``'2'``, nested ``'body.0'``)."""
     return {name: module for name, module in model.named_modules()
             if next(module.parameters(recurse=False), None) is not None}
 
 
 class NetworkReset(MetaComponent):
-    """Every ``every`` updates (``post_update``), re-initialize chosen layers of
-    ``metrics['model']``.
+    """Every ``every`` updates, re-initialize chosen layers of ``metrics['model']``.
 
     Args:
-        every: updates between two resets.
         layers: layer names or name prefixes (``'head'`` selects ``'head.0'``, ``'head.2'``).
         last: select the last ``last`` layers (the default, 1, when ``layers`` is not given).
         mode: ``'reset'`` (fresh initialization; buffers too) or ``'shrink_perturb'``.
-        shrink, perturb: ``lambda`` and ``sigma`` of shrink-and-perturb.
         initializer: re-initializes a layer in place (default: its ``reset_parameters``).
-
-    Raises:
-        ValueError: at the first update, for a layer name the model lacks (with its names).
     """
 
     shown = ("every", "layers", "last", "mode")
@@ -77,20 +67,20 @@ class NetworkReset(MetaComponent):
         if self._chosen is not None and self._chosen[0] == id(model):
             return self._chosen[1]
         layers = layers_of(model)
-        if self.layers is None:
-            chosen = self._last_layers(layers)
-        else:
+        if self.layers is not None:
             chosen = {name: layers[name] for prefix in self.layers
                       for name in self._matching(prefix, layers)}
-        self._check_resettable(chosen)
-        self._chosen = (id(model), chosen)
-        return chosen
-
-    def _last_layers(self, layers: dict[str, nn.Module]) -> dict[str, nn.Module]:
-        if not 1 <= self.last <= len(layers):
+        elif 1 <= self.last <= len(layers):
+            chosen = dict(list(layers.items())[-self.last:])
+        else:
             raise ValueError(f"last={self.last}, but the model has {len(layers)} layers: "
                              f"{', '.join(layers)}")
-        return dict(list(layers.items())[-self.last:])
+        for name, layer in chosen.items():
+            if self.initializer is None and not callable(getattr(layer, "reset_parameters", None)):
+                raise ValueError(f"Layer {name!r} ({type(layer).__name__}) has no "
+                                 "reset_parameters(); pass initializer=...")
+        self._chosen = (id(model), chosen)
+        return chosen
 
     @staticmethod
     def _matching(prefix: str, layers: dict[str, nn.Module]) -> list[str]:
@@ -99,14 +89,6 @@ class NetworkReset(MetaComponent):
             raise ValueError(f"The model has no layer {prefix!r}; its layers (or prefixes of "
                              f"them) are: {', '.join(layers)}")
         return names
-
-    def _check_resettable(self, chosen: dict[str, nn.Module]) -> None:
-        if self.initializer is not None:
-            return
-        for name, layer in chosen.items():
-            if not callable(getattr(layer, "reset_parameters", None)):
-                raise ValueError(f"Layer {name!r} ({type(layer).__name__}) has no "
-                                 "reset_parameters(); pass initializer=...")
 
     def maybe_reset(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Count the update; reset the chosen layers when it completes a period."""
@@ -138,12 +120,11 @@ class NetworkReset(MetaComponent):
 
     def _reset_layer(self, layer: nn.Module, fresh: nn.Module) -> None:
         new = dict(fresh.named_parameters(recurse=False))
-        for name, parameter in layer.named_parameters(recurse=False):
-            if self.mode == "reset":
-                parameter.copy_(new[name])
-            else:
+        if self.mode == "shrink_perturb":
+            for name, parameter in layer.named_parameters(recurse=False):
                 parameter.mul_(self.shrink).add_(new[name], alpha=self.perturb)
-        if self.mode == "reset":
-            new_buffers = dict(fresh.named_buffers(recurse=False))
-            for name, buffer in layer.named_buffers(recurse=False):
-                buffer.copy_(new_buffers[name])
+            return
+        new.update(fresh.named_buffers(recurse=False))
+        for name, tensor in [*layer.named_parameters(recurse=False),
+                             *layer.named_buffers(recurse=False)]:
+            tensor.copy_(new[name])

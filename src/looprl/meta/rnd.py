@@ -1,21 +1,11 @@
 """Intrinsic rewards from novelty: ``RND`` and ``NovelD`` meta components (seed 001).
 
-* ``RND`` -- Random Network Distillation (Burda et al., 2018,
-  https://arxiv.org/abs/1810.12894): a *predictor* trained to match a fixed random *target*
-  network on visited states; the intrinsic reward is its error on ``next_state`` (optionally
-  divided by a running standard deviation) times ``internal_reward_weight``.
-* ``NovelD`` (Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2012.08621) -- the novelty
-  difference ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, optionally only on
-  the first visit of ``s'`` in the episode.
-
-Metrics keys (``looprl.meta.metrics``): post-step, they read ``transition['next_state']``
-(and, NovelD, ``['state']``), add ``weight * bonus`` to ``transition['reward']`` and write it
-as ``transition['intrinsic_reward']``; post-update, the predictor trains on the next states
-of ``batch`` (rows ``1..T`` of ``batch.obs``; without a batch, on next states buffered since
-the first step) and writes ``losses['rnd']``; NovelD's post-episode reads ``ended``. They
-log ``log/rnd/intrinsic_reward_mean``, ``.../intrinsic_reward_max`` and
-``.../predictor_loss`` (``log/noveld/...`` for ``NovelD``). The paper's observation
-normalization is left to the environment's preprocessing.
+Post-step they add ``weight * bonus`` to ``transition['reward']`` and write it as
+``transition['intrinsic_reward']``; post-update the predictor trains on the next states of
+``batch`` (rows ``1..T`` of ``batch.obs``; without a batch, on next states buffered since the
+first step) and writes ``losses['rnd']``. They log ``log/rnd/intrinsic_reward_mean``,
+``.../intrinsic_reward_max`` and ``.../predictor_loss`` (``log/noveld/...`` for ``NovelD``).
+Observation normalization is left to the environment's preprocessing.
 """
 
 from __future__ import annotations
@@ -27,7 +17,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.core import SampleBatch
 from looprl.core.suggest import check_count
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -56,14 +45,13 @@ class RNDNetwork(nn.Module):
         return (self.predictor(x).flatten(1) - target).pow(2).mean(dim=1)
 
     def get_error(self, x: torch.Tensor) -> torch.Tensor:
-        """The prediction error of each row of ``x`` (observation rows ``[N, ...]``)."""
+        """The prediction error of each observation row of ``x`` (``[N, ...]``)."""
         with torch.no_grad():
             return self.errors(x.to(self.device))
 
 
 class RunningStd:
-    """Running standard deviation of a stream of batches (Chan et al.'s update), as tensors;
-    1 until two values have been seen, never below ``eps``."""
+    """Running standard deviation of a stream of batches (1 until two values were seen)."""
 
     def __init__(self, device: str | torch.device = "cpu", eps: float = 1e-8):
         dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
@@ -73,6 +61,7 @@ class RunningStd:
         self.eps = eps
 
     def update(self, x: torch.Tensor) -> None:
+        """Add the values of ``x``."""
         x = x.detach().reshape(-1).to(self.mean.dtype)
         n = x.numel()
         batch_mean = x.mean()
@@ -84,6 +73,7 @@ class RunningStd:
 
     @property
     def std(self) -> torch.Tensor:
+        """The standard deviation so far (a 0-d tensor)."""
         var = self.m2 / (self.count - 1).clamp_min(1.0)
         std = var.clamp_min(self.eps**2).sqrt()
         return torch.where(self.count > 1, std, torch.ones_like(std))
@@ -95,10 +85,10 @@ class RecentObservations:
     def __init__(self, capacity: int):
         self.capacity = int(capacity)
         self.storage: torch.Tensor | None = None
-        self.pos = 0
-        self.size = 0
+        self.pos = self.size = 0
 
     def add(self, rows: torch.Tensor) -> None:
+        """Keep ``rows``, overwriting the oldest."""
         rows = rows[-self.capacity:]
         if self.storage is None:
             self.storage = rows.new_empty((self.capacity, *rows.shape[1:]))
@@ -118,32 +108,19 @@ class RecentObservations:
         return self.storage[index.to(self.storage.device)]
 
 
-def batch_observations(batch: SampleBatch | None, device: torch.device) -> torch.Tensor | None:
-    """Rows ``1..T`` of ``batch.obs`` (``[T + 1, B, ...]``) on ``device``, flattened."""
-    if batch is None:
-        return None
-    return batch.obs[1:].to(device).flatten(0, 1)  # (rows 1..T only go to the device)
-
-
 class RND(MetaComponent):
-    """Random Network Distillation (see the module docstring); the networks are built on the
-    first ``get_reward`` unless ``obs_shape`` is given.
+    """Random Network Distillation (Burda et al., 2018, https://arxiv.org/abs/1810.12894): the
+    bonus is the error on ``next_state`` of a predictor trained to match a fixed random target
+    network (with ``normalize``, divided by a running standard deviation of the errors).
 
     Args:
-        internal_reward_weight: scale of the intrinsic reward added to the reward.
-        normalize: divide the prediction errors by a running standard deviation of them.
         network: ``"auto"`` (MLP for flat observations, CNN for ``(C, H, W)`` images),
             ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS``, or a factory
             ``shape -> nn.Module``. The built-in ones scale ``uint8`` inputs by 1/255.
-        feature_dim: output size of the target and predictor.
-        hidden: hidden layer sizes of the MLP.
-        lr: Adam learning rate of the predictor.
-        batch_size: rows per predictor update (a larger training batch is used whole).
-        gradient_steps: predictor updates per ``post_update`` call.
+        batch_size: buffered rows per predictor update (a training batch is used whole).
         update_every: train the predictor at every this-many-th ``post_update`` call only.
         buffer_size: recent next states kept for training while there is no batch.
-        obs_shape: build the networks at once for observations of this shape.
-        device, seed: of the networks (and the buffer sampling).
+        obs_shape: build the networks at once (else at the first step).
     """
 
     #: the ``log/<log_name>/...`` keys it writes
@@ -161,34 +138,26 @@ class RND(MetaComponent):
         if not callable(network) and network not in names:
             raise ValueError(f"Unknown RND network {network!r}; use a factory shape -> "
                              f"nn.Module or one of: {', '.join(names)}")
-        self.internal_reward_weight = float(internal_reward_weight)
-        self.normalize = normalize
-        self.network = network
-        self.feature_dim = int(feature_dim)
-        self.hidden = tuple(hidden)
-        self.lr = float(lr)
-        self.batch_size = int(batch_size)
-        self.gradient_steps = int(gradient_steps)
         check_count(update_every=update_every)
-        self.update_every = int(update_every)
+        self.internal_reward_weight, self.normalize = float(internal_reward_weight), normalize
+        self.network, self.feature_dim, self.hidden = network, int(feature_dim), tuple(hidden)
+        self.lr, self.batch_size = float(lr), int(batch_size)
+        self.gradient_steps, self.update_every = int(gradient_steps), int(update_every)
         self._update_calls = 0
-        self.device = torch.device(device)
-        self.seed = seed
+        self.device, self.seed = torch.device(device), seed
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        self.rnd_net: RNDNetwork | None = None
+        self.rnd_net: RNDNetwork | None = None  # built with the optimizer, for obs_shape
         self.optimizer: torch.optim.Optimizer | None = None
         self.obs_shape: tuple[int, ...] | None = None
         self.reward_stats = RunningStd(self.device)
         self.recent: RecentObservations | None = RecentObservations(buffer_size)
-        self._bonus_sum: torch.Tensor | None = None  # of the logging interval (log_bonus)
+        self._bonus_sum = self._bonus_max = None  # of the logging interval (log_bonus)
         self._bonus_count = 0
-        self._bonus_max: torch.Tensor | None = None
         self.post_step_methods.append(self.get_reward)
         self.post_update_methods.append(self.update_predictor)
         if obs_shape is not None:
             self.initialize_networks(obs_shape)
 
-    # -- networks ---------------------------------------------------------------------------
     def initialize_networks(self, shape: Sequence[int]) -> None:
         """Build the target, the predictor and its optimizer for observations of ``shape``."""
         shape = tuple(int(s) for s in shape)
@@ -201,8 +170,7 @@ class RND(MetaComponent):
         self.obs_shape = shape
 
     def _build(self, shape: tuple[int, ...]) -> nn.Module:
-        """A factory's network, else a feature extractor and a linear layer of
-        ``feature_dim`` outputs."""
+        """A factory's network, else a feature extractor and a linear layer."""
         network = self.network
         if callable(network):
             return probe(network(shape), shape, network)
@@ -219,7 +187,6 @@ class RND(MetaComponent):
         return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features,
                                                              self.feature_dim), 1.0))
 
-    # -- hooks ------------------------------------------------------------------------------
     def get_reward(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Add ``weight * bonus`` to the transition's reward (``intrinsic_reward``)."""
         transition = metrics["transition"]
@@ -236,7 +203,7 @@ class RND(MetaComponent):
         return metrics
 
     def bonus(self, transition: dict[str, Any], next_state: torch.Tensor) -> torch.Tensor:
-        """The (normalized) prediction error of each next state (seed 001)."""
+        """The (normalized) prediction error of each next state."""
         return self._normalized(self.rnd_net.get_error(next_state))
 
     def log_bonus(self, metrics: dict[str, Any], bonus: torch.Tensor) -> None:
@@ -265,11 +232,12 @@ class RND(MetaComponent):
         if self.rnd_net is None:
             if batch is None:
                 return metrics
-            self.initialize_networks(batch_observations(batch, self.device).shape[1:])
+            self.initialize_networks(batch.obs.shape[2:])
         self._update_calls += 1
         if self._update_calls % self.update_every:
             return metrics
-        observations = self.training_observations(batch_observations(batch, self.device))
+        observations = self.training_observations(
+            None if batch is None else batch.obs[1:].to(self.device).flatten(0, 1))
         if observations is None:
             return metrics
         for _ in range(self.gradient_steps):
@@ -279,14 +247,12 @@ class RND(MetaComponent):
             self.optimizer.step()
         loss = loss.detach()
         metrics[f"log/{self.log_name}/predictor_loss"] = loss
-        losses = metrics.get("losses")
-        if losses is not None:
-            losses["rnd"] = loss
+        if metrics.get("losses") is not None:
+            metrics["losses"]["rnd"] = loss
         return metrics
 
     def training_observations(self, observations: torch.Tensor | None) -> torch.Tensor | None:
-        """A batch's ``observations``, else buffered rows; ``ValueError`` for observations
-        of another shape than the networks'."""
+        """A batch's ``observations`` (checked), else buffered rows."""
         if observations is None:
             return None if self.recent is None else self.recent.sample(self.batch_size,
                                                                        self.generator)
@@ -298,7 +264,6 @@ class RND(MetaComponent):
         self.recent = None  # the agent's batches suffice: stop buffering
         return observations
 
-    # -- the Ray runtime --------------------------------------------------------------------
     def shared_state(self) -> dict[str, Any] | None:
         """The trainer's networks, for the actors' bonuses (``None`` before it built them)."""
         if self.rnd_net is None:
@@ -311,7 +276,6 @@ class RND(MetaComponent):
             self.initialize_networks(state["obs_shape"])
         self.rnd_net.load_state_dict(state["rnd_net"])
 
-    # -- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The networks, the optimizer and the reward statistics (not the recent buffer)."""
         if self.rnd_net is None:
@@ -320,6 +284,7 @@ class RND(MetaComponent):
                               "reward_stats": self.reward_stats})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
         if state.get("obs_shape") is None:
             return
         self.load_shared_state(state)
@@ -342,15 +307,10 @@ def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
 
 
 class NovelD(RND):
-    """NovelD: the bonus ``max(N(s') - alpha * N(s), 0)``, times ``1[first visit of s' this
-    episode]`` when ``episodic`` (visits of ``floor(obs / resolution)`` per env copy).
-
-    Args:
-        alpha: weight of the current state's novelty (0.5 in the paper).
-        episodic: restrict the bonus to the first visit of ``s'`` in the episode.
-        resolution: cell size of the visit discretization.
-        **kwargs: ``RND``'s arguments.
-    """
+    """NovelD (Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2012.08621): the bonus
+    ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, times ``1[first visit of s'
+    this episode]`` when ``episodic`` (visits of ``floor(obs / resolution)`` per env copy);
+    ``kwargs``: ``RND``'s arguments."""
 
     log_name = "noveld"
     shown = ("alpha", "episodic", "internal_reward_weight")
@@ -400,5 +360,6 @@ class NovelD(RND):
         return {**super().state_dict(), "visited": [set(v) for v in self.visited]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
         super().load_state_dict(state)
         self.visited = [set(v) for v in state["visited"]]

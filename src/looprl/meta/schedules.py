@@ -1,14 +1,8 @@
-"""Hyperparameter schedules as meta components: they write ``hp/*`` keys of the metrics
-dictionary before steps or updates, and the loop applies the new values (seed 001).
-
-* ``CosineLRSchedule`` -- cosine annealing with warm restarts (SGDR, Loshchilov & Hutter,
-  2017, https://arxiv.org/abs/1608.03983) of ``hp/lr``, counted in updates.
-* ``HPSchedule`` -- any ``hp/*`` key on a ``linear``, ``cosine``, ``step`` or ``exponential``
-  schedule, counted in steps or in updates.
+"""Hyperparameter schedules as meta components: they write ``hp/*`` keys before steps or
+updates, and the loop applies the new values (seed 001).
 
 Both log the value they set last as ``log/schedule/<name>`` (``hp/lr`` -> ``log/schedule/lr``)
-and count their own hook calls (the ``k``-th call writes the value at ``t = k``);
-``HPSchedule(clock='metrics')`` reads ``t`` from ``metrics['step']`` or ``['update']``.
+and count their own hook calls (the ``k``-th call writes the value at ``t = k``).
 """
 
 from __future__ import annotations
@@ -24,8 +18,8 @@ __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
 
 def cosine_restarts(t: int, initial: float, minimum: float, period: float,
                     period_mult: float = 1.0) -> float:
-    """The SGDR value at ``t``: ``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2`` with
-    ``t_cur`` the time since the last restart and ``T_i = period * period_mult**i``."""
+    """``min + (initial - min) (1 + cos(pi t_cur / T_i)) / 2``, ``t_cur`` the time since the
+    last restart and ``T_i = period * period_mult**i``."""
     t_cur, t_i = float(t), float(period)
     if period_mult == 1.0:
         t_cur = math.fmod(t_cur, t_i)
@@ -45,20 +39,18 @@ def check_key(key: str) -> str:
 
 
 def set_value(metrics: dict[str, Any], key: str, value: float) -> None:
-    """Write ``value`` into ``metrics[key]`` and into its log key ``log/schedule/<name>``."""
+    """Write ``value`` into ``metrics[key]`` and its log key ``log/schedule/<name>``."""
     metrics[key] = metrics["log/schedule/" + key[3:]] = value
 
 
 class CosineLRSchedule(MetaComponent):
-    """SGDR on ``hp/lr``: ``cosine_restarts(k, ...)`` at the ``k``-th ``pre_update``.
+    """Cosine annealing with warm restarts (SGDR, https://arxiv.org/abs/1608.03983) of
+    ``key``: ``cosine_restarts(k, ...)`` at the ``k``-th ``pre_update``.
 
     Args:
-        initial_lr: the learning rate at the start of every cycle (``None``: the agent's own
-            learning rate, ``metrics[key]`` when the first update starts).
-        min_lr: the learning rate the cycles anneal towards.
+        initial_lr: the learning rate at the start of every cycle (``None``: the agent's own).
         period: length of the first cycle in updates (``T_0``).
         period_mult: factor by which each cycle is longer than the previous (``T_mult``).
-        key: the key written (``hp/lr``, or ``hp/lr/<name>`` for one optimizer).
     """
 
     shown = ("initial_lr", "min_lr", "period", "period_mult")
@@ -91,7 +83,7 @@ class CosineLRSchedule(MetaComponent):
         return cosine_restarts(t, self.initial_lr, self.min_lr, self.period, self.period_mult)
 
     def adapt_lr(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Write the learning rate of this update (from the agent's, without ``initial_lr``)."""
+        """Write the learning rate of this update."""
         if self.initial_lr is None:
             if self.key not in metrics:
                 raise KeyError(f"CosineLRSchedule starts from the agent's {self.key}, which "
@@ -103,12 +95,8 @@ class CosineLRSchedule(MetaComponent):
 
 
 #: What each kind of ``HPSchedule`` needs besides ``start``.
-KIND_ARGUMENTS = {
-    "linear": ("end", "duration"),
-    "cosine": ("end", "duration"),
-    "step": ("every", "factor"),
-    "exponential": ("decay",),
-}
+KIND_ARGUMENTS = {"linear": ("end", "duration"), "cosine": ("end", "duration"),
+                  "step": ("every", "factor"), "exponential": ("decay",)}
 PER = ("step", "update")
 CLOCKS = ("calls", "metrics")
 
@@ -116,27 +104,15 @@ CLOCKS = ("calls", "metrics")
 class HPSchedule(MetaComponent):
     """A schedule of any ``hp/*`` key, written before every step or every update.
 
-    At time ``t`` (see the module docstring for how it is counted) the value is
+    At time ``t`` the value is
 
     * ``linear``: ``start + (end - start) * min(t / duration, 1)``;
     * ``cosine``: ``end + (start - end) * (1 + cos(pi * min(t / duration, 1))) / 2``;
     * ``step``: ``start * factor ** (t // every)``;
-    * ``exponential``: ``start * decay ** t``;
+    * ``exponential``: ``start * decay ** t``; ``step`` and ``exponential`` stop at ``end``.
 
-    where ``step`` and ``exponential`` stop at ``end`` when it is given.
-
-    Args:
-        key: the ``hp/*`` key written, e.g. ``'hp/epsilon'``.
-        kind: ``'linear'``, ``'cosine'``, ``'step'`` or ``'exponential'``.
-        start: the value at ``t = 0``.
-        end: the final value (linear, cosine) or a bound (step, exponential).
-        duration: ``t`` at which linear and cosine schedules reach ``end``.
-        every, factor: ``t`` between two steps of a step schedule, and its multiplier.
-        decay: multiplier per unit of ``t`` of an exponential schedule.
-        per: ``'step'`` or ``'update'``: the unit of ``t`` and the hook (``pre_<per>``).
-        clock: ``'calls'`` (count own calls) or ``'metrics'`` (read ``metrics['step']`` or
-            ``metrics['update']``).
-        integer: round values to ``int`` (``hp/batch_size``, ``hp/epochs``).
+    ``per`` (``'step'`` or ``'update'``) is the unit of ``t`` and the hook (``pre_<per>``);
+    ``clock='metrics'`` reads ``t`` from ``metrics[per]`` instead of counting calls.
     """
 
     shown = ("key", "kind", "start", "per")
@@ -164,26 +140,17 @@ class HPSchedule(MetaComponent):
 
     def value(self, t: float) -> float:
         """The scheduled value at ``t``."""
-        value = getattr(self, f"_{self.kind}")(t)
+        if self.kind == "linear":
+            value = self.start + (self.end - self.start) * min(t / self.duration, 1.0)
+        elif self.kind == "cosine":
+            fraction = min(t / self.duration, 1.0)
+            value = self.end + (self.start - self.end) * 0.5 * (1.0 + math.cos(math.pi * fraction))
+        else:
+            value = (self.start * self.factor ** (t // self.every) if self.kind == "step"
+                     else self.start * self.decay**t)
+            if self.end is not None:  # a bound
+                value = max(value, self.end) if self.start >= self.end else min(value, self.end)
         return round(value) if self.integer else value
-
-    def _linear(self, t: float) -> float:
-        return self.start + (self.end - self.start) * min(t / self.duration, 1.0)
-
-    def _cosine(self, t: float) -> float:
-        fraction = min(t / self.duration, 1.0)
-        return self.end + (self.start - self.end) * 0.5 * (1.0 + math.cos(math.pi * fraction))
-
-    def _step(self, t: float) -> float:
-        return self._bounded(self.start * self.factor ** (t // self.every))
-
-    def _exponential(self, t: float) -> float:
-        return self._bounded(self.start * self.decay**t)
-
-    def _bounded(self, value: float) -> float:
-        if self.end is None:
-            return value
-        return max(value, self.end) if self.start >= self.end else min(value, self.end)
 
     def now(self, metrics: dict[str, Any]) -> float:
         """``t`` of this call: own calls so far, or the loop's step or update counter."""

@@ -1,20 +1,11 @@
 """Self-Paced Context Evaluation: a training instance set that grows as learning stalls.
 
-SPaCE (Eimer, Biedenkapp, Hutter and Lindauer, ICML 2021, https://arxiv.org/abs/2106.05009)
-trains on the instances the agent values most first, and adds instances whenever its
-performance on the current set stops improving. Every ``check_every`` ended episodes it
-measures
-
-* ``measure='value'``: the mean over the current set of ``V(s_0^i)``, the value of instance
-  ``i``'s start state (taken once, with ``seed``, from a copy of the first ``ContextualEnv``;
-  values from ``metrics['policy'].logits_and_values``);
-* ``measure='return'``: the mean return of the episodes that ended during the window.
-
-The first check records a baseline; at each later one, if ``P_now - P_before < eta`` the
-set grows by ``increment`` instances, highest ``V(s_0)`` first when the policy gives values.
-Both hooks (``pre_episode``, ``post_episode``) write the current set to every env copy and
-log its size as ``log/space/instance_set_size``. On Ray every actor runs its own SPaCE
-(``measure='value'`` needs ``runtime.policy_workers=0``).
+SPaCE (Eimer et al., ICML 2021, https://arxiv.org/abs/2106.05009) trains first on the
+instances the agent values most. Every ``check_every`` ended episodes it measures ``P``: the
+mean ``V(s_0)`` over the current set (``measure='value'``; start states reset with ``seed``)
+or the mean return of the window's episodes (``'return'``). If ``P_now - P_before < eta`` the
+set grows by ``increment`` instances, highest ``V(s_0)`` first. Logs
+``log/space/instance_set_size``.
 """
 
 from __future__ import annotations
@@ -34,16 +25,7 @@ MEASURES = ("value", "return")
 
 
 class SPaCE(MetaComponent):
-    """Self-Paced Context Evaluation (see the module's docstring).
-
-    Args:
-        initial_size: instances in the first training set.
-        increment: instances added at each growth.
-        eta: performance-change threshold below which the set grows.
-        check_every: ended episodes between two evaluations.
-        measure: ``'value'`` (mean start-state value) or ``'return'`` (mean episode return).
-        seed: seed of the resets that give the start states.
-    """
+    """Self-Paced Context Evaluation (see the module's docstring)."""
 
     shown = ("initial_size", "increment", "eta", "check_every", "measure")
     state_attributes = ("contexts", "current", "history", "last", "_window", "_episodes")
@@ -68,9 +50,9 @@ class SPaCE(MetaComponent):
 
     @property
     def size(self) -> int:
+        """Instances in the training set."""
         return len(self.current)
 
-    # -- values ------------------------------------------------------------------------------
     def start_states(self, env: Any) -> dict[int, torch.Tensor]:
         """Instance id -> the start observation of that instance (computed once)."""
         if not self._start_obs:
@@ -98,7 +80,6 @@ class SPaCE(MetaComponent):
             return list(instances)
         return [instances[j] for j in np.argsort(-values, kind="stable")]
 
-    # -- hooks -------------------------------------------------------------------------------
     def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """At the first call: the initial set, written to every copy."""
         if not self.contexts:
@@ -120,7 +101,7 @@ class SPaCE(MetaComponent):
         return metrics
 
     def performance(self, metrics: dict[str, Any]) -> float:
-        """The measured performance now (see the module's docstring)."""
+        """The measured performance ``P`` now."""
         if self.measure == "value":
             values = self.values(metrics, self.current)
             if values is None:

@@ -1,10 +1,6 @@
-"""Means of the keys meta components add to ``metrics['transition']`` (seed 001: RND adds
-``intrinsic_reward`` "to enable logging").
-
-A key a component adds to the loop's own is logged at the end of the logging interval as
-``log/transition/<key>``: its mean over the interval's rows. The hub notices added keys by
-the dictionary's length alone (no work per step when there are none).
-"""
+"""Means of the keys meta components add to ``metrics['transition']``, logged at the end of
+the logging interval as ``log/transition/<key>``. The hub notices added keys by the
+dictionary's length alone (no work per step when there are none)."""
 
 from __future__ import annotations
 
@@ -27,21 +23,16 @@ class TransitionMeans:
         self._sums: dict[str, list[Any]] = {}
 
     def add(self, transition: dict[str, Any], known: int) -> None:
-        """Add the values of ``transition``'s keys after its first ``known`` (the loop's)
-        keys. Values that are no number or 0-d/1-d numeric tensor or array are left out."""
+        """Add the values of ``transition``'s keys after its first ``known`` (the loop's);
+        values that are no number or 0-d/1-d numeric tensor or array are left out."""
         for key, value in islice(transition.items(), known, None):
             total = _row_sum(value)
-            if total is None:
-                continue
-            entry = self._sums.get(key)
-            if entry is None:
-                self._sums[key] = list(total)
-            else:
-                entry[0] = entry[0] + total[0]
-                entry[1] += total[1]
+            if total is not None:
+                old = self._sums.get(key, (0.0, 0))
+                self._sums[key] = [old[0] + total[0], old[1] + total[1]]
 
     def take(self) -> dict[str, float]:
-        """The mean of each key since the last call (``log/transition/<key>``); starts anew."""
+        """The mean of each key since the last call; starts anew."""
         means = {PREFIX + key: float(total) / count
                  for key, (total, count) in self._sums.items() if count}
         self._sums.clear()
@@ -49,8 +40,7 @@ class TransitionMeans:
 
 
 def _row_sum(value: Any) -> tuple[Any, int] | None:
-    """``(sum, rows)`` of a number or a 0-d/1-d numeric tensor or array (a tensor's sum stays
-    on its device until logged); ``None`` for anything else."""
+    """``(sum, rows)`` of a number or a 0-d/1-d numeric tensor or array; else ``None``."""
     if isinstance(value, bool | int | float | np.number):
         return float(value), 1
     if isinstance(value, torch.Tensor) and value.ndim <= 1 and value.numel():

@@ -1,11 +1,4 @@
-"""Layers and models: ``MLP``, ``RLNetwork``, ``Dueling``, ``Flatten``, ``Linear0``; feature
-extractors by spec (``feature_extractor``: MLP, CNN, ResNet, combinations).
-
-As ``all.nn``, this package is a superset of ``torch.nn``: ``nn.Sequential``, ``nn.Linear``,
-``nn.ReLU``, ``nn.Module``, ``nn.functional`` (also ``nn.F``), ``nn.init``... all work through
-``from looprl import nn``. Where a name exists in both, looprl's wins (``Flatten``,
-``Linear0``, ``Dueling``; each compatible with ALL's).
-"""
+"""Layers, models and feature extractors: as ``all.nn``, a superset of ``torch.nn``."""
 
 from torch import nn as _torch_nn
 from torch.nn import *  # noqa: F403  (as all.nn: every torch.nn name, then looprl's)

@@ -1,5 +1,4 @@
-"""Actor-critic networks: the one forward contract every actor-critic policy builds on
-(``ActorCriticModel``) and the small networks of the presets, which read one observation."""
+"""Actor-critic networks: ``ActorCriticModel`` and the presets' networks."""
 
 from __future__ import annotations
 
@@ -12,30 +11,22 @@ __all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "SharedActorCritic",
 
 
 def single_field(obs: Any) -> torch.Tensor:
-    """The observation tensor of ``obs``: itself, or the only field of a ``NamedArray``/dict
-    (what the SRL environments send: ``{"obs": ...}``).
-
-    Raises:
-        ValueError: ``obs`` has several fields (use a field-reading ``ActorCriticNetwork``).
-    """
+    """The observation tensor of ``obs``: itself, or the only field of a ``NamedArray``/dict."""
     if isinstance(obs, torch.Tensor):
         return obs
     items = [value for _, value in obs.items() if value is not None]
     if len(items) != 1:
         raise ValueError(
             f"this network reads one observation tensor, got fields {list(obs.keys())}: build "
-            "the policy with obs_dim naming its fields (looprl.agents.actor_critic_policy)"
-        )
+            "the policy with obs_dim naming its fields (looprl.agents.actor_critic_policy)")
     return items[0]
 
 
 class ActorCriticModel(nn.Module):
-    """Base of the networks ``looprl.agents.ActorCriticPolicy`` acts and analyzes with.
-
-    ``forward(obs, hx=None, reset=None)`` returns ``(params, value, aux_value, next_hx)``:
-    action-distribution parameters (logits, or ``cat(mean, log_std)``), values ``V(obs)``,
-    PPG's auxiliary values and the next recurrent memory (``None`` without either).
-    """
+    """Base of the networks of ``ActorCriticPolicy``: ``forward(obs, hx=None, reset=None)``
+    returns ``(params, value, aux_value, next_hx)``: distribution parameters (logits, or
+    ``cat(mean, log_std)``), ``V(obs)``, PPG's auxiliary values (or ``None``) and the next
+    recurrent memory (or ``None``)."""
 
     def initial_state(self) -> Any:
         """Recurrent memory of one stream at an episode start (``None``: feed-forward)."""
@@ -43,8 +34,7 @@ class ActorCriticModel(nn.Module):
 
 
 class ActorCritic(ActorCriticModel):
-    """Separate ``actor`` (distribution parameters) and ``critic`` (one value) networks over
-    the same observation (SB3's default)."""
+    """Separate ``actor`` (distribution parameters) and ``critic`` (one value) networks."""
 
     def __init__(self, actor: nn.Module, critic: nn.Module):
         super().__init__()
@@ -57,8 +47,7 @@ class ActorCritic(ActorCriticModel):
 
 
 class SharedActorCritic(ActorCriticModel):
-    """A shared ``body`` (observations to features) with a ``policy_head`` (distribution
-    parameters) and a ``value_head`` (one value), as in the Atari presets."""
+    """A shared ``body`` with a ``policy_head`` and a ``value_head`` (one value)."""
 
     def __init__(self, body: nn.Module, policy_head: nn.Module, value_head: nn.Module):
         super().__init__()
@@ -72,13 +61,11 @@ class SharedActorCritic(ActorCriticModel):
 
 
 class PPGNetwork(ActorCriticModel):
-    """PPG's policy network, a ``trunk`` with a ``policy_head`` (logits) and an ``aux_head``
-    (one auxiliary value), and its value network, the ``critic`` (Cobbe et al., 2021,
-    https://arxiv.org/abs/2009.04416)."""
+    """PPG's networks (Cobbe et al., 2021): a ``trunk`` with a ``policy_head`` (logits) and an
+    ``aux_head`` (one auxiliary value), and a separate ``critic``."""
 
-    def __init__(
-        self, trunk: nn.Module, policy_head: nn.Module, aux_head: nn.Module, critic: nn.Module
-    ):
+    def __init__(self, trunk: nn.Module, policy_head: nn.Module, aux_head: nn.Module,
+                 critic: nn.Module):
         super().__init__()
         self.trunk = trunk
         self.policy_head = policy_head

@@ -1,6 +1,4 @@
-"""Categorical (distributional) Q heads (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887),
-as ``QDist`` takes them (``looprl.approximation.q_dist``).
-"""
+"""Categorical (distributional) Q heads (Bellemare et al., 2017), as ``QDist`` takes them."""
 
 from __future__ import annotations
 
@@ -25,15 +23,9 @@ class CategoricalQHead(nn.Module):
 
 
 class CategoricalDueling(nn.Module):
-    """Rainbow's dueling distributional head (Hessel et al., 2018,
-    https://arxiv.org/abs/1710.02298), as ``all.nn.CategoricalDueling``: ``logits = v + a -
-    mean_a(a)`` per atom, returned flat, ``(batch, num_actions * num_atoms)`` (``QDist`` takes
-    the softmax per action; ``CategoricalQHead`` around it gives the probabilities).
-
-    Args:
-        value_model: maps features to ``(batch, num_atoms)`` value logits.
-        advantage_model: maps the same features to ``(batch, num_actions * num_atoms)`` logits.
-    """
+    """Rainbow's dueling head, as ``all.nn.CategoricalDueling``: ``v + a - mean_a(a)`` per
+    atom of ``value_model``'s ``(batch, num_atoms)`` and ``advantage_model``'s ``(batch,
+    num_actions * num_atoms)`` logits, returned flat like the latter."""
 
     def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
         super().__init__()

@@ -1,30 +1,8 @@
-"""Configurable feature extractors: MLP, CNN, ResNet-style, and combinations (Mighty's
-``feature_extractor`` configs).
-
-``feature_extractor(spec, input_shape)`` builds an ``nn.Module`` mapping a batch of
-observations of ``input_shape`` to ``(batch, out_features)`` features (its ``out_features``
-attribute). A spec is
-
-* a name in ``FEATURE_EXTRACTORS`` with its default options: ``"mlp"``, ``"cnn"``,
-  ``"nature"`` or ``"resnet"``;
-* a dict ``{"type": name, **options}``, e.g. ``{"type": "mlp", "hidden": [128, 128]}``;
-* a list of specs, chained: each is built on the previous one's output, e.g.
-  ``["resnet", {"type": "mlp", "hidden": [256]}]`` (a combination).
-
-==========  ==============================================================================
-name        options (defaults)
-==========  ==============================================================================
-``mlp``     ``hidden`` (64, 64), ``activation`` ("relu"); flattens its input first
-``cnn``     ``channels`` (32, 64, 64), ``kernels`` (8, 4, 3), ``strides`` (4, 2, 1),
-            ``padding`` (0), ``activation`` ("relu"); then flattened
-``nature``  ``features`` (512): the Nature DQN convolutions and a 512-unit layer
-``resnet``  ``channels`` (16, 32, 32), ``blocks`` (2), ``features`` (256): the IMPALA CNN
-            (Espeholt et al., 2018, https://arxiv.org/abs/1802.01561)
-==========  ==============================================================================
-
-Image extractors take channels-first ``(C, H, W)`` inputs and scale ``uint8`` ones by 1/255.
-All accept one unbatched observation too. Weights are orthogonal (gain ``sqrt(2)``), biases
-zero.
+"""Feature extractors by spec (Mighty's ``feature_extractor`` configs): a name of
+``FEATURE_EXTRACTORS`` (``"mlp"``, ``"cnn"``, ``"nature"``, ``"resnet"``), a dict
+``{"type": name, **options}`` or a list of specs, chained. Each module maps observations of
+``input_shape`` (images channels-first, ``uint8`` scaled by 1/255; unbatched too) to
+``(batch, out_features)``.
 """
 
 from __future__ import annotations
@@ -45,8 +23,6 @@ __all__ = ["ACTIVATIONS", "FEATURE_EXTRACTORS", "ConvFeatures", "MLPFeatures", "
 
 
 class _Unbatched(nn.Module):
-    """Runs ``self.layers`` on a batch (an unbatched input of ``input_shape`` gets one), uint8
-    inputs (any, with ``scale_floats``) scaled by 1/255."""
 
     input_dims: int
     scale_floats = False
@@ -71,8 +47,7 @@ class MLPFeatures(_Unbatched):
 
 
 class ConvFeatures(_Unbatched):
-    """A stack of convolutions (``channels``/``kernels``/``strides``, every one zero-padded
-    by ``padding``), then flattened."""
+    """Convolutions (``channels``/``kernels``/``strides``/``padding``), then flattened."""
 
     def __init__(self, input_shape: Sequence[int], channels: Sequence[int] = (32, 64, 64),
                  kernels: Sequence[int] = (8, 4, 3), strides: Sequence[int] = (4, 2, 1),
@@ -98,16 +73,15 @@ class _Residual(nn.Module):
         super().__init__()
         self.block = nn.Sequential(
             nn.ReLU(), orthogonal_init(nn.Conv2d(channels, channels, 3, padding=1)),
-            nn.ReLU(), orthogonal_init(nn.Conv2d(channels, channels, 3, padding=1)),
-        )
+            nn.ReLU(), orthogonal_init(nn.Conv2d(channels, channels, 3, padding=1)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.block(x)
 
 
 class ResNetFeatures(_Unbatched):
-    """The IMPALA CNN: per stage a 3x3 convolution, 3x3 max-pooling (stride 2) and
-    ``blocks`` residual blocks; then ReLU, flatten and a ``features``-unit ReLU layer."""
+    """The IMPALA CNN (Espeholt et al., 2018): per stage a convolution, max-pooling and
+    ``blocks`` residual blocks; then a ``features``-unit ReLU layer."""
 
     def __init__(self, input_shape: Sequence[int], channels: Sequence[int] = (16, 32, 32),
                  blocks: int = 2, features: int = 256):
@@ -128,8 +102,7 @@ class ResNetFeatures(_Unbatched):
 
 
 class NatureConv(ConvFeatures):
-    """The Nature DQN convolutions (``ConvFeatures``' defaults) over ``frames`` stacked frames
-    of ``screen_size`` pixels a side, scaled by 1/255 inside (float frames too)."""
+    """The Nature DQN convolutions, scaling float frames by 1/255 too."""
 
     scale_floats = True
 
@@ -157,16 +130,14 @@ def _nature(input_shape: Sequence[int], features: int = 512) -> NatureCNN:
                          f"{tuple(input_shape)}; it needs frames of at least 36x36") from None
 
 
-#: Feature extractors by name: ``factory(input_shape, **options)`` -> a module with
-#: ``out_features``.
+#: ``factory(input_shape, **options)`` -> a module with ``out_features``, by name
 FEATURE_EXTRACTORS: dict[str, Callable[..., nn.Module]] = {
     "mlp": MLPFeatures, "cnn": ConvFeatures, "nature": _nature, "resnet": ResNetFeatures,
 }
 
 
 def feature_extractor(spec: Any, input_shape: Sequence[int]) -> nn.Module:
-    """The feature extractor ``spec`` describes (see the module docstring) for inputs of
-    ``input_shape``; one-line ``ValueError`` s for unknown names, options or shapes."""
+    """The feature extractor ``spec`` describes for inputs of ``input_shape``."""
     input_shape = tuple(int(n) for n in input_shape)
     if isinstance(spec, list | tuple):
         if not spec:
@@ -196,7 +167,7 @@ def _require_image(input_shape: Sequence[int], name: str) -> None:
 
 
 def _probe(layers: nn.Module, input_shape: Sequence[int], name: str) -> int:
-    """The flat output size of ``layers`` on one input; ``ValueError`` if it is too small."""
+    """The flat output size of ``layers``; ``ValueError`` if the input is too small."""
     try:
         with torch.no_grad():
             return int(layers(torch.zeros(1, *input_shape)).shape[1])

@@ -1,7 +1,4 @@
-"""Observation fields to features: the encoders of the SRL-style policies (seed 004), whose
-observations are dicts of named fields, declared as ``{field: dim or shape}`` (``obs_dim``/
-``state_dim``; ``field_shapes``).
-"""
+"""Observation fields (``obs_dim``: ``{field: dim or shape}``) to features (seed 004)."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ Shapes = dict[str, tuple[int, ...]]
 
 
 def field_shapes(dims: Any, what: str = "obs_dim") -> Shapes:
-    """``obs_dim``/``state_dim`` as ``{field: shape}``: an int or a shape is the field ``obs``
-    (``TypeError``, ``ValueError``: ``dims`` is not an int, a shape or a dict of them)."""
+    """``obs_dim``/``state_dim`` as ``{field: shape}`` (an int or a shape: ``obs``)."""
     if isinstance(dims, dict):
         if not dims:
             raise ValueError(f"{what} is an empty dict; name at least one observation field")
@@ -44,19 +40,11 @@ def _shape(dim: Any, what: str) -> tuple[int, ...]:
     return tuple(int(n) for n in shape)
 
 
-def observation_fields(
-    obs: Any, shapes: Shapes, device: torch.device
-) -> tuple[dict[str, torch.Tensor], tuple[int, ...], torch.Tensor | None]:
-    """The declared fields of ``obs`` flattened to ``[N, *shape]``, the leading shape, and
-    the ``action_mask`` (``[N, A]`` bool) if ``obs`` has one.
-
-    ``obs`` is a ``NamedArray``/dict of fields (numpy or torch), or one array for the only
-    field (``obs`` when several are declared). Fields must be ``[*lead, *shape]`` with the
-    same leading shape.
-
-    Raises:
-        ValueError: a declared field is missing or has the wrong trailing shape.
-    """
+def observation_fields(obs: Any, shapes: Shapes, device: torch.device
+                       ) -> tuple[dict[str, torch.Tensor], tuple[int, ...], torch.Tensor | None]:
+    """The declared fields of ``obs`` (a ``NamedArray``/dict, or the only field's array)
+    flattened to ``[N, *shape]``, their leading shape, and the ``action_mask`` (``[N, A]``
+    bool) if any; ``ValueError`` for a missing field or wrong shapes."""
     if isinstance(obs, NamedArray | dict):
         items = dict(obs.items())
     else:
@@ -65,8 +53,7 @@ def observation_fields(
     if missing:
         raise ValueError(
             f"observation has no field(s) {missing}; the policy reads {list(shapes)} "
-            f"(obs_dim/state_dim), got {[k for k, v in items.items() if v is not None]}"
-        )
+            f"(obs_dim/state_dim), got {[k for k, v in items.items() if v is not None]}")
     fields, lead = {}, None
     for name, shape in shapes.items():
         x = as_tensor(items[name], device)
@@ -74,8 +61,7 @@ def observation_fields(
         if trailing != shape:
             raise ValueError(
                 f"obs field {name!r} has shape {tuple(x.shape)}, expected [*batch, *{shape}] "
-                "(from obs_dim/state_dim)"
-            )
+                "(from obs_dim/state_dim)")
         here = tuple(x.shape[: x.dim() - len(shape)])
         if lead is not None and here != lead:
             raise ValueError(f"obs field {name!r} has leading shape {here}, others {lead}")
@@ -91,26 +77,22 @@ def _image_extractor(shape: tuple[int, ...]) -> nn.Module:
     """The Nature CNN for square images of at least 36x36, a small CNN for smaller ones."""
     if shape[1] == shape[2] and shape[1] >= 36:
         return feature_extractor("nature", shape)
-    return feature_extractor(
-        {"type": "cnn", "channels": (16, 32), "kernels": (3, 3), "strides": (1, 1)}, shape
-    )
+    small = {"type": "cnn", "channels": (16, 32), "kernels": (3, 3), "strides": (1, 1)}
+    return feature_extractor(small, shape)
 
 
 class ObservationEncoder(nn.Module):
-    """Encodes the fields of ``shapes`` (``field_shapes``) and concatenates them into
-    ``[N, out_features]``: non-image fields flattened, ``(C, H, W)`` fields through a CNN
-    each."""
+    """Encodes the fields of ``shapes`` into ``[N, out_features]``: others flattened,
+    ``(C, H, W)`` fields through a CNN each."""
 
     def __init__(self, shapes: Shapes):
         super().__init__()
         self.shapes = dict(shapes)
         self.images = nn.ModuleDict(
-            {_key(k): _image_extractor(s) for k, s in shapes.items() if len(s) == 3}
-        )
+            {_key(k): _image_extractor(s) for k, s in shapes.items() if len(s) == 3})
         self.out_features = sum(
             self.images[_key(k)].out_features if _key(k) in self.images else math.prod(s)
-            for k, s in shapes.items()
-        )
+            for k, s in shapes.items())
 
     def forward(self, fields: dict[str, torch.Tensor]) -> torch.Tensor:
         parts = []
@@ -126,13 +108,7 @@ def _key(name: str) -> str:
 
 
 class Backbone(nn.Module):
-    """Encoder, an MLP of ``num_layers`` x ``hidden_dim`` and optionally a GRU.
-
-    Args:
-        shapes: the fields it reads.
-        hidden_dim, num_layers, activation: the MLP.
-        rnn_hidden_dim, num_rnn_layers: the GRU (``rnn_hidden_dim=0``: no GRU).
-    """
+    """Encoder, an MLP and a GRU (unless ``rnn_hidden_dim=0``)."""
 
     def __init__(self, shapes: Shapes, hidden_dim: int, num_layers: int, activation: str,
                  rnn_hidden_dim: int = 0, num_rnn_layers: int = 1):
@@ -147,11 +123,10 @@ class Backbone(nn.Module):
         """``[N, F]`` features before the GRU."""
         return self.mlp(self.encoder(fields))
 
-    def unroll(
-        self, x: torch.Tensor, hx: torch.Tensor | None, reset: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The GRU over ``x`` ``[T, B, F]`` from ``hx`` ``[L, B, H]`` (``None``: zeros); the
-        memory of column ``b`` is zeroed (the default) before row ``t`` where ``reset[t, b]``."""
+    def unroll(self, x: torch.Tensor, hx: torch.Tensor | None, reset: torch.Tensor | None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The GRU over ``x`` ``[T, B, F]`` from ``hx`` ``[L, B, H]`` (``None``: zeros),
+        zeroing column ``b``'s memory before row ``t`` where ``reset[t, b]``."""
         if hx is None:
             hx = x.new_zeros(self.rnn.num_layers, x.shape[1], self.rnn.hidden_size)
         if reset is None or not bool(reset.any()):

@@ -1,7 +1,4 @@
-"""Small building blocks (the names and signatures of ``all.nn``): ``orthogonal_init`` (as in
-SB3 and CleanRL); the ``Flatten``, ``Linear0``, ``Dueling`` (with its ``Aggregation``),
-``Scale``, ``Float`` and ``TanhActionBound`` layers; the ``MLP`` of the classic-control presets
-and ``RLNetwork`` (a model called on a ``State``); the weighted losses and ``td_loss``."""
+"""Small building blocks, with the names and signatures of ``all.nn``."""
 
 from __future__ import annotations
 
@@ -19,13 +16,12 @@ __all__ = ["ACTIVATIONS", "MLP", "Aggregation", "Dueling", "Flatten", "Float", "
            "RLNetwork", "Scale", "TanhActionBound", "dense_layers", "orthogonal_init", "td_loss",
            "weighted_mse_loss", "weighted_smooth_l1_loss"]
 
-#: The gain SB3 and CleanRL use for hidden layers followed by (Tanh/ReLU) activations.
+#: The gain SB3 and CleanRL use for hidden layers.
 HIDDEN_GAIN = math.sqrt(2.0)
 
 
 def orthogonal_init(layer: nn.Module, gain: float = HIDDEN_GAIN, bias: float = 0.0) -> nn.Module:
-    """``layer`` (with a ``weight`` and maybe a ``bias``, e.g. ``nn.Linear``), its weight
-    initialized orthogonally with ``gain`` and its bias filled with ``bias``."""
+    """``layer`` with an orthogonal weight (``gain``) and its bias filled with ``bias``."""
     nn.init.orthogonal_(layer.weight, gain)
     if getattr(layer, "bias", None) is not None:
         nn.init.constant_(layer.bias, bias)
@@ -40,7 +36,7 @@ class Flatten(nn.Module):
 
 
 class Linear0(nn.Linear):
-    """An ``nn.Linear`` whose weight and bias start at zero (an output that starts at 0)."""
+    """An ``nn.Linear`` whose weight and bias start at zero."""
 
     def reset_parameters(self) -> None:
         nn.init.zeros_(self.weight)
@@ -49,16 +45,14 @@ class Linear0(nn.Linear):
 
 
 class Aggregation(nn.Module):
-    """The dueling combination ``value + advantages - mean(advantages)`` over the last
-    dimension (the actions), Wang et al., 2016, https://arxiv.org/abs/1511.06581."""
+    """Dueling's ``value + advantages - mean(advantages)`` (Wang et al., 2016)."""
 
     def forward(self, value: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
         return value + advantages - advantages.mean(dim=-1, keepdim=True)
 
 
 class Dueling(nn.Module):
-    """Dueling head (Wang et al., 2016): ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)`` of
-    ``value_model``'s ``(..., 1)`` values and ``advantage_model``'s one advantage per action."""
+    """Dueling head: ``Aggregation`` of ``value_model`` and ``advantage_model``."""
 
     def __init__(self, value_model: nn.Module, advantage_model: nn.Module):
         super().__init__()
@@ -89,8 +83,7 @@ class Float(nn.Module):
 
 
 class TanhActionBound(nn.Module):
-    """``tanh(x) * (high - low) / 2 + (high + low) / 2``: outputs squashed into the bounds of
-    ``action_space`` (a ``gymnasium.spaces.Box``, or anything with ``low`` and ``high``)."""
+    """``tanh`` outputs scaled to the bounds of ``action_space`` (``low``, ``high``)."""
 
     def __init__(self, action_space: Any):
         super().__init__()
@@ -113,8 +106,7 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 
 
 def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
-    """A new activation layer: by name (``ValueError`` naming the valid ones otherwise), or
-    from a class or factory."""
+    """A new activation layer, by name or from a class or factory."""
     if callable(activation):
         return activation()
     return ACTIVATIONS[check_choice("activation", activation, list(ACTIVATIONS))]()
@@ -122,8 +114,7 @@ def activation_layer(activation: str | Callable[[], nn.Module]) -> nn.Module:
 
 def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[], nn.Module]
                  ) -> tuple[nn.Sequential, int]:
-    """``Linear`` + activation (see ``activation_layer``) per size of ``sizes`` on ``n_in`` inputs
-    (orthogonal weights, gain ``sqrt(2)``), and the size of its output."""
+    """``Linear`` + activation per size of ``sizes``, and the size of its output."""
     layers: list[nn.Module] = []
     for size in sizes:
         layers += [orthogonal_init(nn.Linear(n_in, size)), activation_layer(activation)]
@@ -133,37 +124,18 @@ def dense_layers(n_in: int, sizes: Sequence[int], activation: str | Callable[[],
 
 class MLP(nn.Sequential):
     """A multi-layer perceptron with orthogonal weights (gain ``sqrt(2)``, the output layer's
-    ``output_gain``) and zero biases, as in SB3/CleanRL.
+    ``output_gain``, ``None``: 1) and zero biases, as in SB3/CleanRL."""
 
-    Args:
-        in_dim: size of the input features.
-        out_dim: size of the output.
-        hidden: sizes of the hidden layers (empty for a single linear layer).
-        activation: class of the activation placed after each hidden layer.
-        output_gain: gain of the output layer (``None``: 1; e.g. ``0.01`` for policy logits).
-    """
-
-    def __init__(
-        self,
-        in_dim: int,
-        out_dim: int,
-        hidden: Sequence[int] = (64, 64),
-        activation: type[nn.Module] = nn.Tanh,
-        output_gain: float | None = None,
-    ):
+    def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64),
+                 activation: type[nn.Module] = nn.Tanh, output_gain: float | None = None):
         dense, last = dense_layers(in_dim, hidden, activation)
         gain = 1.0 if output_gain is None else output_gain
         super().__init__(*dense, orthogonal_init(nn.Linear(last, out_dim), gain))
 
 
 class RLNetwork(nn.Module):
-    """Calls ``model`` (observations to outputs) on a ``State``/``StateArray``: its output
-    with the state's batch shape, zeroed where ``state.mask == 0`` (``State.apply``).
-
-    Args:
-        model: maps a batch of observations to outputs.
-        _: ignored (``all.nn.RLNetwork(model, _=None)``'s second argument, a shape).
-    """
+    """Calls ``model`` on a state's observations (``State.apply``: the state's batch shape,
+    zero where terminated). ``_`` is ignored (ALL's shape argument)."""
 
     def __init__(self, model: nn.Module, _: Any = None):
         super().__init__()
@@ -171,7 +143,7 @@ class RLNetwork(nn.Module):
 
     @property
     def device(self) -> torch.device:
-        """The device of the model's first parameter or buffer (the CPU when it has none)."""
+        """The device of the model's first parameter or buffer (else the CPU)."""
         for tensor in (*self.model.parameters(), *self.model.buffers()):
             return tensor.device
         return torch.device("cpu")
@@ -194,15 +166,13 @@ def weighted_mse_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.T
 
 def weighted_smooth_l1_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
                             reduction: str = "mean") -> torch.Tensor:
-    """``weight`` times the Huber loss (``beta = 1``) of ``input`` against ``target``,
-    averaged (``"mean"``) or summed (``"sum"``)."""
+    """``weight`` times the Huber loss of ``input`` against ``target``, averaged or summed."""
     return _reduce(weight * F.smooth_l1_loss(input, target, reduction="none"), reduction)
 
 
 def td_loss(loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
             ) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``loss(estimates, targets)`` turned into a loss of ``(estimates, td_errors)``: the target
-    is ``td_errors + estimates.detach()``."""
+    """``loss(estimates, targets)`` as a loss of ``(estimates, td_errors)``."""
 
     def _loss(estimates: torch.Tensor, errors: torch.Tensor) -> torch.Tensor:
         return loss(estimates, errors + estimates.detach())

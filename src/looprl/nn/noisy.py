@@ -1,11 +1,4 @@
-"""Noisy linear layers (Fortunato et al., 2018, https://arxiv.org/abs/1706.10295).
-
-``NoisyFactorizedLinear`` learns a mean and a scale for every weight and draws factorized
-Gaussian noise: ``W = mu_W + sigma_W * (f(eps_out) f(eps_in)^T)``, ``b = mu_b + sigma_b *
-f(eps_out)`` with ``f(x) = sign(x) sqrt(|x|)``. Fresh noise is drawn at every forward pass in
-training mode; in eval mode the layer is the deterministic mean ``mu``, so greedy test agents
-(which evaluate with ``Approximation.eval``) act on the mean network.
-"""
+"""Noisy linear layers (Fortunato et al., 2018)."""
 
 from __future__ import annotations
 
@@ -19,12 +12,9 @@ __all__ = ["NoisyFactorizedLinear"]
 
 
 class NoisyFactorizedLinear(nn.Module):
-    """A linear layer with learned, factorized Gaussian parameter noise.
-
-    Args:
-        in_features, out_features: sizes as in ``nn.Linear``.
-        sigma_init: ``sigma_0``; every sigma starts at ``sigma_0 / sqrt(in_features)``.
-    """
+    """A linear layer with learned factorized Gaussian noise ``W = mu_W + sigma_W * f(eps_out)
+    f(eps_in)^T``, ``f(x) = sign(x) sqrt(|x|)``, drawn at every forward pass in training mode
+    (eval mode: the mean). Every sigma starts at ``sigma_init / sqrt(in_features)``."""
 
     def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.5):
         super().__init__()

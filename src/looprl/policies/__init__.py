@@ -23,24 +23,9 @@ from looprl.policies.greedy import (
 from looprl.policies.softmax import SoftmaxPolicy, SoftmaxPolicyNetwork
 
 __all__ = [
-    "EXPLORATION",
-    "MASKED_Q",
-    "ActionBounds",
-    "BoltzmannPolicy",
-    "CategoricalHead",
-    "DeterministicPolicy",
-    "EZGreedyPolicy",
-    "GaussianActor",
-    "GaussianHead",
-    "GaussianPolicy",
-    "GreedyPolicy",
-    "ParallelGreedyPolicy",
-    "SoftDeterministicPolicy",
-    "SoftmaxPolicy",
-    "SoftmaxPolicyNetwork",
-    "TanhGaussianHead",
-    "apex_epsilons",
-    "epsilon_greedy",
-    "legal_actions",
+    "EXPLORATION", "MASKED_Q", "ActionBounds", "BoltzmannPolicy", "CategoricalHead",
+    "DeterministicPolicy", "EZGreedyPolicy", "GaussianActor", "GaussianHead", "GaussianPolicy",
+    "GreedyPolicy", "ParallelGreedyPolicy", "SoftDeterministicPolicy", "SoftmaxPolicy",
+    "SoftmaxPolicyNetwork", "TanhGaussianHead", "apex_epsilons", "epsilon_greedy", "legal_actions",
     "random_actions",
 ]

@@ -1,15 +1,6 @@
-"""Policies over ``Box`` actions: deterministic (DDPG, TD3) and soft-deterministic (SAC).
-
-* ``DeterministicPolicy`` -- an ``Approximation`` of ``mu(s) = center + scale * tanh(f(s))``
-  whose ``explore`` adds clipped Gaussian noise (Lillicrap et al. 2016; Fujimoto et al. 2018).
-* ``SoftDeterministicPolicy`` -- an ``Approximation`` of a tanh-squashed Gaussian whose call
-  returns a reparameterized ``(action, log_prob)`` (Haarnoja et al. 2018).
-
-Both take a ``State``/``StateArray`` (as ALL's: the model reads its observations, its output
-zeroed where ``mask == 0`` before the squashing) or a batch of observation tensors, and return
-actions within the space's bounds; ``uniform`` draws random actions there (for the warm-up
-before learning starts).
-"""
+"""Policies over ``Box`` actions: ``DeterministicPolicy`` (DDPG, TD3) and
+``SoftDeterministicPolicy`` (SAC). Both take a ``State``/``StateArray`` (the model's output
+zeroed where ``mask == 0``) or observations; ``uniform`` draws random actions (warm-up)."""
 
 from __future__ import annotations
 
@@ -31,12 +22,7 @@ __all__ = [
 
 
 class DeterministicActor(nn.Module):
-    """``center + scale * tanh(model(obs))``: actions within the bounds of ``space``.
-
-    Args:
-        model: maps observations to ``(batch, action_dim)`` pre-activations.
-        space: a ``gymnasium.spaces.Box`` (anything with ``low`` and ``high``).
-    """
+    """``center + scale * tanh(model(obs))``: actions within the bounds of ``space`` (a ``Box``)."""
 
     def __init__(self, model: nn.Module, space: Any):
         super().__init__()
@@ -59,19 +45,10 @@ class _BoxPolicy(Approximation):
 
 
 class DeterministicPolicy(_BoxPolicy):
-    """Deterministic policy with Gaussian exploration noise (DDPG, TD3).
-
-    ``policy(obs)`` is ``mu(obs)`` with gradients; ``explore(obs)`` adds
-    ``N(0, (noise * scale)^2)`` and clips to the bounds.
-
-    Args:
-        model: maps observations to ``(batch, action_dim)`` pre-activations.
-        optimizer: optimizer over ``model``'s parameters.
-        space: the ``Box`` action space.
-        noise: standard deviation of the exploration noise, in units of half the range.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
-    """
+    """Deterministic policy with Gaussian exploration noise (DDPG, TD3): ``policy(obs)`` is
+    ``mu(obs)`` with gradients; ``model`` gives ``(batch, action_dim)`` pre-activations,
+    ``space`` is the ``Box`` action space, ``noise`` the exploration noise's standard deviation
+    in units of half the range."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, noise: float = 0.1, name: str = "policy", **kwargs: Any):
@@ -94,12 +71,8 @@ class DeterministicPolicy(_BoxPolicy):
 
 
 class SoftDeterministicActor(nn.Module):
-    """A tanh-Gaussian actor: ``forward(obs)`` returns a reparameterized ``(action, log_prob)``.
-
-    Args:
-        model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_std)``.
-        space: the ``Box`` action space.
-    """
+    """A tanh-Gaussian actor: ``forward(obs)`` returns a reparameterized ``(action, log_prob)``;
+    ``model`` outputs ``cat(mean, log_std)``."""
 
     def __init__(self, model: nn.Module, space: Any):
         super().__init__()
@@ -115,15 +88,9 @@ class SoftDeterministicActor(nn.Module):
 
 
 class SoftDeterministicPolicy(_BoxPolicy):
-    """Stochastic tanh-Gaussian policy of SAC.
-
-    ``policy(obs)`` returns a reparameterized ``(action, log_prob)`` with gradients;
-    ``sample`` and ``mode`` return actions without gradients.
-
-    Args:
-        model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_std)``.
-        optimizer, space, name, **kwargs: as ``DeterministicPolicy``.
-    """
+    """Stochastic tanh-Gaussian policy of SAC: ``policy(obs)`` returns a reparameterized
+    ``(action, log_prob)`` with gradients; ``sample`` and ``mode`` return actions without.
+    ``model`` outputs ``cat(mean, log_std)``; the other arguments are ``DeterministicPolicy``'s."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, name: str = "policy", **kwargs: Any):

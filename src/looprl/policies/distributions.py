@@ -1,8 +1,5 @@
-"""Action distributions as plain functions of network outputs (no ``torch.distributions``).
-
-``torch.distributions`` validates arguments and builds objects on every call; on the hot
-path of a rollout these few tensor operations are several times cheaper.
-"""
+"""Action distributions as plain functions of network outputs: on a rollout's hot path these
+few tensor operations are several times cheaper than ``torch.distributions``."""
 
 from __future__ import annotations
 
@@ -25,11 +22,9 @@ class CategoricalHead:
         return _race(torch.softmax(logits, dim=-1), generator)
 
     @staticmethod
-    def sample_and_log_prob(
-        logits: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``sample`` and ``log_prob`` of its actions, sharing one log-softmax (what a
-        rollout needs: the same actions from the same generator, in fewer operations)."""
+    def sample_and_log_prob(logits: torch.Tensor, generator: torch.Generator | None = None
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``sample`` and ``log_prob`` of its actions, sharing one log-softmax."""
         log_p = torch.log_softmax(logits, dim=-1)
         action = _race(log_p.exp(), generator)
         return action, log_p.gather(-1, action.unsqueeze(-1)).squeeze(-1)
@@ -46,9 +41,8 @@ class CategoricalHead:
         return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
     @staticmethod
-    def log_prob_and_entropy(
-        logits: torch.Tensor, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def log_prob_and_entropy(logits: torch.Tensor, actions: torch.Tensor
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log pi(a | s)`` and the entropy of ``pi(. | s)``, sharing one log-softmax."""
         log_p = torch.log_softmax(logits, dim=-1)
         return log_p.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), _entropy(log_p)
@@ -65,30 +59,19 @@ def _entropy(log_p: torch.Tensor) -> torch.Tensor:
 
 
 def _race(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One category per row of ``probs``: ``argmax(probs / E)`` with ``E ~ Exp(1)`` i.i.d.
-    (the exponential race, as ``torch.multinomial`` samples: category ``i`` wins with
-    probability ``probs[i]``). The same in distribution as the Gumbel-max trick, in fewer
-    operations."""
+    """One category per row of ``probs``: ``argmax(probs / E)``, ``E ~ Exp(1)`` i.i.d. (the
+    exponential race: category ``i`` wins with probability ``probs[i]``)."""
     wait = torch.empty_like(probs).exponential_(generator=generator)
     return torch.argmax(probs.div_(wait) if not probs.requires_grad else probs / wait, dim=-1)
 
-
-# -- continuous actions ----------------------------------------------------------------------
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _LOG_2 = math.log(2.0)
 
 
 class ActionBounds:
-    """The affine map between normalized actions in ``[-1, 1]`` and a ``Box``'s bounds.
-
-    ``to_env(x) = center + scale * x`` with ``center = (high + low) / 2`` and
-    ``scale = (high - low) / 2``; unbounded dimensions are left unscaled. Tensors are
-    cached per device, so heads work wherever their inputs live.
-
-    Args:
-        low, high: the bounds of the action space (arrays of the action's shape).
-    """
+    """The affine map ``to_env(x) = center + scale * x`` between normalized actions in ``[-1, 1]``
+    and a ``Box``'s bounds (unbounded dimensions unscaled); tensors are cached per device."""
 
     def __init__(self, low: Any, high: Any):
         low = torch.as_tensor(low, dtype=torch.float32).flatten()
@@ -134,17 +117,8 @@ def _normal_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor)
 
 
 class GaussianActor(nn.Module):
-    """Mean network plus a learned, state-independent log standard deviation.
-
-    ``forward(obs)`` returns ``cat(mean(obs), log_std)``, the parameters ``GaussianHead``
-    expects. For a state-dependent standard deviation use any model with ``2 * action_dim``
-    outputs instead.
-
-    Args:
-        mean_model: maps observations to ``(batch, action_dim)`` means.
-        action_dim: size of the action.
-        log_std_init: initial log standard deviation (normalized units).
-    """
+    """Mean network plus a learned, state-independent log standard deviation: ``forward(obs)``
+    returns ``cat(mean(obs), log_std)``, the parameters of ``GaussianHead``."""
 
     def __init__(self, mean_model: nn.Module, action_dim: int, log_std_init: float = 0.0):
         super().__init__()
@@ -157,20 +131,10 @@ class GaussianActor(nn.Module):
 
 
 class GaussianHead:
-    """A diagonal Gaussian over ``Box`` actions; parameters are ``cat(mean, log_std)``.
-
-    The Gaussian lives in normalized units and is mapped affinely onto the bounds:
-    ``action = center + scale * (mean + std * eps)``. Samples are not clipped: every looprl
-    environment clips ``Box`` actions to their bounds before applying them
-    (``environments.gym_helpers.action_to_numpy``), while the agent stores the unclipped sample, so
-    log-probabilities stay exact. ``log_prob`` is the density of the
-    normalized action ``(action - center) / scale``; it differs from the density of the
-    action itself by the constant ``sum(log scale)``, which cancels in PPO's ratio.
-
-    Args:
-        low, high: bounds of the action space.
-        log_std_min, log_std_max: ``log_std`` is clamped to this range.
-    """
+    """A diagonal Gaussian over ``Box`` actions from ``cat(mean, log_std)`` (``log_std`` clamped to
+    ``[log_std_min, log_std_max]``), in normalized units: ``action = center + scale * (mean +
+    std * eps)``, not clipped (environments clip), so log-probs stay exact. ``log_prob`` is the
+    normalized action's density (off by the constant ``sum(log scale)``, cancelling in ratios)."""
 
     def __init__(self, low: Any, high: Any, log_std_min: float = -20.0, log_std_max: float = 2.0):
         self.bounds = ActionBounds(low, high)
@@ -182,27 +146,22 @@ class GaussianHead:
         mean, log_std = params.chunk(2, dim=-1)
         return mean, log_std.clamp(self.log_std_min, self.log_std_max)
 
-    def sample(
-        self, params: torch.Tensor, generator: torch.Generator | None = None
-    ) -> torch.Tensor:
+    def sample(self, params: torch.Tensor, generator: torch.Generator | None = None
+               ) -> torch.Tensor:
         """One action per row, from ``generator`` if given."""
         return self.sample_and_log_prob(params, generator)[0]
 
-    def sample_and_log_prob(
-        self, params: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``sample`` and ``log_prob`` of its actions (the normalized action is
-        ``mean + std * noise``: no round trip through the bounds)."""
+    def sample_and_log_prob(self, params: torch.Tensor, generator: torch.Generator | None = None
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``sample`` and ``log_prob`` of its actions (no round trip through the bounds)."""
         mean, log_std, _, unit = self._draw(params, generator)
         return self.bounds.to_env(unit), _normal_log_prob(unit, mean, log_std)
 
     def _draw(self, params: torch.Tensor, generator: torch.Generator | None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(mean, log_std, noise, mean + std * noise)``: one Gaussian draw per row, of the
-        parameters' dtype."""
+        """``(mean, log_std, noise, mean + std * noise)``, one draw per row in the params' dtype."""
         mean, log_std = self.split(params)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device,
-                            dtype=mean.dtype)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         return mean, log_std, noise, mean + torch.exp(log_std) * noise
 
     def mode(self, params: torch.Tensor) -> torch.Tensor:
@@ -214,9 +173,8 @@ class GaussianHead:
         mean, log_std = self.split(params)
         return _normal_log_prob(self.bounds.to_unit(actions), mean, log_std)
 
-    def log_prob_and_entropy(
-        self, params: torch.Tensor, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def log_prob_and_entropy(self, params: torch.Tensor, actions: torch.Tensor
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log pi(a | s)`` and the entropy ``sum(log_std + 0.5 + 0.5 log 2 pi)``."""
         mean, log_std = self.split(params)
         return (_normal_log_prob(self.bounds.to_unit(actions), mean, log_std),
@@ -231,24 +189,17 @@ def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
 class TanhGaussianHead(GaussianHead):
     """A Gaussian squashed by ``tanh`` into the bounds (SAC, Haarnoja et al. 2018, App. C).
 
-    ``u ~ N(mean, std)``, ``action = center + scale * tanh(u)`` and
-    ``log pi(a | s) = log N(u; mean, std) - sum log(1 - tanh(u)^2)``: the density of the
-    normalized action ``tanh(u)`` (as in SB3, so that SAC's target entropy ``-|A|`` means
-    the same for every action range).
-
-    Args:
-        low, high: bounds of the action space.
-        log_std_min, log_std_max: ``log_std`` is clamped to this range.
+    ``u ~ N(mean, std)``, ``action = center + scale * tanh(u)`` and ``log pi(a | s) =
+    log N(u; mean, std) - sum log(1 - tanh(u)^2)``: the density of the normalized action (as in
+    SB3, so that SAC's target entropy ``-|A|`` means the same for every action range).
     """
 
     #: margin that keeps ``atanh`` finite when evaluating given actions
     epsilon = 1e-6
 
-    def rsample(
-        self, params: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """A reparameterized action per row and its ``log pi`` (gradients flow through both),
-        from ``generator`` if given."""
+    def rsample(self, params: torch.Tensor, generator: torch.Generator | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterized action per row and its ``log pi`` (both with gradients)."""
         _, log_std, noise, u = self._draw(params, generator)
         log_prob = (-0.5 * noise * noise - log_std - _HALF_LOG_2PI).sum(-1) - tanh_log_det(u)
         return self.bounds.to_env(torch.tanh(u)), log_prob
@@ -265,12 +216,8 @@ class TanhGaussianHead(GaussianHead):
         u = torch.atanh(self.bounds.to_unit(actions).clamp(-1.0 + self.epsilon, 1.0 - self.epsilon))
         return _normal_log_prob(u, mean, log_std) - tanh_log_det(u)
 
-    def log_prob_and_entropy(
-        self, params: torch.Tensor, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``log pi(a | s)`` and a one-sample estimate ``-log pi(a')`` of the entropy.
-
-        The squashed Gaussian has no closed-form entropy; ``a'`` is a fresh
-        reparameterized sample, so the estimate is differentiable.
-        """
+    def log_prob_and_entropy(self, params: torch.Tensor, actions: torch.Tensor
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(a | s)`` and ``-log pi(a')`` of a fresh reparameterized sample ``a'`` (the
+        squashed Gaussian has no closed-form entropy)."""
         return self.log_prob(params, actions), -self.rsample(params)[1]

@@ -1,23 +1,7 @@
-"""Exploration policies over Q-values, chosen by name (``EXPLORATION``), as in Mighty.
-
-All share ``GreedyPolicy``'s interface (``no_grad(state)`` to act while training, ``eval``
-to act greedily, ``explored``: which rows of the latest call explored), so the DQN family's
-``DQNPolicy`` takes any of them as its ``exploration``:
-
-========================= ==================================================================
-name                      behaviour
-========================= ==================================================================
-``epsilon_greedy``        ``GreedyPolicy`` with a fixed epsilon, or one epsilon per env copy
-``decaying_epsilon_greedy`` ``GreedyPolicy`` with a linearly decaying epsilon
-``ez_greedy``             ``EZGreedyPolicy``: temporally extended epsilon-greedy
-``stochastic``            ``BoltzmannPolicy``: samples from ``softmax(Q / temperature)``
-========================= ==================================================================
-
-Each call notes which rows explored (``explored``, a bool per row; a run's hub hands it to
-its hooks as ``metrics['explored']``). All take legal actions only, as ``GreedyPolicy`` does
-(a state's ``action_mask``, values at ``MASKED_Q``); an ez-greedy option whose action turns
-illegal ends.
-"""
+"""Exploration policies over Q-values, chosen by name (``EXPLORATION``), as in Mighty, with
+``GreedyPolicy``'s interface (``DQNPolicy`` takes any as its ``exploration``):
+``epsilon_greedy`` and ``decaying_epsilon_greedy`` (``GreedyPolicy``), ``ez_greedy``
+(``EZGreedyPolicy``) and ``stochastic`` (``BoltzmannPolicy``)."""
 
 from __future__ import annotations
 
@@ -43,19 +27,9 @@ EXPLORATION = ("epsilon_greedy", "decaying_epsilon_greedy", "ez_greedy", "stocha
 
 
 class EZGreedyPolicy(GreedyPolicy):
-    """Temporally extended epsilon-greedy, "ez-greedy" (Dabney et al., 2021,
-    https://arxiv.org/abs/2006.01782).
-
-    With probability ``epsilon`` an *option* starts: one uniformly random action, repeated
-    for ``n ~ zeta(mu)`` steps (truncated at ``max_duration``), during which no new decision
-    is taken. Options end with the episode (none starts on a terminal state). Each env copy
-    of a batch has its own option.
-
-    Args:
-        q, num_actions, epsilon, seed: as ``GreedyPolicy`` (``epsilon`` may be a schedule).
-        mu: exponent of the zeta distribution of durations (> 1; 2 in the paper).
-        max_duration: the longest option.
-    """
+    """Temporally extended epsilon-greedy (Dabney et al., 2021): with probability ``epsilon`` an
+    *option* starts, one random action repeated ``n ~ zeta(mu)`` steps (``mu > 1``; at most
+    ``max_duration``), until the episode ends or the action turns illegal (one per env copy)."""
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.01, mu: float = 2.0,
                  max_duration: int = 100, seed: int | None = None):
@@ -114,16 +88,10 @@ class EZGreedyPolicy(GreedyPolicy):
 
 
 class BoltzmannPolicy(ParallelGreedyPolicy):
-    """Stochastic (Boltzmann) exploration: actions sampled from ``softmax(Q / temperature)``,
-    one per row (a single state is a 0-d batch).
+    """Stochastic (Boltzmann) exploration: one action per row sampled from
+    ``softmax(Q / temperature)``, ``temperature > 0`` (a single state is a 0-d batch)."""
 
-    Args:
-        q, num_actions, seed: as ``GreedyPolicy``.
-        temperature: > 0; high values approach uniform sampling, low ones greedy acting.
-    """
-
-    def __init__(self, q: Any, num_actions: int, temperature: float = 1.0,
-                 seed: int | None = None):
+    def __init__(self, q: Any, num_actions: int, temperature: float = 1.0, seed: int | None = None):
         super().__init__(q, num_actions, 0.0, seed)
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")

@@ -1,11 +1,6 @@
-"""``GaussianPolicy``: ALL's Gaussian stochastic policy (``all.policies.GaussianPolicy``), an
-``Approximation`` whose call returns a ``torch.distributions`` object over ``Box`` actions.
-
-The model's ``2 * action_dim`` outputs are ``cat(mean, log_variance)``; the distribution is
-``Normal(center + mean, exp(log_variance / 2) * scale)`` per dimension (``Independent`` over the
-action's dimensions), with ``center`` and ``scale`` the midpoint and half-width of the space. As
-ALL's, the mean is shifted but not scaled, and samples are not clipped.
-"""
+"""``GaussianPolicy``: ALL's Gaussian stochastic policy, an ``Approximation`` whose call returns
+``Independent(Normal(center + mean, exp(log_variance / 2) * scale), 1)`` from the model's
+``cat(mean, log_variance)`` (as ALL's: the mean shifted, not scaled; samples not clipped)."""
 
 from __future__ import annotations
 
@@ -24,18 +19,13 @@ __all__ = ["GaussianPolicy", "GaussianPolicyNetwork", "model_outputs"]
 
 
 def model_outputs(model: nn.Module, x: Any) -> torch.Tensor:
-    """``model`` on a ``State``/``StateArray`` (``State.apply``: batch shape restored, zeroed
-    where ``mask == 0``, as ALL's ``RLNetwork``) or on a tensor of observations."""
+    """``model`` on a ``State``/``StateArray`` (``State.apply``: zeroed where ``mask == 0``) or on a
+    tensor of observations."""
     return x.apply(model, "observation") if isinstance(x, State) else model(x)
 
 
 class GaussianPolicyNetwork(RLNetwork):
-    """Maps states (or observations) to ``Independent(Normal(...), 1)`` (module docstring).
-
-    Args:
-        model: maps observations to ``(batch, 2 * action_dim)`` outputs.
-        space: the ``Box`` action space.
-    """
+    """Maps states (or observations) to the distribution of the module docstring."""
 
     def __init__(self, model: nn.Module, space: Any):
         if not (hasattr(space, "low") and hasattr(space, "high")):
@@ -53,15 +43,7 @@ class GaussianPolicyNetwork(RLNetwork):
 
 
 class GaussianPolicy(Approximation):
-    """A Gaussian stochastic policy (see the module docstring).
-
-    Args:
-        model: maps observations to ``(batch, 2 * action_dim)``: ``cat(mean, log_variance)``.
-        optimizer: optimizer over ``model``'s parameters.
-        space: the ``Box`` action space.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
-    """
+    """A Gaussian stochastic policy (module docstring); ``**kwargs`` go to ``Approximation``."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, name: str = "policy", **kwargs: Any):

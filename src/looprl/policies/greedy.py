@@ -1,32 +1,11 @@
-"""Epsilon-greedy action selection over a ``QNetwork``, and the per-row choice every
-value-based policy shares.
+"""Epsilon-greedy action selection over a ``QNetwork``, and the per-row choice every value-based
+policy shares (``epsilon_greedy``).
 
-* ``GreedyPolicy(q, num_actions, epsilon)`` -- for a single ``State`` it returns a 0-d
-  ``LongTensor``: with probability ``epsilon`` a uniformly random action (drawn with
-  Python's ``random``, without running the Q network), else ``argmax_a q(s, a)``. For a
-  ``StateArray`` it behaves like ``ParallelGreedyPolicy``.
-* ``ParallelGreedyPolicy(q, num_actions, epsilon)`` -- for a ``StateArray``: one
-  exploration decision per row, all in torch ops (no Python loop); returns a
-  ``LongTensor`` of shape ``state.shape``.
-* ``epsilon_greedy(values, epsilon)`` -- that per-row choice from action values, which
-  ``GreedyPolicy`` and ``looprl.agents.DQNPolicy.rollout`` (the collector's) both make.
-
-``epsilon`` is a float, a schedule with a ``value`` property (e.g. ``LinearScheduler``),
-read once per call -- once per action for a single state, once per batch for a
-``StateArray`` -- or a sequence of one epsilon per env copy (batches only; Ape-X's
-``apex_epsilons`` gives the usual spread). ``eval`` always acts greedily.
-
-Illegal actions are never chosen, greedily or at random: those a state's ``action_mask``
-rules out (``legal_actions``), and those whose value is ``MASKED_Q`` or below (what
-``QModel`` and the multi-agent ``MaskedModule`` give them).
-
-Like every exploration policy (``looprl.policies.exploration``), it notes which rows of its
-latest call explored (``explored``, a bool per row), which a run's hub hands its hooks as
-``metrics['explored']``.
-
-With ``evaluation=True`` the action values come from the network in eval mode (the mean
-weights of noisy layers, no dropout): evaluation agents use it, so that epsilon applies on
-top of the noise-free network.
+``GreedyPolicy`` acts on a ``State`` (exploring draws from Python's ``random`` without
+running the network) or a ``StateArray`` (one decision per row, in torch ops). ``epsilon``
+is a float, a schedule with a ``value`` (read once per call), or one rate per env copy
+(``apex_epsilons``). Actions an ``action_mask`` rules out, or valued ``MASKED_Q`` or below,
+are never chosen. ``explored`` notes which rows of the latest call explored.
 """
 
 from __future__ import annotations
@@ -50,42 +29,32 @@ MASKED_Q = -1e8
 
 
 def legal_actions(state: Any) -> torch.Tensor:
-    """``state['action_mask']`` as bool; every action where the mask rules out all of them
+    """``state['action_mask']`` as bool; all actions legal where the mask rules out every one
     (an agent whose episode is over)."""
     mask = torch.as_tensor(state["action_mask"]).bool()
     return mask | ~mask.any(-1, keepdim=True)
 
 
-def random_actions(values: torch.Tensor, generator: torch.Generator | None = None
-                   ) -> torch.Tensor:
-    """A uniformly random action per row of action values ``[..., n]``, among the legal ones
-    (values above ``MASKED_Q``)."""
+def random_actions(values: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A uniformly random legal action (value above ``MASKED_Q``) per row of values ``[..., n]``."""
     scores = torch.rand(values.shape, generator=generator, device=values.device)
     return scores.masked_fill_(values <= MASKED_Q, -1.0).argmax(dim=-1)
 
 
 def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
                    generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(actions, explored)`` for action values ``[..., n]``: each row explores (a legal
-    action at random, ``random_actions``) with probability ``epsilon`` (a float, or a tensor
-    of one rate per row), else takes ``argmax_a values``."""
+    """``(actions, explored)`` for action values ``[..., n]``: each row explores
+    (``random_actions``) with probability ``epsilon`` (a float or one rate per row), else takes the
+    argmax."""
     greedy = values.argmax(dim=-1)
     explore = torch.rand(greedy.shape, generator=generator, device=values.device) < epsilon
     return torch.where(explore, random_actions(values, generator), greedy), explore
 
 
 class GreedyPolicy:
-    """Epsilon-greedy policy over the action values of ``q`` (see the module docstring).
-
-    Args:
-        q: a ``QNetwork`` (anything with ``no_grad``/``eval`` returning action values).
-        num_actions: number of discrete actions.
-        epsilon: exploration probability: a float, a schedule with a ``value``, or one float
-            per env copy.
-        seed: seeds the policy's own random generators; ``None`` uses the global ``random``
-            module (and torch's global generator for batches).
-        evaluation: compute action values with the network in eval mode (``q.eval``).
-    """
+    """Epsilon-greedy policy over the action values of ``q`` (a ``QNetwork``: ``no_grad``/``eval``)
+    (see the module docstring). ``seed`` seeds its own generators (``None``: the global ones);
+    ``evaluation``: action values from the network in eval mode (``q.eval``)."""
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
                  evaluation: bool = False):
@@ -101,8 +70,7 @@ class GreedyPolicy:
 
     @property
     def explored(self) -> torch.Tensor | None:
-        """Which rows of the latest call explored (a bool tensor, one per row; ``None``
-        before the first): what a run's hub hands its hooks as ``metrics['explored']``."""
+        """Which rows of the latest call explored (a bool per row; ``None`` before the first)."""
         explored = self._explored
         if isinstance(explored, tuple):  # a shape: none explored (made only when asked)
             return torch.zeros(explored, dtype=torch.bool)
@@ -112,7 +80,7 @@ class GreedyPolicy:
 
     @explored.setter
     def explored(self, rows: torch.Tensor) -> None:
-        """Note the rows explored by a call made for it (``DQNPolicy.rollout``'s coins)."""
+        """Note the rows a caller explored for it (``DQNPolicy.rollout``'s coins)."""
         self._explored = rows
 
     @property
@@ -135,8 +103,8 @@ class GreedyPolicy:
         self._epsilon = epsilon
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """``hp/epsilon``: a float (a schedule's current value, read without advancing it),
-        or one float per env copy; setting it replaces a schedule."""
+        """``hp/epsilon``: a float (a schedule's current value, read without advancing it), or one
+        per env copy; setting it replaces a schedule."""
         return {"hp/epsilon": Hyperparameter(self._current_epsilon, self._set_epsilon, float)}
 
     def _current_epsilon(self) -> float | list[float]:
@@ -149,8 +117,7 @@ class GreedyPolicy:
         self.epsilon = [float(v) for v in value] if many else float(value)
 
     def next_epsilon(self) -> float:
-        """The exploration rate of the next action: a schedule's value, which advances it one
-        step (``_current_epsilon`` reads it without advancing)."""
+        """The exploration rate of the next action (advances a schedule one step)."""
         return self._epsilon.value if self._scheduled else self._epsilon
 
     def __call__(self, state: Any) -> torch.Tensor:
@@ -175,8 +142,8 @@ class GreedyPolicy:
         return self._action_values(state, self.q.eval).argmax(dim=-1)
 
     def _action_values(self, state: Any, forward: Any = None) -> torch.Tensor:
-        """The Q-values of ``state`` (``forward``: the function giving them, by default the
-        training one), ``MASKED_Q`` for the actions its ``action_mask`` rules out."""
+        """The Q-values of ``state`` (by ``forward``, default the training one), ``MASKED_Q`` where
+        its ``action_mask`` rules actions out."""
         values = (forward or self._values)(state)
         if self._masked(state):
             values = values.masked_fill(~legal_actions(state).to(values.device), MASKED_Q)
@@ -184,19 +151,15 @@ class GreedyPolicy:
 
     @staticmethod
     def _masked(state: Any) -> bool:
-        """Whether ``state`` has an ``action_mask``."""
         return isinstance(state, dict) and "action_mask" in state
 
     def _random_action(self, state: Any, rng: Any) -> int:
-        """A uniformly random legal action of one state, drawn from ``rng``."""
         if not self._masked(state):
             return rng.randrange(self.num_actions)
         return rng.choice(legal_actions(state).nonzero().flatten().tolist())
 
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-row epsilon-greedy actions for a batch of states (``epsilon_greedy``), from
-        ``values`` when the caller has computed them (masked: ``MASKED_Q``; ``DQNPolicy.rollout``
-        does), else from the Q network. Each exploration policy chooses its own way."""
+        """Per-row epsilon-greedy actions for a batch (from masked ``values`` if given)."""
         epsilon = self.next_epsilon()
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
@@ -219,17 +182,13 @@ class GreedyPolicy:
 
 
 def apex_epsilons(n: int, epsilon: float = 0.4, alpha: float = 7.0) -> list[float]:
-    """Ape-X's per-actor exploration rates (Horgan et al., 2018,
-    https://arxiv.org/abs/1803.00933): ``epsilon ** (1 + alpha * i / (n - 1))`` for copy ``i``.
-    """
+    """Ape-X's per-actor exploration rates (Horgan et al., 2018): ``epsilon ** (1 + alpha * i /
+    (n - 1))`` for copy ``i``."""
     return [epsilon ** (1 + alpha * i / max(n - 1, 1)) for i in range(n)]
 
 
 class ParallelGreedyPolicy(GreedyPolicy):
-    """Epsilon-greedy policy with one exploration decision per row, in torch ops.
-
-    Same arguments as ``GreedyPolicy``; single states are treated as 0-d batches.
-    """
+    """Epsilon-greedy policy with one exploration decision per row (single states: 0-d batches)."""
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Per-row epsilon-greedy actions for ``state`` under ``torch.no_grad()``."""

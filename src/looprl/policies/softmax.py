@@ -1,10 +1,6 @@
-"""``SoftmaxPolicy``: a categorical policy over discrete actions.
-
-The model maps observations to one logit per action; calling the policy on a
-``State``/``StateArray`` returns a ``torch.distributions.Categorical`` with batch shape
-``state.shape``. Logits are zeroed where the episode terminated (a uniform distribution
-there), as ``State.apply`` does for every model.
-"""
+"""``SoftmaxPolicy``: a categorical policy over discrete actions. Called on a
+``State``/``StateArray`` it returns a ``Categorical`` of batch shape ``state.shape``, logits
+zeroed where the episode terminated (``State.apply``)."""
 
 from __future__ import annotations
 
@@ -21,11 +17,7 @@ __all__ = ["SoftmaxPolicy", "SoftmaxPolicyNetwork"]
 
 
 class SoftmaxPolicyNetwork(RLNetwork):
-    """Maps a ``State``/``StateArray`` to a ``Categorical`` over its logits.
-
-    Argument validation of the distribution is disabled: it would synchronize with the
-    device on every call.
-    """
+    """Maps a ``State``/``StateArray`` to a ``Categorical`` over its logits (not validated)."""
 
     def forward(self, state: Any) -> Categorical:
         logits = state.apply(self.model, "observation")
@@ -33,20 +25,8 @@ class SoftmaxPolicyNetwork(RLNetwork):
 
 
 class SoftmaxPolicy(Approximation):
-    """Softmax (categorical) policy approximation.
-
-    Args:
-        model: maps a batch of observations to ``(batch, num_actions)`` logits.
-        optimizer: optimizer over ``model``'s parameters.
-        name: log/checkpoint name.
-        **kwargs: see ``Approximation``.
-
-    Example:
-        >>> policy = SoftmaxPolicy(nn.Linear(4, 2))
-        >>> from looprl.core import State
-        >>> policy.no_grad(State(torch.zeros(4))).sample().shape
-        torch.Size([])
-    """
+    """Softmax (categorical) policy approximation; ``model`` maps observations to
+    ``(batch, num_actions)`` logits, ``**kwargs`` go to ``Approximation``."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "policy", **kwargs: Any):

@@ -17,11 +17,8 @@ from looprl.presets.multiagent.independent import IndependentMultiagentPreset
 
 
 def load_preset(filename: str, device: str | None = None) -> Preset:
-    """Load a preset saved with ``preset.save(filename)``, weights included.
-
-    Args:
-        device: where to put its networks (default: the saved device if available, else CPU).
-    """
+    """Load a preset saved with ``preset.save(filename)``, weights included, on ``device``
+    (default: the saved device if available, else CPU)."""
     preset = load_file(filename, "looprl preset", "save one with preset.save(filename), or "
                        "train one with looprl train", map_location="cpu")
     if not isinstance(preset, Preset):

@@ -1,10 +1,5 @@
-"""The fluent, immutable preset builder::
-
-    preset = dqn.env(env).hyperparameters(lr=1e-3).device('cpu').build()
-
-Every call returns a new builder, so a configured builder can be reused as a template.
-Unknown hyperparameter names raise an error that lists the valid ones.
-"""
+"""The fluent, immutable preset builder: ``dqn.env(env).hyperparameters(lr=1e-3).build()``;
+every call returns a new builder, so a configured one can serve as a template."""
 
 from __future__ import annotations
 
@@ -23,7 +18,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 
 
 class UnknownHyperparameterError(KeyError):
-    """A hyperparameter name the preset does not have (the message lists the valid ones)."""
+    """A hyperparameter name the preset does not have."""
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -62,7 +57,6 @@ class PresetBuilder:
     """Configures and builds a ``Preset``.
 
     Args:
-        default_name: the preset's name (used for run directories).
         default_hyperparameters: every valid hyperparameter with its default value.
         constructor: ``constructor(env, name, device, hyperparameters) -> Preset``, or ALL's
             form, ``constructor(env, device=..., name=..., **hyperparameters)``.
@@ -80,7 +74,7 @@ class PresetBuilder:
 
     def __call__(self, **settings: Any) -> PresetBuilder:
         """Several settings at once, as ALL's ``builder(device=..., name=..., env=...,
-        hyperparameters={...})``: the same checks as the methods of the same names."""
+        hyperparameters={...})``."""
         unknown = sorted(set(settings) - {"device", "env", "hyperparameters", "name"})
         if unknown:
             raise TypeError(f"PresetBuilder() takes device, env, hyperparameters and name, got "
@@ -100,13 +94,12 @@ class PresetBuilder:
 
     def env(self, env: Any) -> PresetBuilder:
         """Set the environment; looprl's presets also take an id (``"CartPole-v1"``,
-        ``pkg.module:Env``), made as ``looprl train`` makes it (``TypeError`` otherwise)."""
+        ``pkg.module:Env``), made as ``looprl train`` makes it."""
         family = self._family()
         if family is None:
             return self._preset_builder(env=env)
         if isinstance(env, str):
             from looprl.presets.catalog import make_env
-
             return self._preset_builder(env=make_env(f"{family}.{self.default_name}", env))
         if not (hasattr(env, "action_space") or hasattr(env, "action_spaces")):
             raise TypeError(f"{self.default_name}.env() takes an environment (e.g. "
@@ -115,25 +108,18 @@ class PresetBuilder:
         return self._preset_builder(env=env)
 
     def _family(self) -> str | None:
-        """The looprl family (``classic_control``, ...) of this preset, from its
-        constructor's module; ``None`` for a user's constructor."""
+        """The looprl family of this preset's constructor; ``None`` for a user's."""
         parts = str(getattr(self.constructor, "__module__", "")).split(".")
         return parts[2] if parts[:2] == ["looprl", "presets"] and len(parts) > 3 else None
 
     def device(self, device: str | torch.device) -> PresetBuilder:
-        """Set the device of the preset's networks (default: CUDA if available, else CPU).
-
-        Raises:
-            ValueError: torch does not know ``device``, or it is CUDA and no GPU is present.
-        """
+        """Set the device of the preset's networks (default: CUDA if available, else CPU)."""
         return self._preset_builder(device=check_device(device))
 
     def meta(self, *components: Any) -> PresetBuilder:
         """Attach meta components (``looprl.meta``), whose hooks run in this order in every
-        experiment of the preset: ``ppo.env(env).meta(RND(), CosineLRSchedule(...)).build()``.
-        """
+        experiment of the preset."""
         from looprl.meta import MetaStack
-
         MetaStack(components)  # TypeError now for anything that is not a MetaComponent
         return self._preset_builder(meta=self._meta + components)
 
@@ -171,7 +157,7 @@ class PresetBuilder:
         return preset
 
     def _construct(self, device: str | torch.device) -> Preset:
-        """The preset of ``env`` (``build`` adds where it was built and its meta components)."""
+        """The preset of ``env``."""
         if takes_keywords(self.constructor, self.default_hyperparameters):
             return self.constructor(self._env, device=device, name=self._name,
                                     **self._hyperparameters)
@@ -179,8 +165,7 @@ class PresetBuilder:
 
 
 class ParallelPresetBuilder(PresetBuilder):
-    """ALL's builder of parallel presets: a ``PresetBuilder`` whose hyperparameters
-    include ``n_envs`` (the environments the training agent acts on)."""
+    """ALL's builder of parallel presets: its hyperparameters include ``n_envs``."""
 
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
                  constructor: Callable[..., Preset]):
@@ -191,8 +176,8 @@ class ParallelPresetBuilder(PresetBuilder):
 
 
 def takes_keywords(constructor: Callable[..., Any], hyperparameters: dict[str, Any]) -> bool:
-    """Whether ``constructor`` takes the hyperparameters as keywords (ALL's presets: a ``**``
-    catch-all, or parameters named like them) rather than as one dict (looprl's)."""
+    """Whether ``constructor`` takes the hyperparameters as keywords (ALL's presets) rather
+    than as one dict (looprl's)."""
     try:
         parameters = inspect.signature(constructor).parameters
     except (TypeError, ValueError):  # no signature to read: looprl's convention

@@ -1,9 +1,5 @@
-"""The presets by name, for the command line and configs: ``resolve_agent('atari.ppo')``.
-
-Each family module (``looprl.presets.classic_control``, ``atari``, ``continuous``,
-``multiagent``) lists its presets in ``__all__``; ``make_env`` makes an environment id in the
-form a preset's family acts in.
-"""
+"""The presets by name (``resolve_agent('atari.ppo')``, from each family's ``__all__``), and
+the environment a preset's family acts in (``make_env``)."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ def available_agents() -> dict[str, Any]:
 
 
 def resolve_agent(name: str) -> Any:
-    """The preset builder ``name`` (``ppo``, ``atari.ppo``); ``ValueError`` listing the
-    available ones otherwise."""
+    """The preset builder ``name`` (``ppo``, ``atari.ppo``); ``ValueError`` otherwise."""
     agents = available_agents()
     if name not in agents:
         hint = did_you_mean(name, list(agents), n=3)
@@ -57,7 +52,6 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) 
         return _srl_env(agent, env_id, target)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
-
     if kind == "gym":
         return GymEnvironment(target, name=env_id)  # Ray actors make it by this name
     if agent.startswith("atari."):
@@ -70,11 +64,10 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) 
 
 
 def _kind_of(env_id: str) -> tuple[str | None, str]:
-    """``("gym" | "srl", name)`` for an import path or an SRL-registered name (see
-    ``looprl.environments.srl.import_environment``); ``(None, env_id)`` otherwise."""
+    """``("gym" | "srl", name)`` for an import path or an SRL-registered name; ``(None,
+    env_id)`` otherwise."""
     from looprl.core.imports import is_import_path
     from looprl.environments import srl
-
     if is_import_path(env_id):
         return srl.import_environment(env_id)
     if env_id in srl.registered_environments() and env_id not in BUILT_IN_SRL:
@@ -83,11 +76,9 @@ def _kind_of(env_id: str) -> tuple[str | None, str]:
 
 
 def _srl_env(agent: str, env_id: str, name: str) -> Any:
-    """The SRL environment ``name`` as a PettingZoo parallel env, for the multi-agent presets
-    (the only ones that play SRL environments)."""
+    """The SRL environment ``name`` as a PettingZoo parallel env (multi-agent presets only)."""
     from looprl.environments import MultiagentPettingZooEnv, make
     from looprl.environments.srl_parallel import SRLParallelEnv
-
     if not agent.startswith("multiagent."):
         raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
                          "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
@@ -97,8 +88,8 @@ def _srl_env(agent: str, env_id: str, name: str) -> Any:
 
 
 def env_for(agent: Any, env_id: str) -> Any:
-    """The environment ``env_id`` in the form the family of ``agent`` (a preset builder of
-    a family module, or its name) acts in; a Gymnasium environment for any other agent."""
+    """``make_env`` for ``agent`` (a family's preset builder, or its name); a Gymnasium
+    environment for any other agent."""
     if not isinstance(agent, str):
         names = [name for name, builder in available_agents().items()
                  if builder is agent and "." in name]
@@ -112,9 +103,8 @@ CONTEXT_KEYS = ("train", "test", "ranges", "seed", "hide_context", "instance_mod
 def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
     """The training and held-out instance sets ``context`` describes (``None`` where it
     names none): a number drawn from ``ranges`` (seeds ``seed``, ``seed + 1``) or a YAML/JSON
-    file; ``ValueError`` for an unknown key or another value."""
+    file."""
     from looprl.environments.contextual import sample_contexts
-
     unknown = sorted(set(context) - set(CONTEXT_KEYS))
     if unknown:
         raise ValueError(f"context takes the keys {', '.join(CONTEXT_KEYS)}, got "
@@ -136,7 +126,6 @@ def _contexts_file(path: Any) -> dict[int, dict[str, float]]:
     from pathlib import Path
 
     import yaml
-
     if not isinstance(path, str) or not Path(path).is_file():
         raise ValueError(f"context.train / context.test is a number of instances or a YAML/JSON "
                          f"file of contexts, got {path!r}")
@@ -154,10 +143,8 @@ def _contexts_file(path: Any) -> dict[int, dict[str, float]]:
 def make_contextual(agent: str, env_id: str, contexts: Any,
                     context: Mapping[str, Any]) -> Any:
     """The contextual environment of ``env_id`` over the instance set ``contexts``, with
-    ``context``'s ``hide_context`` (default true), ``instance_mode`` (``random``) and ``seed``
-    (of the instance choice)."""
+    ``context``'s ``hide_context``, ``instance_mode`` and ``seed``."""
     from looprl.environments.contextual import ContextualEnvironment
-
     if agent.startswith(("atari.", "multiagent.")):
         raise ValueError(f"{agent} does not act in contextual environments; use a "
                          "classic-control or continuous preset")

@@ -1,5 +1,5 @@
-"""Helpers shared by presets: their base (``FamilyPreset``), space checks, environment facts
-and the policy's network."""
+"""Helpers shared by presets: their base (``FamilyPreset``), space and memory checks, and the
+policy's network."""
 
 from __future__ import annotations
 
@@ -22,9 +22,8 @@ log = logging.getLogger(__name__)
 
 
 class FamilyPreset(Preset):
-    """Base of the presets of the families: it checks the hyperparameters' ranges and
-    ``parts`` (kind -> valid names), and puts its local agent in the family's bodies
-    (``_wrap``)."""
+    """Base of the family presets: checks the hyperparameters' ranges and ``parts`` (kind ->
+    valid names); ``_wrap`` puts the local agent in the family's bodies."""
 
     parts: dict[str, tuple[str, ...]] = {}
 
@@ -37,7 +36,7 @@ class FamilyPreset(Preset):
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> Policy:
         """The policy over the preset's network (a copy with ``copy_model``), on ``device``
-        (default: the preset's), with its exploration and optimizer."""
+        (default: the preset's)."""
 
     @abstractmethod
     def trainer(self, policy: Any, train_steps: float = math.inf) -> Trainer:
@@ -50,8 +49,8 @@ class FamilyPreset(Preset):
 
 def policy_network(preset: Any, device: Any = None, copy_model: bool = False,
                    model: nn.Module | None = None) -> nn.Module:
-    """``model`` (default ``preset.model``; a deep copy with ``copy_model``: a Ray worker's
-    own) on ``device`` (default: the preset's)."""
+    """``model`` (default ``preset.model``; a deep copy with ``copy_model``) on ``device``
+    (default: the preset's)."""
     model = preset.model if model is None else model
     model = copy.deepcopy(model) if copy_model else model
     return model.to(device if device is not None else preset.device)
@@ -66,8 +65,7 @@ def to_device(preset: Any, device: Any) -> None:
 
 
 def derived(base: dict[str, Any], drop: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
-    """``base`` without the keys ``drop``, with ``changes`` (new or changed keys): one preset's
-    defaults as another's with per-environment overrides."""
+    """``base`` without the keys ``drop``, with ``changes`` (new or changed keys)."""
     return {**{key: value for key, value in base.items() if key not in drop}, **changes}
 
 
@@ -76,8 +74,7 @@ CONTINUOUS_PRESETS = "continuous.ppo, continuous.sac, continuous.td3, continuous
 
 
 def require_discrete_actions(env: Any, algorithm: str) -> int:
-    """The number of actions of ``env``; ``ValueError`` naming its action space and what
-    ``algorithm`` handles if it is not one ``Discrete`` space."""
+    """The number of actions of ``env``; ``ValueError`` unless it is one ``Discrete`` space."""
     space = env.action_space
     if isinstance(space, gym.spaces.Discrete):
         return int(space.n)
@@ -90,8 +87,8 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
 
 
 def require_box_actions(env: Any, algorithm: str, bounded: bool = True) -> gym.spaces.Box:
-    """``env``'s flat ``Box`` action space; ``ValueError`` naming its action space and what
-    ``algorithm`` handles if it is not one (or, with ``bounded``, if it is unbounded)."""
+    """``env``'s flat ``Box`` action space; ``ValueError`` if it is not one (or, with
+    ``bounded``, if it is unbounded)."""
     space = env.action_space
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         if bounded and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
@@ -117,16 +114,14 @@ def _space_name(space: gym.Space) -> str:
 
 
 def _composite_advice(space: gym.Space) -> str:
-    """What to do with an action space no looprl preset acts in (``MultiDiscrete``,
-    ``MultiBinary``, ``Tuple``, ``Dict``, a custom space)."""
+    """What to do with an action space no looprl preset acts in (``MultiDiscrete``, ...)."""
     return (f"no looprl preset acts in {type(space).__name__} spaces: wrap the environment in a "
             "gymnasium.ActionWrapper whose action space is one Discrete (an index of the "
             f"combinations; presets {DISCRETE_PRESETS}) or one flat Box ({CONTINUOUS_PRESETS})")
 
 
 def require_flat_observations(env: Any, algorithm: str, family: str = "classic-control") -> int:
-    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` (with advice for the
-    space) otherwise."""
+    """The size of ``env``'s flat ``Box`` observations; ``ValueError`` otherwise."""
     space = env.observation_space
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])
@@ -145,9 +140,8 @@ def memory_limit() -> int:
 
 
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None:
-    """A one-line ``ValueError`` when ``rows`` observations of ``env`` (float32; ``None``: one
-    float a row, a lower bound) would not fit in memory (``memory_limit``): ``what`` says
-    where the rows come from, ``remedy`` what to lower."""
+    """A one-line ``ValueError`` when ``rows`` float32 observations of ``env`` (``None``: one
+    float a row) would not fit in memory; ``what`` names the rows, ``remedy`` what to lower."""
     shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
     needed = rows * max(1, math.prod(shape)) * 4
     size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
@@ -160,7 +154,7 @@ def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None
 def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,
                   remedy: str) -> dict[str, Any]:
     """``hyperparameters`` with ``minibatch_size`` cut to ``limit`` (the rows it is drawn from,
-    ``what``), with a warning: what is trained, logged and saved is the size actually used."""
+    ``what``), with a warning."""
     batch = hyperparameters.get("minibatch_size")
     if batch is None or batch <= limit:
         return hyperparameters

@@ -1,15 +1,7 @@
-"""``ReplayPreset``: the one builder of the replay presets (DQN, DDQN, C51, Rainbow on
-classic control and Atari, through ``QPreset``; DDPG, TD3, SAC), for every runtime.
-
-A preset says once how to make each part: ``policy`` (with its exploration and optimizer),
-``trainer``, the replay (``replay_buffer_size`` windows of ``n_step`` steps) and the update
-schedule (a ``looprl.agents.learner.ReplaySchedule``). The local ``agent`` composes them; on
-Ray the trainer worker keeps the replay ``learning`` describes, with the same schedule.
-
-Ape-X (Horgan et al., 2018, https://arxiv.org/abs/1803.00933) is an option of the DQN
-presets: ``apex=True`` learns from prioritized ``n_steps`` windows, and each actor explores
-at its own rate ``apex_epsilons(actors)[i]`` (locally: one actor, rate 0.4).
-"""
+"""``ReplayPreset``: the base of the replay presets (DQN, DDQN, C51, Rainbow through
+``QPreset``; DDPG, TD3, SAC) for every runtime: ``policy``, ``trainer``, the replay and its
+update schedule, which the local ``agent`` composes and Ray's trainer worker keeps
+(``learning``). Ape-X (Horgan et al., 2018) is the DQN presets' ``apex`` option."""
 
 from __future__ import annotations
 
@@ -41,13 +33,12 @@ __all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
 
 
 class ReplayPreset(FamilyPreset):
-    """Base of the replay presets (see the module docstring): subclasses give ``policy`` and
-    ``trainer``, and may change the replay (``prioritized``, ``n_step``) and the local agent
-    (``_agent``: ``DQN`` in the family's bodies by default)."""
+    """Base of the replay presets: subclasses give ``policy`` and ``trainer``, and may change
+    the replay (``prioritized``, ``n_step``) and the local agent (``_agent``)."""
 
     #: the local agent's uniform and prioritized replay buffer classes
     replays: tuple[type, type] = (ExperienceReplayBuffer, PrioritizedReplayBuffer)
-    #: of the trainer worker's replay (``"atari_"``: the Atari frame ring)
+    #: of the trainer worker's replay kind (``"atari_"``: the Atari frame ring)
     remote_prefix = ""
 
     def __init__(self, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -61,8 +52,7 @@ class ReplayPreset(FamilyPreset):
 
     @property
     def apex(self) -> bool:
-        """Ape-X exploration on Ray: one rate per actor (``looprl.policies.apex_epsilons``)
-        instead of the policy's own (the ``apex`` hyperparameter)."""
+        """Ape-X exploration on Ray: one rate per actor (``apex_epsilons``)."""
         return bool(self.hyperparameters.get("apex", False))
 
     @property
@@ -72,12 +62,11 @@ class ReplayPreset(FamilyPreset):
 
     @property
     def n_step(self) -> int:
-        """Steps per replayed window (the ``n_steps`` hyperparameter; 1 without it)."""
+        """Steps per replayed window (``n_steps``; 1 without it)."""
         return int(self.hyperparameters.get("n_steps", 1))
 
     def replay_buffer(self, train_steps: float = math.inf) -> Any:
-        """The local agent's replay buffer (of ``replays``); prioritized replay anneals
-        ``beta`` to 1 over ``train_steps`` frames."""
+        """The local agent's replay buffer (of ``replays``)."""
         hp = self.hyperparameters
         uniform, prioritized = self.replays
         if not self.prioritized:
@@ -87,8 +76,7 @@ class ReplayPreset(FamilyPreset):
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
-        """The trainer worker keeps the local agent's replay, with its schedule; with
-        ``apex``, each actor explores at its own Ape-X rate."""
+        """The trainer worker keeps the local agent's replay, with its schedule."""
         hp = self.hyperparameters
         args: dict[str, Any] = {
             "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
@@ -105,7 +93,7 @@ class ReplayPreset(FamilyPreset):
 
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
                **schedule: Any) -> Agent:
-        """The local agent of the parts (``schedule``: ``ReplayAgent``'s training schedule)."""
+        """The local agent of the parts (``schedule``: ``ReplayAgent``'s)."""
         return self._wrap(DQN(policy, trainer, buffer, **schedule))
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Agent:
@@ -118,10 +106,9 @@ class ReplayPreset(FamilyPreset):
 
 
 class QNetworkPreset(FamilyPreset):
-    """The Q-network of the DQN family's presets, with replay (``QPreset``) or online
-    (``classic_control.vqn``): a ``QNetwork`` (``QDist`` when ``distributional``) over
-    ``_build``'s network, with Adam, a target copied every ``target_update_frequency``
-    updates (0: none), and an exploring ``DQNPolicy`` (or ``C51Policy``)."""
+    """The Q-network of the DQN family, with replay (``QPreset``) or online (VQN): a
+    ``QNetwork`` (``QDist`` when ``distributional``) over ``_build``'s network, with Adam and a
+    target copied every ``target_update_frequency`` updates (0: none)."""
 
     algorithm = "DQN"
 
@@ -139,8 +126,8 @@ class QNetworkPreset(FamilyPreset):
 
     @property
     def distributional(self) -> bool:
-        """A return distribution over ``atoms`` on ``[v_min, v_max]`` (C51): presets with
-        ``atoms``, unless their ``distributional`` switch is off (Rainbow's)."""
+        """A return distribution (C51): presets with ``atoms``, unless ``distributional`` is
+        off."""
         hp = self.hyperparameters
         return "atoms" in hp and bool(hp.get("distributional", True))
 
@@ -152,20 +139,19 @@ class QNetworkPreset(FamilyPreset):
                      v_min=hp["v_min"], v_max=hp["v_max"], **kwargs)
 
     def _q_policy(self, q: Any, epsilon: Any = 0.0) -> DQNPolicy:
-        """A ``C51Policy`` or ``DQNPolicy`` over ``q``, exploring at ``epsilon`` (0 with noisy
-        networks) and evaluating at ``test_exploration``."""
+        """A ``C51Policy`` or ``DQNPolicy`` over ``q``, exploring at ``epsilon`` and evaluating
+        at ``test_exploration``."""
         return (C51Policy if self.distributional else DQNPolicy)(
             q, self.num_actions, epsilon,
             evaluation_epsilon=self.hyperparameters.get("test_exploration", 0.0))
 
     def _policy(self, q: Any) -> DQNPolicy:
-        """The exploring policy over ``q`` (at the rate of ``epsilon_schedule``)."""
+        """The exploring policy over ``q`` (``epsilon_schedule``)."""
         return self._q_policy(q, epsilon_schedule(self.hyperparameters))
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
-        """The exploring policy over the Q-network (a copy with ``copy_model``) on ``device``
-        (default: the preset's)."""
+        """The exploring policy over the Q-network (a copy with ``copy_model``) on ``device``."""
         hp = self.hyperparameters
         model = policy_network(self, device, copy_model)
         optimizer = optim.Adam(model.parameters(), lr=hp["lr"], eps=hp.get("eps", 1e-8),
@@ -176,15 +162,13 @@ class QNetworkPreset(FamilyPreset):
                                     logger=logger or DummyLogger()))
 
     def test_agent(self) -> Actor:
-        """An ``Actor`` in evaluation mode over a copy of the current parameters: greedy
-        actions of the network in eval mode, exploring at the rate ``test_exploration``."""
+        """An evaluation ``Actor`` over a copy of the current parameters."""
         return Actor(self._q_policy(self._q(copy.deepcopy(self.model))), evaluation=True)
 
 
 class QPreset(QNetworkPreset, ReplayPreset):
-    """Base of the DQN family's replay presets (DQN, DDQN, C51, Rainbow): a
-    ``QNetworkPreset`` with a ``C51Trainer`` (``distributional``) or ``DQNTrainer``
-    (``update``, ``huber``; ``double`` takes over from ``update``)."""
+    """Base of the DQN family's replay presets: a ``QNetworkPreset`` with a ``C51Trainer``
+    (``distributional``) or ``DQNTrainer``."""
 
     @property
     def double(self) -> bool:

@@ -1,9 +1,5 @@
-"""``OnPolicyPreset``: the one builder of PPO, PPG, A2C and VAC (and VPG's parts), for every
-runtime: an ``ActorCriticPolicy`` over the preset's network with its optimizer (``policy``),
-the algorithm's trainer (``trainer``) and ``n_envs`` x ``n_steps`` segments. The local
-``agent`` composes them with an ``OnPolicyAgent``; on Ray, actors cut ``n_steps`` segments and
-the trainer steps on ``n_envs`` of them at a time.
-"""
+"""``OnPolicyPreset``: the base of PPO, PPG, A2C and VAC (and VPG's parts) for every runtime:
+an ``ActorCriticPolicy``, the algorithm's trainer and ``n_envs`` x ``n_steps`` segments."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ __all__ = ["ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear
 
 
 class linear:  # noqa: N801 -- used like a function: linear(3e-4)
-    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (a class,
-    not a closure, so that checkpoints can pickle it)."""
+    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (picklable)."""
 
     def __init__(self, initial: float):
         self.initial = initial
@@ -38,8 +33,8 @@ class linear:  # noqa: N801 -- used like a function: linear(3e-4)
 
 
 class ActorCriticPreset(FamilyPreset):
-    """A preset whose policy is an ``ActorCriticPolicy`` over its network and action head
-    (``_build(env)``) and optimizer (``_optimizer``: Adam at ``lr`` by default)."""
+    """A preset whose policy is an ``ActorCriticPolicy`` over ``_build(env)``'s network and
+    action head, with ``_optimizer`` (Adam at ``lr`` by default)."""
 
     algorithm = "actor-critic"
 
@@ -60,7 +55,7 @@ class ActorCriticPreset(FamilyPreset):
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> ActorCriticPolicy:
         """An ``ActorCriticPolicy`` over the preset's network (a copy with ``copy_model``),
-        on ``device`` (default: the preset's), with its optimizer and gradient clipping."""
+        on ``device`` (default: the preset's)."""
         model = policy_network(self, device, copy_model)
         device = torch.device(device if device is not None else self.device)
         clip = self.hyperparameters.get("clip_grad") or 0.0
@@ -69,15 +64,14 @@ class ActorCriticPreset(FamilyPreset):
         return ActorCriticPolicy(approximation, self.head)
 
     def test_agent(self) -> Actor:
-        """An ``Actor`` in evaluation mode over a copy of the current parameters (the most
-        likely action)."""
+        """An evaluation ``Actor`` over a copy of the current parameters."""
         return Actor(ActorCriticPolicy(Approximation(copy.deepcopy(self.model)), self.head),
                      evaluation=True)
 
 
 class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
     """A parallel preset whose local agent is an ``OnPolicyAgent`` over ``n_envs``
-    environments and ``n_steps`` segments: the on-policy presets and VQN / VSarsa."""
+    environments and ``n_steps`` segments (also VQN and VSarsa)."""
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Any:
         policy = self.policy(logger)
@@ -96,8 +90,7 @@ class OnPolicyAgentPreset(FamilyPreset, ParallelPreset):
 
 
 class OnPolicyPreset(ActorCriticPreset, OnPolicyAgentPreset):
-    """Base of the parallel on-policy presets (see the module docstring): ``n_steps``
-    defaults to 1, and the local agent is an ``OnPolicyAgent``."""
+    """Base of the parallel on-policy presets (``n_steps`` defaults to 1)."""
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         check_ranges(hyperparameters, name)  # (before the sizes below are used)

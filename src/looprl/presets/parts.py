@@ -1,25 +1,7 @@
-"""Swappable algorithm parts chosen by name: exploration, buffers and updates (seed 000).
-
-A preset's ``exploration``, ``buffer`` and ``update`` hyperparameters name its parts, so that
-a config (or ``.hyperparameters(...)``) swaps them without touching an algorithm:
-
-=============== ========================================== ===================================
-kind            names                                      implemented by
-=============== ========================================== ===================================
-exploration     ``epsilon_greedy``, ``decaying_epsilon_``  ``looprl.policies.exploration``
-                ``greedy``, ``ez_greedy``, ``stochastic``
-buffer          ``uniform``, ``prioritized``, ``nstep``,   ``looprl.memory``
-                ``rollout``
-update          ``q_learning``, ``double_q``,              ``looprl.agents.dqn.UPDATES``,
-                ``clipped_double_q``, ``ppo``, ``ppg``,    ``PPOTrainer``, ``PPGTrainer``,
-                ``sac``                                    ``SACTrainer``
-=============== ========================================== ===================================
-
-Each preset takes the names that fit its policy (the classic-control ``dqn`` and ``ddqn``
-every exploration, the three replay buffers and the three Q updates; PPO, PPG and SAC their
-own); ``choose`` gives a one-line error naming the valid ones otherwise. With meta
-components attached, the parts get the run's metrics dictionary (``looprl.meta.hub``).
-"""
+"""Swappable algorithm parts chosen by name (seed 000): a preset's ``exploration``, ``buffer``
+and ``update`` hyperparameters name its parts (``looprl.policies.exploration``,
+``looprl.memory``, ``looprl.agents.dqn.UPDATES``, the PPO, PPG and SAC trainers); each preset
+takes those that fit its policy (``parts``), and ``choose`` names the valid ones otherwise."""
 
 from __future__ import annotations
 
@@ -41,8 +23,7 @@ PARTS: dict[str, Sequence[str]] = {"exploration": EXPLORATION, "buffer": BUFFERS
 
 
 def choose(kind: str, name: str, valid: Sequence[str], algorithm: str) -> str:
-    """``name`` if ``algorithm`` takes it as its ``kind`` part, else a one-line ``ValueError``
-    naming the valid choices."""
+    """``name`` if ``algorithm`` takes it as its ``kind`` part, else a one-line ``ValueError``."""
     if name in valid:
         return name
     choices = ", ".join(valid)
@@ -61,16 +42,13 @@ def check_parts(hp: dict[str, Any], algorithm: str, parts: dict[str, Sequence[st
 
 def epsilon_schedule(hp: dict[str, Any]) -> LinearScheduler:
     """Epsilon from ``initial_exploration`` to ``final_exploration`` over
-    ``final_exploration_step`` steps (on Ray: each actor's steps)."""
+    ``final_exploration_step`` steps."""
     return LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
                            hp["final_exploration_step"], name="epsilon")
 
 
 def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: str) -> Any:
-    """The exploration policy ``hp['exploration']`` names, over the Q approximation ``q``:
-    ``decaying_epsilon_greedy`` (``epsilon_schedule``), ``epsilon_greedy`` and ``ez_greedy``
-    (options of ``zeta(ez_mu)`` steps) at ``epsilon``, ``stochastic`` (``softmax(Q /
-    temperature)``)."""
+    """The exploration policy ``hp['exploration']`` names, over the Q approximation ``q``."""
     name = choose("exploration", hp["exploration"], EXPLORATION, algorithm)
     if name == "decaying_epsilon_greedy":
         return GreedyPolicy(q, num_actions, epsilon_schedule(hp))
@@ -82,8 +60,8 @@ def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: 
 
 
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:
-    """Prioritized replay's importance exponent: ``hp['beta']`` annealed linearly to 1 over
-    the gradient steps of ``train_steps`` steps, constant when the budget is unknown."""
+    """Prioritized replay's ``hp['beta']``, annealed linearly to 1 over the gradient steps of
+    ``train_steps`` steps (constant for an unknown budget)."""
     if train_steps == float("inf"):
         return hp["beta"]
     steps = max(train_steps - hp["replay_start_size"], 1)

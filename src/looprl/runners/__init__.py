@@ -1,18 +1,14 @@
-"""The outer loop: runners that train, evaluate and re-configure agents over repeated runs:
-``OnlineRunner`` (train, then evaluate), ``ESRunner`` (evolution strategies), ``OptunaRunner``
-(Optuna search) and ``PBTRunner`` (population-based training on Ray Tune); each returns
-``run() -> (train_results, eval_results)``. Trials run through ``looprl.runners.trials``; the
-keys of ``Runner.train`` and ``Runner.evaluate`` are in ``looprl.runners.base``.
+"""The outer loop: runners that train, evaluate and re-configure agents over repeated runs;
+each has ``run() -> (train_results, eval_results)``.
 """
 
 from looprl.runners.base import EVAL_KEYS, TRAIN_KEYS, Runner
 from looprl.runners.es import ESRunner
-from looprl.runners.fitness import SHAPERS, fitness_shaper
 from looprl.runners.hpo import OptunaRunner
 from looprl.runners.online import OnlineRunner
 from looprl.runners.pbt import PBTRunner
 from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space
-from looprl.runners.strategies import STRATEGIES, make_strategy
+from looprl.runners.strategies import SHAPERS, STRATEGIES, fitness_shaper, make_strategy
 from looprl.runners.trials import LocalTrials
 
 __all__ = ["EVAL_KEYS", "SHAPERS", "STRATEGIES", "TRAIN_KEYS", "Dimension", "ESRunner",

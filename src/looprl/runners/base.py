@@ -1,16 +1,13 @@
-"""``Runner``: the outer loop's handle on one agent: it builds a fresh agent of a preset
-builder (``new_agent``), trains it, evaluates it and changes it between runs (preset
-hyperparameters, ``hp/*`` keys, network parameters as one flat vector).
+"""``Runner``: the outer loop's handle on one agent of a preset builder: it builds a fresh
+agent, trains it, evaluates it and changes it between runs (preset hyperparameters, ``hp/*``
+keys, network parameters as one flat vector).
 
-``train(num_steps)`` returns ``TRAIN_KEYS``: ``step`` (environment steps the current agent
-has trained in total), ``episodes`` (training episodes completed in total), ``returns`` (of
-the training episodes that ended during this call), ``mean_return`` (their mean; ``nan``:
-none ended) and ``wall_time`` (seconds this call took).
-
-``evaluate(episodes)`` returns ``EVAL_KEYS``: ``mean_eval_reward`` (the mean return of the
-evaluation episodes, the key of Mighty's runners), ``std_eval_reward``, ``returns`` (of each
-episode), ``episodes`` (how many) and ``step`` (what the agent had trained); with a held-out
-``test_env`` they are the held-out set's, and ``train_set`` and ``test_set`` hold both sets'.
+``train(num_steps)`` returns ``TRAIN_KEYS``: ``step`` and ``episodes`` (in total), ``returns``
+(of the episodes that ended during this call), ``mean_return`` (their mean; ``nan``: none)
+and ``wall_time`` (seconds). ``evaluate(episodes)`` returns ``EVAL_KEYS``:
+``mean_eval_reward``, ``std_eval_reward``, ``returns``, ``episodes`` and ``step``; with a
+held-out ``test_env`` they are the held-out set's, and ``train_set`` and ``test_set`` hold
+both sets'.
 """
 
 from __future__ import annotations
@@ -36,9 +33,7 @@ from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 from looprl.runners.held_out import SETS, held_out_returns
 
-#: Keys of the dictionary ``Runner.train`` returns (see the module docstring).
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
-#: Keys of the dictionary ``Runner.evaluate`` returns (see the module docstring).
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
                               "step")
 
@@ -56,13 +51,11 @@ class MemoryLogger(DummyLogger):
         return float(np.mean(self.returns[-100:])) if self.returns else math.nan
 
     def add_episode_return(self, ret: float) -> None:
-        """Record the return of one finished training episode."""
         self.returns.append(float(ret))
 
 
 class RecordingLogger(ExperimentLogger):
-    """An ``ExperimentLogger`` (files in a run directory) that also keeps the returns and
-    the label of its run directory (``run_name``)."""
+    """An ``ExperimentLogger`` that also keeps the returns and its ``run_name``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -70,7 +63,6 @@ class RecordingLogger(ExperimentLogger):
         self.returns: list[float] = []
 
     def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
-        """Go on in a new run directory ``run_name`` (``ExperimentLogger.start_run``)."""
         super().start_run(run_name, run_info)
         self.run_name = run_name
 
@@ -80,26 +72,21 @@ class RecordingLogger(ExperimentLogger):
                                             **run_info})
 
     def add_episode_return(self, ret: float) -> None:
-        """Keep the return of a finished training episode, and log it."""
         self.returns.append(float(ret))
         super().add_episode_return(ret)
 
 
 class Runner:
-    """Trains and evaluates agents of one preset on one environment.
+    """Trains and evaluates agents of one preset on one environment (the other arguments
+    are ``Experiment``'s).
 
     Args:
         agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo``.
         env: an environment, or a Gymnasium id (``"CartPole-v1"``).
-        seed: seeds every new agent (network initialisation, torch, NumPy, environments).
-        logdir: a directory for run directories; ``None`` (default): nothing is written.
+        seed: seeds every new agent.
+        logdir: a directory for run directories; ``None``: nothing is written.
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
-        device: the networks' device (default: the builder's).
-        quiet: no progress bar while training.
         eval_episodes: the default number of episodes of ``evaluate``.
-        checkpoint_every, checkpoint_replay, keep_checkpoints: the experiments' (needs a
-            ``logdir``); ``resume`` continues from a checkpoint.
-        verbose: experiments with a ``logdir`` also log losses and the ``hp/*`` trajectory.
         wandb: ``wandb.init`` arguments, to log to W&B too; needs a ``logdir``.
         test_env: a held-out environment of the same spaces: ``evaluate`` plays there (each
             instance of a ``ContextualEnvironment`` at least once) and reports the training
@@ -109,8 +96,8 @@ class Runner:
 
     #: the runner's name in ``run.json`` (``looprl run``'s ``runner=`` option)
     name = "runner"
-    #: what the runner scores by its evaluation returns (``""``: none; then
-    #: ``eval_episodes=0`` is valid, else it needs at least one episode)
+    #: what the runner scores by its evaluation returns (``""``: none; else it needs
+    #: ``eval_episodes >= 1``)
     scores: str = ""
 
     def __init__(self, agent: Any, env: Any, seed: int = 0, logdir: str | None = None,
@@ -127,31 +114,30 @@ class Runner:
         if not isinstance(self.env, Environment | MultiagentEnvironment):
             raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
                             f"id, got {type(env).__name__}")
-        self.test_env = test_env
-        self.seed = int(seed)
-        self.logdir = logdir
-        self.meta = tuple(meta)
-        self.quiet = quiet
-        self.eval_episodes = int(eval_episodes)
-        _check_eval_episodes(self.eval_episodes, self.name, self.scores)
+        self.test_env, self.seed, self.logdir = test_env, int(seed), logdir
+        self.meta, self.quiet, self.eval_episodes = tuple(meta), quiet, int(eval_episodes)
+        if self.eval_episodes < 0:
+            raise ValueError(f"eval_episodes (looprl run's test_episodes) must be >= 0, got "
+                             f"{self.eval_episodes}")
+        if self.scores and self.eval_episodes == 0:
+            raise ValueError(f"runner={self.name} scores each {self.scores} by its evaluation "
+                             "returns: it needs eval_episodes >= 1 (looprl run: test_episodes "
+                             ">= 1), got 0")
         if checkpoint_every is not None and logdir is None:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
-        self.checkpoint_every = checkpoint_every
-        self.checkpoint_replay = checkpoint_replay
+        self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
         self.run_info = {"runner": self.name, "seed": self.seed,
                          "meta": [repr(component) for component in self.meta], **(run_info or {})}
-        self.verbose = verbose
         if wandb is not None and logdir is None:
             raise ValueError("wandb logging needs a logdir (its runs are stored there)")
-        self.wandb = wandb
+        self.verbose, self.wandb = verbose, wandb
         self.experiment: Any = None
-        self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
         self.preset: Any = None
+        self._next_run: tuple[str, dict[str, Any]] | None = None  # label_next_run
 
     def replica_arguments(self) -> dict[str, Any]:
-        """The ``Runner`` arguments of a replica of this runner in another process (a trial on
-        Ray), writing into the same (absolute) ``logdir``."""
+        """The ``Runner`` arguments of a replica in another process (a trial on Ray)."""
         return {"agent": self.builder, "env": self.env, "seed": self.seed,
                 "logdir": None if self.logdir is None else os.path.abspath(self.logdir),
                 "meta": self.meta, "quiet": self.quiet, "eval_episodes": self.eval_episodes,
@@ -160,7 +146,6 @@ class Runner:
                 "wandb": self.wandb, "test_env": self.test_env,
                 "keep_checkpoints": self.keep_checkpoints, "run_info": self.run_info}
 
-    # -- the agent ---------------------------------------------------------------------
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
                   train_steps: float = math.inf, logged: bool = True) -> None:
         """Build a fresh, seeded agent with the preset ``hyperparameters`` overridden; its
@@ -177,8 +162,8 @@ class Runner:
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,
                   fresh: bool = True) -> None:
-        """Apply searched ``values``: a fresh agent with the preset hyperparameters among
-        them (if ``fresh``), then the ``hp/*`` ones set on the agent."""
+        """Apply searched ``values``: the preset hyperparameters to a fresh agent (if
+        ``fresh``), then the ``hp/*`` ones to the agent."""
         if fresh:
             self.new_agent({k: v for k, v in values.items() if not k.startswith("hp/")},
                            train_steps=train_steps)
@@ -186,8 +171,7 @@ class Runner:
 
     def resume(self, path: str, run_name: str | None = None,
                run_info: dict[str, Any] | None = None) -> None:
-        """Continue the experiment saved at ``path`` (in a new run directory ``run_name``
-        with ``run_info``, if given)."""
+        """Continue the experiment saved at ``path`` (in a new run directory ``run_name``)."""
         self.close()
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
@@ -196,13 +180,13 @@ class Runner:
         self.preset = self.experiment.preset
 
     def label_next_run(self, name: str, **info: Any) -> None:
-        """Name the run directory of the next agent ``new_agent`` builds (under
-        ``{logdir}/{agent}/{env}``), with ``info`` in its ``run.json``."""
+        """Name the run directory of the next agent, with ``info`` in its ``run.json``."""
         self._next_run = (name, info)
 
     def label_run(self, name: str, **info: Any) -> None:
         """The current agent goes on in a new run directory ``name`` (or the one
-        ``label_next_run`` named so), with ``info`` in its ``run.json`` (needs a ``logdir``)."""
+        ``label_next_run`` named so), with ``info`` in its ``run.json`` (if there is a
+        ``logdir``)."""
         self._require_agent()
         logger = self.experiment.logger
         if self.logdir is None:
@@ -222,7 +206,6 @@ class Runner:
                                run_info=self._run_json(info))
 
     def _run_json(self, info: dict[str, Any]) -> dict[str, Any]:
-        """``run.json``: the runner's ``run_info``, ``info``, the preset's hyperparameters."""
         return {**self.run_info, **info, "hyperparameters": self.preset.hyperparameters}
 
     def _require_agent(self) -> None:
@@ -242,7 +225,6 @@ class Runner:
                 raise unknown_hyperparameter(key, found)
             found[key].set(value)
 
-    # -- network parameters ------------------------------------------------------------
     def _model(self) -> torch.nn.Module:
         self._require_agent()
         model = getattr(self.preset, "model", None)
@@ -267,10 +249,8 @@ class Runner:
             for parameter, values in zip(parameters, vector.split([p.numel() for p in parameters])):
                 parameter.copy_(values.view_as(parameter))
 
-    # -- train and evaluate ------------------------------------------------------------
     def train(self, num_steps: int) -> dict[str, Any]:
-        """Train the current agent (a fresh one if none) ``num_steps`` more steps; see
-        ``TRAIN_KEYS``."""
+        """Train the current agent (a fresh one if none) ``num_steps`` more steps."""
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)
         start, logger = time.perf_counter(), self.experiment.logger
@@ -282,24 +262,21 @@ class Runner:
                 "wall_time": time.perf_counter() - start}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
-        """Evaluate the current agent for ``episodes`` episodes; see ``EVAL_KEYS``."""
+        """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``)."""
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
-        if self.test_env is not None:
-            return {**self._evaluate_sets(episodes), "step": self.experiment.frame}
-        returns = self.experiment.test(episodes=episodes)
+        test = self.experiment.test
+        if self.test_env is not None:  # both sets, logged
+            returns = test(episodes=episodes, env=self.env)
+            held_out = held_out_returns(test, self.test_env, episodes)
+            if isinstance(self.experiment.logger, ExperimentLogger):
+                self.experiment.logger.add_test_returns(
+                    dict(zip(SETS, (returns, held_out), strict=True)))
+            return {**summary(returns, held_out), "step": self.experiment.frame}
+        returns = test(episodes=episodes)
         if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
             returns = [sum(values) for values in zip(*returns.values())]
         return {**summary(returns), "step": self.experiment.frame}
-
-    def _evaluate_sets(self, episodes: int) -> dict[str, Any]:
-        """``summary`` of the training and the held-out set, both logged."""
-        returns = self.experiment.test(episodes=episodes, env=self.env)
-        held_out = held_out_returns(self.experiment.test, self.test_env, episodes)
-        logger = self.experiment.logger
-        if isinstance(logger, ExperimentLogger):
-            logger.add_test_returns(dict(zip(SETS, (returns, held_out), strict=True)))
-        return summary(returns, held_out)
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
@@ -317,8 +294,8 @@ class Runner:
 
 
 def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:
-    """``EVAL_KEYS`` but ``step`` of ``returns``; with ``held_out``, of those, and both sets'
-    under ``train_set`` and ``test_set``."""
+    """``EVAL_KEYS`` but ``step`` of ``returns`` (with ``held_out``: of those, and both sets'
+    under ``train_set`` and ``test_set``)."""
     returns = [float(r) for r in returns]
     results = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
                "std_eval_reward": float(np.std(returns)) if returns else math.nan,
@@ -328,12 +305,3 @@ def summary(returns: list[float], held_out: list[float] | None = None) -> dict[s
     test_set = summary(held_out)
     return {**test_set, "train_set": results, "test_set": test_set}
 
-
-def _check_eval_episodes(episodes: int, runner: str, scores: str) -> None:
-    """A one-line ``ValueError`` for fewer than 0 (or 1, if the runner ``scores``) episodes."""
-    if episodes < 0:
-        raise ValueError(f"eval_episodes (looprl run's test_episodes) must be >= 0, got "
-                         f"{episodes}")
-    if scores and episodes == 0:
-        raise ValueError(f"runner={runner} scores each {scores} by its evaluation returns: "
-                         "it needs eval_episodes >= 1 (looprl run: test_episodes >= 1), got 0")

@@ -1,14 +1,9 @@
 """``ESRunner``: evolution strategies over hyperparameters, network parameters, or both.
 
-Each generation the strategy proposes a population (``ask``); every individual is applied
-to an agent, optionally trained, and evaluated; the shaped returns go back (``tell``). An
-individual is one vector: the network parameters (with ``search_params=True``), then one
-coordinate in [0, 1] per target, mapped onto its bounds (linear or log; ints rounded).
-
-Preset hyperparameters need a fresh agent per individual; ``hp/*`` keys are set on the
-running agent, so without preset targets one agent runs through the whole search, as in
-Mighty. At the end the best individual is restored and evaluated again. Run directories:
-``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
+An individual is one vector: the network parameters (with ``search_params=True``), then one
+coordinate in [0, 1] per target, mapped onto its bounds. Preset hyperparameters need a fresh
+agent per individual; with ``hp/*`` targets only, one agent runs through the whole search, as
+in Mighty. Run directories: ``{logdir}/{agent}/{env}/genGGG_indIII``, then ``best``.
 """
 
 from __future__ import annotations
@@ -24,35 +19,29 @@ import numpy as np
 
 from looprl.core.suggest import check_count
 from looprl.runners.base import Runner
-from looprl.runners.fitness import fitness_shaper
-from looprl.runners.space import Dimension, SearchSpaceError, parse_search_space, search_mapping
-from looprl.runners.strategies import STRATEGIES, make_strategy
+from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
+from looprl.runners.strategies import STRATEGIES, fitness_shaper, make_strategy
 from looprl.runners.trials import KeptAgent, LocalTrials
 
 log = logging.getLogger(__name__)
 
 
 class ESRunner(Runner):
-    """Evolution strategies with ask/tell (``"cma"`` or ``"openai"``), as in Mighty.
+    """Evolution strategies with ask/tell (``"cma"`` or ``"openai"``), as in Mighty; the
+    search starts from the values and parameters of a first agent, built here.
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        search_targets: name -> bounds: ``(low, high)``, ``(low, high, "log")`` or a spec
-            dict of ``looprl.runners.space``; names are preset hyperparameters or ``hp/*``.
+        search_targets: name -> bounds (``looprl.runners.space``); names are preset
+            hyperparameters or ``hp/*`` keys.
         search_params: also search the network parameters, as one flat vector.
-        train_agent: train each individual for ``num_steps_per_iteration`` before its
+        train_agent: train each individual ``num_steps_per_iteration`` steps before its
             evaluation.
-        iterations: generations.
-        popsize: individuals per generation.
-        num_steps_per_iteration: training steps of each individual.
-        strategy: ``"cma"`` (CMA-ES, the ``cma`` package) or ``"openai"``.
         sigma: initial standard deviation of the search (parameter and unit coordinates).
         fitness_shaping: ``"raw"``, ``"centered_ranks"`` or ``"z_score"``.
         strategy_options: cma options, or ``{"learning_rate": ...}`` for openai.
         reset_agent: a fresh agent per individual (default: when there are preset targets).
         trials: ``LocalTrials()`` (default) or ``RayTrials(...)`` (needs fresh agents).
-
-    The constructor builds a first agent: the search starts from its values and parameters.
     """
 
     name = "es"
@@ -79,31 +68,30 @@ class ESRunner(Runner):
         self.iterations, self.popsize = int(iterations), int(popsize)
         self.num_steps_per_iteration = int(num_steps_per_iteration)
         self.strategy, self.sigma, self.strategy_options = strategy, sigma, strategy_options
-        self.fresh_agents = self._fresh_agents(targets, reset_agent)
+        preset_targets = [name for name in targets if not name.startswith("hp/")]
+        if reset_agent is False and preset_targets:
+            raise ValueError(f"Preset hyperparameters ({', '.join(preset_targets)}) need a "
+                             "fresh agent per individual: reset_agent=False cannot apply them")
+        self.fresh_agents = bool(preset_targets) if reset_agent is None else reset_agent
         self.trials = LocalTrials() if trials is None else trials
         if not (self.trials.in_process or self.fresh_agents):
             raise ValueError("ES individuals on Ray are fresh agents, each in a process of its "
                              "own; with hp/* targets only, one agent goes through the search: "
                              "set reset_agent=True (runner.reset_agent=true) or run it locally")
-        self._first_agent()
-        self.dimensions = self._dimensions(targets)
-        self.x0 = self._initial_vector()
-        self.n_params = self.x0.size - len(self.dimensions)
-
-    def _first_agent(self) -> None:
-        """The agent the search starts from (with fresh agents, one writing no run directory)."""
-        if self.fresh_agents:
-            self.new_agent(train_steps=self._budget(), logged=False)
-        else:
+        if not self.fresh_agents:  # (fresh agents: the first writes no run directory)
             self.label_next_run(Individual.label(1, 0))
-            self.new_agent(train_steps=self._budget())
-
-    def _fresh_agents(self, targets: dict[str, Any], reset_agent: bool | None) -> bool:
-        preset_targets = [name for name in targets if not name.startswith("hp/")]
-        if reset_agent is False and preset_targets:
-            raise ValueError(f"Preset hyperparameters ({', '.join(preset_targets)}) need a "
-                             "fresh agent per individual: reset_agent=False cannot apply them")
-        return bool(preset_targets) if reset_agent is None else reset_agent
+        self.new_agent(train_steps=self._budget(), logged=not self.fresh_agents)
+        current = {**self.preset.hyperparameters,
+                   **{key: h.get() for key, h in self.hyperparameters().items()}}
+        self.dimensions = parse_search_space(targets, current, self.preset.name) if targets else []
+        for dimension in self.dimensions:
+            if dimension.kind == "categorical":
+                raise SearchSpaceError(f"ES searches numeric ranges; {dimension.name!r} is "
+                                       "categorical (use OptunaRunner for choices)")
+        units = [d.encode(current[d.name]) for d in self.dimensions]
+        params = self.parameter_vector() if search_params else np.zeros(0)
+        self.x0 = np.concatenate([params, np.asarray(units, dtype=np.float64)])
+        self.n_params = self.x0.size - len(self.dimensions)
 
     def _budget(self) -> float:
         """What schedules anneal over: one individual's training, or the whole search."""
@@ -112,29 +100,6 @@ class ESRunner(Runner):
         per_agent = 1 if self.fresh_agents else self.iterations * self.popsize
         return per_agent * self.num_steps_per_iteration
 
-    def _current_values(self) -> dict[str, Any]:
-        """Every preset hyperparameter and ``hp/*`` key of the agent, with its value."""
-        hp = {key: h.get() for key, h in self.hyperparameters().items()}
-        return {**self.preset.hyperparameters, **hp}
-
-    def _dimensions(self, targets: dict[str, Any]) -> list[Dimension]:
-        if not targets:
-            return []
-        dimensions = parse_search_space(targets, self._current_values(), self.preset.name)
-        for dimension in dimensions:
-            if dimension.kind == "categorical":
-                raise SearchSpaceError(f"ES searches numeric ranges; {dimension.name!r} is "
-                                       "categorical (use OptunaRunner for choices)")
-        return dimensions
-
-    def _initial_vector(self) -> np.ndarray:
-        """The parameters (if searched), then each target's current value in unit coordinates."""
-        current = self._current_values()
-        units = [d.encode(current[d.name]) for d in self.dimensions]
-        params = self.parameter_vector() if self.search_params else np.zeros(0)
-        return np.concatenate([params, np.asarray(units, dtype=np.float64)])
-
-    # -- individuals -------------------------------------------------------------------
     def decode(self, individual: np.ndarray) -> tuple[np.ndarray | None, dict[str, Any]]:
         """``(parameters or None, {target: value})`` of one individual."""
         individual = np.asarray(individual, dtype=np.float64)
@@ -143,14 +108,13 @@ class ESRunner(Runner):
         return params, {d.name: d.decode(u) for d, u in zip(self.dimensions, units)}
 
     def apply_individual(self, individual: np.ndarray) -> dict[str, Any]:
-        """Apply an individual (module docstring); return its target values."""
+        """Apply an individual to the agent; return its target values."""
         params, values = self.decode(individual)
         self.configure(values, self._budget(), fresh=self.fresh_agents)
         if params is not None:
             self.apply_parameters(params)
         return values
 
-    # -- the loop ----------------------------------------------------------------------
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
         iteration, individual, values, parameters}, "history": [per generation: iteration,
@@ -161,27 +125,32 @@ class ESRunner(Runner):
         self._best_agent: KeptAgent | None = None
         self._best_network: np.ndarray | None = None
         history = []
+        train_steps = self.num_steps_per_iteration if self.train_agent else 0
         try:
             for iteration in range(1, self.iterations + 1):
                 population = es.ask()
-                individuals = [self._individual(x, iteration, index)
-                               for index, x in enumerate(population)]
+                individuals = []
+                for index, vector in enumerate(population):
+                    params, values = self.decode(vector)
+                    individuals.append(Individual(iteration, index, values, params,
+                                                  self.fresh_agents, self._budget(), train_steps))
                 scored = self.trials.map(self, score_individual, individuals,
                                          keep=self.fresh_agents)
                 fitness = np.array([self._record(individual, value, agent)
                                     for individual, (value, agent) in zip(individuals, scored)])
                 es.tell(population, self.shape(_finite(fitness)))
-                history.append(self._generation(iteration, fitness,
-                                                [i.values for i in individuals]))
+                history.append({"iteration": iteration, "fitness": fitness.tolist(),
+                                "values": [i.values for i in individuals],
+                                "mean_fitness": float(np.mean(fitness)),
+                                "max_fitness": float(np.max(fitness)),
+                                "best_fitness": float(self._best["fitness"])})
+                log.info("ES %s %d/%d: fitness mean %.4g, max %.4g; best so far %.4g %s",
+                         self.strategy, iteration, self.iterations, history[-1]["mean_fitness"],
+                         history[-1]["max_fitness"], self._best["fitness"], self._best["values"])
         finally:
             self.trials.close()
         self._restore_best()
         return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
-
-    def _individual(self, vector: np.ndarray, iteration: int, index: int) -> Individual:
-        params, values = self.decode(vector)
-        return Individual(iteration, index, values, params, self.fresh_agents, self._budget(),
-                          self.num_steps_per_iteration if self.train_agent else 0)
 
     def _record(self, individual: Individual, fitness: float, agent: KeptAgent | None
                 ) -> float:
@@ -191,19 +160,15 @@ class ESRunner(Runner):
             self._best = {"fitness": fitness, "iteration": individual.iteration,
                           "individual": individual.index, "values": individual.values,
                           "parameters": None if params is None else params.copy()}
-            if agent is not None:
-                self._keep_best_agent(agent)
+            if agent is not None:  # kept open; the one it replaces closed
+                agent.detach(self)
+                previous, self._best_agent = self._best_agent, agent
+                if previous is not None:
+                    previous.close(self)
             else:  # the network as evaluated (trained from the individual's parameters)
                 with contextlib.suppress(TypeError):  # (a preset without a ``model``: None)
                     self._best_network = self.parameter_vector()
         return fitness
-
-    def _keep_best_agent(self, agent: KeptAgent) -> None:
-        """Keep ``agent`` (the best so far) open; close the one it replaces."""
-        agent.detach(self)  # the next new_agent leaves it open
-        previous, self._best_agent = self._best_agent, agent
-        if previous is not None:
-            previous.close(self)
 
     def _restore_best(self) -> None:
         """Make the best individual the current agent, in the run directory ``best``."""
@@ -218,16 +183,6 @@ class ESRunner(Runner):
             self.configure(best["values"], fresh=False)
             if self._best_network is not None:
                 self.apply_parameters(self._best_network)
-
-    def _generation(self, iteration: int, fitness: np.ndarray,
-                    values: list[dict[str, Any]]) -> dict[str, Any]:
-        record = {"iteration": iteration, "fitness": fitness.tolist(), "values": values,
-                  "mean_fitness": float(np.mean(fitness)), "max_fitness": float(np.max(fitness)),
-                  "best_fitness": float(self._best["fitness"])}
-        log.info("ES %s %d/%d: fitness mean %.4g, max %.4g; best so far %.4g %s",
-                 self.strategy, iteration, self.iterations, record["mean_fitness"],
-                 record["max_fitness"], record["best_fitness"], self._best["values"])
-        return record
 
 
 @dataclass
@@ -254,8 +209,7 @@ class Individual:
 
 
 def score_individual(runner: Runner, individual: Individual) -> float:
-    """Apply ``individual`` to ``runner``, train and evaluate it; its fitness (``-inf``: it
-    diverged)."""
+    """Apply, train and evaluate ``individual``; its fitness (``-inf``: it diverged)."""
     # its own run directory: its fresh agent's, or the shared agent's from here on
     label = runner.label_next_run if individual.fresh else runner.label_run
     label(individual.name, generation=individual.iteration, individual=individual.index,

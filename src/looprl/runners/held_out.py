@@ -1,10 +1,4 @@
-"""Evaluation on a held-out set of instances (``context.test``): every instance is played.
-
-A held-out ``ContextualEnvironment`` is split into one environment per instance, and the
-evaluation's episodes are shared among them: ``max(episodes, instances)`` in all, so that each
-held-out context is evaluated at least once (a random choice of instances, as training makes,
-would leave some out and count others twice).
-"""
+"""Evaluation on a held-out set of instances (``context.test``), each played at least once."""
 
 from __future__ import annotations
 
@@ -15,15 +9,13 @@ from looprl.environments.contextual import ContextualEnvironment
 
 __all__ = ["SETS", "held_out_returns", "instance_plan"]
 
-#: The names of the two evaluated sets (``results.json``'s keys, TensorBoard's
-#: ``eval/<set>/returns/mean``, the ``set`` column of the CSV files).
+#: The names of the two evaluated sets (in ``results.json``, TensorBoard and CSV files).
 SETS = ("train_set", "test_set")
 
 
 def instance_plan(env: Any, episodes: int) -> list[tuple[Any, int]]:
     """``(environment, episodes)`` pairs that evaluate ``env``: one per instance of a
-    ``ContextualEnvironment`` (each playing only its own context; the first ones one episode
-    more where ``max(episodes, instances)`` does not divide evenly), else ``env`` itself."""
+    ``ContextualEnvironment`` (``max(episodes, instances)`` episodes in all), else ``env``."""
     if not isinstance(env, ContextualEnvironment):
         return [(env, episodes)]
     wrapper = env.contextual
@@ -37,8 +29,7 @@ def instance_plan(env: Any, episodes: int) -> list[tuple[Any, int]]:
 
 
 def held_out_returns(test: Callable[..., list[float]], env: Any, episodes: int) -> list[float]:
-    """The returns of ``test(episodes=n, env=e)`` (an experiment's ``test``) over
-    ``instance_plan(env, episodes)``, instance after instance."""
+    """The returns of ``test(episodes=n, env=e)`` over ``instance_plan(env, episodes)``."""
     returns: list[float] = []
     for single, n in instance_plan(env, episodes):
         returns += test(episodes=n, env=single)

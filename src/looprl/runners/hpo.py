@@ -1,14 +1,9 @@
 """``OptunaRunner``: hyperparameter search with Optuna (TPE, pruning, resumable studies).
 
-Each trial samples the search space (``looprl.runners.space``), builds a fresh seeded agent
-and trains it for ``num_steps`` steps in ``n_evaluations`` chunks, reporting each evaluation
-to Optuna's pruner; its value is the last evaluation. A stored study (SQLite URL or journal
-file) is continued, the sampler seeded by ``seed`` plus the trials already there. Optuna
-(``pip install looprl[hpo]``) is imported only here.
-
-On Ray trials run in batches of ``trials.parallel``, their evaluations reported in order once
-the batch ends, so that the pruner decides as one after another; the sampler sees no result
-of its own batch (with TPE, the first 10 trials are the same as one after another).
+Each trial trains a fresh seeded agent for ``num_steps`` steps in ``n_evaluations`` chunks,
+reporting each evaluation to the pruner; its value is the last evaluation. A stored study is
+continued, the sampler seeded by ``seed`` plus the trials already there. On Ray, trials run
+in batches of ``trials.parallel``, their evaluations reported in order once the batch ends.
 """
 
 from __future__ import annotations
@@ -43,14 +38,10 @@ class OptunaRunner(Runner):
         search_space: name -> spec (``looprl.runners.space``); names are preset
             hyperparameters or ``hp/*`` keys of the agent.
         n_trials: trials each ``run()`` adds to the study.
-        num_steps: training steps per trial.
-        n_evaluations: evaluations per trial (each reported to the pruner).
         storage: ``None`` (in memory), a database URL (``"sqlite:///search.db"``), a journal
             file path (any other string or path), or an Optuna storage.
-        study_name: the study's name in the storage.
-        sampler: ``"tpe"`` (default), ``"random"``, or an Optuna sampler.
-        pruner: ``"median"`` (default), ``"none"``, ``"hyperband"``,
-            ``"successive_halving"``, or an Optuna pruner.
+        sampler: a name of ``SAMPLERS``, or an Optuna sampler.
+        pruner: a name of ``PRUNERS``, or an Optuna pruner.
         trials: ``LocalTrials()`` (default) or ``RayTrials(...)`` (batches at once).
     """
 
@@ -75,19 +66,12 @@ class OptunaRunner(Runner):
         self.pruner = _check_name("pruner", pruner, PRUNERS)
         self.trials = LocalTrials() if trials is None else trials
         search_space = search_mapping(search_space, "search_space")
-        self.dimensions = parse_search_space(search_space, self._searchable(search_space),
-                                             self.builder.default_name)
-
-    def _searchable(self, space: Mapping[str, Any]) -> dict[str, Any]:
-        """The preset's hyperparameters (and, if the space names any, the ``hp/*`` keys)."""
-        values = dict(self.builder.hyperparameter_defaults)
-        if any(str(name).startswith("hp/") for name in space):
+        searchable = dict(self.builder.hyperparameter_defaults)
+        if any(str(name).startswith("hp/") for name in search_space):
             self.new_agent(logged=False)  # (read, not trained: no run directory)
-            values.update({key: h.get() for key, h in self.hyperparameters().items()})
+            searchable.update({key: h.get() for key, h in self.hyperparameters().items()})
             self.close()
-        return values
-
-    # -- the study ---------------------------------------------------------------------
+        self.dimensions = parse_search_space(search_space, searchable, self.builder.default_name)
     def study(self) -> Any:
         """The study, created in the storage or loaded from it."""
         optuna = self.optuna
@@ -114,13 +98,13 @@ class OptunaRunner(Runner):
             return value
         return getattr(getattr(self.optuna, module), names[value])(**kwargs)
 
-    # -- trials ------------------------------------------------------------------------
     def _trial_task(self, trial: Any) -> TrialTask:
         """The task of Optuna trial ``trial`` (run here: with a reporter to the pruner)."""
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
         report = _Reporter(trial) if self.trials.in_process else None
-        return TrialTask(trial.number, values, self.num_steps,
-                         _chunks(self.num_steps, self.n_evaluations), report)
+        total, n = self.num_steps, self.n_evaluations  # (n chunks that add up to total)
+        chunks = [total // n + (1 if i < total % n else 0) for i in range(n)]
+        return TrialTask(trial.number, values, self.num_steps, chunks, report)
 
     def _tell(self, study: Any, trial: Any, task: TrialTask,
               outcome: tuple[list[tuple[int, float]], str | None]) -> None:
@@ -136,7 +120,8 @@ class OptunaRunner(Runner):
             frozen = study.tell(trial, state=state.FAIL)
         else:
             frozen = study.tell(trial, evaluations[-1][1] if evaluations else math.nan)
-        _log_trial(study, frozen)
+        log.info("Optuna %s trial %d %s: value %s, %s", study.study_name, frozen.number,
+                 frozen.state.name, frozen.value, frozen.params)
 
     def _optimize(self, study: Any) -> None:
         """Add ``n_trials`` trials, ``trials.parallel`` at a time."""
@@ -166,7 +151,9 @@ class OptunaRunner(Runner):
         finally:
             self.trials.close()
         self.close()
-        history = [_record(t) for t in study.trials]
+        history = [{"number": t.number, "state": t.state.name, "value": t.value,
+                    "values": dict(t.params), "step": t.user_attrs.get("step")}
+                   for t in study.trials]
         best = None
         eval_results: dict[str, Any] = {}
         if any(t.state.name == "COMPLETE" for t in study.trials):
@@ -194,8 +181,8 @@ class TrialTask:
 
 
 def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
-    """Train a fresh agent with the trial's values, evaluating after each chunk (stopping
-    when ``task.report`` says); the ``(step, mean_eval_reward)`` pairs, and any error."""
+    """Train a fresh agent with the trial's values, evaluating after each chunk (until
+    ``task.report`` prunes it); the ``(step, mean_eval_reward)`` pairs, and any error."""
     runner.label_next_run(f"trial{task.number:03d}", trial=task.number, values=task.values)
     runner.configure(task.values, task.num_steps)
     evaluations: list[tuple[int, float]] = []
@@ -239,8 +226,7 @@ def _check_name(kind: str, value: Any, valid: dict[str, str]) -> Any:
     return value
 
 
-def _suggest(trial: Any, dimension: Dimension) -> Any:
-    d = dimension
+def _suggest(trial: Any, d: Dimension) -> Any:
     if d.kind == "categorical":
         return trial.suggest_categorical(d.name, list(d.choices))
     if d.kind == "int":
@@ -249,17 +235,4 @@ def _suggest(trial: Any, dimension: Dimension) -> Any:
     return trial.suggest_float(d.name, float(d.low), float(d.high), log=d.log, step=d.step)
 
 
-def _chunks(total: int, n: int) -> list[int]:
-    """``n`` training chunks that add up to ``total``."""
-    return [total // n + (1 if i < total % n else 0) for i in range(n)]
 
-
-def _record(trial: Any) -> dict[str, Any]:
-    return {"number": trial.number, "state": trial.state.name, "value": trial.value,
-            "values": dict(trial.params), "step": trial.user_attrs.get("step")}
-
-
-def _log_trial(study: Any, trial: Any) -> None:
-    """One log line per finished trial."""
-    log.info("Optuna %s trial %d %s: value %s, %s", study.study_name, trial.number,
-             trial.state.name, trial.value, trial.params)

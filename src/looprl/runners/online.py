@@ -1,11 +1,4 @@
-"""``OnlineRunner``: train one agent, then evaluate it (Mighty's basic runner).
-
-With ``eval_every``, it also evaluates every ``eval_every`` training steps (rows of
-``eval_results.csv``: ``step,mean_eval_reward,std_eval_reward,episodes,set``, one row per
-evaluated set, ``train_set`` and, with a held-out ``test_env``, ``test_set``) and keeps the
-best agent so far (``self.best_preset``, and ``best_preset.pt`` in ``logdir``), so an agent
-that solves a task and falls back still hands over the solved policy.
-"""
+"""``OnlineRunner``: train one agent, then evaluate it (Mighty's basic runner)."""
 
 from __future__ import annotations
 
@@ -27,13 +20,12 @@ class OnlineRunner(Runner):
 
     Args:
         agent, env, **kwargs: ``Runner``'s.
-        num_steps: the training budget (the agent's schedules anneal over it).
         resume_from: a checkpoint (or a run directory holding one) to continue up to
             ``num_steps`` steps, instead of a fresh agent.
-        eval_every: also evaluate every this many steps and keep the best agent so far.
-
-    With ``eval_every``, ``run()``'s train results also hold ``evaluations`` (``[step,
-    mean_eval_reward]``) and ``best``.
+        eval_every: also evaluate every this many steps (rows of ``eval_results.csv``, one
+            per set) and keep the best agent so far (``best_preset``, and
+            ``best_preset.pt`` in ``logdir``); ``run()``'s train results then also hold
+            ``evaluations`` (``[step, mean_eval_reward]``) and ``best``.
     """
 
     name = "online"
@@ -49,8 +41,7 @@ class OnlineRunner(Runner):
         self.evaluations: list[list[float]] = []
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Train (or continue training), then evaluate: ``(train_results, eval_results)``
-        with the keys of ``looprl.runners.base`` (``TRAIN_KEYS``, ``EVAL_KEYS``)."""
+        """Train (or continue training), then evaluate: ``(train_results, eval_results)``."""
         returns: list[float] = []
         if self.resume_from is not None:
             self.resume(self.resume_from)
@@ -79,27 +70,21 @@ class OnlineRunner(Runner):
         results = self.evaluate()
         best = max((mean for _, mean in self.evaluations), default=-math.inf)
         self.evaluations.append([results["step"], results["mean_eval_reward"]])
-        if self.logdir is not None:
-            self._write_evaluation(results)
+        if self.logdir is not None:  # a row per set
+            path = Path(self.logdir) / "eval_results.csv"
+            sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
+            rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
+                    f"{one['episodes']},{name}\n" for name, one in sets.items()]
+            with open(path, "a", encoding="utf-8") as file:
+                file.writelines(([] if path.exists() and path.stat().st_size else [EVAL_HEADER])
+                                + rows)
         if results["mean_eval_reward"] > best:
             self.best_preset = copy.deepcopy(self.preset)
             if self.logdir is not None:
                 self.preset.save(str(Path(self.logdir) / "best_preset.pt"))
 
-    def _write_evaluation(self, results: dict[str, Any]) -> None:
-        """Append the rows of an evaluation to ``eval_results.csv``: one per set (``set``:
-        ``train_set``, and with a held-out set ``test_set``, the result)."""
-        path = Path(self.logdir) / "eval_results.csv"
-        sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
-        rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
-                f"{one['episodes']},{name}\n" for name, one in sets.items()]
-        with open(path, "a", encoding="utf-8") as file:
-            file.writelines(([] if path.exists() and path.stat().st_size else [EVAL_HEADER])
-                            + rows)
-
     def _read_evaluations(self) -> list[list[float]]:
-        """The evaluations of the run being resumed (its ``eval_results.csv``): of the
-        held-out set where it has one."""
+        """The resumed run's ``eval_results.csv`` (its held-out set's, if any)."""
         if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]

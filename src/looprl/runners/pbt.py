@@ -1,12 +1,9 @@
-"""``PBTRunner``: population-based training (Jaderberg et al., 2017,
-https://arxiv.org/abs/1711.09846) on Ray Tune.
+"""``PBTRunner``: population-based training (Jaderberg et al., 2017) on Ray Tune.
 
-A population of agents trains in parallel Ray Tune trials. Every ``perturbation_interval``
-steps each member evaluates and saves a checkpoint; Tune's ``PopulationBasedTraining`` lets
-the worst quarter **exploit** a member of the best quarter (continue from its checkpoint)
-and **explore** (perturbed ``hp/*`` values). Each member logs in
-``{logdir}/{agent}/{env}/member002_gen000``, after an exploit in a new directory
-(``member002_gen003``). Ray (``pip install looprl[distributed]``) is imported only here.
+Every ``perturbation_interval`` steps each member evaluates and saves a checkpoint; Tune's
+``PopulationBasedTraining`` lets the worst quarter exploit a member of the best quarter and
+explore (perturbed ``hp/*`` values). Each member logs in ``{logdir}/{agent}/{env}/
+member002_gen000``, after an exploit in a new directory (``member002_gen003``).
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ from looprl.runners.space import float_range, search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
 
-MEMBER_FILE = "member.json"  # beside a member's checkpoint: which member saved it, at which step
+MEMBER_FILE = "member.json"  # beside a member's checkpoint: its member and step
 
 
 def tune_name(key: str) -> str:
@@ -37,20 +34,18 @@ def tune_name(key: str) -> str:
 
 
 def import_tune() -> Any:
-    """Ray Tune, or an ``ImportError`` saying how to install it."""
     return import_extra("ray.tune", "PBTRunner needs Ray Tune", "distributed")
 
 
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
-    """One member of the population, as a Ray Tune function trainable (member ``i`` starts
-    seeded with ``seed + i``)."""
+    """One member of the population, a Ray Tune function trainable (seeded ``seed + i``)."""
     tune = import_tune()
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
     values = {key: config[tune_name(key)] for key in spec["keys"]}
     member = Runner(spec["builder"], spec["env"], seed=spec["seed"] + index, quiet=True,
                     logdir=spec["logdir"], device=spec["device"], run_info={"runner": "pbt"})
-    if checkpoint is not None:  # a new trial, or exploit: continue from that checkpoint
+    if checkpoint is not None:  # exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
             generation = donor["step"] // spec["interval"]
@@ -82,7 +77,7 @@ def _index(trial_id: str) -> int:
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
                 exploited: int | None) -> tuple[str, dict[str, Any]]:
     """The run directory's name (``member002_gen003``) and ``run.json`` entries of member
-    ``index`` from round ``generation`` on, after it took member ``exploited``'s checkpoint."""
+    ``index`` from round ``generation`` on."""
     return f"member{index:03d}_gen{generation:03d}", {
         "member": index, "generation": generation, "step": step, "exploited": exploited,
         "values": values}
@@ -95,18 +90,15 @@ class PBTRunner(Runner):
         agent, env, **kwargs: ``Runner``'s.
         mutations: ``hp/*`` key -> ``(low, high)`` or ``(low, high, "log")``: the initial
             values are drawn from these ranges, and explore perturbs or resamples them.
-        population: members trained at once (Ray runs as many in parallel as it has CPUs).
-        num_steps: training steps of each member.
         perturbation_interval: steps between evaluations, checkpoints and exploit/explore.
         quantile_fraction: the bottom and top fractions of the population for exploit.
         resample_probability: the chance that explore resamples a value instead of scaling it.
         num_cpus: CPUs of the local Ray instance if the runner starts one.
-        gpus_per_member: Ray GPUs each member reserves (fractions share a GPU; ``device``
-            must agree).
+        gpus_per_member: Ray GPUs each member reserves (``device`` must agree).
         initial: the members' starting ``hp/*`` values, one dict each, instead of draws.
         exploit: ``False`` trains the population without exploit and explore (a baseline).
-        trials: the ``RayTrials`` the members run on (``parallel``, ``address``); ``None``:
-            Ray as this process has it, else a local instance of ``num_cpus`` CPUs.
+        trials: the ``RayTrials`` the members run on; ``None``: Ray as this process has it,
+            else a local instance of ``num_cpus`` CPUs.
     """
 
     name = "pbt"
@@ -159,8 +151,8 @@ class PBTRunner(Runner):
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Train the population; ``({"step", "best", "members"}, eval_results of the best)``:
-        each member's index, final ``mean_eval_reward`` and ``hp/*`` values."""
+        """Train the population; ``({"step", "best", "members"}, eval_results of the best)``
+        (a member: its index, ``hp/*`` values and final ``mean_eval_reward``)."""
         try:
             members = self._train_population()
             best = max(members, key=lambda member: member["mean_eval_reward"])
@@ -175,8 +167,7 @@ class PBTRunner(Runner):
         return {"step": self.num_steps, "best": best, "members": members}, self.evaluate()
 
     def _train_population(self) -> list[dict[str, Any]]:
-        """The population trained on Tune: per member its index, ``hp`` values, final
-        ``mean_eval_reward`` and last checkpoint."""
+        """The population trained on Tune, with each member's last checkpoint."""
         import ray
         from ray.tune.schedulers import PopulationBasedTraining
 

@@ -1,17 +1,7 @@
-"""Search spaces declared as plain data, so that a config file can hold them.
-
-``parse_search_space`` reads a dict from hyperparameter name to a spec, and checks it::
-
-    {
-        "lr": {"type": "float", "low": 1e-5, "high": 1e-2, "log": True},
-        "n_steps": {"type": "int", "low": 16, "high": 256},
-        "clip": {"type": "categorical", "choices": [0.1, 0.2]},
-        "hp/entropy_coef": (0.0, 0.05),          # (low, high): the type of the current value
-        "minibatch_size": (32, 512, "log"),      # (low, high, "log")
-    }
-
-A name is a preset hyperparameter or an ``hp/*`` key; without ``"type"`` the type follows
-the current value. Every mistake is one ``SearchSpaceError`` line.
+"""Search spaces as plain data (a config file can hold them): name -> spec, where a spec is
+``{"type": "float" | "int", "low", "high"[, "log", "step"]}``, ``{"type": "categorical",
+"choices": [...]}``, ``(low, high)`` or ``(low, high, "log")``; without ``"type"`` the type
+follows the current value. A name is a preset hyperparameter or an ``hp/*`` key.
 """
 
 from __future__ import annotations
@@ -30,7 +20,7 @@ SPEC_KEYS: tuple[str, ...] = ("choices", "high", "log", "low", "step", "type")
 
 
 class SearchSpaceError(ValueError):
-    """A search space entry that cannot be searched (the message says why, in one line)."""
+    """A search space entry that cannot be searched (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +36,6 @@ class Dimension:
     choices: tuple[Any, ...] = ()
 
     def _warp(self, value: float) -> float:
-        """Where the range is linear: ``log(value)`` on a log scale."""
         return math.log(value) if self.log else float(value)
 
     def decode(self, unit: float) -> Any:
@@ -79,12 +68,8 @@ def search_mapping(value: Any, argument: str, example: str = "lr") -> dict[str, 
 
 def parse_search_space(space: Mapping[str, Any], current: Mapping[str, Any],
                        owner: str = "the preset") -> list[Dimension]:
-    """Check ``space`` and return one ``Dimension`` per entry.
-
-    Args:
-        space: name -> spec (see the module docstring).
-        current: every searchable name with its current value (types are inferred from it).
-        owner: what the names belong to, for error messages (``"ppo"``).
+    """Check ``space`` and return one ``Dimension`` per entry; ``current``: every searchable
+    name with its current value, ``owner``: what the names belong to (for messages).
 
     Raises:
         SearchSpaceError: an unknown name, type or spec key, an empty range, a log range
@@ -139,7 +124,7 @@ def _kind_of(default: Any, spec: Mapping[str, Any]) -> str:
 
 
 def _check_kind(name: str, kind: str, default: Any) -> None:
-    """A numeric range must fit the hyperparameter: ints for ints, no ranges of bools/strs."""
+    """A numeric range must fit the hyperparameter: ints for ints, no bools or strings."""
     if isinstance(default, (bool, str)):
         raise SearchSpaceError(f"{name!r} is a {type(default).__name__} hyperparameter "
                                f"(now {default!r}): use type 'categorical' with choices")
@@ -149,8 +134,7 @@ def _check_kind(name: str, kind: str, default: Any) -> None:
 
 
 def float_range(name: str, spec: Any) -> Dimension:
-    """The float range a spec (a dict, ``(low, high)`` or ``(low, high, "log")``) gives
-    ``name`` (PBT's mutations); ``SearchSpaceError`` for a bad one."""
+    """The float range ``spec`` gives ``name`` (PBT's mutations)."""
     return _numeric(name, "float", _as_dict(name, spec))
 
 

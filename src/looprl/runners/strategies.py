@@ -1,33 +1,24 @@
-"""Evolution strategies with an ask/tell interface, chosen by name.
-
-Both have a ``mean`` (the search distribution's), ``ask() -> population`` (one individual per
-row) and ``tell(population, fitness)``, and both *maximise*: ``tell`` takes shaped fitness
-where higher is better.
-
-* ``"cma"``: CMA-ES from the ``cma`` package (``CMAEvolutionStrategy``, which minimises:
-  the fitness is negated for it). Above ``DIAGONAL_ABOVE`` dimensions (network parameters)
-  it keeps a diagonal covariance (sep-CMA-ES), whose cost grows linearly with the dimension.
-* ``"openai"``: the ES of Salimans et al. (2017), https://arxiv.org/abs/1703.03864:
-  Gaussian perturbations ``mean + sigma * eps`` of one mean, antithetic (``eps`` and
-  ``-eps``), and a gradient step ``mean += learning_rate / (n * sigma) * sum(F_i eps_i)``.
+"""Evolution strategies chosen by name (``"cma"``, ``"openai"``), each with a ``mean``,
+``ask() -> population`` (one individual per row) and ``tell(population, fitness)``; both
+*maximise* the fitness, shaped from the raw returns by one of ``SHAPERS``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from looprl.core.imports import import_extra
 
-#: Dimensions above which CMA-ES keeps a diagonal covariance matrix.
+#: Dimensions above which CMA-ES keeps a diagonal covariance matrix (sep-CMA-ES).
 DIAGONAL_ABOVE = 200
 
 
 class OpenAIES:
-    """An isotropic-noise ES with antithetic sampling (Salimans et al., 2017): ``popsize``
-    (even) individuals around the mean ``x0``, perturbed by ``sigma``, and gradient steps of
-    ``learning_rate``."""
+    """The ES of Salimans et al. (2017): antithetic Gaussian perturbations ``mean +/- sigma *
+    eps`` (``popsize`` even) and gradient steps of ``learning_rate`` on the mean."""
 
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                  learning_rate: float = 0.01):
@@ -53,9 +44,8 @@ class OpenAIES:
 
 
 class CMAES:
-    """CMA-ES of the ``cma`` package behind the same ask/tell (maximising) interface; ``seed``
-    seeds its Gaussian samples (not NumPy's global generator), ``options`` are more
-    ``cma.CMAOptions``."""
+    """CMA-ES of the ``cma`` package, maximising; ``seed`` seeds its Gaussian samples (not
+    NumPy's global generator), ``options`` are more ``cma.CMAOptions``."""
 
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                  options: dict[str, Any] | None = None):
@@ -69,11 +59,9 @@ class CMAES:
 
     @property
     def mean(self) -> np.ndarray:
-        """The distribution's current mean."""
         return np.asarray(self._es.mean, dtype=np.float64)
 
     def ask(self) -> np.ndarray:
-        """``popsize`` individuals sampled by CMA-ES."""
         return np.asarray(self._es.ask(), dtype=np.float64)
 
     def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
@@ -86,10 +74,42 @@ STRATEGIES: tuple[str, ...] = ("cma", "openai")
 
 def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                   options: dict[str, Any] | None = None) -> CMAES | OpenAIES:
-    """The strategy called ``name`` (``"cma"`` or ``"openai"``); ``options`` go to it
-    (cma's options, or ``{"learning_rate": ...}`` for openai)."""
+    """The strategy called ``name``; ``options`` are cma's, or ``{"learning_rate": ...}``."""
     if name == "cma":
         return CMAES(x0, sigma, popsize, seed, options)
     if name == "openai":
         return OpenAIES(x0, sigma, popsize, seed, **(options or {}))
     raise ValueError(f"Unknown ES strategy {name!r}; valid: {', '.join(STRATEGIES)}")
+
+
+def raw(fitness: np.ndarray) -> np.ndarray:
+    """The returns unchanged (as floats)."""
+    return np.asarray(fitness, dtype=np.float64).copy()
+
+
+def centered_ranks(fitness: np.ndarray) -> np.ndarray:
+    """Ranks (ties in the order given) scaled to ``[-0.5, 0.5]`` (Salimans et al., 2017)."""
+    fitness = np.asarray(fitness, dtype=np.float64)
+    if fitness.size < 2:
+        return np.zeros_like(fitness)
+    ranks = np.empty(fitness.size, dtype=np.float64)
+    ranks[np.argsort(fitness, kind="stable")] = np.arange(fitness.size)
+    return ranks / (fitness.size - 1) - 0.5
+
+
+def z_score(fitness: np.ndarray) -> np.ndarray:
+    """Returns standardised to mean 0 and standard deviation 1 (all 0 if all equal)."""
+    fitness = np.asarray(fitness, dtype=np.float64)
+    std = fitness.std()
+    return np.zeros_like(fitness) if std == 0 else (fitness - fitness.mean()) / std
+
+
+SHAPERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "raw": raw, "centered_ranks": centered_ranks, "z_score": z_score}
+
+
+def fitness_shaper(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The shaping function called ``name`` (of ``SHAPERS``)."""
+    if name not in SHAPERS:
+        raise ValueError(f"Unknown fitness shaping {name!r}; valid: {', '.join(SHAPERS)}")
+    return SHAPERS[name]

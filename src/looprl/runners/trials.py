@@ -1,11 +1,6 @@
-"""Where a runner's trials run: one after another in this process, or at once on Ray.
-
-A *trial* ``trial(runner, task) -> result`` builds a fresh agent on ``runner``, trains and
-evaluates it (an ES individual, an Optuna trial). ``LocalTrials`` (the default) maps trials
-here, one after another; ``looprl.distributed.trials.RayTrials`` runs each as a Ray task on a
-replica of the runner (``Runner.replica_arguments``), with the same run directories and
-results. Both have ``parallel``, ``in_process``, ``map`` (``(result, agent)`` in the tasks'
-order; with ``keep=True`` ``agent`` is a ``KeptAgent``) and ``close``.
+"""Where a runner's trials (``trial(runner, task) -> result``: an ES individual, an Optuna
+trial) run: ``LocalTrials`` one after another here, ``looprl.distributed.trials.RayTrials``
+at once on Ray. Both have ``parallel``, ``in_process``, ``map`` and ``close``.
 """
 
 from __future__ import annotations
@@ -15,17 +10,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from looprl.experiments.checkpoint import load_checkpoint
+
 __all__ = ["KeptAgent", "LocalTrials", "Trial"]
 
 Trial = Callable[[Any, Any], Any]  # (runner, task) -> result; a module-level function
 
 
 class KeptAgent:
-    """A trial's trained agent, to be evaluated again later (ES keeps its best one).
-
-    Locally it is the trial's live experiment; from Ray, a checkpoint of it (without replay
-    contents, ``looprl.experiments.checkpoint``) that ``restore`` loads.
-    """
+    """A trial's trained agent, to be evaluated again later: its live experiment, or from
+    Ray a checkpoint of it (``saved``) that ``restore`` loads."""
 
     def __init__(self, experiment: Any = None, preset: Any = None, saved: bytes | None = None):
         self.experiment, self.preset, self.saved = experiment, preset, saved
@@ -42,8 +36,6 @@ class KeptAgent:
             with tempfile.TemporaryDirectory() as directory:
                 path = Path(directory) / "checkpoint.pt"
                 path.write_bytes(self.saved)
-                from looprl.experiments.checkpoint import load_checkpoint
-
                 self.experiment = load_checkpoint(path)
             self.preset, self.saved = self.experiment.preset, None
         runner.experiment, runner.preset = self.experiment, self.preset
@@ -58,15 +50,12 @@ class KeptAgent:
 class LocalTrials:
     """Trials one after another, on the runner itself (``runtime=local``)."""
 
-    #: trials that run at once
-    parallel = 1
-    #: trials run in this process, on the runner's own objects
-    in_process = True
+    parallel = 1  # trials that run at once
+    in_process = True  # on the runner's own objects
 
     def map(self, runner: Any, trial: Trial, tasks: Sequence[Any], keep: bool = False
             ) -> Iterator[tuple[Any, KeptAgent | None]]:
-        """Run ``trial(runner, task)`` for each task, yielding each result (and, with
-        ``keep``, the trial's agent) before the next trial starts."""
+        """``(trial(runner, task), agent)`` for each task (``agent``: with ``keep``)."""
         for task in tasks:
             result = trial(runner, task)
             yield result, KeptAgent(runner.experiment, runner.preset) if keep else None

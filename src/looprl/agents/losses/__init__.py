@@ -1,8 +1,5 @@
-"""Losses of the algorithms in ``looprl.agents``: short pure functions of tensors.
-
-One module per family (``value``, ``policy_gradient``); each function is tested against a
-hand-computed reference in ``tests/agents/test_losses.py``.
-"""
+"""Losses of the algorithms in ``looprl.agents``: short pure functions of tensors, one module
+per family, each tested against a hand-computed reference."""
 
 from looprl.agents.losses.continuous import (
     critic_loss,

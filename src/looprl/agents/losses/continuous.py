@@ -1,8 +1,5 @@
-"""Continuous-control losses: DDPG (Lillicrap et al., 2016, https://arxiv.org/abs/1509.02971),
-TD3 (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477) and SAC (Haarnoja et al., 2018,
-https://arxiv.org/abs/1812.05905). The trainers compute targets without gradients; ``mask``
-is 0 at termination.
-"""
+"""Continuous-control losses of DDPG, TD3 and SAC. The trainers compute targets without
+gradients; ``mask`` is 0 at termination."""
 
 from __future__ import annotations
 
@@ -28,15 +25,9 @@ def deterministic_actor_loss(values: torch.Tensor) -> torch.Tensor:
 def smoothed_target_action(target_actions: torch.Tensor, noise: torch.Tensor, sigma: float,
                            noise_clip: float, scale: torch.Tensor, low: torch.Tensor,
                            high: torch.Tensor) -> torch.Tensor:
-    """TD3's target-policy smoothing: ``clip(a' + scale * clip(sigma * eps, -c, c), low, high)``.
-
-    Args:
-        target_actions: ``mu'(s')``.
-        noise: standard normal ``eps`` of the same shape.
-        sigma, noise_clip: the noise's standard deviation and clipping range ``c``, in units
-            of half the action range ``scale``.
-        scale, low, high: half-range and bounds of the action space.
-    """
+    """TD3's target-policy smoothing: ``clip(a' + scale * clip(sigma * eps, -c, c), low, high)``,
+    ``eps`` the standard normal ``noise``, ``c`` the ``noise_clip``; ``scale``, ``low``, ``high``:
+    half-range and bounds of the action space."""
     smoothing = torch.clamp(sigma * noise, -noise_clip, noise_clip) * scale
     return torch.clamp(target_actions + smoothing, low, high)
 
@@ -63,9 +54,6 @@ def sac_actor_loss(values1: torch.Tensor, values2: torch.Tensor, log_probs: torc
 
 def sac_temperature_loss(log_alpha: torch.Tensor, log_probs: torch.Tensor,
                          target_entropy: float) -> torch.Tensor:
-    """``-mean(log_alpha * (log pi(a|s) + target_entropy))`` (log-probs are held fixed).
-
-    Its gradient raises ``alpha`` when the policy's entropy ``-log pi`` falls below
-    ``target_entropy`` and lowers it otherwise (optimizing ``log_alpha``, as SB3 does).
-    """
+    """``-mean(log_alpha * (log pi(a|s) + target_entropy))`` (log-probs held fixed): raises
+    ``alpha`` when the entropy falls below ``target_entropy``."""
     return -(log_alpha * (log_probs.detach() + target_entropy)).mean()

@@ -9,20 +9,14 @@ import torch
 import torch.nn.functional as F
 
 
-def ppo_policy_loss(
-    log_probs: torch.Tensor,
-    old_log_probs: torch.Tensor,
-    advantages: torch.Tensor,
-    clip: float,
-    bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> torch.Tensor:
+def ppo_policy_loss(log_probs: torch.Tensor, old_log_probs: torch.Tensor,
+                    advantages: torch.Tensor, clip: float,
+                    bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+                    ) -> torch.Tensor:
     """PPO's clipped surrogate objective, negated (Schulman et al., 2017):
-    ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))``, ``ratio = exp(log_probs -
-    old_log_probs)``. Only ``1 + clip`` can bind where ``A >= 0`` and only ``1 - clip`` where
-    ``A < 0``, so this is ``dot(clamp(ratio, low, high), -A / n)``: the same value and gradients
-    from half as many autograd nodes. ``bounds``: ``ppo_clip_bounds(advantages, clip)``, made
-    once where every epoch sees the same rows.
-    """
+    ``-mean(min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A))``. Only ``1 + clip`` binds where
+    ``A >= 0`` and ``1 - clip`` where ``A < 0``, so this is ``dot(clamp(ratio, low, high), -A / n)``
+    (half the autograd nodes). ``bounds``: ``ppo_clip_bounds(advantages, clip)``, if precomputed."""
     low, high, weights = bounds if bounds is not None else ppo_clip_bounds(advantages, clip)
     clamped = torch.exp(log_probs - old_log_probs).flatten().clamp(low, high)
     return torch.dot(clamped, weights.to(clamped.dtype))
@@ -30,25 +24,18 @@ def ppo_policy_loss(
 
 def ppo_clip_bounds(advantages: torch.Tensor, clip: float
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(low, high, weights)`` of ``ppo_policy_loss``, flattened: each ratio's bounds
-    (``1 + clip`` above where ``A >= 0``, ``1 - clip`` below where ``A < 0``, the other
-    infinite) and the weights ``-A / n``. They depend on the advantages and ``clip`` only."""
+    """``(low, high, weights)`` of ``ppo_policy_loss``, flattened: each ratio's bounds (the
+    non-binding one infinite) and the weights ``-A / n``."""
     positive = advantages.flatten() >= 0
     low = torch.where(positive, -math.inf, 1.0 - clip)
     high = torch.where(positive, 1.0 + clip, math.inf)
     return low, high, advantages.flatten() / -advantages.numel()
 
 
-def value_loss(
-    values: torch.Tensor,
-    returns: torch.Tensor,
-    old_values: torch.Tensor | None = None,
-    clip: float | None = None,
-) -> torch.Tensor:
-    """Mean squared error of value predictions; optionally clipped around ``old_values``.
-
-    With ``clip``: ``mean(max((V - R)^2, (V_old + clamp(V - V_old, -clip, clip) - R)^2))``.
-    """
+def value_loss(values: torch.Tensor, returns: torch.Tensor, old_values: torch.Tensor | None = None,
+               clip: float | None = None) -> torch.Tensor:
+    """Mean squared error of value predictions; with ``clip`` and ``old_values``:
+    ``mean(max((V - R)^2, (V_old + clamp(V - V_old, -clip, clip) - R)^2))``."""
     if clip is None or old_values is None:
         return F.mse_loss(values, returns)
     clipped = old_values + torch.clamp(values - old_values, -clip, clip)
@@ -56,31 +43,19 @@ def value_loss(
 
 
 def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """``(x - mean) / (std + eps)`` (unbiased std, as SB3 and CleanRL normalize advantages)."""
+    """``(x - mean) / (std + eps)`` (unbiased std, as SB3 and CleanRL)."""
     std, mean = torch.std_mean(x)
     return (x - mean) / (std + eps)
 
 
-def ppo_loss(
-    log_probs: torch.Tensor,
-    old_log_probs: torch.Tensor,
-    advantages: torch.Tensor,
-    values: torch.Tensor,
-    returns: torch.Tensor,
-    entropy: torch.Tensor | None,
-    clip: float,
-    value_coef: float = 0.5,
-    entropy_coef: float = 0.0,
-    old_values: torch.Tensor | None = None,
-    value_clip: float | None = None,
-    bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The full PPO loss, policy + ``value_coef`` * value - ``entropy_coef`` * entropy, and its
-    detached parts (without ``entropy`` when it is ``None``); ``bounds``: ``ppo_policy_loss``'s.
-
-    Raises:
-        ValueError: ``entropy_coef`` is not zero and ``entropy`` is ``None``.
-    """
+def ppo_loss(log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
+             values: torch.Tensor, returns: torch.Tensor, entropy: torch.Tensor | None, clip: float,
+             value_coef: float = 0.5, entropy_coef: float = 0.0,
+             old_values: torch.Tensor | None = None, value_clip: float | None = None,
+             bounds: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+             ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The PPO loss, policy + ``value_coef`` * value - ``entropy_coef`` * entropy, and its detached
+    parts (no ``entropy`` part when it is ``None``: then ``ValueError`` if ``entropy_coef``)."""
     policy = ppo_policy_loss(log_probs, old_log_probs, advantages, clip, bounds)
     value = value_loss(values, returns, old_values, value_clip)
     total = torch.add(policy, value, alpha=value_coef)
@@ -101,23 +76,15 @@ def ppo_loss(
 
 
 def policy_gradient_loss(log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """The likelihood-ratio (REINFORCE) policy loss ``-mean(log pi(a | s) * A)``, ``A``
-    constant (Williams, 1992; Sutton et al., 2000)."""
+    """The REINFORCE policy loss ``-mean(log pi(a | s) * A)``, ``A`` constant."""
     return -(log_probs * advantages.detach()).mean()
 
 
-def a2c_loss(
-    log_probs: torch.Tensor,
-    advantages: torch.Tensor,
-    values: torch.Tensor,
-    returns: torch.Tensor,
-    entropy: torch.Tensor,
-    value_coef: float = 0.5,
-    entropy_coef: float = 0.0,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Advantage actor-critic loss, policy + ``value_coef`` * value - ``entropy_coef`` *
-    entropy (``R`` constant), and its detached parts: VPG's (Monte-Carlo ``R``), VAC's
-    (one-step ``R``) and A2C's (n-step ``R``)."""
+def a2c_loss(log_probs: torch.Tensor, advantages: torch.Tensor, values: torch.Tensor,
+             returns: torch.Tensor, entropy: torch.Tensor, value_coef: float = 0.5,
+             entropy_coef: float = 0.0) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Advantage actor-critic loss (VPG, VAC, A2C), policy + ``value_coef`` * value -
+    ``entropy_coef`` * entropy (``returns`` constant), and its detached parts."""
     policy = policy_gradient_loss(log_probs, advantages)
     value = value_loss(values, returns.detach())
     entropy_mean = entropy.mean()
@@ -135,17 +102,11 @@ def categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tens
     return (old_log_p.exp() * (old_log_p - log_p)).sum(-1)
 
 
-def ppg_aux_loss(
-    aux_values: torch.Tensor,
-    returns: torch.Tensor,
-    old_logits: torch.Tensor,
-    logits: torch.Tensor,
-    beta_clone: float = 1.0,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """PPG's joint loss of the auxiliary phase (Cobbe et al., 2021, eq. 2) and its detached
-    parts: ``0.5 * mean((V_aux(s) - R)^2) + beta_clone * mean(KL(pi_old(.|s) || pi(.|s)))``
-    (``old_logits``, the policy's at the start of the phase, constant).
-    """
+def ppg_aux_loss(aux_values: torch.Tensor, returns: torch.Tensor, old_logits: torch.Tensor,
+                 logits: torch.Tensor, beta_clone: float = 1.0
+                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPG's auxiliary-phase loss (Cobbe et al., 2021, eq. 2) and its detached parts:
+    ``0.5 * mean((V_aux - R)^2) + beta_clone * mean(KL(pi_old || pi))``, ``old_logits`` constant."""
     aux = 0.5 * ((aux_values - returns.detach()) ** 2).mean()
     kl = categorical_kl(old_logits.detach(), logits).mean()
     total = aux + beta_clone * kl

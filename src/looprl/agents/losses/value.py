@@ -9,18 +9,16 @@ from looprl.approximation.q_dist import project_distribution
 from looprl.memory.returns import n_step_bootstrap as n_step_bootstrap  # (re-exported)
 
 
-def td_target(
-    rewards: torch.Tensor, next_values: torch.Tensor, masks: torch.Tensor, discount: float
-) -> torch.Tensor:
+def td_target(rewards: torch.Tensor, next_values: torch.Tensor, masks: torch.Tensor, discount: float
+              ) -> torch.Tensor:
     """One-step TD target ``r + discount * mask * V(s')`` (``mask`` is 0 at termination)."""
     return rewards + discount * masks * next_values
 
 
 def dqn_loss(values: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None,
              huber: bool = True) -> torch.Tensor:
-    """Q-learning regression of ``Q(s, a)`` onto fixed ``targets`` (Mnih et al., 2015): Huber
-    (smooth L1) by default, as the Nature DQN; ``weights`` scale each sample (prioritized
-    replay's importance weights)."""
+    """Q-learning regression of ``Q(s, a)`` onto fixed ``targets``: Huber (default, as the Nature
+    DQN) or MSE, each sample scaled by ``weights`` (importance weights)."""
     loss = F.smooth_l1_loss if huber else F.mse_loss
     elementwise = loss(values, targets.detach(), reduction="none")
     if weights is not None:
@@ -36,9 +34,8 @@ def _value_at(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
 def double_q_target(rewards: torch.Tensor, next_online_values: torch.Tensor,
                     next_target_values: torch.Tensor, masks: torch.Tensor,
                     discount: float | torch.Tensor) -> torch.Tensor:
-    """Double Q-learning target (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461)
-    ``r + discount * mask * Q_target(s', argmax_a Q_online(s', a))``; ``discount`` may be a
-    tensor (``gamma^k`` of n-step returns)."""
+    """Double Q-learning target (van Hasselt et al., 2016), ``discount`` a float or a tensor:
+    ``r + discount * mask * Q_target(s', argmax_a Q_online(s', a))``."""
     best = next_online_values.argmax(dim=-1, keepdim=True)
     return rewards + discount * masks * _value_at(next_target_values, best)
 
@@ -46,13 +43,9 @@ def double_q_target(rewards: torch.Tensor, next_online_values: torch.Tensor,
 def clipped_double_q_target(rewards: torch.Tensor, next_online_values: torch.Tensor,
                             next_target_values: torch.Tensor, masks: torch.Tensor,
                             discount: float | torch.Tensor) -> torch.Tensor:
-    """Clipped double Q-learning target (Fujimoto et al., 2018, https://arxiv.org/abs/1802.09477),
-    for discrete actions as in Mighty's ``ClippedDoubleQLearning``.
-
-    ``r + discount * mask * min(Q_online(s', a*), Q_target(s', a*))`` with
-    ``a* = argmax_a Q_online(s', a)``: the smaller of the two estimates of the chosen action
-    bounds the overestimation further than double Q.
-    """
+    """Clipped double Q-learning target for discrete actions (Fujimoto et al., 2018; Mighty's
+    ``ClippedDoubleQLearning``): ``r + discount * mask * min(Q_online(s', a*), Q_target(s', a*))``
+    with ``a* = argmax_a Q_online(s', a)``."""
     best = next_online_values.argmax(dim=-1, keepdim=True)
     online, target = _value_at(next_online_values, best), _value_at(next_target_values, best)
     return rewards + discount * masks * torch.minimum(online, target)
@@ -61,25 +54,15 @@ def clipped_double_q_target(rewards: torch.Tensor, next_online_values: torch.Ten
 def categorical_projection(rewards: torch.Tensor, masks: torch.Tensor,
                            discount: float | torch.Tensor, next_probs: torch.Tensor,
                            atoms: torch.Tensor) -> torch.Tensor:
-    """C51's projection of ``r + discount * mask * Z(s')`` onto ``atoms``
-    (``looprl.approximation.q_dist.project_distribution``: Bellemare et al., 2017, Algorithm 1).
-
-    Args:
-        rewards, masks: shape ``(batch,)``; ``mask`` is 0 at termination.
-        discount: a float or a ``(batch,)`` tensor.
-        next_probs: ``(batch, n_atoms)`` probabilities of the bootstrapped distribution.
-        atoms: the ``n_atoms`` evenly spaced support points ``v_min .. v_max``.
-
-    Returns:
-        ``(batch, n_atoms)`` target probabilities.
-    """
+    """C51's projection of ``r + discount * mask * Z(s')`` onto ``atoms`` (Bellemare et al., 2017,
+    Algorithm 1): ``rewards``, ``masks`` and ``discount`` (or a float) ``(batch,)``, ``next_probs``
+    ``(batch, n_atoms)``; returns ``(batch, n_atoms)`` target probabilities."""
     scale = (discount * masks).unsqueeze(-1)
     return project_distribution(next_probs, rewards.unsqueeze(-1) + scale * atoms, atoms)
 
 
 def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:
-    """Per-sample ``-sum_i target_i * log(p_i)`` over the last dimension (C51's loss), ``probs``
-    clamped at ``1e-6``, ``target_probs`` constant."""
+    """Per-sample ``-sum_i target_i * log(p_i)`` (C51's loss), ``probs`` clamped at ``1e-6``."""
     return -(target_probs.detach() * probs.clamp_min(1e-6).log()).sum(-1)
 
 
@@ -92,18 +75,13 @@ def c51_loss(probs: torch.Tensor, target_probs: torch.Tensor,
     return elementwise.mean()
 
 
-def n_step_return(
-    rewards: torch.Tensor, dones: torch.Tensor, masks: torch.Tensor, discount: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The n-step return of the first step of a window, stopped at the first episode end.
+def n_step_return(rewards: torch.Tensor, dones: torch.Tensor, masks: torch.Tensor, discount: float
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The n-step return of the first step of a window (time first), stopped at the first end.
 
-    For a window of ``n = rewards.shape[0]`` steps (time first; ``rewards[k]``, ``dones[k]``
-    and ``masks[k]`` describe the state reached by step ``k``), with ``K`` the number of steps
-    up to and including the first ``done`` (else ``n``):
+    With ``K`` the steps up to and including the first ``done`` (else ``n``):
     ``R = sum_{k<K} discount^k r_k``, bootstrapped as ``R + discount^K * mask_{K-1} * V``.
-
-    Returns:
-        ``(R, discount^K, mask_{K-1})``: termination gives mask 0, truncation keeps mask 1.
+    Returns ``(R, discount^K, mask_{K-1})``.
     """
     n = rewards.shape[0]
     alive = torch.ones_like(rewards[0])

@@ -1,9 +1,7 @@
-"""Targets on time-major trajectory segments ``[T + 1, B]`` in ``SampleBatch``'s row
-convention: GAE and V-trace. The transition out of row ``t`` earns ``reward[t + 1]`` and ends
-the episode when ``done[t + 1]`` (no bootstrap) or ``truncated[t + 1]`` (bootstrap from
-``value[t + 1]``, the final observation's). A ``done``/``truncated`` row's action was never
-executed: it is no training row (``mask`` is ``False``) and nothing bootstraps across it.
-"""
+"""GAE and V-trace on time-major segments ``[T + 1, B]`` (``SampleBatch``'s rows): the
+transition out of row ``t`` earns ``reward[t + 1]`` and ends the episode when ``done[t + 1]``
+(no bootstrap) or ``truncated[t + 1]`` (bootstrap from ``value[t + 1]``). A ``done`` or
+``truncated`` row is no training row (``mask`` is ``False``); nothing bootstraps across it."""
 
 from __future__ import annotations
 
@@ -17,34 +15,21 @@ def segment_mask(done: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
     return ~(done[:-1].bool() | truncated[:-1].bool())
 
 
-def segment_gae(
-    reward: torch.Tensor,
-    value: torch.Tensor,
-    done: torch.Tensor,
-    truncated: torch.Tensor,
-    gamma: float,
-    lam: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def segment_gae(reward: torch.Tensor, value: torch.Tensor, done: torch.Tensor,
+                truncated: torch.Tensor, gamma: float, lam: float
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GAE(gamma, lambda) (Schulman et al., 2016) on ``[T + 1, B]`` segments.
 
     ``delta_t = reward[t+1] + gamma * (1 - done[t+1]) * V[t+1] - V[t]`` and
     ``A_t = delta_t + gamma * lam * (1 - end[t+1]) * A_{t+1}`` with ``end = done | truncated``
-    and ``A_T = 0``; the recursion is ``generalized_advantage_estimate``.
-
-    Args:
-        reward, value, done, truncated: ``[T + 1, B]`` tensors in the row convention above.
-        gamma, lam: discount and GAE's lambda.
-
-    Returns:
-        ``(advantages, returns, mask)``, each ``[T, B]``; ``returns = advantages + V`` and
-        both are 0 on masked rows.
+    and ``A_T = 0``. Returns ``(advantages, returns, mask)``, each ``[T, B]``;
+    ``returns = advantages + V``, both 0 on masked rows.
     """
     done, truncated = done.bool(), truncated.bool()
     value = value.float()
     end = done | truncated
-    advantages = generalized_advantage_estimate(
-        reward[1:].float(), value[:-1], value[1:], (~done[1:]).float(), end[1:], gamma, lam
-    )
+    advantages = generalized_advantage_estimate(reward[1:].float(), value[:-1], value[1:],
+                                                (~done[1:]).float(), end[1:], gamma, lam)
     mask = segment_mask(done, truncated)
     advantages = torch.where(mask, advantages, torch.zeros_like(advantages))
     returns = torch.where(mask, advantages + value[:-1], torch.zeros_like(advantages))
@@ -52,37 +37,20 @@ def segment_gae(
 
 
 @torch.no_grad()
-def vtrace(
-    behaviour_log_prob: torch.Tensor,
-    target_log_prob: torch.Tensor,
-    reward: torch.Tensor,
-    value: torch.Tensor,
-    done: torch.Tensor,
-    truncated: torch.Tensor,
-    gamma: float,
-    lam: float = 1.0,
-    clip_rho: float = 1.0,
-    clip_c: float = 1.0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def vtrace(behaviour_log_prob: torch.Tensor, target_log_prob: torch.Tensor, reward: torch.Tensor,
+           value: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor, gamma: float,
+           lam: float = 1.0, clip_rho: float = 1.0, clip_c: float = 1.0
+           ) -> tuple[torch.Tensor, torch.Tensor]:
     """V-trace targets (Espeholt et al., 2018, https://arxiv.org/abs/1802.01561, eq. 1).
 
     With ``rho_t = min(clip_rho, pi/mu)``, ``c_t = lam * min(clip_c, pi/mu)`` and
     ``delta_t = rho_t * (reward[t+1] + gamma * (1 - done[t+1]) * V[t+1] - V[t])``:
-    ``v_t = V[t] + delta_t + gamma * c_t * (1 - end[t+1]) * (v_{t+1} - V[t+1])`` (``v_T = V[T]``),
-    and the policy-gradient advantage is
-    ``rho_t * (reward[t+1] + gamma * (1 - done[t+1]) * v'_{t+1} - V[t])`` where ``v'_{t+1}``
-    is ``v_{t+1}``, or ``V[t+1]`` when row ``t + 1`` ends the episode or the segment.
-    On-policy with ``lam = 1`` (all ratios 1), ``v_t`` is the discounted return to the end of
-    the episode or segment, bootstrapped from ``V`` there (GAE(1) returns).
-
-    Args:
-        behaviour_log_prob, target_log_prob: ``log mu(a_t | s_t)`` of the actor and
-            ``log pi(a_t | s_t)`` of the learner, ``[T, B]`` (rows ``0..T-1``).
-        reward, value, done, truncated: ``[T + 1, B]``, in the row convention of the module.
-        gamma: discount; lam: the lambda of ``c_t``; clip_rho, clip_c: ``rho_bar``, ``c_bar``.
-
-    Returns:
-        ``(vs, pg_advantages)``, each ``[T, B]``, without gradients; 0 on masked rows.
+    ``v_t = V[t] + delta_t + gamma * c_t * (1 - end[t+1]) * (v_{t+1} - V[t+1])`` (``v_T = V[T]``);
+    the policy-gradient advantage is
+    ``rho_t * (reward[t+1] + gamma * (1 - done[t+1]) * v'_{t+1} - V[t])``, ``v'_{t+1}`` being
+    ``v_{t+1}``, or ``V[t+1]`` where row ``t + 1`` ends the episode.
+    ``behaviour_log_prob`` (``mu``) and ``target_log_prob`` (``pi``) are ``[T, B]``. Returns
+    ``(vs, pg_advantages)``, each ``[T, B]``, without gradients; 0 on masked rows.
     """
     done, truncated = done.bool(), truncated.bool()
     value = value.float()

@@ -1,8 +1,8 @@
 """Presets for Atari games (``AtariEnvironment``), with Nature-CNN models (Mnih et al., 2015).
 
-The same algorithms as ``looprl.presets.classic_control``, with the autonomous-learning-
-library's Atari settings. Each training agent wears ``deepmind_atari_body`` (a lost life ends
-the episode for learning, clipped rewards); the environment reports true game scores.
+The classic-control algorithms with the autonomous-learning-library's Atari settings; each
+training agent wears ``deepmind_atari_body`` (a lost life ends the episode for learning,
+clipped rewards), while the environment reports true game scores.
 """
 
 from looprl.presets.atari.a2c import a2c

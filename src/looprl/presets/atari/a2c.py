@@ -1,8 +1,5 @@
-"""A2C preset for Atari (Mnih et al., 2016, https://arxiv.org/abs/1602.01783).
-
-The Nature CNN shared by the policy and value heads, 16 environments x 5 steps per update:
-the autonomous-learning-library's Atari settings (OpenAI Baselines' A2C, with Adam).
-"""
+"""A2C preset for Atari (Mnih et al., 2016, https://arxiv.org/abs/1602.01783): the Nature CNN
+shared by the policy and value heads, 16 environments x 5 steps per update, Adam."""
 
 from __future__ import annotations
 
@@ -25,9 +22,7 @@ default_hyperparameters: dict[str, Any] = derived(
 
 
 class A2CAtariPreset(NatureActorCritic, A2CClassicControlPreset):
-    """Builds A2C agents over ``n_envs`` Atari environments (see the module docstring):
-    the classic-control preset's trainer with the shared Nature actor-critic, one Adam."""
-
+    """Builds A2C agents over ``n_envs`` Atari environments (one Adam over the network)."""
 
     def _optimizer(self, model: SharedActorCritic) -> torch.optim.Optimizer:
         return OnPolicyPreset._optimizer(self, model)

@@ -1,8 +1,5 @@
-"""C51 preset for Atari (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887).
-
-The Nature CNN with 51 atoms per action and ``atari.dqn``'s replay schedule: the
-autonomous-learning-library's Atari settings.
-"""
+"""C51 preset for Atari (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887): the
+Nature CNN with 51 atoms per action and ``atari.dqn``'s replay schedule."""
 
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ default_hyperparameters: dict[str, Any] = {
 
 
 class C51AtariPreset(AtariReplayPreset):
-    """Builds C51 agents (counts as in ``atari.dqn``: steps are agent steps of 4 frames)."""
+    """Builds C51 agents (steps count agent steps of 4 frames)."""
 
     algorithm = "C51"
 

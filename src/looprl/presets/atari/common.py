@@ -1,5 +1,5 @@
-"""What the Atari presets share: checks, the DeepMind bodies, the actor-critic network
-(``NatureActorCritic``) and the base of the replay presets (``AtariReplayPreset``)."""
+"""What the Atari presets share: the frame check, the DeepMind bodies, the actor-critic
+network and the base of the replay presets."""
 
 from __future__ import annotations
 
@@ -19,11 +19,8 @@ from looprl.presets.off_policy import QPreset
 
 
 def require_frames(env: Any, algorithm: str) -> int:
-    """The number of stacked frames of ``env``'s ``(frames, H, W)`` uint8 observations.
-
-    Raises:
-        ValueError: the observations are not stacked uint8 frames.
-    """
+    """The number of stacked frames of ``env``'s ``(frames, H, W)`` uint8 observations
+    (``ValueError`` for other observations)."""
     space = env.observation_space
     if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == "uint8"):
         raise ValueError(
@@ -34,8 +31,7 @@ def require_frames(env: Any, algorithm: str) -> int:
 
 
 class DeepMindBody:
-    """``_wrap`` for presets: the DeepMind Atari bodies around the agent, switched by the
-    ``episodic_life`` and ``clip_rewards`` hyperparameters."""
+    """The DeepMind Atari bodies around the agent (``episodic_life``, ``clip_rewards``)."""
 
     hyperparameters: dict[str, Any]
     env_name: str | None
@@ -45,25 +41,21 @@ class DeepMindBody:
         return deepmind_atari_body(agent, hp["episodic_life"], hp["clip_rewards"])
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """The game as the registered ``"atari"`` environment (``AtariEnvironment.remote_env``:
-        whole games, true scores): Ray's evaluation names it, and its arguments make the
-        ``AtariEnvironment`` copies the actors step (``AlgorithmSpec.copies``)."""
+        """The game as the registered ``"atari"`` environment (whole games, true scores),
+        which Ray's actors and evaluation make."""
         return self.env_remote or ("atari", {"game": self.env_name})
 
     def remote_process(self) -> Callable[[], BodyStates | None]:
-        """A picklable factory of the bodies' ``process_state`` (``deepmind_atari_states``):
-        a Ray actor records the states of its ``AtariEnvironment`` copies as the local
-        collector does (a lost life ends the episode for learning, clipped rewards), while
-        the returns it reports stay whole games' true scores."""
+        """A picklable factory of the bodies' ``process_state``: a Ray actor records its
+        states as the local agent's bodies do, while it reports true scores."""
         hp = self.hyperparameters
         return functools.partial(deepmind_atari_states, bool(hp["episodic_life"]),
                                  bool(hp["clip_rewards"]))
 
 
 class NatureActorCritic(DeepMindBody):
-    """``_build`` for the Atari actor-critic presets: ``network(num_actions, frames,
-    features)``, by default the Nature CNN shared by a policy and a value head
-    (``nn.cnn.nature_actor_critic``; checked: stacked frames, discrete actions)."""
+    """``_build`` of the Atari actor-critic presets: ``network(num_actions, frames,
+    features)``, by default the Nature CNN shared by a policy and a value head."""
 
     algorithm: str
     network = staticmethod(nature_actor_critic)
@@ -76,13 +68,9 @@ class NatureActorCritic(DeepMindBody):
 
 
 class AtariReplayPreset(DeepMindBody, QPreset):
-    """Base of the Atari DQN family: a ``QPreset`` whose replay is the frame ring that
-    stores each frame once (``AtariReplayBuffer`` of ``replay_buffer_size`` slots, or with
-    ``prioritized`` ``PrioritizedAtariReplayBuffer``, beta annealed to 1) with ``n_steps``-step
-    windows (1 without that hyperparameter), and whose local agent wears the DeepMind bodies.
-    On Ray the trainer worker keeps the same ring and fills it from the actors' segments
-    (``learning``: ``"atari_uniform"`` or ``"atari_prioritized"``).
-    """
+    """Base of the Atari DQN family: a ``QPreset`` whose replay is the frame ring that stores
+    each frame once (``AtariReplayBuffer``, or ``PrioritizedAtariReplayBuffer``), locally and
+    in Ray's trainer worker."""
 
     replays = (AtariReplayBuffer, PrioritizedAtariReplayBuffer)
     remote_prefix = "atari_"

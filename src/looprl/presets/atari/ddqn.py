@@ -1,9 +1,5 @@
-"""Double DQN preset for Atari (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461).
-
-The autonomous-learning-library's Atari DDQN: the double-Q target over a dueling Nature
-network (Wang et al., 2016, https://arxiv.org/abs/1511.06581) with ``atari.dqn``'s schedule
-and frame ring (``prioritized=True``, ``n_steps > 1`` as the library).
-"""
+"""Double DQN preset for Atari (van Hasselt et al., 2016, https://arxiv.org/abs/1509.06461):
+the double-Q target over a dueling Nature network with ``atari.dqn``'s schedule."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """Phasic Policy Gradient (PPG) preset for Atari (Cobbe et al., 2021,
-https://arxiv.org/abs/2009.04416).
-
-The policy phase is ``atari.ppo``'s; the paper's auxiliary phase follows every ``n_policy``
-iterations, distilling the value targets into the policy network's auxiliary head. It keeps
-the phase's states as uint8 frames (about 0.9 GB for 32 x 1,024 states) and runs over them in
-minibatches of ``aux_minibatch_size``, so its activation memory does not grow with
-``n_policy``.
-"""
+https://arxiv.org/abs/2009.04416): ``atari.ppo``'s policy phase, and an auxiliary phase every
+``n_policy`` iterations over the phase's uint8 frames in minibatches of
+``aux_minibatch_size``."""
 
 from __future__ import annotations
 
@@ -23,7 +18,6 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppg import PPGClassicControlPreset
 from looprl.presets.common import derived
 
-# the policy phase is the PPO preset's
 default_hyperparameters: dict[str, Any] = derived(
     ppo_defaults, n_policy=32, aux_epochs=6, beta_clone=1.0, aux_minibatch_size=256, update="ppg")
 
@@ -38,7 +32,7 @@ def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> P
 
 
 class PPGAtariPreset(NatureActorCritic, PPGClassicControlPreset):
-    """Builds PPG agents over ``n_envs`` Atari environments (see the module docstring)."""
+    """Builds PPG agents over ``n_envs`` Atari environments."""
 
     network = staticmethod(nature_ppg)
 

@@ -1,8 +1,5 @@
-"""PPO preset for Atari (Schulman et al., 2017, https://arxiv.org/abs/1707.06347).
-
-The Nature CNN shared by the policy and value heads: the PPO paper's Atari settings (also
-those of CleanRL and rl-baselines3-zoo).
-"""
+"""PPO preset for Atari (Schulman et al., 2017, https://arxiv.org/abs/1707.06347): the Nature
+CNN shared by the policy and value heads, with the PPO paper's Atari settings."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ default_hyperparameters: dict[str, Any] = derived(
 
 
 class PPOAtariPreset(NatureActorCritic, PPOClassicControlPreset):
-    """Builds PPO agents with a shared Nature CNN (see the module docstring)."""
-
+    """Builds PPO agents with a shared Nature CNN."""
 
 
 ppo = PresetBuilder("ppo", default_hyperparameters, PPOAtariPreset)

@@ -1,8 +1,5 @@
-"""Rainbow preset for Atari (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
-
-The autonomous-learning-library's Atari settings over ``atari.dqn``'s frame ring; every
-extension has its switch, as in ``classic_control.rainbow``.
-"""
+"""Rainbow preset for Atari (Hessel et al., 2018, https://arxiv.org/abs/1710.02298) over
+``atari.dqn``'s frame ring, with ``classic_control.rainbow``'s switches."""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ default_hyperparameters: dict[str, Any] = {
 
 
 class RainbowAtariPreset(AtariReplayPreset):
-    """Builds Rainbow agents (steps count agent steps of 4 frames, as in ``atari.dqn``)."""
+    """Builds Rainbow agents (steps count agent steps of 4 frames)."""
 
     algorithm = "Rainbow"
 

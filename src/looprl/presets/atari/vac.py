@@ -1,9 +1,5 @@
-"""Vanilla actor-critic (VAC) preset for Atari: one-step actor-critic (Sutton & Barto, 2018,
-section 13.5) over 16 parallel environments, one update per step.
-
-The Nature CNN shared by the policy and value heads: the autonomous-learning-library's
-Atari settings, plus A3C's entropy bonus of 0.01 (https://arxiv.org/abs/1602.01783).
-"""
+"""Vanilla actor-critic (VAC) preset for Atari: one-step actor-critic over 16 environments with
+the Nature CNN shared by the policy and value heads, and A3C's entropy bonus of 0.01."""
 
 from __future__ import annotations
 
@@ -23,9 +19,7 @@ default_hyperparameters: dict[str, Any] = derived(
 
 
 class VACAtariPreset(NatureActorCritic, VACClassicControlPreset):
-    """Builds online actor-critic agents over ``n_envs`` Atari environments: the
-    classic-control preset's trainer with the shared Nature actor-critic."""
-
+    """Builds online actor-critic agents over ``n_envs`` Atari environments."""
 
 
 vac = PresetBuilder("vac", default_hyperparameters, VACAtariPreset)

@@ -1,9 +1,6 @@
-"""Vanilla policy gradient (REINFORCE with a learned baseline) preset for Atari (Williams,
-1992, https://doi.org/10.1007/BF00992696).
-
-One environment, an update per ``min_batch_size`` steps of complete episodes (a lost life
-ends one); ``atari.vac``'s network and settings.
-"""
+"""Vanilla policy gradient preset for Atari: one environment, an update per
+``min_batch_size`` steps of complete episodes (a lost life ends one); ``atari.vac``'s network
+and settings."""
 
 from __future__ import annotations
 
@@ -20,9 +17,7 @@ default_hyperparameters: dict[str, Any] = derived(vac_defaults, drop=("n_envs",)
 
 
 class VPGAtariPreset(NatureActorCritic, VPGClassicControlPreset):
-    """Builds VPG agents for a single Atari environment (``VPGClassicControlPreset``'s agent
-    and trainer with the shared Nature actor-critic and the DeepMind bodies)."""
-
+    """Builds VPG agents for a single Atari environment."""
 
 
 vpg = PresetBuilder("vpg", default_hyperparameters, VPGAtariPreset)

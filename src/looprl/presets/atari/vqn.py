@@ -1,10 +1,6 @@
-"""VQN preset for Atari: online Q-learning over 64 parallel environments, no replay
-(Watkins, 1989; the autonomous-learning-library's VQN).
-
-The library's Atari settings: a dueling Nature network, no target network
-(``target_update_frequency`` > 0 adds one); epsilon anneals over ``final_exploration_step``
-batched steps (4,000 steps of 64 environments: DQN's 1M frames).
-"""
+"""VQN preset for Atari: online Q-learning over 64 environments, no replay, a dueling Nature
+network and no target network (``target_update_frequency`` > 0 adds one); epsilon anneals over
+``final_exploration_step`` batched steps."""
 
 from __future__ import annotations
 
@@ -28,9 +24,7 @@ default_hyperparameters: dict[str, Any] = derived(
 
 
 class OnlineAtariPreset(DeepMindBody, OnlineClassicControlPreset):
-    """Shared by the Atari VQN and VSarsa presets: the classic-control preset's policy and
-    trainer with a dueling Nature Q-network and the DeepMind bodies."""
-
+    """The Atari VQN and VSarsa presets: a dueling Nature Q-network and the DeepMind bodies."""
 
     def _build(self, env: Any) -> nn.Module:
         return nature_dueling_dqn(self.num_actions, require_frames(env, self.algorithm))

@@ -1,8 +1,4 @@
-"""VSarsa preset for Atari: online SARSA over 64 parallel environments, no replay (Rummery &
-Niranjan, 1994; the autonomous-learning-library's VSarsa).
-
-``atari.vqn``'s network and settings, with the target ``Q(s', a')`` of the action taken.
-"""
+"""VSarsa preset for Atari: ``atari.vqn`` with the target ``Q(s', a')`` of the action taken."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ default_hyperparameters: dict[str, Any] = dict(vqn_defaults)
 
 
 class VSarsaAtariPreset(OnlineAtariPreset):
-    """Builds VSarsa agents (see ``OnlineAtariPreset``)."""
+    """Builds VSarsa agents."""
 
     algorithm = "VSarsa"
     update = "sarsa"

@@ -1,7 +1,5 @@
-"""C51 preset for classic control: a two-layer ReLU network with a categorical head.
-
-DQN's replay schedule (``classic_control.dqn``) with 51 atoms on ``[v_min, v_max]``.
-"""
+"""C51 preset for classic control: DQN's replay schedule, a two-layer ReLU network and 51
+atoms on ``[v_min, v_max]``."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ default_hyperparameters: dict[str, Any] = {
 
 
 class C51ClassicControlPreset(QPreset):
-    """Builds C51 agents (hyperparameters: see ``default_hyperparameters``)."""
+    """Builds C51 agents."""
 
     algorithm = "C51"
 

@@ -1,8 +1,4 @@
-"""Double DQN preset for classic control.
-
-DQN's preset (``classic_control.dqn``, the rl-baselines3-zoo CartPole-v1 defaults) with the
-double-Q target (``update="double_q"``); ``buffer="prioritized"`` adds prioritized replay.
-"""
+"""Double DQN preset for classic control: ``classic_control.dqn`` with ``update="double_q"``."""
 
 from __future__ import annotations
 

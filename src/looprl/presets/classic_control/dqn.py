@@ -1,12 +1,9 @@
-"""DQN preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults.
+"""DQN preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults (mean
+return >= 475 within 50,000 steps).
 
-The defaults solve CartPole-v1 (mean return >= 475) within 50,000 steps.
-
-Its ``exploration``, ``buffer`` and ``update`` are parts chosen by name (``looprl.presets.parts``
-lists the valid ones), e.g.
-``dqn.hyperparameters(exploration="ez_greedy", buffer="prioritized", update="double_q")``.
-The network's body is configurable too: ``features`` takes a ``looprl.nn.feature_extractor``
-spec (MLP, CNN, ResNet or a combination), which also opens the preset to image observations.
+``exploration``, ``buffer`` and ``update`` are parts chosen by name (``looprl.presets.parts``);
+``features`` takes a ``looprl.nn.feature_extractor`` spec, which also opens the preset to
+image observations.
 """
 
 from __future__ import annotations
@@ -25,26 +22,16 @@ from looprl.presets.parts import UPDATES, exploration_policy
 
 #: the replay schedule of the classic-control DQN family (C51 and Rainbow change some)
 replay_defaults: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr": 2.3e-3,
-    "minibatch_size": 64,
-    "update_frequency": 256,
-    "gradient_steps": 128,
-    "target_update_frequency": 128,
-    "replay_start_size": 1000,
-    "replay_buffer_size": 100_000,
-    "initial_exploration": 1.0,
-    "final_exploration": 0.04,
-    "final_exploration_step": 8000,
-    "test_exploration": 0.0,
-    "hidden": 256,
-    "clip_grad": 10.0,
+    "discount_factor": 0.99, "lr": 2.3e-3, "minibatch_size": 64, "update_frequency": 256,
+    "gradient_steps": 128, "target_update_frequency": 128, "replay_start_size": 1000,
+    "replay_buffer_size": 100_000, "initial_exploration": 1.0, "final_exploration": 0.04,
+    "final_exploration_step": 8000, "test_exploration": 0.0, "hidden": 256, "clip_grad": 10.0,
 }
 
 default_hyperparameters: dict[str, Any] = {
     **replay_defaults,
     "huber": True,
-    # None: two ReLU layers of `hidden` units; else a spec of looprl.nn.feature_extractor
+    # None: two ReLU layers of `hidden` units; else a looprl.nn.feature_extractor spec
     # (e.g. "resnet" for images, {"type": "mlp", "hidden": [128, 128]}) and a linear head
     "features": None,
     # swappable parts (looprl.presets.parts) and their settings
@@ -66,9 +53,8 @@ default_hyperparameters: dict[str, Any] = {
 class DQNClassicControlPreset(QPreset):
     """Builds DQN agents with a two-layer ReLU Q-network.
 
-    Hyperparameters (see ``default_hyperparameters``): ``target_update_frequency`` counts
-    gradient steps; ``update_frequency`` and ``final_exploration_step`` count env steps (on
-    Ray, the schedule counts each actor's steps, one per step of all its envs).
+    ``target_update_frequency`` counts gradient steps; ``update_frequency`` and
+    ``final_exploration_step`` count env steps (on Ray, each actor's steps).
     """
 
     parts = {"exploration": EXPLORATION, "update": UPDATES[:3],

@@ -1,10 +1,6 @@
-"""Phasic Policy Gradient (PPG) preset for classic control.
-
-The policy phase uses the PPO preset's settings; every ``n_policy`` iterations an auxiliary
-phase of ``aux_epochs`` passes distils the value targets into the policy network's auxiliary
-head. Few, short auxiliary phases work best (with ``aux_epochs = 2`` Acrobot-v1 stalled near
--190, with 1 it reaches -100 within 10,000 steps: ``benchmarks/learning_classic_control.py``).
-"""
+"""Phasic Policy Gradient (PPG) preset for classic control: the PPO preset's policy phase and,
+every ``n_policy`` iterations, an auxiliary phase of ``aux_epochs`` passes distilling the value
+targets into the policy network's auxiliary head (few, short phases work best)."""
 
 from __future__ import annotations
 
@@ -22,7 +18,6 @@ from looprl.presets.classic_control.ppo import PPOClassicControlPreset
 from looprl.presets.classic_control.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.common import derived, require_discrete_actions, require_flat_observations
 
-# the policy phase is the PPO preset's (with PPG's own network, not a `features` spec)
 default_hyperparameters: dict[str, Any] = derived(
     ppo_defaults, drop=("features",), n_policy=4, aux_epochs=1, beta_clone=1.0,
     aux_minibatch_size=256, update="ppg",
@@ -39,7 +34,7 @@ def ppg_network(obs_dim: int, num_actions: int, hidden: int) -> PPGNetwork:
 
 
 class PPGClassicControlPreset(PPOClassicControlPreset):
-    """Builds PPG agents over ``n_envs`` environments (see ``default_hyperparameters``)."""
+    """Builds PPG agents over ``n_envs`` environments."""
 
     algorithm = "PPG"
     parts = {**PPOClassicControlPreset.parts, "update": ("ppg",)}

@@ -1,8 +1,5 @@
-"""PPO preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults.
-
-The defaults (8 envs, 32 steps, 20 epochs, linear learning-rate and clip annealing)
-solve CartPole-v1 (mean return >= 475) within 100,000 steps.
-"""
+"""PPO preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults (mean return
+>= 475 within 100,000 steps)."""
 
 from __future__ import annotations
 
@@ -20,39 +17,21 @@ from looprl.presets.common import require_discrete_actions
 from looprl.presets.on_policy import OnPolicyPreset, linear
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.98,
-    "lam": 0.8,
-    "lr": 1e-3,
-    "linear_lr": True,
-    "eps": 1e-5,
-    "n_envs": 8,
-    "n_steps": 32,
-    "epochs": 20,
-    "minibatch_size": 256,
-    "clip": 0.2,
-    "linear_clip": True,
-    "value_coef": 0.5,
-    "entropy_coef": 0.0,
-    "value_clip": None,
-    "clip_grad": 0.5,
-    "hidden": 64,
+    "discount_factor": 0.98, "lam": 0.8, "lr": 1e-3, "linear_lr": True, "eps": 1e-5,
+    "n_envs": 8, "n_steps": 32, "epochs": 20, "minibatch_size": 256, "clip": 0.2,
+    "linear_clip": True, "value_coef": 0.5, "entropy_coef": 0.0, "value_clip": None,
+    "clip_grad": 0.5, "hidden": 64,
     # None: separate tanh actor and critic MLPs of 2 x `hidden`; else a spec of
     # looprl.nn.feature_extractor for one body shared by a policy and a value head
     "features": None,
     # the parts of looprl.presets.parts this preset takes (PPO's own, named for configs)
-    "exploration": "stochastic",
-    "buffer": "rollout",
-    "update": "ppo",
+    "exploration": "stochastic", "buffer": "rollout", "update": "ppo",
 }
 
 
 class PPOClassicControlPreset(OnPolicyPreset):
-    """Builds PPO agents with separate tanh actor and critic MLPs (SB3's architecture).
-
-    The base of every PPO-family preset: subclasses for other networks or environment
-    families override ``_build`` (the network and action head), ``_wrap`` (bodies around the
-    agent) and, for other trainers, ``trainer``.
-    """
+    """Builds PPO agents with separate tanh actor and critic MLPs (SB3's architecture); the
+    base of every PPO-family preset (which override ``_build``, ``_wrap``, ``trainer``)."""
 
     algorithm = "PPO"
     parts = {"exploration": ("stochastic",), "buffer": ("rollout",), "update": ("ppo",)}
@@ -71,8 +50,8 @@ class PPOClassicControlPreset(OnPolicyPreset):
         return PPOTrainer(policy, **self._ppo_arguments(self.updates(train_steps)))
 
     def _ppo_arguments(self, updates: float) -> dict[str, Any]:
-        """``PPOTrainer``'s arguments; the clip range and the learning rate anneal to 0 over
-        the budget when it is known (and ``linear_clip`` / ``linear_lr`` say so)."""
+        """``PPOTrainer``'s arguments; with a known budget, ``linear_clip`` and ``linear_lr``
+        anneal the clip range and learning rate to 0."""
         hp = self.hyperparameters
         known = math.isfinite(updates)
         return dict(

@@ -1,21 +1,9 @@
 """Rainbow preset for classic control (Hessel et al., 2018, https://arxiv.org/abs/1710.02298).
 
-Rainbow combines six extensions of DQN; here each is a part that a switch of the preset
-turns on or off (all on by default):
-
-============== ============================================= =============================
-extension      where it lives                                switch
-============== ============================================= =============================
-double Q       ``DQNTrainer(double_q=True)``, ``C51Trainer`` ``double``
-dueling        ``nn.Dueling`` / ``nn.CategoricalDueling``    ``dueling``
-noisy nets     ``nn.NoisyFactorizedLinear`` (epsilon = 0)    ``noisy``
-n-step         replay and trainer ``n_step``                 ``n_steps`` (1 = off)
-prioritized    ``memory.PrioritizedReplayBuffer``            ``prioritized``
-distributional ``QDist`` + ``C51Policy``, ``C51Trainer``     ``distributional``
-============== ============================================= =============================
-
-The network is a ReLU layer and (dueling) heads of ``hidden`` units. The defaults reach a
-greedy return above 300 on CartPole-v1 within about 4,000 steps.
+Each of DQN's six extensions has a switch (all on by default): ``double`` (double-Q
+targets), ``dueling``, ``noisy`` (noisy nets, epsilon 0), ``n_steps`` (1: off),
+``prioritized`` and ``distributional`` (``QDist``, ``C51Trainer``). The network is a ReLU
+layer and (dueling) heads of ``hidden`` units.
 """
 
 from __future__ import annotations
@@ -36,16 +24,8 @@ from looprl.presets.parts import epsilon_schedule
 
 #: the switches of Rainbow's extensions (all on) and their settings, shared with Atari's
 extensions: dict[str, Any] = {
-    "double": True,
-    "dueling": True,
-    "noisy": True,
-    "sigma": 0.5,
-    "n_steps": 3,
-    "prioritized": True,
-    "alpha": 0.5,
-    "beta": 0.4,
-    "distributional": True,
-    "atoms": 51,
+    "double": True, "dueling": True, "noisy": True, "sigma": 0.5, "n_steps": 3,
+    "prioritized": True, "alpha": 0.5, "beta": 0.4, "distributional": True, "atoms": 51,
 }
 
 default_hyperparameters: dict[str, Any] = {
@@ -79,7 +59,7 @@ def rainbow_model(obs_dim: int, num_actions: int, hp: dict[str, Any]) -> nn.Modu
 
 
 class RainbowClassicControlPreset(QPreset):
-    """Builds Rainbow agents (hyperparameters: see ``default_hyperparameters``)."""
+    """Builds Rainbow agents."""
 
     algorithm = "Rainbow"
 

@@ -1,9 +1,6 @@
-"""Vanilla policy gradient (REINFORCE with a baseline) preset for classic control.
-
-Separate tanh actor and critic MLPs with their own learning rates, one environment, one
-update per ``min_batch_size`` steps of complete episodes. With the defaults a greedy
-evaluation on CartPole-v1 passes 195 within 30,000 steps (8 of 8 seeds).
-"""
+"""Vanilla policy gradient (REINFORCE with a baseline) preset for classic control: separate
+tanh actor and critic MLPs, one environment, an update per ``min_batch_size`` steps of
+complete episodes."""
 
 from __future__ import annotations
 
@@ -16,29 +13,21 @@ from looprl.presets.classic_control.a2c import SeparateMLPs
 from looprl.presets.on_policy import ActorCriticPreset
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr_pi": 3e-3,
-    "lr_v": 5e-3,
-    "eps": 1e-5,
-    "min_batch_size": 500,
-    "value_coef": 0.5,
-    "entropy_coef": 0.0,
-    "normalize_advantages": True,
-    "clip_grad": 0.5,
-    "hidden": 64,
+    "discount_factor": 0.99, "lr_pi": 3e-3, "lr_v": 5e-3, "eps": 1e-5,
+    "min_batch_size": 500, "value_coef": 0.5, "entropy_coef": 0.0,
+    "normalize_advantages": True, "clip_grad": 0.5, "hidden": 64,
 }
 
 
 class VPGClassicControlPreset(SeparateMLPs, ActorCriticPreset):
-    """Builds VPG agents for a single environment."""
+    """Builds VPG agents for a single environment (Monte-Carlo advantages)."""
 
-    algorithm = "VPG"  # (SeparateMLPs' trainer: on whole episodes, Monte-Carlo advantages)
+    algorithm = "VPG"
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
         """Each actor stream's segment ends at the first episode end after
-        ``min_batch_size`` steps, and the trainer steps on each alone (Monte-Carlo
-        advantages, as locally)."""
+        ``min_batch_size`` steps, and the trainer steps on each alone."""
         return {"buffer": "on_policy", "buffer_args": {"batch_streams": 1},
                 "whole_episodes": True,
                 "segment_length": self.hyperparameters["min_batch_size"]}

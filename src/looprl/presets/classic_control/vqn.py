@@ -1,12 +1,9 @@
 """VQN preset for classic control: online Q-learning over ``n_envs`` parallel environments,
-without replay (Watkins, 1989; the autonomous-learning-library's VQN,
-https://github.com/cpnota/autonomous-learning-library).
+without replay (the autonomous-learning-library's VQN).
 
-Each step of ``n_envs`` environments is one batch, learned from at once (the parallel
-environments decorrelate it in place of a replay). A target network (every
-``target_update_frequency`` updates; 0, none, diverges on CartPole) and ``linear_lr`` let the
-online updates settle; the short horizon (0.95) keeps them stable on CartPole-v1 (Acrobot-v1
-needs 0.99 and a target period of 50: ``benchmarks/learning_classic_control.py``).
+Each step of the ``n_envs`` environments is one batch. A target network (every
+``target_update_frequency`` updates; without one it diverges on CartPole), ``linear_lr`` and
+a short horizon (0.95) keep the online updates stable.
 """
 
 from __future__ import annotations
@@ -25,41 +22,29 @@ from looprl.presets.off_policy import QNetworkPreset
 from looprl.presets.on_policy import OnPolicyAgentPreset
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.95,
-    "lr": 1e-3,
-    "eps": 1e-5,
-    "n_envs": 16,
-    "initial_exploration": 1.0,
-    "final_exploration": 0.02,
-    "final_exploration_step": 2000,
-    "test_exploration": 0.0,
-    "hidden": 64,
-    "target_update_frequency": 25,
-    "linear_lr": True,
-    "clip_grad": 10.0,
+    "discount_factor": 0.95, "lr": 1e-3, "eps": 1e-5, "n_envs": 16, "initial_exploration": 1.0,
+    "final_exploration": 0.02, "final_exploration_step": 2000, "test_exploration": 0.0,
+    "hidden": 64, "target_update_frequency": 25, "linear_lr": True, "clip_grad": 10.0,
     "huber": True,
 }
 
 
 class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
-    """Shared by the VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs``
-    (``QNetworkPreset``'s policy: epsilon-greedy, ``target_update_frequency`` 0: no target
-    network)."""
+    """The VQN and VSarsa presets: a two-layer ReLU Q-network over ``n_envs`` environments
+    (``target_update_frequency`` 0: no target network)."""
 
     algorithm = "VQN"
+    #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
+    update = "q_learning"
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
         super().__init__(env, name, device, hyperparameters)
         self.n_envs = hyperparameters["n_envs"]
 
     def _build(self, env: Any) -> nn.Module:
-        """The Q-network: two ReLU layers of ``hidden`` units."""
         obs_dim = require_flat_observations(env, self.algorithm)
         hidden = self.hyperparameters["hidden"]
         return MLP(obs_dim, self.num_actions, hidden=(hidden, hidden), activation=nn.ReLU)
-
-    #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
-    update = "q_learning"
 
     def trainer(self, policy: DQNPolicy, train_steps: float = math.inf) -> DQNTrainer:
         """One-step ``update`` on each ``[2, n_envs]`` batch; with ``linear_lr`` the learning

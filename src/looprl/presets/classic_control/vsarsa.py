@@ -1,10 +1,5 @@
-"""VSarsa preset for classic control: online SARSA over ``n_envs`` parallel environments,
-without replay (Rummery & Niranjan, 1994; the autonomous-learning-library's VSarsa,
-https://github.com/cpnota/autonomous-learning-library).
-
-``classic_control.vqn``'s network with the on-policy target ``Q(s', a')`` of the action
-taken next; SARSA evaluates its own exploring policy, so its settings are more cautious.
-"""
+"""VSarsa preset for classic control: ``classic_control.vqn`` with SARSA's on-policy target
+``Q(s', a')`` of the action taken next, and more cautious settings."""
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ default_hyperparameters: dict[str, Any] = derived(
 
 
 class VSarsaClassicControlPreset(OnlineClassicControlPreset):
-    """Builds VSarsa agents (see ``OnlineClassicControlPreset``)."""
+    """Builds VSarsa agents."""
 
     algorithm = "VSarsa"
     update = "sarsa"

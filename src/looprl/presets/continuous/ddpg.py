@@ -1,8 +1,5 @@
-"""DDPG preset for continuous control, and the parts the TD3 and SAC presets share.
-
-Defaults (256x256 ReLU networks, lr 1e-3, 1,000 random warm-up steps, tau 0.005,
-Gaussian exploration noise 0.1) learn Pendulum-v1 within 15,000 steps.
-"""
+"""DDPG preset for continuous control (Pendulum-v1 within 15,000 steps), and the parts the
+TD3 and SAC presets share."""
 
 from __future__ import annotations
 
@@ -20,11 +17,7 @@ from looprl.core import DummyLogger
 from looprl.nn import MLP
 from looprl.policies.deterministic import DeterministicActor, DeterministicPolicy
 from looprl.presets.builder import PresetBuilder
-from looprl.presets.common import (
-    policy_network,
-    require_box_actions,
-    require_flat_observations,
-)
+from looprl.presets.common import policy_network, require_box_actions, require_flat_observations
 from looprl.presets.off_policy import ReplayPreset
 
 
@@ -39,12 +32,8 @@ def adam(module: nn.Module, lr: float) -> optim.Adam:
 
 class OffPolicyContinuousPreset(ReplayPreset):
     """Shared setup of the DDPG, TD3 and SAC presets: checks, sizes, the critic (twin with
-    ``twin``) and the local agent (``agent_class``).
-
-    Subclasses give the actor (``_actor``), ``policy`` and ``trainer``; the policy acts
-    at random for the first ``replay_start_size`` rows of its ``rollout`` (each Ray actor's
-    warm-up; the local agent warms up by itself).
-    """
+    ``twin``) and the local agent (``agent_class``); subclasses give ``_actor``, ``policy``
+    and ``trainer``."""
 
     algorithm = "DDPG"
     agent_class: type = DDPG
@@ -66,8 +55,7 @@ class OffPolicyContinuousPreset(ReplayPreset):
         """The actor network."""
 
     def _own(self, policy: Any, model: nn.Module) -> nn.Module:
-        """The preset's ``model`` for the policy over the preset's actor, else a copy on the
-        policy's device (a trainer of a copied policy trains its own critics)."""
+        """``model`` for a policy over the preset's actor, else a copy on the policy's device."""
         return model if policy.module is self.actor else policy_network(
             self, policy.device, True, model)
 
@@ -85,17 +73,9 @@ class OffPolicyContinuousPreset(ReplayPreset):
 
 
 default_hyperparameters: dict[str, Any] = {
-    "discount_factor": 0.99,
-    "lr_actor": 1e-3,
-    "lr_critic": 1e-3,
-    "minibatch_size": 256,
-    "replay_start_size": 1000,
-    "replay_buffer_size": 1_000_000,
-    "update_frequency": 1,
-    "gradient_steps": 1,
-    "polyak_rate": 0.005,
-    "noise": 0.1,
-    "hidden": 256,
+    "discount_factor": 0.99, "lr_actor": 1e-3, "lr_critic": 1e-3, "minibatch_size": 256,
+    "replay_start_size": 1000, "replay_buffer_size": 1_000_000, "update_frequency": 1,
+    "gradient_steps": 1, "polyak_rate": 0.005, "noise": 0.1, "hidden": 256,
 }
 
 
@@ -119,7 +99,7 @@ class DDPGContinuousPreset(OffPolicyContinuousPreset):
         return DDPGTrainer(policy, self._q(policy), self.hyperparameters["discount_factor"])
 
     def test_agent(self) -> Actor:
-        """An ``Actor`` in evaluation mode over a copy of the actor (``mu(s)``, no noise)."""
+        """An evaluation ``Actor`` over a copy of the actor (``mu(s)``, no noise)."""
         return Actor(DDPGPolicy(DeterministicPolicy(copy.deepcopy(self.actor))), evaluation=True)
 
 

@@ -1,8 +1,5 @@
-"""PPO preset for continuous control: Gaussian actions with a learned log-std.
-
-The actor outputs the mean of a diagonal Gaussian (``GaussianHead``); the rest is the
-classic-control PPO preset's.
-"""
+"""PPO preset for continuous control: the classic-control PPO preset with a diagonal Gaussian
+(``GaussianHead``) whose mean the actor outputs, and a learned log-std."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""SAC preset for continuous control, with automatic entropy tuning.
-
-Defaults (256x256 ReLU networks, lr 1e-3, 1,000 random warm-up steps, tau 0.005, initial
-temperature 1, target entropy ``-|A|``) learn Pendulum-v1 (mean return above -400) within
-15,000 steps.
-"""
+"""SAC preset for continuous control, with automatic entropy tuning (Pendulum-v1 above -400
+within 15,000 steps)."""
 
 from __future__ import annotations
 
@@ -23,17 +19,13 @@ from looprl.presets.continuous.ddpg import default_hyperparameters as ddpg_defau
 
 default_hyperparameters: dict[str, Any] = derived(
     ddpg_defaults, drop=("noise",), lr_temperature=1e-3, alpha=1.0, entropy_tuning=True,
-    target_entropy=None,
-    # the parts of looprl.presets.parts this preset takes (SAC's own, named for configs)
-    exploration="stochastic", buffer="uniform", update="sac",
+    target_entropy=None, exploration="stochastic", buffer="uniform", update="sac",
 )
 
 
 class SACContinuousPreset(OffPolicyContinuousPreset):
-    """Builds SAC agents: a tanh-Gaussian actor and twin critics, all 2 x ``hidden``.
-
-    ``target_entropy=None`` means ``-|A|``; ``entropy_tuning=False`` keeps ``alpha`` fixed.
-    """
+    """Builds SAC agents: a tanh-Gaussian actor and twin critics, all 2 x ``hidden``
+    (``target_entropy=None``: ``-|A|``; ``entropy_tuning=False`` keeps ``alpha`` fixed)."""
 
     algorithm = "SAC"
     agent_class = SAC
@@ -71,8 +63,7 @@ class SACContinuousPreset(OffPolicyContinuousPreset):
                           target_entropy=self.target_entropy)
 
     def test_agent(self) -> Actor:
-        """An ``Actor`` in evaluation mode over a copy of the actor (``center + scale *
-        tanh(mean)``)."""
+        """An evaluation ``Actor`` over a copy of the actor (``center + scale * tanh(mean)``)."""
         return Actor(SACPolicy(SoftDeterministicPolicy(copy.deepcopy(self.actor))),
                      evaluation=True)
 

@@ -1,16 +1,9 @@
 """Presets for multi-agent environments (PettingZoo): independent learners.
 
 ``independent`` turns any single-agent preset builder, or one per agent, into a multi-agent
-one::
-
-    preset = multiagent.independent(classic_control.dqn).env(env).build()
-
-``dqn`` (independent Q-learning, Tan, 1993) and ``ppo`` (independent PPO, de Witt et al.,
-2020, https://arxiv.org/abs/2011.09533) are ready-made ones: one classic-control learner per
-agent, acting on its own turns (``n_envs=1``), tuned for small board games. Both players of
-``tictactoe_v3``, trained against each other, beat a random opponent clearly within 10,000
-(``dqn``) or 20,000 (``ppo``) frames (agent turns). ``__all__`` lists the ready-made builders
-only (the CLI offers what it lists).
+one: ``multiagent.independent(classic_control.dqn).env(env).build()``. ``dqn`` (independent
+Q-learning) and ``ppo`` (independent PPO) are ready-made ones, tuned for small board games;
+``__all__`` lists them only (the CLI offers what it lists).
 """
 
 from looprl.presets.classic_control import dqn as single_agent_dqn

@@ -1,16 +1,7 @@
-"""Independent learners over a ``MultiagentEnvironment``: one single-agent preset per agent.
-
-::
-
-    env = MultiagentPettingZooEnv('tictactoe_v3')
-    preset = independent(classic_control.dqn).env(env).hyperparameters(lr=1e-3).build()
-    preset = independent({'player_1': classic_control.dqn, 'player_2': classic_control.ppo})...
-
-Each agent's preset is built on that agent's view of the environment (``env.subenv``);
-parallel presets with ``n_envs=1``. For agents with action masks the view's observation has
-the mask appended and the ``model`` is wrapped in a ``MaskedModule``. On Ray ``policy()`` is an
-``IndependentPolicy`` and ``trainer()`` an ``IndependentTrainer`` over the agents' own.
-"""
+"""Independent learners over a ``MultiagentEnvironment``: one single-agent preset per agent,
+built on that agent's view (``env.subenv``; parallel presets with ``n_envs=1``). For agents
+with action masks the view's observation has the mask appended and the ``model`` is wrapped
+in a ``MaskedModule``."""
 
 from __future__ import annotations
 
@@ -43,7 +34,6 @@ class IndependentMultiagentPreset(Preset):
     ``policy()``/``trainer()`` compose the agents' parts for the Ray workers.
 
     Args:
-        name, device: the preset's name and its networks' device.
         presets: one built single-agent ``Preset`` per agent name.
         masked: the agents whose states carry an ``action_mask``.
         hyperparameters: the overrides the presets were built with.
@@ -61,7 +51,7 @@ class IndependentMultiagentPreset(Preset):
 
     @device.setter
     def device(self, device: str | torch.device) -> None:
-        """Setting the device moves every agent's networks (``load_preset`` relies on it)."""
+        """Setting the device moves every agent's networks."""
         self._device = device
         for preset in self.presets.values():
             to_device(preset, device)
@@ -96,16 +86,14 @@ class IndependentMultiagentPreset(Preset):
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> IndependentPolicy:
-        """Each agent's preset's policy (over a copy of its network with ``copy_model``, on
-        ``device``: default the preset's), behind one ``IndependentPolicy``."""
+        """Each agent's preset's policy, behind one ``IndependentPolicy``."""
         policies = [preset.policy(logger=logger, device=device, copy_model=copy_model)
                     for preset in self.presets.values()]
         return IndependentPolicy(policies, list(self.presets), self.masked)
 
     def trainer(self, policy: IndependentPolicy, train_steps: float = math.inf
                 ) -> IndependentTrainer:
-        """Each agent's preset's trainer of its policy, its schedules spanning its share of
-        ``train_steps`` frames, as ``agent()``'s."""
+        """Each agent's preset's trainer of its policy, over its share of ``train_steps``."""
         steps = self._agent_steps(train_steps)
         trainers = [preset.trainer(agent_policy, train_steps=steps)
                     for preset, agent_policy in zip(self.presets.values(), policy.policies,
@@ -114,7 +102,7 @@ class IndependentMultiagentPreset(Preset):
 
     def agent(self, logger: Any = None, train_steps: float = float("inf")) -> IndependentLearners:
         """Training agents sharing the presets' networks; ``logger``: one, or one per agent
-        name; each agent's schedules anneal over ``train_steps / len(presets)``."""
+        name."""
         loggers = logger if isinstance(logger, dict) else dict.fromkeys(self.presets, logger)
         steps = self._agent_steps(train_steps)
         return IndependentLearners({
@@ -165,12 +153,8 @@ def mask_model(preset: Preset, view: Any) -> None:
 
 
 class IndependentPresetBuilder(PresetBuilder):
-    """Builds an ``IndependentMultiagentPreset`` from single-agent preset builders.
-
-    ``builders``: one ``PresetBuilder`` for every agent, or a dict agent name -> builder.
-    ``hyperparameters(**kwargs)`` sets each name in every agent's builder that has it
-    (``n_envs`` is always 1); each agent's preset is named ``{name}.{agent}``.
-    """
+    """Builds an ``IndependentMultiagentPreset`` from one ``PresetBuilder`` for every agent,
+    or a dict agent name -> builder; each agent's preset is named ``{name}.{agent}``."""
 
     def __init__(self, builders: PresetBuilder | dict[str, PresetBuilder],
                  name: str = "independent"):
@@ -184,7 +168,8 @@ class IndependentPresetBuilder(PresetBuilder):
         self._hyperparameters = {}  # the overrides only: each builder keeps its defaults
 
     def hyperparameters(self, **hyperparameters: Any) -> IndependentPresetBuilder:
-        """Override hyperparameters of the agents' builders that have them."""
+        """Override hyperparameters of the agents' builders that have them (``n_envs`` is
+        always 1)."""
         checked = super().hyperparameters(**hyperparameters)  # unknown names fail here
         for builder in self._builders:  # type errors now rather than at build()
             defaults = builder.hyperparameter_defaults
@@ -219,6 +204,5 @@ class IndependentPresetBuilder(PresetBuilder):
         return builder.device(device).env(view).build()
 
 
-#: ``independent(builders, name="independent")``: the same builder for every agent, or one
-#: per agent
+#: ``independent(builders, name="independent")``
 independent = IndependentPresetBuilder
