@@ -7,7 +7,9 @@ trained ``--steps`` steps, then 10 evaluation episodes; one torch thread), run w
 ``LocalTrials`` (what ``runtime=local`` does), then with ``RayTrials`` (``runtime=ray``) on a
 local Ray instance of ``--cpus`` CPUs: first on fresh Ray workers (each imports torch and
 looprl once), then again on the same, warm workers. The results must be the same; prints a
-table of wall times (and writes it to ``--output``, if given).
+table of wall times, of the whole runner and of its trials alone (the time spent inside
+``trials.map``: the generation, without the runner's own work before and after it), and
+writes it to ``--output``, if given.
 
     python benchmarks/runners_on_ray.py [--steps 16000] [--popsize 4] [--cpus 2]
         [--runners es optuna] [--output benchmarks/results/runners_on_ray.md]
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Iterator
 
 import torch
 
@@ -29,10 +32,35 @@ from looprl.runners.trials import LocalTrials
 SPACE = {"lr": (1e-4, 1e-2, "log"), "clip": (0.1, 0.3)}
 
 
+class Timed:
+    """``trials`` (``LocalTrials`` or ``RayTrials``) that add up the time spent inside their
+    ``map`` (each item's ``next``: the runner's work between items is not counted)."""
+
+    def __init__(self, trials: object):
+        self.trials, self.seconds = trials, 0.0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.trials, name)
+
+    def map(self, *args: object, **kwargs: object) -> Iterator[object]:
+        items = iter(self.trials.map(*args, **kwargs))
+        while True:
+            start = time.perf_counter()
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            finally:
+                self.seconds += time.perf_counter() - start
+            yield item
+
+
 def generation(kind: str, trials: object, steps: int, popsize: int
-               ) -> tuple[float, list[float]]:
+               ) -> tuple[float, float, list[float]]:
     """Wall time of one ES generation or one batch of Optuna trials (the runner's
-    construction and final evaluation included) and each individual's or trial's score."""
+    construction and final evaluation included), of its trials alone, and each individual's
+    or trial's score."""
+    trials = Timed(trials)
     start = time.perf_counter()
     if kind == "es":
         runner = ESRunner(ppo.device("cpu"), "CartPole-v1", iterations=1, popsize=popsize,
@@ -47,7 +75,7 @@ def generation(kind: str, trials: object, steps: int, popsize: int
         results, _ = runner.run()
         scores = [trial["value"] for trial in results["history"]]
     runner.close()
-    return time.perf_counter() - start, scores
+    return time.perf_counter() - start, trials.seconds, scores
 
 
 def main() -> None:
@@ -80,14 +108,18 @@ def main() -> None:
     lines = [f"{args.popsize} PPO individuals (ES: one generation) or trials (Optuna) x "
              f"{args.steps} steps on CartPole-v1, {os.cpu_count()} cores; Ray instance started "
              f"in {started:.1f} s (not counted)", "",
-             f"| runner | {'trials':<44} | wall (s) | x sequential | score of each |",
-             f"|--------|{'-' * 46}|----------|--------------|---------------|"]
+             f"| runner | {'trials':<44} | wall (s) | x sequential | trials alone (s) | "
+             "x sequential | score of each |",
+             f"|--------|{'-' * 46}|----------|--------------|------------------|--------------|"
+             "---------------|"]
     for kind in args.runners:
         ours = [row for row in rows if row[0] == kind]
-        sequential = ours[0][2]
-        lines += [f"| {kind:<6} | {name:<44} | {seconds:8.1f} | {seconds / sequential:12.2f} | "
-                  f"{', '.join(f'{f:.0f}' for f in scores)} |" for _, name, seconds, scores in ours]
-    same = all(row[3] == next(r for r in rows if r[0] == row[0])[3] for row in rows)
+        whole, alone = ours[0][2:4]
+        lines += [f"| {kind:<6} | {name:<44} | {seconds:8.1f} | {seconds / whole:12.2f} | "
+                  f"{inside:16.1f} | {inside / alone:12.2f} | "
+                  f"{', '.join(f'{f:.0f}' for f in scores)} |"
+                  for _, name, seconds, inside, scores in ours]
+    same = all(row[4] == next(r for r in rows if r[0] == row[0])[4] for row in rows)
     lines += ["", f"the same score for every individual and trial either way: {same}"]
     print("\n" + "\n".join(lines))
     if args.output:

@@ -112,7 +112,8 @@ class HPSchedule(MetaComponent):
     * ``exponential``: ``start * decay ** t``; ``step`` and ``exponential`` stop at ``end``.
 
     ``per`` (``'step'`` or ``'update'``) is the unit of ``t`` and the hook (``pre_<per>``);
-    ``clock='metrics'`` reads ``t`` from ``metrics[per]`` instead of counting calls.
+    ``clock='metrics'`` reads ``t`` from ``metrics[per]`` instead of counting calls;
+    ``integer`` rounds the values (``hp/batch_size``, ``hp/epochs``).
     """
 
     shown = ("key", "kind", "start", "per")
