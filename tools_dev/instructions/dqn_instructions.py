@@ -76,7 +76,7 @@ def measure(counter: ctypes.CDLL, steps: int, grad_steps: int) -> None:
         run = experiment(logdir)
         learner = run.agent.unwrapped.learner
         train, Learner.train = Learner.train, lambda self: None  # acting only
-        type(run)._log_training_episode = lambda self, ret: None
+        type(run)._log_episode = lambda self, episode: None
         run.train(frames=WARM + 64)
         counter.start()
         run.train(frames=WARM + 64 + steps)

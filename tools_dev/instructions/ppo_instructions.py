@@ -66,7 +66,7 @@ def measure(helper: str, steps: int) -> None:
         segments: list = []
         train = OnPolicyAgent.train
         OnPolicyAgent.train = lambda self, segment: segments.append(segment)
-        type(experiment)._log_training_episode = lambda self, ret: None
+        type(experiment)._log_episode = lambda self, episode: None
         experiment.train(frames=8 * 200)
         counter.start()
         experiment.train(frames=8 * (200 + steps))
