@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import gymnasium as gym
 import pytest
 import torch
@@ -126,3 +128,30 @@ def test_unflattened_observations_keep_their_shape():
 def test_unknown_environment_name_is_a_value_error():
     with pytest.raises(ValueError, match="Unknown PettingZoo environment 'tictactoe_v99'"):
         make_zoo_env("tictactoe_v99")
+
+
+def test_an_environment_given_built_plays_as_built_on_every_runtime():
+    """A PettingZoo game built with arguments (a 5x5 Go board) is what the collector and Ray's
+    actors play, not the game its name makes (19x19); each env copy gets its own copy."""
+    from pettingzoo.classic import go_v5
+
+    from looprl.collector import EnvRunner
+    from looprl.distributed import AlgorithmSpec
+    from looprl.environments import make
+    from looprl.experiments.multiagent import training_copy
+
+    env = MultiagentPettingZooEnv(go_v5.env(board_size=5))
+    name, kwargs = env.remote_env()
+    shipped = pickle.loads(pickle.dumps(kwargs))  # (what Ray sends an actor)
+    local = training_copy(env)
+    assert make(name, **shipped).observation_spaces == local.observation_spaces
+    assert local.observation_spaces[0]["obs"].shape == (5 * 5 * 17,)
+    runner = EnvRunner(name, shipped, n_envs=2)
+    copies = [copy.env for copy in runner.envs]
+    assert copies[0] is not copies[1] and shipped["env"] not in copies
+    spec = AlgorithmSpec(env=name, env_args=kwargs, policy="q-network", trainer="dqn")
+    assert spec.env_label == "go_v5"
+    for made in runner.envs:
+        made.close()
+    by_name = MultiagentPettingZooEnv("go_v5")
+    assert by_name.remote_env() == ("pettingzoo", {"env": "go_v5", "flatten": True})

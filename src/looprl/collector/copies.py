@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import time
 from collections.abc import Callable
@@ -17,8 +18,8 @@ from looprl.core.namedarray import as_numpy
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.srl import checked_results, make
 
-__all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "env_copies", "receive",
-           "receive_all", "report_episodes", "store_obs"]
+__all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "env_copies", "made",
+           "receive", "receive_all", "report_episodes", "store_obs"]
 
 
 @dataclass
@@ -217,12 +218,18 @@ def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, grou
         if n_envs < groups or groups < 1:
             raise ValueError(f"need 1 <= groups <= n_envs, got groups={groups}, n_envs={n_envs}")
         build = env_name if callable(env_name) else functools.partial(
-            make, env_name, **(env_args or {}))
+            made, env_name, env_args or {})
     first = env_name if build is None else build()
     if isinstance(first, VectorEnvironment):
         return first, VectorCopies(first, process, build), first.n_envs, 1
     envs = [first] + [build() for _ in range(n_envs - 1)]
     return envs, SRLCopies(envs, build), n_envs, groups
+
+
+def made(name: str, args: dict[str, Any]) -> Any:
+    """``make(name, **args)`` on a copy of ``args``: an environment object among them (a
+    PettingZoo game built with arguments) is then each env copy's own."""
+    return make(name, **copy.deepcopy(args))
 
 
 def store_obs(runner: Any, streams: Any, obs: dict[str, Any]) -> None:

@@ -91,14 +91,16 @@ class AlgorithmSpec:
         if not label:
             return self.env
         if self.env == "pettingzoo":
+            if not isinstance(label, str):  # a built game (``MultiagentPettingZooEnv.remote_env``)
+                label = label.metadata.get("name", type(label.unwrapped).__name__)
             return str(label).partition(":")[0].rpartition(".")[2]
         return str(label).removeprefix("ALE/")
 
     def make_env(self) -> Any:
         """A fresh environment."""
-        from looprl.environments.srl import make
+        from looprl.collector.copies import made
         self.install()
-        return make(self.env, **self.env_args)
+        return made(self.env, self.env_args)
 
     def make_process(self) -> Callable[[Any], Any] | None:
         """A fresh ``process`` of the states of ``copies`` (``None``: none)."""

@@ -192,7 +192,8 @@ def zoo_observation(space: gym.Space, obs: Any, flatten: bool) -> tuple[np.ndarr
 class MultiagentPettingZooEnv(MultiagentEnvironment):
     """A PettingZoo AEC or parallel environment, or a name for ``make_zoo_env`` (``env``: the
     wrapped AEC environment); ``flatten``: observations to 1-d float32; ``remote``: the name
-    and arguments of ``looprl.environments.make`` that the collector and Ray play."""
+    and arguments of ``looprl.environments.make`` that the collector and Ray play (default:
+    the PettingZoo adapter of a copy of the environment given, or of its name)."""
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
@@ -200,7 +201,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         from pettingzoo.utils.conversions import parallel_to_aec
         from pettingzoo.utils.env import ParallelEnv
 
-        if isinstance(zoo_env, str):
+        self._by_name = isinstance(zoo_env, str)
+        if self._by_name:
             name = name or zoo_env.rpartition(".")[2]
             zoo_env = make_zoo_env(zoo_env)
         if isinstance(zoo_env, ParallelEnv):
@@ -214,9 +216,13 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self.remote = remote
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """``remote``, or the PettingZoo adapter of its module, observations flattened alike."""
-        module = self.env.metadata.get("name", self.name)
-        return self.remote or ("pettingzoo", {"env": module, "flatten": self.flatten})
+        """``remote``, else the PettingZoo adapter (observations flattened alike) of the name
+        it was made from, or of the environment it was given: a name would lose the arguments
+        it was built with (``make`` gives each env copy a copy of it)."""
+        if self.remote is not None:
+            return self.remote
+        env = self.env.metadata.get("name", self.name) if self._by_name else self.env
+        return "pettingzoo", {"env": env, "flatten": self.flatten}
 
     def reset(self, seed: int | None = None) -> MultiagentState:
         seed, self._seed = (self._seed if seed is None else seed), None
