@@ -195,14 +195,16 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     and arguments of ``looprl.environments.make`` that the collector and Ray play (default:
     the PettingZoo adapter of a copy of the environment given, or of its name)."""
 
+    _given_name: str | None = None  # (environments pickled before it was kept: the game)
+
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
                  remote: tuple[str, dict[str, Any]] | None = None):
         from pettingzoo.utils.conversions import parallel_to_aec
         from pettingzoo.utils.env import ParallelEnv
 
-        self._by_name = isinstance(zoo_env, str)
-        if self._by_name:
+        self._given_name = zoo_env if isinstance(zoo_env, str) else None
+        if self._given_name is not None:
             name = name or zoo_env.rpartition(".")[2]
             zoo_env = make_zoo_env(zoo_env)
         if isinstance(zoo_env, ParallelEnv):
@@ -217,11 +219,11 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """``remote``, else the PettingZoo adapter (observations flattened alike) of the name
-        it was made from, or of the environment it was given: a name would lose the arguments
-        it was built with (``make`` gives each env copy a copy of it)."""
+        it was made from, or of the environment it was given: its module's name would lose the
+        arguments it was built with (``collector.copies.made`` gives each env copy its own)."""
         if self.remote is not None:
             return self.remote
-        env = self.env.metadata.get("name", self.name) if self._by_name else self.env
+        env = self.env if self._given_name is None else self._given_name
         return "pettingzoo", {"env": env, "flatten": self.flatten}
 
     def reset(self, seed: int | None = None) -> MultiagentState:

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from looprl.collector import EnvRunner, Episode
+from looprl.collector.copies import made
 from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult
 from looprl.environments.multiagent import MultiagentPettingZooEnv
-from looprl.environments.srl import Environment, make
+from looprl.environments.srl import Environment
 from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import check_episodes, play_episodes
 from looprl.experiments.experiment import Experiment, _log_scalars
@@ -50,12 +51,9 @@ def agent_returns(played: list[Episode], names: list[str]) -> dict[str, list[flo
 
 
 def training_copy(env: MultiagentPettingZooEnv) -> Environment:
-    """What Ray's actors step for ``env``: its SRL environment (``env.remote``), else the SRL
-    adapter of a copy of its PettingZoo environment."""
-    if env.remote is not None:
-        name, kwargs = env.remote
-        return make(name, **kwargs)
-    return PettingZooEnvironment(copy.deepcopy(env.env), flatten=env.flatten)
+    """What Ray's actors step for ``env``: ``make`` of its ``remote_env()``, on a copy of its
+    arguments (a game given built is copied)."""
+    return made(*env.remote_env())
 
 
 def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.ndarray:

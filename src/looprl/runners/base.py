@@ -51,6 +51,7 @@ class MemoryLogger(DummyLogger):
         return float(np.mean(self.returns[-100:])) if self.returns else math.nan
 
     def add_episode_return(self, ret: float) -> None:
+        """Keep ``ret``."""
         self.returns.append(float(ret))
 
 
@@ -63,6 +64,7 @@ class RecordingLogger(ExperimentLogger):
         self.returns: list[float] = []
 
     def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
+        """Start the run ``run_name`` and remember its name."""
         super().start_run(run_name, run_info)
         self.run_name = run_name
 
@@ -72,6 +74,7 @@ class RecordingLogger(ExperimentLogger):
                                             **run_info})
 
     def add_episode_return(self, ret: float) -> None:
+        """Keep ``ret`` and log it."""
         self.returns.append(float(ret))
         super().add_episode_return(ret)
 

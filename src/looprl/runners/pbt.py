@@ -34,6 +34,7 @@ def tune_name(key: str) -> str:
 
 
 def import_tune() -> Any:
+    """``ray.tune``, or a one-line error naming the ``distributed`` extra."""
     return import_extra("ray.tune", "PBTRunner needs Ray Tune", "distributed")
 
 

@@ -59,9 +59,11 @@ class CMAES:
 
     @property
     def mean(self) -> np.ndarray:
+        """The search distribution's mean."""
         return np.asarray(self._es.mean, dtype=np.float64)
 
     def ask(self) -> np.ndarray:
+        """``popsize`` individuals drawn by CMA-ES."""
         return np.asarray(self._es.ask(), dtype=np.float64)
 
     def tell(self, solutions: np.ndarray, fitness: np.ndarray) -> None:
