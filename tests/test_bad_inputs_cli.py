@@ -168,7 +168,10 @@ def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "frames=10000000",
          "logging.quiet=true", f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # Ctrl-C as a terminal sends it: a shell's background job (``make test &``) starts its
+        # children with SIGINT ignored, which they inherit and keep
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # training runs once results.csv has rows (appended every 100 episodes): the run's
     # directory exists earlier, while torch still imports (a Ctrl-C there may be lost to
     # CPython's import machinery, or end in a SIGINT exit rather than 130)
@@ -178,7 +181,10 @@ def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
             results.exists() and len(results.read_text().splitlines()) > 1):
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
+    try:
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()  # (a run that ignored the Ctrl-C would train on, 10M frames)
     assert process.returncode == 130, output
     assert output.strip() == "looprl: interrupted", output
 
