@@ -9,9 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from looprl.agents.dqn import UPDATES, DQNPolicy, DQNTrainer, _coins
+from looprl.agents.dqn import UPDATES, DQNPolicy, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import RolloutRequest, SampleBatch
+from looprl.policies import epsilon_greedy
 
 
 def _policy(epsilon: float = 0.5) -> DQNPolicy:
@@ -76,10 +77,9 @@ def test_a_hook_on_the_q_module_still_runs() -> None:
 @pytest.mark.parametrize("epsilon", [0.0, 0.04, 0.3, 0.7, 1.0])
 def test_coins_are_torchs_float32_comparison(epsilon: float) -> None:
     torch.manual_seed(3)
-    explore, explored = _coins(1000, epsilon)
+    _, explore = epsilon_greedy(torch.zeros(1000, 3), epsilon)
     torch.manual_seed(3)
-    expected = torch.rand(1000) < epsilon
-    assert torch.equal(explore, expected) and explored == bool(expected.any())
+    assert torch.equal(explore, torch.rand(1000) < epsilon)
 
 
 def test_a_coin_at_float32_epsilon_does_not_explore(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,9 +87,9 @@ def test_a_coin_at_float32_epsilon_does_not_explore(monkeypatch: pytest.MonkeyPa
     float32(0.7) (below 0.7) does not explore."""
     coin = float(np.float32(0.7))
     assert coin < 0.7 and not bool((torch.tensor([coin]) < 0.7).item())
-    monkeypatch.setattr(torch, "rand", lambda n: torch.full((n,), coin))
-    explore, explored = _coins(2, 0.7)
-    assert explore.tolist() == [False, False] and not explored
+    monkeypatch.setattr(torch, "rand", lambda shape, generator=None: torch.full(shape, coin))
+    actions, explore = epsilon_greedy(torch.tensor([[0.0, 1.0], [1.0, 0.0]]), 0.7)
+    assert explore.tolist() == [False, False] and actions.tolist() == [1, 0]
 
 
 def test_checkpoints_naming_the_rule_where_it_was_still_load() -> None:

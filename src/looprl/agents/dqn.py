@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -39,7 +38,7 @@ from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields
-from looprl.policies import MASKED_Q, GreedyPolicy, random_actions
+from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
 
 __all__ = [
     "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
@@ -116,13 +115,8 @@ class DQNPolicy(Policy):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
-        explore, explored = _coins(rows, epsilon)
-        self.greedy.explored = explore
         values = self._values(obs, rows, deterministic is True)
-        action = values.argmax(dim=-1)
-        if explored:  # random legal actions, drawn on the CPU (the actor's stream)
-            chosen = random_actions(values.cpu()).to(self.device)
-            action = torch.where(explore.to(self.device), chosen, action)
+        action, self.greedy.explored = epsilon_greedy(values, epsilon)
         return RolloutResult(action=action)
 
     def _values(self, obs: Any, rows: int, evaluation: bool) -> torch.Tensor:
@@ -184,17 +178,6 @@ def _on(obs: Any, device: torch.device) -> Any:
     if isinstance(obs, NamedArray):
         return obs.to(device)
     return as_tensor(obs, device)
-
-
-def _coins(rows: int, epsilon: float | torch.Tensor) -> tuple[torch.Tensor, bool]:
-    """``(explore, any explored)``: one coin of torch's global generator per row below ``epsilon``
-    (a float is compared in float32, on the coins' NumPy view)."""
-    coins = torch.rand(rows)
-    if isinstance(epsilon, float):
-        explore = torch.from_numpy(coins.numpy() < np.float32(epsilon))
-    else:
-        explore = coins < epsilon.cpu()
-    return explore, bool(explore.any())
 
 
 def _network(q: Any, target: bool = False) -> nn.Module | None:

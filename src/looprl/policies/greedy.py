@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
@@ -43,12 +44,21 @@ def random_actions(values: torch.Tensor, generator: torch.Generator | None = Non
 
 def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
                    generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(actions, explored)`` for action values ``[..., n]``: each row explores
-    (``random_actions``) with probability ``epsilon`` (a float or one rate per row), else takes the
-    argmax."""
+    """``(actions, explored)`` for action values ``[..., n]``: each row explores with probability
+    ``epsilon`` (a float or one rate per row), taking a random legal action
+    (``random_actions``), else takes the argmax. The coins and the random actions are drawn on
+    the CPU (from ``generator``, else torch's global generator: a seeded actor's stream), the
+    random actions only when some row explores; ``explored`` stays on the CPU."""
     greedy = values.argmax(dim=-1)
-    explore = torch.rand(greedy.shape, generator=generator, device=values.device) < epsilon
-    return torch.where(explore, random_actions(values, generator), greedy), explore
+    coins = torch.rand(greedy.shape, generator=generator)
+    if isinstance(epsilon, float | int):  # (compared in float32 on the NumPy view: faster)
+        explore = torch.from_numpy(np.asarray(coins.numpy() < np.float32(epsilon)))
+    else:
+        explore = coins < torch.as_tensor(epsilon).cpu()
+    if not explore.numpy().any():
+        return greedy, explore
+    chosen = random_actions(values.cpu(), generator).to(values.device)
+    return torch.where(explore.to(values.device), chosen, greedy), explore
 
 
 class GreedyPolicy:
@@ -170,7 +180,7 @@ class GreedyPolicy:
             raise ValueError(f"{len(epsilon)} epsilons (one per env copy) for a batch of "
                              f"{tuple(values.shape[:-1])} states")
         actions, self._explored = epsilon_greedy(values, epsilon,
-                                                 self._torch_generator(values.device))
+                                                 self._torch_generator(torch.device("cpu")))
         return actions
 
     def _torch_generator(self, device: torch.device) -> torch.Generator | None:
