@@ -290,6 +290,27 @@ def test_ray_actors_make_the_presets_environment_with_its_arguments_and_meta():
     env.close()
 
 
+def test_an_environment_named_for_logs_is_made_by_its_id_and_named_as_locally():
+    """``GymEnvironment(id, name=...)`` and ``MultiagentPettingZooEnv(game, name=...)``: Ray's
+    actors make the id (not the name, which no registry knows), and the run is labelled with
+    the name, as a local run's directory is."""
+    pytest.importorskip("pettingzoo")
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.presets.classic_control import dqn
+    from looprl.presets.multiagent import dqn as multiagent_dqn
+
+    env = GymEnvironment("CartPole-v1", name="cart")
+    preset = dqn.hyperparameters(**REPLAY_SMALL).env(env).device("cpu").build()
+    spec = DistributedRun(preset, RuntimeConfig(actors=1), logdir=None, quiet=True).spec
+    assert (spec.env, spec.env_label) == ("CartPole-v1", "cart")
+    assert spec.make_env().agent_count == 1  # (made by the id)
+    game = MultiagentPettingZooEnv("tictactoe_v3", name="ttt")
+    preset = multiagent_dqn.hyperparameters(**MULTIAGENT["dqn"]).env(game).device("cpu").build()
+    spec = DistributedRun(preset, RuntimeConfig(actors=1), logdir=None, quiet=True).spec
+    assert spec.env_label == "ttt" == game.name
+    env.close()
+
+
 @pytest.mark.parametrize("name", ["vqn", "vsarsa"])
 def test_atari_online_presets_run_on_the_atari_environment(tmp_path, name):
     pytest.importorskip("ale_py")

@@ -19,8 +19,15 @@ pytest.importorskip("hydra")
 from tests.meta.test_log_scalars import _scalars  # noqa: E402
 
 
-def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys) -> None:
+def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys,
+                                               monkeypatch) -> None:
     from looprl.configs.app import main
+    from looprl.distributed import pipeline
+
+    seeds = []  # the final evaluation's: seed + 10,000 as locally, not a training seed
+    evaluation = pipeline.evaluation_episodes
+    monkeypatch.setattr(pipeline, "evaluation_episodes", lambda *args, seed: (
+        seeds.append(seed), evaluation(*args, seed=seed))[1])
 
     code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=2",
                  "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
@@ -35,8 +42,10 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
     scalars = _scalars(str(run_dir))
     assert len(scalars["eval/returns/mean"]) == 1  # the final evaluation
     assert len((run_dir / "test_returns.csv").read_text().split()) == 3  # header, 2 returns
+    assert seeds == [10_000]
     # the actors' values in one series, at the ends of episodes (not one point per poll)
-    episodes = len(scalars["train/returns/episode"])
+    episodes = len(scalars["train/returns/episode"])  # (numbered from 0, as locally)
+    assert [step for step, _ in scalars["train/returns/episode"]] == list(range(episodes))
     series = scalars["log/transition/intrinsic_reward"]
     assert 10 <= len(series) <= episodes and len(scalars["log/rnd/intrinsic_reward_mean"]) \
         == len(series)

@@ -29,7 +29,7 @@ def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: in
     ray = ["runtime=ray", "runtime.actors=1", "runtime.sync=true",
            f"runtime.envs_per_actor={copies}", "runtime.groups=1"] if runtime == "ray" else [
         f"checkpoint_every={FRAMES}"]
-    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=0",
+    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=2",
                  "logging.quiet=true", f"hydra.run.dir={run_dir}", *ray])
     assert code == 0
     (found,) = run_dir.glob("*/*/results.csv")
@@ -66,8 +66,13 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     for agent in local.glob(f"{local.parent.name}.*"):  # (multi-agent: each agent's returns)
         mine = (agent / local.name / "results.csv").read_text()
         assert (ray / agent.name / local.name / "results.csv").read_text() == mine
-    trained = json.loads((tmp_path / "ray" / "results.json").read_text())["train"]
+    results = {side: json.loads((tmp_path / side / "results.json").read_text())
+               for side in ("local", "ray")}
+    trained, local_train = results["ray"]["train"], results["local"]["train"]
     assert trained["train_steps"] > 0  # (the parameters moved on both)
+    # results.json: a local run's keys, with the same values (its episodes, frames, mean)
+    assert {key: trained[key] for key in local_train if key != "wall_time"} == {
+        key: value for key, value in local_train.items() if key != "wall_time"}
     mine, theirs = _local_parameters(local), _ray_parameters(ray)
     assert mine.keys() == theirs.keys()
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)

@@ -359,3 +359,22 @@ def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> No
     resumed.close()
     rows = (Path(logger.log_dir) / "log.csv").read_text().splitlines()
     assert rows == ["frame,name,value", "10,my_bonus,0.5"]
+
+
+def test_a_local_dqn_run_logs_its_trainers_statistics(tmp_path: Path) -> None:
+    """The learner of a DQN-family preset logs the trainer's statistics (``loss/td``) as a
+    Ray run's trainer does, beside its approximation's ``loss/q``."""
+    from looprl.environments import GymEnvironment
+    from looprl.experiments import make_experiment
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(replay_start_size=64, update_frequency=1,
+                                          gradient_steps=1, minibatch_size=8).build()
+    run = make_experiment(preset, env, train_steps=1100, logdir=str(tmp_path), quiet=True,
+                          seed=0)
+    run.train(frames=1100)  # (the learner logs every 1,000th step)
+    run.close()
+    accumulator = EventAccumulator(run.logger.log_dir, size_guidance={"scalars": 0})
+    accumulator.Reload()
+    assert {"loss/q", "loss/td", "loss/loss"} <= set(accumulator.Tags()["scalars"])

@@ -110,6 +110,23 @@ def test_n_step_advantage_buffer_matches_hand_computed_advantages() -> None:
     assert states.shape == (4,)
 
 
+def test_n_step_advantages_stop_at_a_truncation() -> None:
+    """An episode cut by a time limit (done, mask 1) bootstraps from the state it ended in and
+    takes no reward of the next episode."""
+    buffer = NStepAdvantageBuffer(_value_of_observation(), Identity("cpu"), n_steps=2, n_envs=2,
+                                  discount_factor=0.5)
+    steps = [StateArray({"observation": torch.tensor([[1.0], [2.0]])}, (2,)),
+             StateArray({"observation": torch.tensor([[3.0], [4.0]]),
+                         "mask": torch.tensor([1.0, 1.0]), "done": torch.tensor([False, True])},
+                        (2,))]
+    for t, states in enumerate(steps):
+        buffer.store(states, torch.tensor([t, 10 + t]), torch.tensor([1.0 + t, 1.0 + t]))
+    _, _, advantages = buffer.advantages(
+        StateArray({"observation": torch.tensor([[5.0], [6.0]])}, (2,)))
+    # env 1: A0 = 1 + .5*V(s1)=4 - 2 = 1 (not 1 + .5*2 + .25*6 - 2); A1 = 2 + .5*6 - 4 = 1
+    assert torch.allclose(advantages, torch.tensor([2.25, 1.0, 1.5, 1.0]))
+
+
 def test_advantage_buffers_say_when_they_are_full_or_short() -> None:
     buffer = NStepAdvantageBuffer(_value_of_observation(), Identity("cpu"), 1, 2)
     with pytest.raises(RuntimeError, match="store more before advantages"):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -45,6 +47,9 @@ def test_tanh_action_bound_squashes_into_the_box() -> None:
     assert torch.allclose(out[2], expected)
     with pytest.raises(TypeError, match="Box action space"):
         nn.TanhActionBound(3)
+    unbounded = Box(low=np.array([-np.inf, 0.0]), high=np.array([np.inf, 1.0]), dtype=np.float32)
+    out = nn.TanhActionBound(unbounded)(torch.tensor([[0.5, 0.0]]))
+    assert torch.allclose(out, torch.tensor([[math.tanh(0.5), 0.5]]))  # (not NaN)
 
 
 def test_rlnetwork_takes_alls_second_argument_and_reports_its_device() -> None:

@@ -42,7 +42,7 @@ def test_heads() -> None:
     frames = _frames()
     assert nature_dqn(6)(frames).shape == (3, 6)
     assert nature_dqn(6)(frames[0]).shape == (6,)
-    assert nature_categorical_dqn(6, atoms=51)(frames).shape == (3, 6, 51)
+    assert nature_categorical_dqn(6, atoms=51)(frames).shape == (3, 6 * 51)
     dueling = nature_dueling_dqn(6)
     q = dueling(frames)
     _, head = dueling
@@ -59,3 +59,20 @@ def test_heads() -> None:
 def test_unknown_feature_extractor() -> None:
     with pytest.raises(ValueError, match="Unknown feature extractor 'resnett'.*'resnet'"):
         nature_features("resnett")
+
+
+def test_qdist_over_the_c51_network_gives_probabilities() -> None:
+    """``QDist(nature_categorical_dqn(...))`` (logits) and ``QDist(nature_c51(...))``
+    (probabilities): each action's atoms sum to 1 and are the softmax of the logits."""
+    from looprl.approximation import QDist
+    from looprl.core import StateArray
+
+    torch.manual_seed(0)
+    frames = _frames()
+    state = StateArray({"observation": frames, "mask": torch.ones(3)}, (3,))
+    logits = nature_categorical_dqn(6, atoms=11)
+    q = QDist(logits, torch.optim.Adam(logits.parameters()), 6, 11, -10.0, 10.0)
+    probs = q.no_grad(state)
+    assert probs.shape == (3, 6, 11)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(3, 6))
+    torch.testing.assert_close(probs, torch.softmax(logits(frames).view(3, 6, 11), -1))

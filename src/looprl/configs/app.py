@@ -34,6 +34,7 @@ from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input
+from looprl.experiments.experiment import TEST_SEED_OFFSET
 from looprl.experiments.run_files import json_value
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
@@ -85,13 +86,16 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     returns, held_out, played = [], None, []
     if cfg.test_episodes and policy.exists():
         checkpoint = torch.load(policy, map_location="cpu")
-        played = evaluation_episodes(run.spec, checkpoint, cfg.test_episodes, seed=cfg.seed)
+        played = evaluation_episodes(run.spec, checkpoint, cfg.test_episodes,
+                                     seed=cfg.seed + TEST_SEED_OFFSET)  # (not a training seed)
         returns = [episode.ret for episode in played]
         held_out = _held_out_returns(cfg, run.spec, checkpoint)
     elif cfg.test_episodes:  # never score an untrained policy as the run's result
         log.warning("no test episodes: the run saved no final policy (%s)", policy)
-    train = {"frames": result.frames, "episodes": len(result.returns),
-             "mean_return": result.mean_return(), "train_steps": result.train_steps,
+    train = {"step": result.frames, "episodes": len(result.returns),  # (a local run's keys)
+             "returns": list(result.returns), "mean_return": _mean(result.returns),
+             "wall_time": result.seconds, "frames": result.frames,
+             "train_steps": result.train_steps,
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
@@ -110,6 +114,10 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     return _write_results(cfg, output_dir, train, evaluation)
 
 
+def _mean(returns: list[float]) -> float:
+    return math.fsum(returns) / len(returns) if returns else math.nan
+
+
 def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
     """The final policy's returns on ``context.test``'s instances (``None`` without them)."""
     from dataclasses import replace
@@ -125,7 +133,7 @@ def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | Non
         name, args = single.remote_env()
         single.close()
         returns += evaluate(replace(spec, env=name, env_args=args), checkpoint, episodes,
-                            seed=cfg.seed)
+                            seed=cfg.seed + TEST_SEED_OFFSET)
     test_env.close()
     return returns
 

@@ -31,6 +31,8 @@ class AlgorithmSpec:
         copies: ``copies(n)``, the ``VectorEnvironment`` of a preset's Gymnasium or Atari
             env, stepped by actors instead of SRL copies of ``env`` (set by ``of_preset``).
         meta: meta components; each worker runs its own copy.
+        label: the environment's name in logs and the run directory (``None``: ``env_label``
+            derives it; ``of_preset``: the preset's env name, as a local run names it).
     """
 
     env: str
@@ -47,6 +49,7 @@ class AlgorithmSpec:
     process: Callable[[], Callable[[Any], Any] | None] | None = None
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
+    label: str | None = None
 
     def __post_init__(self) -> None:
         _check_names(self)
@@ -73,7 +76,8 @@ class AlgorithmSpec:
                    policy_args={"copy_model": True},
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),
                    meta=list(preset.meta), copies=_local_copies(preset, env, env_args),
-                   process=process() if process is not None else None, **learning)
+                   process=process() if process is not None else None,
+                   label=getattr(preset, "env_name", None), **learning)
         return spec, implied
 
     @property
@@ -85,7 +89,10 @@ class AlgorithmSpec:
 
     @property
     def env_label(self) -> str:
-        """The environment's name in logs (the game, id or module of wrapper envs)."""
+        """The environment's name in logs: ``label``, else the game, id or module of wrapper
+        envs."""
+        if self.label:
+            return self.label
         key = {"atari": "game", "contextual": "env_id", "pettingzoo": "env"}.get(self.env)
         label = self.env_args.get(key) if key else None
         if not label:

@@ -107,8 +107,8 @@ class RunMonitor:
             self.result.returns.append(ret)
             if self.log is not None:
                 self.log.frame = round(frame_then)
-                self.log.episode += 1
                 self.log.add_episode_return(ret)
+                self.log.episode += 1
             if each and each[0]:  # (several agents: each one's return)
                 self._record_agent_returns(each[0], round(frame_then))
         for frame_then, name, values in points:

@@ -10,6 +10,7 @@ import gymnasium as gym
 import torch
 
 from looprl.core import State
+from looprl.core.imports import is_import_path
 from looprl.core.state import as_observation
 from looprl.environments.base import Environment
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output
@@ -20,6 +21,7 @@ from looprl.environments.gym_helpers import (
     make_gym_env,
     shape_changed,
 )
+from looprl.environments.srl import import_environment
 from looprl.environments.vector import GymVectorEnvironment
 
 
@@ -29,7 +31,8 @@ def _made_and_wrapped(env_id: str, wrap_env: Callable[[gym.Env], gym.Env],
 
 
 class GymEnvironment(Environment):
-    """A Gymnasium environment (an id, made with ``make_kwargs``, or a ``gym.Env``: ``env``)
+    """A Gymnasium environment (an id or an import path ``package.module:EnvClass``, made with
+    ``make_kwargs``, or a ``gym.Env``: ``env``)
     whose states are torch ``State`` objects; ``wrap_env`` wraps it (and every copy); ``seed``:
     of the first reset; ALL's ``legacy_gym=True`` raises a ``ValueError``."""
 
@@ -49,6 +52,13 @@ class GymEnvironment(Environment):
             raise TypeError(f"wrap_env must be a function from a gymnasium.Env to a wrapped one, "
                             f"got {type(wrap_env).__name__}")
         made = isinstance(env, str)
+        self._given_id = env if made else None  # what Ray's actors make: the id or path given
+        if made and is_import_path(env):
+            kind, env = import_environment(env)  # (registers the class with Gymnasium)
+            if kind != "gym":
+                raise ValueError(f"{self._given_id} is an SRL environment, not a Gymnasium "
+                                 "one: train it with a multi-agent preset, or give a "
+                                 "gymnasium.Env class")
         self._id = env if made else env_name(env)
         self._make_kwargs = make_kwargs if made else {}
         self.env = make_gym_env(env, **make_kwargs) if made else env
@@ -56,13 +66,14 @@ class GymEnvironment(Environment):
         self._wrap_env = wrap_env
         if wrap_env is not None:
             self.env = wrap_env(self.env)
-        self.name = name or self._id
+        self.name = name or self._given_id or self._id
         self.device = device
         self.seed = self._seed = seed  # _seed: of the next reset only
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """Ray actors make the same Gymnasium id with the same ``gym.make`` arguments."""
-        return self.name, dict(self._make_kwargs)
+        """Ray actors make the same Gymnasium id (or import path) with the same ``gym.make``
+        arguments; a ``name`` given for logs is not one they can make."""
+        return self._given_id or self._id, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
         """Start an episode (seeded with ``seed``, or the constructor's for the first)."""

@@ -40,6 +40,9 @@ __all__ = ["DEFAULT_EPISODE_CAP", "Experiment", "ParallelEnvExperiment", "Single
 
 log = logging.getLogger(__name__)
 
+#: A run's evaluation episodes reset with ``seed + TEST_SEED_OFFSET`` (on every runtime).
+TEST_SEED_OFFSET = 10_000
+
 
 def _log_scalars(hub: MetaHub, logger: Any) -> None:
     """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
@@ -264,8 +267,8 @@ class Experiment:
         return self.preset.parallel_test_agent()
 
     def _test_seed(self, given: bool) -> int | None:
-        """The seed of the evaluation environments' reset (``seed + 10,000``)."""
-        return None if self.seed is None else self.seed + 10_000
+        """The seed of the evaluation environments' reset (``seed + TEST_SEED_OFFSET``)."""
+        return None if self.seed is None else self.seed + TEST_SEED_OFFSET
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         """Copies of the environment, else of the training environments, else they."""

@@ -20,7 +20,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import check_episodes, play_episodes
-from looprl.experiments.experiment import Experiment, _log_scalars
+from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, _log_scalars
 from looprl.experiments.logger import ExperimentLogger
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
@@ -126,7 +126,7 @@ class MultiagentEnvExperiment(Experiment):
         ``env`` (default: the experiment's; then logged)."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         played = env or self.env
-        seed = None if self.seed is None else self.seed + 10_000
+        seed = None if self.seed is None else self.seed + TEST_SEED_OFFSET
         runner, act = game(played, self.preset.test_agent(), seed, copy=True)
         returns = agent_returns(play_episodes(runner, act, episodes), played.possible_agents)
         for copy_ in runner.envs:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from looprl.core import StateArray
-from looprl.memory.returns import discounted_sums, generalized_advantage_estimate
+from looprl.memory.returns import generalized_advantage_estimate
 
 __all__ = ["GeneralizedAdvantageBuffer", "NStepAdvantageBuffer"]
 
@@ -65,20 +65,21 @@ class _AdvantageBuffer:
 
 
 class NStepAdvantageBuffer(_AdvantageBuffer):
-    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C), ``V(s_{t+k})`` the target
-    network's, ``V(s_t)`` the online one's in eval mode."""
+    """n-step advantages ``R_t + gamma^k V(s_{t+k}) - V(s_t)`` (A2C) up to the last step stored
+    or an episode's end (terminated: no bootstrap; truncated: from the state it ended in),
+    ``V(s_{t+k})`` the target network's, ``V(s_t)`` the online one's in eval mode: GAE with
+    ``lambda = 1`` and that baseline."""
 
     def advantages(self, states: StateArray) -> tuple[StateArray, torch.Tensor, torch.Tensor]:
         """``(states, actions, advantages)`` of the stored steps, ``states`` the next ones."""
         states, actions, rewards = self._take(states)
+        values = self._values(states)
         masks = states.mask[1:].float().to(rewards.device)
-        returns = discounted_sums(rewards, self.gamma * masks)
-        lengths = discounted_sums(torch.ones_like(rewards), masks)
-        rows = torch.arange(self.n_steps, device=rewards.device).unsqueeze(1) + lengths.long()
-        envs = torch.arange(self.n_envs, device=rewards.device).expand_as(rows)
+        ends = torch.as_tensor(states.done[1:], device=rewards.device).bool() | (masks == 0)
         now = states[: self.n_steps]
-        bootstrap = self._values(states[rows, envs]) * self.gamma ** lengths
-        advantages = returns + bootstrap - self._values(now, "eval")
+        advantages = generalized_advantage_estimate(rewards, values[:-1], values[1:], masks,
+                                                    ends, self.gamma, 1.0)
+        advantages = advantages + values[:-1] - self._values(now, "eval")
         return now.flatten(), actions, advantages.view(-1)
 
 

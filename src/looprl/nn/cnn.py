@@ -66,9 +66,9 @@ def nature_rainbow(num_actions: int, atoms: int = 51, frames: int = 4, hidden: i
 
 def nature_categorical_dqn(num_actions: int, atoms: int = 51, frames: int = 4,
                            features: str = "nature") -> nn.Sequential:
-    """C51's network (Bellemare et al., 2017): logits ``(batch, num_actions, atoms)``."""
-    dqn = nature_dqn(num_actions * atoms, frames, features)
-    return nn.Sequential(*dqn, nn.Unflatten(-1, (num_actions, atoms)))
+    """C51's network (Bellemare et al., 2017): logits ``(batch, num_actions * atoms)``, as ``QDist``
+    takes them (it applies the softmax over each action's atoms)."""
+    return nature_dqn(num_actions * atoms, frames, features)
 
 
 def nature_c51(num_actions: int, atoms: int = 51, frames: int = 4, features: str = "nature"

@@ -83,7 +83,8 @@ class Float(nn.Module):
 
 
 class TanhActionBound(nn.Module):
-    """``tanh`` outputs scaled to the bounds of ``action_space`` (``low``, ``high``)."""
+    """``tanh`` outputs scaled to the bounds of ``action_space`` (``low``, ``high``); an unbounded
+    dimension keeps ``tanh``'s ``[-1, 1]`` (as ``policies.ActionBounds`` maps it)."""
 
     def __init__(self, action_space: Any):
         super().__init__()
@@ -92,8 +93,9 @@ class TanhActionBound(nn.Module):
                             f"got {type(action_space).__name__}")
         low = torch.as_tensor(action_space.low, dtype=torch.float32)
         high = torch.as_tensor(action_space.high, dtype=torch.float32)
-        self.register_buffer("weight", (high - low) / 2)
-        self.register_buffer("bias", (high + low) / 2)
+        finite = torch.isfinite(low) & torch.isfinite(high)
+        self.register_buffer("weight", torch.where(finite, (high - low) / 2, 1.0))
+        self.register_buffer("bias", torch.where(finite, (high + low) / 2, 0.0))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(x) * self.weight + self.bias

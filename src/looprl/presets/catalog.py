@@ -53,7 +53,7 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) 
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
     if kind == "gym":
-        return GymEnvironment(target, name=env_id)  # Ray actors make it by this name
+        return GymEnvironment(env_id)  # (by the import path: Ray's actors import it too)
     if agent.startswith("atari."):
         return AtariEnvironment(env_id)
     if agent.startswith("continuous.") and is_mujoco_id(env_id):

@@ -94,7 +94,7 @@ class ReplayPreset(FamilyPreset):
     def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
                **schedule: Any) -> Agent:
         """The local agent of the parts (``schedule``: ``ReplayAgent``'s)."""
-        return self._wrap(DQN(policy, trainer, buffer, **schedule))
+        return self._wrap(DQN(policy, trainer, buffer, logger=logger, **schedule))
 
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Agent:
         hp = self.hyperparameters
