@@ -129,6 +129,31 @@ class LocalOnly(Preset):
         raise NotImplementedError
 
 
+@pytest.mark.parametrize(("override", "expected"), [
+    ("test_episodes=-1", "test_episodes must be an integer >= 0"),
+    ("frames=0", "frames must be an integer >= 1"),
+    ("checkpoint_every=100", "checkpoint_every is for runtime=local"),
+    ("checkpoint_replay=false", "checkpoint_replay is for runtime=local"),
+    ("logging.wandb={project: p}", "logging.wandb is for runtime=local"),
+])
+def test_bad_or_local_only_values_with_runtime_ray_are_one_line_before_training(
+        tmp_path, override, expected):
+    """Checked as a local run checks them, before any worker starts (not after training), and
+    never silently ignored."""
+    with pytest.raises((TypeError, ValueError), match=expected):
+        distributed(tmp_path, override)
+
+
+def test_logging_verbose_false_reaches_a_ray_runs_logger(tmp_path):
+    from looprl.distributed.monitor import open_run_log
+
+    run = distributed(tmp_path, "logging.verbose=false", "frames=1000")
+    assert run.verbose is False
+    log = open_run_log(run.name, run.spec, str(tmp_path), run.verbose)
+    assert log.verbose is False  # (no loss or hp/* events written)
+    log.close()
+
+
 def test_a_preset_the_ray_runtime_cannot_build_is_one_line():
     with pytest.raises(ValueError, match=r"^runtime=ray runs every preset of the families .*; "
                                          r"'mine' \(LocalOnly\) is none of them"):

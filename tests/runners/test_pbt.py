@@ -123,6 +123,29 @@ def test_a_member_that_exploits_goes_on_in_a_run_directory_of_its_own(
     assert after["results.csv"] == before["results.csv"]  # no row dropped or added
 
 
+def test_a_member_runs_with_the_runners_meta_components_and_options(
+        small_ppo, tmp_path, monkeypatch) -> None:
+    """A member is the runner's replica: its meta components, logging and checkpoint options
+    (as a trial of ES or Optuna on Ray), not a bare runner."""
+    from looprl.environments import GymEnvironment
+    from looprl.meta import RND
+    from looprl.runners import pbt
+
+    parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, meta=[RND(seed=0)],
+                       verbose=False, checkpoint_every=32, logdir=str(tmp_path))
+    options = {key: value for key, value in parent.replica_arguments().items()
+               if key not in ("agent", "env", "seed", "logdir", "quiet")}
+    spec = {"builder": small_ppo, "env": GymEnvironment("CartPole-v1"), "seed": 0,
+            "device": "cpu", "num_steps": 64, "interval": 64, "keys": ["hp/lr"],
+            "eval_episodes": 1, "logdir": str(tmp_path), "runner": options}
+    monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
+    pbt._member({"hp_lr": 1e-3}, spec)
+    run_dir = tmp_path / "ppo" / "CartPole-v1" / "member000_gen000"
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["runner"] == "pbt" and [m.split("(")[0] for m in run["meta"]] == ["RND"]
+    assert (run_dir / "checkpoint.pt").exists()  # (checkpoint_every)
+
+
 def test_bad_mutations_are_clear_errors(small_ppo) -> None:
     with pytest.raises(KeyError, match="'hp/lrr' is not a hyperparameter"):
         PBTRunner(small_ppo, "CartPole-v1", {"hp/lrr": (1e-4, 1e-2)})

@@ -191,9 +191,16 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     if cfg.runner.name != "online":
         raise ValueError(f"runner={cfg.runner.name} with runtime=ray runs its trials on Ray "
                          "(build), not one distributed run")
-    if cfg.get("keep_checkpoints") is not None:
-        raise ValueError("keep_checkpoints is for runtime=local; with runtime=ray the trainer "
-                         "keeps one checkpoint, every runtime.checkpoint_every trainer steps")
+    _check_run_values(cfg)
+    for key, default in (("keep_checkpoints", None), ("checkpoint_every", None),
+                         ("checkpoint_replay", True)):
+        if cfg.get(key) != default:
+            raise ValueError(f"{key} is for runtime=local; with runtime=ray the trainer keeps "
+                             "one checkpoint (its replay included), every "
+                             "runtime.checkpoint_every trainer steps")
+    if cfg.logging.wandb is not None:
+        raise ValueError("logging.wandb is for runtime=local; a runtime=ray run logs to "
+                         "TensorBoard and CSV files in its run directory")
     if cfg.device is not None and str(cfg.device) != "cpu":
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
@@ -206,7 +213,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
-                          meta=make_components(cfg))
+                          meta=make_components(cfg), verbose=cfg.logging.verbose)
 
 
 @dataclass
@@ -249,16 +256,22 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
-    """The preset builder, environment, meta components and runner (writing under
-    ``output_dir``) ``cfg`` describes; one-line errors for bad names and values."""
+def _check_run_values(cfg: Any) -> None:
+    """One line for an unknown top-level key, or a budget, seed or episode count that is not a
+    whole number in range (every runtime)."""
     from looprl.configs.sources import check_config_keys
-    from looprl.experiments.experiment import seed_everything
     check_config_keys(cfg)
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
+
+
+def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
+    """The preset builder, environment, meta components and runner (writing under
+    ``output_dir``) ``cfg`` describes; one-line errors for bad names and values."""
+    from looprl.experiments.experiment import seed_everything
+    _check_run_values(cfg)
     builder, env, test_env = _builder(cfg)
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)

@@ -43,12 +43,13 @@ class DistributedRun:
         logdir: root of run directories, ``{logdir}/{name}/{env}`` (``None``: write nothing).
         resume_from: a run directory (or a folder above it) of a run to continue;
             ``frames`` is the whole run's budget.
+        verbose: log the losses and ``hp/*`` too (a local run's ``verbose``).
     """
 
     def __init__(self, spec: AlgorithmSpec | Preset, runtime: RuntimeConfig | None = None,
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
-                 meta: Sequence[MetaComponent] = ()):
+                 meta: Sequence[MetaComponent] = (), verbose: bool = True):
         self.runtime = runtime or RuntimeConfig()
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
@@ -62,7 +63,7 @@ class DistributedRun:
         self.spec = spec.portable()
         self.frames = int(frames)
         self.seed = seed
-        self.quiet = quiet
+        self.quiet, self.verbose = quiet, verbose
         self.name = name or f"{spec.algorithm}-ray"
         self.logdir = logdir
         if logdir is None:  # nowhere to checkpoint
@@ -111,7 +112,7 @@ class DistributedRun:
         if self.resume_from is not None:
             return self._resume()
         if self.logdir is not None:
-            self._log = open_run_log(self.name, self.spec, self.logdir, {
+            self._log = open_run_log(self.name, self.spec, self.logdir, self.verbose, {
                 "hyperparameters": self.hyperparameters, "runner": "online",
                 "seed": self.seed, "meta": [repr(component) for component in self.spec.meta],
                 "runtime": "ray"})

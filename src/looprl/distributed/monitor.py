@@ -18,11 +18,12 @@ from looprl.distributed.watch import save_spec
 __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
 
 
-def open_run_log(name: str, spec: AlgorithmSpec, logdir: str,
+def open_run_log(name: str, spec: AlgorithmSpec, logdir: str, verbose: bool = True,
                  run_info: dict[str, Any] | None = None) -> Any:
-    """The ``ExperimentLogger`` of a new run directory ``{logdir}/{name}/{env}``."""
+    """The ``ExperimentLogger`` of a new run directory ``{logdir}/{name}/{env}`` (``verbose``:
+    losses and ``hp/*`` logged too)."""
     from looprl.experiments.logger import ExperimentLogger
-    log = ExperimentLogger(name, spec.env_label, logdir, verbose=True, run_info=run_info)
+    log = ExperimentLogger(name, spec.env_label, logdir, verbose=verbose, run_info=run_info)
     save_spec(spec, log.log_dir)
     (Path(log.log_dir) / "throughput.csv").write_text(THROUGHPUT_HEADER + "\n")
     return log

@@ -44,8 +44,10 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
     values = {key: config[tune_name(key)] for key in spec["keys"]}
+    options = dict(spec.get("runner", {}))  # (the runner's meta, logging, checkpoints, ...)
+    run_info = {**(options.pop("run_info", None) or {}), "runner": "pbt"}
     member = Runner(spec["builder"], spec["env"], seed=spec["seed"] + index, quiet=True,
-                    logdir=spec["logdir"], device=spec["device"], run_info={"runner": "pbt"})
+                    logdir=spec["logdir"], device=spec["device"], run_info=run_info, **options)
     if checkpoint is not None:  # exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
@@ -191,7 +193,9 @@ class PBTRunner(Runner):
                 "device": "cuda" if self.gpus_per_member else "cpu",
                 "num_steps": self.num_steps, "interval": self.interval,
                 "keys": list(names.values()), "eval_episodes": self.eval_episodes,
-                "logdir": self.logdir or tempfile.mkdtemp()}
+                "logdir": self.logdir or tempfile.mkdtemp(),
+                "runner": {key: value for key, value in self.replica_arguments().items()
+                           if key not in ("agent", "env", "seed", "logdir", "quiet")}}
         storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
