@@ -39,6 +39,7 @@ class GymEnvironment(Environment):
     _shape: Any = None  # of the first observation (all must have it)
     _outcome: Any = None  # Gymnasium's last reset or step output (``state`` is made from it)
     _episode = _t = 0  # episodes begun, steps into the current one
+    _given_id: str | None = None  # (environments pickled before it was kept: their id)
 
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
                  name: str | None = None, legacy_gym: bool = False,
