@@ -29,7 +29,7 @@ def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: in
     ray = ["runtime=ray", "runtime.actors=1", "runtime.sync=true",
            f"runtime.envs_per_actor={copies}", "runtime.groups=1"] if runtime == "ray" else [
         f"checkpoint_every={FRAMES}"]
-    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=2",
+    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=0",
                  "logging.quiet=true", f"hydra.run.dir={run_dir}", *ray])
     assert code == 0
     (found,) = run_dir.glob("*/*/results.csv")
