@@ -59,6 +59,15 @@ class _AdvantageBuffer:
         rewards = torch.stack(rewards).to(states.observation.device)
         return states, actions.reshape(-1, *actions.shape[2:]), rewards
 
+    def _gae(self, states: StateArray, rewards: torch.Tensor, values: torch.Tensor,
+             lam: float) -> torch.Tensor:
+        """GAE(gamma, ``lam``) of the steps of ``states`` (``[n_steps + 1, n_envs]``), cut at
+        every episode end (terminated or truncated)."""
+        masks = states.mask[1:].float().to(rewards.device)
+        ends = torch.as_tensor(states.done[1:], device=rewards.device).bool() | (masks == 0)
+        return generalized_advantage_estimate(rewards, values[:-1], values[1:], masks, ends,
+                                              self.gamma, lam)
+
     def _values(self, states: StateArray, mode: str = "target") -> torch.Tensor:
         """``v(features(states))`` through ``mode`` (``target`` or ``eval``)."""
         return getattr(self.v, mode)(getattr(self.features, mode)(states)).view(states.shape)
@@ -74,11 +83,8 @@ class NStepAdvantageBuffer(_AdvantageBuffer):
         """``(states, actions, advantages)`` of the stored steps, ``states`` the next ones."""
         states, actions, rewards = self._take(states)
         values = self._values(states)
-        masks = states.mask[1:].float().to(rewards.device)
-        ends = torch.as_tensor(states.done[1:], device=rewards.device).bool() | (masks == 0)
         now = states[: self.n_steps]
-        advantages = generalized_advantage_estimate(rewards, values[:-1], values[1:], masks,
-                                                    ends, self.gamma, 1.0)
+        advantages = self._gae(states, rewards, values, 1.0)
         advantages = advantages + values[:-1] - self._values(now, "eval")
         return now.flatten(), actions, advantages.view(-1)
 
@@ -100,8 +106,5 @@ class GeneralizedAdvantageBuffer(_AdvantageBuffer):
         size = self.compute_batch_size
         values = torch.cat([self._values(flat[i : i + size])
                             for i in range(0, len(flat), size)]).view(states.shape)
-        masks = states.mask[1:].float().to(rewards.device)
-        ends = torch.as_tensor(states.done[1:], device=rewards.device).bool() | (masks == 0)
-        advantages = generalized_advantage_estimate(rewards, values[:-1], values[1:], masks,
-                                                    ends, self.gamma, self.lam)
+        advantages = self._gae(states, rewards, values, self.lam)
         return states[: self.n_steps].flatten(), actions, advantages.view(-1)
