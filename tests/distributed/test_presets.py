@@ -133,7 +133,6 @@ class LocalOnly(Preset):
     ("test_episodes=-1", "test_episodes must be an integer >= 0"),
     ("frames=0", "frames must be an integer >= 1"),
     ("checkpoint_every=100", "checkpoint_every is for runtime=local"),
-    ("checkpoint_replay=false", "checkpoint_replay is for runtime=local"),
     ("logging.wandb={project: p}", "logging.wandb is for runtime=local"),
 ])
 def test_bad_or_local_only_values_with_runtime_ray_are_one_line_before_training(
@@ -142,6 +141,11 @@ def test_bad_or_local_only_values_with_runtime_ray_are_one_line_before_training(
     never silently ignored."""
     with pytest.raises((TypeError, ValueError), match=expected):
         distributed(tmp_path, override)
+
+
+def test_checkpoint_replay_false_is_what_a_ray_trainer_checkpoint_does(tmp_path):
+    """A Ray trainer's checkpoint holds no replay, so ``checkpoint_replay=false`` is no error."""
+    assert distributed(tmp_path, "checkpoint_replay=false", "frames=1000").frames == 1000
 
 
 def test_logging_verbose_false_reaches_a_ray_runs_logger(tmp_path):

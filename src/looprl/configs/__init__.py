@@ -192,11 +192,10 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
         raise ValueError(f"runner={cfg.runner.name} with runtime=ray runs its trials on Ray "
                          "(build), not one distributed run")
     _check_run_values(cfg)
-    for key, default in (("keep_checkpoints", None), ("checkpoint_every", None),
-                         ("checkpoint_replay", True)):
-        if cfg.get(key) != default:
+    for key in ("keep_checkpoints", "checkpoint_every"):
+        if cfg.get(key) is not None:
             raise ValueError(f"{key} is for runtime=local; with runtime=ray the trainer keeps "
-                             "one checkpoint (its replay included), every "
+                             "one checkpoint (without its replay), every "
                              "runtime.checkpoint_every trainer steps")
     if cfg.logging.wandb is not None:
         raise ValueError("logging.wandb is for runtime=local; a runtime=ray run logs to "
