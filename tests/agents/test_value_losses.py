@@ -11,7 +11,7 @@ from looprl.agents.losses.value import (
     categorical_cross_entropy,
     categorical_projection,
     double_q_target,
-    n_step_return,
+    n_step_bootstrap,
     td_target,
 )
 from looprl.memory.prioritized import importance_weights
@@ -86,18 +86,20 @@ def test_c51_cross_entropy_and_weights() -> None:
     assert torch.isclose(c51_loss(probs, target), expected.mean())
 
 
-def test_n_step_return_full_window_termination_and_truncation() -> None:
-    # three streams (columns), rewards 1, 2, 4 each, gamma 0.5
-    rewards = torch.tensor([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0], [4.0, 4.0, 4.0]])
-    dones = torch.tensor([[0, 0, 0], [0, 1, 1], [0, 0, 0]], dtype=torch.bool)
-    masks = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])
-    returns, discounts, bootstrap = n_step_return(rewards, dones, masks, 0.5)
-    # column 0: no episode end: 1 + 0.5 * 2 + 0.25 * 4 = 3, gamma^3 = 0.125, mask 1
-    # column 1: terminated after 2 steps: 1 + 0.5 * 2 = 2, gamma^2 = 0.25, mask 0
-    # column 2: truncated after 2 steps: 2, gamma^2 = 0.25, mask 1 (still bootstraps)
-    assert torch.allclose(returns, torch.tensor([3.0, 2.0, 2.0]))
-    assert torch.allclose(discounts, torch.tensor([0.125, 0.25, 0.25]))
-    assert torch.allclose(bootstrap, torch.tensor([1.0, 0.0, 1.0]))
+def test_n_step_bootstrap_full_window_termination_and_truncation() -> None:
+    # three streams (columns) of [T + 1, B] rows: rewards 1, 2, 4 arrive with rows 1-3, gamma 0.5
+    reward = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0], [4.0, 4.0, 4.0]])
+    done = torch.zeros(4, 3, dtype=torch.bool)
+    truncated = torch.zeros(4, 3, dtype=torch.bool)
+    done[2, 1] = True  # column 1 terminates with row 2
+    truncated[2, 2] = True  # column 2 is truncated with row 2
+    returns, boot, discount = n_step_bootstrap(reward, done, truncated, 0.5, 3, rows=1)
+    # column 0: no episode end: 1 + 0.5 * 2 + 0.25 * 4 = 3, from row 3 with gamma^3 = 0.125
+    # column 1: terminated after 2 steps: 1 + 0.5 * 2 = 2, from row 2, no bootstrap (0)
+    # column 2: truncated after 2 steps: 2, from row 2 with gamma^2 = 0.25 (still bootstraps)
+    assert torch.equal(returns, torch.tensor([[3.0, 2.0, 2.0]]))
+    assert torch.equal(boot, torch.tensor([[3, 2, 2]]))
+    assert torch.equal(discount, torch.tensor([[0.125, 0.0, 0.25]]))
 
 
 def test_per_importance_weights() -> None:

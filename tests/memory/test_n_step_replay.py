@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 import torch
+from tests.agents.test_dqn_windows import naive_n_step
 
 from helpers import as_transitions
-from looprl.agents.losses.value import n_step_return
 from looprl.core import SampleBatch, State, StateArray
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer
@@ -61,7 +61,7 @@ def test_truncation_keeps_bootstrapping_with_the_discount_used() -> None:
     assert next_states.observation[:, 0].tolist() == [2.0, 2.0]
 
 
-def test_parallel_streams_match_the_pure_n_step_return() -> None:
+def test_parallel_streams_match_a_naive_n_step_loop() -> None:
     n, steps, rows = 3, 12, 3
     generator = torch.Generator().manual_seed(0)
     rewards = torch.randint(1, 5, (steps, rows), generator=generator).float()
@@ -81,14 +81,19 @@ def test_parallel_streams_match_the_pure_n_step_return() -> None:
         buffer.store(state, torch.arange(rows), nxt)
         state = nxt
     obs, actions, returns, next_states, _ = _all(buffer)
+    # the same steps as [T + 1, B] rows (row t + 1: what arrived with step t), looped naively
+    first = torch.zeros(1, rows, dtype=torch.bool)
+    terminal = torch.cat([first, dones & (masks == 0)])
+    truncated = torch.cat([first, dones & (masks != 0)])
+    expected = naive_n_step(torch.cat([torch.zeros(1, rows), rewards]), terminal, truncated,
+                            GAMMA, n)
     for i in range(len(buffer)):
         t, row = int(obs.observation[i, 0]), int(actions[i])
-        window = slice(t, min(t + n, steps))
-        ret, discount, mask = n_step_return(rewards[window, row], dones[window, row],
-                                            masks[window, row], GAMMA)
+        ret, boot, _ = expected[:, t, row]
         assert returns[i] == ret
-        assert next_states["discount"][i] == discount
-        assert next_states.mask[i] == mask
+        assert next_states.observation[i, 0] == boot  # (the observation of row k is k)
+        assert next_states["discount"][i] == GAMMA ** (boot - t)
+        assert next_states.mask[i] == (0.0 if terminal[int(boot), row] else 1.0)
     # transitions out of done states (t = 5 for stream 0, t = 7 for stream 1) are skipped
     written = {(int(o), int(a)) for o, a in zip(obs.observation[:, 0], actions)}
     assert (5, 0) not in written and (7, 1) not in written and (5, 2) in written

@@ -6,31 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
+from looprl.core import SampleBatch, State
+from looprl.memory.replay import transitions
 
-from looprl.core import SampleBatch, State, StateArray
-from looprl.memory.returns import n_step_bootstrap
-
-__all__ = ["NStepReplayBuffer", "n_step_transitions"]
-
-
-def n_step_transitions(batch: SampleBatch, discount_factor: float) -> tuple:
-    """ALL's ``(states, actions, returns, next_states, weights)`` of ``[n + 1, B]`` windows."""
-    steps = batch.reward.shape[0] - 1
-    returns, boot, _ = n_step_bootstrap(batch.reward, batch.done, batch.truncated,
-                                        discount_factor, steps, rows=1)
-    returns, boot = returns[0], boot[0]
-    n = len(boot)
-    columns = torch.arange(n, device=boot.device)
-    terminal = batch.done[boot, columns].bool()
-    device = batch.reward.device
-    states = StateArray({"observation": batch.obs[0]}, (n,), device=device)
-    next_states = StateArray({
-        "observation": batch.obs[boot, columns], "reward": returns,
-        "mask": (~terminal).float(), "done": terminal | batch.truncated[boot, columns].bool(),
-        "discount": discount_factor ** boot.float()}, (n,), device=device)
-    weights = torch.ones(n, device=device) if batch.weight is None else batch.weight[0]
-    return states, batch.action[0], returns, next_states, weights
+__all__ = ["NStepReplayBuffer"]
 
 
 class NStepReplayBuffer:
@@ -56,7 +35,7 @@ class NStepReplayBuffer:
 
     def sample(self, batch_size: int) -> tuple:
         """``batch_size`` n-step transitions as ALL's tuple."""
-        return n_step_transitions(self.buffer.sample_batch(batch_size), self.discount_factor)
+        return transitions(self.buffer.sample_batch(batch_size), self.discount_factor)
 
     def sample_batch(self, batch_size: int) -> SampleBatch:
         """``batch_size`` windows ``[steps + 1, batch_size]``."""

@@ -20,6 +20,7 @@ import torch
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
+from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.windows import (
     fields,
     joined,
@@ -97,22 +98,33 @@ class ReplayContents:
         """Uniform replay ignores priorities."""
 
 
-def transitions(batch: SampleBatch) -> tuple:
-    """Seed 003's ``(states, actions, rewards, next_states, weights)`` view of one-step
-    windows ``[2, B]``."""
-    if batch.reward.shape[0] != 2:
-        raise ValueError(f"the (states, actions, ...) tuple needs one-step windows, got "
-                         f"{batch.reward.shape[0] - 1}-step ones: learn from the SampleBatch")
-    n = batch.reward.shape[1]
+def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tuple:
+    """ALL's ``(states, actions, rewards, next_states, weights)`` (seed 003) of windows
+    ``[n + 1, B]``: one-step windows (``ValueError`` for longer ones), or, given
+    ``discount_factor``, ``n``-step windows, ``rewards`` their returns (``n_step_bootstrap``).
+    ``next_states`` are the states bootstrapped from: ``reward`` is ``rewards``, ``mask`` 0
+    after a termination and, given ``discount_factor``, ``discount`` its ``k``-th power for
+    the ``k`` steps taken."""
+    steps, n = batch.reward.shape[0] - 1, batch.reward.shape[1]
     device = batch.reward.device
+    if discount_factor is None:
+        if steps != 1:
+            raise ValueError(f"the (states, actions, ...) tuple needs one-step windows, got "
+                             f"{steps}-step ones: learn from the SampleBatch")
+        rewards, at = batch.reward[1], 1  # the rows bootstrapped from: row 1
+    else:
+        rewards, boot, _ = n_step_bootstrap(batch.reward, batch.done, batch.truncated,
+                                            discount_factor, steps, rows=1)
+        rewards, boot = rewards[0], boot[0]
+        at = (boot, torch.arange(n, device=device))
+    terminal = batch.done[at].bool()
     states = StateArray({"observation": batch.obs[0]}, (n,), device=device)
-    terminal = batch.done[1]
-    next_states = StateArray(
-        {"observation": batch.obs[1], "reward": batch.reward[1], "mask": (~terminal).float(),
-         "done": terminal | batch.truncated[1]}, (n,), device=device,
-    )
+    after = {"observation": batch.obs[at], "reward": rewards, "mask": (~terminal).float(),
+             "done": terminal | batch.truncated[at].bool()}
+    if discount_factor is not None:
+        after["discount"] = discount_factor ** boot.float()
     weights = torch.ones(n, device=device) if batch.weight is None else batch.weight[0]
-    return states, batch.action[0], batch.reward[1], next_states, weights
+    return states, batch.action[0], rewards, StateArray(after, (n,), device=device), weights
 
 
 class ExperienceReplayBuffer(ReplayContents):

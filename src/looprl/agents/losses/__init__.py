@@ -30,7 +30,6 @@ from looprl.agents.losses.value import (
     double_q_target,
     dqn_loss,
     n_step_bootstrap,
-    n_step_return,
     td_target,
 )
 from looprl.agents.losses.vtrace import (
@@ -44,8 +43,8 @@ __all__ = [
     "a2c_loss", "c51_loss", "categorical_cross_entropy", "categorical_kl",
     "categorical_projection", "clipped_double_q_target", "critic_loss", "deterministic_actor_loss",
     "double_q_target", "dqn_loss", "generalized_advantage_estimate", "n_step_bootstrap",
-    "n_step_return", "normalize", "policy_gradient_loss", "ppg_aux_loss", "ppo_clip_bounds",
-    "ppo_loss", "ppo_policy_loss", "sac_actor_loss", "sac_target", "sac_temperature_loss",
-    "segment_gae", "segment_mask", "smoothed_target_action", "td3_target", "td_target",
-    "twin_critic_loss", "value_loss", "vtrace",
+    "normalize", "policy_gradient_loss", "ppg_aux_loss", "ppo_clip_bounds", "ppo_loss",
+    "ppo_policy_loss", "sac_actor_loss", "sac_target", "sac_temperature_loss", "segment_gae",
+    "segment_mask", "smoothed_target_action", "td3_target", "td_target", "twin_critic_loss",
+    "value_loss", "vtrace",
 ]

@@ -74,23 +74,3 @@ def c51_loss(probs: torch.Tensor, target_probs: torch.Tensor,
         elementwise = elementwise * weights
     return elementwise.mean()
 
-
-def n_step_return(rewards: torch.Tensor, dones: torch.Tensor, masks: torch.Tensor, discount: float
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The n-step return of the first step of a window (time first), stopped at the first end.
-
-    With ``K`` the steps up to and including the first ``done`` (else ``n``):
-    ``R = sum_{k<K} discount^k r_k``, bootstrapped as ``R + discount^K * mask_{K-1} * V``.
-    Returns ``(R, discount^K, mask_{K-1})``.
-    """
-    n = rewards.shape[0]
-    alive = torch.ones_like(rewards[0])
-    ret = torch.zeros_like(rewards[0])
-    steps = torch.zeros_like(rewards[0])
-    mask = torch.ones_like(rewards[0])
-    for k in range(n):
-        ret = ret + alive * discount**k * rewards[k]
-        steps = steps + alive
-        mask = torch.where(alive > 0, masks[k].to(mask.dtype), mask)
-        alive = alive * (~dones[k].bool()).to(alive.dtype)
-    return ret, discount**steps, mask
