@@ -12,6 +12,7 @@ from torch import nn
 from looprl.agents.dqn import UPDATES, DQNPolicy, DQNTrainer
 from looprl.approximation import FixedTarget, QNetwork
 from looprl.core import RolloutRequest, SampleBatch
+from looprl.core.namedarray import NamedArray
 from looprl.policies import epsilon_greedy
 
 
@@ -72,6 +73,18 @@ def test_a_hook_on_the_q_module_still_runs() -> None:
     assert policy.q.network(target=True) is policy.q._target._target
     DQNTrainer(policy).step(_batch(0))
     assert calls == [5, 8, 8, -8]
+
+
+def test_one_field_observations_act_through_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``NamedArray`` of one field (what Ray environments send) acts as its tensor does: the
+    same actions, from the network, no ``StateArray`` made."""
+    policy = _policy()
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    torch.manual_seed(1)
+    expected = policy.rollout(RolloutRequest(obs=obs)).action
+    monkeypatch.setattr(policy, "states", lambda *args: pytest.fail("made a StateArray"))
+    torch.manual_seed(1)
+    assert torch.equal(policy.rollout(RolloutRequest(obs=NamedArray(obs=obs))).action, expected)
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.04, 0.3, 0.7, 1.0])

@@ -20,6 +20,7 @@ from looprl.agents.losses.value import td_target
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation
+from looprl.approximation.q_continuous import ContinuousQ
 from looprl.core import (
     Hyperparameter,
     Policy,
@@ -29,19 +30,7 @@ from looprl.core import (
     TrainerStepResult,
     deterministic_rows,
 )
-from looprl.core.namedarray import NamedArray
-from looprl.nn import single_field
-
-
-class ContinuousQ(nn.Module):
-    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, 1)`` outputs)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.model(torch.cat((observation, action), dim=-1)).squeeze(-1)
+from looprl.nn.fields import observation_tensor, single_field
 
 
 class TwinQ(nn.Module):
@@ -94,7 +83,7 @@ class ContinuousPolicy(Policy):
         return self.actor.explore(observation)
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
-        obs = _tensor(request.obs, self.device)
+        obs = observation_tensor(request.obs, self.device)
         deterministic = deterministic_rows(request)
         if deterministic is True:
             return RolloutResult(action=self.actor.mode(obs))
@@ -108,13 +97,7 @@ class ContinuousPolicy(Policy):
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         """The actor's output on ``sample.obs`` (a tensor or one field), with gradients."""
-        return self.actor(_tensor(sample["obs"], self.device))
-
-
-def _tensor(obs: Any, device: torch.device) -> torch.Tensor:
-    """Observations (an array, or the one field of a ``NamedArray``) as a tensor on ``device``."""
-    return torch.as_tensor(single_field(obs) if isinstance(obs, NamedArray | dict) else obs,
-                           device=device)
+        return self.actor(observation_tensor(sample["obs"], self.device))
 
 
 class DDPGPolicy(ContinuousPolicy):

@@ -34,10 +34,9 @@ from looprl.core import (
     deterministic_rows,
     merge_hyperparameters,
 )
-from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.core.suggest import did_you_mean
-from looprl.nn import Dueling, orthogonal_init
-from looprl.nn.fields import Backbone, field_shapes, observation_fields
+from looprl.nn import Dueling, orthogonal_init, single_field
+from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
 
 __all__ = [
@@ -84,7 +83,7 @@ class DQNPolicy(Policy):
 
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
         """``obs`` (a tensor or fields) as a ``StateArray`` of ``shape``, ``done`` where given."""
-        obs = _single(obs)
+        obs = single_field(obs, strict=False)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
             entries = {"reward": torch.zeros(shape, device=self.device), "mask": 1.0,
@@ -102,10 +101,10 @@ class DQNPolicy(Policy):
         (``request.exploration``, else the policy's epsilon or ``exploration`` policy, advanced once
         per call), evaluation rows at ``evaluation_epsilon`` (all-evaluation requests:
         ``q.eval``)."""
-        obs = _on(request.obs, self.device)
+        obs = observation_tensor(request.obs, self.device, strict=False)
         rate = getattr(request, "exploration", None)
         deterministic = deterministic_rows(request)
-        rows = _rows(obs)
+        rows = obs.shape[0] if isinstance(obs, torch.Tensor) else len(obs)  # (len(): 3x slower)
         if (rate is None and deterministic is not True
                 and type(self.greedy) is not GreedyPolicy):  # ez-greedy, Boltzmann
             state = self.states(obs, (rows,), getattr(request, "done", None))
@@ -130,8 +129,8 @@ class DQNPolicy(Policy):
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
-        obs = _on(obs, self.device)
-        q = self.q.no_grad(self.states(obs, (_rows(obs),))).float().cpu()
+        obs = observation_tensor(obs, self.device, strict=False)
+        q = self.q.no_grad(self.states(obs, (len(obs),))).float().cpu()
         return q, q.max(dim=-1).values
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
@@ -139,9 +138,9 @@ class DQNPolicy(Policy):
         ``sample.reward``, else ``[B]``); ``ValueError`` for a ``target`` other than ``"q"``."""
         if (target or "q") != "q":
             raise ValueError(f"unknown analyze target {target!r}; DQNPolicy supports 'q'")
-        obs = _on(sample["obs"], self.device)
+        obs = observation_tensor(sample["obs"], self.device, strict=False)
         reward = sample["reward"] if "reward" in sample.fields else None
-        shape = tuple(reward.shape) if reward is not None else (_rows(obs),)
+        shape = tuple(reward.shape) if reward is not None else (len(obs),)
         return self.q(self.states(obs, shape))
 
     def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> float | torch.Tensor:
@@ -165,31 +164,10 @@ class DQNPolicy(Policy):
         return eps
 
 
-def _single(obs: Any) -> Any:
-    """A ``NamedArray`` of one field (what Ray environments send) as that field; several stay."""
-    if isinstance(obs, NamedArray):
-        fields = [value for _, value in obs.items() if value is not None]
-        if len(fields) == 1:
-            return fields[0]
-    return obs
-
-
-def _on(obs: Any, device: torch.device) -> Any:
-    if isinstance(obs, NamedArray):
-        return obs.to(device)
-    return as_tensor(obs, device)
-
-
 def _network(q: Any, target: bool = False) -> nn.Module | None:
     """``q``'s batch-first network (``target``: its target's; ``QNetwork.network``) or ``None``."""
     network = getattr(q, "network", None)
     return network(target) if callable(network) else None
-
-
-def _rows(obs: Any) -> int:
-    if isinstance(obs, NamedArray):
-        return len(next(leaf for leaf in obs.values() if leaf is not None))
-    return obs.shape[0]
 
 
 class DQNTrainer(PolicyTrainer):

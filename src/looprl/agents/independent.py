@@ -26,7 +26,7 @@ from looprl.core import (
 )
 from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
 from looprl.nn import ActorCriticModel, single_field
-from looprl.nn.fields import ACTION_MASK
+from looprl.nn.fields import ACTION_MASK, legal_mask
 from looprl.policies import MASKED_Q, legal_actions
 
 
@@ -62,7 +62,8 @@ def masked_observation(observation: Any, mask: Any) -> Any:
 class MaskedModule(nn.Module):
     """Gives illegal actions the value ``MASKED_Q`` (invalid action masking, Huang & Ontanon,
     2020); the mask is the input's last ``num_actions`` features. Masks the output, or its first
-    element (actor-critics); a row whose mask is all 0 (a finished agent) is unmasked."""
+    element (actor-critics), by ``legal_mask``: a row whose mask is all 0 (a finished agent)
+    is unmasked."""
 
     def __init__(self, module: nn.Module, num_actions: int):
         super().__init__()
@@ -71,8 +72,7 @@ class MaskedModule(nn.Module):
 
     def forward(self, x: torch.Tensor, *args: Any) -> Any:
         out = self.module(x, *args)
-        mask = single_field(x)[..., -self.num_actions :] > 0.5
-        illegal = ~mask & mask.any(-1, keepdim=True)
+        illegal = ~legal_mask(single_field(x)[..., -self.num_actions :] > 0.5)
         if isinstance(out, tuple):
             return (out[0].masked_fill(illegal, MASKED_Q), *out[1:])
         return out.masked_fill(illegal, MASKED_Q)

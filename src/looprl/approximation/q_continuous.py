@@ -1,5 +1,6 @@
 """``QContinuous``: ``Q(s, a)`` for continuous actions; ``q(state, actions)`` has shape
-``state.shape``, zero where terminated."""
+``state.shape``, zero where terminated. ``ContinuousQ``: the same ``Q(s, a)`` on observation
+tensors (DDPG's, TD3's and SAC's critics)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,25 @@ from torch import nn
 from looprl.approximation.approximation import Approximation
 from looprl.nn import RLNetwork
 
-__all__ = ["QContinuous", "QContinuousModule"]
+__all__ = ["ContinuousQ", "QContinuous", "QContinuousModule"]
 
 
-class QContinuousModule(RLNetwork):
-    """Maps a ``State``/``StateArray`` and actions ``(*state.shape, action_dim)`` to values."""
+class ContinuousQ(RLNetwork):
+    """``Q(s, a) = model(cat(s, a))``, one value per row (``model``: ``(batch, 1)`` outputs), of
+    observation and action tensors."""
+
+    def forward(self, observation: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.model(torch.cat((observation, action), dim=-1)).squeeze(-1)
+
+
+class QContinuousModule(ContinuousQ):
+    """``ContinuousQ`` of a ``State``/``StateArray`` and actions ``(*state.shape, action_dim)``."""
 
     def forward(self, state: Any, actions: torch.Tensor) -> torch.Tensor:
         observation = state.as_input("observation").float()
         actions = torch.as_tensor(actions, device=observation.device)
         actions = actions.reshape(*observation.shape[:-1], -1).to(observation.dtype)
-        values = self.model(torch.cat((observation, actions), dim=-1)).squeeze(-1)
-        return state.apply_mask(state.as_output(values))
+        return state.apply_mask(state.as_output(super().forward(observation, actions)))
 
 
 class QContinuous(Approximation):

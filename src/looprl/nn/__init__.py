@@ -10,7 +10,6 @@ from looprl.nn.actor_critic import (
     ActorCriticModel,
     PPGNetwork,
     SharedActorCritic,
-    single_field,
 )
 from looprl.nn.cnn import (
     nature_actor_critic,
@@ -29,6 +28,7 @@ from looprl.nn.features import (
     ResNetFeatures,
     feature_extractor,
 )
+from looprl.nn.fields import single_field
 from looprl.nn.layers import (
     MLP,
     Aggregation,

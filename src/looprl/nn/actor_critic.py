@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import nn
 
+from looprl.nn.fields import single_field
+
 __all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "SharedActorCritic", "single_field"]
-
-
-def single_field(obs: Any) -> torch.Tensor:
-    """The observation tensor of ``obs``: itself, or the only field of a ``NamedArray``/dict."""
-    if isinstance(obs, torch.Tensor):
-        return obs
-    items = [value for _, value in obs.items() if value is not None]
-    if len(items) != 1:
-        raise ValueError(
-            f"this network reads one observation tensor, got fields {list(obs.keys())}: build "
-            "the policy with obs_dim naming its fields (looprl.agents.actor_critic_policy)")
-    return items[0]
 
 
 class ActorCriticModel(nn.Module):

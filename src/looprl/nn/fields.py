@@ -14,12 +14,14 @@ from looprl.nn.features import feature_extractor
 from looprl.nn.layers import dense_layers
 
 __all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
-           "observation_fields"]
+           "legal_mask", "observation_fields", "observation_tensor", "single_field"]
 
 #: The obs field that masks discrete actions (one 0/1 per action).
 ACTION_MASK = "action_mask"
 
 Shapes = dict[str, tuple[int, ...]]
+
+_FIELDS = (NamedArray, dict)  # (a tuple: a faster isinstance than a union, every step)
 
 
 def field_shapes(dims: Any, what: str = "obs_dim") -> Shapes:
@@ -40,11 +42,46 @@ def _shape(dim: Any, what: str) -> tuple[int, ...]:
     return tuple(int(n) for n in shape)
 
 
+def single_field(obs: Any, strict: bool = True) -> Any:
+    """The observation tensor of ``obs``: ``obs`` itself unless it is a ``NamedArray``/dict, else
+    its only field that is not ``None``. Several fields: ``ValueError`` (``strict``), else ``obs``
+    as it is (for networks that read fields)."""
+    if isinstance(obs, torch.Tensor) or not isinstance(obs, _FIELDS):
+        return obs  # (a tensor: one check, every step)
+    items = [value for value in obs.values() if value is not None]
+    if len(items) == 1:
+        return items[0]
+    if not strict:
+        return obs
+    raise ValueError(
+        f"this network reads one observation tensor, got fields {list(obs.keys())}: build "
+        "the policy with obs_dim naming its fields (looprl.agents.actor_critic_policy)")
+
+
+def observation_tensor(obs: Any, device: Any, strict: bool = True) -> Any:
+    """``single_field(obs, strict)`` on ``device``: a tensor (no copy where none is needed), or,
+    not ``strict``, a ``NamedArray`` of several fields, each a tensor on ``device``."""
+    if isinstance(obs, _FIELDS):
+        obs = single_field(obs, strict)
+        if isinstance(obs, _FIELDS):
+            return (obs if isinstance(obs, NamedArray) else NamedArray(**obs)).to(device)
+    return as_tensor(obs, device)
+
+
+def legal_mask(mask: Any) -> torch.Tensor:
+    """The legal actions of an action ``mask`` ``[..., A]`` (0/1 or bool) as bool; a row that rules
+    out every action (an agent whose episode is over) has all of them legal: never a row with no
+    legal action (no impossible choice, no row of ``MASKED_Q`` only)."""
+    mask = (mask if isinstance(mask, torch.Tensor) else torch.as_tensor(mask)).bool()
+    return mask >= mask.any(-1, keepdim=True)  # (2 ops: any row legal, else every action)
+
+
 def observation_fields(obs: Any, shapes: Shapes, device: torch.device
                        ) -> tuple[dict[str, torch.Tensor], tuple[int, ...], torch.Tensor | None]:
     """The declared fields of ``obs`` (a ``NamedArray``/dict, or the only field's array)
-    flattened to ``[N, *shape]``, their leading shape, and the ``action_mask`` (``[N, A]``
-    bool) if any; ``ValueError`` for a missing field or wrong shapes."""
+    flattened to ``[N, *shape]``, their leading shape, and the legal actions of the
+    ``action_mask`` (``[N, A]`` bool, ``legal_mask``) if any; ``ValueError`` for a missing field
+    or wrong shapes."""
     if isinstance(obs, NamedArray | dict):
         items = dict(obs.items())
     else:
@@ -69,7 +106,7 @@ def observation_fields(obs: Any, shapes: Shapes, device: torch.device
         fields[name] = x.reshape(-1, *shape)
     mask = items.get(ACTION_MASK) if ACTION_MASK not in shapes else None
     if mask is not None:
-        mask = as_tensor(mask, device).reshape(math.prod(lead), -1).bool()
+        mask = legal_mask(as_tensor(mask, device).reshape(math.prod(lead), -1))
     return fields, lead, mask
 
 

@@ -18,6 +18,7 @@ import torch
 
 from looprl.core.hyperparameter import Hyperparameter
 from looprl.core.state import StateArray
+from looprl.nn.fields import legal_mask
 
 __all__ = [
     "MASKED_Q", "GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons", "epsilon_greedy",
@@ -30,10 +31,9 @@ MASKED_Q = -1e8
 
 
 def legal_actions(state: Any) -> torch.Tensor:
-    """``state['action_mask']`` as bool; all actions legal where the mask rules out every one
-    (an agent whose episode is over)."""
-    mask = torch.as_tensor(state["action_mask"]).bool()
-    return mask | ~mask.any(-1, keepdim=True)
+    """The legal actions of ``state['action_mask']`` as bool (``legal_mask``: all of them where
+    the mask rules out every one, an agent whose episode is over)."""
+    return legal_mask(state["action_mask"])
 
 
 def random_actions(values: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
