@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-import looprl.experiments.watch as watch_module
+import looprl.environments
 from looprl.cli import main, parse_hyperparameters
 from looprl.environments import GymEnvironment
 from looprl.presets import load_preset
@@ -279,7 +279,7 @@ def test_watch_writes_gif_without_display(
     trained: tuple[Path, str], monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(watch_module, "GymEnvironment", _FakeRenderEnv)
+    monkeypatch.setattr(looprl.environments, "GymEnvironment", _FakeRenderEnv)
     run_dir = trained[0] / "ppo" / "CartPole-v1"
     assert main(["watch", str(run_dir), "--episodes", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -296,7 +296,7 @@ def test_watch_a_preset_file_outside_its_run_directory(
     trained: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(watch_module, "GymEnvironment", _FakeRenderEnv)
+    monkeypatch.setattr(looprl.environments, "GymEnvironment", _FakeRenderEnv)
     moved = tmp_path / "my_cartpole.pt"
     shutil.copy(trained[0] / "ppo" / "CartPole-v1" / "preset.pt", moved)
     gif = tmp_path / "out.gif"
@@ -328,6 +328,33 @@ def test_watch_a_trained_multiagent_preset(
     assert out[1].startswith("episode 2: returns player_1 ")
     assert out[-1] == f"animation: {run_dir / 'watch.gif'}"
     assert (run_dir / "watch.gif").read_bytes()[:6] == b"GIF89a"
+
+
+WATCHED = "tests.experiments.watched_envs"
+
+
+@pytest.mark.parametrize("display", [None, ":0"])
+def test_watch_an_environment_whose_constructor_takes_no_render_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    display: str | None,
+) -> None:
+    """It is built as training built it, without a render_mode: its frames go to a GIF (it
+    draws no window, even with a display), or one line says it does not render."""
+    from looprl.presets.classic_control import ppo
+
+    if display:
+        monkeypatch.setenv("DISPLAY", display)
+    for name in ("Frames", "NoRender"):
+        ppo.env(GymEnvironment(f"{WATCHED}:{name}")).device("cpu").build().save(
+            str(tmp_path / f"{name}.pt"))
+    assert main(["watch", str(tmp_path / "Frames.pt")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["episode 1: return 3.0", f"animation: {tmp_path / 'watch.gif'}"]
+    assert _gif_frames(tmp_path / "watch.gif") == 4  # one frame per state
+    line = _error_line(capsys, ["watch", str(tmp_path / "NoRender.pt")])
+    assert line == (f"looprl: error: {WATCHED}:NoRender does not render: nothing to write to "
+                    "the GIF: build it with render_mode='rgb_array' (an argument its "
+                    "constructor must take), or have its render() return RGB frames")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pygame") is None, reason="needs pygame")

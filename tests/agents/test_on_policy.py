@@ -366,6 +366,42 @@ def test_ppo_clip_and_lr_schedules_anneal_with_progress():
     assert clips == pytest.approx([0.2, 0.15, 0.1])
     assert trainer.progress == 0.75
     assert policy.approximation.optimizer.param_groups[0]["lr"] == pytest.approx(2.5e-3)
+    trainer.hyperparameters()["hp/lr/approximation"].set(1e-3)  # the trainer's key: no schedule
+    trainer.step(make_sample(policy, seed=3))
+    assert policy.approximation.optimizer.param_groups[0]["lr"] == 1e-3
+
+
+def test_the_lr_schedule_sets_every_optimizer_step_until_hp_lr_is_set():
+    """Optimizer step ``j`` of update ``u`` (of ``S`` planned) runs at ``lr((u + j / S) / U)``
+    and the update leaves ``lr((u + 1) / U)``, though a minibatch without valid rows takes no
+    step; the schedule is the approximation's ``lr_scheduler``, dropped by ``hp/lr/<name>``."""
+    from looprl.approximation import ProgressLR
+    from looprl.presets.on_policy import linear
+
+    policy = RecurrentPolicy()
+    sample = make_sample(policy, rows=3, streams=2, seed=1)
+    sample.done[:] = False
+    sample.truncated[:] = False
+    sample.done[:2, 0] = True  # stream 0 has no training row: its minibatches are skipped
+    sample.policy_state = policy.states(sample.obs.obs, sample.done, sample.truncated)
+    schedule = linear(1e-2)
+    trainer = PPOTrainer(policy, epochs=2, minibatch_size=2, lr=schedule, total_updates=4)
+    assert isinstance(policy.approximation.lr_scheduler, ProgressLR)
+    optimizer = policy.approximation.optimizer
+    seen, left = [], []
+    step = policy.approximation.step
+    policy.approximation.step = lambda loss=None: (
+        seen.append(optimizer.param_groups[0]["lr"]), step(loss))[1]
+    for _ in range(2):
+        trainer.step(sample)
+        left.append(optimizer.param_groups[0]["lr"])
+    planned, taken = 4, 2  # 2 epochs x 2 streams, one stream each; stream 0's skipped
+    assert seen == [schedule((u + j / planned) / 4) for u in range(2) for j in range(taken)]
+    assert left == [schedule(1 / 4), schedule(2 / 4)]
+    policy.approximation.hyperparameters()["hp/lr/approximation"].set(0.125)
+    trainer.step(sample)
+    assert policy.approximation.lr_scheduler is None
+    assert seen[-taken:] == [0.125] * taken and optimizer.param_groups[0]["lr"] == 0.125
 
 
 def test_ppo_clip_keeps_the_ratio_in_range():

@@ -50,8 +50,30 @@ def test_watch_env_per_family() -> None:
 
     preset = ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build()
     env = watch.watch_env(preset, "CartPole-v1", to_file=True)
-    assert type(env) is GymEnvironment
+    assert type(env) is GymEnvironment and env.env.render_mode == "rgb_array"
+    assert not watch.draws_window(env)
     env.close()
+    env = watch.watch_env(preset, "CartPole-v1", to_file=False)
+    assert watch.draws_window(env)
+    env.close()
+
+
+def test_watch_env_builds_a_class_without_render_mode_as_training_does() -> None:
+    """An import-path environment whose ``__init__`` takes no ``render_mode`` is built
+    without one (as ``make_env`` built it to train), and renders its own frames."""
+    from looprl.presets.catalog import make_env
+    from looprl.presets.classic_control import ppo
+
+    path = "tests.experiments.watched_envs:Frames"
+    trained = make_env("ppo", path)
+    preset = ppo.env(trained).device("cpu").build()
+    for to_file in (True, False):
+        env = watch.watch_env(preset, path, to_file)
+        assert type(env) is type(trained) and env.name == trained.name == path
+        assert not watch.draws_window(env)
+        env.reset()
+        assert env.render().shape == (8, 8, 3)
+        env.close()
 
 
 def test_watch_env_for_atari_and_mujoco() -> None:

@@ -26,6 +26,7 @@ from looprl.agents.segments import (
     transpose01,
 )
 from looprl.agents.shell import SegmentAgent
+from looprl.approximation.schedules import ProgressLR
 from looprl.core import (
     Hyperparameter,
     Logger,
@@ -52,7 +53,8 @@ class OnPolicyTrainer(PolicyTrainer):
     ``vtrace``: V-trace targets (truncated at ``clip_rho``, ``clip_c``) from the current
     policy, else GAE from the values the actors stored. ``lr``: ``None``, or a function of
     training progress in ``[0, 1]`` (over ``total_updates`` steps) that sets the learning rate
-    before every optimizer step (until ``hp/lr/<name>`` is set); ``seed``: the shuffling.
+    before every optimizer step: the policy's approximation's ``lr_scheduler`` (a
+    ``ProgressLR``; setting ``hp/lr/<name>`` drops it); ``seed``: the shuffling.
     """
 
     #: the trainer-side buffer the runtime pairs with it (``looprl.memory.make_sample_buffer``)
@@ -78,8 +80,10 @@ class OnPolicyTrainer(PolicyTrainer):
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.recurrent = policy.default_policy_state is not None
         self.updates = 0
-        self._steps_in_update = 1  # optimizer steps of the current update (lr schedule)
-        self._step_in_update = 0
+        self._lr_schedule = None  # (the approximation steps it after every optimizer step)
+        if lr is not None:
+            self._lr_schedule = policy.approximation.lr_scheduler = ProgressLR(
+                policy.approximation.optimizer, lr, total_updates)
 
     @property
     def progress(self) -> float:
@@ -98,9 +102,8 @@ class OnPolicyTrainer(PolicyTrainer):
         }
         if self.minibatch_size is not None:
             found["hp/batch_size"] = Hyperparameter.attribute(self, "minibatch_size", int)
-        for key, rate in self._policy.hyperparameters().items():
-            if key.startswith("hp/lr/"):  # set from outside: no more schedule
-                found[key] = rate.on_set(lambda: setattr(self, "lr", None))
+        found.update({key: rate for key, rate in self._policy.hyperparameters().items()
+                      if key.startswith("hp/lr/")})  # (setting it drops the lr schedule)
         return found
 
     # -- the step -------------------------------------------------------------------------
@@ -115,8 +118,7 @@ class OnPolicyTrainer(PolicyTrainer):
         stats.update(self._update(batch))
         self.updates += 1
         self._policy.version += 1
-        if self.lr is not None:
-            self._set_lr(self.progress)
+        self._begin_update(1)  # (the learning rate at the new progress)
         return TrainerStepResult(scalars(stats), self.updates)
 
     def _update(self, batch: NamedArray) -> dict[str, Any]:
@@ -236,19 +238,15 @@ class OnPolicyTrainer(PolicyTrainer):
 
     # -- optimizer steps and schedules ----------------------------------------------------
     def _reinforce(self, loss: torch.Tensor) -> None:
-        """One optimizer step (the learning rate of the schedule first)."""
-        if self.lr is not None:
-            fraction = self._step_in_update / self._steps_in_update
-            self._set_lr(min((self.updates + fraction) / self.total_updates, 1.0))
-            self._step_in_update += 1
+        """One optimizer step (then the schedule sets the learning rate of the next)."""
         self._policy.approximation.reinforce(loss)
 
     def _begin_update(self, optimizer_steps: int) -> None:
-        self._steps_in_update, self._step_in_update = max(optimizer_steps, 1), 0
-
-    def _set_lr(self, progress: float) -> None:
-        for group in self._policy.approximation.optimizer.param_groups:
-            group["lr"] = self.lr(progress)
+        """The learning rate of the schedule before an update of ``optimizer_steps`` steps
+        (unless ``hp/lr/<name>`` dropped the schedule)."""
+        if self._lr_schedule is not None and (
+                self._policy.approximation.lr_scheduler is self._lr_schedule):
+            self._lr_schedule.start(self.updates, optimizer_steps)
 
 
 def targets(trainer: OnPolicyTrainer, sample: SampleBatch) -> tuple[torch.Tensor, ...]:

@@ -11,6 +11,7 @@ from looprl.approximation.schedules import (
     ConstantSchedule,
     LinearLR,
     LinearScheduler,
+    ProgressLR,
     Schedulable,
     Schedule,
     linear_schedule,
@@ -20,7 +21,7 @@ from looprl.approximation.v_network import VModule, VNetwork
 
 __all__ = ["Approximation", "Checkpointer", "ConstantSchedule", "DummyCheckpointer", "ExpectedQ",
            "FeatureModule", "FeatureNetwork", "FixedTarget", "Identity", "LinearLR",
-           "LinearScheduler", "PeriodicCheckpointer", "PolyakTarget", "QContinuous", "QDist",
-           "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule", "TargetNetwork",
-           "TrivialTarget", "VModule", "VNetwork", "gather_actions", "linear_schedule",
-           "project_distribution"]
+           "LinearScheduler", "PeriodicCheckpointer", "PolyakTarget", "ProgressLR", "QContinuous",
+           "QDist", "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule",
+           "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "gather_actions",
+           "linear_schedule", "project_distribution"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -11,8 +12,8 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from looprl.core.suggest import check_positive
 
-__all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "Schedulable", "Schedule",
-           "linear_schedule"]
+__all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "ProgressLR", "Schedulable",
+           "Schedule", "linear_schedule"]
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
@@ -103,3 +104,34 @@ class LinearLR(LambdaLR):
         check_positive(total_updates=total_updates)
         decay = partial(linear_schedule, 1.0, final_fraction, 0, total_updates)
         super().__init__(optimizer, decay, last_epoch)
+
+
+class ProgressLR:
+    """An ``Approximation``'s ``lr_scheduler`` that sets every learning rate of ``optimizer``
+    to ``lr(progress)``: the fraction of ``total_updates`` training updates done, capped at 1,
+    counting each optimizer step of an update as its share (an on-policy trainer's schedule).
+
+    ``start(updates, steps)`` sets it before an update of ``steps`` optimizer steps; each
+    ``step()`` (the ``Approximation``'s, after an optimizer step) sets it for the next step.
+    """
+
+    def __init__(self, optimizer: Optimizer, lr: Callable[[float], float],
+                 total_updates: float):
+        self.optimizer, self.lr, self.total_updates = optimizer, lr, total_updates
+        self._updates, self._steps, self._step = 0, 1, 0
+
+    def start(self, updates: int, steps: int = 1) -> None:
+        """Set the learning rate at ``updates`` updates done, before an update of ``steps``
+        optimizer steps."""
+        self._updates, self._steps, self._step = updates, max(steps, 1), 0
+        self._set()
+
+    def step(self) -> None:
+        """Set the learning rate of the next optimizer step."""
+        self._step += 1
+        self._set()
+
+    def _set(self) -> None:
+        progress = min((self._updates + self._step / self._steps) / self.total_updates, 1.0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr(progress)

@@ -20,18 +20,13 @@ import numpy as np
 
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
-from looprl.environments import (
-    AtariEnvironment,
-    Environment,
-    GymEnvironment,
-    MujocoEnvironment,
-)
+from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.environments.mujoco import is_mujoco_id
-from looprl.environments.multiagent import MultiagentPettingZooEnv, make_zoo_env
+from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.episodes import check_episodes, play_episodes, single_action
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
+from looprl.presets.catalog import make_env
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +58,18 @@ def offscreen_rendering() -> None:
 
 
 def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
-    """The environment a saved ``preset`` acts in (of its family), set up for rendering."""
-    family = preset_family(preset)
+    """The environment a saved ``preset`` acts in, built as training builds it (``make_env``),
+    to render frames (``to_file``) or draw a window where its constructor takes a
+    ``render_mode`` (``draws_window``)."""
     if to_file:
         offscreen_rendering()
-    if family == "atari":
-        return AtariEnvironment(env_id)
-    if family == "multiagent":
-        zoo_env = make_zoo_env(env_id, render_mode="rgb_array" if to_file else "human")
-        return MultiagentPettingZooEnv(zoo_env, name=env_id)
-    make = MujocoEnvironment if is_mujoco_id(env_id) else GymEnvironment
-    return make(env_id, render_mode="rgb_array" if to_file else "human")
+    return make_env(f"{preset_family(preset)}.{preset.name}", env_id,
+                    render_mode="rgb_array" if to_file else "human")
+
+
+def draws_window(env: Any) -> bool:
+    """Whether ``env`` draws its own window (it was built with ``render_mode='human'``)."""
+    return getattr(getattr(env, "env", None), "render_mode", None) == "human"
 
 
 def default_fps(env: Any) -> float:
@@ -143,15 +139,17 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
 
 def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
     """``render()``'s frame, or a one-line ``ValueError`` if it gives no RGB array."""
+    env = getattr(render, "__self__", render)
+    owner = getattr(env, "name", None) or type(env).__name__
+    fix = ("nothing to write to the GIF: build it with render_mode='rgb_array' (an argument "
+           "its constructor must take), or have its render() return RGB frames")
     try:
         frame = render()
     except NotImplementedError as error:
-        raise ValueError(str(error)) from None
+        raise ValueError(str(error) or f"{owner} does not render: {fix}") from None
     if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-        owner = type(getattr(render, "__self__", render)).__name__
         raise ValueError(f"{owner}.render() gave {type(frame).__name__}, not an (H, W, 3) RGB "
-                         "array: nothing to write to the GIF (create the environment with "
-                         "render_mode='rgb_array')")
+                         f"array: {fix}")
     return frame
 
 

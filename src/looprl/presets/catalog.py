@@ -4,7 +4,9 @@ the environment a preset's family acts in (``make_env``)."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
@@ -37,10 +39,13 @@ def resolve_agent(name: str) -> Any:
     return agents[name]
 
 
-def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) -> Any:
+def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, *,
+             render_mode: str | None = None) -> Any:
     """The environment ``env_id`` (a Gymnasium id, a registered name, or an import path
     ``package.module:NAME``) in the form the family of preset ``agent`` acts in; with a
-    training set in ``context`` (``context_sets``), the contextual environment over it."""
+    training set in ``context`` (``context_sets``), the contextual environment over it.
+    ``render_mode`` (``'human'``, ``'rgb_array'``): passed to the environment where its
+    constructor takes one (Atari always renders frames); else it is built without."""
     if not isinstance(env_id, str):
         raise ValueError(f"env is an id or an import path, got {env_id!r}; a contextual "
                          "environment's instance sets are context.train / context.test")
@@ -49,18 +54,35 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None) 
         return make_contextual(agent, env_id, train, context)
     kind, target = _kind_of(env_id)
     if kind == "srl":
-        return _srl_env(agent, env_id, target)
+        return _srl_env(agent, env_id, target, render_mode)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
-    if kind == "gym":
-        return GymEnvironment(env_id)  # (by the import path: Ray's actors import it too)
+    from looprl.environments.multiagent import make_zoo_env
+    if kind == "gym":  # (by the import path: Ray's actors import it too)
+        return _rendering(partial(GymEnvironment, env_id), render_mode)
     if agent.startswith("atari."):
         return AtariEnvironment(env_id)
     if agent.startswith("continuous.") and is_mujoco_id(env_id):
-        return MujocoEnvironment(env_id)
-    if agent.startswith("multiagent."):
+        return _rendering(partial(MujocoEnvironment, env_id), render_mode)
+    if agent.startswith("multiagent.") and render_mode is None:
         return MultiagentPettingZooEnv(env_id)
-    return GymEnvironment(env_id)
+    if agent.startswith("multiagent."):  # (the game, named as above)
+        zoo_env = _rendering(partial(make_zoo_env, env_id), render_mode)
+        return MultiagentPettingZooEnv(zoo_env, name=env_id.rpartition(".")[2])
+    return _rendering(partial(GymEnvironment, env_id), render_mode)
+
+
+def _rendering(build: Callable[..., Any], render_mode: str | None) -> Any:
+    """``build(render_mode=render_mode)``, or ``build()`` without a ``render_mode`` or where
+    the environment's constructor takes none (a ``TypeError``)."""
+    if render_mode is not None:
+        with warnings.catch_warnings():  # (Gymnasium's: the mode is not among its modes)
+            warnings.filterwarnings("ignore", ".*render_mode", UserWarning)
+            try:
+                return build(render_mode=render_mode)
+            except TypeError:
+                pass
+    return build()
 
 
 def _kind_of(env_id: str) -> tuple[str | None, str]:
@@ -75,7 +97,7 @@ def _kind_of(env_id: str) -> tuple[str | None, str]:
     return None, env_id
 
 
-def _srl_env(agent: str, env_id: str, name: str) -> Any:
+def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None) -> Any:
     """The SRL environment ``name`` as a PettingZoo parallel env (multi-agent presets only)."""
     from looprl.environments import MultiagentPettingZooEnv, make
     from looprl.environments.srl_parallel import SRLParallelEnv
@@ -83,7 +105,8 @@ def _srl_env(agent: str, env_id: str, name: str) -> Any:
         raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
                          "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
                          "gymnasium.Env class for the single-agent ones")
-    return MultiagentPettingZooEnv(SRLParallelEnv(make(name), env_id), name=env_id,
+    env = _rendering(partial(make, name), render_mode)
+    return MultiagentPettingZooEnv(SRLParallelEnv(env, env_id), name=env_id,
                                    remote=(env_id, {}))
 
 
