@@ -41,6 +41,7 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
     assert len(info["meta"]) == 1 and info["meta"][0].startswith("RND(")
     scalars = _scalars(str(run_dir))
     assert len(scalars["eval/returns/mean"]) == 1  # the final evaluation
+    assert len(scalars["summary/test_returns/mean"]) == 1  # (its summary, as locally)
     assert len((run_dir / "test_returns.csv").read_text().split()) == 3  # header, 2 returns
     assert seeds == [10_000]
     # the actors' values in one series, at the ends of episodes (not one point per poll)

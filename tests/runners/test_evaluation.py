@@ -11,7 +11,7 @@ from tests.meta.test_log_scalars import _scalars
 from looprl.environments import ContextualEnvironment, GymEnvironment
 from looprl.presets.classic_control import ppo
 from looprl.runners import OnlineRunner
-from looprl.runners.held_out import held_out_returns, instance_plan
+from looprl.runners.evaluation import held_out_returns, instance_plan
 
 TRAIN = {i: {"length": 0.3 + 0.05 * i} for i in range(6)}
 TEST = {i: {"length": 0.9 + 0.1 * i} for i in range(4)}

@@ -34,7 +34,6 @@ from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input
-from looprl.experiments.experiment import TEST_SEED_OFFSET
 from looprl.experiments.run_files import json_value
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
@@ -71,27 +70,22 @@ def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
 
 
 def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
-    """``runtime=ray``: the run on Ray workers, then ``test_episodes`` evaluation episodes of
-    the final policy here."""
-    import torch
-
-    from looprl.configs import build_distributed
-    from looprl.distributed.pipeline import evaluation_episodes
-    from looprl.experiments.logger import log_test_returns
-    from looprl.runners.base import summary
-    from looprl.runners.held_out import SETS
+    """``runtime=ray``: the run on Ray workers, then the final evaluation a local run makes
+    (``final_evaluation``) of its final policy, here."""
+    from looprl.configs import build_distributed, make_envs
+    from looprl.runners.evaluation import final_evaluation, summary
     run = build_distributed(cfg, output_dir)
     result = run.run()
-    policy = Path(result.log_dir) / "policy.pt"
-    returns, held_out, played = [], None, []
-    if cfg.test_episodes and policy.exists():
-        checkpoint = torch.load(policy, map_location="cpu")
-        played = evaluation_episodes(run.spec, checkpoint, cfg.test_episodes,
-                                     seed=cfg.seed + TEST_SEED_OFFSET)  # (not a training seed)
-        returns = [episode.ret for episode in played]
-        held_out = _held_out_returns(cfg, run.spec, checkpoint)
+    evaluation = summary([])
+    if cfg.test_episodes and (Path(result.log_dir or "") / "policy.pt").is_file():
+        env, test_env = make_envs(cfg.algorithm.preset, cfg)
+        evaluation = final_evaluation(run, cfg.test_episodes, env, test_env)
+        run.close()
+        for made in (env, test_env):
+            if made is not None:
+                made.close()
     elif cfg.test_episodes:  # never score an untrained policy as the run's result
-        log.warning("no test episodes: the run saved no final policy (%s)", policy)
+        log.warning("no test episodes: the run saved no final policy (%s)", result.log_dir)
     train = {"step": result.frames, "episodes": len(result.returns),  # (a local run's keys)
              "returns": list(result.returns), "mean_return": _mean(result.returns),
              "wall_time": result.seconds, "frames": result.frames,
@@ -99,14 +93,6 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
              "restarts": [list(r) for r in result.restarts], "log_dir": result.log_dir,
              "meta": result.meta}
-    evaluation = summary(returns, held_out)  # as runners report it
-    if returns and result.log_dir is not None:  # where a local run writes them
-        log_test_returns(result.log_dir, {None: returns} if held_out is None else dict(
-            zip(SETS, (returns, held_out), strict=True)), result.frames)
-        run_dir = Path(result.log_dir)  # ({logdir}/{name}/{env}; each agent's beside, as locally)
-        for i, agent in enumerate(result.agent_returns):
-            log_test_returns(str(run_dir / f"{run_dir.parent.name}.{agent}" / run_dir.name),
-                             {None: [episode.returns[i] for episode in played]}, result.frames)
     if not cfg.logging.quiet:
         log.info("%s on %s (Ray, %d actors): %d frames at %.0f frames/s, test return %.1f",
                  run.name, cfg.env, run.runtime.actors, result.frames,
@@ -116,26 +102,6 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
 
 def _mean(returns: list[float]) -> float:
     return math.fsum(returns) / len(returns) if returns else math.nan
-
-
-def _held_out_returns(cfg: Any, spec: Any, checkpoint: Any) -> list[float] | None:
-    """The final policy's returns on ``context.test``'s instances (``None`` without them)."""
-    from dataclasses import replace
-
-    from looprl.configs import make_envs
-    from looprl.distributed.pipeline import evaluate
-    from looprl.runners.held_out import instance_plan
-    _, test_env = make_envs(cfg.algorithm.preset, cfg)
-    if test_env is None:
-        return None
-    returns = []
-    for single, episodes in instance_plan(test_env, cfg.test_episodes):  # each instance
-        name, args = single.remote_env()
-        single.close()
-        returns += evaluate(replace(spec, env=name, env_args=args), checkpoint, episodes,
-                            seed=cfg.seed + TEST_SEED_OFFSET)
-    test_env.close()
-    return returns
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

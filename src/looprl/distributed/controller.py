@@ -24,6 +24,8 @@ from looprl.distributed.run_state import (
     SampleCounts,
     find_controller_checkpoint,
 )
+from looprl.experiments.episodes import check_episodes
+from looprl.experiments.experiment import TEST_SEED_OFFSET
 from looprl.meta.component import MetaComponent
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -63,6 +65,7 @@ class DistributedRun:
         self.spec = spec.portable()
         self.frames = int(frames)
         self.seed = seed
+        self.test_seed = seed + TEST_SEED_OFFSET  # (the evaluation's, as a local run's)
         self.quiet, self.verbose = quiet, verbose
         self.name = name or f"{spec.algorithm}-ray"
         self.logdir = logdir
@@ -106,6 +109,44 @@ class DistributedRun:
         finally:
             self._shutdown()
         return self.result
+
+    @property
+    def logger(self) -> Any:
+        """The run directory's ``ExperimentLogger`` (``None``: ``logdir=None``, or not run)."""
+        return self._log
+
+    def test(self, episodes: int = 100, env: Any = None) -> list[float]:
+        """Returns of ``episodes`` evaluation episodes of the final policy (``policy.pt``), in
+        the run's environment reset from ``seed + TEST_SEED_OFFSET`` as a local run's, logged
+        where a local run logs them (each agent's in its own directory); in ``env`` (a looprl
+        environment, as ``Experiment.test`` takes): not logged. Call it after ``run``, and
+        ``close`` after it."""
+        from looprl.distributed.pipeline import evaluation_episodes
+        check_episodes(episodes, "DistributedRun.test")
+        policy = Path(self.result.log_dir or "") / "policy.pt"
+        if self.result.log_dir is None or not policy.is_file():
+            raise FileNotFoundError(f"DistributedRun.test evaluates the final policy, and the run "
+                                    f"saved none ({policy}): run it first, with a logdir")
+        spec = self.spec if env is None else replace(
+            self.spec, **dict(zip(("env", "env_args"), env.remote_env(), strict=True)))
+        played = evaluation_episodes(spec, torch.load(policy, map_location="cpu"), episodes,
+                                     seed=self.test_seed)
+        returns = [episode.ret for episode in played]
+        if env is None and self._log is not None:
+            logs = [self._log, *map(self._monitor.agent_log, self.result.agent_returns)]
+            each = [returns, *([episode.returns[i] for episode in played]
+                               for i in range(len(logs) - 1))]
+            for log, values in zip(logs, each, strict=True):
+                log.frame = self.result.frames
+                log.add_test_returns(values)
+        return returns
+
+    def close(self) -> None:
+        """Close the run directory's loggers (``run`` does; call it again after ``test``)."""
+        if self._log is not None:
+            self._log.close()
+        if self._monitor is not None:
+            self._monitor.close()
 
     def _open_logs(self) -> SampleCounts:
         """Open the run directory (new, resumed or none); return the sample counts so far."""
@@ -180,10 +221,7 @@ class DistributedRun:
         finally:
             if self._pool is not None:
                 self._pool.kill()
-            if self._log is not None:
-                self._log.close()
-            if self._monitor is not None:
-                self._monitor.close()
+            self.close()
             if self._started_ray:
                 ray.shutdown()
 

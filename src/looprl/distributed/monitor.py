@@ -124,12 +124,12 @@ class RunMonitor:
             self.result.agent_returns.setdefault(agent, []).append(ret)
             if self.log is None:
                 continue
-            log = self._agent_log(agent)
+            log = self.agent_log(agent)
             log.frame = frame
             log.add_episode_return(ret)
             log.episode += 1
 
-    def _agent_log(self, agent: str) -> Any:
+    def agent_log(self, agent: str) -> Any:
         """Agent ``agent``'s ``ExperimentLogger``, ``{run}/{name}.{agent}/{env}``."""
         if agent not in self.agent_logs:
             from looprl.experiments.logger import ExperimentLogger
@@ -160,7 +160,7 @@ class RunMonitor:
         if self.log is None:
             return
         for agent, kind, name, value, frame in stats.get("logged", []):  # ``LossRecorder``'s
-            log = self.log if agent is None else self._agent_log(agent)
+            log = self.log if agent is None else self.agent_log(agent)
             before, log.frame = log.frame, frame
             getattr(log, f"add_{kind}")(name, value)
             log.frame = before

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from looprl.experiments.run_files import append_lines
+
 __all__ = ["BUSY", "THROUGHPUT_HEADER", "Throughput", "bottleneck"]
 
 THROUGHPUT_HEADER = ("time,worker,frames_per_s,env_share,inference_share,batch_rows,lag,"
@@ -110,8 +112,7 @@ class Throughput:
                             f"{t.get('rows', 0) / seconds:.1f}",
                             f"{_share(t.get('wait_seconds', 0.0), seconds):.3f}"])
                   for name, t in trainers.items()]
-        with open(self.path, "a", encoding="utf-8") as file:
-            file.write("".join(line + "\n" for line in lines))
+        append_lines(self.path, [line + "\n" for line in lines])
 
     def line(self) -> str:
         """The progress line's summary."""

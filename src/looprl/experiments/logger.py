@@ -30,7 +30,7 @@ from looprl.core.logger import Logger
 from looprl.core.suggest import check_count
 from looprl.experiments import run_files as files
 
-__all__ = ["ExperimentLogger", "log_test_returns", "moving_runs", "write_test_returns_csv"]
+__all__ = ["ExperimentLogger", "moving_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -310,35 +310,17 @@ class ExperimentLogger(Logger):
 
     def add_test_returns(self, returns: list[float] | dict[str, list[float]]) -> None:
         """Write test returns (or named sets, ``{"train_set": [...], ...}``) to
-        ``test_returns.csv``, ``eval/.../returns/mean`` and summaries."""
+        ``test_returns.csv`` (``return``, or ``set,return``), ``eval/.../returns/mean`` and
+        summaries (also after ``close``: then close again)."""
         sets = dict(returns) if isinstance(returns, dict) else {None: returns}
-        for tag, mean in write_test_returns_csv(Path(self.log_dir), sets).items():
-            self._scalar(tag, mean, "frame")
+        named = None not in sets
+        lines = ["set,return" if named else "return"]
         for name, values in sets.items():
-            self.add_summary(f"test_returns/{name}" if name else "test_returns", values)
+            array = _to_array(values)
+            lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in array]
+            if array.size:
+                self._scalar(f"eval/{name}/returns/mean" if named else "eval/returns/mean",
+                             float(array.mean()), "frame")
+            self.add_summary(f"test_returns/{name}" if name else "test_returns", array)
+        (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
         self.flush()
-
-
-def write_test_returns_csv(log_dir: Path, sets: dict[str | None, list[float]]
-                           ) -> dict[str, float]:
-    """Write ``test_returns.csv`` (``return``, or ``set,return``); the TensorBoard tags of
-    the non-empty sets' means, with their values."""
-    named = None not in sets
-    lines, means = ["set,return" if named else "return"], {}
-    for name, returns in sets.items():
-        array = _to_array(returns)
-        lines += [f"{name},{float(r)!r}" if named else repr(float(r)) for r in array]
-        if array.size:
-            means[f"eval/{name}/returns/mean" if named else "eval/returns/mean"] = float(
-                array.mean())
-    (log_dir / "test_returns.csv").write_text("\n".join(lines) + "\n")
-    return means
-
-
-def log_test_returns(log_dir: str, sets: dict[str | None, list[float]], frame: int) -> None:
-    """``add_test_returns`` for a run whose logger is closed (a Ray run's), at ``frame``."""
-    means = write_test_returns_csv(Path(log_dir), sets)
-    writer = SummaryWriter(log_dir=log_dir)
-    for tag, mean in means.items():
-        writer.add_scalar(tag, mean, frame)
-    writer.close()

@@ -31,7 +31,7 @@ from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
 from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
-from looprl.runners.held_out import SETS, held_out_returns
+from looprl.runners.evaluation import final_evaluation
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
@@ -265,21 +265,12 @@ class Runner:
                 "wall_time": time.perf_counter() - start}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
-        """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``)."""
+        """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``):
+        ``final_evaluation`` of its experiment."""
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
-        test = self.experiment.test
-        if self.test_env is not None:  # both sets, logged
-            returns = test(episodes=episodes, env=self.env)
-            held_out = held_out_returns(test, self.test_env, episodes)
-            if isinstance(self.experiment.logger, ExperimentLogger):
-                self.experiment.logger.add_test_returns(
-                    dict(zip(SETS, (returns, held_out), strict=True)))
-            return {**summary(returns, held_out), "step": self.experiment.frame}
-        returns = test(episodes=episodes)
-        if isinstance(returns, dict):  # a multi-agent experiment: the agents' sum
-            returns = [sum(values) for values in zip(*returns.values())]
-        return {**summary(returns), "step": self.experiment.frame}
+        return {**final_evaluation(self.experiment, episodes, self.env, self.test_env),
+                "step": self.experiment.frame}
 
     def close_experiment(self, experiment: Any) -> None:
         """Close an experiment's logger and the environments it made (not ``self.env``)."""
@@ -294,17 +285,4 @@ class Runner:
             self.close_experiment(self.experiment)
         self.experiment = None
         self.preset = None
-
-
-def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:
-    """``EVAL_KEYS`` but ``step`` of ``returns`` (with ``held_out``: of those, and both sets'
-    under ``train_set`` and ``test_set``)."""
-    returns = [float(r) for r in returns]
-    results = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
-               "std_eval_reward": float(np.std(returns)) if returns else math.nan,
-               "returns": returns, "episodes": len(returns)}
-    if held_out is None:
-        return results
-    test_set = summary(held_out)
-    return {**test_set, "train_set": results, "test_set": test_set}
 

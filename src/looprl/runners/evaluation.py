@@ -1,13 +1,19 @@
-"""Evaluation on a held-out set of instances (``context.test``), each played at least once."""
+"""The final evaluation of a run, the same on every runtime (``final_evaluation``): the test
+returns of the trained agent, and with a held-out set of instances (``context.test``) its returns
+on each of them too, played at least once."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-from looprl.environments.contextual import ContextualEnvironment
+import numpy as np
 
-__all__ = ["SETS", "held_out_returns", "instance_plan"]
+from looprl.environments.contextual import ContextualEnvironment
+from looprl.experiments.logger import ExperimentLogger
+
+__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "summary"]
 
 #: The names of the two evaluated sets (in ``results.json``, TensorBoard and CSV files).
 SETS = ("train_set", "test_set")
@@ -36,3 +42,34 @@ def held_out_returns(test: Callable[..., list[float]], env: Any, episodes: int) 
         if single is not env:
             single.close()
     return returns
+
+
+def final_evaluation(run: Any, episodes: int, env: Any = None, test_env: Any = None
+                     ) -> dict[str, Any]:
+    """``summary`` of ``run.test`` (an ``Experiment``'s or a finished ``DistributedRun``'s):
+    ``episodes`` logged test episodes; with ``test_env``, ``episodes`` in ``env`` and
+    ``held_out_returns`` in ``test_env``, logged as the two ``SETS``. A multi-agent ``test``'s
+    returns are summed over the agents (the team's return)."""
+    if test_env is None:
+        returns = run.test(episodes=episodes)
+        if isinstance(returns, dict):
+            returns = [sum(values) for values in zip(*returns.values(), strict=True)]
+        return summary(returns)
+    returns = run.test(episodes=episodes, env=env)
+    held_out = held_out_returns(run.test, test_env, episodes)
+    if isinstance(run.logger, ExperimentLogger):  # (named sets: not in ``Logger``'s protocol)
+        run.logger.add_test_returns(dict(zip(SETS, (returns, held_out), strict=True)))
+    return summary(returns, held_out)
+
+
+def summary(returns: list[float], held_out: list[float] | None = None) -> dict[str, Any]:
+    """``EVAL_KEYS`` but ``step`` of ``returns`` (with ``held_out``: of those, and both sets'
+    under ``train_set`` and ``test_set``)."""
+    returns = [float(r) for r in returns]
+    results = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+               "std_eval_reward": float(np.std(returns)) if returns else math.nan,
+               "returns": returns, "episodes": len(returns)}
+    if held_out is None:
+        return results
+    test_set = summary(held_out)
+    return {**test_set, "train_set": results, "test_set": test_set}

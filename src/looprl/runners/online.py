@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import check_count
+from looprl.experiments.run_files import append_lines
 from looprl.runners.base import Runner
-from looprl.runners.held_out import SETS
+from looprl.runners.evaluation import SETS
 
 EVAL_HEADER = "step,mean_eval_reward,std_eval_reward,episodes,set\n"
 
@@ -75,9 +76,8 @@ class OnlineRunner(Runner):
             sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
             rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
                     f"{one['episodes']},{name}\n" for name, one in sets.items()]
-            with open(path, "a", encoding="utf-8") as file:
-                file.writelines(([] if path.exists() and path.stat().st_size else [EVAL_HEADER])
-                                + rows)
+            append_lines(path, ([] if path.exists() and path.stat().st_size else [EVAL_HEADER])
+                         + rows)
         if results["mean_eval_reward"] > best:
             self.best_preset = copy.deepcopy(self.preset)
             if self.logdir is not None:
