@@ -139,29 +139,3 @@ def kill_worker_when(worker: str, counter: str, at: int) -> tuple[Any, list[int]
 
     return kill, killed
 
-
-def as_transitions(batch, gamma: float = 0.99) -> tuple:
-    """The ``(states, actions, returns, next_states, weights)`` tuple of n-step replay windows
-    (``SampleBatch`` ``[n + 1, B]``), as the replay buffers returned it before they returned
-    windows: ``next_states`` holds the bootstrap observation with the ``mask`` (0:
-    terminated), ``done`` and ``discount`` (``gamma^k``) of the window's last step."""
-    import torch
-
-    from looprl.agents.losses import n_step_bootstrap
-    from looprl.core import StateArray
-
-    steps = batch.reward.shape[0] - 1
-    returns, boot, _ = n_step_bootstrap(batch.reward, batch.done, batch.truncated, gamma, steps,
-                                        rows=1)
-    boot = boot[0]
-    columns = torch.arange(len(boot))
-    n = len(boot)
-    states = StateArray({"observation": batch.obs[0]}, (n,))
-    terminal = batch.done[boot, columns]
-    next_states = StateArray({
-        "observation": batch.obs[boot, columns], "reward": returns[0],
-        "mask": (~terminal).float(), "done": terminal | batch.truncated[boot, columns]}, (n,))
-    if steps > 1:
-        next_states["discount"] = gamma ** boot.float()
-    weights = torch.ones(n) if batch.weight is None else batch.weight[0]
-    return states, batch.action[0], returns[0], next_states, weights

@@ -223,6 +223,8 @@ def test_analyze_matches_rollout_and_reads_one_field_observations() -> None:
     torch.testing.assert_close(analysis.value, result.value.reshape(5, 8))
     assert analysis.logits.shape == (5, 8, ACTIONS) and analysis.log_prob.requires_grad
     assert (analysis.entropy > 0).all() and analysis.aux_value is None
+    arrays = policy.analyze(NamedArray(obs=NamedArray(obs=obs.numpy()), action=action.numpy()))
+    torch.testing.assert_close(arrays.log_prob, analysis.log_prob)  # (on the policy's device)
     with pytest.raises(ValueError, match="one observation tensor"):
         policy.analyze(NamedArray(obs=NamedArray(a=obs, b=obs), action=action))
 

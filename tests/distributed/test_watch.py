@@ -10,7 +10,7 @@ import torch
 from looprl.cli import main as cli
 from looprl.distributed import AlgorithmSpec
 from looprl.distributed.pipeline import evaluate
-from looprl.distributed.watch import save_spec, watch_run
+from looprl.distributed.watch import _render_env, save_spec, watch_run
 from looprl.environments.srl import Environment, make, register, step_result
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
@@ -76,6 +76,15 @@ def test_watching_an_environment_that_cannot_render_is_one_line(tmp_path, capsys
                                     policy_args=CARTPOLE, trainer="ppo"))
     assert cli(["watch", str(tmp_path)]) == 2
     assert "Blind does not render: implement render()" in capsys.readouterr().err
+
+
+def test_a_window_falls_back_to_frames_where_the_constructor_takes_no_render_mode():
+    """(Not ``rendering(build, "human")``: that builds it without one and calls it a window.)"""
+    register("tests-blind-window", Blind)
+    spec = AlgorithmSpec(env="tests-blind-window", policy="actor-critic-separate",
+                         policy_args=CARTPOLE, trainer="ppo")
+    env, window = _render_env(spec, window=True)
+    assert isinstance(env, Blind) and not window
 
 
 def test_a_directory_without_a_run_is_one_line(tmp_path, capsys):

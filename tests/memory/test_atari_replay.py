@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import as_transitions
 from looprl.approximation import LinearScheduler
 from looprl.core import SampleBatch, State, StateArray
 from looprl.environments.bodies import EpisodicLife
@@ -21,6 +20,7 @@ from looprl.memory import (
     PrioritizedAtariReplayBuffer,
     importance_weights,
 )
+from looprl.memory.replay import transitions
 
 FRAME = 84 * 84
 GAMMA = 0.5
@@ -52,7 +52,7 @@ def _play(buffer: AtariReplayBuffer, steps: int) -> dict[int, tuple]:
 
 
 def _all_valid(buffer: AtariReplayBuffer):
-    return as_transitions(buffer.gather(buffer.valid.nonzero().squeeze(-1)), GAMMA)
+    return transitions(buffer.gather(buffer.valid.nonzero().squeeze(-1)), GAMMA)
 
 
 def test_stacked_observations_are_rebuilt_exactly_across_episodes() -> None:
@@ -194,7 +194,7 @@ def _reference(records: dict[int, tuple], i: int, n: int) -> tuple | None:
 
 
 def _ready(buffer: AtariReplayBuffer):
-    return as_transitions(buffer.gather(buffer.ready.nonzero().squeeze(-1)), GAMMA)
+    return transitions(buffer.gather(buffer.ready.nonzero().squeeze(-1)), GAMMA)
 
 
 def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: Any) -> None:
@@ -206,11 +206,10 @@ def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: A
     assert len(ids) == len(buffer) > 0
     complete = {i for i in records if _reference(records, i, n) is not None}
     assert set(ids) == {i for i in complete if i >= min(ids)}
-    theirs = as_transitions(nstep.gather(torch.arange(len(nstep))), GAMMA)
+    theirs = transitions(nstep.gather(torch.arange(len(nstep))), GAMMA)
     row_of = {i: row for row, i in enumerate(theirs[1].tolist())}
     assert complete == set(row_of)
-    discounts = next_states["discount"] if n > 1 else torch.full((len(ids),), GAMMA)
-    assert ("discount" in next_states) == (n > 1)
+    discounts = next_states["discount"]
     for row, i in enumerate(ids):
         observation, ret, next_observation, mask, done, discount = _reference(records, i, n)
         assert torch.equal(states.observation[row], observation)
@@ -223,8 +222,7 @@ def _check_against_references(buffer: AtariReplayBuffer, records: dict, nstep: A
         assert torch.equal(theirs[3].observation[other], next_observation)
         assert rewards[row] == pytest.approx(theirs[2][other].item())
         assert next_states.mask[row] == theirs[3].mask[other]
-        their_discount = theirs[3].get("discount", torch.full((len(theirs[2]),), GAMMA))
-        assert discounts[row] == pytest.approx(their_discount[other].item())
+        assert discounts[row] == pytest.approx(theirs[3]["discount"][other].item())
 
 
 @pytest.mark.parametrize("n_steps", [1, 3])
@@ -265,7 +263,7 @@ def test_n_step_returns_by_hand_and_pending_transitions() -> None:
         buffer.store(states[t], t, states[t + 1])
         assert len(buffer) == max(0, t - 1)  # t = 0 is complete once 3 steps are stored
     # only the complete transition is drawn
-    assert as_transitions(buffer.sample_batch(4), GAMMA)[1].tolist() == [0] * 4
+    assert transitions(buffer.sample_batch(4), GAMMA)[1].tolist() == [0] * 4
     buffer.store(states[3], 3, states[4])  # the termination completes every window
     _, actions, returns, next_states, _ = _ready(buffer)
     assert actions.tolist() == [0, 1, 2, 3]
@@ -396,7 +394,7 @@ def test_prioritized_and_uniform_buffers_return_the_same_transitions() -> None:
         uniform.store(previous, action, state)
         prioritized.store(previous, action, state)
     index = uniform.sample_indices(32)
-    ours, theirs = as_transitions(uniform.gather(index)), as_transitions(prioritized.gather(index))
+    ours, theirs = transitions(uniform.gather(index)), transitions(prioritized.gather(index))
     for a, b in zip(ours[:3], theirs[:3]):
         assert torch.equal(a.observation if isinstance(a, StateArray) else a,
                            b.observation if isinstance(b, StateArray) else b)
@@ -455,9 +453,9 @@ def _windows(buffer: AtariReplayBuffer | ExperienceReplayBuffer) -> dict[int, tu
     if isinstance(buffer, AtariReplayBuffer):
         states, actions, returns, next_states, _ = _ready(buffer)
     else:
-        states, actions, returns, next_states, _ = as_transitions(
+        states, actions, returns, next_states, _ = transitions(
             buffer.gather(torch.arange(len(buffer))), GAMMA)
-    discount = next_states["discount"] if buffer.n_step > 1 else torch.full_like(returns, GAMMA)
+    discount = next_states["discount"]
     windows = {int(a): (states.observation[i].tolist(), round(float(returns[i]), 5),
                         next_states.observation[i].tolist(), float(next_states.mask[i]),
                         bool(next_states.done[i]), float(discount[i]))
@@ -568,7 +566,7 @@ def test_prioritized_put_draws_joined_windows_and_never_a_dead_copy() -> None:
         index = buffer.sample_indices(64)
         assert buffer.ready[index].all()
         assert np.array_equal(buffer.tree[np.arange(size)] > 0, buffer.ready.numpy())
-        drawn |= set(as_transitions(buffer.gather(index), GAMMA)[1].tolist())
+        drawn |= set(transitions(buffer.gather(index), GAMMA)[1].tolist())
     windows, theirs = _windows(buffer), _windows(reference)
     assert len(windows) > 100 and all(theirs[i] == window for i, window in windows.items())
     joined = {i for i in drawn if (i % 1000) % length > length - n}  # spanning two segments

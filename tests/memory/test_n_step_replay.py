@@ -10,10 +10,9 @@ import pytest
 import torch
 from tests.agents.test_dqn_windows import naive_n_step
 
-from helpers import as_transitions
 from looprl.core import SampleBatch, State, StateArray
 from looprl.memory.prioritized import PrioritizedReplayBuffer
-from looprl.memory.replay import ExperienceReplayBuffer
+from looprl.memory.replay import ExperienceReplayBuffer, transitions
 
 GAMMA = 0.5
 
@@ -25,7 +24,7 @@ def _s(i: float, **kwargs) -> State:
 def _all(buffer: ExperienceReplayBuffer) -> tuple:
     """Every stored transition, sorted by the first feature of the starting observation."""
     states = buffer.gather(torch.arange(len(buffer))).obs[0]
-    return as_transitions(buffer.gather(states[:, 0].argsort()), GAMMA)
+    return transitions(buffer.gather(states[:, 0].argsort()), GAMMA)
 
 
 def test_single_stream_termination() -> None:
@@ -130,7 +129,7 @@ def test_prioritized_n_step_store_and_priorities() -> None:
     for t in range(3):
         buffer.store(_s(t), 0, _s(t + 1, reward=float(t)))
     assert len(buffer) == 2  # the window of state 2 waits for its second step
-    _, _, returns, next_states, weights = as_transitions(buffer.sample_batch(4), GAMMA)
+    _, _, returns, next_states, weights = transitions(buffer.sample_batch(4), GAMMA)
     start = next_states.observation[:, 0] - 2  # rewards start and start + 1 follow it
     assert set(start.tolist()) <= {0.0, 1.0}
     assert torch.equal(returns, start + GAMMA * (start + 1))
@@ -180,7 +179,7 @@ def _segments(rows: dict[str, torch.Tensor], length: int, first_stream: int = 0
 
 def _windows(buffer: ExperienceReplayBuffer) -> dict[tuple[float, int], tuple]:
     """Each stored window's transition by its first observation and action."""
-    states, actions, returns, next_states, _ = as_transitions(
+    states, actions, returns, next_states, _ = transitions(
         buffer.gather(torch.arange(len(buffer))), GAMMA)
     return {(float(states.observation[i, 0]), int(actions[i])): (
         round(float(returns[i]), 5), float(next_states.observation[i, 0]),

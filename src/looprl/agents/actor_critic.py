@@ -18,7 +18,7 @@ from looprl.approximation import Approximation
 from looprl.core import Policy, RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
 from looprl.nn import ActorCriticModel, orthogonal_init
-from looprl.nn.fields import Backbone, field_shapes, observation_fields
+from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q
 from looprl.policies.distributions import CategoricalHead, GaussianActor, GaussianHead
 
@@ -159,7 +159,9 @@ class ActorCriticPolicy(Policy):
     the sampling. ``rollout`` takes ``obs`` and ``policy_state`` rows ``[B, ...]`` (evaluation
     rows: the mode); ``analyze(sample, target)`` rows ``[T, B, ...]`` (GRU: with
     ``policy_state``, ``done``, ``truncated``; unrolled from ``policy_state[0]``, the memory
-    reset after episode ends), ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values."""
+    reset after episode ends), ``"ppo"`` an ``ActorCriticAnalysis``, ``"value"`` the values.
+    The network reads ``obs`` as ``observation_tensor(obs, device, strict=False)`` gives it:
+    an array or a one-field ``NamedArray`` as its tensor, several fields as a ``NamedArray``."""
 
     def __init__(self, approximation: Approximation, head: Any, seed: int | None = None):
         self.approximation = approximation
@@ -186,19 +188,13 @@ class ActorCriticPolicy(Policy):
     def approximations(self) -> dict[str, Approximation]:
         return {self.approximation.name: self.approximation}
 
-    def _obs(self, obs: Any) -> Any:
-        """``obs`` (an array, or a ``NamedArray``/dict of fields) as tensors on the device."""
-        if isinstance(obs, NamedArray | dict):
-            return NamedArray(**{k: None if v is None else as_tensor(v, self.device)
-                                 for k, v in obs.items()})
-        return as_tensor(obs, self.device)
-
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions, log-probs, values and next policy states for a batch (no gradients)."""
         state = request.policy_state if self.recurrent else None
         with torch.no_grad():
             hx = self.module.memory_in(state) if state is not None else None
-            params, value, _, next_hx = self.module(self._obs(request.obs), hx)
+            obs = observation_tensor(request.obs, self.device, strict=False)
+            params, value, _, next_hx = self.module(obs, hx)
             if value.dim() != 1:
                 raise ValueError(f"rollout takes obs batched along dim 0 only, got leading "
                                  f"shape {tuple(value.shape)}")
@@ -215,7 +211,7 @@ class ActorCriticPolicy(Policy):
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """The action head's parameters (logits if discrete) and the values (PLR)."""
         with torch.no_grad():
-            params, value = self.module(self._obs(obs))[:2]
+            params, value = self.module(observation_tensor(obs, self.device, strict=False))[:2]
         return params.float().cpu(), value.float().reshape(-1).cpu()
 
     def analyze(self, sample: Any, target: str | None = None, entropy: bool = True,
@@ -228,7 +224,8 @@ class ActorCriticPolicy(Policy):
             raise ValueError(f"unknown analyze target {target!r}; {type(self).__name__} "
                              "supports 'ppo' and 'value'")
         hx, reset = self._unroll_inputs(sample) if self.recurrent else (None, None)
-        params, value, aux, _ = self.approximation(self._obs(sample.obs), hx, reset)
+        obs = observation_tensor(sample.obs, self.device, strict=False)
+        params, value, aux, _ = self.approximation(obs, hx, reset)
         if target == "value":
             return ActorCriticAnalysis(log_prob=None, entropy=None, value=value, aux_value=aux)
         action = as_tensor(sample.action, self.device)

@@ -3,7 +3,7 @@
 Subclass it, hand your network to ``super().__init__``, then write ``default_policy_state``,
 ``rollout`` and ``analyze``; the base gives a device (``"cpu"`` by default, unlike SRL's), a
 ``version``, DDP (``distributed()``: ``net`` is then the wrapper) and checkpoints loadable
-with ``torch.load(..., weights_only=True)``::
+with ``torch.load(..., weights_only=True)``; ``looprl.nn.fields.observation_tensor`` reads obs::
 
     class MyPolicy(SingleModelPytorchPolicy):
         def __init__(self, hidden: int = 64, device: str = "cpu"):
@@ -11,7 +11,7 @@ with ``torch.load(..., weights_only=True)``::
 
         def rollout(self, requests, **kwargs):
             with torch.no_grad():
-                logits = self.net(torch.as_tensor(requests.obs.obs, device=self.device))
+                logits = self.net(observation_tensor(requests.obs, self.device))
             ...
 """
 

@@ -3,6 +3,7 @@ from the run directory's ``policy.pt`` and ``algorithm.pt`` (its ``AlgorithmSpec
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
 from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, play_and_show
+from looprl.presets.catalog import rendering
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
 
@@ -70,13 +72,11 @@ def watch_run(
 def _render_env(spec: AlgorithmSpec, window: bool) -> tuple[Any, bool]:
     """The run's environment, built to draw a window or to render frames; whether a window."""
     from looprl.environments.srl import make
+    build = partial(make, spec.env, **spec.env_args)
     if window:
         try:
-            return make(spec.env, **spec.env_args, render_mode="human"), True
+            return build(render_mode="human"), True
         except (TypeError, ValueError):
             pass  # no window here (e.g. Atari): frames into a GIF
     offscreen_rendering()
-    try:
-        return make(spec.env, **spec.env_args, render_mode="rgb_array"), False
-    except TypeError:
-        return make(spec.env, **spec.env_args), False
+    return rendering(build, "rgb_array"), False

@@ -12,7 +12,7 @@ from typing import Any
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["FAMILIES", "available_agents", "context_sets", "env_for", "make_contextual",
-           "make_env", "resolve_agent"]
+           "make_env", "rendering", "resolve_agent"]
 
 FAMILIES = ("classic_control", "atari", "continuous", "multiagent")
 #: SRL names of the adapters (``looprl.environments.srl``), not environments of their own
@@ -59,22 +59,23 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
     from looprl.environments.multiagent import make_zoo_env
     if kind == "gym":  # (by the import path: Ray's actors import it too)
-        return _rendering(partial(GymEnvironment, env_id), render_mode)
+        return rendering(partial(GymEnvironment, env_id), render_mode)
     if agent.startswith("atari."):
         return AtariEnvironment(env_id)
     if agent.startswith("continuous.") and is_mujoco_id(env_id):
-        return _rendering(partial(MujocoEnvironment, env_id), render_mode)
+        return rendering(partial(MujocoEnvironment, env_id), render_mode)
     if agent.startswith("multiagent.") and render_mode is None:
         return MultiagentPettingZooEnv(env_id)
     if agent.startswith("multiagent."):  # (the game, named as above)
-        zoo_env = _rendering(partial(make_zoo_env, env_id), render_mode)
+        zoo_env = rendering(partial(make_zoo_env, env_id), render_mode)
         return MultiagentPettingZooEnv(zoo_env, name=env_id.rpartition(".")[2])
-    return _rendering(partial(GymEnvironment, env_id), render_mode)
+    return rendering(partial(GymEnvironment, env_id), render_mode)
 
 
-def _rendering(build: Callable[..., Any], render_mode: str | None) -> Any:
+def rendering(build: Callable[..., Any], render_mode: str | None) -> Any:
     """``build(render_mode=render_mode)``, or ``build()`` without a ``render_mode`` or where
-    the environment's constructor takes none (a ``TypeError``)."""
+    the environment's constructor takes none (a ``TypeError``): an environment to watch, as
+    ``make_env`` and ``looprl watch`` of a distributed run build it."""
     if render_mode is not None:
         with warnings.catch_warnings():  # (Gymnasium's: the mode is not among its modes)
             warnings.filterwarnings("ignore", ".*render_mode", UserWarning)
@@ -105,7 +106,7 @@ def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None)
         raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
                          "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
                          "gymnasium.Env class for the single-agent ones")
-    env = _rendering(partial(make, name), render_mode)
+    env = rendering(partial(make, name), render_mode)
     return MultiagentPettingZooEnv(SRLParallelEnv(env, env_id), name=env_id,
                                    remote=(env_id, {}))
 
