@@ -59,3 +59,86 @@ def test_ray_evaluation_of_a_never_ending_environment_ends_at_the_cap(monkeypatc
     preset = dqn.hyperparameters(hidden=8).env(GymEnvironment("LooprlEndless-v0")).build()
     spec, _ = AlgorithmSpec.of_preset(preset, frames=100)
     assert evaluate(spec, None, episodes=2) == [30.0, 30.0]
+
+
+class EndsAt3(Endless):
+    """Reward 1 at every step; terminates after 3 steps."""
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.t += 1
+        obs, reward, _, truncated, info = super().step(action)
+        return obs, reward, self.t == 3, truncated, info
+
+
+def _step(runner, steps: int) -> list:
+    """``steps`` steps of action 0; ``(copy, return, length)`` of the episodes that ended."""
+    from looprl.core import RolloutResult
+
+    for _ in range(steps):
+        request = runner.request()
+        runner.step(0, RolloutResult(action=np.zeros(len(request.done), np.int64)))
+    return [(e.env, e.ret, e.length) for e in runner.pop_episodes()]
+
+
+def test_a_vector_environment_cut_reports_the_long_episode_and_restarts_every_copy(
+        caplog) -> None:
+    from looprl.collector import EnvRunner
+    from looprl.environments.duplicate import DuplicateEnvironment
+
+    env = DuplicateEnvironment([GymEnvironment(Endless(), name="endless"),
+                                GymEnvironment(EndsAt3())])
+    runner = EnvRunner(env, segment_length=None, seed=0, max_episode_steps=4)
+    with caplog.at_level(logging.WARNING):
+        assert _step(runner, 4) == [(1, 3.0, 3), (0, 4.0, 4)]  # (copy 1 reset at step 4)
+    assert runner.request().done.tolist() == [True, True]  # both truncated: all restart
+    assert _step(runner, 1) == [] and runner.request().done.tolist() == [False, False]
+    assert _step(runner, 4) == [(1, 3.0, 3), (0, 4.0, 4)]  # (the restart earned nothing)
+    assert caplog.text.count("an episode of endless ran 4 steps without ending") == 2
+
+
+def test_training_on_a_vector_environment_is_not_cut_play_episodes_is(monkeypatch) -> None:
+    from looprl.collector import EnvRunner
+    from looprl.core import RolloutResult
+    from looprl.experiments.episodes import play_episodes
+
+    monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 5)  # (the env's episode_cap)
+    runner = EnvRunner(GymEnvironment(Endless()).duplicate(2), segment_length=None, seed=0)
+    assert runner.max_episode_steps is None and _step(runner, 12) == []
+    played = play_episodes(runner, lambda r: RolloutResult(action=np.zeros(2, np.int64)), 2)
+    assert [(e.ret, e.length) for e in played] == [(13.0, 13)] * 2  # (cut at its first step)
+    assert runner.max_episode_steps is None and _step(runner, 12) == []
+
+
+def test_every_copy_of_every_group_is_cut_at_the_cap() -> None:
+    """SRL copies in two groups, one ahead of the other; the cap changed on the way."""
+    from looprl.collector import EnvRunner
+    from looprl.core import RolloutResult
+    from looprl.environments.srl import Environment, step_result
+
+    class Forever(Environment):
+        agent_count = 1
+
+        def reset(self) -> list:
+            return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)]
+
+        def step(self, actions: list) -> list:
+            return [step_result({"obs": np.zeros(2, np.float32)}, 1.0, False)]
+
+    def step(runner, group: int) -> None:
+        request = runner.request(group)
+        runner.step(group, RolloutResult(action=np.zeros(len(request.done), np.int64)))
+
+    runner = EnvRunner(Forever, n_envs=2, groups=2, segment_length=None, seed=0,
+                       max_episode_steps=100)
+    for _ in range(3):
+        step(runner, 0)
+    runner.max_episode_steps = 6
+    for _ in range(20):
+        step(runner, 0)
+        step(runner, 1)
+    episodes = [(e.env, e.length) for e in runner.pop_episodes()]
+    assert sorted(set(episodes)) == [(0, 6), (1, 6)] and len(episodes) >= 4

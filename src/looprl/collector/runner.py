@@ -53,8 +53,10 @@ class EnvRunner:
         first_stream: this runner's first stream number in its segments' ``stream`` field.
         restarts: recover from an exception in an env copy (``None``: raise it): its episode
             is cut, the copy rebuilt (a vector environment: all of it), reseeded and reset.
-        max_episode_steps: cut an SRL copy's episode at this many steps (truncated), with a
-            warning (``None``: the first copy's ``episode_cap``).
+        max_episode_steps: cut an episode at this many steps (truncated), report it and warn:
+            an SRL copy's alone; in a vector environment, which cannot reset one copy, every
+            copy then restarts (``truncate``). ``None``: an SRL env's ``env_cap``; a vector
+            environment's episodes are not cut (its own time limits end them).
 
     Attributes:
         env_call: ``(time.monotonic() at its start, copy, method)`` of the env call in
@@ -75,13 +77,13 @@ class EnvRunner:
             raise ValueError(f"segment_length must be >= 1 (or None: no rows kept), got "
                              f"{segment_length}")
         self.restarts = restarts
-        self.max_episode_steps = max_episode_steps
         self.seed = seed
         self.env_call: tuple[float, int | None, str] | None = None
         self.envs, self._copies, n_envs, groups = env_copies(env_name, env_args, n_envs,
                                                              groups, process)
         if max_episode_steps is None and not self._copies.plain:
-            self.max_episode_steps = episode_cap(self.envs[0])
+            max_episode_steps = self.env_cap
+        self.max_episode_steps = max_episode_steps
         self.exploration = exploration
         self.is_evaluation = is_evaluation
         self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
@@ -126,6 +128,21 @@ class EnvRunner:
     def agent_count(self) -> int:
         """Agents per env copy."""
         return self._copies.agent_count
+
+    @property
+    def env_cap(self) -> int:
+        """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
+        return episode_cap(self.envs if self._copies.plain else self.envs[0])
+
+    @property
+    def max_episode_steps(self) -> int | None:
+        """The steps at which an episode is cut (``None``: none is)."""
+        return self._cap
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, steps: int | None) -> None:
+        self._cap = steps
+        self._unchecked = 0  # advances before an episode can reach the cap (``_cut_long``)
 
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
@@ -211,8 +228,10 @@ class EnvRunner:
             return
         stepped = self._copies.step(self, group, asked, action)
         self.env_seconds += time.perf_counter() - start
-        if self.max_episode_steps is not None:
-            _cut_long_episodes(self, stepped)
+        if self._cap is not None:
+            self._unchecked -= 1
+            if self._unchecked <= 0:
+                _cut_long(self, stepped)
         if self.hooks is not None and len(asked):
             _after_step(self, asked, obs, action, stepped)
 
@@ -335,20 +354,27 @@ def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
             np.concatenate((action[keep], *(row[1] for row in rows))))
 
 
-def _cut_long_episodes(runner: EnvRunner, stepped: np.ndarray) -> None:
-    """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long."""
-    long = stepped & ~runner._over & (runner._lengths >= runner.max_episode_steps)
-    for i in np.flatnonzero(long).tolist():
-        streams = np.flatnonzero(runner._copy == i)
-        waiting = ~runner._present[streams]  # (agents whose turn has not come again)
-        runner._truncated[streams[~waiting & ~runner._done[streams]]] = True
-        runner.cut_episodes(streams[waiting])
-        runner._over[i] = True
-        log.warning("an episode of %s ran %d steps without ending: cut there (the "
-                    "cap: the env's max_episode_steps, else %d)", runner._copies.name,
-                    runner.max_episode_steps, DEFAULT_EPISODE_CAP)
+def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:
+    """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long: an SRL
+    copy's alone; a vector environment's copies all restart. An episode grows by one step an
+    ``advance`` at most: the next check waits until one can reach the cap."""
+    cap = runner._cap
+    runner._unchecked = max(1, cap - int(runner._lengths.max()))
+    long = stepped & ~runner._over & (runner._lengths >= cap)
     if long.any():
+        log.warning("an episode of %s ran %d steps without ending: cut there (the cap: "
+                    "max_episode_steps, by default the env's time limit, else %d)",
+                    runner._copies.name, cap, DEFAULT_EPISODE_CAP)
+        runner._over |= long
         report_episodes(runner, long)
+        if runner._copies.plain:  # (a vector environment cannot reset one copy)
+            runner.truncate()
+            return
+        for i in np.flatnonzero(long).tolist():
+            streams = np.flatnonzero(runner._copy == i)
+            waiting = ~runner._present[streams]  # (agents whose turn has not come again)
+            runner._truncated[streams[~waiting & ~runner._done[streams]]] = True
+            runner.cut_episodes(streams[waiting])
 
 
 def _float32(value: Any) -> Any:

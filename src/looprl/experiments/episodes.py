@@ -4,7 +4,6 @@ evaluation episodes' step cap (``episode_cap``)."""
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 from collections.abc import Callable
@@ -19,8 +18,6 @@ from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 
 __all__ = ["DEFAULT_EPISODE_CAP", "check_episodes", "dashboard", "episode_cap", "play_episodes",
            "seed_everything", "single_action"]
-
-log = logging.getLogger(__name__)
 
 
 def seed_everything(seed: int) -> None:
@@ -64,8 +61,9 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     each of its requests; their ``Episode`` s, as they end.
 
     Each env copy plays its share (the first ``episodes % n`` copies one more), so that short
-    episodes are not favoured. ``show()`` runs once per state. An episode is cut after
-    ``max_steps`` steps, with a warning, and counted; every copy then starts a new episode.
+    episodes are not favoured. ``show()`` runs once per state. The runner cuts an episode
+    after ``max_steps`` steps (default: its ``max_episode_steps``, else its ``env_cap``), with
+    a warning, and it is counted; in a vector environment every copy then starts a new episode.
     """
     check_episodes(episodes)
     copies = len(runner.running_returns)
@@ -75,27 +73,23 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     quota = np.full(copies, episodes // copies)
     quota[: episodes % copies] += 1
     played: list[Episode] = []
-    steps = np.zeros(copies, int)  # (< 0: the next step resets the copy)
-    show()
-    while quota.any():
-        request = runner.request()
-        long = (steps >= max_steps) & (quota > 0)
-        if long.any():
-            played += _cut(runner, np.flatnonzero(long), steps, max_steps)
-            quota -= long
-            if not quota.any():
-                break
-            steps[:] = -1
-        runner.record(0, None if request is None else act(request))
-        runner.segments()  # (not kept; none from a runner built without a buffer)
-        runner.advance()
-        steps = np.where(steps < 0, 0, steps + 1)
-        for episode in runner.pop_episodes():  # (counted while its copy has a share left)
-            steps[episode.env] = -1
-            if quota[episode.env] > 0:
-                played.append(episode)
-                quota[episode.env] -= 1
+    own = runner.max_episode_steps
+    runner.max_episode_steps = int(max_steps if max_steps < math.inf else (
+        runner.env_cap if own is None else own))
+    try:
         show()
+        while quota.any():
+            request = runner.request()
+            runner.record(0, None if request is None else act(request))
+            runner.segments()  # (not kept; none from a runner built without a buffer)
+            runner.advance()
+            for episode in runner.pop_episodes():  # (counted while its copy has a share left)
+                if quota[episode.env] > 0:
+                    played.append(episode)
+                    quota[episode.env] -= 1
+            show()
+    finally:
+        runner.max_episode_steps = own
     return played
 
 
@@ -105,17 +99,3 @@ def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0)
             episodes < least):
         raise ValueError(f"{caller} plays a whole number of episodes >= {least}, got "
                          f"{episodes!r:.40}")
-
-
-def _cut(runner: EnvRunner, long: np.ndarray, steps: np.ndarray, max_steps: float
-         ) -> list[Episode]:
-    """The episodes in progress of copies ``long``, ended here (all copies reset next)."""
-    unit = "turns" if runner.agent_count > 1 else "steps"
-    name = getattr(runner.envs, "name", None) or type(runner.envs[0]).__name__
-    log.warning("an episode of %s was cut after %d %s: it ran %d %s without ending (max_steps)",
-                name, max_steps, unit, max_steps, unit)
-    runner.truncate()
-    running, each = runner.running_returns, runner.running_agent_returns
-    several = runner.agent_count > 1
-    return [Episode(float(running[i]), int(steps[i]), int(i),
-                    tuple(float(r) for r in each[i]) if several else ()) for i in long]
