@@ -184,7 +184,7 @@ def test_looprl_run_with_runtime_ray_trains_ape_x_dqn_through_a_policy_worker(lo
     assert len(results["eval"]["returns"]) == 2
     run_dir = tmp_path / "dqn" / "CartPole-v1"
     assert (run_dir / "throughput.csv").exists() and (run_dir / "policy.pt").exists()
-    assert "td" in (run_dir / "losses.csv").read_text()
+    assert "q," in (run_dir / "losses.csv").read_text()  # (its trainer's td: every 1,000th step)
     rows = [line.split(",") for line in (run_dir / "throughput.csv").read_text().splitlines()]
     batch_rows = [float(row[5]) for row in rows[1:] if row[5]]
     # 2 envs in 2 groups: 1 row per request; more rows per rollout = requests batched together
@@ -297,6 +297,8 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     the actor and the trainer, then a local evaluation."""
     import json
 
+    from tests.meta.test_log_scalars import _scalars
+
     from looprl.configs.app import main
 
     pytest.importorskip("pettingzoo")
@@ -309,13 +311,16 @@ def test_looprl_run_trains_independent_ppo_on_tictactoe_with_runtime_ray(local_r
     assert results["train"]["frames"] >= 300 and results["train"]["train_steps"] >= 2
     assert len(results["eval"]["returns"]) == 2
     run = tmp_path / "independent_ppo" / "tictactoe_v3"  # (the preset's name, as locally)
-    losses = (run / "losses.csv").read_text()
-    assert "player_1/policy" in losses and "player_2/policy" in losses
     meta = {key for values in results["train"]["meta"].values() for key in values}
     assert {"log/rnd/intrinsic_reward_mean/player_1",
             "log/rnd/intrinsic_reward_mean/player_2"} <= meta, meta
+    assert not (run / "losses.csv").exists()  # (each agent's trainer logs in its own, as locally)
+    assert not [tag for tag in _scalars(str(run)) if tag.startswith("log/rnd/")]
     tests = []
     for agent in ("player_1", "player_2"):  # each agent's returns, as locally (their sum is 0)
+        own = run / f"independent_ppo.{agent}" / "tictactoe_v3"
+        assert f"{agent}/policy," in (own / "losses.csv").read_text()  # (its trainer's, as locally)
+        assert _scalars(str(own))["log/rnd/intrinsic_reward_mean"]  # (its RND's, as locally)
         rows = (run / f"independent_ppo.{agent}" / "tictactoe_v3" /
                 "results.csv").read_text().splitlines()[1:]
         assert rows and any(float(row.split(",")[2]) != 0 for row in rows), rows

@@ -87,15 +87,23 @@ class StepLoop:
         return last
 
 
+#: A replay learner logs its trainer's statistics every this many gradient steps (by default).
+REPLAY_LOG_EVERY = 1000
+
+
 class Learner(StepLoop, AgentBase):
     """A ``trainer``, the ``buffer`` it learns from (a replay or an ``OnPolicyBuffer``) and the
     ``schedule`` of its steps (``None``: on-policy, one step per batch); ``logger`` receives the
-    statistics every ``log_every`` steps. ``hooks``: the run's ``MetaHub`` (or ``None``), whose
-    update hooks run around every step. Counters: ``observed`` transitions (on-policy: rows),
-    ``owed`` and ``updates`` trainer steps, ``received`` and ``dropped`` (stale) streams."""
+    statistics every ``log_every`` steps (``None``: ``REPLAY_LOG_EVERY`` with a schedule, else
+    every step), on every runtime (a Ray trainer's reach the run's logs). ``hooks``: the run's
+    ``MetaHub`` (or ``None``), whose update hooks run around every step. Counters: ``observed``
+    transitions (on-policy: rows), ``owed`` and ``updates`` trainer steps, ``received`` and
+    ``dropped`` (stale) streams."""
 
     def __init__(self, trainer: Trainer, buffer: Any, schedule: ReplaySchedule | None = None,
-                 logger: Logger | None = None, log_every: int = 1):
+                 logger: Logger | None = None, log_every: int | None = None):
+        if log_every is None:
+            log_every = REPLAY_LOG_EVERY if schedule is not None else 1
         check_count(log_every=log_every)
         self.trainer = trainer
         self.buffer = buffer

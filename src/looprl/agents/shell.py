@@ -88,12 +88,12 @@ class ReplayAgent(LearningAgent, Agent):
     replay in segments of the schedule's ``segment_length``, and the learner trains as its
     ``ReplaySchedule`` says (``minibatch_size``: its ``batch_size``, ``replay_start_size``: its
     ``min_size``), the step's priorities going back to the buffer; ``logger`` receives the
-    trainer's statistics every ``log_every`` gradient steps."""
+    trainer's statistics every ``log_every`` gradient steps (``Learner``'s default)."""
 
     def __init__(self, policy: Policy, trainer: Trainer, replay_buffer: Any,
                  minibatch_size: int = 32, replay_start_size: int = 1000,
                  update_frequency: int = 1, gradient_steps: int = 1,
-                 logger: Logger | None = None, log_every: int = 1000):
+                 logger: Logger | None = None, log_every: int | None = None):
         schedule = ReplaySchedule(minibatch_size, replay_start_size, update_frequency,
                                   gradient_steps)
         super().__init__(Actor(policy, SegmentBuffer(schedule.segment_length, 1)),

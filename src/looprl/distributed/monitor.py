@@ -139,17 +139,22 @@ class RunMonitor:
         return self.agent_logs[agent]
 
     def _record_meta(self, name: str, values: dict[str, float], frame: int) -> None:
-        """Log the ``log/*`` values of worker ``name``'s meta components at ``frame``."""
+        """Log the ``log/*`` values of worker ``name``'s meta components at ``frame``; an
+        agent's (``log/<key>/<agent>``) as ``log/<key>`` in its own run directory, as locally."""
         if not values:
             return
         self.result.meta.setdefault(name, {}).update(values)
-        if self.log is not None:
-            self.log.frame = frame
-            for key, value in values.items():
-                self.log.add_log(key[len("log/"):], value)
+        if self.log is None:
+            return
+        for key, value in values.items():
+            tag, _, agent = key.rpartition("/")
+            log = self.agent_log(agent) if agent in self.agents else self.log
+            log.frame = frame
+            log.add_log((tag if log is not self.log else key)[len("log/"):], value)
 
     def _record_trainer(self, stats: dict[str, Any]) -> None:
-        """The trainer's step count, and the mean of each statistic of its latest steps."""
+        """The trainer's step count, its ``hp/*`` values, the mean of each statistic of its
+        latest steps (the dashboard's losses) and what its learners logged (``LossRecorder``)."""
         self.result.train_steps = stats["steps"]
         self._record_meta(self.trainers[0], stats["meta"], self.result.frames)
         self.hyperparameters.update({key: _reading(value)
@@ -167,8 +172,6 @@ class RunMonitor:
         self.log.frame = self.result.frames
         if stats.get("hp"):
             self.log.add_hyperparameters(stats["hp"])
-        for key, mean in means.items():
-            self.log.add_loss(key, mean)
 
 
 def _reading(value: Any) -> Hyperparameter:

@@ -260,12 +260,13 @@ class LossRecorder(Logger):
 
 
 def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
-    """Give the approximations of ``core``'s policy and trainer ``LossRecorder`` s."""
+    """Give ``core``'s learners (each agent's) and the approximations of their policies and
+    trainers ``LossRecorder`` s: what they log reaches the run's logs as a local run's."""
     cores = getattr(core, "cores", None)
     names = core.policy.names if cores is not None else [None]
     recorders = []
     for learner, agent in zip(cores or [core], names, strict=True):
-        recorder = LossRecorder(learner, agent, trainers)
+        recorder = learner.logger = LossRecorder(learner, agent, trainers)
         for part in (learner.policy, learner.trainer):
             for approximation in getattr(part, "approximations", dict)().values():
                 approximation.logger = recorder
