@@ -100,9 +100,10 @@ def test_a_member_that_exploits_goes_on_in_a_run_directory_of_its_own(
     from looprl.environments import GymEnvironment
     from looprl.runners import pbt
 
-    spec = {"builder": small_ppo, "env": GymEnvironment("CartPole-v1"), "seed": 0,
-            "device": "cpu", "num_steps": 64, "interval": 64, "keys": ["hp/lr"],
-            "eval_episodes": 1, "logdir": str(tmp_path)}
+    parent = PBTRunner(small_ppo, GymEnvironment("CartPole-v1"), {"hp/lr": (1e-4, 1e-2)},
+                       eval_episodes=1, logdir=str(tmp_path))
+    spec = {"runner": parent.member_arguments(), "num_steps": 64, "interval": 64,
+            "keys": ["hp/lr"]}
     donor = _Tune(0)
     monkeypatch.setattr(pbt, "import_tune", lambda: donor)
     pbt._member({"hp_lr": 1e-3}, spec)
@@ -127,17 +128,13 @@ def test_a_member_runs_with_the_runners_meta_components_and_options(
         small_ppo, tmp_path, monkeypatch) -> None:
     """A member is the runner's replica: its meta components, logging and checkpoint options
     (as a trial of ES or Optuna on Ray), not a bare runner."""
-    from looprl.environments import GymEnvironment
     from looprl.meta import RND
     from looprl.runners import pbt
 
     parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, meta=[RND(seed=0)],
                        verbose=False, checkpoint_every=32, logdir=str(tmp_path))
-    options = {key: value for key, value in parent.replica_arguments().items()
-               if key not in ("agent", "env", "seed", "logdir", "quiet")}
-    spec = {"builder": small_ppo, "env": GymEnvironment("CartPole-v1"), "seed": 0,
-            "device": "cpu", "num_steps": 64, "interval": 64, "keys": ["hp/lr"],
-            "eval_episodes": 1, "logdir": str(tmp_path), "runner": options}
+    spec = {"runner": {**parent.member_arguments(), "eval_episodes": 1}, "num_steps": 64,
+            "interval": 64, "keys": ["hp/lr"]}
     monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
     pbt._member({"hp_lr": 1e-3}, spec)
     run_dir = tmp_path / "ppo" / "CartPole-v1" / "member000_gen000"

@@ -9,6 +9,7 @@ member002_gen000``, after an exploit in a new directory (``member002_gen003``).
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,10 +45,10 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     checkpoint = tune.get_checkpoint()
     index = _index(tune.get_context().get_trial_id())
     values = {key: config[tune_name(key)] for key in spec["keys"]}
-    options = dict(spec.get("runner", {}))  # (the runner's meta, logging, checkpoints, ...)
-    run_info = {**(options.pop("run_info", None) or {}), "runner": "pbt"}
-    member = Runner(spec["builder"], spec["env"], seed=spec["seed"] + index, quiet=True,
-                    logdir=spec["logdir"], device=spec["device"], run_info=run_info, **options)
+    options = dict(spec["runner"])  # (the runner's replica: its meta, logging, checkpoints, ...)
+    options["seed"] += index
+    options["run_info"] = {**(options["run_info"] or {}), "runner": "pbt"}
+    member = Runner(**options)
     if checkpoint is not None:  # exploit: continue from that checkpoint
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
@@ -62,7 +63,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     experiment = member.experiment
     while experiment.frame < spec["num_steps"]:
         experiment.train(frames=experiment.frame + spec["interval"])
-        returns = experiment.test(episodes=spec["eval_episodes"])
+        returns = experiment.test(episodes=options["eval_episodes"])
         with tempfile.TemporaryDirectory() as directory:
             save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
             (Path(directory) / MEMBER_FILE).write_text(
@@ -149,6 +150,14 @@ class PBTRunner(Runner):
             if any(set(values) != set(self.mutations) for values in initial):
                 raise ValueError(f"Each initial dict needs exactly the keys {sorted(mutations)}")
 
+    def member_arguments(self) -> dict[str, Any]:
+        """The ``Runner`` arguments of member 0 (member ``i`` is seeded ``seed + i``): the
+        runner's replica, quiet, on its own device, logging under ``logdir`` (else a new
+        temporary folder)."""
+        return {**self.replica_arguments(), "quiet": True,
+                "logdir": os.path.abspath(self.logdir or tempfile.mkdtemp()),
+                "device": "cuda" if self.gpus_per_member else "cpu"}
+
     def _space(self, key: str) -> Any:
         low, high, log = self.mutations[key]
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
@@ -189,13 +198,8 @@ class PBTRunner(Runner):
             hyperparam_mutations={name: self._space(key) for name, key in names.items()},
             quantile_fraction=self.quantile_fraction,
             resample_probability=self.resample_probability)
-        spec = {"builder": self.builder, "env": self.env, "seed": self.seed,
-                "device": "cuda" if self.gpus_per_member else "cpu",
-                "num_steps": self.num_steps, "interval": self.interval,
-                "keys": list(names.values()), "eval_episodes": self.eval_episodes,
-                "logdir": self.logdir or tempfile.mkdtemp(),
-                "runner": {key: value for key, value in self.replica_arguments().items()
-                           if key not in ("agent", "env", "seed", "logdir", "quiet")}}
+        spec = {"runner": self.member_arguments(), "num_steps": self.num_steps,
+                "interval": self.interval, "keys": list(names.values())}
         storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
         trainable = tune.with_resources(tune.with_parameters(_member, spec=spec),
                                         {"cpu": 1, "gpu": self.gpus_per_member})
