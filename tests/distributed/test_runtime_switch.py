@@ -1,7 +1,8 @@
 """The runtime is a switch: ``looprl run ... runtime=ray runtime.actors=1 runtime.sync=true``
 gives what ``runtime=local`` gives with the same seed, bit for bit: every episode of
-``results.csv`` and the final parameters. One code path makes it so: the local loop and the
-Ray actor run the same collector and policy (seeded alike), the local run and the trainer
+``results.csv``, the final evaluation's episodes and the final parameters. One code path makes
+it so: the local loop and the Ray actor run the same collector and policy (seeded alike), the
+local run and the trainer
 worker the same ``Learner`` (its replay seeded alike; independent learners: one per agent),
 and with ``sync`` the actor acts with the parameters a local run acts with. So what the
 local learning tests prove (SAC swings Pendulum up, DQN solves CartPole, independent DQN beats
@@ -29,7 +30,7 @@ def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: in
     ray = ["runtime=ray", "runtime.actors=1", "runtime.sync=true",
            f"runtime.envs_per_actor={copies}", "runtime.groups=1"] if runtime == "ray" else [
         f"checkpoint_every={FRAMES}"]
-    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=0",
+    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=3",
                  "logging.quiet=true", f"hydra.run.dir={run_dir}", *ray])
     assert code == 0
     (found,) = run_dir.glob("*/*/results.csv")
@@ -47,8 +48,8 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize(("algorithm", "env", "copies"), [
-    (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16"],
-     "CartPole-v1", 1),
+    (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
+      "algorithm.test_exploration=0.5"], "CartPole-v1", 1),  # (its evaluation draws too)
     (["algorithm=continuous/sac", "algorithm.replay_start_size=100", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "Pendulum-v1", 1),
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
@@ -73,6 +74,9 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     # results.json: a local run's keys, with the same values (its episodes, frames, mean)
     assert {key: trained[key] for key in local_train if key != "wall_time"} == {
         key: value for key, value in local_train.items() if key != "wall_time"}
+    # the final evaluation: the same episodes (its actor and env resets seeded alike)
+    assert results["ray"]["eval"] == results["local"]["eval"]
+    assert (ray / "test_returns.csv").read_text() == (local / "test_returns.csv").read_text()
     mine, theirs = _local_parameters(local), _ray_parameters(ray)
     assert mine.keys() == theirs.keys()
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)

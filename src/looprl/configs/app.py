@@ -79,7 +79,8 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     evaluation = summary([])
     if cfg.test_episodes and (Path(result.log_dir or "") / "policy.pt").is_file():
         env, test_env = make_envs(cfg.algorithm.preset, cfg)
-        evaluation = final_evaluation(run, cfg.test_episodes, env, test_env)
+        evaluation = {**final_evaluation(run, cfg.test_episodes, env, test_env),
+                      "step": result.frames}  # (as a runner reports it)
         run.close()
         for made in (env, test_env):
             if made is not None:

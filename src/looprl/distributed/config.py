@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from looprl.core import ParallelPreset
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
@@ -33,6 +34,8 @@ class AlgorithmSpec:
         meta: meta components; each worker runs its own copy.
         label: the environment's name in logs and the run directory (``None``: ``env_label``
             derives it; ``of_preset``: the preset's env name, as a local run names it).
+        test_copies: env copies the final evaluation plays at most (``of_preset``: a parallel
+            preset's ``n_envs``, as a local run's evaluation).
     """
 
     env: str
@@ -50,6 +53,7 @@ class AlgorithmSpec:
     registrations: dict[str, tuple[str, Any]] = field(default_factory=dict)
     meta: list[Any] = field(default_factory=list)
     label: str | None = None
+    test_copies: int = 1
 
     def __post_init__(self) -> None:
         _check_names(self)
@@ -77,7 +81,9 @@ class AlgorithmSpec:
                    trainer=functools.partial(preset.trainer, train_steps=train_steps),
                    meta=list(preset.meta), copies=_local_copies(preset, env, env_args),
                    process=process() if process is not None else None,
-                   label=getattr(preset, "env_name", None), **learning)
+                   label=getattr(preset, "env_name", None),
+                   test_copies=preset.n_envs if isinstance(preset, ParallelPreset) else 1,
+                   **learning)
         return spec, implied
 
     @property
@@ -210,7 +216,6 @@ def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
     """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id or an Atari game."""
     import gymnasium as gym
 
-    from looprl.core import ParallelPreset
     from looprl.environments.duplicate import atari_copies, gym_copies
     from looprl.environments.srl import registered_environments
     one_by_one = not isinstance(preset, ParallelPreset)

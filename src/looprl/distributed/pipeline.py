@@ -4,6 +4,7 @@ environment, a policy and that learner in one process, as on Ray. No Ray here.""
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from looprl.agents.actor import Actor
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
@@ -140,11 +142,19 @@ def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: i
 
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
                         episodes: int = 10, seed: int = 0) -> list[Episode]:
-    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return)."""
+    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return): the policy's
+    evaluation ``Actor``, its random numbers seeded with ``seed``, over ``min(test_copies,
+    episodes)`` env copies reset from ``seed`` (the preset's local copies where it has them),
+    as a local run's evaluation."""
     from looprl.experiments.episodes import play_episodes
     policy = spec.make_policy()
     if checkpoint is not None:
         policy.load_checkpoint(checkpoint)
-    runner = EnvRunner(spec.make_env, None, 1, None, policy.default_policy_state, seed=seed,
-                       is_evaluation=True)
-    return play_episodes(runner, policy.rollout, episodes)
+    actor = Actor(policy, evaluation=True)
+    actor.seed(seed)
+    copies = max(1, min(spec.test_copies, episodes))
+    runner = EnvRunner(
+        functools.partial(spec.copies, copies) if spec.copies is not None else spec.make_env,
+        None, copies, None, policy.default_policy_state, seed=seed, is_evaluation=True,
+        process=spec.make_process() if spec.copies is not None else None)
+    return play_episodes(runner, actor.rollout, episodes)

@@ -65,7 +65,14 @@ class Experiment:
         checkpoint_every: save ``checkpoint.pt`` every this many frames.
         checkpoint_replay: checkpoints hold the replay buffer (``False``: saved empty).
         keep_checkpoints: also keep the last this many as ``checkpoint_<frame>.pt``.
+
+    Attributes:
+        seeded_test: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (a
+            ``SingleEnvExperiment``: off, its environment's own random state, as seed 003;
+            looprl's runners turn it on, so that every runtime evaluates alike).
     """
+
+    seeded_test = True
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
                  train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
@@ -241,9 +248,11 @@ class Experiment:
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``) in the
-        vector environment (or in ``min(n_envs, episodes)`` copies of ``env``: then not
-        logged); their returns."""
+        """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``; its random
+        numbers and the environments' resets seeded with ``seed + TEST_SEED_OFFSET``, as a Ray
+        run's evaluation, unless ``seeded_test`` is off) in ``min(n_envs, episodes)`` copies of
+        the environment (a single environment: in it), or of ``env`` (then not logged); their
+        returns."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         agent = self._test_agent()
         given = env is not None
@@ -251,10 +260,13 @@ class Experiment:
         env = env.duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
-        runner = EnvRunner(env, segment_length=None, seed=self._test_seed(given),
-                           is_evaluation=True)
+        seeded = self.seed is not None and (given or self.seeded_test)
+        seed = self.seed + TEST_SEED_OFFSET if seeded else None
+        if seed is not None and callable(getattr(agent, "seed", None)):
+            agent.seed(seed)  # (its random numbers: those of a Ray run's evaluation)
+        runner = EnvRunner(env, segment_length=None, seed=seed, is_evaluation=True)
         played = play_episodes(runner, lambda _: RolloutResult(
-            action=self._acts(agent, runner.states())), episodes, max_steps=episode_cap(env))
+            action=self._acts(agent, runner.states())), episodes)
         returns = [episode.ret for episode in played]
         if env is not self.vector_env:
             env.close()
@@ -265,10 +277,6 @@ class Experiment:
 
     def _test_agent(self) -> Any:
         return self.preset.parallel_test_agent()
-
-    def _test_seed(self, given: bool) -> int | None:
-        """The seed of the evaluation environments' reset (``seed + TEST_SEED_OFFSET``)."""
-        return None if self.seed is None else self.seed + TEST_SEED_OFFSET
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         """Copies of the environment, else of the training environments, else they."""
@@ -309,6 +317,8 @@ class SingleEnvExperiment(Experiment):
     """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging): the
     collector over ``DuplicateEnvironment([env])``. Evaluation plays in ``env``."""
 
+    seeded_test = False
+
     def _vector_env(self, preset: Any, env: Any) -> VectorEnvironment:
         if not isinstance(env, Environment):
             raise TypeError(f"SingleEnvExperiment trains in one Environment, got {type(env)}: "
@@ -320,10 +330,6 @@ class SingleEnvExperiment(Experiment):
 
     def _test_agent(self) -> Any:
         return self.preset.test_agent()
-
-    def _test_seed(self, given: bool) -> int | None:
-        """None (the environment's own random state, as seed 003) unless ``env`` was given."""
-        return super()._test_seed(given) if given else None
 
     def _test_env(self, copies: int) -> VectorEnvironment:
         return self.vector_env

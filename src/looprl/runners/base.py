@@ -266,9 +266,10 @@ class Runner:
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
         """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``):
-        ``final_evaluation`` of its experiment."""
+        ``final_evaluation`` of its experiment, seeded as a Ray run's (``seeded_test``)."""
         self._require_agent()
         episodes = self.eval_episodes if episodes is None else int(episodes)
+        self.experiment.seeded_test = True  # (as a Ray run's evaluation is)
         return {**final_evaluation(self.experiment, episodes, self.env, self.test_env),
                 "step": self.experiment.frame}
 

@@ -79,10 +79,15 @@ class DQNClassicControlPreset(QPreset):
         return hp["n_steps"] if self.apex or hp["buffer"] == "nstep" else 1
 
     def _policy(self, q: Any) -> DQNPolicy:
+        """The exploring policy (Ape-X's rate, or the ``exploration`` policy), evaluating at
+        ``test_exploration`` as the test agent does."""
+        evaluation = self.hyperparameters.get("test_exploration", 0.0)
         if self.apex:  # one actor here; on Ray each actor's rate overrides it
-            return DQNPolicy(q, self.num_actions, apex_epsilons(1)[0])
+            return DQNPolicy(q, self.num_actions, apex_epsilons(1)[0],
+                             evaluation_epsilon=evaluation)
         exploration = exploration_policy(self.hyperparameters, q, self.num_actions, self.name)
-        return DQNPolicy(q, self.num_actions, exploration=exploration)
+        return DQNPolicy(q, self.num_actions, exploration=exploration,
+                         evaluation_epsilon=evaluation)
 
 
 dqn = PresetBuilder("dqn", default_hyperparameters, DQNClassicControlPreset)
