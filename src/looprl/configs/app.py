@@ -73,7 +73,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     """``runtime=ray``: the run on Ray workers, then the final evaluation a local run makes
     (``final_evaluation``) of its final policy, here."""
     from looprl.configs import build_distributed, make_envs
-    from looprl.runners.evaluation import final_evaluation, summary
+    from looprl.runners.evaluation import final_evaluation, mean_return, summary
     run = build_distributed(cfg, output_dir)
     result = run.run()
     evaluation = summary([])
@@ -88,7 +88,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     elif cfg.test_episodes:  # never score an untrained policy as the run's result
         log.warning("no test episodes: the run saved no final policy (%s)", result.log_dir)
     train = {"step": result.frames, "episodes": len(result.returns),  # (a local run's keys)
-             "returns": list(result.returns), "mean_return": _mean(result.returns),
+             "returns": list(result.returns), "mean_return": mean_return(result.returns),
              "wall_time": result.seconds, "frames": result.frames,
              "train_steps": result.train_steps,
              "seconds": result.seconds, "frames_per_second": result.frames_per_second,
@@ -99,10 +99,6 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
                  run.name, cfg.env, run.runtime.actors, result.frames,
                  result.frames_per_second, evaluation["mean_eval_reward"])
     return _write_results(cfg, output_dir, train, evaluation)
-
-
-def _mean(returns: list[float]) -> float:
-    return math.fsum(returns) / len(returns) if returns else math.nan
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

@@ -127,8 +127,9 @@ class DistributedRun:
         if self.result.log_dir is None or not policy.is_file():
             raise FileNotFoundError(f"DistributedRun.test evaluates the final policy, and the run "
                                     f"saved none ({policy}): run it first, with a logdir")
-        spec = self.spec if env is None else replace(
-            self.spec, **dict(zip(("env", "env_args"), env.remote_env(), strict=True)))
+        spec, made = self.spec, None if env is None else env.remote_env()
+        if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
+            spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         played = evaluation_episodes(spec, torch.load(policy, map_location="cpu"), episodes,
                                      seed=self.test_seed)
         returns = [episode.ret for episode in played]

@@ -31,7 +31,7 @@ from looprl.experiments.logger import ExperimentLogger
 from looprl.experiments.run import make_experiment
 from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
-from looprl.runners.evaluation import final_evaluation
+from looprl.runners.evaluation import final_evaluation, mean_return
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
@@ -261,7 +261,7 @@ class Runner:
         self.experiment.train(frames=self.experiment.frame + int(num_steps))
         returns = logger.returns[seen:]
         return {"step": self.experiment.frame, "episodes": self.experiment.episode,
-                "returns": returns, "mean_return": float(np.mean(returns)) if returns else math.nan,
+                "returns": returns, "mean_return": mean_return(returns),
                 "wall_time": time.perf_counter() - start}
 
     def evaluate(self, episodes: int | None = None) -> dict[str, Any]:

@@ -13,7 +13,8 @@ import numpy as np
 from looprl.environments.contextual import ContextualEnvironment
 from looprl.experiments.logger import ExperimentLogger
 
-__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "summary"]
+__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "mean_return",
+           "summary"]
 
 #: The names of the two evaluated sets (in ``results.json``, TensorBoard and CSV files).
 SETS = ("train_set", "test_set")
@@ -66,10 +67,16 @@ def summary(returns: list[float], held_out: list[float] | None = None) -> dict[s
     """``EVAL_KEYS`` but ``step`` of ``returns`` (with ``held_out``: of those, and both sets'
     under ``train_set`` and ``test_set``)."""
     returns = [float(r) for r in returns]
-    results = {"mean_eval_reward": float(np.mean(returns)) if returns else math.nan,
+    results = {"mean_eval_reward": mean_return(returns),
                "std_eval_reward": float(np.std(returns)) if returns else math.nan,
                "returns": returns, "episodes": len(returns)}
     if held_out is None:
         return results
     test_set = summary(held_out)
     return {**test_set, "train_set": results, "test_set": test_set}
+
+
+def mean_return(returns: list[float]) -> float:
+    """The mean of ``returns`` as every report of a run computes it (``nan``: none), on both
+    runtimes."""
+    return float(np.mean(returns)) if len(returns) else math.nan
