@@ -119,6 +119,13 @@ class AlgorithmSpec:
         """A fresh ``process`` of the states of ``copies`` (``None``: none)."""
         return None if self.process is None else self.process()
 
+    def collector_env(self, n: int, local: bool = True) -> tuple[Callable[[], Any], Any]:
+        """What an ``EnvRunner`` of ``n`` copies steps, and its ``process``: the preset's local
+        ``copies`` where it has them and ``local`` says so, else SRL copies of ``env``."""
+        if local and self.copies is not None:
+            return functools.partial(self.copies, n), self.make_process()
+        return self.make_env, None
+
     def make_policy(self) -> Any:
         """A fresh policy."""
         from looprl.core import Policy

@@ -4,7 +4,6 @@ environment, a policy and that learner in one process, as on Ray. No Ray here.""
 from __future__ import annotations
 
 import copy
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,8 +152,7 @@ def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
     actor = Actor(policy, evaluation=True)
     actor.seed(seed)
     copies = max(1, min(spec.test_copies, episodes))
-    runner = EnvRunner(
-        functools.partial(spec.copies, copies) if spec.copies is not None else spec.make_env,
-        None, copies, None, policy.default_policy_state, seed=seed, is_evaluation=True,
-        process=spec.make_process() if spec.copies is not None else None)
+    build, process = spec.collector_env(copies)
+    runner = EnvRunner(build, None, copies, None, policy.default_policy_state, seed=seed,
+                       is_evaluation=True, process=process)
     return play_episodes(runner, actor.rollout, episodes)

@@ -153,11 +153,10 @@ class ActorWorker(Worker):
         torch.manual_seed(own_seed)
         self.actor = Actor(policy)
         seed_units(own_seed, self.actor)
-        local_copies = spec.copies is not None and (self.local is not None or bool(spec.process))
+        build, process = spec.collector_env(runtime.envs_per_actor,
+                                            self.local is not None or bool(spec.process))
         self.runner = EnvRunner(
-            functools.partial(spec.copies, runtime.envs_per_actor) if local_copies
-            else spec.make_env, None,
-            runtime.envs_per_actor,
+            build, None, runtime.envs_per_actor,
             None if self.trainer is None else runtime.segment_length,  # (no rows: none sent)
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
             seed=own_seed, exploration=exploration, is_evaluation=evaluation,
@@ -165,7 +164,7 @@ class ActorWorker(Worker):
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
             restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"),
-            process=spec.make_process() if local_copies else None,
+            process=process,
         )
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
