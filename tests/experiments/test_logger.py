@@ -378,3 +378,19 @@ def test_a_local_dqn_run_logs_its_trainers_statistics(tmp_path: Path) -> None:
     accumulator = EventAccumulator(run.logger.log_dir, size_guidance={"scalars": 0})
     accumulator.Reload()
     assert {"loss/q", "loss/td", "loss/loss"} <= set(accumulator.Tags()["scalars"])
+
+
+def test_every_report_of_the_last_100_returns_is_one_mean(tmp_path: Path) -> None:
+    """The progress line's mean (local and runner loggers) and a Ray run's agree bit for bit."""
+    from looprl.distributed.run_state import DistributedResult
+    from looprl.runners.base import MemoryLogger
+
+    # (fsum and np.mean differ on these: one way of computing it, not two)
+    returns = [0.2 * ((i * 37) % 101) + 1e6 * (i % 3 == 0) - 3.3 for i in range(250)]
+    memory, ray = MemoryLogger(), DistributedResult(returns=list(returns))
+    with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
+        for ret in returns:
+            logger.add_episode_return(ret)
+            memory.add_episode_return(ret)
+        assert logger.mean_return100 == memory.mean_return100 == ray.mean_return()
+        assert logger.mean_return100 == float(np.mean(returns[-100:]))

@@ -73,7 +73,8 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     """``runtime=ray``: the run on Ray workers, then the final evaluation a local run makes
     (``final_evaluation``) of its final policy, here."""
     from looprl.configs import build_distributed, make_envs
-    from looprl.runners.evaluation import final_evaluation, mean_return, summary
+    from looprl.experiments.logger import mean_return
+    from looprl.runners.evaluation import final_evaluation, summary
     run = build_distributed(cfg, output_dir)
     result = run.run()
     evaluation = summary([])

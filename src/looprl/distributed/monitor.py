@@ -14,6 +14,7 @@ from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput
 from looprl.distributed.watch import save_spec
+from looprl.experiments.logger import mean_return
 
 __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
 
@@ -67,7 +68,7 @@ class RunMonitor:
     def status(self) -> list[str]:
         """The lines under the progress bar."""
         from looprl.experiments.episodes import dashboard
-        each = "  ".join(f"{agent} {np.mean(returns[-100:]):.4g}"
+        each = "  ".join(f"{agent} {mean_return(returns, 100):.4g}"
                          for agent, returns in self.result.agent_returns.items())
         return [*dashboard(self, self.hyperparameters)(),
                 *([f"return(100) by agent: {each}"] if each else []), self.throughput.line()]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core.files import find_one
+from looprl.experiments.logger import mean_return
 
 __all__ = ["CONTROLLER_CHECKPOINT", "ControllerCheckpoint", "ControllerState",
            "DistributedResult", "SampleCounts", "find_controller_checkpoint"]
@@ -44,7 +44,7 @@ class DistributedResult:
 
     def mean_return(self, last: int = 100) -> float:
         """Mean of the last ``last`` training returns (``nan`` before the first)."""
-        return float(np.mean(self.returns[-last:])) if self.returns else math.nan
+        return mean_return(self.returns, last)
 
 
 @dataclass

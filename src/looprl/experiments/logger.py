@@ -15,7 +15,7 @@ import math
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -30,12 +30,19 @@ from looprl.core.logger import Logger
 from looprl.core.suggest import check_count
 from looprl.experiments import run_files as files
 
-__all__ = ["ExperimentLogger", "moving_runs"]
+__all__ = ["ExperimentLogger", "mean_return", "moving_runs"]
 
 log = logging.getLogger(__name__)
 
 _WINDOW = 100
 _MOVING: ContextVar[bool] = ContextVar("looprl_moving_runs", default=False)
+
+
+def mean_return(returns: Iterable[float], last: int | None = None) -> float:
+    """The mean of ``returns`` (of the last ``last`` of them), as every report of a run computes
+    it on both runtimes (``nan``: none)."""
+    values = list(returns)[-last:] if last is not None else list(returns)
+    return float(np.mean(values)) if values else math.nan
 
 
 @contextmanager
@@ -137,7 +144,7 @@ class ExperimentLogger(Logger):
         self._returns100_path = run_dir / "returns100.csv"
         self._returns100_path.write_text(files.RETURNS100_HEADER + "\n")
         self._returns: deque[float] = deque(maxlen=_WINDOW)
-        self._n_returns, self._mean100 = 0, math.nan
+        self._n_returns = 0
         self._returns_path = run_dir / "results.csv"
         self._returns_path.write_text(files.RETURNS_HEADER + "\n")
         self._pending_rows: list[str] = []
@@ -289,7 +296,7 @@ class ExperimentLogger(Logger):
     @property
     def mean_return100(self) -> float:
         """Mean of the last (up to) 100 training-episode returns; ``nan`` if none yet."""
-        return self._mean100
+        return mean_return(self._returns)
 
     def add_episode_return(self, ret: float) -> None:
         """Record the return of a finished training episode (CSV rows every 100)."""
@@ -297,7 +304,6 @@ class ExperimentLogger(Logger):
         self._scalar("train/returns/episode", ret, "episode")
         self._scalar("train/returns/frame", ret, "frame")
         self._returns.append(ret)
-        self._mean100 = math.fsum(self._returns) / len(self._returns)
         self._n_returns += 1
         self._pending_rows.append(f"{self.frame},{self._n_returns},{ret!r}\n")
         if self._n_returns % _WINDOW == 0:

@@ -27,11 +27,11 @@ from looprl.core.logger import DummyLogger, Logger
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
-from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.logger import ExperimentLogger, mean_return
 from looprl.experiments.run import make_experiment
 from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
-from looprl.runners.evaluation import final_evaluation, mean_return
+from looprl.runners.evaluation import final_evaluation
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
@@ -48,7 +48,7 @@ class MemoryLogger(DummyLogger):
     @property
     def mean_return100(self) -> float:  # type: ignore[override]
         """Mean of the last (up to) 100 training returns (``nan``: none yet)."""
-        return float(np.mean(self.returns[-100:])) if self.returns else math.nan
+        return mean_return(self.returns, 100)
 
     def add_episode_return(self, ret: float) -> None:
         """Keep ``ret``."""

@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 
 from looprl.environments.contextual import ContextualEnvironment
-from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.logger import ExperimentLogger, mean_return
 
-__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "mean_return",
-           "summary"]
+__all__ = ["SETS", "final_evaluation", "held_out_returns", "instance_plan", "summary"]
 
 #: The names of the two evaluated sets (in ``results.json``, TensorBoard and CSV files).
 SETS = ("train_set", "test_set")
@@ -74,9 +73,3 @@ def summary(returns: list[float], held_out: list[float] | None = None) -> dict[s
         return results
     test_set = summary(held_out)
     return {**test_set, "train_set": results, "test_set": test_set}
-
-
-def mean_return(returns: list[float]) -> float:
-    """The mean of ``returns`` as every report of a run computes it (``nan``: none), on both
-    runtimes."""
-    return float(np.mean(returns)) if len(returns) else math.nan
