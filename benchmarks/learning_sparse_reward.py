@@ -135,7 +135,7 @@ def train_on_ray(preset: Preset, budget: int, seed: int) -> tuple[list[float], l
     """The preset (its bonus included) on Ray: the training episodes' extrinsic returns and
     the frames they ended at (the run's ``results.csv``), and the final policy's greedy
     return."""
-    from looprl.distributed.pipeline import evaluate
+    from looprl.distributed.pipeline import evaluation_episodes
 
     with tempfile.TemporaryDirectory() as logdir:
         run = DistributedRun(preset, RuntimeConfig(**RAY), frames=budget, logdir=logdir,
@@ -144,7 +144,7 @@ def train_on_ray(preset: Preset, budget: int, seed: int) -> tuple[list[float], l
         with open(Path(result.log_dir) / "results.csv", encoding="utf-8") as file:
             rows = list(csv.DictReader(file))
         policy = torch.load(Path(result.log_dir) / "policy.pt", map_location="cpu")
-    greedy = float(evaluate(run.spec, policy, episodes=1, seed=seed)[0])
+    greedy = evaluation_episodes(run.spec, policy, episodes=1, seed=seed)[0].ret
     return [float(r["return"]) for r in rows], [int(r["frame"]) for r in rows], greedy
 
 

@@ -321,12 +321,13 @@ def test_a_result_list_of_the_wrong_length_is_one_line_on_both_runtimes() -> Non
 
     from looprl.collector import EnvRunner
     from looprl.core import RolloutResult
-    from looprl.environments.srl_parallel import SRLParallelEnv
+    from looprl.environments import MultiagentPettingZooEnv
 
-    local = SRLParallelEnv(TakingTurns(short=True), "pair")
+    local = MultiagentPettingZooEnv(TakingTurns(short=True), "pair")  # (seed 003's turn loop)
     local.reset(seed=0)
     with pytest.raises(ValueError) as error:
-        local.step({"agent_0": 0, "agent_1": 1})
+        local.step(0)
+        local.step(1)
     _one_line(error, "TakingTurns.step() returned 1 results for 2 agents",
               "one StepResult (or None) per agent")
     runner = EnvRunner(lambda: TakingTurns(short=True), n_envs=1)

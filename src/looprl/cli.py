@@ -176,9 +176,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                                     "train)")
         preset = load_preset(str(preset_file))
         env_id = args.env or trained_env(preset_file, preset)
-        window = args.gif is None and watch.shows_in_window(preset)
-        env = watch.watch_env(preset, env_id, to_file=not window)
-        window = window and watch.draws_window(env)  # (none without a render_mode: a GIF)
+        env, window = watch.watch_env(preset, env_id, window=args.gif is None)
         gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
         returns, path = watch.watch(preset.test_agent(), env, args.episodes, args.fps, gif,
                                     max_steps=args.max_steps)

@@ -54,7 +54,8 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
       "algorithm.minibatch_size=32"], "Pendulum-v1", 1),
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "CartPole-v1", 4),
-    (["algorithm=multiagent/dqn", "algorithm.replay_start_size=100"], "tictactoe_v3", 1),
+    (["algorithm=multiagent/dqn", "algorithm.replay_start_size=100",
+      "algorithm.test_exploration=0.5"], "tictactoe_v3", 1),  # (each agent's draws, seeded)
 ], ids=["dqn", "sac", "ppo", "multiagent_dqn"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env,
@@ -64,9 +65,10 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     episodes = (local / "results.csv").read_text()
     assert len(episodes.splitlines()) > 3  # (episodes before and after training started)
     assert (ray / "results.csv").read_text() == episodes
-    for agent in local.glob(f"{local.parent.name}.*"):  # (multi-agent: each agent's returns)
-        mine = (agent / local.name / "results.csv").read_text()
-        assert (ray / agent.name / local.name / "results.csv").read_text() == mine
+    for agent in local.glob(f"{local.parent.name}.*"):  # (multi-agent: each agent's returns,
+        for returns in ("results.csv", "test_returns.csv"):  # in training and evaluation)
+            mine = (agent / local.name / returns).read_text()
+            assert (ray / agent.name / local.name / returns).read_text() == mine
     results = {side: json.loads((tmp_path / side / "results.json").read_text())
                for side in ("local", "ray")}
     trained, local_train = results["ray"]["train"], results["local"]["train"]

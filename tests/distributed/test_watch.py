@@ -3,17 +3,25 @@ run's ``algorithm.pt``, plays in the run's environment (a GIF without a display)
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 
 from looprl.cli import main as cli
 from looprl.distributed import AlgorithmSpec
-from looprl.distributed.pipeline import evaluate
-from looprl.distributed.watch import _render_env, save_spec, watch_run
+from looprl.distributed.pipeline import evaluation_episodes
+from looprl.distributed.watch import save_spec, watch_run
 from looprl.environments.srl import Environment, make, register, step_result
+from looprl.experiments.watch import render_env
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
+
+
+def evaluate(spec: AlgorithmSpec, checkpoint, episodes: int, seed: int) -> list[float]:
+    """The returns of Ray's final evaluation of the policy of ``checkpoint``."""
+    return [episode.ret for episode in evaluation_episodes(spec, checkpoint, episodes, seed)]
 
 
 def run_dir(tmp_path, spec: AlgorithmSpec, seed: int = 3):
@@ -83,7 +91,7 @@ def test_a_window_falls_back_to_frames_where_the_constructor_takes_no_render_mod
     register("tests-blind-window", Blind)
     spec = AlgorithmSpec(env="tests-blind-window", policy="actor-critic-separate",
                          policy_args=CARTPOLE, trainer="ppo")
-    env, window = _render_env(spec, window=True)
+    env, window = render_env(partial(make, spec.env, **spec.env_args), window=True)
     assert isinstance(env, Blind) and not window
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -19,6 +20,7 @@ from looprl.environments.multiagent import (  # noqa: E402
     MultiagentPettingZooEnv,
     make_zoo_env,
 )
+from looprl.environments.srl_adapters import PettingZooEnvironment  # noqa: E402
 
 
 def test_tictactoe_states_carry_agent_observation_and_mask():
@@ -155,3 +157,67 @@ def test_an_environment_given_built_plays_as_built_on_every_runtime():
         made.close()
     by_name = MultiagentPettingZooEnv("go_v5")
     assert by_name.remote_env() == ("pettingzoo", {"env": "go_v5", "flatten": True})
+
+
+@pytest.mark.parametrize("make", [tictactoe_v3.env, lambda: rps_v2.parallel_env(max_cycles=5)],
+                         ids=["aec", "parallel"])
+def test_the_turn_loop_is_pettingzoos_own(make):
+    """The seed-003 loop is a view of the game's ``PettingZooEnvironment`` (the adapter the
+    collector steps), and gives what the game's own AEC loop gives: the same turns (finished
+    agents in PettingZoo's order), rewards, ends, observations and masks."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+    from pettingzoo.utils.env import ParallelEnv
+
+    env, game = MultiagentPettingZooEnv(make()), make()
+    game = parallel_to_aec(game) if isinstance(game, ParallelEnv) else game
+    assert isinstance(env.adapter, PettingZooEnvironment) and env.adapter.env is env.env
+    rng, finals = np.random.default_rng(0), []
+    for episode in range(20):
+        env.reset(seed=episode)
+        game.reset(seed=episode)
+        for agent, theirs in zip(env.agent_iter(), game.agent_iter(), strict=True):
+            state, (obs, reward, terminated, truncated, _) = env.last(), game.last()
+            ended = terminated or truncated
+            assert agent == theirs and env.agents == game.agents
+            assert (state.reward, state.done, state.mask) == (reward, ended, 1.0 - terminated)
+            assert env.is_done(agent) == ended
+            space = game.observation_space(agent)
+            mask = obs["action_mask"] if isinstance(obs, dict) else np.ones(
+                env.action_space(agent).n, bool)
+            inner = (space["observation"], obs["observation"]) if isinstance(obs, dict) else (
+                space, obs)
+            assert state.observation.tolist() == gym.spaces.flatten(*inner).tolist()
+            assert state.get("action_mask", torch.ones(len(mask))).tolist() == mask.tolist()
+            finals += [agent] if ended else []
+            action = None if ended else int(rng.choice(np.flatnonzero(mask)))
+            env.step(action)
+            game.step(action)
+        assert env.done and env.agents == []
+    assert len(finals) == 20 * 2  # (each agent's final state, every episode)
+
+
+def test_an_srl_environment_plays_the_turn_loop_agents_that_wait_too():
+    """Of an SRL environment, the loop's turns are the agents its results are for; their
+    actions go to one ``step`` once all have taken theirs (an agent that waits takes none)."""
+    from tests.configs.user_parts import LENGTH, TakingTurns
+
+    env = MultiagentPettingZooEnv(TakingTurns(), name="pair")
+    assert env.possible_agents == ["agent_0", "agent_1"] and env.env is env.adapter
+    assert env.observation_space("agent_1").shape == (1,) and not env.has_action_mask("agent_0")
+    env.reset(seed=0)
+    turns, earned = [], 0.0
+    for agent in env.agent_iter():
+        state = env.last()
+        turns.append(agent)
+        earned += state.reward if agent == "agent_0" else 0.0
+        env.step(None if state.done else int(state.observation[0] > 0))  # (always right)
+    assert turns[:5] == ["agent_0", "agent_1", "agent_0", "agent_0", "agent_1"]
+    assert len(turns) == LENGTH + LENGTH // 2 + 2 and env.done  # (+ each one's final state)
+    assert earned == LENGTH  # (each of its actions stepped the environment)
+    with pytest.raises(ValueError, match="give MultiagentPettingZooEnv remote="):
+        env.remote_env()
+    short = MultiagentPettingZooEnv(TakingTurns(short=True), name="pair")
+    short.reset(seed=0)
+    short.step(0)
+    with pytest.raises(ValueError, match=r"TakingTurns.step\(\) returned 1 results for 2"):
+        short.step(0)

@@ -49,16 +49,17 @@ def test_the_cap_is_the_environments_time_limit() -> None:
 
 
 def test_ray_evaluation_of_a_never_ending_environment_ends_at_the_cap(monkeypatch) -> None:
-    """``looprl.distributed.pipeline.evaluate`` (Ray's final evaluation, run in process)."""
+    """``looprl.distributed.pipeline.evaluation_episodes`` (Ray's final evaluation, run in
+    process)."""
     from looprl.distributed.config import AlgorithmSpec
-    from looprl.distributed.pipeline import evaluate
+    from looprl.distributed.pipeline import evaluation_episodes
 
     if "LooprlEndless-v0" not in gym.registry:
         gym.register(id="LooprlEndless-v0", entry_point=Endless)
     monkeypatch.setattr(gym_helpers, "DEFAULT_EPISODE_CAP", 30)
     preset = dqn.hyperparameters(hidden=8).env(GymEnvironment("LooprlEndless-v0")).build()
     spec, _ = AlgorithmSpec.of_preset(preset, frames=100)
-    assert evaluate(spec, None, episodes=2) == [30.0, 30.0]
+    assert [e.ret for e in evaluation_episodes(spec, None, episodes=2)] == [30.0, 30.0]
 
 
 class EndsAt3(Endless):

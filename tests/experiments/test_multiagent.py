@@ -72,3 +72,25 @@ def test_play_returns_each_agents_returns_per_episode():
     wins = sum(r > 0 for r in returns["player_1"])
     losses = sum(r > 0 for r in returns["player_2"])
     assert wins + losses <= 30 and wins > losses  # the first player's edge
+
+
+def test_evaluation_plays_the_policy_as_a_ray_runs_does(tmp_path):
+    """``test`` is Ray's final evaluation (``evaluation_episodes`` of the preset's spec): the
+    preset's policy by an evaluation ``Actor`` whose random draws (``test_exploration``) and
+    env resets are seeded with ``seed + TEST_SEED_OFFSET``; so it also repeats itself."""
+    from looprl.distributed import AlgorithmSpec
+    from looprl.distributed.pipeline import evaluation_episodes
+    from looprl.experiments.experiment import TEST_SEED_OFFSET
+    from looprl.experiments.multiagent import agent_returns
+    from looprl.presets.multiagent import dqn
+
+    env = MultiagentPettingZooEnv("tictactoe_v3")
+    preset = dqn.env(env).device("cpu").hyperparameters(test_exploration=0.5, hidden=16).build()
+    experiment = MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True, seed=3)
+    local = experiment.test(episodes=30)
+    spec, _ = AlgorithmSpec.of_preset(preset, frames=100)
+    ray = evaluation_episodes(spec, None, episodes=30, seed=3 + TEST_SEED_OFFSET)
+    assert agent_returns(ray, env.possible_agents) == local
+    assert experiment.test(episodes=30) == local
+    assert len(set(local["player_1"])) > 1  # (the draws decide some games)
+    experiment.close()

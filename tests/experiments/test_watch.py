@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from functools import partial
 
 import numpy as np
 import pytest
@@ -45,35 +46,82 @@ def test_offscreen_mujoco_backend_is_one_this_machine_has(monkeypatch, found, ba
     assert os.environ["MUJOCO_GL"] == "glfw"
 
 
-def test_watch_env_per_family() -> None:
+def test_watch_env_per_family(monkeypatch) -> None:
     from looprl.presets.classic_control import ppo
 
     preset = ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build()
-    env = watch.watch_env(preset, "CartPole-v1", to_file=True)
+    env, window = watch.watch_env(preset, "CartPole-v1", window=False)
     assert type(env) is GymEnvironment and env.env.render_mode == "rgb_array"
-    assert not watch.draws_window(env)
+    assert not window and not watch.draws_window(env)
     env.close()
-    env = watch.watch_env(preset, "CartPole-v1", to_file=False)
-    assert watch.draws_window(env)
+    monkeypatch.setenv("DISPLAY", ":0")
+    env, window = watch.watch_env(preset, "CartPole-v1", window=True)
+    assert window and watch.draws_window(env)
+    env.close()
+    monkeypatch.delenv("DISPLAY")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    env, window = watch.watch_env(preset, "CartPole-v1", window=True)  # no display: frames
+    assert not window and env.env.render_mode == "rgb_array"
     env.close()
 
 
-def test_watch_env_builds_a_class_without_render_mode_as_training_does() -> None:
+def test_watch_env_builds_a_class_without_render_mode_as_training_does(monkeypatch) -> None:
     """An import-path environment whose ``__init__`` takes no ``render_mode`` is built
     without one (as ``make_env`` built it to train), and renders its own frames."""
     from looprl.presets.catalog import make_env
     from looprl.presets.classic_control import ppo
 
+    monkeypatch.setenv("DISPLAY", ":0")
     path = "tests.experiments.watched_envs:Frames"
     trained = make_env("ppo", path)
     preset = ppo.env(trained).device("cpu").build()
-    for to_file in (True, False):
-        env = watch.watch_env(preset, path, to_file)
+    for window in (False, True):
+        env, shown = watch.watch_env(preset, path, window)
         assert type(env) is type(trained) and env.name == trained.name == path
-        assert not watch.draws_window(env)
+        assert not shown and not watch.draws_window(env)
         env.reset()
         assert env.render().shape == (8, 8, 3)
         env.close()
+
+
+class _Built:
+    """An environment ``render_env`` builds: its ``render_mode``, and whether it was closed."""
+
+    def __init__(self, render_mode: str | None = None, refuses: type[Exception] | None = None,
+                 keeps_mode: bool = True):
+        if refuses is not None and render_mode == "human":
+            raise refuses("no window")
+        self.render_mode = render_mode if keeps_mode else None
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_render_env_draws_a_window_only_where_the_environment_draws_one(monkeypatch) -> None:
+    """The one way every watch builds its environment: a window where the constructor takes
+    ``render_mode='human'`` and then draws one; frames offscreen otherwise (a constructor
+    that refuses the mode, or takes none and so draws nothing, built once more for frames)."""
+    monkeypatch.setenv("SDL_VIDEODRIVER", "")  # (so that the variable's state comes back)
+    monkeypatch.delenv("SDL_VIDEODRIVER")
+    built: list[_Built] = []
+
+    def build(**options):
+        built.append(_Built(**options))
+        return built[-1]
+
+    env, window = watch.render_env(build, window=True)
+    assert window and env.render_mode == "human" and len(built) == 1
+    assert "SDL_VIDEODRIVER" not in os.environ  # (a window: pygame draws on the display)
+    env, window = watch.render_env(build, window=False)
+    assert not window and env.render_mode == "rgb_array"
+    assert os.environ["SDL_VIDEODRIVER"] == "dummy"  # frames offscreen
+    for refuses in (TypeError, ValueError):  # (no such mode; Atari's refusal)
+        env, window = watch.render_env(partial(build, refuses=refuses), window=True)
+        assert not window and env.render_mode == "rgb_array"
+    built.clear()
+    env, window = watch.render_env(partial(build, keeps_mode=False), window=True)
+    assert not window and [b.closed for b in built] == [True, False] and env is built[-1]
 
 
 def test_watch_env_for_atari_and_mujoco() -> None:
@@ -84,10 +132,11 @@ def test_watch_env_for_atari_and_mujoco() -> None:
     from looprl.presets.continuous import sac
 
     atari = dqn.env(AtariEnvironment("Breakout")).device("cpu").build()
-    assert isinstance(watch.watch_env(atari, "Breakout", to_file=True), AtariEnvironment)
+    env, window = watch.watch_env(atari, "Breakout", window=True)
+    assert isinstance(env, AtariEnvironment) and not window  # (Atari: a GIF, even with a display)
     cheetah = sac.env(MujocoEnvironment("HalfCheetah-v5")).device("cpu").build()
-    env = watch.watch_env(cheetah, "HalfCheetah-v5", to_file=True)
-    assert isinstance(env, MujocoEnvironment)
+    env, window = watch.watch_env(cheetah, "HalfCheetah-v5", window=False)
+    assert isinstance(env, MujocoEnvironment) and not window
     env.reset()
     assert env.render().shape[-1] == 3
     env.close()
@@ -99,7 +148,7 @@ def test_watch_multiagent_preset_plays_turns_into_a_gif(tmp_path) -> None:
     from looprl.presets.multiagent import dqn
 
     preset = dqn.env(MultiagentPettingZooEnv("tictactoe_v3")).device("cpu").build()
-    env = watch.watch_env(preset, "tictactoe_v3", to_file=True)
+    env, _ = watch.watch_env(preset, "tictactoe_v3", window=False)
     assert isinstance(env, MultiagentPettingZooEnv)
     players = {name: RandomAgent(env.action_space(name), seed=i)
                for i, name in enumerate(env.possible_agents)}

@@ -92,3 +92,20 @@ def test_dueling_scale_and_float() -> None:
     assert isinstance(dueling.aggregation, nn.Aggregation)
     assert torch.equal(nn.Scale(0.5)(torch.tensor([2.0, 4.0])), torch.tensor([1.0, 2.0]))
     assert nn.Float()(torch.tensor([1], dtype=torch.uint8)).dtype == torch.float32
+
+
+def test_tanh_action_bound_is_the_policies_action_bounds_map() -> None:
+    """One map onto a ``Box``'s bounds: ``TanhActionBound`` applies ``ActionBounds.to_env`` to
+    ``tanh``, its buffers shaped as the space (a 2-D box here)."""
+    from looprl.nn.layers import ActionBounds
+    from looprl.policies import ActionBounds as PolicyActionBounds
+
+    assert PolicyActionBounds is ActionBounds
+    low = np.array([[-2.0, 0.0], [-np.inf, -1.0]], dtype=np.float32)
+    space = Box(low=low, high=np.array([[2.0, 1.0], [np.inf, 3.0]], dtype=np.float32))
+    bound = nn.TanhActionBound(space)
+    assert bound.weight.shape == bound.bias.shape == (2, 2)
+    x = torch.randn(5, 2, 2, generator=torch.Generator().manual_seed(0))
+    expected = ActionBounds(space.low, space.high).to_env(torch.tanh(x).reshape(5, 4))
+    torch.testing.assert_close(bound(x), expected.reshape(5, 2, 2))
+    assert set(bound.state_dict()) == {"weight", "bias"}

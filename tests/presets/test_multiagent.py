@@ -133,3 +133,18 @@ def test_mask_model_rejects_outputs_that_are_not_one_value_per_action():
     assert view.observation_space.shape == (27,)
     assert view.observation_space.high[-9:].tolist() == [1.0] * 9
     assert torch.equal(torch.as_tensor(view.observation_space.low[-9:]), torch.zeros(9))
+
+
+def test_make_env_makes_a_game_by_name_to_render_or_not():
+    """One path: the game by name, with the ``render_mode`` asked for (watching) where its
+    ``env()`` takes one; its training copies (Ray's actors too) are made by that name."""
+    from looprl.presets.catalog import make_env
+
+    plain = make_env("multiagent.dqn", "tictactoe_v3")
+    shown = make_env("multiagent.dqn", "classic.tictactoe_v3", render_mode="rgb_array")
+    assert (plain.name, shown.name) == ("tictactoe_v3", "tictactoe_v3")
+    assert (plain.env.render_mode, shown.env.render_mode) == (None, "rgb_array")
+    assert plain.remote_env() == ("pettingzoo", {"env": "tictactoe_v3", "flatten": True})
+    assert shown.remote_env() == ("pettingzoo", {"env": "classic.tictactoe_v3", "flatten": True})
+    shown.reset(seed=0)
+    assert shown.render().ndim == 3

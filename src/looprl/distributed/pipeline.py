@@ -8,9 +8,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import torch
-
 from looprl.agents.actor import Actor
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
@@ -18,7 +15,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.distributed.config import AlgorithmSpec
 from looprl.meta.hub import MetaHub
 
-__all__ = ["PipelineReport", "collect", "evaluate", "evaluation_episodes", "load_shared_state",
+__all__ = ["PipelineReport", "collect", "evaluation_episodes", "load_shared_state",
            "test_pipeline", "trainer_core"]
 
 
@@ -52,8 +49,8 @@ class PipelineReport:
     @property
     def mean_return(self) -> float:
         """Mean return of the last (up to) 20 episodes (``nan`` before the first)."""
-        last = self.episodes[-20:]
-        return float(np.mean(last)) if last else math.nan
+        from looprl.experiments.logger import mean_return
+        return mean_return(self.episodes, 20)
 
 
 def test_pipeline(
@@ -70,9 +67,9 @@ def test_pipeline(
     answer per row, segments that fit the buffer, finite statistics, a new ``policy.version``
     per step), until ``episodes`` episodes with a training step, or ``max_frames`` env steps.
     ``ValueError`` names a part that misbehaves."""
+    from looprl.experiments.episodes import seed_everything
     spec = spec or AlgorithmSpec(**spec_kwargs)
-    torch.manual_seed(seed)
-    np.random.seed(seed)
+    seed_everything(seed)
     policy = spec.make_policy()
     core = trainer_core(spec, policy)
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
@@ -133,15 +130,10 @@ def _train(core: Any, report: PipelineReport) -> bool:
 test_pipeline.__test__ = False  # not a pytest test
 
 
-def evaluate(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None, episodes: int = 10,
-             seed: int = 0) -> list[float]:
-    """Returns of deterministic episodes of the policy restored from ``checkpoint``."""
-    return [episode.ret for episode in evaluation_episodes(spec, checkpoint, episodes, seed)]
-
-
 def evaluation_episodes(spec: AlgorithmSpec, checkpoint: dict[str, Any] | None,
                         episodes: int = 10, seed: int = 0) -> list[Episode]:
-    """The episodes of ``evaluate`` (``Episode.returns``: each agent's return): the policy's
+    """``episodes`` evaluation episodes of the policy restored from ``checkpoint`` (``None``: a
+    new one; ``Episode.returns``: each agent's return), Ray's final evaluation: the policy's
     evaluation ``Actor``, its random numbers seeded with ``seed``, over ``min(test_copies,
     episodes)`` env copies reset from ``seed`` (the preset's local copies where it has them),
     as a local run's evaluation."""

@@ -45,24 +45,20 @@ def _array(value: Any) -> Any:
 
 
 class Publisher:
-    """Sends a trainer's publications to a ``ParameterServer``, from the calling thread or,
-    with ``background``, from a thread of its own, which sends only the newest pending one."""
+    """Sends a trainer's publications to a ``ParameterServer`` from a thread of its own, which
+    sends only the newest pending one, so that the trainer's loop does not wait while Ray
+    stores a payload. (A synchronous run's actor waits until it has loaded the version its put
+    names: ``ActorWorker``'s ``pull_until``.)"""
 
-    def __init__(self, server: Any, background: bool) -> None:
+    def __init__(self, server: Any) -> None:
         self.server = server
         self._pending: tuple[int, bytes] | None = None
         self._sending = False
         self._changed = threading.Condition()
-        self._thread = None
-        if background:
-            self._thread = threading.Thread(target=self._loop, name="publisher", daemon=True)
-            self._thread.start()
+        threading.Thread(target=self._loop, name="publisher", daemon=True).start()
 
     def send(self, version: int, payload: bytes) -> None:
         """Publish ``payload`` (a ``publication``) of policy ``version``."""
-        if self._thread is None:
-            self.server.put.remote(version, payload)
-            return
         with self._changed:
             self._pending = (version, payload)
             self._changed.notify_all()

@@ -45,7 +45,7 @@ class TrainerWorker(Worker):
         self.group = None if runtime.trainers == 1 else ddp.TrainerGroup(
             rank, runtime.trainers, runtime.gpus_per_trainer > 0, runtime.trainer_timeout)
         self.runtime = runtime
-        self.publisher = Publisher(named(server), background=not runtime.sync)
+        self.publisher = Publisher(named(server))
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))

@@ -12,8 +12,8 @@ import torch
 from looprl.collector import EnvRunner
 from looprl.core.files import load_file
 from looprl.distributed.config import AlgorithmSpec
-from looprl.experiments.watch import default_fps, has_display, offscreen_rendering, play_and_show
-from looprl.presets.catalog import rendering
+from looprl.environments.srl import make
+from looprl.experiments.watch import default_fps, has_display, play_and_show, render_env
 
 __all__ = ["SPEC_FILE", "load_run", "save_spec", "watch_run"]
 
@@ -55,7 +55,8 @@ def watch_run(
     to the environment's ``render_fps``, ``gif`` to ``run_dir/watch.gif``. Returns the episode
     returns (summed over agents) and the GIF path (``None``: a window)."""
     spec, policy = load_run(run_dir)
-    env, window = _render_env(spec, window=gif is None and has_display())
+    build = partial(make, spec.env, **spec.env_args)
+    env, window = render_env(build, window=gif is None and has_display())
     fps = fps or getattr(env, "render_fps", None) or default_fps(env)
     if not window:
         gif = Path(gif) if gif is not None else Path(run_dir) / "watch.gif"
@@ -68,15 +69,3 @@ def watch_run(
         env.close()
     return [episode.ret for episode in played], path
 
-
-def _render_env(spec: AlgorithmSpec, window: bool) -> tuple[Any, bool]:
-    """The run's environment, built to draw a window or to render frames; whether a window."""
-    from looprl.environments.srl import make
-    build = partial(make, spec.env, **spec.env_args)
-    if window:
-        try:
-            return build(render_mode="human"), True
-        except (TypeError, ValueError):
-            pass  # no window here (e.g. Atari): frames into a GIF
-    offscreen_rendering()
-    return rendering(build, "rgb_array"), False

@@ -1,6 +1,6 @@
-"""PettingZoo (https://arxiv.org/abs/2009.14471) AEC or parallel environments as seed 003's
-``MultiagentEnvironment``: ``MultiagentState`` objects whose ``agent`` entry names whose turn
-it is, one control loop for both::
+"""Seed 003's multi-agent environments: ``MultiagentEnvironment`` produces ``MultiagentState``
+objects whose ``agent`` entry names whose turn it is, one control loop for PettingZoo's AEC
+and parallel games (https://arxiv.org/abs/2009.14471) and SRL environments alike::
 
     env.reset()
     for agent in env.agent_iter():
@@ -8,30 +8,26 @@ it is, one control loop for both::
         action = multiagent.act(state)
         env.step(None if state.done else action)   # done agents must step None
 
-``reward`` is the agent's reward since its last action. Observations are by default
-flattened to float32 (``Discrete``: one-hot); ``state['action_mask']`` is a bool tensor where
-the game has one. ``make_zoo_env`` and ``zoo_observation`` serve the SRL adapter too."""
+``MultiagentPettingZooEnv`` is that loop's view of an SRL environment: of a game's
+``PettingZooEnvironment`` (the one adapter of PettingZoo, which the collector steps), or of
+any SRL ``Environment``. ``reward`` is the agent's reward since its last action. A game's
+observations are by default flattened to float32 (``Discrete``: one-hot);
+``state['action_mask']`` is a bool tensor where the environment has one."""
 
 from __future__ import annotations
 
 import copy
-import importlib
-import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
 from looprl.core import MultiagentState
-from looprl.environments.gym_helpers import action_to_numpy
-
-MASK = "action_mask"
-
-#: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
-FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
+from looprl.environments.srl import Environment, StepResult, checked_results
+from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
 
 
 class MultiagentEnvironment(ABC):
@@ -125,97 +121,45 @@ class AgentView:
         return self.observation_space
 
 
-def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
-    """A PettingZoo environment from a module path: ``"pettingzoo.classic.tictactoe_v3"`` (its
-    ``env()``, or ``parallel_env()`` with ``parallel``, called with ``kwargs``),
-    ``"classic.tictactoe_v3"``, ``"tictactoe_v3"``, or any ``"package.module:factory"``;
-    ``ValueError`` if there is none, ``ImportError`` if the module fails to import."""
-    module_name, _, factory = name.partition(":")
-    factory = factory or ("parallel_env" if parallel else "env")
-    derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
-    if "." not in module_name:
-        derived += [f"pettingzoo.{family}.{module_name}" for family in FAMILIES]
-    module = _import_module(name, module_name, must_exist=False)
-    for candidate in derived:
-        module = module or _import_module(name, candidate, must_exist=True)
-    if module is None:
-        tried = ", ".join(repr(c) for c in [module_name, *derived])
-        raise ValueError(f"Unknown PettingZoo environment {name!r} (tried {tried}; the "
-                         "'multiagent' extra installs pettingzoo)")
-    if not callable(getattr(module, factory, None)):
-        raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
-    return getattr(module, factory)(**kwargs)
-
-
-def _import_module(env: str, name: str, must_exist: bool) -> Any:
-    """The module ``name``, ``None`` if there is none (with ``must_exist``, also if its
-    package cannot be searched), ``ImportError`` if it fails to import."""
-    if must_exist:
-        try:
-            if importlib.util.find_spec(name) is None:
-                return None
-        except (ImportError, ValueError):
-            return None
-    try:
-        return importlib.import_module(name)
-    except ImportError as error:
-        missing = error.name if isinstance(error, ModuleNotFoundError) else None
-        if missing and (name == missing or name.startswith(missing + ".")):
-            return None  # the module itself does not exist
-        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
-
-
-def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
-    """The observation part of a PettingZoo ``{"observation", "action_mask"}`` space (else
-    ``space``) and whether ``space`` has an action mask."""
-    masked = isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
-    return (space["observation"] if masked else space), masked
-
-
-def flat_box(space: gym.Space) -> gym.spaces.Box:
-    """The float32 ``Box`` of ``space``'s observations flattened by ``zoo_observation``."""
-    flat = gym.spaces.flatten_space(space)
-    return gym.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32))
-
-
-def zoo_observation(space: gym.Space, obs: Any, flatten: bool) -> tuple[np.ndarray, Any]:
-    """``obs`` of a PettingZoo ``space`` as ``(observation, bool action mask or None)``, the
-    observation flattened to one float32 vector with ``flatten``."""
-    inner, masked = observation_part(space)
-    mask = np.asarray(obs[MASK], dtype=bool) if masked else None
-    obs = obs["observation"] if masked else obs
-    if flatten:
-        return np.asarray(gym.spaces.flatten(inner, obs), dtype=np.float32), mask
-    return np.asarray(obs), mask
-
-
 class MultiagentPettingZooEnv(MultiagentEnvironment):
-    """A PettingZoo AEC or parallel environment, or a name for ``make_zoo_env`` (``env``: the
-    wrapped AEC environment); ``flatten``: observations to 1-d float32; ``remote``: the name
-    and arguments of ``looprl.environments.make`` that the collector and Ray play (default:
-    the PettingZoo adapter of a copy of the environment given, or of its name)."""
+    """Seed 003's turn-by-turn view of an SRL environment (``adapter``): a PettingZoo AEC or
+    parallel game (a parallel one played as AEC), or a name for ``make_zoo_env``, through its
+    ``PettingZooEnvironment`` (``env``: the AEC game); or an SRL ``Environment`` itself (agents
+    ``agent_0``, ``agent_1``, ...). ``flatten``: a game's observations to 1-d float32;
+    ``render_mode``: of a game made by name (its training copies render nothing); ``remote``:
+    the name and arguments of ``looprl.environments.make`` that the collector and Ray play
+    (default: the PettingZoo adapter of a copy of the game given, or of its name).
 
-    _given_name: str | None = None  # (environments pickled before it was kept: the game)
+    The agents a ``StepResult`` came for take their turns in order (a game's as PettingZoo
+    presents them: those that finished first): ``last()`` is the first one's state; ``step``
+    takes its action (``None`` once it is done) and steps the adapter when all have acted."""
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
-                 remote: tuple[str, dict[str, Any]] | None = None):
-        from pettingzoo.utils.conversions import parallel_to_aec
-        from pettingzoo.utils.env import ParallelEnv
-
+                 remote: tuple[str, dict[str, Any]] | None = None,
+                 render_mode: str | None = None):
         self._given_name = zoo_env if isinstance(zoo_env, str) else None
         if self._given_name is not None:
             name = name or zoo_env.rpartition(".")[2]
-            zoo_env = make_zoo_env(zoo_env)
-        if isinstance(zoo_env, ParallelEnv):
-            zoo_env = parallel_to_aec(zoo_env)
-        self.env = zoo_env
-        self.name = name or zoo_env.metadata.get("name", type(zoo_env.unwrapped).__name__)
-        self.device = device
-        self.flatten = flatten
-        self._seed = seed
-        self._spaces = {a: zoo_env.observation_space(a) for a in zoo_env.possible_agents}
-        self.remote = remote
+            zoo_env = make_zoo_env(zoo_env, **({} if render_mode is None else
+                                               {"render_mode": render_mode}))
+        if isinstance(zoo_env, Environment):
+            self.adapter = self.env = zoo_env
+        else:
+            self.adapter = _aec_adapter(zoo_env, flatten)
+            self.env = self.adapter.env
+        self.name = name or getattr(self.env, "metadata", {}).get(
+            "name", type(getattr(self.env, "unwrapped", self.env)).__name__)
+        self.device, self.flatten, self._seed, self.remote = device, flatten, seed, remote
+        self._names: list[str] = getattr(self.adapter, "agent_names", None) or [
+            f"agent_{i}" for i in range(self.adapter.agent_count)]
+        self._index = {agent: i for i, agent in enumerate(self._names)}
+        try:
+            spaces = self.adapter.observation_spaces, self.adapter.action_spaces
+        except NotImplementedError as error:
+            raise ValueError(f"{self.name}: to play it locally, {error}") from None
+        self._spaces, self._actions = (dict(zip(self._names, s, strict=True)) for s in spaces)
+        self._new_episode()
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """``remote``, else the PettingZoo adapter (observations flattened alike) of the name
@@ -223,66 +167,119 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         arguments it was built with (``collector.copies.made`` gives each env copy its own)."""
         if self.remote is not None:
             return self.remote
+        if self.adapter is self.env:
+            raise ValueError(f"{self.name} is an SRL environment: give MultiagentPettingZooEnv "
+                             "remote=(its registered name, its arguments) to train it")
         env = self.env if self._given_name is None else self._given_name
         return "pettingzoo", {"env": env, "flatten": self.flatten}
 
+    def _new_episode(self) -> None:
+        self._turns: list[tuple[str, StepResult]] = []  # who acts next, with its result
+        self._last: dict[str, StepResult] = {}  # each agent's latest result
+        self._out: set[str] = set()  # agents done and stepped
+        self._chosen: dict[int, Any] = {}  # the actions of this round so far, by agent
+
+    def _receive(self, results: Any, call: str) -> None:
+        """The agents with a result take the next turns (a game's in its adapter's ``turns``)."""
+        results = checked_results(results, self.adapter, call)
+        zoo = isinstance(self.adapter, PettingZooEnvironment)
+        order = self.adapter.turns if zoo else range(len(results))
+        self._turns = [(self._names[i], results[i]) for i in order if results[i] is not None]
+        self._last.update(self._turns)
+
     def reset(self, seed: int | None = None) -> MultiagentState:
         seed, self._seed = (self._seed if seed is None else seed), None
-        self.env.reset(seed=seed)
+        if seed is not None:
+            with suppress(NotImplementedError):  # (an environment without randomness)
+                self.adapter.seed(seed)
+        self._new_episode()
+        self._receive(self.adapter.reset(), "reset")
         return self.last()
 
     def step(self, action: Any) -> MultiagentState | None:
-        if action is not None:
-            action = action_to_numpy(action, self.env.action_space(self.agent_selection))
-        self.env.step(action)
-        return self.last() if self.env.agents else None
+        agent, result = self._turn()
+        if _over(result) and action is not None:
+            raise ValueError(f"{agent} is done: the only action it takes is None")
+        self._turns.pop(0)
+        if _over(result):
+            self._out.add(agent)
+        else:
+            self._chosen[self._index[agent]] = action
+        if not self._turns and self._chosen:
+            actions = [self._chosen.get(i) for i in range(len(self._names))]
+            self._chosen = {}
+            self._receive(self.adapter.step(actions), "step")
+        return self.last() if self._turns else None
+
+    def _turn(self) -> tuple[str, StepResult]:
+        if not self._turns:
+            raise ValueError(f"no agent of {self.name} is to act: reset() starts an episode")
+        return self._turns[0]
 
     def last(self) -> MultiagentState:
-        agent = self.env.agent_selection
-        obs, reward, terminated, truncated, info = self.env.last()
-        observation, mask = zoo_observation(self._spaces[agent], obs, self.flatten)
-        state = MultiagentState.from_zoo(agent, (observation, reward, terminated, truncated, info),
-                                         device=self.device)
-        if mask is not None:
-            state[MASK] = torch.as_tensor(mask, device=self.device)
+        agent, result = self._turn()
+        obs = result.obs
+        state = MultiagentState.from_zoo(agent, (obs.get("obs", obs), float(result.reward[0]),
+                                                 bool(result.done[0]), bool(result.truncated[0]),
+                                                 result.info), device=self.device)
+        if MASK in obs:
+            state[MASK] = torch.as_tensor(obs[MASK], device=self.device)
         return state
 
     def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:
-        return self.env.agent_iter(max_iter)
+        for _ in range(max_iter):
+            if not self._turns:
+                break
+            yield self._turns[0][0]
 
     @property
     def agent_selection(self) -> str:
-        return self.env.agent_selection
+        return self._turn()[0]
 
     @property
     def agents(self) -> list[str]:
-        return list(self.env.agents)
+        return [agent for agent in self._names if agent not in self._out]
 
     @property
     def possible_agents(self) -> list[str]:
-        return list(self.env.possible_agents)
+        return list(self._names)
 
     def is_done(self, agent: str) -> bool:
-        return bool(self.env.terminations[agent] or self.env.truncations[agent])
+        return agent in self._last and _over(self._last[agent])
 
     def observation_space(self, agent: str) -> gym.Space:
-        inner, _ = observation_part(self._spaces[agent])
-        return flat_box(inner) if self.flatten else inner
+        space = self._spaces[agent]
+        return space["obs"] if isinstance(space, gym.spaces.Dict) and "obs" in space.spaces \
+            else space
 
     def action_space(self, agent: str) -> gym.Space:
-        return self.env.action_space(agent)
+        return self._actions[agent]
 
     def has_action_mask(self, agent: str) -> bool:
-        return observation_part(self._spaces[agent])[1]
+        return MASK in getattr(self._spaces[agent], "spaces", {})
 
     def render(self, **kwargs: Any) -> Any:
-        return self.env.render()
+        return self.adapter.render()
 
     def close(self) -> None:
-        self.env.close()
+        self.adapter.close()
 
     def duplicate(self, n: int) -> list[MultiagentPettingZooEnv]:
         """``n`` independent copies of this environment (deep copies)."""
         return [MultiagentPettingZooEnv(copy.deepcopy(self.env), self.name, self.device,
                                         flatten=self.flatten, remote=self.remote)
                 for _ in range(n)]
+
+
+def _aec_adapter(zoo_env: Any, flatten: bool) -> PettingZooEnvironment:
+    """The ``PettingZooEnvironment`` of a PettingZoo game, a parallel one converted to AEC."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+    from pettingzoo.utils.env import ParallelEnv
+
+    return PettingZooEnvironment(parallel_to_aec(zoo_env) if isinstance(zoo_env, ParallelEnv)
+                                 else zoo_env, flatten=flatten)
+
+
+def _over(result: StepResult) -> bool:
+    """Whether ``result`` is its agent's last of the episode (terminated or truncated)."""
+    return bool(result.done[0] or result.truncated[0])

@@ -1,5 +1,6 @@
 """Gymnasium, Atari and PettingZoo environments as SRL environments, registered as ``"gym"``,
-``"atari"`` and ``"pettingzoo"``.
+``"atari"`` and ``"pettingzoo"``; PettingZoo is called from here alone (``make_zoo_env``,
+``PettingZooEnvironment``: seed 003's ``MultiagentPettingZooEnv`` is a view of it).
 
 Observations: a Gymnasium/PettingZoo ``Dict`` observation keeps its keys; a
 PettingZoo ``{"observation", "action_mask"}`` observation becomes
@@ -9,6 +10,8 @@ PettingZoo ``{"observation", "action_mask"}`` observation becomes
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from typing import Any
 
 import gymnasium as gym
@@ -18,13 +21,6 @@ from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.faults import failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import action_to_numpy, check_env_id
-from looprl.environments.multiagent import (
-    MASK,
-    flat_box,
-    make_zoo_env,
-    observation_part,
-    zoo_observation,
-)
 from looprl.environments.srl import (
     Environment,
     StepResult,
@@ -33,13 +29,71 @@ from looprl.environments.srl import (
     step_result,
 )
 
+MASK = "action_mask"
+
+#: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
+FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
+
+
+def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
+    """A PettingZoo environment from a module path: ``"pettingzoo.classic.tictactoe_v3"`` (its
+    ``env()``, or ``parallel_env()`` with ``parallel``, called with ``kwargs``),
+    ``"classic.tictactoe_v3"``, ``"tictactoe_v3"``, or any ``"package.module:factory"``;
+    ``ValueError`` if there is none, ``ImportError`` if the module fails to import."""
+    module_name, _, factory = name.partition(":")
+    factory = factory or ("parallel_env" if parallel else "env")
+    derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
+    if "." not in module_name:
+        derived += [f"pettingzoo.{family}.{module_name}" for family in FAMILIES]
+    module = _import_module(name, module_name, must_exist=False)
+    for candidate in derived:
+        module = module or _import_module(name, candidate, must_exist=True)
+    if module is None:
+        tried = ", ".join(repr(c) for c in [module_name, *derived])
+        raise ValueError(f"Unknown PettingZoo environment {name!r} (tried {tried}; the "
+                         "'multiagent' extra installs pettingzoo)")
+    if not callable(getattr(module, factory, None)):
+        raise ValueError(f"PettingZoo module {module.__name__!r} has no {factory}() to call")
+    return getattr(module, factory)(**kwargs)
+
+
+def _import_module(env: str, name: str, must_exist: bool) -> Any:
+    """The module ``name``, ``None`` if there is none (with ``must_exist``, also if its
+    package cannot be searched), ``ImportError`` if it fails to import."""
+    if must_exist:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return None
+        except (ImportError, ValueError):
+            return None
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        missing = error.name if isinstance(error, ModuleNotFoundError) else None
+        if missing and (name == missing or name.startswith(missing + ".")):
+            return None  # the module itself does not exist
+        raise ImportError(f"cannot import the PettingZoo environment {env!r}: {error}") from error
+
+
+def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
+    """The observation part of a PettingZoo ``{"observation", "action_mask"}`` space (else
+    ``space``) and whether ``space`` has an action mask."""
+    masked = isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
+    return (space["observation"] if masked else space), masked
+
 
 def _obs_dict(obs: Any, space: gym.Space, flatten: bool = False) -> dict[str, np.ndarray]:
-    """An observation as the SRL obs dict (see the module docstring)."""
-    if isinstance(space, gym.spaces.Dict) and not flatten and not observation_part(space)[1]:
+    """An observation of ``space`` as the SRL obs dict (see the module docstring); with
+    ``flatten``, ``"obs"`` flattened to one float32 vector."""
+    inner, masked = observation_part(space)
+    if isinstance(space, gym.spaces.Dict) and not flatten and not masked:
         return {key: np.asarray(obs[key]) for key in space.spaces}
-    observation, mask = zoo_observation(space, obs, flatten)
-    return {"obs": observation} if mask is None else {"obs": observation, MASK: mask}
+    observation = obs["observation"] if masked else obs
+    observation = (np.asarray(gym.spaces.flatten(inner, observation), dtype=np.float32)
+                   if flatten else np.asarray(observation))
+    if masked:
+        return {"obs": observation, MASK: np.asarray(obs[MASK], dtype=bool)}
+    return {"obs": observation}
 
 
 def _obs_space(space: gym.Space, flatten: bool = False) -> gym.spaces.Dict:
@@ -47,7 +101,10 @@ def _obs_space(space: gym.Space, flatten: bool = False) -> gym.spaces.Dict:
     inner, masked = observation_part(space)
     if isinstance(space, gym.spaces.Dict) and not flatten and not masked:
         return space
-    spaces = {"obs": flat_box(inner) if flatten else inner}
+    if flatten:  # (the float32 Box of the flattened observations)
+        flat = gym.spaces.flatten_space(inner)
+        inner = gym.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32))
+    spaces = {"obs": inner}
     if masked:
         spaces[MASK] = gym.spaces.Box(0, 1, space[MASK].shape, bool)
     return gym.spaces.Dict(spaces)
@@ -170,8 +227,9 @@ class PettingZooEnvironment(_Adapter):
 
     In parallel envs every live agent gets a ``StepResult`` and must act. In AEC envs only the
     agent whose turn is next gets one, its ``reward`` being all it received since its previous
-    one; agents that finish get a final ``StepResult`` in the same list. ``flatten``: ``"obs"``
-    flattened to float32 as ``MultiagentPettingZooEnv`` does.
+    one; agents that finish get a final ``StepResult`` in the same list. ``turns``: the agents
+    of the latest results in the order the game gave them (AEC: those that finished first).
+    ``flatten``: ``"obs"`` flattened to float32 (as ``MultiagentPettingZooEnv`` has them).
     """
 
     def __init__(self, env: Any, parallel: bool = False, flatten: bool = False,
@@ -188,6 +246,7 @@ class PettingZooEnvironment(_Adapter):
         self._index = {agent: i for i, agent in enumerate(self.agent_names)}
         self._spaces = [env.observation_space(agent) for agent in self.agent_names]
         self.flatten = flatten
+        self.turns: list[int] = []
         self._episode = self._t = 0  # episodes begun, steps into the current one
 
     @property
@@ -244,6 +303,7 @@ class PettingZooEnvironment(_Adapter):
 
     def _parallel_results(self, observations, rewards, terminations, truncations, infos):
         results: list[StepResult | None] = [None] * self.agent_count
+        self.turns = [self._index[agent] for agent in observations]
         for agent, obs in observations.items():
             results[self._index[agent]] = step_result(
                 self._obs(agent, obs), float(rewards.get(agent, 0.0)),
@@ -253,11 +313,13 @@ class PettingZooEnvironment(_Adapter):
     def _aec_results(self) -> list[StepResult | None]:
         """Final results of the agents that finished, then the next agent to act (if any)."""
         results: list[StepResult | None] = [None] * self.agent_count
+        self.turns = []
         while self.env.agents:
             agent = self.env.agent_selection
             obs, reward, terminated, truncated, info = self.env.last()
             result = step_result(self._obs(agent, obs), float(reward), terminated, info, truncated)
             results[self._index[agent]] = result
+            self.turns.append(self._index[agent])
             if not (terminated or truncated):
                 break
             self.env.step(None)  # PettingZoo removes a finished agent when it steps None

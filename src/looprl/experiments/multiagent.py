@@ -1,7 +1,8 @@
 """``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``, on
-the collector over what Ray's actors step (``training_copy``; a frame is one agent's move).
-The run's logger records the team return, one logger per agent (``{run dir}/{name}.{agent}``)
-its own. ``play`` plays games on the collector, for loops of your own.
+the collector over what Ray's actors step (``training_copy``; a frame is one agent's move), and
+evaluated as a Ray run is (the preset's policy, by a seeded evaluation ``Actor``). The run's
+logger records the team return, one logger per agent (``{run dir}/{name}.{agent}``) its own.
+``play`` plays games on the collector, for loops of your own.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from looprl.agents.actor import Actor
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
 from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
-from looprl.environments.srl_adapters import PettingZooEnvironment
 from looprl.experiments.episodes import check_episodes, play_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, _log_scalars
 from looprl.experiments.logger import ExperimentLogger
@@ -34,15 +35,18 @@ def play(env: MultiagentPettingZooEnv, multiagent: Multiagent, episodes: int = 1
     return agent_returns(play_episodes(runner, act, episodes), env.possible_agents)
 
 
-def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None = None,
-         copy: bool = False) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
-    """The collector over ``env``'s SRL adapter (with ``copy``: over a ``training_copy``) and
+def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None = None
+         ) -> tuple[EnvRunner, Callable[[RolloutRequest], RolloutResult]]:
+    """The collector over the SRL environment ``env`` is a view of (``env.adapter``) and
     ``multiagent``'s answer to its requests."""
-    view = None if copy else PettingZooEnvironment(env.env, flatten=env.flatten)
-    build = functools.partial(training_copy, env) if copy else lambda: view
-    runner = EnvRunner(build, segment_length=None, seed=seed, is_evaluation=True)
-    names = env.possible_agents
-    return runner, lambda _: RolloutResult(action=row_actions(multiagent, runner, names))
+    runner = EnvRunner(lambda: env.adapter, segment_length=None, seed=seed, is_evaluation=True)
+    return runner, answers(multiagent, runner, env.possible_agents)
+
+
+def answers(agent: Multiagent, runner: EnvRunner, names: list[str]
+            ) -> Callable[[RolloutRequest], RolloutResult]:
+    """``agent``'s answer to each of ``runner``'s requests (``row_actions``)."""
+    return lambda _: RolloutResult(action=row_actions(agent, runner, names))
 
 
 def agent_returns(played: list[Episode], names: list[str]) -> dict[str, list[float]]:
@@ -79,7 +83,8 @@ class MultiagentEnvExperiment(Experiment):
         if not isinstance(env, MultiagentPettingZooEnv):
             raise TypeError(f"MultiagentEnvExperiment trains in a MultiagentPettingZooEnv, got "
                             f"{type(env).__name__}: wrap a PettingZoo environment in one (an SRL "
-                            "environment: looprl.environments.SRLParallelEnv first)")
+                            "environment too: MultiagentPettingZooEnv(env, name, remote=(name, "
+                            "args)))")
         return env
 
     def _make_agent(self) -> Multiagent:
@@ -122,12 +127,25 @@ class MultiagentEnvExperiment(Experiment):
             _log_scalars(hub, self.agent_loggers[name])
 
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
-        """Each agent's returns in ``episodes`` episodes of the test agent, over a copy of
-        ``env`` (default: the experiment's; then logged)."""
+        """Each agent's returns in ``episodes`` episodes over a training copy of ``env`` (default:
+        the experiment's; then logged), played as a Ray run's evaluation: an evaluation
+        ``Actor`` over a copy of the preset's policy, its random numbers and the resets seeded
+        with ``seed + TEST_SEED_OFFSET`` (a preset without ``policy()``: its ``test_agent()``)."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         played = env or self.env
         seed = None if self.seed is None else self.seed + TEST_SEED_OFFSET
-        runner, act = game(played, self.preset.test_agent(), seed, copy=True)
+        make_policy = getattr(self.preset, "policy", None)  # (what Ray's evaluation acts with)
+        policy = make_policy(copy_model=True) if callable(make_policy) else None
+        runner = EnvRunner(functools.partial(training_copy, played), segment_length=None,
+                           seed=seed, is_evaluation=True,
+                           default_policy_state=getattr(policy, "default_policy_state", None))
+        if policy is None:
+            act = answers(self.preset.test_agent(), runner, played.possible_agents)
+        else:
+            actor = Actor(policy, evaluation=True)
+            if seed is not None:
+                actor.seed(seed)
+            act = actor.rollout
         returns = agent_returns(play_episodes(runner, act, episodes), played.possible_agents)
         for copy_ in runner.envs:
             copy_.close()

@@ -13,6 +13,7 @@ import sys
 import time
 import types
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.episodes import check_episodes, play_episodes, single_action
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
-from looprl.presets.catalog import make_env
+from looprl.presets.catalog import make_env, rendering
 
 log = logging.getLogger(__name__)
 
@@ -57,19 +58,37 @@ def offscreen_rendering() -> None:
                 break
 
 
-def watch_env(preset: Any, env_id: str, to_file: bool) -> Any:
+def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
+    """An environment to watch, from ``build(render_mode=...)``, and whether it draws its own
+    window: with ``window``, built with ``render_mode='human'`` where it then draws one
+    (``draws_window``); else, or where ``build`` takes no such mode (a ``TypeError`` or a
+    ``ValueError``, as Atari's), built to render frames offscreen (``rendering``: without a
+    ``render_mode`` where it takes none)."""
+    if window:
+        try:
+            env = build(render_mode="human")
+        except (TypeError, ValueError):
+            pass
+        else:
+            if draws_window(env):
+                return env, True
+            env.close()  # (built without the mode)
+    offscreen_rendering()
+    return rendering(build, "rgb_array"), False
+
+
+def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     """The environment a saved ``preset`` acts in, built as training builds it (``make_env``),
-    to render frames (``to_file``) or draw a window where its constructor takes a
-    ``render_mode`` (``draws_window``)."""
-    if to_file:
-        offscreen_rendering()
-    return make_env(f"{preset_family(preset)}.{preset.name}", env_id,
-                    render_mode="rgb_array" if to_file else "human")
+    by ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
+    build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id)
+    return render_env(build, window and shows_in_window(preset))
 
 
 def draws_window(env: Any) -> bool:
-    """Whether ``env`` draws its own window (it was built with ``render_mode='human'``)."""
-    return getattr(getattr(env, "env", None), "render_mode", None) == "human"
+    """Whether ``env`` (or the environment it wraps, its ``env``) draws its own window: it was
+    built with ``render_mode='human'``."""
+    return "human" in (getattr(env, "render_mode", None),
+                       getattr(getattr(env, "env", None), "render_mode", None))
 
 
 def default_fps(env: Any) -> float:

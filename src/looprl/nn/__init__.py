@@ -12,11 +12,15 @@ from looprl.nn.actor_critic import (
     SharedActorCritic,
 )
 from looprl.nn.cnn import (
+    actor_critic_heads,
+    linear_head,
     nature_actor_critic,
     nature_categorical_dqn,
     nature_dqn,
     nature_dueling_dqn,
     nature_features,
+    rainbow_network,
+    shared_actor_critic,
 )
 from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
 from looprl.nn.features import (
@@ -31,6 +35,7 @@ from looprl.nn.features import (
 from looprl.nn.fields import single_field
 from looprl.nn.layers import (
     MLP,
+    ActionBounds,
     Aggregation,
     Dueling,
     Flatten,
@@ -46,11 +51,13 @@ from looprl.nn.layers import (
 )
 from looprl.nn.noisy import NoisyFactorizedLinear
 
-__all__ = ["ActorCritic", "ActorCriticModel", "Aggregation", "PPGNetwork", "CategoricalDueling",
-           "CategoricalQHead", "ConvFeatures", "Dueling", "F", "FEATURE_EXTRACTORS", "Flatten",
-           "Float", "Linear0", "MLP", "MLPFeatures", "NatureCNN", "NatureConv",
-           "NoisyFactorizedLinear", "RLNetwork", "ResNetFeatures", "Scale", "SharedActorCritic",
-           "TanhActionBound", "feature_extractor", "nature_actor_critic", "nature_categorical_dqn",
-           "nature_dqn", "nature_dueling_dqn", "nature_features", "orthogonal_init",
-           "single_field", "td_loss", "weighted_mse_loss", "weighted_smooth_l1_loss"]
+__all__ = ["ActionBounds", "ActorCritic", "ActorCriticModel", "Aggregation", "PPGNetwork",
+           "CategoricalDueling", "CategoricalQHead", "ConvFeatures", "Dueling", "F",
+           "FEATURE_EXTRACTORS", "Flatten", "Float", "Linear0", "MLP", "MLPFeatures", "NatureCNN",
+           "NatureConv", "NoisyFactorizedLinear", "RLNetwork", "ResNetFeatures", "Scale",
+           "SharedActorCritic", "TanhActionBound", "actor_critic_heads", "feature_extractor",
+           "linear_head", "nature_actor_critic", "nature_categorical_dqn", "nature_dqn",
+           "nature_dueling_dqn", "nature_features", "orthogonal_init", "rainbow_network",
+           "shared_actor_critic", "single_field", "td_loss", "weighted_mse_loss",
+           "weighted_smooth_l1_loss"]
 __all__ += sorted({name for name in dir(_torch_nn) if not name.startswith("_")} - set(__all__))

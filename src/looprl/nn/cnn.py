@@ -1,5 +1,7 @@
-"""The networks of the Atari presets: heads on the Nature CNN (Mnih et al., 2015) or another
-feature extractor. They take stacked uint8 frames ``(batch, 4, 84, 84)`` and scale them inside.
+"""The presets' networks: one builder per head, on any body (a feature extractor of
+``looprl.nn.features``, or a torso of the caller's), and the Atari networks that put them on
+the Nature CNN (Mnih et al., 2015). These take stacked uint8 frames ``(batch, 4, 84, 84)`` and
+scale them inside.
 """
 
 from __future__ import annotations
@@ -14,9 +16,59 @@ from looprl.nn.features import FEATURE_EXTRACTORS, NatureCNN, NatureConv, featur
 from looprl.nn.layers import HIDDEN_GAIN, Dueling, orthogonal_init
 from looprl.nn.noisy import NoisyFactorizedLinear
 
-__all__ = ["FEATURE_EXTRACTORS", "NatureCNN", "NatureConv", "nature_actor_critic", "nature_c51",
-           "nature_categorical_dqn", "nature_dqn", "nature_dueling_dqn", "nature_features",
-           "nature_rainbow"]
+__all__ = ["FEATURE_EXTRACTORS", "NatureCNN", "NatureConv", "actor_critic_heads", "linear_head",
+           "nature_actor_critic", "nature_c51", "nature_categorical_dqn", "nature_dqn",
+           "nature_dueling_dqn", "nature_features", "nature_rainbow", "rainbow_network",
+           "shared_actor_critic"]
+
+
+def linear_head(body: nn.Module, outputs: int) -> nn.Sequential:
+    """``body`` (a feature extractor: it has ``out_features``) and a linear layer of
+    ``outputs`` values (orthogonal, gain 1): DQN's network."""
+    return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features, outputs), 1.0))
+
+
+def actor_critic_heads(in_features: int, num_actions: int) -> tuple[nn.Module, nn.Module]:
+    """A policy head of ``num_actions`` logits (orthogonal, gain 0.01: a near-uniform first
+    policy) and a value head of one value (gain 1), both over ``in_features`` features."""
+    return (orthogonal_init(nn.Linear(in_features, num_actions), 0.01),
+            orthogonal_init(nn.Linear(in_features, 1), 1.0))
+
+
+def shared_actor_critic(body: nn.Module, num_actions: int) -> SharedActorCritic:
+    """``body`` (a feature extractor) shared by the ``actor_critic_heads``."""
+    return SharedActorCritic(body, *actor_critic_heads(body.out_features, num_actions))
+
+
+def rainbow_network(torso: nn.Module, in_features: int, num_actions: int, atoms: int = 51,
+                    hidden: int = 512, sigma: float = 0.5, dueling: bool = True,
+                    noisy: bool = True, distributional: bool = True, orthogonal: bool = True
+                    ) -> nn.Module:
+    """Rainbow's Q-network (Hessel et al., 2018) on ``torso`` (``in_features`` outputs): value
+    and advantage streams of ``hidden`` noisy units (initial noise ``sigma``), combined per atom
+    by ``CategoricalDueling``; each part can be switched off. Layers without noise are
+    orthogonal (gains sqrt(2), then 1) with ``orthogonal``, else ``nn.Linear``'s own. Returns
+    probabilities ``(batch, num_actions, atoms)`` when ``distributional`` (a
+    ``CategoricalQHead``), else Q-values ``(batch, num_actions)``."""
+    outputs = atoms if distributional else 1
+
+    def linear(n_in: int, n_out: int, gain: float) -> nn.Module:
+        if noisy:
+            return NoisyFactorizedLinear(n_in, n_out, sigma_init=sigma)
+        layer = nn.Linear(n_in, n_out)
+        return orthogonal_init(layer, gain) if orthogonal else layer
+
+    def stream(n_out: int) -> nn.Sequential:
+        first = linear(in_features, hidden, HIDDEN_GAIN)
+        return nn.Sequential(first, nn.ReLU(), linear(hidden, n_out, 1.0))
+
+    if dueling:
+        combine = CategoricalDueling if distributional else Dueling
+        head = combine(stream(outputs), stream(num_actions * outputs))
+    else:
+        head = stream(num_actions * outputs)
+    net = nn.Sequential(torso, head)
+    return CategoricalQHead(net, num_actions, atoms) if distributional else net
 
 
 def nature_features(kind: Any = "nature", frames: int = 4) -> nn.Module:
@@ -26,8 +78,7 @@ def nature_features(kind: Any = "nature", frames: int = 4) -> nn.Module:
 
 def nature_dqn(num_actions: int, frames: int = 4, features: str = "nature") -> nn.Sequential:
     """The Nature DQN: features and a linear layer of one value per action."""
-    body = nature_features(features, frames)
-    return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features, num_actions), 1.0))
+    return linear_head(nature_features(features, frames), num_actions)
 
 
 def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> nn.Sequential:
@@ -39,29 +90,11 @@ def nature_dueling_dqn(num_actions: int, frames: int = 4, hidden: int = 512) -> 
 def nature_rainbow(num_actions: int, atoms: int = 51, frames: int = 4, hidden: int = 512,
                    sigma: float = 0.5, dueling: bool = True, noisy: bool = True,
                    distributional: bool = True) -> nn.Sequential:
-    """Rainbow's Q-network (Hessel et al., 2018): value and advantage streams of ``hidden``
-    noisy units (initial noise ``sigma``), combined per atom by ``CategoricalDueling``; each
-    part can be switched off. Probabilities ``(batch, num_actions, atoms)`` when
-    ``distributional``, else Q-values ``(batch, num_actions)``."""
+    """``rainbow_network`` on the Nature convolutions (orthogonal layers without noise)."""
     conv = NatureConv(frames)
-    outputs = atoms if distributional else 1
-
-    def linear(n_in: int, n_out: int, gain: float) -> nn.Module:
-        if noisy:
-            return NoisyFactorizedLinear(n_in, n_out, sigma_init=sigma)
-        return orthogonal_init(nn.Linear(n_in, n_out), gain)
-
-    def stream(n_out: int) -> nn.Sequential:
-        first = linear(conv.out_features, hidden, HIDDEN_GAIN)
-        return nn.Sequential(first, nn.ReLU(), linear(hidden, n_out, 1.0))
-
-    if dueling:
-        combine = CategoricalDueling if distributional else Dueling
-        head = combine(stream(outputs), stream(num_actions * outputs))
-    else:
-        head = stream(num_actions * outputs)
-    net = nn.Sequential(conv, head)
-    return nn.Sequential(CategoricalQHead(net, num_actions, atoms)) if distributional else net
+    net = rainbow_network(conv, conv.out_features, num_actions, atoms, hidden, sigma,
+                          dueling=dueling, noisy=noisy, distributional=distributional)
+    return nn.Sequential(net) if distributional else net  # (the parameters' names: "0.model.")
 
 
 def nature_categorical_dqn(num_actions: int, atoms: int = 51, frames: int = 4,
@@ -81,7 +114,4 @@ def nature_c51(num_actions: int, atoms: int = 51, frames: int = 4, features: str
 def nature_actor_critic(num_actions: int, frames: int = 4, features: str = "nature"
                         ) -> SharedActorCritic:
     """The Nature CNN shared by a policy head (gain 0.01) and a value head (gain 1)."""
-    body = nature_features(features, frames)
-    policy = orthogonal_init(nn.Linear(body.out_features, num_actions), 0.01)
-    value = orthogonal_init(nn.Linear(body.out_features, 1), 1.0)
-    return SharedActorCritic(body, policy, value)
+    return shared_actor_critic(nature_features(features, frames), num_actions)

@@ -6,15 +6,16 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from looprl.core.suggest import check_choice
 
-__all__ = ["ACTIVATIONS", "MLP", "Aggregation", "Dueling", "Flatten", "Float", "Linear0",
-           "RLNetwork", "Scale", "TanhActionBound", "dense_layers", "orthogonal_init", "td_loss",
-           "weighted_mse_loss", "weighted_smooth_l1_loss"]
+__all__ = ["ACTIVATIONS", "MLP", "ActionBounds", "Aggregation", "Dueling", "Flatten", "Float",
+           "Linear0", "RLNetwork", "Scale", "TanhActionBound", "dense_layers", "orthogonal_init",
+           "td_loss", "weighted_mse_loss", "weighted_smooth_l1_loss"]
 
 #: The gain SB3 and CleanRL use for hidden layers.
 HIDDEN_GAIN = math.sqrt(2.0)
@@ -82,20 +83,61 @@ class Float(nn.Module):
         return x.float()
 
 
+class ActionBounds:
+    """The affine map ``to_env(x) = center + scale * x`` between normalized actions in ``[-1, 1]``
+    and a ``Box``'s bounds (unbounded dimensions unscaled); tensors are cached per device."""
+
+    def __init__(self, low: Any, high: Any):
+        low = torch.as_tensor(low, dtype=torch.float32).flatten()
+        high = torch.as_tensor(high, dtype=torch.float32).flatten()
+        finite = torch.isfinite(low) & torch.isfinite(high)
+        self.low, self.high = low, high
+        self.center = torch.where(finite, (high + low) / 2, torch.zeros_like(low))
+        self.scale = torch.where(finite, (high - low) / 2, torch.ones_like(low))
+        self.action_dim = int(low.numel())
+        self._cache: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+
+    def on(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """``(center, scale, low, high)`` on ``device``."""
+        tensors = self._cache.get(device)
+        if tensors is None:
+            tensors = tuple(t.to(device) for t in (self.center, self.scale, self.low, self.high))
+            self._cache[device] = tensors
+        return tensors
+
+    def to_env(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalized actions -> actions in the space's bounds (for ``x`` in ``[-1, 1]``)."""
+        center, scale, _, _ = self.on(x.device)
+        return center + scale * x
+
+    def to_unit(self, action: torch.Tensor) -> torch.Tensor:
+        """Actions in the space's bounds -> normalized actions."""
+        center, scale, _, _ = self.on(action.device)
+        return (action - center) / scale
+
+    def clip(self, action: torch.Tensor) -> torch.Tensor:
+        """``action`` clamped to ``[low, high]``."""
+        _, _, low, high = self.on(action.device)
+        return torch.clamp(action, low, high)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": {}}
+
+
 class TanhActionBound(nn.Module):
-    """``tanh`` outputs scaled to the bounds of ``action_space`` (``low``, ``high``); an unbounded
-    dimension keeps ``tanh``'s ``[-1, 1]`` (as ``policies.ActionBounds`` maps it)."""
+    """``tanh`` outputs mapped onto the bounds of ``action_space`` (``low``, ``high``) by its
+    ``ActionBounds`` (an unbounded dimension keeps ``tanh``'s ``[-1, 1]``); the map's scale and
+    center are the buffers ``weight`` and ``bias``, shaped as the space."""
 
     def __init__(self, action_space: Any):
         super().__init__()
         if not (hasattr(action_space, "low") and hasattr(action_space, "high")):
             raise TypeError(f"TanhActionBound needs a Box action space (with low and high), "
                             f"got {type(action_space).__name__}")
-        low = torch.as_tensor(action_space.low, dtype=torch.float32)
-        high = torch.as_tensor(action_space.high, dtype=torch.float32)
-        finite = torch.isfinite(low) & torch.isfinite(high)
-        self.register_buffer("weight", torch.where(finite, (high - low) / 2, 1.0))
-        self.register_buffer("bias", torch.where(finite, (high + low) / 2, 0.0))
+        bounds = ActionBounds(action_space.low, action_space.high)
+        shape = np.shape(action_space.low)
+        self.register_buffer("weight", bounds.scale.reshape(shape))
+        self.register_buffer("bias", bounds.center.reshape(shape))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(x) * self.weight + self.bias

@@ -1,9 +1,9 @@
 """Action selection: epsilon-greedy, ez-greedy, Boltzmann, softmax, Gaussian and deterministic
 policies."""
 
+from looprl.nn.layers import ActionBounds
 from looprl.policies.deterministic import DeterministicPolicy, SoftDeterministicPolicy
 from looprl.policies.distributions import (
-    ActionBounds,
     CategoricalHead,
     GaussianActor,
     GaussianHead,

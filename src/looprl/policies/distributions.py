@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from looprl.nn.layers import ActionBounds
+
 
 class CategoricalHead:
     """A categorical distribution over ``n`` discrete actions, parameterized by logits."""
@@ -67,47 +69,6 @@ def _race(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tenso
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _LOG_2 = math.log(2.0)
-
-
-class ActionBounds:
-    """The affine map ``to_env(x) = center + scale * x`` between normalized actions in ``[-1, 1]``
-    and a ``Box``'s bounds (unbounded dimensions unscaled); tensors are cached per device."""
-
-    def __init__(self, low: Any, high: Any):
-        low = torch.as_tensor(low, dtype=torch.float32).flatten()
-        high = torch.as_tensor(high, dtype=torch.float32).flatten()
-        finite = torch.isfinite(low) & torch.isfinite(high)
-        self.low, self.high = low, high
-        self.center = torch.where(finite, (high + low) / 2, torch.zeros_like(low))
-        self.scale = torch.where(finite, (high - low) / 2, torch.ones_like(low))
-        self.action_dim = int(low.numel())
-        self._cache: dict[torch.device, tuple[torch.Tensor, ...]] = {}
-
-    def on(self, device: torch.device) -> tuple[torch.Tensor, ...]:
-        """``(center, scale, low, high)`` on ``device``."""
-        tensors = self._cache.get(device)
-        if tensors is None:
-            tensors = tuple(t.to(device) for t in (self.center, self.scale, self.low, self.high))
-            self._cache[device] = tensors
-        return tensors
-
-    def to_env(self, x: torch.Tensor) -> torch.Tensor:
-        """Normalized actions -> actions in the space's bounds (for ``x`` in ``[-1, 1]``)."""
-        center, scale, _, _ = self.on(x.device)
-        return center + scale * x
-
-    def to_unit(self, action: torch.Tensor) -> torch.Tensor:
-        """Actions in the space's bounds -> normalized actions."""
-        center, scale, _, _ = self.on(action.device)
-        return (action - center) / scale
-
-    def clip(self, action: torch.Tensor) -> torch.Tensor:
-        """``action`` clamped to ``[low, high]``."""
-        _, _, low, high = self.on(action.device)
-        return torch.clamp(action, low, high)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_cache": {}}
 
 
 def _normal_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:

@@ -57,18 +57,14 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         return _srl_env(agent, env_id, target, render_mode)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
-    from looprl.environments.multiagent import make_zoo_env
     if kind == "gym":  # (by the import path: Ray's actors import it too)
         return rendering(partial(GymEnvironment, env_id), render_mode)
     if agent.startswith("atari."):
         return AtariEnvironment(env_id)
     if agent.startswith("continuous.") and is_mujoco_id(env_id):
         return rendering(partial(MujocoEnvironment, env_id), render_mode)
-    if agent.startswith("multiagent.") and render_mode is None:
-        return MultiagentPettingZooEnv(env_id)
-    if agent.startswith("multiagent."):  # (the game, named as above)
-        zoo_env = rendering(partial(make_zoo_env, env_id), render_mode)
-        return MultiagentPettingZooEnv(zoo_env, name=env_id.rpartition(".")[2])
+    if agent.startswith("multiagent."):  # (made by name: Ray's actors make it so, unrendered)
+        return rendering(partial(MultiagentPettingZooEnv, env_id), render_mode)
     return rendering(partial(GymEnvironment, env_id), render_mode)
 
 
@@ -99,16 +95,14 @@ def _kind_of(env_id: str) -> tuple[str | None, str]:
 
 
 def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None) -> Any:
-    """The SRL environment ``name`` as a PettingZoo parallel env (multi-agent presets only)."""
+    """The SRL environment ``name`` in seed 003's multi-agent API (multi-agent presets only)."""
     from looprl.environments import MultiagentPettingZooEnv, make
-    from looprl.environments.srl_parallel import SRLParallelEnv
     if not agent.startswith("multiagent."):
         raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
                          "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
                          "gymnasium.Env class for the single-agent ones")
     env = rendering(partial(make, name), render_mode)
-    return MultiagentPettingZooEnv(SRLParallelEnv(env, env_id), name=env_id,
-                                   remote=(env_id, {}))
+    return MultiagentPettingZooEnv(env, name=env_id, remote=(env_id, {}))
 
 
 def env_for(agent: Any, env_id: str) -> Any:

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch import nn
-
 from looprl.nn import PPGNetwork
-from looprl.nn.cnn import nature_dqn, nature_features
-from looprl.nn.layers import orthogonal_init
+from looprl.nn.cnn import actor_critic_heads, nature_dqn, nature_features
 from looprl.presets.atari.common import NatureActorCritic
 from looprl.presets.atari.ppo import default_hyperparameters as ppo_defaults
 from looprl.presets.builder import PresetBuilder
@@ -26,9 +23,8 @@ def nature_ppg(num_actions: int, frames: int = 4, features: str = "nature") -> P
     """A Nature CNN trunk with policy (gain 0.01) and auxiliary value (gain 1) heads, and a
     separate Nature value network."""
     trunk = nature_features(features, frames)
-    policy_head = orthogonal_init(nn.Linear(trunk.out_features, num_actions), 0.01)
-    aux_head = orthogonal_init(nn.Linear(trunk.out_features, 1), 1.0)
-    return PPGNetwork(trunk, policy_head, aux_head, nature_dqn(1, frames, features))
+    return PPGNetwork(trunk, *actor_critic_heads(trunk.out_features, num_actions),
+                      nature_dqn(1, frames, features))
 
 
 class PPGAtariPreset(NatureActorCritic, PPGClassicControlPreset):

@@ -13,7 +13,8 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.dqn import DQNPolicy
-from looprl.nn import MLP, feature_extractor, orthogonal_init
+from looprl.nn import MLP, feature_extractor
+from looprl.nn.cnn import linear_head
 from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_flat_observations
@@ -66,8 +67,7 @@ class DQNClassicControlPreset(QPreset):
             obs_dim, hidden = require_flat_observations(env, self.algorithm), hp["hidden"]
             return MLP(obs_dim, self.num_actions, (hidden, hidden), activation=nn.ReLU)
         body = feature_extractor(hp["features"], env.observation_space.shape)
-        return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features,
-                                                             self.num_actions), 1.0))
+        return linear_head(body, self.num_actions)
 
     @property
     def prioritized(self) -> bool:

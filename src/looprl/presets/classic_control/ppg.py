@@ -11,7 +11,7 @@ from torch import nn
 
 from looprl.agents.ppg import PPGTrainer
 from looprl.nn import MLP, PPGNetwork
-from looprl.nn.layers import orthogonal_init
+from looprl.nn.cnn import actor_critic_heads
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
@@ -27,10 +27,8 @@ default_hyperparameters: dict[str, Any] = derived(
 def ppg_network(obs_dim: int, num_actions: int, hidden: int) -> PPGNetwork:
     """Two-layer tanh policy trunk with logits and aux-value heads, and a tanh value MLP."""
     trunk = nn.Sequential(MLP(obs_dim, hidden, hidden=(hidden,)), nn.Tanh())
-    policy_head = orthogonal_init(nn.Linear(hidden, num_actions), 0.01)
-    aux_head = orthogonal_init(nn.Linear(hidden, 1), 1.0)
-    critic = MLP(obs_dim, 1, hidden=(hidden, hidden), output_gain=1.0)
-    return PPGNetwork(trunk, policy_head, aux_head, critic)
+    return PPGNetwork(trunk, *actor_critic_heads(hidden, num_actions),
+                      MLP(obs_dim, 1, hidden=(hidden, hidden), output_gain=1.0))
 
 
 class PPGClassicControlPreset(PPOClassicControlPreset):

@@ -9,7 +9,8 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.ppo import PPOTrainer
-from looprl.nn import SharedActorCritic, feature_extractor, orthogonal_init
+from looprl.nn import feature_extractor
+from looprl.nn.cnn import shared_actor_critic
 from looprl.policies.distributions import CategoricalHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.a2c import separate_mlps
@@ -42,9 +43,7 @@ class PPOClassicControlPreset(OnPolicyPreset):
             return separate_mlps(env, self.hyperparameters["hidden"], self.algorithm)
         num_actions = require_discrete_actions(env, self.algorithm)
         body = feature_extractor(features, env.observation_space.shape)  # one shared body
-        policy = orthogonal_init(nn.Linear(body.out_features, num_actions), 0.01)
-        value = orthogonal_init(nn.Linear(body.out_features, 1), 1.0)
-        return SharedActorCritic(body, policy, value), CategoricalHead(num_actions)
+        return shared_actor_critic(body, num_actions), CategoricalHead(num_actions)
 
     def trainer(self, policy: Any, train_steps: float = math.inf) -> PPOTrainer:
         return PPOTrainer(policy, **self._ppo_arguments(self.updates(train_steps)))

@@ -13,9 +13,7 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.dqn import DQNPolicy
-from looprl.nn import Dueling
-from looprl.nn.distributional import CategoricalDueling, CategoricalQHead
-from looprl.nn.noisy import NoisyFactorizedLinear
+from looprl.nn.cnn import rainbow_network
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.dqn import replay_defaults
 from looprl.presets.common import require_flat_observations
@@ -35,27 +33,13 @@ default_hyperparameters: dict[str, Any] = {
 
 
 def rainbow_model(obs_dim: int, num_actions: int, hp: dict[str, Any]) -> nn.Module:
-    """Torso ``Linear + ReLU`` and a (dueling, noisy, categorical) head, as ``hp`` says."""
-    hidden, atoms = hp["hidden"], hp["atoms"]
-    outputs = atoms if hp["distributional"] else 1
-
-    def linear(n_in: int, n_out: int) -> nn.Module:
-        if hp["noisy"]:
-            return NoisyFactorizedLinear(n_in, n_out, sigma_init=hp["sigma"])
-        return nn.Linear(n_in, n_out)
-
-    def stream(n_out: int) -> nn.Module:
-        return nn.Sequential(linear(hidden, hidden), nn.ReLU(), linear(hidden, n_out))
-
+    """``rainbow_network`` (as ``hp`` says) on a torso ``Linear + ReLU`` of ``hidden`` units,
+    its layers without noise ``nn.Linear``'s own initialization."""
+    hidden = hp["hidden"]
     torso = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU())
-    if hp["dueling"]:
-        value, advantage = stream(outputs), stream(num_actions * outputs)
-        if hp["distributional"]:
-            dueling = nn.Sequential(torso, CategoricalDueling(value, advantage))
-            return CategoricalQHead(dueling, num_actions, atoms)
-        return nn.Sequential(torso, Dueling(value, advantage))
-    head = nn.Sequential(torso, stream(num_actions * outputs))
-    return CategoricalQHead(head, num_actions, atoms) if hp["distributional"] else head
+    return rainbow_network(torso, hidden, num_actions, hp["atoms"], hidden, hp["sigma"],
+                           dueling=hp["dueling"], noisy=hp["noisy"],
+                           distributional=hp["distributional"], orthogonal=False)
 
 
 class RainbowClassicControlPreset(QPreset):
