@@ -42,13 +42,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import format_table  # noqa: E402
 from looprl.presets.classic_control import ppo  # noqa: E402
 from looprl.runners import ESRunner, OnlineRunner, OptunaRunner  # noqa: E402
+from looprl.runners.es import Individual  # noqa: E402
+from looprl.runners.trials import KeptAgent  # noqa: E402
 
 ENV = "CartPole-v1"
 BAR = 475.0
@@ -62,24 +63,18 @@ SEARCH_EPISODES = 10
 
 
 class ClockedES(ESRunner):
-    """An ``ESRunner`` that notes each individual's values, return and wall time."""
+    """An ``ESRunner`` that notes each individual's values, return (``-inf``: it diverged)
+    and wall time, as the runner records it."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.start = time.perf_counter()
         self.individuals: list[dict[str, Any]] = []
 
-    def apply_individual(self, individual: np.ndarray) -> dict[str, Any]:
-        values = super().apply_individual(individual)
-        self.individuals.append({"values": values, "return": -math.inf})
-        return values
-
-    def evaluate(self, episodes: int | None = None) -> dict[str, Any]:
-        result = super().evaluate(episodes)
-        if self.individuals and "time" not in self.individuals[-1]:
-            self.individuals[-1]["return"] = result["mean_eval_reward"]
-            self.individuals[-1]["time"] = time.perf_counter() - self.start
-        return result
+    def record(self, individual: Individual, fitness: float, agent: KeptAgent | None) -> float:
+        self.individuals.append({"values": individual.values, "return": fitness,
+                                 "time": time.perf_counter() - self.start})
+        return super().record(individual, fitness, agent)
 
 
 def config_text(values: dict[str, Any]) -> str:
@@ -125,7 +120,7 @@ def run_es(args: argparse.Namespace) -> dict[str, Any]:
         "final": final["mean_eval_reward"], "final_std": final["std_eval_reward"],
         "seconds": seconds, "search_seconds": search_seconds,
         "points": [(p["time"], p["return"], p["values"]["lr"]) for p in es.individuals
-                   if "time" in p],
+                   if math.isfinite(p["return"])],
         "generations": [h["max_fitness"] for h in results["history"]],
         "budget": f"{args.generations} x {args.popsize} x {args.steps:,}",
         "evaluated": len(es.individuals),

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn, optim
 
-from looprl.approximation import Approximation, LinearLR
+from looprl.approximation import Approximation, ProgressLR
 
 
 class RecordingLogger:
@@ -207,7 +207,7 @@ def test_logs_unscaled_loss_and_lr_every_log_every_updates():
         logger=logger,
         log_every=2,
         loss_scaling=3.0,
-        lr_scheduler=LinearLR(optimizer, total_updates=4),
+        lr_scheduler=ProgressLR(optimizer, lambda progress: 0.5 * (1 - progress), 4),
     )
     for _ in range(5):
         with torch.no_grad():

@@ -1,14 +1,16 @@
-"""Tests of schedules and the linear learning-rate scheduler."""
+"""Tests of schedules and the learning-rate annealer (``ProgressLR``)."""
 
 from __future__ import annotations
 
 import pickle
+from functools import partial
 
 import pytest
-import torch
 from torch import nn, optim
+from torch.optim.lr_scheduler import LambdaLR
 
-from looprl.approximation import ConstantSchedule, LinearLR, LinearScheduler, linear_schedule
+from looprl.approximation import LinearScheduler, ProgressLR, linear_schedule
+from looprl.presets.on_policy import linear
 
 
 def test_linear_schedule_function():
@@ -45,32 +47,35 @@ def test_schedule_logs_every_log_every_reads():
     assert logger.calls == [("eps", 1.0), ("eps", 0.5), ("eps", 0.0)]
 
 
-def test_constant_schedule():
-    schedule = ConstantSchedule(0.3)
-    assert [schedule.value for _ in range(3)] == [0.3, 0.3, 0.3]
-
-
-def test_linear_lr_anneals_to_zero_and_pickles():
-    model = nn.Linear(2, 1)
-    optimizer = optim.SGD(model.parameters(), lr=0.1)
-    scheduler = LinearLR(optimizer, total_updates=10)
+def _lrs_of(scheduler, optimizer, steps: int) -> list[float]:
+    """The learning rate of each of ``steps`` optimizer steps, ``scheduler`` stepped after each."""
     lrs = []
-    for _ in range(12):
+    for _ in range(steps):
         lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         scheduler.step()
-    assert lrs[0] == pytest.approx(0.1)
-    assert lrs[5] == pytest.approx(0.05)
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
-    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
-    restored = pickle.loads(pickle.dumps(scheduler.lr_lambdas[0]))
-    assert restored(5) == pytest.approx(0.5)
+    return lrs
 
 
-def test_linear_lr_final_fraction():
-    optimizer = optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
-    scheduler = LinearLR(optimizer, total_updates=4, final_fraction=0.25)
-    for _ in range(10):
-        optimizer.step()
-        scheduler.step()
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.25)
+def test_progress_lr_without_start_anneals_per_optimizer_step_as_a_lambda_lr():
+    """Each optimizer step one update (VQN's): the rates of torch's ``LambdaLR`` over
+    ``linear_schedule`` (the scheduler VQN had), bit for bit, ending at 0."""
+    rates = []
+    for scheduler_of in (lambda o: ProgressLR(o, linear(0.1), 10),
+                         lambda o: LambdaLR(o, partial(linear_schedule, 1.0, 0.0, 0, 10))):
+        optimizer = optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1)
+        rates.append(_lrs_of(scheduler_of(optimizer), optimizer, 13))
+    assert rates[0] == rates[1]
+    assert rates[0][5] == pytest.approx(0.05) and rates[0][10:] == [0.0] * 3
+
+
+def test_progress_lr_start_shares_an_update_between_its_optimizer_steps():
+    optimizer = optim.SGD(nn.Linear(2, 1).parameters(), lr=1.0)
+    scheduler = ProgressLR(optimizer, lambda progress: 1.0 - progress, total_updates=2)
+    scheduler.start(1, steps=4)  # update 1 of 2, in 4 optimizer steps
+    assert _lrs_of(scheduler, optimizer, 4) == [0.5, 0.375, 0.25, 0.125]
+    assert optimizer.param_groups[0]["lr"] == 0.0  # (progress capped at 1)
+    restored = pickle.loads(pickle.dumps(ProgressLR(optimizer, linear(0.1), 4)))
+    assert restored.lr(0.5) == pytest.approx(0.05) and restored.total_updates == 4
+    with pytest.raises(ValueError, match="total_updates must be positive, got 0"):
+        ProgressLR(optimizer, linear(0.1), 0)

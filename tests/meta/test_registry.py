@@ -33,7 +33,7 @@ def test_every_name_builds_its_class():
 
 
 def test_unknown_name_lists_valid_ones_with_a_suggestion():
-    with pytest.raises(ValueError, match="Unknown meta component 'novel_d'. Did you mean "
+    with pytest.raises(ValueError, match="unknown meta component 'novel_d'. Did you mean "
                                          "'noveld'.*cosine_lr, hp_schedule, network_reset"):
         make_component("novel_d")
 

@@ -8,8 +8,6 @@ from looprl.approximation.q_continuous import QContinuous
 from looprl.approximation.q_dist import ExpectedQ, QDist, QDistModule, project_distribution
 from looprl.approximation.q_network import QModule, QNetwork, gather_actions
 from looprl.approximation.schedules import (
-    ConstantSchedule,
-    LinearLR,
     LinearScheduler,
     ProgressLR,
     Schedulable,
@@ -19,9 +17,8 @@ from looprl.approximation.schedules import (
 from looprl.approximation.target import FixedTarget, PolyakTarget, TargetNetwork, TrivialTarget
 from looprl.approximation.v_network import VModule, VNetwork
 
-__all__ = ["Approximation", "Checkpointer", "ConstantSchedule", "DummyCheckpointer", "ExpectedQ",
-           "FeatureModule", "FeatureNetwork", "FixedTarget", "Identity", "LinearLR",
-           "LinearScheduler", "PeriodicCheckpointer", "PolyakTarget", "ProgressLR", "QContinuous",
-           "QDist", "QDistModule", "QModule", "QNetwork", "Schedulable", "Schedule",
-           "TargetNetwork", "TrivialTarget", "VModule", "VNetwork", "gather_actions",
-           "linear_schedule", "project_distribution"]
+__all__ = ["Approximation", "Checkpointer", "DummyCheckpointer", "ExpectedQ", "FeatureModule",
+           "FeatureNetwork", "FixedTarget", "Identity", "LinearScheduler", "PeriodicCheckpointer",
+           "PolyakTarget", "ProgressLR", "QContinuous", "QDist", "QDistModule", "QModule",
+           "QNetwork", "Schedulable", "Schedule", "TargetNetwork", "TrivialTarget", "VModule",
+           "VNetwork", "gather_actions", "linear_schedule", "project_distribution"]

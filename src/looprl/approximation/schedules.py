@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from torch.optim import Optimizer
-from torch.optim.lr_scheduler import LambdaLR
 
 from looprl.core.suggest import check_positive
 
-__all__ = ["ConstantSchedule", "LinearLR", "LinearScheduler", "ProgressLR", "Schedulable",
-           "Schedule", "linear_schedule"]
+__all__ = ["LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "linear_schedule"]
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
@@ -58,17 +55,6 @@ class Schedule:
         return result
 
 
-class ConstantSchedule(Schedule):
-    """A schedule that always returns ``constant`` (``**kwargs``: see ``Schedule``)."""
-
-    def __init__(self, constant: float, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.constant = constant
-
-    def at(self, step: int) -> float:
-        return self.constant
-
-
 class LinearScheduler(Schedule):
     """Linear decay from ``initial_value`` (at ``decay_start``) to ``final_value``."""
 
@@ -95,28 +81,20 @@ class Schedulable:
         return value.value if isinstance(value, Schedule) else value
 
 
-class LinearLR(LambdaLR):
-    """Anneal every learning rate linearly to ``final_fraction`` of its initial value over
-    ``total_updates`` calls of ``step()`` (a picklable ``LambdaLR``)."""
-
-    def __init__(self, optimizer: Optimizer, total_updates: int, final_fraction: float = 0.0,
-                 last_epoch: int = -1):
-        check_positive(total_updates=total_updates)
-        decay = partial(linear_schedule, 1.0, final_fraction, 0, total_updates)
-        super().__init__(optimizer, decay, last_epoch)
-
-
 class ProgressLR:
-    """An ``Approximation``'s ``lr_scheduler`` that sets every learning rate of ``optimizer``
-    to ``lr(progress)``: the fraction of ``total_updates`` training updates done, capped at 1,
-    counting each optimizer step of an update as its share (an on-policy trainer's schedule).
+    """The learning-rate annealer: an ``Approximation``'s ``lr_scheduler`` that sets every
+    learning rate of ``optimizer`` to ``lr(progress)`` (e.g. ``presets.on_policy.linear(lr)``),
+    ``progress`` the fraction of ``total_updates`` training updates done, capped at 1,
+    counting each optimizer step of an update as its share.
 
-    ``start(updates, steps)`` sets it before an update of ``steps`` optimizer steps; each
-    ``step()`` (the ``Approximation``'s, after an optimizer step) sets it for the next step.
+    ``start(updates, steps)`` sets it before an update of ``steps`` optimizer steps (an
+    on-policy trainer's); each ``step()`` (the ``Approximation``'s, after an optimizer step)
+    sets it for the next step. Without ``start``, each optimizer step is one update (VQN's).
     """
 
     def __init__(self, optimizer: Optimizer, lr: Callable[[float], float],
                  total_updates: float):
+        check_positive(total_updates=total_updates)
         self.optimizer, self.lr, self.total_updates = optimizer, lr, total_updates
         self._updates, self._steps, self._step = 0, 1, 0
 

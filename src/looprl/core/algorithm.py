@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 from abc import ABCMeta, abstractmethod
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from looprl.core.batches import SampleBatch, TrainerStepResult
 from looprl.core.hyperparameter import Hyperparameter, merge_hyperparameters
-from looprl.core.imports import import_object
-from looprl.core.suggest import did_you_mean
+from looprl.core.registry import Registry
 
 
 class _ByName(ABCMeta):
@@ -20,9 +17,11 @@ class _ByName(ABCMeta):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         registry = _BY_NAME.get(cls) if "type_" in kwargs else None
-        if registry is not None:
-            return registry.make(kwargs.pop("type_"), *args, **kwargs)
-        return super().__call__(*args, **kwargs)
+        if registry is None:
+            return super().__call__(*args, **kwargs)
+        factory = registry.get(kwargs.pop("type_"))
+        options = kwargs.pop("args", None) or {}  # (seed 004: ``args=dict(...)``)
+        return factory(*args, **kwargs, **options)
 
 
 class _PartOfAlgorithm:
@@ -101,48 +100,16 @@ def parts_hyperparameters(policy: Policy, trainer: Trainer, **own: Hyperparamete
     return merge_hyperparameters(*declared, mine)
 
 
-class _Registry:
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.entries: dict[str, Callable[..., Any] | str] = {}
-
-    def register(self, name: str, cls: Callable[..., Any] | str) -> None:
-        """Register ``cls`` under ``name``; ``ValueError`` if it is taken."""
-        if name in self.entries:
-            raise ValueError(f"{self.kind} {name!r} is already registered; pick another name")
-        self.entries[name] = cls
-
-    def missing(self, name: str) -> str | None:
-        """``None`` if ``name`` is registered, else the line saying it is not."""
-        if name not in self.entries:
-            for module in _NAME_SOURCES:
-                importlib.import_module(module)
-        if name in self.entries:
-            return None
-        known = ", ".join(sorted(self.entries)) or "none"
-        hint = did_you_mean(str(name), self.entries)
-        return f"unknown {self.kind} {name!r}.{hint} Registered: {known}"
-
-    def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        problem = self.missing(name)
-        if problem is not None:
-            raise KeyError(problem)
-        options = kwargs.pop("args", None) or {}
-        entry = self.entries[name]
-        factory = import_object(entry, self.kind) if isinstance(entry, str) else entry
-        return factory(*args, **kwargs, **options)
-
-
-_POLICIES = _Registry("policy")
-_TRAINERS = _Registry("trainer")
+_POLICIES = Registry("policy")
+_TRAINERS = Registry("trainer")
 _BY_NAME = {Policy: _POLICIES, Trainer: _TRAINERS}
 #: ``register_policy(name, cls)``: a class or factory (or ``"module:Name"``) under ``name``
 register_policy = _POLICIES.register
 register_trainer = _TRAINERS.register
-_NAME_SOURCES: list[str] = []
 
 
 def register_names_from(module: str) -> None:
     """Import ``module`` (which registers names) at the first unregistered ``type_``."""
-    if module not in _NAME_SOURCES:
-        _NAME_SOURCES.append(module)
+    for registry in (_POLICIES, _TRAINERS):
+        if module not in registry.sources:
+            registry.sources.append(module)

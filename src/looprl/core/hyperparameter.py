@@ -23,15 +23,6 @@ class Hyperparameter:
         return cls(lambda: getattr(owner, name),
                    lambda value: setattr(owner, name, kind(value)), kind)
 
-    def on_set(self, action: Callable[[], None]) -> Hyperparameter:
-        """This hyperparameter, with ``action()`` run before each ``set``."""
-
-        def set_value(value: Any) -> None:
-            action()
-            self.set(value)
-
-        return Hyperparameter(self.get, set_value, self.kind)
-
 
 def merge_hyperparameters(*declared: dict[str, Hyperparameter]) -> dict[str, Hyperparameter]:
     """The keys of several parts; a shared key is read from the first and set on all."""

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.imports import import_module, import_object, is_import_path
+from looprl.core.imports import import_module, is_import_path
 from looprl.core.namedarray import NamedArray, as_numpy
-from looprl.core.suggest import did_you_mean
+from looprl.core.registry import Registry
 
 
 @dataclasses.dataclass
@@ -129,29 +129,23 @@ class Environment(ABC):
         """Release the environment's resources."""
 
 
-class UnknownEnvironmentError(KeyError):
-    """A ``KeyError`` whose message prints without the quotes ``KeyError`` adds."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
+#: the registered environments (``distributed.config`` carries them to the workers)
 _REGISTRY: dict[str, type | str] = {}
 
 _ADAPTERS = "looprl.environments.srl_adapters"
+
+
+def _environments() -> Registry:
+    """The registry of ``_REGISTRY`` (read at each call: tests swap that dict)."""
+    return Registry("environment", _REGISTRY, advice=(
+        ". Any Gymnasium id (e.g. 'CartPole-v1') also works through the Gymnasium adapter; "
+        "register your own with looprl.environments.register(name, 'package.module:ClassName')"))
 
 
 def register(name: str, env_class: type | str) -> None:
     """Register an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path
     (a class or a function returning an ``Environment``, imported on first use), under
     ``name`` for ``make(name, **env_args)``; ``ValueError`` if ``name`` is taken."""
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"an environment name must be a non-empty string, got {name!r}")
-    if name in _REGISTRY:
-        taken = _REGISTRY[name]
-        shown = taken if isinstance(taken, str) else f"{taken.__module__}:{taken.__qualname__}"
-        raise ValueError(f"environment {name!r} is already registered (to {shown}); pick "
-                         "another name")
     if isinstance(env_class, str):
         if not is_import_path(env_class):
             raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
@@ -159,46 +153,32 @@ def register(name: str, env_class: type | str) -> None:
     elif not isinstance(env_class, type):
         raise TypeError(f"environment {name!r}: register a class or a 'package.module:ClassName'"
                         f" path, got {type(env_class).__name__}")
-    _REGISTRY[name] = env_class
+    _environments().register(name, env_class)
 
 
 def registered_environments() -> list[str]:
     """The registered names, sorted (Gymnasium ids work in ``make`` without registration)."""
-    return sorted(_REGISTRY)
+    return _environments().names()
 
 
 def make(name: str, **env_args: Any) -> Environment:
     """Build the environment registered as ``name`` with ``env_args``. Also: any Gymnasium id
     (the ``"gym"`` adapter; with ``atari_wrappers=True`` an ALE id gets the ``"atari"`` one)
     and an import path ``"my_pkg.envs:MyEnv"``; ``KeyError`` for anything else."""
+    import gymnasium as gym
+
+    environments = _environments()
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
-    if name in _REGISTRY:
-        env = _registered(name)(**env_args)
-    elif is_gymnasium_id(name):
+    if name not in _REGISTRY and is_gymnasium_id(name):
         adapter = "atari" if env_args.pop("atari_wrappers", False) else "gym"
-        env = _registered(adapter)(name, **env_args)
-    else:
-        import gymnasium as gym
-
-        known = ", ".join(registered_environments()) or "none"
-        hint = did_you_mean(name, [*_REGISTRY, *gym.registry], n=3)
-        raise UnknownEnvironmentError(
-            f"unknown environment {name!r}.{hint} Registered: {known}. Any Gymnasium id "
-            "(e.g. 'CartPole-v1') also works through the Gymnasium adapter; register your own "
-            "with looprl.environments.register(name, 'package.module:ClassName')")
+        env = environments.get(adapter)(name, **env_args)
+    else:  # (``UnknownName`` if it is not registered)
+        env = environments.get(name, also=gym.registry, n=3)(**env_args)
     if not isinstance(env, Environment):
         raise TypeError(f"environment {name!r} built a {type(env).__name__}, not a looprl."
                         "environments.SRLEnvironment; wrap a Gymnasium env in GymnasiumEnvironment")
     return env
-
-
-def _registered(name: str) -> Any:
-    """What ``name`` is registered to, a lazy ``"module:Class"`` path imported."""
-    target = _REGISTRY[name]
-    if isinstance(target, str):
-        target = import_object(target, f"environment {name!r} registered as")
-    return target
 
 
 def import_environment(path: str) -> tuple[str, str]:

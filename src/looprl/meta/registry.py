@@ -8,6 +8,7 @@ import inspect
 from typing import Any
 
 from looprl.core.imports import import_object, is_import_path
+from looprl.core.registry import Registry
 from looprl.core.suggest import did_you_mean
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import PLR
@@ -27,6 +28,8 @@ COMPONENTS: dict[str, type[MetaComponent]] = {
     "plr": PLR,
     "space": SPaCE,
 }
+_COMPONENTS = Registry("meta component", COMPONENTS,
+                       advice=", or an import path 'package.module:MyComponent'")
 
 
 def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
@@ -52,14 +55,10 @@ def accepted_arguments(cls: type) -> list[str]:
 def component_class(name: str) -> type[MetaComponent]:
     """The class ``name`` stands for: a name in ``COMPONENTS`` or an import path
     (``package.module:Class`` or ``package.module.Class``) of a ``MetaComponent`` subclass;
-    ``ValueError`` for an unknown name, ``TypeError`` for a path to anything else."""
-    if name in COMPONENTS:
-        return COMPONENTS[name]
-    if not (is_import_path(name) or "." in name):
-        choices = sorted(COMPONENTS)
-        raise ValueError(f"Unknown meta component {name!r}.{did_you_mean(name, choices)} "
-                         f"Valid: {', '.join(choices)}, or an import path "
-                         "'package.module:MyComponent'")
+    ``UnknownName`` (a ``ValueError``) for an unknown name, ``TypeError`` for a path to
+    anything else."""
+    if name in COMPONENTS or not (is_import_path(name) or "." in name):
+        return _COMPONENTS.get(name)
     cls = import_object(name, "meta component")
     if not (isinstance(cls, type) and issubclass(cls, MetaComponent)):
         what = f"the class {cls.__name__}" if isinstance(cls, type) else f"a {type(cls).__name__}"

@@ -23,7 +23,8 @@ __all__ = ["ActorCriticPreset", "OnPolicyAgentPreset", "OnPolicyPreset", "linear
 
 
 class linear:  # noqa: N801 -- used like a function: linear(3e-4)
-    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (picklable)."""
+    """A schedule of training progress ``p`` in ``[0, 1]``: ``initial * (1 - p)`` (picklable;
+    the learning rates of ``approximation.ProgressLR`` and PPO's clip range)."""
 
     def __init__(self, initial: float):
         self.initial = initial

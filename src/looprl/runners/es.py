@@ -107,14 +107,6 @@ class ESRunner(Runner):
         units = individual[self.n_params:]
         return params, {d.name: d.decode(u) for d, u in zip(self.dimensions, units)}
 
-    def apply_individual(self, individual: np.ndarray) -> dict[str, Any]:
-        """Apply an individual to the agent; return its target values."""
-        params, values = self.decode(individual)
-        self.configure(values, self._budget(), fresh=self.fresh_agents)
-        if params is not None:
-            self.apply_parameters(params)
-        return values
-
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
         iteration, individual, values, parameters}, "history": [per generation: iteration,
@@ -136,7 +128,7 @@ class ESRunner(Runner):
                                                   self.fresh_agents, self._budget(), train_steps))
                 scored = self.trials.map(self, score_individual, individuals,
                                          keep=self.fresh_agents)
-                fitness = np.array([self._record(individual, value, agent)
+                fitness = np.array([self.record(individual, value, agent)
                                     for individual, (value, agent) in zip(individuals, scored)])
                 es.tell(population, self.shape(_finite(fitness)))
                 history.append({"iteration": iteration, "fitness": fitness.tolist(),
@@ -152,9 +144,11 @@ class ESRunner(Runner):
         self._restore_best()
         return {"step": self.iterations, "best": self._best, "history": history}, self.evaluate()
 
-    def _record(self, individual: Individual, fitness: float, agent: KeptAgent | None
-                ) -> float:
-        """Keep the best individual so far; return its fitness."""
+    def record(self, individual: Individual, fitness: float, agent: KeptAgent | None
+               ) -> float:
+        """Note ``individual`` once ``score_individual`` scored it (every individual, in
+        order): keep it if it is the best so far; return its fitness. ``agent``: its agent,
+        kept open (fresh agents), else ``None``."""
         if fitness > self._best["fitness"] or "values" not in self._best:
             params = individual.params
             self._best = {"fitness": fitness, "iteration": individual.iteration,

@@ -14,12 +14,12 @@ from typing import Any
 from torch import nn
 
 from looprl.agents.dqn import DQNPolicy, DQNTrainer
-from looprl.approximation import LinearLR
+from looprl.approximation import ProgressLR
 from looprl.nn import MLP
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QNetworkPreset
-from looprl.presets.on_policy import OnPolicyAgentPreset
+from looprl.presets.on_policy import OnPolicyAgentPreset, linear
 
 default_hyperparameters: dict[str, Any] = {
     "discount_factor": 0.95, "lr": 1e-3, "eps": 1e-5, "n_envs": 16, "initial_exploration": 1.0,
@@ -52,7 +52,7 @@ class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
         hp = self.hyperparameters
         if hp["linear_lr"] and math.isfinite(train_steps):
             updates = max(int(train_steps / self.n_envs), 1)
-            policy.q.lr_scheduler = LinearLR(policy.q.optimizer, updates)
+            policy.q.lr_scheduler = ProgressLR(policy.q.optimizer, linear(hp["lr"]), updates)
         return DQNTrainer(policy, hp["discount_factor"], update=self.update, huber=hp["huber"])
 
 
