@@ -10,14 +10,13 @@ import torch
 from torch import nn, optim
 
 from helpers import check_pendulum_round_trip
-from looprl.agents import ActorCriticPolicy, OnPolicyAgent, PPOTrainer
+from looprl.agents import ActorCriticPolicy, OnPolicyAgent, PPOTrainer, ReplayAgent
 from looprl.agents.ddpg import (
     DDPG,
     ContinuousPolicy,
     ContinuousQ,
     DDPGPolicy,
     DDPGTrainer,
-    OffPolicyAgent,
     TwinQ,
 )
 from looprl.agents.sac import SACPolicy, SACTrainer, Temperature
@@ -274,7 +273,7 @@ def test_off_policy_agent_warms_up_at_random_then_trains_on_schedule() -> None:
         update_frequency=2,
         gradient_steps=3,
     )
-    assert isinstance(agent, OffPolicyAgent) and isinstance(agent, Agent)
+    assert isinstance(agent, ReplayAgent) and isinstance(agent, Agent)
     env = GymEnvironment("Pendulum-v1", seed=0)
     state = env.reset()
     for _ in range(21):

@@ -86,3 +86,32 @@ def test_feature_network_chain_trains_both():
     f.reinforce()
     assert not torch.equal(body.weight, body_before)
     assert body.weight.grad is None
+
+
+class FieldsModel(nn.Module):
+    """Reads two observation fields."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 3), nn.Linear(2, 3)
+
+    def forward(self, obs):
+        return self.a(obs.a) + self.b(obs.b)
+
+
+def test_q_approximations_take_observations_as_their_model_does():
+    """Observations in place of a state go to the model as they are (a tensor, or fields), the
+    result equal to that of a ``StateArray`` of them that ends no episode."""
+    from looprl.approximation import QDist
+    from looprl.core import NamedArray
+
+    torch.manual_seed(0)
+    obs, actions = torch.randn(5, 4), torch.tensor([0, 2, 1, 1, 0])
+    states = _states(obs, torch.ones(5))
+    for q in (QNetwork(nn.Linear(4, 3)), QDist(nn.Linear(4, 3 * 7), None, 3, 7)):
+        assert torch.equal(q(obs), q(states))
+        assert torch.equal(q.target(obs, actions), q.target(states, actions))
+    fields = NamedArray(a=obs, b=torch.randn(5, 2))
+    model = FieldsModel()
+    assert torch.equal(QNetwork(model)(fields, actions),
+                       model(fields).gather(-1, actions.unsqueeze(-1)).squeeze(-1))

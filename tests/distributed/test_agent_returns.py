@@ -1,32 +1,16 @@
 """A multi-agent Ray run logs each agent's return, not only their sum (always 0 in a zero-sum
-game; issue 44, 4): the collector reports them with each episode (``Episode.returns``) and the
+game; issue 44, 4): the collector reports them with each episode (``Episode.returns``:
+tests/distributed/test_collector_copies.py) and the
 controller's ``RunMonitor`` writes them as a local multi-agent run does, each agent in its own
 run directory ``{run}/{name}.{agent}/{env}``, and shows them on the progress line. No Ray."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
-
-from looprl.collector.copies import Episode, report_episodes
 from looprl.distributed.monitor import RunMonitor
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 from looprl.experiments.logger import ExperimentLogger
-
-
-def test_the_collector_reports_each_agents_return_with_an_episode() -> None:
-    runner = SimpleNamespace(agent_count=2, episodes=[], _over=np.array([True, False]),
-                             _returns=np.array([0.0, 0.0]), _lengths=np.array([5, 2]),
-                             _stream_returns=np.array([1.0, -1.0, 0.0, 0.0]))
-    report_episodes(runner, np.array([True, True]))
-    assert runner.episodes == [Episode(0.0, 5, 0, (1.0, -1.0))]
-    runner = SimpleNamespace(agent_count=1, episodes=[], _over=np.array([True]),
-                             _returns=np.array([3.0]), _lengths=np.array([3]),
-                             _stream_returns=np.array([3.0]))
-    report_episodes(runner, np.array([True]))
-    assert runner.episodes == [Episode(3.0, 3, 0, ())]  # one agent: the return is its own
 
 
 def _actor(episodes: list[tuple]) -> dict:

@@ -1,4 +1,4 @@
-"""Tests of GreedyPolicy and ParallelGreedyPolicy."""
+"""Tests of GreedyPolicy (ParallelGreedyPolicy: ALL's name of it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from torch import nn
 
 from looprl.approximation import LinearScheduler, QNetwork
 from looprl.core import State, StateArray
-from looprl.policies import GreedyPolicy, ParallelGreedyPolicy
+from looprl.policies import BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy, ParallelGreedyPolicy
 
 
 class CountingQ(QNetwork):
@@ -47,14 +47,27 @@ def test_epsilon_zero_picks_argmax_for_state_and_array():
     assert torch.equal(actions, q.no_grad(states).argmax(-1))
 
 
-def test_epsilon_one_is_roughly_uniform_and_skips_the_network():
-    q = _q()
-    policy = GreedyPolicy(q, 4, epsilon=1.0, seed=123)
+def test_epsilon_one_is_roughly_uniform():
+    policy = GreedyPolicy(_q(), 4, epsilon=1.0, seed=123)
     state = State(torch.randn(3))
     counts = collections.Counter(policy(state).item() for _ in range(4000))
-    assert q.calls == 0
     assert set(counts) == {0, 1, 2, 3}
     assert all(850 < c < 1150 for c in counts.values())
+
+
+def test_a_single_state_acts_as_a_batch_of_one():
+    """A ``State`` goes the batch's way (a batch of no dimensions): a seeded policy draws the
+    same coins and random actions for it as for a ``StateArray`` of it alone, every policy."""
+    state = State(torch.randn(3), done=False)
+    array = State.array([state])
+    for make in (lambda: GreedyPolicy(_q(), 4, epsilon=0.5, seed=7),
+                 lambda: EZGreedyPolicy(_q(), 4, epsilon=0.3, seed=7),
+                 lambda: BoltzmannPolicy(_q(), 4, temperature=0.5, seed=7)):
+        single, batch = make(), make()
+        actions = [single(state) for _ in range(60)]
+        assert all(action.shape == () for action in actions)
+        assert [a.item() for a in actions] == [batch(array).item() for _ in range(60)]
+        assert len(set(a.item() for a in actions)) > 1  # it explores
 
 
 def test_seeded_policies_are_reproducible():

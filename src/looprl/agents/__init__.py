@@ -18,7 +18,6 @@ from looprl.agents.ddpg import (
     ContinuousQ,
     DDPGPolicy,
     DDPGTrainer,
-    OffPolicyAgent,
     TwinQ,
 )
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer, q_network_policy
@@ -46,8 +45,8 @@ __all__ = ["Agent", "Multiagent", "ParallelAgent",
            "A2CTrainer", "Actor", "ActorCriticNetwork", "ActorCriticPolicy", "C51Policy",
            "C51Trainer", "ContinuousPolicy", "ContinuousQ", "DDPG", "DDPGPolicy", "DDPGTrainer",
            "DQN", "DQNPolicy", "DQNTrainer", "DelayedPolyakTarget", "IndependentMultiagent",
-           "IndependentPolicy", "IndependentTrainer", "Learner", "MaskedAgent", "OffPolicyAgent",
-           "OnPolicyAgent", "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent",
+           "IndependentPolicy", "IndependentTrainer", "Learner", "MaskedAgent", "OnPolicyAgent",
+           "OnPolicyTrainer", "PPGTrainer", "PPOTrainer", "RandomAgent",
            "LearningAgent", "ReplayAgent", "ReplaySchedule", "SegmentAgent", "SAC", "SACPolicy",
            "SACTrainer", "SingleStateAgent",
            "TD3", "TD3Trainer", "Temperature", "TwinQ", "VACTrainer", "VPG",

@@ -13,6 +13,7 @@ from looprl.agents.losses.value import c51_loss, categorical_cross_entropy, cate
 from looprl.agents.segments import on_device
 from looprl.approximation.q_dist import QDist
 from looprl.core import SampleBatch, TrainerStepResult
+from looprl.nn import single_field
 
 __all__ = ["C51Policy", "C51Trainer"]
 
@@ -24,15 +25,16 @@ class C51Policy(DQNPolicy):
                  evaluation_epsilon: float = 0.0):
         super().__init__(dist.expectation, num_actions, epsilon,
                          evaluation_epsilon=evaluation_epsilon)
-        self.dist = dist
+        self.dist = self.approximation = dist  # (the optimized one: what DDP wraps)
 
     def approximations(self) -> dict[str, QDist]:
         """``dist`` (``q`` is its expectation), by its name."""
         return {self.dist.name: self.dist}
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
-        """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs``, with gradients."""
-        return self.dist(self.states(sample["obs"], tuple(sample["reward"].shape)))
+        """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs``, with gradients
+        (leading shape: that of ``sample.reward``, else ``[B]``)."""
+        return self._on_rows(self.dist, sample)
 
 
 class C51Trainer(DQNTrainer):
@@ -46,9 +48,8 @@ class C51Trainer(DQNTrainer):
     def step(self, batch: SampleBatch) -> TrainerStepResult:
         """One update on ``[T + 1, B]`` windows; priorities are the cross-entropies."""
         batch = on_device(batch, self._policy.device)
-        dist, streams = self._policy.dist, (batch.reward.shape[1],)
-        states = self._policy.states(batch.obs[0], streams)
-        probs = dist(states, batch.action[0])
+        dist = self._policy.dist
+        probs = dist(single_field(batch.obs[0], strict=False), batch.action[0])
         targets = self.targets(batch)
         loss = c51_loss(probs, targets, row_weights(batch))
         dist.reinforce(loss)
@@ -59,10 +60,9 @@ class C51Trainer(DQNTrainer):
         """Projected target distributions ``(B, num_atoms)`` (no gradients)."""
         dist = self._policy.dist
         returns, discount, next_obs, _ = bootstrap(batch, self.discount_factor, self.n_step)
-        next_states = self._policy.states(next_obs, (batch.reward.shape[1],))
-        atoms = dist.atoms
-        next_probs = dist.target(next_states)
-        chooser = dist.no_grad(next_states) if self.double else next_probs
+        next_obs, atoms = single_field(next_obs, strict=False), dist.atoms
+        next_probs = dist.target(next_obs)
+        chooser = dist.no_grad(next_obs) if self.double else next_probs
         best = (chooser * atoms).sum(-1).argmax(-1)
         index = best.view(-1, 1, 1).expand(-1, 1, atoms.shape[0])
         next_probs = next_probs.gather(1, index).squeeze(1)

@@ -1,6 +1,6 @@
 """Deep Deterministic Policy Gradient (Lillicrap et al., 2016): ``ContinuousPolicy`` (the acting
-half of DDPG, TD3 and SAC), ``DDPGTrainer`` (TD3 and SAC extend it), the critics and
-``OffPolicyAgent``, the local replay agent of all three."""
+half of DDPG, TD3 and SAC), ``DDPGTrainer`` (TD3 and SAC extend it), the critics and ``DDPG``,
+the local agent (a ``ReplayAgent``, as TD3's and SAC's are)."""
 
 from __future__ import annotations
 
@@ -179,9 +179,5 @@ class DDPGTrainer(PolicyTrainer):
         return {"actor": loss.detach()}
 
 
-class OffPolicyAgent(ReplayAgent):
-    """Local replay agent of DDPG, TD3 and SAC (single environment; ``ReplayAgent``'s arguments)."""
-
-
-class DDPG(OffPolicyAgent):
-    """Local DDPG agent (single environment; ``OffPolicyAgent``'s arguments)."""
+class DDPG(ReplayAgent):
+    """Local DDPG agent (single environment; ``ReplayAgent``'s arguments)."""

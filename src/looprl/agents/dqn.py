@@ -12,16 +12,13 @@ from torch import nn
 
 from looprl.agents.losses import dqn_loss
 from looprl.agents.q_targets import (  # _max: the name older run checkpoints pickled
-    BUILT_IN,
     UPDATES,
-    Networks,
     _max,  # noqa: F401
     bootstrap,
 )
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
-from looprl.approximation.q_network import gather_actions
 from looprl.core import (
     Hyperparameter,
     Policy,
@@ -34,6 +31,7 @@ from looprl.core import (
     deterministic_rows,
     merge_hyperparameters,
 )
+from looprl.core.namedarray import NamedArray, recursive_apply
 from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init, single_field
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
@@ -47,11 +45,12 @@ __all__ = [
 
 class DQNPolicy(Policy):
     """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or an
-    ``Approximation`` of a ``QModel``) whose ``q(state)``/``no_grad``/``target`` map a
-    ``StateArray`` to action values ``[*shape, num_actions]``; observations are tensors or
-    fields. ``epsilon``: a float or a schedule; ``exploration``: another exploration policy
-    replacing the epsilon-greedy one; ``seed``: ``greedy``'s own draws (``rollout`` draws from
-    torch's global generator); ``evaluation_epsilon``: the rate of evaluation rows."""
+    ``Approximation`` of a ``QModel``) whose ``q(obs, actions=None)``/``no_grad``/``eval``/
+    ``target`` map observations ``[N, ...]`` (a tensor or fields) to action values
+    ``[N, num_actions]``: acting, ``analyze`` and the trainers all call it so. ``epsilon``: a
+    float or a schedule; ``exploration``: another exploration policy replacing the
+    epsilon-greedy one; ``seed``: ``greedy``'s own draws (``rollout`` draws from torch's global
+    generator); ``evaluation_epsilon``: the rate of evaluation rows."""
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):
@@ -82,7 +81,8 @@ class DQNPolicy(Policy):
         return merge_hyperparameters(super().hyperparameters(), self.greedy.hyperparameters())
 
     def states(self, obs: Any, shape: tuple[int, ...], done: Any = None) -> StateArray:
-        """``obs`` (a tensor or fields) as a ``StateArray`` of ``shape``, ``done`` where given."""
+        """``obs`` (a tensor or fields) as a ``StateArray`` of ``shape``, ``done`` where given:
+        the rows an exploration policy's ``choose`` reads."""
         obs = single_field(obs, strict=False)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
@@ -107,30 +107,20 @@ class DQNPolicy(Policy):
         rows = obs.shape[0] if isinstance(obs, torch.Tensor) else len(obs)  # (len(): 3x slower)
         if (rate is None and deterministic is not True
                 and type(self.greedy) is not GreedyPolicy):  # ez-greedy, Boltzmann
+            values = self.q.no_grad(obs)
             state = self.states(obs, (rows,), getattr(request, "done", None))
-            values = self.q.no_grad(state)
             greedy, explored = values.argmax(dim=-1), self.greedy.choose(state, values)
             if isinstance(deterministic, torch.Tensor):
                 explored = torch.where(deterministic.to(greedy.device), greedy, explored)
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
-        values = self._values(obs, rows, deterministic is True)
+        values = (self.q.eval if deterministic is True else self.q.no_grad)(obs)
         action, self.greedy.explored = epsilon_greedy(values, epsilon)
         return RolloutResult(action=action)
 
-    def _values(self, obs: Any, rows: int, evaluation: bool) -> torch.Tensor:
-        """Action values of ``rows`` observations without gradients (``evaluation``: eval mode),
-        straight from a ``QNetwork``'s network where possible (no state made)."""
-        network = None if evaluation or not isinstance(obs, torch.Tensor) else _network(self.q)
-        if network is not None:
-            with torch.no_grad():
-                return network(obs)
-        return (self.q.eval if evaluation else self.q.no_grad)(self.states(obs, (rows,)))
-
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``Q(obs, .)`` as logits and ``max_a Q(obs, a)`` as values."""
-        obs = observation_tensor(obs, self.device, strict=False)
-        q = self.q.no_grad(self.states(obs, (len(obs),))).float().cpu()
+        q = self.q.no_grad(observation_tensor(obs, self.device, strict=False)).float().cpu()
         return q, q.max(dim=-1).values
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
@@ -138,10 +128,20 @@ class DQNPolicy(Policy):
         ``sample.reward``, else ``[B]``); ``ValueError`` for a ``target`` other than ``"q"``."""
         if (target or "q") != "q":
             raise ValueError(f"unknown analyze target {target!r}; DQNPolicy supports 'q'")
+        return self._on_rows(self.q, sample)
+
+    def _on_rows(self, forward: Any, sample: Any) -> torch.Tensor:
+        """``forward`` of ``sample.obs`` flattened to rows ``[N, ...]``, its output shaped back
+        to the leading shape of ``sample.reward`` (else ``[B]``)."""
         obs = observation_tensor(sample["obs"], self.device, strict=False)
         reward = sample["reward"] if "reward" in sample.fields else None
-        shape = tuple(reward.shape) if reward is not None else (len(obs),)
-        return self.q(self.states(obs, shape))
+        lead = tuple(reward.shape) if reward is not None else (len(obs),)
+
+        def rows(leaf: torch.Tensor) -> torch.Tensor:
+            return leaf.flatten(0, len(lead) - 1)
+
+        out = forward(recursive_apply(obs, rows) if isinstance(obs, NamedArray) else rows(obs))
+        return out.view(*lead, *out.shape[1:])
 
     def _epsilons(self, rate: Any, deterministic: Any, rows: int) -> float | torch.Tensor:
         """The rows' exploration rate (``rate``, else ``epsilon``): one float, or one per row;
@@ -162,12 +162,6 @@ class DQNPolicy(Policy):
                 raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {rows}")
             return torch.where(deterministic.to(eps.device), float(self.evaluation_epsilon), eps)
         return eps
-
-
-def _network(q: Any, target: bool = False) -> nn.Module | None:
-    """``q``'s batch-first network (``target``: its target's; ``QNetwork.network``) or ``None``."""
-    network = getattr(q, "network", None)
-    return network(target) if callable(network) else None
 
 
 class DQNTrainer(PolicyTrainer):
@@ -192,7 +186,6 @@ class DQNTrainer(PolicyTrainer):
             raise ValueError(f"Unknown update {update!r} for the DQN family."
                              f"{did_you_mean(update, list(UPDATES))} Valid: {', '.join(UPDATES)}")
         self._rule = UPDATES[self.update]
-        self._direct = self._rule in BUILT_IN  # (may bootstrap through ``Networks``)
         self.huber = huber
         self.steps = 0
 
@@ -210,19 +203,11 @@ class DQNTrainer(PolicyTrainer):
 
     def _values_and_targets(self, batch: SampleBatch) -> tuple[torch.Tensor, ...]:
         """``Q(s_0, a_0)`` (with gradients), the targets and the weights of ``batch``."""
-        policy, streams = self._policy, (batch.reward.shape[1],)
+        q = self._policy.q
         returns, discount, next_obs, next_action = bootstrap(
             batch, self.discount_factor, self.n_step)
-        network, obs = _network(policy.q), batch.obs[0]
-        if network is not None and isinstance(obs, torch.Tensor):  # (no state made)
-            values = gather_actions(network(obs), batch.action[0])
-        else:
-            values = policy.q(policy.states(obs, streams), batch.action[0])
-        target = _network(policy.q, target=True) if self._direct else None
-        if network is not None and target is not None and isinstance(next_obs, torch.Tensor):
-            next_values = self._rule(Networks(network, target), next_obs, next_action)
-        else:
-            next_values = self._rule(policy.q, policy.states(next_obs, streams), next_action)
+        values = q(single_field(batch.obs[0], strict=False), batch.action[0])
+        next_values = self._rule(q, single_field(next_obs, strict=False), next_action)
         targets = returns + discount * next_values  # discount: gamma^K, 0 at termination
         return values, targets, row_weights(batch)
 

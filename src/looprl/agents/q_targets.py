@@ -9,10 +9,10 @@ from typing import Any
 import torch
 
 from looprl.agents.losses import clipped_double_q_target, double_q_target, n_step_bootstrap
-from looprl.core import SampleBatch, StateArray
+from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, recursive_apply
 
-__all__ = ["BUILT_IN", "UPDATES", "Networks", "bootstrap"]
+__all__ = ["UPDATES", "bootstrap"]
 
 
 def bootstrap(batch: SampleBatch, gamma: float, n_step: int
@@ -34,46 +34,27 @@ def bootstrap(batch: SampleBatch, gamma: float, n_step: int
     return returns[0], discount[0], obs, at_boot(batch.action)
 
 
-def _max(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
-    return q.target(next_states).max(dim=-1).values
+def _max(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
+    return q.target(next_obs).max(dim=-1).values
 
 
 def _double(target: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    def values(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
-        return target(0.0, q.no_grad(next_states), q.target(next_states), 1.0, 1.0)
+    def values(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
+        return target(0.0, q.no_grad(next_obs), q.target(next_obs), 1.0, 1.0)
 
     return values
 
 
-def _sarsa(q: Any, next_states: StateArray, next_actions: Any) -> torch.Tensor:
-    return q.target(next_states, next_actions)
+def _sarsa(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
+    return q.target(next_obs, next_actions)
 
 
-#: Bootstrap values of the DQN family by name: ``rule(q, next_states, next_actions)``
-#: (``looprl.agents.losses.value`` holds their math).
+#: Bootstrap values of the DQN family by name: ``rule(q, next_obs, next_actions)``, ``q`` the
+#: policy's Q approximation, read through ``no_grad`` and ``target`` on the observations
+#: ``[B, ...]`` (``looprl.agents.losses.value`` holds their math).
 UPDATES: dict[str, Callable[..., torch.Tensor]] = {
     "q_learning": _max,
     "double_q": _double(double_q_target),
     "clipped_double_q": _double(clipped_double_q_target),
     "sarsa": _sarsa,
 }
-#: the rules above, which read ``q`` only through ``no_grad`` and ``target`` (``Networks``)
-BUILT_IN = tuple(UPDATES.values())
-
-
-class Networks:
-    """What the built-in ``UPDATES`` read of a ``QNetwork`` (``no_grad`` and ``target``), on
-    observation tensors ``[B, ...]`` through its online and target networks (no state made)."""
-
-    def __init__(self, online: torch.nn.Module, target: torch.nn.Module):
-        self.online, self._target = online, target
-
-    def no_grad(self, obs: torch.Tensor) -> torch.Tensor:
-        """The online network's action values, without gradients."""
-        with torch.no_grad():
-            return self.online(obs)
-
-    def target(self, obs: torch.Tensor, actions: Any = None) -> torch.Tensor:
-        """The target network's action values (of ``actions``, where given)."""
-        with torch.no_grad():
-            return self._target(obs, actions)

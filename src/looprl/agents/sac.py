@@ -8,13 +8,9 @@ import math
 import torch
 from torch import nn
 
-from looprl.agents.ddpg import (
-    ContinuousPolicy,
-    DDPGTrainer,
-    OffPolicyAgent,
-    frozen,
-)
+from looprl.agents.ddpg import ContinuousPolicy, DDPGTrainer, frozen
 from looprl.agents.losses.continuous import sac_actor_loss, sac_target, sac_temperature_loss
+from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation
 
 
@@ -82,5 +78,5 @@ class SACTrainer(DDPGTrainer):
         return stats
 
 
-class SAC(OffPolicyAgent):
-    """Local SAC agent (single environment; ``OffPolicyAgent``'s arguments)."""
+class SAC(ReplayAgent):
+    """Local SAC agent (single environment; ``ReplayAgent``'s arguments)."""

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from looprl.agents.ddpg import DDPGPolicy, DDPGTrainer, OffPolicyAgent
+from looprl.agents.ddpg import DDPGPolicy, DDPGTrainer
 from looprl.agents.losses.continuous import smoothed_target_action, td3_target
+from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, PolyakTarget
 
 
@@ -60,5 +61,5 @@ class TD3Trainer(DDPGTrainer):
         return self.q.model.q1(obs, actions)
 
 
-class TD3(OffPolicyAgent):
-    """Local TD3 agent (single environment; ``OffPolicyAgent``'s arguments)."""
+class TD3(ReplayAgent):
+    """Local TD3 agent (single environment; ``ReplayAgent``'s arguments)."""

@@ -4,7 +4,8 @@ The model returns flat logits ``(batch, num_actions * num_atoms)`` (ALL's conven
 per action here) or probabilities ``(batch, num_actions, num_atoms)`` (with one action these
 need all three dimensions). ``q(state)`` returns ``(*state.shape, num_actions, num_atoms)``
 probabilities, ``q(state, actions)`` ``(*state.shape, num_atoms)``; a terminated state's
-distribution is a point mass on the atom nearest to 0.
+distribution is a point mass on the atom nearest to 0. Observations ``[N, ...]`` in place of a
+state give ``(N, num_actions, num_atoms)`` (``(N, num_atoms)`` of ``actions``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.core.state import State
 
 __all__ = ["ExpectedQ", "QDist", "QDistModule", "project_distribution"]
 
 
 class QDistModule(nn.Module):
-    """Maps a ``State``/``StateArray`` (and optionally actions) to probabilities of ``atoms``."""
+    """Maps a ``State``/``StateArray`` or observations (and optionally actions) to probabilities
+    of ``atoms``."""
 
     def __init__(self, model: nn.Module, atoms: torch.Tensor, num_actions: int):
         super().__init__()
@@ -46,11 +49,14 @@ class QDistModule(nn.Module):
             f"{atoms}) probabilities: check n_actions and n_atoms against the model")
 
     def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
-        probs = self.probabilities(state.as_input("observation"))
-        probs = probs.view(*state.shape, *probs.shape[-2:])
-        mask = torch.as_tensor(state.mask, dtype=probs.dtype, device=probs.device)
-        mask = mask.view(*mask.shape, 1, 1)
-        probs = mask * probs + (1 - mask) * self.terminal
+        if isinstance(state, State):
+            probs = self.probabilities(state.as_input("observation"))
+            probs = probs.view(*state.shape, *probs.shape[-2:])
+            mask = torch.as_tensor(state.mask, dtype=probs.dtype, device=probs.device)
+            mask = mask.view(*mask.shape, 1, 1)
+            probs = mask * probs + (1 - mask) * self.terminal
+        else:
+            probs = self.probabilities(state)
         if actions is None:
             return probs
         actions = torch.as_tensor(actions, device=probs.device)

@@ -1,6 +1,7 @@
 """``QNetwork``: action values over discrete actions. ``q(state)`` returns
 ``(*state.shape, num_actions)`` values (zero where terminated), ``q(state, actions)`` those of
-``actions``, ``state.shape``."""
+``actions``, ``state.shape``; observations in place of a state (a tensor or fields) go straight
+to the model."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
-from looprl.approximation.target import TargetNetwork
+from looprl.core.state import State
 from looprl.nn import RLNetwork
 
 __all__ = ["QModule", "QNetwork"]
@@ -20,10 +21,10 @@ class QModule(RLNetwork):
     """Maps a ``State``/``StateArray`` (or observations) and optionally actions to values."""
 
     def forward(self, state: Any, actions: Any = None) -> torch.Tensor:
-        if isinstance(state, torch.Tensor):
-            values = self.model(state)
-        else:
+        if isinstance(state, State):
             values = state.apply(self.model, "observation")
+        else:
+            values = self.model(state)
         if actions is None:
             return values
         return gather_actions(values, actions)
@@ -42,16 +43,3 @@ class QNetwork(Approximation):
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  name: str = "q", **kwargs: Any):
         super().__init__(QModule(model), optimizer, name=name, **kwargs)
-
-    def network(self, target: bool = False) -> nn.Module | None:
-        """The ``QModule`` (``target``: the target's) to call on observations ``[B, ...]`` in
-        place of a ``StateArray`` that ends no episode; ``None`` for a subclass, a distributed
-        model or another kind of target network."""
-        if type(self) is not QNetwork or self._ddp is not None:
-            return None
-        module = self.model
-        if target:
-            if type(self._target).__call__ is not TargetNetwork.__call__:
-                return None
-            module = self._target._target
-        return module if type(module) is QModule else None

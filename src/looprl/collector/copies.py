@@ -1,11 +1,15 @@
-"""The environment copies an ``EnvRunner`` steps (``SRLCopies``: one at a time;
-``VectorCopies``: a ``VectorEnvironment``, as one batch) and what it keeps of their results."""
+"""The environment copies an ``EnvRunner`` steps and the latest result of each of their streams:
+``Copies``, one interface in two forms that differ only in how they call the environments:
+``SRLCopies`` (a list of SRL environments, stepped one at a time: several agents, turns, each
+copy reset and rebuilt alone) and ``VectorCopies`` (a ``VectorEnvironment``, stepped as one
+batch: one agent, its copies rebuilt and restarted together)."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -16,10 +20,10 @@ import numpy as np
 from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.environments.base import VectorEnvironment
+from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make
 
-__all__ = ["Episode", "SRLCopies", "VectorCopies", "count_frames", "env_copies", "made",
-           "receive", "receive_all", "report_episodes", "store_obs"]
+__all__ = ["Copies", "Episode", "SRLCopies", "VectorCopies", "env_copies", "made"]
 
 
 @dataclass
@@ -32,61 +36,71 @@ class Episode:
     returns: tuple[float, ...] = ()
 
 
-class SRLCopies:
-    """Copies of an SRL environment, stepped one at a time; ``build`` makes a new copy."""
+class Copies(ABC):
+    """``n_envs`` environment copies of ``agent_count`` agents each, named ``name``, and what their
+    streams last received; ``build`` makes new copies (to replace those that raised, given
+    ``EnvRunner.restarts``). ``runner``: the ``EnvRunner`` that steps them.
 
-    plain = False  # observations are NamedArrays of the environment's fields
+    Stream ``i * agent_count + a`` is agent ``a`` of copy ``i`` (``stream_copy``,
+    ``stream_agent``). Per stream: ``present`` (a result waits for an action), ``obs`` (an array
+    of the observations as the agent sees them, or a ``NamedArray`` of the environment's fields;
+    made by the first result), ``reward``, ``done``, ``truncated`` and, of several agents,
+    ``agent_returns`` (its return so far in the episode); per copy: ``returns``, ``lengths`` and
+    ``over`` (all of its agents are done). ``turns``: some agent has been without a result (a
+    turn-based game): only the streams ``present`` act."""
 
-    def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
-        self.envs = envs
-        self.build = build
-        self.agent_count = envs[0].agent_count
-        self.name = getattr(envs[0], "_name", None) or type(envs[0]).__name__
-        self.episode = np.zeros(len(envs), dtype=np.int64)  # each copy's resets so far
+    def __init__(self, n_envs: int, agent_count: int, name: str, build: Callable[[], Any] | None):
+        n = n_envs * agent_count
+        self.agent_count, self.name, self.build = agent_count, name, build
+        self.stream_copy = np.repeat(np.arange(n_envs), agent_count)
+        self.stream_agent = np.tile(np.arange(agent_count), n_envs)
+        self.present = np.zeros(n, dtype=bool)
+        self.obs: Any = None
+        self.reward = np.zeros(n, dtype=np.float32)
+        self.done = np.zeros(n, dtype=bool)
+        self.truncated = np.zeros(n, dtype=bool)
+        self.agent_returns = np.zeros(n)
+        self.returns = np.zeros(n_envs)
+        self.lengths = np.zeros(n_envs, dtype=np.int64)
+        self.over = np.zeros(n_envs, dtype=bool)
+        self.turns = False
 
+    @property
+    @abstractmethod
+    def env_cap(self) -> int:
+        """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
+
+    @property
+    def default_cap(self) -> int | None:
+        """The runner's ``max_episode_steps`` unless given (``None``: episodes are not cut)."""
+        return self.env_cap
+
+    @abstractmethod
     def reset(self, runner: Any, seed: int | None) -> None:
-        """Reset every copy (copy ``i`` seeded with ``seed + i`` the first time)."""
-        for i, env in enumerate(self.envs):
-            if seed is not None:
-                _seed(env, seed + i)
-            self._reset(runner, i)
+        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given)."""
 
-    def _reset(self, runner: Any, i: int) -> None:
-        agents = self.agent_count
-        runner._returns[i], runner._lengths[i] = 0.0, 0
-        runner._stream_returns[i * agents:(i + 1) * agents] = 0.0
-        results = self._call(runner, i, "reset")
-        if results is not None:
-            receive(runner, i, results)
+    @abstractmethod
+    def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
+        """Step the copies of ``runner.groups[group]`` with the ``action`` of each stream
+        ``asked`` (those whose episode was over reset instead); which copies stepped (a bool
+        each). Counts the frames and reports the episodes that ended."""
 
-    def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> list[int]:
-        """Step (or reset, if over) ``group``'s copies; which copies stepped (a bool each)."""
-        agents = self.agent_count
-        actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
-        for row, s in enumerate(asked.tolist()):
-            actions[s // agents][s % agents] = action[row]
-        stepped = np.zeros(len(self.envs), dtype=bool)
-        for i, copy_actions in actions.items():
-            if runner._over[i]:
-                self._reset(runner, i)
-                continue
-            results = self._call(runner, i, "step", copy_actions)
-            if results is not None:
-                runner._lengths[i] += 1
-                count_frames(runner, 1)
-                stepped[i] = True
-                receive(runner, i, results)
-        report_episodes(runner, stepped)
-        return stepped
+    @abstractmethod
+    def cut(self, runner: Any, long: np.ndarray) -> None:
+        """End the episodes of the copies ``long`` (a bool each), reported, as truncated."""
 
-    def _call(self, runner: Any, i: int, method: str, *args: Any) -> list[Any] | None:
-        """Copy ``i``'s ``method(*args)``, checked; ``None`` if it raised and was rebuilt."""
-        env = self.envs[i]
-        if method == "reset":
-            self.episode[i] += 1
+    def observe(self, streams: np.ndarray) -> Any:
+        """The latest observations of ``streams`` (a copy)."""
+        obs = self.obs
+        every = len(streams) == len(self.present) and isinstance(obs, np.ndarray)
+        return obs.copy() if every else obs[streams]
+
+    def _call(self, runner: Any, i: int | None, method: str, call: Callable[[], Any]) -> Any:
+        """``call()``, env copy ``i``'s ``method`` (``None``: every copy's), noted in
+        ``runner.env_call``; ``None`` if it raised and the form rebuilt copies (``_rebuild``)."""
         runner.env_call = (time.monotonic(), i, method)
         try:
-            results = getattr(env, method)(*args)
+            return call()
         except Exception as error:
             if runner.restarts is None or self.build is None:
                 raise
@@ -94,15 +108,126 @@ class SRLCopies:
             return None
         finally:
             runner.env_call = None
-        return checked_results(results, env, method)
+
+    def report(self, runner: Any, moved: np.ndarray) -> None:
+        """Add the episodes that the copies that ``moved`` (a bool each) just finished to
+        ``runner.episodes``."""
+        if not self.over.any():
+            return
+        agents = self.agent_count
+        for i in np.flatnonzero(self.over & moved).tolist():
+            each = self.agent_returns[i * agents:(i + 1) * agents] if agents > 1 else ()
+            runner.episodes.append(Episode(float(self.returns[i]), int(self.lengths[i]), i,
+                                           tuple(float(r) for r in each)))
+
+
+class SRLCopies(Copies):
+    """Copies of an SRL environment, stepped one at a time; ``build`` makes a new copy (to
+    replace one that raised, ``EnvRunner.restarts``). ``episode``: each copy's resets so far."""
+
+    def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
+        first = envs[0]
+        super().__init__(len(envs), first.agent_count,
+                         getattr(first, "_name", None) or type(first).__name__, build)
+        self.envs = envs
+        self.episode = np.zeros(len(envs), dtype=np.int64)
+
+    @property
+    def env_cap(self) -> int:
+        return episode_cap(self.envs[0])
+
+    def reset(self, runner: Any, seed: int | None) -> None:
+        for i, env in enumerate(self.envs):
+            if seed is not None:
+                _seed(env, seed + i)
+            self._reset(runner, i)
+
+    def _reset(self, runner: Any, i: int) -> None:
+        agents = self.agent_count
+        self.returns[i], self.lengths[i] = 0.0, 0
+        self.agent_returns[i * agents:(i + 1) * agents] = 0.0
+        results = self._env_call(runner, i, "reset")
+        if results is not None:
+            self._receive(i, results)
+
+    def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
+        agents = self.agent_count
+        actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
+        for row, s in enumerate(asked.tolist()):
+            actions[s // agents][s % agents] = action[row]
+        stepped = np.zeros(len(self.envs), dtype=bool)
+        for i, copy_actions in actions.items():
+            if self.over[i]:
+                self._reset(runner, i)
+                continue
+            results = self._env_call(runner, i, "step", copy_actions)
+            if results is not None:
+                self.lengths[i] += 1
+                runner.frames += 1
+                runner.total_frames += 1
+                stepped[i] = True
+                self._receive(i, results)
+        self.report(runner, stepped)
+        return stepped
+
+    def cut(self, runner: Any, long: np.ndarray) -> None:
+        """End each copy's episode alone: its agents whose turn has not come again are cut at
+        their latest rows, the others at the result waiting for an action."""
+        for i in np.flatnonzero(long).tolist():
+            streams = np.flatnonzero(self.stream_copy == i)
+            waiting = ~self.present[streams]
+            self.truncated[streams[~waiting & ~self.done[streams]]] = True
+            runner.cut_episodes(streams[waiting])
+
+    def _receive(self, i: int, results: list[Any]) -> None:
+        """Keep copy ``i``'s new ``results``; note whether all of its agents are done."""
+        base, total, present, over = i * self.agent_count, 0.0, False, True
+        for a, result in enumerate(results):
+            s = base + a
+            self.present[s] = result is not None
+            if result is None:
+                self.turns = True
+                continue
+            reward, done, truncated = _scalars(result)
+            self.reward[s], self.done[s], self.truncated[s] = reward, done, truncated
+            self._store_obs(s, result.obs)
+            self.agent_returns[s] += reward
+            total += reward
+            present, over = True, over and (done or truncated)
+        self.returns[i] += total
+        self.over[i] = present and over
+
+    def _store_obs(self, stream: int, obs: dict[str, Any]) -> None:
+        """Write the observation fields of ``stream``; ``ValueError`` if their fields or shapes
+        differ from the first ones'."""
+        seen = {name: np.shape(value) for name, value in obs.items()}
+        if self.obs is None:
+            self.obs = NamedArray(**{
+                name: np.zeros((len(self.present), *seen[name]), np.asarray(value).dtype)
+                for name, value in obs.items()})
+        shapes = {name: array.shape[1:] for name, array in self.obs.items()}
+        if seen != shapes:
+            raise ValueError(f"{self.name}'s observations changed shape or fields ({seen} after "
+                             f"{shapes}): an environment's observations must keep one shape and "
+                             "one set of fields, the same for every agent (pad them to one size)")
+        for name, array in self.obs.items():
+            array[stream] = obs[name]
+
+    def _env_call(self, runner: Any, i: int, method: str, *args: Any) -> list[Any] | None:
+        """Copy ``i``'s ``method(*args)``, checked; ``None`` if it raised and was rebuilt."""
+        env = self.envs[i]
+        if method == "reset":
+            self.episode[i] += 1
+        results = self._call(runner, i, method, lambda: getattr(env, method)(*args))
+        return None if results is None else checked_results(results, env, method)
 
     def _rebuild(self, runner: Any, i: int, method: str, error: Exception) -> None:
         """Count ``error``, cut copy ``i``'s episode, and rebuild, seed and reset the copy."""
-        step = int(runner._lengths[i]) + 1 if method == "step" else None
+        step = int(self.lengths[i]) + 1 if method == "step" else None
         restarts = runner.restarts
         restarts.note(self.name, i, method, error, int(self.episode[i]), step, runner.total_frames)
         if method == "step":
-            runner.cut_episodes(np.flatnonzero(runner._copy == i))
+            runner.cut_episodes(np.flatnonzero(self.stream_copy == i))
         _close(self.envs[i])
         env = self.envs[i] = self.build()  # (in place: the meta components see the list)
         _seed(env, runner.seed + i + len(self.envs) * restarts.count)
@@ -121,38 +246,55 @@ def _close(env: Any) -> None:
         env.close()
 
 
-class VectorCopies:
+def _scalars(result: Any) -> tuple[float, bool, bool]:
+    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays)."""
+    try:
+        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
+    except (TypeError, IndexError):
+        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
+                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
+                         "results with looprl.environments.step_result(...)") from None
+
+
+class VectorCopies(Copies):
     """The copies of a ``VectorEnvironment`` (one agent each), stepped as one batch, their
     states passed through ``process`` (the agent's bodies) for the rows; ``build`` makes a
-    new one (to rebuild them all when one raised, ``EnvRunner.restarts``)."""
+    new one (to rebuild them all when one raised, ``EnvRunner.restarts``). Its episodes are not
+    cut unless asked (``default_cap``): its own time limits end them, and a cut restarts every
+    copy."""
 
-    agent_count = 1
-    plain = True  # observations are arrays (as the agent's ``act`` sees them)
+    default_cap = None
 
     def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None,
                  build: Callable[[], VectorEnvironment] | None = None):
+        super().__init__(env.n_envs, 1, env.name, build)
         self.env = env
         self.process = process
-        self.build = build
-        self.name = env.name
         self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
         self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
         self.everyone.flags.writeable = False
+        self.ended = False  # some copy's episode is over: the next step resets it
+
+    @property
+    def env_cap(self) -> int:
+        return episode_cap(self.env)
 
     def reset(self, runner: Any, seed: int | None) -> None:
-        state = self._call(runner, "reset", seed)
+        self.returns[:], self.lengths[:] = 0.0, 0
+        env = self.env
+        state = self._call(runner, None, "reset",
+                           lambda: env.reset() if seed is None else env.reset(seed=seed))
         if state is None:
             return  # rebuilt and reset
-        none = np.zeros(self.env.n_envs, dtype=bool)
-        receive_all(runner, *self._rows(state), np.zeros(self.env.n_envs), none)
-        runner._present[:] = True  # (every copy answers every step)
+        self._receive(*self._rows(state), np.zeros(env.n_envs), np.zeros(env.n_envs, bool))
+        self.present[:] = True  # (every copy answers every step)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
-        """Step every copy (those whose episode was over reset); which copies stepped."""
         if len(asked) != self.env.n_envs:
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
-        output = self._call(runner, "step", action)
+        step = self.env.step_arrays if self.arrays else self.env.step
+        output = self._call(runner, None, "step", lambda: step(action))
         if output is None:
             return ~self.everyone  # rebuilt and reset: none stepped
         if self.arrays:
@@ -160,44 +302,47 @@ class VectorCopies:
             rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
         else:
             rows, reward, over = self._rows(output), as_numpy(output.reward), as_numpy(output.done)
-        runner._lengths += 1
+        self.lengths += 1
         stepped = self.everyone
-        if runner._ended:  # the previous step ended some: those copies reset (actions ignored)
-            stepped = ~runner._over
-            runner._returns *= stepped
-            runner._lengths *= stepped
+        if self.ended:  # the previous step ended some: those copies reset (actions ignored)
+            stepped = ~self.over
+            self.returns *= stepped
+            self.lengths *= stepped
             reward = reward * stepped
-        count_frames(runner, self.env.n_envs if stepped is self.everyone else int(stepped.sum()))
-        receive_all(runner, *rows, reward, over)
-        if runner._ended:  # (now: this step ended some episode)
-            report_episodes(runner, stepped)
+        frames = self.env.n_envs if stepped is self.everyone else int(stepped.sum())
+        runner.frames += frames
+        runner.total_frames += frames
+        self._receive(*rows, reward, over)
+        if self.ended:  # (now: this step ended some episode)
+            self.report(runner, stepped)
         return stepped
 
-    def _call(self, runner: Any, method: str, argument: Any) -> Any:
-        """``reset(seed=argument)`` or ``step(argument)``; ``None`` if it raised and was rebuilt."""
-        runner.env_call = (time.monotonic(), None, method)
-        try:
-            if method == "reset":
-                return self.env.reset() if argument is None else self.env.reset(seed=argument)
-            return (self.env.step_arrays if self.arrays else self.env.step)(argument)
-        except Exception as error:
-            if runner.restarts is None or self.build is None:
-                raise
-            self._rebuild(runner, getattr(error, "method", method), error)
-            return None
-        finally:
-            runner.env_call = None
+    def cut(self, runner: Any, long: np.ndarray) -> None:
+        """Restart every copy (one cannot be reset alone): ``runner.truncate``."""
+        runner.truncate()
 
-    def _rebuild(self, runner: Any, method: str, error: Exception) -> None:
+    def _receive(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+                 truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
+        """Keep the new rows; ``returned``: the environment's rewards."""
+        self.reward[:] = reward
+        self.done[:], self.truncated[:] = terminated, truncated
+        if self.obs is None:
+            self.obs = np.zeros((len(self.present), *np.shape(obs)[1:]), np.asarray(obs).dtype)
+        self.obs[:] = obs  # (the vector environment keeps the shape, or says it changed)
+        self.returns += returned
+        self.over[:] = over
+        self.ended = bool(over.any())
+
+    def _rebuild(self, runner: Any, i: None, method: str, error: Exception) -> None:
         """Count ``error``, cut every episode, and rebuild, seed and reset the environment."""
+        method = getattr(error, "method", method)  # (a copy reset inside ``step``: "reset")
         runner.restarts.note(self.name, None, method, error, None, None, runner.total_frames)
-        runner.cut_episodes(np.arange(len(runner._copy)))
+        runner.cut_episodes(np.arange(len(self.present)))
         _close(self.env)
         self.env = runner.envs = self.build()
         if runner.hooks is not None:
             for hub in runner.hooks.hubs:
                 hub.metrics["env"] = self.env  # (what the meta components see)
-        runner._returns[:], runner._lengths[:] = 0.0, 0
         self.reset(runner, runner.seed + self.env.n_envs * runner.restarts.count)
 
     def _rows(self, state: StateArray) -> tuple[np.ndarray, ...]:
@@ -209,10 +354,10 @@ class VectorCopies:
 
 def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, groups: int,
                process: Callable[[StateArray], StateArray] | None
-               ) -> tuple[Any, SRLCopies | VectorCopies, int, int]:
-    """``(envs, copies, n_envs, groups)`` of an ``EnvRunner`` (see its arguments): the env
-    copies (a list, or a vector environment), their ``SRLCopies`` or ``VectorCopies``, and
-    ``n_envs`` and ``groups`` (a vector environment's own)."""
+               ) -> tuple[Any, Copies, int]:
+    """``(envs, copies, groups)`` of an ``EnvRunner`` (see its arguments): the env copies (a
+    list, or a vector environment), their ``SRLCopies`` or ``VectorCopies``, and ``groups`` (a
+    vector environment's: 1)."""
     build = None
     if not isinstance(env_name, VectorEnvironment):
         if n_envs < groups or groups < 1:
@@ -221,87 +366,12 @@ def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, grou
             made, env_name, env_args or {})
     first = env_name if build is None else build()
     if isinstance(first, VectorEnvironment):
-        return first, VectorCopies(first, process, build), first.n_envs, 1
+        return first, VectorCopies(first, process, build), 1
     envs = [first] + [build() for _ in range(n_envs - 1)]
-    return envs, SRLCopies(envs, build), n_envs, groups
+    return envs, SRLCopies(envs, build), groups
 
 
 def made(name: str, args: dict[str, Any]) -> Any:
     """``make(name, **args)`` on a copy of ``args``: an environment object among them (a
     PettingZoo game built with arguments) is then each env copy's own."""
     return make(name, **copy.deepcopy(args))
-
-
-def store_obs(runner: Any, streams: Any, obs: dict[str, Any]) -> None:
-    """Write the observations of ``streams`` (an index, or a slice for all); ``ValueError`` if
-    their fields or shapes differ from the first ones'."""
-    batched = isinstance(streams, slice)
-    seen = {name: np.shape(value)[batched:] for name, value in obs.items()}
-    if runner._obs is None:
-        runner._obs = NamedArray(**{
-            name: np.zeros((len(runner._copy), *seen[name]), np.asarray(value).dtype)
-            for name, value in obs.items()})
-    store = runner._obs
-    shapes = {name: array.shape[1:] for name, array in store.items()}
-    if seen != shapes:
-        raise ValueError(f"{runner._copies.name}'s observations changed shape or fields "
-                         f"({seen} after {shapes}): an environment's observations must keep "
-                         "one shape and one set of fields, the same for every agent (pad "
-                         "them to one size)")
-    for name, array in store.items():
-        array[streams] = obs[name]
-
-
-def report_episodes(runner: Any, moved: np.ndarray) -> None:
-    """Report the episodes that the copies that ``moved`` (a bool per copy) just finished."""
-    if not runner._over.any():
-        return
-    for i in np.flatnonzero(runner._over & moved).tolist():
-        agents = runner.agent_count
-        each = runner._stream_returns[i * agents:(i + 1) * agents] if agents > 1 else ()
-        runner.episodes.append(Episode(float(runner._returns[i]), int(runner._lengths[i]), i,
-                                       tuple(float(r) for r in each)))
-
-def count_frames(runner: Any, frames: int) -> None:
-    runner.frames += frames
-    runner.total_frames += frames
-
-def receive(runner: Any, i: int, results: list[Any]) -> None:
-    """Keep env copy ``i``'s new ``results``; note whether all of its agents are done."""
-    base, total, present, over = i * runner.agent_count, 0.0, False, True
-    for a, result in enumerate(results):
-        s = base + a
-        runner._present[s] = result is not None
-        if result is None:
-            continue
-        reward, done, truncated = _scalars(result)
-        runner._reward[s], runner._done[s], runner._truncated[s] = reward, done, truncated
-        store_obs(runner, s, result.obs)
-        runner._stream_returns[s] += reward
-        total += reward
-        present, over = True, over and (done or truncated)
-    runner._returns[i] += total
-    runner._over[i] = present and over
-
-def receive_all(runner: Any, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
-                truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
-    """Keep a vector environment's new rows; ``returned``: the environment's rewards."""
-    runner._reward[:] = reward
-    runner._done[:], runner._truncated[:] = terminated, truncated
-    if runner._obs is None:
-        store_obs(runner, slice(None), {"obs": obs})
-    else:  # the vector environment keeps the shape (or says it changed)
-        runner._obs.obs[:] = obs
-    runner._returns += returned
-    runner._over[:] = over
-    runner._ended = bool(over.any())
-
-
-def _scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays)."""
-    try:
-        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
-    except (TypeError, IndexError):
-        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
-                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
-                         "results with looprl.environments.step_result(...)") from None

@@ -89,5 +89,5 @@ def env_call(runner: Any) -> tuple[float, str, int | None, str, int | None, int 
     if copy is None:
         return time.monotonic() - since, copies.name, None, method, None, None
     episode = int(copies.episode[copy])
-    step = int(runner._lengths[copy]) + 1 if method == "step" else None
+    step = int(copies.lengths[copy]) + 1 if method == "step" else None
     return time.monotonic() - since, copies.name, copy, method, episode, step

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.collector.copies import Episode, env_copies, report_episodes
+from looprl.collector.copies import Episode, env_copies
 from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.namedarray import as_numpy, concat, stack
-from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
-from looprl.memory.segments import SegmentBuffer
+from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP
+from looprl.memory.segments import SegmentBuffer, segment_rows
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
 
@@ -79,41 +79,28 @@ class EnvRunner:
         self.restarts = restarts
         self.seed = seed
         self.env_call: tuple[float, int | None, str] | None = None
-        self.envs, self._copies, n_envs, groups = env_copies(env_name, env_args, n_envs,
-                                                             groups, process)
-        if max_episode_steps is None and not self._copies.plain:
-            max_episode_steps = self.env_cap
-        self.max_episode_steps = max_episode_steps
+        self.envs, copies, groups = env_copies(env_name, env_args, n_envs, groups, process)
+        self._copies = copies
+        self.max_episode_steps = (copies.default_cap if max_episode_steps is None
+                                  else max_episode_steps)
         self.exploration = exploration
         self.is_evaluation = is_evaluation
-        self.groups = [list(range(g, n_envs, groups)) for g in range(groups)]
+        self.groups = [list(range(g, len(copies.returns), groups)) for g in range(groups)]
         self.frames = 0
         self.total_frames = 0
         self.env_seconds = 0.0
         self.episodes: list[Episode] = []
-        agents = self.agent_count
-        n = n_envs * agents
-        self._copy = np.repeat(np.arange(n_envs), agents)  # the env copy of each stream
-        self._agent = np.tile(np.arange(agents), n_envs)
-        self._group_streams = [np.flatnonzero(np.isin(self._copy, g)) for g in self.groups]
-        self._present = np.zeros(n, dtype=bool)  # a result waits for an action
-        self._reward = np.zeros(n, dtype=np.float32)
-        self._stream_returns = np.zeros(n)
-        self._done = np.zeros(n, dtype=bool)
-        self._truncated = np.zeros(n, dtype=bool)
-        self._obs = None  # [streams, ...] (a NamedArray), from the first observations
+        n = len(copies.present)
+        self._group_streams = [np.flatnonzero(np.isin(copies.stream_copy, g))
+                               for g in self.groups]
         default = self._default_state = _numpy(default_policy_state)
         self._policy_state = None if default is None else (
             stack if isinstance(default, NamedArray) else np.stack)([default] * n)
         self.buffer = None if segment_length is None else SegmentBuffer(
-            segment_length, len(self._copy), whole_episodes, first_stream)
+            segment_length, n, whole_episodes, first_stream)
         self._asked: dict[int, tuple[np.ndarray, Any, Any]] = {}  # request(): not recorded
         self._recorded: dict[int, tuple[np.ndarray, Any, Any]] = {}  # record(): not stepped
-        self._returns = np.zeros(n_envs)
-        self._lengths = np.zeros(n_envs, dtype=np.int64)
-        self._over = np.zeros(n_envs, dtype=bool)  # all agents of the copy are done
         self._restart = False  # the next step resets every copy (``truncate``)
-        self._ended = False  # some copy of a vector environment is over (``receive_all``)
         self._flags: dict[int, np.ndarray] = {}
         self._waiting: dict[int, tuple[Any, np.ndarray]] = {}  # (``_ending``)
         self._versions: tuple[int, int, np.ndarray] | None = None  # (rows, version, array)
@@ -122,7 +109,7 @@ class EnvRunner:
             self.hooks = hub if isinstance(hub, StreamHooks) else StreamHooks([hub])
         if self.hooks is not None:
             self.hooks.pre_episode()
-        self._copies.reset(self, seed)
+        copies.reset(self, seed)
 
     @property
     def agent_count(self) -> int:
@@ -132,7 +119,7 @@ class EnvRunner:
     @property
     def env_cap(self) -> int:
         """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
-        return episode_cap(self.envs if self._copies.plain else self.envs[0])
+        return self._copies.env_cap
 
     @property
     def max_episode_steps(self) -> int | None:
@@ -146,22 +133,21 @@ class EnvRunner:
 
     def request(self, group: int = 0) -> RolloutRequest | None:
         """The observations of ``group``'s streams that wait for an action (``None``: none)."""
-        asked = self._group_streams[group]
-        if not self._copies.plain:  # (a vector environment's copies all wait at every step)
-            present = self._present[asked]
-            asked = asked if present.all() else asked[present]
+        copies, asked = self._copies, self._group_streams[group]
+        if copies.turns:  # (only the agents whose turn it is)
+            asked = asked[copies.present[asked]]
         if not len(asked):
             self._asked[group] = (asked, None, None)
             return None
-        obs = self._observe(asked)
+        obs = copies.observe(asked)
         states = None if self._policy_state is None else self._policy_state[asked]
         self._asked[group] = (asked, obs, states)
         if self.hooks is not None:
-            self.hooks.pre_step(obs, self._agent[asked])
+            self.hooks.pre_step(obs, copies.stream_agent[asked])
         n = len(asked)
         exploration = None if self.exploration is None else np.full(n, self.exploration, np.float32)
-        agent = self._agent[asked] if self.agent_count > 1 else None
-        ended = self._done | self._truncated
+        agent = copies.stream_agent[asked] if copies.agent_count > 1 else None
+        ended = copies.done | copies.truncated
         ended = ended if n == len(ended) else ended[asked]
         return RolloutRequest(obs=obs, policy_state=states, is_evaluation=self._evaluation(n),
                               exploration=exploration, agent=agent, done=ended)
@@ -169,16 +155,16 @@ class EnvRunner:
     def states(self, group: int = 0) -> StateArray:
         """The rows of the last ``request(group)`` as an ``Agent``'s ``act`` takes them (the
         rewards after the step hooks; other observation fields and ``agent`` as entries)."""
-        asked, obs, _ = self._asked[group]
-        terminated, ended = self._done[asked], self._done[asked] | self._truncated[asked]
+        copies, (asked, obs, _) = self._copies, self._asked[group]
+        terminated, ended = copies.done[asked], copies.done[asked] | copies.truncated[asked]
         entries = {}
         if isinstance(obs, NamedArray):
             entries = {key: torch.as_tensor(value) for key, value in obs.items() if key != "obs"}
             obs = obs["obs"]
-        if self.agent_count > 1:
-            entries["agent"] = torch.as_tensor(self._agent[asked])
+        if copies.agent_count > 1:
+            entries["agent"] = torch.as_tensor(copies.stream_agent[asked])
         return StateArray({"observation": torch.as_tensor(obs),
-                           "reward": torch.as_tensor(self._reward[asked]),
+                           "reward": torch.as_tensor(copies.reward[asked]),
                            "done": torch.as_tensor(ended),
                            "mask": torch.as_tensor(~terminated, dtype=torch.float32),
                            **entries}, (len(asked),))
@@ -221,7 +207,6 @@ class EnvRunner:
         start = time.perf_counter()
         if self._restart:
             self._restart = False
-            self._returns[:], self._lengths[:], self._stream_returns[:] = 0.0, 0, 0.0
             self._copies.reset(self, None)
             if self.hooks is not None:
                 self.hooks.pre_episode()
@@ -238,8 +223,9 @@ class EnvRunner:
     def truncate(self) -> None:
         """End every episode in progress as truncated at the latest observations (not
         reported); the next ``advance`` resets every env copy instead of stepping it."""
-        cut = self._present & ~self._done & ~self._truncated
-        self._truncated |= cut
+        copies = self._copies
+        cut = copies.present & ~copies.done & ~copies.truncated
+        copies.truncated |= cut
         self._restart = True
         if self._recorded:  # (else the next record writes the flags)
             self.cut_episodes(np.flatnonzero(cut))
@@ -260,12 +246,7 @@ class EnvRunner:
     @property
     def running_returns(self) -> np.ndarray:
         """Each env copy's return so far in its episode in progress."""
-        return self._returns.copy()
-
-    @property
-    def running_agent_returns(self) -> np.ndarray:
-        """Each agent's return so far in its env copy's episode ``[copies, agents]``."""
-        return self._stream_returns.reshape(len(self._returns), -1).copy()
+        return self._copies.returns.copy()
 
     def meta_scalars(self) -> dict[str, float]:
         """The ``log/*`` values the meta components wrote since the last call."""
@@ -276,32 +257,21 @@ class EnvRunner:
         done, self.episodes = self.episodes, []
         return done
 
-    def _observe(self, streams: np.ndarray) -> Any:
-        """The latest observations of ``streams`` (a copy)."""
-        if self._copies.plain:
-            obs = self._obs["obs"]
-            return obs.copy() if len(streams) == len(obs) else obs[streams]
-        return self._obs[streams]
-
 
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
             result: RolloutResult, version: int) -> None:
     """Write ``runner``'s rows of ``streams`` and carry their recurrent states."""
-    every = len(streams) == len(runner._copy)  # all streams at once (vector envs)
-    if every:
-        reward, done, truncated = runner._reward, runner._done, runner._truncated
-    else:
-        reward, done, truncated = (runner._reward[streams], runner._done[streams],
-                                   runner._truncated[streams])
+    copies = runner._copies
+    every = len(streams) == len(copies.present)  # (one group, every agent's turn)
+    reward, done, truncated = copies.reward, copies.done, copies.truncated
+    if not every:
+        reward, done, truncated = reward[streams], done[streams], truncated[streams]
     ended = done | truncated
     if runner.buffer is not None:
-        rows = SampleBatch(
-            obs=obs, action=action, reward=reward, done=done,
-            truncated=truncated, policy_state=states, log_prob=_float32(result.log_prob),
-            value=_float32(result.value),
-            policy_version=runner._version_rows(len(streams), version),
-            agent=runner._agent[streams] if runner.agent_count > 1 else None,
-        )  # fmt: skip
+        rows = segment_rows(
+            obs, action, reward, done, truncated, result,
+            runner._version_rows(len(streams), version), states,
+            copies.stream_agent[streams] if copies.agent_count > 1 else None)
         runner.buffer.write(None if every else streams, rows, ended)
     if runner._policy_state is not None:
         runner._policy_state[streams] = _numpy(result.policy_state)
@@ -315,22 +285,23 @@ def _after_step(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarr
     keys, obs, action = _ending(runner, asked, obs, action, moved)
     if not len(keys):
         return
+    copies = runner._copies
     transition = {
         "state": runner.hooks.observations(obs),
         "action": torch.as_tensor(action),
-        "reward": torch.as_tensor(runner._reward[keys]),
-        "next_state": runner.hooks.observations(runner._observe(keys)),
-        "terminated": torch.as_tensor(runner._done[keys]),
-        "truncated": torch.as_tensor(runner._truncated[keys]),
+        "reward": torch.as_tensor(copies.reward[keys]),
+        "next_state": runner.hooks.observations(copies.observe(keys)),
+        "terminated": torch.as_tensor(copies.done[keys]),
+        "truncated": torch.as_tensor(copies.truncated[keys]),
         "env_step": runner.total_frames,
-        "env_index": torch.as_tensor(runner._copy[keys]),
+        "env_index": torch.as_tensor(copies.stream_copy[keys]),
     }
-    ended = moved & runner._over
-    returns = (runner._returns[ended, None] if runner.agent_count == 1
-               else runner._stream_returns.reshape(len(ended), -1)[ended])
+    ended = moved & copies.over
+    returns = (copies.returns[ended, None] if copies.agent_count == 1
+               else copies.agent_returns.reshape(len(ended), -1)[ended])
     reward = runner.hooks.after_step(transition, runner.total_frames, ended, returns,
-                                   runner._lengths[ended].tolist(), runner._agent[keys])
-    runner._reward[keys] = reward.detach().cpu().numpy()
+                                     copies.lengths[ended].tolist(), copies.stream_agent[keys])
+    copies.reward[keys] = reward.detach().cpu().numpy()
 
 
 def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
@@ -338,13 +309,12 @@ def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
     """``(streams, observations, actions)`` of the transitions that end in this step, at their
     stream's next result: in a turn-based game, an agent's rows wait (``_waiting``) until its
     turn comes again. Rows asked at an episode's end start no transition."""
-    keep = moved[runner._copy[asked]] & runner._present[asked]
-    if runner._copies.plain:
-        return asked[keep], obs[keep], action[keep]
-    waiting = runner._waiting
-    arrived = [s for s in waiting if runner._present[s] and moved[runner._copy[s]]]
-    for j in np.flatnonzero(~keep & moved[runner._copy[asked]]):
-        if not (runner._done[asked[j]] or runner._truncated[asked[j]]):
+    copies, waiting = runner._copies, runner._waiting
+    moving = moved[copies.stream_copy[asked]]
+    keep = moving & copies.present[asked]
+    arrived = [s for s in waiting if copies.present[s] and moved[copies.stream_copy[s]]]
+    for j in np.flatnonzero(moving & ~keep).tolist():
+        if not (copies.done[asked[j]] or copies.truncated[asked[j]]):
             waiting[int(asked[j])] = (obs[j : j + 1], action[j : j + 1])
     if not arrived:
         return asked[keep], obs[keep], action[keep]
@@ -355,31 +325,16 @@ def _ending(runner: EnvRunner, asked: np.ndarray, obs: Any, action: np.ndarray,
 
 
 def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:
-    """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long: an SRL
-    copy's alone; a vector environment's copies all restart. An episode grows by one step an
-    ``advance`` at most: the next check waits until one can reach the cap."""
-    cap = runner._cap
-    runner._unchecked = max(1, cap - int(runner._lengths.max()))
-    long = stepped & ~runner._over & (runner._lengths >= cap)
+    """Cut (truncated), report and warn about the episodes ``max_episode_steps`` long (the
+    copies' ``cut``). An episode grows by one step an ``advance`` at most: the next check waits
+    until one can reach the cap."""
+    copies, cap = runner._copies, runner._cap
+    runner._unchecked = max(1, cap - int(copies.lengths.max()))
+    long = stepped & ~copies.over & (copies.lengths >= cap)
     if long.any():
         log.warning("an episode of %s ran %d steps without ending: cut there (the cap: "
                     "max_episode_steps, by default the env's time limit, else %d)",
-                    runner._copies.name, cap, DEFAULT_EPISODE_CAP)
-        runner._over |= long
-        report_episodes(runner, long)
-        if runner._copies.plain:  # (a vector environment cannot reset one copy)
-            runner.truncate()
-            return
-        for i in np.flatnonzero(long).tolist():
-            streams = np.flatnonzero(runner._copy == i)
-            waiting = ~runner._present[streams]  # (agents whose turn has not come again)
-            runner._truncated[streams[~waiting & ~runner._done[streams]]] = True
-            runner.cut_episodes(streams[waiting])
-
-
-def _float32(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
-        return as_numpy(value)
-    return None if value is None else np.asarray(_numpy(value), dtype=np.float32)
-
-
+                    copies.name, cap, DEFAULT_EPISODE_CAP)
+        copies.over |= long
+        copies.report(runner, long)
+        copies.cut(runner, long)

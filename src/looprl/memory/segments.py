@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from looprl.core import RolloutResult, SampleBatch
 from looprl.core.namedarray import NamedArray, as_numpy, concat, recursive_apply
 from looprl.core.suggest import check_count
 
-__all__ = ["SegmentBuffer", "leaves", "rows_of"]
+__all__ = ["SegmentBuffer", "leaves", "rows_of", "segment_rows"]
 
 
 def leaves(x: NamedArray) -> list[Any]:
@@ -147,6 +148,24 @@ def batched(segments: Sequence[SampleBatch]) -> list[SampleBatch]:
     return [group[0] if len(group) == 1 else concat(group, dim=1) for group in groups.values()]
 
 
+def segment_rows(obs: Any, action: np.ndarray, reward: np.ndarray, done: np.ndarray,
+                 truncated: np.ndarray, result: RolloutResult, version: np.ndarray,
+                 policy_state: Any = None, agent: np.ndarray | None = None) -> SampleBatch:
+    """One row per stream for ``SegmentBuffer.write``, the collector's and the ``Actor``'s alike:
+    what the stream saw (``obs``, and the ``reward``, ``done`` and ``truncated`` that came with
+    it), its ``action``, the policy's ``log_prob`` and ``value`` (of ``result``, as float32), the
+    ``policy_state`` it acted from, the policy's ``version`` (one per row) and each ``agent``."""
+    return SampleBatch(obs=obs, action=action, reward=reward, done=done, truncated=truncated,
+                       policy_state=policy_state, log_prob=_float32(result.log_prob),
+                       value=_float32(result.value), policy_version=version, agent=agent)
+
+
+def _float32(value: Any) -> np.ndarray | None:
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+        return as_numpy(value)  # (a view: what policies answer, once per step)
+    return None if value is None else np.asarray(as_numpy(value), dtype=np.float32)
+
+
 def rows_of(obs: Any, reward: Any, end: Any, mask: Any, result: RolloutResult, version: int
             ) -> tuple[SampleBatch, np.ndarray]:
     """``(rows, ended)`` for ``SegmentBuffer.write`` from what an agent's ``act`` sees
@@ -163,11 +182,6 @@ def rows_of(obs: Any, reward: Any, end: Any, mask: Any, result: RolloutResult, v
         return np.full(n, x, dtype)  # one value (a single state)
 
     ended, terminal = column(end, bool), column(mask, np.float32) == 0
-    outputs = {name: None if value is None else np.asarray(as_numpy(value), np.float32)
-               for name, value in (("log_prob", result.log_prob), ("value", result.value))}
-    rows = SampleBatch(
-        obs=as_numpy(obs), action=as_numpy(result.action), reward=column(reward, np.float32),
-        done=ended & terminal, truncated=ended & ~terminal, **outputs,
-        policy_version=np.full(n, version, np.int64),
-    )  # fmt: skip
+    rows = segment_rows(as_numpy(obs), as_numpy(result.action), column(reward, np.float32),
+                        ended & terminal, ended & ~terminal, result, np.full(n, version, np.int64))
     return rows, ended

@@ -5,20 +5,12 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.state import StateArray
-from looprl.policies.greedy import (
-    MASKED_Q,
-    GreedyPolicy,
-    ParallelGreedyPolicy,
-    legal_actions,
-    random_actions,
-)
+from looprl.policies.greedy import MASKED_Q, GreedyPolicy, random_actions
 
 __all__ = ["EXPLORATION", "BoltzmannPolicy", "EZGreedyPolicy"]
 
@@ -29,7 +21,8 @@ EXPLORATION = ("epsilon_greedy", "decaying_epsilon_greedy", "ez_greedy", "stocha
 class EZGreedyPolicy(GreedyPolicy):
     """Temporally extended epsilon-greedy (Dabney et al., 2021): with probability ``epsilon`` an
     *option* starts, one random action repeated ``n ~ zeta(mu)`` steps (``mu > 1``; at most
-    ``max_duration``), until the episode ends or the action turns illegal (one per env copy)."""
+    ``max_duration``), until the episode ends or the action turns illegal (one per env copy;
+    a single state is a 0-d batch)."""
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.01, mu: float = 2.0,
                  max_duration: int = 100, seed: int | None = None):
@@ -39,29 +32,8 @@ class EZGreedyPolicy(GreedyPolicy):
                              f"{max_duration}")
         lengths = torch.arange(1, max_duration + 1, dtype=torch.float64)
         self._probs = (lengths ** -mu / (lengths ** -mu).sum()).float()
-        self._lengths = lengths.long().tolist()
-        self._cumulative = self._probs.cumsum(0).tolist()
-        self._left: Any = 0  # steps left of the running option(s)
-        self._repeat: Any = 0  # the repeated action(s)
-
-    def no_grad(self, state: Any) -> torch.Tensor:
-        """ez-greedy actions for ``state`` under ``torch.no_grad()``."""
-        if isinstance(state, StateArray):
-            return self.choose(state)
-        rng = self._rng or random
-        done = bool(state.get("done", False))
-        if not isinstance(self._left, int) or done or (
-                self._left and self._masked(state) and not legal_actions(state)[self._repeat]):
-            self._left = 0  # (an option whose action is now illegal ends)
-        explored = not done and self._left == 0 and rng.random() < self.next_epsilon()
-        if explored:
-            self._left = rng.choices(self._lengths, cum_weights=self._cumulative)[0]
-            self._repeat = self._random_action(state, rng)
-        self._explored = self._left > 0
-        if self._left > 0:
-            self._left -= 1
-            return torch.tensor(self._repeat, device=self.device)
-        return self._action_values(state).argmax(dim=-1)
+        self._left: torch.Tensor | None = None  # steps left of the running option per row
+        self._repeat: torch.Tensor | None = None  # the repeated action per row
 
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         epsilon = self.next_epsilon()
@@ -69,7 +41,7 @@ class EZGreedyPolicy(GreedyPolicy):
         greedy = values.argmax(dim=-1)
         shape, device = greedy.shape, greedy.device
         generator = self._torch_generator(device)
-        if not isinstance(self._left, torch.Tensor) or self._left.shape != shape:
+        if self._left is None or self._left.shape != shape:
             self._left = torch.zeros(shape, dtype=torch.long, device=device)
             self._repeat = torch.zeros(shape, dtype=torch.long, device=device)
         illegal = values.gather(-1, self._repeat.unsqueeze(-1)).squeeze(-1) <= MASKED_Q
@@ -87,7 +59,7 @@ class EZGreedyPolicy(GreedyPolicy):
         return torch.where(acting, self._repeat, greedy)
 
 
-class BoltzmannPolicy(ParallelGreedyPolicy):
+class BoltzmannPolicy(GreedyPolicy):
     """Stochastic (Boltzmann) exploration: one action per row sampled from
     ``softmax(Q / temperature)``, ``temperature > 0`` (a single state is a 0-d batch)."""
 

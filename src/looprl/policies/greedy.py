@@ -1,23 +1,21 @@
 """Epsilon-greedy action selection over a ``QNetwork``, and the per-row choice every value-based
 policy shares (``epsilon_greedy``).
 
-``GreedyPolicy`` acts on a ``State`` (exploring draws from Python's ``random`` without
-running the network) or a ``StateArray`` (one decision per row, in torch ops). ``epsilon``
-is a float, a schedule with a ``value`` (read once per call), or one rate per env copy
-(``apex_epsilons``). Actions an ``action_mask`` rules out, or valued ``MASKED_Q`` or below,
-are never chosen. ``explored`` notes which rows of the latest call explored.
+``GreedyPolicy`` makes one decision per row of a ``StateArray`` in torch ops (``epsilon_greedy``);
+a single ``State`` is a batch of no dimensions (a 0-d action). ``epsilon`` is a float, a
+schedule with a ``value`` (read once per call), or one rate per env copy (``apex_epsilons``).
+Actions an ``action_mask`` rules out, or valued ``MASKED_Q`` or below, are never chosen.
+``explored`` notes which rows of the latest call explored.
 """
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.state import StateArray
 from looprl.nn.fields import legal_mask
 
 __all__ = [
@@ -73,7 +71,6 @@ class GreedyPolicy:
         self.num_actions = num_actions
         self.device = getattr(q, "device", torch.device("cpu"))
         self.epsilon = epsilon
-        self._rng = random.Random(seed) if seed is not None else None
         self._seed = seed
         self._generator: torch.Generator | None = None
         self._explored: Any = None  # (``explored``)
@@ -84,8 +81,6 @@ class GreedyPolicy:
         explored = self._explored
         if isinstance(explored, tuple):  # a shape: none explored (made only when asked)
             return torch.zeros(explored, dtype=torch.bool)
-        if isinstance(explored, bool):
-            return torch.tensor([explored])
         return explored
 
     @explored.setter
@@ -135,17 +130,8 @@ class GreedyPolicy:
         return self.no_grad(state)
 
     def no_grad(self, state: Any) -> torch.Tensor:
-        """Epsilon-greedy actions for ``state`` under ``torch.no_grad()``."""
-        if isinstance(state, StateArray):
-            return self.choose(state)
-        if self._per_env:
-            raise ValueError("One epsilon per env copy needs a batch of states (a StateArray)")
-        epsilon = self.next_epsilon()
-        rng = self._rng or random
-        explored = self._explored = epsilon > 0 and rng.random() < epsilon
-        if explored:
-            return torch.tensor(self._random_action(state, rng), device=self.device)
-        return self._action_values(state).argmax(dim=-1)
+        """Epsilon-greedy actions for ``state`` (``choose``; no gradients are tracked)."""
+        return self.choose(state)
 
     def eval(self, state: Any) -> torch.Tensor:
         """Greedy actions for ``state``, with the Q network in eval mode."""
@@ -163,13 +149,9 @@ class GreedyPolicy:
     def _masked(state: Any) -> bool:
         return isinstance(state, dict) and "action_mask" in state
 
-    def _random_action(self, state: Any, rng: Any) -> int:
-        if not self._masked(state):
-            return rng.randrange(self.num_actions)
-        return rng.choice(legal_actions(state).nonzero().flatten().tolist())
-
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-row epsilon-greedy actions for a batch (from masked ``values`` if given)."""
+        """Per-row epsilon-greedy actions for a batch (from masked ``values`` if given), the
+        network called without gradients."""
         epsilon = self.next_epsilon()
         values = self._action_values(state) if values is None else values
         if not self._per_env and epsilon <= 0:
@@ -197,9 +179,5 @@ def apex_epsilons(n: int, epsilon: float = 0.4, alpha: float = 7.0) -> list[floa
     return [epsilon ** (1 + alpha * i / max(n - 1, 1)) for i in range(n)]
 
 
-class ParallelGreedyPolicy(GreedyPolicy):
-    """Epsilon-greedy policy with one exploration decision per row (single states: 0-d batches)."""
-
-    def no_grad(self, state: Any) -> torch.Tensor:
-        """Per-row epsilon-greedy actions for ``state`` under ``torch.no_grad()``."""
-        return self.choose(state)
+#: ALL's name for the per-row policy, which ``GreedyPolicy`` is (single states: 0-d batches)
+ParallelGreedyPolicy = GreedyPolicy

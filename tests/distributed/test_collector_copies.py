@@ -1,0 +1,103 @@
+"""``EnvRunner`` has one code path for both forms of env copies (``looprl.collector.copies``):
+SRL copies of a Gymnasium env and a vector environment of the same env give the same rows and
+episodes; each agent's return comes with an episode; and an ``Actor``'s adder writes the rows
+the collector writes (one builder, ``memory.segments.segment_rows``). No Ray."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from looprl.agents.actor import Actor
+from looprl.collector import EnvRunner, Episode
+from looprl.core import RolloutResult, SampleBatch
+from looprl.environments import SRLEnvironment, step_result
+from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.gym import GymEnvironment
+from looprl.memory.segments import SegmentBuffer
+
+
+def collect(runner: EnvRunner, steps: int) -> tuple[list[SampleBatch], list[Episode]]:
+    """``steps`` steps of random actions (seeded); the segments and the episodes."""
+    rng, segments, episodes = np.random.default_rng(0), [], []
+    for _ in range(steps):
+        request = runner.request()
+        runner.step(0, RolloutResult(action=rng.integers(0, 2, len(request.done))))
+        segments += runner.segments()
+        episodes += runner.pop_episodes()
+    return segments, episodes
+
+
+def test_srl_copies_and_a_vector_environment_of_one_env_give_the_same_rows_and_episodes():
+    srl = EnvRunner("gym", {"env_id": "CartPole-v1"}, n_envs=2, seed=3, segment_length=8)
+    vector = EnvRunner(DuplicateEnvironment([GymEnvironment("CartPole-v1") for _ in range(2)]),
+                       seed=3, segment_length=8)
+    (srl_rows, srl_episodes), (rows, episodes) = collect(srl, 200), collect(vector, 200)
+    assert len(episodes) > 5 and srl_episodes == episodes
+    assert srl.total_frames == vector.total_frames < 400  # (a reset takes no frame)
+    assert len(srl_rows) == len(rows) == 24
+    for mine, theirs in zip(srl_rows, rows, strict=True):
+        assert np.array_equal(mine.obs.obs, theirs.obs)  # (SRL rows keep the env's fields)
+        for field in ("action", "reward", "done", "truncated", "policy_version", "stream"):
+            assert np.array_equal(mine[field], theirs[field]), field
+            assert mine[field].dtype == theirs[field].dtype, field
+
+
+class Duel(SRLEnvironment):
+    """Two agents, both acting every step: agent 0 earns 1 a step, agent 1 loses 1; episodes
+    of 3 steps."""
+
+    agent_count = 2
+
+    def reset(self) -> list:
+        self.t = 0
+        return self._results(0.0)
+
+    def step(self, actions: list) -> list:
+        self.t += 1
+        return self._results(1.0)
+
+    def _results(self, reward: float) -> list:
+        return [step_result({"obs": np.zeros(1, np.float32)}, reward * (1 - 2 * a), self.t == 3)
+                for a in range(2)]
+
+
+def test_an_episode_of_several_agents_comes_with_each_agents_return():
+    runner = EnvRunner(Duel, n_envs=2, segment_length=None)
+    _, episodes = collect(runner, 8)  # (steps 1-3, a reset, steps 1-3, a reset)
+    assert episodes == [Episode(0.0, 3, i, (3.0, -3.0)) for i in (0, 1)] * 2
+
+
+class Fixed:
+    """A deterministic policy answering float64 log-probs and float32 values."""
+
+    version = 7
+
+    def rollout(self, request):
+        obs = torch.as_tensor(request.obs)
+        return RolloutResult(action=(obs[:, 0] > 0).long(), log_prob=obs[:, 1].double(),
+                             value=obs[:, 2])
+
+
+def test_the_actor_and_the_collector_write_the_same_rows():
+    """The local agent's rows (``Actor.act`` on the collector's states) and the collector's."""
+    runner = EnvRunner(DuplicateEnvironment([GymEnvironment("CartPole-v1")]), seed=0,
+                       segment_length=5, max_episode_steps=9)  # (a cut: truncated rows)
+    actor, policy = Actor(Fixed(), SegmentBuffer(5, 1)), Fixed()
+    collector_rows, actor_rows = [], []
+    for _ in range(60):
+        request = runner.request()
+        actor.act(runner.states())
+        runner.step(0, policy.rollout(request), policy.version)
+        collector_rows += runner.segments()
+        actor_rows += actor.segments()
+    assert len(actor_rows) == len(collector_rows) == 11
+    assert all(any(s[end].any() for s in collector_rows) for end in ("done", "truncated"))
+    assert collector_rows[0].log_prob.dtype == collector_rows[0].value.dtype == np.float32
+    for mine, theirs in zip(actor_rows, collector_rows, strict=True):
+        for field, value in theirs.items():
+            if value is None:
+                assert mine[field] is None, field
+                continue
+            assert np.array_equal(mine[field], value), field
+            assert mine[field].dtype == value.dtype, field
