@@ -124,7 +124,7 @@ def test_dqn_importance_weights_scale_each_column():
 
 
 def test_dqn_with_prioritized_replay_round_trip():
-    replay = make_sample_buffer(DQNTrainer, size=64, alpha=1.0, n_step=2)
+    replay = make_sample_buffer(DQNTrainer.sample_buffer, size=64, alpha=1.0, n_step=2)
     trainer = DQNTrainer(_policy(), n_step=2)
     for seed in range(3):
         replay.put(make_sample(rows=6, streams=4, seed=seed), current_version=0)

@@ -168,7 +168,7 @@ def test_discounted_sums_are_the_same_with_gradients_and_differentiable() -> Non
     expected, last = torch.zeros(7, 3), torch.zeros(3)
     for t in reversed(range(7)):
         last = expected[t] = deltas[t] + decay[t] * last
-    plain = discounted_sums(deltas, decay)  # (the CPU loop over NumPy rows)
+    plain = discounted_sums(deltas, decay)
     tracked = deltas.clone().requires_grad_()
     summed = discounted_sums(tracked, decay)  # (torch's loop, which autograd follows)
     torch.testing.assert_close(plain, expected)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 
+import numpy as np
 import pytest
 import torch
 from tests.agents.test_dqn_windows import naive_n_step
@@ -13,6 +14,7 @@ from tests.agents.test_dqn_windows import naive_n_step
 from looprl.core import SampleBatch, State, StateArray
 from looprl.memory.prioritized import PrioritizedReplayBuffer
 from looprl.memory.replay import ExperienceReplayBuffer, transitions
+from looprl.memory.windows import n_step_windows
 
 GAMMA = 0.5
 
@@ -247,3 +249,23 @@ def test_stream_numbers_of_the_wrong_shape_are_one_line() -> None:
 def test_invalid_n() -> None:
     with pytest.raises(ValueError, match="n_step must be"):
         ExperienceReplayBuffer(10, n_step=0)
+
+
+@pytest.mark.parametrize("cut", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_the_windows_of_numpy_rows_are_those_of_tensors(n: int, cut: bool) -> None:
+    """``n_step_windows`` cuts NumPy rows (the Atari frame ring's) as it cuts tensors."""
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        ends = rng.random((9, 3, 2)) < 0.25
+        rows = {"obs": rng.standard_normal((9, 3, 2)), "done": ends[..., 0],
+                "truncated": ends[..., 1] & ~ends[..., 0]}
+        start = rng.integers(0, 3, 3)
+        ours, waiting = n_step_windows(rows, start, n, cut)
+        theirs, expected = n_step_windows({key: torch.as_tensor(value)
+                                           for key, value in rows.items()},
+                                          torch.as_tensor(start), n, cut)
+        assert isinstance(ours["obs"], np.ndarray) and len(ours["obs"]) > 0
+        assert np.array_equal(waiting, expected.numpy())
+        for key, value in theirs.items():
+            assert np.array_equal(ours[key], value.numpy()), key

@@ -166,9 +166,10 @@ def test_generator_makes_sampling_reproducible() -> None:
     assert torch.equal(draw(), draw())
 
 
-def test_single_stores_through_numpy_views_match_tensor_copies_and_copies_keep_their_own() -> None:
-    """CPU storage is written through NumPy views: the same contents as indexed tensor
-    copies (terminal and truncated ends, tensor and int actions), a deep copy writes into
+def test_single_stores_into_numpy_views_match_the_segments_put_and_copies_keep_their_own() -> None:
+    """A one-step replay in CPU memory writes a single state's transition into NumPy views of
+    its storage at once; without views (e.g. on a GPU) the steps are ``put`` as segments: the
+    same windows (terminal and truncated ends, tensor and int actions). A deep copy writes into
     its own storage, and ``gather`` returns the rows advanced indexing would."""
     import copy
 
@@ -179,13 +180,18 @@ def test_single_stores_through_numpy_views_match_tensor_copies_and_copies_keep_t
             action = torch.tensor(i % 3) if i % 2 else i % 3
             buffer.store(_state(i), action, _state(i + 1, reward=0.5 * i, **end))
 
-    numpy_rows, tensor_rows = ExperienceReplayBuffer(8), ExperienceReplayBuffer(8)
-    tensor_rows._numpy_views = dict  # no views: indexed tensor copies
-    fill(numpy_rows, 0, 11)
-    fill(tensor_rows, 0, 11)
-    assert numpy_rows._views and not tensor_rows._views
-    for key, value in numpy_rows._storage.items():
-        assert torch.equal(value, tensor_rows._storage[key]), key
+    numpy_rows, put_rows = ExperienceReplayBuffer(8), ExperienceReplayBuffer(8)
+    put_rows._numpy_views = dict  # no views: every step through put
+    for buffer in (numpy_rows, put_rows):
+        fill(buffer, 0, 1)
+        assert len(buffer) == 1  # (the first put allocates the storage)
+        fill(buffer, 1, 10)
+    assert numpy_rows._views and not numpy_rows._steps  # written at once
+    assert not put_rows._views and put_rows._steps
+    assert len(numpy_rows) == len(put_rows) == 8
+    for key, rows in (("obs", slice(0, 2)), ("action", 0), ("reward", 1), ("done", 1),
+                      ("truncated", 1)):  # what a one-step window holds
+        assert torch.equal(numpy_rows._storage[key][:, rows], put_rows._storage[key][:, rows])
     index = torch.tensor([3, 0, 7, 3])
     batch = numpy_rows.gather(index)
     for key, value in numpy_rows._storage.items():
@@ -195,7 +201,22 @@ def test_single_stores_through_numpy_views_match_tensor_copies_and_copies_keep_t
     position = (numpy_rows._pos - 1) % 8
     assert float(copied._storage["obs"][numpy_rows._pos, 0, 0]) == 100.0
     assert float(numpy_rows._storage["obs"][position, 0, 0]) == 10.0
-    assert torch.equal(numpy_rows._storage["obs"], tensor_rows._storage["obs"])
+    assert torch.equal(numpy_rows._storage["obs"], put_rows._storage["obs"])
+
+
+def test_gathered_steps_after_an_episode_end_start_a_new_sequence() -> None:
+    """Steps gathered for ``put`` (n-step windows, or no NumPy views) go on in one sequence
+    only from the state the last one reached, not from a new episode's first state that
+    looks like the last one's final state (a constant observation: one-step episodes)."""
+    for n in (1, 3):
+        buffer = ExperienceReplayBuffer(20, n_step=n)
+        buffer._numpy_views = dict
+        for i in range(6):  # every step ends its episode
+            buffer.store(_state(0), i, _state(0, reward=float(i), done=True, mask=0.0))
+        assert len(buffer) == 6
+        _, actions, rewards, next_states, _ = transitions(buffer.gather(torch.arange(6)), 0.5)
+        assert actions.tolist() == list(range(6)) and rewards.tolist() == list(range(6))
+        assert next_states.mask.tolist() == [0.0] * 6
 
 
 def test_put_of_numpy_one_step_segments_writes_what_the_windowing_path_writes() -> None:

@@ -134,17 +134,20 @@ def test_replay_overwrites_the_oldest_transitions():
         ExperienceReplayBuffer(4).sample_batch(2)
 
 
-def test_make_sample_buffer_by_trainer_or_kind():
+def test_make_sample_buffer_of_the_kind_a_trainer_names():
     from looprl.agents import PPOTrainer
     from looprl.agents.dqn import DQNTrainer
 
-    assert isinstance(make_sample_buffer(PPOTrainer, batch_streams=2), OnPolicyBuffer)
-    replay = make_sample_buffer(DQNTrainer, size=4)
-    assert isinstance(replay, PrioritizedReplayBuffer)
+    on_policy = make_sample_buffer(PPOTrainer.sample_buffer, batch_streams=2)
+    assert isinstance(on_policy, OnPolicyBuffer) and on_policy.batch_streams == 2
+    replay = make_sample_buffer(DQNTrainer.sample_buffer, size=4)
+    assert isinstance(replay, PrioritizedReplayBuffer) and replay.size == 4
     assert type(make_sample_buffer("uniform", size=4)) is ExperienceReplayBuffer
     assert isinstance(make_sample_buffer("on_policy", batch_streams=1), OnPolicyBuffer)
     with pytest.raises(KeyError, match="on_policy"):
         make_sample_buffer("fifo")
+    with pytest.raises(KeyError, match="unknown sample buffer <class"):
+        make_sample_buffer(DQNTrainer, size=4)  # a kind, not the trainer
 
 
 def test_on_policy_segments_that_aged_while_waiting_are_dropped_before_training():

@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from looprl.core import SampleBatch
-from looprl.meta.rnd import RND, NovelD, RunningStd
+from looprl.meta.rnd import RND, NovelD
+from looprl.nn.fields import image_extractor
 
 CENTER = torch.tensor([2.0, 0.0, 0.0, 0.0])
 
@@ -85,21 +86,28 @@ def test_normalized_bonus_divides_by_running_std_of_errors():
         metrics = {"transition": {"next_state": next_state, "reward": torch.zeros(4)}}
         rnd.get_reward(metrics)
         observed.append(rnd.rnd_net.get_error(next_state))
-    std = torch.cat(observed).double().std()  # sample std of all 12 errors seen
-    expected = 2.0 * observed[-1] / std.float()
+    # the statistics of all 12 errors seen and RunningMeanStd's prior (mean 0, variance 1)
+    # of pseudo-count 1e-4
+    values = torch.cat(observed).double()
+    count = len(values) + 1e-4
+    mean = values.sum() / count
+    var = (1e-4 * (1.0 + mean**2) + (values - mean).pow(2).sum()) / count
+    expected = 2.0 * observed[-1] / (var + 1e-8).sqrt().float()
     torch.testing.assert_close(metrics["transition"]["intrinsic_reward"], expected)
 
 
-def test_running_std_matches_numpy_and_is_one_before_two_values():
-    stats = RunningStd()
-    stats.update(torch.tensor([3.0]))
-    assert stats.std.item() == 1.0
-    values = np.random.default_rng(0).normal(size=50)
-    stats = RunningStd()
-    for chunk in np.split(values, [1, 7, 20, 21]):
-        stats.update(torch.as_tensor(chunk))
-    assert stats.std.item() == pytest.approx(values.std(ddof=1), rel=1e-9)
-    assert stats.mean.item() == pytest.approx(values.mean(), rel=1e-9)
+def test_normalized_bonus_is_the_error_itself_until_two_were_seen():
+    torch.manual_seed(2)
+    rnd = small_rnd(internal_reward_weight=2.0, normalize=True)
+    next_state = torch.randn(1, 3)
+    metrics = {"transition": {"next_state": next_state, "reward": torch.zeros(1)}}
+    rnd.get_reward(metrics)
+    expected = 2.0 * rnd.rnd_net.get_error(next_state)
+    torch.testing.assert_close(metrics["transition"]["intrinsic_reward"], expected)
+    empty = {"transition": {"next_state": torch.zeros(0, 3), "reward": torch.zeros(0)}}
+    assert rnd.get_reward(empty)["transition"]["intrinsic_reward"].shape == (0,)
+    assert rnd.reward_stats.count == pytest.approx(1 + 1e-4)  # (no rows: left alone)
+    assert torch.isfinite(rnd.reward_stats.var)
 
 
 def test_predictor_trains_on_segments_and_on_buffered_states():
@@ -149,6 +157,17 @@ def test_image_observations_uint8_and_feature_extractor_and_factory():
 
     custom = RND(network=factory, obs_shape=(2, 3))
     assert custom.rnd_net.predictor[1].out_features == 8
+
+
+def test_image_networks_are_the_image_encoder_of_looprls_policies():
+    """``"cnn"`` (and ``"auto"`` for images) is ``nn.fields.image_extractor``: the Nature
+    CNN for Atari frames, a small CNN for grid worlds, then a linear layer."""
+    for shape in ((4, 84, 84), (3, 7, 7)):
+        for network in ("auto", "cnn"):
+            rnd = RND(network=network, obs_shape=shape, seed=0, feature_dim=16)
+            layers = [type(m) for m in rnd.rnd_net.target.modules()]
+            assert layers[1:-1] == [type(m) for m in image_extractor(shape).modules()]
+            assert layers[-1] is nn.Linear and rnd.rnd_net.target[-1].out_features == 16
 
 
 def test_bad_networks_raise_clear_errors():

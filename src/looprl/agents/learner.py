@@ -24,7 +24,7 @@ from looprl.core import (
 from looprl.core.suggest import check_count
 from looprl.memory.samples import REPLAY_KINDS, make_sample_buffer
 
-__all__ = ["Learner", "ReplaySchedule", "StepLoop", "make_learner"]
+__all__ = ["Learner", "ReplaySchedule", "StepLoop", "buffer_kind", "make_learner"]
 
 
 @dataclass
@@ -227,15 +227,21 @@ class Learner(StepLoop, AgentBase):
             setattr(self, key, state[key])
 
 
+def buffer_kind(trainer: Any, buffer: str | None = None) -> str:
+    """The kind of buffer ``make_learner`` gives ``trainer``: ``buffer``, else the trainer's
+    ``sample_buffer``, else ``"on_policy"`` (a trainer that names none)."""
+    return buffer or getattr(trainer, "sample_buffer", None) or "on_policy"
+
+
 def make_learner(trainer: Trainer, buffer: str | None = None,
                  buffer_args: dict[str, Any] | None = None, max_lag: int | None = None
                  ) -> Learner:
-    """The learner of ``trainer`` over a buffer of kind ``buffer`` (``None``: the trainer's
-    ``sample_buffer``) built from ``buffer_args``: on-policy, ``batch_streams`` (8) and
-    ``max_lag`` (the argument); a replay (kept on the CPU), ``size`` (100,000), ``n_step`` (the
-    trainer's), ``alpha``/``beta`` and ``ReplaySchedule``'s fields (``batch``: ``batch_size``)."""
+    """The learner of ``trainer`` over a buffer of kind ``buffer_kind(trainer, buffer)`` built
+    from ``buffer_args``: on-policy, ``batch_streams`` (8) and ``max_lag`` (the argument); a
+    replay (kept on the CPU), ``size`` (100,000), ``n_step`` (the trainer's), ``alpha``/``beta``
+    and ``ReplaySchedule``'s fields (``batch``: ``batch_size``)."""
     args = dict(buffer_args or {})
-    kind = buffer or getattr(trainer, "sample_buffer", None)
+    kind = buffer_kind(trainer, buffer)
     if kind not in REPLAY_KINDS:
         args.setdefault("batch_streams", 8)
         args.setdefault("max_lag", max_lag)

@@ -156,9 +156,11 @@ class AlgorithmSpec:
                              "worker builds it on its device")
         return policy.to(device)
 
-    def buffer_kind(self, trainer: Any) -> str | None:
-        """``buffer``, else ``trainer.sample_buffer``, else ``"on_policy"``."""
-        return self.buffer or getattr(trainer, "sample_buffer", None) or "on_policy"
+    def buffer_kind(self, trainer: Any) -> str:
+        """The kind of buffer of ``trainer``'s learner (``looprl.agents.learner.buffer_kind``
+        of ``buffer``)."""
+        from looprl.agents.learner import buffer_kind
+        return buffer_kind(trainer, self.buffer)
 
     def make_trainer(self, policy: Any) -> Any:
         """A fresh trainer of ``policy``."""

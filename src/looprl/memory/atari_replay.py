@@ -2,10 +2,12 @@
 
 One ring of single frames; stacks are rebuilt when sampling (1M transitions: about 7.1 GB
 instead of 56 GB). Slot ``k`` holds the newest frame of one state and the transition out of
-it (``valid[k]``: one was stored); writing a slot invalidates the transitions that needed the
-frame it overwrites. A transition is sampled (``ready``) once its ``n_step`` window is
-complete. ``put`` with ``stream`` numbers writes the transitions still waiting at a column's
-end again at the start of the stream's next column, where their windows complete.
+it; a sequence of transitions goes on in slot ``k + 1``. Writing a slot invalidates the
+transitions that needed the frame it overwrites. The n-step windows are cut from each
+sequence's rows by ``memory.windows.n_step_windows``, as ``ExperienceReplayBuffer``'s: a
+transition is sampled once its window is complete, the slots ``k .. k + steps[k]``. ``put``
+with ``stream`` numbers writes the transitions still waiting at a column's end again at the
+start of the stream's next column, where their windows complete.
 """
 
 from __future__ import annotations
@@ -17,19 +19,20 @@ import numpy as np
 import torch
 
 from looprl.core import NamedArray, SampleBatch, State, StateArray
+from looprl.core.namedarray import as_numpy
 from looprl.memory.prioritized import Prioritized
 from looprl.memory.replay import ReplayContents
-from looprl.memory.windows import segment_rows, stream_numbers
+from looprl.memory.windows import n_step_windows, segment_rows, stream_numbers
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 
 log = logging.getLogger(__name__)
 
-#: Bytes per slot besides the frame: action (int64), reward, mask (float32), done, valid, ready.
-_METADATA_BYTES = 8 + 4 + 4 + 1 + 1 + 1
-
 #: The storage arrays, one entry per slot.
-_ARRAYS = ("frames", "action", "reward", "mask", "done", "valid", "ready")
+_ARRAYS = ("frames", "action", "reward", "mask", "done", "steps")
+
+#: The most transitions ``store`` writes before it cuts their windows.
+_STORE_CHUNK = 32
 
 #: Pending priority changes kept before ``PrioritizedAtariReplayBuffer`` applies them anyway.
 _MAX_PENDING_UPDATES = 4096
@@ -37,32 +40,36 @@ _MAX_PENDING_UPDATES = 4096
 
 class AtariReplayBuffer(ReplayContents):
     """Uniform replay of (n-step) transitions between stacked frames, shifting by one frame
-    per step (``store`` skips, and counts in ``skipped``, those that do not); ``size``:
-    capacity in frames; ``device``: of sampled batches (storage stays in CPU memory)."""
+    per step (those that do not are skipped, and counted in ``skipped``); ``size``: capacity
+    in frames; ``device``: of sampled batches (storage stays in CPU memory)."""
 
     _min_size = 2
     skipped = 0  # transitions skipped because their frames did not continue
 
-    @staticmethod
-    def footprint(size: int, frame_shape: tuple[int, ...] = (84, 84)) -> int:
-        """Bytes a buffer of ``size`` slots allocates for frames of ``frame_shape``."""
-        return int(size) * (int(np.prod(frame_shape)) + _METADATA_BYTES)
-
     @property
     def nbytes(self) -> int:
-        """Bytes allocated by the storage (0 before the first ``store``)."""
+        """Bytes allocated by the storage (0 before the first transition)."""
         return 0 if self.frames is None else sum(getattr(self, a).nbytes for a in _ARRAYS)
+
+    @property
+    def ready(self) -> torch.Tensor | None:
+        """Whether each slot holds a transition that can be sampled."""
+        self._flush()
+        return None if self.steps is None else self.steps > 0
 
     def __len__(self) -> int:
         """The number of transitions that can be sampled."""
+        self._flush()
         return self._count
 
     def _empty_contents(self) -> dict[str, Any]:
-        # _count: ready transitions; _waiting: the open sequence's newest transitions, not
-        # ready yet; _last: the state whose newest frame is at _pos - 1; _carry: per stream
-        # (put), the rows of its last column from its first waiting transition on
-        counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0, "_waiting": 0}
-        return {**dict.fromkeys(_ARRAYS), **counters, "_last": None, "_carry": {}, "_views": {}}
+        # _count: ready transitions; _open: the rows [slot, done, truncated] of the sequence
+        # store goes on with, from its first transition not ready yet; _last: the state whose
+        # newest frame is at _pos - 1; _carry: per stream (put), the rows of its last column
+        # from its first waiting transition
+        counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0}
+        return {**dict.fromkeys(_ARRAYS), **counters, "_open": None, "_last": None,
+                "_carry": {}, "_views": {}}
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
@@ -74,40 +81,88 @@ class AtariReplayBuffer(ReplayContents):
         self.reward = torch.zeros(self.size, dtype=torch.float32)
         self.mask = torch.zeros(self.size, dtype=torch.float32)
         self.done = torch.zeros(self.size, dtype=torch.bool)
-        self.valid = torch.zeros(self.size, dtype=torch.bool)  # a transition is stored
-        self.ready = torch.zeros(self.size, dtype=torch.bool)  # ... and its window complete
+        self.steps = torch.zeros(self.size, dtype=torch.int16)  # the window's; 0: not ready
         self._views = self._numpy_views()
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
-        """NumPy views of the same memory (cheaper scalar writes)."""
-        return {} if self.reward is None else {k: getattr(self, k).numpy() for k in _ARRAYS[2:]}
+        """NumPy views of the same memory (cheaper writes)."""
+        arrays = {key: getattr(self, key) for key in _ARRAYS}
+        return {key: array.numpy() for key, array in arrays.items() if array is not None}
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store the transition ``state --action--> next_state``."""
+        """Store the transition ``state --action--> next_state`` (its window is cut when the
+        buffer is next read, or 32 transitions later)."""
         if isinstance(state, StateArray) or isinstance(next_state, StateArray):
             raise TypeError("AtariReplayBuffer stores single-environment transitions, not batches")
         if state is None or state.done:
             return
         first = state is not self._last  # the first transition of a new sequence of frames
-        if self._append(state.observation, action, next_state.observation,
-                        float(next_state.reward), float(next_state.mask),
-                        bool(next_state.done), first):
-            self._last = next_state
+        if first:
+            self._close()
+        observation, next_observation = state.observation, next_state.observation
+        if not torch.equal(observation[1:], next_observation[:-1]):
+            self._skip()
+            self._close()
+            return
+        terminal, ended = float(next_state.mask) == 0, bool(next_state.done)
+        k = self._write(observation, action, next_observation, float(next_state.reward),
+                        float(not terminal), ended, first)
+        rows = [[k, False, False]] if first else self._open
+        rows.append([(k + 1) % self.size, ended and terminal, ended and not terminal])
+        self._open, self._last = rows, next_state
+        if len(rows) > min(_STORE_CHUNK, self.size - self.stack - 1):
+            self._flush()  # (before a write could overwrite its first transition's frames)
+
+    def _flush(self, cut: bool = False) -> None:
+        """Let the transitions ``store`` wrote whose windows are complete be sampled (all of
+        them if ``cut``: the sequence ends at its last state)."""
+        rows = self._open
+        if rows is not None and len(rows) > 1:
+            slots, steps, waiting = _windows(np.array(rows), self.n_step, cut)
+            for k, m in zip(slots, steps):
+                self._mark(k, m)
+            del rows[: len(rows) - waiting - 1]
+
+    def _close(self) -> None:
+        """End ``store``'s sequence: the windows still waiting stop at its last state."""
+        self._flush(cut=True)
+        self._open = self._last = None
+
+    def _settle(self) -> None:
+        """Bring the storage up to date before it is read (``_flush``)."""
+        self._flush()
 
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
         """Store each training row of ``[T + 1, B]`` segments; ``current_version`` is ignored."""
+        self._close()
         rows = segment_rows(sample, _frames(sample.obs))
+        rows["skip"] = self._breaks(rows)
         streams = (stream_numbers(sample.stream, rows["reward"].shape)
                    if sample.stream is not None and self.n_step > 1 else None)
         for b in range(rows["reward"].shape[1]):
             column = {key: value[:, b] for key, value in rows.items()}
             if streams is None:
-                self._write_column(column)
-                self._close()
+                self._write_column(column, cut=True)
             else:
                 self._continue_stream(column, streams[b])
-            self._last = None
         return True
+
+    def _breaks(self, rows: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Which rows ``[L, B]`` start a transition that is skipped, its frames not going on."""
+        obs, ended = as_numpy(rows["obs"]), (rows["done"] | rows["truncated"]).numpy()
+        same = (obs[:-1, :, 1:] == obs[1:, :, :-1]).reshape(*ended[:-1].shape, -1).all(-1)
+        breaks = np.zeros_like(ended)
+        breaks[:-1] = ~(same | ended[:-1])
+        for _ in range(int(breaks.sum())):
+            self._skip()
+        return torch.from_numpy(breaks)
+
+    def _skip(self) -> None:
+        """Count a skipped transition (a warning the first time)."""
+        self.skipped += 1
+        if self.skipped == 1:
+            log.warning("AtariReplayBuffer skipped a transition whose next observation does "
+                        "not continue the frame stack (stacked frames must shift by one per step)")
 
     def _continue_stream(self, column: dict[str, torch.Tensor], stream: int) -> None:
         """Write ``column`` after the transitions ``stream`` left waiting; carry the new ones."""
@@ -118,95 +173,69 @@ class AtariReplayBuffer(ReplayContents):
                 carry["action"][-1] = column["action"][0]
                 column = {key: torch.cat([carry[key], value[1:]]) for key, value in column.items()}
             else:  # not the stream's next segment (a restarted actor): they end there
-                self._write_column(carry)
-                self._close()
-        self._write_column(column)
-        waiting, self._waiting = self._waiting, 0
+                self._write_column(carry, cut=True)
+        waiting = self._write_column(column, cut=False)
         if waiting:
             self._carry[stream] = {key: value[-waiting - 1 :].clone()
                                    for key, value in column.items()}
 
-    def _write_column(self, column: dict[str, torch.Tensor]) -> None:
-        """Write the transitions of one segment column ``[L]`` as one sequence, left open."""
-        obs, action = column["obs"], column["action"]
-        reward, done = column["reward"].numpy(), column["done"].numpy()
-        end = done | column["truncated"].numpy()
+    def _write_column(self, column: dict[str, torch.Tensor], cut: bool) -> int:
+        """Write the transitions of one segment column ``[L]``, a new sequence after each end
+        or skipped transition, those whose windows are complete ready to sample
+        (``_windows``); return how many wait."""
+        terminal, truncated, skip = (column[key].numpy() for key in ("done", "truncated", "skip"))
+        end = terminal | truncated
+        stop = end | skip
+        rows, steps, waiting = _windows(np.stack(
+            [np.arange(len(stop)), terminal, truncated | skip], 1), self.n_step, cut)
+        ready = dict(zip(rows, steps))
+        obs, action, reward = column["obs"], column["action"], column["reward"].numpy()
         first = True
-        for t in range(len(reward) - 1):
-            if end[t]:  # a final observation: no transition leaves it
+        for t in range(len(stop) - 1):
+            if stop[t]:  # a final observation, or frames that do not go on: no transition
                 first = True
                 continue
-            first = not self._append(obs[t], action[t], obs[t + 1], float(reward[t + 1]),
-                                     float(not done[t + 1]), bool(end[t + 1]), first)
+            k = self._write(obs[t], action[t], obs[t + 1], float(reward[t + 1]),
+                            float(not terminal[t + 1]), bool(end[t + 1]), first)
+            first = False
+            if t in ready:
+                self._mark(k, ready[t])
+        return waiting
 
-    def _append(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
-                reward: float, mask: float, done: bool, first: bool) -> bool:
-        """Write one transition (all its frames if ``first`` of a sequence); whether stored."""
-        action = torch.as_tensor(action)
+    def _write(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
+               reward: float, mask: float, done: bool, first: bool) -> int:
+        """Write one transition (all its frames if ``first`` of a sequence); return its slot."""
         if self.frames is None:
-            self._allocate(observation, action)
-        if not self._continues(observation, next_observation):
-            return False
+            self._allocate(observation, torch.as_tensor(action))
         if first:
-            self._close()
-            for frame in observation.cpu():
+            for frame in as_numpy(observation):
                 self._write_frame(frame)
         k = (self._pos - 1) % self.size
-        self._write_frame(next_observation[-1].cpu())
-        self.action[k] = action
+        self._write_frame(as_numpy(next_observation[-1]))
         n = self._views
+        n["action"][k] = as_numpy(action)
         n["reward"][k] = reward
         n["mask"][k] = mask
         n["done"][k] = done
-        n["valid"][k] = True
-        self._waiting += 1
-        if done:
-            self._close()
-        elif self._waiting == self.n_step:  # the window of k - n + 1 is now complete
-            self._waiting -= 1
-            self._make_ready((k - self.n_step + 1) % self.size)
-        return True
+        return k
 
-    def _continues(self, observation: torch.Tensor, next_observation: torch.Tensor) -> bool:
-        """Whether the frames continue; if not, the transition is skipped (``skipped``)."""
-        if torch.equal(observation[1:], next_observation[:-1]):
-            return True
-        self.skipped += 1
-        self._close()
-        self._last = None
-        if self.skipped == 1:
-            log.warning("AtariReplayBuffer skipped a transition whose next observation does "
-                        "not continue the frame stack (stacked frames must shift by one per step)")
-        return False
+    def _mark(self, k: int, steps: int) -> None:
+        """Let slot ``k``'s transition be sampled, with a window of ``steps`` steps."""
+        self._views["steps"][k] = steps
+        self._count += 1
+        self._queue(k, -1.0)
 
-    def _close(self) -> None:
-        """End the open sequence: its waiting transitions' windows stop at its last state."""
-        newest = self._pos - 2  # the slot of the last stored transition
-        for j in range(self._waiting):
-            self._make_ready((newest - j) % self.size)
-        self._waiting = 0
-
-    def _make_ready(self, k: int) -> None:
-        """Let slot ``k``'s stored transition be sampled."""
-        n = self._views
-        if n["valid"][k] and not n["ready"][k]:
-            n["ready"][k] = True
-            self._count += 1
-            self._queue(k, -1.0)
-
-    def _write_frame(self, frame: torch.Tensor) -> None:
+    def _write_frame(self, frame: np.ndarray) -> None:
         """Write ``frame`` at the next slot, invalidating the transitions that needed it."""
         p = self._pos
-        valid, ready = self._views["valid"], self._views["ready"]
+        steps = self._views["steps"]
         for j in range(p, p + self.stack):  # transitions whose window starts at or covers p
             j %= self.size
-            if valid[j]:
-                valid[j] = False
-                if ready[j]:
-                    ready[j] = False
-                    self._count -= 1
-                    self._queue(j, 0.0)
-        self.frames[p] = frame
+            if steps[j]:
+                steps[j] = 0
+                self._count -= 1
+                self._queue(j, 0.0)
+        self._views["frames"][p] = frame
         self._pos = (p + 1) % self.size
         self._filled = min(self._filled + 1, self.size)
 
@@ -215,33 +244,25 @@ class AtariReplayBuffer(ReplayContents):
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Uniform slots among those holding a ready transition (rejection sampling)."""
+        self._settle()
         if self._count == 0:
             raise RuntimeError("Cannot sample from an empty replay buffer")
         chosen: list[torch.Tensor] = []
         found = 0
         while found < batch_size:
             candidates = torch.randint(0, self._filled, (2 * batch_size,), generator=self.generator)
-            candidates = candidates[self.ready[candidates]]
+            candidates = candidates[self.steps[candidates] > 0]
             chosen.append(candidates)
             found += candidates.shape[0]
         return torch.cat(chosen)[:batch_size]
 
-    def _steps(self, index: torch.Tensor) -> torch.Tensor:
-        """The steps ``m <= n_step`` of each slot's window (cut by an episode end or a break)."""
-        steps = torch.ones_like(index)
-        going = torch.ones_like(index, dtype=torch.bool)
-        for j in range(1, self.n_step):
-            previous, slot = (index + j - 1) % self.size, (index + j) % self.size
-            going &= ~self.done[previous] & self.valid[slot]  # episode end or break: stop
-            steps += going
-        return steps
-
     def gather(self, index: torch.Tensor) -> SampleBatch:
-        """The windows of slots ``index`` as a time-major ``SampleBatch`` (cut windows: the
-        last row repeated, marked ``truncated``)."""
+        """The windows of ready slots ``index`` as a time-major ``SampleBatch`` (cut windows:
+        the last row repeated, marked ``truncated``)."""
+        self._settle()
         index = index.cpu()
         rows = torch.arange(self.n_step + 1).unsqueeze(1)
-        steps = self._steps(index).unsqueeze(0)
+        steps = self.steps[index].long().unsqueeze(0)
         offset = torch.minimum(rows, steps)  # [n + 1, B]
         if self.n_step == 1:  # one window of stack + 1 frames holds both observations
             window = self.frames[(index.unsqueeze(-1) + torch.arange(-self.stack + 1, 2))
@@ -284,6 +305,11 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         if len(self._updates) >= _MAX_PENDING_UPDATES:
             self._apply_updates()
 
+    def _settle(self) -> None:
+        """Also apply the queued priority changes."""
+        super()._settle()
+        self._apply_updates()
+
     def _apply_updates(self) -> None:
         """Apply the queued priority changes in order (the last one per slot wins)."""
         if not self._updates:
@@ -296,19 +322,27 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
 
     def sample_indices(self, batch_size: int) -> torch.Tensor:
         """Slots drawn proportionally to priority, one per equal segment of the total."""
-        self._apply_updates()
+        self._settle()
         return torch.from_numpy(self._draw(batch_size))
-
-    def gather(self, index: torch.Tensor) -> SampleBatch:
-        self._apply_updates()
-        return super().gather(index)
 
     def update_priorities(self, priorities: Any, index: Any = None) -> None:
         """Set the priorities of the slots ``index`` (default: the last sample's) still ready."""
-        self._apply_updates()
+        self._settle()
         index, priorities = self._new_priorities(priorities, index)
-        keep = self._views["ready"][index]
+        keep = self._views["steps"][index] > 0
         self.tree.update(index[keep], priorities[keep])
+
+
+def _windows(rows: np.ndarray, n: int, cut: bool) -> tuple[list[int], list[int], int]:
+    """``(ids, steps, waiting)`` of a sequence's rows ``[L, 3]`` (id, done, truncated): the ids
+    of those that start a complete ``n``-step window (``n_step_windows``), its steps (up to its
+    first end) and how many transitions wait."""
+    ids, done, truncated = rows.T[:, :, None]  # [L, 1] each: one column
+    items, waiting = n_step_windows({"obs": ids, "done": done != 0, "truncated": truncated != 0},
+                                    np.zeros(1, dtype=np.int64), n, cut)
+    ends = (items["done"] | items["truncated"])[:, 1:]
+    steps = np.where(ends.any(1), ends.argmax(1) + 1, n)
+    return items["obs"][:, 0].tolist(), steps.tolist(), int(waiting[0])
 
 
 def _frames(obs: Any) -> torch.Tensor:

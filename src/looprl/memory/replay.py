@@ -5,6 +5,7 @@ Each item is a ``SampleBatch`` window of ``n_step + 1`` rows (row 0 holds ``s_t`
 Transitions out of a ``done`` state are skipped. ``put(segment)`` cuts the collectors'
 ``[T + 1, B]`` segments into windows; with ``n_step > 1`` a stream's windows span its
 segments, and a window is written once its ``n_step`` steps arrived or its episode ended.
+``store`` (ALL's) gathers steps and ``put`` s them as one segment.
 """
 
 from __future__ import annotations
@@ -147,32 +148,36 @@ class ExperienceReplayBuffer(ReplayContents):
         self._views = self._numpy_views()
 
     def store(self, state: State | None, action: Any, next_state: State) -> None:
-        """Store one transition (or one per row when given ``StateArray`` batches)."""
-        batch = isinstance(state, StateArray)
-        if state is None or (not batch and state.done):  # no previous state; a discarded action
+        """Store one transition (or one per row when given ``StateArray`` batches): the steps
+        are gathered and ``put`` as one segment when the buffer is next read, or every
+        ``_STORE_CHUNK`` steps (a single state's one-step transition into CPU storage is
+        written at once: ``_write_step``)."""
+        single = not isinstance(state, StateArray)
+        if state is None or (single and state.done):  # no previous state; a discarded action
             return
-        if batch or self.n_step > 1:
-            self._store_rows(state, action, next_state)
+        if single and self.n_step == 1 and self._views:
+            self._flush()  # (the steps gathered before, in the order they came)
+            self._write_step(state, action, next_state)
             return
-        self._flush()  # (steps of StateArrays stored before, in the order they came)
-        action = torch.as_tensor(action)
-        if self._storage is None:
-            self._allocate(_window_example(state.observation, action))
-        pos, terminal = self._pos, next_state.mask == 0
-        truncated = bool(next_state.done) and not terminal
-        values = (state.observation, next_state.observation, action, next_state.reward, terminal)
-        s = self._views
-        if s:  # NumPy views of CPU storage: a tenth of the cost of indexed tensor copies
-            values = tuple(as_numpy(value) for value in values)
-        else:
-            s = self._storage
-        obs, next_obs, action, reward, terminal = values
-        s["obs"][pos, 0] = obs
-        s["obs"][pos, 1] = next_obs
-        s["action"][pos, 0] = action
-        s["reward"][pos, 1] = reward
+        steps = self._steps
+        if steps and not _goes_on(steps[-1][1], state):  # a new sequence
+            self._flush()
+        if not steps:
+            steps.append((None, state))
+        steps.append((action, next_state))
+        if len(steps) > _STORE_CHUNK:
+            self._flush()
+
+    def _write_step(self, state: State, action: Any, next_state: State) -> None:
+        """Write one single state's one-step window into the NumPy views of the storage
+        (ALL's ``store``, once per env step: a fifth of the cost of a ``put``)."""
+        s, pos, terminal = self._views, self._pos, float(next_state.mask) == 0
+        s["obs"][pos, 0] = as_numpy(state.observation)
+        s["obs"][pos, 1] = as_numpy(next_state.observation)
+        s["action"][pos, 0] = as_numpy(action)
+        s["reward"][pos, 1] = as_numpy(next_state.reward)
         s["done"][pos, 1] = terminal
-        s["truncated"][pos, 1] = truncated
+        s["truncated"][pos, 1] = bool(next_state.done) and not terminal
         self._advance(1)
 
     def _numpy_views(self) -> dict[str, Any]:
@@ -190,49 +195,35 @@ class ExperienceReplayBuffer(ReplayContents):
         self._flush()
         return super().__getstate__()
 
-    def _store_rows(self, state: State, action: Any, next_state: State) -> None:
-        """Gather ``StateArray`` steps or ``n_step > 1`` steps, up to ``_STORE_CHUNK``."""
-        device = self.device
-        if isinstance(state, StateArray):
-            state, next_state = state.to(device), next_state.to(device)
-            action = torch.as_tensor(action, device=device)
-            rows = [(s.observation, s.reward.float(), s.done, s.mask == 0)
-                    for s in (state, next_state)]
-        else:
-            action = torch.as_tensor(action, device=device).unsqueeze(0)
-            flags = torch.tensor([[float(state.reward), False, False],
-                                  [float(next_state.reward), bool(next_state.done),
-                                   float(next_state.mask) == 0]], device=device).unsqueeze(-1)
-            rows = [(torch.as_tensor(s.observation, device=device).unsqueeze(0), flag[0],
-                     flag[1].bool(), flag[2].bool())
-                    for s, flag in ((state, flags[0]), (next_state, flags[1]))]
-        steps = self._steps
-        if steps and not torch.equal(steps[-1][1][0], rows[0][0]):  # not where they stopped
-            self._flush()
-        if not steps:
-            steps.append((None, rows[0]))
-        steps.append((action, rows[1]))
-        if len(steps) > _STORE_CHUNK:
-            self._flush()
-
     def _flush(self) -> None:
-        """Window the steps ``store`` gathered (``_store_rows``)."""
-        steps = self._steps
-        if not steps:
+        """``put`` the steps ``store`` gathered: one segment ``[L, B]`` of their states (one
+        env's: ``B = 1``), a stream per column."""
+        if not self._steps:
             return
-        actions = [action for action, _ in steps[1:]]
-        obs, reward, ends, terminal = (torch.stack(x) for x in zip(*(row for _, row in steps)))
-        steps.clear()
-        self._continue({"obs": obs, "action": torch.stack([*actions, torch.zeros_like(actions[0])]),
-                        "reward": reward, "done": ends & terminal, "truncated": ends & ~terminal},
-                       list(range(len(actions[0]))))
+        actions, states = zip(*self._steps)
+        self._steps.clear()
+        column = not isinstance(states[0], StateArray)
+
+        def stacked(values: Any) -> np.ndarray:
+            x = np.stack([as_numpy(value) for value in values])
+            return x[:, None] if column else x
+
+        action = stacked(actions[1:])
+        ended, terminal = stacked([s.done for s in states]), stacked([s.mask for s in states]) == 0
+        reward = stacked([s.reward for s in states]).astype(np.float32)
+        self.put(SampleBatch(
+            obs=stacked([s.observation for s in states]), reward=reward,
+            action=np.concatenate([action, np.zeros_like(action[:1])]),
+            done=ended & terminal, truncated=ended & ~terminal,
+            stream=np.tile(np.arange(reward.shape[1]), (len(reward), 1))))
 
     def write(self, items: dict[str, Any]) -> None:
         """Store windows ``{field: [k, rows, ...]}``, overwriting the oldest."""
         if self._storage is None:
             self._allocate({key: value[0] for key, value in items.items()})
         n = len(items["reward"])
-        if n > self.size:  # only the last `size` survive
+        if n > self.size:  # only the last `size` survive, where writing all would leave them
+            self._pos = (self._pos + n - self.size) % self.size
             items = {key: value[n - self.size :] for key, value in items.items()}
             n = self.size
         pos = self._pos
@@ -331,14 +322,18 @@ class ExperienceReplayBuffer(ReplayContents):
 
     def gather(self, index: torch.Tensor) -> SampleBatch:
         """The transitions at ``index`` as a time-major ``SampleBatch`` on ``device``."""
+        self._flush()
         rows = torch.as_tensor(index, device=self.device)  # index_select: cheaper on small batches
         items = fields(self._storage, lambda leaf: leaf.index_select(0, rows).transpose(0, 1))
         return SampleBatch(**items, weight=self.weights(index))
 
 
-def _window_example(observation: Any, action: torch.Tensor) -> dict[str, Any]:
-    """A zeroed one-step window of ``observation``'s and ``action``'s shapes and dtypes."""
-    obs, flags = torch.as_tensor(observation), torch.zeros(2, dtype=torch.bool)
-    return {"obs": obs.unsqueeze(0).expand(2, *obs.shape),
-            "action": action.unsqueeze(0).expand(2, *action.shape),
-            "reward": torch.zeros(2), "done": flags, "truncated": flags}
+def _goes_on(last: State, state: State) -> bool:
+    """Whether ``state`` is where the steps ``store`` gathered stopped, at ``last``: ``last``
+    itself, or a state of the same kind and observation (of single states: no episode end)."""
+    if last is state:
+        return True
+    single = not isinstance(state, StateArray)
+    if single == isinstance(last, StateArray) or (single and last.done):
+        return False
+    return torch.equal(torch.as_tensor(last.observation), torch.as_tensor(state.observation))

@@ -3,7 +3,6 @@ trainers (``looprl.agents.losses`` re-exports them)."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 __all__ = ["discounted_sums", "generalized_advantage_estimate", "n_step_bootstrap"]
@@ -21,27 +20,15 @@ def generalized_advantage_estimate(rewards: torch.Tensor, values: torch.Tensor,
 
 def discounted_sums(deltas: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
     """``x_t = deltas_t + decay_t * x_{t+1}`` backwards along dimension 0 (``x_T = 0`` past
-    the end). On the CPU without gradients the loop runs over NumPy views (faster)."""
+    the end)."""
     if deltas.shape[0] == 0:
         return torch.empty_like(deltas)
-    if (deltas.device.type == "cpu" and decay.device == deltas.device
-            and deltas.dtype in (torch.float32, torch.float64) and decay.dtype == deltas.dtype
-            and not (deltas.requires_grad or decay.requires_grad)):
-        return torch.from_numpy(_discounted_sums(deltas.numpy(), decay.numpy()))
     steps = zip(reversed(deltas.unbind(0)), reversed(decay.unbind(0)), strict=True)
     last, sums = torch.zeros_like(deltas[0]), []
     for delta, step_decay in steps:  # rows as views: one kernel per step, no indexing
         last = torch.addcmul(delta, step_decay, last)
         sums.append(last)
     return torch.stack(sums[::-1])
-
-
-def _discounted_sums(deltas: np.ndarray, decay: np.ndarray) -> np.ndarray:
-    sums = np.empty_like(deltas)
-    last = np.zeros_like(deltas[0])
-    for t in range(len(deltas) - 1, -1, -1):
-        last = sums[t] = deltas[t] + decay[t] * last
-    return sums
 
 
 def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.Tensor,

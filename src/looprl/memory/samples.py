@@ -102,13 +102,10 @@ _KINDS = {"on_policy": OnPolicyBuffer, "uniform": ExperienceReplayBuffer,
 REPLAY_KINDS = tuple(kind for kind in _KINDS if kind != "on_policy")
 
 
-def make_sample_buffer(trainer_or_kind: Any, **kwargs: Any) -> Any:
-    """The buffer of the kind ``trainer_or_kind`` names (a key of ``_KINDS``, or a trainer
-    with a ``sample_buffer`` attribute), built with ``kwargs``; ``KeyError`` if unknown."""
-    kind = (trainer_or_kind if isinstance(trainer_or_kind, str)
-            else getattr(trainer_or_kind, "sample_buffer", None))
+def make_sample_buffer(kind: str, **kwargs: Any) -> Any:
+    """The buffer of ``kind`` (a key of ``_KINDS``, as a trainer's ``sample_buffer`` names
+    it), built with ``kwargs``; ``KeyError`` if unknown."""
     if kind not in _KINDS:
-        raise KeyError(f"unknown sample buffer {kind!r} (from {trainer_or_kind!r})."
-                       f"{did_you_mean(str(kind), _KINDS)} expected one of {sorted(_KINDS)} or "
-                       "a trainer with a sample_buffer attribute")
+        raise KeyError(f"unknown sample buffer {kind!r}.{did_you_mean(str(kind), _KINDS)} "
+                       f"expected one of {sorted(_KINDS)}")
     return _KINDS[kind](**kwargs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
 import torch
 
 from looprl.core.namedarray import NamedArray, concat, recursive_apply
@@ -17,40 +18,45 @@ __all__ = [
 ]
 
 
-def n_step_windows(rows: dict[str, Any], start: torch.Tensor, n: int, cut: bool
-                   ) -> tuple[dict[str, Any], torch.Tensor]:
+def n_step_windows(rows: dict[str, Any], start: Any, n: int, cut: bool
+                   ) -> tuple[dict[str, Any], Any]:
     """``({field: [k, n + 1, ...]}, waiting)``: the complete ``n``-step windows of ``rows``
     ``{field: [L, B, ...]}`` and, per column, how many transitions wait for theirs.
 
     Row ``t`` of column ``b`` is a transition when ``start[b] <= t < L - 1`` and it ends no
     episode; its window (rows ``t .. t + n``) is complete when its ``n`` steps are there or its
     episode ends by row ``L - 1``. With ``cut``, one running past row ``L - 1`` ends there,
-    that row marked ``truncated`` and repeated.
+    that row marked ``truncated`` and repeated. ``rows`` and ``start`` are tensors, or all
+    NumPy arrays (the Atari frame ring's bookkeeping: cheaper on a few rows).
     """
     ended = rows["done"] | rows["truncated"]  # [L, B]
-    index, past, fits = _window_rows(ended.shape[0], n, ended.device)
+    xp = np if isinstance(ended, np.ndarray) else torch
+    index, past, fits = _window_rows(ended.shape[0], n, None if xp is np else ended.device)
     moves = (index[:, :1] >= start) & ~ended[:-1]  # [L - 1, B]: transitions
     if cut:
-        take, waiting = moves, torch.zeros_like(start)
+        take, waiting = moves, xp.zeros_like(start)
     else:
         seen = ended.cumsum(0)  # an episode ends in rows t + 1 .. L - 1:
         take = moves & (fits | (seen[-1] > seen[:-1]))
         waiting = (moves & ~take).sum(0)
-    t, b = take.nonzero(as_tuple=True)
-    index, b = index[t], b.unsqueeze(1)  # [k, n + 1] rows of columns [k, 1]
+    t, b = xp.where(take)
+    index, b = index[t], b[:, None]  # [k, n + 1] rows of columns [k, 1]
     items = fields(rows, lambda leaf: leaf[index, b])  # [L, B, ...] -> [k, n + 1, ...]
     items["truncated"] |= past[t] & ~items["done"]
     return items, waiting
 
 
 @functools.lru_cache(maxsize=64)
-def _window_rows(length: int, n: int, device: Any) -> tuple[torch.Tensor, ...]:
+def _window_rows(length: int, n: int, device: Any) -> tuple[Any, ...]:
     """Each window's rows ``[L - 1, n + 1]`` (clamped at row ``L - 1``), which of them run
-    past it, and whether its ``n`` steps fit ``[L - 1, 1]``."""
+    past it, and whether its ``n`` steps fit ``[L - 1, 1]`` (NumPy arrays for ``device``
+    ``None``)."""
     last = length - 1
-    index = torch.arange(last, device=device).unsqueeze(1) + torch.arange(n + 1, device=device)
+    index = np.arange(last)[:, None] + np.arange(n + 1)
     past = (index >= last) & (index[:, -1:] > last)
-    return index.clamp(max=last), past, index[:, -1:] <= last
+    windows = index.clip(max=last), past, index[:, -1:] <= last
+    return windows if device is None else tuple(torch.as_tensor(x, device=device)
+                                                 for x in windows)
 
 
 def fields(rows: dict[str, Any], fn: Any) -> dict[str, Any]:

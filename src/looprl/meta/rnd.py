@@ -18,10 +18,12 @@ import torch
 from torch import nn
 
 from looprl.core.suggest import check_count
+from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
+from looprl.nn.fields import image_extractor
 
-__all__ = ["RND", "NovelD", "RNDNetwork", "RunningStd"]
+__all__ = ["RND", "NovelD", "RNDNetwork"]
 
 NetworkFactory = Callable[[tuple[int, ...]], nn.Module]
 
@@ -48,35 +50,6 @@ class RNDNetwork(nn.Module):
         """The prediction error of each observation row of ``x`` (``[N, ...]``)."""
         with torch.no_grad():
             return self.errors(x.to(self.device))
-
-
-class RunningStd:
-    """Running standard deviation of a stream of batches (1 until two values were seen)."""
-
-    def __init__(self, device: str | torch.device = "cpu", eps: float = 1e-8):
-        dtype = torch.float32 if torch.device(device).type == "mps" else torch.float64
-        self.count = torch.zeros((), dtype=dtype, device=device)
-        self.mean = torch.zeros((), dtype=dtype, device=device)
-        self.m2 = torch.zeros((), dtype=dtype, device=device)
-        self.eps = eps
-
-    def update(self, x: torch.Tensor) -> None:
-        """Add the values of ``x``."""
-        x = x.detach().reshape(-1).to(self.mean.dtype)
-        n = x.numel()
-        batch_mean = x.mean()
-        total = self.count + n
-        delta = batch_mean - self.mean
-        self.m2 += (x - batch_mean).pow(2).sum() + delta.pow(2) * self.count * n / total
-        self.mean += delta * n / total
-        self.count = total
-
-    @property
-    def std(self) -> torch.Tensor:
-        """The standard deviation so far (a 0-d tensor)."""
-        var = self.m2 / (self.count - 1).clamp_min(1.0)
-        std = var.clamp_min(self.eps**2).sqrt()
-        return torch.where(self.count > 1, std, torch.ones_like(std))
 
 
 class RecentObservations:
@@ -111,12 +84,15 @@ class RecentObservations:
 class RND(MetaComponent):
     """Random Network Distillation (Burda et al., 2018, https://arxiv.org/abs/1810.12894): the
     bonus is the error on ``next_state`` of a predictor trained to match a fixed random target
-    network (with ``normalize``, divided by a running standard deviation of the errors).
+    network (with ``normalize``, divided by the running standard deviation of the errors,
+    ``reward_stats``, once two were seen).
 
     Args:
-        network: ``"auto"`` (MLP for flat observations, CNN for ``(C, H, W)`` images),
-            ``"mlp"``, ``"cnn"``, a name in ``looprl.nn.FEATURE_EXTRACTORS``, or a factory
-            ``shape -> nn.Module``. The built-in ones scale ``uint8`` inputs by 1/255.
+        network: ``"auto"`` (``"mlp"`` for flat observations, ``"cnn"`` for ``(C, H, W)``
+            images), ``"mlp"`` (``hidden``), ``"cnn"`` (the image encoder of looprl's policies,
+            ``looprl.nn.fields.image_extractor``), a name in ``looprl.nn.FEATURE_EXTRACTORS``,
+            or a factory ``shape -> nn.Module``. The built-in ones scale ``uint8`` inputs by
+            1/255.
         batch_size: buffered rows per predictor update (a training batch is used whole).
         update_every: train the predictor at every this-many-th ``post_update`` call only.
         buffer_size: recent next states kept for training while there is no batch.
@@ -149,7 +125,7 @@ class RND(MetaComponent):
         self.rnd_net: RNDNetwork | None = None  # built with the optimizer, for obs_shape
         self.optimizer: torch.optim.Optimizer | None = None
         self.obs_shape: tuple[int, ...] | None = None
-        self.reward_stats = RunningStd(self.device)
+        self.reward_stats = RunningMeanStd(())
         self.recent: RecentObservations | None = RecentObservations(buffer_size)
         self._bonus_sum = self._bonus_max = None  # of the logging interval (log_bonus)
         self._bonus_count = 0
@@ -176,14 +152,11 @@ class RND(MetaComponent):
             return probe(network(shape), shape, network)
         if network == "auto":
             network = "cnn" if len(shape) == 3 else "mlp"
-        if network == "mlp":
-            network = {"type": "mlp", "hidden": self.hidden}
-        elif network == "cnn":  # the Nature convolutions; for grid worlds, three padded 3x3 ones
-            small = min(shape[-2:]) < 36
-            network = {"type": "cnn", "kernels": (3, 3, 3) if small else (8, 4, 3),
-                       "strides": (1, 1, 1) if small else (4, 2, 1), "padding": int(small),
-                       "activation": "leaky_relu"}
-        body = feature_extractor(network, shape)
+        if network == "cnn":
+            body = image_extractor(shape)
+        else:
+            body = feature_extractor({"type": "mlp", "hidden": self.hidden}
+                                     if network == "mlp" else network, shape)
         return nn.Sequential(body, orthogonal_init(nn.Linear(body.out_features,
                                                              self.feature_dim), 1.0))
 
@@ -221,10 +194,13 @@ class RND(MetaComponent):
         metrics[f"log/{self.log_name}/intrinsic_reward_max"] = self._bonus_max
 
     def _normalized(self, bonus: torch.Tensor) -> torch.Tensor:
-        if not self.normalize:
+        stats = self.reward_stats
+        if not self.normalize or not bonus.numel():
             return bonus
-        self.reward_stats.update(bonus)
-        return bonus / self.reward_stats.std.to(bonus.dtype)
+        stats.update(bonus.reshape(-1))
+        if stats.count < 2:  # (one bonus seen, and the initial pseudo-count)
+            return bonus
+        return bonus / (stats.var + 1e-8).sqrt().to(bonus.device, bonus.dtype)
 
     def update_predictor(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Train the predictor on the batch's next observations, else on recent ones."""

@@ -14,7 +14,8 @@ from looprl.nn.features import feature_extractor
 from looprl.nn.layers import dense_layers
 
 __all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
-           "legal_mask", "observation_fields", "observation_tensor", "single_field"]
+           "image_extractor", "legal_mask", "observation_fields", "observation_tensor",
+           "single_field"]
 
 #: The obs field that masks discrete actions (one 0/1 per action).
 ACTION_MASK = "action_mask"
@@ -110,7 +111,7 @@ def observation_fields(obs: Any, shapes: Shapes, device: torch.device
     return fields, lead, mask
 
 
-def _image_extractor(shape: tuple[int, ...]) -> nn.Module:
+def image_extractor(shape: tuple[int, ...]) -> nn.Module:
     """The Nature CNN for square images of at least 36x36, a small CNN for smaller ones."""
     if shape[1] == shape[2] and shape[1] >= 36:
         return feature_extractor("nature", shape)
@@ -126,7 +127,7 @@ class ObservationEncoder(nn.Module):
         super().__init__()
         self.shapes = dict(shapes)
         self.images = nn.ModuleDict(
-            {_key(k): _image_extractor(s) for k, s in shapes.items() if len(s) == 3})
+            {_key(k): image_extractor(s) for k, s in shapes.items() if len(s) == 3})
         self.out_features = sum(
             self.images[_key(k)].out_features if _key(k) in self.images else math.prod(s)
             for k, s in shapes.items())
