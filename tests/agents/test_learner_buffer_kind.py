@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from looprl.agents.learner import buffer_kind, make_learner
 from looprl.distributed import AlgorithmSpec
+from looprl.distributed.pipeline import trainer_core
 from looprl.memory import ExperienceReplayBuffer, OnPolicyBuffer, PrioritizedReplayBuffer
 
 
@@ -25,7 +26,7 @@ def test_a_learner_has_the_buffer_asked_for_else_the_trainers_else_on_policy() -
         assert type(learner.buffer) is kind
         assert learner.replay == (kind is not OnPolicyBuffer)
     assert buffer_kind(Duck()) == "on_policy" and buffer_kind(Duck("uniform")) == "uniform"
-    spec = AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn", buffer="uniform")
-    assert spec.buffer_kind(Duck("prioritized")) == "uniform"  # (the same decision)
-    assert AlgorithmSpec(env="CartPole-v1", policy="q-network", trainer="dqn").buffer_kind(
-        Duck()) == "on_policy"
+    # a Ray trainer's learner: the same decision
+    uniform = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args={
+        "obs_dim": {"obs": 4}, "action_dim": 2}, trainer="dqn", buffer="uniform")
+    assert type(trainer_core(uniform).buffer) is ExperienceReplayBuffer

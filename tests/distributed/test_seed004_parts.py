@@ -16,7 +16,7 @@ from looprl.core import Policy, SampleBatch, TrainerStepResult
 from looprl.distributed import AlgorithmSpec, EnvironmentCheckError, test_environment
 from looprl.distributed.pipeline import trainer_core
 from looprl.environments.srl import Environment, StepResult, register, registered_environments
-from looprl.memory import OnPolicyBuffer
+from looprl.memory import OnPolicyBuffer, PrioritizedReplayBuffer
 
 CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 
@@ -110,10 +110,9 @@ def test_a_trainer_naming_no_sample_buffer_learns_from_on_policy_segments() -> N
     assert isinstance(trainer_core(spec).buffer, OnPolicyBuffer)
     duck = AlgorithmSpec(env="CartPole-v1", policy=MyGRUPolicy, trainer=DuckTrainer)
     assert isinstance(trainer_core(duck).buffer, OnPolicyBuffer)
-    assert duck.buffer_kind(DuckTrainer(None)) == "on_policy"
     dqn = AlgorithmSpec(env="CartPole-v1", policy="q-network", policy_args=CARTPOLE,
                         trainer="dqn")
-    assert dqn.buffer_kind(dqn.make_trainer(dqn.make_policy())) == "prioritized"
+    assert isinstance(trainer_core(dqn).buffer, PrioritizedReplayBuffer)
 
 
 def test_a_policy_instance_gives_each_worker_its_own_copy() -> None:

@@ -26,8 +26,8 @@ class AlgorithmSpec:
             (``policy_args`` may then hold a ``device`` only).
         trainer: a registered ``Trainer`` type, or a factory called as
             ``trainer(policy, **trainer_args)``.
-        buffer: a ``make_learner`` kind (``None``: see ``buffer_kind``); ``"independent"``:
-            one per agent, ``buffer_args={"agents": [(buffer, buffer_args), ...]}``.
+        buffer: a ``make_learner`` kind (``None``: the trainer's, ``agents.learner.buffer_kind``);
+            ``"independent"``: one per agent, ``buffer_args={"agents": [(buffer, args), ...]}``.
         explorations: Ape-X exploration rates, one per actor worker (``None``: the policy's).
         copies: ``copies(n)``, the ``VectorEnvironment`` of a preset's Gymnasium or Atari
             env, stepped by actors instead of SRL copies of ``env`` (set by ``of_preset``).
@@ -155,12 +155,6 @@ class AlgorithmSpec:
                              "pass its registered name or a factory as policy, so that each "
                              "worker builds it on its device")
         return policy.to(device)
-
-    def buffer_kind(self, trainer: Any) -> str:
-        """The kind of buffer of ``trainer``'s learner (``looprl.agents.learner.buffer_kind``
-        of ``buffer``)."""
-        from looprl.agents.learner import buffer_kind
-        return buffer_kind(trainer, self.buffer)
 
     def make_trainer(self, policy: Any) -> Any:
         """A fresh trainer of ``policy``."""

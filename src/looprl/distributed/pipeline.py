@@ -25,7 +25,7 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
     meta = spec.make_meta()
     if spec.buffer != "independent":
-        learner = make_learner(trainer, spec.buffer_kind(trainer), spec.buffer_args, max_lag)
+        learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
         if meta:
             learner.hooks = MetaHub(list(meta), learner, None)
         return learner
