@@ -205,7 +205,8 @@ class SRLCopies(Copies):
             self.obs = NamedArray(**{
                 name: np.zeros((len(self.present), *seen[name]), np.asarray(value).dtype)
                 for name, value in obs.items()})
-        shapes = {name: array.shape[1:] for name, array in self.obs.items()}
+            self._shapes = seen  # (every later result is checked against these)
+        shapes = self._shapes
         if seen != shapes:
             raise ValueError(f"{self.name}'s observations changed shape or fields ({seen} after "
                              f"{shapes}): an environment's observations must keep one shape and "
