@@ -41,6 +41,21 @@ def test_the_algorithm_group_is_read_from_the_presets() -> None:
             assert set(node) == {"preset", *defaults}, option
 
 
+def test_a_tuned_preset_runs_with_its_own_values(capsys) -> None:
+    """``multiagent.dqn`` is ``classic_control.dqn`` with tuned values: ``looprl run`` and
+    ``looprl list`` use those, not the base builder's defaults."""
+    pytest.importorskip("pettingzoo")
+    cfg = _compose(["algorithm=multiagent/dqn", "env=tictactoe_v3"])
+    assert (cfg.algorithm.update_frequency, cfg.algorithm.hidden) == (16, 64)
+    built = build(cfg)
+    preset = built.builder.env(built.env).build()
+    for agent_preset in preset.presets.values():
+        assert agent_preset.hyperparameters["update_frequency"] == 16
+        assert agent_preset.hyperparameters["replay_start_size"] == 500
+    assert cli(["list", "multiagent.dqn"]) == 0
+    assert "update_frequency = 16" in capsys.readouterr().out
+
+
 def test_a_config_builds_preset_parts_components_and_runner() -> None:
     cfg = _compose(["algorithm=dqn", "algorithm.lr=1e-3", "algorithm.exploration=ez_greedy",
                     "meta=[rnd]", "meta.rnd.internal_reward_weight=0.5", "frames=1000"])

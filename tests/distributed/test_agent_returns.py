@@ -44,6 +44,6 @@ def test_one_agents_run_has_no_per_agent_logs(tmp_path: Path) -> None:
     log = ExperimentLogger("dqn", "CartPole-v1", str(tmp_path))
     monitor = RunMonitor(DistributedResult(), SampleCounts(), log, ["trainer"])
     monitor.record({"actor0": _actor([(12.0, 12, 12, ())])}, seconds=0.5)
-    assert monitor.result.agent_returns == {} and monitor.agent_logs == {}
+    assert monitor.result.agent_returns == {} and monitor.agent_logs.loggers == {}
     assert not [line for line in monitor.status() if "by agent" in line]
     log.close()

@@ -94,3 +94,25 @@ def test_evaluation_plays_the_policy_as_a_ray_runs_does(tmp_path):
     assert experiment.test(episodes=30) == local
     assert len(set(local["player_1"])) > 1  # (the draws decide some games)
     experiment.close()
+
+
+def test_a_checkpoint_saved_without_agent_logs_resumes_logging_each_agent(tmp_path):
+    """An experiment checkpointed before it had ``agent_logs`` (only ``agent_loggers``) goes
+    on logging each agent's returns in the same directories."""
+    from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
+
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    experiment = MultiagentEnvExperiment(RandomPreset(env), env, logdir=str(tmp_path),
+                                         quiet=True, seed=0)
+    experiment.train(episodes=5)
+    logs = experiment.__dict__.pop("agent_logs")  # (as an earlier checkpoint's)
+    save_checkpoint(experiment)
+    logs.close()
+    experiment.logger.close()
+    resumed = load_checkpoint(tmp_path / "random" / "tictactoe_v3")
+    assert resumed.agent_logs.loggers is resumed.agent_loggers
+    resumed.train(episodes=8)
+    resumed.close()
+    rows = (tmp_path / "random" / "tictactoe_v3" / "random.player_2" / "tictactoe_v3" /
+            "results.csv").read_text().splitlines()
+    assert [row.split(",")[1] for row in rows[1:]] == [str(n) for n in range(1, 9)]

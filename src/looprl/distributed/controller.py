@@ -100,8 +100,7 @@ class DistributedRun:
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
                                        self.frames, agents, self._agent_logs)
             self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
-                                                    self.result, counts,
-                                                    self._monitor.agent_logs)
+                                                    self.result, counts, self._agent_logs)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
                              self.frames - self.result.frames)
@@ -133,13 +132,10 @@ class DistributedRun:
         played = evaluation_episodes(spec, torch.load(policy, map_location="cpu"), episodes,
                                      seed=self.test_seed)
         returns = [episode.ret for episode in played]
-        if env is None and self._log is not None:
-            logs = [self._log, *map(self._monitor.agent_log, self.result.agent_returns)]
-            each = [returns, *([episode.returns[i] for episode in played]
-                               for i in range(len(logs) - 1))]
-            for log, values in zip(logs, each, strict=True):
-                log.frame = self.result.frames
-                log.add_test_returns(values)
+        if env is None and self._log is not None:  # (then the monitor's ``agent_logs`` too)
+            each = {agent: [episode.returns[i] for episode in played]
+                    for i, agent in enumerate(self.result.agent_returns)}
+            self._monitor.agent_logs.add_test_returns(returns, each, self.result.frames)
         return returns
 
     def close(self) -> None:

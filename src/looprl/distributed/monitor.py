@@ -14,7 +14,7 @@ from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput
 from looprl.distributed.watch import save_spec
-from looprl.experiments.logger import mean_return
+from looprl.experiments.logger import AgentLoggers, mean_return
 
 __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
 
@@ -33,14 +33,16 @@ def open_run_log(name: str, spec: AlgorithmSpec, logdir: str, verbose: bool = Tr
 class RunMonitor:
     """Records each poll of the workers' ``stats()`` in ``result`` and ``log`` (``None``:
     nothing written); ``trainers``: rank 0 first; ``frames``: the budget (``None``: unknown);
-    ``agents``: a multi-agent env's agent names, whose loggers ``agent_logs`` holds."""
+    ``agents``: a multi-agent env's agent names, each logged in its own run directory by
+    ``agent_logs`` (``AgentLoggers``, as locally; ``None`` without ``log``), which keeps
+    the loggers in the dict ``agent_logs`` given (a resumed run's)."""
 
     def __init__(self, result: DistributedResult, counts: SampleCounts, log: Any,
                  trainers: list[str], frames: int | None = None, agents: Sequence[str] = (),
                  agent_logs: dict[str, Any] | None = None) -> None:
         self.result, self.counts, self.log, self.trainers = result, counts, log, trainers
         self.frames, self.agents = frames, list(agents)
-        self.agent_logs: dict[str, Any] = {} if agent_logs is None else agent_logs
+        self.agent_logs = None if log is None else AgentLoggers(log, loggers=agent_logs)
         self.throughput = Throughput(
             Path(log.log_dir) / "throughput.csv" if log is not None else None, log)
         self.last_losses: dict[str, float] = {}
@@ -75,8 +77,8 @@ class RunMonitor:
 
     def close(self) -> None:
         """Close the agents' loggers (the controller closes the run's)."""
-        for log in self.agent_logs.values():
-            log.close()
+        if self.agent_logs is not None:
+            self.agent_logs.close()
 
     def _trainer_stats(self, stats: dict[str, Any]) -> dict[str, Any] | None:
         """Trainer 0's statistics, with every trainer's lags and the run's sample counts."""
@@ -120,24 +122,12 @@ class RunMonitor:
 
     def _record_agent_returns(self, returns: Sequence[float], frame: int) -> None:
         """Each agent's return of a multi-agent episode, also in its own run directory."""
-        for index, ret in enumerate(returns):
-            agent = self.agents[index] if index < len(self.agents) else f"agent{index}"
+        named = {self.agents[index] if index < len(self.agents) else f"agent{index}": ret
+                 for index, ret in enumerate(returns)}
+        for agent, ret in named.items():
             self.result.agent_returns.setdefault(agent, []).append(ret)
-            if self.log is None:
-                continue
-            log = self.agent_log(agent)
-            log.frame = frame
-            log.add_episode_return(ret)
-            log.episode += 1
-
-    def agent_log(self, agent: str) -> Any:
-        """Agent ``agent``'s ``ExperimentLogger``, ``{run}/{name}.{agent}/{env}``."""
-        if agent not in self.agent_logs:
-            from looprl.experiments.logger import ExperimentLogger
-            self.agent_logs[agent] = ExperimentLogger(
-                f"{self.log.agent_name}.{agent}", self.log.env_name, self.log.log_dir,
-                self.log.verbose)
-        return self.agent_logs[agent]
+        if self.agent_logs is not None:
+            self.agent_logs.add_episode(named, frame)
 
     def _record_meta(self, name: str, values: dict[str, float], frame: int) -> None:
         """Log the ``log/*`` values of worker ``name``'s meta components at ``frame``; an
@@ -149,7 +139,7 @@ class RunMonitor:
             return
         for key, value in values.items():
             tag, _, agent = key.rpartition("/")
-            log = self.agent_log(agent) if agent in self.agents else self.log
+            log = self.agent_logs[agent] if agent in self.agents else self.log
             log.frame = frame
             log.add_log((tag if log is not self.log else key)[len("log/"):], value)
 
@@ -166,7 +156,7 @@ class RunMonitor:
         if self.log is None:
             return
         for agent, kind, name, value, frame in stats.get("logged", []):  # ``LossRecorder``'s
-            log = self.log if agent is None else self.agent_log(agent)
+            log = self.log if agent is None else self.agent_logs[agent]
             before, log.frame = log.frame, frame
             getattr(log, f"add_{kind}")(name, value)
             log.frame = before

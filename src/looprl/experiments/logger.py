@@ -6,6 +6,10 @@ the events, ``returns100.csv`` (``frame,mean,std,max,min`` every 100 episodes), 
 and ``hyperparameters.csv``. CSV rows are appended every 100 episodes and on ``flush``,
 ``close`` and garbage collection; TensorBoard scalars go to the writer in batches (256 or
 5 seconds). With ``wandb={...}`` every scalar also goes to a W&B run.
+
+``AgentLoggers`` logs a multi-agent run's returns, each agent's in its own run directory
+``{run dir}/{name}.{agent}/{env}``, for the local and the Ray runtime. The runners'
+``MemoryLogger`` (no files) and ``RecordingLogger`` also keep every training return in memory.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -26,11 +30,12 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 from looprl.core.imports import import_extra
-from looprl.core.logger import Logger
+from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count
 from looprl.experiments import run_files as files
 
-__all__ = ["ExperimentLogger", "mean_return", "moving_runs"]
+__all__ = ["AgentLoggers", "ExperimentLogger", "MemoryLogger", "RecordingLogger", "mean_return",
+           "moving_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +124,7 @@ class ExperimentLogger(Logger):
         loss_every: write every ``loss_every``-th ``add_loss`` call per name (the first too).
         wandb: ``wandb.init`` arguments, to log to W&B too.
         run_name: the run directory under ``{logdir}/{agent}/{env}`` (``gen001_ind002``);
-            ``None``: ``{logdir}/{agent}/{env}`` itself.
+            ``None``: ``{logdir}/{agent}/{env}`` itself. ``run_name`` is the current one's.
         run_info: more entries of ``run.json`` (non-JSON values as their ``repr``).
     """
 
@@ -138,9 +143,8 @@ class ExperimentLogger(Logger):
         if run_name is not None:
             parent = parent / files.safe_component(self.env_name)
         run_dir = files.claim_run_dir(parent, files.safe_component(run_name or self.env_name))
-        self.log_dir = str(run_dir)
-        files.write_run_json(run_dir, {"agent": self.agent_name, "env": self.env_name,
-                                 **(run_info or {})})
+        self.log_dir, self.run_name = str(run_dir), run_name
+        self.describe_run(run_info or {})
         self._returns100_path = run_dir / "returns100.csv"
         self._returns100_path.write_text(files.RETURNS100_HEADER + "\n")
         self._returns: deque[float] = deque(maxlen=_WINDOW)
@@ -163,6 +167,11 @@ class ExperimentLogger(Logger):
         if getattr(self, "_writer", None) is not None:
             self.close()
         self._open(run_name, run_info)
+
+    def describe_run(self, run_info: dict[str, Any]) -> None:
+        """Write ``run.json`` anew: the agent, the env and ``run_info``."""
+        files.write_run_json(Path(self.log_dir), {"agent": self.agent_name,
+                                                  "env": self.env_name, **run_info})
 
     def _open_writer(self, pending: list[tuple[str, float, int, float]]) -> None:
         """Open the event writer and the finalizer (which must not hold ``self``)."""
@@ -330,3 +339,89 @@ class ExperimentLogger(Logger):
             self.add_summary(f"test_returns/{name}" if name else "test_returns", array)
         (Path(self.log_dir) / "test_returns.csv").write_text("\n".join(lines) + "\n")
         self.flush()
+
+
+class RecordingLogger(ExperimentLogger):
+    """An ``ExperimentLogger`` that also keeps every training return (``returns``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.returns: list[float] = []
+
+    def add_episode_return(self, ret: float) -> None:
+        """Keep ``ret`` and log it."""
+        self.returns.append(float(ret))
+        super().add_episode_return(ret)
+
+
+class MemoryLogger(DummyLogger):
+    """A logger that keeps the training returns in memory (``returns``) and writes no file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.returns: list[float] = []
+
+    @property
+    def mean_return100(self) -> float:  # type: ignore[override]
+        """Mean of the last (up to) 100 training returns (``nan``: none yet)."""
+        return mean_return(self.returns, 100)
+
+    def add_episode_return(self, ret: float) -> None:
+        """Keep ``ret``."""
+        self.returns.append(float(ret))
+
+
+class AgentLoggers:
+    """A multi-agent run's returns, logged alike by the local and the Ray runtime: the
+    team's test returns in the run's logger ``run`` (its training returns are any run's,
+    logged by the runtime's loop), each agent's returns in its own ``ExperimentLogger``
+    (``loggers``, made on demand), whose run directory is ``{run dir}/{name}.{agent}/{env}``.
+
+    Args:
+        run: the run's logger (an ``ExperimentLogger``, or any logger with a ``log_dir``).
+        agents: agents whose loggers are made now (the others: when first logged).
+        name, env_name, verbose: of the agents' loggers (``None``: ``run``'s ``agent_name``,
+            ``env_name`` and ``verbose``).
+        loggers: the agents' loggers so far (a resumed run's), kept and added to.
+    """
+
+    def __init__(self, run: Any, agents: Iterable[str] = (), *, name: str | None = None,
+                 env_name: str | None = None, verbose: bool | None = None,
+                 loggers: dict[str, ExperimentLogger] | None = None) -> None:
+        self.run = run
+        self.name = run.agent_name if name is None else name
+        self.env_name = run.env_name if env_name is None else env_name
+        self.verbose = run.verbose if verbose is None else verbose
+        self.loggers: dict[str, ExperimentLogger] = {} if loggers is None else loggers
+        for agent in agents:
+            self[agent]  # (made now)
+
+    def __getitem__(self, agent: str) -> ExperimentLogger:
+        """Agent ``agent``'s logger (made if it has none yet)."""
+        if agent not in self.loggers:
+            self.loggers[agent] = ExperimentLogger(f"{self.name}.{agent}", self.env_name,
+                                                   self.run.log_dir, self.verbose)
+        return self.loggers[agent]
+
+    def add_episode(self, returns: Mapping[str, float], frame: int) -> None:
+        """Each agent's return (``{agent: return}``) of a training episode that ended at
+        ``frame``."""
+        for agent, ret in returns.items():
+            logger = self[agent]
+            logger.frame = frame
+            logger.add_episode_return(ret)
+            logger.episode += 1
+
+    def add_test_returns(self, team: list[float], returns: Mapping[str, list[float]],
+                         frame: int) -> None:
+        """The final evaluation's returns: the team's (``team``) in the run's logs, each
+        agent's (``{agent: returns}``) in its own, at the run's ``frame``."""
+        pairs = [(self.run, team), *((self[agent], each) for agent, each in returns.items())]
+        for logger, values in pairs:
+            logger.frame = frame
+            logger.add_test_returns(values)
+
+    def close(self) -> None:
+        """Close the agents' loggers (the run's is closed by whoever made it)."""
+        for logger in self.loggers.values():
+            logger.close()

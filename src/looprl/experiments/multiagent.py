@@ -1,7 +1,8 @@
 """``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``, on
 the collector over what Ray's actors step (``training_copy``; a frame is one agent's move), and
 evaluated as a Ray run is (the preset's policy, by a seeded evaluation ``Actor``). The run's
-logger records the team return, one logger per agent (``{run dir}/{name}.{agent}``) its own.
+logger records the team return, one logger per agent (``{run dir}/{name}.{agent}``) its own,
+through ``AgentLoggers`` as a Ray run's driver.
 ``play`` plays games on the collector, for loops of your own.
 """
 
@@ -22,7 +23,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.episodes import check_episodes, play_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, _log_scalars
-from looprl.experiments.logger import ExperimentLogger
+from looprl.experiments.logger import AgentLoggers
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
@@ -72,8 +73,9 @@ def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.nd
 
 class MultiagentEnvExperiment(Experiment):
     """Trains a multi-agent preset in a ``MultiagentPettingZooEnv`` and evaluates it; the
-    preset's ``agent(logger=...)`` receives one ``ExperimentLogger`` per agent. Meta
-    components run per agent, on their own copies (``self.hubs[name]``)."""
+    preset's ``agent(logger=...)`` receives one ``ExperimentLogger`` per agent
+    (``agent_loggers``: those of ``agent_logs``). Meta components run per agent, on their own
+    copies (``self.hubs[name]``)."""
 
     env: MultiagentPettingZooEnv
     #: one ``MetaHub`` per agent when meta components are attached (``_attach``)
@@ -87,10 +89,18 @@ class MultiagentEnvExperiment(Experiment):
                             "args)))")
         return env
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A checkpoint's experiment; one saved without ``agent_logs`` gets them over its
+        ``agent_loggers``."""
+        self.__dict__.update(state)
+        if "agent_logs" not in state:
+            self.agent_logs = AgentLoggers(self.logger, name=self.name, env_name=self.env.name,
+                                           verbose=self.verbose, loggers=self.agent_loggers)
+
     def _make_agent(self) -> Multiagent:
-        self.agent_loggers = {agent: ExperimentLogger(f"{self.name}.{agent}", self.env.name,
-                                                      self.logger.log_dir, self.verbose)
-                              for agent in self.env.possible_agents}
+        self.agent_logs = AgentLoggers(self.logger, self.env.possible_agents, name=self.name,
+                                       env_name=self.env.name, verbose=self.verbose)
+        self.agent_loggers = self.agent_logs.loggers
         return self.preset.agent(logger=self.agent_loggers, train_steps=self.train_steps)
 
     def _attach(self, components: list[MetaComponent]) -> None:
@@ -115,11 +125,8 @@ class MultiagentEnvExperiment(Experiment):
 
     def _log_episode(self, episode: Episode) -> None:
         """The team return in the run's logs, each agent's in its own."""
-        for agent, value in zip(self.env.possible_agents, episode.returns, strict=True):
-            logger = self.agent_loggers[agent]
-            logger.frame = self.logger.frame
-            logger.add_episode_return(value)
-            logger.episode += 1
+        self.agent_logs.add_episode(dict(zip(self.env.possible_agents, episode.returns,
+                                             strict=True)), self.logger.frame)
         super()._log_episode(episode)
 
     def _log_meta(self) -> None:
@@ -150,9 +157,8 @@ class MultiagentEnvExperiment(Experiment):
         for copy_ in runner.envs:
             copy_.close()
         if env is None:
-            for agent, values in returns.items():
-                self.agent_loggers[agent].add_test_returns(values)
-            self.logger.add_test_returns([sum(values) for values in zip(*returns.values())])
+            self.agent_logs.add_test_returns([sum(each) for each in zip(*returns.values())],
+                                             returns, self.logger.frame)
             self.test_returns = returns
         return returns
 
@@ -164,6 +170,5 @@ class MultiagentEnvExperiment(Experiment):
 
     def close_loggers(self) -> None:
         """Close the experiment's and the agents' loggers (safe to call more than once)."""
-        for logger in self.agent_loggers.values():
-            logger.close()
+        self.agent_logs.close()
         self.logger.close()

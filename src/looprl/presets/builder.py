@@ -142,8 +142,10 @@ class PresetBuilder:
 
     @property
     def hyperparameter_defaults(self) -> dict[str, Any]:
-        """The valid hyperparameters and their defaults."""
-        return dict(self.default_hyperparameters)
+        """The valid hyperparameters and the values a preset built from this builder gets:
+        the defaults, with the overrides this builder was given (``multiagent.dqn``'s tuned
+        values, a ``dqn.hyperparameters(lr=...)``'s ``lr``)."""
+        return {**self.default_hyperparameters, **self._hyperparameters}
 
     def build(self) -> Preset:
         """Build the preset; requires ``env`` to have been set."""

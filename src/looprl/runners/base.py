@@ -16,20 +16,18 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from looprl.core import Hyperparameter
-from looprl.core.logger import DummyLogger, Logger
+from looprl.core.logger import Logger
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
-from looprl.experiments.logger import ExperimentLogger, mean_return
+from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
 from looprl.experiments.run import make_experiment
-from looprl.experiments.run_files import write_run_json
 from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
 from looprl.runners.evaluation import final_evaluation
 
@@ -37,46 +35,7 @@ TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wa
 EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", "episodes",
                               "step")
 
-
-class MemoryLogger(DummyLogger):
-    """A logger that keeps the training returns in memory and writes no file."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.returns: list[float] = []
-
-    @property
-    def mean_return100(self) -> float:  # type: ignore[override]
-        """Mean of the last (up to) 100 training returns (``nan``: none yet)."""
-        return mean_return(self.returns, 100)
-
-    def add_episode_return(self, ret: float) -> None:
-        """Keep ``ret``."""
-        self.returns.append(float(ret))
-
-
-class RecordingLogger(ExperimentLogger):
-    """An ``ExperimentLogger`` that also keeps the returns and its ``run_name``."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.run_name: str | None = kwargs.get("run_name")
-        self.returns: list[float] = []
-
-    def start_run(self, run_name: str, run_info: dict[str, Any] | None = None) -> None:
-        """Start the run ``run_name`` and remember its name."""
-        super().start_run(run_name, run_info)
-        self.run_name = run_name
-
-    def describe_run(self, run_info: dict[str, Any]) -> None:
-        """Write ``run.json`` anew, with ``run_info``."""
-        write_run_json(Path(self.log_dir), {"agent": self.agent_name, "env": self.env_name,
-                                            **run_info})
-
-    def add_episode_return(self, ret: float) -> None:
-        """Keep ``ret`` and log it."""
-        self.returns.append(float(ret))
-        super().add_episode_return(ret)
+__all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "RecordingLogger", "Runner"]
 
 
 class Runner:
