@@ -50,8 +50,11 @@ def test_instance_sets_from_yaml_and_json_files(tmp_path: Path) -> None:
 
 
 def test_a_run_reports_train_set_and_test_set_returns(tmp_path: Path) -> None:
-    run(["meta=[plr]", *SETS, "frames=128", "test_episodes=3", "algorithm.n_envs=2",
-         "algorithm.n_steps=32", "algorithm.hidden=8", f"hydra.run.dir={tmp_path}"])
+    """(It checkpoints too: the contextual copies pickle.)"""
+    assert run(["meta=[plr]", *SETS, "frames=128", "test_episodes=3", "algorithm.n_envs=2",
+                "algorithm.n_steps=32", "algorithm.hidden=8", "checkpoint_every=64",
+                f"hydra.run.dir={tmp_path}"]) == 0
+    assert list(tmp_path.glob("*/*/checkpoint.pt"))
     evaluation = json.loads((tmp_path / "results.json").read_text())["eval"]
     # every one of the 4 held-out instances is played (3 test episodes would miss one)
     assert len(evaluation["train_set"]["returns"]) == 3

@@ -57,7 +57,7 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
         assert scalars["log/rnd/predictor_loss"]
     with open(run_dir / "hyperparameters.csv", newline="") as file:
         rows = list(csv.DictReader(file))
-    assert rows and {"hp/epsilon", "hp/batch_size", "hp/discount"} <= set(rows[0])
+    assert rows and {"hp/epsilon", "hp/batch_size", "hp/discount", "hp/lr"} <= set(rows[0])
     assert [int(row["frame"]) for row in rows][-1] == results(tmp_path)["train"]["frames"]
     for tag in ("env_steps_per_s", "trained_rows_per_s", "policy_lag", "restarts"):
         assert scalars[f"runtime/{tag}"], tag  # (each poll's)

@@ -6,7 +6,8 @@ local run and the trainer
 worker the same ``Learner`` (its replay seeded alike; independent learners: one per agent),
 and with ``sync`` the actor acts with the parameters a local run acts with. So what the
 local learning tests prove (SAC swings Pendulum up, DQN solves CartPole, independent DQN beats
-a random tic-tac-toe player) holds for these presets on Ray, and a sync run repeats itself."""
+a random tic-tac-toe player) holds for these presets on Ray, and a sync run repeats itself.
+A contextual environment's copies and PLR's level draws are the same on both too."""
 
 from __future__ import annotations
 
@@ -56,7 +57,10 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
       "algorithm.minibatch_size=32"], "CartPole-v1", 4),
     (["algorithm=multiagent/dqn", "algorithm.replay_start_size=100",
       "algorithm.test_exploration=0.5"], "tictactoe_v3", 1),  # (each agent's draws, seeded)
-], ids=["dqn", "sac", "ppo", "multiagent_dqn"])
+    (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
+      "algorithm.minibatch_size=32", "meta=[plr]", "context.train=6",
+      "++context.ranges.length=[0.2,0.8]"], "CartPole-v1", 4),  # (PLR's levels, seeded)
+], ids=["dqn", "sac", "ppo", "multiagent_dqn", "contextual_ppo_plr"])
 def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tmp_path,
                                                                     algorithm, env,
                                                                     copies) -> None:

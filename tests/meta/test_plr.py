@@ -324,3 +324,17 @@ def test_plr_scores_every_step_of_every_episode(tmp_path: Path, family: str) -> 
                    seed=0, meta=[plr])
     assert len(plr.counts) >= 4
     assert all(steps == length for steps, length in plr.counts), plr.counts
+
+
+def test_plr_draws_from_the_runs_seed_unless_given_its_own() -> None:
+    """A seeded run (its collector: ``seed_run``) makes PLR's level draws repeat; a PLR given
+    a ``seed`` keeps it."""
+    from looprl.meta.hub import MetaHub, Parts, StreamHooks
+
+    def draws(plr: PLR, run_seed: int) -> list[int]:
+        StreamHooks([MetaHub([plr], Parts(None), None)]).seed_run(run_seed)
+        plr.set_levels(range(50))
+        return [plr.sample_level()[0] for _ in range(20)]
+
+    assert draws(PLR(), 3) == draws(PLR(), 3) != draws(PLR(), 4)
+    assert draws(PLR(seed=7), 3) == draws(PLR(seed=7), 4)

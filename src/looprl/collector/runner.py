@@ -108,6 +108,8 @@ class EnvRunner:
         if hub is not None:
             self.hooks = hub if isinstance(hub, StreamHooks) else StreamHooks([hub])
         if self.hooks is not None:
+            if seed is not None:
+                self.hooks.seed_run(seed)
             self.hooks.pre_episode()
         copies.reset(self, seed)
 

@@ -216,14 +216,18 @@ def _check_names(spec: AlgorithmSpec) -> None:
 
 
 def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
-    """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id or an Atari game."""
+    """``AlgorithmSpec.copies`` of ``preset`` for a Gymnasium id, an Atari game or a
+    contextual environment."""
     import gymnasium as gym
 
+    from looprl.environments.contextual import contextual_copies
     from looprl.environments.duplicate import atari_copies, gym_copies
     from looprl.environments.srl import registered_environments
     one_by_one = not isinstance(preset, ParallelPreset)
     if env == "atari":
         return functools.partial(atari_copies, dict(env_args), one_by_one)
+    if env == "contextual":
+        return functools.partial(contextual_copies, dict(env_args), one_by_one)
     if env not in gym.registry or env in registered_environments():
         return None
     return functools.partial(gym_copies, env, dict(env_args), one_by_one)

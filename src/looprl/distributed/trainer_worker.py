@@ -23,6 +23,7 @@ from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
 from looprl.distributed.workers import Worker, cuda_device, named, on_cpu
+from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
 
@@ -275,9 +276,9 @@ def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
 
 
 def hyperparameter_values(core: Any) -> dict[str, Any]:
-    """The current ``hp/*`` values of a trainer's ``core``."""
+    """The current ``hp/*`` values of a trainer's ``core``, the keys a local agent has."""
     try:
-        declared = core.hyperparameters()
+        declared = agent_hyperparameters(core)
     except AttributeError:  # a user's policy or trainer of its own making declares none
         return {}
     return {key: h.get() for key, h in declared.items()}

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,8 @@ import numpy as np
 import torch
 
 from looprl.core.suggest import did_you_mean
-from looprl.environments.duplicate import DuplicateEnvironment
+from looprl.environments.base import VectorEnvironment
+from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import make_gym_env
 from looprl.environments.mujoco import require_mujoco
@@ -392,6 +394,12 @@ class ContextualEnvironment(GymEnvironment):
         w = self.contextual
         return "contextual", {"env_id": w.env_id, "contexts": w.contexts, "hide_context":
                               w.hide_context, "instance_mode": w.instance_mode, **w.make_kwargs}
+
+
+def contextual_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:
+    """``local_copies`` of ``ContextualEnvironment(**env_args)`` (``remote_env``'s arguments):
+    what a Ray actor steps for a contextual environment, the local experiment's copies."""
+    return local_copies(functools.partial(ContextualEnvironment, **env_args), one_by_one, n)
 
 
 def contextual_environment(env_id: str, contexts: Any = None, hide_context: bool = True,

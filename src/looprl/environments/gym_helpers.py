@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -60,23 +61,25 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
-    """A factory of independent deep copies of ``env``, each with its own random seed."""
+    """A factory of independent deep copies of ``env``, each with its own random seed (it
+    pickles where ``env`` does: a checkpoint holds it)."""
+    return functools.partial(_deep_copy, env, name)
 
-    def make() -> gym.Env:
-        try:
-            clone = copy.deepcopy(env)
-        except Exception as error:  # noqa: BLE001 - any failure means the same advice
-            raise ValueError(f"Cannot copy the environment {name} to run it in parallel "
-                             f"({error}); give GymVectorEnvironment a function that makes one, "
-                             "e.g. GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), "
-                             "n_envs)") from None
-        try:
-            clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
-        except Exception as error:
-            raise failure(name, "reset", error, where="of a new copy") from error
-        return clone
 
-    return make
+def _deep_copy(env: gym.Env, name: str) -> gym.Env:
+    """A deep copy of ``env`` (named ``name``), reset with a random seed of its own."""
+    try:
+        clone = copy.deepcopy(env)
+    except Exception as error:  # noqa: BLE001 - any failure means the same advice
+        raise ValueError(f"Cannot copy the environment {name} to run it in parallel "
+                         f"({error}); give GymVectorEnvironment a function that makes one, "
+                         "e.g. GymVectorEnvironment(lambda: MyWrapper(gymnasium.make(...)), "
+                         "n_envs)") from None
+    try:
+        clone.reset(seed=int(np.random.SeedSequence().generate_state(1)[0]))  # own RNG
+    except Exception as error:
+        raise failure(name, "reset", error, where="of a new copy") from error
+    return clone
 
 
 def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:

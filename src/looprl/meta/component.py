@@ -45,6 +45,11 @@ class MetaComponent:
         for name in self.state_attributes:
             setattr(self, name, copy.deepcopy(state[name]))
 
+    def seed_run(self, seed: int) -> None:
+        """Seed the component's random numbers from the run's seed (on Ray: its actor's),
+        unless it was given a seed of its own; the collector calls it once, before the first
+        episode. A component without random numbers ignores it."""
+
     def shared_state(self) -> dict[str, Any] | None:
         """What the update hooks learned that the step hooks need (``None``: nothing)."""
         return None

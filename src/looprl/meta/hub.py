@@ -192,6 +192,12 @@ class StreamHooks:
             hubs.append(hub)
         return cls(hubs, list(range(len(names))), names, getattr(policy, "view", None))
 
+    def seed_run(self, seed: int) -> None:
+        """``MetaComponent.seed_run`` of every component, hub ``i``'s with ``seed + i``."""
+        for index, hub in enumerate(self.hubs):
+            for component in hub.stack:
+                component.seed_run(seed + index)
+
     @property
     def components(self) -> list[MetaComponent]:
         """Every hub's components, hub after hub."""

@@ -53,6 +53,7 @@ def min_margin(logits: torch.Tensor) -> float:
 PROBABILITY_SCORES = {"policy_entropy": policy_entropy, "least_confidence": least_confidence,
                       "min_margin": min_margin}
 STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
+_PLR_STREAM = 0x91A  # (PLR's draws apart from the other users of the run's seed)
 
 
 def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | None = None,
@@ -116,6 +117,7 @@ class PLR(MetaComponent):
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
         self.min_seen = int(min_seen)
         self.rng = np.random.default_rng(seed)
+        self._own_seed = seed is not None
         self.levels: list[int] = []
         self.scores = np.zeros(0)
         self.seen = np.zeros(0, dtype=bool)
@@ -130,6 +132,11 @@ class PLR(MetaComponent):
         self.pre_episode_methods.append(self.setup)
         self.post_step_methods.append(self.record)
         self.post_episode_methods.append(self.score_and_choose)
+
+    def seed_run(self, seed: int) -> None:
+        """Draw levels from ``seed`` (the run's), unless PLR was given a ``seed``."""
+        if not self._own_seed:
+            self.rng = np.random.default_rng([seed, _PLR_STREAM])
 
     def set_levels(self, levels: Sequence[int]) -> None:
         """Start over with the level ids ``levels`` (all unseen)."""
