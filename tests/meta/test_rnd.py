@@ -277,3 +277,19 @@ def test_a_batch_of_another_observation_shape_is_one_line():
     with pytest.raises(ValueError, match=r"networks take observations of shape \(4,\), but "
                                          r"the batch holds \(3,\)"):
         rnd.update_predictor({"batch": replay_batch(torch.zeros(8, 3))})
+
+
+def test_a_seeded_run_builds_the_same_networks_in_every_process() -> None:
+    """``seed_run`` (the collector's, and a Ray trainer's) seeds RND's networks from the run's
+    seed, whatever else a process drew from torch's generator, so an actor's and the trainer's
+    copies start alike; an RND given a ``seed`` keeps it."""
+    def weights(rnd: RND, run_seed: int, process: int) -> list[torch.Tensor]:
+        torch.manual_seed(process)  # (a process's draws so far: the actor's, the trainer's)
+        rnd.seed_run(run_seed)
+        rnd.initialize_networks((4,))
+        return [p.detach().clone() for p in rnd.rnd_net.parameters()]
+
+    actor, trainer = weights(RND(), 3, process=0), weights(RND(), 3, process=1)
+    assert all(torch.equal(a, b) for a, b in zip(actor, trainer, strict=True))
+    assert not torch.equal(weights(RND(), 4, process=0)[0], actor[0])
+    assert torch.equal(weights(RND(seed=7), 3, 0)[0], weights(RND(seed=7), 4, 1)[0])

@@ -13,28 +13,35 @@ from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
 from looprl.distributed.config import AlgorithmSpec
-from looprl.meta.hub import MetaHub
+from looprl.meta.hub import MetaHub, seed_hubs
 
 __all__ = ["PipelineReport", "collect", "evaluation_episodes", "load_shared_state",
            "test_pipeline", "trainer_core"]
 
 
-def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None) -> Any:
+def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None,
+                 seed: int | None = None) -> Any:
     """The ``Learner`` of ``spec`` training ``policy`` (default: a new one), running the meta
-    components' update hooks (an ``IndependentLearner`` for independent learners)."""
+    components' update hooks (an ``IndependentLearner`` for independent learners), which a
+    seeded run seeds as the collector seeds its own (``seed_hubs``)."""
     trainer = spec.make_trainer(policy if policy is not None else spec.make_policy())
     meta = spec.make_meta()
     if spec.buffer != "independent":
         learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
         if meta:
             learner.hooks = MetaHub(list(meta), learner, None)
-        return learner
-    team = IndependentLearner.from_buffers(trainer, spec.buffer_args["agents"], max_lag)
-    if meta:  # each agent's own copies
-        for core, name in zip(team.cores, trainer.policy.names, strict=True):
-            core.hooks = MetaHub(copy.deepcopy(list(meta)), core, None)
-            core.hooks.metrics["agent"] = name
-    return team
+        hubs, core = [learner.hooks] if meta else [], learner
+    else:
+        core = IndependentLearner.from_buffers(trainer, spec.buffer_args["agents"], max_lag)
+        hubs = []
+        if meta:  # each agent's own copies
+            for learner, name in zip(core.cores, trainer.policy.names, strict=True):
+                learner.hooks = MetaHub(copy.deepcopy(list(meta)), learner, None)
+                learner.hooks.metrics["agent"] = name
+                hubs.append(learner.hooks)
+    if seed is not None:
+        seed_hubs(hubs, seed)
+    return core
 
 
 @dataclass
@@ -71,7 +78,7 @@ def test_pipeline(
     spec = spec or AlgorithmSpec(**spec_kwargs)
     seed_everything(seed)
     policy = spec.make_policy()
-    core = trainer_core(spec, policy)
+    core = trainer_core(spec, policy, seed=seed)
     runner = EnvRunner(spec.make_env, None, n_envs, segment_length,
                        policy.default_policy_state, seed=seed,
                        exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),

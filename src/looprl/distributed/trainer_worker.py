@@ -50,7 +50,7 @@ class TrainerWorker(Worker):
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
-        self.core = trainer_core(spec, max_lag=runtime.max_lag)
+        self.core = trainer_core(spec, max_lag=runtime.max_lag, seed=seed)
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:

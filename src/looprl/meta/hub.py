@@ -193,10 +193,8 @@ class StreamHooks:
         return cls(hubs, list(range(len(names))), names, getattr(policy, "view", None))
 
     def seed_run(self, seed: int) -> None:
-        """``MetaComponent.seed_run`` of every component, hub ``i``'s with ``seed + i``."""
-        for index, hub in enumerate(self.hubs):
-            for component in hub.stack:
-                component.seed_run(seed + index)
+        """``seed_hubs`` of this collector's hubs."""
+        seed_hubs(self.hubs, seed)
 
     @property
     def components(self) -> list[MetaComponent]:
@@ -256,6 +254,14 @@ class StreamHooks:
     def _own(self, agent: int, obs: Any) -> torch.Tensor:
         """Agent ``agent``'s observation rows ``obs``, in its view."""
         return observation_rows(obs if self.view is None else self.view(agent, obs))
+
+
+def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:
+    """``MetaComponent.seed_run`` of every component of ``hubs`` (one per agent of independent
+    learners), hub ``i``'s with ``seed + i``: what the collector and a Ray trainer do."""
+    for index, hub in enumerate(hubs):
+        for component in hub.stack:
+            component.seed_run(seed + index)
 
 
 def agent_hub(components: list[MetaComponent], agent: Any, env: Any) -> MetaHub:

@@ -14,6 +14,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -22,6 +23,8 @@ from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
 from looprl.nn.fields import image_extractor
+
+_RND_STREAM = 0x52D  # (RND's networks apart from the policy's, drawn from the same seed)
 
 __all__ = ["RND", "NovelD", "RNDNetwork"]
 
@@ -121,6 +124,7 @@ class RND(MetaComponent):
         self.gradient_steps, self.update_every = int(gradient_steps), int(update_every)
         self._update_calls = 0
         self.device, self.seed = torch.device(device), seed
+        self._network_seed = seed  # (or the run's: ``seed_run``)
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.rnd_net: RNDNetwork | None = None  # built with the optimizer, for obs_shape
         self.optimizer: torch.optim.Optimizer | None = None
@@ -137,13 +141,23 @@ class RND(MetaComponent):
     def initialize_networks(self, shape: Sequence[int]) -> None:
         """Build the target, the predictor and its optimizer for observations of ``shape``."""
         shape = tuple(int(s) for s in shape)
-        with torch.random.fork_rng(devices=[], enabled=self.seed is not None):
-            if self.seed is not None:
-                torch.manual_seed(self.seed)
+        seed = self._network_seed
+        with torch.random.fork_rng(devices=[], enabled=seed is not None):
+            if seed is not None:
+                torch.manual_seed(seed)
             target, predictor = self._build(shape), self._build(shape)
         self.rnd_net = RNDNetwork(target, predictor).to(self.device)
         self.optimizer = torch.optim.Adam(self.rnd_net.predictor.parameters(), lr=self.lr)
         self.obs_shape = shape
+
+    def seed_run(self, seed: int) -> None:
+        """Build the networks and draw recent observations from the run's ``seed`` (a stream
+        of its own), unless RND was given a ``seed``: every process of a run (a Ray actor, the
+        trainer) builds the same networks, as a local run builds them once."""
+        if self.seed is None:
+            stream = np.random.SeedSequence([seed, _RND_STREAM])
+            self._network_seed = int(stream.generate_state(1)[0])
+            self.generator = torch.Generator().manual_seed(self._network_seed)
 
     def _build(self, shape: tuple[int, ...]) -> nn.Module:
         """A factory's network, else a feature extractor and a linear layer."""
