@@ -7,7 +7,9 @@ worker the same ``Learner`` (its replay seeded alike; independent learners: one 
 and with ``sync`` the actor acts with the parameters a local run acts with. So what the
 local learning tests prove (SAC swings Pendulum up, DQN solves CartPole, independent DQN beats
 a random tic-tac-toe player) holds for these presets on Ray, and a sync run repeats itself.
-A contextual environment's copies and PLR's level draws are the same on both too."""
+Meta components too: RND's bonuses (its networks trained by the trainer and published with the
+parameters, which the actor loads before the env step after the rows that completed a segment,
+as a local run trains before it), a contextual environment's copies and PLR's level draws."""
 
 from __future__ import annotations
 
@@ -50,13 +52,13 @@ def _ray_parameters(run: Path) -> dict[str, torch.Tensor]:
 
 @pytest.mark.parametrize(("algorithm", "env", "copies"), [
     (["algorithm=dqn", "algorithm.replay_start_size=200", "algorithm.hidden=16",
-      "algorithm.test_exploration=0.5"], "CartPole-v1", 1),  # (its evaluation draws too)
+      "algorithm.test_exploration=0.5", "meta=[rnd]"], "CartPole-v1", 1),  # (evaluation draws)
     (["algorithm=continuous/sac", "algorithm.replay_start_size=100", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "Pendulum-v1", 1),
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
       "algorithm.minibatch_size=32"], "CartPole-v1", 4),
     (["algorithm=multiagent/dqn", "algorithm.replay_start_size=100",
-      "algorithm.test_exploration=0.5"], "tictactoe_v3", 1),  # (each agent's draws, seeded)
+      "algorithm.test_exploration=0.5", "meta=[rnd]"], "tictactoe_v3", 1),  # (agents' draws)
     (["algorithm=ppo", "algorithm.n_envs=4", "algorithm.n_steps=32", "algorithm.hidden=16",
       "algorithm.minibatch_size=32", "meta=[plr]", "context.train=6",
       "++context.ranges.length=[0.2,0.8]"], "CartPole-v1", 4),  # (PLR's levels, seeded)

@@ -200,7 +200,9 @@ class ActorWorker(Worker):
             while not self._stop.is_set() and self._within_budget():
                 for g in range(groups):
                     result, version = self._answer(pending[g])
-                    self.runner.step(g, result, version)
+                    self.runner.record(g, result, version)
+                    self._send_completed()
+                    self.runner.advance(g)
                     pending[g] = self._ask(g)
                     self._after_step()
         self._finished = True
@@ -214,9 +216,8 @@ class ActorWorker(Worker):
     def _record_last(self) -> None:
         """Act on the latest observations and send the segments their rows complete."""
         self.runner.record(0, self._act(), self.local.policy.version)
-        segments = self.runner.segments()
+        self._send_completed()
         if self.sender is not None:
-            self._send(segments)
             self.sender.flush()
 
     def _within_budget(self) -> bool:
@@ -227,7 +228,9 @@ class ActorWorker(Worker):
         self.local.maybe_pull()
         result = self._act()
         self._count(time.perf_counter() - start)
-        self.runner.step(0, result, self.local.policy.version)
+        self.runner.record(0, result, self.local.policy.version)
+        self._send_completed()  # (trained before the step, as a local run trains them)
+        self.runner.advance(0)
         ended = bool(self.runner.episodes)
         self._after_step()
         serial = self.local.serial  # evaluation plays each parameter version once:
@@ -275,6 +278,10 @@ class ActorWorker(Worker):
             if values:
                 with self._lock:
                     self._stats["meta"].append((self._stats["frames"], values))
+
+    def _send_completed(self) -> None:
+        """Hand the trainer the segments that the rows just recorded complete (with
+        ``runtime.sync``: trained, and their version loaded, before the env steps on)."""
         segments = self.runner.segments()
         if self.sender is not None:
             self._send(segments)
