@@ -36,6 +36,7 @@ from looprl.core.suggest import did_you_mean
 from looprl.nn import Dueling, orthogonal_init, single_field
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
+from looprl.policies.greedy import Coins
 
 __all__ = [
     "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
@@ -51,6 +52,8 @@ class DQNPolicy(Policy):
     float or a schedule; ``exploration``: another exploration policy replacing the
     epsilon-greedy one; ``seed``: ``greedy``'s own draws (``rollout`` draws from torch's global
     generator); ``evaluation_epsilon``: the rate of evaluation rows."""
+
+    _coins: Coins | None = None  # (``rollout``'s)
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):
@@ -115,7 +118,10 @@ class DQNPolicy(Policy):
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
         values = (self.q.eval if deterministic is True else self.q.no_grad)(obs)
-        action, self.greedy.explored = epsilon_greedy(values, epsilon)
+        coins = self._coins
+        if coins is None:  # (made at the first call: also in a policy pickled before it)
+            coins = self._coins = Coins()
+        action, self.greedy.explored = epsilon_greedy(values, epsilon, coins=coins)
         return RolloutResult(action=action)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -199,7 +205,8 @@ class DQNTrainer(PolicyTrainer):
         values, targets, weights = self._values_and_targets(batch)
         loss = dqn_loss(values, targets, weights, huber=self.huber)
         self._policy.q.reinforce(loss)
-        return self._finish(loss, values.detach(), targets - values.detach())
+        values = values.detach()
+        return self._finish(loss, values, targets - values)
 
     def _values_and_targets(self, batch: SampleBatch) -> tuple[torch.Tensor, ...]:
         """``Q(s_0, a_0)`` (with gradients), the targets and the weights of ``batch``."""

@@ -19,12 +19,14 @@ class RandomStream:
         self._outer: torch.Tensor | None = None
 
     def __enter__(self) -> RandomStream:
-        self._outer = torch.get_rng_state()
-        torch.set_rng_state(self.state)
+        generator = torch.default_generator  # (what torch.get/set_rng_state call, minus
+        self._outer = generator.get_state()  # their Python wrappers: once per env step)
+        generator.set_state(self.state)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        self.state = torch.get_rng_state()
-        torch.set_rng_state(self._outer)
+        generator = torch.default_generator
+        self.state = generator.get_state()
+        generator.set_state(self._outer)
         self._outer = None

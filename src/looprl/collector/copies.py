@@ -112,7 +112,7 @@ class Copies(ABC):
     def report(self, runner: Any, moved: np.ndarray) -> None:
         """Add the episodes that the copies that ``moved`` (a bool each) just finished to
         ``runner.episodes``."""
-        if not self.over.any():
+        if not np.count_nonzero(self.over):
             return
         agents = self.agent_count
         for i in np.flatnonzero(self.over & moved).tolist():
@@ -274,6 +274,8 @@ class VectorCopies(Copies):
         self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
         self.everyone = np.ones(env.n_envs, dtype=bool)  # the copies a step moves, mostly
         self.everyone.flags.writeable = False
+        self._ones = np.ones(env.n_envs, dtype=np.int64)  # (``lengths += 1``, cheaper)
+        self._ones.flags.writeable = False
         self.ended = False  # some copy's episode is over: the next step resets it
 
     @property
@@ -303,7 +305,7 @@ class VectorCopies(Copies):
             rows, over = (obs, reward, terminated, truncated > terminated), terminated | truncated
         else:
             rows, reward, over = self._rows(output), as_numpy(output.reward), as_numpy(output.done)
-        self.lengths += 1
+        self.lengths += self._ones
         stepped = self.everyone
         if self.ended:  # the previous step ended some: those copies reset (actions ignored)
             stepped = ~self.over
@@ -332,7 +334,7 @@ class VectorCopies(Copies):
         self.obs[:] = obs  # (the vector environment keeps the shape, or says it changed)
         self.returns += returned
         self.over[:] = over
-        self.ended = bool(over.any())
+        self.ended = np.count_nonzero(over) > 0  # (a third of ``any()``'s cost)
 
     def _rebuild(self, runner: Any, i: None, method: str, error: Exception) -> None:
         """Count ``error``, cut every episode, and rebuild, seed and reset the environment."""

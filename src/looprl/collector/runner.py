@@ -263,19 +263,22 @@ class EnvRunner:
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,
             result: RolloutResult, version: int) -> None:
     """Write ``runner``'s rows of ``streams`` and carry their recurrent states."""
-    copies = runner._copies
+    copies, buffer = runner._copies, runner.buffer
     every = len(streams) == len(copies.present)  # (one group, every agent's turn)
     reward, done, truncated = copies.reward, copies.done, copies.truncated
     if not every:
         reward, done, truncated = reward[streams], done[streams], truncated[streams]
-    ended = done | truncated
-    if runner.buffer is not None:
+    carried = runner._policy_state is not None
+    # (the buffer reads the episode ends with whole episodes only)
+    ended = done | truncated if carried or (buffer is not None and buffer.whole_episodes) \
+        else None
+    if buffer is not None:
         rows = segment_rows(
             obs, action, reward, done, truncated, result,
             runner._version_rows(len(streams), version), states,
             copies.stream_agent[streams] if copies.agent_count > 1 else None)
-        runner.buffer.write(None if every else streams, rows, ended)
-    if runner._policy_state is not None:
+        buffer.write(None if every else streams, rows, ended)
+    if carried:
         runner._policy_state[streams] = _numpy(result.policy_state)
         if ended.any():
             runner._policy_state[streams[ended]] = runner._default_state

@@ -36,6 +36,8 @@ class SegmentBuffer:
     """Rows of ``streams`` streams, cut into ``SampleBatch`` segments; ``first_stream``: the
     number of stream 0 in the segments' ``stream`` field."""
 
+    _nested: bool | None = None  # some field of the rows is a NamedArray (``_leaves``)
+
     def __init__(self, segment_length: int, streams: int, whole_episodes: bool = False,
                  first_stream: int = 0):
         check_count(segment_length=segment_length, streams=streams)
@@ -51,9 +53,11 @@ class SegmentBuffer:
         self._segments: list[SampleBatch] = []
         self._numbered: np.ndarray | None = None  # ``stream`` of segments of every stream
 
-    def write(self, streams: np.ndarray | None, rows: SampleBatch, ended: np.ndarray) -> None:
+    def write(self, streams: np.ndarray | None, rows: SampleBatch,
+              ended: np.ndarray | None) -> None:
         """Write one row for each of ``streams`` (``None``: all): ``rows`` a ``SampleBatch`` of
-        ``[len(streams), ...]`` arrays, ``ended`` whether each row ends its episode."""
+        ``[len(streams), ...]`` arrays, ``ended`` whether each row ends its episode (read with
+        ``whole_episodes`` only: ``None`` will do without)."""
         every = streams is None
         if self.rows is None:
             self._allocate(rows)
@@ -65,9 +69,9 @@ class SegmentBuffer:
             self._stores = leaves(self.rows)
         if every and self._aligned:  # one row of every stream: basic-index writes
             row = int(t[0])
-            for store, value in zip(self._stores, leaves(rows), strict=True):
+            for store, value in zip(self._stores, self._leaves(rows), strict=True):
                 store[row] = value
-            self.t += 1
+            t.fill(row + 1)  # (every stream is at ``row``: cheaper than ``+= 1``)
             if not self.whole_episodes:  # all streams complete their segments together
                 if row == self.segment_length:
                     self._cut_all()
@@ -75,7 +79,7 @@ class SegmentBuffer:
         else:
             self._aligned = False
             streams = self._all if every else streams
-            for store, value in zip(self._stores, leaves(rows), strict=True):
+            for store, value in zip(self._stores, self._leaves(rows), strict=True):
                 store[t, streams] = value
             self.t[streams] = t + 1
         self._cut(self._all if every else streams, ended)
@@ -85,8 +89,18 @@ class SegmentBuffer:
         self.rows = recursive_apply(rows, lambda x: np.zeros((capacity, n, *np.shape(x)[1:]),
                                                              np.asarray(x).dtype))
         self._stores = leaves(self.rows)
+        self._nested = any(isinstance(value, NamedArray) for value in rows.values())
 
-    def _cut(self, streams: np.ndarray, ended: np.ndarray) -> None:
+    def _leaves(self, rows: SampleBatch) -> list[Any]:
+        """``leaves(rows)``; rows of no nested field (as the first ones): one comprehension."""
+        nested = self._nested
+        if nested is None:  # (a buffer pickled before the flag: from its storage)
+            nested = self._nested = any(isinstance(v, NamedArray) for v in self.rows.values())
+        if nested:
+            return leaves(rows)
+        return [value for value in rows.values() if value is not None]
+
+    def _cut(self, streams: np.ndarray, ended: np.ndarray | None) -> None:
         """Copy out the segments the rows just written complete."""
         t, length = self.t[streams], self.segment_length
         if not self.whole_episodes:

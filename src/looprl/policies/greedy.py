@@ -19,7 +19,7 @@ from looprl.core.hyperparameter import Hyperparameter
 from looprl.nn.fields import legal_mask
 
 __all__ = [
-    "MASKED_Q", "GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons", "epsilon_greedy",
+    "MASKED_Q", "Coins", "GreedyPolicy", "ParallelGreedyPolicy", "apex_epsilons", "epsilon_greedy",
     "legal_actions", "random_actions",
 ]
 
@@ -40,20 +40,51 @@ def random_actions(values: torch.Tensor, generator: torch.Generator | None = Non
     return scores.masked_fill_(values <= MASKED_Q, -1.0).argmax(dim=-1)
 
 
+class Coins:
+    """Reusable CPU buffers for ``epsilon_greedy``'s coins, one per batch shape, each with its
+    NumPy view: ``draw`` fills one as ``torch.rand`` would (the same numbers from the same
+    generator) without making a tensor per call."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, ...], tuple[torch.Tensor, np.ndarray]] = {}
+
+    def __reduce__(self) -> tuple[type[Coins], tuple[()]]:
+        return Coins, ()  # copies and pickles make their own (a copied view would not follow)
+
+    def draw(self, shape: tuple[int, ...], generator: torch.Generator | None = None
+             ) -> tuple[torch.Tensor, np.ndarray]:
+        """Uniform ``[0, 1)`` coins of ``shape`` (overwritten by the next ``draw``): the
+        tensor and its NumPy view."""
+        made = self._made.get(shape)
+        if made is None:
+            tensor = torch.empty(shape)
+            made = self._made[shape] = (tensor, tensor.numpy())
+        made[0].uniform_(generator=generator)  # (``torch.rand``'s kernel and draws)
+        return made
+
+
 def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
-                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   generator: torch.Generator | None = None, coins: Coins | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(actions, explored)`` for action values ``[..., n]``: each row explores with probability
     ``epsilon`` (a float or one rate per row), taking a random legal action
     (``random_actions``), else takes the argmax. The coins and the random actions are drawn on
     the CPU (from ``generator``, else torch's global generator: a seeded actor's stream), the
-    random actions only when some row explores; ``explored`` stays on the CPU."""
+    random actions only when some row explores; ``explored`` stays on the CPU. ``coins``:
+    buffers to draw the coins into (a caller's own, reused at every call)."""
     greedy = values.argmax(dim=-1)
-    coins = torch.rand(greedy.shape, generator=generator)
-    if isinstance(epsilon, float | int):  # (compared in float32 on the NumPy view: faster)
-        explore = torch.from_numpy(np.asarray(coins.numpy() < np.float32(epsilon)))
+    if coins is None:
+        drawn = torch.rand(greedy.shape, generator=generator)
+        view = drawn.numpy()
     else:
-        explore = coins < torch.as_tensor(epsilon).cpu()
-    if not explore.numpy().any():
+        drawn, view = coins.draw(tuple(greedy.shape), generator)
+    if isinstance(epsilon, float | int):  # (compared in float32 on the NumPy view: faster)
+        hit = np.asarray(view < np.float32(epsilon))
+        explore = torch.from_numpy(hit)
+    else:
+        explore = drawn < torch.as_tensor(epsilon).cpu()
+        hit = explore.numpy()
+    if not np.count_nonzero(hit):
         return greedy, explore
     chosen = random_actions(values.cpu(), generator).to(values.device)
     return torch.where(explore.to(values.device), chosen, greedy), explore
@@ -63,6 +94,8 @@ class GreedyPolicy:
     """Epsilon-greedy policy over the action values of ``q`` (a ``QNetwork``: ``no_grad``/``eval``)
     (see the module docstring). ``seed`` seeds its own generators (``None``: the global ones);
     ``evaluation``: action values from the network in eval mode (``q.eval``)."""
+
+    _coins: Coins | None = None  # (``choose``'s)
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
                  evaluation: bool = False):
@@ -161,8 +194,11 @@ class GreedyPolicy:
         if self._per_env and epsilon.shape != values.shape[:-1]:
             raise ValueError(f"{len(epsilon)} epsilons (one per env copy) for a batch of "
                              f"{tuple(values.shape[:-1])} states")
-        actions, self._explored = epsilon_greedy(values, epsilon,
-                                                 self._torch_generator(torch.device("cpu")))
+        coins = self._coins
+        if coins is None:  # (made at the first call: also in a policy pickled before it)
+            coins = self._coins = Coins()
+        actions, self._explored = epsilon_greedy(
+            values, epsilon, self._torch_generator(torch.device("cpu")), coins)
         return actions
 
     def _torch_generator(self, device: torch.device) -> torch.Generator | None:
