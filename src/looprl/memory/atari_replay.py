@@ -2,12 +2,15 @@
 
 One ring of single frames; stacks are rebuilt when sampling (1M transitions: about 7.1 GB
 instead of 56 GB). Slot ``k`` holds the newest frame of one state and the transition out of
-it; a sequence of transitions goes on in slot ``k + 1``. Writing a slot invalidates the
-transitions that needed the frame it overwrites. The n-step windows are cut from each
-sequence's rows by ``memory.windows.n_step_windows``, as ``ExperienceReplayBuffer``'s: a
-transition is sampled once its window is complete, the slots ``k .. k + steps[k]``. ``put``
-with ``stream`` numbers writes the transitions still waiting at a column's end again at the
-start of the stream's next column, where their windows complete.
+it; a sequence of transitions goes on in slot ``k + 1``. A sequence's first state takes the
+ring's newest frames as its older ones where they are (after a lost life, the frames go on).
+Writing a slot invalidates the transitions that needed the frame it overwrites. The n-step
+windows are cut from each sequence's rows by ``memory.windows.n_step_windows``, as
+``ExperienceReplayBuffer``'s: a transition is sampled once its window is complete, the slots
+``k .. k + steps[k]``. ``put`` with ``stream`` numbers goes on with a stream's sequence in
+place when its next column starts where it stopped and nothing was written after it (each
+frame written once); otherwise the transitions still waiting at a column's end are written
+again at the start of the stream's next column, where their windows complete.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class AtariReplayBuffer(ReplayContents):
 
     _min_size = 2
     skipped = 0  # transitions skipped because their frames did not continue
+    _tail: int | None = None  # (buffers pickled before streams went on in place)
 
     @property
     def nbytes(self) -> int:
@@ -66,10 +70,10 @@ class AtariReplayBuffer(ReplayContents):
         # _count: ready transitions; _open: the rows [slot, done, truncated] of the sequence
         # store goes on with, from its first transition not ready yet; _last: the state whose
         # newest frame is at _pos - 1; _carry: per stream (put), the rows of its last column
-        # from its first waiting transition
+        # from its first waiting transition; _tail: the stream whose last state is at _pos - 1
         counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0}
         return {**dict.fromkeys(_ARRAYS), **counters, "_open": None, "_last": None,
-                "_carry": {}, "_views": {}}
+                "_carry": {}, "_tail": None, "_views": {}}
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
@@ -136,9 +140,11 @@ class AtariReplayBuffer(ReplayContents):
         """Store each training row of ``[T + 1, B]`` segments; ``current_version`` is ignored."""
         self._close()
         rows = segment_rows(sample, _frames(sample.obs))
-        rows["skip"] = self._breaks(rows)
-        streams = (stream_numbers(sample.stream, rows["reward"].shape)
-                   if sample.stream is not None and self.n_step > 1 else None)
+        breaks = _breaks(rows)
+        self._skip(int(breaks.sum()))
+        rows["skip"] = torch.from_numpy(breaks)
+        streams = (None if sample.stream is None
+                   else stream_numbers(sample.stream, rows["reward"].shape))
         for b in range(rows["reward"].shape[1]):
             column = {key: value[:, b] for key, value in rows.items()}
             if streams is None:
@@ -147,68 +153,72 @@ class AtariReplayBuffer(ReplayContents):
                 self._continue_stream(column, streams[b])
         return True
 
-    def _breaks(self, rows: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Which rows ``[L, B]`` start a transition that is skipped, its frames not going on."""
-        obs, ended = as_numpy(rows["obs"]), (rows["done"] | rows["truncated"]).numpy()
-        same = (obs[:-1, :, 1:] == obs[1:, :, :-1]).reshape(*ended[:-1].shape, -1).all(-1)
-        breaks = np.zeros_like(ended)
-        breaks[:-1] = ~(same | ended[:-1])
-        for _ in range(int(breaks.sum())):
-            self._skip()
-        return torch.from_numpy(breaks)
-
-    def _skip(self) -> None:
-        """Count a skipped transition (a warning the first time)."""
-        self.skipped += 1
-        if self.skipped == 1:
+    def _skip(self, count: int = 1) -> None:
+        """Count ``count`` skipped transitions (a warning the first time)."""
+        if count and not self.skipped:
             log.warning("AtariReplayBuffer skipped a transition whose next observation does "
                         "not continue the frame stack (stacked frames must shift by one per step)")
+        self.skipped += count
 
     def _continue_stream(self, column: dict[str, torch.Tensor], stream: int) -> None:
-        """Write ``column`` after the transitions ``stream`` left waiting; carry the new ones."""
+        """Write ``column`` after the transitions ``stream`` left waiting (in place if its last
+        state is the newest one written and ``column`` starts with it); carry the new ones."""
         carry = self._carry.pop(stream, None)
-        if carry is not None:
-            if torch.equal(carry["obs"][-1], column["obs"][0]):  # one sequence with the carry
-                # the joint row: its action comes with this segment, its reward and ends as carried
-                carry["action"][-1] = column["action"][0]
-                column = {key: torch.cat([carry[key], value[1:]]) for key, value in column.items()}
-            else:  # not the stream's next segment (a restarted actor): they end there
-                self._write_column(carry, cut=True)
-        waiting = self._write_column(column, cut=False)
+        held = 0 if carry is None else len(carry["obs"]) - 1  # its waiting transitions
+        in_place = self._tail == stream  # (its last state's frames end at _pos - 1)
+        last = (_newest(self._views["frames"], self._pos, self.stack) if in_place
+                else None if carry is None else as_numpy(carry["obs"][-1]))
+        goes_on = last is not None and _same(last, as_numpy(column["obs"][0]))
+        if carry is not None and not goes_on:  # a restarted actor: they end there
+            self._write_column(carry, cut=True, held=held if in_place else None)
+        elif carry is not None:  # one sequence with the carry (the joint row: column's)
+            column = {key: torch.cat([carry[key][:-1], value]) for key, value in column.items()}
+        waiting, newest = self._write_column(column, cut=self.n_step == 1,  # (none waits)
+                                             held=held if in_place and goes_on else None)
+        self._tail = stream if newest else None
         if waiting:
             self._carry[stream] = {key: value[-waiting - 1 :].clone()
                                    for key, value in column.items()}
 
-    def _write_column(self, column: dict[str, torch.Tensor], cut: bool) -> int:
+    def _write_column(self, column: dict[str, torch.Tensor], cut: bool,
+                      held: int | None = None) -> tuple[int, bool]:
         """Write the transitions of one segment column ``[L]``, a new sequence after each end
-        or skipped transition, those whose windows are complete ready to sample
-        (``_windows``); return how many wait."""
+        or skipped transition, those whose windows are complete ready (``_windows``); its first
+        ``held`` are in the ring already, row ``held`` the newest state (in place; ``None``: a
+        new sequence). Return how many wait and whether its last row is the newest state."""
         terminal, truncated, skip = (column[key].numpy() for key in ("done", "truncated", "skip"))
-        end = terminal | truncated
-        stop = end | skip
+        end, stop = terminal | truncated, terminal | truncated | skip
         rows, steps, waiting = _windows(np.stack(
             [np.arange(len(stop)), terminal, truncated | skip], 1), self.n_step, cut)
         ready = dict(zip(rows, steps))
         obs, action, reward = column["obs"], column["action"], column["reward"].numpy()
-        first = True
-        for t in range(len(stop) - 1):
+        h, first, newest = held or 0, held is None, held is not None
+        for t in filter(ready.__contains__, range(h)):  # in place: before slot _pos - 1
+            self._mark((self._pos - 1 - h + t) % self.size, ready[t])
+        for t in range(h, len(stop) - 1):
             if stop[t]:  # a final observation, or frames that do not go on: no transition
-                first = True
+                first, newest = True, False
                 continue
             k = self._write(obs[t], action[t], obs[t + 1], float(reward[t + 1]),
                             float(not terminal[t + 1]), bool(end[t + 1]), first)
-            first = False
+            first, newest = False, True
             if t in ready:
                 self._mark(k, ready[t])
-        return waiting
+        return waiting, newest
 
     def _write(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
                reward: float, mask: float, done: bool, first: bool) -> int:
-        """Write one transition (all its frames if ``first`` of a sequence); return its slot."""
+        """Write one transition (if ``first`` of a sequence, all its frames but those that are
+        the newest in the ring, as after a lost life); return its slot."""
         if self.frames is None:
             self._allocate(observation, torch.as_tensor(action))
+        self._tail = None  # (put sets it again after a stream's column)
         if first:
-            for frame in as_numpy(observation):
+            frames = as_numpy(observation)
+            if len(frames) <= self._filled + 1 and _follows(self._views["frames"], self._pos,
+                                                            frames):
+                frames = frames[-1:]  # the frames before it go on from the ring's newest
+            for frame in frames:
                 self._write_frame(frame)
         k = (self._pos - 1) % self.size
         self._write_frame(as_numpy(next_observation[-1]))
@@ -264,13 +274,7 @@ class AtariReplayBuffer(ReplayContents):
         rows = torch.arange(self.n_step + 1).unsqueeze(1)
         steps = self.steps[index].long().unsqueeze(0)
         offset = torch.minimum(rows, steps)  # [n + 1, B]
-        if self.n_step == 1:  # one window of stack + 1 frames holds both observations
-            window = self.frames[(index.unsqueeze(-1) + torch.arange(-self.stack + 1, 2))
-                                 % self.size]
-            obs = torch.stack([window[:, :-1], window[:, 1:]])
-        else:  # each row's state: its frames relative to its newest
-            slots = (index + offset).unsqueeze(-1) + torch.arange(-self.stack + 1, 1)
-            obs = self.frames[slots % self.size]
+        obs = _stacks(self.frames, index, offset, self.stack)
         arrived = (index + offset - 1) % self.size  # the transition each row arrived with
         first = rows == 0
         terminal = (self.mask[arrived] == 0) & ~first
@@ -343,6 +347,47 @@ def _windows(rows: np.ndarray, n: int, cut: bool) -> tuple[list[int], list[int],
     ends = (items["done"] | items["truncated"])[:, 1:]
     steps = np.where(ends.any(1), ends.argmax(1) + 1, n)
     return items["obs"][:, 0].tolist(), steps.tolist(), int(waiting[0])
+
+
+def _breaks(rows: dict[str, torch.Tensor]) -> np.ndarray:
+    """Which rows ``[L, B]`` start a transition that is skipped, its frames not going on."""
+    obs, ended = as_numpy(rows["obs"]), (rows["done"] | rows["truncated"]).numpy()
+    same = (obs[:-1, :, 1:] == obs[1:, :, :-1]).reshape(*ended[:-1].shape, -1).all(-1)
+    breaks = np.zeros_like(ended)
+    breaks[:-1] = ~(same | ended[:-1])
+    return breaks
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` hold the same frames (their bytes compared: cheaper than
+    ``np.array_equal``)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _stacks(frames: torch.Tensor, index: torch.Tensor, offset: torch.Tensor, stack: int
+            ) -> torch.Tensor:
+    """The stacked states ``[n + 1, B, stack, ...]`` of the rows ``offset`` ``[n + 1, B]`` of
+    the windows of slots ``index`` (each its frames up to its newest, in the ring)."""
+    size = len(frames)
+    if len(offset) == 2:  # one-step windows: stack + 1 frames hold both observations
+        window = frames[(index.unsqueeze(-1) + torch.arange(-stack + 1, 2)) % size]
+        return torch.stack([window[:, :-1], window[:, 1:]])
+    slots = (index + offset).unsqueeze(-1) + torch.arange(-stack + 1, 1)
+    return frames[slots % size]
+
+
+def _newest(frames: np.ndarray, pos: int, count: int) -> np.ndarray:
+    """The ``count`` frames of a ring ``frames`` before slot ``pos`` (its newest ones)."""
+    if pos >= count:
+        return frames[pos - count : pos]  # (a view)
+    return frames[np.arange(pos - count, pos) % len(frames)]
+
+
+def _follows(ring: np.ndarray, pos: int, frames: np.ndarray) -> bool:
+    """Whether the older frames of the stack ``frames`` are the newest of the ``ring`` (those
+    before slot ``pos``; its newest one compared first, the cheaper miss)."""
+    return len(frames) < 2 or (_same(ring[pos - 1], frames[-2])
+                               and _same(_newest(ring, pos, len(frames) - 1), frames[:-1]))
 
 
 def _frames(obs: Any) -> torch.Tensor:
