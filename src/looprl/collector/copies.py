@@ -1,15 +1,14 @@
 """The environment copies an ``EnvRunner`` steps and the latest result of each of their streams:
-``Copies``, one interface in two forms that differ only in how they call the environments:
-``SRLCopies`` (a list of SRL environments, stepped one at a time: several agents, turns, each
-copy reset and rebuilt alone) and ``VectorCopies`` (a ``VectorEnvironment``, stepped as one
-batch: one agent, its copies rebuilt and restarted together)."""
+``Copies``, a list of SRL environments stepped one at a time (several agents, turns, each copy
+reset and rebuilt alone), and its batched form ``VectorCopies``, a ``VectorEnvironment``
+stepped as one batch (one agent, its copies rebuilt and restarted together), which differs
+only in how it calls the environment."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from looprl.environments.base import VectorEnvironment
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make
 
-__all__ = ["Copies", "Episode", "SRLCopies", "VectorCopies", "env_copies", "made"]
+__all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
 
 
 @dataclass
@@ -36,10 +35,11 @@ class Episode:
     returns: tuple[float, ...] = ()
 
 
-class Copies(ABC):
-    """``n_envs`` environment copies of ``agent_count`` agents each, named ``name``, and what their
-    streams last received; ``build`` makes new copies (to replace those that raised, given
-    ``EnvRunner.restarts``). ``runner``: the ``EnvRunner`` that steps them.
+class Copies:
+    """Copies of an SRL environment (``envs``, of ``agent_count`` agents each), stepped one at a
+    time, and what their streams last received; ``build`` makes a new copy (to replace one that
+    raised, given ``EnvRunner.restarts``). ``runner``: the ``EnvRunner`` that steps them;
+    ``episode``: each copy's resets so far.
 
     Stream ``i * agent_count + a`` is agent ``a`` of copy ``i`` (``stream_copy``,
     ``stream_agent``). Per stream: ``present`` (a result waits for an action), ``obs`` (an array
@@ -49,7 +49,17 @@ class Copies(ABC):
     ``over`` (all of its agents are done). ``turns``: some agent has been without a result (a
     turn-based game): only the streams ``present`` act."""
 
-    def __init__(self, n_envs: int, agent_count: int, name: str, build: Callable[[], Any] | None):
+    def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
+        first = envs[0]
+        self._start_streams(len(envs), first.agent_count,
+                            getattr(first, "_name", None) or type(first).__name__, build)
+        self.envs = envs
+        self.episode = np.zeros(len(envs), dtype=np.int64)
+
+    def _start_streams(self, n_envs: int, agent_count: int, name: str,
+                       build: Callable[[], Any] | None) -> None:
+        """The streams' state, before any result: ``n_envs`` copies of ``agent_count`` agents
+        named ``name``."""
         n = n_envs * agent_count
         self.agent_count, self.name, self.build = agent_count, name, build
         self.stream_copy = np.repeat(np.arange(n_envs), agent_count)
@@ -66,28 +76,9 @@ class Copies(ABC):
         self.turns = False
 
     @property
-    @abstractmethod
-    def env_cap(self) -> int:
-        """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
-
-    @property
     def default_cap(self) -> int | None:
         """The runner's ``max_episode_steps`` unless given (``None``: episodes are not cut)."""
         return self.env_cap
-
-    @abstractmethod
-    def reset(self, runner: Any, seed: int | None) -> None:
-        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given)."""
-
-    @abstractmethod
-    def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
-        """Step the copies of ``runner.groups[group]`` with the ``action`` of each stream
-        ``asked`` (those whose episode was over reset instead); which copies stepped (a bool
-        each). Counts the frames and reports the episodes that ended."""
-
-    @abstractmethod
-    def cut(self, runner: Any, long: np.ndarray) -> None:
-        """End the episodes of the copies ``long`` (a bool each), reported, as truncated."""
 
     def observe(self, streams: np.ndarray) -> Any:
         """The latest observations of ``streams`` (a copy)."""
@@ -121,22 +112,13 @@ class Copies(ABC):
                                            tuple(float(r) for r in each)))
 
 
-class SRLCopies(Copies):
-    """Copies of an SRL environment, stepped one at a time; ``build`` makes a new copy (to
-    replace one that raised, ``EnvRunner.restarts``). ``episode``: each copy's resets so far."""
-
-    def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
-        first = envs[0]
-        super().__init__(len(envs), first.agent_count,
-                         getattr(first, "_name", None) or type(first).__name__, build)
-        self.envs = envs
-        self.episode = np.zeros(len(envs), dtype=np.int64)
-
     @property
     def env_cap(self) -> int:
+        """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
         return episode_cap(self.envs[0])
 
     def reset(self, runner: Any, seed: int | None) -> None:
+        """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given)."""
         for i, env in enumerate(self.envs):
             if seed is not None:
                 _seed(env, seed + i)
@@ -151,6 +133,9 @@ class SRLCopies(Copies):
             self._receive(i, results)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
+        """Step the copies of ``runner.groups[group]`` with the ``action`` of each stream
+        ``asked`` (those whose episode was over reset instead); which copies stepped (a bool
+        each). Counts the frames and reports the episodes that ended."""
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
         for row, s in enumerate(asked.tolist()):
@@ -171,8 +156,9 @@ class SRLCopies(Copies):
         return stepped
 
     def cut(self, runner: Any, long: np.ndarray) -> None:
-        """End each copy's episode alone: its agents whose turn has not come again are cut at
-        their latest rows, the others at the result waiting for an action."""
+        """End the episodes of the copies ``long`` (a bool each), reported, as truncated: each
+        copy alone, its agents whose turn has not come again cut at their latest rows, the
+        others at the result waiting for an action."""
         for i in np.flatnonzero(long).tolist():
             streams = np.flatnonzero(self.stream_copy == i)
             waiting = ~self.present[streams]
@@ -268,7 +254,7 @@ class VectorCopies(Copies):
 
     def __init__(self, env: VectorEnvironment, process: Callable[[StateArray], StateArray] | None,
                  build: Callable[[], VectorEnvironment] | None = None):
-        super().__init__(env.n_envs, 1, env.name, build)
+        self._start_streams(env.n_envs, 1, env.name, build)  # (one environment, not a list)
         self.env = env
         self.process = process
         self.arrays = process is None and hasattr(env, "step_arrays")  # no StateArray made
@@ -289,7 +275,7 @@ class VectorCopies(Copies):
                            lambda: env.reset() if seed is None else env.reset(seed=seed))
         if state is None:
             return  # rebuilt and reset
-        self._receive(*self._rows(state), np.zeros(env.n_envs), np.zeros(env.n_envs, bool))
+        self._receive_rows(*self._rows(state), np.zeros(env.n_envs), np.zeros(env.n_envs, bool))
         self.present[:] = True  # (every copy answers every step)
 
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
@@ -315,7 +301,7 @@ class VectorCopies(Copies):
         frames = self.env.n_envs if stepped is self.everyone else int(stepped.sum())
         runner.frames += frames
         runner.total_frames += frames
-        self._receive(*rows, reward, over)
+        self._receive_rows(*rows, reward, over)
         if self.ended:  # (now: this step ended some episode)
             self.report(runner, stepped)
         return stepped
@@ -324,7 +310,7 @@ class VectorCopies(Copies):
         """Restart every copy (one cannot be reset alone): ``runner.truncate``."""
         runner.truncate()
 
-    def _receive(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
+    def _receive_rows(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
                  truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
         """Keep the new rows; ``returned``: the environment's rewards."""
         self.reward[:] = reward
@@ -359,7 +345,7 @@ def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, grou
                process: Callable[[StateArray], StateArray] | None
                ) -> tuple[Any, Copies, int]:
     """``(envs, copies, groups)`` of an ``EnvRunner`` (see its arguments): the env copies (a
-    list, or a vector environment), their ``SRLCopies`` or ``VectorCopies``, and ``groups`` (a
+    list, or a vector environment), their ``Copies`` or ``VectorCopies``, and ``groups`` (a
     vector environment's: 1)."""
     build = None
     if not isinstance(env_name, VectorEnvironment):
@@ -371,7 +357,7 @@ def env_copies(env_name: Any, env_args: dict[str, Any] | None, n_envs: int, grou
     if isinstance(first, VectorEnvironment):
         return first, VectorCopies(first, process, build), 1
     envs = [first] + [build() for _ in range(n_envs - 1)]
-    return envs, SRLCopies(envs, build), groups
+    return envs, Copies(envs, build), groups
 
 
 def made(name: str, args: dict[str, Any]) -> Any:
