@@ -389,8 +389,9 @@ def test_every_report_of_the_last_100_returns_is_one_mean(tmp_path: Path) -> Non
     returns = [0.2 * ((i * 37) % 101) + 1e6 * (i % 3 == 0) - 3.3 for i in range(250)]
     memory, ray = MemoryLogger(), DistributedResult(returns=list(returns))
     with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
-        for ret in returns:
+        for i, ret in enumerate(returns):
             logger.add_episode_return(ret)
-            memory.add_episode_return(ret)
+            memory.add_episode_return(ret)  # (read after every return: a cached mean moves on)
+            assert logger.mean_return100 == memory.mean_return100 == np.mean(returns[:i + 1][-100:])
         assert logger.mean_return100 == memory.mean_return100 == ray.mean_return()
         assert logger.mean_return100 == float(np.mean(returns[-100:]))

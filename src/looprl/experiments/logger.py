@@ -148,6 +148,7 @@ class ExperimentLogger(Logger):
         self._returns100_path = run_dir / "returns100.csv"
         self._returns100_path.write_text(files.RETURNS100_HEADER + "\n")
         self._returns: deque[float] = deque(maxlen=_WINDOW)
+        self._mean: float | None = math.nan  # (of ``_returns``; ``None``: to compute)
         self._n_returns = 0
         self._returns_path = run_dir / "results.csv"
         self._returns_path.write_text(files.RETURNS_HEADER + "\n")
@@ -192,7 +193,7 @@ class ExperimentLogger(Logger):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Continue a checkpoint's run directory, dropping what was written after it."""
-        self.__dict__.update(state)
+        self.__dict__.update({"_mean": None, **state})
         if _MOVING.get():
             self._writer, self._wandb = None, None
             return
@@ -305,7 +306,9 @@ class ExperimentLogger(Logger):
     @property
     def mean_return100(self) -> float:
         """Mean of the last (up to) 100 training-episode returns; ``nan`` if none yet."""
-        return mean_return(self._returns)
+        if self._mean is None:  # (read once per env step: computed once per new return)
+            self._mean = mean_return(self._returns)
+        return self._mean
 
     def add_episode_return(self, ret: float) -> None:
         """Record the return of a finished training episode (CSV rows every 100)."""
@@ -313,6 +316,7 @@ class ExperimentLogger(Logger):
         self._scalar("train/returns/episode", ret, "episode")
         self._scalar("train/returns/frame", ret, "frame")
         self._returns.append(ret)
+        self._mean = None
         self._n_returns += 1
         self._pending_rows.append(f"{self.frame},{self._n_returns},{ret!r}\n")
         if self._n_returns % _WINDOW == 0:
@@ -360,15 +364,19 @@ class MemoryLogger(DummyLogger):
     def __init__(self) -> None:
         super().__init__()
         self.returns: list[float] = []
+        self._mean: float | None = math.nan
 
     @property
     def mean_return100(self) -> float:  # type: ignore[override]
         """Mean of the last (up to) 100 training returns (``nan``: none yet)."""
-        return mean_return(self.returns, 100)
+        if self._mean is None:
+            self._mean = mean_return(self.returns[-100:])
+        return self._mean
 
     def add_episode_return(self, ret: float) -> None:
         """Keep ``ret``."""
         self.returns.append(float(ret))
+        self._mean = None
 
 
 class AgentLoggers:
