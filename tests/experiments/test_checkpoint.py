@@ -199,3 +199,28 @@ def test_atari_replay_buffers_are_saved_empty_on_request() -> None:
         stream.seek(0)
         restored = torch.load(stream, weights_only=False)
         assert len(restored) == count and (restored.frames is None) == (not saved)
+
+
+_PRESETS = [("classic_control", name, "Acrobot-v1") for name in (  # (no vector entry point:
+    "a2c", "c51", "ddqn", "dqn", "ppg", "ppo", "rainbow", "vac", "vpg", "vqn", "vsarsa")] + [
+    ("continuous", name, "Pendulum-v1") for name in ("ddpg", "ppo", "sac", "td3")]  # sync copies)
+
+
+@pytest.mark.parametrize(("family", "name", "env_id"), _PRESETS,
+                         ids=[f"{family}.{name}" for family, name, _ in _PRESETS])
+def test_every_presets_run_checkpoints_and_goes_on(family, name, env_id, tmp_path) -> None:
+    """Each preset's run pickles whole (its env copies, its update rule...) and goes on."""
+    import importlib
+
+    builder = getattr(importlib.import_module(f"looprl.presets.{family}"), name)
+    seed_everything(0)
+    env = GymEnvironment(env_id)
+    preset = builder.hyperparameters(hidden=16).env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=96, logdir=str(tmp_path), quiet=True,
+                                 seed=0)
+    experiment.train(frames=48)
+    save_checkpoint(experiment)
+    resumed = load_checkpoint(experiment.logger.log_dir)
+    assert resumed.frame == experiment.frame
+    resumed.train(frames=96)
+    assert resumed.frame >= 96

@@ -4,6 +4,7 @@ observations (``bootstrap``), and the rules that value those observations (``UPD
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -38,11 +39,9 @@ def _max(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
     return q.target(next_obs).max(dim=-1).values
 
 
-def _double(target: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    def values(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
-        return target(0.0, q.no_grad(next_obs), q.target(next_obs), 1.0, 1.0)
-
-    return values
+def _double(target: Callable[..., torch.Tensor], q: Any, next_obs: Any, next_actions: Any
+            ) -> torch.Tensor:
+    return target(0.0, q.no_grad(next_obs), q.target(next_obs), 1.0, 1.0)
 
 
 def _sarsa(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
@@ -54,7 +53,7 @@ def _sarsa(q: Any, next_obs: Any, next_actions: Any) -> torch.Tensor:
 #: ``[B, ...]`` (``looprl.agents.losses.value`` holds their math).
 UPDATES: dict[str, Callable[..., torch.Tensor]] = {
     "q_learning": _max,
-    "double_q": _double(double_q_target),
-    "clipped_double_q": _double(clipped_double_q_target),
+    "double_q": partial(_double, double_q_target),  # (partials: a checkpoint pickles them)
+    "clipped_double_q": partial(_double, clipped_double_q_target),
     "sarsa": _sarsa,
 }

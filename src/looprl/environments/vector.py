@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -23,8 +24,12 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
     if callable(env_id):
         return gym.vector.SyncVectorEnv([env_id] * n_envs)
     check_env_id(env_id)
-    mode = "vector_entry_point" if gym.spec(env_id).vector_entry_point else "sync"
-    return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode=mode, **kwargs)
+    if gym.spec(env_id).vector_entry_point:
+        return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point",
+                            **kwargs)
+    # (not make_vec's "sync" mode: its copies are made by a closure, which a checkpoint
+    # cannot pickle)
+    return gym.vector.SyncVectorEnv([partial(gym.make, env_id, **kwargs)] * n_envs)
 
 
 def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
