@@ -263,7 +263,8 @@ def _restart(segment: SampleBatch, b: int) -> None:
 def _put(kind: type, n: int, streams: bool) -> _Samples:
     """Three streams' segments of 5 transitions through ``put`` (numbered or not), a restart of
     stream 1 in the middle (a segment that does not continue it), a row whose frames do not
-    continue and a pickled copy going on; the ring (300 slots) wraps about three times."""
+    continue and a pickled copy going on; the ring (300 slots) wraps about twice (three times
+    without stream numbers, each segment a new sequence)."""
     samples = _Samples(kind(300, n_step=n), _Reference(n))
     segments, _ = _stream_segments(160, length=5, seed=7 + n, streams=3)
     for i, segment in enumerate(segments):
@@ -286,11 +287,11 @@ def _put(kind: type, n: int, streams: bool) -> _Samples:
 
 def _turns(kind: type, n: int) -> _Samples:
     """Two streams' segments of 4 transitions (the local collector's), one column per ``put``,
-    the streams taking turns of 1 to 4 segments: a stream goes on in place within its turn
-    and writes its waiting transitions again after the other's. Stream 1 restarts in the
+    the streams taking turns of 1 to 4 segments: a stream goes on from its last state, in
+    its turn and after the other's (its waiting transitions with it). Stream 1 restarts in the
     middle of a turn; stream 0's frames stop going on inside a segment, and at a segment's
     first row within a turn and after the other's; a pickled copy goes on; the ring (150
-    slots) wraps about four times."""
+    slots) wraps about five times."""
     samples = _Samples(kind(150, n_step=n), _Reference(n))
     segments, _ = _stream_segments(300, length=4, seed=20 + n, streams=2)
     queues = [[segment[:, [s]] for segment in segments] for s in range(2)]
@@ -332,25 +333,25 @@ def _skips(segment: SampleBatch) -> int:
     return int((~same & ~ended[:-1]).sum())
 
 
-#: the digests of the frame ring's draws, since it goes on in place (the reference checks
-#: every transition drawn; ``put`` with n = 1 draws the same with stream numbers or without)
+#: the digests of the frame ring's draws (the reference checks every transition drawn); those
+#: of streams taking turns ("put": three in each segment, "turns") since the ring's links
 PINNED = {
     "store-uniform-n1": "977b2b041a2dc09914401e5d734b0c9d",
     "store-uniform-n3": "c420e1a0a1694b1171fbd3ec5fed98a5",
     "store-prioritized-n1": "a3c4210c1c6fed5de168e26c4c82b23d",
     "store-prioritized-n3": "538e0e09cbd9267bfb0030454e75ba2f",
-    "put-uniform-n1": "91ed423a01ff10dcd90a5200fe14bc3a",
-    "put-uniform-n3": "1d3d0e0ca4ad6d2953c86c6da2fc76da",
-    "put-prioritized-n1": "e6b32abfa5e93cda0d2d0c1f66ac062e",
-    "put-prioritized-n3": "44ac3d7bb8c47e3c7402418c2d3f3bf1",
+    "put-uniform-n1": "b7af5ff6d83060d3041d436103b66f5e",
+    "put-uniform-n3": "97f7e504dbb40b14be6721de741b7ced",
+    "put-prioritized-n1": "7325850e3fcc42dc7d1d6716bcfcfbc7",
+    "put-prioritized-n3": "5dff74718faa7c75d28ea6a5a7d7ca03",
     "put-cut-uniform-n1": "91ed423a01ff10dcd90a5200fe14bc3a",
     "put-cut-uniform-n3": "a83fdab7f13b058295dfbeef35354b56",
     "put-cut-prioritized-n1": "e6b32abfa5e93cda0d2d0c1f66ac062e",
     "put-cut-prioritized-n3": "85545a12b01f1b043fab8ba468a6845e",
-    "turns-uniform-n1": "2fedec9fcd9bab69ee6865de3fa79eae",
-    "turns-uniform-n3": "027e23bbd5a0be2ce4d0f50f4e47be85",
-    "turns-prioritized-n1": "4401c165135559ebd7c7bb7f9b620021",
-    "turns-prioritized-n3": "675594026ccc10e45b3595ccab084e01",
+    "turns-uniform-n1": "0a48f9089ea7b883992f55eddec8521f",
+    "turns-uniform-n3": "3aac1a7beff98a37fabe75004a9a5147",
+    "turns-prioritized-n1": "6a37417fa885dedeeb5d4fc12e309a62",
+    "turns-prioritized-n3": "341ff39d2de2f1469a5daad5ed0e1e2b",
 }
 
 SCENARIOS = {f"{how}-{'prioritized' if kind is PrioritizedAtariReplayBuffer else 'uniform'}-n{n}":

@@ -2,15 +2,18 @@
 
 One ring of single frames; stacks are rebuilt when sampling (1M transitions: about 7.1 GB
 instead of 56 GB). Slot ``k`` holds the newest frame of one state and the transition out of
-it; a sequence of transitions goes on in slot ``k + 1``. A sequence's first state takes the
-ring's newest frames as its older ones where they are (after a lost life, the frames go on).
-Writing a slot invalidates the transitions that needed the frame it overwrites. The n-step
+it, ``links[k]`` the slots of its stack's frames (oldest first, ``k`` last) and ``nexts[k]``
+the slot of the next state of its sequence (-1: none yet). A sequence's first state takes the
+frames of the state it follows as its older ones where they are those (after a lost life,
+the frames go on): the ring's newest state, or for ``put`` with ``stream`` numbers the
+stream's last one. Writing a slot invalidates the transitions that needed the frame it
+overwrites: its own and those of the next ``stack - 1`` states of its chain. The n-step
 windows are cut from each sequence's rows by ``memory.windows.n_step_windows``, as
-``ExperienceReplayBuffer``'s: a transition is sampled once its window is complete, the slots
-``k .. k + steps[k]``. ``put`` with ``stream`` numbers goes on with a stream's sequence in
-place when its next column starts where it stopped and nothing was written after it (each
-frame written once); otherwise the transitions still waiting at a column's end are written
-again at the start of the stream's next column, where their windows complete.
+``ExperienceReplayBuffer``'s: a transition is sampled once its window is complete, the
+states ``k``, ``nexts[k]``, ... (``steps[k]`` steps). ``put`` goes on with a stream's sequence
+from its last state wherever it is in the ring, while its frames are there: each frame is
+written once, even when streams take turns, and the transitions still waiting for their
+windows are let be sampled when a later column completes them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
 log = logging.getLogger(__name__)
 
 #: The storage arrays, one entry per slot.
-_ARRAYS = ("frames", "action", "reward", "mask", "done", "steps")
+_ARRAYS = ("frames", "action", "reward", "mask", "done", "steps", "links", "nexts")
 
 #: The most transitions ``store`` writes before it cuts their windows.
 _STORE_CHUNK = 32
@@ -48,7 +51,6 @@ class AtariReplayBuffer(ReplayContents):
 
     _min_size = 2
     skipped = 0  # transitions skipped because their frames did not continue
-    _tail: int | None = None  # (buffers pickled before streams went on in place)
 
     @property
     def nbytes(self) -> int:
@@ -67,13 +69,20 @@ class AtariReplayBuffer(ReplayContents):
         return self._count
 
     def _empty_contents(self) -> dict[str, Any]:
-        # _count: ready transitions; _open: the rows [slot, done, truncated] of the sequence
-        # store goes on with, from its first transition not ready yet; _last: the state whose
-        # newest frame is at _pos - 1; _carry: per stream (put), the rows of its last column
-        # from its first waiting transition; _tail: the stream whose last state is at _pos - 1
-        counters = {"stack": 0, "_pos": 0, "_filled": 0, "_count": 0}
+        # _count: ready transitions; _written: frames written; _open: the rows [slot, oldest,
+        # done, truncated] (_write_frame) of store's sequence from its first transition not
+        # ready yet, _last its last state; _carry: per stream, its waiting rows and last state
+        counters = {"stack": 0, "_pos": 0, "_filled": 0, "_written": 0, "_count": 0}
         return {**dict.fromkeys(_ARRAYS), **counters, "_open": None, "_last": None,
-                "_carry": {}, "_tail": None, "_views": {}}
+                "_carry": {}, "_views": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled buffer; one pickled before links (``_linked``) writes the
+        transitions its streams left waiting again, as it did."""
+        carry = {} if "links" in state else state.get("_carry", {})
+        super().__setstate__(state if "links" in state else _linked(state))
+        for stream, column in carry.items():
+            self._put_column({key: as_numpy(value) for key, value in column.items()}, stream)
 
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
@@ -86,6 +95,8 @@ class AtariReplayBuffer(ReplayContents):
         self.mask = torch.zeros(self.size, dtype=torch.float32)
         self.done = torch.zeros(self.size, dtype=torch.bool)
         self.steps = torch.zeros(self.size, dtype=torch.int16)  # the window's; 0: not ready
+        self.links = torch.zeros((self.size, self.stack), dtype=torch.int32)
+        self.nexts = torch.full((self.size,), -1, dtype=torch.int32)
         self._views = self._numpy_views()
 
     def _numpy_views(self) -> dict[str, np.ndarray]:
@@ -108,12 +119,13 @@ class AtariReplayBuffer(ReplayContents):
             self._skip()
             self._close()
             return
-        terminal, ended = float(next_state.mask) == 0, bool(next_state.done)
-        k = self._write(observation, action, next_observation, float(next_state.reward),
-                        float(not terminal), ended, first)
-        rows = [[k, False, False]] if first else self._open
-        rows.append([(k + 1) % self.size, ended and terminal, ended and not terminal])
-        self._open, self._last = rows, next_state
+        if first:  # (its older frames may be the ring's newest state's)
+            self._open = [[*self._first(observation, action, (self._pos - 1) % self.size), 0, 0]]
+        rows, terminal, ended = self._open, float(next_state.mask) == 0, bool(next_state.done)
+        slot = self._next(rows[-1][0], action, next_observation, float(next_state.reward),
+                          float(not terminal), ended)
+        rows.append([*slot, ended and terminal, ended and not terminal])
+        self._last = next_state
         if len(rows) > min(_STORE_CHUNK, self.size - self.stack - 1):
             self._flush()  # (before a write could overwrite its first transition's frames)
 
@@ -122,9 +134,7 @@ class AtariReplayBuffer(ReplayContents):
         them if ``cut``: the sequence ends at its last state)."""
         rows = self._open
         if rows is not None and len(rows) > 1:
-            slots, steps, waiting = _windows(np.array(rows), self.n_step, cut)
-            for k, m in zip(slots, steps):
-                self._mark(k, m)
+            waiting = self._let_sample(np.array(rows), cut)
             del rows[: len(rows) - waiting - 1]
 
     def _close(self) -> None:
@@ -139,18 +149,15 @@ class AtariReplayBuffer(ReplayContents):
     def put(self, sample: SampleBatch, current_version: int | None = None) -> bool:
         """Store each training row of ``[T + 1, B]`` segments; ``current_version`` is ignored."""
         self._close()
-        rows = segment_rows(sample, _frames(sample.obs))
-        breaks = _breaks(rows)
-        self._skip(int(breaks.sum()))
-        rows["skip"] = torch.from_numpy(breaks)
-        streams = (None if sample.stream is None
-                   else stream_numbers(sample.stream, rows["reward"].shape))
-        for b in range(rows["reward"].shape[1]):
-            column = {key: value[:, b] for key, value in rows.items()}
-            if streams is None:
-                self._write_column(column, cut=True)
-            else:
-                self._continue_stream(column, streams[b])
+        rows = {key: as_numpy(value) for key, value in
+                segment_rows(sample, _frames(sample.obs)).items()}
+        rows["skip"] = _breaks(rows)
+        self._skip(int(rows["skip"].sum()))
+        shape = rows["reward"].shape
+        streams = ([None] * shape[1] if sample.stream is None
+                   else stream_numbers(sample.stream, shape))
+        for b, stream in enumerate(streams):
+            self._put_column({key: value[:, b] for key, value in rows.items()}, stream)
         return True
 
     def _skip(self, count: int = 1) -> None:
@@ -160,94 +167,94 @@ class AtariReplayBuffer(ReplayContents):
                         "not continue the frame stack (stacked frames must shift by one per step)")
         self.skipped += count
 
-    def _continue_stream(self, column: dict[str, torch.Tensor], stream: int) -> None:
-        """Write ``column`` after the transitions ``stream`` left waiting (in place if its last
-        state is the newest one written and ``column`` starts with it); carry the new ones."""
-        carry = self._carry.pop(stream, None)
-        held = 0 if carry is None else len(carry["obs"]) - 1  # its waiting transitions
-        in_place = self._tail == stream  # (its last state's frames end at _pos - 1)
-        last = (_newest(self._views["frames"], self._pos, self.stack) if in_place
-                else None if carry is None else as_numpy(carry["obs"][-1]))
-        goes_on = last is not None and _same(last, as_numpy(column["obs"][0]))
-        if carry is not None and not goes_on:  # a restarted actor: they end there
-            self._write_column(carry, cut=True, held=held if in_place else None)
-        elif carry is not None:  # one sequence with the carry (the joint row: column's)
-            column = {key: torch.cat([carry[key][:-1], value]) for key, value in column.items()}
-        waiting, newest = self._write_column(column, cut=self.n_step == 1,  # (none waits)
-                                             held=held if in_place and goes_on else None)
-        self._tail = stream if newest else None
-        if waiting:
-            self._carry[stream] = {key: value[-waiting - 1 :].clone()
-                                   for key, value in column.items()}
-
-    def _write_column(self, column: dict[str, torch.Tensor], cut: bool,
-                      held: int | None = None) -> tuple[int, bool]:
-        """Write the transitions of one segment column ``[L]``, a new sequence after each end
-        or skipped transition, those whose windows are complete ready (``_windows``); its first
-        ``held`` are in the ring already, row ``held`` the newest state (in place; ``None``: a
-        new sequence). Return how many wait and whether its last row is the newest state."""
-        terminal, truncated, skip = (column[key].numpy() for key in ("done", "truncated", "skip"))
-        end, stop = terminal | truncated, terminal | truncated | skip
-        rows, steps, waiting = _windows(np.stack(
-            [np.arange(len(stop)), terminal, truncated | skip], 1), self.n_step, cut)
-        ready = dict(zip(rows, steps))
-        obs, action, reward = column["obs"], column["action"], column["reward"].numpy()
-        h, first, newest = held or 0, held is None, held is not None
-        for t in filter(ready.__contains__, range(h)):  # in place: before slot _pos - 1
-            self._mark((self._pos - 1 - h + t) % self.size, ready[t])
-        for t in range(h, len(stop) - 1):
+    def _put_column(self, column: dict[str, np.ndarray], stream: int | None) -> None:
+        """Write one segment column ``[L]``: on from its stream's last state if it starts with
+        it (with the transitions left waiting), else and after each end or skipped transition a
+        new sequence; let the complete windows be sampled (``stream`` ``None``: all, cut)."""
+        terminal, truncated, skip = column["done"], column["truncated"], column["skip"]
+        rows = np.zeros((len(skip), 4), dtype=np.int64)  # [slot, oldest, done, truncated]
+        rows[:, 2], rows[:, 3] = terminal, truncated | skip
+        stop, end = (terminal | truncated | skip).tolist(), (terminal | truncated).tolist()
+        obs, action, reward, mask = (column["obs"], column["action"], column["reward"].tolist(),
+                                     (~terminal).tolist())
+        held, v = self._carry.pop(stream, None), self._views  # (its waiting ones, last state)
+        last = (held[-1] if held is not None and self._written - held[-1, 1] <= self.size
+                and v["nexts"][held[-1, 0]] < 0 else None)  # (still there, no state after it)
+        new = (last is None or last[2:].any()  # (no state goes on from a final one)
+               or not _same(v["frames"][v["links"][last[0]]], obs[0]))
+        if not new:  # one sequence with the waiting transitions (the joint row: the column's)
+            rows = np.concatenate([held[:-1], rows])
+            rows[len(held) - 1, :2] = last[:2]
+        elif held is not None:  # a restarted actor: its waiting windows end there
+            self._let_sample(held, cut=True)
+        r = rows[len(rows) - len(stop) :]  # the column's
+        follows = ((self._pos - 1) % self.size if stream is None  # (the ring's newest state)
+                   else None if last is None else int(last[0]))
+        for t in range(len(stop) - 1):
             if stop[t]:  # a final observation, or frames that do not go on: no transition
-                first, newest = True, False
+                new = True
                 continue
-            k = self._write(obs[t], action[t], obs[t + 1], float(reward[t + 1]),
-                            float(not terminal[t + 1]), bool(end[t + 1]), first)
-            first, newest = False, True
-            if t in ready:
-                self._mark(k, ready[t])
-        return waiting, newest
+            if new:
+                r[t, :2] = self._first(obs[t], action[t], follows)
+            r[t + 1, :2] = self._next(int(r[t, 0]), action[t], obs[t + 1], reward[t + 1],
+                                      mask[t + 1], end[t + 1])
+            new, last, follows = False, r[t + 1], int(r[t + 1, 0])
+        waiting = self._let_sample(rows, cut=stream is None)
+        if stream is not None and last is not None:
+            self._carry[stream] = rows[len(rows) - waiting - 1 :] if waiting else last[None]
 
-    def _write(self, observation: torch.Tensor, action: Any, next_observation: torch.Tensor,
-               reward: float, mask: float, done: bool, first: bool) -> int:
-        """Write one transition (if ``first`` of a sequence, all its frames but those that are
-        the newest in the ring, as after a lost life); return its slot."""
+    def _first(self, observation: Any, action: Any, follows: int | None) -> tuple[int, int]:
+        """Write a sequence's first state: its newest frame only if its older ones are the
+        newest of state ``follows``'s stack (the frames go on, as after a lost life), else all
+        of them; return its slot and oldest (``_write_frame``)."""
+        frames, k = as_numpy(observation), -1
         if self.frames is None:
-            self._allocate(observation, torch.as_tensor(action))
-        self._tail = None  # (put sets it again after a stream's column)
-        if first:
-            frames = as_numpy(observation)
-            if len(frames) <= self._filled + 1 and _follows(self._views["frames"], self._pos,
-                                                            frames):
-                frames = frames[-1:]  # the frames before it go on from the ring's newest
-            for frame in frames:
-                self._write_frame(frame)
-        k = (self._pos - 1) % self.size
-        self._write_frame(as_numpy(next_observation[-1]))
+            self._allocate(torch.as_tensor(frames), torch.as_tensor(action))
+        elif follows is not None and _follows(self._views, follows, frames):
+            frames, k = frames[-1:], follows
+        for frame in frames:
+            k, oldest = self._write_frame(frame, k)
+        return k, oldest
+
+    def _next(self, k: int, action: Any, observation: Any, reward: float, mask: float,
+              done: bool) -> tuple[int, int]:
+        """Write the transition out of state ``k`` and the newest frame of the next state's
+        stack ``observation``; return that state's slot and oldest (``_write_frame``)."""
         n = self._views
-        n["action"][k] = as_numpy(action)
-        n["reward"][k] = reward
-        n["mask"][k] = mask
-        n["done"][k] = done
-        return k
+        n["action"][k], n["reward"][k], n["mask"][k], n["done"][k] = (as_numpy(action), reward,
+                                                                     mask, done)
+        return self._write_frame(as_numpy(observation[-1]), k)
 
-    def _mark(self, k: int, steps: int) -> None:
-        """Let slot ``k``'s transition be sampled, with a window of ``steps`` steps."""
-        self._views["steps"][k] = steps
-        self._count += 1
-        self._queue(k, -1.0)
-
-    def _write_frame(self, frame: np.ndarray) -> None:
-        """Write ``frame`` at the next slot, invalidating the transitions that needed it."""
-        p = self._pos
-        steps = self._views["steps"]
-        for j in range(p, p + self.stack):  # transitions whose window starts at or covers p
-            j %= self.size
+    def _write_frame(self, frame: np.ndarray, prev: int) -> tuple[int, int]:
+        """Write ``frame`` at the next slot, the newest of the state after ``prev``'s (-1: none),
+        invalidating the transitions that needed the frame it overwrites (its own and the next
+        ``stack - 1`` states' of its chain); return the slot and "oldest", the number of the
+        write of its stack's oldest frame (its frames are all there until ``size`` writes on)."""
+        p, v, j = self._pos, self._views, self._pos
+        steps, links, nexts = v["steps"], v["links"], v["nexts"]
+        for _ in range(self.stack):
             if steps[j]:
-                steps[j] = 0
-                self._count -= 1
+                steps[j], self._count = 0, self._count - 1
                 self._queue(j, 0.0)
-        self._views["frames"][p] = frame
-        self._pos = (p + 1) % self.size
-        self._filled = min(self._filled + 1, self.size)
+            if (j := nexts[j]) < 0:
+                break
+        v["frames"][p], links[p, -1], nexts[p] = frame, p, -1
+        links[p, :-1] = links[prev, 1:] if prev >= 0 else p
+        if prev >= 0:
+            nexts[prev] = p
+        self._pos, self._written = (p + 1) % self.size, self._written + 1
+        self._filled = min(self._written, self.size)
+        return p, self._written - 1 - (p - int(links[p, 0])) % self.size
+
+    def _let_sample(self, rows: np.ndarray, cut: bool) -> int:
+        """Let the transitions of one sequence's rows ``[L, 4]`` whose windows are complete
+        (``_windows``) and frames still there be sampled; return how many wait."""
+        starts, steps, waiting = _windows(rows[:, 2:], self.n_step, cut)
+        keep = self._written - rows[starts, 1] <= self.size  # (their frames still there)
+        for k, m in zip(rows[starts[keep], 0].tolist(), steps[keep].tolist()):
+            self._views["steps"][k], self._count = m, self._count + 1
+            self._queue(k, -1.0)
+        return waiting
 
     def _queue(self, k: int, priority: float) -> None:
         """Hook: slot ``k`` became ready (``priority`` -1) or, ready, was invalidated (0)."""
@@ -270,25 +277,22 @@ class AtariReplayBuffer(ReplayContents):
         """The windows of ready slots ``index`` as a time-major ``SampleBatch`` (cut windows:
         the last row repeated, marked ``truncated``)."""
         self._settle()
-        index = index.cpu()
-        rows = torch.arange(self.n_step + 1).unsqueeze(1)
-        steps = self.steps[index].long().unsqueeze(0)
-        offset = torch.minimum(rows, steps)  # [n + 1, B]
-        obs = _stacks(self.frames, index, offset, self.stack)
-        arrived = (index + offset - 1) % self.size  # the transition each row arrived with
-        first = rows == 0
-        terminal = (self.mask[arrived] == 0) & ~first
-        cut = (rows >= steps) & (steps < self.n_step)  # by a break in the sequence
-        truncated = (self.done[arrived] | cut) & ~terminal
-        device = self.device
-        return SampleBatch(
-            obs=obs.to(device),
-            action=self.action[(index + offset) % self.size].to(device),
-            reward=torch.where(first, 0.0, self.reward[arrived]).to(device),
-            done=terminal.to(device),
-            truncated=(truncated & ~first).to(device),
-            weight=self.weights(index),
-        )
+        v, n = self._views, self.n_step
+        chain = [index.cpu().numpy()]  # the window's states (past its end: whatever is next)
+        for _ in range(n):
+            chain.append(v["nexts"][chain[-1]])
+        rows, steps = np.arange(n + 1)[:, None], v["steps"][chain[0]][None]
+        offset = np.minimum(rows, steps)  # [n + 1, B]
+        chain = np.stack(chain)
+        slots = np.take_along_axis(chain, offset, 0)
+        arrived = np.take_along_axis(chain, np.maximum(offset - 1, 0), 0)  # (each row came with)
+        reward, terminal = v["reward"][arrived], v["mask"][arrived] == 0
+        truncated = (v["done"][arrived] | (rows >= steps) & (steps < n)) & ~terminal
+        reward[0], terminal[0], truncated[0] = 0, False, False  # (row 0: none arrived)
+        batch = {"obs": v["frames"][v["links"][slots]], "action": v["action"][slots],
+                 "reward": reward, "done": terminal, "truncated": truncated}
+        return SampleBatch(**{key: torch.from_numpy(value).to(self.device)
+                              for key, value in batch.items()}, weight=self.weights(index))
 
 
 class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
@@ -337,21 +341,38 @@ class PrioritizedAtariReplayBuffer(Prioritized, AtariReplayBuffer):
         self.tree.update(index[keep], priorities[keep])
 
 
-def _windows(rows: np.ndarray, n: int, cut: bool) -> tuple[list[int], list[int], int]:
-    """``(ids, steps, waiting)`` of a sequence's rows ``[L, 3]`` (id, done, truncated): the ids
-    of those that start a complete ``n``-step window (``n_step_windows``), its steps (up to its
+def _windows(flags: np.ndarray, n: int, cut: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(rows, steps, waiting)`` of a sequence's rows' flags ``[L, 2]`` (done, truncated): the
+    rows that start a complete ``n``-step window (``n_step_windows``), its steps (up to its
     first end) and how many transitions wait."""
-    ids, done, truncated = rows.T[:, :, None]  # [L, 1] each: one column
-    items, waiting = n_step_windows({"obs": ids, "done": done != 0, "truncated": truncated != 0},
-                                    np.zeros(1, dtype=np.int64), n, cut)
+    done, truncated = flags.T[:, :, None] != 0  # [L, 1] each: one column
+    items, waiting = n_step_windows({"obs": np.arange(len(flags))[:, None], "done": done,
+                                     "truncated": truncated}, np.zeros(1, dtype=np.int64), n, cut)
     ends = (items["done"] | items["truncated"])[:, 1:]
     steps = np.where(ends.any(1), ends.argmax(1) + 1, n)
-    return items["obs"][:, 0].tolist(), steps.tolist(), int(waiting[0])
+    return items["obs"][:, 0], steps, int(waiting[0])
 
 
-def _breaks(rows: dict[str, torch.Tensor]) -> np.ndarray:
+def _linked(state: dict[str, Any]) -> dict[str, Any]:
+    """The state of a buffer pickled before links, linked as it lay: each stack in the slots
+    up to its newest, each state followed by the next slot's."""
+    size, stack, pos, filled = state["size"], state["stack"], state["_pos"], state["_filled"]
+    written = filled + (pos if filled == size else 0)  # (a count of writes that ends at _pos)
+    links = nexts = None
+    if state["frames"] is not None:
+        slots = torch.arange(size)
+        links = ((slots[:, None] + torch.arange(1 - stack, 1)) % size).int()
+        nexts = ((slots + 1) % size).int()
+    rows = state["_open"] and [[k, written - stack - (pos - 1 - k) % size, done, truncated]
+                               for k, done, truncated in state["_open"]]  # (oldest, _write_frame)
+    state.pop("_tail", None)
+    return {**state, "links": links, "nexts": nexts, "_written": written, "_open": rows,
+            "_carry": {}}
+
+
+def _breaks(rows: dict[str, np.ndarray]) -> np.ndarray:
     """Which rows ``[L, B]`` start a transition that is skipped, its frames not going on."""
-    obs, ended = as_numpy(rows["obs"]), (rows["done"] | rows["truncated"]).numpy()
+    obs, ended = rows["obs"], rows["done"] | rows["truncated"]
     same = (obs[:-1, :, 1:] == obs[1:, :, :-1]).reshape(*ended[:-1].shape, -1).all(-1)
     breaks = np.zeros_like(ended)
     breaks[:-1] = ~(same | ended[:-1])
@@ -364,30 +385,12 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def _stacks(frames: torch.Tensor, index: torch.Tensor, offset: torch.Tensor, stack: int
-            ) -> torch.Tensor:
-    """The stacked states ``[n + 1, B, stack, ...]`` of the rows ``offset`` ``[n + 1, B]`` of
-    the windows of slots ``index`` (each its frames up to its newest, in the ring)."""
-    size = len(frames)
-    if len(offset) == 2:  # one-step windows: stack + 1 frames hold both observations
-        window = frames[(index.unsqueeze(-1) + torch.arange(-stack + 1, 2)) % size]
-        return torch.stack([window[:, :-1], window[:, 1:]])
-    slots = (index + offset).unsqueeze(-1) + torch.arange(-stack + 1, 1)
-    return frames[slots % size]
-
-
-def _newest(frames: np.ndarray, pos: int, count: int) -> np.ndarray:
-    """The ``count`` frames of a ring ``frames`` before slot ``pos`` (its newest ones)."""
-    if pos >= count:
-        return frames[pos - count : pos]  # (a view)
-    return frames[np.arange(pos - count, pos) % len(frames)]
-
-
-def _follows(ring: np.ndarray, pos: int, frames: np.ndarray) -> bool:
-    """Whether the older frames of the stack ``frames`` are the newest of the ``ring`` (those
-    before slot ``pos``; its newest one compared first, the cheaper miss)."""
-    return len(frames) < 2 or (_same(ring[pos - 1], frames[-2])
-                               and _same(_newest(ring, pos, len(frames) - 1), frames[:-1]))
+def _follows(views: dict[str, np.ndarray], k: int, frames: np.ndarray) -> bool:
+    """Whether the older frames of the stack ``frames`` are the newest of state ``k``'s stack
+    (its newest compared first, the cheaper miss)."""
+    ring = views["frames"]
+    return len(frames) < 2 or (_same(ring[k], frames[-2])
+                               and _same(ring[views["links"][k, 1:]], frames[:-1]))
 
 
 def _frames(obs: Any) -> torch.Tensor:
