@@ -224,3 +224,49 @@ def test_every_presets_run_checkpoints_and_goes_on(family, name, env_id, tmp_pat
     assert resumed.frame == experiment.frame
     resumed.train(frames=96)
     assert resumed.frame >= 96
+
+
+def _resume_twice(run_dir: str, frames: int) -> list[str]:
+    """``results.csv`` after each of two resumes of the checkpoint in ``run_dir``."""
+    written, saved = [], (Path(run_dir) / "checkpoint.pt").read_bytes()
+    for _ in range(2):
+        (Path(run_dir) / "checkpoint.pt").write_bytes(saved)  # (a resumed run saves its own)
+        resumed = load_checkpoint(run_dir)
+        assert resumed.runner.needs_reset  # (its episodes were lost in the pickle)
+        resumed.train(frames=frames)
+        assert not resumed.runner.needs_reset
+        resumed.close()
+        written.append((Path(run_dir) / "results.csv").read_text())
+    return written
+
+
+def test_an_environment_made_anew_on_loading_starts_new_episodes_that_repeat(tmp_path) -> None:
+    """MuJoCo's environments pickle as their constructor's arguments (``EzPickle``): a resumed
+    run resets them (with a seed from the restored generators) instead of stepping a fresh
+    simulation as if its episode went on."""
+    from looprl.presets.continuous import sac
+
+    seed_everything(0)
+    env = GymEnvironment("InvertedPendulum-v5")
+    preset = sac.hyperparameters(hidden=16, replay_start_size=50, minibatch_size=16) \
+        .env(env).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=200, logdir=str(tmp_path), quiet=True,
+                                 seed=0)
+    experiment.train(frames=100)
+    assert 0 < experiment.runner.running_returns[0]  # (an episode in progress)
+    save_checkpoint(experiment)
+    first, second = _resume_twice(experiment.logger.log_dir, 200)
+    assert first == second
+
+
+def test_a_multiagent_run_resumes_with_new_games(tmp_path) -> None:
+    """PettingZoo's games come back from a checkpoint made anew, not reset: the resumed run
+    starts new games (it failed in PettingZoo's ``last()`` before) and repeats itself."""
+    from looprl.configs.app import main
+
+    assert main(["algorithm=multiagent/dqn", "env=tictactoe_v3", "frames=200", "seed=0",
+                 "test_episodes=1", "checkpoint_every=100", "logging.quiet=true",
+                 f"hydra.run.dir={tmp_path}"]) == 0
+    run_dir = str(tmp_path / "independent_dqn" / "tictactoe_v3")
+    first, second = _resume_twice(run_dir, 300)
+    assert first == second and len(first.splitlines()) > 1

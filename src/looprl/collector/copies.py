@@ -80,6 +80,11 @@ class Copies:
         """The runner's ``max_episode_steps`` unless given (``None``: episodes are not cut)."""
         return self.env_cap
 
+    @property
+    def needs_reset(self) -> bool:
+        """Whether a copy must be reset before it steps (restored from a checkpoint)."""
+        return any(getattr(env, "needs_reset", False) for env in self.envs)
+
     def observe(self, streams: np.ndarray) -> Any:
         """The latest observations of ``streams`` (a copy)."""
         obs = self.obs
@@ -267,6 +272,10 @@ class VectorCopies(Copies):
     @property
     def env_cap(self) -> int:
         return episode_cap(self.env)
+
+    @property
+    def needs_reset(self) -> bool:
+        return bool(getattr(self.env, "needs_reset", False))
 
     def reset(self, runner: Any, seed: int | None) -> None:
         self.returns[:], self.lengths[:] = 0.0, 0

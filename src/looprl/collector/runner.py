@@ -246,6 +246,12 @@ class EnvRunner:
         return [] if self.buffer is None else self.buffer.segments()
 
     @property
+    def needs_reset(self) -> bool:
+        """Whether an env copy must be reset before it steps (restored from a checkpoint that
+        could not hold its episode: ``truncate``)."""
+        return self._copies.needs_reset
+
+    @property
     def running_returns(self) -> np.ndarray:
         """Each env copy's return so far in its episode in progress."""
         return self._copies.returns.copy()

@@ -6,18 +6,48 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+import numpy as np
 import torch
+from gymnasium.utils import EzPickle
 
 from looprl.core import State, StateArray
 
 
-class _Spaces(ABC):
+class Restorable:
+    """What a checkpoint needs of an environment wrapper (``env``: Gymnasium's or PettingZoo's,
+    or ``looprl``: a looprl one): ``needs_reset`` after loading when the wrapped environment
+    came back without its episode, and the seed of that reset (``_reset_seed``)."""
+
+    #: ``reset`` must come before the next ``step`` (restored from a checkpoint: Atari, and
+    #: environments that pickle as their constructor's arguments, ``__setstate__``).
+    needs_reset: bool = False
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled environment. A Gymnasium or PettingZoo environment that pickles
+        as its constructor's arguments (``EzPickle``: MuJoCo, Box2D, PettingZoo's games) comes
+        back made anew, its episode lost: then this one ``needs_reset``."""
+        self.__dict__.update(state)
+        for inner in (state.get("env"), state.get("looprl")):  # (gym's, a vector's, looprl's)
+            made = getattr(inner, "envs", [inner])
+            if getattr(inner, "needs_reset", False) or any(
+                    isinstance(getattr(env, "unwrapped", None), EzPickle) for env in made):
+                self.needs_reset = True
+
+    def _reset_seed(self, seed: int | None) -> int | None:
+        """The seed of a reset asked with ``seed``: for the first reset of an environment that
+        ``needs_reset``, without one, a seed drawn from NumPy's global generator (which a
+        checkpoint restores: a resumed run repeats itself)."""
+        if seed is None and self.needs_reset:
+            seed = int(np.random.randint(2**31 - 2**16))
+        self.needs_reset = False
+        return seed
+
+
+class _Spaces(Restorable, ABC):
     """What ``Environment`` and ``VectorEnvironment`` share."""
 
     name: str
     device: str | torch.device
-    #: ``reset`` must come before the next ``step`` (restored from a checkpoint: Atari).
-    needs_reset: bool = False
     _state: Any = None
 
     @property

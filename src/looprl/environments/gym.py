@@ -83,7 +83,7 @@ class GymEnvironment(Environment):
 
     def reset_output(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's ``reset``, checked to be its ``(observation, info)``."""
-        seed, self._seed = (self._seed if seed is None else seed), None
+        seed, self._seed = self._reset_seed(self._seed if seed is None else seed), None
         self._episode, self._t = self._episode + 1, 0
         try:
             output = self.env.reset(seed=seed)

@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.environments.atari import AtariVectorEnvironment
+from looprl.environments.base import Restorable
 from looprl.environments.faults import failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import action_to_numpy, check_env_id
@@ -110,7 +111,7 @@ def _obs_space(space: gym.Space, flatten: bool = False) -> gym.spaces.Dict:
     return gym.spaces.Dict(spaces)
 
 
-class _Adapter(Environment):
+class _Adapter(Environment, Restorable):
     """What the adapters share: the wrapped environment ``env`` and the next ``reset``'s seed."""
 
     env: Any
@@ -159,7 +160,7 @@ class _SingleAgent(_Adapter):
         return [self.looprl.action_space]
 
     def reset(self) -> list[StepResult | None]:
-        seed, self._seed = self._seed, None
+        seed, self._seed = self._reset_seed(self._seed), None
         return [self._result(*self.looprl.reset_output(seed))]
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
@@ -274,7 +275,7 @@ class PettingZooEnvironment(_Adapter):
         return [self.env.action_space(agent) for agent in self.agent_names]
 
     def reset(self) -> list[StepResult | None]:
-        seed, self._seed = self._seed, None
+        seed, self._seed = self._reset_seed(self._seed), None
         if self.parallel:
             observations, infos = self._call("reset", seed=seed)  # no rewards or ends yet
             return self._parallel_results(observations, {}, {}, {}, infos)

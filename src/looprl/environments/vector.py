@@ -70,7 +70,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
     def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
         """The copies' ``reset`` (seeded with ``seed``, or the constructor's for the first)."""
-        seed, self._seed = (self._seed if seed is None else seed), None
+        seed, self._seed = self._reset_seed(self._seed if seed is None else seed), None
         self._t = 0
         try:
             obs, info = self.env.reset(seed=seed)

@@ -1,7 +1,9 @@
 """Checkpoints of a running experiment: the whole experiment object and the global random
 states in ``checkpoint.pt`` (with ``keep_checkpoints=K``, also the K latest
 ``checkpoint_<frame>.pt``). On CPU a resumed run equals an uninterrupted one; Atari
-environments are reset on resume (``needs_reset``) from a seed fixed at saving.
+environments are reset on resume (``needs_reset``) from a seed fixed at saving, and those that
+pickle as their constructor's arguments (MuJoCo, PettingZoo's games) from one drawn from the
+restored NumPy generator (``environments.base.Restorable``).
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ class Experiment:
                 whole_episodes=adder is not None and adder.whole_episodes,
                 process=None if adder is None else body_states(self.agent))
             self._act()
-        elif getattr(self.vector_env, "needs_reset", False):
+        elif self.runner.needs_reset:  # (restored, its episodes lost: they start anew)
             self.runner.truncate()
         logger = self.logger
         while logger.frame < frames and logger.episode < episodes:
