@@ -112,6 +112,11 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
     (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
     (["meta=[rndd]"], "Unknown meta 'rndd'. Did you mean 'rnd'?"),
     (["meta.rnd.lr=1"], "add it with meta=[rnd]"),
+    (["meta=[network_reset]", *QUIET], "meta network_reset needs every: set "
+                                       "meta.network_reset.every=..."),
+    (["meta=[hp_schedule]", "meta.hp_schedule.key=hp/lr", *QUIET],
+     "meta hp_schedule needs kind, start: set meta.hp_schedule.kind=... "
+     "meta.hp_schedule.start=..."),
     (["runner=es", "runner.popsze=3"], "'popsze' is not an argument of the runner es"),
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
     (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),

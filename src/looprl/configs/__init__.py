@@ -237,8 +237,13 @@ def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
 def make_components(cfg: Any) -> list[Any]:
     """The meta components of ``cfg.meta`` (``looprl.meta.registry.make_component``)."""
     from looprl.meta.registry import make_component
-    return [make_component(name, **(kwargs or {}))
-            for name, kwargs in (_plain(cfg.get("meta")) or {}).items()]
+    meta = {name: kwargs or {} for name, kwargs in (_plain(cfg.get("meta")) or {}).items()}
+    for name, kwargs in meta.items():
+        missing = [key for key, value in kwargs.items() if value == "???"]  # (_component_node)
+        if missing:
+            raise ValueError(f"meta {name} needs {', '.join(missing)}: set "
+                             + " ".join(f"meta.{name}.{key}=..." for key in missing))
+    return [make_component(name, **kwargs) for name, kwargs in meta.items()]
 
 
 def _builder(cfg: Any) -> tuple[Any, Any, Any]:
