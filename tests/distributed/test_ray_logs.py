@@ -103,3 +103,23 @@ def test_a_ray_run_writes_the_loss_and_schedule_tags_of_a_local_run(local_ray, t
     assert tags["ray"] == tags["local"]
     frames = results(tmp_path / "ray")["train"]["frames"]
     assert all(0 < frame <= frames for frame, _ in scalars["loss/ppo"]), scalars["loss/ppo"]
+
+
+def test_workers_of_a_large_spec_start_without_rays_error(local_ray, tmp_path: Path,
+                                                           capfd) -> None:
+    """Ray logs an error at the creation of a restartable actor whose arguments pass 100 KB
+    (it stores them itself, and a restart could lose them), which a DQN run's spec does: the
+    workers fetch the spec from the parameter server instead (``workers.run_spec``)."""
+    from ray import cloudpickle
+
+    from looprl.configs.app import main
+    from looprl.distributed.config import AlgorithmSpec
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import dqn
+
+    preset = dqn.env(GymEnvironment("CartPole-v1")).device("cpu").build()
+    spec, _ = AlgorithmSpec.of_preset(preset, 300, 1, 1)
+    assert len(cloudpickle.dumps(spec.portable())) > 100_000  # (the case Ray warns about)
+    assert main(["algorithm=dqn", "runtime=ray", "frames=300", "test_episodes=1",
+                 "logging.quiet=true", f"hydra.run.dir={tmp_path}"]) == 0
+    assert "constructor arguments in the object store" not in capfd.readouterr().err

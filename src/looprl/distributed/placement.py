@@ -46,12 +46,15 @@ class WorkerPool:
 
     def _create(self, run_dir: str, seed: int, frames: int | None = None) -> None:
         """Create the workers, named Ray actors that find each other by name."""
+        import ray
+
         from looprl.distributed.trainer_worker import TrainerWorker
         from looprl.distributed.workers import ActorWorker, ParameterServer, PolicyWorker
-        rt, spec, start = self.runtime, self.spec, self._start
+        rt, start = self.runtime, self._start
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
-        server = start("server", ParameterServer, ())
+        server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec),))
+        spec = None  # (the workers fetch it from the server: ``run_spec``)
         trainers = [start(name, TrainerWorker, (spec, rt, server, run_dir, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]

@@ -90,9 +90,16 @@ class ParameterServer:
     """The latest parameters a trainer published, by serial number, not by policy version
     (a trainer restarted from an older checkpoint publishes an older version)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: bytes | None = None) -> None:
         self.serial = 0
         self.latest: tuple[int, int, bytes] | None = None
+        self._spec = spec
+
+    def spec(self) -> bytes | None:
+        """The run's ``AlgorithmSpec`` pickled (``workers.run_spec``): workers created without
+        one fetch it here (Ray logs an error at the creation of a restartable worker whose
+        arguments pass 100 KB, and could lose them; this server is not restarted)."""
+        return self._spec
 
     def put(self, version: int, payload: bytes) -> None:
         """Publish ``payload`` (a ``publication``) of policy ``version``."""

@@ -22,7 +22,7 @@ from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
-from looprl.distributed.workers import Worker, cuda_device, named, on_cpu
+from looprl.distributed.workers import Worker, cuda_device, named, on_cpu, run_spec
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
@@ -36,9 +36,10 @@ class TrainerWorker(Worker):
     ``ParameterServer`` named ``server`` and checkpoints in ``run_dir``, whence it continues
     after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``."""
 
-    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
+    def __init__(self, spec: AlgorithmSpec | None, runtime: RuntimeConfig, server: str,
                  run_dir: str, seed: int, rank: int = 0):
         super().__init__(runtime.trainer_threads or runtime.torch_threads)
+        spec = run_spec(spec, server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches

@@ -28,7 +28,7 @@ from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
-           "on_cpu"]
+           "on_cpu", "run_spec"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,12 @@ class Worker:
     def stop(self) -> None:
         """End ``run`` after the current step."""
         self._stop.set()
+
+
+def run_spec(spec: AlgorithmSpec | None, server: str) -> AlgorithmSpec:
+    """``spec``, or (``None``) the one the ``ParameterServer`` named ``server`` keeps."""
+    return spec if spec is not None else ray.cloudpickle.loads(
+        ray.get(named(server).spec.remote()))
 
 
 def named(name: str | None) -> Any:
@@ -130,10 +136,11 @@ class ActorWorker(Worker):
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
     its own policy copy), until it has taken ``frames`` env steps (``None``: no limit)."""
 
-    def __init__(self, index: int, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
-                 trainer: str | None, policy_worker: str | None, seed: int,
+    def __init__(self, index: int, spec: AlgorithmSpec | None, runtime: RuntimeConfig,
+                 server: str, trainer: str | None, policy_worker: str | None, seed: int,
                  evaluation: bool = False, frames: int | None = None):
         super().__init__(runtime.torch_threads)
+        spec = run_spec(spec, server)
         self.index = index
         self.budget = frames
         self.evaluation = evaluation
@@ -303,9 +310,10 @@ class PolicyWorker(Worker):
     """Batches the rollout requests of actor workers: answered together once
     ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
 
-    def __init__(self, spec: AlgorithmSpec, runtime: RuntimeConfig, server: str,
+    def __init__(self, spec: AlgorithmSpec | None, runtime: RuntimeConfig, server: str,
                  batch_requests: int):
         super().__init__(runtime.torch_threads)
+        spec = run_spec(spec, server)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)
