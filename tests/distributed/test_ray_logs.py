@@ -74,6 +74,7 @@ def _check_console(console: str) -> None:
     lines = [line for line in console.splitlines() if line.startswith("dqn on CartPole-v1")]
     assert lines, console[-2000:]
     last = lines[-1]
+    assert " 0 fps" not in last, last  # (counted from the run's start, not its first report)
     assert "loss/td " in last and "hp/epsilon " in last and "hp/batch_size " in last, last
     ray_part = last.rpartition("; ")[2]
     assert ray_part.startswith("ray: ") and "trained rows/s, policy lag " in ray_part

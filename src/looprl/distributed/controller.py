@@ -175,6 +175,7 @@ class DistributedRun:
         description = f"{self.name} on {self.spec.env_label} ({self.runtime.actors} actors)"
         with TrainingProgress(self.frames, description, quiet=self.quiet,
                               status=self._monitor.status) as progress:
+            progress.update(self.result.frames, len(self.result.returns))  # (frames/s from here)
             while not self._budget_spent():
                 time.sleep(0.5 if self.result.frames < self.frames else 0.05)
                 now = time.perf_counter()
