@@ -320,7 +320,7 @@ class VectorCopies(Copies):
         runner.truncate()
 
     def _receive_rows(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
-                 truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
+                      truncated: np.ndarray, returned: np.ndarray, over: np.ndarray) -> None:
         """Keep the new rows; ``returned``: the environment's rewards."""
         self.reward[:] = reward
         self.done[:], self.truncated[:] = terminated, truncated

@@ -21,15 +21,15 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
                     ) -> gym.vector.VectorEnv:
     """Gymnasium's native vectorized implementation if it has one, else a ``SyncVectorEnv``;
     ``env_id`` may also be a function that makes one environment."""
-    if callable(env_id):
-        return gym.vector.SyncVectorEnv([env_id] * n_envs)
-    check_env_id(env_id)
-    if gym.spec(env_id).vector_entry_point:
-        return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point",
-                            **kwargs)
-    # (not make_vec's "sync" mode: its copies are made by a closure, which a checkpoint
-    # cannot pickle)
-    return gym.vector.SyncVectorEnv([partial(gym.make, env_id, **kwargs)] * n_envs)
+    if not callable(env_id):
+        check_env_id(env_id)
+        if gym.spec(env_id).vector_entry_point:
+            return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point",
+                                **kwargs)
+        # (not make_vec's "sync" mode: it makes its copies with a closure, which a checkpoint
+        # cannot pickle)
+        env_id = partial(gym.make, env_id, **kwargs)
+    return gym.vector.SyncVectorEnv([env_id] * n_envs)
 
 
 def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
