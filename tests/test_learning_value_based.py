@@ -20,8 +20,7 @@ from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
 from looprl.experiments.experiment import seed_everything
 from looprl.presets.classic_control.c51 import c51
-from looprl.presets.classic_control.ddqn import ddqn
-from looprl.presets.classic_control.dqn import dqn
+from looprl.presets.classic_control.dqn import ddqn, dqn
 from looprl.presets.classic_control.rainbow import rainbow
 from looprl.presets.classic_control.vqn import vqn
 from looprl.presets.classic_control.vsarsa import vsarsa

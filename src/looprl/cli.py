@@ -249,15 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:
         if argv is None:  # a second Ctrl-C while it shuts down does nothing (a handler, not
-            signal.signal(signal.SIGINT, _ignore)  # SIG_IGN, which child processes inherit)
+            signal.signal(signal.SIGINT, lambda *_: None)  # SIG_IGN: child processes inherit it)
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if hasattr(stop, "log_dir") else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
-
-
-def _ignore(signum: int, frame: object) -> None:
-    """A signal handler that does nothing."""
 
 
 def _main(argv: list[str]) -> int:

@@ -22,7 +22,7 @@ from looprl.nn.distributional import CategoricalQHead
 from looprl.nn.noisy import NoisyFactorizedLinear
 from looprl.presets import load_preset
 from looprl.presets.classic_control.c51 import c51
-from looprl.presets.classic_control.ddqn import ddqn
+from looprl.presets.classic_control.dqn import ddqn
 from looprl.presets.classic_control.rainbow import rainbow
 from looprl.presets.classic_control.vqn import vqn
 from looprl.presets.classic_control.vsarsa import vsarsa

@@ -16,7 +16,6 @@ from looprl.core import (
     RolloutRequest,
     RolloutResult,
     SampleBatch,
-    State,
 )
 from looprl.core.state import StateArray
 from looprl.memory.segments import SegmentBuffer, rows_of
@@ -49,20 +48,16 @@ class Actor(Agent, ParallelAgent):
             return self.policy.rollout(request)
 
     def act(self, state: Any) -> Any:
-        """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``)."""
+        """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``); the
+        rows are written to the adder, if any."""
         batched = isinstance(state, StateArray)
         state = state.to(self.device)
         obs = state.observation if batched else state.observation.unsqueeze(0)
-        action = self.rows(obs, state)
-        return action if batched else action[0]
-
-    def rows(self, obs: Any, state: State) -> torch.Tensor:
-        """The policy's actions for the rows ``obs`` (``[B, ...]``), written to the adder if any."""
         result = self.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
         if self.adder is not None:
             self.adder.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
                                             self.policy.version))
-        return result.action
+        return result.action if batched else result.action[0]
 
     def segments(self) -> list[SampleBatch]:
         """The segments the adder finished since the last call (``[]`` without one)."""

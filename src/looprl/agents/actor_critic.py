@@ -139,16 +139,14 @@ class ActorCriticNetwork(ActorCriticModel):
         steps, batch = (1, lead[0]) if len(lead) == 1 else lead
         if reset is not None and tuple(reset.shape) != (steps, batch):
             raise ValueError(f"done/truncated have shape {tuple(reset.shape)}, obs {lead}")
-        hx = hx or (None, None)
-        outs = []
-        for backbone, x, h in ((self.actor, actor, hx[0]), (self.critic, critic, hx[1])):
-            if backbone is None:
-                outs.append((None, None))
-                continue
-            if h is not None and h.shape[1] != batch:
-                raise ValueError(f"policy_state has {h.shape[1]} rows, obs {batch}")
-            out, h = backbone.unroll(x.reshape(steps, batch, -1), h, reset)
-            outs.append((out.reshape(steps * batch, -1), h))
+        outs = []  # (features, memory) of the actor and the critic (``None``: no own backbone)
+        for backbone, x, h in zip((self.actor, self.critic), (actor, critic), hx or (None, None)):
+            if backbone is not None:
+                if h is not None and h.shape[1] != batch:
+                    raise ValueError(f"policy_state has {h.shape[1]} rows, obs {batch}")
+                x, h = backbone.unroll(x.reshape(steps, batch, -1), h, reset)
+                x = x.reshape(steps * batch, -1)
+            outs.append((x, h))
         (actor, actor_hx), (critic, critic_hx) = outs
         return actor, critic, (actor_hx, critic_hx)
 
@@ -168,7 +166,6 @@ class ActorCriticPolicy(Policy):
         self.head = head
         self.device = approximation.device
         self.continuous_action = isinstance(head, GaussianHead)
-        self.version = 0
         self._generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
         self._initial_state = approximation.model.initial_state()
 

@@ -62,12 +62,11 @@ def frozen(module: nn.Module) -> Iterator[None]:
 class ContinuousPolicy(Policy):
     """Acting half of DDPG, TD3 and SAC over a ``Box`` action space, for ``actor`` (a
     ``DeterministicPolicy`` or ``SoftDeterministicPolicy``): evaluation rows get its ``mode``,
-    the first ``random_steps`` other rows uniform random actions, the others ``explore``."""
+    the first ``random_steps`` other rows uniform random actions, the others its ``explore``."""
 
     def __init__(self, actor: Any, random_steps: int = 0):
         self.actor = actor
         self.device = actor.device
-        self.version = 0
         self.random_steps = random_steps
         self.rows = 0  # rows ``rollout`` acted on, evaluation excluded
 
@@ -78,10 +77,6 @@ class ContinuousPolicy(Policy):
     def approximations(self) -> dict[str, Approximation]:
         return {self.actor.name: self.actor}
 
-    def explore(self, observation: torch.Tensor) -> torch.Tensor:
-        """Exploratory actions for a batch of observations (no gradients)."""
-        return self.actor.explore(observation)
-
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         obs = observation_tensor(request.obs, self.device)
         deterministic = deterministic_rows(request)
@@ -89,7 +84,7 @@ class ContinuousPolicy(Policy):
             return RolloutResult(action=self.actor.mode(obs))
         warm = self.rows < self.random_steps
         self.rows += len(obs)
-        action = self.actor.uniform(len(obs)) if warm else self.explore(obs)
+        action = self.actor.uniform(len(obs)) if warm else self.actor.explore(obs)
         if isinstance(deterministic, torch.Tensor):
             rows = deterministic.to(self.device).unsqueeze(-1)
             action = torch.where(rows, self.actor.mode(obs), action)

@@ -32,7 +32,7 @@ from looprl.core import (
     merge_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray, recursive_apply
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_choice, check_count
 from looprl.nn import Dueling, orthogonal_init, single_field
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
@@ -62,7 +62,6 @@ class DQNPolicy(Policy):
         self.device = q.device
         self.num_actions = num_actions
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
-        self.version = 0
         self.evaluation_epsilon = evaluation_epsilon
         self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
@@ -182,16 +181,12 @@ class DQNTrainer(PolicyTrainer):
     def __init__(self, policy: DQNPolicy, discount_factor: float = 0.99, n_step: int = 1,
                  update: str = "q_learning", double_q: bool = False, huber: bool = True,
                  seed: int | None = None):
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
+        check_count(n_step=n_step)
         self._policy = policy
         self.discount_factor = discount_factor
         self.n_step = n_step
         self.update = "double_q" if double_q else update
-        if self.update not in UPDATES:
-            raise ValueError(f"Unknown update {update!r} for the DQN family."
-                             f"{did_you_mean(update, list(UPDATES))} Valid: {', '.join(UPDATES)}")
-        self._rule = UPDATES[self.update]
+        self._rule = UPDATES[check_choice("update", self.update, list(UPDATES))]
         self.huber = huber
         self.steps = 0
 

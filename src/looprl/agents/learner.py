@@ -61,11 +61,6 @@ class ReplaySchedule:
         frequency = self.update_frequency
         return max(t for t in range(1, min(frequency, 256) + 1) if frequency % t == 0)
 
-    def knobs(self) -> dict[str, Hyperparameter]:
-        """``batch_size``, ``update_frequency`` and ``gradient_steps`` as hyperparameters."""
-        return {name: Hyperparameter.attribute(self, name, int)
-                for name in ("batch_size", "update_frequency", "gradient_steps")}
-
 
 class StepLoop:
     """``train_step`` and ``train`` from ``ready``, ``next_batch``, ``learn`` and ``finish``."""
@@ -137,8 +132,11 @@ class Learner(StepLoop, AgentBase):
         return self.schedule is not None
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
-        """The policy's and the trainer's ``hp/*`` keys, and the schedule's (replay)."""
-        own = self.schedule.knobs() if self.schedule is not None else {}
+        """The policy's and the trainer's ``hp/*`` keys, and the schedule's (replay):
+        ``batch_size``, ``update_frequency`` and ``gradient_steps``."""
+        own = {} if self.schedule is None else {
+            name: Hyperparameter.attribute(self.schedule, name, int)
+            for name in ("batch_size", "update_frequency", "gradient_steps")}
         return parts_hyperparameters(self.policy, self.trainer, **own)
 
     # -- what the actors hand over ----------------------------------------------------------

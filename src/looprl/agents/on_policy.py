@@ -37,6 +37,7 @@ from looprl.core import (
     TrainerStepResult,
 )
 from looprl.core.namedarray import NamedArray
+from looprl.core.suggest import check_count
 from looprl.memory.segments import SegmentBuffer
 
 logger = logging.getLogger(__name__)
@@ -57,8 +58,6 @@ class OnPolicyTrainer(PolicyTrainer):
     ``ProgressLR``; setting ``hp/lr/<name>`` drops it); ``seed``: the shuffling.
     """
 
-    #: the trainer-side buffer the runtime pairs with it (``looprl.memory.make_sample_buffer``)
-    sample_buffer = "on_policy"
     _last_analysis: NamedArray | None = None  # of the latest minibatch step (``predictions``)
 
     def __init__(self, policy: Policy, epochs: int = 1, minibatch_size: int | None = None,
@@ -67,9 +66,7 @@ class OnPolicyTrainer(PolicyTrainer):
                  normalize_advantages: bool = False, vtrace: bool = False, clip_rho: float = 1.0,
                  clip_c: float = 1.0, total_updates: float = float("inf"),
                  lr: Callable[[float], float] | None = None, seed: int | None = None):
-        if epochs < 1 or (minibatch_size is not None and minibatch_size < 1):
-            raise ValueError(f"epochs and minibatch_size must be >= 1, got {epochs}, "
-                             f"{minibatch_size}")
+        check_count(epochs=epochs, minibatch_size=minibatch_size)
         self._policy = policy
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
@@ -109,7 +106,9 @@ class OnPolicyTrainer(PolicyTrainer):
     # -- the step -------------------------------------------------------------------------
     def step(self, sample: SampleBatch) -> TrainerStepResult:
         """One update on ``sample`` (``[T + 1, B]`` segments)."""
-        sample = self._prepare(sample)
+        required = _REQUIRED + (("policy_state",) if self.recurrent else ())
+        required += () if self.vtrace else ("value",)
+        sample = prepare_sample(sample, self._policy.device, type(self).__name__, required)
         batch, stats = self._batch(sample)
         if not self._has_rows(batch):
             logger.warning("%s: no training rows in the sample; skipped", type(self).__name__)
@@ -121,18 +120,10 @@ class OnPolicyTrainer(PolicyTrainer):
         self._begin_update(1)  # (the learning rate at the new progress)
         return TrainerStepResult(scalars(stats), self.updates)
 
-    def _update(self, batch: NamedArray) -> dict[str, Any]:
-        return self._policy_phase(batch)
-
     @abstractmethod
     def _loss(self, analysis: NamedArray, rows: NamedArray, advantage: torch.Tensor
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """``(loss, detached parts)`` of a minibatch: the policy's ``analysis`` of ``rows``."""
-
-    def _prepare(self, sample: SampleBatch) -> SampleBatch:
-        required = _REQUIRED + (("policy_state",) if self.recurrent else ())
-        required += () if self.vtrace else ("value",)
-        return prepare_sample(sample, self._policy.device, type(self).__name__, required)
 
     def _has_rows(self, batch: NamedArray) -> bool:
         return bool(batch.mask.any()) if self.recurrent else batch.advantage.shape[0] > 0
@@ -175,7 +166,7 @@ class OnPolicyTrainer(PolicyTrainer):
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
         return self.epochs * (1 if size >= n else math.ceil(n / size))
 
-    def _policy_phase(self, batch: NamedArray) -> dict[str, torch.Tensor]:
+    def _update(self, batch: NamedArray) -> dict[str, torch.Tensor]:
         """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches."""
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
         whole = size >= n
@@ -225,7 +216,7 @@ class OnPolicyTrainer(PolicyTrainer):
         if advantage is None:
             advantage = self._advantage(rows.advantage)
         loss, parts = self._loss(analysis, rows, advantage)
-        self._reinforce(loss)
+        self._policy.approximation.reinforce(loss)
         self._last_analysis = analysis  # (``predictions`` are made once, after the update)
         return parts
 
@@ -233,14 +224,10 @@ class OnPolicyTrainer(PolicyTrainer):
         """A minibatch without valid rows: no step, except a zero-gradient one under DDP (whose
         every backward is a collective of all trainers)."""
         if getattr(self._policy.approximation, "process_group", None) is not None:
-            self._reinforce(0.0 * analysis.value.sum())
+            self._policy.approximation.reinforce(0.0 * analysis.value.sum())
         return {}
 
     # -- optimizer steps and schedules ----------------------------------------------------
-    def _reinforce(self, loss: torch.Tensor) -> None:
-        """One optimizer step (then the schedule sets the learning rate of the next)."""
-        self._policy.approximation.reinforce(loss)
-
     def _begin_update(self, optimizer_steps: int) -> None:
         """The learning rate of the schedule before an update of ``optimizer_steps`` steps
         (unless ``hp/lr/<name>`` dropped the schedule)."""

@@ -112,5 +112,5 @@ class PPGTrainer(PPOTrainer):
             joint = aux + self.beta_clone * kl
             parts = {"aux_value": aux.detach(), "kl": kl.detach()}
         critic = 0.5 * value_loss(analysis.value, rows.returns)
-        self._reinforce(joint + critic)
+        self._policy.approximation.reinforce(joint + critic)
         return {f"aux/{k}": v for k, v in parts.items()} | {"aux/value": critic.detach()}

@@ -51,10 +51,13 @@ class PPOTrainer(OnPolicyTrainer):
     def _update(self, batch: NamedArray) -> dict[str, Any]:
         self._clip_now = self._clip()
         self._log_ratios, self._logits = [], []
-        stats = self._policy_phase(batch)
+        stats = super()._update(batch)
         self._bounds = None
-        if self._log_ratios:
-            stats.update(ratio_stats(self._log_ratios, self._clip_now))
+        if self._log_ratios:  # mean((ratio - 1) - log ratio), the share of |ratio - 1| > clip
+            clip, ratios = self._clip_now, self._log_ratios
+            stats["approx_kl"] = minibatch_mean(ratios, lambda x: (x.exp() - 1.0) - x)
+            stats["clip_fraction"] = minibatch_mean(
+                ratios, lambda x: ((x.exp() - 1.0).abs() > clip).float())
         if self._logits:
             stats["entropy"] = minibatch_mean(self._logits, CategoricalHead.entropy)
         return {**stats, "clip": self._clip_now}
@@ -85,13 +88,3 @@ def minibatch_mean(tensors: list[torch.Tensor], stat: Callable[[torch.Tensor], t
         values = stat(torch.stack(tensors))
         return values.mean(tuple(range(1, values.dim()))).mean()
     return torch.stack([stat(x).mean() for x in tensors]).mean()
-
-
-def ratio_stats(log_ratios: list[torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
-    """``approx_kl`` (``mean((ratio - 1) - log ratio)``) and ``clip_fraction`` (share of
-    ``|ratio - 1| > clip``), each averaged over minibatches."""
-    return {
-        "approx_kl": minibatch_mean(log_ratios, lambda x: (x.exp() - 1.0) - x),
-        "clip_fraction": minibatch_mean(log_ratios,
-                                        lambda x: ((x.exp() - 1.0).abs() > clip).float()),
-    }

@@ -30,9 +30,6 @@ class Temperature(nn.Module):
 class SACPolicy(ContinuousPolicy):
     """Tanh-Gaussian policy: samples while training, ``tanh(mean)`` in evaluation."""
 
-    def explore(self, observation: torch.Tensor) -> torch.Tensor:
-        return self.actor.sample(observation)
-
 
 class SACTrainer(DDPGTrainer):
     """One critic, actor and temperature update per ``step``: ``q`` is an ``Approximation`` of a

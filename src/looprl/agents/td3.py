@@ -10,6 +10,7 @@ from looprl.agents.ddpg import DDPGPolicy, DDPGTrainer
 from looprl.agents.losses.continuous import smoothed_target_action, td3_target
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, PolyakTarget
+from looprl.core.suggest import check_count
 
 
 class DelayedPolyakTarget(PolyakTarget):
@@ -17,8 +18,7 @@ class DelayedPolyakTarget(PolyakTarget):
 
     def __init__(self, rate: float, every: int = 2):
         super().__init__(rate)
-        if every < 1:
-            raise ValueError(f"every must be >= 1, got {every}")
+        check_count(every=every)
         self.every = every
         self._calls = 0
 

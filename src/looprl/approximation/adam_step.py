@@ -33,11 +33,6 @@ class AdamStep:
         self.scales = False
         self._scale: torch.Tensor | None = None
 
-    @staticmethod
-    def fits(optimizer: Any) -> bool:
-        """Whether ``optimizer`` is exactly a ``torch.optim.Adam`` or ``AdamW``."""
-        return type(optimizer) in (torch.optim.Adam, torch.optim.AdamW)
-
     def ready(self) -> bool:
         """Whether the functional step applies now (state and gradients for all)."""
         opt = self.optimizer

@@ -54,8 +54,8 @@ class Approximation:
         default = self._params[0].device if self._params else "cpu"  # (the first parameter's)
         self.device = torch.device(device if device is not None else default)
         self.optimizer = optimizer
-        self._adam = AdamStep(optimizer, self._params) if functional_step and AdamStep.fits(
-            optimizer) else None
+        self._adam = AdamStep(optimizer, self._params) if functional_step and type(
+            optimizer) in (torch.optim.Adam, torch.optim.AdamW) else None
         self.logger = logger
         self._cpu = len({(p.device, p.dtype) for p in self._params}) <= 1 and all(
             p.device.type == "cpu" for p in self._params)  # (one dtype: no grouping needed)
@@ -79,11 +79,9 @@ class Approximation:
         """``hp/lr/<name>`` (setting it drops ``lr_scheduler``) and the target's key."""
         found = self._target.hyperparameters()
         if self.optimizer is not None:
-            found[f"hp/lr/{self.name}"] = Hyperparameter(self._lr, self._set_lr, float)
+            found[f"hp/lr/{self.name}"] = Hyperparameter(
+                lambda: float(self.optimizer.param_groups[0]["lr"]), self._set_lr, float)
         return found
-
-    def _lr(self) -> float:
-        return float(self.optimizer.param_groups[0]["lr"])
 
     def _set_lr(self, value: Any) -> None:
         self.lr_scheduler = None  # the caller now drives the learning rate
@@ -188,11 +186,10 @@ class Approximation:
                     f"Approximation '{self.name}': the loss is {loss.tolist()} at update "
                     f"{self._updates}; training diverged. Try a lower learning rate, "
                     "gradient clipping (clip_grad) or a smaller loss_scaling.")
-        if self.logger is None:
-            return
-        if loss is not None:
-            self.logger.add_loss(self.name, loss)
-        self.logger.add_schedule(f"{self.name}/lr", self.optimizer.param_groups[0]["lr"])
+        if self.logger is not None:
+            if loss is not None:
+                self.logger.add_loss(self.name, loss)
+            self.logger.add_schedule(f"{self.name}/lr", self.optimizer.param_groups[0]["lr"])
 
     def _no_optimizer(self, method: str) -> RuntimeError:
         return RuntimeError(f"Approximation '{self.name}' has no optimizer: pass one to the "

@@ -124,11 +124,7 @@ class ExpectedQ:
 
     def __init__(self, dist: QDist):
         self.dist = dist
-        self.device = dist.device
-
-    @property
-    def model(self) -> nn.Module:
-        return self.dist.model
+        self.device, self.model = dist.device, dist.model
 
     def _expect(self, probs: torch.Tensor) -> torch.Tensor:
         return (probs * self.dist.atoms).sum(-1)

@@ -188,9 +188,6 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes."""
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
-    if cfg.runner.name != "online":
-        raise ValueError(f"runner={cfg.runner.name} with runtime=ray runs its trials on Ray "
-                         "(build), not one distributed run")
     _check_run_values(cfg)
     for key in ("keep_checkpoints", "checkpoint_every"):
         if cfg.get(key) is not None:
@@ -310,12 +307,10 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
                         f"checkpoints in {run_dir}; resume one experiment at a time"))
 
 
-#: top-level shorthands for the preset's swappable parts (``exploration=ez_greedy``)
-PARTS = ("exploration", "buffer", "update")
-
-
 def expand_shorthands(overrides: list[str]) -> list[str]:
-    """``exploration=X`` (``buffer=``, ``update=``) -> ``algorithm.exploration=X``."""
+    """``exploration=X`` (``buffer=``, ``update=``: the preset's ``PARTS``) ->
+    ``algorithm.exploration=X``."""
+    from looprl.presets.parts import PARTS
     return [f"algorithm.{o}" if o.partition("=")[0] in PARTS else o for o in overrides]
 
 

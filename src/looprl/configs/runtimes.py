@@ -69,8 +69,8 @@ def distributed_options(runtime: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def ray_trials(runtime: dict[str, Any], runner: str, device: Any = None,
-               options: dict[str, Any] | None = None) -> Any:
+def ray_trials(runtime: dict[str, Any], runner: str, device: Any, options: dict[str, Any]
+               ) -> Any:
     """The ``RayTrials`` of a ``runner=es|optuna|pbt`` config's ``runtime`` node (PBT's on
     either runtime)."""
     from looprl.distributed.trials import RayTrials
@@ -84,6 +84,6 @@ def ray_trials(runtime: dict[str, Any], runner: str, device: Any = None,
     if runner != "pbt" and device is not None and str(device) != "cpu":
         raise ValueError(f"device={device} does not apply to runner={runner} with runtime=ray: "
                          "its trials train on the CPU Ray gives each; use runtime=local")
-    cpus = runtime.get("num_cpus") or (options or {}).get("num_cpus")
+    cpus = runtime.get("num_cpus") or options.get("num_cpus")
     return RayTrials(parallel=runtime.get("trials_in_parallel"), address=runtime.get("address"),
                      num_cpus=cpus, runtime_env=runtime.get("runtime_env"))

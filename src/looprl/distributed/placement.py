@@ -53,24 +53,24 @@ class WorkerPool:
         rt, start = self.runtime, self._start
         restart = {"max_restarts": rt.max_restarts, "max_task_retries": 0}
         grouped = {**restart, "max_restarts": -1} if rt.trainers > 1 else restart  # we count
+        # the workers fetch the spec from the server (``run_spec``)
         server = start("server", ParameterServer, (ray.cloudpickle.dumps(self.spec),))
-        spec = None  # (the workers fetch it from the server: ``run_spec``)
-        trainers = [start(name, TrainerWorker, (spec, rt, server, run_dir, seed, rank),
+        trainers = [start(name, TrainerWorker, (rt, server, run_dir, seed, rank),
                           num_cpus=rt.cpus_per_trainer, num_gpus=rt.gpus_per_trainer, **grouped)
                     for rank, name in enumerate(self.trainers)]
         policies = [start(f"policy{i}", PolicyWorker,
-                          (spec, rt, server, len(range(i, rt.actors, rt.policy_workers))),
+                          (rt, server, len(range(i, rt.actors, rt.policy_workers))),
                           num_cpus=rt.cpus_per_policy, num_gpus=rt.gpus_per_policy, **restart)
                     for i in range(rt.policy_workers)]
         share = None if frames is None else -(-frames // rt.actors)
         for i in range(rt.actors):
             start(f"actor{i}", ActorWorker,
-                  (i, spec, rt, server, trainers[i % rt.trainers],
+                  (i, rt, server, trainers[i % rt.trainers],
                    policies[i % len(policies)] if policies else None, seed, False, share),
                   num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
         for i in range(rt.eval_workers):
-            start(f"eval{i}", ActorWorker, (rt.actors + i, spec, rt, server, None, None, seed,
-                                            True), num_cpus=rt.cpus_per_actor, **restart)
+            start(f"eval{i}", ActorWorker, (rt.actors + i, rt, server, None, None, seed, True),
+                  num_cpus=rt.cpus_per_actor, **restart)
 
     def _start(self, name: str, cls: Any, args: tuple[Any, ...], **options: Any) -> str:
         """Create worker ``name`` as a Ray actor named uniquely for this run; its Ray name."""

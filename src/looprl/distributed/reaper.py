@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -50,11 +51,8 @@ def _is_ray(pid: int) -> bool:
 
 
 def _processes() -> dict[int, tuple[int, str, int]]:
-    table = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _stat(int(name))) is not None:
-            table[int(name)] = stat
-    return table
+    stats = {int(name): _stat(int(name)) for name in os.listdir("/proc") if name.isdigit()}
+    return {pid: stat for pid, stat in stats.items() if stat is not None}
 
 
 def _note_ray_processes(driver: int, seen: dict[int, int]) -> None:
@@ -84,10 +82,8 @@ def watch(driver: int) -> None:
     for pid, started in seen.items():
         stat = _stat(pid)
         if stat is not None and stat[2] == started:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 if __name__ == "__main__":

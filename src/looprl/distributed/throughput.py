@@ -70,11 +70,11 @@ class Throughput:
                 polled["policy_lag"] = float(np.mean(lags))
         stepping = [s for s in actors if s["frames"]]
         if stepping and not last:
-            polled["actors_wait"] = _mean([_share(s.get("put_seconds", 0.0), seconds)
-                                           for s in stepping])
+            polled["actors_wait"] = float(np.mean([_share(s.get("put_seconds", 0.0), seconds)
+                                                   for s in stepping]))
             if trainers:
-                polled["trainer_waits"] = _mean([_share(t.get("wait_seconds", 0.0), seconds)
-                                                 for t in trainers.values()])
+                polled["trainer_waits"] = float(np.mean(
+                    [_share(t.get("wait_seconds", 0.0), seconds) for t in trainers.values()]))
         self._smooth(polled)
         self._write_rows(stats, trainers, seconds)
 
@@ -118,14 +118,9 @@ class Throughput:
         """The progress line's summary."""
         latest = self.latest
 
-        def rate(key: str) -> str:
-            return "-" if math.isnan(latest[key]) else f"{latest[key]:,.0f}"
+        def show(key: str, form: str = ",.0f") -> str:
+            return "-" if math.isnan(latest[key]) else format(latest[key], form)
 
-        lag = "-" if math.isnan(latest["policy_lag"]) else f"{latest['policy_lag']:.1f}"
-        return (f"ray: {rate('env_steps_per_s')} env steps/s, {rate('trained_rows_per_s')} "
-                f"trained rows/s, policy lag {lag}, restarts {self.restarts}, "
-                f"{bottleneck(latest['actors_wait'], latest['trainer_waits'])}")
-
-
-def _mean(values: list[float]) -> float:
-    return float(np.mean(values)) if values else math.nan
+        return (f"ray: {show('env_steps_per_s')} env steps/s, {show('trained_rows_per_s')} "
+                f"trained rows/s, policy lag {show('policy_lag', '.1f')}, restarts "
+                f"{self.restarts}, {bottleneck(latest['actors_wait'], latest['trainer_waits'])}")

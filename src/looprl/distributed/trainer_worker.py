@@ -18,7 +18,7 @@ from ray import cloudpickle
 from looprl.agents.shell import seed_units
 from looprl.core.logger import DummyLogger, Logger
 from looprl.distributed import ddp
-from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
+from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
@@ -36,10 +36,10 @@ class TrainerWorker(Worker):
     ``ParameterServer`` named ``server`` and checkpoints in ``run_dir``, whence it continues
     after a restart. With ``runtime.trainers > 1``, ``run`` follows ``join_group``."""
 
-    def __init__(self, spec: AlgorithmSpec | None, runtime: RuntimeConfig, server: str,
-                 run_dir: str, seed: int, rank: int = 0):
+    def __init__(self, runtime: RuntimeConfig, server: str, run_dir: str, seed: int,
+                 rank: int = 0):
         super().__init__(runtime.trainer_threads or runtime.torch_threads)
-        spec = run_spec(spec, server)
+        spec = run_spec(server)
         sys.setswitchinterval(0.0005)  # ``put`` gets the GIL quickly beside the training loop
         torch.manual_seed(seed + rank)
         np.random.seed(seed + rank)  # each rank samples its own prioritized batches

@@ -55,10 +55,9 @@ class Worker:
         self._stop.set()
 
 
-def run_spec(spec: AlgorithmSpec | None, server: str) -> AlgorithmSpec:
-    """``spec``, or (``None``) the one the ``ParameterServer`` named ``server`` keeps."""
-    return spec if spec is not None else ray.cloudpickle.loads(
-        ray.get(named(server).spec.remote()))
+def run_spec(server: str) -> AlgorithmSpec:
+    """The run's spec, which the ``ParameterServer`` named ``server`` keeps."""
+    return ray.cloudpickle.loads(ray.get(named(server).spec.remote()))
 
 
 def named(name: str | None) -> Any:
@@ -136,11 +135,11 @@ class ActorWorker(Worker):
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
     its own policy copy), until it has taken ``frames`` env steps (``None``: no limit)."""
 
-    def __init__(self, index: int, spec: AlgorithmSpec | None, runtime: RuntimeConfig,
-                 server: str, trainer: str | None, policy_worker: str | None, seed: int,
-                 evaluation: bool = False, frames: int | None = None):
+    def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
+                 policy_worker: str | None, seed: int, evaluation: bool = False,
+                 frames: int | None = None):
         super().__init__(runtime.torch_threads)
-        spec = run_spec(spec, server)
+        spec = run_spec(server)
         self.index = index
         self.budget = frames
         self.evaluation = evaluation
@@ -276,26 +275,19 @@ class ActorWorker(Worker):
     def _after_step(self) -> None:
         episodes = self.runner.pop_episodes()
         frames, self.runner.frames = self.runner.frames, 0
+        values = self.runner.meta_scalars() if episodes and self.runner.hooks is not None else None
         with self._lock:
             self._stats["frames"] += frames
             self._stats["episodes"] += [(e.ret, e.length, self._stats["frames"], e.returns)
                                         for e in episodes]
-        if episodes and self.runner.hooks is not None:
-            values = self.runner.meta_scalars()
             if values:
-                with self._lock:
-                    self._stats["meta"].append((self._stats["frames"], values))
+                self._stats["meta"].append((self._stats["frames"], values))
 
     def _send_completed(self) -> None:
         """Hand the trainer the segments that the rows just recorded complete (with
         ``runtime.sync``: trained, and their version loaded, before the env steps on)."""
         segments = self.runner.segments()
-        if self.sender is not None:
-            self._send(segments)
-
-    def _send(self, segments: list[Any]) -> None:
-        """Hand ``segments`` to the trainer; with ``runtime.sync``, load the version it names."""
-        version = self.sender.send(segments)
+        version = None if self.sender is None else self.sender.send(segments)
         if self.sync and version is not None:
             self.local.pull_until(version)
 
@@ -310,10 +302,9 @@ class PolicyWorker(Worker):
     """Batches the rollout requests of actor workers: answered together once
     ``batch_requests`` of them wait, or after ``MAX_WAIT`` seconds."""
 
-    def __init__(self, spec: AlgorithmSpec | None, runtime: RuntimeConfig, server: str,
-                 batch_requests: int):
+    def __init__(self, runtime: RuntimeConfig, server: str, batch_requests: int):
         super().__init__(runtime.torch_threads)
-        spec = run_spec(spec, server)
+        spec = run_spec(server)
         if runtime.gpus_per_policy:
             spec = spec.on_device(cuda_device("policy", runtime.gpus_per_policy))
         self.copy = _PolicyCopy(spec, named(server), runtime.pull_interval)

@@ -44,7 +44,6 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self._frame: np.ndarray | None = None  # copy 0's newest (``render``)
         # what checkpoints derive reset seeds from: the last seed given, else a random one
         self._root_seed = seed if seed is not None else int(np.random.SeedSequence().entropy)
-        self.needs_reset = False
 
     def prepare_checkpoint(self, frame: int) -> None:
         """The next reset without a seed uses ``derived_seed(run's seed, frame)``."""

@@ -285,7 +285,13 @@ class ContextualEnv(gym.Wrapper):
         return np.concatenate([obs, values]).astype(self._observation_space.dtype)
 
     def _make_observation_space(self) -> gym.Space:
-        space = _widened(self.env_id, self.env.observation_space)
+        space, limits = self.env.observation_space, _OBSERVATION_LIMITS.get(self.env_id)
+        if limits:
+            low, high = space.low.copy(), space.high.copy()
+            for index, name in limits.items():
+                bound = features_of(self.env_id)[name].high
+                low[index], high[index] = min(low[index], -bound), max(high[index], bound)
+            space = gym.spaces.Box(low, high, dtype=space.dtype)
         if self.hide_context:
             return space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
@@ -296,18 +302,6 @@ class ContextualEnv(gym.Wrapper):
         low = np.concatenate([space.low, np.float32([f.low for f in features])]).astype(dtype)
         high = np.concatenate([space.high, np.float32([f.high for f in features])]).astype(dtype)
         return gym.spaces.Box(low, high, dtype=dtype)
-
-
-def _widened(env_id: str, space: gym.Space) -> gym.Space:
-    """``space`` with the entries bounded by a feature widened to that feature's bounds."""
-    limits = _OBSERVATION_LIMITS.get(env_id)
-    if not limits:
-        return space
-    low, high = space.low.copy(), space.high.copy()
-    for index, name in limits.items():
-        bound = features_of(env_id)[name].high
-        low[index], high[index] = min(low[index], -bound), max(high[index], bound)
-    return gym.spaces.Box(low, high, dtype=space.dtype)
 
 
 def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, float]],

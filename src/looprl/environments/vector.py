@@ -42,10 +42,7 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
         "done": terminated | truncated, "mask": (~terminated).astype(np.float32),
         **{key: np.asarray(value) for key, value in extra.items()},
     }  # fmt: skip
-    if device == "cpu" or getattr(device, "type", None) == "cpu":  # no .to() calls
-        x = {key: torch.from_numpy(value) for key, value in arrays.items()}
-    else:
-        x = {key: torch.from_numpy(value).to(device) for key, value in arrays.items()}
+    x = {key: torch.from_numpy(value).to(device) for key, value in arrays.items()}
     return StateArray(x, (reward.shape[0],), device=device)
 
 
@@ -175,8 +172,7 @@ def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
         raise TypeError(f"GymVectorEnvironment(vec_env, name, device=...) takes the name "
                         f"second, got {n_envs!r}: the vector environment has "
                         f"{vector_env.num_envs} copies already")
-    if name is None and isinstance(n_envs, str):
-        name = n_envs
+    name = n_envs if name is None else name  # (ALL's second argument, or None)
     if name is None:
         spec = getattr(vector_env, "spec", None)
         name = spec.id if spec is not None else type(vector_env).__name__

@@ -1,6 +1,5 @@
-"""What every experiment loop uses: seeding, the live dashboard's lines, the one loop that
-plays episodes through the collector (``play_episodes``: every evaluation and watch) and the
-evaluation episodes' step cap (``episode_cap``)."""
+"""What every experiment loop uses: seeding, the live dashboard's lines and the one loop that
+plays episodes through the collector (``play_episodes``: every evaluation and watch)."""
 
 from __future__ import annotations
 
@@ -14,10 +13,8 @@ import torch
 
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
-from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, episode_cap
 
-__all__ = ["DEFAULT_EPISODE_CAP", "check_episodes", "dashboard", "episode_cap", "play_episodes",
-           "seed_everything", "single_action"]
+__all__ = ["check_episodes", "dashboard", "play_episodes", "seed_everything", "single_action"]
 
 
 def seed_everything(seed: int) -> None:
@@ -30,23 +27,20 @@ def seed_everything(seed: int) -> None:
 def dashboard(logger: Any, hyperparameters: dict[str, Any]) -> Callable[[], list[str]]:
     """The dashboard's lines: the last value of each loss and the current ``hp/*`` values."""
 
-    def number(value: Any) -> str:
-        try:
-            return f"{float(value):.4g}"
-        except (TypeError, ValueError):
-            return str(value)
-
     def lines() -> list[str]:
-        losses = getattr(logger, "last_losses", {})
-        shown = []
-        if losses:
-            shown.append("  ".join(f"loss/{k} {number(v)}" for k, v in sorted(losses.items())))
-        if hyperparameters:
-            shown.append("  ".join(f"{k} {number(h.get())}"
-                                   for k, h in sorted(hyperparameters.items())))
-        return shown
+        losses = sorted(getattr(logger, "last_losses", {}).items())
+        shown = [[f"loss/{k} {_number(v)}" for k, v in losses],
+                 [f"{k} {_number(h.get())}" for k, h in sorted(hyperparameters.items())]]
+        return ["  ".join(line) for line in shown if line]
 
     return lines
+
+
+def _number(value: Any) -> str:
+    try:
+        return f"{float(value):.4g}"
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def single_action(agent: Any, states: StateArray) -> torch.Tensor:

@@ -20,11 +20,9 @@ from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
-from looprl.experiments.episodes import (  # (and seed 003's names from here)
-    DEFAULT_EPISODE_CAP,
+from looprl.experiments.episodes import (
     check_episodes,
     dashboard,
-    episode_cap,
     play_episodes,
     seed_everything,
     single_action,
@@ -35,8 +33,7 @@ from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
-__all__ = ["DEFAULT_EPISODE_CAP", "Experiment", "ParallelEnvExperiment", "SingleEnvExperiment",
-           "episode_cap", "seed_everything"]
+__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "seed_everything"]
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +105,7 @@ class Experiment:
 
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the progress display and the ``hp/*`` accessors (closures)."""
-        state = dict(self.__dict__)
-        state.pop("_progress", None)
-        state.pop("_hp", None)
-        return state
+        return {k: v for k, v in self.__dict__.items() if k not in ("_progress", "_hp")}
 
     @property
     def frame(self) -> int:
@@ -233,15 +227,12 @@ class Experiment:
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:
-            runner.record(0, RolloutResult(action=self._own_actions(runner)))
+            runner.record(0, RolloutResult(action=self._acts(self.agent, runner.states())))
             runner.segments()  # (nothing learns from them)
             return
         runner.record(0, agent.actor.rollout(request), agent.policy.version)
         for segment in runner.segments():
             agent.train(segment)
-
-    def _own_actions(self, runner: EnvRunner) -> Any:
-        return self._acts(self.agent, runner.states())
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
         """``agent``'s actions for ``states``, one per row."""

@@ -18,7 +18,7 @@ import numpy as np
 from looprl.agents.actor import Actor
 from looprl.collector import EnvRunner, Episode
 from looprl.collector.copies import made
-from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult
+from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult, StateArray
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.episodes import check_episodes, play_episodes
@@ -47,7 +47,7 @@ def game(env: MultiagentPettingZooEnv, multiagent: Multiagent, seed: int | None 
 def answers(agent: Multiagent, runner: EnvRunner, names: list[str]
             ) -> Callable[[RolloutRequest], RolloutResult]:
     """``agent``'s answer to each of ``runner``'s requests (``row_actions``)."""
-    return lambda _: RolloutResult(action=row_actions(agent, runner, names))
+    return lambda _: RolloutResult(action=row_actions(agent, runner.states(), names))
 
 
 def agent_returns(played: list[Episode], names: list[str]) -> dict[str, list[float]]:
@@ -61,9 +61,9 @@ def training_copy(env: MultiagentPettingZooEnv) -> Environment:
     return made(*env.remote_env())
 
 
-def row_actions(agent: Multiagent, runner: EnvRunner, names: list[str]) -> np.ndarray:
-    """``agent``'s action for each row ``runner`` asks, as a ``MultiagentState``."""
-    states, actions = runner.states(), []
+def row_actions(agent: Multiagent, states: StateArray, names: list[str]) -> np.ndarray:
+    """``agent``'s action for each row of ``states``, as a ``MultiagentState``."""
+    actions = []
     for i in range(len(states)):
         row = dict(states[i])
         row["agent"] = names[int(row["agent"])]
@@ -120,8 +120,8 @@ class MultiagentEnvExperiment(Experiment):
     def _collected(self) -> Any:
         return functools.partial(training_copy, self.env)
 
-    def _own_actions(self, runner: EnvRunner) -> Any:
-        return row_actions(self.agent, runner, self.env.possible_agents)
+    def _acts(self, agent: Any, states: StateArray) -> Any:
+        return row_actions(agent, states, self.env.possible_agents)
 
     def _log_episode(self, episode: Episode) -> None:
         """The team return in the run's logs, each agent's in its own."""

@@ -29,18 +29,6 @@ class _FramesPerSecondColumn(ProgressColumn):
         return Text("? fps" if speed is None else f"{speed:,.0f} fps", style="progress.data.speed")
 
 
-class _FramesColumn(ProgressColumn):
-    """``done/total frames`` (``unit=False``: without "frames")."""
-
-    def __init__(self, unit: bool = True):
-        super().__init__()
-        self.unit = " frames" if unit else ""
-
-    def render(self, task: Task) -> Text:
-        total = "?" if task.total is None else f"{int(task.total):,}"
-        return Text(f"{int(task.completed):,}/{total}{self.unit}", style="progress.download")
-
-
 class _Dashboard(Progress):
     """A ``Progress`` that shows the lines of ``status()`` under its bar."""
 
@@ -95,13 +83,16 @@ class TrainingProgress:
 
     def _make_progress(self, console: Console) -> Progress:
         """The rich display (shorter on a console narrower than ``WIDE``)."""
+        frames = "{task.completed:,.0f}/{task.total:,.0f}"  # (done/total)
         if console.width >= WIDE:
             columns = [TextColumn("[progress.description]{task.description}"),
-                       BarColumn(bar_width=24), _FramesColumn(), _FramesPerSecondColumn(),
-                       TimeElapsedColumn(), TextColumn("<"), TimeRemainingColumn()]
+                       BarColumn(bar_width=24),
+                       TextColumn(frames + " frames", style="progress.download"),
+                       _FramesPerSecondColumn(), TimeElapsedColumn(), TextColumn("<"),
+                       TimeRemainingColumn()]
         else:
             console.print(self.description, markup=False, highlight=False)
-            columns = [BarColumn(bar_width=10), _FramesColumn(unit=False),
+            columns = [BarColumn(bar_width=10), TextColumn(frames, style="progress.download"),
                        _FramesPerSecondColumn(), TimeRemainingColumn()]
         columns += [TextColumn("episodes {task.fields[episodes]}"),
                     TextColumn("return(100) {task.fields[mean_return]}")]

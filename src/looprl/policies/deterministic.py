@@ -89,8 +89,8 @@ class SoftDeterministicActor(nn.Module):
 
 class SoftDeterministicPolicy(_BoxPolicy):
     """Stochastic tanh-Gaussian policy of SAC: ``policy(obs)`` returns a reparameterized
-    ``(action, log_prob)`` with gradients; ``sample`` and ``mode`` return actions without.
-    ``model`` outputs ``cat(mean, log_std)``; the other arguments are ``DeterministicPolicy``'s."""
+    ``(action, log_prob)`` with gradients; ``sample`` (``explore``) and ``mode`` give actions
+    without. ``model`` outputs ``cat(mean, log_std)``; the rest: ``DeterministicPolicy``'s."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, name: str = "policy", **kwargs: Any):
@@ -102,6 +102,8 @@ class SoftDeterministicPolicy(_BoxPolicy):
     def sample(self, observation: Any) -> torch.Tensor:
         """A sampled action per row, without gradients."""
         return self.no_grad(observation)[0]
+
+    explore = sample  # (SAC explores by sampling)
 
     def mode(self, observation: Any) -> torch.Tensor:
         """The deterministic action ``center + scale * tanh(mean)`` per row."""

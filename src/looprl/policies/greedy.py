@@ -158,13 +158,11 @@ class GreedyPolicy:
         """The exploration rate of the next action (advances a schedule one step)."""
         return self._epsilon.value if self._scheduled else self._epsilon
 
-    def __call__(self, state: Any) -> torch.Tensor:
-        """Epsilon-greedy actions for ``state`` (no gradients are tracked)."""
-        return self.no_grad(state)
-
     def no_grad(self, state: Any) -> torch.Tensor:
         """Epsilon-greedy actions for ``state`` (``choose``; no gradients are tracked)."""
         return self.choose(state)
+
+    __call__ = no_grad
 
     def eval(self, state: Any) -> torch.Tensor:
         """Greedy actions for ``state``, with the Q network in eval mode."""
@@ -174,13 +172,9 @@ class GreedyPolicy:
         """The Q-values of ``state`` (by ``forward``, default the training one), ``MASKED_Q`` where
         its ``action_mask`` rules actions out."""
         values = (forward or self._values)(state)
-        if self._masked(state):
+        if isinstance(state, dict) and "action_mask" in state:
             values = values.masked_fill(~legal_actions(state).to(values.device), MASKED_Q)
         return values
-
-    @staticmethod
-    def _masked(state: Any) -> bool:
-        return isinstance(state, dict) and "action_mask" in state
 
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         """Per-row epsilon-greedy actions for a batch (from masked ``values`` if given), the

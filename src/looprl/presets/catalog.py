@@ -109,9 +109,8 @@ def env_for(agent: Any, env_id: str) -> Any:
     """``make_env`` for ``agent`` (a family's preset builder, or its name); a Gymnasium
     environment for any other agent."""
     if not isinstance(agent, str):
-        names = [name for name, builder in available_agents().items()
-                 if builder is agent and "." in name]
-        agent = names[0] if names else "classic_control.custom"
+        agent = next((name for name, builder in available_agents().items()
+                      if builder is agent and "." in name), "classic_control.custom")
     return make_env(agent, env_id)
 
 

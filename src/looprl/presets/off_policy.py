@@ -34,8 +34,10 @@ __all__ = ["QNetworkPreset", "QPreset", "ReplayPreset"]
 
 class ReplayPreset(FamilyPreset):
     """Base of the replay presets: subclasses give ``policy`` and ``trainer``, and may change
-    the replay (``prioritized``, ``n_step``) and the local agent (``_agent``)."""
+    the replay (``prioritized``, ``n_step``) and the local agent (``agent_class``)."""
 
+    #: the local agent (a ``ReplayAgent``)
+    agent_class: type = DQN
     #: the local agent's uniform and prioritized replay buffer classes
     replays: tuple[type, type] = (ExperienceReplayBuffer, PrioritizedReplayBuffer)
     #: of the trainer worker's replay kind (``"atari_"``: the Atari frame ring)
@@ -65,44 +67,39 @@ class ReplayPreset(FamilyPreset):
         """Steps per replayed window (``n_steps``; 1 without it)."""
         return int(self.hyperparameters.get("n_steps", 1))
 
+    def _replay_args(self, train_steps: float) -> dict[str, Any]:
+        """The replay's ``n_step`` and, prioritized, ``alpha`` and ``beta_schedule``."""
+        hp = self.hyperparameters
+        if not self.prioritized:
+            return {"n_step": self.n_step}
+        return {"n_step": self.n_step, "alpha": hp["alpha"], "beta": beta_schedule(hp, train_steps)}
+
     def replay_buffer(self, train_steps: float = math.inf) -> Any:
         """The local agent's replay buffer (of ``replays``)."""
-        hp = self.hyperparameters
-        uniform, prioritized = self.replays
-        if not self.prioritized:
-            return uniform(hp["replay_buffer_size"], self.device, n_step=self.n_step)
-        return prioritized(hp["replay_buffer_size"], device=self.device, n_step=self.n_step,
-                           alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
+        return self.replays[self.prioritized](self.hyperparameters["replay_buffer_size"],
+                                              device=self.device, **self._replay_args(train_steps))
 
     def learning(self, train_steps: float, actors: int = 1, trainers: int = 1
                  ) -> dict[str, Any]:
         """The trainer worker keeps the local agent's replay, with its schedule."""
         hp = self.hyperparameters
-        args: dict[str, Any] = {
-            "size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
-            "min_size": hp["replay_start_size"], "n_step": self.n_step,
-            "update_frequency": hp["update_frequency"], "gradient_steps": hp["gradient_steps"],
-        }
-        if self.prioritized:
-            args.update(alpha=hp["alpha"], beta=beta_schedule(hp, train_steps))
+        args = {"size": hp["replay_buffer_size"], "batch": hp["minibatch_size"],
+                "min_size": hp["replay_start_size"], "update_frequency": hp["update_frequency"],
+                "gradient_steps": hp["gradient_steps"], **self._replay_args(train_steps)}
         kind = "prioritized" if self.prioritized else "uniform"
         schedule = ReplaySchedule(update_frequency=hp["update_frequency"])
         return {"buffer": self.remote_prefix + kind, "buffer_args": args,
                 "explorations": apex_epsilons(actors) if self.apex else None,
                 "segment_length": schedule.segment_length}  # (the local agent's)
 
-    def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
-               **schedule: Any) -> Agent:
-        """The local agent of the parts (``schedule``: ``ReplayAgent``'s)."""
-        return self._wrap(DQN(policy, trainer, buffer, logger=logger, **schedule))
-
     def agent(self, logger: Any = None, train_steps: float = math.inf) -> Agent:
         hp = self.hyperparameters
         policy = self.policy(logger)
         schedule = {key: hp[key] for key in ("minibatch_size", "replay_start_size",
                                              "update_frequency", "gradient_steps")}
-        return self._agent(policy, self.trainer(policy, train_steps),
-                           self.replay_buffer(train_steps), logger, **schedule)
+        return self._wrap(self.agent_class(policy, self.trainer(policy, train_steps),
+                                           self.replay_buffer(train_steps), logger=logger,
+                                           **schedule))
 
 
 class QNetworkPreset(FamilyPreset):

@@ -102,7 +102,7 @@ class OnPolicyPreset(ActorCriticPreset, OnPolicyAgentPreset):
         hyperparameters = cap_minibatch(name, hyperparameters, rows, f"the {rows} rows of each "
                                         "update (n_envs x n_steps)", "raise n_envs or n_steps")
         super().__init__(env, name, device, hyperparameters)
-        self.n_envs, self.n_steps = n_envs, n_steps
+        self.n_steps = n_steps
 
     def updates(self, train_steps: float) -> float:
         """Trainer steps in ``train_steps`` env steps (one per ``n_envs * n_steps``)."""

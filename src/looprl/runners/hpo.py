@@ -85,7 +85,7 @@ class OptunaRunner(Runner):
 
     def _storage(self) -> Any:
         storage = self.storage
-        if storage is None or not isinstance(storage, (str, os.PathLike)):
+        if not isinstance(storage, (str, os.PathLike)):  # (None, or an Optuna storage)
             return storage
         if "://" in str(storage):
             return str(storage)

@@ -2,8 +2,7 @@
 
 from looprl.presets.classic_control.a2c import a2c
 from looprl.presets.classic_control.c51 import c51
-from looprl.presets.classic_control.ddqn import ddqn
-from looprl.presets.classic_control.dqn import dqn
+from looprl.presets.classic_control.dqn import ddqn, dqn
 from looprl.presets.classic_control.ppg import ppg
 from looprl.presets.classic_control.ppo import ppo
 from looprl.presets.classic_control.rainbow import rainbow

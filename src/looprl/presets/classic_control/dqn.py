@@ -1,5 +1,5 @@
 """DQN preset for classic control, with the rl-baselines3-zoo CartPole-v1 defaults (mean
-return >= 475 within 50,000 steps).
+return >= 475 within 50,000 steps), and Double DQN (``ddqn``: ``update="double_q"``).
 
 ``exploration``, ``buffer`` and ``update`` are parts chosen by name (``looprl.presets.parts``);
 ``features`` takes a ``looprl.nn.feature_extractor`` spec, which also opens the preset to
@@ -81,13 +81,13 @@ class DQNClassicControlPreset(QPreset):
     def _policy(self, q: Any) -> DQNPolicy:
         """The exploring policy (Ape-X's rate, or the ``exploration`` policy), evaluating at
         ``test_exploration`` as the test agent does."""
-        evaluation = self.hyperparameters.get("test_exploration", 0.0)
         if self.apex:  # one actor here; on Ray each actor's rate overrides it
-            return DQNPolicy(q, self.num_actions, apex_epsilons(1)[0],
-                             evaluation_epsilon=evaluation)
+            return self._q_policy(q, apex_epsilons(1)[0])
         exploration = exploration_policy(self.hyperparameters, q, self.num_actions, self.name)
         return DQNPolicy(q, self.num_actions, exploration=exploration,
-                         evaluation_epsilon=evaluation)
+                         evaluation_epsilon=self.hyperparameters.get("test_exploration", 0.0))
 
 
 dqn = PresetBuilder("dqn", default_hyperparameters, DQNClassicControlPreset)
+ddqn = PresetBuilder("ddqn", {**default_hyperparameters, "update": "double_q"},
+                     DQNClassicControlPreset)

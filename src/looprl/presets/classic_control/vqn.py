@@ -37,10 +37,6 @@ class OnlineClassicControlPreset(OnPolicyAgentPreset, QNetworkPreset):
     #: the bootstrap value of the trainer (``looprl.agents.dqn.UPDATES``)
     update = "q_learning"
 
-    def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
-        super().__init__(env, name, device, hyperparameters)
-        self.n_envs = hyperparameters["n_envs"]
-
     def _build(self, env: Any) -> nn.Module:
         obs_dim = require_flat_observations(env, self.algorithm)
         hidden = self.hyperparameters["hidden"]

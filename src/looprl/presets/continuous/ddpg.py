@@ -36,7 +36,7 @@ class OffPolicyContinuousPreset(ReplayPreset):
     and ``trainer``."""
 
     algorithm = "DDPG"
-    agent_class: type = DDPG
+    agent_class = DDPG
     twin = False
 
     def __init__(self, env: Any, name: str, device: Any, hyperparameters: dict[str, Any]):
@@ -66,10 +66,6 @@ class OffPolicyContinuousPreset(ReplayPreset):
         return Approximation(critic, adam(critic, hp["lr_critic"]), name="critic",
                              target=target or PolyakTarget(hp["polyak_rate"]),
                              logger=policy.actor.logger)
-
-    def _agent(self, policy: Any, trainer: Any, buffer: Any, logger: Any,
-               **schedule: Any) -> Any:
-        return self.agent_class(policy, trainer, buffer, logger=logger, **schedule)
 
 
 default_hyperparameters: dict[str, Any] = {

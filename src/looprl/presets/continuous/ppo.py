@@ -10,8 +10,7 @@ from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.ppo import PPOClassicControlPreset
 from looprl.presets.classic_control.ppo import default_hyperparameters as classic_defaults
-from looprl.presets.common import derived, require_flat_observations
-from looprl.presets.continuous.ddpg import require_box_actions
+from looprl.presets.common import derived, require_box_actions, require_flat_observations
 
 default_hyperparameters: dict[str, Any] = derived(
     classic_defaults, drop=("features",), discount_factor=0.9, lam=0.95, linear_lr=False,
