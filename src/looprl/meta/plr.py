@@ -28,14 +28,14 @@ from looprl.agents.losses.vtrace import generalized_advantage_estimate
 from looprl.core.suggest import check_choice, check_positive
 from looprl.environments.contextual import contextual_envs
 from looprl.meta.component import MetaComponent
+from looprl.policies.distributions import CategoricalHead
 
 VALUE_STRATEGIES = ("one_step_td_error", "gae", "value_l1")
 
 
 def policy_entropy(logits: torch.Tensor) -> float:
     """Mean over steps of the entropy of ``softmax(logits)`` (rows: steps)."""
-    log_p = torch.log_softmax(logits, dim=-1)
-    return float(-(log_p.exp() * log_p).sum(-1).mean())
+    return float(CategoricalHead.entropy(logits).mean())
 
 
 def least_confidence(logits: torch.Tensor) -> float:
