@@ -13,7 +13,9 @@ alone. Writes ``benchmarks/results/pbt_cartpole.md``.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
 import statistics
 import tempfile
 import time
@@ -22,6 +24,7 @@ from pathlib import Path
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on loopback only
 
 import ray  # noqa: E402
+import torch  # noqa: E402
 
 from looprl.presets.classic_control import ppo  # noqa: E402
 from looprl.runners import PBTRunner  # noqa: E402
@@ -61,7 +64,9 @@ def main() -> None:
         "# Population-based training: PPO on CartPole-v1",
         "",
         f"`python benchmarks/pbt_cartpole.py --steps {args.steps} --interval {args.interval}` "
-        f"on {os.cpu_count()} CPUs (one Ray trial per CPU, one torch thread each). Four members "
+        f"on {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs (one Ray trial per CPU, one torch "
+        "thread each; Tune reuses its Ray workers from trial to trial). Four members "
         "start at learning rates 1e-5, 1e-4, 1e-3, 1e-2 (`hp/lr`, which replaces the preset's "
         "linear decay); each trains the steps above and is evaluated on 10 deterministic "
         "episodes at every interval. PBT: Tune's `PopulationBasedTraining` (bottom quarter "

@@ -40,6 +40,42 @@ def test_a_population_trains_and_the_best_member_holds_its_explored_values(
     _check_member_runs(tmp_path / "ppo" / "CartPole-v1", members, interval=64)
 
 
+def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
+    small_ppo, tmp_path, local_ray
+) -> None:
+    """``initial``: member ``i`` starts from the ``i``-th values given, through Tune's current
+    ``sample_from`` form (the spec-dict form logs a deprecation); Tune reuses its actors for
+    the exploits (else it warns that PBT runs slower without ``reuse_actors``)."""
+    import logging
+    import warnings
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    sampler = logging.getLogger("ray.tune.search.sample")
+    sampler.addHandler(handler)
+    level = sampler.level
+    sampler.setLevel(logging.WARNING)  # (Tune's verbose=0 quiets its parent logger)
+    starts = [{"hp/lr": 2e-4}, {"hp/lr": 4e-3}]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
+                               initial=starts, num_steps=128, perturbation_interval=64,
+                               quantile_fraction=0.5, eval_episodes=1, logdir=str(tmp_path),
+                               seed=0)
+            runner.run()
+    finally:
+        sampler.removeHandler(handler)
+        sampler.setLevel(level)
+    root = tmp_path / "ppo" / "CartPole-v1"
+    for index, values in enumerate(starts):
+        run = json.loads((root / f"member{index:03d}_gen000" / "run.json").read_text())
+        assert run["values"] == pytest.approx(values)
+    assert not [r for r in records if "deprecated" in r.getMessage()]
+    assert not [w for w in caught if "reuse_actors" in str(w.message)]
+
+
 def _check_member_runs(root, members, interval: int) -> None:
     """Each member starts in ``member00I_gen000``; an exploit goes on in a new run directory
     named by the perturbation round (``test_a_member_that_exploits_...``). Each run.json

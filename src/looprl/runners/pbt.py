@@ -208,11 +208,15 @@ class PBTRunner(Runner):
         if self.initial is not None:  # one trial per given start, in this order
             starts = list(self.initial)
             space = {"start": tune.grid_search(list(range(len(starts)))),
-                     **{name: tune.sample_from(lambda spec, k=key: starts[spec.config.start][k])
+                     **{name: tune.sample_from(lambda config, k=key: starts[config["start"]][k])
                         for name, key in names.items()}}
             samples = 1
+        # reuse_actors: the next trial (a member after an exploit, or the next member) runs in
+        # a Ray worker that a paused or finished one leaves, not in a new one that imports
+        # torch and looprl again (4 PPO members on CartPole, 2 CPUs: 70 s -> 16 s)
         config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
-                                 num_samples=samples, metric="mean_eval_reward", mode="max",
+                                 reuse_actors=True, num_samples=samples,
+                                 metric="mean_eval_reward", mode="max",
                                  max_concurrent_trials=None if self.trials is None
                                  else self.trials.parallel)
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
