@@ -146,3 +146,17 @@ def test_a_seeded_search_is_reproducible(small_ppo):
     runs = [_es(small_ppo, search_targets={"lr": (1e-4, 1e-2, "log")}, iterations=1,
                 popsize=2, strategy="cma").run()[0]["history"] for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_each_iteration_logs_one_line_with_the_best_values_found(small_ppo, caplog):
+    """The line names the best individual's searched values, and none when the search is of
+    network parameters only (no trailing ``{}``)."""
+    caplog.set_level("INFO", logger="looprl.runners.es")
+    _es(small_ppo, search_params=True, train_agent=False, iterations=1, popsize=2).run()
+    _es(small_ppo, search_targets={"hp/clip": (0.05, 0.5)}, train_agent=False, iterations=1,
+        popsize=2).run()
+    lines = [r.getMessage() for r in caplog.records if r.name == "looprl.runners.es"]
+    assert len(lines) == 2 and all(line.startswith("ES openai 1/1: fitness mean ")
+                                   for line in lines)
+    assert lines[0].rsplit(" ", 1)[-1].replace(".", "").replace("-", "").isdigit(), lines[0]
+    assert "{'hp/clip': " in lines[1]

@@ -41,11 +41,12 @@ def test_a_population_trains_and_the_best_member_holds_its_explored_values(
 
 
 def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
-    small_ppo, tmp_path, local_ray
+    small_ppo, tmp_path, local_ray, caplog, capfd
 ) -> None:
     """``initial``: member ``i`` starts from the ``i``-th values given, through Tune's current
     ``sample_from`` form (the spec-dict form logs a deprecation); Tune reuses its actors for
-    the exploits (else it warns that PBT runs slower without ``reuse_actors``)."""
+    the exploits (else it warns that PBT runs slower without ``reuse_actors``). The run logs a
+    line per member's evaluation and the best member, and Tune prints nothing of its own."""
     import logging
     import warnings
 
@@ -57,6 +58,7 @@ def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
     level = sampler.level
     sampler.setLevel(logging.WARNING)  # (Tune's verbose=0 quiets its parent logger)
     starts = [{"hp/lr": 2e-4}, {"hp/lr": 4e-3}]
+    caplog.set_level(logging.INFO, logger="looprl.runners.pbt")
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -74,6 +76,12 @@ def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
         assert run["values"] == pytest.approx(values)
     assert not [r for r in records if "deprecated" in r.getMessage()]
     assert not [w for w in caught if "reuse_actors" in str(w.message)]
+    lines = [r.getMessage() for r in caplog.records if r.name == "looprl.runners.pbt"]
+    members = sorted(int(line.split()[2].rstrip(",")) for line in lines[:-1])
+    assert members == [0, 0, 1, 1], lines  # each member's two evaluations
+    assert lines[-1].startswith("PBT: best member ")
+    out, err = capfd.readouterr()
+    assert "Configuration for experiment" not in out + err and "View detailed" not in out + err
 
 
 def _check_member_runs(root, members, interval: int) -> None:

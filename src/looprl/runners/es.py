@@ -136,9 +136,11 @@ class ESRunner(Runner):
                                 "mean_fitness": float(np.mean(fitness)),
                                 "max_fitness": float(np.max(fitness)),
                                 "best_fitness": float(self._best["fitness"])})
-                log.info("ES %s %d/%d: fitness mean %.4g, max %.4g; best so far %.4g %s",
+                values = self._best["values"]  # ({}: it searches network parameters only)
+                log.info("ES %s %d/%d: fitness mean %.4g, max %.4g; best so far %.4g%s",
                          self.strategy, iteration, self.iterations, history[-1]["mean_fitness"],
-                         history[-1]["max_fitness"], self._best["fitness"], self._best["values"])
+                         history[-1]["max_fitness"], self._best["fitness"],
+                         f" {values}" if values else "")
         finally:
             self.trials.close()
         self._restore_best()

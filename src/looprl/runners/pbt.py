@@ -9,9 +9,11 @@ member002_gen000``, after an exploit in a new directory (``member002_gen003``).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,8 @@ from looprl.runners.space import float_range, search_mapping
 __all__ = ["PBTRunner", "tune_name"]
 
 MEMBER_FILE = "member.json"  # beside a member's checkpoint: its member and step
+
+log = logging.getLogger(__name__)
 
 
 def tune_name(key: str) -> str:
@@ -76,6 +80,41 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
 def _index(trial_id: str) -> int:
     """A member's index: its Tune trial's number (``..._00002`` -> 2)."""
     return int(trial_id.rsplit("_", 1)[-1])
+
+
+def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
+    """A Tune callback that logs a line per evaluation of a member (the members train in
+    Ray workers, whose own progress lines do not reach this process)."""
+
+    class Progress(tune.Callback):
+        best = float("-inf")
+
+        def on_trial_result(self, iteration: int, trials: list, trial: Any,
+                            result: dict[str, Any], **info: Any) -> None:
+            score = result["mean_eval_reward"]
+            self.best = max(self.best, score)
+            values = ", ".join(f"{key} {trial.config[name]:.4g}" for name, key in names.items())
+            log.info("PBT member %d, step %s/%s: eval %.4g (%s); best so far %.4g",
+                     _index(trial.trial_id), f"{result['step']:,}", f"{num_steps:,}", score,
+                     values, self.best)
+
+    return Progress()
+
+
+@contextmanager
+def _tune_output_off() -> Iterator[None]:
+    """Tune's own console output off (its experiment table and paths, which ``verbose=0``
+    leaves on): ``RAY_AIR_NEW_OUTPUT=0``, Ray's documented switch to its older reporter,
+    which ``verbose=0`` silences; the variable is restored after."""
+    before = os.environ.get("RAY_AIR_NEW_OUTPUT")
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
+        else:
+            os.environ["RAY_AIR_NEW_OUTPUT"] = before
 
 
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
@@ -168,6 +207,9 @@ class PBTRunner(Runner):
         try:
             members = self._train_population()
             best = max(members, key=lambda member: member["mean_eval_reward"])
+            log.info("PBT: best member %d (%s): eval %.4g", best["member"], ", ".join(
+                f"{key} {value:.4g}" for key, value in best["hp"].items()),
+                best["mean_eval_reward"])
             with best["checkpoint"].as_directory() as directory:
                 self.experiment = load_checkpoint(directory)
         finally:
@@ -220,9 +262,11 @@ class PBTRunner(Runner):
                                  max_concurrent_trials=None if self.trials is None
                                  else self.trials.parallel)
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
-                                    stop={"step": self.num_steps})
-        results = tune.Tuner(trainable, param_space=space, tune_config=config,
-                             run_config=run_config).fit()
+                                    stop={"step": self.num_steps},
+                                    callbacks=[_progress(tune, self.num_steps, names)])
+        with _tune_output_off():
+            results = tune.Tuner(trainable, param_space=space, tune_config=config,
+                                 run_config=run_config).fit()
         members = []
         for result in results:
             hp = {names[name]: result.config[name] for name in names}
