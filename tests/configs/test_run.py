@@ -118,6 +118,8 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
      "meta hp_schedule needs kind, start: set meta.hp_schedule.kind=... "
      "meta.hp_schedule.start=..."),
     (["runner=es", "runner.popsze=3"], "'popsze' is not an argument of the runner es"),
+    (["runner=pbt", *QUIET], "runner=pbt needs mutations: set runner.mutations=..."),
+    (["runner=optuna", *QUIET], "runner=optuna needs search_space: set runner.search_space=..."),
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
     (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),
     (["runner=optuna", "runner.search_space={lr: {low: 1, high: 1}}", *QUIET],

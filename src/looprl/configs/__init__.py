@@ -236,11 +236,17 @@ def make_components(cfg: Any) -> list[Any]:
     from looprl.meta.registry import make_component
     meta = {name: kwargs or {} for name, kwargs in (_plain(cfg.get("meta")) or {}).items()}
     for name, kwargs in meta.items():
-        missing = [key for key, value in kwargs.items() if value == "???"]  # (_component_node)
-        if missing:
-            raise ValueError(f"meta {name} needs {', '.join(missing)}: set "
-                             + " ".join(f"meta.{name}.{key}=..." for key in missing))
+        check_required(kwargs, f"meta {name}", f"meta.{name}")
     return [make_component(name, **kwargs) for name, kwargs in meta.items()]
+
+
+def check_required(options: dict[str, Any], owner: str, node: str) -> None:
+    """One line naming the required arguments of ``owner`` left unset (``???``: see
+    ``_component_node``) in its config ``node``."""
+    missing = [key for key, value in options.items() if value == "???"]
+    if missing:
+        raise ValueError(f"{owner} needs {', '.join(missing)}: set "
+                         + " ".join(f"{node}.{key}=..." for key in missing))
 
 
 def _builder(cfg: Any) -> tuple[Any, Any, Any]:
@@ -283,6 +289,7 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
         options["resume_from"] = find_checkpoint(output_dir, name)
     if name == "pbt" or (cfg.runtime.name == "ray" and name != "online"):  # trials on Ray
         options["trials"] = ray_trials(_plain(cfg.runtime), name, cfg.device, options)
+    check_required(options, f"runner={name}", "runner")
     runner = runners()[name](
         builder, env, seed=cfg.seed, logdir=output_dir, meta=components, device=cfg.device,
         quiet=cfg.logging.quiet, eval_episodes=cfg.test_episodes,
