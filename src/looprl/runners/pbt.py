@@ -255,7 +255,7 @@ class PBTRunner(Runner):
             samples = 1
         # reuse_actors: the next trial (a member after an exploit, or the next member) runs in
         # a Ray worker that a paused or finished one leaves, not in a new one that imports
-        # torch and looprl again (4 PPO members on CartPole, 2 CPUs: 70 s -> 16 s)
+        # torch and looprl again (benchmarks/pbt_cartpole.py on 2 CPUs: 71 s -> 33 s)
         config = tune.TuneConfig(scheduler=scheduler if self.exploit else None,
                                  reuse_actors=True, num_samples=samples,
                                  metric="mean_eval_reward", mode="max",
