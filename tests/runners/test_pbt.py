@@ -77,8 +77,10 @@ def test_given_starts_begin_the_members_and_tune_reuses_its_actors(
     assert not [r for r in records if "deprecated" in r.getMessage()]
     assert not [w for w in caught if "reuse_actors" in str(w.message)]
     lines = [r.getMessage() for r in caplog.records if r.name == "looprl.runners.pbt"]
-    members = sorted(int(line.split()[2].rstrip(",")) for line in lines[:-1])
-    assert members == [0, 0, 1, 1], lines  # each member's two evaluations
+    members = [int(line.split()[2].rstrip(",")) for line in lines[:-1]]
+    # each member's evaluations at steps 64 and 128 (one that exploits a slower donor's
+    # checkpoint of a round it played plays that round again: then more)
+    assert sorted(set(members)) == [0, 1] and min(map(members.count, (0, 1))) >= 2, lines
     assert lines[-1].startswith("PBT: best member ")
     out, err = capfd.readouterr()
     assert "Configuration for experiment" not in out + err and "View detailed" not in out + err
