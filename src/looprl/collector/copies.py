@@ -1,8 +1,6 @@
 """The environment copies an ``EnvRunner`` steps and the latest result of each of their streams:
-``Copies``, a list of SRL environments stepped one at a time (several agents, turns, each copy
-reset and rebuilt alone), and its batched form ``VectorCopies``, a ``VectorEnvironment``
-stepped as one batch (one agent, its copies rebuilt and restarted together), which differs
-only in how it calls the environment."""
+``Copies``, SRL environments stepped one at a time, and ``VectorCopies``, a
+``VectorEnvironment`` stepped as one batch, which differs only in how it calls the environment."""
 
 from __future__ import annotations
 
@@ -76,11 +74,6 @@ class Copies:
         self.turns = False
 
     @property
-    def default_cap(self) -> int | None:
-        """The runner's ``max_episode_steps`` unless given (``None``: episodes are not cut)."""
-        return self.env_cap
-
-    @property
     def needs_reset(self) -> bool:
         """Whether a copy must be reset before it steps (restored from a checkpoint)."""
         return any(getattr(env, "needs_reset", False) for env in self.envs)
@@ -116,11 +109,13 @@ class Copies:
             runner.episodes.append(Episode(float(self.returns[i]), int(self.lengths[i]), i,
                                            tuple(float(r) for r in each)))
 
-
     @property
     def env_cap(self) -> int:
         """The environment's ``episode_cap``: its time limit, else ``DEFAULT_EPISODE_CAP``."""
         return episode_cap(self.envs[0])
+
+    #: the runner's ``max_episode_steps`` unless given (``None``: episodes are not cut)
+    default_cap = env_cap
 
     def reset(self, runner: Any, seed: int | None) -> None:
         """Start a new episode in every copy (copy ``i`` seeded with ``seed + i``, if given)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from looprl.environments.faults import EnvironmentFailure, failure, place
 
-__all__ = ["EnvFault", "EnvRestarts", "cause_of", "env_call"]
+__all__ = ["EnvFault", "EnvRestarts", "env_call"]
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,6 @@ class EnvFault:
                 f"{f' ({where_text})' if where_text else ''}: {self.error}")
 
 
-def cause_of(error: BaseException) -> BaseException:
-    """The environment's own exception: an ``EnvironmentFailure``'s cause, else ``error``."""
-    cause = error.__cause__
-    return cause if isinstance(error, EnvironmentFailure) and cause is not None else error
-
-
 class EnvRestarts:
     """The ``count`` faults an ``EnvRunner`` recovered from, at most ``limit`` (an option)."""
 
@@ -56,8 +50,9 @@ class EnvRestarts:
     def note(self, env: str, copy: int | None, method: str, error: BaseException,
              episode: int | None, step: int | None, frame: int) -> EnvFault:
         """Count ``error`` and keep it for ``pop``; ``EnvironmentFailure`` past ``limit``."""
-        cause = cause_of(error)
-        said = str(error) if isinstance(error, EnvironmentFailure) and copy is None else None
+        failed = isinstance(error, EnvironmentFailure)  # (its cause: the environment's own)
+        cause = error.__cause__ if failed and error.__cause__ is not None else error
+        said = str(error) if failed and copy is None else None
         if self.count >= self.limit:
             hint = (f"its copies were rebuilt {self.count} times, the limit "
                     f"({self.limit_name}={self.limit})")

@@ -27,7 +27,7 @@ import torch
 from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.memory.prioritized import Prioritized
-from looprl.memory.replay import ReplayContents
+from looprl.memory.replay import _STORE_CHUNK, ReplayContents
 from looprl.memory.windows import n_step_windows, segment_rows, stream_numbers
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
@@ -36,9 +36,6 @@ log = logging.getLogger(__name__)
 
 #: The storage arrays, one entry per slot.
 _ARRAYS = ("frames", "action", "reward", "mask", "done", "steps", "links", "nexts")
-
-#: The most transitions ``store`` writes before it cuts their windows.
-_STORE_CHUNK = 32
 
 #: Pending priority changes kept before ``PrioritizedAtariReplayBuffer`` applies them anyway.
 _MAX_PENDING_UPDATES = 4096

@@ -75,8 +75,12 @@ class MetaStack:
                        for hook in HOOKS}
 
     def has(self, hook: str) -> bool:
-        """Whether any component runs at ``hook``."""
-        return bool(self._hooks[check_choice("hook", hook, HOOKS)])
+        """Whether any component runs at ``hook`` (a name of ``HOOKS``, checked only when it is
+        not one: the hub asks several times per step)."""
+        methods = self._hooks.get(hook)
+        if methods is None:
+            check_choice("hook", hook, HOOKS)
+        return bool(methods)
 
     def __call__(self, hook: str, metrics: dict[str, Any]) -> None:
         """Run every method of ``hook`` on ``metrics``, in order."""

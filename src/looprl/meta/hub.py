@@ -133,10 +133,6 @@ class MetaHub:
         self.run("post_update")
         return result
 
-    def pre_episode(self) -> None:
-        """Run the pre-episode hooks (once, before the first episode)."""
-        self.run("pre_episode")
-
     def pre_step(self, state: torch.Tensor) -> None:
         """Publish the observation rows about to be acted on and run the pre-step hooks."""
         self.metrics["state"] = state
@@ -204,7 +200,7 @@ class StreamHooks:
     def pre_episode(self) -> None:
         """Every hub's pre-episode hooks."""
         for hub in self.hubs:
-            hub.pre_episode()
+            hub.run("pre_episode")
 
     def observations(self, obs: Any) -> Any:
         """Observation rows as a transition holds them; with a hub per agent, as they are."""

@@ -20,8 +20,6 @@ from looprl.meta.component import MetaComponent
 
 __all__ = ["NetworkReset", "layers_of"]
 
-MODES = ("reset", "shrink_perturb")
-
 
 def layers_of(model: nn.Module) -> dict[str, nn.Module]:
     """The modules of ``model`` that own parameters directly, by name, in registration
@@ -53,7 +51,7 @@ class NetworkReset(MetaComponent):
                              "not both")
         if isinstance(layers, str):
             layers = [layers]
-        self.every, self.mode = int(every), check_choice("mode", mode, MODES)
+        self.every, self.mode = int(every), check_choice("mode", mode, ("reset", "shrink_perturb"))
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last
         self.shrink, self.perturb = float(shrink), float(perturb)

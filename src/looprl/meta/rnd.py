@@ -323,20 +323,17 @@ class NovelD(RND):
         return bonus * self.first_visits(next_state).to(bonus.device) if self.episodic else bonus
 
     def first_visits(self, observations: torch.Tensor) -> torch.Tensor:
-        """1 for the rows whose env copy has not visited their observation this episode."""
-        keys = self._keys(observations)
+        """1 for the rows whose env copy has not visited their observation's cell this episode."""
+        cells = observations
+        if observations.is_floating_point() or self.resolution != 1.0:
+            cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
+        rows = cells.cpu().numpy()
+        keys = [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
         self.visited += [set() for _ in range(len(keys) - len(self.visited))]
         first = torch.tensor([key not in seen for key, seen in zip(keys, self.visited)])
         for key, seen in zip(keys, self.visited):
             seen.add(key)
         return first.float()
-
-    def _keys(self, observations: torch.Tensor) -> list[int]:
-        cells = observations
-        if observations.is_floating_point() or self.resolution != 1.0:
-            cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
-        rows = cells.cpu().numpy()
-        return [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
 
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Forget the visits of the env copies ``metrics['ended']`` marks."""

@@ -97,8 +97,6 @@ class CosineLRSchedule(MetaComponent):
 #: What each kind of ``HPSchedule`` needs besides ``start``.
 KIND_ARGUMENTS = {"linear": ("end", "duration"), "cosine": ("end", "duration"),
                   "step": ("every", "factor"), "exponential": ("decay",)}
-PER = ("step", "update")
-CLOCKS = ("calls", "metrics")
 
 
 class HPSchedule(MetaComponent):
@@ -126,8 +124,8 @@ class HPSchedule(MetaComponent):
         super().__init__()
         self.key = check_key(key)
         self.kind = check_choice("schedule kind", kind, tuple(KIND_ARGUMENTS))
-        self.per = check_choice("per", per, PER)
-        self.clock = check_choice("clock", clock, CLOCKS)
+        self.per = check_choice("per", per, ("step", "update"))
+        self.clock = check_choice("clock", clock, ("calls", "metrics"))
         self.start, self.end = float(start), None if end is None else float(end)
         self.duration, self.every, self.factor, self.decay = duration, every, factor, decay
         missing = [name for name in KIND_ARGUMENTS[kind] if getattr(self, name) is None]

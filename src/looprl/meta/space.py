@@ -21,8 +21,6 @@ from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import logits_and_values
 
-MEASURES = ("value", "return")
-
 
 class SPaCE(MetaComponent):
     """Self-Paced Context Evaluation (see the module's docstring)."""
@@ -36,7 +34,7 @@ class SPaCE(MetaComponent):
         check_count(initial_size=initial_size, increment=increment, check_every=check_every)
         self.initial_size, self.increment = int(initial_size), int(increment)
         self.eta, self.check_every = float(eta), int(check_every)
-        self.measure = check_choice("SPaCE measure", measure, MEASURES)
+        self.measure = check_choice("SPaCE measure", measure, ("value", "return"))
         self.seed = seed
         self.contexts: dict[int, Context] = {}
         self.current: list[int] = []  # the training set, in the order instances were added

@@ -10,10 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["PREFIX", "TransitionMeans"]
-
-#: The logged name of a transition key ``k`` is ``PREFIX + k``.
-PREFIX = "log/transition/"
+__all__ = ["TransitionMeans"]
 
 
 class TransitionMeans:
@@ -33,7 +30,7 @@ class TransitionMeans:
 
     def take(self) -> dict[str, float]:
         """The mean of each key since the last call; starts anew."""
-        means = {PREFIX + key: float(total) / count
+        means = {"log/transition/" + key: float(total) / count
                  for key, (total, count) in self._sums.items() if count}
         self._sums.clear()
         return means

@@ -15,12 +15,7 @@ import torch
 from looprl.core import SampleBatch
 from looprl.core.namedarray import NamedArray, as_tensor, recursive_apply
 
-__all__ = ["hook_batch", "hook_tensor", "main_field", "observation_rows"]
-
-
-def main_field(obs: Any) -> Any:
-    """The field ``obs`` of a ``NamedArray``, else ``obs`` itself."""
-    return obs["obs"] if isinstance(obs, NamedArray) else obs
+__all__ = ["hook_batch", "hook_tensor", "observation_rows"]
 
 
 def hook_tensor(value: Any) -> torch.Tensor:
@@ -33,8 +28,9 @@ def hook_tensor(value: Any) -> torch.Tensor:
 
 
 def observation_rows(obs: Any) -> torch.Tensor:
-    """Observation rows as the hooks see them (``float64`` as ``float32``)."""
-    rows = hook_tensor(main_field(obs))
+    """Observation rows as the hooks see them (a ``NamedArray``'s field ``obs``; ``float64`` as
+    ``float32``)."""
+    rows = hook_tensor(obs["obs"] if isinstance(obs, NamedArray) else obs)
     return rows.float() if rows.dtype == torch.float64 else rows
 
 

@@ -8,7 +8,7 @@ from torch import nn
 
 from looprl.nn.fields import single_field
 
-__all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "SharedActorCritic", "single_field"]
+__all__ = ["ActorCritic", "ActorCriticModel", "PPGNetwork", "SharedActorCritic"]
 
 
 class ActorCriticModel(nn.Module):

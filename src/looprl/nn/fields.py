@@ -13,9 +13,8 @@ from looprl.core.namedarray import NamedArray, as_tensor
 from looprl.nn.features import feature_extractor
 from looprl.nn.layers import dense_layers
 
-__all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "as_tensor", "field_shapes",
-           "image_extractor", "legal_mask", "observation_fields", "observation_tensor",
-           "single_field"]
+__all__ = ["ACTION_MASK", "Backbone", "ObservationEncoder", "field_shapes", "image_extractor",
+           "legal_mask", "observation_fields", "observation_tensor", "single_field"]
 
 #: The obs field that masks discrete actions (one 0/1 per action).
 ACTION_MASK = "action_mask"
