@@ -42,7 +42,10 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
         "done": terminated | truncated, "mask": (~terminated).astype(np.float32),
         **{key: np.asarray(value) for key, value in extra.items()},
     }  # fmt: skip
-    x = {key: torch.from_numpy(value).to(device) for key, value in arrays.items()}
+    if device == "cpu" or getattr(device, "type", None) == "cpu":  # no .to() calls (per step)
+        x = {key: torch.from_numpy(value) for key, value in arrays.items()}
+    else:
+        x = {key: torch.from_numpy(value).to(device) for key, value in arrays.items()}
     return StateArray(x, (reward.shape[0],), device=device)
 
 

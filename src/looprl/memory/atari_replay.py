@@ -27,7 +27,7 @@ import torch
 from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.memory.prioritized import Prioritized
-from looprl.memory.replay import _STORE_CHUNK, ReplayContents
+from looprl.memory.replay import STORE_CHUNK, ReplayContents
 from looprl.memory.windows import n_step_windows, segment_rows, stream_numbers
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
@@ -123,7 +123,7 @@ class AtariReplayBuffer(ReplayContents):
                           float(not terminal), ended)
         rows.append([*slot, ended and terminal, ended and not terminal])
         self._last = next_state
-        if len(rows) > min(_STORE_CHUNK, self.size - self.stack - 1):
+        if len(rows) > min(STORE_CHUNK, self.size - self.stack - 1):
             self._flush()  # (before a write could overwrite its first transition's frames)
 
     def _flush(self, cut: bool = False) -> None:

@@ -36,8 +36,8 @@ __all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", 
 
 _SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=True)
 
-#: The most steps ``store`` gathers before it windows them (n-step replay).
-_STORE_CHUNK = 32
+#: The most steps ``store`` gathers before it windows them (n-step replay; the Atari ring too).
+STORE_CHUNK = 32
 
 
 @contextmanager
@@ -150,7 +150,7 @@ class ExperienceReplayBuffer(ReplayContents):
     def store(self, state: State | None, action: Any, next_state: State) -> None:
         """Store one transition (or one per row when given ``StateArray`` batches): the steps
         are gathered and ``put`` as one segment when the buffer is next read, or every
-        ``_STORE_CHUNK`` steps (a single state's one-step transition into CPU storage is
+        ``STORE_CHUNK`` steps (a single state's one-step transition into CPU storage is
         written at once: ``_write_step``)."""
         single = not isinstance(state, StateArray)
         if state is None or (single and state.done):  # no previous state; a discarded action
@@ -165,7 +165,7 @@ class ExperienceReplayBuffer(ReplayContents):
         if not steps:
             steps.append((None, state))
         steps.append((action, next_state))
-        if len(steps) > _STORE_CHUNK:
+        if len(steps) > STORE_CHUNK:
             self._flush()
 
     def _write_step(self, state: State, action: Any, next_state: State) -> None:
