@@ -55,6 +55,14 @@ def test_an_out_of_range_hyperparameter_is_refused_by_the_builder(
     assert len(str(error.value).splitlines()) == 1
 
 
+@pytest.mark.parametrize("value", ["abc", "null"])
+def test_text_for_a_number_whose_default_is_none_is_refused_by_the_builder(value: str) -> None:
+    """``value_clip`` defaults to ``None``, so its type is not checked: text reached the loss
+    (was: "bad operand type for unary -: 'str'" after the preset was built)."""
+    with pytest.raises(ValueError, match=rf"'value_clip' of ppo must be >= 0, got '{value}'"):
+        classic_control.ppo.hyperparameters(value_clip=value)
+
+
 def test_presets_built_directly_check_the_same_ranges() -> None:
     """The constructors check what the builders do (a preset made without a builder)."""
     from looprl.presets import continuous

@@ -54,15 +54,23 @@ def number(minimum: float, kind: type = int, above: bool = False) -> Callable[[s
     return parse
 
 
+#: ``key=true`` is ``True``, as ``key=True`` is: the spellings of ``looprl run``'s YAML values
+YAML_LITERALS = {"true": True, "false": False, "null": None, "none": None}
+
+
 def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
-    """``['lr=1e-3', 'hidden=128']`` -> ``{'lr': 0.001, 'hidden': 128}``; a key given twice
-    is a one-line ``ValueError``."""
+    """``['lr=1e-3', 'hidden=128', 'huber=true']`` -> ``{'lr': 0.001, 'hidden': 128, 'huber':
+    True}`` (Python literals, or YAML's ``true``/``false``/``null``); a key given twice is a
+    one-line ``ValueError``."""
     result = {}
     check_once([pair.partition("=")[0] for pair in pairs], pairs)
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"Hyperparameters are key=value pairs, got {pair!r}")
+        if value in YAML_LITERALS:  # (as looprl run, Hydra and YAML spell them)
+            result[key] = YAML_LITERALS[value]
+            continue
         try:
             result[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
@@ -159,6 +167,8 @@ def trained_env(preset_file: Path, preset: Any) -> str:
 def cmd_watch(args: argparse.Namespace) -> int:
     """Play a saved preset, or a distributed run's final policy (``policy.pt``)."""
     run_dir = Path(args.run_dir)
+    if run_dir.is_dir() and not (run_dir / "preset.pt").exists():
+        run_dir = distributed_run_dir(run_dir)
     if run_dir.is_dir() and not (run_dir / "preset.pt").exists() and (
             run_dir / "algorithm.pt").exists():
         from looprl.distributed.watch import watch_run
@@ -182,6 +192,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
                                     max_steps=args.max_steps)
     print_episodes(returns, path)
     return 0
+
+
+def distributed_run_dir(run_dir: Path) -> Path:
+    """``run_dir``, or the experiment directory of the one distributed run in it: a
+    ``looprl run ... runtime=ray`` directory holds it in ``ALGORITHM/ENV/`` (a local run
+    writes its ``preset.pt`` at the top)."""
+    if (run_dir / "algorithm.pt").exists():
+        return run_dir
+    found = sorted(run_dir.glob("*/*/algorithm.pt"))
+    return found[0].parent if len(found) == 1 else run_dir
 
 
 def print_episodes(returns: list, path: Path | None) -> None:

@@ -186,14 +186,21 @@ def test_nan_loss_raises_helpful_error_and_leaves_parameters():
     assert all(p.grad is None for p in model.parameters())
 
 
-def test_nan_check_runs_only_every_log_every_updates():
+def test_nan_check_runs_at_every_update_not_only_the_logged_ones():
+    """A diverged loss between two logged updates stops training at once (was: it trained on
+    until the next logged update, and a run that ended before that finished with NaN
+    parameters and no error)."""
     model = nn.Linear(2, 1)
-    f = Approximation(model, optim.SGD(model.parameters(), lr=0.0), log_every=3)
-    f.reinforce(f(torch.ones(1, 2)).sum())  # update 0: checked, finite
-    f.reinforce(f(torch.ones(1, 2)).sum() * float("inf"))  # update 1: not checked
-    f.reinforce(f(torch.ones(1, 2)).sum())  # update 2: not checked
-    with pytest.raises(FloatingPointError):
-        f.reinforce(f(torch.ones(1, 2)).sum() * float("inf"))  # update 3: checked
+    f = Approximation(model, optim.SGD(model.parameters(), lr=0.1), log_every=100)
+    f.reinforce(f(torch.ones(1, 2)).sum())  # update 0: logged, finite
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(FloatingPointError, match="update 1"):
+        f.reinforce(f(torch.ones(1, 2)).sum() * float("inf"))  # update 1: not a logged one
+    assert torch.equal(model.weight, before["weight"])
+    losses = f(torch.ones(3, 2)).squeeze(1) * torch.tensor([1.0, float("nan"), 1.0])
+    losses.sum().backward()
+    with pytest.raises(FloatingPointError):  # (a loss of several elements too)
+        f.step(losses)
 
 
 def test_logs_unscaled_loss_and_lr_every_log_every_updates():

@@ -71,6 +71,11 @@ def test_a_run_reports_train_set_and_test_set_returns(tmp_path: Path) -> None:
     (["context.train=nofile.yaml"], "is a number of instances or a YAML/JSON file"),
     (["context.train=4", "context.ranges.lenght=[0.2,0.8]"], "lenght"),
     (["env={id: CartPole-v1}"], "env is an id or an import path"),
+    # (was: "CartPoleVectorEnv has no list of environments to search for a ContextualEnv;
+    # make copies with ContextualEnvironment(...).duplicate(n)", once training ran)
+    (["meta=[plr]"], "meta plr picks the instances of a contextual environment, and "
+                     "env=CartPole-v1 has none: set context.train=N"),
+    (["meta=[space]", "algorithm=dqn"], "meta space picks the instances"),
 ])
 def test_bad_context_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
     assert cli(["run", *overrides, "frames=64", f"hydra.run.dir={tmp_path}"]) == 2

@@ -5,6 +5,7 @@ the collector writes (one builder, ``memory.segments.segment_rows``). No Ray."""
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import torch
 
@@ -101,3 +102,27 @@ def test_the_actor_and_the_collector_write_the_same_rows():
                 continue
             assert np.array_equal(mine[field], value), field
             assert mine[field].dtype == value.dtype, field
+
+
+class NaNOnce(gymnasium.Wrapper):
+    """CartPole whose 5th step (over all copies) returns a NaN reward, once."""
+
+    steps = 0
+
+    def __init__(self):
+        super().__init__(gymnasium.make("CartPole-v1"))
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        NaNOnce.steps += 1
+        return obs, float("nan") if NaNOnce.steps == 5 else reward, terminated, truncated, info
+
+
+def test_a_nan_reward_spoils_only_the_return_of_its_own_episode():
+    NaNOnce.steps = 0
+    vector = EnvRunner(GymEnvironment(NaNOnce(), name="NaNOnce").duplicate(2), seed=3,
+                       segment_length=8)
+    _, episodes = collect(vector, 300)
+    assert len(episodes) > 10
+    spoiled = [e.ret for e in episodes if not np.isfinite(e.ret)]
+    assert len(spoiled) == 1, [e.ret for e in episodes]  # (was: every later one of its copy)

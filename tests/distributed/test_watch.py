@@ -53,6 +53,22 @@ def test_watching_a_run_plays_its_policy_into_a_gif(tmp_path, capsys):
     assert "saves only its final policy" in capsys.readouterr().err
 
 
+def test_watching_the_directory_of_a_looprl_run_on_ray_finds_its_policy(tmp_path, capsys):
+    """``looprl run runtime=ray`` writes the run into ``RUN_DIR/ALGORITHM/ENV/``, not a
+    ``preset.pt`` at the top as a local run does (was: "No saved preset at RUN_DIR/preset.pt")."""
+    pytest.importorskip("pygame")
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args={**CARTPOLE, "seed": 0}, trainer="ppo")
+    experiment = tmp_path / "ppo" / "CartPole-v1"
+    experiment.mkdir(parents=True)
+    saved = run_dir(experiment, spec)
+    (tmp_path / "results.json").write_text("{}")
+    assert cli(["watch", str(tmp_path), "--episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    first = evaluate(spec, saved.get_checkpoint(), 1, seed=0)[0]
+    assert f"episode 1: return {first:.1f}" in out and str(experiment / "watch.gif") in out
+
+
 def test_an_atari_run_renders_its_preprocessed_frames(tmp_path):
     pytest.importorskip("ale_py")
     env = make("atari", game="Breakout", render_mode="rgb_array")

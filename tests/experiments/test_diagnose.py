@@ -64,3 +64,32 @@ def test_kinds_of_batch_fields() -> None:
     assert kind_of("batch[3].reward") == "rewards" and kind_of("rewards") == "rewards"
     assert kind_of("minibatch.observation") == "observations"
     assert kind_of("next_states.mask") is None and kind_of("loss") is None
+
+
+class NaNOnce(gymnasium.Wrapper):
+    """CartPole whose 50th step (over all copies) returns a NaN reward, once."""
+
+    def __init__(self, steps: list[int]):
+        super().__init__(gymnasium.make("CartPole-v1"))
+        self.steps = steps  # (shared by the copies)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps[0] += 1
+        return (obs, float("nan") if self.steps[0] == 50 else reward, terminated, truncated,
+                info)
+
+
+def test_a_short_run_that_diverges_between_logged_updates_is_not_reported_finished(
+        tmp_path: Path) -> None:
+    """A2C takes one update per segment: 1,000 frames are 25 updates, fewer than the 100
+    between two logged ones. Its loss turns NaN at the one NaN reward; the run stops there
+    (was: it finished, saving NaN parameters, and printed its evaluation)."""
+    from looprl.presets.classic_control import a2c
+
+    torch.manual_seed(0)
+    env = GymEnvironment(NaNOnce([0]), name="NaNOnceCartPole")
+    with pytest.raises(FloatingPointError) as raised:
+        run_experiment(a2c, env, 1000, logdir=str(tmp_path), quiet=True, test_episodes=0,
+                       seed=0)
+    assert "NaNOnceCartPole returned NaN or infinite rewards" in str(raised.value)

@@ -76,6 +76,20 @@ def test_bad_strategy_names_and_sizes_are_one_line_errors():
         make_strategy("pso", np.zeros(2), 0.1, 4, 0)
     with pytest.raises(ValueError, match="popsize must be even"):
         make_strategy("openai", np.zeros(2), 0.1, 5, 0)
+    with pytest.raises(ValueError, match="popsize must be >= 2, got 1"):
+        make_strategy("cma", np.zeros(2), 0.1, 1, 0)
+
+
+@pytest.mark.parametrize("dimensions", [5, 300, 5000])
+def test_cma_with_a_population_of_two_searches_many_dimensions(dimensions):
+    """From 300 dimensions on (``search_params=True``: a network's parameters) cma adapts
+    its step size by TPA, which injects two individuals into each generation; with
+    ``popsize=2`` its ``tell`` failed ("Found unused injected direction/solutions")."""
+    es = make_strategy("cma", np.zeros(dimensions), 0.1, popsize=2, seed=0)
+    for _ in range(3):
+        population = es.ask()
+        assert population.shape == (2, dimensions)
+        es.tell(population, -(population ** 2).sum(axis=1))
 
 
 def test_cma_searches_one_dimension_too():

@@ -299,9 +299,9 @@ class VectorCopies(Copies):
         stepped = self.everyone
         if self.ended:  # the previous step ended some: those copies reset (actions ignored)
             stepped = ~self.over
-            self.returns *= stepped
+            self.returns[self.over] = 0.0  # (not ``*= stepped``: a NaN return would stay NaN)
             self.lengths *= stepped
-            reward = reward * stepped
+            reward = np.where(stepped, reward, 0)
         frames = self.env.n_envs if stepped is self.everyone else int(stepped.sum())
         runner.frames += frames
         runner.total_frames += frames

@@ -205,11 +205,13 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     builder, env, _ = _builder(cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
+    components = make_components(cfg)
+    check_curricula(cfg, env, components)
     env.close()
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
-                          meta=make_components(cfg), verbose=cfg.logging.verbose)
+                          meta=components, verbose=cfg.logging.verbose)
 
 
 @dataclass
@@ -238,6 +240,25 @@ def make_components(cfg: Any) -> list[Any]:
     for name, kwargs in meta.items():
         check_required(kwargs, f"meta {name}", f"meta.{name}")
     return [make_component(name, **kwargs) for name, kwargs in meta.items()]
+
+
+def check_curricula(cfg: Any, env: Any, components: list[Any]) -> None:
+    """One line, in ``looprl run``'s terms, for a curriculum (``meta=[plr]``, ``[space]``) over
+    an environment that is not contextual (was: a hint for the Python API, once training ran)."""
+    from looprl.environments.contextual import contextual_envs
+    from looprl.meta import PLR, SPaCE
+    curricula = [c for c in components if isinstance(c, PLR | SPaCE)]
+    if not curricula:
+        return
+    try:
+        contextual_envs(env)
+    except (ValueError, TypeError):
+        name = type(curricula[0]).__name__.lower()
+        raise ValueError(
+            f"meta {name} picks the instances of a contextual environment, and env={cfg.env} "
+            "has none: set context.train=N with a range per context field "
+            "(context.ranges.NAME=[low,high], e.g. context.ranges.length=[0.25,1.0]), or "
+            "context.train=FILE (a YAML/JSON list of contexts)") from None
 
 
 def check_required(options: dict[str, Any], owner: str, node: str) -> None:
@@ -283,6 +304,7 @@ def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:
     builder.env(env).build()  # wrong values fail now, in one line
     seed_everything(cfg.seed)
     components = make_components(cfg)
+    check_curricula(cfg, env, components)
     options = dict(_plain(cfg.runner))
     name = options.pop("name")
     if cfg.resume:

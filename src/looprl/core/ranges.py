@@ -21,7 +21,10 @@ class Range:
     text: str = ""
 
     def holds(self, value: Any) -> bool:
-        """Whether ``value`` lies in the range (``None``, bools and non-numbers pass)."""
+        """Whether ``value`` lies in the range (``None``, bools and non-numbers pass, except
+        text: ``value_clip='abc'`` would fail later, deep in a loss)."""
+        if isinstance(value, str | bytes):
+            return False
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             return True
         above = value > self.low if self.open_low else value >= self.low

@@ -50,11 +50,18 @@ class CMAES:
     def __init__(self, x0: np.ndarray, sigma: float, popsize: int, seed: int,
                  options: dict[str, Any] | None = None):
         cma = import_extra("cma", "The cma strategy needs the cma package", "hpo")
+        if int(popsize) < 2:  # (cma's own error: "number of weights must be >=2, was 1")
+            raise ValueError(f"The cma strategy recombines the best half of each generation: "
+                             f"popsize must be >= 2, got {popsize}")
         rng = np.random.default_rng(seed)
         x0 = np.asarray(x0, dtype=np.float64)
         settings = {"popsize": int(popsize), "seed": np.nan, "verbose": -9,
                     "randn": lambda lam, n: rng.standard_normal((lam, n)),
-                    "CMA_diagonal": x0.size > DIAGONAL_ABOVE, **(options or {})}
+                    "CMA_diagonal": x0.size > DIAGONAL_ABOVE}
+        if int(popsize) < 3:  # (cma's step-size rule from 300 dimensions on, TPA, injects two
+            # individuals into each generation: with fewer than 3, tell() fails; CSA does not)
+            settings["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA
+        settings.update(options or {})
         self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
 
     @property
