@@ -61,6 +61,10 @@ def test_text_for_a_number_whose_default_is_none_is_refused_by_the_builder(value
     (was: "bad operand type for unary -: 'str'" after the preset was built)."""
     with pytest.raises(ValueError, match=rf"'value_clip' of ppo must be >= 0, got '{value}'"):
         classic_control.ppo.hyperparameters(value_clip=value)
+    from looprl.presets import continuous
+    with pytest.raises(ValueError, match=r"'target_entropy' of sac must be a number \(null: "
+                                         rf"-\|A\|\), got '{value}'"):
+        continuous.sac.hyperparameters(target_entropy=value)  # (was: "could not convert ...")
 
 
 def test_presets_built_directly_check_the_same_ranges() -> None:

@@ -374,3 +374,16 @@ def test_watch_without_pygame_is_a_one_line_error(
     trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _error_line(capsys, ["watch", str(trained[0] / "ppo" / "CartPole-v1"), "--episodes", "1"])
+
+
+def test_watch_best_of_a_run_without_evaluations_says_how_to_keep_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """(was: "No saved preset at .../best_preset.pt (train one with looprl train)", which a
+    run that trained and saved its preset does not explain)"""
+    from looprl.presets.classic_control import ppo
+
+    ppo.env(GymEnvironment("CartPole-v1")).device("cpu").build().save(str(tmp_path / "preset.pt"))
+    line = _error_line(capsys, ["watch", str(tmp_path), "--best"])
+    assert line == (f"looprl: error: No best_preset.pt in {tmp_path}: a run keeps its best agent "
+                    "when it evaluates during training (looprl run runner.eval_every=N; "
+                    "OnlineRunner(eval_every=N))")

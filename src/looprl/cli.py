@@ -181,6 +181,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
         from looprl.presets import load_preset
         name = "best_preset.pt" if args.best else "preset.pt"
         preset_file = run_dir / name if run_dir.is_dir() else run_dir
+        if not preset_file.exists() and args.best and run_dir.is_dir():
+            raise FileNotFoundError(f"No {name} in {run_dir}: a run keeps its best agent when "
+                                    "it evaluates during training (looprl run "
+                                    "runner.eval_every=N; OnlineRunner(eval_every=N))")
         if not preset_file.exists():
             raise FileNotFoundError(f"No saved preset at {preset_file} (train one with looprl "
                                     "train)")

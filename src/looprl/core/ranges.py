@@ -51,6 +51,7 @@ RANGES: dict[str, Range] = {
                      "aux_epochs", "aux_minibatch_size", "min_batch_size", "update_frequency",
                      "gradient_steps", "replay_buffer_size", "policy_delay"), COUNT),
     "atoms": Range(2, whole=True, text="a whole number >= 2"),
+    "target_entropy": Range(text="a number (null: -|A|)"),
     **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),
                     WHOLE),
 }
