@@ -17,7 +17,7 @@ import torch
 
 from looprl.core import Policy
 from looprl.core.files import load_file
-from looprl.environments import GymEnvironment
+from looprl.environments import GymEnvironment, StepResult
 from looprl.experiments import run_experiment
 from looprl.experiments.checkpoint import load_checkpoint
 from looprl.memory import ExperienceReplayBuffer, SegmentBuffer
@@ -335,6 +335,37 @@ def test_a_result_list_of_the_wrong_length_is_one_line_on_both_runtimes() -> Non
     with pytest.raises(ValueError) as error:
         runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
     _one_line(error, "TakingTurns.step() returned 1 results for 2 agents")
+
+
+@pytest.mark.parametrize("bad,found", [
+    (lambda obs: (obs, 1.0, False, {}), "returned a tuple for agent 0"),
+    (lambda obs: StepResult(obs=obs, reward=np.ones(1, np.float32), done=np.zeros(1, bool),
+                            info={}), "returned a StepResult whose obs is a ndarray, not a dict"),
+], ids=["a gym tuple", "bare obs array"])
+def test_a_result_that_is_not_a_step_result_is_one_line(bad, found) -> None:
+    """An SRL environment returning something else than ``StepResult`` s of dict observations
+    (on Ray, test_pipeline and the local collector alike): was ``AttributeError: 'tuple' object
+    has no attribute 'reward'`` or ``'numpy.ndarray' object has no attribute 'items'``."""
+    from looprl.collector import EnvRunner
+    from looprl.core import RolloutResult
+    from looprl.environments import SRLEnvironment
+
+    class Wrong(SRLEnvironment):
+        agent_count = 1
+
+        def reset(self):
+            return [StepResult(obs={"obs": np.zeros(3, np.float32)},
+                               reward=np.zeros(1, np.float32), done=np.zeros(1, bool), info={})]
+
+        def step(self, actions):
+            return [bad(np.zeros(3, np.float32))]
+
+    runner = EnvRunner(Wrong, n_envs=1)
+    request = runner.request()
+    with pytest.raises(ValueError) as error:
+        runner.step(0, RolloutResult(action=np.zeros(len(request.obs), np.int64)))
+    _one_line(error, f"Wrong.step() {found}", "return a StepResult(obs={'obs': array",
+              "step_result(...)")
 
 
 @pytest.mark.parametrize("make", [

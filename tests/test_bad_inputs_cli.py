@@ -122,6 +122,19 @@ def test_a_failing_torch_call_keeps_its_traceback_and_a_raise_of_looprls_is_one_
     assert is_bad_input(ours.value)
 
 
+def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> None:
+    """``runtime.num_cpus=2`` with 2 actors and a trainer (3 CPUs): the advice was "lower
+    runtime.num_cpus", which makes it worse."""
+    from looprl.distributed.cluster import check_local_resources
+    from looprl.distributed.config import RuntimeConfig
+
+    with pytest.raises(RuntimeError) as error:
+        check_local_resources(RuntimeConfig(actors=2, num_cpus=2), {"CPU": 2, "GPU": 0})
+    message = str(error.value)
+    assert "reserves 3 CPUs" in message and "raise runtime.num_cpus to 3" in message
+    assert "lower runtime.num_cpus" not in message
+
+
 # ---------------------------------------------------------------- looprl train / watch
 @pytest.mark.parametrize(("argv", "expected"), [
     (["train", "ppo", "CartPole-v1", "--threads", "-1"], "--threads: must be a whole number"),

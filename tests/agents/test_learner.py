@@ -92,6 +92,28 @@ def test_actors_wait_only_when_they_run_max_ahead_of_the_schedule() -> None:
     assert learner.updates == 9 and not learner.ready() and not learner.backlogged(1)
 
 
+def test_a_replay_learner_restored_without_its_replay_lets_actors_in_again() -> None:
+    """A Ray trainer resumes from a checkpoint without its replay (``Learner.state_dict``). The
+    steps owed on the lost transitions cannot be taken: kept owed, they held back every put
+    (``backlogged``, which a trainer worker's ``put`` waits on) while the empty replay let no
+    step run (``ready``), and a resumed DQN run hung."""
+    def learner() -> Learner:
+        return Learner(CountingTrainer(), ExperienceReplayBuffer(100),
+                       ReplaySchedule(2, min_size=0, update_frequency=1, gradient_steps=1,
+                                      max_ahead=8))
+
+    ahead = learner()
+    ahead.put(_segment(0, 21))  # 20 steps owed, none taken: the actors wait
+    assert ahead.backlogged(1)
+    restored = learner()
+    restored.load_state_dict(ahead.state_dict())
+    assert len(restored.buffer) == 0 and restored.observed == 20
+    assert not restored.backlogged(1)  # the actors' next transitions get in
+    restored.put(_segment(20, 4))
+    restored.train()  # and are trained on, on the schedule
+    assert restored.updates == 3 and not restored.ready() and not restored.backlogged(1)
+
+
 def test_on_policy_learner_steps_once_per_batch_of_streams_and_drops_stale_ones() -> None:
     trainer = CountingTrainer()
     learner = Learner(trainer, OnPolicyBuffer(batch_streams=2, max_lag=0))

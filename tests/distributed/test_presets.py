@@ -300,6 +300,35 @@ def test_ape_x_is_an_explicit_option_of_the_dqn_presets():
     env.close()
 
 
+@pytest.mark.parametrize("family,name", [("classic_control", "dqn"),
+                                         ("classic_control", "c51")])
+def test_a_ray_actors_epsilon_counts_the_env_steps_of_all_its_copies(family, name):
+    """``final_exploration_step`` counts env steps, on Ray each actor's: an actor stepping
+    ``envs_per_actor`` copies asks for their rows at once, and its epsilon is where the local
+    agent's is after as many env steps (it stayed 4 times higher with 4 copies: an actor's
+    exploration ran 4 times the preset's, and DQN's training returns stayed a random
+    policy's)."""
+    import importlib
+
+    from looprl.core import RolloutRequest
+
+    builder = getattr(importlib.import_module(f"looprl.presets.{family}"), name)
+    env = GymEnvironment("CartPole-v1")
+    preset = builder.hyperparameters(**REPLAY_SMALL, final_exploration_step=400).env(
+        env).device("cpu").build()
+    spec = DistributedRun(preset, RuntimeConfig(actors=1), frames=10_000, logdir=None,
+                          quiet=True).spec
+    remote, local = spec.make_policy(), preset.policy()  # a Ray actor's, the local agent's
+    for _ in range(50):  # 50 requests of 4 copies' rows, 200 single rows: 200 env steps each
+        remote.rollout(RolloutRequest(obs=torch.zeros(4, 4)))
+    for _ in range(200):
+        local.rollout(RolloutRequest(obs=torch.zeros(1, 4)))
+    epsilon = remote.hyperparameters()["hp/epsilon"].get()
+    assert epsilon == local.hyperparameters()["hp/epsilon"].get() == pytest.approx(
+        1.0 + (200 / 400) * (preset.hyperparameters["final_exploration"] - 1.0))
+    env.close()
+
+
 def test_ray_actors_make_the_presets_environment_with_its_arguments_and_meta():
     """A preset built on ``GymEnvironment(id, **kwargs)`` and given meta components through
     its builder: the spec's actors make the same env (its ``gym.make`` arguments) and run

@@ -29,8 +29,10 @@ def test_looprl_run_on_ray_logs_as_a_local_run(local_ray, tmp_path: Path, capsys
     monkeypatch.setattr(pipeline, "evaluation_episodes", lambda *args, seed: (
         seeds.append(seed), evaluation(*args, seed=seed))[1])
 
+    # (lockstep: the trainer has trained, and logged its loss, by the last progress line even
+    # on a loaded machine; asynchronous actors could reach the budget before its first step)
     code = main(["algorithm=dqn", "meta=[rnd]", "runtime=ray", "runtime.actors=2",
-                 "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
+                 "runtime.sync=true", "runtime.envs_per_actor=2", "algorithm.replay_start_size=200",
                  "algorithm.hidden=16", "frames=1000", "test_episodes=2",
                  f"hydra.run.dir={tmp_path}"])
     assert code == 0

@@ -54,6 +54,10 @@ class DQNPolicy(Policy):
     generator); ``evaluation_epsilon``: the rate of evaluation rows."""
 
     _coins: Coins | None = None  # (``rollout``'s)
+    #: a schedule of ``epsilon`` counts env steps, each row of a request one (the presets of
+    #: one environment, whose Ray actors ask for several copies' rows at once); ``False``: one
+    #: per call (the batched steps of the parallel presets, VQN and VSarsa)
+    epsilon_per_row: bool = False
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):
@@ -154,7 +158,7 @@ class DQNPolicy(Policy):
         if deterministic is True:
             return float(self.evaluation_epsilon)
         if rate is None:  # the exploration policy's (the constructor's epsilon without one)
-            rate = self.greedy.next_epsilon()
+            rate = self.greedy.next_epsilon(rows if self.epsilon_per_row else 1)
         if isinstance(rate, (float, int)) and not isinstance(deterministic, torch.Tensor):
             return float(rate)
         eps = torch.as_tensor(rate, dtype=torch.float32, device=self.device).flatten()

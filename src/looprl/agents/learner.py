@@ -223,6 +223,11 @@ class Learner(StepLoop, AgentBase):
         self.trainer = state["trainer"]
         for key in ("received", "dropped", "observed", "owed", "updates"):
             setattr(self, key, state[key])
+        if self.schedule is not None and len(self.buffer) == 0:
+            # the state holds no replay: the steps owed on the transitions it held cannot be
+            # taken, and kept owed they would hold back every put (``backlogged``) while the
+            # empty replay never lets a step run (``ready``): a deadlock
+            self.owed = 0
 
 
 def buffer_kind(trainer: Any, buffer: str | None = None) -> str:

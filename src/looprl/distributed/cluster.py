@@ -65,14 +65,17 @@ def start_ray(runtime: RuntimeConfig) -> bool:
 
 def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> None:
     """``RuntimeError`` if the run reserves more than a local instance would ``have``."""
-    for kind, wanted, options in (
-            ("CPU", runtime.reserved_cpus(), "runtime.num_cpus, runtime.actors or the "
-             "runtime.cpus_per_* options"),
-            ("GPU", runtime.reserved_gpus(), "runtime.gpus_per_trainer and "
+    cpus = "lower runtime.actors or the runtime.cpus_per_* options"
+    if runtime.num_cpus is not None:  # (the instance's size, which the user set too low)
+        cpus = (f"raise runtime.num_cpus to {math.ceil(runtime.reserved_cpus())} (or leave it "
+                f"unset), {cpus}")
+    for kind, wanted, advice in (
+            ("CPU", runtime.reserved_cpus(), cpus),
+            ("GPU", runtime.reserved_gpus(), "lower runtime.gpus_per_trainer and "
              "runtime.gpus_per_policy")):
         if wanted > have.get(kind, 0):
             raise RuntimeError(f"the run reserves {wanted:g} {kind}s and the local Ray "
-                               f"instance has {have.get(kind, 0):g}: lower {options}, or "
+                               f"instance has {have.get(kind, 0):g}: {advice}, or "
                                "join a cluster that has them (runtime.address=...)")
 
 

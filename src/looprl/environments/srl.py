@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
@@ -50,7 +51,21 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
                          f"{env.agent_count} agents; return one StepResult (or None) per agent")
+    for agent, result in enumerate(results):
+        if result is not None and not isinstance(getattr(result, "obs", None), dict | Mapping):
+            raise ValueError(f"{type(env).__name__}.{call}() returned {_what(result)} for agent "
+                             f"{agent}; return a StepResult(obs={{'obs': array, ...}}, reward, "
+                             "done, info) (looprl.environments.step_result(...) builds one) or "
+                             "None")
     return list(results)
+
+
+def _what(result: Any) -> str:
+    """How a result that is not a ``StepResult`` reads in an error."""
+    if not hasattr(result, "obs"):
+        return f"a {type(result).__name__}"
+    return (f"a {type(result).__name__} whose obs is a {type(result.obs).__name__}, not a dict "
+            "of arrays")
 
 
 def action_value(action: Any) -> Any:

@@ -154,9 +154,15 @@ class GreedyPolicy:
         many = isinstance(value, list | tuple)
         self.epsilon = [float(v) for v in value] if many else float(value)
 
-    def next_epsilon(self) -> float:
-        """The exploration rate of the next action (advances a schedule one step)."""
-        return self._epsilon.value if self._scheduled else self._epsilon
+    def next_epsilon(self, steps: int = 1) -> float:
+        """The exploration rate of the next action (advances a schedule ``steps`` steps: the
+        env steps of a batch whose rows each count one)."""
+        if not self._scheduled:
+            return self._epsilon
+        value = self._epsilon.value
+        for _ in range(steps - 1):  # (any schedule's ``value``: each read is a step)
+            self._epsilon.value  # noqa: B018
+        return value
 
     def no_grad(self, state: Any) -> torch.Tensor:
         """Epsilon-greedy actions for ``state`` (``choose``; no gradients are tracked)."""

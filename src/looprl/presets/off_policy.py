@@ -167,6 +167,14 @@ class QPreset(QNetworkPreset, ReplayPreset):
     """Base of the DQN family's replay presets: a ``QNetworkPreset`` with a ``C51Trainer``
     (``distributional``) or ``DQNTrainer``."""
 
+    def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
+               ) -> DQNPolicy:
+        """``QNetworkPreset.policy``, its epsilon schedule counting env steps (each of a Ray
+        actor's env copies' rows one, as the local agent's one environment counts them)."""
+        policy = super().policy(logger, device, copy_model)
+        policy.epsilon_per_row = True
+        return policy
+
     @property
     def double(self) -> bool:
         """Double-Q bootstrap (the ``double`` hyperparameter)."""
