@@ -244,12 +244,21 @@ def test_the_monitor_logs_the_workers_log_keys_as_a_local_run_does(tmp_path) -> 
 def test_runtime_options_are_checked() -> None:
     with pytest.raises(KeyError, match="runtime option.*'actor'.*mean 'actors'.*Valid"):
         RuntimeConfig.from_dict({"actor": 2})
-    with pytest.raises(ValueError, match="runtime.actors must be >= 1"):
+    with pytest.raises(ValueError, match="runtime.actors must be a whole number >= 1, got 0"):
         RuntimeConfig(actors=0)
     with pytest.raises(ValueError, match="groups .3. cannot exceed runtime.envs_per_actor .2."):
         RuntimeConfig(envs_per_actor=2, groups=3)
-    with pytest.raises(ValueError, match=r"runtime.trainer_threads must be >= 1 \(or null"):
+    with pytest.raises(ValueError, match=r"runtime.trainer_threads must be a whole number >= 1 "
+                                         r"\(or null"):
         RuntimeConfig(trainer_threads=0)
+    # (were: "invalid literal for int() with base 10: 'two'", naming no option, and max_lag
+    # refused only in the trainer worker, after Ray had started)
+    with pytest.raises(ValueError, match="runtime.actors must be a whole number >= 1, got 'two'"):
+        RuntimeConfig(actors="two")
+    with pytest.raises(ValueError, match=r"runtime.max_lag must be a whole number >= 0 \(or "
+                                         r"null: no limit\), got -1"):
+        RuntimeConfig(max_lag=-1)
+    assert RuntimeConfig(max_lag=0, actors=2.0).max_lag == 0
 
 
 def test_user_registrations_travel_with_the_spec() -> None:

@@ -308,12 +308,15 @@ class RuntimeConfig:
                                   "queue_batches", "publish_every", "torch_threads", "trainers")),
                              (0, ("policy_workers", "eval_workers", "max_restarts"))):
             for name in names:
-                if int(getattr(self, name)) < least:
-                    raise ValueError(f"runtime.{name} must be >= {least}, got "
+                if not _whole(getattr(self, name), least):
+                    raise ValueError(f"runtime.{name} must be a whole number >= {least}, got "
                                      f"{getattr(self, name)!r}")
-        if self.trainer_threads is not None and int(self.trainer_threads) < 1:
-            raise ValueError(f"runtime.trainer_threads must be >= 1 (or null: torch_threads), "
-                             f"got {self.trainer_threads!r}")
+        for name, least, null in (("trainer_threads", 1, "torch_threads"),
+                                  ("max_lag", 0, "no limit")):
+            value = getattr(self, name)
+            if value is not None and not _whole(value, least):
+                raise ValueError(f"runtime.{name} must be a whole number >= {least} (or null: "
+                                 f"{null}), got {value!r}")
         if self.sync and self.policy_workers:
             raise ValueError("runtime.sync needs each actor's own policy copy: set "
                              "runtime.policy_workers=0 (or runtime.sync=false)")
@@ -350,6 +353,12 @@ class RuntimeConfig:
     def reserved_gpus(self) -> float:
         """GPUs all workers reserve together."""
         return self.trainers * self.gpus_per_trainer + self.policy_workers * self.gpus_per_policy
+
+
+def _whole(value: Any, least: int) -> bool:
+    """Whether ``value`` is a whole number (not a bool or text) of at least ``least``."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and float(value).is_integer() and value >= least)
 
 
 def check_meta(components: list[Any], runtime: RuntimeConfig) -> None:

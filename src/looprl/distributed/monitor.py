@@ -48,6 +48,7 @@ class RunMonitor:
         self.last_losses: dict[str, float] = {}
         self.hyperparameters: dict[str, Hyperparameter] = {}
         self.actors_finished: dict[str, bool] = {}
+        self._acting: dict[str, Any] = {}  # actor 0's exploration ``hp/*`` (``acting_values``)
 
     def record(self, stats: dict[str, dict[str, Any]], seconds: float) -> None:
         """Log one poll's ``stats`` by worker name, ``seconds`` after the last."""
@@ -55,6 +56,7 @@ class RunMonitor:
         actors = {name: s for name, s in stats.items() if name.startswith("actor")}
         self._record_episodes(actors)
         self.actors_finished.update({name: s["finished"] for name, s in actors.items()})
+        self._acting.update(actors.get("actor0", {}).get("hp", {}))
         for name, s in stats.items():
             if name.startswith("eval") and s["episodes"]:
                 returns = [ret for ret, *_ in s["episodes"]]
@@ -148,8 +150,10 @@ class RunMonitor:
         latest steps (the dashboard's losses) and what its learners logged (``LossRecorder``)."""
         self.result.train_steps = stats["steps"]
         self._record_meta(self.trainers[0], stats["meta"], self.result.frames)
-        self.hyperparameters.update({key: _reading(value)
-                                     for key, value in stats.get("hp", {}).items()})
+        # the exploration's values are actor 0's: the trainer's copy of the policy never acts
+        values = stats.get("hp", {})
+        values = {**values, **{k: v for k, v in self._acting.items() if k in values}}
+        self.hyperparameters.update({key: _reading(value) for key, value in values.items()})
         means = {key: float(np.mean([s[key] for s in stats["stats"] if key in s]))
                  for key in dict.fromkeys(key for step in stats["stats"] for key in step)}
         self.last_losses.update(means)
@@ -161,8 +165,8 @@ class RunMonitor:
             getattr(log, f"add_{kind}")(name, value)
             log.frame = before
         self.log.frame = self.result.frames
-        if stats.get("hp"):
-            self.log.add_hyperparameters(stats["hp"])
+        if values:
+            self.log.add_hyperparameters(values)
 
 
 def _reading(value: Any) -> Hyperparameter:

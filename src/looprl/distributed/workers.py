@@ -26,6 +26,7 @@ from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
 from looprl.distributed.sender import SegmentSender
 from looprl.distributed.server import ParameterServer, unpack
+from looprl.meta.hyperparameters import acting_values
 
 __all__ = ["ActorWorker", "ParameterServer", "PolicyWorker", "Worker", "cuda_device", "named",
            "on_cpu", "run_spec"]
@@ -190,6 +191,7 @@ class ActorWorker(Worker):
         stats["env_faults"] = self.runner.restarts.pop()
         stats["env_call"] = env_call(self.runner)
         stats["finished"] = self._finished
+        stats["hp"] = acting_values(self.local.policy) if self.local is not None else {}
         return stats
 
     def run(self) -> None:

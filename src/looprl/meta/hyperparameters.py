@@ -24,7 +24,7 @@ from typing import Any
 from looprl.core import Hyperparameter, merge_hyperparameters
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Hyperparameter", "agent_hyperparameters", "unknown_hyperparameter"]
+__all__ = ["Hyperparameter", "acting_values", "agent_hyperparameters", "unknown_hyperparameter"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
@@ -34,6 +34,13 @@ def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
     if rates:
         found["hp/lr"] = merge_hyperparameters(*rates)["hp/lr"]
     return found
+
+
+def acting_values(policy: Any) -> dict[str, Any]:
+    """The ``hp/*`` values of ``policy``'s exploration (``hp/epsilon``, ``hp/temperature``):
+    they move as the policy acts, so on Ray an actor's copy holds them, not the trainer's."""
+    exploration = getattr(getattr(policy, "exploration", None), "hyperparameters", None)
+    return {} if exploration is None else {key: h.get() for key, h in exploration().items()}
 
 
 def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
