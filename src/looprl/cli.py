@@ -116,9 +116,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _saved(preset: Any, run_dir: Path, logdir: str, plot: bool) -> None:
-    """Save ``preset`` in ``run_dir`` and say where the logs, plot and preset are."""
+    """Say where the logs, plot and preset are; save ``preset`` in ``run_dir`` unless
+    ``run_experiment`` has (it does after training, not after Ctrl-C)."""
     from looprl.experiments import plot_returns_100
-    preset.save(str(run_dir / "preset.pt"))
+    if not (run_dir / "preset.pt").exists():
+        preset.save(str(run_dir / "preset.pt"))
     print(f"logs:   {run_dir}  (tensorboard --logdir {logdir})")
     if plot:
         print(f"plot:   {plot_returns_100(str(run_dir), filename=str(run_dir / 'returns100.png'))}")

@@ -100,3 +100,31 @@ def test_schedulable_reads_schedules_as_values_like_alls() -> None:
     # ALL's LinearScheduler: initial up to decay_start, linear to decay_end, then final
     assert [explorer.epsilon for _ in range(5)] == [1.0, 1.0, 0.5, 0.0, 0.0]
     assert explorer.gamma == 0.9
+
+
+def test_q_of_actions_stored_as_one_element_tensors_and_a_wrong_count() -> None:
+    """ALL gathers ``actions.view(-1, 1)``: ``(B, 1)`` actions (a replay of
+    ``torch.multinomial(probs, 1)`` actions) pick one value per state; looprl raised
+    ``gather``'s 'Index tensor must have the same number of dimensions'. Two actions for three
+    states silently gave two values; now one line."""
+    from looprl.approximation import QNetwork
+    from looprl.memory import ExperienceReplayBuffer
+
+    torch.manual_seed(0)
+    q = QNetwork(nn.Linear(4, 2))
+    states = _states()
+    flat = q.no_grad(states, torch.tensor([0, 1, 1]))
+    assert torch.equal(q.no_grad(states, torch.tensor([[0], [1], [1]])), flat)
+    replay = ExperienceReplayBuffer(10)
+    for _ in range(4):
+        replay.store(State(torch.randn(4)), torch.multinomial(torch.ones(2), 1),
+                     State(torch.randn(4)))
+    sampled, actions, _, _, _ = replay.sample(3)
+    assert actions.shape == (3, 1) and q.no_grad(sampled, actions).shape == (3,)
+    with pytest.raises(ValueError, match="2 actions .* of \\(3,\\) states"):
+        q.no_grad(states, torch.tensor([0, 1]))
+    dist = QDist(nn.Linear(4, 2 * 5), None, 2, 5, -1.0, 1.0)
+    assert torch.equal(dist.no_grad(states, torch.tensor([[0], [1], [1]])),
+                       dist.no_grad(states, torch.tensor([0, 1, 1])))
+    with pytest.raises(ValueError, match="give one action per state"):
+        dist.no_grad(states, torch.tensor([0, 1]))

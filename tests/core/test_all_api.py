@@ -111,3 +111,31 @@ def test_alls_logging_and_bodies_import_paths() -> None:
         assert issubclass(body, Body)
     assert ClipRewards is RewardClipping and callable(DeepmindAtariBody)
     assert IndependentMultiagentPreset.__module__ == "looprl.presets.multiagent.independent"
+
+
+def test_state_array_as_input_casts_to_float_as_alls_does() -> None:
+    """ALL's ``StateArray.as_input`` casts with ``.float()``: float64 (NumPy-made), integer and
+    bool observations reach a ``float32`` model; ``uint8`` images stay compact."""
+    torch.manual_seed(0)
+    q = QNetwork(nn.Linear(4, 2))
+    for dtype in (torch.float64, torch.int64, torch.bool):
+        states = StateArray({"observation": torch.ones(3, 4, dtype=dtype)}, (3,))
+        assert states.as_input("observation").dtype == torch.float32
+        assert torch.allclose(q.no_grad(states), q.no_grad(
+            StateArray({"observation": torch.ones(3, 4)}, (3,))))
+    from_numpy = State.array([State(torch.from_numpy(np.random.rand(4))) for _ in range(3)])
+    assert q.no_grad(from_numpy).shape == (3, 2)
+    assert q.no_grad(State(np.random.rand(4))).shape == (2,)
+    images = StateArray({"observation": torch.zeros(2, 1, 3, 3, dtype=torch.uint8)}, (2,))
+    assert images.as_input("observation").dtype == torch.uint8
+
+
+def test_state_array_of_a_tensor_entry_and_a_default_number() -> None:
+    """A tensor ``reward``/``mask`` next to a state's default number stacks, in either order."""
+    obs = torch.zeros(2)
+    for states in ([State(obs, reward=torch.tensor(1.0)), State(obs)],
+                   [State(obs), State(obs, reward=torch.tensor(1.0))]):
+        rewards = State.array(states).reward
+        assert sorted(rewards.tolist()) == [0.0, 1.0]
+    masks = State.array([State(obs, mask=torch.tensor(0.0)), State(obs)]).mask
+    assert masks.tolist() == [0.0, 1.0]

@@ -63,9 +63,9 @@ def test_frame_stack_single_states() -> None:
     body.act(_state([2.0, 2.0]))
     body.act(_state([3.0, 3.0], done=True))
     body.act(_state([4.0, 4.0]))  # first state of a new episode
-    seen = [s.observation[:, 0].tolist() for s in inner.states]
+    seen = [s.observation.view(3, 2)[:, 0].tolist() for s in inner.states]
     assert seen == [[1, 1, 1], [1, 1, 2], [1, 2, 3], [4, 4, 4]]
-    assert inner.states[0].observation.shape == (3, 2)
+    assert inner.states[0].observation.shape == (6,)  # concatenated, as ALL's
 
 
 def test_frame_stack_restarts_rows_that_were_done() -> None:
@@ -75,8 +75,29 @@ def test_frame_stack_restarts_rows_that_were_done() -> None:
     body.act(_array([[2.0], [20.0]], done=torch.tensor([False, True])))
     body.act(_array([[3.0], [30.0]]))
     last = inner.states[-1].observation
-    assert last.shape == (2, 2, 1)
-    assert last[:, :, 0].tolist() == [[2.0, 3.0], [30.0, 30.0]]
+    assert last.shape == (2, 2)
+    assert last.tolist() == [[2.0, 3.0], [30.0, 30.0]]
+
+
+def test_frame_stack_concatenates_along_the_first_axis_as_alls() -> None:
+    """ALL's ``FrameStack`` is ``torch.cat(frames, dim=0)`` (``dim=1`` for a ``StateArray``):
+    an ALL model built for ``(4, 84, 84)`` inputs takes stacked ``(1, 84, 84)`` frames."""
+    inner = Recorder()
+    body = FrameStack(inner, size=4)
+    frames = [torch.full((1, 84, 84), i, dtype=torch.uint8) for i in range(2)]
+    for frame in frames:
+        body.act(State(frame))
+    last = inner.states[-1].observation
+    assert last.shape == (4, 84, 84) and last.dtype == torch.uint8
+    assert torch.equal(last, torch.cat([frames[0]] * 3 + [frames[1]]))
+    inner = Recorder()
+    body = FrameStack(inner, size=4)
+    body.act(StateArray({"observation": torch.zeros(3, 1, 84, 84)}, (3,)))
+    assert inner.states[-1].observation.shape == (3, 4, 84, 84)
+    inner = Recorder()
+    body = FrameStack(inner, size=3)
+    body.act(_state(1.0))  # 0-d observations: (size,)
+    assert inner.states[-1].observation.tolist() == [1.0, 1.0, 1.0]
 
 
 def test_reward_clipping_to_sign() -> None:

@@ -208,6 +208,18 @@ def test_invalid_action_is_a_clear_error() -> None:
         env.step(5)
 
 
+def test_a_discrete_action_that_is_no_whole_number_is_one_line() -> None:
+    """A vector (action probabilities), a fraction or text for a ``Discrete`` space: one
+    line, not NumPy's reshape error, ``int()``'s, or ``0.7`` silently taken as action 0."""
+    env = GymEnvironment("CartPole-v1")
+    env.reset()
+    for action in (torch.tensor([0.2, 0.8]), torch.tensor(0.7), "a", None):
+        with pytest.raises(ValueError, match=r"Discrete\(2\) is one whole number"):
+            env.step(action)
+    for action in (1, torch.tensor(1), torch.tensor([0]), np.int64(1), 1.0):
+        env.step(action)
+
+
 def test_invalid_vector_actions_are_a_clear_error() -> None:
     env = GymEnvironment("CartPole-v1").duplicate(4)
     env.reset()
@@ -264,3 +276,19 @@ def test_duplicate_of_an_uncopyable_env_says_what_to_do() -> None:
         env.duplicate(2)
     vector = GymVectorEnvironment(lambda: _Locked(gym.make("CartPole-v1")), 2)
     assert vector.name == "CartPole-v1" and vector.reset().observation.shape == (2, 4)
+
+
+def test_an_environment_device_torch_cannot_use_is_one_line_when_made() -> None:
+    """Seed 003's ``AtariEnvironment(..., device='cuda')`` on a machine without a GPU, or a
+    misspelt device, was torch's AssertionError/RuntimeError at the first reset."""
+    from looprl.environments import DuplicateEnvironment
+
+    for make in (lambda d: GymEnvironment("CartPole-v1", device=d),
+                 lambda d: GymVectorEnvironment("CartPole-v1", 2, device=d),
+                 lambda d: DuplicateEnvironment([GymEnvironment("CartPole-v1")], device=d)):
+        with pytest.raises(ValueError, match="Unknown device 'gpu'"):
+            make("gpu")
+        if not torch.cuda.is_available():
+            with pytest.raises(ValueError, match="no CUDA GPU"):
+                make("cuda")
+        assert make(torch.device("cpu")).reset() is not None

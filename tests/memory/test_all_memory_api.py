@@ -135,3 +135,34 @@ def test_advantage_buffers_say_when_they_are_full_or_short() -> None:
     buffer.store(states, torch.zeros(2), torch.zeros(2))
     with pytest.raises(RuntimeError, match="call advantages"):
         buffer.store(states, torch.zeros(2), torch.zeros(2))
+
+
+def test_update_priorities_refuses_non_finite_and_miscounted_priorities() -> None:
+    """A NaN/inf TD error would poison the sum tree (every later sample drawn from one leaf,
+    or NaN weights); a list of the wrong length would be NumPy's broadcast error."""
+    replay = PrioritizedReplayBuffer(10)
+    for i in range(4):
+        replay.store(_s(i), 0, _s(i + 1))
+    replay.sample(3)
+    with pytest.raises(FloatingPointError, match="non-finite priorities"):
+        replay.update_priorities(torch.tensor([float("nan"), 1.0, 1.0]))
+    with pytest.raises(FloatingPointError, match="non-finite priorities"):
+        replay.update_priorities(torch.tensor([float("inf"), 1.0, 1.0]))
+    with pytest.raises(ValueError, match="got 2 priorities for 3 transitions"):
+        replay.update_priorities(torch.tensor([1.0, 2.0]))
+    replay.update_priorities(torch.tensor([1.0, 2.0, 3.0]))
+    assert torch.isfinite(replay.sample(4)[4]).all()
+
+
+def test_replay_buffers_check_their_device_and_generator_when_made() -> None:
+    """A device torch cannot use here is one line when the buffer is made (it was an
+    AssertionError deep in the first ``sample``); ALL's ``store_device`` is named."""
+    with pytest.raises(ValueError, match="Unknown device 'gpu'"):
+        ExperienceReplayBuffer(10, device="gpu")
+    with pytest.raises(ValueError, match="Unknown device"):
+        PrioritizedReplayBuffer(10, device="gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            ExperienceReplayBuffer(10, device="cuda")
+    with pytest.raises(TypeError, match="store_device is not ported"):
+        ExperienceReplayBuffer(10, "cpu", "cpu")

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from looprl.approximation.approximation import Approximation
+from looprl.approximation.q_network import action_index
 from looprl.core.state import State
 
 __all__ = ["ExpectedQ", "QDist", "QDistModule", "project_distribution"]
@@ -59,8 +60,8 @@ class QDistModule(nn.Module):
             probs = self.probabilities(state)
         if actions is None:
             return probs
-        actions = torch.as_tensor(actions, device=probs.device)
-        index = actions.long().view(*actions.shape, 1, 1).expand(*actions.shape, 1, probs.shape[-1])
+        actions = action_index(actions, probs.shape[:-2], probs.device)
+        index = actions.view(*actions.shape, 1, 1).expand(*actions.shape, 1, probs.shape[-1])
         return probs.gather(-2, index).squeeze(-2)
 
 

@@ -5,6 +5,7 @@ to the model."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -14,7 +15,7 @@ from looprl.approximation.approximation import Approximation
 from looprl.core.state import State
 from looprl.nn import RLNetwork
 
-__all__ = ["QModule", "QNetwork"]
+__all__ = ["QModule", "QNetwork", "action_index", "gather_actions"]
 
 
 class QModule(RLNetwork):
@@ -32,9 +33,24 @@ class QModule(RLNetwork):
 
 def gather_actions(values: torch.Tensor, actions: Any) -> torch.Tensor:
     """``values[..., actions]`` row by row: ``(*batch, num_actions)`` to ``batch``."""
+    actions = action_index(actions, values.shape[:-1], values.device)
+    return values.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+def action_index(actions: Any, batch: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``actions`` as one ``long`` index per row of ``batch``: ``(B, 1)`` actions (a stored
+    ``torch.multinomial(probs, 1)``) are one per row too, as ALL's ``actions.view(-1, 1)``
+    takes them; another count is a one-line ``ValueError``, not ``gather``'s error or a
+    silently shorter result."""
     if not isinstance(actions, torch.Tensor):
-        actions = torch.as_tensor(actions, device=values.device)
-    return values.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        actions = torch.as_tensor(actions, device=device)
+    if actions.shape != batch:
+        if actions.numel() != math.prod(batch):
+            raise ValueError(f"{actions.numel()} actions (shape {tuple(actions.shape)}) for "
+                             f"action values of {tuple(batch)} states: give one action per "
+                             "state")
+        actions = actions.reshape(batch)
+    return actions.long()
 
 
 class QNetwork(Approximation):

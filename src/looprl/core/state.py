@@ -59,13 +59,27 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.size == 1
 
 
-def _stack(key: str, values: list[torch.Tensor]) -> torch.Tensor:
+def _stack(key: str, values: list[Any]) -> torch.Tensor:
     try:
         return torch.stack(values)
+    except TypeError:  # a number (a default reward, done or mask) next to tensors
+        first = values[0]
+        return _stack(key, [torch.as_tensor(v, dtype=first.dtype, device=first.device)
+                            for v in values])
     except RuntimeError:
         shapes = sorted({tuple(v.shape) for v in values})
         raise ValueError(f"State.array: the states' {key!r} entries have different shapes "
                          f"{shapes}; give every state the same {key!r} shape") from None
+
+
+def _model_input(value: torch.Tensor) -> torch.Tensor:
+    """``value`` as models take it: ``float32`` (ALL's ``as_input`` casts every input with
+    ``.float()``: float64, integer and bool observations included), except ``uint8`` images,
+    which looprl's image models scale themselves."""
+    dtype = getattr(value, "dtype", None)  # (None: fields of a NamedArray, passed as they are)
+    if dtype is None or dtype == torch.float32 or dtype == torch.uint8:
+        return value
+    return value.float()
 
 
 def _batch_shape(shape: Any) -> tuple[int, ...]:
@@ -211,8 +225,9 @@ class State(dict):
         return self.apply_mask(self.as_output(model(*[self.as_input(key) for key in keys])))
 
     def as_input(self, key: str) -> torch.Tensor:
-        """The entry ``key`` as a batch of one row, as batch-first models take it."""
-        return torch.as_tensor(self[key]).unsqueeze(0)
+        """The entry ``key`` as a batch of one row, as batch-first models take it (``float32``,
+        as ``StateArray.as_input``: ``_model_input``)."""
+        return _model_input(torch.as_tensor(self[key]).unsqueeze(0))
 
     def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
         """A batch-first model's output for ``as_input`` without the batch dimension."""
@@ -300,8 +315,10 @@ class StateArray(State):
         return self._new(x, tuple(shape))
 
     def as_input(self, key: str) -> torch.Tensor:
+        """The entry ``key`` with the batch dimensions flattened into one, ``float32`` as in
+        ALL (``uint8`` images stay compact: ``_model_input``)."""
         value = self[key]
-        return value.reshape((-1, *value.shape[len(self._shape) :]))
+        return _model_input(value.reshape((-1, *value.shape[len(self._shape) :])))
 
     def as_output(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.view((*self._shape, *tensor.shape[1:]))

@@ -29,6 +29,22 @@ def check_count(**values: Any) -> None:
             raise ValueError(f"{name} must be positive (a whole number), got {value!r}")
 
 
+def check_device(device: Any) -> Any:
+    """Return ``device`` if torch can use it here, else raise a one-line ``ValueError``."""
+    import torch
+
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ValueError(f"Unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"Device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU "
+            "here; use 'cpu'"
+        )
+    return device
+
+
 def check_positive(**values: Any) -> None:
     """A one-line ``ValueError`` for a value (not ``None``) that is not positive."""
     for name, value in values.items():

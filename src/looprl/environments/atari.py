@@ -17,6 +17,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
+from looprl.core.suggest import check_device
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
@@ -36,6 +37,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
     def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
+        check_device(device)
         env = make_ale_vector_env(name, n_envs, num_threads=num_threads, **options)
         super().__init__(env, game_name(name), n_envs, device, seed)
         self._arguments = (name, num_threads, options)

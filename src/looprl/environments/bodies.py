@@ -37,8 +37,10 @@ class Body(AgentWrapper, Agent, ParallelAgent):
 
 
 class FrameStack(Body):
-    """Stack the last ``size`` observations along a new axis after the batch dimensions (a new
-    episode starts with ``size`` copies of its first observation)."""
+    """The last ``size`` observations concatenated along their first axis after the batch
+    dimensions, as ALL's ``FrameStack``: ``(1, 84, 84)`` frames become ``(size, 84, 84)``,
+    flat ``(n,)`` ones ``(size * n,)`` (a 0-d observation: ``(size,)``). A new episode starts
+    with ``size`` copies of its first observation."""
 
     def __init__(self, agent: Any, size: int = 4):
         super().__init__(agent)
@@ -61,7 +63,9 @@ class FrameStack(Body):
                 frames = torch.where(view, new.expand_as(frames), frames)
         self._frames = frames.contiguous()
         self._done = torch.as_tensor(state.done, device=observation.device).bool()
-        return state.update("observation", self._frames)
+        if observation.dim() == axis:  # 0-d observations: the stack is the concatenation
+            return state.update("observation", self._frames)
+        return state.update("observation", self._frames.flatten(axis, axis + 1))
 
 
 class RewardClipping(Body):

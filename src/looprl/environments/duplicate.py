@@ -14,6 +14,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
+from looprl.core.suggest import check_device
 from looprl.environments.atari import AtariEnvironment
 from looprl.environments.base import Environment, VectorEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
@@ -40,6 +41,7 @@ class DuplicateEnvironment(VectorEnvironment):
     entries that every copy's ``State`` has (``AtariEnvironment``'s ``life_lost``)."""
 
     def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
+        check_device(device)
         self.envs = _checked(envs)
         self.n_envs = len(self.envs)
         self.name = self.envs[0].name

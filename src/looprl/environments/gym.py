@@ -12,6 +12,7 @@ import torch
 from looprl.core import State
 from looprl.core.imports import is_import_path
 from looprl.core.state import as_observation
+from looprl.core.suggest import check_device
 from looprl.environments.base import Environment
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output
 from looprl.environments.gym_helpers import (
@@ -45,6 +46,7 @@ class GymEnvironment(Environment):
                  name: str | None = None, legacy_gym: bool = False,
                  wrap_env: Callable[[gym.Env], gym.Env] | None = None,
                  seed: int | None = None, **make_kwargs: Any):
+        check_device(device)
         if legacy_gym:
             raise ValueError("legacy_gym=True asks for the old 'gym' package, which looprl does "
                              "not run: drop it and use Gymnasium's id (gymnasium.make covers "

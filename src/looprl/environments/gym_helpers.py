@@ -50,7 +50,10 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
     ``space`` (of one environment) expects; ``Box`` actions are clipped to its bounds."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
-        return int(np.asarray(action).reshape(()))
+        array = np.asarray(action)
+        if array.size == 1 and array.dtype.kind in "iub":
+            return int(array.reshape(()))
+        return _discrete_action(array, space)
     if isinstance(space, gym.spaces.Box):
         shape = space.shape if n_envs is None else (n_envs, *space.shape)
         array = np.asarray(action, dtype=space.dtype)
@@ -58,6 +61,16 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
             raise ValueError(f"Action of shape {array.shape} does not fit the action space {space}")
         return np.clip(array.reshape(shape), space.low, space.high)
     return action
+
+
+def _discrete_action(array: np.ndarray, space: gym.Space) -> int:
+    """One whole number for a ``Discrete`` space, else a one-line ``ValueError`` (it was
+    NumPy's reshape error, ``int()``'s, or a silently truncated ``0.7 -> 0``)."""
+    if array.size == 1 and array.dtype.kind == "f" and float(array.reshape(())).is_integer():
+        return int(array.reshape(()))
+    text = repr(array.tolist()) if array.size <= 8 else f"an array of shape {array.shape}"
+    raise ValueError(f"An action for the space {space} is one whole number (a 0-d or "
+                     f"one-element tensor or array), got {text}")
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:

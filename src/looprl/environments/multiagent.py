@@ -26,6 +26,7 @@ import gymnasium as gym
 import torch
 
 from looprl.core import MultiagentState
+from looprl.core.suggest import check_device
 from looprl.environments.srl import Environment, StepResult, checked_results
 from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
 
@@ -138,6 +139,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
                  seed: int | None = None, flatten: bool = True,
                  remote: tuple[str, dict[str, Any]] | None = None,
                  render_mode: str | None = None):
+        check_device(device)
         self._given_name = zoo_env if isinstance(zoo_env, str) else None
         if self._given_name is not None:
             name = name or zoo_env.rpartition(".")[2]

@@ -12,6 +12,7 @@ import torch
 
 from looprl.core import StateArray
 from looprl.core.state import as_observation
+from looprl.core.suggest import check_device
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import failure, unpack_hint
 from looprl.environments.gym_helpers import action_to_numpy, check_env_id, env_name, shape_changed
@@ -56,6 +57,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
     def __init__(self, env: Any, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None):
+        check_device(device)
         self.env = env
         self.name = name
         self.n_envs = n_envs

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +34,8 @@ from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, agent_hub
 from looprl.meta.hyperparameters import agent_hyperparameters
 
-__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "seed_everything"]
+__all__ = ["Experiment", "ParallelEnvExperiment", "SingleEnvExperiment", "logger_object",
+           "seed_everything"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,20 @@ def _log_scalars(hub: MetaHub, logger: Any) -> None:
         logger.add_log(key[4:], value)
 
 
+def logger_object(logger: Any) -> Any:
+    """An ``Experiment``'s ``logger`` argument: a logger object, or ``None`` for the default
+    ``ExperimentLogger``; ALL's name ``"tensorboard"`` (its default) is that default too, and
+    any other name is one ``ValueError`` line."""
+    if not isinstance(logger, str):
+        return logger
+    if logger == "tensorboard":
+        return None
+    raise ValueError(f"logger={logger!r}: looprl's experiments log to TensorBoard and CSV files "
+                     "(logger='tensorboard', the default); ALL's 'comet' is not ported. Mirror "
+                     "the scalars to Weights & Biases with ExperimentLogger(..., wandb={...}), or "
+                     "pass a logger object")
+
+
 class Experiment:
     """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
     ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it, on the collector
@@ -56,6 +72,8 @@ class Experiment:
         train_steps: the training budget in frames (schedules anneal over it).
         render: show the environment while training (created with ``render_mode='human'``).
         verbose: write losses and debugging statistics to TensorBoard.
+        logger: a logger object (default: an ``ExperimentLogger``); ALL's ``"tensorboard"``
+            means the default.
         seed: seeds torch, the environment and the agent's units (``seed_everything(seed)``
             before building the preset seeds its initial weights).
         meta: meta components run after the preset's own (``preset.meta``).
@@ -88,6 +106,7 @@ class Experiment:
         self.train_steps, self.quiet, self.render = train_steps, quiet, render
         self.seed, self.verbose = seed, verbose
         self._check_render()
+        logger = logger_object(logger)
         self.logger = logger or ExperimentLogger(
             self.name, env.name, logdir, verbose,
             run_info={"hyperparameters": getattr(preset, "hyperparameters", {})})
@@ -280,6 +299,17 @@ class Experiment:
                         "environments, which cuts their episodes short (the agent sees them "
                         "truncated)", type(self.vector_env).__name__)
             return self.vector_env
+
+    def save(self) -> str | None:
+        """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's
+        ``Experiment.save``; ``looprl watch RUN_DIR`` plays it); its path (``None``: a logger
+        without a directory, such as ``DummyLogger``, saves nothing)."""
+        log_dir = getattr(self.logger, "log_dir", None)
+        if log_dir is None:
+            return None
+        path = os.path.join(str(log_dir), "preset.pt")
+        self.preset.save(path)
+        return path
 
     def close_loggers(self) -> None:
         """Close the experiment's loggers (safe to call more than once)."""

@@ -18,6 +18,7 @@ from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
     SingleEnvExperiment,
+    logger_object,
     seed_everything,
 )
 from looprl.experiments.multiagent import MultiagentEnvExperiment
@@ -89,7 +90,7 @@ def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Any:
 def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                    quiet: bool = False, render: bool = False, test_episodes: int = 100,
                    verbose: bool = True, seed: int | None = None, meta: Sequence[Any] = (),
-                   ) -> list[ExperimentResult]:
+                   logger: str = "tensorboard") -> list[ExperimentResult]:
     """Train every agent on every environment for ``frames`` frames, then evaluate; one
     ``ExperimentResult`` per run.
 
@@ -99,12 +100,18 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
             acts in), one or a list.
         test_episodes: evaluation episodes after training (0 to skip).
         logdir, quiet, render, verbose, seed, meta: ``Experiment``'s, for every run.
+        logger: ALL's argument: ``"tensorboard"`` (TensorBoard and CSV files), the only one.
 
     Raises:
         FloatingPointError: a run diverged (its logs until then are kept).
         TrainingInterrupted: Ctrl-C (its logs until then are kept).
     """
     check_frames(frames)
+    if not isinstance(logger, str):  # (each run makes its own logger: one cannot be shared)
+        raise TypeError(f"run_experiment's logger is ALL's name 'tensorboard', got "
+                        f"{type(logger).__name__}; pass a logger object to an Experiment "
+                        "(SingleEnvExperiment(preset, env, logger=...))")
+    logger_object(logger)  # (one line for another name, before anything is built)
     _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
                      render=render, verbose=verbose)
     results = []
@@ -151,10 +158,24 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
+def _save(experiment: Experiment) -> None:
+    """``{log_dir}/preset.pt`` of the trained preset, as ALL's ``run_experiment`` writes it
+    (``looprl watch RUN_DIR`` plays it); a preset that cannot be saved is a warning: the run
+    and its results stand."""
+    if not callable(getattr(experiment.preset, "save", None)):
+        return
+    try:
+        experiment.save()
+    except Exception as error:  # noqa: BLE001 - (pickling fails in many ways)
+        log.warning("%s: the preset was not saved to %s/preset.pt (%s: %s)", experiment.name,
+                    experiment.logger.log_dir, type(error).__name__, error)
+
+
 def _run(experiment: Experiment, frames: float, test_episodes: int) -> ExperimentResult:
     """Train and test ``experiment``; its logs are closed even if training fails."""
     try:
         experiment.train(frames=frames)
+        _save(experiment)
         returns = experiment.test(episodes=test_episodes) if test_episodes > 0 else []
     except FloatingPointError as error:
         raise FloatingPointError(f"{error} Logs until then: {experiment.logger.log_dir}") from error

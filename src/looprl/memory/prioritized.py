@@ -110,6 +110,16 @@ class Prioritized:
         if index is None:
             raise RuntimeError("update_priorities() needs a sample() first")
         priorities = np.abs(np.asarray(as_numpy(priorities), np.float64).reshape(-1)) + self.epsilon
+        if priorities.shape != index.shape:
+            raise ValueError(f"update_priorities got {priorities.size} priorities for "
+                             f"{index.size} transitions: give one per sampled transition "
+                             "(the TD errors of the last sample(batch_size), in its order)")
+        if not np.isfinite(priorities).all():
+            raise FloatingPointError(
+                f"update_priorities got non-finite priorities "
+                f"{priorities[~np.isfinite(priorities)][:3].tolist()}: training diverged (a NaN "
+                "or inf TD error would corrupt every later sample). Try a lower learning rate "
+                "or gradient clipping (clip_grad).")
         self.max_priority = max(self.max_priority, float(priorities.max()))
         return index, priorities**self.alpha
 

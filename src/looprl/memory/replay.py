@@ -20,7 +20,7 @@ import torch
 
 from looprl.core import SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_device
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.windows import (
     fields,
@@ -62,6 +62,11 @@ class ReplayContents:
         if size < self._min_size:
             raise ValueError(f"Replay buffer size must be at least {self._min_size}, got {size}")
         check_count(n_step=n_step)
+        check_device(device)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"{type(self).__name__}'s third argument is a torch.Generator, got "
+                            f"{generator!r:.40}; ALL's store_device is not ported: transitions "
+                            "are kept on device")
         self.size = int(size)
         self.device = device
         self.generator = generator

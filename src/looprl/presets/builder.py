@@ -12,7 +12,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.ranges import check_ranges
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import check_device, did_you_mean
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 
@@ -37,20 +37,6 @@ def check_type(key: str, value: Any, default: Any) -> None:
 def default_device() -> str:
     """``'cuda'`` when a GPU is available, else ``'cpu'``."""
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def check_device(device: str | torch.device) -> str | torch.device:
-    """Return ``device`` if torch can use it here, else raise a one-line ``ValueError``."""
-    try:
-        kind = torch.device(device).type
-    except (RuntimeError, TypeError):
-        raise ValueError(f"Unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'") from None
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"Device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU "
-            "here; use 'cpu'"
-        )
-    return device
 
 
 class PresetBuilder:

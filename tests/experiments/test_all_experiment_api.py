@@ -1,0 +1,56 @@
+"""ALL 0.9's experiment API as an ALL user calls it: ``logger="tensorboard"`` (ALL's
+default; ``"comet"``) and ``Experiment.save()``, which ALL's ``run_experiment`` calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from looprl.core import DummyLogger
+from looprl.environments import GymEnvironment
+from looprl.experiments import SingleEnvExperiment, run_experiment
+from looprl.presets import load_preset
+from looprl.presets.classic_control import dqn
+
+
+def _preset(env: GymEnvironment):
+    return dqn.hyperparameters(replay_start_size=50, hidden=8).env(env).device("cpu").build()
+
+
+def test_alls_logger_names_tensorboard_is_the_default_and_comet_one_line(tmp_path) -> None:
+    """The string was used as the logger ('str' object has no attribute 'frame' once
+    training began); ``run_experiment`` refused the keyword."""
+    env = GymEnvironment("CartPole-v1")
+    experiment = SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), quiet=True,
+                                     logger="tensorboard")
+    experiment.train(frames=20)
+    assert experiment.frame == 20 and (tmp_path / "dqn").is_dir()
+    experiment.close()
+    results = run_experiment(dqn.device("cpu"), env, 20, logdir=str(tmp_path), quiet=True,
+                             test_episodes=1, logger="tensorboard")
+    assert results[0].frames >= 20
+    with pytest.raises(ValueError, match="'comet' is not ported"):
+        SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), logger="comet")
+    with pytest.raises(ValueError, match="'comet' is not ported"):
+        run_experiment(dqn.device("cpu"), env, 20, logdir=str(tmp_path), logger="comet")
+    with pytest.raises(TypeError, match="pass a logger object to an Experiment"):
+        run_experiment(dqn.device("cpu"), env, 20, logdir=str(tmp_path), logger=DummyLogger())
+
+
+def test_experiment_save_and_run_experiment_write_the_preset(tmp_path) -> None:
+    """ALL's ``Experiment.save()`` writes ``{log_dir}/preset.pt``; its ``run_experiment``
+    saves the trained preset there, which ``looprl watch RUN_DIR`` reads."""
+    env = GymEnvironment("CartPole-v1")
+    experiment = SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), quiet=True)
+    experiment.train(frames=20)
+    path = Path(experiment.save())
+    assert path == Path(experiment.logger.log_dir) / "preset.pt"
+    assert load_preset(str(path)).name == "dqn"
+    experiment.close()
+    quiet = SingleEnvExperiment(_preset(env), env, logger=DummyLogger(), quiet=True)
+    assert quiet.save() is None  # no run directory: nothing written
+    results = run_experiment(dqn.device("cpu"), env, 20, logdir=str(tmp_path / "runs"),
+                             quiet=True, test_episodes=1)
+    saved = Path(results[0].log_dir) / "preset.pt"
+    assert saved.is_file() and load_preset(str(saved)).name == "dqn"
