@@ -38,6 +38,7 @@ RAY_TESTS = (
     "tests/distributed/test_reaper.py",
     "tests/distributed/test_user_parts_on_ray.py",
     "tests/distributed/test_seed004_user.py::test_the_users_parts_run_on_ray_with_two_actors",
+    "tests/distributed/test_policy_without_module.py::test_it_runs_in_test_pipeline_and_on_ray",
     "tests/distributed/test_gpu.py",
     "tests/distributed/test_ddp.py::test_two_ddp_trainers_stay_in_sync_and_survive_a_killed",
     "tests/runners/test_pbt.py",

@@ -197,6 +197,67 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20, meta=[WrongShape()])
 
 
+@pytest.mark.parametrize(("builder", "key", "value", "message"), [
+    # each was taken: epsilon 2 explored silently as 1, the rest failed deep in torch
+    (SMALL_DQN, "hp/epsilon", 2.0, r"hp/epsilon must be in \[0, 1\], got 2.0"),
+    (SMALL_DQN, "hp/lr", "fast", "hp/lr must be >= 0, got 'fast'"),
+    (SMALL_DQN, "hp/batch_size", -5, "hp/batch_size must be a whole number >= 1, got -5"),
+    (SMALL_DQN.hyperparameters(exploration="stochastic"), "hp/temperature", 0.0,
+     r"hp/temperature must be positive \(> 0\), got 0.0"),
+    (SMALL_PPO, "hp/clip", float("nan"), "hp/clip must be >= 0, got nan"),
+])
+def test_a_hyperparameter_value_the_agent_cannot_take_is_one_line(builder, key, value, message,
+                                                                  tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        _experiment(builder, "CartPole-v1", tmp_path, 300, meta=[SetHyperparameter(key, value)])
+    assert "\n" not in str(info.value)
+
+
+class WrongBatch(MetaComponent):
+    def __init__(self):
+        super().__init__()
+        self.pre_update_methods.append(lambda m: m.__setitem__("batch", m["batch"].to_dict()))
+
+
+def test_a_batch_replaced_by_something_else_is_one_line(tmp_path: Path) -> None:
+    # was: AttributeError: 'dict' object has no attribute ... inside the trainer
+    with pytest.raises(TypeError, match=r"metrics\['batch'\] as a dict; it must stay a "
+                                        "SampleBatch"):
+        _experiment(SMALL_PPO, "CartPole-v1", tmp_path, 100, meta=[WrongBatch()])
+
+
+class MisspelledHook(MetaComponent):
+    """Mighty's style with a typo: the list was never called, and the run went on without it."""
+
+    def __init__(self):
+        super().__init__()
+        self.post_stpe_methods = [lambda m: None]
+
+
+class NoSuperInit(MetaComponent):
+    def __init__(self):  # no super().__init__(): an AttributeError deep in the hub
+        self.post_step_methods = [lambda m: None]
+
+
+class NotCallable(MetaComponent):
+    def __init__(self):
+        super().__init__()
+        self.post_step_methods.append(3)  # a TypeError at the first step
+
+
+@pytest.mark.parametrize(("component", "error", "message"), [
+    (MisspelledHook, ValueError,
+     r"MisspelledHook.post_stpe_methods: 'post_stpe' is no hook.*Did you mean 'post_step'"),
+    (NoSuperInit, TypeError, r"NoSuperInit has no pre_episode_methods: call super\(\).__init__"),
+    (NotCallable, TypeError, r"NotCallable.post_step_methods holds 3, which is not callable"),
+])
+def test_hook_lists_the_loop_would_not_call_are_one_line(component, error, message,
+                                                         tmp_path: Path) -> None:
+    with pytest.raises(error, match=message) as info:
+        _experiment(SMALL_DQN, "CartPole-v1", tmp_path, 20, meta=[component()])
+    assert "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("builder", "env_id"),
     [(SMALL_DQN.hyperparameters(buffer="uniform"), "CartPole-v1"), (SMALL_SAC, "Pendulum-v1")],

@@ -37,6 +37,19 @@ def test_integer_targets_are_ints_clipped_to_their_bounds(small_ppo):
         assert values["lr"] == pytest.approx(expected[1])
 
 
+def test_a_step_puts_the_values_on_its_grid(small_ppo):
+    # the spec's "step" (Optuna's grid) was ignored: ES searched any value in the range
+    runner = _es(small_ppo, search_targets={
+        "minibatch_size": {"type": "int", "low": 16, "high": 64, "step": 16},
+        "hp/clip": {"type": "float", "low": 0.1, "high": 0.35, "step": 0.1}})
+    for unit in np.linspace(-0.5, 1.5, 41):
+        _, values = runner.decode(np.array([unit, unit]))
+        assert values["minibatch_size"] in (16, 32, 48, 64)
+        assert values["hp/clip"] in (0.1, 0.2, 0.3)
+    _, values = runner.decode(np.array([1.0, 1.0]))
+    assert values == {"minibatch_size": 64, "hp/clip": 0.3}
+
+
 def test_preset_targets_build_each_individual_with_its_values(small_ppo):
     runner = _es(small_ppo.hyperparameters(linear_lr=False),
                  search_targets={"minibatch_size": (16, 64), "lr": (1e-4, 1e-2)})

@@ -96,6 +96,13 @@ def test_the_preset_values_reach_the_agent(small_ppo):
     ({"lr": {"type": "float", "lo": 0, "high": 1}}, "unknown key 'lo'; valid keys"),
     ({"lr": {"type": "float", "low": 0.0, "high": 1.0, "log": True}}, "needs low > 0"),
     ({"clip": {"type": "categorical", "choices": []}}, "non-empty list of 'choices'"),
+    # a bad step was Optuna's error at run(), or an int range's 2.5 silently made 2
+    ({"lr": {"low": 1e-4, "high": 1e-2, "log": True, "step": 1e-4}}, "log range takes no step"),
+    ({"clip": {"type": "float", "low": 0.1, "high": 0.3, "step": 0}}, "step must be a number > 0"),
+    ({"clip": {"type": "float", "low": 0.1, "high": 0.3, "step": "0.1"}}, "step must be a number"),
+    ({"clip": {"type": "float", "low": 0.1, "high": 0.3, "step": 0.5}}, "wider than the range"),
+    ({"n_steps": {"type": "int", "low": 16, "high": 64, "step": 2.5}}, "needs an int step"),
+    ({"clip": {"type": "float", "low": 0.1, "high": 0.3, "log": "no"}}, "log must be true or"),
 ])
 def test_bad_search_spaces_are_one_line_errors(small_ppo, space, message):
     with pytest.raises(SearchSpaceError, match=message) as info:

@@ -221,3 +221,26 @@ def test_a_population_shares_a_gpu(small_ppo, tmp_path, local_ray) -> None:
     train_results, _ = runner.run()
     assert len(train_results["members"]) == 2
     assert str(runner.experiment.preset.device).startswith("cuda")
+
+
+def test_without_trials_it_starts_a_local_instance_and_joins_no_other_ray(
+        small_ppo, monkeypatch) -> None:
+    # was: ray.init(num_cpus=...), which joins a Ray instance another session started on the
+    # machine (or fails there: num_cpus cannot be given to a cluster it joins)
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def init(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=64, perturbation_interval=32, num_cpus=2)
+    with pytest.raises(Stop):
+        runner.run()
+    assert seen["address"] == "local" and seen["num_cpus"] == 2
+    assert not seen["include_dashboard"]

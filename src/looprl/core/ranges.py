@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RANGES", "Range", "check_ranges"]
+__all__ = ["HP_RANGES", "RANGES", "Range", "check_ranges"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,16 @@ RANGES: dict[str, Range] = {
     "target_entropy": Range(text="a number (null: -|A|)"),
     **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),
                     WHOLE),
+}
+
+#: the values of the ``hp/*`` keys a running agent takes (set by meta components and schedules):
+#: a preset's ranges, but for ``lr`` and ``clip``, which a schedule may end at 0
+HP_RANGES: dict[str, Range] = {
+    "hp/lr": NON_NEGATIVE, "hp/clip": NON_NEGATIVE, "hp/epsilon": UNIT,
+    "hp/temperature": POSITIVE, "hp/discount": UNIT, "hp/entropy_coef": NON_NEGATIVE,
+    "hp/value_coef": NON_NEGATIVE, "hp/lam": UNIT, "hp/tau": SHARE, "hp/epochs": COUNT,
+    "hp/batch_size": COUNT, "hp/update_frequency": COUNT, "hp/gradient_steps": COUNT,
+    "hp/target_period": COUNT,
 }
 
 

@@ -22,7 +22,14 @@ from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.pipeline import trainer_core
 from looprl.distributed.sender import transitions
 from looprl.distributed.server import Publisher, publication
-from looprl.distributed.workers import Worker, cuda_device, named, on_cpu, run_spec
+from looprl.distributed.workers import (
+    Worker,
+    cuda_device,
+    named,
+    on_cpu,
+    policy_parameters,
+    run_spec,
+)
 from looprl.meta.hyperparameters import agent_hyperparameters
 
 __all__ = ["TRAINER_CHECKPOINT", "TrainerWorker"]
@@ -98,7 +105,11 @@ class TrainerWorker(Worker):
 
     def digest(self) -> dict[str, Any]:
         """Train steps and a hash of the policy's parameters."""
-        return {"steps": self.steps, "digest": ddp.digest(self.core.policy.module)}
+        try:
+            module = self.core.policy.module
+        except NotImplementedError:  # (one trainer: a policy with get_checkpoint() only)
+            return {"steps": self.steps, "digest": None}
+        return {"steps": self.steps, "digest": ddp.digest(module)}
 
     def put(self, segments: list[Any]) -> int:
         """Receive an actor's segments; return the policy version to sample with next (waits
@@ -226,7 +237,7 @@ class TrainerWorker(Worker):
         policy = self.core.policy
         if self.rank == 0:
             self.publisher.send(policy.version, publication(
-                on_cpu(policy.module.state_dict()), on_cpu(self.core.shared_state())))
+                on_cpu(policy_parameters(policy)), on_cpu(self.core.shared_state())))
         self._published = policy.version  # trainers step together: rank 0 published it too
 
 

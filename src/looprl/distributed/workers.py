@@ -124,8 +124,8 @@ class _PolicyCopy:
         self._pending = None
         if found is not None:
             parameters, shared = unpack(found[2])
+            load_parameters(self.policy, parameters)
             self.serial, self.policy.version = found[0], found[1]
-            self.policy.module.load_state_dict(parameters)
             if self.components:
                 load_shared_state(self.components, shared)
 
@@ -359,6 +359,34 @@ class PolicyWorker(Worker):
         for (_, future), size in zip(waiting, sizes, strict=True):
             future.set_result((result[start:start + size], version))
             start += size
+
+
+#: the key of a published ``get_checkpoint()`` (a policy that exposes no ``module``)
+CHECKPOINT = "__looprl_checkpoint__"
+
+
+def policy_parameters(policy: Any) -> dict[str, Any]:
+    """What a trainer publishes of ``policy``: its module's ``state_dict``, or for a policy
+    with no ``module`` (SRL's own ``Policy``), its ``get_checkpoint()``."""
+    try:
+        module = policy.module
+    except NotImplementedError:
+        try:
+            return {CHECKPOINT: policy.get_checkpoint()}
+        except NotImplementedError:
+            raise NotImplementedError(
+                f"{type(policy).__name__} exposes no module and no get_checkpoint(): give it a "
+                "`module` property (its nn.Module), or get_checkpoint() and load_checkpoint(), "
+                "so that the actors can load the trained parameters") from None
+    return module.state_dict()
+
+
+def load_parameters(policy: Any, parameters: dict[str, Any]) -> None:
+    """Load what ``policy_parameters`` published into ``policy``."""
+    if CHECKPOINT in parameters:
+        policy.load_checkpoint(parameters[CHECKPOINT])
+    else:
+        policy.module.load_state_dict(parameters)
 
 
 def on_cpu(value: Any) -> Any:

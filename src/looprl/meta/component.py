@@ -8,7 +8,7 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from looprl.core.suggest import check_choice
+from looprl.core.suggest import check_choice, did_you_mean
 
 #: The hook points, in the order they occur around one step, update and episode.
 HOOKS = ("pre_episode", "pre_step", "post_step", "pre_update", "post_update", "post_episode")
@@ -71,6 +71,7 @@ class MetaStack:
             if not isinstance(component, MetaComponent):
                 raise TypeError(f"{component!r} is not a MetaComponent: attach instances of "
                                 "looprl.meta components (e.g. RND()), or subclass MetaComponent")
+            check_hooks(component)
         self._hooks = {hook: [m for c in self.components for m in c.methods(hook)]
                        for hook in HOOKS}
 
@@ -89,3 +90,24 @@ class MetaStack:
 
     def __iter__(self):
         return iter(self.components)
+
+
+def check_hooks(component: MetaComponent) -> None:
+    """A one-line error for hook lists the loop would never call: a ``<name>_methods``
+    attribute whose name is no hook (``post_stpe_methods``), a component that did not call
+    ``MetaComponent.__init__``, or a method that is not callable."""
+    name = type(component).__name__
+    for attribute in vars(component):
+        hook = attribute[: -len("_methods")]
+        if attribute.endswith("_methods") and hook not in HOOKS:
+            raise ValueError(f"{name}.{attribute}: {hook!r} is no hook, so its methods would "
+                             f"never run.{did_you_mean(hook, HOOKS)} Hooks: {', '.join(HOOKS)}")
+    for hook in HOOKS:
+        methods = getattr(component, hook + "_methods", None)
+        if methods is None:
+            raise TypeError(f"{name} has no {hook}_methods: call super().__init__() first in "
+                            f"{name}.__init__")
+        for method in methods:
+            if not callable(method):
+                raise TypeError(f"{name}.{hook}_methods holds {method!r}, which is not "
+                                "callable: append methods that take the metrics dictionary")

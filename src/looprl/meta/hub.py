@@ -17,8 +17,13 @@ import numpy as np
 import torch
 
 from looprl.core import AgentBase, Hyperparameter, SampleBatch, Trainer, TrainerStepResult
+from looprl.core.namedarray import NamedArray
 from looprl.meta.component import MetaComponent, MetaStack
-from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
+from looprl.meta.hyperparameters import (
+    agent_hyperparameters,
+    set_hyperparameter,
+    unknown_hyperparameter,
+)
 from looprl.meta.transition_log import TransitionMeans
 from looprl.meta.views import hook_batch, observation_rows
 
@@ -88,7 +93,7 @@ class MetaHub:
         for key, value in published.items():
             new = metrics.get(key, value)
             if new is not value and new != value:
-                self.hyperparameters[key].set(new)
+                set_hyperparameter(self.hyperparameters, key, new)
                 published[key] = new
         if len(metrics) != self._size:
             self._new_keys()
@@ -124,7 +129,12 @@ class MetaHub:
         metrics = self.metrics
         metrics["batch"] = seen = hook_batch(batch)
         self.run("pre_update")
-        result = trainer.step(batch if metrics["batch"] is seen else metrics["batch"])
+        replaced = metrics["batch"]
+        if replaced is not seen and not isinstance(replaced, NamedArray):
+            raise TypeError(f"A meta component wrote metrics['batch'] as a "
+                            f"{type(replaced).__name__}; it must stay a SampleBatch (replace "
+                            "it with another SampleBatch for the trainer to learn from)")
+        result = trainer.step(batch if replaced is seen else replaced)
         metrics["update"] = metrics.get("update", 0) + 1
         metrics["losses"] = dict(result.stats)
         metrics["td_error"] = trainer.td_error

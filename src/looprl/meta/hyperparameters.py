@@ -22,9 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.core import Hyperparameter, merge_hyperparameters
+from looprl.core.ranges import HP_RANGES
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["Hyperparameter", "acting_values", "agent_hyperparameters", "unknown_hyperparameter"]
+__all__ = ["Hyperparameter", "acting_values", "agent_hyperparameters", "set_hyperparameter",
+           "unknown_hyperparameter"]
 
 
 def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
@@ -47,3 +49,16 @@ def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
     """The ``KeyError`` for ``key``, which the agent (keys ``found``) does not have."""
     return KeyError(f"{key!r} is not a hyperparameter of this agent.{did_you_mean(key, found)} "
                     f"It has: {', '.join(sorted(found))}")
+
+
+def set_hyperparameter(found: dict[str, Hyperparameter], key: str, value: Any) -> None:
+    """``found[key].set(value)``, or a one-line ``ValueError`` naming ``key`` for a value it
+    cannot take (``HP_RANGES``: text, a NaN, an epsilon above 1, a batch size of 0, ...)."""
+    valid = HP_RANGES.get("hp/lr" if key.startswith("hp/lr/") else key)
+    values = value if isinstance(value, list | tuple) else (value,)  # (one epsilon per copy)
+    if valid is not None and not all(valid.holds(number) for number in values):
+        raise ValueError(f"{key} must be {valid.text}, got {value!r}")
+    try:
+        found[key].set(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{key} cannot be set to {value!r}: {error}") from None

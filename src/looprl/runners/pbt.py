@@ -227,8 +227,9 @@ class PBTRunner(Runner):
 
         if self.trials is not None:
             self.trials.start()
-        elif not ray.is_initialized():
-            ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+        elif not ray.is_initialized():  # a local instance of its own, never another's Ray
+            ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
+                     log_to_driver=False)
         gpus = ray.cluster_resources().get("GPU", 0)
         if self.gpus_per_member > gpus:
             raise ValueError(f"gpus_per_member={self.gpus_per_member:g} but the Ray cluster has "

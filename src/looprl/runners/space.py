@@ -44,6 +44,10 @@ class Dimension:
         low, high = self._warp(self.low), self._warp(self.high)
         value = low + unit * (high - low)
         value = min(max(math.exp(value) if self.log else value, self.low), self.high)
+        if self.step:  # on the grid low, low + step, ..., as Optuna draws it
+            steps = math.floor((self.high - self.low) / self.step + 1e-9)
+            value = self.low + min(round((value - self.low) / self.step), steps) * self.step
+            value = round(value, 12)
         return int(np.clip(round(value), self.low, self.high)) if self.kind == "int" else value
 
     def encode(self, value: Any) -> float:
@@ -141,8 +145,11 @@ def float_range(name: str, spec: Any) -> Dimension:
 def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
     if "low" not in spec or "high" not in spec:
         raise _entry_error(name, f"a {kind} range needs 'low' and 'high'")
-    low, high, log = spec["low"], spec["high"], bool(spec.get("log", False))
-    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (low, high)):
+    low, high, log = spec["low"], spec["high"], spec.get("log", False)
+    if not isinstance(log, bool):
+        raise _entry_error(name, f"log must be true or false, got {log!r}")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+               for x in (low, high)):
         raise _entry_error(name, f"low and high must be finite numbers, got {low!r} and "
                                  f"{high!r}")
     if not low < high:
@@ -151,7 +158,25 @@ def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
         raise _entry_error(name, f"a log range needs low > 0, got {low!r}")
     if kind == "int" and not (float(low).is_integer() and float(high).is_integer()):
         raise _entry_error(name, f"an int range needs int bounds, got {low!r} and {high!r}")
-    return Dimension(name, kind, low, high, log, spec.get("step"))
+    return Dimension(name, kind, low, high, log, _step(name, kind, spec, high - low))
+
+
+def _step(name: str, kind: str, spec: Mapping[str, Any], width: float) -> float | None:
+    """The entry's ``step`` (``None``: none), checked: a positive number (an int for an int
+    range), at most the range's width, and no step on a log range."""
+    step = spec.get("step")
+    if step is None:
+        return None
+    if (isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step)
+            or step <= 0):
+        raise _entry_error(name, f"step must be a number > 0, got {step!r}")
+    if spec.get("log"):
+        raise _entry_error(name, "a log range takes no step (drop 'step' or 'log')")
+    if kind == "int" and not float(step).is_integer():
+        raise _entry_error(name, f"an int range needs an int step, got {step!r}")
+    if step > width:
+        raise _entry_error(name, f"step {step!r} is wider than the range ({width!r})")
+    return int(step) if kind == "int" else float(step)
 
 
 def _categorical(name: str, spec: Mapping[str, Any]) -> Dimension:
