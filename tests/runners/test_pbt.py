@@ -244,3 +244,33 @@ def test_without_trials_it_starts_a_local_instance_and_joins_no_other_ray(
         runner.run()
     assert seen["address"] == "local" and seen["num_cpus"] == 2
     assert not seen["include_dashboard"]
+
+
+def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monkeypatch) -> None:
+    """Tune's explore multiplies a value by 0.8 or 1.2 regardless of its range: a member at
+    ``hp/epsilon`` 0.9 went on at 1.08, an exploration rate the agent cannot take. The runner
+    gives the scheduler ``within_ranges``, which clips into each mutation's range."""
+    import ray.tune.schedulers
+
+    from looprl.runners.pbt import within_ranges
+
+    given = {}
+
+    class Stop(Exception):
+        pass
+
+    def scheduler(**kwargs):
+        given.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(ray.tune.schedulers, "PopulationBasedTraining", scheduler)
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/clip": (0.1, 0.3), "hp/lr": (1e-4, 1e-2,
+                       "log")}, population=2, num_steps=64, perturbation_interval=32)
+    with pytest.raises(Stop):
+        runner.run()
+    explore = given["custom_explore_fn"]
+    assert explore({"hp_clip": 0.36, "hp_lr": 1e-4 * 0.8}) == {"hp_clip": 0.3, "hp_lr": 1e-4}
+    assert explore({"hp_clip": 0.2 * 1.2, "hp_lr": 1e-3}) == {"hp_clip": 0.24, "hp_lr": 1e-3}
+    assert within_ranges({"a": 2.0, "b": 5}, {"a": (0.0, 1.0)}) == {"a": 1.0, "b": 5}

@@ -8,6 +8,7 @@ member002_gen000``, after an exploit in a new directory (``member002_gen003``).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -41,6 +42,17 @@ def tune_name(key: str) -> str:
 def import_tune() -> Any:
     """``ray.tune``, or a one-line error naming the ``distributed`` extra."""
     return import_extra("ray.tune", "PBTRunner needs Ray Tune", "distributed")
+
+
+def within_ranges(config: dict[str, Any], ranges: dict[str, tuple[float, float]]
+                  ) -> dict[str, Any]:
+    """``config`` with each perturbed value clipped into its mutation's ``(low, high)``: Tune's
+    explore multiplies by 0.8 or 1.2 regardless of the range (``hp/epsilon`` 0.9 would become
+    1.08, which the agent cannot take)."""
+    for name, (low, high) in ranges.items():
+        if name in config:
+            config[name] = min(max(config[name], low), high)
+    return config
 
 
 def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
@@ -240,7 +252,9 @@ class PBTRunner(Runner):
             time_attr="step", perturbation_interval=self.interval,
             hyperparam_mutations={name: self._space(key) for name, key in names.items()},
             quantile_fraction=self.quantile_fraction,
-            resample_probability=self.resample_probability)
+            resample_probability=self.resample_probability,
+            custom_explore_fn=functools.partial(within_ranges, ranges={
+                name: self.mutations[key][:2] for name, key in names.items()}))
         spec = {"runner": self.member_arguments(), "num_steps": self.num_steps,
                 "interval": self.interval, "keys": list(names.values())}
         storage = Path(self.logdir or tempfile.mkdtemp()).resolve() / "pbt"
