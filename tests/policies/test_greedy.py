@@ -121,3 +121,19 @@ def test_policy_with_seed_can_be_deep_copied():
     clone = copy.deepcopy(policy)
     assert clone(_array(3)).shape == (3,)
     assert copy.deepcopy(GreedyPolicy(_q(), 4, epsilon=0.5)).num_actions == 4
+
+
+def test_an_epsilon_that_is_no_probability_is_one_line():
+    """(was: taken, an epsilon of 2 exploring as 1, and text or NaN failing at the first act)"""
+    import pytest
+
+    for epsilon in (2.0, -0.1, float("nan"), [0.5, 1.5]):
+        with pytest.raises(ValueError, match=r"epsilon is a probability in \[0, 1\]"):
+            GreedyPolicy(_q(), 4, epsilon=epsilon)
+    with pytest.raises(TypeError, match="epsilon must be a float, a schedule or one float"):
+        GreedyPolicy(_q(), 4, epsilon="a")
+    policy = GreedyPolicy(_q(), 4, epsilon=[0.0, 1.0])
+    with pytest.raises(ValueError, match=r"got 1.5"):
+        policy.epsilon = 1.5
+    policy.epsilon = LinearScheduler(1.0, 0.1, 0, 10)  # (a schedule's values are its own)
+    assert policy.hyperparameters()["hp/epsilon"].get() == 1.0

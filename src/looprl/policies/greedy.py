@@ -132,12 +132,22 @@ class GreedyPolicy:
         self._scheduled = hasattr(type(epsilon), "value")
         self._per_env = False
         if not self._scheduled and not isinstance(epsilon, int | float):
-            epsilon = torch.as_tensor(epsilon, dtype=torch.float32, device=self.device)
+            try:
+                epsilon = torch.as_tensor(epsilon, dtype=torch.float32, device=self.device)
+            except (TypeError, ValueError, RuntimeError):
+                raise TypeError(f"epsilon must be a float, a schedule or one float per env "
+                                f"copy, got {epsilon!r}") from None
             if epsilon.dim() > 1:
                 raise ValueError(f"epsilon must be a float, a schedule or one float per env "
                                  f"copy, got shape {tuple(epsilon.shape)}")
             self._per_env = epsilon.dim() == 1
             epsilon = epsilon if self._per_env else float(epsilon)
+        if isinstance(epsilon, int | float):
+            in_range = 0.0 <= epsilon <= 1.0
+        else:  # (one per copy, or a schedule: its values are its own)
+            in_range = self._scheduled or bool(((epsilon >= 0) & (epsilon <= 1)).all())
+        if not in_range:
+            raise ValueError(f"epsilon is a probability in [0, 1], got {epsilon!r}")
         self._epsilon = epsilon
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
