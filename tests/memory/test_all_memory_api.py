@@ -166,3 +166,11 @@ def test_replay_buffers_check_their_device_and_generator_when_made() -> None:
             ExperienceReplayBuffer(10, device="cuda")
     with pytest.raises(TypeError, match="store_device is not ported"):
         ExperienceReplayBuffer(10, "cpu", "cpu")
+
+
+@pytest.mark.parametrize("size", ["10", 2.5, 0])
+def test_a_replay_size_that_is_no_whole_number_is_one_line(size) -> None:
+    """(was: "'<' not supported between instances of 'str' and 'int'", and 2.5 taken as 2)"""
+    with pytest.raises(ValueError, match=rf"size must be positive \(a whole number\), got "
+                                         rf"{size!r}"):
+        ExperienceReplayBuffer(size)

@@ -25,7 +25,11 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
 def check_count(**values: Any) -> None:
     """A one-line ``ValueError`` for a value (not ``None``) that is no whole number >= 1."""
     for name, value in values.items():
-        if value is not None and not (value >= 1 and float(value).is_integer()):
+        try:
+            whole = value is None or (value >= 1 and float(value).is_integer())
+        except (TypeError, ValueError):  # (text: '10' >= 1)
+            whole = False
+        if not whole:
             raise ValueError(f"{name} must be positive (a whole number), got {value!r}")
 
 

@@ -59,9 +59,9 @@ class ReplayContents:
 
     def __init__(self, size: int, device: str | torch.device = "cpu",
                  generator: torch.Generator | None = None, n_step: int = 1):
+        check_count(size=size, n_step=n_step)
         if size < self._min_size:
             raise ValueError(f"Replay buffer size must be at least {self._min_size}, got {size}")
-        check_count(n_step=n_step)
         check_device(device)
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"{type(self).__name__}'s third argument is a torch.Generator, got "
