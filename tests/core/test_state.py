@@ -228,6 +228,19 @@ def test_cat_concatenates_batched_entries() -> None:
     assert torch.equal(both.reward, torch.tensor([0.0, 0.0, 0.0, 1.0, 2.0]))
 
 
+def test_cat_of_arrays_with_other_entries_is_one_line() -> None:
+    """(was: a bare KeyError, or, with the extra entry in a later array, silently dropped)"""
+    import pytest
+
+    a = StateArray({"observation": torch.zeros(2, 3)}, (2,))
+    b = StateArray({"observation": torch.zeros(2, 3), "action_mask": torch.ones(2, 2)}, (2,))
+    for arrays in ([a, b], [b, a]):
+        with pytest.raises(ValueError, match="give every array the same entries"):
+            StateArray.cat(arrays)
+    with pytest.raises(ValueError, match="needs at least one StateArray"):
+        StateArray.cat([])
+
+
 def test_apply_masks_terminal_rows() -> None:
     array = _array()
     out = array.apply(torch.nn.Identity(), "observation")

@@ -353,7 +353,13 @@ class StateArray(State):
     def cat(cls, state_array_list: Iterable[StateArray], axis: int = 0) -> StateArray:
         """Concatenate state arrays along batch axis ``axis``."""
         arrays = list(state_array_list)
+        if not arrays:
+            raise ValueError("StateArray.cat needs at least one StateArray")
         first = arrays[0]
+        for i, other in enumerate(arrays[1:], 1):
+            if set(other) != set(first):
+                raise ValueError(f"StateArray.cat: array {i} has the entries {sorted(other)}, "
+                                 f"array 0 {sorted(first)}; give every array the same entries")
         x = {}
         for key, value in first.items():
             if first._batched(value):
