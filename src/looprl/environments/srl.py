@@ -52,7 +52,7 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
                          f"{env.agent_count} agents; return one StepResult (or None) per agent")
     for agent, result in enumerate(results):
-        if result is not None and not isinstance(getattr(result, "obs", None), dict | Mapping):
+        if result is not None and not isinstance(getattr(result, "obs", None), Mapping):
             raise ValueError(f"{type(env).__name__}.{call}() returned {_what(result)} for agent "
                              f"{agent}; return a StepResult(obs={{'obs': array, ...}}, reward, "
                              "done, info) (looprl.environments.step_result(...) builds one) or "
