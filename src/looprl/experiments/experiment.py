@@ -106,8 +106,7 @@ class Experiment:
         self.train_steps, self.quiet, self.render = train_steps, quiet, render
         self.seed, self.verbose = seed, verbose
         self._check_render()
-        logger = logger_object(logger)
-        self.logger = logger or ExperimentLogger(
+        self.logger = logger_object(logger) or ExperimentLogger(
             self.name, env.name, logdir, verbose,
             run_info={"hyperparameters": getattr(preset, "hyperparameters", {})})
         self.agent = self._make_agent()
@@ -221,8 +220,8 @@ class Experiment:
         episodes = runner.pop_episodes()
         for episode in episodes:
             self._log_episode(episode)
-        if episodes:
-            self._log_meta()
+        if episodes and self.hub is not None:  # (the log/* scalars the components wrote)
+            _log_scalars(self.hub, self.logger)
         self._act()
         self._progress.update(logger.frame, logger.episode, logger.mean_return100)
 
@@ -235,11 +234,6 @@ class Experiment:
         logger.episode += 1
         if logger.verbose:
             logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
-
-    def _log_meta(self) -> None:
-        """Log the ``log/*`` scalars the meta components wrote (after episodes ended)."""
-        if self.hub is not None:
-            _log_scalars(self.hub, self.logger)
 
     def _act(self) -> None:
         """The policy acts on the new rows; every segment they complete is trained."""
@@ -301,14 +295,12 @@ class Experiment:
             return self.vector_env
 
     def save(self) -> str | None:
-        """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's
-        ``Experiment.save``; ``looprl watch RUN_DIR`` plays it); its path (``None``: a logger
-        without a directory, such as ``DummyLogger``, saves nothing)."""
+        """Save the preset as trained so far to ``{log_dir}/preset.pt`` (ALL's; ``looprl watch
+        RUN_DIR`` plays it); its path, ``None`` without a log directory (``DummyLogger``)."""
         log_dir = getattr(self.logger, "log_dir", None)
-        if log_dir is None:
-            return None
-        path = os.path.join(str(log_dir), "preset.pt")
-        self.preset.save(path)
+        path = None if log_dir is None else os.path.join(str(log_dir), "preset.pt")
+        if path is not None:
+            self.preset.save(path)
         return path
 
     def close_loggers(self) -> None:
