@@ -5,19 +5,25 @@ NotImplementedError: ... does not expose a module')."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tests.distributed.checkpoint_policy import CheckpointPolicy
 from tests.distributed.seed004_user import MyTrainer, SignPair
 
 from looprl.distributed import AlgorithmSpec, test_pipeline
-from looprl.environments.srl import register, registered_environments
+from looprl.environments import srl
 
 ENV = "no-module-sign-pair"
 
 
+@pytest.fixture(autouse=True)
+def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ENV`` registered for this module's tests only (the registry's list of names is part of
+    other tests' messages)."""
+    monkeypatch.setitem(srl._REGISTRY, ENV, SignPair)
+
+
 def spec() -> AlgorithmSpec:
-    if ENV not in registered_environments():
-        register(ENV, SignPair)
     return AlgorithmSpec(env=ENV, policy=CheckpointPolicy, trainer=MyTrainer)
 
 
