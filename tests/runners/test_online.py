@@ -69,6 +69,8 @@ def test_meta_components_run_and_hp_keys_reach_the_trainer_under_them(small_ppo)
     assert 0.0 <= metrics["hp/entropy_coef"] < 0.01
     with pytest.raises(KeyError, match="'hp/nope' is not a hyperparameter.*hp/clip"):
         runner.set_hyperparameters({"hp/nope": 1})
+    with pytest.raises(ValueError, match="hp/clip must be >= 0, got -0.1"):  # (as the hub's)
+        runner.set_hyperparameters({"hp/clip": -0.1})
 
 
 def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):

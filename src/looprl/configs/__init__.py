@@ -246,8 +246,7 @@ def check_curricula(cfg: Any, env: Any, components: list[Any]) -> None:
     """One line, in ``looprl run``'s terms, for a curriculum (``meta=[plr]``, ``[space]``) over
     an environment that is not contextual (was: a hint for the Python API, once training ran)."""
     from looprl.environments.contextual import contextual_envs
-    from looprl.meta import PLR, SPaCE
-    curricula = [c for c in components if isinstance(c, PLR | SPaCE)]
+    curricula = [c for c in components if getattr(c, "needs_contexts", False)]
     if not curricula:
         return
     try:

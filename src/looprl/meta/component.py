@@ -23,6 +23,8 @@ class MetaComponent:
     shown: tuple[str, ...] = ()
     #: the attributes a checkpoint holds (copies of them), for the default ``state_dict``
     state_attributes: tuple[str, ...] = ()
+    #: whether it picks the instances of a contextual environment (a curriculum: PLR, SPaCE)
+    needs_contexts = False
 
     def __init__(self) -> None:
         self.pre_step_methods: list[Hook] = []

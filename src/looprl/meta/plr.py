@@ -100,6 +100,8 @@ class PLR(MetaComponent):
     """Prioritized Level Replay (see the module's docstring); ``score_ema``: weight of a new
     score, ``levels``: the level ids (``None``: the environment's)."""
 
+    needs_contexts = True
+
     shown = ("strategy", "replay_prob", "beta", "rho")
     state_attributes = ("levels", "scores", "seen", "last_played", "episodes", "rng")
 

@@ -25,6 +25,8 @@ from looprl.meta.plr import logits_and_values
 class SPaCE(MetaComponent):
     """Self-Paced Context Evaluation (see the module's docstring)."""
 
+    needs_contexts = True
+
     shown = ("initial_size", "increment", "eta", "check_every", "measure")
     state_attributes = ("contexts", "current", "history", "last", "_window", "_episodes")
 

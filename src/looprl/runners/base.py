@@ -28,7 +28,11 @@ from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
 from looprl.experiments.run import make_experiment
-from looprl.meta.hyperparameters import agent_hyperparameters, unknown_hyperparameter
+from looprl.meta.hyperparameters import (
+    agent_hyperparameters,
+    set_hyperparameter,
+    unknown_hyperparameter,
+)
 from looprl.runners.evaluation import final_evaluation
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
@@ -180,12 +184,13 @@ class Runner:
         return agent_hyperparameters(self.experiment.agent)
 
     def set_hyperparameters(self, values: dict[str, Any]) -> None:
-        """Set ``hp/*`` keys of the current agent (``{"hp/lr": 1e-3}``)."""
+        """Set ``hp/*`` keys of the current agent (``{"hp/lr": 1e-3}``), each checked as a meta
+        component's value is (``set_hyperparameter``)."""
         found = self.hyperparameters()
         for key, value in values.items():
             if key not in found:
                 raise unknown_hyperparameter(key, found)
-            found[key].set(value)
+            set_hyperparameter(found, key, value)
 
     def _model(self) -> torch.nn.Module:
         self._require_agent()
