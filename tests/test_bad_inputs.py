@@ -337,6 +337,23 @@ def test_a_result_list_of_the_wrong_length_is_one_line_on_both_runtimes() -> Non
     _one_line(error, "TakingTurns.step() returned 1 results for 2 agents")
 
 
+def test_a_reset_with_no_agent_to_act_is_one_line() -> None:
+    """(was: the run stepped the environment with no actions until its budget ran out, then
+    said the trainer never stepped)"""
+    from tests.configs.user_parts import TakingTurns
+
+    from looprl.collector import EnvRunner
+
+    class NobodyFirst(TakingTurns):
+        def reset(self) -> list[None]:
+            super().reset()
+            return [None, None]
+
+    with pytest.raises(ValueError) as error:
+        EnvRunner(NobodyFirst, n_envs=1)
+    _one_line(error, "NobodyFirst.reset() returned None for every agent", "agents that move first")
+
+
 @pytest.mark.parametrize("bad,found", [
     (lambda obs: (obs, 1.0, False, {}), "returned a tuple for agent 0"),
     (lambda obs: StepResult(obs=obs, reward=np.ones(1, np.float32), done=np.zeros(1, bool),

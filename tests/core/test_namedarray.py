@@ -108,6 +108,9 @@ def test_len_is_batch_size():
         len(NamedArray(a=None))
     with pytest.raises(TypeError, match="unsized"):
         len(NamedArray(a=np.float32(1.0)))
+    # a 0-d leaf first (a version number) is no batch (was: "unsized" though b has 4 rows)
+    assert len(NamedArray(version=np.int64(3), b=np.zeros((4, 2)))) == 4
+    assert len(NamedArray(meta=NamedArray(v=np.int64(3)), b=torch.zeros(6))) == 6
 
 
 # -- decorator ----------------------------------------------------------------------------

@@ -137,3 +137,13 @@ def test_an_epsilon_that_is_no_probability_is_one_line():
         policy.epsilon = 1.5
     policy.epsilon = LinearScheduler(1.0, 0.1, 0, 10)  # (a schedule's values are its own)
     assert policy.hyperparameters()["hp/epsilon"].get() == 1.0
+
+
+def test_a_number_of_actions_that_is_no_whole_number_is_one_line():
+    """(was: text taken, failing at the first explored action)"""
+    import pytest
+
+    for num_actions in ("4", 0, 2.5):
+        with pytest.raises(ValueError, match="num_actions must be positive"):
+            GreedyPolicy(_q(), num_actions)
+    assert GreedyPolicy(_q(), 4.0).num_actions == 4

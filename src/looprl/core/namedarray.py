@@ -138,12 +138,16 @@ class NamedArray:
         return name in self._fields
 
     def __len__(self) -> int:
-        """The batch size: the leading dimension of the first non-``None`` leaf."""
-        value = next((v for v in self.values() if v is not None), None)
-        if isinstance(value, NamedArray):
-            return len(value)
-        if getattr(value, "ndim", 0) > 0:
-            return value.shape[0]
+        """The batch size: the leading dimension of the first leaf that has one (``None`` and 0-d
+        leaves, such as a scalar version number, have none)."""
+        for value in self.values():
+            if isinstance(value, NamedArray):
+                try:
+                    return len(value)
+                except TypeError:
+                    continue
+            if getattr(value, "ndim", 0) > 0:
+                return value.shape[0]
         raise TypeError(f"len() of unsized {type(self).__name__}")
 
     def __bool__(self) -> bool:

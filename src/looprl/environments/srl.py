@@ -46,7 +46,8 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
     """What ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of one
-    ``StepResult`` or ``None`` per agent; ``ValueError`` if it is not one."""
+    ``StepResult`` or ``None`` per agent; ``ValueError`` if it is not one, or if a reset left
+    no agent to act."""
     if not isinstance(results, list | tuple) or len(results) != env.agent_count:
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
@@ -57,6 +58,9 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
                              f"{agent}; return a StepResult(obs={{'obs': array, ...}}, reward, "
                              "done, info) (looprl.environments.step_result(...) builds one) or "
                              "None")
+    if call == "reset" and all(result is None for result in results):
+        raise ValueError(f"{type(env).__name__}.reset() returned None for every agent, so no agent "
+                         "can act; return a StepResult for (at least) the agents that move first")
     return list(results)
 
 

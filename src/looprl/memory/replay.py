@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from looprl.core import SampleBatch, State, StateArray
-from looprl.core.namedarray import as_numpy
+from looprl.core.namedarray import NamedArray, as_numpy
 from looprl.core.suggest import check_count, check_device
 from looprl.memory.returns import n_step_bootstrap
 from looprl.memory.windows import (
@@ -124,13 +124,26 @@ def transitions(batch: SampleBatch, discount_factor: float | None = None) -> tup
         rewards, boot = rewards[0], boot[0]
         at = (boot, torch.arange(n, device=device))
     terminal = batch.done[at].bool()
-    states = StateArray({"observation": batch.obs[0]}, (n,), device=device)
-    after = {"observation": batch.obs[at], "reward": rewards, "mask": (~terminal).float(),
+    states = StateArray(_entries(batch.obs, 0), (n,), device=device)
+    after = {**_entries(batch.obs, at), "reward": rewards, "mask": (~terminal).float(),
              "done": terminal | batch.truncated[at].bool()}
     if discount_factor is not None:
         after["discount"] = discount_factor ** boot.float()
     weights = torch.ones(n, device=device) if batch.weight is None else batch.weight[0]
     return states, batch.action[0], rewards, StateArray(after, (n,), device=device), weights
+
+
+#: the entries of a ``State`` that a transition's own fields hold (the rest go with ``obs``)
+_KEPT = frozenset({"observation", "reward", "done", "mask"})
+
+
+def _entries(obs: Any, at: Any) -> dict[str, Any]:
+    """A ``StateArray``'s entries from the rows ``at`` of a batch's ``obs``: its field ``obs``
+    the observation, its other fields entries (``store``'s and the collectors' layout)."""
+    if not isinstance(obs, NamedArray):
+        return {"observation": obs[at]}
+    rows = {key: value[at] for key, value in obs.items()}
+    return {"observation": rows.pop("obs"), **rows}
 
 
 class ExperienceReplayBuffer(ReplayContents):
@@ -216,8 +229,12 @@ class ExperienceReplayBuffer(ReplayContents):
         action = stacked(actions[1:])
         ended, terminal = stacked([s.done for s in states]), stacked([s.mask for s in states]) == 0
         reward = stacked([s.reward for s in states]).astype(np.float32)
+        obs = stacked([s.observation for s in states])
+        extra = [key for key in states[0] if key not in _KEPT and all(key in s for s in states)]
+        if extra:  # (further entries, an action mask: kept as the collectors keep them)
+            obs = NamedArray(obs=obs, **{key: stacked([s[key] for s in states]) for key in extra})
         self.put(SampleBatch(
-            obs=stacked([s.observation for s in states]), reward=reward,
+            obs=obs, reward=reward,
             action=np.concatenate([action, np.zeros_like(action[:1])]),
             done=ended & terminal, truncated=ended & ~terminal,
             stream=np.tile(np.arange(reward.shape[1]), (len(reward), 1))))

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
+from looprl.core.suggest import check_count
 from looprl.nn.fields import legal_mask
 
 __all__ = [
@@ -99,9 +100,10 @@ class GreedyPolicy:
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
                  evaluation: bool = False):
+        check_count(num_actions=num_actions)
         self.q = q
         self._values = q.eval if evaluation else q.no_grad
-        self.num_actions = num_actions
+        self.num_actions = int(num_actions)
         self.device = getattr(q, "device", torch.device("cpu"))
         self.epsilon = epsilon
         self._seed = seed
