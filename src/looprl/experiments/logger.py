@@ -72,6 +72,9 @@ def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | 
 
 
 _SCALAR_BATCH, _SCALAR_SECONDS = 256, 5.0  # buffered TensorBoard scalars: at most, oldest
+#: the event writer's queue: a batch of scalars fits (with torch's 10, handing one over blocked
+#: on the writer's thread ten times, 0.17 ms per scalar against 0.02)
+_WRITER_QUEUE = 4 * _SCALAR_BATCH
 
 
 def _write_scalars(writer: SummaryWriter, scalars: list[tuple[str, float, int, float]]) -> None:
@@ -176,7 +179,7 @@ class ExperimentLogger(Logger):
 
     def _open_writer(self, pending: list[tuple[str, float, int, float]]) -> None:
         """Open the event writer and the finalizer (which must not hold ``self``)."""
-        self._writer = SummaryWriter(log_dir=self.log_dir)
+        self._writer = SummaryWriter(log_dir=self.log_dir, max_queue=_WRITER_QUEUE)
         self._pending_scalars = pending  # (tag, value, step, wall time)
         self._handed = time.monotonic()
         weakref.finalize(self, _flush_at_exit, self._returns_path, self._pending_rows,
