@@ -369,6 +369,24 @@ def test_an_environment_named_for_logs_is_made_by_its_id_and_named_as_locally():
     env.close()
 
 
+def test_an_environment_ray_cannot_make_again_is_one_line_before_the_run():
+    """A ``gymnasium.Env`` given built, or an id wrapped by ``wrap_env``: Ray's actors make
+    environments from an id, and they stepped the bare id's environment (the user's
+    wrappers silently dropped)."""
+    import gymnasium as gym
+
+    from looprl.presets.classic_control import dqn
+
+    wrapped = lambda env: gym.wrappers.TransformReward(env, lambda r: 2 * r)  # noqa: E731
+    for env, what in ((GymEnvironment(gym.make("CartPole-v1")), "as a gymnasium.Env"),
+                      (GymEnvironment("CartPole-v1", wrap_env=wrapped), "with wrap_env")):
+        preset = dqn.hyperparameters(**REPLAY_SMALL).env(env).device("cpu").build()
+        with pytest.raises(ValueError, match=f"^CartPole-v1 was given {what}, which Ray's "
+                           "actors cannot make again .* give its id, or run it locally$"):
+            AlgorithmSpec.of_preset(preset, frames=1000)
+        env.close()
+
+
 @pytest.mark.parametrize("name", ["vqn", "vsarsa"])
 def test_atari_online_presets_run_on_the_atari_environment(tmp_path, name):
     pytest.importorskip("ale_py")

@@ -53,6 +53,18 @@ def test_vector_environment_clips_box_actions() -> None:
     torch.testing.assert_close(state.reward, torch.tensor([1.0, 1.0]))
 
 
+def test_integer_box_actions_are_rounded_not_truncated() -> None:
+    """A continuous agent's 9.6 in an integer ``Box(0, 10)`` is 10, not 9 (a cast truncates
+    toward 0: the top value was all but unreachable)."""
+    env = RecordingEnv()
+    env.action_space = gym.spaces.Box(0, 10, (2,), np.int64)
+    single = GymEnvironment(env)
+    single.reset()
+    single.step(torch.tensor([0.7, 9.6]))
+    np.testing.assert_array_equal(env.received[-1], [1, 10])
+    assert env.received[-1].dtype == np.int64
+
+
 def test_mujoco_reward_is_the_same_in_a_single_and_a_vector_environment() -> None:
     """MuJoCo's control cost is computed on the action it gets: 5.0 must arrive as 1.0."""
     pytest.importorskip("mujoco")

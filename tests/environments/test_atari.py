@@ -158,7 +158,22 @@ def test_out_of_range_actions_are_refused_before_ale_sees_them() -> None:
     with pytest.raises(ValueError, match="Invalid actions"):
         env.step(-1)
     assert env.step(1).observation.shape == (4, 84, 84)  # still usable
+    with pytest.raises(ValueError, match=r"one whole number per copy, got 0\.7"):
+        env.step(0.7)  # (was action 0)
     env.close()
+
+
+def test_a_seed_ale_py_cannot_take_is_one_line() -> None:
+    """ale-py seeds copy i with seed + i as an int32: a larger seed was pybind11's error of
+    many lines (blamed on the game's reset), a negative one was taken silently."""
+    for seed, n in ((2**32, 1), (2**31 - 1, 2), (-1, 1)):
+        env = AtariVectorEnvironment("Breakout", n, seed=seed, num_threads=1)
+        with pytest.raises(ValueError, match=r"^Breakout: ale-py seeds .* got -?\d+$"):
+            env.reset()
+        with pytest.raises(ValueError, match="32-bit integer"):
+            env.reset(seed=seed)
+        assert env.reset(seed=2**31 - 1 - n).observation.shape == (n, 4, 84, 84)
+        env.close()
 
 
 @pytest.mark.parametrize("vector", [False, True])

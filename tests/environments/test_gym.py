@@ -9,7 +9,9 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.environments import (
+    DuplicateEnvironment,
     Environment,
+    EnvironmentFailure,
     GymEnvironment,
     GymVectorEnvironment,
     VectorEnvironment,
@@ -227,6 +229,78 @@ def test_invalid_vector_actions_are_a_clear_error() -> None:
         env.step(torch.tensor([0, 1, 5, 0]))
 
 
+@pytest.mark.parametrize("make", [lambda: GymVectorEnvironment("CartPole-v1", 3),  # native
+                                  lambda: GymVectorEnvironment("Acrobot-v1", 3),  # sync
+                                  lambda: DuplicateEnvironment(
+                                      [GymEnvironment("CartPole-v1") for _ in range(3)])])
+def test_vector_discrete_actions_as_lists_whole_floats_or_columns(make) -> None:
+    """Every vector environment takes a list, a tuple, whole floats or a column of one action
+    per copy; a wrong count or a fraction is one line, not Gymnasium's ``zip()`` or ``list -
+    float`` errors (blamed on the environment) or a silently dropped extra action."""
+    env = make()
+    env.reset(seed=0)
+    for action in ([0, 1, 0], (1, 1, 0), torch.tensor([0.0, 1.0, 1.0]),
+                   torch.tensor([[0], [1], [0]])):
+        assert env.step(action).reward.shape == (3,)
+    for action in (torch.tensor([0, 1]), torch.tensor([0, 1, 0, 1]), 1,
+                   torch.tensor([0.7, 1.0, 0.0])):
+        with pytest.raises(ValueError, match=r"one (action per environment|whole number)"
+                           ) as info:
+            env.step(action)
+        assert not isinstance(info.value, EnvironmentFailure)
+
+
+def test_an_observation_unlike_its_declared_space_is_one_line() -> None:
+    """Observations of another shape than the declared ``observation_space`` (which the
+    presets size their networks from): one line, not a matmul error or Gymnasium's "Output
+    array is the wrong shape" blamed on the environment's reset."""
+
+    class Misdeclared(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            return np.zeros(3, np.float32), {}
+
+    expected = r"Misdeclared returned an observation of .*observation_space .* shape \(4,\)"
+    with pytest.raises(ValueError, match=expected):
+        GymEnvironment(Misdeclared()).reset()
+    with pytest.raises(ValueError, match=expected) as info:
+        GymEnvironment(Misdeclared()).duplicate(2).reset()
+    assert not isinstance(info.value, EnvironmentFailure)
+
+
+@pytest.mark.parametrize("mode", ["SAME_STEP", "DISABLED"])
+def test_a_given_vector_env_without_next_step_autoreset_is_refused(mode) -> None:
+    """Same-step autoreset gave a done row the next episode's first observation (a truncated
+    episode bootstrapped from it) and played the action looprl sends a done row; disabled
+    autoreset was Gymnasium's bare ``AssertionError`` at the step after an episode ended."""
+    made = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync", vector_kwargs={
+        "autoreset_mode": getattr(gym.vector.AutoresetMode, mode)})
+    with pytest.raises(ValueError, match=f"next-step autoreset .* autoreset_mode={mode}"):
+        GymVectorEnvironment(made, "cartpole")
+    assert GymVectorEnvironment(gym.make_vec("CartPole-v1", 2), "cartpole").n_envs == 2
+
+
+def test_what_is_no_gymnasium_env_is_one_line() -> None:
+    """A class, a vector environment, a looprl environment or ``None`` given as the
+    environment: one line (it was ``AttributeError: ... has no attribute 'spec'``, a vector
+    environment silently played as one, a class as ``property.reset() raised``)."""
+    from gymnasium.envs.classic_control import CartPoleEnv
+
+    from looprl.environments import AtariEnvironment, MujocoEnvironment
+
+    for env, words in ((CartPoleEnv, r"got the class CartPoleEnv: give CartPoleEnv\(...\)"),
+                       (gym.make_vec("CartPole-v1", 2), "give it to GymVectorEnvironment"),
+                       (GymEnvironment("CartPole-v1"), "got the looprl environment CartPole"),
+                       (None, "or a gymnasium.Env, got NoneType None")):
+        for make in (GymEnvironment, MujocoEnvironment):
+            with pytest.raises(TypeError, match=words):
+                make(env)
+    with pytest.raises(TypeError, match="An Atari game is named by text"):
+        AtariEnvironment(5)
+
+
 def _flat_frozen_lake() -> GymEnvironment:
     return GymEnvironment(gym.wrappers.FlattenObservation(gym.make("FrozenLake-v1")))
 
@@ -238,6 +312,35 @@ def test_integer_observations_become_float32() -> None:
     assert observation.sum() == 1.0
     batch = env.duplicate(2).reset(seed=0).observation
     assert batch.dtype == torch.float32 and batch.shape == (2, 16)
+
+
+def test_flat_uint8_observations_become_float32_and_uint8_images_stay() -> None:
+    """A flat ``uint8`` observation is no image: the presets' MLPs take it as ``float32`` (it
+    stayed ``uint8``: torch's "mat1 and mat2 must have the same dtype" in every preset)."""
+
+    class Bytes(gym.Env):
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, shape):
+            self.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+
+        def reset(self, seed=None, options=None):
+            return np.full(self.observation_space.shape, 200, np.uint8), {}
+
+        def step(self, action):
+            return self.reset()[0], 1.0, False, False, {}
+
+    for shape, dtype in (((8,), torch.float32), ((3, 10, 10), torch.uint8)):
+        env = GymEnvironment(Bytes(shape))
+        assert env.reset().observation.dtype == dtype
+        assert env.step(0).observation.dtype == dtype
+        for vector in (env.duplicate(2), DuplicateEnvironment([GymEnvironment(Bytes(shape)),
+                                                               GymEnvironment(Bytes(shape))])):
+            assert vector.reset().observation.dtype == dtype
+            assert vector.step([0, 1]).observation.dtype == dtype
+    from looprl.nn import MLP
+
+    MLP(8, 2)(GymEnvironment(Bytes((8,))).duplicate(2).reset().observation)  # (the error)
 
 
 def test_duplicate_keeps_the_wrappers_and_gives_each_copy_its_own_rng() -> None:
@@ -291,4 +394,8 @@ def test_an_environment_device_torch_cannot_use_is_one_line_when_made() -> None:
         if not torch.cuda.is_available():
             with pytest.raises(ValueError, match="no CUDA GPU"):
                 make("cuda")
+        if not torch.backends.mps.is_available():  # (a Mac's GPU: was torch's RuntimeError)
+            with pytest.raises(ValueError, match="Device 'mps' asked for, but torch .* cannot "
+                               "use it here; use 'cpu'"):
+                make("mps")
         assert make(torch.device("cpu")).reset() is not None

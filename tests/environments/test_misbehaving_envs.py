@@ -251,6 +251,36 @@ def test_an_action_space_no_preset_handles_is_named(space, builder, name, handle
     assert "continuous actions" not in message.partition(";")[2].partition("(")[0]
 
 
+@pytest.mark.parametrize("builder", [ppo, dqn])
+def test_discrete_actions_that_do_not_start_at_0_are_named(builder):
+    """The presets act with 0 ... n - 1: a ``Discrete(n, start)`` environment would get
+    actions shifted by ``start`` (silently, where it does not assert them)."""
+    with pytest.raises(ValueError, match=r"has Discrete\(3, start=-1\) actions .*a \+ -1"):
+        builder.env(_env_with_actions(gym.spaces.Discrete(3, start=-1))).build()
+
+
+@pytest.mark.parametrize("reward", [np.array([1.0]), None, "1.0"])
+def test_a_reward_that_is_not_one_number_is_named(reward):
+    """A reward array (even of one element), ``None`` or text: one line naming the reward,
+    not NumPy's "only 0-dimensional arrays can be converted" or text taken as a number."""
+    env = Observing(np.zeros(4, np.float32))
+    env.observation_space = BOX
+    env.step = lambda action: (np.zeros(4, np.float32), reward, False, False, {})
+    for made in (GymEnvironment(env), DuplicateEnvironment([GymEnvironment(env)]),
+                 GymnasiumEnvironment(env)):
+        made.reset()
+        with pytest.raises(TypeError, match=r"Observing.step\(\) returned the reward .*one "
+                           r"number"):
+            made.step([0])
+    env.step = lambda action: (np.zeros(4, np.float32), 0.0, False, False, [1])
+    with pytest.raises(TypeError, match=r"Observing.step\(\) returned the info a list "):
+        GymEnvironment(env).step(0)  # (was AttributeError: 'list' object has no attribute)
+    for reward in (np.float32(0.5), np.array(2.0), torch.tensor(1.0), 3):
+        env.step = lambda action, reward=reward: (np.zeros(4, np.float32), reward, False, False,
+                                                  {})
+        assert GymEnvironment(env).step(0).reward == float(reward)
+
+
 def test_discrete_and_continuous_presets_point_at_each_other():
     box = _env_with_actions(gym.spaces.Box(-1.0, 1.0, (2,), np.float32))
     with pytest.raises(ValueError, match=r"has Box actions .*choose a preset for continuous "

@@ -221,3 +221,25 @@ def test_an_srl_environment_plays_the_turn_loop_agents_that_wait_too():
     short.step(0)
     with pytest.raises(ValueError, match=r"TakingTurns.step\(\) returned 1 results for 2"):
         short.step(0)
+
+
+def test_an_srl_result_of_plain_numbers_is_one_line_as_in_the_collector():
+    """A user's ``StepResult(obs, 1.0, False, {})`` (plain numbers, not shape-(1,) arrays):
+    the collector's one line, not ``'float' object is not subscriptable`` from ``last()``."""
+    from looprl.environments import SRLEnvironment, StepResult
+
+    class Plain(SRLEnvironment):
+        agent_count = 1
+        observation_space = gym.spaces.Dict({"obs": gym.spaces.Box(-1, 1, (2,), np.float32)})
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self):
+            return [StepResult({"obs": np.zeros(2, np.float32)}, 1.0, False, {})]
+
+        def step(self, actions):
+            return self.reset()
+
+    env = MultiagentPettingZooEnv(Plain())
+    with pytest.raises(ValueError, match=r"reward, done and truncated must be shape-\(1,\) "
+                       r"arrays, got 1.0, False"):
+        env.reset()

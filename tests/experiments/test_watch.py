@@ -27,6 +27,20 @@ def test_max_steps_cuts_the_episode(tmp_path) -> None:
     assert path.read_bytes()[:6] == b"GIF89a"
 
 
+@pytest.mark.parametrize(("option", "message"), [
+    ({"max_steps": 0}, "max_steps must be positive"), ({"fps": -1}, "fps must be positive"),
+    ({"fps": -1, "gif": "a.gif"}, "fps must be positive")])
+def test_watch_refuses_a_count_or_speed_the_command_line_refuses(tmp_path, option, message):
+    """``watch(..., max_steps=0)`` played (and returned) one step; a negative ``fps`` was
+    ``time.sleep``'s error, or an ``OverflowError`` writing the GIF."""
+    watch.offscreen_rendering()
+    env = GymEnvironment("CartPole-v1", render_mode="rgb_array")
+    if "gif" in option:
+        option = {**option, "gif": tmp_path / option["gif"]}
+    with pytest.raises(ValueError, match=message):
+        watch.watch(_Right(), env, **option)
+
+
 @pytest.mark.parametrize(("found", "backend"), [
     ({"EGL": "libEGL.so.1", "OSMesa": "libOSMesa.so"}, "egl"),
     ({"OSMesa": "libOSMesa.so"}, "osmesa"),

@@ -18,7 +18,7 @@ from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.gym_helpers import episode_cap
-from looprl.environments.srl import checked_results, make
+from looprl.environments.srl import checked_results, make, result_scalars
 
 __all__ = ["Copies", "Episode", "VectorCopies", "env_copies", "made"]
 
@@ -174,7 +174,7 @@ class Copies:
             if result is None:
                 self.turns = True
                 continue
-            reward, done, truncated = _scalars(result)
+            reward, done, truncated = result_scalars(result)
             self.reward[s], self.done[s], self.truncated[s] = reward, done, truncated
             self._store_obs(s, result.obs)
             self.agent_returns[s] += reward
@@ -231,16 +231,6 @@ def _close(env: Any) -> None:
     """Close a broken ``env``, whatever it raises (it is being replaced)."""
     with suppress(Exception):
         env.close()
-
-
-def _scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays)."""
-    try:
-        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
-    except (TypeError, IndexError):
-        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
-                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
-                         "results with looprl.environments.step_result(...)") from None
 
 
 class VectorCopies(Copies):

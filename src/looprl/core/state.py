@@ -124,14 +124,16 @@ def _gym_fields(gym_output: Any) -> tuple[Any, Any, Any, Any, Any]:
                      f"terminated, truncated, info), got {len(gym_output)} items")
 
 
-def as_observation(obs: Any, source: str = "The environment") -> np.ndarray:
-    """An observation as networks take it: ``float32``, except ``uint8`` images."""
+def as_observation(obs: Any, source: str = "The environment", batch_dims: int = 0
+                   ) -> np.ndarray:
+    """An observation (led by ``batch_dims`` batch dimensions) as networks take it:
+    ``float32``, except ``uint8`` images (of 2 or 3 dimensions, which image models scale)."""
     if type(obs) is not np.ndarray:
         try:
             obs = np.asarray(obs)
         except (TypeError, ValueError):
             raise not_numeric(obs, source) from None
-    if obs.dtype == np.float32 or obs.dtype == np.uint8:
+    if obs.dtype == np.float32 or (obs.dtype == np.uint8 and obs.ndim - batch_dims >= 2):
         return obs
     if obs.dtype.kind not in "USOV":  # (strings, objects such as None or dicts, records)
         return obs.astype(np.float32)

@@ -46,6 +46,12 @@ def check_device(device: Any) -> Any:
             f"Device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU "
             "here; use 'cpu'"
         )
+    if kind not in ("cpu", "cuda"):  # ('mps', 'xpu', ...: where this torch can use them)
+        try:
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError):  # (torch's words run over many lines)
+            raise ValueError(f"Device {device!r} asked for, but torch {torch.__version__} "
+                             "cannot use it here; use 'cpu'") from None
     return device
 
 

@@ -72,6 +72,8 @@ class AlgorithmSpec:
         train_steps = frames / trainers
         learning = dict(preset.learning(train_steps, actors, trainers))
         implied = {key: learning.pop(key) for key in ("segment_length",) if key in learning}
+        if isinstance(preset.env_remote, str):  # (an environment Ray's actors cannot make)
+            raise ValueError(preset.env_remote)
         remote = getattr(preset, "remote_env", None)  # (the Atari family's; else the env's)
         env, env_args = remote() if remote is not None else (
             preset.env_remote or (preset.env_name, {}))

@@ -127,6 +127,8 @@ class DistributedRun:
             raise FileNotFoundError(f"DistributedRun.test evaluates the final policy, and the run "
                                     f"saved none ({policy}): run it first, with a logdir")
         spec, made = self.spec, None if env is None else env.remote_env()
+        if isinstance(made, str):  # (an environment Ray's actors cannot make)
+            raise ValueError(made)
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         played = evaluation_episodes(spec, torch.load(policy, map_location="cpu"), episodes,

@@ -49,6 +49,9 @@ def game_name(name: str) -> str:
 def rom_id(name: str) -> str:
     """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
     ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``ValueError`` for an unknown game."""
+    if not isinstance(name, str):
+        raise TypeError(f"An Atari game is named by text ('Breakout' or 'ALE/Breakout-v5'), "
+                        f"got {type(name).__name__} {name!r:.40}")
     roms = set(_import_ale().roms.get_all_rom_ids())
     short = re.sub(r"^ALE/|-v\d+$", "", name.strip())
     short = re.sub(r"(NoFrameskip|Deterministic)$", "", short)

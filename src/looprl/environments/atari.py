@@ -20,6 +20,7 @@ from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_device
 from looprl.environments.ale import DEEPMIND_OPTIONS, game_name, make_ale_vector_env
 from looprl.environments.base import Environment
+from looprl.environments.gym_helpers import discrete_actions
 from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_numpy
 
 
@@ -66,6 +67,13 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         self.needs_reset = True
 
     def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
+        given = self._seed if seed is None else seed  # (None: the constructor's, if any)
+        highest = 2**31 - 1 - self.n_envs  # (ale-py seeds copy i with seed + i, an int32)
+        if given is not None and not (isinstance(given, int | np.integer)
+                                      and 0 <= given <= highest):
+            raise ValueError(f"{self.name}: ale-py seeds its copy i with seed + i, a 32-bit "
+                             f"integer: give a whole number seed in [0, {highest}], got "
+                             f"{given!r}")
         if seed is not None:
             self._root_seed = seed
         self.needs_reset = False
@@ -82,7 +90,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         if self.needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
-        actions = np.asarray(as_numpy(action), dtype=np.int64).reshape(self.n_envs)
+        actions = discrete_actions(as_numpy(action), self.action_space, self.n_envs)
         n = self.action_space.n
         if actions.min() < 0 or actions.max() >= n:  # (ale-py hangs on an out-of-range one)
             raise ValueError(f"Invalid actions {actions.tolist()} for {self.name}: its actions "

@@ -102,8 +102,9 @@ class Environment(_Spaces):
     def duplicate(self, n: int) -> VectorEnvironment:
         """A vector environment of ``n`` independent copies of this environment."""
 
-    def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """The name and arguments of ``looprl.environments.make`` that Ray actors play."""
+    def remote_env(self) -> tuple[str, dict[str, Any]] | str:
+        """The name and arguments of ``looprl.environments.make`` that Ray actors play (text:
+        why they cannot make this environment)."""
         return self.name, {}
 
 

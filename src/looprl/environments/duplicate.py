@@ -80,6 +80,10 @@ class DuplicateEnvironment(VectorEnvironment):
     def _advance(self, action: Any, seed: int | None = None) -> tuple[np.ndarray, ...]:
         """Step the copies with their rows of ``action``, or reset those whose episode is over,
         and write their rows (and the entries all ``states`` have) into new arrays."""
+        if action is not None and _rows(action) != self.n_envs:
+            got = f"{_rows(action)} rows" if _rows(action) is not None else "one"
+            raise ValueError(f"{self.name}: step() takes one action per environment, a list "
+                             f"or a tensor of {self.n_envs} rows, got {got} ({action!r})")
         rows: list[tuple[Any, float, bool, bool]] = []
         states: list[State] = []
         try:
@@ -139,6 +143,14 @@ class DuplicateEnvironment(VectorEnvironment):
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def _rows(action: Any) -> int | None:
+    """The number of rows of an action batch (``None``: a single number)."""
+    try:
+        return len(action)
+    except TypeError:  # (a number, a 0-d array)
+        return None
 
 
 def _common_extras(states: list[State]) -> dict[str, np.ndarray]:

@@ -3,8 +3,12 @@ checks of what a Gymnasium ``step``/``reset`` returned."""
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Any
+
+import numpy as np
+import torch
 
 __all__ = ["EnvironmentFailure", "failure", "gym_reset_output", "gym_step_output", "place",
            "unpack_hint"]
@@ -67,6 +71,12 @@ def unpack_hint(error: BaseException, method: str) -> str | None:
 def gym_step_output(output: Any, name: str) -> tuple[Any, Any, Any, Any, Any]:
     """``output`` of ``name``'s ``step`` if it is Gymnasium's 5-tuple, else ``TypeError``."""
     if isinstance(output, tuple) and len(output) == 5:
+        if type(output[1]) is not float and not _one_number(output[1]):
+            raise TypeError(f"{name}.step() returned the reward {_described(output[1])}; "
+                            "looprl expects one number (a float) per step")
+        if not isinstance(output[4], dict | None):
+            raise TypeError(f"{name}.step() returned the info {_described(output[4])}; "
+                            f"looprl expects {STEP_API} with info a dict")
         return tuple(output)  # (a plain tuple as it is; a named tuple as a plain one)
     if isinstance(output, tuple) and len(output) == 4:
         raise TypeError(f"{name}.step() returned a 4-tuple (obs, reward, done, info), "
@@ -81,6 +91,15 @@ def gym_reset_output(output: Any, name: str) -> tuple[Any, dict[str, Any]]:
     old = "" if isinstance(output, tuple) else f", {OLD_GYM}"
     raise TypeError(f"{name}.reset() returned {_described(output)}{old}; looprl expects "
                     f"{RESET_API} with info a dict")
+
+
+def _one_number(value: Any) -> bool:
+    """Whether ``value`` is one real number (a Python, NumPy or torch scalar, a 0-d array)."""
+    if isinstance(value, numbers.Real):
+        return True
+    if isinstance(value, np.ndarray | np.generic):
+        return value.shape == () and value.dtype.kind in "biuf"
+    return isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_complex()
 
 
 def _described(value: Any) -> str:

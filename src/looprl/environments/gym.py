@@ -17,6 +17,7 @@ from looprl.environments.base import Environment
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output
 from looprl.environments.gym_helpers import (
     action_to_numpy,
+    check_space_shape,
     copies_of,
     env_name,
     make_gym_env,
@@ -29,6 +30,20 @@ from looprl.environments.vector import GymVectorEnvironment
 def _made_and_wrapped(env_id: str, wrap_env: Callable[[gym.Env], gym.Env],
                       make_kwargs: dict[str, Any]) -> gym.Env:
     return wrap_env(make_gym_env(env_id, **make_kwargs))
+
+
+def _not_an_env(env: Any) -> str:
+    """What ``GymEnvironment`` takes, for ``env``, which is none of it."""
+    if isinstance(env, gym.vector.VectorEnv):
+        return (f"GymEnvironment plays one environment, got the vector environment "
+                f"{type(env).__name__}: give it to GymVectorEnvironment(vec_env, name)")
+    if isinstance(env, type) and issubclass(env, gym.Env):
+        return (f"GymEnvironment takes an environment, got the class {env.__name__}: give "
+                f"{env.__name__}(...) or its import path 'package.module:{env.__name__}'")
+    what = f"the looprl environment {env.name}" if isinstance(env, Environment) else (
+        f"{type(env).__name__} {env!r:.40}")
+    return (f"GymEnvironment takes a Gymnasium id, an import path 'package.module:EnvClass' or "
+            f"a gymnasium.Env, got {what}")
 
 
 class GymEnvironment(Environment):
@@ -55,6 +70,8 @@ class GymEnvironment(Environment):
             raise TypeError(f"wrap_env must be a function from a gymnasium.Env to a wrapped one, "
                             f"got {type(wrap_env).__name__}")
         made = isinstance(env, str)
+        if not made and not isinstance(env, gym.Env):
+            raise TypeError(_not_an_env(env))
         self._given_id = env if made else None  # what Ray's actors make: the id or path given
         if made and is_import_path(env):
             kind, env = import_environment(env)  # (registers the class with Gymnasium)
@@ -73,9 +90,15 @@ class GymEnvironment(Environment):
         self.device = device
         self.seed = self._seed = seed  # _seed: of the next reset only
 
-    def remote_env(self) -> tuple[str, dict[str, Any]]:
+    def remote_env(self) -> tuple[str, dict[str, Any]] | str:
         """Ray actors make the same Gymnasium id (or import path) with the same ``gym.make``
-        arguments; a ``name`` given for logs is not one they can make."""
+        arguments; a ``name`` given for logs is not one they can make. An environment given as
+        a ``gymnasium.Env`` or wrapped by ``wrap_env`` they cannot make: then why, as text."""
+        if self._given is not None or self._wrap_env is not None:
+            what = "as a gymnasium.Env" if self._given is not None else "with wrap_env"
+            return (f"{self.name} was given {what}, which Ray's actors cannot make again (they "
+                    "make environments from an id): register it with gymnasium.register (its "
+                    "wrappers in the entry point) and give its id, or run it locally")
         return self._given_id or self._id, dict(self._make_kwargs)
 
     def reset(self, seed: int | None = None) -> State:
@@ -125,6 +148,7 @@ class GymEnvironment(Environment):
             observation = self._state.observation
             shape = tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
             if self._shape is None:
+                check_space_shape(self.name, self.observation_space, shape)
                 self._shape = shape
             elif shape != self._shape:
                 raise shape_changed(self.name, self._shape, shape)

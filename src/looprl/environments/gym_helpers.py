@@ -47,16 +47,22 @@ def check_env_id(env_id: str) -> None:
 
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
     """An agent's action (tensor, array or number; with ``n_envs``, one per row) as what
-    ``space`` (of one environment) expects; ``Box`` actions are clipped to its bounds."""
+    ``space`` (of one environment) expects; ``Box`` actions are clipped to its bounds (and
+    rounded to the nearest whole number for an integer ``Box``)."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
         array = np.asarray(action)
         if array.size == 1 and array.dtype.kind in "iub":
             return int(array.reshape(()))
         return _discrete_action(array, space)
+    if isinstance(space, gym.spaces.Discrete):
+        return discrete_actions(action, space, n_envs)
     if isinstance(space, gym.spaces.Box):
         shape = space.shape if n_envs is None else (n_envs, *space.shape)
-        array = np.asarray(action, dtype=space.dtype)
+        array = np.asarray(action)
+        if space.dtype.kind in "iu" and array.dtype.kind == "f":  # (nearest, not toward 0)
+            array = np.rint(array)
+        array = array.astype(space.dtype, copy=False)
         if array.size != math.prod(shape):
             raise ValueError(f"Action of shape {array.shape} does not fit the action space {space}")
         return np.clip(array.reshape(shape), space.low, space.high)
@@ -71,6 +77,23 @@ def _discrete_action(array: np.ndarray, space: gym.Space) -> int:
     text = repr(array.tolist()) if array.size <= 8 else f"an array of shape {array.shape}"
     raise ValueError(f"An action for the space {space} is one whole number (a 0-d or "
                      f"one-element tensor or array), got {text}")
+
+
+def discrete_actions(action: Any, space: gym.Space, n_envs: int) -> np.ndarray:
+    """One whole number per environment (a list, an array or a tensor of ``n_envs``, as a
+    column too) as an ``int64`` array, else a one-line ``ValueError``."""
+    try:
+        array = np.asarray(action)
+    except ValueError:  # (rows of different lengths)
+        array = np.asarray(action, dtype=object)
+    whole = array.dtype.kind in "iub" or (
+        array.dtype.kind == "f" and bool(np.all(np.mod(array, 1) == 0)))
+    if array.size == n_envs and array.ndim <= 2 and whole:
+        return array.reshape(n_envs).astype(np.int64, copy=False)
+    text = repr(array.tolist()) if array.size <= 8 else f"an array of shape {array.shape}"
+    copies = "1 copy" if n_envs == 1 else f"{n_envs} copies"
+    raise ValueError(f"The actions of {copies} of the space {space} are one whole number per "
+                     f"copy, got {text}")
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
@@ -101,6 +124,26 @@ def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
     return ValueError(f"{name} returned an observation of {got} after observations of "
                       f"shape {tuple(expected)}: an environment's observations must keep one "
                       "shape (pad them to one size, and declare it in observation_space)")
+
+
+def check_space_shape(name: str, space: gym.Space, shape: Any) -> None:
+    """A one-line ``ValueError`` if an observation of ``shape`` (``None``: not an array) does
+    not have the shape of ``space``, a ``Box`` (what the presets size their networks from)."""
+    if isinstance(space, gym.spaces.Box) and shape is not None and tuple(shape) != space.shape:
+        raise space_shape_error(name, space, shape)
+
+
+def space_shape_error(name: str, space: gym.Space, shape: Any = None) -> ValueError:
+    """The one-line error of an observation (of ``shape``, where known) that does not have the
+    shape of the observation space ``space``."""
+    got = f"shape {tuple(shape)}" if shape is not None else "another shape"
+    return ValueError(f"{name} returned an observation of {got}, but its observation_space "
+                      f"{space} has shape {space.shape}: make the observations and the "
+                      "declared observation_space agree")
+
+
+#: NumPy's words (in Gymnasium's vector environments) for an observation of the wrong shape
+SHAPE_ERRORS = ("wrong shape", "wrong dimensionality", "could not broadcast")
 
 
 #: Evaluation steps of an episode whose environment names no ``max_episode_steps`` (Atari's

@@ -27,7 +27,7 @@ import torch
 
 from looprl.core import MultiagentState
 from looprl.core.suggest import check_device
-from looprl.environments.srl import Environment, StepResult, checked_results
+from looprl.environments.srl import Environment, StepResult, checked_results, result_scalars
 from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
 
 
@@ -221,8 +221,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     def last(self) -> MultiagentState:
         agent, result = self._turn()
         obs = result.obs
-        state = MultiagentState.from_zoo(agent, (obs.get("obs", obs), float(result.reward[0]),
-                                                 bool(result.done[0]), bool(result.truncated[0]),
+        reward, done, truncated = result_scalars(result)
+        state = MultiagentState.from_zoo(agent, (obs.get("obs", obs), reward, done, truncated,
                                                  result.info), device=self.device)
         if MASK in obs:
             state[MASK] = torch.as_tensor(obs[MASK], device=self.device)
@@ -284,4 +284,5 @@ def _aec_adapter(zoo_env: Any, flatten: bool) -> PettingZooEnvironment:
 
 def _over(result: StepResult) -> bool:
     """Whether ``result`` is its agent's last of the episode (terminated or truncated)."""
-    return bool(result.done[0] or result.truncated[0])
+    _, done, truncated = result_scalars(result)
+    return done or truncated

@@ -64,6 +64,17 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
     return list(results)
 
 
+def result_scalars(result: Any) -> tuple[float, bool, bool]:
+    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays); a one-line
+    ``ValueError`` if they are not."""
+    try:
+        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
+    except (TypeError, IndexError):
+        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
+                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
+                         "results with looprl.environments.step_result(...)") from None
+
+
 def _what(result: Any) -> str:
     """How a result that is not a ``StepResult`` reads in an error."""
     if not hasattr(result, "obs"):

@@ -15,7 +15,14 @@ from looprl.core.state import as_observation
 from looprl.core.suggest import check_device
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import failure, unpack_hint
-from looprl.environments.gym_helpers import action_to_numpy, check_env_id, env_name, shape_changed
+from looprl.environments.gym_helpers import (
+    SHAPE_ERRORS,
+    action_to_numpy,
+    check_env_id,
+    env_name,
+    shape_changed,
+    space_shape_error,
+)
 
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
@@ -39,7 +46,7 @@ def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.n
     """A ``StateArray`` from one batched Gymnasium step; ``extra`` arrays become entries too."""
     reward = np.asarray(reward, dtype=np.float32)
     arrays = {
-        "observation": as_observation(obs), "reward": reward,
+        "observation": as_observation(obs, batch_dims=1), "reward": reward,
         "done": terminated | truncated, "mask": (~terminated).astype(np.float32),
         **{key: np.asarray(value) for key, value in extra.items()},
     }  # fmt: skip
@@ -77,8 +84,11 @@ class NumpyVectorEnvironment(VectorEnvironment):
         try:
             obs, info = self.env.reset(seed=seed)
         except Exception as error:
+            if isinstance(error, ValueError) and any(words in str(error)
+                                                     for words in SHAPE_ERRORS):
+                raise space_shape_error(self.name, self.observation_space) from error
             raise self._failure("reset", error) from error
-        return as_observation(obs, self.name), info
+        return as_observation(obs, self.name, batch_dims=1), info
 
     def _failure(self, method: str, error: Exception) -> Exception:
         where = f"in one of its {self.n_envs} copies" + (
@@ -145,10 +155,10 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                                  f"each of the {self.n_envs} environments: "
                                  f"{self.action_space}): {error}") from error
             if isinstance(error, ValueError) and any(  # (Gymnasium's and NumPy's words for it)
-                    words in str(error) for words in ("wrong shape", "could not broadcast")):
+                    words in str(error) for words in SHAPE_ERRORS):
                 raise shape_changed(self.name, self.state.observation.shape[1:]) from error
             raise self._failure("step", error) from error
-        self._state, self._arrays = None, (as_observation(obs, self.name),
+        self._state, self._arrays = None, (as_observation(obs, self.name, batch_dims=1),
                                            np.asarray(reward, np.float32), terminated, truncated)
         return self._arrays
 
@@ -173,6 +183,14 @@ def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
     if make_kwargs:
         raise TypeError(f"GymVectorEnvironment got a made vector environment and gym.make "
                         f"arguments {sorted(make_kwargs)}: pass them to gymnasium.make_vec")
+    mode = (getattr(vector_env, "metadata", None) or {}).get("autoreset_mode")
+    next_step = gym.vector.AutoresetMode.NEXT_STEP
+    if mode is not None and gym.vector.AutoresetMode(mode) != next_step:
+        raise ValueError(f"GymVectorEnvironment steps vector environments with next-step "
+                         f"autoreset (a done row's next action is ignored), got one made with "
+                         f"autoreset_mode={gym.vector.AutoresetMode(mode).name}: make it with "
+                         f"vector_kwargs={{'autoreset_mode': "
+                         f"gymnasium.vector.AutoresetMode.NEXT_STEP}} (the default)")
     if n_envs is not None and not isinstance(n_envs, str):
         raise TypeError(f"GymVectorEnvironment(vec_env, name, device=...) takes the name "
                         f"second, got {n_envs!r}: the vector environment has "

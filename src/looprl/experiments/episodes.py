@@ -13,6 +13,7 @@ import torch
 
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
+from looprl.core.suggest import check_count
 
 __all__ = ["check_episodes", "dashboard", "play_episodes", "seed_everything", "single_action"]
 
@@ -60,6 +61,8 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     a warning, and it is counted; in a vector environment every copy then starts a new episode.
     """
     check_episodes(episodes)
+    if max_steps != math.inf:
+        check_count(max_steps=max_steps)
     copies = len(runner.running_returns)
     if runner.agent_count > 1 and copies > 1:
         raise ValueError(f"play_episodes plays a game of {runner.agent_count} agents in one env "

@@ -21,6 +21,7 @@ import numpy as np
 
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
+from looprl.core.suggest import check_positive
 from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
@@ -141,6 +142,7 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     """``play_episodes`` on ``runner``, showing every state for ``1 / fps`` s in a window
     (``gif=None``), or writing ``render()``'s frames to ``gif``; the episodes and the GIF's
     path (``None``: a window)."""
+    check_positive(fps=fps)
     frames: list[np.ndarray] | None = None if gif is None else []
 
     def show() -> None:

@@ -76,8 +76,14 @@ CONTINUOUS_PRESETS = "continuous.ppo, continuous.sac, continuous.td3, continuous
 def require_discrete_actions(env: Any, algorithm: str) -> int:
     """The number of actions of ``env``; ``ValueError`` unless it is one ``Discrete`` space."""
     space = env.action_space
-    if isinstance(space, gym.spaces.Discrete):
+    if isinstance(space, gym.spaces.Discrete) and int(space.start) == 0:
         return int(space.n)
+    if isinstance(space, gym.spaces.Discrete):  # (the presets' actions are 0 ... n - 1)
+        raise ValueError(f"{algorithm} acts with the actions 0 ... n - 1, but {env.name} has "
+                         f"{space} actions (from {int(space.start)}); wrap the environment in "
+                         "a gymnasium.ActionWrapper whose action space is "
+                         f"Discrete({int(space.n)}) and whose action(a) returns "
+                         f"a + {int(space.start)}")
     if isinstance(space, gym.spaces.Box):
         advice = f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})"
     else:
