@@ -32,6 +32,14 @@ def test_linear_scheduler_advances_once_per_value_read():
     assert epsilon(3) == pytest.approx(0.7)
 
 
+def test_linear_scheduler_without_decay_is_final_from_decay_end_as_alls():
+    """(was: ``decay_start == decay_end`` read ``initial_value`` once more, at that step: a
+    preset's ``final_exploration_step=0`` took its first action at epsilon 1)"""
+    epsilon = LinearScheduler(1.0, 0.1, 0, 0)
+    assert [epsilon.value for _ in range(2)] == [0.1, 0.1]
+    assert [LinearScheduler(1.0, 0.1, 3, 3)(t) for t in range(2, 5)] == [1.0, 0.1, 0.1]
+
+
 def test_schedule_logs_every_log_every_reads():
     class Logger:
         def __init__(self):

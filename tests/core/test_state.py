@@ -219,6 +219,22 @@ def test_as_input_as_output_view_flatten() -> None:
     assert flat.mask.shape == (6,)
 
 
+def test_list_entries_of_a_two_dimensional_array_follow_view_flatten_and_cat() -> None:
+    """(was: ``flatten``/``view`` left the nested lists as they were, so the flat array's
+    ``[4]`` raised an IndexError and ``[2:5]`` gave ``[]``; ``cat(axis=1)`` dropped them)"""
+    states = [State({"observation": torch.tensor([float(i)]), "name": f"n{i}", "pos": [i, i]})
+              for i in range(3)]
+    grid = State.array([State.array(states), State.array(states)])  # (2, 3)
+    flat = grid.flatten()
+    assert flat["name"] == ["n0", "n1", "n2", "n0", "n1", "n2"]
+    assert flat[4]["name"] == "n1" and flat[2:5]["name"] == ["n2", "n0", "n1"]
+    assert flat[[4]]["pos"] == [[1, 1]]  # (list items stay items)
+    assert grid.view((3, 2))["name"] == [["n0", "n1"], ["n2", "n0"], ["n1", "n2"]]
+    wide = StateArray.cat([grid, grid], axis=1)
+    assert wide.shape == (2, 6) and wide[1, 4]["name"] == "n1"
+    assert grid[:, 1]["pos"] == [[1, 1], [1, 1]]
+
+
 def test_cat_concatenates_batched_entries() -> None:
     a = StateArray({"observation": torch.zeros(2, 3)}, (2,))
     b = StateArray({"observation": torch.ones(3, 3), "reward": torch.arange(3.0)}, (3,))

@@ -102,6 +102,15 @@ def test_store_batches_skip_rows_leaving_done_states() -> None:
     assert len(buffer) == 2 and buffer.tree.total == 2.0
 
 
+@pytest.mark.parametrize("args", [(-1.0, 0.4, 1e-5), (0.6, -0.4, 1e-5), (0.6, 0.4, -0.5)])
+def test_negative_alpha_beta_or_epsilon_is_one_line(args: tuple[float, float, float]) -> None:
+    """(was: a negative beta or epsilon was taken: with epsilon -0.5 small TD errors became
+    negative priorities, NaN after ``** alpha``, and every later sample and weight was NaN)"""
+    name = ("alpha", "beta", "epsilon")[[a < 0 for a in args].index(True)]
+    with pytest.raises(ValueError, match=f"{name} must be >= 0"):
+        PrioritizedReplayBuffer(8, *args)
+
+
 def test_update_priorities_needs_a_sample() -> None:
     with pytest.raises(RuntimeError, match="sample"):
         _buffer().update_priorities(torch.ones(2))

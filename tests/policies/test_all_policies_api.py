@@ -51,6 +51,30 @@ def test_soft_deterministic_policy_acts_on_states_as_alls() -> None:
     assert torch.allclose(mode[:2], torch.tanh(mean[:2]) * SCALE + CENTER)
 
 
+def test_soft_deterministic_policy_takes_alls_log_std_bounds() -> None:
+    """(was: ``log_std_min``/``log_std_max``, ALL's keywords, raised a TypeError)"""
+    model = nn.Linear(4, 4)
+    with torch.no_grad():
+        model.bias[2:] = 10.0  # a log-std far above either bound
+        model.weight.zero_()
+    policy = SoftDeterministicPolicy(model, None, SPACE, log_std_min=-5, log_std_max=-1)
+    head = policy.model.head
+    _, log_std = head.split(model(torch.zeros(1, 4)))
+    assert torch.allclose(log_std, torch.full((1, 2), -1.0))
+    assert (head.log_std_min, head.log_std_max) == (-5, -1)
+
+
+@pytest.mark.parametrize(("policy", "outputs"), [
+    (DeterministicPolicy, 1), (SoftDeterministicPolicy, 3), (SoftDeterministicPolicy, 2),
+    (GaussianPolicy, 3), (GaussianPolicy, 2)])
+def test_a_model_of_the_wrong_width_is_one_line(policy: type, outputs: int) -> None:
+    """(was: outputs of the wrong width broadcast over the action dimensions: a model of
+    ``action_dim`` outputs gave every dimension of a Gaussian the same mean, silently)"""
+    with pytest.raises(ValueError, match=f"returned {outputs} outputs per state for a "
+                                         "2-dimensional Box action space"):
+        policy(nn.Linear(4, outputs), None, SPACE)(_states())
+
+
 def test_gaussian_policy_returns_alls_distribution() -> None:
     torch.manual_seed(2)
     model = nn.Linear(4, 4)

@@ -14,11 +14,12 @@ __all__ = ["LinearScheduler", "ProgressLR", "Schedulable", "Schedule", "linear_s
 
 
 def linear_schedule(initial: float, final: float, start: int, end: int, step: int) -> float:
-    """``initial`` up to ``start``, then linearly to ``final`` at ``end``, at ``step``."""
-    if step <= start:
-        return initial
+    """``initial`` up to ``start``, then linearly to ``final`` at ``end``, at ``step`` (``final``
+    from ``end`` on, also where ``start == end``, as ALL's)."""
     if step >= end:
         return final
+    if step <= start:
+        return initial
     alpha = (step - start) / (end - start)
     return initial + alpha * (final - initial)
 

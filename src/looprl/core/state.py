@@ -72,6 +72,18 @@ def _stack(key: str, values: list[Any]) -> torch.Tensor:
                          f"{shapes}; give every state the same {key!r} shape") from None
 
 
+def _objects(values: list, shape: tuple[int, ...]) -> np.ndarray:
+    """A list entry of a ``StateArray`` (nested lists, one level per batch dimension) as an
+    object array of batch ``shape``; the items stay as they are (lists included)."""
+    array = np.empty(shape, dtype=object)
+    for index in np.ndindex(*shape):
+        item = values
+        for i in index:
+            item = item[i]
+        array[index] = item
+    return array
+
+
 def _model_input(value: torch.Tensor) -> torch.Tensor:
     """``value`` as models take it: ``float32`` (ALL's ``as_input`` casts every input with
     ``.float()``: float64, integer and bool observations included), except ``uint8`` images,
@@ -305,7 +317,7 @@ class StateArray(State):
                 x[k] = v[key]
             elif isinstance(v, list):
                 index = key.cpu().numpy() if isinstance(key, torch.Tensor) else key
-                picked = np.array(v, dtype=object)[index]
+                picked = _objects(v, self._shape)[index]
                 x[k] = picked.tolist() if isinstance(picked, np.ndarray) else picked
             else:
                 x[k] = v
@@ -334,7 +346,9 @@ class StateArray(State):
     def view(self, shape: tuple[int, ...]) -> StateArray:
         """Reshape the batch dimensions of every batched entry."""
         n = len(self._shape)
-        x = {k: v.view((*shape, *v.shape[n:])) if self._batched(v) else v for k, v in self.items()}
+        x = {k: v.view((*shape, *v.shape[n:])) if self._batched(v)
+             else _objects(v, self._shape).reshape(shape).tolist() if isinstance(v, list) else v
+             for k, v in self.items()}
         return self._new(x, tuple(shape))
 
     def flatten(self) -> StateArray:
@@ -366,8 +380,9 @@ class StateArray(State):
         for key, value in first.items():
             if first._batched(value):
                 x[key] = torch.cat([a[key] for a in arrays], dim=axis)
-            elif isinstance(value, list) and axis == 0:
-                x[key] = [item for a in arrays for item in a[key]]
+            elif isinstance(value, list):
+                x[key] = np.concatenate([_objects(a[key], a.shape) for a in arrays],
+                                        axis=axis).tolist()
         shape = list(first.shape)
         shape[axis] = sum(a.shape[axis] for a in arrays)
         return StateArray(x, tuple(shape), device=first.device)

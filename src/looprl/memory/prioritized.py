@@ -81,8 +81,9 @@ class Prioritized:
                             f"ALL's argument order; got alpha={alpha!r}, epsilon={epsilon!r}: "
                             "pass device=... by keyword")
         super().__init__(size, device, generator, n_step)
-        if alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {alpha}")
+        for name, value in (("alpha", alpha), ("beta", beta), ("epsilon", epsilon)):
+            if isinstance(value, int | float) and not value >= 0:  # (beta: or a schedule)
+                raise ValueError(f"{name} must be >= 0, got {value}")
         self.alpha, self.beta, self.epsilon = alpha, beta, epsilon
 
     def _empty_contents(self) -> dict[str, Any]:

@@ -105,6 +105,16 @@ class ActionBounds:
             self._cache[device] = tensors
         return tensors
 
+    def check(self, outputs: torch.Tensor, per_dim: int = 1) -> torch.Tensor:
+        """``outputs`` of a policy model, if it gives ``per_dim`` numbers per action dimension,
+        else a one-line ``ValueError`` (broadcasting would share them between dimensions)."""
+        if outputs.shape[-1] != per_dim * self.action_dim:
+            what = "" if per_dim == 1 else " (the means, then the log spreads)"
+            raise ValueError(f"the policy model returned {outputs.shape[-1]} outputs per state "
+                             f"for a {self.action_dim}-dimensional Box action space; it must "
+                             f"return {per_dim * self.action_dim}{what}")
+        return outputs
+
     def to_env(self, x: torch.Tensor) -> torch.Tensor:
         """Normalized actions -> actions in the space's bounds (for ``x`` in ``[-1, 1]``)."""
         center, scale, _, _ = self.on(x.device)

@@ -30,7 +30,8 @@ class DeterministicActor(nn.Module):
         self.bounds = ActionBounds(space.low, space.high)
 
     def forward(self, observation: Any) -> torch.Tensor:
-        return self.bounds.to_env(torch.tanh(model_outputs(self.model, observation)))
+        outputs = self.bounds.check(model_outputs(self.model, observation))
+        return self.bounds.to_env(torch.tanh(outputs))
 
 
 class _BoxPolicy(Approximation):
@@ -72,12 +73,14 @@ class DeterministicPolicy(_BoxPolicy):
 
 class SoftDeterministicActor(nn.Module):
     """A tanh-Gaussian actor: ``forward(obs)`` returns a reparameterized ``(action, log_prob)``;
-    ``model`` outputs ``cat(mean, log_std)``."""
+    ``model`` outputs ``cat(mean, log_std)``, ``log_std`` clamped to ``[log_std_min,
+    log_std_max]``."""
 
-    def __init__(self, model: nn.Module, space: Any):
+    def __init__(self, model: nn.Module, space: Any, log_std_min: float = -20.0,
+                 log_std_max: float = 2.0):
         super().__init__()
         self.model = model
-        self.head = TanhGaussianHead(space.low, space.high)
+        self.head = TanhGaussianHead(space.low, space.high, log_std_min, log_std_max)
 
     def forward(self, observation: Any) -> tuple[torch.Tensor, torch.Tensor]:
         return self.head.rsample(model_outputs(self.model, observation))
@@ -90,12 +93,14 @@ class SoftDeterministicActor(nn.Module):
 class SoftDeterministicPolicy(_BoxPolicy):
     """Stochastic tanh-Gaussian policy of SAC: ``policy(obs)`` returns a reparameterized
     ``(action, log_prob)`` with gradients; ``sample`` (``explore``) and ``mode`` give actions
-    without. ``model`` outputs ``cat(mean, log_std)``; the rest: ``DeterministicPolicy``'s."""
+    without. ``model`` outputs ``cat(mean, log_std)`` (``SoftDeterministicActor``); the rest:
+    ``DeterministicPolicy``'s."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 space: Any = None, name: str = "policy", **kwargs: Any):
+                 space: Any = None, name: str = "policy", log_std_min: float = -20.0,
+                 log_std_max: float = 2.0, **kwargs: Any):
         if not isinstance(model, SoftDeterministicActor):
-            model = SoftDeterministicActor(model, space)
+            model = SoftDeterministicActor(model, space, log_std_min, log_std_max)
         super().__init__(model, optimizer, name=name, **kwargs)
         self.bounds = model.head.bounds
 

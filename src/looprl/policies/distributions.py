@@ -104,7 +104,7 @@ class GaussianHead:
 
     def split(self, params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean, log_std)`` from the network output (``log_std`` clamped)."""
-        mean, log_std = params.chunk(2, dim=-1)
+        mean, log_std = self.bounds.check(params, 2).chunk(2, dim=-1)
         return mean, log_std.clamp(self.log_std_min, self.log_std_max)
 
     def sample(self, params: torch.Tensor, generator: torch.Generator | None = None

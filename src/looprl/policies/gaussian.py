@@ -37,7 +37,7 @@ class GaussianPolicyNetwork(RLNetwork):
     def forward(self, state: Any) -> Independent:
         outputs = model_outputs(self.model, state)
         center, scale, _, _ = self.bounds.on(outputs.device)
-        means, log_variances = outputs.chunk(2, dim=-1)
+        means, log_variances = self.bounds.check(outputs, 2).chunk(2, dim=-1)
         return Independent(Normal(means + center, (0.5 * log_variances).exp() * scale), 1)
 
 
