@@ -25,3 +25,31 @@ def test_a_parallel_agent_acts_on_batches_narrower_than_its_n_envs(builder) -> N
     with pytest.raises(ValueError, match="acts on batches of 2 rows .* got 3"):
         agent.act(GymEnvironment("CartPole-v1").duplicate(3).reset(seed=0))
     assert torch.isfinite(next(preset.model.parameters())).all()
+
+
+@pytest.mark.parametrize("family", ["dqn", "ppo", "sac"])
+def test_eval_is_the_evaluation_action_with_nothing_written_or_learned(family) -> None:
+    """ALL 0.9's ``agent.eval(state)`` (its DQN, PPO, DDPG, ... and bodies): the policy's
+    evaluation action with the current parameters, no row written, no step (was:
+    ``AttributeError``)."""
+    from looprl.presets import continuous
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    if family == "sac":
+        env = GymEnvironment("Pendulum-v1")
+        preset = continuous.sac.hyperparameters(replay_start_size=4).env(env).device("cpu")
+    else:
+        env = GymEnvironment("CartPole-v1")
+        builder = dqn if family == "dqn" else ppo
+        preset = builder.hyperparameters(hidden=8).env(env).device("cpu")
+    agent = preset.build().agent()
+    state = env.reset(seed=0) if family != "ppo" else env.duplicate(2).reset(seed=0)
+    actions = [agent.eval(state) for _ in range(3)]
+    assert all(torch.equal(actions[0], a) for a in actions)  # (no exploration)
+    assert agent.unwrapped.adder.rows is None and agent.unwrapped.policy.version == 0
+    agent.act(state)
+    assert agent.unwrapped.adder.t.sum() == len(agent.unwrapped.adder.t)  # (act: one row)
+    if family == "dqn":
+        q = agent.unwrapped.policy.q
+        assert int(actions[0]) == int(q.eval(state.observation[None]).argmax())

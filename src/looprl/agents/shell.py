@@ -58,6 +58,11 @@ class LearningAgent(AgentBase):
             self.train(segment)
         return action
 
+    def eval(self, state: Any) -> Any:
+        """ALL's ``agent.eval(state)``: the policy's evaluation action (greedy, or the mean
+        action) for ``state`` with its current parameters; nothing is written or learned."""
+        return Actor(self.policy, evaluation=True).act(state)
+
     def _fit(self, rows: int) -> None:
         """Widen the adder (and on-policy batches) to the first batch; later ones must match."""
         adder = self.actor.adder

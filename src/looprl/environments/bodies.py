@@ -22,6 +22,10 @@ class Body(AgentWrapper, Agent, ParallelAgent):
     def act(self, state: Any) -> Any:
         return self.process_action(self.agent.act(self.process_state(state)))
 
+    def eval(self, state: Any) -> Any:
+        """ALL's ``eval``: the wrapped agent's evaluation action, through the body."""
+        return self.process_action(self.agent.eval(self.process_state(state)))
+
     def process_state(self, state: Any) -> Any:
         """The state the wrapped agent sees."""
         return state
