@@ -67,6 +67,20 @@ def test_n_step_replay_buffer_refuses_what_it_cannot_wrap() -> None:
     full.store(_s(0), 0, _s(1, reward=1.0))
     with pytest.raises(ValueError, match="needs an empty buffer"):
         NStepReplayBuffer(3, 0.9, full)
+    with pytest.raises(ValueError, match="steps must be positive .* got 2.5"):  # (was: 2)
+        NStepReplayBuffer(2.5, 0.9, ExperienceReplayBuffer(10))
+
+
+@pytest.mark.parametrize("make", [lambda: ExperienceReplayBuffer(10),
+                                  lambda: PrioritizedReplayBuffer(10)])
+def test_a_batch_size_that_is_no_whole_number_is_one_line(make) -> None:
+    """(was: an empty batch for 0, torch's negative-dimension error for -1, and PER's
+    ``ZeroDivisionError`` for 0)"""
+    replay = make()
+    replay.store(_s(0), 0, _s(1, reward=1.0))
+    for size in (0, -1, 2.5):
+        with pytest.raises(ValueError, match=f"batch_size must be positive .* got {size}"):
+            replay.sample(size)
 
 
 def test_prioritized_replay_buffer_takes_alls_argument_order() -> None:

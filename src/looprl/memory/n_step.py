@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.core import SampleBatch, State
+from looprl.core.suggest import check_count
 from looprl.memory.replay import transitions
 
 __all__ = ["NStepReplayBuffer"]
@@ -17,9 +18,10 @@ class NStepReplayBuffer:
     ``NStepReplayBuffer(3, 0.99, ExperienceReplayBuffer(10_000))``."""
 
     def __init__(self, steps: int, discount_factor: float, buffer: Any):
-        if steps < 1 or discount_factor < 0:
-            raise ValueError(f"NStepReplayBuffer needs steps >= 1 and discount_factor >= 0, got "
-                             f"{steps} and {discount_factor}")
+        check_count(steps=steps)
+        if not discount_factor >= 0:
+            raise ValueError(f"NStepReplayBuffer needs discount_factor >= 0, got "
+                             f"{discount_factor}")
         if not (hasattr(buffer, "n_step") and hasattr(buffer, "sample_batch")):
             raise TypeError(f"NStepReplayBuffer wraps a looprl replay buffer (e.g. "
                             f"ExperienceReplayBuffer(size)), got {type(buffer).__name__}")

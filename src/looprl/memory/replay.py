@@ -90,6 +90,7 @@ class ReplayContents:
 
     def sample_batch(self, batch_size: int) -> SampleBatch:
         """``batch_size`` transitions as one ``[n_step + 1, batch_size]`` ``SampleBatch``."""
+        check_count(batch_size=batch_size)
         return self.gather(self.sample_indices(batch_size))
 
     def sample(self, batch_size: int) -> tuple:
