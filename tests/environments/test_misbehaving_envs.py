@@ -369,3 +369,24 @@ def test_a_never_ending_multiagent_training_episode_is_cut(monkeypatch, tmp_path
     assert (experiment.episode, experiment.frame) == (2, 60)  # (cut at 30 steps each)
     assert "ran 30 steps without ending: cut there" in caplog.text
     experiment.close()
+
+
+def test_an_exception_when_a_finished_agent_steps_none_is_named():
+    """PettingZoo's turn loop steps each finished agent with ``None``: an exception there is
+    the game's, named as in any other step, not a bare traceback."""
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.classic.tictactoe.tictactoe import raw_env
+
+    from looprl.environments import MultiagentPettingZooEnv
+
+    class FailsAtTheEnd(raw_env):
+        def step(self, action):
+            if action is None:
+                raise RuntimeError("cannot remove a finished agent")
+            return super().step(action)
+
+    env = MultiagentPettingZooEnv(FailsAtTheEnd())
+    env.reset(seed=0)
+    with pytest.raises(EnvironmentFailure, match=r"^FailsAtTheEnd\.step\(\) raised RuntimeError"):
+        for move in (0, 3, 1, 4, 2):  # player_1 wins on its third move
+            env.step(move)

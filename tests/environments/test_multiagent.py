@@ -121,6 +121,15 @@ def test_subenv_gives_one_agents_spaces():
     assert view.has_action_mask
 
 
+def test_alls_subenvs_and_state_space_name_each_agents_spaces():
+    """ALL's ``presets = {agent: dqn.env(subenv).build() for agent, subenv in
+    env.subenvs.items()}`` and ``env.state_space(agent)``."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    assert list(env.subenvs) == ["player_1", "player_2"]
+    assert env.subenvs["player_2"].action_space.n == 9
+    assert env.state_space("player_1") == env.observation_space("player_1")
+
+
 def test_unflattened_observations_keep_their_shape():
     env = MultiagentPettingZooEnv(tictactoe_v3.env(), flatten=False)
     assert env.observation_space("player_1").shape == (3, 3, 2)

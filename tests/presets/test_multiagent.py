@@ -72,6 +72,16 @@ def test_agents_of_a_masked_env_are_wrapped_and_parallel_presets_use_one_env():
     assert isinstance(preset.test_agent().agents["player_2"], MaskedAgent)
 
 
+def test_masked_actor_critic_presets_keep_their_actor_and_critic():
+    """A2C, VAC and VPG give the actor and the critic their own learning rates: their
+    optimizer reads ``model.actor`` through the ``MaskedModule``."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    preset = independent(cc.a2c).env(env).device("cpu").build()
+    model = preset.presets["player_1"].model
+    assert isinstance(model, MaskedModule) and model.actor is model.module.actor
+    assert isinstance(preset.agent().agents["player_1"], MaskedAgent)
+
+
 def test_one_builder_per_agent_and_unmasked_parallel_env():
     env = MultiagentPettingZooEnv(rps_v2.parallel_env())
     builder = independent({"player_0": cc.dqn, "player_1": cc.ppo}, name="mixed")
@@ -148,3 +158,28 @@ def test_make_env_makes_a_game_by_name_to_render_or_not():
     assert shown.remote_env() == ("pettingzoo", {"env": "classic.tictactoe_v3", "flatten": True})
     shown.reset(seed=0)
     assert shown.render().ndim == 3
+
+
+def test_an_id_is_made_for_the_family_of_a_configured_builder():
+    """``run_experiment(multiagent.dqn.hyperparameters(...), "tictactoe_v3")``: the builder a
+    call configured makes the game as its family's does, not a Gymnasium environment."""
+    from looprl.presets.catalog import env_for
+
+    for builder in (dqn, dqn.hyperparameters(replay_start_size=50), ppo.device("cpu")):
+        assert isinstance(env_for(builder, "tictactoe_v3"), MultiagentPettingZooEnv)
+    assert env_for(cc.dqn.hyperparameters(lr=1e-3), "CartPole-v1").name == "CartPole-v1"
+
+
+def test_agents_of_different_algorithms_take_turns(tmp_path):
+    """A replay agent (DQN: actions only) and an on-policy one (PPO: log-probs and values) in a
+    turn-based game: their rows, asked one agent at a time, are written alike."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    builder = independent({
+        "player_1": cc.dqn.hyperparameters(update_frequency=8, gradient_steps=1,
+                                           replay_start_size=16, hidden=16),
+        "player_2": cc.ppo.hyperparameters(n_steps=8, minibatch_size=8, epochs=1, hidden=16)})
+    experiment = MultiagentEnvExperiment(builder.env(env).device("cpu").build(), env,
+                                         logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(frames=100)
+    assert all(updates(agent) > 0 for agent in experiment.agent.agents.values())
+    experiment.close()

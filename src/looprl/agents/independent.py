@@ -77,6 +77,15 @@ class MaskedModule(nn.Module):
             return (out[0].masked_fill(illegal, MASKED_Q), *out[1:])
         return out.masked_fill(illegal, MASKED_Q)
 
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped module's attributes (``model.actor``, as a preset's optimizer reads)."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name == "module":
+                raise
+            return getattr(self.module, name)
+
     def initial_state(self) -> Any:
         """The wrapped actor-critic's recurrent memory, or ``None``."""
         return self.module.initial_state() if isinstance(self.module, ActorCriticModel) else None
@@ -118,6 +127,8 @@ class IndependentPolicy(Policy):
     carry an ``action_mask``. ``ValueError``: ``names`` does not name every policy, or only some
     policies are recurrent."""
 
+    _padded = False  # (a policy pickled before the flag)
+
     def __init__(self, policies: list[Policy], names: list[str], masked: Collection[str] = ()):
         if len(names) != len(policies) or not policies:
             raise ValueError(f"IndependentPolicy needs one name per policy, got {len(names)} "
@@ -128,6 +139,10 @@ class IndependentPolicy(Policy):
         self.policies = list(policies)
         self.names = list(names)
         self.masked = [name in set(masked) for name in self.names]
+        #: policies of several kinds answer with different fields: every row then carries
+        #: ``log_prob`` and ``value`` (NaN where its policy has none), so that the rows of one
+        #: agent and of another, asked alone (turns), are written alike
+        self._padded = len({type(policy) for policy in self.policies}) > 1
         self._module = nn.ModuleList([policy.module for policy in self.policies])
 
     @property
@@ -177,7 +192,7 @@ class IndependentPolicy(Policy):
             rows["obs"] = self.view(agent, rows["obs"])
             results.append(self.policies[agent].rollout(RolloutRequest(**rows), **kwargs))
             indices.append(index)
-        return _merge(results, indices)
+        return _merge(results, indices, self._padded)
 
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> Any:
         """The ``analyze`` of the one agent whose streams ``sample`` holds (``sample['agent']``;
@@ -254,9 +269,15 @@ def _take(value: Any, index: np.ndarray) -> Any:
     return np.asarray(value)[index]
 
 
-def _merge(results: list[RolloutResult], rows: list[np.ndarray]) -> RolloutResult:
-    """The agents' ``results`` for their ``rows`` as one, in request order (NaN if missing)."""
+def _merge(results: list[RolloutResult], rows: list[np.ndarray], padded: bool = False
+           ) -> RolloutResult:
+    """The agents' ``results`` for their ``rows`` as one, in request order (NaN if missing;
+    with ``padded``, ``log_prob`` and ``value`` are never missing)."""
     results = [result.to_numpy() for result in results]
+    for result, index in zip(results, rows, strict=True) if padded else ():
+        for name in ("log_prob", "value"):
+            if result[name] is None:
+                result[name] = np.full(len(index), np.nan, np.float32)
     if len(results) == 1:
         return results[0]
     inverse = np.argsort(np.concatenate(rows))

@@ -86,6 +86,10 @@ class MultiagentEnvironment(ABC):
     def observation_space(self, agent: str) -> gym.Space:
         """The observation space of ``agent`` as its states present it."""
 
+    def state_space(self, agent: str) -> gym.Space:
+        """Alias of ``observation_space(agent)`` (ALL's name)."""
+        return self.observation_space(agent)
+
     @abstractmethod
     def action_space(self, agent: str) -> gym.Space:
         """The action space of ``agent``."""
@@ -97,6 +101,11 @@ class MultiagentEnvironment(ABC):
     def subenv(self, agent: str) -> AgentView:
         """``agent``'s view of this environment: what a single-agent preset is built on."""
         return AgentView(self, agent)
+
+    @property
+    def subenvs(self) -> dict[str, AgentView]:
+        """Every agent's ``subenv``, by name (ALL's ``env.subenvs[agent]``)."""
+        return {agent: self.subenv(agent) for agent in self.possible_agents}
 
     def render(self, **kwargs: Any) -> Any:
         """Render the environment (if it was created with a ``render_mode``)."""

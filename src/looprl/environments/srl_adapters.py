@@ -323,5 +323,5 @@ class PettingZooEnvironment(_Adapter):
             self.turns.append(self._index[agent])
             if not (terminated or truncated):
                 break
-            self.env.step(None)  # PettingZoo removes a finished agent when it steps None
+            self._call("step", None)  # PettingZoo removes a finished agent when it steps None
         return results

@@ -106,11 +106,11 @@ def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None)
 
 
 def env_for(agent: Any, env_id: str) -> Any:
-    """``make_env`` for ``agent`` (a family's preset builder, or its name); a Gymnasium
-    environment for any other agent."""
+    """``make_env`` for ``agent`` (a family's preset builder, one configured from it, or its
+    name); a Gymnasium environment for any other agent."""
     if not isinstance(agent, str):
-        agent = next((name for name, builder in available_agents().items()
-                      if builder is agent and "." in name), "classic_control.custom")
+        family = getattr(agent, "_family", lambda: None)()  # (``dqn.hyperparameters(...)``)
+        agent = f"{family}.{agent.default_name}" if family else "classic_control.custom"
     return make_env(agent, env_id)
 
 
