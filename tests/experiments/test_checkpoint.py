@@ -159,6 +159,29 @@ def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path) -> None:
     resumed.close()
 
 
+def test_a_copied_run_directory_resumes_in_the_copy(tmp_path) -> None:
+    import shutil
+
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=50, replay_buffer_size=500)
+    preset = preset.device("cpu").build()
+    experiment = make_experiment(preset, env, logdir=str(tmp_path / "runs"), quiet=True, seed=0,
+                                 checkpoint_every=100)
+    experiment.train(frames=100)
+    experiment.close()
+    original = Path(experiment.logger.log_dir)
+    rows = (original / "results.csv").read_text()
+    copy = shutil.copytree(original, tmp_path / "copy")
+    resumed = load_checkpoint(copy)
+    resumed.train(frames=200)
+    resumed.close()
+    assert Path(resumed.logger.log_dir) == copy
+    assert (original / "results.csv").read_text() == rows  # the original is left alone
+    assert len((copy / "results.csv").read_text().splitlines()) == 1 + resumed.episode
+
+
 def test_checkpoints_without_the_replay_buffer_restore_it_empty(tmp_path) -> None:
     from looprl.presets.classic_control import dqn
 

@@ -344,6 +344,27 @@ def test_wandb_mirrors_every_scalar_in_offline_mode(tmp_path, monkeypatch) -> No
     assert list((Path(logger.log_dir) / "wandb").glob("offline-run-*/run-*.wandb"))
 
 
+def test_summaries_reach_wandb_and_episode_summaries_are_episode_tags(tmp_path) -> None:
+    class Run:  # (a W&B run that records what it is given)
+        logged: list[dict] = []
+
+        def log(self, values: dict) -> None:
+            self.logged.append(values)
+
+        def finish(self) -> None:
+            pass
+
+    logger = ExperimentLogger("ppo", "CartPole-v1", str(tmp_path))
+    logger._wandb = run = Run()
+    logger.frame = 30
+    logger.add_test_returns([1.0, 3.0])
+    logger.add_summary("batch", [2.0], step="episode")
+    logger.close()
+    keys = {key for values in run.logged for key in values}
+    assert {"summary/test_returns/mean", "summary/test_returns/std"} <= keys
+    assert "summary/batch/mean" in logger._episode_tags  # (kept by episode on resume)
+
+
 def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> None:
     import pickle
 

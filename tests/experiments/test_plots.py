@@ -151,6 +151,18 @@ def test_plot_draws_rolling_mean_of_returns_csv(
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["dqn"]
 
 
+def test_runs_of_a_multirun_have_labels_that_tell_them_apart(
+    tmp_path: Path, saved_figures: list[Figure]
+) -> None:
+    for job in ("0", "1"):  # (looprl run -m: one Hydra job directory each)
+        _episode_run(tmp_path / job, "dqn", "CartPole-v1", [1.0, 2.0])
+    _episode_run(tmp_path / "1", "dqn", "CartPole-v1", [3.0])  # (its CartPole-v1_2)
+    plot_returns_100(str(tmp_path))
+    (ax,) = [ax for ax in saved_figures[0].axes if ax.get_visible()]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "dqn (0/dqn/CartPole-v1)", "dqn (1/dqn/CartPole-v1)", "dqn (CartPole-v1_2)"]
+
+
 def test_fewer_than_100_episodes_are_plotted(tmp_path: Path, saved_figures: list[Figure]) -> None:
     log_dir = _episode_run(tmp_path, "ppo", "CartPole-v1", [float(i) for i in range(30)])
     assert (Path(log_dir) / "returns100.csv").read_text() == "frame,mean,std,max,min\n"

@@ -41,6 +41,19 @@ def test_watch_refuses_a_count_or_speed_the_command_line_refuses(tmp_path, optio
         watch.watch(_Right(), env, **option)
 
 
+def test_a_preset_watched_in_an_environment_of_other_spaces_is_one_line(tmp_path) -> None:
+    from looprl.cli import main as cli
+    from looprl.presets.classic_control import dqn
+
+    preset = dqn.env(GymEnvironment("CartPole-v1")).hyperparameters(hidden=8).build()
+    preset.save(str(tmp_path / "preset.pt"))
+    with pytest.raises(ValueError, match=r"trained on CartPole-v1 .*Box\(4,\), Discrete\(2\)\), "
+                       r"Acrobot-v1 has Box\(6,\), Discrete\(3\)"):
+        watch.load_and_watch(tmp_path / "preset.pt", GymEnvironment("Acrobot-v1"))
+    assert cli(["watch", str(tmp_path), "--env", "Acrobot-v1", "--gif",
+                str(tmp_path / "a.gif")]) == 2
+
+
 @pytest.mark.parametrize(("found", "backend"), [
     ({"EGL": "libEGL.so.1", "OSMesa": "libOSMesa.so"}, "egl"),
     ({"OSMesa": "libOSMesa.so"}, "osmesa"),

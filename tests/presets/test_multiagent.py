@@ -46,6 +46,7 @@ def test_preset_trains_saves_loads_and_evaluates(builder, hyperparameters, tmp_p
     experiment.train(frames=600)  # MaskedAgent raises on any illegal action
     assert experiment.frame >= 600 and experiment.episode > 50
     assert all(updates(agent) > 0 for agent in experiment.agent.agents.values())
+    assert preset.env_spaces is None  # (per agent: a preset keeps no bound method of the game)
     preset.save(str(tmp_path / "preset.pt"))
     loaded = load_preset(str(tmp_path / "preset.pt"), device="cpu")
     assert set(loaded.presets) == {"player_1", "player_2"}

@@ -103,3 +103,37 @@ def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):
     assert torch.equal(torch.nn.utils.parameters_to_vector(saved), snapshots[best])
     assert cli(["watch", str(tmp_path), "--best", "--env", "CartPole-v1", "--gif",
                 str(tmp_path / "best.gif"), "--max-steps", "20"]) == 0
+
+
+def test_a_resumed_run_evaluates_again_what_it_evaluated_after_its_checkpoint(small_ppo,
+                                                                             tmp_path):
+    options = {"num_steps": 192, "seed": 0, "eval_episodes": 1, "quiet": True,
+               "logdir": str(tmp_path), "eval_every": 64, "checkpoint_every": 128}
+    first, _ = OnlineRunner(small_ppo, "CartPole-v1", **options).run()  # (as if killed after
+    checkpoint = str(next(tmp_path.rglob("checkpoint.pt")))  # 192)
+    resumed, _ = OnlineRunner(small_ppo, "CartPole-v1", resume_from=checkpoint, **options).run()
+    assert resumed["evaluations"] == first["evaluations"]
+    rows = (tmp_path / "eval_results.csv").read_text().splitlines()[1:]
+    assert [int(row.split(",")[0]) for row in rows] == [s for s, _ in first["evaluations"]]
+
+
+def test_a_new_run_in_the_same_logdir_starts_its_own_eval_results(small_ppo, tmp_path):
+    runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, seed=0, eval_episodes=1,
+                          quiet=True, logdir=str(tmp_path), eval_every=64)
+    first, _ = runner.run()
+    second, _ = OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, seed=1, eval_episodes=1,
+                             quiet=True, logdir=str(tmp_path), eval_every=64).run()
+    rows = (tmp_path / "eval_results.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(second["evaluations"]) == 3  # (not the first run's too)
+    assert runner.run()[0]["evaluations"] == first["evaluations"]  # run() again: anew
+
+
+def test_a_resumed_run_takes_its_own_logging_settings(small_ppo, tmp_path):
+    options = {"num_steps": 128, "seed": 0, "eval_episodes": 1, "logdir": str(tmp_path),
+               "checkpoint_every": 64}
+    OnlineRunner(small_ppo, "CartPole-v1", quiet=True, **options).run()
+    checkpoint = str(next(tmp_path.rglob("checkpoint.pt")))
+    runner = OnlineRunner(small_ppo, "CartPole-v1", quiet=False, verbose=False, **options)
+    runner.resume(checkpoint)  # (looprl run --resume RUN logging.quiet=false ...)
+    assert runner.experiment.quiet is False and runner.experiment.logger.verbose is False
+    runner.close()

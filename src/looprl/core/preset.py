@@ -13,9 +13,11 @@ from looprl.core.agent import Agent, ParallelAgent
 class Preset(ABC):
     """A configured algorithm on a configured environment; builds agents that share weights.
     ``env_remote``: what Ray actors make for the environment (text: why they cannot);
-    ``meta``: the meta components attached to its experiments."""
+    ``env_spaces``: its observation and action spaces (``None``: unknown); ``meta``: the meta
+    components attached to its experiments."""
 
     env_name: str | None = None
+    env_spaces: tuple[Any, Any] | None = None
     env_remote: tuple[str, dict[str, Any]] | str | None = None
     meta: tuple[Any, ...] | list[Any] = ()
 

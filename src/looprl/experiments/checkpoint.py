@@ -21,7 +21,7 @@ import torch
 
 from looprl.core.files import load_file
 from looprl.core.suggest import check_count
-from looprl.experiments.logger import moving_runs
+from looprl.experiments.logger import checkpoint_dir, moving_runs
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
@@ -61,7 +61,7 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
         rng["cuda"] = torch.cuda.get_rng_state_all()
     temporary = path.with_name(path.name + ".tmp")
     try:
-        with replay_contents_saved(replay):
+        with replay_contents_saved(replay), checkpoint_dir(path.parent):
             torch.save({"experiment": experiment, "rng": rng}, temporary)
     except (OSError, TypeError, AttributeError, RuntimeError) as error:
         temporary.unlink(missing_ok=True)
@@ -137,9 +137,10 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
             if (path.parent / name).is_file():
                 check_header(path.parent / name, "the resumed run would append to it: restore "
                              "it, or start a new run")
-        state = load_saved(path)
+        with checkpoint_dir(path.parent):
+            state = load_saved(path)
     else:
-        with moving_runs():
+        with moving_runs(), checkpoint_dir(path.parent):
             state = load_saved(path)
         preset = state["experiment"].preset
         state["experiment"].logger.start_run(run_name, {

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import weakref
 from collections import deque
@@ -35,12 +36,13 @@ from looprl.core.suggest import check_count
 from looprl.experiments import run_files as files
 
 __all__ = ["AgentLoggers", "ExperimentLogger", "MemoryLogger", "RecordingLogger", "mean_return",
-           "moving_runs"]
+           "checkpoint_dir", "moving_runs"]
 
 log = logging.getLogger(__name__)
 
 _WINDOW = 100
 _MOVING: ContextVar[bool] = ContextVar("looprl_moving_runs", default=False)
+_CHECKPOINT_DIR: ContextVar[Path | None] = ContextVar("looprl_checkpoint_dir", default=None)
 
 
 def mean_return(returns: Iterable[float], last: int | None = None) -> float:
@@ -58,6 +60,18 @@ def moving_runs() -> Iterator[None]:
         yield
     finally:
         _MOVING.reset(token)
+
+
+@contextmanager
+def checkpoint_dir(directory: str | Path) -> Iterator[None]:
+    """Loggers pickled in this block note where their run directory is relative to
+    ``directory`` (a checkpoint's folder), when it is inside; unpickled in it, they take it
+    there: a run directory copied or moved with its checkpoint goes on where it is now."""
+    token = _CHECKPOINT_DIR.set(Path(directory))
+    try:
+        yield
+    finally:
+        _CHECKPOINT_DIR.reset(token)
 
 
 def _wandb_run(logger: ExperimentLogger, options: dict[str, Any], run_id: str | None = None) -> Any:
@@ -192,11 +206,21 @@ class ExperimentLogger(Logger):
         del state["_writer"]
         state["_wandb_id"] = self._wandb.id if self._wandb is not None else None
         state["_wandb"] = None
+        folder = _CHECKPOINT_DIR.get()
+        if folder is not None and os.path.relpath(self.log_dir, folder).split(os.sep)[0] != "..":
+            state["_relative"] = {key: os.path.relpath(state[key], folder)
+                                  for key in ("_logdir", "log_dir")}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Continue a checkpoint's run directory, dropping what was written after it."""
         self.__dict__.update({"_mean": None, **state})
+        relative, folder = self.__dict__.pop("_relative", None), _CHECKPOINT_DIR.get()
+        if relative is not None and folder is not None:  # (where the checkpoint is now)
+            self._logdir, self.log_dir = (os.path.normpath(folder / relative[key])
+                                          for key in ("_logdir", "log_dir"))
+            self._returns_path = Path(self.log_dir) / self._returns_path.name
+            self._returns100_path = Path(self.log_dir) / self._returns100_path.name
         if _MOVING.get():
             self._writer, self._wandb = None, None
             return
@@ -277,9 +301,8 @@ class ExperimentLogger(Logger):
         array = _to_array(values)
         if array.size == 0:
             return
-        x = _counter(self, step)
         for key, stat in zip(("mean", "std", "max", "min"), _stats(array)):
-            self._buffer_scalar(f"summary/{name}/{key}", stat, x)
+            self._scalar(f"summary/{name}/{key}", stat, step)
 
     def flush(self) -> None:
         """Write the buffered CSV rows and flush the event file."""

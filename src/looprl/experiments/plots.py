@@ -121,13 +121,23 @@ def _load_runs(runs_dir: Path) -> list[_Run]:
     return runs
 
 
+def _run_label(run: _Run, runs: list[_Run]) -> str:
+    """The end of ``run``'s directory path that tells it from the other ``runs``'
+    (``CartPole-v1_2``; a multirun's ``0/dqn/CartPole-v1``)."""
+    parts = run.path.parent.parts
+    for depth in range(1, len(parts)):
+        if sum(other.path.parent.parts[-depth:] == parts[-depth:] for other in runs) == 1:
+            return "/".join(parts[-depth:])
+    return str(run.path.parent)
+
+
 def _draw_env(ax: Axes, env: str, runs: list[_Run], colors: dict[str, str], timesteps: int) -> None:
     """Draw one environment's runs: raw returns, std band and mean line of each."""
     seen: dict[str, int] = {}
     for run in runs:
         repeat = seen[run.agent] = seen.get(run.agent, -1) + 1
         same = [r for r in runs if r.agent == run.agent and r.env == run.env]
-        label = run.agent if len(same) == 1 else f"{run.agent} ({run.path.parent.name})"
+        label = run.agent if len(same) == 1 else f"{run.agent} ({_run_label(run, same)})"
         color = colors[run.agent]
         keep = run.frame <= timesteps if timesteps > 0 else slice(None)
         frame, mean, std = run.frame[keep], run.mean[keep], run.std[keep]

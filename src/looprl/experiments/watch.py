@@ -82,7 +82,30 @@ def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     """The environment a saved ``preset`` acts in, built as training builds it (``make_env``),
     by ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
     build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id)
-    return render_env(build, window and shows_in_window(preset))
+    env, window = render_env(build, window and shows_in_window(preset))
+    check_spaces(preset, env)
+    return env, window
+
+
+def check_spaces(preset: Any, env: Any) -> None:
+    """A one-line ``ValueError`` (``env`` closed) if ``env``'s observations or actions are not
+    of the kind and shape of those ``preset`` was trained on."""
+    spaces = getattr(preset, "env_spaces", None)
+    if spaces is None or not hasattr(env, "observation_space"):
+        return
+    trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
+    if trained != given:
+        env.close()
+        raise ValueError(f"The preset was trained on {preset.env_name} (observations, actions: "
+                         f"{', '.join(trained)}), {env.name} has {', '.join(given)}: watch it "
+                         "in an environment of the same spaces (its own, without --env)")
+
+
+def _shapes(spaces: tuple[Any, Any]) -> list[str]:
+    """``['Box(4,)', 'Discrete(2)']``: the kind and shape (or size) of each space."""
+    return [f"{type(space).__name__}({space.n})" if hasattr(space, "n")
+            else f"{type(space).__name__}{tuple(getattr(space, 'shape', None) or ())}"
+            for space in spaces]
 
 
 def draws_window(env: Any) -> bool:
@@ -179,6 +202,7 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """``watch`` the test agent of the preset saved at ``filename`` (default: forever)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
+    check_spaces(preset, env)
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 

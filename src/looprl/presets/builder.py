@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import torch
 
 from looprl.core import Preset
@@ -139,6 +140,10 @@ class PresetBuilder:
             raise ValueError(f"Call .env(environment) on the {self.default_name} builder first")
         preset = self._construct(self._device if self._device is not None else default_device())
         preset.env_name = getattr(self._env, "name", None)
+        spaces = (getattr(self._env, "observation_space", None),
+                  getattr(self._env, "action_space", None))
+        if all(isinstance(space, gym.spaces.Space) for space in spaces):  # (not per agent)
+            preset.env_spaces = spaces  # (checked where a saved preset plays)
         if isinstance(self._env, Environment | MultiagentPettingZooEnv):
             preset.env_remote = self._env.remote_env()  # what Ray actors make for it
         preset.meta = self._meta

@@ -141,8 +141,11 @@ class Runner:
         self.close()
         if run_name is not None:
             run_info = {**self.run_info, **(run_info or {})}
-        self.experiment = load_checkpoint(path, run_name, run_info)
-        self.experiment.keep_checkpoints = self.keep_checkpoints
+        experiment = self.experiment = load_checkpoint(path, run_name, run_info)
+        experiment.keep_checkpoints = self.keep_checkpoints  # (a resumed run's own settings)
+        experiment.quiet = self.quiet
+        for logger in (experiment.logger, *getattr(experiment, "agent_loggers", {}).values()):
+            logger.verbose = self.verbose
         self.preset = self.experiment.preset
 
     def label_next_run(self, name: str, **info: Any) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import check_count
-from looprl.experiments.run_files import append_lines
+from looprl.experiments.run_files import append_lines, keep_rows
 from looprl.runners.base import Runner
 from looprl.runners.evaluation import SETS
 
@@ -50,15 +50,18 @@ class OnlineRunner(Runner):
             returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
         else:
             self.new_agent(train_steps=self.num_steps)
+            self.evaluations = []
         start = time.perf_counter()
         chunk = self.eval_every or self.num_steps
+        since = self.evaluations[-1][0] if self.evaluations else 0  # (the last evaluation's step)
         while True:
-            steps = min(chunk, self.num_steps - self.experiment.frame)
-            train_results = self.train(max(steps, 0))
+            target = min(since + chunk, self.num_steps)
+            train_results = self.train(max(target - self.experiment.frame, 0))
             returns += train_results["returns"]
-            if self.eval_every is None or steps <= 0:
+            if self.eval_every is None or since >= self.num_steps:
                 break
             self._evaluate_and_keep_best()
+            since = self.experiment.frame
         train_results["returns"] = returns
         train_results["mean_return"] = sum(returns) / len(returns) if returns else math.nan
         train_results["wall_time"] = time.perf_counter() - start
@@ -70,23 +73,27 @@ class OnlineRunner(Runner):
     def _evaluate_and_keep_best(self) -> None:
         results = self.evaluate()
         best = max((mean for _, mean in self.evaluations), default=-math.inf)
-        self.evaluations.append([results["step"], results["mean_eval_reward"]])
-        if self.logdir is not None:  # a row per set
+        if self.logdir is not None:  # a row per set (the run's first: in a new file)
             path = Path(self.logdir) / "eval_results.csv"
             sets = {name: results[name] for name in SETS if name in results} or {SETS[0]: results}
             rows = [f"{results['step']},{one['mean_eval_reward']!r},{one['std_eval_reward']!r},"
                     f"{one['episodes']},{name}\n" for name, one in sets.items()]
-            append_lines(path, ([] if path.exists() and path.stat().st_size else [EVAL_HEADER])
-                         + rows)
+            if not self.evaluations:
+                path.write_text(EVAL_HEADER)
+            append_lines(path, rows)
+        self.evaluations.append([results["step"], results["mean_eval_reward"]])
         if results["mean_eval_reward"] > best:
             self.best_preset = copy.deepcopy(self.preset)
             if self.logdir is not None:
                 self.preset.save(str(Path(self.logdir) / "best_preset.pt"))
 
     def _read_evaluations(self) -> list[list[float]]:
-        """The resumed run's ``eval_results.csv`` (its held-out set's, if any)."""
+        """The resumed run's ``eval_results.csv`` (its held-out set's, if any), without the rows
+        written after its checkpoint (dropped from the file too: they are evaluated again)."""
         if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
+        frame = self.experiment.frame
+        keep_rows(path, lambda _, line: int(line.split(",")[0]) <= frame)
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
         wanted = SETS[1] if any(row[4:] == [SETS[1]] for row in rows) else SETS[0]
         return [[int(row[0]), float(row[1])] for row in rows if row[4:] in ([], [wanted])]
