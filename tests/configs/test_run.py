@@ -122,6 +122,7 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
     (["runner=optuna", *QUIET], "runner=optuna needs search_space: set runner.search_space=..."),
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),
     (["frames=abc", *QUIET], "frames must be an integer >= 1, got 'abc'"),
+    (["frames=1.5", *QUIET], "frames must be an integer >= 1, got 1.5"),
     (["runner=optuna", "runner.search_space={lr: {low: 1, high: 1}}", *QUIET],
      "empty range"),
     (["runner=es", "runtime=ray", "runtime.actors=4", *QUIET],
@@ -140,6 +141,14 @@ def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> N
     assert cli(["run", *overrides, f"hydra.run.dir={tmp_path}"]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0], error
+
+
+def test_a_budget_in_scientific_notation_is_a_whole_number(tmp_path: Path) -> None:
+    """``frames=1.2e2``, as ``looprl train --frames 1.2e2`` takes it (was: "must be an
+    integer", Hydra reading it as a float)."""
+    assert cli(["run", "frames=1.2e2", "test_episodes=0", *QUIET,
+                f"hydra.run.dir={tmp_path}"]) == 0
+    assert json.loads((tmp_path / "results.json").read_text())["train"]["step"] >= 120
 
 
 def test_a_rejected_config_is_one_line_and_leaves_no_run_directory(

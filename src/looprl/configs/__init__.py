@@ -285,11 +285,13 @@ def _plain(node: Any) -> Any:
 
 def _check_run_values(cfg: Any) -> None:
     """One line for an unknown top-level key, or a budget, seed or episode count that is not a
-    whole number in range (every runtime)."""
+    whole number in range (every runtime); whole floats (``frames=1e6``) become integers."""
     from looprl.configs.sources import check_config_keys
     check_config_keys(cfg)
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
+        if isinstance(value, float) and value.is_integer():  # (frames=1e6, as --frames takes)
+            value = cfg[key] = int(value)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
 
