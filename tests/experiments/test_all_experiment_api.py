@@ -54,3 +54,34 @@ def test_experiment_save_and_run_experiment_write_the_preset(tmp_path) -> None:
                              quiet=True, test_episodes=1)
     saved = Path(results[0].log_dir) / "preset.pt"
     assert saved.is_file() and load_preset(str(saved)).name == "dqn"
+
+
+def test_save_freq_and_alls_positional_order(tmp_path) -> None:
+    """ALL's ``save_freq`` (``preset.pt`` every that many episodes) in ALL's positions:
+    ``run_experiment(agents, envs, frames, logdir, quiet, render, save_freq, test_episodes)``,
+    ``SingleEnvExperiment(preset, env, name, train_steps, logdir, quiet, render, save_freq)``
+    and ``MultiagentEnvExperiment(preset, env, logdir, name, ...)`` (was: ``save_freq`` a
+    ``TypeError``, ALL's positional ``logdir`` the run's name)."""
+    pytest.importorskip("pettingzoo")
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.experiments import MultiagentEnvExperiment
+    from looprl.presets.multiagent import dqn as multiagent_dqn
+
+    env = GymEnvironment("CartPole-v1")
+    experiment = SingleEnvExperiment(_preset(env), env, "mine", 200, str(tmp_path), True, False,
+                                     3)
+    experiment.train(episodes=2)
+    assert not (tmp_path / "mine" / "CartPole-v1" / "preset.pt").exists()
+    experiment.train(episodes=3)
+    assert (tmp_path / "mine" / "CartPole-v1" / "preset.pt").is_file()  # (at episode 3)
+    experiment.close()
+    (result,) = run_experiment(dqn.device("cpu"), env, 30, str(tmp_path / "all"), True, False,
+                               100, 2)
+    assert len(result.test_returns) == 2
+    with pytest.raises(ValueError, match="save_freq must be positive"):
+        SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), save_freq=0)
+    game = MultiagentPettingZooEnv("tictactoe_v3")
+    preset = multiagent_dqn.hyperparameters(replay_start_size=50).env(game).device("cpu").build()
+    experiment = MultiagentEnvExperiment(preset, game, str(tmp_path / "zoo"), quiet=True)
+    assert experiment.name == preset.name and (tmp_path / "zoo").is_dir()
+    experiment.close()

@@ -16,6 +16,7 @@ import numpy as np
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
+from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
@@ -63,6 +64,16 @@ def logger_object(logger: Any) -> Any:
                      "pass a logger object")
 
 
+def check_window(env: Any) -> None:
+    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
+    if getattr(getattr(env, "env", None), "render_mode", None) != "human":
+        raise ValueError(f"render=True needs an environment that shows itself: create it with "
+                         f"render_mode='human' (GymEnvironment({env.name!r}, render_mode="
+                         f"'human'), or for PettingZoo make_zoo_env({env.name!r}, "
+                         "render_mode='human')); Atari environments have no window: watch a "
+                         "saved preset with looprl watch")
+
+
 class Experiment:
     """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
     ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it, on the collector
@@ -71,6 +82,7 @@ class Experiment:
     Args:
         train_steps: the training budget in frames (schedules anneal over it).
         render: show the environment while training (created with ``render_mode='human'``).
+        save_freq: also save ``preset.pt`` every this many episodes (ALL's; default: never).
         verbose: write losses and debugging statistics to TensorBoard.
         logger: a logger object (default: an ``ExperimentLogger``); ALL's ``"tensorboard"``
             means the default.
@@ -88,11 +100,12 @@ class Experiment:
     """
 
     seeded_test = True
+    save_freq: float = math.inf  # (of experiments checkpointed before it was kept)
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
                  train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
-                 render: bool = False, verbose: bool = True, logger: Any = None,
-                 seed: int | None = None, meta: Sequence[MetaComponent] = (),
+                 render: bool = False, save_freq: float = math.inf, verbose: bool = True,
+                 logger: Any = None, seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
                  keep_checkpoints: int | None = None):
         self.vector_env = self._vector_env(preset, env)
@@ -104,7 +117,8 @@ class Experiment:
             seed_everything(seed)
         self.preset, self.env, self.name = preset, env, name or preset.name
         self.train_steps, self.quiet, self.render = train_steps, quiet, render
-        self.seed, self.verbose = seed, verbose
+        check_count(save_freq=None if save_freq == math.inf else save_freq)
+        self.seed, self.verbose, self.save_freq = seed, verbose, save_freq
         self._check_render()
         self.logger = logger_object(logger) or ExperimentLogger(
             self.name, env.name, logdir, verbose,
@@ -112,8 +126,7 @@ class Experiment:
         self.agent = self._make_agent()
         if seed is not None:  # its units draw from their own generators (as on Ray)
             unwrapped = self.agent.unwrapped
-            seed_units(seed, getattr(unwrapped, "actor", None),
-                       getattr(unwrapped, "learner", None))
+            seed_units(seed, getattr(unwrapped, "actor", None), getattr(unwrapped, "learner", None))
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
         self.hub: MetaHub | None = None
@@ -145,12 +158,8 @@ class Experiment:
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
-        if self.render and getattr(getattr(self.env, "env", None), "render_mode", None) != "human":
-            raise ValueError(f"render=True needs an environment that shows itself: create it with "
-                             f"render_mode='human' (GymEnvironment({self.env.name!r}, render_mode="
-                             f"'human'), or for PettingZoo make_zoo_env({self.env.name!r}, "
-                             "render_mode='human')); Atari environments have no window: watch a "
-                             "saved preset with looprl watch")
+        if self.render:
+            check_window(self.env)
 
     def _make_agent(self) -> Any:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
@@ -232,6 +241,8 @@ class Experiment:
             self._nonfinite_episode = (logger.episode + 1, logger.frame)
         logger.add_episode_return(float(episode.ret))
         logger.episode += 1
+        if logger.episode % self.save_freq == 0:
+            self.save()
         if logger.verbose:
             logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -80,6 +81,14 @@ class MultiagentEnvExperiment(Experiment):
     env: MultiagentPettingZooEnv
     #: one ``MetaHub`` per agent when meta components are attached (``_attach``)
     hubs: dict[str, MetaHub] = {}  # noqa: RUF012 -- replaced, never mutated
+
+    def __init__(self, preset: Any, env: Any, logdir: str = "runs", name: str | None = None,
+                 quiet: bool = False, render: bool = False, save_freq: float = math.inf,
+                 train_steps: float = math.inf, verbose: bool = True, **options: Any):
+        """ALL's arguments in ALL's order (``logdir`` third); ``options``: ``Experiment``'s
+        others (``seed``, ``meta``, ``logger``, checkpoints)."""
+        super().__init__(preset, env, name, train_steps, logdir, quiet, render, save_freq,
+                         verbose, **options)
 
     def _vector_env(self, preset: Any, env: Any) -> Any:
         if not isinstance(env, MultiagentPettingZooEnv):

@@ -88,9 +88,10 @@ def make_experiment(preset: Preset, env: Any, **kwargs: Any) -> Any:
 
 
 def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
-                   quiet: bool = False, render: bool = False, test_episodes: int = 100,
-                   verbose: bool = True, seed: int | None = None, meta: Sequence[Any] = (),
-                   logger: str = "tensorboard") -> list[ExperimentResult]:
+                   quiet: bool = False, render: bool = False, save_freq: float = math.inf,
+                   test_episodes: int = 100, verbose: bool = True, seed: int | None = None,
+                   meta: Sequence[Any] = (), logger: str = "tensorboard"
+                   ) -> list[ExperimentResult]:
     """Train every agent on every environment for ``frames`` frames, then evaluate; one
     ``ExperimentResult`` per run.
 
@@ -99,7 +100,8 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
         envs: environments, or ids (``"CartPole-v1"``: made in the form each agent's family
             acts in), one or a list.
         test_episodes: evaluation episodes after training (0 to skip).
-        logdir, quiet, render, verbose, seed, meta: ``Experiment``'s, for every run.
+        logdir, quiet, render, save_freq, verbose, seed, meta: ``Experiment``'s, for every run
+            (in ALL's order up to ``verbose``).
         logger: ALL's argument: ``"tensorboard"`` (TensorBoard and CSV files), the only one.
 
     Raises:
@@ -122,8 +124,8 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                 seed_everything(seed)
             preset = build_preset(agent, env)
             experiment = make_experiment(preset, env, train_steps=frames, logdir=logdir,
-                                         quiet=quiet, render=render, verbose=verbose, seed=seed,
-                                         meta=meta)
+                                         quiet=quiet, render=render, save_freq=save_freq,
+                                         verbose=verbose, seed=seed, meta=meta)
             results.append(_run(experiment, frames, test_episodes))
     return results
 
