@@ -46,7 +46,7 @@ class OnlineRunner(Runner):
         returns: list[float] = []
         if self.resume_from is not None:
             self.resume(self.resume_from)
-            self.evaluations = self._read_evaluations()
+            self.evaluations = self._read_evaluations(self.experiment.frame)
             returns = list(getattr(self.experiment.logger, "returns", []))  # before the resume
         else:
             self.new_agent(train_steps=self.num_steps)
@@ -87,12 +87,11 @@ class OnlineRunner(Runner):
             if self.logdir is not None:
                 self.preset.save(str(Path(self.logdir) / "best_preset.pt"))
 
-    def _read_evaluations(self) -> list[list[float]]:
-        """The resumed run's ``eval_results.csv`` (its held-out set's, if any), without the rows
-        written after its checkpoint (dropped from the file too: they are evaluated again)."""
+    def _read_evaluations(self, frame: float = math.inf) -> list[list[float]]:
+        """The run's ``eval_results.csv`` (its held-out set's, if any), without the rows after
+        ``frame``, a resumed checkpoint's (dropped from the file too: evaluated again)."""
         if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
-        frame = self.experiment.frame
         keep_rows(path, lambda _, line: int(line.split(",")[0]) <= frame)
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
         wanted = SETS[1] if any(row[4:] == [SETS[1]] for row in rows) else SETS[0]
