@@ -79,6 +79,9 @@ def test_supervised_example_converges_with_larger_lr():
 
 def test_loss_scaling_doubles_gradients():
     assert torch.allclose(_sgd_delta(2.0), 2.0 * _sgd_delta(1.0))
+    for bad in ("2", 0, -1.0, True):  # (text was taken, failing at the first update)
+        with pytest.raises(ValueError, match="loss_scaling multiplies the loss, a number > 0"):
+            _sgd_delta(bad)
 
 
 def test_clip_grad_bounds_gradient_norm():

@@ -80,7 +80,8 @@ def test_load_state_dict_syncs_copy_targets():
     assert torch.allclose(f.target(x), other(x))
 
 
-@pytest.mark.parametrize("make", [lambda: FixedTarget(0), lambda: PolyakTarget(0.0)])
+@pytest.mark.parametrize("make", [lambda: FixedTarget(0), lambda: PolyakTarget(0.0),
+                                  lambda: PolyakTarget("0.1"), lambda: PolyakTarget(True)])
 def test_invalid_arguments(make):
     with pytest.raises(ValueError):
         make()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from gymnasium.spaces import Box
+from gymnasium.spaces import Box, Discrete
 from torch.distributions import Independent, Normal
 
 from looprl import nn
@@ -92,3 +92,7 @@ def test_gaussian_policy_returns_alls_distribution() -> None:
     assert policy.updates == 1
     with pytest.raises(TypeError, match="Box action space"):
         GaussianPolicy(model, None, space=None)
+    for make in (DeterministicPolicy, SoftDeterministicPolicy):  # (was: AttributeError 'low')
+        for space in (None, Discrete(2)):
+            with pytest.raises(TypeError, match=f"{make.__name__} needs a Box action space"):
+                make(model, None, space)

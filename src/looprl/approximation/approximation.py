@@ -47,7 +47,7 @@ class Approximation:
                  flush_denormal: bool = True, *, lr_scheduler: Any = None,
                  functional_step: bool = True):
         check_count(log_every=log_every)
-        _check_parts(model, optimizer, clip_grad)
+        _check_parts(model, optimizer, clip_grad, loss_scaling)
         if scheduler is not None and lr_scheduler is not None:
             raise ValueError("Approximation got both scheduler and lr_scheduler (the same "
                              "thing under two names): pass one")
@@ -237,12 +237,16 @@ class Approximation:
         return result
 
 
-def _check_parts(model: Any, optimizer: Any, clip_grad: Any) -> None:
+def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any) -> None:
     fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
     if isinstance(clip_grad, bool) or not isinstance(clip_grad, numbers.Real) or not (
             clip_grad >= 0):
         raise ValueError(f"Approximation's clip_grad is the largest gradient norm, a number "
                          f">= 0 (0: no clipping), got {clip_grad!r:.40}")
+    if isinstance(loss_scaling, bool) or not isinstance(loss_scaling, numbers.Real) or not (
+            loss_scaling > 0):
+        raise ValueError(f"Approximation's loss_scaling multiplies the loss, a number > 0, got "
+                         f"{loss_scaling!r:.40}")
     if not isinstance(model, nn.Module):
         raise TypeError(f"Approximation's model is a torch nn.Module, got "
                         f"{type(model).__name__} {model!r:.40}; {fix}")

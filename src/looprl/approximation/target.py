@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -97,8 +98,8 @@ class PolyakTarget(_CopyTarget):
     in ``(0, 1]`` (``tau``, ``hp/tau``); float buffers too."""
 
     def __init__(self, rate: float):
-        if not 0.0 < rate <= 1.0:
-            raise ValueError(f"rate must be in (0, 1], got {rate}")
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 < rate <= 1.0:
+            raise ValueError(f"PolyakTarget's rate must be a number in (0, 1], got {rate!r}")
         self.rate = float(rate)
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:

@@ -14,8 +14,8 @@ from torch.nn import functional as F
 from looprl.core.suggest import check_choice
 
 __all__ = ["ACTIVATIONS", "MLP", "ActionBounds", "Aggregation", "Dueling", "Flatten", "Float",
-           "Linear0", "RLNetwork", "Scale", "TanhActionBound", "dense_layers", "orthogonal_init",
-           "td_loss", "weighted_mse_loss", "weighted_smooth_l1_loss"]
+           "Linear0", "RLNetwork", "Scale", "TanhActionBound", "box_space", "dense_layers",
+           "orthogonal_init", "td_loss", "weighted_mse_loss", "weighted_smooth_l1_loss"]
 
 #: The gain SB3 and CleanRL use for hidden layers.
 HIDDEN_GAIN = math.sqrt(2.0)
@@ -83,6 +83,15 @@ class Float(nn.Module):
         return x.float()
 
 
+def box_space(space: Any, owner: str) -> Any:
+    """``space`` if it is a ``Box`` (it has ``low`` and ``high``), else a one-line ``TypeError``
+    naming ``owner``."""
+    if not (hasattr(space, "low") and hasattr(space, "high")):
+        raise TypeError(f"{owner} needs a Box action space (with low and high), got "
+                        f"{type(space).__name__}")
+    return space
+
+
 class ActionBounds:
     """The affine map ``to_env(x) = center + scale * x`` between normalized actions in ``[-1, 1]``
     and a ``Box``'s bounds (unbounded dimensions unscaled); tensors are cached per device."""
@@ -141,9 +150,7 @@ class TanhActionBound(nn.Module):
 
     def __init__(self, action_space: Any):
         super().__init__()
-        if not (hasattr(action_space, "low") and hasattr(action_space, "high")):
-            raise TypeError(f"TanhActionBound needs a Box action space (with low and high), "
-                            f"got {type(action_space).__name__}")
+        box_space(action_space, "TanhActionBound")
         bounds = ActionBounds(action_space.low, action_space.high)
         shape = np.shape(action_space.low)
         self.register_buffer("weight", bounds.scale.reshape(shape))

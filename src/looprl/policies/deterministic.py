@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from looprl.approximation import Approximation
+from looprl.nn.layers import box_space
 from looprl.policies.distributions import ActionBounds, TanhGaussianHead
 from looprl.policies.gaussian import model_outputs
 
@@ -27,6 +28,7 @@ class DeterministicActor(nn.Module):
     def __init__(self, model: nn.Module, space: Any):
         super().__init__()
         self.model = model
+        box_space(space, "DeterministicPolicy")
         self.bounds = ActionBounds(space.low, space.high)
 
     def forward(self, observation: Any) -> torch.Tensor:
@@ -80,6 +82,7 @@ class SoftDeterministicActor(nn.Module):
                  log_std_max: float = 2.0):
         super().__init__()
         self.model = model
+        box_space(space, "SoftDeterministicPolicy")
         self.head = TanhGaussianHead(space.low, space.high, log_std_min, log_std_max)
 
     def forward(self, observation: Any) -> tuple[torch.Tensor, torch.Tensor]:

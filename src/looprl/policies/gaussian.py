@@ -13,6 +13,7 @@ from torch.distributions import Independent, Normal
 from looprl.approximation import Approximation
 from looprl.core import State
 from looprl.nn import RLNetwork
+from looprl.nn.layers import box_space
 from looprl.policies.distributions import ActionBounds
 
 __all__ = ["GaussianPolicy", "GaussianPolicyNetwork", "model_outputs"]
@@ -28,9 +29,7 @@ class GaussianPolicyNetwork(RLNetwork):
     """Maps states (or observations) to the distribution of the module docstring."""
 
     def __init__(self, model: nn.Module, space: Any):
-        if not (hasattr(space, "low") and hasattr(space, "high")):
-            raise TypeError(f"GaussianPolicy needs space=<a Box action space>, got "
-                            f"{type(space).__name__}")
+        box_space(space, "GaussianPolicy")
         super().__init__(model)
         self.bounds = ActionBounds(space.low, space.high)
 
