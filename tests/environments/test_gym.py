@@ -222,6 +222,16 @@ def test_a_discrete_action_that_is_no_whole_number_is_one_line() -> None:
         env.step(action)
 
 
+def test_a_number_of_copies_is_any_whole_number_and_else_one_line() -> None:
+    """A NumPy integer (``np.int64(2)`` from a config or an array) was refused."""
+    env = GymVectorEnvironment("CartPole-v1", np.int64(2))
+    assert env.n_envs == 2 and env.reset(seed=0).observation.shape == (2, 4)
+    env.close()
+    for bad in (0, 2.0, "2", True):
+        with pytest.raises(TypeError, match="needs the number of copies n_envs as an int >= 1"):
+            GymVectorEnvironment("CartPole-v1", bad)
+
+
 def test_invalid_vector_actions_are_a_clear_error() -> None:
     env = GymEnvironment("CartPole-v1").duplicate(4)
     env.reset()

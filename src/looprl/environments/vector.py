@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -127,9 +128,10 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                 raise TypeError(f"GymVectorEnvironment takes an id, a function that makes a "
                                 f"gym.Env or a gymnasium.vector.VectorEnv, got "
                                 f"{type(env).__name__}")
-            if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+            if isinstance(n_envs, bool) or not isinstance(n_envs, numbers.Integral) or n_envs < 1:
                 raise TypeError(f"GymVectorEnvironment({env!r}, n_envs) needs the number of "
                                 f"copies n_envs as an int >= 1, got {n_envs!r}")
+            n_envs = int(n_envs)  # (a NumPy integer too)
             vector_env = make_vector_env(env, n_envs, **make_kwargs)
         if name is None:
             name = env if isinstance(env, str) else env_name(vector_env.envs[0])
