@@ -110,8 +110,8 @@ class OnPolicyTrainer(PolicyTrainer):
         required += () if self.vtrace else ("value",)
         sample = prepare_sample(sample, self._policy.device, type(self).__name__, required)
         batch, stats = self._batch(sample)
-        if not self._has_rows(batch):
-            logger.warning("%s: no training rows in the sample; skipped", type(self).__name__)
+        if not self._has_rows(batch):  # (usual: a one-step segment from an episode's end)
+            logger.debug("%s: no training rows in the sample; skipped", type(self).__name__)
             return TrainerStepResult(scalars(stats), self.updates)
         self._begin_update(self._policy_steps(batch))
         stats.update(self._update(batch))
