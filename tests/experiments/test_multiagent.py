@@ -116,3 +116,23 @@ def test_a_checkpoint_saved_without_agent_logs_resumes_logging_each_agent(tmp_pa
     rows = (tmp_path / "random" / "tictactoe_v3" / "random.player_2" / "tictactoe_v3" /
             "results.csv").read_text().splitlines()
     assert [row.split(",")[1] for row in rows[1:]] == [str(n) for n in range(1, 9)]
+
+
+def test_render_trains_in_the_game_given_which_shows_itself(tmp_path, monkeypatch) -> None:
+    """``render=True`` with a game made by name with ``render_mode='human'``: training steps
+    that game (it rendered nothing: the run trained in a copy made by name, without a
+    render mode)."""
+    pytest.importorskip("pygame")
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # (a window without a display)
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.experiments import MultiagentEnvExperiment
+    from looprl.presets.multiagent import dqn
+
+    game = MultiagentPettingZooEnv("tictactoe_v3", render_mode="human")
+    board = game.env.unwrapped
+    board.metadata = {**board.metadata, "render_fps": 1000}  # (its 1 s a frame: a test's 1 ms)
+    preset = dqn.hyperparameters(replay_start_size=50).env(game).device("cpu").build()
+    experiment = MultiagentEnvExperiment(preset, game, str(tmp_path), quiet=True, render=True)
+    experiment.train(frames=6)
+    assert experiment.runner.envs[0] is game.adapter
+    experiment.close()

@@ -136,7 +136,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
     parallel game (a parallel one played as AEC), or a name for ``make_zoo_env``, through its
     ``PettingZooEnvironment`` (``env``: the AEC game); or an SRL ``Environment`` itself (agents
     ``agent_0``, ``agent_1``, ...). ``flatten``: a game's observations to 1-d float32;
-    ``render_mode``: of a game made by name (its training copies render nothing); ``remote``:
+    ``render_mode``: of a game made by name (``render=True`` trains in it); ``remote``:
     the name and arguments of ``looprl.environments.make`` that the collector and Ray play
     (default: the PettingZoo adapter of a copy of the game given, or of its name).
 

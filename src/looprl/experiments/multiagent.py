@@ -127,6 +127,8 @@ class MultiagentEnvExperiment(Experiment):
                                getattr(policy, "view", None))
 
     def _collected(self) -> Any:
+        if self.render:  # (the game given, which shows itself: a copy made by name would not)
+            return functools.partial(getattr, self.env, "adapter")
         return functools.partial(training_copy, self.env)
 
     def _acts(self, agent: Any, states: StateArray) -> Any:
