@@ -127,6 +127,16 @@ def test_on_policy_learner_steps_once_per_batch_of_streams_and_drops_stale_ones(
     assert learner.dropped == 1 and learner.received == 3
 
 
+def test_a_replay_learner_refuses_a_max_lag_it_would_ignore() -> None:
+    """(Was: ``runtime.max_lag`` accepted with a DQN trainer and never applied: its replay
+    keeps every transition, however old.)"""
+    with pytest.raises(ValueError, match="max_lag=2 drops stale on-policy segments, and "
+                                         "CountingTrainer learns from a 'uniform' replay"):
+        make_learner(CountingTrainer(), max_lag=2)
+    assert make_learner(CountingTrainer()).replay  # (no max_lag: as before)
+    assert make_learner(CountingTrainer(), "on_policy", max_lag=2).buffer.max_lag == 2
+
+
 def test_the_update_hooks_run_around_each_step_and_the_schedule_is_a_hyperparameter() -> None:
     calls = []
 

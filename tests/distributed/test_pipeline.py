@@ -200,6 +200,27 @@ def test_sample_counts_survive_trainer_restarts() -> None:
     assert poll({"trainer": (9, 1), "trainer1": (1, 0)}) == (13 - 8 + 9 + 15 + 1, 1 - 1 + 1 + 2)
 
 
+def test_a_resumed_run_whose_directory_moved_goes_on_where_it_is_now(tmp_path) -> None:
+    """The workers (the trainer's checkpoint, ``policy.pt``) use ``result.log_dir``: the run
+    directory where it is now, as the logger does, not where the first run wrote it."""
+    import shutil
+
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path / "a"),
+                         quiet=True)
+    counts = run._open_logs()
+    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
+    run.close()
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path / "b"),
+                             quiet=True, resume_from=str(tmp_path / "b"))
+    resumed._open_logs()
+    resumed.close()
+    assert resumed.result.log_dir == resumed.logger.log_dir
+    assert resumed.result.log_dir.startswith(str(tmp_path / "b"))
+
+
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:
     counts = SampleCounts()
     monitor = RunMonitor(DistributedResult(), counts, None, ["trainer", "trainer1"])
@@ -259,6 +280,50 @@ def test_runtime_options_are_checked() -> None:
                                          r"null: no limit\), got -1"):
         RuntimeConfig(max_lag=-1)
     assert RuntimeConfig(max_lag=0, actors=2.0).max_lag == 0
+    # (were accepted: 'abc' failed after Ray had started, "unsupported operand type(s) for //",
+    # -1 checkpointed every step, sync='no' (runtime.sync=no) sampled synchronously)
+    with pytest.raises(ValueError, match=r"runtime.checkpoint_every must be a whole number >= 1 "
+                                         r"\(or null: never\), got 'abc'"):
+        RuntimeConfig(checkpoint_every="abc")
+    with pytest.raises(ValueError, match="runtime.checkpoint_every must be .*got -1"):
+        RuntimeConfig(checkpoint_every=-1)
+    with pytest.raises(ValueError, match="runtime.cpus_per_actor must be a number >= 0, got -1"):
+        RuntimeConfig(cpus_per_actor=-1)
+    with pytest.raises(ValueError, match="runtime.pull_interval must be a number >= 0, got nan"):
+        RuntimeConfig(pull_interval=float("nan"))
+    with pytest.raises(ValueError, match="runtime.trainer_timeout must be > 0, got 'abc'"):
+        RuntimeConfig(trainer_timeout="abc")
+    with pytest.raises(ValueError, match="runtime.sync must be true or false, got 'no'"):
+        RuntimeConfig(sync="no")
+    assert RuntimeConfig(checkpoint_every=None, cpus_per_actor=0.0).checkpoint_every is None
+
+
+@pytest.mark.parametrize("frames", [0, -100, "1000", None])
+def test_a_distributed_runs_frames_are_checked_as_a_local_runs(frames) -> None:
+    """(0 or -100 were accepted: Ray started, the workers were placed and the run ended at
+    once with an untrained policy; text was "unsupported operand type(s)")."""
+    with pytest.raises(ValueError, match="frames must be a positive number of environment "
+                                         f"steps, got {frames!r}"):
+        DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=frames, logdir=None)
+
+
+def test_a_bad_buffer_is_one_line_before_ray_starts(monkeypatch) -> None:
+    """The trainer's buffer is built with the env, policy and trainer before Ray starts (was:
+    "trainer worker failed to start" once Ray had started and placed the workers)."""
+    from looprl.distributed import controller
+
+    def no_ray(runtime):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(controller, "start_ray", no_ray)
+    for buffer, args, error, match in (
+            ("uniformm", {}, KeyError, "unknown sample buffer 'uniformm'. Did you mean 'uniform'"),
+            (None, {"batch_stream": 4}, TypeError, "unexpected keyword argument 'batch_stream'"),
+            (None, {"batch_streams": 0}, ValueError, "batch_streams must be positive")):
+        spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                             policy_args=CARTPOLE, trainer="ppo", buffer=buffer, buffer_args=args)
+        with pytest.raises(error, match=match):
+            DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None).run()
 
 
 def test_user_registrations_travel_with_the_spec() -> None:

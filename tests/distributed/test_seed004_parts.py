@@ -93,6 +93,24 @@ def test_a_done_flag_other_than_0_or_1_is_one_line() -> None:
         test_environment(registered("seed004-half-done", HalfDone), steps=8)
 
 
+class NanObs(Flags):
+    """No observation space; its observation turns NaN at step 2."""
+
+    observation_space = None
+
+    def _result(self) -> StepResult:
+        result = super()._result()
+        result.obs["obs"][:] = np.nan if self.t == 2 else self.t
+        return result
+
+
+def test_a_nan_observation_fails_test_environment_without_spaces() -> None:
+    """(Was: passed; the policy then failed on Ray with torch's many-line message.)"""
+    with pytest.raises(EnvironmentCheckError, match=r"agent 0: step\(\) obs\['obs'\] holds "
+                                                    "NaN or inf, not finite"):
+        test_environment(registered("seed004-nan-obs", NanObs), steps=8)
+
+
 class DuckTrainer:
     """A trainer that subclasses nothing and names no sample buffer."""
 
@@ -140,3 +158,34 @@ def test_a_policy_instance_moves_to_the_workers_device_or_says_why_not() -> None
     with pytest.raises(TypeError, match="policy must be a registered name, a factory or a "
                                         "looprl.core.Policy, got a int"):
         AlgorithmSpec(env="CartPole-v1", policy=3, trainer="ppo").make_policy()
+
+
+class StatsPolicy(MyGRUPolicy):
+    """SRL-style: keeps NumPy observation statistics beside its network, in its checkpoint
+    (torch-savable, as the seed asks, but not tensors only)."""
+
+    def __init__(self, hidden: int = 16):
+        super().__init__(hidden)
+        self.obs_mean = np.zeros(1, np.float32)
+
+    def get_checkpoint(self) -> dict[str, Any]:
+        return {**super().get_checkpoint(), "obs_mean": self.obs_mean}
+
+    def load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().load_checkpoint(checkpoint)
+        self.obs_mean = checkpoint["obs_mean"]
+
+
+def test_distributed_run_test_loads_a_policy_checkpoint_holding_numpy(tmp_path) -> None:
+    """(Was: torch.load's weights-only ``UnpicklingError``, a traceback after the run had
+    trained; ``looprl watch`` loaded the same ``policy.pt``.)"""
+    from tests.distributed.seed004_user import SignPair
+
+    from looprl.distributed import DistributedRun, RuntimeConfig
+
+    spec = AlgorithmSpec(env=registered("tests-sign-pair", SignPair), policy=StatsPolicy,
+                         trainer=MyTrainer)
+    torch.save(StatsPolicy().get_checkpoint(), tmp_path / "policy.pt")
+    run = DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None)
+    run.result.log_dir = str(tmp_path)  # (a finished run's directory)
+    assert len(run.test(episodes=2)) == 2

@@ -242,13 +242,18 @@ def make_learner(trainer: Trainer, buffer: str | None = None,
     """The learner of ``trainer`` over a buffer of kind ``buffer_kind(trainer, buffer)`` built
     from ``buffer_args``: on-policy, ``batch_streams`` (8) and ``max_lag`` (the argument); a
     replay (kept on the CPU), ``size`` (100,000), ``n_step`` (the trainer's), ``alpha``/``beta``
-    and ``ReplaySchedule``'s fields (``batch``: ``batch_size``)."""
+    and ``ReplaySchedule``'s fields (``batch``: ``batch_size``; ``ValueError`` for a
+    ``max_lag``, which a replay would ignore)."""
     args = dict(buffer_args or {})
     kind = buffer_kind(trainer, buffer)
     if kind not in REPLAY_KINDS:
         args.setdefault("batch_streams", 8)
         args.setdefault("max_lag", max_lag)
         return Learner(trainer, make_sample_buffer(kind, **args))
+    if max_lag is not None:
+        raise ValueError(f"max_lag={max_lag} drops stale on-policy segments, and "
+                         f"{type(trainer).__name__} learns from a {kind!r} replay, which keeps "
+                         "every transition: leave max_lag unset (runtime.max_lag=null)")
     schedule = ReplaySchedule(
         batch_size=int(args.pop("batch", 32)), min_size=int(args.pop("min_size", 0)),
         **{key: int(args.pop(key)) for key in ("update_frequency", "gradient_steps",

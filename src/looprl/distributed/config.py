@@ -254,8 +254,8 @@ class RuntimeConfig:
         trainer_timeout: seconds a trainer waits for the others in a collective (then all
             restart from trainer 0's latest checkpoint).
         segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
-        max_lag: samples whose policy version is more than this many trainer steps old are
-            dropped (``None``: keep all).
+        max_lag: on-policy samples whose policy version is more than this many trainer steps
+            old are dropped (``None``: keep all; a replay trainer refuses it).
         sync: synchronous sampling (on-policy parity with the local runtime): an actor
             waits until the trainer has stepped on its samples. Needs ``policy_workers=0``.
         queue_batches: an on-policy trainer accepts samples while it holds fewer than this
@@ -314,11 +314,18 @@ class RuntimeConfig:
                     raise ValueError(f"runtime.{name} must be a whole number >= {least}, got "
                                      f"{getattr(self, name)!r}")
         for name, least, null in (("trainer_threads", 1, "torch_threads"),
-                                  ("max_lag", 0, "no limit")):
+                                  ("max_lag", 0, "no limit"), ("checkpoint_every", 1, "never")):
             value = getattr(self, name)
             if value is not None and not _whole(value, least):
                 raise ValueError(f"runtime.{name} must be a whole number >= {least} (or null: "
                                  f"{null}), got {value!r}")
+        for name in ("cpus_per_actor", "cpus_per_policy", "cpus_per_trainer", "gpus_per_policy",
+                     "gpus_per_trainer", "pull_interval"):
+            if not _number(getattr(self, name)) or getattr(self, name) < 0:
+                raise ValueError(f"runtime.{name} must be a number >= 0, got "
+                                 f"{getattr(self, name)!r}")
+        if not isinstance(self.sync, bool):
+            raise ValueError(f"runtime.sync must be true or false, got {self.sync!r}")
         if self.sync and self.policy_workers:
             raise ValueError("runtime.sync needs each actor's own policy copy: set "
                              "runtime.policy_workers=0 (or runtime.sync=false)")
@@ -331,11 +338,13 @@ class RuntimeConfig:
         if self.trainers > 1 and 0 < self.gpus_per_trainer < 1:
             raise ValueError(f"runtime.trainers > 1 with GPUs needs gpus_per_trainer >= 1 (NCCL "
                              f"gives each trainer its own GPU), got {self.gpus_per_trainer}")
-        if self.trainer_timeout <= 0:
-            raise ValueError(f"runtime.trainer_timeout must be > 0, got {self.trainer_timeout}")
-        if self.env_timeout is not None and self.env_timeout <= 0:
+        for name in ("trainer_timeout", "placement_timeout"):
+            if not _number(getattr(self, name)) or getattr(self, name) <= 0:
+                raise ValueError(f"runtime.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.env_timeout is not None and not (_number(self.env_timeout)
+                                                 and self.env_timeout > 0):
             raise ValueError(f"runtime.env_timeout must be > 0 seconds (or null: no limit), got "
-                             f"{self.env_timeout}")
+                             f"{self.env_timeout!r}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RuntimeConfig:
@@ -355,6 +364,11 @@ class RuntimeConfig:
     def reserved_gpus(self) -> float:
         """GPUs all workers reserve together."""
         return self.trainers * self.gpus_per_trainer + self.policy_workers * self.gpus_per_policy
+
+
+def _number(value: Any) -> bool:
+    """Whether ``value`` is a number (not a bool, text or NaN)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
 def _whole(value: Any, least: int) -> bool:

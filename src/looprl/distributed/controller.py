@@ -13,9 +13,11 @@ from typing import Any
 import torch
 
 from looprl.core import Preset
+from looprl.core.files import load_file
 from looprl.distributed.cluster import error_line, local_instance_settings, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
+from looprl.distributed.pipeline import evaluation_episodes, trainer_core
 from looprl.distributed.placement import WorkerPool
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
@@ -26,6 +28,7 @@ from looprl.distributed.run_state import (
 )
 from looprl.experiments.episodes import check_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET
+from looprl.experiments.run import check_frames
 from looprl.meta.component import MetaComponent
 
 __all__ = ["DistributedResult", "DistributedRun", "local_instance_settings", "start_ray"]
@@ -52,6 +55,7 @@ class DistributedRun:
                  frames: int = 100_000, logdir: str | None = "runs", seed: int = 0,
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
+        check_frames(frames)
         self.runtime = runtime or RuntimeConfig()
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):
@@ -91,7 +95,7 @@ class DistributedRun:
     def run(self, callback: Callable[[DistributedRun], None] | None = None) -> DistributedResult:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
         ``RuntimeError`` if the workers cannot be placed in time, or a worker failed."""
-        agents = _check_spec(self.spec)
+        agents = _check_spec(self.spec, self.runtime.max_lag)
         self._started_ray = start_ray(self.runtime)
         try:
             counts = self._open_logs()
@@ -120,7 +124,6 @@ class DistributedRun:
         where a local run logs them (each agent's in its own directory); in ``env`` (a looprl
         environment, as ``Experiment.test`` takes): not logged. Call it after ``run``, and
         ``close`` after it."""
-        from looprl.distributed.pipeline import evaluation_episodes
         check_episodes(episodes, "DistributedRun.test")
         policy = Path(self.result.log_dir or "") / "policy.pt"
         if self.result.log_dir is None or not policy.is_file():
@@ -131,8 +134,8 @@ class DistributedRun:
             raise ValueError(made)
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
-        played = evaluation_episodes(spec, torch.load(policy, map_location="cpu"), episodes,
-                                     seed=self.test_seed)
+        saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
+        played = evaluation_episodes(spec, saved, episodes, seed=self.test_seed)
         returns = [episode.ret for episode in played]
         if env is None and self._log is not None:  # (then the monitor's ``agent_logs`` too)
             each = {agent: [episode.returns[i] for episode in played]
@@ -164,6 +167,7 @@ class DistributedRun:
         from looprl.experiments.checkpoint import load_checkpoint
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
         self._log, self.result = state.logger, state.result
+        self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
@@ -241,8 +245,9 @@ class DistributedRun:
             logger.warning("could not save the final policy: %s", error_line(error))
 
 
-def _check_spec(spec: AlgorithmSpec) -> list[str]:
-    """Build the env, policy and trainer here first; return ``spec.agent_names``."""
+def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
+    """Build the env, policy, trainer and its buffer (the trainer worker's ``trainer_core``)
+    here first; return ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "
@@ -250,6 +255,4 @@ def _check_spec(spec: AlgorithmSpec) -> list[str]:
                          "runtime.gpus_per_trainer (and runtime.gpus_per_policy) instead; "
                          "actors run on the CPU")
     spec.make_env().close()
-    policy = spec.make_policy()
-    spec.make_trainer(policy)
-    return spec.agent_names(policy)
+    return spec.agent_names(trainer_core(spec, max_lag=max_lag).policy)

@@ -172,6 +172,8 @@ class _Checker:
             if not isinstance(value, np.ndarray) or value.dtype == object:
                 raise self.fail(f"{method}() obs[{key!r}] is a {type(value).__name__}, "
                                 "not a numeric numpy array", i)
+            if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+                raise self.fail(f"{method}() obs[{key!r}] holds NaN or inf, not finite", i)
         signature = {key: (value.shape, value.dtype) for key, value in obs.items()}
         if self.signatures[i] is None:
             self.signatures[i] = signature
