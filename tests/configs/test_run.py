@@ -135,7 +135,8 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
      "device=cuda does not apply to runner=optuna with runtime=ray"),
     (["runtime=ray", "runtime.trials_in_parallel=2", *QUIET],
      "runtime.trials_in_parallel is for runner=es, optuna or pbt"),
-    (["runtime.trials_in_parallel=2"], "'trials_in_parallel' is not an option of the runtime"),
+    (["runtime.trials_in_parallel=2"], "'trials_in_parallel' is not an option of the runtime "
+                                       "local. runtime=local takes none"),  # (was "Valid: ")
 ])
 def test_bad_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
     assert cli(["run", *overrides, f"hydra.run.dir={tmp_path}"]) == 2
@@ -262,6 +263,22 @@ def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
                                          r"runtime.gpus_per_trainer=1"):
         build_distributed(_compose(["runtime=ray", "device=cuda"]), str(tmp_path))
     assert build_distributed(_compose(["runtime=ray", "device=cpu"]), str(tmp_path))
+
+
+def test_the_online_runners_options_hold_with_runtime_ray(tmp_path: Path) -> None:
+    """``runner.num_steps`` (a runtime=local run's budget) and ``runner.eval_every`` were
+    silently ignored on Ray: ``runner.num_steps=64 frames=2000`` trained 2000 frames."""
+    pytest.importorskip("ray")
+    from looprl.configs import build_distributed
+
+    run = build_distributed(_compose(["runtime=ray", "frames=2000", "runner.num_steps=64"]),
+                            str(tmp_path))
+    assert run.frames == 64
+    assert build_distributed(_compose(["runtime=ray", "frames=2000"]), str(tmp_path)).frames == 2000
+    with pytest.raises(ValueError, match="^runner.eval_every is for runtime=local"):
+        build_distributed(_compose(["runtime=ray", "runner.eval_every=32"]), str(tmp_path))
+    with pytest.raises(ValueError, match="runner.num_steps must be positive"):
+        build_distributed(_compose(["runtime=ray", "runner.num_steps=0"]), str(tmp_path))
 
 
 def test_a_contextual_env_with_plr_builds_for_runtime_ray(tmp_path: Path) -> None:

@@ -148,6 +148,14 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
         (dict(), ValueError, "Nothing to search"),
         (dict(search_targets={"lr": (1e-4, 1e-2)}, reset_agent=False), ValueError,
          "need a fresh agent"),
+        # sigma 0 was cma's ZeroDivisionError (a traceback), or openai's NaN search; -1 and
+        # 'abc' were taken or failed in the strategy's words
+        *[(dict(search_targets={"lr": (1e-4, 1e-2)}, sigma=sigma, strategy=strategy),
+           ValueError, "sigma must be positive")
+          for sigma in (0, -1, "abc", float("nan")) for strategy in ("cma", "openai")],
+        # a bound the hyperparameter cannot take failed the search at the first individual there
+        (dict(search_targets={"discount_factor": (0.9, 1.5)}), SearchSpaceError,
+         "discount_factor must be in \\[0, 1\\], got 1.5"),
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message) as info:

@@ -103,11 +103,32 @@ def test_the_preset_values_reach_the_agent(small_ppo):
     ({"clip": {"type": "float", "low": 0.1, "high": 0.3, "step": 0.5}}, "wider than the range"),
     ({"n_steps": {"type": "int", "low": 16, "high": 64, "step": 2.5}}, "needs an int step"),
     ({"clip": {"type": "float", "low": 0.1, "high": 0.3, "log": "no"}}, "log must be true or"),
+    # values the hyperparameter cannot take failed the search at the first trial drawn there
+    ({"lr": (-1e-3, 1e-2)}, "'lr': lr must be positive"),
+    ({"n_steps": {"type": "int", "low": 0, "high": 32}}, "n_steps must be a whole number >= 1"),
+    ({"clip": {"type": "categorical", "choices": [0.1, -0.2]}}, "clip must be positive.*-0.2"),
+    ({"hp/clip": (-0.1, 0.3)}, "hp/clip must be >= 0"),
 ])
 def test_bad_search_spaces_are_one_line_errors(small_ppo, space, message):
     with pytest.raises(SearchSpaceError, match=message) as info:
         OptunaRunner(small_ppo, "CartPole-v1", space)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("n_evaluations", ["abc", 2.5, 0, 129])
+def test_n_evaluations_is_a_whole_number_up_to_num_steps(small_ppo, n_evaluations):
+    # 'abc' was "invalid literal for int()", naming no option; 2.5 silently made 2
+    with pytest.raises(ValueError, match="n_evaluations must be"):
+        OptunaRunner(small_ppo, "CartPole-v1", SPACE, num_steps=128, n_evaluations=n_evaluations)
+
+
+def test_a_storage_it_cannot_open_is_one_line(small_ppo, tmp_path):
+    # SQLAlchemy's error (a folder that does not exist) was a traceback from looprl run
+    from looprl.core.suggest import is_bad_input
+    runner = _runner(small_ppo, f"sqlite:///{tmp_path / 'missing' / 'search.db'}")
+    with pytest.raises(Exception, match="unable to open database file") as info:
+        runner.run()
+    assert is_bad_input(info.value)
 
 
 def test_bad_sampler_or_pruner_names(small_ppo):

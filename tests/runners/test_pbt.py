@@ -202,6 +202,62 @@ def test_bad_mutations_are_clear_errors(small_ppo) -> None:
         PBTRunner(small_ppo, "CartPole-v1", {})
 
 
+def test_bad_initial_values_are_clear_errors(small_ppo) -> None:
+    # [] was an IndexError from Tune, after Ray started; a value the agent cannot take failed
+    # the member on Ray (and the run with KeyError: 'mean_eval_reward')
+    mutations = {"hp/lr": (1e-4, 1e-2, "log")}
+    for initial, message in (([], "initial needs one dict per member"),
+                             ([{"hp/clip": 0.1}], "exactly the keys \\['hp/lr'\\]"),
+                             ({"hp/lr": 1e-3}, "one dict per member"),
+                             ([{"hp/lr": 1e-3}, {"hp/lr": -1e-3}], "hp/lr must be >= 0"),
+                             ([{"hp/lr": "x"}], "hp/lr must be >= 0, got 'x'")):
+        with pytest.raises(ValueError, match=message):
+            PBTRunner(small_ppo, "CartPole-v1", mutations, initial=initial)
+
+
+def test_a_member_that_fails_raises_its_own_error(small_ppo, monkeypatch) -> None:
+    """A member whose trial failed on Tune was read for metrics it never reported: the run
+    ended with ``KeyError: 'mean_eval_reward'`` instead of the member's error."""
+    tune = pytest.importorskip("ray.tune")
+    failed = RuntimeError("Ray task failed")
+    failed.cause = ValueError("hp/lr must be >= 0, got -0.001")
+    results = [SimpleNamespace(error=None, config={"hp_lr": 1e-3}, checkpoint=None,
+                               metrics={"trial_id": "x_00000", "mean_eval_reward": 9.0}),
+               SimpleNamespace(error=failed, config={"hp_lr": 1e-3}, checkpoint=None,
+                               metrics={"trial_id": "x_00001"})]
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(tune, "with_parameters", lambda trainable, **kwargs: trainable)
+    monkeypatch.setattr(tune, "with_resources", lambda trainable, resources: trainable)
+    monkeypatch.setattr(tune, "Tuner", lambda *args, **kwargs: SimpleNamespace(
+        fit=lambda: results))
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")},
+                       population=2, num_steps=64, perturbation_interval=32)
+    with pytest.raises(ValueError, match="hp/lr must be >= 0"):
+        runner.run()
+
+
+def test_a_member_trains_num_steps_not_a_whole_interval_more(small_ppo, tmp_path,
+                                                            monkeypatch) -> None:
+    """A member trained in whole ``perturbation_interval`` steps: ``num_steps=64`` with an
+    interval of 1000 trained (and reported) 1000 steps."""
+    from ray import tune
+
+    from looprl.runners.pbt import _member
+    reports = []
+    monkeypatch.setattr(tune, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(tune, "get_context", lambda: SimpleNamespace(
+        get_trial_id=lambda: "member_00000"))
+    monkeypatch.setattr(tune, "report", lambda metrics, checkpoint: reports.append(metrics))
+    monkeypatch.setattr(tune.Checkpoint, "from_directory", lambda directory: directory)
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=64, perturbation_interval=1000, eval_episodes=1,
+                       logdir=str(tmp_path))
+    _member({"hp_lr": 1e-3}, {"runner": runner.member_arguments(), "num_steps": 64,
+                              "interval": 1000, "keys": ["hp/lr"]})
+    assert len(reports) == 1 and 64 <= reports[0]["step"] < 128
+
+
 def test_members_train_on_the_gpus_ray_reserves_for_them(small_ppo, local_ray) -> None:
     with pytest.raises(ValueError, match=r"device='cuda' with gpus_per_member=0: PBT members "
                                          r"train on the GPUs Ray reserves"):

@@ -186,6 +186,7 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
 
 def build_distributed(cfg: Any, output_dir: str) -> Any:
     """The ``DistributedRun`` a ``runner=online runtime=ray`` config describes."""
+    from looprl.core.suggest import check_count
     from looprl.distributed import DistributedRun, RuntimeConfig
     from looprl.experiments.experiment import seed_everything
     _check_run_values(cfg)
@@ -201,6 +202,12 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
         raise ValueError(f"device={cfg.device} does not apply to runtime=ray: workers compute on "
                          "the GPUs they reserve; set runtime.gpus_per_trainer=1 (and "
                          "runtime.gpus_per_policy) instead")
+    runner = _plain(cfg.runner)  # (runner=online: its budget, num_steps, is ${frames})
+    if runner.get("eval_every") is not None:
+        raise ValueError("runner.eval_every is for runtime=local; a runtime=ray run evaluates "
+                         "its final policy (and, while it trains, with runtime.eval_workers)")
+    frames = runner.get("num_steps", cfg.frames)
+    check_count(**{"runner.num_steps": frames})
     options = distributed_options(_plain(cfg.runtime))
     builder, env, _ = _builder(cfg)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
@@ -208,7 +215,7 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     components = make_components(cfg)
     check_curricula(cfg, env, components)
     env.close()
-    return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=cfg.frames,
+    return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=frames,
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,
                           meta=components, verbose=cfg.logging.verbose)

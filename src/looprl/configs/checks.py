@@ -115,5 +115,6 @@ def _check_field(group: str, field: str, chosen: list[str]) -> None:
     what = {"algorithm": "a hyperparameter of", "runner": "an argument of the runner",
             "meta": "an argument of", "runtime": "an option of the runtime"}[group]
     valid = [k for k in keys if k != "name"]
+    options = f"Valid: {', '.join(valid)}" if valid else f"{group}={'/'.join(chosen)} takes none"
     raise ValueError(f"{group}.{field}: {head!r} is not {what} {'/'.join(chosen)}."
-                     f"{did_you_mean(head, valid)} Valid: {', '.join(valid)}")
+                     f"{did_you_mean(head, valid)} {options}")

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HP_RANGES", "RANGES", "Range", "check_ranges"]
+__all__ = ["HP_RANGES", "RANGES", "Range", "check_ranges", "range_of"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,14 @@ HP_RANGES: dict[str, Range] = {
     "hp/batch_size": COUNT, "hp/update_frequency": COUNT, "hp/gradient_steps": COUNT,
     "hp/target_period": COUNT,
 }
+
+
+def range_of(name: str) -> Range | None:
+    """The valid values of a preset hyperparameter or an ``hp/*`` key (``hp/lr/NAME``:
+    ``hp/lr``'s); ``None``: any."""
+    if name.startswith("hp/"):
+        return HP_RANGES.get("hp/lr" if name.startswith("hp/lr/") else name)
+    return RANGES.get(name)
 
 
 def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:

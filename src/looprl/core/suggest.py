@@ -58,7 +58,11 @@ def check_device(device: Any) -> Any:
 def check_positive(**values: Any) -> None:
     """A one-line ``ValueError`` for a value (not ``None``) that is not positive."""
     for name, value in values.items():
-        if value is not None and not value > 0:
+        try:
+            positive = value is None or value > 0
+        except TypeError:  # (not a number)
+            positive = False
+        if not positive:
             raise ValueError(f"{name} must be positive, got {value!r}")
 
 
@@ -73,8 +77,8 @@ def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it on
 
 #: the errors the commands report in one line
 BAD_INPUT = (ValueError, KeyError, TypeError, OSError, ImportError, FloatingPointError)
-#: the packages whose own errors are about the input
-INPUT_PACKAGES = ("hydra", "omegaconf", "yaml", "gymnasium")
+#: the packages whose own errors are about the input (SQLAlchemy's: an Optuna storage URL's)
+INPUT_PACKAGES = ("hydra", "omegaconf", "yaml", "gymnasium", "sqlalchemy")
 
 
 def is_bad_input(error: BaseException) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.core import Hyperparameter, merge_hyperparameters
-from looprl.core.ranges import HP_RANGES
+from looprl.core.ranges import range_of
 from looprl.core.suggest import did_you_mean
 
 __all__ = ["Hyperparameter", "acting_values", "agent_hyperparameters", "set_hyperparameter",
@@ -54,7 +54,7 @@ def unknown_hyperparameter(key: str, found: dict[str, Any]) -> KeyError:
 def set_hyperparameter(found: dict[str, Hyperparameter], key: str, value: Any) -> None:
     """``found[key].set(value)``, or a one-line ``ValueError`` naming ``key`` for a value it
     cannot take (``HP_RANGES``: text, a NaN, an epsilon above 1, a batch size of 0, ...)."""
-    valid = HP_RANGES.get("hp/lr" if key.startswith("hp/lr/") else key)
+    valid = range_of(key)
     values = value if isinstance(value, list | tuple) else (value,)  # (one epsilon per copy)
     if valid is not None and not all(valid.holds(number) for number in values):
         raise ValueError(f"{key} must be {valid.text}, got {value!r}")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_positive
 from looprl.runners.base import Runner
 from looprl.runners.space import SearchSpaceError, parse_search_space, search_mapping
 from looprl.runners.strategies import STRATEGIES, fitness_shaper, make_strategy
@@ -65,6 +65,7 @@ class ESRunner(Runner):
         self.search_params, self.train_agent = search_params, train_agent
         check_count(iterations=iterations, popsize=popsize,
                     num_steps_per_iteration=num_steps_per_iteration)
+        check_positive(sigma=sigma)
         self.iterations, self.popsize = int(iterations), int(popsize)
         self.num_steps_per_iteration = int(num_steps_per_iteration)
         self.strategy, self.sigma, self.strategy_options = strategy, sigma, strategy_options

@@ -55,8 +55,8 @@ class OptunaRunner(Runner):
         kwargs.setdefault("quiet", True)
         super().__init__(agent, env, **kwargs)
         self.optuna = import_extra("optuna", "OptunaRunner needs Optuna", "hpo")
-        check_count(n_trials=n_trials, num_steps=num_steps)
-        if not 1 <= int(n_evaluations) <= int(num_steps):
+        check_count(n_trials=n_trials, num_steps=num_steps, n_evaluations=n_evaluations)
+        if int(n_evaluations) > int(num_steps):
             raise ValueError(f"n_evaluations must be in [1, num_steps={num_steps}], "
                              f"got {n_evaluations!r}")
         self.n_trials, self.num_steps = int(n_trials), int(num_steps)

@@ -78,7 +78,7 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     member.set_hyperparameters(values)  # explore: the (perturbed) values of this trial's config
     experiment = member.experiment
     while experiment.frame < spec["num_steps"]:
-        experiment.train(frames=experiment.frame + spec["interval"])
+        experiment.train(frames=min(experiment.frame + spec["interval"], spec["num_steps"]))
         returns = experiment.test(episodes=options["eval_episodes"])
         with tempfile.TemporaryDirectory() as directory:
             save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
@@ -188,6 +188,14 @@ class PBTRunner(Runner):
         for key in mutations:
             if key not in found:
                 raise unknown_hyperparameter(key, found)
+        if initial is not None:
+            if not (isinstance(initial, list | tuple) and initial and all(
+                    isinstance(values, Mapping) and set(values) == set(mutations)
+                    for values in initial)):
+                raise ValueError(f"initial needs one dict per member, each with exactly the "
+                                 f"keys {sorted(mutations)}, got {initial!r}")
+            for values in initial:  # (checked as each member sets them)
+                self.set_hyperparameters(values)
         self.close()
         ranges = {key: float_range(key, value) for key, value in mutations.items()}
         self.mutations = {key: (r.low, r.high, r.log) for key, r in ranges.items()}
@@ -198,8 +206,6 @@ class PBTRunner(Runner):
         self.initial, self.exploit = initial, exploit
         if initial is not None:
             self.population = len(initial)
-            if any(set(values) != set(self.mutations) for values in initial):
-                raise ValueError(f"Each initial dict needs exactly the keys {sorted(mutations)}")
 
     def member_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of member 0 (member ``i`` is seeded ``seed + i``): the
@@ -284,6 +290,9 @@ class PBTRunner(Runner):
                                  run_config=run_config).fit()
         members = []
         for result in results:
+            if result.error is not None:  # a member failed: its error, not a missing metric
+                cause = getattr(result.error, "cause", None)
+                raise cause if isinstance(cause, Exception) else result.error
             hp = {names[name]: result.config[name] for name in names}
             members.append({"member": _index(result.metrics["trial_id"]), "hp": hp,
                             "mean_eval_reward": result.metrics["mean_eval_reward"],

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from looprl.core.ranges import range_of
 from looprl.core.suggest import did_you_mean
 
 TYPES: tuple[str, ...] = ("categorical", "float", "int")
@@ -158,6 +159,7 @@ def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
         raise _entry_error(name, f"a log range needs low > 0, got {low!r}")
     if kind == "int" and not (float(low).is_integer() and float(high).is_integer()):
         raise _entry_error(name, f"an int range needs int bounds, got {low!r} and {high!r}")
+    _check_values(name, (low, high))
     return Dimension(name, kind, low, high, log, _step(name, kind, spec, high - low))
 
 
@@ -179,9 +181,19 @@ def _step(name: str, kind: str, spec: Mapping[str, Any], width: float) -> float 
     return int(step) if kind == "int" else float(step)
 
 
+def _check_values(name: str, values: Any) -> None:
+    """Every value of the entry (a range's bounds, the choices) is one ``name`` can take
+    (``looprl.core.ranges``), not a search that fails at the first value outside."""
+    valid = range_of(name)
+    for value in values:
+        if valid is not None and not valid.holds(value):
+            raise _entry_error(name, f"{name} must be {valid.text}, got {value!r}")
+
+
 def _categorical(name: str, spec: Mapping[str, Any]) -> Dimension:
     choices = spec.get("choices")
     if not isinstance(choices, (list, tuple)) or not choices:
         raise _entry_error(name, f"a categorical entry needs a non-empty list of 'choices', "
                                  f"got {choices!r}")
+    _check_values(name, choices)
     return Dimension(name, "categorical", choices=tuple(choices))
