@@ -178,6 +178,24 @@ def test_a_trainer_checkpoint_from_another_kind_of_device_is_refused() -> None:
         fresh.load_state_dict(saved)
 
 
+def test_a_trainer_checkpoint_holds_the_meta_components_of_its_update_hooks() -> None:
+    """A Ray trainer restarted (or a run resumed) from its checkpoint goes on with the state of
+    its components: the schedule's position, RND's trained predictor (was: started anew)."""
+    from looprl.distributed.pipeline import trainer_core
+    from looprl.meta import RND, CosineLRSchedule
+
+    spec = ppo_spec(meta=[CosineLRSchedule(initial_lr=1e-3, period=100), RND(obs_shape=(4,))])
+    core = trainer_core(spec, seed=0)
+    schedule, rnd = core.hooks.stack
+    schedule.updates = core.updates = 37
+    torch.nn.init.zeros_(rnd.rnd_net.predictor[-1].weight)
+    fresh = trainer_core(spec, seed=0)
+    fresh.load_state_dict(core.state_dict())
+    assert fresh.hooks.stack.components[0].updates == fresh.hooks.metrics["update"] == 37
+    assert torch.equal(fresh.hooks.stack.components[1].rnd_net.predictor[-1].weight,
+                       torch.zeros_like(rnd.rnd_net.predictor[-1].weight))
+
+
 def test_sample_counts_survive_trainer_restarts() -> None:
     """The run's received/dropped counts (``throughput.csv``) keep what trainers counted
     before they died: a restarted trainer starts from its checkpoint's counts, or zero."""

@@ -226,6 +226,26 @@ def test_a_batch_replaced_by_something_else_is_one_line(tmp_path: Path) -> None:
         _experiment(SMALL_PPO, "CartPole-v1", tmp_path, 100, meta=[WrongBatch()])
 
 
+class AssignReward(MetaComponent):
+    """Assigns the batch's reward field anew (not in place) and notes the value losses."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses: list[float] = []
+        self.pre_update_methods.append(self.assign)
+        self.post_update_methods.append(lambda m: self.losses.append(float(m["losses"]["value"])))
+
+    def assign(self, metrics: dict[str, Any]) -> None:
+        metrics["batch"].reward = metrics["batch"].reward + 1000.0
+
+
+def test_a_batch_field_assigned_by_a_hook_is_what_the_trainer_learns_from(tmp_path) -> None:
+    # was: the trainer stepped on the batch as it was, and the new rewards were dropped
+    spy = AssignReward()
+    _experiment(SMALL_PPO, "CartPole-v1", tmp_path, 32, meta=[spy])
+    assert spy.losses and spy.losses[0] > 1e4  # returns near 1000 / (1 - gamma) vs V ~ 0
+
+
 class MisspelledHook(MetaComponent):
     """Mighty's style with a typo: the list was never called, and the run went on without it."""
 

@@ -79,3 +79,44 @@ def test_the_collectors_rnd_computes_its_bonus_with_the_trainers_networks():
     expected = 0.1 * trainer_rnd.rnd_net.get_error(transition["next_state"])
     torch.testing.assert_close(transition["intrinsic_reward"], expected)
     env.close()
+
+
+def test_ray_workers_set_their_own_hyperparameters_and_refuse_the_others():
+    """On Ray the step hooks run in the actors, whose policy copies do not train: a schedule
+    of ``hp/lr`` per step is one line there (was: it set the copy's unused optimizer, and the
+    trainer trained on at its own rate), while ``hp/epsilon`` changes how the actor acts; the
+    trainer's update hooks, the other way round."""
+    import numpy as np
+    import pytest
+
+    from looprl.core import RolloutResult
+    from looprl.meta import HPSchedule
+
+    policy = dqn.hyperparameters(hidden=8).env(GymEnvironment("CartPole-v1")).device(
+        "cpu").build().agent().unwrapped.policy
+
+    def steps(key: str, start: float) -> None:
+        schedule = HPSchedule(key, "linear", start, 0.0, duration=10, per="step")
+        runner = EnvRunner("CartPole-v1", None, segment_length=None, meta=[schedule],
+                           policy=policy, seed=0)
+        for _ in range(3):
+            request = runner.request(0)
+            runner.step(0, RolloutResult(action=np.zeros(len(request.obs), dtype=np.int64)))
+
+    steps("hp/epsilon", 0.5)
+    assert policy.hyperparameters()["hp/epsilon"].get() == pytest.approx(0.5 * 0.8)
+    with pytest.raises(ValueError, match=r"^hp/lr cannot be set to 0.01: on Ray, hp/lr is the "
+                                         r"trainer's.*\(hp/epsilon\).*per='update'"):
+        steps("hp/lr", 0.01)
+    # and the trainer's update hooks cannot change the actors' exploration (was: silently)
+    spec, _ = AlgorithmSpec.of_preset(dqn.hyperparameters(hidden=8).env(
+        GymEnvironment("CartPole-v1")).device("cpu").build(), 1000)
+    schedule = HPSchedule("hp/epsilon", "linear", 0.5, 0.0, duration=10, per="update")
+    core = trainer_core(replace(spec, meta=[schedule]))
+    with pytest.raises(ValueError, match=r"^hp/epsilon cannot be set to 0.5: on Ray, hp/epsilon "
+                                         r"is the actors' exploration.*per='step'"):
+        core.hooks.run("pre_update")
+    schedule = HPSchedule("hp/lr", "linear", 0.5, 0.0, duration=10, per="update")
+    core = trainer_core(replace(spec, meta=[schedule]))
+    core.hooks.run("pre_update")
+    assert core.hooks.hyperparameters["hp/lr"].get() == 0.5

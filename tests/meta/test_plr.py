@@ -144,6 +144,15 @@ def test_bad_inputs():
                                          r"outputs but metrics\['policy'\] is None"):
         plr.record({"transition": transition, "policy": None})
     PLR(strategy="random").record({"transition": transition, "policy": None})
+    # was: a Gaussian policy's cat(mean, log_std) scored as logits, without a word
+    from looprl.presets.continuous import ppo as continuous_ppo
+    gaussian = continuous_ppo.env(ContextualEnvironment("Pendulum-v1")).hyperparameters(
+        hidden=8).device("cpu").build().agent().unwrapped.policy
+    pendulum = {**transition, "state": torch.zeros(1, 3), "next_state": torch.zeros(1, 3)}
+    with pytest.raises(ValueError, match=r"^PLR\(strategy='policy_entropy'\) scores with "
+                                         "action probabilities.*continuous actions"):
+        PLR(strategy="policy_entropy").record({"transition": pendulum, "policy": gaussian})
+    PLR(strategy="value_l1").record({"transition": pendulum, "policy": gaussian})
 
 
 class Follow(MetaComponent):
@@ -269,6 +278,29 @@ def test_plr_in_an_env_runner_plays_the_levels_it_chose_and_scores_each_copys_ep
     c = 0.9 * 0.5  # GAE of an all-ones episode of length L with V = 0, mean over steps
     expected = [np.mean([sum(c ** k for k in range(n - t)) for t in range(n)]) for n in lengths]
     assert sorted(plr.log[: len(lengths)]) == pytest.approx(sorted(expected))
+
+
+def test_plr_given_levels_plays_only_them_from_the_first_episode():
+    """``levels``: a subset of the instance set (was: ``ValueError: 2 is not in list`` at the
+    first episode the environment drew outside it); levels it does not have are one line."""
+    from looprl.collector import EnvRunner
+    from looprl.core import RolloutResult
+
+    contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
+    _, env_args = ContextualEnvironment("CartPole-v1", contexts).remote_env()
+    plr = PLR(strategy="random", levels=[1, 4], seed=0)
+    runner = EnvRunner("contextual", env_args, n_envs=3, segment_length=None, meta=[plr], seed=0)
+    wrappers = contextual_envs(runner.envs)
+    rng = np.random.default_rng(0)
+    played = {w.instance_id for w in wrappers}
+    while len(plr.choices) < 12:
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=rng.integers(2, size=len(request.obs))))
+        played |= {w.instance_id for w in wrappers}
+    assert played == {1, 4} and plr.seen.all()
+    with pytest.raises(ValueError, match=r"PLR levels \[9\] are not instances of the env"):
+        EnvRunner("contextual", env_args, n_envs=1, segment_length=None,
+                  meta=[PLR(strategy="random", levels=[1, 9])], seed=0)
 
 
 def test_plr_bootstraps_truncated_episodes_in_an_env_runner():

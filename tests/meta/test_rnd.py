@@ -177,6 +177,21 @@ def test_bad_networks_raise_clear_errors():
         RND(network="nature", obs_shape=(4, 10, 10))
 
 
+@pytest.mark.parametrize(("kwargs", "message"), [
+    # were: UnboundLocalError at the first update, ZeroDivisionError at the first step, NaN
+    # bonuses (blamed on the environment), fewer rows than asked, cells of floor(obs / 0)
+    ({"gradient_steps": 0}, "gradient_steps must be positive"),
+    ({"buffer_size": 0}, "buffer_size must be positive"),
+    ({"feature_dim": 0}, "feature_dim must be positive"),
+    ({"batch_size": -3}, "batch_size must be positive"),
+    ({"internal_reward_weight": float("nan")}, "internal_reward_weight must be a finite"),
+    ({"resolution": 0.0}, "resolution must be positive"),
+])
+def test_bad_arguments_are_one_line(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        NovelD(**kwargs)
+
+
 def test_state_dict_round_trip_gives_identical_rewards():
     torch.manual_seed(6)
     rnd = small_rnd(normalize=True)
@@ -245,6 +260,24 @@ def test_noveld_episodic_bonus_only_on_first_visit_until_episode_ends():
     torch.testing.assert_close(again[0], first[0])
     assert noveld.post_episode_methods == [noveld.reset_episodes]
     assert NovelD(episodic=False).post_episode_methods == []
+
+
+def test_noveld_counts_visits_per_env_copy_when_copies_step_apart():
+    """A Ray actor steps its env copies in groups, one row per transition (was: every row
+    counted in the first copy's visits, and a copy's episode end cleared another's)."""
+    noveld = NovelD(alpha=0.0, episodic=True, seed=0, obs_shape=(2,))
+    cell = torch.ones(1, 2)
+
+    def bonus(copy: int) -> float:
+        metrics = noveld_metrics(torch.zeros(1, 2), cell)
+        metrics["transition"]["env_index"] = torch.tensor([copy])
+        noveld.get_reward(metrics)
+        return metrics["transition"]["intrinsic_reward"].item()
+
+    assert bonus(0) > 0 and bonus(1) > 0  # each copy's first visit of the cell
+    assert bonus(1) == 0
+    noveld.reset_episodes({"ended": torch.tensor([False, True])})  # copy 1's episode ends
+    assert bonus(1) > 0 and bonus(0) == 0
 
 
 def test_noveld_state_dict_keeps_visits():

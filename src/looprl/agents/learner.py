@@ -210,9 +210,12 @@ class Learner(StepLoop, AgentBase):
         return {} if self.hooks is None else self.hooks.log_scalars()
 
     def state_dict(self) -> dict[str, Any]:
-        """The trainer, its policy (with optimizer) and the counters, for a checkpoint."""
+        """The trainer, its policy (with optimizer), the counters and the meta components'
+        ``state_dict`` (the update hooks'), for a checkpoint."""
+        hooks = self.hooks
         return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped,
-                "observed": self.observed, "owed": self.owed, "updates": self.updates}
+                "observed": self.observed, "owed": self.owed, "updates": self.updates,
+                "meta": [] if hooks is None else [c.state_dict() for c in hooks.stack]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore ``state_dict``'s output (``ValueError`` if trained on another kind of device)."""
@@ -223,6 +226,10 @@ class Learner(StepLoop, AgentBase):
         self.trainer = state["trainer"]
         for key in ("received", "dropped", "observed", "owed", "updates"):
             setattr(self, key, state[key])
+        if self.hooks is not None:  # (their clock, metrics['update'], is the update count)
+            self.hooks.metrics["update"] = self.updates
+            for component, saved in zip(self.hooks.stack, state.get("meta", ()), strict=False):
+                component.load_state_dict(saved)
         if self.schedule is not None and len(self.buffer) == 0:
             # the state holds no replay: the steps owed on the transitions it held cannot be
             # taken, and kept owed they would hold back every put (``backlogged``) while the

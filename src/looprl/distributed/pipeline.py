@@ -29,14 +29,14 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     if spec.buffer != "independent":
         learner = make_learner(trainer, spec.buffer, spec.buffer_args, max_lag)
         if meta:
-            learner.hooks = MetaHub(list(meta), learner, None)
+            learner.hooks = MetaHub(list(meta), learner, None, "trainer")
         hubs, core = [learner.hooks] if meta else [], learner
     else:
         core = IndependentLearner.from_buffers(trainer, spec.buffer_args["agents"], max_lag)
         hubs = []
         if meta:  # each agent's own copies
             for learner, name in zip(core.cores, trainer.policy.names, strict=True):
-                learner.hooks = MetaHub(copy.deepcopy(list(meta)), learner, None)
+                learner.hooks = MetaHub(copy.deepcopy(list(meta)), learner, None, "trainer")
                 learner.hooks.metrics["agent"] = name
                 hubs.append(learner.hooks)
     if seed is not None:

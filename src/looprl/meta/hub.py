@@ -42,19 +42,23 @@ class Parts(AgentBase):
 
 class MetaHub:
     """The metrics dictionary and the meta components of one run; ``agent``: the training
-    agent or a Ray worker's ``Parts``, ``env``: the (vector) environment."""
+    agent or a Ray worker's ``Parts``, ``env``: the (vector) environment; ``worker``: on Ray,
+    ``"actor"`` or ``"trainer"``, which sets only its own ``hp/*`` keys (``worker_keys``)."""
 
     #: the sums of the transition keys components added (made when one first adds a key)
     _means: TransitionMeans | None = None
+    _worker: str | None = None
 
-    def __init__(self, components: list[MetaComponent], agent: Any, env: Any):
+    def __init__(self, components: list[MetaComponent], agent: Any, env: Any,
+                 worker: str | None = None):
+        self._worker = worker
         self.stack = MetaStack(components)
         inner = self._inner = agent.unwrapped
         policy, trainer = inner.policy, inner.trainer  # None: a policy worker's; an actor's
         self.metrics: dict[str, Any] = {"env": env, "model": _module(policy), "step": 0,
                                         "episode": 0, "update": 0, "policy": policy,
                                         "buffer": inner.buffer}
-        self._hyperparameters: dict[str, Hyperparameter] | None = agent_hyperparameters(inner)
+        self._hyperparameters: dict[str, Hyperparameter] | None = None
         own = trainer.approximations() if trainer is not None else {}
         self.approximations = {**(policy.approximations() if policy is not None else {}), **own}
         for approximation in self.approximations.values():
@@ -68,8 +72,10 @@ class MetaHub:
     @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The agent's ``hp/*`` keys with their getters and setters."""
-        if self._hyperparameters is None:  # loaded from a checkpoint: declared again
-            self._hyperparameters = agent_hyperparameters(self._inner)
+        if self._hyperparameters is None:  # (and loaded from a checkpoint: declared again)
+            found = agent_hyperparameters(self._inner)
+            self._hyperparameters = found if self._worker is None else worker_keys(
+                found, self._inner.policy, self._worker == "actor")
         return self._hyperparameters
 
     def __getstate__(self) -> dict[str, Any]:
@@ -128,13 +134,14 @@ class MetaHub:
         """``trainer.step`` with the update hooks around it (on a batch a hook may replace)."""
         metrics = self.metrics
         metrics["batch"] = seen = hook_batch(batch)
+        fields = seen.values()
         self.run("pre_update")
         replaced = metrics["batch"]
         if replaced is not seen and not isinstance(replaced, NamedArray):
             raise TypeError(f"A meta component wrote metrics['batch'] as a "
                             f"{type(replaced).__name__}; it must stay a SampleBatch (replace "
                             "it with another SampleBatch for the trainer to learn from)")
-        result = trainer.step(batch if replaced is seen else replaced)
+        result = trainer.step(assigned(batch, seen, fields) if replaced is seen else replaced)
         metrics["update"] = metrics.get("update", 0) + 1
         metrics["losses"] = dict(result.stats)
         metrics["td_error"] = trainer.td_error
@@ -189,11 +196,11 @@ class StreamHooks:
         """A hub over ``components`` for every stream; with agent ``names``, one per agent
         over its own copies of them (its policy: ``policy.policies[a]``)."""
         if not names:
-            return cls([MetaHub(list(components), Parts(policy), env)])
+            return cls([MetaHub(list(components), Parts(policy), env, "actor")])
         policies = getattr(policy, "policies", None) or [None] * len(names)
         hubs = []
         for name, agent_policy in zip(names, policies, strict=True):
-            hub = MetaHub(copy.deepcopy(list(components)), Parts(agent_policy), env)
+            hub = MetaHub(copy.deepcopy(list(components)), Parts(agent_policy), env, "actor")
             hub.metrics["agent"] = name
             hubs.append(hub)
         return cls(hubs, list(range(len(names))), names, getattr(policy, "view", None))
@@ -262,6 +269,29 @@ class StreamHooks:
         return observation_rows(obs if self.view is None else self.view(agent, obs))
 
 
+def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
+                ) -> dict[str, Hyperparameter]:
+    """``found`` as a Ray worker sets them: an ``actor`` only the exploration's keys (how it
+    acts), a trainer only the others; the rest are read-only (a one-line ``ValueError``)."""
+    exploration = getattr(getattr(policy, "exploration", None), "hyperparameters", None)
+    acting = list(exploration()) if exploration is not None else []
+
+    def refuse(key: str) -> Any:
+        def setter(value: Any) -> None:
+            if actor:
+                raise ValueError(f"on Ray, {key} is the trainer's, and step and episode hooks "
+                                 "run in the actors, which set only the exploration's keys "
+                                 f"({', '.join(acting) or 'none'}): write it in an update hook "
+                                 "(e.g. HPSchedule(..., per='update'))")
+            raise ValueError(f"on Ray, {key} is the actors' exploration, and update hooks run "
+                             "in the trainer: write it in a step or episode hook (e.g. "
+                             "HPSchedule(..., per='step'))")
+        return setter
+
+    return {key: h if (key in acting) == actor else Hyperparameter(h.get, refuse(key), h.kind)
+            for key, h in found.items()}
+
+
 def seed_hubs(hubs: Sequence[MetaHub], seed: int) -> None:
     """``MetaComponent.seed_run`` of every component of ``hubs`` (one per agent of independent
     learners), hub ``i``'s with ``seed + i``: what the collector and a Ray trainer do."""
@@ -277,6 +307,19 @@ def agent_hub(components: list[MetaComponent], agent: Any, env: Any) -> MetaHub:
     if learner is not None:
         learner.hooks = hub
     return hub
+
+
+def assigned(batch: SampleBatch, seen: SampleBatch, fields: tuple[Any, ...]) -> SampleBatch:
+    """``batch`` with the fields a hook assigned anew in its view ``seen`` (whose fields were
+    ``fields``): ``metrics['batch'].reward = ...`` changes what the trainer learns from."""
+    changed = [(name, value) for (name, value), old in zip(seen.items(), fields, strict=True)
+               if value is not old]
+    if not changed:
+        return batch
+    batch = copy.copy(batch)
+    for name, value in changed:
+        setattr(batch, name, value)
+    return batch
 
 
 def _module(policy: Any) -> Any:

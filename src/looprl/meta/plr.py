@@ -101,6 +101,7 @@ class PLR(MetaComponent):
     score, ``levels``: the level ids (``None``: the environment's)."""
 
     needs_contexts = True
+    _placed = False  # ``setup`` took the levels, or gave them to the environment
 
     shown = ("strategy", "replay_prob", "beta", "rho")
     state_attributes = ("levels", "scores", "seen", "last_played", "episodes", "rng")
@@ -192,9 +193,24 @@ class PLR(MetaComponent):
         return self.levels[int(unseen[self.rng.integers(len(unseen))])], False
 
     def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Take the levels from the environment (once)."""
+        """Take the levels from the environment, or have its copies play only the levels given
+        (once)."""
+        if self._placed:
+            return metrics
+        wrappers = contextual_envs(metrics["env"])
         if not self.levels:
-            self.set_levels(contextual_envs(metrics["env"])[0].instance_ids)
+            self.set_levels(wrappers[0].instance_ids)
+        else:
+            contexts = wrappers[0].contexts
+            missing = [level for level in self.levels if level not in contexts]
+            if missing:
+                raise ValueError(f"PLR levels {missing} are not instances of the environment "
+                                 f"(ids {', '.join(map(str, list(contexts)[:10]))}"
+                                 f"{', ...' if len(contexts) > 10 else ''}): give levels among "
+                                 "them, or levels=None for all of them")
+            for wrapper in wrappers:
+                wrapper.set_instance_set({level: contexts[level] for level in self.levels})
+        self._placed = True
         return metrics
 
     def record(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -239,6 +255,10 @@ class PLR(MetaComponent):
                              "outputs but metrics['policy'] is None (on Ray: set "
                              "runtime.policy_workers=0, so that each actor acts with its own "
                              "copy); use strategy='random' without a policy")
+        if self.strategy in PROBABILITY_SCORES and getattr(policy, "continuous_action", False):
+            raise ValueError(f"PLR(strategy={self.strategy!r}) scores with action "
+                             "probabilities, which a policy over continuous actions does not "
+                             f"give; use {', '.join(VALUE_STRATEGIES)} or random")
         return policy
 
     def _score(self, i: int, steps: list[_Step], metrics: dict[str, Any]) -> float:

@@ -11,6 +11,7 @@ Observation normalization is left to the environment's preprocessing.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_positive
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -117,7 +118,11 @@ class RND(MetaComponent):
         if not callable(network) and network not in names:
             raise ValueError(f"Unknown RND network {network!r}; use a factory shape -> "
                              f"nn.Module or one of: {', '.join(names)}")
-        check_count(update_every=update_every)
+        check_count(update_every=update_every, gradient_steps=gradient_steps,
+                    batch_size=batch_size, buffer_size=buffer_size, feature_dim=feature_dim)
+        if not math.isfinite(float(internal_reward_weight)):
+            raise ValueError(f"internal_reward_weight must be a finite number, got "
+                             f"{internal_reward_weight!r}")
         self.internal_reward_weight, self.normalize = float(internal_reward_weight), normalize
         self.network, self.feature_dim, self.hidden = network, int(feature_dim), tuple(hidden)
         self.lr, self.batch_size = float(lr), int(batch_size)
@@ -308,6 +313,7 @@ class NovelD(RND):
     def __init__(self, alpha: float = 0.5, episodic: bool = True, resolution: float = 1.0,
                  **kwargs: Any):
         super().__init__(**kwargs)
+        check_positive(resolution=resolution)
         self.alpha = float(alpha)
         self.episodic = episodic
         self.resolution = float(resolution)
@@ -320,19 +326,25 @@ class NovelD(RND):
         state = transition["state"].to(self.device)
         novelty_next, novelty = self.rnd_net.get_error(torch.cat([next_state, state])).chunk(2)
         bonus = self._normalized((novelty_next - self.alpha * novelty).clamp_min(0.0))
-        return bonus * self.first_visits(next_state).to(bonus.device) if self.episodic else bonus
+        if not self.episodic:
+            return bonus
+        copies = transition.get("env_index")
+        return bonus * self.first_visits(next_state, copies).to(bonus.device)
 
-    def first_visits(self, observations: torch.Tensor) -> torch.Tensor:
-        """1 for the rows whose env copy has not visited their observation's cell this episode."""
+    def first_visits(self, observations: torch.Tensor, copies: Any = None) -> torch.Tensor:
+        """1 for the rows whose env copy (``copies``: each row's, default: the row's index) has
+        not visited their observation's cell this episode."""
         cells = observations
         if observations.is_floating_point() or self.resolution != 1.0:
             cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
         rows = cells.cpu().numpy()
         keys = [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
-        self.visited += [set() for _ in range(len(keys) - len(self.visited))]
-        first = torch.tensor([key not in seen for key, seen in zip(keys, self.visited)])
-        for key, seen in zip(keys, self.visited):
-            seen.add(key)
+        copies = range(len(keys)) if copies is None else [int(i) for i in copies]
+        self.visited += [set() for _ in range(max(copies, default=-1) + 1 - len(self.visited))]
+        seen = [self.visited[i] for i in copies]
+        first = torch.tensor([key not in visits for key, visits in zip(keys, seen)])
+        for key, visits in zip(keys, seen):
+            visits.add(key)
         return first.float()
 
     def reset_episodes(self, metrics: dict[str, Any]) -> dict[str, Any]:
