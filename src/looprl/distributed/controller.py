@@ -14,10 +14,10 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.files import load_file
+from looprl.distributed import pipeline
 from looprl.distributed.cluster import error_line, local_instance_settings, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
 from looprl.distributed.monitor import RunMonitor, open_run_log
-from looprl.distributed.pipeline import evaluation_episodes, trainer_core
 from looprl.distributed.placement import WorkerPool
 from looprl.distributed.restarts import Supervisor
 from looprl.distributed.run_state import (
@@ -135,7 +135,7 @@ class DistributedRun:
         if made is not None and made != (spec.env, spec.env_args):  # (another env: its copies)
             spec = replace(spec, env=made[0], env_args=made[1], copies=None)
         saved = load_file(policy, "trained policy", "train the run again", map_location="cpu")
-        played = evaluation_episodes(spec, saved, episodes, seed=self.test_seed)
+        played = pipeline.evaluation_episodes(spec, saved, episodes, seed=self.test_seed)
         returns = [episode.ret for episode in played]
         if env is None and self._log is not None:  # (then the monitor's ``agent_logs`` too)
             each = {agent: [episode.returns[i] for episode in played]
@@ -255,4 +255,4 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
                          "runtime.gpus_per_trainer (and runtime.gpus_per_policy) instead; "
                          "actors run on the CPU")
     spec.make_env().close()
-    return spec.agent_names(trainer_core(spec, max_lag=max_lag).policy)
+    return spec.agent_names(pipeline.trainer_core(spec, max_lag=max_lag).policy)
