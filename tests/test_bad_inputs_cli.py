@@ -5,6 +5,7 @@ non-zero exit), never a traceback. The subprocess checks run the real ``looprl``
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import signal
@@ -62,9 +63,34 @@ def test_text_for_a_number_whose_default_is_none_is_refused_by_the_builder(value
     with pytest.raises(ValueError, match=rf"'value_clip' of ppo must be >= 0, got '{value}'"):
         classic_control.ppo.hyperparameters(value_clip=value)
     from looprl.presets import continuous
-    with pytest.raises(ValueError, match=r"'target_entropy' of sac must be a number \(null: "
+    with pytest.raises(ValueError, match=r"'target_entropy' of sac must be a finite number \(null: "
                                          rf"-\|A\|\), got '{value}'"):
         continuous.sac.hyperparameters(target_entropy=value)  # (was: "could not convert ...")
+
+
+@pytest.mark.parametrize(("builder", "key", "value", "expected"), [
+    ("ppo", "lr", math.inf, "must be finite and positive (> 0), got inf"),
+    ("ppo", "discount_factor", math.nan, "must be finite and in [0, 1], got nan"),
+    ("c51", "v_min", -math.inf, "must be a finite number, got -inf"),
+    ("continuous.ppo", "log_std_init", math.nan, "must be a finite number, got nan"),
+    ("continuous.sac", "target_entropy", math.inf, "must be a finite number (null: -|A|)")])
+def test_a_non_finite_hyperparameter_is_refused_by_the_builder(
+        builder: str, key: str, value: float, expected: str) -> None:
+    """``lr=inf`` trained on NaN weights, ``v_min=-inf`` was a torch traceback deep in C51's
+    projection and ``log_std_init=nan`` was blamed on the environment's NaNs."""
+    from looprl.presets.catalog import resolve_agent
+
+    with pytest.raises(ValueError, match=re.escape(f"'{key}' of {builder.split('.')[-1]} "
+                                                   f"{expected}")):
+        resolve_agent(builder).hyperparameters(**{key: value})
+
+
+@pytest.mark.parametrize("key", ["hidden", "lr", "exploration", "replay_start_size"])
+def test_null_for_a_hyperparameter_whose_default_is_not_null_is_refused(key: str) -> None:
+    """``hidden=null`` was "empty(): argument 'size' ... must be tuple of ints" at build time."""
+    default = classic_control.dqn.default_hyperparameters[key]
+    with pytest.raises(TypeError, match=rf"'{key}' must be {type(default).__name__} .*got None"):
+        classic_control.dqn.hyperparameters(**{key: None})
 
 
 def test_presets_built_directly_check_the_same_ranges() -> None:
@@ -142,7 +168,7 @@ def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> N
     (["train", "ppo", "CartPole-v1", "--frames", "1", "--frames", "2"], "--frames is given twice"),
     (["train", "ppo", "CartPole-v1", "lr=1e-3", "lr=1e-4"], "lr is given twice"),
     (["train", "ppo", "CartPole-v1", "discount_factor=1.5"], "must be in [0, 1], got 1.5"),
-    (["watch", "somewhere", "--fps", "0"], "--fps: must be a number > 0"),
+    (["watch", "somewhere", "--fps", "0"], "--fps: must be a finite number > 0"),
     (["watch", "somewhere", "--episodes", "0"], "--episodes: must be a whole number >= 1"),
     (["train", "ppo"], "looprl train: error: the following arguments are required"),
     (["bogus"], "invalid choice: 'bogus'"),

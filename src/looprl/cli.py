@@ -40,7 +40,7 @@ def number(minimum: float, kind: type = int, above: bool = False) -> Callable[[s
     """An argparse ``type``: ``kind`` values >= ``minimum`` (``above``: > ``minimum``)."""
     bound = f"{'>' if above else '>='} {minimum:g}"
     valid = Range(minimum, open_low=above, whole=kind is int,
-                  text=f"a whole number {bound}" if kind is int else f"a number {bound}")
+                  text=f"a whole number {bound}" if kind is int else f"a finite number {bound}")
 
     def parse(text: str) -> Any:
         try:

@@ -94,6 +94,22 @@ def test_run_experiment_dqn_small_budget(tmp_path: Path) -> None:
     assert "loss/q" in _scalar_tags(str(run_dir))
 
 
+def test_a_run_that_never_trained_says_so(tmp_path: Path,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    """``replay_start_size`` beyond the budget: the run evaluated and saved the untrained
+    agent without a word."""
+    for start, warned in ((500, True), (50, False)):
+        preset = SMALL_DQN.hyperparameters(replay_start_size=start).env("CartPole-v1").build()
+        experiment = make_experiment(preset, GymEnvironment("CartPole-v1"), train_steps=100,
+                                     logdir=str(tmp_path), quiet=True, seed=0)
+        with caplog.at_level("WARNING"):
+            experiment.train(frames=100)
+        experiment.close()
+        assert ("dqn on CartPole-v1: the agent never trained in its 100 frames"
+                in caplog.text) == warned
+        caplog.clear()
+
+
 def test_run_experiment_verbose_false_writes_no_losses(tmp_path: Path) -> None:
     (result,) = run_experiment(
         SMALL_DQN, GymEnvironment("CartPole-v1"), 500,

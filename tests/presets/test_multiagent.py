@@ -125,6 +125,15 @@ def test_builder_errors_name_the_problem():
         independent({"player_1": cc.dqn}).env(env).device("cpu").build()
 
 
+def test_n_envs_other_than_one_is_refused_not_ignored():
+    """``n_envs=4`` was accepted, ignored (each agent's preset steps one view) and recorded in
+    the run's hyperparameters; ``looprl run``'s config showed the single-agent preset's 8."""
+    assert ppo.hyperparameter_defaults["n_envs"] == 1
+    assert ppo.hyperparameters(n_envs=1).hyperparameter_defaults["n_envs"] == 1
+    with pytest.raises(ValueError, match="one environment per agent: n_envs is 1, got 4"):
+        ppo.hyperparameters(n_envs=4)
+
+
 def test_mask_model_rejects_outputs_that_are_not_one_value_per_action():
     view = masked_view(MultiagentPettingZooEnv(tictactoe_v3.env()).subenv("player_1"))
 

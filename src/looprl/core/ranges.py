@@ -21,12 +21,14 @@ class Range:
     text: str = ""
 
     def holds(self, value: Any) -> bool:
-        """Whether ``value`` lies in the range (``None``, bools and non-numbers pass, except
-        text: ``value_clip='abc'`` would fail later, deep in a loss)."""
+        """Whether ``value`` lies in the range, a finite number (``None``, bools and non-numbers
+        pass, except text: ``value_clip='abc'`` would fail later, deep in a loss)."""
         if isinstance(value, str | bytes):
             return False
         if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             return True
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
         above = value > self.low if self.open_low else value >= self.low
         return above and value <= self.high and (not self.whole or float(value).is_integer())
 
@@ -51,7 +53,8 @@ RANGES: dict[str, Range] = {
                      "aux_epochs", "aux_minibatch_size", "min_batch_size", "update_frequency",
                      "gradient_steps", "replay_buffer_size", "policy_delay"), COUNT),
     "atoms": Range(2, whole=True, text="a whole number >= 2"),
-    "target_entropy": Range(text="a number (null: -|A|)"),
+    "target_entropy": Range(text="a finite number (null: -|A|)"),
+    **dict.fromkeys(("v_min", "v_max", "log_std_init"), Range(text="a finite number")),
     **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),
                     WHOLE),
 }
@@ -81,4 +84,8 @@ def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
     for key, value in hyperparameters.items():
         valid = RANGES.get(key)
         if valid is not None and not valid.holds(value):
-            raise ValueError(f"Hyperparameter {key!r}{of} must be {valid.text}, got {value!r}")
+            infinite = isinstance(value, float) and not math.isfinite(value)
+            bounded = math.isfinite(valid.low) or math.isfinite(valid.high)
+            finite = "finite and " if infinite and bounded else ""
+            raise ValueError(f"Hyperparameter {key!r}{of} must be {finite}{valid.text}, got "
+                             f"{value!r}")

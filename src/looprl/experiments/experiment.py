@@ -74,6 +74,19 @@ def check_window(env: Any) -> None:
                          "saved preset with looprl watch")
 
 
+def warn_untrained(experiment: Experiment) -> None:
+    """A warning once the whole budget (``train_steps``) is spent without one trainer step:
+    what follows (evaluation, saved preset) is of the untrained agent."""
+    learner = getattr(experiment.agent.unwrapped, "learner", None)
+    if getattr(learner, "updates", None) != 0 or not experiment.frame >= experiment.train_steps:
+        return
+    log.warning("%s on %s: the agent never trained in its %d frames (its first update needs "
+                "more: replay_start_size and update_frequency, n_envs x n_steps or "
+                "min_batch_size); its results are those of the untrained agent. Raise the frames "
+                "or lower those hyperparameters", experiment.name, experiment.env.name,
+                experiment.frame)
+
+
 class Experiment:
     """Trains one preset's agent in ``preset.n_envs`` copies of an environment (a
     ``VectorEnvironment``, or copies of an ``Environment``) and evaluates it, on the collector
@@ -199,6 +212,7 @@ class Experiment:
                 message = explain_divergence(error, self.env.name, self.frame,
                                              self._nonfinite_episode, running)
                 raise FloatingPointError(message) from error
+        warn_untrained(self)
 
     def _train(self, frames: float, episodes: float) -> None:
         """Step all copies until the budget is used, saving the checkpoints on the way."""
@@ -263,11 +277,10 @@ class Experiment:
         return agent.act(states)
 
     def test(self, episodes: int = 100, env: Any = None) -> list[float]:
-        """Run ``episodes`` evaluation episodes of the test agent (``play_episodes``; its random
-        numbers and the environments' resets seeded with ``seed + TEST_SEED_OFFSET``, as a Ray
-        run's evaluation, unless ``seeded_test`` is off) in ``min(n_envs, episodes)`` copies of
-        the environment (a single environment: in it), or of ``env`` (then not logged); their
-        returns."""
+        """The returns of ``episodes`` evaluation episodes of the test agent (``play_episodes``;
+        its random numbers and the environments' resets seeded with ``seed + TEST_SEED_OFFSET``
+        as a Ray run's evaluation, unless ``seeded_test`` is off) in ``min(n_envs, episodes)``
+        copies of the environment (a single one: in it), or of ``env`` (then not logged)."""
         check_episodes(episodes, f"{type(self).__name__}.test")
         agent = self._test_agent()
         given = env is not None

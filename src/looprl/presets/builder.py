@@ -26,8 +26,9 @@ class UnknownHyperparameterError(KeyError):
 
 
 def check_type(key: str, value: Any, default: Any) -> None:
-    """``TypeError`` unless ``value`` has the kind of the default (int, float, bool, str)."""
-    if default is None or value is None:
+    """``TypeError`` unless ``value`` has the kind of the default (int, float, bool, str);
+    ``None`` only where the default is ``None``."""
+    if default is None:
         return
     kind = (int, float) if isinstance(default, float) else type(default)
     if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, kind):

@@ -164,6 +164,8 @@ class IndependentPresetBuilder(PresetBuilder):
         for builder in self._builders:
             for key, value in builder.hyperparameter_defaults.items():
                 defaults.setdefault(key, value)
+        if "n_envs" in defaults:
+            defaults["n_envs"] = 1  # (each agent's preset steps its one view)
         super().__init__(name, defaults, IndependentMultiagentPreset)
         self._hyperparameters = {}  # the overrides only: each builder keeps its defaults
 
@@ -171,6 +173,10 @@ class IndependentPresetBuilder(PresetBuilder):
         """Override hyperparameters of the agents' builders that have them (``n_envs`` is
         always 1)."""
         checked = super().hyperparameters(**hyperparameters)  # unknown names fail here
+        if hyperparameters.get("n_envs", 1) != 1:
+            raise ValueError(f"{self.default_name} steps one environment per agent: n_envs is "
+                             f"1, got {hyperparameters['n_envs']} (raise n_steps for more rows "
+                             "per update)")
         for builder in self._builders:  # type errors now rather than at build()
             defaults = builder.hyperparameter_defaults
             builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
