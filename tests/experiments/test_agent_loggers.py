@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from looprl.experiments.logger import AgentLoggers, ExperimentLogger, MemoryLogger, RecordingLogger
+from looprl.experiments.agent_loggers import AgentLoggers
+from looprl.experiments.logger import ExperimentLogger, MemoryLogger, RecordingLogger
 
 
 def _rows(path: Path) -> list[str]:

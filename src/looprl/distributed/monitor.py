@@ -14,7 +14,8 @@ from looprl.distributed.config import AlgorithmSpec
 from looprl.distributed.run_state import DistributedResult, SampleCounts
 from looprl.distributed.throughput import THROUGHPUT_HEADER, Throughput
 from looprl.distributed.watch import save_spec
-from looprl.experiments.logger import AgentLoggers, mean_return
+from looprl.experiments.agent_loggers import AgentLoggers
+from looprl.experiments.logger import mean_return
 
 __all__ = ["THROUGHPUT_HEADER", "RunMonitor", "open_run_log"]
 

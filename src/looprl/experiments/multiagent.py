@@ -22,9 +22,9 @@ from looprl.collector.copies import made
 from looprl.core import Multiagent, MultiagentState, RolloutRequest, RolloutResult, StateArray
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
+from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_episodes, play_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, _log_scalars
-from looprl.experiments.logger import AgentLoggers
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
