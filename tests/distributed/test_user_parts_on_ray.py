@@ -43,7 +43,8 @@ def test_a_gymnasium_class_and_a_users_component_on_ray(local_ray, tmp_path: Pat
 def test_an_srl_multiagent_class_on_ray(local_ray, tmp_path: Path):
     """``env=pkg.module:SRLEnvClass`` with a multi-agent preset: the actor steps the user's
     SRL environment itself, one policy and trainer per agent."""
-    code = main(["algorithm=multiagent/ppo", f"env={USER}:SignMatchPair", *SMALL,
+    small = [option for option in SMALL if not option.startswith("algorithm.n_envs")]  # (1)
+    code = main(["algorithm=multiagent/ppo", f"env={USER}:SignMatchPair", *small,
                  f"hydra.run.dir={tmp_path}"])
     assert code == 0
     results = json.loads((tmp_path / "results.json").read_text())
