@@ -280,6 +280,14 @@ def test_the_monitor_logs_the_workers_log_keys_as_a_local_run_does(tmp_path) -> 
     assert (run / "hyperparameters.csv").read_text().splitlines() == ["frame,hp/lr", "16,0.001"]
 
 
+def test_ape_x_explorations_are_probabilities() -> None:
+    """(was: an epsilon of 1.5 taken, exploring as 1)"""
+    for bad in ([1.5], [0.1, -0.1], ["0.1"], [float("nan")]):
+        with pytest.raises(ValueError, match="explorations are probabilities in \\[0, 1\\]"):
+            ppo_spec(explorations=bad)
+    assert ppo_spec(explorations=[0.0, 1]).explorations == [0.0, 1]
+
+
 def test_runtime_options_are_checked() -> None:
     with pytest.raises(KeyError, match="runtime option.*'actor'.*mean 'actors'.*Valid"):
         RuntimeConfig.from_dict({"actor": 2})

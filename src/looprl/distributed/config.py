@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -57,6 +58,10 @@ class AlgorithmSpec:
 
     def __post_init__(self) -> None:
         _check_names(self)
+        if self.explorations is not None and not all(
+                isinstance(rate, numbers.Real) and 0 <= rate <= 1 for rate in self.explorations):
+            raise ValueError(f"AlgorithmSpec's explorations are probabilities in [0, 1], one per "
+                             f"actor, got {self.explorations!r}")
 
     @classmethod
     def of_preset(cls, preset: Any, frames: float, actors: int = 1, trainers: int = 1
