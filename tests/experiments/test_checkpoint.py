@@ -180,6 +180,11 @@ def test_a_copied_run_directory_resumes_in_the_copy(tmp_path) -> None:
     assert Path(resumed.logger.log_dir) == copy
     assert (original / "results.csv").read_text() == rows  # the original is left alone
     assert len((copy / "results.csv").read_text().splitlines()) == 1 + resumed.episode
+    (copy / "results.csv").unlink()  # (then a resumed run wrote its rows with no header)
+    again = load_checkpoint(copy)
+    again.train(frames=300)
+    again.close()
+    assert (copy / "results.csv").read_text().startswith(rows.splitlines()[0] + "\n")
 
 
 def test_checkpoints_without_the_replay_buffer_restore_it_empty(tmp_path) -> None:

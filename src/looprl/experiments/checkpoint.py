@@ -133,10 +133,12 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     if path.is_dir():
         path = path / CHECKPOINT
     if run_name is None:  # (the run goes on writing its CSV files)
-        for name in CSV_HEADERS:
+        for name, header in CSV_HEADERS.items():
             if (path.parent / name).is_file():
                 check_header(path.parent / name, "the resumed run would append to it: restore "
                              "it, or start a new run")
+            else:  # (deleted: its rows before the checkpoint are gone, its header is not)
+                (path.parent / name).write_text(header + "\n", encoding="utf-8")
         with checkpoint_dir(path.parent):
             state = load_saved(path)
     else:
