@@ -213,6 +213,15 @@ def test_bad_initial_values_are_clear_errors(small_ppo) -> None:
                              ([{"hp/lr": "x"}], "hp/lr must be >= 0, got 'x'")):
         with pytest.raises(ValueError, match=message):
             PBTRunner(small_ppo, "CartPole-v1", mutations, initial=initial)
+    # (a quantile_fraction above 0.5 was Tune's error after Ray started; a resample
+    # probability of 2 or -1 was taken)
+    for options, message in (({"quantile_fraction": 0.9}, "quantile_fraction must be a number "
+                               "in \\[0, 0.5\\], got 0.9"),
+                             ({"resample_probability": 2}, "resample_probability must be a "
+                              "number in \\[0, 1\\], got 2"),
+                             ({"resample_probability": "x"}, "got 'x'")):
+        with pytest.raises(ValueError, match=message):
+            PBTRunner(small_ppo, "CartPole-v1", mutations, **options)
 
 
 def test_a_member_that_fails_raises_its_own_error(small_ppo, monkeypatch) -> None:

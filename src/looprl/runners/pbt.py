@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import numbers
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -167,6 +168,10 @@ class PBTRunner(Runner):
                  **kwargs: Any):
         check_count(population=population, num_steps=num_steps,
                     perturbation_interval=perturbation_interval)
+        for name, value, high in (("quantile_fraction", quantile_fraction, 0.5),
+                                  ("resample_probability", resample_probability, 1.0)):
+            if not (isinstance(value, numbers.Real) and 0 <= value <= high):  # (Tune's bounds)
+                raise ValueError(f"{name} must be a number in [0, {high:g}], got {value!r}")
         device = kwargs.get("device")
         if device is not None and (str(device).startswith("cuda")) != (gpus_per_member > 0):
             raise ValueError(f"device={device!r} with gpus_per_member={gpus_per_member:g}: PBT "
