@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import os
 from typing import Any
 
@@ -14,7 +13,7 @@ from looprl.approximation.adam_step import AdamStep
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, is_number
 
 __all__ = ["Approximation", "data_parallel"]
 
@@ -239,12 +238,10 @@ class Approximation:
 
 def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any) -> None:
     fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
-    if isinstance(clip_grad, bool) or not isinstance(clip_grad, numbers.Real) or not (
-            clip_grad >= 0):
+    if not (is_number(clip_grad) and clip_grad >= 0):
         raise ValueError(f"Approximation's clip_grad is the largest gradient norm, a number "
                          f">= 0 (0: no clipping), got {clip_grad!r:.40}")
-    if isinstance(loss_scaling, bool) or not isinstance(loss_scaling, numbers.Real) or not (
-            loss_scaling > 0):
+    if not (is_number(loss_scaling) and loss_scaling > 0):
         raise ValueError(f"Approximation's loss_scaling multiplies the loss, a number > 0, got "
                          f"{loss_scaling!r:.40}")
     if not isinstance(model, nn.Module):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import numbers
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -12,7 +11,7 @@ import torch
 from torch import nn
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, is_number
 
 __all__ = ["FixedTarget", "PolyakTarget", "TargetNetwork", "TrivialTarget"]
 
@@ -98,7 +97,7 @@ class PolyakTarget(_CopyTarget):
     in ``(0, 1]`` (``tau``, ``hp/tau``); float buffers too."""
 
     def __init__(self, rate: float):
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 < rate <= 1.0:
+        if not (is_number(rate) and 0.0 < rate <= 1.0):
             raise ValueError(f"PolyakTarget's rate must be a number in (0, 1], got {rate!r}")
         self.rate = float(rate)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import linecache
+import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -53,6 +54,11 @@ def check_device(device: Any) -> Any:
             raise ValueError(f"Device {device!r} asked for, but torch {torch.__version__} "
                              "cannot use it here; use 'cpu'") from None
     return device
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is one real number: not a bool, text or NaN (NumPy scalars count)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
 
 
 def check_positive(**values: Any) -> None:

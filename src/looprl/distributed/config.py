@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from looprl.core import ParallelPreset
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, is_number
 
 __all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
 
@@ -59,7 +58,7 @@ class AlgorithmSpec:
     def __post_init__(self) -> None:
         _check_names(self)
         if self.explorations is not None and not all(
-                isinstance(rate, numbers.Real) and 0 <= rate <= 1 for rate in self.explorations):
+                is_number(rate) and 0 <= rate <= 1 for rate in self.explorations):
             raise ValueError(f"AlgorithmSpec's explorations are probabilities in [0, 1], one per "
                              f"actor, got {self.explorations!r}")
 
@@ -326,7 +325,7 @@ class RuntimeConfig:
                                  f"{null}), got {value!r}")
         for name in ("cpus_per_actor", "cpus_per_policy", "cpus_per_trainer", "gpus_per_policy",
                      "gpus_per_trainer", "pull_interval"):
-            if not _number(getattr(self, name)) or getattr(self, name) < 0:
+            if not is_number(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"runtime.{name} must be a number >= 0, got "
                                  f"{getattr(self, name)!r}")
         if not isinstance(self.sync, bool):
@@ -344,9 +343,9 @@ class RuntimeConfig:
             raise ValueError(f"runtime.trainers > 1 with GPUs needs gpus_per_trainer >= 1 (NCCL "
                              f"gives each trainer its own GPU), got {self.gpus_per_trainer}")
         for name in ("trainer_timeout", "placement_timeout"):
-            if not _number(getattr(self, name)) or getattr(self, name) <= 0:
+            if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"runtime.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.env_timeout is not None and not (_number(self.env_timeout)
+        if self.env_timeout is not None and not (is_number(self.env_timeout)
                                                  and self.env_timeout > 0):
             raise ValueError(f"runtime.env_timeout must be > 0 seconds (or null: no limit), got "
                              f"{self.env_timeout!r}")
@@ -369,11 +368,6 @@ class RuntimeConfig:
     def reserved_gpus(self) -> float:
         """GPUs all workers reserve together."""
         return self.trainers * self.gpus_per_trainer + self.policy_workers * self.gpus_per_policy
-
-
-def _number(value: Any) -> bool:
-    """Whether ``value`` is a number (not a bool, text or NaN)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
 def _whole(value: Any, least: int) -> bool:

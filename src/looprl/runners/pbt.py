@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import numbers
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core.imports import import_extra
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, is_number
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
@@ -170,7 +169,7 @@ class PBTRunner(Runner):
                     perturbation_interval=perturbation_interval)
         for name, value, high in (("quantile_fraction", quantile_fraction, 0.5),
                                   ("resample_probability", resample_probability, 1.0)):
-            if not (isinstance(value, numbers.Real) and 0 <= value <= high):  # (Tune's bounds)
+            if not (is_number(value) and 0 <= value <= high):  # (Tune's bounds)
                 raise ValueError(f"{name} must be a number in [0, {high:g}], got {value!r}")
         device = kwargs.get("device")
         if device is not None and (str(device).startswith("cuda")) != (gpus_per_member > 0):
