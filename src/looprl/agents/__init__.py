@@ -12,14 +12,7 @@ from looprl.agents.actor_critic import (
     variant,
 )
 from looprl.agents.c51 import C51Policy, C51Trainer
-from looprl.agents.ddpg import (
-    DDPG,
-    ContinuousPolicy,
-    ContinuousQ,
-    DDPGPolicy,
-    DDPGTrainer,
-    TwinQ,
-)
+from looprl.agents.ddpg import DDPG, ContinuousPolicy, ContinuousQ, DDPGPolicy, DDPGTrainer, TwinQ
 from looprl.agents.dqn import DQN, DQNPolicy, DQNTrainer, q_network_policy
 from looprl.agents.independent import (
     IndependentMultiagent,

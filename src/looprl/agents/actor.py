@@ -9,14 +9,7 @@ from typing import Any
 import torch
 
 from looprl.agents.streams import RandomStream
-from looprl.core import (
-    Agent,
-    ParallelAgent,
-    Policy,
-    RolloutRequest,
-    RolloutResult,
-    SampleBatch,
-)
+from looprl.core import Agent, ParallelAgent, Policy, RolloutRequest, RolloutResult, SampleBatch
 from looprl.core.state import StateArray
 from looprl.memory.segments import SegmentBuffer, rows_of
 

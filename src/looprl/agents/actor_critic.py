@@ -14,8 +14,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from looprl.agents.segments import ApproximationPolicy
 from looprl.approximation import Approximation
-from looprl.core import Policy, RolloutRequest, RolloutResult, deterministic_rows
+from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
 from looprl.nn import ActorCriticModel, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
@@ -151,7 +152,7 @@ class ActorCriticNetwork(ActorCriticModel):
         return actor, critic, (actor_hx, critic_hx)
 
 
-class ActorCriticPolicy(Policy):
+class ActorCriticPolicy(ApproximationPolicy):
     """Stochastic actor-critic policy over ``approximation`` (of an ``ActorCriticModel``, with the
     trainers' optimizer), ``head`` a ``CategoricalHead`` or ``GaussianHead``, ``seed`` seeding
     the sampling. ``rollout`` takes ``obs`` and ``policy_state`` rows ``[B, ...]`` (evaluation
@@ -170,10 +171,6 @@ class ActorCriticPolicy(Policy):
         self._initial_state = approximation.model.initial_state()
 
     @property
-    def module(self) -> nn.Module:
-        return self.approximation.model
-
-    @property
     def recurrent(self) -> bool:
         """Whether the network has a recurrent memory (a ``policy_state``)."""
         return self._initial_state is not None
@@ -181,9 +178,6 @@ class ActorCriticPolicy(Policy):
     @property
     def default_policy_state(self) -> NamedArray | None:
         return self._initial_state
-
-    def approximations(self) -> dict[str, Approximation]:
-        return {self.approximation.name: self.approximation}
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         """Actions, log-probs, values and next policy states for a batch (no gradients)."""

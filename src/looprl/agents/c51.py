@@ -27,10 +27,6 @@ class C51Policy(DQNPolicy):
                          evaluation_epsilon=evaluation_epsilon)
         self.dist = self.approximation = dist  # (the optimized one: what DDP wraps)
 
-    def approximations(self) -> dict[str, QDist]:
-        """``dist`` (``q`` is its expectation), by its name."""
-        return {self.dist.name: self.dist}
-
     def analyze(self, sample: Any, target: str | None = None, **kwargs: Any) -> torch.Tensor:
         """Distributions ``[..., num_actions, num_atoms]`` of ``sample.obs``, with gradients
         (leading shape: that of ``sample.reward``, else ``[B]``)."""

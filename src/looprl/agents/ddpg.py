@@ -11,11 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from looprl.agents.losses.continuous import (
-    critic_loss,
-    deterministic_actor_loss,
-    twin_critic_loss,
-)
+from looprl.agents.losses.continuous import critic_loss, deterministic_actor_loss, twin_critic_loss
 from looprl.agents.losses.value import td_target
 from looprl.agents.segments import PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent

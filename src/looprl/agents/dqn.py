@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -16,12 +17,11 @@ from looprl.agents.q_targets import (  # _max: the name older run checkpoints pi
     _max,  # noqa: F401
     bootstrap,
 )
-from looprl.agents.segments import PolicyTrainer, on_device
+from looprl.agents.segments import ApproximationPolicy, PolicyTrainer, on_device
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, FixedTarget
 from looprl.core import (
     Hyperparameter,
-    Policy,
     RolloutRequest,
     RolloutResult,
     SampleBatch,
@@ -38,13 +38,11 @@ from looprl.nn.fields import Backbone, field_shapes, observation_fields, observa
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
 from looprl.policies.greedy import Coins
 
-__all__ = [
-    "DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES",
-    "bootstrap", "q_network_policy",
-]
+__all__ = ["DQN", "DQNPolicy", "DQNTrainer", "MASKED_Q", "QModel", "UPDATES", "bootstrap",
+           "q_network_policy"]
 
 
-class DQNPolicy(Policy):
+class DQNPolicy(ApproximationPolicy):
     """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or an
     ``Approximation`` of a ``QModel``) whose ``q(obs, actions=None)``/``no_grad``/``eval``/
     ``target`` map observations ``[N, ...]`` (a tensor or fields) to action values
@@ -53,7 +51,6 @@ class DQNPolicy(Policy):
     epsilon-greedy one; ``seed``: ``greedy``'s own draws (``rollout`` draws from torch's global
     generator); ``evaluation_epsilon``: the rate of evaluation rows."""
 
-    _coins: Coins | None = None  # (``rollout``'s)
     #: a schedule of ``epsilon`` counts env steps, each row of a request one (the presets of
     #: one environment, whose Ray actors ask for several copies' rows at once); ``False``: one
     #: per call (the batched steps of the parallel presets, VQN and VSarsa)
@@ -61,26 +58,21 @@ class DQNPolicy(Policy):
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
                  seed: int | None = None, evaluation_epsilon: float = 0.0):
-        self.q = q
-        self.approximation = q  # the optimized approximation
+        self.q = self.approximation = q  # (the optimized approximation)
         self.device = q.device
         self.num_actions = num_actions
         self.greedy = exploration or GreedyPolicy(q, num_actions, epsilon=epsilon, seed=seed)
         self.evaluation_epsilon = evaluation_epsilon
         self._entries: dict[tuple[int, ...], dict[str, torch.Tensor]] = {}
 
+    @cached_property
+    def _coins(self) -> Coins:  # (``rollout``'s, made at its first call: also after unpickling)
+        return Coins()
+
     @property
     def exploration(self) -> Any:
         """The exploration policy (``greedy``)."""
         return self.greedy
-
-    @property
-    def module(self) -> nn.Module:
-        return self.q.model
-
-    def approximations(self) -> dict[str, Approximation]:
-        """``q``, by its name."""
-        return {self.q.name: self.q}
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``q``'s keys and the exploration's rate (``hp/epsilon`` or ``hp/temperature``)."""
@@ -92,9 +84,9 @@ class DQNPolicy(Policy):
         obs = single_field(obs, strict=False)
         entries = self._entries.get(shape)
         if entries is None:  # made once per shape: no new tensors per update
-            entries = {"reward": torch.zeros(shape, device=self.device), "mask": 1.0,
-                       "done": torch.zeros(shape, dtype=torch.bool, device=self.device)}
-            self._entries[shape] = entries
+            entries = self._entries[shape] = {
+                "reward": torch.zeros(shape, device=self.device), "mask": 1.0,
+                "done": torch.zeros(shape, dtype=torch.bool, device=self.device)}
         if done is not None:
             ended = torch.as_tensor(done, dtype=torch.bool, device=self.device)
             if ended.numel() != math.prod(shape):
@@ -121,10 +113,7 @@ class DQNPolicy(Policy):
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
         values = (self.q.eval if deterministic is True else self.q.no_grad)(obs)
-        coins = self._coins
-        if coins is None:  # (made at the first call: also in a policy pickled before it)
-            coins = self._coins = Coins()
-        action, self.greedy.explored = epsilon_greedy(values, epsilon, coins=coins)
+        action, self.greedy.explored = epsilon_greedy(values, epsilon, coins=self._coins)
         return RolloutResult(action=action)
 
     def logits_and_values(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:

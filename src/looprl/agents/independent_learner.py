@@ -39,9 +39,8 @@ class IndependentLearner(StepLoop):
         if len(buffers) != len(trainer.trainers):
             raise ValueError(f"IndependentLearner needs one (buffer, buffer_args) per agent "
                              f"({len(trainer.trainers)}), got {len(buffers)}")
-        return cls(trainer.policy, [make_learner(agent_trainer, kind, args, max_lag)
-                                    for agent_trainer, (kind, args) in zip(trainer.trainers,
-                                                                            buffers)])
+        return cls(trainer.policy, [make_learner(agent, kind, args, max_lag)
+                                    for agent, (kind, args) in zip(trainer.trainers, buffers)])
 
     def seed(self, seed: int) -> None:
         """Seed agent ``i``'s learner with ``seed + i`` (``Learner.seed``)."""

@@ -84,6 +84,8 @@ class StepLoop:
 
 #: A replay learner logs its trainer's statistics every this many gradient steps (by default).
 REPLAY_LOG_EVERY = 1000
+#: What a ``Learner`` counts (and checkpoints): see its docstring.
+_COUNTERS = ("received", "dropped", "observed", "owed", "updates")
 
 
 class Learner(StepLoop, AgentBase):
@@ -183,11 +185,10 @@ class Learner(StepLoop, AgentBase):
     def learn(self, batch: tuple[SampleBatch, Any]) -> TrainerStepResult:
         """``Trainer.step`` on ``batch`` inside the update hooks (touches the trainer only, not the
         buffer: Ray's trainer worker runs it beside ``put``)."""
-        hooks = self.hooks
-        with self.stream if self.stream is not None else nullcontext():
-            if hooks is None:
+        with self.stream or nullcontext():
+            if self.hooks is None:
                 return self.trainer.step(batch[0])
-            return hooks.update(self.trainer, batch[0])
+            return self.hooks.update(self.trainer, batch[0])
 
     def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
         """Give the step's new priorities back to the replay; log its statistics."""
@@ -202,8 +203,7 @@ class Learner(StepLoop, AgentBase):
     # -- what a run publishes and saves ------------------------------------------------------
     def shared_state(self) -> list[dict[str, Any] | None]:
         """Each meta component's ``shared_state`` (published with the policy parameters)."""
-        hooks = self.hooks
-        return [] if hooks is None else [component.shared_state() for component in hooks.stack]
+        return [] if self.hooks is None else [c.shared_state() for c in self.hooks.stack]
 
     def log_scalars(self) -> dict[str, float]:
         """The ``log/*`` values the update hooks wrote since the last call."""
@@ -212,10 +212,8 @@ class Learner(StepLoop, AgentBase):
     def state_dict(self) -> dict[str, Any]:
         """The trainer, its policy (with optimizer), the counters and the meta components'
         ``state_dict`` (the update hooks'), for a checkpoint."""
-        hooks = self.hooks
-        return {"trainer": self.trainer, "received": self.received, "dropped": self.dropped,
-                "observed": self.observed, "owed": self.owed, "updates": self.updates,
-                "meta": [] if hooks is None else [c.state_dict() for c in hooks.stack]}
+        return {"trainer": self.trainer, **{key: getattr(self, key) for key in _COUNTERS},
+                "meta": [] if self.hooks is None else [c.state_dict() for c in self.hooks.stack]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore ``state_dict``'s output (``ValueError`` if trained on another kind of device)."""
@@ -224,7 +222,7 @@ class Learner(StepLoop, AgentBase):
             raise ValueError(f"the checkpoint's trainer trained on {saved} and this one runs on "
                              f"{here}: resume with the first run's runtime.gpus_per_trainer")
         self.trainer = state["trainer"]
-        for key in ("received", "dropped", "observed", "owed", "updates"):
+        for key in _COUNTERS:
             setattr(self, key, state[key])
         if self.hooks is not None:  # (their clock, metrics['update'], is the update count)
             self.hooks.metrics["update"] = self.updates

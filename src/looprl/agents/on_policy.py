@@ -90,13 +90,10 @@ class OnPolicyTrainer(PolicyTrainer):
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """``hp/discount``, ``hp/lam``, ``hp/entropy_coef``, ``hp/value_coef``, ``hp/epochs``,
         ``hp/batch_size`` (with a ``minibatch_size``) and the policy's ``hp/lr/<name>``."""
-        found = {
-            "hp/discount": Hyperparameter.attribute(self, "discount_factor", float),
-            "hp/lam": Hyperparameter.attribute(self, "gae_lambda", float),
-            "hp/entropy_coef": Hyperparameter.attribute(self, "entropy_coef", float),
-            "hp/value_coef": Hyperparameter.attribute(self, "value_coef", float),
-            "hp/epochs": Hyperparameter.attribute(self, "epochs", int),
-        }
+        found = {f"hp/{key}": Hyperparameter.attribute(self, name, kind) for key, name, kind in (
+            ("discount", "discount_factor", float), ("lam", "gae_lambda", float),
+            ("entropy_coef", "entropy_coef", float), ("value_coef", "value_coef", float),
+            ("epochs", "epochs", int))}
         if self.minibatch_size is not None:
             found["hp/batch_size"] = Hyperparameter.attribute(self, "minibatch_size", int)
         found.update({key: rate for key, rate in self._policy.hyperparameters().items()
@@ -135,11 +132,8 @@ class OnPolicyTrainer(PolicyTrainer):
         rows = NamedArray(obs=sample.obs[:-1], action=sample.action[:-1],
                           log_prob=sample.log_prob[:-1], value=old_value, advantage=advantage,
                           returns=returns)
-        stats = {
-            "explained_variance": explained_variance(old_value[mask], returns[mask]),
-            "valid_rows": float(mask.sum()),
-            **sample_lag(sample, mask, self._policy.version),
-        }
+        stats = {"explained_variance": explained_variance(old_value[mask], returns[mask]),
+                 "valid_rows": float(mask.sum()), **sample_lag(sample, mask, self._policy.version)}
         if not self.recurrent:
             return self._common(rows[mask]), stats
         recurrent = NamedArray(**dict(rows.items()), policy_state=sample.policy_state[:-1],
@@ -158,9 +152,7 @@ class OnPolicyTrainer(PolicyTrainer):
     def _units_per_minibatch(self, batch: NamedArray, size: int | None = None) -> int:
         """Rows (feed-forward) or whole streams (recurrent) per minibatch of ``size`` rows."""
         size = size or self.minibatch_size or batch.returns.numel()
-        if not self.recurrent:
-            return size
-        return max(1, size // batch.returns.shape[1])
+        return max(1, size // batch.returns.shape[1]) if self.recurrent else size
 
     def _policy_steps(self, batch: NamedArray) -> int:
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
@@ -169,14 +161,10 @@ class OnPolicyTrainer(PolicyTrainer):
     def _update(self, batch: NamedArray) -> dict[str, torch.Tensor]:
         """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches."""
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
-        whole = size >= n
+        whole = size >= n  # (one minibatch holding the whole batch: order is moot)
         advantage = self._advantage(batch.advantage) if whole and not self.recurrent else None
-        parts: list[dict[str, torch.Tensor]] = []
-        for _ in range(self.epochs):  # (one minibatch holding the whole batch: order is moot)
-            for minibatch in [batch] if whole else self._shuffled(batch, n, size):
-                step_parts = self._minibatch_step(minibatch, advantage)
-                if step_parts:
-                    parts.append(step_parts)
+        parts = [self._minibatch_step(minibatch, advantage) for _ in range(self.epochs)
+                 for minibatch in ([batch] if whole else self._shuffled(batch, n, size))]
         last, self._last_analysis = self._last_analysis, None
         if last is not None:  # the predictions of the last minibatch
             self.predictions = {"values": last.value.detach(), "log_probs": last.log_prob.detach()}
@@ -254,7 +242,8 @@ def targets(trainer: OnPolicyTrainer, sample: SampleBatch) -> tuple[torch.Tensor
 
 
 def mean_parts(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """The mean of each loss part over minibatches."""
+    """The mean of each loss part over the minibatches that stepped (``{}``: skipped ones)."""
+    parts = [step for step in parts if step]
     if not parts:
         return {}
     return {key: torch.stack([p[key] for p in parts]).mean(0) for key in parts[0]}

@@ -42,8 +42,7 @@ class PPGTrainer(PPOTrainer):
         if not self._checked:
             self._check_aux_head(batch)
         keep = ("obs", "action", "returns") + (
-            ("policy_state", "done", "truncated", "mask") if self.recurrent else ()
-        )
+            ("policy_state", "done", "truncated", "mask") if self.recurrent else ())
         self._memory.append(NamedArray(**{key: batch[key] for key in keep}))
         aux = len(self._memory) >= self.n_policy
         if aux:  # the learning-rate schedule spans both phases' optimizer steps
@@ -77,12 +76,8 @@ class PPGTrainer(PPOTrainer):
         n = memory.returns.shape[0]
         size = self._units_per_minibatch(memory, self.aux_minibatch_size)
         memory = self._with_old_policy(memory, size)
-        parts = []
-        for _ in range(self.aux_epochs):
-            for minibatch in self._shuffled(memory, n, size):
-                step_parts = self._aux_minibatch_step(minibatch)
-                if step_parts:
-                    parts.append(step_parts)
+        parts = [self._aux_minibatch_step(minibatch) for _ in range(self.aux_epochs)
+                 for minibatch in self._shuffled(memory, n, size)]
         self.aux_phases += 1
         self._policy.version += 1
         return mean_parts(parts)
@@ -90,10 +85,8 @@ class PPGTrainer(PPOTrainer):
     def _with_old_policy(self, memory: NamedArray, size: int) -> NamedArray:
         """``memory`` plus the log-probs (and logits) of the phase's starting policy."""
         with torch.no_grad():
-            chunks = [
-                self._analyze_units(memory[index])
-                for index in torch.arange(memory.returns.shape[0]).split(size)
-            ]
+            chunks = [self._analyze_units(memory[index])
+                      for index in torch.arange(memory.returns.shape[0]).split(size)]
         old = {"old_log_prob": torch.cat([chunk.log_prob for chunk in chunks])}
         if chunks[0].logits is not None:
             old["old_logits"] = torch.cat([chunk.logits for chunk in chunks])

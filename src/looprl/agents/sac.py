@@ -12,6 +12,7 @@ from looprl.agents.ddpg import ContinuousPolicy, DDPGTrainer, frozen
 from looprl.agents.losses.continuous import sac_actor_loss, sac_target, sac_temperature_loss
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation
+from looprl.core.suggest import check_positive
 
 
 class Temperature(nn.Module):
@@ -19,8 +20,7 @@ class Temperature(nn.Module):
 
     def __init__(self, alpha: float = 1.0):
         super().__init__()
-        if alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
+        check_positive(alpha=alpha)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(alpha)))
 
     def forward(self) -> torch.Tensor:

@@ -1,14 +1,29 @@
-"""What the trainers share: their base (``PolicyTrainer``), and checks and statistics of the
-``SampleBatch`` segments they learn from."""
+"""What the policies and trainers share: their bases (``ApproximationPolicy``,
+``PolicyTrainer``), and checks and statistics of the ``SampleBatch`` segments they learn from."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+from torch import nn
 
-from looprl.core import SampleBatch, Trainer
+from looprl.core import Policy, SampleBatch, Trainer
 from looprl.core.namedarray import NamedArray, recursive_apply
+
+
+class ApproximationPolicy(Policy):
+    """A ``Policy`` whose parameters are those of one ``Approximation`` (its ``approximation``,
+    the one a trainer optimizes and DDP wraps)."""
+
+    approximation: Any
+
+    @property
+    def module(self) -> nn.Module:
+        return self.approximation.model
+
+    def approximations(self) -> dict[str, Any]:
+        return {self.approximation.name: self.approximation}
 
 
 class PolicyTrainer(Trainer):

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
+from looprl.core.suggest import check_positive
 from looprl.policies.greedy import MASKED_Q, GreedyPolicy, random_actions
 
 __all__ = ["EXPLORATION", "BoltzmannPolicy", "EZGreedyPolicy"]
@@ -65,8 +66,7 @@ class BoltzmannPolicy(GreedyPolicy):
 
     def __init__(self, q: Any, num_actions: int, temperature: float = 1.0, seed: int | None = None):
         super().__init__(q, num_actions, 0.0, seed)
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+        check_positive(temperature=temperature)
         self.temperature = temperature
 
     def hyperparameters(self) -> dict[str, Hyperparameter]:

@@ -10,6 +10,7 @@ Actions an ``action_mask`` rules out, or valued ``MASKED_Q`` or below, are never
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -96,8 +97,6 @@ class GreedyPolicy:
     (see the module docstring). ``seed`` seeds its own generators (``None``: the global ones);
     ``evaluation``: action values from the network in eval mode (``q.eval``)."""
 
-    _coins: Coins | None = None  # (``choose``'s)
-
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
                  evaluation: bool = False):
         check_count(num_actions=num_actions)
@@ -110,6 +109,10 @@ class GreedyPolicy:
         self._generator: torch.Generator | None = None
         self._explored: Any = None  # (``explored``)
 
+    @cached_property
+    def _coins(self) -> Coins:  # (``choose``'s, made at its first call: also after unpickling)
+        return Coins()
+
     @property
     def explored(self) -> torch.Tensor | None:
         """Which rows of the latest call explored (a bool per row; ``None`` before the first)."""
@@ -119,8 +122,7 @@ class GreedyPolicy:
         return explored
 
     @explored.setter
-    def explored(self, rows: torch.Tensor) -> None:
-        """Note the rows a caller explored for it (``DQNPolicy.rollout``'s coins)."""
+    def explored(self, rows: torch.Tensor) -> None:  # (``DQNPolicy.rollout``'s coins)
         self._explored = rows
 
     @property
@@ -206,11 +208,8 @@ class GreedyPolicy:
         if self._per_env and epsilon.shape != values.shape[:-1]:
             raise ValueError(f"{len(epsilon)} epsilons (one per env copy) for a batch of "
                              f"{tuple(values.shape[:-1])} states")
-        coins = self._coins
-        if coins is None:  # (made at the first call: also in a policy pickled before it)
-            coins = self._coins = Coins()
         actions, self._explored = epsilon_greedy(
-            values, epsilon, self._torch_generator(torch.device("cpu")), coins)
+            values, epsilon, self._torch_generator(torch.device("cpu")), self._coins)
         return actions
 
     def _torch_generator(self, device: torch.device) -> torch.Generator | None:

@@ -20,8 +20,7 @@ class SoftmaxPolicyNetwork(RLNetwork):
     """Maps a ``State``/``StateArray`` to a ``Categorical`` over its logits (not validated)."""
 
     def forward(self, state: Any) -> Categorical:
-        logits = state.apply(self.model, "observation")
-        return Categorical(logits=logits, validate_args=False)
+        return Categorical(logits=state.apply(self.model, "observation"), validate_args=False)
 
 
 class SoftmaxPolicy(Approximation):

@@ -20,10 +20,12 @@ def dqn_loss(values: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor 
     """Q-learning regression of ``Q(s, a)`` onto fixed ``targets``: Huber (default, as the Nature
     DQN) or MSE, each sample scaled by ``weights`` (importance weights)."""
     loss = F.smooth_l1_loss if huber else F.mse_loss
-    elementwise = loss(values, targets.detach(), reduction="none")
-    if weights is not None:
-        elementwise = elementwise * weights
-    return elementwise.mean()
+    return _weighted_mean(loss(values, targets.detach(), reduction="none"), weights)
+
+
+def _weighted_mean(losses: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """The mean of per-sample ``losses``, each scaled by its importance weight (if given)."""
+    return (losses if weights is None else losses * weights).mean()
 
 
 def _value_at(values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -69,8 +71,5 @@ def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -
 def c51_loss(probs: torch.Tensor, target_probs: torch.Tensor,
              weights: torch.Tensor | None = None) -> torch.Tensor:
     """Mean (importance-weighted) cross-entropy of ``probs`` against projected targets."""
-    elementwise = categorical_cross_entropy(probs, target_probs)
-    if weights is not None:
-        elementwise = elementwise * weights
-    return elementwise.mean()
+    return _weighted_mean(categorical_cross_entropy(probs, target_probs), weights)
 
