@@ -370,3 +370,17 @@ def test_plr_draws_from_the_runs_seed_unless_given_its_own() -> None:
 
     assert draws(PLR(), 3) == draws(PLR(), 3) != draws(PLR(), 4)
     assert draws(PLR(seed=7), 3) == draws(PLR(seed=7), 4)
+
+
+def test_plr_keeps_only_its_latest_choices():
+    """``choices`` is bounded (was: one entry per episode for the whole run, a leak)."""
+    from looprl.meta.plr import KEPT_CHOICES
+
+    env = ContextualEnvironment("CartPole-v1", sample_contexts("CartPole-v1", 3, {}, seed=0))
+    env.reset()
+    plr = PLR(strategy="random", seed=0)
+    metrics = {"env": env, "ended": torch.ones(1, dtype=torch.bool)}
+    for _ in range(KEPT_CHOICES + 5):
+        plr.score_and_choose(metrics)
+    assert len(plr.choices) == KEPT_CHOICES and plr.episodes == KEPT_CHOICES + 5
+    assert plr.choices[-1][1] == contextual_envs(env)[0].next_instance

@@ -326,3 +326,15 @@ def test_a_seeded_run_builds_the_same_networks_in_every_process() -> None:
     assert all(torch.equal(a, b) for a, b in zip(actor, trainer, strict=True))
     assert not torch.equal(weights(RND(), 4, process=0)[0], actor[0])
     assert torch.equal(weights(RND(seed=7), 3, 0)[0], weights(RND(seed=7), 4, 1)[0])
+
+
+def test_a_restored_rnd_goes_on_counting_its_update_calls():
+    """``update_every`` counts on across a checkpoint (was: a resumed run counted from 0)."""
+    rnd = small_rnd(obs_shape=(4,), update_every=3)
+    for _ in range(2):
+        rnd.update_predictor({"batch": replay_batch(torch.zeros(4, 4))})
+    restored = small_rnd(obs_shape=(4,), update_every=3)
+    restored.load_state_dict(rnd.state_dict())
+    metrics = {"batch": replay_batch(torch.zeros(4, 4)), "losses": {}}
+    restored.update_predictor(metrics)
+    assert "rnd" in metrics["losses"]  # the third call trains

@@ -67,10 +67,8 @@ class ReplayContents:
             raise TypeError(f"{type(self).__name__}'s third argument is a torch.Generator, got "
                             f"{generator!r:.40}; ALL's store_device is not ported: transitions "
                             "are kept on device")
-        self.size = int(size)
-        self.device = device
-        self.generator = generator
-        self.n_step = int(n_step)
+        self.size, self.n_step = int(size), int(n_step)
+        self.device, self.generator = device, generator
         self.__dict__.update(self._empty_contents())
 
     def __getstate__(self) -> dict[str, Any]:

@@ -50,12 +50,9 @@ def n_step_bootstrap(reward: torch.Tensor, done: torch.Tensor, truncated: torch.
         reach = min(rows, last - k + 1)  # rows t < reach have t + k <= T
         if reach <= 0:
             break
-        step = active[:reach]
-        gathered = reward[k : k + reach].float()
-        returns[:reach] += torch.where(step, gamma ** (k - 1) * gathered, 0.0)
+        step = active[:reach]  # (reach only shrinks: rows past it are never read again)
+        returns[:reach] += torch.where(step, gamma ** (k - 1) * reward[k : k + reach].float(), 0.0)
         boot[:reach] = torch.where(step, t[:reach] + k, boot[:reach])
         active[:reach] = step & ~end[k : k + reach]
-        active[reach:] = False
-    terminal = done.bool().gather(0, boot)
-    discount = torch.where(terminal, 0.0, gamma ** (boot - t).float())
+    discount = torch.where(done.bool().gather(0, boot), 0.0, gamma ** (boot - t).float())
     return returns, boot, discount

@@ -38,8 +38,7 @@ class OnPolicyBuffer:
         check_count(batch_streams=batch_streams)
         if max_lag is not None and max_lag < 0:
             raise ValueError(f"max_lag must be >= 0 or None, got {max_lag}")
-        self.batch_streams = batch_streams
-        self.max_lag = max_lag
+        self.batch_streams, self.max_lag = batch_streams, max_lag
         self._pending: list[SampleBatch] = []
         self._rows: int | None = None
 

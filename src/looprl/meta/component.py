@@ -27,12 +27,8 @@ class MetaComponent:
     needs_contexts = False
 
     def __init__(self) -> None:
-        self.pre_step_methods: list[Hook] = []
-        self.post_step_methods: list[Hook] = []
-        self.pre_update_methods: list[Hook] = []
-        self.post_update_methods: list[Hook] = []
-        self.pre_episode_methods: list[Hook] = []
-        self.post_episode_methods: list[Hook] = []
+        for hook in HOOKS:
+            setattr(self, hook + "_methods", [])
 
     def methods(self, hook: str) -> list[Hook]:
         """The methods this component runs at ``hook`` (one of ``HOOKS``)."""

@@ -20,6 +20,7 @@ from looprl.core import AgentBase, Hyperparameter, SampleBatch, Trainer, Trainer
 from looprl.core.namedarray import NamedArray
 from looprl.meta.component import MetaComponent, MetaStack
 from looprl.meta.hyperparameters import (
+    acting_values,
     agent_hyperparameters,
     set_hyperparameter,
     unknown_hyperparameter,
@@ -228,8 +229,8 @@ class StreamHooks:
         if self.agents is None:
             self.hubs[0].pre_step(observation_rows(obs))
             return
-        for (hub, rows), a in zip(self._rows(agent), self.agents, strict=True):
-            if rows.any():
+        for hub, a in zip(self.hubs, self.agents, strict=True):
+            if (rows := agent == a).any():
                 hub.pre_step(self._own(a, obs[rows]))
 
     def after_step(self, transition: dict[str, Any], step: int, ended: np.ndarray,
@@ -241,9 +242,9 @@ class StreamHooks:
             return self.hubs[0].after_step(transition, step, torch.from_numpy(ended),
                                            returns.sum(1).tolist(), lengths)
         reward = transition["reward"].clone()
-        for (hub, rows), a in zip(self._rows(agent), self.agents, strict=True):
+        for hub, a in zip(self.hubs, self.agents, strict=True):
             episode = (torch.from_numpy(ended.copy()), returns[:, a].tolist(), lengths)
-            if rows.any():
+            if (rows := agent == a).any():
                 mine = torch.from_numpy(rows)
                 part = {key: value[mine] if isinstance(value, torch.Tensor) else value
                         for key, value in transition.items()}
@@ -261,9 +262,6 @@ class StreamHooks:
         return {f"{key}/{name}": value for hub, name in zip(self.hubs, self.names, strict=True)
                 for key, value in hub.log_scalars().items()}
 
-    def _rows(self, agent: np.ndarray | None) -> list[tuple[MetaHub, np.ndarray]]:
-        return [(hub, agent == a) for hub, a in zip(self.hubs, self.agents, strict=True)]
-
     def _own(self, agent: int, obs: Any) -> torch.Tensor:
         """Agent ``agent``'s observation rows ``obs``, in its view."""
         return observation_rows(obs if self.view is None else self.view(agent, obs))
@@ -273,8 +271,7 @@ def worker_keys(found: dict[str, Hyperparameter], policy: Any, actor: bool
                 ) -> dict[str, Hyperparameter]:
     """``found`` as a Ray worker sets them: an ``actor`` only the exploration's keys (how it
     acts), a trainer only the others; the rest are read-only (a one-line ``ValueError``)."""
-    exploration = getattr(getattr(policy, "exploration", None), "hyperparameters", None)
-    acting = list(exploration()) if exploration is not None else []
+    acting = list(acting_values(policy))
 
     def refuse(key: str) -> Any:
         def setter(value: Any) -> None:

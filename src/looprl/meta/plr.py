@@ -18,15 +18,16 @@ else an unseen level. The scores (``STRATEGIES``) are means over the episode's s
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-from looprl.agents.losses.vtrace import generalized_advantage_estimate
 from looprl.core.suggest import check_choice, check_positive
 from looprl.environments.contextual import contextual_envs
+from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent
 from looprl.policies.distributions import CategoricalHead
 
@@ -54,6 +55,8 @@ PROBABILITY_SCORES = {"policy_entropy": policy_entropy, "least_confidence": leas
                       "min_margin": min_margin}
 STRATEGIES = ("random", *PROBABILITY_SCORES, *VALUE_STRATEGIES)
 _PLR_STREAM = 0x91A  # (PLR's draws apart from the other users of the run's seed)
+#: How many of the latest level choices ``PLR.choices`` keeps (a long run makes millions).
+KEPT_CHOICES = 1000
 
 
 def episode_score(strategy: str, rewards: torch.Tensor, logits: torch.Tensor | None = None,
@@ -126,7 +129,8 @@ class PLR(MetaComponent):
         self.seen = np.zeros(0, dtype=bool)
         self.last_played = np.zeros(0, dtype=np.int64)
         self.episodes = 0  # c: episodes scored so far
-        self.choices: list[tuple[int, int, bool]] = []  # (copy, level, replayed)
+        # the latest level choices (copy, level, replayed), for inspection
+        self.choices: deque[tuple[int, int, bool]] = deque(maxlen=KEPT_CHOICES)
         if levels is not None:
             self.set_levels(levels)
         self._running: dict[int, list[_Step]] = {}  # env copy -> its running episode
@@ -218,14 +222,13 @@ class PLR(MetaComponent):
         transition = metrics["transition"]
         reward = transition["reward"].detach().float().cpu()
         terminated = transition["terminated"].tolist()
-        logits = values = None
+        logits = values = [None] * len(terminated)
         if self.strategy != "random":
             logits, values = logits_and_values(self._policy(metrics), transition["state"])
         next_state = transition["next_state"]
         for row, i in enumerate(transition["env_index"].tolist()):
-            self._running.setdefault(i, []).append(_Step(
-                reward[row], terminated[row], None if logits is None else logits[row],
-                None if values is None else values[row]))
+            self._running.setdefault(i, []).append(
+                _Step(reward[row], terminated[row], logits[row], values[row]))
             self._last_obs[i] = next_state[row].clone()
         return metrics
 

@@ -272,11 +272,12 @@ class RND(MetaComponent):
         self.rnd_net.load_state_dict(state["rnd_net"])
 
     def state_dict(self) -> dict[str, Any]:
-        """The networks, the optimizer and the reward statistics (not the recent buffer)."""
+        """The networks, optimizer, reward statistics and update count (not the recent buffer)."""
         if self.rnd_net is None:
             return {"obs_shape": None}
         return copy.deepcopy({**self.shared_state(), "optimizer": self.optimizer.state_dict(),
-                              "reward_stats": self.reward_stats})
+                              "reward_stats": self.reward_stats,
+                              "update_calls": self._update_calls})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned."""
@@ -285,6 +286,7 @@ class RND(MetaComponent):
         self.load_shared_state(state)
         self.optimizer.load_state_dict(state["optimizer"])
         self.reward_stats = copy.deepcopy(state["reward_stats"])
+        self._update_calls = state.get("update_calls", 0)  # (0: a checkpoint made before it)
 
 
 def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
@@ -314,9 +316,7 @@ class NovelD(RND):
                  **kwargs: Any):
         super().__init__(**kwargs)
         check_positive(resolution=resolution)
-        self.alpha = float(alpha)
-        self.episodic = episodic
-        self.resolution = float(resolution)
+        self.alpha, self.episodic, self.resolution = float(alpha), episodic, float(resolution)
         self.visited: list[set[int]] = []
         if episodic:
             self.post_episode_methods.append(self.reset_episodes)
@@ -328,8 +328,7 @@ class NovelD(RND):
         bonus = self._normalized((novelty_next - self.alpha * novelty).clamp_min(0.0))
         if not self.episodic:
             return bonus
-        copies = transition.get("env_index")
-        return bonus * self.first_visits(next_state, copies).to(bonus.device)
+        return bonus * self.first_visits(next_state, transition.get("env_index")).to(bonus.device)
 
     def first_visits(self, observations: torch.Tensor, copies: Any = None) -> torch.Tensor:
         """1 for the rows whose env copy (``copies``: each row's, default: the row's index) has

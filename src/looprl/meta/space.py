@@ -115,9 +115,7 @@ class SPaCE(MetaComponent):
         self._window = []
         self.history.append(now)
         before, self.last = self.last, now
-        if before is None or len(self.current) == len(self.contexts):
-            return
-        if now - before < self.eta:
+        if before is not None and now - before < self.eta and self.size < len(self.contexts):
             rest = [i for i in self.contexts if i not in self.current]
             self.current += self._by_value(metrics, rest)[: self.increment]
             self._write(metrics)

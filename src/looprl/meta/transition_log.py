@@ -23,8 +23,7 @@ class TransitionMeans:
         """Add the values of ``transition``'s keys after its first ``known`` (the loop's);
         values that are no number or 0-d/1-d numeric tensor or array are left out."""
         for key, value in islice(transition.items(), known, None):
-            total = _row_sum(value)
-            if total is not None:
+            if (total := _row_sum(value)) is not None:
                 old = self._sums.get(key, (0.0, 0))
                 self._sums[key] = [old[0] + total[0], old[1] + total[1]]
 
