@@ -65,7 +65,7 @@ def main() -> None:
     ]
     for name, seconds, evals in rows:
         lines.append(f"| {name} | {seconds:.1f} | {sequential / seconds:.2f}x | "
-                     f"{', '.join(f'{e:.0f}' for e in evals)} |")
+                     f"{', '.join('-' if e is None else f'{e:.0f}' for e in evals)} |")
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"written {RESULTS}")
 

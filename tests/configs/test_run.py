@@ -84,6 +84,18 @@ def test_looprl_run_writes_a_run_directory(tmp_path: Path) -> None:
     assert (tmp_path / "preset.pt").exists()
 
 
+def test_results_json_is_strict_json_with_null_for_nan(tmp_path: Path) -> None:
+    """Without test episodes the mean test return is NaN, which strict JSON cannot hold: it is
+    written as null (it was written as NaN)."""
+    def strict(constant: str) -> None:
+        raise ValueError(f"results.json holds {constant}")
+
+    run(["frames=64", "test_episodes=0", "algorithm.n_envs=2", "algorithm.n_steps=32",
+         "algorithm.hidden=16", *QUIET, f"hydra.run.dir={tmp_path}"])
+    results = json.loads((tmp_path / "results.json").read_text(), parse_constant=strict)
+    assert results["eval"]["mean_eval_reward"] is None and results["eval"]["returns"] == []
+
+
 def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> None:
     run(["-m", "seed=0,1", "meta=[rnd]", *SMALL, f"hydra.sweep.dir={tmp_path}"])
     runs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and p.name.isdigit())

@@ -174,9 +174,8 @@ def register_imports(overrides: list[str] | tuple[str, ...]) -> None:
     group = ConfigStore.instance().repo.setdefault("meta", {})
     for name in [n for n in group if n.removesuffix(".yaml") not in COMPONENTS]:
         del group[name]
-    paths = [path for key, value in _override_pairs(overrides) if key == "meta"
-             for path in _choices(value)]
-    for path in paths:
+    for path in [p for key, value in _override_pairs(overrides) if key == "meta"
+                 for p in _choices(value)]:
         if path in COMPONENTS or not (":" in path or "." in path):
             continue  # a built-in name, or an unknown one (check_overrides says so)
         cls = component_class(path)

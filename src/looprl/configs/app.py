@@ -5,7 +5,8 @@
     looprl run --resume outputs/DATE/TIME                        # continue a killed run
 
 Each run leaves in Hydra's run directory the resolved config, the experiments' logs, the final
-``preset.pt`` and ``results.json`` (the runner's train and eval results).
+``preset.pt`` and ``results.json`` (the runner's train and eval results; ``null`` for a
+number that is not finite, such as the mean of no test episodes).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import compose, saved_sources, user_groups
 from looprl.core.suggest import is_bad_input
-from looprl.experiments.run_files import json_value
+from looprl.experiments.run_files import json_text
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
 
@@ -58,7 +59,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
 def _write_results(cfg: Any, output_dir: str, train: dict[str, Any],
                    evaluation: dict[str, Any]) -> dict[str, Any]:
     """Write ``results.json`` and return what it holds (and log a held-out set's returns)."""
-    text = json.dumps({"train": train, "eval": evaluation}, indent=1, default=json_value)
+    text = json_text({"train": train, "eval": evaluation}, indent=1)
     (Path(output_dir) / "results.json").write_text(text)
     if "test_set" in evaluation and not cfg.logging.quiet:
         train_set, test_set = evaluation["train_set"], evaluation["test_set"]
@@ -192,10 +193,6 @@ def _remove_if_empty(output_dir: Path) -> None:
             output_dir.parent.parent.rmdir()
 
 
-#: the flags of ``looprl run``'s help (Hydra's ``--hydra-help`` stays Hydra's)
-HELP_FLAGS = ("--help", "-h")
-
-
 def help_text(argv: list[str]) -> str:
     """``looprl run --help`` for ``argv``'s config, in the layout of Hydra's application help
     (composed once: Hydra's own composes once per group)."""
@@ -222,8 +219,7 @@ def check_run_dir(argv: list[str]) -> None:
     from looprl.core.files import check_writable
     if any(a.partition("=")[0] in _NO_RUN for a in argv):
         return
-    multirun = "-m" in argv or "--multirun" in argv
-    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    key = "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
     given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
     check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
 
@@ -239,7 +235,7 @@ def main(argv: list[str]) -> int:
     check_given_once(argv)
     argv = resume_arguments(argv)  # (registers a resumed run's imports)
     check_overrides(argv)
-    if any(a in HELP_FLAGS for a in argv):  # (the command's output: its help text)
+    if "--help" in argv or "-h" in argv:  # (its help text; --hydra-help stays Hydra's)
         sys.stdout.write(help_text(argv))
         raise SystemExit(0)
     check_run_dir(argv)
@@ -260,7 +256,8 @@ def main(argv: list[str]) -> int:
             elif not cfg.resume:
                 _remove_if_empty(Path(output_dir))
             return math.nan
-        return results["eval"]["mean_eval_reward"]  # what a sweeper (e.g. Optuna's) optimizes
+        value = results["eval"]["mean_eval_reward"]  # (null in results.json: not finite)
+        return math.nan if value is None else value  # what a sweeper (e.g. Optuna's) optimizes
 
     saved, root = sys.argv, logging.getLogger()
     handlers, level = root.handlers[:], root.level

@@ -21,8 +21,6 @@ __all__ = ["GROUPS", "PRIMARY", "check_config_keys", "compose", "config_dir", "c
 PRIMARY = "looprl"
 #: the groups of the ``looprl`` config, each with a value in every composed config
 GROUPS = ("algorithm", "meta", "runner", "runtime")
-DIR_FLAGS = ("--config-dir", "-cd")
-NAME_FLAGS = ("--config-name", "-cn")
 
 
 def flag_value(argv: list[str] | tuple[str, ...], flags: tuple[str, ...]) -> str | None:
@@ -38,7 +36,7 @@ def flag_value(argv: list[str] | tuple[str, ...], flags: tuple[str, ...]) -> str
 
 def config_dir(argv: list[str] | tuple[str, ...]) -> Path | None:
     """The user's config directory ``-cd`` names (absolute), or ``None``."""
-    value = flag_value(argv, DIR_FLAGS)
+    value = flag_value(argv, ("--config-dir", "-cd"))
     if value is None:
         return None
     path = Path(value).expanduser()
@@ -51,7 +49,7 @@ def config_dir(argv: list[str] | tuple[str, ...]) -> Path | None:
 def config_name(argv: list[str] | tuple[str, ...]) -> str:
     """The config ``-cn`` names (``looprl`` without one): ``looprl`` or a YAML file in the
     ``-cd`` directory."""
-    name = (flag_value(argv, NAME_FLAGS) or PRIMARY).removesuffix(".yaml")
+    name = (flag_value(argv, ("--config-name", "-cn")) or PRIMARY).removesuffix(".yaml")
     directory = config_dir(argv)
     files = [] if directory is None else sorted(p.stem for p in directory.glob("*.yaml"))
     if name != PRIMARY and name not in files:

@@ -13,6 +13,7 @@ import os
 import random
 import re
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -139,14 +140,12 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
                              "it, or start a new run")
             else:  # (deleted: its rows before the checkpoint are gone, its header is not)
                 (path.parent / name).write_text(header + "\n", encoding="utf-8")
-        with checkpoint_dir(path.parent):
-            state = load_saved(path)
-    else:
-        with moving_runs(), checkpoint_dir(path.parent):
-            state = load_saved(path)
-        preset = state["experiment"].preset
-        state["experiment"].logger.start_run(run_name, {
-            **(run_info or {}), "hyperparameters": getattr(preset, "hyperparameters", {})})
+    with nullcontext() if run_name is None else moving_runs(), checkpoint_dir(path.parent):
+        state = load_saved(path)
+    experiment = state["experiment"]
+    if run_name is not None:
+        experiment.logger.start_run(run_name, {**(run_info or {}), "hyperparameters": getattr(
+            experiment.preset, "hyperparameters", {})})
     rng = state["rng"]
     torch.set_rng_state(rng["torch"])
     np.random.set_state(rng["numpy"])
@@ -154,7 +153,7 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     cuda = rng.get("cuda")  # (where this process has the same GPUs)
     if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(cuda)
-    return state["experiment"]
+    return experiment
 
 
 def load_saved(path: str | Path) -> Any:

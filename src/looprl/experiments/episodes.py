@@ -4,6 +4,7 @@ plays episodes through the collector (``play_episodes``: every evaluation and wa
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,8 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count
 
-__all__ = ["check_episodes", "dashboard", "play_episodes", "seed_everything", "single_action"]
+__all__ = ["check_episodes", "dashboard", "is_whole", "play_episodes", "seed_everything",
+           "single_action"]
 
 
 def seed_everything(seed: int) -> None:
@@ -61,8 +63,7 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     a warning, and it is counted; in a vector environment every copy then starts a new episode.
     """
     check_episodes(episodes)
-    if max_steps != math.inf:
-        check_count(max_steps=max_steps)
+    check_count(max_steps=None if max_steps == math.inf else max_steps)
     copies = len(runner.running_returns)
     if runner.agent_count > 1 and copies > 1:
         raise ValueError(f"play_episodes plays a game of {runner.agent_count} agents in one env "
@@ -90,9 +91,13 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     return played
 
 
+def is_whole(value: Any) -> bool:
+    """Whether ``value`` is an integer (NumPy's too), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
 def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0) -> None:
     """``ValueError`` unless ``episodes`` is a whole number >= ``least``."""
-    if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or (
-            episodes < least):
+    if not is_whole(episodes) or episodes < least:
         raise ValueError(f"{caller} plays a whole number of episodes >= {least}, got "
                          f"{episodes!r:.40}")

@@ -120,13 +120,6 @@ def _to_array(values: Any) -> np.ndarray:
     return np.asarray([float(v) for v in values], dtype=np.float64).ravel()
 
 
-def _counter(logger: ExperimentLogger, step: str) -> int:
-    """``logger.frame`` or ``logger.episode``, as ``step`` says."""
-    if step not in ("frame", "episode"):
-        raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
-    return logger.frame if step == "frame" else logger.episode
-
-
 def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
     """``(mean, std, max, min)`` of a non-empty array (population std)."""
     return float(values.mean()), float(values.std()), float(values.max()), float(values.min())
@@ -236,19 +229,22 @@ class ExperimentLogger(Logger):
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
     def _scalar(self, tag: str, value: Any, step: str) -> None:
-        """Write one scalar (``float()`` only for written values)."""
-        if step == "episode":
+        """Write one scalar (``float()`` only for written values) at ``self.frame`` or
+        ``self.episode``, as ``step`` says."""
+        if step == "frame":
+            count = self.frame
+        elif step == "episode":
             self._episode_tags.add(tag)
+            count = self.episode
+        else:
+            raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
         value = float(value)
-        self._buffer_scalar(tag, value, _counter(self, step))
-        if self._wandb is not None:
-            self._wandb.log({tag: value, "frame": self.frame})
-
-    def _buffer_scalar(self, tag: str, value: float, step: int) -> None:
         pending = self._pending_scalars
-        pending.append((tag, value, step, time.time()))
+        pending.append((tag, value, count, time.time()))
         if len(pending) >= _SCALAR_BATCH or time.monotonic() - self._handed > _SCALAR_SECONDS:
             self._hand_scalars()
+        if self._wandb is not None:
+            self._wandb.log({tag: value, "frame": self.frame})
 
     def _hand_scalars(self) -> None:
         _write_scalars(self._writer, self._pending_scalars)

@@ -24,7 +24,7 @@ from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.environments.srl import Environment
 from looprl.experiments.agent_loggers import AgentLoggers
 from looprl.experiments.episodes import check_episodes, play_episodes
-from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment, _log_scalars
+from looprl.experiments.experiment import TEST_SEED_OFFSET, Experiment
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks, agent_hub
 
@@ -139,10 +139,6 @@ class MultiagentEnvExperiment(Experiment):
         self.agent_logs.add_episode(dict(zip(self.env.possible_agents, episode.returns,
                                              strict=True)), self.logger.frame)
         super()._log_episode(episode)
-
-    def _log_meta(self) -> None:
-        for name, hub in self.hubs.items():
-            _log_scalars(hub, self.agent_loggers[name])
 
     def test(self, episodes: int = 100, env: Any = None) -> dict[str, list[float]]:
         """Each agent's returns in ``episodes`` episodes over a training copy of ``env`` (default:

@@ -73,7 +73,6 @@ def _run_names(csv_path: Path) -> tuple[str, str]:
 def _read_rows(csv_path: Path, width: int) -> np.ndarray:
     """The numeric rows (``width`` columns) of a CSV file, malformed ones skipped."""
     rows = []
-    check_header(csv_path, _REMEDY)
     with open(csv_path, newline="", encoding="utf-8", errors="replace") as file:
         for line_no, row in enumerate(csv.reader(file), start=1):
             if line_no == 1 or len(row) < width:
@@ -91,6 +90,7 @@ def _load_run(path: Path) -> _Run | None:
     check_header(path, _REMEDY)  # (damaged, even where results.csv is drawn instead)
     episodes_path = path.parent / "results.csv"
     if episodes_path.is_file():
+        check_header(episodes_path, _REMEDY)
         episodes = _read_rows(episodes_path, 3)
         episodes = episodes[np.isfinite(episodes).all(axis=1)]
         if episodes.shape[0]:

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from looprl.core import ParallelPreset, Preset
+from looprl.core.suggest import is_number
 from looprl.environments.multiagent import MultiagentEnvironment
+from looprl.experiments.episodes import is_whole
 from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
@@ -64,7 +66,7 @@ def as_list(x: Any) -> list:
 
 def check_frames(frames: Any) -> None:
     """``ValueError`` unless ``frames`` is a positive number."""
-    if isinstance(frames, bool) or not isinstance(frames, numbers.Real) or not frames > 0:
+    if not is_number(frames) or not frames > 0:
         raise ValueError(f"frames must be a positive number of environment steps, got "
                          f"{frames!r}")
 
@@ -135,13 +137,11 @@ def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -
     if not isinstance(logdir, str | os.PathLike):
         raise TypeError(f"run_experiment's logdir is a directory path (a str or a Path), got "
                         f"{type(logdir).__name__} {logdir!r:.40}")
-    if not _is_int(test_episodes):
-        raise TypeError(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
-                        f"evaluation), got {test_episodes!r:.40}")
-    if test_episodes < 0:
-        raise ValueError(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
-                         f"evaluation), got {test_episodes}")
-    if seed is not None and not _is_int(seed):
+    if not is_whole(test_episodes) or test_episodes < 0:
+        error = ValueError if is_whole(test_episodes) else TypeError
+        raise error(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
+                    f"evaluation), got {test_episodes!r:.40}")
+    if seed is not None and not is_whole(seed):
         raise TypeError(f"run_experiment's seed is an int or None, got {seed!r:.40}")
     for name, value in flags.items():
         if not isinstance(value, numbers.Integral | np.bool_):  # (True, False, 0 or 1)
@@ -154,10 +154,6 @@ def _env(env: Any) -> Any:
         raise TypeError(f"run_experiment's envs are environments or Gymnasium ids "
                         f"('CartPole-v1'), got {type(env).__name__} {env!r:.40}")
     return env
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 def _save(experiment: Experiment) -> None:

@@ -4,6 +4,7 @@ rows and TensorBoard events back to a checkpoint's step when a run resumes."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from datetime import datetime
@@ -12,8 +13,9 @@ from typing import Any
 
 from looprl.core.files import check_writable
 
-__all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_value",
-           "keep_events", "keep_rows", "safe_component", "write_run_json", "write_tables"]
+__all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
+           "json_value", "keep_events", "keep_rows", "safe_component", "write_run_json",
+           "write_tables"]
 
 RETURNS100_HEADER = "frame,mean,std,max,min"
 RETURNS_HEADER = "frame,episode,return"
@@ -31,9 +33,25 @@ def safe_component(name: str) -> str:
 def json_value(value: Any) -> Any:
     """``json.dumps``' ``default``: a number for NumPy and torch scalars, else the ``repr``."""
     try:
-        return value.item()  # numpy and torch scalars
+        return _finite(value.item())  # numpy and torch scalars
     except (AttributeError, ValueError, RuntimeError):
         return repr(value)
+
+
+def _finite(data: Any) -> Any:
+    """``data`` with its non-finite floats (in dicts and lists too) as ``None``."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(value) for value in data]
+    return data
+
+
+def json_text(data: Any, indent: int) -> str:
+    """Strict JSON of ``data``: NaN and infinities (which it has no words for) as ``null``."""
+    return json.dumps(_finite(data), indent=indent, default=json_value)
 
 
 def claim_run_dir(parent: Path, name: str) -> Path:
@@ -145,4 +163,4 @@ def write_tables(run_dir: Path, loss_rows: list[tuple[int, str, Any]],
 def write_run_json(run_dir: Path, info: dict[str, Any]) -> None:
     """Write ``run.json``: the start time and ``info``."""
     meta = {**info, "started": datetime.now().astimezone().isoformat(timespec="seconds")}
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=json_value) + "\n")
+    (run_dir / "run.json").write_text(json_text(meta, indent=2) + "\n")

@@ -60,11 +60,9 @@ def offscreen_rendering() -> None:
 
 
 def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
-    """An environment to watch, from ``build(render_mode=...)``, and whether it draws its own
-    window: with ``window``, built with ``render_mode='human'`` where it then draws one
-    (``draws_window``); else, or where ``build`` takes no such mode (a ``TypeError`` or a
-    ``ValueError``, as Atari's), built to render frames offscreen (``rendering``: without a
-    ``render_mode`` where it takes none)."""
+    """An environment to watch from ``build(render_mode=...)``, and whether it draws its own
+    window: with ``render_mode='human'`` if ``window`` and it then does (``draws_window``), else
+    rendering frames offscreen (``rendering``; also where ``build`` refuses the mode: Atari)."""
     if window:
         try:
             env = build(render_mode="human")
@@ -166,17 +164,11 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     (``gif=None``), or writing ``render()``'s frames to ``gif``; the episodes and the GIF's
     path (``None``: a window)."""
     check_positive(fps=fps)
-    frames: list[np.ndarray] | None = None if gif is None else []
-
-    def show() -> None:
-        if frames is None:
-            time.sleep(1.0 / fps)
-        else:
-            frames.append(rgb_frame(render))
-
-    played = play_episodes(runner, act, episodes, show, max_steps)
-    if frames is None:
-        return played, None
+    if gif is None:
+        return play_episodes(runner, act, episodes, lambda: time.sleep(1 / fps), max_steps), None
+    frames: list[np.ndarray] = []
+    played = play_episodes(runner, act, episodes, lambda: frames.append(rgb_frame(render)),
+                           max_steps)
     write_gif(frames, Path(gif), fps)
     return played, Path(gif)
 
