@@ -29,6 +29,27 @@ class ScaledReward(MetaComponent):
         transition["reward"] = transition["reward"] * self.scale + self.offset
 
 
+class StepCounter(MetaComponent):
+    """Counts the steps it saw (its state, ``steps``) and logs, at each episode's end, the count
+    it started from (``log/counter/start``: a resumed run's, from its checkpoint)."""
+
+    state_attributes = ("steps",)
+
+    def __init__(self):
+        super().__init__()
+        self.steps, self.start = 0, None
+        self.post_step_methods.append(self.count)
+        self.post_episode_methods.append(self.report)
+
+    def count(self, metrics: dict[str, Any]) -> None:
+        if self.start is None:
+            self.start = self.steps
+        self.steps += 1
+
+    def report(self, metrics: dict[str, Any]) -> None:
+        metrics["log/counter/start"] = self.start
+
+
 class NotAComponent:
     """A class that is no ``MetaComponent``."""
 

@@ -406,3 +406,34 @@ def test_the_controller_stops_once_every_actor_has_sent_its_last_rows(monkeypatc
     with caplog.at_level("WARNING", "looprl.distributed"):
         assert run._budget_spent()
     assert "stopping without the last rows of actor1" in caplog.text
+
+
+def test_independent_buffers_with_one_learners_trainer_are_one_line() -> None:
+    """(Was: ``AttributeError: 'PPOTrainer' object has no attribute 'trainers'``.)"""
+    with pytest.raises(ValueError, match=r"^AlgorithmSpec buffer='independent' gives each agent "
+                                         r"its own learner and needs an IndependentTrainer .* "
+                                         r"got a PPOTrainer: leave buffer unset"):
+        test_pipeline(AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                                    policy_args=CARTPOLE, trainer="ppo", buffer="independent",
+                                    buffer_args={"agents": [(None, {})]}))
+
+
+def test_sync_sampling_with_max_lag_0_keeps_every_segment() -> None:
+    """(Was: dropped every segment after a step: its first row, the one before's last, was
+    chosen by the version before that step, as in a local run, whose trainer keeps it.) The
+    actor acts with the trainer's policy itself, as a sync actor with the latest version."""
+    from looprl.distributed.pipeline import collect, trainer_core
+    from looprl.distributed.trainer_worker import kept_lag
+
+    spec = ppo_spec()
+    spec.buffer_args = {"batch_streams": 2}
+    policy = spec.make_policy()
+    core = trainer_core(spec, policy, max_lag=kept_lag(RuntimeConfig(sync=True, max_lag=0)))
+    runner = EnvRunner(spec.make_env, None, 2, 4, policy.default_policy_state, policy=policy)
+    while runner.frames < 48:
+        collect(runner, policy)
+        for segment in runner.segments():
+            core.put(segment)
+        core.train()
+    assert policy.version >= 3 and core.received == 12 and core.dropped == 0
+    assert kept_lag(RuntimeConfig(max_lag=0)) == 0  # (asynchronous: as set)

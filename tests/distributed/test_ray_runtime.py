@@ -248,6 +248,14 @@ class ControllerDied(Exception):
 
 
 def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_path, caplog):
+    """... with its actor's meta components as its checkpoint saved them (``StepCounter``)."""
+    from tests.configs.user_parts import StepCounter
+
+    from looprl.distributed.run_state import find_controller_checkpoint
+    from looprl.experiments.checkpoint import load_checkpoint
+
+    spec = ppo_spec()
+    spec.meta = [StepCounter()]
     died = []
 
     def die(run: DistributedRun) -> None:
@@ -257,11 +265,13 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
             raise ControllerDied
 
     with pytest.raises(ControllerDied):
-        DistributedRun(ppo_spec(), runtime(actors=1, checkpoint_every=2), frames=10**6,
+        DistributedRun(spec, runtime(actors=1, checkpoint_every=2), frames=10**6,
                        logdir=str(tmp_path), quiet=True).run(callback=die)
+    (saved,) = load_checkpoint(find_controller_checkpoint(tmp_path)).actors_meta[0]
+    assert saved[0] == "StepCounter" and saved[1]["steps"] > 0
     caplog.set_level(logging.WARNING, "looprl.distributed")
     budget = died[0] + 2_000
-    run = DistributedRun(ppo_spec(), runtime(actors=1, checkpoint_every=2), frames=budget,
+    run = DistributedRun(spec, runtime(actors=1, checkpoint_every=2), frames=budget,
                          logdir=str(tmp_path), quiet=True, resume_from=str(tmp_path))
     assert run.run() is run.result
     resumed = [r.getMessage() for r in caplog.records if "resumed from its checkpoint" in
@@ -276,6 +286,7 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
     assert len(rows) == len(run.result.returns)
     frames = [int(row[0]) for row in rows]
     assert frames == sorted(frames) and run.result.frames >= budget
+    assert run.result.meta["actor0"]["log/counter/start"] == saved[1]["steps"]
 
 
 def test_resuming_a_directory_without_a_distributed_run_is_one_line(local_ray, tmp_path):
@@ -395,7 +406,7 @@ def test_no_worker_gets_an_object_reference_in_its_constructor_arguments(local_r
     rt = runtime(actors=3, trainers=2, policy_workers=1, eval_workers=1, cpus_per_actor=0.5)
     for spec in (ppo_spec().portable(), DistributedRun(preset, rt, logdir=None).spec):
         created.clear()
-        WorkerPool(spec, rt, DistributedResult(), SampleCounts())._create("/tmp/run", seed=0)
+        WorkerPool(spec, rt, DistributedResult(), SampleCounts())._create("/tmp/run", 0, None, {})
         kinds = {name.rstrip("0123456789") for name, _ in created}
         assert kinds == {"server", "trainer", "policy", "actor", "eval"}, kinds
         for name, args in created:

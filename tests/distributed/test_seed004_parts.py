@@ -189,3 +189,30 @@ def test_distributed_run_test_loads_a_policy_checkpoint_holding_numpy(tmp_path) 
     run = DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None)
     run.result.log_dir = str(tmp_path)  # (a finished run's directory)
     assert len(run.test(episodes=2)) == 2
+
+
+def test_a_users_trainer_whose_loss_goes_nan_stops_the_trainer_worker_in_one_line() -> None:
+    """(Was: trained on, on Ray, where a local run stops on a non-finite loss.)"""
+    import math
+    import threading
+    from types import SimpleNamespace
+
+    from looprl.distributed import RuntimeConfig
+    from looprl.distributed.trainer_worker import TrainerWorker
+
+    class Diverged:
+        def step(self, sample):
+            return TrainerStepResult(stats={"loss": math.nan, "lr": 0.1}, step=3)
+
+    core = SimpleNamespace(trainer=Diverged(), policy=SimpleNamespace(version=3),
+                           learn=lambda batch: core.trainer.step(batch), finish=lambda *_: None,
+                           log_scalars=dict)
+    worker = object.__new__(TrainerWorker.__ray_actor_class__)
+    worker.__dict__.update(core=core, steps=2, group=None, rank=0, _published_at=math.inf,
+                           runtime=RuntimeConfig(publish_every=100, checkpoint_every=None),
+                           _lock=threading.Condition(), _rows=0, _stats=[], _meta={},
+                           _blocked=0, _training=True)
+    with pytest.raises(FloatingPointError, match=r"^trainer Diverged returned non-finite "
+                                                 r"\['loss'\] at step 3: training diverged; "
+                                                 "try a lower learning rate"):
+        worker._train(None)

@@ -15,7 +15,11 @@ pytest.importorskip("ray")
 
 from looprl.core import SampleBatch  # noqa: E402
 from looprl.distributed import sender as sender_module  # noqa: E402
-from looprl.distributed.sender import HOLD_ROWS, SegmentSender  # noqa: E402
+from looprl.distributed.sender import (  # noqa: E402
+    HOLD_ROWS,
+    SegmentSender,
+    transitions,
+)
 from looprl.distributed.server import publication, unpack  # noqa: E402
 
 # (Ray's get and wait are faked: these tests start no Ray instance)
@@ -134,3 +138,47 @@ def test_a_publication_carries_tensors_as_arrays_and_gives_back_equal_tensors():
         assert torch.equal(restored[key], parameters[key])
     module = torch.nn.Linear(4, 3)
     module.load_state_dict(unpack(publication(torch.nn.Linear(4, 3).state_dict()))[0])
+
+
+def test_an_actor_served_by_a_policy_worker_sends_its_last_rows(fake_ray, monkeypatch):
+    """(Was: with ``runtime.policy_workers > 0`` an actor whose budget was spent neither
+    recorded its latest observations' rows, which complete its segments, nor sent what its
+    sender held: the run lost them.)"""
+    import threading
+
+    from looprl.distributed import AlgorithmSpec, EnvRunner, workers
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate", trainer="ppo",
+                         policy_args={"obs_dim": {"obs": 4}, "action_dim": 2})
+    policy = spec.make_policy()
+    monkeypatch.setattr(workers, "ray", fake_ray)
+
+    class PolicyWorker:  # answers at once (``_Ref`` done)
+        rollout = None
+
+        def remote(self, request):
+            return _Ref((policy.rollout(request).to_numpy(), 0), done=True)
+
+    class Sender:
+        sent, flushed = [], False
+
+        def send(self, segments):
+            self.sent += segments
+
+        def flush(self):
+            self.flushed = True
+
+    class Stop(threading.Event):
+        def wait(self, timeout=None):  # (run waits for stop once finished: not here)
+            return True
+
+    server = PolicyWorker()
+    server.rollout = server
+    actor = object.__new__(workers.ActorWorker.__ray_actor_class__)
+    actor.__dict__.update(
+        local=None, policy_worker=server, sender=Sender(), sync=False, budget=8, index=0,
+        _stop=Stop(), _lock=threading.Condition(), _stats=workers._fresh_stats(), _meta_state=None,
+        runner=EnvRunner(spec.make_env, None, 2, 4, policy.default_policy_state, groups=2))
+    actor.run()
+    assert actor._finished and actor.sender.flushed
+    assert sum(transitions(segment) for segment in actor.sender.sent) == 8  # 2 copies x 4

@@ -47,7 +47,8 @@ class EnvRunner:
         exploration: an exploration rate sent with every row (Ape-X epsilons), or ``None``.
         meta: meta components whose hooks this runner calls (``policy``: their
             ``metrics['policy']``); ``hub``: a ``MetaHub`` or ``StreamHooks`` to use instead;
-            ``agent_names``: one copy of ``meta`` per agent.
+            ``agent_names``: one copy of ``meta`` per agent; ``meta_state``: the ``state_dict``
+            of each of their components (``components``' order: a resumed run's) to load.
         whole_episodes: cut segments at episode ends only (VPG).
         process: a vector environment's states as the agent sees them (its bodies).
         first_stream: this runner's first stream number in its segments' ``stream`` field.
@@ -72,7 +73,8 @@ class EnvRunner:
                  hub: MetaHub | StreamHooks | None = None,
                  process: Callable[[StateArray], StateArray] | None = None,
                  first_stream: int = 0, agent_names: Sequence[str] = (),
-                 restarts: EnvRestarts | None = None, max_episode_steps: int | None = None):
+                 restarts: EnvRestarts | None = None, max_episode_steps: int | None = None,
+                 meta_state: Sequence[dict[str, Any]] = ()):
         if segment_length is not None and segment_length < 1:
             raise ValueError(f"segment_length must be >= 1 (or None: no rows kept), got "
                              f"{segment_length}")
@@ -110,6 +112,8 @@ class EnvRunner:
         if self.hooks is not None:
             if seed is not None:
                 self.hooks.seed_run(seed)
+            for component, state in zip(self.hooks.components, meta_state):
+                component.load_state_dict(state)
             self.hooks.pre_episode()
         copies.reset(self, seed)
 

@@ -80,6 +80,7 @@ class DistributedRun:
         self._started_ray = False
         self._log: Any = None  # the run's ExperimentLogger
         self._agent_logs: dict[str, Any] = {}  # its agents' (multi-agent envs; resumed ones)
+        self._actors_meta: dict[int, Any] = {}  # its actors' step hooks' state (resumed runs)
         self._pool: WorkerPool | None = None
         self._supervisor: Supervisor | None = None
         self._monitor: RunMonitor | None = None
@@ -103,11 +104,12 @@ class DistributedRun:
             self._supervisor = Supervisor(self._pool)
             self._monitor = RunMonitor(self.result, counts, self._log, self._pool.trainers,
                                        self.frames, agents, self._agent_logs)
-            self._checkpoint = ControllerCheckpoint(self.runtime.checkpoint_every, self._log,
-                                                    self.result, counts, self._agent_logs)
+            self._checkpoint = ControllerCheckpoint(
+                self.runtime.checkpoint_every, self._log, self.result, counts, self._agent_logs,
+                self._pool.actors_meta_state if self.spec.meta else None)
             self._started_frames = self.frames
             self._pool.start(self.result.log_dir or str(Path.cwd()), self.seed,
-                             self.frames - self.result.frames)
+                             self.frames - self.result.frames, self._actors_meta)
             self._loop(callback)
         finally:
             self._shutdown()
@@ -169,6 +171,7 @@ class DistributedRun:
         self._log, self.result = state.logger, state.result
         self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
+        self._actors_meta = getattr(state, "actors_meta", {})
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes
         logger.warning("resuming %s at frame %d (%d episodes)", self._log.log_dir,
                        self.result.frames, len(self.result.returns))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from looprl.agents.actor import Actor
+from looprl.agents.independent import IndependentTrainer
 from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
@@ -32,7 +33,13 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
             learner.hooks = MetaHub(list(meta), learner, None, "trainer")
         hubs, core = [learner.hooks] if meta else [], learner
     else:
-        core = IndependentLearner.from_buffers(trainer, spec.buffer_args["agents"], max_lag)
+        if not isinstance(trainer, IndependentTrainer):
+            raise ValueError(f"AlgorithmSpec buffer='independent' gives each agent its own "
+                             f"learner and needs an IndependentTrainer of an IndependentPolicy, "
+                             f"got a {type(trainer).__name__}: leave buffer unset, or train "
+                             "independent learners (e.g. the preset independent_ppo)")
+        core = IndependentLearner.from_buffers(trainer, spec.buffer_args.get("agents", ()),
+                                               max_lag)
         hubs = []
         if meta:  # each agent's own copies
             for learner, name in zip(core.cores, trainer.policy.names, strict=True):

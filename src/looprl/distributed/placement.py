@@ -32,19 +32,22 @@ class WorkerPool:
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
 
-    def start(self, run_dir: str, seed: int, frames: int | None = None) -> None:
-        """Create the workers (the actors share ``frames``), wait until they are placed, form
-        the trainer group and start the loops; ``RuntimeError`` if the cluster cannot place
-        them within ``runtime.placement_timeout`` seconds, or one failed to start."""
+    def start(self, run_dir: str, seed: int, frames: int | None = None,
+              meta_state: dict[int, Any] | None = None) -> None:
+        """Create the workers (the actors share ``frames``; actor ``i`` starts its meta
+        components from ``meta_state[i]``), wait until they are placed, form the trainer group
+        and start the loops; ``RuntimeError`` if the cluster cannot place them within
+        ``runtime.placement_timeout`` seconds, or one failed to start."""
         import ray
-        self._create(run_dir, seed, frames)
+        self._create(run_dir, seed, frames, meta_state or {})
         self._wait_placed(ray)
         self.form_trainer_group()
         for name in self.workers:
             if name != "server" and not name.startswith("policy"):
                 self.start_loop(name)
 
-    def _create(self, run_dir: str, seed: int, frames: int | None = None) -> None:
+    def _create(self, run_dir: str, seed: int, frames: int | None,
+                meta_state: dict[int, Any]) -> None:
         """Create the workers, named Ray actors that find each other by name."""
         import ray
 
@@ -66,7 +69,8 @@ class WorkerPool:
         for i in range(rt.actors):
             start(f"actor{i}", ActorWorker,
                   (i, rt, server, trainers[i % rt.trainers],
-                   policies[i % len(policies)] if policies else None, seed, False, share),
+                   policies[i % len(policies)] if policies else None, seed, False, share,
+                   meta_state.get(i)),
                   num_cpus=rt.cpus_per_actor, scheduling_strategy="SPREAD", **restart)
         for i in range(rt.eval_workers):
             start(f"eval{i}", ActorWorker, (rt.actors + i, rt, server, None, None, seed, True),
@@ -131,15 +135,8 @@ class WorkerPool:
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Each worker's ``stats()`` answer, but for dead or restarting ones."""
-        import ray
-        refs = {n: worker.stats.remote() for n, worker in self.workers.items() if n != "server"}
-        stats = {}
-        for name, ref in refs.items():
-            try:
-                stats[name] = ray.get(ref, timeout=30)
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                continue
-        return stats
+        return _answers({n: worker.stats.remote() for n, worker in self.workers.items()
+                         if n != "server"})
 
     def stop(self) -> None:
         """Stop the loops (waiting up to 30 s); record each trainer's steps and whether they
@@ -160,6 +157,12 @@ class WorkerPool:
             logger.warning("the trainers ended with different parameters (steps %s)",
                            self.result.trainer_steps)
 
+    def actors_meta_state(self) -> dict[int, Any]:
+        """Each training actor's ``components_state()`` (but for those that did not answer)."""
+        states = _answers({int(n.removeprefix("actor")): worker.components_state.remote(10.0)
+                           for n, worker in self.workers.items() if n.startswith("actor")})
+        return {index: state for index, state in states.items() if state is not None}
+
     def ask_trainer(self, method: str) -> Any:
         """Trainer 0's answer to ``method`` within 60 s (else ``ray.exceptions.RayError``)."""
         import ray
@@ -173,6 +176,18 @@ class WorkerPool:
         self.workers.clear()
         for path in self._rendezvous:
             Path(path).unlink(missing_ok=True)
+
+
+def _answers(refs: dict[Any, Any]) -> dict[Any, Any]:
+    """The answers of ``refs`` within 30 s each, but for dead, restarting or silent workers."""
+    import ray
+    answers = {}
+    for key, ref in refs.items():
+        try:
+            answers[key] = ray.get(ref, timeout=30)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            continue
+    return answers
 
 
 def _get(ray: Any, ref: Any, name: str, timeout: float = 120) -> Any:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ class ControllerState:
     result: DistributedResult
     trainer_counts: dict[str, Any] = field(default_factory=dict)
     agent_loggers: dict[str, Any] = field(default_factory=dict)
+    #: each actor's step hooks' state (``ActorWorker.components_state``), by actor index
+    actors_meta: dict[int, Any] = field(default_factory=dict)
 
     def prepare_checkpoint(self) -> None:
         """Flush the agents' loggers (``save_checkpoint`` flushes ``logger``)."""
@@ -101,12 +104,15 @@ class SampleCounts:
 
 class ControllerCheckpoint:
     """Saves a ``ControllerState`` in the run directory of ``log`` (``None``: never) whenever
-    the trainer has checkpointed (every ``every`` steps) since the last save."""
+    the trainer has checkpointed (every ``every`` steps) since the last save, with what
+    ``actors_meta()`` returns (the actors' step hooks' state; ``None``: nothing)."""
 
     def __init__(self, every: int | None, log: Any, result: DistributedResult,
-                 counts: SampleCounts, agent_logs: dict[str, Any] | None = None) -> None:
+                 counts: SampleCounts, agent_logs: dict[str, Any] | None = None,
+                 actors_meta: Callable[[], dict[int, Any]] | None = None) -> None:
         self.every, self.log, self.result, self.counts = every, log, result, counts
         self.agent_logs = {} if agent_logs is None else agent_logs
+        self.actors_meta = actors_meta
         self._saved = result.train_steps // every if every else 0
 
     def save(self, final: bool = False) -> None:
@@ -119,5 +125,6 @@ class ControllerCheckpoint:
         from looprl.experiments.checkpoint import save_checkpoint
         self._saved = taken
         save_checkpoint(ControllerState(self.log, self.result, self.counts.saved(),
-                                        self.agent_logs),
+                                        self.agent_logs,
+                                        self.actors_meta() if self.actors_meta else {}),
                         Path(self.log.log_dir) / CONTROLLER_CHECKPOINT)

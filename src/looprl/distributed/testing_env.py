@@ -58,9 +58,7 @@ class _Checker:
     """Runs the checks of ``test_environment`` on one environment."""
 
     def __init__(self, env_name: str, env: Environment, seed: int):
-        self.name = env_name
-        self.env = env
-        self.seed = seed
+        self.name, self.env, self.seed = env_name, env, seed
         self.rng = np.random.default_rng(seed)
         count = env.agent_count
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:

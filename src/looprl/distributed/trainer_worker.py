@@ -4,6 +4,7 @@ checkpoints. Importing this module imports Ray."""
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -58,7 +59,7 @@ class TrainerWorker(Worker):
         self.path = Path(run_dir) / TRAINER_CHECKPOINT
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
-        self.core = trainer_core(spec, max_lag=runtime.max_lag, seed=seed)
+        self.core = trainer_core(spec, max_lag=kept_lag(runtime), seed=seed)
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
@@ -202,6 +203,12 @@ class TrainerWorker(Worker):
 
     def _train(self, batch: Any) -> None:
         result = self.core.learn(batch)  # actors keep sending meanwhile
+        stats = {k: float(v) for k, v in result.stats.items()}
+        diverged = sorted(k for k, v in stats.items() if "loss" in k and not math.isfinite(v))
+        if diverged:  # (stops the run, as a local run stops on a non-finite loss)
+            raise FloatingPointError(f"trainer {type(self.core.trainer).__name__} returned "
+                                     f"non-finite {diverged} at step {result.step}: training "
+                                     "diverged; try a lower learning rate or gradient clipping")
         self.steps += 1
         if self.group is not None and self.steps == self._first_step:
             self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
@@ -213,7 +220,7 @@ class TrainerWorker(Worker):
         with self._lock:
             self.core.finish(batch, result)
             self._rows += trained_rows(batch)
-            self._stats.append({k: float(v) for k, v in result.stats.items()})
+            self._stats.append(stats)
             self._meta.update(self.core.log_scalars())
             self._training = False
             self._wake()  # (sync: waiting puts see the new version)
@@ -294,6 +301,14 @@ def hyperparameter_values(core: Any) -> dict[str, Any]:
     except AttributeError:  # a user's policy or trainer of its own making declares none
         return {}
     return {key: h.get() for key, h in declared.items()}
+
+
+def kept_lag(runtime: RuntimeConfig) -> int | None:
+    """The ``max_lag`` of the trainer's buffer: ``runtime.max_lag``, one more with ``sync``,
+    whose segments' first row (the one before's last) was chosen a step before the others, as
+    in a local run."""
+    lag = runtime.max_lag
+    return lag + 1 if lag is not None and runtime.sync else lag
 
 
 def trained_rows(batch: Any) -> int:

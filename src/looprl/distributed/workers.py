@@ -84,8 +84,7 @@ class _PolicyCopy:
     def __init__(self, spec: AlgorithmSpec, server: Any, interval: float):
         self.policy = spec.make_policy()
         self.components: list[Any] = []
-        self.server = server
-        self.interval = interval
+        self.server, self.interval = server, interval
         self.serial = 0  # the last publication loaded
         self._next = 0.0
         self._pending: Any = None
@@ -134,25 +133,23 @@ class _PolicyCopy:
 class ActorWorker(Worker):
     """Steps ``runtime.envs_per_actor`` env copies and sends ``[T + 1, B]`` segments to the
     ``trainer`` (a Ray name; ``None``: none sent), acting with a ``policy_worker`` (``None``:
-    its own policy copy), until it has taken ``frames`` env steps (``None``: no limit)."""
+    its own policy copy), until it has taken ``frames`` env steps (``None``: no limit);
+    ``meta_state``: its step hooks' state to start from (``components_state``: a resumed
+    run's)."""
 
     def __init__(self, index: int, runtime: RuntimeConfig, server: str, trainer: str | None,
                  policy_worker: str | None, seed: int, evaluation: bool = False,
-                 frames: int | None = None):
+                 frames: int | None = None, meta_state: list[tuple[str, Any]] | None = None):
         super().__init__(runtime.torch_threads)
         spec = run_spec(server)
-        self.index = index
-        self.budget = frames
-        self.evaluation = evaluation
+        self.index, self.budget, self.evaluation = index, frames, evaluation
         self.trainer = named(trainer)
         self.policy_worker = named(policy_worker)
         self.sync = runtime.sync
-        meta = [] if evaluation else spec.make_meta()
         self.local = None if policy_worker is not None else _PolicyCopy(
             spec, named(server), runtime.pull_interval)
         policy = self.local.policy if self.local else spec.make_policy()
-        explorations = spec.explorations
-        exploration = explorations[index % len(explorations)] if explorations else None
+        explorations = spec.explorations or [None]
         with warnings.catch_warnings():  # Ray's property uses one of its deprecated APIs
             warnings.simplefilter("ignore", DeprecationWarning)
             restarted = ray.get_runtime_context().was_current_actor_reconstructed
@@ -162,22 +159,24 @@ class ActorWorker(Worker):
         seed_units(own_seed, self.actor)
         build, process = spec.collector_env(runtime.envs_per_actor,
                                             self.local is not None or bool(spec.process))
+        meta = [] if evaluation else spec.make_meta()
         self.runner = EnvRunner(
             build, None, runtime.envs_per_actor,
             None if self.trainer is None else runtime.segment_length,  # (no rows: none sent)
             policy.default_policy_state, groups=1 if self.local else runtime.groups,
-            seed=own_seed, exploration=exploration, is_evaluation=evaluation,
-            meta=meta, policy=self.local.policy if self.local else None,
+            seed=own_seed, exploration=explorations[index % len(explorations)],
+            is_evaluation=evaluation, meta=meta, meta_state=_states_of(
+                meta, len(spec.agent_names(policy)) or 1, meta_state, index),
+            policy=self.local.policy if self.local else None, process=process,
             whole_episodes=spec.whole_episodes, first_stream=_STREAMS_PER_ACTOR * index,
             agent_names=spec.agent_names(policy),
-            restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"),
-            process=process,
-        )
+            restarts=EnvRestarts(runtime.max_restarts, "runtime.max_restarts"))
         if self.local is not None and self.runner.hooks is not None:
             self.local.components = self.runner.hooks.components
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._stats = _fresh_stats()
         self._finished = False  # its budget spent and the last rows sent
+        self._meta_state: list[Any] | None = None  # (``components_state``: asked, then taken)
         self.sender = None if self.trainer is None else SegmentSender(
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
 
@@ -194,26 +193,43 @@ class ActorWorker(Worker):
         stats["hp"] = acting_values(self.local.policy) if self.local is not None else {}
         return stats
 
+    def components_state(self, timeout: float = 30.0) -> list[tuple[str, Any]] | None:
+        """Each step hooks' component's ``(class name, state_dict())``, taken between two steps
+        (``None``: no step ended within ``timeout`` seconds)."""
+        if self.runner.hooks is None:
+            return []
+        with self._lock:
+            self._meta_state = []
+            self._lock.wait_for(lambda: self._finished or self._meta_state, timeout)
+            state = self._meta_state or (self._take_state() if self._finished else None)
+            self._meta_state = None
+            return state
+
+    def _take_state(self) -> list[tuple[str, Any]]:
+        return [(type(c).__name__, c.state_dict()) for c in self.runner.hooks.components]
+
     def run(self) -> None:
-        """Step envs until ``stop`` (or, its budget spent, wait for it)."""
+        """Step envs until ``stop`` (or, its budget spent, send the last rows and wait for it)."""
+        pending = None
         if self.local is not None:
             self.local.maybe_pull(wait=True)
             while not self._stop.is_set() and self._within_budget():
                 self._local_step()
-            if not self._stop.is_set():  # the last observations' rows complete the segments
-                self._record_last()
         else:
-            groups = len(self.runner.groups)
-            pending = [self._ask(g) for g in range(groups)]
+            groups = range(len(self.runner.groups))
+            pending = [self._ask(g) for g in groups]
             while not self._stop.is_set() and self._within_budget():
-                for g in range(groups):
-                    result, version = self._answer(pending[g])
-                    self.runner.record(g, result, version)
+                for g in groups:
+                    self.runner.record(g, *self._answer(pending[g]))
                     self._send_completed()
                     self.runner.advance(g)
                     pending[g] = self._ask(g)
                     self._after_step()
-        self._finished = True
+        if not self._stop.is_set():
+            self._record_last(pending)
+        with self._lock:
+            self._finished = True
+            self._lock.notify_all()
         self._stop.wait()
 
     def _act(self) -> Any:
@@ -221,9 +237,13 @@ class ActorWorker(Worker):
         request = self.runner.request(0)
         return None if request is None else self.actor.rollout(request)
 
-    def _record_last(self) -> None:
-        """Act on the latest observations and send the segments their rows complete."""
-        self.runner.record(0, self._act(), self.local.policy.version)
+    def _record_last(self, pending: list[tuple[Any, Any]] | None) -> None:
+        """Record the answers to the latest observations (``pending``: the policy worker's;
+        ``None``: the own copy's), whose rows complete the segments, and send all held."""
+        answers = ([(self._act(), self.local.policy.version)] if pending is None
+                   else [self._answer(asked) for asked in pending])
+        for group, answer in enumerate(answers):
+            self.runner.record(group, *answer)
         self._send_completed()
         if self.sender is not None:
             self.sender.flush()
@@ -249,8 +269,7 @@ class ActorWorker(Worker):
 
     def _ask(self, group: int) -> tuple[Any, Any]:
         request = self.runner.request(group)
-        ref = None if request is None else self.policy_worker.rollout.remote(request)
-        return request, ref
+        return request, None if request is None else self.policy_worker.rollout.remote(request)
 
     def _answer(self, pending: tuple[Any, Any]) -> tuple[Any, int]:
         request, ref = pending
@@ -284,6 +303,9 @@ class ActorWorker(Worker):
                                         for e in episodes]
             if values:
                 self._stats["meta"].append((self._stats["frames"], values))
+            if self._meta_state == []:  # asked for (``components_state``)
+                self._meta_state = self._take_state()
+                self._lock.notify_all()
 
     def _send_completed(self) -> None:
         """Hand the trainer the segments that the rows just recorded complete (with
@@ -398,3 +420,17 @@ def on_cpu(value: Any) -> Any:
     if type(value) in (list, tuple):
         return type(value)(on_cpu(item) for item in value)
     return value
+
+
+def _states_of(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | None,
+               index: int) -> list[Any]:
+    """The ``state_dict``s of an actor's ``copies`` copies of ``meta`` from its ``saved``
+    ``components_state`` (a warning and none if it was of other components)."""
+    if not saved:
+        return []
+    names = [type(component).__name__ for component in meta] * copies
+    if [name for name, _ in saved] != names:
+        logger.warning("actor %d: the checkpoint's meta components %s are not this run's %s: "
+                       "they start anew", index, [name for name, _ in saved], names)
+        return []
+    return [state for _, state in saved]
