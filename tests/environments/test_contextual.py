@@ -298,6 +298,12 @@ def test_unseeded_copies_draw_different_instances() -> None:
     assert len({tuple(_draws(w, 10)) for w in contextual_envs(env)}) == 3
 
 
+def test_unseeded_round_robin_copies_start_at_the_first_instance() -> None:
+    env = ContextualEnvironment("CartPole-v1", CONTEXTS, instance_mode="round_robin").duplicate(3)
+    env.reset()  # (each copy's own seeding reset must not take instance 0)
+    assert [w.instance_id for w in contextual_envs(env)] == [0, 0, 0]
+
+
 def test_next_instance_is_honoured_at_a_vector_autoreset() -> None:
     env = ContextualEnvironment(
         "CartPole-v1", CONTEXTS, seed=0, instance_mode="round_robin"

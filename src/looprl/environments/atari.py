@@ -25,16 +25,15 @@ from looprl.environments.vector import NumpyVectorEnvironment, state_array_from_
 
 
 def derived_seed(root: int, frame: int, n_envs: int = 1) -> int:
-    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root``, below
-    ``2**31 - n_envs`` (ale-py seeds copy ``i`` with ``seed + i`` as a 32-bit integer)."""
+    """The reset seed a checkpoint at ``frame`` fixes for a run seeded with ``root`` (below
+    ``2**31 - n_envs``: ale-py seeds copy ``i`` with ``seed + i``, an int32)."""
     words = np.random.SeedSequence([root % 2**32, frame]).generate_state(1)
     return int(words[0]) % (2**31 - n_envs)
 
 
 class AtariVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of an Atari game, stepped together by ale-py's native vector env;
-    ``num_threads``: emulator threads (default: ``min(n_envs, cpu count)``); the other
-    arguments are ``AtariEnvironment``'s."""
+    """``n_envs`` copies of an Atari game stepped by ale-py's native vector env on
+    ``num_threads`` (default: ``min(n_envs, cpu count)``); the rest is ``AtariEnvironment``'s."""
 
     def __init__(self, name: str, n_envs: int, device: str | torch.device = "cpu",
                  seed: int | None = None, num_threads: int | None = None, **options: Any):
@@ -54,10 +53,7 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the emulator and the current batch."""
-        state = dict(self.__dict__)
-        del state["env"]
-        state["_state"] = None
-        return state
+        return {**self.__dict__, "env": None, "_state": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Rebuild the emulator, not reset yet (``needs_reset``)."""
@@ -121,9 +117,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
 
 
 class AtariEnvironment(Environment):
-    """One Atari game (``'Breakout'`` or ``'ALE/Breakout-v5'``) with the DeepMind
-    preprocessing (see the module docstring); ``seed``: of the first reset; ``options``:
-    overrides of ``DEEPMIND_OPTIONS``. ``ValueError`` for an unknown game."""
+    """One Atari game (``'Breakout'`` or ``'ALE/Breakout-v5'``) with the DeepMind preprocessing
+    (``options``: overrides of ``DEEPMIND_OPTIONS``); ``seed``: of the first reset."""
 
     def __init__(self, name: str, device: str | torch.device = "cpu", seed: int | None = None,
                  **options: Any):

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from gymnasium.utils import EzPickle
 
-from looprl.core import State, StateArray
+from looprl.core import StateArray
 
 
 class Restorable:
@@ -18,14 +18,12 @@ class Restorable:
     or ``looprl``: a looprl one): ``needs_reset`` after loading when the wrapped environment
     came back without its episode, and the seed of that reset (``_reset_seed``)."""
 
-    #: ``reset`` must come before the next ``step`` (restored from a checkpoint: Atari, and
-    #: environments that pickle as their constructor's arguments, ``__setstate__``).
+    #: ``reset`` must come before the next ``step`` (restored from a checkpoint)
     needs_reset: bool = False
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore a pickled environment. A Gymnasium or PettingZoo environment that pickles
-        as its constructor's arguments (``EzPickle``: MuJoCo, Box2D, PettingZoo's games) comes
-        back made anew, its episode lost: then this one ``needs_reset``."""
+        """Restore a pickled environment; one that pickles as its constructor's arguments
+        (``EzPickle``: MuJoCo, Box2D, PettingZoo's games) comes back without its episode."""
         self.__dict__.update(state)
         for inner in (state.get("env"), state.get("looprl")):  # (gym's, a vector's, looprl's)
             made = getattr(inner, "envs", [inner])
@@ -34,9 +32,8 @@ class Restorable:
                 self.needs_reset = True
 
     def _reset_seed(self, seed: int | None) -> int | None:
-        """The seed of a reset asked with ``seed``: for the first reset of an environment that
-        ``needs_reset``, without one, a seed drawn from NumPy's global generator (which a
-        checkpoint restores: a resumed run repeats itself)."""
+        """``seed``, else after a restore one from NumPy's global generator (which a checkpoint
+        restores: a resumed run repeats itself)."""
         if seed is None and self.needs_reset:
             seed = int(np.random.randint(2**31 - 2**16))
         self.needs_reset = False
@@ -49,6 +46,14 @@ class _Spaces(Restorable, ABC):
     name: str
     device: str | torch.device
     _state: Any = None
+
+    @abstractmethod
+    def reset(self) -> Any:
+        """Start a new episode (of every sub-environment) and return the ``state``."""
+
+    @abstractmethod
+    def step(self, action: Any) -> Any:
+        """Apply ``action`` (one row per sub-environment) and return the next ``state``."""
 
     @property
     @abstractmethod
@@ -82,14 +87,6 @@ class _Spaces(Restorable, ABC):
 class Environment(_Spaces):
     """A single environment producing torch ``State`` objects."""
 
-    @abstractmethod
-    def reset(self) -> State:
-        """Start a new episode and return its first state."""
-
-    @abstractmethod
-    def step(self, action: Any) -> State:
-        """Apply ``action`` (a tensor or python number) and return the next state."""
-
     @property
     def done(self) -> bool:
         """Whether the current episode has ended (terminated or truncated)."""
@@ -103,8 +100,7 @@ class Environment(_Spaces):
         """A vector environment of ``n`` independent copies of this environment."""
 
     def remote_env(self) -> tuple[str, dict[str, Any]] | str:
-        """The name and arguments of ``looprl.environments.make`` that Ray actors play (text:
-        why they cannot make this environment)."""
+        """The ``make`` name and arguments Ray actors play (text: why they cannot make it)."""
         return self.name, {}
 
 
@@ -114,14 +110,6 @@ class VectorEnvironment(_Spaces):
     as the first state of a new episode with reward 0."""
 
     n_envs: int
-
-    @abstractmethod
-    def reset(self) -> StateArray:
-        """Reset every sub-environment."""
-
-    @abstractmethod
-    def step(self, action: Any) -> StateArray:
-        """Step every sub-environment with one action per row."""
 
     @property
     def state_array(self) -> StateArray:

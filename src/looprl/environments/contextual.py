@@ -26,7 +26,7 @@ from looprl.core.suggest import did_you_mean
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import make_gym_env
+from looprl.environments.gym_helpers import copies_of, make_gym_env
 from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
@@ -172,21 +172,17 @@ def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] |
 
 
 def _instance_rng(seed: int | None) -> np.random.Generator:
-    """The instance-choosing RNG: a stream apart from the environment's own ``np_random``."""
+    """The instance-choosing RNG: a stream apart from the environment's ``np_random``."""
     return np.random.default_rng(None if seed is None else [seed, 0xC0471E7])
 
 
 class ContextualEnv(gym.Wrapper):
     """A Gymnasium environment (a ``CONTEXT_FEATURES`` id, made with ``make_kwargs``, or an env
-    made from one) whose physics is set from an instance set on every reset: ``next_instance``
-    if set, else one drawn by ``instance_mode`` (``'random'``, seeded with ``seed``, or
-    ``'round_robin'``); ``instance_id`` is in every info.
-
-    Args:
-        contexts: instance id -> context (missing features take their defaults). ``None``:
-            one instance (id 0) with the default context.
-        hide_context: if ``False``, the context's features are appended to the observation.
-    """
+    made from one) whose physics is set on every reset from the instance ``next_instance``,
+    else one that ``instance_mode`` draws (``'random'``, seeded with ``seed``, or
+    ``'round_robin'``) of ``contexts`` (instance id -> context, missing features at their
+    defaults; ``None``: instance 0 with the default context); ``instance_id`` is in every info.
+    ``hide_context=False`` appends the context's features to the observation."""
 
     def __init__(self, env_or_id: str | gym.Env,
                  contexts: Mapping[int, Mapping[str, float]] | None = None,
@@ -326,9 +322,8 @@ def _check_range(env_id: str, name: str, span: Any) -> tuple[float, float]:
 
 
 def contextual_envs(env: Any) -> list[ContextualEnv]:
-    """The ``ContextualEnv`` wrappers inside ``env``, one per copy, in order: a looprl or
-    Gymnasium environment or vector environment, or a list of environments (a Ray actor's
-    SRL copies)."""
+    """The ``ContextualEnv`` of each copy in ``env`` (a looprl or Gymnasium (vector)
+    environment, or a list of them: a Ray actor's SRL copies), in order."""
     found = [_find_contextual(single) for single in _gym_envs(env)]
     if not found or any(wrapper is None for wrapper in found):
         if isinstance(env, list | tuple):  # a Ray actor's copies (SRL environments)
@@ -383,11 +378,23 @@ class ContextualEnvironment(GymEnvironment):
         """The ``ContextualEnv`` this environment steps."""
         return self.env
 
+    def duplicate(self, n: int) -> GymVectorEnvironment:
+        return GymVectorEnvironment(functools.partial(_copy, self.contextual, self.name), n,
+                                    device=self.device, name=self.name, seed=self.seed)
+
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors play ``make("contextual", ...)`` with this instance set."""
         w = self.contextual
         return "contextual", {"env_id": w.env_id, "contexts": w.contexts, "hide_context":
                               w.hide_context, "instance_mode": w.instance_mode, **w.make_kwargs}
+
+
+def _copy(env: ContextualEnv, name: str) -> ContextualEnv:
+    """A deep copy of ``env`` with RNGs of its own, its round robin at the start again (the
+    copy's seeding reset took the first instance)."""
+    clone = copies_of(env, name)()
+    clone._cursor = 0
+    return clone
 
 
 def contextual_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:

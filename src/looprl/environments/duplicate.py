@@ -183,8 +183,7 @@ def gym_copies(env_id: str, make_kwargs: dict[str, Any], one_by_one: bool,
 
 
 def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEnvironment:
-    """``local_copies`` of ``AtariEnvironment(game, **options)``, given ``{"game": game,
-    **options}``."""
+    """``local_copies`` of ``AtariEnvironment(game, **options)``, ``game`` in ``env_args``."""
     options = dict(env_args)
     game = options.pop("game")
     return local_copies(functools.partial(AtariEnvironment, game, **options), one_by_one, n)

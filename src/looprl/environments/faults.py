@@ -20,8 +20,8 @@ OLD_GYM = ("the old gym API: port the environment to gymnasium.Env (step returns
 
 
 class EnvironmentFailure(RuntimeError):
-    """An exception raised inside environment ``environment``'s ``method`` (``"reset"`` or
-    ``"step"``), at ``episode`` and ``step`` (from 1) when known."""
+    """An exception raised in ``environment``'s ``method`` (``"reset"`` or ``"step"``), at
+    ``episode`` and ``step`` (from 1) when known."""
 
     def __init__(self, message: str, environment: str, method: str,
                  episode: int | None = None, step: int | None = None):
@@ -37,9 +37,8 @@ class EnvironmentFailure(RuntimeError):
 def failure(name: str, method: str, error: BaseException, episode: int | None = None,
             step: int | None = None, copy: int | None = None, hint: str | None = None,
             where: str | None = None) -> EnvironmentFailure:
-    """The ``EnvironmentFailure`` of ``error``, raised in ``name``'s ``method`` (at
-    ``episode``/``step`` of copy ``copy``, where known, or ``where`` in words; ``hint``: what
-    to do)."""
+    """The ``EnvironmentFailure`` of ``error`` in ``name``'s ``method`` (at ``episode``/``step``
+    of copy ``copy``, where known, or ``where`` in words; ``hint``: what to do)."""
     parts = [f"copy {copy}" if copy is not None else "",
              place(episode, step if method == "step" else None), where or ""]
     where_text = ", ".join(part for part in parts if part)
@@ -59,8 +58,8 @@ _UNPACK = re.compile(r"values to unpack \(expected ([25])")
 
 
 def unpack_hint(error: BaseException, method: str) -> str | None:
-    """The hint for an unpacking error inside Gymnasium's vector environment (the copies
-    return something other than Gymnasium's API), or ``None``."""
+    """The hint for an unpacking error in Gymnasium's vector environment (the copies return
+    something other than Gymnasium's API), or ``None``."""
     match = _UNPACK.search(str(error)) if isinstance(error, (ValueError, TypeError)) else None
     if match is None:
         return None
@@ -105,7 +104,5 @@ def _one_number(value: Any) -> bool:
 def _described(value: Any) -> str:
     """``value`` in a few words: its type or length, and a short repr."""
     text = repr(value)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    if isinstance(value, tuple):
-        return f"a {len(value)}-tuple {text}"
-    return f"a {type(value).__name__} {text}"
+    kind = f"{len(value)}-tuple" if isinstance(value, tuple) else type(value).__name__
+    return f"a {kind} {text if len(text) <= 60 else text[:57] + '...'}"

@@ -47,10 +47,9 @@ def _not_an_env(env: Any) -> str:
 
 
 class GymEnvironment(Environment):
-    """A Gymnasium environment (an id or an import path ``package.module:EnvClass``, made with
-    ``make_kwargs``, or a ``gym.Env``: ``env``)
-    whose states are torch ``State`` objects; ``wrap_env`` wraps it (and every copy); ``seed``:
-    of the first reset; ALL's ``legacy_gym=True`` raises a ``ValueError``."""
+    """A Gymnasium environment ``env`` (an id or an import path ``package.module:EnvClass``,
+    made with ``make_kwargs``, or a ``gym.Env``) producing ``State`` objects; ``wrap_env`` wraps
+    it (and every copy); ``seed``: of the first reset; ALL's ``legacy_gym=True`` is refused."""
 
     _shape: Any = None  # of the first observation (all must have it)
     _outcome: Any = None  # Gymnasium's last reset or step output (``state`` is made from it)
@@ -91,11 +90,10 @@ class GymEnvironment(Environment):
         self.seed = self._seed = seed  # _seed: of the next reset only
 
     def remote_env(self) -> tuple[str, dict[str, Any]] | str:
-        """Ray actors make the same Gymnasium id (or import path) with the same ``gym.make``
-        arguments; a ``name`` given for logs is not one they can make. An environment given as
-        a ``gymnasium.Env`` or wrapped by ``wrap_env`` they cannot make: then why, as text."""
+        """The id (or import path) given and the ``gym.make`` arguments (not ``name``: it is for
+        logs); text for a ``gymnasium.Env`` given or ``wrap_env``, which Ray cannot remake."""
         if self._given is not None or self._wrap_env is not None:
-            what = "as a gymnasium.Env" if self._given is not None else "with wrap_env"
+            what = "with wrap_env" if self._given is None else "as a gymnasium.Env"
             return (f"{self.name} was given {what}, which Ray's actors cannot make again (they "
                     "make environments from an id): register it with gymnasium.register (its "
                     "wrappers in the entry point) and give its id, or run it locally")

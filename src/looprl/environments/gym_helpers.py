@@ -29,8 +29,7 @@ def env_name(env: gym.Env) -> str:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` naming close matches (or the Atari presets, for an Atari game) if
-    ``env_id`` is not registered."""
+    """A ``ValueError`` naming close ids (or the Atari presets) if ``env_id`` is unregistered."""
     if env_id in gym.registry:
         return
     try:
@@ -51,10 +50,12 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
     rounded to the nearest whole number for an integer ``Box``)."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
-        array = np.asarray(action)
-        if array.size == 1 and array.dtype.kind in "iub":
+        array = np.asarray(action)  # (checked: int() would truncate 0.7 to 0)
+        if array.size == 1 and (array.dtype.kind in "iub" or (
+                array.dtype.kind == "f" and float(array.reshape(())).is_integer())):
             return int(array.reshape(()))
-        return _discrete_action(array, space)
+        raise ValueError(f"An action for the space {space} is one whole number (a 0-d or "
+                         f"one-element tensor or array), got {_shown(array)}")
     if isinstance(space, gym.spaces.Discrete):
         return discrete_actions(action, space, n_envs)
     if isinstance(space, gym.spaces.Box):
@@ -69,14 +70,8 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
     return action
 
 
-def _discrete_action(array: np.ndarray, space: gym.Space) -> int:
-    """One whole number for a ``Discrete`` space, else a one-line ``ValueError`` (it was
-    NumPy's reshape error, ``int()``'s, or a silently truncated ``0.7 -> 0``)."""
-    if array.size == 1 and array.dtype.kind == "f" and float(array.reshape(())).is_integer():
-        return int(array.reshape(()))
-    text = repr(array.tolist()) if array.size <= 8 else f"an array of shape {array.shape}"
-    raise ValueError(f"An action for the space {space} is one whole number (a 0-d or "
-                     f"one-element tensor or array), got {text}")
+def _shown(array: np.ndarray) -> str:
+    return repr(array.tolist()) if array.size <= 8 else f"an array of shape {array.shape}"
 
 
 def discrete_actions(action: Any, space: gym.Space, n_envs: int) -> np.ndarray:
@@ -90,15 +85,13 @@ def discrete_actions(action: Any, space: gym.Space, n_envs: int) -> np.ndarray:
         array.dtype.kind == "f" and bool(np.all(np.mod(array, 1) == 0)))
     if array.size == n_envs and array.ndim <= 2 and whole:
         return array.reshape(n_envs).astype(np.int64, copy=False)
-    text = repr(array.tolist()) if array.size <= 8 else f"an array of shape {array.shape}"
     copies = "1 copy" if n_envs == 1 else f"{n_envs} copies"
     raise ValueError(f"The actions of {copies} of the space {space} are one whole number per "
-                     f"copy, got {text}")
+                     f"copy, got {_shown(array)}")
 
 
 def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
-    """A factory of independent deep copies of ``env``, each with its own random seed (it
-    pickles where ``env`` does: a checkpoint holds it)."""
+    """A factory of deep copies of ``env``, each seeded anew (picklable where ``env`` is)."""
     return functools.partial(_deep_copy, env, name)
 
 
@@ -118,10 +111,13 @@ def _deep_copy(env: gym.Env, name: str) -> gym.Env:
     return clone
 
 
+def _shape(shape: Any) -> str:
+    return f"shape {tuple(shape)}" if shape is not None else "another shape"
+
+
 def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
     """The one-line error for an environment whose observations change shape."""
-    got = f"shape {tuple(got)}" if got is not None else "another shape"
-    return ValueError(f"{name} returned an observation of {got} after observations of "
+    return ValueError(f"{name} returned an observation of {_shape(got)} after observations of "
                       f"shape {tuple(expected)}: an environment's observations must keep one "
                       "shape (pad them to one size, and declare it in observation_space)")
 
@@ -134,12 +130,10 @@ def check_space_shape(name: str, space: gym.Space, shape: Any) -> None:
 
 
 def space_shape_error(name: str, space: gym.Space, shape: Any = None) -> ValueError:
-    """The one-line error of an observation (of ``shape``, where known) that does not have the
-    shape of the observation space ``space``."""
-    got = f"shape {tuple(shape)}" if shape is not None else "another shape"
-    return ValueError(f"{name} returned an observation of {got}, but its observation_space "
-                      f"{space} has shape {space.shape}: make the observations and the "
-                      "declared observation_space agree")
+    """The one-line error of an observation (of ``shape``, where known) not of ``space``'s."""
+    return ValueError(f"{name} returned an observation of {_shape(shape)}, but its "
+                      f"observation_space {space} has shape {space.shape}: make the observations "
+                      "and the declared observation_space agree")
 
 
 #: NumPy's words (in Gymnasium's vector environments) for an observation of the wrong shape
@@ -152,8 +146,7 @@ DEFAULT_EPISODE_CAP = 27_000
 
 
 def episode_cap(env: Any) -> int:
-    """The smallest ``max_episode_steps`` of ``env``'s Gymnasium copies' specs, else
-    ``DEFAULT_EPISODE_CAP``."""
+    """The smallest ``max_episode_steps`` of ``env``'s copies' specs, else the default."""
     steps = []
     for one in getattr(env, "envs", None) or [env]:
         inner = getattr(one, "env", one)

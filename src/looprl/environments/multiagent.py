@@ -132,17 +132,16 @@ class AgentView:
 
 
 class MultiagentPettingZooEnv(MultiagentEnvironment):
-    """Seed 003's turn-by-turn view of an SRL environment (``adapter``): a PettingZoo AEC or
-    parallel game (a parallel one played as AEC), or a name for ``make_zoo_env``, through its
-    ``PettingZooEnvironment`` (``env``: the AEC game); or an SRL ``Environment`` itself (agents
-    ``agent_0``, ``agent_1``, ...). ``flatten``: a game's observations to 1-d float32;
-    ``render_mode``: of a game made by name (``render=True`` trains in it); ``remote``:
-    the name and arguments of ``looprl.environments.make`` that the collector and Ray play
-    (default: the PettingZoo adapter of a copy of the game given, or of its name).
+    """Seed 003's turn-by-turn view of an SRL environment (``adapter``): of a PettingZoo AEC or
+    parallel game (played as AEC), or a name for ``make_zoo_env``, through its
+    ``PettingZooEnvironment`` (``env``: the AEC game), or of an SRL ``Environment`` (agents
+    ``agent_0``, ...). ``flatten``: a game's observations to 1-d float32; ``render_mode``: of a
+    game made by name; ``remote``: the ``looprl.environments.make`` name and arguments the
+    collector and Ray play (default: the PettingZoo adapter of the game given, or its name).
 
     The agents a ``StepResult`` came for take their turns in order (a game's as PettingZoo
-    presents them: those that finished first): ``last()`` is the first one's state; ``step``
-    takes its action (``None`` once it is done) and steps the adapter when all have acted."""
+    gives them: those that finished first): ``last()`` is the first one's state; ``step`` takes
+    its action (``None`` once it is done) and steps the adapter when all have acted."""
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
@@ -173,9 +172,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self._new_episode()
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
-        """``remote``, else the PettingZoo adapter (observations flattened alike) of the name
-        it was made from, or of the environment it was given: its module's name would lose the
-        arguments it was built with (``collector.copies.made`` gives each env copy its own)."""
+        """``remote``, else the PettingZoo adapter (flattened alike) of the name it was made
+        from, or of the game given (its module's name would lose the game's arguments)."""
         if self.remote is not None:
             return self.remote
         if self.adapter is self.env:

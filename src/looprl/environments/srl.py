@@ -24,10 +24,9 @@ from looprl.core.registry import Registry
 
 @dataclasses.dataclass
 class StepResult:
-    """What one agent receives from ``reset`` or ``step`` (SRL's field order): named
-    observation arrays (``{"obs": ..., "action_mask": ...}``), the reward since the agent's
-    previous ``StepResult``, whether its episode terminated, ``info`` (not learned from) and
-    whether its episode was cut short (time limit)."""
+    """What one agent receives from ``reset`` or ``step`` (SRL's field order): observation
+    arrays by name (``{"obs": ..., "action_mask": ...}``), the reward since its previous one,
+    whether its episode terminated, ``info`` (not learned from), whether it was truncated."""
 
     obs: dict[str, np.ndarray]
     reward: np.ndarray
@@ -46,8 +45,7 @@ def step_result(obs: dict[str, Any], reward: float, done: bool, info: dict | Non
 
 def checked_results(results: Any, env: Environment, call: str) -> list[StepResult | None]:
     """What ``env.reset()`` or ``env.step()`` (``call``) returned, as a list of one
-    ``StepResult`` or ``None`` per agent; ``ValueError`` if it is not one, or if a reset left
-    no agent to act."""
+    ``StepResult`` or ``None`` per agent; ``ValueError`` if not (or if no agent is to act)."""
     if not isinstance(results, list | tuple) or len(results) != env.agent_count:
         n = len(results) if isinstance(results, list | tuple) else type(results).__name__
         raise ValueError(f"{type(env).__name__}.{call}() returned {n} results for "
@@ -65,8 +63,7 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
 
 
 def result_scalars(result: Any) -> tuple[float, bool, bool]:
-    """``(reward, done, truncated)`` of a ``StepResult`` (shape-``(1,)`` arrays); a one-line
-    ``ValueError`` if they are not."""
+    """``(reward, done, truncated)`` of a ``StepResult``, checked to be shape-``(1,)`` arrays."""
     try:
         return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
     except (TypeError, IndexError):
@@ -84,8 +81,7 @@ def _what(result: Any) -> str:
 
 
 def action_value(action: Any) -> Any:
-    """The plain value of an action: a ``NamedArray``'s field ``x`` (or its only field), a
-    torch tensor as numpy; anything else unchanged."""
+    """An action as numpy: a ``NamedArray``'s field ``x`` (or its only field), a tensor."""
     if isinstance(action, NamedArray):
         if "x" in action.fields:
             action = action.x
@@ -99,9 +95,9 @@ def action_value(action: Any) -> Any:
 
 
 class Environment(ABC):
-    """An SRL environment (see the module docstring). Subclasses implement ``agent_count``,
-    ``reset`` and ``step``; the rest is optional (``observation_spaces`` and ``action_spaces``,
-    or the seed's ``observation_space``/``action_space``, for ``test_environment``)."""
+    """An SRL environment (see the module docstring): ``agent_count``, ``reset`` and ``step``;
+    optional: the spaces (``observation_spaces``/``action_spaces``, or the seed's
+    ``observation_space``/``action_space``, for ``test_environment``) and the rest."""
 
     @property
     @abstractmethod
@@ -128,8 +124,8 @@ class Environment(ABC):
                                  "test_stepping=False)")
 
     def _seed_spaces(self, name: str, advice: str) -> list[Any]:
-        """The seed's optional ``observation_space``/``action_space`` (``name``: a property or
-        a method, one space or one per agent) as one space per agent."""
+        """The seed's ``observation_space``/``action_space`` (``name``: a property or a method,
+        one space or one per agent) as one space per agent."""
         found = getattr(self, name, None)
         if callable(found):
             found = found()
@@ -150,8 +146,7 @@ class Environment(ABC):
                                   f"stage {stage_name!r}")
 
     def render(self) -> Any:
-        """The current frame as an ``(H, W, 3)`` uint8 RGB array (``None`` where the env draws
-        a window itself)."""
+        """The current frame as an ``(H, W, 3)`` uint8 RGB array (``None``: drawn in a window)."""
         raise NotImplementedError(f"{type(self).__name__} does not render: implement "
                                   "render() returning an RGB array to watch it")
 
@@ -173,9 +168,8 @@ def _environments() -> Registry:
 
 
 def register(name: str, env_class: type | str) -> None:
-    """Register an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path
-    (a class or a function returning an ``Environment``, imported on first use), under
-    ``name`` for ``make(name, **env_args)``; ``ValueError`` if ``name`` is taken."""
+    """Register an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path (of a
+    class or a function returning an ``Environment``), under ``name`` for ``make``."""
     if isinstance(env_class, str):
         if not is_import_path(env_class):
             raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
@@ -192,9 +186,8 @@ def registered_environments() -> list[str]:
 
 
 def make(name: str, **env_args: Any) -> Environment:
-    """Build the environment registered as ``name`` with ``env_args``. Also: any Gymnasium id
-    (the ``"gym"`` adapter; with ``atari_wrappers=True`` an ALE id gets the ``"atari"`` one)
-    and an import path ``"my_pkg.envs:MyEnv"``; ``KeyError`` for anything else."""
+    """The environment registered as ``name`` made with ``env_args``; also any Gymnasium id (the
+    ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) and ``"my_pkg.envs:MyEnv"``."""
     import gymnasium as gym
 
     environments = _environments()
@@ -213,10 +206,9 @@ def make(name: str, **env_args: Any) -> Environment:
 
 def import_environment(path: str) -> tuple[str, str]:
     """Import the module of ``path`` (``package.module:NAME``) and say what ``NAME`` is:
-    ``("srl", name)`` for an ``Environment`` subclass (registered under ``path``) or a name the
+    ``("srl", name)`` for an ``Environment`` subclass (registered as ``path``) or a name the
     module registered; ``("gym", id)`` for a ``gymnasium.Env`` subclass (registered with
-    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered.
-    ``ImportError`` if there is none, ``TypeError`` if ``NAME`` is another object."""
+    Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered."""
     import gymnasium as gym
 
     module_name, _, attr = path.partition(":")

@@ -37,10 +37,9 @@ FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
 
 
 def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
-    """A PettingZoo environment from a module path: ``"pettingzoo.classic.tictactoe_v3"`` (its
-    ``env()``, or ``parallel_env()`` with ``parallel``, called with ``kwargs``),
-    ``"classic.tictactoe_v3"``, ``"tictactoe_v3"``, or any ``"package.module:factory"``;
-    ``ValueError`` if there is none, ``ImportError`` if the module fails to import."""
+    """The ``env(**kwargs)`` (``parallel_env`` with ``parallel``) of a PettingZoo module:
+    ``"pettingzoo.classic.tictactoe_v3"``, ``"classic.tictactoe_v3"``, ``"tictactoe_v3"``, or
+    any ``"package.module:factory"``; ``ValueError`` if there is none."""
     module_name, _, factory = name.partition(":")
     factory = factory or ("parallel_env" if parallel else "env")
     derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
@@ -59,8 +58,7 @@ def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
 
 
 def _import_module(env: str, name: str, must_exist: bool) -> Any:
-    """The module ``name``, ``None`` if there is none (with ``must_exist``, also if its
-    package cannot be searched), ``ImportError`` if it fails to import."""
+    """The module ``name``, ``None`` if there is none (``must_exist``: or none to search)."""
     if must_exist:
         try:
             if importlib.util.find_spec(name) is None:
@@ -77,15 +75,14 @@ def _import_module(env: str, name: str, must_exist: bool) -> Any:
 
 
 def observation_part(space: gym.Space) -> tuple[gym.Space, bool]:
-    """The observation part of a PettingZoo ``{"observation", "action_mask"}`` space (else
-    ``space``) and whether ``space`` has an action mask."""
+    """``space``'s observation part (of a PettingZoo ``{"observation", "action_mask"}`` space)
+    and whether it has an action mask."""
     masked = isinstance(space, gym.spaces.Dict) and {MASK, "observation"} <= set(space.spaces)
     return (space["observation"] if masked else space), masked
 
 
 def _obs_dict(obs: Any, space: gym.Space, flatten: bool = False) -> dict[str, np.ndarray]:
-    """An observation of ``space`` as the SRL obs dict (see the module docstring); with
-    ``flatten``, ``"obs"`` flattened to one float32 vector."""
+    """An observation of ``space`` as the SRL obs dict; ``flatten``: ``"obs"`` as float32."""
     inner, masked = observation_part(space)
     if isinstance(space, gym.spaces.Dict) and not flatten and not masked:
         return {key: np.asarray(obs[key]) for key in space.spaces}
@@ -129,7 +126,6 @@ class _Adapter(Environment, Restorable):
         return seed
 
     def render(self) -> Any:
-        """The wrapped env's ``render()``."""
         return self.env.render()
 
     def close(self) -> None:
@@ -137,8 +133,8 @@ class _Adapter(Environment, Restorable):
 
 
 class _SingleAgent(_Adapter):
-    """A view of one looprl environment (``looprl``: a ``GymEnvironment`` or an
-    ``AtariVectorEnvironment`` of one copy); observations as obs dicts of ``_obs_space``."""
+    """A view of ``looprl`` (a ``GymEnvironment`` or an ``AtariVectorEnvironment`` of one copy);
+    observations as obs dicts of ``_obs_space``."""
 
     looprl: Any
     _obs_space: gym.spaces.Dict
@@ -172,13 +168,11 @@ class _SingleAgent(_Adapter):
         return [self._result(obs, info, reward, terminated, truncated)]
 
     def render(self) -> Any:
-        """The looprl environment's ``render()``."""
         return self.looprl.render()
 
 
 class GymnasiumEnvironment(_SingleAgent):
-    """A single-agent Gymnasium environment (an id, made with ``gym_kwargs``, or a
-    ``gym.Env``) as an SRL environment; ``ValueError`` for an unknown id."""
+    """A Gymnasium environment (an id, made with ``gym_kwargs``, or a ``gym.Env``) for SRL."""
 
     def __init__(self, env_id: str | gym.Env, **gym_kwargs: Any):
         if isinstance(env_id, str):
@@ -196,9 +190,8 @@ class GymnasiumEnvironment(_SingleAgent):
 
 
 class AtariGameEnvironment(_SingleAgent):
-    """An Atari game (``AtariEnvironment``'s pipeline) as a single-agent SRL environment:
-    observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``, episodes ending at game
-    over, unclipped scores; ``options`` override ``DEEPMIND_OPTIONS``."""
+    """An Atari game (``AtariEnvironment``'s pipeline, ``options`` and scores) as an SRL
+    environment: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 
@@ -224,14 +217,11 @@ def _check_count(actions: Any, n: int) -> None:
 
 class PettingZooEnvironment(_Adapter):
     """A PettingZoo environment (AEC or parallel, or a name for ``make_zoo_env``) as an SRL
-    environment; result and action ``i`` belong to ``agent_names[i]``.
-
-    In parallel envs every live agent gets a ``StepResult`` and must act. In AEC envs only the
-    agent whose turn is next gets one, its ``reward`` being all it received since its previous
-    one; agents that finish get a final ``StepResult`` in the same list. ``turns``: the agents
-    of the latest results in the order the game gave them (AEC: those that finished first).
-    ``flatten``: ``"obs"`` flattened to float32 (as ``MultiagentPettingZooEnv`` has them).
-    """
+    environment; result and action ``i`` belong to ``agent_names[i]``. Parallel: every live
+    agent gets a ``StepResult`` and must act. AEC: the agent whose turn is next gets one (its
+    ``reward``: all since its previous one), and agents that finish a final one. ``turns``: the
+    agents of the latest results in the game's order (AEC: those that finished first).
+    ``flatten``: ``"obs"`` flattened to float32 (as ``MultiagentPettingZooEnv`` has them)."""
 
     def __init__(self, env: Any, parallel: bool = False, flatten: bool = False,
                  **env_kwargs: Any):
@@ -255,8 +245,7 @@ class PettingZooEnvironment(_Adapter):
         return len(self.agent_names)
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """``self.env.<method>(*args, **kwargs)``, an exception inside it raised as an
-        ``EnvironmentFailure`` naming the episode and the step."""
+        """``self.env.<method>(*args, **kwargs)``; its exceptions as ``EnvironmentFailure``."""
         if method == "reset":
             self._episode, self._t = self._episode + 1, 0
         else:
@@ -276,10 +265,9 @@ class PettingZooEnvironment(_Adapter):
 
     def reset(self) -> list[StepResult | None]:
         seed, self._seed = self._reset_seed(self._seed), None
-        if self.parallel:
-            observations, infos = self._call("reset", seed=seed)  # no rewards or ends yet
-            return self._parallel_results(observations, {}, {}, {}, infos)
-        self._call("reset", seed=seed)
+        output = self._call("reset", seed=seed)
+        if self.parallel:  # (observations and infos: no rewards or ends yet)
+            return self._parallel_results(output[0], {}, {}, {}, output[1])
         return self._aec_results()
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:

@@ -28,8 +28,7 @@ from looprl.environments.gym_helpers import (
 
 def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: Any
                     ) -> gym.vector.VectorEnv:
-    """Gymnasium's native vectorized implementation if it has one, else a ``SyncVectorEnv``;
-    ``env_id`` may also be a function that makes one environment."""
+    """Gymnasium's own vector env of ``env_id`` (an id or a factory), else a ``SyncVectorEnv``."""
     if not callable(env_id):
         check_env_id(env_id)
         if gym.spec(env_id).vector_entry_point:
@@ -112,10 +111,9 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
 
 class GymVectorEnvironment(NumpyVectorEnvironment):
-    """``n_envs`` copies of a Gymnasium environment (an id, or a function making one
-    ``gym.Env``), stepped as one batch: ``GymVectorEnvironment('CartPole-v1', 8)``, or ALL's
-    ``GymVectorEnvironment(vec_env, name, device=...)`` around a made ``VectorEnv``; ``seed``:
-    of the first reset."""
+    """``n_envs`` copies of a Gymnasium environment (an id, or a function making one) stepped
+    as a batch, ``GymVectorEnvironment('CartPole-v1', 8)``, or ALL's ``GymVectorEnvironment(
+    vec_env, name, device=...)`` of a made ``VectorEnv``; ``seed``: of the first reset."""
 
     def __init__(self, env: str | Callable[[], gym.Env] | gym.vector.VectorEnv,
                  n_envs: int | str | None = None, device: str | torch.device = "cpu",
