@@ -53,3 +53,23 @@ def test_eval_is_the_evaluation_action_with_nothing_written_or_learned(family) -
     if family == "dqn":
         q = agent.unwrapped.policy.q
         assert int(actions[0]) == int(q.eval(state.observation[None]).argmax())
+
+
+@pytest.mark.parametrize("family, name, env_id", [
+    ("classic_control", "dqn", "CartPole-v1"), ("classic_control", "ppo", "CartPole-v1"),
+    ("continuous", "sac", "Pendulum-v1")])
+def test_an_is_evaluation_of_the_wrong_length_is_one_line(family, name, env_id):
+    """(Was, for SAC: torch's broadcasting error; DQN and PPO had checks of their own.)"""
+    import importlib
+
+    import numpy as np
+
+    from looprl.core import RolloutRequest
+
+    env = GymEnvironment(env_id)
+    preset = getattr(importlib.import_module(f"looprl.presets.{family}"), name)
+    policy = preset.env(env).device("cpu").build().agent().unwrapped.policy
+    obs = np.zeros((3, *env.observation_space.shape), np.float32)
+    with pytest.raises(ValueError, match=r"^is_evaluation has 2 rows, obs 3$"):
+        policy.rollout(RolloutRequest(obs=obs, is_evaluation=np.array([True, False])))
+    env.close()

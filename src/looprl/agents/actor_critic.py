@@ -189,7 +189,7 @@ class ActorCriticPolicy(ApproximationPolicy):
             if value.dim() != 1:
                 raise ValueError(f"rollout takes obs batched along dim 0 only, got leading "
                                  f"shape {tuple(value.shape)}")
-            deterministic = deterministic_rows(request)
+            deterministic = deterministic_rows(request, len(value))
             if deterministic is False:  # (the usual request: one pass for both)
                 action, log_prob = self.head.sample_and_log_prob(params, self._generator)
             else:
@@ -234,8 +234,6 @@ class ActorCriticPolicy(ApproximationPolicy):
         if deterministic is True:
             return self.head.mode(params)
         sample = self.head.sample(params, self._generator)
-        if deterministic.numel() != len(sample):
-            raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {len(sample)}")
         rows = deterministic.to(params.device).view(-1, *([1] * (sample.dim() - 1)))
         return torch.where(rows, self.head.mode(params), sample)
 

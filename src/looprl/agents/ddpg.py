@@ -75,7 +75,7 @@ class ContinuousPolicy(Policy):
 
     def rollout(self, request: RolloutRequest, **kwargs: Any) -> RolloutResult:
         obs = observation_tensor(request.obs, self.device)
-        deterministic = deterministic_rows(request)
+        deterministic = deterministic_rows(request, len(obs))
         if deterministic is True:
             return RolloutResult(action=self.actor.mode(obs))
         warm = self.rows < self.random_steps

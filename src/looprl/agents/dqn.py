@@ -101,8 +101,8 @@ class DQNPolicy(ApproximationPolicy):
         ``q.eval``)."""
         obs = observation_tensor(request.obs, self.device, strict=False)
         rate = getattr(request, "exploration", None)
-        deterministic = deterministic_rows(request)
         rows = obs.shape[0] if isinstance(obs, torch.Tensor) else len(obs)  # (len(): 3x slower)
+        deterministic = deterministic_rows(request, rows)
         if (rate is None and deterministic is not True
                 and type(self.greedy) is not GreedyPolicy):  # ez-greedy, Boltzmann
             values = self.q.no_grad(obs)
@@ -156,8 +156,6 @@ class DQNPolicy(ApproximationPolicy):
                              "per row or one for the batch")
         eps = eps.expand(rows)
         if isinstance(deterministic, torch.Tensor):
-            if deterministic.numel() != rows:
-                raise ValueError(f"is_evaluation has {deterministic.numel()} rows, obs {rows}")
             return torch.where(deterministic.to(eps.device), float(self.evaluation_epsilon), eps)
         return eps
 

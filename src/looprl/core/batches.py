@@ -36,8 +36,9 @@ class RolloutResult:
     value: Any = None
 
 
-def deterministic_rows(request: RolloutRequest) -> bool | torch.Tensor:
-    """``request.is_evaluation`` as a bool (every row agrees) or a per-row bool tensor."""
+def deterministic_rows(request: RolloutRequest, rows: int | None = None) -> bool | torch.Tensor:
+    """``request.is_evaluation`` as a bool (every row agrees) or a per-row bool tensor (a
+    one-line ``ValueError`` if it has not ``rows`` rows, where given)."""
     evaluation = getattr(request, "is_evaluation", None)
     if evaluation is None:
         return False
@@ -49,7 +50,11 @@ def deterministic_rows(request: RolloutRequest) -> bool | torch.Tensor:
         if evaluation.all():
             return True
     evaluation = torch.as_tensor(evaluation, dtype=torch.bool)
-    return bool(evaluation) if evaluation.dim() == 0 else evaluation
+    if evaluation.dim() == 0:
+        return bool(evaluation)
+    if rows is not None and evaluation.numel() != rows:
+        raise ValueError(f"is_evaluation has {evaluation.numel()} rows, obs {rows}")
+    return evaluation
 
 
 @namedarray
