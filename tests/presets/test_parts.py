@@ -100,6 +100,32 @@ def test_wrong_part_names_say_what_is_valid(cartpole, builder, hp, message) -> N
         builder.env(cartpole).hyperparameters(**hp).device("cpu").build()
 
 
+def test_settings_of_a_part_not_chosen_warn_with_the_part_to_choose(cartpole, caplog) -> None:
+    # were taken silently: alpha and beta without prioritized replay, n_steps without nstep
+    from looprl.presets.classic_control import c51
+    caplog.set_level("WARNING", "looprl.presets")
+    _agent(cartpole, alpha=0.7, beta=0.5, n_steps=5)
+    c51.env(cartpole).hyperparameters(beta=0.5).device("cpu").build()
+    assert [r.getMessage() for r in caplog.records] == [
+        "dqn: alpha, beta take effect only with buffer='prioritized': choose it, or drop alpha "
+        "and beta", "dqn: n_steps takes effect only with buffer='nstep': choose it, or drop "
+        "n_steps", "c51: beta takes effect only with prioritized=True: choose it, or drop beta"]
+    caplog.clear()
+    _agent(cartpole, buffer="prioritized", alpha=0.7, n_steps=3)  # (defaults: no warning)
+    assert not caplog.records
+
+
+def test_prioritized_replay_takes_alpha_0_sac_temperature_does_not(cartpole) -> None:
+    # PER alpha 0 (uniform sampling) was refused: the range was SAC temperature's (> 0)
+    assert _agent(cartpole, buffer="prioritized", alpha=0).replay_buffer.alpha == 0
+    with pytest.raises(ValueError, match="'alpha' of dqn must be >= 0, got -0.5"):
+        dqn.hyperparameters(alpha=-0.5)
+    pendulum = GymEnvironment("Pendulum-v1")
+    with pytest.raises(ValueError, match="^alpha must be positive, got 0$"):
+        sac.env(pendulum).hyperparameters(alpha=0).device("cpu").build()
+    pendulum.close()
+
+
 def test_sac_validates_its_parts() -> None:
     env = GymEnvironment("Pendulum-v1")
     with pytest.raises(ValueError, match="sac cannot use the update 'clipped_double_q'"):

@@ -156,11 +156,20 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
         # a bound the hyperparameter cannot take failed the search at the first individual there
         (dict(search_targets={"discount_factor": (0.9, 1.5)}), SearchSpaceError,
          "discount_factor must be in \\[0, 1\\], got 1.5"),
+        # searched parameters with a target that reshapes the network failed mid-search ("The
+        # parameter vector has 251 values; the network has 95 parameters")
+        (dict(search_targets={"hidden": (4, 16)}, search_params=True), ValueError,
+         "hidden=4 changes its shape: drop 'hidden' from search_targets, or search_params"),
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message) as info:
             _es(small_ppo, **kwargs)
         assert "\n" not in str(info.value)
+
+
+def test_searched_parameters_take_preset_targets_that_keep_the_network(small_ppo):
+    runner = _es(small_ppo, search_targets={"lr": (1e-4, 1e-2)}, search_params=True)
+    assert runner.n_params == runner.parameter_vector().size
 
 
 def test_a_seeded_search_is_reproducible(small_ppo):

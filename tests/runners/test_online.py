@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,21 @@ def test_train_continues_the_agent_and_reports_only_this_calls_episodes(small_pp
     second = runner.train(128)
     assert second["step"] >= first["step"] + 128
     assert second["episodes"] == first["episodes"] + len(second["returns"])
+
+
+def test_train_and_evaluate_take_whole_counts_only(small_ppo):
+    # was: train(1.5) trained 1 step and evaluate(2.5) played 2 episodes; text failed deep
+    runner = Runner(small_ppo, "CartPole-v1", quiet=True)
+    for bad in (1.5, "64", -1, True):
+        with pytest.raises(ValueError, match=re.escape(
+                f"train(num_steps) must be a whole number >= 0, got {bad!r}")):
+            runner.train(bad)
+    runner.new_agent()
+    for bad in (2.5, "two", float("nan")):
+        with pytest.raises(ValueError, match=r"^evaluate\(episodes\) must be a whole number"):
+            runner.evaluate(bad)
+    with pytest.raises(ValueError, match="eval_episodes .* must be a whole number >= 0, got 0.5"):
+        Runner(small_ppo, "CartPole-v1", eval_episodes=0.5)
 
 
 def test_a_seeded_run_is_reproducible(small_ppo):

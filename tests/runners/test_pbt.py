@@ -339,3 +339,34 @@ def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monke
     assert explore({"hp_clip": 0.36, "hp_lr": 1e-4 * 0.8}) == {"hp_clip": 0.3, "hp_lr": 1e-4}
     assert explore({"hp_clip": 0.2 * 1.2, "hp_lr": 1e-3}) == {"hp_clip": 0.24, "hp_lr": 1e-3}
     assert within_ranges({"a": 2.0, "b": 5}, {"a": (0.0, 1.0)}) == {"a": 1.0, "b": 5}
+
+
+def test_without_trials_it_shuts_down_the_instance_it_started(small_ppo, monkeypatch) -> None:
+    # was: the local Ray instance the runner started stayed up after run() (a user's stays)
+    import ray.tune
+
+    class Stop(Exception):
+        pass
+
+    def fail(*args, **kwargs):
+        raise Stop
+
+    calls = []
+    initialized = [False]
+    monkeypatch.setattr(ray, "is_initialized", lambda: initialized[0])
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append("init"))
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(ray.tune, "with_parameters", lambda trainable, **kwargs: trainable)
+    monkeypatch.setattr(ray.tune, "with_resources", lambda trainable, resources: trainable)
+    monkeypatch.setattr(ray.tune, "Tuner", fail)
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
+                       num_steps=64, perturbation_interval=32, num_cpus=2)
+    with pytest.raises(Stop):
+        runner.run()
+    assert calls == ["init", "shutdown"]
+    initialized[0] = True  # a Ray this process already runs: left as it is
+    calls.clear()
+    with pytest.raises(Stop):
+        runner.run()
+    assert calls == []

@@ -43,8 +43,10 @@ WHOLE = Range(0, whole=True, text="a whole number >= 0")
 #: hyperparameter name -> its valid values, the same in every preset that has it
 RANGES: dict[str, Range] = {
     **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature", "eps",
-                     "clip", "temperature", "sigma", "ez_mu", "alpha"), POSITIVE),
-    **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise",
+                     "clip", "temperature", "sigma", "ez_mu"), POSITIVE),
+    # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's temperature, whose
+    # ``Temperature`` refuses 0)
+    **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise", "alpha",
                      "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),
     **dict.fromkeys(("discount_factor", "lam", "beta", "epsilon", "initial_exploration",
                      "final_exploration", "test_exploration"), UNIT),

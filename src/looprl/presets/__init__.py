@@ -22,10 +22,8 @@ def load_preset(filename: str, device: str | None = None) -> Preset:
     preset = load_file(filename, "looprl preset", "save one with preset.save(filename), or "
                        "train one with looprl train", map_location="cpu")
     if not isinstance(preset, Preset):
-        raise ValueError(
-            f"{filename} holds a {type(preset).__name__}, not a looprl preset "
-            "(save one with preset.save(filename))"
-        )
+        raise ValueError(f"{filename} holds a {type(preset).__name__}, not a looprl preset "
+                         "(save one with preset.save(filename))")
     if device is not None:
         check_device(device)
     to_device(preset, device or (preset.device if str(preset.device) == "cpu"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,8 @@ from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_device, did_you_mean
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
+
+log = logging.getLogger(__name__)
 
 
 class UnknownHyperparameterError(KeyError):
@@ -84,12 +87,11 @@ class PresetBuilder:
         """Set the environment; looprl's presets also take an id (``"CartPole-v1"``,
         ``pkg.module:Env``), made as ``looprl train`` makes it."""
         family = self._family()
-        if family is None:
-            return self._preset_builder(env=env)
-        if isinstance(env, str):
+        if family is not None and isinstance(env, str):
             from looprl.presets.catalog import make_env
-            return self._preset_builder(env=make_env(f"{family}.{self.default_name}", env))
-        if not (hasattr(env, "action_space") or hasattr(env, "action_spaces")):
+            env = make_env(f"{family}.{self.default_name}", env)
+        elif family is not None and not (hasattr(env, "action_space")
+                                         or hasattr(env, "action_spaces")):
             raise TypeError(f"{self.default_name}.env() takes an environment (e.g. "
                             f"GymEnvironment('CartPole-v1')) or a Gymnasium id, got "
                             f"{type(env).__name__} {env!r:.40}")
@@ -148,7 +150,19 @@ class PresetBuilder:
         if isinstance(self._env, Environment | MultiagentPettingZooEnv):
             preset.env_remote = self._env.remote_env()  # what Ray actors make for it
         preset.meta = self._meta
+        self._warn_idle(preset)
         return preset
+
+    def _warn_idle(self, preset: Preset) -> None:
+        """A warning line per part that hyperparameters given here need but the preset's
+        parts leave out (``preset.idle()``: PER's ``alpha`` without prioritized replay)."""
+        needs: dict[str, list[str]] = {}
+        for key, part in getattr(preset, "idle", dict)().items():
+            if self._hyperparameters.get(key) != self.default_hyperparameters.get(key):
+                needs.setdefault(part, []).append(key)
+        for part, keys in needs.items():
+            log.warning("%s: %s take%s effect only with %s: choose it, or drop %s", preset.name,
+                        ", ".join(keys), "" if len(keys) > 1 else "s", part, " and ".join(keys))
 
     def _construct(self, device: str | torch.device) -> Preset:
         """The preset of ``env``."""

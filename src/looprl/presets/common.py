@@ -84,10 +84,8 @@ def require_discrete_actions(env: Any, algorithm: str) -> int:
                          "a gymnasium.ActionWrapper whose action space is "
                          f"Discrete({int(space.n)}) and whose action(a) returns "
                          f"a + {int(space.start)}")
-    if isinstance(space, gym.spaces.Box):
-        advice = f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})"
-    else:
-        advice = _composite_advice(space)
+    advice = (f"choose a preset for continuous actions ({CONTINUOUS_PRESETS})"
+              if isinstance(space, gym.spaces.Box) else _composite_advice(space))
     raise ValueError(f"{algorithm} handles discrete actions (one Discrete space), but "
                      f"{env.name} has {_space_name(space)} actions ({space}); {advice}")
 
@@ -131,11 +129,10 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
     space = env.observation_space
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return int(space.shape[0])
-    if isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3):
-        advice = "use an Atari preset for images"
-    else:
-        advice = ("wrap the environment in gymnasium.wrappers.FlattenObservation "
-                  "(GymEnvironment(FlattenObservation(gymnasium.make(...))))")
+    images = isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3)
+    advice = "use an Atari preset for images" if images else (
+        "wrap the environment in gymnasium.wrappers.FlattenObservation "
+        "(GymEnvironment(FlattenObservation(gymnasium.make(...))))")
     raise ValueError(f"The {family} {algorithm} preset needs flat Box observations, but "
                      f"{env.name} has {space}; {advice}")
 
@@ -149,12 +146,11 @@ def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None
     """A one-line ``ValueError`` when ``rows`` float32 observations of ``env`` (``None``: one
     float a row) would not fit in memory; ``what`` names the rows, ``remedy`` what to lower."""
     shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
-    needed = rows * max(1, math.prod(shape)) * 4
+    needed, limit = rows * max(1, math.prod(shape)) * 4, memory_limit()
     size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
-    if needed > memory_limit():
-        raise ValueError(f"{name}: {what} = {rows:,} {size} "
-                         f"{needed / 2**30:,.0f} GiB, more than this machine's "
-                         f"{memory_limit() / 2**30:,.0f} GiB of memory; {remedy}")
+    if needed > limit:
+        raise ValueError(f"{name}: {what} = {rows:,} {size} {needed / 2**30:,.0f} GiB, more "
+                         f"than this machine's {limit / 2**30:,.0f} GiB of memory; {remedy}")
 
 
 def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: str,

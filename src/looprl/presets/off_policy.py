@@ -167,6 +167,13 @@ class QPreset(QNetworkPreset, ReplayPreset):
     """Base of the DQN family's replay presets: a ``QNetworkPreset`` with a ``C51Trainer``
     (``distributional``) or ``DQNTrainer``."""
 
+    #: the choice that turns prioritized replay on (``idle``)
+    prioritized_part = "prioritized=True"
+
+    def idle(self) -> dict[str, str]:
+        """The hyperparameters the chosen parts leave unused -> the part they need."""
+        return {} if self.prioritized else dict.fromkeys(("alpha", "beta"), self.prioritized_part)
+
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> DQNPolicy:
         """``QNetworkPreset.policy``, its epsilon schedule counting env steps (each of a Ray

@@ -23,6 +23,7 @@ import torch
 
 from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
+from looprl.core.suggest import is_number
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
@@ -40,6 +41,13 @@ EVAL_KEYS: tuple[str, ...] = ("mean_eval_reward", "std_eval_reward", "returns", 
                               "step")
 
 __all__ = ["EVAL_KEYS", "TRAIN_KEYS", "MemoryLogger", "RecordingLogger", "Runner"]
+
+
+def whole(value: Any, name: str) -> int:
+    """``value`` as an int; a one-line ``ValueError`` unless it is a whole number >= 0."""
+    if not (is_number(value) and value >= 0 and float(value).is_integer()):
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(value)
 
 
 class Runner:
@@ -81,10 +89,8 @@ class Runner:
             raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
                             f"id, got {type(env).__name__}")
         self.test_env, self.seed, self.logdir = test_env, int(seed), logdir
-        self.meta, self.quiet, self.eval_episodes = tuple(meta), quiet, int(eval_episodes)
-        if self.eval_episodes < 0:
-            raise ValueError(f"eval_episodes (looprl run's test_episodes) must be >= 0, got "
-                             f"{self.eval_episodes}")
+        self.meta, self.quiet = tuple(meta), quiet
+        self.eval_episodes = whole(eval_episodes, "eval_episodes (looprl run's test_episodes)")
         if self.scores and self.eval_episodes == 0:
             raise ValueError(f"runner={self.name} scores each {self.scores} by its evaluation "
                              "returns: it needs eval_episodes >= 1 (looprl run: test_episodes "
@@ -221,11 +227,12 @@ class Runner:
 
     def train(self, num_steps: int) -> dict[str, Any]:
         """Train the current agent (a fresh one if none) ``num_steps`` more steps."""
+        num_steps = whole(num_steps, "train(num_steps)")
         if self.experiment is None:
             self.new_agent(train_steps=num_steps)
         start, logger = time.perf_counter(), self.experiment.logger
         seen = len(logger.returns)
-        self.experiment.train(frames=self.experiment.frame + int(num_steps))
+        self.experiment.train(frames=self.experiment.frame + num_steps)
         returns = logger.returns[seen:]
         return {"step": self.experiment.frame, "episodes": self.experiment.episode,
                 "returns": returns, "mean_return": mean_return(returns),
@@ -235,7 +242,8 @@ class Runner:
         """Evaluate the current agent for ``episodes`` episodes (default: ``eval_episodes``):
         ``final_evaluation`` of its experiment, seeded as a Ray run's (``seeded_test``)."""
         self._require_agent()
-        episodes = self.eval_episodes if episodes is None else int(episodes)
+        episodes = (self.eval_episodes if episodes is None
+                    else whole(episodes, "evaluate(episodes)"))
         self.experiment.seeded_test = True  # (as a Ray run's evaluation is)
         return {**final_evaluation(self.experiment, episodes, self.env, self.test_env),
                 "step": self.experiment.frame}
@@ -251,6 +259,5 @@ class Runner:
         """Close the current agent's experiment (see ``close_experiment``)."""
         if self.experiment is not None:
             self.close_experiment(self.experiment)
-        self.experiment = None
-        self.preset = None
+        self.experiment = self.preset = None
 

@@ -90,9 +90,25 @@ class ESRunner(Runner):
                 raise SearchSpaceError(f"ES searches numeric ranges; {dimension.name!r} is "
                                        "categorical (use OptunaRunner for choices)")
         units = [d.encode(current[d.name]) for d in self.dimensions]
+        if search_params:
+            self._check_fixed_shapes()
         params = self.parameter_vector() if search_params else np.zeros(0)
         self.x0 = np.concatenate([params, np.asarray(units, dtype=np.float64)])
         self.n_params = self.x0.size - len(self.dimensions)
+
+    def _check_fixed_shapes(self) -> None:
+        """Searched network parameters need one network shape: a preset target that changes
+        it (``hidden``) would fail at its first other value, mid-search."""
+        shapes = [p.shape for p in self._model().parameters()]
+        for d in self.dimensions:
+            if d.name.startswith("hp/"):
+                continue
+            for value in (d.decode(0.0), d.decode(1.0)):
+                preset = self.builder.hyperparameters(**{d.name: value}).env(self.env).build()
+                if [p.shape for p in preset.model.parameters()] != shapes:
+                    raise ValueError(f"search_params=True searches the parameters of one "
+                                     f"network, but {d.name}={value!r} changes its shape: drop "
+                                     f"{d.name!r} from search_targets, or search_params")
 
     def _budget(self) -> float:
         """What schedules anneal over: one individual's training, or the whole search."""
@@ -105,8 +121,8 @@ class ESRunner(Runner):
         """``(parameters or None, {target: value})`` of one individual."""
         individual = np.asarray(individual, dtype=np.float64)
         params = individual[: self.n_params] if self.search_params else None
-        units = individual[self.n_params:]
-        return params, {d.name: d.decode(u) for d, u in zip(self.dimensions, units)}
+        return params, {d.name: d.decode(u)
+                        for d, u in zip(self.dimensions, individual[self.n_params:])}
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Search, then evaluate the best individual; ``({"step": iterations, "best": {fitness,
@@ -170,9 +186,9 @@ class ESRunner(Runner):
     def _restore_best(self) -> None:
         """Make the best individual the current agent, in the run directory ``best``."""
         best = self._best
-        if self.fresh_agents and self._best_agent is None:
-            return
         if self.fresh_agents:
+            if self._best_agent is None:
+                return
             self._best_agent.restore(self)
         self.label_run("best", generation=best["iteration"], individual=best["individual"],
                        values=best["values"])
@@ -194,11 +210,6 @@ class Individual:
     budget: float  # what a fresh agent's schedules anneal over
     train_steps: int  # training before the evaluation (0: none)
 
-    @property
-    def name(self) -> str:
-        """Its run directory's name."""
-        return self.label(self.iteration, self.index)
-
     @staticmethod
     def label(iteration: int, index: int) -> str:
         """The run directory's name of individual ``index`` of generation ``iteration``."""
@@ -209,8 +220,8 @@ def score_individual(runner: Runner, individual: Individual) -> float:
     """Apply, train and evaluate ``individual``; its fitness (``-inf``: it diverged)."""
     # its own run directory: its fresh agent's, or the shared agent's from here on
     label = runner.label_next_run if individual.fresh else runner.label_run
-    label(individual.name, generation=individual.iteration, individual=individual.index,
-          values=individual.values)
+    label(individual.label(individual.iteration, individual.index),
+          generation=individual.iteration, individual=individual.index, values=individual.values)
     runner.configure(individual.values, individual.budget, fresh=individual.fresh)
     if individual.params is not None:
         runner.apply_parameters(individual.params)

@@ -72,13 +72,13 @@ class OptunaRunner(Runner):
             searchable.update({key: h.get() for key, h in self.hyperparameters().items()})
             self.close()
         self.dimensions = parse_search_space(search_space, searchable, self.builder.default_name)
+
     def study(self) -> Any:
         """The study, created in the storage or loaded from it."""
-        optuna = self.optuna
         storage = self._storage()
-        studies = [] if storage is None else optuna.get_all_study_summaries(storage)
+        studies = [] if storage is None else self.optuna.get_all_study_summaries(storage)
         existing = next((s.n_trials for s in studies if s.study_name == self.study_name), 0)
-        return optuna.create_study(
+        return self.optuna.create_study(
             storage=storage, study_name=self.study_name, direction="maximize",
             sampler=self._named(self.sampler, "samplers", SAMPLERS, seed=self.seed + existing),
             pruner=self._named(self.pruner, "pruners", PRUNERS), load_if_exists=True)
@@ -154,8 +154,7 @@ class OptunaRunner(Runner):
         history = [{"number": t.number, "state": t.state.name, "value": t.value,
                     "values": dict(t.params), "step": t.user_attrs.get("step")}
                    for t in study.trials]
-        best = None
-        eval_results: dict[str, Any] = {}
+        best, eval_results = None, {}
         if any(t.state.name == "COMPLETE" for t in study.trials):
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
@@ -233,6 +232,3 @@ def _suggest(trial: Any, d: Dimension) -> Any:
         return trial.suggest_int(d.name, int(d.low), int(d.high), log=d.log,
                                  step=int(d.step or 1))
     return trial.suggest_float(d.name, float(d.low), float(d.high), log=d.log, step=d.step)
-
-
-

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.suggest import check_count
+from looprl.experiments.logger import mean_return
 from looprl.experiments.run_files import append_lines, keep_rows
 from looprl.runners.base import Runner
 from looprl.runners.evaluation import SETS
@@ -62,9 +63,8 @@ class OnlineRunner(Runner):
                 break
             self._evaluate_and_keep_best()
             since = self.experiment.frame
-        train_results["returns"] = returns
-        train_results["mean_return"] = sum(returns) / len(returns) if returns else math.nan
-        train_results["wall_time"] = time.perf_counter() - start
+        train_results.update(returns=returns, mean_return=mean_return(returns),
+                             wall_time=time.perf_counter() - start)
         if self.eval_every is not None:
             train_results["evaluations"] = self.evaluations
             train_results["best"] = max(self.evaluations, key=lambda e: e[1], default=None)

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -115,18 +116,10 @@ def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
 
 @contextmanager
 def _tune_output_off() -> Iterator[None]:
-    """Tune's own console output off (its experiment table and paths, which ``verbose=0``
-    leaves on): ``RAY_AIR_NEW_OUTPUT=0``, Ray's documented switch to its older reporter,
-    which ``verbose=0`` silences; the variable is restored after."""
-    before = os.environ.get("RAY_AIR_NEW_OUTPUT")
-    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
-    try:
+    """Tune's console output off (the table and paths ``verbose=0`` leaves on):
+    ``RAY_AIR_NEW_OUTPUT=0``, Ray's switch to its older reporter, which ``verbose=0`` silences."""
+    with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0"}):
         yield
-    finally:
-        if before is None:
-            os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
-        else:
-            os.environ["RAY_AIR_NEW_OUTPUT"] = before
 
 
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
@@ -203,13 +196,12 @@ class PBTRunner(Runner):
         self.close()
         ranges = {key: float_range(key, value) for key, value in mutations.items()}
         self.mutations = {key: (r.low, r.high, r.log) for key, r in ranges.items()}
-        self.population, self.num_steps = int(population), int(num_steps)
+        self.num_steps = int(num_steps)
         self.interval = int(perturbation_interval)
         self.quantile_fraction, self.resample_probability = quantile_fraction, resample_probability
         self.num_cpus = num_cpus
         self.initial, self.exploit = initial, exploit
-        if initial is not None:
-            self.population = len(initial)
+        self.population = int(population) if initial is None else len(initial)
 
     def member_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of member 0 (member ``i`` is seeded ``seed + i``): the
@@ -226,6 +218,7 @@ class PBTRunner(Runner):
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Train the population; ``({"step", "best", "members"}, eval_results of the best)``
         (a member: its index, ``hp/*`` values and final ``mean_eval_reward``)."""
+        self._own_ray = False
         try:
             members = self._train_population()
             best = max(members, key=lambda member: member["mean_eval_reward"])
@@ -237,6 +230,9 @@ class PBTRunner(Runner):
         finally:
             if self.trials is not None:
                 self.trials.close()
+            elif self._own_ray:  # (the instance it started; a user's Ray stays up)
+                import ray
+                ray.shutdown()
         self.preset = self.experiment.preset
         for member in members:
             member.pop("checkpoint")
@@ -252,6 +248,7 @@ class PBTRunner(Runner):
         elif not ray.is_initialized():  # a local instance of its own, never another's Ray
             ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
                      log_to_driver=False)
+            self._own_ray = True
         gpus = ray.cluster_resources().get("GPU", 0)
         if self.gpus_per_member > gpus:
             raise ValueError(f"gpus_per_member={self.gpus_per_member:g} but the Ray cluster has "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core.ranges import range_of
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, is_number
 
 TYPES: tuple[str, ...] = ("categorical", "float", "int")
 SPEC_KEYS: tuple[str, ...] = ("choices", "high", "log", "low", "step", "type")
@@ -124,8 +124,7 @@ def _as_dict(name: str, spec: Any) -> dict[str, Any]:
 def _kind_of(default: Any, spec: Mapping[str, Any]) -> str:
     if "choices" in spec:
         return "categorical"
-    is_int = isinstance(default, int) and not isinstance(default, bool)
-    return "int" if is_int else "float"
+    return "int" if isinstance(default, int) and not isinstance(default, bool) else "float"
 
 
 def _check_kind(name: str, kind: str, default: Any) -> None:
@@ -149,8 +148,7 @@ def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
     low, high, log = spec["low"], spec["high"], spec.get("log", False)
     if not isinstance(log, bool):
         raise _entry_error(name, f"log must be true or false, got {log!r}")
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-               for x in (low, high)):
+    if not all(is_number(x) and math.isfinite(x) for x in (low, high)):
         raise _entry_error(name, f"low and high must be finite numbers, got {low!r} and "
                                  f"{high!r}")
     if not low < high:
@@ -169,8 +167,7 @@ def _step(name: str, kind: str, spec: Mapping[str, Any], width: float) -> float 
     step = spec.get("step")
     if step is None:
         return None
-    if (isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step)
-            or step <= 0):
+    if not (is_number(step) and math.isfinite(step) and step > 0):
         raise _entry_error(name, f"step must be a number > 0, got {step!r}")
     if spec.get("log"):
         raise _entry_error(name, "a log range takes no step (drop 'step' or 'log')")

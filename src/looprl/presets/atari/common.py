@@ -23,10 +23,9 @@ def require_frames(env: Any, algorithm: str) -> int:
     (``ValueError`` for other observations)."""
     space = env.observation_space
     if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 3 and space.dtype == "uint8"):
-        raise ValueError(
-            f"The Atari {algorithm} preset needs stacked uint8 frames (frames, H, W), but "
-            f"{env.name} has {space}; use AtariEnvironment or a classic-control preset"
-        )
+        raise ValueError(f"The Atari {algorithm} preset needs stacked uint8 frames (frames, H, "
+                         f"W), but {env.name} has {space}; use AtariEnvironment or a "
+                         "classic-control preset")
     return int(space.shape[0])
 
 

@@ -7,15 +7,13 @@ from typing import Any
 from looprl.presets.atari.vqn import OnlineAtariPreset
 from looprl.presets.atari.vqn import default_hyperparameters as vqn_defaults
 from looprl.presets.builder import PresetBuilder
+from looprl.presets.classic_control.vsarsa import VSarsaClassicControlPreset
 
 default_hyperparameters: dict[str, Any] = dict(vqn_defaults)
 
 
-class VSarsaAtariPreset(OnlineAtariPreset):
+class VSarsaAtariPreset(OnlineAtariPreset, VSarsaClassicControlPreset):
     """Builds VSarsa agents."""
-
-    algorithm = "VSarsa"
-    update = "sarsa"
 
 
 vsarsa = PresetBuilder("vsarsa", default_hyperparameters, VSarsaAtariPreset)

@@ -60,6 +60,7 @@ class DQNClassicControlPreset(QPreset):
 
     parts = {"exploration": EXPLORATION, "update": UPDATES[:3],
              "buffer": ("uniform", "prioritized", "nstep")}
+    prioritized_part = "buffer='prioritized'"
 
     def _build(self, env: Any) -> nn.Module:
         hp = self.hyperparameters
@@ -74,9 +75,15 @@ class DQNClassicControlPreset(QPreset):
         return self.apex or self.hyperparameters["buffer"] == "prioritized"
 
     @property
+    def _nstep(self) -> bool:
+        return self.apex or self.hyperparameters["buffer"] == "nstep"
+
+    @property
     def n_step(self) -> int:
-        hp = self.hyperparameters
-        return hp["n_steps"] if self.apex or hp["buffer"] == "nstep" else 1
+        return self.hyperparameters["n_steps"] if self._nstep else 1
+
+    def idle(self) -> dict[str, str]:
+        return {**super().idle(), **({} if self._nstep else {"n_steps": "buffer='nstep'"})}
 
     def _policy(self, q: Any) -> DQNPolicy:
         """The exploring policy (Ape-X's rate, or the ``exploration`` policy), evaluating at

@@ -145,10 +145,8 @@ def mask_model(preset: Preset, view: Any) -> None:
         out = model(torch.zeros((1, *view.observation_space.shape), device=device))
     actions = out[0] if isinstance(out, tuple) else out
     if actions.shape[-1] != n:
-        raise ValueError(
-            f"Preset {preset.name!r} outputs shape {tuple(actions.shape)}, not one value per "
-            f"action ({n}); its actions cannot be masked"
-        )
+        raise ValueError(f"Preset {preset.name!r} outputs shape {tuple(actions.shape)}, not one "
+                         f"value per action ({n}); its actions cannot be masked")
     preset.model = MaskedModule(model, n)
 
 
@@ -178,8 +176,7 @@ class IndependentPresetBuilder(PresetBuilder):
                              f"1, got {hyperparameters['n_envs']} (raise n_steps for more rows "
                              "per update)")
         for builder in self._builders:  # type errors now rather than at build()
-            defaults = builder.hyperparameter_defaults
-            builder.hyperparameters(**{k: v for k, v in hyperparameters.items() if k in defaults})
+            _configured(builder, hyperparameters)
         return checked
 
     def _construct(self, device: str | torch.device) -> IndependentMultiagentPreset:
@@ -202,12 +199,17 @@ class IndependentPresetBuilder(PresetBuilder):
             if agent not in builder:
                 raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(builder)})")
             builder = builder[agent]
-        defaults = builder.hyperparameter_defaults
-        hyperparameters = {k: v for k, v in self._hyperparameters.items() if k in defaults}
-        if "n_envs" in defaults:
-            hyperparameters["n_envs"] = 1
-        builder = builder.hyperparameters(**hyperparameters).name(f"{self._name}.{agent}")
+        builder = _configured(builder, self._hyperparameters).name(f"{self._name}.{agent}")
         return builder.device(device).env(view).build()
+
+
+def _configured(builder: PresetBuilder, hyperparameters: dict[str, Any]) -> PresetBuilder:
+    """``builder`` with those of ``hyperparameters`` it has (``n_envs``: 1, one view each)."""
+    defaults = builder.hyperparameter_defaults
+    own = {k: v for k, v in hyperparameters.items() if k in defaults}
+    if "n_envs" in defaults:
+        own["n_envs"] = 1
+    return builder.hyperparameters(**own)
 
 
 #: ``independent(builders, name="independent")``
