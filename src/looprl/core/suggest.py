@@ -61,6 +61,11 @@ def is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
 
 
+def is_whole(value: Any) -> bool:
+    """Whether ``value`` is an integer (NumPy's too), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_positive(**values: Any) -> None:
     """A one-line ``ValueError`` for a value (not ``None``) that is not positive."""
     for name, value in values.items():

@@ -11,6 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from looprl.core.suggest import is_whole
 from looprl.environments.multiagent import MASK
 from looprl.environments.srl import Environment, StepResult, make
 
@@ -61,7 +62,7 @@ class _Checker:
         self.name, self.env, self.seed = env_name, env, seed
         self.rng = np.random.default_rng(seed)
         count = env.agent_count
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        if not is_whole(count) or count < 1:
             raise self.fail(f"agent_count must be a positive int, got {count!r}")
         self.n = int(count)
         self.obs_spaces = self._spaces("observation_spaces")

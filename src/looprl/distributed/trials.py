@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from looprl.core.suggest import is_whole
 from looprl.distributed.cluster import start_ray
 from looprl.distributed.config import RuntimeConfig
 from looprl.runners.trials import KeptAgent, Trial
@@ -26,8 +27,7 @@ class RayTrials:
     def __init__(self, parallel: int | None = None, address: str | None = None,
                  num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None):
         for name, value in (("trials_in_parallel", parallel), ("num_cpus", num_cpus)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
+            if value is not None and (not is_whole(value) or value < 1):
                 raise ValueError(f"runtime.{name} must be an integer >= 1 (or null), "
                                  f"got {value!r}")
         self.address, self.num_cpus, self.runtime_env = address, num_cpus, runtime_env

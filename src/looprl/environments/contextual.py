@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
@@ -166,7 +166,7 @@ def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] |
         raise ValueError(f"contexts must be a non-empty dict of instance id -> context, got "
                          f"{contexts!r}")
     for key in contexts:
-        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+        if not is_whole(key):
             raise ValueError(f"Instance ids must be integers, got {key!r}")
     return {int(key): full_context(env_id, ctx) for key, ctx in contexts.items()}
 
@@ -304,7 +304,7 @@ def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, flo
                     seed: int | None = None) -> dict[int, Context]:
     """``n`` instances (ids ``0..n-1``) with ``features`` drawn uniformly in their ``(low,
     high)`` ranges (within the features' bounds); the other features keep their defaults."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+    if not is_whole(n) or n < 1:
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
     ranges = {name: _check_range(env_id, name, span) for name, span in features.items()}
     order = [name for name in features_of(env_id) if name in ranges]

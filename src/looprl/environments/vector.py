@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -13,7 +12,7 @@ import torch
 
 from looprl.core import StateArray
 from looprl.core.state import as_observation
-from looprl.core.suggest import check_device
+from looprl.core.suggest import check_device, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import failure, unpack_hint
 from looprl.environments.gym_helpers import (
@@ -126,7 +125,7 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                 raise TypeError(f"GymVectorEnvironment takes an id, a function that makes a "
                                 f"gym.Env or a gymnasium.vector.VectorEnv, got "
                                 f"{type(env).__name__}")
-            if isinstance(n_envs, bool) or not isinstance(n_envs, numbers.Integral) or n_envs < 1:
+            if not is_whole(n_envs) or n_envs < 1:
                 raise TypeError(f"GymVectorEnvironment({env!r}, n_envs) needs the number of "
                                 f"copies n_envs as an int >= 1, got {n_envs!r}")
             n_envs = int(n_envs)  # (a NumPy integer too)

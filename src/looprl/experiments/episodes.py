@@ -4,7 +4,6 @@ plays episodes through the collector (``play_episodes``: every evaluation and wa
 from __future__ import annotations
 
 import math
-import numbers
 import random
 from collections.abc import Callable
 from typing import Any
@@ -14,9 +13,9 @@ import torch
 
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, is_whole
 
-__all__ = ["check_episodes", "dashboard", "is_whole", "play_episodes", "seed_everything",
+__all__ = ["check_episodes", "dashboard", "play_episodes", "seed_everything",
            "single_action"]
 
 
@@ -89,11 +88,6 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     finally:
         runner.max_episode_steps = own
     return played
-
-
-def is_whole(value: Any) -> bool:
-    """Whether ``value`` is an integer (NumPy's too), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0) -> None:

@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from looprl.core import ParallelPreset, Preset
-from looprl.core.suggest import is_number
+from looprl.core.suggest import is_number, is_whole
 from looprl.environments.multiagent import MultiagentEnvironment
-from looprl.experiments.episodes import is_whole
 from looprl.experiments.experiment import (
     Experiment,
     ParallelEnvExperiment,
