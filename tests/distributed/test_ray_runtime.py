@@ -159,7 +159,9 @@ def test_workers_that_start_too_slowly_are_one_line_that_says_so(local_ray):
     overloaded machine): the error says so, not to lower the number of actors."""
     with pytest.raises(RuntimeError, match=r"^worker\(s\) \[.*'actor0'.*\] did not start within "
                                            r"0.5s, although the cluster holds what the run "
-                                           r"reserves .*raise runtime.placement_timeout"):
+                                           r"reserves .*overloaded, or an actor's environment "
+                                           r"hangs in its first reset .*test_environment\); "
+                                           r"raise runtime.placement_timeout"):
         DistributedRun(ppo_spec(), runtime(actors=1, placement_timeout=0.5), frames=10**6,
                        logdir=None, quiet=True).run()
 

@@ -208,12 +208,14 @@ def build_distributed(cfg: Any, output_dir: str) -> Any:
     frames = runner.get("num_steps", cfg.frames)
     check_count(**{"runner.num_steps": frames})
     options = distributed_options(_plain(cfg.runtime))
-    builder, env, _ = _builder(cfg)
+    builder, env, held_out = _builder(cfg)  # (the app evaluates on the held-out set)
     seed_everything(cfg.seed)  # the initial weights every worker starts from
     preset = builder.env(env).device("cpu").build()
     components = make_components(cfg)
     check_curricula(cfg, env, components)
-    env.close()
+    for made in (env, held_out):
+        if made is not None:
+            made.close()
     return DistributedRun(preset, RuntimeConfig.from_dict(options), frames=frames,
                           logdir=output_dir, seed=cfg.seed, name=preset.name,
                           quiet=cfg.logging.quiet, resume_from=output_dir if cfg.resume else None,

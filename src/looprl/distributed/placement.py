@@ -105,11 +105,15 @@ class WorkerPool:
     def _not_placed(self, ray: Any, missing: list[str]) -> None:
         rt, free, total = self.runtime, ray.available_resources(), ray.cluster_resources()
         if rt.reserved_cpus() <= total.get("CPU", 0) and rt.reserved_gpus() <= total.get("GPU", 0):
+            actors = any(name.startswith(("actor", "eval")) for name in missing)
             raise RuntimeError(
                 f"worker(s) {missing} did not start within {rt.placement_timeout:g}s, although "
                 f"the cluster holds what the run reserves ({rt.reserved_cpus():g} CPUs, "
                 f"{rt.reserved_gpus():g} GPUs): its processes start slowly, so the machine may "
-                "be overloaded; raise runtime.placement_timeout or run when it is quieter")
+                "be overloaded" + (", or an actor's environment hangs in its first reset (an "
+                "actor makes and resets its env copies as it starts: try the environment with "
+                "looprl.distributed.test_environment)" if actors else "") +
+                "; raise runtime.placement_timeout or run when it is quieter")
         raise RuntimeError(
             f"the cluster did not place worker(s) {missing} within "
             f"{rt.placement_timeout:g}s: the run reserves {rt.reserved_cpus():g} CPUs and "
