@@ -113,3 +113,20 @@ def test_space_in_an_env_runner_plays_only_its_current_set():
             assert wrappers[episode.env].instance_id in space.current
             sizes.append(space.size)
     assert sizes[0] == 2 and {2, 4} <= set(sizes) and len(sizes) > 8
+
+
+def test_a_resumed_env_runner_plays_the_loaded_set():
+    """A Ray actor of a resumed run starts SPaCE from the checkpoint's state (``meta_state``):
+    its new env copies, which hold every instance, play the loaded set only (they played all)."""
+    from looprl.collector import EnvRunner
+
+    contexts = sample_contexts("CartPole-v1", 6, {"length": (0.2, 1.0)}, seed=0)
+    _, env_args = ContextualEnvironment("CartPole-v1", contexts).remote_env()
+    saved = SPaCE(initial_size=2, measure="return")
+    EnvRunner("contextual", env_args, n_envs=2, segment_length=None, meta=[saved], seed=0)
+    saved.current.append(5)  # (the set grew in the first run)
+    resumed = SPaCE(initial_size=2, measure="return")
+    runner = EnvRunner("contextual", env_args, n_envs=2, segment_length=None, meta=[resumed],
+                       seed=1, meta_state=[saved.state_dict()])
+    assert resumed.current == [0, 1, 5]
+    assert [w.instance_ids for w in contextual_envs(runner.envs)] == [[0, 1, 5]] * 2

@@ -154,3 +154,18 @@ def test_a_resumed_run_takes_its_own_logging_settings(small_ppo, tmp_path):
     runner.resume(checkpoint)  # (looprl run --resume RUN logging.quiet=false ...)
     assert runner.experiment.quiet is False and runner.experiment.logger.verbose is False
     runner.close()
+
+
+def test_each_new_agent_starts_its_meta_components_as_given(small_ppo):
+    """(Was: every agent of a runner, and so every trial of a search, ran the same component
+    objects: the second went on from the first's state, e.g. RND's networks and counts.)"""
+    from tests.configs.user_parts import StepCounter
+
+    given, on_builder = StepCounter(), StepCounter()
+    runner = Runner(small_ppo.meta(on_builder), "CartPole-v1", meta=[given], quiet=True)
+    for _ in range(2):
+        runner.new_agent(train_steps=128)
+        runner.train(64)
+        first, second = runner.experiment.hub.stack.components
+        assert first.start == second.start == 0 and first.steps >= 16  # (4 copies a step)
+    assert given.steps == on_builder.steps == 0 and first is not on_builder

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HP_RANGES", "RANGES", "Range", "check_ranges", "range_of"]
+__all__ = ["HP_RANGES", "PRESET_RANGES", "RANGES", "Range", "check_ranges", "range_of"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,7 @@ WHOLE = Range(0, whole=True, text="a whole number >= 0")
 RANGES: dict[str, Range] = {
     **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature", "eps",
                      "clip", "temperature", "sigma", "ez_mu"), POSITIVE),
-    # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's temperature, whose
-    # ``Temperature`` refuses 0)
+    # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's: ``PRESET_RANGES``)
     **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise", "alpha",
                      "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),
     **dict.fromkeys(("discount_factor", "lam", "beta", "epsilon", "initial_exploration",
@@ -72,19 +71,24 @@ HP_RANGES: dict[str, Range] = {
 }
 
 
-def range_of(name: str) -> Range | None:
-    """The valid values of a preset hyperparameter or an ``hp/*`` key (``hp/lr/NAME``:
+#: preset (its builder's name) -> the hyperparameters whose range differs there from ``RANGES``
+PRESET_RANGES: dict[str, dict[str, Range]] = {"sac": {"alpha": POSITIVE}}  # (the temperature)
+
+
+def range_of(name: str, preset: str = "") -> Range | None:
+    """The valid values of a hyperparameter of ``preset`` or an ``hp/*`` key (``hp/lr/NAME``:
     ``hp/lr``'s); ``None``: any."""
     if name.startswith("hp/"):
         return HP_RANGES.get("hp/lr" if name.startswith("hp/lr/") else name)
-    return RANGES.get(name)
+    return PRESET_RANGES.get(preset, {}).get(name, RANGES.get(name))
 
 
 def check_ranges(hyperparameters: dict[str, Any], owner: str = "") -> None:
-    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range."""
+    """A one-line ``ValueError`` for the first of ``hyperparameters`` outside its range (that of
+    ``owner``, a preset builder's name: ``range_of``)."""
     of = f" of {owner}" if owner else ""
     for key, value in hyperparameters.items():
-        valid = RANGES.get(key)
+        valid = range_of(key, owner)
         if valid is not None and not valid.holds(value):
             infinite = isinstance(value, float) and not math.isfinite(value)
             bounded = math.isfinite(valid.low) or math.isfinite(valid.high)

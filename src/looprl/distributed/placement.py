@@ -28,6 +28,7 @@ class WorkerPool:
         self.workers: dict[str, Any] = {}
         self.runs: dict[str, Any] = {}
         self.pids: dict[str, int] = {}
+        self.meta_state: dict[int, Any] = {}  # each actor's latest (``actors_meta_state``)
         self.trainers = ["trainer"] + [f"trainer{rank}" for rank in range(1, runtime.trainers)]
         self._rendezvous: list[str] = []  # rendezvous files of the trainer groups
         self._prefix = f"looprl-{uuid.uuid4().hex[:12]}-"
@@ -39,7 +40,8 @@ class WorkerPool:
         and start the loops; ``RuntimeError`` if the cluster cannot place them within
         ``runtime.placement_timeout`` seconds, or one failed to start."""
         import ray
-        self._create(run_dir, seed, frames, meta_state or {})
+        self.meta_state = dict(meta_state or {})
+        self._create(run_dir, seed, frames, self.meta_state)
         self._wait_placed(ray)
         self.form_trainer_group()
         for name in self.workers:
@@ -162,10 +164,18 @@ class WorkerPool:
                            self.result.trainer_steps)
 
     def actors_meta_state(self) -> dict[int, Any]:
-        """Each training actor's ``components_state()`` (but for those that did not answer)."""
-        states = _answers({int(n.removeprefix("actor")): worker.components_state.remote(10.0)
-                           for n, worker in self.workers.items() if n.startswith("actor")})
-        return {index: state for index, state in states.items() if state is not None}
+        """Each training actor's ``components_state()``; for one that does not answer within
+        10 s, its latest (a warning)."""
+        actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
+                  if n.startswith("actor")}
+        states = _answers({i: actor.components_state.remote(10.0) for i, actor in actors.items()})
+        for index in actors:
+            if states.get(index) is None:
+                logger.warning("actor %d did not hand over its meta components' state in time: "
+                               "the checkpoint keeps its earlier one", index)
+            else:
+                self.meta_state[index] = states[index]
+        return dict(self.meta_state)
 
     def ask_trainer(self, method: str) -> Any:
         """Trainer 0's answer to ``method`` within 60 s (else ``ray.exceptions.RayError``)."""

@@ -426,7 +426,7 @@ def _states_of(meta: list[Any], copies: int, saved: list[tuple[str, Any]] | None
                index: int) -> list[Any]:
     """The ``state_dict``s of an actor's ``copies`` copies of ``meta`` from its ``saved``
     ``components_state`` (a warning and none if it was of other components)."""
-    if not saved:
+    if not saved or not meta:
         return []
     names = [type(component).__name__ for component in meta] * copies
     if [name for name, _ in saved] != names:

@@ -29,6 +29,7 @@ class SPaCE(MetaComponent):
 
     shown = ("initial_size", "increment", "eta", "check_every", "measure")
     state_attributes = ("contexts", "current", "history", "last", "_window", "_episodes")
+    _placed = False  # ``_write`` gave the environment's copies the set (not a state attribute)
 
     def __init__(self, initial_size: int = 1, increment: int = 1, eta: float = 0.1,
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
@@ -81,10 +82,12 @@ class SPaCE(MetaComponent):
         return [instances[j] for j in np.argsort(-values, kind="stable")]
 
     def setup(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """At the first call: the initial set, written to every copy."""
+        """At the first call: the initial set (or the one a checkpoint's state loaded: a Ray
+        actor's new copies hold every instance), written to every copy."""
         if not self.contexts:
             self.contexts = contextual_envs(metrics["env"])[0].contexts
             self.current = self._by_value(metrics, list(self.contexts))[: self.initial_size]
+        if not self._placed:
             self._write(metrics)
         metrics["log/space/instance_set_size"] = self.size
         return metrics
@@ -126,3 +129,4 @@ class SPaCE(MetaComponent):
         subset = {i: self.contexts[i] for i in self.current}
         for wrapper in contextual_envs(metrics["env"]):
             wrapper.set_instance_set(subset)
+        self._placed = True

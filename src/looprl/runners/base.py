@@ -12,6 +12,7 @@ both sets'.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import time
@@ -90,6 +91,8 @@ class Runner:
                             f"id, got {type(env).__name__}")
         self.test_env, self.seed, self.logdir = test_env, int(seed), logdir
         self.meta, self.quiet = tuple(meta), quiet
+        # each new agent's components start as given (a trial does not go on from the last's)
+        self._fresh_meta = copy.deepcopy((getattr(self.builder, "_meta", ()), self.meta))
         self.eval_episodes = whole(eval_episodes, "eval_episodes (looprl run's test_episodes)")
         if self.scores and self.eval_episodes == 0:
             raise ValueError(f"runner={self.name} scores each {self.scores} by its evaluation "
@@ -120,16 +123,18 @@ class Runner:
 
     def new_agent(self, hyperparameters: dict[str, Any] | None = None,
                   train_steps: float = math.inf, logged: bool = True) -> None:
-        """Build a fresh, seeded agent with the preset ``hyperparameters`` overridden; its
+        """Build a fresh, seeded agent with the preset ``hyperparameters`` overridden and fresh
+        copies of the meta components (the preset builder's and ``meta``, as given); its
         schedules anneal over ``train_steps``. ``logged=False``: no run directory."""
         self.close()
         builder = self.builder.hyperparameters(**(hyperparameters or {}))
         seed_everything(self.seed)
         self.preset = builder.env(self.env).build()
+        self.preset.meta, meta = copy.deepcopy(self._fresh_meta)
         self.experiment = make_experiment(
             self.preset, self.env, train_steps=train_steps, quiet=self.quiet,
             logger=self._logger() if logged else MemoryLogger(), seed=self.seed,
-            meta=self.meta, verbose=self.verbose, checkpoint_every=self.checkpoint_every,
+            meta=meta, verbose=self.verbose, checkpoint_every=self.checkpoint_every,
             checkpoint_replay=self.checkpoint_replay, keep_checkpoints=self.keep_checkpoints)
 
     def configure(self, values: dict[str, Any], train_steps: float = math.inf,

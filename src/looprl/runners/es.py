@@ -84,7 +84,8 @@ class ESRunner(Runner):
         self.new_agent(train_steps=self._budget(), logged=not self.fresh_agents)
         current = {**self.preset.hyperparameters,
                    **{key: h.get() for key, h in self.hyperparameters().items()}}
-        self.dimensions = parse_search_space(targets, current, self.preset.name) if targets else []
+        self.dimensions = (parse_search_space(targets, current, self.builder.default_name)
+                           if targets else [])
         for dimension in self.dimensions:
             if dimension.kind == "categorical":
                 raise SearchSpaceError(f"ES searches numeric ranges; {dimension.name!r} is "

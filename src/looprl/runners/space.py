@@ -74,7 +74,8 @@ def search_mapping(value: Any, argument: str, example: str = "lr") -> dict[str, 
 def parse_search_space(space: Mapping[str, Any], current: Mapping[str, Any],
                        owner: str = "the preset") -> list[Dimension]:
     """Check ``space`` and return one ``Dimension`` per entry; ``current``: every searchable
-    name with its current value, ``owner``: what the names belong to (for messages).
+    name with its current value, ``owner``: what the names belong to (for messages; a
+    preset builder's name: its ranges, ``range_of``).
 
     Raises:
         SearchSpaceError: an unknown name, type or spec key, an empty range, a log range
@@ -96,9 +97,9 @@ def _dimension(name: str, spec: Any, current: Mapping[str, Any], owner: str) -> 
     if kind not in TYPES:
         raise _entry_error(name, f"unknown type {kind!r}; valid types: {', '.join(TYPES)}")
     if kind == "categorical":
-        return _categorical(name, spec)
+        return _categorical(name, spec, owner)
     _check_kind(name, kind, default)
-    return _numeric(name, kind, spec)
+    return _numeric(name, kind, spec, owner)
 
 
 def _entry_error(name: str, problem: str) -> SearchSpaceError:
@@ -142,7 +143,7 @@ def float_range(name: str, spec: Any) -> Dimension:
     return _numeric(name, "float", _as_dict(name, spec))
 
 
-def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
+def _numeric(name: str, kind: str, spec: Mapping[str, Any], owner: str = "") -> Dimension:
     if "low" not in spec or "high" not in spec:
         raise _entry_error(name, f"a {kind} range needs 'low' and 'high'")
     low, high, log = spec["low"], spec["high"], spec.get("log", False)
@@ -157,7 +158,7 @@ def _numeric(name: str, kind: str, spec: Mapping[str, Any]) -> Dimension:
         raise _entry_error(name, f"a log range needs low > 0, got {low!r}")
     if kind == "int" and not (float(low).is_integer() and float(high).is_integer()):
         raise _entry_error(name, f"an int range needs int bounds, got {low!r} and {high!r}")
-    _check_values(name, (low, high))
+    _check_values(name, (low, high), owner)
     return Dimension(name, kind, low, high, log, _step(name, kind, spec, high - low))
 
 
@@ -178,19 +179,19 @@ def _step(name: str, kind: str, spec: Mapping[str, Any], width: float) -> float 
     return int(step) if kind == "int" else float(step)
 
 
-def _check_values(name: str, values: Any) -> None:
+def _check_values(name: str, values: Any, owner: str) -> None:
     """Every value of the entry (a range's bounds, the choices) is one ``name`` can take
     (``looprl.core.ranges``), not a search that fails at the first value outside."""
-    valid = range_of(name)
+    valid = range_of(name, owner)
     for value in values:
         if valid is not None and not valid.holds(value):
             raise _entry_error(name, f"{name} must be {valid.text}, got {value!r}")
 
 
-def _categorical(name: str, spec: Mapping[str, Any]) -> Dimension:
+def _categorical(name: str, spec: Mapping[str, Any], owner: str) -> Dimension:
     choices = spec.get("choices")
     if not isinstance(choices, (list, tuple)) or not choices:
         raise _entry_error(name, f"a categorical entry needs a non-empty list of 'choices', "
                                  f"got {choices!r}")
-    _check_values(name, choices)
+    _check_values(name, choices, owner)
     return Dimension(name, "categorical", choices=tuple(choices))
