@@ -153,6 +153,15 @@ def test_create_classic_control_environment() -> None:
     assert env.state is state and env.done is False
 
 
+def test_environment_properties_for_state_and_reward() -> None:
+    # "We add properties to the environment for state, reward, etc."
+    env = GymEnvironment("CartPole-v1", seed=0)
+    env.reset()
+    assert env.reward == 0.0
+    env.step(0)
+    assert env.reward == env.state.reward == 1.0
+
+
 def test_atari_environment_example() -> None:
     pytest.importorskip("ale_py", reason="the 'atari' extra is not installed")
     from looprl.environments import AtariEnvironment
@@ -167,6 +176,20 @@ def test_mujoco_environment_example() -> None:
 
     env = MujocoEnvironment("HalfCheetah-v4")
     assert env.reset().observation.shape == (17,)
+
+
+def test_control_loop_renders_the_mujoco_environment_as_written() -> None:
+    pytest.importorskip("mujoco", reason="the 'mujoco' extra is not installed")
+    from looprl.environments import MujocoEnvironment
+
+    env = MujocoEnvironment("HalfCheetah-v4")
+    # initialize the environment
+    env.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rendering without a render_mode warns
+        for _timesteps in range(3):
+            assert env.render() is None  # (MuJoCo's own render raised without a render_mode)
+            env.step(torch.zeros(6))
 
 
 def test_control_loop_with_preset_agent() -> None:

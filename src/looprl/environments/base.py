@@ -92,6 +92,11 @@ class Environment(_Spaces):
         """Whether the current episode has ended (terminated or truncated)."""
         return bool(self.state.done)
 
+    @property
+    def reward(self) -> Any:
+        """The reward of the last step (0 after a reset): the current ``state.reward``."""
+        return self.state.reward
+
     def render(self, **kwargs: Any) -> Any:
         """Render the environment (if it was created with a ``render_mode``)."""
 

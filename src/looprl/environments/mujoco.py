@@ -49,3 +49,12 @@ class MujocoEnvironment(GymEnvironment):
         if isinstance(env, str) and not re.search(r"-v\d+$", env):
             env = f"{env}-{DEFAULT_VERSION}"
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
+
+    def render(self, **kwargs: Any) -> Any:
+        """Its ``render_mode``'s frame or window; without one ``None`` and a warning, as for
+        Gymnasium's other environments (MuJoCo's own ``render()`` would raise)."""
+        if getattr(self.env, "render_mode", None) is None:
+            gym.logger.warn(f"{self.name}.render() does nothing: create it with "
+                            "render_mode='human' (a window) or 'rgb_array' (frames)")
+            return None
+        return super().render(**kwargs)
