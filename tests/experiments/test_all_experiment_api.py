@@ -85,3 +85,26 @@ def test_save_freq_and_alls_positional_order(tmp_path) -> None:
     experiment = MultiagentEnvExperiment(preset, game, str(tmp_path / "zoo"), quiet=True)
     assert experiment.name == preset.name and (tmp_path / "zoo").is_dir()
     experiment.close()
+
+
+def test_a_preset_in_an_environment_of_other_spaces_is_one_line(tmp_path) -> None:
+    """A preset built for one environment, run or tested in one of other spaces, was torch's
+    'mat1 and mat2 shapes cannot be multiplied' (a continuous PPO's training, any test)."""
+    from looprl.experiments import ParallelEnvExperiment
+    from looprl.presets.continuous import ppo
+
+    pendulum, cartpole = GymEnvironment("Pendulum-v1"), GymEnvironment("CartPole-v1")
+    preset = ppo.hyperparameters(n_envs=2, n_steps=8, minibatch_size=8, hidden=8).env(
+        pendulum).device("cpu").build()
+    match = r"built for Pendulum-v1 .*Box\(3,\), Box\(1,\)\), CartPole-v1 has Box\(4,\)"
+    with pytest.raises(ValueError, match=match):
+        run_experiment(preset, cartpole, 20, logdir=str(tmp_path), quiet=True, test_episodes=1)
+    experiment = ParallelEnvExperiment(preset, pendulum, logdir=str(tmp_path), quiet=True)
+    with pytest.raises(ValueError, match=match):
+        experiment.test(episodes=1, env=cartpole)
+    experiment.close()
+    env = GymEnvironment("CartPole-v1")
+    experiment = SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), quiet=True)
+    with pytest.raises(ValueError, match="Box\\(4,\\), Discrete\\(2\\)\\), Pendulum-v1 has"):
+        experiment.test(episodes=1, env=pendulum)
+    experiment.close()

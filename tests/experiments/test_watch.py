@@ -47,7 +47,7 @@ def test_a_preset_watched_in_an_environment_of_other_spaces_is_one_line(tmp_path
 
     preset = dqn.env(GymEnvironment("CartPole-v1")).hyperparameters(hidden=8).build()
     preset.save(str(tmp_path / "preset.pt"))
-    with pytest.raises(ValueError, match=r"trained on CartPole-v1 .*Box\(4,\), Discrete\(2\)\), "
+    with pytest.raises(ValueError, match=r"built for CartPole-v1 .*Box\(4,\), Discrete\(2\)\), "
                        r"Acrobot-v1 has Box\(6,\), Discrete\(3\)"):
         watch.load_and_watch(tmp_path / "preset.pt", GymEnvironment("Acrobot-v1"))
     assert cli(["watch", str(tmp_path), "--env", "Acrobot-v1", "--gif",

@@ -15,7 +15,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult, StateArray
 from looprl.core.suggest import check_count, is_whole
 
-__all__ = ["check_episodes", "dashboard", "play_episodes", "seed_everything",
+__all__ = ["check_episodes", "check_spaces", "dashboard", "play_episodes", "seed_everything",
            "single_action"]
 
 
@@ -95,3 +95,26 @@ def check_episodes(episodes: Any, caller: str = "play_episodes", least: int = 0)
     if not is_whole(episodes) or episodes < least:
         raise ValueError(f"{caller} plays a whole number of episodes >= {least}, got "
                          f"{episodes!r:.40}")
+
+
+def check_spaces(preset: Any, env: Any) -> Any:
+    """``env``; a one-line ``ValueError`` if its observations or actions are not of the kind and
+    shape of those ``preset`` was built for (``preset.env_spaces``; unknown: no check)."""
+    spaces = getattr(preset, "env_spaces", None)
+    if spaces is None or not hasattr(env, "observation_space"):
+        return env
+    trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
+    if trained != given:
+        name = getattr(env, "name", type(env).__name__)
+        raise ValueError(f"The preset was built for {preset.env_name} (observations, actions: "
+                         f"{', '.join(trained)}), {name} has {', '.join(given)}: use it "
+                         "in an environment of the same spaces (for looprl watch: its own, "
+                         "without --env)")
+    return env
+
+
+def _shapes(spaces: tuple[Any, Any]) -> list[str]:
+    """``['Box(4,)', 'Discrete(2)']``: the kind and shape (or size) of each space."""
+    return [f"{type(space).__name__}({space.n})" if hasattr(space, "n")
+            else f"{type(space).__name__}{tuple(getattr(space, 'shape', None) or ())}"
+            for space in spaces]

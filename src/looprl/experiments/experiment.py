@@ -24,6 +24,7 @@ from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (
     check_episodes,
+    check_spaces,
     dashboard,
     play_episodes,
     seed_everything,
@@ -121,7 +122,7 @@ class Experiment:
                  logger: Any = None, seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
                  keep_checkpoints: int | None = None):
-        self.vector_env = self._vector_env(preset, env)
+        self.vector_env = self._vector_env(preset, check_spaces(preset, env))
         self.runner: EnvRunner | None = None  # made by the first train()
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
@@ -285,7 +286,7 @@ class Experiment:
         agent = self._test_agent()
         given = env is not None
         copies = max(1, min(self.vector_env.n_envs, episodes))
-        env = env.duplicate(copies) if given else self._test_env(copies)
+        env = check_spaces(self.preset, env).duplicate(copies) if given else self._test_env(copies)
         if env is self.vector_env and self.runner is not None:
             self.runner.truncate()  # training resumes with new episodes
         seeded = self.seed is not None and (given or self.seeded_test)

@@ -25,7 +25,12 @@ from looprl.core.suggest import check_positive
 from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
-from looprl.experiments.episodes import check_episodes, play_episodes, single_action
+from looprl.experiments.episodes import (
+    check_episodes,
+    check_spaces,
+    play_episodes,
+    single_action,
+)
 from looprl.experiments.multiagent import game
 from looprl.presets import load_preset
 from looprl.presets.catalog import make_env, rendering
@@ -81,29 +86,17 @@ def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     by ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
     build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id)
     env, window = render_env(build, window and shows_in_window(preset))
-    check_spaces(preset, env)
+    _check_spaces(preset, env)
     return env, window
 
 
-def check_spaces(preset: Any, env: Any) -> None:
-    """A one-line ``ValueError`` (``env`` closed) if ``env``'s observations or actions are not
-    of the kind and shape of those ``preset`` was trained on."""
-    spaces = getattr(preset, "env_spaces", None)
-    if spaces is None or not hasattr(env, "observation_space"):
-        return
-    trained, given = map(_shapes, (spaces, (env.observation_space, env.action_space)))
-    if trained != given:
+def _check_spaces(preset: Any, env: Any) -> None:
+    """``check_spaces``, ``env`` closed if it fails."""
+    try:
+        check_spaces(preset, env)
+    except ValueError:
         env.close()
-        raise ValueError(f"The preset was trained on {preset.env_name} (observations, actions: "
-                         f"{', '.join(trained)}), {env.name} has {', '.join(given)}: watch it "
-                         "in an environment of the same spaces (its own, without --env)")
-
-
-def _shapes(spaces: tuple[Any, Any]) -> list[str]:
-    """``['Box(4,)', 'Discrete(2)']``: the kind and shape (or size) of each space."""
-    return [f"{type(space).__name__}({space.n})" if hasattr(space, "n")
-            else f"{type(space).__name__}{tuple(getattr(space, 'shape', None) or ())}"
-            for space in spaces]
+        raise
 
 
 def draws_window(env: Any) -> bool:
@@ -194,7 +187,7 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
                    ) -> tuple[list[float] | list[dict[str, float]], Path | None]:
     """``watch`` the test agent of the preset saved at ``filename`` (default: forever)."""
     preset = load_preset(str(filename), device=getattr(env, "device", None))
-    check_spaces(preset, env)
+    _check_spaces(preset, env)
     return watch(preset.test_agent(), env, fps=fps, n_episodes=n_episodes, **options)
 
 
