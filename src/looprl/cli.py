@@ -139,7 +139,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         module = importlib.import_module(f"looprl.presets.{family}")
         summary = (module.__doc__ or "").strip().splitlines()[0].replace("``", "")
         print(f"{family}: {', '.join(sorted(module.__all__))}  ({summary})")
-    print("\nlooprl train FAMILY.NAME ENV (a bare NAME is classic_control); "
+    print("\nlooprl train FAMILY.NAME ENV (a bare NAME: the first family above that has it); "
           "looprl list NAME shows its hyperparameters")
     return 0
 
@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(func=cmd_list)
     plot = sub.add_parser("plot", help="plot returns100.csv of every run under RUNS_DIR")
     plot.add_argument("runs_dir", nargs="?", default="runs")
-    plot.add_argument("--timesteps", type=int, default=-1, help="plot frames up to this "
+    plot.add_argument("--timesteps", type=number(1), default=-1, help="plot frames up to this "
                       "(default: all)")
     plot.set_defaults(func=cmd_plot)
     watch = sub.add_parser("watch", help="play a saved preset (window, or a GIF without display)")
