@@ -348,7 +348,8 @@ def _cut_long(runner: EnvRunner, stepped: np.ndarray) -> None:
     long = stepped & ~copies.over & (copies.lengths >= cap)
     if long.any():
         log.warning("an episode of %s ran %d steps without ending: cut there (the cap: "
-                    "max_episode_steps, by default the env's time limit, else %d)",
+                    "max_episode_steps, by default the env's time limit, else %d; looprl watch: "
+                    "--max-steps)",
                     copies.name, cap, DEFAULT_EPISODE_CAP)
         copies.over |= long
         copies.report(runner, long)
