@@ -425,15 +425,18 @@ def test_sync_sampling_with_max_lag_0_keeps_every_segment() -> None:
     from looprl.distributed.pipeline import collect, trainer_core
     from looprl.distributed.trainer_worker import kept_lag
 
+    torch.manual_seed(0)
     spec = ppo_spec()
     spec.buffer_args = {"batch_streams": 2}
     policy = spec.make_policy()
     core = trainer_core(spec, policy, max_lag=kept_lag(RuntimeConfig(sync=True, max_lag=0)))
     runner = EnvRunner(spec.make_env, None, 2, 4, policy.default_policy_state, policy=policy)
+    sent = 0
     while runner.frames < 48:
         collect(runner, policy)
         for segment in runner.segments():
             core.put(segment)
+            sent += segment.reward.shape[1]  # (streams)
         core.train()
-    assert policy.version >= 3 and core.received == 12 and core.dropped == 0
+    assert policy.version >= 3 and sent >= 10 and core.received == sent and core.dropped == 0
     assert kept_lag(RuntimeConfig(max_lag=0)) == 0  # (asynchronous: as set)
