@@ -171,6 +171,7 @@ def test_too_few_cpus_for_the_workers_says_to_raise_num_cpus_not_lower_it() -> N
     (["watch", "somewhere", "--fps", "0"], "--fps: must be a finite number > 0"),
     (["watch", "somewhere", "--episodes", "0"], "--episodes: must be a whole number >= 1"),
     (["plot", "runs", "--timesteps", "0"], "--timesteps: must be a whole number >= 1"),
+    (["plot", "/nonexistent/runs"], "no directory /nonexistent/runs: give the one looprl"),
     (["train", "ppo"], "looprl train: error: the following arguments are required"),
     (["bogus"], "invalid choice: 'bogus'"),
 ])

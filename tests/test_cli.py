@@ -387,3 +387,18 @@ def test_watch_best_of_a_run_without_evaluations_says_how_to_keep_one(
     assert line == (f"looprl: error: No best_preset.pt in {tmp_path}: a run keeps its best agent "
                     "when it evaluates during training (looprl run runner.eval_every=N; "
                     "OnlineRunner(eval_every=N))")
+
+
+def test_watch_the_logs_directory_of_a_looprl_run(
+    trained: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``looprl run`` keeps ``preset.pt`` at its top, its logs in ``ALGORITHM/ENV/``: watching
+    the latter finds it (was: "No saved preset at .../ALGORITHM/ENV/preset.pt")."""
+    monkeypatch.setattr(looprl.environments, "GymEnvironment", _FakeRenderEnv)
+    logs = tmp_path / "run" / "ppo" / "CartPole-v1"
+    logs.mkdir(parents=True)
+    shutil.copy(trained[0] / "ppo" / "CartPole-v1" / "preset.pt", tmp_path / "run")
+    gif = tmp_path / "out.gif"
+    assert main(["watch", str(logs), "--max-steps", "5", "--gif", str(gif)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("episode 1: return ")

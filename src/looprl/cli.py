@@ -183,6 +183,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         from looprl.presets import load_preset
         name = "best_preset.pt" if args.best else "preset.pt"
         preset_file = run_dir / name if run_dir.is_dir() else run_dir
+        above = run_dir.parent.parent / name  # (looprl run's: its logs in ALGORITHM/ENV/)
+        if run_dir.is_dir() and not preset_file.exists() and above.exists():
+            preset_file = above
         if not preset_file.exists() and args.best and run_dir.is_dir():
             raise FileNotFoundError(f"No {name} in {run_dir}: a run keeps its best agent when "
                                     "it evaluates during training (looprl run "

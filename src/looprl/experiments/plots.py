@@ -104,6 +104,9 @@ def _load_run(path: Path) -> _Run | None:
 
 def _load_runs(runs_dir: Path) -> list[_Run]:
     """Every run under ``runs_dir`` that has data."""
+    if not runs_dir.is_dir():
+        raise FileNotFoundError(f"no directory {runs_dir!s}: give the one looprl train or "
+                                "looprl run wrote its runs in (by default runs)")
     paths = sorted(runs_dir.rglob("returns100.csv"))
     if not paths:
         raise FileNotFoundError(f"no returns100.csv found under runs directory {runs_dir!s}")
