@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_count, check_positive
+from looprl.core.suggest import check_count, check_positive, is_number
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -120,7 +120,7 @@ class RND(MetaComponent):
                              f"nn.Module or one of: {', '.join(names)}")
         check_count(update_every=update_every, gradient_steps=gradient_steps,
                     batch_size=batch_size, buffer_size=buffer_size, feature_dim=feature_dim)
-        if not math.isfinite(float(internal_reward_weight)):
+        if not (is_number(internal_reward_weight) and math.isfinite(internal_reward_weight)):
             raise ValueError(f"internal_reward_weight must be a finite number, got "
                              f"{internal_reward_weight!r}")
         self.internal_reward_weight, self.normalize = float(internal_reward_weight), normalize

@@ -113,6 +113,11 @@ class PresetBuilder:
         MetaStack(components)  # TypeError now for anything that is not a MetaComponent
         return self._preset_builder(meta=self._meta + components)
 
+    @property
+    def components(self) -> tuple[Any, ...]:
+        """The meta components ``meta()`` attached, in their order."""
+        return self._meta
+
     def name(self, name: str) -> PresetBuilder:
         """Set the preset's display name."""
         return self._preset_builder(name=name)

@@ -92,7 +92,7 @@ class Runner:
         self.test_env, self.seed, self.logdir = test_env, int(seed), logdir
         self.meta, self.quiet = tuple(meta), quiet
         # each new agent's components start as given (a trial does not go on from the last's)
-        self._fresh_meta = copy.deepcopy((getattr(self.builder, "_meta", ()), self.meta))
+        self._fresh_meta = copy.deepcopy((getattr(self.builder, "components", ()), self.meta))
         self.eval_episodes = whole(eval_episodes, "eval_episodes (looprl run's test_episodes)")
         if self.scores and self.eval_episodes == 0:
             raise ValueError(f"runner={self.name} scores each {self.scores} by its evaluation "
