@@ -10,6 +10,8 @@ import os
 import pytest
 import torch
 
+from looprl.core.suggest import WARNED
+
 # a local Ray instance listens on 127.0.0.1 only (Ray reads this when it is imported; a test
 # module that imports Ray before looprl.distributed, which sets it too, must find it set)
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -21,6 +23,12 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _warnings_heard_anew():
+    """Each test hears the warnings ``warn_once`` gave in an earlier test of its process."""
+    WARNED.clear()
 
 
 #: the tests that start a Ray instance (per module, or Ray Tune's): under ``make test``'s

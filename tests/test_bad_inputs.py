@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from looprl.agents.sac import Temperature
 from looprl.core import Policy
 from looprl.core.files import load_file
 from looprl.environments import GymEnvironment, StepResult
@@ -176,6 +177,9 @@ def test_a_minibatch_larger_than_its_data(caplog: pytest.LogCaptureFixture) -> N
     (warning,) = [r.getMessage() for r in caplog.records if "minibatch_size" in r.getMessage()]
     assert "minibatch_size=512 is larger than the 256 rows" in warning and "\n" not in warning
     assert preset.hyperparameters["minibatch_size"] == 256
+    caplog.clear()  # (a second preset, e.g. a search's next trial, does not say it again)
+    ppo.env(env).hyperparameters(minibatch_size=512).device("cpu").build()
+    assert not [r for r in caplog.records if "minibatch_size" in r.getMessage()]
     agent = preset.agent()
     assert agent.trainer.minibatch_size == 256
     caplog.clear()
@@ -395,4 +399,16 @@ def test_a_fraction_where_a_count_belongs_is_one_line(make) -> None:
     """Counts (steps, periods, sizes) are whole numbers >= 1: 0.5 would become 0 (a division
     by zero later) or stay a fraction."""
     with pytest.raises(ValueError, match=r"must be positive \(a whole number\), got (0\.5|2\.5)"):
+        make()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ExperienceReplayBuffer(None),
+    lambda: NetworkReset(every=None),
+    lambda: Temperature(None),
+], ids=["replay size", "reset every", "sac temperature"])
+def test_none_where_a_number_belongs_is_one_line(make) -> None:
+    """``None`` is no size, period or temperature (``Temperature(None)`` raised math.log's
+    TypeError, the others failed later)."""
+    with pytest.raises(ValueError, match=r"must be positive.*got None"):
         make()

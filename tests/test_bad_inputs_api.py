@@ -180,6 +180,18 @@ def test_builder_env_refuses_what_is_no_environment(env):
     assert "Gymnasium id" in one_line(error)
 
 
+@pytest.mark.parametrize("builder", [dqn, ppo])
+def test_agents_refuse_a_state_of_another_environment(builder):
+    """A state of the wrong width is one line naming its shape (torch's error said matrices
+    could not be multiplied), from the evaluation agent and the training agent alike."""
+    preset = builder.env("CartPole-v1").device("cpu").build()
+    for agent in (preset.test_agent(), preset.agent()):
+        with pytest.raises(ValueError) as error:
+            agent.act(State({"observation": torch.zeros(5), "reward": 0.0, "done": False}))
+        assert "cannot act on an observation of shape (5,)" in one_line(error)
+    assert preset.test_agent().act(State(torch.zeros(4))).shape == ()  # (the right width)
+
+
 # -- AlgorithmSpec -------------------------------------------------------------------------
 @pytest.mark.parametrize("kind, name, suggestion", [
     ("trainer", "ppoo", "ppo"), ("policy", "actor-critc", "actor-critic"),

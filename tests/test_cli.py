@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import shutil
@@ -402,3 +403,27 @@ def test_watch_the_logs_directory_of_a_looprl_run(
     gif = tmp_path / "out.gif"
     assert main(["watch", str(logs), "--max-steps", "5", "--gif", str(gif)]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("episode 1: return ")
+
+
+def test_watch_finds_the_one_run_below_and_names_the_module_of_an_env_it_cannot_make(
+    trained: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``run_experiment``'s logdir holds ``ALGORITHM/ENV/``: watching it finds the run (was
+    "No saved preset at LOGDIR/preset.pt"), and refuses a choice among several. A run on an id
+    the user's code registered says how to give it (was: "Unknown environment" alone)."""
+    monkeypatch.setattr(looprl.environments, "GymEnvironment", _FakeRenderEnv)
+    gif = tmp_path / "out.gif"
+    assert main(["watch", str(trained[0]), "--max-steps", "5", "--gif", str(gif)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("episode 1: return ")
+    for env in ("CartPole-v1", "MyPole-v0"):
+        run = tmp_path / "runs" / "ppo" / env
+        run.mkdir(parents=True)
+        shutil.copy(trained[0] / "ppo" / "CartPole-v1" / "preset.pt", run)
+        (run / "run.json").write_text(json.dumps({"env": env}))
+    line = _error_line(capsys, ["watch", str(tmp_path / "runs")])
+    assert line.startswith(f"looprl: error: {tmp_path / 'runs'} holds 2 runs (")
+    line = _error_line(capsys, ["watch", str(run), "--gif", str(gif)])
+    assert line.startswith("looprl: error: Unknown environment 'MyPole-v0'.")
+    assert line.endswith("If your code registers MyPole-v0, give the module that does: "
+                         "--env MODULE:MyPole-v0")

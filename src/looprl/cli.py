@@ -183,9 +183,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         from looprl.presets import load_preset
         name = "best_preset.pt" if args.best else "preset.pt"
         preset_file = run_dir / name if run_dir.is_dir() else run_dir
-        above = run_dir.parent.parent / name  # (looprl run's: its logs in ALGORITHM/ENV/)
-        if run_dir.is_dir() and not preset_file.exists() and above.exists():
-            preset_file = above
+        if run_dir.is_dir() and not preset_file.exists():
+            preset_file = _saved_preset(run_dir, name) or preset_file
         if not preset_file.exists() and args.best and run_dir.is_dir():
             raise FileNotFoundError(f"No {name} in {run_dir}: a run keeps its best agent when "
                                     "it evaluates during training (looprl run "
@@ -195,12 +194,32 @@ def cmd_watch(args: argparse.Namespace) -> int:
                                     "train)")
         preset = load_preset(str(preset_file))
         env_id = args.env or trained_env(preset_file, preset)
-        env, window = watch.watch_env(preset, env_id, window=args.gif is None)
+        try:
+            env, window = watch.watch_env(preset, env_id, window=args.gif is None)
+        except ValueError as error:  # (an id the run's own code registered)
+            if args.env or not str(error).startswith("Unknown environment"):
+                raise
+            raise ValueError(f"{error} If your code registers {env_id}, give the module that "
+                             f"does: --env MODULE:{env_id}") from None
         gif = None if window else args.gif or str(preset_file.parent / "watch.gif")
         returns, path = watch.watch(preset.test_agent(), env, args.episodes, args.fps, gif,
                                     max_steps=args.max_steps)
     print_episodes(returns, path)
     return 0
+
+
+def _saved_preset(run_dir: Path, name: str) -> Path | None:
+    """The ``name`` file of a run below ``run_dir`` (``looprl run`` keeps it above its logs,
+    in ``ALGORITHM/ENV/``; ``run_experiment``'s logdir holds ``ALGORITHM/ENV/``): that of a
+    run two levels up or of the one run below; ``ValueError`` if several are below."""
+    above = run_dir.parent.parent / name
+    if above.exists():
+        return above
+    below = sorted(run_dir.glob(f"*/{name}")) + sorted(run_dir.glob(f"*/*/{name}"))
+    if len(below) > 1:
+        runs = ", ".join(str(path.parent) for path in below[:3]) + (", ..." * (len(below) > 3))
+        raise ValueError(f"{run_dir} holds {len(below)} runs ({runs}): give one of them")
+    return below[0] if below else None
 
 
 def distributed_run_dir(run_dir: Path) -> Path:
@@ -274,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     one line and 130."""
     if argv is None and hasattr(sys.stdout, "reconfigure"):  # lines reach the log if killed
         sys.stdout.reconfigure(line_buffering=True)
+    if os.getcwd() not in sys.path:  # import paths (--env mymodule:MyEnv) find modules here,
+        sys.path.append(os.getcwd())  # as ``python -m`` would (last: no shadowing)
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:

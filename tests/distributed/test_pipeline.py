@@ -25,9 +25,10 @@ CARTPOLE = {"obs_dim": {"obs": 4}, "action_dim": 2}
 
 
 def ppo_spec(**kwargs) -> AlgorithmSpec:
-    return AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate", policy_args=CARTPOLE,
-                         trainer="ppo", trainer_args={"epochs": 2},
-                         buffer_args={"batch_streams": 4}, **kwargs)
+    return AlgorithmSpec(**{"env": "CartPole-v1", "policy": "actor-critic-separate",
+                            "policy_args": CARTPOLE, "trainer": "ppo",
+                            "trainer_args": {"epochs": 2}, "buffer_args": {"batch_streams": 4},
+                            **kwargs})
 
 
 def test_pipeline_runs_a_ppo_policy_and_trainer() -> None:
@@ -35,6 +36,26 @@ def test_pipeline_runs_a_ppo_policy_and_trainer() -> None:
     assert report.train_steps >= 1 and len(report.episodes) >= 5
     assert {"policy", "value", "approx_kl"} <= set(report.stats), report.stats
     assert report.frames == pytest.approx(sum(report.episodes), abs=64)  # CartPole: 1 per step
+
+
+class NaNStatTrainer(PPOTrainer):
+    """A PPO trainer whose reported ``value_loss`` is NaN (its own loss, not an
+    ``Approximation``'s, which would stop first)."""
+
+    def step(self, sample):
+        result = super().step(sample)
+        result.stats["value_loss"] = float("nan")
+        return result
+
+
+def test_a_non_finite_stat_stops_the_learner_in_one_line() -> None:
+    """The ``Learner`` (every runtime's: the local agents', the trainer worker's and
+    ``test_pipeline``'s) stops at the first NaN stat and names it."""
+    with pytest.raises(FloatingPointError) as error:
+        test_pipeline(ppo_spec(trainer=NaNStatTrainer), episodes=1)
+    assert str(error.value) == ("trainer NaNStatTrainer returned non-finite ['value_loss'] at "
+                                "step 1: training diverged; try a lower learning rate or "
+                                "gradient clipping")
 
 
 def test_pipeline_runs_a_dqn_pair_with_prioritized_replay() -> None:

@@ -111,6 +111,8 @@ def test_settings_of_a_part_not_chosen_warn_with_the_part_to_choose(cartpole, ca
         "and beta", "dqn: n_steps takes effect only with buffer='nstep': choose it, or drop "
         "n_steps", "c51: beta takes effect only with prioritized=True: choose it, or drop beta"]
     caplog.clear()
+    _agent(cartpole, alpha=0.7, beta=0.5, n_steps=5)  # (a search's next trial: said once)
+    assert not caplog.records
     _agent(cartpole, buffer="prioritized", alpha=0.7, n_steps=3)  # (defaults: no warning)
     assert not caplog.records
 

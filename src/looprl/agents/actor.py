@@ -46,7 +46,14 @@ class Actor(Agent, ParallelAgent):
         batched = isinstance(state, StateArray)
         state = state.to(self.device)
         obs = state.observation if batched else state.observation.unsqueeze(0)
-        result = self.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
+        try:
+            result = self.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
+        except RuntimeError as error:  # (torch's: e.g. "mat1 and mat2 shapes cannot be ...")
+            if "shape" not in str(error):
+                raise
+            raise ValueError(f"{type(self.policy).__name__} cannot act on an observation of "
+                             f"shape {tuple(obs.shape[1:])} ({error}): give it the states of "
+                             "the environment its preset was built for") from error
         if self.adder is not None:
             self.adder.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
                                             self.policy.version))

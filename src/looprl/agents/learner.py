@@ -6,9 +6,12 @@ family, DDPG, TD3, SAC) step as their ``ReplaySchedule`` says; on-policy ones on
 
 from __future__ import annotations
 
+import math
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from looprl.agents.streams import RandomStream
 from looprl.core import (
@@ -62,6 +65,19 @@ class ReplaySchedule:
         return max(t for t in range(1, min(frequency, 256) + 1) if frequency % t == 0)
 
 
+def check_finite(trainer: Trainer, result: TrainerStepResult, device_too: bool = True) -> None:
+    """A ``FloatingPointError`` naming the stats of ``result`` that are NaN or inf: training
+    diverged (a trainer leaves out a stat it cannot compute). Stats still on an accelerator
+    are read only where ``device_too`` (reading one waits for the device)."""
+    bad = sorted(name for name, value in result.stats.items()
+                 if (device_too or getattr(value, "device", CPU) == CPU)
+                 and not math.isfinite(value))
+    if bad:
+        raise FloatingPointError(f"trainer {type(trainer).__name__} returned non-finite {bad} at "
+                                 f"step {result.step}: training diverged; try a lower learning "
+                                 "rate or gradient clipping")
+
+
 class StepLoop:
     """``train_step`` and ``train`` from ``ready``, ``next_batch``, ``learn`` and ``finish``."""
 
@@ -82,6 +98,7 @@ class StepLoop:
         return last
 
 
+CPU = torch.device("cpu")
 #: A replay learner logs its trainer's statistics every this many gradient steps (by default).
 REPLAY_LOG_EVERY = 1000
 #: What a ``Learner`` counts (and checkpoints): see its docstring.
@@ -101,7 +118,7 @@ class Learner(StepLoop, AgentBase):
                  logger: Logger | None = None, log_every: int | None = None):
         if log_every is None:
             log_every = REPLAY_LOG_EVERY if schedule is not None else 1
-        check_count(log_every=log_every)
+        check_count(optional=True, log_every=log_every)
         self.trainer = trainer
         self.buffer = buffer
         self.schedule = schedule
@@ -187,8 +204,11 @@ class Learner(StepLoop, AgentBase):
         buffer: Ray's trainer worker runs it beside ``put``)."""
         with self.stream or nullcontext():
             if self.hooks is None:
-                return self.trainer.step(batch[0])
-            return self.hooks.update(self.trainer, batch[0])
+                result = self.trainer.step(batch[0])
+            else:
+                result = self.hooks.update(self.trainer, batch[0])
+        check_finite(self.trainer, result, self.updates % self.log_every == 0)
+        return result
 
     def finish(self, batch: tuple[SampleBatch, Any], result: TrainerStepResult) -> None:
         """Give the step's new priorities back to the replay; log its statistics."""

@@ -66,7 +66,8 @@ class OnPolicyTrainer(PolicyTrainer):
                  normalize_advantages: bool = False, vtrace: bool = False, clip_rho: float = 1.0,
                  clip_c: float = 1.0, total_updates: float = float("inf"),
                  lr: Callable[[float], float] | None = None, seed: int | None = None):
-        check_count(epochs=epochs, minibatch_size=minibatch_size)
+        check_count(epochs=epochs)
+        check_count(optional=True, minibatch_size=minibatch_size)
         self._policy = policy
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
@@ -132,8 +133,10 @@ class OnPolicyTrainer(PolicyTrainer):
         rows = NamedArray(obs=sample.obs[:-1], action=sample.action[:-1],
                           log_prob=sample.log_prob[:-1], value=old_value, advantage=advantage,
                           returns=returns)
-        stats = {"explained_variance": explained_variance(old_value[mask], returns[mask]),
-                 "valid_rows": float(mask.sum()), **sample_lag(sample, mask, self._policy.version)}
+        stats = {"valid_rows": float(mask.sum()), **sample_lag(sample, mask, self._policy.version)}
+        explained = explained_variance(old_value[mask], returns[mask])
+        if math.isfinite(explained):  # (not where the returns are constant)
+            stats["explained_variance"] = explained
         if not self.recurrent:
             return self._common(rows[mask]), stats
         recurrent = NamedArray(**dict(rows.items()), policy_state=sample.policy_state[:-1],

@@ -23,7 +23,8 @@ class PPOTrainer(OnPolicyTrainer):
     ``clip``: the ratio's clipping range, or a function of training progress in ``[0, 1]``
     (``linear(0.2)`` anneals it to 0); ``value_clip``: clip value predictions around the old
     values (``None``: off). Reports ``approx_kl``, ``clip_fraction``, the clip range,
-    ``explained_variance``, ``valid_rows`` and the sample lag besides the loss parts.
+    ``explained_variance`` (where the returns vary), ``valid_rows`` and the sample lag besides
+    the loss parts.
     """
 
     def __init__(self, policy: Policy, epochs: int = 4, minibatch_size: int | None = 256,

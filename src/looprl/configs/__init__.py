@@ -356,6 +356,9 @@ def expand_shorthands(overrides: list[str]) -> list[str]:
 _VALUED_FLAGS = frozenset({"--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path",
                            "-cp", "--config-name", "-cn", "--config-dir", "-cd",
                            "--experimental-rerun"})
+#: Hydra 1.3's command-line flags (hydra.cc: "Hydra's command line flags")
+HYDRA_FLAGS = (*sorted(_VALUED_FLAGS), "--help", "-h", "--hydra-help", "--version", "--resolve",
+               "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc")
 
 
 def _override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:

@@ -3,7 +3,14 @@ multi-line tracebacks): each a one-line ``ValueError``."""
 
 from __future__ import annotations
 
-from looprl.configs import _choices, _override_pairs, algorithm_options, runners, runtimes
+from looprl.configs import (
+    HYDRA_FLAGS,
+    _choices,
+    _override_pairs,
+    algorithm_options,
+    runners,
+    runtimes,
+)
 from looprl.configs.sources import PRIMARY, config_keys, config_name, user_groups
 from looprl.core.suggest import check_choice, check_once, did_you_mean
 
@@ -25,6 +32,12 @@ def _builtin_options() -> dict[str, list[str]]:
 def check_overrides(overrides: list[str]) -> None:
     """A one-line ``ValueError`` for an override naming an unknown group option, key or
     argument."""
+    for flag in (a.partition("=")[0] for a in overrides if a.startswith("-")):
+        if flag not in HYDRA_FLAGS:  # (Hydra would print its usage block)
+            hint = did_you_mean(flag, HYDRA_FLAGS)
+            raise ValueError(f"Unknown flag {flag!r} of looprl run.{hint} It takes key=value "
+                             "overrides and Hydra's flags: see looprl run "
+                             "--help (a negative value goes after the '=': seed=-1)")
     pairs = [(key, value) for key, value in _override_pairs(overrides)
              if not key.startswith("hydra")]
     builtin, mine = _builtin_options(), user_groups(overrides)

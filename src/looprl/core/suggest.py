@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import linecache
+import logging
 import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -15,6 +16,19 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
+#: the lines ``warn_once`` gave in this process (clear it to hear them again)
+WARNED: set[str] = set()
+
+
+def warn_once(log: logging.Logger, message: str, *args: Any) -> None:
+    """``log.warning(message, *args)`` the first time this process meets it (a preset built
+    for each trial of a search warns once)."""
+    line = message % args if args else message
+    if line not in WARNED:
+        WARNED.add(line)
+        log.warning("%s", line)
+
+
 def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
     if value not in choices:
@@ -23,11 +37,12 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
     return value
 
 
-def check_count(**values: Any) -> None:
-    """A one-line ``ValueError`` for a value (not ``None``) that is no whole number >= 1."""
+def check_count(optional: bool = False, **values: Any) -> None:
+    """A one-line ``ValueError`` for a value that is no whole number >= 1 (``None`` passes
+    where ``optional``)."""
     for name, value in values.items():
         try:
-            whole = value is None or (value >= 1 and float(value).is_integer())
+            whole = (value >= 1 and float(value).is_integer()) if value is not None else optional
         except (TypeError, ValueError):  # (text: '10' >= 1)
             whole = False
         if not whole:
@@ -66,11 +81,12 @@ def is_whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def check_positive(**values: Any) -> None:
-    """A one-line ``ValueError`` for a value (not ``None``) that is not positive."""
+def check_positive(optional: bool = False, **values: Any) -> None:
+    """A one-line ``ValueError`` for a value that is not positive (``None`` passes where
+    ``optional``)."""
     for name, value in values.items():
         try:
-            positive = value is None or value > 0
+            positive = value > 0 if value is not None else optional
         except TypeError:  # (not a number)
             positive = False
         if not positive:

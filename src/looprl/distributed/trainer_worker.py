@@ -4,7 +4,6 @@ checkpoints. Importing this module imports Ray."""
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -203,12 +202,7 @@ class TrainerWorker(Worker):
 
     def _train(self, batch: Any) -> None:
         result = self.core.learn(batch)  # actors keep sending meanwhile
-        stats = {k: float(v) for k, v in result.stats.items()}
-        diverged = sorted(k for k, v in stats.items() if "loss" in k and not math.isfinite(v))
-        if diverged:  # (stops the run, as a local run stops on a non-finite loss)
-            raise FloatingPointError(f"trainer {type(self.core.trainer).__name__} returned "
-                                     f"non-finite {diverged} at step {result.step}: training "
-                                     "diverged; try a lower learning rate or gradient clipping")
+        stats = {k: float(v) for k, v in result.stats.items()}  # (checked by the learner)
         self.steps += 1
         if self.group is not None and self.steps == self._first_step:
             self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients

@@ -35,7 +35,7 @@ _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 def check_checkpointing(every: int | None, keep: int | None) -> int | None:
     """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``)."""
-    check_count(checkpoint_every=every, keep_checkpoints=keep)
+    check_count(optional=True, checkpoint_every=every, keep_checkpoints=keep)
     if keep is not None and every is None:
         raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
                          "saves: set checkpoint_every too")

@@ -62,7 +62,7 @@ def play_episodes(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     a warning, and it is counted; in a vector environment every copy then starts a new episode.
     """
     check_episodes(episodes)
-    check_count(max_steps=None if max_steps == math.inf else max_steps)
+    check_count(optional=True, max_steps=None if max_steps == math.inf else max_steps)
     copies = len(runner.running_returns)
     if runner.agent_count > 1 and copies > 1:
         raise ValueError(f"play_episodes plays a game of {runner.agent_count} agents in one env "

@@ -131,7 +131,7 @@ class Experiment:
             seed_everything(seed)
         self.preset, self.env, self.name = preset, env, name or preset.name
         self.train_steps, self.quiet, self.render = train_steps, quiet, render
-        check_count(save_freq=None if save_freq == math.inf else save_freq)
+        check_count(optional=True, save_freq=None if save_freq == math.inf else save_freq)
         self.seed, self.verbose, self.save_freq = seed, verbose, save_freq
         self._check_render()
         self.logger = logger_object(logger) or ExperimentLogger(

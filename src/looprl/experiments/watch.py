@@ -156,7 +156,7 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     """``play_episodes`` on ``runner``, showing every state for ``1 / fps`` s in a window
     (``gif=None``), or writing ``render()``'s frames to ``gif``; the episodes and the GIF's
     path (``None``: a window)."""
-    check_positive(fps=fps)
+    check_positive(optional=True, fps=fps)
     if gif is None:
         return play_episodes(runner, act, episodes, lambda: time.sleep(1 / fps), max_steps), None
     frames: list[np.ndarray] = []

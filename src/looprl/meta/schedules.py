@@ -132,7 +132,7 @@ class HPSchedule(MetaComponent):
         if missing:
             raise ValueError(f"A {kind!r} schedule needs {', '.join(missing)} "
                              f"(it takes start, {', '.join(KIND_ARGUMENTS[kind])})")
-        check_positive(duration=duration, every=every, decay=decay)
+        check_positive(optional=True, duration=duration, every=every, decay=decay)
         self.integer = integer
         self.calls = 0
         self.methods(f"pre_{per}").append(self.write)

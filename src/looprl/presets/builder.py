@@ -14,7 +14,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.ranges import check_ranges
-from looprl.core.suggest import check_device, did_you_mean
+from looprl.core.suggest import check_device, did_you_mean, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 
@@ -166,8 +166,8 @@ class PresetBuilder:
             if self._hyperparameters.get(key) != self.default_hyperparameters.get(key):
                 needs.setdefault(part, []).append(key)
         for part, keys in needs.items():
-            log.warning("%s: %s take%s effect only with %s: choose it, or drop %s", preset.name,
-                        ", ".join(keys), "" if len(keys) > 1 else "s", part, " and ".join(keys))
+            warn_once(log, "%s: %s take%s effect only with %s: choose it, or drop %s", preset.name,
+                      ", ".join(keys), "" if len(keys) > 1 else "s", part, " and ".join(keys))
 
     def _construct(self, device: str | torch.device) -> Preset:
         """The preset of ``env``."""

@@ -16,6 +16,7 @@ from torch import nn
 
 from looprl.core import Policy, Preset, Trainer
 from looprl.core.ranges import check_ranges
+from looprl.core.suggest import warn_once
 from looprl.presets.parts import check_parts
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def cap_minibatch(name: str, hyperparameters: dict[str, Any], limit: int, what: 
     batch = hyperparameters.get("minibatch_size")
     if batch is None or batch <= limit:
         return hyperparameters
-    log.warning("%s: minibatch_size=%s is larger than %s; it uses minibatches of %d. Set "
-                "minibatch_size to at most %d (or %s) to silence this", name, batch, what, limit,
-                limit, remedy)
+    warn_once(log, "%s: minibatch_size=%s is larger than %s; it uses minibatches of %d. Set "
+              "minibatch_size to at most %d (or %s) to silence this", name, batch, what, limit,
+              limit, remedy)
     return {**hyperparameters, "minibatch_size": limit}

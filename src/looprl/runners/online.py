@@ -35,7 +35,8 @@ class OnlineRunner(Runner):
     def __init__(self, agent: Any, env: Any, num_steps: int = 100_000,
                  resume_from: str | None = None, eval_every: int | None = None, **kwargs: Any):
         super().__init__(agent, env, **kwargs)
-        check_count(num_steps=num_steps, eval_every=eval_every)
+        check_count(num_steps=num_steps)
+        check_count(optional=True, eval_every=eval_every)
         self.num_steps = int(num_steps)
         self.resume_from = resume_from
         self.eval_every = None if eval_every is None else int(eval_every)
