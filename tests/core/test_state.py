@@ -136,6 +136,16 @@ def test_state_array_stacks_defaults_and_extra_keys() -> None:
     assert array["name"] == ["n0", "n1", "n2"]
 
 
+def test_state_array_leaves_out_an_entry_some_states_lack() -> None:
+    """(was: a ``KeyError`` traceback, for a step's state, whose ``info`` entries a
+    ``GymEnvironment`` copies, before a reset's, which has none; ALL omits the entry)"""
+    step, reset = _state(1, x_position=0.5), _state(0)
+    with pytest.warns(UserWarning, match="some states have no 'x_position' entry"):
+        array = State.array([step, reset])
+    assert "x_position" not in array
+    assert torch.equal(array.observation, torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
+
+
 def test_state_array_of_nothing_raises() -> None:
     with pytest.raises(ValueError):
         State.array([])

@@ -52,7 +52,7 @@ def one_rank(rank: int, init_methods: tuple[str, str], out: str) -> None:
     valid rows (several minibatches and an auxiliary phase) and a DQN step, each on this
     rank's own samples; then in a group met over ``tcp://`` (``tcp_collectives``)."""
     torch.set_num_threads(1)
-    group = TrainerGroup(rank, 2, gpus=False, timeout=60)
+    group = TrainerGroup(rank, 2, gpus=False, timeout=180)  # (a loaded machine)
     group.join(init_methods[0])
     results = {}
     ppo = policy()
@@ -118,7 +118,7 @@ def two_ranks(init_methods: tuple[str, str], tmp_path: Path) -> list[dict]:
     for process in ranks:
         process.start()
     for process in ranks:
-        process.join(timeout=120)
+        process.join(timeout=360)
         if process.is_alive():
             process.kill()
     assert [process.exitcode for process in ranks] == [0, 0]
@@ -128,7 +128,7 @@ def two_ranks(init_methods: tuple[str, str], tmp_path: Path) -> list[dict]:
 def tcp_collectives(rank: int, init_method: str) -> dict:
     """Trainer ``rank`` of 2 meeting over ``tcp://``: the collectives a trainer group runs."""
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # the test stays on loopback
-    group = TrainerGroup(rank, 2, gpus=False, timeout=60)
+    group = TrainerGroup(rank, 2, gpus=False, timeout=180)  # (a loaded machine)
     group.join(init_method)
     torch.manual_seed(0)
     module = torch.nn.Linear(3, 2)

@@ -192,21 +192,23 @@ def test_distributed_run_test_loads_a_policy_checkpoint_holding_numpy(tmp_path) 
 
 
 def test_a_users_trainer_whose_loss_goes_nan_stops_the_trainer_worker_in_one_line() -> None:
-    """(Was: trained on, on Ray, where a local run stops on a non-finite loss.)"""
+    """(Was: trained on, on Ray, where a local run stops on a non-finite loss.) The worker's
+    ``Learner`` checks, as every runtime's does."""
     import math
     import threading
     from types import SimpleNamespace
 
+    from looprl.agents.learner import Learner
     from looprl.distributed import RuntimeConfig
     from looprl.distributed.trainer_worker import TrainerWorker
 
     class Diverged:
+        policy = SimpleNamespace(version=3)
+
         def step(self, sample):
             return TrainerStepResult(stats={"loss": math.nan, "lr": 0.1}, step=3)
 
-    core = SimpleNamespace(trainer=Diverged(), policy=SimpleNamespace(version=3),
-                           learn=lambda batch: core.trainer.step(batch), finish=lambda *_: None,
-                           log_scalars=dict)
+    core = Learner(Diverged(), None)
     worker = object.__new__(TrainerWorker.__ray_actor_class__)
     worker.__dict__.update(core=core, steps=2, group=None, rank=0, _published_at=math.inf,
                            runtime=RuntimeConfig(publish_every=100, checkpoint_every=None),
@@ -215,4 +217,4 @@ def test_a_users_trainer_whose_loss_goes_nan_stops_the_trainer_worker_in_one_lin
     with pytest.raises(FloatingPointError, match=r"^trainer Diverged returned non-finite "
                                                  r"\['loss'\] at step 3: training diverged; "
                                                  "try a lower learning rate"):
-        worker._train(None)
+        worker._train((None, None))

@@ -170,6 +170,17 @@ def test_add_summary_and_test_returns(tmp_path: Path) -> None:
     assert not any(tag.startswith("summary/empty") for tag in scalars)
 
 
+def test_alls_add_hparams_writes_the_metrics(tmp_path: Path) -> None:
+    """(was: ``logger.add_hparams(...)``, part of ALL's ``Logger`` interface that ALL's
+    experiments call after testing, was an ``AttributeError``)"""
+    Logger().add_hparams({"lr": 1e-3}, {"test/returns/mean": 1.0})
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    logger.frame = 42
+    logger.add_hparams({"lr": 1e-3, "model": object()}, {"test/returns/mean": np.float64(5.0)})
+    logger.close()
+    assert _scalars(logger.log_dir)["test/returns/mean"] == [(42, 5.0)]
+
+
 def test_training_and_evaluation_returns_have_their_own_tags(tmp_path: Path) -> None:
     logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
     logger.frame, logger.episode = 10, 1
@@ -188,6 +199,14 @@ def test_invalid_arguments(tmp_path: Path) -> None:
     with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
         with pytest.raises(ValueError, match="step"):
             logger.add_eval("x", 1.0, step="epoch")
+
+
+def test_alls_experiment_first_argument_is_one_line(tmp_path: Path) -> None:
+    """(was: ALL's ``ExperimentLogger(experiment, agent_name, env_name)`` silently logged into
+    ``{env_name}/{experiment!r}/{agent_name}`` under the working directory)"""
+    with pytest.raises(TypeError, match="takes the names as text, got agent_name="):
+        ExperimentLogger(object(), "dqn", str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
 
 
 def _returns_rows(log_dir: str) -> list[dict[str, str]]:

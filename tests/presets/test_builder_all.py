@@ -61,6 +61,20 @@ def test_call_api(builder: PresetBuilder) -> None:
         builder(lr=0.01)
 
 
+def test_alls_constructor_keywords() -> None:
+    """(was: ``PresetBuilder(name, defaults, constructor, device="cpu")``, ALL's signature, raised
+    a TypeError)"""
+    builder = PresetBuilder("my_preset", DEFAULTS, MockPreset, device="cpu", env="e",
+                            hyperparameters={"lr": 0.01}, name="cool_name")
+    preset = builder.build()
+    assert (preset.env, preset.name, preset.device) == ("e", "cool_name", "cpu")
+    assert preset.hyperparameters == {**DEFAULTS, "lr": 0.01}
+    parallel = ParallelPresetBuilder("par", {"n_envs": 3}, MyParallelPreset, device="cpu")
+    assert parallel.env("e").build().device == "cpu"
+    with pytest.raises(KeyError, match="Unknown hyperparameter 'foo'"):
+        PresetBuilder("my_preset", DEFAULTS, MockPreset, hyperparameters={"foo": 1})
+
+
 def test_explicit_hyperparameter_parameters_are_keywords_too() -> None:
     class Explicit:
         def __init__(self, env: Any, name: str, device: str, lr: float, gamma: float):

@@ -65,6 +65,9 @@ class ReplaySchedule:
         return max(t for t in range(1, min(frequency, 256) + 1) if frequency % t == 0)
 
 
+CPU = torch.device("cpu")
+
+
 def check_finite(trainer: Trainer, result: TrainerStepResult, device_too: bool = True) -> None:
     """A ``FloatingPointError`` naming the stats of ``result`` that are NaN or inf: training
     diverged (a trainer leaves out a stat it cannot compute). Stats still on an accelerator
@@ -98,7 +101,6 @@ class StepLoop:
         return last
 
 
-CPU = torch.device("cpu")
 #: A replay learner logs its trainer's statistics every this many gradient steps (by default).
 REPLAY_LOG_EVERY = 1000
 #: What a ``Learner`` counts (and checkpoints): see its docstring.
@@ -118,7 +120,7 @@ class Learner(StepLoop, AgentBase):
                  logger: Logger | None = None, log_every: int | None = None):
         if log_every is None:
             log_every = REPLAY_LOG_EVERY if schedule is not None else 1
-        check_count(optional=True, log_every=log_every)
+        check_count(log_every=log_every)
         self.trainer = trainer
         self.buffer = buffer
         self.schedule = schedule

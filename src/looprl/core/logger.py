@@ -33,6 +33,10 @@ class Logger:
     def add_hyperparameters(self, values: dict[str, Any]) -> None:
         """Record the agent's current ``hp/*`` values (one row of a trajectory)."""
 
+    def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
+                    step: str = "frame") -> None:
+        """ALL's: log hyperparameters with the metrics they reached (TensorBoard's HParams)."""
+
     def add_episode_return(self, ret: float) -> None:
         """Record the return of one finished training episode (at ``frame``)."""
 

@@ -8,6 +8,7 @@ keeps bootstrapping), plus any further entries, which ``StateArray`` batches alo
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
@@ -186,7 +187,12 @@ class State(dict):
         shape = (len(list_of_states), *list_of_states[0].shape)
         x = {}
         for key in list_of_states[0]:
-            values = [state[key] for state in list_of_states]
+            try:
+                values = [state[key] for state in list_of_states]
+            except KeyError:  # (an info entry of some steps only: omitted, as ALL does)
+                warnings.warn(f"State.array: some states have no {key!r} entry; it is left out "
+                              "of the StateArray", stacklevel=2)
+                continue
             if isinstance(values[0], torch.Tensor):
                 x[key] = _stack(key, values)
             elif isinstance(values[0], (bool, int, float, np.number, np.bool_, np.ndarray)):

@@ -142,6 +142,13 @@ class ExperimentLogger(Logger):
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
         check_count(loss_every=loss_every)
+        for key, name in (("agent_name", agent_name), ("env_name", env_name)):
+            if not isinstance(name, str):
+                raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) "
+                                f"takes the names as text, got {key}={name!r:.60}: ALL's "
+                                "ExperimentLogger(experiment, agent_name, env_name, ...) is "
+                                "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
+                                "(the experiment sets the logger's frame and episode)")
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
         self._logdir, self._wandb_options = logdir, wandb
@@ -228,16 +235,20 @@ class ExperimentLogger(Logger):
         if self._wandb_options is not None:
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
+    def _step(self, step: str) -> int:
+        """``self.frame`` or ``self.episode``, as ``step`` says."""
+        if step == "frame":
+            return self.frame
+        if step == "episode":
+            return self.episode
+        raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
+
     def _scalar(self, tag: str, value: Any, step: str) -> None:
         """Write one scalar (``float()`` only for written values) at ``self.frame`` or
         ``self.episode``, as ``step`` says."""
-        if step == "frame":
-            count = self.frame
-        elif step == "episode":
+        count = self._step(step)
+        if step == "episode":
             self._episode_tags.add(tag)
-            count = self.episode
-        else:
-            raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
         value = float(value)
         pending = self._pending_scalars
         pending.append((tag, value, count, time.time()))
@@ -268,6 +279,17 @@ class ExperimentLogger(Logger):
         """Buffer a ``hyperparameters.csv`` row (verbose only)."""
         if self.verbose:
             self._hp_rows.append((self.frame, values))
+
+    def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
+                    step: str = "frame") -> None:
+        """ALL's: the hyperparameters (those that are numbers, text or tensors) with the metrics
+        they reached, in TensorBoard's HParams tab."""
+        count = self._step(step)
+        kinds = (int, float, str, bool, torch.Tensor)
+        hparams = {k: v for k, v in hparam_dict.items() if isinstance(v, kinds)}
+        metrics = {k: float(v) for k, v in metric_dict.items()}
+        self._hand_scalars()
+        self._writer.add_hparams(hparams, metrics, run_name=".", global_step=count)
 
     def add_log(self, name: str, value: float) -> None:
         """Log a meta component's ``log/<name>`` and a ``log.csv`` row (even if not verbose)."""

@@ -51,10 +51,12 @@ class PresetBuilder:
         default_hyperparameters: every valid hyperparameter with its default value.
         constructor: ``constructor(env, name, device, hyperparameters) -> Preset``, or ALL's
             form, ``constructor(env, device=..., name=..., **hyperparameters)``.
+        settings: ALL's keywords ``device``, ``env``, ``hyperparameters`` and ``name``, set as
+            ``__call__`` sets them.
     """
 
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
-                 constructor: Callable[..., Preset]):
+                 constructor: Callable[..., Preset], **settings: Any):
         self.default_name = self._name = default_name
         self.default_hyperparameters = dict(default_hyperparameters)
         self.constructor = constructor
@@ -62,6 +64,9 @@ class PresetBuilder:
         self._env: Any = None
         self._hyperparameters = dict(default_hyperparameters)
         self._meta: tuple[Any, ...] = ()
+        given = {key: value for key, value in settings.items() if value is not None}
+        if given:
+            self.__dict__.update(self(**given).__dict__)
 
     def __call__(self, **settings: Any) -> PresetBuilder:
         """Several settings at once, as ALL's ``builder(device=..., name=..., env=...,
@@ -181,11 +186,11 @@ class ParallelPresetBuilder(PresetBuilder):
     """ALL's builder of parallel presets: its hyperparameters include ``n_envs``."""
 
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
-                 constructor: Callable[..., Preset]):
+                 constructor: Callable[..., Preset], **settings: Any):
         if "n_envs" not in default_hyperparameters:
             raise ValueError(f"ParallelPresetBuilder {default_name!r}: the default "
                              "hyperparameters must include n_envs")
-        super().__init__(default_name, default_hyperparameters, constructor)
+        super().__init__(default_name, default_hyperparameters, constructor, **settings)
 
 
 def takes_keywords(constructor: Callable[..., Any], hyperparameters: dict[str, Any]) -> bool:
