@@ -277,7 +277,8 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["+runner.num_steps=5"], "Could not append to config"),  # (Hydra's own error)
     (["hydra.run.dir=/proc/x"], "/proc/x"),
     (["runtime=ray", "runtime.gpus_per_trainer=1"], "reserves 1 GPUs"),
-    (["--quiet"], "Unknown flag '--quiet' of looprl run"),  # (Hydra printed its usage block)
+    (["--quiet"], "Unknown flag '--quiet' of looprl run. Did you mean logging.quiet=true?"),
+    (["--frames", "500"], "Did you mean frames=500?"),  # (Hydra printed its usage block)
     (["--multirn"], "Did you mean '--multirun'?"),
 ])
 def test_bad_run_overrides_are_one_line(overrides: list[str], expected: str,

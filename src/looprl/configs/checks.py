@@ -32,11 +32,13 @@ def _builtin_options() -> dict[str, list[str]]:
 def check_overrides(overrides: list[str]) -> None:
     """A one-line ``ValueError`` for an override naming an unknown group option, key or
     argument."""
-    for flag in (a.partition("=")[0] for a in overrides if a.startswith("-")):
-        if flag not in HYDRA_FLAGS:  # (Hydra would print its usage block)
-            hint = did_you_mean(flag, HYDRA_FLAGS)
-            raise ValueError(f"Unknown flag {flag!r} of looprl run.{hint} It takes key=value "
-                             "overrides and Hydra's flags: see looprl run "
+    for i, arg in enumerate(overrides):
+        flag, given, value = arg.partition("=")
+        if flag.startswith("-") and flag not in HYDRA_FLAGS:  # (Hydra: its usage block)
+            if not given and overrides[i + 1:i + 2] and "=" not in overrides[i + 1]:
+                value = overrides[i + 1]  # (--frames 500)
+            raise ValueError(f"Unknown flag {flag!r} of looprl run.{_flag_hint(flag, value)} "
+                             "It takes key=value overrides and Hydra's flags: see looprl run "
                              "--help (a negative value goes after the '=': seed=-1)")
     pairs = [(key, value) for key, value in _override_pairs(overrides)
              if not key.startswith("hydra")]
@@ -65,6 +67,18 @@ def check_overrides(overrides: list[str]) -> None:
             check_choice("config key", group, list(primary))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
+
+
+def _flag_hint(flag: str, value: str) -> str:
+    """" Did you mean ...?" naming the override a flag stands for (``--quiet``:
+    ``logging.quiet=true``, ``--frames 500``: ``frames=500``), else the closest of Hydra's
+    flags."""
+    name, primary = flag.lstrip("-").replace("-", "_"), config_keys()
+    if name in primary and name not in ("context", "logging"):
+        return f" Did you mean {name}={value or '...'}?"
+    if name in primary.get("logging", {}):
+        return f" Did you mean logging.{name}={value or 'true'}?"
+    return did_you_mean(flag, HYDRA_FLAGS)
 
 
 def check_given_once(overrides: list[str]) -> None:
