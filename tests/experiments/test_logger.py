@@ -199,6 +199,16 @@ def test_invalid_arguments(tmp_path: Path) -> None:
     with ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path)) as logger:
         with pytest.raises(ValueError, match="step"):
             logger.add_eval("x", 1.0, step="epoch")
+        with pytest.raises(ValueError, match="a whole number >= 0, got -1"):
+            logger.add_eval("x", 1.0, step=-1)
+
+
+def test_alls_whole_number_step(tmp_path: Path) -> None:
+    """ALL's loggers take a number as the step (was: a ValueError)."""
+    logger = ExperimentLogger("dqn", "CartPole-v1", logdir=str(tmp_path))
+    logger.add_eval("returns", 2.0, step=1000)
+    logger.close()
+    assert _scalars(logger.log_dir)["eval/returns"] == [(1000, 2.0)]
 
 
 def test_alls_experiment_first_argument_is_one_line(tmp_path: Path) -> None:

@@ -7,34 +7,35 @@ from typing import Any
 
 
 class Logger:
-    """Interface of experiment loggers; every method is a no-op here."""
+    """Interface of experiment loggers; every method is a no-op here. ``step``: log at the
+    current ``'frame'`` or ``'episode'``, or at that whole number (as in ALL)."""
 
     #: When False, ``add_loss``/``add_info``/``add_schedule`` may be skipped by callers.
     verbose: bool = False
 
-    def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_loss(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log a training loss (``loss/<name>``)."""
 
-    def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_schedule(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log a scheduled hyperparameter (``schedule/<name>``)."""
 
-    def add_info(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_info(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log any debugging statistic (``info/<name>``)."""
 
-    def add_eval(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_eval(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log an evaluation statistic (``eval/<name>``), e.g. evaluation returns."""
 
     def add_log(self, name: str, value: float) -> None:
         """Log a meta component's scalar (``log/<name>``, at the current frame)."""
 
-    def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
+    def add_summary(self, name: str, values: Any, step: str | int = "frame") -> None:
         """Log mean/std/min/max of a list of values (``summary/<name>/...``)."""
 
     def add_hyperparameters(self, values: dict[str, Any]) -> None:
         """Record the agent's current ``hp/*`` values (one row of a trajectory)."""
 
     def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
-                    step: str = "frame") -> None:
+                    step: str | int = "frame") -> None:
         """ALL's: log hyperparameters with the metrics they reached (TensorBoard's HParams)."""
 
     def add_episode_return(self, ret: float) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 import time
 import weakref
@@ -235,15 +236,18 @@ class ExperimentLogger(Logger):
         if self._wandb_options is not None:
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
-    def _step(self, step: str) -> int:
-        """``self.frame`` or ``self.episode``, as ``step`` says."""
+    def _step(self, step: str | int) -> int:
+        """``self.frame`` or ``self.episode``, as ``step`` says, or ``step`` itself (a whole
+        number, as ALL's logger takes it)."""
         if step == "frame":
             return self.frame
         if step == "episode":
             return self.episode
-        raise ValueError(f"step must be 'frame' or 'episode', got {step!r}")
+        if isinstance(step, numbers.Integral) and not isinstance(step, bool) and step >= 0:
+            return int(step)
+        raise ValueError(f"step must be 'frame', 'episode' or a whole number >= 0, got {step!r}")
 
-    def _scalar(self, tag: str, value: Any, step: str) -> None:
+    def _scalar(self, tag: str, value: Any, step: str | int) -> None:
         """Write one scalar (``float()`` only for written values) at ``self.frame`` or
         ``self.episode``, as ``step`` says."""
         count = self._step(step)
@@ -261,7 +265,7 @@ class ExperimentLogger(Logger):
         _write_scalars(self._writer, self._pending_scalars)
         self._handed = time.monotonic()
 
-    def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_loss(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log ``loss/<name>`` (every ``loss_every``-th call); ``last_losses`` keeps the last
         value of each."""
         self.last_losses[name] = value
@@ -281,7 +285,7 @@ class ExperimentLogger(Logger):
             self._hp_rows.append((self.frame, values))
 
     def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
-                    step: str = "frame") -> None:
+                    step: str | int = "frame") -> None:
         """ALL's: the hyperparameters (those that are numbers, text or tensors) with the metrics
         they reached, in TensorBoard's HParams tab."""
         count = self._step(step)
@@ -296,17 +300,17 @@ class ExperimentLogger(Logger):
         self._scalar("log/" + name, value, "frame")
         self._log_rows.append((self.frame, name, value))
 
-    def add_schedule(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_schedule(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log ``schedule/<name>`` (verbose only)."""
         if self.verbose:
             self._scalar("schedule/" + name, value, step)
 
-    def add_info(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_info(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log ``info/<name>`` (verbose only)."""
         if self.verbose:
             self._scalar("info/" + name, value, step)
 
-    def add_eval(self, name: str, value: Any, step: str = "frame") -> None:
+    def add_eval(self, name: str, value: Any, step: str | int = "frame") -> None:
         """Log ``eval/<name>``."""
         self._scalar("eval/" + name, value, step)
 
@@ -314,7 +318,7 @@ class ExperimentLogger(Logger):
         """Log ``runtime/<name>`` (a Ray run's throughput)."""
         self._scalar("runtime/" + name, value, "frame")
 
-    def add_summary(self, name: str, values: Any, step: str = "frame") -> None:
+    def add_summary(self, name: str, values: Any, step: str | int = "frame") -> None:
         """Log ``summary/<name>/{mean,std,max,min}`` of ``values`` (ignored when empty)."""
         array = _to_array(values)
         if array.size == 0:
