@@ -239,6 +239,17 @@ def test_invalid_vector_actions_are_a_clear_error() -> None:
         env.step(torch.tensor([0, 1, 5, 0]))
 
 
+def test_duplicate_actions_of_another_count_are_one_line() -> None:
+    """(was: a 2-d action's NumPy repr spread the message over several lines)"""
+    env = DuplicateEnvironment([GymEnvironment("Pendulum-v1") for _ in range(2)])
+    env.reset()
+    with pytest.raises(ValueError) as error:
+        env.step(torch.zeros(3, 1))
+    assert "\n" not in str(error.value)
+    assert str(error.value).startswith("Pendulum-v1: step() takes one action per environment, "
+                                       "a list or a tensor of 2 rows, got 3 rows (array([[0.],")
+
+
 @pytest.mark.parametrize("make", [lambda: GymVectorEnvironment("CartPole-v1", 3),  # native
                                   lambda: GymVectorEnvironment("Acrobot-v1", 3),  # sync
                                   lambda: DuplicateEnvironment(

@@ -83,7 +83,8 @@ class DuplicateEnvironment(VectorEnvironment):
         if action is not None and _rows(action) != self.n_envs:
             got = f"{_rows(action)} rows" if _rows(action) is not None else "one"
             raise ValueError(f"{self.name}: step() takes one action per environment, a list "
-                             f"or a tensor of {self.n_envs} rows, got {got} ({action!r})")
+                             f"or a tensor of {self.n_envs} rows, got {got} "
+                             f"({' '.join(repr(action).split())[:80]})")
         rows: list[tuple[Any, float, bool, bool]] = []
         states: list[State] = []
         try:
