@@ -176,6 +176,12 @@ def test_mujoco_environment_example() -> None:
 
     env = MujocoEnvironment("HalfCheetah-v4")
     assert env.reset().observation.shape == (17,)
+    # as ALL's (no_info=True): no info entries, so that steps and resets stack alike
+    step = env.step(torch.zeros(6))
+    assert sorted(step) == ["done", "mask", "observation", "reward"]
+    with_info = MujocoEnvironment("HalfCheetah-v4", "cpu", None, False)  # (ALL's positions)
+    with_info.reset()
+    assert "x_position" in with_info.step(torch.zeros(6))
 
 
 def test_control_loop_renders_the_mujoco_environment_as_written() -> None:

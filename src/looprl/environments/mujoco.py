@@ -41,14 +41,28 @@ def is_mujoco_id(env_id: str) -> bool:
 
 
 class MujocoEnvironment(GymEnvironment):
-    """A ``GymEnvironment`` of a MuJoCo id (``'HalfCheetah-v5'`` or ``'HalfCheetah'``)."""
+    """A ``GymEnvironment`` of a MuJoCo id (``'HalfCheetah-v5'`` or ``'HalfCheetah'``); as in
+    ALL, its states leave out Gymnasium's ``info`` entries (``x_position``, ``reward_run``, ...)
+    unless ``no_info=False``."""
+
+    no_info = True  # (environments pickled before it was kept)
 
     def __init__(self, env: str | gym.Env, device: str | torch.device = "cpu",
-                 name: str | None = None, seed: int | None = None, **make_kwargs: Any):
+                 name: str | None = None, no_info: bool = True, seed: int | None = None,
+                 **make_kwargs: Any):
         require_mujoco()
         if isinstance(env, str) and not re.search(r"-v\d+$", env):
             env = f"{env}-{DEFAULT_VERSION}"
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
+        self.no_info = bool(no_info)
+
+    def reset_output(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+        observation, info = super().reset_output(seed)
+        return observation, {} if self.no_info else info
+
+    def step_output(self, action: Any) -> tuple[Any, ...]:
+        output = super().step_output(action)
+        return (*output[:4], {}) if self.no_info else output
 
     def render(self, **kwargs: Any) -> Any:
         """Its ``render_mode``'s frame or window; without one ``None`` and a warning, as for
