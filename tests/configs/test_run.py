@@ -110,6 +110,24 @@ def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> 
         assert [m.partition("(")[0] for m in described["meta"]] == ["RND"]
 
 
+def test_a_sweep_over_lists_of_meta_components_passes_the_checks() -> None:
+    """Hydra's sweep over lists of a group (``-m meta=[rnd],[noveld]``, one job per list) was
+    refused before Hydra saw it: "Unknown meta 'rnd]'"."""
+    from looprl.configs.checks import check_overrides
+    register()
+    check_overrides(["-m", "meta=[rnd],[noveld,rnd]"])
+    with pytest.raises(ValueError, match="Unknown meta 'nd'. Did you mean 'rnd'?"):
+        check_overrides(["-m", "meta=[rnd],[nd]"])
+
+
+def test_a_second_copy_of_a_component_attaches_under_a_name_of_its_own() -> None:
+    """What the one-line error of ``meta=[rnd,rnd]`` advises."""
+    built = build(_compose(["meta=[rnd]", "+meta.rnd2._target_=looprl.meta.rnd.RND",
+                            "+meta.rnd2.internal_reward_weight=0.5"]))
+    assert [(type(c).__name__, c.internal_reward_weight) for c in built.meta] == [
+        ("RND", 0.1), ("RND", 0.5)]
+
+
 def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     run(["-m", "seed=3", "hydra/launcher=submitit_local", *SMALL,
@@ -123,7 +141,12 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
     (["algorithm.lrr=1"], "'lrr' is not a hyperparameter of ppo. Did you mean 'lr'?"),
     (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
     (["meta=[rndd]"], "Unknown meta 'rndd'. Did you mean 'rnd'?"),
+    (["meta=[rnd,rnd]"],  # (was: one RND attached, silently)
+     "meta=[rnd,rnd] lists 'rnd' twice, but the config holds one node per option (meta.rnd): "
+     "add the second copy under a name of its own, +meta.NAME._target_=looprl.meta.rnd.RND"),
     (["meta.rnd.lr=1"], "add it with meta=[rnd]"),
+    (["meta=[rnd]", "meta.rnd.lrr=1"],  # (was "meta.lrr: ...": the component's name lost)
+     "meta.rnd.lrr: 'lrr' is not an argument of rnd. Did you mean 'lr'?"),
     (["meta=[network_reset]", *QUIET], "meta network_reset needs every: set "
                                        "meta.network_reset.every=..."),
     (["meta=[hp_schedule]", "meta.hp_schedule.key=hp/lr", *QUIET],

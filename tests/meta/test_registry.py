@@ -45,3 +45,14 @@ def test_unknown_argument_lists_accepted_ones():
     assert "'alfa'" in message and "Did you mean 'alpha'" in message
     assert "internal_reward_weight" in message and "\n" not in message
     assert accepted_arguments(NovelD)[:3] == ["alpha", "episodic", "resolution"]
+
+
+@pytest.mark.parametrize("name, argument", [("plr", "replay_prob"), ("space", "eta"),
+                                            ("network_reset", "shrink"), ("noveld", "alpha")])
+def test_text_for_a_number_names_the_argument(name, argument):
+    """A config's ``meta.plr.replay_prob=abc`` (was: "'<=' not supported between instances
+    of 'float' and 'str'", "could not convert string to float: 'abc'", or accepted)."""
+    kwargs = {"every": 2} if name == "network_reset" else {}
+    with pytest.raises(ValueError, match=f"argument {argument} must be a number .*got 'abc'"):
+        make_component(name, **kwargs, **{argument: "abc"})
+    make_component("space", seed=None)  # (None where a number is the default: the class says)

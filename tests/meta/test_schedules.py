@@ -129,6 +129,11 @@ def test_hp_schedule_state_dict_resumes():
         (("hp/lr", "linear", 1.0), dict(end=0.0), "'linear' schedule needs duration"),
         (("hp/lr", "step", 1.0), dict(every=3), "needs factor"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=0), "duration must be positive"),
+        # (were: "could not convert string to float", or a TypeError mid-training)
+        (("hp/lr", "linear", "abc"), dict(end=0.0, duration=5), "start must be a finite number"),
+        (("hp/lr", "step", 1.0), dict(every=3, factor="abc"), "factor must be a finite number"),
+        (("hp/lr", "linear", 1.0), dict(end=float("nan"), duration=5),
+         "end must be a finite number"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, per="episode"),
          "Unknown per 'episode'.*step, update"),
         (("hp/lr", "linear", 1.0), dict(end=0.0, duration=5, clock="own"),
@@ -154,6 +159,10 @@ def test_cosine_lr_bad_inputs_raise():
         CosineLRSchedule(period=0)
     with pytest.raises(ValueError, match="period_mult must be at least 1"):
         CosineLRSchedule(period_mult=0.5)
+    with pytest.raises(ValueError, match="period_mult must be at least 1, got 'abc'"):
+        CosineLRSchedule(period_mult="abc")  # (was a TypeError about '<' on a str)
+    with pytest.raises(ValueError, match="min_lr must be >= 0, got 'abc'"):
+        CosineLRSchedule(min_lr="abc")
     with pytest.raises(ValueError, match="min_lr=0.01 must not exceed initial_lr=0.001"):
         CosineLRSchedule(initial_lr=1e-3, min_lr=1e-2)
     with pytest.raises(ValueError, match="'hp/<name>'"):

@@ -292,7 +292,7 @@ class VectorCopies(Copies):
             self.returns[self.over] = 0.0  # (not ``*= stepped``: a NaN return would stay NaN)
             self.lengths *= stepped
             reward = np.where(stepped, reward, 0)
-        frames = self.env.n_envs if stepped is self.everyone else int(stepped.sum())
+        frames = self.env.n_envs if stepped is self.everyone else int(np.count_nonzero(stepped))
         runner.frames += frames
         runner.total_frames += frames
         self._receive_rows(*rows, reward, over)

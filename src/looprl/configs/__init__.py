@@ -29,6 +29,7 @@ A user's config directory adds groups and configs (``-cd my_configs +experiment=
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,8 +162,9 @@ def group_options() -> dict[str, list[str]]:
 
 
 def _choices(value: str) -> list[str]:
-    """The options a group override (``meta=[rnd,plr]``, ``runner=es``) chooses."""
-    return [v.strip() for v in value.strip("[]").split(",") if v.strip()]
+    """The options a group override (``meta=[rnd,plr]``, ``runner=es``; a sweep's
+    ``runner=es,optuna``, ``meta=[rnd],[plr,rnd]``) chooses, in all."""
+    return [v.strip() for v in re.split(r"[\[\],]", value) if v.strip()]
 
 
 def register_imports(overrides: list[str] | tuple[str, ...]) -> None:

@@ -3,6 +3,8 @@ multi-line tracebacks): each a one-line ``ValueError``."""
 
 from __future__ import annotations
 
+import re
+
 from looprl.configs import (
     HYDRA_FLAGS,
     _choices,
@@ -54,6 +56,8 @@ def check_overrides(overrides: list[str]) -> None:
             chosen[key] = _choices(value)
             for choice in chosen[key]:
                 check_choice(key, choice, options[key])
+            for options_list in re.findall(r"\[([^\]]*)\]", value):  # (one list of a sweep)
+                _check_listed_once(key, _choices(options_list))
     primary, targets = config_keys(), _meta_targets(pairs)
     for key, _ in pairs:
         group, _, field = key.partition(".")
@@ -86,6 +90,20 @@ def check_given_once(overrides: list[str]) -> None:
     pairs = _override_pairs(overrides)
     check_once([key for key, _ in pairs], [f"{key}={value}" for key, value in pairs],
                "give each key once (a sweep's values as key=a,b with -m)")
+
+
+def _check_listed_once(group: str, choices: list[str]) -> None:
+    """An option listed twice (``meta=[rnd,rnd]``) is a one-line ``ValueError``: its config
+    node is one, so Hydra would silently attach it once."""
+    from looprl.meta.registry import component_class
+    twice = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
+    if twice is not None:
+        cls = component_class(twice)
+        raise ValueError(f"{group}=[{','.join(choices)}] lists {twice!r} twice, but the config "
+                         f"holds one node per option ({group}.{_meta_key(twice)}): add the "
+                         f"second copy under a name of its own, +{group}.NAME._target_="
+                         f"{cls.__module__}.{cls.__qualname__} (+{group}.NAME.ARG=... for "
+                         "its arguments)")
 
 
 def _check_appended(overrides: list[str], groups: list[str]) -> None:
@@ -127,14 +145,14 @@ def _check_target_field(field: str, targets: dict[str, type]) -> None:
 def _check_field(group: str, field: str, chosen: list[str]) -> None:
     """``field`` (``lr``, ``rnd.lr``) must exist in a chosen option of ``group``."""
     from hydra.core.config_store import ConfigStore
+    head = field.split(".")[0]
     if group == "meta":
-        name, _, field = field.partition(".")
+        name, _, argument = field.partition(".")
         keys = {_meta_key(option): option for option in chosen}
         if name not in keys:
-            raise ValueError(f"meta.{name}.{field} sets an argument of {name!r}, which is not "
+            raise ValueError(f"meta.{field} sets an argument of {name!r}, which is not "
                              f"attached: add it with meta=[{','.join([*chosen, name])}]")
-        chosen = [keys[name]]
-    head = field.split(".")[0]
+        chosen, head = [keys[name]], argument.split(".")[0]
     for option in chosen:
         keys = list(ConfigStore.instance().load(f"{group}/{option}.yaml").node)
         if head in keys:

@@ -32,13 +32,13 @@ def as_tensor(value: Any, device: Any, dtype: torch.dtype | None = None) -> torc
     if isinstance(value, torch.Tensor):
         return value.to(device, dtype)
     if isinstance(value, np.ndarray):
-        if any(s < 0 for s in value.strides):
-            value = value.copy()  # torch cannot view negative strides
         if dtype is None and device in _CPU and value.flags.writeable:
             try:  # the same view as ``as_tensor``'s, for a third of its cost (every step)
                 return torch.from_numpy(value)
-            except (TypeError, ValueError):  # a dtype torch lacks: ``as_tensor`` says so
+            except (TypeError, ValueError):  # negative strides, or a dtype torch lacks
                 pass
+        if any(s < 0 for s in value.strides):
+            value = value.copy()  # torch cannot view negative strides
     return torch.as_tensor(value, dtype=dtype, device=device)
 
 

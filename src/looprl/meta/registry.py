@@ -9,7 +9,7 @@ from typing import Any
 
 from looprl.core.imports import import_object, is_import_path
 from looprl.core.registry import Registry
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, is_number
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import PLR
 from looprl.meta.reset import NetworkReset
@@ -71,10 +71,16 @@ def make_component(name: str, **kwargs: Any) -> MetaComponent:
     """The component ``name`` (or Hydra's ``_target_`` argument) built with ``kwargs``;
     ``ValueError`` for an unknown keyword argument."""
     cls = component_class(str(kwargs.pop("_target_", name)))
-    accepted = accepted_arguments(cls)
+    parameters = accepted_parameters(cls)
+    accepted = list(parameters)
     unknown = [key for key in kwargs if key not in accepted]
     if unknown:
         raise ValueError(f"{name!r} ({cls.__name__}) got unknown argument(s) "
                          f"{', '.join(map(repr, unknown))}.{did_you_mean(unknown[0], accepted)} "
                          f"Accepted: {', '.join(accepted)}")
+    for key, value in kwargs.items():  # (a config's text where a number belongs)
+        default = parameters[key].default
+        if is_number(default) and value is not None and not is_number(value):
+            raise ValueError(f"{name!r} ({cls.__name__}) argument {key} must be a number "
+                             f"(like {default!r}), got {value!r}")
     return cls(**kwargs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import check_choice, check_count, check_positive
+from looprl.core.suggest import check_choice, check_count, check_positive, is_number
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -60,10 +60,10 @@ class CosineLRSchedule(MetaComponent):
                  period: int = 1000, period_mult: float = 1.0, key: str = "hp/lr"):
         super().__init__()
         check_count(period=period)
-        if period_mult < 1.0:
-            raise ValueError(f"period_mult must be at least 1, got {period_mult}")
-        if min_lr < 0:
-            raise ValueError(f"min_lr must be >= 0, got {min_lr}")
+        if not (is_number(period_mult) and period_mult >= 1.0):
+            raise ValueError(f"period_mult must be at least 1, got {period_mult!r}")
+        if not (is_number(min_lr) and min_lr >= 0):
+            raise ValueError(f"min_lr must be >= 0, got {min_lr!r}")
         self.initial_lr = None if initial_lr is None else self._checked(initial_lr, min_lr)
         self.min_lr = float(min_lr)
         self.period, self.period_mult = period, float(period_mult)
@@ -126,6 +126,9 @@ class HPSchedule(MetaComponent):
         self.kind = check_choice("schedule kind", kind, tuple(KIND_ARGUMENTS))
         self.per = check_choice("per", per, ("step", "update"))
         self.clock = check_choice("clock", clock, ("calls", "metrics"))
+        for name, number in (("start", start), ("end", end), ("factor", factor)):
+            if number is not None and not (is_number(number) and math.isfinite(number)):
+                raise ValueError(f"HPSchedule's {name} must be a finite number, got {number!r}")
         self.start, self.end = float(start), None if end is None else float(end)
         self.duration, self.every, self.factor, self.decay = duration, every, factor, decay
         missing = [name for name in KIND_ARGUMENTS[kind] if getattr(self, name) is None]

@@ -88,6 +88,8 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
         hit = explore.numpy()
     if not np.count_nonzero(hit):
         return greedy, explore
+    if values.is_cpu:  # (nothing to move: ``cpu`` and each ``to`` cost a call)
+        return torch.where(explore, random_actions(values, generator), greedy), explore
     chosen = random_actions(values.cpu(), generator).to(values.device)
     return torch.where(explore.to(values.device), chosen, greedy), explore
 
