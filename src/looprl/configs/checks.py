@@ -56,8 +56,8 @@ def check_overrides(overrides: list[str]) -> None:
             chosen[key] = _choices(value)
             for choice in chosen[key]:
                 check_choice(key, choice, options[key])
-            for options_list in re.findall(r"\[([^\]]*)\]", value):  # (one list of a sweep)
-                _check_listed_once(key, _choices(options_list))
+            for options_list in re.findall(r"\[([^\]]*)\]", value) if key == "meta" else ():
+                _check_listed_once(key, _choices(options_list))  # (each list of a sweep)
     primary, targets = config_keys(), _meta_targets(pairs)
     for key, _ in pairs:
         group, _, field = key.partition(".")
