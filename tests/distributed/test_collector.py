@@ -117,6 +117,38 @@ def test_requests_mark_the_rows_whose_episode_ended() -> None:
     assert ended == 2 * 2 * 3  # 2 copies, 2 agents, episodes ending at steps 8, 17 and 26
 
 
+class EarlyEnd(SRLEnvironment):
+    """Two agents acting together; agent 0's episode terminates at step 2 (then ``None``),
+    agent 1's at step 4. ``actions``: what ``step`` was given."""
+
+    agent_count = 2
+
+    def __init__(self):
+        self.t, self.actions = 0, []
+
+    def reset(self):
+        self.t = 0
+        return [step_result({"obs": np.array([self.t], np.float32)}, 0.0, False)] * 2
+
+    def step(self, actions):
+        self.actions.append(list(actions))
+        self.t += 1
+        first = step_result({"obs": np.array([self.t], np.float32)}, 1.0, self.t == 2)
+        return [first if self.t <= 2 else None,
+                step_result({"obs": np.array([self.t], np.float32)}, 1.0, self.t == 4)]
+
+
+def test_an_agent_whose_episode_terminated_gets_none_while_the_others_play_on() -> None:
+    """As SRL's actor does (and ``test_environment``): its row at the end is asked (the action
+    ignored), but the env gets ``None`` for it (was: the ignored action)."""
+    runner = EnvRunner(EarlyEnd, n_envs=1, segment_length=3)
+    for _ in range(4):
+        request = runner.request(0)
+        runner.step(0, RolloutResult(action=np.ones(len(request.done), np.int64)))
+    assert runner.envs[0].actions == [[1, 1], [1, 1], [None, 1], [None, 1]]
+    assert [episode.returns for episode in runner.pop_episodes()] == [(2.0, 4.0)]
+
+
 def test_vector_environment_requests_mark_the_rows_whose_episode_ended() -> None:
     from looprl.environments import GymEnvironment
 
@@ -178,3 +210,33 @@ def test_agents_whose_observations_differ_in_shape_are_one_line() -> None:
     for part in ("Uneven's observations changed shape", "{'obs': (3,)} after {'obs': (2,)}",
                  "the same for every agent"):
         assert part in message
+
+
+def test_an_agent_count_written_as_a_method_is_one_line() -> None:
+    """The seed calls ``agent_count`` a method; SRL reads it as a property (was: 'unsupported
+    operand type(s) for *: 'int' and 'method'')."""
+
+    class AsMethod(EarlyEnd):
+        def agent_count(self):
+            return 2
+
+    with pytest.raises(ValueError, match=r"^AsMethod.agent_count \(a property\) must be positive"):
+        EnvRunner(AsMethod, n_envs=1)
+
+
+def test_observations_that_turn_from_integers_to_fractions_are_one_line() -> None:
+    """A first observation of integers (``np.array([0, 0])``), fractions later: one line (was:
+    the later ones cut to integers in every request and row, silently)."""
+
+    class IntegersFirst(Turns):
+        def _results(self):
+            results = super()._results()
+            for result in results:
+                if result is not None:
+                    result.obs["obs"] = result.obs["obs"].astype(int if self.t == 0 else float)
+            return results
+
+    runner = EnvRunner(IntegersFirst, n_envs=1, segment_length=3)
+    with pytest.raises(ValueError, match=r"^IntegersFirst's observation 'obs' changed dtype "
+                                         r"\(float64 after int64\), which would cut its values"):
+        collect(runner, 2)

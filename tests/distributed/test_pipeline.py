@@ -136,6 +136,48 @@ def test_a_rollout_of_the_wrong_batch_size_is_one_line() -> None:
         runner.step(0, WrongSize().rollout(request))
 
 
+def test_a_rollout_whose_memory_or_outputs_miss_rows_is_one_line() -> None:
+    """A recurrent policy answering with one memory for every row (its default_policy_state),
+    no memory, or no RolloutResult: one line (was: the memory broadcast to every row, or NaN
+    memory, silently; or an AttributeError)."""
+    from tests.distributed.seed004_user import MyGRUPolicy, SignPair
+
+    policy = MyGRUPolicy()
+    runner = EnvRunner(SignPair, n_envs=2, default_policy_state=policy.default_policy_state)
+    answer = policy.rollout(runner.request(0))
+
+    def changed(**fields):
+        bad = answer.clone()
+        for name, value in fields.items():
+            setattr(bad, name, value)
+        return bad
+
+    answers = {
+        "returned 1 rows of policy_state for a request of 4 rows": changed(
+            policy_state=policy.default_policy_state),
+        "returned 1 rows of log_prob": changed(log_prob=answer.log_prob[:1]),
+        "returned no policy_state": changed(policy_state=None),
+        "returned a NoneType; return a looprl.core.RolloutResult": None,
+    }
+    for message, bad in answers.items():
+        runner.request(0)
+        with pytest.raises((ValueError, TypeError), match=message):
+            runner.step(0, bad)
+    runner.request(0)
+    runner.step(0, answer)  # the right answer still steps
+
+
+def test_a_trainer_instance_in_the_spec_is_one_line() -> None:
+    """The seed builds ``Trainer(type_=..., policy=...)``; the spec needs its name or class
+    (was: 'unknown trainer <looprl.agents.ppo.PPOTrainer object at 0x...>')."""
+    policy = Policy(type_="actor-critic-separate", args=CARTPOLE)
+    trainer = PPOTrainer(policy)
+    spec = AlgorithmSpec(env="CartPole-v1", policy=policy, trainer=trainer)
+    with pytest.raises(TypeError, match="trainer must be a registered name or a factory of the "
+                                        "policy .e.g. a Trainer class., got a PPOTrainer"):
+        test_pipeline(spec)
+
+
 def test_unknown_names_fail_before_any_worker_starts() -> None:
     start = time.perf_counter()
     with pytest.raises(KeyError, match="unknown environment 'CartPol-v1'"):
@@ -394,6 +436,25 @@ def test_a_step_result_with_scalar_fields_is_one_line() -> None:
 
     with pytest.raises(ValueError, match="must be shape-.1,. arrays.*step_result"):
         EnvRunner(Scalars, n_envs=1)  # the rewards of the first results count already
+
+
+def test_a_step_result_with_several_rewards_is_one_line() -> None:
+    """A reward of shape (2,) (one per entity, say): one line (was: its first value taken, the
+    others dropped silently)."""
+    from looprl.environments import SRLEnvironment, StepResult
+
+    class TwoRewards(SRLEnvironment):
+        agent_count = 1
+
+        def reset(self):
+            return [StepResult({"obs": np.zeros(2, np.float32)}, np.zeros(2, np.float32),
+                               np.zeros(1, bool), {})]
+
+        def step(self, actions):
+            return self.reset()
+
+    with pytest.raises(ValueError, match=r"must be shape-.1,. arrays, got array\(\[0., 0.\]"):
+        EnvRunner(TwoRewards, n_envs=1)
 
 
 def test_the_controller_stops_once_every_actor_has_sent_its_last_rows(monkeypatch, caplog

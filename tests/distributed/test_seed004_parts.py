@@ -218,3 +218,27 @@ def test_a_users_trainer_whose_loss_goes_nan_stops_the_trainer_worker_in_one_lin
                                                  r"\['loss'\] at step 3: training diverged; "
                                                  "try a lower learning rate"):
         worker._train((None, None))
+
+
+@pytest.mark.parametrize(("returned", "message"), [
+    (None, r"^trainer Odd.step returned a NoneType; return a looprl.core.TrainerStepResult"),
+    ({"loss": 1.0}, r"^trainer Odd.step returned a dict; return"),
+    (TrainerStepResult(stats={"loss": torch.ones(3), "kind": "ppo", "lr": 0.1}, step=1),
+     r"^trainer Odd.step returned stats \['kind', 'loss'\] that are not single numbers"),
+])
+def test_a_users_trainer_returning_no_step_result_or_odd_stats_is_one_line(returned, message
+                                                                           ) -> None:
+    """A trainer that forgets to return its ``TrainerStepResult``, or gives a stat of several
+    numbers: one line naming it (was: an AttributeError or a bare TypeError/ValueError)."""
+    from types import SimpleNamespace
+
+    from looprl.agents.learner import Learner
+
+    class Odd:
+        policy = SimpleNamespace(version=0)
+
+        def step(self, sample):
+            return returned
+
+    with pytest.raises(TypeError, match=message):
+        Learner(Odd(), None).learn((None, None))

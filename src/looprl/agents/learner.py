@@ -72,11 +72,27 @@ def check_finite(trainer: Trainer, result: TrainerStepResult, device_too: bool =
     """A ``FloatingPointError`` naming the stats of ``result`` that are NaN or inf: training
     diverged (a trainer leaves out a stat it cannot compute). Stats still on an accelerator
     are read only where ``device_too`` (reading one waits for the device)."""
-    bad = sorted(name for name, value in result.stats.items()
-                 if (device_too or getattr(value, "device", CPU) == CPU)
-                 and not math.isfinite(value))
+    name = type(trainer).__name__
+    if not isinstance(result, TrainerStepResult) or not isinstance(result.stats, dict):
+        got = (f"stats={type(result.stats).__name__}" if isinstance(result, TrainerStepResult)
+               else f"a {type(result).__name__}")
+        raise TypeError(f"trainer {name}.step returned {got}; return a looprl.core."
+                        "TrainerStepResult(stats={'loss': ..., ...}, step=...) (stats: numbers)")
+    bad, odd = [], []
+    for key, value in result.stats.items():
+        if device_too or getattr(value, "device", CPU) == CPU:
+            try:
+                if not math.isfinite(value):
+                    bad.append(key)
+            except (TypeError, ValueError):  # (text, several numbers)
+                odd.append(key)
+    if odd:
+        raise TypeError(f"trainer {name}.step returned stats {sorted(odd)} that are not single "
+                        "numbers; give each stat as a float or a one-element tensor (e.g. "
+                        "loss.item())")
+    bad.sort()
     if bad:
-        raise FloatingPointError(f"trainer {type(trainer).__name__} returned non-finite {bad} at "
+        raise FloatingPointError(f"trainer {name} returned non-finite {bad} at "
                                  f"step {result.step}: training diverged; try a lower learning "
                                  "rate or gradient clipping")
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
+from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
@@ -49,6 +50,7 @@ class Copies:
 
     def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
         first = envs[0]
+        check_count(**{f"{type(first).__name__}.agent_count (a property)": first.agent_count})
         self._start_streams(len(envs), first.agent_count,
                             getattr(first, "_name", None) or type(first).__name__, build)
         self.envs = envs
@@ -135,11 +137,14 @@ class Copies:
     def step(self, runner: Any, group: int, asked: np.ndarray, action: Any) -> np.ndarray:
         """Step the copies of ``runner.groups[group]`` with the ``action`` of each stream
         ``asked`` (those whose episode was over reset instead); which copies stepped (a bool
-        each). Counts the frames and reports the episodes that ended."""
+        each). Counts the frames and reports the episodes that ended. An agent whose episode
+        terminated while others play on gets ``None`` (its row's action is ignored), as in SRL."""
         agents = self.agent_count
         actions: dict[int, list[Any]] = {i: [None] * agents for i in runner.groups[group]}
+        done = self.done
         for row, s in enumerate(asked.tolist()):
-            actions[s // agents][s % agents] = action[row]
+            if not done[s]:
+                actions[s // agents][s % agents] = action[row]
         stepped = np.zeros(len(self.envs), dtype=bool)
         for i, copy_actions in actions.items():
             if self.over[i]:
@@ -198,7 +203,13 @@ class Copies:
                              f"{shapes}): an environment's observations must keep one shape and "
                              "one set of fields, the same for every agent (pad them to one size)")
         for name, array in self.obs.items():
-            array[stream] = obs[name]
+            value = obs[name]
+            dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+            if dtype != array.dtype and not np.can_cast(dtype, array.dtype, "same_kind"):
+                raise ValueError(f"{self.name}'s observation {name!r} changed dtype ({dtype} after "
+                                 f"{array.dtype}), which would cut its values: give it one dtype "
+                                 "from the first result on (e.g. np.float32)")
+            array[stream] = value
 
     def _env_call(self, runner: Any, i: int, method: str, *args: Any) -> list[Any] | None:
         """Copy ``i``'s ``method(*args)``, checked; ``None`` if it raised and was rebuilt."""

@@ -15,11 +15,11 @@ from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.namedarray import as_numpy, concat, stack
 from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP
-from looprl.memory.segments import SegmentBuffer, segment_rows
+from looprl.memory.segments import SegmentBuffer, leaves, segment_rows
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
 
-__all__ = ["Episode", "EnvRunner", "RolloutSizeError"]
+__all__ = ["Episode", "EnvRunner", "RolloutSizeError", "check_result"]
 
 log = logging.getLogger(__name__)
 
@@ -200,10 +200,8 @@ class EnvRunner:
                               or (self._group_streams[group][:0], None, None))
         action = None
         if len(asked):
+            check_result(result, len(asked), self._policy_state is not None)
             action = _numpy(result.action)
-            if len(action) != len(asked):
-                raise RolloutSizeError(f"rollout returned {len(action)} actions for a request "
-                                       f"of {len(asked)} rows; return one row per request row")
             _record(self, asked, obs, states, action, result, version)
         self._recorded[group] = (asked, obs, action)
 
@@ -268,6 +266,38 @@ class EnvRunner:
         """The episodes finished since the last call."""
         done, self.episodes = self.episodes, []
         return done
+
+
+#: the fields of a ``RolloutResult`` with one row per request row
+_ROWS = ("action", "log_prob", "value", "policy_state")
+
+
+def check_result(result: Any, rows: int, carried: bool = False, policy: str = "") -> None:
+    """A one-line error unless ``result`` is a ``RolloutResult`` answering a request of ``rows``
+    rows with ``rows`` rows in every field (the memory too, where ``carried``); ``policy``: the
+    policy's name, for the message."""
+    what = f"{policy}.rollout" if policy else "rollout"
+    if not isinstance(result, RolloutResult):
+        raise TypeError(f"{what} returned a {type(result).__name__}; return a "
+                        "looprl.core.RolloutResult(action=..., policy_state=..., ...) with one "
+                        "row per request row")
+    if carried and result.policy_state is None:
+        raise ValueError(f"{what} returned no policy_state, but the policy's default_policy_state "
+                         "is not None: return each row's memory after this step in "
+                         "RolloutResult(policy_state=...)")
+    for name in _ROWS:
+        value = getattr(result, name)
+        for leaf in leaves(value) if isinstance(value, NamedArray) else (value,):
+            shape = getattr(leaf, "shape", None)  # (a tensor's or an array's: the usual case)
+            if shape is None and leaf is not None:
+                shape = np.shape(leaf)
+            if shape is not None and (not shape or shape[0] != rows):
+                field = "actions" if name == "action" else f"rows of {name}"
+                raise RolloutSizeError(
+                    f"{what} returned {shape[0] if len(shape) else 'no'} {field} for a request "
+                    f"of {rows} rows; return one row per request row"
+                    + (" (each row's memory stacked on a new first axis)"
+                       if name == "policy_state" else ""))
 
 
 def _record(runner: EnvRunner, streams: np.ndarray, obs: Any, states: Any, action: np.ndarray,

@@ -168,6 +168,11 @@ class AlgorithmSpec:
         self.install()
         if callable(self.trainer):
             return self.trainer(policy, **self.trainer_args)
+        if not isinstance(self.trainer, str):
+            raise TypeError(f"AlgorithmSpec trainer must be a registered name or a factory of the "
+                            f"policy (e.g. a Trainer class), got a {type(self.trainer).__name__}: "
+                            "each worker builds its own trainer of its own policy (give the "
+                            "class, and its options in trainer_args)")
         return Trainer(type_=self.trainer, policy=policy, args=self.trainer_args)
 
     def make_meta(self) -> list[Any]:

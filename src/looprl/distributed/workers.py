@@ -19,8 +19,9 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from looprl.agents.actor import Actor
 from looprl.agents.shell import seed_units
-from looprl.collector import EnvRunner, RolloutSizeError
+from looprl.collector import EnvRunner
 from looprl.collector.recovery import EnvRestarts, env_call
+from looprl.collector.runner import check_result
 from looprl.core.namedarray import concat
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig
 from looprl.distributed.pipeline import load_shared_state
@@ -366,11 +367,9 @@ class PolicyWorker(Worker):
         sizes = [len(request.obs) for request in requests]
         rows = sum(sizes)
         try:
-            result = self.copy.policy.rollout(concat(requests)).to_numpy()
-            if len(result.action) != rows:
-                raise RolloutSizeError(f"{type(self.copy.policy).__name__}.rollout returned "
-                                       f"{len(result.action)} actions for a request of {rows} "
-                                       "rows; return one row per request row")
+            result = self.copy.policy.rollout(concat(requests))
+            check_result(result, rows, policy=type(self.copy.policy).__name__)
+            result = result.to_numpy()
         except Exception as error:  # noqa: BLE001 -- handed to every waiting actor
             for _, future in waiting:
                 future.set_exception(error)

@@ -65,11 +65,13 @@ def checked_results(results: Any, env: Environment, call: str) -> list[StepResul
 def result_scalars(result: Any) -> tuple[float, bool, bool]:
     """``(reward, done, truncated)`` of a ``StepResult``, checked to be shape-``(1,)`` arrays."""
     try:
-        return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
-    except (TypeError, IndexError):
-        raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
-                         f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
-                         "results with looprl.environments.step_result(...)") from None
+        if len(result.reward) == len(result.done) == len(result.truncated) == 1:
+            return float(result.reward[0]), bool(result.done[0]), bool(result.truncated[0])
+    except TypeError:  # (a number, a 0-d array)
+        pass
+    raise ValueError("a StepResult's reward, done and truncated must be shape-(1,) arrays, "
+                     f"got {result.reward!r}, {result.done!r}, {result.truncated!r}; build "
+                     "results with looprl.environments.step_result(...)")
 
 
 def _what(result: Any) -> str:
