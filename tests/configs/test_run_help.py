@@ -35,5 +35,5 @@ def test_runtime_help_describes_options_named_together_and_continued() -> None:
     [cpus] = [line for line in text.splitlines() if "runtime.cpus_per_trainer=" in line]
     assert cpus.split()[1:] == ["Ray", "CPUs", "each", "worker", "reserves."]
     [groups] = [line for line in text.splitlines() if "runtime.groups=" in line]
-    assert groups.rstrip().endswith("(1: no overlap).")  # a continuation line joined
+    assert groups.rstrip().endswith("(1: no overlap; null: 2, 1 for one env).")  # (joined)
     assert "``" not in text and "None" not in text  # as the command line writes them

@@ -358,6 +358,9 @@ def test_runtime_options_are_checked() -> None:
         RuntimeConfig(actors=0)
     with pytest.raises(ValueError, match="groups .3. cannot exceed runtime.envs_per_actor .2."):
         RuntimeConfig(envs_per_actor=2, groups=3)
+    # groups left unset fits one env per actor (was refused: the default 2 exceeded it)
+    assert [RuntimeConfig(envs_per_actor=n).groups for n in (1, 4)] == [1, 2]
+    assert RuntimeConfig.from_dict({"envs_per_actor": 1, "groups": None}).groups == 1
     with pytest.raises(ValueError, match=r"runtime.trainer_threads must be a whole number >= 1 "
                                          r"\(or null"):
         RuntimeConfig(trainer_threads=0)

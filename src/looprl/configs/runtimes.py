@@ -22,7 +22,8 @@ def runtimes() -> dict[str, dict[str, Any]]:
 
     from looprl.distributed.config import RuntimeConfig
     return {"local": {"name": "local"},
-            "ray": {"name": "ray", **asdict(RuntimeConfig()), "trials_in_parallel": None}}
+            "ray": {"name": "ray", **asdict(RuntimeConfig()), "groups": None,  # (its default)
+                    "trials_in_parallel": None}}
 
 
 def runtime_help(width: int = 100) -> str:

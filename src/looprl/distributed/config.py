@@ -254,7 +254,7 @@ class RuntimeConfig:
         actors: actor workers; each steps ``envs_per_actor`` env copies.
         envs_per_actor: env copies per actor worker.
         groups: each actor's envs are split in this many groups, so that it steps one group
-            while the policy answers another (1: no overlap).
+            while the policy answers another (1: no overlap; ``None``: 2, 1 for one env).
         policy_workers: workers that batch inference across actors; 0: each actor runs its
             own policy copy.
         eval_workers: workers that play deterministic episodes with the latest parameters.
@@ -289,7 +289,7 @@ class RuntimeConfig:
     address: str | None = None
     actors: int = 2
     envs_per_actor: int = 4
-    groups: int = 2
+    groups: int | None = None
     policy_workers: int = 0
     eval_workers: int = 0
     trainers: int = 1
@@ -315,6 +315,8 @@ class RuntimeConfig:
     placement_timeout: float = 60.0
 
     def __post_init__(self) -> None:
+        if self.groups is None and _whole(self.envs_per_actor, 1):
+            self.groups = min(2, self.envs_per_actor)
         for least, names in ((1, ("actors", "envs_per_actor", "groups", "segment_length",
                                   "queue_batches", "publish_every", "torch_threads", "trainers")),
                              (0, ("policy_workers", "eval_workers", "max_restarts"))):
