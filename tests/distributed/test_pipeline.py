@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from looprl.agents import PPOTrainer
+from looprl.agents.actor import Actor
 from looprl.core import Policy, register_policy
 from looprl.distributed import (
     AlgorithmSpec,
@@ -518,10 +519,11 @@ def test_sync_sampling_with_max_lag_0_keeps_every_segment() -> None:
     runner = EnvRunner(spec.make_env, None, 2, 4, policy.default_policy_state, policy=policy)
     sent = 0
     while runner.frames < 48:
-        collect(runner, policy)
+        collect(runner, Actor(policy))
         for segment in runner.segments():
             core.put(segment)
             sent += segment.reward.shape[1]  # (streams)
         core.train()
     assert policy.version >= 3 and sent >= 10 and core.received == sent and core.dropped == 0
     assert kept_lag(RuntimeConfig(max_lag=0)) == 0  # (asynchronous: as set)
+

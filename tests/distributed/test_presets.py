@@ -12,6 +12,7 @@ pytest.importorskip("hydra")
 from hydra import compose, initialize  # noqa: E402
 
 from looprl.agents import ActorCriticPolicy  # noqa: E402
+from looprl.agents.actor import Actor  # noqa: E402
 from looprl.agents.learner import make_learner  # noqa: E402
 from looprl.configs import build_distributed, register  # noqa: E402
 from looprl.core import Preset  # noqa: E402
@@ -491,7 +492,7 @@ def test_independent_learners_run_meta_components_per_agent_on_both_sides():
     assert [hub.metrics["agent"] for hub in runner.hooks.hubs] == names
     assert [c.hooks.metrics["agent"] for c in core.cores] == names
     while core.cores[0].updates == 0 or core.cores[1].updates == 0:
-        collect(runner, policy)
+        collect(runner, Actor(policy))
         for sample in runner.segments():
             core.put(sample)
         core.train()
@@ -502,7 +503,7 @@ def test_independent_learners_run_meta_components_per_agent_on_both_sides():
         for mine, theirs in zip(actor_rnd.rnd_net.parameters(),
                                 trainer_rnd.rnd_net.parameters(), strict=True):
             assert torch.equal(mine, theirs)
-    collect(runner, policy)
+    collect(runner, Actor(policy))
     transitions = [hub.metrics.get("transition") for hub in runner.hooks.hubs]
     acted = [t for t in transitions if t is not None]
     assert acted and all("intrinsic_reward" in t for t in acted)

@@ -35,10 +35,18 @@ class Actor(Agent, ParallelAgent):
 
     def rollout(self, request: RolloutRequest) -> RolloutResult:
         """The policy's ``rollout`` of ``request``, inside the actor's stream if seeded."""
-        if self.stream is None:
-            return self.policy.rollout(request)
-        with self.stream:
-            return self.policy.rollout(request)
+        try:
+            if self.stream is None:
+                return self.policy.rollout(request)
+            with self.stream:
+                return self.policy.rollout(request)
+        except RuntimeError as error:  # (torch's: e.g. "mat1 and mat2 shapes cannot be ...")
+            shape = getattr(request.obs, "shape", None)
+            if "shape" not in str(error) or shape is None:
+                raise
+            raise ValueError(f"{type(self.policy).__name__} cannot act on an observation of "
+                             f"shape {tuple(shape[1:])} ({error}): give it the states of the "
+                             "environment it was built for") from error
 
     def act(self, state: Any) -> Any:
         """The policy's action for ``state`` (a ``State``), or one per row (a ``StateArray``); the
@@ -46,14 +54,7 @@ class Actor(Agent, ParallelAgent):
         batched = isinstance(state, StateArray)
         state = state.to(self.device)
         obs = state.observation if batched else state.observation.unsqueeze(0)
-        try:
-            result = self.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
-        except RuntimeError as error:  # (torch's: e.g. "mat1 and mat2 shapes cannot be ...")
-            if "shape" not in str(error):
-                raise
-            raise ValueError(f"{type(self.policy).__name__} cannot act on an observation of "
-                             f"shape {tuple(obs.shape[1:])} ({error}): give it the states of "
-                             "the environment its preset was built for") from error
+        result = self.rollout(RolloutRequest(obs=obs, is_evaluation=self.evaluation))
         if self.adder is not None:
             self.adder.write(None, *rows_of(obs, state.reward, state.done, state.mask, result,
                                             self.policy.version))

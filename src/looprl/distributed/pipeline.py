@@ -77,7 +77,7 @@ def test_pipeline(
 ) -> PipelineReport:
     """Run an environment, a policy and a trainer together in this process (``spec``, or
     ``AlgorithmSpec``'s fields as keywords), checking what a distributed run needs (one
-    answer per row, segments that fit the buffer, finite losses, a new ``policy.version``
+    answer per row, segments that fit the buffer, finite stats, a new ``policy.version``
     per step), until ``episodes`` episodes with a training step, or ``max_frames`` env steps.
     ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss)."""
     from looprl.experiments.episodes import seed_everything
@@ -90,9 +90,9 @@ def test_pipeline(
                        exploration=(spec.explorations or [None])[0], meta=spec.make_meta(),
                        policy=policy, whole_episodes=spec.whole_episodes,
                        agent_names=spec.agent_names(policy))
-    report = PipelineReport()
+    report, actor = PipelineReport(), Actor(policy)
     while runner.frames < max_frames:
-        collect(runner, policy)
+        collect(runner, actor)
         report.episodes += [episode.ret for episode in runner.pop_episodes()]
         for sample in runner.segments():
             core.put(sample)
@@ -107,11 +107,11 @@ def test_pipeline(
     return report
 
 
-def collect(runner: EnvRunner, policy: Any) -> None:
-    """One step of ``runner``'s first group with ``policy``'s actions."""
+def collect(runner: EnvRunner, actor: Actor) -> None:
+    """One step of ``runner``'s first group with ``actor``'s actions."""
     request = runner.request(0)
-    result = None if request is None else policy.rollout(request)
-    runner.step(0, result, policy.version)
+    result = None if request is None else actor.rollout(request)
+    runner.step(0, result, actor.policy.version)
 
 
 def load_shared_state(components: Any, shared: list[dict[str, Any] | None]) -> None:
