@@ -126,6 +126,29 @@ def _stats(values: np.ndarray) -> tuple[float, float, float, float]:
     return float(values.mean()), float(values.std()), float(values.max()), float(values.min())
 
 
+def _check_names(**names: Any) -> None:
+    """A one-line ``TypeError`` for a name that is not text (ALL's experiment first)."""
+    for key, name in names.items():
+        if not isinstance(name, str):
+            raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) takes "
+                            f"the names as text, got {key}={name!r:.60}: ALL's "
+                            "ExperimentLogger(experiment, agent_name, env_name, ...) is "
+                            "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
+                            "(the experiment sets the logger's frame and episode)")
+
+
+def _step(logger: ExperimentLogger, step: str | int) -> int:
+    """``logger.frame`` or ``logger.episode``, as ``step`` says, or ``step`` itself (a whole
+    number, as ALL's logger takes it)."""
+    if step == "frame":
+        return logger.frame
+    if step == "episode":
+        return logger.episode
+    if isinstance(step, numbers.Integral) and not isinstance(step, bool) and step >= 0:
+        return int(step)
+    raise ValueError(f"step must be 'frame', 'episode' or a whole number >= 0, got {step!r}")
+
+
 class ExperimentLogger(Logger):
     """Logger writing into one run directory (``log_dir``); the loop sets its ``frame``
     and ``episode`` counters.
@@ -143,13 +166,7 @@ class ExperimentLogger(Logger):
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
         check_count(loss_every=loss_every)
-        for key, name in (("agent_name", agent_name), ("env_name", env_name)):
-            if not isinstance(name, str):
-                raise TypeError(f"ExperimentLogger(agent_name, env_name, logdir='runs', ...) "
-                                f"takes the names as text, got {key}={name!r:.60}: ALL's "
-                                "ExperimentLogger(experiment, agent_name, env_name, ...) is "
-                                "ExperimentLogger(agent_name, env_name, logdir=..., verbose=...) "
-                                "(the experiment sets the logger's frame and episode)")
+        _check_names(agent_name=agent_name, env_name=env_name)
         self.agent_name, self.env_name, self.verbose = agent_name, env_name, verbose
         self.loss_every, self.frame, self.episode = int(loss_every), 0, 0
         self._logdir, self._wandb_options = logdir, wandb
@@ -236,21 +253,10 @@ class ExperimentLogger(Logger):
         if self._wandb_options is not None:
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
 
-    def _step(self, step: str | int) -> int:
-        """``self.frame`` or ``self.episode``, as ``step`` says, or ``step`` itself (a whole
-        number, as ALL's logger takes it)."""
-        if step == "frame":
-            return self.frame
-        if step == "episode":
-            return self.episode
-        if isinstance(step, numbers.Integral) and not isinstance(step, bool) and step >= 0:
-            return int(step)
-        raise ValueError(f"step must be 'frame', 'episode' or a whole number >= 0, got {step!r}")
-
     def _scalar(self, tag: str, value: Any, step: str | int) -> None:
         """Write one scalar (``float()`` only for written values) at ``self.frame`` or
         ``self.episode``, as ``step`` says."""
-        count = self._step(step)
+        count = _step(self, step)
         if step == "episode":
             self._episode_tags.add(tag)
         value = float(value)
@@ -288,7 +294,7 @@ class ExperimentLogger(Logger):
                     step: str | int = "frame") -> None:
         """ALL's: the hyperparameters (those that are numbers, text or tensors) with the metrics
         they reached, in TensorBoard's HParams tab."""
-        count = self._step(step)
+        count = _step(self, step)
         kinds = (int, float, str, bool, torch.Tensor)
         hparams = {k: v for k, v in hparam_dict.items() if isinstance(v, kinds)}
         metrics = {k: float(v) for k, v in metric_dict.items()}
