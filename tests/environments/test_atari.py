@@ -163,6 +163,28 @@ def test_out_of_range_actions_are_refused_before_ale_sees_them() -> None:
     env.close()
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"noop_max": -1}, "noop_max must be a whole number >= 0, got -1"),
+    ({"repeat_action_probability": 1.5}, "repeat_action_probability must be in .0, 1., got 1.5"),
+    ({"fire_reset": "no"}, "fire_reset must be True or False, got 'no'"),
+    ({"frame_skip": 2.5}, "frame_skip must be a whole number >= 1, got 2.5"),
+    ({"frame_stack": 0}, "frame_stack must be a whole number >= 1, got 0"),
+    ({"screen_size": 0}, "screen_size must be a whole number >= 1, got 0"),
+])
+def test_an_option_ale_py_cannot_take_is_one_line(options: dict, message: str) -> None:
+    """A stack or a screen of 0 hung ale-py; a negative no-op count and a probability above 1
+    were taken silently; text for a flag was pybind11's error of many lines."""
+    with pytest.raises(ValueError, match=f"^Atari option {message}$"):
+        AtariEnvironment("Breakout", **options)
+
+
+def test_whole_options_given_as_floats_or_numpy_numbers_are_taken() -> None:
+    env = AtariEnvironment("Breakout", frame_skip=np.int64(3), screen_size=64.0,
+                           fire_reset=np.bool_(True))
+    assert env.reset().observation.shape == (4, 64, 64)
+    env.close()
+
+
 def test_a_seed_ale_py_cannot_take_is_one_line() -> None:
     """ale-py seeds copy i with seed + i as an int32: a larger seed was pybind11's error of
     many lines (blamed on the game's reset), a negative one was taken silently."""

@@ -7,7 +7,10 @@ import os
 import re
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
+import numpy as np
+
+from looprl.core.ranges import COUNT, UNIT, WHOLE
+from looprl.core.suggest import did_you_mean, is_number
 
 #: Options of the DeepMind preprocessing and their defaults.
 DEEPMIND_OPTIONS: dict[str, Any] = {
@@ -21,6 +24,12 @@ DEEPMIND_OPTIONS: dict[str, Any] = {
     "max_episode_frames": 108_000,
     "full_action_space": False,
 }
+
+#: The valid values of the numeric options (ale-py hangs on a stack or a screen of 0 and takes
+#: a negative no-op count or a sticky-action probability above 1); the others are True or False.
+OPTION_RANGES = {"noop_max": WHOLE, "frame_skip": COUNT, "frame_stack": COUNT,
+                 "screen_size": COUNT, "repeat_action_probability": UNIT,
+                 "max_episode_frames": WHOLE}
 
 
 def _import_ale() -> Any:
@@ -72,6 +81,16 @@ def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, 
         valid = ", ".join(sorted(DEEPMIND_OPTIONS))
         raise TypeError(f"Unknown Atari options {sorted(unknown)}; valid: {valid}")
     o = {**DEEPMIND_OPTIONS, **options}
+    for key, value in options.items():  # (as the Python types ale-py takes: 4.0 as 4)
+        valid = OPTION_RANGES.get(key)
+        if valid is None:
+            if not isinstance(value, bool | np.bool_):
+                raise ValueError(f"Atari option {key} must be True or False, got {value!r}")
+            o[key] = bool(value)
+        elif is_number(value) and valid.holds(float(value)):
+            o[key] = int(value) if valid.whole else float(value)
+        else:
+            raise ValueError(f"Atari option {key} must be {valid.text}, got {value!r}")
     threads = num_threads or max(1, min(n_envs, os.cpu_count() or 1))
     return ale_py.AtariVectorEnv(
         rom_id(name), n_envs, num_threads=threads,
