@@ -169,3 +169,29 @@ def test_each_new_agent_starts_its_meta_components_as_given(small_ppo):
         first, second = runner.experiment.hub.stack.components
         assert first.start == second.start == 0 and first.steps >= 16  # (4 copies a step)
     assert given.steps == on_builder.steps == 0 and first is not on_builder
+
+
+def test_an_evaluation_during_training_leaves_a_single_env_run_as_it_was(tmp_path) -> None:
+    """A runner evaluates a single-environment preset (DQN) in a copy of its environment: the
+    training that follows is the one without the evaluation (was: played in the training
+    environment, reseeded, so Optuna's retrained best/ was not the winning trial's agent)."""
+    import torch
+
+    from looprl.presets.classic_control import dqn
+
+    def trained(evaluate: bool) -> tuple[list[float], torch.Tensor]:
+        runner = OnlineRunner(dqn.hyperparameters(replay_start_size=100), "CartPole-v1",
+                              num_steps=1000, eval_episodes=2, seed=0,
+                              logdir=str(tmp_path / str(evaluate)))
+        runner.train(300)
+        if evaluate:
+            runner.evaluate()
+        runner.train(300)
+        returns = list(runner.experiment.logger._returns)
+        weights = torch.cat([p.detach().flatten() for p in runner.preset.model.parameters()])
+        runner.close()
+        return returns, weights
+
+    (plain, plain_weights), (evaluated, evaluated_weights) = trained(False), trained(True)
+    assert evaluated == plain and len(plain) > 10
+    assert torch.equal(evaluated_weights, plain_weights)

@@ -5,6 +5,7 @@ budget, logging, checkpoints and divergence messages), and its two forms
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -353,7 +354,8 @@ class ParallelEnvExperiment(Experiment):
 
 class SingleEnvExperiment(Experiment):
     """An ``Agent`` acting in one ``Environment`` (seed 003's loop, with logging): the
-    collector over ``DuplicateEnvironment([env])``. Evaluation plays in ``env``."""
+    collector over ``DuplicateEnvironment([env])``. Evaluation plays in ``env`` (as ALL's),
+    a runner's (``seeded_test``) in a copy: training goes on as if it had not happened."""
 
     seeded_test = False
 
@@ -370,4 +372,7 @@ class SingleEnvExperiment(Experiment):
         return self.preset.test_agent()
 
     def _test_env(self, copies: int) -> VectorEnvironment:
+        if self.seeded_test:
+            with contextlib.suppress(NotImplementedError):  # (else in ``env``, as ALL's)
+                return self.vector_env.copy()
         return self.vector_env
