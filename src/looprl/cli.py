@@ -209,12 +209,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _saved_preset(run_dir: Path, name: str) -> Path | None:
-    """The ``name`` file of a run below ``run_dir`` (``looprl run`` keeps it above its logs,
-    in ``ALGORITHM/ENV/``; ``run_experiment``'s logdir holds ``ALGORITHM/ENV/``): that of a
-    run two levels up or of the one run below; ``ValueError`` if several are below."""
+    """The ``name`` file of a run two levels above ``run_dir`` (``looprl run`` keeps it above
+    its logs, in ``ALGORITHM/ENV/``), else of the one run below it (``_one_below``)."""
     above = run_dir.parent.parent / name
-    if above.exists():
-        return above
+    return above if above.exists() else _one_below(run_dir, name)
+
+
+def _one_below(run_dir: Path, name: str) -> Path | None:
+    """The ``name`` file of the one run below ``run_dir`` (in ``NAME/`` or ``ALGORITHM/ENV/``:
+    ``run_experiment``'s logdir, a ``looprl run ... runtime=ray`` directory); ``None`` if none,
+    a one-line ``ValueError`` if several are."""
     below = sorted(run_dir.glob(f"*/{name}")) + sorted(run_dir.glob(f"*/*/{name}"))
     if len(below) > 1:
         runs = ", ".join(str(path.parent) for path in below[:3]) + (", ..." * (len(below) > 3))
@@ -223,13 +227,12 @@ def _saved_preset(run_dir: Path, name: str) -> Path | None:
 
 
 def distributed_run_dir(run_dir: Path) -> Path:
-    """``run_dir``, or the experiment directory of the one distributed run in it: a
-    ``looprl run ... runtime=ray`` directory holds it in ``ALGORITHM/ENV/`` (a local run
-    writes its ``preset.pt`` at the top)."""
+    """``run_dir``, or the experiment directory of the one distributed run below it (a local
+    run writes its ``preset.pt`` at the top)."""
     if (run_dir / "algorithm.pt").exists():
         return run_dir
-    found = sorted(run_dir.glob("*/*/algorithm.pt"))
-    return found[0].parent if len(found) == 1 else run_dir
+    found = _one_below(run_dir, "algorithm.pt")
+    return run_dir if found is None else found.parent
 
 
 def print_episodes(returns: list, path: Path | None) -> None:
