@@ -1,6 +1,4 @@
-"""The ``Actor``: the acting half of the shell around every algorithm (Acme's actor): a policy
-acting on B >= 1 rows through ``Policy.rollout``, in training or evaluation mode, and an
-adder (a ``SegmentBuffer``) that writes the rows a ``Learner`` takes."""
+"""The ``Actor``: the acting half of the shell around every algorithm (Acme's actor)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The actor-critic policy of PPO, PPG, A2C, VAC and VPG, on every runtime (seed 004 API):
-``ActorCriticPolicy`` over any ``ActorCriticModel``, and ``actor_critic_policy`` over an
-``ActorCriticNetwork``, registered under the seed's names (``VARIANTS``). *Separate*
-backbones share no layer (SRL shared a pre-processing layer between them, a bug fixed here)."""
+"""The actor-critic policy of PPO, PPG, A2C, VAC and VPG, on every runtime (seed 004 API), and
+its network; *separate* actor and critic backbones share no layer."""
 
 from __future__ import annotations
 

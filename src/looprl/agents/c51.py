@@ -60,6 +60,5 @@ class C51Trainer(DQNTrainer):
         next_probs = dist.target(next_obs)
         chooser = dist.no_grad(next_obs) if self.double else next_probs
         best = (chooser * atoms).sum(-1).argmax(-1)
-        index = best.view(-1, 1, 1).expand(-1, 1, atoms.shape[0])
-        next_probs = next_probs.gather(1, index).squeeze(1)
+        next_probs = next_probs[torch.arange(len(best), device=best.device), best]
         return categorical_projection(returns, 1.0, discount, next_probs, atoms)

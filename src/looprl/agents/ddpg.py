@@ -1,6 +1,5 @@
-"""Deep Deterministic Policy Gradient (Lillicrap et al., 2016): ``ContinuousPolicy`` (the acting
-half of DDPG, TD3 and SAC), ``DDPGTrainer`` (TD3 and SAC extend it), the critics and ``DDPG``,
-the local agent (a ``ReplayAgent``, as TD3's and SAC's are)."""
+"""Deep Deterministic Policy Gradient (Lillicrap et al., 2016), and the parts TD3 and SAC
+extend: ``ContinuousPolicy``, ``DDPGTrainer`` and the critics."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Deep Q-Networks (Mnih et al., 2015), with Double DQN (van Hasselt et al., 2016) and Ape-X
-(Horgan et al., 2018) as options: ``DQNPolicy``, ``DQNTrainer``, the local agent ``DQN`` and
-``q_network_policy`` (registered as policy ``"q-network"``)."""
+(Horgan et al., 2018) as options."""
 
 from __future__ import annotations
 
@@ -46,14 +45,13 @@ class DQNPolicy(ApproximationPolicy):
     """Epsilon-greedy policy over a Q approximation (``QNetwork``, ``QDist.expectation`` or an
     ``Approximation`` of a ``QModel``) whose ``q(obs, actions=None)``/``no_grad``/``eval``/
     ``target`` map observations ``[N, ...]`` (a tensor or fields) to action values
-    ``[N, num_actions]``: acting, ``analyze`` and the trainers all call it so. ``epsilon``: a
-    float or a schedule; ``exploration``: another exploration policy replacing the
-    epsilon-greedy one; ``seed``: ``greedy``'s own draws (``rollout`` draws from torch's global
-    generator); ``evaluation_epsilon``: the rate of evaluation rows."""
+    ``[N, num_actions]``. ``epsilon``: a float or a schedule; ``exploration``: another
+    exploration policy replacing the epsilon-greedy one; ``seed``: ``greedy``'s own draws
+    (``rollout`` draws from torch's global generator); ``evaluation_epsilon``: the rate of
+    evaluation rows."""
 
-    #: a schedule of ``epsilon`` counts env steps, each row of a request one (the presets of
-    #: one environment, whose Ray actors ask for several copies' rows at once); ``False``: one
-    #: per call (the batched steps of the parallel presets, VQN and VSarsa)
+    #: whether a schedule of ``epsilon`` advances once per row of a request (an env step each),
+    #: else once per call (a batched step of parallel environments)
     epsilon_per_row: bool = False
 
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, exploration: Any = None,
@@ -129,8 +127,7 @@ class DQNPolicy(ApproximationPolicy):
         return self._on_rows(self.q, sample)
 
     def _on_rows(self, forward: Any, sample: Any) -> torch.Tensor:
-        """``forward`` of ``sample.obs`` flattened to rows ``[N, ...]``, its output shaped back
-        to the leading shape of ``sample.reward`` (else ``[B]``)."""
+        """``forward`` of ``sample.obs`` flattened to rows, shaped back as ``analyze`` says."""
         obs = observation_tensor(sample["obs"], self.device, strict=False)
         reward = sample["reward"] if "reward" in sample.fields else None
         lead = tuple(reward.shape) if reward is not None else (len(obs),)
@@ -166,7 +163,6 @@ class DQNTrainer(PolicyTrainer):
     regresses onto ``r^(K) + gamma^K * V(s_K)``, ``K <= n_step``, ``V`` by ``update`` (a name in
     ``UPDATES``; ``double_q``: ``"double_q"``). Priorities: ``|td error|``; ``seed``: unused."""
 
-    #: the trainer-side buffer of a distributed run (``looprl.memory.make_sample_buffer``)
     sample_buffer = "prioritized"
 
     def __init__(self, policy: DQNPolicy, discount_factor: float = 0.99, n_step: int = 1,

@@ -1,6 +1,5 @@
-"""Independent learners (Tan, 1993; de Witt et al., 2020): one single-agent learner per agent.
-``IndependentMultiagent`` routes states to the agents' own ``act`` (seed 003); on the
-collector, ``IndependentPolicy`` and ``IndependentTrainer`` answer and train each agent's rows."""
+"""Independent learners (Tan, 1993; de Witt et al., 2020): one single-agent learner per agent,
+as a seed 003 ``Multiagent`` and as one policy and trainer for the collector."""
 
 from __future__ import annotations
 

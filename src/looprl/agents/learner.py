@@ -1,8 +1,7 @@
 """The ``Learner``: the learning half of the shell around every algorithm (Acme's learner), the
-same object on every runtime: a buffer, one update schedule, a trainer and the update hooks
-(``hooks``: the run's ``MetaHub``, run here and nowhere else). Replay learners (the DQN
-family, DDPG, TD3, SAC) step as their ``ReplaySchedule`` says; on-policy ones once per
-``batch_streams`` fresh streams (segments more than ``max_lag`` versions old are dropped)."""
+same object on every runtime: a buffer, one update schedule, a trainer and the update hooks.
+Replay learners step as their ``ReplaySchedule`` says; on-policy ones once per ``batch_streams``
+fresh streams."""
 
 from __future__ import annotations
 
@@ -90,9 +89,8 @@ def check_finite(trainer: Trainer, result: TrainerStepResult, device_too: bool =
         raise TypeError(f"trainer {name}.step returned stats {sorted(odd)} that are not single "
                         "numbers; give each stat as a float or a one-element tensor (e.g. "
                         "loss.item())")
-    bad.sort()
     if bad:
-        raise FloatingPointError(f"trainer {name} returned non-finite {bad} at "
+        raise FloatingPointError(f"trainer {name} returned non-finite {sorted(bad)} at "
                                  f"step {result.step}: training diverged; try a lower learning "
                                  "rate or gradient clipping")
 
@@ -119,7 +117,6 @@ class StepLoop:
 
 #: A replay learner logs its trainer's statistics every this many gradient steps (by default).
 REPLAY_LOG_EVERY = 1000
-#: What a ``Learner`` counts (and checkpoints): see its docstring.
 _COUNTERS = ("received", "dropped", "observed", "owed", "updates")
 
 
@@ -176,7 +173,6 @@ class Learner(StepLoop, AgentBase):
             for name in ("batch_size", "update_frequency", "gradient_steps")}
         return parts_hyperparameters(self.policy, self.trainer, **own)
 
-    # -- what the actors hand over ----------------------------------------------------------
     def put(self, sample: SampleBatch) -> None:
         """Add the segments ``sample`` (``[T + 1, B]``); stale ones are dropped (on-policy)."""
         rows, columns = sample.reward.shape
@@ -188,7 +184,6 @@ class Learner(StepLoop, AgentBase):
         if self.schedule is not None:
             self.owed += self.schedule.steps(before, self.observed)
 
-    # -- the schedule ---------------------------------------------------------------------
     def ready(self) -> bool:
         """Whether a step is due: an on-policy batch is complete, or the replay holds a transition
         and the schedule owes a step."""
@@ -238,7 +233,6 @@ class Learner(StepLoop, AgentBase):
             for name, value in result.stats.items():
                 self.logger.add_loss(name, value)
 
-    # -- what a run publishes and saves ------------------------------------------------------
     def shared_state(self) -> list[dict[str, Any] | None]:
         """Each meta component's ``shared_state`` (published with the policy parameters)."""
         return [] if self.hooks is None else [c.shared_state() for c in self.hooks.stack]
@@ -267,9 +261,7 @@ class Learner(StepLoop, AgentBase):
             for component, saved in zip(self.hooks.stack, state.get("meta", ()), strict=False):
                 component.load_state_dict(saved)
         if self.schedule is not None and len(self.buffer) == 0:
-            # the state holds no replay: the steps owed on the transitions it held cannot be
-            # taken, and kept owed they would hold back every put (``backlogged``) while the
-            # empty replay never lets a step run (``ready``): a deadlock
+            # no replay saved: owed steps could never run (``ready``) but block ``backlogged``
             self.owed = 0
 
 

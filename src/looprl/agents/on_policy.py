@@ -1,8 +1,5 @@
-"""What the on-policy actor-critics (PPO, PPG, A2C, VAC, VPG) share, on every runtime:
-``OnPolicyTrainer`` (GAE or V-trace targets, then ``epochs`` passes of shuffled minibatches
-of the subclass's loss) and ``OnPolicyAgent``, the local ``ParallelAgent`` that feeds it.
-Feed-forward policies train on shuffled valid rows, recurrent ones on whole streams (their
-memory rebuilt from ``policy_state[0]``); DDP-synchronized trainers on as many units each."""
+"""What the on-policy actor-critics (PPO, PPG, A2C, VAC, VPG) share, on every runtime: the
+``OnPolicyTrainer`` and ``OnPolicyAgent``, the local ``ParallelAgent`` that feeds it."""
 
 from __future__ import annotations
 
@@ -48,9 +45,10 @@ _REQUIRED = ("obs", "action", "reward", "done", "truncated", "log_prob")
 class OnPolicyTrainer(PolicyTrainer):
     """Targets and minibatches of an on-policy actor-critic update; subclasses give the loss.
 
-    Each ``step`` is one update (``epochs`` passes of minibatches of ``minibatch_size`` rows,
-    ``None``: the whole sample; recurrent policies take ``max(1, minibatch_size // T)`` whole
-    streams) and increments ``policy.version``; the loss parts are averaged over minibatches.
+    Each ``step`` is one update (``epochs`` passes of shuffled minibatches of ``minibatch_size``
+    valid rows, ``None``: the whole sample; recurrent policies take ``max(1, minibatch_size //
+    T)`` whole streams, their memory rebuilt from ``policy_state[0]``) and increments
+    ``policy.version``; the loss parts are averaged over minibatches.
     ``vtrace``: V-trace targets (truncated at ``clip_rho``, ``clip_c``) from the current
     policy, else GAE from the values the actors stored. ``lr``: ``None``, or a function of
     training progress in ``[0, 1]`` (over ``total_updates`` steps) that sets the learning rate
@@ -101,7 +99,6 @@ class OnPolicyTrainer(PolicyTrainer):
                       if key.startswith("hp/lr/")})  # (setting it drops the lr schedule)
         return found
 
-    # -- the step -------------------------------------------------------------------------
     def step(self, sample: SampleBatch) -> TrainerStepResult:
         """One update on ``sample`` (``[T + 1, B]`` segments)."""
         required = _REQUIRED + (("policy_state",) if self.recurrent else ())
@@ -151,7 +148,6 @@ class OnPolicyTrainer(PolicyTrainer):
             return batch
         return batch[torch.randperm(n, generator=self.generator)[:common]]
 
-    # -- minibatches ----------------------------------------------------------------------
     def _units_per_minibatch(self, batch: NamedArray, size: int | None = None) -> int:
         """Rows (feed-forward) or whole streams (recurrent) per minibatch of ``size`` rows."""
         size = size or self.minibatch_size or batch.returns.numel()
@@ -159,7 +155,7 @@ class OnPolicyTrainer(PolicyTrainer):
 
     def _policy_steps(self, batch: NamedArray) -> int:
         n, size = batch.advantage.shape[0], self._units_per_minibatch(batch)
-        return self.epochs * (1 if size >= n else math.ceil(n / size))
+        return self.epochs * math.ceil(n / size)
 
     def _update(self, batch: NamedArray) -> dict[str, torch.Tensor]:
         """``epochs`` passes of shuffled minibatches; the parts averaged over minibatches."""
@@ -218,7 +214,6 @@ class OnPolicyTrainer(PolicyTrainer):
             self._policy.approximation.reinforce(0.0 * analysis.value.sum())
         return {}
 
-    # -- optimizer steps and schedules ----------------------------------------------------
     def _begin_update(self, optimizer_steps: int) -> None:
         """The learning rate of the schedule before an update of ``optimizer_steps`` steps
         (unless ``hp/lr/<name>`` dropped the schedule)."""

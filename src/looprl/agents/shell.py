@@ -1,7 +1,5 @@
 """Seed 003's ``Agent.act(state)`` as a facade over the two units of the shell, an ``Actor``
-(policy and adder) and a ``Learner`` (buffer, schedule, trainer): ``ReplayAgent`` for the
-replay algorithms, ``SegmentAgent`` for the on-policy ones. The local experiments' collector
-writes the same rows, cut the same way, and calls ``train`` on each segment."""
+(policy and adder) and a ``Learner`` (buffer, schedule, trainer)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Policies over ``Box`` actions: ``DeterministicPolicy`` (DDPG, TD3) and
 ``SoftDeterministicPolicy`` (SAC). Both take a ``State``/``StateArray`` (the model's output
-zeroed where ``mask == 0``) or observations; ``uniform`` draws random actions (warm-up)."""
+zeroed where ``mask == 0``) or observations."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Exploration policies over Q-values, chosen by name (``EXPLORATION``), as in Mighty, with
-``GreedyPolicy``'s interface (``DQNPolicy`` takes any as its ``exploration``):
-``epsilon_greedy`` and ``decaying_epsilon_greedy`` (``GreedyPolicy``), ``ez_greedy``
-(``EZGreedyPolicy``) and ``stochastic`` (``BoltzmannPolicy``)."""
+"""Exploration policies over Q-values with ``GreedyPolicy``'s interface (``DQNPolicy`` takes any
+as its ``exploration``), chosen by name (``EXPLORATION``) as in Mighty."""
 
 from __future__ import annotations
 

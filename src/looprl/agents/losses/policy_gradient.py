@@ -72,9 +72,6 @@ def ppo_loss(log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: t
     return total, parts
 
 
-# -- REINFORCE / actor-critic / A2C (Williams, 1992; Mnih et al., 2016) -------------------
-
-
 def policy_gradient_loss(log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
     """The REINFORCE policy loss ``-mean(log pi(a | s) * A)``, ``A`` constant."""
     return -(log_probs * advantages.detach()).mean()
