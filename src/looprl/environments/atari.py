@@ -143,7 +143,6 @@ class AtariEnvironment(Environment):
         return self._vector.needs_reset
 
     def prepare_checkpoint(self, frame: int) -> None:
-        """The next reset without a seed uses ``derived_seed(run's seed, frame)``."""
         self._vector.prepare_checkpoint(frame)
 
     def __getstate__(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from looprl.core.suggest import did_you_mean, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import copies_of, make_gym_env
+from looprl.environments.gym_helpers import deep_copy, make_gym_env
 from looprl.environments.mujoco import require_mujoco
 from looprl.environments.srl_adapters import GymnasiumEnvironment
 from looprl.environments.vector import GymVectorEnvironment
@@ -392,7 +392,7 @@ class ContextualEnvironment(GymEnvironment):
 def _copy(env: ContextualEnv, name: str) -> ContextualEnv:
     """A deep copy of ``env`` with RNGs of its own, its round robin at the start again (the
     copy's seeding reset took the first instance)."""
-    clone = copies_of(env, name)()
+    clone = deep_copy(env, name)
     clone._cursor = 0
     return clone
 

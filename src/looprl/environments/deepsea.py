@@ -22,8 +22,6 @@ class DeepSea(gym.Env):
     action is 'right' per cell (from ``mapping_seed``), else it is 1; ``move_cost``: of ``N``
     moves right."""
 
-    metadata = {"render_modes": []}
-
     def __init__(self, size: int = 10, randomize_actions: bool = True, mapping_seed: int = 0,
                  move_cost: float = 0.01):
         if size < 1:

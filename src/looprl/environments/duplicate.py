@@ -8,7 +8,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -19,7 +18,7 @@ from looprl.environments.atari import AtariEnvironment
 from looprl.environments.base import Environment, VectorEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import copies_of, shape_changed
+from looprl.environments.gym_helpers import deep_copy, shape_changed
 from looprl.environments.vector import state_array_from_numpy
 
 __all__ = ["DuplicateEnvironment", "atari_copies", "gym_copies", "local_copies", "state_arrays"]
@@ -192,9 +191,8 @@ def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEn
 
 def _copy(env: Environment) -> Environment:
     """An independent copy of a ``GymEnvironment``, over a deep copy of its ``gymnasium.Env``."""
-    inner = getattr(env, "env", None)
-    if isinstance(inner, gym.Env) and isinstance(env, GymEnvironment):
-        return GymEnvironment(copies_of(inner, env.name)(), device=env.device, name=env.name)
+    if isinstance(env, GymEnvironment):
+        return GymEnvironment(deep_copy(env.env, env.name), device=env.device, name=env.name)
     raise NotImplementedError(f"{type(env).__name__} cannot be copied by DuplicateEnvironment; "
                               "evaluate in a DuplicateEnvironment of new environments")
 

@@ -17,11 +17,11 @@ from looprl.environments.base import Environment
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output
 from looprl.environments.gym_helpers import (
     action_to_numpy,
-    check_space_shape,
-    copies_of,
+    deep_copy,
     env_name,
     make_gym_env,
     shape_changed,
+    space_shape_error,
 )
 from looprl.environments.srl import import_environment
 from looprl.environments.vector import GymVectorEnvironment
@@ -80,11 +80,10 @@ class GymEnvironment(Environment):
                                  "gymnasium.Env class")
         self._id = env if made else env_name(env)
         self._make_kwargs = make_kwargs if made else {}
-        self.env = make_gym_env(env, **make_kwargs) if made else env
         self._given = None if made else env  # a user's environment (wrappers included)
         self._wrap_env = wrap_env
-        if wrap_env is not None:
-            self.env = wrap_env(self.env)
+        env = make_gym_env(env, **make_kwargs) if made else env
+        self.env = env if wrap_env is None else wrap_env(env)
         self.name = name or self._given_id or self._id
         self.device = device
         self.seed = self._seed = seed  # _seed: of the next reset only
@@ -146,7 +145,9 @@ class GymEnvironment(Environment):
             observation = self._state.observation
             shape = tuple(observation.shape) if isinstance(observation, torch.Tensor) else None
             if self._shape is None:
-                check_space_shape(self.name, self.observation_space, shape)
+                space = self.observation_space  # (a Box: what the presets size networks from)
+                if isinstance(space, gym.spaces.Box) and shape not in (None, space.shape):
+                    raise space_shape_error(self.name, space, shape)
                 self._shape = shape
             elif shape != self._shape:
                 raise shape_changed(self.name, self._shape, shape)
@@ -169,7 +170,7 @@ class GymEnvironment(Environment):
     def duplicate(self, n: int) -> GymVectorEnvironment:
         """``n`` copies as a ``GymVectorEnvironment`` (deep copies of a given ``gym.Env``)."""
         if self._given is not None:
-            env = copies_of(self.env, self.name)
+            env = partial(deep_copy, self.env, self.name)
         elif self._wrap_env is not None:  # made from the id, each copy wrapped alike
             env = partial(_made_and_wrapped, self._id, self._wrap_env, self._make_kwargs)
         else:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -90,12 +88,7 @@ def discrete_actions(action: Any, space: gym.Space, n_envs: int) -> np.ndarray:
                      f"copy, got {_shown(array)}")
 
 
-def copies_of(env: gym.Env, name: str) -> Callable[[], gym.Env]:
-    """A factory of deep copies of ``env``, each seeded anew (picklable where ``env`` is)."""
-    return functools.partial(_deep_copy, env, name)
-
-
-def _deep_copy(env: gym.Env, name: str) -> gym.Env:
+def deep_copy(env: gym.Env, name: str) -> gym.Env:
     """A deep copy of ``env`` (named ``name``), reset with a random seed of its own."""
     try:
         clone = copy.deepcopy(env)
@@ -120,13 +113,6 @@ def shape_changed(name: str, expected: Any, got: Any = None) -> ValueError:
     return ValueError(f"{name} returned an observation of {_shape(got)} after observations of "
                       f"shape {tuple(expected)}: an environment's observations must keep one "
                       "shape (pad them to one size, and declare it in observation_space)")
-
-
-def check_space_shape(name: str, space: gym.Space, shape: Any) -> None:
-    """A one-line ``ValueError`` if an observation of ``shape`` (``None``: not an array) does
-    not have the shape of ``space``, a ``Box`` (what the presets size their networks from)."""
-    if isinstance(space, gym.spaces.Box) and shape is not None and tuple(shape) != space.shape:
-        raise space_shape_error(name, space, shape)
 
 
 def space_shape_error(name: str, space: gym.Space, shape: Any = None) -> ValueError:

@@ -8,11 +8,9 @@ and parallel games (https://arxiv.org/abs/2009.14471) and SRL environments alike
         action = multiagent.act(state)
         env.step(None if state.done else action)   # done agents must step None
 
-``MultiagentPettingZooEnv`` is that loop's view of an SRL environment: of a game's
-``PettingZooEnvironment`` (the one adapter of PettingZoo, which the collector steps), or of
-any SRL ``Environment``. ``reward`` is the agent's reward since its last action. A game's
-observations are by default flattened to float32 (``Discrete``: one-hot);
-``state['action_mask']`` is a bool tensor where the environment has one."""
+``reward`` is the agent's reward since its last action. A game's observations are by default
+flattened to float32 (``Discrete``: one-hot); ``state['action_mask']`` is a bool tensor where
+the environment has one."""
 
 from __future__ import annotations
 

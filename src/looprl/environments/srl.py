@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from looprl.core.imports import import_module, is_import_path
@@ -190,8 +191,6 @@ def registered_environments() -> list[str]:
 def make(name: str, **env_args: Any) -> Environment:
     """The environment registered as ``name`` made with ``env_args``; also any Gymnasium id (the
     ``"gym"`` adapter; ``"atari"`` with ``atari_wrappers=True``) and ``"my_pkg.envs:MyEnv"``."""
-    import gymnasium as gym
-
     environments = _environments()
     if name not in _REGISTRY and is_import_path(name):  # "package.module:NAME"
         _, name = import_environment(name)  # registered here, or a Gymnasium id
@@ -211,8 +210,6 @@ def import_environment(path: str) -> tuple[str, str]:
     ``("srl", name)`` for an ``Environment`` subclass (registered as ``path``) or a name the
     module registered; ``("gym", id)`` for a ``gymnasium.Env`` subclass (registered with
     Gymnasium as ``package.module.NAME``) or a Gymnasium id the module registered."""
-    import gymnasium as gym
-
     module_name, _, attr = path.partition(":")
     found = getattr(import_module(module_name, f"environment {path!r}"), attr, None)
     if isinstance(found, type) and issubclass(found, Environment):
@@ -239,8 +236,6 @@ def import_environment(path: str) -> tuple[str, str]:
 
 def is_gymnasium_id(name: str) -> bool:
     """Whether ``gymnasium.make(name)`` knows ``name`` (Atari ids included when ale-py is)."""
-    import gymnasium as gym
-
     if name not in gym.registry:
         with suppress(ImportError):  # register ale-py's ``ALE/...`` ids
             import ale_py

@@ -182,12 +182,12 @@ def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
     if make_kwargs:
         raise TypeError(f"GymVectorEnvironment got a made vector environment and gym.make "
                         f"arguments {sorted(make_kwargs)}: pass them to gymnasium.make_vec")
-    mode = (getattr(vector_env, "metadata", None) or {}).get("autoreset_mode")
     next_step = gym.vector.AutoresetMode.NEXT_STEP
-    if mode is not None and gym.vector.AutoresetMode(mode) != next_step:
+    mode = gym.vector.AutoresetMode(vector_env.metadata.get("autoreset_mode") or next_step)
+    if mode != next_step:
         raise ValueError(f"GymVectorEnvironment steps vector environments with next-step "
                          f"autoreset (a done row's next action is ignored), got one made with "
-                         f"autoreset_mode={gym.vector.AutoresetMode(mode).name}: make it with "
+                         f"autoreset_mode={mode.name}: make it with "
                          f"vector_kwargs={{'autoreset_mode': "
                          f"gymnasium.vector.AutoresetMode.NEXT_STEP}} (the default)")
     if n_envs is not None and not isinstance(n_envs, str):
@@ -196,6 +196,5 @@ def _given_name(vector_env: gym.vector.VectorEnv, n_envs: Any, name: str | None,
                         f"{vector_env.num_envs} copies already")
     name = n_envs if name is None else name  # (ALL's second argument, or None)
     if name is None:
-        spec = getattr(vector_env, "spec", None)
-        name = spec.id if spec is not None else type(vector_env).__name__
+        name = vector_env.spec.id if vector_env.spec is not None else type(vector_env).__name__
     return name
