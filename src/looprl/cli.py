@@ -183,8 +183,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         from looprl.presets import load_preset
         name = "best_preset.pt" if args.best else "preset.pt"
         preset_file = run_dir / name if run_dir.is_dir() else run_dir
-        if run_dir.is_dir() and not preset_file.exists():
-            preset_file = _saved_preset(run_dir, name) or preset_file
+        if run_dir.is_dir() and not preset_file.exists():  # (looprl run keeps it above its
+            above = run_dir.parent.parent / name  # logs, in ALGORITHM/ENV/; else a run below)
+            preset_file = above if above.exists() else _one_below(run_dir, name) or preset_file
         if not preset_file.exists() and args.best and run_dir.is_dir():
             raise FileNotFoundError(f"No {name} in {run_dir}: a run keeps its best agent when "
                                     "it evaluates during training (looprl run "
@@ -206,13 +207,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
                                     max_steps=args.max_steps)
     print_episodes(returns, path)
     return 0
-
-
-def _saved_preset(run_dir: Path, name: str) -> Path | None:
-    """The ``name`` file of a run two levels above ``run_dir`` (``looprl run`` keeps it above
-    its logs, in ``ALGORITHM/ENV/``), else of the one run below it (``_one_below``)."""
-    above = run_dir.parent.parent / name
-    return above if above.exists() else _one_below(run_dir, name)
 
 
 def _one_below(run_dir: Path, name: str) -> Path | None:

@@ -1,7 +1,5 @@
-"""Local experiments: ``Experiment``, the collector loop over copies of an environment (with
-budget, logging, checkpoints and divergence messages), and its two forms
-``ParallelEnvExperiment`` and ``SingleEnvExperiment`` (over ``DuplicateEnvironment([env])``).
-"""
+"""Local experiments: ``Experiment`` and its forms ``ParallelEnvExperiment`` and
+``SingleEnvExperiment``."""
 
 from __future__ import annotations
 
@@ -46,12 +44,6 @@ log = logging.getLogger(__name__)
 TEST_SEED_OFFSET = 10_000
 
 
-def _log_scalars(hub: MetaHub, logger: Any) -> None:
-    """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
-    for key, value in hub.log_scalars().items():
-        logger.add_log(key[4:], value)
-
-
 def logger_object(logger: Any) -> Any:
     """An ``Experiment``'s ``logger`` argument: a logger object, or ``None`` for the default
     ``ExperimentLogger``; ALL's name ``"tensorboard"`` (its default) is that default too, and
@@ -64,16 +56,6 @@ def logger_object(logger: Any) -> Any:
                      "(logger='tensorboard', the default); ALL's 'comet' is not ported. Mirror "
                      "the scalars to Weights & Biases with ExperimentLogger(..., wandb={...}), or "
                      "pass a logger object")
-
-
-def check_window(env: Any) -> None:
-    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
-    if getattr(getattr(env, "env", None), "render_mode", None) != "human":
-        raise ValueError(f"render=True needs an environment that shows itself: create it with "
-                         f"render_mode='human' (GymEnvironment({env.name!r}, render_mode="
-                         f"'human'), or for PettingZoo make_zoo_env({env.name!r}, "
-                         "render_mode='human')); Atari environments have no window: watch a "
-                         "saved preset with looprl watch")
 
 
 def warn_untrained(experiment: Experiment) -> None:
@@ -115,7 +97,6 @@ class Experiment:
     """
 
     seeded_test = True
-    save_freq: float = math.inf  # (of experiments checkpointed before it was kept)
 
     def __init__(self, preset: Preset, env: Any, name: str | None = None,
                  train_steps: float = math.inf, logdir: str = "runs", quiet: bool = False,
@@ -173,8 +154,13 @@ class Experiment:
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
-        if self.render:
-            check_window(self.env)
+        env = self.env
+        if self.render and getattr(getattr(env, "env", None), "render_mode", None) != "human":
+            raise ValueError(f"render=True needs an environment that shows itself: create it with "
+                             f"render_mode='human' (GymEnvironment({env.name!r}, render_mode="
+                             f"'human'), or for PettingZoo make_zoo_env({env.name!r}, "
+                             "render_mode='human')); Atari environments have no window: watch a "
+                             "saved preset with looprl watch")
 
     def _make_agent(self) -> Any:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
@@ -246,7 +232,8 @@ class Experiment:
         for episode in episodes:
             self._log_episode(episode)
         if episodes and self.hub is not None:  # (the log/* scalars the components wrote)
-            _log_scalars(self.hub, self.logger)
+            for key, value in self.hub.log_scalars().items():
+                logger.add_log(key[4:], value)
         self._act()
         self._progress.update(logger.frame, logger.episode, logger.mean_return100)
 

@@ -6,10 +6,6 @@ the events, ``returns100.csv`` (``frame,mean,std,max,min`` every 100 episodes), 
 and ``hyperparameters.csv``. CSV rows are appended every 100 episodes and on ``flush``,
 ``close`` and garbage collection; TensorBoard scalars go to the writer in batches (256 or
 5 seconds). With ``wandb={...}`` every scalar also goes to a W&B run.
-
-``AgentLoggers`` logs a multi-agent run's returns, each agent's in its own run directory
-``{run dir}/{name}.{agent}/{env}``, for the local and the Ray runtime. The runners'
-``MemoryLogger`` (no files) and ``RecordingLogger`` also keep every training return in memory.
 """
 
 from __future__ import annotations

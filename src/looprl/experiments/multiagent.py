@@ -1,9 +1,5 @@
-"""``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment``, on
-the collector over what Ray's actors step (``training_copy``; a frame is one agent's move), and
-evaluated as a Ray run is (the preset's policy, by a seeded evaluation ``Actor``). The run's
-logger records the team return, one logger per agent (``{run dir}/{name}.{agent}``) its own,
-through ``AgentLoggers`` as a Ray run's driver.
-``play`` plays games on the collector, for loops of your own.
+"""``MultiagentEnvExperiment``: a ``Multiagent`` trained in a ``MultiagentEnvironment`` on
+the collector (a frame is one agent's move); ``play`` plays games on it, for loops of your own.
 """
 
 from __future__ import annotations

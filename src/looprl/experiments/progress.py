@@ -50,9 +50,7 @@ def _format_duration(seconds: float) -> str:
 
 
 def _format_return(mean_return: float | None) -> str:
-    if mean_return is None or math.isnan(mean_return):
-        return "-"
-    return f"{mean_return:.4g}"
+    return "-" if mean_return is None or math.isnan(mean_return) else f"{mean_return:.4g}"
 
 
 class TrainingProgress:

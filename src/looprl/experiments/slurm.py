@@ -23,7 +23,7 @@ DEFAULT_SBATCH_ARGS = {"ntasks": 1, "cpus-per-task": 4, "mem-per-cpu": 4000, "ti
 
 
 def _run_one(agent: Any, env: Any, frames: float, options: dict[str, Any]) -> ExperimentResult:
-    return run_experiment(agent, env, frames, **options)[0]
+    return run_experiment(agent, env, frames, **options)[0]  # (a module's function: it pickles)
 
 
 class SlurmExperiment:
@@ -74,10 +74,9 @@ class SlurmExperiment:
         if isinstance(self.executor, submitit.SlurmExecutor):
             self.executor.update_parameters(job_name=self.job_name, additional_parameters={
                 key.replace("-", "_"): value for key, value in self.sbatch_args.items()})
-        runs = self.runs()
-        jobs = self.executor.map_array(_run_one, [agent for agent, _ in runs],
-                                       [env for _, env in runs], [self.frames] * len(runs),
-                                       [self.options] * len(runs))
+        agents, envs = zip(*self.runs(), strict=True)
+        jobs = self.executor.map_array(_run_one, agents, envs, [self.frames] * len(agents),
+                                       [self.options] * len(agents))
         log.info("Submitted %d runs as job(s) %s", len(jobs),
                  ", ".join(sorted({str(job.job_id).split("_")[0] for job in jobs})))
         return jobs

@@ -13,8 +13,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -112,14 +111,6 @@ def _progress(tune: Any, num_steps: int, names: dict[str, str]) -> Any:
                      values, self.best)
 
     return Progress()
-
-
-@contextmanager
-def _tune_output_off() -> Iterator[None]:
-    """Tune's console output off (the table and paths ``verbose=0`` leaves on):
-    ``RAY_AIR_NEW_OUTPUT=0``, Ray's switch to its older reporter, which ``verbose=0`` silences."""
-    with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0"}):
-        yield
 
 
 def _member_run(index: int, generation: int, values: dict[str, float], step: int,
@@ -286,7 +277,9 @@ class PBTRunner(Runner):
         run_config = tune.RunConfig(storage_path=str(storage), name="population", verbose=0,
                                     stop={"step": self.num_steps},
                                     callbacks=[_progress(tune, self.num_steps, names)])
-        with _tune_output_off():
+        # Tune's console off: verbose=0 leaves the table and paths of its new reporter on, and
+        # silences the older one (RAY_AIR_NEW_OUTPUT=0)
+        with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0"}):
             results = tune.Tuner(trainable, param_space=space, tune_config=config,
                                  run_config=run_config).fit()
         members = []
