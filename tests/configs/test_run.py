@@ -139,6 +139,7 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
 @pytest.mark.parametrize("overrides, message", [
     (["algorithm=ppoo"], "Unknown algorithm 'ppoo'. Did you mean 'ppo'?"),
     (["algorithm.lrr=1"], "'lrr' is not a hyperparameter of ppo. Did you mean 'lr'?"),
+    (["algorithm=", "algorithm.lr=1"], "Could not find 'algorithm/'"),
     (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
     (["meta=[rndd]"], "Unknown meta 'rndd'. Did you mean 'rnd'?"),
     (["meta=[rnd,rnd]"],  # (was: one RND attached, silently)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from looprl.meta.plr import PLR
-from looprl.meta.registry import COMPONENTS, accepted_arguments, make_component
+from looprl.meta.registry import COMPONENTS, accepted_parameters, make_component
 from looprl.meta.reset import NetworkReset
 from looprl.meta.rnd import RND, NovelD
 from looprl.meta.schedules import CosineLRSchedule, HPSchedule
@@ -44,7 +44,7 @@ def test_unknown_argument_lists_accepted_ones():
     message = str(error.value)
     assert "'alfa'" in message and "Did you mean 'alpha'" in message
     assert "internal_reward_weight" in message and "\n" not in message
-    assert accepted_arguments(NovelD)[:3] == ["alpha", "episodic", "resolution"]
+    assert list(accepted_parameters(NovelD))[:3] == ["alpha", "episodic", "resolution"]
 
 
 @pytest.mark.parametrize("name, argument", [("plr", "replay_prob"), ("space", "eta"),

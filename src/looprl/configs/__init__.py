@@ -254,7 +254,7 @@ def make_components(cfg: Any) -> list[Any]:
 
 def check_curricula(cfg: Any, env: Any, components: list[Any]) -> None:
     """One line, in ``looprl run``'s terms, for a curriculum (``meta=[plr]``, ``[space]``) over
-    an environment that is not contextual (was: a hint for the Python API, once training ran)."""
+    an environment that is not contextual."""
     from looprl.environments.contextual import contextual_envs
     curricula = [c for c in components if getattr(c, "needs_contexts", False)]
     if not curricula:
@@ -280,7 +280,6 @@ def check_required(options: dict[str, Any], owner: str, node: str) -> None:
 
 
 def _builder(cfg: Any) -> tuple[Any, Any, Any]:
-    """The configured preset builder and ``make_envs``."""
     from looprl.presets.catalog import resolve_agent
     algorithm = dict(_plain(cfg.algorithm))
     preset_name = algorithm.pop("preset")

@@ -23,7 +23,6 @@ DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": [
 
 
 def _builtin_options() -> dict[str, list[str]]:
-    """looprl's groups -> their options (in the ``ConfigStore``)."""
     from hydra.core.config_store import ConfigStore
     meta = ConfigStore.instance().repo["meta"]
     return {"algorithm": list(algorithm_options()), "runner": list(runners()),
@@ -132,9 +131,9 @@ def _meta_targets(pairs: list[tuple[str, str]]) -> dict[str, type]:
 
 def _check_target_field(field: str, targets: dict[str, type]) -> None:
     """``mine.scale`` must be an argument of the class ``meta.mine._target_`` names."""
-    from looprl.meta.registry import accepted_arguments
+    from looprl.meta.registry import accepted_parameters
     name, _, argument = field.partition(".")
-    valid = accepted_arguments(targets[name])
+    valid = list(accepted_parameters(targets[name]))
     head = argument.split(".")[0]
     if head != "_target_" and head not in valid:
         raise ValueError(f"meta.{field}: {head!r} is not an argument of "
@@ -153,6 +152,8 @@ def _check_field(group: str, field: str, chosen: list[str]) -> None:
             raise ValueError(f"meta.{field} sets an argument of {name!r}, which is not "
                              f"attached: add it with meta=[{','.join([*chosen, name])}]")
         chosen, head = [keys[name]], argument.split(".")[0]
+    if not chosen:  # an empty choice (algorithm=): Hydra names the group's options
+        return
     for option in chosen:
         keys = list(ConfigStore.instance().load(f"{group}/{option}.yaml").node)
         if head in keys:

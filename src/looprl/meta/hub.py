@@ -1,10 +1,6 @@
-"""``MetaHub``: the metrics dictionary of one run and the calls of its components' hooks.
-
-The hub writes what the loop knows into the dictionary (``looprl.meta.metrics``) and runs the
-step and episode hooks; as a ``Learner``'s ``hooks`` it runs the update hooks around
-``Trainer.step``. Before every hook call it publishes the agent's ``hp/*`` keys and afterwards
-applies the ones a hook changed; ``log_scalars`` hands over the ``log/*`` values written.
-"""
+"""``MetaHub``: the metrics dictionary of one run (``looprl.meta.metrics``) and the calls of
+its components' hooks; as a ``Learner``'s ``hooks`` it runs the update hooks around
+``Trainer.step``."""
 
 from __future__ import annotations
 
@@ -320,7 +316,6 @@ def assigned(batch: SampleBatch, seen: SampleBatch, fields: tuple[Any, ...]) -> 
 
 
 def _module(policy: Any) -> Any:
-    """``policy.module`` (``None``: no policy, or one without a module)."""
     try:
         return None if policy is None else policy.module
     except (NotImplementedError, AttributeError):

@@ -47,11 +47,6 @@ def accepted_parameters(cls: type) -> dict[str, inspect.Parameter]:
     return found
 
 
-def accepted_arguments(cls: type) -> list[str]:
-    """The names of ``accepted_parameters(cls)``."""
-    return list(accepted_parameters(cls))
-
-
 def component_class(name: str) -> type[MetaComponent]:
     """The class ``name`` stands for: a name in ``COMPONENTS`` or an import path
     (``package.module:Class`` or ``package.module.Class``) of a ``MetaComponent`` subclass;

@@ -1,9 +1,5 @@
-"""What the hooks receive: the one form of observations and batches, made by the hub.
-
-Observation rows are one tensor ``[N, ...]``, the field ``obs`` of an SRL environment's
-observations, floating ones as ``float32``; the update batch is a ``SampleBatch`` of tensors.
-NumPy arrays become tensors without a copy where they can (a read-only one is copied).
-"""
+"""What the hooks receive: the one form of observation rows ``[N, ...]`` and update batches,
+made by the hub."""
 
 from __future__ import annotations
 

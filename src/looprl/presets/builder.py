@@ -175,7 +175,6 @@ class PresetBuilder:
                       ", ".join(keys), "" if len(keys) > 1 else "s", part, " and ".join(keys))
 
     def _construct(self, device: str | torch.device) -> Preset:
-        """The preset of ``env``."""
         if takes_keywords(self.constructor, self.default_hyperparameters):
             return self.constructor(self._env, device=device, name=self._name,
                                     **self._hyperparameters)

@@ -138,16 +138,12 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
                      f"{env.name} has {space}; {advice}")
 
 
-def memory_limit() -> int:
-    """The bytes a run may preallocate: this machine's physical memory."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def check_memory(name: str, rows: int, what: str, env: Any, remedy: str) -> None:
     """A one-line ``ValueError`` when ``rows`` float32 observations of ``env`` (``None``: one
     float a row) would not fit in memory; ``what`` names the rows, ``remedy`` what to lower."""
     shape = getattr(getattr(env, "observation_space", None), "shape", None) or (1,)
-    needed, limit = rows * max(1, math.prod(shape)) * 4, memory_limit()
+    needed = rows * max(1, math.prod(shape)) * 4
+    limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # physical memory
     size = "rows need at least" if env is None else f"rows of {math.prod(shape):,} floats need"
     if needed > limit:
         raise ValueError(f"{name}: {what} = {rows:,} {size} {needed / 2**30:,.0f} GiB, more "

@@ -49,14 +49,12 @@ class ActorCriticPreset(FamilyPreset):
         """The network (an ``looprl.nn.ActorCriticModel``) and the action head for ``env``."""
 
     def _optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        """Adam at the ``lr`` and ``eps`` hyperparameters."""
         hp = self.hyperparameters
         return optim.Adam(model.parameters(), lr=hp["lr"], eps=hp["eps"], fused=True)
 
     def policy(self, logger: Any = None, device: Any = None, copy_model: bool = False
                ) -> ActorCriticPolicy:
-        """An ``ActorCriticPolicy`` over the preset's network (a copy with ``copy_model``),
-        on ``device`` (default: the preset's)."""
+        """An ``ActorCriticPolicy`` (see ``FamilyPreset.policy``)."""
         model = policy_network(self, device, copy_model)
         device = torch.device(device if device is not None else self.device)
         clip = self.hyperparameters.get("clip_grad") or 0.0
