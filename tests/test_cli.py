@@ -126,6 +126,24 @@ def test_short_train_run_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "evaluation: mean return" in capsys.readouterr().out
 
 
+def test_train_wraps_the_environment_and_watch_plays_it_so(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """``--wrapper``: FrozenLake's ``Discrete`` observations one-hot (the preset refused them
+    with no way around from the command line); ``looprl watch`` wraps its environment alike
+    (it made the bare id's: "The preset was built for ... Box(16,)")."""
+    flatten = ["--wrapper", "gymnasium.wrappers.FlattenObservation"]
+    assert _error_line(capsys, ["train", "ppo", "FrozenLake-v1", "--quiet"]).endswith(
+        "looprl train ... --wrapper gymnasium.wrappers.FlattenObservation; "
+        "GymEnvironment(id, wrap_env=FlattenObservation))")
+    assert main(["train", "ppo", "FrozenLake-v1", *flatten, "--frames", "300",
+                 "--test-episodes", "1", "--logdir", str(tmp_path), "--quiet"]) == 0
+    gif = tmp_path / "play.gif"
+    assert main(["watch", str(tmp_path / "ppo" / "FrozenLake-v1"), "--max-steps", "5",
+                 "--gif", str(gif)]) == 0
+    assert gif.read_bytes()[:6] == b"GIF89a"
+
+
 # -- errors: exit 2 with one line ----------------------------------------------------------------
 def test_unknown_env(capsys: pytest.CaptureFixture[str]) -> None:
     line = _error_line(capsys, ["train", "ppo", "CartPol-v1", "--quiet"])

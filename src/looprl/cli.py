@@ -92,7 +92,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     builder = resolve_agent(args.agent).hyperparameters(**parse_hyperparameters(args.hparams))
     if args.device:
         builder = builder.device(args.device)
-    env = make_env(args.agent, args.env)
+    env = make_env(args.agent, args.env, env_wrappers=args.wrapper or ())
     if args.seed is not None:
         seed_everything(args.seed)
     preset = builder.env(env).build()
@@ -248,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("agent", help="preset name, e.g. ppo, dqn, classic_control.ppo")
     train.add_argument("env", help="Gymnasium environment id, e.g. CartPole-v1")
     train.add_argument("hparams", nargs="*", metavar="key=value", help="hyperparameters")
+    train.add_argument("--wrapper", action="append", metavar="PATH", help="a Gymnasium "
+                       "wrapper class to wrap the environment in, by import path (e.g. "
+                       "gymnasium.wrappers.FlattenObservation); repeat it for several, in order")
     train.add_argument("--frames", type=float, default=100_000, help="training steps "
                        "(run_experiment checks them)")
     train.add_argument("--logdir", default="runs")

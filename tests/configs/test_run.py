@@ -335,3 +335,46 @@ def test_a_contextual_env_with_plr_builds_for_runtime_ray(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match=r"^env is an id or an import path, got \{'id'"):
         build_distributed(_compose(["runtime=ray", "env={id: CartPole-v1, levels: 4}"]),
                           str(tmp_path))
+
+
+def test_env_kwargs_and_env_wrappers_make_the_environment_on_both_runtimes(tmp_path: Path) -> None:
+    """Mighty's ``env_kwargs`` and ``env_wrappers``: ``FrozenLake-v1`` (``Discrete``
+    observations, which the presets refused with no way around from the command line) one-hot
+    by ``FlattenObservation``, not slippery; Ray's actors make their copies alike."""
+    import gymnasium as gym
+
+    from looprl.configs import build_distributed, make_envs
+
+    overrides = ["algorithm=dqn", "env=FrozenLake-v1", "+env_kwargs.is_slippery=false",
+                 "env_wrappers=[gymnasium.wrappers.FlattenObservation]"]
+    env, _ = make_envs("dqn", _compose(overrides))
+    assert env.observation_space == gym.spaces.Box(0, 1, (16,), np.int64)
+    assert env.env.spec.kwargs["is_slippery"] is False
+    assert cli(["run", *overrides, "frames=300", "test_episodes=1", *QUIET,
+                f"hydra.run.dir={tmp_path}"]) == 0
+    spec = build_distributed(_compose([*overrides, "runtime=ray"]), str(tmp_path)).spec
+    assert spec.env_args["is_slippery"] is False
+    srl, local = spec.make_env(), spec.copies(1)  # (SRL copies, the collector's local ones)
+    assert srl.reset()[0].obs["obs"].shape == (16,) and "Flatten" in repr(srl.env)
+    assert local.observation_space.shape == (16,) and local.reset().observation.shape == (1, 16)
+    srl.close()
+    local.close()
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["env_wrappers=[gymnasium.wrappers.NoSuchWrapper]"],
+     "env wrapper 'gymnasium.wrappers.NoSuchWrapper': module 'gymnasium.wrappers' has no "
+     "attribute 'NoSuchWrapper'"),
+    (["env_wrappers=gymnasium.wrappers.FlattenObservation"], "env_wrappers is a list of import "
+                                                             "paths"),
+    (["+env_kwargs.is_slipery=false", "env=FrozenLake-v1"], "is_slipery"),
+    (["algorithm=atari/dqn", "env=Pong", "env_wrappers=[gymnasium.wrappers.FlattenObservation]"],
+     "env_wrappers apply to Gymnasium environments (and env_kwargs to an Atari game's options "
+     "and an SRL environment's arguments); Pong is an Atari game: leave env_wrappers empty"),
+    (["context.train=2", "+env_kwargs.x=1"], "CartPole-v1 is a contextual environment "
+                                              "(context.train): leave env_kwargs empty"),
+])
+def test_bad_env_kwargs_and_wrappers_are_one_line(overrides, message, capsys, tmp_path) -> None:
+    assert cli(["run", *overrides, "frames=64", *QUIET, f"hydra.run.dir={tmp_path}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and message in error[0], error

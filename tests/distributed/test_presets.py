@@ -371,21 +371,34 @@ def test_an_environment_named_for_logs_is_made_by_its_id_and_named_as_locally():
 
 
 def test_an_environment_ray_cannot_make_again_is_one_line_before_the_run():
-    """A ``gymnasium.Env`` given built, or an id wrapped by ``wrap_env``: Ray's actors make
-    environments from an id, and they stepped the bare id's environment (the user's
-    wrappers silently dropped)."""
+    """A ``gymnasium.Env`` given built, or an id wrapped by a ``wrap_env`` that does not
+    pickle: Ray's actors make environments from an id, and they stepped the bare id's
+    environment (the user's wrappers silently dropped). A ``wrap_env`` that pickles goes with
+    the id (``GymnasiumEnvironment`` takes it)."""
     import gymnasium as gym
 
+    from looprl.environments.gym_helpers import Wrappers
     from looprl.presets.classic_control import dqn
 
     wrapped = lambda env: gym.wrappers.TransformReward(env, lambda r: 2 * r)  # noqa: E731
-    for env, what in ((GymEnvironment(gym.make("CartPole-v1")), "as a gymnasium.Env"),
-                      (GymEnvironment("CartPole-v1", wrap_env=wrapped), "with wrap_env")):
+    for env, message in (
+            (GymEnvironment(gym.make("CartPole-v1")), "CartPole-v1 was given as a gymnasium.Env, "
+             "which Ray's actors cannot make again .* or run it locally$"),
+            (GymEnvironment("CartPole-v1", wrap_env=wrapped), "CartPole-v1's wrap_env .* does not "
+             "pickle, so Ray's actors cannot wrap their copies: .* not a lambda or a local "
+             "function$")):
         preset = dqn.hyperparameters(**REPLAY_SMALL).env(env).device("cpu").build()
-        with pytest.raises(ValueError, match=f"^CartPole-v1 was given {what}, which Ray's "
-                           "actors cannot make again .* give its id, or run it locally$"):
+        with pytest.raises(ValueError, match=f"^{message}"):
             AlgorithmSpec.of_preset(preset, frames=1000)
         env.close()
+    time_feature = Wrappers(["gymnasium.wrappers.TimeAwareObservation"])
+    env = GymEnvironment("CartPole-v1", wrap_env=time_feature)
+    preset = dqn.hyperparameters(**REPLAY_SMALL).env(env).device("cpu").build()
+    spec, _ = AlgorithmSpec.of_preset(preset, frames=1000)
+    made = spec.make_env()
+    assert made.reset()[0].obs["obs"].shape == (5,)  # (the time feature added)
+    made.close()
+    env.close()
 
 
 @pytest.mark.parametrize("name", ["vqn", "vsarsa"])

@@ -431,3 +431,23 @@ def test_the_atari_adapter_is_a_view_of_one_atari_copy():
             env.step(action)
     adapter.close()
     atari.close()
+
+
+def test_the_gymnasium_adapter_gives_observations_as_gym_environment_does():
+    """Integer observations (``FrozenLake-v1`` one-hot by ``FlattenObservation``, given as
+    ``wrap_env``) reach the policy as ``float32``, as ``GymEnvironment``'s states hold them:
+    ``looprl watch`` of a Ray run on them crashed in the network's first layer (int64 input)."""
+    import gymnasium as gym
+
+    from looprl.environments import GymEnvironment, GymnasiumEnvironment
+    from looprl.environments.gym_helpers import Wrappers
+
+    flatten = Wrappers(["gymnasium.wrappers.FlattenObservation"])
+    env = GymnasiumEnvironment("FrozenLake-v1", wrap_env=flatten, is_slippery=False)
+    obs = env.reset()[0].obs["obs"]
+    assert obs.dtype == np.float32 and obs.tolist() == [1.0] + [0.0] * 15
+    assert env.observation_spaces[0]["obs"] == gym.spaces.Box(0, 1, (16,), np.float32)
+    local = GymEnvironment("FrozenLake-v1", wrap_env=flatten, is_slippery=False)
+    assert local.reset().observation.numpy().tolist() == obs.tolist()
+    moved = env.step([2])[0].obs["obs"]  # (right, not slippery)
+    assert moved.dtype == np.float32 and moved.argmax() == 1

@@ -10,7 +10,10 @@ Keys of the ``looprl`` config:
   or ``+meta.mine._target_=my_pkg.module.MyComponent``.
 - ``runner`` (group): ``online`` (default), ``es``, ``optuna``, ``pbt``.
 - ``runtime`` (group): ``local`` (default) or ``ray`` (``looprl.configs.runtimes``).
-- ``env``: an environment id, a registered name or an import path ``my_pkg.envs:MyEnv``.
+- ``env``: an environment id, a registered name or an import path ``my_pkg.envs:MyEnv``;
+  ``env_kwargs`` (its ``gym.make`` arguments: ``env_kwargs.is_slippery=false``) and
+  ``env_wrappers`` (Gymnasium wrapper classes by import path, applied in order:
+  ``env_wrappers=[gymnasium.wrappers.FlattenObservation]``), as in Mighty.
 - ``context``: instance sets of a contextual ``env`` (``context.train=32 context.test=64
   context.ranges.length=[0.05,2.0]``, or ``context.train=FILE``; ``seed``, ``hide_context``,
   ``instance_mode``); a test set is evaluated beside the training set.
@@ -132,7 +135,7 @@ def register(overrides: list[str] | tuple[str, ...] = ()) -> None:
     store.store(name="looprl", node={
         "defaults": ["_self_", {"algorithm": "ppo"}, {"meta": []}, {"runner": "online"},
                      {"runtime": "local"}],
-        "env": "CartPole-v1",
+        "env": "CartPole-v1", "env_kwargs": {}, "env_wrappers": [],
         "context": {"train": None, "test": None, "ranges": {}, "seed": 0, "hide_context": True,
                     "instance_mode": "random"},
         "frames": 100_000, "seed": 0, "test_episodes": 10, "device": None,
@@ -238,7 +241,8 @@ def make_envs(preset: str, cfg: Any) -> tuple[Any, Any]:
     """The training and held-out (``None``: no ``context.test``) environments of ``cfg``."""
     from looprl.presets.catalog import context_sets, make_contextual, make_env
     context = _plain(cfg.get("context")) or {}
-    env = make_env(preset, _plain(cfg.env), context)
+    env = make_env(preset, _plain(cfg.env), context, env_kwargs=_plain(cfg.get("env_kwargs")),
+                   env_wrappers=_plain(cfg.get("env_wrappers")) or ())
     _, test = context_sets(cfg.env, context) if context.get("test") is not None else (0, None)
     return env, None if test is None else make_contextual(preset, cfg.env, test, context)
 

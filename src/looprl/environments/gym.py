@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -89,14 +90,24 @@ class GymEnvironment(Environment):
         self.seed = self._seed = seed  # _seed: of the next reset only
 
     def remote_env(self) -> tuple[str, dict[str, Any]] | str:
-        """The id (or import path) given and the ``gym.make`` arguments (not ``name``: it is for
-        logs); text for a ``gymnasium.Env`` given or ``wrap_env``, which Ray cannot remake."""
-        if self._given is not None or self._wrap_env is not None:
-            what = "with wrap_env" if self._given is None else "as a gymnasium.Env"
-            return (f"{self.name} was given {what}, which Ray's actors cannot make again (they "
-                    "make environments from an id): register it with gymnasium.register (its "
-                    "wrappers in the entry point) and give its id, or run it locally")
-        return self._given_id or self._id, dict(self._make_kwargs)
+        """The id (or import path) given and the ``gym.make`` arguments, ``wrap_env`` among them
+        (not ``name``: it is for logs); text for a ``gymnasium.Env`` given, or a ``wrap_env``
+        that does not pickle, which Ray cannot make again."""
+        if self._given is not None:
+            return (f"{self.name} was given as a gymnasium.Env, which Ray's actors cannot make "
+                    "again (they make environments from an id): register it with "
+                    "gymnasium.register and give its id (wrappers: wrap_env), or run it locally")
+        kwargs = dict(self._make_kwargs)
+        if self._wrap_env is not None:
+            try:
+                pickle.dumps(self._wrap_env)
+            except Exception:
+                return (f"{self.name}'s wrap_env {self._wrap_env!r} does not pickle, so Ray's "
+                        "actors cannot wrap their copies: give a function or class defined at "
+                        "a module's top level (e.g. gymnasium.wrappers.FlattenObservation), "
+                        "not a lambda or a local function")
+            kwargs["wrap_env"] = self._wrap_env
+        return self._given_id or self._id, kwargs
 
     def reset(self, seed: int | None = None) -> State:
         """Start an episode (seeded with ``seed``, or the constructor's for the first)."""

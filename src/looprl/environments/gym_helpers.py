@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from looprl.core.imports import import_object
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean
 from looprl.environments.ale import game_name
@@ -19,6 +21,36 @@ def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` with a one-line error for unknown environment ids."""
     check_env_id(env_id)
     return gym.make(env_id, **kwargs)
+
+
+class Wrappers:
+    """A ``wrap_env`` of Gymnasium wrapper classes given by import path
+    (``gymnasium.wrappers.FlattenObservation`` or ``my_pkg.wrappers:MyWrapper``), applied in
+    order, each called as ``Wrapper(env)``: Mighty's ``env_wrappers``. It pickles as the paths,
+    so Ray's actors wrap their copies alike."""
+
+    def __init__(self, paths: Sequence[str]):
+        if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
+            raise TypeError(f"env_wrappers is a list of import paths of gymnasium.Wrapper "
+                            f"classes (e.g. [gymnasium.wrappers.FlattenObservation]), got "
+                            f"{paths!r}")
+        self.paths = tuple(paths)
+        self.classes = [import_object(path, "env wrapper") for path in self.paths]
+        for path, cls in zip(self.paths, self.classes):
+            if not callable(cls):
+                raise TypeError(f"env wrapper {path!r} is a {type(cls).__name__}, not a "
+                                "gymnasium.Wrapper class")
+
+    def __call__(self, env: gym.Env) -> gym.Env:
+        for cls in self.classes:
+            env = cls(env)
+        return env
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[str, ...]]]:
+        return Wrappers, (self.paths,)
+
+    def __repr__(self) -> str:
+        return f"Wrappers({list(self.paths)!r})"
 
 
 def env_name(env: gym.Env) -> str:

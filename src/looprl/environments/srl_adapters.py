@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from looprl.core.state import as_observation
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import failure
@@ -164,20 +166,33 @@ class _SingleAgent(_Adapter):
 
 
 class GymnasiumEnvironment(_SingleAgent):
-    """A Gymnasium environment (an id, made with ``gym_kwargs``, or a ``gym.Env``) for SRL."""
+    """A Gymnasium environment (an id, made with ``gym_kwargs`` and wrapped by ``wrap_env``, or a
+    ``gym.Env``) for SRL; its ``obs`` as ``GymEnvironment``'s states hold it (``float32``)."""
 
-    def __init__(self, env_id: str | gym.Env, **gym_kwargs: Any):
+    _cast = False  # (adapters pickled before it: their observations as the env gave them)
+
+    def __init__(self, env_id: str | gym.Env,
+                 wrap_env: Callable[[gym.Env], gym.Env] | None = None, **gym_kwargs: Any):
         if isinstance(env_id, str):
             if not is_gymnasium_id(env_id):
                 check_env_id(env_id)  # raises
             env_id = gym.make(env_id, **gym_kwargs)
+            env_id = env_id if wrap_env is None else wrap_env(env_id)
         self.looprl = GymEnvironment(env_id)
         self.env = env_id
-        self._obs_space = _obs_space(self.env.observation_space)
+        space = _obs_space(self.env.observation_space)
+        self._cast = space is not self.env.observation_space  # (an "obs" field, not a Dict's)
+        inner = space["obs"] if self._cast else None
+        if isinstance(inner, gym.spaces.Box) and as_observation(inner.low).dtype != inner.dtype:
+            space = gym.spaces.Dict({**space.spaces, "obs": gym.spaces.Box(
+                inner.low.astype(np.float32), inner.high.astype(np.float32))})
+        self._obs_space = space
 
     def _result(self, obs: Any, info: dict, reward: float = 0.0, terminated: bool = False,
                 truncated: bool = False) -> StepResult:
         obs = _obs_dict(obs, self.env.observation_space)
+        if self._cast:  # (as GymEnvironment's states hold it: float32, uint8 images kept)
+            obs["obs"] = as_observation(obs["obs"], self.looprl.name)
         return step_result(obs, float(reward), terminated, info, truncated)
 
 

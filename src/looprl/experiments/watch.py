@@ -82,9 +82,13 @@ def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
 
 
 def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
-    """The environment a saved ``preset`` acts in, built as training builds it (``make_env``),
-    by ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
-    build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id)
+    """The environment a saved ``preset`` acts in, built as training builds it (``make_env``;
+    for the id it trained on, with the arguments and wrappers it had: its ``env_remote``), by
+    ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
+    remote = getattr(preset, "env_remote", None)
+    kwargs = remote[1] if isinstance(remote, tuple) and remote[0] == env_id else None
+    build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id,
+                    env_kwargs=kwargs)
     env, window = render_env(build, window and shows_in_window(preset))
     _check_spaces(preset, env)
     return env, window

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -40,32 +40,53 @@ def resolve_agent(name: str) -> Any:
 
 
 def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, *,
-             render_mode: str | None = None) -> Any:
+             render_mode: str | None = None, env_kwargs: Mapping[str, Any] | None = None,
+             env_wrappers: Sequence[str] = ()) -> Any:
     """The environment ``env_id`` (a Gymnasium id, a registered name, or an import path
     ``package.module:NAME``) in the form the family of preset ``agent`` acts in; with a
     training set in ``context`` (``context_sets``), the contextual environment over it.
     ``render_mode`` (``'human'``, ``'rgb_array'``): passed to the environment where its
-    constructor takes one (Atari always renders frames); else it is built without."""
+    constructor takes one (Atari always renders frames); else it is built without.
+    ``env_kwargs``: the environment's arguments (``gym.make``'s, an Atari game's options, an SRL
+    environment's); ``env_wrappers``: import paths of Gymnasium wrapper classes to apply
+    (``Wrappers``), as Mighty's config keys of these names."""
     if not isinstance(env_id, str):
         raise ValueError(f"env is an id or an import path, got {env_id!r}; a contextual "
                          "environment's instance sets are context.train / context.test")
+    kwargs = dict(env_kwargs or {})
     if context and (context.get("train") is not None or context.get("test") is not None):
+        _only_gymnasium(env_id, "a contextual environment (context.train)", kwargs, env_wrappers)
         train, _ = context_sets(env_id, context)
         return make_contextual(agent, env_id, train, context)
     kind, target = _kind_of(env_id)
     if kind == "srl":
-        return _srl_env(agent, env_id, target, render_mode)
+        _only_gymnasium(env_id, "an SRL environment", {}, env_wrappers)
+        return _srl_env(agent, env_id, target, render_mode, kwargs)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
+    from looprl.environments.gym_helpers import Wrappers
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
-    if kind == "gym":  # (by the import path: Ray's actors import it too)
-        return rendering(partial(GymEnvironment, env_id), render_mode)
-    if agent.startswith("atari."):
-        return AtariEnvironment(env_id)
-    if agent.startswith("continuous.") and is_mujoco_id(env_id):
-        return rendering(partial(MujocoEnvironment, env_id), render_mode)
-    if agent.startswith("multiagent."):  # (made by name: Ray's actors make it so, unrendered)
+    if env_wrappers:
+        kwargs["wrap_env"] = Wrappers(env_wrappers)
+    if agent.startswith("atari.") and kind != "gym":
+        _only_gymnasium(env_id, "an Atari game", {}, env_wrappers)
+        return AtariEnvironment(env_id, **kwargs)
+    if agent.startswith("multiagent.") and kind != "gym":  # (by name: Ray's actors make it so)
+        _only_gymnasium(env_id, "a PettingZoo game", kwargs, env_wrappers)
         return rendering(partial(MultiagentPettingZooEnv, env_id), render_mode)
-    return rendering(partial(GymEnvironment, env_id), render_mode)
+    if agent.startswith("continuous.") and kind != "gym" and is_mujoco_id(env_id):
+        return rendering(partial(MujocoEnvironment, env_id, **kwargs), render_mode)
+    return rendering(partial(GymEnvironment, env_id, **kwargs), render_mode)
+
+
+def _only_gymnasium(env_id: str, what: str, kwargs: Mapping[str, Any],
+                    wrappers: Sequence[str]) -> None:
+    """One line if ``env_kwargs`` or ``env_wrappers`` are given for ``env_id``, which is
+    ``what``, whose environments take none."""
+    if kwargs or wrappers:
+        key = "env_wrappers" if wrappers else "env_kwargs"
+        raise ValueError(f"{key} apply to Gymnasium environments (and env_kwargs to an Atari "
+                         f"game's options and an SRL environment's arguments); {env_id} is "
+                         f"{what}: leave {key} empty")
 
 
 def rendering(build: Callable[..., Any], render_mode: str | None) -> Any:
@@ -94,15 +115,18 @@ def _kind_of(env_id: str) -> tuple[str | None, str]:
     return None, env_id
 
 
-def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None) -> Any:
-    """The SRL environment ``name`` in seed 003's multi-agent API (multi-agent presets only)."""
+def _srl_env(agent: str, env_id: str, name: str, render_mode: str | None = None,
+             env_args: Mapping[str, Any] | None = None) -> Any:
+    """The SRL environment ``name`` (made with ``env_args``) in seed 003's multi-agent API
+    (multi-agent presets only)."""
     from looprl.environments import MultiagentPettingZooEnv, make
     if not agent.startswith("multiagent."):
         raise ValueError(f"{env_id} is an SRL environment: train it with a multi-agent preset "
                          "(algorithm=multiagent/ppo or multiagent/dqn), or give a "
                          "gymnasium.Env class for the single-agent ones")
-    env = rendering(partial(make, name), render_mode)
-    return MultiagentPettingZooEnv(env, name=env_id, remote=(env_id, {}))
+    env_args = dict(env_args or {})
+    env = rendering(partial(make, name, **env_args), render_mode)
+    return MultiagentPettingZooEnv(env, name=env_id, remote=(env_id, env_args))
 
 
 def env_for(agent: Any, env_id: str) -> Any:

@@ -132,8 +132,9 @@ def require_flat_observations(env: Any, algorithm: str, family: str = "classic-c
         return int(space.shape[0])
     images = isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3)
     advice = "use an Atari preset for images" if images else (
-        "wrap the environment in gymnasium.wrappers.FlattenObservation "
-        "(GymEnvironment(FlattenObservation(gymnasium.make(...))))")
+        "wrap the environment in gymnasium.wrappers.FlattenObservation (looprl run ... "
+        "env_wrappers=[gymnasium.wrappers.FlattenObservation]; looprl train ... --wrapper "
+        "gymnasium.wrappers.FlattenObservation; GymEnvironment(id, wrap_env=FlattenObservation))")
     raise ValueError(f"The {family} {algorithm} preset needs flat Box observations, but "
                      f"{env.name} has {space}; {advice}")
 
