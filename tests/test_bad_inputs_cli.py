@@ -182,7 +182,7 @@ def test_bad_command_lines_are_one_line(argv: list[str], expected: str, tmp_path
 
 def test_ctrl_c_while_setting_up_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    def interrupted(*args: object) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "make_env", interrupted)

@@ -116,6 +116,10 @@ class _Adapter(Environment, Restorable):
     env: Any
     _seed: int | None = None
 
+    @property
+    def _name(self) -> str:  # (what ``Copies`` names the environment by)
+        return type(self.env).__name__
+
     def seed(self, seed: int) -> int:
         """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
         self._seed = seed
@@ -136,6 +140,10 @@ class _SingleAgent(_Adapter):
 
     looprl: Any
     _obs_space: gym.spaces.Dict
+
+    @property
+    def _name(self) -> str:
+        return self.looprl.name
 
     @property
     def agent_count(self) -> int:
@@ -260,7 +268,7 @@ class PettingZooEnvironment(_Adapter):
         try:
             return getattr(self.env, method)(*args, **kwargs)
         except Exception as error:
-            raise failure(type(self.env).__name__, method, error, self._episode, self._t) from error
+            raise failure(self._name, method, error, self._episode, self._t) from error
 
     @property
     def observation_spaces(self) -> list[gym.Space]:
