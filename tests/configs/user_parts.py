@@ -153,3 +153,22 @@ class TakingTurns(SignMatchPair):
         if self.t % 2 == 0:
             return results
         return results[:1] if self.short else [results[0], None]
+
+
+class TurnlessStep(SRLEnvironment):
+    """Two agents; agent 0 plays 3 steps, agent 1 steps 1, 3, 5 and 6: after step 4 neither
+    has a turn (both results ``None``), and the environment steps on without actions."""
+
+    agent_count = 2
+    observation_spaces = [gym.spaces.Dict({"obs": gym.spaces.Box(0, 9, (1,))})] * 2
+    action_spaces = [gym.spaces.Discrete(2)] * 2
+
+    def reset(self):
+        self.t = 0
+        return [step_result({"obs": np.zeros(1, np.float32)}, 0.0, False)] * 2
+
+    def step(self, actions):
+        self.t = t = self.t + 1
+        acts = (t <= 3, t in (1, 3, 5, 6))
+        return [step_result({"obs": np.full(1, t, np.float32)}, 1.0, t == end) if act
+                else None for act, end in zip(acts, (3, 6), strict=True)]

@@ -121,6 +121,17 @@ def test_subenv_gives_one_agents_spaces():
     assert view.has_action_mask
 
 
+def test_an_agent_the_environment_has_not_is_named_with_those_it_has():
+    """``is_done('player_0')`` was False (a loop waiting for it never ended) and the spaces a
+    bare ``KeyError: 'player_0'``."""
+    env = MultiagentPettingZooEnv(tictactoe_v3.env())
+    env.reset(seed=0)
+    for ask in (env.is_done, env.subenv, env.action_space, env.has_action_mask):
+        with pytest.raises(KeyError, match="no agent 'player_0'. Did you mean 'player_.'.*"
+                                           "Its agents: player_1, player_2"):
+            ask("player_0")
+
+
 def test_alls_subenvs_and_state_space_name_each_agents_spaces():
     """ALL's ``presets = {agent: dqn.env(subenv).build() for agent, subenv in
     env.subenvs.items()}`` and ``env.state_space(agent)``."""
@@ -139,6 +150,17 @@ def test_unflattened_observations_keep_their_shape():
 def test_unknown_environment_name_is_a_value_error():
     with pytest.raises(ValueError, match="Unknown PettingZoo environment 'tictactoe_v99'"):
         make_zoo_env("tictactoe_v99")
+
+
+def test_a_game_not_made_is_a_type_error_saying_to_make_it():
+    """The module, its ``env`` uncalled or a Gymnasium environment were an ``AttributeError``
+    ('... has no attribute possible_agents')."""
+    with pytest.raises(TypeError, match="module pettingzoo.classic.tictactoe_v3: call its env"):
+        MultiagentPettingZooEnv(tictactoe_v3)
+    with pytest.raises(TypeError, match="env, not called: call it"):
+        MultiagentPettingZooEnv(tictactoe_v3.env)
+    with pytest.raises(TypeError, match="a PettingZoo environment is a game"):
+        MultiagentPettingZooEnv(gym.make("CartPole-v1"))
 
 
 def test_an_environment_given_built_plays_as_built_on_every_runtime():
@@ -203,6 +225,21 @@ def test_the_turn_loop_is_pettingzoos_own(make):
             game.step(action)
         assert env.done and env.agents == []
     assert len(finals) == 20 * 2  # (each agent's final state, every episode)
+
+
+def test_the_turn_loop_goes_on_through_a_step_that_gives_no_agent_a_turn():
+    """After an SRL step of ``None`` results only, the loop ended while agent 1 played on
+    (its last two turns and rewards lost, ``env.done`` False)."""
+    from tests.configs.user_parts import TurnlessStep
+
+    env = MultiagentPettingZooEnv(TurnlessStep(), name="turnless")
+    env.reset()
+    turns = []
+    for agent in env.agent_iter():
+        state = env.last()
+        turns.append((agent, int(state.observation[0])))
+        env.step(None if state.done else 0)
+    assert turns[-3:] == [("agent_1", 3), ("agent_1", 5), ("agent_1", 6)] and env.done
 
 
 def test_an_srl_environment_plays_the_turn_loop_agents_that_wait_too():

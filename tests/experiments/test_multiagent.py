@@ -10,6 +10,7 @@ from pettingzoo.classic import tictactoe_v3  # noqa: E402
 
 from looprl.agents.independent import IndependentMultiagent, RandomAgent  # noqa: E402
 from looprl.core import Agent, Preset  # noqa: E402
+from looprl.environments import srl  # noqa: E402
 from looprl.environments.multiagent import MultiagentPettingZooEnv  # noqa: E402
 from looprl.experiments.multiagent import MultiagentEnvExperiment, play  # noqa: E402
 
@@ -93,6 +94,24 @@ def test_evaluation_plays_the_policy_as_a_ray_runs_does(tmp_path):
     assert agent_returns(ray, env.possible_agents) == local
     assert experiment.test(episodes=30) == local
     assert len(set(local["player_1"])) > 1  # (the draws decide some games)
+    experiment.close()
+
+
+@pytest.mark.parametrize("trained", [False, True], ids=["act", "learn"])
+def test_a_step_that_gives_no_agent_a_turn_trains_on_as_on_ray(trained, tmp_path, monkeypatch):
+    """The local run asked the policy for no rows (``AttributeError: 'NoneType' object has no
+    attribute 'agent'``) where Ray's actors and the evaluation step on without actions."""
+    from tests.configs.user_parts import TurnlessStep
+
+    from looprl.presets.multiagent import dqn
+
+    monkeypatch.setitem(srl._REGISTRY, "turnless_step", TurnlessStep)
+    env = MultiagentPettingZooEnv(TurnlessStep(), "turnless", remote=("turnless_step", {}))
+    preset = dqn.env(env).device("cpu").build() if trained else RandomPreset(env)
+    experiment = MultiagentEnvExperiment(preset, env, logdir=str(tmp_path), quiet=True, seed=0)
+    experiment.train(episodes=3)
+    assert (experiment.frame, experiment.episode) == (18, 3)
+    assert experiment.test(episodes=1) == {"agent_0": [3.0], "agent_1": [4.0]}
     experiment.close()
 
 

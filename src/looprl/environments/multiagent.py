@@ -24,7 +24,8 @@ import gymnasium as gym
 import torch
 
 from looprl.core import MultiagentState
-from looprl.core.suggest import check_device
+from looprl.core.suggest import check_device, did_you_mean
+from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import Environment, StepResult, checked_results, result_scalars
 from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
 
@@ -216,7 +217,20 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             actions = [self._chosen.get(i) for i in range(len(self._names))]
             self._chosen = {}
             self._receive(self.adapter.step(actions), "step")
+            self._step_without_turns()
         return self.last() if self._turns else None
+
+    def _step_without_turns(self) -> None:
+        """While no agent has a turn but some that had one play on (an SRL step of ``None``
+        results), step the adapter without actions, as the collector does; ``ValueError``
+        after ``episode_cap`` such steps."""
+        cap, steps = episode_cap(self.adapter), 0
+        while not self._turns and not all(map(_over, self._last.values())):
+            if steps == cap:
+                raise ValueError(f"{self.name} gave no agent a turn in {cap} steps while some "
+                                 "play on: end their episodes (done) instead")
+            self._receive(self.adapter.step([None] * len(self._names)), "step")
+            steps += 1
 
     def _turn(self) -> tuple[str, StepResult]:
         if not self._turns:
@@ -252,18 +266,26 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         return list(self._names)
 
     def is_done(self, agent: str) -> bool:
-        return agent in self._last and _over(self._last[agent])
+        return self._known(agent) in self._last and _over(self._last[agent])
+
+    def _known(self, agent: str) -> str:
+        """``agent``, else a ``KeyError`` naming the agents there are."""
+        if agent not in self._index:
+            raise KeyError(f"{self.name} has no agent {agent!r}."
+                           f"{did_you_mean(str(agent), self._names)} Its agents: "
+                           f"{', '.join(self._names)}")
+        return agent
 
     def observation_space(self, agent: str) -> gym.Space:
-        space = self._spaces[agent]
+        space = self._spaces[self._known(agent)]
         return space["obs"] if isinstance(space, gym.spaces.Dict) and "obs" in space.spaces \
             else space
 
     def action_space(self, agent: str) -> gym.Space:
-        return self._actions[agent]
+        return self._actions[self._known(agent)]
 
     def has_action_mask(self, agent: str) -> bool:
-        return MASK in getattr(self._spaces[agent], "spaces", {})
+        return MASK in getattr(self._spaces[self._known(agent)], "spaces", {})
 
     def render(self, **kwargs: Any) -> Any:
         return self.adapter.render()

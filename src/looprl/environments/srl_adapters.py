@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -246,6 +247,14 @@ class PettingZooEnvironment(_Adapter):
             env = make_zoo_env(env, parallel=parallel, **env_kwargs)
         elif env_kwargs:
             raise TypeError(f"unexpected arguments {sorted(env_kwargs)} for a built PettingZoo env")
+        elif not hasattr(env, "possible_agents"):
+            what = (f"the module {env.__name__}: call its env()"
+                    if isinstance(env, types.ModuleType) else
+                    f"{env.__qualname__}, not called: call it"
+                    if isinstance(env, type | types.FunctionType) else
+                    f"{type(env).__name__} {env!r:.40}")
+            raise TypeError(f"a PettingZoo environment is a game (tictactoe_v3.env(), AEC or "
+                            f"parallel) or its name ('tictactoe_v3'), got {what}")
         self.env = env
         self.parallel = isinstance(env, ParallelEnv)
         self.agent_names: list[str] = list(env.possible_agents)

@@ -250,14 +250,17 @@ class Experiment:
             logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
 
     def _act(self) -> None:
-        """The policy acts on the new rows; every segment they complete is trained."""
+        """The policy acts on the new rows (none: no agent's turn, the copies step without
+        actions, as on Ray); every segment they complete is trained."""
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:
-            runner.record(0, RolloutResult(action=self._acts(self.agent, runner.states())))
+            runner.record(0, None if request is None else RolloutResult(
+                action=self._acts(self.agent, runner.states())))
             runner.segments()  # (nothing learns from them)
             return
-        runner.record(0, agent.actor.rollout(request), agent.policy.version)
+        runner.record(0, None if request is None else agent.actor.rollout(request),
+                      agent.policy.version)
         for segment in runner.segments():
             agent.train(segment)
 

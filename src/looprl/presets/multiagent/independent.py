@@ -24,6 +24,7 @@ from looprl.agents.independent import (
 )
 from looprl.agents.independent_learner import IndependentLearners, shared_cut
 from looprl.core import Agent, ParallelAgent, Preset
+from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.memory.samples import REPLAY_KINDS
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import to_device
@@ -166,6 +167,16 @@ class IndependentPresetBuilder(PresetBuilder):
             defaults["n_envs"] = 1  # (each agent's preset steps its one view)
         super().__init__(name, defaults, IndependentMultiagentPreset)
         self._hyperparameters = {}  # the overrides only: each builder keeps its defaults
+
+    def env(self, env: Any) -> IndependentPresetBuilder:
+        """Set the ``MultiagentEnvironment`` (or a PettingZoo or SRL name, made as ``looprl
+        train`` makes it) whose agents the presets are built for."""
+        builder = super().env(env)
+        if not isinstance(builder._env, MultiagentEnvironment):
+            raise TypeError(f"{self.default_name}.env() takes a MultiagentEnvironment "
+                            f"(MultiagentPettingZooEnv(game)) or a PettingZoo name "
+                            f"('tictactoe_v3'), got {type(env).__name__} {env!r:.40}")
+        return builder
 
     def hyperparameters(self, **hyperparameters: Any) -> IndependentPresetBuilder:
         """Override hyperparameters of the agents' builders that have them (``n_envs`` is
