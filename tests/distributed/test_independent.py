@@ -142,3 +142,16 @@ def test_each_agents_policy_answers_only_its_own_rows_in_its_view():
     assert right.fields == ("obs",) and right["obs"].tolist() == [[1, 0, 1, 0], [1, 2, 0, 1]]
     with pytest.raises(ValueError, match="^the request does not say whose rows it holds"):
         policy.rollout(RolloutRequest(obs=obs))
+
+
+def test_an_actor_reports_each_agents_exploration_rate():
+    """``acting_values`` of independent learners: each agent's ``hp/epsilon`` as
+    ``hp/epsilon/<agent>`` (a Ray multi-agent DQN run logged the trainer's copies' rates, which
+    never move, as the actors' decayed: none was read from the actor)."""
+    from looprl.agents.dqn import q_network_policy
+    from looprl.meta.hyperparameters import acting_values
+
+    policies = [q_network_policy(4, 2, hidden_dim=8, epsilon=eps, seed=0) for eps in (0.5, 0.1)]
+    assert acting_values(IndependentPolicy(policies, ["left", "right"])) == {
+        "hp/epsilon/left": 0.5, "hp/epsilon/right": 0.1}
+    assert acting_values(independent_ppo().policy) == {}  # (no exploration rate to report)

@@ -40,7 +40,12 @@ def agent_hyperparameters(agent: Any) -> dict[str, Hyperparameter]:
 
 def acting_values(policy: Any) -> dict[str, Any]:
     """The ``hp/*`` values of ``policy``'s exploration (``hp/epsilon``, ``hp/temperature``):
-    they move as the policy acts, so on Ray an actor's copy holds them, not the trainer's."""
+    they move as the policy acts, so on Ray an actor's copy holds them, not the trainer's.
+    Independent learners' (``policies`` and ``names``): each agent's, as ``<key>/<agent>``."""
+    names = getattr(policy, "names", None)
+    if names is not None and hasattr(policy, "policies"):
+        return {f"{key}/{name}": value for agent, name in zip(policy.policies, names)
+                for key, value in acting_values(agent).items()}
     exploration = getattr(getattr(policy, "exploration", None), "hyperparameters", None)
     return {} if exploration is None else {key: h.get() for key, h in exploration().items()}
 
