@@ -174,6 +174,21 @@ def test_make_env_makes_a_game_by_name_to_render_or_not():
     assert shown.render().ndim == 3
 
 
+def test_an_import_path_of_a_game_factory_makes_the_game():
+    """``env=package.module:parallel_env`` (``make_zoo_env``'s form) for a multi-agent preset
+    (was "is a function, not a gymnasium.Env class"), made by that path on Ray too; for a
+    single-agent preset, one line that says what the path is for."""
+    from looprl.presets.catalog import make_env
+
+    path = "pettingzoo.classic.rps_v2:parallel_env"
+    game = make_env("multiagent.ppo", path)
+    assert game.agents == ["player_0", "player_1"]
+    assert game.remote_env() == ("pettingzoo", {"env": path, "flatten": True})
+    with pytest.raises(TypeError, match="is a function, .* a PettingZoo game: with a "
+                                        "multi-agent preset"):
+        make_env("classic_control.dqn", path)
+
+
 def test_an_id_is_made_for_the_family_of_a_configured_builder():
     """``run_experiment(multiagent.dqn.hyperparameters(...), "tictactoe_v3")``: the builder a
     call configured makes the game as its family's does, not a Gymnasium environment."""

@@ -224,7 +224,8 @@ def import_environment(path: str) -> tuple[str, str]:
         what = f"the class {found.__name__}" if isinstance(found, type) else "a " + type(
             found).__name__
         raise TypeError(f"environment {path!r} is {what}, not a gymnasium.Env class or a "
-                        "looprl.environments.SRLEnvironment class")
+                        "looprl.environments.SRLEnvironment class (a function making a "
+                        "PettingZoo game: with a multi-agent preset)")
     if attr in _REGISTRY:
         return "srl", attr
     if attr in gym.registry:

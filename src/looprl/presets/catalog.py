@@ -4,6 +4,7 @@ the environment a preset's family acts in (``make_env``)."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -58,7 +59,7 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         _only_gymnasium(env_id, "a contextual environment (context.train)", kwargs, env_wrappers)
         train, _ = context_sets(env_id, context)
         return make_contextual(agent, env_id, train, context)
-    kind, target = _kind_of(env_id)
+    kind, target = _kind_of(env_id, agent.startswith("multiagent."))
     if kind == "srl":
         _only_gymnasium(env_id, "an SRL environment", {}, env_wrappers)
         return _srl_env(agent, env_id, target, render_mode, kwargs)
@@ -103,12 +104,17 @@ def rendering(build: Callable[..., Any], render_mode: str | None) -> Any:
     return build()
 
 
-def _kind_of(env_id: str) -> tuple[str | None, str]:
+def _kind_of(env_id: str, multiagent: bool) -> tuple[str | None, str]:
     """``("gym" | "srl", name)`` for an import path or an SRL-registered name; ``(None,
-    env_id)`` otherwise."""
-    from looprl.core.imports import is_import_path
+    env_id)`` otherwise (for a ``multiagent`` preset, also an import path of a function: a
+    PettingZoo factory, ``my_pkg.games:parallel_env``, which ``make_zoo_env`` calls)."""
+    from looprl.core.imports import import_module, is_import_path
     from looprl.environments import srl
     if is_import_path(env_id):
+        module, _, name = env_id.partition(":")
+        if multiagent and inspect.isfunction(
+                getattr(import_module(module, f"environment {env_id!r}"), name, None)):
+            return None, env_id
         return srl.import_environment(env_id)
     if env_id in srl.registered_environments() and env_id not in BUILT_IN_SRL:
         return "srl", env_id
