@@ -187,6 +187,10 @@ def test_an_import_path_of_a_game_factory_makes_the_game():
     with pytest.raises(TypeError, match="is a function, .* a PettingZoo game: with a "
                                         "multi-agent preset"):
         make_env("classic_control.dqn", path)
+    with pytest.raises(ValueError, match="^CartPole-v1 is a single-agent Gymnasium environment: "
+                                         r"train it with a single-agent preset \(dqn, not "
+                                         r"multiagent.dqn\)"):
+        make_env("multiagent.dqn", "CartPole-v1")  # (was "Unknown PettingZoo environment")
 
 
 def test_an_id_is_made_for_the_family_of_a_configured_builder():

@@ -66,12 +66,17 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
     from looprl.environments.gym_helpers import Wrappers
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
+    from looprl.environments.srl import is_gymnasium_id
     if env_wrappers:
         kwargs["wrap_env"] = Wrappers(env_wrappers)
     if agent.startswith("atari.") and kind != "gym":
         _only_gymnasium(env_id, "an Atari game", {}, env_wrappers)
         return AtariEnvironment(env_id, **kwargs)
     if agent.startswith("multiagent.") and kind != "gym":  # (by name: Ray's actors make it so)
+        if is_gymnasium_id(env_id):
+            raise ValueError(f"{env_id} is a single-agent Gymnasium environment: train it with "
+                             f"a single-agent preset ({agent.partition('.')[2]}, not {agent}); "
+                             "the multi-agent presets play PettingZoo games (tictactoe_v3)")
         _only_gymnasium(env_id, "a PettingZoo game", kwargs, env_wrappers)
         return rendering(partial(MultiagentPettingZooEnv, env_id), render_mode)
     if agent.startswith("continuous.") and kind != "gym" and is_mujoco_id(env_id):
