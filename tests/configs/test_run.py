@@ -233,6 +233,24 @@ def test_help_composes_the_overrides_without_patching_hydra(capsys) -> None:
     assert "__deepcopy__" not in ConfigStore.__dict__  # Hydra's classes as they ship
 
 
+def test_a_search_none_of_whose_trials_completed_ends_with_its_results(tmp_path,
+                                                                       monkeypatch) -> None:
+    """Every Optuna trial diverged: results.json was written, then the run failed with
+    ``looprl: error: mean_eval_reward`` (a KeyError on the empty evaluation), exit status 2."""
+    pytest.importorskip("optuna")
+    from looprl.runners.base import Runner
+
+    def diverge(self, num_steps):
+        raise FloatingPointError("the loss is NaN")
+
+    monkeypatch.setattr(Runner, "train", diverge)
+    run([*SMALL, "runner=optuna", "runner.search_space={lr: [1e-4, 1e-2, log]}",
+         "runner.n_trials=1", "runner.n_evaluations=1", f"hydra.run.dir={tmp_path}"])
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["best"] is None and results["eval"] == {}
+    assert [h["state"] for h in results["train"]["history"]] == ["FAIL"]
+
+
 def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsys) -> None:
     run([*SMALL, "checkpoint_every=192", f"hydra.run.dir={tmp_path}"])  # runs past it to 256
     config = tmp_path / ".hydra" / "config.yaml"

@@ -122,6 +122,16 @@ def test_eval_every_keeps_the_best_agent_so_far(small_ppo, tmp_path):
                 str(tmp_path / "best.gif"), "--max-steps", "20"]) == 0
 
 
+def test_eval_every_without_evaluation_episodes_is_refused(small_ppo, tmp_path):
+    # was: every evaluation a NaN row of eval_results.csv, no best_preset.pt ever saved, and
+    # results' "best" the first NaN, silently
+    with pytest.raises(ValueError, match="runner=online scores each agent that eval_every "
+                                         "compares .* needs eval_episodes >= 1"):
+        OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, eval_every=64, eval_episodes=0,
+                     logdir=str(tmp_path))
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, eval_episodes=0)  # (no eval_every)
+
+
 def test_a_resumed_run_evaluates_again_what_it_evaluated_after_its_checkpoint(small_ppo,
                                                                              tmp_path):
     options = {"num_steps": 192, "seed": 0, "eval_episodes": 1, "quiet": True,

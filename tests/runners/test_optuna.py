@@ -115,6 +115,16 @@ def test_bad_search_spaces_are_one_line_errors(small_ppo, space, message):
     assert "\n" not in str(info.value)
 
 
+def test_a_choice_the_preset_cannot_take_is_refused_before_the_first_trial(small_ppo):
+    # was: the study started, and the search failed at the first trial that drew the choice
+    space = {"exploration": {"type": "categorical", "choices": ["stochastic", "ez_greedy"]}}
+    with pytest.raises(ValueError, match="ppo cannot use the exploration 'ez_greedy'"):
+        OptunaRunner(small_ppo, "CartPole-v1", space)
+    space = {"update": {"type": "categorical", "choices": ["ppo", "ppoo"]}}
+    with pytest.raises(ValueError, match="Unknown update 'ppoo'"):
+        OptunaRunner(small_ppo, "CartPole-v1", space)
+
+
 @pytest.mark.parametrize("n_evaluations", ["abc", 2.5, 0, 129])
 def test_n_evaluations_is_a_whole_number_up_to_num_steps(small_ppo, n_evaluations):
     # 'abc' was "invalid literal for int()", naming no option; 2.5 silently made 2

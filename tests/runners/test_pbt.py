@@ -193,6 +193,31 @@ def test_a_member_runs_with_the_runners_meta_components_and_options(
     assert (run_dir / "checkpoint.pt").exists()  # (checkpoint_every)
 
 
+def test_a_members_evaluations_leave_its_training_as_it_was(tmp_path, monkeypatch) -> None:
+    """A member evaluated with ``experiment.test``: a DQN member (one environment) played its
+    evaluation episodes, unseeded, in its training environment, cutting the episode it was
+    training on; it evaluates as every runner does (``Runner.evaluate``)."""
+    from looprl.presets.classic_control import dqn
+    from looprl.runners import pbt
+
+    builder = dqn.hyperparameters(hidden=8, replay_start_size=32, update_frequency=16,
+                                  gradient_steps=1).device("cpu")
+    parent = PBTRunner(builder, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=2,
+                       logdir=str(tmp_path))
+
+    def returns(interval: int) -> list[float]:
+        logdir = tmp_path / str(interval)
+        spec = {"runner": {**parent.member_arguments(), "logdir": str(logdir)},
+                "num_steps": 300, "interval": interval, "keys": ["hp/lr"]}
+        monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0))
+        pbt._member({"hp_lr": 1e-3}, spec)
+        run_dir = logdir / "dqn" / "CartPole-v1" / "member000_gen000"
+        rows = (run_dir / "results.csv").read_text().splitlines()[1:]
+        return [row.split(",", 1)[1] for row in rows]
+
+    assert returns(100) == returns(300)  # (evaluated at 100 and 200 too, or not)
+
+
 def test_bad_mutations_are_clear_errors(small_ppo) -> None:
     with pytest.raises(KeyError, match="'hp/lrr' is not a hyperparameter"):
         PBTRunner(small_ppo, "CartPole-v1", {"hp/lrr": (1e-4, 1e-2)})
@@ -339,6 +364,46 @@ def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monke
     assert explore({"hp_clip": 0.36, "hp_lr": 1e-4 * 0.8}) == {"hp_clip": 0.3, "hp_lr": 1e-4}
     assert explore({"hp_clip": 0.2 * 1.2, "hp_lr": 1e-3}) == {"hp_clip": 0.24, "hp_lr": 1e-3}
     assert within_ranges({"a": 2.0, "b": 5}, {"a": (0.0, 1.0)}) == {"a": 1.0, "b": 5}
+
+
+def test_an_int_key_is_sampled_and_explored_as_whole_numbers(small_ppo, monkeypatch) -> None:
+    """A mutation of an int ``hp/*`` key (``hp/batch_size``) was a float range: Tune drew 45.7
+    and each member failed on Ray (``hp/batch_size must be a whole number >= 1``)."""
+    import random
+
+    import ray.tune.schedulers
+    from ray.tune.schedulers.pbt import _explore
+
+    given = {}
+
+    class Stop(Exception):
+        pass
+
+    def scheduler(**kwargs):
+        given.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(ray.tune.schedulers, "PopulationBasedTraining", scheduler)
+    mutations = {"hp/batch_size": (16, 64), "hp/epochs": (1, 8, "log"), "hp/clip": (0, 1)}
+    runner = PBTRunner(small_ppo, "CartPole-v1", mutations, population=2, num_steps=64,
+                       perturbation_interval=32)
+    with pytest.raises(Stop):
+        runner.run()
+    spaces, explore = given["hyperparam_mutations"], given["custom_explore_fn"]
+    random.seed(0)
+    runner.new_agent(logged=False)
+    for _ in range(20):
+        config = {name: space.sample() for name, space in spaces.items()}
+        config, _ = _explore(config, spaces, 0.25, (1.2, 0.8), custom_explore_fn=explore)
+        assert 16 <= config["hp_batch_size"] <= 64 and 1 <= config["hp_epochs"] <= 8
+        assert isinstance(config["hp_clip"], float)
+        runner.set_hyperparameters({"hp/batch_size": config["hp_batch_size"],
+                                    "hp/epochs": config["hp_epochs"]})
+    runner.close()
+    with pytest.raises(ValueError, match="an int range needs int bounds"):
+        PBTRunner(small_ppo, "CartPole-v1", {"hp/epochs": (1.5, 8)})
 
 
 def test_without_trials_it_shuts_down_the_instance_it_started(small_ppo, monkeypatch) -> None:

@@ -256,7 +256,9 @@ def main(argv: list[str]) -> int:
             elif not cfg.resume:
                 _remove_if_empty(Path(output_dir))
             return math.nan
-        value = results["eval"]["mean_eval_reward"]  # (null in results.json: not finite)
+        # (null in results.json: not finite; absent: nothing evaluated, as an Optuna search
+        # none of whose trials completed)
+        value = results["eval"].get("mean_eval_reward")
         return math.nan if value is None else value  # what a sweeper (e.g. Optuna's) optimizes
 
     saved, root = sys.argv, logging.getLogger()

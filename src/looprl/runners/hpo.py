@@ -72,6 +72,10 @@ class OptunaRunner(Runner):
             searchable.update({key: h.get() for key, h in self.hyperparameters().items()})
             self.close()
         self.dimensions = parse_search_space(search_space, searchable, self.builder.default_name)
+        for d in self.dimensions:  # a choice the preset cannot take (a part it has not) fails
+            if d.kind == "categorical" and not d.name.startswith("hp/"):  # now, not in a trial
+                for choice in d.choices:
+                    self.builder.hyperparameters(**{d.name: choice}).env(self.env).build()
 
     def study(self) -> Any:
         """The study, created in the storage or loaded from it."""

@@ -34,6 +34,8 @@ class OnlineRunner(Runner):
 
     def __init__(self, agent: Any, env: Any, num_steps: int = 100_000,
                  resume_from: str | None = None, eval_every: int | None = None, **kwargs: Any):
+        if eval_every is not None:  # (Runner's check: it needs evaluation episodes)
+            self.scores = "agent that eval_every compares (best_preset)"
         super().__init__(agent, env, **kwargs)
         check_count(num_steps=num_steps)
         check_count(optional=True, eval_every=eval_every)

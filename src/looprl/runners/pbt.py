@@ -18,14 +18,12 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import numpy as np
-
 from looprl.core.imports import import_extra
 from looprl.core.suggest import check_count, is_number
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
 from looprl.runners.base import Runner
-from looprl.runners.space import float_range, search_mapping
+from looprl.runners.space import numeric_range, search_mapping
 
 __all__ = ["PBTRunner", "tune_name"]
 
@@ -79,12 +77,12 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
     experiment = member.experiment
     while experiment.frame < spec["num_steps"]:
         experiment.train(frames=min(experiment.frame + spec["interval"], spec["num_steps"]))
-        returns = experiment.test(episodes=options["eval_episodes"])
+        score = member.evaluate()["mean_eval_reward"]  # (seeded, in a copy: training goes on)
         with tempfile.TemporaryDirectory() as directory:
             save_checkpoint(experiment, Path(directory) / "checkpoint.pt")
             (Path(directory) / MEMBER_FILE).write_text(
                 json.dumps({"member": index, "step": experiment.frame}))
-            tune.report({"mean_eval_reward": float(np.mean(returns)), "step": experiment.frame},
+            tune.report({"mean_eval_reward": score, "step": experiment.frame},
                         checkpoint=tune.Checkpoint.from_directory(directory))
     experiment.logger.close()  # its last rows
 
@@ -184,9 +182,13 @@ class PBTRunner(Runner):
                                  f"keys {sorted(mutations)}, got {initial!r}")
             for values in initial:  # (checked as each member sets them)
                 self.set_hyperparameters(values)
+        #: key -> (low, high, log), ints for an int key (Tune then samples and perturbs ints)
+        self.mutations: dict[str, tuple[float, float, bool]] = {}
+        for key, value in mutations.items():
+            bounds = numeric_range(key, value, found[key].get())
+            number = int if bounds.kind == "int" else float
+            self.mutations[key] = (number(bounds.low), number(bounds.high), bounds.log)
         self.close()
-        ranges = {key: float_range(key, value) for key, value in mutations.items()}
-        self.mutations = {key: (r.low, r.high, r.log) for key, r in ranges.items()}
         self.num_steps = int(num_steps)
         self.interval = int(perturbation_interval)
         self.quantile_fraction, self.resample_probability = quantile_fraction, resample_probability
@@ -204,6 +206,8 @@ class PBTRunner(Runner):
 
     def _space(self, key: str) -> Any:
         low, high, log = self.mutations[key]
+        if isinstance(low, int):  # (Tune's int domains exclude their upper bound)
+            return (self.tune.lograndint if log else self.tune.randint)(low, high + 1)
         return self.tune.loguniform(low, high) if log else self.tune.uniform(low, high)
 
     def run(self) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -138,9 +138,10 @@ def _check_kind(name: str, kind: str, default: Any) -> None:
                                "use type 'int'")
 
 
-def float_range(name: str, spec: Any) -> Dimension:
-    """The float range ``spec`` gives ``name`` (PBT's mutations)."""
-    return _numeric(name, "float", _as_dict(name, spec))
+def numeric_range(name: str, spec: Any, current: Any) -> Dimension:
+    """The numeric range ``spec`` gives ``name``, an int range if its ``current`` value is an
+    int (PBT's mutations: ``hp/batch_size`` takes whole numbers only)."""
+    return _numeric(name, _kind_of(current, {}), _as_dict(name, spec))
 
 
 def _numeric(name: str, kind: str, spec: Mapping[str, Any], owner: str = "") -> Dimension:
