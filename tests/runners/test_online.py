@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import numpy as np
@@ -205,3 +206,18 @@ def test_an_evaluation_during_training_leaves_a_single_env_run_as_it_was(tmp_pat
     (plain, plain_weights), (evaluated, evaluated_weights) = trained(False), trained(True)
     assert evaluated == plain and len(plain) > 10
     assert torch.equal(evaluated_weights, plain_weights)
+
+
+def test_a_resume_past_the_planned_budget_says_its_schedules_stay_at_their_end(
+        small_ppo, tmp_path, caplog):
+    """``looprl run --resume DIR frames=N`` past the run's budget: PPO's learning rate had
+    annealed to 0 over the first budget, and the extension trained nothing, silently."""
+    options = {"seed": 0, "eval_episodes": 0, "quiet": True, "logdir": str(tmp_path),
+               "checkpoint_every": 128}
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, **options).run()
+    checkpoint = str(next(tmp_path.rglob("checkpoint.pt")))
+    caplog.set_level(logging.WARNING, "looprl.runners")
+    OnlineRunner(small_ppo, "CartPole-v1", num_steps=192, resume_from=checkpoint,
+                 **options).run()
+    assert ("resumed with a budget of 192 frames, past the 128 it was planned for" in
+            caplog.text and "start a new run with frames=192" in caplog.text), caplog.text
