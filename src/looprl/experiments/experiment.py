@@ -58,6 +58,22 @@ def logger_object(logger: Any) -> Any:
                      "pass a logger object")
 
 
+def _log_scalars(hub: MetaHub, logger: Any) -> None:
+    """Hand ``logger`` the ``log/*`` scalars ``hub``'s components wrote."""
+    for key, value in hub.log_scalars().items():
+        logger.add_log(key[4:], value)
+
+
+def check_window(env: Any) -> None:
+    """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
+    if getattr(getattr(env, "env", None), "render_mode", None) != "human":
+        raise ValueError(f"render=True needs an environment that shows itself: create it with "
+                         f"render_mode='human' (GymEnvironment({env.name!r}, render_mode="
+                         f"'human'), or for PettingZoo make_zoo_env({env.name!r}, "
+                         "render_mode='human')); Atari environments have no window: watch a "
+                         "saved preset with looprl watch")
+
+
 def warn_untrained(experiment: Experiment) -> None:
     """A warning once the whole budget (``train_steps``) is spent without one trainer step:
     what follows (evaluation, saved preset) is of the untrained agent."""
@@ -81,8 +97,7 @@ class Experiment:
         render: show the environment while training (created with ``render_mode='human'``).
         save_freq: also save ``preset.pt`` every this many episodes (ALL's; default: never).
         verbose: write losses and debugging statistics to TensorBoard.
-        logger: a logger object (default: an ``ExperimentLogger``); ALL's ``"tensorboard"``
-            means the default.
+        logger: a logger object (default, and ALL's ``"tensorboard"``: an ``ExperimentLogger``).
         seed: seeds torch, the environment and the agent's units (``seed_everything(seed)``
             before building the preset seeds its initial weights).
         meta: meta components run after the preset's own (``preset.meta``).
@@ -154,13 +169,8 @@ class Experiment:
 
     def _check_render(self) -> None:
         """``ValueError`` if ``render=True`` but the environment cannot show itself."""
-        env = self.env
-        if self.render and getattr(getattr(env, "env", None), "render_mode", None) != "human":
-            raise ValueError(f"render=True needs an environment that shows itself: create it with "
-                             f"render_mode='human' (GymEnvironment({env.name!r}, render_mode="
-                             f"'human'), or for PettingZoo make_zoo_env({env.name!r}, "
-                             "render_mode='human')); Atari environments have no window: watch a "
-                             "saved preset with looprl watch")
+        if self.render:
+            check_window(self.env)
 
     def _make_agent(self) -> Any:
         return self.preset.agent(logger=self.logger, train_steps=self.train_steps)
@@ -232,8 +242,7 @@ class Experiment:
         for episode in episodes:
             self._log_episode(episode)
         if episodes and self.hub is not None:  # (the log/* scalars the components wrote)
-            for key, value in self.hub.log_scalars().items():
-                logger.add_log(key[4:], value)
+            _log_scalars(self.hub, logger)
         self._act()
         self._progress.update(logger.frame, logger.episode, logger.mean_return100)
 
@@ -250,8 +259,7 @@ class Experiment:
             logger.add_hyperparameters({k: h.get() for k, h in self._hp.items()})
 
     def _act(self) -> None:
-        """The policy acts on the new rows (none: no agent's turn, the copies step without
-        actions, as on Ray); every segment they complete is trained."""
+        """The policy acts on the new rows (if any: as on Ray); their segments are trained."""
         runner, agent = self.runner, self.agent.unwrapped
         request = runner.request()
         if getattr(agent, "adder", None) is None:
