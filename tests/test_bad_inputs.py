@@ -238,7 +238,7 @@ def _cli_error_paths(tmp: Path) -> list[list[str]]:
         [*run, "algorithm=ppoo"],
         [*run, "algorithm.lrr=1"],
         [*run, "env=NoSuchEnv-v0"],
-        [*run, "runner=es", "runner.search_targets=42"],
+        ["run", "test_episodes=0", "runner=es", "runner.search_targets=42"],
         [*run, "--resume", str(tmp / "bad")],
         [*run, f"hydra.run.dir={tmp / 'file' / 'run'}"],
         [*run, "runtime=ray", "runtime.actorz=2"],

@@ -154,6 +154,8 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
      "meta hp_schedule needs kind, start: set meta.hp_schedule.kind=... "
      "meta.hp_schedule.start=..."),
     (["runner=es", "runner.popsze=3"], "'popsze' is not an argument of the runner es"),
+    (["runner=es", "frames=2000"],  # (was: each individual trained 10,000 steps, silently)
+     "frames does not apply to runner=es: each individual trains runner.num_steps_per_iteration"),
     (["runner=pbt", *QUIET], "runner=pbt needs mutations: set runner.mutations=..."),
     (["runner=optuna", *QUIET], "runner=optuna needs search_space: set runner.search_space=..."),
     (["algorithm.lr=abc", *QUIET], "Hyperparameter 'lr' must be float (like 0.001), got 'abc'"),

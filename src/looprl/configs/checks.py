@@ -70,6 +70,10 @@ def check_overrides(overrides: list[str]) -> None:
             check_choice("config key", group, list(primary))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
+    if "es" in chosen.get("runner", ()) and any(key == "frames" for key, _ in pairs):
+        raise ValueError("frames does not apply to runner=es: each individual trains "
+                         "runner.num_steps_per_iteration steps (default 10000) in each of "
+                         "runner.iterations generations; set those instead")
 
 
 def _flag_hint(flag: str, value: str) -> str:
