@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -264,6 +265,14 @@ def test_parse_hyperparameters_and_agents() -> None:
     agents = available_agents()
     assert {"dqn", "ppo", "classic_control.dqn", "classic_control.ppo"} <= set(agents)
     assert agents["ppo"] is agents["classic_control.ppo"]
+
+
+def test_train_reads_inf_and_nan_as_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    # as looprl run does: the range names what is wrong (was: "must be float ..., got 'inf'")
+    parsed = parse_hyperparameters(["lr=inf", "v_min=-inf", "clip=nan"])
+    assert parsed["lr"] == math.inf and parsed["v_min"] == -math.inf and math.isnan(parsed["clip"])
+    line = _error_line(capsys, ["train", "ppo", "CartPole-v1", "lr=inf", "--frames", "10"])
+    assert line.endswith("'lr' of ppo must be finite and positive (> 0), got inf")
 
 
 def test_default_threads_per_family() -> None:

@@ -60,8 +60,8 @@ YAML_LITERALS = {"true": True, "false": False, "null": None, "none": None}
 
 def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
     """``['lr=1e-3', 'hidden=128', 'huber=true']`` -> ``{'lr': 0.001, 'hidden': 128, 'huber':
-    True}`` (Python literals, or YAML's ``true``/``false``/``null``); a key given twice is a
-    one-line ``ValueError``."""
+    True}`` (Python literals, ``inf`` and ``nan``, or YAML's ``true``/``false``/``null``); a
+    key given twice is a one-line ``ValueError``."""
     result = {}
     check_once([pair.partition("=")[0] for pair in pairs], pairs)
     for pair in pairs:
@@ -74,7 +74,10 @@ def parse_hyperparameters(pairs: list[str]) -> dict[str, Any]:
         try:
             result[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            result[key] = value
+            try:  # inf, nan: numbers to YAML and Hydra too, so the ranges name what is wrong
+                result[key] = float(value)
+            except ValueError:
+                result[key] = value
     return result
 
 

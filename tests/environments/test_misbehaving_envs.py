@@ -194,6 +194,16 @@ def test_the_old_gym_step_api_is_named(make):
         env.step(action)
 
 
+def test_the_old_gym_step_api_under_a_wrapper_is_named():
+    # gym.make's and the user's wrappers unpack the 4-tuple first (was: only "not enough
+    # values to unpack (expected 5, got 4)", with no word of the old gym API)
+    env = GymEnvironment(gym.wrappers.TimeLimit(OldGym(), 10))
+    env.reset()
+    with pytest.raises(EnvironmentFailure, match=r"OldGym\.step\(\) raised ValueError: .*"
+                       r"looprl expects Gymnasium's 5-tuple.*the old gym API"):
+        env.step(0)
+
+
 @pytest.mark.parametrize("make", [lambda: GymEnvironment(OldGym(bare=True)),
                                   lambda: GymnasiumEnvironment(OldGym(bare=True))])
 def test_a_bare_reset_observation_is_named(make):

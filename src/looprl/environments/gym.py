@@ -15,7 +15,7 @@ from looprl.core.imports import is_import_path
 from looprl.core.state import as_observation
 from looprl.core.suggest import check_device
 from looprl.environments.base import Environment
-from looprl.environments.faults import failure, gym_reset_output, gym_step_output
+from looprl.environments.faults import failure, gym_reset_output, gym_step_output, unpack_hint
 from looprl.environments.gym_helpers import (
     action_to_numpy,
     deep_copy,
@@ -121,7 +121,8 @@ class GymEnvironment(Environment):
         try:
             output = self.env.reset(seed=seed)
         except Exception as error:
-            raise failure(self.name, "reset", error, self._episode) from error
+            raise failure(self.name, "reset", error, self._episode,
+                          hint=unpack_hint(error, "reset")) from error
         return gym_reset_output(output, self.name)
 
     def step(self, action: Any) -> State:
@@ -145,7 +146,8 @@ class GymEnvironment(Environment):
             if isinstance(error, AssertionError) and not space.contains(gym_action):
                 raise ValueError(f"Invalid action {gym_action!r} for {self.name} (action space "
                                  f"{space}): {error}") from error
-            raise failure(self.name, "step", error, self._episode, self._t) from error
+            raise failure(self.name, "step", error, self._episode, self._t,
+                          hint=unpack_hint(error, "step")) from error
         return gym_step_output(output, self.name)
 
     @property
