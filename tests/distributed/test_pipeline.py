@@ -303,6 +303,24 @@ def test_a_resumed_run_whose_directory_moved_goes_on_where_it_is_now(tmp_path) -
     assert resumed.result.log_dir.startswith(str(tmp_path / "b"))
 
 
+def test_a_resumed_runs_frames_per_second_count_the_frames_since_it_resumed(tmp_path) -> None:
+    """(Was: all of the run's frames over the seconds since it resumed: a run resumed at frame
+    2,001 of 2,000 said "2001 frames at 99779 frames/s", in ``results.json`` too.)"""
+    from looprl.distributed.run_state import ControllerCheckpoint
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True)
+    counts = run._open_logs()
+    run.result.frames = 500
+    ControllerCheckpoint(2, run._log, run.result, counts).save(final=True)
+    run.close()
+    resumed = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path),
+                             quiet=True, resume_from=str(tmp_path))
+    resumed._open_logs()
+    resumed.close()
+    resumed.result.frames, resumed.result.seconds = 700, 2.0
+    assert resumed.result.frames_per_second == 100.0
+
+
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:
     counts = SampleCounts()
     monitor = RunMonitor(DistributedResult(), counts, None, ["trainer", "trainer1"])
@@ -389,6 +407,20 @@ def test_runtime_options_are_checked() -> None:
     with pytest.raises(ValueError, match="runtime.sync must be true or false, got 'no'"):
         RuntimeConfig(sync="no")
     assert RuntimeConfig(checkpoint_every=None, cpus_per_actor=0.0).checkpoint_every is None
+
+
+@pytest.mark.parametrize("option, bad, message", [
+    # (were: 0 silently taken as unset, 'abc' "'>' not supported between ...", and an address
+    # or runtime_env that is no text or mapping an AttributeError traceback from Ray's start)
+    ("num_cpus", 0, r"runtime.num_cpus must be a whole number >= 1 \(or null: .*got 0"),
+    ("num_cpus", "abc", "runtime.num_cpus must be a whole number >= 1 .*got 'abc'"),
+    ("address", 5, r"runtime.address must be a str \(or null: a local instance\), got 5"),
+    ("runtime_env", "abc", r"runtime.runtime_env must be a dict \(or null: none\), got 'abc'"),
+])
+def test_ray_start_options_are_checked_before_ray_starts(option, bad, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        RuntimeConfig(**{option: bad})
+    assert RuntimeConfig(num_cpus=2, address="auto", runtime_env={"py_modules": []}).num_cpus == 2
 
 
 @pytest.mark.parametrize("frames", [0, -100, "1000", None])
@@ -527,3 +559,36 @@ def test_sync_sampling_with_max_lag_0_keeps_every_segment() -> None:
     assert policy.version >= 3 and sent >= 10 and core.received == sent and core.dropped == 0
     assert kept_lag(RuntimeConfig(max_lag=0)) == 0  # (asynchronous: as set)
 
+
+
+@pytest.mark.parametrize("trained", [0, 1])
+def test_a_ray_run_that_never_trained_warns_as_a_local_run_does(monkeypatch, caplog, trained
+                                                                 ) -> None:
+    """(Was: no word, and its test return scored the untrained policy, where a local run warns
+    that its results are those of the untrained agent.) The trainers' final steps count."""
+    import logging
+    from types import SimpleNamespace
+
+    from looprl.distributed import controller
+
+    run = DistributedRun(ppo_spec(), RuntimeConfig(actors=1), frames=100, logdir=None,
+                         quiet=True)
+
+    def finish() -> None:  # (the pool's stop: each trainer's final steps)
+        run.result.frames, run.result.trainer_steps = 100, [trained]
+
+    parts = SimpleNamespace(start=lambda *args: None, trainers=["trainer"],
+                            actors_meta_state=None)
+    for name in ("WorkerPool", "Supervisor", "RunMonitor", "ControllerCheckpoint"):
+        monkeypatch.setattr(controller, name, lambda *args, **kwargs: parts)
+    monkeypatch.setattr(controller, "start_ray", lambda runtime: False)
+    monkeypatch.setattr(run, "_loop", lambda callback: None)  # (the workers' poll loop)
+    monkeypatch.setattr(run, "_shutdown", finish)
+    with caplog.at_level(logging.WARNING):
+        run.run()
+    warned = [r.getMessage() for r in caplog.records if "never trained" in r.getMessage()]
+    assert warned == ([] if trained else [
+        "ppo-ray on CartPole-v1: the agent never trained in its 100 frames (its first update "
+        "needs more: replay_start_size and update_frequency, n_envs x n_steps or "
+        "min_batch_size); its results are those of the untrained agent. Raise the frames or "
+        "lower those hyperparameters"])

@@ -242,3 +242,39 @@ def test_a_users_trainer_returning_no_step_result_or_odd_stats_is_one_line(retur
 
     with pytest.raises(TypeError, match=message):
         Learner(Odd(), None).learn((None, None))
+
+
+def test_nan_rewards_from_the_environment_are_named_by_the_trainer_worker_as_locally() -> None:
+    """(Was, on Ray: "the loss is nan ...; training diverged. Try a lower learning rate", where
+    a local run names the environment's NaN rewards, which no learning rate fixes.)"""
+    import threading
+
+    from looprl.agents.actor import Actor
+    from looprl.distributed import EnvRunner, RuntimeConfig
+    from looprl.distributed.pipeline import collect
+    from looprl.distributed.trainer_worker import TrainerWorker
+
+    spec = AlgorithmSpec(env="CartPole-v1", policy="actor-critic-separate",
+                         policy_args=CARTPOLE, trainer="ppo", trainer_args={"epochs": 1},
+                         buffer_args={"batch_streams": 2}, label="cart")
+    core = trainer_core(spec, seed=0)
+    runner = EnvRunner(spec.make_env, None, 2, 8, core.policy.default_policy_state, seed=0,
+                       policy=core.policy)
+    batch = None
+    while batch is None:
+        collect(runner, Actor(core.policy))
+        for sample in runner.segments():
+            sample.reward[:] = np.nan
+            core.put(sample)
+        batch = core.next_batch()
+    worker = object.__new__(TrainerWorker.__ray_actor_class__)
+    batches = iter([batch])
+    worker.__dict__.update(core=core, steps=0, group=None, rank=0, env_label="cart",
+                           runtime=RuntimeConfig(checkpoint_every=None),
+                           _lock=threading.Condition(), _rows=0, _stats=[], _meta={},
+                           _next_batch=lambda: next(batches))
+    with pytest.raises(FloatingPointError, match=r"^The environment cart returned NaN or "
+                                                 r"infinite rewards, and training diverged on "
+                                                 r"them at frame 16; this is not a "
+                                                 "learning-rate problem"):
+        worker.run()

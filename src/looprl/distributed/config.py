@@ -325,7 +325,8 @@ class RuntimeConfig:
                     raise ValueError(f"runtime.{name} must be a whole number >= {least}, got "
                                      f"{getattr(self, name)!r}")
         for name, least, null in (("trainer_threads", 1, "torch_threads"),
-                                  ("max_lag", 0, "no limit"), ("checkpoint_every", 1, "never")):
+                                  ("max_lag", 0, "no limit"), ("checkpoint_every", 1, "never"),
+                                  ("num_cpus", 1, "what the workers reserve")):
             value = getattr(self, name)
             if value is not None and not _whole(value, least):
                 raise ValueError(f"runtime.{name} must be a whole number >= {least} (or null: "
@@ -335,6 +336,12 @@ class RuntimeConfig:
             if not is_number(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"runtime.{name} must be a number >= 0, got "
                                  f"{getattr(self, name)!r}")
+        for name, kind, null in (("address", str, "a local instance"),
+                                 ("runtime_env", dict, "none")):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                raise ValueError(f"runtime.{name} must be a {kind.__name__} (or null: {null}), "
+                                 f"got {value!r}")
         if not isinstance(self.sync, bool):
             raise ValueError(f"runtime.sync must be true or false, got {self.sync!r}")
         if self.sync and self.policy_workers:

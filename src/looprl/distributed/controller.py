@@ -27,7 +27,7 @@ from looprl.distributed.run_state import (
     find_controller_checkpoint,
 )
 from looprl.experiments.episodes import check_episodes
-from looprl.experiments.experiment import TEST_SEED_OFFSET
+from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
 from looprl.experiments.run import check_frames
 from looprl.meta.component import MetaComponent
 
@@ -113,6 +113,8 @@ class DistributedRun:
             self._loop(callback)
         finally:
             self._shutdown()
+        if max(self.result.trainer_steps, default=self.result.train_steps) == 0:  # (final)
+            warn_never_trained(self.name, self.spec.env_label, self.result.frames)
         return self.result
 
     @property
@@ -170,6 +172,7 @@ class DistributedRun:
         state = load_checkpoint(find_controller_checkpoint(self.resume_from))
         self._log, self.result = state.logger, state.result
         self.result.log_dir = self._log.log_dir  # (where the run directory is now: moved too)
+        self.result.resumed_at = self.result.frames
         self._agent_logs = getattr(state, "agent_loggers", {})  # (older checkpoints: none)
         self._actors_meta = getattr(state, "actors_meta", {})
         self.seed += self.result.frames  # new env seeds: no replay of the first run's episodes

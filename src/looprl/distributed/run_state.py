@@ -37,11 +37,12 @@ class DistributedResult:
     trainers_in_sync: bool | None = None
     meta: dict[str, dict[str, float]] = field(default_factory=dict)
     agent_returns: dict[str, list[float]] = field(default_factory=dict)
+    resumed_at: int = 0  # (the frame a resumed run went on from; ``seconds`` are since then)
 
     @property
     def frames_per_second(self) -> float:
-        """Env frames per second of the whole run."""
-        return self.frames / self.seconds if self.seconds else 0.0
+        """Env frames per second of the run (of a resumed run: since it resumed)."""
+        return (self.frames - self.resumed_at) / self.seconds if self.seconds else 0.0
 
     def mean_return(self, last: int = 100) -> float:
         """Mean of the last ``last`` training returns (``nan`` before the first)."""

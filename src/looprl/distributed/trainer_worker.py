@@ -59,6 +59,7 @@ class TrainerWorker(Worker):
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = trainer_core(spec, max_lag=kept_lag(runtime), seed=seed)
+        self.env_label = spec.env_label
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
         if self.path.exists() and rank == 0:
@@ -175,6 +176,10 @@ class TrainerWorker(Worker):
             while (batch := self._next_batch()) is not None:
                 self._train(batch)
             self.publisher.flush()
+        except FloatingPointError as error:  # (NaN from the environment says so, as locally)
+            from looprl.experiments.diagnose import explain_divergence
+            raise FloatingPointError(explain_divergence(error, self.env_label,
+                                                        self.core.observed)) from error
         except RuntimeError as error:
             if self.group is None or not ddp.collective_failure(error):
                 raise

@@ -80,11 +80,15 @@ def warn_untrained(experiment: Experiment) -> None:
     learner = getattr(experiment.agent.unwrapped, "learner", None)
     if getattr(learner, "updates", None) != 0 or not experiment.frame >= experiment.train_steps:
         return
+    warn_never_trained(experiment.name, experiment.env.name, experiment.frame)
+
+
+def warn_never_trained(name: str, env: str, frames: int) -> None:
+    """The warning of a run (on any runtime) whose budget ended before its first update."""
     log.warning("%s on %s: the agent never trained in its %d frames (its first update needs "
                 "more: replay_start_size and update_frequency, n_envs x n_steps or "
                 "min_batch_size); its results are those of the untrained agent. Raise the frames "
-                "or lower those hyperparameters", experiment.name, experiment.env.name,
-                experiment.frame)
+                "or lower those hyperparameters", name, env, frames)
 
 
 class Experiment:
