@@ -173,6 +173,8 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
      "device=cuda does not apply to runner=optuna with runtime=ray"),
     (["runtime=ray", "runtime.trials_in_parallel=2", *QUIET],
      "runtime.trials_in_parallel is for runner=es, optuna or pbt"),
+    (["runtime=ray", "runtime.segment_length=99"],  # (was: the preset's, 99 silently ignored)
+     "'segment_length' is not an option of the runtime ray"),
     (["runtime.trials_in_parallel=2"], "'trials_in_parallel' is not an option of the runtime "
                                        "local. runtime=local takes none"),  # (was "Valid: ")
 ])

@@ -21,8 +21,10 @@ def runtimes() -> dict[str, dict[str, Any]]:
     from dataclasses import asdict
 
     from looprl.distributed.config import RuntimeConfig
+    ray = {key: value for key, value in asdict(RuntimeConfig()).items()
+           if key != "segment_length"}  # (a preset's own: its n_steps, its replay's cut)
     return {"local": {"name": "local"},
-            "ray": {"name": "ray", **asdict(RuntimeConfig()), "groups": None,  # (its default)
+            "ray": {"name": "ray", **ray, "groups": None,  # (its default)
                     "trials_in_parallel": None}}
 
 
