@@ -160,6 +160,16 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
         # parameter vector has 251 values; the network has 95 parameters")
         (dict(search_targets={"hidden": (4, 16)}, search_params=True), ValueError,
          "hidden=4 changes its shape: drop 'hidden' from search_targets, or search_params"),
+        # the strategy's options and popsize failed in run(), after the first agent was built
+        # (openai: "unexpected keyword argument 'lr'"; cma: a list of every option, many lines)
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="openai",
+              strategy_options={"lr": 0.1}), ValueError,
+         "^strategy_options of openai: unknown lr; it takes learning_rate$"),
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="cma", strategy_options={"bogus": 1}),
+         ValueError,
+         "^strategy_options of cma: bogus is not a valid option. \\(the options are "),
+        (dict(search_targets={"lr": (1e-4, 1e-2)}, strategy="openai", popsize=3), ValueError,
+         "popsize must be even"),
     ]
     for kwargs, error, message in cases:
         with pytest.raises(error, match=message) as info:

@@ -96,6 +96,8 @@ class ESRunner(Runner):
         params = self.parameter_vector() if search_params else np.zeros(0)
         self.x0 = np.concatenate([params, np.asarray(units, dtype=np.float64)])
         self.n_params = self.x0.size - len(self.dimensions)
+        make_strategy(strategy, self.x0, sigma, self.popsize, self.seed,
+                      strategy_options)  # (its options and popsize checked now, not in run())
 
     def _check_fixed_shapes(self) -> None:
         """Searched network parameters need one network shape: a preset target that changes

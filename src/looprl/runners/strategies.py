@@ -62,7 +62,11 @@ class CMAES:
             # individuals into each generation: with fewer than 3, tell() fails; CSA does not)
             settings["AdaptSigma"] = cma.sigma_adaptation.CMAAdaptSigmaCSA
         settings.update(options or {})
-        self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
+        try:
+            self._es = cma.CMAEvolutionStrategy(x0, float(sigma), settings)
+        except ValueError as error:  # (cma's lists every valid option, over many lines)
+            raise ValueError(f"strategy_options of cma: {str(error).splitlines()[0]} (the "
+                             "options are cma.CMAOptions())") from None
 
     @property
     def mean(self) -> np.ndarray:
@@ -87,6 +91,10 @@ def make_strategy(name: str, x0: np.ndarray, sigma: float, popsize: int, seed: i
     if name == "cma":
         return CMAES(x0, sigma, popsize, seed, options)
     if name == "openai":
+        unknown = sorted(set(options or {}) - {"learning_rate"})
+        if unknown:
+            raise ValueError(f"strategy_options of openai: unknown {', '.join(unknown)}; it "
+                             "takes learning_rate")
         return OpenAIES(x0, sigma, popsize, seed, **(options or {}))
     raise ValueError(f"Unknown ES strategy {name!r}; valid: {', '.join(STRATEGIES)}")
 
