@@ -76,6 +76,19 @@ def test_per_row_epsilon_and_evaluation_rows() -> None:
     assert not torch.equal(mixed.action[~evaluation], greedy[~evaluation])
 
 
+def test_srl_evaluation_flags_of_shape_b_1_and_of_other_rows() -> None:
+    """SRL's ``is_evaluation`` is ``[B, 1]``: one action per row (was ``[B, B]``); flags of
+    another row count are refused even when they all agree (was: taken)."""
+    policy = _policy(epsilon=1.0)
+    obs = _obs(5)
+    flags = (np.arange(5) % 2 == 0).reshape(5, 1)
+    action = policy.rollout(RolloutRequest(obs=obs, is_evaluation=flags)).action
+    greedy = policy.analyze(NamedArray(obs=obs)).argmax(-1)
+    assert action.shape == (5,) and torch.equal(action[::2], greedy[::2])
+    with pytest.raises(ValueError, match="is_evaluation has 4 rows, obs 5"):
+        policy.rollout(RolloutRequest(obs=obs, is_evaluation=np.ones(4, dtype=bool)))
+
+
 def test_default_epsilon_and_scalar_exploration() -> None:
     obs = _obs(500)
     explorer = _policy(epsilon=1.0)

@@ -313,3 +313,22 @@ def test_decorator_fields_named_like_its_generated_code():
         k: int = 2
 
     assert Odd(_na_self=1).values() == (1, 2) and Odd(1, 3).values() == (1, 3)
+
+
+def test_array_defaults_are_each_instances_own():
+    """SRL's classes give fields array defaults: an in-place write to one instance (was:
+    to the class's default, so every later instance started from the written values)."""
+
+    @namedarray
+    class Request:
+        obs: np.ndarray = None
+        flag: np.ndarray = np.zeros(1, dtype=bool)
+        hx: torch.Tensor = torch.zeros(1, 2)
+        inner: NamedArray = NamedArray(h=np.zeros(1))
+
+    for make in (lambda: Request(), lambda: Request(np.zeros((1, 3)))):  # (both __init__ paths)
+        first = make()
+        obs = None if first.obs is None else np.ones((1, 3))
+        first[:] = Request(obs, np.ones(1, dtype=bool), torch.ones(1, 2), NamedArray(h=np.ones(1)))
+        fresh = make()
+        assert not fresh.flag.any() and not fresh.hx.any() and not fresh.inner.h.any()

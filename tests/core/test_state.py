@@ -146,6 +146,18 @@ def test_state_array_leaves_out_an_entry_some_states_lack() -> None:
     assert torch.equal(array.observation, torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
 
 
+def test_state_array_of_numpy_entries_of_other_shapes_or_no_numbers() -> None:
+    """(was: NumPy's "inhomogeneous shape" traceback, or torch's "can't convert" one, where
+    tensor entries give one line and other entries stay a list)"""
+    with pytest.raises(ValueError, match="the states' 'legal' entries have different shapes "
+                                         r"\[\(1,\), \(2,\)\]; give every state the same"):
+        State.array([_state(0, legal=np.array([1, 2])), _state(1, legal=np.array([1]))])
+    array = State.array([_state(0, lives=1.0), _state(1, lives=None)])
+    assert array["lives"] == [1.0, None] and array[1]["lives"] is None
+    names = State.array([_state(0, name=np.array(["a"])), _state(1, name=np.array(["b"]))])
+    assert list(names[1]["name"]) == ["b"]
+
+
 def test_state_array_of_nothing_raises() -> None:
     with pytest.raises(ValueError):
         State.array([])
@@ -265,6 +277,36 @@ def test_cat_of_arrays_with_other_entries_is_one_line() -> None:
             StateArray.cat(arrays)
     with pytest.raises(ValueError, match="needs at least one StateArray"):
         StateArray.cat([])
+
+
+def test_cat_and_batch_execute_keep_entries_shared_by_every_row() -> None:
+    """(was: dropped, so a float mask of 0. came back as 1.: terminal rows bootstrapped)"""
+    import pytest
+
+    array = StateArray({"observation": torch.zeros(4, 2), "goal": torch.ones(7)}, (4,),
+                       mask=0.0)
+    both = StateArray.cat([array, array])
+    assert both.mask == 0.0 and torch.equal(both["goal"], torch.ones(7))
+    assert array.batch_execute(2, lambda rows: rows).mask == 0.0
+    other = array.update("goal", torch.zeros(7))
+    with pytest.raises(ValueError, match="the arrays' 'goal' entries differ"):
+        StateArray.cat([array, other])
+
+
+def test_numpy_entries_of_a_state_array_become_tensors() -> None:
+    """(was: kept as arrays, so indexing raised AttributeError and a NumPy ``done`` failed)"""
+    array = StateArray(np.arange(6.0).reshape(3, 2), (3,), done=np.array([True, False, False]),
+                       action_mask=np.ones((3, 4), dtype=np.int64))
+    assert array.observation.dtype == torch.float32
+    assert torch.equal(array.mask, torch.tensor([0.0, 1.0, 1.0]))
+    assert torch.equal(array[1].observation, torch.tensor([2.0, 3.0]))
+    assert array[1]["action_mask"].shape == (4,)  # (was: every row's)
+
+
+def test_view_infers_a_minus_one_dimension() -> None:
+    array = StateArray({"observation": torch.arange(24.0).view(2, 3, 4)}, (2, 3))
+    assert array.view((-1,)).shape == (6,) and array.view(6).shape == (6,)
+    assert array.view((3, -1)).observation.shape == (3, 2, 4)
 
 
 def test_apply_masks_terminal_rows() -> None:

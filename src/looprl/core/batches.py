@@ -37,14 +37,16 @@ class RolloutResult:
 
 
 def deterministic_rows(request: RolloutRequest, rows: int | None = None) -> bool | torch.Tensor:
-    """``request.is_evaluation`` as a bool (every row agrees) or a per-row bool tensor (a
-    one-line ``ValueError`` if it has not ``rows`` rows, where given)."""
+    """``request.is_evaluation`` as a bool (every row agrees) or a per-row bool tensor ``[B]``
+    (SRL's ``[B, 1]`` flattened; a one-line ``ValueError`` if it has not ``rows`` rows, where
+    given)."""
     evaluation = getattr(request, "is_evaluation", None)
     if evaluation is None:
         return False
     if isinstance(evaluation, bool):
         return evaluation
-    if isinstance(evaluation, np.ndarray) and evaluation.dtype == bool:
+    if isinstance(evaluation, np.ndarray) and evaluation.dtype == bool and (
+            rows is None or evaluation.size == rows):
         count = np.count_nonzero(evaluation)  # (one call, a third of ``any()``'s cost)
         if count == 0:
             return False
@@ -55,7 +57,7 @@ def deterministic_rows(request: RolloutRequest, rows: int | None = None) -> bool
         return bool(evaluation)
     if rows is not None and evaluation.numel() != rows:
         raise ValueError(f"is_evaluation has {evaluation.numel()} rows, obs {rows}")
-    return evaluation
+    return evaluation.reshape(-1)
 
 
 @namedarray

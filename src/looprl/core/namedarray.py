@@ -105,7 +105,7 @@ class NamedArray:
         missing = [n for n in names if n not in values and n not in self._defaults]
         if missing:
             raise TypeError(f"{name}() missing required field(s): {', '.join(map(repr, missing))}")
-        values = {n: values[n] if n in values else self._defaults[n] for n in names}
+        values = {n: values[n] if n in values else _fresh(self._defaults[n]) for n in names}
         _check_lengths(name, values)
         return values
 
@@ -251,6 +251,17 @@ class NamedArray:
 _RESERVED = frozenset(dir(NamedArray)) | {"_fields"}
 
 
+#: defaults that in-place writes (``x[i] = y``) would change: each instance gets a copy
+_MUTABLE = (np.ndarray, torch.Tensor, NamedArray)
+
+
+def _fresh(default: Any) -> Any:
+    """A field's default as one instance gets it (a copy if it is ``_MUTABLE``)."""
+    if isinstance(default, NamedArray):
+        return default.clone()
+    return _copy_leaf(default) if isinstance(default, _MUTABLE) else default
+
+
 def _check_names(names: Any) -> None:
     clash = _RESERVED.intersection(names)
     if clash:
@@ -323,6 +334,8 @@ def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any])
     required = [f"{n} is _na_unset" for n in names if n not in defaults]
     given = ", ".join(f"({n!r}, {n}, {default[n]})" for n in names)
     fields = ", ".join(f"{n!r}: {n}" for n in names)
+    fresh = "".join(f"        if {n} is _na_defaults[{n!r}]:\n            {n} = _na_fresh({n})\n"
+                    for n in names if isinstance(defaults.get(n), _MUTABLE))  # (as ``_bind``)
     source = (
         f"def __init__(_na_self, *_na_args, {params}, **_na_extra):\n"
         f"    if {' or '.join(['_na_args', '_na_extra', *required])}:\n"
@@ -330,10 +343,11 @@ def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any])
         f"        _na_given.update(_na_extra)\n"
         f"        _na_self.__dict__.update(_na_self._bind(_na_args, _na_given))\n"
         f"        _na_self.__dict__['_fields'] = _na_fields\n"
-        f"    else:\n"
+        f"    else:\n{fresh}"
         f"        _na_self.__dict__.update({{{fields}, '_fields': _na_fields}})\n"
     )
-    scope = {"_na_unset": _UNSET, "_na_defaults": defaults, "_na_fields": names}
+    scope = {"_na_unset": _UNSET, "_na_defaults": defaults, "_na_fields": names,
+             "_na_fresh": _fresh}
     exec(source, scope)  # (the names are identifiers: ``inspect.get_annotations`` gave them)
     init = scope["__init__"]
     init.__qualname__ = f"{qualname}.__init__"

@@ -68,9 +68,12 @@ def _stack(key: str, values: list[Any]) -> torch.Tensor:
         return _stack(key, [torch.as_tensor(v, dtype=first.dtype, device=first.device)
                             for v in values])
     except RuntimeError:
-        shapes = sorted({tuple(v.shape) for v in values})
-        raise ValueError(f"State.array: the states' {key!r} entries have different shapes "
-                         f"{shapes}; give every state the same {key!r} shape") from None
+        raise _different_shapes(key, {tuple(v.shape) for v in values}) from None
+
+
+def _different_shapes(key: str, shapes: set[tuple[int, ...]]) -> ValueError:
+    return ValueError(f"State.array: the states' {key!r} entries have different shapes "
+                      f"{sorted(shapes)}; give every state the same {key!r} shape")
 
 
 def _objects(values: list, shape: tuple[int, ...]) -> np.ndarray:
@@ -196,7 +199,11 @@ class State(dict):
             if isinstance(values[0], torch.Tensor):
                 x[key] = _stack(key, values)
             elif isinstance(values[0], (bool, int, float, np.number, np.bool_, np.ndarray)):
-                x[key] = _to_tensor(np.array(values), device)
+                shapes = {np.shape(v) for v in values}
+                if len(shapes) > 1:
+                    raise _different_shapes(key, shapes)
+                array = np.array(values)  # (numbers as a tensor; strings, objects as a list)
+                x[key] = _to_tensor(array, device) if array.dtype.kind in "biuf" else values
             else:
                 x[key] = values
         return StateArray(x, shape, device=device)
@@ -289,6 +296,9 @@ class StateArray(State):
     def __init__(self, x: dict[str, Any], shape: tuple[int, ...],
                  device: str | torch.device = "cpu", **kwargs: Any):
         x = _entries(x, kwargs, "StateArray")
+        for key, value in x.items():  # (NumPy entries as tensors, as ``State.array`` makes)
+            if type(value) is np.ndarray and value.dtype.kind in "biuf":
+                x[key] = _to_tensor(np.ascontiguousarray(value), device)
         shape = _batch_shape(shape)
         _check_batched(x, shape)
         if "reward" not in x:
@@ -350,8 +360,10 @@ class StateArray(State):
         return tensor * mask
 
     def view(self, shape: tuple[int, ...]) -> StateArray:
-        """Reshape the batch dimensions of every batched entry."""
-        n = len(self._shape)
+        """Reshape the batch dimensions of every batched entry (one of them may be ``-1``)."""
+        n, observation = len(self._shape), self["observation"]
+        shape = _batch_shape(shape)
+        shape = observation.view((*shape, *observation.shape[n:])).shape[: len(shape)]
         x = {k: v.view((*shape, *v.shape[n:])) if self._batched(v)
              else _objects(v, self._shape).reshape(shape).tolist() if isinstance(v, list) else v
              for k, v in self.items()}
@@ -389,9 +401,25 @@ class StateArray(State):
             elif isinstance(value, list):
                 x[key] = np.concatenate([_objects(a[key], a.shape) for a in arrays],
                                         axis=axis).tolist()
+            elif all(_same(a[key], value) for a in arrays[1:]):  # (one value for every row)
+                x[key] = value
+            else:
+                raise ValueError(f"StateArray.cat: the arrays' {key!r} entries differ and have "
+                                 f"no batch dimensions to concatenate; give each array a "
+                                 f"{key!r} of its shape")
         shape = list(first.shape)
         shape[axis] = sum(a.shape[axis] for a in arrays)
         return StateArray(x, tuple(shape), device=first.device)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two entries without batch dimensions are equal (tensors: element-wise)."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and torch.equal(a, b.to(a.device))
+    try:
+        return a is b or bool(np.all(a == b))
+    except (TypeError, ValueError, RuntimeError):
+        return False
 
 
 class MultiagentState(State):
