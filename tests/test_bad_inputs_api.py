@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from looprl.approximation import Approximation
+from looprl.approximation import Approximation, FixedTarget, PeriodicCheckpointer
 from looprl.core import NamedArray, State, StateArray, namedarray
 from looprl.distributed.config import AlgorithmSpec
 from looprl.experiments import run_experiment
@@ -138,6 +138,28 @@ def test_approximation_refuses_a_clip_grad_that_is_no_norm(clip_grad):
     with pytest.raises(ValueError) as error:
         Approximation(nn.Linear(2, 1), clip_grad=clip_grad)
     assert "clip_grad" in one_line(error)
+
+
+@pytest.mark.parametrize("part, value", [
+    ("target", FixedTarget), ("target", 1000), ("checkpointer", PeriodicCheckpointer),
+    ("checkpointer", "q.pt")])
+def test_approximation_refuses_a_target_or_checkpointer_that_is_no_instance(part, value):
+    """(was: ``'int' object has no attribute 'init'``, or for the class ``init() missing 1
+    required positional argument``)"""
+    with pytest.raises(TypeError) as error:
+        Approximation(nn.Linear(2, 1), **{part: value})
+    assert f"Approximation's {part} is an object such as" in one_line(error)
+
+
+def test_approximation_of_a_lazy_module_says_to_run_it_once_first():
+    """(was: torch's ``Attempted to use an uninitialized parameter in <method 'numel'...>``)"""
+    model = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.Linear(4, 1))
+    optimizer = torch.optim.Adam(model.parameters())
+    with pytest.raises(ValueError) as error:
+        Approximation(model, optimizer)
+    assert "call it once on a batch of observations" in one_line(error)
+    model(torch.zeros(1, 3))
+    Approximation(model, optimizer).reinforce(model(torch.ones(2, 3)).sum())
 
 
 # -- run_experiment ------------------------------------------------------------------------

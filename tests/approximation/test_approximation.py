@@ -141,6 +141,22 @@ def test_clipping_spreads_a_nan_and_zeroes_at_an_infinite_norm():
         assert torch.equal(params[0].grad, torch.ones(3))
 
 
+@pytest.mark.parametrize("make", [lambda p: optim.SGD(p, lr=0.1), lambda p: optim.Adam(p)])
+def test_clipping_a_non_finite_gradient_norm_raises_and_leaves_parameters(make):
+    """A finite loss with an infinite gradient (``sqrt`` at 0) is a ``FloatingPointError`` at
+    that update, nothing stepped, as ALL's ``clip_grad_norm_(error_if_nonfinite=True)`` (was:
+    every parameter NaN, and the error one update later blamed the loss)."""
+    model = nn.Linear(2, 1)
+    nn.init.zeros_(model.weight), nn.init.zeros_(model.bias)
+    f = Approximation(model, make(model.parameters()), clip_grad=1.0, name="q")
+    loss = f(torch.ones(3, 2)).abs().sqrt().mean()
+    assert loss.item() == 0.0
+    with pytest.raises(FloatingPointError, match="'q': the gradient norm is nan at update 0"):
+        f.reinforce(loss)
+    assert torch.equal(model.weight, torch.zeros(1, 2)) and torch.equal(model.bias, torch.zeros(1))
+    assert all(p.grad is None for p in model.parameters())
+
+
 def test_step_clears_gradients_and_returns_self():
     model = nn.Linear(2, 1)
     f = Approximation(model, optim.SGD(model.parameters(), lr=0.1))

@@ -69,6 +69,9 @@ def test_n_step_replay_buffer_refuses_what_it_cannot_wrap() -> None:
         NStepReplayBuffer(3, 0.9, full)
     with pytest.raises(ValueError, match="steps must be positive .* got 2.5"):  # (was: 2)
         NStepReplayBuffer(2.5, 0.9, ExperienceReplayBuffer(10))
+    for discount in ("0.9", None, float("nan"), -0.1):  # (was: '>=' not supported for text)
+        with pytest.raises(ValueError, match="a number discount_factor >= 0, got"):
+            NStepReplayBuffer(3, discount, ExperienceReplayBuffer(10))
 
 
 @pytest.mark.parametrize("make", [lambda: ExperienceReplayBuffer(10),
@@ -166,6 +169,18 @@ def test_advantage_buffers_say_when_they_are_full_or_short() -> None:
     buffer.store(states, torch.zeros(2), torch.zeros(2))
     with pytest.raises(RuntimeError, match="call advantages"):
         buffer.store(states, torch.zeros(2), torch.zeros(2))
+
+
+@pytest.mark.parametrize("args", [(None, 2), (2.5, 2), (2, 0), (2, 2, 0.9, 0.95, 0)])
+def test_advantage_buffers_take_whole_counts(args) -> None:
+    """(was: ``'<' not supported between 'NoneType' and 'int'``, and ``2.5`` steps or a
+    ``compute_batch_size`` of 0 accepted, to fail in ``advantages()`` on a slice or a
+    ``range``)"""
+    with pytest.raises(ValueError, match="must be positive .* got"):
+        GeneralizedAdvantageBuffer(_value_of_observation(), Identity("cpu"), *args)
+    if len(args) == 2:
+        with pytest.raises(ValueError, match="must be positive .* got"):
+            NStepAdvantageBuffer(_value_of_observation(), Identity("cpu"), *args)
 
 
 def test_update_priorities_refuses_non_finite_and_miscounted_priorities() -> None:

@@ -46,7 +46,7 @@ class Approximation:
                  flush_denormal: bool = True, *, lr_scheduler: Any = None,
                  functional_step: bool = True):
         check_count(log_every=log_every)
-        _check_parts(model, optimizer, clip_grad, loss_scaling)
+        _check_parts(model, optimizer, clip_grad, loss_scaling, target, checkpointer)
         if scheduler is not None and lr_scheduler is not None:
             raise ValueError("Approximation got both scheduler and lr_scheduler (the same "
                              "thing under two names): pass one")
@@ -135,7 +135,8 @@ class Approximation:
     def step(self, loss: torch.Tensor | None = None) -> Approximation:
         """Apply the accumulated gradients (clip, optimizer step, clear), update the target,
         lr scheduler and checkpointer. Every ``log_every`` updates ``loss`` is logged; a NaN/inf
-        one raises ``FloatingPointError`` (see ``log_every`` for when it is checked)."""
+        one raises ``FloatingPointError`` (see ``log_every`` for when it is checked), as does a
+        NaN/inf gradient norm that ``clip_grad`` would scale by on the CPU."""
         if self.optimizer is None:
             raise self._no_optimizer("step")
         logged = self._updates % self._log_every == 0
@@ -155,17 +156,26 @@ class Approximation:
         return self
 
     def _optimizer_step(self, functional: bool) -> None:
-        scale = None
+        scale, finite = None, True
         if self._clip_grad > 0 and functional and self._adam.scales:
             self.grad_norm, factor = _clip_factor(self._params, self._clip_grad, self._cpu,
                                                   self._small)
+            finite = not self._cpu or factor is None or factor > 0  # (NaN, inf norms: NaN, 0)
             scale = None if factor is None else self._adam.grad_scale(factor)
         elif self._clip_grad > 0:
             self.grad_norm = _clip_gradients(self._params, self._clip_grad, self._cpu,
                                              self._small)
+            finite = not self._cpu or math.isfinite(self.grad_norm)
         elif self.track_grad_norm:
             grads = [p.grad for p in self._params if p.grad is not None]
             self.grad_norm = nn.utils.get_total_norm(grads, foreach=True)
+        if not finite:
+            self.optimizer.zero_grad(set_to_none=True)  # (as ALL's error_if_nonfinite)
+            raise FloatingPointError(
+                f"Approximation '{self.name}': the gradient norm is {float(self.grad_norm)} at "
+                f"update {self._updates} (the loss was finite); nothing was stepped. Look for an "
+                "operation in the loss whose gradient is infinite (sqrt or log at 0), or try a "
+                "lower learning rate.")
         if self._flush_denormal:  # (the CPU: no-ops elsewhere)
             torch.set_flush_denormal(True)
         try:
@@ -236,8 +246,15 @@ class Approximation:
         return result
 
 
-def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any) -> None:
+def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any, target: Any,
+                 checkpointer: Any) -> None:
     fix = "e.g. Approximation(model, torch.optim.Adam(model.parameters(), lr=1e-3))"
+    for name, part, example in (("target", target, "FixedTarget(1000)"),
+                                ("checkpointer", checkpointer, "PeriodicCheckpointer(200)")):
+        if part is not None and (isinstance(part, type) or not callable(getattr(part, "init",
+                                                                                None))):
+            raise TypeError(f"Approximation's {name} is an object such as {name}={example} "
+                            f"(an instance, not its class), got {part!r:.60}")
     if not (is_number(clip_grad) and clip_grad >= 0):
         raise ValueError(f"Approximation's clip_grad is the largest gradient norm, a number "
                          f">= 0 (0: no clipping), got {clip_grad!r:.40}")
@@ -247,6 +264,10 @@ def _check_parts(model: Any, optimizer: Any, clip_grad: Any, loss_scaling: Any) 
     if not isinstance(model, nn.Module):
         raise TypeError(f"Approximation's model is a torch nn.Module, got "
                         f"{type(model).__name__} {model!r:.40}; {fix}")
+    if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
+        raise ValueError("Approximation's model has uninitialized parameters (a lazy module such "
+                         "as nn.LazyLinear): call it once on a batch of observations before "
+                         "making the Approximation, e.g. model(torch.zeros(1, *obs_shape))")
     if optimizer is None:
         return
     groups = getattr(optimizer, "param_groups", None)

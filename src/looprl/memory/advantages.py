@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from looprl.core import StateArray
+from looprl.core.suggest import check_count
 from looprl.memory.returns import generalized_advantage_estimate
 
 __all__ = ["GeneralizedAdvantageBuffer", "NStepAdvantageBuffer"]
@@ -27,11 +28,9 @@ class _AdvantageBuffer:
 
     def __init__(self, v: Any, features: Any, n_steps: int, n_envs: int,
                  discount_factor: float = 1):
-        if n_steps < 1 or n_envs < 1:
-            raise ValueError(f"{type(self).__name__} needs n_steps >= 1 and n_envs >= 1, got "
-                             f"{n_steps} and {n_envs}")
+        check_count(n_steps=n_steps, n_envs=n_envs)
         self.v, self.features = v, features
-        self.n_steps, self.n_envs, self.gamma = n_steps, n_envs, discount_factor
+        self.n_steps, self.n_envs, self.gamma = int(n_steps), int(n_envs), discount_factor
         self._steps: list[tuple[StateArray, torch.Tensor, torch.Tensor]] = []
 
     def __len__(self) -> int:
@@ -96,7 +95,8 @@ class GeneralizedAdvantageBuffer(_AdvantageBuffer):
     def __init__(self, v: Any, features: Any, n_steps: int, n_envs: int,
                  discount_factor: float = 1, lam: float = 1, compute_batch_size: int = 256):
         super().__init__(v, features, n_steps, n_envs, discount_factor)
-        self.lam, self.compute_batch_size = lam, compute_batch_size
+        check_count(compute_batch_size=compute_batch_size)
+        self.lam, self.compute_batch_size = lam, int(compute_batch_size)
 
     def advantages(self, next_states: StateArray
                    ) -> tuple[StateArray, torch.Tensor, torch.Tensor]:

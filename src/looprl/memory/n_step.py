@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from looprl.core import SampleBatch, State
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, is_number
 from looprl.memory.replay import transitions
 
 __all__ = ["NStepReplayBuffer"]
@@ -19,9 +19,9 @@ class NStepReplayBuffer:
 
     def __init__(self, steps: int, discount_factor: float, buffer: Any):
         check_count(steps=steps)
-        if not discount_factor >= 0:
-            raise ValueError(f"NStepReplayBuffer needs discount_factor >= 0, got "
-                             f"{discount_factor}")
+        if not (is_number(discount_factor) and discount_factor >= 0):
+            raise ValueError(f"NStepReplayBuffer needs a number discount_factor >= 0, got "
+                             f"{discount_factor!r}")
         if not (hasattr(buffer, "n_step") and hasattr(buffer, "sample_batch")):
             raise TypeError(f"NStepReplayBuffer wraps a looprl replay buffer (e.g. "
                             f"ExperienceReplayBuffer(size)), got {type(buffer).__name__}")
