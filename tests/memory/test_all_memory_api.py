@@ -220,3 +220,14 @@ def test_a_replay_size_that_is_no_whole_number_is_one_line(size) -> None:
     with pytest.raises(ValueError, match=rf"size must be positive \(a whole number\), got "
                                          rf"{size!r}"):
         ExperienceReplayBuffer(size)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"discount_factor": "0.9"}, "'discount_factor' of GeneralizedAdvantageBuffer must be in "
+                                 "\\[0, 1\\], got '0.9'"),
+    ({"lam": 1.5}, "'lam' of GeneralizedAdvantageBuffer must be in \\[0, 1\\], got 1.5"),
+])
+def test_advantage_buffers_check_their_discount_and_lambda(kwargs, message) -> None:
+    """(was: taken, to fail later in arithmetic on text, or to weigh later rewards up)"""
+    with pytest.raises(ValueError, match=message):
+        GeneralizedAdvantageBuffer(_value_of_observation(), Identity("cpu"), 4, 2, **kwargs)

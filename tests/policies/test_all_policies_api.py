@@ -96,3 +96,12 @@ def test_gaussian_policy_returns_alls_distribution() -> None:
         for space in (None, Discrete(2)):
             with pytest.raises(TypeError, match=f"{make.__name__} needs a Box action space"):
                 make(model, None, space)
+
+
+def test_bad_noise_and_log_std_bounds_are_one_line() -> None:
+    """(was: a negative noise meant no noise, and log_std_min > log_std_max pinned every log
+    std to the max, silently)"""
+    with pytest.raises(ValueError, match="'noise' of DeterministicPolicy must be >= 0, got -0.1"):
+        DeterministicPolicy(nn.Linear(3, 2), None, SPACE, noise=-0.1)
+    with pytest.raises(ValueError, match="needs log_std_min < log_std_max, got 2 and -2"):
+        SoftDeterministicPolicy(nn.Linear(3, 4), None, SPACE, log_std_min=2, log_std_max=-2)

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from looprl.core import StateArray
+from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_count
 from looprl.memory.returns import generalized_advantage_estimate
 
@@ -29,6 +30,7 @@ class _AdvantageBuffer:
     def __init__(self, v: Any, features: Any, n_steps: int, n_envs: int,
                  discount_factor: float = 1):
         check_count(n_steps=n_steps, n_envs=n_envs)
+        check_ranges({"discount_factor": discount_factor}, type(self).__name__)
         self.v, self.features = v, features
         self.n_steps, self.n_envs, self.gamma = int(n_steps), int(n_envs), discount_factor
         self._steps: list[tuple[StateArray, torch.Tensor, torch.Tensor]] = []
@@ -96,6 +98,7 @@ class GeneralizedAdvantageBuffer(_AdvantageBuffer):
                  discount_factor: float = 1, lam: float = 1, compute_batch_size: int = 256):
         super().__init__(v, features, n_steps, n_envs, discount_factor)
         check_count(compute_batch_size=compute_batch_size)
+        check_ranges({"lam": lam}, type(self).__name__)
         self.lam, self.compute_batch_size = lam, int(compute_batch_size)
 
     def advantages(self, next_states: StateArray

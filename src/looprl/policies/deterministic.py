@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from looprl.approximation import Approximation
+from looprl.core.ranges import check_ranges
 from looprl.nn.layers import box_space
 from looprl.policies.distributions import ActionBounds, TanhGaussianHead
 from looprl.policies.gaussian import model_outputs
@@ -55,6 +56,7 @@ class DeterministicPolicy(_BoxPolicy):
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  space: Any = None, noise: float = 0.1, name: str = "policy", **kwargs: Any):
+        check_ranges({"noise": noise}, type(self).__name__)
         actor = model if isinstance(model, DeterministicActor) else DeterministicActor(model, space)
         super().__init__(actor, optimizer, name=name, **kwargs)
         self.bounds = actor.bounds
@@ -103,6 +105,9 @@ class SoftDeterministicPolicy(_BoxPolicy):
                  space: Any = None, name: str = "policy", log_std_min: float = -20.0,
                  log_std_max: float = 2.0, **kwargs: Any):
         if not isinstance(model, SoftDeterministicActor):
+            if not log_std_min < log_std_max:  # (the clamp would pin every log std to the max)
+                raise ValueError(f"SoftDeterministicPolicy needs log_std_min < log_std_max, got "
+                                 f"{log_std_min!r} and {log_std_max!r}")
             model = SoftDeterministicActor(model, space, log_std_min, log_std_max)
         super().__init__(model, optimizer, name=name, **kwargs)
         self.bounds = model.head.bounds
