@@ -336,13 +336,10 @@ def test_without_trials_it_starts_a_local_instance_and_joins_no_other_ray(
     assert not seen["include_dashboard"]
 
 
-def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monkeypatch) -> None:
-    """Tune's explore multiplies a value by 0.8 or 1.2 regardless of its range: a member at
-    ``hp/epsilon`` 0.9 went on at 1.08, an exploration rate the agent cannot take. The runner
-    gives the scheduler ``within_ranges``, which clips into each mutation's range."""
+def _scheduler_arguments(runner: PBTRunner, monkeypatch) -> dict:
+    """The keyword arguments ``runner.run()`` gives Tune's ``PopulationBasedTraining`` (the run
+    stops there, on a Ray instance it takes as started)."""
     import ray.tune.schedulers
-
-    from looprl.runners.pbt import within_ranges
 
     given = {}
 
@@ -356,10 +353,20 @@ def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monke
     monkeypatch.setattr(ray, "is_initialized", lambda: True)
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
     monkeypatch.setattr(ray.tune.schedulers, "PopulationBasedTraining", scheduler)
-    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/clip": (0.1, 0.3), "hp/lr": (1e-4, 1e-2,
-                       "log")}, population=2, num_steps=64, perturbation_interval=32)
     with pytest.raises(Stop):
         runner.run()
+    return given
+
+
+def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monkeypatch) -> None:
+    """Tune's explore multiplies a value by 0.8 or 1.2 regardless of its range: a member at
+    ``hp/epsilon`` 0.9 went on at 1.08, an exploration rate the agent cannot take. The runner
+    gives the scheduler ``within_ranges``, which clips into each mutation's range."""
+    from looprl.runners.pbt import within_ranges
+
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/clip": (0.1, 0.3), "hp/lr": (1e-4, 1e-2,
+                       "log")}, population=2, num_steps=64, perturbation_interval=32)
+    given = _scheduler_arguments(runner, monkeypatch)
     explore = given["custom_explore_fn"]
     assert explore({"hp_clip": 0.36, "hp_lr": 1e-4 * 0.8}) == {"hp_clip": 0.3, "hp_lr": 1e-4}
     assert explore({"hp_clip": 0.2 * 1.2, "hp_lr": 1e-3}) == {"hp_clip": 0.24, "hp_lr": 1e-3}
@@ -369,38 +376,21 @@ def test_explore_keeps_perturbed_values_in_the_mutations_ranges(small_ppo, monke
 def test_an_int_key_is_sampled_and_explored_as_whole_numbers(small_ppo, monkeypatch) -> None:
     """A mutation of an int ``hp/*`` key (``hp/batch_size``) was a float range: Tune drew 45.7
     and each member failed on Ray (``hp/batch_size must be a whole number >= 1``)."""
-    import random
-
-    import ray.tune.schedulers
-    from ray.tune.schedulers.pbt import _explore
-
-    given = {}
-
-    class Stop(Exception):
-        pass
-
-    def scheduler(**kwargs):
-        given.update(kwargs)
-        raise Stop
-
-    monkeypatch.setattr(ray, "is_initialized", lambda: True)
-    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
-    monkeypatch.setattr(ray.tune.schedulers, "PopulationBasedTraining", scheduler)
     mutations = {"hp/batch_size": (16, 64), "hp/epochs": (1, 8, "log"), "hp/clip": (0, 1)}
     runner = PBTRunner(small_ppo, "CartPole-v1", mutations, population=2, num_steps=64,
                        perturbation_interval=32)
-    with pytest.raises(Stop):
-        runner.run()
+    given = _scheduler_arguments(runner, monkeypatch)
     spaces, explore = given["hyperparam_mutations"], given["custom_explore_fn"]
-    random.seed(0)
     runner.new_agent(logged=False)
-    for _ in range(20):
-        config = {name: space.sample() for name, space in spaces.items()}
-        config, _ = _explore(config, spaces, 0.25, (1.2, 0.8), custom_explore_fn=explore)
+    for seed in range(20):
+        config = {name: space.sample(random_state=seed) for name, space in spaces.items()}
+        assert isinstance(config["hp_batch_size"], int) and isinstance(config["hp_epochs"], int)
         assert 16 <= config["hp_batch_size"] <= 64 and 1 <= config["hp_epochs"] <= 8
         assert isinstance(config["hp_clip"], float)
         runner.set_hyperparameters({"hp/batch_size": config["hp_batch_size"],
                                     "hp/epochs": config["hp_epochs"]})
+    assert explore({"hp_batch_size": 77, "hp_epochs": 0, "hp_clip": 0.5}) == {
+        "hp_batch_size": 64, "hp_epochs": 1, "hp_clip": 0.5}  # (a perturbed value, clipped)
     runner.close()
     with pytest.raises(ValueError, match="an int range needs int bounds"):
         PBTRunner(small_ppo, "CartPole-v1", {"hp/epochs": (1.5, 8)})
