@@ -69,17 +69,19 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     from looprl.environments.srl import is_gymnasium_id
     if env_wrappers:
         kwargs["wrap_env"] = Wrappers(env_wrappers)
-    if agent.startswith("atari.") and kind != "gym":
+    if kind == "gym":  # (by the import path: Ray's actors import it too)
+        return rendering(partial(GymEnvironment, env_id, **kwargs), render_mode)
+    if agent.startswith("atari."):
         _only_gymnasium(env_id, "an Atari game", {}, env_wrappers)
         return AtariEnvironment(env_id, **kwargs)
-    if agent.startswith("multiagent.") and kind != "gym":  # (by name: Ray's actors make it so)
+    if agent.startswith("multiagent."):  # (by name: Ray's actors make it so)
         if is_gymnasium_id(env_id):
             raise ValueError(f"{env_id} is a single-agent Gymnasium environment: train it with "
                              f"a single-agent preset ({agent.partition('.')[2]}, not {agent}); "
                              "the multi-agent presets play PettingZoo games (tictactoe_v3)")
         _only_gymnasium(env_id, "a PettingZoo game", kwargs, env_wrappers)
         return rendering(partial(MultiagentPettingZooEnv, env_id), render_mode)
-    if agent.startswith("continuous.") and kind != "gym" and is_mujoco_id(env_id):
+    if agent.startswith("continuous.") and is_mujoco_id(env_id):
         return rendering(partial(MujocoEnvironment, env_id, **kwargs), render_mode)
     return rendering(partial(GymEnvironment, env_id, **kwargs), render_mode)
 
