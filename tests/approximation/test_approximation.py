@@ -252,6 +252,8 @@ def test_passthroughs_and_default_device():
     other = nn.Linear(3, 2)
     f.load_state_dict(other.state_dict())
     assert torch.equal(f.state_dict()["weight"], other.weight)
+    with pytest.raises(ValueError, match="^Unknown device 'gpu': use 'cpu', 'cuda' or 'cuda:N'"):
+        Approximation(model, device="gpu")
 
 
 def test_zero_grad_clears_accumulated_gradients():

@@ -165,6 +165,16 @@ def test_a_preset_the_ray_runtime_cannot_build_is_one_line():
         AlgorithmSpec.of_preset(LocalOnly("mine", "cpu", {}), frames=1000)
 
 
+
+def test_a_segment_length_other_than_the_presets_is_one_line():
+    preset = ppo.hyperparameters(n_envs=2, n_steps=8).env(GymEnvironment("CartPole-v1")).build()
+    with pytest.raises(ValueError, match=r"^a preset's segments are its own \(8 steps: its "
+                                         r"n_steps .*got RuntimeConfig\(segment_length=99\)"):
+        DistributedRun(preset, RuntimeConfig(segment_length=99), frames=100, logdir=None)
+    run = DistributedRun(preset, RuntimeConfig(segment_length=8), frames=100, logdir=None)
+    assert run.runtime.segment_length == 8
+
+
 ATARI_SMALL = {"replay_buffer_size": 300, "replay_start_size": 16, "minibatch_size": 8,
                "update_frequency": 8}
 ATARI_REPLAY = {"dqn": {}, "ddqn": {"prioritized": True, "n_steps": 3},

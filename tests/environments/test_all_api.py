@@ -10,6 +10,7 @@ from looprl.environments import (
     DuplicateEnvironment,
     GymEnvironment,
     GymVectorEnvironment,
+    MultiagentPettingZooEnv,
     VectorEnvironment,
 )
 
@@ -104,3 +105,31 @@ def test_duplicate_environment_of_atari_environments() -> None:
     state = env.reset(seed=0)
     assert state.observation.shape == (2, 4, 84, 84) and state.observation.dtype == torch.uint8
     assert env.step(torch.tensor([0, 1])).shape == (2,)
+
+
+def test_seed_seeds_the_next_reset_and_the_copies_as_alls() -> None:
+    seeded = GymEnvironment("CartPole-v1", seed=3)
+    first = seeded.reset().observation
+    env = GymEnvironment("CartPole-v1")
+    env.seed(3)
+    assert torch.equal(env.reset().observation, first)
+    assert not torch.equal(env.reset().observation, first)  # (one reset only)
+    copies = seeded.duplicate(2).reset().observation
+    env.seed(3)
+    assert torch.equal(env.duplicate(2).reset().observation, copies)
+    with pytest.raises(ValueError, match="CartPole-v1: a seed is a whole number >= 0, got -1"):
+        env.seed(-1)
+
+
+def test_seed_of_a_multiagent_environment_seeds_its_next_reset() -> None:
+    from pettingzoo.classic import rps_v2
+
+    env = MultiagentPettingZooEnv(rps_v2.env(), name="rps")
+    seeds: list[int] = []
+    env.adapter.seed = seeds.append
+    env.seed(1)
+    env.reset()
+    env.reset()
+    assert seeds == [1]
+    with pytest.raises(ValueError, match="rps: a seed is a whole number >= 0, got 1.5"):
+        env.seed(1.5)

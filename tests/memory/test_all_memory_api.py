@@ -16,7 +16,9 @@ from looprl.memory import (
     NStepAdvantageBuffer,
     NStepReplayBuffer,
     PrioritizedReplayBuffer,
+    ReplayBuffer,
 )
+from looprl.memory.atari_replay import AtariReplayBuffer
 
 
 def _s(i: float, **kwargs) -> State:
@@ -231,3 +233,9 @@ def test_advantage_buffers_check_their_discount_and_lambda(kwargs, message) -> N
     """(was: taken, to fail later in arithmetic on text, or to weigh later rewards up)"""
     with pytest.raises(ValueError, match=message):
         GeneralizedAdvantageBuffer(_value_of_observation(), Identity("cpu"), 4, 2, **kwargs)
+
+
+def test_every_replay_buffer_is_a_replay_buffer_as_alls() -> None:
+    for buffer in (ExperienceReplayBuffer(10), PrioritizedReplayBuffer(10),
+                   AtariReplayBuffer(10)):
+        assert isinstance(buffer, ReplayBuffer)

@@ -13,7 +13,7 @@ from looprl.approximation.adam_step import AdamStep
 from looprl.approximation.checkpointer import Checkpointer, DummyCheckpointer
 from looprl.approximation.target import TargetNetwork, TrivialTarget
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_count, is_number
+from looprl.core.suggest import check_count, check_device, is_number
 
 __all__ = ["Approximation", "data_parallel"]
 
@@ -33,7 +33,8 @@ class Approximation:
             NaN/inf at every update on the CPU; on an accelerator every ``log_every`` updates
             (reading it there waits for the device).
         flush_denormal: on the CPU, step with denormal floats flushed to zero (Adam's
-            moments of dead units decay into denormals, which are slow on CPUs).
+            moments of dead units decay into denormals, which are slow on CPUs), then turn
+            flushing off (torch cannot tell whether it was on: ``False`` leaves yours alone).
         functional_step: step a plain ``Adam``/``AdamW`` through ``AdamStep``; ``False``:
             through ``optimizer.step()`` (which runs the optimizer's step hooks).
     """
@@ -54,7 +55,7 @@ class Approximation:
         self.name = name
         self._params = list(model.parameters())
         default = self._params[0].device if self._params else "cpu"  # (the first parameter's)
-        self.device = torch.device(device if device is not None else default)
+        self.device = torch.device(check_device(device) if device is not None else default)
         self.optimizer = optimizer
         self._adam = AdamStep(optimizer, self._params) if functional_step and type(
             optimizer) in (torch.optim.Adam, torch.optim.AdamW) else None

@@ -262,7 +262,8 @@ class RuntimeConfig:
             average their gradients with torch DDP. Needs ``actors >= trainers``.
         trainer_timeout: seconds a trainer waits for the others in a collective (then all
             restart from trainer 0's latest checkpoint).
-        segment_length: ``T`` of the ``[T + 1, B]`` segments actors send.
+        segment_length: ``T`` of the ``[T + 1, B]`` segments actors send (a preset's are
+            its own: its ``n_steps``, or its replay's update schedule).
         max_lag: on-policy samples whose policy version is more than this many trainer steps
             old are dropped (``None``: keep all; a replay trainer refuses it).
         sync: synchronous sampling (on-policy parity with the local runtime): an actor

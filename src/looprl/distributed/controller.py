@@ -62,6 +62,12 @@ class DistributedRun:
             name = name or spec.name
             spec, implied = AlgorithmSpec.of_preset(spec, frames, self.runtime.actors,
                                                     self.runtime.trainers)
+            given = self.runtime.segment_length
+            if given not in (RuntimeConfig.segment_length, implied["segment_length"]):
+                raise ValueError(f"a preset's segments are its own ({implied['segment_length']} "
+                                 f"steps: its n_steps or its update schedule), got "
+                                 f"RuntimeConfig(segment_length={given}): drop segment_length, "
+                                 "or change the preset's hyperparameters")
             self.runtime = replace(self.runtime, **implied)
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])

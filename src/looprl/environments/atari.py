@@ -125,7 +125,7 @@ class AtariEnvironment(Environment):
         self._vector = AtariVectorEnvironment(name, 1, device, seed, num_threads=1, **options)
         self.name = self._vector.name
         self.device = device
-        self.seed = seed
+        self.given_seed = seed
         self.options = dict(options)
 
     @property
@@ -185,5 +185,5 @@ class AtariEnvironment(Environment):
 
     def duplicate(self, n: int) -> AtariVectorEnvironment:
         """``n`` copies with the same options, stepped by ale-py's native vector env."""
-        return AtariVectorEnvironment(self.name, n, device=self.device, seed=self.seed,
+        return AtariVectorEnvironment(self.name, n, device=self.device, seed=self.given_seed,
                                       **self.options)

@@ -11,6 +11,7 @@ import torch
 from gymnasium.utils import EzPickle
 
 from looprl.core import StateArray
+from looprl.core.suggest import is_whole
 
 
 class Restorable:
@@ -20,10 +21,21 @@ class Restorable:
 
     #: ``reset`` must come before the next ``step`` (restored from a checkpoint)
     needs_reset: bool = False
+    name: str
+    _seed: int | None = None  # of the next reset only
+    given_seed: int | None = None  # the latest given (of the constructor or ``seed``): copies'
+
+    def seed(self, seed: int) -> None:
+        """Seed the next ``reset`` and the copies ``duplicate`` makes (ALL's ``env.seed(s)``;
+        ``reset(seed=s)`` seeds one reset)."""
+        self._seed = self.given_seed = checked_seed(self.name, seed)
+
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a pickled environment; one that pickles as its constructor's arguments
         (``EzPickle``: MuJoCo, Box2D, PettingZoo's games) comes back without its episode."""
+        if "seed" in state:  # (pickled when the seed given was the attribute ``seed``)
+            state["given_seed"] = state.pop("seed")
         self.__dict__.update(state)
         for inner in (state.get("env"), state.get("looprl")):  # (gym's, a vector's, looprl's)
             made = getattr(inner, "envs", [inner])
@@ -40,10 +52,16 @@ class Restorable:
         return seed
 
 
+def checked_seed(name: str, seed: Any) -> int:
+    """``seed`` as an int: a whole number >= 0 (else one line naming environment ``name``)."""
+    if not is_whole(seed) or seed < 0:
+        raise ValueError(f"{name}: a seed is a whole number >= 0, got {seed!r:.40}")
+    return int(seed)
+
+
 class _Spaces(Restorable, ABC):
     """What ``Environment`` and ``VectorEnvironment`` share."""
 
-    name: str
     device: str | torch.device
     _state: Any = None
 

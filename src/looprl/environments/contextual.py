@@ -380,7 +380,7 @@ class ContextualEnvironment(GymEnvironment):
 
     def duplicate(self, n: int) -> GymVectorEnvironment:
         return GymVectorEnvironment(functools.partial(_copy, self.contextual, self.name), n,
-                                    device=self.device, name=self.name, seed=self.seed)
+                                    device=self.device, name=self.name, seed=self.given_seed)
 
     def remote_env(self) -> tuple[str, dict[str, Any]]:
         """Ray actors play ``make("contextual", ...)`` with this instance set."""

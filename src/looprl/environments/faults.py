@@ -55,13 +55,15 @@ def place(episode: int | None = None, step: int | None = None) -> str:
 
 
 _UNPACK = re.compile(r"values to unpack \(expected ([25])")
+_NO_DICT = "object has no attribute 'items'"  # (Gymnasium reading an info)
 
 
 def unpack_hint(error: BaseException, method: str) -> str | None:
     """The hint for an unpacking error in Gymnasium's vector environment (the copies return
-    something other than Gymnasium's API), or ``None``."""
-    match = _UNPACK.search(str(error)) if isinstance(error, (ValueError, TypeError)) else None
-    if match is None:
+    something other than Gymnasium's API; an info that is no dict: a bare reset observation of
+    two entries unpacked as the pair), or ``None``."""
+    unpacked = isinstance(error, (ValueError, TypeError)) and _UNPACK.search(str(error))
+    if not unpacked and not (isinstance(error, AttributeError) and _NO_DICT in str(error)):
         return None
     expected = STEP_API if method == "step" else RESET_API
     return f"looprl expects {expected}; a 4-tuple step or a bare reset observation is {OLD_GYM}"

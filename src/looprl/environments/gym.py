@@ -87,7 +87,7 @@ class GymEnvironment(Environment):
         self.env = env if wrap_env is None else wrap_env(env)
         self.name = name or self._given_id or self._id
         self.device = device
-        self.seed = self._seed = seed  # _seed: of the next reset only
+        self._seed = self.given_seed = seed
 
     def remote_env(self) -> tuple[str, dict[str, Any]] | str:
         """The id (or import path) given and the ``gym.make`` arguments, ``wrap_env`` among them
@@ -188,6 +188,6 @@ class GymEnvironment(Environment):
             env = partial(_made_and_wrapped, self._id, self._wrap_env, self._make_kwargs)
         else:
             env = self._id
-        return GymVectorEnvironment(env, n, device=self.device, name=self.name, seed=self.seed,
-                                    **self._make_kwargs)
+        return GymVectorEnvironment(env, n, device=self.device, name=self.name,
+                                    seed=self.given_seed, **self._make_kwargs)
 

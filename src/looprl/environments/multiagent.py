@@ -25,6 +25,7 @@ import torch
 
 from looprl.core import MultiagentState
 from looprl.core.suggest import check_device, did_you_mean
+from looprl.environments.base import checked_seed
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import Environment, StepResult, checked_results, result_scalars
 from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
@@ -194,6 +195,10 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         order = self.adapter.turns if zoo else range(len(results))
         self._turns = [(self._names[i], results[i]) for i in order if results[i] is not None]
         self._last.update(self._turns)
+
+    def seed(self, seed: int) -> None:
+        """Seed the next ``reset`` (ALL's ``env.seed(s)``)."""
+        self._seed = checked_seed(self.name, seed)
 
     def reset(self, seed: int | None = None) -> MultiagentState:
         seed, self._seed = (self._seed if seed is None else seed), None

@@ -5,13 +5,14 @@ from looprl.memory.advantages import GeneralizedAdvantageBuffer, NStepAdvantageB
 from looprl.memory.atari_replay import AtariReplayBuffer, PrioritizedAtariReplayBuffer
 from looprl.memory.n_step import NStepReplayBuffer
 from looprl.memory.prioritized import PrioritizedReplayBuffer, SumTree, importance_weights
-from looprl.memory.replay import ExperienceReplayBuffer
+from looprl.memory.replay import ExperienceReplayBuffer, ReplayBuffer
 from looprl.memory.samples import OnPolicyBuffer, make_sample_buffer
 from looprl.memory.segments import SegmentBuffer
 
 __all__ = [
     "AtariReplayBuffer", "ExperienceReplayBuffer", "GeneralizedAdvantageBuffer",
     "NStepAdvantageBuffer", "NStepReplayBuffer", "OnPolicyBuffer",
-    "PrioritizedAtariReplayBuffer", "PrioritizedReplayBuffer", "SegmentBuffer", "SumTree",
+    "PrioritizedAtariReplayBuffer", "PrioritizedReplayBuffer", "ReplayBuffer", "SegmentBuffer",
+    "SumTree",
     "importance_weights", "make_sample_buffer",
 ]

@@ -27,7 +27,7 @@ import torch
 from looprl.core import NamedArray, SampleBatch, State, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.memory.prioritized import Prioritized
-from looprl.memory.replay import STORE_CHUNK, ReplayContents
+from looprl.memory.replay import STORE_CHUNK, ReplayBuffer
 from looprl.memory.windows import n_step_windows, segment_rows, stream_numbers
 
 __all__ = ["AtariReplayBuffer", "PrioritizedAtariReplayBuffer"]
@@ -41,7 +41,7 @@ _ARRAYS = ("frames", "action", "reward", "mask", "done", "steps", "links", "next
 _MAX_PENDING_UPDATES = 4096
 
 
-class AtariReplayBuffer(ReplayContents):
+class AtariReplayBuffer(ReplayBuffer):
     """Uniform replay of (n-step) transitions between stacked frames, shifting by one frame
     per step (those that do not are skipped, and counted in ``skipped``); ``size``: capacity
     in frames; ``device``: of sampled batches (storage stays in CPU memory)."""

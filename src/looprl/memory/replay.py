@@ -32,7 +32,7 @@ from looprl.memory.windows import (
     stream_numbers,
 )
 
-__all__ = ["ExperienceReplayBuffer", "ReplayContents", "replay_contents_saved", "transitions"]
+__all__ = ["ExperienceReplayBuffer", "ReplayBuffer", "replay_contents_saved", "transitions"]
 
 _SAVE_CONTENTS: ContextVar[bool] = ContextVar("save_replay_contents", default=True)
 
@@ -50,10 +50,11 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
         _SAVE_CONTENTS.reset(token)
 
 
-class ReplayContents:
-    """Base of the replay buffers: sampling through the subclass's ``sample_indices`` and
-    ``gather``; pickling that may leave out the transitions (``_empty_contents()``) and leaves
-    out the NumPy views of the storage (``_views``, made again by ``_numpy_views()``)."""
+class ReplayBuffer:
+    """Base of the replay buffers (ALL's ``ReplayBuffer``): storing through the subclass's
+    ``store`` (ALL's) and ``put``, sampling through its ``sample_indices`` and ``gather``;
+    pickling that may leave out the transitions (``_empty_contents()``) and leaves out the
+    NumPy views of the storage (``_views``, made again by ``_numpy_views()``)."""
 
     _min_size = 1
 
@@ -145,7 +146,7 @@ def _entries(obs: Any, at: Any) -> dict[str, Any]:
     return {"observation": rows.pop("obs"), **rows}
 
 
-class ExperienceReplayBuffer(ReplayContents):
+class ExperienceReplayBuffer(ReplayBuffer):
     """Uniform replay of ``size`` transitions, kept on ``device`` (the oldest overwritten)."""
 
     def __len__(self) -> int:

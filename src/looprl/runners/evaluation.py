@@ -29,7 +29,7 @@ def instance_plan(env: Any, episodes: int) -> list[tuple[Any, int]]:
     total = max(int(episodes), len(contexts))
     share, extra = divmod(total, len(contexts))
     return [(ContextualEnvironment(wrapper.env_id, {key: context}, wrapper.hide_context,
-                                   seed=env.seed, device=env.device, name=env.name,
+                                   seed=env.given_seed, device=env.device, name=env.name,
                                    **wrapper.make_kwargs), share + (i < extra))
             for i, (key, context) in enumerate(contexts.items())]
 
