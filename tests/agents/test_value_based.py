@@ -395,6 +395,17 @@ def test_c51_step_takes_a_numpy_window_as_a_torch_one() -> None:
     assert torch.equal(numpy_step.priorities, torch_step.priorities)
 
 
+def test_c51_priorities_are_the_kl_divergence_from_the_target() -> None:
+    """Rainbow prioritizes by the KL loss (Hessel et al., 2018; ALL's ``C51._kl``): a transition
+    whose distribution already is its target gets priority 0, not the target's entropy."""
+    learned = [[0.0, 0.25, 0.75], [1.0, 0.0, 0.0]]  # state 1, action 0: PROJECTED_BEST itself
+    trainer = _c51_trainer([[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], learned],
+                           [[[0.3, 0.7, 0.0], [0.0, 0.5, 0.5]], learned])
+    result = trainer.step(_window(0.5))
+    # the cross-entropy would be the entropy of [0, 0.25, 0.75], about 0.56
+    assert result.priorities.abs().max() < 1e-6
+
+
 def _projection(reward: float, discount: float, probs: list[float]) -> list[float]:
     """Algorithm 1 of Bellemare et al. (2017) for atoms [-1, 0, 1], one atom at a time."""
     atoms, target = [-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]

@@ -1,6 +1,7 @@
 """C51, distributional DQN (Bellemare et al., 2017, https://arxiv.org/abs/1707.06887): a
 categorical return distribution per action over fixed atoms, trained by cross-entropy
-against the projected target ``r + gamma * Z(s', a*)`` (the new priorities, Rainbow)."""
+against the projected target ``r + gamma * Z(s', a*)`` (the KL divergence from it: the new
+priorities, Rainbow)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from typing import Any
 import torch
 
 from looprl.agents.dqn import DQNPolicy, DQNTrainer, bootstrap, row_weights
-from looprl.agents.losses.value import c51_loss, categorical_cross_entropy, categorical_projection
+from looprl.agents.losses.value import (
+    c51_loss,
+    categorical_kl_divergence,
+    categorical_projection,
+)
 from looprl.agents.segments import on_device
 from looprl.approximation.q_dist import QDist
 from looprl.core import SampleBatch, TrainerStepResult
@@ -42,15 +47,15 @@ class C51Trainer(DQNTrainer):
         self.double = double
 
     def step(self, batch: SampleBatch) -> TrainerStepResult:
-        """One update on ``[T + 1, B]`` windows; priorities are the cross-entropies."""
+        """One update on ``[T + 1, B]`` windows; priorities are the KL divergences (Rainbow's)."""
         batch = on_device(batch, self._policy.device)
         dist = self._policy.dist
         probs = dist(single_field(batch.obs[0], strict=False), batch.action[0])
         targets = self.targets(batch)
         loss = c51_loss(probs, targets, row_weights(batch))
         dist.reinforce(loss)
-        cross_entropy = categorical_cross_entropy(probs.detach(), targets)
-        return self._finish(loss, (probs.detach() * dist.atoms).sum(-1), cross_entropy)
+        kl = categorical_kl_divergence(probs.detach(), targets)
+        return self._finish(loss, (probs.detach() * dist.atoms).sum(-1), kl)
 
     def targets(self, batch: SampleBatch) -> torch.Tensor:
         """Projected target distributions ``(B, num_atoms)`` (no gradients)."""

@@ -31,7 +31,7 @@ Written by the agent around an update:
   trainer is about to learn from (``obs``: observation rows); a component that replaces it
   has the trainer learn from its batch.
 * ``losses`` (post-update): the trainer's statistics (``TrainerStepResult.stats``);
-  ``td_error``: per-sample TD errors of the value methods (C51: the cross-entropies; ``None``
+  ``td_error``: per-sample TD errors of the value methods (C51: the KL divergences; ``None``
   for policy-gradient methods); ``predictions``: dict of ``q_values`` / ``values`` /
   ``log_probs``; ``grad_norm``: per approximation, the gradient norm before clipping.
 

@@ -25,6 +25,7 @@ from looprl.agents.losses.policy_gradient import (
 from looprl.agents.losses.value import (
     c51_loss,
     categorical_cross_entropy,
+    categorical_kl_divergence,
     categorical_projection,
     clipped_double_q_target,
     double_q_target,
@@ -41,10 +42,10 @@ from looprl.agents.losses.vtrace import (
 
 __all__ = [
     "a2c_loss", "c51_loss", "categorical_cross_entropy", "categorical_kl",
-    "categorical_projection", "clipped_double_q_target", "critic_loss", "deterministic_actor_loss",
-    "double_q_target", "dqn_loss", "generalized_advantage_estimate", "n_step_bootstrap",
-    "normalize", "policy_gradient_loss", "ppg_aux_loss", "ppo_clip_bounds", "ppo_loss",
-    "ppo_policy_loss", "sac_actor_loss", "sac_target", "sac_temperature_loss", "segment_gae",
-    "segment_mask", "smoothed_target_action", "td3_target", "td_target", "twin_critic_loss",
-    "value_loss", "vtrace",
+    "categorical_kl_divergence", "categorical_projection", "clipped_double_q_target",
+    "critic_loss", "deterministic_actor_loss", "double_q_target", "dqn_loss",
+    "generalized_advantage_estimate", "n_step_bootstrap", "normalize", "policy_gradient_loss",
+    "ppg_aux_loss", "ppo_clip_bounds", "ppo_loss", "ppo_policy_loss", "sac_actor_loss",
+    "sac_target", "sac_temperature_loss", "segment_gae", "segment_mask", "smoothed_target_action",
+    "td3_target", "td_target", "twin_critic_loss", "value_loss", "vtrace",
 ]

@@ -68,6 +68,15 @@ def categorical_cross_entropy(probs: torch.Tensor, target_probs: torch.Tensor) -
     return -(target_probs.detach() * probs.clamp_min(1e-6).log()).sum(-1)
 
 
+def categorical_kl_divergence(probs: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:
+    """Per-sample ``KL(target || p) = sum_i target_i * (log(target_i) - log(p_i))``, both clamped
+    at ``1e-6`` (Rainbow's priorities, Hessel et al., 2018; ALL's ``C51._kl``): 0 where ``probs``
+    matches the target, unlike the cross-entropy, which keeps the target's entropy."""
+    target_probs = target_probs.detach()
+    return categorical_cross_entropy(probs, target_probs) + (
+        target_probs * target_probs.clamp_min(1e-6).log()).sum(-1)
+
+
 def c51_loss(probs: torch.Tensor, target_probs: torch.Tensor,
              weights: torch.Tensor | None = None) -> torch.Tensor:
     """Mean (importance-weighted) cross-entropy of ``probs`` against projected targets."""
