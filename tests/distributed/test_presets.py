@@ -51,11 +51,11 @@ def test_ray_workers_build_the_presets_own_policy_and_trainer(name):
     builder, hyperparameters = SMALL[name]
     env = GymEnvironment("CartPole-v1")
     preset = builder.hyperparameters(**hyperparameters).env(env).device("cpu").build()
-    run = DistributedRun(preset, RuntimeConfig(actors=1, segment_length=99), frames=10_000,
-                         logdir=None, quiet=True)
+    run = DistributedRun(preset, RuntimeConfig(actors=1), frames=10_000, logdir=None,
+                         quiet=True)
     spec, local = run.spec, preset.agent(train_steps=10_000)
     assert run.name == name and spec.env == "CartPole-v1"
-    assert run.runtime.segment_length == preset.n_steps  # the preset's rollout, not 99
+    assert run.runtime.segment_length == preset.n_steps  # the preset's rollout
     assert spec.buffer_args == {"batch_streams": 2}
     policy = spec.make_policy()
     assert isinstance(policy, ActorCriticPolicy) and policy.module is not preset.model
@@ -163,7 +163,6 @@ def test_a_preset_the_ray_runtime_cannot_build_is_one_line():
     with pytest.raises(ValueError, match=r"^runtime=ray runs every preset of the families .*; "
                                          r"'mine' \(LocalOnly\) is none of them"):
         AlgorithmSpec.of_preset(LocalOnly("mine", "cpu", {}), frames=1000)
-
 
 
 def test_a_segment_length_other_than_the_presets_is_one_line():

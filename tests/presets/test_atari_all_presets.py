@@ -112,8 +112,8 @@ def test_preset_trains_saves_loads_and_evaluates(name: str, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("name", "switches", "buffer_type", "n_steps"),
     [
-        ("ddqn", {"prioritized": True}, PrioritizedAtariReplayBuffer, 1),
-        ("ddqn", {"n_steps": 3}, AtariReplayBuffer, 3),
+        ("ddqn", {}, PrioritizedAtariReplayBuffer, 1),  # (ALL's Atari DDQN: prioritized)
+        ("ddqn", {"prioritized": False, "n_steps": 3}, AtariReplayBuffer, 3),
         ("rainbow", {"n_steps": 1, "prioritized": False}, AtariReplayBuffer, 1),
         ("rainbow", {"prioritized": False, "distributional": False, "noisy": False,
                      "dueling": False}, AtariReplayBuffer, 3),
@@ -147,14 +147,20 @@ def test_atari_model_shapes(distributional: bool, dueling: bool) -> None:
 
 
 def test_published_hyperparameters() -> None:
+    """ALL's Atari settings (where they differ from the papers': Rainbow's lr is ALL's 1e-4, the
+    paper's 6.25e-5; VQN and VSarsa learn by ALL's squared error)."""
     c51, rainbow = atari.c51.hyperparameter_defaults, atari.rainbow.hyperparameter_defaults
     assert (c51["atoms"], c51["v_min"], c51["v_max"], c51["lr"]) == (51, -10.0, 10.0, 1e-4)
     assert (rainbow["atoms"], rainbow["v_min"], rainbow["v_max"]) == (51, -10.0, 10.0)
     assert (rainbow["lr"], rainbow["n_steps"], rainbow["alpha"], rainbow["sigma"]) == (
-        6.25e-5, 3, 0.5, 0.5
+        1e-4, 3, 0.5, 0.5
     )
     a2c = atari.a2c.hyperparameter_defaults
     assert (a2c["n_envs"], a2c["n_steps"], a2c["lr"], a2c["entropy_coef"]) == (16, 5, 7e-4, 0.01)
+    assert (a2c["eps"], a2c["clip_grad"]) == (1e-3, 0.5)
+    assert atari.ddqn.hyperparameter_defaults["prioritized"]
+    assert not atari.vqn.hyperparameter_defaults["huber"]
+    assert not atari.vsarsa.hyperparameter_defaults["huber"]
     for name in ("ddqn", "c51", "rainbow"):
         d = getattr(atari, name).hyperparameter_defaults
         assert (d["replay_start_size"], d["update_frequency"], d["target_update_frequency"]) == (

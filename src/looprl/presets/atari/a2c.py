@@ -16,8 +16,8 @@ from looprl.presets.common import derived
 from looprl.presets.on_policy import OnPolicyPreset
 
 default_hyperparameters: dict[str, Any] = derived(
-    classic_defaults, drop=("hidden",), lr=7e-4, eps=1.5e-4, n_envs=16, entropy_coef=0.01,
-    clip_grad=0.1, episodic_life=True, clip_rewards=True, features="nature",
+    classic_defaults, drop=("hidden",), lr=7e-4, eps=1e-3, n_envs=16, entropy_coef=0.01,
+    clip_grad=0.5, episodic_life=True, clip_rewards=True, features="nature",
 )
 
 

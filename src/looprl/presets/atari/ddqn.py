@@ -15,7 +15,7 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import derived
 
 default_hyperparameters: dict[str, Any] = derived(
-    dqn_defaults, dueling=True, n_steps=1, prioritized=False, alpha=0.5, beta=0.5)
+    dqn_defaults, dueling=True, n_steps=1, prioritized=True, alpha=0.5, beta=0.5)
 
 
 class DDQNAtariPreset(DQNAtariPreset):

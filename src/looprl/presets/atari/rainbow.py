@@ -14,7 +14,7 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.rainbow import extensions
 
 default_hyperparameters: dict[str, Any] = {
-    **replay_defaults, "lr": 6.25e-5, "initial_exploration": 0.02, "final_exploration": 0.0,
+    **replay_defaults, "lr": 1e-4, "initial_exploration": 0.02, "final_exploration": 0.0,
     "huber": True, "hidden": 512, **extensions, "beta": 0.5, "v_min": -10.0, "v_max": 10.0,
 }
 
