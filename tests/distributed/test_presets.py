@@ -334,8 +334,9 @@ def test_a_ray_actors_epsilon_counts_the_env_steps_of_all_its_copies(family, nam
     for _ in range(200):
         local.rollout(RolloutRequest(obs=torch.zeros(1, 4)))
     epsilon = remote.hyperparameters()["hp/epsilon"].get()
+    start = REPLAY_SMALL["replay_start_size"]  # (epsilon stays 1 until then)
     assert epsilon == local.hyperparameters()["hp/epsilon"].get() == pytest.approx(
-        1.0 + (200 / 400) * (preset.hyperparameters["final_exploration"] - 1.0))
+        1.0 + (200 - start) / (400 - start) * (preset.hyperparameters["final_exploration"] - 1.0))
     env.close()
 
 

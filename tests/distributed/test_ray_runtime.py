@@ -219,9 +219,8 @@ def test_continuous_ppo_preset_learns_pendulum_on_two_actors_sampling_in_sync(lo
     seed_everything(0)
     preset = ppo.env(GymEnvironment("Pendulum-v1")).device("cpu").hyperparameters(
         lr=3e-3).build()
-    run = DistributedRun(preset, runtime(sync=True), frames=35_000, logdir=str(tmp_path),
-                         quiet=True)
-    assert run.runtime.segment_length == preset.n_steps
+    run = DistributedRun(preset, runtime(sync=True, segment_length=preset.n_steps),
+                         frames=35_000, logdir=str(tmp_path), quiet=True)
 
     def callback(run: DistributedRun) -> None:
         returns = run.result.returns
@@ -405,7 +404,8 @@ def test_no_worker_gets_an_object_reference_in_its_constructor_arguments(local_r
                          (workers, "PolicyWorker"), (trainer_worker, "TrainerWorker")):
         monkeypatch.setattr(module, name, _Recorder(created))
     preset = ppo.env(GymEnvironment("Pendulum-v1")).device("cpu").build()
-    rt = runtime(actors=3, trainers=2, policy_workers=1, eval_workers=1, cpus_per_actor=0.5)
+    rt = runtime(actors=3, trainers=2, policy_workers=1, eval_workers=1, cpus_per_actor=0.5,
+                 segment_length=preset.n_steps)
     for spec in (ppo_spec().portable(), DistributedRun(preset, rt, logdir=None).spec):
         created.clear()
         WorkerPool(spec, rt, DistributedResult(), SampleCounts())._create("/tmp/run", 0, None, {})

@@ -41,10 +41,12 @@ def check_parts(hp: dict[str, Any], algorithm: str, parts: dict[str, Sequence[st
 
 
 def epsilon_schedule(hp: dict[str, Any]) -> LinearScheduler:
-    """Epsilon from ``initial_exploration`` to ``final_exploration`` over
-    ``final_exploration_step`` steps."""
-    return LinearScheduler(hp["initial_exploration"], hp["final_exploration"], 0,
-                           hp["final_exploration_step"], name="epsilon")
+    """Epsilon at ``initial_exploration`` until ``replay_start_size`` steps (no update before:
+    ALL's), then linear to ``final_exploration`` at ``final_exploration_step`` (ALL's ends at
+    ``final_exploration_step - replay_start_size``)."""
+    end = hp["final_exploration_step"]
+    return LinearScheduler(hp["initial_exploration"], hp["final_exploration"],
+                           min(hp.get("replay_start_size", 0), end), end, name="epsilon")
 
 
 def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: str) -> Any:
