@@ -316,6 +316,7 @@ def test_resume_over_a_damaged_file_names_it(checkpointed_run: Path, name: str,
                                              content: str) -> None:
     path = checkpointed_run / name
     before = path.read_bytes()
+    config = {p: p.read_bytes() for p in (checkpointed_run / ".hydra").iterdir() if p != path}
     path.write_text(content)
     try:
         line = _one_line(*_looprl("run", "--resume", str(checkpointed_run), "frames=600",
@@ -323,6 +324,8 @@ def test_resume_over_a_damaged_file_names_it(checkpointed_run: Path, name: str,
     finally:
         path.write_bytes(before)
     assert str(path.parent.name) in line
+    # (before anything is written: the run's config still says frames=400)
+    assert {p: p.read_bytes() for p in config} == config
 
 
 def test_a_run_resumed_twice_with_more_frames_gives_each_key_once(tmp_path: Path) -> None:

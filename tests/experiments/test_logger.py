@@ -411,6 +411,33 @@ def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> No
     assert rows == ["frame,name,value", "10,my_bonus,0.5"]
 
 
+def test_hand_edited_rows_are_cut_back_to_the_checkpoint_by_their_episode_and_frame(
+        tmp_path: Path) -> None:
+    """A row deleted from ``results.csv`` keeps none written after the checkpoint (it is cut by
+    its episode, not its line), and a blank or hand-written line is no damaged checkpoint."""
+    import pickle
+
+    logger = ExperimentLogger("ppo", "CartPole-v1", logdir=str(tmp_path))
+    for episode in range(1, 5):
+        logger.frame = 10 * episode
+        logger.add_episode_return(float(episode))
+        logger.add_log("bonus", 0.5)
+    logger.flush()
+    saved = pickle.dumps(logger)  # as a checkpoint at frame 40, after 4 episodes
+    logger.frame = 50
+    logger.add_episode_return(5.0)  # the run went on, then died
+    logger.close()
+    run_dir = Path(logger.log_dir)
+    results = (run_dir / "results.csv").read_text().splitlines(keepends=True)
+    (run_dir / "results.csv").write_text("".join(results[:2] + results[3:]) + "\n")
+    with open(run_dir / "log.csv", "a") as file:
+        file.write("\nnote,by,hand\n")
+    pickle.loads(saved).close()
+    assert (run_dir / "results.csv").read_text().splitlines() == [
+        "frame,episode,return", "10,1,1.0", "30,3,3.0", "40,4,4.0"]
+    assert len((run_dir / "log.csv").read_text().splitlines()) == 1 + 4
+
+
 def test_a_local_dqn_run_logs_its_trainers_statistics(tmp_path: Path) -> None:
     """The learner of a DQN-family preset logs the trainer's statistics (``loss/td``) as a
     Ray run's trainer does, beside its approximation's ``loss/q``."""

@@ -145,6 +145,17 @@ def test_a_resumed_run_evaluates_again_what_it_evaluated_after_its_checkpoint(sm
     assert [int(row.split(",")[0]) for row in rows] == [s for s, _ in first["evaluations"]]
 
 
+def test_a_blank_line_in_eval_results_does_not_stop_a_resume(small_ppo, tmp_path):
+    options = {"num_steps": 128, "seed": 0, "eval_episodes": 1, "quiet": True,
+               "logdir": str(tmp_path), "eval_every": 64, "checkpoint_every": 128}
+    first, _ = OnlineRunner(small_ppo, "CartPole-v1", **options).run()
+    with open(tmp_path / "eval_results.csv", "a") as file:
+        file.write("\n")  # (as an editor leaves it)
+    checkpoint = str(next(tmp_path.rglob("checkpoint.pt")))
+    resumed, _ = OnlineRunner(small_ppo, "CartPole-v1", resume_from=checkpoint, **options).run()
+    assert resumed["evaluations"] == first["evaluations"]
+
+
 def test_a_new_run_in_the_same_logdir_starts_its_own_eval_results(small_ppo, tmp_path):
     runner = OnlineRunner(small_ppo, "CartPole-v1", num_steps=128, seed=0, eval_episodes=1,
                           quiet=True, logdir=str(tmp_path), eval_every=64)

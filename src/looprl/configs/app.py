@@ -108,6 +108,7 @@ def resume_arguments(argv: list[str]) -> list[str]:
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
     from looprl.configs import find_checkpoint
+    from looprl.experiments.checkpoint import check_run_files
     run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
         at = argv.index("--resume")
@@ -123,7 +124,9 @@ def resume_arguments(argv: list[str]) -> list[str]:
     if not (saved / "config.yaml").is_file():
         raise FileNotFoundError(f"{run_dir} is no looprl run directory (no .hydra/config.yaml)")
     old, overrides = _saved_config(saved)
-    find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
+    checkpoint = find_checkpoint(str(run_dir), old.runner.name, old.runtime.name)
+    if old.runtime.name != "ray":  # (before Hydra writes the run's config anew)
+        check_run_files(Path(checkpoint).parent)
     kept = expand_shorthands([o for o in overrides if not o.startswith(("resume=", "hydra."))])
     kept = [*saved_sources(saved), *kept]  # (its -cd and -cn)
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]

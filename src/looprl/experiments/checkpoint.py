@@ -26,8 +26,8 @@ from looprl.experiments.logger import checkpoint_dir, moving_runs
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "check_checkpointing", "keep_checkpoints", "load_checkpoint",
-           "load_saved", "numbered_checkpoints", "save_checkpoint"]
+__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "keep_checkpoints",
+           "load_checkpoint", "load_saved", "numbered_checkpoints", "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
 _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
@@ -134,11 +134,9 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     if path.is_dir():
         path = path / CHECKPOINT
     if run_name is None:  # (the run goes on writing its CSV files)
-        for name, header in CSV_HEADERS.items():
-            if (path.parent / name).is_file():
-                check_header(path.parent / name, "the resumed run would append to it: restore "
-                             "it, or start a new run")
-            else:  # (deleted: its rows before the checkpoint are gone, its header is not)
+        check_run_files(path.parent)
+        for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
+            if not (path.parent / name).is_file():  # are gone, its header is not)
                 (path.parent / name).write_text(header + "\n", encoding="utf-8")
     with nullcontext() if run_name is None else moving_runs(), checkpoint_dir(path.parent):
         state = load_saved(path)
@@ -154,6 +152,15 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
     if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(cuda)
     return experiment
+
+
+def check_run_files(run_dir: Path) -> None:
+    """A ``ValueError`` naming a ``results.csv`` or ``returns100.csv`` of ``run_dir`` that lost
+    its header (a resumed run would append to it)."""
+    for name in CSV_HEADERS:
+        if (run_dir / name).is_file():
+            check_header(run_dir / name, "the resumed run would append to it: restore it, or "
+                         "start a new run")
 
 
 def load_saved(path: str | Path) -> Any:

@@ -239,11 +239,10 @@ class ExperimentLogger(Logger):
             self._writer, self._wandb = None, None
             return
         written = self._n_returns - len(self._pending_rows)
-        files.keep_rows(self._returns_path, lambda index, _: index < written)
+        files.keep_until(self._returns_path, written, column=1)  # (its episode column)
         files.keep_rows(self._returns100_path, lambda index, _: index < self._n_returns // _WINDOW)
         for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
-            files.keep_rows(Path(self.log_dir) / table,
-                            lambda _, line: int(line.split(",")[0]) <= self.frame)
+            files.keep_until(Path(self.log_dir) / table, self.frame)
         files.keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
         self._open_writer(self._pending_scalars)
         if self._wandb_options is not None:

@@ -4,6 +4,7 @@ rows and TensorBoard events back to a checkpoint's step when a run resumes."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Callable
@@ -14,8 +15,10 @@ from typing import Any
 from looprl.core.files import check_writable
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
-           "json_value", "keep_events", "keep_rows", "safe_component", "write_run_json",
-           "write_tables"]
+           "json_value", "keep_events", "keep_rows", "keep_until", "safe_component",
+           "write_run_json", "write_tables"]
+
+log = logging.getLogger(__name__)
 
 RETURNS100_HEADER = "frame,mean,std,max,min"
 RETURNS_HEADER = "frame,episode,return"
@@ -101,6 +104,23 @@ def keep_rows(path: Path, keep: Callable[[int, str], bool]) -> None:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         kept = [line for index, line in enumerate(lines[1:]) if keep(index, line)]
         path.write_text("".join(lines[:1] + kept), encoding="utf-8")
+
+
+def keep_until(path: Path, last: float, column: int = 0) -> None:
+    """Keep the header of the CSV file ``path`` and the rows whose ``column`` (a frame, an
+    episode) is at most ``last``; a row without a whole number there (a blank or hand-edited
+    line) is dropped, with a warning unless blank."""
+    def keep(index: int, line: str) -> bool:
+        cells = line.split(",")
+        cell = cells[column].strip() if len(cells) > column else ""
+        if cell.isdecimal():
+            return int(cell) <= last
+        if line.strip():
+            log.warning("%s: dropping line %d, which has no whole number in column %d: %r",
+                        path, index + 2, column + 1, line.strip()[:60])
+        return False
+
+    keep_rows(path, keep)
 
 
 def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from looprl.core.suggest import check_count
 from looprl.experiments.logger import mean_return
-from looprl.experiments.run_files import append_lines, keep_rows
+from looprl.experiments.run_files import append_lines, keep_until
 from looprl.runners.base import Runner
 from looprl.runners.evaluation import SETS
 
@@ -107,7 +107,7 @@ class OnlineRunner(Runner):
         ``frame``, a resumed checkpoint's (dropped from the file too: evaluated again)."""
         if self.logdir is None or not (path := Path(self.logdir) / "eval_results.csv").exists():
             return []
-        keep_rows(path, lambda _, line: int(line.split(",")[0]) <= frame)
+        keep_until(path, frame)
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
         wanted = SETS[1] if any(row[4:] == [SETS[1]] for row in rows) else SETS[0]
         return [[int(row[0]), float(row[1])] for row in rows if row[4:] in ([], [wanted])]
