@@ -406,9 +406,10 @@ def test_log_rows_after_a_checkpoint_are_dropped_on_resume(tmp_path: Path) -> No
     logger.add_log("my_bonus", 0.7)  # the run went on, then died
     logger.close()
     resumed = pickle.loads(saved)
+    resumed.add_log("my_bonus", 0.6)  # (its first write after the checkpoint cuts)
     resumed.close()
     rows = (Path(logger.log_dir) / "log.csv").read_text().splitlines()
-    assert rows == ["frame,name,value", "10,my_bonus,0.5"]
+    assert rows == ["frame,name,value", "10,my_bonus,0.5", "10,my_bonus,0.6"]
 
 
 def test_hand_edited_rows_are_cut_back_to_the_checkpoint_by_their_episode_and_frame(
@@ -432,10 +433,12 @@ def test_hand_edited_rows_are_cut_back_to_the_checkpoint_by_their_episode_and_fr
     (run_dir / "results.csv").write_text("".join(results[:2] + results[3:]) + "\n")
     with open(run_dir / "log.csv", "a") as file:
         file.write("\nnote,by,hand\n")
-    pickle.loads(saved).close()
+    resumed = pickle.loads(saved)
+    resumed.add_log("bonus", 0.5)  # (its first write after the checkpoint cuts)
+    resumed.close()
     assert (run_dir / "results.csv").read_text().splitlines() == [
         "frame,episode,return", "10,1,1.0", "30,3,3.0", "40,4,4.0"]
-    assert len((run_dir / "log.csv").read_text().splitlines()) == 1 + 4
+    assert len((run_dir / "log.csv").read_text().splitlines()) == 1 + 4 + 1
 
 
 def test_a_local_dqn_run_logs_its_trainers_statistics(tmp_path: Path) -> None:

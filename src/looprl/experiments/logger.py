@@ -158,6 +158,8 @@ class ExperimentLogger(Logger):
         run_info: more entries of ``run.json`` (non-JSON values as their ``repr``).
     """
 
+    _resumed = False  # loaded from a checkpoint, nothing written since (``_continue``)
+
     def __init__(self, agent_name: str, env_name: str, logdir: str = "runs",
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
@@ -227,7 +229,9 @@ class ExperimentLogger(Logger):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue a checkpoint's run directory, dropping what was written after it."""
+        """Continue a checkpoint's run directory: its first write drops what the directory
+        holds from after the checkpoint (``_continue``); loaded to be looked at, or moving to
+        another run directory (``moving_runs``), it leaves the directory alone."""
         self.__dict__.update({"_mean": None, **state})
         relative, folder = self.__dict__.pop("_relative", None), _CHECKPOINT_DIR.get()
         if relative is not None and folder is not None:  # (where the checkpoint is now)
@@ -235,9 +239,13 @@ class ExperimentLogger(Logger):
                                           for key in ("_logdir", "log_dir"))
             self._returns_path = Path(self.log_dir) / self._returns_path.name
             self._returns100_path = Path(self.log_dir) / self._returns100_path.name
-        if _MOVING.get():
-            self._writer, self._wandb = None, None
-            return
+        self._writer, self._wandb = None, None
+        self._resumed = not _MOVING.get()
+
+    def _continue(self) -> None:
+        """Before a resumed run's first write: cut its files back to the checkpoint, reopen the
+        event file (and the W&B run)."""
+        self._resumed = False
         written = self._n_returns - len(self._pending_rows)
         files.keep_until(self._returns_path, written, column=1)  # (its episode column)
         files.keep_rows(self._returns100_path, lambda index, _: index < self._n_returns // _WINDOW)
@@ -251,6 +259,8 @@ class ExperimentLogger(Logger):
     def _scalar(self, tag: str, value: Any, step: str | int) -> None:
         """Write one scalar (``float()`` only for written values) at ``self.frame`` or
         ``self.episode``, as ``step`` says."""
+        if self._resumed:
+            self._continue()
         count = _step(self, step)
         if step == "episode":
             self._episode_tags.add(tag)
@@ -283,6 +293,8 @@ class ExperimentLogger(Logger):
     def add_hyperparameters(self, values: dict[str, Any]) -> None:
         """Buffer a ``hyperparameters.csv`` row (verbose only)."""
         if self.verbose:
+            if self._resumed:
+                self._continue()
             self._hp_rows.append((self.frame, values))
 
     def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
@@ -293,6 +305,8 @@ class ExperimentLogger(Logger):
         kinds = (int, float, str, bool, torch.Tensor)
         hparams = {k: v for k, v in hparam_dict.items() if isinstance(v, kinds)}
         metrics = {k: float(v) for k, v in metric_dict.items()}
+        if self._resumed:
+            self._continue()
         self._hand_scalars()
         self._writer.add_hparams(hparams, metrics, run_name=".", global_step=count)
 
@@ -328,7 +342,10 @@ class ExperimentLogger(Logger):
             self._scalar(f"summary/{name}/{key}", stat, step)
 
     def flush(self) -> None:
-        """Write the buffered CSV rows and flush the event file."""
+        """Write the buffered CSV rows and flush the event file (nothing was written since a
+        checkpoint was loaded: nothing to do)."""
+        if self._resumed:
+            return
         self._write_rows()
         self._hand_scalars()
         self._writer.flush()
@@ -340,6 +357,8 @@ class ExperimentLogger(Logger):
 
     def close(self) -> None:
         """Write the buffered rows, flush and close the event file (safe to call again)."""
+        if self._resumed:
+            return
         self.flush()
         self._writer.close()
         if self._wandb is not None:
@@ -380,6 +399,8 @@ class ExperimentLogger(Logger):
         """Write test returns (or named sets, ``{"train_set": [...], ...}``) to
         ``test_returns.csv`` (``return``, or ``set,return``), ``eval/.../returns/mean`` and
         summaries (also after ``close``: then close again)."""
+        if self._resumed:
+            self._continue()
         sets = dict(returns) if isinstance(returns, dict) else {None: returns}
         named = None not in sets
         lines = ["set,return" if named else "return"]
