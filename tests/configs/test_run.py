@@ -278,6 +278,11 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     run([*SMALL, f"hydra.run.dir={other}"])
     assert cli(["run", "--resume", str(other)]) == 2
     assert "No checkpoint in" in capsys.readouterr().err
+    results = (other / "results.json").read_bytes()
+    assert cli(["run", *SMALL, "seed=1", f"hydra.run.dir={other}"]) == 2  # (a finished run)
+    assert f"hydra.run.dir={other} holds a finished run (results.json), which this one would " \
+        "replace" in capsys.readouterr().err
+    assert (other / "results.json").read_bytes() == results
 
 
 def _tensorboard_steps(log_dir: Path, counter: str) -> list[int]:

@@ -218,13 +218,18 @@ _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--she
 
 def check_run_dir(argv: list[str]) -> None:
     """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
-    with ``-m``) cannot be written."""
+    with ``-m``) cannot be written, or if a new run's ``hydra.run.dir`` holds a finished run
+    (whose config, results and presets it would replace)."""
     from looprl.core.files import check_writable
     if any(a.partition("=")[0] in _NO_RUN for a in argv):
         return
     key = "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
     given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
     check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
+    if given and key == "hydra.run.dir" and "resume=true" not in argv and (
+            Path(given[-1]) / "results.json").is_file():
+        raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
+                         "which this one would replace: give a new directory, or delete it")
 
 
 def main(argv: list[str]) -> int:
