@@ -261,6 +261,12 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     before = (config.read_text(), config.stat().st_mtime_ns)
     assert cli(["run", "--resume", str(tmp_path), "algorithm.lr=0.1"]) == 2
     assert "was run with another config (algorithm.lr: 0.001 -> 0.1)" in capsys.readouterr().err
+    # a group chosen anew (as runtime=local for a Ray run): the differences, not Hydra's advice
+    # to append the run's keys of its old choice (was: "Could not override 'algorithm.n_envs'.
+    # To append to your config use +algorithm.n_envs=2")
+    assert cli(["run", "--resume", str(tmp_path), "algorithm=dqn"]) == 2
+    error = capsys.readouterr().err
+    assert "was run with another config (" in error and "'classic_control.ppo' -> " in error
     assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing overwritten
     run(["--resume", str(tmp_path), "frames=512"])  # a longer budget: trains on
     results = json.loads((tmp_path / "results.json").read_text())["train"]

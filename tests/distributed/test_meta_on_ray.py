@@ -105,3 +105,31 @@ def test_looprl_run_ppo_with_plr_on_a_contextual_env_on_ray(local_ray, tmp_path:
     meta = results["train"]["meta"]
     assert set(meta) == {"actor0"}, meta  # 600 frames of ~20-step episodes: most levels
     assert meta["actor0"]["log/plr/seen"] >= 4 and meta["actor0"]["log/plr/mean_score"] > 0, meta
+
+
+def test_an_actor_whose_loop_failed_answers_for_its_components_at_once() -> None:
+    """(Was: the controller's last checkpoint of a run whose actor failed, a step hook that set
+    the trainer's ``hp/lr`` say, waited 10 s for a step that would never end before the error
+    line.)"""
+    import threading
+    from types import SimpleNamespace
+
+    from looprl.distributed import workers
+
+    def fail(wait: bool = False) -> None:
+        raise ValueError("a step hook failed")
+
+    waited = []
+
+    class Lock(threading.Condition):
+        def wait_for(self, predicate, timeout=None):  # (no waiting: was it needed?)
+            waited.append(predicate())
+            return waited[-1]
+
+    actor = object.__new__(workers.ActorWorker.__ray_actor_class__)
+    actor.__dict__.update(local=SimpleNamespace(maybe_pull=fail), runner=SimpleNamespace(
+        hooks=object()), _stop=threading.Event(), _lock=Lock(), _finished=False, _failed=False,
+        _meta_state=None)
+    with pytest.raises(ValueError, match="a step hook failed"):
+        actor.run()
+    assert actor.components_state(10.0) is None and waited == [True]

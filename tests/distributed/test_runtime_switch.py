@@ -1,6 +1,7 @@
 """The runtime is a switch: ``looprl run ... runtime=ray runtime.actors=1 runtime.sync=true``
 gives what ``runtime=local`` gives with the same seed, bit for bit: every episode of
-``results.csv``, the final evaluation's episodes and the final parameters. One code path makes
+``results.csv``, the trainer's losses (``losses.csv``, at the same frames), the final
+evaluation's episodes and the final parameters. One code path makes
 it so: the local loop and the Ray actor run the same collector and policy (seeded alike), the
 local run and the trainer
 worker the same ``Learner`` (its replay seeded alike; independent learners: one per agent),
@@ -27,14 +28,16 @@ pytest.importorskip("ray")
 FRAMES = 600  # (DQN trains at frames 256 and 512, SAC at every frame from 100)
 
 
-def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: int) -> Path:
-    """``looprl run`` of ``algorithm`` on ``env`` for ``FRAMES`` frames (on Ray: one actor of
+def _run(runtime: str, run_dir: Path, algorithm: list[str], env: str, copies: int,
+         frames: int = FRAMES, test_episodes: int = 3) -> Path:
+    """``looprl run`` of ``algorithm`` on ``env`` for ``frames`` frames (on Ray: one actor of
     the preset's ``copies`` env copies); its run directory."""
     ray = ["runtime=ray", "runtime.actors=1", "runtime.sync=true",
            f"runtime.envs_per_actor={copies}", "runtime.groups=1"] if runtime == "ray" else [
-        f"checkpoint_every={FRAMES}"]
-    code = main([*algorithm, f"env={env}", f"frames={FRAMES}", "seed=0", "test_episodes=3",
-                 "logging.quiet=true", f"hydra.run.dir={run_dir}", *ray])
+        f"checkpoint_every={frames}"]
+    code = main([*algorithm, f"env={env}", f"frames={frames}", "seed=0",
+                 f"test_episodes={test_episodes}", "logging.quiet=true",
+                 f"hydra.run.dir={run_dir}", *ray])
     assert code == 0
     (found,) = run_dir.glob("*/*/results.csv")
     return found.parent
@@ -75,6 +78,13 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
         for returns in ("results.csv", "test_returns.csv"):  # in training and evaluation)
             mine = (agent / local.name / returns).read_text()
             assert (ray / agent.name / local.name / returns).read_text() == mine
+    # the trainer's losses at a local run's frames (was: at its count of transitions, which
+    # counts the rows that start an episode: 256 where locally the frame was 246; an agent's:
+    # its own rows only)
+    losses = sorted(local.glob("**/losses.csv"))
+    assert losses
+    for mine in losses:
+        assert (ray / mine.relative_to(local)).read_text() == mine.read_text()
     results = {side: json.loads((tmp_path / side / "results.json").read_text())
                for side in ("local", "ray")}
     trained, local_train = results["ray"]["train"], results["local"]["train"]
@@ -88,3 +98,19 @@ def test_one_synchronous_ray_actor_gives_the_local_run_bit_for_bit(local_ray, tm
     mine, theirs = _local_parameters(local), _ray_parameters(ray)
     assert mine.keys() == theirs.keys()
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)
+
+
+def test_no_test_episodes_evaluate_the_held_out_set_as_a_local_run_does(local_ray,
+                                                                       tmp_path) -> None:
+    """``test_episodes=0`` still plays each held-out instance once, as locally, and writes
+    the same ``results.json`` evaluation and ``test_returns.csv``. (Was: a Ray run skipped
+    its final evaluation: no held-out returns, no ``test_returns.csv``, no ``step``.)"""
+    algorithm = ["algorithm=dqn", "algorithm.hidden=16", "context.train=2", "context.test=2",
+                 "++context.ranges.length=[0.2,0.8]"]
+    runs = {side: _run(side, tmp_path / side, algorithm, "CartPole-v1", 1, frames=50,
+                       test_episodes=0) for side in ("local", "ray")}
+    evaluations = [json.loads((tmp_path / side / "results.json").read_text())["eval"]
+                   for side in runs]
+    assert evaluations[0]["test_set"]["episodes"] == 2 and evaluations[1] == evaluations[0]
+    assert [(run / "test_returns.csv").read_text() for run in runs.values()] == [
+        (runs["local"] / "test_returns.csv").read_text()] * 2

@@ -53,11 +53,13 @@ class _Trainer:
 
     def __init__(self, slow: bool = False) -> None:
         self.puts: list[list] = []
+        self.frames: list[int] = []  # (each put's: the actor's env steps since the last)
         self.put = self
         self.slow = slow
 
-    def remote(self, segments: list) -> _Ref:
+    def remote(self, segments: list, frames: int = 0) -> _Ref:
         self.puts.append(list(segments))
+        self.frames.append(frames)
         return _Ref(7, done=not self.slow)
 
 
@@ -102,11 +104,14 @@ def test_an_asynchronous_actor_sends_what_it_holds_once_the_hold_time_passed(fak
 def test_a_synchronous_actor_puts_each_segment_at_once_and_gets_the_answer(fake_ray):
     trainer = _Trainer(slow=True)
     sender = SegmentSender(trainer, sync=True, index=0, waited=lambda seconds: None)
-    assert sender.send([_segment(0)]) == 7
-    assert sender.send([]) is None  # (a step that completed none)
-    assert sender.send([_segment(1), _segment(2)]) == 7
+    assert sender.send([_segment(0)], frames=3) == 7
+    assert sender.send([], frames=4) is None  # (a step that completed none)
+    assert sender.send([_segment(1), _segment(2)], frames=6) == 7
     assert [len(put) for put in trainer.puts] == [1, 2]
     assert fake_ray.gets == 2  # (it waited for each answer)
+    # each put carries the actor's env steps since the last (the trainer logs at the run's
+    # frame, not at its count of transitions, which counts the rows that start an episode)
+    assert trainer.frames == [3, 3]
 
 
 def test_an_asynchronous_actor_holds_segments_while_its_put_is_in_flight(fake_ray,
@@ -162,7 +167,7 @@ def test_an_actor_served_by_a_policy_worker_sends_its_last_rows(fake_ray, monkey
     class Sender:
         sent, flushed = [], False
 
-        def send(self, segments):
+        def send(self, segments, frames=0):
             self.sent += segments
 
         def flush(self):

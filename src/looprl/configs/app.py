@@ -79,7 +79,7 @@ def _execute_distributed(cfg: Any, output_dir: str) -> dict[str, Any]:
     run = build_distributed(cfg, output_dir)
     result = run.run()
     evaluation = summary([])
-    if cfg.test_episodes and (Path(result.log_dir or "") / "policy.pt").is_file():
+    if (Path(result.log_dir or "") / "policy.pt").is_file():  # (0 episodes: as a local run)
         env, test_env = make_envs(cfg.algorithm.preset, cfg)
         evaluation = {**final_evaluation(run, cfg.test_episodes, env, test_env),
                       "step": result.frames}  # (as a runner reports it)
@@ -130,9 +130,12 @@ def resume_arguments(argv: list[str]) -> list[str]:
     kept = expand_shorthands([o for o in overrides if not o.startswith(("resume=", "hydra."))])
     kept = [*saved_sources(saved), *kept]  # (its -cd and -cn)
     extra = [a for a in argv if not a.startswith(("resume=", "hydra.run.dir="))]
-    given = {key for key, _ in _override_pairs(extra)}  # (they replace the run's own)
-    kept = [o for o in kept if "=" not in o or o.startswith("-")
-            or o.lstrip("+~").partition("=")[0] not in given]
+    given = dict(_override_pairs(extra))  # (they replace the run's own)
+    # a group chosen anew (runtime=local for a Ray run) drops the run's keys of its old choice
+    choices = {**_saved_choices(saved), **dict(_override_pairs(kept))}
+    switched = {key for key, value in given.items() if choices.get(key, value) != value}
+    kept = [o for o in kept if "=" not in o or o.startswith("-") or not (
+        (key := o.lstrip("+~").partition("=")[0]) in given or key.partition(".")[0] in switched)]
     differences = _differences(old, _compose([*kept, *extra]))
     if differences:
         raise ValueError(f"{run_dir} was run with another config ({'; '.join(differences)}); "
@@ -158,6 +161,16 @@ def _saved_config(saved: Path) -> tuple[Any, list[str]]:
                              "(start a new run, or restore the file)")
         loaded.append(node)
     return loaded[0], list(loaded[1])
+
+
+def _saved_choices(saved: Path) -> dict[str, Any]:
+    """The config groups' choices (``runtime: ray``, ...) a run saved in its ``.hydra`` folder
+    ``saved`` (none without a ``hydra.yaml``)."""
+    from omegaconf import OmegaConf
+    path = saved / "hydra.yaml"
+    choices = OmegaConf.select(OmegaConf.load(path), "hydra.runtime.choices") if (
+        path.is_file()) else None
+    return dict(choices or {})
 
 
 def _compose(argv: list[str]) -> Any:

@@ -165,14 +165,15 @@ class WorkerPool:
 
     def actors_meta_state(self) -> dict[int, Any]:
         """Each training actor's ``components_state()``; for one that does not answer within
-        10 s, its latest (a warning)."""
+        10 s (or whose loop failed), its latest (a warning)."""
         actors = {int(n.removeprefix("actor")): worker for n, worker in self.workers.items()
                   if n.startswith("actor")}
         states = _answers({i: actor.components_state.remote(10.0) for i, actor in actors.items()})
         for index in actors:
             if states.get(index) is None:
-                logger.warning("actor %d did not hand over its meta components' state in time: "
-                               "the checkpoint keeps its earlier one", index)
+                logger.warning("actor %d did not hand over its meta components' state (it "
+                               "failed, or did not answer in time): the checkpoint keeps its "
+                               "earlier one", index)
             else:
                 self.meta_state[index] = states[index]
         return dict(self.meta_state)

@@ -34,11 +34,14 @@ class SegmentSender:
         self._held: list[Any] = []
         self._rows = 0
         self._last = time.monotonic()
+        self._frames = self._sent = 0  # the actor's env steps: at the latest send, at the put
 
-    def send(self, segments: list[Any]) -> int | None:
-        """Hand over the segments a step completed: synchronous, now, returning the policy
-        version to act with next; asynchronous, once the put in flight is done and
+    def send(self, segments: list[Any], frames: int = 0) -> int | None:
+        """Hand over the segments a step completed (``frames``: the actor's env steps so far,
+        put with them: the trainer logs at the run's frame): synchronous, now, returning the
+        policy version to act with next; asynchronous, once the put in flight is done and
         ``HOLD_ROWS`` transitions or ``HOLD_SECONDS`` have gathered."""
+        self._frames = frames
         self._held += segments
         self._rows += sum(transitions(segment) for segment in segments)
         if self.sync:
@@ -80,8 +83,9 @@ class SegmentSender:
         return True
 
     def _put_held(self) -> None:
-        self._put = self.trainer.put.remote(self._held)
+        self._put = self.trainer.put.remote(self._held, self._frames - self._sent)
         self._held, self._rows, self._last = [], 0, time.monotonic()
+        self._sent = self._frames
 
 
 def transitions(segment: Any) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +63,16 @@ class TrainerWorker(Worker):
         self.env_label = spec.env_label
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
+        self.frames = 0  # the env steps its actors had taken at their latest puts
         if self.path.exists() and rank == 0:
             from looprl.experiments.checkpoint import load_saved  # (not in actors)
 
             state = load_saved(self.path)
             self.core.load_state_dict(state["core"])
             self.resumed_from = state["steps"]
+            self.frames = state.get("frames", 0)
         self.steps = self.resumed_from or 0
-        self._logged = record_losses(self.core, runtime.trainers)
+        self._logged = record_losses(self.core, lambda: self.frames, runtime.trainers)
         self._lock = threading.Condition()  # notified after every step (sync sampling)
         self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
         self._waiting = 0  # sync: puts waiting for the step their samples join
@@ -101,7 +104,7 @@ class TrainerWorker(Worker):
         mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
         self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
         self.group.distribute(self.core.policy)
-        self._logged = record_losses(self.core, self.runtime.trainers)
+        self._logged = record_losses(self.core, lambda: self.frames, self.runtime.trainers)
         self._first_step = self.steps + 1
 
     def digest(self) -> dict[str, Any]:
@@ -112,10 +115,12 @@ class TrainerWorker(Worker):
             return {"steps": self.steps, "digest": None}
         return {"steps": self.steps, "digest": ddp.digest(module)}
 
-    def put(self, segments: list[Any]) -> int:
-        """Receive an actor's segments; return the policy version to sample with next (waits
-        while the learner is ``backlogged`` and, with ``runtime.sync``, until trained on)."""
+    def put(self, segments: list[Any], frames: int = 0) -> int:
+        """Receive an actor's segments and the env steps it took since its last put; return
+        the policy version to sample with next (waits while the learner is ``backlogged``
+        and, with ``runtime.sync``, until trained on)."""
         with self._lock:
+            self.frames += frames
             self._blocked += 1
             while self.core.backlogged(self.runtime.queue_batches) and not self._stop.is_set():
                 self._lock.wait(0.05)
@@ -230,7 +235,8 @@ class TrainerWorker(Worker):
     def checkpoint(self) -> None:
         """Save the trainer (policy, optimizer, counters) to ``run_dir``."""
         temporary = self.path.with_name(self.path.name + ".tmp")
-        torch.save({"core": self.core.state_dict(), "steps": self.steps}, temporary,
+        state = {"core": self.core.state_dict(), "steps": self.steps, "frames": self.frames}
+        torch.save(state, temporary,
                    pickle_module=cloudpickle)  # user classes defined in scripts pickle too
         temporary.replace(self.path)
 
@@ -249,12 +255,13 @@ class TrainerWorker(Worker):
 
 class LossRecorder(Logger):
     """Keeps what a trainer's approximations log as rows ``(agent, kind, name, value,
-    frame)`` for ``RunMonitor``; ``frame``: the learner's ``observed`` times ``scale``."""
+    frame)`` for ``RunMonitor``; ``frame``: ``frames()`` (the env steps of the samples
+    received, a local run's frame then) times ``scale``."""
 
     verbose = True
 
-    def __init__(self, learner: Any, agent: str | None = None, scale: int = 1):
-        self.learner, self.agent, self.scale = learner, agent, scale
+    def __init__(self, frames: Callable[[], int], agent: str | None = None, scale: int = 1):
+        self.frames, self.agent, self.scale = frames, agent, scale
         self.rows: list[tuple[str | None, str, str, float, int]] = []
 
     def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
@@ -264,7 +271,7 @@ class LossRecorder(Logger):
         self._add("schedule", name, value)
 
     def _add(self, kind: str, name: str, value: Any) -> None:
-        frame = getattr(self.learner, "observed", 0) * self.scale
+        frame = self.frames() * self.scale
         self.rows.append((self.agent, kind, name, float(value), frame))
 
     def __reduce__(self) -> tuple[type, tuple[()]]:
@@ -278,14 +285,16 @@ class LossRecorder(Logger):
         return taken
 
 
-def record_losses(core: Any, trainers: int = 1) -> list[LossRecorder]:
+def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1
+                  ) -> list[LossRecorder]:
     """Give ``core``'s learners (each agent's) and the approximations of their policies and
-    trainers ``LossRecorder`` s: what they log reaches the run's logs as a local run's."""
+    trainers ``LossRecorder`` s (logging at ``frames()``): what they log reaches the run's
+    logs as a local run's."""
     cores = getattr(core, "cores", None)
     names = core.policy.names if cores is not None else [None]
     recorders = []
     for learner, agent in zip(cores or [core], names, strict=True):
-        recorder = learner.logger = LossRecorder(learner, agent, trainers)
+        recorder = learner.logger = LossRecorder(frames, agent, trainers)
         for part in (learner.policy, learner.trainer):
             for approximation in getattr(part, "approximations", dict)().values():
                 approximation.logger = recorder

@@ -177,6 +177,7 @@ class ActorWorker(Worker):
         self._lock = threading.Condition()
         self._stats = _fresh_stats()
         self._finished = False  # its budget spent and the last rows sent
+        self._failed = False  # its loop raised
         self._meta_state: list[Any] | None = None  # (``components_state``: asked, then taken)
         self.sender = None if self.trainer is None else SegmentSender(
             self.trainer, self.sync, index, functools.partial(self._count, key="put_seconds"))
@@ -196,12 +197,13 @@ class ActorWorker(Worker):
 
     def components_state(self, timeout: float = 30.0) -> list[tuple[str, Any]] | None:
         """Each step hooks' component's ``(class name, state_dict())``, taken between two steps
-        (``None``: no step ended within ``timeout`` seconds)."""
+        (``None``: no step ended within ``timeout`` seconds, or its loop failed)."""
         if self.runner.hooks is None:
             return []
         with self._lock:
             self._meta_state = []
-            self._lock.wait_for(lambda: self._finished or self._meta_state, timeout)
+            self._lock.wait_for(lambda: self._finished or self._failed or self._meta_state,
+                                timeout)
             state = self._meta_state or (self._take_state() if self._finished else None)
             self._meta_state = None
             return state
@@ -212,22 +214,28 @@ class ActorWorker(Worker):
     def run(self) -> None:
         """Step envs until ``stop`` (or, its budget spent, send the last rows and wait for it)."""
         pending = None
-        if self.local is not None:
-            self.local.maybe_pull(wait=True)
-            while not self._stop.is_set() and self._within_budget():
-                self._local_step()
-        else:
-            groups = range(len(self.runner.groups))
-            pending = [self._ask(g) for g in groups]
-            while not self._stop.is_set() and self._within_budget():
-                for g in groups:
-                    self.runner.record(g, *self._answer(pending[g]))
-                    self._send_completed()
-                    self.runner.advance(g)
-                    pending[g] = self._ask(g)
-                    self._after_step()
-        if not self._stop.is_set():
-            self._record_last(pending)
+        try:
+            if self.local is not None:
+                self.local.maybe_pull(wait=True)
+                while not self._stop.is_set() and self._within_budget():
+                    self._local_step()
+            else:
+                groups = range(len(self.runner.groups))
+                pending = [self._ask(g) for g in groups]
+                while not self._stop.is_set() and self._within_budget():
+                    for g in groups:
+                        self.runner.record(g, *self._answer(pending[g]))
+                        self._send_completed()
+                        self.runner.advance(g)
+                        pending[g] = self._ask(g)
+                        self._after_step()
+            if not self._stop.is_set():
+                self._record_last(pending)
+        except BaseException:
+            with self._lock:  # (``components_state`` answers at once: no step will end)
+                self._failed = True
+                self._lock.notify_all()
+            raise
         with self._lock:
             self._finished = True
             self._lock.notify_all()
@@ -312,7 +320,8 @@ class ActorWorker(Worker):
         """Hand the trainer the segments that the rows just recorded complete (with
         ``runtime.sync``: trained, and their version loaded, before the env steps on)."""
         segments = self.runner.segments()
-        version = None if self.sender is None else self.sender.send(segments)
+        version = None if self.sender is None else self.sender.send(
+            segments, self.runner.total_frames)
         if self.sync and version is not None:
             self.local.pull_until(version)
 

@@ -127,6 +127,12 @@ class MultiagentEnvExperiment(Experiment):
             return functools.partial(getattr, self.env, "adapter")
         return functools.partial(training_copy, self.env)
 
+    def _act(self) -> None:
+        """``Experiment._act``, each agent's losses logged at the run's frame (as on Ray)."""
+        for logger in self.agent_loggers.values():
+            logger.frame = self.logger.frame
+        super()._act()
+
     def _acts(self, agent: Any, states: StateArray) -> Any:
         return row_actions(agent, states, self.env.possible_agents)
 
