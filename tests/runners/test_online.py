@@ -154,6 +154,11 @@ def test_a_blank_line_in_eval_results_does_not_stop_a_resume(small_ppo, tmp_path
     checkpoint = str(next(tmp_path.rglob("checkpoint.pt")))
     resumed, _ = OnlineRunner(small_ppo, "CartPole-v1", resume_from=checkpoint, **options).run()
     assert resumed["evaluations"] == first["evaluations"]
+    with open(tmp_path / "eval_results.csv", "a") as file:
+        file.write("64,abc,0,1,train_set\n")
+    with pytest.raises(ValueError, match=r"eval_results.csv has a row without a step and a mean "
+                       r"return \(hand-edited\?\): restore the file, or delete the row"):
+        OnlineRunner(small_ppo, "CartPole-v1", resume_from=checkpoint, **options).run()
 
 
 def test_a_new_run_in_the_same_logdir_starts_its_own_eval_results(small_ppo, tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 import random
 import re
 import shutil
@@ -26,8 +27,9 @@ from looprl.experiments.logger import checkpoint_dir, moving_runs
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files", "keep_checkpoints",
-           "load_checkpoint", "load_saved", "numbered_checkpoints", "save_checkpoint"]
+__all__ = ["CHECKPOINT", "check_checkpointing", "check_pickles", "check_run_files",
+           "keep_checkpoints", "load_checkpoint", "load_saved", "numbered_checkpoints",
+           "save_checkpoint"]
 
 CHECKPOINT = "checkpoint.pt"
 _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
@@ -40,6 +42,19 @@ def check_checkpointing(every: int | None, keep: int | None) -> int | None:
         raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
                          "saves: set checkpoint_every too")
     return None if keep is None else int(keep)
+
+
+def check_pickles(parts: dict[str, Any]) -> None:
+    """A one-line ``TypeError`` naming the first of ``parts`` (by name) that a checkpoint cannot
+    hold: before training, not at its first checkpoint."""
+    for name, part in parts.items():
+        try:
+            pickle.dumps(part)
+        except (TypeError, AttributeError, pickle.PicklingError) as error:
+            raise TypeError(f"checkpoint_every is set, but the {name} cannot be checkpointed: "
+                            f"{error}; drop checkpoint_every, or use parts that pickle (a lambda "
+                            "or a local function, in a wrapper or a component, does not)"
+                            ) from None
 
 
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:

@@ -19,7 +19,7 @@ from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
+from looprl.experiments.checkpoint import check_checkpointing, check_pickles, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (
     check_episodes,
@@ -126,6 +126,9 @@ class Experiment:
         self.vector_env = self._vector_env(preset, check_spaces(preset, env))
         self.runner: EnvRunner | None = None  # made by the first train()
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
+        if checkpoint_every is not None:
+            check_pickles({f"environment {env.name}": env, **{
+                f"meta component {type(c).__name__}": c for c in [*preset.meta, *meta]}})
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:

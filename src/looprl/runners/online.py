@@ -110,4 +110,8 @@ class OnlineRunner(Runner):
         keep_until(path, frame)
         rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
         wanted = SETS[1] if any(row[4:] == [SETS[1]] for row in rows) else SETS[0]
-        return [[int(row[0]), float(row[1])] for row in rows if row[4:] in ([], [wanted])]
+        try:
+            return [[int(row[0]), float(row[1])] for row in rows if row[4:] in ([], [wanted])]
+        except (ValueError, IndexError):
+            raise ValueError(f"{path} has a row without a step and a mean return (hand-edited?): "
+                             "restore the file, or delete the row") from None
