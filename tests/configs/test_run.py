@@ -267,6 +267,9 @@ def test_resume_continues_a_run_and_refuses_another_config(tmp_path: Path, capsy
     assert cli(["run", "--resume", str(tmp_path), "algorithm=dqn"]) == 2
     error = capsys.readouterr().err
     assert "was run with another config (" in error and "'classic_control.ppo' -> " in error
+    assert cli(["run", "--resume", str(tmp_path), "runtime=ray"]) == 2
+    assert "was run with another config (runtime.name: 'local' -> 'ray'); resume it" in (
+        capsys.readouterr().err)  # (not the Ray group's 20 other keys)
     assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing overwritten
     run(["--resume", str(tmp_path), "frames=512"])  # a longer budget: trains on
     results = json.loads((tmp_path / "results.json").read_text())["train"]

@@ -181,7 +181,8 @@ def _compose(argv: list[str]) -> Any:
 
 
 def _differences(old: Any, new: Any) -> list[str]:
-    """``key: old -> new`` for every leaf that differs, but the ``ignored`` ones."""
+    """``key: old -> new`` for every leaf that differs, but the ``ignored`` ones and the other
+    keys of a group whose ``name`` differs (``runtime.name: 'local' -> 'ray'`` says it)."""
     from omegaconf import OmegaConf
 
     def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -193,9 +194,11 @@ def _differences(old: Any, new: Any) -> list[str]:
     before = leaves(OmegaConf.to_container(old, resolve=True))
     after = leaves(OmegaConf.to_container(new, resolve=True))
     ignored = ("frames", "resume", "logging.", "runner.num_steps", "keep_checkpoints")
-    return [f"{key}: {before.get(key)!r} -> {after.get(key)!r}"
-            for key in sorted(set(before) | set(after))
-            if not key.startswith(ignored) and before.get(key) != after.get(key)]
+    changed = [key for key in sorted(set(before) | set(after))
+               if not key.startswith(ignored) and before.get(key) != after.get(key)]
+    switched = tuple(key.removesuffix("name") for key in changed if key.endswith(".name"))
+    return [f"{key}: {before.get(key)!r} -> {after.get(key)!r}" for key in changed
+            if key.endswith(".name") or not key.startswith(switched or ("\0",))]
 
 
 def _remove_if_empty(output_dir: Path) -> None:
