@@ -126,12 +126,12 @@ def test_no_checkpoint_and_unpicklable_parts_give_clear_errors(tmp_path) -> None
     with pytest.raises(ValueError, match="checkpoint_every must be positive"):
         make_experiment(preset, env, logdir=str(tmp_path), quiet=True, checkpoint_every=0)
     made = len(list(tmp_path.rglob("results.csv")))
-    with pytest.raises(TypeError, match=r"^checkpoint_every is set, but the meta component "
-                       r"Lambda cannot be checkpointed: .*drop checkpoint_every"):
+    with pytest.raises(TypeError, match=r"^checkpoint_every is set, but the Lambda cannot be "
+                       r"checkpointed: .*drop checkpoint_every"):
         make_experiment(preset, env, logdir=str(tmp_path), quiet=True, meta=[Lambda()],
                         checkpoint_every=100)  # (before training, not at its first checkpoint)
     wrapped = GymEnvironment("CartPole-v1", wrap_env=lambda e: e)
-    with pytest.raises(TypeError, match="the environment CartPole-v1 cannot be checkpointed"):
+    with pytest.raises(TypeError, match="the GymEnvironment CartPole-v1 cannot be checkpointed"):
         make_experiment(preset, wrapped, logdir=str(tmp_path), quiet=True, checkpoint_every=100)
     assert len(list(tmp_path.rglob("results.csv"))) == made  # (no run directory made)
 

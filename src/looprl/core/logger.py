@@ -47,6 +47,12 @@ class Logger:
     def close(self) -> None:
         """Flush and release files."""
 
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 class DummyLogger(Logger):
     """A logger that records nothing but the counters ``frame`` and ``episode``."""

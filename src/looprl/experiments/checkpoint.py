@@ -14,7 +14,7 @@ import pickle
 import random
 import re
 import shutil
-from contextlib import nullcontext
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,11 @@ import torch
 
 from looprl.core.files import load_file
 from looprl.core.suggest import check_count
-from looprl.experiments.logger import checkpoint_dir, moving_runs
+from looprl.experiments.logger import checkpoint_dir
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
 
-__all__ = ["CHECKPOINT", "check_checkpointing", "check_pickles", "check_run_files",
+__all__ = ["CHECKPOINT", "check_checkpointing", "check_run_files",
            "keep_checkpoints", "load_checkpoint", "load_saved", "numbered_checkpoints",
            "save_checkpoint"]
 
@@ -35,26 +35,25 @@ CHECKPOINT = "checkpoint.pt"
 _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 
-def check_checkpointing(every: int | None, keep: int | None) -> int | None:
-    """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``)."""
+def check_checkpointing(every: int | None, keep: int | None, parts: Sequence[Any] = ()
+                        ) -> int | None:
+    """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``); with
+    ``every``, a one-line ``TypeError`` naming the first of ``parts`` (an environment, meta
+    components) that a checkpoint cannot hold: before training, not at its first checkpoint."""
     check_count(optional=True, checkpoint_every=every, keep_checkpoints=keep)
     if keep is not None and every is None:
         raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
                          "saves: set checkpoint_every too")
-    return None if keep is None else int(keep)
-
-
-def check_pickles(parts: dict[str, Any]) -> None:
-    """A one-line ``TypeError`` naming the first of ``parts`` (by name) that a checkpoint cannot
-    hold: before training, not at its first checkpoint."""
-    for name, part in parts.items():
+    for part in parts if every is not None else ():
         try:
             pickle.dumps(part)
         except (TypeError, AttributeError, pickle.PicklingError) as error:
+            name = f"{type(part).__name__} {getattr(part, 'name', '')}".strip()
             raise TypeError(f"checkpoint_every is set, but the {name} cannot be checkpointed: "
                             f"{error}; drop checkpoint_every, or use parts that pickle (a lambda "
                             "or a local function, in a wrapper or a component, does not)"
                             ) from None
+    return None if keep is None else int(keep)
 
 
 def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: bool = True) -> Path:
@@ -153,7 +152,7 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
         for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
             if not (path.parent / name).is_file():  # are gone, its header is not)
                 (path.parent / name).write_text(header + "\n", encoding="utf-8")
-    with nullcontext() if run_name is None else moving_runs(), checkpoint_dir(path.parent):
+    with checkpoint_dir(path.parent):
         state = load_saved(path)
     experiment = state["experiment"]
     if run_name is not None:

@@ -19,7 +19,7 @@ from looprl.core.suggest import check_count
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.experiments.checkpoint import check_checkpointing, check_pickles, save_checkpoint
+from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
 from looprl.experiments.diagnose import explain_divergence
 from looprl.experiments.episodes import (
     check_episodes,
@@ -125,10 +125,9 @@ class Experiment:
                  keep_checkpoints: int | None = None):
         self.vector_env = self._vector_env(preset, check_spaces(preset, env))
         self.runner: EnvRunner | None = None  # made by the first train()
-        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
-        if checkpoint_every is not None:
-            check_pickles({f"environment {env.name}": env, **{
-                f"meta component {type(c).__name__}": c for c in [*preset.meta, *meta]}})
+        components = [*preset.meta, *meta]
+        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
+                                                    [env, *components])
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if seed is not None:
@@ -148,7 +147,6 @@ class Experiment:
         self.test_returns: Any = []
         self._nonfinite_episode: tuple[int, int] | None = None  # (episode from 1, last frame)
         self.hub: MetaHub | None = None
-        components = [*preset.meta, *meta]
         if components:
             self._attach(components)
 
@@ -201,8 +199,7 @@ class Experiment:
             prepare(self.frame)
 
     def train(self, frames: float = math.inf, episodes: float = math.inf) -> None:
-        """Train until ``frames`` frames or ``episodes`` episodes have passed; a later call
-        continues the episodes (unless the environment ``needs_reset``)."""
+        """Train until ``frames`` frames or ``episodes`` episodes in all; a later call goes on."""
         if math.isinf(frames) and math.isinf(episodes):
             raise ValueError("train() needs a budget: frames=... or episodes=...")
         total = int(frames) if math.isfinite(frames) else 0

@@ -32,13 +32,11 @@ from looprl.core.logger import DummyLogger, Logger
 from looprl.core.suggest import check_count
 from looprl.experiments import run_files as files
 
-__all__ = ["ExperimentLogger", "MemoryLogger", "RecordingLogger", "checkpoint_dir", "mean_return",
-           "moving_runs"]
+__all__ = ["ExperimentLogger", "MemoryLogger", "RecordingLogger", "checkpoint_dir", "mean_return"]
 
 log = logging.getLogger(__name__)
 
 _WINDOW = 100
-_MOVING: ContextVar[bool] = ContextVar("looprl_moving_runs", default=False)
 _CHECKPOINT_DIR: ContextVar[Path | None] = ContextVar("looprl_checkpoint_dir", default=None)
 
 
@@ -47,16 +45,6 @@ def mean_return(returns: Iterable[float], last: int | None = None) -> float:
     it on both runtimes (``nan``: none)."""
     values = list(returns)[-last:] if last is not None else list(returns)
     return float(np.mean(values)) if values else math.nan
-
-
-@contextmanager
-def moving_runs() -> Iterator[None]:
-    """Loggers unpickled in this block leave their run directory alone (see ``start_run``)."""
-    token = _MOVING.set(True)
-    try:
-        yield
-    finally:
-        _MOVING.reset(token)
 
 
 @contextmanager
@@ -158,8 +146,6 @@ class ExperimentLogger(Logger):
         run_info: more entries of ``run.json`` (non-JSON values as their ``repr``).
     """
 
-    _resumed = False  # loaded from a checkpoint, nothing written since (``_continue``)
-
     def __init__(self, agent_name: str, env_name: str, logdir: str = "runs",
                  verbose: bool = True, loss_every: int = 1, wandb: dict[str, Any] | None = None,
                  run_name: str | None = None, run_info: dict[str, Any] | None = None) -> None:
@@ -172,6 +158,7 @@ class ExperimentLogger(Logger):
 
     def _open(self, run_name: str | None, run_info: dict[str, Any] | None) -> None:
         """Claim the run directory and start its files."""
+        self._resumed = False  # (loaded, nothing written since: ``_start_writing``)
         parent = Path(self._logdir) / files.safe_component(self.agent_name)
         if run_name is not None:
             parent = parent / files.safe_component(self.env_name)
@@ -229,9 +216,9 @@ class ExperimentLogger(Logger):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue a checkpoint's run directory: its first write drops what the directory
-        holds from after the checkpoint (``_continue``); loaded to be looked at, or moving to
-        another run directory (``moving_runs``), it leaves the directory alone."""
+        """Continue a checkpoint's run directory: its first write drops what the directory holds
+        from after the checkpoint (``_start_writing``); loaded to be looked at, or to go on in
+        another run directory (``start_run``), it leaves the directory alone."""
         self.__dict__.update({"_mean": None, **state})
         relative, folder = self.__dict__.pop("_relative", None), _CHECKPOINT_DIR.get()
         if relative is not None and folder is not None:  # (where the checkpoint is now)
@@ -239,19 +226,16 @@ class ExperimentLogger(Logger):
                                           for key in ("_logdir", "log_dir"))
             self._returns_path = Path(self.log_dir) / self._returns_path.name
             self._returns100_path = Path(self.log_dir) / self._returns100_path.name
-        self._writer, self._wandb = None, None
-        self._resumed = not _MOVING.get()
+        self._writer, self._wandb, self._resumed = None, None, True
 
-    def _continue(self) -> None:
+    def _start_writing(self) -> None:
         """Before a resumed run's first write: cut its files back to the checkpoint, reopen the
-        event file (and the W&B run)."""
+        event file (and the W&B run); nothing to do for a run that writes already."""
+        if not self._resumed:
+            return
         self._resumed = False
-        written = self._n_returns - len(self._pending_rows)
-        files.keep_until(self._returns_path, written, column=1)  # (its episode column)
-        files.keep_rows(self._returns100_path, lambda index, _: index < self._n_returns // _WINDOW)
-        for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
-            files.keep_until(Path(self.log_dir) / table, self.frame)
-        files.keep_events(Path(self.log_dir), self.frame, self.episode, self._episode_tags)
+        files.cut_back(Path(self.log_dir), self._n_returns - len(self._pending_rows),
+                       self._n_returns // _WINDOW, self.frame, self.episode, self._episode_tags)
         self._open_writer(self._pending_scalars)
         if self._wandb_options is not None:
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
@@ -259,8 +243,7 @@ class ExperimentLogger(Logger):
     def _scalar(self, tag: str, value: Any, step: str | int) -> None:
         """Write one scalar (``float()`` only for written values) at ``self.frame`` or
         ``self.episode``, as ``step`` says."""
-        if self._resumed:
-            self._continue()
+        self._start_writing()
         count = _step(self, step)
         if step == "episode":
             self._episode_tags.add(tag)
@@ -282,19 +265,16 @@ class ExperimentLogger(Logger):
         self.last_losses[name] = value
         if not self.verbose:
             return
-        if self.loss_every > 1:
-            calls = self._loss_calls.get(name, 0)
-            self._loss_calls[name] = calls + 1
-            if calls % self.loss_every:
-                return
+        calls = self._loss_calls[name] = self._loss_calls.get(name, -1) + 1
+        if calls % self.loss_every:
+            return
         self._scalar("loss/" + name, value, step)
         self._loss_rows.append((self.frame, name, value))
 
     def add_hyperparameters(self, values: dict[str, Any]) -> None:
         """Buffer a ``hyperparameters.csv`` row (verbose only)."""
         if self.verbose:
-            if self._resumed:
-                self._continue()
+            self._start_writing()
             self._hp_rows.append((self.frame, values))
 
     def add_hparams(self, hparam_dict: dict[str, Any], metric_dict: dict[str, Any],
@@ -305,8 +285,7 @@ class ExperimentLogger(Logger):
         kinds = (int, float, str, bool, torch.Tensor)
         hparams = {k: v for k, v in hparam_dict.items() if isinstance(v, kinds)}
         metrics = {k: float(v) for k, v in metric_dict.items()}
-        if self._resumed:
-            self._continue()
+        self._start_writing()
         self._hand_scalars()
         self._writer.add_hparams(hparams, metrics, run_name=".", global_step=count)
 
@@ -342,8 +321,7 @@ class ExperimentLogger(Logger):
             self._scalar(f"summary/{name}/{key}", stat, step)
 
     def flush(self) -> None:
-        """Write the buffered CSV rows and flush the event file (nothing was written since a
-        checkpoint was loaded: nothing to do)."""
+        """Write the buffered rows and flush the event file (a resumed run: once it writes)."""
         if self._resumed:
             return
         self._write_rows()
@@ -364,12 +342,6 @@ class ExperimentLogger(Logger):
         if self._wandb is not None:
             self._wandb.finish()
             self._wandb = None
-
-    def __enter__(self) -> ExperimentLogger:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @property
     def mean_return100(self) -> float:
@@ -399,8 +371,6 @@ class ExperimentLogger(Logger):
         """Write test returns (or named sets, ``{"train_set": [...], ...}``) to
         ``test_returns.csv`` (``return``, or ``set,return``), ``eval/.../returns/mean`` and
         summaries (also after ``close``: then close again)."""
-        if self._resumed:
-            self._continue()
         sets = dict(returns) if isinstance(returns, dict) else {None: returns}
         named = None not in sets
         lines = ["set,return" if named else "return"]

@@ -15,7 +15,7 @@ from typing import Any
 from looprl.core.files import check_writable
 
 __all__ = ["CSV_HEADERS", "append_lines", "check_header", "claim_run_dir", "json_text",
-           "json_value", "keep_events", "keep_rows", "keep_until", "safe_component",
+           "cut_back", "json_value", "keep_events", "keep_rows", "keep_until", "safe_component",
            "write_run_json", "write_tables"]
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,18 @@ def keep_until(path: Path, last: float, column: int = 0) -> None:
         return False
 
     keep_rows(path, keep)
+
+
+def cut_back(run_dir: Path, episodes: int, windows: int, frame: int, episode: int,
+             episode_tags: set[str]) -> None:
+    """Cut ``run_dir``'s files back to a checkpoint: ``results.csv`` to its first ``episodes``
+    episodes, ``returns100.csv`` to ``windows`` rows, the tables and the TensorBoard events
+    to ``frame`` (the tags counted in episodes, ``episode_tags``: to ``episode``)."""
+    keep_until(run_dir / "results.csv", episodes, column=1)  # (its episode column)
+    keep_rows(run_dir / "returns100.csv", lambda index, _: index < windows)
+    for table in ("losses.csv", "hyperparameters.csv", "log.csv"):
+        keep_until(run_dir / table, frame)
+    keep_events(run_dir, frame, episode, episode_tags)
 
 
 def keep_events(log_dir: Path, frame: int, episode: int, episode_tags: set[str]) -> None:
