@@ -131,6 +131,12 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="Unknown PLR scoring strategy 'td'. Valid: random, "
                                          "policy_entropy.*value_l1"):
         PLR(strategy="td")
+    # were: NaN or exploding scores, and a repeated level that stayed unseen for ever
+    for kwargs in ({"gamma": float("nan")}, {"lam": 2.0}):
+        with pytest.raises(ValueError, match=r"gamma and lam must lie in \[0, 1\]"):
+            PLR(**kwargs)
+    with pytest.raises(ValueError, match=r"PLR levels must be distinct, got \[1, 1, 2\]"):
+        PLR(levels=[1, 1, 2])
     plr = PLR()
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         plr.setup({"env": GymEnvironment("CartPole-v1")})
@@ -384,3 +390,13 @@ def test_plr_keeps_only_its_latest_choices():
         plr.score_and_choose(metrics)
     assert len(plr.choices) == KEPT_CHOICES and plr.episodes == KEPT_CHOICES + 5
     assert plr.choices[-1][1] == contextual_envs(env)[0].next_instance
+
+
+def test_the_random_strategy_picks_levels_uniformly():
+    """``random`` is domain randomization, as in the paper's code and Mighty (was: random
+    scores, rank-prioritized: one level took nearly every replay)."""
+    plr = PLR(strategy="random", levels=list(range(4)), seed=0)
+    for level in range(4):
+        plr.update_score(level, episode_score("random", torch.zeros(1), rng=plr.rng))
+    counts = np.bincount([plr.sample_level()[0] for _ in range(4000)], minlength=4)
+    assert counts.min() > 900, counts

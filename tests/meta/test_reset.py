@@ -143,6 +143,11 @@ def test_bad_layer_names_and_options_raise_clearly():
         NetworkReset(every=1, layers=["head"], last=1)
     with pytest.raises(ValueError, match="every must be"):
         NetworkReset(every=0)
+    # were: no layer reset without a word, and NaN weights at the first reset
+    with pytest.raises(ValueError, match=r"layers=\[\] names no layer"):
+        NetworkReset(every=1, layers=[])
+    with pytest.raises(ValueError, match="shrink must be a finite number, got nan"):
+        NetworkReset(every=1, mode="shrink_perturb", shrink=float("nan"))
 
 
 def test_the_trainer_workers_learner_resets_the_trained_policys_network():

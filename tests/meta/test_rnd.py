@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -186,6 +189,13 @@ def test_bad_networks_raise_clear_errors():
     ({"batch_size": -3}, "batch_size must be positive"),
     ({"internal_reward_weight": float("nan")}, "internal_reward_weight must be a finite"),
     ({"resolution": 0.0}, "resolution must be positive"),
+    # were: NaN rewards, the optimizer's "Invalid learning rate" at the first step, "'int'
+    # object is not iterable", torch's list of device types
+    ({"alpha": float("nan")}, "alpha must be a finite number"),
+    ({"lr": -1e-3}, "lr must be positive"),
+    ({"hidden": 64}, r"hidden must be a sequence of layer sizes like \(256, 256\), got 64"),
+    ({"hidden": (64, 0)}, r"hidden\[1\] must be positive"),
+    ({"device": "gpu"}, "Unknown device 'gpu'"),
 ])
 def test_bad_arguments_are_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -285,6 +295,30 @@ def test_noveld_state_dict_keeps_visits():
     noveld.get_reward(noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2)))
     restored = NovelD(obs_shape=(2,))
     restored.load_state_dict(noveld.state_dict())
+    metrics = noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2))
+    restored.get_reward(metrics)
+    assert metrics["transition"]["intrinsic_reward"].item() == 0.0
+
+
+_SAVE_VISITS = """
+import sys, torch
+from looprl.meta.rnd import NovelD
+noveld = NovelD(seed=0, obs_shape=(2,))
+noveld.get_reward({"transition": {"state": torch.zeros(1, 2), "next_state": torch.ones(1, 2),
+                                  "reward": torch.zeros(1)}})
+torch.save(noveld.state_dict(), sys.argv[1])
+"""
+
+
+def test_noveld_visits_survive_a_resume_in_another_process(tmp_path):
+    """Visits saved by a process with another string-hash seed still count (were: keyed by
+    ``hash(bytes)``, so a resumed run rewarded the cells its episode had visited)."""
+    seed = str(int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 1)  # not this process's
+    path = tmp_path / "noveld.pt"
+    subprocess.run([sys.executable, "-c", _SAVE_VISITS, str(path)], check=True,
+                   env={**os.environ, "PYTHONHASHSEED": seed})
+    restored = NovelD(obs_shape=(2,))
+    restored.load_state_dict(torch.load(path, weights_only=False))
     metrics = noveld_metrics(torch.zeros(1, 2), torch.ones(1, 2))
     restored.get_reward(metrics)
     assert metrics["transition"]["intrinsic_reward"].item() == 0.0

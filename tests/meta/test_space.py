@@ -32,15 +32,15 @@ def end_both(space: SPaCE, metrics: dict, returns: float) -> int:
 
 def test_set_grows_at_plateaus_and_stays_while_improving():
     env = two_copies()
-    space = SPaCE(initial_size=2, increment=1, eta=1.0, check_every=2, measure="return")
+    space = SPaCE(initial_size=2, increment=1, eta=0.02, check_every=2, measure="return")
     metrics = {"env": env, "policy": None}
     space.setup(metrics)
     assert metrics["log/space/instance_set_size"] == 2
     assert [w.instance_ids for w in contextual_envs(env)] == [[0, 1], [0, 1]]  # given order
     returns = [10, 20, 30, 30.5, 40, 60, 60.2, 60.1, 61.5, 61.6, 61.6, 61.6]
     sizes = [end_both(space, metrics, r) for r in returns]
-    # baseline, +10, +10: stay; +0.5: grow; +9.5, +20: stay; +0.2, -0.1: grow twice;
-    # +1.4: stay; +0.1: grow to the full set, which then stays
+    # baseline, +100%, +50%: stay; +1.7%: grow; +31%, +50%: stay; +0.3%, -0.2%: grow twice;
+    # +2.3%: stay; +0.2%: grow to the full set, which then stays
     assert sizes == [2, 2, 2, 3, 3, 3, 4, 5, 5, 6, 6, 6]
     assert [w.instance_ids for w in contextual_envs(env)] == [list(range(6))] * 2
     assert COMPONENTS["space"] is SPaCE
@@ -82,6 +82,9 @@ def test_bad_inputs():
         SPaCE(measure="reward")
     with pytest.raises(ValueError, match="increment must be positive"):
         SPaCE(increment=0)
+    with pytest.raises(ValueError, match=r"eta must be a finite number >= 0 \(a relative "
+                       r"change\), got nan"):
+        SPaCE(eta=float("nan"))  # was: a set that never grew
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         SPaCE().setup({"env": GymEnvironment("CartPole-v1")})
 

@@ -11,9 +11,10 @@ it replays a seen level with probability
     P_C(i) ∝ c - C_i                (c: episodes scored so far, C_i: c when i was last scored),
 
 else an unseen level. The scores (``STRATEGIES``) are means over the episode's steps, from
-``metrics['policy'].logits_and_values``. Logs ``log/plr/mean_score``, ``log/plr/seen`` and
-``log/plr/replay_share``. On Ray every strategy but ``random`` needs
-``runtime.policy_workers=0``.
+``metrics['policy'].logits_and_values``; ``random`` picks every level uniformly (domain
+randomization: the baseline of the paper's code and Mighty's ``sample_strategy='random'``).
+Logs ``log/plr/mean_score``, ``log/plr/seen`` and ``log/plr/replay_share``. On Ray every
+strategy but ``random`` needs ``runtime.policy_workers=0``.
 """
 
 from __future__ import annotations
@@ -115,9 +116,10 @@ class PLR(MetaComponent):
                  levels: Sequence[int] | None = None, seed: int | None = None):
         super().__init__()
         self.strategy = check_choice("PLR scoring strategy", strategy, STRATEGIES)
-        if not 0.0 <= replay_prob <= 1.0 or not 0.0 <= rho <= 1.0 or not 0.0 < score_ema <= 1.0:
-            raise ValueError(f"replay_prob and rho must lie in [0, 1] and score_ema in (0, 1], "
-                             f"got {replay_prob}, {rho}, {score_ema}")
+        if not all(0.0 <= p <= 1.0 for p in (replay_prob, rho, gamma, lam)) or not (
+                0.0 < score_ema <= 1.0):
+            raise ValueError(f"replay_prob, rho, gamma and lam must lie in [0, 1] and score_ema "
+                             f"in (0, 1], got {replay_prob}, {rho}, {gamma}, {lam}, {score_ema}")
         check_positive(beta=beta)
         self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
@@ -150,6 +152,9 @@ class PLR(MetaComponent):
         self.levels = [int(level) for level in levels]
         if not self.levels:
             raise ValueError("PLR needs at least one level")
+        if len(set(self.levels)) < len(self.levels):
+            raise ValueError(f"PLR levels must be distinct, got {self.levels}: each level "
+                             "is scored once")
         n = len(self.levels)
         self.scores, self.seen = np.zeros(n), np.zeros(n, dtype=bool)
         self.last_played = np.zeros(n, dtype=np.int64)
@@ -187,6 +192,9 @@ class PLR(MetaComponent):
 
     def sample_level(self) -> tuple[int, bool]:
         """The next level and whether it is a replay (the paper's Algorithm 1)."""
+        if self.strategy == "random":  # (uniform: no score decides)
+            index = int(self.rng.integers(len(self.levels)))
+            return self.levels[index], bool(self.seen[index])
         unseen = np.flatnonzero(~self.seen)
         n_seen = len(self.levels) - len(unseen)
         replay = n_seen > 0 and (len(unseen) == 0 or (

@@ -11,6 +11,7 @@ Observation normalization is left to the environment's preprocessing.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_count, check_positive, is_number
+from looprl.core.suggest import check_count, check_device, check_positive, is_number
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -120,6 +121,11 @@ class RND(MetaComponent):
                              f"nn.Module or one of: {', '.join(names)}")
         check_count(update_every=update_every, gradient_steps=gradient_steps,
                     batch_size=batch_size, buffer_size=buffer_size, feature_dim=feature_dim)
+        check_positive(lr=lr)
+        if isinstance(hidden, str) or not isinstance(hidden, Sequence):
+            raise ValueError(f"hidden must be a sequence of layer sizes like (256, 256), got "
+                             f"{hidden!r}")
+        check_count(**{f"hidden[{i}]": size for i, size in enumerate(hidden)})
         if not (is_number(internal_reward_weight) and math.isfinite(internal_reward_weight)):
             raise ValueError(f"internal_reward_weight must be a finite number, got "
                              f"{internal_reward_weight!r}")
@@ -128,7 +134,7 @@ class RND(MetaComponent):
         self.lr, self.batch_size = float(lr), int(batch_size)
         self.gradient_steps, self.update_every = int(gradient_steps), int(update_every)
         self._update_calls = 0
-        self.device, self.seed = torch.device(device), seed
+        self.device, self.seed = torch.device(check_device(device)), seed
         self._network_seed = seed  # (or the run's: ``seed_run``)
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.rnd_net: RNDNetwork | None = None  # built with the optimizer, for obs_shape
@@ -303,6 +309,12 @@ def probe(module: nn.Module, shape: tuple[int, ...], network: Any) -> nn.Module:
     return module
 
 
+def cell_key(row: np.ndarray) -> bytes:
+    """A short key of one cell, the same in every process (``hash`` of bytes is not: a
+    checkpoint's visits would not match after a resume)."""
+    return hashlib.blake2b(row.tobytes(), digest_size=8).digest()
+
+
 class NovelD(RND):
     """NovelD (Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2012.08621): the bonus
     ``max(N(s') - alpha * N(s), 0)`` with ``N`` the RND error, times ``1[first visit of s'
@@ -316,8 +328,10 @@ class NovelD(RND):
                  **kwargs: Any):
         super().__init__(**kwargs)
         check_positive(resolution=resolution)
+        if not (is_number(alpha) and math.isfinite(alpha)):
+            raise ValueError(f"alpha must be a finite number, got {alpha!r}")
         self.alpha, self.episodic, self.resolution = float(alpha), episodic, float(resolution)
-        self.visited: list[set[int]] = []
+        self.visited: list[set[bytes]] = []
         if episodic:
             self.post_episode_methods.append(self.reset_episodes)
 
@@ -337,7 +351,7 @@ class NovelD(RND):
         if observations.is_floating_point() or self.resolution != 1.0:
             cells = torch.floor(observations.double() / self.resolution).to(torch.int64)
         rows = cells.cpu().numpy()
-        keys = [hash(row.tobytes()) for row in rows.reshape(len(rows), -1)]
+        keys = [cell_key(row) for row in rows.reshape(len(rows), -1)]
         copies = range(len(keys)) if copies is None else [int(i) for i in copies]
         self.visited += [set() for _ in range(max(copies, default=-1) + 1 - len(self.visited))]
         seen = [self.visited[i] for i in copies]

@@ -3,20 +3,22 @@
 SPaCE (Eimer et al., ICML 2021, https://arxiv.org/abs/2106.05009) trains first on the
 instances the agent values most. Every ``check_every`` ended episodes it measures ``P``: the
 mean ``V(s_0)`` over the current set (``measure='value'``; start states reset with ``seed``)
-or the mean return of the window's episodes (``'return'``). If ``P_now - P_before < eta`` the
-set grows by ``increment`` instances, highest ``V(s_0)`` first. Logs
+or the mean return of the window's episodes (``'return'``). If it changed by at most ``eta``
+of itself, ``|P_now - P_before| <= eta * |P_before|`` (Mighty's relative criterion), the set
+grows by ``increment`` instances, highest ``V(s_0)`` first. Logs
 ``log/space/instance_set_size``.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_choice, check_count
+from looprl.core.suggest import check_choice, check_count, is_number
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import logits_and_values
@@ -35,6 +37,8 @@ class SPaCE(MetaComponent):
                  check_every: int = 10, measure: str = "value", seed: int | None = 0):
         super().__init__()
         check_count(initial_size=initial_size, increment=increment, check_every=check_every)
+        if not (is_number(eta) and math.isfinite(eta) and eta >= 0):
+            raise ValueError(f"eta must be a finite number >= 0 (a relative change), got {eta!r}")
         self.initial_size, self.increment = int(initial_size), int(increment)
         self.eta, self.check_every = float(eta), int(check_every)
         self.measure = check_choice("SPaCE measure", measure, ("value", "return"))
@@ -93,7 +97,8 @@ class SPaCE(MetaComponent):
         return metrics
 
     def evaluate(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """Count the ended episodes; at each check, grow the set if improvement < eta."""
+        """Count the ended episodes; at each check, grow the set if ``P`` changed by at most
+        ``eta`` of itself."""
         self.setup(metrics)
         self._window += [float(r) for r in metrics["episode_returns"]]
         self._episodes += int(metrics["ended"].sum())
@@ -118,7 +123,8 @@ class SPaCE(MetaComponent):
         self._window = []
         self.history.append(now)
         before, self.last = self.last, now
-        if before is not None and now - before < self.eta and self.size < len(self.contexts):
+        if before is not None and abs(now - before) <= self.eta * abs(before) and (
+                self.size < len(self.contexts)):
             rest = [i for i in self.contexts if i not in self.current]
             self.current += self._by_value(metrics, rest)[: self.increment]
             self._write(metrics)
