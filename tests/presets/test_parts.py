@@ -115,6 +115,11 @@ def test_settings_of_a_part_not_chosen_warn_with_the_part_to_choose(cartpole, ca
     assert not caplog.records
     _agent(cartpole, buffer="prioritized", alpha=0.7, n_steps=3)  # (defaults: no warning)
     assert not caplog.records
+    from looprl.presets.classic_control import rainbow
+    rainbow.env(cartpole).hyperparameters(initial_exploration=0.5).device("cpu").build()
+    assert [r.getMessage() for r in caplog.records] == [  # (epsilon 0 with noisy nets)
+        "rainbow: initial_exploration takes effect only with noisy=False (noisy nets explore "
+        "instead): choose it, or drop initial_exploration"]
 
 
 def test_prioritized_replay_takes_alpha_0_sac_temperature_does_not(cartpole) -> None:

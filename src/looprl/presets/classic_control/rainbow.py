@@ -55,5 +55,11 @@ class RainbowClassicControlPreset(QPreset):
         hp = self.hyperparameters
         return self._q_policy(q, 0.0 if hp["noisy"] else epsilon_schedule(hp))
 
+    def idle(self) -> dict[str, str]:
+        """``QPreset.idle``; with noisy nets (epsilon 0) the epsilon schedule's settings."""
+        keys = ("initial_exploration", "final_exploration", "final_exploration_step")
+        return {**super().idle(), **dict.fromkeys(keys if self.hyperparameters["noisy"] else (),
+                                                  "noisy=False (noisy nets explore instead)")}
+
 
 rainbow = PresetBuilder("rainbow", default_hyperparameters, RainbowClassicControlPreset)
