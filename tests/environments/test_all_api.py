@@ -2,6 +2,7 @@
 import ...`` with ``looprl`` in place of ``all``)."""
 
 import gymnasium
+import numpy as np
 import pytest
 import torch
 
@@ -54,6 +55,21 @@ def test_duplicate_environment_bad_input() -> None:
         DuplicateEnvironment([env, env])
     with pytest.raises(TypeError, match="duplicate"):
         DuplicateEnvironment([object()])
+
+
+def test_duplicate_environment_of_different_environments_is_one_line() -> None:
+    """Two games of one observation shape (Breakout's 4 actions, Pong's 6) played silently in
+    the first one's action space."""
+    pytest.importorskip("ale_py")
+    with pytest.raises(ValueError, match=r"^DuplicateEnvironment steps copies of one "
+                       r"environment, but Pong .*Discrete\(6\), Breakout .*Discrete\(4\)"):
+        DuplicateEnvironment([AtariEnvironment("Breakout"), AtariEnvironment("Pong")])
+    with pytest.raises(ValueError, match=r"MountainCar-v0 has observations .*\(2,\)"):
+        DuplicateEnvironment([GymEnvironment("CartPole-v1"), GymEnvironment("MountainCar-v0")])
+    one = np.ones(1, np.float32)  # (other bounds of one shape: a copy of another context)
+    bounds = GymEnvironment("Pendulum-v1", wrap_env=lambda env: gymnasium.wrappers.RescaleAction(
+        env, -one, one))
+    assert DuplicateEnvironment([GymEnvironment("Pendulum-v1"), bounds]).num_envs == 2
 
 
 def test_gym_vector_environment_with_alls_signature() -> None:
@@ -119,6 +135,16 @@ def test_seed_seeds_the_next_reset_and_the_copies_as_alls() -> None:
     assert torch.equal(env.duplicate(2).reset().observation, copies)
     with pytest.raises(ValueError, match="CartPole-v1: a seed is a whole number >= 0, got -1"):
         env.seed(-1)
+
+
+def test_seed_of_a_duplicate_environment_seeds_its_next_reset() -> None:
+    """ALL's ``env.seed(s)`` on a ``DuplicateEnvironment`` was taken and did nothing."""
+    env = DuplicateEnvironment([GymEnvironment("CartPole-v1") for _ in range(2)])
+    seeded = DuplicateEnvironment([GymEnvironment("CartPole-v1") for _ in range(2)])
+    env.seed(3)
+    first = seeded.reset(seed=3).observation
+    assert torch.equal(env.reset().observation, first)
+    assert not torch.equal(env.reset().observation, first)  # (one reset only)
 
 
 def test_seed_of_a_multiagent_environment_seeds_its_next_reset() -> None:

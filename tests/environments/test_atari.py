@@ -115,6 +115,25 @@ def test_same_seed_same_frames() -> None:
         assert torch.equal(first.step(int(a)).observation, second.step(int(a)).observation)
 
 
+def test_alls_seed_seeds_the_next_reset_as_the_constructors_seed() -> None:
+    """``env.seed(s)`` (ALL's) was kept for ``duplicate`` only: the next reset was random."""
+    actions = np.random.default_rng(2).integers(0, 4, 20)
+
+    def played(env: AtariEnvironment) -> list[torch.Tensor]:
+        return [env.reset().observation] + [env.step(int(a)).observation for a in actions]
+
+    seeded, later = AtariEnvironment("Breakout", seed=3), AtariEnvironment("Breakout")
+    later.seed(3)
+    assert all(map(torch.equal, played(seeded), played(later)))
+    vector = AtariVectorEnvironment("Breakout", 2, num_threads=1)
+    vector.seed(3)
+    assert torch.equal(vector.reset().observation, seeded.duplicate(2).reset().observation)
+    given = AtariVectorEnvironment("Breakout", 2, seed=3, num_threads=1)
+    for env in (vector, given):  # checkpoints derive their reset seeds from it too
+        env.prepare_checkpoint(1000)
+    assert torch.equal(vector.reset().observation, given.reset().observation)
+
+
 def test_duplicate_is_a_native_vector_env_with_next_step_autoreset() -> None:
     env = AtariEnvironment("Breakout", seed=5)
     vector = env.duplicate(3)
@@ -148,6 +167,13 @@ def test_vector_copy_has_the_same_options() -> None:
     assert copy.reset().observation.shape == vector.reset().observation.shape
     vector.close()
     copy.close()
+
+
+def test_a_step_before_reset_is_one_line_naming_the_game() -> None:
+    for env in (AtariEnvironment("Pong"), AtariVectorEnvironment("Pong", 2, num_threads=1)):
+        with pytest.raises(RuntimeError, match=r"^Call reset\(\) on Pong before step\(\)$"):
+            env.step(torch.zeros(env.num_envs, dtype=torch.long) if hasattr(env, "n_envs") else 0)
+        env.close()
 
 
 def test_out_of_range_actions_are_refused_before_ale_sees_them() -> None:

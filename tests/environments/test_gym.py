@@ -335,6 +335,20 @@ def test_integer_observations_become_float32() -> None:
     assert batch.dtype == torch.float32 and batch.shape == (2, 16)
 
 
+def test_tuple_observations_are_one_row_per_copy_in_every_vector_environment() -> None:
+    """Blackjack's ``Tuple`` of three numbers is a ``(3,)`` observation; its vector environment
+    gives a tuple of three batches, which became ``(3, n)`` (a ``StateArray`` error)."""
+    env = GymEnvironment("Blackjack-v1")
+    assert env.reset(seed=0).observation.shape == (3,)
+    native = env.duplicate(2)
+    listed = DuplicateEnvironment([GymEnvironment("Blackjack-v1") for _ in range(2)])
+    assert torch.equal(native.reset(seed=0).observation, listed.reset(seed=0).observation)
+    for _ in range(3):  # (stick: both copies' episodes end, and autoreset)
+        stepped = native.step(torch.zeros(2, dtype=torch.long)).observation
+        assert stepped.shape == (2, 3)
+        assert torch.equal(stepped, listed.step(torch.zeros(2, dtype=torch.long)).observation)
+
+
 def test_flat_uint8_observations_become_float32_and_uint8_images_stay() -> None:
     """A flat ``uint8`` observation is no image: the presets' MLPs take it as ``float32`` (it
     stayed ``uint8``: torch's "mat1 and mat2 must have the same dtype" in every preset)."""

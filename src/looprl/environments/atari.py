@@ -51,6 +51,11 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         """The next reset without a seed uses ``derived_seed(run's seed, frame)``."""
         self._seed = derived_seed(self._root_seed, frame, self.n_envs)
 
+    def seed(self, seed: int) -> None:
+        """Seed the next reset and the checkpoints' (as the constructor's ``seed``)."""
+        super().seed(seed)
+        self._root_seed = self.given_seed
+
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the emulator and the current batch."""
         return {**self.__dict__, "env": None, "_state": None}
@@ -86,6 +91,8 @@ class AtariVectorEnvironment(NumpyVectorEnvironment):
         if self.needs_reset:
             raise RuntimeError(f"{self.name} was restored from a checkpoint, which cannot hold "
                                "the emulator's state: reset() it before step()")
+        if self._frame is None:  # (ale-py's words: "last_recv_env_ids_ is uninitialized")
+            raise RuntimeError(f"Call reset() on {self.name} before step()")
         actions = discrete_actions(as_numpy(action), self.action_space, self.n_envs)
         n = self.action_space.n
         if actions.min() < 0 or actions.max() >= n:  # (ale-py hangs on an out-of-range one)
@@ -144,6 +151,11 @@ class AtariEnvironment(Environment):
 
     def prepare_checkpoint(self, frame: int) -> None:
         self._vector.prepare_checkpoint(frame)
+
+    def seed(self, seed: int) -> None:
+        """Seed the next ``reset`` (the emulator's) and the copies ``duplicate`` makes."""
+        self._vector.seed(seed)
+        self.given_seed = self._vector.given_seed
 
     def __getstate__(self) -> dict[str, Any]:
         """Without the current state (a restored copy resets)."""

@@ -62,7 +62,8 @@ class DuplicateEnvironment(VectorEnvironment):
         return self.envs[0].action_space
 
     def reset(self, seed: int | None = None) -> StateArray:
-        """Reset every copy (copy ``i`` with ``seed + i``, when given)."""
+        """Reset every copy (copy ``i`` with ``seed + i``, when given or set by ``seed``)."""
+        seed, self._seed = (self._seed if seed is None else seed), None
         self._over[:] = True
         self._advance(None, seed)
         return self.state
@@ -211,4 +212,19 @@ def _checked(envs: Any) -> list[Environment]:
     if len({id(env) for env in envs}) < len(envs):
         raise ValueError("DuplicateEnvironment got the same environment more than once: give "
                          "distinct objects, e.g. [GymEnvironment(id) for _ in range(n)]")
+    first = envs[0]
+    for env in envs[1:]:  # (the agent acts in the first one's spaces)
+        if _layout(env) != _layout(first):
+            raise ValueError(f"DuplicateEnvironment steps copies of one environment, but "
+                             f"{env.name} has observations {env.observation_space} and actions "
+                             f"{env.action_space}, {first.name} {first.observation_space} and "
+                             f"{first.action_space}: give a list of one environment's copies")
     return list(envs)
+
+
+def _layout(env: Environment) -> tuple[Any, ...]:
+    """What the agent acting in ``env`` relies on: its observations' shape and its actions'
+    kind, number and shape (not the bounds, which may differ between contexts)."""
+    actions = env.action_space
+    return (getattr(env.observation_space, "shape", None), type(actions),
+            getattr(actions, "n", None), getattr(actions, "shape", None))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from typing import Any
 
@@ -37,6 +38,15 @@ def make_vector_env(env_id: str | Callable[[], gym.Env], n_envs: int, **kwargs: 
         # cannot pickle)
         env_id = partial(gym.make, env_id, **kwargs)
     return gym.vector.SyncVectorEnv([env_id] * n_envs)
+
+
+def tuple_rows(obs: Any, space: gym.Space) -> Any:
+    """A batch of a ``Tuple`` space (a tuple of batches, one per item) as one row per copy,
+    as one copy's tuple is one observation; any other batch as it is."""
+    if isinstance(space, gym.spaces.Tuple) and isinstance(obs, tuple):
+        with suppress(ValueError):  # (items of different shapes: not numbers of one shape)
+            return np.stack(obs, axis=1)
+    return obs
 
 
 def state_array_from_numpy(obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
@@ -87,7 +97,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
                                                      for words in SHAPE_ERRORS):
                 raise space_shape_error(self.name, self.observation_space) from error
             raise self._failure("reset", error) from error
-        return as_observation(obs, self.name, batch_dims=1), info
+        return as_observation(tuple_rows(obs, self.observation_space), self.name,
+                              batch_dims=1), info
 
     def _failure(self, method: str, error: Exception) -> Exception:
         where = f"in one of its {self.n_envs} copies" + (
@@ -157,8 +168,9 @@ class GymVectorEnvironment(NumpyVectorEnvironment):
                     words in str(error) for words in SHAPE_ERRORS):
                 raise shape_changed(self.name, self.state.observation.shape[1:]) from error
             raise self._failure("step", error) from error
-        self._state, self._arrays = None, (as_observation(obs, self.name, batch_dims=1),
-                                           np.asarray(reward, np.float32), terminated, truncated)
+        obs = as_observation(tuple_rows(obs, self.observation_space), self.name, batch_dims=1)
+        self._state = None
+        self._arrays = (obs, np.asarray(reward, np.float32), terminated, truncated)
         return self._arrays
 
     @property
