@@ -159,3 +159,9 @@ def test_seed_of_a_multiagent_environment_seeds_its_next_reset() -> None:
     assert seeds == [1]
     with pytest.raises(ValueError, match="rps: a seed is a whole number >= 0, got 1.5"):
         env.seed(1.5)
+
+
+def test_reset_passes_gymnasiums_options_as_alls_reset_kwargs() -> None:
+    env = GymEnvironment("CartPole-v1")
+    state = env.reset(seed=0, options={"low": -0.001, "high": 0.001})
+    assert state.observation.abs().max() <= 0.001  # (CartPole's default range is 0.05)

@@ -109,17 +109,19 @@ class GymEnvironment(Environment):
             kwargs["wrap_env"] = self._wrap_env
         return self._given_id or self._id, kwargs
 
-    def reset(self, seed: int | None = None) -> State:
-        """Start an episode (seeded with ``seed``, or the constructor's for the first)."""
-        self._outcome, self._state = self.reset_output(seed), None
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> State:
+        """Start an episode (seeded with ``seed``, or the constructor's for the first; with
+        Gymnasium's reset ``options``, as ALL's ``reset(**kwargs)`` passes them)."""
+        self._outcome, self._state = self.reset_output(seed, options), None
         return self.state
 
-    def reset_output(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset_output(self, seed: int | None = None, options: dict[str, Any] | None = None
+                     ) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's ``reset``, checked to be its ``(observation, info)``."""
         seed, self._seed = self._reset_seed(self._seed if seed is None else seed), None
         self._episode, self._t = self._episode + 1, 0
         try:
-            output = self.env.reset(seed=seed)
+            output = self.env.reset(seed=seed, options=options)
         except Exception as error:
             raise failure(self.name, "reset", error, self._episode,
                           hint=unpack_hint(error, "reset")) from error

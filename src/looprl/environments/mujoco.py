@@ -56,8 +56,9 @@ class MujocoEnvironment(GymEnvironment):
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)
         self.no_info = bool(no_info)
 
-    def reset_output(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
-        observation, info = super().reset_output(seed)
+    def reset_output(self, seed: int | None = None, options: dict[str, Any] | None = None
+                     ) -> tuple[Any, dict[str, Any]]:
+        observation, info = super().reset_output(seed, options)
         return observation, {} if self.no_info else info
 
     def step_output(self, action: Any) -> tuple[Any, ...]:
