@@ -50,7 +50,7 @@ def action_index(actions: Any, batch: tuple[int, ...], device: torch.device) -> 
                              f"action values of {tuple(batch)} states: give one action per "
                              "state")
         actions = actions.reshape(batch)
-    return actions.long()
+    return actions if actions.dtype == torch.long else actions.long()
 
 
 class QNetwork(Approximation):
