@@ -37,7 +37,8 @@ def state_arrays(state: State) -> tuple[Any, float, bool, bool]:
 class DuplicateEnvironment(VectorEnvironment):
     """``envs`` (distinct objects, the same spaces) stepped as one batch, next-step autoreset;
     ``reset(seed=s)`` seeds copy ``i`` with ``s + i``. The batch keeps the single-number
-    entries that every copy's ``State`` has (``AtariEnvironment``'s ``life_lost``)."""
+    entries that every copy's ``State`` has (``AtariEnvironment``'s ``life_lost``); copies of
+    ``GymEnvironment`` (``MujocoEnvironment`` too) step as arrays, without their info entries."""
 
     def __init__(self, envs: Sequence[Environment], device: str | torch.device = "cpu"):
         check_device(device)
