@@ -165,3 +165,10 @@ def test_reset_passes_gymnasiums_options_as_alls_reset_kwargs() -> None:
     env = GymEnvironment("CartPole-v1")
     state = env.reset(seed=0, options={"low": -0.001, "high": 0.001})
     assert state.observation.abs().max() <= 0.001  # (CartPole's default range is 0.05)
+
+
+def test_mujoco_no_info_is_true_or_false() -> None:
+    from looprl.environments import MujocoEnvironment
+
+    with pytest.raises(TypeError, match="^no_info is True or False, got 'no'"):
+        MujocoEnvironment("HalfCheetah", no_info="no")  # (was: taken as True)
