@@ -63,6 +63,7 @@ class PresetBuilder:
         self._device: str | torch.device | None = None
         self._env: Any = None
         self._hyperparameters = dict(default_hyperparameters)
+        self._all_given: dict[str, Any] = {}  # ALL names converted (all_names.Converted)
         self._meta: tuple[Any, ...] = ()
         given = {key: value for key, value in settings.items() if value is not None}
         if given:
@@ -129,7 +130,8 @@ class PresetBuilder:
 
     def hyperparameters(self, **hyperparameters: Any) -> PresetBuilder:
         """Override hyperparameters (``UnknownHyperparameterError``, a ``KeyError``, for
-        unknown names)."""
+        unknown names); ALL 0.9's names work too (``looprl.presets.all_names``)."""
+        hyperparameters, all_given = self._from_all_names(hyperparameters)
         valid = sorted(self.default_hyperparameters)
         for key, value in hyperparameters.items():
             if key not in self.default_hyperparameters:
@@ -138,7 +140,39 @@ class PresetBuilder:
                     f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
             check_type(key, value, self.default_hyperparameters[key])
         check_ranges(hyperparameters, self.default_name)
-        return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters})
+        return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},
+                                    all_given=all_given)
+
+    def _from_all_names(self, given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``given`` with ALL's names of this preset (``all_names.ALL_NAMES``) in looprl's, and
+        the converted ALL names to keep (their conversions redone on later calls)."""
+        from looprl.presets.all_names import ALL_NAMES, Converted, Refused
+        table = ALL_NAMES.get(f"{self._family()}.{self.default_name}", {})
+        own = self.default_hyperparameters
+        ours = {key: value for key, value in given.items() if key in own or key not in table}
+        for name in [name for name in given if name not in ours]:
+            entry = table[name]
+            if isinstance(entry, Refused):
+                use = " or ".join(key for key in entry.use if key in own)
+                raise UnknownHyperparameterError(
+                    f"{self.default_name} has no {name!r} (ALL's): {f'use {use}; ' if use else ''}"
+                    f"{entry.why}")
+            both = [key for key in ((entry,) if isinstance(entry, str) else entry.keys)
+                    if key in given]
+            if both:
+                raise ValueError(f"{name!r} is ALL's name for {self.default_name}'s {both[0]!r}: "
+                                 "give one of them")
+            if isinstance(entry, str):
+                ours[entry] = given[name]
+        converted = {name: entry for name, entry in table.items() if isinstance(entry, Converted)}
+        kept = {name: value for name, value in self._all_given.items() if name not in given
+                and not any(key in given for key in converted[name].keys)}
+        all_given = {**kept, **{name: value for name, value in given.items()
+                                if name in converted and name not in own}}
+        current = {**self.hyperparameter_defaults, **ours}
+        for name, value in all_given.items():
+            ours.update(converted[name].convert(value, current))
+        return ours, all_given
 
     @property
     def hyperparameter_defaults(self) -> dict[str, Any]:

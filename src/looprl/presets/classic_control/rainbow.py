@@ -27,7 +27,8 @@ extensions: dict[str, Any] = {
 }
 
 default_hyperparameters: dict[str, Any] = {
-    **replay_defaults, "lr": 1e-3, "update_frequency": 64, "gradient_steps": 16, "hidden": 128,
+    **replay_defaults, "lr": 1e-3, "eps": 1e-8, "update_frequency": 64, "gradient_steps": 16,
+    "hidden": 128,
     **extensions, "v_min": -100.0, "v_max": 100.0,
 }
 

@@ -1,0 +1,127 @@
+"""ALL 0.9's preset hyperparameter names, taken by looprl's presets of the same family and name.
+
+``continuous.ddpg.hyperparameters(lr_q=1e-3)`` sets ``lr_critic``: the builder reads
+``ALL_NAMES`` for every name its preset does not have itself. An entry is
+
+- a ``str``: a pure rename, ALL's name for that looprl key (same meaning, read in both
+  presets' code);
+- a ``Converted``: an exact, simple conversion to looprl keys, or a one-line ``ValueError``
+  for the values it cannot convert;
+- a ``Refused``: no exact counterpart; the builder's ``KeyError`` names the looprl keys to use.
+
+The presets keep looprl's names (``preset.hyperparameters`` shows them). Giving an ALL name and
+the looprl key it sets in one call is a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ALL_NAMES", "AllName", "Converted", "Refused"]
+
+
+@dataclass(frozen=True)
+class Converted:
+    """An ALL name whose value ``convert(value, hyperparameters)`` turns into values of
+    ``keys`` (``hyperparameters``: the preset's, with those given in the same call), reading
+    ``reads``. A conversion given once is redone when a later call changes ``reads``, until
+    a later call sets the ALL name or one of ``keys`` again."""
+
+    keys: tuple[str, ...]
+    reads: tuple[str, ...]
+    how: str
+    convert: Callable[[Any, Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An ALL name looprl has no exact counterpart for: use those of ``use`` the preset has."""
+
+    use: tuple[str, ...]
+    why: str
+
+
+AllName = str | Converted | Refused
+
+
+def _minibatches(value: Any, hp: Mapping[str, Any]) -> dict[str, Any]:
+    rows = hp["n_envs"] * hp["n_steps"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or rows % value:
+        raise ValueError(f"minibatches={value!r} must be a count that divides the {rows} rows of "
+                         "an update (n_envs x n_steps): give minibatch_size, looprl's rows per "
+                         "minibatch")
+    return {"minibatch_size": rows // value}
+
+
+def _clip_final(value: Any, hp: Mapping[str, Any]) -> dict[str, Any]:
+    if value == 0:
+        return {"linear_clip": True}
+    if value == hp["clip"]:
+        return {"linear_clip": False}
+    raise ValueError(f"clip_final={value!r}: looprl's clip range stays at clip "
+                     f"({hp['clip']!r}; clip_final equal to it) or anneals linearly to 0 "
+                     "(clip_final=0): give clip and linear_clip")
+
+
+def _entropy_target_scaling(value: Any, hp: Mapping[str, Any]) -> dict[str, Any]:
+    if value == 1:
+        return {"target_entropy": None}
+    raise ValueError(f"entropy_target_scaling={value!r}: give target_entropy = -{value!r} x "
+                     "the action dimensions (looprl's target_entropy=None is -1 x them)")
+
+
+def _entropy_backups(value: Any, hp: Mapping[str, Any]) -> dict[str, Any]:
+    if value is True:
+        return {}
+    raise ValueError(f"entropy_backups={value!r}: looprl's SAC always backs up the entropy "
+                     "(ALL's entropy_backups=True)")
+
+
+_MODEL = Refused(("hidden", "features"), "looprl's presets build their own networks (hidden: "
+                 "their width, features: their body); for another network, write a Preset and "
+                 "build it with PresetBuilder")
+_MODELS: dict[str, AllName] = dict.fromkeys(
+    ("model_constructor", "feature_model_constructor", "value_model_constructor",
+     "policy_model_constructor", "q_model_constructor", "q1_model_constructor",
+     "q2_model_constructor"), _MODEL)
+
+#: the ALL names of the DQN family: only the model constructors differ
+VALUE_BASED: dict[str, AllName] = _MODELS
+#: A2C, VAC and VPG: ALL's loss = pg + value_loss_scaling * mse - entropy_loss_scaling * entropy
+ACTOR_CRITIC: dict[str, AllName] = {
+    **_MODELS, "entropy_loss_scaling": "entropy_coef", "value_loss_scaling": "value_coef"}
+PPO: dict[str, AllName] = {
+    **ACTOR_CRITIC,
+    "clip_initial": "clip",  # (the clip range at the start of training)
+    "clip_final": Converted(("linear_clip",), ("clip",), "0: linear_clip=True (anneal to 0); "
+                            "equal to clip: linear_clip=False; else ValueError", _clip_final),
+    "minibatches": Converted(("minibatch_size",), ("n_envs", "n_steps"),
+                             "minibatch_size = n_envs x n_steps / minibatches (must divide)",
+                             _minibatches),
+}
+OFF_POLICY_CONTINUOUS: dict[str, AllName] = {**_MODELS, "lr_q": "lr_critic", "lr_pi": "lr_actor"}
+SAC: dict[str, AllName] = {
+    **OFF_POLICY_CONTINUOUS,
+    "temperature_initial": "alpha",  # (the initial temperature; looprl tunes its log with Adam)
+    "lr_temperature_scaling": Refused(
+        ("lr_temperature",), "Adam's learning rate of log alpha; ALL steps the temperature "
+        "itself by lr_temperature_scaling / action dimensions"),
+    "entropy_target_scaling": Converted(("target_entropy",), (), "1: target_entropy=None "
+                                        "(-action dimensions); else ValueError",
+                                        _entropy_target_scaling),
+    "entropy_backups": Converted((), (), "True: looprl's behaviour; False: ValueError",
+                                 _entropy_backups),
+}
+
+#: ``"family.preset"`` -> ALL's names that the preset does not have itself, for every preset
+#: of ALL 0.9.1 (``all/presets/{classic_control,atari,continuous}``) that looprl has
+ALL_NAMES: dict[str, Mapping[str, AllName]] = {
+    **{f"{family}.{name}": VALUE_BASED for family in ("classic_control", "atari")
+       for name in ("c51", "ddqn", "dqn", "rainbow", "vqn", "vsarsa")},
+    **{f"{family}.{name}": ACTOR_CRITIC for family in ("classic_control", "atari")
+       for name in ("a2c", "vac", "vpg")},
+    "classic_control.ppo": PPO, "atari.ppo": PPO, "continuous.ppo": PPO,
+    "continuous.ddpg": OFF_POLICY_CONTINUOUS, "continuous.sac": SAC,
+}
