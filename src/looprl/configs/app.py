@@ -198,7 +198,7 @@ def _differences(old: Any, new: Any) -> list[str]:
                if not key.startswith(ignored) and before.get(key) != after.get(key)]
     switched = tuple(key.removesuffix("name") for key in changed if key.endswith(".name"))
     return [f"{key}: {before.get(key)!r} -> {after.get(key)!r}" for key in changed
-            if key.endswith(".name") or not key.startswith(switched or ("\0",))]
+            if key.endswith(".name") or not key.startswith(switched)]
 
 
 def _remove_if_empty(output_dir: Path) -> None:
