@@ -18,7 +18,8 @@ training instance of each episode:
 - ``plr``: ``PLR(...)`` (the paper's defaults: value-L1 scores, replay probability 0.5,
   beta 0.1, rho 0.1; discount and GAE lambda the agent's);
 - ``space``: ``SPaCE(...)`` (``SPACE_ARGS``: starts from the 4 instances of highest start
-  value, adds 4 whenever the mean start value of the current set gains less than ``eta``).
+  value, adds 4 whenever the mean start value of the current set changes by at most ``eta``
+  of itself).
 
 After training, the runner's built-in evaluation (``OnlineRunner(..., test_env=held-out
 set)``, as ``looprl run ... context.train=32 context.test=64`` does) plays ``--episodes``
@@ -55,7 +56,7 @@ from looprl.runners import OnlineRunner  # noqa: E402
 ENV = "CartPole-v1"
 FEATURES = {"length": (0.05, 2.0), "masscart": (0.5, 5.0)}
 TRAIN_SEED, TEST_SEED = 0, 1
-SPACE_ARGS = {"initial_size": 4, "increment": 4, "eta": 0.5, "check_every": 20}
+SPACE_ARGS = {"initial_size": 4, "increment": 4, "eta": 0.1, "check_every": 20}
 METHODS = ("uniform", "plr", "space")
 
 
