@@ -29,7 +29,7 @@ _PPO = {"discount_factor": 0.99, "lr": 1e-3, "eps": 1.5e-4, "clip_grad": 0.1,
         "lam": 0.95, **_AC_MODELS}
 _OFF = {"discount_factor": 0.99, "lr_q": 1e-3, "lr_pi": 1e-3, "minibatch_size": 256,
         "update_frequency": 1, "polyak_rate": 0.005, "replay_start_size": 5000,
-        "replay_buffer_size": 1_000_000}  # (ALL writes 1e6, a float: looprl's is an int)
+        "replay_buffer_size": 1e6}  # (ALL's float: a whole one is taken for an int)
 # The names (and values) of ALL 0.9.1's default_hyperparameters, copied from
 # all/presets/{classic_control,atari,continuous}/<preset>.py (the presets looprl has); the
 # classic-control ones stand for the Atari ones where those have the same names.

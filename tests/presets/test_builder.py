@@ -107,6 +107,12 @@ def test_families_and_types(cartpole: GymEnvironment) -> None:
     assert isinstance(dqn_preset.agent(), DQN) and isinstance(dqn_preset.test_agent(), Actor)
     assert isinstance(ppo_preset.agent(), OnPolicyAgent)
     assert isinstance(ppo_preset.test_agent(), Actor)
+    # a whole float for an integer (ALL's replay_buffer_size=1e6) is that integer
+    size = dqn.hyperparameters(replay_buffer_size=1e6).hyperparameter_defaults[
+        "replay_buffer_size"]
+    assert size == 1_000_000 and type(size) is int
+    with pytest.raises(TypeError, match="'replay_buffer_size' must be int .*got 1000.5"):
+        dqn.hyperparameters(replay_buffer_size=1000.5)
 
 
 def test_dqn_agents_share_and_test_agents_copy(cartpole: GymEnvironment) -> None:

@@ -28,15 +28,19 @@ class UnknownHyperparameterError(KeyError):
         return str(self.args[0])
 
 
-def check_type(key: str, value: Any, default: Any) -> None:
-    """``TypeError`` unless ``value`` has the kind of the default (int, float, bool, str);
-    ``None`` only where the default is ``None``."""
+def check_type(key: str, value: Any, default: Any) -> Any:
+    """``value``, of the kind of the default (int, float, bool, str; a whole float for an int,
+    as ALL writes ``replay_buffer_size=1e6``, as an int), else ``TypeError``; ``None`` only
+    where the default is ``None``."""
     if default is None:
-        return
+        return value
+    if type(default) is int and isinstance(value, float) and value.is_integer():
+        return int(value)
     kind = (int, float) if isinstance(default, float) else type(default)
     if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, kind):
         kind = type(default).__name__
         raise TypeError(f"Hyperparameter {key!r} must be {kind} (like {default!r}), got {value!r}")
+    return value
 
 
 def default_device() -> str:
@@ -138,7 +142,7 @@ class PresetBuilder:
                 raise UnknownHyperparameterError(
                     f"Unknown hyperparameter {key!r} for {self.default_name}."
                     f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
-            check_type(key, value, self.default_hyperparameters[key])
+            hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key])
         check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},
                                     all_given=all_given)
