@@ -12,6 +12,7 @@ import torch
 from looprl.core.namedarray import (
     NamedArray,
     concat,
+    from_dict,
     namedarray,
     recursive_aggregate,
     recursive_apply,
@@ -240,6 +241,26 @@ def test_aggregate_errors():
         concat([NamedArray(a=np.zeros(1)), NamedArray(a=None)])
 
 
+def test_aggregate_and_apply_as_srl_leaves_field_order_and_failing_field():
+    # SRL's functions take leaves too, and its NamedArrays sort their fields: the same fields
+    # built in another order aggregate by name
+    np.testing.assert_array_equal(recursive_aggregate([np.zeros(2), np.ones(2)], np.stack),
+                                  [[0, 0], [1, 1]])
+    assert recursive_aggregate([None, None], np.stack) is None
+    np.testing.assert_array_equal(recursive_apply(np.ones(2), lambda v: v * 2), [2, 2])
+    assert recursive_apply(None, lambda v: v * 2) is None
+    a = NamedArray(x=np.zeros((2, 3)), y=NamedArray(z=np.zeros(2)))
+    b = NamedArray(y=NamedArray(z=np.ones(2)), x=np.ones((2, 3)))
+    s = stack([a, b])
+    assert s.fields == ("x", "y") and s.x[1].tolist() == [[1.0] * 3] * 2
+    assert s.y.z.tolist() == [[0, 0], [1, 1]]
+    c = NamedArray(x=np.zeros((2, 3)), y=NamedArray(z=np.zeros((2, 4))))
+    with pytest.raises(ValueError, match="cannot aggregate field 'y.z': "):
+        stack([a, c])
+    with pytest.raises(ValueError, match="different fields"):
+        stack([a, np.zeros(2)])
+
+
 # -- conversion ---------------------------------------------------------------------------
 def test_to_torch_and_numpy():
     x = make_batch(3)
@@ -263,6 +284,13 @@ def test_dict_round_trip():
     assert y.obs is x.obs
     p = MyPolicyState.from_dict({"hx": np.ones(3)})
     assert type(p) is MyPolicyState
+
+
+def test_srl_module_level_from_dict():
+    # SRL's base.namedarray.from_dict(env_result.obs), None for no values
+    obs = from_dict({"obs": np.zeros((2, 3)), "state": {"speed": np.ones(2)}})
+    assert type(obs) is NamedArray and obs.shape == {"obs": (2, 3), "state": {"speed": (2,)}}
+    assert from_dict({}) is None and from_dict(None) is None
 
 
 def test_shape_and_clone():

@@ -108,6 +108,13 @@ def test_lazy_path_is_imported_at_make():
     assert isinstance(env, GymnasiumEnvironment) and env.agent_count == 1
 
 
+def test_srl_register_with_a_class_name_and_its_module():
+    # SRL's register(name, "ThisIsMyEnv", "codespace.implementation.this_is_my_env")
+    register("srl-lazy-cartpole", "GymnasiumEnvironment", "looprl.environments.srl_adapters")
+    env = make("srl-lazy-cartpole", env_id="CartPole-v1")
+    assert isinstance(env, GymnasiumEnvironment)
+
+
 def test_bad_lazy_paths_name_the_path():
     register("bad-module", "no_such_package.envs:Env")
     register("bad-attr", "looprl.environments.srl:NoSuchClass")

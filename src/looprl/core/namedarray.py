@@ -354,8 +354,16 @@ def _field_init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any])
     return init
 
 
+def from_dict(values: dict[str, Any] | None) -> NamedArray | None:
+    """SRL's ``from_dict``: ``NamedArray.from_dict(values)``, ``None`` for ``None`` or ``{}``."""
+    return NamedArray.from_dict(values) if values else None
+
+
 def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
-    """Applies ``fn`` to every non-``None`` leaf of ``x``, keeping its structure and types."""
+    """Applies ``fn`` to every non-``None`` leaf of ``x``, keeping its structure and types (as
+    SRL's: ``x`` itself a leaf is ``fn(x)``, ``None`` stays ``None``)."""
+    if not isinstance(x, NamedArray):
+        return None if x is None else fn(x)
     values = [
         None if v is None else recursive_apply(v, fn) if isinstance(v, NamedArray) else fn(v)
         for v in x.values()
@@ -364,22 +372,36 @@ def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
 
 
 def recursive_aggregate(xs: Sequence[T], fn: Callable[[list[Any]], Any]) -> T:
-    """Applies ``fn`` to the list of each leaf across ``xs``; ``ValueError`` if ``xs`` is
-    empty, fields differ, or a leaf is ``None`` in only some items."""
+    """Applies ``fn`` to the list of each leaf across ``xs`` (NamedArrays with the same fields,
+    in any order, as SRL's; or leaves: ``fn(xs)``); ``ValueError`` if ``xs`` is empty, fields
+    differ, a leaf is ``None`` in only some items or ``fn`` fails (naming the field)."""
     if not xs:
         raise ValueError("cannot aggregate an empty sequence of NamedArrays")
-    first = xs[0]
-    if any(x._fields != first._fields for x in xs):
-        raise ValueError("cannot aggregate NamedArrays with different fields")
-    values = []
-    for name in first._fields:
-        leaves = [x.__dict__[name] for x in xs]
-        nones = sum(leaf is None for leaf in leaves)
-        if nones and nones != len(leaves):
-            raise ValueError(f"field {name!r} is None in some items but not in others")
-        nested = isinstance(leaves[0], NamedArray)
-        values.append(None if nones else recursive_aggregate(leaves, fn) if nested else fn(leaves))
-    return type(first)._from_fields(first._fields, values)
+    return _aggregate(list(xs), fn, "")
+
+
+def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], path: str) -> Any:
+    """``recursive_aggregate`` of the leaves or NamedArrays ``xs`` found at field ``path``."""
+    first, field = xs[0], f"field {path!r}" if path else "the item"  # (cheap: not per step)
+    nones = sum(x is None for x in xs)
+    if nones:
+        if nones != len(xs):
+            raise ValueError(f"{field} is None in some items but not in others")
+        return None
+    if not isinstance(first, NamedArray):
+        try:
+            return fn(xs)
+        except (ValueError, TypeError, RuntimeError, IndexError) as error:
+            raise ValueError(f"cannot aggregate {field}: {error}") from None
+    fields = first._fields
+    for x in xs:
+        if not isinstance(x, NamedArray) or (x._fields != fields and set(x._fields) != set(fields)):
+            what = x._fields if isinstance(x, NamedArray) else f"a {type(x).__name__}"
+            raise ValueError(f"cannot aggregate NamedArrays with different fields ({field}): "
+                             f"{fields} and {what}")
+    values = [_aggregate([x.__dict__[name] for x in xs], fn, f"{path}.{name}" if path else name)
+              for name in fields]
+    return type(first)._from_fields(fields, values)
 
 
 def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[list[Any]], Any]:

@@ -170,9 +170,12 @@ def _environments() -> Registry:
         "register your own with looprl.environments.register(name, 'package.module:ClassName')"))
 
 
-def register(name: str, env_class: type | str) -> None:
+def register(name: str, env_class: type | str, module: str | None = None) -> None:
     """Register an ``Environment`` subclass, or a lazy ``"package.module:ClassName"`` path (of a
-    class or a function returning an ``Environment``), under ``name`` for ``make``."""
+    class or a function returning an ``Environment``; SRL's ``register(name, "ClassName",
+    "package.module")`` too), under ``name`` for ``make``."""
+    if isinstance(env_class, str) and module is not None:
+        env_class = f"{module}:{env_class}"
     if isinstance(env_class, str):
         if not is_import_path(env_class):
             raise ValueError(f"environment {name!r}: expected a 'package.module:ClassName' path, "
