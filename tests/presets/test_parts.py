@@ -122,6 +122,40 @@ def test_settings_of_a_part_not_chosen_warn_with_the_part_to_choose(cartpole, ca
         "instead): choose it, or drop initial_exploration"]
 
 
+def test_settings_of_an_exploration_not_chosen_warn_with_the_exploration_to_choose(
+        cartpole, caplog) -> None:
+    # were taken silently: epsilon under the default decaying schedule (a Mighty config's
+    # epsilon), temperature, ez_mu and the schedule's keys under epsilon_greedy
+    caplog.set_level("WARNING", "looprl.presets")
+    _agent(cartpole, epsilon=0.3, temperature=0.5)
+    _agent(cartpole, exploration="epsilon_greedy", ez_mu=3.0, initial_exploration=0.5)
+    assert [r.getMessage() for r in caplog.records] == [
+        "dqn: epsilon takes effect only with exploration='epsilon_greedy' or 'ez_greedy': "
+        "choose it, or drop epsilon", "dqn: temperature takes effect only with "
+        "exploration='stochastic': choose it, or drop temperature", "dqn: initial_exploration "
+        "takes effect only with exploration='decaying_epsilon_greedy': choose it, or drop "
+        "initial_exploration", "dqn: ez_mu takes effect only with exploration='ez_greedy': "
+        "choose it, or drop ez_mu"]
+    caplog.clear()
+    _agent(cartpole, exploration="ez_greedy", epsilon=0.3, ez_mu=3.0)  # (both read: no warning)
+    from looprl.presets.catalog import make_env
+    from looprl.presets.multiagent import dqn as independent_dqn
+    pytest.importorskip("pettingzoo")
+    game = make_env("multiagent.dqn", "tictactoe_v3")  # (its tuned schedule is no user's key)
+    independent_dqn.env(game).hyperparameters(exploration="epsilon_greedy").device("cpu").build()
+    assert not caplog.records
+
+
+def test_ez_mu_must_exceed_1_before_anything_is_built() -> None:
+    # ez_mu in (0, 1] passed the range (> 0) and failed only when the agent was made, mid-search
+    from looprl.runners.space import SearchSpaceError, parse_search_space
+    with pytest.raises(ValueError, match=r"'ez_mu' of dqn must be > 1 \(ez-greedy's zeta"):
+        dqn.hyperparameters(exploration="ez_greedy", ez_mu=0.5)
+    with pytest.raises(SearchSpaceError, match="ez_mu must be > 1"):
+        parse_search_space({"ez_mu": {"low": 0.5, "high": 3.0}}, dqn.default_hyperparameters,
+                           "dqn")
+
+
 def test_prioritized_replay_takes_alpha_0_sac_temperature_does_not(cartpole) -> None:
     # PER alpha 0 (uniform sampling) was refused: the range was SAC temperature's (> 0)
     assert _agent(cartpole, buffer="prioritized", alpha=0).replay_buffer.alpha == 0

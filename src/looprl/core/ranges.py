@@ -43,7 +43,7 @@ WHOLE = Range(0, whole=True, text="a whole number >= 0")
 #: hyperparameter name -> its valid values, the same in every preset that has it
 RANGES: dict[str, Range] = {
     **dict.fromkeys(("lr", "lr_pi", "lr_v", "lr_actor", "lr_critic", "lr_temperature", "eps",
-                     "clip", "temperature", "sigma", "ez_mu"), POSITIVE),
+                     "clip", "temperature", "sigma"), POSITIVE),
     # (``alpha``: prioritized replay's exponent, 0 sampling uniformly; SAC's: ``PRESET_RANGES``)
     **dict.fromkeys(("entropy_coef", "value_coef", "clip_grad", "beta_clone", "noise", "alpha",
                      "noise_clip", "target_noise", "value_clip"), NON_NEGATIVE),
@@ -54,6 +54,7 @@ RANGES: dict[str, Range] = {
                      "aux_epochs", "aux_minibatch_size", "min_batch_size", "update_frequency",
                      "gradient_steps", "replay_buffer_size", "policy_delay"), COUNT),
     "atoms": Range(2, whole=True, text="a whole number >= 2"),
+    "ez_mu": Range(1.0, open_low=True, text="> 1 (ez-greedy's zeta exponent)"),
     "target_entropy": Range(text="a finite number (null: -|A|)"),
     **dict.fromkeys(("v_min", "v_max", "log_std_init"), Range(text="a finite number")),
     **dict.fromkeys(("replay_start_size", "final_exploration_step", "target_update_frequency"),

@@ -13,13 +13,20 @@ from looprl.approximation import LinearScheduler
 from looprl.core.suggest import did_you_mean
 from looprl.policies import EXPLORATION, BoltzmannPolicy, EZGreedyPolicy, GreedyPolicy
 
-__all__ = ["BUFFERS", "EXPLORATION", "PARTS", "UPDATES", "beta_schedule", "check_parts",
-           "choose", "epsilon_schedule", "exploration_policy"]
+__all__ = ["BUFFERS", "EXPLORATION", "EXPLORATION_SETTINGS", "PARTS", "UPDATES", "beta_schedule",
+           "check_parts", "choose", "epsilon_schedule", "exploration_policy", "idle_exploration"]
 
 BUFFERS = ("uniform", "prioritized", "nstep", "rollout")
 UPDATES = (*tuple(Q_UPDATES)[:3], "ppo", "ppg", "sac")  # sarsa: VSarsa's own
 PARTS: dict[str, Sequence[str]] = {"exploration": EXPLORATION, "buffer": BUFFERS,
                                    "update": UPDATES}
+
+#: the hyperparameters each exploration reads (``exploration_policy``)
+EXPLORATION_SETTINGS: dict[str, tuple[str, ...]] = {
+    "epsilon_greedy": ("epsilon",),
+    "decaying_epsilon_greedy": ("initial_exploration", "final_exploration",
+                                "final_exploration_step"),
+    "ez_greedy": ("epsilon", "ez_mu"), "stochastic": ("temperature",)}
 
 
 def choose(kind: str, name: str, valid: Sequence[str], algorithm: str) -> str:
@@ -59,6 +66,18 @@ def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: 
     if name == "ez_greedy":
         return EZGreedyPolicy(q, num_actions, hp["epsilon"], mu=hp["ez_mu"])
     return BoltzmannPolicy(q, num_actions, hp["temperature"])
+
+
+def idle_exploration(hp: dict[str, Any]) -> dict[str, str]:
+    """The settings of ``EXPLORATION_SETTINGS`` that ``hp['exploration']`` leaves unused -> the
+    explorations that read them (``idle``)."""
+    used = EXPLORATION_SETTINGS[hp["exploration"]]
+    readers: dict[str, list[str]] = {}
+    for name, keys in EXPLORATION_SETTINGS.items():
+        for key in keys:
+            if key not in used:
+                readers.setdefault(key, []).append(repr(name))
+    return {key: "exploration=" + " or ".join(names) for key, names in readers.items()}
 
 
 def beta_schedule(hp: dict[str, Any], train_steps: float) -> Any:

@@ -19,7 +19,7 @@ from looprl.policies import EXPLORATION, apex_epsilons
 from looprl.presets.builder import PresetBuilder
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
-from looprl.presets.parts import UPDATES, exploration_policy
+from looprl.presets.parts import UPDATES, exploration_policy, idle_exploration
 
 #: the replay schedule of the classic-control DQN family (C51 and Rainbow change some)
 replay_defaults: dict[str, Any] = {
@@ -83,7 +83,8 @@ class DQNClassicControlPreset(QPreset):
         return self.hyperparameters["n_steps"] if self._nstep else 1
 
     def idle(self) -> dict[str, str]:
-        return {**super().idle(), **({} if self._nstep else {"n_steps": "buffer='nstep'"})}
+        nstep = {} if self._nstep else {"n_steps": "buffer='nstep'"}
+        return {**super().idle(), **nstep, **idle_exploration(self.hyperparameters)}
 
     def _policy(self, q: Any) -> DQNPolicy:
         """The exploring policy (Ape-X's rate, or the ``exploration`` policy), evaluating at
