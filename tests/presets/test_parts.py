@@ -322,3 +322,11 @@ def test_a_component_can_give_each_env_copy_its_own_epsilon(tmp_path: Path) -> N
     assert greedy.epsilon.tolist() == pytest.approx(apex_epsilons(4))
     assert isinstance(component.seen[0], float)  # the preset's schedule, before the change
     assert component.seen[-1] == pytest.approx(apex_epsilons(4))  # published back as a list
+
+
+def test_exploration_settings_under_apex_warn(cartpole, caplog) -> None:
+    caplog.set_level("WARNING", "looprl.presets")
+    _agent(cartpole, apex=True, exploration="ez_greedy", ez_mu=3.0)  # (was: silently unused)
+    assert [r.getMessage() for r in caplog.records] == [
+        "dqn: exploration, ez_mu take effect only with apex=False (Ape-X's rates explore "
+        "instead): choose it, or drop exploration and ez_mu"]

@@ -70,7 +70,10 @@ def exploration_policy(hp: dict[str, Any], q: Any, num_actions: int, algorithm: 
 
 def idle_exploration(hp: dict[str, Any]) -> dict[str, str]:
     """The settings of ``EXPLORATION_SETTINGS`` that ``hp['exploration']`` leaves unused -> the
-    explorations that read them (``idle``)."""
+    explorations that read them (``idle``); with Ape-X's rates (``apex``), all of them."""
+    if hp.get("apex"):
+        keys = {"exploration"}.union(*EXPLORATION_SETTINGS.values())
+        return dict.fromkeys(sorted(keys), "apex=False (Ape-X's rates explore instead)")
     used = EXPLORATION_SETTINGS[hp["exploration"]]
     readers: dict[str, list[str]] = {}
     for name, keys in EXPLORATION_SETTINGS.items():
