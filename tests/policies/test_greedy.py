@@ -147,3 +147,11 @@ def test_a_number_of_actions_that_is_no_whole_number_is_one_line():
         with pytest.raises(ValueError, match="num_actions must be positive"):
             GreedyPolicy(_q(), num_actions)
     assert GreedyPolicy(_q(), 4.0).num_actions == 4
+
+
+def test_boltzmann_at_a_tiny_temperature_is_greedy():
+    q = _q()
+    states = _array(8)
+    greedy = q.no_grad(states).argmax(-1)
+    # (was: Q / temperature overflowed to inf, and torch's multinomial raised on NaN)
+    assert torch.equal(BoltzmannPolicy(q, 4, temperature=1e-45, seed=0).choose(states), greedy)

@@ -74,7 +74,8 @@ class BoltzmannPolicy(GreedyPolicy):
     def choose(self, state: Any, values: torch.Tensor | None = None) -> torch.Tensor:
         values = self._action_values(state) if values is None else values
         generator = self._torch_generator(values.device)
-        probs = torch.softmax(values / self.temperature, dim=-1)
+        # (the best value at 0 first: a tiny temperature gives -inf, not inf - inf = NaN)
+        probs = torch.softmax((values - values.amax(-1, keepdim=True)) / self.temperature, dim=-1)
         actions = torch.multinomial(probs.reshape(-1, self.num_actions), 1, generator=generator)
         actions = actions.view(values.shape[:-1])
         self._explored = (actions != values.argmax(dim=-1)).reshape(-1)
