@@ -172,3 +172,10 @@ def test_mujoco_no_info_is_true_or_false() -> None:
 
     with pytest.raises(TypeError, match="^no_info is True or False, got 'no'"):
         MujocoEnvironment("HalfCheetah", no_info="no")  # (was: taken as True)
+
+
+def test_copies_of_mujoco_environments_stay_mujoco_ones() -> None:
+    from looprl.environments import MujocoEnvironment
+
+    envs = DuplicateEnvironment([MujocoEnvironment("Hopper") for _ in range(2)]).copy().envs
+    assert all(type(env) is MujocoEnvironment and env.no_info for env in envs)  # (was: Gym's)

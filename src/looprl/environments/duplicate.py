@@ -19,6 +19,7 @@ from looprl.environments.base import Environment, VectorEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import deep_copy, shape_changed
+from looprl.environments.mujoco import MujocoEnvironment
 from looprl.environments.vector import state_array_from_numpy
 
 __all__ = ["DuplicateEnvironment", "atari_copies", "gym_copies", "local_copies", "state_arrays"]
@@ -192,7 +193,11 @@ def atari_copies(env_args: dict[str, Any], one_by_one: bool, n: int) -> VectorEn
 
 
 def _copy(env: Environment) -> Environment:
-    """An independent copy of a ``GymEnvironment``, over a deep copy of its ``gymnasium.Env``."""
+    """An independent copy of a ``GymEnvironment``, over a deep copy of its ``gymnasium.Env``
+    (a ``MujocoEnvironment`` stays one, with its ``no_info``)."""
+    if isinstance(env, MujocoEnvironment):
+        return MujocoEnvironment(deep_copy(env.env, env.name), device=env.device, name=env.name,
+                                 no_info=env.no_info)
     if isinstance(env, GymEnvironment):
         return GymEnvironment(deep_copy(env.env, env.name), device=env.device, name=env.name)
     raise NotImplementedError(f"{type(env).__name__} cannot be copied by DuplicateEnvironment; "
