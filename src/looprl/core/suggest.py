@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import linecache
 import logging
+import math
 import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -79,6 +80,14 @@ def is_number(value: Any) -> bool:
 def is_whole(value: Any) -> bool:
     """Whether ``value`` is an integer (NumPy's too), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_finite(owner: str = "", optional: bool = False, **values: Any) -> None:
+    """A one-line ``ValueError`` for a value that is not one finite number (``None`` passes
+    where ``optional``); ``owner`` begins the message (``"HPSchedule's "``)."""
+    for name, value in values.items():
+        if not (value is None and optional) and not (is_number(value) and math.isfinite(value)):
+            raise ValueError(f"{owner}{name} must be a finite number, got {value!r}")
 
 
 def check_positive(optional: bool = False, **values: Any) -> None:

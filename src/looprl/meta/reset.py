@@ -9,14 +9,13 @@ perturb * theta_fresh``. Parameters change in place; the optimizer's state is ke
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_choice, check_count, is_number
+from looprl.core.suggest import check_choice, check_count, check_finite
 from looprl.meta.component import MetaComponent
 
 __all__ = ["NetworkReset", "layers_of"]
@@ -55,9 +54,7 @@ class NetworkReset(MetaComponent):
         if layers is not None and not layers:
             raise ValueError("layers=[] names no layer to reset: give layer names, or last=k")
         check_count(optional=True, last=last)
-        for name, number in (("shrink", shrink), ("perturb", perturb)):
-            if not (is_number(number) and math.isfinite(number)):
-                raise ValueError(f"{name} must be a finite number, got {number!r}")
+        check_finite(shrink=shrink, perturb=perturb)
         self.every, self.mode = int(every), check_choice("mode", mode, ("reset", "shrink_perturb"))
         self.layers = None if layers is None else tuple(layers)
         self.last = 1 if layers is None and last is None else last

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_count, check_device, check_positive, is_number
+from looprl.core.suggest import check_count, check_device, check_finite, check_positive
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -126,9 +125,7 @@ class RND(MetaComponent):
             raise ValueError(f"hidden must be a sequence of layer sizes like (256, 256), got "
                              f"{hidden!r}")
         check_count(**{f"hidden[{i}]": size for i, size in enumerate(hidden)})
-        if not (is_number(internal_reward_weight) and math.isfinite(internal_reward_weight)):
-            raise ValueError(f"internal_reward_weight must be a finite number, got "
-                             f"{internal_reward_weight!r}")
+        check_finite(internal_reward_weight=internal_reward_weight)
         self.internal_reward_weight, self.normalize = float(internal_reward_weight), normalize
         self.network, self.feature_dim, self.hidden = network, int(feature_dim), tuple(hidden)
         self.lr, self.batch_size = float(lr), int(batch_size)
@@ -328,8 +325,7 @@ class NovelD(RND):
                  **kwargs: Any):
         super().__init__(**kwargs)
         check_positive(resolution=resolution)
-        if not (is_number(alpha) and math.isfinite(alpha)):
-            raise ValueError(f"alpha must be a finite number, got {alpha!r}")
+        check_finite(alpha=alpha)
         self.alpha, self.episodic, self.resolution = float(alpha), episodic, float(resolution)
         self.visited: list[set[bytes]] = []
         if episodic:

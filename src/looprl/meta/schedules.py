@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from looprl.core.suggest import check_choice, check_count, check_positive, is_number
+from looprl.core.suggest import check_choice, check_count, check_finite, check_positive, is_number
 from looprl.meta.component import MetaComponent
 
 __all__ = ["CosineLRSchedule", "HPSchedule", "cosine_restarts"]
@@ -126,9 +126,7 @@ class HPSchedule(MetaComponent):
         self.kind = check_choice("schedule kind", kind, tuple(KIND_ARGUMENTS))
         self.per = check_choice("per", per, ("step", "update"))
         self.clock = check_choice("clock", clock, ("calls", "metrics"))
-        for name, number in (("start", start), ("end", end), ("factor", factor)):
-            if number is not None and not (is_number(number) and math.isfinite(number)):
-                raise ValueError(f"HPSchedule's {name} must be a finite number, got {number!r}")
+        check_finite("HPSchedule's ", optional=True, start=start, end=end, factor=factor)
         self.start, self.end = float(start), None if end is None else float(end)
         self.duration, self.every, self.factor, self.decay = duration, every, factor, decay
         missing = [name for name in KIND_ARGUMENTS[kind] if getattr(self, name) is None]
