@@ -18,7 +18,7 @@ from looprl.presets.builder import PresetBuilder
 from looprl.presets.classic_control.dqn import replay_defaults
 from looprl.presets.common import require_flat_observations
 from looprl.presets.off_policy import QPreset
-from looprl.presets.parts import epsilon_schedule
+from looprl.presets.parts import EXPLORATION_SETTINGS, epsilon_schedule
 
 #: the switches of Rainbow's extensions (all on) and their settings, shared with Atari's
 extensions: dict[str, Any] = {
@@ -28,8 +28,7 @@ extensions: dict[str, Any] = {
 
 default_hyperparameters: dict[str, Any] = {
     **replay_defaults, "lr": 1e-3, "eps": 1e-8, "update_frequency": 64, "gradient_steps": 16,
-    "hidden": 128,
-    **extensions, "v_min": -100.0, "v_max": 100.0,
+    "hidden": 128, **extensions, "v_min": -100.0, "v_max": 100.0,
 }
 
 
@@ -58,7 +57,7 @@ class RainbowClassicControlPreset(QPreset):
 
     def idle(self) -> dict[str, str]:
         """``QPreset.idle``; with noisy nets (epsilon 0) the epsilon schedule's settings."""
-        keys = ("initial_exploration", "final_exploration", "final_exploration_step")
+        keys = EXPLORATION_SETTINGS["decaying_epsilon_greedy"]
         return {**super().idle(), **dict.fromkeys(keys if self.hyperparameters["noisy"] else (),
                                                   "noisy=False (noisy nets explore instead)")}
 
