@@ -121,6 +121,9 @@ def test_an_exploration_policy_acts_on_rows_without_a_rate(kind: str) -> None:
     mixed = policy.rollout(RolloutRequest(obs=obs, is_evaluation=evaluation)).action
     assert torch.equal(mixed[evaluation], greedy[evaluation])
     assert torch.equal(policy.rollout(RolloutRequest(obs=obs, exploration=0.0)).action, greedy)
+    policy.evaluation_epsilon = 1.0  # evaluation rows at their own rate, as without the policy
+    mixed = policy.rollout(RolloutRequest(obs=obs, is_evaluation=evaluation)).action
+    assert 0.55 < float((mixed[evaluation] != greedy[evaluation]).float().mean()) < 0.78
 
 
 def test_ez_greedy_options_end_on_the_rows_whose_episode_ended() -> None:

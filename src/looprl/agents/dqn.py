@@ -105,9 +105,11 @@ class DQNPolicy(ApproximationPolicy):
                 and type(self.greedy) is not GreedyPolicy):  # ez-greedy, Boltzmann
             values = self.q.no_grad(obs)
             state = self.states(obs, (rows,), getattr(request, "done", None))
-            greedy, explored = values.argmax(dim=-1), self.greedy.choose(state, values)
-            if isinstance(deterministic, torch.Tensor):
-                explored = torch.where(deterministic.to(greedy.device), greedy, explored)
+            explored = self.greedy.choose(state, values)
+            if isinstance(deterministic, torch.Tensor):  # (evaluation rows: evaluation_epsilon)
+                evaluated, _ = epsilon_greedy(values, float(self.evaluation_epsilon),
+                                              coins=self._coins)
+                explored = torch.where(deterministic.to(explored.device), evaluated, explored)
             return RolloutResult(action=explored)
         epsilon = self._epsilons(rate, deterministic, rows)
         values = (self.q.eval if deterministic is True else self.q.no_grad)(obs)
