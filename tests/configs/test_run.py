@@ -201,6 +201,29 @@ def test_a_rejected_config_is_one_line_and_leaves_no_run_directory(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_runs_started_in_the_same_second_get_a_directory_each(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """Hydra's default ``outputs/DATE/TIME`` gave two runs of one second the same directory
+    (the second's config replaced the first's); the second now gets ``TIME-1``."""
+    import datetime
+
+    from looprl.configs import app
+
+    second = datetime.datetime(2026, 12, 1, 10, 0, 0)
+    monkeypatch.setattr(app.datetime, "datetime", type("Frozen", (), {"now": lambda: second}))
+    monkeypatch.chdir(tmp_path)
+    run([*SMALL, "seed=0"])
+    run([*SMALL, "seed=1"])
+    day = tmp_path / "outputs" / "2026-12-01"
+    assert sorted(p.name for p in day.iterdir()) == ["10-00-00", "10-00-00-1"]
+    for name, seed in (("10-00-00", 0), ("10-00-00-1", 1)):
+        assert (day / name / "results.json").is_file()
+        assert f"seed: {seed}\n" in (day / name / ".hydra" / "config.yaml").read_text()
+    assert app.claim_run_dir(["-m", "seed=0,1"]) == Path("multirun/2026-12-01/10-00-00")
+    assert app.claim_run_dir(["--cfg", "job"]) is None  # (prints; writes no directory)
+    assert app.claim_run_dir([f"hydra.run.dir={tmp_path / 'mine'}"]) is None
+
+
 def test_hydra_flags_take_their_value_as_the_next_argument(capsys) -> None:
     assert cli(["run", "--cfg", "job", "algorithm=dqn"]) == 0
     assert "preset: classic_control.dqn" in capsys.readouterr().out

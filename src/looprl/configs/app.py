@@ -12,6 +12,7 @@ number that is not finite, such as the mean of no test episodes).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import logging
 import math
@@ -33,7 +34,14 @@ from looprl.configs import (
 )
 from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.runtimes import runtime_help
-from looprl.configs.sources import compose, saved_sources, user_groups
+from looprl.configs.sources import (
+    PRIMARY,
+    compose,
+    config_dir,
+    config_name,
+    saved_sources,
+    user_groups,
+)
 from looprl.core.suggest import is_bad_input
 from looprl.experiments.run_files import json_text
 
@@ -206,7 +214,7 @@ def _remove_if_empty(output_dir: Path) -> None:
     if any(p.name != ".hydra" and p.suffix != ".log" for p in output_dir.iterdir()):
         return  # the run wrote something: keep it
     shutil.rmtree(output_dir, ignore_errors=True)
-    if output_dir.parent.parent.name == "outputs":  # Hydra's outputs/DATE/TIME
+    if output_dir.parent.parent.name in ("outputs", "multirun"):  # Hydra's outputs/DATE/TIME
         with contextlib.suppress(OSError):  # (rmdir removes empty directories only)
             output_dir.parent.rmdir()
             output_dir.parent.parent.rmdir()
@@ -239,13 +247,45 @@ def check_run_dir(argv: list[str]) -> None:
     from looprl.core.files import check_writable
     if any(a.partition("=")[0] in _NO_RUN for a in argv):
         return
-    key = "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
+    key = _run_dir_key(argv)
     given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
     check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
     if given and key == "hydra.run.dir" and "resume=true" not in argv and (
             Path(given[-1]) / "results.json").is_file():
         raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
                          "which this one would replace: give a new directory, or delete it")
+
+
+def _run_dir_key(argv: list[str]) -> str:
+    """The key of the directory a run writes (with ``-m``, the sweep's)."""
+    return "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
+
+
+def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path | None:
+    """Hydra's default run directory (``outputs/DATE/TIME``, with ``-m``
+    ``multirun/DATE/TIME``), made here, or the first free ``TIME-1``, ``TIME-2``, ... if a run
+    started in the same second has it (Hydra's default would give both one directory: the
+    second run's config and logs would replace the first's); ``None`` where ``argv`` names the
+    directory, prints without running, or chooses a config of the user's own."""
+    key = _run_dir_key(argv)
+    directory = config_dir(argv)
+    if (any(a.partition("=")[0] in _NO_RUN for a in argv)
+            or any(a.lstrip("+").partition("=")[0] == key for a in argv)
+            or config_name(argv) != PRIMARY
+            or (directory is not None and (directory / f"{PRIMARY}.yaml").exists())):
+        return None
+    now = now or datetime.datetime.now()
+    base = Path("outputs" if key == "hydra.run.dir" else "multirun", f"{now:%Y-%m-%d}",
+                f"{now:%H-%M-%S}")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    suffix = 0
+    while True:
+        path = base.with_name(f"{base.name}-{suffix}") if suffix else base
+        try:
+            path.mkdir()  # (atomic: one process gets each name)
+            return path
+        except FileExistsError:
+            suffix += 1
 
 
 def main(argv: list[str]) -> int:
@@ -263,6 +303,9 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(help_text(argv))
         raise SystemExit(0)
     check_run_dir(argv)
+    claimed = claim_run_dir(argv)
+    if claimed is not None:
+        argv = [*argv, f"{_run_dir_key(argv)}={claimed}"]
 
     failures: list[Exception] = []
 
@@ -293,6 +336,8 @@ def main(argv: list[str]) -> int:
     finally:  # Hydra configures logging for its jobs: leave the caller's as it was
         sys.argv = saved
         root.handlers[:], root.level = handlers, level
+        if claimed is not None and claimed.is_dir() and not any(claimed.iterdir()):
+            _remove_if_empty(claimed)  # (Hydra stopped before the run began)
     if failures:
         raise failures[0]
     return 0
