@@ -94,15 +94,18 @@ def per_instance(runner: OnlineRunner, contexts: dict, hidden: bool, episodes: i
     return returns
 
 
-def curriculum(parts: list[Any]) -> str:
-    """What the instance-choosing component did, in a few words."""
-    if not parts:
+def curriculum(runner: OnlineRunner) -> str:
+    """What the trained agent's instance-choosing component did, in a few words (the runner's
+    copies of the components it was given)."""
+    hub = runner.experiment.hub
+    parts = {type(part): part for part in (hub.components if hub is not None else ())}
+    part = parts.get(PLR) or parts.get(SPaCE)
+    if part is None:
         return "-"
-    part = parts[0]
     if isinstance(part, PLR):
         replays = np.mean([replayed for *_, replayed in part.choices]) if part.choices else 0
         return f"{int(part.seen.sum())} levels seen, {replays:.0%} of choices replays"
-    full = parts[1].reached.get(len(part.contexts))
+    full = parts[SetSize].reached.get(len(part.contexts))
     when = f"full at step {full:,}" if full is not None else "never full"
     return f"set size {part.size} of {len(part.contexts)} ({when})"
 
@@ -120,11 +123,12 @@ def run(method: str, seed: int, hidden: bool, train: dict, test: dict, args: Any
     _, evaluation = runner.run()
     seconds = time.perf_counter() - start
     instances = per_instance(runner, test, hidden, args.episodes)
+    chosen = curriculum(runner)
     runner.close()
     return {"method": method, "seed": seed, "observe": "hidden" if hidden else "visible",
             "train": evaluation["train_set"]["mean_eval_reward"],
             "test": evaluation["test_set"]["mean_eval_reward"], "per_instance": instances,
-            "seconds": seconds, "curriculum": curriculum(parts)}
+            "seconds": seconds, "curriculum": chosen}
 
 
 def table(runs: list[dict]) -> str:

@@ -193,7 +193,7 @@ def test_each_new_agent_starts_its_meta_components_as_given(small_ppo):
     for _ in range(2):
         runner.new_agent(train_steps=128)
         runner.train(64)
-        first, second = runner.experiment.hub.stack.components
+        first, second = runner.experiment.hub.components  # (the run's copies, documented)
         assert first.start == second.start == 0 and first.steps >= 16  # (4 copies a step)
     assert given.steps == on_builder.steps == 0 and first is not on_builder
 

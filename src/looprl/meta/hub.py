@@ -67,6 +67,11 @@ class MetaHub:
         self._size = len(self.metrics)  # keys when last looked at (new ones: see _new_keys)
 
     @property
+    def components(self) -> list[MetaComponent]:
+        """The run's meta components, in the order their hooks run."""
+        return self.stack.components
+
+    @property
     def hyperparameters(self) -> dict[str, Hyperparameter]:
         """The agent's ``hp/*`` keys with their getters and setters."""
         if self._hyperparameters is None:  # (and loaded from a checkpoint: declared again)
