@@ -451,6 +451,65 @@ def test_a_bad_buffer_is_one_line_before_ray_starts(monkeypatch) -> None:
             DistributedRun(spec, RuntimeConfig(actors=1), frames=100, logdir=None).run()
 
 
+def test_a_schedule_a_ray_worker_would_refuse_is_one_line_before_ray_starts(monkeypatch) -> None:
+    """A schedule's first value is written in copies of the workers' hubs before Ray starts
+    (was: the same line from actor0 or the trainer once Ray had started and placed the
+    workers, about 20 s on); one the workers accept starts the run."""
+    from looprl.distributed import controller
+    from looprl.meta import CosineLRSchedule, HPSchedule
+
+    def no_ray(runtime):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(controller, "start_ray", no_ray)
+    for schedule, error, match in (
+            (HPSchedule("hp/lr", "linear", 3e-4, 1e-4, duration=10, per="step"), ValueError,
+             r"^hp/lr cannot be set to 0.0003: on Ray, hp/lr is the trainer's.*per='update'"),
+            (HPSchedule("hp/lrr", "linear", 3e-4, 1e-4, duration=10), KeyError,
+             "'hp/lrr' is not a hyperparameter of this agent. Did you mean 'hp/lr'"),
+            (HPSchedule("hp/clip", "linear", -1.0, 0.1, duration=10), ValueError,
+             "^hp/clip must be"),
+            (CosineLRSchedule(1e-3), AssertionError, "Ray started")):
+        with pytest.raises(error, match=match):
+            DistributedRun(ppo_spec(meta=[schedule]), RuntimeConfig(actors=1), frames=100,
+                           logdir=None).run()
+
+
+def test_resuming_a_directory_without_a_distributed_run_is_one_line_before_ray_starts(
+        monkeypatch, tmp_path) -> None:
+    """(was: the same line once a local Ray instance had started, seconds later)."""
+    from looprl.distributed import controller
+
+    def no_ray(runtime):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(controller, "start_ray", no_ray)
+    with pytest.raises(FileNotFoundError, match="No distributed run to resume in"):
+        DistributedRun(ppo_spec(), RuntimeConfig(actors=1), logdir=str(tmp_path), quiet=True,
+                       resume_from=str(tmp_path)).run()
+
+
+def test_a_curriculum_over_an_env_without_contexts_is_one_line_before_ray_starts(
+        monkeypatch) -> None:
+    """``meta=[PLR()]`` over a preset of a plain env: the line a local run gives at once
+    (was: actor0's, once Ray had started and placed the workers)."""
+    from looprl.distributed import controller
+    from looprl.environments import GymEnvironment
+    from looprl.meta import PLR
+    from looprl.presets.classic_control import ppo
+
+    def no_ray(runtime):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(controller, "start_ray", no_ray)
+    preset = ppo.hyperparameters(hidden=8, n_envs=2, n_steps=8, minibatch_size=16).env(
+        GymEnvironment("CartPole-v1")).device("cpu").build()
+    with pytest.raises(ValueError, match="^CartPoleVectorEnv has no list of environments to "
+                                         r"search for a ContextualEnv; make copies with"):
+        DistributedRun(preset, RuntimeConfig(actors=1), frames=100, logdir=None,
+                       meta=[PLR()]).run()
+
+
 def test_user_registrations_travel_with_the_spec() -> None:
     register_policy("tests-wrong-size", WrongSize)
     spec = AlgorithmSpec(env="CartPole-v1", policy="tests-wrong-size", trainer="ppo").portable()

@@ -290,13 +290,6 @@ def test_a_run_whose_controller_died_resumes_from_its_directory(local_ray, tmp_p
     assert run.result.meta["actor0"]["log/counter/start"] == saved[1]["steps"]
 
 
-def test_resuming_a_directory_without_a_distributed_run_is_one_line(local_ray, tmp_path):
-    with pytest.raises(FileNotFoundError, match="No distributed run to resume in"):
-        DistributedRun(ppo_spec(), runtime(), logdir=str(tmp_path), quiet=True,
-                       resume_from=str(tmp_path)).run()
-
-
-
 def test_a_runtime_env_with_ray_already_initialized_is_one_line(local_ray):
     with pytest.raises(RuntimeError, match="runtime.runtime_env takes effect when the run"):
         DistributedRun(ppo_spec(), runtime(runtime_env={"py_modules": ["."]}), logdir=None,

@@ -26,6 +26,8 @@ from looprl.distributed.run_state import (
     SampleCounts,
     find_controller_checkpoint,
 )
+from looprl.environments.base import VectorEnvironment
+from looprl.environments.contextual import contextual_envs
 from looprl.experiments.episodes import check_episodes
 from looprl.experiments.experiment import TEST_SEED_OFFSET, warn_never_trained
 from looprl.experiments.run import check_frames
@@ -103,6 +105,8 @@ class DistributedRun:
         """Train for ``frames`` env steps, calling ``callback(self)`` after every poll;
         ``RuntimeError`` if the workers cannot be placed in time, or a worker failed."""
         agents = _check_spec(self.spec, self.runtime.max_lag)
+        if self.resume_from is not None:  # (a directory without one: one line before Ray)
+            find_controller_checkpoint(self.resume_from)
         self._started_ray = start_ray(self.runtime)
         try:
             counts = self._open_logs()
@@ -259,7 +263,9 @@ class DistributedRun:
 
 def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
     """Build the env, policy, trainer and its buffer (the trainer worker's ``trainer_core``)
-    here first; return ``spec.agent_names``."""
+    here first, find the contextual env copies of its curricula (``needs_contexts``) and
+    write its schedules' first values (``check_schedules``); return
+    ``spec.agent_names``."""
     device = spec.policy_args.get("device")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"policy_args device={device!r}: on Ray, each worker computes on "
@@ -267,4 +273,12 @@ def _check_spec(spec: AlgorithmSpec, max_lag: int | None = None) -> list[str]:
                          "runtime.gpus_per_trainer (and runtime.gpus_per_policy) instead; "
                          "actors run on the CPU")
     spec.make_env().close()
-    return spec.agent_names(pipeline.trainer_core(spec, max_lag=max_lag).policy)
+    if any(component.needs_contexts for component in spec.meta):  # (PLR, SPaCE)
+        envs = spec.collector_env(1)[0]()  # (what an actor's components find, as it does)
+        try:
+            contextual_envs(envs if isinstance(envs, VectorEnvironment) else [envs])
+        finally:
+            envs.close()
+    core = pipeline.trainer_core(spec, max_lag=max_lag)
+    pipeline.check_schedules(spec, core)
+    return spec.agent_names(core.policy)

@@ -13,10 +13,17 @@ from looprl.agents.independent_learner import IndependentLearner
 from looprl.agents.learner import make_learner
 from looprl.collector import EnvRunner, Episode
 from looprl.distributed.config import AlgorithmSpec
-from looprl.meta.hub import MetaHub, seed_hubs
+from looprl.meta.component import HOOKS
+from looprl.meta.hub import MetaHub, StreamHooks, seed_hubs
+from looprl.meta.hyperparameters import set_hyperparameter
+from looprl.meta.schedules import CosineLRSchedule, HPSchedule
 
-__all__ = ["PipelineReport", "collect", "evaluation_episodes", "load_shared_state",
-           "test_pipeline", "trainer_core"]
+__all__ = ["PipelineReport", "check_schedules", "collect", "evaluation_episodes",
+           "load_shared_state", "test_pipeline", "trainer_core"]
+
+#: the hooks a Ray trainer worker runs, and those its actors run
+UPDATE_HOOKS = ("pre_update", "post_update")
+ACTOR_HOOKS = tuple(hook for hook in HOOKS if hook not in UPDATE_HOOKS)
 
 
 def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = None,
@@ -48,6 +55,27 @@ def trainer_core(spec: AlgorithmSpec, policy: Any = None, max_lag: int | None = 
     if seed is not None:
         seed_hubs(hubs, seed)
     return core
+
+
+def check_schedules(spec: AlgorithmSpec, core: Any) -> None:
+    """The first write of ``spec``'s schedules (``HPSchedule``, ``CosineLRSchedule``), in
+    copies of the hubs of the workers that run their hooks (over ``core``, a ``trainer_core``
+    to throw away): a key the agent lacks, a value out of its range, or a key the worker does
+    not set (``worker_keys``) is the workers' one line before any of them starts."""
+    schedules = [c for c in spec.make_meta() if isinstance(c, HPSchedule | CosineLRSchedule)]
+    if not schedules:
+        return
+    names = spec.agent_names(core.policy)
+    actors = StreamHooks.over(schedules, core.policy, None, names).hubs
+    for learner, actor in zip(core.cores if names else [core], actors, strict=True):
+        trainer = MetaHub(copy.deepcopy(schedules), learner, None, "trainer")
+        for hub, hooks in ((actor, ACTOR_HOOKS), (trainer, UPDATE_HOOKS)):
+            for hook in hooks:
+                hub.run(hook)
+            for schedule in hub.stack:  # (set even where the value did not change)
+                if any(schedule.methods(hook) for hook in hooks):
+                    set_hyperparameter(hub.hyperparameters, schedule.key,
+                                       hub.metrics[schedule.key])
 
 
 @dataclass
