@@ -342,6 +342,11 @@ def test_next_instance_is_honoured_at_a_vector_autoreset() -> None:
         (lambda: ContextualEnv("CartPole-v1", {0: {"length": "long"}}), "must be a number"),
         (lambda: ContextualEnv("CartPole-v1", {}), "non-empty"),
         (lambda: ContextualEnv("CartPole-v1", {"a": {}}), "Instance ids must be integers"),
+        # (were: AttributeError, and a context hidden or shown by the truth of the value)
+        (lambda: ContextualEnv("CartPole-v1", {0: 0.5}), "Instance 0's context must be a dict"),
+        (lambda: ContextualEnv("CartPole-v1", hide_context="no"),
+         "hide_context must be True or False, got 'no'"),
+        (lambda: ContextualEnv("CartPole-v1", hide_context=None), "got None"),
         (
             lambda: ContextualEnv("CartPole-v1", instance_mode="cyclic"),
             "Unknown instance_mode 'cyclic'; use one of random, round_robin",

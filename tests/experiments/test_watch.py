@@ -92,6 +92,22 @@ def test_watch_env_per_family(monkeypatch) -> None:
     env.close()
 
 
+def test_watch_env_plays_a_contextual_run_on_its_instances() -> None:
+    """Was: the plain environment, refused for the preset's spaces with the context visible
+    (and with default physics with it hidden)."""
+    from looprl.environments.contextual import ContextualEnvironment
+    from looprl.presets.classic_control import ppo
+
+    trained = ContextualEnvironment("CartPole-v1", {3: {"length": 0.3}}, hide_context=False)
+    preset = ppo.env(trained).device("cpu").build()
+    env, window = watch.watch_env(preset, "CartPole-v1", window=False)
+    assert not window and env.observation_space.shape == (10,)
+    env.reset()
+    assert env.contextual.instance_id == 3 and env.contextual.unwrapped.length == 0.3
+    assert env.render().ndim == 3
+    env.close()
+
+
 def test_watch_env_builds_a_class_without_render_mode_as_training_does(monkeypatch) -> None:
     """An import-path environment whose ``__init__`` takes no ``render_mode`` is built
     without one (as ``make_env`` built it to train), and renders its own frames."""

@@ -137,6 +137,16 @@ def test_bad_inputs():
             PLR(**kwargs)
     with pytest.raises(ValueError, match=r"PLR levels must be distinct, got \[1, 1, 2\]"):
         PLR(levels=[1, 1, 2])
+    # were: level 1.5 played as level 1, and int()'s, NumPy's or a comparison's messages
+    for levels in ([0, 1.5], 3, "01"):
+        with pytest.raises(ValueError, match=r"^PLR levels are instance ids \(a list of "):
+            PLR(levels=levels)
+    for min_seen in (-1, 1.5, "a"):
+        with pytest.raises(ValueError, match="^PLR's min_seen must be a whole number >= 0"):
+            PLR(min_seen=min_seen)
+    with pytest.raises(ValueError, match=r"replay_prob, rho.*got 'half', 0.1"):
+        PLR(replay_prob="half")
+    assert PLR(levels=np.arange(3), min_seen=np.int64(2)).levels == [0, 1, 2]
     plr = PLR()
     with pytest.raises(ValueError, match="holds no ContextualEnv"):
         plr.setup({"env": GymEnvironment("CartPole-v1")})

@@ -165,9 +165,12 @@ def _check_instance_set(env_id: str, contexts: Mapping[int, Mapping[str, Any]] |
     if not isinstance(contexts, Mapping) or len(contexts) == 0:
         raise ValueError(f"contexts must be a non-empty dict of instance id -> context, got "
                          f"{contexts!r}")
-    for key in contexts:
+    for key, ctx in contexts.items():
         if not is_whole(key):
             raise ValueError(f"Instance ids must be integers, got {key!r}")
+        if not isinstance(ctx, Mapping):
+            raise ValueError(f"Instance {key}'s context must be a dict of feature -> value "
+                             f"(e.g. {{'length': 0.5}}), got {ctx!r}")
     return {int(key): full_context(env_id, ctx) for key, ctx in contexts.items()}
 
 
@@ -193,6 +196,8 @@ class ContextualEnv(gym.Wrapper):
                              f"spec); supported environments: {', '.join(CONTEXT_FEATURES)}")
         env_id = env_or_id if isinstance(env_or_id, str) else env_or_id.spec.id
         features_of(env_id)
+        if not isinstance(hide_context, (bool, np.bool_)):
+            raise ValueError(f"hide_context must be True or False, got {hide_context!r}")
         if instance_mode not in INSTANCE_MODES:
             raise ValueError(f"Unknown instance_mode {instance_mode!r}; use one of "
                              f"{', '.join(INSTANCE_MODES)}")

@@ -23,6 +23,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
 from looprl.core.suggest import check_positive
 from looprl.environments import AtariEnvironment, Environment
+from looprl.environments.contextual import ContextualEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
 from looprl.experiments.episodes import (
@@ -83,12 +84,15 @@ def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
 
 def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     """The environment a saved ``preset`` acts in, built as training builds it (``make_env``;
-    for the id it trained on, with the arguments and wrappers it had: its ``env_remote``), by
-    ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
+    for the id it trained on, with the arguments and wrappers it had: its ``env_remote``, a
+    contextual environment's instance set among them), by ``render_env``: in a window if
+    ``window`` and it ``shows_in_window``; and whether so."""
     remote = getattr(preset, "env_remote", None)
     kwargs = remote[1] if isinstance(remote, tuple) and remote[0] == env_id else None
     build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id,
                     env_kwargs=kwargs)
+    if isinstance(remote, tuple) and remote[0] == "contextual" and remote[1]["env_id"] == env_id:
+        build = partial(ContextualEnvironment, **remote[1])
     env, window = render_env(build, window and shows_in_window(preset))
     _check_spaces(preset, env)
     return env, window

@@ -20,13 +20,13 @@ strategy but ``random`` needs ``runtime.policy_workers=0``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_choice, check_positive
+from looprl.core.suggest import check_choice, check_positive, is_number, is_whole
 from looprl.environments.contextual import contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent
@@ -116,10 +116,14 @@ class PLR(MetaComponent):
                  levels: Sequence[int] | None = None, seed: int | None = None):
         super().__init__()
         self.strategy = check_choice("PLR scoring strategy", strategy, STRATEGIES)
-        if not all(0.0 <= p <= 1.0 for p in (replay_prob, rho, gamma, lam)) or not (
-                0.0 < score_ema <= 1.0):
+        if not is_whole(min_seen) or min_seen < 0:
+            raise ValueError(f"PLR's min_seen must be a whole number >= 0, got {min_seen!r}")
+        rates = (replay_prob, rho, gamma, lam)
+        if not all(is_number(p) for p in (*rates, score_ema)) or not all(
+                0.0 <= p <= 1.0 for p in rates) or not 0.0 < score_ema <= 1.0:
             raise ValueError(f"replay_prob, rho, gamma and lam must lie in [0, 1] and score_ema "
-                             f"in (0, 1], got {replay_prob}, {rho}, {gamma}, {lam}, {score_ema}")
+                             f"in (0, 1], got {replay_prob!r}, {rho!r}, {gamma!r}, {lam!r}, "
+                             f"{score_ema!r}")
         check_positive(beta=beta)
         self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
@@ -149,7 +153,11 @@ class PLR(MetaComponent):
 
     def set_levels(self, levels: Sequence[int]) -> None:
         """Start over with the level ids ``levels`` (all unseen)."""
-        self.levels = [int(level) for level in levels]
+        given = list(levels) if isinstance(levels, Iterable) and not isinstance(levels, str) \
+            else None
+        if given is None or not all(is_whole(level) for level in given):
+            raise ValueError(f"PLR levels are instance ids (a list of integers), got {levels!r}")
+        self.levels = [int(level) for level in given]
         if not self.levels:
             raise ValueError("PLR needs at least one level")
         if len(set(self.levels)) < len(self.levels):

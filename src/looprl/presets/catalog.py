@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from looprl.core.suggest import did_you_mean
+from looprl.core.suggest import did_you_mean, is_whole
 
 __all__ = ["FAMILIES", "available_agents", "context_sets", "env_for", "make_contextual",
            "make_env", "rendering", "resolve_agent"]
@@ -59,6 +59,9 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         _only_gymnasium(env_id, "a contextual environment (context.train)", kwargs, env_wrappers)
         train, _ = context_sets(env_id, context)
         return make_contextual(agent, env_id, train, context)
+    if context and context.get("ranges"):
+        raise ValueError(f"context.ranges draws the instances of context.train / context.test, "
+                         f"and neither is set: add context.train=N (N instances of {env_id})")
     kind, target = _kind_of(env_id, agent.startswith("multiagent."))
     if kind == "srl":
         _only_gymnasium(env_id, "an SRL environment", {}, env_wrappers)
@@ -163,7 +166,12 @@ def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
     if unknown:
         raise ValueError(f"context takes the keys {', '.join(CONTEXT_KEYS)}, got "
                          f"{', '.join(unknown)}")
-    ranges, seed = dict(context.get("ranges") or {}), int(context.get("seed") or 0)
+    ranges, seed = context.get("ranges") or {}, context.get("seed") or 0
+    if not isinstance(ranges, Mapping):
+        raise ValueError(f"context.ranges maps context features to [low, high] ranges "
+                         f"(context.ranges.length=[0.25,1.0]), got {ranges!r}")
+    if not is_whole(seed) or seed < 0:
+        raise ValueError(f"context.seed must be an integer >= 0, got {seed!r}")
 
     def instances(given: Any, seed: int) -> Any:
         if given is None:
