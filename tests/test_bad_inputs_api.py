@@ -6,12 +6,14 @@ Each test feeds a kind of bad input to an entry point and asserts a ``TypeError`
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from looprl.approximation import Approximation, FixedTarget, PeriodicCheckpointer
+from looprl.approximation import Approximation, FixedTarget, PeriodicCheckpointer, QNetwork
 from looprl.core import NamedArray, State, StateArray, namedarray
 from looprl.distributed.config import AlgorithmSpec
 from looprl.experiments import run_experiment
@@ -178,6 +180,54 @@ def test_run_experiment_checks_its_arguments_before_running(tmp_path, kwargs, er
         run_experiment(ppo.device("cpu"), "CartPole-v1", 100, **kwargs)
     assert word in one_line(error)
     assert not any(tmp_path.iterdir())  # nothing started
+
+
+# -- seeds -----------------------------------------------------------------------------------
+def _seeded() -> dict[str, Any]:
+    """What takes a ``seed``, by name: a function of the seed (one that reset, drew or
+    acted with it, where the seed was taken and refused later, or taken and misused)."""
+    from looprl.environments import (
+        ContextualEnvironment,
+        GymEnvironment,
+        GymVectorEnvironment,
+        MultiagentPettingZooEnv,
+        sample_contexts,
+    )
+    from looprl.meta import PLR, RND, SPaCE
+    from looprl.policies import GreedyPolicy
+    from looprl.runners import OnlineRunner
+
+    return {
+        "GymEnvironment": lambda s: GymEnvironment("CartPole-v1", seed=s).reset(),
+        "reset(seed=)": lambda s: GymEnvironment("CartPole-v1").reset(seed=s),
+        "GymVectorEnvironment": lambda s: GymVectorEnvironment("CartPole-v1", 2, seed=s).reset(),
+        "DuplicateEnvironment": lambda s: GymEnvironment("CartPole-v1").duplicate(2).reset(
+            seed=s),
+        "ContextualEnvironment": lambda s: ContextualEnvironment("CartPole-v1", seed=s).reset(),
+        "sample_contexts": lambda s: sample_contexts("CartPole-v1", 2, {"length": (0.2, 1.0)},
+                                                     seed=s),
+        "MultiagentPettingZooEnv": lambda s: MultiagentPettingZooEnv(
+            "pettingzoo.classic.rps_v2", seed=s).reset(),
+        "RND": lambda s: RND(seed=s),
+        "PLR": lambda s: PLR(seed=s),
+        "SPaCE": lambda s: SPaCE(seed=s),
+        "GreedyPolicy": lambda s: GreedyPolicy(QNetwork(nn.Linear(4, 2)), 2, 0.5, seed=s),
+        "OnlineRunner": lambda s: OnlineRunner(dqn, "CartPole-v1", seed=s),
+    }
+
+
+@pytest.mark.parametrize("name", list(_seeded()))
+def test_every_seeded_constructor_checks_its_seed_in_one_line(name):
+    """A seed that is no whole number from 0 to 2**32 - 1 was Gymnasium's error at the first
+    reset, NumPy's or torch's (a RuntimeError), or taken: ``SPaCE('a')`` until its first
+    reset, a bool, ``Runner(seed=1.5)`` as 1; a NumPy integer was refused by Gymnasium."""
+    made = _seeded()[name]
+    for seed, error_type in (("abc", TypeError), (1.5, TypeError), (True, TypeError),
+                             (-1, ValueError), (2**32, ValueError)):
+        with pytest.raises(error_type) as error:
+            made(seed)
+        assert "a seed is a whole number from 0 to 2**32 - 1" in one_line(error), name
+    made(np.int64(3))
 
 
 @pytest.mark.parametrize("env", [123, None, object()])

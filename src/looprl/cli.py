@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.ranges import Range
-from looprl.core.suggest import check_once, is_bad_input, one_line
+from looprl.core.suggest import check_once, check_seed, is_bad_input, one_line
 from looprl.environments.faults import EnvironmentFailure
 from looprl.presets.catalog import FAMILIES, make_env, resolve_agent
 
@@ -97,7 +97,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         builder = builder.device(args.device)
     env = make_env(args.agent, args.env, env_wrappers=args.wrapper or ())
     if args.seed is not None:
-        seed_everything(args.seed)
+        seed_everything(check_seed("--seed", args.seed, optional=False))
     preset = builder.env(env).build()
     threads = default_threads(args.agent) if args.threads is None else args.threads
     if threads:

@@ -79,8 +79,10 @@ def test_a_run_reports_train_set_and_test_set_returns(tmp_path: Path) -> None:
     # (were: a plain CartPole trained without a word, and int()'s or NumPy's own messages)
     (["context.ranges.length=[0.2,0.8]"], "context.ranges draws the instances of "
                                           "context.train / context.test, and neither is set"),
-    (["context.train=4", "context.seed=abc"], "context.seed must be an integer >= 0, got 'abc'"),
-    (["context.train=4", "context.seed=-1"], "context.seed must be an integer >= 0, got -1"),
+    (["context.train=4", "context.seed=abc"], "context: a seed is a whole number from 0 to "
+                                              "2**32 - 1, got 'abc'"),
+    (["context.train=4", "context.seed=-1"], "context: a seed is a whole number from 0 to "
+                                             "2**32 - 1, got -1"),
 ])
 def test_bad_context_configs_fail_in_one_line(overrides, message, capsys, tmp_path) -> None:
     assert cli(["run", *overrides, "frames=64", f"hydra.run.dir={tmp_path}"]) == 2

@@ -16,6 +16,7 @@ from looprl.agents.segments import ApproximationPolicy
 from looprl.approximation import Approximation
 from looprl.core import RolloutRequest, RolloutResult, deterministic_rows
 from looprl.core.namedarray import NamedArray, as_tensor, namedarray
+from looprl.core.suggest import check_seed
 from looprl.nn import ActorCriticModel, orthogonal_init
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q
@@ -165,6 +166,7 @@ class ActorCriticPolicy(ApproximationPolicy):
         self.head = head
         self.device = approximation.device
         self.continuous_action = isinstance(head, GaussianHead)
+        seed = check_seed(type(self).__name__, seed)
         self._generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
         self._initial_state = approximation.model.initial_state()
 
@@ -276,6 +278,7 @@ def actor_critic_policy(obs_dim: Any, action_dim: int, state_dim: Any = None, hi
                          f"got {hidden_dim}, {num_rnn_layers}, {num_layers}")
     if rnn_type not in (None, "gru"):
         raise ValueError(f"rnn_type must be None or 'gru', got {rnn_type!r}")
+    seed = check_seed("actor-critic policy", seed)
     if shared_backbone and state_dim is not None:
         logger.warning("state_dim has no effect on a shared backbone: the critic reads obs")
     options = dict(hidden_dim=hidden_dim, num_layers=num_layers, activation=activation,

@@ -31,7 +31,7 @@ from looprl.core import (
     merge_hyperparameters,
 )
 from looprl.core.namedarray import NamedArray, recursive_apply
-from looprl.core.suggest import check_choice, check_count
+from looprl.core.suggest import check_choice, check_count, check_seed
 from looprl.nn import Dueling, orthogonal_init, single_field
 from looprl.nn.fields import Backbone, field_shapes, observation_fields, observation_tensor
 from looprl.policies import MASKED_Q, GreedyPolicy, epsilon_greedy
@@ -262,6 +262,7 @@ def q_network_policy(obs_dim: Any, action_dim: int, hidden_dim: int = 64, num_la
     between target copies), ``seed`` (initial weights)."""
     if not isinstance(action_dim, int) or action_dim <= 0:
         raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
+    seed = check_seed("q-network policy", seed)
     with torch.random.fork_rng(devices=[], enabled=seed is not None):
         if seed is not None:
             torch.manual_seed(seed)

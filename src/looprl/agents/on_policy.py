@@ -34,7 +34,7 @@ from looprl.core import (
     TrainerStepResult,
 )
 from looprl.core.namedarray import NamedArray
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_seed
 from looprl.memory.segments import SegmentBuffer
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ class OnPolicyTrainer(PolicyTrainer):
         self.normalize_advantages, self.vtrace = normalize_advantages, vtrace
         self.clip_rho, self.clip_c = clip_rho, clip_c
         self.total_updates, self.lr = total_updates, lr
+        seed = check_seed(type(self).__name__, seed)
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.recurrent = policy.default_policy_state is not None
         self.updates = 0

@@ -300,6 +300,7 @@ def _check_run_values(cfg: Any) -> None:
     """One line for an unknown top-level key, or a budget, seed or episode count that is not a
     whole number in range (every runtime); whole floats (``frames=1e6``) become integers."""
     from looprl.configs.sources import check_config_keys
+    from looprl.core.suggest import check_seed
     check_config_keys(cfg)
     for key, minimum in (("frames", 1), ("seed", 0), ("test_episodes", 0)):
         value = cfg[key]
@@ -307,6 +308,7 @@ def _check_run_values(cfg: Any) -> None:
             value = cfg[key] = int(value)
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise TypeError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    check_seed("seed", cfg.seed, optional=False)  # (NumPy's global generator takes it)
 
 
 def build(cfg: Any, output_dir: str | None = None) -> BuiltConfig:

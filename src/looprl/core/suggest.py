@@ -82,6 +82,20 @@ def is_whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def check_seed(owner: str, seed: Any, optional: bool = True) -> int | None:
+    """``seed`` as an int: a whole number that NumPy's global generator takes (NumPy's too, not
+    a bool; ``None`` passes where ``optional``), else a one-line ``TypeError`` (a ``ValueError``
+    out of range) that ``owner`` begins (``"CartPole-v1"``)."""
+    if seed is None and optional:
+        return None
+    if not is_whole(seed) or not 0 <= seed < 2**32:
+        error = ValueError if is_whole(seed) else TypeError
+        either = " or None" if optional else ""
+        raise error(f"{owner}: a seed is a whole number from 0 to 2**32 - 1{either}, got "
+                    f"{seed!r:.40}")
+    return int(seed)
+
+
 def check_finite(owner: str = "", optional: bool = False, **values: Any) -> None:
     """A one-line ``ValueError`` for a value that is not one finite number (``None`` passes
     where ``optional``); ``owner`` begins the message (``"HPSchedule's "``)."""

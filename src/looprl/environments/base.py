@@ -11,7 +11,7 @@ import torch
 from gymnasium.utils import EzPickle
 
 from looprl.core import StateArray
-from looprl.core.suggest import is_whole
+from looprl.core.suggest import check_seed
 
 
 class Restorable:
@@ -28,7 +28,7 @@ class Restorable:
     def seed(self, seed: int) -> None:
         """Seed the next ``reset`` and the copies ``duplicate`` makes (ALL's ``env.seed(s)``;
         ``reset(seed=s)`` seeds one reset)."""
-        self._seed = self.given_seed = checked_seed(self.name, seed)
+        self._seed = self.given_seed = check_seed(self.name, seed, optional=False)
 
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -50,13 +50,6 @@ class Restorable:
             seed = int(np.random.randint(2**31 - 2**16))
         self.needs_reset = False
         return seed
-
-
-def checked_seed(name: str, seed: Any) -> int:
-    """``seed`` as an int: a whole number >= 0 (else one line naming environment ``name``)."""
-    if not is_whole(seed) or seed < 0:
-        raise ValueError(f"{name}: a seed is a whole number >= 0, got {seed!r:.40}")
-    return int(seed)
 
 
 class _Spaces(Restorable, ABC):

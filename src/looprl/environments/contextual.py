@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from looprl.core.suggest import did_you_mean, is_whole
+from looprl.core.suggest import check_seed, did_you_mean, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
@@ -215,7 +215,7 @@ class ContextualEnv(gym.Wrapper):
         self._instances = _check_instance_set(env_id, contexts)
         self._next: int | None = None
         self._cursor = 0
-        self._rng = _instance_rng(seed)
+        self._rng = _instance_rng(check_seed(env_id, seed))
         # what a context is applied relative to: a MuJoCo model's friction when wrapped
         self._baseline = (self.env.unwrapped.model.geom_friction.copy()
                           if env_id in _MUJOCO_TORSO_MASS else None)
@@ -313,7 +313,7 @@ def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, flo
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
     ranges = {name: _check_range(env_id, name, span) for name, span in features.items()}
     order = [name for name in features_of(env_id) if name in ranges]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("sample_contexts", seed))
     return {i: {name: float(rng.uniform(*ranges[name])) for name in order} for i in range(n)}
 
 

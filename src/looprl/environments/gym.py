@@ -13,7 +13,7 @@ import torch
 from looprl.core import State
 from looprl.core.imports import is_import_path
 from looprl.core.state import as_observation
-from looprl.core.suggest import check_device
+from looprl.core.suggest import check_device, check_seed
 from looprl.environments.base import Environment
 from looprl.environments.faults import failure, gym_reset_output, gym_step_output, unpack_hint
 from looprl.environments.gym_helpers import (
@@ -87,7 +87,7 @@ class GymEnvironment(Environment):
         self.env = env if wrap_env is None else wrap_env(env)
         self.name = name or self._given_id or self._id
         self.device = device
-        self._seed = self.given_seed = seed
+        self._seed = self.given_seed = check_seed(self.name, seed)
 
     def remote_env(self) -> tuple[str, dict[str, Any]] | str:
         """The id (or import path) given and the ``gym.make`` arguments, ``wrap_env`` among them
@@ -118,7 +118,8 @@ class GymEnvironment(Environment):
     def reset_output(self, seed: int | None = None, options: dict[str, Any] | None = None
                      ) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's ``reset``, checked to be its ``(observation, info)``."""
-        seed, self._seed = self._reset_seed(self._seed if seed is None else seed), None
+        seed = check_seed(self.name, self._seed if seed is None else seed)
+        seed, self._seed = self._reset_seed(seed), None
         self._episode, self._t = self._episode + 1, 0
         try:
             output = self.env.reset(seed=seed, options=options)

@@ -24,8 +24,7 @@ import gymnasium as gym
 import torch
 
 from looprl.core import MultiagentState
-from looprl.core.suggest import check_device, did_you_mean
-from looprl.environments.base import checked_seed
+from looprl.core.suggest import check_device, check_seed, did_you_mean
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import Environment, StepResult, checked_results, result_scalars
 from looprl.environments.srl_adapters import MASK, PettingZooEnvironment, make_zoo_env
@@ -160,7 +159,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             self.env = self.adapter.env
         self.name = name or getattr(self.env, "metadata", {}).get(
             "name", type(getattr(self.env, "unwrapped", self.env)).__name__)
-        self.device, self.flatten, self._seed, self.remote = device, flatten, seed, remote
+        self._seed = check_seed(self.name, seed)
+        self.device, self.flatten, self.remote = device, flatten, remote
         self._names: list[str] = getattr(self.adapter, "agent_names", None) or [
             f"agent_{i}" for i in range(self.adapter.agent_count)]
         self._index = {agent: i for i, agent in enumerate(self._names)}
@@ -198,10 +198,10 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
 
     def seed(self, seed: int) -> None:
         """Seed the next ``reset`` (ALL's ``env.seed(s)``)."""
-        self._seed = checked_seed(self.name, seed)
+        self._seed = check_seed(self.name, seed, optional=False)
 
     def reset(self, seed: int | None = None) -> MultiagentState:
-        seed, self._seed = (self._seed if seed is None else seed), None
+        seed, self._seed = check_seed(self.name, self._seed if seed is None else seed), None
         if seed is not None:
             with suppress(NotImplementedError):  # (an environment without randomness)
                 self.adapter.seed(seed)

@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from looprl.core.state import as_observation
+from looprl.core.suggest import check_seed
 from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import failure
@@ -123,7 +124,7 @@ class _Adapter(Environment, Restorable):
 
     def seed(self, seed: int) -> int:
         """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
-        self._seed = seed
+        self._seed = seed = check_seed(self._name, seed, optional=False)
         for i, space in enumerate(self.action_spaces):
             space.seed(seed + i)
         return seed

@@ -13,7 +13,7 @@ import torch
 
 from looprl.core import StateArray
 from looprl.core.state import as_observation
-from looprl.core.suggest import check_device, is_whole
+from looprl.core.suggest import check_device, check_seed, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.faults import failure, unpack_hint
 from looprl.environments.gym_helpers import (
@@ -78,7 +78,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
         self.name = name
         self.n_envs = n_envs
         self.device = device
-        self._seed = seed
+        self._seed = check_seed(name, seed)
 
     def reset(self, seed: int | None = None) -> StateArray:
         obs, info = self.reset_output(seed)
@@ -88,7 +88,8 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
     def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
         """The copies' ``reset`` (seeded with ``seed``, or the constructor's for the first)."""
-        seed, self._seed = self._reset_seed(self._seed if seed is None else seed), None
+        seed = check_seed(self.name, self._seed if seed is None else seed)
+        seed, self._seed = self._reset_seed(seed), None
         self._t = 0
         try:
             obs, info = self.env.reset(seed=seed)

@@ -15,7 +15,7 @@ import numpy as np
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_seed
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
@@ -130,6 +130,7 @@ class Experiment:
                                                     [env, *components])
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
+        seed = check_seed(type(self).__name__, seed)
         if seed is not None:
             seed_everything(seed)
         self.preset, self.env, self.name = preset, env, name or preset.name

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from looprl.core import ParallelPreset, Preset
-from looprl.core.suggest import is_number, is_whole
+from looprl.core.suggest import check_seed, is_number, is_whole
 from looprl.environments.multiagent import MultiagentEnvironment
 from looprl.experiments.experiment import (
     Experiment,
@@ -140,8 +140,7 @@ def _check_arguments(logdir: Any, test_episodes: Any, seed: Any, **flags: Any) -
         error = ValueError if is_whole(test_episodes) else TypeError
         raise error(f"run_experiment's test_episodes is a whole number >= 0 (0 skips the "
                     f"evaluation), got {test_episodes!r:.40}")
-    if seed is not None and not is_whole(seed):
-        raise TypeError(f"run_experiment's seed is an int or None, got {seed!r:.40}")
+    check_seed("run_experiment", seed)
     for name, value in flags.items():
         if not isinstance(value, numbers.Integral | np.bool_):  # (True, False, 0 or 1)
             raise TypeError(f"run_experiment's {name} is True or False, got {value!r:.40}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from looprl.core.imports import import_extra
+from looprl.core.suggest import check_seed
 from looprl.experiments.run import ExperimentResult, as_list, check_frames, run_experiment
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class SlurmExperiment:
         self.frames, self.job_name, self.script_name = frames, job_name, script_name
         self.outdir, self.logdir = outdir, os.path.abspath(logdir)
         self.options = {"test_episodes": test_episodes, "verbose": verbose,
-                        "logdir": self.logdir, "seed": seed}
+                        "logdir": self.logdir, "seed": check_seed("SlurmExperiment", seed)}
         self.sbatch_args = {**DEFAULT_SBATCH_ARGS, **(sbatch_args or {})}
         if executor is None:
             submitit = import_extra("submitit", "SlurmExperiment needs submitit", "config")

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_choice, check_positive, is_number, is_whole
+from looprl.core.suggest import check_choice, check_positive, check_seed, is_number, is_whole
 from looprl.environments.contextual import contextual_envs
 from looprl.memory.returns import generalized_advantage_estimate
 from looprl.meta.component import MetaComponent
@@ -128,7 +128,7 @@ class PLR(MetaComponent):
         self.replay_prob, self.beta, self.rho = float(replay_prob), float(beta), float(rho)
         self.gamma, self.lam, self.score_ema = float(gamma), float(lam), float(score_ema)
         self.min_seen = int(min_seen)
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(check_seed("PLR", seed))
         self._own_seed = seed is not None
         self.levels: list[int] = []
         self.scores = np.zeros(0)

@@ -19,7 +19,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from looprl.core.suggest import check_count, check_device, check_finite, check_positive
+from looprl.core.suggest import (
+    check_count,
+    check_device,
+    check_finite,
+    check_positive,
+    check_seed,
+)
 from looprl.environments.bodies import RunningMeanStd
 from looprl.meta.component import MetaComponent
 from looprl.nn import FEATURE_EXTRACTORS, feature_extractor, orthogonal_init
@@ -131,6 +137,7 @@ class RND(MetaComponent):
         self.lr, self.batch_size = float(lr), int(batch_size)
         self.gradient_steps, self.update_every = int(gradient_steps), int(update_every)
         self._update_calls = 0
+        seed = check_seed(type(self).__name__, seed)
         self.device, self.seed = torch.device(check_device(device)), seed
         self._network_seed = seed  # (or the run's: ``seed_run``)
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None

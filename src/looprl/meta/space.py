@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_choice, check_count, is_number
+from looprl.core.suggest import check_choice, check_count, check_seed, is_number
 from looprl.environments.contextual import Context, contextual_envs
 from looprl.meta.component import MetaComponent
 from looprl.meta.plr import logits_and_values
@@ -42,7 +42,7 @@ class SPaCE(MetaComponent):
         self.initial_size, self.increment = int(initial_size), int(increment)
         self.eta, self.check_every = float(eta), int(check_every)
         self.measure = check_choice("SPaCE measure", measure, ("value", "return"))
-        self.seed = seed
+        self.seed = check_seed("SPaCE", seed)
         self.contexts: dict[int, Context] = {}
         self.current: list[int] = []  # the training set, in the order instances were added
         self.history: list[float] = []  # the performance at each check

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from looprl.core.hyperparameter import Hyperparameter
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_seed
 from looprl.nn.fields import legal_mask
 
 __all__ = [
@@ -107,7 +107,7 @@ class GreedyPolicy:
         self.num_actions = int(num_actions)
         self.device = getattr(q, "device", torch.device("cpu"))
         self.epsilon = epsilon
-        self._seed = seed
+        self._seed = check_seed(type(self).__name__, seed)
         self._generator: torch.Generator | None = None
         self._explored: Any = None  # (``explored``)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from looprl.core.suggest import did_you_mean, is_whole
+from looprl.core.suggest import check_seed, did_you_mean
 
 __all__ = ["FAMILIES", "available_agents", "context_sets", "env_for", "make_contextual",
            "make_env", "rendering", "resolve_agent"]
@@ -170,8 +170,7 @@ def context_sets(env_id: str, context: Mapping[str, Any]) -> tuple[Any, Any]:
     if not isinstance(ranges, Mapping):
         raise ValueError(f"context.ranges maps context features to [low, high] ranges "
                          f"(context.ranges.length=[0.25,1.0]), got {ranges!r}")
-    if not is_whole(seed) or seed < 0:
-        raise ValueError(f"context.seed must be an integer >= 0, got {seed!r}")
+    seed = check_seed("context", seed, optional=False)
 
     def instances(given: Any, seed: int) -> Any:
         if given is None:
@@ -213,4 +212,4 @@ def make_contextual(agent: str, env_id: str, contexts: Any,
     hide = context.get("hide_context")
     return ContextualEnvironment(env_id, contexts, hide_context=True if hide is None else hide,
                                  instance_mode=context.get("instance_mode") or "random",
-                                 seed=int(context.get("seed") or 0))
+                                 seed=context.get("seed") or 0)

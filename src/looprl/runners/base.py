@@ -24,7 +24,7 @@ import torch
 
 from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
-from looprl.core.suggest import is_number
+from looprl.core.suggest import check_seed, is_number
 from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
@@ -89,7 +89,8 @@ class Runner:
         if not isinstance(self.env, Environment | MultiagentEnvironment):
             raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
                             f"id, got {type(env).__name__}")
-        self.test_env, self.seed, self.logdir = test_env, int(seed), logdir
+        self.seed = check_seed(type(self).__name__, seed, optional=False)
+        self.test_env, self.logdir = test_env, logdir
         self.meta, self.quiet = tuple(meta), quiet
         # each new agent's components start as given (a trial does not go on from the last's)
         self._fresh_meta = copy.deepcopy((getattr(self.builder, "components", ()), self.meta))
