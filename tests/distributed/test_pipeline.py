@@ -420,7 +420,73 @@ def test_runtime_options_are_checked() -> None:
 def test_ray_start_options_are_checked_before_ray_starts(option, bad, message) -> None:
     with pytest.raises(ValueError, match=message):
         RuntimeConfig(**{option: bad})
-    assert RuntimeConfig(num_cpus=2, address="auto", runtime_env={"py_modules": []}).num_cpus == 2
+    assert RuntimeConfig(num_cpus=2, address="local", runtime_env={"py_modules": []}).num_cpus == 2
+
+
+def test_whole_float_counts_are_the_workers_counts() -> None:
+    """``runtime.actors=2.0`` (Hydra's float) was taken as 2.0, and ``range(2.0)`` failed in
+    the ``WorkerPool`` once Ray had started."""
+    from looprl.distributed.placement import WorkerPool
+    runtime = RuntimeConfig(actors=2.0, trainers=2.0, envs_per_actor=4.0, num_cpus=3.0)
+    assert (runtime.actors, runtime.envs_per_actor, runtime.num_cpus) == (2, 4, 3)
+    pool = WorkerPool(ppo_spec(), runtime, DistributedResult(), SampleCounts())
+    assert pool.trainers == ["trainer", "trainer1"]
+
+
+@pytest.mark.parametrize("options, message", [
+    # (were accepted: each reserved or set something no worker used, without a word)
+    ({"gpus_per_policy": 1}, r"^runtime.gpus_per_policy=1 has no effect with "
+                             r"runtime.policy_workers=0 .*: drop runtime.gpus_per_policy, or set "
+                             r"runtime.policy_workers$"),
+    ({"cpus_per_policy": 2}, "^runtime.cpus_per_policy=2 has no effect with runtime.policy_w"),
+    ({"groups": 4}, r"^runtime.groups=4 has no effect with runtime.policy_workers=0 \(each actor "
+                    r"runs its own policy copy, stepping its envs as one group\)"),
+    ({"trainer_timeout": 10}, "^runtime.trainer_timeout=10 has no effect with runtime.trainers=1"),
+    ({"num_cpus": 4, "address": "auto"}, r"^runtime.num_cpus=4 has no effect with "
+                                         r"runtime.address='auto' .*set runtime.address=null$"),
+    ({"gpus_per_trainer": 2}, "^runtime.gpus_per_trainer=2: a trainer worker computes on one "
+                              r"GPU; set it to 1 or less \(runtime.trainers=N for N GPUs\)$"),
+    ({"actors": 1, "policy_workers": 2}, r"^runtime.policy_workers \(2\) cannot exceed "
+                                         r"runtime.actors \(1\)"),
+])
+def test_options_no_worker_would_use_are_one_line(options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        RuntimeConfig(**options)
+
+
+def test_options_that_take_effect_are_kept() -> None:
+    """Their defaults, and the combinations where they apply, stay valid (a preset's
+    ``replace`` of the options too)."""
+    from dataclasses import replace
+    given = RuntimeConfig(actors=2, policy_workers=2, cpus_per_policy=0.5, gpus_per_policy=0.5,
+                          groups=4, trainers=2, trainer_timeout=5, gpus_per_trainer=1)
+    assert replace(given, segment_length=8).groups == 4
+    assert replace(RuntimeConfig(groups=1), segment_length=8).groups == 1
+    assert RuntimeConfig(groups=2).groups == RuntimeConfig(num_cpus=2).groups == 2
+
+
+def test_a_runtime_that_is_no_runtime_config_is_one_line() -> None:
+    """(was: "replace() should be called on dataclass instances" for a dict)"""
+    with pytest.raises(TypeError, match=r"^DistributedRun's runtime must be a RuntimeConfig, "
+                                        r"got a dict: .*RuntimeConfig.from_dict\(options\)"):
+        DistributedRun(ppo_spec(), {"actors": 1}, logdir=None)
+
+
+def test_a_runtime_env_key_ray_does_not_know_is_one_line_before_ray_starts(monkeypatch) -> None:
+    """(was: ``runtime.runtime_env={foo: 1}`` taken for a plugin's, ignored, and the run
+    went on as without it)"""
+    import ray
+
+    def no_ray(*args, **kwargs):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    for env, match in (({"foo": 1}, r"^runtime.runtime_env has no key 'foo'. Ray's keys: "),
+                       ({"working_dri": "."}, "no key 'working_dri'. Did you mean 'working_dir'")):
+        with pytest.raises(ValueError, match=match):
+            DistributedRun(ppo_spec(), RuntimeConfig(actors=1, runtime_env=env), frames=100,
+                           logdir=None).run()
 
 
 @pytest.mark.parametrize("frames", [0, -100, "1000", None])

@@ -92,3 +92,15 @@ def test_the_runtime_options_reach_the_trials() -> None:
     trials = build(cfg).runner.trials
     assert isinstance(trials, RayTrials) and (trials.parallel, trials.num_cpus) == (3, 2)
     assert build(pbt).runner.trials.parallel == 2  # PBT members at once (Tune's cap)
+
+
+def test_trials_that_join_a_cluster_size_no_local_instance(monkeypatch) -> None:
+    """A cluster has its own CPUs: the trials' ``RuntimeConfig`` gets no ``num_cpus`` (which it
+    refuses with an address), a local instance gets its CPUs."""
+    from looprl.distributed import trials as module
+    seen = []
+    monkeypatch.setattr(module, "start_ray", lambda runtime: seen.append(runtime) or False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # (whether a module's runs or not)
+    RayTrials(address="127.0.0.1:6379", num_cpus=3).start()
+    RayTrials(num_cpus=3).start()
+    assert [(r.address, r.num_cpus) for r in seen] == [("127.0.0.1:6379", None), (None, 3)]

@@ -7,7 +7,9 @@ import logging
 import math
 import os
 import socket
+from typing import Any
 
+from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig
 from looprl.distributed.reaper import start_reaper
 
@@ -25,6 +27,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
     be reached; ``RuntimeError``: a local instance lacks what the run reserves, or
     ``runtime.runtime_env`` is set but Ray is already initialized."""
     import ray
+    _check_runtime_env(runtime.runtime_env)
     if ray.is_initialized():
         if runtime.runtime_env:
             raise RuntimeError("runtime.runtime_env takes effect when the run starts or joins "
@@ -109,6 +112,18 @@ def error_line(error: BaseException) -> str:
     """The last line of ``error``'s text (Ray's errors end with the original message)."""
     text = str(error).strip()
     return text.splitlines()[-1] if text else type(error).__name__
+
+
+def _check_runtime_env(runtime_env: dict[str, Any] | None) -> None:
+    """``ValueError`` for a ``runtime_env`` key Ray does not know (Ray takes it for a plugin's
+    and ignores it when none is installed)."""
+    from ray.runtime_env import RuntimeEnv
+    known = sorted(name for name in RuntimeEnv.known_fields if not name.startswith("_"))
+    unknown = sorted(set(runtime_env or {}) - RuntimeEnv.known_fields)
+    if unknown:
+        raise ValueError(f"runtime.runtime_env has no key {unknown[0]!r}."
+                         f"{did_you_mean(str(unknown[0]), known)} Ray's keys: {known} (a "
+                         "plugin's: pass it to your own ray.init(runtime_env=...))")
 
 
 def _check_reachable(address: str) -> None:

@@ -254,7 +254,7 @@ class RuntimeConfig:
         actors: actor workers; each steps ``envs_per_actor`` env copies.
         envs_per_actor: env copies per actor worker.
         groups: each actor's envs are split in this many groups, so that it steps one group
-            while the policy answers another (1: no overlap; ``None``: 2, 1 for one env).
+            while a policy worker answers another (1: no overlap; ``None``: 2, 1 for one env).
         policy_workers: workers that batch inference across actors; 0: each actor runs its
             own policy copy.
         eval_workers: workers that play deterministic episodes with the latest parameters.
@@ -274,9 +274,9 @@ class RuntimeConfig:
         pull_interval: seconds between parameter pulls of a policy copy.
         checkpoint_every: trainer steps between trainer checkpoints (``None``: never).
         cpus_per_actor, cpus_per_policy, cpus_per_trainer: Ray CPUs each worker reserves.
-        gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses).
+        gpus_per_policy, gpus_per_trainer: Ray GPUs each worker reserves (and uses), at most 1.
         num_cpus: CPUs of a local instance (``None``: what the workers reserve, at least the
-            machine's cores).
+            machine's cores); a cluster has its own.
         max_restarts: how often Ray restarts a worker that died, and how many env copy
             exceptions each actor recovers from.
         env_timeout: seconds an env copy's ``reset`` or ``step`` may take before the actor is
@@ -325,6 +325,7 @@ class RuntimeConfig:
                 if not _whole(getattr(self, name), least):
                     raise ValueError(f"runtime.{name} must be a whole number >= {least}, got "
                                      f"{getattr(self, name)!r}")
+                setattr(self, name, int(getattr(self, name)))  # (2.0: the workers count 2)
         for name, least, null in (("trainer_threads", 1, "torch_threads"),
                                   ("max_lag", 0, "no limit"), ("checkpoint_every", 1, "never"),
                                   ("num_cpus", 1, "what the workers reserve")):
@@ -332,6 +333,8 @@ class RuntimeConfig:
             if value is not None and not _whole(value, least):
                 raise ValueError(f"runtime.{name} must be a whole number >= {least} (or null: "
                                  f"{null}), got {value!r}")
+            if value is not None:
+                setattr(self, name, int(value))
         for name in ("cpus_per_actor", "cpus_per_policy", "cpus_per_trainer", "gpus_per_policy",
                      "gpus_per_trainer", "pull_interval"):
             if not is_number(getattr(self, name)) or getattr(self, name) < 0:
@@ -354,6 +357,10 @@ class RuntimeConfig:
         if self.trainers > self.actors:
             raise ValueError(f"runtime.trainers ({self.trainers}) cannot exceed runtime.actors "
                              f"({self.actors}): each trainer learns from its own actors")
+        if self.policy_workers > self.actors:
+            raise ValueError(f"runtime.policy_workers ({self.policy_workers}) cannot exceed "
+                             f"runtime.actors ({self.actors}): each policy worker serves its "
+                             "own actors, and the others would serve none")
         if self.trainers > 1 and 0 < self.gpus_per_trainer < 1:
             raise ValueError(f"runtime.trainers > 1 with GPUs needs gpus_per_trainer >= 1 (NCCL "
                              f"gives each trainer its own GPU), got {self.gpus_per_trainer}")
@@ -364,6 +371,35 @@ class RuntimeConfig:
                                                  and self.env_timeout > 0):
             raise ValueError(f"runtime.env_timeout must be > 0 seconds (or null: no limit), got "
                              f"{self.env_timeout!r}")
+        self._check_effects()
+
+    def _check_effects(self) -> None:
+        """A one-line ``ValueError`` for an option set to what no worker would do: one that
+        only matters with another option, or GPUs beyond the one a worker computes on."""
+        defaults = {f.name: f.default for f in fields(self)}
+        alone = "runtime.policy_workers=0 (each actor runs its own policy copy"
+        one_group = self.groups in (1, min(2, self.envs_per_actor))  # (1, or its default)
+        for name, applies, why, fix in (
+                ("cpus_per_policy", self.policy_workers > 0, f"{alone})",
+                 "runtime.policy_workers"),
+                ("gpus_per_policy", self.policy_workers > 0, f"{alone})",
+                 "runtime.policy_workers"),
+                ("groups", self.policy_workers > 0 or one_group,
+                 f"{alone}, stepping its envs as one group)", "runtime.policy_workers"),
+                ("trainer_timeout", self.trainers > 1, "runtime.trainers=1 (it bounds the "
+                 "collectives of several trainers)", "runtime.trainers"),
+                ("num_cpus", self.address in (None, "local"), f"runtime.address="
+                 f"{self.address!r} (it sizes a local instance; a cluster has its own CPUs)",
+                 "runtime.address=null")):
+            if not applies and getattr(self, name) != defaults[name]:
+                raise ValueError(f"runtime.{name}={getattr(self, name)!r} has no effect with "
+                                 f"{why}: drop runtime.{name}, or set {fix}")
+        for role, workers in (("policy", "policy_workers"), ("trainer", "trainers")):
+            gpus = getattr(self, f"gpus_per_{role}")
+            if gpus > 1:
+                raise ValueError(f"runtime.gpus_per_{role}={gpus!r}: a {role} worker computes "
+                                 f"on one GPU; set it to 1 or less (runtime.{workers}=N for N "
+                                 "GPUs)")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RuntimeConfig:

@@ -58,6 +58,10 @@ class DistributedRun:
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
         check_frames(frames)
+        if runtime is not None and not isinstance(runtime, RuntimeConfig):
+            raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
+                            f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
+                            "RuntimeConfig.from_dict(options) for a dict")
         self.runtime = runtime or RuntimeConfig()
         self.hyperparameters = dict(spec.hyperparameters) if isinstance(spec, Preset) else {}
         if isinstance(spec, Preset):

@@ -48,8 +48,9 @@ class RayTrials:
         if not ray.is_initialized():
             cpus = self.num_cpus or self._parallel or os.cpu_count() or 1
             # the trials reserve their CPUs as tasks; the run's own workers reserve none
-            runtime = RuntimeConfig(address=self.address, num_cpus=cpus, actors=1,
-                                    cpus_per_actor=0.0, cpus_per_trainer=0.0,
+            local = self.address in (None, "local")  # (a cluster has its own CPUs)
+            runtime = RuntimeConfig(address=self.address, num_cpus=cpus if local else None,
+                                    actors=1, cpus_per_actor=0.0, cpus_per_trainer=0.0,
                                     runtime_env=self.runtime_env)
             self._started = start_ray(runtime) or self._started
         return ray
