@@ -465,6 +465,15 @@ def test_options_that_take_effect_are_kept() -> None:
     assert RuntimeConfig(groups=2).groups == RuntimeConfig(num_cpus=2).groups == 2
 
 
+def test_an_unbuilt_preset_is_one_line() -> None:
+    """(was: "'method' object is not iterable", the builder's ``meta`` read as a list)"""
+    from looprl.environments import GymEnvironment
+    from looprl.presets.classic_control import ppo
+    with pytest.raises(TypeError, match=r"^DistributedRun takes a Preset or an AlgorithmSpec, "
+                                        r"got a PresetBuilder: build it first"):
+        DistributedRun(ppo.env(GymEnvironment("CartPole-v1")), RuntimeConfig(actors=1))
+
+
 def test_a_runtime_that_is_no_runtime_config_is_one_line() -> None:
     """(was: "replace() should be called on dataclass instances" for a dict)"""
     with pytest.raises(TypeError, match=r"^DistributedRun's runtime must be a RuntimeConfig, "

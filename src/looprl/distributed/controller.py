@@ -58,6 +58,10 @@ class DistributedRun:
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
         check_frames(frames)
+        if not isinstance(spec, AlgorithmSpec | Preset):
+            built = ": build it first (ppo.env(env).build())" if hasattr(spec, "build") else ""
+            raise TypeError(f"DistributedRun takes a Preset or an AlgorithmSpec, got a "
+                            f"{type(spec).__name__}{built}")
         if runtime is not None and not isinstance(runtime, RuntimeConfig):
             raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
                             f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "
