@@ -51,8 +51,9 @@ class Copies:
     def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
         first = envs[0]
         check_count(**{f"{type(first).__name__}.agent_count (a property)": first.agent_count})
+        name = getattr(first, "name", None)  # (looprl's adapters': the wrapped env's)
         self._start_streams(len(envs), first.agent_count,
-                            getattr(first, "_name", None) or type(first).__name__, build)
+                            name if isinstance(name, str) else type(first).__name__, build)
         self.envs = envs
         self.episode = np.zeros(len(envs), dtype=np.int64)
 

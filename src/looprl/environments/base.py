@@ -30,7 +30,6 @@ class Restorable:
         ``reset(seed=s)`` seeds one reset)."""
         self._seed = self.given_seed = check_seed(self.name, seed, optional=False)
 
-
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a pickled environment; one that pickles as its constructor's arguments
         (``EzPickle``: MuJoCo, Box2D, PettingZoo's games) comes back without its episode."""
@@ -43,9 +42,11 @@ class Restorable:
                     isinstance(getattr(env, "unwrapped", None), EzPickle) for env in made):
                 self.needs_reset = True
 
-    def _reset_seed(self, seed: int | None) -> int | None:
-        """``seed``, else after a restore one from NumPy's global generator (which a checkpoint
-        restores: a resumed run repeats itself)."""
+    def _reset_seed(self, seed: Any = None) -> int | None:
+        """The seed of this reset: ``seed`` (checked), else the one ``seed()`` gave the next
+        reset (used up), else after a restore one from NumPy's global generator (which a
+        checkpoint restores: a resumed run repeats itself)."""
+        seed, self._seed = check_seed(self.name, self._seed if seed is None else seed), None
         if seed is None and self.needs_reset:
             seed = int(np.random.randint(2**31 - 2**16))
         self.needs_reset = False

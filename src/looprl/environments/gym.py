@@ -118,8 +118,7 @@ class GymEnvironment(Environment):
     def reset_output(self, seed: int | None = None, options: dict[str, Any] | None = None
                      ) -> tuple[Any, dict[str, Any]]:
         """Gymnasium's ``reset``, checked to be its ``(observation, info)``."""
-        seed = check_seed(self.name, self._seed if seed is None else seed)
-        seed, self._seed = self._reset_seed(seed), None
+        seed = self._reset_seed(seed)
         self._episode, self._t = self._episode + 1, 0
         try:
             output = self.env.reset(seed=seed, options=options)

@@ -119,12 +119,12 @@ class _Adapter(Environment, Restorable):
     _seed: int | None = None
 
     @property
-    def _name(self) -> str:  # (what ``Copies`` names the environment by)
+    def name(self) -> str:  # (what ``Copies`` names the environment by)
         return type(self.env).__name__
 
     def seed(self, seed: int) -> int:
         """Seed the next ``reset`` and the action spaces (agent ``i``'s with ``seed + i``)."""
-        self._seed = seed = check_seed(self._name, seed, optional=False)
+        self._seed = seed = check_seed(self.name, seed, optional=False)
         for i, space in enumerate(self.action_spaces):
             space.seed(seed + i)
         return seed
@@ -144,7 +144,7 @@ class _SingleAgent(_Adapter):
     _obs_space: gym.spaces.Dict
 
     @property
-    def _name(self) -> str:
+    def name(self) -> str:
         return self.looprl.name
 
     @property
@@ -160,8 +160,7 @@ class _SingleAgent(_Adapter):
         return [self.looprl.action_space]
 
     def reset(self) -> list[StepResult | None]:
-        seed, self._seed = self._reset_seed(self._seed), None
-        return [self._result(*self.looprl.reset_output(seed))]
+        return [self._result(*self.looprl.reset_output(self._reset_seed()))]
 
     def step(self, actions: list[Any | None]) -> list[StepResult | None]:
         _check_count(actions, 1)
@@ -278,7 +277,7 @@ class PettingZooEnvironment(_Adapter):
         try:
             return getattr(self.env, method)(*args, **kwargs)
         except Exception as error:
-            raise failure(self._name, method, error, self._episode, self._t) from error
+            raise failure(self.name, method, error, self._episode, self._t) from error
 
     @property
     def observation_spaces(self) -> list[gym.Space]:
@@ -289,8 +288,7 @@ class PettingZooEnvironment(_Adapter):
         return [self.env.action_space(agent) for agent in self.agent_names]
 
     def reset(self) -> list[StepResult | None]:
-        seed, self._seed = self._reset_seed(self._seed), None
-        output = self._call("reset", seed=seed)
+        output = self._call("reset", seed=self._reset_seed())
         if self.parallel:  # (observations and infos: no rewards or ends yet)
             return self._parallel_results(output[0], {}, {}, {}, output[1])
         return self._aec_results()

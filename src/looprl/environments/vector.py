@@ -88,8 +88,7 @@ class NumpyVectorEnvironment(VectorEnvironment):
 
     def reset_output(self, seed: int | None = None) -> tuple[np.ndarray, Any]:
         """The copies' ``reset`` (seeded with ``seed``, or the constructor's for the first)."""
-        seed = check_seed(self.name, self._seed if seed is None else seed)
-        seed, self._seed = self._reset_seed(seed), None
+        seed = self._reset_seed(seed)
         self._t = 0
         try:
             obs, info = self.env.reset(seed=seed)
