@@ -189,7 +189,7 @@ class ActorCriticPolicy(ApproximationPolicy):
             if value.dim() != 1:
                 raise ValueError(f"rollout takes obs batched along dim 0 only, got leading "
                                  f"shape {tuple(value.shape)}")
-            deterministic = deterministic_rows(request, len(value))
+            deterministic = deterministic_rows(request, value.shape[0])
             if deterministic is False:  # (the usual request: one pass for both)
                 action, log_prob = self.head.sample_and_log_prob(params, self._generator)
             else:

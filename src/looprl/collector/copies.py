@@ -87,12 +87,14 @@ class Copies:
         every = len(streams) == len(self.present) and isinstance(obs, np.ndarray)
         return obs.copy() if every else obs[streams]
 
-    def _call(self, runner: Any, i: int | None, method: str, call: Callable[[], Any]) -> Any:
-        """``call()``, env copy ``i``'s ``method`` (``None``: every copy's), noted in
-        ``runner.env_call``; ``None`` if it raised and the form rebuilt copies (``_rebuild``)."""
+    def _call(self, runner: Any, i: int | None, method: str, call: Callable[..., Any],
+              *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)``, env copy ``i``'s ``method`` (``None``: every copy's), noted
+        in ``runner.env_call``; ``None`` if it raised and the form rebuilt copies
+        (``_rebuild``)."""
         runner.env_call = (time.monotonic(), i, method)
         try:
-            return call()
+            return call(*args, **kwargs)
         except Exception as error:
             if runner.restarts is None or self.build is None:
                 raise
@@ -217,7 +219,7 @@ class Copies:
         env = self.envs[i]
         if method == "reset":
             self.episode[i] += 1
-        results = self._call(runner, i, method, lambda: getattr(env, method)(*args))
+        results = self._call(runner, i, method, getattr(env, method), *args)
         return None if results is None else checked_results(results, env, method)
 
     def _rebuild(self, runner: Any, i: int, method: str, error: Exception) -> None:
@@ -277,8 +279,8 @@ class VectorCopies(Copies):
     def reset(self, runner: Any, seed: int | None) -> None:
         self.returns[:], self.lengths[:] = 0.0, 0
         env = self.env
-        state = self._call(runner, None, "reset",
-                           lambda: env.reset() if seed is None else env.reset(seed=seed))
+        state = self._call(runner, None, "reset", env.reset,
+                           **({} if seed is None else {"seed": seed}))
         if state is None:
             return  # rebuilt and reset
         self._receive_rows(*self._rows(state), np.zeros(env.n_envs), np.zeros(env.n_envs, bool))
@@ -289,7 +291,7 @@ class VectorCopies(Copies):
             raise RuntimeError(f"a vector environment steps all of its {self.env.n_envs} copies "
                                f"at once; {len(asked)} were asked for actions")
         step = self.env.step_arrays if self.arrays else self.env.step
-        output = self._call(runner, None, "step", lambda: step(action))
+        output = self._call(runner, None, "step", step, action)
         if output is None:
             return ~self.everyone  # rebuilt and reset: none stepped
         if self.arrays:

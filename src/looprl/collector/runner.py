@@ -285,11 +285,14 @@ def check_result(result: Any, rows: int, carried: bool = False, policy: str = ""
         raise ValueError(f"{what} returned no policy_state, but the policy's default_policy_state "
                          "is not None: return each row's memory after this step in "
                          "RolloutResult(policy_state=...)")
+    fields = result.__dict__
     for name in _ROWS:
-        value = getattr(result, name)
+        value = fields[name]
+        if value is None:
+            continue
         for leaf in leaves(value) if isinstance(value, NamedArray) else (value,):
             shape = getattr(leaf, "shape", None)  # (a tensor's or an array's: the usual case)
-            if shape is None and leaf is not None:
+            if shape is None:
                 shape = np.shape(leaf)
             if shape is not None and (not shape or shape[0] != rows):
                 field = "actions" if name == "action" else f"rows of {name}"

@@ -80,6 +80,8 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
     rounded to the nearest whole number for an integer ``Box``)."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
+        if isinstance(action, np.integer) or type(action) is int:  # (a row of an int array)
+            return int(action)
         array = np.asarray(action)  # (checked: int() would truncate 0.7 to 0)
         if array.size == 1 and (array.dtype.kind in "iub" or (
                 array.dtype.kind == "f" and float(array.reshape(())).is_integer())):

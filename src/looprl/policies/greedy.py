@@ -80,7 +80,7 @@ def epsilon_greedy(values: torch.Tensor, epsilon: float | torch.Tensor,
         view = drawn.numpy()
     else:
         drawn, view = coins.draw(tuple(greedy.shape), generator)
-    if isinstance(epsilon, float | int):  # (compared in float32 on the NumPy view: faster)
+    if isinstance(epsilon, (float, int)):  # (compared in float32 on the NumPy view: faster)
         hit = np.asarray(view < np.float32(epsilon))
         explore = torch.from_numpy(hit)
     else:
