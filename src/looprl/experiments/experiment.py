@@ -130,8 +130,7 @@ class Experiment:
                                                     [env, *components])
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
-        seed = check_seed(type(self).__name__, seed)
-        if seed is not None:
+        if (seed := check_seed(type(self).__name__, seed)) is not None:
             seed_everything(seed)
         self.preset, self.env, self.name = preset, env, name or preset.name
         self.train_steps, self.quiet, self.render = train_steps, quiet, render
