@@ -220,6 +220,38 @@ def test_a_users_trainer_whose_loss_goes_nan_stops_the_trainer_worker_in_one_lin
         worker._train((None, None))
 
 
+def test_a_trainer_that_does_not_agree_to_push_is_not_published_after_that_step() -> None:
+    """SRL's ``TrainerStepResult(stats, step, agree_pushing, priorities)``: the third field is
+    ``agree_pushing`` (was: taken for the priorities), and the worker holds the parameters
+    back after a step that does not agree."""
+    import threading
+    from types import SimpleNamespace
+
+    from looprl.agents.learner import Learner
+    from looprl.distributed import RuntimeConfig
+    from looprl.distributed.trainer_worker import TrainerWorker
+
+    class Declining:
+        policy = SimpleNamespace(version=0)
+
+        def step(self, sample):
+            self.policy.version += 1
+            return TrainerStepResult({"loss": 1.0}, self.policy.version, self.policy.version > 1)
+
+    assert TrainerStepResult({}, 0, False).priorities is None
+    published = []
+    worker = object.__new__(TrainerWorker.__ray_actor_class__)
+    worker.__dict__.update(core=Learner(Declining(), None), steps=0, group=None, rank=0,
+                           _published_at=0.0, _publish=lambda: published.append(worker.steps),
+                           runtime=RuntimeConfig(publish_every=1, sync=True,
+                                                 checkpoint_every=None),
+                           _lock=threading.Condition(), _rows=0, _stats=[], _meta={},
+                           _blocked=0, _training=True, _wake=lambda: None)
+    for _ in range(3):
+        worker._train((None, None))
+    assert published == [2, 3]
+
+
 @pytest.mark.parametrize(("returned", "message"), [
     (None, r"^trainer Odd.step returned a NoneType; return a looprl.core.TrainerStepResult"),
     ({"loss": 1.0}, r"^trainer Odd.step returned a dict; return"),

@@ -209,7 +209,7 @@ class DQNTrainer(PolicyTrainer):
         self.predictions, self.td_error = {"q_values": values}, td_error
         priorities = td_error.abs()
         stats = {"loss": loss.detach(), "td": priorities.mean()}
-        return TrainerStepResult(stats, self.steps, priorities)
+        return TrainerStepResult(stats, self.steps, priorities=priorities)
 
 
 def row_weights(batch: SampleBatch) -> torch.Tensor:

@@ -114,7 +114,7 @@ class IndependentLearner(StepLoop):
         result = self.cores[agent].learn(inner)
         self.policy.share_version()
         stats = agent_stats(self.policy.names[agent], result.stats)
-        return TrainerStepResult(stats, result.step, result.priorities)
+        return TrainerStepResult(stats, result.step, result.agree_pushing, result.priorities)
 
     def finish(self, batch: tuple[int, Any], result: TrainerStepResult) -> None:
         """Hand the step's new priorities back to the agent's replay."""

@@ -89,8 +89,11 @@ class SampleBatch:
 @dataclass(eq=False)
 class TrainerStepResult:
     """What ``Trainer.step`` returns: ``stats`` to log (floats or 0-d tensors), the step count
-    after it and new replay ``priorities`` of the sampled rows (or ``None``)."""
+    after it, whether the trainer agrees to publish the parameters after this step
+    (``agree_pushing``, as in SRL; ``False``: a Ray trainer publishes them later, when idle)
+    and new replay ``priorities`` of the sampled rows (or ``None``)."""
 
     stats: dict[str, Any]
     step: int
+    agree_pushing: bool | None = True
     priorities: Any = field(default=None, repr=False)
