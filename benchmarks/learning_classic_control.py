@@ -67,8 +67,8 @@ Curve = list[tuple[int, float]]
 
 
 def builder(name: str):
-    """The preset builder ``looprl.presets.classic_control.<name>.<name>``."""
-    return getattr(importlib.import_module(f"looprl.presets.classic_control.{name}"), name)
+    """The preset builder ``looprl.presets.classic_control.<name>``."""
+    return getattr(importlib.import_module("looprl.presets.classic_control"), name)
 
 
 def learning_curve(

@@ -92,7 +92,7 @@ def learning_curve(
     """``(frame, mean evaluation return)`` pairs of one seeded run, and its wall seconds."""
     start = time.perf_counter()
     env = run.make_env()
-    builder = getattr(importlib.import_module(f"looprl.presets.continuous.{run.algo}"), run.algo)
+    builder = getattr(importlib.import_module("looprl.presets.continuous"), run.algo)
     seed_everything(seed)  # before building, so that the initial weights are seeded too
     preset = builder.env(env).device("cpu").hyperparameters(**run.hyperparameters).build()
     experiment = make_experiment(
