@@ -76,6 +76,16 @@ def test_unknown_hyperparameter_without_close_match() -> None:
     assert "n_steps" in str(info.value)
 
 
+def test_unknown_mighty_name_suggests_looprls() -> None:
+    """docs/coming-from-mighty.md: Mighty's part settings get a "did you mean" their looprl name."""
+    with pytest.raises(UnknownHyperparameterError, match=r"Did you mean 'ez_mu' \(Mighty's"):
+        dqn.hyperparameters(zipf_param=2.0)
+    with pytest.raises(UnknownHyperparameterError, match="Did you mean 'initial_exploration'"):
+        dqn.hyperparameters(epsilon_start=1.0)
+    with pytest.raises(UnknownHyperparameterError, match="Did you mean 'lam'"):
+        ppo.hyperparameters(gae_lambda=0.9)
+
+
 def test_build_without_env_raises() -> None:
     with pytest.raises(ValueError, match=r"\.env"):
         ppo.build()
