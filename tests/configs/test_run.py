@@ -110,6 +110,17 @@ def test_a_multirun_over_two_seeds_makes_two_run_directories(tmp_path: Path) -> 
         assert [m.partition("(")[0] for m in described["meta"]] == ["RND"]
 
 
+def test_a_sweep_into_a_finished_sweeps_directory_is_one_line(tmp_path: Path, capsys) -> None:
+    """A second sweep with the same ``hydra.sweep.dir`` replaced job 0's config, results.json
+    and preset.pt, its logs beside the first's (``CartPole-v1_2``), without a word."""
+    (tmp_path / "0").mkdir()
+    (tmp_path / "0" / "results.json").write_text("{}")
+    assert cli(["run", "-m", "seed=5", *SMALL, f"hydra.sweep.dir={tmp_path}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "holds a finished sweep (0/results.json)" in error[0], error
+    assert [p.name for p in (tmp_path / "0").iterdir()] == ["results.json"]
+
+
 def test_a_sweep_over_lists_of_meta_components_passes_the_checks() -> None:
     """Hydra's sweep over lists of a group (``-m meta=[rnd],[noveld]``, one job per list) was
     refused before Hydra saw it: "Unknown meta 'rnd]'"."""
@@ -134,6 +145,29 @@ def test_the_submitit_local_launcher_runs_a_job(tmp_path: Path) -> None:
          f"hydra.sweep.dir={tmp_path}"])
     assert json.loads((tmp_path / "0" / "results.json").read_text())["eval"]["episodes"] == 2
     assert (tmp_path / ".submitit").is_dir()  # it went through submitit
+
+
+def test_a_failed_job_of_a_launchers_process_is_reported(tmp_path: Path, capsys) -> None:
+    """A job that failed in a launcher's own process (submitit, joblib) was lost: the command
+    printed nothing and exited 0; the other job still finishes."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    assert cli(["run", "-m", "env=CartPole-v1,NoSuchEnv-v0", "hydra/launcher=submitit_local",
+                *SMALL, f"hydra.sweep.dir={tmp_path}"]) == 2
+    assert "looprl: error: Unknown environment 'NoSuchEnv-v0'" in capsys.readouterr().err
+    assert (tmp_path / "0" / "results.json").is_file()
+
+
+def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
+                                                      monkeypatch) -> None:
+    """Was submitit's traceback (RuntimeError: Could not detect "srun") and a sweep directory
+    holding only multirun.yaml."""
+    from looprl.configs import checks
+    monkeypatch.setattr(checks.shutil, "which", lambda name: None)
+    assert cli(["run", "-m", "seed=0,1", "hydra/launcher=submitit_slurm", *SMALL,
+                f"hydra.sweep.dir={tmp_path / 'sweep'}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "submitit_slurm needs a SLURM cluster (no srun here)" in error[0]
+    assert not (tmp_path / "sweep").exists()
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -224,6 +258,14 @@ def test_runs_started_in_the_same_second_get_a_directory_each(tmp_path: Path,
     assert app.claim_run_dir([f"hydra.run.dir={tmp_path / 'mine'}"]) is None
 
 
+def test_a_multirun_flag_after_the_overrides_runs_the_sweep(tmp_path: Path, monkeypatch) -> None:
+    """``looprl run seed=0,1 -m`` (as Hydra takes it) was Hydra's usage block: "unrecognized
+    arguments: hydra.sweep.dir=multirun/...", the directory looprl adds after the flag."""
+    monkeypatch.chdir(tmp_path)
+    assert cli(["run", "seed=0", *SMALL, "-m"]) == 0
+    assert len(list(tmp_path.glob("multirun/*/*/0/results.json"))) == 1
+
+
 def test_hydra_flags_take_their_value_as_the_next_argument(capsys) -> None:
     assert cli(["run", "--cfg", "job", "algorithm=dqn"]) == 0
     assert "preset: classic_control.dqn" in capsys.readouterr().out
@@ -258,6 +300,14 @@ def test_help_composes_the_overrides_without_patching_hydra(capsys) -> None:
     assert "preset: classic_control.dqn" in out and "lr: 0.5" in out
     assert "== Configuration groups ==" in out and "runtime: local, ray" in out
     assert "__deepcopy__" not in ConfigStore.__dict__  # Hydra's classes as they ship
+
+
+def test_help_of_a_multirun_shows_the_config_without_its_sweeps(capsys) -> None:
+    """``looprl run -m seed=0,1 --help`` was "Ambiguous value for argument 'seed=0,1' ...
+    add --multirun to your command line", with -m given."""
+    with pytest.raises(SystemExit):
+        run(["-m", "seed=0,1", "algorithm=dqn", "meta=[rnd],[noveld]", "--help"])
+    assert "preset: classic_control.dqn" in capsys.readouterr().out
 
 
 def test_a_search_none_of_whose_trials_completed_ends_with_its_results(tmp_path,
@@ -324,6 +374,16 @@ def _tensorboard_steps(log_dir: Path, counter: str) -> list[int]:
     return sorted(event.step for path in log_dir.glob("events.out.tfevents.*")
                   for event in EventFileLoader(str(path)).Load()
                   for value in event.summary.value if value.tag.endswith(f"returns/{counter}"))
+
+
+def test_resume_with_multirun_is_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``looprl run -m --resume SWEEP_DIR/0`` ran a new job in multirun/DATE/TIME/0 with
+    resume=true, which found no checkpoint there (an empty sweep left behind)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli(["run", "-m", "--resume", str(tmp_path / "sweep" / "0"), "frames=512"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "--resume continues one run, not a multirun: drop -m" in error[0]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_wandb_logging_in_offline_mode(tmp_path: Path, monkeypatch) -> None:

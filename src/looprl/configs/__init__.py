@@ -368,17 +368,23 @@ HYDRA_FLAGS = (*sorted(_VALUED_FLAGS), "--help", "-h", "--hydra-help", "--versio
                "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc")
 
 
-def _override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
-    """``(key, value)`` of each ``key=value`` override of ``argv`` (prefixes ``+``, ``~``
-    dropped), without Hydra's flags and their values."""
-    kept: list[tuple[str, str]] = []
+def _split_flags(argv: list[str] | tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """``argv``'s Hydra flags with their values, and its overrides, each in their order."""
+    flags: list[str] = []
+    overrides: list[str] = []
     skip = False
     for arg in argv:
         if skip and "=" not in arg:  # the flag's value (``--info`` may come without one)
             skip = False
+            flags.append(arg)
             continue
         skip = arg in _VALUED_FLAGS
-        if not arg.startswith("-"):
-            key, _, value = arg.lstrip("+~").partition("=")
-            kept.append((key, value))
-    return kept
+        (flags if arg.startswith("-") else overrides).append(arg)
+    return flags, overrides
+
+
+def _override_pairs(argv: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(key, value)`` of each ``key=value`` override of ``argv`` (prefixes ``+``, ``~``
+    dropped), without Hydra's flags and their values."""
+    return [(key, value) for key, _, value in
+            (arg.lstrip("+~").partition("=") for arg in _split_flags(argv)[1])]

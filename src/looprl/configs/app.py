@@ -26,6 +26,7 @@ from looprl.configs import (
     HELP_FOOTER,
     HELP_HEADER,
     _override_pairs,
+    _split_flags,
     build,
     expand_shorthands,
     group_options,
@@ -42,7 +43,7 @@ from looprl.configs.sources import (
     saved_sources,
     user_groups,
 )
-from looprl.core.suggest import is_bad_input
+from looprl.core.suggest import is_bad_input, one_line
 from looprl.experiments.run_files import json_text
 
 __all__ = ["check_run_dir", "execute", "help_text", "main"]
@@ -127,6 +128,9 @@ def resume_arguments(argv: list[str]) -> list[str]:
         return argv
     if not run_dirs:
         raise ValueError("resume=true needs the run directory: looprl run --resume RUN_DIR")
+    if _run_dir_key(argv) == "hydra.sweep.dir":  # (-m: its jobs' directories are new ones)
+        raise ValueError("--resume continues one run, not a multirun: drop -m (a sweep's job: "
+                         "looprl run --resume SWEEP_DIR/N)")
     run_dir = Path(run_dirs[0])
     saved = run_dir / ".hydra"
     if not (saved / "config.yaml").is_file():
@@ -222,8 +226,13 @@ def _remove_if_empty(output_dir: Path) -> None:
 
 def help_text(argv: list[str]) -> str:
     """``looprl run --help`` for ``argv``'s config, in the layout of Hydra's application help
-    (composed once: Hydra's own composes once per group)."""
+    (composed once: Hydra's own composes once per group; with ``-m``, without the sweeps)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
+    if _run_dir_key(argv) == "hydra.sweep.dir":  # (a sweep's values compose no one config)
+        parser = OverridesParser.create()
+        argv = [a for a in argv if "=" not in a or a.startswith("-")
+                or not parser.parse_override(a).is_sweep_override()]
     options = group_options()
     for group, files in user_groups(argv).items():  # (the -cd directory's)
         options[group] = sorted({*options.get(group, []), *files})
@@ -243,17 +252,26 @@ _NO_RUN = ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c", "--she
 def check_run_dir(argv: list[str]) -> None:
     """A one-line ``ValueError`` if the run directory (``hydra.run.dir``, ``hydra.sweep.dir``
     with ``-m``) cannot be written, or if a new run's ``hydra.run.dir`` holds a finished run
-    (whose config, results and presets it would replace)."""
+    (whose config, results and presets it would replace), or ``hydra.sweep.dir`` a finished
+    job's (``0/results.json``)."""
     from looprl.core.files import check_writable
     if any(a.partition("=")[0] in _NO_RUN for a in argv):
         return
     key = _run_dir_key(argv)
     given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
     check_writable(given[-1] if given else ".", f"{key}=..., or run it where you can write")
-    if given and key == "hydra.run.dir" and "resume=true" not in argv and (
-            Path(given[-1]) / "results.json").is_file():
+    if not given:
+        return
+    directory = Path(given[-1])
+    if key == "hydra.run.dir" and "resume=true" not in argv and (
+            directory / "results.json").is_file():
         raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
                          "which this one would replace: give a new directory, or delete it")
+    finished = sorted(directory.glob("*/results.json")) if key == "hydra.sweep.dir" else []
+    if finished:  # (its jobs' directories 0/, 1/, ...: this sweep's jobs would replace them)
+        raise ValueError(f"hydra.sweep.dir={given[-1]} holds a finished sweep "
+                         f"({finished[0].relative_to(directory)}), whose jobs this one would "
+                         "replace: give a new directory, or delete it")
 
 
 def _run_dir_key(argv: list[str]) -> str:
@@ -308,6 +326,7 @@ def main(argv: list[str]) -> int:
         argv = [*argv, f"{_run_dir_key(argv)}={claimed}"]
 
     failures: list[Exception] = []
+    here = os.getpid()
 
     @hydra.main(version_base="1.3", config_path=None, config_name="looprl")
     def app(cfg: Any) -> float:
@@ -320,6 +339,8 @@ def main(argv: list[str]) -> int:
             failures.append(error)  # raised after Hydra: the command reports it in one line
             if HydraConfig.get().mode == RunMode.MULTIRUN:  # (a launcher's job runs elsewhere)
                 log.error("%s", error)  # in the job's log: why this job failed
+                if os.getpid() != here:  # a launcher's process (joblib, submitit): Hydra hands
+                    raise ValueError(one_line(error)) from None  # its error back, as text
             elif not cfg.resume:
                 _remove_if_empty(Path(output_dir))
             return math.nan
@@ -330,7 +351,8 @@ def main(argv: list[str]) -> int:
 
     saved, root = sys.argv, logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    sys.argv = ["looprl run", *argv]
+    flags, overrides = _split_flags(argv)  # (Hydra's parser takes the overrides in one run:
+    sys.argv = ["looprl run", *flags, *overrides]  # seed=0,1 -m hydra.sweep.dir=... was not)
     try:
         app()
     finally:  # Hydra configures logging for its jobs: leave the caller's as it was

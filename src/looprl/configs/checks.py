@@ -4,6 +4,7 @@ multi-line tracebacks): each a one-line ``ValueError``."""
 from __future__ import annotations
 
 import re
+import shutil
 
 from looprl.configs import (
     HYDRA_FLAGS,
@@ -41,6 +42,10 @@ def check_overrides(overrides: list[str]) -> None:
             raise ValueError(f"Unknown flag {flag!r} of looprl run.{_flag_hint(flag, value)} "
                              "It takes key=value overrides and Hydra's flags: see looprl run "
                              "--help (a negative value goes after the '=': seed=-1)")
+    launchers = [value for key, value in _override_pairs(overrides) if key == "hydra/launcher"]
+    if "submitit_slurm" in launchers and shutil.which("srun") is None:  # (submitit's traceback)
+        raise ValueError("hydra/launcher=submitit_slurm needs a SLURM cluster (no srun here): "
+                         "run it on one, or use hydra/launcher=submitit_local or joblib")
     pairs = [(key, value) for key, value in _override_pairs(overrides)
              if not key.startswith("hydra")]
     builtin, mine = _builtin_options(), user_groups(overrides)
