@@ -153,8 +153,20 @@ def test_a_failed_job_of_a_launchers_process_is_reported(tmp_path: Path, capsys)
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     assert cli(["run", "-m", "env=CartPole-v1,NoSuchEnv-v0", "hydra/launcher=submitit_local",
                 *SMALL, f"hydra.sweep.dir={tmp_path}"]) == 2
-    assert "looprl: error: Unknown environment 'NoSuchEnv-v0'" in capsys.readouterr().err
+    assert f"looprl: error: job 1 ({tmp_path / '1'}): Unknown environment 'NoSuchEnv-v0'" in (
+        capsys.readouterr().err)
     assert (tmp_path / "0" / "results.json").is_file()
+
+
+def test_the_failed_jobs_of_a_sweep_are_counted_and_the_first_named(tmp_path: Path,
+                                                                      capsys) -> None:
+    """(was: the first job's error alone, naming no job)"""
+    assert cli(["run", "-m", "env=NoSuchEnv-v0,CartPole-v1,Nope-v1", *SMALL,
+                f"hydra.sweep.dir={tmp_path}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"looprl: error: 2 jobs failed; the first, job 0 ({tmp_path / '0'}): "
+                            "Unknown environment 'NoSuchEnv-v0'"), error
+    assert (tmp_path / "1" / "results.json").is_file()
 
 
 def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,

@@ -339,8 +339,10 @@ def main(argv: list[str]) -> int:
             failures.append(error)  # raised after Hydra: the command reports it in one line
             if HydraConfig.get().mode == RunMode.MULTIRUN:  # (a launcher's job runs elsewhere)
                 log.error("%s", error)  # in the job's log: why this job failed
+                failures[-1] = ValueError(f"job {HydraConfig.get().job.num} ({output_dir}): "
+                                          f"{one_line(error)}")
                 if os.getpid() != here:  # a launcher's process (joblib, submitit): Hydra hands
-                    raise ValueError(one_line(error)) from None  # its error back, as text
+                    raise failures[-1] from None  # its error back, as text
             elif not cfg.resume:
                 _remove_if_empty(Path(output_dir))
             return math.nan
@@ -360,6 +362,8 @@ def main(argv: list[str]) -> int:
         root.handlers[:], root.level = handlers, level
         if claimed is not None and claimed.is_dir() and not any(claimed.iterdir()):
             _remove_if_empty(claimed)  # (Hydra stopped before the run began)
+    if len(failures) > 1:
+        raise ValueError(f"{len(failures)} jobs failed; the first, {one_line(failures[0])}")
     if failures:
         raise failures[0]
     return 0
