@@ -263,6 +263,14 @@ def test_run_experiment_needs_a_positive_budget(tmp_path: Path) -> None:
         run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 0, logdir=str(tmp_path))
 
 
+def test_an_experiment_given_a_builder_says_to_build_it(tmp_path: Path) -> None:
+    """A preset builder (not built) is one line, not a traceback from inside the loop."""
+    env = GymEnvironment("CartPole-v1")
+    for experiment in (SingleEnvExperiment, ParallelEnvExperiment, make_experiment):
+        with pytest.raises(TypeError, match=r"takes a built Preset, got a PresetBuilder: build"):
+            experiment(ppo, env, logdir=str(tmp_path), quiet=True)
+
+
 def test_wrapped_environment_with_integer_observations_trains(tmp_path: Path) -> None:
     import gymnasium
 

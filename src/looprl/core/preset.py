@@ -64,3 +64,12 @@ class ParallelPreset(Preset):
     @abstractmethod
     def parallel_test_agent(self) -> ParallelAgent:
         """Build an evaluation agent acting on ``StateArray`` batches."""
+
+
+def check_built(preset: Any, owner: str, also: tuple[type, ...] = ()) -> None:
+    """A one-line ``TypeError`` unless ``preset`` is a built ``Preset`` (or has ``agent()``,
+    or is one of ``also``) where ``owner`` takes one; a builder is told to build it."""
+    if isinstance(preset, (Preset, *also)) or callable(getattr(preset, "agent", None)):
+        return
+    built = ": build it first (ppo.env(env).build())" if hasattr(preset, "build") else ""
+    raise TypeError(f"{owner} takes a built Preset, got a {type(preset).__name__}{built}")

@@ -14,6 +14,7 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.files import load_file
+from looprl.core.preset import check_built
 from looprl.distributed import pipeline
 from looprl.distributed.cluster import error_line, local_instance_settings, start_ray
 from looprl.distributed.config import AlgorithmSpec, RuntimeConfig, check_meta
@@ -58,10 +59,7 @@ class DistributedRun:
                  name: str | None = None, quiet: bool = False, resume_from: str | None = None,
                  meta: Sequence[MetaComponent] = (), verbose: bool = True):
         check_frames(frames)
-        if not isinstance(spec, AlgorithmSpec | Preset):
-            built = ": build it first (ppo.env(env).build())" if hasattr(spec, "build") else ""
-            raise TypeError(f"DistributedRun takes a Preset or an AlgorithmSpec, got a "
-                            f"{type(spec).__name__}{built}")
+        check_built(spec, "DistributedRun", also=(AlgorithmSpec,))
         if runtime is not None and not isinstance(runtime, RuntimeConfig):
             raise TypeError(f"DistributedRun's runtime must be a RuntimeConfig, got a "
                             f"{type(runtime).__name__}: RuntimeConfig(actors=4), or "

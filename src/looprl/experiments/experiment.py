@@ -15,6 +15,7 @@ import numpy as np
 from looprl.agents.shell import seed_units
 from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
+from looprl.core.preset import check_built
 from looprl.core.suggest import check_count, check_seed
 from looprl.environments import Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
@@ -110,9 +111,8 @@ class Experiment:
         keep_checkpoints: also keep the last this many as ``checkpoint_<frame>.pt``.
 
     Attributes:
-        seeded_test: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (a
-            ``SingleEnvExperiment``: off, its environment's own random state, as seed 003;
-            looprl's runners turn it on, so that every runtime evaluates alike).
+        seeded_test: ``test`` seeds its episodes with ``seed + TEST_SEED_OFFSET`` (runners
+            turn it on; off in a ``SingleEnvExperiment``: the env's own draws, as seed 003).
     """
 
     seeded_test = True
@@ -123,6 +123,7 @@ class Experiment:
                  logger: Any = None, seed: int | None = None, meta: Sequence[MetaComponent] = (),
                  checkpoint_every: int | None = None, checkpoint_replay: bool = True,
                  keep_checkpoints: int | None = None):
+        check_built(preset, type(self).__name__)
         self.vector_env = self._vector_env(preset, check_spaces(preset, env))
         self.runner: EnvRunner | None = None  # made by the first train()
         components = [*preset.meta, *meta]
