@@ -149,6 +149,16 @@ def test_a_number_of_actions_that_is_no_whole_number_is_one_line():
     assert GreedyPolicy(_q(), 4.0).num_actions == 4
 
 
+def test_a_bare_module_for_q_is_one_line():
+    """(was: "'Linear' object has no attribute 'no_grad'"; ALL's takes an approximation too)"""
+    import pytest
+
+    for policy in (GreedyPolicy, EZGreedyPolicy, BoltzmannPolicy):
+        with pytest.raises(TypeError, match=rf"^{policy.__name__} takes a Q approximation \(a "
+                                            r"QNetwork\), got a Linear: wrap the module"):
+            policy(torch.nn.Linear(3, 2), 2)
+
+
 def test_boltzmann_at_a_tiny_temperature_is_greedy():
     q = _q()
     states = _array(8)

@@ -102,6 +102,9 @@ class GreedyPolicy:
     def __init__(self, q: Any, num_actions: int, epsilon: Any = 0.0, seed: int | None = None,
                  evaluation: bool = False):
         check_count(num_actions=num_actions)
+        if not callable(getattr(q, "no_grad", None)):
+            raise TypeError(f"{type(self).__name__} takes a Q approximation (a QNetwork), got a "
+                            f"{type(q).__name__}: wrap the module, QNetwork(model, optimizer)")
         self.q = q
         self._values = q.eval if evaluation else q.no_grad
         self.num_actions = int(num_actions)
