@@ -215,7 +215,8 @@ def test_ctrl_c_while_looprl_imports_is_one_line() -> None:
     assert (done.returncode, done.stdout + done.stderr) == (130, "looprl: interrupted\n")
 
 
-def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])  # (Ctrl-C, a scheduler's)
+def test_ctrl_c_during_looprl_run_is_one_line(signum: int, tmp_path: Path) -> None:
     run_dir = tmp_path / "r"
     env = {k: v for k, v in os.environ.items() if k != "LOOPRL_DEBUG"}
     process = subprocess.Popen(
@@ -233,13 +234,15 @@ def test_ctrl_c_during_looprl_run_is_one_line(tmp_path: Path) -> None:
     while time.monotonic() < deadline and process.poll() is None and not (
             results.exists() and len(results.read_text().splitlines()) > 1):
         time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     try:
         output, _ = process.communicate(timeout=60)
     finally:
         process.kill()  # (a run that ignored the Ctrl-C would train on, 10M frames)
     assert process.returncode == 130, output
     assert output.strip() == "looprl: interrupted", output
+    rows = results.read_text().splitlines()[1:]  # (frame, episode, return: whole rows)
+    assert [int(row.split(",")[1]) for row in rows] == list(range(1, len(rows) + 1)), rows[-3:]
 
 
 def test_watch_over_a_damaged_run_json_names_it(tmp_path: Path,

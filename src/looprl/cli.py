@@ -298,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(line_buffering=True)
     if os.getcwd() not in sys.path:  # import paths (--env mymodule:MyEnv) find modules here,
         sys.path.append(os.getcwd())  # as ``python -m`` would (last: no shadowing)
+    if argv is None:  # a scheduler's SIGTERM stops the run as Ctrl-C does (logs kept)
+        signal.signal(signal.SIGTERM, _terminated(os.getpid()))
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:
@@ -307,6 +309,18 @@ def main(argv: list[str] | None = None) -> int:
                  if hasattr(stop, "log_dir") else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
+
+
+def _terminated(pid: int) -> Callable[..., None]:
+    """A SIGTERM handler: ``KeyboardInterrupt`` in process ``pid``; in a process forked from
+    it (which inherits the handler), SIGTERM's default: the process ends."""
+    def handler(signum: int, frame: Any) -> None:
+        if os.getpid() == pid:
+            raise KeyboardInterrupt
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    return handler
 
 
 def _main(argv: list[str]) -> int:

@@ -73,3 +73,32 @@ def test_a_killed_ray_drivers_processes_all_end(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         driver.kill()
         log.close()
+
+
+def test_a_ray_run_stopped_with_sigterm_is_one_line(tmp_path: Path) -> None:
+    """A scheduler's SIGTERM stops a ``runtime=ray`` run as Ctrl-C does (not Ray's crash
+    report and an abort), and its processes end."""
+    run_dir = tmp_path / "r"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "runtime=ray",
+         "runtime.actors=1", "runtime.num_cpus=2", "frames=10000000", "logging.quiet=true",
+         f"hydra.run.dir={run_dir}"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    results = run_dir / "ppo" / "CartPole-v1" / "results.csv"
+    try:
+        deadline = time.monotonic() + 180
+        while driver.poll() is None and time.monotonic() < deadline and not (
+                results.exists() and len(results.read_text().splitlines()) > 1):
+            time.sleep(0.5)
+        processes = _descendants(driver.pid)
+        driver.send_signal(signal.SIGTERM)
+        output, _ = driver.communicate(timeout=120)
+        assert (driver.returncode, output.strip()) == (130, "looprl: interrupted"), output
+        deadline = time.monotonic() + 30
+        while _alive(processes) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _alive(processes), _commands(_alive(processes))
+    finally:
+        for pid in _alive(_descendants(driver.pid)) if driver.poll() is None else []:
+            os.kill(pid, signal.SIGKILL)
+        driver.kill()

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -425,3 +430,30 @@ def test_without_trials_it_shuts_down_the_instance_it_started(small_ppo, monkeyp
     with pytest.raises(Stop):
         runner.run()
     assert calls == []
+
+
+def test_ctrl_c_stops_a_pbt_run_in_one_line(tmp_path) -> None:
+    """Ctrl-C is ``looprl: interrupted`` (130), not Tune's handler ending the population
+    there and the run reported as finished (its best member, results.json, exit 0)."""
+    run_dir, log = tmp_path / "r", tmp_path / "out.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "looprl.cli", "run", "runner=pbt", "runner.population=2",
+             "runner.num_cpus=2", "runner.perturbation_interval=2000",
+             "runner.mutations={hp/lr: [1e-5, 1e-2, log]}", "frames=10000000",
+             f"hydra.run.dir={run_dir}"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            deadline = time.monotonic() + 240
+            while process.poll() is None and time.monotonic() < deadline and (
+                    "PBT member" not in log.read_text()):
+                time.sleep(0.5)
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=120)
+        finally:
+            process.kill()
+    output = log.read_text()
+    assert process.returncode == 130, output[-2000:]
+    assert output.splitlines()[-1] == "looprl: interrupted", output[-2000:]
+    assert not (run_dir / "results.json").exists()

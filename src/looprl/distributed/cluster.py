@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import signal
 import socket
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from looprl.core.suggest import did_you_mean
@@ -41,8 +45,9 @@ def start_ray(runtime: RuntimeConfig) -> bool:
         if address != "auto":
             _check_reachable(address)
         try:
-            ray.init(address=address, runtime_env=runtime.runtime_env,
-                     logging_level=logging.WARNING)
+            with sigterm_kept():
+                ray.init(address=address, runtime_env=runtime.runtime_env,
+                         logging_level=logging.WARNING)
         except ConnectionError as error:
             raise ConnectionError(f"runtime.address={runtime.address!r}: {error_line(error)}; "
                                   "start a cluster with `ray start --head` or leave "
@@ -53,9 +58,10 @@ def start_ray(runtime: RuntimeConfig) -> bool:
     check_local_resources(runtime, {"CPU": cpus, "GPU": local_gpus()})
     start_reaper()
     try:
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join another
-                 runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # session's
-                 log_to_driver=False)  # Ray
+        with sigterm_kept():
+            ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join
+                     runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # another
+                     log_to_driver=False)  # session's Ray
     except Exception as error:  # Ray raises a bare Exception when its processes do not start
         if "during startup" not in str(error):
             raise
@@ -64,6 +70,18 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                               ) from None
     _check_loopback()
     return True
+
+
+@contextlib.contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Keep this process's SIGTERM handler across ``ray.init``, which replaces it with one that
+    prints a crash report and aborts (``looprl``'s handler stops the run as Ctrl-C does)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
 
 
 def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> None:

@@ -282,8 +282,10 @@ class PBTRunner(Runner):
                                     stop={"step": self.num_steps},
                                     callbacks=[_progress(tune, self.num_steps, names)])
         # Tune's console off: verbose=0 leaves the table and paths of its new reporter on, and
-        # silences the older one (RAY_AIR_NEW_OUTPUT=0)
-        with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0"}):
+        # silences the older one (RAY_AIR_NEW_OUTPUT=0); Ctrl-C stops the run (Tune's handler
+        # would end the population there and report it as finished)
+        with mock.patch.dict(os.environ, {"RAY_AIR_NEW_OUTPUT": "0",
+                                          "TUNE_DISABLE_SIGINT_HANDLER": "1"}):
             results = tune.Tuner(trainable, param_space=space, tune_config=config,
                                  run_config=run_config).fit()
         members = []
