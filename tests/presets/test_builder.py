@@ -178,6 +178,24 @@ def test_training_changes_shared_weights_not_test_copy(cartpole: GymEnvironment)
     assert not torch.allclose(preset.test_agent().policy.q.no_grad(states), q_test)
 
 
+def test_an_interrupted_save_leaves_the_saved_preset_whole(cartpole: GymEnvironment,
+                                                            tmp_path: Path, monkeypatch) -> None:
+    """(was: ``torch.save`` straight onto preset.pt: a Ctrl-C in the middle left half a file)"""
+    preset = ppo.hyperparameters(hidden=16).env(cartpole).device("cpu").build()
+    path = tmp_path / "preset.pt"
+    preset.save(str(path))
+    before = path.read_bytes()
+
+    def interrupted(obj, file):
+        Path(file).write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        preset.save(str(path))
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["preset.pt"]
+
+
 @pytest.mark.parametrize("builder", [dqn, ppo])
 def test_save_and_load_preset(builder, cartpole: GymEnvironment, tmp_path: Path) -> None:
     preset = builder.hyperparameters(hidden=16).env(cartpole).device("cpu").build()

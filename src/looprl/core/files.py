@@ -8,7 +8,20 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "find_one", "load_file"]
+__all__ = ["check_writable", "find_one", "load_file", "save_atomically"]
+
+
+def save_atomically(obj: Any, path: str | Path) -> None:
+    """``torch.save(obj)`` at ``path`` through a temporary file beside it, renamed over it at
+    the end: an interrupted save leaves the file as it was (or none), never half of one."""
+    path = Path(path)
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        torch.save(obj, temporary)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    os.replace(temporary, path)
 
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:

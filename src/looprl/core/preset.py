@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from looprl.core.agent import Agent, ParallelAgent
+from looprl.core.files import save_atomically
 
 
 class Preset(ABC):
@@ -35,8 +36,9 @@ class Preset(ABC):
         """Build an evaluation agent from a copy of the current parameters."""
 
     def save(self, filename: str) -> None:
-        """Save the preset (configuration and current weights) with ``torch.save``."""
-        torch.save(self, filename)
+        """Save the preset (configuration and current weights) with ``torch.save``, at once
+        (through a temporary file: an interrupted save leaves no half-written file)."""
+        save_atomically(self, filename)
 
 
 class ParallelPreset(Preset):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from looprl.core.files import load_file
+from looprl.core.files import load_file, save_atomically
 from looprl.core.suggest import check_count
 from looprl.experiments.logger import checkpoint_dir
 from looprl.experiments.run_files import CSV_HEADERS, check_header
@@ -74,12 +74,10 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
            "random": random.getstate()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
-    temporary = path.with_name(path.name + ".tmp")
     try:
         with replay_contents_saved(replay), checkpoint_dir(path.parent):
-            torch.save({"experiment": experiment, "rng": rng}, temporary)
+            save_atomically({"experiment": experiment, "rng": rng}, path)
     except (OSError, TypeError, AttributeError, RuntimeError) as error:
-        temporary.unlink(missing_ok=True)
         writing = isinstance(error, RuntimeError) and any(
             text in str(error) for text in ("write failed", "unexpected pos", "failed writing"))
         if writing or isinstance(error, OSError):  # (a full disk, not pickling)
@@ -87,7 +85,6 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
                           ) from None
         raise TypeError(f"This experiment cannot be checkpointed: {error} (environments and "
                         "meta components must pickle; register hooks as bound methods)") from None
-    os.replace(temporary, path)
     if keep is not None:
         keep_checkpoints(path, int(experiment.logger.frame), keep)
     return path
