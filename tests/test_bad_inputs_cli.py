@@ -209,6 +209,22 @@ import looprl.cli
 """
 
 
+def test_a_second_ctrl_c_while_the_run_stops_does_nothing(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """docs/bad-inputs.md (was: only once the interrupt reached ``main``, after ``looprl
+    train`` had saved its preset and closed its logs, when a second Ctrl-C could cut them)."""
+    from looprl import cli
+
+    installed: dict[int, object] = {}
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: installed.update({
+        signum: handler}))
+    stopping = cli._stopping(os.getpid())
+    with pytest.raises(KeyboardInterrupt):
+        stopping(signal.SIGTERM, None)
+    installed[signal.SIGINT](signal.SIGINT, None)  # (nothing raised: the save goes on)
+    installed[signal.SIGTERM](signal.SIGTERM, None)
+
+
 def test_ctrl_c_while_looprl_imports_is_one_line() -> None:
     done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT], capture_output=True,
                           text=True, timeout=120)

@@ -298,25 +298,29 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(line_buffering=True)
     if os.getcwd() not in sys.path:  # import paths (--env mymodule:MyEnv) find modules here,
         sys.path.append(os.getcwd())  # as ``python -m`` would (last: no shadowing)
-    if argv is None:  # a scheduler's SIGTERM stops the run as Ctrl-C does (logs kept)
-        signal.signal(signal.SIGTERM, _terminated(os.getpid()))
+    if argv is None:  # Ctrl-C, and a scheduler's SIGTERM, stop the run (its logs kept)
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, _stopping(os.getpid()))
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:
-        if argv is None:  # a second Ctrl-C while it shuts down does nothing (a handler, not
-            signal.signal(signal.SIGINT, lambda *_: None)  # SIG_IGN: child processes inherit it)
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
                  if hasattr(stop, "log_dir") else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
 
 
-def _terminated(pid: int) -> Callable[..., None]:
-    """A SIGTERM handler: ``KeyboardInterrupt`` in process ``pid``; in a process forked from
-    it (which inherits the handler), SIGTERM's default: the process ends."""
+def _stopping(pid: int) -> Callable[..., None]:
+    """A SIGINT and SIGTERM handler: in process ``pid``, ``KeyboardInterrupt`` the first time
+    and nothing after (a second Ctrl-C while the run shuts down; a handler, not ``SIG_IGN``,
+    which child processes would inherit); in a process forked from it, each signal's default."""
     def handler(signum: int, frame: Any) -> None:
         if os.getpid() == pid:
+            for each in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(each, lambda *_: None)
             raise KeyboardInterrupt
+        if signum == signal.SIGINT:
+            signal.default_int_handler(signum, frame)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
