@@ -106,6 +106,14 @@ def test_every_package_is_a_layer_of_the_table() -> None:
         f"packages missing from ARCHITECTURE.md's Layers table: {sorted(packages - set(order))}")
 
 
+def test_every_package_is_a_row_of_the_layout_table() -> None:
+    table = (ROOT / "docs" / "layout.md").read_text().split("| package |", 1)[1]
+    rows = set(re.findall(r"^\| `looprl\.(\w+)` \|", table, flags=re.MULTILINE))
+    packages = {package(name) for name in modules()} - {""}
+    assert rows == packages, (f"docs/layout.md's package table lacks {sorted(packages - rows)}, "
+                              f"names no package {sorted(rows - packages)}")
+
+
 def test_no_package_imports_a_package_below_it() -> None:
     order = layers()
     rank = {layer: i for i, layer in enumerate(order)}
