@@ -421,6 +421,23 @@ def test_resuming_a_ray_run_looks_for_the_controller_checkpoint(tmp_path: Path, 
     assert "No distributed run to resume in" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("runner", ["pbt", "es"])
+def test_resuming_a_search_on_ray_says_it_cannot(tmp_path: Path, capsys, runner: str) -> None:
+    """A PBT (or ES, Optuna) run with ``runtime=ray`` resumes no more than a local one: the
+    line says so, not that a distributed run's controller checkpoint is missing."""
+    from omegaconf import OmegaConf
+
+    saved = tmp_path / ".hydra"
+    saved.mkdir()
+    overrides = [f"runner={runner}", "runtime=ray"]
+    OmegaConf.save(_compose(overrides), saved / "config.yaml")
+    OmegaConf.save(OmegaConf.create(overrides), saved / "overrides.yaml")
+    assert cli(["run", "--resume", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == [f"looprl: error: resume continues runner=online runs; runner={runner} "
+                     "cannot (an Optuna search resumes from its storage: run it again)"]
+
+
 def test_a_device_with_runtime_ray_is_one_line(tmp_path: Path) -> None:
     """Workers compute on the GPUs they reserve: ``device=cuda`` would be silently ignored."""
     pytest.importorskip("ray")

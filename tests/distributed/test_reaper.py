@@ -1,5 +1,5 @@
 """A ``looprl run runtime=ray`` driver killed with SIGKILL leaves no process behind (the
-reaper, ``looprl.distributed.reaper``), and what it printed is in its log."""
+reaper, ``looprl.core.reaper``), and what it printed is in its log."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from looprl.distributed import reaper
+from looprl.core import reaper
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the reaper reads /proc")
 

@@ -240,6 +240,26 @@ def test_small_frames_are_enlarged_in_the_gif(tmp_path) -> None:
         assert image.size == (336, 336) and image.n_frames == 3
 
 
+def test_an_interrupted_gif_write_leaves_the_earlier_gif_whole(tmp_path, monkeypatch) -> None:
+    """Ctrl-C while ``looprl watch`` writes ``watch.gif`` truncated the earlier GIF there."""
+    from PIL import Image
+
+    path = tmp_path / "watch.gif"
+    frames = [np.full((300, 300, 3), value, dtype=np.uint8) for value in (0, 255)]
+    watch.write_gif(frames, path, fps=15)
+    written = path.read_bytes()
+
+    def interrupted(image, fp, *args, **kwargs) -> None:
+        with open(fp, "wb") as file:
+            file.write(b"GIF89a")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Image.Image, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        watch.write_gif(frames[::-1], path, fps=15)
+    assert path.read_bytes() == written and os.listdir(tmp_path) == ["watch.gif"]
+
+
 def test_atari_presets_are_watched_in_a_gif_even_with_a_display(monkeypatch) -> None:
     pytest.importorskip("ale_py")
     from looprl.environments import AtariEnvironment

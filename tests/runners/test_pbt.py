@@ -223,6 +223,27 @@ def test_a_members_evaluations_leave_its_training_as_it_was(tmp_path, monkeypatc
     assert returns(100) == returns(300)  # (evaluated at 100 and 200 too, or not)
 
 
+def test_a_runner_that_starts_its_own_ray_starts_the_reaper_first(small_ppo, monkeypatch
+                                                                 ) -> None:
+    """``PBTRunner(...).run()`` (no ``trials``) starts a local Ray instance: as every other
+    one, the reaper watches it, or a ``kill -9`` of the driver leaves Ray's agents behind."""
+    from looprl.runners import pbt
+
+    calls = []
+
+    def init(**kwargs) -> None:
+        calls.append("ray.init")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(pbt, "start_reaper", lambda: calls.append("reaper"))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, population=2)
+    with pytest.raises(RuntimeError, match="stop here"):
+        runner.run()
+    assert calls == ["reaper", "ray.init"]
+
+
 def test_bad_mutations_are_clear_errors(small_ppo) -> None:
     with pytest.raises(KeyError, match="'hp/lrr' is not a hyperparameter"):
         PBTRunner(small_ppo, "CartPole-v1", {"hp/lrr": (1e-4, 1e-2)})

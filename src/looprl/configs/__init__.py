@@ -342,11 +342,11 @@ def find_checkpoint(run_dir: str | None, runner: str, runtime: str = "local") ->
     ``run_dir``; one-line errors otherwise."""
     from looprl.core.files import find_one
     from looprl.distributed.run_state import find_controller_checkpoint
-    if runtime == "ray":
-        return str(find_controller_checkpoint(run_dir or "."))
     if runner != "online":
         raise ValueError(f"resume continues runner=online runs; runner={runner} cannot (an "
                          "Optuna search resumes from its storage: run it again)")
+    if runtime == "ray":
+        return str(find_controller_checkpoint(run_dir or "."))
     return str(find_one(run_dir or ".", "checkpoint.pt", f"No checkpoint in {run_dir}: nothing "
                         "to resume (runs write them with checkpoint_every=N)",
                         f"checkpoints in {run_dir}; resume one experiment at a time"))

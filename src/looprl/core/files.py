@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "find_one", "load_file", "save_atomically"]
+__all__ = ["check_writable", "find_one", "load_file", "save_atomically", "write_atomically"]
 
 
 def save_atomically(obj: Any, path: str | Path) -> None:
     """``torch.save(obj)`` at ``path`` through a temporary file beside it, renamed over it at
     the end: an interrupted save leaves the file as it was (or none), never half of one."""
+    write_atomically(path, lambda temporary: torch.save(obj, temporary))
+
+
+def write_atomically(path: str | Path, write: Callable[[Path], Any]) -> None:
+    """``write(temporary)``, a file beside ``path``, then renamed over it: ``save_atomically``
+    for any writer."""
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     try:
-        torch.save(obj, temporary)
+        write(temporary)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

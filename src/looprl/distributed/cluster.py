@@ -13,9 +13,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from looprl.core.reaper import start_reaper
 from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig
-from looprl.distributed.reaper import start_reaper
 
 __all__ = ["check_local_resources", "error_line", "local_gpus",
            "local_instance_settings", "start_ray"]

@@ -21,6 +21,7 @@ import numpy as np
 
 from looprl.collector import EnvRunner, Episode
 from looprl.core import RolloutRequest, RolloutResult
+from looprl.core.files import write_atomically
 from looprl.core.suggest import check_positive
 from looprl.environments import AtariEnvironment, Environment
 from looprl.environments.contextual import ContextualEnvironment
@@ -201,7 +202,8 @@ def load_and_watch(filename: str | Path, env: Any, fps: float | None = 60,
 
 def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int = 2000) -> None:
     """Write RGB frames to an animated GIF (every k-th frame beyond ``max_frames``), small
-    ones (Atari's 84 x 84) enlarged to at least 300 pixels."""
+    ones (Atari's 84 x 84) enlarged to at least 300 pixels; an interrupted write leaves an
+    earlier GIF at ``path`` whole."""
     from PIL import Image
 
     if not frames:
@@ -212,7 +214,8 @@ def write_gif(frames: list[np.ndarray], path: Path, fps: float, max_frames: int 
               for frame in frames[::step]]
     path.parent.mkdir(parents=True, exist_ok=True)
     duration = int(1000 * step / fps)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=duration, loop=0)
+    write_atomically(path, partial(images[0].save, format="GIF", save_all=True,
+                                   append_images=images[1:], duration=duration, loop=0))
     log.info("Wrote %d frames to %s", len(images), path)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from unittest import mock
 
 from looprl.core.imports import import_extra
+from looprl.core.reaper import start_reaper
 from looprl.core.suggest import check_count, is_number
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
@@ -241,6 +242,7 @@ class PBTRunner(Runner):
         if self.trials is not None:
             self.trials.start()
         elif not ray.is_initialized():  # a local instance of its own, never another's Ray
+            start_reaper()  # (its processes end with this one, however it ends)
             ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
                      log_to_driver=False)
             self._own_ray = True
