@@ -398,6 +398,8 @@ def test_sample_contexts_rejects_bad_ranges() -> None:
         sample_contexts("CartPole-v1", 3, {"length": (0.5, 50.0)}, seed=0)
     with pytest.raises(ValueError, match="low <= high"):
         sample_contexts("CartPole-v1", 3, {"length": (1.0, 0.5)}, seed=0)
+    with pytest.raises(ValueError, match=r"^features maps context features to \(low, high\) "):
+        sample_contexts("CartPole-v1", 2, None)  # (was: AttributeError on None.items)
     with pytest.raises(ValueError, match="Did you mean 'gravity'"):
         sample_contexts("MountainCar-v0", 3, {"gravty": (0.001, 0.002)}, seed=0)
     with pytest.raises(ValueError, match="positive number of instances"):

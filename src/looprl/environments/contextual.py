@@ -311,6 +311,9 @@ def sample_contexts(env_id: str, n: int, features: Mapping[str, tuple[float, flo
     high)`` ranges (within the features' bounds); the other features keep their defaults."""
     if not is_whole(n) or n < 1:
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
+    if not isinstance(features, Mapping):
+        raise ValueError(f"features maps context features to (low, high) ranges, e.g. "
+                         f"{{'length': (0.25, 1.0)}}, got {features!r}")
     ranges = {name: _check_range(env_id, name, span) for name, span in features.items()}
     order = [name for name in features_of(env_id) if name in ranges]
     rng = np.random.default_rng(check_seed("sample_contexts", seed))
