@@ -205,3 +205,47 @@ def test_header_only_returns_csv_falls_back_to_returns100(
     (run_dir / "returns100.csv").write_text("frame,mean,std,max,min\n")
     with pytest.raises(ValueError, match="empty"):
         plot_returns_100(str(tmp_path))
+
+
+@pytest.mark.parametrize("timesteps", ["1000", float("nan"), None])
+def test_timesteps_that_is_no_number_is_one_line(tmp_path: Path, timesteps: object) -> None:
+    _fake_run(tmp_path, "dqn", "CartPole-v1", rows=2)
+    with pytest.raises(ValueError, match="timesteps must be a finite number"):
+        plot_returns_100(str(tmp_path), timesteps=timesteps)  # type: ignore[arg-type]
+    assert not (tmp_path / "returns100.png").exists()
+
+
+def test_a_file_instead_of_the_runs_directory_says_so(tmp_path: Path) -> None:
+    run_dir = _fake_run(tmp_path, "dqn", "CartPole-v1", rows=2)
+    with pytest.raises(NotADirectoryError, match=f"is a file: .*{run_dir}"):
+        plot_returns_100(str(run_dir / "returns100.csv"))
+
+
+def test_non_finite_returns_left_out_with_a_warning(
+    tmp_path: Path, saved_figures: list[Figure], caplog: pytest.LogCaptureFixture
+) -> None:
+    _episode_run(tmp_path, "dqn", "CartPole-v1", [2.0, float("nan"), 4.0, float("inf")])
+    with caplog.at_level(logging.WARNING, logger="looprl.experiments.plots"):
+        plot_returns_100(str(tmp_path))
+    np.testing.assert_allclose(saved_figures[0].axes[0].get_lines()[1].get_ydata(), [2.0, 3.0])
+    assert any("leaving out 2 of 4 episodes" in record.getMessage() for record in caplog.records)
+
+
+def test_short_hand_edited_rows_are_skipped_with_a_warning(
+    tmp_path: Path, saved_figures: list[Figure], caplog: pytest.LogCaptureFixture
+) -> None:
+    run_dir = _fake_run(tmp_path, "dqn", "CartPole-v1", rows=2)
+    with open(run_dir / "returns100.csv", "a") as file:
+        file.write("\n3000,7.5\n")  # (a blank line, then a cut one)
+    with caplog.at_level(logging.WARNING, logger="looprl.experiments.plots"):
+        plot_returns_100(str(tmp_path))
+    np.testing.assert_allclose(saved_figures[0].axes[0].get_lines()[0].get_ydata(), [0.0, 1.5])
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{run_dir / 'returns100.csv'}: skipping malformed line 5"]
+
+
+def test_filename_suffix_chooses_the_format(tmp_path: Path) -> None:
+    _fake_run(tmp_path, "dqn", "CartPole-v1", rows=2)
+    assert Path(plot_returns_100(str(tmp_path), filename=str(tmp_path / "a.pdf"))).read_bytes(
+        ).startswith(b"%PDF")
+    _assert_png(plot_returns_100(str(tmp_path), filename=str(tmp_path / "curve")))

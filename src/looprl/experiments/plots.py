@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_finite
 from looprl.experiments.run_files import check_header
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn (0.5 s, e.g. in each Ray worker)
@@ -71,15 +71,20 @@ def _run_names(csv_path: Path) -> tuple[str, str]:
 
 
 def _read_rows(csv_path: Path, width: int) -> np.ndarray:
-    """The numeric rows (``width`` columns) of a CSV file, malformed ones skipped."""
+    """The numeric rows (``width`` columns) of a CSV file, blank ones skipped and malformed
+    ones (too few numbers too) skipped with a warning."""
     rows = []
     with open(csv_path, newline="", encoding="utf-8", errors="replace") as file:
         for line_no, row in enumerate(csv.reader(file), start=1):
-            if line_no == 1 or len(row) < width:
+            if line_no == 1 or not "".join(row).strip():
                 continue
             try:
-                rows.append([float(v) for v in row[:width]])
+                values = [float(v) for v in row[:width]]
             except ValueError:
+                values = []
+            if len(values) == width:
+                rows.append(values)
+            else:
                 logger.warning("%s: skipping malformed line %d", csv_path, line_no)
     return np.asarray(rows, dtype=np.float64).reshape(-1, width)
 
@@ -92,7 +97,11 @@ def _load_run(path: Path) -> _Run | None:
     if episodes_path.is_file():
         check_header(episodes_path, _REMEDY)
         episodes = _read_rows(episodes_path, 3)
-        episodes = episodes[np.isfinite(episodes).all(axis=1)]
+        finite = np.isfinite(episodes).all(axis=1)
+        if not finite.all():
+            logger.warning("%s: leaving out %d of %d episodes, whose frame or return is not "
+                           "finite (nan, inf)", episodes_path, (~finite).sum(), finite.size)
+        episodes = episodes[finite]
         if episodes.shape[0]:
             mean, std = rolling_mean_std(episodes[:, 2])
             return _Run(agent, env, path, episodes[:, 0], mean, std, episodes[:, 2])
@@ -104,6 +113,10 @@ def _load_run(path: Path) -> _Run | None:
 
 def _load_runs(runs_dir: Path) -> list[_Run]:
     """Every run under ``runs_dir`` that has data."""
+    if runs_dir.is_file():
+        raise NotADirectoryError(f"{runs_dir!s} is a file: give the directory of runs (or of "
+                                 f"one run, {runs_dir.parent!s}) that looprl train or looprl "
+                                 "run wrote")
     if not runs_dir.is_dir():
         raise FileNotFoundError(f"no directory {runs_dir!s}: give the one looprl train or "
                                 "looprl run wrote its runs in (by default runs)")
@@ -183,14 +196,19 @@ def plot_returns_100(runs_dir: str = "runs", timesteps: int = -1,
                      filename: str | None = None) -> str:
     """Plot the 100-episode mean returns of every run under ``runs_dir`` (with a
     ``results.csv``: at every episode, over the raw returns), up to ``timesteps`` frames if
-    positive, into ``filename`` (default: ``{runs_dir}/returns100.png``); return its path.
+    positive, into ``filename`` (default: ``{runs_dir}/returns100.png``; in the format its
+    suffix names, ``.pdf``, ``.svg``..., else PNG); return its path.
 
     Raises:
         FileNotFoundError: no ``returns100.csv`` under ``runs_dir``.
-        ValueError: no run has data.
+        NotADirectoryError: ``runs_dir`` is a file.
+        ValueError: no run has data, or ``timesteps`` is not a finite number.
     """
+    check_finite("plot_returns_100's ", timesteps=timesteps)
     runs = _load_runs(Path(runs_dir))
     out = Path(filename) if filename is not None else Path(runs_dir) / "returns100.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    _figure(runs, timesteps).savefig(out, dpi=100, format="png")
+    fig, kind = _figure(runs, timesteps), out.suffix[1:].lower()
+    fig.savefig(out, dpi=100,
+                format=kind if kind in fig.canvas.get_supported_filetypes() else "png")
     return str(out)
