@@ -20,7 +20,7 @@ from looprl.collector.recovery import EnvRestarts
 from looprl.core import RolloutResult
 from looprl.distributed import AlgorithmSpec, DistributedRun, RuntimeConfig
 from looprl.distributed.run_state import DistributedResult
-from looprl.environments import EnvironmentFailure
+from looprl.environments import EnvironmentFailure, PolicyActionError
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.srl import import_environment
@@ -102,6 +102,16 @@ def test_a_vector_environment_that_raises_is_rebuilt_whole() -> None:
     assert "step fault injected" in fault.line() and "rebuilt together" in fault.line()
     assert runner.envs is not first_env
     assert segments[0].truncated[2].tolist() == [True, True]  # every episode cut there
+
+
+def test_a_nan_action_is_the_policys_fault_and_no_copy_is_rebuilt() -> None:
+    restarts = EnvRestarts(3)
+    runner = EnvRunner("Pendulum-v1", n_envs=2, segment_length=4, seed=0, restarts=restarts)
+    first_envs = list(runner.envs)
+    runner.request(0)
+    with pytest.raises(PolicyActionError, match=r"The policy gave non-finite actions \(\[nan\]"):
+        runner.step(0, RolloutResult(action=np.full((2, 1), np.nan, np.float32)))
+    assert restarts.count == 0 and runner.envs == first_envs
 
 
 def test_env_timeout_must_be_positive_or_null() -> None:

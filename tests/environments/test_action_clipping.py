@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.environments import GymEnvironment, GymVectorEnvironment
+from looprl.environments import GymEnvironment, GymVectorEnvironment, PolicyActionError
 from looprl.experiments.experiment import seed_everything
 from looprl.presets.continuous.ppo import ppo
 
@@ -100,3 +100,21 @@ def test_gaussian_ppo_stores_its_unclipped_sample_and_the_env_gets_the_clipped_o
     vector.step(action)
     received = np.stack([e.unwrapped.received[-1] for e in vector.env.envs])
     np.testing.assert_array_equal(received, np.clip(action.numpy(), [-1.0, 0.0], [1.0, 2.0]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_a_nan_action_is_the_policys_one_line_error_not_sent_to_the_env(dtype) -> None:
+    """NaN is not clipped into the bounds (MuJoCo only warns and resets its simulation; an
+    integer Box got INT_MIN): the policy is named, in every environment, and nothing is sent."""
+    env = RecordingEnv()
+    env.action_space = gym.spaces.Box(-1, 2, (2,), dtype)
+    single = GymEnvironment(env)
+    single.reset()
+    with pytest.raises(PolicyActionError, match=r"The policy gave non-finite actions \(\[0.5, "
+                                                r"nan\]\) for the action space Box"):
+        single.step(torch.tensor([0.5, float("nan")]))
+    assert env.received == []
+    vector = GymVectorEnvironment(RecordingEnv, 2)
+    vector.reset(seed=0)
+    with pytest.raises(PolicyActionError, match="The policy gave non-finite actions"):
+        vector.step(torch.tensor([[0.5, 1.0], [float("inf"), 1.0]]))

@@ -21,6 +21,7 @@ from looprl.environments import (
     GymnasiumEnvironment,
 )
 from looprl.environments.base import Environment
+from looprl.presets import continuous
 from looprl.presets.classic_control import dqn, ppo
 from looprl.presets.continuous import ddpg, sac
 
@@ -292,6 +293,17 @@ def test_a_reward_that_is_not_one_number_is_named(reward):
         env.step = lambda action, reward=reward: (np.zeros(4, np.float32), reward, False, False,
                                                   {})
         assert GymEnvironment(env).step(0).reward == float(reward)
+
+
+def test_a_box_dimension_of_zero_width_is_named_by_gaussian_ppo():
+    """PPO's Gaussian normalizes actions by the half-width: 0 made every loss NaN ("training
+    diverged"); the tanh presets map onto the one value and train."""
+    space = gym.spaces.Box(np.array([-1.0, 0.5], np.float32), np.array([1.0, 0.5], np.float32))
+    with pytest.raises(ValueError, match=r"PPO's Gaussian actions need low < high in every "
+                       r"dimension, but Observing's action space .* has low == high in "
+                       r"dimension\(s\) \[1\]: drop them"):
+        continuous.ppo.env(_env_with_actions(space)).build()
+    ddpg.env(_env_with_actions(space)).build()
 
 
 def test_discrete_and_continuous_presets_point_at_each_other():

@@ -18,6 +18,7 @@ from looprl.core import NamedArray, StateArray
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import check_count
 from looprl.environments.base import VectorEnvironment
+from looprl.environments.faults import PolicyActionError
 from looprl.environments.gym_helpers import episode_cap
 from looprl.environments.srl import checked_results, make, result_scalars
 
@@ -96,7 +97,8 @@ class Copies:
         try:
             return call(*args, **kwargs)
         except Exception as error:
-            if runner.restarts is None or self.build is None:
+            if runner.restarts is None or self.build is None or isinstance(
+                    error, PolicyActionError):  # (the policy's fault: a new copy would not help)
                 raise
             self._rebuild(runner, i, method, error)
             return None

@@ -23,7 +23,7 @@ from looprl.environments.contextual import (
 )
 from looprl.environments.deepsea import DeepSea
 from looprl.environments.duplicate import DuplicateEnvironment
-from looprl.environments.faults import EnvironmentFailure
+from looprl.environments.faults import EnvironmentFailure, PolicyActionError
 from looprl.environments.gym import GymEnvironment
 from looprl.environments.gym_helpers import check_env_id
 from looprl.environments.mujoco import MujocoEnvironment
@@ -46,5 +46,5 @@ __all__ = [
     "MultiagentPettingZooEnv", "Environment", "GymEnvironment", "GymVectorEnvironment",
     "VectorEnvironment", "check_env_id", "SRLEnvironment", "AtariGameEnvironment",
     "GymnasiumEnvironment", "PettingZooEnvironment", "StepResult", "make", "register",
-    "registered_environments", "step_result", "EnvironmentFailure",
+    "registered_environments", "step_result", "EnvironmentFailure", "PolicyActionError",
 ]

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["EnvironmentFailure", "failure", "gym_reset_output", "gym_step_output", "place",
-           "unpack_hint"]
+__all__ = ["EnvironmentFailure", "PolicyActionError", "failure", "gym_reset_output",
+           "gym_step_output", "place", "unpack_hint"]
 
 STEP_API = "Gymnasium's 5-tuple (observation, reward, terminated, truncated, info)"
 RESET_API = "Gymnasium's (observation, info) pair"
@@ -32,6 +32,11 @@ class EnvironmentFailure(RuntimeError):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle with every attribute (a Ray worker's failure reaches the driver)."""
         return type(self), (str(self), self.environment, self.method, self.episode, self.step)
+
+
+class PolicyActionError(ValueError):
+    """An action the policy gave that no environment can take (NaN, say): the policy's fault, so
+    the collector raises it instead of rebuilding the env copy."""
 
 
 def failure(name: str, method: str, error: BaseException, episode: int | None = None,

@@ -14,7 +14,7 @@ from looprl.core.imports import import_object
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean
 from looprl.environments.ale import game_name
-from looprl.environments.faults import failure
+from looprl.environments.faults import PolicyActionError, failure
 
 
 def make_gym_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -77,7 +77,8 @@ def check_env_id(env_id: str) -> None:
 def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) -> Any:
     """An agent's action (tensor, array or number; with ``n_envs``, one per row) as what
     ``space`` (of one environment) expects; ``Box`` actions are clipped to its bounds (and
-    rounded to the nearest whole number for an integer ``Box``)."""
+    rounded to the nearest whole number for an integer ``Box``); a NaN or infinite one is a
+    ``PolicyActionError``."""
     action = as_numpy(action)
     if isinstance(space, gym.spaces.Discrete) and n_envs is None:
         if isinstance(action, np.integer) or type(action) is int:  # (a row of an int array)
@@ -93,6 +94,12 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
     if isinstance(space, gym.spaces.Box):
         shape = space.shape if n_envs is None else (n_envs, *space.shape)
         array = np.asarray(action)
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise PolicyActionError(
+                f"The policy gave non-finite actions ({_shown(array)}) for the action space "
+                f"{space}: actions must be finite numbers (a policy whose outputs are NaN "
+                "diverged: lower its learning rate or clip its gradients; a policy of your own: "
+                "check its output)")
         if space.dtype.kind in "iu" and array.dtype.kind == "f":  # (nearest, not toward 0)
             array = np.rint(array)
         array = array.astype(space.dtype, copy=False)

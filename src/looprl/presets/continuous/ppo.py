@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from looprl.nn import MLP, ActorCritic
 from looprl.policies.distributions import GaussianActor, GaussianHead
 from looprl.presets.builder import PresetBuilder
@@ -23,6 +25,12 @@ class PPOContinuousPreset(PPOClassicControlPreset):
 
     def _build(self, env: Any) -> tuple[ActorCritic, GaussianHead]:
         space = require_box_actions(env, self.algorithm, bounded=False)
+        fixed = np.flatnonzero(space.low == space.high).tolist()  # (to_unit would divide by 0)
+        if fixed:
+            raise ValueError(f"{self.algorithm}'s Gaussian actions need low < high in every "
+                             f"dimension, but {env.name}'s action space {space} has low == high "
+                             f"in dimension(s) {fixed}: drop them in a gymnasium.ActionWrapper "
+                             "(their action is fixed), or use sac, td3 or ddpg")
         obs_dim = require_flat_observations(env, self.algorithm, "continuous")
         action_dim = int(space.shape[0])
         hp = self.hyperparameters
