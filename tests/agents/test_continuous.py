@@ -136,6 +136,16 @@ def test_td3_delays_the_actor_and_the_critic_target() -> None:
     assert _changed(target_before, q._target._target)
 
 
+@pytest.mark.parametrize("bad", [{"noise_clip": -0.5}, {"target_noise": float("nan")},
+                                 {"policy_delay": 0}])
+def test_td3_trainer_refuses_bad_smoothing_in_one_line(bad: dict[str, float]) -> None:
+    """A negative ``noise_clip`` made ``clamp(sigma * eps, -c, c)`` the constant ``-c``: every
+    target action shifted by ``-c * scale``, silently."""
+    policy, q = _ddpg_parts(twin=True)
+    with pytest.raises(ValueError, match=f"Hyperparameter '{next(iter(bad))}' of TD3Trainer"):
+        TD3Trainer(policy, q, **bad)
+
+
 def _batch_with_terminals(n: int = 16) -> SampleBatch:
     """``_batch`` whose every fourth next state is terminal (mask 0)."""
     return _batch(n, terminal=torch.arange(n) % 4 == 0)

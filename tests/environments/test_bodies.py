@@ -100,6 +100,21 @@ def test_frame_stack_concatenates_along_the_first_axis_as_alls() -> None:
     assert inner.states[-1].observation.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_frame_stack_restarts_when_the_batch_changes() -> None:
+    inner = Recorder()
+    body = FrameStack(inner, size=2)
+    body.act(_array([[1.0], [2.0]]))
+    body.act(_array([[3.0], [4.0], [5.0]]))  # three environments now: a new stack
+    assert inner.states[-1].observation.tolist() == [[3.0, 3.0], [4.0, 4.0], [5.0, 5.0]]
+
+
+@pytest.mark.parametrize("size", [0, 2.5, "4"])
+def test_frame_stack_refuses_a_size_that_is_no_count(size: Any) -> None:
+    with pytest.raises(ValueError, match=rf"size must be positive \(a whole number\)"
+                                         rf", got {size!r}"):
+        FrameStack(Recorder(), size=size)
+
+
 def test_reward_clipping_to_sign() -> None:
     inner = Recorder()
     body = RewardClipping(inner)
@@ -108,6 +123,9 @@ def test_reward_clipping_to_sign() -> None:
         assert inner.states[-1].reward == clipped
     body.act(_array([[0.0]] * 3, reward=torch.tensor([4.0, 0.0, -2.0])))
     assert inner.states[-1].reward.tolist() == [1.0, 0.0, -1.0]
+    for reward in (np.float64(-3.0), np.float32(2.0), np.int64(0)):  # ALL's float(np.sign(r))
+        body.act(_state([0.0], reward=reward))
+        assert inner.states[-1].reward == float(np.sign(reward))
 
 
 def test_episodic_life_makes_a_lost_life_terminal_for_learning() -> None:
@@ -140,6 +158,15 @@ def test_time_feature() -> None:
     body.act(_array([[1.0], [2.0]], done=torch.tensor([True, False])))
     body.act(_array([[1.0], [2.0]]))
     assert inner.states[-1].observation.tolist() == [[1.0, 1.0], [2.0, 0.5]]
+
+
+def test_time_feature_refuses_what_it_cannot_append_to() -> None:
+    with pytest.raises(ValueError, match="max_steps must be positive"):
+        TimeFeature(Recorder(), max_steps=0)  # (was ignored: ALL's scale * t)
+    body = TimeFeature(Recorder())
+    with pytest.raises(ValueError, match=r"TimeFeature appends to flat observations, got "
+                                         r"observations of shape \(1, 4, 4\)"):
+        body.act(State(torch.zeros(1, 4, 4)))
 
 
 def test_running_mean_std_matches_numpy() -> None:

@@ -10,6 +10,7 @@ from looprl.agents.ddpg import DDPGPolicy, DDPGTrainer
 from looprl.agents.losses.continuous import smoothed_target_action, td3_target
 from looprl.agents.shell import ReplayAgent
 from looprl.approximation import Approximation, PolyakTarget
+from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_count
 
 
@@ -37,6 +38,8 @@ class TD3Trainer(DDPGTrainer):
     def __init__(self, policy: DDPGPolicy, q: Approximation, discount_factor: float = 0.99,
                  policy_delay: int = 2, target_noise: float = 0.2, noise_clip: float = 0.5):
         super().__init__(policy, q, discount_factor)
+        check_ranges({"policy_delay": policy_delay, "target_noise": target_noise,
+                      "noise_clip": noise_clip}, type(self).__name__)
         self.policy_delay = policy_delay
         self.target_noise = target_noise
         self.noise_clip = noise_clip

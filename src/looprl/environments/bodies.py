@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from looprl.core import Agent, AgentWrapper, ParallelAgent, State
+from looprl.core.suggest import check_count
 
 __all__ = [
     "Body", "EpisodicLife", "FrameStack", "ObservationNormalization", "RewardClipping",
@@ -48,9 +49,8 @@ class FrameStack(Body):
 
     def __init__(self, agent: Any, size: int = 4):
         super().__init__(agent)
-        if size < 1:
-            raise ValueError(f"FrameStack size must be positive, got {size}")
-        self.size = size
+        check_count(size=size)
+        self.size = int(size)
         self._frames: torch.Tensor | None = None
         self._done: torch.Tensor | None = None
 
@@ -58,8 +58,9 @@ class FrameStack(Body):
         observation = state.observation
         axis = len(state.shape)  # the batch dimensions
         new = observation.unsqueeze(axis)
-        if self._frames is None or self._frames.shape[axis + 1 :] != observation.shape[axis:]:
-            frames = new.expand(*observation.shape[:axis], self.size, *observation.shape[axis:])
+        stacked = (*observation.shape[:axis], self.size, *observation.shape[axis:])
+        if self._frames is None or self._frames.shape != stacked:  # (a new batch or shape)
+            frames = new.expand(*stacked)
         else:
             frames = torch.cat((self._frames.narrow(axis, 1, self.size - 1), new), dim=axis)
             if bool(self._done.any()):  # restart the rows whose previous state was done
@@ -79,7 +80,7 @@ class RewardClipping(Body):
         reward = state.reward
         if isinstance(reward, torch.Tensor):
             return state.update("reward", torch.sign(reward))
-        return state.update("reward", float((reward > 0) - (reward < 0)))
+        return state.update("reward", float(reward > 0) - float(reward < 0))  # (NumPy scalars too)
 
 
 class EpisodicLife(Body):
@@ -103,12 +104,17 @@ class TimeFeature(Body):
 
     def __init__(self, agent: Any, scale: float = 0.001, max_steps: int | None = None):
         super().__init__(agent)
+        check_count(optional=True, max_steps=max_steps)
         self.scale = scale
         self.max_steps = max_steps
         self._t: torch.Tensor | None = None
 
     def process_state(self, state: State) -> State:
         observation = state.observation
+        if observation.dim() != len(state.shape) + 1:
+            raise ValueError(f"TimeFeature appends to flat observations, got observations of "
+                             f"shape {tuple(observation.shape[len(state.shape):])}: flatten "
+                             "them first, or leave TimeFeature out")
         done = torch.as_tensor(state.done, device=observation.device).bool()
         if self._t is None or self._t.shape != done.shape:
             self._t = torch.zeros(done.shape, device=observation.device)
