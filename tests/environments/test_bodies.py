@@ -143,6 +143,10 @@ def test_episodic_life_makes_a_lost_life_terminal_for_learning() -> None:
     body.act(_array([[0.0]] * 3, life_lost=lost, done=truncated, mask=torch.ones(3)))
     assert inner.states[-1].done.tolist() == [True, False, True]
     assert inner.states[-1].mask.tolist() == [0.0, 1.0, 1.0]
+    body.act(_array([[0.0]] * 3, life_lost=[False, True, False], done=torch.zeros(3, dtype=bool),
+                    mask=torch.ones(3)))  # (a list of flags: was every row done, mask 0)
+    assert inner.states[-1].done.tolist() == [False, True, False]
+    assert inner.states[-1].mask.tolist() == [1.0, 0.0, 1.0]
 
 
 def test_time_feature() -> None:

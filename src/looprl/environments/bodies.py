@@ -91,7 +91,9 @@ class EpisodicLife(Body):
         if "life_lost" not in state:
             return state
         lost = state["life_lost"]
-        if not isinstance(lost, torch.Tensor):
+        if not isinstance(lost, torch.Tensor) and state.shape:  # (a list of a batch's flags)
+            lost = torch.as_tensor(lost, dtype=torch.bool, device=state.done.device)
+        if not isinstance(lost, torch.Tensor):  # (a single State's flag)
             return state.update(done=True, mask=0.0) if lost else state
         if not bool(lost.any()):
             return state
