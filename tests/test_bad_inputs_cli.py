@@ -295,6 +295,8 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["runner=es", "runner.search_params=true", "runner.popsize=0"], "popsize must be positive"),
     (["+runner.num_steps=5"], "Could not append to config"),  # (Hydra's own error)
     (["hydra.run.dir=/proc/x"], "/proc/x"),
+    (["hydra.job.chdir=abc"], "Error merging override hydra.job.chdir=abc: Value 'abc' is not a "
+                              "valid bool"),  # (was: Hydra's line without its reason)
     (["runtime=ray", "runtime.gpus_per_trainer=1"], "reserves 1 GPUs"),
     (["--quiet"], "Unknown flag '--quiet' of looprl run. Did you mean logging.quiet=true?"),
     (["--frames", "500"], "Did you mean frames=500?"),  # (Hydra printed its usage block)

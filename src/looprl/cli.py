@@ -370,7 +370,10 @@ def _guarded(command: Callable[[], int]) -> int:
         if os.environ.get("LOOPRL_DEBUG") or not (
                 is_bad_input(error) or isinstance(error, EnvironmentFailure)):
             raise
-        print(f"looprl: error: {one_line(error)}", file=sys.stderr)
+        message, cause = one_line(error), error.__cause__
+        if cause is not None and type(error).__module__.startswith("hydra"):  # (its reason)
+            message = f"{message}: {str(cause).strip().splitlines()[0]}"
+        print(f"looprl: error: {message}", file=sys.stderr)
         return 2
 
 
