@@ -64,14 +64,9 @@ def test_a_killed_ray_drivers_processes_all_end(tmp_path: Path) -> None:
         time.sleep(2.0)  # (the reaper polls twice a second)
         driver.send_signal(signal.SIGKILL)
         driver.wait()
-        deadline = time.monotonic() + 15  # (without the reaper: a minute or more)
-        while _alive(processes) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _alive(processes), _commands(_alive(processes))
+        _assert_ended(processes, 15)  # (without the reaper: a minute or more)
     finally:
-        for pid in _alive(_descendants(driver.pid)) if driver.poll() is None else []:
-            os.kill(pid, signal.SIGKILL)
-        driver.kill()
+        _kill_left(driver)
         log.close()
 
 
@@ -94,11 +89,21 @@ def test_a_ray_run_stopped_with_sigterm_is_one_line(tmp_path: Path) -> None:
         driver.send_signal(signal.SIGTERM)
         output, _ = driver.communicate(timeout=120)
         assert (driver.returncode, output.strip()) == (130, "looprl: interrupted"), output
-        deadline = time.monotonic() + 30
-        while _alive(processes) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _alive(processes), _commands(_alive(processes))
+        _assert_ended(processes, 30)
     finally:
-        for pid in _alive(_descendants(driver.pid)) if driver.poll() is None else []:
-            os.kill(pid, signal.SIGKILL)
-        driver.kill()
+        _kill_left(driver)
+
+
+def _assert_ended(processes: dict[int, int], seconds: float) -> None:
+    """Wait up to ``seconds`` for ``processes`` to end; fail naming those still alive."""
+    deadline = time.monotonic() + seconds
+    while _alive(processes) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _alive(processes), _commands(_alive(processes))
+
+
+def _kill_left(driver: subprocess.Popen) -> None:
+    """Kill ``driver`` and, if it still runs, what it started (a failed test's leftovers)."""
+    for pid in _alive(_descendants(driver.pid)) if driver.poll() is None else []:
+        os.kill(pid, signal.SIGKILL)
+    driver.kill()

@@ -42,11 +42,16 @@ class Restorable:
                     isinstance(getattr(env, "unwrapped", None), EzPickle) for env in made):
                 self.needs_reset = True
 
-    def _reset_seed(self, seed: Any = None) -> int | None:
+    def _next_seed(self, seed: Any = None) -> int | None:
         """The seed of this reset: ``seed`` (checked), else the one ``seed()`` gave the next
-        reset (used up), else after a restore one from NumPy's global generator (which a
-        checkpoint restores: a resumed run repeats itself)."""
+        reset (used up)."""
         seed, self._seed = check_seed(self.name, self._seed if seed is None else seed), None
+        return seed
+
+    def _reset_seed(self, seed: Any = None) -> int | None:
+        """``_next_seed``, else after a restore one from NumPy's global generator (which a
+        checkpoint restores: a resumed run repeats itself)."""
+        seed = self._next_seed(seed)
         if seed is None and self.needs_reset:
             seed = int(np.random.randint(2**31 - 2**16))
         self.needs_reset = False

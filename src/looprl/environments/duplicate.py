@@ -13,7 +13,7 @@ import torch
 
 from looprl.core import State, StateArray
 from looprl.core.namedarray import as_numpy
-from looprl.core.suggest import check_device, check_seed
+from looprl.core.suggest import check_device
 from looprl.environments.atari import AtariEnvironment
 from looprl.environments.base import Environment, VectorEnvironment
 from looprl.environments.faults import EnvironmentFailure, failure
@@ -65,7 +65,7 @@ class DuplicateEnvironment(VectorEnvironment):
 
     def reset(self, seed: int | None = None) -> StateArray:
         """Reset every copy (copy ``i`` with ``seed + i``, when given or set by ``seed``)."""
-        seed, self._seed = check_seed(self.name, self._seed if seed is None else seed), None
+        seed = self._next_seed(seed)  # (each copy restores itself: its own _reset_seed)
         self._over[:] = True
         self._advance(None, seed)
         return self.state
