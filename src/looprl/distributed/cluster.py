@@ -15,7 +15,7 @@ from typing import Any
 
 from looprl.core.reaper import start_reaper
 from looprl.core.suggest import did_you_mean
-from looprl.distributed.config import RuntimeConfig
+from looprl.distributed.config import RuntimeConfig, starts_local
 
 __all__ = ["check_local_resources", "error_line", "local_gpus",
            "local_instance_settings", "start_ray"]
@@ -38,7 +38,7 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                "Ray, and Ray is already initialized in this process: pass it "
                                "to your own ray.init(runtime_env=...), or leave Ray to the run")
         return False
-    if runtime.address not in (None, "local"):  # join a cluster
+    if not starts_local(runtime.address):  # join a cluster
         address = runtime.address
         if address == "auto":
             address = os.environ.get("RAY_ADDRESS") or "auto"

@@ -12,7 +12,7 @@ from typing import Any
 from looprl.core import ParallelPreset
 from looprl.core.suggest import did_you_mean, is_number
 
-__all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta"]
+__all__ = ["AlgorithmSpec", "RuntimeConfig", "check_meta", "starts_local"]
 
 
 @dataclass
@@ -244,6 +244,11 @@ def _local_copies(preset: Any, env: str, env_args: dict[str, Any]) -> Any:
     return functools.partial(gym_copies, env, dict(env_args), one_by_one)
 
 
+def starts_local(address: str | None) -> bool:
+    """Whether ``runtime.address`` starts a local Ray instance (not a cluster's)."""
+    return address in (None, "local")
+
+
 @dataclass
 class RuntimeConfig:
     """Worker counts and resources of a Ray run (``looprl run ... runtime=ray runtime.actors=4``).
@@ -388,7 +393,7 @@ class RuntimeConfig:
                  f"{alone}, stepping its envs as one group)", "runtime.policy_workers"),
                 ("trainer_timeout", self.trainers > 1, "runtime.trainers=1 (it bounds the "
                  "collectives of several trainers)", "runtime.trainers"),
-                ("num_cpus", self.address in (None, "local"), f"runtime.address="
+                ("num_cpus", starts_local(self.address), f"runtime.address="
                  f"{self.address!r} (it sizes a local instance; a cluster has its own CPUs)",
                  "runtime.address=null")):
             if not applies and getattr(self, name) != defaults[name]:

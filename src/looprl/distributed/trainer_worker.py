@@ -218,9 +218,9 @@ class TrainerWorker(Worker):
             self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
         # with runtime.sync each step publishes; else one every pull_interval / 2 s at most (a
         # publication per step cost a fast trainer a third of its time; idle, it publishes)
-        if result.agree_pushing is not False and self.steps % self.runtime.publish_every == 0 \
-                and (self.runtime.sync or (
-                    time.monotonic() - self._published_at >= self.runtime.pull_interval / 2)):
+        due = self.steps % self.runtime.publish_every == 0 and (self.runtime.sync or (
+            time.monotonic() - self._published_at >= self.runtime.pull_interval / 2))
+        if due and result.agree_pushing is not False:  # (SRL's: the trainer may hold it back)
             self._publish()
         with self._lock:
             self.core.finish(batch, result)

@@ -11,7 +11,7 @@ from typing import Any
 
 from looprl.core.suggest import is_whole
 from looprl.distributed.cluster import start_ray
-from looprl.distributed.config import RuntimeConfig
+from looprl.distributed.config import RuntimeConfig, starts_local
 from looprl.runners.trials import KeptAgent, Trial
 
 __all__ = ["RayTrials", "run_replica"]
@@ -48,8 +48,8 @@ class RayTrials:
         if not ray.is_initialized():
             cpus = self.num_cpus or self._parallel or os.cpu_count() or 1
             # the trials reserve their CPUs as tasks; the run's own workers reserve none
-            local = self.address in (None, "local")  # (a cluster has its own CPUs)
-            runtime = RuntimeConfig(address=self.address, num_cpus=cpus if local else None,
+            runtime = RuntimeConfig(address=self.address,  # (a cluster has its own CPUs)
+                                    num_cpus=cpus if starts_local(self.address) else None,
                                     actors=1, cpus_per_actor=0.0, cpus_per_trainer=0.0,
                                     runtime_env=self.runtime_env)
             self._started = start_ray(runtime) or self._started
