@@ -255,7 +255,7 @@ def check_run_dir(argv: list[str]) -> None:
     (whose config, results and presets it would replace), or ``hydra.sweep.dir`` a finished
     job's (``0/results.json``)."""
     from looprl.core.files import check_writable
-    if any(a.partition("=")[0] in _NO_RUN for a in argv):
+    if _prints_only(argv):
         return
     key = _run_dir_key(argv)
     given = [a.partition("=")[2] for a in argv if a.lstrip("+").partition("=")[0] == key]
@@ -274,6 +274,11 @@ def check_run_dir(argv: list[str]) -> None:
                          "replace: give a new directory, or delete it")
 
 
+def _prints_only(argv: list[str]) -> bool:
+    """Whether ``argv`` has a Hydra flag that prints something and writes no run directory."""
+    return any(a.partition("=")[0] in _NO_RUN for a in argv)
+
+
 def _run_dir_key(argv: list[str]) -> str:
     """The key of the directory a run writes (with ``-m``, the sweep's)."""
     return "hydra.sweep.dir" if "-m" in argv or "--multirun" in argv else "hydra.run.dir"
@@ -287,7 +292,7 @@ def claim_run_dir(argv: list[str], now: datetime.datetime | None = None) -> Path
     directory, prints without running, or chooses a config of the user's own."""
     key = _run_dir_key(argv)
     directory = config_dir(argv)
-    if (any(a.partition("=")[0] in _NO_RUN for a in argv)
+    if (_prints_only(argv)
             or any(a.lstrip("+").partition("=")[0] == key for a in argv)
             or config_name(argv) != PRIMARY
             or (directory is not None and (directory / f"{PRIMARY}.yaml").exists())):

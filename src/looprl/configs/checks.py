@@ -42,12 +42,11 @@ def check_overrides(overrides: list[str]) -> None:
             raise ValueError(f"Unknown flag {flag!r} of looprl run.{_flag_hint(flag, value)} "
                              "It takes key=value overrides and Hydra's flags: see looprl run "
                              "--help (a negative value goes after the '=': seed=-1)")
-    launchers = [value for key, value in _override_pairs(overrides) if key == "hydra/launcher"]
-    if "submitit_slurm" in launchers and shutil.which("srun") is None:  # (submitit's traceback)
+    given = _override_pairs(overrides)
+    if ("hydra/launcher", "submitit_slurm") in given and shutil.which("srun") is None:
         raise ValueError("hydra/launcher=submitit_slurm needs a SLURM cluster (no srun here): "
                          "run it on one, or use hydra/launcher=submitit_local or joblib")
-    pairs = [(key, value) for key, value in _override_pairs(overrides)
-             if not key.startswith("hydra")]
+    pairs = [(key, value) for key, value in given if not key.startswith("hydra")]
     builtin, mine = _builtin_options(), user_groups(overrides)
     options = {group: [*builtin.get(group, []), *mine.get(group, [])]
                for group in {*builtin, *mine}}
