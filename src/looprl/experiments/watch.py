@@ -89,11 +89,12 @@ def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     contextual environment's instance set among them), by ``render_env``: in a window if
     ``window`` and it ``shows_in_window``; and whether so."""
     remote = getattr(preset, "env_remote", None)
-    kwargs = remote[1] if isinstance(remote, tuple) and remote[0] == env_id else None
-    build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id,
-                    env_kwargs=kwargs)
-    if isinstance(remote, tuple) and remote[0] == "contextual" and remote[1]["env_id"] == env_id:
-        build = partial(ContextualEnvironment, **remote[1])
+    name, args = remote if isinstance(remote, tuple) else (remote, None)
+    if name == "contextual" and args["env_id"] == env_id:
+        build = partial(ContextualEnvironment, **args)
+    else:
+        build = partial(make_env, f"{preset_family(preset)}.{preset.name}", env_id,
+                        env_kwargs=args if name == env_id else None)
     env, window = render_env(build, window and shows_in_window(preset))
     _check_spaces(preset, env)
     return env, window
