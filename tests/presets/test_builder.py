@@ -84,6 +84,13 @@ def test_unknown_mighty_name_suggests_looprls() -> None:
         dqn.hyperparameters(epsilon_start=1.0)
     with pytest.raises(UnknownHyperparameterError, match="Did you mean 'lam'"):
         ppo.hyperparameters(gae_lambda=0.9)
+    pytest.importorskip("hydra")
+    from looprl.configs import register
+    from looprl.configs.checks import check_overrides
+
+    register()
+    with pytest.raises(ValueError, match=r"Did you mean 'ez_mu' \(Mighty's 'zipf_param'\)"):
+        check_overrides(["algorithm=dqn", "algorithm.zipf_param=2"])  # (looprl run's path)
 
 
 def test_build_without_env_raises() -> None:

@@ -16,6 +16,7 @@ from looprl.configs import (
 )
 from looprl.configs.sources import PRIMARY, config_keys, config_name, user_groups
 from looprl.core.suggest import check_choice, check_once, did_you_mean
+from looprl.presets.all_names import hyperparameter_hint
 
 __all__ = ["check_given_once", "check_overrides"]
 
@@ -171,4 +172,4 @@ def _check_field(group: str, field: str, chosen: list[str]) -> None:
     valid = [k for k in keys if k != "name"]
     options = f"Valid: {', '.join(valid)}" if valid else f"{group}={'/'.join(chosen)} takes none"
     raise ValueError(f"{group}.{field}: {head!r} is not {what} {'/'.join(chosen)}."
-                     f"{did_you_mean(head, valid)} {options}")
+                     f"{hyperparameter_hint(head, valid)} {options}")

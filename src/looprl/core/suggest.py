@@ -10,20 +10,10 @@ import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-#: Mighty's names of settings that looprl's presets name otherwise (docs/coming-from-mighty.md)
-MIGHTY_NAMES = {"zipf_param": "ez_mu", "epsilon_start": "initial_exploration",
-                "epsilon_final": "final_exploration",
-                "epsilon_decay_steps": "final_exploration_step", "gae_lambda": "lam",
-                "td_update_class": "update", "replay_buffer_class": "buffer"}
-
 
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
-    """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name`` (looprl's name
-    of a Mighty one, ``MIGHTY_NAMES``, first), or ``""``."""
-    choices = list(choices)
-    if MIGHTY_NAMES.get(name) in choices:
-        return f" Did you mean {MIGHTY_NAMES[name]!r} (Mighty's {name!r})?"
-    close = difflib.get_close_matches(name, choices, n=n, cutoff=0.6)
+    """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``."""
+    close = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.6)
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 

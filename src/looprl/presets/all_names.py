@@ -19,7 +19,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ALL_NAMES", "AllName", "Converted", "Refused"]
+from looprl.core.suggest import did_you_mean
+
+__all__ = ["ALL_NAMES", "MIGHTY_NAMES", "AllName", "Converted", "Refused", "hyperparameter_hint"]
+
+#: Mighty's names of settings that looprl's presets name otherwise (docs/coming-from-mighty.md):
+#: not aliases, a did-you-mean (``hyperparameter_hint``)
+MIGHTY_NAMES = {"zipf_param": "ez_mu", "epsilon_start": "initial_exploration",
+                "epsilon_final": "final_exploration",
+                "epsilon_decay_steps": "final_exploration_step", "gae_lambda": "lam",
+                "td_update_class": "update", "replay_buffer_class": "buffer"}
+
+
+def hyperparameter_hint(name: str, valid: list[str]) -> str:
+    """``did_you_mean`` for an unknown hyperparameter: looprl's name of a Mighty one
+    (``MIGHTY_NAMES``) where the preset has it, else the closest of ``valid``."""
+    if MIGHTY_NAMES.get(name) in valid:
+        return f" Did you mean {MIGHTY_NAMES[name]!r} (Mighty's {name!r})?"
+    return did_you_mean(name, valid)
 
 
 @dataclass(frozen=True)

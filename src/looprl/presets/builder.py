@@ -14,9 +14,10 @@ import torch
 
 from looprl.core import Preset
 from looprl.core.ranges import check_ranges
-from looprl.core.suggest import check_device, did_you_mean, warn_once
+from looprl.core.suggest import check_device, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
+from looprl.presets.all_names import hyperparameter_hint
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class PresetBuilder:
             if key not in self.default_hyperparameters:
                 raise UnknownHyperparameterError(
                     f"Unknown hyperparameter {key!r} for {self.default_name}."
-                    f"{did_you_mean(key, valid)} Valid: {', '.join(valid)}")
+                    f"{hyperparameter_hint(key, valid)} Valid: {', '.join(valid)}")
             hyperparameters[key] = check_type(key, value, self.default_hyperparameters[key])
         check_ranges(hyperparameters, self.default_name)
         return self._preset_builder(hyperparameters={**self._hyperparameters, **hyperparameters},
