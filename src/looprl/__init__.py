@@ -15,7 +15,10 @@ except KeyboardInterrupt:
     logging.getLogger(__name__).error("looprl: interrupted")
     raise SystemExit(130) from None
 
+from looprl.core import State, StateArray  # noqa: E402  (ALL's ``from all import State``)
+
 __version__ = "0.1.0"
+__all__ = ["State", "StateArray"]
 
 # The built-in policies and trainers (``Policy(type_="ppo", ...)``), imported from
 # looprl.agents the first time a name is asked for (agents are slow to import).

@@ -13,6 +13,12 @@ from looprl.approximation import QNetwork
 from looprl.core import State, StateArray
 
 
+def test_state_and_state_array_are_top_level_names_as_in_all() -> None:
+    import looprl
+
+    assert looprl.State is State and looprl.StateArray is StateArray
+
+
 def _array_of_arrays() -> StateArray:
     rows = [State.array([State({"observation": torch.full((4,), 10.0 * i + j), "k": [i, j]})
                          for j in range(2)]) for i in range(3)]
