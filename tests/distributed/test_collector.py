@@ -9,7 +9,7 @@ import pytest
 
 from looprl.core import NamedArray, RolloutResult
 from looprl.distributed import EnvRunner
-from looprl.environments import SRLEnvironment, step_result
+from looprl.environments import SRLEnvironment, register, srl, step_result
 
 
 class Turns(SRLEnvironment):
@@ -147,6 +147,35 @@ def test_an_agent_whose_episode_terminated_gets_none_while_the_others_play_on() 
         runner.step(0, RolloutResult(action=np.ones(len(request.done), np.int64)))
     assert runner.envs[0].actions == [[1, 1], [1, 1], [None, 1], [None, 1]]
     assert [episode.returns for episode in runner.pop_episodes()] == [(2.0, 4.0)]
+
+
+class RepeatedDone(EarlyEnd):
+    """``EarlyEnd``, but agent 0 keeps getting ``done`` results (reward 1) after its end."""
+
+    def step(self, actions):
+        results = super().step(actions)
+        return [step_result({"obs": np.array([self.t], np.float32)}, 1.0, True)
+                if results[0] is None else results[0], results[1]]
+
+
+def test_a_repeated_done_for_an_agent_already_done_is_not_a_new_episode(monkeypatch) -> None:
+    """As SRL's actor ("garbage steps"): such a result is as ``None``, no row, no reward
+    (was: one-row episodes of agent 0 in the rows and its return counted 4, not 2)."""
+    monkeypatch.setattr(srl, "_REGISTRY", {})
+    register("repeated-done-test", RepeatedDone)
+    runner = EnvRunner("repeated-done-test", n_envs=1, segment_length=4)
+    segments, asked = [], []
+    for _ in range(10):
+        request = runner.request(0)
+        asked.append(request.agent.tolist())
+        runner.step(0, RolloutResult(action=np.ones(len(request.done), np.int64)))
+        segments += runner.segments()
+    assert asked == [[0, 1], [0, 1], [0, 1], [1], [1]] * 2
+    assert runner.envs[0].actions == [[1, 1], [1, 1], [None, 1], [None, 1]] * 2
+    assert [episode.returns for episode in runner.pop_episodes()] == [(2.0, 4.0)] * 2
+    rows = [s.obs.obs[:, j, 0] for s in segments for j in range(s.agent.shape[1])
+            if s.agent[0, j] == 0]
+    assert [r.tolist() for r in rows] == [[0, 1, 2, 0, 1]]  # one episode end, at t = 2
 
 
 def test_vector_environment_requests_mark_the_rows_whose_episode_ended() -> None:

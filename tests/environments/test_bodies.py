@@ -201,6 +201,32 @@ def test_observation_normalization() -> None:
     assert frozen.agent.states[-1].observation.abs().max() < 0.5
 
 
+def test_observation_normalization_refuses_nonfinite_and_reshaped_observations() -> None:
+    body = ObservationNormalization(Recorder())
+    body.act(_state([1.0, 2.0]))
+    mean = body.stats.mean.clone()
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="ObservationNormalization: the environment's "
+                           r"observation holds NaN or inf \(the running statistics were left"):
+            body.act(_state([bad, 2.0]))
+    assert torch.equal(body.stats.mean, mean)  # was: NaN statistics for every later step
+    with pytest.raises(ValueError, match=r"ObservationNormalization: an observation of shape "
+                       r"\(3,\), but its statistics are of shape \(2,\); one "):
+        body.act(_state([1.0, 2.0, 3.0]))  # was: torch's "size of tensor a (3) must match"
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"clip": -1.0}, ValueError, "clip must be positive, got -1.0"),  # was: every value -1
+    ({"clip": float("nan")}, ValueError, "clip must be positive, got nan"),  # was: NaN
+    ({"epsilon": -1.0}, ValueError, "epsilon must be positive, got -1.0"),  # was: NaN
+    ({"stats": {}}, TypeError, "stats must be a RunningMeanStd .or None: made from the first "
+                               "observation., got dict"),  # was: AttributeError at act
+])
+def test_observation_normalization_bad_settings_are_one_line(kwargs, error, message) -> None:
+    with pytest.raises(error, match=message):
+        ObservationNormalization(Recorder(), **kwargs)
+
+
 def test_deepmind_atari_body() -> None:
     inner = Recorder()
     body = deepmind_atari_body(inner)

@@ -269,6 +269,37 @@ def test_an_srl_environment_plays_the_turn_loop_agents_that_wait_too():
         short.step(0)
 
 
+def test_an_agent_already_done_takes_no_turn_for_a_repeated_done():
+    """An SRL environment that keeps sending a finished agent ``done`` results: the agent's
+    episode ended once (was: a turn, a reward and a done state at every later step)."""
+    from looprl.environments import SRLEnvironment, step_result
+
+    class RepeatedDone(SRLEnvironment):
+        agent_count = 2
+        observation_space = gym.spaces.Box(-10, 10, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self):
+            self.t = 0
+            return [step_result({"obs": np.zeros(1, np.float32)}, 0.0, False)] * 2
+
+        def step(self, actions):
+            self.t += 1
+            return [step_result({"obs": np.full(1, self.t, np.float32)}, 1.0, self.t >= a + 2)
+                    for a in (0, 2)]  # agent 0 done from step 2 on, agent 1 at step 4
+
+    env = MultiagentPettingZooEnv(RepeatedDone(), name="repeats")
+    env.reset(seed=0)
+    turns, earned = [], {"agent_0": 0.0, "agent_1": 0.0}
+    for agent in env.agent_iter(30):
+        state = env.last()
+        turns.append(agent)
+        earned[agent] += float(state.reward)
+        env.step(None if state.done else 0)
+    assert turns == ["agent_0", "agent_1"] * 3 + ["agent_1"] * 2
+    assert earned == {"agent_0": 2.0, "agent_1": 4.0}
+
+
 def test_an_srl_result_of_plain_numbers_is_one_line_as_in_the_collector():
     """A user's ``StepResult(obs, 1.0, False, {})`` (plain numbers, not shape-(1,) arrays):
     the collector's one line, not ``'float' object is not subscriptable`` from ``last()``."""

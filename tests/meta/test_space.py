@@ -89,6 +89,15 @@ def test_bad_inputs():
         SPaCE().setup({"env": GymEnvironment("CartPole-v1")})
 
 
+def test_an_initial_size_above_the_instances_warns_and_starts_with_all():
+    env = two_copies()  # 6 instances
+    space = SPaCE(initial_size=10, measure="return")
+    with pytest.warns(UserWarning, match="SPaCE initial_size=10 is more than the environment's "
+                      r"6 context instances: it starts with all 6 \(pass initial_size <= 6"):
+        space.setup({"env": env, "policy": None})  # was: 6 without a word
+    assert space.size == 6
+
+
 def test_space_in_an_env_runner_plays_only_its_current_set():
     """The collector of a Ray actor (``EnvRunner``, no Ray here) over ``make("contextual")``:
     every episode, the first ones included, plays an instance of SPaCE's set at its reset,

@@ -135,6 +135,7 @@ class Copies:
         agents = self.agent_count
         self.returns[i], self.lengths[i] = 0.0, 0
         self.agent_returns[i * agents:(i + 1) * agents] = 0.0
+        self.done[i * agents:(i + 1) * agents] = self.truncated[i * agents:(i + 1) * agents] = False
         results = self._env_call(runner, i, "reset")
         if results is not None:
             self._receive(i, results)
@@ -176,15 +177,20 @@ class Copies:
             runner.cut_episodes(streams[waiting])
 
     def _receive(self, i: int, results: list[Any]) -> None:
-        """Keep copy ``i``'s new ``results``; note whether all of its agents are done."""
+        """Keep copy ``i``'s new ``results``; note whether all of its agents are done. A done
+        or truncated result for an agent already done or truncated counts as ``None`` (SRL's
+        "garbage steps"): its episode ended once."""
         base, total, present, over = i * self.agent_count, 0.0, False, True
         for a, result in enumerate(results):
             s = base + a
+            if result is not None:
+                reward, done, truncated = result_scalars(result)
+                if (done or truncated) and (self.done[s] or self.truncated[s]):
+                    result = None
             self.present[s] = result is not None
             if result is None:
                 self.turns = True
                 continue
-            reward, done, truncated = result_scalars(result)
             self.reward[s], self.done[s], self.truncated[s] = reward, done, truncated
             self._store_obs(s, result.obs)
             self.agent_returns[s] += reward

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from looprl.core import Agent, AgentWrapper, ParallelAgent, State
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_positive
 
 __all__ = [
     "Body", "EpisodicLife", "FrameStack", "ObservationNormalization", "RewardClipping",
@@ -157,6 +157,10 @@ class ObservationNormalization(Body):
     def __init__(self, agent: Any, stats: RunningMeanStd | None = None, update: bool = True,
                  clip: float = 10.0, epsilon: float = 1e-8):
         super().__init__(agent)
+        check_positive(clip=clip, epsilon=epsilon)
+        if stats is not None and not isinstance(stats, RunningMeanStd):
+            raise TypeError(f"ObservationNormalization's stats must be a RunningMeanStd (or None:"
+                            f" made from the first observation), got {type(stats).__name__}")
         self.stats = stats
         self.update = update
         self.clip = clip
@@ -167,6 +171,16 @@ class ObservationNormalization(Body):
         batch = observation.reshape(-1, *observation.shape[len(state.shape) :])
         if self.stats is None:
             self.stats = RunningMeanStd(batch.shape[1:])
+        if batch.shape[1:] != self.stats.mean.shape:
+            raise ValueError(f"ObservationNormalization: an observation of shape "
+                             f"{tuple(batch.shape[1:])}, but its statistics are of shape "
+                             f"{tuple(self.stats.mean.shape)}; one ObservationNormalization (and "
+                             "RunningMeanStd) per observation shape")
+        if batch.is_floating_point() and not torch.isfinite(batch).all():
+            raise ValueError("ObservationNormalization: the environment's observation holds NaN "
+                             "or inf (the running statistics were left as they were); make the "
+                             "environment return finite observations, or wrap it to replace them "
+                             "(e.g. gymnasium.wrappers.TransformObservation)")
         if self.update:
             self.stats.update(batch)
         mean = self.stats.mean.to(observation.device, torch.float32)

@@ -189,11 +189,13 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
         self._chosen: dict[int, Any] = {}  # the actions of this round so far, by agent
 
     def _receive(self, results: Any, call: str) -> None:
-        """The agents with a result take the next turns (a game's in its adapter's ``turns``)."""
+        """The agents with a result take the next turns (a game's in its adapter's ``turns``);
+        an agent done and stepped takes none for a repeated done (its episode ended once)."""
         results = checked_results(results, self.adapter, call)
         zoo = isinstance(self.adapter, PettingZooEnvironment)
         order = self.adapter.turns if zoo else range(len(results))
-        self._turns = [(self._names[i], results[i]) for i in order if results[i] is not None]
+        self._turns = [(self._names[i], results[i]) for i in order if results[i] is not None
+                       and not (self._names[i] in self._out and _over(results[i]))]
         self._last.update(self._turns)
 
     def seed(self, seed: int) -> None:

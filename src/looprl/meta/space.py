@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,11 @@ class SPaCE(MetaComponent):
         actor's new copies hold every instance), written to every copy."""
         if not self.contexts:
             self.contexts = contextual_envs(metrics["env"])[0].contexts
+            if self.initial_size > len(self.contexts):
+                warnings.warn(f"SPaCE initial_size={self.initial_size} is more than the "
+                              f"environment's {len(self.contexts)} context instances: it starts "
+                              f"with all {len(self.contexts)} (pass initial_size <= "
+                              f"{len(self.contexts)} to start with fewer)", stacklevel=2)
             self.current = self._by_value(metrics, list(self.contexts))[: self.initial_size]
         if not self._placed:
             self._write(metrics)
