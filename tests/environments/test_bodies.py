@@ -167,6 +167,8 @@ def test_time_feature() -> None:
 def test_time_feature_refuses_what_it_cannot_append_to() -> None:
     with pytest.raises(ValueError, match="max_steps must be positive"):
         TimeFeature(Recorder(), max_steps=0)  # (was ignored: ALL's scale * t)
+    with pytest.raises(ValueError, match="scale must be positive, got nan"):
+        TimeFeature(Recorder(), scale=float("nan"))  # (every time feature was NaN)
     body = TimeFeature(Recorder())
     with pytest.raises(ValueError, match=r"TimeFeature appends to flat observations, got "
                                          r"observations of shape \(1, 4, 4\)"):

@@ -82,6 +82,9 @@ def test_bad_inputs():
         SPaCE(measure="reward")
     with pytest.raises(ValueError, match="increment must be positive"):
         SPaCE(increment=0)
+    with pytest.raises(ValueError,
+                       match=r"check_every must be positive \(a whole number\), got True"):
+        SPaCE(check_every=True)  # (was taken as 1)
     with pytest.raises(ValueError, match=r"eta must be a finite number >= 0 \(a relative "
                        r"change\), got nan"):
         SPaCE(eta=float("nan"))  # was: a set that never grew

@@ -39,11 +39,12 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
 
 
 def check_count(optional: bool = False, **values: Any) -> None:
-    """A one-line ``ValueError`` for a value that is no whole number >= 1 (``None`` passes
-    where ``optional``)."""
+    """A one-line ``ValueError`` for a value that is no whole number >= 1, a bool included
+    (``None`` passes where ``optional``)."""
     for name, value in values.items():
         try:
-            whole = (value >= 1 and float(value).is_integer()) if value is not None else optional
+            whole = (value >= 1 and float(value).is_integer() and not isinstance(value, bool)
+                     if value is not None else optional)
         except (TypeError, ValueError):  # (text: '10' >= 1)
             whole = False
         if not whole:

@@ -107,6 +107,7 @@ class TimeFeature(Body):
     def __init__(self, agent: Any, scale: float = 0.001, max_steps: int | None = None):
         super().__init__(agent)
         check_count(optional=True, max_steps=max_steps)
+        check_positive(scale=scale)
         self.scale = scale
         self.max_steps = max_steps
         self._t: torch.Tensor | None = None
