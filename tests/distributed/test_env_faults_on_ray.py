@@ -109,7 +109,7 @@ def test_a_nan_action_is_the_policys_fault_and_no_copy_is_rebuilt() -> None:
     runner = EnvRunner("Pendulum-v1", n_envs=2, segment_length=4, seed=0, restarts=restarts)
     first_envs = list(runner.envs)
     runner.request(0)
-    with pytest.raises(PolicyActionError, match=r"The policy gave non-finite actions \(\[nan\]"):
+    with pytest.raises(PolicyActionError, match=r"non-finite actions \(\[\[nan\], \[nan\]\]\)"):
         runner.step(0, RolloutResult(action=np.full((2, 1), np.nan, np.float32)))
     assert restarts.count == 0 and runner.envs == first_envs
 

@@ -324,7 +324,7 @@ def test_a_resumed_runs_frames_per_second_count_the_frames_since_it_resumed(tmp_
 def test_the_monitor_reports_trainer_0_with_every_trainers_lags_and_counts() -> None:
     counts = SampleCounts()
     monitor = RunMonitor(DistributedResult(), counts, None, ["trainer", "trainer1"])
-    stats = {"trainer": {"received": 5, "dropped": 1, "lags": [1], "steps": 3, "stats": [],
+    stats = {"trainer": {"received": 5, "dropped": 1, "lags": [1], "steps": 3,
                          "meta": {"log/rnd/predictor_loss": 0.5}},
              "trainer1": {"received": 7, "dropped": 0, "lags": [2, 3]},
              "actor0": {"frames": 40, "episodes": [(1.0, 10, 20), (2.0, 10, 40)],
@@ -348,7 +348,7 @@ def test_the_monitor_logs_the_workers_log_keys_as_a_local_run_does(tmp_path) -> 
     monitor = RunMonitor(DistributedResult(), SampleCounts(), log, ["trainer"])
     monitor.throughput.path = None  # (no throughput.csv rows: these stats have no timings)
     monitor.record({"trainer": {"received": 1, "dropped": 0, "lags": [], "steps": 1,
-                                "stats": [], "meta": {"log/rnd/predictor_loss": 0.5},
+                                "meta": {"log/rnd/predictor_loss": 0.5},
                                 "hp": {"hp/lr": 0.001}},
                     "actor0": {"frames": 8, "episodes": [(1.0, 8, 8)],
                                "meta": [(8, {"log/plr/seen": 3.0})], "finished": False},

@@ -80,7 +80,8 @@ def _check_console(console: str) -> None:
     assert lines, console[-2000:]
     last = lines[-1]
     assert " 0 fps" not in last, last  # (counted from the run's start, not its first report)
-    assert "loss/td " in last and "hp/epsilon " in last and "hp/batch_size " in last, last
+    # the last value of each loss, the approximation's ``loss/q`` among them, as locally
+    assert "loss/q " in last and "hp/epsilon " in last and "hp/batch_size " in last, last
     ray_part = last.rpartition("; ")[2]
     assert ray_part.startswith("ray: ") and "trained rows/s, policy lag " in ray_part
     assert "restarts 0, bottleneck: " in ray_part, ray_part

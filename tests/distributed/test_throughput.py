@@ -35,7 +35,7 @@ def _actor(frames: int, put: float, env: float = 0.3, inference: float = 0.1) ->
 
 
 def _trainer(rows: int, wait: float, lags: list[float] | None = None) -> dict[str, Any]:
-    return {"steps": 1, "stats": [], "lags": lags or [], "received": 0, "dropped": 0,
+    return {"steps": 1, "lags": lags or [], "received": 0, "dropped": 0,
             "meta": {}, "hp": {}, "rows": rows, "wait_seconds": wait}
 
 
@@ -91,11 +91,14 @@ def test_run_monitor_status_shows_a_local_runs_losses_and_hp_then_the_throughput
     monitor = RunMonitor(DistributedResult(), SampleCounts(), None, ["trainer"])
     assert monitor.status() == ["ray: - env steps/s, - trained rows/s, policy lag -, "
                                 "restarts 0, bottleneck: -"]
-    trainer = {**_trainer(rows=512, wait=0.0, lags=[1.0]), "stats": [{"td": 1.0}, {"td": 2.0}],
+    logged = [(None, "loss", "td", 1.0, 50), (None, "loss", "q", 0.3, 50),
+              (None, "schedule", "q/lr", 0.1, 50), ("player_1", "loss", "q", 9.0, 50),
+              (None, "loss", "td", 2.0, 100)]  # (``LossRecorder``'s rows, in their order)
+    trainer = {**_trainer(rows=512, wait=0.0, lags=[1.0]), "logged": logged,
                "hp": {"hp/lr": 0.001, "hp/batch_size": 64}}
     monitor.record({"actor0": _actor(100, put=0.0), "trainer": trainer}, seconds=0.5)
     losses, hp, ray_line = monitor.status()
-    assert losses == "loss/td 1.5"  # the mean of the poll's steps, as losses.csv has it
+    assert losses == "loss/q 0.3  loss/td 2"  # each add_loss's last value, as a local run's
     assert hp == "hp/batch_size 64  hp/lr 0.001"  # the local dashboard's layout
     assert ray_line.startswith("ray: 200 env steps/s, 1,024 trained rows/s, policy lag 1.0")
     assert monitor.result.train_steps == 1

@@ -10,7 +10,19 @@ import numpy as np
 import pytest
 import torch
 
-from looprl.environments import GymEnvironment, GymVectorEnvironment, PolicyActionError
+from looprl.collector import EnvRunner
+from looprl.core import RolloutResult, State
+from looprl.environments import (
+    DuplicateEnvironment,
+    Environment,
+    GymEnvironment,
+    GymVectorEnvironment,
+    PolicyActionError,
+    SRLEnvironment,
+    register,
+    srl,
+    step_result,
+)
 from looprl.experiments.experiment import seed_everything
 from looprl.presets.continuous.ppo import ppo
 
@@ -118,3 +130,64 @@ def test_a_nan_action_is_the_policys_one_line_error_not_sent_to_the_env(dtype) -
     vector.reset(seed=0)
     with pytest.raises(PolicyActionError, match="The policy gave non-finite actions"):
         vector.step(torch.tensor([[0.5, 1.0], [float("inf"), 1.0]]))
+
+
+class OwnEnvironment(Environment):
+    """A user's own looprl ``Environment`` (no Gymnasium inside) that records its actions."""
+
+    name = "OwnEnvironment"
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def __init__(self) -> None:
+        self.received: list[Any] = []
+
+    def reset(self, seed: int | None = None) -> State:
+        self._state = State(torch.zeros(2))
+        return self._state
+
+    def step(self, action: Any) -> State:
+        self.received.append(action)
+        self._state = State(torch.zeros(2), reward=0.0)
+        return self._state
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def duplicate(self, n: int) -> Any:
+        return DuplicateEnvironment([OwnEnvironment() for _ in range(n)])
+
+    def close(self) -> None:
+        pass
+
+
+class OwnSRLEnvironment(SRLEnvironment):
+    """Seed 004's environment of one agent, registered by name, that records its actions."""
+
+    agent_count = 1
+    received: list[Any] = []
+
+    def reset(self) -> list[Any]:
+        return [step_result({"obs": np.zeros(2, np.float32)}, 0.0, False)]
+
+    def step(self, actions: list[Any]) -> list[Any]:
+        OwnSRLEnvironment.received.append(actions)
+        return self.reset()
+
+
+@pytest.mark.parametrize("kind", ["looprl", "srl"])
+def test_a_nan_action_is_refused_for_every_environment_the_collector_steps(kind, monkeypatch
+                                                                           ) -> None:
+    """Environments that do not wrap Gymnasium get the Gymnasium adapters' check: the
+    collector, through which every run steps them, refuses the action and sends nothing."""
+    monkeypatch.setattr(srl, "_REGISTRY", dict(srl._REGISTRY))
+    register("own-nan-test", OwnSRLEnvironment)
+    own = OwnEnvironment()
+    runner = EnvRunner(DuplicateEnvironment([own]) if kind == "looprl" else "own-nan-test",
+                       segment_length=None)
+    runner.request()
+    with pytest.raises(PolicyActionError, match=r"The policy gave non-finite actions \(\[\[0.5, "
+                                                r"nan\]\]\): actions must be finite numbers"):
+        runner.step(0, RolloutResult(action=torch.tensor([[0.5, float("nan")]])))
+    assert own.received == [] and OwnSRLEnvironment.received == []

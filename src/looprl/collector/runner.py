@@ -14,7 +14,7 @@ from looprl.collector.copies import Episode, env_copies
 from looprl.collector.recovery import EnvRestarts
 from looprl.core import NamedArray, RolloutRequest, RolloutResult, SampleBatch, StateArray
 from looprl.core.namedarray import as_numpy, concat, stack
-from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP
+from looprl.environments.gym_helpers import DEFAULT_EPISODE_CAP, check_finite_actions
 from looprl.memory.segments import SegmentBuffer, leaves, segment_rows
 from looprl.meta.component import MetaComponent
 from looprl.meta.hub import MetaHub, StreamHooks
@@ -195,13 +195,16 @@ class EnvRunner:
         self.advance(group)
 
     def record(self, group: int, result: RolloutResult | None, version: int = 0) -> None:
-        """Write the rows of ``result``, the answer to ``request(group)``, made by ``version``."""
+        """Write the rows of ``result``, the answer to ``request(group)``, made by ``version``;
+        ``PolicyActionError`` if an action is NaN or infinite."""
         asked, obs, states = (self._asked.pop(group, None)
                               or (self._group_streams[group][:0], None, None))
         action = None
         if len(asked):
             check_result(result, len(asked), self._policy_state is not None)
             action = _numpy(result.action)
+            for leaf in leaves(action) if isinstance(action, NamedArray) else (action,):
+                check_finite_actions(leaf)  # (every environment's, not only Gymnasium's)
             _record(self, asked, obs, states, action, result, version)
         self._recorded[group] = (asked, obs, action)
 

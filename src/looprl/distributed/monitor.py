@@ -147,20 +147,20 @@ class RunMonitor:
             log.add_log((tag if log is not self.log else key)[len("log/"):], value)
 
     def _record_trainer(self, stats: dict[str, Any]) -> None:
-        """The trainer's step count, its ``hp/*`` values, the mean of each statistic of its
-        latest steps (the dashboard's losses) and what its learners logged (``LossRecorder``)."""
+        """The trainer's step count, its ``hp/*`` values and what its learners logged
+        (``LossRecorder``); the dashboard shows the last value of each loss, as locally."""
         self.result.train_steps = stats["steps"]
         self._record_meta(self.trainers[0], stats["meta"], self.result.frames)
         # the exploration's values are actor 0's: the trainer's copy of the policy never acts
         values = stats.get("hp", {})
         values = {**values, **{k: v for k, v in self._acting.items() if k in values}}
         self.hyperparameters.update({key: _reading(value) for key, value in values.items()})
-        means = {key: float(np.mean([s[key] for s in stats["stats"] if key in s]))
-                 for key in dict.fromkeys(key for step in stats["stats"] for key in step)}
-        self.last_losses.update(means)
+        logged = stats.get("logged", [])  # ``LossRecorder``'s
+        self.last_losses.update((name, value) for agent, kind, name, value, _ in logged
+                                if kind == "loss" and agent is None)  # (an agent's: its logs)
         if self.log is None:
             return
-        for agent, kind, name, value, frame in stats.get("logged", []):  # ``LossRecorder``'s
+        for agent, kind, name, value, frame in logged:
             log = self.log if agent is None else self.agent_logs[agent]
             before, log.frame = log.frame, frame
             getattr(log, f"add_{kind}")(name, value)

@@ -81,7 +81,6 @@ class TrainerWorker(Worker):
         self._published = -1
         self._published_at = 0.0
         self._training = False  # a batch has been taken and is being trained on
-        self._stats: list[dict[str, float]] = []
         self._lags: list[float] = []
         self._rows = 0  # env steps trained on since stats()
         self._waited = 0.0  # seconds the loop waited for samples since stats()
@@ -161,16 +160,15 @@ class TrainerWorker(Worker):
         self._waiting -= 1
 
     def stats(self) -> dict[str, Any]:
-        """Since the last call: step statistics, sample lags, ``log/*`` values, env steps
-        trained on, seconds waiting for samples and the ``LossRecorder`` rows; and the step
-        count and current ``hp/*`` values."""
+        """Since the last call: sample lags, ``log/*`` values, env steps trained on, seconds
+        waiting for samples and the ``LossRecorder`` rows; and the step count and current
+        ``hp/*`` values."""
         logged = [row for recorder in self._logged for row in recorder.take()]
         with self._lock:
-            stats, self._stats = self._stats, []
             lags, self._lags = self._lags, []
             meta, self._meta = self._meta, {}
             rows, waited, self._rows, self._waited = self._rows, self._waited, 0, 0.0
-            return {"steps": self.steps, "version": self.core.policy.version, "stats": stats,
+            return {"steps": self.steps, "version": self.core.policy.version,
                     "lags": lags, "received": self.core.received, "dropped": self.core.dropped,
                     "meta": meta, "hp": hyperparameter_values(self.core), "rows": rows,
                     "wait_seconds": waited, "logged": logged}
@@ -212,7 +210,6 @@ class TrainerWorker(Worker):
 
     def _train(self, batch: Any) -> None:
         result = self.core.learn(batch)  # actors keep sending meanwhile
-        stats = {k: float(v) for k, v in result.stats.items()}  # (checked by the learner)
         self.steps += 1
         if self.group is not None and self.steps == self._first_step:
             self.group.check_in_sync(self.core.policy.module)  # DDP did average gradients
@@ -225,7 +222,6 @@ class TrainerWorker(Worker):
         with self._lock:
             self.core.finish(batch, result)
             self._rows += trained_rows(batch)
-            self._stats.append(stats)
             self._meta.update(self.core.log_scalars())
             self._training = False
             self._wake()  # (sync: waiting puts see the new version)

@@ -94,12 +94,7 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
     if isinstance(space, gym.spaces.Box):
         shape = space.shape if n_envs is None else (n_envs, *space.shape)
         array = np.asarray(action)
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
-            raise PolicyActionError(
-                f"The policy gave non-finite actions ({_shown(array)}) for the action space "
-                f"{space}: actions must be finite numbers (a policy whose outputs are NaN "
-                "diverged: lower its learning rate or clip its gradients; a policy of your own: "
-                "check its output)")
+        check_finite_actions(array, space)
         if space.dtype.kind in "iu" and array.dtype.kind == "f":  # (nearest, not toward 0)
             array = np.rint(array)
         array = array.astype(space.dtype, copy=False)
@@ -107,6 +102,19 @@ def action_to_numpy(action: Any, space: gym.Space, n_envs: int | None = None) ->
             raise ValueError(f"Action of shape {array.shape} does not fit the action space {space}")
         return np.clip(array.reshape(shape), space.low, space.high)
     return action
+
+
+def check_finite_actions(actions: Any, space: gym.Space | None = None) -> None:
+    """A ``PolicyActionError`` if ``actions`` (an array; for ``space``, where known) hold a NaN
+    or an infinity: no environment can take them (MuJoCo only warns, an integer ``Box`` gets
+    ``INT_MIN``, an environment of your own gets them)."""
+    array = np.asarray(actions)
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise PolicyActionError(
+            f"The policy gave non-finite actions ({_shown(array)})"
+            f"{'' if space is None else f' for the action space {space}'}: actions must be "
+            "finite numbers (a policy whose outputs are NaN diverged: lower its learning rate "
+            "or clip its gradients; a policy of your own: check its output)")
 
 
 def _shown(array: np.ndarray) -> str:
