@@ -726,3 +726,18 @@ def test_a_ray_run_that_never_trained_warns_as_a_local_run_does(monkeypatch, cap
         "needs more: replay_start_size and update_frequency, n_envs x n_steps or "
         "min_batch_size); its results are those of the untrained agent. Raise the frames or "
         "lower those hyperparameters"])
+
+
+def test_a_quiet_runs_trainer_logs_the_losses_but_not_the_learners_statistics() -> None:
+    """As a local run's: ``logging.verbose=false`` keeps the learner's statistics out of the
+    progress line (the approximations' own losses stay)."""
+    from looprl.core import TrainerStepResult
+    from looprl.distributed.pipeline import trainer_core
+    from looprl.distributed.trainer_worker import record_losses
+
+    assert DistributedRun(ppo_spec(), logdir=None, verbose=False).spec.verbose is False
+    for verbose, rows in ((True, [(None, "loss", "policy", 1.0, 7)]), (False, [])):
+        core = trainer_core(ppo_spec())
+        [recorder] = record_losses(core, lambda: 7, verbose=verbose)
+        core.finish((None, None), TrainerStepResult({"policy": 1.0}, 1))
+        assert recorder.take() == rows

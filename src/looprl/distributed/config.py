@@ -36,6 +36,8 @@ class AlgorithmSpec:
             derives it; ``of_preset``: the preset's env name, as a local run names it).
         test_copies: env copies the final evaluation plays at most (``of_preset``: a parallel
             preset's ``n_envs``, as a local run's evaluation).
+        verbose: the trainers' learners log their statistics (``DistributedRun``'s
+            ``verbose``, a local run's ``logging.verbose``).
     """
 
     env: str
@@ -54,6 +56,7 @@ class AlgorithmSpec:
     meta: list[Any] = field(default_factory=list)
     label: str | None = None
     test_copies: int = 1
+    verbose: bool = True
 
     def __post_init__(self) -> None:
         _check_names(self)

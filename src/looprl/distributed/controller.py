@@ -80,7 +80,7 @@ class DistributedRun:
         if meta:
             spec = replace(spec, meta=[*spec.meta, *meta])
         check_meta(spec.meta, self.runtime)
-        self.spec = spec.portable()
+        self.spec = replace(spec, verbose=verbose).portable()
         self.frames = int(frames)
         self.seed = seed
         self.test_seed = seed + TEST_SEED_OFFSET  # (the evaluation's, as a local run's)

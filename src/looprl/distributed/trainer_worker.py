@@ -60,7 +60,7 @@ class TrainerWorker(Worker):
         if runtime.gpus_per_trainer:
             spec = spec.on_device(cuda_device("trainer", runtime.gpus_per_trainer))
         self.core = trainer_core(spec, max_lag=kept_lag(runtime), seed=seed)
-        self.env_label = spec.env_label
+        self.env_label, self.verbose = spec.env_label, spec.verbose
         seed_units(seed + rank, learner=self.core)
         self.resumed_from: int | None = None
         self.frames = 0  # the env steps its actors had taken at their latest puts
@@ -72,7 +72,8 @@ class TrainerWorker(Worker):
             self.resumed_from = state["steps"]
             self.frames = state.get("frames", 0)
         self.steps = self.resumed_from or 0
-        self._logged = record_losses(self.core, lambda: self.frames, runtime.trainers)
+        self._logged = record_losses(self.core, lambda: self.frames, runtime.trainers,
+                                     self.verbose)
         self._lock = threading.Condition()  # notified after every step (sync sampling)
         self._feeders = len(range(rank, runtime.actors, runtime.trainers))  # its actors
         self._waiting = 0  # sync: puts waiting for the step their samples join
@@ -103,7 +104,8 @@ class TrainerWorker(Worker):
         mine = cloudpickle.dumps((self.core.trainer, self.steps)) if self.rank == 0 else None
         self.core.trainer, self.steps = cloudpickle.loads(self.group.share(mine))
         self.group.distribute(self.core.policy)
-        self._logged = record_losses(self.core, lambda: self.frames, self.runtime.trainers)
+        self._logged = record_losses(self.core, lambda: self.frames, self.runtime.trainers,
+                                     self.verbose)
         self._first_step = self.steps + 1
 
     def digest(self) -> dict[str, Any]:
@@ -253,12 +255,12 @@ class TrainerWorker(Worker):
 class LossRecorder(Logger):
     """Keeps what a trainer's approximations log as rows ``(agent, kind, name, value,
     frame)`` for ``RunMonitor``; ``frame``: ``frames()`` (the env steps of the samples
-    received, a local run's frame then) times ``scale``."""
+    received, a local run's frame then) times ``scale``; ``verbose``: a local run's logger's
+    (its learner logs its statistics)."""
 
-    verbose = True
-
-    def __init__(self, frames: Callable[[], int], agent: str | None = None, scale: int = 1):
-        self.frames, self.agent, self.scale = frames, agent, scale
+    def __init__(self, frames: Callable[[], int], agent: str | None = None, scale: int = 1,
+                 verbose: bool = True):
+        self.frames, self.agent, self.scale, self.verbose = frames, agent, scale, verbose
         self.rows: list[tuple[str | None, str, str, float, int]] = []
 
     def add_loss(self, name: str, value: Any, step: str = "frame") -> None:
@@ -282,8 +284,8 @@ class LossRecorder(Logger):
         return taken
 
 
-def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1
-                  ) -> list[LossRecorder]:
+def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1,
+                  verbose: bool = True) -> list[LossRecorder]:
     """Give ``core``'s learners (each agent's) and the approximations of their policies and
     trainers ``LossRecorder`` s (logging at ``frames()``): what they log reaches the run's
     logs as a local run's."""
@@ -291,7 +293,7 @@ def record_losses(core: Any, frames: Callable[[], int], trainers: int = 1
     names = core.policy.names if cores is not None else [None]
     recorders = []
     for learner, agent in zip(cores or [core], names, strict=True):
-        recorder = learner.logger = LossRecorder(frames, agent, trainers)
+        recorder = learner.logger = LossRecorder(frames, agent, trainers, verbose)
         for part in (learner.policy, learner.trainer):
             for approximation in getattr(part, "approximations", dict)().values():
                 approximation.logger = recorder
