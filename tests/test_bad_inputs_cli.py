@@ -289,6 +289,9 @@ def test_plot_over_a_damaged_returns100_csv_names_it(content: str, tmp_path: Pat
     (["algorithm.lr=1e-3", "algorithm.lr=1e-4"], "algorithm.lr is given twice"),
     (["frames=abc", "frames=500"], "frames is given twice"),
     (["exploration=greedy", "algorithm.exploration=ez_greedy"], "given twice"),
+    (["--resume", "a", "--resume", "b"], "--resume is given twice (--resume a and --resume b): "
+     "resume one run directory at a time"),  # (was: "Unknown flag '--resume' ...", and for
+    # --resume a --resume a: "a is given twice (a= and a=)")
     (["algorithm.clip=-0.2"], "'clip' of ppo must be positive"),
     (["runner=es", "runner.search_params=true", "test_episodes=0"],
      "runner=es scores each individual by its evaluation returns"),

@@ -388,6 +388,23 @@ def test_watch_an_environment_whose_constructor_takes_no_render_mode(
                     "constructor must take), or have its render() return RGB frames")
 
 
+def test_ctrl_c_while_watching_into_a_gif_keeps_the_frames_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # was: no GIF at all (the frames played were lost) and a bare "looprl: interrupted"
+    from looprl.presets.classic_control import ppo
+
+    ppo.env(GymEnvironment(f"{WATCHED}:Interrupted")).device("cpu").build().save(
+        str(tmp_path / "preset.pt"))
+    gif = tmp_path / "out.gif"
+    assert main(["watch", str(tmp_path / "preset.pt"), "--episodes", "50", "--gif",
+                 str(gif)]) == 130
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"looprl: interrupted; the 6 frames played so far are in {gif}\n"
+    assert _gif_frames(gif) == 6
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pygame") is None, reason="needs pygame")
 def test_watch_renders_cartpole_with_pygame(
     trained: tuple[Path, str], capsys: pytest.CaptureFixture[str]

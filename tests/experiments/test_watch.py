@@ -27,6 +27,29 @@ def test_max_steps_cuts_the_episode(tmp_path) -> None:
     assert path.read_bytes()[:6] == b"GIF89a"
 
 
+def test_a_gif_path_that_cannot_be_written_is_one_line_before_the_episodes_play(
+        tmp_path, monkeypatch) -> None:
+    # was: every episode played, then "[Errno 21] Is a directory: 'runs.tmp' -> 'runs'" (a
+    # runs.tmp left beside it), or "[Errno 2] No such file or directory: '/proc/x'"
+    from looprl.core.files import write_atomically
+
+    played = []
+    monkeypatch.setattr(watch, "play_episodes", lambda *args: played.append(args))
+    env = GymEnvironment("CartPole-v1", render_mode="rgb_array")
+    with pytest.raises(ValueError, match=f"cannot write the GIF at {tmp_path}: it is a "
+                       r"directory; give another file \(looprl watch --gif PATH"):
+        watch.watch(_Right(), env, gif=tmp_path)
+    if os.path.isdir("/proc/self"):
+        with pytest.raises(ValueError, match="cannot write the GIF at /proc/x/a.gif: .* "
+                           r"\(/proc/x\); give another file"):
+            watch.watch(_Right(), GymEnvironment("CartPole-v1"), gif="/proc/x/a.gif")
+    assert not played
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(OSError):  # (the temporary is removed when the rename fails too)
+        write_atomically(tmp_path / "runs", lambda temporary: temporary.write_text("GIF"))
+    assert os.listdir(tmp_path) == ["runs"]
+
+
 @pytest.mark.parametrize(("option", "message"), [
     ({"max_steps": 0}, "max_steps must be positive"), ({"fps": -1}, "fps must be positive"),
     ({"fps": -1, "gif": "a.gif"}, "fps must be positive")])

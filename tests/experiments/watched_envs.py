@@ -34,3 +34,15 @@ class Frames(NoRender):
 
     def render(self) -> np.ndarray:
         return np.full((8, 8, 3), 40 * self.t, np.uint8)
+
+
+class Interrupted(Frames):
+    """``Frames`` whose 7th ``render()`` is a Ctrl-C (the user stops watching)."""
+
+    renders = 0
+
+    def render(self) -> np.ndarray:
+        self.renders += 1
+        if self.renders > 6:
+            raise KeyboardInterrupt
+        return super().render()

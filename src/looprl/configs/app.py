@@ -194,7 +194,8 @@ def _compose(argv: list[str]) -> Any:
 
 def _differences(old: Any, new: Any) -> list[str]:
     """``key: old -> new`` for every leaf that differs, but the ``ignored`` ones and the other
-    keys of a group whose ``name`` differs (``runtime.name: 'local' -> 'ray'`` says it)."""
+    keys of a group whose ``name`` (``algorithm``'s ``preset``) differs (``runtime.name:
+    'local' -> 'ray'`` says it)."""
     from omegaconf import OmegaConf
 
     def leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -208,9 +209,10 @@ def _differences(old: Any, new: Any) -> list[str]:
     ignored = ("frames", "resume", "logging.", "runner.num_steps", "keep_checkpoints")
     changed = [key for key in sorted(set(before) | set(after))
                if not key.startswith(ignored) and before.get(key) != after.get(key)]
-    switched = tuple(key.removesuffix("name") for key in changed if key.endswith(".name"))
+    names = (".name", "algorithm.preset")  # (the key that names a group's choice)
+    switched = tuple(key.rpartition(".")[0] + "." for key in changed if key.endswith(names))
     return [f"{key}: {before.get(key)!r} -> {after.get(key)!r}" for key in changed
-            if key.endswith(".name") or not key.startswith(switched)]
+            if key.endswith(names) or not key.startswith(switched)]
 
 
 def _remove_if_empty(output_dir: Path) -> None:
@@ -263,6 +265,7 @@ def check_run_dir(argv: list[str]) -> None:
     if not given:
         return
     directory = Path(given[-1])
+    _check_creatable(directory, f"{key}={given[-1]}", key)
     if key == "hydra.run.dir" and "resume=true" not in argv and (
             directory / "results.json").is_file():
         raise ValueError(f"hydra.run.dir={given[-1]} holds a finished run (results.json), "
@@ -272,6 +275,20 @@ def check_run_dir(argv: list[str]) -> None:
         raise ValueError(f"hydra.sweep.dir={given[-1]} holds a finished sweep "
                          f"({finished[0].relative_to(directory)}), whose jobs this one would "
                          "replace: give a new directory, or delete it")
+
+
+def _check_creatable(directory: Path, given: str, key: str) -> None:
+    """A one-line ``ValueError`` if ``directory`` cannot be made (``os.access`` can say yes
+    where ``mkdir`` fails: ``/proc`` for root); what this makes, it removes (Hydra makes it)."""
+    missing = [path for path in (directory, *directory.parents) if not path.exists()]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"{given}: cannot create the directory ({error.strerror or error}: "
+                         f"{error.filename or directory}); choose another {key}, one you can "
+                         "write in") from None
+    for path in missing:
+        path.rmdir()
 
 
 def _prints_only(argv: list[str]) -> bool:

@@ -94,7 +94,11 @@ def _flag_hint(flag: str, value: str) -> str:
 
 
 def check_given_once(overrides: list[str]) -> None:
-    """A key given twice is a one-line ``ValueError`` (Hydra would silently take the last)."""
+    """A key (or ``--resume``) given twice is a one-line ``ValueError`` (Hydra would silently
+    take the last)."""
+    resumed = [at for at, arg in enumerate(overrides) if arg == "--resume"]
+    check_once(["--resume"] * len(resumed), [" ".join(overrides[at:at + 2]) for at in resumed],
+               "resume one run directory at a time")
     pairs = _override_pairs(overrides)
     check_once([key for key, _ in pairs], [f"{key}={value}" for key, value in pairs],
                "give each key once (a sweep's values as key=a,b with -m)")

@@ -25,10 +25,10 @@ def write_atomically(path: str | Path, write: Callable[[Path], Any]) -> None:
     temporary = path.with_name(path.name + ".tmp")
     try:
         write(temporary)
+        os.replace(temporary, path)  # (fails where path is a directory: no temporary left)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    os.replace(temporary, path)
 
 
 def load_file(path: str | Path, what: str, remedy: str, map_location: Any = None) -> Any:

@@ -1,6 +1,7 @@
 """The reaper: a run that starts its own Ray instance leaves no process behind, however it ends
 (Ray's raylet agents outlive a ``kill -9`` of the driver). It runs this file as a script
-(standard library only) that kills the driver's Ray processes once the driver dies. Linux only."""
+(standard library only) that kills the driver's Ray processes once the driver dies. Linux only.
+Beside it, ``local_instance_settings``: the environment every local Ray start of looprl sets."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import subprocess
 import sys
 import time
 
-__all__ = ["start_reaper"]
+__all__ = ["LOOPBACK", "local_instance_settings", "start_reaper"]
+
+LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
 POLL_SECONDS = 0.5
 _reaper: list[subprocess.Popen] = []  # (this process's one reaper)
@@ -28,6 +31,15 @@ def start_reaper() -> bool:
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)]  # (a Ctrl-C in the terminal does not stop it)
     return True
+
+
+def local_instance_settings() -> None:
+    """Set (unless set) the environment of a local Ray instance started after this call: it
+    listens on 127.0.0.1 only (read when Ray is imported), needs no token, and runs its
+    workers at normal priority (Ray's niceness 15 lets other busy processes starve them)."""
+    os.environ.setdefault(LOOPBACK, "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def _stat(pid: int) -> tuple[int, str, int] | None:

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from looprl.core.reaper import start_reaper
+from looprl.core.reaper import LOOPBACK, local_instance_settings, start_reaper
 from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
@@ -21,8 +21,6 @@ __all__ = ["check_local_resources", "error_line", "local_gpus",
            "local_instance_settings", "start_ray"]
 
 log = logging.getLogger(__name__)
-
-LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
 
 def start_ray(runtime: RuntimeConfig) -> bool:
@@ -104,15 +102,6 @@ def local_gpus() -> int:
     """The GPUs a local Ray instance started here could use (torch's count)."""
     import torch
     return torch.cuda.device_count()
-
-
-def local_instance_settings() -> None:
-    """Set (unless set) the environment of a local Ray instance started after this call: it
-    listens on 127.0.0.1 only (read when Ray is imported), needs no token, and runs its
-    workers at normal priority (Ray's niceness 15 lets other busy processes starve them)."""
-    os.environ.setdefault(LOOPBACK, "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def _check_loopback() -> None:

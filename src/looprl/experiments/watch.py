@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -38,6 +39,15 @@ from looprl.presets import load_preset
 from looprl.presets.catalog import make_env, rendering
 
 log = logging.getLogger(__name__)
+
+
+class WatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C while ``watch`` wrote a GIF: the ``frames`` played until then are in ``gif``."""
+
+    def __init__(self, gif: Path, frames: int):
+        super().__init__(f"the {frames:,} frames played so far are in {gif}")
+        self.gif = gif
+        self.frames = frames
 
 
 def has_display() -> bool:
@@ -169,11 +179,33 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
     check_positive(optional=True, fps=fps)
     if gif is None:
         return play_episodes(runner, act, episodes, lambda: time.sleep(1 / fps), max_steps), None
+    check_gif(Path(gif))
     frames: list[np.ndarray] = []
-    played = play_episodes(runner, act, episodes, lambda: frames.append(rgb_frame(render)),
-                           max_steps)
+    try:
+        played = play_episodes(runner, act, episodes, lambda: frames.append(rgb_frame(render)),
+                               max_steps)
+    except KeyboardInterrupt:
+        if not frames:
+            raise
+        write_gif(frames, Path(gif), fps)
+        raise WatchInterrupted(Path(gif), len(frames)) from None
     write_gif(frames, Path(gif), fps)
     return played, Path(gif)
+
+
+def check_gif(path: Path) -> None:
+    """A one-line ``ValueError`` before the episodes play, not after, if no GIF can be
+    written at ``path`` (its folder is made here)."""
+    reason = "it is a directory" if path.is_dir() else None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):  # (where os.access says yes: /proc)
+            pass
+    except OSError as error:
+        reason = reason or f"{error.strerror or error} ({path.parent})"
+    if reason is not None:
+        raise ValueError(f"cannot write the GIF at {path}: {reason}; give another file "
+                         "(looprl watch --gif PATH, watch(..., gif=PATH))")
 
 
 def rgb_frame(render: Callable[[], Any]) -> np.ndarray:
