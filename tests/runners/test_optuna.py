@@ -162,3 +162,13 @@ def test_the_default_tpe_sampler_is_seeded(small_ppo):
     runs = [_runner(small_ppo, None, num_steps=64, n_evaluations=1).run()[0]["history"]
             for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_the_retrained_best_is_the_best_trials_agent(small_ppo):
+    # was one chunk of num_steps: 61 steps, where the trial's chunks, each rounded up to the
+    # end of a step of 4 envs, reached 65 and the PPO update at 64
+    results, eval_results = _runner(small_ppo, None, n_trials=1, num_steps=58,
+                                    n_evaluations=4, eval_episodes=2).run()
+    best = results["history"][results["best"]["trial"]]
+    assert eval_results["step"] == best["step"] == 65
+    assert eval_results["mean_eval_reward"] == best["value"]

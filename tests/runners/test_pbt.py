@@ -253,6 +253,16 @@ def test_bad_mutations_are_clear_errors(small_ppo) -> None:
         PBTRunner(small_ppo, "CartPole-v1", {})
 
 
+def test_a_population_of_one_is_refused_unless_it_does_not_exploit(small_ppo) -> None:
+    # was a run in which the one member never exploited (Tune's quantiles of one are empty)
+    mutations = {"hp/lr": (1e-4, 1e-2)}
+    for options in ({"population": 1}, {"initial": [{"hp/lr": 1e-3}]}):
+        with pytest.raises(ValueError, match="population must be >= 2 .*got 1$"):
+            PBTRunner(small_ppo, "CartPole-v1", mutations, **options)
+    assert PBTRunner(small_ppo, "CartPole-v1", mutations, population=1,
+                     exploit=False).population == 1
+
+
 def test_bad_initial_values_are_clear_errors(small_ppo) -> None:
     # [] was an IndexError from Tune, after Ray started; a value the agent cannot take failed
     # the member on Ray (and the run with KeyError: 'mean_eval_reward')

@@ -102,13 +102,12 @@ class OptunaRunner(Runner):
             return value
         return getattr(getattr(self.optuna, module), names[value])(**kwargs)
 
-    def _trial_task(self, trial: Any) -> TrialTask:
-        """The task of Optuna trial ``trial`` (run here: with a reporter to the pruner)."""
-        values = {d.name: _suggest(trial, d) for d in self.dimensions}
-        report = _Reporter(trial) if self.trials.in_process else None
+    def _trial_task(self, number: int, values: dict[str, Any],
+                    report: Callable[[int, float], bool] | None = None) -> TrialTask:
+        """The task of trial ``number`` with the searched ``values``."""
         total, n = self.num_steps, self.n_evaluations  # (n chunks that add up to total)
         chunks = [total // n + (1 if i < total % n else 0) for i in range(n)]
-        return TrialTask(trial.number, values, self.num_steps, chunks, report)
+        return TrialTask(number, values, self.num_steps, chunks, report)
 
     def _tell(self, study: Any, trial: Any, task: TrialTask,
               outcome: tuple[list[tuple[int, float]], str | None]) -> None:
@@ -134,7 +133,9 @@ class OptunaRunner(Runner):
             batch = [study.ask() for _ in range(min(self.trials.parallel, remaining))]
             told = 0
             try:
-                tasks = [self._trial_task(trial) for trial in batch]
+                tasks = [self._trial_task(  # (run here: with a reporter to the pruner)
+                    trial.number, {d.name: _suggest(trial, d) for d in self.dimensions},
+                    _Reporter(trial) if self.trials.in_process else None) for trial in batch]
                 for trial, task, (outcome, _) in zip(
                         batch, tasks, self.trials.map(self, train_trial, tasks)):
                     self._tell(study, trial, task, outcome)
@@ -163,8 +164,11 @@ class OptunaRunner(Runner):
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
             self.label_next_run("best", trial=trial.number, values=dict(trial.params))
-            self.configure(dict(trial.params), self.num_steps)
-            self.train(self.num_steps)
+            # in the trial's chunks: each overshoots to the end of an update, so one chunk of
+            # num_steps could stop an update short of the trial's agent
+            _, error = train_chunks(self, self._trial_task(trial.number, dict(trial.params)))
+            if error is not None:
+                raise FloatingPointError(error)
             eval_results = self.evaluate()
         else:
             log.warning("No trial of study %r completed: nothing to evaluate", self.study_name)
@@ -187,6 +191,11 @@ def train_trial(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]
     """Train a fresh agent with the trial's values, evaluating after each chunk (until
     ``task.report`` prunes it); the ``(step, mean_eval_reward)`` pairs, and any error."""
     runner.label_next_run(f"trial{task.number:03d}", trial=task.number, values=task.values)
+    return train_chunks(runner, task)
+
+
+def train_chunks(runner: Runner, task: TrialTask) -> tuple[list[tuple[int, float]], str | None]:
+    """``train_trial``'s training, in the run directory ``runner.label_next_run`` named."""
     runner.configure(task.values, task.num_steps)
     evaluations: list[tuple[int, float]] = []
     try:

@@ -198,6 +198,9 @@ class PBTRunner(Runner):
         self.num_cpus = num_cpus
         self.initial, self.exploit = initial, exploit
         self.population = int(population) if initial is None else len(initial)
+        if exploit and self.population < 2:  # (Tune's quantiles of one member are empty)
+            raise ValueError(f"PBT exploits between members: population must be >= 2 (or "
+                             f"exploit=False), got {self.population}")
 
     def member_arguments(self) -> dict[str, Any]:
         """The ``Runner`` arguments of member 0 (member ``i`` is seeded ``seed + i``): the
