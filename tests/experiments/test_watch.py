@@ -39,6 +39,9 @@ def test_a_gif_path_that_cannot_be_written_is_one_line_before_the_episodes_play(
     with pytest.raises(ValueError, match=f"cannot write the GIF at {tmp_path}: it is a "
                        r"directory; give another file \(looprl watch --gif PATH"):
         watch.watch(_Right(), env, gif=tmp_path)
+    with pytest.raises(ValueError, match="cannot write the GIF at out.png: its name does not "
+                       "end in .gif; give another file"):
+        watch.watch(_Right(), env, gif="out.png")  # (was GIF bytes in out.png)
     if os.path.isdir("/proc/self"):
         with pytest.raises(ValueError, match="cannot write the GIF at /proc/x/a.gif: .* "
                            r"\(/proc/x\); give another file"):

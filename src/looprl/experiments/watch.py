@@ -196,13 +196,15 @@ def play_and_show(runner: EnvRunner, act: Callable[[RolloutRequest], RolloutResu
 def check_gif(path: Path) -> None:
     """A one-line ``ValueError`` before the episodes play, not after, if no GIF can be
     written at ``path`` (its folder is made here)."""
-    reason = "it is a directory" if path.is_dir() else None
+    reason = ("it is a directory" if path.is_dir() else "its name does not end in .gif"
+              if path.suffix.lower() != ".gif" else None)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path.parent):  # (where os.access says yes: /proc)
-            pass
+        if reason is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path.parent):  # (where os.access says yes: /proc)
+                pass
     except OSError as error:
-        reason = reason or f"{error.strerror or error} ({path.parent})"
+        reason = f"{error.strerror or error} ({path.parent})"
     if reason is not None:
         raise ValueError(f"cannot write the GIF at {path}: {reason}; give another file "
                          "(looprl watch --gif PATH, watch(..., gif=PATH))")
