@@ -352,30 +352,9 @@ def test_a_population_shares_a_gpu(small_ppo, tmp_path, local_ray) -> None:
 def test_without_trials_it_starts_a_local_instance_and_joins_no_other_ray(
         small_ppo, monkeypatch) -> None:
     # was: ray.init(num_cpus=...), which joins a Ray instance another session started on the
-    # machine (or fails there: num_cpus cannot be given to a cluster it joins)
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def init(*args, **kwargs):
-        seen.update(kwargs)
-        raise Stop
-
-    monkeypatch.setattr(ray, "is_initialized", lambda: False)
-    monkeypatch.setattr(ray, "init", init)
-    runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2, "log")}, population=2,
-                       num_steps=64, perturbation_interval=32, num_cpus=2)
-    with pytest.raises(Stop):
-        runner.run()
-    assert seen["address"] == "local" and seen["num_cpus"] == 2
-    assert not seen["include_dashboard"]
-
-
-def test_the_local_instance_it_starts_has_the_settings_of_every_local_start(
-        small_ppo, monkeypatch) -> None:
-    # was: PBTRunner(...).run() from Python started Ray without local_instance_settings (not on
-    # loopback only, Ray's token and worker niceness), which every other local start sets
+    # machine (or fails there: num_cpus cannot be given to a cluster it joins); and without
+    # local_instance_settings (not on loopback only, Ray's token and worker niceness), which
+    # every other local start sets
     from looprl.core import reaper
 
     names = (reaper.LOOPBACK, "RAY_AUTH_MODE", "RAY_worker_niceness")
@@ -387,7 +366,7 @@ def test_the_local_instance_it_starts_has_the_settings_of_every_local_start(
         pass
 
     def init(*args, **kwargs):
-        seen.update({name: os.environ.get(name) for name in names})
+        seen.update(kwargs, environment={name: os.environ.get(name) for name in names})
         raise Stop
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
@@ -396,8 +375,10 @@ def test_the_local_instance_it_starts_has_the_settings_of_every_local_start(
                        num_steps=64, perturbation_interval=32, num_cpus=2)
     with pytest.raises(Stop):
         runner.run()
-    assert seen == {reaper.LOOPBACK: "0", "RAY_AUTH_MODE": "disabled",
-                    "RAY_worker_niceness": "0"}
+    assert seen["address"] == "local" and seen["num_cpus"] == 2
+    assert not seen["include_dashboard"]
+    assert seen["environment"] == {reaper.LOOPBACK: "0", "RAY_AUTH_MODE": "disabled",
+                                   "RAY_worker_niceness": "0"}
 
 
 def _scheduler_arguments(runner: PBTRunner, monkeypatch) -> dict:
