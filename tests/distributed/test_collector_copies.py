@@ -69,6 +69,22 @@ def test_an_episode_of_several_agents_comes_with_each_agents_return():
     assert episodes == [Episode(0.0, 3, i, (3.0, -3.0)) for i in (0, 1)] * 2
 
 
+def test_an_agent_that_waits_while_the_other_finishes_plays_its_episode_to_the_end():
+    """Agent 0 finished while agent 1 waited (``None``): the copy was reset there, agent 1's
+    final reward lost and its rows never ended their episode."""
+    from tests.configs.user_parts import LastToFinish
+
+    runner = EnvRunner(LastToFinish, segment_length=4)
+    for _ in range(4):
+        request = runner.request()
+        runner.step(0, None if request is None else RolloutResult(
+            action=np.zeros(len(request.done), np.int64)))
+    assert runner.pop_episodes() == [Episode(8.0, 3, 0, (2.0, 6.0))]
+    waiting = runner.buffer.rows[:, 1]  # agent 1's rows: steps 0, 1 and its final one
+    assert waiting.reward[:3].tolist() == [0.0, 1.0, 5.0]
+    assert waiting.done[:3].tolist() == [False, False, True]
+
+
 class Fixed:
     """A deterministic policy answering float64 log-probs and float32 values."""
 

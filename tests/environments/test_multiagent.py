@@ -242,6 +242,21 @@ def test_the_turn_loop_goes_on_through_a_step_that_gives_no_agent_a_turn():
     assert turns[-3:] == [("agent_1", 3), ("agent_1", 5), ("agent_1", 6)] and env.done
 
 
+def test_the_turn_loop_goes_on_while_an_agent_that_waits_plays_on():
+    """Agent 0 finished while agent 1 waited (``None``): the loop ended there, agent 1's final
+    state and reward lost."""
+    from tests.configs.user_parts import LastToFinish
+
+    env = MultiagentPettingZooEnv(LastToFinish(), name="last")
+    env.reset()
+    earned = {"agent_0": 0.0, "agent_1": 0.0}
+    for agent in env.agent_iter(20):
+        state = env.last()
+        earned[agent] += float(state.reward)
+        env.step(None if state.done else 0)
+    assert earned == {"agent_0": 2.0, "agent_1": 6.0} and env.done
+
+
 def test_an_srl_environment_plays_the_turn_loop_agents_that_wait_too():
     """Of an SRL environment, the loop's turns are the agents its results are for; their
     actions go to one ``step`` once all have taken theirs (an agent that waits takes none)."""

@@ -45,9 +45,10 @@ class Copies:
     ``stream_agent``). Per stream: ``present`` (a result waits for an action), ``obs`` (an array
     of the observations as the agent sees them, or a ``NamedArray`` of the environment's fields;
     made by the first result), ``reward``, ``done``, ``truncated`` and, of several agents,
-    ``agent_returns`` (its return so far in the episode); per copy: ``returns``, ``lengths`` and
-    ``over`` (all of its agents are done). ``turns``: some agent has been without a result (a
-    turn-based game): only the streams ``present`` act."""
+    ``agent_returns`` (its return so far in the episode), ``playing`` (its latest result of the
+    episode ended nothing: it plays on, with or without a result now); per copy: ``returns``,
+    ``lengths`` and ``over`` (no agent of the episode plays on). ``turns``: some agent has been
+    without a result (a turn-based game): only the streams ``present`` act."""
 
     def __init__(self, envs: list[Any], build: Callable[[], Any] | None = None):
         first = envs[0]
@@ -72,6 +73,7 @@ class Copies:
         self.done = np.zeros(n, dtype=bool)
         self.truncated = np.zeros(n, dtype=bool)
         self.agent_returns = np.zeros(n)
+        self.playing = np.zeros(n, dtype=bool)
         self.returns = np.zeros(n_envs)
         self.lengths = np.zeros(n_envs, dtype=np.int64)
         self.over = np.zeros(n_envs, dtype=bool)
@@ -136,6 +138,7 @@ class Copies:
         self.returns[i], self.lengths[i] = 0.0, 0
         self.agent_returns[i * agents:(i + 1) * agents] = 0.0
         self.done[i * agents:(i + 1) * agents] = self.truncated[i * agents:(i + 1) * agents] = False
+        self.playing[i * agents:(i + 1) * agents] = False
         results = self._env_call(runner, i, "reset")
         if results is not None:
             self._receive(i, results)
@@ -177,10 +180,11 @@ class Copies:
             runner.cut_episodes(streams[waiting])
 
     def _receive(self, i: int, results: list[Any]) -> None:
-        """Keep copy ``i``'s new ``results``; note whether all of its agents are done. A done
-        or truncated result for an agent already done or truncated counts as ``None`` (SRL's
-        "garbage steps"): its episode ended once."""
-        base, total, present, over = i * self.agent_count, 0.0, False, True
+        """Keep copy ``i``'s new ``results``; note whether all of its agents are done (an agent
+        without a result now whose latest one ended nothing plays on). A done or truncated result
+        for an agent already done or truncated counts as ``None`` (SRL's "garbage steps"): its
+        episode ended once."""
+        base, total, present = i * self.agent_count, 0.0, False
         for a, result in enumerate(results):
             s = base + a
             if result is not None:
@@ -194,10 +198,11 @@ class Copies:
             self.reward[s], self.done[s], self.truncated[s] = reward, done, truncated
             self._store_obs(s, result.obs)
             self.agent_returns[s] += reward
+            self.playing[s] = not (done or truncated)
             total += reward
-            present, over = True, over and (done or truncated)
+            present = True
         self.returns[i] += total
-        self.over[i] = present and over
+        self.over[i] = present and not self.playing[base:base + self.agent_count].any()
 
     def _store_obs(self, stream: int, obs: dict[str, Any]) -> None:
         """Write the observation fields of ``stream``; ``ValueError`` if their fields or shapes

@@ -140,7 +140,8 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
 
     The agents a ``StepResult`` came for take their turns in order (a game's as PettingZoo
     gives them: those that finished first): ``last()`` is the first one's state; ``step`` takes
-    its action (``None`` once it is done) and steps the adapter when all have acted."""
+    its action (``None`` once it is done) and steps the adapter when all have acted (and some
+    agent plays on)."""
 
     def __init__(self, zoo_env: Any, name: str | None = None, device: str | torch.device = "cpu",
                  seed: int | None = None, flatten: bool = True,
@@ -220,7 +221,7 @@ class MultiagentPettingZooEnv(MultiagentEnvironment):
             self._out.add(agent)
         else:
             self._chosen[self._index[agent]] = action
-        if not self._turns and self._chosen:
+        if not self._turns and (self._chosen or not all(map(_over, self._last.values()))):
             actions = [self._chosen.get(i) for i in range(len(self._names))]
             self._chosen = {}
             self._receive(self.adapter.step(actions), "step")
