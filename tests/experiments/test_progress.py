@@ -150,3 +150,32 @@ def test_experiment_dashboard_reads_the_last_losses_and_current_hyperparameters(
     epsilon = experiment.agent.policy.greedy.epsilon.current
     assert f"hp/epsilon {epsilon:.4g}" in hyperparameters and epsilon < 1.0
     assert "hp/lr 0.0023" in hyperparameters
+
+
+def test_a_local_multiagent_run_shows_each_agents_return_as_a_ray_run(
+        tmp_path, monkeypatch) -> None:
+    """The progress line's ``return(100) by agent`` (the team's return of a zero-sum game is
+    always 0), which only a Ray run showed."""
+    pytest.importorskip("pettingzoo")
+    from looprl.environments import MultiagentPettingZooEnv
+    from looprl.experiments import MultiagentEnvExperiment, experiment
+    from looprl.presets.multiagent import dqn as multiagent_dqn
+
+    shown = []
+
+    class Progress(experiment.TrainingProgress):
+        def __exit__(self, *error):
+            shown.append(self.status())  # (its lines at the end)
+            return super().__exit__(*error)
+
+    monkeypatch.setattr(experiment, "TrainingProgress", Progress)
+    game = MultiagentPettingZooEnv("tictactoe_v3", seed=0)
+    preset = multiagent_dqn.hyperparameters(replay_start_size=50).env(game).device("cpu").build()
+    run = MultiagentEnvExperiment(preset, game, str(tmp_path), quiet=True, seed=0)
+    run.train(frames=200)
+    means = {agent: logger.mean_return100 for agent, logger in run.agent_loggers.items()}
+    assert set(means) == {"player_1", "player_2"} and means["player_1"] == -means["player_2"]
+    line = shown[0][-1]
+    assert line == (f"return(100) by agent: player_1 {means['player_1']:.4g}  "
+                    f"player_2 {means['player_2']:.4g}")
+    run.close()

@@ -73,10 +73,10 @@ class RunMonitor:
     def status(self) -> list[str]:
         """The lines under the progress bar."""
         from looprl.experiments.episodes import dashboard
-        each = "  ".join(f"{agent} {mean_return(returns, 100):.4g}"
-                         for agent, returns in self.result.agent_returns.items())
-        return [*dashboard(self, self.hyperparameters)(),
-                *([f"return(100) by agent: {each}"] if each else []), self.throughput.line()]
+        agents = self.result.agent_returns
+        return [*dashboard(self, self.hyperparameters, lambda: {
+            agent: mean_return(returns, 100) for agent, returns in agents.items()})(),
+            self.throughput.line()]
 
     def close(self) -> None:
         """Close the agents' loggers (the controller closes the run's)."""

@@ -26,13 +26,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def dashboard(logger: Any, hyperparameters: dict[str, Any]) -> Callable[[], list[str]]:
-    """The dashboard's lines: the last value of each loss and the current ``hp/*`` values."""
+def dashboard(logger: Any, hyperparameters: dict[str, Any],
+              agents: Callable[[], dict[str, float]] = dict) -> Callable[[], list[str]]:
+    """The dashboard's lines: the last value of each loss, the current ``hp/*`` values and, of
+    a multi-agent run, each agent's mean return of its last 100 episodes (``agents()``)."""
 
     def lines() -> list[str]:
         losses = sorted(getattr(logger, "last_losses", {}).items())
+        each = "  ".join(f"{agent} {mean:.4g}" for agent, mean in agents().items())
         shown = [[f"loss/{k} {_number(v)}" for k, v in losses],
-                 [f"{k} {_number(h.get())}" for k, h in sorted(hyperparameters.items())]]
+                 [f"{k} {_number(h.get())}" for k, h in sorted(hyperparameters.items())],
+                 [f"return(100) by agent: {each}"] if each else []]
         return ["  ".join(line) for line in shown if line]
 
     return lines

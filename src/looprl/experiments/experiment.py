@@ -155,15 +155,12 @@ class Experiment:
         """Everything but the progress display and the ``hp/*`` accessors (closures)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("_progress", "_hp")}
 
-    @property
-    def frame(self) -> int:
-        """Environment steps taken so far."""
-        return self.logger.frame
+    frame = property(lambda self: self.logger.frame, doc="Environment steps taken so far.")
+    episode = property(lambda self: self.logger.episode, doc="Training episodes completed so far.")
 
-    @property
-    def episode(self) -> int:
-        """Training episodes completed so far."""
-        return self.logger.episode
+    def agent_returns100(self) -> dict[str, float]:
+        """Of a multi-agent run, each agent's mean return of its last 100 episodes."""
+        return {}
 
     @property
     def training_env(self) -> Any:
@@ -205,8 +202,9 @@ class Experiment:
             raise ValueError("train() needs a budget: frames=... or episodes=...")
         total = int(frames) if math.isfinite(frames) else 0
         self._hp = agent_hyperparameters(self.agent)
+        status = dashboard(self.logger, self._hp, self.agent_returns100)
         with TrainingProgress(total, f"{self.name} on {self.env.name}", quiet=self.quiet,
-                              status=dashboard(self.logger, self._hp)) as self._progress:
+                              status=status) as self._progress:
             try:
                 self._train(frames, episodes)
             except FloatingPointError as error:

@@ -127,6 +127,9 @@ class MultiagentEnvExperiment(Experiment):
             return functools.partial(getattr, self.env, "adapter")
         return functools.partial(training_copy, self.env)
 
+    def agent_returns100(self) -> dict[str, float]:
+        return {agent: logger.mean_return100 for agent, logger in self.agent_loggers.items()}
+
     def _act(self) -> None:
         """``Experiment._act``, each agent's losses logged at the run's frame (as on Ray)."""
         for logger in self.agent_loggers.values():
