@@ -263,6 +263,14 @@ def test_run_experiment_needs_a_positive_budget(tmp_path: Path) -> None:
         run_experiment(SMALL_DQN, GymEnvironment("CartPole-v1"), 0, logdir=str(tmp_path))
 
 
+def test_a_meta_name_is_one_line_before_anything_is_built(tmp_path: Path, monkeypatch) -> None:
+    from looprl.experiments import run
+
+    monkeypatch.setattr(run, "build_preset", None)  # (was a TypeError after the build)
+    with pytest.raises(TypeError, match="'rnd' is not a MetaComponent: attach instances"):
+        run_experiment(dqn, "CartPole-v1", 100, logdir=str(tmp_path), meta=["rnd"])
+
+
 def test_an_experiment_given_a_builder_says_to_build_it(tmp_path: Path) -> None:
     """A preset builder (not built) is one line, not a traceback from inside the loop."""
     env = GymEnvironment("CartPole-v1")

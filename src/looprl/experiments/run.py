@@ -23,6 +23,7 @@ from looprl.experiments.experiment import (
     seed_everything,
 )
 from looprl.experiments.multiagent import MultiagentEnvExperiment
+from looprl.meta.component import MetaStack
 from looprl.presets.catalog import env_for
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ def run_experiment(agents: Any, envs: Any, frames: float, logdir: str = "runs",
                         f"{type(logger).__name__}; pass a logger object to an Experiment "
                         "(SingleEnvExperiment(preset, env, logger=...))")
     logger_object(logger)  # (one line for another name, before anything is built)
+    MetaStack(list(meta))  # (and for anything that is no MetaComponent: meta=["rnd"])
     _check_arguments(logdir=logdir, test_episodes=test_episodes, seed=seed, quiet=quiet,
                      render=render, verbose=verbose)
     results = []
