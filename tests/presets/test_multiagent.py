@@ -123,6 +123,9 @@ def test_builder_errors_name_the_problem():
         dqn.build()
     with pytest.raises(ValueError, match="No preset builder for agent 'player_2'"):
         independent({"player_1": cc.dqn}).env(env).device("cpu").build()
+    with pytest.raises(ValueError, match=r"\(got \['player2', 'player_1'\]\): rename 'player2' "
+                       "to 'player_2'$"):
+        independent({"player_1": cc.dqn, "player2": cc.dqn}).env(env).device("cpu").build()
     # a game not wrapped, or a single-agent environment: not an AttributeError at build()
     for game in (tictactoe_v3.env(), cc.dqn.env("CartPole-v1")._env):
         with pytest.raises(TypeError, match=r"dqn.env\(\) takes a MultiagentEnvironment"):

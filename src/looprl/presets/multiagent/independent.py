@@ -6,6 +6,7 @@ in a ``MaskedModule``."""
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 from typing import Any
 
@@ -208,7 +209,10 @@ class IndependentPresetBuilder(PresetBuilder):
         builder = self.builders
         if isinstance(builder, dict):
             if agent not in builder:
-                raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(builder)})")
+                close = difflib.get_close_matches(agent, list(builder), n=1)
+                hint = f": rename {close[0]!r} to {agent!r}" if close else ""
+                raise ValueError(f"No preset builder for agent {agent!r} (got {sorted(builder)})"
+                                 + hint)
             builder = builder[agent]
         builder = _configured(builder, self._hyperparameters).name(f"{self._name}.{agent}")
         return builder.device(device).env(view).build()
