@@ -155,3 +155,14 @@ def test_render_trains_in_the_game_given_which_shows_itself(tmp_path, monkeypatc
     experiment.train(frames=6)
     assert experiment.runner.envs[0] is game.adapter
     experiment.close()
+
+
+def test_run_experiment_gives_each_agents_test_returns(tmp_path):
+    from looprl.experiments import run_experiment
+    from looprl.presets.multiagent import dqn
+
+    (result,) = run_experiment(dqn.hyperparameters(replay_start_size=50), "tictactoe_v3", 200,
+                               logdir=str(tmp_path), quiet=True, test_episodes=3, seed=0)
+    each = result.agent_test_returns  # (was only the team's, always 0 in a zero-sum game)
+    assert sorted(each) == ["player_1", "player_2"] and len(each["player_1"]) == 3
+    assert result.test_returns == [a + b for a, b in zip(each["player_1"], each["player_2"])]

@@ -7,7 +7,7 @@ import math
 import numbers
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ExperimentResult:
-    """What one (agent, environment) run produced."""
+    """What one (agent, environment) run produced; ``test_returns`` of a multi-agent run are
+    the team's (summed over agents), ``agent_test_returns`` each agent's."""
 
     agent: str
     env: str
@@ -39,6 +40,7 @@ class ExperimentResult:
     frames: int
     episodes: int
     test_returns: list[float]
+    agent_test_returns: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def test_mean(self) -> float:
@@ -181,11 +183,11 @@ def _run(experiment: Experiment, frames: float, test_episodes: int) -> Experimen
         raise TrainingInterrupted(str(experiment.logger.log_dir), experiment.frame) from None
     finally:
         experiment.close_loggers()
-    if isinstance(returns, dict):  # multi-agent: one list per agent; keep the team return
-        returns = [sum(r) for r in zip(*returns.values())]
+    each = returns if isinstance(returns, dict) else {}  # multi-agent: a list per agent
+    returns = [sum(r) for r in zip(*each.values())] if each else returns
     result = ExperimentResult(experiment.name, experiment.env.name,
                               str(experiment.logger.log_dir), experiment.frame,
-                              experiment.episode, returns)
+                              experiment.episode, returns, each)
     if returns:
         log.info("%s on %s: test return %.1f +/- %.1f over %d episodes", result.agent,
                  result.env, result.test_mean, result.test_std, len(returns))
