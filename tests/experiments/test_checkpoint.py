@@ -13,7 +13,7 @@ import torch
 
 from looprl.environments import GymEnvironment
 from looprl.experiments import make_experiment
-from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
+from looprl.experiments.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.meta import MetaComponent
 
@@ -107,6 +107,7 @@ def test_a_run_killed_and_resumed_ends_as_an_uninterrupted_one(algorithm, tmp_pa
 def test_no_checkpoint_and_unpicklable_parts_give_clear_errors(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="No checkpoint at .*nothing to resume"):
         load_checkpoint(tmp_path)
+    assert not list(tmp_path.iterdir())  # (no CSV headers left in a directory of no run)
 
     class Lambda(MetaComponent):
         def __init__(self):
@@ -122,6 +123,13 @@ def test_no_checkpoint_and_unpicklable_parts_give_clear_errors(tmp_path) -> None
                                  meta=[Lambda()])
     with pytest.raises(TypeError, match="cannot be checkpointed.*bound methods"):
         save_checkpoint(experiment)
+    with pytest.raises(FileNotFoundError, match=r"the directory .*no_such does not exist; "
+                       r"create it"):  # (was: "This experiment cannot be checkpointed")
+        save_checkpoint(experiment, tmp_path / "no_such" / "checkpoint.pt")
+    preset.save(str(tmp_path / "preset.pt"))  # (was: "object is not subscriptable")
+    with pytest.raises(ValueError, match=r"preset.pt holds a DQNClassicControlPreset, not a "
+                       r"checkpoint .*load_preset\)$"):
+        load_checkpoint(tmp_path / "preset.pt")
     assert not list(Path(experiment.logger.log_dir).glob("checkpoint.pt*"))
     with pytest.raises(ValueError, match="checkpoint_every must be positive"):
         make_experiment(preset, env, logdir=str(tmp_path), quiet=True, checkpoint_every=0)
@@ -172,6 +180,31 @@ def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path) -> None:
         frames = [int(line.split(",")[0]) for line in
                   (run_dir / table).read_text().splitlines()[1:]]
         assert frames and max(frames) <= frame + 1, table
+
+
+def test_a_resumed_run_writes_the_tables_of_an_uninterrupted_one(tmp_path) -> None:
+    """The tables and events are cut back to the checkpoint's frame, not to the frame of the
+    resumed run's first write (the dead run's rows in between were kept, then written again)."""
+    import shutil
+
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=100, update_frequency=8,
+                                          gradient_steps=2).device("cpu").build()
+    experiment = make_experiment(preset, env, train_steps=600, logdir=str(tmp_path), quiet=True,
+                                 seed=0, checkpoint_every=300, keep_checkpoints=2)
+    experiment.train(frames=600)
+    experiment.close()
+    run_dir = Path(experiment.logger.log_dir)
+    tables = ("results.csv", "losses.csv", "hyperparameters.csv")
+    full = {name: (run_dir / name).read_text() for name in tables}
+    shutil.copyfile(run_dir / "checkpoint_300.pt", run_dir / CHECKPOINT)  # (killed after it)
+    resumed = load_checkpoint(run_dir)
+    resumed.train(frames=600)
+    resumed.close()
+    assert {name: (run_dir / name).read_text() for name in tables} == full
 
 
 def test_a_copied_run_directory_resumes_in_the_copy(tmp_path) -> None:

@@ -62,10 +62,14 @@ def save_checkpoint(experiment: Any, path: str | Path | None = None, replay: boo
 
     Raises:
         TypeError: a part of the experiment cannot be pickled (named in the message).
+        FileNotFoundError: the directory of ``path`` does not exist.
         OSError: the file could not be written (a full disk: ``errno.ENOSPC``).
     """
     keep = getattr(experiment, "keep_checkpoints", None) if path is None else None  # (older)
     path = Path(path) if path is not None else Path(experiment.logger.log_dir) / CHECKPOINT
+    if not path.parent.is_dir():  # (torch's error was taken for one of pickling)
+        raise FileNotFoundError(f"Cannot write the checkpoint {path}: the directory "
+                                f"{path.parent} does not exist; create it, or choose another path")
     if hasattr(experiment, "prepare_checkpoint"):
         experiment.prepare_checkpoint()
     if hasattr(experiment.logger, "flush"):
@@ -138,19 +142,24 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
 
     Raises:
         FileNotFoundError: there is no checkpoint there.
-        ValueError: continuing, its run directory's ``results.csv`` or ``returns100.csv``
-            is damaged (named).
+        ValueError: the file holds something else (a saved preset); continuing, its run
+            directory's ``results.csv`` or ``returns100.csv`` is damaged (named).
     """
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
-    if run_name is None:  # (the run goes on writing its CSV files)
+    if run_name is None:
         check_run_files(path.parent)
+    with checkpoint_dir(path.parent):
+        state = load_saved(path)
+    if not (isinstance(state, dict) and {"experiment", "rng"} <= state.keys()):
+        raise ValueError(f"{path} holds a {type(state).__name__}, not a checkpoint (written with "
+                         "checkpoint_every or save_checkpoint; a saved preset, as preset.pt, "
+                         "loads with looprl.presets.load_preset)")
+    if run_name is None:  # (the run goes on writing its CSV files)
         for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
             if not (path.parent / name).is_file():  # are gone, its header is not)
                 (path.parent / name).write_text(header + "\n", encoding="utf-8")
-    with checkpoint_dir(path.parent):
-        state = load_saved(path)
     experiment = state["experiment"]
     if run_name is not None:
         experiment.logger.start_run(run_name, {**(run_info or {}), "hyperparameters": getattr(

@@ -227,6 +227,8 @@ class ExperimentLogger(Logger):
             self._returns_path = Path(self.log_dir) / self._returns_path.name
             self._returns100_path = Path(self.log_dir) / self._returns100_path.name
         self._writer, self._wandb, self._resumed = None, None, True
+        # the files are cut back to the frame and episode of the first checkpoint not written on
+        self._saved_at = state.get("_saved_at", (self.frame, self.episode))
 
     def _start_writing(self) -> None:
         """Before a resumed run's first write: cut its files back to the checkpoint, reopen the
@@ -234,8 +236,9 @@ class ExperimentLogger(Logger):
         if not self._resumed:
             return
         self._resumed = False
+        frame, episode = self.__dict__.pop("_saved_at")
         files.cut_back(Path(self.log_dir), self._n_returns - len(self._pending_rows),
-                       self._n_returns // _WINDOW, self.frame, self.episode, self._episode_tags)
+                       self._n_returns // _WINDOW, frame, episode, self._episode_tags)
         self._open_writer(self._pending_scalars)
         if self._wandb_options is not None:
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
