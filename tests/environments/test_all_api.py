@@ -172,7 +172,7 @@ def test_reset_passes_gymnasiums_options_as_alls_reset_kwargs() -> None:
 def test_mujoco_no_info_is_true_or_false() -> None:
     from looprl.environments import MujocoEnvironment
 
-    with pytest.raises(TypeError, match="^no_info is True or False, got 'no'"):
+    with pytest.raises(ValueError, match="^no_info must be True or False, got 'no'"):
         MujocoEnvironment("HalfCheetah", no_info="no")  # (was: taken as True)
 
 

@@ -346,3 +346,14 @@ def test_a_multiagent_run_resumes_with_new_games(tmp_path) -> None:
     run_dir = str(tmp_path / "independent_dqn" / "tictactoe_v3")
     first, second = _resume_twice(run_dir, 300)
     assert first == second and len(first.splitlines()) > 1
+
+
+def test_checkpoint_replay_is_a_flag(tmp_path) -> None:
+    # was: any value, "no" (true in Python) saving the replay
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).device("cpu").build()
+    with pytest.raises(ValueError, match="^checkpoint_replay must be True or False, got 'no'$"):
+        make_experiment(preset, env, logdir=str(tmp_path), checkpoint_every=100,
+                        checkpoint_replay="no")

@@ -105,6 +105,16 @@ def check_finite(owner: str = "", optional: bool = False, **values: Any) -> None
             raise ValueError(f"{owner}{name} must be a finite number, got {value!r}")
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a ``bool``, or a one-line ``ValueError`` if it is no bool (text such as
+    ``'no'`` is true in Python)."""
+    import numpy as np
+
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r:.40}")
+    return bool(value)
+
+
 def check_positive(optional: bool = False, **values: Any) -> None:
     """A one-line ``ValueError`` for a value that is not positive (``None`` passes where
     ``optional``)."""

@@ -7,10 +7,8 @@ import os
 import re
 from typing import Any
 
-import numpy as np
-
 from looprl.core.ranges import COUNT, UNIT, WHOLE
-from looprl.core.suggest import did_you_mean, is_number
+from looprl.core.suggest import check_flag, did_you_mean, is_number
 
 #: Options of the DeepMind preprocessing and their defaults.
 DEEPMIND_OPTIONS: dict[str, Any] = {
@@ -84,9 +82,7 @@ def make_ale_vector_env(name: str, n_envs: int, num_threads: int | None = None, 
     for key, value in options.items():  # (as the Python types ale-py takes: 4.0 as 4)
         valid = OPTION_RANGES.get(key)
         if valid is None:
-            if not isinstance(value, bool | np.bool_):
-                raise ValueError(f"Atari option {key} must be True or False, got {value!r}")
-            o[key] = bool(value)
+            o[key] = check_flag(f"Atari option {key}", value)
         elif is_number(value) and valid.holds(float(value)):
             o[key] = int(value) if valid.whole else float(value)
         else:

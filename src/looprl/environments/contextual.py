@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from looprl.core.suggest import check_seed, did_you_mean, is_whole
+from looprl.core.suggest import check_flag, check_seed, did_you_mean, is_whole
 from looprl.environments.base import VectorEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment, local_copies
 from looprl.environments.gym import GymEnvironment
@@ -196,8 +196,7 @@ class ContextualEnv(gym.Wrapper):
                              f"spec); supported environments: {', '.join(CONTEXT_FEATURES)}")
         env_id = env_or_id if isinstance(env_or_id, str) else env_or_id.spec.id
         features_of(env_id)
-        if not isinstance(hide_context, (bool, np.bool_)):
-            raise ValueError(f"hide_context must be True or False, got {hide_context!r}")
+        check_flag("hide_context", hide_context)
         if instance_mode not in INSTANCE_MODES:
             raise ValueError(f"Unknown instance_mode {instance_mode!r}; use one of "
                              f"{', '.join(INSTANCE_MODES)}")

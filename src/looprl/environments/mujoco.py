@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
+from looprl.core.suggest import check_flag
 from looprl.environments.gym import GymEnvironment
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,7 @@ class MujocoEnvironment(GymEnvironment):
                  name: str | None = None, no_info: bool = True, seed: int | None = None,
                  **make_kwargs: Any):
         require_mujoco()
-        if not isinstance(no_info, bool | np.bool_):
-            raise TypeError(f"no_info is True or False, got {no_info!r:.40}")
+        check_flag("no_info", no_info)
         if isinstance(env, str) and not re.search(r"-v\d+$", env):
             env = f"{env}-{DEFAULT_VERSION}"
         super().__init__(env, device=device, name=name, seed=seed, **make_kwargs)

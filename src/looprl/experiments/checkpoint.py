@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from looprl.core.files import load_file, save_atomically
-from looprl.core.suggest import check_count
+from looprl.core.suggest import check_count, check_flag
 from looprl.experiments.logger import checkpoint_dir
 from looprl.experiments.run_files import CSV_HEADERS, check_header
 from looprl.memory.replay import replay_contents_saved
@@ -35,12 +35,14 @@ CHECKPOINT = "checkpoint.pt"
 _NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 
 
-def check_checkpointing(every: int | None, keep: int | None, parts: Sequence[Any] = ()
-                        ) -> int | None:
-    """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``); with
-    ``every``, a one-line ``TypeError`` naming the first of ``parts`` (an environment, meta
-    components) that a checkpoint cannot hold: before training, not at its first checkpoint."""
+def check_checkpointing(every: int | None, keep: int | None, replay: bool,
+                        parts: Sequence[Any] = ()) -> int | None:
+    """``keep`` (``keep_checkpoints``), checked with ``every`` (``checkpoint_every``) and
+    ``replay`` (``checkpoint_replay``); with ``every``, a one-line ``TypeError`` naming the
+    first of ``parts`` (an environment, meta components) that a checkpoint cannot hold: before
+    training, not at its first checkpoint."""
     check_count(optional=True, checkpoint_every=every, keep_checkpoints=keep)
+    check_flag("checkpoint_replay", replay)
     if keep is not None and every is None:
         raise ValueError(f"keep_checkpoints={keep} keeps the checkpoints checkpoint_every "
                          "saves: set checkpoint_every too")

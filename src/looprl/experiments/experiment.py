@@ -128,7 +128,7 @@ class Experiment:
         self.runner: EnvRunner | None = None  # made by the first train()
         components = [*preset.meta, *meta]
         self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
-                                                    [env, *components])
+                                                    checkpoint_replay, [env, *components])
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
         self._next_checkpoint = checkpoint_every or math.inf
         if (seed := check_seed(type(self).__name__, seed)) is not None:

@@ -102,7 +102,8 @@ class Runner:
         if checkpoint_every is not None and logdir is None:
             raise ValueError("checkpoint_every needs a logdir to write checkpoints into")
         self.checkpoint_every, self.checkpoint_replay = checkpoint_every, checkpoint_replay
-        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints)
+        self.keep_checkpoints = check_checkpointing(checkpoint_every, keep_checkpoints,
+                                                    checkpoint_replay)
         self.run_info = {"runner": self.name, "seed": self.seed,
                          "meta": [repr(component) for component in self.meta], **(run_info or {})}
         if wandb is not None and logdir is None:
