@@ -235,9 +235,10 @@ def test_ctrl_c_while_looprl_imports_is_one_line() -> None:
 def test_ctrl_c_during_looprl_run_is_one_line(signum: int, tmp_path: Path) -> None:
     run_dir = tmp_path / "r"
     env = {k: v for k, v in os.environ.items() if k != "LOOPRL_DEBUG"}
+    checkpoints = ["checkpoint_every=1000"] if signum == signal.SIGINT else []
     process = subprocess.Popen(
         [sys.executable, "-m", "looprl.cli", "run", "env=CartPole-v1", "frames=10000000",
-         "logging.quiet=true", f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=env,
+         "logging.quiet=true", f"hydra.run.dir={run_dir}", *checkpoints], cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         # Ctrl-C as a terminal sends it: a shell's background job (``make test &``) starts its
         # children with SIGINT ignored, which they inherit and keep
@@ -256,7 +257,10 @@ def test_ctrl_c_during_looprl_run_is_one_line(signum: int, tmp_path: Path) -> No
     finally:
         process.kill()  # (a run that ignored the Ctrl-C would train on, 10M frames)
     assert process.returncode == 130, output
-    assert output.strip() == "looprl: interrupted", output
+    # (was a bare "looprl: interrupted": where the run is, and how it goes on)
+    resume = f"; looprl run --resume {run_dir} goes on from its last checkpoint"
+    assert output.strip() == (f"looprl: interrupted; the run is in {run_dir}"
+                              + (resume if checkpoints else "")), output
     rows = results.read_text().splitlines()[1:]  # (frame, episode, return: whole rows)
     assert [int(row.split(",")[1]) for row in rows] == list(range(1, len(rows) + 1)), rows[-3:]
 

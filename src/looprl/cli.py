@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt as stop:
         where = (f" at frame {stop.frame:,}; its logs are in {stop.log_dir}"
-                 if hasattr(stop, "log_dir") else f"; {stop}" if hasattr(stop, "gif") else "")
+                 if hasattr(stop, "log_dir") else f"; {stop}" if str(stop) else "")
         print(f"looprl: interrupted{where}", file=sys.stderr)
         return 130
 

@@ -495,5 +495,6 @@ def test_ctrl_c_stops_a_pbt_run_in_one_line(tmp_path) -> None:
             process.kill()
     output = log.read_text()
     assert process.returncode == 130, output[-2000:]
-    assert output.splitlines()[-1] == "looprl: interrupted", output[-2000:]
+    assert output.splitlines()[-1] == f"looprl: interrupted; the run is in {run_dir}", \
+        output[-2000:]
     assert not (run_dir / "results.json").exists()

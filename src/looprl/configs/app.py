@@ -29,6 +29,7 @@ from looprl.configs import (
     _split_flags,
     build,
     expand_shorthands,
+    find_checkpoint,
     group_options,
     register,
     register_imports,
@@ -116,7 +117,6 @@ def resume_arguments(argv: list[str]) -> list[str]:
     """``--resume RUN_DIR`` (or ``resume=true hydra.run.dir=RUN_DIR``) and overrides -> the
     run's own overrides, then these, in its directory with ``resume=true``; ``ValueError``
     if they change the run's config (but ``frames`` and ``logging``)."""
-    from looprl.configs import find_checkpoint
     from looprl.experiments.checkpoint import check_run_files
     run_dirs = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
     if "--resume" in argv:
@@ -291,6 +291,15 @@ def _check_creatable(directory: Path, given: str, key: str) -> None:
         path.rmdir()
 
 
+def _resumable(cfg: Any, output_dir: str) -> bool:
+    """Whether ``looprl run --resume output_dir`` would find the run's checkpoint."""
+    try:
+        find_checkpoint(output_dir, cfg.runner.name, cfg.runtime.name)
+    except (ValueError, FileNotFoundError):
+        return False
+    return True
+
+
 def _prints_only(argv: list[str]) -> bool:
     """Whether ``argv`` has a Hydra flag that prints something and writes no run directory."""
     return any(a.partition("=")[0] in _NO_RUN for a in argv)
@@ -355,6 +364,10 @@ def main(argv: list[str]) -> int:
         output_dir = HydraConfig.get().runtime.output_dir
         try:
             results = execute(cfg, output_dir)
+        except KeyboardInterrupt:  # (the cli's one line says where the run is)
+            raise KeyboardInterrupt(f"the run is in {output_dir}" + (
+                f"; looprl run --resume {output_dir} goes on from its last checkpoint"
+                if _resumable(cfg, output_dir) else "")) from None
         except Exception as error:
             if os.environ.get("LOOPRL_DEBUG") or not is_bad_input(error):
                 raise
