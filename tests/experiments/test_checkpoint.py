@@ -260,6 +260,35 @@ def test_checkpoints_without_the_replay_buffer_restore_it_empty(tmp_path) -> Non
     resumed.close()
 
 
+def test_a_run_resumed_without_its_replay_refills_it_before_it_trains_again(tmp_path) -> None:
+    """Was: the resumed learner stepped on the first 3 transitions put (minibatches of 32 drawn
+    from them), where experiments.md says it refills its buffer first."""
+    from looprl.presets.classic_control import dqn
+
+    seed_everything(0)
+    env = GymEnvironment("CartPole-v1")
+    builder = dqn.env(env).hyperparameters(hidden=8, replay_start_size=200, update_frequency=4)
+    experiment = make_experiment(builder.device("cpu").build(), env, logdir=str(tmp_path),
+                                 quiet=True, seed=0)
+    experiment.train(frames=400)
+    learner = experiment.agent.unwrapped.learner
+    assert learner.updates > 0
+    full = load_checkpoint(save_checkpoint(experiment, tmp_path / "full.pt"))
+    resumed = load_checkpoint(save_checkpoint(experiment, tmp_path / "empty.pt", replay=False))
+    sizes: list[int] = []
+    for run in (full, resumed):
+        restored, sizes = run.agent.unwrapped.learner, []
+        step = restored.trainer.step
+        restored.trainer.step = lambda batch, r=restored, s=sizes, f=step: (
+            s.append(len(r.buffer)), f(batch))[1]
+        run.train(frames=700)
+        assert sizes and restored.updates == learner.updates + len(sizes)
+    assert min(sizes) > 150  # (200 observations, less the steps out of episode ends)
+    experiment.close()
+    full.close()
+    resumed.close()
+
+
 def test_atari_replay_buffers_are_saved_empty_on_request() -> None:
     import io
 

@@ -310,6 +310,23 @@ def test_render_needs_an_environment_that_shows_itself(
     assert "render=True is ignored" in caplog.text
 
 
+def test_render_in_an_atari_game_is_one_line_that_does_not_offer_gym_environment(
+        tmp_path: Path) -> None:
+    """Was: "create it with render_mode='human' (GymEnvironment('Pong', ...)", which refuses
+    an Atari game."""
+    pytest.importorskip("ale_py")
+    from looprl.environments import AtariEnvironment
+    from looprl.presets import atari
+
+    small = atari.dqn.hyperparameters(replay_start_size=40, replay_buffer_size=400)
+    with pytest.raises(ValueError, match=r"^render=True needs an environment that shows itself, "
+                       r"and Atari games \(Pong\) have no window: leave render out, and watch "
+                       "the saved preset with looprl watch") as info:
+        run_experiment(small, AtariEnvironment("Pong"), 100, logdir=str(tmp_path), quiet=True,
+                       render=True)
+    assert "GymEnvironment" not in str(info.value)
+
+
 class CounterEnv(gymnasium.Env):
     """Observation = steps since reset; the episode terminates after ``length`` steps."""
 

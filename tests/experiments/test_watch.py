@@ -211,6 +211,22 @@ def test_watch_env_for_atari_and_mujoco() -> None:
     env.close()
 
 
+def test_watch_env_builds_an_atari_game_with_the_options_it_trained_with() -> None:
+    """Was: ``looprl watch`` of ``looprl run env=Pong +env_kwargs.frame_stack=2`` built Pong
+    with the default options, and refused the run's own preset for its 2-frame stacks."""
+    pytest.importorskip("ale_py")
+    from looprl.environments import AtariEnvironment
+    from looprl.presets.atari import dqn
+
+    trained = AtariEnvironment("Pong", frame_stack=2, max_episode_frames=200)
+    preset = dqn.env(trained).device("cpu").build()
+    for env_id in ("Pong", "ALE/Pong-v5"):
+        env, _ = watch.watch_env(preset, env_id, window=False)
+        assert env.options == {"frame_stack": 2, "max_episode_frames": 200}
+        assert env.observation_space.shape == (2, 84, 84)
+        env.close()
+
+
 def test_watch_multiagent_preset_plays_turns_into_a_gif(tmp_path) -> None:
     from looprl.agents import IndependentMultiagent, RandomAgent
     from looprl.environments import MultiagentPettingZooEnv

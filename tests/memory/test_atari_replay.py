@@ -73,6 +73,38 @@ def test_stacked_observations_are_rebuilt_exactly_across_episodes() -> None:
     assert torch.equal(weights, torch.ones(len(ids)))
 
 
+class _Both:
+    """``store`` into each of ``buffers``."""
+
+    def __init__(self, *buffers: Any):
+        self.buffers = buffers
+
+    def store(self, *args: Any) -> None:
+        for buffer in self.buffers:
+            buffer.store(*args)
+
+
+@pytest.mark.parametrize("kind", [AtariReplayBuffer, PrioritizedAtariReplayBuffer])
+def test_n_step_windows_of_a_recorded_game_are_a_plain_replays_of_its_stacks(kind: type) -> None:
+    """A recorded Breakout game (lost lives, game overs, truncations): the ring's 3-step
+    transitions are those ``ExperienceReplayBuffer`` keeps of the stacked observations, the
+    newest ones of them, each once."""
+    pytest.importorskip("ale_py")
+    ring, plain = kind(300, n_step=3), ExperienceReplayBuffer(1000, n_step=3)
+    _play(_Both(ring, plain), 700)  # (wraps round twice)
+    ours = transitions(ring.gather(torch.nonzero(ring.ready).flatten()), GAMMA)
+    theirs = transitions(plain.gather(torch.arange(len(plain))), GAMMA)
+    ids, row_of = ours[1].tolist(), {i: row for row, i in enumerate(theirs[1].tolist())}
+    assert len(set(ids)) == len(ids) == len(ring) > 250
+    assert set(ids) == {i for i in row_of if i >= min(ids)}
+    rows = torch.tensor([row_of[i] for i in ids])
+    assert torch.equal(ours[0].observation, theirs[0].observation[rows])
+    assert torch.allclose(ours[2], theirs[2][rows])
+    for key in ("observation", "mask", "done", "discount"):
+        assert torch.allclose(ours[3][key].double(), theirs[3][key][rows].double()), key
+    assert not ours[3].mask.all() and (ours[3].done & (ours[3].mask == 1)).any()
+
+
 def _frames(first: int, count: int = 4) -> torch.Tensor:
     """A stack whose frames are filled with first, first + 1, ..."""
     values = torch.arange(first, first + count, dtype=torch.uint8)
@@ -136,6 +168,19 @@ def test_sampling_is_reproducible_and_validated() -> None:
     assert set(first.tolist()) <= set(range(29))
     with pytest.raises(TypeError):
         buffer.store(StateArray({"observation": _frames(0)[None]}, (1,)), 0, states[0])
+
+
+def test_a_ring_too_small_for_its_stacks_says_the_size_it_needs() -> None:
+    """Was: "Replay size 5 is too small for stacks of 4 and 1-step returns" (which size? what
+    to give?), from ``looprl train atari.dqn Pong replay_buffer_size=5``."""
+    for n, needed in ((1, 6), (3, 8)):
+        buffer = AtariReplayBuffer(needed - 1, n_step=n)
+        with pytest.raises(ValueError, match=rf"^Replay size {needed - 1} is too small for stacks "
+                           rf"of 4 and {n}-step returns: give it at least {needed} \(a "
+                           r"preset's replay_buffer_size\)$"):
+            buffer.store(State(_frames(0)), 0, State(_frames(1)))
+        buffer = AtariReplayBuffer(needed, n_step=n)
+        buffer.store(State(_frames(0)), 0, State(_frames(1)))
 
 
 # -- n-step returns and prioritized replay ------------------------------------------------

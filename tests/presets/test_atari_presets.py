@@ -212,3 +212,18 @@ def test_non_image_environments_are_rejected(builder) -> None:
     assert "CartPole-v1" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ValueError, match="lr"):
         builder.env(_env()).hyperparameters(lr=0.0).build()
+
+
+def test_an_atari_preset_given_a_gymnasium_id_names_the_preset_of_its_family() -> None:
+    """Was: ``looprl train atari.dqn CartPole-v1`` said "Unknown Atari game 'CartPole-v1'" (and
+    with ``env_wrappers``, that CartPole-v1 "is an Atari game")."""
+    from looprl.presets.catalog import make_env
+
+    fix = r"train it with a preset of its family \(dqn, not atari.dqn\)"
+    for wrappers in ((), ("gymnasium.wrappers.FlattenObservation",)):
+        with pytest.raises(ValueError, match=f"^CartPole-v1 is a Gymnasium environment, not an "
+                                             f"Atari game: {fix}"):
+            make_env("atari.dqn", "CartPole-v1", env_wrappers=wrappers)
+    assert make_env("atari.dqn", "ALE/Pong-v5").name == "Pong"  # (Atari ids are Gymnasium's too)
+    with pytest.raises(ValueError, match="^Unknown Atari game 'Pongg'"):
+        make_env("atari.dqn", "Pongg")

@@ -24,6 +24,7 @@ from looprl.core import (
     parts_hyperparameters,
 )
 from looprl.core.suggest import check_count
+from looprl.memory.replay import replay_contents_saving
 from looprl.memory.samples import REPLAY_KINDS, make_sample_buffer
 
 __all__ = ["Learner", "ReplaySchedule", "StepLoop", "buffer_kind", "make_learner"]
@@ -127,7 +128,10 @@ class Learner(StepLoop, AgentBase):
     every step), on every runtime (a Ray trainer's reach the run's logs). ``hooks``: the run's
     ``MetaHub`` (or ``None``), whose update hooks run around every step. Counters: ``observed``
     transitions (on-policy: rows), ``owed`` and ``updates`` trainer steps, ``received`` and
-    ``dropped`` (stale) streams."""
+    ``dropped`` (stale) streams; ``refill_from``: the observations the schedule counts from (a
+    learner whose replay was saved empty refills ``min_size`` of them before it steps again)."""
+
+    refill_from = 0
 
     def __init__(self, trainer: Trainer, buffer: Any, schedule: ReplaySchedule | None = None,
                  logger: Logger | None = None, log_every: int | None = None):
@@ -182,7 +186,16 @@ class Learner(StepLoop, AgentBase):
         before = self.observed
         self.observed += (rows - 1) * columns
         if self.schedule is not None:
-            self.owed += self.schedule.steps(before, self.observed)
+            start = self.refill_from
+            self.owed += self.schedule.steps(before - start, self.observed - start)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """With its replay saved empty (``replay_contents_saved(False)``), restored to refill it
+        before it steps again (was: it stepped on the first few transitions put)."""
+        state = dict(self.__dict__)
+        if self.schedule is not None and not replay_contents_saving():
+            state.update(owed=0, refill_from=self.observed)
+        return state
 
     def ready(self) -> bool:
         """Whether a step is due: an on-policy batch is complete, or the replay holds a transition

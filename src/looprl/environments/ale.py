@@ -53,6 +53,15 @@ def game_name(name: str) -> str:
     return _camel(rom_id(name))
 
 
+def atari_game(name: str) -> str | None:
+    """``game_name(name)``, or ``None`` if ``name`` is no game ale-py ships (or ale-py is not
+    installed)."""
+    try:
+        return game_name(name)
+    except (ImportError, ValueError):
+        return None
+
+
 def rom_id(name: str) -> str:
     """ale-py's ROM id of a game name: ``'Breakout'``, ``'ALE/Breakout-v5'`` and
     ``'BreakoutNoFrameskip-v4'`` all give ``'breakout'``; ``ValueError`` for an unknown game."""

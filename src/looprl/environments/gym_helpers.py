@@ -13,7 +13,7 @@ import numpy as np
 from looprl.core.imports import import_object
 from looprl.core.namedarray import as_numpy
 from looprl.core.suggest import did_you_mean
-from looprl.environments.ale import game_name
+from looprl.environments.ale import atari_game
 from looprl.environments.faults import PolicyActionError, failure
 
 
@@ -62,10 +62,7 @@ def check_env_id(env_id: str) -> None:
     """A ``ValueError`` naming close ids (or the Atari presets) if ``env_id`` is unregistered."""
     if env_id in gym.registry:
         return
-    try:
-        game = game_name(env_id)
-    except (ImportError, ValueError):  # not an Atari game ale-py ships
-        game = None
+    game = atari_game(env_id)
     if game is not None:
         raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
                          f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")

@@ -17,7 +17,7 @@ from looprl.collector import EnvRunner, Episode
 from looprl.core import Preset, RolloutResult, StateArray
 from looprl.core.preset import check_built
 from looprl.core.suggest import check_count, check_seed
-from looprl.environments import Environment, VectorEnvironment
+from looprl.environments import AtariEnvironment, Environment, VectorEnvironment
 from looprl.environments.bodies import body_states
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, save_checkpoint
@@ -67,12 +67,15 @@ def _log_scalars(hub: MetaHub, logger: Any) -> None:
 
 def check_window(env: Any) -> None:
     """``ValueError`` unless ``env`` shows itself in a window (``render_mode='human'``)."""
-    if getattr(getattr(env, "env", None), "render_mode", None) != "human":
-        raise ValueError(f"render=True needs an environment that shows itself: create it with "
-                         f"render_mode='human' (GymEnvironment({env.name!r}, render_mode="
-                         f"'human'), or for PettingZoo make_zoo_env({env.name!r}, "
-                         "render_mode='human')); Atari environments have no window: watch a "
-                         "saved preset with looprl watch")
+    if getattr(getattr(env, "env", None), "render_mode", None) == "human":
+        return
+    if isinstance(env, AtariEnvironment):
+        raise ValueError(f"render=True needs an environment that shows itself, and Atari games "
+                         f"({env.name}) have no window: leave render out, and watch the saved "
+                         "preset with looprl watch (a GIF) after training")
+    raise ValueError(f"render=True needs an environment that shows itself: create it with "
+                     f"render_mode='human' (GymEnvironment({env.name!r}, render_mode='human'), "
+                     f"or for PettingZoo make_zoo_env({env.name!r}, render_mode='human'))")
 
 
 def warn_untrained(experiment: Experiment) -> None:

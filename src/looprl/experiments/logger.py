@@ -216,10 +216,11 @@ class ExperimentLogger(Logger):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Continue a checkpoint's run directory: its first write drops what the directory holds
-        from after the checkpoint (``_start_writing``); loaded to be looked at, or to go on in
-        another run directory (``start_run``), it leaves the directory alone."""
-        self.__dict__.update({"_mean": None, **state})
+        """Continue a checkpoint's run directory: its first write cuts the directory back to the
+        checkpoint's frame and episode (``_saved_at``, ``_start_writing``); loaded to be looked
+        at, or to go on in another run directory (``start_run``), it leaves the directory alone."""
+        self.__dict__.update({"_mean": None, "_saved_at": (state["frame"], state["episode"]),
+                              **state})
         relative, folder = self.__dict__.pop("_relative", None), _CHECKPOINT_DIR.get()
         if relative is not None and folder is not None:  # (where the checkpoint is now)
             self._logdir, self.log_dir = (os.path.normpath(folder / relative[key])
@@ -227,8 +228,6 @@ class ExperimentLogger(Logger):
             self._returns_path = Path(self.log_dir) / self._returns_path.name
             self._returns100_path = Path(self.log_dir) / self._returns100_path.name
         self._writer, self._wandb, self._resumed = None, None, True
-        # the files are cut back to the frame and episode of the first checkpoint not written on
-        self._saved_at = state.get("_saved_at", (self.frame, self.episode))
 
     def _start_writing(self) -> None:
         """Before a resumed run's first write: cut its files back to the checkpoint, reopen the
@@ -236,9 +235,9 @@ class ExperimentLogger(Logger):
         if not self._resumed:
             return
         self._resumed = False
-        frame, episode = self.__dict__.pop("_saved_at")
         files.cut_back(Path(self.log_dir), self._n_returns - len(self._pending_rows),
-                       self._n_returns // _WINDOW, frame, episode, self._episode_tags)
+                       self._n_returns // _WINDOW, *self.__dict__.pop("_saved_at"),
+                       self._episode_tags)
         self._open_writer(self._pending_scalars)
         if self._wandb_options is not None:
             self._wandb = _wandb_run(self, self._wandb_options, self.__dict__.pop("_wandb_id"))
@@ -318,9 +317,7 @@ class ExperimentLogger(Logger):
     def add_summary(self, name: str, values: Any, step: str | int = "frame") -> None:
         """Log ``summary/<name>/{mean,std,max,min}`` of ``values`` (ignored when empty)."""
         array = _to_array(values)
-        if array.size == 0:
-            return
-        for key, stat in zip(("mean", "std", "max", "min"), _stats(array)):
+        for key, stat in zip(("mean", "std", "max", "min"), _stats(array) if array.size else ()):
             self._scalar(f"summary/{name}/{key}", stat, step)
 
     def flush(self) -> None:

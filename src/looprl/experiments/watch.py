@@ -25,6 +25,7 @@ from looprl.core import RolloutRequest, RolloutResult
 from looprl.core.files import write_atomically
 from looprl.core.suggest import check_positive
 from looprl.environments import AtariEnvironment, Environment
+from looprl.environments.ale import atari_game
 from looprl.environments.contextual import ContextualEnvironment
 from looprl.environments.duplicate import DuplicateEnvironment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
@@ -96,10 +97,12 @@ def render_env(build: Callable[..., Any], window: bool) -> tuple[Any, bool]:
 def watch_env(preset: Any, env_id: str, window: bool) -> tuple[Any, bool]:
     """The environment a saved ``preset`` acts in, built as training builds it (``make_env``;
     for the id it trained on, with the arguments and wrappers it had: its ``env_remote``, a
-    contextual environment's instance set among them), by ``render_env``: in a window if
-    ``window`` and it ``shows_in_window``; and whether so."""
+    contextual environment's instance set and an Atari game's options among them), by
+    ``render_env``: in a window if ``window`` and it ``shows_in_window``; and whether so."""
     remote = getattr(preset, "env_remote", None)
     name, args = remote if isinstance(remote, tuple) else (remote, None)
+    if name == "atari" and atari_game(env_id) == args["game"]:  # (the game's options)
+        name, args = env_id, {key: value for key, value in args.items() if key != "game"}
     if name == "contextual" and args["env_id"] == env_id:
         build = partial(ContextualEnvironment, **args)
     else:

@@ -84,8 +84,9 @@ class AtariReplayBuffer(ReplayBuffer):
     def _allocate(self, observation: torch.Tensor, action: torch.Tensor) -> None:
         self.stack = int(observation.shape[0])
         if self.size < self.stack + self.n_step + 1:
-            raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} "
-                             f"and {self.n_step}-step returns")
+            raise ValueError(f"Replay size {self.size} is too small for stacks of {self.stack} and "
+                             f"{self.n_step}-step returns: give it at least "
+                             f"{self.stack + self.n_step + 1} (a preset's replay_buffer_size)")
         self.frames = torch.empty((self.size, *observation.shape[1:]), dtype=observation.dtype)
         self.action = torch.zeros((self.size, *action.shape), dtype=action.dtype)
         self.reward = torch.zeros(self.size, dtype=torch.float32)

@@ -67,6 +67,7 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         _only_gymnasium(env_id, "an SRL environment", {}, env_wrappers)
         return _srl_env(agent, env_id, target, render_mode, kwargs)
     from looprl.environments import AtariEnvironment, GymEnvironment, MultiagentPettingZooEnv
+    from looprl.environments.ale import atari_game
     from looprl.environments.gym_helpers import Wrappers
     from looprl.environments.mujoco import MujocoEnvironment, is_mujoco_id
     from looprl.environments.srl import is_gymnasium_id
@@ -75,6 +76,10 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     if kind == "gym":  # (by the import path: Ray's actors import it too)
         return rendering(partial(GymEnvironment, env_id, **kwargs), render_mode)
     if agent.startswith("atari."):
+        if atari_game(env_id) is None and is_gymnasium_id(env_id):
+            raise ValueError(f"{env_id} is a Gymnasium environment, not an Atari game: train it "
+                             f"with a preset of its family ({agent.partition('.')[2]}, not "
+                             f"{agent}); the Atari presets play Atari games (Pong, Breakout)")
         _only_gymnasium(env_id, "an Atari game", {}, env_wrappers)
         return AtariEnvironment(env_id, **kwargs)
     if agent.startswith("multiagent."):  # (by name: Ray's actors make it so)
