@@ -24,7 +24,6 @@ from looprl.core import (
     parts_hyperparameters,
 )
 from looprl.core.suggest import check_count
-from looprl.memory.replay import replay_contents_saving
 from looprl.memory.samples import REPLAY_KINDS, make_sample_buffer
 
 __all__ = ["Learner", "ReplaySchedule", "StepLoop", "buffer_kind", "make_learner"]
@@ -189,13 +188,16 @@ class Learner(StepLoop, AgentBase):
             start = self.refill_from
             self.owed += self.schedule.steps(before - start, self.observed - start)
 
-    def __getstate__(self) -> dict[str, Any]:
-        """With its replay saved empty (``replay_contents_saved(False)``), restored to refill it
-        before it steps again (was: it stepped on the first few transitions put)."""
-        state = dict(self.__dict__)
-        if self.schedule is not None and not replay_contents_saving():
-            state.update(owed=0, refill_from=self.observed)
-        return state
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._refill_if_empty()
+
+    def _refill_if_empty(self) -> None:
+        """Restored with an empty replay (a checkpoint saved without it), refill ``min_size``
+        observations before the next step: nothing owed, the schedule counting anew (it
+        stepped on the first transitions put, and owed steps blocked ``backlogged``)."""
+        if self.schedule is not None and len(self.buffer) == 0:
+            self.owed, self.refill_from = 0, self.observed
 
     def ready(self) -> bool:
         """Whether a step is due: an on-policy batch is complete, or the replay holds a transition
@@ -273,9 +275,7 @@ class Learner(StepLoop, AgentBase):
             self.hooks.metrics["update"] = self.updates
             for component, saved in zip(self.hooks.stack, state.get("meta", ()), strict=False):
                 component.load_state_dict(saved)
-        if self.schedule is not None and len(self.buffer) == 0:
-            # no replay saved: owed steps could never run (``ready``) but block ``backlogged``
-            self.owed = 0
+        self._refill_if_empty()
 
 
 def buffer_kind(trainer: Any, buffer: str | None = None) -> str:

@@ -50,11 +50,6 @@ def replay_contents_saved(saved: bool) -> Iterator[None]:
         _SAVE_CONTENTS.reset(token)
 
 
-def replay_contents_saving() -> bool:
-    """Whether pickling a replay buffer now keeps its transitions (``replay_contents_saved``)."""
-    return _SAVE_CONTENTS.get()
-
-
 class ReplayBuffer:
     """Base of the replay buffers (ALL's ``ReplayBuffer``): storing through the subclass's
     ``store`` (ALL's) and ``put``, sampling through its ``sample_indices`` and ``gather``;
@@ -79,7 +74,7 @@ class ReplayBuffer:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        if not replay_contents_saving():
+        if not _SAVE_CONTENTS.get():
             state.update(self._empty_contents())
         state["_views"] = {}
         return state
