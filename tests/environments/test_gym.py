@@ -82,6 +82,20 @@ def test_unknown_id_suggests_close_match() -> None:
     check_env_id("CartPole-v1")  # no error for a registered id
 
 
+def test_a_pettingzoo_game_given_as_a_gymnasium_id_points_to_the_multiagent_presets() -> None:
+    pytest.importorskip("pettingzoo")
+    # was "Unknown environment 'tictactoe_v3'. (Atari and MuJoCo ids need the ... extras)"
+    # (looprl run algorithm=dqn env=tictactoe_v3, OnlineRunner(dqn, "tictactoe_v3"))
+    for name in ("tictactoe_v3", "classic.rps_v2"):
+        with pytest.raises(ValueError, match=f"^'{name}' is a PettingZoo game: train it with a "
+                           f"multi-agent preset \\(looprl run algorithm=multiagent/ppo "
+                           f"env={name},") as info:
+            GymEnvironment(name)
+        assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="^Unknown environment 'tictactoe_v9'"):
+        check_env_id("tictactoe_v9")
+
+
 def test_wraps_existing_gym_env() -> None:
     env = GymEnvironment(gym.make("CartPole-v1"))
     assert env.name == "CartPole-v1"

@@ -88,3 +88,18 @@ def test_the_runners_loggers_keep_every_return(tmp_path: Path) -> None:
     assert recording.run_name == "gen1" and recording.log_dir.endswith("gen1")
     recording.close()
     assert len(_rows(tmp_path / "dqn" / "CartPole-v1" / "gen0" / "results.csv")) == 151
+
+
+def test_a_run_that_writes_no_files_keeps_each_agents_returns_in_memory(
+        tmp_path: Path, monkeypatch) -> None:
+    # (a runner without a logdir, or ES's unlogged agent: OnlineRunner(multiagent.dqn, game))
+    monkeypatch.chdir(tmp_path)
+    logs = AgentLoggers(MemoryLogger(), ["player_1"], name="independent_dqn",
+                        env_name="tictactoe_v3")
+    logs.add_episode({"player_1": 1.0, "player_2": -1.0}, frame=5)
+    logs.add_test_returns([0.0], {"player_1": [1.0], "player_2": [-1.0]}, frame=9)
+    logs.close()
+    assert all(isinstance(logger, MemoryLogger) for logger in logs.loggers.values())
+    assert logs["player_1"].returns == [1.0] and logs["player_2"].mean_return100 == -1.0
+    assert (logs["player_2"].frame, logs["player_2"].episode) == (9, 1)
+    assert not any(tmp_path.iterdir())  # nothing written

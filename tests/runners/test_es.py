@@ -177,6 +177,15 @@ def test_bad_inputs_are_one_line_errors(small_ppo):
         assert "\n" not in str(info.value)
 
 
+def test_searching_the_parameters_of_a_preset_without_one_model_says_how_to_search():
+    from looprl.presets import continuous
+    # was "The sac preset has no 'model' network to search", with no way out
+    with pytest.raises(TypeError, match="^The sac preset has no single 'model' network .*"
+                       "search its hyperparameters only \\(search_params=False\\)$"):
+        ESRunner(continuous.sac.hyperparameters(hidden=8), "Pendulum-v1", search_params=True,
+                 search_targets={"lr_actor": (1e-4, 1e-2)}, iterations=1, popsize=2)
+
+
 def test_searched_parameters_take_preset_targets_that_keep_the_network(small_ppo):
     runner = _es(small_ppo, search_targets={"lr": (1e-4, 1e-2)}, search_params=True)
     assert runner.n_params == runner.parameter_vector().size

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,14 +60,40 @@ def env_name(env: gym.Env) -> str:
     return env.spec.id if env.spec is not None else type(env.unwrapped).__name__
 
 
+#: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
+FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
+
+
+def is_pettingzoo_game(name: str) -> bool:
+    """Whether ``name`` (``"tictactoe_v3"``, ``"classic.tictactoe_v3"``) names a PettingZoo game
+    (looked up only for a name of that form: no ``-v`` of a Gymnasium id)."""
+    if not re.fullmatch(r"[\w.]+_v\d+", name):
+        return False
+    found = name if name.startswith("pettingzoo.") else f"pettingzoo.{name}"
+    candidates = [found, *(f"pettingzoo.{family}.{name}" for family in FAMILIES if "." not in name)]
+    for candidate in candidates:
+        try:
+            if importlib.util.find_spec(candidate) is not None:
+                return True
+        except (ImportError, ValueError):
+            continue
+    return False
+
+
 def check_env_id(env_id: str) -> None:
-    """A ``ValueError`` naming close ids (or the Atari presets) if ``env_id`` is unregistered."""
+    """A ``ValueError`` naming close ids (or the Atari or multi-agent presets) if ``env_id`` is
+    unregistered."""
     if env_id in gym.registry:
         return
     game = atari_game(env_id)
     if game is not None:
         raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
                          f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")
+    if is_pettingzoo_game(env_id):
+        raise ValueError(f"{env_id!r} is a PettingZoo game: train it with a multi-agent preset "
+                         f"(looprl run algorithm=multiagent/ppo env={env_id}, or looprl train "
+                         f"multiagent.ppo {env_id}) or play it in "
+                         f"MultiagentPettingZooEnv({env_id!r})")
     hint = did_you_mean(env_id, list(gym.registry), n=3)
     raise ValueError(f"Unknown environment {env_id!r}.{hint} "
                      "(Atari and MuJoCo ids need the 'atari'/'mujoco' extras installed.)")

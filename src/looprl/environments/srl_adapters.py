@@ -25,7 +25,7 @@ from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import failure
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import action_to_numpy, check_env_id
+from looprl.environments.gym_helpers import FAMILIES, action_to_numpy, check_env_id
 from looprl.environments.srl import (
     Environment,
     StepResult,
@@ -35,9 +35,6 @@ from looprl.environments.srl import (
 )
 
 MASK = "action_mask"
-
-#: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
-FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
 
 
 def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from looprl.experiments.logger import ExperimentLogger
+from looprl.core.logger import Logger
+from looprl.experiments.logger import ExperimentLogger, MemoryLogger
 
 __all__ = ["AgentLoggers"]
 
@@ -14,7 +15,8 @@ class AgentLoggers:
     """A multi-agent run's returns, logged alike by the local and the Ray runtime: the
     team's test returns in the run's logger ``run`` (its training returns are any run's,
     logged by the runtime's loop), each agent's returns in its own ``ExperimentLogger``
-    (``loggers``, made on demand), whose run directory is ``{run dir}/{name}.{agent}/{env}``.
+    (``loggers``, made on demand), whose run directory is ``{run dir}/{name}.{agent}/{env}``
+    (a ``MemoryLogger`` when ``run`` writes no files: its ``log_dir`` is ``None``).
 
     Args:
         run: the run's logger (an ``ExperimentLogger``, or any logger with a ``log_dir``).
@@ -26,20 +28,21 @@ class AgentLoggers:
 
     def __init__(self, run: Any, agents: Iterable[str] = (), *, name: str | None = None,
                  env_name: str | None = None, verbose: bool | None = None,
-                 loggers: dict[str, ExperimentLogger] | None = None) -> None:
+                 loggers: dict[str, Logger] | None = None) -> None:
         self.run = run
         self.name = run.agent_name if name is None else name
         self.env_name = run.env_name if env_name is None else env_name
         self.verbose = run.verbose if verbose is None else verbose
-        self.loggers: dict[str, ExperimentLogger] = {} if loggers is None else loggers
+        self.loggers: dict[str, Logger] = {} if loggers is None else loggers
         for agent in agents:
             self[agent]  # (made now)
 
-    def __getitem__(self, agent: str) -> ExperimentLogger:
+    def __getitem__(self, agent: str) -> Logger:
         """Agent ``agent``'s logger (made if it has none yet)."""
         if agent not in self.loggers:
-            self.loggers[agent] = ExperimentLogger(f"{self.name}.{agent}", self.env_name,
-                                                   self.run.log_dir, self.verbose)
+            self.loggers[agent] = (MemoryLogger() if self.run.log_dir is None else
+                                   ExperimentLogger(f"{self.name}.{agent}", self.env_name,
+                                                    self.run.log_dir, self.verbose))
         return self.loggers[agent]
 
     def add_episode(self, returns: Mapping[str, float], frame: int) -> None:

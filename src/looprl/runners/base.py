@@ -212,7 +212,9 @@ class Runner:
         self._require_agent()
         model = getattr(self.preset, "model", None)
         if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"The {self.preset.name} preset has no 'model' network to search")
+            raise TypeError(f"The {self.preset.name} preset has no single 'model' network whose "
+                            "parameters to search (search_params=True: PPO, DQN, ...); search "
+                            "its hyperparameters only (search_params=False)")
         return model
 
     def parameter_vector(self) -> np.ndarray:
