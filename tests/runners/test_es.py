@@ -186,6 +186,19 @@ def test_searching_the_parameters_of_a_preset_without_one_model_says_how_to_sear
                  search_targets={"lr_actor": (1e-4, 1e-2)}, iterations=1, popsize=2)
 
 
+def test_a_multiagent_preset_takes_a_game_id_and_names_its_agents_keys():
+    from looprl.presets.multiagent import dqn
+    from looprl.runners.space import SearchSpaceError
+
+    # were: 'tictactoe_v3' made as a Gymnasium id (the multi-agent preset could not run by id),
+    # and "Did you mean 'epsilon'?" for hp/epsilon, the agents' own keys listed far behind
+    with pytest.raises(SearchSpaceError, match="'hp/epsilon' is not a hyperparameter of "
+                       "independent_dqn. Did you mean 'hp/epsilon/player_1', "
+                       "'hp/epsilon/player_2'\\?"):
+        ESRunner(dqn, "tictactoe_v3", search_targets={"hp/epsilon": (0.0, 0.5)},
+                 iterations=1, popsize=2, num_steps_per_iteration=200)
+
+
 def test_searched_parameters_take_preset_targets_that_keep_the_network(small_ppo):
     runner = _es(small_ppo, search_targets={"lr": (1e-4, 1e-2)}, search_params=True)
     assert runner.n_params == runner.parameter_vector().size

@@ -12,8 +12,11 @@ from typing import Any
 
 
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
-    """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``."""
-    close = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.6)
+    """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``; the
+    choices under ``name`` (``hp/epsilon/player_1`` for ``hp/epsilon``: one per agent) first."""
+    choices = list(choices)
+    under = [choice for choice in choices if choice.startswith(f"{name}/")]
+    close = under or difflib.get_close_matches(name, choices, n=n, cutoff=0.6)
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 

@@ -25,7 +25,7 @@ import torch
 from looprl.core import Hyperparameter
 from looprl.core.logger import Logger
 from looprl.core.suggest import check_seed, is_number
-from looprl.environments import Environment, GymEnvironment, MultiagentEnvironment
+from looprl.environments import Environment, MultiagentEnvironment
 from looprl.experiments.checkpoint import check_checkpointing, load_checkpoint
 from looprl.experiments.experiment import seed_everything
 from looprl.experiments.logger import MemoryLogger, RecordingLogger, mean_return
@@ -35,6 +35,7 @@ from looprl.meta.hyperparameters import (
     set_hyperparameter,
     unknown_hyperparameter,
 )
+from looprl.presets.catalog import env_for
 from looprl.runners.evaluation import final_evaluation
 
 TRAIN_KEYS: tuple[str, ...] = ("step", "episodes", "returns", "mean_return", "wall_time")
@@ -57,7 +58,8 @@ class Runner:
 
     Args:
         agent: a preset builder, e.g. ``looprl.presets.classic_control.ppo``.
-        env: an environment, or a Gymnasium id (``"CartPole-v1"``).
+        env: an environment, or an id made as ``run_experiment`` makes it (``"CartPole-v1"``;
+            a multi-agent preset's ``"tictactoe_v3"``, an Atari preset's ``"Pong"``).
         seed: seeds every new agent.
         logdir: a directory for run directories; ``None``: nothing is written.
         meta: meta components (``looprl.meta``) hooked into every agent's experiment.
@@ -85,7 +87,7 @@ class Runner:
             raise TypeError(f"Runners take a preset builder (e.g. "
                             f"looprl.presets.classic_control.ppo), got {type(agent).__name__}")
         self.builder = agent.device(device) if device is not None else agent
-        self.env = GymEnvironment(env) if isinstance(env, str) else env
+        self.env = env_for(agent, env) if isinstance(env, str) else env  # (as run_experiment)
         if not isinstance(self.env, Environment | MultiagentEnvironment):
             raise TypeError(f"Expected an Environment, a MultiagentEnvironment or a Gymnasium "
                             f"id, got {type(env).__name__}")
