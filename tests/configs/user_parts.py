@@ -155,9 +155,8 @@ class TakingTurns(SignMatchPair):
         return results[:1] if self.short else [results[0], None]
 
 
-class LastToFinish(SRLEnvironment):
-    """Two agents acting at steps 0 and 1; at step 2 agent 0 finishes (return 2) while agent 1
-    waits (``None``), and at step 3 agent 1 finishes with a reward of 5 (return 6)."""
+class _TwoAgents(SRLEnvironment):
+    """Two agents observing the step count ``t``, both with a result at reset."""
 
     agent_count = 2
     observation_spaces = [gym.spaces.Dict({"obs": gym.spaces.Box(0, 9, (1,))})] * 2
@@ -166,6 +165,11 @@ class LastToFinish(SRLEnvironment):
     def reset(self):
         self.t = 0
         return [step_result({"obs": np.zeros(1, np.float32)}, 0.0, False)] * 2
+
+
+class LastToFinish(_TwoAgents):
+    """Two agents acting at steps 0 and 1; at step 2 agent 0 finishes (return 2) while agent 1
+    waits (``None``), and at step 3 agent 1 finishes with a reward of 5 (return 6)."""
 
     def step(self, actions):
         self.t = t = self.t + 1
@@ -174,17 +178,9 @@ class LastToFinish(SRLEnvironment):
                 step_result(obs, 1.0 if t == 1 else 5.0, t == 3) if t != 2 else None]
 
 
-class TurnlessStep(SRLEnvironment):
+class TurnlessStep(_TwoAgents):
     """Two agents; agent 0 plays 3 steps, agent 1 steps 1, 3, 5 and 6: after step 4 neither
     has a turn (both results ``None``), and the environment steps on without actions."""
-
-    agent_count = 2
-    observation_spaces = [gym.spaces.Dict({"obs": gym.spaces.Box(0, 9, (1,))})] * 2
-    action_spaces = [gym.spaces.Discrete(2)] * 2
-
-    def reset(self):
-        self.t = 0
-        return [step_result({"obs": np.zeros(1, np.float32)}, 0.0, False)] * 2
 
     def step(self, actions):
         self.t = t = self.t + 1
