@@ -241,6 +241,21 @@ def test_aggregate_errors():
         concat([NamedArray(a=np.zeros(1)), NamedArray(a=None)])
 
 
+def test_recursive_aggregate_as_the_srl_guide_writes_it():
+    """named_array.md: ``recursive_aggregate(xs=..., aggregate_fn=np.stack)``, and a field that
+    is None in some items only is zeros like the others' (a TypeError and an error before)."""
+    msb = NamedArray(obs=np.ones((10, 3)), reward=np.ones((10, 1)), info=None)
+    agg = recursive_aggregate(xs=[msb] * 4, aggregate_fn=np.stack)
+    assert agg.shape == {"obs": (4, 10, 3), "reward": (4, 10, 1), "info": None}
+    a = NamedArray(x=np.ones(2), y=NamedArray(h=torch.ones(2, 3)))
+    b = NamedArray(x=np.ones(2), y=None)
+    s = recursive_aggregate([b, a], np.stack)
+    assert s.y.h.shape == (2, 2, 3) and s.y.h[0].sum() == 0 and s.y.h[1].sum() == 6
+    assert recursive_aggregate([None, np.ones(2)], np.stack).tolist() == [[0, 0], [1, 1]]
+    with pytest.raises(ValueError, match="'y' is None in some"):
+        stack([a, b])  # looprl's own stack and concat stay strict
+
+
 def test_aggregate_and_apply_as_srl_leaves_field_order_and_failing_field():
     # SRL's functions take leaves too, and its NamedArrays sort their fields: the same fields
     # built in another order aggregate by name

@@ -741,3 +741,16 @@ def test_a_quiet_runs_trainer_logs_the_losses_but_not_the_learners_statistics() 
         [recorder] = record_losses(core, lambda: 7, verbose=verbose)
         core.finish((None, None), TrainerStepResult({"policy": 1.0}, 1))
         assert recorder.take() == rows
+
+
+def test_pipeline_takes_srl_keywords_and_replaces_a_spec_s_fields() -> None:
+    """SRL's example calls ``test_pipeline(env_name=..., policy_name=..., trainer_name=...)``
+    (a TypeError before); keywords given with a spec were silently ignored."""
+    report = test_pipeline(env_name="CartPole-v1", env_args={}, policy_name="actor-critic-separate",
+                           policy_args=CARTPOLE, trainer_name="ppo", trainer_args={"epochs": 1},
+                           buffer_args={"batch_streams": 4}, episodes=1, segment_length=16)
+    assert report.train_steps >= 1
+    with pytest.raises(ValueError, match="both names of env_name/env; give one"):
+        test_pipeline(ppo_spec(), env="CartPole-v1", env_name="CartPole-v1")
+    with pytest.raises(ValueError, match="unknown trainer 'no-such-trainer'"):
+        test_pipeline(ppo_spec(), trainer_name="no-such-trainer")

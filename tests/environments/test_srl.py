@@ -77,7 +77,7 @@ class Broken(Countdown):
         if self.defect == "obs":
             results[0].obs = np.zeros(1, np.float32)
         if self.defect == "reward":
-            results[0].reward = np.array([1.0])  # float64
+            results[0].reward = np.array([[1.0]])  # shape (1, 1)
         if self.defect == "shape":
             results[0].obs = {"obs": np.zeros(2, np.float32)}
         return results
@@ -359,7 +359,7 @@ def test_parallel_custom_env_passes_the_check():
         ("obs", "env 'broken': agent 0: step\\(\\) obs is a ndarray, not a dict"),
         (
             "reward",
-            "agent 0: step\\(\\) reward must be .* dtype float32, got shape \\(1,\\), float64",
+            "agent 0: step\\(\\) reward must be .* shape \\(1,\\) .*, got shape \\(1, 1\\)",
         ),
         ("shape", "agent 0: step\\(\\) obs changed from \\{obs: \\(1,\\) float32\\}"),
     ],
@@ -369,6 +369,39 @@ def test_broken_env_gives_a_one_line_error(defect, message):
     with pytest.raises(EnvironmentCheckError, match=message) as info:
         test_environment("broken", {"defect": defect}, steps=10)
     assert "\n" not in str(info.value) and isinstance(info.value, ValueError)
+
+
+def test_the_user_guide_env_passes_the_check():
+    """SRL's environments.md: ``reward=np.array([reward])`` (float64), uint8 flags, and "Info
+    is allowed to be None" (test_environment refused both, which the pipeline takes)."""
+
+    class GuideEnv(Countdown):
+        def _result(self):
+            return StepResult(obs={"obs": np.array([self.t], np.float32)},
+                              reward=np.array([1.0]), info=None,
+                              done=np.array([self.t >= self.length], dtype=np.uint8),
+                              truncated=np.array([0], dtype=np.uint8))
+
+    register("guide", GuideEnv)
+    assert test_environment("guide", steps=8).episodes == 2
+
+
+def test_the_srl_example_reads_obs_shapes_from_test_environment():
+    """codespace/examples: ``obs_dim = test_environment(...)``, then ``obs_dim[0]["obs"]``
+    (SRL returned the list of obs shapes; the report was not subscriptable)."""
+    register("countdown-test", Countdown)
+    obs_dim = test_environment(env_name="countdown-test", env_args={}, test_stepping=False)
+    assert obs_dim[0]["obs"][0] == 1 and list(obs_dim) == obs_dim.obs_shapes
+
+
+def test_the_atari_adapter_takes_srl_s_game_name():
+    """The SRL example's ``env_args=dict(game_name="ALE/Boxing-v5")`` (a TypeError before)."""
+    pytest.importorskip("ale_py")
+    env = make("atari", game_name="ALE/Breakout-v5")
+    assert env.name == "Breakout" and env.agent_count == 1
+    env.close()
+    with pytest.raises(TypeError, match="takes one game: game='Breakout'"):
+        make("atari")
 
 
 def test_countdown_passes_and_stepping_needs_action_spaces():

@@ -371,23 +371,33 @@ def recursive_apply(x: T, fn: Callable[[Any], Any]) -> T:
     return type(x)._from_fields(x._fields, values)
 
 
-def recursive_aggregate(xs: Sequence[T], fn: Callable[[list[Any]], Any]) -> T:
-    """Applies ``fn`` to the list of each leaf across ``xs`` (NamedArrays with the same fields,
-    in any order, as SRL's; or leaves: ``fn(xs)``); ``ValueError`` if ``xs`` is empty, fields
-    differ, a leaf is ``None`` in only some items or ``fn`` fails (naming the field)."""
+def recursive_aggregate(xs: Sequence[T], aggregate_fn: Callable[[list[Any]], Any]) -> T:
+    """Applies ``aggregate_fn`` to the list of each leaf across ``xs`` (NamedArrays with the same
+    fields, in any order, as SRL's; or leaves: ``aggregate_fn(xs)``). As SRL's, a leaf that is
+    ``None`` in some items only is zeros like another item's. ``ValueError`` if ``xs`` is
+    empty, fields differ or ``aggregate_fn`` fails (naming the field)."""
+    return _aggregate_all(xs, aggregate_fn, fill=True)
+
+
+def _aggregate_all(xs: Sequence[T], fn: Callable[[list[Any]], Any], fill: bool) -> T:
+    """``recursive_aggregate``; ``fill=False``: a leaf ``None`` in some items only is an error."""
     if not xs:
         raise ValueError("cannot aggregate an empty sequence of NamedArrays")
-    return _aggregate(list(xs), fn, "")
+    return _aggregate(list(xs), fn, "", fill)
 
 
-def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], path: str) -> Any:
+def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], path: str, fill: bool) -> Any:
     """``recursive_aggregate`` of the leaves or NamedArrays ``xs`` found at field ``path``."""
-    first, field = xs[0], f"field {path!r}" if path else "the item"  # (cheap: not per step)
+    field = f"field {path!r}" if path else "the item"  # (cheap: not per step)
     nones = sum(x is None for x in xs)
     if nones:
-        if nones != len(xs):
+        if nones == len(xs):
+            return None
+        if not fill:
             raise ValueError(f"{field} is None in some items but not in others")
-        return None
+        zeros = _zeros_like(next(x for x in xs if x is not None))
+        xs = [zeros if x is None else x for x in xs]
+    first = xs[0]
     if not isinstance(first, NamedArray):
         try:
             return fn(xs)
@@ -399,9 +409,15 @@ def _aggregate(xs: list[Any], fn: Callable[[list[Any]], Any], path: str) -> Any:
             what = x._fields if isinstance(x, NamedArray) else f"a {type(x).__name__}"
             raise ValueError(f"cannot aggregate NamedArrays with different fields ({field}): "
                              f"{fields} and {what}")
-    values = [_aggregate([x.__dict__[name] for x in xs], fn, f"{path}.{name}" if path else name)
-              for name in fields]
+    values = [_aggregate([x.__dict__[name] for x in xs], fn,
+                         f"{path}.{name}" if path else name, fill) for name in fields]
     return type(first)._from_fields(fields, values)
+
+
+def _zeros_like(x: Any) -> Any:
+    """Zeros of ``x``'s shapes and dtypes (a leaf or a ``NamedArray``), as SRL's ``array_like``."""
+    return recursive_apply(
+        x, lambda v: torch.zeros_like(v) if isinstance(v, torch.Tensor) else np.zeros_like(v))
 
 
 def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[list[Any]], Any]:
@@ -410,9 +426,9 @@ def _per_library(np_fn: Callable, torch_fn: Callable, dim: int) -> Callable[[lis
 
 def stack(xs: Sequence[T], dim: int = 0) -> T:
     """Stacks ``xs`` along a new dimension ``dim``."""
-    return recursive_aggregate(xs, _per_library(np.stack, torch.stack, dim))
+    return _aggregate_all(xs, _per_library(np.stack, torch.stack, dim), fill=False)
 
 
 def concat(xs: Sequence[T], dim: int = 0) -> T:
     """Concatenates ``xs`` along ``dim``."""
-    return recursive_aggregate(xs, _per_library(np.concatenate, torch.cat, dim))
+    return _aggregate_all(xs, _per_library(np.concatenate, torch.cat, dim), fill=False)

@@ -4,7 +4,7 @@ environment, a policy and that learner in one process, as on Ray. No Ray here.""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from looprl.agents.actor import Actor
@@ -107,9 +107,11 @@ def test_pipeline(
     ``AlgorithmSpec``'s fields as keywords), checking what a distributed run needs (one
     answer per row, segments that fit the buffer, finite stats, a new ``policy.version``
     per step), until ``episodes`` episodes with a training step, or ``max_frames`` env steps.
-    ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss)."""
+    ``ValueError`` names a part that misbehaves (``FloatingPointError``: a diverged loss).
+    SRL's keywords ``env_name``, ``policy_name`` and ``trainer_name`` name ``env``, ``policy``
+    and ``trainer``; keywords given with ``spec`` replace its fields."""
     from looprl.experiments.episodes import seed_everything
-    spec = spec or AlgorithmSpec(**spec_kwargs)
+    spec = _spec(spec, spec_kwargs)
     seed_everything(seed)
     policy = spec.make_policy()
     core = trainer_core(spec, policy, seed=seed)
@@ -133,6 +135,19 @@ def test_pipeline(
         raise ValueError(f"the trainer never stepped in {runner.frames} frames: its buffer was "
                          "never ready (give more max_frames or a smaller batch)")
     return report
+
+
+#: SRL's ``test_pipeline`` keywords and the ``AlgorithmSpec`` fields they name
+_SRL_KEYWORDS = {"env_name": "env", "policy_name": "policy", "trainer_name": "trainer"}
+
+
+def _spec(spec: AlgorithmSpec | None, spec_kwargs: dict[str, Any]) -> AlgorithmSpec:
+    """``spec`` with ``spec_kwargs`` (SRL's names too) in its fields, or a spec of them."""
+    fields = {_SRL_KEYWORDS.get(key, key): value for key, value in spec_kwargs.items()}
+    if len(fields) != len(spec_kwargs):
+        both = [f"{k}/{v}" for k, v in _SRL_KEYWORDS.items() if k in spec_kwargs and v in fields]
+        raise ValueError(f"test_pipeline got both names of {', '.join(both)}; give one")
+    return AlgorithmSpec(**fields) if spec is None else replace(spec, **fields)
 
 
 def collect(runner: EnvRunner, actor: Actor) -> None:

@@ -34,13 +34,19 @@ class EnvironmentReport:
     episodes: int = 0
     steps: int = 0
 
+    def __getitem__(self, agent: int) -> dict[str, tuple[int, ...]] | None:
+        """``obs_shapes[agent]``: SRL's ``test_environment`` returned that list
+        (``obs_dim = test_environment(...)``, then ``obs_dim[0]["obs"]``)."""
+        return self.obs_shapes[agent]
+
 
 def test_environment(env_name: str, env_args: dict | None = None, test_stepping: bool = True,
                      steps: int = 200, seed: int = 0) -> EnvironmentReport:
     """Make ``env_name`` and check that it follows the SRL environment API: one
     ``StepResult`` or ``None`` per agent from ``reset``/``step``; observations as dicts of
     numpy arrays of constant keys, shapes and dtypes (in ``observation_spaces`` when
-    defined); ``reward`` float32, ``done``/``truncated`` bool or 0/1, ``info`` a dict. With
+    defined); ``reward`` real numbers, ``done``/``truncated`` bool or 0/1, ``info`` a dict or
+    ``None``. With
     ``test_stepping`` it steps ``steps`` times with actions sampled from ``action_spaces``
     (legal ones under an ``"action_mask"``). ``EnvironmentCheckError``: the first problem."""
     env = make(env_name, **(env_args or {}))
@@ -135,13 +141,23 @@ class _Checker:
             raise self.fail(f"{method}() result is a {type(result).__name__}, not a StepResult "
                             "or None", i)
         self._check_obs(method, i, result.obs)
-        self._check_array(method, i, "reward", result.reward, np.float32)
+        self._check_reward(method, i, result.reward)
         for field in ("done", "truncated"):
             self._check_flag(method, i, field, getattr(result, field))
         if not np.all(np.isfinite(result.reward)):
             raise self.fail(f"{method}() reward is {result.reward[0]}, not finite", i)
-        if not isinstance(result.info, dict):
-            raise self.fail(f"{method}() info is a {type(result.info).__name__}, not a dict", i)
+        if result.info is not None and not isinstance(result.info, dict):  # (SRL: may be None)
+            raise self.fail(f"{method}() info is a {type(result.info).__name__}, not a dict "
+                            "or None", i)
+
+    def _check_reward(self, method: str, i: int, value: Any) -> None:
+        """``reward``: shape ``(1,)``, any real dtype (SRL's ``np.array([reward])``: float64)."""
+        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in "iuf":
+            return
+        got = f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else type(
+            value).__name__
+        raise self.fail(f"{method}() reward must be a numpy array of shape (1,) of real numbers "
+                        f"(np.array([reward], dtype=np.float32)), got {got}", i)
 
     def _check_array(self, method: str, i: int, field: str, value: Any, dtype: type) -> None:
         if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype == dtype:

@@ -204,11 +204,18 @@ class GymnasiumEnvironment(_SingleAgent):
 
 class AtariGameEnvironment(_SingleAgent):
     """An Atari game (``AtariEnvironment``'s pipeline, ``options`` and scores) as an SRL
-    environment: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``."""
+    environment: observations ``{"obs": (4, 84, 84) uint8}``, ``info["lives"]``. ``game_name``:
+    SRL's name for ``game``."""
 
     render_fps = 15.0  # 60 Hz, 4 frames a step
 
-    def __init__(self, game: str, render_mode: str | None = None, **options: Any):
+    def __init__(self, game: str | None = None, render_mode: str | None = None, *,
+                 game_name: str | None = None, **options: Any):
+        if (game is None) == (game_name is None):
+            raise TypeError("the 'atari' environment takes one game: game='Breakout' (or "
+                            f"'ALE/Breakout-v5'; SRL's game_name=), got game={game!r}, "
+                            f"game_name={game_name!r}")
+        game = game if game is not None else game_name
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"AtariGameEnvironment renders its preprocessed frames "
                              f"(render_mode='rgb_array'), not render_mode={render_mode!r}")
