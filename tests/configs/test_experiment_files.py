@@ -51,6 +51,9 @@ def config_dir(tmp_path: Path) -> Path:
     (directory / "experiment").mkdir(parents=True)
     (directory / "experiment" / "acrobot_dqn.yaml").write_text(EXPERIMENT)
     (directory / "experiment" / "typo.yaml").write_text("# @package _global_\nframe: 64\n")
+    (directory / "experiment" / "mighty.yaml").write_text(  # (Mighty's algorithm/ppo.yaml)
+        "# @package _global_\nalgorithm: PPO\nalgorithm_kwargs: {learning_rate: 0.001}\n")
+    (directory / "experiment" / "meta_list.yaml").write_text("# @package _global_\nmeta: [rnd]\n")
     (directory / "my_run.yaml").write_text(OWN_CONFIG)
     return directory
 
@@ -91,6 +94,11 @@ def test_a_config_of_ones_own_starts_from_looprls(config_dir, tmp_path) -> None:
     (["experiment=acrobot_dqn"], "add it with +experiment=acrobot_dqn"),
     (["-cn", "my_rn"], "--config-name 'my_rn': no my_rn.yaml in"),
     (["+experiment=typo", *QUIET], "Unknown config key 'frame' in the composed config"),
+    # a group set to a plain value (was: "dictionary update sequence element #0 ...",
+    # AttributeError tracebacks for meta: [rnd] and runtime: ray)
+    (["+experiment=mighty", *QUIET], "algorithm: 'PPO' in the composed config (set by an "
+                                     "experiment or a config file, as Mighty's"),
+    (["+experiment=meta_list", *QUIET], "meta: ['rnd'] in the composed config"),
     (["+experiment=acrobot_dqn", "keep_checkpoints=0", *QUIET],
      "keep_checkpoints must be positive"),
     (["keep_checkpoints=2", *QUIET], "keep_checkpoints=2 keeps the checkpoints checkpoint_every"),

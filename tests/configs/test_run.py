@@ -187,6 +187,16 @@ def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path: Path, capsys,
     (["algorithm.lrr=1"], "'lrr' is not a hyperparameter of ppo. Did you mean 'lr'?"),
     (["algorithm=", "algorithm.lr=1"], "Could not find 'algorithm/'"),
     (["frame=10"], "Unknown config key 'frame'. Did you mean 'frames'?"),
+    # Mighty's names (its examples/*.sh, base.yaml, algorithm/*.yaml): looprl's way in the line
+    (["num_steps=10"], "Unknown config key 'num_steps'. looprl's way for Mighty's 'num_steps': "
+                       "frames=N."),
+    (["environment=gymnasium/cartpole"], "looprl's way for Mighty's 'environment': env=ID"),
+    (["+algorithm_kwargs.learning_rate=1"],
+     "looprl's way for Mighty's 'algorithm_kwargs': algorithm.NAME=VALUE"),
+    (["algorithm=SAC"], "Unknown algorithm 'SAC'. Did you mean 'continuous/sac'?"),
+    (["runner=standard"], "Unknown runner 'standard'. Did you mean 'online'?"),
+    (["meta=[PrioritizedLevelReplay]"], "Did you mean 'plr'?"),
+    (["algorithm.learning_rate=1"], "Did you mean 'lr' (Mighty's 'learning_rate')?"),
     (["meta=[rndd]"], "Unknown meta 'rndd'. Did you mean 'rnd'?"),
     (["meta=[rnd,rnd]"],  # (was: one RND attached, silently)
      "meta=[rnd,rnd] lists 'rnd' twice, but the config holds one node per option (meta.rnd): "

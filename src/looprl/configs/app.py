@@ -38,6 +38,7 @@ from looprl.configs.checks import check_given_once, check_overrides
 from looprl.configs.runtimes import runtime_help
 from looprl.configs.sources import (
     PRIMARY,
+    check_config_keys,
     compose,
     config_dir,
     config_name,
@@ -56,6 +57,7 @@ def execute(cfg: Any, output_dir: str) -> dict[str, Any]:
     """Build the config ``cfg``, run its runner in ``output_dir`` and return the results."""
     import torch
     torch.set_num_threads(1)
+    check_config_keys(cfg)  # (before its groups are read)
     if cfg.runtime.name == "ray" and cfg.runner.name == "online":  # one distributed run
         return _execute_distributed(cfg, output_dir)
     run = build(cfg, output_dir)

@@ -14,7 +14,7 @@ from looprl.configs import (
     runners,
     runtimes,
 )
-from looprl.configs.sources import PRIMARY, config_keys, config_name, user_groups
+from looprl.configs.sources import PRIMARY, config_keys, config_name, key_hint, user_groups
 from looprl.core.suggest import check_choice, check_once, did_you_mean
 from looprl.presets.all_names import hyperparameter_hint
 
@@ -22,6 +22,10 @@ __all__ = ["check_given_once", "check_overrides"]
 
 #: the options the ``looprl`` config chooses in its defaults
 DEFAULTS = {"algorithm": ["ppo"], "runner": ["online"], "meta": [], "runtime": ["local"]}
+#: Mighty's option names that are not looprl's in lower case (``algorithm: SAC``, ``meta:
+#: [RND]``: ``_mighty_hint``)
+MIGHTY_OPTIONS = {"runner": {"standard": "online", "default": "online"},
+                  "meta": {"PrioritizedLevelReplay": "plr", "CosineLRSchedule": "cosine_lr"}}
 
 
 def _builtin_options() -> dict[str, list[str]]:
@@ -59,7 +63,7 @@ def check_overrides(overrides: list[str]) -> None:
         if key in options:
             chosen[key] = _choices(value)
             for choice in chosen[key]:
-                check_choice(key, choice, options[key])
+                check_choice(key, choice, options[key], _mighty_hint(key, choice, options[key]))
             for options_list in re.findall(r"\[([^\]]*)\]", value) if key == "meta" else ():
                 _check_listed_once(key, _choices(options_list))  # (each list of a sweep)
     primary, targets = config_keys(), _meta_targets(pairs)
@@ -72,13 +76,22 @@ def check_overrides(overrides: list[str]) -> None:
             if ours or not chosen[group]:  # (a user's option: build checks its keys)
                 _check_field(group, field, ours)
         elif group not in options and group not in primary:
-            check_choice("config key", group, list(primary))
+            raise ValueError(f"Unknown config key {group!r}.{key_hint(group, list(primary))} "
+                             f"Valid: {', '.join(primary)}")
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
     if "es" in chosen.get("runner", ()) and any(key == "frames" for key, _ in pairs):
         raise ValueError("frames does not apply to runner=es: each individual trains "
                          "runner.num_steps_per_iteration steps (default 10000) in each of "
                          "runner.iterations generations; set those instead")
+
+
+def _mighty_hint(group: str, choice: str, options: list[str]) -> str:
+    """" Did you mean ...?" naming looprl's options for Mighty's (``algorithm=SAC``:
+    ``continuous/sac``; ``runner=standard``: ``online``), or ``""``."""
+    name = MIGHTY_OPTIONS.get(group, {}).get(choice, choice).lower()
+    same = [o for o in options if o.rpartition("/")[2] == name]
+    return f" Did you mean {', '.join(map(repr, same))}?" if same else ""
 
 
 def _flag_hint(flag: str, value: str) -> str:

@@ -14,13 +14,26 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["GROUPS", "PRIMARY", "check_config_keys", "compose", "config_dir", "config_keys",
-           "config_name", "flag_value", "saved_sources", "user_groups"]
+__all__ = ["GROUPS", "MIGHTY_KEYS", "PRIMARY", "check_config_keys", "compose", "config_dir",
+           "config_keys", "config_name", "flag_value", "key_hint", "saved_sources", "user_groups"]
 
 #: the config ``looprl run`` composes unless ``-cn`` names another
 PRIMARY = "looprl"
 #: the groups of the ``looprl`` config, each with a value in every composed config
 GROUPS = ("algorithm", "meta", "runner", "runtime")
+#: Mighty's top-level keys (its ``base.yaml`` and ``environment/`` files) -> looprl's way
+#: (docs/coming-from-mighty.md): not aliases, a hint in the unknown key's one line
+MIGHTY_KEYS = {
+    "num_steps": "frames=N", "environment": "env=ID (with env_kwargs, env_wrappers)",
+    "algorithm_kwargs": "algorithm.NAME=VALUE, the preset's hyperparameters",
+    "meta_kwargs": "meta=[NAME] meta.NAME.ARG=VALUE",
+    "num_envs": "algorithm.n_envs=N, where the preset has it",
+    "n_episodes_eval": "test_episodes=N", "eval_every_n_steps": "runner.eval_every=N",
+    "save_model_every_n_steps": "checkpoint_every=N",
+    "checkpoint": "looprl run --resume RUN_DIR",
+    "output_dir": "hydra.run.dir=DIR", "experiment_name": "hydra.run.dir=DIR",
+    "wandb_project": "logging.wandb={project:NAME}",
+}
 
 
 def flag_value(argv: list[str] | tuple[str, ...], flags: tuple[str, ...]) -> str | None:
@@ -102,11 +115,30 @@ def config_keys() -> dict[str, Any]:
     return {key: node[key] for key in node if key not in ("defaults", "hydra")}
 
 
+def key_hint(key: str, valid: list[str]) -> str:
+    """``did_you_mean`` for an unknown top-level key: looprl's way for a Mighty key
+    (``MIGHTY_KEYS``), else the closest of ``valid``."""
+    if key in MIGHTY_KEYS:
+        return f" looprl's way for Mighty's {key!r}: {MIGHTY_KEYS[key]}."
+    return did_you_mean(key, valid)
+
+
 def check_config_keys(cfg: Any) -> None:
-    """A one-line ``ValueError`` for a top-level key of ``cfg`` the ``looprl`` config lacks."""
+    """A one-line ``ValueError`` for a group of ``cfg`` set to a plain value (Mighty's
+    ``algorithm: DQN``) or a top-level key the ``looprl`` config lacks."""
+    from omegaconf import OmegaConf
+    for group in GROUPS:
+        value = cfg.get(group)
+        if value is not None and not OmegaConf.is_dict(value):
+            option = "[NAME]" if group == "meta" else "NAME"
+            raise ValueError(f"{group}: {value!r} in the composed config (set by an experiment "
+                             f"or a config file, as Mighty's '# @package _global_' ones?) is no "
+                             f"{group} config: choose the option in the file's defaults "
+                             f"(- override /{group}: {option}) or with {group}={option}, and "
+                             f"set its keys under {group}:")
     valid = [*config_keys(), *GROUPS]
     for key in cfg:
         if key not in valid:
             raise ValueError(f"Unknown config key {key!r} in the composed config (set by an "
-                             f"experiment file or a -cn config?).{did_you_mean(key, valid)} "
+                             f"experiment file or a -cn config?).{key_hint(key, valid)} "
                              f"Valid: {', '.join(valid)}")

@@ -33,10 +33,11 @@ def warn_once(log: logging.Logger, message: str, *args: Any) -> None:
         log.warning("%s", line)
 
 
-def check_choice(what: str, value: str, choices: Sequence[str]) -> str:
-    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them."""
+def check_choice(what: str, value: str, choices: Sequence[str], hint: str = "") -> str:
+    """``value`` if it is one of ``choices``, else a one-line ``ValueError`` listing them
+    (after ``hint``, or the closest of them)."""
     if value not in choices:
-        hint = did_you_mean(str(value), choices)
+        hint = hint or did_you_mean(str(value), choices)
         raise ValueError(f"Unknown {what} {value!r}.{hint} Valid: {', '.join(choices)}")
     return value
 

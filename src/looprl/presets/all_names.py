@@ -28,7 +28,10 @@ __all__ = ["ALL_NAMES", "MIGHTY_NAMES", "AllName", "Converted", "Refused", "hype
 MIGHTY_NAMES = {"zipf_param": "ez_mu", "epsilon_start": "initial_exploration",
                 "epsilon_final": "final_exploration",
                 "epsilon_decay_steps": "final_exploration_step", "gae_lambda": "lam",
-                "td_update_class": "update", "replay_buffer_class": "buffer"}
+                "td_update_class": "update", "replay_buffer_class": "buffer",
+                "learning_rate": "lr", "gamma": "discount_factor", "max_grad_norm": "clip_grad",
+                "n_units": "hidden", "n_gradient_steps": "epochs", "policy_class": "exploration",
+                "es": "strategy"}
 
 
 def hyperparameter_hint(name: str, valid: list[str]) -> str:
