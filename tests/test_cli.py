@@ -181,6 +181,7 @@ def test_atari_game_given_to_a_classic_preset(capsys: pytest.CaptureFixture[str]
     pytest.importorskip("ale_py")
     line = _error_line(capsys, ["train", "ppo", "Breakout", "--quiet"])
     assert "'Breakout' is an Atari game" in line and "looprl train atari.ppo Breakout" in line
+    assert "looprl run algorithm=atari/ppo env=Breakout" in line  # (looprl run's form too)
     # once ale-py has registered its ids, the classic preset's space check points the way
     line = _error_line(capsys, ["train", "ppo", "ALE/Breakout-v5", "--quiet"])
     assert "Atari preset" in line

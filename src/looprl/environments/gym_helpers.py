@@ -88,7 +88,8 @@ def check_env_id(env_id: str) -> None:
     game = atari_game(env_id)
     if game is not None:
         raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
-                         f"train atari.ppo {game}) or play it in AtariEnvironment({game!r})")
+                         f"run algorithm=atari/ppo env={game}, or looprl train atari.ppo {game}) "
+                         f"or play it in AtariEnvironment({game!r})")
     if is_pettingzoo_game(env_id):
         raise ValueError(f"{env_id!r} is a PettingZoo game: train it with a multi-agent preset "
                          f"(looprl run algorithm=multiagent/ppo env={env_id}, or looprl train "
