@@ -475,3 +475,23 @@ def test_every_report_of_the_last_100_returns_is_one_mean(tmp_path: Path) -> Non
             assert logger.mean_return100 == memory.mean_return100 == np.mean(returns[:i + 1][-100:])
         assert logger.mean_return100 == memory.mean_return100 == ray.mean_return()
         assert logger.mean_return100 == float(np.mean(returns[-100:]))
+
+
+def test_a_loaded_logger_in_a_new_run_directory_forgets_the_checkpoint_it_came_from(
+        tmp_path: Path) -> None:
+    """A logger loaded from a checkpoint at frame 10 that goes on in a new run directory (a PBT
+    exploit) and is saved again at frame 500 cuts back to 500 when that is resumed (was: 10,
+    its rows in between deleted)."""
+    import pickle
+
+    logger = ExperimentLogger("dqn", "CartPole-v1", str(tmp_path))
+    logger.frame, logger.episode = 10, 1
+    loaded = pickle.loads(pickle.dumps(logger))
+    assert loaded._saved_at == (10, 1)
+    loaded.start_run("member001_gen001")
+    loaded.frame, loaded.episode = 500, 7
+    assert pickle.loads(pickle.dumps(loaded))._saved_at == (500, 7)
+    resumed = pickle.loads(pickle.dumps(loaded))  # (saved again before its first write:
+    assert pickle.loads(pickle.dumps(resumed))._saved_at == (500, 7)  # the first one's frame)
+    for each in (logger, loaded):
+        each.close()

@@ -219,7 +219,7 @@ def test_an_atari_preset_given_a_gymnasium_id_names_the_preset_of_its_family() -
     with ``env_wrappers``, that CartPole-v1 "is an Atari game")."""
     from looprl.presets.catalog import make_env
 
-    fix = r"train it with a preset of its family \(dqn, not atari.dqn\)"
+    fix = r"train it with a classic_control or continuous preset \(not atari.dqn\)"
     for wrappers in ((), ("gymnasium.wrappers.FlattenObservation",)):
         with pytest.raises(ValueError, match=f"^CartPole-v1 is a Gymnasium environment, not an "
                                              f"Atari game: {fix}"):

@@ -227,7 +227,7 @@ def test_a_runner_that_starts_its_own_ray_starts_the_reaper_first(small_ppo, mon
                                                                  ) -> None:
     """``PBTRunner(...).run()`` (no ``trials``) starts a local Ray instance: as every other
     one, the reaper watches it, or a ``kill -9`` of the driver leaves Ray's agents behind."""
-    from looprl.runners import pbt
+    from looprl.core import reaper
 
     calls = []
 
@@ -235,7 +235,7 @@ def test_a_runner_that_starts_its_own_ray_starts_the_reaper_first(small_ppo, mon
         calls.append("ray.init")
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(pbt, "start_reaper", lambda: calls.append("reaper"))
+    monkeypatch.setattr(reaper, "start_reaper", lambda: calls.append("reaper"))
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     runner = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, population=2)

@@ -289,8 +289,10 @@ def _check_creatable(directory: Path, given: str, key: str) -> None:
         raise ValueError(f"{given}: cannot create the directory ({error.strerror or error}: "
                          f"{error.filename or directory}); choose another {key}, one you can "
                          "write in") from None
-    for path in missing:
-        path.rmdir()
+    finally:
+        for path in missing:
+            if path.is_dir():  # (made here: also where a deeper one failed)
+                path.rmdir()
 
 
 def _resumable(cfg: Any, output_dir: str) -> bool:

@@ -76,8 +76,7 @@ def check_overrides(overrides: list[str]) -> None:
             if ours or not chosen[group]:  # (a user's option: build checks its keys)
                 _check_field(group, field, ours)
         elif group not in options and group not in primary:
-            raise ValueError(f"Unknown config key {group!r}.{key_hint(group, list(primary))} "
-                             f"Valid: {', '.join(primary)}")
+            check_choice("config key", group, list(primary), key_hint(group, list(primary)))
         elif field and group in ("context", "logging"):  # nodes of fixed keys
             check_choice(f"{group} key", field.split(".")[0], list(primary[group]))
     if "es" in chosen.get("runner", ()) and any(key == "frames" for key, _ in pairs):

@@ -1,18 +1,24 @@
 """The reaper: a run that starts its own Ray instance leaves no process behind, however it ends
 (Ray's raylet agents outlive a ``kill -9`` of the driver). It runs this file as a script
 (standard library only) that kills the driver's Ray processes once the driver dies. Linux only.
-Beside it, ``local_instance_settings``: the environment every local Ray start of looprl sets."""
+Beside it, ``start_local_ray``: every local Ray start of looprl (its settings, the reaper, the
+run's SIGTERM handler kept)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["LOOPBACK", "local_instance_settings", "start_reaper"]
+__all__ = ["LOOPBACK", "local_instance_settings", "sigterm_kept", "start_local_ray",
+           "start_reaper"]
 
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": a local instance on 127.0.0.1 only
 
@@ -31,6 +37,30 @@ def start_reaper() -> bool:
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)]  # (a Ctrl-C in the terminal does not stop it)
     return True
+
+
+def start_local_ray(num_cpus: int | None, **init: Any) -> None:
+    """Start a Ray instance of this process's own (never another session's), as every looprl
+    run does: ``local_instance_settings``, watched by the reaper, no dashboard, Ray's
+    warnings only, the workers' output not forwarded; ``init``: more ``ray.init`` arguments."""
+    import ray
+    local_instance_settings()
+    start_reaper()
+    with sigterm_kept():
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                 logging_level=logging.WARNING, log_to_driver=False, **init)
+
+
+@contextlib.contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Keep this process's SIGTERM handler across ``ray.init``, which replaces it with one that
+    prints a crash report and aborts (``looprl``'s handler stops the run as Ctrl-C does)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
 
 
 def local_instance_settings() -> None:

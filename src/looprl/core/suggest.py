@@ -12,11 +12,12 @@ from typing import Any
 
 
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
-    """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``; the
-    choices under ``name`` (``hp/epsilon/player_1`` for ``hp/epsilon``: one per agent) first."""
+    """``" Did you mean 'x'?"`` naming up to ``n`` close matches of ``name``, or ``""``; up to
+    8 choices under ``name`` (``hp/epsilon/player_1`` for ``hp/epsilon``: one per agent) first."""
     choices = list(choices)
     under = [choice for choice in choices if choice.startswith(f"{name}/")]
-    close = under or difflib.get_close_matches(name, choices, n=n, cutoff=0.6)
+    close = (under if 0 < len(under) <= 8
+             else difflib.get_close_matches(name, choices, n=n, cutoff=0.6))
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
@@ -47,7 +48,7 @@ def check_count(optional: bool = False, **values: Any) -> None:
     (``None`` passes where ``optional``)."""
     for name, value in values.items():
         try:
-            whole = (value >= 1 and float(value).is_integer() and not isinstance(value, bool)
+            whole = (value >= 1 and float(value).is_integer() and not _is_bool(value)
                      if value is not None else optional)
         except (TypeError, ValueError):  # (text: '10' >= 1)
             whole = False
@@ -112,11 +113,15 @@ def check_finite(owner: str = "", optional: bool = False, **values: Any) -> None
 def check_flag(name: str, value: Any) -> bool:
     """``value`` as a ``bool``, or a one-line ``ValueError`` if it is no bool (text such as
     ``'no'`` is true in Python)."""
-    import numpy as np
-
-    if not isinstance(value, bool | np.bool_):
+    if not _is_bool(value):
         raise ValueError(f"{name} must be True or False, got {value!r:.40}")
     return bool(value)
+
+
+def _is_bool(value: Any) -> bool:
+    """Whether ``value`` is a Python or NumPy bool."""
+    import numpy as np
+    return isinstance(value, bool | np.bool_)
 
 
 def check_positive(optional: bool = False, **values: Any) -> None:

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-import signal
 import socket
-import threading
-from collections.abc import Iterator
 from typing import Any
 
-from looprl.core.reaper import LOOPBACK, local_instance_settings, start_reaper
+from looprl.core.reaper import LOOPBACK, local_instance_settings, sigterm_kept, start_local_ray
 from looprl.core.suggest import did_you_mean
 from looprl.distributed.config import RuntimeConfig, starts_local
 
@@ -51,15 +47,10 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                                   "start a cluster with `ray start --head` or leave "
                                   "runtime.address unset to run locally") from None
         return True
-    local_instance_settings()
     cpus = runtime.num_cpus or max(math.ceil(runtime.reserved_cpus()), os.cpu_count() or 1)
     check_local_resources(runtime, {"CPU": cpus, "GPU": local_gpus()})
-    start_reaper()
     try:
-        with sigterm_kept():
-            ray.init(address="local", num_cpus=cpus, include_dashboard=False,  # never join
-                     runtime_env=runtime.runtime_env, logging_level=logging.WARNING,  # another
-                     log_to_driver=False)  # session's Ray
+        start_local_ray(cpus, runtime_env=runtime.runtime_env)
     except Exception as error:  # Ray raises a bare Exception when its processes do not start
         if "during startup" not in str(error):
             raise
@@ -68,18 +59,6 @@ def start_ray(runtime: RuntimeConfig) -> bool:
                               ) from None
     _check_loopback()
     return True
-
-
-@contextlib.contextmanager
-def sigterm_kept() -> Iterator[None]:
-    """Keep this process's SIGTERM handler across ``ray.init``, which replaces it with one that
-    prints a crash report and aborts (``looprl``'s handler stops the run as Ctrl-C does)."""
-    handler = signal.getsignal(signal.SIGTERM)
-    try:
-        yield
-    finally:
-        if handler is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, handler)
 
 
 def check_local_resources(runtime: RuntimeConfig, have: dict[str, float]) -> None:

@@ -141,7 +141,8 @@ class _Checker:
             raise self.fail(f"{method}() result is a {type(result).__name__}, not a StepResult "
                             "or None", i)
         self._check_obs(method, i, result.obs)
-        self._check_reward(method, i, result.reward)
+        self._check_array(method, i, "reward", result.reward, "iuf", "of real numbers",
+                          "np.array([reward], dtype=np.float32)")
         for field in ("done", "truncated"):
             self._check_flag(method, i, field, getattr(result, field))
         if not np.all(np.isfinite(result.reward)):
@@ -150,22 +151,16 @@ class _Checker:
             raise self.fail(f"{method}() info is a {type(result.info).__name__}, not a dict "
                             "or None", i)
 
-    def _check_reward(self, method: str, i: int, value: Any) -> None:
-        """``reward``: shape ``(1,)``, any real dtype (SRL's ``np.array([reward])``: float64)."""
-        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in "iuf":
+    def _check_array(self, method: str, i: int, field: str, value: Any, kinds: str, what: str,
+                     example: str) -> None:
+        """``field``: a numpy array of shape ``(1,)`` of a dtype of ``kinds`` (``what``, as
+        ``example``: SRL's ``np.array([reward])`` is float64)."""
+        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype.kind in kinds:
             return
         got = f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else type(
             value).__name__
-        raise self.fail(f"{method}() reward must be a numpy array of shape (1,) of real numbers "
-                        f"(np.array([reward], dtype=np.float32)), got {got}", i)
-
-    def _check_array(self, method: str, i: int, field: str, value: Any, dtype: type) -> None:
-        if isinstance(value, np.ndarray) and value.shape == (1,) and value.dtype == dtype:
-            return
-        got = f"shape {value.shape}, {value.dtype}" if isinstance(value, np.ndarray) else type(
-            value).__name__
-        raise self.fail(f"{method}() {field} must be a numpy array of shape (1,) and dtype "
-                        f"{np.dtype(dtype).name}, got {got}", i)
+        raise self.fail(f"{method}() {field} must be a numpy array of shape (1,) {what} "
+                        f"({example}), got {got}", i)
 
     def _check_flag(self, method: str, i: int, field: str, value: Any) -> None:
         """``done``/``truncated``: shape ``(1,)``, bool or 0/1 numbers."""
@@ -174,7 +169,8 @@ class _Checker:
                 return
             raise self.fail(f"{method}() {field} is {value[0].item()!r} ({value.dtype}); a flag "
                             "must be True/False or 0/1: use np.array([flag], dtype=bool)", i)
-        self._check_array(method, i, field, value, np.bool_)
+        self._check_array(method, i, field, value, "b", "of bools",
+                          f"np.array([{field}], dtype=bool)")
 
     def _check_obs(self, method: str, i: int, obs: Any) -> None:
         if not isinstance(obs, dict) or not obs:

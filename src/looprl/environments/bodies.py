@@ -177,7 +177,7 @@ class ObservationNormalization(Body):
                              f"{tuple(batch.shape[1:])}, but its statistics are of shape "
                              f"{tuple(self.stats.mean.shape)}; one ObservationNormalization (and "
                              "RunningMeanStd) per observation shape")
-        if batch.is_floating_point() and not torch.isfinite(batch).all():
+        if self.update and batch.is_floating_point() and not torch.isfinite(batch).all():
             raise ValueError("ObservationNormalization: the environment's observation holds NaN "
                              "or inf (the running statistics were left as they were); make the "
                              "environment return finite observations, or wrap it to replace them "

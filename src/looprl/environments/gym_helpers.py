@@ -61,7 +61,15 @@ def env_name(env: gym.Env) -> str:
 
 
 #: PettingZoo's families, searched for a name given without one (``"tictactoe_v3"``).
-FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
+ZOO_FAMILIES = ("classic", "butterfly", "sisl", "mpe", "atari")
+
+
+def zoo_modules(name: str) -> list[str]:
+    """The PettingZoo modules a game's name may stand for: ``"tictactoe_v3"`` is
+    ``pettingzoo.tictactoe_v3`` or ``pettingzoo.<family>.tictactoe_v3``."""
+    derived = [] if name.startswith("pettingzoo.") else [f"pettingzoo.{name}"]
+    return derived + ([f"pettingzoo.{family}.{name}" for family in ZOO_FAMILIES]
+                      if "." not in name else [])
 
 
 def is_pettingzoo_game(name: str) -> bool:
@@ -69,9 +77,7 @@ def is_pettingzoo_game(name: str) -> bool:
     (looked up only for a name of that form: no ``-v`` of a Gymnasium id)."""
     if not re.fullmatch(r"[\w.]+_v\d+", name):
         return False
-    found = name if name.startswith("pettingzoo.") else f"pettingzoo.{name}"
-    candidates = [found, *(f"pettingzoo.{family}.{name}" for family in FAMILIES if "." not in name)]
-    for candidate in candidates:
+    for candidate in (name, *zoo_modules(name)):  # (as make_zoo_env tries them)
         try:
             if importlib.util.find_spec(candidate) is not None:
                 return True

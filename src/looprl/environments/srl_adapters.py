@@ -25,7 +25,7 @@ from looprl.environments.atari import AtariVectorEnvironment
 from looprl.environments.base import Restorable
 from looprl.environments.faults import failure
 from looprl.environments.gym import GymEnvironment
-from looprl.environments.gym_helpers import FAMILIES, action_to_numpy, check_env_id
+from looprl.environments.gym_helpers import action_to_numpy, check_env_id, zoo_modules
 from looprl.environments.srl import (
     Environment,
     StepResult,
@@ -43,9 +43,7 @@ def make_zoo_env(name: str, parallel: bool = False, **kwargs: Any) -> Any:
     any ``"package.module:factory"``; ``ValueError`` if there is none."""
     module_name, _, factory = name.partition(":")
     factory = factory or ("parallel_env" if parallel else "env")
-    derived = [] if module_name.startswith("pettingzoo.") else [f"pettingzoo.{module_name}"]
-    if "." not in module_name:
-        derived += [f"pettingzoo.{family}.{module_name}" for family in FAMILIES]
+    derived = zoo_modules(module_name)
     module = _import_module(name, module_name, must_exist=False)
     for candidate in derived:
         module = module or _import_module(name, candidate, must_exist=True)

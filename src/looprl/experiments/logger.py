@@ -158,7 +158,7 @@ class ExperimentLogger(Logger):
 
     def _open(self, run_name: str | None, run_info: dict[str, Any] | None) -> None:
         """Claim the run directory and start its files."""
-        self._resumed = False  # (loaded, nothing written since: ``_start_writing``)
+        self._resumed, self._saved_at = False, None  # (loaded, nothing written since)
         parent = Path(self._logdir) / files.safe_component(self.agent_name)
         if run_name is not None:
             parent = parent / files.safe_component(self.env_name)
@@ -219,8 +219,8 @@ class ExperimentLogger(Logger):
         """Continue a checkpoint's run directory: its first write cuts the directory back to the
         checkpoint's frame and episode (``_saved_at``, ``_start_writing``); loaded to be looked
         at, or to go on in another run directory (``start_run``), it leaves the directory alone."""
-        self.__dict__.update({"_mean": None, "_saved_at": (state["frame"], state["episode"]),
-                              **state})
+        self.__dict__.update({"_mean": None, **state, "_saved_at": state.get("_saved_at") or (
+            state["frame"], state["episode"])})
         relative, folder = self.__dict__.pop("_relative", None), _CHECKPOINT_DIR.get()
         if relative is not None and folder is not None:  # (where the checkpoint is now)
             self._logdir, self.log_dir = (os.path.normpath(folder / relative[key])

@@ -78,8 +78,8 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
     if agent.startswith("atari."):
         if atari_game(env_id) is None and is_gymnasium_id(env_id):
             raise ValueError(f"{env_id} is a Gymnasium environment, not an Atari game: train it "
-                             f"with a preset of its family ({agent.partition('.')[2]}, not "
-                             f"{agent}); the Atari presets play Atari games (Pong, Breakout)")
+                             f"with a classic_control or continuous preset (not {agent}); the "
+                             "Atari presets play Atari games (Pong, Breakout)")
         _only_gymnasium(env_id, "an Atari game", {}, env_wrappers)
         return AtariEnvironment(env_id, **kwargs)
     if agent.startswith("multiagent."):  # (by name: Ray's actors make it so)

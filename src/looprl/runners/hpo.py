@@ -164,8 +164,8 @@ class OptunaRunner(Runner):
             trial = study.best_trial
             best = {"value": trial.value, "values": dict(trial.params), "trial": trial.number}
             self.label_next_run("best", trial=trial.number, values=dict(trial.params))
-            # in the trial's chunks: each overshoots to the end of an update, so one chunk of
-            # num_steps could stop an update short of the trial's agent
+            # in the trial's chunks, with its evaluations (best/ logs the trial's curve): each
+            # chunk overshoots to the end of an update, so one of num_steps could stop short
             _, error = train_chunks(self, self._trial_task(trial.number, dict(trial.params)))
             if error is not None:
                 raise FloatingPointError(error)

@@ -19,7 +19,7 @@ from typing import Any
 from unittest import mock
 
 from looprl.core.imports import import_extra
-from looprl.core.reaper import local_instance_settings, start_reaper
+from looprl.core.reaper import start_local_ray
 from looprl.core.suggest import check_count, is_number
 from looprl.experiments.checkpoint import load_checkpoint, save_checkpoint
 from looprl.meta.hyperparameters import unknown_hyperparameter
@@ -39,9 +39,7 @@ def tune_name(key: str) -> str:
 
 
 def import_tune() -> Any:
-    """``ray.tune``, or a one-line error naming the ``distributed`` extra (imported after the
-    settings of a local Ray instance, which Ray reads on import)."""
-    local_instance_settings()
+    """``ray.tune``, or a one-line error naming the ``distributed`` extra."""
     return import_extra("ray.tune", "PBTRunner needs Ray Tune", "distributed")
 
 
@@ -247,9 +245,7 @@ class PBTRunner(Runner):
         if self.trials is not None:
             self.trials.start()
         elif not ray.is_initialized():  # a local instance of its own, never another's Ray
-            start_reaper()  # (its processes end with this one, however it ends)
-            ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
-                     logging_level=logging.WARNING, log_to_driver=False)
+            start_local_ray(self.num_cpus)  # (its processes end with this one, however it ends)
             self._own_ray = True
         gpus = ray.cluster_resources().get("GPU", 0)
         if self.gpus_per_member > gpus:

@@ -1,0 +1,23 @@
+"""``looprl.core.suggest``: the one-line checks and hints every layer uses."""
+
+import numpy as np
+import pytest
+
+from looprl.core.suggest import check_count, check_flag, did_you_mean
+
+
+def test_a_name_with_keys_under_it_suggests_them_when_they_are_few() -> None:
+    agents = ["hp/epsilon/player_1", "hp/epsilon/player_2", "epsilon"]
+    assert did_you_mean("hp/epsilon", agents) == (" Did you mean 'hp/epsilon/player_1', "
+                                                  "'hp/epsilon/player_2'?")
+    ids = [f"ALE/Game{i}-v5" for i in range(20)]  # (was a line listing all of them)
+    assert did_you_mean("ALE", ids) == ""
+
+
+@pytest.mark.parametrize("value", [True, np.True_])
+def test_a_bool_is_no_count_and_a_flag_is_a_bool(value) -> None:
+    with pytest.raises(ValueError, match="must be positive \\(a whole number\\)"):
+        check_count(check_every=value)
+    assert check_flag("hide_context", value) is True
+    with pytest.raises(ValueError, match="^hide_context must be True or False, got 'no'$"):
+        check_flag("hide_context", "no")
