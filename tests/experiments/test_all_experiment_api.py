@@ -108,3 +108,15 @@ def test_a_preset_in_an_environment_of_other_spaces_is_one_line(tmp_path) -> Non
     with pytest.raises(ValueError, match="Box\\(4,\\), Discrete\\(2\\)\\), Pendulum-v1 has"):
         experiment.test(episodes=1, env=pendulum)
     experiment.close()
+
+
+def test_alls_script_options_given_as_text_say_so(tmp_path) -> None:
+    """ALL's scripts pass ``--save_freq`` and ``--fps`` as argparse gives them, text: one line
+    that says to convert it (was: "fps must be positive, got '30'", which it is)."""
+    from looprl.experiments import watch
+
+    env = GymEnvironment("CartPole-v1")
+    with pytest.raises(ValueError, match=r"save_freq .*'10' \(text, not a number.*int"):
+        SingleEnvExperiment(_preset(env), env, logdir=str(tmp_path), save_freq="10")
+    with pytest.raises(ValueError, match=r"fps .*'30' \(text, not a number.*float"):
+        watch(_preset(env).test_agent(), env, fps="30")

@@ -199,3 +199,19 @@ def test_sac_values_without_a_looprl_form_are_one_line(name: str, value: Any, ke
     with pytest.raises(ValueError) as error:
         continuous.sac.hyperparameters(**{name: value})
     assert key in _one_line(error)
+
+
+def test_default_hyperparameters_read_alls_names() -> None:
+    """ALL's train scripts read ``type(preset.default_hyperparameters[name])`` for each
+    ``--hyperparameters name=value``: a renamed ALL name reads its looprl key's default; any
+    other ALL name is a KeyError that names the looprl keys (was: a bare ``KeyError: 'lr_q'``)."""
+    defaults = continuous.ddpg.default_hyperparameters
+    assert defaults["lr_q"] == defaults["lr_critic"] and "lr_q" not in defaults
+    assert classic_control.a2c.default_hyperparameters["entropy_loss_scaling"] == (
+        classic_control.a2c.default_hyperparameters["entropy_coef"])
+    with pytest.raises(KeyError, match="minibatch_size"):
+        classic_control.ppo.default_hyperparameters["minibatches"]
+    with pytest.raises(KeyError, match="lr_temperature"):
+        continuous.sac.default_hyperparameters["lr_temperature_scaling"]
+    with pytest.raises(KeyError):
+        continuous.ddpg.default_hyperparameters["no_such_name"]

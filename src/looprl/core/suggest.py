@@ -53,7 +53,8 @@ def check_count(optional: bool = False, **values: Any) -> None:
         except (TypeError, ValueError):  # (text: '10' >= 1)
             whole = False
         if not whole:
-            raise ValueError(f"{name} must be positive (a whole number), got {value!r}")
+            raise ValueError(f"{name} must be positive (a whole number), got {value!r}"
+                             f"{text_hint(value, 'int')}")
 
 
 def check_device(device: Any) -> Any:
@@ -133,7 +134,14 @@ def check_positive(optional: bool = False, **values: Any) -> None:
         except TypeError:  # (not a number)
             positive = False
         if not positive:
-            raise ValueError(f"{name} must be positive, got {value!r}")
+            raise ValueError(f"{name} must be positive, got {value!r}{text_hint(value, 'float')}")
+
+
+def text_hint(value: Any, kind: str) -> str:
+    """For a number given as text (an argparse option without ``type=``: ``'30'``), how to
+    convert it; else ``""``."""
+    return (f" (text, not a number: convert it with {kind}(...), or give the argparse option "
+            f"type={kind})" if isinstance(value, str) else "")
 
 
 def check_once(keys: Sequence[str], given: Sequence[str], how: str = "give it once") -> None:

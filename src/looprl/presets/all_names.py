@@ -21,7 +21,8 @@ from typing import Any
 
 from looprl.core.suggest import did_you_mean
 
-__all__ = ["ALL_NAMES", "MIGHTY_NAMES", "AllName", "Converted", "Refused", "hyperparameter_hint"]
+__all__ = ["ALL_NAMES", "MIGHTY_NAMES", "AllName", "Converted", "Defaults", "Refused",
+           "hyperparameter_hint"]
 
 #: Mighty's names of settings that looprl's presets name otherwise (docs/coming-from-mighty.md):
 #: not aliases, a did-you-mean (``hyperparameter_hint``)
@@ -145,3 +146,24 @@ ALL_NAMES: dict[str, Mapping[str, AllName]] = {
     "classic_control.ppo": PPO, "atari.ppo": PPO, "continuous.ppo": PPO,
     "continuous.ddpg": OFF_POLICY_CONTINUOUS, "continuous.sac": SAC,
 }
+
+
+class Defaults(dict[str, Any]):
+    """A preset's default hyperparameters, where ``table``'s ALL names read too, as ALL's
+    scripts read them (``type(preset.default_hyperparameters['lr_q'])``): a rename reads its
+    looprl key; any other ALL name is a ``KeyError`` that names the keys to use."""
+
+    def __init__(self, values: Mapping[str, Any], table: Mapping[str, AllName]):
+        super().__init__(values)
+        self.table = table
+
+    def __missing__(self, name: str) -> Any:
+        entry = self.table.get(name)
+        if isinstance(entry, str):
+            return self[entry]
+        if entry is None:
+            raise KeyError(name)
+        keys = entry.keys if isinstance(entry, Converted) else entry.use
+        raise KeyError(f"{name!r} is ALL's and has no default here: looprl's preset has "
+                       f"{', '.join(key for key in keys if key in self) or 'no such setting'} "
+                       f"({entry.how if isinstance(entry, Converted) else entry.why})")

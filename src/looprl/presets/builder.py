@@ -17,7 +17,7 @@ from looprl.core.ranges import check_ranges
 from looprl.core.suggest import check_device, warn_once
 from looprl.environments.base import Environment
 from looprl.environments.multiagent import MultiagentPettingZooEnv
-from looprl.presets.all_names import hyperparameter_hint
+from looprl.presets.all_names import ALL_NAMES, Defaults, hyperparameter_hint
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,9 @@ class PresetBuilder:
     def __init__(self, default_name: str, default_hyperparameters: dict[str, Any],
                  constructor: Callable[..., Preset], **settings: Any):
         self.default_name = self._name = default_name
-        self.default_hyperparameters = dict(default_hyperparameters)
         self.constructor = constructor
+        self.default_hyperparameters = Defaults(
+            default_hyperparameters, ALL_NAMES.get(f"{self._family()}.{default_name}", {}))
         self._device: str | torch.device | None = None
         self._env: Any = None
         self._hyperparameters = dict(default_hyperparameters)
@@ -151,8 +152,8 @@ class PresetBuilder:
     def _from_all_names(self, given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``given`` with ALL's names of this preset (``all_names.ALL_NAMES``) in looprl's, and
         the converted ALL names to keep (their conversions redone on later calls)."""
-        from looprl.presets.all_names import ALL_NAMES, Converted, Refused
-        table = ALL_NAMES.get(f"{self._family()}.{self.default_name}", {})
+        from looprl.presets.all_names import Converted, Refused
+        table = self.default_hyperparameters.table
         own = self.default_hyperparameters
         ours = {key: value for key, value in given.items() if key in own or key not in table}
         for name in [name for name in given if name not in ours]:
