@@ -182,6 +182,8 @@ def test_atari_game_given_to_a_classic_preset(capsys: pytest.CaptureFixture[str]
     line = _error_line(capsys, ["train", "ppo", "Breakout", "--quiet"])
     assert "'Breakout' is an Atari game" in line and "looprl train atari.ppo Breakout" in line
     assert "looprl run algorithm=atari/ppo env=Breakout" in line  # (looprl run's form too)
+    line = _error_line(capsys, ["train", "dqn", "Breakout", "--quiet"])  # (was atari.ppo's)
+    assert "looprl train atari.dqn Breakout" in line
     # once ale-py has registered its ids, the classic preset's space check points the way
     line = _error_line(capsys, ["train", "ppo", "ALE/Breakout-v5", "--quiet"])
     assert "Atari preset" in line

@@ -91,6 +91,12 @@ def make_env(agent: str, env_id: str, context: Mapping[str, Any] | None = None, 
         return rendering(partial(MultiagentPettingZooEnv, env_id), render_mode)
     if agent.startswith("continuous.") and is_mujoco_id(env_id):
         return rendering(partial(MujocoEnvironment, env_id, **kwargs), render_mode)
+    game, name = atari_game(env_id), agent.rpartition(".")[2]
+    if game is not None and not is_gymnasium_id(env_id):  # (the preset the user typed)
+        preset = name if f"atari.{name}" in available_agents() else "ppo"
+        raise ValueError(f"{env_id!r} is an Atari game: train it with an Atari preset (looprl "
+                         f"run algorithm=atari/{preset} env={game}, or looprl train "
+                         f"atari.{preset} {game}); {agent} plays vectors, not images")
     return rendering(partial(GymEnvironment, env_id, **kwargs), render_mode)
 
 
