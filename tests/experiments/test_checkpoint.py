@@ -386,3 +386,24 @@ def test_checkpoint_replay_is_a_flag(tmp_path) -> None:
     with pytest.raises(ValueError, match="^checkpoint_replay must be True or False, got 'no'$"):
         make_experiment(preset, env, logdir=str(tmp_path), checkpoint_every=100,
                         checkpoint_replay="no")
+
+
+def test_a_checkpoint_saved_outside_its_run_leaves_its_folder_alone(tmp_path) -> None:
+    # (PBT's Tune checkpoints: loading the best member's wrote empty results.csv and
+    # returns100.csv there, which looprl plot then found as a run of no data)
+    from looprl.presets.classic_control import dqn
+
+    env = GymEnvironment("CartPole-v1")
+    preset = dqn.env(env).hyperparameters(hidden=8, replay_start_size=50, replay_buffer_size=500)
+    experiment = make_experiment(preset.device("cpu").build(), env, quiet=True, seed=0,
+                                 logdir=str(tmp_path / "runs"))
+    experiment.train(frames=100)
+    (tmp_path / "saved").mkdir()
+    save_checkpoint(experiment, tmp_path / "saved" / CHECKPOINT)
+    experiment.close()
+    run_dir = Path(experiment.logger.log_dir)
+    (run_dir / "results.csv").unlink()
+    loaded = load_checkpoint(tmp_path / "saved")
+    loaded.close()
+    assert sorted(path.name for path in (tmp_path / "saved").iterdir()) == [CHECKPOINT]
+    assert (run_dir / "results.csv").read_text().startswith("frame,")

@@ -498,3 +498,27 @@ def test_ctrl_c_stops_a_pbt_run_in_one_line(tmp_path) -> None:
     assert output.splitlines()[-1] == f"looprl: interrupted; the run is in {run_dir}", \
         output[-2000:]
     assert not (run_dir / "results.json").exists()
+
+
+def test_a_member_that_tune_paused_goes_on_in_its_own_run_directory(
+        small_ppo, tmp_path, monkeypatch) -> None:
+    """With more members than CPUs, Tune pauses a member at each evaluation and later resumes
+    it from its own checkpoint: that is no exploit (Tune never clones a member into itself),
+    and its logs go on in its run directory (a new one split its curve in looprl plot)."""
+    from looprl.runners import pbt
+
+    parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=1,
+                       logdir=str(tmp_path))
+    spec = {"runner": parent.member_arguments(), "num_steps": 64, "interval": 64,
+            "keys": ["hp/lr"]}
+    first = _Tune(0)
+    monkeypatch.setattr(pbt, "import_tune", lambda: first)
+    pbt._member({"hp_lr": 1e-3}, spec)
+    gc.collect()
+    monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0, first.reports[-1][1]))
+    pbt._member({"hp_lr": 1e-3}, {**spec, "num_steps": 192})
+    root = tmp_path / "ppo" / "CartPole-v1"
+    assert [path.name for path in root.iterdir()] == ["member000_gen000"]
+    frames = [int(row.split(",")[0]) for row in
+              (root / "member000_gen000" / "results.csv").read_text().splitlines()[1:]]
+    assert frames == sorted(frames) and frames[-1] > 64  # (trained on from 64, in order)

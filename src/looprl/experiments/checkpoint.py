@@ -158,11 +158,12 @@ def load_checkpoint(path: str | Path, run_name: str | None = None,
         raise ValueError(f"{path} holds a {type(state).__name__}, not a checkpoint (written with "
                          "checkpoint_every or save_checkpoint; a saved preset, as preset.pt, "
                          "loads with looprl.presets.load_preset)")
-    if run_name is None:  # (the run goes on writing its CSV files)
-        for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
-            if not (path.parent / name).is_file():  # are gone, its header is not)
-                (path.parent / name).write_text(header + "\n", encoding="utf-8")
     experiment = state["experiment"]
+    run_dir = getattr(experiment.logger, "log_dir", None)  # (the run's, not the checkpoint's
+    if run_name is None and run_dir is not None and Path(run_dir).is_dir():  # folder: PBT's)
+        for name, header in CSV_HEADERS.items():  # (deleted: its rows before the checkpoint
+            if not (Path(run_dir) / name).is_file():  # are gone, its header is not)
+                (Path(run_dir) / name).write_text(header + "\n", encoding="utf-8")
     if run_name is not None:
         experiment.logger.start_run(run_name, {**(run_info or {}), "hyperparameters": getattr(
             experiment.preset, "hyperparameters", {})})

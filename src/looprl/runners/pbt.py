@@ -68,8 +68,11 @@ def _member(config: dict[str, Any], spec: dict[str, Any]) -> None:
         with checkpoint.as_directory() as directory:
             donor = json.loads((Path(directory) / MEMBER_FILE).read_text())
             generation = donor["step"] // spec["interval"]
-            member.resume(directory, *_member_run(
-                index, generation, values, step=donor["step"], exploited=donor["member"]))
+            if donor["member"] == index:  # (its own: Tune paused it for a waiting member, and
+                member.resume(directory)  # never exploits itself; its run directory goes on)
+            else:
+                member.resume(directory, *_member_run(
+                    index, generation, values, step=donor["step"], exploited=donor["member"]))
     else:
         name, info = _member_run(index, 0, values, step=0, exploited=None)
         member.label_next_run(name, **info)
