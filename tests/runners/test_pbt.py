@@ -148,21 +148,29 @@ class _Tune:
         self.reports.append((metrics, checkpoint))
 
 
+def _member_zero(small_ppo, tmp_path, monkeypatch) -> tuple[dict, _Tune]:
+    """Member 0 trained to its first evaluation (step 64) under ``tmp_path``: the members'
+    spec and member 0's Tune (its reports, with their checkpoints)."""
+    from looprl.runners import pbt
+
+    parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=1,
+                       logdir=str(tmp_path))
+    spec = {"runner": parent.member_arguments(), "num_steps": 64, "interval": 64,
+            "keys": ["hp/lr"]}
+    tune = _Tune(0)
+    monkeypatch.setattr(pbt, "import_tune", lambda: tune)
+    pbt._member({"hp_lr": 1e-3}, spec)
+    gc.collect()
+    return spec, tune
+
+
 def test_a_member_that_exploits_goes_on_in_a_run_directory_of_its_own(
         small_ppo, tmp_path, monkeypatch) -> None:
     """Member 1 takes member 0's checkpoint at step 64 (perturbation round 1): its logs go to
     ``member001_gen001``, whose run.json says so, and member 0's directory stays as it was."""
-    from looprl.environments import GymEnvironment
     from looprl.runners import pbt
 
-    parent = PBTRunner(small_ppo, GymEnvironment("CartPole-v1"), {"hp/lr": (1e-4, 1e-2)},
-                       eval_episodes=1, logdir=str(tmp_path))
-    spec = {"runner": parent.member_arguments(), "num_steps": 64, "interval": 64,
-            "keys": ["hp/lr"]}
-    donor = _Tune(0)
-    monkeypatch.setattr(pbt, "import_tune", lambda: donor)
-    pbt._member({"hp_lr": 1e-3}, spec)
-    gc.collect()
+    spec, donor = _member_zero(small_ppo, tmp_path, monkeypatch)
     root = tmp_path / "ppo" / "CartPole-v1"
     before = {path.name: path.read_bytes() for path in (root / "member000_gen000").iterdir()}
     exploiter = _Tune(1, donor.reports[-1][1])
@@ -507,14 +515,7 @@ def test_a_member_that_tune_paused_goes_on_in_its_own_run_directory(
     and its logs go on in its run directory (a new one split its curve in looprl plot)."""
     from looprl.runners import pbt
 
-    parent = PBTRunner(small_ppo, "CartPole-v1", {"hp/lr": (1e-4, 1e-2)}, eval_episodes=1,
-                       logdir=str(tmp_path))
-    spec = {"runner": parent.member_arguments(), "num_steps": 64, "interval": 64,
-            "keys": ["hp/lr"]}
-    first = _Tune(0)
-    monkeypatch.setattr(pbt, "import_tune", lambda: first)
-    pbt._member({"hp_lr": 1e-3}, spec)
-    gc.collect()
+    spec, first = _member_zero(small_ppo, tmp_path, monkeypatch)
     monkeypatch.setattr(pbt, "import_tune", lambda: _Tune(0, first.reports[-1][1]))
     pbt._member({"hp_lr": 1e-3}, {**spec, "num_steps": 192})
     root = tmp_path / "ppo" / "CartPole-v1"
